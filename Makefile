@@ -1,0 +1,35 @@
+# Thin wrapper around CMake. `make demo` and `make test` work on a fresh
+# Debian 12 machine: they install what is missing, build, then run.
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+# CUDA is built when nvcc is found (on PATH or in /usr/local/cuda).
+NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+ifneq ($(NVCC),)
+CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER=$(NVCC)
+endif
+
+.PHONY: all deps build demo test bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	./$(BUILD)/ctrecon demo
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	./$(BUILD)/bench/bench_fdk_cpu --json $(BUILD)/bench_fdk_cpu.json
+
+clean:
+	rm -rf $(BUILD)

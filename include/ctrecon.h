@@ -1,0 +1,456 @@
+/*
+ * ctrecon.h — the one public header of libctrecon (C99).
+ *
+ * Conventions (docs/conventions.md has the full picture):
+ *  - World coordinates in mm, right-handed, rotation axis z.
+ *  - Volumes are float32, x fastest, then y, then z. Voxel i sits at
+ *    x = offset_x + (i - (nx - 1) / 2) * voxel_x (same for y, z).
+ *  - Projections: one image per view, u (detector column) fastest, then v (row),
+ *    then the view. Pixel centres sit at integer (u, v) indices.
+ *  - Every cone-beam geometry is converted once to a canonical per-view 3x4
+ *    matrix P (row-major) with (a, b, c) = P (x, y, z, 1): u = a / c, v = b / c
+ *    in pixel indices and c = depth / depth-of-origin (c = 1 at the origin), so
+ *    the FDK distance weight is 1 / c^2.
+ *  - Functions return ctr_status (0 = CTR_OK, negative = error). On error a
+ *    thread-local detail string (ctr_error_detail) names the file, field or
+ *    parameter and the expected value. The library never prints to stdout and
+ *    never calls exit().
+ */
+#ifndef CTRECON_H
+#define CTRECON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CTR_VERSION_MAJOR 0
+#define CTR_VERSION_MINOR 1
+#define CTR_VERSION_PATCH 0
+#define CTR_VERSION_STRING "0.1.0"
+
+/* Version stamped into every option struct; bump when a struct grows. */
+#define CTR_API_VERSION 1u
+
+/* ------------------------------------------------------------------------- */
+/* Status codes                                                              */
+/* ------------------------------------------------------------------------- */
+
+/* X(name, value, message): the one list that generates the enum, the names and
+ * the messages. */
+#define CTR_STATUS_LIST(X)                                                       \
+  X(CTR_OK, 0, "success")                                                        \
+  X(CTR_E_INVALID_ARGUMENT, -1, "invalid argument")                              \
+  X(CTR_E_OUT_OF_MEMORY, -2, "out of host memory")                               \
+  X(CTR_E_IO, -3, "file input/output error")                                     \
+  X(CTR_E_FORMAT, -4, "malformed or unsupported file")                           \
+  X(CTR_E_SIZE_MISMATCH, -5, "data size does not match the description")         \
+  X(CTR_E_GEOMETRY, -6, "invalid geometry")                                      \
+  X(CTR_E_UNSUPPORTED, -7, "feature not built or not supported")                 \
+  X(CTR_E_NO_DEVICE, -8, "no usable GPU")                                        \
+  X(CTR_E_DEVICE, -9, "GPU error")                                               \
+  X(CTR_E_DEVICE_OUT_OF_MEMORY, -10, "GPU out of memory")                        \
+  X(CTR_E_FFT, -11, "FFT library error")                                         \
+  X(CTR_E_CANCELLED, -12, "cancelled")                                           \
+  X(CTR_E_INTERNAL, -13, "internal error")
+
+typedef enum ctr_status {
+#define CTR__STATUS_ENUM(name, value, msg) name = value,
+  CTR_STATUS_LIST(CTR__STATUS_ENUM)
+#undef CTR__STATUS_ENUM
+} ctr_status;
+
+/* "CTR_E_IO" etc.; "CTR_E_UNKNOWN" for values not in the list. Static string. */
+const char *ctr_status_name(ctr_status s);
+/* Short human message for a status. Static string. */
+const char *ctr_status_message(ctr_status s);
+/* Detail of the last error raised on this thread ("" if none). Valid until the
+ * next library call on this thread. */
+const char *ctr_error_detail(void);
+void ctr_error_clear(void);
+
+/* ------------------------------------------------------------------------- */
+/* Library information                                                       */
+/* ------------------------------------------------------------------------- */
+
+enum {
+  CTR_FEATURE_OPENMP = 1u << 0,
+  CTR_FEATURE_CUDA = 1u << 1,
+  CTR_FEATURE_HDF5 = 1u << 2,
+  CTR_FEATURE_MPI = 1u << 3,
+  CTR_FEATURE_TIFF = 1u << 4,
+  CTR_FEATURE_PNG = 1u << 5
+};
+const char *ctr_version_string(void);
+/* Bit set of CTR_FEATURE_* compiled into this build. */
+unsigned ctr_features(void);
+
+typedef struct ctr_device_info {
+  char name[256];
+  size_t total_memory, free_memory; /* bytes */
+  int cc_major, cc_minor;           /* compute capability */
+  int multiprocessors;
+} ctr_device_info;
+
+/* Number of usable CUDA devices (0 when CUDA is not built or no GPU/driver). */
+int ctr_cuda_device_count(void);
+/* Properties of CUDA device `index`; CTR_E_NO_DEVICE if there is none. */
+ctr_status ctr_cuda_device_info(int index, ctr_device_info *out);
+
+/* ------------------------------------------------------------------------- */
+/* Data types and array descriptors                                          */
+/* ------------------------------------------------------------------------- */
+
+typedef enum ctr_dtype { CTR_DTYPE_FLOAT32 = 1, CTR_DTYPE_UINT16 = 2 } ctr_dtype;
+
+/* Bytes per element; 0 for an unknown dtype. */
+size_t ctr_dtype_size(ctr_dtype t);
+/* "float32" / "uint16"; "unknown" otherwise. */
+const char *ctr_dtype_name(ctr_dtype t);
+/* Parses "float32"/"f32"/"float" and "uint16"/"u16". CTR_E_INVALID_ARGUMENT
+ * (detail lists the accepted names) otherwise. */
+ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out);
+
+#define CTR_MAX_DIMS 4
+/* A strided view of memory the caller owns. dims[0] is the fastest axis;
+ * strides are in elements (0 = contiguous, filled by ctr_array_init). */
+typedef struct ctr_array {
+  void *data;
+  ctr_dtype dtype;
+  int ndim;
+  int64_t dims[CTR_MAX_DIMS];
+  int64_t strides[CTR_MAX_DIMS];
+} ctr_array;
+
+/* Fills a contiguous descriptor (dims[0] fastest). */
+ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *dims);
+/* Number of elements. */
+int64_t ctr_array_count(const ctr_array *a);
+/* 1 if the strides describe a dense, dims[0]-fastest layout. */
+int ctr_array_is_contiguous(const ctr_array *a);
+
+/* ------------------------------------------------------------------------- */
+/* Context                                                                   */
+/* ------------------------------------------------------------------------- */
+
+typedef enum ctr_device_kind {
+  CTR_DEVICE_AUTO = 0, /* a usable GPU if built and present, else the CPU */
+  CTR_DEVICE_CPU = 1,
+  CTR_DEVICE_CUDA = 2
+} ctr_device_kind;
+
+typedef enum ctr_log_level {
+  CTR_LOG_ERROR = 0,
+  CTR_LOG_WARNING = 1,
+  CTR_LOG_INFO = 2,
+  CTR_LOG_DEBUG = 3
+} ctr_log_level;
+
+/* Progress: stage name, fraction done in [0, 1]. Return non-zero to cancel
+ * (the running call then returns CTR_E_CANCELLED). Called from the calling
+ * thread only. */
+typedef int (*ctr_progress_fn)(void *user, const char *stage, double fraction);
+typedef void (*ctr_log_fn)(void *user, ctr_log_level level, const char *message);
+
+typedef struct ctr_context_options {
+  unsigned version;
+  ctr_device_kind device;
+  int device_index; /* CUDA device ordinal; -1 = choose */
+  int num_threads;  /* CPU threads; 0 = OpenMP default */
+  ctr_progress_fn progress;
+  ctr_log_fn log;
+  void *user; /* passed to progress and log */
+} ctr_context_options;
+
+#define CTR_CONTEXT_OPTIONS_INIT \
+  { CTR_API_VERSION, CTR_DEVICE_AUTO, -1, 0, NULL, NULL, NULL }
+
+typedef struct ctr_context ctr_context;
+
+/* Creates a context; *out owned by the caller, release with ctr_context_free.
+ * opts may be NULL (defaults). */
+ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out);
+/* Frees a context; accepts NULL. */
+void ctr_context_free(ctr_context *ctx);
+/* The backend a context resolved to (CTR_DEVICE_CPU or CTR_DEVICE_CUDA). */
+ctr_device_kind ctr_context_device(const ctr_context *ctx);
+
+/* ------------------------------------------------------------------------- */
+/* Geometry                                                                  */
+/* ------------------------------------------------------------------------- */
+
+typedef struct ctr_volume_geometry {
+  int64_t nx, ny, nz;
+  double voxel_x, voxel_y, voxel_z;    /* mm */
+  double offset_x, offset_y, offset_z; /* volume centre in world mm */
+} ctr_volume_geometry;
+
+typedef enum ctr_rotation { CTR_ROTATION_CCW = 1, CTR_ROTATION_CW = -1 } ctr_rotation;
+
+/* Circular cone-beam orbit. Source at angle t: s = sid * (cos t, sin t, 0);
+ * the detector u axis is (-sin t, cos t, 0), v is +z; the principal ray hits
+ * pixel ((nu-1)/2 - offset_u/du, (nv-1)/2 - offset_v/dv). Angles are either
+ * the list `angles_deg` (nviews entries, not copied beyond the create call) or
+ * angle_start_deg + direction * i * angle_range_deg / nviews. */
+typedef struct ctr_circular_params {
+  unsigned version;
+  double sid; /* source to isocentre, mm */
+  double sdd; /* source to detector, mm */
+  int64_t nu, nv;
+  double du, dv;             /* pixel pitch, mm */
+  double offset_u, offset_v; /* detector shift, mm */
+  int64_t nviews;
+  const double *angles_deg; /* optional list */
+  double angle_start_deg;
+  double angle_range_deg;
+  ctr_rotation direction;
+} ctr_circular_params;
+
+#define CTR_CIRCULAR_PARAMS_INIT \
+  { CTR_API_VERSION, 0, 0, 0, 0, 1.0, 1.0, 0, 0, 0, NULL, 0.0, 360.0, CTR_ROTATION_CCW }
+
+typedef struct ctr_geometry ctr_geometry;
+
+/* Builds the canonical geometry of a circular orbit. Validates every field
+ * (finite, positive sizes, source outside the volume). A detector that does
+ * not cover the volume is allowed: check ctr_geometry_coverage and warn. */
+ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
+                                        const ctr_volume_geometry *vol,
+                                        ctr_geometry **out);
+/* Builds the canonical geometry from arbitrary per-view 3x4 matrices
+ * (row-major, nviews * 12 doubles, mapping world mm to pixel indices up to
+ * scale). du, dv are informative (mm); pass 0 if unknown. */
+ctr_status ctr_geometry_create_matrices(int64_t nu, int64_t nv, double du, double dv,
+                                        int64_t nviews, const double *matrices,
+                                        const ctr_volume_geometry *vol,
+                                        ctr_geometry **out);
+/* Deep copy. */
+ctr_status ctr_geometry_clone(const ctr_geometry *g, ctr_geometry **out);
+void ctr_geometry_free(ctr_geometry *g);
+
+/* Reads / writes a JSON geometry file (docs/geometry.md). Errors name the
+ * file and the bad field. Save writes to a temporary name and renames. */
+ctr_status ctr_geometry_load_json(const char *path, ctr_geometry **out);
+ctr_status ctr_geometry_save_json(const ctr_geometry *g, const char *path);
+/* Same from / to a string (the caller frees the string with free()). */
+ctr_status ctr_geometry_from_json_string(const char *json, const char *name,
+                                         ctr_geometry **out);
+ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out);
+
+int64_t ctr_geometry_nviews(const ctr_geometry *g);
+void ctr_geometry_detector(const ctr_geometry *g, int64_t *nu, int64_t *nv, double *du,
+                           double *dv);
+ctr_volume_geometry ctr_geometry_volume(const ctr_geometry *g);
+/* Replaces the volume grid (same checks as create). */
+ctr_status ctr_geometry_set_volume(ctr_geometry *g, const ctr_volume_geometry *vol);
+/* The canonical matrix of view i (12 doubles, row-major). */
+void ctr_geometry_matrix(const ctr_geometry *g, int64_t i, double out[12]);
+/* Source position of view i, mm. */
+void ctr_geometry_source(const ctr_geometry *g, int64_t i, double out[3]);
+/* 1 for a circular orbit (u, c independent of z), else 0. */
+int ctr_geometry_is_circular(const ctr_geometry *g);
+/* Fraction of the voxel centres inside the volume's inscribed cylinder (about
+ * the z axis through the volume centre) that project inside the detector in
+ * every view (1.0 = the field of view is fully covered). */
+double ctr_geometry_coverage(const ctr_geometry *g);
+
+/* ------------------------------------------------------------------------- */
+/* Phantoms                                                                  */
+/* ------------------------------------------------------------------------- */
+
+/* An ellipsoid: centre (mm), semi-axes (mm), Euler angles (z-x-z, degrees)
+ * and an additive density (attenuation in 1/mm or any unit you choose). */
+typedef struct ctr_ellipsoid {
+  double density;
+  double cx, cy, cz;
+  double ax, ay, az;
+  double phi_deg, theta_deg, psi_deg;
+} ctr_ellipsoid;
+
+typedef struct ctr_phantom ctr_phantom;
+
+/* The 3D modified (high-contrast) Shepp-Logan head scaled so that its unit
+ * cube [-1, 1]^3 spans `radius` mm, times `scale` in density. */
+ctr_status ctr_phantom_shepp_logan(double radius, double scale, ctr_phantom **out);
+/* A phantom from a list of ellipsoids (copied). */
+ctr_status ctr_phantom_from_ellipsoids(const ctr_ellipsoid *e, int64_t n, ctr_phantom **out);
+/* JSON list of ellipsoids (docs/phantoms.md). */
+ctr_status ctr_phantom_load_json(const char *path, ctr_phantom **out);
+void ctr_phantom_free(ctr_phantom *p);
+int64_t ctr_phantom_count(const ctr_phantom *p);
+const ctr_ellipsoid *ctr_phantom_ellipsoids(const ctr_phantom *p);
+
+/* Exact line integral from point `origin` along unit direction `dir`
+ * (the whole line). */
+double ctr_phantom_line_integral(const ctr_phantom *p, const double origin[3],
+                                 const double dir[3]);
+/* Density at a point. */
+double ctr_phantom_density(const ctr_phantom *p, const double pt[3]);
+/* Exact cone-beam projections for every view: out is nu x nv x nviews float32
+ * (contiguous). Each pixel is the mean of supersample^2 exact ray integrals
+ * (1 = the ray through the pixel centre). */
+ctr_status ctr_phantom_project(ctr_context *ctx, const ctr_phantom *p, const ctr_geometry *g,
+                               int supersample, ctr_array *out);
+/* Voxelised phantom on the geometry's volume grid, each voxel the mean of
+ * supersample^3 point samples. out: nx x ny x nz float32. Slices [z0, z0+nz)
+ * of out's third dimension only, so big volumes can be made in slabs. */
+ctr_status ctr_phantom_voxelize(ctr_context *ctx, const ctr_phantom *p,
+                                const ctr_volume_geometry *vol, int supersample, int64_t z0,
+                                ctr_array *out);
+
+/* ------------------------------------------------------------------------- */
+/* Filtering and FDK                                                         */
+/* ------------------------------------------------------------------------- */
+
+typedef enum ctr_window {
+  CTR_WINDOW_RAM_LAK = 0,
+  CTR_WINDOW_SHEPP_LOGAN = 1,
+  CTR_WINDOW_COSINE = 2,
+  CTR_WINDOW_HAMMING = 3,
+  CTR_WINDOW_HANN = 4
+} ctr_window;
+
+const char *ctr_window_name(ctr_window w);
+ctr_status ctr_window_parse(const char *name, ctr_window *out);
+
+/* Frequency response of the ramp filter (discrete Ram-Lak times the window)
+ * at frequency f in cycles per sample, 0 <= f <= 0.5; cutoff in (0, 1] is the
+ * fraction of the Nyquist frequency beyond which the response is zero. */
+double ctr_ramp_response(ctr_window w, double cutoff, double f);
+
+typedef enum ctr_short_scan {
+  CTR_SHORT_SCAN_AUTO = 0, /* Parker weights when the orbit covers < 360 deg */
+  CTR_SHORT_SCAN_OFF = 1,
+  CTR_SHORT_SCAN_PARKER = 2
+} ctr_short_scan;
+
+typedef enum ctr_interp {
+  CTR_INTERP_DEFAULT = 0, /* backend's default (exact on CPU) */
+  CTR_INTERP_EXACT = 1,   /* fp32 software bilinear */
+  CTR_INTERP_TEXTURE = 2  /* hardware texture bilinear (8-bit weights); GPU only */
+} ctr_interp;
+
+typedef struct ctr_fdk_options {
+  unsigned version;
+  ctr_window window;
+  double cutoff;           /* (0, 1], fraction of Nyquist */
+  ctr_short_scan short_scan;
+  ctr_interp interp;
+  int64_t z0, nz;          /* reconstruct slices [z0, z0+nz) only; nz = 0: all */
+  int64_t views_per_batch; /* views filtered per batch (memory); 0 = automatic */
+} ctr_fdk_options;
+
+#define CTR_FDK_OPTIONS_INIT \
+  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, 0, 0, 0 }
+
+/* FDK reconstruction. proj: float32 nu x nv x nviews line integrals (uint16
+ * is accepted and converted). vol: float32 nx x ny x nz_out where nz_out is
+ * opts->nz (or the volume's nz), overwritten. The result is in the units of
+ * the line integrals per mm (a Shepp-Logan phantom gives its own values). */
+ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
+                   const ctr_array *proj, ctr_array *vol);
+
+/* The two halves of FDK, for callers that pipeline them. Filters views
+ * [v0, v0+n) of proj (float32, contiguous, n views) in place: Parker and cosine
+ * weights, ramp filter, angular weight. */
+ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
+                          int64_t v0, int64_t n, float *proj);
+/* Adds the backprojection of filtered views [v0, v0+n) (n images in `filtered`)
+ * into vol (float32, slices [opts->z0, opts->z0 + nz)). */
+ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
+                               const ctr_fdk_options *opts, int64_t v0, int64_t n,
+                               const float *filtered, ctr_array *vol);
+
+/* ------------------------------------------------------------------------- */
+/* Metrics                                                                   */
+/* ------------------------------------------------------------------------- */
+
+typedef struct ctr_volume_error {
+  double rmse_object; /* over voxels where the truth is non-zero */
+  double rmse_flat;   /* same, restricted to voxels whose 3x3x3 truth
+                         neighbourhood is constant (away from edges) */
+  double max_abs;     /* largest |rec - truth| over the object */
+  int64_t n_object, n_flat;
+} ctr_volume_error;
+
+/* Compares a reconstruction with a (voxelised) truth of nx x ny x nz float32
+ * voxels, both x fastest. Slices within `margin` of the top and bottom are
+ * left out (cone-beam FDK is approximate there; 0 = use all). */
+ctr_status ctr_volume_compare(const float *rec, const float *truth, int64_t nx, int64_t ny,
+                              int64_t nz, int64_t margin, ctr_volume_error *out);
+
+/* ------------------------------------------------------------------------- */
+/* File I/O                                                                  */
+/* ------------------------------------------------------------------------- */
+
+typedef enum ctr_file_format {
+  CTR_FORMAT_AUTO = 0,       /* from the name: .raw/.bin, .tif/.tiff, .nrrd/.nhdr, '%' pattern */
+  CTR_FORMAT_RAW = 1,        /* headerless little-endian; dims and dtype given */
+  CTR_FORMAT_TIFF = 2,       /* one multi-page TIFF, one page per image */
+  CTR_FORMAT_TIFF_STACK = 3, /* one TIFF per image: printf pattern "dir/img_%04d.tif" */
+  CTR_FORMAT_NRRD = 4        /* .nrrd (attached) or .nhdr + .raw (detached), raw encoding */
+} ctr_file_format;
+
+const char *ctr_format_name(ctr_file_format f);
+ctr_status ctr_format_parse(const char *name, ctr_file_format *out);
+/* Resolves CTR_FORMAT_AUTO from a path; CTR_E_INVALID_ARGUMENT if unknown. */
+ctr_status ctr_format_guess(const char *path, ctr_file_format *out);
+
+/* A stack of 2D images (projections, or volume slices): width x height x count. */
+typedef struct ctr_stack_info {
+  int64_t width, height, count;
+  ctr_dtype dtype;
+  double spacing[3];   /* mm; 0 if unknown */
+  double origin[3];    /* mm of the first sample; NRRD only */
+} ctr_stack_info;
+
+typedef struct ctr_stack_reader ctr_stack_reader;
+typedef struct ctr_stack_writer ctr_stack_writer;
+
+/* Opens for reading. For RAW, `hint` must give width, height, count, dtype
+ * (and `raw_offset` bytes are skipped); for other formats `hint` may be NULL
+ * and, if given, its non-zero fields are checked against the file. */
+ctr_status ctr_stack_open(const char *path, ctr_file_format fmt, const ctr_stack_info *hint,
+                          int64_t raw_offset, ctr_stack_reader **out);
+const ctr_stack_info *ctr_stack_reader_info(const ctr_stack_reader *r);
+/* Reads images [first, first+n) converted to `dtype` into out (contiguous). */
+ctr_status ctr_stack_read(ctr_stack_reader *r, int64_t first, int64_t n, ctr_dtype dtype,
+                          void *out);
+void ctr_stack_close(ctr_stack_reader *r);
+
+/* Creates a writer. Data goes to a temporary name beside the target and is
+ * renamed into place by ctr_stack_commit only when every image was written
+ * and flushed; ctr_stack_abort (or freeing without commit) removes it. */
+ctr_status ctr_stack_create(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
+                            ctr_stack_writer **out);
+/* Writes images [first, first+n) from `data` (dtype `dtype`, converted to the
+ * file's dtype; float -> uint16 rounds and clamps, NaN -> 0). RAW, NRRD and
+ * TIFF stacks accept any order (pwrite at the slab's offset); a multi-page
+ * TIFF must be written in order (the error names the expected image). */
+ctr_status ctr_stack_write(ctr_stack_writer *w, int64_t first, int64_t n, ctr_dtype dtype,
+                           const void *data);
+ctr_status ctr_stack_commit(ctr_stack_writer *w); /* frees w */
+void ctr_stack_abort(ctr_stack_writer *w);        /* frees w; accepts NULL */
+
+/* Whole-array convenience wrappers. */
+ctr_status ctr_stack_load(const char *path, ctr_file_format fmt, const ctr_stack_info *hint,
+                          ctr_dtype dtype, ctr_stack_info *info_out, void **data_out);
+ctr_status ctr_stack_save(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
+                          ctr_dtype dtype, const void *data);
+
+/* PNG previews of the three central slices of a float32 volume (x fastest):
+ * writes <prefix>_xy.png, <prefix>_xz.png, <prefix>_yz.png, 8-bit grey, the
+ * window [lo, hi] mapped to 0..255 (lo == hi: the volume's 0.5/99.5 %
+ * percentiles). */
+ctr_status ctr_png_preview(const char *prefix, const float *vol, int64_t nx, int64_t ny,
+                           int64_t nz, float lo, float hi);
+/* One 8-bit grey PNG of a float image. */
+ctr_status ctr_png_write_gray(const char *path, const float *img, int64_t width, int64_t height,
+                              float lo, float hi);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTRECON_H */

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ctrecon needs, only those that are missing.
+# Idempotent; needs root (or sudo) and the Debian mirror, nothing else.
+#   scripts/install-deps.sh            required + optional (HDF5)
+#   CTRECON_DEPS_MINIMAL=1 scripts/...  required only
+set -euo pipefail
+
+required=(cmake make gcc pkg-config libfftw3-dev libtiff-dev libpng-dev libcjson-dev zlib1g-dev)
+optional=(libhdf5-dev)
+pkgs=("${required[@]}")
+[ "${CTRECON_DEPS_MINIMAL:-0}" = 1 ] || pkgs+=("${optional[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

@@ -1,0 +1,69 @@
+/* Internal helpers shared by every module: error raising, checked allocation,
+ * logging through the context. Not installed. */
+#ifndef CTR_INTERNAL_H
+#define CTR_INTERNAL_H
+
+#include "ctrecon.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#if defined(__GNUC__)
+#define CTR__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CTR__PRINTF(a, b)
+#endif
+
+/* Records `status` with a formatted detail ("file:line: ..." is prepended in
+ * debug builds only) and returns it. */
+ctr_status ctr__error_set(ctr_status status, const char *fmt, ...) CTR__PRINTF(2, 3);
+ctr_status ctr__error_setv(ctr_status status, const char *fmt, va_list ap);
+
+/* Raise and return: CTR_FAIL(CTR_E_IO, "cannot open '%s': %s", path, strerror(errno)) */
+#define CTR_FAIL(status, ...) return ctr__error_set((status), __VA_ARGS__)
+/* Raise, store in `st` and jump to cleanup (one cleanup label per function). */
+#define CTR_FAIL_GOTO(st, status, ...)           \
+  do {                                           \
+    (st) = ctr__error_set((status), __VA_ARGS__); \
+    goto cleanup;                                \
+  } while (0)
+/* Propagate a failing status (detail already set). */
+#define CTR_CHECK(expr)                 \
+  do {                                  \
+    ctr_status ctr__s = (expr);         \
+    if (ctr__s != CTR_OK) return ctr__s; \
+  } while (0)
+#define CTR_CHECK_GOTO(st, expr)         \
+  do {                                   \
+    (st) = (expr);                       \
+    if ((st) != CTR_OK) goto cleanup;    \
+  } while (0)
+
+/* malloc/calloc that raise CTR_E_OUT_OF_MEMORY with the size and purpose. */
+void *ctr__malloc(size_t bytes, const char *what);
+void *ctr__calloc(size_t n, size_t size, const char *what);
+/* 64-byte aligned allocation (free with ctr__aligned_free). */
+void *ctr__aligned_alloc(size_t bytes, const char *what);
+void ctr__aligned_free(void *p);
+/* n * size with overflow check (returns 0 and raises on overflow). */
+int ctr__mul_size(size_t a, size_t b, size_t *out);
+
+/* Context internals. */
+struct ctr_context {
+  ctr_context_options opts;
+  ctr_device_kind resolved;
+};
+
+/* Log through the context's callback (no-op if ctx or callback is NULL). */
+void ctr__log(const ctr_context *ctx, ctr_log_level level, const char *fmt, ...) CTR__PRINTF(3, 4);
+/* Progress callback; returns CTR_E_CANCELLED if the callback asks to stop. */
+ctr_status ctr__progress(const ctr_context *ctx, const char *stage, double fraction);
+
+/* Human sizes: "1.5 GiB" into buf. */
+const char *ctr__format_bytes(double bytes, char *buf, size_t n);
+
+/* Number of threads for OpenMP regions. */
+int ctr__num_threads(const ctr_context *ctx);
+
+#endif

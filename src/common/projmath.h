@@ -1,0 +1,61 @@
+/* Inline projection and interpolation maths shared by the CPU and CUDA
+ * backprojectors and the double-precision reference, so every backend
+ * evaluates the same formulas. C99 and CUDA C. */
+#ifndef CTR_PROJMATH_H
+#define CTR_PROJMATH_H
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define CTR_HD static __host__ __device__ __forceinline__
+#else
+#define CTR_HD static inline
+#endif
+
+/* Border of zeros around a padded projection: one pixel before, two after, so
+ * that after clamping u to [-1, nu] both bilinear neighbours exist and a
+ * sample outside the detector reads exactly 0. */
+#define CTR_PAD_LO 1
+#define CTR_PAD_HI 2
+
+/* Bilinear sample of a padded image. `base` points at pixel (0, 0) inside the
+ * padding, `pitch` is the padded row length; (u, v) are pixel indices with
+ * centres at integers. The padded image holds fewer than 2^31 pixels. Zero
+ * further than one pixel outside the detector, like ctr__bilinear_zero_f64. */
+CTR_HD float ctr__bilinear_padded(const float *base, int pitch, int nu, int nv, float u,
+                                  float v) {
+  /* One comparison per statement so compilers if-convert to min/max. */
+  u = u > -1.0f ? u : -1.0f;
+  u = u < (float)nu ? u : (float)nu;
+  v = v > -1.0f ? v : -1.0f;
+  v = v < (float)nv ? v : (float)nv;
+  /* u >= -1, so truncation of u + 1 is floor(u) + 1 (no floorf call). */
+  const int iu = (int)(u + 1.0f) - 1, iv = (int)(v + 1.0f) - 1;
+  const float fu = u - (float)iu, fv = v - (float)iv;
+  /* Indexed loads (not pointer arithmetic) let compilers emit gathers. */
+  const int i = iv * pitch + iu;
+  const float q00 = base[i], q01 = base[i + 1], q10 = base[i + pitch], q11 = base[i + pitch + 1];
+  const float top = q00 + fu * (q01 - q00);
+  const float bot = q10 + fu * (q11 - q10);
+  return top + fv * (bot - top);
+}
+
+/* Reference bilinear sample in double of an unpadded float image: pixels
+ * outside [0, nu) x [0, nv) count as 0. */
+CTR_HD double ctr__bilinear_zero_f64(const float *img, int64_t nu, int64_t nv, double u,
+                                     double v) {
+  if (!(u > -1.0 && u < (double)nu && v > -1.0 && v < (double)nv)) return 0.0;
+  const double fu0 = u + 1.0, fv0 = v + 1.0;
+  const int64_t iu = (int64_t)fu0 - 1, iv = (int64_t)fv0 - 1;
+  const double fu = u - (double)iu, fv = v - (double)iv;
+  double q[4] = {0, 0, 0, 0};
+  for (int k = 0; k < 4; k++) {
+    const int64_t x = iu + (k & 1), y = iv + (k >> 1);
+    if (x >= 0 && x < nu && y >= 0 && y < nv) q[k] = img[y * nu + x];
+  }
+  const double top = q[0] + fu * (q[1] - q[0]);
+  const double bot = q[2] + fu * (q[3] - q[2]);
+  return top + fv * (bot - top);
+}
+
+#endif

@@ -1,0 +1,28 @@
+/* Double-precision reference backprojector: the test oracle for every fast
+ * path (CPU and GPU). Deliberately plain. */
+#include "backproject.h"
+
+#include "common/projmath.h"
+
+void ctr__bp_reference(const ctr_geometry *g, int64_t v0, int64_t n, const float *filtered,
+                       double *vol, int64_t z0, int64_t nzs) {
+  const ctr_volume_geometry *vg = &g->vol;
+  const int64_t nx = vg->nx, ny = vg->ny, nu = g->nu, nv = g->nv;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t z = 0; z < nzs; z++)
+    for (int64_t y = 0; y < ny; y++)
+      for (int64_t x = 0; x < nx; x++) {
+        const double p[3] = {ctr__voxel_coord(x, nx, vg->voxel_x, vg->offset_x),
+                             ctr__voxel_coord(y, ny, vg->voxel_y, vg->offset_y),
+                             ctr__voxel_coord(z0 + z, vg->nz, vg->voxel_z, vg->offset_z)};
+        double sum = 0.0;
+        for (int64_t k = 0; k < n; k++) {
+          const double *P = g->views[v0 + k].P;
+          const double c = P[8] * p[0] + P[9] * p[1] + P[10] * p[2] + P[11];
+          const double u = (P[0] * p[0] + P[1] * p[1] + P[2] * p[2] + P[3]) / c;
+          const double v = (P[4] * p[0] + P[5] * p[1] + P[6] * p[2] + P[7]) / c;
+          sum += ctr__bilinear_zero_f64(filtered + k * nu * nv, nu, nv, u, v) / (c * c);
+        }
+        vol[(z * ny + y) * nx + x] += sum;
+      }
+}

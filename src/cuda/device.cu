@@ -1,0 +1,44 @@
+/* CUDA device discovery for the context and `ctrecon info`. */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+
+extern "C" {
+#include "../common/internal.h"
+}
+
+extern "C" int ctr__cuda_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError(); /* clear the sticky "no driver" error */
+    return 0;
+  }
+  return n;
+}
+
+extern "C" int ctr_cuda_device_count(void) { return ctr__cuda_device_count(); }
+
+extern "C" ctr_status ctr_cuda_device_info(int index, ctr_device_info *out) {
+  int n = ctr__cuda_device_count();
+  if (index < 0 || index >= n)
+    CTR_FAIL(CTR_E_NO_DEVICE, "CUDA device %d requested, %d visible", index, n);
+  cudaDeviceProp p;
+  cudaError_t e = cudaGetDeviceProperties(&p, index);
+  if (e != cudaSuccess)
+    CTR_FAIL(CTR_E_DEVICE, "cudaGetDeviceProperties(%d): %s", index, cudaGetErrorString(e));
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s", p.name);
+  out->total_memory = p.totalGlobalMem;
+  out->cc_major = p.major;
+  out->cc_minor = p.minor;
+  out->multiprocessors = p.multiProcessorCount;
+  int prev = 0;
+  cudaGetDevice(&prev);
+  if (cudaSetDevice(index) == cudaSuccess) {
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) == cudaSuccess) out->free_memory = fr;
+    cudaSetDevice(prev);
+  }
+  cudaGetLastError();
+  return CTR_OK;
+}

@@ -1,0 +1,141 @@
+/* FDK pre-weights (cosine, Parker) and the per-view post-filter scale, and
+ * the CPU filtering step of FDK. */
+#include "filter.h"
+
+#include <math.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define CTR__PI 3.14159265358979323846
+
+double ctr__parker_weight(double beta, double gamma, double range) {
+  const double delta = 0.5 * (range - CTR__PI);
+  if (beta < 0.0 || beta > CTR__PI + 2.0 * delta) return 0.0;
+  if (beta < 2.0 * (delta + gamma)) {
+    const double s = sin(0.25 * CTR__PI * beta / (delta + gamma));
+    return s * s;
+  }
+  if (beta > CTR__PI + 2.0 * gamma) {
+    const double s = sin(0.25 * CTR__PI * (CTR__PI + 2.0 * delta - beta) / (delta - gamma));
+    return s * s;
+  }
+  return 1.0;
+}
+
+ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
+                                const ctr_fdk_options *o, ctr__fdk_filter *f) {
+  memset(f, 0, sizeof *f);
+  f->g = g;
+  CTR_CHECK(ctr__scan_analyse(g, &f->scan));
+  switch (o->short_scan) {
+    case CTR_SHORT_SCAN_AUTO: f->parker = !f->scan.full; break;
+    case CTR_SHORT_SCAN_OFF: f->parker = 0; break;
+    case CTR_SHORT_SCAN_PARKER: f->parker = 1; break;
+    default:
+      ctr__fdk_filter_free(f);
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "short_scan = %d: expected auto, off or parker", (int)o->short_scan);
+  }
+  if (f->parker) {
+    /* The short scan must cover 180 degrees plus the fan angle. */
+    double fan = 0.0;
+    for (int64_t i = 0; i < g->nviews; i++) {
+      const ctr__view *v = &g->views[i];
+      double a = fmax(fabs(-0.5 - v->u0), fabs((double)g->nu - 0.5 - v->u0));
+      fan = fmax(fan, atan(a / v->fu));
+    }
+    double need = CTR__PI + 2.0 * fan;
+    if (f->scan.range < need - 1e-9)
+      ctr__log(ctx, CTR_LOG_WARNING,
+               "short scan covers %.1f degrees but 180 + fan angle = %.1f degrees are needed: "
+               "the reconstruction will have artefacts",
+               f->scan.range * 180.0 / CTR__PI, need * 180.0 / CTR__PI);
+    if (f->scan.range < CTR__PI) {
+      ctr__fdk_filter_free(f);
+      CTR_FAIL(CTR_E_GEOMETRY, "short scan covers %.1f degrees: Parker weighting needs at least 180",
+               f->scan.range * 180.0 / CTR__PI);
+    }
+  }
+  double bmax = 0.0;
+  for (int64_t k = 0; k < g->nviews; k++) bmax = fmax(bmax, f->scan.beta[k]);
+  f->beta_shift = 0.5 * (f->scan.range - bmax);
+  ctr_status st = ctr__ramp_create(g->nu, o->window, o->cutoff, &f->ramp);
+  if (st != CTR_OK) ctr__fdk_filter_free(f);
+  return st;
+}
+
+void ctr__fdk_filter_free(ctr__fdk_filter *f) {
+  if (!f) return;
+  ctr__scan_free(&f->scan);
+  ctr__ramp_free(f->ramp);
+  f->ramp = NULL;
+}
+
+void ctr__fdk_view_weights(const ctr__fdk_filter *f, int64_t i, float *w, float *scale) {
+  const ctr_geometry *g = f->g;
+  const ctr__view *v = &g->views[i];
+  const int64_t nu = g->nu, nv = g->nv;
+  /* Views sample the middle of their angular interval. */
+  const double beta = f->scan.beta[i] + f->beta_shift;
+  for (int64_t iv = 0; iv < nv; iv++) {
+    const double tv = ((double)iv - v->v0) / v->fv;
+    for (int64_t iu = 0; iu < nu; iu++) {
+      const double tu = ((double)iu - v->u0) / v->fu;
+      double wt = 1.0 / sqrt(1.0 + tu * tu + tv * tv);
+      if (f->parker)
+        wt *= ctr__parker_weight(beta, f->scan.u_sign[i] * atan(tu), f->scan.range);
+      w[iv * nu + iu] = (float)wt;
+    }
+  }
+  /* Full scans count every ray twice; Parker weights already sum to one. */
+  const double redundancy = f->parker ? 1.0 : 0.5;
+  const double pitch_iso = v->dist / v->fu; /* detector pitch scaled to the origin, mm */
+  *scale = (float)(f->scan.dbeta[i] * redundancy / pitch_iso);
+}
+
+ctr_status ctr__fdk_filter_run(const ctr_context *ctx, const ctr__fdk_filter *f, int64_t v0,
+                               int64_t n, float *proj, int64_t view_stride, int64_t row_stride) {
+  const int64_t nu = f->g->nu, nv = f->g->nv;
+  int failed = 0;
+#pragma omp parallel num_threads(ctr__num_threads(ctx))
+  {
+    ctr__ramp_work *w = ctr__ramp_work_create(f->ramp);
+    float *wt = ctr__malloc((size_t)(nu * nv) * sizeof(float), "filter weights");
+    if (!w || !wt) {
+#pragma omp atomic write
+      failed = 1;
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t k = 0; k < n; k++) {
+      int stop;
+#pragma omp atomic read
+      stop = failed;
+      if (stop) continue;
+      float scale;
+      ctr__fdk_view_weights(f, v0 + k, wt, &scale);
+      float *img = proj + k * view_stride;
+      for (int64_t iv = 0; iv < nv; iv++)
+        ctr__ramp_apply(f->ramp, w, img + iv * row_stride, wt + iv * nu, scale);
+    }
+    ctr__ramp_work_free(w);
+    free(wt);
+  }
+  if (failed) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot allocate per-thread filter buffers");
+  return CTR_OK;
+}
+
+ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
+                          int64_t v0, int64_t n, float *proj) {
+  if (!g || !proj) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_filter: NULL geometry or data");
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  if (opts) o = *opts;
+  if (v0 < 0 || n < 0 || v0 + n > g->nviews)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "views [%lld, %lld): expected a range inside [0, %lld)",
+             (long long)v0, (long long)(v0 + n), (long long)g->nviews);
+  ctr__fdk_filter f;
+  CTR_CHECK(ctr__fdk_filter_init(ctx, g, &o, &f));
+  ctr_status st = ctr__fdk_filter_run(ctx, &f, v0, n, proj, g->nu * g->nv, g->nu);
+  ctr__fdk_filter_free(&f);
+  return st;
+}

@@ -1,0 +1,57 @@
+/* Ramp filtering (FFTW) and the FDK pre-weights, shared by every backend. */
+#ifndef CTR_FILTER_H
+#define CTR_FILTER_H
+
+#include "common/internal.h"
+#include "geometry/geometry_internal.h"
+
+/* Smallest length >= n whose only prime factors are 2, 3, 5, 7. */
+int64_t ctr__fft_good_size(int64_t n);
+
+/* The sampled frequency response of the ramp filter for rows of `n` pixels
+ * zero-padded to `padded` (>= 2 n): padded/2 + 1 real values, from the
+ * spatial Ram-Lak kernel (Kak & Slaney eq. 3.61) so the DC term is not zero,
+ * times the window. Caller frees with free(). */
+ctr_status ctr__ramp_kernel(int64_t padded, ctr_window w, double cutoff, double **out);
+
+/* A row filter: FFTW plans for one padded row plus the kernel (scaled by
+ * 1/padded so that forward + inverse FFT is the identity). Thread-safe apply. */
+typedef struct ctr__ramp ctr__ramp;
+ctr_status ctr__ramp_create(int64_t n, ctr_window w, double cutoff, ctr__ramp **out);
+void ctr__ramp_free(ctr__ramp *r);
+int64_t ctr__ramp_padded(const ctr__ramp *r);
+/* Per-thread work buffers. */
+typedef struct ctr__ramp_work ctr__ramp_work;
+ctr__ramp_work *ctr__ramp_work_create(const ctr__ramp *r);
+void ctr__ramp_work_free(ctr__ramp_work *w);
+/* Filters `n` values of `row` in place; each input is first multiplied by
+ * pre[i] (NULL: 1), each output by `scale`. */
+void ctr__ramp_apply(const ctr__ramp *r, ctr__ramp_work *w, float *row, const float *pre,
+                     float scale);
+
+/* Parker weight for a view at azimuth beta (radians from the scan start) and a
+ * ray at fan angle gamma (radians, signed so that the conjugate ray is at
+ * beta + pi - 2 gamma), for a scan of `range` radians. */
+double ctr__parker_weight(double beta, double gamma, double range);
+
+/* FDK filter state for one geometry: scan analysis and ramp filter. */
+typedef struct ctr__fdk_filter {
+  const ctr_geometry *g;
+  ctr__scan scan;
+  int parker;
+  double beta_shift; /* puts each view in the middle of its angular interval */
+  ctr__ramp *ramp;
+} ctr__fdk_filter;
+
+ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
+                                const ctr_fdk_options *o, ctr__fdk_filter *f);
+void ctr__fdk_filter_free(ctr__fdk_filter *f);
+/* Per-pixel pre-weights (cosine x Parker) of view i into w (nu x nv) and the
+ * post-filter scale (angular weight / isocentre pixel pitch). */
+void ctr__fdk_view_weights(const ctr__fdk_filter *f, int64_t i, float *w, float *scale);
+/* Filters views [v0, v0+n) in place: image k starts at proj + k * view_stride,
+ * its rows are row_stride apart (so padded buffers can be filtered in place). */
+ctr_status ctr__fdk_filter_run(const ctr_context *ctx, const ctr__fdk_filter *f, int64_t v0,
+                               int64_t n, float *proj, int64_t view_stride, int64_t row_stride);
+
+#endif

@@ -1,0 +1,471 @@
+/* Geometry construction: circular orbits and arbitrary matrices, both reduced
+ * to the canonical per-view form; validation; scan analysis for FDK weights. */
+#include "geometry_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CTR__PI 3.14159265358979323846
+
+static int finite_pos(double x) { return isfinite(x) && x > 0.0; }
+
+static double dot3(const double *a, const double *b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+ctr_status ctr__volume_validate(const ctr_volume_geometry *vol) {
+  if (!vol) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "volume geometry is NULL");
+  const int64_t n[3] = {vol->nx, vol->ny, vol->nz};
+  const double s[3] = {vol->voxel_x, vol->voxel_y, vol->voxel_z};
+  const double o[3] = {vol->offset_x, vol->offset_y, vol->offset_z};
+  static const char axis[3] = {'x', 'y', 'z'};
+  for (int i = 0; i < 3; i++) {
+    if (n[i] < 1 || n[i] > (1 << 20))
+      CTR_FAIL(CTR_E_GEOMETRY, "volume n%c = %lld: expected 1 .. 1048576 voxels", axis[i],
+               (long long)n[i]);
+    if (!finite_pos(s[i]))
+      CTR_FAIL(CTR_E_GEOMETRY, "volume voxel_%c = %g: expected a finite size > 0 (mm)", axis[i],
+               s[i]);
+    if (!isfinite(o[i]))
+      CTR_FAIL(CTR_E_GEOMETRY, "volume offset_%c = %g: expected a finite value (mm)", axis[i],
+               o[i]);
+  }
+  return CTR_OK;
+}
+
+/* Solves A x = b for 3x3 A (row-major) by Cramer's rule; 0 if singular. */
+static int solve3(const double A[9], const double b[3], double x[3]) {
+  double det = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) +
+               A[2] * (A[3] * A[7] - A[4] * A[6]);
+  double scale = fabs(A[0]) + fabs(A[1]) + fabs(A[2]) + fabs(A[3]) + fabs(A[4]) + fabs(A[5]) +
+                 fabs(A[6]) + fabs(A[7]) + fabs(A[8]);
+  if (!isfinite(det) || fabs(det) <= 1e-14 * scale * scale * scale) return 0;
+  for (int c = 0; c < 3; c++) {
+    double B[9];
+    memcpy(B, A, sizeof B);
+    for (int r = 0; r < 3; r++) B[r * 3 + c] = b[r];
+    x[c] = (B[0] * (B[4] * B[8] - B[5] * B[7]) - B[1] * (B[3] * B[8] - B[5] * B[6]) +
+            B[2] * (B[3] * B[7] - B[4] * B[6])) /
+           det;
+  }
+  return 1;
+}
+
+ctr_status ctr__view_from_matrix(const double Min[12], const char *what, ctr__view *out) {
+  for (int i = 0; i < 12; i++)
+    if (!isfinite(Min[i]))
+      CTR_FAIL(CTR_E_GEOMETRY, "%s: matrix element %d is %g: expected a finite number", what, i,
+               Min[i]);
+  if (Min[11] == 0.0)
+    CTR_FAIL(CTR_E_GEOMETRY,
+             "%s: matrix element [2][3] is 0: the world origin lies in the source plane; "
+             "the origin must be in front of the source",
+             what);
+  ctr__view v;
+  memset(&v, 0, sizeof v);
+  for (int i = 0; i < 12; i++) v.P[i] = Min[i] / Min[11];
+  const double m1[3] = {v.P[0], v.P[1], v.P[2]};
+  const double m2[3] = {v.P[4], v.P[5], v.P[6]};
+  const double m3[3] = {v.P[8], v.P[9], v.P[10]};
+  double n3 = sqrt(dot3(m3, m3));
+  if (!(n3 > 0.0)) CTR_FAIL(CTR_E_GEOMETRY, "%s: matrix row 2 has a zero 3x3 part", what);
+  v.dist = 1.0 / n3;
+  double r3[3] = {m3[0] * v.dist, m3[1] * v.dist, m3[2] * v.dist};
+  double n1[3] = {m1[0] * v.dist, m1[1] * v.dist, m1[2] * v.dist};
+  double n2[3] = {m2[0] * v.dist, m2[1] * v.dist, m2[2] * v.dist};
+  v.u0 = dot3(n1, r3);
+  v.v0 = dot3(n2, r3);
+  double n2p[3], n1p[3];
+  for (int k = 0; k < 3; k++) n2p[k] = n2[k] - v.v0 * r3[k];
+  v.fv = sqrt(dot3(n2p, n2p));
+  if (!(v.fv > 0.0)) CTR_FAIL(CTR_E_GEOMETRY, "%s: matrix is degenerate (rows 1 and 2 parallel)", what);
+  double r2[3] = {n2p[0] / v.fv, n2p[1] / v.fv, n2p[2] / v.fv};
+  for (int k = 0; k < 3; k++) n1p[k] = n1[k] - v.u0 * r3[k];
+  double skew = dot3(n1p, r2);
+  for (int k = 0; k < 3; k++) n1p[k] -= skew * r2[k];
+  v.fu = sqrt(dot3(n1p, n1p));
+  if (!(v.fu > 0.0)) CTR_FAIL(CTR_E_GEOMETRY, "%s: matrix is degenerate (rows 0 and 2 parallel)", what);
+  for (int k = 0; k < 3; k++) v.axis_u[k] = n1p[k] / v.fu;
+  const double A[9] = {v.P[0], v.P[1], v.P[2], v.P[4], v.P[5], v.P[6], v.P[8], v.P[9], v.P[10]};
+  const double b[3] = {-v.P[3], -v.P[7], -v.P[11]};
+  if (!solve3(A, b, v.src))
+    CTR_FAIL(CTR_E_GEOMETRY, "%s: the left 3x3 part of the matrix is singular", what);
+  v.angle = atan2(v.src[1], v.src[0]);
+  *out = v;
+  return CTR_OK;
+}
+
+static double corner(const ctr_volume_geometry *vol, int axis, int hi) {
+  const int64_t n = axis == 0 ? vol->nx : axis == 1 ? vol->ny : vol->nz;
+  const double s = axis == 0 ? vol->voxel_x : axis == 1 ? vol->voxel_y : vol->voxel_z;
+  const double o = axis == 0 ? vol->offset_x : axis == 1 ? vol->offset_y : vol->offset_z;
+  return o + (hi ? 0.5 : -0.5) * (double)n * s;
+}
+
+ctr_status ctr__geometry_check_volume(const ctr_geometry *g, const ctr_volume_geometry *vol) {
+  CTR_CHECK(ctr__volume_validate(vol));
+  double lo[3], hi[3];
+  for (int a = 0; a < 3; a++) {
+    lo[a] = corner(vol, a, 0);
+    hi[a] = corner(vol, a, 1);
+  }
+  for (int64_t i = 0; i < g->nviews; i++) {
+    const ctr__view *v = &g->views[i];
+    int inside = 1;
+    for (int a = 0; a < 3; a++) inside &= v->src[a] >= lo[a] && v->src[a] <= hi[a];
+    if (inside)
+      CTR_FAIL(CTR_E_GEOMETRY,
+               "view %lld: the source at (%.3g, %.3g, %.3g) mm lies inside the volume "
+               "[%.3g, %.3g] x [%.3g, %.3g] x [%.3g, %.3g] mm; increase sid or shrink the volume",
+               (long long)i, v->src[0], v->src[1], v->src[2], lo[0], hi[0], lo[1], hi[1], lo[2],
+               hi[2]);
+    for (int c = 0; c < 8; c++) {
+      double p[3] = {c & 1 ? hi[0] : lo[0], c & 2 ? hi[1] : lo[1], c & 4 ? hi[2] : lo[2]};
+      double w = v->P[8] * p[0] + v->P[9] * p[1] + v->P[10] * p[2] + v->P[11];
+      if (!(w > 0.0))
+        CTR_FAIL(CTR_E_GEOMETRY,
+                 "view %lld: the volume corner (%.3g, %.3g, %.3g) mm lies behind the source "
+                 "plane; increase sid or shrink the volume",
+                 (long long)i, p[0], p[1], p[2]);
+    }
+  }
+  return CTR_OK;
+}
+
+static ctr_status geometry_alloc(int64_t nviews, ctr_geometry **out) {
+  ctr_geometry *g = ctr__calloc(1, sizeof *g, "geometry");
+  if (!g) return CTR_E_OUT_OF_MEMORY;
+  g->nviews = nviews;
+  g->views = ctr__calloc((size_t)nviews, sizeof *g->views, "geometry views");
+  if (!g->views) {
+    free(g);
+    return CTR_E_OUT_OF_MEMORY;
+  }
+  *out = g;
+  return CTR_OK;
+}
+
+/* Unwraps view azimuths so consecutive views differ by less than pi. */
+static void unwrap_angles(ctr_geometry *g) {
+  for (int64_t i = 1; i < g->nviews; i++) {
+    double d = g->views[i].angle - g->views[i - 1].angle;
+    d -= 2.0 * CTR__PI * floor((d + CTR__PI) / (2.0 * CTR__PI));
+    g->views[i].angle = g->views[i - 1].angle + d;
+  }
+}
+
+static ctr_status finish(ctr_geometry *g, const ctr_volume_geometry *vol, ctr_geometry **out) {
+  unwrap_angles(g);
+  ctr_status st = ctr__geometry_check_volume(g, vol);
+  if (st != CTR_OK) {
+    ctr_geometry_free(g);
+    return st;
+  }
+  g->vol = *vol;
+  *out = g;
+  return CTR_OK;
+}
+
+static ctr_status circular_validate(const ctr_circular_params *p) {
+  if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "circular parameters are NULL");
+  if (p->version != CTR_API_VERSION)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "ctr_circular_params.version is %u, expected %u (use CTR_CIRCULAR_PARAMS_INIT)",
+             p->version, CTR_API_VERSION);
+  if (!finite_pos(p->sid))
+    CTR_FAIL(CTR_E_GEOMETRY, "sid = %g: expected a finite source-to-isocentre distance > 0 (mm)",
+             p->sid);
+  if (!finite_pos(p->sdd))
+    CTR_FAIL(CTR_E_GEOMETRY, "sdd = %g: expected a finite source-to-detector distance > 0 (mm)",
+             p->sdd);
+  if (p->nu < 1 || p->nu > (1 << 20))
+    CTR_FAIL(CTR_E_GEOMETRY, "nu = %lld: expected 1 .. 1048576 detector columns", (long long)p->nu);
+  if (p->nv < 1 || p->nv > (1 << 20))
+    CTR_FAIL(CTR_E_GEOMETRY, "nv = %lld: expected 1 .. 1048576 detector rows", (long long)p->nv);
+  if (!finite_pos(p->du)) CTR_FAIL(CTR_E_GEOMETRY, "du = %g: expected a pixel pitch > 0 (mm)", p->du);
+  if (!finite_pos(p->dv)) CTR_FAIL(CTR_E_GEOMETRY, "dv = %g: expected a pixel pitch > 0 (mm)", p->dv);
+  if (!isfinite(p->offset_u))
+    CTR_FAIL(CTR_E_GEOMETRY, "offset_u = %g: expected a finite value (mm)", p->offset_u);
+  if (!isfinite(p->offset_v))
+    CTR_FAIL(CTR_E_GEOMETRY, "offset_v = %g: expected a finite value (mm)", p->offset_v);
+  if (p->nviews < 1 || p->nviews > (1 << 24))
+    CTR_FAIL(CTR_E_GEOMETRY, "nviews = %lld: expected 1 .. 16777216 views", (long long)p->nviews);
+  if (p->angles_deg) {
+    for (int64_t i = 0; i < p->nviews; i++)
+      if (!isfinite(p->angles_deg[i]))
+        CTR_FAIL(CTR_E_GEOMETRY, "angles_deg[%lld] = %g: expected a finite angle (degrees)",
+                 (long long)i, p->angles_deg[i]);
+  } else {
+    if (!isfinite(p->angle_start_deg))
+      CTR_FAIL(CTR_E_GEOMETRY, "angle_start_deg = %g: expected a finite angle", p->angle_start_deg);
+    if (!isfinite(p->angle_range_deg) || p->angle_range_deg <= 0.0 || p->angle_range_deg > 720.0)
+      CTR_FAIL(CTR_E_GEOMETRY, "angle_range_deg = %g: expected 0 < range <= 720 degrees",
+               p->angle_range_deg);
+  }
+  if (p->direction != CTR_ROTATION_CCW && p->direction != CTR_ROTATION_CW)
+    CTR_FAIL(CTR_E_GEOMETRY, "direction = %d: expected 1 (counter-clockwise) or -1 (clockwise)",
+             (int)p->direction);
+  return CTR_OK;
+}
+
+/* Canonical matrix of a circular orbit at angle t (derivation in
+ * docs/geometry.md). */
+static void circular_matrix(const ctr_circular_params *p, double t, double P[12]) {
+  const double d = p->sid, D = p->sdd, c = cos(t), s = sin(t);
+  const double u0 = 0.5 * (double)(p->nu - 1) - p->offset_u / p->du;
+  const double v0 = 0.5 * (double)(p->nv - 1) - p->offset_v / p->dv;
+  const double fu = D / p->du, fv = D / p->dv;
+  P[0] = (-fu * s - u0 * c) / d;
+  P[1] = (fu * c - u0 * s) / d;
+  P[2] = 0.0;
+  P[3] = u0;
+  P[4] = -v0 * c / d;
+  P[5] = -v0 * s / d;
+  P[6] = fv / d;
+  P[7] = v0;
+  P[8] = -c / d;
+  P[9] = -s / d;
+  P[10] = 0.0;
+  P[11] = 1.0;
+}
+
+ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
+                                        const ctr_volume_geometry *vol, ctr_geometry **out) {
+  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_create_circular: out is NULL");
+  *out = NULL;
+  CTR_CHECK(circular_validate(p));
+  CTR_CHECK(ctr__volume_validate(vol));
+  ctr_geometry *g = NULL;
+  CTR_CHECK(geometry_alloc(p->nviews, &g));
+  g->angles_deg = ctr__malloc((size_t)p->nviews * sizeof(double), "angle list");
+  if (!g->angles_deg) {
+    ctr_geometry_free(g);
+    return CTR_E_OUT_OF_MEMORY;
+  }
+  g->nu = p->nu;
+  g->nv = p->nv;
+  g->du = p->du;
+  g->dv = p->dv;
+  g->circular = 1;
+  g->circ = *p;
+  for (int64_t i = 0; i < p->nviews; i++) {
+    double a = p->angles_deg ? p->angles_deg[i]
+                             : p->angle_start_deg + (double)p->direction * (double)i *
+                                                        p->angle_range_deg / (double)p->nviews;
+    g->angles_deg[i] = a;
+    double P[12];
+    circular_matrix(p, a * CTR__PI / 180.0, P);
+    char what[48];
+    snprintf(what, sizeof what, "view %lld", (long long)i);
+    ctr_status st = ctr__view_from_matrix(P, what, &g->views[i]);
+    if (st != CTR_OK) {
+      ctr_geometry_free(g);
+      return st;
+    }
+  }
+  g->circ.angles_deg = g->angles_deg;
+  return finish(g, vol, out);
+}
+
+ctr_status ctr_geometry_create_matrices(int64_t nu, int64_t nv, double du, double dv,
+                                        int64_t nviews, const double *matrices,
+                                        const ctr_volume_geometry *vol, ctr_geometry **out) {
+  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_create_matrices: out is NULL");
+  *out = NULL;
+  if (nu < 1 || nu > (1 << 20))
+    CTR_FAIL(CTR_E_GEOMETRY, "nu = %lld: expected 1 .. 1048576 detector columns", (long long)nu);
+  if (nv < 1 || nv > (1 << 20))
+    CTR_FAIL(CTR_E_GEOMETRY, "nv = %lld: expected 1 .. 1048576 detector rows", (long long)nv);
+  if (!(isfinite(du) && du >= 0.0)) CTR_FAIL(CTR_E_GEOMETRY, "du = %g: expected >= 0 (mm; 0 = unknown)", du);
+  if (!(isfinite(dv) && dv >= 0.0)) CTR_FAIL(CTR_E_GEOMETRY, "dv = %g: expected >= 0 (mm; 0 = unknown)", dv);
+  if (nviews < 1 || nviews > (1 << 24))
+    CTR_FAIL(CTR_E_GEOMETRY, "nviews = %lld: expected 1 .. 16777216 views", (long long)nviews);
+  if (!matrices) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "matrices is NULL");
+  CTR_CHECK(ctr__volume_validate(vol));
+  ctr_geometry *g = NULL;
+  CTR_CHECK(geometry_alloc(nviews, &g));
+  g->nu = nu;
+  g->nv = nv;
+  g->du = du;
+  g->dv = dv;
+  for (int64_t i = 0; i < nviews; i++) {
+    char what[48];
+    snprintf(what, sizeof what, "matrices[%lld]", (long long)i);
+    ctr_status st = ctr__view_from_matrix(matrices + 12 * i, what, &g->views[i]);
+    if (st != CTR_OK) {
+      ctr_geometry_free(g);
+      return st;
+    }
+  }
+  return finish(g, vol, out);
+}
+
+ctr_status ctr_geometry_clone(const ctr_geometry *g, ctr_geometry **out) {
+  if (!g || !out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_clone: NULL argument");
+  *out = NULL;
+  ctr_geometry *c = NULL;
+  CTR_CHECK(geometry_alloc(g->nviews, &c));
+  ctr__view *views = c->views;
+  *c = *g;
+  c->views = views;
+  c->angles_deg = NULL;
+  memcpy(c->views, g->views, (size_t)g->nviews * sizeof *g->views);
+  if (g->angles_deg) {
+    c->angles_deg = ctr__malloc((size_t)g->nviews * sizeof(double), "angle list");
+    if (!c->angles_deg) {
+      ctr_geometry_free(c);
+      return CTR_E_OUT_OF_MEMORY;
+    }
+    memcpy(c->angles_deg, g->angles_deg, (size_t)g->nviews * sizeof(double));
+    c->circ.angles_deg = c->angles_deg;
+  }
+  *out = c;
+  return CTR_OK;
+}
+
+void ctr_geometry_free(ctr_geometry *g) {
+  if (!g) return;
+  free(g->views);
+  free(g->angles_deg);
+  free(g);
+}
+
+int64_t ctr_geometry_nviews(const ctr_geometry *g) { return g->nviews; }
+
+void ctr_geometry_detector(const ctr_geometry *g, int64_t *nu, int64_t *nv, double *du,
+                           double *dv) {
+  if (nu) *nu = g->nu;
+  if (nv) *nv = g->nv;
+  if (du) *du = g->du;
+  if (dv) *dv = g->dv;
+}
+
+ctr_volume_geometry ctr_geometry_volume(const ctr_geometry *g) { return g->vol; }
+
+ctr_status ctr_geometry_set_volume(ctr_geometry *g, const ctr_volume_geometry *vol) {
+  if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_set_volume: geometry is NULL");
+  CTR_CHECK(ctr__geometry_check_volume(g, vol));
+  g->vol = *vol;
+  return CTR_OK;
+}
+
+void ctr_geometry_matrix(const ctr_geometry *g, int64_t i, double out[12]) {
+  memcpy(out, g->views[i].P, 12 * sizeof(double));
+}
+
+void ctr_geometry_source(const ctr_geometry *g, int64_t i, double out[3]) {
+  memcpy(out, g->views[i].src, 3 * sizeof(double));
+}
+
+int ctr_geometry_is_circular(const ctr_geometry *g) {
+  for (int64_t i = 0; i < g->nviews; i++) {
+    const double *P = g->views[i].P;
+    if (P[2] != 0.0 || P[10] != 0.0) return 0;
+  }
+  return 1;
+}
+
+double ctr_geometry_coverage(const ctr_geometry *g) {
+  const ctr_volume_geometry *vol = &g->vol;
+  const int64_t n[3] = {vol->nx, vol->ny, vol->nz};
+  int64_t m[3];
+  for (int a = 0; a < 3; a++) m[a] = n[a] < 17 ? n[a] : 17;
+  int64_t inside = 0, total = 0;
+  for (int64_t k = 0; k < m[2]; k++)
+    for (int64_t j = 0; j < m[1]; j++)
+      for (int64_t i = 0; i < m[0]; i++) {
+        int64_t idx[3] = {i, j, k};
+        double p[3];
+        for (int a = 0; a < 3; a++) {
+          int64_t vi = m[a] > 1 ? idx[a] * (n[a] - 1) / (m[a] - 1) : 0;
+          double s = a == 0 ? vol->voxel_x : a == 1 ? vol->voxel_y : vol->voxel_z;
+          double o = a == 0 ? vol->offset_x : a == 1 ? vol->offset_y : vol->offset_z;
+          p[a] = ctr__voxel_coord(vi, n[a], s, o);
+        }
+        const double rx = 0.5 * (double)n[0] * vol->voxel_x, ry = 0.5 * (double)n[1] * vol->voxel_y;
+        const double dx = (p[0] - vol->offset_x) / rx, dy = (p[1] - vol->offset_y) / ry;
+        if (dx * dx + dy * dy > 1.0) continue;
+        int ok = 1;
+        for (int64_t v = 0; v < g->nviews && ok; v++) {
+          const double *P = g->views[v].P;
+          double c = P[8] * p[0] + P[9] * p[1] + P[10] * p[2] + P[11];
+          double u = (P[0] * p[0] + P[1] * p[1] + P[2] * p[2] + P[3]) / c;
+          double w = (P[4] * p[0] + P[5] * p[1] + P[6] * p[2] + P[7]) / c;
+          ok = c > 0 && u >= -0.5 && u <= (double)g->nu - 0.5 && w >= -0.5 &&
+               w <= (double)g->nv - 0.5;
+        }
+        inside += ok;
+        total++;
+      }
+  return total ? (double)inside / (double)total : 0.0;
+}
+
+/* ------------------------------------------------------------------------- */
+
+static int cmp_by_beta(const void *a, const void *b, void *ctx) {
+  const double *beta = ctx;
+  double x = beta[*(const int64_t *)a], y = beta[*(const int64_t *)b];
+  return (x > y) - (x < y);
+}
+
+ctr_status ctr__scan_analyse(const ctr_geometry *g, ctr__scan *out) {
+  memset(out, 0, sizeof *out);
+  const int64_t n = g->nviews;
+  ctr_status st = CTR_OK;
+  int64_t *order = NULL;
+  out->dbeta = ctr__malloc((size_t)n * sizeof(double), "angular weights");
+  out->beta = ctr__malloc((size_t)n * sizeof(double), "view azimuths");
+  out->u_sign = ctr__malloc((size_t)n * sizeof(int), "detector orientation");
+  order = ctr__malloc((size_t)n * sizeof(int64_t), "view order");
+  if (!out->dbeta || !out->beta || !out->u_sign || !order) {
+    st = CTR_E_OUT_OF_MEMORY; /* detail set by ctr__malloc */
+    goto cleanup;
+  }
+  out->direction = (n > 1 && g->views[n - 1].angle < g->views[0].angle) ? -1 : 1;
+  double bmin = INFINITY, bmax = -INFINITY;
+  for (int64_t i = 0; i < n; i++) {
+    double b = out->direction * g->views[i].angle;
+    out->beta[i] = b;
+    if (b < bmin) bmin = b;
+    if (b > bmax) bmax = b;
+    order[i] = i;
+  }
+  for (int64_t i = 0; i < n; i++) out->beta[i] -= bmin;
+  qsort_r(order, (size_t)n, sizeof *order, cmp_by_beta, out->beta);
+  double spacing = n > 1 ? (bmax - bmin) / (double)(n - 1) : 2.0 * CTR__PI;
+  out->range = (bmax - bmin) + spacing;
+  out->full = out->range >= 2.0 * CTR__PI - 0.5 * spacing;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t i = order[k];
+    double prev, next;
+    if (n == 1) {
+      out->dbeta[i] = 2.0 * CTR__PI;
+      break;
+    }
+    if (k > 0) prev = out->beta[order[k - 1]];
+    else prev = out->full ? out->beta[order[n - 1]] - 2.0 * CTR__PI : out->beta[i] - spacing;
+    if (k < n - 1) next = out->beta[order[k + 1]];
+    else next = out->full ? out->beta[order[0]] + 2.0 * CTR__PI : out->beta[i] + spacing;
+    out->dbeta[i] = 0.5 * (next - prev);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    const ctr__view *v = &g->views[i];
+    double a = v->angle;
+    double tangent[3] = {-sin(a) * out->direction, cos(a) * out->direction, 0.0};
+    out->u_sign[i] = dot3(v->axis_u, tangent) >= 0.0 ? 1 : -1;
+  }
+cleanup:
+  free(order);
+  if (st != CTR_OK) ctr__scan_free(out);
+  return st;
+}
+
+void ctr__scan_free(ctr__scan *s) {
+  if (!s) return;
+  free(s->dbeta);
+  free(s->beta);
+  free(s->u_sign);
+  s->dbeta = s->beta = NULL;
+  s->u_sign = NULL;
+}

@@ -1,0 +1,58 @@
+/* The canonical geometry: one normalised 3x4 matrix per view plus what the FDK
+ * weights need, all derived once from the matrix (RQ decomposition), so that
+ * circular and arbitrary orbits share every later step. */
+#ifndef CTR_GEOMETRY_INTERNAL_H
+#define CTR_GEOMETRY_INTERNAL_H
+
+#include "common/internal.h"
+
+typedef struct ctr__view {
+  double P[12];    /* row-major; scaled so that P[11] = 1 (c = 1 at the origin) */
+  double src[3];   /* source position, mm */
+  double u0, v0;   /* principal point, pixels */
+  double fu, fv;   /* source-detector distance in pixels along u and v */
+  double dist;     /* source to origin depth along the principal ray, mm */
+  double axis_u[3];/* unit world direction of increasing u */
+  double angle;    /* source azimuth, radians, unwrapped along the view order */
+} ctr__view;
+
+struct ctr_geometry {
+  int64_t nu, nv, nviews;
+  double du, dv; /* mm; 0 when built from matrices without pitch */
+  ctr_volume_geometry vol;
+  int circular; /* built from ctr_circular_params */
+  ctr_circular_params circ; /* copy (angles_deg points at `angles_deg` below) */
+  double *angles_deg;       /* circular: per-view angle list */
+  ctr__view *views;
+};
+
+/* Fills a view from a raw matrix (any scale/sign); `what` names it in errors
+ * ("view 12"). */
+ctr_status ctr__view_from_matrix(const double M[12], const char *what, ctr__view *out);
+/* Checks that the volume lies in front of every source and outside it. */
+ctr_status ctr__geometry_check_volume(const ctr_geometry *g, const ctr_volume_geometry *vol);
+ctr_status ctr__volume_validate(const ctr_volume_geometry *vol);
+
+/* Scan description for FDK weighting. direction is +1 when the source azimuth
+ * increases with the view index, -1 otherwise; range is the angular coverage
+ * (radians) including one view's spacing; dbeta[i] is view i's angular
+ * integration weight (radians). `u_sign` is +1 when increasing u points along
+ * the direction of motion of the source. */
+typedef struct ctr__scan {
+  int direction;
+  double range;
+  int full;      /* covers 360 degrees */
+  double *dbeta; /* nviews */
+  double *beta;  /* nviews: azimuth relative to the scan start, along the direction */
+  int *u_sign;   /* nviews */
+} ctr__scan;
+
+ctr_status ctr__scan_analyse(const ctr_geometry *g, ctr__scan *out);
+void ctr__scan_free(ctr__scan *s);
+
+/* Voxel centre coordinate along an axis. */
+static inline double ctr__voxel_coord(int64_t i, int64_t n, double size, double offset) {
+  return offset + ((double)i - 0.5 * (double)(n - 1)) * size;
+}
+
+#endif

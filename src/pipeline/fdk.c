@@ -1,0 +1,142 @@
+/* FDK driver: validates the request, then filters and backprojects the views
+ * in batches so that memory stays bounded by one batch of padded views. */
+#include "cpu/backproject.h"
+#include "filter/filter.h"
+
+#include <string.h>
+
+#define CTR__DEFAULT_BATCH 32
+#define CTR__BATCH_BYTES ((int64_t)256 << 20)
+
+static ctr_status check_options(const ctr_geometry *g, const ctr_fdk_options *opts,
+                                ctr_fdk_options *o) {
+  *o = (ctr_fdk_options)CTR_FDK_OPTIONS_INIT;
+  if (opts) {
+    if (opts->version != CTR_API_VERSION)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+               "ctr_fdk_options.version is %u, expected %u (use CTR_FDK_OPTIONS_INIT)",
+               opts->version, CTR_API_VERSION);
+    *o = *opts;
+  }
+  if (o->nz == 0) {
+    if (o->z0 != 0)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "z0 = %lld with nz = 0: give nz for a slab", (long long)o->z0);
+    o->nz = g->vol.nz;
+  }
+  if (o->z0 < 0 || o->nz < 0 || o->z0 + o->nz > g->vol.nz)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "slices [%lld, %lld): expected a range inside [0, %lld)",
+             (long long)o->z0, (long long)(o->z0 + o->nz), (long long)g->vol.nz);
+  if (o->views_per_batch < 0)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "views_per_batch = %lld: expected >= 0 (0 = automatic)",
+             (long long)o->views_per_batch);
+  if (o->interp == CTR_INTERP_TEXTURE)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "interpolation 'texture' needs the CUDA backend; use exact on the CPU");
+  return CTR_OK;
+}
+
+static ctr_status check_array(const ctr_array *a, const char *what, int64_t d0, int64_t d1,
+                              int64_t d2, int allow_u16) {
+  if (!a || !a->data) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: no data", what);
+  if (a->dtype != CTR_DTYPE_FLOAT32 && !(allow_u16 && a->dtype == CTR_DTYPE_UINT16))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: dtype %s, expected float32%s", what,
+             ctr_dtype_name(a->dtype), allow_u16 ? " or uint16" : "");
+  if (a->ndim != 3 || a->dims[0] != d0 || a->dims[1] != d1 || a->dims[2] != d2)
+    CTR_FAIL(CTR_E_SIZE_MISMATCH, "%s: dims %lld x %lld x %lld, expected %lld x %lld x %lld", what,
+             (long long)(a->ndim > 0 ? a->dims[0] : 0), (long long)(a->ndim > 1 ? a->dims[1] : 0),
+             (long long)(a->ndim > 2 ? a->dims[2] : 0), (long long)d0, (long long)d1, (long long)d2);
+  if (!ctr_array_is_contiguous(a))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: strided arrays are not supported; pass contiguous data", what);
+  return CTR_OK;
+}
+
+static int64_t batch_size(const ctr_geometry *g, const ctr_fdk_options *o) {
+  int64_t b = o->views_per_batch ? o->views_per_batch : CTR__DEFAULT_BATCH;
+  const int64_t per_view = ctr__padded_size(g->nu, g->nv) * (int64_t)sizeof(float);
+  if (!o->views_per_batch && b * per_view > CTR__BATCH_BYTES) b = CTR__BATCH_BYTES / per_view;
+  if (b < 1) b = 1;
+  if (b > g->nviews) b = g->nviews;
+  return b;
+}
+
+/* Copies n views (float32 or uint16, unpadded) into the padded batch buffer,
+ * borders zeroed. */
+static void fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
+                        float *dst) {
+  const int64_t nu = g->nu, nv = g->nv, size = ctr__padded_size(nu, nv);
+  const int pitch = ctr__padded_pitch(nu);
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < n; k++) {
+    float *img = dst + k * size;
+    memset(img, 0, (size_t)size * sizeof(float));
+    float *o = img + ctr__padded_origin(nu);
+    for (int64_t v = 0; v < nv; v++) {
+      const int64_t s = (k * nv + v) * nu;
+      if (dtype == CTR_DTYPE_FLOAT32) {
+        memcpy(o + v * pitch, (const float *)src + s, (size_t)nu * sizeof(float));
+      } else {
+        const uint16_t *in = (const uint16_t *)src + s;
+        for (int64_t u = 0; u < nu; u++) o[v * pitch + u] = (float)in[u];
+      }
+    }
+  }
+}
+
+ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
+                   const ctr_array *proj, ctr_array *vol) {
+  if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk: geometry is NULL");
+  ctr_fdk_options o;
+  CTR_CHECK(check_options(g, opts, &o));
+  CTR_CHECK(check_array(proj, "projections", g->nu, g->nv, g->nviews, 1));
+  CTR_CHECK(check_array(vol, "volume", g->vol.nx, g->vol.ny, o.nz, 0));
+  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA)
+    ctr__log(ctx, CTR_LOG_DEBUG, "FDK runs on the CPU backend (CUDA FDK not built yet)");
+
+  const int64_t nb = batch_size(g, &o), size = ctr__padded_size(g->nu, g->nv);
+  const size_t esize = ctr_dtype_size(proj->dtype);
+  ctr__fdk_filter f;
+  CTR_CHECK(ctr__fdk_filter_init(ctx, g, &o, &f));
+  ctr_status st = CTR_OK;
+  float *buf = ctr__aligned_alloc((size_t)(nb * size) * sizeof(float), "padded projection batch");
+  if (!buf) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  memset(vol->data, 0, (size_t)ctr_array_count(vol) * sizeof(float));
+  const ctr__padded_views views = {buf + ctr__padded_origin(g->nu), size, ctr__padded_pitch(g->nu)};
+  for (int64_t v0 = 0; v0 < g->nviews; v0 += nb) {
+    const int64_t n = g->nviews - v0 < nb ? g->nviews - v0 : nb;
+    CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", (double)v0 / (double)g->nviews));
+    fill_padded(g, (const char *)proj->data + (size_t)(v0 * g->nu * g->nv) * esize, proj->dtype, n,
+                buf);
+    CTR_CHECK_GOTO(st, ctr__fdk_filter_run(ctx, &f, v0, n, (float *)views.base, size, views.pitch));
+    ctr__bp_cpu(ctx, g, v0, n, &views, vol->data, o.z0, o.nz);
+  }
+  CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
+cleanup:
+  ctr__aligned_free(buf);
+  ctr__fdk_filter_free(&f);
+  return st;
+}
+
+ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
+                               const ctr_fdk_options *opts, int64_t v0, int64_t n,
+                               const float *filtered, ctr_array *vol) {
+  if (!g || !filtered) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_backproject: NULL geometry or data");
+  ctr_fdk_options o;
+  CTR_CHECK(check_options(g, opts, &o));
+  CTR_CHECK(check_array(vol, "volume", g->vol.nx, g->vol.ny, o.nz, 0));
+  if (v0 < 0 || n < 0 || v0 + n > g->nviews)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "views [%lld, %lld): expected a range inside [0, %lld)",
+             (long long)v0, (long long)(v0 + n), (long long)g->nviews);
+  const int64_t nb = batch_size(g, &o), size = ctr__padded_size(g->nu, g->nv);
+  float *buf = ctr__aligned_alloc((size_t)(nb * size) * sizeof(float), "padded projection batch");
+  if (!buf) return CTR_E_OUT_OF_MEMORY;
+  const ctr__padded_views views = {buf + ctr__padded_origin(g->nu), size, ctr__padded_pitch(g->nu)};
+  for (int64_t k = 0; k < n; k += nb) {
+    const int64_t m = n - k < nb ? n - k : nb;
+    fill_padded(g, filtered + k * g->nu * g->nv, CTR_DTYPE_FLOAT32, m, buf);
+    ctr__bp_cpu(ctx, g, v0 + k, m, &views, vol->data, o.z0, o.nz);
+  }
+  ctr__aligned_free(buf);
+  return CTR_OK;
+}

@@ -1,0 +1,317 @@
+/* Geometry: canonical matrices against the seed's circular formulas (seed 000
+ * Eqs. 3-5), matrix decomposition, JSON round trips and errors, validation,
+ * scan analysis and Parker weights. */
+#include "harness.h"
+
+#include <unistd.h>
+
+#include "filter/filter.h"
+#include "geometry/geometry_internal.h"
+
+#define PI 3.14159265358979323846
+
+static char tmpdir[256];
+
+static ctr_volume_geometry cube(int64_t n, double vox) {
+  ctr_volume_geometry v = {n, n, n, vox, vox, vox, 0, 0, 0};
+  return v;
+}
+
+static void project(const double P[12], const double x[3], double *u, double *v, double *c) {
+  *c = P[8] * x[0] + P[9] * x[1] + P[10] * x[2] + P[11];
+  *u = (P[0] * x[0] + P[1] * x[1] + P[2] * x[2] + P[3]) / *c;
+  *v = (P[4] * x[0] + P[5] * x[1] + P[6] * x[2] + P[7]) / *c;
+}
+
+/* The matrix form must reproduce Eqs. (3)-(5) with the detector offsets and
+ * pixel pitches, for both rotation directions. */
+static void test_circular_vs_formulas(void) {
+  for (int dir = -1; dir <= 1; dir += 2) {
+    ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+    p.sid = 750;
+    p.sdd = 1200;
+    p.nu = 300;
+    p.nv = 200;
+    p.du = 0.8;
+    p.dv = 1.1;
+    p.offset_u = 12.5;
+    p.offset_v = -7.25;
+    p.nviews = 37;
+    p.angle_start_deg = 13;
+    p.angle_range_deg = 360;
+    p.direction = dir;
+    ctr_volume_geometry vol = cube(64, 2.0);
+    ctr_geometry *g = NULL;
+    CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+    if (!g) return;
+    CHECK(ctr_geometry_is_circular(g));
+    for (int64_t i = 0; i < p.nviews; i++) {
+      const double t = (p.angle_start_deg + dir * i * 360.0 / p.nviews) * PI / 180.0;
+      double P[12], src[3];
+      ctr_geometry_matrix(g, i, P);
+      ctr_geometry_source(g, i, src);
+      CHECK_NEAR(src[0], p.sid * cos(t), 1e-9);
+      CHECK_NEAR(src[1], p.sid * sin(t), 1e-9);
+      CHECK_NEAR(src[2], 0.0, 1e-9);
+      for (int k = 0; k < 5; k++) {
+        const double x[3] = {th_uniform(-60, 60), th_uniform(-60, 60), th_uniform(-60, 60)};
+        const double den = p.sid - x[0] * cos(t) - x[1] * sin(t);
+        const double u_mm = p.sdd * (-x[0] * sin(t) + x[1] * cos(t)) / den;
+        const double v_mm = p.sdd * x[2] / den;
+        const double u_ref = (p.nu - 1) / 2.0 + (u_mm - p.offset_u) / p.du;
+        const double v_ref = (p.nv - 1) / 2.0 + (v_mm - p.offset_v) / p.dv;
+        const double W = (p.sid / den) * (p.sid / den);
+        double u, v, c;
+        project(P, x, &u, &v, &c);
+        CHECK_NEAR(u, u_ref, 1e-9);
+        CHECK_NEAR(v, v_ref, 1e-9);
+        CHECK_NEAR(1.0 / (c * c), W, 1e-12);
+      }
+      const ctr__view *vw = &g->views[i];
+      CHECK_NEAR(vw->fu, p.sdd / p.du, 1e-9);
+      CHECK_NEAR(vw->fv, p.sdd / p.dv, 1e-9);
+      CHECK_NEAR(vw->dist, p.sid, 1e-9);
+      CHECK_NEAR(vw->u0, (p.nu - 1) / 2.0 - p.offset_u / p.du, 1e-9);
+    }
+    ctr_geometry_free(g);
+  }
+}
+
+/* Arbitrary matrices given at any scale and sign normalise to the same
+ * canonical form. */
+static void test_matrices_normalise(void) {
+  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+  p.sid = 500;
+  p.sdd = 900;
+  p.nu = 64;
+  p.nv = 48;
+  p.nviews = 10;
+  ctr_volume_geometry vol = cube(32, 2.0);
+  ctr_geometry *g = NULL, *h = NULL;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+  if (!g) return;
+  double M[10 * 12];
+  for (int i = 0; i < 10; i++) {
+    double s = th_uniform(0.1, 10.0) * (i % 2 ? -1 : 1);
+    ctr_geometry_matrix(g, i, M + 12 * i);
+    for (int k = 0; k < 12; k++) M[12 * i + k] *= s;
+  }
+  CHECK_OK(ctr_geometry_create_matrices(64, 48, 1, 1, 10, M, &vol, &h));
+  if (h) {
+    for (int i = 0; i < 10; i++) {
+      double a[12], b[12];
+      ctr_geometry_matrix(g, i, a);
+      ctr_geometry_matrix(h, i, b);
+      for (int k = 0; k < 12; k++) CHECK_NEAR(a[k], b[k], 1e-12 * (1 + fabs(a[k])));
+      CHECK_NEAR(g->views[i].fu, h->views[i].fu, 1e-9);
+      CHECK_NEAR(g->views[i].dist, h->views[i].dist, 1e-9);
+    }
+    CHECK(ctr_geometry_is_circular(h));
+  }
+  /* A tilted orbit is not circular in the z-independent sense. */
+  double T[12];
+  ctr_geometry_matrix(g, 0, T);
+  T[2] += 1e-3;
+  ctr_geometry *t = NULL;
+  CHECK_OK(ctr_geometry_create_matrices(64, 48, 1, 1, 1, T, &vol, &t));
+  if (t) CHECK(!ctr_geometry_is_circular(t));
+  ctr_geometry_free(t);
+  ctr_geometry_free(h);
+  ctr_geometry_free(g);
+}
+
+static int same_matrices(const ctr_geometry *a, const ctr_geometry *b) {
+  if (ctr_geometry_nviews(a) != ctr_geometry_nviews(b)) return 0;
+  for (int64_t i = 0; i < ctr_geometry_nviews(a); i++) {
+    double x[12], y[12];
+    ctr_geometry_matrix(a, i, x);
+    ctr_geometry_matrix(b, i, y);
+    for (int k = 0; k < 12; k++)
+      if (fabs(x[k] - y[k]) > 1e-12 * (1 + fabs(x[k]))) return 0;
+  }
+  return 1;
+}
+
+static void test_json_round_trip(void) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/g.json", tmpdir);
+  const double list[5] = {0, 10, 25, 90, 181.5};
+  for (int variant = 0; variant < 3; variant++) {
+    ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+    p.sid = 600;
+    p.sdd = 1000;
+    p.nu = 40;
+    p.nv = 30;
+    p.du = 1.5;
+    p.dv = 1.25;
+    p.offset_u = 3;
+    p.nviews = 5;
+    p.direction = CTR_ROTATION_CW;
+    p.angle_range_deg = 200;
+    if (variant == 1) p.angles_deg = list;
+    ctr_volume_geometry vol = {20, 22, 24, 1.5, 1.5, 2.0, 1, -2, 3};
+    ctr_geometry *g = NULL, *h = NULL;
+    CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+    if (!g) continue;
+    if (variant == 2) { /* the same views as raw matrices */
+      double M[5 * 12];
+      for (int i = 0; i < 5; i++) ctr_geometry_matrix(g, i, M + 12 * i);
+      ctr_geometry *m = NULL;
+      CHECK_OK(ctr_geometry_create_matrices(40, 30, 1.5, 1.25, 5, M, &vol, &m));
+      ctr_geometry_free(g);
+      g = m;
+      if (!g) continue;
+    }
+    CHECK_OK(ctr_geometry_save_json(g, path));
+    CHECK_OK(ctr_geometry_load_json(path, &h));
+    if (h) {
+      CHECK(same_matrices(g, h));
+      ctr_volume_geometry a = ctr_geometry_volume(g), b = ctr_geometry_volume(h);
+      CHECK(a.nx == b.nx && a.ny == b.ny && a.nz == b.nz && a.voxel_z == b.voxel_z &&
+            a.offset_y == b.offset_y);
+      CHECK(ctr_geometry_is_circular(h) == ctr_geometry_is_circular(g));
+    }
+    ctr_geometry_free(h);
+    ctr_geometry_free(g);
+  }
+  unlink(path);
+}
+
+static const char *base_json =
+    "{\"type\": \"circular\", \"sid\": 1000, \"sdd\": 1500,\n"
+    " \"detector\": {\"nu\": 64, \"nv\": 64, \"du\": 1, \"dv\": 1},\n"
+    " \"angles\": {\"count\": 90, \"start_deg\": 0, \"range_deg\": 360},\n"
+    " \"volume\": {\"size\": [32, 32, 32], \"voxel_mm\": 1}}";
+
+/* Replaces the first occurrence of `from` in base_json by `to`. */
+static ctr_status load_variant(const char *from, const char *to) {
+  char buf[2048];
+  const char *at = strstr(base_json, from);
+  if (!at) return CTR_E_INTERNAL;
+  snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - base_json), base_json, to, at + strlen(from));
+  ctr_geometry *g = NULL;
+  ctr_status st = ctr_geometry_from_json_string(buf, "geo.json", &g);
+  ctr_geometry_free(g);
+  return st;
+}
+
+static void test_json_errors(void) {
+  ctr_geometry *g = NULL;
+  CHECK_OK(ctr_geometry_from_json_string(base_json, "geo.json", &g));
+  ctr_geometry_free(g);
+  CHECK_FAILS(load_variant("\"sid\": 1000", "\"sid\": \"far\""), CTR_E_FORMAT, "geo.json: sid");
+  CHECK_FAILS(load_variant("\"sid\": 1000, ", ""), CTR_E_FORMAT, "sid: missing");
+  CHECK_FAILS(load_variant("\"sid\": 1000", "\"sid\": -3"), CTR_E_GEOMETRY, "geo.json: sid = -3");
+  CHECK_FAILS(load_variant("\"nu\": 64", "\"nu\": 6.5"), CTR_E_FORMAT, "detector.nu");
+  CHECK_FAILS(load_variant("\"du\": 1", "\"du\": 0"), CTR_E_GEOMETRY, "du = 0");
+  CHECK_FAILS(load_variant("\"count\": 90", "\"count\": 0"), CTR_E_FORMAT, "angles.count");
+  CHECK_FAILS(load_variant("[32, 32, 32]", "[32, 32]"), CTR_E_FORMAT, "volume.size");
+  CHECK_FAILS(load_variant("\"voxel_mm\": 1", "\"voxel_mm\": -1"), CTR_E_FORMAT, "volume.voxel_mm");
+  CHECK_FAILS(load_variant("\"circular\"", "\"helical\""), CTR_E_FORMAT, "type");
+  CHECK_FAILS(load_variant("\"sdd\": 1500,", "\"sdd\": 1500,,"), CTR_E_FORMAT, "line 1");
+  CHECK_FAILS(load_variant("\"range_deg\": 360", "\"range_deg\": 1e999"), CTR_E_FORMAT,
+              "angles.range_deg");
+  /* A source inside the volume. */
+  CHECK_FAILS(load_variant("\"sid\": 1000", "\"sid\": 10"), CTR_E_GEOMETRY, "inside the volume");
+  CHECK_FAILS(ctr_geometry_load_json("/nonexistent/geo.json", &g), CTR_E_IO, "/nonexistent/geo.json");
+  CHECK(g == NULL);
+}
+
+static void test_validation(void) {
+  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+  p.sid = 500;
+  p.sdd = 900;
+  p.nu = 64;
+  p.nv = 48;
+  p.nviews = 10;
+  ctr_volume_geometry vol = cube(32, 2.0);
+  ctr_geometry *g = NULL;
+  p.sid = NAN;
+  CHECK_FAILS(ctr_geometry_create_circular(&p, &vol, &g), CTR_E_GEOMETRY, "sid = nan");
+  p.sid = 500;
+  p.offset_u = INFINITY;
+  CHECK_FAILS(ctr_geometry_create_circular(&p, &vol, &g), CTR_E_GEOMETRY, "offset_u = inf");
+  p.offset_u = 0;
+  vol.voxel_y = 0;
+  CHECK_FAILS(ctr_geometry_create_circular(&p, &vol, &g), CTR_E_GEOMETRY, "voxel_y");
+  vol = cube(32, 2.0);
+  p.version = 99;
+  CHECK_FAILS(ctr_geometry_create_circular(&p, &vol, &g), CTR_E_INVALID_ARGUMENT, "version");
+  p.version = CTR_API_VERSION;
+  double M[12] = {0};
+  CHECK_FAILS(ctr_geometry_create_matrices(64, 48, 1, 1, 1, M, &vol, &g), CTR_E_GEOMETRY, "[2][3]");
+  M[11] = 1;
+  CHECK_FAILS(ctr_geometry_create_matrices(64, 48, 1, 1, 1, M, &vol, &g), CTR_E_GEOMETRY, "matrices[0]");
+  CHECK(g == NULL);
+  /* Coverage: a detector that sees the whole volume, then one that does not. */
+  p.nu = p.nv = 256;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+  if (g) CHECK_NEAR(ctr_geometry_coverage(g), 1.0, 0.0);
+  ctr_geometry_free(g);
+  p.nu = 16;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+  if (g) CHECK(ctr_geometry_coverage(g) < 0.5);
+  ctr_geometry_free(g);
+}
+
+static void test_scan_and_parker(void) {
+  ctr_volume_geometry vol = cube(16, 1.0);
+  for (int dir = -1; dir <= 1; dir += 2) {
+    ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+    p.sid = 400;
+    p.sdd = 800;
+    p.nu = 32;
+    p.nv = 8;
+    p.nviews = 120;
+    p.direction = dir;
+    p.angle_start_deg = 170; /* crosses the +-180 wrap */
+    ctr_geometry *g = NULL;
+    CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+    if (!g) continue;
+    ctr__scan s;
+    CHECK_OK(ctr__scan_analyse(g, &s));
+    CHECK(s.full);
+    CHECK(s.direction == dir);
+    double sum = 0;
+    for (int i = 0; i < 120; i++) {
+      sum += s.dbeta[i];
+      CHECK(s.u_sign[i] == dir);
+    }
+    CHECK_NEAR(sum, 2 * PI, 1e-9);
+    ctr__scan_free(&s);
+    ctr_geometry_free(g);
+    p.angle_range_deg = 220;
+    CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+    if (!g) continue;
+    CHECK_OK(ctr__scan_analyse(g, &s));
+    CHECK(!s.full);
+    CHECK_NEAR(s.range, 220 * PI / 180, 1e-9);
+    ctr__scan_free(&s);
+    ctr_geometry_free(g);
+  }
+  /* Conjugate rays (beta, gamma) and (beta + pi - 2 gamma, -gamma) sum to 1. */
+  const double range = PI + 2 * 0.3;
+  for (int k = 0; k < 2000; k++) {
+    double gamma = th_uniform(-0.29, 0.29);
+    double beta = th_uniform(0, PI + 2 * gamma);
+    if (beta + PI - 2 * gamma > range) continue;
+    double w = ctr__parker_weight(beta, gamma, range) +
+               ctr__parker_weight(beta + PI - 2 * gamma, -gamma, range);
+    CHECK_NEAR(w, 1.0, 1e-12);
+  }
+  CHECK_NEAR(ctr__parker_weight(PI / 2, 0.0, range), 1.0, 0.0);
+  CHECK_NEAR(ctr__parker_weight(-0.1, 0.0, range), 0.0, 0.0);
+}
+
+int main(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/ctr_geom_XXXXXX");
+  if (!mkdtemp(tmpdir)) return 1;
+  test_circular_vs_formulas();
+  test_matrices_normalise();
+  test_json_round_trip();
+  test_json_errors();
+  test_validation();
+  test_scan_and_parker();
+  rmdir(tmpdir);
+  return th_finish("test_geometry");
+}
