@@ -18,26 +18,38 @@
 #define CTR_PAD_LO 1
 #define CTR_PAD_HI 2
 
+/* Clamps (u, v) to [-1, nu] x [-1, nv], returns the index of the top-left
+ * neighbour in a padded image of row length `pitch` (relative to pixel
+ * (0, 0)) and leaves the fractional offsets in *u, *v. */
+CTR_HD int ctr__bilinear_setup(int pitch, int nu, int nv, float *u, float *v) {
+  /* One comparison per statement so compilers if-convert to min/max. */
+  float x = *u > -1.0f ? *u : -1.0f;
+  x = x < (float)nu ? x : (float)nu;
+  float y = *v > -1.0f ? *v : -1.0f;
+  y = y < (float)nv ? y : (float)nv;
+  /* x >= -1, so truncation of x + 1 is floor(x) + 1 (no floorf call). */
+  const int iu = (int)(x + 1.0f) - 1, iv = (int)(y + 1.0f) - 1;
+  *u = x - (float)iu;
+  *v = y - (float)iv;
+  return iv * pitch + iu;
+}
+
+/* Bilinear blend of the four neighbours with fractional offsets (fu, fv). */
+CTR_HD float ctr__lerp2(float q00, float q01, float q10, float q11, float fu, float fv) {
+  const float top = q00 + fu * (q01 - q00);
+  const float bot = q10 + fu * (q11 - q10);
+  return top + fv * (bot - top);
+}
+
 /* Bilinear sample of a padded image. `base` points at pixel (0, 0) inside the
  * padding, `pitch` is the padded row length; (u, v) are pixel indices with
  * centres at integers. The padded image holds fewer than 2^31 pixels. Zero
  * further than one pixel outside the detector, like ctr__bilinear_zero_f64. */
 CTR_HD float ctr__bilinear_padded(const float *base, int pitch, int nu, int nv, float u,
                                   float v) {
-  /* One comparison per statement so compilers if-convert to min/max. */
-  u = u > -1.0f ? u : -1.0f;
-  u = u < (float)nu ? u : (float)nu;
-  v = v > -1.0f ? v : -1.0f;
-  v = v < (float)nv ? v : (float)nv;
-  /* u >= -1, so truncation of u + 1 is floor(u) + 1 (no floorf call). */
-  const int iu = (int)(u + 1.0f) - 1, iv = (int)(v + 1.0f) - 1;
-  const float fu = u - (float)iu, fv = v - (float)iv;
   /* Indexed loads (not pointer arithmetic) let compilers emit gathers. */
-  const int i = iv * pitch + iu;
-  const float q00 = base[i], q01 = base[i + 1], q10 = base[i + pitch], q11 = base[i + pitch + 1];
-  const float top = q00 + fu * (q01 - q00);
-  const float bot = q10 + fu * (q11 - q10);
-  return top + fv * (bot - top);
+  const int i = ctr__bilinear_setup(pitch, nu, nv, &u, &v);
+  return ctr__lerp2(base[i], base[i + 1], base[i + pitch], base[i + pitch + 1], u, v);
 }
 
 /* Reference bilinear sample in double of an unpadded float image: pixels

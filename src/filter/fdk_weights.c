@@ -8,21 +8,6 @@
 #include <omp.h>
 #endif
 
-#define CTR__PI 3.14159265358979323846
-
-double ctr__parker_weight(double beta, double gamma, double range) {
-  const double delta = 0.5 * (range - CTR__PI);
-  if (beta < 0.0 || beta > CTR__PI + 2.0 * delta) return 0.0;
-  if (beta < 2.0 * (delta + gamma)) {
-    const double s = sin(0.25 * CTR__PI * beta / (delta + gamma));
-    return s * s;
-  }
-  if (beta > CTR__PI + 2.0 * gamma) {
-    const double s = sin(0.25 * CTR__PI * (CTR__PI + 2.0 * delta - beta) / (delta - gamma));
-    return s * s;
-  }
-  return 1.0;
-}
 
 ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
                                 const ctr_fdk_options *o, ctr__fdk_filter *f) {
@@ -45,16 +30,16 @@ ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
       double a = fmax(fabs(-0.5 - v->u0), fabs((double)g->nu - 0.5 - v->u0));
       fan = fmax(fan, atan(a / v->fu));
     }
-    double need = CTR__PI + 2.0 * fan;
+    double need = CTR__PI_D + 2.0 * fan;
     if (f->scan.range < need - 1e-9)
       ctr__log(ctx, CTR_LOG_WARNING,
                "short scan covers %.1f degrees but 180 + fan angle = %.1f degrees are needed: "
                "the reconstruction will have artefacts",
-               f->scan.range * 180.0 / CTR__PI, need * 180.0 / CTR__PI);
-    if (f->scan.range < CTR__PI) {
+               f->scan.range * 180.0 / CTR__PI_D, need * 180.0 / CTR__PI_D);
+    if (f->scan.range < CTR__PI_D) {
       ctr__fdk_filter_free(f);
       CTR_FAIL(CTR_E_GEOMETRY, "short scan covers %.1f degrees: Parker weighting needs at least 180",
-               f->scan.range * 180.0 / CTR__PI);
+               f->scan.range * 180.0 / CTR__PI_D);
     }
   }
   double bmax = 0.0;
@@ -72,26 +57,32 @@ void ctr__fdk_filter_free(ctr__fdk_filter *f) {
   f->ramp = NULL;
 }
 
-void ctr__fdk_view_weights(const ctr__fdk_filter *f, int64_t i, float *w, float *scale) {
-  const ctr_geometry *g = f->g;
-  const ctr__view *v = &g->views[i];
-  const int64_t nu = g->nu, nv = g->nv;
+ctr__fdk_view_params ctr__fdk_view_params_of(const ctr__fdk_filter *f, int64_t i) {
+  const ctr__view *v = &f->g->views[i];
+  ctr__fdk_view_params p;
+  p.u0 = v->u0;
+  p.v0 = v->v0;
+  p.fu = v->fu;
+  p.fv = v->fv;
   /* Views sample the middle of their angular interval. */
-  const double beta = f->scan.beta[i] + f->beta_shift;
-  for (int64_t iv = 0; iv < nv; iv++) {
-    const double tv = ((double)iv - v->v0) / v->fv;
-    for (int64_t iu = 0; iu < nu; iu++) {
-      const double tu = ((double)iu - v->u0) / v->fu;
-      double wt = 1.0 / sqrt(1.0 + tu * tu + tv * tv);
-      if (f->parker)
-        wt *= ctr__parker_weight(beta, f->scan.u_sign[i] * atan(tu), f->scan.range);
-      w[iv * nu + iu] = (float)wt;
-    }
-  }
+  p.beta = f->scan.beta[i] + f->beta_shift;
+  p.range = f->scan.range;
+  p.u_sign = f->scan.u_sign[i];
+  p.parker = f->parker;
   /* Full scans count every ray twice; Parker weights already sum to one. */
   const double redundancy = f->parker ? 1.0 : 0.5;
   const double pitch_iso = v->dist / v->fu; /* detector pitch scaled to the origin, mm */
-  *scale = (float)(f->scan.dbeta[i] * redundancy / pitch_iso);
+  p.scale = (float)(f->scan.dbeta[i] * redundancy / pitch_iso);
+  return p;
+}
+
+void ctr__fdk_view_weights(const ctr__fdk_filter *f, int64_t i, float *w, float *scale) {
+  const int64_t nu = f->g->nu, nv = f->g->nv;
+  const ctr__fdk_view_params p = ctr__fdk_view_params_of(f, i);
+  for (int64_t iv = 0; iv < nv; iv++)
+    for (int64_t iu = 0; iu < nu; iu++)
+      w[iv * nu + iu] = (float)ctr__fdk_pixel_weight(&p, (double)iu, (double)iv);
+  *scale = p.scale;
 }
 
 ctr_status ctr__fdk_filter_run(const ctr_context *ctx, const ctr__fdk_filter *f, int64_t v0,

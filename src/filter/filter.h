@@ -3,6 +3,7 @@
 #define CTR_FILTER_H
 
 #include "common/internal.h"
+#include "filter/fdk_weight_math.h"
 #include "geometry/geometry_internal.h"
 
 /* Smallest length >= n whose only prime factors are 2, 3, 5, 7. */
@@ -29,10 +30,6 @@ void ctr__ramp_work_free(ctr__ramp_work *w);
 void ctr__ramp_apply(const ctr__ramp *r, ctr__ramp_work *w, float *row, const float *pre,
                      float scale);
 
-/* Parker weight for a view at azimuth beta (radians from the scan start) and a
- * ray at fan angle gamma (radians, signed so that the conjugate ray is at
- * beta + pi - 2 gamma), for a scan of `range` radians. */
-double ctr__parker_weight(double beta, double gamma, double range);
 
 /* FDK filter state for one geometry: scan analysis and ramp filter. */
 typedef struct ctr__fdk_filter {
@@ -46,6 +43,8 @@ typedef struct ctr__fdk_filter {
 ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
                                 const ctr_fdk_options *o, ctr__fdk_filter *f);
 void ctr__fdk_filter_free(ctr__fdk_filter *f);
+/* Pre-weight parameters of view i (shared with the CUDA filter). */
+ctr__fdk_view_params ctr__fdk_view_params_of(const ctr__fdk_filter *f, int64_t i);
 /* Per-pixel pre-weights (cosine x Parker) of view i into w (nu x nv) and the
  * post-filter scale (angular weight / isocentre pixel pitch). */
 void ctr__fdk_view_weights(const ctr__fdk_filter *f, int64_t i, float *w, float *scale);

@@ -1,0 +1,126 @@
+/* Internals shared by the file I/O module: POSIX file helpers, atomic output
+ * files, dtype conversion, and the backend interface that io_stack.c
+ * dispatches to (RAW, NRRD, TIFF, TIFF stack). Not installed. */
+#ifndef CTR_IO_INTERNAL_H
+#define CTR_IO_INTERNAL_H
+
+#include "common/internal.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Plain files (io_file.c) -------------------------------------------- */
+
+/* Opens `path` read-only; *size gets its length. CTR_E_IO names the path and
+ * strerror (directories are refused too). */
+ctr_status ctr__file_open_read(const char *path, int *fd, int64_t *size);
+/* Reads exactly n bytes at off. A file that ends early is
+ * CTR_E_SIZE_MISMATCH; an OS error is CTR_E_IO; both name `path`. */
+ctr_status ctr__pread_full(int fd, void *buf, size_t n, int64_t off, const char *path);
+ctr_status ctr__pwrite_full(int fd, const void *buf, size_t n, int64_t off, const char *path);
+/* 1 if `path` exists (any file type). */
+int ctr__file_exists(const char *path);
+/* printf into a new malloc'd string; NULL (CTR_E_OUT_OF_MEMORY raised) on
+ * failure. */
+char *ctr__io_sprintf(const char *fmt, ...) CTR__PRINTF(1, 2);
+
+/* An output file written under a temporary name beside its target
+ * ("<path>.tmp.<pid>.<n>") and renamed into place only when complete. */
+typedef struct ctr__atomic_file {
+  char *path; /* target */
+  char *tmp;  /* temporary name; NULL once renamed or discarded */
+  int fd;     /* -1 once closed */
+} ctr__atomic_file;
+
+#define CTR__ATOMIC_FILE_INIT {NULL, NULL, -1}
+
+/* Creates the temporary file; CTR_E_IO names `path` and strerror when the
+ * directory is missing or not writable. */
+ctr_status ctr__atomic_create(ctr__atomic_file *f, const char *path);
+/* fsync + close, keeping the temporary for a later ctr__atomic_rename. */
+ctr_status ctr__atomic_close(ctr__atomic_file *f);
+/* Renames a closed temporary onto its target and syncs the directory. */
+ctr_status ctr__atomic_rename(ctr__atomic_file *f);
+/* close + rename. */
+ctr_status ctr__atomic_commit(ctr__atomic_file *f);
+/* Closes and removes the temporary (if any) and frees the names. Safe on an
+ * initialised, committed or already discarded file. */
+void ctr__atomic_discard(ctr__atomic_file *f);
+
+/* ---- dtype conversion (io_convert.c) ------------------------------------ */
+
+/* Rounds to nearest, clamps to [0, 65535], NaN -> 0. */
+uint16_t ctr__float_to_u16(float v);
+/* Converts n elements; src and dst must not overlap (same dtype: copy). */
+void ctr__convert(void *dst, ctr_dtype dst_type, const void *src, ctr_dtype src_type, size_t n);
+/* Reverses the byte order of n elements of `elem` bytes in place. */
+void ctr__byteswap(void *buf, size_t elem, size_t n);
+int ctr__host_is_little_endian(void);
+
+/* ---- Stacks: shared description checks (io_stack.c) --------------------- */
+
+/* Validates width/height/count > 0, a known dtype and that the byte size fits
+ * in int64_t and size_t; `what` names the source (file or "info"). */
+ctr_status ctr__stack_info_check(const ctr_stack_info *info, const char *what, ctr_status status);
+/* Bytes of one image in the stack's dtype. */
+size_t ctr__image_bytes(const ctr_stack_info *info);
+/* "37 x 23 x 5 float32" into buf. */
+const char *ctr__stack_describe(const ctr_stack_info *info, char *buf, size_t n);
+
+/* ---- Backends ----------------------------------------------------------- */
+
+typedef struct ctr__reader_ops {
+  /* Images [first, first+n) in the file's dtype and byte order into buf;
+   * the range is already validated. */
+  ctr_status (*read)(ctr_stack_reader *r, int64_t first, int64_t n, void *buf);
+  void (*close)(ctr_stack_reader *r);
+} ctr__reader_ops;
+
+struct ctr_stack_reader {
+  ctr_stack_info info; /* dtype is the file's */
+  char *path;
+  int swap; /* file byte order differs from the host's */
+  const ctr__reader_ops *ops;
+  void *impl;
+};
+
+typedef struct ctr__writer_ops {
+  /* Images [first, first+n) in the file's dtype and byte order; the range
+   * (and, for ordered formats, nothing else) is validated. */
+  ctr_status (*write)(ctr_stack_writer *w, int64_t first, int64_t n, const void *buf);
+  ctr_status (*commit)(ctr_stack_writer *w); /* leaves nothing on failure */
+  void (*abort)(ctr_stack_writer *w);
+} ctr__writer_ops;
+
+struct ctr_stack_writer {
+  ctr_stack_info info;
+  char *path;
+  int swap;
+  const ctr__writer_ops *ops;
+  void *impl;
+  unsigned char *written; /* one flag per image */
+  int failed;             /* a backend write failed: only abort is left */
+};
+
+/* Each open/create fills r->info, r->ops, r->impl (and r->swap) from r->path,
+ * or raises and leaves nothing open. */
+ctr_status ctr__raw_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t offset);
+/* Serves r (info already set) from `fd` (taken over, closed on failure) at
+ * `offset`; checks that data_path is long enough. */
+ctr_status ctr__raw_reader_init(ctr_stack_reader *r, int fd, int64_t file_size,
+                                const char *data_path, int64_t offset);
+ctr_status ctr__nrrd_open(ctr_stack_reader *r);
+ctr_status ctr__tiff_open(ctr_stack_reader *r);
+ctr_status ctr__tiff_stack_open(ctr_stack_reader *r);
+
+ctr_status ctr__raw_create(ctr_stack_writer *w);
+/* Raw image data in `data_path`, after `prefix` (written at offset 0). A
+ * `companion` file with the given text (a detached header) is committed after
+ * the data file. */
+ctr_status ctr__raw_writer_init(ctr_stack_writer *w, const char *data_path, const char *prefix,
+                                const char *companion_path, const char *companion_text);
+ctr_status ctr__nrrd_create(ctr_stack_writer *w);
+ctr_status ctr__tiff_create(ctr_stack_writer *w);
+ctr_status ctr__tiff_stack_create(ctr_stack_writer *w);
+
+#endif

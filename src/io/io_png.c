@@ -1,0 +1,188 @@
+/* 8-bit grey PNG previews through libpng, written atomically. */
+#include "io/io_internal.h"
+
+#include <math.h>
+#include <png.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Percentiles come from at most this many evenly spaced samples, so a
+ * preview of a huge volume neither copies nor sorts all of it. */
+#define CTR__WINDOW_SAMPLES ((size_t)1 << 20)
+
+/* ---- Window ------------------------------------------------------------- */
+
+static int cmp_float(const void *a, const void *b) {
+  const float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+/* The 0.5 / 99.5 % percentiles of the finite values of v[0..n). */
+static ctr_status auto_window(const float *v, size_t n, float *lo, float *hi) {
+  const size_t step = n > CTR__WINDOW_SAMPLES ? (n + CTR__WINDOW_SAMPLES - 1) / CTR__WINDOW_SAMPLES
+                                              : 1;
+  float *s = ctr__malloc((n / step + 1) * sizeof *s, "preview window samples");
+  if (!s) return CTR_E_OUT_OF_MEMORY;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i += step)
+    if (isfinite(v[i])) s[m++] = v[i];
+  if (m == 0) {
+    *lo = 0.0f;
+    *hi = 1.0f;
+  } else {
+    qsort(s, m, sizeof *s, cmp_float);
+    *lo = s[(size_t)floor(0.005 * (double)(m - 1))];
+    *hi = s[(size_t)ceil(0.995 * (double)(m - 1))];
+  }
+  free(s);
+  return CTR_OK;
+}
+
+static ctr_status check_window(float lo, float hi, const char *what) {
+  if (!isfinite(lo) || !isfinite(hi) || lo > hi)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "%s: window [%g, %g] must be finite with lo <= hi (lo == hi: automatic)", what,
+             (double)lo, (double)hi);
+  return CTR_OK;
+}
+
+/* ---- PNG encoding ------------------------------------------------------- */
+
+typedef struct png_sink {
+  int fd;
+  int64_t offset;
+  const char *path;
+  ctr_status status;
+} png_sink;
+
+/* libpng must not print and its error handler must not return: record the
+ * message, then unwind to png_encode's setjmp. */
+static void on_png_error(png_structp png, png_const_charp msg) {
+  png_sink *s = png_get_error_ptr(png);
+  if (s->status == CTR_OK)
+    s->status = ctr__error_set(CTR_E_INTERNAL, "libpng cannot write '%s': %s", s->path, msg);
+  png_longjmp(png, 1);
+}
+
+static void on_png_warning(png_structp png, png_const_charp msg) {
+  (void)png;
+  (void)msg;
+}
+
+static void on_png_write(png_structp png, png_bytep data, size_t n) {
+  png_sink *s = png_get_io_ptr(png);
+  ctr_status st = ctr__pwrite_full(s->fd, data, n, s->offset, s->path);
+  if (st != CTR_OK) {
+    s->status = st;
+    png_error(png, "write failed");
+  }
+  s->offset += (int64_t)n;
+}
+
+static void on_png_flush(png_structp png) { (void)png; }
+
+/* `sink` lives in the caller's frame: after longjmp only objects that were
+ * not modified in this frame since setjmp are reliable. */
+static ctr_status png_encode(png_sink *sink, const uint8_t *pix, uint32_t w, uint32_t h) {
+  png_structp png =
+      png_create_write_struct(PNG_LIBPNG_VER_STRING, sink, on_png_error, on_png_warning);
+  if (!png) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot start the PNG '%s'", sink->path);
+  png_infop info = png_create_info_struct(png);
+  if (!info) {
+    png_destroy_write_struct(&png, NULL);
+    CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot start the PNG '%s'", sink->path);
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    return sink->status;
+  }
+  png_set_write_fn(png, sink, on_png_write, on_png_flush);
+  png_set_IHDR(png, info, w, h, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (uint32_t y = 0; y < h; y++) png_write_row(png, pix + (size_t)y * w);
+  png_write_end(png, NULL);
+  png_destroy_write_struct(&png, &info);
+  return CTR_OK;
+}
+
+static ctr_status png_save(const char *path, const uint8_t *pix, uint32_t w, uint32_t h) {
+  ctr__atomic_file f = CTR__ATOMIC_FILE_INIT;
+  CTR_CHECK(ctr__atomic_create(&f, path));
+  png_sink sink = {f.fd, 0, path, CTR_OK};
+  ctr_status st = png_encode(&sink, pix, w, h);
+  if (st == CTR_OK) st = ctr__atomic_commit(&f);
+  ctr__atomic_discard(&f);
+  return st;
+}
+
+/* ---- Views -------------------------------------------------------------- */
+
+/* Writes the w x h view whose pixel (c, r) is data[base + c * sx + r * sy]
+ * (negative sy flips vertically), mapping [lo, hi] to 0..255. */
+static ctr_status write_view(const char *path, const float *data, int64_t base, int64_t sx,
+                             int64_t sy, int64_t w, int64_t h, float lo, float hi) {
+  if (w > (int64_t)PNG_UINT_31_MAX || h > (int64_t)PNG_UINT_31_MAX)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "PNG '%s': %lld x %lld exceeds the PNG limit", path,
+             (long long)w, (long long)h);
+  uint8_t *pix = ctr__malloc((size_t)w * (size_t)h, "PNG pixels");
+  if (!pix) return CTR_E_OUT_OF_MEMORY;
+  /* A constant image (hi == lo) maps to black instead of dividing by 0. */
+  const double scale = hi > lo ? 255.0 / ((double)hi - (double)lo) : 0.0;
+  for (int64_t r = 0; r < h; r++)
+    for (int64_t c = 0; c < w; c++) {
+      const float v = data[base + c * sx + r * sy];
+      const double t = ((double)v - (double)lo) * scale;
+      /* !(t > 0) also sends NaN to black. */
+      pix[r * w + c] = !(t > 0.0) ? 0 : t >= 255.0 ? 255 : (uint8_t)(t + 0.5);
+    }
+  ctr_status st = png_save(path, pix, (uint32_t)w, (uint32_t)h);
+  free(pix);
+  return st;
+}
+
+ctr_status ctr_png_write_gray(const char *path, const float *img, int64_t width, int64_t height,
+                              float lo, float hi) {
+  if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_png_write_gray: empty path");
+  if (!img) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "PNG '%s': image is NULL", path);
+  if (width <= 0 || height <= 0)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "PNG '%s': size must be > 0, got %lld x %lld", path,
+             (long long)width, (long long)height);
+  CTR_CHECK(check_window(lo, hi, path));
+  if (lo == hi) CTR_CHECK(auto_window(img, (size_t)width * (size_t)height, &lo, &hi));
+  return write_view(path, img, 0, 1, width, width, height, lo, hi);
+}
+
+ctr_status ctr_png_preview(const char *prefix, const float *vol, int64_t nx, int64_t ny,
+                           int64_t nz, float lo, float hi) {
+  ctr_status st = CTR_OK;
+  char *path = NULL;
+  if (!prefix || !*prefix) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_png_preview: empty prefix");
+  if (!vol) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "preview '%s': volume is NULL", prefix);
+  if (nx <= 0 || ny <= 0 || nz <= 0)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "preview '%s': size must be > 0, got %lld x %lld x %lld",
+             prefix, (long long)nx, (long long)ny, (long long)nz);
+  CTR_CHECK(check_window(lo, hi, prefix));
+  const int64_t plane = nx * ny, top = (nz - 1) * plane;
+  if (lo == hi) CTR_CHECK(auto_window(vol, (size_t)plane * (size_t)nz, &lo, &hi));
+  /* Central slices; in xz and yz, z points up (row 0 is the last slice). */
+  const struct {
+    const char *suffix;
+    int64_t base, sx, sy, w, h;
+  } views[3] = {
+      {"_xy.png", (nz / 2) * plane, 1, nx, nx, ny},
+      {"_xz.png", top + (ny / 2) * nx, 1, -plane, nx, nz},
+      {"_yz.png", top + nx / 2, nx, -plane, ny, nz},
+  };
+  for (int i = 0; i < 3; i++) {
+    path = ctr__io_sprintf("%s%s", prefix, views[i].suffix);
+    if (!path) return CTR_E_OUT_OF_MEMORY;
+    CTR_CHECK_GOTO(st, write_view(path, vol, views[i].base, views[i].sx, views[i].sy, views[i].w,
+                                  views[i].h, lo, hi));
+    free(path);
+    path = NULL;
+  }
+cleanup:
+  free(path);
+  return st;
+}

@@ -1,0 +1,289 @@
+/* TIFF stacks: one single-page TIFF per image, named by a printf-style
+ * pattern with one integer conversion ("dir/img_%04d.tif"). */
+#include "io/io_tiff.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- Patterns ----------------------------------------------------------- */
+
+/* The pattern split around its conversion. Names are built here rather than
+ * by handing a user string to printf as a format. */
+typedef struct pattern {
+  char *prefix, *suffix; /* "%%" already turned into "%" */
+  int width;             /* minimum digits */
+  int zero_pad;
+} pattern;
+
+static void pattern_free(pattern *p) {
+  free(p->prefix);
+  free(p->suffix);
+  p->prefix = p->suffix = NULL;
+}
+
+static ctr_status pattern_parse(const char *pat, pattern *p) {
+  ctr_status st = CTR_OK;
+  const size_t len = strlen(pat);
+  char *parts[2] = {ctr__calloc(len + 1, 1, "pattern"), ctr__calloc(len + 1, 1, "pattern")};
+  size_t n[2] = {0, 0};
+  int conversions = 0;
+  memset(p, 0, sizeof *p);
+  if (!parts[0] || !parts[1]) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  for (const char *c = pat; *c; c++) {
+    const int part = conversions > 0;
+    if (*c != '%') {
+      parts[part][n[part]++] = *c;
+      continue;
+    }
+    if (c[1] == '%') {
+      parts[part][n[part]++] = '%';
+      c++;
+      continue;
+    }
+    const char *spec = c++;
+    if (*c == '0') {
+      p->zero_pad = 1;
+      c++;
+    }
+    while (*c >= '0' && *c <= '9' && p->width < 1000) p->width = p->width * 10 + (*c++ - '0');
+    if (*c != 'd' && *c != 'i' && *c != 'u')
+      CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
+                    "TIFF stack pattern '%s': conversion '%.*s' is not supported: expected %%d, "
+                    "%%Nd, %%0Nd, %%i or %%u",
+                    pat, (int)(c - spec + (*c != '\0')), spec);
+    if (++conversions > 1)
+      CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
+                    "TIFF stack pattern '%s' has more than one conversion: expected exactly one "
+                    "such as %%04d",
+                    pat);
+  }
+  if (conversions != 1)
+    CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
+                  "TIFF stack pattern '%s' has no integer conversion: expected one such as "
+                  "'img_%%04d.tif'",
+                  pat);
+  p->prefix = parts[0];
+  p->suffix = parts[1];
+  return CTR_OK;
+cleanup:
+  free(parts[0]);
+  free(parts[1]);
+  return st;
+}
+
+static char *pattern_name(const pattern *p, int64_t index) {
+  return p->zero_pad
+             ? ctr__io_sprintf("%s%0*lld%s", p->prefix, p->width, (long long)index, p->suffix)
+             : ctr__io_sprintf("%s%*lld%s", p->prefix, p->width, (long long)index, p->suffix);
+}
+
+/* ---- Reading ------------------------------------------------------------ */
+
+typedef struct stack_in {
+  pattern pat;
+  int64_t start; /* index of the first file: 0 or 1 */
+  char *first_name;
+} stack_in;
+
+static void stack_close(ctr_stack_reader *r) {
+  stack_in *in = r->impl;
+  if (!in) return;
+  pattern_free(&in->pat);
+  free(in->first_name);
+  free(in);
+  r->impl = NULL;
+}
+
+/* Opens one file of the stack, checks it against `want` (when given) and
+ * decodes it into buf (when given); *info gets what the file holds. */
+static ctr_status read_file(const char *name, const ctr_stack_info *want, const char *like,
+                            ctr_stack_info *info, void *buf) {
+  ctr_status st = CTR_OK;
+  TIFF *tif = NULL;
+  char what[4200];
+  snprintf(what, sizeof what, "'%s'", name);
+  CTR_CHECK(ctr__tiff_open_read(name, &tif));
+  CTR_CHECK_GOTO(st, ctr__tiff_page_info(tif, what, info));
+  if (want) CTR_CHECK_GOTO(st, ctr__tiff_check_like(info, want, what, like));
+  if (buf) CTR_CHECK_GOTO(st, ctr__tiff_read_page(tif, what, info, buf));
+cleanup:
+  TIFFClose(tif);
+  return st;
+}
+
+static ctr_status stack_read(ctr_stack_reader *r, int64_t first, int64_t n, void *buf) {
+  stack_in *in = r->impl;
+  const size_t img = ctr__image_bytes(&r->info);
+  char like[4200];
+  snprintf(like, sizeof like, "'%s'", in->first_name);
+  for (int64_t i = 0; i < n; i++) {
+    char *name = pattern_name(&in->pat, in->start + first + i);
+    if (!name) return CTR_E_OUT_OF_MEMORY;
+    ctr_stack_info got;
+    ctr_status st = read_file(name, &r->info, like, &got, (char *)buf + (size_t)i * img);
+    free(name);
+    CTR_CHECK(st);
+  }
+  return CTR_OK;
+}
+
+static const ctr__reader_ops stack_reader_ops = {stack_read, stack_close};
+
+ctr_status ctr__tiff_stack_open(ctr_stack_reader *r) {
+  ctr_status st = CTR_OK;
+  char *name = NULL, *second = NULL;
+  stack_in *in = ctr__calloc(1, sizeof *in, "TIFF stack reader");
+  if (!in) return CTR_E_OUT_OF_MEMORY;
+  r->impl = in;
+  CTR_CHECK_GOTO(st, pattern_parse(r->path, &in->pat));
+  /* Numbering starts at 0 or at 1. */
+  in->first_name = pattern_name(&in->pat, 0);
+  second = pattern_name(&in->pat, 1);
+  if (!in->first_name || !second) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  if (!ctr__file_exists(in->first_name)) {
+    int e = errno;
+    if (!ctr__file_exists(second))
+      CTR_FAIL_GOTO(st, CTR_E_IO, "TIFF stack '%s': neither '%s' nor '%s' can be found: %s",
+                    r->path, in->first_name, second, strerror(e));
+    in->start = 1;
+    free(in->first_name);
+    in->first_name = second;
+    second = NULL;
+  }
+  CTR_CHECK_GOTO(st, read_file(in->first_name, NULL, NULL, &r->info, NULL));
+  r->info.count = 1;
+  char like[4200];
+  snprintf(like, sizeof like, "'%s'", in->first_name);
+  /* Every file is checked now (headers only) so that a mismatch is reported
+   * before any work is done on the stack. */
+  for (;; r->info.count++) {
+    name = pattern_name(&in->pat, in->start + r->info.count);
+    if (!name) {
+      st = CTR_E_OUT_OF_MEMORY;
+      goto cleanup;
+    }
+    if (!ctr__file_exists(name)) break;
+    ctr_stack_info got;
+    CTR_CHECK_GOTO(st, read_file(name, &r->info, like, &got, NULL));
+    free(name);
+    name = NULL;
+  }
+  r->ops = &stack_reader_ops;
+cleanup:
+  free(name);
+  free(second);
+  if (st != CTR_OK) stack_close(r);
+  return st;
+}
+
+/* ---- Writing ------------------------------------------------------------ */
+
+/* Each image goes to its own temporary beside its target; commit renames
+ * them all. */
+typedef struct stack_out {
+  pattern pat;
+  ctr__atomic_file *files; /* one per image */
+} stack_out;
+
+static void stack_abort(ctr_stack_writer *w) {
+  stack_out *o = w->impl;
+  for (int64_t i = 0; o->files && i < w->info.count; i++) ctr__atomic_discard(&o->files[i]);
+  free(o->files);
+  pattern_free(&o->pat);
+  free(o);
+  w->impl = NULL;
+}
+
+static ctr_status write_file(ctr_stack_writer *w, int64_t index, const void *buf) {
+  stack_out *o = w->impl;
+  ctr__atomic_file *f = &o->files[index];
+  ctr_status st = CTR_OK;
+  TIFF *tif = NULL;
+  char what[4200];
+  char *name = pattern_name(&o->pat, index);
+  if (!name) return CTR_E_OUT_OF_MEMORY;
+  snprintf(what, sizeof what, "'%s'", name);
+  ctr__atomic_discard(f); /* an image written twice: the last one wins */
+  CTR_CHECK_GOTO(st, ctr__atomic_create(f, name));
+  CTR_CHECK_GOTO(st, ctr__tiff_open_write(f, (int64_t)ctr__image_bytes(&w->info), &tif));
+  st = ctr__tiff_write_page(tif, what, &w->info, 0, 1, buf);
+  if (st == CTR_OK)
+    st = ctr__tiff_finish(tif, name);
+  else
+    ctr__tiff_abandon(tif);
+  if (st == CTR_OK) st = ctr__atomic_close(f);
+cleanup:
+  if (st != CTR_OK) ctr__atomic_discard(f);
+  free(name);
+  return st;
+}
+
+static ctr_status stack_write(ctr_stack_writer *w, int64_t first, int64_t n, const void *buf) {
+  const size_t img = ctr__image_bytes(&w->info);
+  for (int64_t i = 0; i < n; i++)
+    CTR_CHECK(write_file(w, first + i, (const char *)buf + (size_t)i * img));
+  return CTR_OK;
+}
+
+static ctr_status stack_commit(ctr_stack_writer *w) {
+  stack_out *o = w->impl;
+  ctr_status st = CTR_OK;
+  char *name = NULL;
+  for (int64_t i = 0; i < w->info.count; i++) CTR_CHECK_GOTO(st, ctr__atomic_rename(&o->files[i]));
+  /* Files numbered past the new stack would make readers count a longer,
+   * mixed stack: they belong to the replaced one and go too. */
+  for (int64_t i = w->info.count;; i++) {
+    name = pattern_name(&o->pat, i);
+    if (!name || !ctr__file_exists(name)) break;
+    if (unlink(name) != 0)
+      CTR_FAIL_GOTO(st, CTR_E_IO, "cannot remove '%s' left from an older, longer stack: %s",
+                    name, strerror(errno));
+    free(name);
+    name = NULL;
+  }
+cleanup:
+  free(name);
+  stack_abort(w);
+  return st;
+}
+
+static const ctr__writer_ops stack_writer_ops = {stack_write, stack_commit, stack_abort};
+
+ctr_status ctr__tiff_stack_create(ctr_stack_writer *w) {
+  ctr_status st = CTR_OK;
+  char *name = NULL;
+  ctr__atomic_file probe = CTR__ATOMIC_FILE_INIT;
+  CTR_CHECK(ctr__tiff_check_dims(&w->info, w->path));
+  stack_out *o = ctr__calloc(1, sizeof *o, "TIFF stack writer");
+  if (!o) return CTR_E_OUT_OF_MEMORY;
+  w->impl = o;
+  CTR_CHECK_GOTO(st, pattern_parse(w->path, &o->pat));
+  o->files = ctr__calloc((size_t)w->info.count, sizeof *o->files, "TIFF stack file list");
+  if (!o->files) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  for (int64_t i = 0; i < w->info.count; i++) o->files[i] = (ctr__atomic_file)CTR__ATOMIC_FILE_INIT;
+  /* Files are created as images arrive; a trial temporary makes a missing or
+   * read-only directory fail here rather than at the first write. */
+  name = pattern_name(&o->pat, 0);
+  if (!name) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  CTR_CHECK_GOTO(st, ctr__atomic_create(&probe, name));
+  ctr__atomic_discard(&probe);
+  w->ops = &stack_writer_ops;
+cleanup:
+  free(name);
+  if (st != CTR_OK) stack_abort(w);
+  return st;
+}

@@ -1,0 +1,720 @@
+/* File I/O: round trips through every format and dtype, slab reads and
+ * writes, atomic output, error reporting, PNG previews. Runs in a fresh
+ * directory under /tmp that is removed at the end. */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <png.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <tiffio.h>
+#include <unistd.h>
+
+enum { NX = 37, NY = 23, NZ = 5 };
+#define NVOX ((size_t)NX * NY * NZ)
+#define NPIX ((size_t)NX * NY)
+
+static char g_dir[64];
+
+/* Path inside the test directory; a few rotating buffers so several can be
+ * used in one call. */
+static const char *P(const char *name) {
+  static char buf[8][512];
+  static int next = 0;
+  char *b = buf[next++ % 8];
+  snprintf(b, sizeof buf[0], "%s/%s", g_dir, name);
+  return b;
+}
+
+static int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static long long file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Temporaries anywhere under the test directory ("*.tmp.*"). */
+static int g_tmp_found;
+static int find_tmp(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  if (strstr(path + strlen(g_dir), ".tmp.")) g_tmp_found++;
+  return 0;
+}
+static int count_temporaries(void) {
+  g_tmp_found = 0;
+  nftw(g_dir, find_tmp, 16, FTW_PHYS);
+  return g_tmp_found;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+static void write_text(const char *path, const char *text, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return;
+  fwrite(text, 1, n, f);
+  fclose(f);
+}
+
+static ctr_stack_info make_info(ctr_dtype dt) {
+  ctr_stack_info info;
+  memset(&info, 0, sizeof info);
+  info.width = NX;
+  info.height = NY;
+  info.count = NZ;
+  info.dtype = dt;
+  info.spacing[0] = 0.5;
+  info.spacing[1] = 0.25;
+  info.spacing[2] = 1.5;
+  info.origin[0] = -9.25;
+  info.origin[1] = 3.0;
+  info.origin[2] = 0.1;
+  return info;
+}
+
+static uint16_t *g_u16;
+static float *g_f32;
+
+static void make_data(void) {
+  g_u16 = malloc(NVOX * sizeof *g_u16);
+  g_f32 = malloc(NVOX * sizeof *g_f32);
+  for (size_t i = 0; i < NVOX; i++) {
+    g_u16[i] = (uint16_t)th_uniform(0.0, 65536.0);
+    g_f32[i] = (float)th_uniform(-1e4, 1e4) * (float)th_uniform(0.0, 1.0);
+  }
+  /* Extremes and awkward floats must survive bit-exactly. */
+  g_u16[0] = 0;
+  g_u16[1] = 65535;
+  g_u16[NVOX - 1] = 65535;
+  g_f32[0] = -0.0f;
+  g_f32[1] = 1e-42f; /* subnormal */
+  g_f32[2] = 3.4e38f;
+  g_f32[3] = -INFINITY;
+  g_f32[4] = NAN;
+}
+
+static const void *data_for(ctr_dtype dt) {
+  return dt == CTR_DTYPE_UINT16 ? (const void *)g_u16 : (const void *)g_f32;
+}
+
+/* ---- Formats ------------------------------------------------------------ */
+
+static void test_format_names(void) {
+  static const char *names[] = {"raw", "tiff", "tiff-stack", "nrrd", "auto"};
+  for (int i = 0; i < 5; i++) {
+    ctr_file_format f;
+    CHECK_OK(ctr_format_parse(names[i], &f));
+    CHECK(!strcmp(ctr_format_name(f), names[i]));
+  }
+  ctr_file_format f = CTR_FORMAT_AUTO;
+  CHECK_FAILS(ctr_format_parse("jpeg", &f), CTR_E_INVALID_ARGUMENT, "tiff-stack");
+  static const struct {
+    const char *path;
+    ctr_file_format fmt;
+  } guesses[] = {
+      {"a.raw", CTR_FORMAT_RAW},        {"d/a.BIN", CTR_FORMAT_RAW},
+      {"x.dat", CTR_FORMAT_RAW},        {"a.tif", CTR_FORMAT_TIFF},
+      {"a.b/c.tiff", CTR_FORMAT_TIFF},  {"d/img_%04d.tif", CTR_FORMAT_TIFF_STACK},
+      {"100%%.tif", CTR_FORMAT_TIFF},   {"v.nrrd", CTR_FORMAT_NRRD},
+      {"v.nhdr", CTR_FORMAT_NRRD},
+  };
+  for (size_t i = 0; i < sizeof guesses / sizeof guesses[0]; i++) {
+    f = CTR_FORMAT_AUTO;
+    CHECK_OK(ctr_format_guess(guesses[i].path, &f));
+    CHECK_MSG(f == guesses[i].fmt, "%s guessed as %s", guesses[i].path, ctr_format_name(f));
+  }
+  CHECK_FAILS(ctr_format_guess("scan.xyz", &f), CTR_E_INVALID_ARGUMENT, ".nrrd");
+  CHECK_FAILS(ctr_format_guess("dir.raw/scan", &f), CTR_E_INVALID_ARGUMENT, "dir.raw/scan");
+}
+
+/* ---- Round trips -------------------------------------------------------- */
+
+static void round_trip(const char *name, ctr_file_format fmt, ctr_dtype dt) {
+  const ctr_stack_info info = make_info(dt);
+  const size_t es = ctr_dtype_size(dt);
+  const char *path = P(name);
+  const unsigned char *data = data_for(dt);
+
+  /* Written as two slabs. */
+  ctr_stack_writer *w = NULL;
+  CHECK_OK(ctr_stack_create(path, fmt, &info, &w));
+  if (!w) return;
+  CHECK_OK(ctr_stack_write(w, 0, 2, dt, data));
+  CHECK_OK(ctr_stack_write(w, 2, NZ - 2, dt, data + 2 * NPIX * es));
+  CHECK_OK(ctr_stack_commit(w));
+  CHECK_MSG(count_temporaries() == 0, "%s left temporaries", name);
+
+  ctr_stack_info hint;
+  memset(&hint, 0, sizeof hint);
+  hint = info;
+  ctr_stack_reader *r = NULL;
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_AUTO, fmt == CTR_FORMAT_RAW ? &hint : NULL, 0, &r));
+  if (!r) return;
+  const ctr_stack_info *ri = ctr_stack_reader_info(r);
+  CHECK(ri->width == NX && ri->height == NY && ri->count == NZ && ri->dtype == dt);
+  if (fmt == CTR_FORMAT_NRRD)
+    for (int i = 0; i < 3; i++) {
+      CHECK_MSG(ri->spacing[i] == info.spacing[i], "%s spacing[%d] = %.17g", name, i,
+                ri->spacing[i]);
+      CHECK_MSG(ri->origin[i] == info.origin[i], "%s origin[%d] = %.17g", name, i, ri->origin[i]);
+    }
+  if (fmt == CTR_FORMAT_TIFF) {
+    CHECK_NEAR(ri->spacing[0], 0.5, 1e-5);
+    CHECK_NEAR(ri->spacing[1], 0.25, 1e-5);
+  }
+
+  unsigned char *all = malloc(NVOX * 4);
+  CHECK_OK(ctr_stack_read(r, 0, NZ, dt, all));
+  CHECK_MSG(!memcmp(all, data, NVOX * es), "%s %s: data differs", name, ctr_dtype_name(dt));
+
+  /* Slab [2, 4), in both dtypes. */
+  memset(all, 0xAB, NVOX * 4);
+  CHECK_OK(ctr_stack_read(r, 2, 2, dt, all));
+  CHECK_MSG(!memcmp(all, data + 2 * NPIX * es, 2 * NPIX * es), "%s: slab [2,4) differs", name);
+  if (dt == CTR_DTYPE_UINT16) {
+    float *f = (float *)all;
+    CHECK_OK(ctr_stack_read(r, 2, 2, CTR_DTYPE_FLOAT32, f));
+    int bad = 0;
+    for (size_t i = 0; i < 2 * NPIX; i++) bad += f[i] != (float)g_u16[2 * NPIX + i];
+    CHECK_MSG(bad == 0, "%s: %d uint16 -> float32 values differ", name, bad);
+  } else {
+    uint16_t *u = (uint16_t *)all;
+    CHECK_OK(ctr_stack_read(r, 2, 2, CTR_DTYPE_UINT16, u));
+    int bad = 0;
+    for (size_t i = 0; i < 2 * NPIX; i++) {
+      const float v = g_f32[2 * NPIX + i];
+      const uint16_t want = !(v > 0) ? 0 : v >= 65535 ? 65535 : (uint16_t)lrint(floor(v + 0.5));
+      bad += u[i] != want;
+    }
+    CHECK_MSG(bad == 0, "%s: %d float32 -> uint16 values differ", name, bad);
+  }
+  CHECK_FAILS(ctr_stack_read(r, 4, 2, dt, all), CTR_E_INVALID_ARGUMENT, "outside");
+  free(all);
+  ctr_stack_close(r);
+}
+
+static void test_round_trips(void) {
+  static const struct {
+    const char *name;
+    ctr_file_format fmt;
+  } cases[] = {
+      {"rt_%s.raw", CTR_FORMAT_RAW},
+      {"rt_%s.tif", CTR_FORMAT_TIFF},
+      {"stack_%s/img_%%03d.tif", CTR_FORMAT_TIFF_STACK},
+      {"rt_%s.nrrd", CTR_FORMAT_NRRD},
+      {"rtd_%s.nhdr", CTR_FORMAT_NRRD},
+  };
+  mkdir(P("stack_uint16"), 0777);
+  mkdir(P("stack_float32"), 0777);
+  const ctr_dtype dts[2] = {CTR_DTYPE_UINT16, CTR_DTYPE_FLOAT32};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (int d = 0; d < 2; d++) {
+      char name[128];
+      snprintf(name, sizeof name, cases[c].name, ctr_dtype_name(dts[d]));
+      round_trip(name, cases[c].fmt, dts[d]);
+    }
+  /* Detached NRRD: header and data beside each other, header names data. */
+  CHECK(exists(P("rtd_uint16.nhdr")) && exists(P("rtd_uint16.raw")));
+  CHECK(file_size(P("rtd_uint16.raw")) == (long long)(NVOX * 2));
+  CHECK(exists(P("stack_uint16/img_000.tif")) && exists(P("stack_uint16/img_004.tif")) &&
+        !exists(P("stack_uint16/img_005.tif")));
+
+  /* Whole-array wrappers, including overwriting an existing file. */
+  ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32), got;
+  void *loaded = NULL;
+  CHECK_OK(ctr_stack_save(P("rt_float32.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, g_f32));
+  CHECK_OK(ctr_stack_load(P("rt_float32.nrrd"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &got,
+                          &loaded));
+  CHECK(loaded && got.count == NZ && !memcmp(loaded, g_f32, NVOX * 4));
+  free(loaded);
+}
+
+/* float -> uint16 on write: round to nearest, clamp, NaN -> 0. */
+static void test_conversion(void) {
+  static const float in[] = {-5.0f,    0.0f,     0.49999997f, 0.5f,      1.5f,
+                             2.4999f,  65534.4f, 65534.6f,    70000.0f,  NAN,
+                             -INFINITY, INFINITY, 1234.5f,    -0.0f,     65535.0f};
+  static const uint16_t want[] = {0, 0, 0, 1, 2, 2, 65534, 65535, 65535, 0, 0, 65535, 1235, 0,
+                                  65535};
+  const int n = (int)(sizeof in / sizeof in[0]);
+  ctr_stack_info info = {n, 1, 1, CTR_DTYPE_UINT16, {0, 0, 0}, {0, 0, 0}};
+  CHECK_OK(ctr_stack_save(P("conv.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_FLOAT32, in));
+  uint16_t *out = NULL;
+  CHECK_OK(ctr_stack_load(P("conv.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_UINT16, NULL,
+                          (void **)&out));
+  for (int i = 0; out && i < n; i++)
+    CHECK_MSG(out[i] == want[i], "%.9g -> %u, expected %u", (double)in[i], out[i], want[i]);
+  free(out);
+  CHECK(file_size(P("conv.raw")) == 2LL * n);
+}
+
+/* ---- Slab order, commit, abort ------------------------------------------ */
+
+static void out_of_order(const char *name, ctr_file_format fmt) {
+  ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
+  ctr_stack_writer *w = NULL;
+  CHECK_OK(ctr_stack_create(P(name), fmt, &info, &w));
+  if (!w) return;
+  /* Image 0 is first written wrong, then rewritten: the last write wins. */
+  CHECK_OK(ctr_stack_write(w, 0, 1, CTR_DTYPE_UINT16, g_u16 + 4 * NPIX));
+  CHECK_OK(ctr_stack_write(w, 3, 2, CTR_DTYPE_UINT16, g_u16 + 3 * NPIX));
+  CHECK_OK(ctr_stack_write(w, 0, 1, CTR_DTYPE_UINT16, g_u16));
+  CHECK_OK(ctr_stack_write(w, 1, 2, CTR_DTYPE_UINT16, g_u16 + NPIX));
+  CHECK_OK(ctr_stack_commit(w));
+  ctr_stack_info hint = info;
+  void *back = NULL;
+  CHECK_OK(ctr_stack_load(P(name), fmt, fmt == CTR_FORMAT_RAW ? &hint : NULL, CTR_DTYPE_UINT16,
+                          NULL, &back));
+  CHECK_MSG(back && !memcmp(back, g_u16, NVOX * 2), "%s: out-of-order data differs", name);
+  free(back);
+}
+
+static void test_slab_order(void) {
+  out_of_order("ooo.raw", CTR_FORMAT_RAW);
+  out_of_order("ooo.nrrd", CTR_FORMAT_NRRD);
+  out_of_order("ooo.nhdr", CTR_FORMAT_NRRD);
+  out_of_order("ooo_%02d.tif", CTR_FORMAT_TIFF_STACK);
+
+  /* A multi-page TIFF refuses a gap, names the expected image, and still
+   * accepts the right one afterwards. */
+  ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32);
+  ctr_stack_writer *w = NULL;
+  CHECK_OK(ctr_stack_create(P("order.tif"), CTR_FORMAT_TIFF, &info, &w));
+  if (!w) return;
+  CHECK_FAILS(ctr_stack_write(w, 1, 1, CTR_DTYPE_FLOAT32, g_f32 + NPIX), CTR_E_INVALID_ARGUMENT,
+              "expected image 0");
+  CHECK_OK(ctr_stack_write(w, 0, 2, CTR_DTYPE_FLOAT32, g_f32));
+  CHECK_FAILS(ctr_stack_write(w, 4, 1, CTR_DTYPE_FLOAT32, g_f32), CTR_E_INVALID_ARGUMENT,
+              "expected image 2");
+  CHECK_OK(ctr_stack_write(w, 2, 3, CTR_DTYPE_FLOAT32, g_f32 + 2 * NPIX));
+  CHECK_OK(ctr_stack_commit(w));
+  CHECK(exists(P("order.tif")));
+}
+
+static void test_commit_abort(void) {
+  static const struct {
+    const char *name, *target;
+    ctr_file_format fmt;
+  } cases[] = {
+      {"miss.raw", "miss.raw", CTR_FORMAT_RAW},
+      {"miss.nhdr", "miss.raw", CTR_FORMAT_NRRD},
+      {"miss.tif", "miss.tif", CTR_FORMAT_TIFF},
+      {"miss_%d.tif", "miss_0.tif", CTR_FORMAT_TIFF_STACK},
+  };
+  ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ctr_stack_writer *w = NULL;
+    CHECK_OK(ctr_stack_create(P(cases[c].name), cases[c].fmt, &info, &w));
+    if (!w) continue;
+    CHECK_OK(ctr_stack_write(w, 0, 2, CTR_DTYPE_UINT16, g_u16));
+    if (cases[c].fmt != CTR_FORMAT_TIFF)
+      CHECK_OK(ctr_stack_write(w, 3, 2, CTR_DTYPE_UINT16, g_u16 + 3 * NPIX));
+    CHECK_FAILS(ctr_stack_commit(w), CTR_E_INVALID_ARGUMENT, "image 2");
+    CHECK_MSG(!exists(P(cases[c].name)) && !exists(P(cases[c].target)),
+              "%s exists after a failed commit", cases[c].name);
+    CHECK_MSG(count_temporaries() == 0, "%s: temporaries left after a failed commit",
+              cases[c].name);
+
+    CHECK_OK(ctr_stack_create(P(cases[c].name), cases[c].fmt, &info, &w));
+    if (!w) continue;
+    CHECK_OK(ctr_stack_write(w, 0, 1, CTR_DTYPE_UINT16, g_u16));
+    ctr_stack_abort(w);
+    CHECK_MSG(!exists(P(cases[c].name)) && !exists(P(cases[c].target)),
+              "%s exists after abort", cases[c].name);
+    CHECK_MSG(count_temporaries() == 0, "%s: temporaries left after abort", cases[c].name);
+  }
+  ctr_stack_abort(NULL);
+
+  /* No writable directory: refused at create time, naming the path. */
+  static const char *missing[] = {"nodir/x.raw", "nodir/x.tif", "nodir/x_%03d.tif",
+                                  "nodir/x.nhdr", "nodir/x.nrrd"};
+  for (int i = 0; i < 5; i++) {
+    ctr_stack_writer *w = NULL;
+    CHECK_FAILS(ctr_stack_create(P(missing[i]), CTR_FORMAT_AUTO, &info, &w),
+                CTR_E_IO, "nodir/x");
+    CHECK(w == NULL);
+    CHECK_MSG(strstr(ctr_error_detail(), strerror(ENOENT)) != NULL, "%s: no strerror in '%s'",
+              missing[i], ctr_error_detail());
+  }
+  ctr_stack_writer *w = NULL;
+  CHECK_FAILS(ctr_stack_create(P("bad.xyz"), CTR_FORMAT_AUTO, &info, &w), CTR_E_INVALID_ARGUMENT,
+              ".tiff");
+  ctr_stack_info zero = info;
+  zero.height = 0;
+  CHECK_FAILS(ctr_stack_create(P("zero.raw"), CTR_FORMAT_RAW, &zero, &w), CTR_E_INVALID_ARGUMENT,
+              "must be > 0");
+}
+
+/* A write that the OS refuses (here: the file size limit, EFBIG) is CTR_E_IO
+ * naming the file, and commit then leaves nothing. */
+static void test_write_error(void) {
+  static const char *names[] = {"full.raw", "full.nrrd", "full.tif", "full_%d.tif"};
+  struct rlimit old;
+  if (getrlimit(RLIMIT_FSIZE, &old) != 0) return;
+  ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32);
+  for (int i = 0; i < 4; i++) {
+    ctr_stack_writer *w = NULL;
+    CHECK_OK(ctr_stack_create(P(names[i]), CTR_FORMAT_AUTO, &info, &w));
+    if (!w) continue;
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = old;
+    small.rlim_cur = 2048;
+    setrlimit(RLIMIT_FSIZE, &small);
+    ctr_status st = ctr_stack_write(w, 0, NZ, CTR_DTYPE_FLOAT32, g_f32);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    CHECK_MSG(st == CTR_E_IO && strstr(ctr_error_detail(), strerror(EFBIG)) &&
+                  strstr(ctr_error_detail(), "full"),
+              "%s: %s '%s'", names[i], ctr_status_name(st), ctr_error_detail());
+    CHECK_FAILS(ctr_stack_commit(w), CTR_E_INVALID_ARGUMENT, "earlier write failed");
+    CHECK_MSG(!exists(P(names[i])) && !exists(P("full_0.tif")) && count_temporaries() == 0,
+              "%s: output left after a failed write", names[i]);
+  }
+}
+
+/* ---- Reading errors ----------------------------------------------------- */
+
+static void test_read_errors(void) {
+  ctr_stack_reader *r = NULL;
+  /* Truncated raw: 16 x 16 x 4 uint16 needs 2048 bytes. */
+  char junk[1000];
+  memset(junk, 7, sizeof junk);
+  write_text(P("short.raw"), junk, sizeof junk);
+  ctr_stack_info hint = {16, 16, 4, CTR_DTYPE_UINT16, {0, 0, 0}, {0, 0, 0}};
+  CHECK_FAILS(ctr_stack_open(P("short.raw"), CTR_FORMAT_AUTO, &hint, 0, &r), CTR_E_SIZE_MISMATCH,
+              "holds 1000 bytes, expected 2048 for 16 x 16 x 4 uint16 (+ 0 offset)");
+  CHECK(r == NULL);
+  CHECK_FAILS(ctr_stack_open(P("short.raw"), CTR_FORMAT_AUTO, NULL, 0, &r),
+              CTR_E_INVALID_ARGUMENT, "hint");
+  /* raw_offset: 8 x 8 x 1 uint16 after 872 bytes fits exactly, 873 does not. */
+  ctr_stack_info small = {8, 8, 1, CTR_DTYPE_UINT16, {0, 0, 0}, {0, 0, 0}};
+  CHECK_OK(ctr_stack_open(P("short.raw"), CTR_FORMAT_RAW, &small, 872, &r));
+  uint16_t px[64];
+  if (r) CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_UINT16, px));
+  CHECK(px[0] == 0x0707 && px[63] == 0x0707);
+  ctr_stack_close(r);
+  r = NULL;
+  CHECK_FAILS(ctr_stack_open(P("short.raw"), CTR_FORMAT_RAW, &small, 873, &r),
+              CTR_E_SIZE_MISMATCH, "(+ 873 offset)");
+
+  /* Truncated NRRD: the header stays, the data is cut. */
+  ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
+  CHECK_OK(ctr_stack_save(P("cut.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, g_u16));
+  const long long full = file_size(P("cut.nrrd"));
+  CHECK(truncate(P("cut.nrrd"), full - 100) == 0);
+  char needle[128];
+  snprintf(needle, sizeof needle, "holds %lld bytes, expected %zu", full - 100, NVOX * 2);
+  CHECK_FAILS(ctr_stack_open(P("cut.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_SIZE_MISMATCH,
+              needle);
+
+  /* Hints that disagree with the file name both values. */
+  CHECK_OK(ctr_stack_save(P("h.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, g_u16));
+  ctr_stack_info h = {40, 0, 0, 0, {0, 0, 0}, {0, 0, 0}};
+  CHECK_FAILS(ctr_stack_open(P("h.nrrd"), CTR_FORMAT_AUTO, &h, 0, &r), CTR_E_SIZE_MISMATCH,
+              "width 37, the hint expects width 40");
+  h.width = 0;
+  h.count = 6;
+  CHECK_FAILS(ctr_stack_open(P("h.nrrd"), CTR_FORMAT_AUTO, &h, 0, &r), CTR_E_SIZE_MISMATCH,
+              "count 5, the hint expects count 6");
+  h.count = 0;
+  h.dtype = CTR_DTYPE_FLOAT32;
+  CHECK_FAILS(ctr_stack_open(P("h.nrrd"), CTR_FORMAT_AUTO, &h, 0, &r), CTR_E_SIZE_MISMATCH,
+              "holds uint16 data, the hint expects float32");
+  h.dtype = CTR_DTYPE_UINT16;
+  h.height = NY;
+  CHECK_OK(ctr_stack_open(P("h.nrrd"), CTR_FORMAT_AUTO, &h, 0, &r));
+  ctr_stack_close(r);
+  r = NULL;
+
+  CHECK_FAILS(ctr_stack_open(P("vol.xyz"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_INVALID_ARGUMENT,
+              ".nrrd");
+  CHECK_FAILS(ctr_stack_open(P("absent.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_IO,
+              "absent.nrrd");
+  CHECK(strstr(ctr_error_detail(), strerror(ENOENT)) != NULL);
+  CHECK_FAILS(ctr_stack_open(P("absent.tif"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_IO,
+              "absent.tif");
+  CHECK_FAILS(ctr_stack_open(P("absent_%03d.tif"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_IO,
+              "absent_000.tif");
+}
+
+static void test_nrrd_headers(void) {
+  ctr_stack_reader *r = NULL;
+  static const char gz[] = "NRRD0004\ntype: float\ndimension: 3\nsizes: 2 2 1\n"
+                           "encoding: gzip\n\n0123456789abcdef";
+  write_text(P("gz.nrrd"), gz, sizeof gz - 1);
+  CHECK_FAILS(ctr_stack_open(P("gz.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "encoding 'gzip' is not supported: only raw");
+
+  static const char bad[] = "NRRD0004\ntype: float\ndimension: 3\nsizes 2 2 1\n\n0123";
+  write_text(P("bad.nrrd"), bad, sizeof bad - 1);
+  CHECK_FAILS(ctr_stack_open(P("bad.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "line 4");
+  static const char badtype[] = "NRRD0004\ntype: double\ndimension: 2\nsizes: 2 2\n\n";
+  write_text(P("dbl.nrrd"), badtype, sizeof badtype - 1);
+  CHECK_FAILS(ctr_stack_open(P("dbl.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "type 'double'");
+  write_text(P("notnrrd.nrrd"), "hello\n\n", 7);
+  CHECK_FAILS(ctr_stack_open(P("notnrrd.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "not a NRRD file");
+
+  /* A foreign-style header: 2D, "unsigned short", big endian, spacings,
+   * comments, key/value pairs, CRLF line ends. */
+  static const char be[] = "NRRD0005\r\n# comment\r\nfoo:=bar\r\ntype: unsigned short\r\n"
+                           "dimension: 2\r\nsizes: 3 2\r\nendian: big\r\nencoding: raw\r\n"
+                           "spacings: 0.7 0.9\r\n\r\n"
+                           "\x00\x01\x01\x00\xff\xfe\x00\x00\x12\x34\x80\x00";
+  write_text(P("be.nrrd"), be, sizeof be - 1);
+  CHECK_OK(ctr_stack_open(P("be.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (r) {
+    const ctr_stack_info *ri = ctr_stack_reader_info(r);
+    CHECK(ri->width == 3 && ri->height == 2 && ri->count == 1 && ri->dtype == CTR_DTYPE_UINT16);
+    CHECK(ri->spacing[0] == 0.7 && ri->spacing[1] == 0.9);
+    uint16_t v[6];
+    CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_UINT16, v));
+    CHECK(v[0] == 1 && v[1] == 256 && v[2] == 0xfffe && v[3] == 0 && v[4] == 0x1234 &&
+          v[5] == 0x8000);
+    float f[6];
+    CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, f));
+    CHECK(f[2] == 65534.0f && f[5] == 32768.0f);
+    ctr_stack_close(r);
+    r = NULL;
+  }
+
+  /* The written header is what 3D Slicer and ITK expect. */
+  ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
+  CHECK_OK(ctr_stack_save(P("hdr.nhdr"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16));
+  char text[2048] = {0};
+  FILE *f = fopen(P("hdr.nhdr"), "rb");
+  if (f) {
+    fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+  }
+  CHECK(!strncmp(text, "NRRD0004\n", 9));
+  CHECK(strstr(text, "type: uint16\n") && strstr(text, "sizes: 37 23 5\n") &&
+        strstr(text, "space directions: (0.5,0,0) (0,0.25,0) (0,0,1.5)\n") &&
+        strstr(text, "space origin: (-9.25,3,0.1)\n") && strstr(text, "endian: little\n") &&
+        strstr(text, "encoding: raw\n") && strstr(text, "kinds: domain domain domain\n") &&
+        strstr(text, "data file: hdr.raw\n"));
+}
+
+/* ---- TIFF specifics ----------------------------------------------------- */
+
+static int write_tiff_pages(const char *path, const char *mode, int pages, int bps, int fmt,
+                            int spp, int tiled) {
+  TIFF *t = TIFFOpen(path, mode);
+  if (!t) return 0;
+  const uint32_t w = 40, h = 30;
+  unsigned char buf[40 * 30 * 4 * 3];
+  for (int p = 0; p < pages; p++) {
+    TIFFSetField(t, TIFFTAG_IMAGEWIDTH, w);
+    TIFFSetField(t, TIFFTAG_IMAGELENGTH, h);
+    TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, (uint16_t)bps);
+    TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, (uint16_t)spp);
+    TIFFSetField(t, TIFFTAG_SAMPLEFORMAT, (uint16_t)fmt);
+    TIFFSetField(t, TIFFTAG_PHOTOMETRIC,
+                 (uint16_t)(spp == 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK));
+    TIFFSetField(t, TIFFTAG_PLANARCONFIG, (uint16_t)PLANARCONFIG_CONTIG);
+    const size_t row = (size_t)w * spp * bps / 8;
+    for (size_t i = 0; i < sizeof buf / 4; i++) ((float *)buf)[i] = (float)(p * 10000 + i);
+    if (tiled) {
+      TIFFSetField(t, TIFFTAG_TILEWIDTH, 16u);
+      TIFFSetField(t, TIFFTAG_TILELENGTH, 16u);
+      unsigned char tile[16 * 16 * 4];
+      for (uint32_t y0 = 0; y0 < h; y0 += 16)
+        for (uint32_t x0 = 0; x0 < w; x0 += 16) {
+          memset(tile, 0, sizeof tile);
+          for (uint32_t y = y0; y < y0 + 16 && y < h; y++)
+            for (uint32_t x = x0; x < x0 + 16 && x < w; x++)
+              memcpy(tile + ((y - y0) * 16 + (x - x0)) * 4, buf + y * row + x * 4, 4);
+          TIFFWriteTile(t, tile, x0, y0, 0, 0);
+        }
+    } else {
+      TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, 7u);
+      for (uint32_t y = 0; y < h; y++) TIFFWriteScanline(t, buf + y * row, y, 0);
+    }
+    TIFFWriteDirectory(t);
+  }
+  TIFFClose(t);
+  return 1;
+}
+
+static void test_tiff_specifics(void) {
+  ctr_stack_reader *r = NULL;
+  float *img = malloc(40 * 30 * 4 * 3);
+  /* BigTIFF with several pages, read out of order. */
+  CHECK(write_tiff_pages(P("big.tif"), "w8", 3, 32, SAMPLEFORMAT_IEEEFP, 1, 0));
+  CHECK_OK(ctr_stack_open(P("big.tif"), CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (r) {
+    CHECK(ctr_stack_reader_info(r)->count == 3 && ctr_stack_reader_info(r)->width == 40);
+    CHECK_OK(ctr_stack_read(r, 2, 1, CTR_DTYPE_FLOAT32, img));
+    CHECK(img[0] == 20000.0f && img[40 * 30 - 1] == 20000.0f + 1199.0f);
+    CHECK_OK(ctr_stack_read(r, 0, 2, CTR_DTYPE_FLOAT32, img));
+    CHECK(img[5] == 5.0f && img[1200 + 7] == 10007.0f);
+    ctr_stack_close(r);
+    r = NULL;
+  }
+  /* Tiled pages (tiles overhang the 40 x 30 image). */
+  CHECK(write_tiff_pages(P("tiled.tif"), "w", 2, 32, SAMPLEFORMAT_IEEEFP, 1, 1));
+  CHECK_OK(ctr_stack_open(P("tiled.tif"), CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (r) {
+    CHECK_OK(ctr_stack_read(r, 1, 1, CTR_DTYPE_FLOAT32, img));
+    int bad = 0;
+    for (int i = 0; i < 1200; i++) bad += img[i] != (float)(10000 + i);
+    CHECK_MSG(bad == 0, "%d tiled pixels differ", bad);
+    ctr_stack_close(r);
+    r = NULL;
+  }
+  /* Unsupported sample layouts name the page's format; libtiff's own
+   * complaints go to the detail, never to stderr. */
+  CHECK(write_tiff_pages(P("u8.tif"), "w", 1, 8, SAMPLEFORMAT_UINT, 1, 0));
+  CHECK_FAILS(ctr_stack_open(P("u8.tif"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "page 0 of");
+  CHECK(strstr(ctr_error_detail(), "8-bit unsigned integer") != NULL);
+  CHECK(write_tiff_pages(P("rgb.tif"), "w", 1, 8, SAMPLEFORMAT_UINT, 3, 0));
+  CHECK_FAILS(ctr_stack_open(P("rgb.tif"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT, "RGB");
+
+  fflush(stderr);
+  int saved = dup(2);
+  int quiet = open(P("stderr.txt"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  dup2(quiet, 2);
+  write_text(P("junk.tif"), "II*\0garbage-garbage-garbage", 27);
+  ctr_status st = ctr_stack_open(P("junk.tif"), CTR_FORMAT_AUTO, NULL, 0, &r);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(quiet);
+  CHECK(st == CTR_E_FORMAT && strstr(ctr_error_detail(), "junk.tif"));
+  CHECK_MSG(file_size(P("stderr.txt")) == 0, "libtiff printed to stderr");
+
+  /* Stacks: numbering may start at 1; a rewrite with fewer images removes
+   * the old tail; a file of another size is refused. */
+  ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
+  mkdir(P("s"), 0777);
+  CHECK_OK(ctr_stack_save(P("s/a_%d.tif"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16));
+  unlink(P("s/a_0.tif"));
+  void *back = NULL;
+  ctr_stack_info got;
+  CHECK_OK(ctr_stack_load(P("s/a_%d.tif"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_UINT16, &got, &back));
+  CHECK(got.count == NZ - 1 && back && !memcmp(back, g_u16 + NPIX, (NVOX - NPIX) * 2));
+  free(back);
+  info.count = 2;
+  CHECK_OK(ctr_stack_save(P("s/a_%d.tif"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16));
+  CHECK(exists(P("s/a_1.tif")) && !exists(P("s/a_2.tif")) && !exists(P("s/a_4.tif")));
+  CHECK(write_tiff_pages(P("s/a_2.tif"), "w", 1, 16, SAMPLEFORMAT_UINT, 1, 0));
+  CHECK_FAILS(ctr_stack_open(P("s/a_%d.tif"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_SIZE_MISMATCH,
+              "a_2.tif' is 40 x 30 uint16, expected 37 x 23 uint16");
+  CHECK_FAILS(ctr_stack_open(P("s/a_%s.tif"), CTR_FORMAT_TIFF_STACK, NULL, 0, &r),
+              CTR_E_INVALID_ARGUMENT, "'%s' is not supported");
+  CHECK_FAILS(ctr_stack_open(P("s/a_%d_%d.tif"), CTR_FORMAT_TIFF_STACK, NULL, 0, &r),
+              CTR_E_INVALID_ARGUMENT, "more than one");
+  free(img);
+}
+
+/* ---- PNG ---------------------------------------------------------------- */
+
+static unsigned char *read_png(const char *path, unsigned *w, unsigned *h) {
+  png_image im;
+  memset(&im, 0, sizeof im);
+  im.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&im, path)) return NULL;
+  im.format = PNG_FORMAT_GRAY;
+  unsigned char *buf = malloc(PNG_IMAGE_SIZE(im));
+  if (!buf || !png_image_finish_read(&im, NULL, buf, 0, NULL)) {
+    free(buf);
+    png_image_free(&im);
+    return NULL;
+  }
+  *w = im.width;
+  *h = im.height;
+  return buf;
+}
+
+static void test_png(void) {
+  enum { W = 256, H = 3 };
+  float ramp[W * H];
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) ramp[y * W + x] = (float)x;
+  CHECK_OK(ctr_png_write_gray(P("ramp.png"), ramp, W, H, 0.0f, 255.0f));
+  unsigned char sig[8] = {0};
+  FILE *f = fopen(P("ramp.png"), "rb");
+  if (f) {
+    CHECK(fread(sig, 1, 8, f) == 8);
+    fclose(f);
+  }
+  CHECK(!memcmp(sig, "\x89PNG\r\n\x1a\n", 8));
+  unsigned w = 0, h = 0;
+  unsigned char *px = read_png(P("ramp.png"), &w, &h);
+  CHECK(px && w == W && h == H);
+  int bad = 0;
+  for (int i = 0; px && i < W * H; i++) bad += px[i] != i % W;
+  CHECK_MSG(bad == 0, "%d ramp pixels differ", bad);
+  free(px);
+  /* Window [64, 191.5]: half of 255 per 63.75 units; NaN is black. */
+  ramp[1] = NAN;
+  CHECK_OK(ctr_png_write_gray(P("ramp2.png"), ramp, W, H, 64.0f, 191.5f));
+  px = read_png(P("ramp2.png"), &w, &h);
+  CHECK(px && px[0] == 0 && px[1] == 0 && px[64] == 0 && px[128] == 128 && px[191] == 254 &&
+        px[192] == 255 && px[255] == 255);
+  free(px);
+  /* A constant image with the automatic window. */
+  float flat[16];
+  for (int i = 0; i < 16; i++) flat[i] = 3.0f;
+  CHECK_OK(ctr_png_write_gray(P("flat.png"), flat, 4, 4, 0.0f, 0.0f));
+  px = read_png(P("flat.png"), &w, &h);
+  CHECK(px && w == 4 && h == 4 && px[0] == px[15]);
+  free(px);
+  CHECK_FAILS(ctr_png_write_gray(P("x.png"), flat, 4, 4, 2.0f, 1.0f), CTR_E_INVALID_ARGUMENT,
+              "lo <= hi");
+  CHECK_FAILS(ctr_png_write_gray(P("nodir/x.png"), flat, 4, 4, 0, 1), CTR_E_IO, "nodir/x.png");
+
+  /* Preview of a volume whose value is its z index: one window (0..7) for
+   * all three views, z pointing up in xz and yz. */
+  enum { VX = 20, VY = 12, VZ = 8 };
+  float *vol = malloc(sizeof(float) * VX * VY * VZ);
+  for (int i = 0; i < VX * VY * VZ; i++) vol[i] = (float)(i / (VX * VY));
+  CHECK_OK(ctr_png_preview(P("prev"), vol, VX, VY, VZ, 0.0f, 0.0f));
+  px = read_png(P("prev_xy.png"), &w, &h);
+  CHECK(px && w == VX && h == VY && px[0] == 146 && px[VX * VY - 1] == 146);
+  free(px);
+  px = read_png(P("prev_xz.png"), &w, &h);
+  CHECK(px && w == VX && h == VZ && px[0] == 255 && px[VX * (VZ - 1)] == 0);
+  free(px);
+  px = read_png(P("prev_yz.png"), &w, &h);
+  CHECK(px && w == VY && h == VZ && px[0] == 255 && px[VY * VZ - 1] == 0);
+  free(px);
+  free(vol);
+  CHECK(count_temporaries() == 0);
+}
+
+int main(void) {
+  snprintf(g_dir, sizeof g_dir, "/tmp/ctr_test_io_XXXXXX");
+  if (!mkdtemp(g_dir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  make_data();
+  test_format_names();
+  test_round_trips();
+  test_conversion();
+  test_slab_order();
+  test_commit_abort();
+  test_write_error();
+  test_read_errors();
+  test_nrrd_headers();
+  test_tiff_specifics();
+  test_png();
+  nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  free(g_u16);
+  free(g_f32);
+  return th_finish("test_io");
+}
