@@ -1,0 +1,205 @@
+/* Shared pieces of the `ctrecon` command-line tool: exit codes, messages,
+ * option tables, the progress bar and the context every compute command
+ * creates. Only the public API (ctrecon.h) is used. */
+#ifndef CTRECON_CLI_H
+#define CTRECON_CLI_H
+
+#include "ctrecon.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLI_PRINTF(a, b)
+#endif
+
+/* ---- Exit codes (documented in `ctrecon --help` and docs/cli.md) -------- */
+
+enum {
+  CLI_EXIT_OK = 0,
+  CLI_EXIT_RUNTIME = 1,      /* I/O error, out of memory, device error, internal */
+  CLI_EXIT_USAGE = 2,        /* bad or missing command-line option */
+  CLI_EXIT_INPUT = 3,        /* invalid input data: geometry, file format, sizes */
+  CLI_EXIT_UNSUPPORTED = 4,  /* feature not built, no usable device */
+  CLI_EXIT_INTERRUPTED = 130 /* interrupted by Ctrl-C (SIGINT), outputs discarded */
+};
+
+/* The one place where a library status becomes an exit code. */
+int cli_exit_code(ctr_status st);
+
+/* ---- Messages (all on stderr, one line each) ----------------------------- */
+
+/* "ctrecon <cmd>: error: <detail>"; returns cli_exit_code(st). */
+int cli_fail(const char *cmd, ctr_status st);
+/* Same, but makes sure the message names `path` (prefixing "'path': " when
+ * the library's detail does not mention it). */
+int cli_fail_file(const char *cmd, ctr_status st, const char *path);
+/* "ctrecon <cmd>: error: <msg>" with an explicit exit code. */
+int cli_error(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
+/* Usage error: message plus "(see 'ctrecon <cmd> --help')"; returns 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+void cli_warn(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* ---- Option tables -------------------------------------------------------- */
+
+/* Parses `value` of option `name` into `dst`. Returns 0, or prints a usage
+ * error for `cmd` and returns CLI_EXIT_USAGE. */
+typedef int (*cli_parse_fn)(const char *cmd, const char *name, const char *value, void *dst);
+
+typedef struct cli_opt {
+  const char *name;    /* "--sid" */
+  const char *metavar; /* "MM"; NULL for a flag (parse gets value NULL) */
+  const char *help;    /* one line, ends with the default */
+  cli_parse_fn parse;
+  void *dst;
+  int *seen; /* optional: set to 1 when the option is given */
+} cli_opt;
+
+/* What --help prints around the option list. */
+typedef struct cli_command {
+  const char *name;    /* "fdk" */
+  const char *summary; /* one line for the global help */
+  const char *usage;   /* "ctrecon fdk --geometry FILE ... [options]" */
+  const char *description;
+  const char *examples; /* lines, each "  ctrecon ..." */
+} cli_command;
+
+/* Parses argv[1..argc) (argv[0] is the command name) against `opts`
+ * (terminated by a zero entry). Accepts "--opt value" and "--opt=value".
+ * Returns 0 when parsed, CLI_EXIT_USAGE after printing an error, or -1 after
+ * printing the help for "--help"/"-h" (the caller then exits 0). */
+int cli_parse(const cli_command *cmd, const cli_opt *opts, int argc, char **argv);
+void cli_print_help(const cli_command *cmd, const cli_opt *opts);
+/* Usage error "missing required option NAME METAVAR" unless `value` is set. */
+int cli_require(const char *cmd, const cli_opt *opts, const char *name, const void *value);
+
+/* Value parsers for the option tables. */
+int cli_set_flag(const char *cmd, const char *name, const char *value, void *dst); /* int */
+int cli_parse_string(const char *cmd, const char *name, const char *value,
+                     void *dst); /* const char* */
+int cli_parse_count(const char *cmd, const char *name, const char *value,
+                    void *dst); /* int64 >= 1 */
+int cli_parse_supersample(const char *cmd, const char *name, const char *value,
+                          void *dst); /* int 1..64 */
+int cli_parse_double(const char *cmd, const char *name, const char *value, void *dst); /* finite */
+int cli_parse_positive(const char *cmd, const char *name, const char *value, void *dst); /* > 0 */
+int cli_parse_size3(const char *cmd, const char *name, const char *value, void *dst); /* int64[3] */
+int cli_parse_voxel3(const char *cmd, const char *name, const char *value,
+                     void *dst); /* double[3] > 0 */
+int cli_parse_vec3(const char *cmd, const char *name, const char *value, void *dst); /* double[3] */
+int cli_parse_dtype(const char *cmd, const char *name, const char *value,
+                    void *dst); /* ctr_dtype */
+int cli_parse_format(const char *cmd, const char *name, const char *value,
+                     void *dst); /* ctr_file_format */
+int cli_parse_offset(const char *cmd, const char *name, const char *value,
+                     void *dst); /* int64 >= 0 */
+
+/* ---- Common options of the compute commands ------------------------------ */
+
+typedef struct cli_common {
+  int quiet;
+  int threads; /* 0 = OpenMP default */
+  ctr_device_kind device;
+  int device_index; /* -1 = choose */
+} cli_common;
+
+#define CLI_COMMON_INIT \
+  { 0, 0, CTR_DEVICE_AUTO, -1 }
+
+int cli_parse_threads(const char *cmd, const char *name, const char *value, void *dst);
+int cli_parse_device(const char *cmd, const char *name, const char *value, void *dst);
+
+/* Table entries of the common options, for a command's option table. */
+// clang-format off
+#define CLI_COMMON_OPTIONS(c)                                                        \
+  {"--quiet", NULL, "no progress bar, no summary; errors and warnings only",         \
+   cli_set_flag, &(c)->quiet, NULL},                                                 \
+  {"--threads", "N", "CPU threads; 0 = OpenMP's default, all cores (default 0)",     \
+   cli_parse_threads, &(c)->threads, NULL},                                          \
+  {"--device", "auto|cpu|cuda[:N]",                                                  \
+   "auto = a GPU if built and present, else the CPU (default auto)",                 \
+   cli_parse_device, (c), NULL}
+// clang-format on
+
+/* The state behind the context's log and progress callbacks. */
+typedef struct cli_session {
+  const char *cmd;
+  cli_common common;
+  int bar;      /* draw the progress bar (stderr is a terminal, not quiet) */
+  int bar_open; /* a bar line is on screen without its newline */
+  char stage[64];
+  double stage_start; /* seconds, cli_now() */
+  double last_draw;
+} cli_session;
+
+/* Creates the context for `s` (callbacks wired to the session) and, unless
+ * quiet, prints which backend is used. Returns 0 or an exit code. */
+int cli_context_create(cli_session *s, const char *cmd, const cli_common *common,
+                       ctr_context **out);
+/* Reports progress of the tool's own stages (reading, writing) through the
+ * same bar; returns non-zero after Ctrl-C. */
+int cli_progress(cli_session *s, const char *stage, double fraction);
+/* Ends a bar line left open (an error in the middle of a stage). */
+void cli_progress_end(cli_session *s);
+/* Prints an info line unless quiet (stdout). */
+void cli_info(const cli_session *s, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* ---- Helpers --------------------------------------------------------------- */
+
+/* Monotonic seconds. */
+double cli_now(void);
+/* Set by SIGINT once cli_install_sigint() ran; the progress callback then
+ * cancels the running library call. */
+int cli_interrupted(void);
+void cli_install_sigint(void);
+
+/* Checks that the directory an output file goes to exists and is a
+ * directory, so that a typo fails before minutes of computing. */
+int cli_check_output_dir(const char *cmd, const char *path);
+/* File format from the format option (`given`, unless AUTO) or the
+ * extension of the path given to `path_option`; usage error if unknown.
+ * `format_option` (may be NULL) is named in the hint. */
+int cli_resolve_format(const char *cmd, const char *path_option, const char *format_option,
+                       const char *path, ctr_file_format given, ctr_file_format *out);
+
+/* Loads a geometry file (errors name it). Returns 0 or an exit code. */
+int cli_load_geometry(const char *cmd, const char *path, ctr_geometry **out);
+/* Prints the coverage warning when the detector misses part of the field of
+ * view; returns the coverage. */
+double cli_warn_coverage(const char *cmd, const ctr_geometry *g);
+
+/* Checked allocation of n floats (n * 4 bytes) for projections and volumes;
+ * the error message names `what`. Release with cli_free_floats (accepts
+ * NULL): the one place to switch these buffers to pinned host memory. */
+float *cli_alloc_floats(const char *cmd, int64_t n, const char *what, int *rc);
+void cli_free_floats(float *p);
+/* Min and max of finite values, count of non-finite ones. */
+void cli_range(const float *v, int64_t n, float *lo, float *hi, int64_t *nonfinite);
+/* Multiplies by `scale` and clamps to [0, 65535] for a uint16 output;
+ * adds the numbers of values clamped at 0 and at 65535 to *below, *above. */
+void cli_scale_for_uint16(float *v, int64_t n, double scale, int64_t *below, int64_t *above);
+
+/* Stack description of a volume for writers: spacing = voxel size, origin =
+ * position of voxel (0, 0, z0). */
+ctr_stack_info cli_volume_info(const ctr_volume_geometry *vol, int64_t z0, int64_t nz,
+                               ctr_dtype dtype);
+/* Human size: "12.0 MiB". */
+const char *cli_bytes(double bytes, char *buf, size_t n);
+
+/* ---- Subcommands ------------------------------------------------------------ */
+
+typedef struct cli_subcommand {
+  const cli_command *info;
+  int (*run)(int argc, char **argv);
+} cli_subcommand;
+
+extern const cli_command cli_cmd_info, cli_cmd_geometry, cli_cmd_phantom, cli_cmd_fdk, cli_cmd_demo;
+int cmd_info(int argc, char **argv);
+int cmd_geometry(int argc, char **argv);
+int cmd_phantom(int argc, char **argv);
+int cmd_fdk(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+#endif /* CTRECON_CLI_H */

@@ -1,0 +1,336 @@
+/* Exit codes, error messages and the table-driven option parser shared by
+ * every subcommand. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Exit codes and messages ---------------------------------------------- */
+
+int cli_exit_code(ctr_status st) {
+  switch (st) {
+    case CTR_OK: return CLI_EXIT_OK;
+    /* The data given to the tool is wrong: fix the input, not the machine. */
+    case CTR_E_INVALID_ARGUMENT:
+    case CTR_E_FORMAT:
+    case CTR_E_SIZE_MISMATCH:
+    case CTR_E_GEOMETRY: return CLI_EXIT_INPUT;
+    /* This build or this machine cannot do it. */
+    case CTR_E_UNSUPPORTED:
+    case CTR_E_NO_DEVICE: return CLI_EXIT_UNSUPPORTED;
+    case CTR_E_CANCELLED: return CLI_EXIT_INTERRUPTED;
+    case CTR_E_OUT_OF_MEMORY:
+    case CTR_E_IO:
+    case CTR_E_DEVICE:
+    case CTR_E_DEVICE_OUT_OF_MEMORY:
+    case CTR_E_FFT:
+    case CTR_E_INTERNAL: return CLI_EXIT_RUNTIME;
+  }
+  return CLI_EXIT_RUNTIME; /* statuses added to the library later */
+}
+
+/* The library detail, or the generic message when a call left none. */
+static const char *status_text(ctr_status st) {
+  const char *d = ctr_error_detail();
+  return (d && *d) ? d : ctr_status_message(st);
+}
+
+int cli_fail(const char *cmd, ctr_status st) {
+  if (st == CTR_E_CANCELLED) {
+    fprintf(stderr, "ctrecon %s: error: interrupted; no output was written\n", cmd);
+  } else {
+    fprintf(stderr, "ctrecon %s: error: %s\n", cmd, status_text(st));
+  }
+  return cli_exit_code(st);
+}
+
+int cli_fail_file(const char *cmd, ctr_status st, const char *path) {
+  const char *text = status_text(st);
+  if (st != CTR_E_CANCELLED && path && !strstr(text, path)) {
+    fprintf(stderr, "ctrecon %s: error: '%s': %s\n", cmd, path, text);
+    return cli_exit_code(st);
+  }
+  return cli_fail(cmd, st);
+}
+
+static void vmessage(const char *cmd, const char *kind, const char *fmt, va_list ap,
+                     const char *tail) {
+  fprintf(stderr, "ctrecon%s%s: %s: ", cmd ? " " : "", cmd ? cmd : "", kind);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "%s\n", tail ? tail : "");
+}
+
+int cli_error(const char *cmd, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(cmd, "error", fmt, ap, NULL);
+  va_end(ap);
+  return code;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+  char tail[96];
+  snprintf(tail, sizeof tail, " (see 'ctrecon%s%s --help')", cmd ? " " : "", cmd ? cmd : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(cmd, "error", fmt, ap, tail);
+  va_end(ap);
+  return CLI_EXIT_USAGE;
+}
+
+void cli_warn(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(cmd, "warning", fmt, ap, NULL);
+  va_end(ap);
+}
+
+/* ---- Help ------------------------------------------------------------------ */
+
+void cli_print_help(const cli_command *cmd, const cli_opt *opts) {
+  printf("usage: %s\n\n%s\n", cmd->usage, cmd->description);
+  if (opts && opts[0].name) {
+    printf("\noptions:\n");
+    for (const cli_opt *o = opts; o->name; o++) {
+      char left[64];
+      snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "",
+               o->metavar ? o->metavar : "");
+      /* Long left columns get their own line so the help column stays put. */
+      if (strlen(left) > 26)
+        printf("  %s\n  %-26s  %s\n", left, "", o->help);
+      else
+        printf("  %-26s  %s\n", left, o->help);
+    }
+  }
+  printf("  %-26s  %s\n", "--help", "show this help and exit");
+  if (cmd->examples) printf("\nexamples:\n%s", cmd->examples);
+}
+
+/* ---- Parsing ------------------------------------------------------------- */
+
+static const cli_opt *find_opt(const cli_opt *opts, const char *name, size_t len) {
+  for (const cli_opt *o = opts; o->name; o++)
+    if (strlen(o->name) == len && !strncmp(o->name, name, len)) return o;
+  return NULL;
+}
+
+static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
+
+/* One argument (and maybe its value); advances *i past what it used. */
+static int parse_one(const cli_command *cmd, const cli_opt *opts, int argc, char **argv, int *i) {
+  const char *arg = argv[*i];
+  if (arg[0] != '-' || arg[1] == '\0')
+    return cli_usage_error(cmd->name, "unexpected argument '%s' (options start with --)", arg);
+  const char *eq = strchr(arg, '=');
+  const size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+  const cli_opt *o = find_opt(opts, arg, len);
+  if (!o) return cli_usage_error(cmd->name, "unknown option '%.*s'", (int)len, arg);
+  const char *value = NULL;
+  if (o->metavar) {
+    if (eq) {
+      value = eq + 1;
+    } else if (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0) {
+      /* A following "--option" is a forgotten value, not a value. */
+      value = argv[++*i];
+    } else {
+      return cli_usage_error(cmd->name, "option %s needs a value (%s)", o->name, o->metavar);
+    }
+    if (!*value) return cli_usage_error(cmd->name, "option %s: empty value", o->name);
+  } else if (eq) {
+    return cli_usage_error(cmd->name, "option %s takes no value", o->name);
+  }
+  if (o->seen) *o->seen = 1;
+  return o->parse(cmd->name, o->name, value, o->dst);
+}
+
+int cli_parse(const cli_command *cmd, const cli_opt *opts, int argc, char **argv) {
+  /* --help wins wherever it is, so that "ctrecon fdk --bad --help" helps. */
+  for (int i = 1; i < argc; i++)
+    if (is_help(argv[i])) {
+      cli_print_help(cmd, opts);
+      return -1;
+    }
+  for (int i = 1; i < argc; i++) {
+    int rc = parse_one(cmd, opts, argc, argv, &i);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int cli_require(const char *cmd, const cli_opt *opts, const char *name, const void *value) {
+  if (value) return 0;
+  const cli_opt *o = find_opt(opts, name, strlen(name));
+  return cli_usage_error(cmd, "missing required option %s%s%s", name, o && o->metavar ? " " : "",
+                         o && o->metavar ? o->metavar : "");
+}
+
+/* ---- Value parsers --------------------------------------------------------- */
+
+int cli_set_flag(const char *cmd, const char *name, const char *value, void *dst) {
+  *(int *)dst = 1;
+  return 0;
+}
+
+int cli_parse_string(const char *cmd, const char *name, const char *value, void *dst) {
+  *(const char **)dst = value;
+  return 0;
+}
+
+/* strtoll/strtod over the whole string; 0 on success. */
+static int to_int64(const char *s, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (end == s || *end || errno) return -1;
+  *out = (int64_t)v;
+  return 0;
+}
+
+static int to_double(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end || errno == ERANGE || !isfinite(v)) return -1;
+  *out = v;
+  return 0;
+}
+
+int cli_parse_count(const char *cmd, const char *name, const char *value, void *dst) {
+  int64_t v;
+  if (to_int64(value, &v) || v < 1 || v > ((int64_t)1 << 40))
+    return cli_usage_error(cmd, "%s '%s': expected a positive integer", name, value);
+  *(int64_t *)dst = v;
+  return 0;
+}
+
+int cli_parse_supersample(const char *cmd, const char *name, const char *value, void *dst) {
+  int64_t v;
+  if (to_int64(value, &v) || v < 1 || v > 64)
+    return cli_usage_error(cmd, "%s '%s': expected an integer in 1 .. 64", name, value);
+  *(int *)dst = (int)v;
+  return 0;
+}
+
+int cli_parse_offset(const char *cmd, const char *name, const char *value, void *dst) {
+  int64_t v;
+  if (to_int64(value, &v) || v < 0)
+    return cli_usage_error(cmd, "%s '%s': expected a byte count >= 0", name, value);
+  *(int64_t *)dst = v;
+  return 0;
+}
+
+int cli_parse_double(const char *cmd, const char *name, const char *value, void *dst) {
+  if (to_double(value, (double *)dst))
+    return cli_usage_error(cmd, "%s '%s': expected a finite number", name, value);
+  return 0;
+}
+
+int cli_parse_positive(const char *cmd, const char *name, const char *value, void *dst) {
+  double v;
+  if (to_double(value, &v) || !(v > 0))
+    return cli_usage_error(cmd, "%s '%s': expected a finite number > 0", name, value);
+  *(double *)dst = v;
+  return 0;
+}
+
+/* Splits "a,b,c" (or "a") into up to 3 fields; returns the count, or -1 for
+ * more than 3 or an empty field. */
+static int split3(const char *value, char fields[3][64]) {
+  int n = 0;
+  const char *p = value;
+  for (;;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (n == 3 || len == 0 || len >= 64) return -1;
+    memcpy(fields[n], p, len);
+    fields[n++][len] = '\0';
+    if (!comma) return n;
+    p = comma + 1;
+  }
+}
+
+int cli_parse_size3(const char *cmd, const char *name, const char *value, void *dst) {
+  char f[3][64];
+  int64_t v[3];
+  int n = split3(value, f);
+  int ok = n == 1 || n == 3;
+  for (int i = 0; ok && i < n; i++) ok = !to_int64(f[i], &v[i]) && v[i] >= 1 && v[i] <= 1048576;
+  if (!ok)
+    return cli_usage_error(cmd, "%s '%s': expected N or NX,NY,NZ (integers in 1 .. 1048576)", name,
+                           value);
+  for (int i = 0; i < 3; i++) ((int64_t *)dst)[i] = v[n == 1 ? 0 : i];
+  return 0;
+}
+
+int cli_parse_voxel3(const char *cmd, const char *name, const char *value, void *dst) {
+  char f[3][64];
+  double v[3];
+  int n = split3(value, f);
+  int ok = n == 1 || n == 3;
+  for (int i = 0; ok && i < n; i++) ok = !to_double(f[i], &v[i]) && v[i] > 0;
+  if (!ok)
+    return cli_usage_error(cmd, "%s '%s': expected MM or X,Y,Z (finite sizes > 0, mm)", name,
+                           value);
+  for (int i = 0; i < 3; i++) ((double *)dst)[i] = v[n == 1 ? 0 : i];
+  return 0;
+}
+
+int cli_parse_vec3(const char *cmd, const char *name, const char *value, void *dst) {
+  char f[3][64];
+  double v[3];
+  int ok = split3(value, f) == 3;
+  for (int i = 0; ok && i < 3; i++) ok = !to_double(f[i], &v[i]);
+  if (!ok) return cli_usage_error(cmd, "%s '%s': expected X,Y,Z (finite numbers, mm)", name, value);
+  memcpy(dst, v, sizeof v);
+  return 0;
+}
+
+int cli_parse_dtype(const char *cmd, const char *name, const char *value, void *dst) {
+  if (ctr_dtype_parse(value, (ctr_dtype *)dst) != CTR_OK)
+    return cli_usage_error(cmd, "%s '%s': expected float32 or uint16", name, value);
+  return 0;
+}
+
+int cli_parse_format(const char *cmd, const char *name, const char *value, void *dst) {
+  ctr_file_format f;
+  if (ctr_format_parse(value, &f) != CTR_OK)
+    return cli_usage_error(cmd, "%s '%s': expected raw, tiff, tiff-stack, nrrd or auto", name,
+                           value);
+  *(ctr_file_format *)dst = f;
+  return 0;
+}
+
+int cli_parse_threads(const char *cmd, const char *name, const char *value, void *dst) {
+  int64_t v;
+  if (to_int64(value, &v) || v < 0 || v > 4096)
+    return cli_usage_error(cmd, "%s '%s': expected a thread count in 0 .. 4096 (0 = all cores)",
+                           name, value);
+  *(int *)dst = (int)v;
+  return 0;
+}
+
+int cli_parse_device(const char *cmd, const char *name, const char *value, void *dst) {
+  cli_common *c = dst;
+  int64_t index;
+  if (!strcmp(value, "auto")) {
+    c->device = CTR_DEVICE_AUTO;
+    c->device_index = -1;
+  } else if (!strcmp(value, "cpu")) {
+    c->device = CTR_DEVICE_CPU;
+    c->device_index = -1;
+  } else if (!strcmp(value, "cuda") || !strcmp(value, "gpu")) {
+    c->device = CTR_DEVICE_CUDA;
+    c->device_index = -1;
+  } else if ((!strncmp(value, "cuda:", 5) && !to_int64(value + 5, &index)) && index >= 0 &&
+             index < 1024) {
+    c->device = CTR_DEVICE_CUDA;
+    c->device_index = (int)index;
+  } else {
+    return cli_usage_error(cmd, "%s '%s': expected auto, cpu, cuda or cuda:N", name, value);
+  }
+  return 0;
+}

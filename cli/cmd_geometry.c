@@ -1,0 +1,238 @@
+/* `ctrecon geometry`: writes a circular cone-beam geometry file, or with
+ * --check loads one and summarises it. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define PI 3.14159265358979323846
+
+const cli_command cli_cmd_geometry = {
+    "geometry",
+    "write a circular cone-beam geometry file, or check one",
+    "ctrecon geometry --out FILE [options]\n"
+    "       ctrecon geometry --check FILE",
+    "Writes the JSON description (docs/geometry.md) of a circular cone-beam scan:\n"
+    "source orbit, flat detector, projection angles and the volume grid. With\n"
+    "--check, loads a geometry file and prints a summary: views, angular coverage,\n"
+    "detector, volume and how much of the volume's field of view the detector sees.",
+    "  ctrecon geometry --out geom.json\n"
+    "  ctrecon geometry --out small.json --nu 128 --nv 128 --du 3.5 --dv 3.5 \\\n"
+    "      --views 180 --volume 128 --voxel 2\n"
+    "  ctrecon geometry --out short.json --range 220    # short scan\n"
+    "  ctrecon geometry --check geom.json\n",
+};
+
+static int parse_direction(const char *cmd, const char *name, const char *value, void *dst) {
+  if (!strcmp(value, "ccw"))
+    *(ctr_rotation *)dst = CTR_ROTATION_CCW;
+  else if (!strcmp(value, "cw"))
+    *(ctr_rotation *)dst = CTR_ROTATION_CW;
+  else
+    return cli_usage_error(cmd, "%s '%s': expected ccw or cw", name, value);
+  return 0;
+}
+
+/* ---- Summary (--check, and after writing) -------------------------------- */
+
+/* Total angle swept by the source about the z axis, unwrapped view to view,
+ * plus one mean step (n views of a full circle are 360 deg, not 359). */
+static double angular_coverage(const ctr_geometry *g, double *step_out, int *dir_out) {
+  const int64_t n = ctr_geometry_nviews(g);
+  double s[3], prev, sum = 0.0;
+  ctr_geometry_source(g, 0, s);
+  prev = atan2(s[1], s[0]);
+  for (int64_t i = 1; i < n; i++) {
+    ctr_geometry_source(g, i, s);
+    const double a = atan2(s[1], s[0]);
+    double d = a - prev;
+    d -= 2.0 * PI * floor((d + PI) / (2.0 * PI)); /* into [-pi, pi) */
+    sum += d;
+    prev = a;
+  }
+  const double span = fabs(sum) * 180.0 / PI, step = n > 1 ? span / (double)(n - 1) : 0.0;
+  *step_out = step;
+  *dir_out = sum < 0 ? -1 : 1;
+  return span + step;
+}
+
+/* Source-isocentre distance, magnification and fan angle of a circular
+ * geometry from view 0's matrix: the public API keeps only the matrices.
+ * Along the detector u axis e_u = (-sin t, cos t, 0) through the isocentre,
+ * du/ds = (P0.e_u c - a P2.e_u) / c^2 pixels per mm. */
+typedef struct orbit {
+  double sid, sdd, fan_deg, fov_radius;
+} orbit;
+
+static int circular_orbit(const ctr_geometry *g, orbit *o) {
+  int64_t nu, nv;
+  double du, dv, P[12], s[3];
+  ctr_geometry_detector(g, &nu, &nv, &du, &dv);
+  if (!ctr_geometry_is_circular(g) || !(du > 0)) return 0;
+  ctr_geometry_matrix(g, 0, P);
+  ctr_geometry_source(g, 0, s);
+  const double t = atan2(s[1], s[0]), eu[3] = {-sin(t), cos(t), 0.0};
+  const double a = P[3], c = P[11];
+  if (!(c > 0)) return 0;
+  const double p0 = P[0] * eu[0] + P[1] * eu[1], p2 = P[8] * eu[0] + P[9] * eu[1];
+  const double dudx = fabs((p0 * c - a * p2) / (c * c)); /* pixels per mm */
+  o->sid = hypot(s[0], s[1]);
+  o->sdd = o->sid * dudx * du;
+  const double u0 = a / c; /* where the isocentre projects */
+  const double left = (u0 + 0.5) * du, right = ((double)nu - 0.5 - u0) * du;
+  o->fan_deg = (atan(left / o->sdd) + atan(right / o->sdd)) * 180.0 / PI;
+  /* A centred ray cone of half-angle h covers a disc of radius sid sin h. */
+  const double half = atan((left < right ? left : right) / o->sdd);
+  o->fov_radius = o->sid * sin(half);
+  return 1;
+}
+
+static void print_scan_kind(const char *cmd, double coverage_deg, double step, int have_orbit,
+                            const orbit *o, int warn) {
+  if (coverage_deg >= 360.0 - 0.5 * step) {
+    printf("  scan           full circle\n");
+  } else if (!have_orbit || coverage_deg >= 180.0 + o->fan_deg - 0.5 * step) {
+    printf("  scan           short scan: fdk applies Parker weights (--short-scan auto)\n");
+  } else {
+    printf("  scan           incomplete: less than a short scan (180 + fan %.1f = %.1f deg)\n",
+           o->fan_deg, 180.0 + o->fan_deg);
+    if (warn)
+      cli_warn(cmd,
+               "the orbit covers %.1f deg, less than a short scan (%.1f deg): expect "
+               "limited-angle artifacts",
+               coverage_deg, 180.0 + o->fan_deg);
+  }
+}
+
+static void print_summary(const char *cmd, const char *path, const ctr_geometry *g, int warn) {
+  int64_t nu, nv;
+  double du, dv, step;
+  int dir;
+  ctr_geometry_detector(g, &nu, &nv, &du, &dv);
+  const ctr_volume_geometry v = ctr_geometry_volume(g);
+  const int64_t n = ctr_geometry_nviews(g);
+  orbit o = {0, 0, 0, 0};
+  const int have_orbit = circular_orbit(g, &o);
+  const double cov_deg = angular_coverage(g, &step, &dir);
+  printf("%s: %s cone-beam geometry\n", path,
+         ctr_geometry_is_circular(g) ? "circular" : "general (per-view matrices)");
+  printf("  views          %lld over %.1f deg (%s, step %.3f deg)\n", (long long)n, cov_deg,
+         dir < 0 ? "cw" : "ccw", step);
+  print_scan_kind(cmd, cov_deg, step, have_orbit, &o, warn);
+  if (have_orbit)
+    printf(
+        "  source         %g mm from the axis, detector %g mm from the source "
+        "(magnification %.3f)\n",
+        o.sid, o.sdd, o.sdd / o.sid);
+  printf("  detector       %lld x %lld pixels of %g x %g mm (%.1f x %.1f mm)\n", (long long)nu,
+         (long long)nv, du, dv, (double)nu * du, (double)nv * dv);
+  printf(
+      "  volume         %lld x %lld x %lld voxels of %g x %g x %g mm (%.1f x %.1f x %.1f mm), "
+      "centre (%g, %g, %g) mm\n",
+      (long long)v.nx, (long long)v.ny, (long long)v.nz, v.voxel_x, v.voxel_y, v.voxel_z,
+      (double)v.nx * v.voxel_x, (double)v.ny * v.voxel_y, (double)v.nz * v.voxel_z, v.offset_x,
+      v.offset_y, v.offset_z);
+  if (have_orbit)
+    printf(
+        "  fan            %.1f deg; field-of-view radius %.1f mm at the isocentre "
+        "(volume half-width %.1f mm)\n",
+        o.fan_deg, o.fov_radius, 0.5 * fmin((double)v.nx * v.voxel_x, (double)v.ny * v.voxel_y));
+  printf("  coverage       %.1f %% of the volume's field of view is seen in every view\n",
+         100.0 * ctr_geometry_coverage(g));
+}
+
+static int run_check(const char *path) {
+  ctr_geometry *g = NULL;
+  int rc = cli_load_geometry("geometry", path, &g);
+  if (rc) return rc;
+  print_summary("geometry", path, g, 1);
+  cli_warn_coverage("geometry", g);
+  ctr_geometry_free(g);
+  return 0;
+}
+
+/* ---- Writing ------------------------------------------------------------- */
+
+typedef struct geometry_args {
+  const char *out, *check;
+  ctr_circular_params p;
+  int64_t size[3];
+  double voxel[3], offset[3];
+  int quiet;
+  int write_opts; /* set by any option that only matters when writing */
+} geometry_args;
+
+static int run_write(const geometry_args *a) {
+  const ctr_volume_geometry vol = {a->size[0],   a->size[1],   a->size[2],
+                                   a->voxel[0],  a->voxel[1],  a->voxel[2],
+                                   a->offset[0], a->offset[1], a->offset[2]};
+  ctr_geometry *g = NULL;
+  ctr_status st = ctr_geometry_create_circular(&a->p, &vol, &g);
+  if (st != CTR_OK) return cli_fail("geometry", st);
+  int rc = cli_check_output_dir("geometry", a->out);
+  if (!rc) {
+    st = ctr_geometry_save_json(g, a->out);
+    if (st != CTR_OK) rc = cli_fail_file("geometry", st, a->out);
+  }
+  if (!rc) {
+    if (!a->quiet) {
+      printf("wrote ");
+      print_summary("geometry", a->out, g, 1);
+    }
+    cli_warn_coverage("geometry", g);
+  }
+  ctr_geometry_free(g);
+  return rc;
+}
+
+int cmd_geometry(int argc, char **argv) {
+  geometry_args a = {NULL, NULL, CTR_CIRCULAR_PARAMS_INIT, {256, 256, 256}, {1, 1, 1}, {0, 0, 0},
+                     0,    0};
+  a.p.sid = 1000;
+  a.p.sdd = 1500;
+  a.p.nu = a.p.nv = 256;
+  a.p.du = a.p.dv = 1.75;
+  a.p.nviews = 360;
+  const cli_opt opts[] = {
+      {"--out", "FILE", "geometry file to write (JSON; required unless --check)", cli_parse_string,
+       &a.out, NULL},
+      {"--check", "FILE", "load FILE and print a summary instead of writing", cli_parse_string,
+       &a.check, NULL},
+      {"--sid", "MM", "source to rotation axis distance (default 1000)", cli_parse_positive,
+       &a.p.sid, &a.write_opts},
+      {"--sdd", "MM", "source to detector distance (default 1500)", cli_parse_positive, &a.p.sdd,
+       &a.write_opts},
+      {"--nu", "N", "detector columns (default 256)", cli_parse_count, &a.p.nu, &a.write_opts},
+      {"--nv", "N", "detector rows (default 256)", cli_parse_count, &a.p.nv, &a.write_opts},
+      {"--du", "MM", "column pitch (default 1.75)", cli_parse_positive, &a.p.du, &a.write_opts},
+      {"--dv", "MM", "row pitch (default 1.75)", cli_parse_positive, &a.p.dv, &a.write_opts},
+      {"--offset-u", "MM", "detector shift along u (default 0)", cli_parse_double, &a.p.offset_u,
+       &a.write_opts},
+      {"--offset-v", "MM", "detector shift along v (default 0)", cli_parse_double, &a.p.offset_v,
+       &a.write_opts},
+      {"--views", "N", "number of projections (default 360)", cli_parse_count, &a.p.nviews,
+       &a.write_opts},
+      {"--start", "DEG", "angle of the first view (default 0)", cli_parse_double,
+       &a.p.angle_start_deg, &a.write_opts},
+      {"--range", "DEG", "angle covered by the views, 0 < range <= 720 (default 360)",
+       cli_parse_positive, &a.p.angle_range_deg, &a.write_opts},
+      {"--direction", "ccw|cw", "rotation direction seen from +z (default ccw)", parse_direction,
+       &a.p.direction, &a.write_opts},
+      {"--volume", "N[,N,N]", "volume size in voxels (default 256)", cli_parse_size3, a.size,
+       &a.write_opts},
+      {"--voxel", "MM[,MM,MM]", "voxel size (default 1)", cli_parse_voxel3, a.voxel, &a.write_opts},
+      {"--vol-offset", "X,Y,Z", "volume centre in mm (default 0,0,0)", cli_parse_vec3, a.offset,
+       &a.write_opts},
+      {"--quiet", NULL, "print nothing but errors and warnings", cli_set_flag, &a.quiet, NULL},
+      {0},
+  };
+  int rc = cli_parse(&cli_cmd_geometry, opts, argc, argv);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (a.check && a.out) return cli_usage_error("geometry", "--check and --out exclude each other");
+  if (a.check && a.write_opts)
+    return cli_usage_error("geometry", "--check takes no geometry options (they apply to --out)");
+  if (a.check) return run_check(a.check);
+  rc = cli_require("geometry", opts, "--out", a.out);
+  return rc ? rc : run_write(&a);
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Bad input: each case must exit with its documented code, print exactly one
+# "ctrecon <cmd>: error: ..." line naming the file or field and what was
+# expected, and leave no output (nor temporary) behind.
+# Usage: bash cli_errors.sh path/to/ctrecon
+set -u
+CTR=${1:?usage: cli_errors.sh path/to/ctrecon}
+case $CTR in /*) ;; *) CTR=$PWD/$CTR ;; esac
+TOP=$(mktemp -d)
+trap 'rm -rf "$TOP"' EXIT
+mkdir "$TOP/work" "$TOP/log"
+cd "$TOP/work" || exit 1
+OUT=$TOP/log/out ERR=$TOP/log/err
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   - $*"; }
+bad() {
+  fail=$((fail + 1)); echo "FAIL - $*"
+  sed 's/^/    stdout: /' "$OUT" | head -5; sed 's/^/    stderr: /' "$ERR" | head -5
+}
+run() { "$CTR" "$@" >"$OUT" 2>"$ERR"; rc=$?; }
+listing() { find . | LC_ALL=C sort; }
+# fails CODE DESC "NEEDLE1|NEEDLE2..." ARGS...: exit CODE, one error line with
+# every needle, and the directory tree unchanged.
+fails() {
+  local want=$1 desc=$2 needles=$3; shift 3
+  local before after cmd=$1 n lines
+  before=$(listing)
+  run "$@"
+  after=$(listing)
+  lines=$(wc -l <"$ERR")
+  local why=""
+  [ "$rc" -eq "$want" ] || why="$why exit $rc (expected $want);"
+  [ "$lines" -eq 1 ] || why="$why $lines stderr lines;"
+  grep -q "^ctrecon $cmd: error: " "$ERR" || why="$why no 'ctrecon $cmd: error:' prefix;"
+  IFS='|' read -ra n <<<"$needles"
+  for needle in "${n[@]}"; do grep -qF -- "$needle" "$ERR" || why="$why no '$needle';"; done
+  [ "$before" = "$after" ] || why="$why files changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ');"
+  if [ -z "$why" ]; then ok "$desc (exit $rc): $(cat "$ERR")"; else bad "$desc:$why"; fi
+}
+
+NU=48 NV=40 NVIEWS=30
+GEO="--nu $NU --nv $NV --du 9 --dv 12 --volume 32 --voxel 8 --quiet"
+"$CTR" geometry --out g.json $GEO --views $NVIEWS || exit 1
+"$CTR" geometry --out g29.json $GEO --views 29 || exit 1
+"$CTR" phantom --geometry g.json --out p.raw --quiet || exit 1
+"$CTR" phantom --geometry g.json --out p.nrrd --quiet || exit 1
+"$CTR" phantom --geometry g29.json --out p29.tif --quiet || exit 1
+mkdir views
+"$CTR" phantom --geometry g.json --out 'views/p_%03d.tif' --quiet || exit 1
+rm views/p_029.tif
+FDK="fdk --geometry g.json --out r.nrrd"
+
+echo "# wrong sizes (exit 3)"
+head -c 100000 p.raw >short.raw
+fails 3 "raw file too short" "short.raw|100000 bytes|expected 230400|48 x 40 x 30 float32" $FDK --projections short.raw
+cat p.raw p.raw >long.raw
+fails 3 "raw file too long" "long.raw|460800 bytes|expected 230400" $FDK --projections long.raw
+fails 3 "raw float32 read as uint16" "p.raw|expected 115200|uint16" $FDK --projections p.raw --raw-dtype uint16
+fails 3 "raw offset past the data" "p.raw|expected 230416" $FDK --projections p.raw --raw-offset 16
+fails 3 "tiff stack with 29 of 30 views" "views/p_%03d.tif|29 images|expected 30 views|g.json" $FDK --projections 'views/p_%03d.tif'
+fails 3 "multi-page tiff of 29 views" "p29.tif|29 images|expected 30 views" $FDK --projections p29.tif
+fails 3 "nrrd of another geometry" "p.nrrd|30 images|expected 29 views|g29.json" fdk --geometry g29.json --projections p.nrrd --out r.nrrd
+
+echo "# truncated and malformed files (exit 3)"
+head -c 50000 p.nrrd >trunc.nrrd
+fails 3 "truncated nrrd" "trunc.nrrd|50000" $FDK --projections trunc.nrrd
+head -c 60000 p29.tif >trunc.tif
+fails 3 "truncated tiff" "trunc.tif" fdk --geometry g29.json --projections trunc.tif --out r.nrrd
+echo "not an image" >junk.tif
+fails 3 "not a tiff" "junk.tif" $FDK --projections junk.tif
+head -c 100 g.json >cut.json
+fails 3 "truncated geometry JSON" "cut.json|JSON" $FDK --projections p.raw --geometry cut.json
+echo '{"ellipsoids": [{"density": 1}]}' >bad_phantom.json
+fails 3 "phantom JSON missing a field" "bad_phantom.json|center_mm" phantom --geometry g.json --phantom bad_phantom.json --out q.raw
+
+echo "# bad geometry (exit 3)"
+sed 's/"sid":[^,]*,/"sid": 1e999,/' g.json >inf.json
+grep -q 1e999 inf.json || echo "warning: could not make inf.json"
+fails 3 "infinite sid (1e999)" "inf.json|sid|finite" $FDK --projections p.raw --geometry inf.json
+sed 's/"du":[^,]*,/"du": -1e999,/' g.json >inf2.json
+fails 3 "infinite pixel pitch" "inf2.json|detector.du|finite" phantom --geometry inf2.json --out q.raw
+sed 's/"sid":[^,]*,/"sid": 100,/' g.json >inside.json
+fails 3 "source inside the volume (file)" "inside.json|inside the volume|sid" phantom --geometry inside.json --out q.raw
+fails 3 "source inside the volume (options)" "inside the volume" geometry --out bad.json --sid 100 --volume 32 --voxel 8
+sed 's/"size":[^]]*]/"size": [32, 0, 32]/' g.json >zero.json
+fails 3 "volume size 0" "zero.json|volume.size" $FDK --projections p.raw --geometry zero.json
+
+echo "# usage errors (exit 2)"
+fails 2 "unknown dtype" "--dtype 'int8'|float32 or uint16" phantom --geometry g.json --out q.raw --dtype int8
+fails 2 "unknown raw dtype" "--raw-dtype 'double'|float32 or uint16" $FDK --projections p.raw --raw-dtype double
+fails 2 "unknown filter" "--filter 'gauss'|ram-lak|hann" $FDK --projections p.raw --filter gauss
+fails 2 "unknown format" "--format 'hdf'|raw, tiff" $FDK --projections p.raw --format hdf
+fails 2 "unknown output extension" "--out 'r.xyz'|extension" fdk --geometry g.json --projections p.raw --out r.xyz
+fails 2 "tiff-stack without a pattern" "--out 'q.tif'|%d" phantom --geometry g.json --out q.tif --format tiff-stack
+fails 2 "slices beyond the volume" "--slices 20:40|32|g.json" $FDK --projections p.raw --slices 20:40
+
+echo "# unwritable outputs and missing inputs (exit 1)"
+fails 1 "output under a missing directory" "nodir/r.nrrd|nodir" fdk --geometry g.json --projections p.raw --out nodir/r.nrrd
+fails 1 "output whose parent is a file" "p.raw/r.nrrd|not a directory" fdk --geometry g.json --projections p.raw --out p.raw/r.nrrd
+fails 1 "phantom output under a missing directory" "nodir/q.raw" phantom --geometry g.json --out nodir/q.raw
+fails 1 "truth under a missing directory" "nodir/t.nrrd" phantom --geometry g.json --out q.raw --truth nodir/t.nrrd
+fails 1 "preview under a file" "p.raw/prev" $FDK --projections p.raw --preview p.raw/prev
+fails 1 "geometry output under a file" "g.json/x.json|not a directory" geometry --out g.json/x.json
+fails 1 "missing geometry file" "missing.json|No such file" $FDK --projections p.raw --geometry missing.json
+fails 1 "missing projections" "missing.raw" $FDK --projections missing.raw
+fails 1 "missing tiff" "missing.tif" $FDK --projections missing.tif
+fails 1 "missing phantom file" "missing_phantom.json" phantom --geometry g.json --phantom missing_phantom.json --out q.raw
+fails 1 "geometry --check of a missing file" "missing.json" geometry --check missing.json
+
+echo "# unsupported (exit 4)"
+if "$CTR" info | grep -Eq '^  cuda +no$'; then
+  fails 4 "--device cuda without CUDA" "CUDA|--device cpu" $FDK --projections p.raw --device cuda
+  fails 4 "--device cuda:1 without CUDA" "CUDA" phantom --geometry g.json --out q.raw --device cuda:1
+elif [ "$("$CTR" info | grep -c '^  cuda:')" -eq 0 ]; then
+  fails 4 "--device cuda without a GPU" "GPU" $FDK --projections p.raw --device cuda
+else
+  fails 4 "--device cuda:99 (no such GPU)" "GPU 99" $FDK --projections p.raw --device cuda:99
+fi
+
+echo "# warnings (exit 0)"
+"$CTR" geometry --out narrow.json --nu 20 --nv 40 --du 9 --dv 12 --views $NVIEWS --volume 32 --voxel 8 \
+  >/dev/null 2>"$TOP/log/geo_err"
+grep -q "warning: detector does not cover the volume's field of view: .* % of the field of view is outside the detector in some views" \
+  "$TOP/log/geo_err" && ok "geometry warns about coverage" || bad "no coverage warning from geometry"
+for cmd in "phantom --geometry narrow.json --out pn.raw" "fdk --geometry narrow.json --projections pn.raw --out rn.raw"; do
+  run $cmd
+  if [ "$rc" -eq 0 ] && grep -q "^ctrecon ${cmd%% *}: warning: detector does not cover .* outside the detector" "$ERR" &&
+     [ -f "${cmd##* }" ]; then
+    ok "${cmd%% *}: coverage warning, exit 0, output written"
+  else
+    bad "${cmd%% *} with a narrow detector: exit $rc"
+  fi
+done
+run $FDK --projections p.nrrd --raw-dtype uint16 --quiet
+[ "$rc" -eq 0 ] && grep -q 'warning: --raw-dtype and --raw-offset apply to raw files only' "$ERR" &&
+  ok "--raw-dtype on a nrrd warns" || bad "--raw-dtype on nrrd"
+rm -f r.nrrd
+echo "previous result" >keep.nrrd
+run fdk --geometry g.json --projections short.raw --out keep.nrrd
+[ "$rc" -eq 3 ] && [ "$(cat keep.nrrd)" = "previous result" ] &&
+  ok "a failed run leaves an existing output untouched" || bad "existing output changed"
+leftover=$(find . -name '*.tmp.*' -o -name '*partial*')
+[ -z "$leftover" ] && ok "no temporaries anywhere" || bad "temporaries: $leftover"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
