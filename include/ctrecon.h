@@ -99,6 +99,13 @@ int ctr_cuda_device_count(void);
 /* Properties of CUDA device `index`; CTR_E_NO_DEVICE if there is none. */
 ctr_status ctr_cuda_device_info(int index, ctr_device_info *out);
 
+/* Host memory for projections and volumes: page-locked (pinned) when a CUDA
+ * device is usable, so transfers run at full PCIe speed and overlap the
+ * computation; plain 64-byte aligned memory otherwise. Free with
+ * ctr_host_free. NULL on failure (detail set). */
+void *ctr_host_alloc(size_t bytes);
+void ctr_host_free(void *p);
+
 /* ------------------------------------------------------------------------- */
 /* Data types and array descriptors                                          */
 /* ------------------------------------------------------------------------- */

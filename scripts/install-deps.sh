@@ -5,7 +5,7 @@
 #   CTRECON_DEPS_MINIMAL=1 scripts/...  required only
 set -euo pipefail
 
-required=(cmake make gcc pkg-config libfftw3-dev libtiff-dev libpng-dev libcjson-dev zlib1g-dev)
+required=(cmake make gcc libfftw3-dev libtiff-dev libpng-dev libcjson-dev zlib1g-dev)
 optional=(libhdf5-dev)
 pkgs=("${required[@]}")
 [ "${CTRECON_DEPS_MINIMAL:-0}" = 1 ] || pkgs+=("${optional[@]}")

@@ -9,6 +9,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #if defined(__GNUC__)
 #define CTR__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
@@ -65,5 +69,9 @@ const char *ctr__format_bytes(double bytes, char *buf, size_t n);
 
 /* Number of threads for OpenMP regions. */
 int ctr__num_threads(const ctr_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

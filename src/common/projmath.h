@@ -18,6 +18,16 @@
 #define CTR_PAD_LO 1
 #define CTR_PAD_HI 2
 
+/* Padded row length and image size for a detector. */
+CTR_HD int ctr__padded_pitch(int64_t nu) { return (int)(nu + CTR_PAD_LO + CTR_PAD_HI); }
+CTR_HD int64_t ctr__padded_size(int64_t nu, int64_t nv) {
+  return (int64_t)ctr__padded_pitch(nu) * (nv + CTR_PAD_LO + CTR_PAD_HI);
+}
+/* Offset of pixel (0, 0) inside a padded image. */
+CTR_HD int64_t ctr__padded_origin(int64_t nu) {
+  return (int64_t)CTR_PAD_LO * ctr__padded_pitch(nu) + CTR_PAD_LO;
+}
+
 /* Clamps (u, v) to [-1, nu] x [-1, nv], returns the index of the top-left
  * neighbour in a padded image of row length `pitch` (relative to pixel
  * (0, 0)) and leaves the fractional offsets in *u, *v. */

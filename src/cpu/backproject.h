@@ -6,6 +6,10 @@
 #include "common/projmath.h"
 #include "geometry/geometry_internal.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A batch of filtered views in padded form (CTR_PAD_LO / CTR_PAD_HI zero
  * borders, projmath.h): view k's pixel (0, 0) is at base + k * view_stride,
  * rows are `pitch` floats apart. */
@@ -14,16 +18,6 @@ typedef struct ctr__padded_views {
   int64_t view_stride;
   int pitch;
 } ctr__padded_views;
-
-/* Padded row length and image size for a detector. */
-static inline int ctr__padded_pitch(int64_t nu) { return (int)(nu + CTR_PAD_LO + CTR_PAD_HI); }
-static inline int64_t ctr__padded_size(int64_t nu, int64_t nv) {
-  return (int64_t)ctr__padded_pitch(nu) * (nv + CTR_PAD_LO + CTR_PAD_HI);
-}
-/* Offset of pixel (0, 0) inside a padded image. */
-static inline int64_t ctr__padded_origin(int64_t nu) {
-  return (int64_t)CTR_PAD_LO * ctr__padded_pitch(nu) + CTR_PAD_LO;
-}
 
 /* vol += backprojection of views [v0, v0+n) into slices [z0, z0+nzs) of the
  * geometry's volume; vol holds nx * ny * nzs floats. */
@@ -34,5 +28,9 @@ void ctr__bp_cpu(const ctr_context *ctx, const ctr_geometry *g, int64_t v0, int6
  * unpadded nu x nv images. vol holds nx * ny * nzs doubles. */
 void ctr__bp_reference(const ctr_geometry *g, int64_t v0, int64_t n, const float *filtered,
                        double *vol, int64_t z0, int64_t nzs);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

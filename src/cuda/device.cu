@@ -3,9 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-extern "C" {
 #include "../common/internal.h"
-}
 
 extern "C" int ctr__cuda_device_count(void) {
   int n = 0;
@@ -41,4 +39,23 @@ extern "C" ctr_status ctr_cuda_device_info(int index, ctr_device_info *out) {
   }
   cudaGetLastError();
   return CTR_OK;
+}
+
+extern "C" void *ctr_host_alloc(size_t bytes) {
+  void *p = NULL;
+  if (ctr__cuda_device_count() > 0 && cudaMallocHost(&p, bytes ? bytes : 1) == cudaSuccess) return p;
+  cudaGetLastError();
+  p = ctr__aligned_alloc(bytes, "host buffer");
+  return p;
+}
+
+extern "C" void ctr_host_free(void *p) {
+  if (!p) return;
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, p) == cudaSuccess && attr.type == cudaMemoryTypeHost) {
+    cudaFreeHost(p);
+    return;
+  }
+  cudaGetLastError();
+  ctr__aligned_free(p);
 }

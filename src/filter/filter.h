@@ -6,6 +6,10 @@
 #include "filter/fdk_weight_math.h"
 #include "geometry/geometry_internal.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Smallest length >= n whose only prime factors are 2, 3, 5, 7. */
 int64_t ctr__fft_good_size(int64_t n);
 
@@ -21,6 +25,10 @@ typedef struct ctr__ramp ctr__ramp;
 ctr_status ctr__ramp_create(int64_t n, ctr_window w, double cutoff, ctr__ramp **out);
 void ctr__ramp_free(ctr__ramp *r);
 int64_t ctr__ramp_padded(const ctr__ramp *r);
+/* The padded row length used for rows of n pixels (even, >= 2 n). */
+int64_t ctr__ramp_padded_length(int64_t n);
+/* The frequency-domain kernel (padded/2 + 1 floats, 1/padded included). */
+void ctr__ramp_copy_kernel(const ctr__ramp *r, float *out);
 /* Per-thread work buffers. */
 typedef struct ctr__ramp_work ctr__ramp_work;
 ctr__ramp_work *ctr__ramp_work_create(const ctr__ramp *r);
@@ -52,5 +60,9 @@ void ctr__fdk_view_weights(const ctr__fdk_filter *f, int64_t i, float *w, float 
  * its rows are row_stride apart (so padded buffers can be filtered in place). */
 ctr_status ctr__fdk_filter_run(const ctr_context *ctx, const ctr__fdk_filter *f, int64_t v0,
                                int64_t n, float *proj, int64_t view_stride, int64_t row_stride);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

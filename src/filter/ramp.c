@@ -138,8 +138,7 @@ ctr_status ctr__ramp_create(int64_t n, ctr_window w, double cutoff, ctr__ramp **
   ctr__ramp *r = ctr__calloc(1, sizeof *r, "ramp filter");
   if (!r) return CTR_E_OUT_OF_MEMORY;
   r->n = n;
-  r->padded = ctr__fft_good_size(2 * n);
-  while (r->padded % 2) r->padded = ctr__fft_good_size(r->padded + 1);
+  r->padded = ctr__ramp_padded_length(n);
   double *k = NULL;
   ctr_status st = ctr__ramp_kernel(r->padded, w, cutoff, &k);
   if (st != CTR_OK) goto fail;
@@ -184,6 +183,16 @@ void ctr__ramp_free(ctr__ramp *r) {
 }
 
 int64_t ctr__ramp_padded(const ctr__ramp *r) { return r->padded; }
+
+int64_t ctr__ramp_padded_length(int64_t n) {
+  int64_t L = ctr__fft_good_size(2 * n);
+  while (L % 2) L = ctr__fft_good_size(L + 1);
+  return L;
+}
+
+void ctr__ramp_copy_kernel(const ctr__ramp *r, float *out) {
+  memcpy(out, r->kernel, (size_t)(r->padded / 2 + 1) * sizeof(float));
+}
 
 ctr__ramp_work *ctr__ramp_work_create(const ctr__ramp *r) {
   ctr__ramp_work *w = ctr__calloc(1, sizeof *w, "filter work buffers");

@@ -6,6 +6,10 @@
 
 #include "common/internal.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct ctr__view {
   double P[12];    /* row-major; scaled so that P[11] = 1 (c = 1 at the origin) */
   double src[3];   /* source position, mm */
@@ -54,5 +58,9 @@ void ctr__scan_free(ctr__scan *s);
 static inline double ctr__voxel_coord(int64_t i, int64_t n, double size, double offset) {
   return offset + ((double)i - 0.5 * (double)(n - 1)) * size;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

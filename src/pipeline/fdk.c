@@ -2,6 +2,9 @@
  * in batches so that memory stays bounded by one batch of padded views. */
 #include "cpu/backproject.h"
 #include "filter/filter.h"
+#if CTR_HAVE_CUDA
+#include "cuda/fdk_cuda.h"
+#endif
 
 #include <string.h>
 
@@ -29,8 +32,9 @@ static ctr_status check_options(const ctr_geometry *g, const ctr_fdk_options *op
   if (o->views_per_batch < 0)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "views_per_batch = %lld: expected >= 0 (0 = automatic)",
              (long long)o->views_per_batch);
-  if (o->interp == CTR_INTERP_TEXTURE)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "interpolation 'texture' needs the CUDA backend; use exact on the CPU");
+  if (o->interp != CTR_INTERP_DEFAULT && o->interp != CTR_INTERP_EXACT &&
+      o->interp != CTR_INTERP_TEXTURE)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "interp = %d: expected default, exact or texture", (int)o->interp);
   return CTR_OK;
 }
 
@@ -88,8 +92,12 @@ ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_option
   CTR_CHECK(check_options(g, opts, &o));
   CTR_CHECK(check_array(proj, "projections", g->nu, g->nv, g->nviews, 1));
   CTR_CHECK(check_array(vol, "volume", g->vol.nx, g->vol.ny, o.nz, 0));
+#if CTR_HAVE_CUDA
   if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA)
-    ctr__log(ctx, CTR_LOG_DEBUG, "FDK runs on the CPU backend (CUDA FDK not built yet)");
+    return ctr__cuda_fdk(ctx, g, &o, NULL, proj->data, proj->dtype, vol->data, NULL);
+#endif
+  if (o.interp == CTR_INTERP_TEXTURE)
+    ctr__log(ctx, CTR_LOG_WARNING, "texture interpolation needs a GPU; the CPU uses exact interpolation");
 
   const int64_t nb = batch_size(g, &o), size = ctr__padded_size(g->nu, g->nv);
   const size_t esize = ctr_dtype_size(proj->dtype);

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# What a GPU machine runs (DESIGN.md): configure for sm_90, build, ctest -L gpu,
+# compute-sanitizer memcheck on a small case, the benchmarks with ASTRA side by
+# side, logs and JSON into RESULTS_DIR.
+#
+#   scripts/gpu-check.sh RESULTS_DIR [STAGES]
+#
+# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra (default:
+# all). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
+# libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
+# bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/.
+set -uo pipefail
+OUT=${1:?usage: scripts/gpu-check.sh RESULTS_DIR [STAGES]}
+STAGES=${2:-build,test,sanitize,benchA,benchB,astra}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build-gpu}
+mkdir -p "$OUT"
+LOGS=$(mktemp -d /tmp/ctr_logs.XXXX)
+has() { [[ ",$STAGES," == *",$1,"* ]]; }
+say() { echo "== $*" | tee -a "$LOGS/summary.txt"; }
+
+export CTR_GIT_REVISION=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if ! git -C "$ROOT" diff --quiet HEAD 2>/dev/null; then CTR_GIT_REVISION="$CTR_GIT_REVISION+dirty"; fi
+
+# Carried libraries: build against .deps; at run time expose only the ones the
+# machine lacks, so its own newer libraries are not shadowed.
+CMAKE_EXTRA=()
+RUNLIBS=/tmp/ctr_runlibs
+if [ -d "$ROOT/.deps/usr" ]; then
+  D=$ROOT/.deps
+  rm -rf "$RUNLIBS" && mkdir -p "$RUNLIBS"
+  for f in "$D"/usr/lib/x86_64-linux-gnu/*.so.* "$D"/lib/x86_64-linux-gnu/*.so.*; do
+    [ -e "$f" ] || continue
+    so=$(basename "$f" | sed -E 's/(\.so\.[0-9]+).*/\1/')
+    ldconfig -p | grep -q " $so " || ln -sf "$f" "$RUNLIBS/$so"
+  done
+  LIBDIRS="$D/usr/lib/x86_64-linux-gnu:$D/lib/x86_64-linux-gnu"
+  CMAKE_EXTRA+=(-DCMAKE_PREFIX_PATH="$D/usr"
+    -DCMAKE_C_FLAGS="-I$D/usr/include/x86_64-linux-gnu"
+    -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$LIBDIRS"
+    -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath-link,$LIBDIRS")
+  export LD_LIBRARY_PATH=$RUNLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  say "carried libraries exposed: $(ls "$RUNLIBS" | tr '\n' ' ')"
+fi
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv \
+  > "$LOGS/gpu.txt" 2>&1
+say "GPU: $(tail -n +2 "$LOGS/gpu.txt")"
+
+if has build; then
+  say "build ($BUILD)"
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCTRECON_CUDA=on \
+    -DCMAKE_CUDA_ARCHITECTURES=90 "${CMAKE_EXTRA[@]}" > "$LOGS/build.log" 2>&1 &&
+    cmake --build "$BUILD" -j "$(nproc)" >> "$LOGS/build.log" 2>&1
+  rc=$?
+  grep -E "registers|spill" "$LOGS/build.log" | sed 's/^ *//' > "$LOGS/kernel_resources.txt"
+  say "build rc=$rc"
+  [ $rc -eq 0 ] || { tail -30 "$LOGS/build.log"; tar -C "$LOGS" -czf "$OUT/logs.tgz" .; exit 1; }
+fi
+
+if has test; then
+  say "ctest -L gpu, then the CPU suite"
+  (cd "$BUILD" && ctest -L gpu --output-on-failure -V) > "$LOGS/ctest_gpu.log" 2>&1
+  say "ctest gpu rc=$? : $(grep -E 'tests passed|tests failed' "$LOGS/ctest_gpu.log" | tail -1)"
+  grep -E "relative RMS|RMSE|pair kernels|filter kind" "$LOGS/ctest_gpu.log" | tee -a "$LOGS/summary.txt" | head -60
+  (cd "$BUILD" && ctest -L cpu -j 8 --output-on-failure) > "$LOGS/ctest_cpu.log" 2>&1
+  say "ctest cpu rc=$? : $(grep -E 'tests passed|tests failed' "$LOGS/ctest_cpu.log" | tail -1)"
+fi
+
+if has sanitize; then
+  say "compute-sanitizer memcheck (quick GPU test)"
+  CTR_TEST_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$BUILD/tests/test_gpu_fdk" > "$LOGS/sanitizer.log" 2>&1
+  say "memcheck rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer.log" | tail -1)"
+fi
+
+for c in A B; do
+  has "bench$c" || continue
+  sweep=""
+  [ "$c" = A ] && sweep="--sweep"
+  dump=/tmp/ctr_dump_$c
+  mkdir -p "$dump"
+  say "bench case $c $sweep"
+  "$BUILD/bench/bench_fdk_cuda" --case $c $sweep --repeats 3 --json "$OUT/bench_$c.json" \
+    --dump "$dump" > "$LOGS/bench_$c.log" 2>&1
+  say "bench $c rc=$?"
+  grep -E "end to end" "$LOGS/bench_$c.log" | tee -a "$LOGS/summary.txt"
+  sort -t' ' -k1,1 "$LOGS/bench_$c.log" | awk '$NF ~ /^[0-9.]+$/ && NF == 6' | sort -k6 -n -r | head -8 \
+    | tee -a "$LOGS/summary.txt"
+  if has astra; then
+    say "ASTRA FDK_CUDA on case $c"
+    (
+      unset LD_LIBRARY_PATH
+      site=/tmp/site
+      if [ ! -d $site/astra ]; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+          --target $site "$ROOT"/.whl/*.whl || exit 1
+        mkdir -p $site/nvidia/cufft/lib
+        gcc -shared -fPIC -O2 -o $site/nvidia/cufft/lib/libcufft.so.11 \
+          "$ROOT/bench/astra_shim/cufft11_shim.c" \
+          -Wl,--version-script="$ROOT/bench/astra_shim/cufft11.map" -Wl,-soname,libcufft.so.11 -ldl || exit 1
+      fi
+      cufft=$(dirname "$(find / -name 'libcufft.so.12' -not -path '*/proc/*' 2>/dev/null | head -1)")
+      export PYTHONPATH=$site LD_LIBRARY_PATH=$cufft
+      python3 "$ROOT/bench/astra_compare.py" "$dump" $c "$OUT/astra_$c.json" --repeats 3 \
+        --ours-json "$OUT/bench_$c.json"
+    ) > "$LOGS/astra_$c.log" 2>&1
+    say "astra $c rc=$?"
+    grep -E "seconds|difference|speedup|scale|flips" "$LOGS/astra_$c.log" | tee -a "$LOGS/summary.txt"
+  fi
+  rm -rf "$dump"
+done
+
+cp "$LOGS/summary.txt" "$OUT/summary.txt"
+tar -C "$LOGS" -czf "$OUT/logs.tgz" .
+rm -rf "$LOGS"

@@ -1,0 +1,42 @@
+/* Backprojection kernels: launch interface shared by the CUDA sources. */
+#ifndef CTR_BP_KERNELS_CUH
+#define CTR_BP_KERNELS_CUH
+
+#include "cuda/fdk_cuda.h"
+#include "cuda/cuda_util.h"
+
+/* Per-launch view constants, passed as a kernel parameter (constant bank, so
+ * warps read them by broadcast): for each view, the rows a, b, c of the
+ * canonical matrix evaluated on the voxel grid, a(i,j,k) = m[0] + i m[1] +
+ * j m[2] + k m[3] (b: m[4..7], c: m[8..11]); texture variants have the
+ * +0.5 texel-centre shift folded in. */
+struct ctr__bp_views {
+  int n;     /* views in this launch */
+  int first; /* layer / view index of the first one in the device layout */
+  float m[CTR__BP_MAX_VIEWS][12];
+};
+
+struct ctr__bp_args {
+  cudaTextureObject_t tex; /* TEX, TEX_PAIR */
+  const void *pad;         /* EXACT*: pixel (0, 0) of view 0 in the padded buffer */
+  long long view_stride;   /* EXACT*: elements between views */
+  int pitch, nu, nv;
+  float *vol;
+  int nx, ny;
+  int nzs;       /* slices in the device volume */
+  int k_begin;   /* first slice the grid covers */
+  int nz_thread; /* one past the last slice the grid covers (pairs: of the lower half) */
+  long long slice; /* nx * ny */
+  const float *wscale; /* per layer/view weight factor (TEX_PAIR_HALF), else NULL */
+};
+
+/* Launches one backprojection of bv's views into args->vol. */
+ctr_status ctr__bp_launch(const ctr__bp_config *cfg, int circular, const ctr__bp_args *args,
+                          const ctr__bp_views *bv, cudaStream_t s);
+
+/* Fills bv with views [first, first + n) of g for slab z0 (voxel grid folded
+ * in); `texture` adds the texel-centre shift. */
+void ctr__bp_views_fill(const ctr_geometry *g, int64_t first, int n, int64_t layer, int64_t z0,
+                        int texture, ctr__bp_views *bv);
+
+#endif

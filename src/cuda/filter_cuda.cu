@@ -1,0 +1,197 @@
+/* GPU FDK filtering: one thread per padded sample for the pre-weights, cuFFT
+ * for the transforms (batched over every row of a batch of views). */
+#include "cuda/filter_cuda.cuh"
+
+#include <cuda_fp16.h>
+#include <string.h>
+
+template <typename T>
+__global__ void weight_rows(const T *__restrict__ raw, float *__restrict__ rows,
+                            const ctr__fdk_view_params *__restrict__ params, int v0, int nu,
+                            int nv, int padded, int nrows) {
+  const int u = blockIdx.x * blockDim.x + threadIdx.x;
+  const int r = blockIdx.y; /* row index within the batch: view * nv + v */
+  if (u >= padded || r >= nrows) return;
+  float val = 0.0f;
+  if (u < nu) {
+    const int view = r / nv, v = r - view * nv;
+    const ctr__fdk_view_params p = params[v0 + view];
+    const float w = (float)ctr__fdk_pixel_weight(&p, (double)u, (double)v);
+    val = (float)raw[(long long)r * nu + u] * w;
+  }
+  rows[(long long)r * padded + u] = val;
+}
+
+__global__ void multiply_kernel(cufftComplex *__restrict__ spec, const float *__restrict__ kern,
+                                int nf, int nrows) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  const int r = blockIdx.y;
+  if (k >= nf || r >= nrows) return;
+  cufftComplex c = spec[(long long)r * nf + k];
+  const float h = kern[k];
+  c.x *= h;
+  c.y *= h;
+  spec[(long long)r * nf + k] = c;
+}
+
+/* Largest |value| of the batch (u < nu), as float bits (non-negative floats
+ * order like their bit patterns). */
+__global__ void abs_max_rows(const float *__restrict__ rows, long long row_stride,
+                             const ctr__fdk_view_params *__restrict__ params, int v0, int nu,
+                             int nv, int nrows, unsigned int *out) {
+  const int u = blockIdx.x * blockDim.x + threadIdx.x;
+  const int r = blockIdx.y;
+  float m = 0.0f;
+  if (u < nu && r < nrows) {
+    const float scale = params ? params[v0 + r / nv].scale : 1.0f;
+    m = fabsf(rows[(long long)r * row_stride + u] * scale);
+  }
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if ((threadIdx.x & 31) == 0 && m > 0.0f) atomicMax(out, __float_as_uint(m));
+}
+
+/* Row r (= view * nv + v) of `rows` (row_stride apart) -> dst, times the
+ * view's post-filter scale when params is given. */
+__global__ void store_rows(const float *__restrict__ rows, long long row_stride,
+                           const ctr__fdk_view_params *__restrict__ params, ctr__gpu_store dst,
+                           int v0, int nu, int nv, int nrows) {
+  const int u = blockIdx.x * blockDim.x + threadIdx.x;
+  const int r = blockIdx.y;
+  if (u >= nu || r >= nrows) return;
+  const int view = r / nv, v = r - view * nv;
+  const float scale = params ? params[v0 + view].scale : 1.0f;
+  float q = rows[(long long)r * row_stride + u] * scale, qm = 0.0f;
+  if (dst.pair) {
+    const int vm = dst.mirror - v;
+    if (vm >= 0 && vm < nv) qm = rows[((long long)view * nv + vm) * row_stride + u] * scale;
+  }
+  if (dst.kind == CTR__STORE_LINEAR) {
+    const long long at = (long long)view * dst.view_stride + (long long)v * dst.pitch + u;
+    if (dst.pair) ((float2 *)dst.base)[at] = make_float2(q, qm);
+    else ((float *)dst.base)[at] = q;
+    return;
+  }
+  const int layer = dst.layer0 + view;
+  if (dst.half) {
+    /* 2^e with the batch maximum in [2^13, 2^14): no overflow, full precision. */
+    const float mx = __uint_as_float(*dst.d_max);
+    const int e = mx > 0.0f ? ilogbf(mx) - 13 : 0;
+    if (u == 0 && v == 0) dst.wscale[view] = ldexpf(1.0f, e);
+    const __half2 h = __floats2half2_rn(ldexpf(q, -e), ldexpf(qm, -e));
+    surf2DLayeredwrite(*reinterpret_cast<const unsigned int *>(&h), dst.surf,
+                       u * (int)sizeof(__half2), v, layer);
+  } else if (dst.pair) {
+    surf2DLayeredwrite(make_float2(q, qm), dst.surf, u * (int)sizeof(float2), v, layer);
+  } else {
+    surf2DLayeredwrite(q, dst.surf, u * (int)sizeof(float), v, layer);
+  }
+}
+
+static ctr_status store(const float *rows, long long row_stride,
+                        const ctr__fdk_view_params *params, const ctr__gpu_store *dst, int64_t v0,
+                        int64_t nu, int64_t nv, int64_t n, cudaStream_t s) {
+  ctr_status st = CTR_OK;
+  const int nrows = (int)(n * nv);
+  const dim3 grid((unsigned)((nu + 255) / 256), (unsigned)nrows);
+  if (dst->half) {
+    CU(cudaMemsetAsync(dst->d_max, 0, sizeof(unsigned int), s));
+    abs_max_rows<<<grid, 256, 0, s>>>(rows, row_stride, params, (int)v0, (int)nu, (int)nv, nrows,
+                                     dst->d_max);
+    CU_LAUNCHED("abs_max_rows");
+  }
+  store_rows<<<grid, 256, 0, s>>>(rows, row_stride, params, *dst, (int)v0, (int)nu, (int)nv, nrows);
+  CU_LAUNCHED("store_rows");
+cleanup:
+  return st;
+}
+
+ctr_status ctr__gpu_store_views(const float *d_src, int64_t nu, int64_t nv, int64_t n,
+                                const ctr__gpu_store *dst, cudaStream_t s) {
+  return store(d_src, nu, NULL, dst, 0, nu, nv, n, s);
+}
+
+size_t ctr__gpu_filter_bytes(int64_t nu, int64_t nv, int64_t nviews, int64_t batch) {
+  const int64_t padded = ctr__ramp_padded_length(nu);
+  const size_t rows = (size_t)(batch * nv);
+  return rows * (size_t)padded * sizeof(float) + rows * (size_t)(padded / 2 + 1) * sizeof(cufftComplex) +
+         (size_t)nviews * sizeof(ctr__fdk_view_params) + (size_t)padded * sizeof(float);
+}
+
+void ctr__gpu_filter_free(ctr__gpu_filter *gf) {
+  if (!gf) return;
+  if (gf->have_fwd) cufftDestroy(gf->fwd);
+  if (gf->have_inv) cufftDestroy(gf->inv);
+  cudaFree(gf->d_rows);
+  cudaFree(gf->d_spec);
+  cudaFree(gf->d_kernel);
+  cudaFree(gf->d_params);
+  memset(gf, 0, sizeof *gf);
+}
+
+ctr_status ctr__gpu_filter_create(const ctr__fdk_filter *f, int64_t batch, cudaStream_t s,
+                                  ctr__gpu_filter *gf) {
+  memset(gf, 0, sizeof *gf);
+  ctr_status st = CTR_OK;
+  const ctr_geometry *g = f->g;
+  float *kern = NULL;
+  ctr__fdk_view_params *params = NULL;
+  gf->nu = g->nu;
+  gf->nv = g->nv;
+  gf->padded = ctr__ramp_padded(f->ramp);
+  gf->batch = batch;
+  const int64_t nf = gf->padded / 2 + 1, rows = batch * g->nv;
+  int n = (int)gf->padded;
+  CU(cudaMalloc(&gf->d_rows, (size_t)(rows * gf->padded) * sizeof(float)));
+  CU(cudaMalloc(&gf->d_spec, (size_t)(rows * nf) * sizeof(cufftComplex)));
+  CU(cudaMalloc(&gf->d_kernel, (size_t)nf * sizeof(float)));
+  CU(cudaMalloc(&gf->d_params, (size_t)g->nviews * sizeof(ctr__fdk_view_params)));
+  /* The CPU filter's own kernel values (window, cut-off and 1/padded). */
+  kern = (float *)ctr__malloc((size_t)nf * sizeof(float), "filter kernel");
+  params = (ctr__fdk_view_params *)ctr__malloc((size_t)g->nviews * sizeof *params, "view params");
+  if (!kern || !params) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  ctr__ramp_copy_kernel(f->ramp, kern);
+  for (int64_t i = 0; i < g->nviews; i++) params[i] = ctr__fdk_view_params_of(f, i);
+  CU(cudaMemcpyAsync(gf->d_kernel, kern, (size_t)nf * sizeof(float), cudaMemcpyHostToDevice, s));
+  CU(cudaMemcpyAsync(gf->d_params, params, (size_t)g->nviews * sizeof *params,
+                     cudaMemcpyHostToDevice, s));
+  CU(cudaStreamSynchronize(s)); /* the host buffers are freed below */
+  CUFFT(cufftPlanMany(&gf->fwd, 1, &n, NULL, 1, n, NULL, 1, (int)nf, CUFFT_R2C, (int)rows));
+  gf->have_fwd = 1;
+  CUFFT(cufftPlanMany(&gf->inv, 1, &n, NULL, 1, (int)nf, NULL, 1, n, CUFFT_C2R, (int)rows));
+  gf->have_inv = 1;
+  CUFFT(cufftSetStream(gf->fwd, s));
+  CUFFT(cufftSetStream(gf->inv, s));
+cleanup:
+  free(kern);
+  free(params);
+  if (st != CTR_OK) ctr__gpu_filter_free(gf);
+  return st;
+}
+
+ctr_status ctr__gpu_filter_run(ctr__gpu_filter *gf, const void *d_raw, ctr_dtype dtype,
+                               int64_t v0, int64_t n, const ctr__gpu_store *dst, cudaStream_t s) {
+  ctr_status st = CTR_OK;
+  if (n > gf->batch) CTR_FAIL(CTR_E_INTERNAL, "filter batch of %lld views > %lld", (long long)n, (long long)gf->batch);
+  const int rows = (int)(n * gf->nv), nf = (int)(gf->padded / 2 + 1);
+  const int L = (int)gf->padded, nu = (int)gf->nu, nv = (int)gf->nv;
+  const dim3 block(256);
+  if (dtype == CTR_DTYPE_UINT16)
+    weight_rows<uint16_t><<<dim3((L + 255) / 256, rows), block, 0, s>>>(
+        (const uint16_t *)d_raw, gf->d_rows, gf->d_params, (int)v0, nu, nv, L, rows);
+  else
+    weight_rows<float><<<dim3((L + 255) / 256, rows), block, 0, s>>>(
+        (const float *)d_raw, gf->d_rows, gf->d_params, (int)v0, nu, nv, L, rows);
+  CU_LAUNCHED("weight_rows");
+  /* Plans cover the whole batch; rows past `rows` hold stale data whose
+   * results are never stored. */
+  CUFFT(cufftExecR2C(gf->fwd, gf->d_rows, gf->d_spec));
+  multiply_kernel<<<dim3((nf + 255) / 256, rows), block, 0, s>>>(gf->d_spec, gf->d_kernel, nf, rows);
+  CU_LAUNCHED("multiply_kernel");
+  CUFFT(cufftExecC2R(gf->inv, gf->d_spec, gf->d_rows));
+  CTR_CHECK_GOTO(st, store(gf->d_rows, L, gf->d_params, dst, v0, nu, nv, n, s));
+cleanup:
+  return st;
+}

@@ -1,0 +1,55 @@
+/* GPU FDK filter: pre-weights, batched cuFFT ramp filter and the store into
+ * the backprojector's layout, all on one stream. Same kernel values and
+ * weights as the CPU filter (filter/filter.h). */
+#ifndef CTR_FILTER_CUDA_CUH
+#define CTR_FILTER_CUDA_CUH
+
+#include "cuda/cuda_util.h"
+#include "cuda/fdk_cuda.h"
+
+/* Where filtered views go. LINEAR: element (u, v) of batch view k lands at
+ * base[k * view_stride + v * pitch + u]. SURFACE: at (u, v) of layer
+ * layer0 + k of a layered array. With `pair`, elements hold
+ * (Q[v][u], Q[mirror - v][u]) (0 outside the detector); with `half` (surface
+ * only) they are half2 scaled by 2^-e, e chosen per batch so the largest
+ * magnitude sits just below 2^14, and wscale[k] receives 2^e. */
+enum { CTR__STORE_LINEAR = 0, CTR__STORE_SURFACE = 1 };
+struct ctr__gpu_store {
+  int kind;
+  void *base;
+  long long view_stride;
+  int pitch;
+  cudaSurfaceObject_t surf;
+  int layer0;
+  int pair;
+  int mirror;
+  int half;
+  float *wscale;
+  unsigned int *d_max;
+};
+
+struct ctr__gpu_filter {
+  int64_t nu, nv, padded, batch;
+  cufftHandle fwd, inv;
+  int have_fwd, have_inv;
+  float *d_rows;           /* batch * nv rows of `padded` floats */
+  cufftComplex *d_spec;    /* batch * nv rows of padded/2 + 1 */
+  float *d_kernel;         /* padded/2 + 1 values including 1/padded */
+  ctr__fdk_view_params *d_params; /* every view */
+};
+
+/* Bytes of device memory a filter for `batch` views needs. */
+size_t ctr__gpu_filter_bytes(int64_t nu, int64_t nv, int64_t nviews, int64_t batch);
+ctr_status ctr__gpu_filter_create(const ctr__fdk_filter *f, int64_t batch, cudaStream_t s,
+                                  ctr__gpu_filter *out);
+void ctr__gpu_filter_free(ctr__gpu_filter *gf);
+/* Filters views [v0, v0 + n) (n <= batch) from d_raw (device, n unpadded
+ * images of `dtype`) into `dst`. */
+ctr_status ctr__gpu_filter_run(ctr__gpu_filter *gf, const void *d_raw, ctr_dtype dtype,
+                               int64_t v0, int64_t n, const ctr__gpu_store *dst, cudaStream_t s);
+
+/* Copies n unpadded device views (no filtering, no scale) into dst. */
+ctr_status ctr__gpu_store_views(const float *d_src, int64_t nu, int64_t nv, int64_t n,
+                                const ctr__gpu_store *dst, cudaStream_t s);
+
+#endif

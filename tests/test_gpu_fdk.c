@@ -1,0 +1,325 @@
+/* CUDA FDK against the CPU: the GPU filter against the CPU filter, every
+ * backprojection variant and configuration against the double-precision
+ * reference on random geometries, end-to-end FDK against the CPU backend
+ * (pinned and pageable memory, uint16, slabs), and GPU out-of-memory.
+ * Exits 77 (skipped) without a usable GPU. */
+#include "harness.h"
+
+#if CTR_HAVE_CUDA
+#include "cpu/backproject.h"
+#include "cuda/fdk_cuda.h"
+
+/* CTR_TEST_QUICK=1 (for compute-sanitizer): one configuration per variant. */
+static int quick;
+
+static double sq(double x) { return x * x; }
+
+static double rel_rms_f(const float *a, const float *b, int64_t n) {
+  double e = 0, s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    e += sq((double)a[i] - b[i]);
+    s += sq((double)b[i]);
+  }
+  return s > 0 ? sqrt(e / s) : INFINITY;
+}
+
+static double rel_rms_d(const float *a, const double *b, int64_t n) {
+  double e = 0, s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    e += sq((double)a[i] - b[i]);
+    s += sq(b[i]);
+  }
+  return s > 0 ? sqrt(e / s) : INFINITY;
+}
+
+/* A random geometry: circular (optionally symmetric so the mirrored-pair
+ * kernels apply) or perturbed into arbitrary matrices. */
+static ctr_geometry *random_geometry(int kind, int64_t nx, int64_t ny, int64_t nz, int64_t nu,
+                                     int64_t nv, int64_t nviews) {
+  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+  p.sid = th_uniform(80, 140);
+  p.sdd = p.sid * th_uniform(1.3, 2.0);
+  p.nu = nu;
+  p.nv = nv;
+  p.du = th_uniform(0.9, 1.5);
+  p.dv = th_uniform(0.9, 1.5);
+  p.nviews = nviews;
+  p.angle_start_deg = th_uniform(0, 360);
+  p.angle_range_deg = kind == 2 ? th_uniform(200, 260) : 360;
+  ctr_volume_geometry vol = {nx, ny, nz, th_uniform(0.8, 1.2), th_uniform(0.8, 1.2),
+                             th_uniform(0.8, 1.2), 0, 0, 0};
+  if (kind != 0) { /* asymmetric: detector and volume offsets */
+    p.offset_u = th_uniform(-4, 4);
+    p.offset_v = th_uniform(-4, 4);
+    vol.offset_x = th_uniform(-2, 2);
+    vol.offset_z = th_uniform(-2, 2);
+  }
+  ctr_geometry *g = NULL;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+  if (g && kind == 3) { /* arbitrary matrices: tilted, skewed */
+    double *M = malloc(sizeof(double) * 12 * nviews);
+    for (int64_t i = 0; i < nviews; i++) {
+      ctr_geometry_matrix(g, i, M + 12 * i);
+      for (int k = 0; k < 11; k++) M[12 * i + k] *= 1 + th_uniform(-0.02, 0.02);
+    }
+    ctr_geometry *h = NULL;
+    CHECK_OK(ctr_geometry_create_matrices(nu, nv, 0, 0, nviews, M, &vol, &h));
+    free(M);
+    ctr_geometry_free(g);
+    g = h;
+  }
+  return g;
+}
+
+/* The GPU filter computes the CPU filter's sums in another order (cuFFT vs
+ * FFTW): agreement to float rounding, ~1e-7 relative; 1e-5 allows for the
+ * longest rows. Full and short (Parker) scans, detector offsets. */
+static void test_filter(void) {
+  for (int kind = 1; kind <= 2; kind++) {
+    ctr_geometry *g = random_geometry(kind, 16, 16, 16, 97, 41, 37);
+    if (!g) continue;
+    const int64_t n = 37 * 97 * 41;
+    float *in = malloc(sizeof(float) * n), *cpu = malloc(sizeof(float) * n), *gpu = malloc(sizeof(float) * n);
+    for (int64_t i = 0; i < n; i++) in[i] = cpu[i] = (float)th_uniform(0, 3);
+    ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+    o.window = CTR_WINDOW_HAMMING;
+    o.cutoff = 0.8;
+    CHECK_OK(ctr_fdk_filter(NULL, g, &o, 0, 37, cpu));
+    CHECK_OK(ctr__cuda_fdk_filter(NULL, g, &o, 0, 37, in, gpu));
+    const double e = rel_rms_f(gpu, cpu, n);
+    printf("filter kind %d: GPU vs CPU relative RMS %.2e\n", kind, e);
+    CHECK_MSG(e < 1e-5, "GPU filter differs from the CPU filter: %g", e);
+    free(in);
+    free(cpu);
+    free(gpu);
+    ctr_geometry_free(g);
+  }
+}
+
+/* Ramp-filtered projections of random ellipsoids seen by g: the data FDK
+ * backprojects. */
+static float *filtered_phantom(ctr_geometry *g) {
+  int64_t nu, nv;
+  ctr_geometry_detector(g, &nu, &nv, NULL, NULL);
+  const int64_t nviews = ctr_geometry_nviews(g);
+  const ctr_volume_geometry vg = ctr_geometry_volume(g);
+  ctr_ellipsoid e[6];
+  for (int k = 0; k < 6; k++) {
+    const double r = 0.3 * vg.nx * vg.voxel_x;
+    e[k] = (ctr_ellipsoid){th_uniform(-1, 1), vg.offset_x + th_uniform(-r, r),
+                           vg.offset_y + th_uniform(-r, r), vg.offset_z + th_uniform(-r, r),
+                           th_uniform(1.5, 6), th_uniform(1.5, 6), th_uniform(1.5, 6),
+                           th_uniform(0, 180), th_uniform(0, 180), 0};
+  }
+  ctr_phantom *ph = NULL;
+  CHECK_OK(ctr_phantom_from_ellipsoids(e, 6, &ph));
+  float *p = malloc(sizeof(float) * nu * nv * nviews);
+  int64_t pd[3] = {nu, nv, nviews};
+  ctr_array pa = ctr_array_init(p, CTR_DTYPE_FLOAT32, 3, pd);
+  CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
+  CHECK_OK(ctr_fdk_filter(NULL, g, NULL, 0, nviews, p));
+  ctr_phantom_free(ph);
+  return p;
+}
+
+/* Every variant and a spread of launch configurations against the double
+ * reference, on filtered projections of random ellipsoids. Exact modes: fp32
+ * positions and sums, ~3e-6 (the issue's bound is 1e-5). Texture modes: the
+ * hardware's 8-bit interpolation weights, bound 2e-3 (half2 storage adds
+ * ~2^-12 relative rounding). White noise, the worst case for interpolation
+ * error, is reported once per geometry for the record. */
+static void test_variants(void) {
+  static const ctr__bp_variant variants[] = {CTR__BP_TEX, CTR__BP_TEX_PAIR, CTR__BP_TEX_PAIR_HALF,
+                                             CTR__BP_EXACT, CTR__BP_EXACT_PAIR};
+  static const int configs[][4] = {{32, 8, 16, 16}, {8, 1, 32, 8}, {64, 16, 16, 16},
+                                   {16, 4, 32, 4}, {5, 2, 8, 8}};
+  for (int kind = 0; kind <= 3; kind += quick ? 3 : 1) {
+    const int64_t nx = 23, ny = 19, nz = kind == 0 ? 21 : 18, nu = 61, nv = 50, nviews = 45;
+    ctr_geometry *g = random_geometry(kind, nx, ny, nz, nu, kind == 0 ? 51 : nv, nviews);
+    if (!g) continue;
+    int64_t du, dvv;
+    ctr_geometry_detector(g, &du, &dvv, NULL, NULL);
+    const int64_t np = du * dvv * nviews, nvox = nx * ny * nz;
+    float *filt = filtered_phantom(g);
+    float *noise = malloc(sizeof(float) * np);
+    for (int64_t i = 0; i < np; i++) noise[i] = (float)th_uniform(-1, 1);
+    double *ref = calloc(nvox, sizeof(double));
+    ctr__bp_reference(g, 0, nviews, filt, ref, 0, nz);
+    float *out = malloc(sizeof(float) * nvox);
+    ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+    o.nz = nz;
+    printf("geometry kind %d: pair kernels %s\n", kind,
+           ctr__bp_pair_possible(g, 0, nz) ? "apply" : "do not apply");
+    CHECK(ctr__bp_pair_possible(g, 0, nz) == (kind == 0));
+    {
+      double *nref = calloc(nvox, sizeof(double));
+      float *nout = malloc(sizeof(float) * nvox);
+      ctr__bp_reference(g, 0, nviews, noise, nref, 0, nz);
+      ctr__bp_config c = {CTR__BP_TEX, 32, 8, 16, 16};
+      CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, noise, nout, 1, NULL));
+      printf("  white noise, tex: relative RMS %.2e (worst case, not bounded)\n",
+             rel_rms_d(nout, nref, nvox));
+      free(nref);
+      free(nout);
+    }
+    for (int vi = 0; vi < 5; vi++) {
+      for (int ci = 0; ci < (quick ? 1 : 5); ci++) {
+        ctr__bp_config c = {variants[vi], configs[ci][0], configs[ci][1], configs[ci][2],
+                            configs[ci][3]};
+        const ctr__bp_config r = ctr__bp_config_resolve(g, &o, &c);
+        memset(out, 0xff, sizeof(float) * nvox); /* NaN poison: every voxel must be written */
+        double ms = 0;
+        CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, filt, out, 1, &ms));
+        const double e = rel_rms_d(out, ref, nvox);
+        const int tex = r.variant == CTR__BP_TEX || r.variant == CTR__BP_TEX_PAIR ||
+                        r.variant == CTR__BP_TEX_PAIR_HALF;
+        const double bound = tex ? 2e-3 : 1e-5;
+        if (ci == 0)
+          printf("  %-10s N'=%2d Z'=%2d %2dx%-2d: relative RMS %.2e (bound %.0e)\n",
+                 ctr__bp_variant_name(r.variant), c.views_per_launch, c.slices_per_thread,
+                 c.block_x, c.block_y, e, bound);
+        CHECK_MSG(e < bound, "kind %d %s N'=%d Z'=%d block %dx%d: relative RMS %g", kind,
+                  ctr__bp_variant_name(r.variant), c.views_per_launch, c.slices_per_thread,
+                  c.block_x, c.block_y, e);
+      }
+    }
+    free(noise);
+    free(filt);
+    free(ref);
+    free(out);
+    ctr_geometry_free(g);
+  }
+}
+
+/* End to end on a Shepp-Logan: the CUDA backend equals the CPU backend to
+ * float rounding in exact mode (same filter maths, same interpolation), and
+ * gives the same quality against the phantom in texture mode. Pinned and
+ * pageable buffers, float32 and uint16 input, a slab. */
+static void test_end_to_end(void) {
+  const int64_t n = 64, det = 96, nviews = 100; /* 100 views: 4 batches, a partial last one */
+  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+  p.sid = 256;
+  p.sdd = 384;
+  p.nu = p.nv = det;
+  p.du = p.dv = 1.5;
+  p.nviews = nviews;
+  ctr_volume_geometry vol = {n, n, n, 1, 1, 1, 0, 0, 0};
+  ctr_geometry *g = NULL;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+  ctr_phantom *ph = NULL;
+  CHECK_OK(ctr_phantom_shepp_logan(0.45 * n, 1.0, &ph));
+  if (!g || !ph) return;
+  const int64_t np = det * det * nviews, nvox = n * n * n;
+  float *proj = ctr_host_alloc(sizeof(float) * np); /* pinned */
+  float *proj_pageable = malloc(sizeof(float) * np);
+  uint16_t *proj16 = malloc(sizeof(uint16_t) * np);
+  float *cpu = malloc(sizeof(float) * nvox), *gpu = ctr_host_alloc(sizeof(float) * nvox);
+  float *gpu2 = malloc(sizeof(float) * nvox), *truth = malloc(sizeof(float) * nvox);
+  int64_t pd[3] = {det, det, nviews}, vd[3] = {n, n, n};
+  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array pp = ctr_array_init(proj_pageable, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array p16 = ctr_array_init(proj16, CTR_DTYPE_UINT16, 3, pd);
+  ctr_array ta = ctr_array_init(truth, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array ca = ctr_array_init(cpu, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array ga = ctr_array_init(gpu, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array g2 = ctr_array_init(gpu2, CTR_DTYPE_FLOAT32, 3, vd);
+  CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
+  CHECK_OK(ctr_phantom_voxelize(NULL, ph, &vol, 2, 0, &ta));
+  memcpy(proj_pageable, proj, sizeof(float) * np);
+  ctr_context *cctx = NULL, *gctx = NULL;
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = CTR_DEVICE_CPU;
+  CHECK_OK(ctr_context_create(&co, &cctx));
+  co.device = CTR_DEVICE_CUDA;
+  CHECK_OK(ctr_context_create(&co, &gctx));
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  o.window = CTR_WINDOW_HANN;
+  o.interp = CTR_INTERP_EXACT;
+  CHECK_OK(ctr_fdk(cctx, g, &o, &pa, &ca));
+  CHECK_OK(ctr_fdk(gctx, g, &o, &pa, &ga));
+  double e = rel_rms_f(gpu, cpu, nvox);
+  printf("end to end exact (pinned): GPU vs CPU relative RMS %.2e\n", e);
+  CHECK_MSG(e < 2e-5, "exact GPU FDK vs CPU FDK: %g", e);
+  memset(gpu2, 0xff, sizeof(float) * nvox);
+  CHECK_OK(ctr_fdk(gctx, g, &o, &pp, &g2)); /* pageable in and out */
+  CHECK(memcmp(gpu, gpu2, sizeof(float) * nvox) == 0);
+  /* uint16 input: the same values as float give the same volume. */
+  for (int64_t i = 0; i < np; i++) {
+    proj16[i] = (uint16_t)lrint(fmin(65535.0, proj[i] * 500.0));
+    proj_pageable[i] = proj16[i];
+  }
+  CHECK_OK(ctr_fdk(gctx, g, &o, &p16, &ga));
+  CHECK_OK(ctr_fdk(gctx, g, &o, &pp, &g2));
+  CHECK(memcmp(gpu, gpu2, sizeof(float) * nvox) == 0);
+  /* Texture mode: same quality against the phantom as the CPU. */
+  o.interp = CTR_INTERP_TEXTURE;
+  CHECK_OK(ctr_fdk(gctx, g, &o, &pa, &ga));
+  ctr_volume_error ec, eg;
+  CHECK_OK(ctr_volume_compare(cpu, truth, n, n, n, n / 5, &ec));
+  CHECK_OK(ctr_volume_compare(gpu, truth, n, n, n, n / 5, &eg));
+  printf("Shepp-Logan RMSE away from edges: CPU %.5f, GPU texture %.5f\n", ec.rmse_flat, eg.rmse_flat);
+  CHECK_MSG(eg.rmse_flat < ec.rmse_flat * 1.05 + 1e-4, "texture GPU %g vs CPU %g", eg.rmse_flat,
+            ec.rmse_flat);
+  CHECK_MSG(rel_rms_f(gpu, cpu, nvox) < 2e-3, "texture GPU vs CPU relative RMS %g",
+            rel_rms_f(gpu, cpu, nvox));
+  /* A slab (pair kernels do not apply) equals the same slices of the CPU. */
+  o.interp = CTR_INTERP_EXACT;
+  o.z0 = 10;
+  o.nz = 23;
+  int64_t sd[3] = {n, n, 23};
+  ctr_array sa = ctr_array_init(gpu2, CTR_DTYPE_FLOAT32, 3, sd);
+  CHECK_OK(ctr_fdk(gctx, g, &o, &pa, &sa));
+  e = rel_rms_f(gpu2, cpu + 10 * n * n, 23 * n * n);
+  CHECK_MSG(e < 2e-5, "slab GPU vs CPU: %g", e);
+  ctr_context_free(cctx);
+  ctr_context_free(gctx);
+  ctr_host_free(proj);
+  ctr_host_free(gpu);
+  free(proj_pageable);
+  free(proj16);
+  free(cpu);
+  free(gpu2);
+  free(truth);
+  ctr_phantom_free(ph);
+  ctr_geometry_free(g);
+}
+
+/* A volume far beyond the GPU's memory: a clear error naming the need. */
+static void test_out_of_memory(void) {
+  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+  p.sid = 20000;
+  p.sdd = 30000;
+  p.nu = p.nv = 64;
+  p.nviews = 8;
+  ctr_volume_geometry vol = {8192, 8192, 1024, 1, 1, 1, 0, 0, 0}; /* 256 GiB */
+  ctr_geometry *g = NULL;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+  if (!g) return;
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  o.nz = 1024;
+  float dummy[4];
+  CHECK_FAILS(ctr__cuda_fdk(NULL, g, &o, NULL, dummy, CTR_DTYPE_FLOAT32, dummy, NULL),
+              CTR_E_DEVICE_OUT_OF_MEMORY, "GiB of GPU memory");
+  ctr_geometry_free(g);
+}
+
+int main(void) {
+  if (ctr_cuda_device_count() < 1) {
+    printf("test_gpu_fdk: SKIPPED (no usable GPU)\n");
+    return 77;
+  }
+  ctr_device_info info;
+  if (ctr_cuda_device_info(0, &info) == CTR_OK) printf("GPU 0: %s\n", info.name);
+  quick = getenv("CTR_TEST_QUICK") != NULL;
+  test_filter();
+  test_variants();
+  test_end_to_end();
+  test_out_of_memory();
+  return th_finish("test_gpu_fdk");
+}
+#else
+int main(void) {
+  printf("test_gpu_fdk: SKIPPED (built without CUDA)\n");
+  return 77;
+}
+#endif
