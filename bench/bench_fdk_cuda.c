@@ -1,6 +1,7 @@
 /* CUDA FDK benchmark (issue: CUDA cone-beam FDK).
  *
- *   bench_fdk_cuda --case A|B [--sweep] [--repeats R] [--json FILE] [--dump DIR]
+ *   bench_fdk_cuda --case A|B [--sweep] [--variants tex,exact-pair,...] [--repeats R]
+ *                  [--json FILE] [--dump DIR]
  *
  * Case A: RabbitCT-sized, 512^3 (0.5 mm) from 496 views of 1248 x 960.
  * Case B: seed 000 medium, 1024^3 (0.25 mm) from 1200 views of 1024^2.
@@ -56,6 +57,18 @@ static void json_case(const char *fmt, ...) {
   fputc('}', json);
 }
 
+/* 1 if `name` is one of the comma-separated tokens of `list`. */
+static int listed(const char *list, const char *name) {
+  const size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    const char *e = strchr(p, ',');
+    const size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && !strncmp(p, name, n)) return 1;
+    p += len + (e ? 1 : 0);
+  }
+  return 0;
+}
+
 static double gups(const bench_case *c, double ms) {
   return (double)c->nviews * (double)c->n * (double)c->n * (double)c->n / (ms * 1e-3) / 1e9;
 }
@@ -72,16 +85,17 @@ static int write_raw(const char *dir, const char *name, const void *p, size_t by
 int main(int argc, char **argv) {
   const bench_case *c = &CASES[0];
   int sweep = 0, repeats = 3;
-  const char *json_path = NULL, *dump = NULL;
+  const char *json_path = NULL, *dump = NULL, *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--case") && i + 1 < argc) {
       const char *n = argv[++i];
       c = !strcmp(n, "B") ? &CASES[1] : &CASES[0];
     } else if (!strcmp(argv[i], "--sweep")) sweep = 1;
     else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--variants") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
-    else DIE("usage: %s --case A|B [--sweep] [--repeats R] [--json FILE] [--dump DIR]", argv[0]);
+    else DIE("usage: %s --case A|B [--sweep] [--variants a,b] [--repeats R] [--json FILE] [--dump DIR]", argv[0]);
   }
   if (ctr_cuda_device_count() < 1) DIE("no usable GPU");
   ctr_device_info info;
@@ -148,7 +162,10 @@ int main(int argc, char **argv) {
   printf("%-10s %4s %4s %7s %10s %8s\n", "variant", "N'", "Z'", "block", "ms", "GUPS");
   for (int vi = 0; vi < NVAR; vi++) {
     best_ms[vi] = 1e30;
-    ctr__bp_config dflt = {variants[vi], 0, 0, 0, 0};
+    ctr__bp_config skip = {variants[vi], 0, 0, 0, 0, 0};
+    best[vi] = ctr__bp_config_resolve(g, &o, &skip);
+    if (only && !listed(only, ctr__bp_variant_name(variants[vi]))) continue;
+    ctr__bp_config dflt = {variants[vi], 0, 0, 0, 0, 0};
     best[vi] = ctr__bp_config_resolve(g, &o, &dflt); /* the library's tuned defaults */
     const int n_np = sweep ? 2 : 1, n_zp = sweep ? 2 : 1;
     for (int a = 0; a < n_np; a++)
@@ -186,18 +203,23 @@ int main(int argc, char **argv) {
       }
   }
 
-  /* End to end with the best half2 texture-pair and exact-pair configurations. */
-  const int e2e[2] = {2, 4};
-  for (int q = 0; q < 2; q++) {
-    const ctr__bp_config *cfg = &best[e2e[q]];
+  /* End to end with the best half2 texture-pair (each pipeline mode) and
+   * exact-pair configurations. */
+  static const int e2e_variant[4] = {2, 2, 2, 4};
+  static const int e2e_pipe[4] = {CTR__PIPE_FILTER_PRIORITY, CTR__PIPE_FILTER_STREAM,
+                                  CTR__PIPE_SERIAL, CTR__PIPE_DEFAULT};
+  static const char *pipe_name[4] = {"default", "filter-priority", "filter-stream", "serial"};
+  for (int q = 0; q < 4; q++) {
+    ctr__bp_config cfg = best[e2e_variant[q]];
+    cfg.pipeline = e2e_pipe[q];
     ctr_fdk_options eo = o;
-    eo.interp = q == 0 ? CTR_INTERP_TEXTURE : CTR_INTERP_EXACT;
+    eo.interp = q < 3 ? CTR_INTERP_TEXTURE : CTR_INTERP_EXACT;
     double tot[16] = {0};
     ctr__cuda_timings tm[16];
     int r_count = repeats < 16 ? repeats : 16;
     for (int r = -1; r < r_count; r++) {
       ctr__cuda_timings t;
-      if (ctr__cuda_fdk(gctx, g, &eo, cfg, proj, CTR_DTYPE_FLOAT32, volume, &t))
+      if (ctr__cuda_fdk(gctx, g, &eo, &cfg, proj, CTR_DTYPE_FLOAT32, volume, &t))
         DIE("fdk: %s", ctr_error_detail());
       if (r >= 0) {
         tm[r] = t;
@@ -211,20 +233,21 @@ int main(int argc, char **argv) {
       if (below == r_count / 2) med = r;
     }
     const ctr__cuda_timings *t = &tm[med];
-    printf("end to end %-10s: %.1f ms (setup %.1f ms not included) | busy: upload %.1f, filter %.1f, "
-           "to-texture %.1f, backprojection %.1f (%.0f GUPS), download %.1f ms\n",
-           ctr__bp_variant_name(t->variant), t->total_ms, t->setup_ms, t->upload_ms, t->filter_ms,
-           t->copy_to_texture_ms, t->backproject_ms, gups(c, t->backproject_ms), t->download_ms);
+    printf("end to end %-13s %-15s: %.1f ms (setup %.1f ms not included) | busy: upload %.1f, "
+           "filter %.1f, backprojection %.1f (%.0f GUPS), download %.1f ms\n",
+           ctr__bp_variant_name(t->variant), pipe_name[t->pipeline], t->total_ms, t->setup_ms,
+           t->upload_ms, t->filter_ms, t->backproject_ms, gups(c, t->backproject_ms),
+           t->download_ms);
     if (json)
-      json_case("\"name\": \"%s/end-to-end/%s\", \"seconds\": %.6f, \"setup_seconds\": %.6f, "
-                "\"upload_ms\": %.3f, \"filter_ms\": %.3f, \"copy_to_texture_ms\": %.3f, "
-                "\"backprojection_ms\": %.3f, \"download_ms\": %.3f, \"gups_in_pipeline\": %.1f, "
-                "\"views_per_launch\": %d, \"slices_per_thread\": %d, \"block\": [%d, %d]",
-                c->name, ctr__bp_variant_name(t->variant), t->total_ms * 1e-3, t->setup_ms * 1e-3,
-                t->upload_ms, t->filter_ms, t->copy_to_texture_ms, t->backproject_ms,
-                t->download_ms, gups(c, t->backproject_ms), cfg->views_per_launch,
-                cfg->slices_per_thread, cfg->block_x, cfg->block_y);
-    if (dump) {
+      json_case("\"name\": \"%s/end-to-end/%s/%s\", \"seconds\": %.6f, \"setup_seconds\": %.6f, "
+                "\"upload_ms\": %.3f, \"filter_ms\": %.3f, \"backprojection_ms\": %.3f, "
+                "\"download_ms\": %.3f, \"gups_in_pipeline\": %.1f, \"views_per_launch\": %d, "
+                "\"slices_per_thread\": %d, \"block\": [%d, %d]",
+                c->name, ctr__bp_variant_name(t->variant), pipe_name[t->pipeline],
+                t->total_ms * 1e-3, t->setup_ms * 1e-3, t->upload_ms, t->filter_ms,
+                t->backproject_ms, t->download_ms, gups(c, t->backproject_ms),
+                cfg.views_per_launch, cfg.slices_per_thread, cfg.block_x, cfg.block_y);
+    if (dump && (q == 0 || q == 3)) {
       char name[64];
       snprintf(name, sizeof name, "ours_%s.raw", q == 0 ? "texture" : "exact");
       if (!write_raw(dump, name, volume, nvox * sizeof(float))) DIE("cannot write %s/%s", dump, name);

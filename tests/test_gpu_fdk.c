@@ -155,7 +155,7 @@ static void test_variants(void) {
       double *nref = calloc(nvox, sizeof(double));
       float *nout = malloc(sizeof(float) * nvox);
       ctr__bp_reference(g, 0, nviews, noise, nref, 0, nz);
-      ctr__bp_config c = {CTR__BP_TEX, 32, 8, 16, 16};
+      ctr__bp_config c = {CTR__BP_TEX, 32, 8, 16, 16, CTR__PIPE_DEFAULT};
       CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, noise, nout, 1, NULL));
       printf("  white noise, tex: relative RMS %.2e (worst case, not bounded)\n",
              rel_rms_d(nout, nref, nvox));
@@ -165,7 +165,7 @@ static void test_variants(void) {
     for (int vi = 0; vi < 5; vi++) {
       for (int ci = 0; ci < (quick ? 1 : 5); ci++) {
         ctr__bp_config c = {variants[vi], configs[ci][0], configs[ci][1], configs[ci][2],
-                            configs[ci][3]};
+                            configs[ci][3], CTR__PIPE_DEFAULT};
         const ctr__bp_config r = ctr__bp_config_resolve(g, &o, &c);
         memset(out, 0xff, sizeof(float) * nvox); /* NaN poison: every voxel must be written */
         double ms = 0;
@@ -243,6 +243,13 @@ static void test_end_to_end(void) {
   memset(gpu2, 0xff, sizeof(float) * nvox);
   CHECK_OK(ctr_fdk(gctx, g, &o, &pp, &g2)); /* pageable in and out */
   CHECK(memcmp(gpu, gpu2, sizeof(float) * nvox) == 0);
+  /* Every pipeline arrangement computes the same sums in the same order. */
+  for (int mode = CTR__PIPE_FILTER_PRIORITY; mode <= CTR__PIPE_SERIAL; mode++) {
+    ctr__bp_config c = {CTR__BP_AUTO, 32, 0, 0, 0, mode};
+    memset(gpu2, 0xff, sizeof(float) * nvox);
+    CHECK_OK(ctr__cuda_fdk(gctx, g, &o, &c, proj, CTR_DTYPE_FLOAT32, gpu2, NULL));
+    CHECK_MSG(memcmp(gpu, gpu2, sizeof(float) * nvox) == 0, "pipeline mode %d differs", mode);
+  }
   /* uint16 input: the same values as float give the same volume. */
   for (int64_t i = 0; i < np; i++) {
     proj16[i] = (uint16_t)lrint(fmin(65535.0, proj[i] * 500.0));

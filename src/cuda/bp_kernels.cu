@@ -59,8 +59,10 @@ __device__ __forceinline__ typename sample_t<MODE>::type sample(const ctr__bp_ar
   }
 }
 
+/* At most 256 threads a block and at least 3 blocks an SM: caps registers
+ * at 80, which the ZP = 16 pair variants need to keep 3 blocks resident. */
 template <int ZP, bool CIRC, int MODE>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 3)
     bp_kernel(const ctr__bp_args a, const __grid_constant__ ctr__bp_views bv) {
   typedef typename sample_t<MODE>::type acc_t;
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -75,23 +77,25 @@ __global__ void __launch_bounds__(256)
     const float *m = bv.m[n];
     const int layer = bv.first + n;
     const float ws = a.wscale ? __ldg(a.wscale + layer) : 1.0f;
-    const float a0 = fmaf(fj, m[2], fmaf(fi, m[1], m[0]));
-    const float b0 = fmaf(fk, m[7], fmaf(fj, m[6], fmaf(fi, m[5], m[4])));
-    const float c0 = fmaf(fj, m[10], fmaf(fi, m[9], m[8]));
+    /* Every voxel's coordinates derive from its own slice index, never from
+     * the chunk start, so results do not depend on how z is split. */
+    const float axy = fmaf(fj, m[2], fmaf(fi, m[1], m[0]));
+    const float bxy = fmaf(fj, m[6], fmaf(fi, m[5], m[4]));
+    const float cxy = fmaf(fj, m[10], fmaf(fi, m[9], m[8]));
     if constexpr (CIRC) {
-      /* c and u are constant along the column; v is linear in k (Eq. 6). */
-      const float r = __frcp_rn(c0);
-      const float u = a0 * r, v = b0 * r, dv = m[7] * r, w = ws * r * r;
+      /* c and u are constant along the column; v is linear in z (Eq. 6). */
+      const float r = __frcp_rn(cxy);
+      const float u = axy * r, w = ws * r * r;
 #pragma unroll
-      for (int k = 0; k < ZP; k++) acc_add(acc[k], w, sample<MODE>(a, u, fmaf((float)k, dv, v), layer));
+      for (int k = 0; k < ZP; k++)
+        acc_add(acc[k], w, sample<MODE>(a, u, fmaf(fk + (float)k, m[7], bxy) * r, layer));
     } else {
-      const float ca = fmaf(fk, m[3], a0), cc = fmaf(fk, m[11], c0);
 #pragma unroll
       for (int k = 0; k < ZP; k++) {
-        const float c = fmaf((float)k, m[11], cc);
-        const float r = __frcp_rn(c);
-        const float u = fmaf((float)k, m[3], ca) * r;
-        const float v = fmaf((float)k, m[7], b0) * r;
+        const float z = fk + (float)k;
+        const float r = __frcp_rn(fmaf(z, m[11], cxy));
+        const float u = fmaf(z, m[3], axy) * r;
+        const float v = fmaf(z, m[7], bxy) * r;
         acc_add(acc[k], ws * r * r, sample<MODE>(a, u, v, layer));
       }
     }

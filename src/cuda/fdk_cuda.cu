@@ -16,6 +16,7 @@
  * like long warps along x, the exact kernels' scattered loads like 8x8
  * tiles. */
 #define DEFAULT_VIEWS_PER_LAUNCH 64
+#define DEFAULT_PIPELINE CTR__PIPE_FILTER_PRIORITY
 #define DEFAULT_TEX_SLICES 16
 #define DEFAULT_TEX_BLOCK_X 32
 #define DEFAULT_TEX_BLOCK_Y 4
@@ -68,7 +69,7 @@ extern "C" int ctr__bp_pair_possible(const ctr_geometry *g, int64_t z0, int64_t 
 
 extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ctr_fdk_options *o,
                                                  const ctr__bp_config *req) {
-  ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0};
+  ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0, CTR__PIPE_DEFAULT};
   if (req) c = *req;
   const int pair_ok = ctr__bp_pair_possible(g, o->z0, o->nz);
   if (c.variant == CTR__BP_AUTO) {
@@ -79,6 +80,7 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
   if ((c.variant == CTR__BP_TEX_PAIR || c.variant == CTR__BP_TEX_PAIR_HALF ||
        c.variant == CTR__BP_EXACT_PAIR) && !pair_ok)
     c.variant = c.variant == CTR__BP_EXACT_PAIR ? CTR__BP_EXACT : CTR__BP_TEX;
+  if (c.pipeline <= CTR__PIPE_DEFAULT || c.pipeline > CTR__PIPE_SERIAL) c.pipeline = DEFAULT_PIPELINE;
   if (c.views_per_launch <= 0) c.views_per_launch = DEFAULT_VIEWS_PER_LAUNCH;
   if (c.views_per_launch > CTR__BP_MAX_VIEWS) c.views_per_launch = CTR__BP_MAX_VIEWS;
   const int tex = c.variant == CTR__BP_TEX || c.variant == CTR__BP_TEX_PAIR ||
@@ -368,11 +370,14 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
   CTR_CHECK_GOTO(st, ctr__fdk_filter_init(ctx, g, o, &f));
   have_filter = 1;
   {
-    int lo = 0, hi = 0; /* the filter gets priority so it slots in beside the backprojection */
+    int lo = 0, hi = 0;
     CU(cudaDeviceGetStreamPriorityRange(&lo, &hi));
     CU(cudaStreamCreateWithFlags(&s_copy, cudaStreamNonBlocking));
-    CU(cudaStreamCreateWithPriority(&s_filt, cudaStreamNonBlocking, hi));
     CU(cudaStreamCreateWithPriority(&s_bp, cudaStreamNonBlocking, lo));
+    if (cfg.pipeline == CTR__PIPE_SERIAL) s_filt = s_bp;
+    else
+      CU(cudaStreamCreateWithPriority(&s_filt, cudaStreamNonBlocking,
+                                      cfg.pipeline == CTR__PIPE_FILTER_PRIORITY ? hi : lo));
   }
   for (int i = 0; i < 2; i++) {
     CU(cudaEventCreateWithFlags(&ev_up[i], cudaEventDisableTiming));
@@ -498,6 +503,7 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
       tm->variant = cfg.variant;
       tm->views_per_launch = cfg.views_per_launch;
       tm->slices_per_thread = cfg.slices_per_thread;
+      tm->pipeline = cfg.pipeline;
     }
   }
   CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk (cuda)", 1.0));
@@ -520,7 +526,7 @@ cleanup:
   views_free(&dv);
   if (have_filter) ctr__fdk_filter_free(&f);
   if (s_copy) cudaStreamDestroy(s_copy);
-  if (s_filt) cudaStreamDestroy(s_filt);
+  if (s_filt && s_filt != s_bp) cudaStreamDestroy(s_filt);
   if (s_bp) cudaStreamDestroy(s_bp);
   return st;
 }

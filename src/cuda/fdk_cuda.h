@@ -32,7 +32,15 @@ typedef struct ctr__bp_config {
   int views_per_launch; /* N' (<= CTR__BP_MAX_VIEWS) */
   int slices_per_thread; /* Z': 1, 2, 4, 8 or 16 */
   int block_x, block_y;  /* threads per block in x and y */
+  int pipeline;          /* CTR__PIPE_*: how filtering and backprojection share the GPU */
 } ctr__bp_config;
+
+enum {
+  CTR__PIPE_DEFAULT = 0,
+  CTR__PIPE_FILTER_PRIORITY = 1, /* filter on its own high-priority stream */
+  CTR__PIPE_FILTER_STREAM = 2,   /* filter on its own stream, same priority */
+  CTR__PIPE_SERIAL = 3           /* filter and backprojection in turn on one stream */
+};
 
 #define CTR__BP_MAX_VIEWS 64
 
@@ -43,7 +51,7 @@ typedef struct ctr__cuda_timings {
   double total_ms; /* first upload to the volume in host memory */
   double setup_ms; /* allocations, cuFFT plans, before the first upload (host clock) */
   ctr__bp_variant variant;
-  int views_per_launch, slices_per_thread;
+  int views_per_launch, slices_per_thread, pipeline;
 } ctr__cuda_timings;
 
 const char *ctr__bp_variant_name(ctr__bp_variant v);

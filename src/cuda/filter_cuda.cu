@@ -8,25 +8,26 @@
 template <typename T>
 __global__ void weight_rows(const T *__restrict__ raw, float *__restrict__ rows,
                             const ctr__fdk_view_params *__restrict__ params, int v0, int nu,
-                            int nv, int padded, int nrows) {
+                            int nv, int padded) {
+  /* grid: x over the padded row, y over rows, z over the batch's views */
   const int u = blockIdx.x * blockDim.x + threadIdx.x;
-  const int r = blockIdx.y; /* row index within the batch: view * nv + v */
-  if (u >= padded || r >= nrows) return;
+  const int v = blockIdx.y, view = blockIdx.z;
+  const long long r = (long long)view * nv + v;
+  if (u >= padded) return;
   float val = 0.0f;
   if (u < nu) {
-    const int view = r / nv, v = r - view * nv;
     const ctr__fdk_view_params p = params[v0 + view];
     const float w = (float)ctr__fdk_pixel_weight(&p, (double)u, (double)v);
-    val = (float)raw[(long long)r * nu + u] * w;
+    val = (float)raw[r * nu + u] * w;
   }
-  rows[(long long)r * padded + u] = val;
+  rows[r * padded + u] = val;
 }
 
 __global__ void multiply_kernel(cufftComplex *__restrict__ spec, const float *__restrict__ kern,
-                                int nf, int nrows) {
+                                int nf, int nv) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
-  const int r = blockIdx.y;
-  if (k >= nf || r >= nrows) return;
+  const long long r = (long long)blockIdx.z * nv + blockIdx.y;
+  if (k >= nf) return;
   cufftComplex c = spec[(long long)r * nf + k];
   const float h = kern[k];
   c.x *= h;
@@ -38,13 +39,13 @@ __global__ void multiply_kernel(cufftComplex *__restrict__ spec, const float *__
  * order like their bit patterns). */
 __global__ void abs_max_rows(const float *__restrict__ rows, long long row_stride,
                              const ctr__fdk_view_params *__restrict__ params, int v0, int nu,
-                             int nv, int nrows, unsigned int *out) {
+                             int nv, unsigned int *out) {
   const int u = blockIdx.x * blockDim.x + threadIdx.x;
-  const int r = blockIdx.y;
+  const long long r = (long long)blockIdx.z * nv + blockIdx.y;
   float m = 0.0f;
-  if (u < nu && r < nrows) {
-    const float scale = params ? params[v0 + r / nv].scale : 1.0f;
-    m = fabsf(rows[(long long)r * row_stride + u] * scale);
+  if (u < nu) {
+    const float scale = params ? params[v0 + blockIdx.z].scale : 1.0f;
+    m = fabsf(rows[r * row_stride + u] * scale);
   }
   for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
   if ((threadIdx.x & 31) == 0 && m > 0.0f) atomicMax(out, __float_as_uint(m));
@@ -54,13 +55,13 @@ __global__ void abs_max_rows(const float *__restrict__ rows, long long row_strid
  * view's post-filter scale when params is given. */
 __global__ void store_rows(const float *__restrict__ rows, long long row_stride,
                            const ctr__fdk_view_params *__restrict__ params, ctr__gpu_store dst,
-                           int v0, int nu, int nv, int nrows) {
+                           int v0, int nu, int nv) {
   const int u = blockIdx.x * blockDim.x + threadIdx.x;
-  const int r = blockIdx.y;
-  if (u >= nu || r >= nrows) return;
-  const int view = r / nv, v = r - view * nv;
+  const int v = blockIdx.y, view = blockIdx.z;
+  const long long r = (long long)view * nv + v;
+  if (u >= nu) return;
   const float scale = params ? params[v0 + view].scale : 1.0f;
-  float q = rows[(long long)r * row_stride + u] * scale, qm = 0.0f;
+  float q = rows[r * row_stride + u] * scale, qm = 0.0f;
   if (dst.pair) {
     const int vm = dst.mirror - v;
     if (vm >= 0 && vm < nv) qm = rows[((long long)view * nv + vm) * row_stride + u] * scale;
@@ -91,15 +92,14 @@ static ctr_status store(const float *rows, long long row_stride,
                         const ctr__fdk_view_params *params, const ctr__gpu_store *dst, int64_t v0,
                         int64_t nu, int64_t nv, int64_t n, cudaStream_t s) {
   ctr_status st = CTR_OK;
-  const int nrows = (int)(n * nv);
-  const dim3 grid((unsigned)((nu + 255) / 256), (unsigned)nrows);
+  const dim3 grid((unsigned)((nu + 255) / 256), (unsigned)nv, (unsigned)n);
   if (dst->half) {
     CU(cudaMemsetAsync(dst->d_max, 0, sizeof(unsigned int), s));
-    abs_max_rows<<<grid, 256, 0, s>>>(rows, row_stride, params, (int)v0, (int)nu, (int)nv, nrows,
+    abs_max_rows<<<grid, 256, 0, s>>>(rows, row_stride, params, (int)v0, (int)nu, (int)nv,
                                      dst->d_max);
     CU_LAUNCHED("abs_max_rows");
   }
-  store_rows<<<grid, 256, 0, s>>>(rows, row_stride, params, *dst, (int)v0, (int)nu, (int)nv, nrows);
+  store_rows<<<grid, 256, 0, s>>>(rows, row_stride, params, *dst, (int)v0, (int)nu, (int)nv);
   CU_LAUNCHED("store_rows");
 cleanup:
   return st;
@@ -175,20 +175,22 @@ ctr_status ctr__gpu_filter_run(ctr__gpu_filter *gf, const void *d_raw, ctr_dtype
                                int64_t v0, int64_t n, const ctr__gpu_store *dst, cudaStream_t s) {
   ctr_status st = CTR_OK;
   if (n > gf->batch) CTR_FAIL(CTR_E_INTERNAL, "filter batch of %lld views > %lld", (long long)n, (long long)gf->batch);
-  const int rows = (int)(n * gf->nv), nf = (int)(gf->padded / 2 + 1);
+  const int nf = (int)(gf->padded / 2 + 1);
   const int L = (int)gf->padded, nu = (int)gf->nu, nv = (int)gf->nv;
   const dim3 block(256);
+  const dim3 grid_pad((unsigned)((L + 255) / 256), (unsigned)nv, (unsigned)n);
   if (dtype == CTR_DTYPE_UINT16)
-    weight_rows<uint16_t><<<dim3((L + 255) / 256, rows), block, 0, s>>>(
-        (const uint16_t *)d_raw, gf->d_rows, gf->d_params, (int)v0, nu, nv, L, rows);
+    weight_rows<uint16_t><<<grid_pad, block, 0, s>>>((const uint16_t *)d_raw, gf->d_rows,
+                                                     gf->d_params, (int)v0, nu, nv, L);
   else
-    weight_rows<float><<<dim3((L + 255) / 256, rows), block, 0, s>>>(
-        (const float *)d_raw, gf->d_rows, gf->d_params, (int)v0, nu, nv, L, rows);
+    weight_rows<float><<<grid_pad, block, 0, s>>>((const float *)d_raw, gf->d_rows, gf->d_params,
+                                                  (int)v0, nu, nv, L);
   CU_LAUNCHED("weight_rows");
   /* Plans cover the whole batch; rows past `rows` hold stale data whose
    * results are never stored. */
   CUFFT(cufftExecR2C(gf->fwd, gf->d_rows, gf->d_spec));
-  multiply_kernel<<<dim3((nf + 255) / 256, rows), block, 0, s>>>(gf->d_spec, gf->d_kernel, nf, rows);
+  multiply_kernel<<<dim3((unsigned)((nf + 255) / 256), (unsigned)nv, (unsigned)n), block, 0, s>>>(
+      gf->d_spec, gf->d_kernel, nf, nv);
   CU_LAUNCHED("multiply_kernel");
   CUFFT(cufftExecC2R(gf->inv, gf->d_spec, gf->d_rows));
   CTR_CHECK_GOTO(st, store(gf->d_rows, L, gf->d_params, dst, v0, nu, nv, n, s));
