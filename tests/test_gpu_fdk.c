@@ -246,8 +246,10 @@ static void test_end_to_end(void) {
   /* Every pipeline arrangement computes the same sums in the same order. */
   for (int mode = CTR__PIPE_FILTER_PRIORITY; mode <= CTR__PIPE_SERIAL; mode++) {
     ctr__bp_config c = {CTR__BP_AUTO, 32, 0, 0, 0, mode};
+    ctr_fdk_options whole = o;
+    whole.nz = n; /* the internal entry point takes resolved options */
     memset(gpu2, 0xff, sizeof(float) * nvox);
-    CHECK_OK(ctr__cuda_fdk(gctx, g, &o, &c, proj, CTR_DTYPE_FLOAT32, gpu2, NULL));
+    CHECK_OK(ctr__cuda_fdk(gctx, g, &whole, &c, proj, CTR_DTYPE_FLOAT32, gpu2, NULL));
     CHECK_MSG(memcmp(gpu, gpu2, sizeof(float) * nvox) == 0, "pipeline mode %d differs", mode);
   }
   /* uint16 input: the same values as float give the same volume. */
