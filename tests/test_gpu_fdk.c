@@ -245,7 +245,7 @@ static void test_end_to_end(void) {
   CHECK(memcmp(gpu, gpu2, sizeof(float) * nvox) == 0);
   /* Every pipeline arrangement computes the same sums in the same order. */
   for (int mode = CTR__PIPE_FILTER_PRIORITY; mode <= CTR__PIPE_SERIAL; mode++) {
-    ctr__bp_config c = {CTR__BP_AUTO, 32, 0, 0, 0, mode};
+    ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0, mode}; /* defaults, as ctr_fdk */
     ctr_fdk_options whole = o;
     whole.nz = n; /* the internal entry point takes resolved options */
     memset(gpu2, 0xff, sizeof(float) * nvox);
