@@ -95,6 +95,7 @@ def main():
     astra_s = statistics.median(times)
 
     result = {"name": f"{args.case}/astra/FDK_CUDA", "astra_seconds": astra_s,
+              "gpu": None, "revision": None,
               "astra_runs": times, "astra_version": astra.__version__}
     for mode in ("exact", "texture"):
         ours = np.fromfile(f"{args.dump}/ours_{mode}.raw", dtype=np.float32).reshape(nz, ny, nx)
@@ -113,9 +114,10 @@ def main():
         result[f"orientation_flips_zyx_{mode}"] = list(best[2])
     if args.ours_json:
         ours = json.load(open(args.ours_json))
+        result["gpu"], result["revision"], result["date"] = ours["gpu"], ours["revision"], ours["date"]
         for c in ours["cases"]:
             if "/end-to-end/" in c["name"]:
-                key = c["name"].split("/")[-1]
+                key = c["name"].split("/end-to-end/")[1]  # variant/pipeline
                 result[f"ours_seconds_{key}"] = c["seconds"]
                 result[f"speedup_{key}"] = astra_s / c["seconds"]
     json.dump(result, open(args.out, "w"), indent=2)

@@ -19,8 +19,12 @@ LOGS=$(mktemp -d /tmp/ctr_logs.XXXX)
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
 say() { echo "== $*" | tee -a "$LOGS/summary.txt"; }
 
-export CTR_GIT_REVISION=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-if ! git -C "$ROOT" diff --quiet HEAD 2>/dev/null; then CTR_GIT_REVISION="$CTR_GIT_REVISION+dirty"; fi
+# The device copy of the tree has no .git: pass CTR_GIT_REVISION in from the caller.
+if [ -z "${CTR_GIT_REVISION:-}" ]; then
+  CTR_GIT_REVISION=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  git -C "$ROOT" diff --quiet HEAD 2>/dev/null || CTR_GIT_REVISION="$CTR_GIT_REVISION+dirty"
+fi
+export CTR_GIT_REVISION
 
 # Carried libraries: build against .deps; at run time expose only the ones the
 # machine lacks, so its own newer libraries are not shadowed.
@@ -77,7 +81,7 @@ fi
 for c in A B; do
   has "bench$c" || continue
   sweep=""
-  [ "$c" = A ] && sweep="--sweep"
+  [ "$c" = A ] && [ "${SWEEP:-1}" = 1 ] && sweep="--sweep"
   dump=/tmp/ctr_dump_$c
   mkdir -p "$dump"
   say "bench case $c $sweep"

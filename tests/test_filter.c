@@ -114,8 +114,37 @@ static void test_sinusoid_gain(void) {
   ctr__ramp_free(r);
 }
 
+/* Padded lengths are 2^a x {1,3,5,7}, at least twice the row; the kernel's
+ * l1 norm bounds the gain (Ram-Lak: 1/4 + 2 sum_odd 1/(pi n)^2 = 1/2). */
+static void test_padding_and_gain(void) {
+  CHECK(ctr__ramp_padded_length(1248) == 2560);
+  CHECK(ctr__ramp_padded_length(1024) == 2048);
+  CHECK(ctr__ramp_padded_length(97) == 224);
+  CHECK(ctr__ramp_padded_length(1) == 2);
+  for (int64_t n = 1; n < 3000; n += 37) {
+    const int64_t L = ctr__ramp_padded_length(n);
+    int64_t m = L;
+    while (m % 2 == 0) m /= 2;
+    CHECK_MSG(L >= 2 * n && (m == 1 || m == 3 || m == 5 || m == 7), "n %lld: L %lld", (long long)n, (long long)L);
+  }
+  ctr__ramp *r = NULL;
+  CHECK_OK(ctr__ramp_create(256, CTR_WINDOW_RAM_LAK, 1.0, &r));
+  if (!r) return;
+  CHECK_NEAR(ctr__ramp_kernel_l1(r), 0.5, 0.01);
+  ctr__ramp_work *w = ctr__ramp_work_create(r);
+  float row[256];
+  for (int trial = 0; trial < 20; trial++) {
+    for (int i = 0; i < 256; i++) row[i] = (float)(trial % 2 ? th_uniform(-1, 1) : (i % 2 ? 1 : -1));
+    ctr__ramp_apply(r, w, row, NULL, 1.0f);
+    for (int i = 0; i < 256; i++) CHECK(fabsf(row[i]) <= ctr__ramp_kernel_l1(r) * 1.0001);
+  }
+  ctr__ramp_work_free(w);
+  ctr__ramp_free(r);
+}
+
 int main(void) {
   test_good_size();
+  test_padding_and_gain();
   test_kernel_response();
   test_fft_equals_convolution();
   test_sinusoid_gain();

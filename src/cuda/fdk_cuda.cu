@@ -16,7 +16,7 @@
  * like long warps along x, the exact kernels' scattered loads like 8x8
  * tiles. */
 #define DEFAULT_VIEWS_PER_LAUNCH 64
-#define DEFAULT_PIPELINE CTR__PIPE_FILTER_PRIORITY
+#define DEFAULT_PIPELINE CTR__PIPE_SERIAL
 #define DEFAULT_TEX_SLICES 16
 #define DEFAULT_TEX_BLOCK_X 32
 #define DEFAULT_TEX_BLOCK_Y 4
@@ -327,9 +327,12 @@ static void host_copy(void *dst, const void *src, size_t bytes, int threads) {
 /* Events of one batch: upload start/end (copy stream), filter start/end
  * (filter stream), backprojection start/end (backprojection stream). */
 enum { EV_UP0, EV_UP1, EV_F0, EV_F1, EV_BP0, EV_BP1, EV_PER_BATCH };
-/* The last batch is backprojected in this many slabs, each downloaded while
- * the next is computed. */
+/* The last batches are backprojected slab by slab, each slab downloaded
+ * while the next is computed; enough batches are held back that their work
+ * outlasts the download (estimated from these rates). */
 #define TAIL_SLABS 8
+#define EST_GUPS 1.5e12
+#define EST_D2H_BYTES_PER_S 45e9
 
 extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *g,
                                     const ctr_fdk_options *o, const ctr__bp_config *req,
@@ -356,8 +359,8 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
   float *d_vol = NULL, *h_vol_stage = NULL;
   cudaStream_t s_copy = NULL, s_filt = NULL, s_bp = NULL;
   cudaEvent_t ev_up[2] = {NULL, NULL}, ev_used[2] = {NULL, NULL};
-  cudaEvent_t *ev = NULL; /* EV_PER_BATCH per batch, then 4 per tail slab, then t0, t1 */
-  const int64_t nev = EV_PER_BATCH * nbatches + 4 * TAIL_SLABS + 2;
+  cudaEvent_t *ev = NULL; /* EV_PER_BATCH per batch, 4 per tail slab, then done, t0, t1 */
+  const int64_t nev = EV_PER_BATCH * nbatches + 4 * TAIL_SLABS + 3;
   const int proj_pinned = host_pinned(proj), vol_pinned = host_pinned(vol);
   double t_setup = 0;
 
@@ -400,6 +403,11 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
     cudaEvent_t t0 = ev[nev - 2], t1 = ev[nev - 1], *tail = ev + EV_PER_BATCH * nbatches;
     const int64_t kslices = grid_slices(&dv, nzs);
     const int overlap_tail = vol_pinned;
+    const double bp_s = (double)batch * (double)(g->vol.nx * g->vol.ny * nzs) / EST_GUPS;
+    const double dl_s = (double)vol_bytes / EST_D2H_BYTES_PER_S;
+    int64_t held = overlap_tail ? (int64_t)ceil(dl_s / bp_s) : 0;
+    if (held > nbatches) held = nbatches;
+    const int64_t first_held = nbatches - held;
     CU(cudaEventRecord(t0, s_copy));
     CU(cudaStreamWaitEvent(s_bp, t0, 0));
     CU(cudaMemsetAsync(d_vol, 0, vol_bytes, s_bp));
@@ -427,30 +435,36 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
       CU(cudaEventRecord(ev_used[i], s_filt));
       CU(cudaStreamWaitEvent(s_bp, e[EV_F1], 0));
       CU(cudaEventRecord(e[EV_BP0], s_bp));
-      if (b < nbatches - 1 || !overlap_tail) {
+      if (b < first_held) {
         CTR_CHECK_GOTO(st, backproject_batch(g, &dv, &cfg, v0, n, d_vol, o->z0, nzs, 0, kslices, s_bp));
-      } else {
-        /* Last batch slab by slab; each slab's slices go home while the next
-         * slab is computed. */
-        for (int c = 0; c < TAIL_SLABS; c++) {
-          const int64_t k0 = kslices * c / TAIL_SLABS, k1 = kslices * (c + 1) / TAIL_SLABS;
-          if (k1 <= k0) continue;
-          CU(cudaEventRecord(tail[4 * c + 0], s_bp));
-          CTR_CHECK_GOTO(st, backproject_batch(g, &dv, &cfg, v0, n, d_vol, o->z0, nzs, k0, k1, s_bp));
-          CU(cudaEventRecord(tail[4 * c + 1], s_bp));
-          CU(cudaStreamWaitEvent(s_copy, tail[4 * c + 1], 0));
-          CU(cudaEventRecord(tail[4 * c + 2], s_copy));
-          CU(cudaMemcpyAsync((char *)vol + k0 * slice_bytes, (char *)d_vol + k0 * slice_bytes,
-                             (size_t)(k1 - k0) * slice_bytes, cudaMemcpyDeviceToHost, s_copy));
-          if (dv.pair) {
-            const int64_t m0 = nzs - k1, m1 = nzs - k0;
-            CU(cudaMemcpyAsync((char *)vol + m0 * slice_bytes, (char *)d_vol + m0 * slice_bytes,
-                               (size_t)(m1 - m0) * slice_bytes, cudaMemcpyDeviceToHost, s_copy));
-          }
-          CU(cudaEventRecord(tail[4 * c + 3], s_copy));
-        }
       }
       CU(cudaEventRecord(e[EV_BP1], s_bp));
+    }
+    if (held > 0) {
+      /* The held-back batches slab by slab; each slab's slices go home while
+       * the next slab is computed. */
+      for (int64_t b = first_held; b < nbatches; b++)
+        CU(cudaStreamWaitEvent(s_bp, ev[EV_PER_BATCH * b + EV_F1], 0));
+      for (int c = 0; c < TAIL_SLABS; c++) {
+        const int64_t k0 = kslices * c / TAIL_SLABS, k1 = kslices * (c + 1) / TAIL_SLABS;
+        if (k1 <= k0) continue;
+        CU(cudaEventRecord(tail[4 * c + 0], s_bp));
+        for (int64_t b = first_held; b < nbatches; b++) {
+          const int64_t v0 = b * batch, n = nviews - v0 < batch ? nviews - v0 : batch;
+          CTR_CHECK_GOTO(st, backproject_batch(g, &dv, &cfg, v0, n, d_vol, o->z0, nzs, k0, k1, s_bp));
+        }
+        CU(cudaEventRecord(tail[4 * c + 1], s_bp));
+        CU(cudaStreamWaitEvent(s_copy, tail[4 * c + 1], 0));
+        CU(cudaEventRecord(tail[4 * c + 2], s_copy));
+        CU(cudaMemcpyAsync((char *)vol + k0 * slice_bytes, (char *)d_vol + k0 * slice_bytes,
+                           (size_t)(k1 - k0) * slice_bytes, cudaMemcpyDeviceToHost, s_copy));
+        if (dv.pair) {
+          const int64_t m0 = nzs - k1, m1 = nzs - k0;
+          CU(cudaMemcpyAsync((char *)vol + m0 * slice_bytes, (char *)d_vol + m0 * slice_bytes,
+                             (size_t)(m1 - m0) * slice_bytes, cudaMemcpyDeviceToHost, s_copy));
+        }
+        CU(cudaEventRecord(tail[4 * c + 3], s_copy));
+      }
     }
     if (!overlap_tail) {
       /* Pageable volume: staged through a pinned buffer, chunk by chunk. */
@@ -466,8 +480,8 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
       }
       CU(cudaEventRecord(tail[3], s_copy));
     }
-    CU(cudaEventRecord(ev[EV_PER_BATCH * (nbatches - 1) + EV_BP1], s_bp));
-    CU(cudaStreamWaitEvent(s_copy, ev[EV_PER_BATCH * (nbatches - 1) + EV_BP1], 0));
+    CU(cudaEventRecord(ev[nev - 3], s_bp)); /* everything on the compute side */
+    CU(cudaStreamWaitEvent(s_copy, ev[nev - 3], 0));
     CU(cudaEventRecord(t1, s_copy));
     CU(cudaEventSynchronize(t1));
     if (tm) {
@@ -479,12 +493,12 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
         tm->upload_ms += ms;
         CU(cudaEventElapsedTime(&ms, e[EV_F0], e[EV_F1]));
         tm->filter_ms += ms;
-        if (b < nbatches - 1 || !overlap_tail) {
+        if (b < first_held) {
           CU(cudaEventElapsedTime(&ms, e[EV_BP0], e[EV_BP1]));
           tm->backproject_ms += ms;
         }
       }
-      if (overlap_tail) {
+      if (held > 0) {
         for (int c = 0; c < TAIL_SLABS; c++) {
           const int64_t k0 = kslices * c / TAIL_SLABS, k1 = kslices * (c + 1) / TAIL_SLABS;
           if (k1 <= k0) continue;

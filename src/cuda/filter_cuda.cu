@@ -5,22 +5,29 @@
 #include <cuda_fp16.h>
 #include <string.h>
 
+/* Pre-weights into zero-padded rows; with `out_max`, also the batch's largest
+ * |weighted value x post-filter scale| (float bits: non-negative floats
+ * order like their bit patterns). */
 template <typename T>
 __global__ void weight_rows(const T *__restrict__ raw, float *__restrict__ rows,
                             const ctr__fdk_view_params *__restrict__ params, int v0, int nu,
-                            int nv, int padded) {
+                            int nv, int padded, unsigned int *out_max) {
   /* grid: x over the padded row, y over rows, z over the batch's views */
   const int u = blockIdx.x * blockDim.x + threadIdx.x;
   const int v = blockIdx.y, view = blockIdx.z;
   const long long r = (long long)view * nv + v;
-  if (u >= padded) return;
-  float val = 0.0f;
+  float val = 0.0f, mag = 0.0f;
   if (u < nu) {
     const ctr__fdk_view_params p = params[v0 + view];
     const float w = (float)ctr__fdk_pixel_weight(&p, (double)u, (double)v);
     val = (float)raw[r * nu + u] * w;
+    mag = fabsf(val * p.scale);
   }
-  rows[r * padded + u] = val;
+  if (u < padded) rows[r * padded + u] = val;
+  if (out_max) {
+    for (int o = 16; o > 0; o >>= 1) mag = fmaxf(mag, __shfl_xor_sync(0xffffffffu, mag, o));
+    if ((threadIdx.x & 31) == 0 && mag > 0.0f) atomicMax(out_max, __float_as_uint(mag));
+  }
 }
 
 __global__ void multiply_kernel(cufftComplex *__restrict__ spec, const float *__restrict__ kern,
@@ -75,7 +82,7 @@ __global__ void store_rows(const float *__restrict__ rows, long long row_stride,
   const int layer = dst.layer0 + view;
   if (dst.half) {
     /* 2^e with the batch maximum in [2^13, 2^14): no overflow, full precision. */
-    const float mx = __uint_as_float(*dst.d_max);
+    const float mx = __uint_as_float(*dst.d_max) * dst.gain;
     const int e = mx > 0.0f ? ilogbf(mx) - 13 : 0;
     if (u == 0 && v == 0) dst.wscale[view] = ldexpf(1.0f, e);
     const __half2 h = __floats2half2_rn(ldexpf(q, -e), ldexpf(qm, -e));
@@ -88,17 +95,13 @@ __global__ void store_rows(const float *__restrict__ rows, long long row_stride,
   }
 }
 
+/* With half storage, dst->d_max must hold the batch maximum already (see
+ * ctr__gpu_store.gain). */
 static ctr_status store(const float *rows, long long row_stride,
                         const ctr__fdk_view_params *params, const ctr__gpu_store *dst, int64_t v0,
                         int64_t nu, int64_t nv, int64_t n, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const dim3 grid((unsigned)((nu + 255) / 256), (unsigned)nv, (unsigned)n);
-  if (dst->half) {
-    CU(cudaMemsetAsync(dst->d_max, 0, sizeof(unsigned int), s));
-    abs_max_rows<<<grid, 256, 0, s>>>(rows, row_stride, params, (int)v0, (int)nu, (int)nv,
-                                     dst->d_max);
-    CU_LAUNCHED("abs_max_rows");
-  }
   store_rows<<<grid, 256, 0, s>>>(rows, row_stride, params, *dst, (int)v0, (int)nu, (int)nv);
   CU_LAUNCHED("store_rows");
 cleanup:
@@ -107,7 +110,18 @@ cleanup:
 
 ctr_status ctr__gpu_store_views(const float *d_src, int64_t nu, int64_t nv, int64_t n,
                                 const ctr__gpu_store *dst, cudaStream_t s) {
-  return store(d_src, nu, NULL, dst, 0, nu, nv, n, s);
+  ctr_status st = CTR_OK;
+  ctr__gpu_store d = *dst;
+  if (d.half) { /* the data's own maximum: gain 1 */
+    const dim3 grid((unsigned)((nu + 255) / 256), (unsigned)nv, (unsigned)n);
+    CU(cudaMemsetAsync(d.d_max, 0, sizeof(unsigned int), s));
+    abs_max_rows<<<grid, 256, 0, s>>>(d_src, nu, NULL, 0, (int)nu, (int)nv, d.d_max);
+    CU_LAUNCHED("abs_max_rows");
+    d.gain = 1.0f;
+  }
+  CTR_CHECK_GOTO(st, store(d_src, nu, NULL, &d, 0, nu, nv, n, s));
+cleanup:
+  return st;
 }
 
 size_t ctr__gpu_filter_bytes(int64_t nu, int64_t nv, int64_t nviews, int64_t batch) {
@@ -138,6 +152,7 @@ ctr_status ctr__gpu_filter_create(const ctr__fdk_filter *f, int64_t batch, cudaS
   gf->nu = g->nu;
   gf->nv = g->nv;
   gf->padded = ctr__ramp_padded(f->ramp);
+  gf->l1 = (float)(ctr__ramp_kernel_l1(f->ramp) * 1.0001); /* float rounding margin */
   gf->batch = batch;
   const int64_t nf = gf->padded / 2 + 1, rows = batch * g->nv;
   int n = (int)gf->padded;
@@ -179,12 +194,19 @@ ctr_status ctr__gpu_filter_run(ctr__gpu_filter *gf, const void *d_raw, ctr_dtype
   const int L = (int)gf->padded, nu = (int)gf->nu, nv = (int)gf->nv;
   const dim3 block(256);
   const dim3 grid_pad((unsigned)((L + 255) / 256), (unsigned)nv, (unsigned)n);
+  ctr__gpu_store d = *dst;
+  unsigned int *mx = NULL;
+  if (d.half) { /* bound the filtered values by the input maximum x the kernel's gain */
+    mx = d.d_max;
+    d.gain = gf->l1;
+    CU(cudaMemsetAsync(mx, 0, sizeof(unsigned int), s));
+  }
   if (dtype == CTR_DTYPE_UINT16)
     weight_rows<uint16_t><<<grid_pad, block, 0, s>>>((const uint16_t *)d_raw, gf->d_rows,
-                                                     gf->d_params, (int)v0, nu, nv, L);
+                                                     gf->d_params, (int)v0, nu, nv, L, mx);
   else
     weight_rows<float><<<grid_pad, block, 0, s>>>((const float *)d_raw, gf->d_rows, gf->d_params,
-                                                  (int)v0, nu, nv, L);
+                                                  (int)v0, nu, nv, L, mx);
   CU_LAUNCHED("weight_rows");
   /* Plans cover the whole batch; rows past `rows` hold stale data whose
    * results are never stored. */
@@ -193,7 +215,7 @@ ctr_status ctr__gpu_filter_run(ctr__gpu_filter *gf, const void *d_raw, ctr_dtype
       gf->d_spec, gf->d_kernel, nf, nv);
   CU_LAUNCHED("multiply_kernel");
   CUFFT(cufftExecC2R(gf->inv, gf->d_spec, gf->d_rows));
-  CTR_CHECK_GOTO(st, store(gf->d_rows, L, gf->d_params, dst, v0, nu, nv, n, s));
+  CTR_CHECK_GOTO(st, store(gf->d_rows, L, gf->d_params, &d, v0, nu, nv, n, s));
 cleanup:
   return st;
 }

@@ -11,8 +11,9 @@
  * base[k * view_stride + v * pitch + u]. SURFACE: at (u, v) of layer
  * layer0 + k of a layered array. With `pair`, elements hold
  * (Q[v][u], Q[mirror - v][u]) (0 outside the detector); with `half` (surface
- * only) they are half2 scaled by 2^-e, e chosen per batch so the largest
- * magnitude sits just below 2^14, and wscale[k] receives 2^e. */
+ * only) they are half2 scaled by 2^-e, e chosen per batch from a bound on
+ * the largest magnitude (d_max x gain) so nothing exceeds 2^14, and
+ * wscale[k] receives 2^e. */
 enum { CTR__STORE_LINEAR = 0, CTR__STORE_SURFACE = 1 };
 struct ctr__gpu_store {
   int kind;
@@ -25,7 +26,8 @@ struct ctr__gpu_store {
   int mirror;
   int half;
   float *wscale;
-  unsigned int *d_max;
+  unsigned int *d_max; /* bits of the largest |input| (half), set before the store */
+  float gain;          /* bound on |stored| / |input|: the filter kernel's l1 norm, or 1 */
 };
 
 struct ctr__gpu_filter {
@@ -35,6 +37,7 @@ struct ctr__gpu_filter {
   float *d_rows;           /* batch * nv rows of `padded` floats */
   cufftComplex *d_spec;    /* batch * nv rows of padded/2 + 1 */
   float *d_kernel;         /* padded/2 + 1 values including 1/padded */
+  float l1;                /* the kernel's gain bound (ctr__ramp_kernel_l1) */
   ctr__fdk_view_params *d_params; /* every view */
 };
 

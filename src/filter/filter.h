@@ -27,6 +27,8 @@ void ctr__ramp_free(ctr__ramp *r);
 int64_t ctr__ramp_padded(const ctr__ramp *r);
 /* The padded row length used for rows of n pixels (even, >= 2 n). */
 int64_t ctr__ramp_padded_length(int64_t n);
+/* Sum of |h| of the windowed spatial kernel: a bound on the filter's gain. */
+double ctr__ramp_kernel_l1(const ctr__ramp *r);
 /* The frequency-domain kernel (padded/2 + 1 floats, 1/padded included). */
 void ctr__ramp_copy_kernel(const ctr__ramp *r, float *out);
 /* Per-thread work buffers. */

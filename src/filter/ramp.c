@@ -13,6 +13,7 @@ static pthread_mutex_t g_plan_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct ctr__ramp {
   int64_t n, padded;
+  double l1;     /* sum |h| of the windowed spatial kernel: |output| <= l1 max|input| */
   float *kernel; /* padded/2 + 1 values, includes 1/padded */
   fftwf_plan fwd, inv;
 };
@@ -132,6 +133,31 @@ cleanup:
   return st;
 }
 
+/* Sum |h| of the spatial kernel whose spectrum is k (padded/2 + 1 real
+ * values): an inverse real FFT in double. 0 if FFTW cannot plan. */
+static double kernel_l1(const double *k, int64_t L) {
+  const int64_t nf = L / 2 + 1;
+  fftw_complex *spec = fftw_malloc((size_t)nf * sizeof(fftw_complex));
+  double *h = fftw_malloc((size_t)L * sizeof(double));
+  double l1 = 0.0;
+  if (spec && h) {
+    for (int64_t i = 0; i < nf; i++) spec[i][0] = k[i], spec[i][1] = 0.0;
+    pthread_mutex_lock(&g_plan_lock);
+    fftw_plan p = fftw_plan_dft_c2r_1d((int)L, spec, h, FFTW_ESTIMATE);
+    pthread_mutex_unlock(&g_plan_lock);
+    if (p) {
+      fftw_execute(p);
+      for (int64_t i = 0; i < L; i++) l1 += fabs(h[i]) / (double)L;
+      pthread_mutex_lock(&g_plan_lock);
+      fftw_destroy_plan(p);
+      pthread_mutex_unlock(&g_plan_lock);
+    }
+  }
+  fftw_free(spec);
+  fftw_free(h);
+  return l1;
+}
+
 ctr_status ctr__ramp_create(int64_t n, ctr_window w, double cutoff, ctr__ramp **out) {
   *out = NULL;
   if (n < 1 || n > (1 << 24)) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ramp filter row length %lld", (long long)n);
@@ -154,6 +180,7 @@ ctr_status ctr__ramp_create(int64_t n, ctr_window w, double cutoff, ctr__ramp **
     goto fail;
   }
   for (int64_t i = 0; i < nf; i++) r->kernel[i] = (float)(k[i] / (double)r->padded);
+  r->l1 = kernel_l1(k, r->padded);
   free(k);
   pthread_mutex_lock(&g_plan_lock);
   r->fwd = fftwf_plan_dft_r2c_1d((int)r->padded, buf, spec, FFTW_ESTIMATE);
@@ -185,10 +212,20 @@ void ctr__ramp_free(ctr__ramp *r) {
 int64_t ctr__ramp_padded(const ctr__ramp *r) { return r->padded; }
 
 int64_t ctr__ramp_padded_length(int64_t n) {
-  int64_t L = ctr__fft_good_size(2 * n);
-  while (L % 2) L = ctr__fft_good_size(L + 1);
-  return L;
+  /* 2^a x {1, 3, 5, 7}: FFT libraries run these in fewer passes than
+   * lengths with several odd factors (2500 = 4 x 5^4 ran at half the speed
+   * of 2560 = 2^9 x 5 on cuFFT, bench/NOTES.md). */
+  int64_t best = 0;
+  static const int odd[] = {1, 3, 5, 7};
+  for (int k = 0; k < 4; k++) {
+    int64_t L = 2 * odd[k];
+    while (L < 2 * n) L *= 2;
+    if (!best || L < best) best = L;
+  }
+  return best;
 }
+
+double ctr__ramp_kernel_l1(const ctr__ramp *r) { return r->l1; }
 
 void ctr__ramp_copy_kernel(const ctr__ramp *r, float *out) {
   memcpy(out, r->kernel, (size_t)(r->padded / 2 + 1) * sizeof(float));
