@@ -2,7 +2,7 @@
  * seconds / 1e9, as seed 000 Table 1) and the filter stage, median of
  * repeats after a warm-up. Writes JSON (DESIGN.md's benchmark layout).
  *
- *   bench_fdk_cpu [--size N] [--views V] [--det D] [--repeats R] [--json FILE]
+ *   bench_fdk_cpu [--size N] [--views V] [--det D] [--repeats R] [--batch B] [--json FILE]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +40,7 @@ static double median(double *v, int n) {
 int main(int argc, char **argv) {
   int64_t n = 256, views = 360, det = 256;
   int repeats = 3;
+  int64_t batch = 0;
   const char *json = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--size") && i + 1 < argc) n = atoll(argv[++i]);
@@ -47,7 +48,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--det") && i + 1 < argc) det = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
-    else DIE("usage: %s [--size N] [--views V] [--det D] [--repeats R] [--json FILE]", argv[0]);
+    else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoll(argv[++i]);
+    else DIE("usage: %s [--size N] [--views V] [--det D] [--repeats R] [--batch B] [--json FILE]", argv[0]);
   }
   if (n < 1 || views < 1 || det < 1 || repeats < 1 || repeats > 100) DIE("bad sizes");
   ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
@@ -79,7 +81,9 @@ int main(int argc, char **argv) {
     if (ctr_fdk_filter(ctx, g, NULL, 0, views, work)) DIE("filter: %s", ctr_error_detail());
     double t1 = now();
     memset(vbuf, 0, nv * sizeof(float));
-    if (ctr_fdk_backproject(ctx, g, NULL, 0, views, work, &va)) DIE("bp: %s", ctr_error_detail());
+    ctr_fdk_options bo = CTR_FDK_OPTIONS_INIT;
+    bo.views_per_batch = batch;
+    if (ctr_fdk_backproject(ctx, g, &bo, 0, views, work, &va)) DIE("bp: %s", ctr_error_detail());
     double t2 = now();
     if (r >= 0) {
       t_f[r] = t1 - t0;

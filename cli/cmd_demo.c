@@ -40,6 +40,7 @@ typedef struct demo_args {
   int64_t size, views, det;
   const char *out_dir;
   int no_volume;
+  ctr_interp interp;
   cli_common common;
 } demo_args;
 
@@ -117,6 +118,7 @@ static int step_fdk(const demo_args *a, demo_run *r) {
   if (!r->rec) return rc;
   ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
   o.window = CTR_WINDOW_HANN;
+  o.interp = a->interp;
   const ctr_array proj = ctr_array_init(r->proj, CTR_DTYPE_FLOAT32, 3, pdims);
   ctr_array vol = ctr_array_init(r->rec, CTR_DTYPE_FLOAT32, 3, vdims);
   const double t0 = cli_now();
@@ -225,7 +227,7 @@ static int run(const demo_args *a, demo_run *r) {
 }
 
 int cmd_demo(int argc, char **argv) {
-  demo_args a = {256, 360, 256, "demo-out", 0, CLI_COMMON_INIT};
+  demo_args a = {256, 360, 256, "demo-out", 0, CTR_INTERP_DEFAULT, CLI_COMMON_INIT};
   const cli_opt opts[] = {
       {"--size", "N", "volume size N^3 over 256 mm (default 256)", cli_parse_count, &a.size, NULL},
       {"--views", "N", "projections over 360 deg (default 360)", cli_parse_count, &a.views, NULL},
@@ -235,6 +237,9 @@ int cmd_demo(int argc, char **argv) {
        cli_parse_string, &a.out_dir, NULL},
       {"--no-volume", NULL, "do not write recon.nrrd (previews only)", cli_set_flag, &a.no_volume,
        NULL},
+      {"--interp", "auto|exact|texture",
+       "backprojection interpolation (default auto: texture on a GPU, exact on the CPU)",
+       cli_parse_interp, &a.interp, NULL},
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };

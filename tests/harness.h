@@ -70,14 +70,14 @@ static int th_checks = 0, th_failures = 0;
     }                                                                               \
   } while (0)
 
-static int th_finish(const char *name) {
+static inline int th_finish(const char *name) {
   printf("%s: %d checks, %d failed\n", name, th_checks, th_failures);
   return th_failures ? 1 : 0;
 }
 
 /* Deterministic pseudo-random numbers for tests (xorshift64*). */
 static unsigned long long th_rng_state = 0x9E3779B97F4A7C15ull;
-static double th_uniform(double lo, double hi) {
+static inline double th_uniform(double lo, double hi) {
   th_rng_state ^= th_rng_state >> 12;
   th_rng_state ^= th_rng_state << 25;
   th_rng_state ^= th_rng_state >> 27;
