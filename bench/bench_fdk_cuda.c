@@ -73,6 +73,24 @@ static double gups(const bench_case *c, double ms) {
   return (double)c->nviews * (double)c->n * (double)c->n * (double)c->n / (ms * 1e-3) / 1e9;
 }
 
+/* Times one backprojection configuration (median of `repeats`), prints and
+ * records it, and keeps it in *best if it is the fastest so far. */
+static void time_config(const bench_case *c, const ctr_geometry *g, const ctr_context *ctx,
+                        const ctr_fdk_options *o, const float *filt, int repeats,
+                        ctr__bp_config cfg, ctr__bp_config *best, double *best_ms) {
+  double ms;
+  if (ctr__cuda_backproject(ctx, g, o, &cfg, filt, NULL, repeats, &ms))
+    DIE("backproject: %s", ctr_error_detail());
+  printf("%-10s %4d %4d %3dx%-3d %10.2f %8.1f\n", ctr__bp_variant_name(cfg.variant),
+         cfg.views_per_launch, cfg.slices_per_thread, cfg.block_x, cfg.block_y, ms, gups(c, ms));
+  fflush(stdout);
+  if (json)
+    json_case("\"name\": \"%s/bp/%s/N%d/Z%d/%dx%d\", \"seconds\": %.6f, \"gups\": %.1f", c->name,
+              ctr__bp_variant_name(cfg.variant), cfg.views_per_launch, cfg.slices_per_thread,
+              cfg.block_x, cfg.block_y, ms * 1e-3, gups(c, ms));
+  if (ms < *best_ms) *best_ms = ms, *best = cfg;
+}
+
 static int write_raw(const char *dir, const char *name, const void *p, size_t bytes) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -162,45 +180,27 @@ int main(int argc, char **argv) {
   printf("%-10s %4s %4s %7s %10s %8s\n", "variant", "N'", "Z'", "block", "ms", "GUPS");
   for (int vi = 0; vi < NVAR; vi++) {
     best_ms[vi] = 1e30;
-    ctr__bp_config skip = {variants[vi], 0, 0, 0, 0, 0};
-    best[vi] = ctr__bp_config_resolve(g, &o, &skip);
-    if (only && !listed(only, ctr__bp_variant_name(variants[vi]))) continue;
     ctr__bp_config dflt = {variants[vi], 0, 0, 0, 0, 0};
     best[vi] = ctr__bp_config_resolve(g, &o, &dflt); /* the library's tuned defaults */
-    const int n_np = sweep ? 2 : 1, n_zp = sweep ? 2 : 1;
-    for (int a = 0; a < n_np; a++)
-      for (int b = 0; b < n_zp; b++) {
-        ctr__bp_config cfg = best[vi];
-        if (sweep) cfg.views_per_launch = nps[a], cfg.slices_per_thread = zps[b], cfg.block_x = 16, cfg.block_y = 16;
-        double ms;
-        if (ctr__cuda_backproject(gctx, g, &o, &cfg, filt, NULL, repeats, &ms))
-          DIE("backproject: %s", ctr_error_detail());
-        printf("%-10s %4d %4d %3dx%-3d %10.2f %8.1f\n", ctr__bp_variant_name(cfg.variant),
-               cfg.views_per_launch, cfg.slices_per_thread, cfg.block_x, cfg.block_y, ms, gups(c, ms));
-        fflush(stdout);
-        if (json)
-          json_case("\"name\": \"%s/bp/%s/N%d/Z%d/%dx%d\", \"seconds\": %.6f, \"gups\": %.1f",
-                    c->name, ctr__bp_variant_name(cfg.variant), cfg.views_per_launch,
-                    cfg.slices_per_thread, cfg.block_x, cfg.block_y, ms * 1e-3, gups(c, ms));
-        if (ms < best_ms[vi]) best_ms[vi] = ms, best[vi] = cfg;
+    if (only && !listed(only, ctr__bp_variant_name(variants[vi]))) continue;
+    if (!sweep) {
+      time_config(c, g, gctx, &o, filt, repeats, best[vi], &best[vi], &best_ms[vi]);
+      continue;
+    }
+    const ctr__bp_config base = best[vi];
+    for (int a = 0; a < 2; a++) /* N' x Z' with 16x16 blocks, then block shapes */
+      for (int b = 0; b < 2; b++) {
+        ctr__bp_config cfg = base;
+        cfg.views_per_launch = nps[a], cfg.slices_per_thread = zps[b];
+        cfg.block_x = cfg.block_y = 16;
+        time_config(c, g, gctx, &o, filt, repeats, cfg, &best[vi], &best_ms[vi]);
       }
-    if (sweep)
-      for (int k = 1; k < NBLOCKS; k++) {
-        ctr__bp_config cfg = best[vi];
-        cfg.block_x = blocks[k][0];
-        cfg.block_y = blocks[k][1];
-        double ms;
-        if (ctr__cuda_backproject(gctx, g, &o, &cfg, filt, NULL, repeats, &ms))
-          DIE("backproject: %s", ctr_error_detail());
-        printf("%-10s %4d %4d %3dx%-3d %10.2f %8.1f\n", ctr__bp_variant_name(cfg.variant),
-               cfg.views_per_launch, cfg.slices_per_thread, cfg.block_x, cfg.block_y, ms, gups(c, ms));
-        fflush(stdout);
-        if (json)
-          json_case("\"name\": \"%s/bp/%s/N%d/Z%d/%dx%d\", \"seconds\": %.6f, \"gups\": %.1f",
-                    c->name, ctr__bp_variant_name(cfg.variant), cfg.views_per_launch,
-                    cfg.slices_per_thread, cfg.block_x, cfg.block_y, ms * 1e-3, gups(c, ms));
-        if (ms < best_ms[vi]) best_ms[vi] = ms, best[vi] = cfg;
-      }
+    for (int k = 1; k < NBLOCKS; k++) {
+      ctr__bp_config cfg = best[vi];
+      cfg.block_x = blocks[k][0];
+      cfg.block_y = blocks[k][1];
+      time_config(c, g, gctx, &o, filt, repeats, cfg, &best[vi], &best_ms[vi]);
+    }
   }
 
   /* End to end with the best half2 texture-pair (each pipeline mode) and

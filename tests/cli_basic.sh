@@ -2,20 +2,7 @@
 # CLI basics: help of every command, usage errors (exit 2), version, info,
 # geometry write and --check.  Usage: bash cli_basic.sh path/to/ctrecon
 set -u
-CTR=${1:?usage: cli_basic.sh path/to/ctrecon}
-case $CTR in /*) ;; *) CTR=$PWD/$CTR ;; esac
-TOP=$(mktemp -d)
-trap 'rm -rf "$TOP"' EXIT
-mkdir "$TOP/work" "$TOP/log"
-cd "$TOP/work" || exit 1
-OUT=$TOP/log/out ERR=$TOP/log/err
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   - $*"; }
-bad() {
-  fail=$((fail + 1)); echo "FAIL - $*"
-  sed 's/^/    stdout: /' "$OUT" | head -5; sed 's/^/    stderr: /' "$ERR" | head -5
-}
-run() { "$CTR" "$@" >"$OUT" 2>"$ERR"; rc=$?; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
 # expect CODE DESC ARGS...: exit code only
 expect() {
   local want=$1 desc=$2; shift 2
@@ -146,5 +133,4 @@ has "$OUT" "1000 mm from the axis" "defaults: sid 1000"
 leftover=$(ls -A | grep -v -x -e g.json -e s.json -e d.json)
 if [ -z "$leftover" ]; then ok "no temporaries left"; else bad "left: $leftover"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -2,20 +2,7 @@
 # A small `ctrecon demo` end to end: summary, accuracy, files.
 # Usage: bash cli_demo.sh path/to/ctrecon
 set -u
-CTR=${1:?usage: cli_demo.sh path/to/ctrecon}
-case $CTR in /*) ;; *) CTR=$PWD/$CTR ;; esac
-TOP=$(mktemp -d)
-trap 'rm -rf "$TOP"' EXIT
-mkdir "$TOP/work" "$TOP/log"
-cd "$TOP/work" || exit 1
-OUT=$TOP/log/out ERR=$TOP/log/err
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   - $*"; }
-bad() {
-  fail=$((fail + 1)); echo "FAIL - $*"
-  sed 's/^/    stdout: /' "$OUT" | head -30; sed 's/^/    stderr: /' "$ERR" | head -5
-}
-run() { "$CTR" "$@" >"$OUT" 2>"$ERR"; rc=$?; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
 # value LABEL: the first number after LABEL in the summary
 value() { awk -v l="$1" 'index($0, l) == 3 { s = substr($0, length(l) + 3); split(s, f, " "); print f[1]; exit }' "$OUT"; }
 below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 < b + 0) }'; }
@@ -58,5 +45,4 @@ run demo --size 32 --views 40 --det 48 --out-dir afile/sub
 [ "$rc" -eq 1 ] && [ "$(wc -l <"$ERR")" -eq 1 ] && grep -q "^ctrecon demo: error: .*afile" "$ERR" &&
   ok "out-dir under a file: exit 1, $(cat "$ERR")" || bad "out-dir under a file: exit $rc"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -4,20 +4,7 @@
 # expected, and leave no output (nor temporary) behind.
 # Usage: bash cli_errors.sh path/to/ctrecon
 set -u
-CTR=${1:?usage: cli_errors.sh path/to/ctrecon}
-case $CTR in /*) ;; *) CTR=$PWD/$CTR ;; esac
-TOP=$(mktemp -d)
-trap 'rm -rf "$TOP"' EXIT
-mkdir "$TOP/work" "$TOP/log"
-cd "$TOP/work" || exit 1
-OUT=$TOP/log/out ERR=$TOP/log/err
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   - $*"; }
-bad() {
-  fail=$((fail + 1)); echo "FAIL - $*"
-  sed 's/^/    stdout: /' "$OUT" | head -5; sed 's/^/    stderr: /' "$ERR" | head -5
-}
-run() { "$CTR" "$@" >"$OUT" 2>"$ERR"; rc=$?; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
 listing() { find . | LC_ALL=C sort; }
 # fails CODE DESC "NEEDLE1|NEEDLE2..." ARGS...: exit CODE, one error line with
 # every needle, and the directory tree unchanged.
@@ -142,5 +129,4 @@ run fdk --geometry g.json --projections short.raw --out keep.nrrd
 leftover=$(find . -name '*.tmp.*' -o -name '*partial*')
 [ -z "$leftover" ] && ok "no temporaries anywhere" || bad "temporaries: $leftover"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -3,20 +3,7 @@
 # (with --uint16-scale / --input-scale), slabs, previews and truth volumes.
 # Usage: bash cli_roundtrip.sh path/to/ctrecon
 set -u
-CTR=${1:?usage: cli_roundtrip.sh path/to/ctrecon}
-case $CTR in /*) ;; *) CTR=$PWD/$CTR ;; esac
-TOP=$(mktemp -d)
-trap 'rm -rf "$TOP"' EXIT
-mkdir "$TOP/work" "$TOP/log"
-cd "$TOP/work" || exit 1
-OUT=$TOP/log/out ERR=$TOP/log/err
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   - $*"; }
-bad() {
-  fail=$((fail + 1)); echo "FAIL - $*"
-  sed 's/^/    stdout: /' "$OUT" | head -8; sed 's/^/    stderr: /' "$ERR" | head -5
-}
-run() { "$CTR" "$@" >"$OUT" 2>"$ERR"; rc=$?; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
 # step DESC ARGS...: must exit 0 with nothing on stderr but the backend-free lines
 step() {
   local desc=$1; shift
@@ -135,5 +122,4 @@ grep -q 'ph.json (2 ellipsoids)' "$OUT" && ok "JSON phantom summary" || bad "JSO
 leftover=$(ls -A | grep -e '\.tmp\.' -e partial)
 [ -z "$leftover" ] && ok "no temporaries left" || bad "temporaries left: $leftover"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1,0 +1,21 @@
+# Shared by the CLI test scripts (tests/cli_*.sh), sourced with the path of
+# the ctrecon binary: a scratch directory removed on exit (cwd: work/), the
+# counters and ok/bad/run helpers, and finish for the summary line.
+CTR=${1:?usage: bash $0 path/to/ctrecon}
+case $CTR in /*) ;; *) CTR=$PWD/$CTR ;; esac
+TOP=$(mktemp -d)
+trap 'rm -rf "$TOP"' EXIT
+mkdir "$TOP/work" "$TOP/log"
+cd "$TOP/work" || exit 1
+OUT=$TOP/log/out ERR=$TOP/log/err
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   - $*"; }
+bad() {
+  fail=$((fail + 1)); echo "FAIL - $*"
+  sed 's/^/    stdout: /' "$OUT" | head -5; sed 's/^/    stderr: /' "$ERR" | head -5
+}
+run() { "$CTR" "$@" >"$OUT" 2>"$ERR"; rc=$?; }
+finish() {
+  echo "$pass passed, $fail failed"
+  [ "$fail" -eq 0 ]
+}
