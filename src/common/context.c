@@ -171,6 +171,12 @@ int ctr__num_threads(const ctr_context *ctx) {
 #if !CTR_HAVE_CUDA
 void *ctr_host_alloc(size_t bytes) { return ctr__aligned_alloc(bytes, "host buffer"); }
 void ctr_host_free(void *p) { ctr__aligned_free(p); }
+ctr_status ctr_host_register(void *p, size_t bytes) {
+  (void)p;
+  (void)bytes;
+  return CTR_OK;
+}
+void ctr_host_unregister(void *p) { (void)p; }
 int ctr_cuda_device_count(void) { return 0; }
 ctr_status ctr_cuda_device_info(int index, ctr_device_info *out) {
   (void)out;

@@ -45,7 +45,8 @@ static void bp_rows(float *restrict acc, int64_t stride, int nx, const float *re
 }
 
 void ctr__bp_cpu(const ctr_context *ctx, const ctr_geometry *g, int64_t v0, int64_t n,
-                 const ctr__padded_views *views, float *vol, int64_t z0, int64_t nzs) {
+                 const int64_t *idx, const double *alpha, const ctr__padded_views *views,
+                 float *vol, int64_t z0, int64_t nzs) {
   const ctr_volume_geometry *vg = &g->vol;
   const int64_t nx = vg->nx, ny = vg->ny;
   const double x0 = ctr__voxel_coord(0, nx, vg->voxel_x, vg->offset_x);
@@ -59,7 +60,9 @@ void ctr__bp_cpu(const ctr_context *ctx, const ctr_geometry *g, int64_t v0, int6
       const double wy = ctr__voxel_coord(y, ny, vg->voxel_y, vg->offset_y);
       const int64_t rows = circular ? (nzs - z < CTR__ROWS ? nzs - z : CTR__ROWS) : 1;
       for (int64_t k = 0; k < n; k++) {
-        const double *P = g->views[v0 + k].P;
+        double P[12];
+        const double s = alpha ? alpha[k] : 1.0;
+        for (int q = 0; q < 12; q++) P[q] = s * g->views[idx ? idx[k] : v0 + k].P[q];
         const float *img = views->base + k * views->view_stride;
         const float da = (float)(P[0] * vg->voxel_x), db = (float)(P[4] * vg->voxel_x);
         const float dc = (float)(P[8] * vg->voxel_x);

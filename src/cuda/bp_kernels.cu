@@ -162,8 +162,9 @@ cleanup:
   return st;
 }
 
-void ctr__bp_views_fill(const ctr_geometry *g, int64_t first, int n, int64_t layer,
-                                   int64_t z0, int texture, ctr__bp_views *bv) {
+void ctr__bp_views_fill(const ctr_geometry *g, const int64_t *idx, int64_t first, int n,
+                        int64_t layer, int64_t z0, int texture, const double *alpha,
+                        ctr__bp_views *bv) {
   const ctr_volume_geometry *vg = &g->vol;
   const double x0 = ctr__voxel_coord(0, vg->nx, vg->voxel_x, vg->offset_x);
   const double y0 = ctr__voxel_coord(0, vg->ny, vg->voxel_y, vg->offset_y);
@@ -171,14 +172,15 @@ void ctr__bp_views_fill(const ctr_geometry *g, int64_t first, int n, int64_t lay
   bv->n = n;
   bv->first = (int)layer;
   for (int k = 0; k < n; k++) {
-    const double *P = g->views[first + k].P;
+    const double *P = g->views[idx ? idx[k] : first + k].P;
+    const double sc = alpha ? alpha[k] : 1.0;
     double row[3][4];
     for (int r = 0; r < 3; r++) {
       const double *p = P + 4 * r;
-      row[r][0] = p[0] * x0 + p[1] * y0 + p[2] * zs + p[3];
-      row[r][1] = p[0] * vg->voxel_x;
-      row[r][2] = p[1] * vg->voxel_y;
-      row[r][3] = p[2] * vg->voxel_z;
+      row[r][0] = sc * (p[0] * x0 + p[1] * y0 + p[2] * zs + p[3]);
+      row[r][1] = sc * p[0] * vg->voxel_x;
+      row[r][2] = sc * p[1] * vg->voxel_y;
+      row[r][3] = sc * p[2] * vg->voxel_z;
     }
     if (texture) /* u + 0.5 = (a + 0.5 c) / c: texel centres sit at +0.5 */
       for (int r = 0; r < 2; r++)

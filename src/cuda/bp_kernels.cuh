@@ -34,9 +34,12 @@ struct ctr__bp_args {
 ctr_status ctr__bp_launch(const ctr__bp_config *cfg, int circular, const ctr__bp_args *args,
                           const ctr__bp_views *bv, cudaStream_t s);
 
-/* Fills bv with views [first, first + n) of g for slab z0 (voxel grid folded
- * in); `texture` adds the texel-centre shift. */
-void ctr__bp_views_fill(const ctr_geometry *g, int64_t first, int n, int64_t layer, int64_t z0,
-                        int texture, ctr__bp_views *bv);
+/* Fills bv with n views of g (view k: idx[k], or first + k when idx is NULL)
+ * for slab z0 (voxel grid folded in), their samples in layers/slots from
+ * `layer`; `texture` adds the texel-centre shift; alpha[k] (NULL: 1) scales
+ * view k's matrix (same u, v; weight x 1 / alpha^2). */
+void ctr__bp_views_fill(const ctr_geometry *g, const int64_t *idx, int64_t first, int n,
+                        int64_t layer, int64_t z0, int texture, const double *alpha,
+                        ctr__bp_views *bv);
 
 #endif

@@ -59,3 +59,22 @@ extern "C" void ctr_host_free(void *p) {
   cudaGetLastError();
   ctr__aligned_free(p);
 }
+
+extern "C" ctr_status ctr_host_register(void *p, size_t bytes) {
+  if (!p || ctr__cuda_device_count() < 1) return CTR_OK;
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, p) == cudaSuccess && attr.type == cudaMemoryTypeHost)
+    return CTR_OK; /* already pinned */
+  cudaGetLastError();
+  cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    CTR_FAIL(CTR_E_DEVICE, "cannot pin %zu bytes of host memory: %s", bytes, cudaGetErrorString(e));
+  }
+  return CTR_OK;
+}
+
+extern "C" void ctr_host_unregister(void *p) {
+  if (!p || ctr__cuda_device_count() < 1) return;
+  if (cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+}

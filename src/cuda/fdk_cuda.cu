@@ -10,314 +10,12 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_ARRAYS 64
-
-/* Tuned defaults (bench/NOTES.md, H200 sweep of case A): texture kernels
- * like long warps along x, the exact kernels' scattered loads like 8x8
- * tiles. */
-#define DEFAULT_VIEWS_PER_LAUNCH 64
-#define DEFAULT_PIPELINE CTR__PIPE_SERIAL
-#define DEFAULT_TEX_SLICES 16
-#define DEFAULT_TEX_BLOCK_X 32
-#define DEFAULT_TEX_BLOCK_Y 4
-#define DEFAULT_EXACT_SLICES 8
-#define DEFAULT_EXACT_BLOCK_X 8
-#define DEFAULT_EXACT_BLOCK_Y 8
+#include "cuda/views_layout.cuh"
 
 static double wall_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
-}
-
-extern "C" const char *ctr__bp_variant_name(ctr__bp_variant v) {
-  switch (v) {
-    case CTR__BP_AUTO: return "auto";
-    case CTR__BP_TEX: return "tex";
-    case CTR__BP_TEX_PAIR: return "tex-pair";
-    case CTR__BP_EXACT: return "exact";
-    case CTR__BP_EXACT_PAIR: return "exact-pair";
-    case CTR__BP_TEX_PAIR_HALF: return "tex-pair-half";
-  }
-  return "unknown";
-}
-
-/* The mirrored row index 2 v0 shared by every view, or -1. */
-static int pair_mirror(const ctr_geometry *g) {
-  int m = -1;
-  for (int64_t i = 0; i < g->nviews; i++) {
-    const ctr__view *v = &g->views[i];
-    const double twice = 2.0 * v->v0, r = floor(twice + 0.5);
-    if (fabs(twice - r) > 1e-6 || r < 0 || r > 2.0 * (double)g->nv) return -1;
-    if (m >= 0 && (int)r != m) return -1;
-    m = (int)r;
-    /* v + v' = 2 v0 for mirrored points needs row 1 = v0 * row 2 off z. */
-    const double *P = v->P;
-    const double s = fabs(v->v0) + 1.0;
-    if (fabs(P[4] - v->v0 * P[8]) > 1e-9 * s * (fabs(P[8]) + 1e-30) + 1e-12 ||
-        fabs(P[5] - v->v0 * P[9]) > 1e-9 * s * (fabs(P[9]) + 1e-30) + 1e-12 ||
-        fabs(P[7] - v->v0 * P[11]) > 1e-9 * s)
-      return -1;
-  }
-  return m;
-}
-
-extern "C" int ctr__bp_pair_possible(const ctr_geometry *g, int64_t z0, int64_t nz) {
-  return ctr_geometry_is_circular(g) && g->vol.offset_z == 0.0 && z0 == 0 && nz == g->vol.nz &&
-         pair_mirror(g) >= 0;
-}
-
-extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ctr_fdk_options *o,
-                                                 const ctr__bp_config *req) {
-  ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0, CTR__PIPE_DEFAULT};
-  if (req) c = *req;
-  const int pair_ok = ctr__bp_pair_possible(g, o->z0, o->nz);
-  if (c.variant == CTR__BP_AUTO) {
-    const int texture = o->interp == CTR_INTERP_TEXTURE;
-    c.variant = texture ? (pair_ok ? CTR__BP_TEX_PAIR_HALF : CTR__BP_TEX)
-                        : (pair_ok ? CTR__BP_EXACT_PAIR : CTR__BP_EXACT);
-  }
-  if ((c.variant == CTR__BP_TEX_PAIR || c.variant == CTR__BP_TEX_PAIR_HALF ||
-       c.variant == CTR__BP_EXACT_PAIR) && !pair_ok)
-    c.variant = c.variant == CTR__BP_EXACT_PAIR ? CTR__BP_EXACT : CTR__BP_TEX;
-  if (c.pipeline <= CTR__PIPE_DEFAULT || c.pipeline > CTR__PIPE_SERIAL) c.pipeline = DEFAULT_PIPELINE;
-  if (c.views_per_launch <= 0) c.views_per_launch = DEFAULT_VIEWS_PER_LAUNCH;
-  if (c.views_per_launch > CTR__BP_MAX_VIEWS) c.views_per_launch = CTR__BP_MAX_VIEWS;
-  const int tex = c.variant == CTR__BP_TEX || c.variant == CTR__BP_TEX_PAIR ||
-                  c.variant == CTR__BP_TEX_PAIR_HALF;
-  if (c.slices_per_thread <= 0) c.slices_per_thread = tex ? DEFAULT_TEX_SLICES : DEFAULT_EXACT_SLICES;
-  if (c.block_x <= 0) c.block_x = tex ? DEFAULT_TEX_BLOCK_X : DEFAULT_EXACT_BLOCK_X;
-  if (c.block_y <= 0) c.block_y = tex ? DEFAULT_TEX_BLOCK_Y : DEFAULT_EXACT_BLOCK_Y;
-  return c;
-}
-
-static int is_pair(ctr__bp_variant v) {
-  return v == CTR__BP_TEX_PAIR || v == CTR__BP_TEX_PAIR_HALF || v == CTR__BP_EXACT_PAIR;
-}
-static int is_tex(ctr__bp_variant v) {
-  return v == CTR__BP_TEX || v == CTR__BP_TEX_PAIR || v == CTR__BP_TEX_PAIR_HALF;
-}
-/* Bytes per stored element of a variant's layout. */
-static size_t element_bytes(ctr__bp_variant v) {
-  return v == CTR__BP_TEX_PAIR_HALF ? 4 : is_pair(v) ? 8 : 4;
-}
-
-/* ------------------------------------------------------------------------- */
-/* Resident filtered views                                                   */
-/* ------------------------------------------------------------------------- */
-
-typedef struct dev_views {
-  ctr__bp_variant variant;
-  int pair, mirror, half, nu, nv;
-  int64_t nviews, batch;
-  /* texture variants: layered arrays written through surfaces */
-  int narrays;
-  int64_t layers_per_array;
-  cudaArray_t arr[MAX_ARRAYS];
-  cudaTextureObject_t tex[MAX_ARRAYS];
-  cudaSurfaceObject_t surf[MAX_ARRAYS];
-  float *d_wscale;       /* TEX_PAIR_HALF: 2^e per view */
-  unsigned int *d_max;   /* TEX_PAIR_HALF: batch maximum scratch */
-  /* exact variants */
-  void *d_pad;
-  long long view_stride;
-  int pitch;
-} dev_views;
-
-static size_t views_bytes(const ctr_geometry *g, ctr__bp_variant v) {
-  const size_t e = element_bytes(v);
-  if (is_tex(v)) return (size_t)g->nviews * (size_t)(g->nu * g->nv) * e + (size_t)g->nviews * 4;
-  return (size_t)g->nviews * (size_t)ctr__padded_size(g->nu, g->nv) * e;
-}
-
-static void views_free(dev_views *dv) {
-  for (int a = 0; a < dv->narrays; a++) {
-    if (dv->tex[a]) cudaDestroyTextureObject(dv->tex[a]);
-    if (dv->surf[a]) cudaDestroySurfaceObject(dv->surf[a]);
-    if (dv->arr[a]) cudaFreeArray(dv->arr[a]);
-  }
-  cudaFree(dv->d_wscale);
-  cudaFree(dv->d_max);
-  cudaFree(dv->d_pad);
-  memset(dv, 0, sizeof *dv);
-}
-
-static ctr_status views_create(const ctr_geometry *g, ctr__bp_variant variant, int64_t batch,
-                               int max_layers, dev_views *dv) {
-  ctr_status st = CTR_OK;
-  memset(dv, 0, sizeof *dv);
-  dv->variant = variant;
-  dv->pair = is_pair(variant);
-  dv->half = variant == CTR__BP_TEX_PAIR_HALF;
-  dv->mirror = dv->pair ? pair_mirror(g) : 0;
-  dv->nu = (int)g->nu;
-  dv->nv = (int)g->nv;
-  dv->nviews = g->nviews;
-  dv->batch = batch;
-  const size_t e = element_bytes(variant);
-  if (is_tex(variant)) {
-    dv->layers_per_array = (max_layers / batch) * batch;
-    if (dv->layers_per_array < batch)
-      CTR_FAIL(CTR_E_UNSUPPORTED, "a batch of %lld views exceeds the %d texture layers",
-               (long long)batch, max_layers);
-    dv->narrays = (int)((g->nviews + dv->layers_per_array - 1) / dv->layers_per_array);
-    if (dv->narrays > MAX_ARRAYS)
-      CTR_FAIL(CTR_E_UNSUPPORTED, "%lld views need more than %d layered textures",
-               (long long)g->nviews, MAX_ARRAYS);
-    const cudaChannelFormatDesc desc = dv->half   ? cudaCreateChannelDescHalf2()
-                                       : dv->pair ? cudaCreateChannelDesc<float2>()
-                                                  : cudaCreateChannelDesc<float>();
-    for (int a = 0; a < dv->narrays; a++) {
-      const int64_t layers = a < dv->narrays - 1 ? dv->layers_per_array
-                                                 : g->nviews - a * dv->layers_per_array;
-      CU(cudaMalloc3DArray(&dv->arr[a], &desc, make_cudaExtent(g->nu, g->nv, layers),
-                           cudaArrayLayered | cudaArraySurfaceLoadStore));
-      cudaResourceDesc res;
-      memset(&res, 0, sizeof res);
-      res.resType = cudaResourceTypeArray;
-      res.res.array.array = dv->arr[a];
-      cudaTextureDesc td;
-      memset(&td, 0, sizeof td);
-      td.addressMode[0] = td.addressMode[1] = td.addressMode[2] = cudaAddressModeBorder;
-      td.filterMode = cudaFilterModeLinear;
-      td.readMode = cudaReadModeElementType;
-      td.normalizedCoords = 0;
-      CU(cudaCreateTextureObject(&dv->tex[a], &res, &td, NULL));
-      CU(cudaCreateSurfaceObject(&dv->surf[a], &res));
-    }
-    if (dv->half) {
-      CU(cudaMalloc(&dv->d_wscale, (size_t)g->nviews * sizeof(float)));
-      CU(cudaMalloc(&dv->d_max, sizeof(unsigned int)));
-    }
-  } else {
-    dv->pitch = ctr__padded_pitch(g->nu);
-    dv->view_stride = ctr__padded_size(g->nu, g->nv);
-    CU(cudaMalloc(&dv->d_pad, (size_t)(g->nviews * dv->view_stride) * e));
-    CU(cudaMemset(dv->d_pad, 0, (size_t)(g->nviews * dv->view_stride) * e));
-  }
-cleanup:
-  if (st != CTR_OK) views_free(dv);
-  return st;
-}
-
-/* Where the filter writes views [v0, v0 + batch). */
-static ctr__gpu_store views_target(const dev_views *dv, int64_t v0) {
-  ctr__gpu_store s;
-  memset(&s, 0, sizeof s);
-  s.pair = dv->pair;
-  s.mirror = dv->mirror;
-  if (is_tex(dv->variant)) {
-    s.kind = CTR__STORE_SURFACE;
-    s.surf = dv->surf[v0 / dv->layers_per_array];
-    s.layer0 = (int)(v0 % dv->layers_per_array);
-    s.half = dv->half;
-    s.wscale = dv->half ? dv->d_wscale + v0 : NULL;
-    s.d_max = dv->d_max;
-  } else {
-    const size_t e = element_bytes(dv->variant);
-    s.kind = CTR__STORE_LINEAR;
-    s.base = (char *)dv->d_pad + (size_t)(v0 * dv->view_stride + ctr__padded_origin(dv->nu)) * e;
-    s.pitch = dv->pitch;
-    s.view_stride = dv->view_stride;
-  }
-  return s;
-}
-
-/* Backprojects views [v0, v0 + n) (n <= CTR__BP_MAX_VIEWS, inside one array)
- * into slices [k_begin, k_end) of the grid (pairs: of the lower half, with
- * their mirrors). */
-static ctr_status views_backproject(const ctr_geometry *g, const dev_views *dv,
-                                    const ctr__bp_config *cfg, int64_t v0, int64_t n, float *d_vol,
-                                    int64_t z0, int64_t nzs, int64_t k_begin, int64_t k_end,
-                                    cudaStream_t s) {
-  ctr__bp_args a;
-  memset(&a, 0, sizeof a);
-  const int tex = is_tex(dv->variant);
-  int64_t first = v0;
-  if (tex) {
-    a.tex = dv->tex[v0 / dv->layers_per_array];
-    first = v0 % dv->layers_per_array;
-    if (dv->half) a.wscale = dv->d_wscale + (v0 - first);
-  } else {
-    const size_t e = element_bytes(dv->variant);
-    a.pad = (const char *)dv->d_pad + (size_t)ctr__padded_origin(dv->nu) * e;
-    a.view_stride = dv->view_stride;
-    a.pitch = dv->pitch;
-  }
-  a.nu = dv->nu;
-  a.nv = dv->nv;
-  a.vol = d_vol;
-  a.nx = (int)g->vol.nx;
-  a.ny = (int)g->vol.ny;
-  a.nzs = (int)nzs;
-  a.k_begin = (int)k_begin;
-  a.nz_thread = (int)k_end;
-  a.slice = (long long)g->vol.nx * g->vol.ny;
-  ctr__bp_views bv;
-  ctr__bp_views_fill(g, v0, (int)n, first, z0, tex, &bv);
-  return ctr__bp_launch(cfg, ctr_geometry_is_circular(g), &a, &bv, s);
-}
-
-/* Slices the grid covers: all, or the lower half (with mirrors) for pairs. */
-static int64_t grid_slices(const dev_views *dv, int64_t nzs) { return dv->pair ? (nzs + 1) / 2 : nzs; }
-
-/* Backprojects a batch in launches of at most views_per_launch views. */
-static ctr_status backproject_batch(const ctr_geometry *g, const dev_views *dv,
-                                    const ctr__bp_config *cfg, int64_t v0, int64_t n, float *d_vol,
-                                    int64_t z0, int64_t nzs, int64_t k_begin, int64_t k_end,
-                                    cudaStream_t s) {
-  for (int64_t k = 0; k < n; k += cfg->views_per_launch) {
-    const int64_t m = n - k < cfg->views_per_launch ? n - k : cfg->views_per_launch;
-    CTR_CHECK(views_backproject(g, dv, cfg, v0 + k, m, d_vol, z0, nzs, k_begin, k_end, s));
-  }
-  return CTR_OK;
-}
-
-/* ------------------------------------------------------------------------- */
-/* Setup shared by the entry points                                          */
-/* ------------------------------------------------------------------------- */
-
-static ctr_status device_setup(const ctr_context *ctx, cudaDeviceProp *prop, size_t *free_bytes) {
-  ctr_status st = CTR_OK;
-  int dev = ctx && ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
-  size_t total = 0;
-  CU(cudaSetDevice(dev));
-  CU(cudaGetDeviceProperties(prop, dev));
-  CU(cudaMemGetInfo(free_bytes, &total));
-cleanup:
-  return st;
-}
-
-static ctr_status check_memory(size_t need, size_t free_bytes, const char *what) {
-  const size_t margin = (size_t)256 << 20;
-  if (need + margin <= free_bytes) return CTR_OK;
-  char a[32], b[32];
-  CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
-           "%s needs %s of GPU memory but %s are free (256 MiB kept in reserve); reconstruct "
-           "fewer slices at a time (--slices) until the streaming out-of-core pipeline lifts "
-           "this limit",
-           what, ctr__format_bytes((double)need, a, sizeof a),
-           ctr__format_bytes((double)free_bytes, b, sizeof b));
-}
-
-static int host_pinned(const void *p) {
-  cudaPointerAttributes attr;
-  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return attr.type == cudaMemoryTypeHost;
-}
-
-/* Parallel host copy (staging pageable memory through pinned buffers). */
-static void host_copy(void *dst, const void *src, size_t bytes, int threads) {
-  const size_t chunk = (size_t)4 << 20;
-  const int64_t n = (int64_t)((bytes + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static) num_threads(threads) if (n > 1)
-  for (int64_t i = 0; i < n; i++) {
-    const size_t off = (size_t)i * chunk, len = bytes - off < chunk ? bytes - off : chunk;
-    memcpy((char *)dst + off, (const char *)src + off, len);
-  }
 }
 
 /* ------------------------------------------------------------------------- */
@@ -353,7 +51,7 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
   int have_filter = 0;
   ctr__gpu_filter gf;
   memset(&gf, 0, sizeof gf);
-  dev_views dv;
+  ctr__dev_views dv;
   memset(&dv, 0, sizeof dv);
   void *d_raw[2] = {NULL, NULL}, *h_stage[2] = {NULL, NULL};
   float *d_vol = NULL, *h_vol_stage = NULL;
@@ -361,14 +59,14 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
   cudaEvent_t ev_up[2] = {NULL, NULL}, ev_used[2] = {NULL, NULL};
   cudaEvent_t *ev = NULL; /* EV_PER_BATCH per batch, 4 per tail slab, then done, t0, t1 */
   const int64_t nev = EV_PER_BATCH * nbatches + 4 * TAIL_SLABS + 3;
-  const int proj_pinned = host_pinned(proj), vol_pinned = host_pinned(vol);
+  const int proj_pinned = ctr__host_pinned(proj), vol_pinned = ctr__host_pinned(vol);
   double t_setup = 0;
 
-  CTR_CHECK_GOTO(st, device_setup(ctx, &prop, &free_bytes));
+  CTR_CHECK_GOTO(st, ctr__device_setup(ctx, &prop, &free_bytes));
   {
-    const size_t need = views_bytes(g, cfg.variant) + vol_bytes + 2 * batch * view_bytes +
+    const size_t need = ctr__views_bytes(g, cfg.variant, g->nviews) + vol_bytes + 2 * batch * view_bytes +
                         ctr__gpu_filter_bytes(nu, nv, nviews, batch);
-    CTR_CHECK_GOTO(st, check_memory(need, free_bytes, "FDK"));
+    CTR_CHECK_GOTO(st, ctr__check_memory(need, free_bytes, "FDK"));
   }
   CTR_CHECK_GOTO(st, ctr__fdk_filter_init(ctx, g, o, &f));
   have_filter = 1;
@@ -394,14 +92,14 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
     goto cleanup;
   }
   for (int64_t i = 0; i < nev; i++) CU(cudaEventCreate(&ev[i]));
-  CTR_CHECK_GOTO(st, views_create(g, cfg.variant, batch, prop.maxTexture2DLayered[2], &dv));
+  CTR_CHECK_GOTO(st, ctr__views_create(g, cfg.variant, batch, g->nviews, prop.maxTexture2DLayered[2], &dv));
   CTR_CHECK_GOTO(st, ctr__gpu_filter_create(&f, batch, s_filt, &gf));
   CU(cudaMalloc(&d_vol, vol_bytes));
   CU(cudaDeviceSynchronize());
   t_setup = wall_ms() - t_start;
   {
     cudaEvent_t t0 = ev[nev - 2], t1 = ev[nev - 1], *tail = ev + EV_PER_BATCH * nbatches;
-    const int64_t kslices = grid_slices(&dv, nzs);
+    const int64_t kslices = ctr__grid_slices(&dv, nzs);
     const int overlap_tail = vol_pinned;
     const double bp_s = (double)batch * (double)(g->vol.nx * g->vol.ny * nzs) / EST_GUPS;
     const double dl_s = (double)vol_bytes / EST_D2H_BYTES_PER_S;
@@ -419,7 +117,7 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
       CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk (cuda)", (double)v0 / (double)nviews));
       if (!proj_pinned) {
         CU(cudaEventSynchronize(ev_up[i])); /* the previous upload out of h_stage[i] is done */
-        host_copy(h_stage[i], src, (size_t)n * view_bytes, threads);
+        ctr__host_copy(h_stage[i], src, (size_t)n * view_bytes, threads);
         src = (const char *)h_stage[i];
       }
       CU(cudaStreamWaitEvent(s_copy, ev_used[i], 0)); /* batch b-2's filter has read d_raw[i] */
@@ -429,14 +127,14 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
       CU(cudaEventRecord(ev_up[i], s_copy));
       CU(cudaStreamWaitEvent(s_filt, ev_up[i], 0));
       CU(cudaEventRecord(e[EV_F0], s_filt));
-      const ctr__gpu_store dst = views_target(&dv, v0);
+      const ctr__gpu_store dst = ctr__views_target(&dv, v0);
       CTR_CHECK_GOTO(st, ctr__gpu_filter_run(&gf, d_raw[i], dtype, v0, n, &dst, s_filt));
       CU(cudaEventRecord(e[EV_F1], s_filt));
       CU(cudaEventRecord(ev_used[i], s_filt));
       CU(cudaStreamWaitEvent(s_bp, e[EV_F1], 0));
       CU(cudaEventRecord(e[EV_BP0], s_bp));
       if (b < first_held) {
-        CTR_CHECK_GOTO(st, backproject_batch(g, &dv, &cfg, v0, n, d_vol, o->z0, nzs, 0, kslices, s_bp));
+        CTR_CHECK_GOTO(st, ctr__backproject_batch(g, &dv, &cfg, v0, n, d_vol, o->z0, nzs, 0, kslices, s_bp));
       }
       CU(cudaEventRecord(e[EV_BP1], s_bp));
     }
@@ -451,7 +149,7 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
         CU(cudaEventRecord(tail[4 * c + 0], s_bp));
         for (int64_t b = first_held; b < nbatches; b++) {
           const int64_t v0 = b * batch, n = nviews - v0 < batch ? nviews - v0 : batch;
-          CTR_CHECK_GOTO(st, backproject_batch(g, &dv, &cfg, v0, n, d_vol, o->z0, nzs, k0, k1, s_bp));
+          CTR_CHECK_GOTO(st, ctr__backproject_batch(g, &dv, &cfg, v0, n, d_vol, o->z0, nzs, k0, k1, s_bp));
         }
         CU(cudaEventRecord(tail[4 * c + 1], s_bp));
         CU(cudaStreamWaitEvent(s_copy, tail[4 * c + 1], 0));
@@ -476,7 +174,7 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
         const size_t len = vol_bytes - off < chunk ? vol_bytes - off : chunk;
         CU(cudaMemcpyAsync(h_vol_stage, (char *)d_vol + off, len, cudaMemcpyDeviceToHost, s_copy));
         CU(cudaStreamSynchronize(s_copy));
-        host_copy((char *)vol + off, h_vol_stage, len, threads);
+        ctr__host_copy((char *)vol + off, h_vol_stage, len, threads);
       }
       CU(cudaEventRecord(tail[3], s_copy));
     }
@@ -537,7 +235,7 @@ cleanup:
   cudaFreeHost(h_vol_stage);
   cudaFree(d_vol);
   ctr__gpu_filter_free(&gf);
-  views_free(&dv);
+  ctr__views_free(&dv);
   if (have_filter) ctr__fdk_filter_free(&f);
   if (s_copy) cudaStreamDestroy(s_copy);
   if (s_filt && s_filt != s_bp) cudaStreamDestroy(s_filt);
@@ -561,7 +259,7 @@ extern "C" ctr_status ctr__cuda_fdk_filter(const ctr_context *ctx, const ctr_geo
   memset(&gf, 0, sizeof gf);
   float *d_in = NULL, *d_out = NULL;
   const size_t bytes = (size_t)(n * g->nu * g->nv) * sizeof(float);
-  CTR_CHECK_GOTO(st, device_setup(ctx, &prop, &free_bytes));
+  CTR_CHECK_GOTO(st, ctr__device_setup(ctx, &prop, &free_bytes));
   CTR_CHECK_GOTO(st, ctr__fdk_filter_init(ctx, g, o, &f));
   have_filter = 1;
   CTR_CHECK_GOTO(st, ctr__gpu_filter_create(&f, n, 0, &gf));
@@ -601,24 +299,24 @@ extern "C" ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_ge
   const size_t vol_bytes = (size_t)(g->vol.nx * g->vol.ny * o->nz) * sizeof(float);
   cudaDeviceProp prop;
   size_t free_bytes;
-  dev_views dv;
+  ctr__dev_views dv;
   memset(&dv, 0, sizeof dv);
   float *d_src = NULL, *d_vol = NULL;
   double *times = NULL;
   cudaEvent_t e0 = NULL, e1 = NULL;
   if (repeats < 1) repeats = 1;
-  CTR_CHECK_GOTO(st, device_setup(ctx, &prop, &free_bytes));
-  CTR_CHECK_GOTO(st, check_memory(views_bytes(g, cfg.variant) + vol_bytes +
+  CTR_CHECK_GOTO(st, ctr__device_setup(ctx, &prop, &free_bytes));
+  CTR_CHECK_GOTO(st, ctr__check_memory(ctr__views_bytes(g, cfg.variant, g->nviews) + vol_bytes +
                                       (size_t)(batch * nu * nv) * sizeof(float),
                                   free_bytes, "backprojection"));
-  CTR_CHECK_GOTO(st, views_create(g, cfg.variant, batch, prop.maxTexture2DLayered[2], &dv));
+  CTR_CHECK_GOTO(st, ctr__views_create(g, cfg.variant, batch, g->nviews, prop.maxTexture2DLayered[2], &dv));
   CU(cudaMalloc(&d_src, (size_t)(batch * nu * nv) * sizeof(float)));
   CU(cudaMalloc(&d_vol, vol_bytes));
   for (int64_t v0 = 0; v0 < g->nviews; v0 += batch) {
     const int64_t n = g->nviews - v0 < batch ? g->nviews - v0 : batch;
     CU(cudaMemcpy(d_src, filtered + v0 * nu * nv, (size_t)(n * nu * nv) * sizeof(float),
                   cudaMemcpyHostToDevice));
-    const ctr__gpu_store dst = views_target(&dv, v0);
+    const ctr__gpu_store dst = ctr__views_target(&dv, v0);
     CTR_CHECK_GOTO(st, ctr__gpu_store_views(d_src, nu, nv, n, &dst, 0));
   }
   times = (double *)ctr__calloc((size_t)repeats, sizeof(double), "timings");
@@ -631,8 +329,8 @@ extern "C" ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_ge
   for (int r = -1; r < repeats; r++) { /* r = -1 warms up */
     CU(cudaMemset(d_vol, 0, vol_bytes));
     CU(cudaEventRecord(e0, 0));
-    CTR_CHECK_GOTO(st, backproject_batch(g, &dv, &cfg, 0, g->nviews, d_vol, o->z0, o->nz, 0,
-                                         grid_slices(&dv, o->nz), 0));
+    CTR_CHECK_GOTO(st, ctr__backproject_batch(g, &dv, &cfg, 0, g->nviews, d_vol, o->z0, o->nz, 0,
+                                         ctr__grid_slices(&dv, o->nz), 0));
     CU(cudaEventRecord(e1, 0));
     CU(cudaEventSynchronize(e1));
     float ms;
@@ -648,6 +346,6 @@ cleanup:
   free(times);
   cudaFree(d_src);
   cudaFree(d_vol);
-  views_free(&dv);
+  ctr__views_free(&dv);
   return st;
 }

@@ -2,6 +2,7 @@
  * in batches so that memory stays bounded by one batch of padded views. */
 #include "cpu/backproject.h"
 #include "filter/filter.h"
+#include "pipeline/pipeline.h"
 #if CTR_HAVE_CUDA
 #include "cuda/fdk_cuda.h"
 #endif
@@ -11,8 +12,8 @@
 #define CTR__DEFAULT_BATCH 32
 #define CTR__BATCH_BYTES ((int64_t)256 << 20)
 
-static ctr_status check_options(const ctr_geometry *g, const ctr_fdk_options *opts,
-                                ctr_fdk_options *o) {
+ctr_status ctr__fdk_options_resolve(const ctr_geometry *g, const ctr_fdk_options *opts,
+                                   ctr_fdk_options *o) {
   *o = (ctr_fdk_options)CTR_FDK_OPTIONS_INIT;
   if (opts) {
     if (opts->version != CTR_API_VERSION)
@@ -64,8 +65,8 @@ static int64_t batch_size(const ctr_geometry *g, const ctr_fdk_options *o) {
 
 /* Copies n views (float32 or uint16, unpadded) into the padded batch buffer,
  * borders zeroed. */
-static void fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
-                        float *dst) {
+void ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
+                      float *dst) {
   const int64_t nu = g->nu, nv = g->nv, size = ctr__padded_size(nu, nv);
   const int pitch = ctr__padded_pitch(nu);
 #pragma omp parallel for schedule(static)
@@ -89,7 +90,7 @@ ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_option
                    const ctr_array *proj, ctr_array *vol) {
   if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk: geometry is NULL");
   ctr_fdk_options o;
-  CTR_CHECK(check_options(g, opts, &o));
+  CTR_CHECK(ctr__fdk_options_resolve(g, opts, &o));
   CTR_CHECK(check_array(proj, "projections", g->nu, g->nv, g->nviews, 1));
   CTR_CHECK(check_array(vol, "volume", g->vol.nx, g->vol.ny, o.nz, 0));
 #if CTR_HAVE_CUDA
@@ -114,10 +115,10 @@ ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_option
   for (int64_t v0 = 0; v0 < g->nviews; v0 += nb) {
     const int64_t n = g->nviews - v0 < nb ? g->nviews - v0 : nb;
     CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", (double)v0 / (double)g->nviews));
-    fill_padded(g, (const char *)proj->data + (size_t)(v0 * g->nu * g->nv) * esize, proj->dtype, n,
+    ctr__fill_padded(g, (const char *)proj->data + (size_t)(v0 * g->nu * g->nv) * esize, proj->dtype, n,
                 buf);
     CTR_CHECK_GOTO(st, ctr__fdk_filter_run(ctx, &f, v0, n, (float *)views.base, size, views.pitch));
-    ctr__bp_cpu(ctx, g, v0, n, &views, vol->data, o.z0, o.nz);
+    ctr__bp_cpu(ctx, g, v0, n, NULL, NULL, &views, vol->data, o.z0, o.nz);
   }
   CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
 cleanup:
@@ -131,7 +132,7 @@ ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
                                const float *filtered, ctr_array *vol) {
   if (!g || !filtered) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_backproject: NULL geometry or data");
   ctr_fdk_options o;
-  CTR_CHECK(check_options(g, opts, &o));
+  CTR_CHECK(ctr__fdk_options_resolve(g, opts, &o));
   CTR_CHECK(check_array(vol, "volume", g->vol.nx, g->vol.ny, o.nz, 0));
   if (v0 < 0 || n < 0 || v0 + n > g->nviews)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "views [%lld, %lld): expected a range inside [0, %lld)",
@@ -142,8 +143,8 @@ ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
   const ctr__padded_views views = {buf + ctr__padded_origin(g->nu), size, ctr__padded_pitch(g->nu)};
   for (int64_t k = 0; k < n; k += nb) {
     const int64_t m = n - k < nb ? n - k : nb;
-    fill_padded(g, filtered + k * g->nu * g->nv, CTR_DTYPE_FLOAT32, m, buf);
-    ctr__bp_cpu(ctx, g, v0 + k, m, &views, vol->data, o.z0, o.nz);
+    ctr__fill_padded(g, filtered + k * g->nu * g->nv, CTR_DTYPE_FLOAT32, m, buf);
+    ctr__bp_cpu(ctx, g, v0 + k, m, NULL, NULL, &views, vol->data, o.z0, o.nz);
   }
   ctr__aligned_free(buf);
   return CTR_OK;

@@ -1,0 +1,229 @@
+/* The incremental backprojector on the GPU (ctr_backprojector with a CUDA
+ * context) and the FP64 reference backprojection.
+ *
+ * Views arrive from host memory in any order; each chunk of N' views is
+ * staged through pinned memory, uploaded on a copy stream, stored into one of
+ * two alternating slot sets of the variant's layout and backprojected on the
+ * compute stream, so chunk c+1 uploads while chunk c is backprojected. A
+ * call returns when all its views are in the volume. Per-view weights scale
+ * the view's matrix (same u, v; weight x 1 / alpha^2 with alpha =
+ * 1 / sqrt(weight)). */
+#include "cuda/views_layout.cuh"
+
+#include <math.h>
+#include <string.h>
+
+#include "cuda/backprojector_cuda.h"
+
+struct ctr__cuda_bpj {
+  const ctr_context *ctx;
+  const ctr_geometry *g;
+  ctr_fdk_options o;
+  ctr__bp_config cfg;
+  ctr__dev_views dv; /* 2 x N' slots */
+  float *d_vol;
+  float *d_src[2];
+  float *h_stage[2];
+  cudaStream_t s_copy, s_comp;
+  cudaEvent_t ev_up[2], ev_used[2];
+  size_t vol_bytes;
+};
+
+void ctr__cuda_bpj_free(ctr__cuda_bpj *b) {
+  if (!b) return;
+  cudaDeviceSynchronize();
+  for (int i = 0; i < 2; i++) {
+    cudaFree(b->d_src[i]);
+    cudaFreeHost(b->h_stage[i]);
+    if (b->ev_up[i]) cudaEventDestroy(b->ev_up[i]);
+    if (b->ev_used[i]) cudaEventDestroy(b->ev_used[i]);
+  }
+  cudaFree(b->d_vol);
+  ctr__views_free(&b->dv);
+  if (b->s_copy) cudaStreamDestroy(b->s_copy);
+  if (b->s_comp) cudaStreamDestroy(b->s_comp);
+  free(b);
+}
+
+ctr_status ctr__cuda_bpj_create(const ctr_context *ctx, const ctr_geometry *g,
+                                const ctr_fdk_options *o, ctr__cuda_bpj **out) {
+  ctr_status st = CTR_OK;
+  *out = NULL;
+  cudaDeviceProp prop;
+  size_t free_bytes = 0;
+  CTR_CHECK(ctr__device_setup(ctx, &prop, &free_bytes));
+  ctr__cuda_bpj *b = (ctr__cuda_bpj *)ctr__calloc(1, sizeof *b, "backprojector");
+  if (!b) return CTR_E_OUT_OF_MEMORY;
+  b->ctx = ctx;
+  b->g = g;
+  b->o = *o;
+  b->cfg = ctr__bp_config_resolve(g, o, NULL);
+  const int64_t np = b->cfg.views_per_launch;
+  const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
+  b->vol_bytes = (size_t)(g->vol.nx * g->vol.ny * o->nz) * sizeof(float);
+  CTR_CHECK_GOTO(st, ctr__check_memory(ctr__views_bytes(g, b->cfg.variant, 2 * np) + b->vol_bytes +
+                                           2 * np * view_bytes,
+                                       free_bytes, "the backprojector"));
+  CU(cudaStreamCreateWithFlags(&b->s_copy, cudaStreamNonBlocking));
+  CU(cudaStreamCreateWithFlags(&b->s_comp, cudaStreamNonBlocking));
+  for (int i = 0; i < 2; i++) {
+    CU(cudaEventCreateWithFlags(&b->ev_up[i], cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&b->ev_used[i], cudaEventDisableTiming));
+    CU(cudaMalloc(&b->d_src[i], np * view_bytes));
+    CU(cudaMallocHost(&b->h_stage[i], np * view_bytes));
+  }
+  CTR_CHECK_GOTO(st, ctr__views_create(g, b->cfg.variant, np, 2 * np, prop.maxTexture2DLayered[2],
+                                       &b->dv));
+  CU(cudaMalloc(&b->d_vol, b->vol_bytes));
+  CU(cudaMemset(b->d_vol, 0, b->vol_bytes));
+  *out = b;
+cleanup:
+  if (st != CTR_OK) ctr__cuda_bpj_free(b);
+  return st;
+}
+
+ctr_status ctr__cuda_bpj_add(ctr__cuda_bpj *b, int64_t n, const int64_t *views,
+                             const float *const *images, const float *weights) {
+  ctr_status st = CTR_OK;
+  const ctr_geometry *g = b->g;
+  const int64_t np = b->cfg.views_per_launch;
+  const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
+  const int threads = ctr__num_threads(b->ctx);
+  for (int64_t c0 = 0, chunk = 0; c0 < n; c0 += np, chunk++) {
+    const int i = (int)(chunk & 1);
+    const int64_t m = n - c0 < np ? n - c0 : np;
+    double alpha[CTR__BP_MAX_VIEWS];
+    for (int64_t k = 0; k < m; k++) alpha[k] = weights ? 1.0 / sqrt((double)weights[c0 + k]) : 1.0;
+    /* Pinned images (ctr_host_register) go up directly; others through the
+     * pinned staging buffer. */
+    int pinned = 1;
+    for (int64_t k = 0; k < m && pinned; k++) pinned = ctr__host_pinned(images[c0 + k]);
+    CU(cudaStreamWaitEvent(b->s_copy, b->ev_used[i], 0)); /* d_src[i] stored two chunks ago */
+    if (pinned) {
+      for (int64_t k = 0; k < m; k++)
+        CU(cudaMemcpyAsync((char *)b->d_src[i] + k * view_bytes, images[c0 + k], view_bytes,
+                           cudaMemcpyHostToDevice, b->s_copy));
+    } else {
+      CU(cudaEventSynchronize(b->ev_up[i])); /* the upload out of h_stage[i] two chunks ago */
+      for (int64_t k = 0; k < m; k++)
+        ctr__host_copy((char *)b->h_stage[i] + k * view_bytes, images[c0 + k], view_bytes, threads);
+      CU(cudaMemcpyAsync(b->d_src[i], b->h_stage[i], m * view_bytes, cudaMemcpyHostToDevice,
+                         b->s_copy));
+    }
+    CU(cudaEventRecord(b->ev_up[i], b->s_copy));
+    CU(cudaStreamWaitEvent(b->s_comp, b->ev_up[i], 0));
+    /* Slot set i: the compute stream is in order, so chunk c-2's
+     * backprojection is done with it. */
+    const int64_t slot0 = i * np;
+    const ctr__gpu_store dst = ctr__views_target(&b->dv, slot0);
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(b->d_src[i], g->nu, g->nv, m, &dst, b->s_comp));
+    CU(cudaEventRecord(b->ev_used[i], b->s_comp));
+    CTR_CHECK_GOTO(st, ctr__views_backproject(g, &b->dv, &b->cfg, views + c0, alpha, slot0, m,
+                                              b->d_vol, b->o.z0, b->o.nz, 0,
+                                              ctr__grid_slices(&b->dv, b->o.nz), b->s_comp));
+  }
+  CU(cudaStreamSynchronize(b->s_comp)); /* every view of this call is in the volume */
+cleanup:
+  return st;
+}
+
+ctr_status ctr__cuda_bpj_read(ctr__cuda_bpj *b, float *vol) {
+  ctr_status st = CTR_OK;
+  CU(cudaStreamSynchronize(b->s_comp));
+  CU(cudaMemcpy(vol, b->d_vol, b->vol_bytes, cudaMemcpyDeviceToHost));
+cleanup:
+  return st;
+}
+
+ctr_status ctr__cuda_bpj_reset(ctr__cuda_bpj *b) {
+  ctr_status st = CTR_OK;
+  CU(cudaMemsetAsync(b->d_vol, 0, b->vol_bytes, b->s_comp));
+  CU(cudaStreamSynchronize(b->s_comp));
+cleanup:
+  return st;
+}
+
+/* ------------------------------------------------------------------------- */
+/* FP64 reference                                                            */
+/* ------------------------------------------------------------------------- */
+
+struct ref_grid {
+  int nx, ny, nzs, nu, nv, n;
+  double x0, y0, z0, sx, sy, sz; /* coordinates of voxel (0, 0, slab start), spacing */
+};
+
+/* One thread per voxel; the same formulas as ctr__bp_reference_views. */
+__global__ void reference_kernel(const float *__restrict__ images, const double *__restrict__ P,
+                                 const double *__restrict__ w, ref_grid r, double *vol) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  const int z = blockIdx.z;
+  if (x >= r.nx || y >= r.ny) return;
+  const double p0 = r.x0 + x * r.sx, p1 = r.y0 + y * r.sy, p2 = r.z0 + z * r.sz;
+  double sum = 0.0;
+  for (int k = 0; k < r.n; k++) {
+    const double *m = P + 12 * k;
+    const double c = m[8] * p0 + m[9] * p1 + m[10] * p2 + m[11];
+    const double u = (m[0] * p0 + m[1] * p1 + m[2] * p2 + m[3]) / c;
+    const double v = (m[4] * p0 + m[5] * p1 + m[6] * p2 + m[7]) / c;
+    sum += w[k] * ctr__bilinear_zero_f64(images + (long long)k * r.nu * r.nv, r.nu, r.nv, u, v) /
+           (c * c);
+  }
+  vol[((long long)z * r.ny + y) * r.nx + x] += sum;
+}
+
+ctr_status ctr__cuda_bp_reference(const ctr_context *ctx, const ctr_geometry *g, int64_t n,
+                                  const int64_t *views, const float *const *images,
+                                  const double *weights, double *vol, int64_t z0, int64_t nzs) {
+  ctr_status st = CTR_OK;
+  cudaDeviceProp prop;
+  size_t free_bytes = 0;
+  const int64_t chunk = 64;
+  const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
+  const size_t vol_bytes = (size_t)(g->vol.nx * g->vol.ny * nzs) * sizeof(double);
+  float *d_img = NULL;
+  double *d_P = NULL, *d_w = NULL, *d_vol = NULL;
+  double P[12 * 64], w[64];
+  const ctr_volume_geometry *vg = &g->vol;
+  ref_grid r;
+  CTR_CHECK(ctr__device_setup(ctx, &prop, &free_bytes));
+  CTR_CHECK(ctr__check_memory(vol_bytes + chunk * view_bytes, free_bytes, "the FP64 reference"));
+  CU(cudaMalloc(&d_img, chunk * view_bytes));
+  CU(cudaMalloc(&d_P, sizeof P));
+  CU(cudaMalloc(&d_w, sizeof w));
+  CU(cudaMalloc(&d_vol, vol_bytes));
+  CU(cudaMemcpy(d_vol, vol, vol_bytes, cudaMemcpyHostToDevice));
+  r.nx = (int)vg->nx;
+  r.ny = (int)vg->ny;
+  r.nzs = (int)nzs;
+  r.nu = (int)g->nu;
+  r.nv = (int)g->nv;
+  r.x0 = ctr__voxel_coord(0, vg->nx, vg->voxel_x, vg->offset_x);
+  r.y0 = ctr__voxel_coord(0, vg->ny, vg->voxel_y, vg->offset_y);
+  r.z0 = ctr__voxel_coord(z0, vg->nz, vg->voxel_z, vg->offset_z);
+  r.sx = vg->voxel_x;
+  r.sy = vg->voxel_y;
+  r.sz = vg->voxel_z;
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+    const int64_t m = n - c0 < chunk ? n - c0 : chunk;
+    for (int64_t k = 0; k < m; k++) {
+      memcpy(P + 12 * k, g->views[views[c0 + k]].P, 12 * sizeof(double));
+      w[k] = weights ? weights[c0 + k] : 1.0;
+      CU(cudaMemcpy(d_img + k * (view_bytes / sizeof(float)), images[c0 + k], view_bytes,
+                    cudaMemcpyHostToDevice));
+    }
+    CU(cudaMemcpy(d_P, P, (size_t)m * 12 * sizeof(double), cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(d_w, w, (size_t)m * sizeof(double), cudaMemcpyHostToDevice));
+    r.n = (int)m;
+    const dim3 block(32, 8), grid((r.nx + 31) / 32, (r.ny + 7) / 8, (unsigned)nzs);
+    reference_kernel<<<grid, block>>>(d_img, d_P, d_w, r, d_vol);
+    CU_LAUNCHED("reference_kernel");
+  }
+  CU(cudaMemcpy(vol, d_vol, vol_bytes, cudaMemcpyDeviceToHost));
+cleanup:
+  cudaFree(d_img);
+  cudaFree(d_P);
+  cudaFree(d_w);
+  cudaFree(d_vol);
+  return st;
+}
