@@ -5,13 +5,13 @@
 #
 #   scripts/gpu-check.sh RESULTS_DIR [STAGES]
 #
-# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra (default:
-# all). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
+# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct
+# (default: all). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
 # bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/.
 set -uo pipefail
 OUT=${1:?usage: scripts/gpu-check.sh RESULTS_DIR [STAGES]}
-STAGES=${2:-build,test,sanitize,benchA,benchB,astra}
+STAGES=${2:-build,test,sanitize,benchA,benchB,astra,rabbitct}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
 mkdir -p "$OUT"
@@ -114,6 +114,36 @@ for c in A B; do
   fi
   rm -rf "$dump"
 done
+
+if has rabbitct; then
+  # A RabbitCT-format data set (496 views of 1248 x 960, short scan, FP64
+  # references on the GPU), then the module through the runner protocol.
+  rct=/tmp/ctr_rabbit.rct
+  say "rabbitct-make"
+  "$BUILD/ctrecon" rabbitct-make --out $rct --sizes 128,256,512,1024 --device cuda \
+    > "$LOGS/rabbitct_make.log" 2>&1
+  say "rabbitct-make rc=$? : $(tail -3 "$LOGS/rabbitct_make.log" | tr '\n' ' ')"
+  for L in 256 512 1024; do
+    for interp in exact texture; do
+      [ "$interp" = texture ] && [ "$L" != 512 ] && continue
+      "$BUILD/ctrecon" rabbitct $rct --size $L --device cuda --interp $interp \
+        --json "$LOGS/rabbitct_${L}_$interp.json" > "$LOGS/rabbitct_${L}_$interp.log" 2>&1
+      say "rabbitct L=$L $interp rc=$?"
+      grep -iE "sum|GUPS|RMSE|max|PSNR" "$LOGS/rabbitct_${L}_$interp.log" | tee -a "$LOGS/summary.txt"
+    done
+  done
+  python3 - "$LOGS" "$OUT/rabbitct.json" <<'PY'
+import glob, json, sys
+runs = [json.load(open(f)) for f in sorted(glob.glob(sys.argv[1] + "/rabbitct_*_*.json"))]
+if runs:
+    out = {k: runs[0][k] for k in ("gpu", "date", "revision")}
+    out["command"] = "ctrecon rabbitct (exact and texture interpolation)"
+    out["cases"] = [dict(c, interp=f.split("_")[-1][:-5]) for r, f in
+                    zip(runs, sorted(glob.glob(sys.argv[1] + "/rabbitct_*_*.json"))) for c in r["cases"]]
+    json.dump(out, open(sys.argv[2], "w"), indent=2)
+PY
+  rm -f $rct
+fi
 
 cp "$LOGS/summary.txt" "$OUT/summary.txt"
 tar -C "$LOGS" -czf "$OUT/logs.tgz" .
