@@ -8,6 +8,7 @@
 static const cli_subcommand g_commands[] = {
     {&cli_cmd_info, cmd_info}, {&cli_cmd_geometry, cmd_geometry}, {&cli_cmd_phantom, cmd_phantom},
     {&cli_cmd_fdk, cmd_fdk},   {&cli_cmd_demo, cmd_demo},
+    {&cli_cmd_rabbitct_make, cmd_rabbitct_make}, {&cli_cmd_rabbitct, cmd_rabbitct},
 };
 #define N_COMMANDS (sizeof g_commands / sizeof g_commands[0])
 
@@ -24,11 +25,11 @@ static void print_global_help(void) {
       "Cone-beam CT reconstruction (FDK) with exact analytic phantoms.\n\n"
       "commands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
-    printf("  %-10s  %s\n", g_commands[i].info->name, g_commands[i].info->summary);
+    printf("  %-13s  %s\n", g_commands[i].info->name, g_commands[i].info->summary);
   printf(
       "\n"
-      "Every command takes --help. Compute commands (phantom, fdk, demo) also take\n"
-      "--quiet, --threads N and --device auto|cpu|cuda[:N].\n\n"
+      "Every command takes --help. Compute commands (phantom, fdk, demo, rabbitct-make)\n"
+      "also take --quiet, --threads N and --device auto|cpu|cuda[:N].\n\n"
       "exit codes:\n"
       "  0    success\n"
       "  1    runtime failure: I/O error, out of memory, device error, internal error\n"
@@ -40,7 +41,8 @@ static void print_global_help(void) {
       "  ctrecon demo                       # phantom -> projections -> FDK, ~10 s\n"
       "  ctrecon geometry --out geom.json --views 720\n"
       "  ctrecon phantom --geometry geom.json --out proj.nrrd\n"
-      "  ctrecon fdk --geometry geom.json --projections proj.nrrd --out recon.nrrd\n");
+      "  ctrecon fdk --geometry geom.json --projections proj.nrrd --out recon.nrrd\n"
+      "  ctrecon rabbitct-make --out shepp.rct && ctrecon rabbitct shepp.rct --size 128\n");
 }
 
 /* `ctrecon help [command]` */
