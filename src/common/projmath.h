@@ -44,6 +44,21 @@ CTR_HD int ctr__bilinear_setup(int pitch, int nu, int nv, float *u, float *v) {
   return iv * pitch + iu;
 }
 
+/* ctr__bilinear_setup with positions in double: the fractional offsets keep
+ * full precision at large pixel indices (a float index near 1000 is only
+ * good to 6e-5 pixel), then go to float for the blend. */
+CTR_HD int ctr__bilinear_setup_f64(int pitch, int nu, int nv, double u, double v, float *fu,
+                                   float *fv) {
+  u = u > -1.0 ? u : -1.0;
+  u = u < (double)nu ? u : (double)nu;
+  v = v > -1.0 ? v : -1.0;
+  v = v < (double)nv ? v : (double)nv;
+  const int iu = (int)(u + 1.0) - 1, iv = (int)(v + 1.0) - 1;
+  *fu = (float)(u - (double)iu);
+  *fv = (float)(v - (double)iv);
+  return iv * pitch + iu;
+}
+
 /* Bilinear blend of the four neighbours with fractional offsets (fu, fv). */
 CTR_HD float ctr__lerp2(float q00, float q01, float q10, float q11, float fu, float fv) {
   const float top = q00 + fu * (q01 - q00);

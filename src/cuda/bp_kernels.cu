@@ -44,23 +44,31 @@ __device__ __forceinline__ typename sample_t<MODE>::type sample(const ctr__bp_ar
     return tex2DLayered<float>(a.tex, u, v, n);
   } else if constexpr (MODE == MODE_TEX_PAIR) {
     return tex2DLayered<float2>(a.tex, u, v, n);
-  } else if constexpr (MODE == MODE_EXACT) {
-    const float *base = (const float *)a.pad + (long long)n * a.view_stride;
-    const int i = ctr__bilinear_setup(a.pitch, a.nu, a.nv, &u, &v);
-    return ctr__lerp2(__ldg(base + i), __ldg(base + i + 1), __ldg(base + i + a.pitch),
-                      __ldg(base + i + a.pitch + 1), u, v);
   } else {
-    const float2 *base = (const float2 *)a.pad + (long long)n * a.view_stride;
-    const int i = ctr__bilinear_setup(a.pitch, a.nu, a.nv, &u, &v);
-    const float2 q00 = __ldg(base + i), q01 = __ldg(base + i + 1);
-    const float2 q10 = __ldg(base + i + a.pitch), q11 = __ldg(base + i + a.pitch + 1);
-    return make_float2(ctr__lerp2(q00.x, q01.x, q10.x, q11.x, u, v),
-                       ctr__lerp2(q00.y, q01.y, q10.y, q11.y, u, v));
+    return typename sample_t<MODE>::type{}; /* exact variants use sample_exact */
   }
 }
 
-/* At most 256 threads a block and at least 3 blocks an SM: caps registers
- * at 80, which the ZP = 16 pair variants need to keep 3 blocks resident. */
+/* Exact variants: software bilinear at double-precision positions (fractions
+ * to full precision), blended in float. */
+template <int MODE>
+__device__ __forceinline__ typename sample_t<MODE>::type sample_exact(const ctr__bp_args &a,
+                                                                       double u, double v, int n) {
+  float fu, fv;
+  const int i = ctr__bilinear_setup_f64(a.pitch, a.nu, a.nv, u, v, &fu, &fv);
+  if constexpr (MODE == MODE_EXACT) {
+    const float *base = (const float *)a.pad + (long long)n * a.view_stride;
+    return ctr__lerp2(__ldg(base + i), __ldg(base + i + 1), __ldg(base + i + a.pitch),
+                      __ldg(base + i + a.pitch + 1), fu, fv);
+  } else {
+    const float2 *base = (const float2 *)a.pad + (long long)n * a.view_stride;
+    const float2 q00 = __ldg(base + i), q01 = __ldg(base + i + 1);
+    const float2 q10 = __ldg(base + i + a.pitch), q11 = __ldg(base + i + a.pitch + 1);
+    return make_float2(ctr__lerp2(q00.x, q01.x, q10.x, q11.x, fu, fv),
+                       ctr__lerp2(q00.y, q01.y, q10.y, q11.y, fu, fv));
+  }
+}
+
 template <int ZP, bool CIRC, int MODE>
 __global__ void __launch_bounds__(256, 3)
     bp_kernel(const ctr__bp_args a, const __grid_constant__ ctr__bp_views bv) {
@@ -79,6 +87,30 @@ __global__ void __launch_bounds__(256, 3)
     const float ws = a.wscale ? __ldg(a.wscale + layer) : 1.0f;
     /* Every voxel's coordinates derive from its own slice index, never from
      * the chunk start, so results do not depend on how z is split. */
+    if constexpr (MODE == MODE_EXACT || MODE == MODE_EXACT_PAIR) {
+      const double *md = bv.md[n];
+      const double di = (double)i, dj = (double)j;
+      const double axy = fma(dj, md[2], fma(di, md[1], md[0]));
+      const double bxy = fma(dj, md[6], fma(di, md[5], md[4]));
+      const double cxy = fma(dj, md[10], fma(di, md[9], md[8]));
+      if constexpr (CIRC) {
+        const double r = __drcp_rn(cxy);
+        const double u = axy * r;
+        const float w = ws * (float)(r * r);
+#pragma unroll
+        for (int k = 0; k < ZP; k++)
+          acc_add(acc[k], w, sample_exact<MODE>(a, u, fma((double)(k0 + k), md[7], bxy) * r, layer));
+      } else {
+#pragma unroll
+        for (int k = 0; k < ZP; k++) {
+          const double z = (double)(k0 + k);
+          const double r = __drcp_rn(fma(z, md[11], cxy));
+          acc_add(acc[k], ws * (float)(r * r),
+                  sample_exact<MODE>(a, fma(z, md[3], axy) * r, fma(z, md[7], bxy) * r, layer));
+        }
+      }
+      continue;
+    }
     const float axy = fmaf(fj, m[2], fmaf(fi, m[1], m[0]));
     const float bxy = fmaf(fj, m[6], fmaf(fi, m[5], m[4]));
     const float cxy = fmaf(fj, m[10], fmaf(fi, m[9], m[8]));
@@ -186,6 +218,9 @@ void ctr__bp_views_fill(const ctr_geometry *g, const int64_t *idx, int64_t first
       for (int r = 0; r < 2; r++)
         for (int q = 0; q < 4; q++) row[r][q] += 0.5 * row[2][q];
     for (int r = 0; r < 3; r++)
-      for (int q = 0; q < 4; q++) bv->m[k][4 * r + q] = (float)row[r][q];
+      for (int q = 0; q < 4; q++) {
+        bv->m[k][4 * r + q] = (float)row[r][q];
+        bv->md[k][4 * r + q] = row[r][q];
+      }
   }
 }

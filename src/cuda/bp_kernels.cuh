@@ -9,11 +9,13 @@
  * warps read them by broadcast): for each view, the rows a, b, c of the
  * canonical matrix evaluated on the voxel grid, a(i,j,k) = m[0] + i m[1] +
  * j m[2] + k m[3] (b: m[4..7], c: m[8..11]); texture variants have the
- * +0.5 texel-centre shift folded in. */
+ * +0.5 texel-centre shift folded in. 9 KB: kernel parameters may hold up to
+ * 32 KB since CUDA 12.1. */
 struct ctr__bp_views {
   int n;     /* views in this launch */
   int first; /* layer / view index of the first one in the device layout */
   float m[CTR__BP_MAX_VIEWS][12];
+  double md[CTR__BP_MAX_VIEWS][12]; /* the same in double: exact variants' coordinates */
 };
 
 struct ctr__bp_args {
