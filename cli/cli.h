@@ -174,7 +174,7 @@ double cli_warn_coverage(const char *cmd, const ctr_geometry *g);
  * the error message names `what`. Release with cli_free_floats (accepts
  * NULL): the one place to switch these buffers to pinned host memory. */
 float *cli_alloc_floats(const char *cmd, int64_t n, const char *what, int *rc);
-/* --interp auto|exact|texture into a ctr_interp. */
+/* --interp auto|exact|precise|texture into a ctr_interp. */
 int cli_parse_interp(const char *cmd, const char *name, const char *value, void *dst);
 void cli_free_floats(float *p);
 /* Min and max of finite values, count of non-finite ones. */

@@ -89,8 +89,10 @@ int cli_parse_interp(const char *cmd, const char *name, const char *value, void 
     *i = CTR_INTERP_EXACT;
   else if (!strcmp(value, "texture"))
     *i = CTR_INTERP_TEXTURE;
+  else if (!strcmp(value, "precise"))
+    *i = CTR_INTERP_PRECISE;
   else
-    return cli_usage_error(cmd, "%s '%s': expected auto, exact or texture", name, value);
+    return cli_usage_error(cmd, "%s '%s': expected auto, exact, precise or texture", name, value);
   return 0;
 }
 

@@ -237,8 +237,9 @@ int cmd_demo(int argc, char **argv) {
        cli_parse_string, &a.out_dir, NULL},
       {"--no-volume", NULL, "do not write recon.nrrd (previews only)", cli_set_flag, &a.no_volume,
        NULL},
-      {"--interp", "auto|exact|texture",
-       "backprojection interpolation (default auto: texture on a GPU, exact on the CPU)",
+      {"--interp", "MODE",
+       "backprojection interpolation: auto, exact, precise or texture (default auto: texture on "
+       "a GPU, exact on the CPU)",
        cli_parse_interp, &a.interp, NULL},
       CLI_COMMON_OPTIONS(&a.common),
       {0},

@@ -371,9 +371,10 @@ int cmd_fdk(int argc, char **argv) {
       {"--short-scan", "auto|off|parker",
        "Parker weights; auto: if the orbit is < 360 deg (default auto)", parse_short_scan,
        &a.fdk.short_scan, NULL},
-      {"--interp", "auto|exact|texture",
-       "backprojection interpolation: texture (GPU hardware, ~1e-3) or exact (fp32, ~1e-6); "
-       "auto: texture on a GPU, exact on the CPU (default auto)",
+      {"--interp", "MODE",
+       "backprojection interpolation: auto, texture (GPU hardware, ~1e-3), exact (fp32, "
+       "~1e-6) or precise (double positions on the GPU, ~1e-7); auto is texture on a GPU, exact "
+       "on the CPU (default auto)",
        cli_parse_interp, &a.fdk.interp, NULL},
       {"--slices", "Z0:Z1", "reconstruct slices Z0 .. Z1-1 only (default: all)", parse_slices,
        a.slices, &a.slices_given},

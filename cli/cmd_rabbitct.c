@@ -84,8 +84,8 @@ static int parse_device(const char *cmd, const char *name, const char *value, vo
 }
 
 static int parse_interp(const char *cmd, const char *name, const char *value, void *dst) {
-  if (strcmp(value, "exact") && strcmp(value, "texture"))
-    return cli_usage_error(cmd, "%s '%s': expected exact or texture", name, value);
+  if (strcmp(value, "precise") && strcmp(value, "exact") && strcmp(value, "texture"))
+    return cli_usage_error(cmd, "%s '%s': expected precise, exact or texture", name, value);
   *(const char **)dst = value;
   return 0;
 }
@@ -200,7 +200,7 @@ static int load_module(rct_run *r) {
     return cli_error(RCT_CMD, CLI_EXIT_RUNTIME, "cannot load module '%s': %s%s", r->module,
                      strerror(errno), a->module ? "" : " (build it, or give --module PATH)");
   r->device = set_env("CTRECON_DEVICE", a->device, "auto", &r->device_from_env);
-  r->interp = set_env("CTRECON_INTERP", a->interp, "exact", &r->interp_from_env);
+  r->interp = set_env("CTRECON_INTERP", a->interp, "precise", &r->interp_from_env);
 #ifdef _OPENMP
   if (a->threads > 0) omp_set_num_threads(a->threads);
 #endif
@@ -550,8 +550,9 @@ int cmd_rabbitct(int argc, char **argv) {
       {"--device", "auto|cpu|cuda",
        "CTRECON_DEVICE for the module (default: the environment's, else auto)", parse_device,
        &a.device, NULL},
-      {"--interp", "exact|texture",
-       "CTRECON_INTERP for the module (default: the environment's, else exact)", parse_interp,
+      {"--interp", "MODE",
+       "CTRECON_INTERP for the module: precise, exact or texture (default: the environment's, "
+       "else precise)", parse_interp,
        &a.interp, NULL},
       {"--json", "FILE", "also write the results as JSON, benchmark layout (default: none)",
        cli_parse_string, &a.json, NULL},

@@ -339,9 +339,11 @@ typedef enum ctr_short_scan {
 } ctr_short_scan;
 
 typedef enum ctr_interp {
-  CTR_INTERP_DEFAULT = 0, /* backend's default (exact on CPU) */
-  CTR_INTERP_EXACT = 1,   /* fp32 software bilinear */
-  CTR_INTERP_TEXTURE = 2  /* hardware texture bilinear (8-bit weights); GPU only */
+  CTR_INTERP_DEFAULT = 0, /* backend's default (exact on CPU, texture on GPU) */
+  CTR_INTERP_EXACT = 1,   /* fp32 software bilinear, ~1e-6 relative */
+  CTR_INTERP_TEXTURE = 2, /* hardware texture bilinear (8-bit weights), ~1e-3; GPU only */
+  CTR_INTERP_PRECISE = 3  /* software bilinear at double-precision positions, ~1e-7 on the
+                             GPU (slower); the CPU treats it as exact */
 } ctr_interp;
 
 typedef struct ctr_fdk_options {

@@ -10,7 +10,8 @@
  * is deferred to RCTFinishAlgorithm, which only copies the volume out.
  *
  * Environment: CTRECON_DEVICE = auto | cpu | cuda (default auto),
- * CTRECON_INTERP = exact | texture (default exact). */
+ * CTRECON_INTERP = precise | exact | texture (default precise: RabbitCT
+ * scores rounded HU, which float positions near pixel 1000 perturb). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +88,9 @@ static bool setup(const RabbitCtGlobalData *r) {
     return fail("invalid geometry");
   ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
   const char *interp = getenv("CTRECON_INTERP");
-  o.interp = interp && !strcmp(interp, "texture") ? CTR_INTERP_TEXTURE : CTR_INTERP_EXACT;
+  o.interp = !interp || !strcmp(interp, "precise") ? CTR_INTERP_PRECISE
+             : !strcmp(interp, "texture")          ? CTR_INTERP_TEXTURE
+                                                   : CTR_INTERP_EXACT;
   if (ctr_backprojector_create(M.ctx, M.g, &o, &M.bp) != CTR_OK)
     return fail("cannot create the backprojector");
   M.n_buffers = r->adv_numProjBuffers > 0 ? r->adv_numProjBuffers : 1;

@@ -38,7 +38,8 @@ typedef bool (*RabbitCtFunction)(RabbitCtGlobalData *);
 
 /* The module built with ctrecon: <build>/modules/rabbitct/librabbitct_ctrecon.so.
  * It reads CTRECON_DEVICE (auto | cpu | cuda, default auto) and
- * CTRECON_INTERP (exact | texture, default exact) from the environment. */
+ * CTRECON_INTERP (precise | exact | texture, default precise) from the
+ * environment. */
 #define CTR_RABBITCT_MODULE_NAME "librabbitct_ctrecon.so"
 
 #ifdef __cplusplus

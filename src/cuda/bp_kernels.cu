@@ -13,7 +13,14 @@
 
 #include "common/projmath.h"
 
-enum { MODE_TEX = 0, MODE_TEX_PAIR = 1, MODE_EXACT = 2, MODE_EXACT_PAIR = 3 };
+enum {
+  MODE_TEX = 0,
+  MODE_TEX_PAIR = 1,
+  MODE_EXACT = 2,
+  MODE_EXACT_PAIR = 3,
+  MODE_PRECISE = 4,     /* MODE_EXACT at double-precision positions */
+  MODE_PRECISE_PAIR = 5 /* MODE_EXACT_PAIR at double-precision positions */
+};
 /* TEX_PAIR_HALF runs MODE_TEX_PAIR: a half2 texture reads as float2. */
 
 template <int MODE>
@@ -26,6 +33,10 @@ struct sample_t<MODE_TEX_PAIR> {
 };
 template <>
 struct sample_t<MODE_EXACT_PAIR> {
+  typedef float2 type;
+};
+template <>
+struct sample_t<MODE_PRECISE_PAIR> {
   typedef float2 type;
 };
 
@@ -44,19 +55,32 @@ __device__ __forceinline__ typename sample_t<MODE>::type sample(const ctr__bp_ar
     return tex2DLayered<float>(a.tex, u, v, n);
   } else if constexpr (MODE == MODE_TEX_PAIR) {
     return tex2DLayered<float2>(a.tex, u, v, n);
+  } else if constexpr (MODE == MODE_EXACT) {
+    const float *base = (const float *)a.pad + (long long)n * a.view_stride;
+    const int i = ctr__bilinear_setup(a.pitch, a.nu, a.nv, &u, &v);
+    return ctr__lerp2(__ldg(base + i), __ldg(base + i + 1), __ldg(base + i + a.pitch),
+                      __ldg(base + i + a.pitch + 1), u, v);
+  } else if constexpr (MODE == MODE_EXACT_PAIR) {
+    const float2 *base = (const float2 *)a.pad + (long long)n * a.view_stride;
+    const int i = ctr__bilinear_setup(a.pitch, a.nu, a.nv, &u, &v);
+    const float2 q00 = __ldg(base + i), q01 = __ldg(base + i + 1);
+    const float2 q10 = __ldg(base + i + a.pitch), q11 = __ldg(base + i + a.pitch + 1);
+    return make_float2(ctr__lerp2(q00.x, q01.x, q10.x, q11.x, u, v),
+                       ctr__lerp2(q00.y, q01.y, q10.y, q11.y, u, v));
   } else {
-    return typename sample_t<MODE>::type{}; /* exact variants use sample_exact */
+    return typename sample_t<MODE>::type{}; /* precise variants use sample_precise */
   }
 }
 
-/* Exact variants: software bilinear at double-precision positions (fractions
- * to full precision), blended in float. */
+/* Precise variants: software bilinear at double-precision positions
+ * (fractions to full precision), blended in float. */
 template <int MODE>
-__device__ __forceinline__ typename sample_t<MODE>::type sample_exact(const ctr__bp_args &a,
-                                                                       double u, double v, int n) {
+__device__ __forceinline__ typename sample_t<MODE>::type sample_precise(const ctr__bp_args &a,
+                                                                         double u, double v,
+                                                                         int n) {
   float fu, fv;
   const int i = ctr__bilinear_setup_f64(a.pitch, a.nu, a.nv, u, v, &fu, &fv);
-  if constexpr (MODE == MODE_EXACT) {
+  if constexpr (MODE == MODE_PRECISE) {
     const float *base = (const float *)a.pad + (long long)n * a.view_stride;
     return ctr__lerp2(__ldg(base + i), __ldg(base + i + 1), __ldg(base + i + a.pitch),
                       __ldg(base + i + a.pitch + 1), fu, fv);
@@ -87,7 +111,7 @@ __global__ void __launch_bounds__(256, 3)
     const float ws = a.wscale ? __ldg(a.wscale + layer) : 1.0f;
     /* Every voxel's coordinates derive from its own slice index, never from
      * the chunk start, so results do not depend on how z is split. */
-    if constexpr (MODE == MODE_EXACT || MODE == MODE_EXACT_PAIR) {
+    if constexpr (MODE == MODE_PRECISE || MODE == MODE_PRECISE_PAIR) {
       const double *md = bv.md[n];
       const double di = (double)i, dj = (double)j;
       const double axy = fma(dj, md[2], fma(di, md[1], md[0]));
@@ -99,14 +123,14 @@ __global__ void __launch_bounds__(256, 3)
         const float w = ws * (float)(r * r);
 #pragma unroll
         for (int k = 0; k < ZP; k++)
-          acc_add(acc[k], w, sample_exact<MODE>(a, u, fma((double)(k0 + k), md[7], bxy) * r, layer));
+          acc_add(acc[k], w, sample_precise<MODE>(a, u, fma((double)(k0 + k), md[7], bxy) * r, layer));
       } else {
 #pragma unroll
         for (int k = 0; k < ZP; k++) {
           const double z = (double)(k0 + k);
           const double r = __drcp_rn(fma(z, md[11], cxy));
           acc_add(acc[k], ws * (float)(r * r),
-                  sample_exact<MODE>(a, fma(z, md[3], axy) * r, fma(z, md[7], bxy) * r, layer));
+                  sample_precise<MODE>(a, fma(z, md[3], axy) * r, fma(z, md[7], bxy) * r, layer));
         }
       }
       continue;
@@ -137,7 +161,7 @@ __global__ void __launch_bounds__(256, 3)
   for (int k = 0; k < ZP; k++) {
     const int z = k0 + k;
     if (z >= a.nz_thread) break;
-    if constexpr (MODE == MODE_TEX_PAIR || MODE == MODE_EXACT_PAIR) {
+    if constexpr (MODE == MODE_TEX_PAIR || MODE == MODE_EXACT_PAIR || MODE == MODE_PRECISE_PAIR) {
       const int zm = a.nzs - 1 - z;
       col[(long long)z * a.slice] += acc[k].x;
       if (zm != z) col[(long long)zm * a.slice] += acc[k].y;
@@ -156,6 +180,8 @@ static void launch_mode(ctr__bp_variant v, dim3 grid, dim3 block, cudaStream_t s
     case CTR__BP_TEX_PAIR_HALF: bp_kernel<ZP, CIRC, MODE_TEX_PAIR><<<grid, block, 0, s>>>(a, bv); break;
     case CTR__BP_EXACT: bp_kernel<ZP, CIRC, MODE_EXACT><<<grid, block, 0, s>>>(a, bv); break;
     case CTR__BP_EXACT_PAIR: bp_kernel<ZP, CIRC, MODE_EXACT_PAIR><<<grid, block, 0, s>>>(a, bv); break;
+    case CTR__BP_PRECISE: bp_kernel<ZP, CIRC, MODE_PRECISE><<<grid, block, 0, s>>>(a, bv); break;
+    case CTR__BP_PRECISE_PAIR: bp_kernel<ZP, CIRC, MODE_PRECISE_PAIR><<<grid, block, 0, s>>>(a, bv); break;
     default: break;
   }
 }
@@ -178,7 +204,7 @@ ctr_status ctr__bp_launch(const ctr__bp_config *cfg, int circular,
   if (block.x * block.y > 256 || block.x * block.y < 32)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "block %d x %d: expected 32 .. 256 threads", cfg->block_x,
              cfg->block_y);
-  if (cfg->variant < CTR__BP_TEX || cfg->variant > CTR__BP_TEX_PAIR_HALF)
+  if (cfg->variant < CTR__BP_TEX || cfg->variant > CTR__BP_PRECISE_PAIR)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "backprojection variant %d unknown", (int)cfg->variant);
   switch (zp) {
     case 1: launch_zp<1>(cfg, circular, grid, block, s, *args, *bv); break;

@@ -24,7 +24,9 @@ typedef enum ctr__bp_variant {
   CTR__BP_TEX_PAIR = 2,
   CTR__BP_EXACT = 3,
   CTR__BP_EXACT_PAIR = 4,
-  CTR__BP_TEX_PAIR_HALF = 5
+  CTR__BP_TEX_PAIR_HALF = 5,
+  CTR__BP_PRECISE = 6,     /* EXACT at double-precision positions */
+  CTR__BP_PRECISE_PAIR = 7 /* EXACT_PAIR at double-precision positions */
 } ctr__bp_variant;
 
 typedef struct ctr__bp_config {

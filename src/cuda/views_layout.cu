@@ -29,6 +29,8 @@ extern "C" const char *ctr__bp_variant_name(ctr__bp_variant v) {
     case CTR__BP_TEX_PAIR: return "tex-pair";
     case CTR__BP_EXACT: return "exact";
     case CTR__BP_EXACT_PAIR: return "exact-pair";
+    case CTR__BP_PRECISE: return "precise";
+    case CTR__BP_PRECISE_PAIR: return "precise-pair";
     case CTR__BP_TEX_PAIR_HALF: return "tex-pair-half";
   }
   return "unknown";
@@ -65,13 +67,17 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
   if (req) c = *req;
   const int pair_ok = ctr__bp_pair_possible(g, o->z0, o->nz);
   if (c.variant == CTR__BP_AUTO) {
-    const int texture = o->interp == CTR_INTERP_TEXTURE;
-    c.variant = texture ? (pair_ok ? CTR__BP_TEX_PAIR_HALF : CTR__BP_TEX)
-                        : (pair_ok ? CTR__BP_EXACT_PAIR : CTR__BP_EXACT);
+    /* The GPU's default is texture interpolation (docs/cuda.md). */
+    switch (o->interp) {
+      case CTR_INTERP_EXACT: c.variant = pair_ok ? CTR__BP_EXACT_PAIR : CTR__BP_EXACT; break;
+      case CTR_INTERP_PRECISE: c.variant = pair_ok ? CTR__BP_PRECISE_PAIR : CTR__BP_PRECISE; break;
+      default: c.variant = pair_ok ? CTR__BP_TEX_PAIR_HALF : CTR__BP_TEX; break;
+    }
   }
-  if ((c.variant == CTR__BP_TEX_PAIR || c.variant == CTR__BP_TEX_PAIR_HALF ||
-       c.variant == CTR__BP_EXACT_PAIR) && !pair_ok)
-    c.variant = c.variant == CTR__BP_EXACT_PAIR ? CTR__BP_EXACT : CTR__BP_TEX;
+  if (ctr__is_pair(c.variant) && !pair_ok)
+    c.variant = c.variant == CTR__BP_EXACT_PAIR     ? CTR__BP_EXACT
+                : c.variant == CTR__BP_PRECISE_PAIR ? CTR__BP_PRECISE
+                                                    : CTR__BP_TEX;
   if (c.pipeline <= CTR__PIPE_DEFAULT || c.pipeline > CTR__PIPE_SERIAL) c.pipeline = DEFAULT_PIPELINE;
   if (c.views_per_launch <= 0) c.views_per_launch = DEFAULT_VIEWS_PER_LAUNCH;
   if (c.views_per_launch > CTR__BP_MAX_VIEWS) c.views_per_launch = CTR__BP_MAX_VIEWS;
@@ -84,7 +90,8 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
 }
 
 int ctr__is_pair(ctr__bp_variant v) {
-  return v == CTR__BP_TEX_PAIR || v == CTR__BP_TEX_PAIR_HALF || v == CTR__BP_EXACT_PAIR;
+  return v == CTR__BP_TEX_PAIR || v == CTR__BP_TEX_PAIR_HALF || v == CTR__BP_EXACT_PAIR ||
+         v == CTR__BP_PRECISE_PAIR;
 }
 int ctr__is_tex(ctr__bp_variant v) {
   return v == CTR__BP_TEX || v == CTR__BP_TEX_PAIR || v == CTR__BP_TEX_PAIR_HALF;

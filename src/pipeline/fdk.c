@@ -34,8 +34,9 @@ ctr_status ctr__fdk_options_resolve(const ctr_geometry *g, const ctr_fdk_options
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "views_per_batch = %lld: expected >= 0 (0 = automatic)",
              (long long)o->views_per_batch);
   if (o->interp != CTR_INTERP_DEFAULT && o->interp != CTR_INTERP_EXACT &&
-      o->interp != CTR_INTERP_TEXTURE)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "interp = %d: expected default, exact or texture", (int)o->interp);
+      o->interp != CTR_INTERP_TEXTURE && o->interp != CTR_INTERP_PRECISE)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "interp = %d: expected default, exact, texture or precise",
+             (int)o->interp);
   return CTR_OK;
 }
 
