@@ -168,10 +168,11 @@ int main(int argc, char **argv) {
   }
 
   /* Backprojection throughput per variant and configuration. */
-  enum { NVAR = 5, NBLOCKS = 8 };
-  static const ctr__bp_variant variants[NVAR] = {CTR__BP_TEX, CTR__BP_TEX_PAIR,
+  enum { NVAR = 7, NBLOCKS = 8 };
+  static const ctr__bp_variant variants[NVAR] = {CTR__BP_TEX,          CTR__BP_TEX_PAIR,
                                                  CTR__BP_TEX_PAIR_HALF, CTR__BP_EXACT,
-                                                 CTR__BP_EXACT_PAIR};
+                                                 CTR__BP_EXACT_PAIR,    CTR__BP_PRECISE,
+                                                 CTR__BP_PRECISE_PAIR};
   static const int nps[] = {32, 64}, zps[] = {8, 16};
   static const int blocks[NBLOCKS][2] = {{16, 16}, {32, 8}, {32, 4}, {64, 4},
                                          {16, 8},  {8, 8},  {8, 4},  {16, 4}};

@@ -126,11 +126,14 @@ static float *filtered_phantom(ctr_geometry *g) {
  * reference, on filtered projections of random ellipsoids. Exact modes: fp32
  * positions and sums, ~3e-6 (the issue's bound is 1e-5). Texture modes: the
  * hardware's 8-bit interpolation weights, bound 2e-3 (half2 storage adds
- * ~2^-12 relative rounding). White noise, the worst case for interpolation
+ * ~2^-12 relative rounding). Precise modes (positions in double): 1e-6.
+ * White noise, the worst case for interpolation
  * error, is reported once per geometry for the record. */
 static void test_variants(void) {
-  static const ctr__bp_variant variants[] = {CTR__BP_TEX, CTR__BP_TEX_PAIR, CTR__BP_TEX_PAIR_HALF,
-                                             CTR__BP_EXACT, CTR__BP_EXACT_PAIR};
+  static const ctr__bp_variant variants[] = {CTR__BP_TEX,     CTR__BP_TEX_PAIR,
+                                             CTR__BP_TEX_PAIR_HALF, CTR__BP_EXACT,
+                                             CTR__BP_EXACT_PAIR, CTR__BP_PRECISE,
+                                             CTR__BP_PRECISE_PAIR};
   static const int configs[][4] = {{32, 8, 16, 16}, {8, 1, 32, 8}, {64, 16, 16, 16},
                                    {16, 4, 32, 4}, {5, 2, 8, 8}};
   for (int kind = 0; kind <= 3; kind += quick ? 3 : 1) {
@@ -162,7 +165,7 @@ static void test_variants(void) {
       free(nref);
       free(nout);
     }
-    for (int vi = 0; vi < 5; vi++) {
+    for (int vi = 0; vi < 7; vi++) {
       for (int ci = 0; ci < (quick ? 1 : 5); ci++) {
         ctr__bp_config c = {variants[vi], configs[ci][0], configs[ci][1], configs[ci][2],
                             configs[ci][3], CTR__PIPE_DEFAULT};
@@ -173,7 +176,9 @@ static void test_variants(void) {
         const double e = rel_rms_d(out, ref, nvox);
         const int tex = r.variant == CTR__BP_TEX || r.variant == CTR__BP_TEX_PAIR ||
                         r.variant == CTR__BP_TEX_PAIR_HALF;
-        const double bound = tex ? 2e-3 : 1e-5;
+        const int precise = r.variant == CTR__BP_PRECISE || r.variant == CTR__BP_PRECISE_PAIR;
+        /* precise: double positions, float blend and sums: ~1e-7 */
+        const double bound = tex ? 2e-3 : precise ? 1e-6 : 1e-5;
         if (ci == 0)
           printf("  %-10s N'=%2d Z'=%2d %2dx%-2d: relative RMS %.2e (bound %.0e)\n",
                  ctr__bp_variant_name(r.variant), c.views_per_launch, c.slices_per_thread,
