@@ -59,6 +59,23 @@ CTR_HD int ctr__bilinear_setup_f64(int pitch, int nu, int nv, double u, double v
   return iv * pitch + iu;
 }
 
+/* ctr__bilinear_setup for a position given as an integer anchor plus a small
+ * float offset (iu0 + fu, iv0 + fv): the fractions come from the offset
+ * alone, so they are as precise as a float near zero, whatever the anchor. */
+CTR_HD int ctr__bilinear_setup_split(int pitch, int nu, int nv, int iu0, float fu, int iv0,
+                                     float fv, float *ou, float *ov) {
+  const float lu = (float)(-1 - iu0), hu = (float)(nu - iu0); /* [-1, nu] in offsets */
+  const float lv = (float)(-1 - iv0), hv = (float)(nv - iv0);
+  fu = fu > lu ? fu : lu;
+  fu = fu < hu ? fu : hu;
+  fv = fv > lv ? fv : lv;
+  fv = fv < hv ? fv : hv;
+  const float gu = floorf(fu), gv = floorf(fv);
+  *ou = fu - gu;
+  *ov = fv - gv;
+  return (iv0 + (int)gv) * pitch + iu0 + (int)gu;
+}
+
 /* Bilinear blend of the four neighbours with fractional offsets (fu, fv). */
 CTR_HD float ctr__lerp2(float q00, float q01, float q10, float q11, float fu, float fv) {
   const float top = q00 + fu * (q01 - q00);

@@ -72,24 +72,25 @@ __device__ __forceinline__ typename sample_t<MODE>::type sample(const ctr__bp_ar
   }
 }
 
-/* Precise variants: software bilinear at double-precision positions
- * (fractions to full precision), blended in float. */
+/* Precise variants: software bilinear at an integer anchor plus a small float
+ * offset (ctr__bilinear_setup_split), blended in float. */
 template <int MODE>
 __device__ __forceinline__ typename sample_t<MODE>::type sample_precise(const ctr__bp_args &a,
-                                                                         double u, double v,
+                                                                         int iu0, float fu,
+                                                                         int iv0, float fv,
                                                                          int n) {
-  float fu, fv;
-  const int i = ctr__bilinear_setup_f64(a.pitch, a.nu, a.nv, u, v, &fu, &fv);
+  float wu, wv;
+  const int i = ctr__bilinear_setup_split(a.pitch, a.nu, a.nv, iu0, fu, iv0, fv, &wu, &wv);
   if constexpr (MODE == MODE_PRECISE) {
     const float *base = (const float *)a.pad + (long long)n * a.view_stride;
     return ctr__lerp2(__ldg(base + i), __ldg(base + i + 1), __ldg(base + i + a.pitch),
-                      __ldg(base + i + a.pitch + 1), fu, fv);
+                      __ldg(base + i + a.pitch + 1), wu, wv);
   } else {
     const float2 *base = (const float2 *)a.pad + (long long)n * a.view_stride;
     const float2 q00 = __ldg(base + i), q01 = __ldg(base + i + 1);
     const float2 q10 = __ldg(base + i + a.pitch), q11 = __ldg(base + i + a.pitch + 1);
-    return make_float2(ctr__lerp2(q00.x, q01.x, q10.x, q11.x, fu, fv),
-                       ctr__lerp2(q00.y, q01.y, q10.y, q11.y, fu, fv));
+    return make_float2(ctr__lerp2(q00.x, q01.x, q10.x, q11.x, wu, wv),
+                       ctr__lerp2(q00.y, q01.y, q10.y, q11.y, wu, wv));
   }
 }
 
@@ -112,26 +113,30 @@ __global__ void __launch_bounds__(256, 3)
     /* Every voxel's coordinates derive from its own slice index, never from
      * the chunk start, so results do not depend on how z is split. */
     if constexpr (MODE == MODE_PRECISE || MODE == MODE_PRECISE_PAIR) {
+      /* The column's position at slice k0 in double, split into an integer
+       * anchor and a float fraction; slice k moves it by
+       * k (m3 c0 - a0 m11) / (c0 c_k) in u (likewise v): a few pixels,
+       * exact enough in float. */
       const double *md = bv.md[n];
-      const double di = (double)i, dj = (double)j;
-      const double axy = fma(dj, md[2], fma(di, md[1], md[0]));
-      const double bxy = fma(dj, md[6], fma(di, md[5], md[4]));
-      const double cxy = fma(dj, md[10], fma(di, md[9], md[8]));
-      if constexpr (CIRC) {
-        const double r = __drcp_rn(cxy);
-        const double u = axy * r;
-        const float w = ws * (float)(r * r);
+      const double di = (double)i, dj = (double)j, dk = (double)k0;
+      const double a0 = fma(dk, md[3], fma(dj, md[2], fma(di, md[1], md[0])));
+      const double b0 = fma(dk, md[7], fma(dj, md[6], fma(di, md[5], md[4])));
+      const double c0 = fma(dk, md[11], fma(dj, md[10], fma(di, md[9], md[8])));
+      const double r0 = __drcp_rn(c0);
+      const double u0 = a0 * r0, v0 = b0 * r0, gu = floor(u0), gv = floor(v0);
+      const int iu0 = (int)fmax(fmin(gu, 1e9), -1e9), iv0 = (int)fmax(fmin(gv, 1e9), -1e9);
+      const float fu0 = (float)(u0 - (double)iu0), fv0 = (float)(v0 - (double)iv0);
+      const float du = (float)((md[3] * c0 - a0 * md[11]) * r0);
+      const float dv = (float)((md[7] * c0 - b0 * md[11]) * r0);
+      const float c0f = (float)c0, dc = (float)md[11];
+      const float r0f = (float)r0;
 #pragma unroll
-        for (int k = 0; k < ZP; k++)
-          acc_add(acc[k], w, sample_precise<MODE>(a, u, fma((double)(k0 + k), md[7], bxy) * r, layer));
-      } else {
-#pragma unroll
-        for (int k = 0; k < ZP; k++) {
-          const double z = (double)(k0 + k);
-          const double r = __drcp_rn(fma(z, md[11], cxy));
-          acc_add(acc[k], ws * (float)(r * r),
-                  sample_precise<MODE>(a, fma(z, md[3], axy) * r, fma(z, md[7], bxy) * r, layer));
-        }
+      for (int k = 0; k < ZP; k++) {
+        /* circular orbits: c does not change along the column */
+        const float rk = CIRC ? r0f : __frcp_rn(fmaf((float)k, dc, c0f));
+        const float kr = (float)k * rk;
+        acc_add(acc[k], ws * rk * rk,
+                sample_precise<MODE>(a, iu0, fmaf(kr, du, fu0), iv0, fmaf(kr, dv, fv0), layer));
       }
       continue;
     }
