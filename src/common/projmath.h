@@ -4,6 +4,7 @@
 #ifndef CTR_PROJMATH_H
 #define CTR_PROJMATH_H
 
+#include <math.h>
 #include <stdint.h>
 
 #if defined(__CUDACC__)
