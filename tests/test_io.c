@@ -2,6 +2,7 @@
  * writes, atomic output, error reporting, PNG previews. Runs in a fresh
  * directory under /tmp that is removed at the end. */
 #include "harness.h"
+#include "scratch_dir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,45 +20,6 @@ enum { NX = 37, NY = 23, NZ = 5 };
 #define NVOX ((size_t)NX * NY * NZ)
 #define NPIX ((size_t)NX * NY)
 
-static char g_dir[64];
-
-/* Path inside the test directory; a few rotating buffers so several can be
- * used in one call. */
-static const char *P(const char *name) {
-  static char buf[8][512];
-  static int next = 0;
-  char *b = buf[next++ % 8];
-  snprintf(b, sizeof buf[0], "%s/%s", g_dir, name);
-  return b;
-}
-
-static int exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
-
-static long long file_size(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 ? (long long)st.st_size : -1;
-}
-
-/* Temporaries anywhere under the test directory ("*.tmp.*"). */
-static int g_tmp_found;
-static int find_tmp(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  if (strstr(path + strlen(g_dir), ".tmp.")) g_tmp_found++;
-  return 0;
-}
-static int count_temporaries(void) {
-  g_tmp_found = 0;
-  nftw(g_dir, find_tmp, 16, FTW_PHYS);
-  return g_tmp_found;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(path);
-}
 
 static void write_text(const char *path, const char *text, size_t n) {
   FILE *f = fopen(path, "wb");
@@ -697,11 +659,7 @@ static void test_png(void) {
 }
 
 int main(void) {
-  snprintf(g_dir, sizeof g_dir, "/tmp/ctr_test_io_XXXXXX");
-  if (!mkdtemp(g_dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (!scratch_open("ctr_test_io")) return 1;
   make_data();
   test_format_names();
   test_round_trips();
@@ -713,7 +671,7 @@ int main(void) {
   test_nrrd_headers();
   test_tiff_specifics();
   test_png();
-  nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  scratch_close();
   free(g_u16);
   free(g_f32);
   return th_finish("test_io");

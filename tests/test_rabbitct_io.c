@@ -4,6 +4,7 @@
  * conversion and scores against hand-computed values. Runs in a fresh
  * directory under /tmp that is removed at the end. */
 #include "harness.h"
+#include "scratch_dir.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -19,45 +20,10 @@ enum { W = 37, H = 23, NV = 5 };
 #define HU0 1000.0f
 #define HU1 -1000.0f
 
-static char g_dir[64];
 static double g_mat[NV][12];
 static float g_img[NV][NPIX];
 static uint16_t g_ref16[16 * 16 * 16], g_ref32[32 * 32 * 32];
 
-static const char *P(const char *name) {
-  static char buf[8][512];
-  static int next = 0;
-  char *b = buf[next++ % 8];
-  snprintf(b, sizeof buf[0], "%s/%s", g_dir, name);
-  return b;
-}
-
-static int exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
-
-static long long file_size(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 ? (long long)st.st_size : -1;
-}
-
-static int g_tmp_found;
-static int find_tmp(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  if (strstr(path + strlen(g_dir), ".tmp.")) g_tmp_found++;
-  return 0;
-}
-static int count_temporaries(void) {
-  g_tmp_found = 0;
-  nftw(g_dir, find_tmp, 16, FTW_PHYS);
-  return g_tmp_found;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)sb, (void)flag, (void)ftw;
-  return remove(path);
-}
 
 static void make_data(void) {
   for (int v = 0; v < NV; v++) {
@@ -502,11 +468,7 @@ static void test_score(void) {
 }
 
 int main(void) {
-  snprintf(g_dir, sizeof g_dir, "/tmp/ctr_test_rabbitct_XXXXXX");
-  if (!mkdtemp(g_dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (!scratch_open("ctr_test_rabbitct")) return 1;
   make_data();
   test_round_trip();
   test_version_and_128();
@@ -517,6 +479,6 @@ int main(void) {
   test_to_hu();
   test_score();
   CHECK(count_temporaries() == 0);
-  nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  scratch_close();
   return th_finish("test_rabbitct_io");
 }

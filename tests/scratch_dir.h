@@ -1,0 +1,64 @@
+/* A scratch directory for file tests: created with scratch_open, removed with
+ * everything in it by scratch_close; P() names a file inside it; helpers to
+ * check what was left behind. Include after harness.h. */
+#ifndef CTR_TEST_SCRATCH_DIR_H
+#define CTR_TEST_SCRATCH_DIR_H
+
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char g_dir[64];
+
+/* Path inside the scratch directory; a few rotating buffers so several can
+ * be used in one call. */
+static const char *P(const char *name) {
+  static char buf[8][512];
+  static int next = 0;
+  char *b = buf[next++ % 8];
+  snprintf(b, sizeof buf[0], "%s/%s", g_dir, name);
+  return b;
+}
+
+static inline int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static inline long long file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Temporaries anywhere under the scratch directory ("*.tmp.*"). */
+static int g_tmp_found;
+static int find_tmp(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  if (strstr(path + strlen(g_dir), ".tmp.")) g_tmp_found++;
+  return 0;
+}
+static inline int count_temporaries(void) {
+  g_tmp_found = 0;
+  nftw(g_dir, find_tmp, 16, FTW_PHYS);
+  return g_tmp_found;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* mkdtemp under /tmp with the given name prefix; 0 on failure. */
+static inline int scratch_open(const char *prefix) {
+  snprintf(g_dir, sizeof g_dir, "/tmp/%s_XXXXXX", prefix);
+  if (!mkdtemp(g_dir)) {
+    perror("mkdtemp");
+    return 0;
+  }
+  return 1;
+}
+
+static inline void scratch_close(void) { nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+#endif
