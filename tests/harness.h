@@ -85,4 +85,25 @@ static inline double th_uniform(double lo, double hi) {
   return lo + (hi - lo) * (double)(r >> 11) / 9007199254740992.0;
 }
 
+/* Replaces *g by the same views with every matrix element (but P[2][3])
+ * scaled by 1 +- up to `amount`: an arbitrary (tilted, skewed) orbit for
+ * tests of the general path. Frees the old geometry; *g is NULL on failure. */
+static inline void th_perturb_geometry(ctr_geometry **g, double amount) {
+  if (!*g) return;
+  const int64_t n = ctr_geometry_nviews(*g);
+  int64_t nu, nv;
+  ctr_geometry_detector(*g, &nu, &nv, NULL, NULL);
+  const ctr_volume_geometry vol = ctr_geometry_volume(*g);
+  double *M = malloc(sizeof(double) * 12 * (size_t)n);
+  for (int64_t i = 0; i < n; i++) {
+    ctr_geometry_matrix(*g, i, M + 12 * i);
+    for (int k = 0; k < 11; k++) M[12 * i + k] *= 1 + th_uniform(-amount, amount);
+  }
+  ctr_geometry *h = NULL;
+  CHECK_OK(ctr_geometry_create_matrices(nu, nv, 0, 0, n, M, &vol, &h));
+  free(M);
+  ctr_geometry_free(*g);
+  *g = h;
+}
+
 #endif

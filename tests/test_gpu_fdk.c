@@ -56,18 +56,7 @@ static ctr_geometry *random_geometry(int kind, int64_t nx, int64_t ny, int64_t n
   }
   ctr_geometry *g = NULL;
   CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
-  if (g && kind == 3) { /* arbitrary matrices: tilted, skewed */
-    double *M = malloc(sizeof(double) * 12 * nviews);
-    for (int64_t i = 0; i < nviews; i++) {
-      ctr_geometry_matrix(g, i, M + 12 * i);
-      for (int k = 0; k < 11; k++) M[12 * i + k] *= 1 + th_uniform(-0.02, 0.02);
-    }
-    ctr_geometry *h = NULL;
-    CHECK_OK(ctr_geometry_create_matrices(nu, nv, 0, 0, nviews, M, &vol, &h));
-    free(M);
-    ctr_geometry_free(g);
-    g = h;
-  }
+  if (kind == 3) th_perturb_geometry(&g, 0.02); /* arbitrary matrices: tilted, skewed */
   return g;
 }
 
