@@ -366,7 +366,9 @@ typedef struct ctr_fdk_options {
 ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
                    const ctr_array *proj, ctr_array *vol);
 
-/* The two halves of FDK, for callers that pipeline them. Filters views
+/* The two halves of FDK on the CPU backend, for callers that pipeline them
+ * (ctr_backprojector is the incremental backprojection on either backend).
+ * Filters views
  * [v0, v0+n) of proj (float32, contiguous, n views) in place: Parker and cosine
  * weights, ramp filter, angular weight. */
 ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
