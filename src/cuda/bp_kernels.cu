@@ -56,10 +56,11 @@ __device__ __forceinline__ typename sample_t<MODE>::type sample(const ctr__bp_ar
   } else if constexpr (MODE == MODE_TEX_PAIR) {
     return tex2DLayered<float2>(a.tex, u, v, n);
   } else if constexpr (MODE == MODE_EXACT) {
-    const float *base = (const float *)a.pad + (long long)n * a.view_stride;
+    /* one 16-byte load: the neighbourhood stored as float4 (CTR__STORE_QUAD) */
+    const float4 *base = (const float4 *)a.pad + (long long)n * a.view_stride;
     const int i = ctr__bilinear_setup(a.pitch, a.nu, a.nv, &u, &v);
-    return ctr__lerp2(__ldg(base + i), __ldg(base + i + 1), __ldg(base + i + a.pitch),
-                      __ldg(base + i + a.pitch + 1), u, v);
+    const float4 q = __ldg(base + i);
+    return ctr__lerp2(q.x, q.y, q.z, q.w, u, v);
   } else if constexpr (MODE == MODE_EXACT_PAIR) {
     const float2 *base = (const float2 *)a.pad + (long long)n * a.view_stride;
     const int i = ctr__bilinear_setup(a.pitch, a.nu, a.nv, &u, &v);
@@ -82,9 +83,9 @@ __device__ __forceinline__ typename sample_t<MODE>::type sample_precise(const ct
   float wu, wv;
   const int i = ctr__bilinear_setup_split(a.pitch, a.nu, a.nv, iu0, fu, iv0, fv, &wu, &wv);
   if constexpr (MODE == MODE_PRECISE) {
-    const float *base = (const float *)a.pad + (long long)n * a.view_stride;
-    return ctr__lerp2(__ldg(base + i), __ldg(base + i + 1), __ldg(base + i + a.pitch),
-                      __ldg(base + i + a.pitch + 1), wu, wv);
+    const float4 *base = (const float4 *)a.pad + (long long)n * a.view_stride;
+    const float4 q = __ldg(base + i);
+    return ctr__lerp2(q.x, q.y, q.z, q.w, wu, wv);
   } else {
     const float2 *base = (const float2 *)a.pad + (long long)n * a.view_stride;
     const float2 q00 = __ldg(base + i), q01 = __ldg(base + i + 1);

@@ -73,6 +73,16 @@ __global__ void store_rows(const float *__restrict__ rows, long long row_stride,
     const int vm = dst.mirror - v;
     if (vm >= 0 && vm < nv) qm = rows[((long long)view * nv + vm) * row_stride + u] * scale;
   }
+  if (dst.kind == CTR__STORE_QUAD) {
+    float *e = (float *)((float4 *)dst.base + (long long)view * dst.view_stride +
+                         (long long)v * dst.pitch + u);
+    const long long row = 4LL * dst.pitch;
+    e[0] = q;            /* (u, v).x */
+    e[-4 + 1] = q;       /* (u-1, v).y */
+    e[-row + 2] = q;     /* (u, v-1).z */
+    e[-row - 4 + 3] = q; /* (u-1, v-1).w */
+    return;
+  }
   if (dst.kind == CTR__STORE_LINEAR) {
     const long long at = (long long)view * dst.view_stride + (long long)v * dst.pitch + u;
     if (dst.pair) ((float2 *)dst.base)[at] = make_float2(q, qm);

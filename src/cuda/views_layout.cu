@@ -97,7 +97,12 @@ int ctr__is_tex(ctr__bp_variant v) {
   return v == CTR__BP_TEX || v == CTR__BP_TEX_PAIR || v == CTR__BP_TEX_PAIR_HALF;
 }
 /* Bytes per stored element of a variant's layout. */
+/* The non-pair exact variants read each bilinear neighbourhood as one float4
+ * (CTR__STORE_QUAD). */
+int ctr__is_quad(ctr__bp_variant v) { return v == CTR__BP_EXACT || v == CTR__BP_PRECISE; }
+
 size_t ctr__element_bytes(ctr__bp_variant v) {
+  if (ctr__is_quad(v)) return 16;
   return v == CTR__BP_TEX_PAIR_HALF ? 4 : ctr__is_pair(v) ? 8 : 4;
 }
 
@@ -197,7 +202,7 @@ ctr__gpu_store ctr__views_target(const ctr__dev_views *dv, int64_t v0) {
     s.d_max = dv->d_max;
   } else {
     const size_t e = ctr__element_bytes(dv->variant);
-    s.kind = CTR__STORE_LINEAR;
+    s.kind = ctr__is_quad(dv->variant) ? CTR__STORE_QUAD : CTR__STORE_LINEAR;
     s.base = (char *)dv->d_pad + (size_t)(v0 * dv->view_stride + ctr__padded_origin(dv->nu)) * e;
     s.pitch = dv->pitch;
     s.view_stride = dv->view_stride;

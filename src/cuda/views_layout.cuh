@@ -31,6 +31,8 @@ typedef struct ctr__dev_views {
 int ctr__pair_mirror(const ctr_geometry *g);
 int ctr__is_pair(ctr__bp_variant v);
 int ctr__is_tex(ctr__bp_variant v);
+/* Views stored as float4 bilinear neighbourhoods (the non-pair exact variants). */
+int ctr__is_quad(ctr__bp_variant v);
 /* Bytes per stored element of a variant's layout. */
 size_t ctr__element_bytes(ctr__bp_variant v);
 /* Device bytes for `slots` views in a variant's layout. */
