@@ -86,7 +86,11 @@ ctr_status ctr__cuda_bpj_add(ctr__cuda_bpj *b, int64_t n, const int64_t *views,
                              const float *const *images, const float *weights) {
   ctr_status st = CTR_OK;
   const ctr_geometry *g = b->g;
-  const int64_t np = b->cfg.views_per_launch;
+  /* At least two chunks per call (when there are more than 8 views): the
+   * second chunk's upload then overlaps the first chunk's backprojection,
+   * which nothing else can hide when each call must finish its views. */
+  const int64_t half = n > 8 ? (n + 1) / 2 : n;
+  const int64_t np = half < b->cfg.views_per_launch ? half : b->cfg.views_per_launch;
   const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
   const int threads = ctr__num_threads(b->ctx);
   for (int64_t c0 = 0, chunk = 0; c0 < n; c0 += np, chunk++) {
@@ -114,7 +118,7 @@ ctr_status ctr__cuda_bpj_add(ctr__cuda_bpj *b, int64_t n, const int64_t *views,
     CU(cudaStreamWaitEvent(b->s_comp, b->ev_up[i], 0));
     /* Slot set i: the compute stream is in order, so chunk c-2's
      * backprojection is done with it. */
-    const int64_t slot0 = i * np;
+    const int64_t slot0 = i * b->cfg.views_per_launch;
     const ctr__gpu_store dst = ctr__views_target(&b->dv, slot0);
     CTR_CHECK_GOTO(st, ctr__gpu_store_views(b->d_src[i], g->nu, g->nv, m, &dst, b->s_comp));
     CU(cudaEventRecord(b->ev_used[i], b->s_comp));
