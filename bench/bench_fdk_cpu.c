@@ -12,6 +12,7 @@
 #include <omp.h>
 #endif
 
+#include "bench_common.h"
 #include "ctrecon.h"
 
 static double now(void) {
@@ -103,9 +104,7 @@ int main(int argc, char **argv) {
     FILE *f = fopen(json, "w");
     if (!f) DIE("cannot write %s", json);
     char date[32];
-    time_t t = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&t));
-    const char *rev = getenv("CTR_GIT_REVISION");
+    bench_date(date, sizeof date);
     fprintf(f,
             "{\n  \"gpu\": null,\n  \"cpu_threads\": %d,\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n"
             "  \"command\": \"bench_fdk_cpu --size %lld --views %lld --det %lld --repeats %d\",\n"
@@ -113,7 +112,7 @@ int main(int argc, char **argv) {
             " \"volume\": [%lld, %lld, %lld], \"views\": %lld, \"detector\": [%lld, %lld]},\n"
             "    {\"name\": \"cpu-filter\", \"seconds\": %.6f, \"views\": %lld, \"detector\": [%lld, %lld]}\n"
             "  ]\n}\n",
-            threads, date, rev ? rev : "unknown", (long long)n, (long long)views, (long long)det,
+            threads, date, bench_revision(), (long long)n, (long long)views, (long long)det,
             repeats, bp, gups, (long long)n, (long long)n, (long long)n, (long long)views,
             (long long)det, (long long)det, fl, (long long)views, (long long)det, (long long)det);
     fclose(f);

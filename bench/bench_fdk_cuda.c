@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
 #include "ctrecon.h"
 
 #if CTR_HAVE_CUDA
@@ -154,15 +155,13 @@ int main(int argc, char **argv) {
     json = fopen(json_path, "w");
     if (!json) DIE("cannot write %s", json_path);
     char date[32];
-    time_t t = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-    const char *rev = getenv("CTR_GIT_REVISION");
+    bench_date(date, sizeof date);
     fprintf(json,
             "{\n  \"gpu\": \"%s\",\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n  \"command\": "
             "\"bench_fdk_cuda --case %s%s --repeats %d\",\n  \"case\": {\"name\": \"%s\", "
             "\"volume\": [%lld, %lld, %lld], \"voxel_mm\": %g, \"views\": %lld, \"detector\": "
             "[%lld, %lld], \"sid\": %g, \"sdd\": %g, \"pitch_mm\": %g},\n  \"cases\": [\n",
-            info.name, date, rev ? rev : "unknown", c->name, sweep ? " --sweep" : "", repeats,
+            info.name, date, bench_revision(), c->name, sweep ? " --sweep" : "", repeats,
             c->name, (long long)c->n, (long long)c->n, (long long)c->n, c->voxel,
             (long long)c->nviews, (long long)c->nu, (long long)c->nv, c->sid, c->sdd, c->pitch);
   }
