@@ -23,7 +23,8 @@ enum {
   CLI_EXIT_USAGE = 2,        /* bad or missing command-line option */
   CLI_EXIT_INPUT = 3,        /* invalid input data: geometry, file format, sizes */
   CLI_EXIT_UNSUPPORTED = 4,  /* feature not built, no usable device */
-  CLI_EXIT_INTERRUPTED = 130 /* interrupted by Ctrl-C (SIGINT), outputs discarded */
+  CLI_EXIT_INTERRUPTED = 130 /* interrupted by Ctrl-C (SIGINT): no output is presented as
+                                complete (a streamed fdk keeps OUT.partial for --resume) */
 };
 
 /* The one place where a library status becomes an exit code. */
@@ -132,6 +133,8 @@ typedef struct cli_session {
   char stage[64];
   double stage_start; /* seconds, cli_now() */
   double last_draw;
+  double rate_total; /* units of the whole stage (0: no throughput shown) */
+  const char *rate_unit; /* e.g. "GB" (rate_total in those units) */
 } cli_session;
 
 /* Creates the context for `s` (callbacks wired to the session) and, unless

@@ -55,7 +55,7 @@ static void format_time(double s, char *buf, size_t n) {
 }
 
 static void draw_bar(cli_session *s, double fraction, double now) {
-  char bar[BAR_WIDTH + 1], el[32], eta[32];
+  char bar[BAR_WIDTH + 1], el[32], eta[32], rate[48] = "";
   int filled = (int)(fraction * BAR_WIDTH + 0.5);
   for (int i = 0; i < BAR_WIDTH; i++) bar[i] = i < filled ? '#' : '.';
   bar[BAR_WIDTH] = '\0';
@@ -68,9 +68,11 @@ static void draw_bar(cli_session *s, double fraction, double now) {
     format_time(elapsed * (1.0 - fraction) / fraction, eta, sizeof eta);
   else
     snprintf(eta, sizeof eta, "?");
+  if (s->rate_total > 0 && elapsed > 0 && fraction > 0)
+    snprintf(rate, sizeof rate, ", %.2f %s/s", fraction * s->rate_total / elapsed, s->rate_unit);
   /* \r + clear-to-end-of-line: redraw in place. */
-  fprintf(stderr, "\r\033[K%-18s [%s] %3d%%  %s elapsed, ETA %s", s->stage, bar,
-          (int)(fraction * 100.0), el, eta);
+  fprintf(stderr, "\r\033[K%-18s [%s] %3d%%  %s elapsed, ETA %s%s", s->stage, bar,
+          (int)(fraction * 100.0), el, eta, rate);
   fflush(stderr);
   s->bar_open = 1;
   s->last_draw = now;

@@ -9,8 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define READ_CHUNK_VIEWS 16  /* views per read: progress and Ctrl-C between them */
-#define WRITE_SLAB_SLICES 16 /* slices per write, through a scratch buffer */
 
 const cli_command cli_cmd_fdk = {
     "fdk",
@@ -42,6 +40,11 @@ typedef struct fdk_args {
   int64_t slices[2];
   double window[2];
   int slices_given, window_given, raw_given;
+  uint64_t gpu_mem, host_mem;
+  int64_t max_slab;
+  ctr_store store;
+  const char *scratch_dir;
+  int resume, timings;
   cli_common common;
 } fdk_args;
 
@@ -99,6 +102,23 @@ static int parse_range(const char *cmd, const char *name, const char *value, voi
   return 0;
 }
 
+static int parse_mem(const char *cmd, const char *name, const char *value, void *dst) {
+  if (ctr_parse_size(value, (uint64_t *)dst) != CTR_OK || *(uint64_t *)dst == 0)
+    return cli_usage_error(cmd, "%s '%s': expected a size such as 8G, 512M or 1.5T (powers of "
+                           "1024)", name, value);
+  return 0;
+}
+
+static int parse_store(const char *cmd, const char *name, const char *value, void *dst) {
+  static const char *names[] = {"auto", "device", "host", "scratch"};
+  for (int i = 0; i < 4; i++)
+    if (!strcmp(value, names[i])) {
+      *(ctr_store *)dst = (ctr_store)i;
+      return 0;
+    }
+  return cli_usage_error(cmd, "%s '%s': expected auto, device, host or scratch", name, value);
+}
+
 /* ---- Reading the projections ---------------------------------------------- */
 
 typedef struct fdk_run {
@@ -106,11 +126,11 @@ typedef struct fdk_run {
   ctr_context *ctx;
   cli_session session;
   ctr_stack_reader *reader;
-  ctr_stack_writer *writer;
-  float *proj, *vol;
   ctr_file_format fmt, out_fmt;
   int64_t nu, nv, nviews, nz_out;
-  int64_t below, above; /* voxels clamped to 0 and 65535 in a uint16 output */
+  float *xy, *xz, *yz; /* preview planes, filled as subvolumes finish */
+  int64_t nx, ny, mid_z;
+  ctr_stream_report report;
 } fdk_run;
 
 /* A raw file must hold exactly the geometry's projections: a longer one
@@ -164,114 +184,115 @@ static int open_projections(const fdk_args *a, fdk_run *r) {
   return raw ? 0 : check_dims(a, r);
 }
 
-/* Reads every view as float32 in chunks (progress, Ctrl-C), then applies
- * --input-scale and zeroes non-finite values, which the ramp filter would
- * otherwise spread over whole detector rows. */
-static int read_projections(const fdk_args *a, fdk_run *r) {
-  int rc = 0;
-  const int64_t per_view = r->nu * r->nv;
-  r->proj = cli_alloc_floats("fdk", per_view * r->nviews, "the projections", &rc);
-  if (!r->proj) return rc;
-  for (int64_t v = 0; v < r->nviews; v += READ_CHUNK_VIEWS) {
-    if (cli_progress(&r->session, "reading", (double)v / (double)r->nviews))
-      return cli_fail("fdk", CTR_E_CANCELLED);
-    const int64_t n = r->nviews - v < READ_CHUNK_VIEWS ? r->nviews - v : READ_CHUNK_VIEWS;
-    ctr_status st = ctr_stack_read(r->reader, v, n, CTR_DTYPE_FLOAT32, r->proj + v * per_view);
-    if (st != CTR_OK) return cli_fail_file("fdk", st, a->projections);
+/* ---- Reconstruction --------------------------------------------------------- */
+
+/* Keeps the three central planes of each finished subvolume for the
+ * previews (writer thread; subvolumes never overlap). */
+static void collect_planes(void *user, int64_t z0, int64_t nz, const float *slab) {
+  fdk_run *r = user;
+  const int64_t nx = r->nx, ny = r->ny, plane = nx * ny;
+  const int64_t first = z0 - (r->mid_z - r->nz_out / 2); /* slices relative to the output */
+  for (int64_t k = 0; k < nz; k++) {
+    const int64_t z = first + k;
+    const float *s = slab + k * plane;
+    if (z == r->nz_out / 2) memcpy(r->xy, s, (size_t)plane * sizeof(float));
+    memcpy(r->xz + z * nx, s + (ny / 2) * nx, (size_t)nx * sizeof(float));
+    for (int64_t y = 0; y < ny; y++) r->yz[z * ny + y] = s[y * nx + nx / 2];
   }
-  cli_progress(&r->session, "reading", 1.0);
-  const int64_t total = per_view * r->nviews;
-  int64_t bad = 0;
-  const float inv = (float)(1.0 / a->input_scale);
-  for (int64_t i = 0; i < total; i++) {
-    if (!isfinite(r->proj[i])) {
-      r->proj[i] = 0.0f;
-      bad++;
-    } else if (a->input_scale != 1.0) {
-      r->proj[i] *= inv;
-    }
-  }
-  if (bad)
-    cli_warn("fdk", "'%s': %lld non-finite values (NaN/Inf) replaced by 0", a->projections,
-             (long long)bad);
-  return 0;
 }
 
-/* ---- Reconstruction and output --------------------------------------------- */
-
-static int reconstruct(const fdk_args *a, fdk_run *r, double *seconds) {
-  int rc = 0;
+static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
+  ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+  so.fdk = a->fdk;
+  so.gpu_budget = a->gpu_mem;
+  so.host_budget = a->host_mem;
+  so.max_slab_slices = a->max_slab;
+  so.store = a->store;
+  so.scratch_dir = a->scratch_dir;
+  so.input_scale = a->input_scale;
+  so.out_dtype = a->out_dtype;
+  so.out_scale = a->out_dtype == CTR_DTYPE_UINT16 ? a->out_scale : 1.0;
+  so.resume = a->resume;
+  if (a->preview) {
+    int rc = 0;
+    r->xy = cli_alloc_floats("fdk", r->nx * r->ny, "the xy preview", &rc);
+    if (!rc) r->xz = cli_alloc_floats("fdk", r->nx * r->nz_out, "the xz preview", &rc);
+    if (!rc) r->yz = cli_alloc_floats("fdk", r->ny * r->nz_out, "the yz preview", &rc);
+    if (rc) return rc;
+    so.on_slab = collect_planes;
+    so.user = r;
+  }
   const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
-  const int64_t pdims[3] = {r->nu, r->nv, r->nviews}, vdims[3] = {vol.nx, vol.ny, r->nz_out};
-  r->vol = cli_alloc_floats("fdk", vol.nx * vol.ny * r->nz_out, "the volume", &rc);
-  if (!r->vol) return rc;
-  const ctr_array proj = ctr_array_init(r->proj, CTR_DTYPE_FLOAT32, 3, pdims);
-  ctr_array out = ctr_array_init(r->vol, CTR_DTYPE_FLOAT32, 3, vdims);
+  const double bytes = (double)(r->nu * r->nv * r->nviews) *
+                           (double)ctr_dtype_size(ctr_stack_reader_info(r->reader)->dtype) +
+                       (double)(vol.nx * vol.ny * r->nz_out) * (double)ctr_dtype_size(a->out_dtype);
+  r->session.rate_total = bytes / 1e9; /* file bytes in and out */
+  r->session.rate_unit = "GB";
   const double t0 = cli_now();
-  ctr_status st = ctr_fdk(r->ctx, r->g, &a->fdk, &proj, &out);
+  ctr_status st = ctr_fdk_stream(r->ctx, r->g, &so, r->reader, a->out, r->out_fmt, &r->report);
   *seconds = cli_now() - t0;
   cli_progress_end(&r->session);
-  return st == CTR_OK ? 0 : cli_fail("fdk", st);
-}
-
-/* Writes the volume a slab of slices at a time through a scratch buffer,
- * which applies the uint16 scale without touching the float volume (the
- * previews still need it). */
-static ctr_status write_slabs(const fdk_args *a, fdk_run *r, int64_t slice, int64_t *below,
-                              int64_t *above) {
-  const int64_t nslab = WRITE_SLAB_SLICES < r->nz_out ? WRITE_SLAB_SLICES : r->nz_out;
-  float *buf = malloc((size_t)(slice * nslab) * sizeof(float));
-  if (!buf) return CTR_E_OUT_OF_MEMORY;
-  ctr_status st = CTR_OK;
-  for (int64_t z = 0; z < r->nz_out && st == CTR_OK; z += nslab) {
-    if (cli_progress(&r->session, "writing", (double)z / (double)r->nz_out)) {
-      st = CTR_E_CANCELLED;
-      break;
+  if (st != CTR_OK) {
+    /* A journal left behind means finished subvolumes wait for --resume. */
+    char journal[4200];
+    struct stat sb;
+    snprintf(journal, sizeof journal, "%s.partial.journal", a->out);
+    if (stat(journal, &sb) == 0 && st != CTR_E_INVALID_ARGUMENT) {
+      const int rc = cli_exit_code(st);
+      cli_progress_end(&r->session);
+      fprintf(stderr, "ctrecon fdk: error: %s\n",
+              st == CTR_E_CANCELLED && !*ctr_error_detail() ? "interrupted" : ctr_error_detail());
+      fprintf(stderr, "ctrecon fdk: '%s' was not written; its finished subvolumes are kept in "
+              "%s.partial%s (journal %s): repeat the command with --resume to continue\n",
+              a->out, a->out, r->out_fmt == CTR_FORMAT_TIFF_STACK ? " files" : "", journal);
+      return rc;
     }
-    const int64_t n = r->nz_out - z < nslab ? r->nz_out - z : nslab;
-    memcpy(buf, r->vol + z * slice, (size_t)(n * slice) * sizeof(float));
-    if (a->out_dtype == CTR_DTYPE_UINT16)
-      cli_scale_for_uint16(buf, n * slice, a->out_scale, below, above);
-    st = ctr_stack_write(r->writer, z, n, CTR_DTYPE_FLOAT32, buf);
   }
-  if (st == CTR_OK) cli_progress(&r->session, "writing", 1.0);
-  free(buf);
-  return st;
-}
-
-static int write_volume(const fdk_args *a, fdk_run *r) {
-  const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
-  const ctr_stack_info info = cli_volume_info(&vol, a->fdk.z0, r->nz_out, a->out_dtype);
-  ctr_status st = ctr_stack_create(a->out, r->out_fmt, &info, &r->writer);
-  if (st == CTR_OK) st = write_slabs(a, r, vol.nx * vol.ny, &r->below, &r->above);
-  cli_progress_end(&r->session);
-  if (st == CTR_OK) {
-    st = ctr_stack_commit(r->writer);
-    r->writer = NULL; /* commit frees it, whatever the outcome */
-  }
-  if (st == CTR_E_OUT_OF_MEMORY && !*ctr_error_detail())
-    return cli_error("fdk", CLI_EXIT_RUNTIME, "out of memory for the output buffer of '%s'",
-                     a->out);
   if (st != CTR_OK) return cli_fail_file("fdk", st, a->out);
+  if (r->report.nonfinite)
+    cli_warn("fdk", "'%s': %lld non-finite values (NaN/Inf) replaced by 0", a->projections,
+             (long long)r->report.nonfinite);
   /* FDK undershoots below 0 near edges: routine, so only overflow warns. */
-  if (r->above)
+  if (r->report.above)
     cli_warn("fdk",
              "%lld voxels above 65535 clamped in uint16 (value x --out-scale %g); "
              "lower --out-scale",
-             (long long)r->above, a->out_scale);
+             (long long)r->report.above, a->out_scale);
   return 0;
 }
 
 static int write_previews(const fdk_args *a, const fdk_run *r) {
-  const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
   /* lo == hi asks the library for the 0.5 / 99.5 % percentiles. */
   const float lo = a->window_given ? (float)a->window[0] : 0.0f;
   const float hi = a->window_given ? (float)a->window[1] : 0.0f;
-  ctr_status st = ctr_png_preview(a->preview, r->vol, vol.nx, vol.ny, r->nz_out, lo, hi);
+  ctr_status st = ctr_png_preview_planes(a->preview, r->xy, r->xz, r->yz, r->nx, r->ny, r->nz_out,
+                                         lo, hi);
   return st == CTR_OK ? 0 : cli_fail_file("fdk", st, a->preview);
 }
 
-static void print_summary(const fdk_args *a, const fdk_run *r, double seconds, float lo, float hi) {
+static void print_timings(const fdk_run *r) {
+  const ctr_stream_timings *t = &r->report.timings;
+  char plan[512];
+  ctr_plan_describe(&r->report.plan, plan, sizeof plan);
+  fprintf(stderr,
+          "plan: %s\n"
+          "step (seed 000 Fig. 3)                   busy s\n"
+          "(1) storage -> host (read)             %9.3f\n"
+          "(2) host -> device (raw projections)   %9.3f\n"
+          "(3) weighting + ramp filter            %9.3f\n"
+          "(4) filtered -> host / scratch         %9.3f\n"
+          "(5) filtered host / scratch -> device  %9.3f\n"
+          "(6) backprojection                     %9.3f\n"
+          "(7) subvolume device -> host           %9.3f\n"
+          "(8) host -> storage (write + flush)    %9.3f\n"
+          "setup (allocations, plans)             %9.3f\n"
+          "total, overlapped (wall)               %9.3f\n",
+          plan, t->read, t->upload, t->filter, t->store, t->reload, t->backproject, t->download,
+          t->write, t->setup, t->total);
+}
+
+static void print_summary(const fdk_args *a, const fdk_run *r, double seconds) {
+  const float lo = r->report.min, hi = r->report.max;
   const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
   const double voxels = (double)vol.nx * (double)vol.ny * (double)r->nz_out;
   seconds = seconds > 1e-9 ? seconds : 1e-9; /* a tiny volume on a coarse clock */
@@ -288,7 +309,7 @@ static void print_summary(const fdk_args *a, const fdk_run *r, double seconds, f
   cli_bytes(voxels * (double)ctr_dtype_size(a->out_dtype), size, sizeof size);
   if (a->out_dtype == CTR_DTYPE_UINT16)
     cli_info(s, "wrote %s (%s, uint16 = value x %g, %lld negative voxels stored as 0, %s)\n",
-             a->out, ctr_format_name(r->out_fmt), a->out_scale, (long long)r->below, size);
+             a->out, ctr_format_name(r->out_fmt), a->out_scale, (long long)r->report.below, size);
   else
     cli_info(s, "wrote %s (%s, float32, %s)\n", a->out, ctr_format_name(r->out_fmt), size);
   if (a->preview)
@@ -311,21 +332,17 @@ static int run(fdk_args *a, fdk_run *r) {
   a->fdk.z0 = a->slices_given ? a->slices[0] : 0;
   a->fdk.nz = a->slices_given ? a->slices[1] - a->slices[0] : 0;
   r->nz_out = a->slices_given ? a->fdk.nz : vol.nz;
+  r->nx = vol.nx;
+  r->ny = vol.ny;
+  r->mid_z = a->fdk.z0 + r->nz_out / 2;
   rc = open_projections(a, r);
   if (!rc) rc = cli_context_create(&r->session, "fdk", &a->common, &r->ctx);
-  if (!rc) rc = read_projections(a, r);
-  ctr_stack_close(r->reader);
-  r->reader = NULL;
   double seconds = 0.0;
   if (!rc) rc = reconstruct(a, r, &seconds);
+  if (a->timings && r->report.plan.nslabs > 0) print_timings(r);
   if (rc) return rc;
-  cli_free_floats(r->proj); /* before allocating output buffers */
-  r->proj = NULL;
-  float lo, hi;
-  cli_range(r->vol, vol.nx * vol.ny * r->nz_out, &lo, &hi, NULL);
-  rc = write_volume(a, r);
-  if (!rc && a->preview) rc = write_previews(a, r);
-  if (!rc) print_summary(a, r, seconds, lo, hi);
+  if (a->preview) rc = write_previews(a, r);
+  if (!rc) print_summary(a, r, seconds);
   return rc;
 }
 
@@ -388,6 +405,29 @@ int cmd_fdk(int argc, char **argv) {
        &a.preview, NULL},
       {"--preview-window", "LO:HI", "previews' grey window (default: 0.5 / 99.5 % percentiles)",
        parse_range, a.window, &a.window_given},
+      {"--gpu-mem", "SIZE",
+       "GPU memory the run may use, e.g. 8G (default: free memory less 1 GiB)", parse_mem,
+       &a.gpu_mem, NULL},
+      {"--host-mem", "SIZE",
+       "host memory the run may use, e.g. 32G (default: available memory less 10 %)",
+       parse_mem, &a.host_mem, NULL},
+      {"--subvolume-slices", "N",
+       "at most N slices per subvolume (default: as many as the memory budgets allow)",
+       cli_parse_count, &a.max_slab, NULL},
+      {"--views-per-batch", "N",
+       "projections filtered and backprojected per batch, N' (default: 64 on a GPU, 32 on "
+       "the CPU, fewer when memory is short)", cli_parse_count, &a.fdk.views_per_batch, NULL},
+      {"--store", "auto|device|host|scratch",
+       "where filtered projections wait between subvolumes (default auto: the fastest that "
+       "fits)", parse_store, &a.store, NULL},
+      {"--scratch-dir", "DIR",
+       "directory of the scratch file when filtered projections spill to disk (default: beside "
+       "--out)", cli_parse_string, &a.scratch_dir, NULL},
+      {"--resume", NULL,
+       "continue an interrupted run from OUT.partial and its journal; the result is "
+       "bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume, NULL},
+      {"--timings", NULL, "print the plan and each pipeline step's busy time on stderr (default: off)",
+       cli_set_flag, &a.timings, NULL},
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };
@@ -399,9 +439,9 @@ int cmd_fdk(int argc, char **argv) {
   if (!rc) rc = run(&a, &r);
   cli_progress_end(&r.session);
   ctr_stack_close(r.reader);
-  ctr_stack_abort(r.writer);
-  cli_free_floats(r.proj);
-  cli_free_floats(r.vol);
+  cli_free_floats(r.xy);
+  cli_free_floats(r.xz);
+  cli_free_floats(r.yz);
   ctr_context_free(r.ctx);
   ctr_geometry_free(r.g);
   return rc;

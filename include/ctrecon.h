@@ -548,12 +548,164 @@ ctr_status ctr_stack_load(const char *path, ctr_file_format fmt, const ctr_stack
 ctr_status ctr_stack_save(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
                           ctr_dtype dtype, const void *data);
 
+/* ------------------------------------------------------------------------- */
+/* Memory planning and streamed (out-of-core) FDK                            */
+/* ------------------------------------------------------------------------- */
+
+/* Where filtered projections wait between subvolumes (each projection is
+ * filtered once; later subvolumes reuse the filtered copy). */
+typedef enum ctr_store {
+  CTR_STORE_AUTO = 0,
+  CTR_STORE_DEVICE = 1,  /* resident in GPU memory (CUDA only) */
+  CTR_STORE_HOST = 2,    /* host memory, uploaded again for each later subvolume */
+  CTR_STORE_SCRATCH = 3, /* a scratch file, read back for each later subvolume */
+  CTR_STORE_NONE = 4     /* not kept: one subvolume needs each filtered view once */
+} ctr_store;
+
+const char *ctr_store_name(ctr_store s);
+
+typedef struct ctr_plan_request {
+  unsigned version;
+  ctr_device_kind device;  /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
+  uint64_t gpu_budget;     /* bytes of GPU memory the run may use (CUDA) */
+  uint64_t host_budget;    /* bytes of host memory the run may use */
+  ctr_dtype proj_dtype;    /* projections as read */
+  ctr_dtype vol_dtype;     /* volume as written */
+  ctr_interp interp;
+  int64_t z0, nz;          /* slices to reconstruct; nz = 0: all */
+  int64_t views_per_batch; /* N'; 0 = automatic */
+  int64_t max_slab_slices; /* upper bound on Z' (e.g. to force many subvolumes); 0 = none */
+  ctr_store store;         /* CTR_STORE_AUTO: the cheapest that fits */
+  int input_in_memory;     /* projections come from the caller's array (no read buffers) */
+  int output_in_memory;    /* the volume goes to the caller's array (no write buffers) */
+} ctr_plan_request;
+
+#define CTR_PLAN_REQUEST_INIT                                                              \
+  { CTR_API_VERSION, CTR_DEVICE_CPU, 0, 0, CTR_DTYPE_FLOAT32, CTR_DTYPE_FLOAT32,          \
+    CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0 }
+
+/* A decomposition of one FDK run (seed 000 Alg. 2): the volume slices
+ * [z0, z0+nz) in nslabs subvolumes of slab_slices slices (the last may be
+ * shorter), the views in batches of views_per_batch, the filtered views kept
+ * in `store`, and the buffers the executor allocates. */
+typedef struct ctr_plan {
+  ctr_device_kind device;
+  int64_t z0, nz;
+  int64_t slab_slices, nslabs;    /* Z' and the number of subvolumes */
+  int64_t views_per_batch, nbatches; /* N' and the number of projection subsets */
+  ctr_store store;
+  int pair;                /* CUDA: mirrored-pair kernels (one symmetric subvolume) */
+  int read_buffers;        /* host buffers of N' views between the reader and the GPU */
+  int host_slab_buffers;   /* host buffers between the backend and the writer thread */
+  int64_t chunk_slices;    /* slices per such buffer (a subvolume is written in chunks) */
+  uint64_t gpu_bytes;      /* peak GPU memory of the plan */
+  uint64_t host_bytes;     /* peak host memory of the plan */
+  uint64_t scratch_bytes;  /* scratch file size (CTR_STORE_SCRATCH) */
+} ctr_plan;
+
+/* Chooses the decomposition for geometry g within the request's budgets (a
+ * pure function: no GPU, no allocation). Prefers, in order: the whole volume
+ * in one subvolume, filtered views resident on the device, then in host
+ * memory, then in a scratch file; subvolumes as large as the budgets allow.
+ * A budget too small for any plan is CTR_E_OUT_OF_MEMORY (GPU budget:
+ * CTR_E_DEVICE_OUT_OF_MEMORY) whose detail gives the smallest budget that
+ * works. */
+ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *req, ctr_plan *out);
+/* Budgets from the machine: free GPU memory of ctx's device less 1 GiB (0
+ * for a CPU context) and available host memory less 10 % (at least 1 GiB
+ * kept free). */
+ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget,
+                                    uint64_t *host_budget);
+/* One line describing the plan ("4 subvolumes of 512 slices, ..."). Returns
+ * the length snprintf would have written. */
+int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n);
+/* Parses a byte size: a number with an optional suffix K, M, G, T (powers of
+ * 1024, optional trailing "B" or "iB"), e.g. "8G", "512MiB", "1.5T". */
+ctr_status ctr_parse_size(const char *text, uint64_t *bytes);
+
+/* Busy time of each step of the streamed pipeline (seed 000 Fig. 3, Table
+ * 4), in seconds. The steps overlap, so they add up to more than total. */
+typedef struct ctr_stream_timings {
+  double read;        /* (1) storage -> host: reader thread busy */
+  double upload;      /* (2) host -> device: raw projections */
+  double filter;      /* (3) weighting and ramp filter */
+  double store;       /* (4) filtered projections device -> host / scratch file */
+  double reload;      /* (5) filtered projections host / scratch -> device */
+  double backproject; /* (6) */
+  double download;    /* (7) subvolume device -> host */
+  double write;       /* (8) host -> storage: writer thread busy (incl. flushes) */
+  double total;       /* wall time, setup to the last byte flushed */
+  double setup;       /* allocations and plans before the first read */
+} ctr_stream_timings;
+
+/* Called from the writer thread with each finished subvolume (float32,
+ * nx x ny x nz slices from slice z0 of the run) before it is written. */
+typedef void (*ctr_slab_fn)(void *user, int64_t z0, int64_t nz, const float *slab);
+
+typedef struct ctr_stream_options {
+  unsigned version;
+  ctr_fdk_options fdk;   /* filter, interpolation, slices (z0, nz) */
+  uint64_t gpu_budget;   /* 0 = detected (ctr_plan_default_budgets) */
+  uint64_t host_budget;  /* 0 = detected */
+  int64_t max_slab_slices; /* force smaller subvolumes; 0 = as the budgets allow */
+  ctr_store store;       /* force where filtered views wait; AUTO = planner's choice */
+  const char *scratch_dir; /* for CTR_STORE_SCRATCH; NULL = beside the output */
+  double input_scale;    /* projections are divided by this (0 = 1) */
+  ctr_dtype out_dtype;   /* volume file dtype (0 = float32) */
+  double out_scale;      /* uint16 stores value x out_scale, rounded, clamped (0 = 1) */
+  int resume;            /* continue an interrupted run from <out>.partial */
+  ctr_slab_fn on_slab;   /* optional */
+  void *user;
+} ctr_stream_options;
+
+#define CTR_STREAM_OPTIONS_INIT \
+  { CTR_API_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_STORE_AUTO, NULL, 1.0, CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL }
+
+/* What a streamed run did. */
+typedef struct ctr_stream_report {
+  ctr_plan plan;
+  ctr_stream_timings timings;
+  int64_t nonfinite;        /* NaN / Inf projection values replaced by 0 */
+  int64_t below, above;     /* uint16 output: voxels clamped to 0 / 65535 */
+  int64_t slabs_resumed;    /* subvolumes found complete in the journal */
+  float min, max;           /* range of the reconstructed values */
+} ctr_stream_report;
+
+/* Streamed FDK from a projection file to a volume file (seed 000 Alg. 2):
+ * a reader thread loads projection subsets, the backend filters each
+ * projection once and backprojects subvolume after subvolume, a writer
+ * thread stores each finished subvolume at its offset. Nothing needs the
+ * whole projection set or volume in memory. Output goes to "<out>.partial"
+ * with a journal "<out>.partial.journal" of finished subvolumes, renamed
+ * onto `out` only when every slice is written and flushed; on error or
+ * cancellation the partial output and journal stay for opts->resume, which
+ * skips the journalled subvolumes and gives a result bit-identical to an
+ * uninterrupted run. The volume has the geometry's nx x ny and the slices of
+ * opts->fdk (uint16 input is converted; non-finite values become 0).
+ * report may be NULL. */
+ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
+                          ctr_stack_reader *projections, const char *out, ctr_file_format out_format,
+                          ctr_stream_report *report);
+
+/* The same pipeline between arrays in memory (proj: nu x nv x nviews float32
+ * or uint16; vol: nx x ny x nz float32). ctr_fdk is this with default
+ * budgets. */
+ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
+                                 const ctr_stream_options *opts, const ctr_array *proj,
+                                 ctr_array *vol, ctr_stream_report *report);
+
 /* PNG previews of the three central slices of a float32 volume (x fastest):
  * writes <prefix>_xy.png, <prefix>_xz.png, <prefix>_yz.png, 8-bit grey, the
  * window [lo, hi] mapped to 0..255 (lo == hi: the volume's 0.5/99.5 %
  * percentiles). */
 ctr_status ctr_png_preview(const char *prefix, const float *vol, int64_t nx, int64_t ny,
                            int64_t nz, float lo, float hi);
+/* The same previews from the three planes alone (for volumes that never sit
+ * in memory whole): xy is nx x ny, xz is nx x nz and yz is ny x nz, the
+ * first index fastest, z ascending; lo == hi: their 0.5/99.5 % percentiles. */
+ctr_status ctr_png_preview_planes(const char *prefix, const float *xy, const float *xz,
+                                  const float *yz, int64_t nx, int64_t ny, int64_t nz, float lo,
+                                  float hi);
 /* One 8-bit grey PNG of a float image. */
 ctr_status ctr_png_write_gray(const char *path, const float *img, int64_t width, int64_t height,
                               float lo, float hi);

@@ -5,13 +5,14 @@
 #
 #   scripts/gpu-check.sh RESULTS_DIR [STAGES]
 #
-# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct
-# (default: all). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
+# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct,ooc
+# (default: all). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
+# default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
 # bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/.
 set -uo pipefail
 OUT=${1:?usage: scripts/gpu-check.sh RESULTS_DIR [STAGES]}
-STAGES=${2:-build,test,sanitize,benchA,benchB,astra,rabbitct}
+STAGES=${2:-build,test,sanitize,benchA,benchB,astra,rabbitct,ooc}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
 mkdir -p "$OUT"
@@ -76,6 +77,9 @@ if has sanitize; then
   CTR_TEST_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$BUILD/tests/test_gpu_fdk" > "$LOGS/sanitizer.log" 2>&1
   say "memcheck rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer.log" | tail -1)"
+  (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./test_gpu_stream) \
+    > "$LOGS/sanitizer_stream.log" 2>&1
+  say "memcheck streamed pipeline rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_stream.log" | tail -1)"
 fi
 
 for c in A B; do
@@ -114,6 +118,39 @@ for c in A B; do
   fi
   rm -rf "$dump"
 done
+
+if has ooc; then
+  # Seed 000's large dataset through the streamed pipeline, file to file, with
+  # the disk measured in the same call (direct I/O, 4 GiB) for the I/O floor.
+  D=${OOC_DIR:-/tmp/ctr_ooc}
+  B="$BUILD/bench/bench_ooc"
+  rm -rf "$D" && mkdir -p "$D"
+  say "ooc: $(df -h "$D" | tail -1)"
+  dd if=/dev/zero of="$D/dd.bin" bs=16M count=256 oflag=direct conv=fsync 2> "$LOGS/dd_write.log"
+  dd if="$D/dd.bin" of=/dev/null bs=16M iflag=direct 2> "$LOGS/dd_read.log"
+  rm -f "$D/dd.bin"
+  rate() { awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") print $1 / $(i - 1) }' "$1"; }
+  W=$(rate "$LOGS/dd_write.log") R=$(rate "$LOGS/dd_read.log")
+  say "disk (direct I/O): read $R B/s, write $W B/s"
+  run_case() { # NAME JSON ARGS...
+    local name=$1 json=$2; shift 2
+    "$B" run --dir "$D" --name "$name" --read-rate "$R" --write-rate "$W" --json "$OUT/$json" "$@" \
+      >> "$LOGS/ooc.log" 2>&1
+    say "ooc $name rc=$?"
+  }
+  "$B" gen --dir "$D" --n 2048 --views 1200 >> "$LOGS/ooc.log" 2>&1
+  say "ooc gen float32 rc=$?"
+  run_case ooc-2048-f32 ooc_f32.json
+  run_case ooc-2048-f32-gpu8G ooc_f32_gpu8G.json --gpu-mem 8G
+  rm -f "$D/proj.raw"
+  "$B" gen --dir "$D" --n 2048 --views 1200 --u16 >> "$LOGS/ooc.log" 2>&1
+  say "ooc gen uint16 rc=$?"
+  run_case ooc-2048-u16 ooc_u16.json --u16
+  rm -rf "$D"
+  "$B" memory --n 1024 --views 1200 --json "$OUT/ooc_memory.json" >> "$LOGS/ooc.log" 2>&1
+  say "ooc memory rc=$?"
+  grep -vE "^ *$" "$LOGS/ooc.log" | tee -a "$LOGS/summary.txt" | tail -30
+fi
 
 if has rabbitct; then
   # A RabbitCT-format data set (496 views of 1248 x 960, short scan, FP64

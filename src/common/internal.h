@@ -53,6 +53,9 @@ void ctr__aligned_free(void *p);
 /* n * size with overflow check (returns 0 and raises on overflow). */
 int ctr__mul_size(size_t a, size_t b, size_t *out);
 
+/* Monotonic seconds (step timings). */
+double ctr__now_s(void);
+
 /* Context internals. */
 struct ctr_context {
   ctr_context_options opts;

@@ -58,10 +58,6 @@ typedef struct ctr__cuda_timings {
 
 const char *ctr__bp_variant_name(ctr__bp_variant v);
 
-/* Whether a geometry/slab admits the mirrored-pair kernels (circular orbit,
- * principal row at a half-integer or integer index, volume symmetric about
- * the source plane, the whole volume reconstructed). */
-int ctr__bp_pair_possible(const ctr_geometry *g, int64_t z0, int64_t nz);
 
 /* Resolves AUTO and zero fields to the tuned defaults for the geometry. */
 ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ctr_fdk_options *o,

@@ -11,7 +11,8 @@
 template <typename T>
 __global__ void weight_rows(const T *__restrict__ raw, float *__restrict__ rows,
                             const ctr__fdk_view_params *__restrict__ params, int v0, int nu,
-                            int nv, int padded, unsigned int *out_max) {
+                            int nv, int padded, unsigned int *out_max, float in_scale,
+                            unsigned long long *nonfinite) {
   /* grid: x over the padded row, y over rows, z over the batch's views */
   const int u = blockIdx.x * blockDim.x + threadIdx.x;
   const int v = blockIdx.y, view = blockIdx.z;
@@ -20,7 +21,12 @@ __global__ void weight_rows(const T *__restrict__ raw, float *__restrict__ rows,
   if (u < nu) {
     const ctr__fdk_view_params p = params[v0 + view];
     const float w = (float)ctr__fdk_pixel_weight(&p, (double)u, (double)v);
-    val = (float)raw[r * nu + u] * w;
+    float x = (float)raw[r * nu + u];
+    if (!isfinite(x)) { /* NaN / Inf would spread over the whole row */
+      x = 0.0f;
+      if (nonfinite) atomicAdd(nonfinite, 1ull);
+    }
+    val = x * in_scale * w;
     mag = fabsf(val * p.scale);
   }
   if (u < padded) rows[r * padded + u] = val;
@@ -155,6 +161,7 @@ void ctr__gpu_filter_free(ctr__gpu_filter *gf) {
 ctr_status ctr__gpu_filter_create(const ctr__fdk_filter *f, int64_t batch, cudaStream_t s,
                                   ctr__gpu_filter *gf) {
   memset(gf, 0, sizeof *gf);
+  gf->in_scale = 1.0f;
   ctr_status st = CTR_OK;
   const ctr_geometry *g = f->g;
   float *kern = NULL;
@@ -213,10 +220,11 @@ ctr_status ctr__gpu_filter_run(ctr__gpu_filter *gf, const void *d_raw, ctr_dtype
   }
   if (dtype == CTR_DTYPE_UINT16)
     weight_rows<uint16_t><<<grid_pad, block, 0, s>>>((const uint16_t *)d_raw, gf->d_rows,
-                                                     gf->d_params, (int)v0, nu, nv, L, mx);
+                                                     gf->d_params, (int)v0, nu, nv, L, mx, gf->in_scale, gf->d_nonfinite);
   else
     weight_rows<float><<<grid_pad, block, 0, s>>>((const float *)d_raw, gf->d_rows, gf->d_params,
-                                                  (int)v0, nu, nv, L, mx);
+                                                  (int)v0, nu, nv, L, mx, gf->in_scale,
+                                                  gf->d_nonfinite);
   CU_LAUNCHED("weight_rows");
   /* Plans cover the whole batch; rows past `rows` hold stale data whose
    * results are never stored. */

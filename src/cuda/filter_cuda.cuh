@@ -42,6 +42,8 @@ struct ctr__gpu_filter {
   float *d_kernel;         /* padded/2 + 1 values including 1/padded */
   float l1;                /* the kernel's gain bound (ctr__ramp_kernel_l1) */
   ctr__fdk_view_params *d_params; /* every view */
+  float in_scale;                  /* raw values are multiplied by this (1 after create) */
+  unsigned long long *d_nonfinite; /* optional device counter of NaN / Inf raw values */
 };
 
 /* Bytes of device memory a filter for `batch` views needs. */

@@ -28,7 +28,6 @@ typedef struct ctr__dev_views {
   int pitch;
 } ctr__dev_views;
 
-int ctr__pair_mirror(const ctr_geometry *g);
 int ctr__is_pair(ctr__bp_variant v);
 int ctr__is_tex(ctr__bp_variant v);
 /* Views stored as float4 bilinear neighbourhoods (the non-pair exact variants). */

@@ -469,3 +469,27 @@ void ctr__scan_free(ctr__scan *s) {
   s->dbeta = s->beta = NULL;
   s->u_sign = NULL;
 }
+
+int ctr__pair_mirror(const ctr_geometry *g) {
+  int m = -1;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    const ctr__view *v = &g->views[i];
+    const double twice = 2.0 * v->v0, r = floor(twice + 0.5);
+    if (fabs(twice - r) > 1e-6 || r < 0 || r > 2.0 * (double)g->nv) return -1;
+    if (m >= 0 && (int)r != m) return -1;
+    m = (int)r;
+    /* v + v' = 2 v0 for mirrored points needs row 1 = v0 * row 2 off z. */
+    const double *P = v->P;
+    const double s = fabs(v->v0) + 1.0;
+    if (fabs(P[4] - v->v0 * P[8]) > 1e-9 * s * (fabs(P[8]) + 1e-30) + 1e-12 ||
+        fabs(P[5] - v->v0 * P[9]) > 1e-9 * s * (fabs(P[9]) + 1e-30) + 1e-12 ||
+        fabs(P[7] - v->v0 * P[11]) > 1e-9 * s)
+      return -1;
+  }
+  return m;
+}
+
+int ctr__bp_pair_possible(const ctr_geometry *g, int64_t z0, int64_t nz) {
+  return ctr_geometry_is_circular(g) && g->vol.offset_z == 0.0 && z0 == 0 && nz == g->vol.nz &&
+         ctr__pair_mirror(g) >= 0;
+}

@@ -51,6 +51,14 @@ typedef struct ctr__scan {
   int *u_sign;   /* nviews */
 } ctr__scan;
 
+/* The mirrored row index 2 v0 shared by every view (the principal row of a
+ * circular orbit at an integer or half-integer index), or -1. */
+int ctr__pair_mirror(const ctr_geometry *g);
+/* Whether a geometry/slab admits the mirrored-pair backprojection (circular
+ * orbit, shared principal row, volume symmetric about the source plane, the
+ * whole volume reconstructed). */
+int ctr__bp_pair_possible(const ctr_geometry *g, int64_t z0, int64_t nz);
+
 ctr_status ctr__scan_analyse(const ctr_geometry *g, ctr__scan *out);
 void ctr__scan_free(ctr__scan *s);
 

@@ -1,5 +1,6 @@
-/* POSIX file helpers of the I/O module: full pread/pwrite loops and atomic
- * (temporary name + rename) output files. */
+/* POSIX file helpers of the I/O module: full pread/pwrite loops (buffered or
+ * O_DIRECT, with the ENOSPC test hook) and atomic (temporary name + rename)
+ * output files. */
 /* 64-bit off_t and st_size on 32-bit systems too: stacks exceed 4 GB. */
 #define _FILE_OFFSET_BITS 64
 
@@ -55,45 +56,117 @@ int ctr__file_exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
-ctr_status ctr__pread_full(int fd, void *buf, size_t n, int64_t off, const char *path) {
-  unsigned char *p = buf;
+/* ---- Transfers ---------------------------------------------------------- */
+
+/* The pread/pwrite loop behind the transfer functions; *moved gets the bytes
+ * done. On a `direct` (O_DIRECT) descriptor, EINVAL, an unaligned partial
+ * transfer and the end of the file stop it without an error. */
+static ctr_status transfer(int fd, int writing, unsigned char *p, size_t n, int64_t off,
+                           const char *path, int direct, size_t *moved) {
+  ctr_status st = CTR_OK;
   size_t done = 0;
   while (done < n) {
     size_t want = n - done < CTR__IO_CHUNK ? n - done : CTR__IO_CHUNK;
-    ssize_t got = pread(fd, p + done, want, (off_t)(off + (int64_t)done));
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      CTR_FAIL(CTR_E_IO, "cannot read %zu bytes at offset %lld of '%s': %s", n, (long long)off,
-               path, strerror(errno));
+    const off_t at = (off_t)(off + (int64_t)done);
+    ssize_t k = writing ? pwrite(fd, p + done, want, at) : pread(fd, p + done, want, at);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && direct && errno == EINVAL) break;
+    if (k < 0) {
+      st = ctr__error_set(CTR_E_IO, "cannot %s %zu bytes at offset %lld of '%s': %s",
+                          writing ? "write" : "read", n, (long long)off, path, strerror(errno));
+      break;
     }
-    if (got == 0)
-      CTR_FAIL(CTR_E_SIZE_MISMATCH,
-               "file '%s' ends at byte %lld, expected %zu bytes at offset %lld", path,
-               (long long)(off + (int64_t)done), n, (long long)off);
-    done += (size_t)got;
+    if (k == 0) {
+      if (direct) break;
+      /* pwrite returning 0 for a non-zero request means no progress is
+       * possible (POSIX leaves it unspecified); treat it as a full disk. */
+      st = writing ? ctr__error_set(CTR_E_IO, "cannot write %zu bytes at offset %lld of '%s': %s",
+                                    n, (long long)off, path, strerror(ENOSPC))
+                   : ctr__error_set(CTR_E_SIZE_MISMATCH,
+                                    "file '%s' ends at byte %lld, expected %zu bytes at offset "
+                                    "%lld",
+                                    path, (long long)at, n, (long long)off);
+      break;
+    }
+    done += (size_t)k;
+    if (direct && (size_t)k % CTR__IO_ALIGN) break;
   }
-  return CTR_OK;
+  *moved = done;
+  return st;
+}
+
+/* ---- Injected full disk (CTRECON_INJECT_ENOSPC_AFTER) -------------------- */
+
+static atomic_int g_fault_read;          /* the variable was read */
+static atomic_llong g_fault_limit = -1;  /* free bytes; -1: no injection */
+static atomic_llong g_fault_written;     /* bytes written since the reset */
+static atomic_llong g_direct_bytes;      /* bytes moved with O_DIRECT */
+
+void ctr__io_fault_reset(void) {
+  const char *v = getenv("CTRECON_INJECT_ENOSPC_AFTER");
+  long long limit = -1;
+  if (v && *v) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*end && !errno && x >= 0) limit = x;
+  }
+  atomic_store(&g_fault_limit, limit);
+  atomic_store(&g_fault_written, 0);
+  atomic_store(&g_fault_read, 1);
+}
+
+/* How many of n bytes still fit on the simulated disk. */
+static size_t fault_room(size_t n) {
+  if (!atomic_load(&g_fault_read)) ctr__io_fault_reset();
+  const long long limit = atomic_load(&g_fault_limit);
+  if (limit < 0) return n;
+  const long long left = limit - atomic_load(&g_fault_written);
+  if (left <= 0) return 0;
+  return (unsigned long long)left < n ? (size_t)left : n;
+}
+
+static void fault_count(size_t n) {
+  if (atomic_load(&g_fault_limit) >= 0) atomic_fetch_add(&g_fault_written, (long long)n);
+}
+
+int64_t ctr__io_direct_bytes(void) { return (int64_t)atomic_load(&g_direct_bytes); }
+
+/* ---- Plain and direct transfers ----------------------------------------- */
+
+ctr_status ctr__pread_full(int fd, void *buf, size_t n, int64_t off, const char *path) {
+  size_t moved;
+  return transfer(fd, 0, buf, n, off, path, 0, &moved);
 }
 
 ctr_status ctr__pwrite_full(int fd, const void *buf, size_t n, int64_t off, const char *path) {
-  const unsigned char *p = buf;
-  size_t done = 0;
-  while (done < n) {
-    size_t want = n - done < CTR__IO_CHUNK ? n - done : CTR__IO_CHUNK;
-    ssize_t put = pwrite(fd, p + done, want, (off_t)(off + (int64_t)done));
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      CTR_FAIL(CTR_E_IO, "cannot write %zu bytes at offset %lld of '%s': %s", n, (long long)off,
-               path, strerror(errno));
-    }
-    /* pwrite returning 0 for a non-zero request means no progress is
-     * possible (POSIX leaves it unspecified); treat it as a full disk. */
-    if (put == 0)
-      CTR_FAIL(CTR_E_IO, "cannot write %zu bytes at offset %lld of '%s': %s", n, (long long)off,
-               path, strerror(ENOSPC));
-    done += (size_t)put;
-  }
-  return CTR_OK;
+  const size_t room = fault_room(n);
+  size_t moved;
+  ctr_status st = transfer(fd, 1, (unsigned char *)buf, room, off, path, 0, &moved);
+  fault_count(moved);
+  if (st == CTR_OK && room < n)
+    CTR_FAIL(CTR_E_IO, "cannot write %zu bytes at offset %lld of '%s': %s "
+             "(injected by CTRECON_INJECT_ENOSPC_AFTER)", n, (long long)off, path,
+             strerror(ENOSPC));
+  return st;
+}
+
+ctr_status ctr__pread_direct(int fd, void *buf, size_t n, int64_t off, const char *path,
+                             size_t *moved) {
+  ctr_status st = transfer(fd, 0, buf, n, off, path, 1, moved);
+  atomic_fetch_add(&g_direct_bytes, (long long)*moved);
+  return st;
+}
+
+ctr_status ctr__pwrite_direct(int fd, const void *buf, size_t n, int64_t off, const char *path,
+                              size_t *moved) {
+  *moved = 0;
+  /* An injected full disk is reported by the buffered path. */
+  if (fault_room(n) < n) return CTR_OK;
+  ctr_status st = transfer(fd, 1, (unsigned char *)buf, n, off, path, 1, moved);
+  fault_count(*moved);
+  atomic_fetch_add(&g_direct_bytes, (long long)*moved);
+  return st;
 }
 
 /* ---- Atomic files ------------------------------------------------------- */
@@ -133,6 +206,51 @@ cleanup:
   return st;
 }
 
+ctr_status ctr__atomic_create_fixed(ctr__atomic_file *f, const char *path, const char *tmp,
+                                    int keep) {
+  ctr_status st = CTR_OK;
+  f->path = f->tmp = NULL;
+  f->fd = -1;
+  if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "output path is empty");
+  f->path = strdup(path);
+  f->tmp = strdup(tmp);
+  if (!f->path || !f->tmp) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot copy path '%s'", path);
+  const int flags = O_RDWR | O_CLOEXEC | (keep ? 0 : O_CREAT | O_TRUNC);
+  do {
+    f->fd = open(f->tmp, flags, 0666);
+  } while (f->fd < 0 && errno == EINTR);
+  if (f->fd >= 0) return CTR_OK;
+  if (keep)
+    CTR_FAIL_GOTO(st, CTR_E_IO,
+                  "cannot resume writing '%s': its partial file '%s' cannot be opened: %s; the "
+                  "run cannot be resumed",
+                  path, tmp, strerror(errno));
+  CTR_FAIL_GOTO(st, CTR_E_IO, "cannot create '%s' (partial file '%s'): %s", path, tmp,
+                strerror(errno));
+cleanup:
+  free(f->tmp);
+  free(f->path);
+  f->tmp = f->path = NULL;
+  return st;
+}
+
+ctr_status ctr__atomic_sync(ctr__atomic_file *f, int name_too) {
+  if (f->fd < 0) return CTR_OK;
+  if ((name_too ? fsync(f->fd) : fdatasync(f->fd)) != 0)
+    CTR_FAIL(CTR_E_IO, "cannot flush '%s' (temporary '%s'): %s", f->path, f->tmp,
+             strerror(errno));
+  if (name_too) ctr__sync_parent_dir(f->tmp);
+  return CTR_OK;
+}
+
+void ctr__atomic_keep(ctr__atomic_file *f) {
+  if (f->fd >= 0) close(f->fd);
+  free(f->tmp);
+  free(f->path);
+  f->tmp = f->path = NULL;
+  f->fd = -1;
+}
+
 ctr_status ctr__atomic_close(ctr__atomic_file *f) {
   if (f->fd < 0) return CTR_OK;
   int fd = f->fd;
@@ -149,9 +267,8 @@ ctr_status ctr__atomic_close(ctr__atomic_file *f) {
   return CTR_OK;
 }
 
-/* Makes a rename durable; a failure here only loses durability, not data, so
- * it is not reported. */
-static void sync_parent_dir(const char *path) {
+/* A failure here only loses durability, not data, so it is not reported. */
+void ctr__sync_parent_dir(const char *path) {
   const char *slash = strrchr(path, '/');
   char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
   if (!dir) return;
@@ -169,7 +286,7 @@ ctr_status ctr__atomic_rename(ctr__atomic_file *f) {
     CTR_FAIL(CTR_E_IO, "cannot rename '%s' to '%s': %s", f->tmp, f->path, strerror(errno));
   free(f->tmp);
   f->tmp = NULL;
-  sync_parent_dir(f->path);
+  ctr__sync_parent_dir(f->path);
   return CTR_OK;
 }
 

@@ -5,6 +5,7 @@
 #define CTR_IO_INTERNAL_H
 
 #include "common/internal.h"
+#include "io/stack_partial.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,7 +18,20 @@ ctr_status ctr__file_open_read(const char *path, int *fd, int64_t *size);
 /* Reads exactly n bytes at off. A file that ends early is
  * CTR_E_SIZE_MISMATCH; an OS error is CTR_E_IO; both name `path`. */
 ctr_status ctr__pread_full(int fd, void *buf, size_t n, int64_t off, const char *path);
+/* Counts against CTRECON_INJECT_ENOSPC_AFTER (stack_partial.h). */
 ctr_status ctr__pwrite_full(int fd, const void *buf, size_t n, int64_t off, const char *path);
+/* The same through a descriptor opened with O_DIRECT: *moved gets the bytes
+ * transferred. Stops early without raising (CTR_OK, *moved < n) when the
+ * kernel refuses the request (EINVAL), a transfer ends unaligned, the file
+ * ends, or an injected full disk is near, so that the caller can finish
+ * through a buffered descriptor; other OS errors are CTR_E_IO naming path. */
+ctr_status ctr__pread_direct(int fd, void *buf, size_t n, int64_t off, const char *path,
+                             size_t *moved);
+ctr_status ctr__pwrite_direct(int fd, const void *buf, size_t n, int64_t off, const char *path,
+                              size_t *moved);
+/* fsync of the directory holding `path`, making a created or renamed name
+ * durable; failures only lose durability and are not reported. */
+void ctr__sync_parent_dir(const char *path);
 /* 1 if `path` exists (any file type). */
 int ctr__file_exists(const char *path);
 /* printf into a new malloc'd string; NULL (CTR_E_OUT_OF_MEMORY raised) on
@@ -25,7 +39,8 @@ int ctr__file_exists(const char *path);
 char *ctr__io_sprintf(const char *fmt, ...) CTR__PRINTF(1, 2);
 
 /* An output file written under a temporary name beside its target
- * ("<path>.tmp.<pid>.<n>") and renamed into place only when complete. */
+ * ("<path>.tmp.<pid>.<n>", or a fixed "<path>.partial" for resumable output)
+ * and renamed into place only when complete. */
 typedef struct ctr__atomic_file {
   char *path; /* target */
   char *tmp;  /* temporary name; NULL once renamed or discarded */
@@ -37,6 +52,17 @@ typedef struct ctr__atomic_file {
 /* Creates the temporary file; CTR_E_IO names `path` and strerror when the
  * directory is missing or not writable. */
 ctr_status ctr__atomic_create(ctr__atomic_file *f, const char *path);
+/* Opens the fixed temporary `tmp` of `path`: created or truncated when keep
+ * is 0; when 1, opened as it is, and a missing one is CTR_E_IO naming it and
+ * saying that the run cannot be resumed. */
+ctr_status ctr__atomic_create_fixed(ctr__atomic_file *f, const char *path, const char *tmp,
+                                    int keep);
+/* fdatasync of the open temporary (with name_too: fsync, and the directory
+ * too so that the temporary's name survives a crash). CTR_E_IO names it. */
+ctr_status ctr__atomic_sync(ctr__atomic_file *f, int name_too);
+/* Closes (without syncing) and frees the names, leaving the temporary on
+ * disk for a later resume. */
+void ctr__atomic_keep(ctr__atomic_file *f);
 /* fsync + close, keeping the temporary for a later ctr__atomic_rename. */
 ctr_status ctr__atomic_close(ctr__atomic_file *f);
 /* Renames a closed temporary onto its target and syncs the directory. */
@@ -67,6 +93,19 @@ size_t ctr__image_bytes(const ctr_stack_info *info);
 /* "37 x 23 x 5 float32" into buf. */
 const char *ctr__stack_describe(const ctr_stack_info *info, char *buf, size_t n);
 
+/* ---- Writers: how output files are named (io_partial.c) ----------------- */
+
+typedef enum ctr__out_mode {
+  CTR__OUT_TEMP = 0,        /* ctr_stack_create: "<name>.tmp.<pid>.<n>" */
+  CTR__OUT_PARTIAL_NEW = 1, /* resumable, fresh: "<name>.partial", truncated */
+  CTR__OUT_PARTIAL_RESUME = 2 /* resumable, resumed: "<name>.partial" as it is */
+} ctr__out_mode;
+
+/* "<target>.partial" (malloc'd; NULL with CTR_E_OUT_OF_MEMORY raised). */
+char *ctr__partial_path(const char *target);
+/* Creates (or, resuming, opens) the output file for `target` as `mode` says. */
+ctr_status ctr__output_create(ctr__atomic_file *f, const char *target, ctr__out_mode mode);
+
 /* ---- Backends ----------------------------------------------------------- */
 
 typedef struct ctr__reader_ops {
@@ -90,6 +129,11 @@ typedef struct ctr__writer_ops {
   ctr_status (*write)(ctr_stack_writer *w, int64_t first, int64_t n, const void *buf);
   ctr_status (*commit)(ctr_stack_writer *w); /* leaves nothing on failure */
   void (*abort)(ctr_stack_writer *w);
+  /* fdatasync of everything written so far (ctr__stack_flush). */
+  ctr_status (*flush)(ctr_stack_writer *w);
+  /* Frees impl, keeping the partial files; NULL: the format cannot be
+   * resumed. */
+  void (*suspend)(ctr_stack_writer *w);
 } ctr__writer_ops;
 
 struct ctr_stack_writer {
@@ -98,9 +142,19 @@ struct ctr_stack_writer {
   int swap;
   const ctr__writer_ops *ops;
   void *impl;
-  unsigned char *written; /* one flag per image */
+  unsigned char *written; /* one flag per image; preset from `done` on resume */
   int failed;             /* a backend write failed: only abort is left */
+  ctr__out_mode mode;     /* how the backend names its files */
 };
+
+/* The writer behind ctr_stack_create (mode CTR__OUT_TEMP) and
+ * ctr__stack_create_partial: checks the arguments, presets the written flags
+ * from `done` (may be NULL) and creates the backend. */
+ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
+                                  ctr__out_mode mode, const unsigned char *done,
+                                  ctr_stack_writer **out);
+/* Frees the writer itself (the backend's impl must be gone). */
+void ctr__stack_writer_free(ctr_stack_writer *w);
 
 /* Each open/create fills r->info, r->ops, r->impl (and r->swap) from r->path,
  * or raises and leaves nothing open. */
@@ -116,11 +170,20 @@ ctr_status ctr__tiff_stack_open(ctr_stack_reader *r);
 ctr_status ctr__raw_create(ctr_stack_writer *w);
 /* Raw image data in `data_path`, after `prefix` (written at offset 0). A
  * `companion` file with the given text (a detached header) is committed after
- * the data file. */
+ * the data file. Files are named as w->mode says; a resumed file must hold
+ * its prefix or text already (or a cut-short copy of it, completed here). */
 ctr_status ctr__raw_writer_init(ctr_stack_writer *w, const char *data_path, const char *prefix,
                                 const char *companion_path, const char *companion_text);
 ctr_status ctr__nrrd_create(ctr_stack_writer *w);
+/* The data file of a detached NRRD header ("x.nhdr" -> "x.raw") into *out;
+ * NULL for an attached ".nrrd". */
+ctr_status ctr__nrrd_data_path(const char *path, char **out);
 ctr_status ctr__tiff_create(ctr_stack_writer *w);
 ctr_status ctr__tiff_stack_create(ctr_stack_writer *w);
+/* The file of image `index` of a TIFF stack pattern (malloc'd; NULL with the
+ * error raised for a bad pattern). */
+char *ctr__tiff_stack_file(const char *pattern, int64_t index);
+/* Removes "<file>.partial" of images [0, count) of the pattern. */
+void ctr__tiff_stack_remove_partial(const char *pattern, int64_t count);
 
 #endif

@@ -340,14 +340,49 @@ static char *make_header(const ctr_stack_info *info, const char *data_file) {
                          data_file ? "\n" : "");
 }
 
+/* The data of an attached NRRD start at a multiple of CTR__IO_ALIGN, so that
+ * slabs of whole blocks can go through direct I/O: '#' comment lines before
+ * the blank line that ends the header fill it up. Frees h on failure. */
+static char *pad_header(char *h) {
+  if (!h) return NULL;
+  const size_t len = strlen(h); /* ends with "\n\n" */
+  size_t pad = (CTR__IO_ALIGN - len % CTR__IO_ALIGN) % CTR__IO_ALIGN;
+  if (pad == 1) pad += CTR__IO_ALIGN; /* a comment line takes at least "#\n" */
+  if (!pad) return h;
+  char *out = realloc(h, len + pad + 1);
+  if (!out) {
+    free(h);
+    ctr__error_set(CTR_E_OUT_OF_MEMORY, "cannot allocate a NRRD header of %zu bytes", len + pad);
+    return NULL;
+  }
+  char *p = out + len - 1; /* the blank line */
+  for (size_t left = pad; left > 0;) {
+    size_t k = left > 64 ? 64 : left;
+    if (left - k == 1) k--; /* never leave a single byte */
+    memset(p, '#', k - 1);
+    p[k - 1] = '\n';
+    p += k;
+    left -= k;
+  }
+  p[0] = '\n';
+  p[1] = '\0';
+  return out;
+}
+
+ctr_status ctr__nrrd_data_path(const char *path, char **out) {
+  const char *slash = strrchr(path, '/');
+  const char *ext = strrchr(slash ? slash + 1 : path, '.');
+  *out = NULL;
+  if (!ext || strcasecmp(ext, ".nhdr") != 0) return CTR_OK;
+  *out = ctr__io_sprintf("%.*s.raw", (int)(ext - path), path);
+  return *out ? CTR_OK : CTR_E_OUT_OF_MEMORY;
+}
+
 ctr_status ctr__nrrd_create(ctr_stack_writer *w) {
   ctr_status st = CTR_OK;
   char *header = NULL, *data_path = NULL;
-  const char *slash = strrchr(w->path, '/');
-  const char *ext = strrchr(slash ? slash + 1 : w->path, '.');
-  if (ext && !strcasecmp(ext, ".nhdr")) {
-    data_path = ctr__io_sprintf("%.*s.raw", (int)(ext - w->path), w->path);
-    if (!data_path) return CTR_E_OUT_OF_MEMORY;
+  CTR_CHECK(ctr__nrrd_data_path(w->path, &data_path));
+  if (data_path) {
     const char *base = strrchr(data_path, '/');
     header = make_header(&w->info, base ? base + 1 : data_path);
     if (!header) {
@@ -356,7 +391,7 @@ ctr_status ctr__nrrd_create(ctr_stack_writer *w) {
     }
     st = ctr__raw_writer_init(w, data_path, NULL, w->path, header);
   } else {
-    header = make_header(&w->info, NULL);
+    header = pad_header(make_header(&w->info, NULL));
     if (!header) return CTR_E_OUT_OF_MEMORY;
     st = ctr__raw_writer_init(w, w->path, header, NULL, NULL);
   }

@@ -186,3 +186,51 @@ cleanup:
   free(path);
   return st;
 }
+
+ctr_status ctr_png_preview_planes(const char *prefix, const float *xy, const float *xz,
+                                  const float *yz, int64_t nx, int64_t ny, int64_t nz, float lo,
+                                  float hi) {
+  ctr_status st = CTR_OK;
+  char *path = NULL;
+  float *all = NULL;
+  if (!prefix || !*prefix) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_png_preview_planes: empty prefix");
+  if (!xy || !xz || !yz) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "preview '%s': a plane is NULL", prefix);
+  if (nx <= 0 || ny <= 0 || nz <= 0)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "preview '%s': size must be > 0, got %lld x %lld x %lld",
+             prefix, (long long)nx, (long long)ny, (long long)nz);
+  CTR_CHECK(check_window(lo, hi, prefix));
+  if (lo == hi) {
+    const size_t a = (size_t)(nx * ny), b = (size_t)(nx * nz), c = (size_t)(ny * nz);
+    all = ctr__malloc((a + b + c) * sizeof(float), "preview window");
+    if (!all) return CTR_E_OUT_OF_MEMORY;
+    memcpy(all, xy, a * sizeof(float));
+    memcpy(all + a, xz, b * sizeof(float));
+    memcpy(all + a + b, yz, c * sizeof(float));
+    CTR_CHECK_GOTO(st, auto_window(all, a + b + c, &lo, &hi));
+  }
+  /* In xz and yz, z points up (row 0 is the last slice), as ctr_png_preview. */
+  const struct {
+    const char *suffix;
+    const float *data;
+    int64_t base, sx, sy, w, h;
+  } views[3] = {
+      {"_xy.png", xy, 0, 1, nx, nx, ny},
+      {"_xz.png", xz, (nz - 1) * nx, 1, -nx, nx, nz},
+      {"_yz.png", yz, (nz - 1) * ny, 1, -ny, ny, nz},
+  };
+  for (int i = 0; i < 3; i++) {
+    path = ctr__io_sprintf("%s%s", prefix, views[i].suffix);
+    if (!path) {
+      st = CTR_E_OUT_OF_MEMORY;
+      goto cleanup;
+    }
+    CTR_CHECK_GOTO(st, write_view(path, views[i].data, views[i].base, views[i].sx, views[i].sy,
+                                  views[i].w, views[i].h, lo, hi));
+    free(path);
+    path = NULL;
+  }
+cleanup:
+  free(path);
+  free(all);
+  return st;
+}

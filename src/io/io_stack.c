@@ -10,6 +10,17 @@
  * converted slab never costs a second copy of the slab. */
 #define CTR__CONVERT_CHUNK ((size_t)8 << 20)
 
+/* Buffers for file data (free with free): CTR__IO_ALIGN-aligned, so that
+ * their transfers can bypass the page cache (direct I/O in io_raw.c). */
+static void *io_buffer(size_t bytes, const char *what) {
+  void *p = NULL;
+  if (posix_memalign(&p, CTR__IO_ALIGN, bytes ? bytes : 1) != 0) {
+    ctr__error_set(CTR_E_OUT_OF_MEMORY, "cannot allocate %zu bytes for %s", bytes, what);
+    return NULL;
+  }
+  return p;
+}
+
 size_t ctr__image_bytes(const ctr_stack_info *info) {
   return (size_t)info->width * (size_t)info->height * ctr_dtype_size(info->dtype);
 }
@@ -126,7 +137,7 @@ ctr_status ctr_stack_read(ctr_stack_reader *r, int64_t first, int64_t n, ctr_dty
     return CTR_OK;
   }
   const int64_t per = chunk_images(px * fes, n);
-  tmp = ctr__malloc((size_t)per * px * fes, "dtype conversion buffer");
+  tmp = io_buffer((size_t)per * px * fes, "dtype conversion buffer");
   if (!tmp) return CTR_E_OUT_OF_MEMORY;
   for (int64_t i = 0; i < n; i += per) {
     const int64_t k = per < n - i ? per : n - i;
@@ -148,14 +159,15 @@ void ctr_stack_close(ctr_stack_reader *r) {
 
 /* ---- Writing ------------------------------------------------------------ */
 
-static void writer_free(ctr_stack_writer *w) {
+void ctr__stack_writer_free(ctr_stack_writer *w) {
   free(w->written);
   free(w->path);
   free(w);
 }
 
-ctr_status ctr_stack_create(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
-                            ctr_stack_writer **out) {
+ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
+                                  ctr__out_mode mode, const unsigned char *done,
+                                  ctr_stack_writer **out) {
   ctr_status st = CTR_OK;
   ctr_stack_writer *w = NULL;
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_stack_create: out is NULL");
@@ -167,10 +179,12 @@ ctr_status ctr_stack_create(const char *path, ctr_file_format fmt, const ctr_sta
   w = ctr__calloc(1, sizeof *w, "stack writer");
   if (!w) return CTR_E_OUT_OF_MEMORY;
   w->info = *info;
+  w->mode = mode;
   w->path = strdup(path);
   w->written = ctr__calloc((size_t)info->count, 1, "written-image flags");
   if (!w->path || !w->written)
     CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot allocate the writer for '%s'", path);
+  for (int64_t i = 0; done && i < info->count; i++) w->written[i] = done[i] != 0;
   switch (fmt) {
     case CTR_FORMAT_RAW: st = ctr__raw_create(w); break;
     case CTR_FORMAT_NRRD: st = ctr__nrrd_create(w); break;
@@ -185,8 +199,13 @@ ctr_status ctr_stack_create(const char *path, ctr_file_format fmt, const ctr_sta
   *out = w;
   return CTR_OK;
 cleanup:
-  writer_free(w);
+  ctr__stack_writer_free(w);
   return st;
+}
+
+ctr_status ctr_stack_create(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
+                            ctr_stack_writer **out) {
+  return ctr__stack_writer_open(path, fmt, info, CTR__OUT_TEMP, NULL, out);
 }
 
 static ctr_status write_converted(ctr_stack_writer *w, int64_t first, int64_t n, ctr_dtype dtype,
@@ -195,7 +214,7 @@ static ctr_status write_converted(ctr_stack_writer *w, int64_t first, int64_t n,
   const size_t px = (size_t)w->info.width * (size_t)w->info.height;
   const size_t fes = ctr_dtype_size(w->info.dtype), ies = ctr_dtype_size(dtype);
   const int64_t per = chunk_images(px * fes, n);
-  void *tmp = ctr__malloc((size_t)per * px * fes, "dtype conversion buffer");
+  void *tmp = io_buffer((size_t)per * px * fes, "dtype conversion buffer");
   if (!tmp) return CTR_E_OUT_OF_MEMORY;
   for (int64_t i = 0; i < n; i += per) {
     const int64_t k = per < n - i ? per : n - i;
@@ -249,14 +268,14 @@ ctr_status ctr_stack_commit(ctr_stack_writer *w) {
   } else {
     st = w->ops->commit(w);
   }
-  writer_free(w);
+  ctr__stack_writer_free(w);
   return st;
 }
 
 void ctr_stack_abort(ctr_stack_writer *w) {
   if (!w) return;
   w->ops->abort(w);
-  writer_free(w);
+  ctr__stack_writer_free(w);
 }
 
 /* ---- Whole-array wrappers ----------------------------------------------- */
@@ -277,7 +296,7 @@ ctr_status ctr_stack_load(const char *path, ctr_file_format fmt, const ctr_stack
     st = CTR_E_OUT_OF_MEMORY;
     goto cleanup;
   }
-  data = ctr__malloc(bytes, "the loaded stack");
+  data = io_buffer(bytes, "the loaded stack");
   if (!data) {
     st = CTR_E_OUT_OF_MEMORY;
     goto cleanup;

@@ -394,7 +394,16 @@ static ctr_status tiff_commit(ctr_stack_writer *w) {
   return st;
 }
 
-static const ctr__writer_ops tiff_writer_ops = {tiff_write, tiff_commit, tiff_abort};
+/* Every page written so far is in the file: libtiff writes a page's data and
+ * directory before ctr__tiff_write_page returns. */
+static ctr_status tiff_flush(ctr_stack_writer *w) {
+  tiff_out *o = w->impl;
+  return ctr__atomic_sync(&o->file, 0);
+}
+
+/* A multi-page TIFF cannot be resumed (no suspend). */
+static const ctr__writer_ops tiff_writer_ops = {tiff_write, tiff_commit, tiff_abort, tiff_flush,
+                                                NULL};
 
 ctr_status ctr__tiff_create(ctr_stack_writer *w) {
   ctr_status st = CTR_OK;

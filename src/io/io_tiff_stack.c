@@ -82,6 +82,37 @@ static char *pattern_name(const pattern *p, int64_t index) {
              : ctr__io_sprintf("%s%*lld%s", p->prefix, p->width, (long long)index, p->suffix);
 }
 
+/* "<file of image index>.partial" */
+static char *pattern_partial(const pattern *p, int64_t index) {
+  char *name = pattern_name(p, index);
+  char *partial = name ? ctr__partial_path(name) : NULL;
+  free(name);
+  return partial;
+}
+
+static void remove_partial(const pattern *p, int64_t count) {
+  for (int64_t i = 0; i < count; i++) {
+    char *partial = pattern_partial(p, i);
+    if (partial) unlink(partial);
+    free(partial);
+  }
+}
+
+char *ctr__tiff_stack_file(const char *pat, int64_t index) {
+  pattern p;
+  if (pattern_parse(pat, &p) != CTR_OK) return NULL;
+  char *name = pattern_name(&p, index);
+  pattern_free(&p);
+  return name;
+}
+
+void ctr__tiff_stack_remove_partial(const char *pat, int64_t count) {
+  pattern p;
+  if (pattern_parse(pat, &p) != CTR_OK) return;
+  remove_partial(&p, count);
+  pattern_free(&p);
+}
+
 /* ---- Reading ------------------------------------------------------------ */
 
 typedef struct stack_in {
@@ -186,21 +217,36 @@ cleanup:
 
 /* ---- Writing ------------------------------------------------------------ */
 
-/* Each image goes to its own temporary beside its target; commit renames
- * them all. */
+/* Each image goes to its own temporary beside its target (synced when it is
+ * written); commit renames them all. Resumable writers use the fixed names
+ * "<file>.partial". */
 typedef struct stack_out {
   pattern pat;
   ctr__atomic_file *files; /* one per image */
+  unsigned char *unsynced; /* partial files whose names the next flush syncs */
 } stack_out;
 
-static void stack_abort(ctr_stack_writer *w) {
+/* Frees the writer's state; `remove`: and its files. */
+static void stack_release(ctr_stack_writer *w, int remove) {
   stack_out *o = w->impl;
-  for (int64_t i = 0; o->files && i < w->info.count; i++) ctr__atomic_discard(&o->files[i]);
+  for (int64_t i = 0; o->files && i < w->info.count; i++) {
+    if (remove)
+      ctr__atomic_discard(&o->files[i]);
+    else
+      ctr__atomic_keep(&o->files[i]);
+  }
+  /* Partial files of images this writer never touched go too. */
+  if (remove && w->mode != CTR__OUT_TEMP && o->pat.prefix) remove_partial(&o->pat, w->info.count);
   free(o->files);
+  free(o->unsynced);
   pattern_free(&o->pat);
   free(o);
   w->impl = NULL;
 }
+
+static void stack_abort(ctr_stack_writer *w) { stack_release(w, 1); }
+
+static void stack_suspend(ctr_stack_writer *w) { stack_release(w, 0); }
 
 static ctr_status write_file(ctr_stack_writer *w, int64_t index, const void *buf) {
   stack_out *o = w->impl;
@@ -212,7 +258,8 @@ static ctr_status write_file(ctr_stack_writer *w, int64_t index, const void *buf
   if (!name) return CTR_E_OUT_OF_MEMORY;
   snprintf(what, sizeof what, "'%s'", name);
   ctr__atomic_discard(f); /* an image written twice: the last one wins */
-  CTR_CHECK_GOTO(st, ctr__atomic_create(f, name));
+  CTR_CHECK_GOTO(st, ctr__output_create(f, name, w->mode == CTR__OUT_TEMP ? CTR__OUT_TEMP
+                                                                           : CTR__OUT_PARTIAL_NEW));
   CTR_CHECK_GOTO(st, ctr__tiff_open_write(f, (int64_t)ctr__image_bytes(&w->info), &tif));
   st = ctr__tiff_write_page(tif, what, &w->info, 0, 1, buf);
   if (st == CTR_OK)
@@ -220,6 +267,7 @@ static ctr_status write_file(ctr_stack_writer *w, int64_t index, const void *buf
   else
     ctr__tiff_abandon(tif);
   if (st == CTR_OK) st = ctr__atomic_close(f);
+  if (st == CTR_OK) o->unsynced[index] = 1;
 cleanup:
   if (st != CTR_OK) ctr__atomic_discard(f);
   free(name);
@@ -230,6 +278,26 @@ static ctr_status stack_write(ctr_stack_writer *w, int64_t first, int64_t n, con
   const size_t img = ctr__image_bytes(&w->info);
   for (int64_t i = 0; i < n; i++)
     CTR_CHECK(write_file(w, first + i, (const char *)buf + (size_t)i * img));
+  return CTR_OK;
+}
+
+/* Images are synced as they are written; what is left is the names of new
+ * partial files, in their directories (usually one). */
+static ctr_status stack_flush(ctr_stack_writer *w) {
+  stack_out *o = w->impl;
+  char *dir = NULL;
+  for (int64_t i = 0; w->mode != CTR__OUT_TEMP && i < w->info.count; i++) {
+    if (!o->unsynced[i] || !o->files[i].tmp) continue;
+    const char *tmp = o->files[i].tmp, *slash = strrchr(tmp, '/');
+    const size_t n = slash ? (size_t)(slash - tmp) : 0;
+    if (!dir || strlen(dir) != n || strncmp(dir, tmp, n) != 0) {
+      ctr__sync_parent_dir(tmp);
+      free(dir);
+      dir = strndup(tmp, n);
+    }
+    o->unsynced[i] = 0;
+  }
+  free(dir);
   return CTR_OK;
 }
 
@@ -255,7 +323,34 @@ cleanup:
   return st;
 }
 
-static const ctr__writer_ops stack_writer_ops = {stack_write, stack_commit, stack_abort};
+static const ctr__writer_ops stack_writer_ops = {stack_write, stack_commit, stack_abort,
+                                                 stack_flush, stack_suspend};
+
+/* Takes over the partial file of an image marked written: it must exist and
+ * be a TIFF of the stack's image size and dtype. */
+static ctr_status resume_file(ctr_stack_writer *w, int64_t index) {
+  stack_out *o = w->impl;
+  ctr_status st = CTR_OK;
+  ctr__atomic_file *f = &o->files[index];
+  f->path = pattern_name(&o->pat, index);
+  f->tmp = f->path ? ctr__partial_path(f->path) : NULL;
+  if (!f->tmp) return CTR_E_OUT_OF_MEMORY;
+  if (!ctr__file_exists(f->tmp))
+    CTR_FAIL(CTR_E_IO,
+             "cannot resume writing '%s': image %lld is marked written but its partial file "
+             "'%s' cannot be found: %s; the run cannot be resumed",
+             w->path, (long long)index, f->tmp, strerror(errno));
+  char like[4200];
+  snprintf(like, sizeof like, "the stack '%s' being written", w->path);
+  ctr_stack_info got;
+  st = read_file(f->tmp, &w->info, like, &got, NULL);
+  if (st != CTR_OK) {
+    char detail[4096];
+    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
+    CTR_FAIL(st, "cannot resume writing '%s': %s; the run cannot be resumed", w->path, detail);
+  }
+  return CTR_OK;
+}
 
 ctr_status ctr__tiff_stack_create(ctr_stack_writer *w) {
   ctr_status st = CTR_OK;
@@ -267,7 +362,8 @@ ctr_status ctr__tiff_stack_create(ctr_stack_writer *w) {
   w->impl = o;
   CTR_CHECK_GOTO(st, pattern_parse(w->path, &o->pat));
   o->files = ctr__calloc((size_t)w->info.count, sizeof *o->files, "TIFF stack file list");
-  if (!o->files) {
+  o->unsynced = ctr__calloc((size_t)w->info.count, 1, "TIFF stack flags");
+  if (!o->files || !o->unsynced) {
     st = CTR_E_OUT_OF_MEMORY;
     goto cleanup;
   }
@@ -281,9 +377,14 @@ ctr_status ctr__tiff_stack_create(ctr_stack_writer *w) {
   }
   CTR_CHECK_GOTO(st, ctr__atomic_create(&probe, name));
   ctr__atomic_discard(&probe);
+  if (w->mode == CTR__OUT_PARTIAL_NEW) remove_partial(&o->pat, w->info.count);
+  if (w->mode == CTR__OUT_PARTIAL_RESUME)
+    for (int64_t i = 0; i < w->info.count; i++)
+      if (w->written[i]) CTR_CHECK_GOTO(st, resume_file(w, i));
   w->ops = &stack_writer_ops;
 cleanup:
   free(name);
-  if (st != CTR_OK) stack_abort(w);
+  /* A failed resume leaves the partial files for another try. */
+  if (st != CTR_OK) stack_release(w, w->mode != CTR__OUT_PARTIAL_RESUME);
   return st;
 }

@@ -7,6 +7,7 @@
 #include "cuda/fdk_cuda.h"
 #endif
 
+#include <math.h>
 #include <string.h>
 
 #define CTR__DEFAULT_BATCH 32
@@ -64,6 +65,35 @@ static int64_t batch_size(const ctr_geometry *g, const ctr_fdk_options *o) {
   return b;
 }
 
+int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
+                                float scale, float *dst) {
+  const int64_t nu = g->nu, nv = g->nv, size = ctr__padded_size(nu, nv);
+  const int pitch = ctr__padded_pitch(nu);
+  int64_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+  for (int64_t k = 0; k < n; k++) {
+    float *img = dst + k * size;
+    memset(img, 0, (size_t)size * sizeof(float));
+    float *o = img + ctr__padded_origin(nu);
+    for (int64_t v = 0; v < nv; v++) {
+      const int64_t s = (k * nv + v) * nu;
+      float *row = o + v * pitch;
+      if (dtype == CTR_DTYPE_FLOAT32) {
+        const float *in = (const float *)src + s;
+        for (int64_t u = 0; u < nu; u++) {
+          const float x = in[u];
+          if (!isfinite(x)) bad++;
+          row[u] = isfinite(x) ? x * scale : 0.0f;
+        }
+      } else {
+        const uint16_t *in = (const uint16_t *)src + s;
+        for (int64_t u = 0; u < nu; u++) row[u] = (float)in[u] * scale;
+      }
+    }
+  }
+  return bad;
+}
+
 /* Copies n views (float32 or uint16, unpadded) into the padded batch buffer,
  * borders zeroed. */
 void ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
@@ -87,45 +117,19 @@ void ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, i
   }
 }
 
+ctr_status ctr__check_fdk_arrays(const ctr_geometry *g, const ctr_fdk_options *o,
+                                 const ctr_array *proj, const ctr_array *vol) {
+  CTR_CHECK(check_array(proj, "projections", g->nu, g->nv, g->nviews, 1));
+  return check_array(vol, "volume", g->vol.nx, g->vol.ny, o->nz, 0);
+}
+
+/* In-core FDK is the streamed pipeline between arrays in memory. */
 ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
                    const ctr_array *proj, ctr_array *vol) {
   if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk: geometry is NULL");
-  ctr_fdk_options o;
-  CTR_CHECK(ctr__fdk_options_resolve(g, opts, &o));
-  CTR_CHECK(check_array(proj, "projections", g->nu, g->nv, g->nviews, 1));
-  CTR_CHECK(check_array(vol, "volume", g->vol.nx, g->vol.ny, o.nz, 0));
-#if CTR_HAVE_CUDA
-  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA)
-    return ctr__cuda_fdk(ctx, g, &o, NULL, proj->data, proj->dtype, vol->data, NULL);
-#endif
-  if (o.interp == CTR_INTERP_TEXTURE)
-    ctr__log(ctx, CTR_LOG_WARNING, "texture interpolation needs a GPU; the CPU uses exact interpolation");
-
-  const int64_t nb = batch_size(g, &o), size = ctr__padded_size(g->nu, g->nv);
-  const size_t esize = ctr_dtype_size(proj->dtype);
-  ctr__fdk_filter f;
-  CTR_CHECK(ctr__fdk_filter_init(ctx, g, &o, &f));
-  ctr_status st = CTR_OK;
-  float *buf = ctr__aligned_alloc((size_t)(nb * size) * sizeof(float), "padded projection batch");
-  if (!buf) {
-    st = CTR_E_OUT_OF_MEMORY;
-    goto cleanup;
-  }
-  memset(vol->data, 0, (size_t)ctr_array_count(vol) * sizeof(float));
-  const ctr__padded_views views = {buf + ctr__padded_origin(g->nu), size, ctr__padded_pitch(g->nu)};
-  for (int64_t v0 = 0; v0 < g->nviews; v0 += nb) {
-    const int64_t n = g->nviews - v0 < nb ? g->nviews - v0 : nb;
-    CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", (double)v0 / (double)g->nviews));
-    ctr__fill_padded(g, (const char *)proj->data + (size_t)(v0 * g->nu * g->nv) * esize, proj->dtype, n,
-                buf);
-    CTR_CHECK_GOTO(st, ctr__fdk_filter_run(ctx, &f, v0, n, (float *)views.base, size, views.pitch));
-    ctr__bp_cpu(ctx, g, v0, n, NULL, NULL, &views, vol->data, o.z0, o.nz);
-  }
-  CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
-cleanup:
-  ctr__aligned_free(buf);
-  ctr__fdk_filter_free(&f);
-  return st;
+  ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+  if (opts) so.fdk = *opts;
+  return ctr_fdk_stream_memory(ctx, g, &so, proj, vol, NULL);
 }
 
 ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,

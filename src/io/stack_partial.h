@@ -1,0 +1,79 @@
+/* Resumable, crash-safe stack output for the out-of-core executor: a writer
+ * whose files have fixed "<name>.partial" names beside their targets, so that
+ * an interrupted run can reopen them and write only the missing images.
+ * Also the I/O module's test hooks. Not installed. */
+#ifndef CTR_STACK_PARTIAL_H
+#define CTR_STACK_PARTIAL_H
+
+#include "ctrecon.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Raw and NRRD data go through O_DIRECT (bypassing the page cache) when the
+ * file offset, the byte count and the buffer address are all multiples of
+ * this; allocate slab buffers with posix_memalign(&p, CTR__IO_ALIGN, n) to
+ * benefit. CTRECON_DIRECT_IO=0 turns direct I/O off. */
+#define CTR__IO_ALIGN 4096
+
+/* Creates a writer whose data go to fixed names beside the target, so an
+ * interrupted run can be resumed:
+ *  raw / attached NRRD (.nrrd): "<path>.partial";
+ *  detached NRRD (.nhdr): "<path>.partial" (header) and "<datafile>.partial"
+ *  (the .raw);
+ *  TIFF stack: each image "<file>.partial" (created when the image is
+ *  written).
+ * Multi-page TIFF cannot be resumed: CTR_E_UNSUPPORTED with a detail saying
+ * to use raw, nrrd or a TIFF stack pattern.
+ * resume == 0: existing partial files are replaced (truncate / recreate).
+ * resume == 1: the partial files are opened without truncation; a missing one
+ * is CTR_E_IO naming it and saying the run cannot be resumed; images i with
+ * done[i] != 0 (done has info->count flags; NULL = none) count as written
+ * (TIFF stack: their "<file>.partial" must exist, else CTR_E_IO naming it).
+ * A partial file that cannot belong to this stack (another NRRD header,
+ * longer than the stack, shorter than its images marked done, a TIFF of
+ * another size) is CTR_E_SIZE_MISMATCH naming it. A failed resume leaves the
+ * partial files as they were.
+ * ctr_stack_write / ctr_stack_commit / ctr_stack_abort work as for
+ * ctr_stack_create: commit fsyncs, renames the partial names onto the targets
+ * (data before header) and fsyncs the directory; abort removes the partial
+ * files. An image rewritten after a failed write is undefined until written
+ * again: clear its done flag first. */
+ctr_status ctr__stack_create_partial(const char *path, ctr_file_format fmt,
+                                     const ctr_stack_info *info, int resume,
+                                     const unsigned char *done, ctr_stack_writer **out);
+/* Makes every image written so far durable (fdatasync of the data file(s);
+ * the first flush of a resumable writer also syncs its partial files' names
+ * into their directory); CTR_E_IO naming the file on failure. Works on any
+ * writer, also after a failed write. */
+ctr_status ctr__stack_flush(ctr_stack_writer *w);
+/* Closes and frees w, keeping its partial files for a later resume (images
+ * not flushed may be lost in a crash). Accepts NULL. A writer from
+ * ctr_stack_create has nothing to resume: it is aborted. */
+void ctr__stack_suspend(ctr_stack_writer *w);
+/* Removes the partial files a resumable writer of (path, fmt, count images)
+ * may have left; missing files are fine. */
+void ctr__stack_remove_partial(const char *path, ctr_file_format fmt, int64_t count);
+/* The name of the main partial file ("<path>.partial"; for a TIFF stack the
+ * partial name of image 0) - malloc'd, caller frees. NULL (error raised) for
+ * a multi-page TIFF, an unknown format or no memory. */
+char *ctr__stack_partial_name(const char *path, ctr_file_format fmt);
+
+/* ---- Test hooks --------------------------------------------------------- */
+
+/* CTRECON_INJECT_ENOSPC_AFTER=N simulates a disk with N free bytes: raw and
+ * NRRD writes (everything through ctr__pwrite_full) that would take the
+ * bytes written by the process past N write what fits and fail with ENOSPC
+ * (CTR_E_IO, "No space left on device"). The variable is read at the first
+ * write; this re-reads it and zeroes the byte count. */
+void ctr__io_fault_reset(void);
+/* Bytes moved through O_DIRECT descriptors by this process so far. */
+int64_t ctr__io_direct_bytes(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
