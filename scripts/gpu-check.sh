@@ -126,12 +126,19 @@ if has ooc; then
   B="$BUILD/bench/bench_ooc"
   rm -rf "$D" && mkdir -p "$D"
   say "ooc: $(df -h "$D" | tail -1)"
-  dd if=/dev/zero of="$D/dd.bin" bs=16M count=256 oflag=direct conv=fsync 2> "$LOGS/dd_write.log"
-  dd if="$D/dd.bin" of=/dev/null bs=16M iflag=direct 2> "$LOGS/dd_read.log"
-  rm -f "$D/dd.bin"
-  rate() { awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") print $1 / $(i - 1) }' "$1"; }
+  # 1 GiB requests, as the pipeline's; best of two passes each way: the
+  # fastest rates make the strictest floor.
+  : > "$LOGS/dd_write.log"
+  : > "$LOGS/dd_read.log"
+  for pass in 1 2; do
+    dd if=/dev/zero of="$D/dd.bin" bs=1G count=8 oflag=direct conv=fsync 2>> "$LOGS/dd_write.log"
+    dd if="$D/dd.bin" of=/dev/null bs=1G iflag=direct 2>> "$LOGS/dd_read.log"
+    rm -f "$D/dd.bin"
+  done
+  rate() { awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") { r = $1 / $(i - 1); if (r > m) m = r } }
+                END { printf "%.0f", m }' "$1"; }
   W=$(rate "$LOGS/dd_write.log") R=$(rate "$LOGS/dd_read.log")
-  say "disk (direct I/O): read $R B/s, write $W B/s"
+  say "disk (direct I/O, 1 GiB requests, best of 2): read $R B/s, write $W B/s"
   run_case() { # NAME JSON ARGS...
     local name=$1 json=$2; shift 2
     "$B" run --dir "$D" --name "$name" --read-rate "$R" --write-rate "$W" --json "$OUT/$json" "$@" \

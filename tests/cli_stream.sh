@@ -125,12 +125,17 @@ BIG=(fdk --geometry b.json --projections b.raw --device cpu --subvolume-slices 4
 step "uninterrupted 128^3 run" "${BIG[@]}" --out b_full.raw
 "$CTR" "${BIG[@]}" --out b.raw.out.raw >"$OUT" 2>"$ERR" &
 pid=$!
-sleep 0.5
+# SIGINT once the first subvolume is journalled (polled, at most ~20 s).
+for _ in $(seq 400); do
+  grep -qs 'done$' b.raw.out.raw.partial.journal && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.05
+done
 kill -INT "$pid" 2>/dev/null
 wait "$pid"
 rc=$?
 if [ "$rc" -eq 0 ]; then
-  echo "note - the 128^3 run finished within 0.5 s: SIGINT check SKIPPED"
+  echo "note - the 128^3 run finished before the SIGINT arrived: SIGINT check SKIPPED"
 else
   [ "$rc" -eq 130 ] && ok "SIGINT exits 130" || bad "SIGINT exit $rc"
   [ ! -e b.raw.out.raw ] && [ -f b.raw.out.raw.partial ] && [ -f b.raw.out.raw.partial.journal ] &&
@@ -139,6 +144,21 @@ else
   echo "     $(grep -c 'done$' b.raw.out.raw.partial.journal) of 32 subvolumes were journalled"
   step "--resume after SIGINT" "${BIG[@]}" --out b.raw.out.raw --resume
   same b.raw.out.raw b_full.raw "resumed after SIGINT equals the uninterrupted run"
+fi
+# SIGINT before any subvolume is finished: nothing is kept, nothing asks for --resume.
+"$CTR" "${BIG[@]}" --subvolume-slices 128 --out b2.raw >"$OUT" 2>"$ERR" &
+pid=$!
+sleep 0.2
+kill -INT "$pid" 2>/dev/null
+wait "$pid"
+rc=$?
+if [ "$rc" -eq 130 ]; then
+  [ ! -e b2.raw ] && [ ! -e b2.raw.partial ] && [ ! -e b2.raw.partial.journal ] &&
+    ok "SIGINT in the first subvolume keeps nothing" || bad "SIGINT in the first subvolume: $(ls b2.raw*)"
+  grep -q -e '--resume' "$ERR" && bad "nothing to resume, yet --resume is suggested" ||
+    ok "no --resume suggested when nothing was finished"
+else
+  echo "note - the one-subvolume run ended with exit $rc before the SIGINT: check SKIPPED"
 fi
 clean "SIGINT"
 

@@ -6,6 +6,7 @@
 
 #include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -32,6 +33,20 @@ static inline long long file_size(const char *path) {
 }
 
 /* Temporaries anywhere under the scratch directory ("*.tmp.*"). */
+/* Whole file into memory; NULL if it cannot be read. */
+static inline unsigned char *read_all(const char *path, long long *size) {
+  *size = file_size(path);
+  if (*size < 0) return NULL;
+  unsigned char *buf = malloc((size_t)*size + 1);
+  FILE *f = fopen(path, "rb");
+  if (!buf || !f || fread(buf, 1, (size_t)*size, f) != (size_t)*size) {
+    free(buf);
+    buf = NULL;
+  }
+  if (f) fclose(f);
+  return buf;
+}
+
 static int g_tmp_found;
 static int find_tmp(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)sb, (void)flag, (void)ftw;

@@ -52,20 +52,6 @@ static const unsigned char *data_for(ctr_dtype dt) {
   return dt == CTR_DTYPE_UINT16 ? (const unsigned char *)g_u16 : (const unsigned char *)g_f32;
 }
 
-/* Whole file into memory; NULL if it cannot be read. */
-static unsigned char *read_all(const char *path, long long *size) {
-  *size = file_size(path);
-  if (*size < 0) return NULL;
-  unsigned char *buf = malloc((size_t)*size + 1);
-  FILE *f = fopen(path, "rb");
-  if (!buf || !f || fread(buf, 1, (size_t)*size, f) != (size_t)*size) {
-    free(buf);
-    buf = NULL;
-  }
-  if (f) fclose(f);
-  return buf;
-}
-
 static int same_files(const char *a, const char *b) {
   long long na, nb;
   unsigned char *x = read_all(a, &na), *y = read_all(b, &nb);

@@ -32,19 +32,6 @@ static int g_exact, g_compared; /* comparisons that were bit-identical */
 
 /* ---- Helpers --------------------------------------------------------------------- */
 
-static unsigned char *read_all(const char *path, long long *size) {
-  *size = file_size(path);
-  if (*size < 0) return NULL;
-  unsigned char *buf = malloc((size_t)*size + 1);
-  FILE *f = fopen(path, "rb");
-  if (!buf || !f || fread(buf, 1, (size_t)*size, f) != (size_t)*size) {
-    free(buf);
-    buf = NULL;
-  }
-  if (f) fclose(f);
-  return buf;
-}
-
 /* FNV-1a of a whole file (0 if it cannot be read). */
 static uint64_t file_hash(const char *path) {
   long long n;

@@ -95,26 +95,10 @@ int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtyp
 }
 
 /* Copies n views (float32 or uint16, unpadded) into the padded batch buffer,
- * borders zeroed. */
+ * borders zeroed (x 1 is exact; NaN cannot occur in filtered views). */
 void ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
                       float *dst) {
-  const int64_t nu = g->nu, nv = g->nv, size = ctr__padded_size(nu, nv);
-  const int pitch = ctr__padded_pitch(nu);
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < n; k++) {
-    float *img = dst + k * size;
-    memset(img, 0, (size_t)size * sizeof(float));
-    float *o = img + ctr__padded_origin(nu);
-    for (int64_t v = 0; v < nv; v++) {
-      const int64_t s = (k * nv + v) * nu;
-      if (dtype == CTR_DTYPE_FLOAT32) {
-        memcpy(o + v * pitch, (const float *)src + s, (size_t)nu * sizeof(float));
-      } else {
-        const uint16_t *in = (const uint16_t *)src + s;
-        for (int64_t u = 0; u < nu; u++) o[v * pitch + u] = (float)in[u];
-      }
-    }
-  }
+  (void)ctr__fill_padded_scaled(g, src, dtype, n, 1.0f, dst);
 }
 
 ctr_status ctr__check_fdk_arrays(const ctr_geometry *g, const ctr_fdk_options *o,
