@@ -201,7 +201,7 @@ typedef struct cli_subcommand {
 } cli_subcommand;
 
 extern const cli_command cli_cmd_info, cli_cmd_geometry, cli_cmd_phantom, cli_cmd_fdk, cli_cmd_demo;
-extern const cli_command cli_cmd_rabbitct_make, cli_cmd_rabbitct;
+extern const cli_command cli_cmd_rabbitct_make, cli_cmd_rabbitct, cli_cmd_fbp;
 int cmd_info(int argc, char **argv);
 int cmd_geometry(int argc, char **argv);
 int cmd_phantom(int argc, char **argv);
@@ -209,5 +209,6 @@ int cmd_fdk(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_rabbitct_make(int argc, char **argv); /* cmd_rabbitct_make.c */
 int cmd_rabbitct(int argc, char **argv);      /* cmd_rabbitct.c */
+int cmd_fbp(int argc, char **argv);           /* cmd_fbp.c */
 
 #endif /* CTRECON_CLI_H */

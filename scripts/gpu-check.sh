@@ -5,14 +5,14 @@
 #
 #   scripts/gpu-check.sh RESULTS_DIR [STAGES]
 #
-# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct,ooc
+# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct,ooc,fbp
 # (default: all). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
 # default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
 # bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/.
 set -uo pipefail
 OUT=${1:?usage: scripts/gpu-check.sh RESULTS_DIR [STAGES]}
-STAGES=${2:-build,test,sanitize,benchA,benchB,astra,rabbitct,ooc}
+STAGES=${2:-build,test,sanitize,benchA,benchB,astra,rabbitct,ooc,fbp}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
 mkdir -p "$OUT"
@@ -157,6 +157,19 @@ if has ooc; then
   "$B" memory --n 1024 --views 1200 --json "$OUT/ooc_memory.json" >> "$LOGS/ooc.log" 2>&1
   say "ooc memory rc=$?"
   grep -vE "^ *$" "$LOGS/ooc.log" | tee -a "$LOGS/summary.txt" | tail -30
+fi
+
+if has fbp; then
+  # Parallel-beam kernels on seed 004's benchmark (2048 angles x 2048 bins ->
+  # 2048^2 slices, data on the GPU), GUPS and accuracy per kernel.
+  say "fbp kernels"
+  "$BUILD/bench/bench_fbp" --n 2048 --angles 2048 --slices ${FBP_SLICES:-8} --repeats 5 \
+    --json "$OUT/fbp_kernels.json" > "$LOGS/fbp.log" 2>&1
+  say "fbp rc=$?"
+  tee -a "$LOGS/summary.txt" < "$LOGS/fbp.log"
+  (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./test_gpu_fbp) \
+    > "$LOGS/sanitizer_fbp.log" 2>&1
+  say "memcheck fbp rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_fbp.log" | tail -1)"
 fi
 
 if has rabbitct; then

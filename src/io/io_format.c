@@ -4,8 +4,9 @@
 #include <string.h>
 #include <strings.h>
 
-#define CTR__KNOWN_EXTENSIONS \
-  ".raw, .bin, .dat (raw), .tif, .tiff (tiff; tiff-stack with a %%d pattern), .nrrd, .nhdr (nrrd)"
+#define CTR__KNOWN_EXTENSIONS                                                                  \
+  ".raw, .bin, .dat (raw), .tif, .tiff (tiff; tiff-stack with a %%d pattern), .nrrd, .nhdr "   \
+  "(nrrd), .h5, .hdf5, .hdf, .nxs (hdf5, as 'file.h5:/group/dataset')"
 
 const char *ctr_format_name(ctr_file_format f) {
   switch (f) {
@@ -14,13 +15,15 @@ const char *ctr_format_name(ctr_file_format f) {
     case CTR_FORMAT_TIFF: return "tiff";
     case CTR_FORMAT_TIFF_STACK: return "tiff-stack";
     case CTR_FORMAT_NRRD: return "nrrd";
+    case CTR_FORMAT_HDF5: return "hdf5";
   }
   return "unknown";
 }
 
 ctr_status ctr_format_parse(const char *name, ctr_file_format *out) {
   static const ctr_file_format all[] = {CTR_FORMAT_AUTO, CTR_FORMAT_RAW, CTR_FORMAT_TIFF,
-                                        CTR_FORMAT_TIFF_STACK, CTR_FORMAT_NRRD};
+                                        CTR_FORMAT_TIFF_STACK, CTR_FORMAT_NRRD,
+                                        CTR_FORMAT_HDF5};
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_format_parse: out is NULL");
   for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
     if (!strcasecmp(name, ctr_format_name(all[i]))) {
@@ -28,7 +31,7 @@ ctr_status ctr_format_parse(const char *name, ctr_file_format *out) {
       return CTR_OK;
     }
   CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-           "unknown file format '%s': expected raw, tiff, tiff-stack, nrrd or auto",
+           "unknown file format '%s': expected raw, tiff, tiff-stack, nrrd, hdf5 or auto",
            name ? name : "(null)");
 }
 
@@ -40,9 +43,39 @@ static int has_conversion(const char *path) {
   return 0;
 }
 
+/* 1 if the first `len` characters of `path` name a file with an HDF5
+ * extension (.h5, .hdf5, .hdf, .nxs). */
+static int hdf5_name(const char *path, size_t len) {
+  static const char *exts[] = {".h5", ".hdf5", ".hdf", ".nxs"};
+  for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+    const size_t n = strlen(exts[i]);
+    if (len > n && path[len - n - 1] != '/' && !strncasecmp(path + len - n, exts[i], n))
+      return 1;
+  }
+  return 0;
+}
+
+/* HDF5 paths carry a dataset after the file: "scan.h5:/exchange/data" (the
+ * file ends at the last ':' followed by '/'). A bare "scan.h5", or
+ * "scan.h5:data" (a dataset without its leading '/', refused when opened
+ * with a hint at the syntax), is HDF5 too. */
+static int is_hdf5_path(const char *path) {
+  const char *split = NULL, *last = NULL;
+  for (const char *p = strchr(path, ':'); p; p = strchr(p + 1, ':')) {
+    last = p;
+    if (p[1] == '/') split = p;
+  }
+  if (split) return hdf5_name(path, (size_t)(split - path));
+  return hdf5_name(path, strlen(path)) || (last && hdf5_name(path, (size_t)(last - path)));
+}
+
 ctr_status ctr_format_guess(const char *path, ctr_file_format *out) {
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_format_guess: out is NULL");
   if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "empty path: cannot guess its format");
+  if (is_hdf5_path(path)) {
+    *out = CTR_FORMAT_HDF5;
+    return CTR_OK;
+  }
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   const char *ext = strrchr(base, '.');

@@ -166,6 +166,14 @@ ctr_status ctr__raw_reader_init(ctr_stack_reader *r, int fd, int64_t file_size,
 ctr_status ctr__nrrd_open(ctr_stack_reader *r);
 ctr_status ctr__tiff_open(ctr_stack_reader *r);
 ctr_status ctr__tiff_stack_open(ctr_stack_reader *r);
+/* "file.h5:/group/dataset" (io_hdf5.c): a 3D dataset read by hyperslab;
+ * CTR_E_UNSUPPORTED in builds without HDF5. */
+ctr_status ctr__hdf5_open(ctr_stack_reader *r);
+/* A 1D numeric dataset (e.g. "/exchange/theta") of HDF5 file `file` as
+ * doubles: *out (malloc'd, free with free) gets *n >= 1 values. Errors name
+ * the file and dataset; CTR_E_UNSUPPORTED in builds without HDF5. */
+ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double **out,
+                                 int64_t *n);
 
 ctr_status ctr__raw_create(ctr_stack_writer *w);
 /* Raw image data in `data_path`, after `prefix` (written at offset 0). A

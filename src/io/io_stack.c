@@ -104,10 +104,11 @@ ctr_status ctr_stack_open(const char *path, ctr_file_format fmt, const ctr_stack
     case CTR_FORMAT_NRRD: st = ctr__nrrd_open(r); break;
     case CTR_FORMAT_TIFF: st = ctr__tiff_open(r); break;
     case CTR_FORMAT_TIFF_STACK: st = ctr__tiff_stack_open(r); break;
+    case CTR_FORMAT_HDF5: st = ctr__hdf5_open(r); break;
     default:
       CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
-                    "'%s': unknown file format %d: expected raw, tiff, tiff-stack or nrrd", path,
-                    (int)fmt);
+                    "'%s': unknown file format %d: expected raw, tiff, tiff-stack, nrrd or hdf5",
+                    path, (int)fmt);
   }
   if (st != CTR_OK) goto cleanup;
   if (hint && fmt != CTR_FORMAT_RAW) CTR_CHECK_GOTO(st, check_hint(r, hint));
@@ -190,6 +191,10 @@ ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const c
     case CTR_FORMAT_NRRD: st = ctr__nrrd_create(w); break;
     case CTR_FORMAT_TIFF: st = ctr__tiff_create(w); break;
     case CTR_FORMAT_TIFF_STACK: st = ctr__tiff_stack_create(w); break;
+    case CTR_FORMAT_HDF5:
+      CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED,
+                    "'%s': writing HDF5 is not supported (ctrecon reads HDF5 only): write "
+                    "tiff-stack, raw or nrrd instead", path);
     default:
       CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
                     "'%s': unknown file format %d: expected raw, tiff, tiff-stack or nrrd", path,

@@ -1,0 +1,120 @@
+/* Parallel-beam backprojection benchmark (issue 5; seed 004 Tables 13-24):
+ * every GPU kernel on N angles x N bins -> N^2 slices, several slices,
+ * sinograms already on the GPU, median of repeats; accuracy of each kernel
+ * against the double-precision CPU reference on the first slice.
+ *
+ *   bench_fbp [--n 2048] [--angles 2048] [--slices 8] [--repeats 5]
+ *             [--kernels tex,tex2,alu] [--json FILE] */
+#include "bench_common.h"
+#include "ctrecon.h"
+#include "parbeam/parbeam.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DIE(...)                                \
+  do {                                          \
+    fprintf(stderr, "bench_fbp: " __VA_ARGS__); \
+    fprintf(stderr, "\n");                      \
+    exit(1);                                    \
+  } while (0)
+
+int main(int argc, char **argv) {
+#if CTR_HAVE_CUDA
+  int64_t n = 2048, na = 2048, ns = 8;
+  int repeats = 5;
+  const char *kernels = "tex,tex2,alu", *json = NULL;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--n")) n = atoll(argv[i + 1]);
+    else if (!strcmp(argv[i], "--angles")) na = atoll(argv[i + 1]);
+    else if (!strcmp(argv[i], "--slices")) ns = atoll(argv[i + 1]);
+    else if (!strcmp(argv[i], "--repeats")) repeats = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--kernels")) kernels = argv[i + 1];
+    else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
+    else DIE("unknown option %s", argv[i]);
+  }
+  ctr_parallel_params pp = CTR_PARALLEL_PARAMS_INIT;
+  pp.nbins = n;
+  pp.nangles = na;
+  ctr_parallel_geometry *g = NULL;
+  if (ctr_parallel_create(&pp, &g)) DIE("%s", ctr_error_detail());
+  ctr_phantom *ph = NULL;
+  if (ctr_phantom_shepp_logan(0.45 * (double)n, 1.0, &ph)) DIE("%s", ctr_error_detail());
+  const int64_t sino_n = n * na, plane = n * n;
+  float *sino = malloc(sizeof(float) * (size_t)(sino_n * ns));
+  float *out = malloc(sizeof(float) * (size_t)(plane * ns));
+  double *ref = malloc(sizeof(double) * (size_t)plane);
+  double *z = malloc(sizeof(double) * (size_t)ns);
+  if (!sino || !out || !ref || !z) DIE("out of memory");
+  for (int64_t s = 0; s < ns; s++) z[s] = 0.3 * (double)n * ((double)s / (double)ns - 0.5);
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = CTR_DEVICE_CUDA;
+  ctr_context *ctx = NULL;
+  if (ctr_context_create(&co, &ctx)) DIE("%s", ctr_error_detail());
+  if (ctr_phantom_sinogram(ph, g, ns, z, 1, sino)) DIE("%s", ctr_error_detail());
+  ctr_fbp_options fo = CTR_FBP_OPTIONS_INIT;
+  if (ctr_fbp_filter(NULL, g, &fo, ns, sino)) DIE("%s", ctr_error_detail());
+  memset(ref, 0, sizeof(double) * (size_t)plane);
+  FILE *f = NULL;
+  if (json) {
+    ctr_device_info info;
+    char date[64];
+    memset(&info, 0, sizeof info);
+    ctr_cuda_device_info(0, &info);
+    f = fopen(json, "w");
+    if (!f) DIE("cannot write %s", json);
+    fprintf(f, "{\"gpu\": \"%s\", \"date\": \"%s\", \"revision\": \"%s\", \"command\": \"bench_fbp\",\n \"cases\": [\n",
+            info.name, bench_date(date, sizeof date), bench_revision());
+  }
+  int first = 1;
+  for (int interp = 0; interp < 2; interp++) {
+    if (ctr_fbp_backproject_reference(g, (ctr_fbp_interp)interp, 1, sino, ref)) DIE("%s", ctr_error_detail());
+    char list[256];
+    snprintf(list, sizeof list, "%s", kernels);
+    for (char *k = strtok(list, ","); k; k = strtok(NULL, ",")) {
+      fo.kernel = k;
+      fo.interp = (ctr_fbp_interp)interp;
+      double ms = 0;
+      if (ctr__fbp_bench_cuda(ctx, g, &fo, ns, sino, out, repeats, &ms)) {
+        printf("%-6s %-7s failed: %s\n", k, interp ? "nearest" : "linear", ctr_error_detail());
+        continue;
+      }
+      double e = 0, r = 0;
+      for (int64_t i = 0; i < plane; i++) {
+        e += (out[i] - ref[i]) * (out[i] - ref[i]);
+        r += ref[i] * ref[i];
+      }
+      const double rel = sqrt(e / r), gups = (double)na * (double)plane * (double)ns / (ms * 1e-3) / 1e9;
+      printf("%-6s %-7s %4lld slices: %8.3f ms  %7.1f GUPS  relative RMS vs double %.2e\n", k,
+             interp ? "nearest" : "linear", (long long)ns, ms, gups, rel);
+      if (f) {
+        fprintf(f, "%s  {\"name\": \"%s-%s\", \"kernel\": \"%s\", \"interp\": \"%s\", \"seconds\": %.6f, "
+                "\"gups\": %.1f, \"n\": %lld, \"angles\": %lld, \"slices\": %lld, \"repeats\": %d, "
+                "\"relative_rms\": %.3e}",
+                first ? "" : ",\n", k, interp ? "nearest" : "linear", k, interp ? "nearest" : "linear",
+                ms * 1e-3, gups, (long long)n, (long long)na, (long long)ns, repeats, rel);
+        first = 0;
+      }
+    }
+  }
+  if (f) {
+    fprintf(f, "\n ]}\n");
+    fclose(f);
+  }
+  ctr_context_free(ctx);
+  ctr_phantom_free(ph);
+  ctr_parallel_free(g);
+  free(sino);
+  free(out);
+  free(ref);
+  free(z);
+  return 0;
+#else
+  (void)argc;
+  (void)argv;
+  fprintf(stderr, "bench_fbp: built without CUDA\n");
+  return 1;
+#endif
+}

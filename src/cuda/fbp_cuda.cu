@@ -1,0 +1,396 @@
+/* Parallel-beam backprojection on the GPU (seed 004). Kernels, selectable by
+ * name (docs/parallel-beam.md):
+ *   tex      Alg. 1: one thread per pixel, hardware interpolation from a
+ *            2D texture of the sinogram (8-bit interpolation weights)
+ *   tex2     Alg. 1 on two slices at once from a float2 texture
+ *   alu      Alg. 6 with the advanced caching mode (Alg. 9): a block of 256
+ *            threads reconstructs 32 x 32 pixels; the bins a block needs for
+ *            16 projections are cached in shared memory as (value, next -
+ *            value) pairs, interpolation in fp32 (exact: the default)
+ * Every kernel sums pre-weighted sinograms (each row times its angle's
+ * weight), so the kernels only add. Positions: t = off + dx c + dy s with
+ * off the bin of the block's (or pixel's) origin computed in double on the
+ * host side of each kernel's maths, so float rounding does not grow with
+ * the bin index. */
+#include "cuda/cuda_util.h"
+#include "parbeam/parbeam.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_CONST_ANGLES 2048
+#define ALU_AREA 32    /* pixels per block side */
+#define ALU_ROWS 8     /* thread rows: each thread does ALU_AREA / ALU_ROWS pixels */
+#define ALU_PROJ 16    /* projections cached per pass */
+
+/* Per angle: c, s (per pixel step), t0 (bin of pixel (0, 0)), unused. */
+__constant__ float4 c_angle[MAX_CONST_ANGLES];
+/* Per angle, double: t0 for the ALU kernel's block origins. */
+__constant__ double c_t0d[MAX_CONST_ANGLES];
+
+/* ---- Texture kernels (Alg. 1) --------------------------------------------- */
+
+/* PAIR: a float2 texture holding two slices; the second slice's output is
+ * `plane` floats after the first's. */
+template <int PAIR, int NEAREST>
+__global__ void bp_tex(cudaTextureObject_t tex, int na, int nx, int ny, float *__restrict__ out,
+                       long long plane) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int j = blockIdx.y * blockDim.y + threadIdx.y;
+  if (i >= nx || j >= ny) return;
+  float acc0 = 0.0f, acc1 = 0.0f;
+  const float fi = (float)i, fj = (float)j;
+#pragma unroll 8
+  for (int a = 0; a < na; a++) {
+    const float4 k = c_angle[a];
+    float t = k.z + fi * k.x + fj * k.y;
+    if (NEAREST) t = floorf(t + 0.5f);
+    if (PAIR) {
+      const float2 v = tex2D<float2>(tex, t + 0.5f, (float)a + 0.5f);
+      acc0 += v.x;
+      acc1 += v.y;
+    } else {
+      acc0 += tex2D<float>(tex, t + 0.5f, (float)a + 0.5f);
+    }
+  }
+  const long long o = (long long)j * nx + i;
+  out[o] += acc0;
+  if (PAIR) out[plane + o] += acc1;
+}
+
+/* ---- ALU kernel (Alg. 6 + Alg. 9) ---------------------------------------- */
+
+/* The cache holds, per projection, `width` entries (value, next - value)
+ * starting at bin hm; dynamic shared memory: ALU_PROJ * width float2 and
+ * ALU_PROJ * 4 floats of constants. */
+template <int NEAREST>
+__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
+bp_alu(const float *__restrict__ sino, int nbins, int na, int nx, int ny, int width,
+       float *__restrict__ out) {
+  extern __shared__ float2 cache[];
+  float4 *konst = (float4 *)(cache + ALU_PROJ * width);
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ALU_AREA + tx;
+  const int bx = blockIdx.x * ALU_AREA, by = blockIdx.y * ALU_AREA;
+  const int nq = ALU_AREA / ALU_ROWS;
+  float acc[ALU_AREA / ALU_ROWS];
+#pragma unroll
+  for (int q = 0; q < nq; q++) acc[q] = 0.0f;
+  for (int a0 = 0; a0 < na; a0 += ALU_PROJ) {
+    const int np = na - a0 < ALU_PROJ ? na - a0 : ALU_PROJ;
+    __syncthreads();
+    if (tid < np) {
+      /* The block's smallest bin, from its corners; its origin's offset to
+       * that bin in double. */
+      const float4 k = c_angle[a0 + tid];
+      const double t0 = c_t0d[a0 + tid] + (double)bx * k.x + (double)by * k.y;
+      const float span = (float)(ALU_AREA - 1);
+      const float lo = fminf(0.0f, span * k.x) + fminf(0.0f, span * k.y);
+      const double hm = floor(t0 + (double)lo) - 1.0;
+      konst[tid] = make_float4(k.x, k.y, (float)(t0 - hm), (float)hm);
+    }
+    __syncthreads();
+    /* Cache: entry e = p * width + h holds bins hm + h and hm + h + 1. */
+    for (int e = tid; e < np * width; e += ALU_AREA * ALU_ROWS) {
+      const int p = e / width, h = e - p * width;
+      const int b = (int)konst[p].w + h;
+      const float *row = sino + (long long)(a0 + p) * nbins;
+      const float d = (b >= 0 && b < nbins) ? __ldg(row + b) : 0.0f;
+      const float dn = (b + 1 >= 0 && b + 1 < nbins) ? __ldg(row + b + 1) : 0.0f;
+      cache[e] = make_float2(d, NEAREST ? d : dn - d);
+    }
+    __syncthreads();
+    for (int p = 0; p < np; p++) {
+      const float4 k = konst[p];
+      const float2 *row = cache + p * width;
+      const float h0 = k.z + (float)tx * k.x + (float)ty * k.y;
+      const float step = (float)ALU_ROWS * k.y;
+#pragma unroll
+      for (int q = 0; q < nq; q++) {
+        const float h = h0 + (float)q * step;
+        if (NEAREST) {
+          acc[q] += row[(int)(h + 0.5f)].x;
+        } else {
+          const float fl = floorf(h);
+          const float2 v = row[(int)fl];
+          acc[q] += fmaf(h - fl, v.y, v.x);
+        }
+      }
+    }
+  }
+  const int i = bx + tx;
+#pragma unroll
+  for (int q = 0; q < nq; q++) {
+    const int j = by + ty + q * ALU_ROWS;
+    if (i < nx && j < ny) out[(long long)j * nx + i] += acc[q];
+  }
+}
+
+/* Each sinogram row times its angle's weight. */
+__global__ void weight_rows(float *sino, int nbins, int na, int nslices, const float *w) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  const long long r = blockIdx.y + (long long)gridDim.y * blockIdx.z;
+  if (b >= nbins || r >= (long long)na * nslices) return;
+  sino[r * nbins + b] *= w[r % na];
+}
+
+/* ---- Host side ------------------------------------------------------------ */
+
+typedef enum fbp_kernel { K_TEX = 0, K_TEX2 = 1, K_ALU = 2, K_COUNT } fbp_kernel;
+static const char *const kernel_names[K_COUNT] = {"tex", "tex2", "alu"};
+
+static ctr_status parse_kernel(const char *name, fbp_kernel *k) {
+  if (!name || !*name || !strcmp(name, "auto")) {
+    *k = K_ALU; /* the fastest exact kernel */
+    return CTR_OK;
+  }
+  for (int i = 0; i < K_COUNT; i++)
+    if (!strcmp(name, kernel_names[i])) {
+      *k = (fbp_kernel)i;
+      return CTR_OK;
+    }
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "backprojection kernel '%s': expected auto, tex, tex2 or alu",
+           name);
+}
+
+/* Uploads per-angle constants for angles [a0, a0 + n). */
+static ctr_status upload_angles(const ctr_parallel_geometry *g, int64_t a0, int64_t n) {
+  ctr_status st = CTR_OK;
+  ctr__par_angle *pa = (ctr__par_angle *)malloc(sizeof *pa * (size_t)n);
+  float4 *k = (float4 *)malloc(sizeof *k * (size_t)n);
+  double *t0 = (double *)malloc(sizeof *t0 * (size_t)n);
+  if (!pa || !k || !t0) {
+    st = ctr__error_set(CTR_E_OUT_OF_MEMORY, "angle constants");
+    goto cleanup;
+  }
+  ctr__par_angles(g, a0, n, pa);
+  for (int64_t i = 0; i < n; i++) {
+    k[i] = make_float4((float)pa[i].c, (float)pa[i].s, (float)pa[i].t0, 0.0f);
+    t0[i] = pa[i].t0;
+  }
+  CU(cudaMemcpyToSymbol(c_angle, k, sizeof *k * (size_t)n));
+  CU(cudaMemcpyToSymbol(c_t0d, t0, sizeof *t0 * (size_t)n));
+cleanup:
+  free(pa);
+  free(k);
+  free(t0);
+  return st;
+}
+
+typedef struct fbp_gpu {
+  const ctr_parallel_geometry *g;
+  fbp_kernel kernel;
+  int nearest;
+  float *d_sino;  /* nslices filtered, weighted sinograms */
+  float *d_out;   /* nslices slices */
+  float *d_w;
+  cudaArray_t arr;
+  int arr_pair;
+  float2 *d_pair;         /* tex2: two slices interleaved */
+  cudaTextureObject_t tex;
+  int64_t angles_loaded;  /* first angle of the constants in constant memory; -1: none */
+} fbp_gpu;
+
+/* The texture of angles [a0, a0 + na) of slice s0 (and s0 + 1 as float2
+ * when pair) of the device sinograms. */
+static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int64_t na) {
+  ctr_status st = CTR_OK;
+  const int64_t nb = f->g->p.nbins, nat = f->g->p.nangles;
+  const float *src = f->d_sino + s0 * nb * nat + a0 * nb;
+  cudaChannelFormatDesc desc = pair ? cudaCreateChannelDesc<float2>() : cudaCreateChannelDesc<float>();
+  if (f->tex) cudaDestroyTextureObject(f->tex);
+  f->tex = 0;
+  if (f->arr && f->arr_pair != pair) {
+    cudaFreeArray(f->arr);
+    f->arr = NULL;
+  }
+  if (!f->arr) CU(cudaMallocArray(&f->arr, &desc, (size_t)nb, (size_t)MAX_CONST_ANGLES < (size_t)nat ? (size_t)MAX_CONST_ANGLES : (size_t)nat));
+  f->arr_pair = pair;
+  if (pair) {
+    /* Interleave the two slices' values into float2 through a device buffer. */
+    if (!f->d_pair) CU(cudaMalloc(&f->d_pair, sizeof(float2) * (size_t)(nb * (nat < MAX_CONST_ANGLES ? nat : MAX_CONST_ANGLES))));
+    CU(cudaMemcpy2DAsync(f->d_pair, sizeof(float2), src, sizeof(float), sizeof(float),
+                         (size_t)(nb * na), cudaMemcpyDeviceToDevice, 0));
+    CU(cudaMemcpy2DAsync((char *)f->d_pair + sizeof(float), sizeof(float2), src + nb * nat,
+                         sizeof(float), sizeof(float), (size_t)(nb * na), cudaMemcpyDeviceToDevice, 0));
+    CU(cudaMemcpy2DToArrayAsync(f->arr, 0, 0, f->d_pair, (size_t)nb * sizeof(float2),
+                                (size_t)nb * sizeof(float2), (size_t)na, cudaMemcpyDeviceToDevice, 0));
+  } else {
+    CU(cudaMemcpy2DToArrayAsync(f->arr, 0, 0, src, (size_t)nb * sizeof(float),
+                                (size_t)nb * sizeof(float), (size_t)na, cudaMemcpyDeviceToDevice, 0));
+  }
+  {
+    cudaResourceDesc rd;
+    memset(&rd, 0, sizeof rd);
+    rd.resType = cudaResourceTypeArray;
+    rd.res.array.array = f->arr;
+    cudaTextureDesc td;
+    memset(&td, 0, sizeof td);
+    td.addressMode[0] = cudaAddressModeBorder; /* 0 outside the detector */
+    td.addressMode[1] = cudaAddressModeClamp;
+    td.filterMode = f->nearest ? cudaFilterModePoint : cudaFilterModeLinear;
+    td.readMode = cudaReadModeElementType;
+    CU(cudaCreateTextureObject(&f->tex, &rd, &td, NULL));
+  }
+cleanup:
+  return st;
+}
+
+/* Backprojects slice s0 (and s0 + 1 when pair) of the device sinograms
+ * into the device slices. */
+static ctr_status run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s) {
+  ctr_status st = CTR_OK;
+  const ctr_parallel_params *p = &f->g->p;
+  const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
+  const float *sino = f->d_sino + s0 * nb * na;
+  float *out = f->d_out + s0 * plane;
+  for (int64_t a0 = 0; a0 < na; a0 += MAX_CONST_ANGLES) {
+    const int64_t n = na - a0 < MAX_CONST_ANGLES ? na - a0 : MAX_CONST_ANGLES;
+    if (f->angles_loaded != a0) {
+      CTR_CHECK(upload_angles(f->g, a0, n));
+      f->angles_loaded = a0;
+    }
+    if (f->kernel == K_ALU) {
+      /* Bins one block spans: 31 pixels x (|c| + |s|) <= 31 sqrt 2 voxel, plus the
+       * floor, the interpolation neighbour and a margin. */
+      const int width = (int)ceil((double)(ALU_AREA - 1) * p->voxel * 1.41422) + 4;
+      const size_t shm = sizeof(float2) * ALU_PROJ * (size_t)width + sizeof(float4) * ALU_PROJ;
+      const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
+      const dim3 block(ALU_AREA, ALU_ROWS);
+      if (f->nearest)
+        bp_alu<1><<<grid, block, shm, s>>>(sino + a0 * nb, (int)nb, (int)n, (int)p->nx, (int)p->ny, width, out);
+      else
+        bp_alu<0><<<grid, block, shm, s>>>(sino + a0 * nb, (int)nb, (int)n, (int)p->nx, (int)p->ny, width, out);
+      CU_LAUNCHED("bp_alu");
+    } else {
+      CTR_CHECK(make_texture(f, pair, s0, a0, n));
+      const dim3 block(16, 16), grid((unsigned)((p->nx + 15) / 16), (unsigned)((p->ny + 15) / 16));
+      if (pair && f->nearest) bp_tex<1, 1><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
+      else if (pair) bp_tex<1, 0><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
+      else if (f->nearest) bp_tex<0, 1><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
+      else bp_tex<0, 0><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
+      CU_LAUNCHED("bp_tex");
+    }
+  }
+cleanup:
+  return st;
+}
+
+static void fbp_gpu_free(fbp_gpu *f) {
+  if (f->tex) cudaDestroyTextureObject(f->tex);
+  if (f->arr) cudaFreeArray(f->arr);
+  cudaFree(f->d_sino);
+  cudaFree(f->d_out);
+  cudaFree(f->d_w);
+  cudaFree(f->d_pair);
+  memset(f, 0, sizeof *f);
+}
+
+/* Device-resident run: sinograms (filtered, unweighted) already in d_sino;
+ * weights them, clears d_out and backprojects every slice with `repeats`
+ * timed passes (the median into *ms) when ms is given. */
+static ctr_status fbp_gpu_run(fbp_gpu *f, int64_t nslices, int repeats, double *ms) {
+  ctr_status st = CTR_OK;
+  const ctr_parallel_params *p = &f->g->p;
+  const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  double times[33];
+  if (repeats < 1) repeats = 1;
+  if (repeats > 33) repeats = 33;
+  CU(cudaEventCreate(&e0));
+  CU(cudaEventCreate(&e1));
+  for (int r = 0; r < repeats; r++) {
+    CU(cudaMemset(f->d_out, 0, sizeof(float) * (size_t)(plane * nslices)));
+    CU(cudaEventRecord(e0, 0));
+    for (int64_t s0 = 0; s0 < nslices;) {
+      const int pair = f->kernel == K_TEX2 && s0 + 1 < nslices;
+      CTR_CHECK_GOTO(st, run_kernel(f, s0, pair, 0));
+      s0 += pair ? 2 : 1;
+    }
+    CU(cudaEventRecord(e1, 0));
+    CU(cudaEventSynchronize(e1));
+    float t;
+    CU(cudaEventElapsedTime(&t, e0, e1));
+    times[r] = t;
+  }
+  if (ms) {
+    for (int i = 1; i < repeats; i++)
+      for (int j = i; j > 0 && times[j - 1] > times[j]; j--) {
+        const double x = times[j];
+        times[j] = times[j - 1];
+        times[j - 1] = x;
+      }
+    *ms = times[repeats / 2];
+  }
+  (void)nb;
+  (void)na;
+cleanup:
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  return st;
+}
+
+static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                const ctr_fbp_options *o, int64_t nslices, const float *sino,
+                                fbp_gpu *f) {
+  ctr_status st = CTR_OK;
+  const ctr_parallel_params *p = &g->p;
+  const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
+  float *w = NULL;
+  memset(f, 0, sizeof *f);
+  f->g = g;
+  f->angles_loaded = -1;
+  f->nearest = o && o->interp == CTR_FBP_NEAREST;
+  CTR_CHECK(parse_kernel(o ? o->kernel : NULL, &f->kernel));
+  const int dev = ctx && ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
+  CU(cudaSetDevice(dev));
+  CU(cudaMalloc(&f->d_sino, sizeof(float) * (size_t)(nb * na * nslices)));
+  CU(cudaMalloc(&f->d_out, sizeof(float) * (size_t)(plane * nslices)));
+  CU(cudaMalloc(&f->d_w, sizeof(float) * (size_t)na));
+  CU(cudaMemcpy(f->d_sino, sino, sizeof(float) * (size_t)(nb * na * nslices), cudaMemcpyHostToDevice));
+  w = (float *)malloc(sizeof(float) * (size_t)na);
+  if (!w) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "angle weights");
+  for (int64_t a = 0; a < na; a++) w[a] = (float)g->weight[a];
+  CU(cudaMemcpy(f->d_w, w, sizeof(float) * (size_t)na, cudaMemcpyHostToDevice));
+  {
+    const dim3 grid((unsigned)((nb + 255) / 256), (unsigned)na, (unsigned)nslices);
+    weight_rows<<<grid, 256>>>(f->d_sino, (int)nb, (int)na, (int)nslices, f->d_w);
+    CU_LAUNCHED("weight_rows");
+  }
+cleanup:
+  free(w);
+  if (st != CTR_OK) fbp_gpu_free(f);
+  return st;
+}
+
+extern "C" ctr_status ctr__fbp_bp_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                       const ctr_fbp_options *o, int64_t nslices,
+                                       const float *sino, float *slices) {
+  fbp_gpu f;
+  CTR_CHECK(fbp_gpu_setup(ctx, g, o, nslices, sino, &f));
+  ctr_status st = fbp_gpu_run(&f, nslices, 1, NULL);
+  if (st == CTR_OK) {
+    const size_t bytes = sizeof(float) * (size_t)(g->p.nx * g->p.ny * nslices);
+    if (cudaMemcpy(slices, f.d_out, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+      st = ctr__error_set(CTR_E_DEVICE, "copying the slices to the host: %s",
+                          cudaGetErrorString(cudaGetLastError()));
+  }
+  fbp_gpu_free(&f);
+  return st;
+}
+
+extern "C" ctr_status ctr__fbp_bench_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                          const ctr_fbp_options *o, int64_t nslices,
+                                          const float *sino, float *slices, int repeats,
+                                          double *median_ms) {
+  fbp_gpu f;
+  CTR_CHECK(fbp_gpu_setup(ctx, g, o, nslices, sino, &f));
+  ctr_status st = fbp_gpu_run(&f, nslices, 1, NULL); /* warm-up */
+  if (st == CTR_OK) st = fbp_gpu_run(&f, nslices, repeats, median_ms);
+  if (st == CTR_OK && slices &&
+      cudaMemcpy(slices, f.d_out, sizeof(float) * (size_t)(g->p.nx * g->p.ny * nslices),
+                 cudaMemcpyDeviceToHost) != cudaSuccess)
+    st = ctr__error_set(CTR_E_DEVICE, "copying the slices to the host");
+  fbp_gpu_free(&f);
+  return st;
+}

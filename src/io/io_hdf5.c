@@ -1,0 +1,517 @@
+/* HDF5 reader (CTR_FORMAT_HDF5): a 3D dataset "file.h5:/group/dataset" of
+ * dims (n0, n1, n2), the last index fastest, is a stack of n0 images of
+ * height n1 and width n2 (DXchange: projections x rows x columns). uint16
+ * and float32 are served as they are; uint8, int16, uint32 and float64 are
+ * converted to float32 by HDF5 while reading. Images are read by hyperslab.
+ * Also ctr__hdf5_read_vector for 1D datasets such as /exchange/theta.
+ *
+ * The serial HDF5 library is not thread-safe: every call into it holds one
+ * process-wide mutex. HDF5's automatic error printing is off inside these
+ * calls (the caller's setting is restored after each); the innermost message
+ * of the HDF5 error stack goes into the error detail instead. */
+#include "io/io_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* "file.h5:/dataset": the split is at the last ':' followed by '/'. */
+#define CTR__HDF5_SYNTAX "'file.h5:/group/dataset', e.g. 'scan.h5:/exchange/data'"
+
+#if defined(CTR_HAVE_HDF5) && CTR_HAVE_HDF5
+
+#include <hdf5.h>
+#include <pthread.h>
+
+/* ---- Entering and leaving the library ----------------------------------- */
+
+static pthread_mutex_t g_h5_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct h5_guard {
+  H5E_auto2_t func;
+  void *data;
+} h5_guard;
+
+static void h5_enter(h5_guard *g) {
+  pthread_mutex_lock(&g_h5_lock);
+  g->func = NULL;
+  g->data = NULL;
+  H5Eget_auto2(H5E_DEFAULT, &g->func, &g->data);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  H5Eclear2(H5E_DEFAULT);
+}
+
+static void h5_leave(h5_guard *g) {
+  H5Eclear2(H5E_DEFAULT);
+  H5Eset_auto2(H5E_DEFAULT, g->func, g->data);
+  pthread_mutex_unlock(&g_h5_lock);
+}
+
+typedef struct h5_msg {
+  char text[384];
+} h5_msg;
+
+static herr_t walk_first(unsigned n, const H5E_error2_t *e, void *data) {
+  h5_msg *m = data;
+  if (n != 0 || !e) return 0;
+  char minor[128] = "";
+  if (H5Eget_msg(e->min_num, NULL, minor, sizeof minor) < 0) minor[0] = '\0';
+  const char *desc = e->desc ? e->desc : "";
+  if (*desc && *minor)
+    snprintf(m->text, sizeof m->text, "HDF5: %s (%s)", desc, minor);
+  else if (*desc || *minor)
+    snprintf(m->text, sizeof m->text, "HDF5: %s", *desc ? desc : minor);
+  return 0;
+}
+
+/* The innermost message of the current HDF5 error stack (then cleared), or
+ * `fallback`. */
+static const char *h5_detail(h5_msg *m, const char *fallback) {
+  m->text[0] = '\0';
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_first, m);
+  H5Eclear2(H5E_DEFAULT);
+  if (!m->text[0]) snprintf(m->text, sizeof m->text, "%s", fallback);
+  return m->text;
+}
+
+/* ---- Names ---------------------------------------------------------------- */
+
+/* "2048 x 2048" / "(scalar)" for a dataspace. */
+static void describe_dims(hid_t space, char *buf, size_t n) {
+  hsize_t dims[H5S_MAX_RANK];
+  int rank = H5Sget_simple_extent_ndims(space);
+  if (rank <= 0 || rank > H5S_MAX_RANK || H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
+    snprintf(buf, n, "%s", rank == 0 ? "(scalar)" : "(unknown dims)");
+    return;
+  }
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < rank && used < n; i++) {
+    int k = snprintf(buf + used, n - used, "%s%llu", i ? " x " : "", (unsigned long long)dims[i]);
+    if (k < 0) break;
+    used += (size_t)k;
+  }
+}
+
+/* "uint16", "float64", "int32", "string", ... */
+static const char *type_name(hid_t t, char *buf, size_t n) {
+  const H5T_class_t cls = H5Tget_class(t);
+  const size_t size = H5Tget_size(t);
+  switch (cls) {
+    case H5T_INTEGER:
+      snprintf(buf, n, "%sint%zu", H5Tget_sign(t) == H5T_SGN_NONE ? "u" : "", size * 8);
+      return buf;
+    case H5T_FLOAT: snprintf(buf, n, "float%zu", size * 8); return buf;
+    case H5T_STRING: return "string";
+    case H5T_COMPOUND: return "compound";
+    case H5T_ENUM: return "enum";
+    case H5T_ARRAY: return "array";
+    case H5T_BITFIELD: return "bitfield";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_REFERENCE: return "reference";
+    case H5T_VLEN: return "variable-length";
+    case H5T_TIME: return "time";
+    default: return "unknown";
+  }
+}
+
+/* The 3D datasets of a file, for error messages. */
+typedef struct ds_list {
+  char items[896]; /* "/a (1 x 2 x 3), /b (...)" */
+  char text[1024]; /* the sentence for the error */
+  size_t used;
+  int count, shown;
+} ds_list;
+
+static herr_t list_visit(hid_t group, const char *name, const H5L_info_t *info, void *data) {
+  ds_list *l = data;
+  if (info->type != H5L_TYPE_HARD) return 0;
+  hid_t obj = H5Oopen(group, name, H5P_DEFAULT);
+  if (obj < 0) return 0;
+  if (H5Iget_type(obj) == H5I_DATASET) {
+    hid_t space = H5Dget_space(obj);
+    if (space >= 0 && H5Sget_simple_extent_ndims(space) == 3) {
+      l->count++;
+      char dims[96];
+      describe_dims(space, dims, sizeof dims);
+      const size_t room = sizeof l->items - l->used;
+      int k = snprintf(l->items + l->used, room, "%s/%s (%s)", l->used ? ", " : "", name, dims);
+      if (k > 0 && (size_t)k < room) {
+        l->used += (size_t)k;
+        l->shown++;
+      } else {
+        l->items[l->used] = '\0';
+      }
+    }
+    if (space >= 0) H5Sclose(space);
+  }
+  H5Oclose(obj);
+  return 0;
+}
+
+/* "; its 3D datasets: /exchange/data (180 x 2048 x 2048), ..." or "; it has
+ * no 3D dataset" into l->text (empty if the listing failed). */
+static const char *list_3d(hid_t file, ds_list *l) {
+  memset(l, 0, sizeof *l);
+  if (H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, list_visit, l) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    l->text[0] = '\0';
+    return l->text;
+  }
+  if (l->count == 0)
+    snprintf(l->text, sizeof l->text, "; it has no 3D dataset");
+  else if (l->shown < l->count)
+    snprintf(l->text, sizeof l->text, "; its 3D datasets: %s and %d more", l->items,
+             l->count - l->shown);
+  else
+    snprintf(l->text, sizeof l->text, "; its 3D datasets: %s", l->items);
+  return l->text;
+}
+
+/* ---- Opening ------------------------------------------------------------ */
+
+/* Opens `file` read-only; on failure m gets HDF5's reason. */
+static hid_t file_open(const char *file, h5_msg *m) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl < 0) {
+    h5_detail(m, "cannot create a file access property list");
+    return -1;
+  }
+#if (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 12, 0)) || H5_VERSION_GE(1, 12, 1)
+  /* Lock where the file system can; read anyway where it cannot (NFS). */
+  H5Pset_file_locking(fapl, 1, 1);
+#endif
+  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, fapl);
+  if (f < 0) h5_detail(m, "not an HDF5 file"); /* before H5Pclose clears the stack */
+  H5Pclose(fapl);
+  return f;
+}
+
+/* Opens `file` and its dataset `dset`; errors name both. The file must
+ * exist (CTR_E_IO) and be HDF5 (CTR_E_FORMAT); the object must exist and be
+ * a dataset (CTR_E_FORMAT, listing the file's 3D datasets). */
+static ctr_status open_dataset(const char *file, const char *dset, hid_t *fid, hid_t *did) {
+  h5_msg m;
+  ds_list l;
+  *fid = *did = -1;
+  struct stat sb;
+  if (stat(file, &sb) != 0)
+    CTR_FAIL(CTR_E_IO, "cannot open HDF5 file '%s' (for dataset '%s'): %s", file, dset,
+             strerror(errno));
+  if (S_ISDIR(sb.st_mode))
+    CTR_FAIL(CTR_E_IO, "cannot open HDF5 file '%s' (for dataset '%s'): it is a directory", file,
+             dset);
+  if (access(file, R_OK) != 0)
+    CTR_FAIL(CTR_E_IO, "cannot open HDF5 file '%s' (for dataset '%s'): %s", file, dset,
+             strerror(errno));
+  *fid = file_open(file, &m);
+  if (*fid < 0)
+    CTR_FAIL(CTR_E_FORMAT, "cannot open '%s' (for dataset '%s') as an HDF5 file: %s", file, dset,
+             m.text);
+  hid_t obj = H5Oopen(*fid, dset, H5P_DEFAULT);
+  if (obj < 0) {
+    h5_detail(&m, "not found");
+    ctr__error_set(CTR_E_FORMAT, "HDF5 file '%s' has no dataset '%s' (%s)%s", file, dset, m.text,
+                   list_3d(*fid, &l));
+    goto fail;
+  }
+  if (H5Iget_type(obj) != H5I_DATASET) {
+    const H5I_type_t t = H5Iget_type(obj);
+    H5Oclose(obj);
+    ctr__error_set(CTR_E_FORMAT, "'%s' in HDF5 file '%s' is a %s, not a dataset%s", dset, file,
+                   t == H5I_GROUP ? "group" : t == H5I_DATATYPE ? "named datatype" : "non-dataset",
+                   list_3d(*fid, &l));
+    goto fail;
+  }
+  H5Oclose(obj);
+  *did = H5Dopen2(*fid, dset, H5P_DEFAULT);
+  if (*did < 0) {
+    ctr__error_set(CTR_E_FORMAT, "cannot open dataset '%s' of HDF5 file '%s': %s", dset, file,
+                   h5_detail(&m, "unknown error"));
+    goto fail;
+  }
+  return CTR_OK;
+fail:
+  H5Fclose(*fid);
+  *fid = -1;
+  return CTR_E_FORMAT;
+}
+
+/* The memory type a stack dataset is read as, and the stack's dtype. */
+static ctr_status stack_type(hid_t dset, const char *file, const char *name, ctr_dtype *dtype,
+                             hid_t *memtype) {
+  char tn[32];
+  hid_t t = H5Dget_type(dset);
+  if (t < 0) CTR_FAIL(CTR_E_FORMAT, "'%s' in HDF5 file '%s': cannot read its type", name, file);
+  const H5T_class_t cls = H5Tget_class(t);
+  const size_t size = H5Tget_size(t);
+  const int is_unsigned = cls == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_NONE;
+  const char *shown = type_name(t, tn, sizeof tn);
+  H5Tclose(t);
+  if (cls == H5T_INTEGER && is_unsigned && size == 2) {
+    *dtype = CTR_DTYPE_UINT16;
+    *memtype = H5T_NATIVE_UINT16;
+    return CTR_OK;
+  }
+  if ((cls == H5T_FLOAT && (size == 4 || size == 8)) ||
+      (cls == H5T_INTEGER && ((is_unsigned && (size == 1 || size == 4)) ||
+                              (!is_unsigned && size == 2)))) {
+    *dtype = CTR_DTYPE_FLOAT32;
+    *memtype = H5T_NATIVE_FLOAT;
+    return CTR_OK;
+  }
+  CTR_FAIL(CTR_E_FORMAT,
+           "dataset '%s' of HDF5 file '%s' holds %s elements: supported are uint16 and float32 "
+           "(read as they are) and uint8, int16, uint32, float64 (converted to float32)",
+           name, file, shown);
+}
+
+/* ---- Path syntax ---------------------------------------------------------- */
+
+/* Splits "file.h5:/dataset" at the last ':' followed by '/'. *dset is NULL
+ * when there is no such ':'. */
+static ctr_status split_path(const char *path, char **file, char **dset) {
+  *file = *dset = NULL;
+  const char *split = NULL;
+  for (const char *p = strchr(path, ':'); p; p = strchr(p + 1, ':'))
+    if (p[1] == '/') split = p;
+  if (!split) {
+    *file = strdup(path);
+    if (!*file) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot copy path '%s'", path);
+    return CTR_OK;
+  }
+  if (split == path)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "'%s': no file name before ':': expected " CTR__HDF5_SYNTAX,
+             path);
+  *file = strndup(path, (size_t)(split - path));
+  *dset = strdup(split + 1);
+  if (!*file || !*dset) {
+    free(*file);
+    free(*dset);
+    *file = *dset = NULL;
+    CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot copy path '%s'", path);
+  }
+  return CTR_OK;
+}
+
+/* The error for a path without a dataset part, listing the 3D datasets of
+ * the file when it opens. */
+static ctr_status no_dataset_error(const char *path, const char *file) {
+  h5_guard g;
+  ds_list l;
+  l.text[0] = '\0';
+  /* "scan.h5:exchange/data": a dataset that does not start with '/'. */
+  const char *colon = strrchr(file, ':');
+  struct stat sb;
+  if (colon && stat(file, &sb) != 0) {
+    char *prefix = strndup(file, (size_t)(colon - file));
+    const int is_file = prefix && stat(prefix, &sb) == 0;
+    free(prefix);
+    if (is_file)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+               "'%s': the dataset must be an absolute path starting with '/': expected "
+               CTR__HDF5_SYNTAX, path);
+  }
+  h5_enter(&g);
+  if (stat(file, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+    h5_msg m;
+    hid_t f = file_open(file, &m);
+    if (f >= 0) {
+      list_3d(f, &l);
+      H5Fclose(f);
+    }
+  }
+  h5_leave(&g);
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "'%s' names no dataset: expected " CTR__HDF5_SYNTAX "%s", path,
+           l.text);
+}
+
+/* ---- Stack reader ----------------------------------------------------------- */
+
+typedef struct h5_reader {
+  hid_t file, dset;
+  hid_t memtype; /* a library type: not closed */
+  char *file_name, *dset_name;
+} h5_reader;
+
+static void h5_free(h5_reader *h) {
+  if (!h) return;
+  h5_guard g;
+  h5_enter(&g);
+  if (h->dset >= 0) H5Dclose(h->dset);
+  if (h->file >= 0) H5Fclose(h->file);
+  h5_leave(&g);
+  free(h->file_name);
+  free(h->dset_name);
+  free(h);
+}
+
+static ctr_status h5_read(ctr_stack_reader *r, int64_t first, int64_t n, void *buf) {
+  h5_reader *h = r->impl;
+  ctr_status st = CTR_OK;
+  h5_guard g;
+  h5_msg m;
+  const hsize_t start[3] = {(hsize_t)first, 0, 0};
+  const hsize_t count[3] = {(hsize_t)n, (hsize_t)r->info.height, (hsize_t)r->info.width};
+  h5_enter(&g);
+  hid_t fs = H5Dget_space(h->dset);
+  hid_t ms = H5Screate_simple(3, count, NULL);
+  if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+      H5Dread(h->dset, h->memtype, ms, fs, H5P_DEFAULT, buf) < 0)
+    st = ctr__error_set(CTR_E_IO, "cannot read images [%lld, %lld) of dataset '%s' in HDF5 file "
+                        "'%s': %s", (long long)first, (long long)(first + n), h->dset_name,
+                        h->file_name, h5_detail(&m, "read failed"));
+  if (ms >= 0) H5Sclose(ms);
+  if (fs >= 0) H5Sclose(fs);
+  h5_leave(&g);
+  return st;
+}
+
+static void h5_close(ctr_stack_reader *r) {
+  h5_free(r->impl);
+  r->impl = NULL;
+}
+
+static const ctr__reader_ops h5_reader_ops = {h5_read, h5_close};
+
+ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
+  ctr_status st = CTR_OK;
+  char *file = NULL, *dset = NULL;
+  h5_guard g;
+  int entered = 0;
+  CTR_CHECK(split_path(r->path, &file, &dset));
+  if (!dset) {
+    st = no_dataset_error(r->path, file);
+    free(file);
+    return st;
+  }
+  h5_reader *h = ctr__calloc(1, sizeof *h, "HDF5 reader");
+  if (!h) {
+    free(file);
+    free(dset);
+    return CTR_E_OUT_OF_MEMORY;
+  }
+  h->file = h->dset = -1;
+  h->file_name = file;
+  h->dset_name = dset;
+  h5_enter(&g);
+  entered = 1;
+  CTR_CHECK_GOTO(st, open_dataset(file, dset, &h->file, &h->dset));
+  hid_t space = H5Dget_space(h->dset);
+  if (space < 0)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s': cannot read its dims", dset,
+                  file);
+  hsize_t dims[3];
+  const int rank = H5Sget_simple_extent_ndims(space);
+  if (rank != 3) {
+    char shown[128];
+    describe_dims(space, shown, sizeof shown);
+    H5Sclose(space);
+    ds_list l;
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT,
+                  "dataset '%s' of HDF5 file '%s' is %dD (%s): expected a 3D dataset "
+                  "(images x rows x columns)%s",
+                  dset, file, rank < 0 ? 0 : rank, shown, list_3d(h->file, &l));
+  }
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  H5Sclose(space);
+  CTR_CHECK_GOTO(st, stack_type(h->dset, file, dset, &r->info.dtype, &h->memtype));
+  h5_leave(&g);
+  entered = 0;
+  if (dims[0] > (hsize_t)INT64_MAX || dims[1] > (hsize_t)INT64_MAX || dims[2] > (hsize_t)INT64_MAX)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is too large", dset, file);
+  r->info.count = (int64_t)dims[0];
+  r->info.height = (int64_t)dims[1];
+  r->info.width = (int64_t)dims[2];
+  CTR_CHECK_GOTO(st, ctr__stack_info_check(&r->info, r->path, CTR_E_FORMAT));
+  r->swap = 0; /* HDF5 converts to the host's byte order */
+  r->impl = h;
+  r->ops = &h5_reader_ops;
+  return CTR_OK;
+cleanup:
+  if (entered) h5_leave(&g);
+  h5_free(h);
+  return st;
+}
+
+/* ---- 1D vectors ---------------------------------------------------------- */
+
+ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double **out,
+                                 int64_t *n) {
+  ctr_status st = CTR_OK;
+  if (out) *out = NULL;
+  if (n) *n = 0;
+  if (!file || !*file || !dataset || !*dataset || !out || !n)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr__hdf5_read_vector: file, dataset, out and n must be "
+             "given");
+  h5_guard g;
+  h5_msg m;
+  hid_t fid = -1, did = -1, space = -1;
+  double *v = NULL;
+  h5_enter(&g);
+  CTR_CHECK_GOTO(st, open_dataset(file, dataset, &fid, &did));
+  hid_t t = H5Dget_type(did);
+  const H5T_class_t cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
+  char tn[32];
+  const char *shown = t >= 0 ? type_name(t, tn, sizeof tn) : "unknown";
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
+    if (t >= 0) H5Tclose(t);
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' holds %s elements: "
+                  "expected numbers (float64, float32 or integers)", dataset, file, shown);
+  }
+  H5Tclose(t);
+  space = H5Dget_space(did);
+  const int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
+  hsize_t dim = 0;
+  if (rank != 1) {
+    char dims[128] = "";
+    if (space >= 0) describe_dims(space, dims, sizeof dims);
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is %dD (%s): expected a 1D "
+                  "dataset", dataset, file, rank < 0 ? 0 : rank, dims);
+  }
+  H5Sget_simple_extent_dims(space, &dim, NULL);
+  if (dim == 0)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is empty", dataset, file);
+  if (dim > (hsize_t)(SIZE_MAX / sizeof(double)) || dim > (hsize_t)INT64_MAX)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is too large", dataset, file);
+  v = ctr__malloc((size_t)dim * sizeof *v, "HDF5 vector");
+  if (!v) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  if (H5Dread(did, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
+    CTR_FAIL_GOTO(st, CTR_E_IO, "cannot read dataset '%s' of HDF5 file '%s': %s", dataset, file,
+                  h5_detail(&m, "read failed"));
+  *out = v;
+  *n = (int64_t)dim;
+  v = NULL;
+cleanup:
+  free(v);
+  if (space >= 0) H5Sclose(space);
+  if (did >= 0) H5Dclose(did);
+  if (fid >= 0) H5Fclose(fid);
+  h5_leave(&g);
+  return st;
+}
+
+#else /* !CTR_HAVE_HDF5 */
+
+#define CTR__NO_HDF5                                                                         \
+  "this build of ctrecon has no HDF5 support (install libhdf5-dev and configure with "       \
+  "-DCTRECON_HDF5=on, or convert the data to tiff-stack, raw or nrrd)"
+
+ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
+  CTR_FAIL(CTR_E_UNSUPPORTED, "cannot read '%s': " CTR__NO_HDF5, r->path);
+}
+
+ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double **out,
+                                 int64_t *n) {
+  if (out) *out = NULL;
+  if (n) *n = 0;
+  CTR_FAIL(CTR_E_UNSUPPORTED, "cannot read dataset '%s' of '%s': " CTR__NO_HDF5,
+           dataset ? dataset : "(null)", file ? file : "(null)");
+}
+
+#endif

@@ -1,0 +1,175 @@
+/* Parallel-beam filtered back projection: options, the ramp filter of
+ * sinogram rows, backend dispatch and the chunked driver
+ * (docs/parallel-beam.md). */
+#include "filter/filter.h"
+#include "parbeam/parbeam.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Slices per chunk of ctr_fbp, and the most bytes of sinograms a chunk
+ * copies (a chunk holds at least one slice). */
+#define CTR__FBP_CHUNK_SLICES 64
+#define CTR__FBP_CHUNK_BYTES ((int64_t)256 << 20)
+
+/* The filter's scale. The spatial Ram-Lak kernel for unit bins (h(0) = 1/4,
+ * h(odd n) = -1/(pi n)^2, ctr__ramp) applied to line integrals in bins and
+ * summed with weights dtheta gives the density; the geometry's weights are
+ * dtheta / pixel_size, so line integrals in mm (density in 1/mm times mm)
+ * come back as the density. Checked by tests/test_fbp.c (disks and
+ * Shepp-Logan reconstruct to their densities within 1 %). */
+#define CTR__FBP_FILTER_SCALE 1.0f
+
+static ctr_status resolve_options(const char *fn, const ctr_fbp_options *opts, ctr_fbp_options *o) {
+  *o = (ctr_fbp_options)CTR_FBP_OPTIONS_INIT;
+  if (!opts) return CTR_OK;
+  if (opts->version != CTR_API_VERSION)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "%s: ctr_fbp_options.version is %u, expected %u (use CTR_FBP_OPTIONS_INIT)", fn,
+             opts->version, CTR_API_VERSION);
+  if (!strcmp(ctr_window_name(opts->window), "unknown"))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "%s: ctr_fbp_options.window = %d, expected ram-lak, shepp-logan, cosine, hamming or "
+             "hann",
+             fn, (int)opts->window);
+  if (!(opts->cutoff > 0.0 && opts->cutoff <= 1.0))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "%s: ctr_fbp_options.cutoff = %g, expected 0 < cutoff <= 1 (fraction of Nyquist)", fn,
+             opts->cutoff);
+  if (opts->interp != CTR_FBP_LINEAR && opts->interp != CTR_FBP_NEAREST)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "%s: ctr_fbp_options.interp = %d, expected CTR_FBP_LINEAR or CTR_FBP_NEAREST", fn,
+             (int)opts->interp);
+  *o = *opts;
+  return CTR_OK;
+}
+
+static ctr_status check_call(const char *fn, const ctr_parallel_geometry *g, int64_t nslices,
+                             const void *a, const char *aname, const void *b, const char *bname) {
+  if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: geometry is NULL", fn);
+  if (nslices < 1)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: nslices = %lld, expected >= 1", fn, (long long)nslices);
+  if (!a) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: %s is NULL", fn, aname);
+  if (bname && !b) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: %s is NULL", fn, bname);
+  return CTR_OK;
+}
+
+/* Filters rows [0, nrows) of nb values at sino with the ramp r. */
+static ctr_status filter_rows(const ctr_context *ctx, const ctr__ramp *r, int64_t nrows,
+                              int64_t nb, float *sino) {
+  int failed = 0;
+#pragma omp parallel num_threads(ctr__num_threads(ctx))
+  {
+    ctr__ramp_work *w = ctr__ramp_work_create(r);
+    if (!w) {
+#pragma omp atomic write
+      failed = 1;
+    }
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < nrows; row++)
+      if (w) ctr__ramp_apply(r, w, sino + row * nb, NULL, CTR__FBP_FILTER_SCALE);
+    ctr__ramp_work_free(w);
+  }
+  /* The detail was set on a worker thread; set it here. */
+  if (failed)
+    CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot allocate the ramp filter's work buffers (%lld floats)",
+             (long long)ctr__ramp_padded(r));
+  return CTR_OK;
+}
+
+ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
+                          const ctr_fbp_options *opts, int64_t nslices, float *sino) {
+  static const char fn[] = "ctr_fbp_filter";
+  ctr_fbp_options o;
+  CTR_CHECK(check_call(fn, g, nslices, sino, "sino", NULL, NULL));
+  CTR_CHECK(resolve_options(fn, opts, &o));
+  ctr__ramp *r = NULL;
+  CTR_CHECK(ctr__ramp_create(g->p.nbins, o.window, o.cutoff, &r));
+  const ctr_status st = filter_rows(ctx, r, nslices * g->p.nangles, g->p.nbins, sino);
+  ctr__ramp_free(r);
+  return st;
+}
+
+static ctr_status backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
+                              const ctr_fbp_options *o, int64_t nslices, const float *sino,
+                              float *slices) {
+#if CTR_HAVE_CUDA
+  if (ctr_context_device(ctx) == CTR_DEVICE_CUDA)
+    return ctr__fbp_bp_cuda(ctx, g, o, nslices, sino, slices);
+#endif
+  ctr__fbp_bp_cpu(ctx, g, o->interp, nslices, sino, slices);
+  return CTR_OK;
+}
+
+ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
+                               const ctr_fbp_options *opts, int64_t nslices, const float *sino,
+                               float *slices) {
+  static const char fn[] = "ctr_fbp_backproject";
+  ctr_fbp_options o;
+  CTR_CHECK(check_call(fn, g, nslices, sino, "sino", slices, "slices"));
+  CTR_CHECK(resolve_options(fn, opts, &o));
+  return backproject(ctx, g, &o, nslices, sino, slices);
+}
+
+/* A 3D float32 contiguous array of d0 x d1 x d2 (d2 < 0: any >= 1);
+ * `expect` names the dimensions in the detail. */
+static ctr_status check_array(const char *what, const ctr_array *a, const char *expect, int64_t d0,
+                              int64_t d1, int64_t d2) {
+  if (!a) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp: %s is NULL", what);
+  if (!a->data) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp: %s has no data", what);
+  if (a->dtype != CTR_DTYPE_FLOAT32)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp: %s dtype is %s, expected float32", what,
+             ctr_dtype_name(a->dtype));
+  if (a->ndim != 3 || a->dims[0] != d0 || a->dims[1] != d1 || a->dims[2] < 1 ||
+      (d2 >= 0 && a->dims[2] != d2)) {
+    char want[64];
+    if (d2 >= 0)
+      snprintf(want, sizeof want, "%lld x %lld x %lld", (long long)d0, (long long)d1, (long long)d2);
+    else
+      snprintf(want, sizeof want, "%lld x %lld x (>= 1)", (long long)d0, (long long)d1);
+    CTR_FAIL(CTR_E_SIZE_MISMATCH, "ctr_fbp: %s is %lld x %lld x %lld (ndim %d), expected %s = %s",
+             what, (long long)(a->ndim > 0 ? a->dims[0] : 0),
+             (long long)(a->ndim > 1 ? a->dims[1] : 0), (long long)(a->ndim > 2 ? a->dims[2] : 0),
+             a->ndim, expect, want);
+  }
+  if (!ctr_array_is_contiguous(a))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "ctr_fbp: %s is strided; expected contiguous data (dims[0] fastest)", what);
+  return CTR_OK;
+}
+
+ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_fbp_options *opts,
+                   const ctr_array *sinograms, ctr_array *slices) {
+  ctr_status st = CTR_OK;
+  ctr_fbp_options o;
+  if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp: geometry is NULL");
+  CTR_CHECK(resolve_options("ctr_fbp", opts, &o));
+  const int64_t nb = g->p.nbins, na = g->p.nangles, nx = g->p.nx, ny = g->p.ny;
+  CTR_CHECK(check_array("sinograms", sinograms, "nbins x nangles x nslices", nb, na, -1));
+  const int64_t ns = sinograms->dims[2];
+  CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
+  const int64_t per_slice = nb * na;
+  int64_t chunk = CTR__FBP_CHUNK_BYTES / (per_slice * (int64_t)sizeof(float));
+  if (chunk > CTR__FBP_CHUNK_SLICES) chunk = CTR__FBP_CHUNK_SLICES;
+  if (chunk < 1) chunk = 1;
+  if (chunk > ns) chunk = ns;
+  ctr__ramp *r = NULL;
+  float *work = ctr__aligned_alloc(sizeof(float) * (size_t)(chunk * per_slice), "sinogram chunk");
+  if (!work) return CTR_E_OUT_OF_MEMORY;
+  CTR_CHECK_GOTO(st, ctr__ramp_create(nb, o.window, o.cutoff, &r));
+  CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp", 0.0));
+  const float *src = sinograms->data;
+  float *dst = slices->data;
+  for (int64_t s0 = 0; s0 < ns; s0 += chunk) {
+    const int64_t n = ns - s0 < chunk ? ns - s0 : chunk;
+    memcpy(work, src + s0 * per_slice, sizeof(float) * (size_t)(n * per_slice));
+    CTR_CHECK_GOTO(st, filter_rows(ctx, r, n * na, nb, work));
+    CTR_CHECK_GOTO(st, backproject(ctx, g, &o, n, work, dst + s0 * nx * ny));
+    CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp", (double)(s0 + n) / (double)ns));
+  }
+cleanup:
+  ctr__ramp_free(r);
+  ctr__aligned_free(work);
+  return st;
+}

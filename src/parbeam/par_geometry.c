@@ -1,0 +1,136 @@
+/* Parallel-beam geometry: validation, resolved defaults, angular weights. */
+#include "parbeam/parbeam.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Each angle's weight: half the distance between its neighbours on the
+ * circle of directions (period 180 degrees); a uniform half-turn gets
+ * pi / n. */
+static ctr_status angle_weights(ctr_parallel_geometry *g) {
+  const int64_t n = g->p.nangles;
+  double *m = ctr__malloc(sizeof(double) * (size_t)n, "angle weights");
+  int64_t *order = ctr__malloc(sizeof(int64_t) * (size_t)n, "angle weights");
+  double *key = ctr__malloc(sizeof(double) * 2 * (size_t)n, "angle weights");
+  if (!m || !order || !key) {
+    free(m);
+    free(order);
+    free(key);
+    return CTR_E_OUT_OF_MEMORY;
+  }
+  /* Angles reduced to [0, 180), sorted with their index. */
+  for (int64_t a = 0; a < n; a++) {
+    double r = fmod(g->angles_deg[a], 180.0);
+    if (r < 0) r += 180.0;
+    key[2 * a] = r;
+    key[2 * a + 1] = (double)a;
+  }
+  qsort(key, (size_t)n, 2 * sizeof(double), cmp_double);
+  for (int64_t k = 0; k < n; k++) {
+    const double prev = k > 0 ? key[2 * (k - 1)] : key[2 * (n - 1)] - 180.0;
+    const double next = k < n - 1 ? key[2 * (k + 1)] : key[0] + 180.0;
+    m[k] = n == 1 ? 180.0 : 0.5 * (next - prev);
+    order[k] = (int64_t)key[2 * k + 1];
+  }
+  for (int64_t k = 0; k < n; k++) g->weight[order[k]] = m[k] * M_PI / 180.0 / g->p.pixel_size;
+  free(m);
+  free(order);
+  free(key);
+  return CTR_OK;
+}
+
+ctr_status ctr_parallel_create(const ctr_parallel_params *p, ctr_parallel_geometry **out) {
+  ctr_status st = CTR_OK;
+  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_parallel_create: out is NULL");
+  *out = NULL;
+  if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_parallel_create: params are NULL");
+  if (p->version != CTR_API_VERSION)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "ctr_parallel_params.version is %u, expected %u (use CTR_PARALLEL_PARAMS_INIT)",
+             p->version, CTR_API_VERSION);
+  if (p->nbins < 1 || p->nbins > (1 << 24))
+    CTR_FAIL(CTR_E_GEOMETRY, "nbins = %lld: expected 1 .. 16777216", (long long)p->nbins);
+  if (p->nangles < 1 || p->nangles > (1 << 24))
+    CTR_FAIL(CTR_E_GEOMETRY, "nangles = %lld: expected 1 .. 16777216", (long long)p->nangles);
+  if (p->nx < 0 || p->ny < 0 || p->nx > (1 << 20) || p->ny > (1 << 20))
+    CTR_FAIL(CTR_E_GEOMETRY, "slice size %lld x %lld: expected 0 (= nbins) .. 1048576",
+             (long long)p->nx, (long long)p->ny);
+  if (!(p->voxel >= 0) || !isfinite(p->voxel) || !(p->pixel_size >= 0) || !isfinite(p->pixel_size))
+    CTR_FAIL(CTR_E_GEOMETRY, "voxel %g, pixel_size %g: expected finite values >= 0 (0 = 1)",
+             p->voxel, p->pixel_size);
+  if (p->axis != CTR_AXIS_CENTER && !isfinite(p->axis))
+    CTR_FAIL(CTR_E_GEOMETRY, "axis %g: expected a finite bin position", p->axis);
+  if (!p->angles_deg && (!isfinite(p->angle_start_deg) || !isfinite(p->angle_range_deg) ||
+                         p->angle_range_deg == 0))
+    CTR_FAIL(CTR_E_GEOMETRY, "angle_start %g, angle_range %g: expected finite values, range != 0",
+             p->angle_start_deg, p->angle_range_deg);
+  ctr_parallel_geometry *g = ctr__calloc(1, sizeof *g, "parallel geometry");
+  if (!g) return CTR_E_OUT_OF_MEMORY;
+  g->p = *p;
+  const int64_t n = p->nangles;
+  g->angles_deg = ctr__malloc(sizeof(double) * (size_t)n, "angles");
+  g->axis_shift = ctr__calloc((size_t)n, sizeof(double), "axis shifts");
+  g->weight = ctr__malloc(sizeof(double) * (size_t)n, "angle weights");
+  if (!g->angles_deg || !g->axis_shift || !g->weight) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  for (int64_t a = 0; a < n; a++) {
+    const double t = p->angles_deg ? p->angles_deg[a]
+                                   : p->angle_start_deg + (double)a * p->angle_range_deg / (double)n;
+    if (!isfinite(t)) CTR_FAIL_GOTO(st, CTR_E_GEOMETRY, "angles_deg[%lld] = %g: expected a finite angle", (long long)a, t);
+    g->angles_deg[a] = t;
+    if (p->axis_shift) {
+      if (!isfinite(p->axis_shift[a]))
+        CTR_FAIL_GOTO(st, CTR_E_GEOMETRY, "axis_shift[%lld] = %g: expected a finite shift (bins)",
+                      (long long)a, p->axis_shift[a]);
+      g->axis_shift[a] = p->axis_shift[a];
+    }
+  }
+  g->p.nx = p->nx ? p->nx : p->nbins;
+  g->p.ny = p->ny ? p->ny : p->nbins;
+  g->p.voxel = p->voxel > 0 ? p->voxel : 1.0;
+  g->p.pixel_size = p->pixel_size > 0 ? p->pixel_size : 1.0;
+  g->p.axis = p->axis == CTR_AXIS_CENTER ? 0.5 * (double)(p->nbins - 1) : p->axis;
+  g->p.angles_deg = g->angles_deg;
+  g->p.axis_shift = g->axis_shift;
+  CTR_CHECK_GOTO(st, angle_weights(g));
+  *out = g;
+  return CTR_OK;
+cleanup:
+  ctr_parallel_free(g);
+  return st;
+}
+
+void ctr_parallel_free(ctr_parallel_geometry *g) {
+  if (!g) return;
+  free(g->angles_deg);
+  free(g->axis_shift);
+  free(g->weight);
+  free(g);
+}
+
+const ctr_parallel_params *ctr_parallel_get(const ctr_parallel_geometry *g) { return g ? &g->p : NULL; }
+
+double ctr_parallel_weight(const ctr_parallel_geometry *g, int64_t a) {
+  return g && a >= 0 && a < g->p.nangles ? g->weight[a] * g->p.pixel_size : 0.0;
+}
+
+void ctr__par_angles(const ctr_parallel_geometry *g, int64_t a0, int64_t n, ctr__par_angle *out) {
+  const double x0 = -0.5 * (double)(g->p.nx - 1) * g->p.voxel;
+  const double y0 = -0.5 * (double)(g->p.ny - 1) * g->p.voxel;
+  for (int64_t k = 0; k < n; k++) {
+    const double th = g->angles_deg[a0 + k] * M_PI / 180.0;
+    const double c = cos(th), s = sin(th);
+    out[k].c = c * g->p.voxel;
+    out[k].s = s * g->p.voxel;
+    out[k].t0 = x0 * c + y0 * s + g->p.axis + g->axis_shift[a0 + k];
+    out[k].w = g->weight[a0 + k];
+  }
+}

@@ -1,0 +1,641 @@
+/* HDF5 reading (CTR_FORMAT_HDF5, "file.h5:/dataset"): a DXchange-like file
+ * written here with the HDF5 C API is read through ctr_stack_open /
+ * ctr_stack_read (element types, conversions, hints, partial and concurrent
+ * reads, chunked and big-endian data), the errors (no dataset part, missing
+ * dataset, wrong rank, missing file, unsupported type, writing) and
+ * ctr__hdf5_read_vector. Format names and guessing are checked in every
+ * build; the file checks need HDF5 and are skipped (exit 77) without it. */
+#include "harness.h"
+#include "scratch_dir.h"
+
+#include "io/io_internal.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#if defined(CTR_HAVE_HDF5) && CTR_HAVE_HDF5
+#include <hdf5.h>
+#define TEST_HDF5 1
+#else
+#define TEST_HDF5 0
+#endif
+
+/* ---- Every build ---------------------------------------------------------- */
+
+static void test_format_names(void) {
+  ctr_file_format f = CTR_FORMAT_AUTO;
+  CHECK_OK(ctr_format_parse("hdf5", &f));
+  CHECK(f == CTR_FORMAT_HDF5);
+  CHECK_OK(ctr_format_parse("HDF5", &f));
+  CHECK(f == CTR_FORMAT_HDF5);
+  CHECK(!strcmp(ctr_format_name(CTR_FORMAT_HDF5), "hdf5"));
+  CHECK_FAILS(ctr_format_parse("h5x", &f), CTR_E_INVALID_ARGUMENT, "hdf5");
+  static const struct {
+    const char *path;
+    ctr_file_format fmt;
+  } guesses[] = {
+      {"scan.h5:/exchange/data", CTR_FORMAT_HDF5},
+      {"d/scan.H5:/exchange/data", CTR_FORMAT_HDF5},
+      {"d.x/scan.hdf5:/entry/data/data", CTR_FORMAT_HDF5},
+      {"scan.hdf:/a.raw", CTR_FORMAT_HDF5},       /* the dataset's name does not count */
+      {"scan.nxs:/entry/x.tif", CTR_FORMAT_HDF5},
+      {"a:b/scan.h5:/exchange/data", CTR_FORMAT_HDF5},
+      {"scan.h5", CTR_FORMAT_HDF5},               /* refused when opened: no dataset */
+      {"scan.h5:exchange/data", CTR_FORMAT_HDF5}, /* refused when opened: no '/' */
+      {"d.h5/img.raw", CTR_FORMAT_RAW},
+      {"d.h5/img_%04d.tif", CTR_FORMAT_TIFF_STACK},
+      {"v.nrrd", CTR_FORMAT_NRRD},
+  };
+  for (size_t i = 0; i < sizeof guesses / sizeof guesses[0]; i++) {
+    f = CTR_FORMAT_AUTO;
+    CHECK_OK(ctr_format_guess(guesses[i].path, &f));
+    CHECK_MSG(f == guesses[i].fmt, "%s guessed as %s", guesses[i].path, ctr_format_name(f));
+  }
+  CHECK_FAILS(ctr_format_guess("scan.h5x:/data", &f), CTR_E_INVALID_ARGUMENT, ".hdf5");
+  CHECK_FAILS(ctr_format_guess("d/.h5", &f), CTR_E_INVALID_ARGUMENT, "d/.h5");
+}
+
+/* Writing HDF5 is refused in every build, and leaves nothing behind. */
+static void test_write_refused(void) {
+  ctr_stack_info info;
+  memset(&info, 0, sizeof info);
+  info.width = 4;
+  info.height = 3;
+  info.count = 2;
+  info.dtype = CTR_DTYPE_FLOAT32;
+  ctr_stack_writer *w = (ctr_stack_writer *)&info; /* must be reset to NULL */
+  CHECK_FAILS(ctr_stack_create(P("out.h5:/exchange/data"), CTR_FORMAT_AUTO, &info, &w),
+              CTR_E_UNSUPPORTED, "tiff-stack, raw or nrrd");
+  CHECK(w == NULL);
+  CHECK_FAILS(ctr_stack_create(P("out.dat"), CTR_FORMAT_HDF5, &info, &w), CTR_E_UNSUPPORTED,
+              "writing HDF5 is not supported");
+  float data[24] = {0};
+  CHECK_FAILS(ctr_stack_save(P("out.h5"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, data),
+              CTR_E_UNSUPPORTED, "HDF5");
+  CHECK(!exists(P("out.h5")));
+  CHECK(!exists(P("out.dat")));
+  CHECK(count_temporaries() == 0);
+}
+
+/* A build without HDF5 says so; one with it names the missing file. */
+static void test_missing_file(int have) {
+  ctr_stack_reader *r = NULL;
+  double *v = (double *)&r;
+  int64_t n = -1;
+  if (have) {
+    CHECK_FAILS(ctr_stack_open(P("missing.h5:/exchange/data"), CTR_FORMAT_AUTO, NULL, 0, &r),
+                CTR_E_IO, "missing.h5");
+    CHECK(strstr(ctr_error_detail(), "/exchange/data") != NULL);
+    CHECK(strstr(ctr_error_detail(), "No such file") != NULL);
+    CHECK_FAILS(ctr__hdf5_read_vector(P("missing.h5"), "/exchange/theta", &v, &n), CTR_E_IO,
+                "missing.h5");
+    CHECK(strstr(ctr_error_detail(), "/exchange/theta") != NULL);
+  } else {
+    CHECK_FAILS(ctr_stack_open(P("missing.h5:/exchange/data"), CTR_FORMAT_AUTO, NULL, 0, &r),
+                CTR_E_UNSUPPORTED, "no HDF5 support");
+    CHECK(strstr(ctr_error_detail(), "missing.h5:/exchange/data") != NULL);
+    CHECK_FAILS(ctr__hdf5_read_vector(P("missing.h5"), "/exchange/theta", &v, &n),
+                CTR_E_UNSUPPORTED, "no HDF5 support");
+  }
+  CHECK(r == NULL);
+  CHECK(v == NULL);
+  CHECK(n == 0);
+}
+
+#if TEST_HDF5
+
+/* ---- The test file ---------------------------------------------------------- */
+
+enum { NX = 9, NY = 7, NZ = 5, NC = 6 };
+#define NPIX ((size_t)NX * NY)
+
+static uint16_t g_data[NZ * NPIX], g_white[2 * NPIX], g_dark[2 * NPIX], g_chunked[NC * NPIX];
+static float g_f32[NZ * NPIX];
+static double g_f64[NZ * NPIX];
+static uint8_t g_u8[NZ * NPIX];
+static int16_t g_i16[NZ * NPIX];
+static uint32_t g_u32[NZ * NPIX];
+static const double g_theta[NZ] = {0.0, 45.5, 90.0, 135.25, 179.999};
+static const float g_theta32[NZ] = {0.0f, 36.125f, 72.0f, 108.3f, 144.0f};
+static const int32_t g_index[4] = {-3, 0, 7, 100000};
+static int g_have_deflate;
+
+static void make_data(void) {
+  for (size_t k = 0; k < NZ; k++)
+    for (size_t i = 0; i < NPIX; i++) {
+      const size_t j = k * NPIX + i;
+      g_data[j] = (uint16_t)(k * 1000 + i * 3 + 1);
+      g_f32[j] = (float)th_uniform(-1e4, 1e4);
+      g_f64[j] = (double)(float)th_uniform(-1e3, 1e3) + (i % 7 == 0 ? 0.1 : 0.0);
+      g_u8[j] = (uint8_t)(j * 7 % 256);
+      g_i16[j] = (int16_t)((int)j * 97 % 65536 - 32768);
+      g_u32[j] = (uint32_t)(j * 70001 % 16777216);
+    }
+  g_data[3] = 65535;
+  g_data[NZ * NPIX - 1] = 0;
+  g_f32[0] = -0.0f;
+  g_f32[1] = 1e-42f;
+  g_f32[2] = NAN;
+  g_f32[3] = -INFINITY;
+  g_f64[5] = 1e300; /* becomes inf in float32 */
+  for (size_t i = 0; i < 2 * NPIX; i++) {
+    g_white[i] = (uint16_t)(50000 + i);
+    g_dark[i] = (uint16_t)(100 + i % 13);
+  }
+  for (size_t i = 0; i < NC * NPIX; i++) g_chunked[i] = (uint16_t)(i * 11 + 5);
+}
+
+/* Writes a dataset (intermediate groups created). */
+static void put(hid_t file, const char *name, hid_t ftype, hid_t mtype, int rank,
+                const hsize_t *dims, const void *data, hid_t dcpl) {
+  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  hid_t space = H5Screate_simple(rank, dims, NULL);
+  hid_t d = H5Dcreate2(file, name, ftype, space, lcpl, dcpl, H5P_DEFAULT);
+  CHECK_MSG(d >= 0, "cannot create %s", name);
+  if (d >= 0) {
+    hsize_t total = 1;
+    for (int i = 0; i < rank; i++) total *= dims[i];
+    if (total) CHECK_MSG(H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
+                         "cannot write %s", name);
+    H5Dclose(d);
+  }
+  H5Sclose(space);
+  H5Pclose(lcpl);
+}
+
+static int make_file(const char *path) {
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  CHECK_MSG(f >= 0, "cannot create %s", path);
+  if (f < 0) return 0;
+  const hsize_t d3[3] = {NZ, NY, NX}, d2[2] = {NY, NX}, wd[3] = {2, NY, NX}, t[1] = {NZ};
+  const hsize_t dc[3] = {NC, NY, NX}, chunk[3] = {2, 4, 5}, e3[3] = {0, NY, NX}, i1[1] = {4};
+  put(f, "/exchange/data", H5T_STD_U16LE, H5T_NATIVE_UINT16, 3, d3, g_data, H5P_DEFAULT);
+  put(f, "/exchange/data_white", H5T_STD_U16LE, H5T_NATIVE_UINT16, 3, wd, g_white, H5P_DEFAULT);
+  put(f, "/exchange/data_dark", H5T_STD_U16LE, H5T_NATIVE_UINT16, 3, wd, g_dark, H5P_DEFAULT);
+  put(f, "/exchange/theta", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, t, g_theta, H5P_DEFAULT);
+  put(f, "/other/f32", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, d3, g_f32, H5P_DEFAULT);
+  put(f, "/other/f64", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, d3, g_f64, H5P_DEFAULT);
+  put(f, "/other/u8", H5T_STD_U8LE, H5T_NATIVE_UINT8, 3, d3, g_u8, H5P_DEFAULT);
+  put(f, "/other/i16", H5T_STD_I16LE, H5T_NATIVE_INT16, 3, d3, g_i16, H5P_DEFAULT);
+  put(f, "/other/u32", H5T_STD_U32LE, H5T_NATIVE_UINT32, 3, d3, g_u32, H5P_DEFAULT);
+  put(f, "/other/i32", H5T_STD_I32LE, H5T_NATIVE_UINT32, 3, d3, g_u32, H5P_DEFAULT);
+  put(f, "/other/u16be", H5T_STD_U16BE, H5T_NATIVE_UINT16, 3, d3, g_data, H5P_DEFAULT);
+  put(f, "/other/img2d", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, d2, g_f32, H5P_DEFAULT);
+  put(f, "/other/empty", H5T_STD_U16LE, H5T_NATIVE_UINT16, 3, e3, g_data, H5P_DEFAULT);
+  put(f, "/other/theta32", H5T_IEEE_F32BE, H5T_NATIVE_FLOAT, 1, t, g_theta32, H5P_DEFAULT);
+  put(f, "/other/index", H5T_STD_I32LE, H5T_NATIVE_INT32, 1, i1, g_index, H5P_DEFAULT);
+  /* Chunked, deflated where the filter is built in. */
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 3, chunk);
+  g_have_deflate = H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0;
+  if (g_have_deflate) H5Pset_deflate(dcpl, 4);
+  put(f, "/other/chunked", H5T_STD_U16LE, H5T_NATIVE_UINT16, 3, dc, g_chunked, dcpl);
+  H5Pclose(dcpl);
+  /* A 1D fixed-length string dataset. */
+  hid_t st = H5Tcopy(H5T_C_S1);
+  H5Tset_size(st, 4);
+  const char words[3][4] = {"abc", "def", "ghi"};
+  const hsize_t s1[1] = {3};
+  put(f, "/other/str", st, st, 1, s1, words, H5P_DEFAULT);
+  H5Tclose(st);
+  H5Fclose(f);
+
+  /* An HDF5 file with no 3D dataset, and a file that is not HDF5. */
+  f = H5Fcreate(P("flat.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  put(f, "/theta", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, t, g_theta, H5P_DEFAULT);
+  H5Fclose(f);
+  FILE *fake = fopen(P("fake.h5"), "w");
+  if (fake) {
+    fputs("not an HDF5 file\n", fake);
+    fclose(fake);
+  }
+  return 1;
+}
+
+/* ---- Reading ---------------------------------------------------------------- */
+
+static char g_path[600];
+static const char *DS(const char *dataset) {
+  snprintf(g_path, sizeof g_path, "%s:%s", P("scan.h5"), dataset);
+  return g_path;
+}
+
+static void test_read_uint16(void) {
+  ctr_stack_reader *r = NULL;
+  CHECK_OK(ctr_stack_open(DS("/exchange/data"), CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (!r) return;
+  const ctr_stack_info *info = ctr_stack_reader_info(r);
+  CHECK(info->width == NX && info->height == NY && info->count == NZ);
+  CHECK(info->dtype == CTR_DTYPE_UINT16);
+  CHECK(info->spacing[0] == 0.0 && info->spacing[2] == 0.0);
+  uint16_t u[NZ * NPIX];
+  memset(u, 0xAB, sizeof u);
+  CHECK_OK(ctr_stack_read(r, 0, NZ, CTR_DTYPE_UINT16, u));
+  CHECK(memcmp(u, g_data, sizeof u) == 0);
+  /* Partial reads, as uint16 and converted. */
+  memset(u, 0, sizeof u);
+  CHECK_OK(ctr_stack_read(r, 2, 2, CTR_DTYPE_UINT16, u));
+  CHECK(memcmp(u, g_data + 2 * NPIX, 2 * NPIX * sizeof(uint16_t)) == 0);
+  CHECK_OK(ctr_stack_read(r, 4, 1, CTR_DTYPE_UINT16, u));
+  CHECK(memcmp(u, g_data + 4 * NPIX, NPIX * sizeof(uint16_t)) == 0);
+  float fl[NZ * NPIX];
+  CHECK_OK(ctr_stack_read(r, 1, 3, CTR_DTYPE_FLOAT32, fl));
+  int bad = 0;
+  for (size_t i = 0; i < 3 * NPIX; i++) bad += fl[i] != (float)g_data[NPIX + i];
+  CHECK_MSG(bad == 0, "%d values differ after uint16 -> float32", bad);
+  CHECK_OK(ctr_stack_read(r, 0, 0, CTR_DTYPE_FLOAT32, fl));
+  CHECK_FAILS(ctr_stack_read(r, 4, 2, CTR_DTYPE_UINT16, u), CTR_E_INVALID_ARGUMENT, "[0, 5)");
+  CHECK_FAILS(ctr_stack_read(r, -1, 1, CTR_DTYPE_UINT16, u), CTR_E_INVALID_ARGUMENT, "outside");
+  ctr_stack_close(r);
+
+  /* Explicit format, flats and darks, whole-stack load. */
+  r = NULL;
+  CHECK_OK(ctr_stack_open(DS("/exchange/data_white"), CTR_FORMAT_HDF5, NULL, 0, &r));
+  if (r) {
+    CHECK(ctr_stack_reader_info(r)->count == 2);
+    CHECK_OK(ctr_stack_read(r, 0, 2, CTR_DTYPE_UINT16, u));
+    CHECK(memcmp(u, g_white, 2 * NPIX * sizeof(uint16_t)) == 0);
+    ctr_stack_close(r);
+  }
+  ctr_stack_info got;
+  void *all = NULL;
+  CHECK_OK(ctr_stack_load(DS("/exchange/data_dark"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32,
+                          &got, &all));
+  CHECK(got.count == 2 && got.width == NX && got.dtype == CTR_DTYPE_UINT16);
+  if (all) {
+    bad = 0;
+    for (size_t i = 0; i < 2 * NPIX; i++) bad += ((float *)all)[i] != (float)g_dark[i];
+    CHECK(bad == 0);
+  }
+  free(all);
+
+  /* Big-endian storage reads as the same numbers. */
+  r = NULL;
+  CHECK_OK(ctr_stack_open(DS("/other/u16be"), CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (r) {
+    CHECK(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_UINT16);
+    CHECK_OK(ctr_stack_read(r, 0, NZ, CTR_DTYPE_UINT16, u));
+    CHECK(memcmp(u, g_data, sizeof u) == 0);
+    ctr_stack_close(r);
+  }
+}
+
+static void test_read_chunked(void) {
+  ctr_stack_reader *r = NULL;
+  CHECK_OK(ctr_stack_open(DS("/other/chunked"), CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (!r) return;
+  CHECK(ctr_stack_reader_info(r)->count == NC);
+  uint16_t u[NC * NPIX];
+  /* Every slab [first, first + n): across the 2-image chunks. */
+  int bad = 0;
+  for (int64_t first = 0; first < NC; first++)
+    for (int64_t n = 1; first + n <= NC; n++) {
+      memset(u, 0, sizeof u);
+      CHECK_OK(ctr_stack_read(r, first, n, CTR_DTYPE_UINT16, u));
+      bad += memcmp(u, g_chunked + first * NPIX, (size_t)n * NPIX * sizeof(uint16_t)) != 0;
+    }
+  CHECK_MSG(bad == 0, "%d slab reads of the chunked dataset differ (deflate %d)", bad,
+            g_have_deflate);
+  ctr_stack_close(r);
+}
+
+static void test_read_float(void) {
+  ctr_stack_reader *r = NULL;
+  float f[NZ * NPIX];
+  CHECK_OK(ctr_stack_open(DS("/other/f32"), CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (r) {
+    CHECK(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_FLOAT32);
+    CHECK_OK(ctr_stack_read(r, 0, NZ, CTR_DTYPE_FLOAT32, f));
+    CHECK(memcmp(f, g_f32, sizeof f) == 0); /* bit-exact, NaN and -0 included */
+    uint16_t u[NPIX];
+    CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_UINT16, u));
+    CHECK(u[2] == 0 && u[3] == 0); /* NaN -> 0, -inf clamps to 0 */
+    CHECK(u[10] == ctr__float_to_u16(g_f32[10]));
+    ctr_stack_close(r);
+  }
+  /* float64 -> float32 */
+  r = NULL;
+  CHECK_OK(ctr_stack_open(DS("/other/f64"), CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (r) {
+    CHECK(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_FLOAT32);
+    CHECK_OK(ctr_stack_read(r, 1, NZ - 1, CTR_DTYPE_FLOAT32, f));
+    int bad = 0;
+    for (size_t i = 0; i < (NZ - 1) * NPIX; i++) bad += f[i] != (float)g_f64[NPIX + i];
+    CHECK_MSG(bad == 0, "%d float64 values differ", bad);
+    CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, f));
+    CHECK(f[0] == (float)g_f64[0]);
+    CHECK(f[7] == (float)g_f64[7]); /* rounded: 0.1 was added */
+    CHECK(isinf(f[5]) && f[5] > 0);
+    ctr_stack_close(r);
+  }
+}
+
+static void test_read_converted(void) {
+  static const struct {
+    const char *ds;
+    int kind; /* 0 u8, 1 i16, 2 u32 */
+  } cases[] = {{"/other/u8", 0}, {"/other/i16", 1}, {"/other/u32", 2}};
+  for (size_t c = 0; c < 3; c++) {
+    ctr_stack_reader *r = NULL;
+    CHECK_OK(ctr_stack_open(DS(cases[c].ds), CTR_FORMAT_AUTO, NULL, 0, &r));
+    if (!r) continue;
+    CHECK_MSG(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_FLOAT32, "%s: dtype %s", cases[c].ds,
+              ctr_dtype_name(ctr_stack_reader_info(r)->dtype));
+    float f[NZ * NPIX];
+    CHECK_OK(ctr_stack_read(r, 0, NZ, CTR_DTYPE_FLOAT32, f));
+    int bad = 0, negative = 0;
+    for (size_t i = 0; i < NZ * NPIX; i++) {
+      const double want = cases[c].kind == 0   ? (double)g_u8[i]
+                          : cases[c].kind == 1 ? (double)g_i16[i]
+                                               : (double)g_u32[i];
+      bad += f[i] != (float)want;
+      negative += f[i] < 0;
+    }
+    CHECK_MSG(bad == 0, "%s: %d values differ", cases[c].ds, bad);
+    if (cases[c].kind == 1) CHECK(negative > 0);
+    /* Partial read of the converted data. */
+    CHECK_OK(ctr_stack_read(r, 3, 1, CTR_DTYPE_FLOAT32, f));
+    const size_t k = 3 * NPIX + 5;
+    const double want = cases[c].kind == 0   ? (double)g_u8[k]
+                        : cases[c].kind == 1 ? (double)g_i16[k]
+                                             : (double)g_u32[k];
+    CHECK(f[5] == (float)want);
+    ctr_stack_close(r);
+  }
+}
+
+static void test_hints(void) {
+  ctr_stack_info h;
+  memset(&h, 0, sizeof h);
+  h.width = NX;
+  h.height = NY;
+  h.count = NZ;
+  h.dtype = CTR_DTYPE_UINT16;
+  ctr_stack_reader *r = NULL;
+  CHECK_OK(ctr_stack_open(DS("/exchange/data"), CTR_FORMAT_AUTO, &h, 0, &r));
+  ctr_stack_close(r);
+  h.width = NX + 1;
+  CHECK_FAILS(ctr_stack_open(DS("/exchange/data"), CTR_FORMAT_AUTO, &h, 0, &r),
+              CTR_E_SIZE_MISMATCH, "width 9");
+  CHECK(r == NULL);
+  h.width = 0;
+  h.count = 4;
+  CHECK_FAILS(ctr_stack_open(DS("/exchange/data"), CTR_FORMAT_AUTO, &h, 0, &r),
+              CTR_E_SIZE_MISMATCH, "count 5");
+  h.count = 0;
+  h.dtype = CTR_DTYPE_FLOAT32;
+  CHECK_FAILS(ctr_stack_open(DS("/exchange/data"), CTR_FORMAT_AUTO, &h, 0, &r),
+              CTR_E_SIZE_MISMATCH, "holds uint16 data");
+  /* Converted datasets present themselves as float32. */
+  r = NULL;
+  CHECK_OK(ctr_stack_open(DS("/other/f64"), CTR_FORMAT_AUTO, &h, 0, &r));
+  ctr_stack_close(r);
+  CHECK_FAILS(ctr_stack_open(DS("/exchange/data"), CTR_FORMAT_AUTO, NULL, 12, &r),
+              CTR_E_INVALID_ARGUMENT, "raw_offset");
+}
+
+/* ---- Errors ----------------------------------------------------------------- */
+
+static int g_app_handler_calls;
+static herr_t app_handler(hid_t stack, void *data) {
+  (void)stack, (void)data;
+  g_app_handler_calls++;
+  return 0;
+}
+
+static void test_errors(void) {
+  ctr_stack_reader *r = NULL;
+  const char *file = P("scan.h5");
+
+  /* The application's own HDF5 error handler is neither called by ctrecon's
+   * failing calls nor replaced by them. */
+  H5Eset_auto2(H5E_DEFAULT, app_handler, NULL);
+  g_app_handler_calls = 0;
+
+  /* No dataset part: the syntax, and the 3D datasets of the file. */
+  CHECK_FAILS(ctr_stack_open(file, CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_INVALID_ARGUMENT,
+              "'file.h5:/group/dataset'");
+  const char *d = ctr_error_detail();
+  CHECK_MSG(strstr(d, file) && strstr(d, "/exchange/data (5 x 7 x 9)") &&
+                strstr(d, "/exchange/data_white (2 x 7 x 9)") &&
+                strstr(d, "/exchange/data_dark (2 x 7 x 9)") && strstr(d, "/other/chunked") &&
+                !strstr(d, "img2d") && !strstr(d, "theta"),
+            "listing: %s", d);
+  CHECK(r == NULL);
+  CHECK_FAILS(ctr_stack_open(P("flat.h5"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_INVALID_ARGUMENT,
+              "it has no 3D dataset");
+  CHECK_FAILS(ctr_stack_open(P("nofile.h5"), CTR_FORMAT_AUTO, NULL, 0, &r),
+              CTR_E_INVALID_ARGUMENT, "names no dataset");
+  /* A dataset without its leading '/'. */
+  char rel[600];
+  snprintf(rel, sizeof rel, "%s:exchange/data", file);
+  CHECK_FAILS(ctr_stack_open(rel, CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_INVALID_ARGUMENT,
+              "must be an absolute path starting with '/'");
+
+  /* Missing dataset / group: name the file and the dataset, list the 3D ones. */
+  CHECK_FAILS(ctr_stack_open(DS("/exchange/nope"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "has no dataset '/exchange/nope'");
+  d = ctr_error_detail();
+  CHECK_MSG(strstr(d, file) && strstr(d, "HDF5: ") && strstr(d, "/exchange/data_dark"), "%s", d);
+  CHECK_FAILS(ctr_stack_open(DS("/nogroup/data"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "has no dataset '/nogroup/data'");
+  CHECK_FAILS(ctr_stack_open(DS("/exchange"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "'/exchange' in HDF5 file");
+  CHECK(strstr(ctr_error_detail(), "is a group, not a dataset") != NULL);
+
+  /* Wrong rank, empty, unsupported element type. */
+  CHECK_FAILS(ctr_stack_open(DS("/other/img2d"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "'/other/img2d'");
+  d = ctr_error_detail();
+  CHECK_MSG(strstr(d, file) && strstr(d, "is 2D (7 x 9)") && strstr(d, "expected a 3D dataset"),
+            "%s", d);
+  CHECK_FAILS(ctr_stack_open(DS("/exchange/theta"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "is 1D (5)");
+  CHECK_FAILS(ctr_stack_open(DS("/other/empty"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "must be > 0");
+  CHECK_FAILS(ctr_stack_open(DS("/other/i32"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "holds int32 elements");
+  CHECK(strstr(ctr_error_detail(), "uint8, int16, uint32, float64") != NULL);
+
+  /* Missing file, a directory, not an HDF5 file. */
+  char path[600];
+  snprintf(path, sizeof path, "%s:/exchange/data", P("nofile.h5"));
+  CHECK_FAILS(ctr_stack_open(path, CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_IO, "nofile.h5");
+  CHECK(strstr(ctr_error_detail(), "'/exchange/data'") != NULL);
+  snprintf(path, sizeof path, "%s:/exchange/data", g_dir);
+  CHECK_FAILS(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r), CTR_E_IO, "directory");
+  snprintf(path, sizeof path, "%s:/exchange/data", P("fake.h5"));
+  CHECK_FAILS(ctr_stack_open(path, CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "as an HDF5 file");
+  CHECK(strstr(ctr_error_detail(), "fake.h5") != NULL);
+  CHECK(r == NULL);
+
+  CHECK_MSG(g_app_handler_calls == 0, "the application's HDF5 error handler ran %d times",
+            g_app_handler_calls);
+  H5E_auto2_t func = NULL;
+  void *data = (void *)&func;
+  H5Eget_auto2(H5E_DEFAULT, &func, &data);
+  CHECK(func == app_handler && data == NULL);
+  /* ... and it still works for the application's own calls. */
+  hid_t bad = H5Fopen(P("nofile.h5"), H5F_ACC_RDONLY, H5P_DEFAULT);
+  CHECK(bad < 0);
+  CHECK(g_app_handler_calls == 1);
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+/* Nothing is printed on stderr by failing opens (HDF5's default handler). */
+static H5E_auto2_t g_default_func;
+static void *g_default_data;
+
+static void test_quiet(void) {
+  H5E_auto2_t old_func;
+  void *old_data;
+  H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
+  H5Eset_auto2(H5E_DEFAULT, g_default_func, g_default_data); /* HDF5's printing default */
+  fflush(stderr);
+  const int saved = dup(2);
+  const int fd = open(P("stderr.txt"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  ctr_stack_reader *r = NULL;
+  ctr_status s1 = CTR_OK, s2 = CTR_OK;
+  if (saved >= 0 && fd >= 0 && dup2(fd, 2) >= 0) {
+    s1 = ctr_stack_open(DS("/exchange/nope"), CTR_FORMAT_AUTO, NULL, 0, &r);
+    char fake[600];
+    snprintf(fake, sizeof fake, "%s:/x", P("fake.h5"));
+    s2 = ctr_stack_open(fake, CTR_FORMAT_AUTO, NULL, 0, &r);
+    fflush(stderr);
+    dup2(saved, 2);
+  }
+  if (fd >= 0) close(fd);
+  if (saved >= 0) close(saved);
+  H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+  CHECK(s1 == CTR_E_FORMAT && s2 == CTR_E_FORMAT);
+  CHECK_MSG(file_size(P("stderr.txt")) == 0, "HDF5 printed %lld bytes on stderr",
+            file_size(P("stderr.txt")));
+}
+
+/* ---- Concurrency -------------------------------------------------------------- */
+
+typedef struct reader_job {
+  ctr_stack_reader *r;
+  int id, bad;
+} reader_job;
+
+static void *reader_thread(void *arg) {
+  reader_job *j = arg;
+  uint16_t u[2 * NPIX];
+  for (int it = 0; it < 200; it++) {
+    const int64_t first = (j->id + it) % (NC - 1);
+    if (ctr_stack_read(j->r, first, 2, CTR_DTYPE_UINT16, u) != CTR_OK ||
+        memcmp(u, g_chunked + first * NPIX, sizeof u) != 0)
+      j->bad++;
+  }
+  return NULL;
+}
+
+static void test_concurrent(void) {
+  ctr_stack_reader *r1 = NULL, *r2 = NULL;
+  CHECK_OK(ctr_stack_open(DS("/other/chunked"), CTR_FORMAT_AUTO, NULL, 0, &r1));
+  CHECK_OK(ctr_stack_open(DS("/other/chunked"), CTR_FORMAT_AUTO, NULL, 0, &r2));
+  if (!r1 || !r2) {
+    ctr_stack_close(r1);
+    ctr_stack_close(r2);
+    return;
+  }
+  pthread_t t[6];
+  reader_job jobs[6];
+  int started = 0;
+  for (int i = 0; i < 6; i++) {
+    jobs[i] = (reader_job){i % 2 ? r2 : r1, i, 0};
+    if (pthread_create(&t[i], NULL, reader_thread, &jobs[i]) == 0) started++;
+    else break;
+  }
+  int bad = 0;
+  for (int i = 0; i < started; i++) {
+    pthread_join(t[i], NULL);
+    bad += jobs[i].bad;
+  }
+  CHECK(started == 6);
+  CHECK_MSG(bad == 0, "%d concurrent reads failed or differ", bad);
+  ctr_stack_close(r1);
+  ctr_stack_close(r2);
+}
+
+/* ---- Vectors ------------------------------------------------------------------ */
+
+static void test_vector(void) {
+  const char *file = P("scan.h5");
+  double *v = NULL;
+  int64_t n = 0;
+  CHECK_OK(ctr__hdf5_read_vector(file, "/exchange/theta", &v, &n));
+  CHECK(n == NZ);
+  if (v && n == NZ) CHECK(memcmp(v, g_theta, sizeof g_theta) == 0);
+  free(v);
+  v = NULL;
+  CHECK_OK(ctr__hdf5_read_vector(file, "/other/theta32", &v, &n));
+  CHECK(n == NZ);
+  int bad = 0;
+  for (int64_t i = 0; v && i < n && i < NZ; i++) bad += v[i] != (double)g_theta32[i];
+  CHECK(v && bad == 0);
+  free(v);
+  v = NULL;
+  CHECK_OK(ctr__hdf5_read_vector(file, "/other/index", &v, &n));
+  CHECK(n == 4 && v && v[0] == -3.0 && v[3] == 100000.0);
+  free(v);
+
+  v = (double *)&n;
+  CHECK_FAILS(ctr__hdf5_read_vector(file, "/exchange/data", &v, &n), CTR_E_FORMAT,
+              "is 3D (5 x 7 x 9): expected a 1D dataset");
+  CHECK(v == NULL && n == 0);
+  CHECK(strstr(ctr_error_detail(), file) != NULL);
+  CHECK_FAILS(ctr__hdf5_read_vector(file, "/exchange/nope", &v, &n), CTR_E_FORMAT,
+              "has no dataset '/exchange/nope'");
+  CHECK_FAILS(ctr__hdf5_read_vector(file, "/other/str", &v, &n), CTR_E_FORMAT,
+              "holds string elements");
+  CHECK_FAILS(ctr__hdf5_read_vector(file, "/exchange", &v, &n), CTR_E_FORMAT, "is a group");
+  CHECK_FAILS(ctr__hdf5_read_vector(P("fake.h5"), "/theta", &v, &n), CTR_E_FORMAT,
+              "as an HDF5 file");
+  CHECK_FAILS(ctr__hdf5_read_vector(file, NULL, &v, &n), CTR_E_INVALID_ARGUMENT, "must be given");
+  CHECK_FAILS(ctr__hdf5_read_vector(file, "/exchange/theta", NULL, &n), CTR_E_INVALID_ARGUMENT,
+              "must be given");
+}
+
+#endif /* TEST_HDF5 */
+
+int main(void) {
+  if (!scratch_open("ctr_test_hdf5")) return 1;
+  const int have = (ctr_features() & CTR_FEATURE_HDF5) != 0;
+  test_format_names();
+  test_write_refused();
+  test_missing_file(have);
+#if TEST_HDF5
+  CHECK_MSG(have, "the test was built with HDF5 but the library reports no CTR_FEATURE_HDF5");
+  make_data();
+  H5Eget_auto2(H5E_DEFAULT, &g_default_func, &g_default_data);
+  CHECK(g_default_func != NULL); /* printing is on by default */
+  if (have && make_file(P("scan.h5"))) {
+    test_read_uint16();
+    test_read_chunked();
+    test_read_float();
+    test_read_converted();
+    test_hints();
+    test_errors();
+    test_quiet();
+    test_concurrent();
+    test_vector();
+  }
+  scratch_close();
+  return th_finish("test_hdf5");
+#else
+  scratch_close();
+  const int rc = th_finish("test_hdf5");
+  if (rc) return rc;
+  printf("test_hdf5: SKIPPED the HDF5 file checks: %s\n",
+         have ? "the library has HDF5 but this test was compiled without CTR_HAVE_HDF5 and the "
+                "HDF5 include directories (tests/CMakeLists.txt)"
+              : "ctrecon was built without HDF5 (-DCTRECON_HDF5=off or libhdf5-dev missing)");
+  return 77;
+#endif
+}
