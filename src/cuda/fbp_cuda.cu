@@ -20,9 +20,10 @@
 #include <string.h>
 
 #define MAX_CONST_ANGLES 2048
-#define ALU_AREA 32    /* pixels per block side */
-#define ALU_ROWS 8     /* thread rows: each thread does ALU_AREA / ALU_ROWS pixels */
+#define ALU_AREA 64    /* pixels per block side */
+#define ALU_ROWS 4     /* thread rows: each thread does ALU_AREA / ALU_ROWS pixels of a column */
 #define ALU_PROJ 16    /* projections cached per pass */
+#define ALU_LANES 16   /* threads caching one projection row (Alg. 9) */
 
 /* Per angle: c, s (per pixel step), t0 (bin of pixel (0, 0)), unused. */
 __constant__ float4 c_angle[MAX_CONST_ANGLES];
@@ -41,17 +42,19 @@ __global__ void bp_tex(cudaTextureObject_t tex, int na, int nx, int ny, float *_
   if (i >= nx || j >= ny) return;
   float acc0 = 0.0f, acc1 = 0.0f;
   const float fi = (float)i, fj = (float)j;
+  /* One layer per projection: a 1D bilinear fetch reads 2 texels, not the
+   * 2 x 2 of a 2D texture with a zero-weight second row. */
 #pragma unroll 8
   for (int a = 0; a < na; a++) {
     const float4 k = c_angle[a];
     float t = k.z + fi * k.x + fj * k.y;
     if (NEAREST) t = floorf(t + 0.5f);
     if (PAIR) {
-      const float2 v = tex2D<float2>(tex, t + 0.5f, (float)a + 0.5f);
+      const float2 v = tex1DLayered<float2>(tex, t + 0.5f, a);
       acc0 += v.x;
       acc1 += v.y;
     } else {
-      acc0 += tex2D<float>(tex, t + 0.5f, (float)a + 0.5f);
+      acc0 += tex1DLayered<float>(tex, t + 0.5f, a);
     }
   }
   const long long o = (long long)j * nx + i;
@@ -61,21 +64,26 @@ __global__ void bp_tex(cudaTextureObject_t tex, int na, int nx, int ny, float *_
 
 /* ---- ALU kernel (Alg. 6 + Alg. 9) ---------------------------------------- */
 
-/* The cache holds, per projection, `width` entries (value, next - value)
- * starting at bin hm; dynamic shared memory: ALU_PROJ * width float2 and
- * ALU_PROJ * 4 floats of constants. */
+/* The cache holds, per projection, `width` = ALU_LANES * per entries
+ * (value, next - value) starting at bin hm (Alg. 9: each of ALU_LANES
+ * threads reads `per` consecutive bins once and takes the bin after them from
+ * its neighbour by a shuffle). Dynamic shared memory: ALU_PROJ * width float2
+ * and ALU_PROJ float4 of constants. Thread (tx, ty) owns column bx + tx and
+ * rows by + ty + ALU_ROWS q. */
 template <int NEAREST>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
-bp_alu(const float *__restrict__ sino, int nbins, int na, int nx, int ny, int width,
+bp_alu(const float *__restrict__ sino, int nbins, int na, int nx, int ny, int per,
        float *__restrict__ out) {
   extern __shared__ float2 cache[];
+  const int width = ALU_LANES * per;
   float4 *konst = (float4 *)(cache + ALU_PROJ * width);
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ALU_AREA + tx;
   const int bx = blockIdx.x * ALU_AREA, by = blockIdx.y * ALU_AREA;
-  const int nq = ALU_AREA / ALU_ROWS;
-  float acc[ALU_AREA / ALU_ROWS];
+  constexpr int nq = ALU_AREA / ALU_ROWS;
+  float acc[nq];
 #pragma unroll
   for (int q = 0; q < nq; q++) acc[q] = 0.0f;
+  const int cp = tid / ALU_LANES, cl = tid % ALU_LANES; /* caching: projection, lane */
   for (int a0 = 0; a0 < na; a0 += ALU_PROJ) {
     const int np = na - a0 < ALU_PROJ ? na - a0 : ALU_PROJ;
     __syncthreads();
@@ -90,14 +98,30 @@ bp_alu(const float *__restrict__ sino, int nbins, int na, int nx, int ny, int wi
       konst[tid] = make_float4(k.x, k.y, (float)(t0 - hm), (float)hm);
     }
     __syncthreads();
-    /* Cache: entry e = p * width + h holds bins hm + h and hm + h + 1. */
-    for (int e = tid; e < np * width; e += ALU_AREA * ALU_ROWS) {
-      const int p = e / width, h = e - p * width;
-      const int b = (int)konst[p].w + h;
-      const float *row = sino + (long long)(a0 + p) * nbins;
-      const float d = (b >= 0 && b < nbins) ? __ldg(row + b) : 0.0f;
-      const float dn = (b + 1 >= 0 && b + 1 < nbins) ? __ldg(row + b + 1) : 0.0f;
-      cache[e] = make_float2(d, NEAREST ? d : dn - d);
+    {
+      /* Every lane takes part in the shuffle; lanes of a missing projection
+       * (the last pass) load and store nothing. */
+      const int valid = cp < np;
+      const float *row = sino + (long long)(a0 + (valid ? cp : 0)) * nbins;
+      const int b0 = valid ? (int)konst[cp].w + cl * per : 0;
+      float2 *dst = cache + cp * width + cl * per;
+      float d = (valid && b0 >= 0 && b0 < nbins) ? __ldg(row + b0) : 0.0f;
+      const float first = d;
+      for (int i = 0; valid && i < per - 1; i++) {
+        const int b = b0 + i + 1;
+        const float dn = (b >= 0 && b < nbins) ? __ldg(row + b) : 0.0f;
+        dst[i] = make_float2(d, NEAREST ? d : dn - d);
+        d = dn;
+      }
+      /* The next lane's first bin; the last lane reads it itself. */
+      float dn = __shfl_down_sync(0xffffffffu, first, 1, ALU_LANES);
+      if (valid) {
+        if (cl == ALU_LANES - 1) {
+          const int b = b0 + per;
+          dn = (b >= 0 && b < nbins) ? __ldg(row + b) : 0.0f;
+        }
+        dst[per - 1] = make_float2(d, NEAREST ? d : dn - d);
+      }
     }
     __syncthreads();
     for (int p = 0; p < np; p++) {
@@ -107,7 +131,7 @@ bp_alu(const float *__restrict__ sino, int nbins, int na, int nx, int ny, int wi
       const float step = (float)ALU_ROWS * k.y;
 #pragma unroll
       for (int q = 0; q < nq; q++) {
-        const float h = h0 + (float)q * step;
+        const float h = fmaf((float)q, step, h0);
         if (NEAREST) {
           acc[q] += row[(int)(h + 0.5f)].x;
         } else {
@@ -204,7 +228,8 @@ static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int
     cudaFreeArray(f->arr);
     f->arr = NULL;
   }
-  if (!f->arr) CU(cudaMallocArray(&f->arr, &desc, (size_t)nb, (size_t)MAX_CONST_ANGLES < (size_t)nat ? (size_t)MAX_CONST_ANGLES : (size_t)nat));
+  const size_t layers = (size_t)MAX_CONST_ANGLES < (size_t)nat ? (size_t)MAX_CONST_ANGLES : (size_t)nat;
+  if (!f->arr) CU(cudaMalloc3DArray(&f->arr, &desc, make_cudaExtent((size_t)nb, 0, layers), cudaArrayLayered));
   f->arr_pair = pair;
   if (pair) {
     /* Interleave the two slices' values into float2 through a device buffer. */
@@ -213,11 +238,16 @@ static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int
                          (size_t)(nb * na), cudaMemcpyDeviceToDevice, 0));
     CU(cudaMemcpy2DAsync((char *)f->d_pair + sizeof(float), sizeof(float2), src + nb * nat,
                          sizeof(float), sizeof(float), (size_t)(nb * na), cudaMemcpyDeviceToDevice, 0));
-    CU(cudaMemcpy2DToArrayAsync(f->arr, 0, 0, f->d_pair, (size_t)nb * sizeof(float2),
-                                (size_t)nb * sizeof(float2), (size_t)na, cudaMemcpyDeviceToDevice, 0));
-  } else {
-    CU(cudaMemcpy2DToArrayAsync(f->arr, 0, 0, src, (size_t)nb * sizeof(float),
-                                (size_t)nb * sizeof(float), (size_t)na, cudaMemcpyDeviceToDevice, 0));
+  }
+  {
+    cudaMemcpy3DParms m;
+    memset(&m, 0, sizeof m);
+    const size_t esz = pair ? sizeof(float2) : sizeof(float);
+    m.srcPtr = make_cudaPitchedPtr(pair ? (void *)f->d_pair : (void *)src, (size_t)nb * esz, (size_t)nb, 1);
+    m.dstArray = f->arr;
+    m.extent = make_cudaExtent((size_t)nb, 1, (size_t)na);
+    m.kind = cudaMemcpyDeviceToDevice;
+    CU(cudaMemcpy3DAsync(&m, 0));
   }
   {
     cudaResourceDesc rd;
@@ -227,7 +257,6 @@ static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int
     cudaTextureDesc td;
     memset(&td, 0, sizeof td);
     td.addressMode[0] = cudaAddressModeBorder; /* 0 outside the detector */
-    td.addressMode[1] = cudaAddressModeClamp;
     td.filterMode = f->nearest ? cudaFilterModePoint : cudaFilterModeLinear;
     td.readMode = cudaReadModeElementType;
     CU(cudaCreateTextureObject(&f->tex, &rd, &td, NULL));
@@ -251,16 +280,24 @@ static ctr_status run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s) {
       f->angles_loaded = a0;
     }
     if (f->kernel == K_ALU) {
-      /* Bins one block spans: 31 pixels x (|c| + |s|) <= 31 sqrt 2 voxel, plus the
-       * floor, the interpolation neighbour and a margin. */
+      /* Bins one block spans: (ALU_AREA - 1) pixels x (|c| + |s|) <= that x sqrt 2
+       * voxel, plus the floor, the interpolation neighbour and a margin. */
       const int width = (int)ceil((double)(ALU_AREA - 1) * p->voxel * 1.41422) + 4;
-      const size_t shm = sizeof(float2) * ALU_PROJ * (size_t)width + sizeof(float4) * ALU_PROJ;
+      const int per = (width + ALU_LANES - 1) / ALU_LANES;
+      const size_t shm = sizeof(float2) * ALU_PROJ * (size_t)(per * ALU_LANES) + sizeof(float4) * ALU_PROJ;
+      if (shm > 200 * 1024)
+        CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernel caches %zu bytes per block for a pixel of %g "
+                 "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
+      if (shm > 48 * 1024) {
+        CU(cudaFuncSetAttribute(bp_alu<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+        CU(cudaFuncSetAttribute(bp_alu<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+      }
       const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
       const dim3 block(ALU_AREA, ALU_ROWS);
       if (f->nearest)
-        bp_alu<1><<<grid, block, shm, s>>>(sino + a0 * nb, (int)nb, (int)n, (int)p->nx, (int)p->ny, width, out);
+        bp_alu<1><<<grid, block, shm, s>>>(sino + a0 * nb, (int)nb, (int)n, (int)p->nx, (int)p->ny, per, out);
       else
-        bp_alu<0><<<grid, block, shm, s>>>(sino + a0 * nb, (int)nb, (int)n, (int)p->nx, (int)p->ny, width, out);
+        bp_alu<0><<<grid, block, shm, s>>>(sino + a0 * nb, (int)nb, (int)n, (int)p->nx, (int)p->ny, per, out);
       CU_LAUNCHED("bp_alu");
     } else {
       CTR_CHECK(make_texture(f, pair, s0, a0, n));
