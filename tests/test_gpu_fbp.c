@@ -27,6 +27,7 @@ static void one_case(ctr_context *ctx, int kind) {
     angles[a] = th_uniform(0, 180);
     shift[a] = th_uniform(-1.5, 1.5);
   }
+  p.angle_start_deg = 0.123 + th_uniform(0, 1); /* no exact half-bin ties (see below) */
   if (kind >= 1) {
     p.angles_deg = angles;
     p.axis = 0.5 * (double)(nb - 1) + th_uniform(-4, 4);
@@ -59,10 +60,12 @@ static void one_case(ctr_context *ctx, int kind) {
       memset(out, 0xff, sizeof(float) * (size_t)(plane * ns));
       CHECK_OK(ctr__fbp_bp_cuda(ctx, g, &o, ns, sino, out));
       const double e = rel_rms(out, ref, plane * ns);
-      /* Texture linear interpolation has 8-bit weights (~1e-3); nearest
-       * lookups and the ALU kernel are exact up to float rounding (ties of
-       * the nearest rounding may differ in rare pixels). */
-      const double bound = interp == 0 && k < 2 ? 5e-3 : interp == 0 ? 1e-5 : 1e-4;
+      /* Texture linear interpolation has 8-bit weights (~1e-3); the ALU
+       * kernel is exact up to float rounding. Nearest lookups agree except
+       * where a position lies within float rounding (~1e-5 bin) of a
+       * half-bin: there the GPU and the double reference may pick
+       * neighbouring bins (random data make each such pick count). */
+      const double bound = interp == 0 && k < 2 ? 5e-3 : interp == 0 ? 1e-5 : 1e-3;
       printf("geometry %d %-4s %-7s: relative RMS vs double reference %.2e (bound %.0e)\n", kind,
              kernels[k], interp ? "nearest" : "linear", e, bound);
       CHECK_MSG(e < bound, "kernel %s interp %d geometry %d: %g", kernels[k], interp, kind, e);
