@@ -25,7 +25,7 @@ int main(int argc, char **argv) {
 #if CTR_HAVE_CUDA
   int64_t n = 2048, na = 2048, ns = 8;
   int repeats = 5;
-  const char *kernels = "tex,tex2,alu", *json = NULL;
+  const char *kernels = "tex,tex2,alu,alu2", *json = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--n")) n = atoll(argv[i + 1]);
     else if (!strcmp(argv[i], "--angles")) na = atoll(argv[i + 1]);

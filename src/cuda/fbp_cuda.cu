@@ -76,25 +76,49 @@ __global__ void __launch_bounds__(256) bp_tex(cudaTextureObject_t tex, int na, i
 
 /* ---- ALU kernel (Alg. 6 + Alg. 9) ---------------------------------------- */
 
+/* S slices at once (1 or 2): cache entries are float2 (m, s) or float4
+ * (m_a, s_a, m_b, s_b) so that one shared load serves every slice. */
+template <int S> struct alu_entry;
+template <> struct alu_entry<1> { typedef float2 T; };
+template <> struct alu_entry<2> { typedef float4 T; };
+
+__device__ __forceinline__ void put(float2 *e, const float *m, const float *sl) { *e = make_float2(m[0], sl[0]); }
+__device__ __forceinline__ void put(float4 *e, const float *m, const float *sl) {
+  *e = make_float4(m[0], sl[0], m[1], sl[1]);
+}
+__device__ __forceinline__ void accumulate(const float2 v, float f, float *acc, int nearest) {
+  acc[0] += nearest ? v.x : fmaf(f, v.y, v.x);
+}
+__device__ __forceinline__ void accumulate(const float4 v, float f, float *acc, int nearest) {
+  acc[0] += nearest ? v.x : fmaf(f, v.y, v.x);
+  acc[1] += nearest ? v.z : fmaf(f, v.w, v.z);
+}
+
 /* The cache holds, per projection, `width` = ALU_LANES * per entries
- * (value, next - value) starting at bin hm (Alg. 9: each of ALU_LANES
- * threads reads `per` consecutive bins once and takes the bin after them from
- * its neighbour by a shuffle). Dynamic shared memory: ALU_PROJ * width float2
- * and ALU_PROJ float4 of constants. Thread (tx, ty) owns column bx + tx and
- * rows by + ty + ALU_ROWS q. */
-template <int NEAREST>
+ * starting at bin hm (Alg. 9: each of ALU_LANES threads reads `per`
+ * consecutive bins once and takes the bin after them from its neighbour by
+ * a shuffle). Linear: an entry holds the midpoint m = (d_e + d_e+1) / 2 and
+ * the slope d_e+1 - d_e; nearest: d_e twice. Dynamic shared memory:
+ * ALU_PROJ * width entries and ALU_PROJ float4 of constants. Thread (tx, ty)
+ * owns column bx + tx and rows by + ty + ALU_ROWS q of each slice; slice k's
+ * sinogram is sino + k * sino_stride, its output out + k * plane. */
+template <int NEAREST, int S>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
-bp_alu(const float *__restrict__ sino, int nbins, int na, int nx, int ny, int per,
-       float *__restrict__ out) {
-  extern __shared__ float2 cache[];
+bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
+       int per, float *__restrict__ out, long long plane) {
+  typedef typename alu_entry<S>::T entry;
+  extern __shared__ float4 shm_raw[];
+  entry *cache = (entry *)shm_raw;
   const int width = ALU_LANES * per;
   float4 *konst = (float4 *)(cache + ALU_PROJ * width);
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ALU_AREA + tx;
   const int bx = blockIdx.x * ALU_AREA, by = blockIdx.y * ALU_AREA;
   constexpr int nq = ALU_AREA / ALU_ROWS;
-  float acc[nq];
+  float acc[nq][S];
 #pragma unroll
-  for (int q = 0; q < nq; q++) acc[q] = 0.0f;
+  for (int q = 0; q < nq; q++)
+#pragma unroll
+    for (int k = 0; k < S; k++) acc[q][k] = 0.0f;
   const int cp = tid / ALU_LANES, cl = tid % ALU_LANES; /* caching: projection, lane */
   for (int a0 = 0; a0 < na; a0 += ALU_PROJ) {
     const int np = na - a0 < ALU_PROJ ? na - a0 : ALU_PROJ;
@@ -116,34 +140,46 @@ bp_alu(const float *__restrict__ sino, int nbins, int na, int nx, int ny, int pe
       const int valid = cp < np;
       const float *row = sino + (long long)(a0 + (valid ? cp : 0)) * nbins;
       const int b0 = valid ? (int)konst[cp].w + cl * per : 0;
-      float2 *dst = cache + cp * width + cl * per;
-      float d = (valid && b0 >= 0 && b0 < nbins) ? __ldg(row + b0) : 0.0f;
-      const float first = d;
+      entry *dst = cache + cp * width + cl * per;
+      float d[S], first[S], m[S], sl[S], dn[S];
+#pragma unroll
+      for (int k = 0; k < S; k++) {
+        d[k] = (valid && b0 >= 0 && b0 < nbins) ? __ldg(row + k * sino_stride + b0) : 0.0f;
+        first[k] = d[k];
+      }
       for (int i = 0; valid && i < per - 1; i++) {
         const int b = b0 + i + 1;
-        const float dn = (b >= 0 && b < nbins) ? __ldg(row + b) : 0.0f;
-        dst[i] = NEAREST ? make_float2(d, d) : make_float2(0.5f * (d + dn), dn - d);
-        d = dn;
+#pragma unroll
+        for (int k = 0; k < S; k++) {
+          dn[k] = (b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+          m[k] = NEAREST ? d[k] : 0.5f * (d[k] + dn[k]);
+          sl[k] = NEAREST ? d[k] : dn[k] - d[k];
+          d[k] = dn[k];
+        }
+        put(dst + i, m, sl);
       }
       /* The next lane's first bin; the last lane reads it itself. */
-      float dn = __shfl_down_sync(0xffffffffu, first, 1, ALU_LANES);
+#pragma unroll
+      for (int k = 0; k < S; k++) dn[k] = __shfl_down_sync(0xffffffffu, first[k], 1, ALU_LANES);
       if (valid) {
-        if (cl == ALU_LANES - 1) {
-          const int b = b0 + per;
-          dn = (b >= 0 && b < nbins) ? __ldg(row + b) : 0.0f;
+        const int b = b0 + per;
+#pragma unroll
+        for (int k = 0; k < S; k++) {
+          if (cl == ALU_LANES - 1) dn[k] = (b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+          m[k] = NEAREST ? d[k] : 0.5f * (d[k] + dn[k]);
+          sl[k] = NEAREST ? d[k] : dn[k] - d[k];
         }
-        dst[per - 1] = NEAREST ? make_float2(d, d) : make_float2(0.5f * (d + dn), dn - d);
+        put(dst + per - 1, m, sl);
       }
     }
     __syncthreads();
     for (int p = 0; p < np; p++) {
       const float4 k = konst[p];
-      const float2 *row = cache + p * width;
+      const entry *row = cache + p * width;
       /* Seed 004 Sect. 6.6: adding 1.5 x 2^23 rounds to an integer in the
-       * mantissa, no conversion instructions. Linear: the cache holds the
-       * midpoint m = (d_e + d_e+1) / 2 and the slope s of each bin pair,
-       * and with g = h - 0.5 rounded to e the value is m + (g - e) s, the
-       * same on both sides of a tie. */
+       * mantissa, no conversion instructions. Linear: with g = h - 0.5
+       * rounded to e the value is m_e + (g - e) s_e, the same on both sides
+       * of a tie. */
       const float h0 = k.z - (NEAREST ? 0.0f : 0.5f) + (float)tx * k.x + (float)ty * k.y;
       const float step = (float)ALU_ROWS * k.y;
 #pragma unroll
@@ -151,12 +187,7 @@ bp_alu(const float *__restrict__ sino, int nbins, int na, int nx, int ny, int pe
         const float g = fmaf((float)q, step, h0);
         const float r = g + ROUND_MAGIC;
         const int e = __float_as_int(r) - ROUND_MAGIC_BITS;
-        if (NEAREST) {
-          acc[q] += row[e].x;
-        } else {
-          const float2 v = row[e];
-          acc[q] += fmaf(g - (r - ROUND_MAGIC), v.y, v.x);
-        }
+        accumulate(row[e], g - (r - ROUND_MAGIC), acc[q], NEAREST);
       }
     }
   }
@@ -164,7 +195,9 @@ bp_alu(const float *__restrict__ sino, int nbins, int na, int nx, int ny, int pe
 #pragma unroll
   for (int q = 0; q < nq; q++) {
     const int j = by + ty + q * ALU_ROWS;
-    if (i < nx && j < ny) out[(long long)j * nx + i] += acc[q];
+    if (i < nx && j < ny)
+#pragma unroll
+      for (int k = 0; k < S; k++) out[k * plane + (long long)j * nx + i] += acc[q][k];
   }
 }
 
@@ -178,12 +211,12 @@ __global__ void weight_rows(float *sino, int nbins, int na, int nslices, const f
 
 /* ---- Host side ------------------------------------------------------------ */
 
-typedef enum fbp_kernel { K_TEX = 0, K_TEX2 = 1, K_ALU = 2, K_COUNT } fbp_kernel;
-static const char *const kernel_names[K_COUNT] = {"tex", "tex2", "alu"};
+typedef enum fbp_kernel { K_TEX = 0, K_TEX2 = 1, K_ALU = 2, K_ALU2 = 3, K_COUNT } fbp_kernel;
+static const char *const kernel_names[K_COUNT] = {"tex", "tex2", "alu", "alu2"};
 
 static ctr_status parse_kernel(const char *name, fbp_kernel *k) {
   if (!name || !*name || !strcmp(name, "auto")) {
-    *k = K_ALU; /* the fastest exact kernel */
+    *k = K_ALU2; /* the fastest exact kernel (a single slice falls back to alu) */
     return CTR_OK;
   }
   for (int i = 0; i < K_COUNT; i++)
@@ -191,8 +224,8 @@ static ctr_status parse_kernel(const char *name, fbp_kernel *k) {
       *k = (fbp_kernel)i;
       return CTR_OK;
     }
-  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "backprojection kernel '%s': expected auto, tex, tex2 or alu",
-           name);
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+           "backprojection kernel '%s': expected auto, tex, tex2, alu or alu2", name);
 }
 
 /* Uploads per-angle constants for angles [a0, a0 + n). */
@@ -297,25 +330,31 @@ static ctr_status run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s) {
       CTR_CHECK(upload_angles(f->g, a0, n));
       f->angles_loaded = a0;
     }
-    if (f->kernel == K_ALU) {
+    if (f->kernel == K_ALU || f->kernel == K_ALU2) {
       /* Bins one block spans: (ALU_AREA - 1) pixels x (|c| + |s|) <= that x sqrt 2
        * voxel, plus the floor, the interpolation neighbour and a margin. */
       const int width = (int)ceil((double)(ALU_AREA - 1) * p->voxel * 1.41422) + 4;
       const int per = (width + ALU_LANES - 1) / ALU_LANES;
-      const size_t shm = sizeof(float2) * ALU_PROJ * (size_t)(per * ALU_LANES) + sizeof(float4) * ALU_PROJ;
+      const size_t entry = pair ? sizeof(float4) : sizeof(float2);
+      const size_t shm = entry * ALU_PROJ * (size_t)(per * ALU_LANES) + sizeof(float4) * ALU_PROJ;
       if (shm > 200 * 1024)
         CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernel caches %zu bytes per block for a pixel of %g "
                  "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
-      if (shm > 48 * 1024) {
-        CU(cudaFuncSetAttribute(bp_alu<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
-        CU(cudaFuncSetAttribute(bp_alu<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
-      }
       const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
       const dim3 block(ALU_AREA, ALU_ROWS);
-      if (f->nearest)
-        bp_alu<1><<<grid, block, shm, s>>>(sino + a0 * nb, (int)nb, (int)n, (int)p->nx, (int)p->ny, per, out);
-      else
-        bp_alu<0><<<grid, block, shm, s>>>(sino + a0 * nb, (int)nb, (int)n, (int)p->nx, (int)p->ny, per, out);
+      const long long stride = (long long)(nb * na);
+#define CTR__ALU_LAUNCH(NEAR, S)                                                                  \
+  do {                                                                                           \
+    if (shm > 48 * 1024)                                                                         \
+      CU(cudaFuncSetAttribute(bp_alu<NEAR, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
+    bp_alu<NEAR, S><<<grid, block, shm, s>>>(sino + a0 * nb, stride, (int)nb, (int)n, (int)p->nx, \
+                                             (int)p->ny, per, out, plane);                       \
+  } while (0)
+      if (f->nearest && pair) CTR__ALU_LAUNCH(1, 2);
+      else if (f->nearest) CTR__ALU_LAUNCH(1, 1);
+      else if (pair) CTR__ALU_LAUNCH(0, 2);
+      else CTR__ALU_LAUNCH(0, 1);
+#undef CTR__ALU_LAUNCH
       CU_LAUNCHED("bp_alu");
     } else {
       CTR_CHECK(make_texture(f, pair, s0, a0, n));
@@ -358,7 +397,7 @@ static ctr_status fbp_gpu_run(fbp_gpu *f, int64_t nslices, int repeats, double *
     CU(cudaMemset(f->d_out, 0, sizeof(float) * (size_t)(plane * nslices)));
     CU(cudaEventRecord(e0, 0));
     for (int64_t s0 = 0; s0 < nslices;) {
-      const int pair = f->kernel == K_TEX2 && s0 + 1 < nslices;
+      const int pair = (f->kernel == K_TEX2 || f->kernel == K_ALU2) && s0 + 1 < nslices;
       CTR_CHECK_GOTO(st, run_kernel(f, s0, pair, 0));
       s0 += pair ? 2 : 1;
     }
