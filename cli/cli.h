@@ -210,5 +210,8 @@ int cmd_demo(int argc, char **argv);
 int cmd_rabbitct_make(int argc, char **argv); /* cmd_rabbitct_make.c */
 int cmd_rabbitct(int argc, char **argv);      /* cmd_rabbitct.c */
 int cmd_fbp(int argc, char **argv);           /* cmd_fbp.c */
+/* `demo --parallel` (cmd_demo_parallel.c). */
+int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *out_dir,
+                      int no_volume, const cli_common *common);
 
 #endif /* CTRECON_CLI_H */

@@ -40,6 +40,8 @@ typedef struct demo_args {
   int64_t size, views, det;
   const char *out_dir;
   int no_volume;
+  int parallel;
+  int64_t slices;
   ctr_interp interp;
   cli_common common;
 } demo_args;
@@ -227,7 +229,7 @@ static int run(const demo_args *a, demo_run *r) {
 }
 
 int cmd_demo(int argc, char **argv) {
-  demo_args a = {256, 360, 256, "demo-out", 0, CTR_INTERP_DEFAULT, CLI_COMMON_INIT};
+  demo_args a = {256, 360, 256, "demo-out", 0, 0, 16, CTR_INTERP_DEFAULT, CLI_COMMON_INIT};
   const cli_opt opts[] = {
       {"--size", "N", "volume size N^3 over 256 mm (default 256)", cli_parse_count, &a.size, NULL},
       {"--views", "N", "projections over 360 deg (default 360)", cli_parse_count, &a.views, NULL},
@@ -241,11 +243,22 @@ int cmd_demo(int argc, char **argv) {
        "backprojection interpolation: auto, exact, precise or texture (default auto: texture on "
        "a GPU, exact on the CPU)",
        cli_parse_interp, &a.interp, NULL},
+      {"--parallel", NULL,
+       "the parallel-beam (synchrotron) case instead: --slices central slices of size^2 from "
+       "--views angles over 180 deg, FBP (default off)", cli_set_flag, &a.parallel, NULL},
+      {"--slices", "N", "slices of the parallel-beam case (default 16)", cli_parse_count,
+       &a.slices, NULL},
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };
   int rc = cli_parse(&cli_cmd_demo, opts, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
+  if (a.parallel) {
+    if (a.size > 16384 || a.views > 100000 || a.slices > 4096)
+      return cli_usage_error("demo", "--size <= 16384, --views <= 100000 and --slices <= 4096, please");
+    rc = make_dirs(a.out_dir);
+    return rc ? rc : cmd_demo_parallel(a.size, a.views, a.slices, a.out_dir, a.no_volume, &a.common);
+  }
   if (a.size > 4096 || a.det > 16384 || a.views > 100000)
     return cli_usage_error("demo", "--size <= 4096, --det <= 16384 and --views <= 100000, please");
   demo_run r;

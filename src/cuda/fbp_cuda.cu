@@ -214,9 +214,12 @@ __global__ void weight_rows(float *sino, int nbins, int na, int nslices, const f
 typedef enum fbp_kernel { K_TEX = 0, K_TEX2 = 1, K_ALU = 2, K_ALU2 = 3, K_COUNT } fbp_kernel;
 static const char *const kernel_names[K_COUNT] = {"tex", "tex2", "alu", "alu2"};
 
-static ctr_status parse_kernel(const char *name, fbp_kernel *k) {
+/* auto: the fastest exact kernel measured on the H100 (bench/NOTES.md):
+ * alu2 for linear interpolation (a lone last slice runs alu), alu for
+ * nearest (whose two-slice entries would carry each value twice). */
+static ctr_status parse_kernel(const char *name, int nearest, fbp_kernel *k) {
   if (!name || !*name || !strcmp(name, "auto")) {
-    *k = K_ALU2; /* the fastest exact kernel (a single slice falls back to alu) */
+    *k = nearest ? K_ALU : K_ALU2;
     return CTR_OK;
   }
   for (int i = 0; i < K_COUNT; i++)
@@ -435,7 +438,7 @@ static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geome
   f->g = g;
   f->angles_loaded = -1;
   f->nearest = o && o->interp == CTR_FBP_NEAREST;
-  CTR_CHECK(parse_kernel(o ? o->kernel : NULL, &f->kernel));
+  CTR_CHECK(parse_kernel(o ? o->kernel : NULL, f->nearest, &f->kernel));
   const int dev = ctx && ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
   CU(cudaSetDevice(dev));
   CU(cudaMalloc(&f->d_sino, sizeof(float) * (size_t)(nb * na * nslices)));
