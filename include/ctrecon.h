@@ -650,6 +650,18 @@ ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
  * into nx x ny x nslices slices. */
 ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_fbp_options *opts,
                    const ctr_array *sinograms, ctr_array *slices);
+/* Projections to slices in one call: flat/dark correction and -log as
+ * ctr_flatfield_sinograms, transposition, filter, backprojection. proj is
+ * nbins x nrows x nangles (float32 or uint16, bins fastest); flat and dark
+ * are nbins x nrows float32 (dark may be NULL); detector rows [row0, row0 +
+ * nslices) become slices (nx x ny x nslices float32, overwritten). On a CUDA
+ * context everything after one strided upload of each chunk of rows runs on
+ * the GPU, chunk after chunk on two streams; pinned host memory
+ * (ctr_host_alloc) transfers fastest. */
+ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
+                               const ctr_fbp_options *opts, const ctr_array *proj,
+                               const float *flat, const float *dark, int64_t row0,
+                               ctr_array *slices);
 /* Double-precision reference backprojection (CPU, OpenMP) of filtered
  * sinograms: the oracle for the tests. slices: nx x ny x nslices doubles. */
 ctr_status ctr_fbp_backproject_reference(const ctr_parallel_geometry *g, ctr_fbp_interp interp,

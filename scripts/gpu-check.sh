@@ -167,6 +167,11 @@ if has fbp; then
     --json "$OUT/fbp_kernels.json" > "$LOGS/fbp.log" 2>&1
   say "fbp rc=$?"
   tee -a "$LOGS/summary.txt" < "$LOGS/fbp.log"
+  if [ "${FBP_E2E:-1}" = 1 ]; then
+    "$BUILD/bench/bench_fbp" --e2e --n 2048 --angles 2048 --slices 2048 \
+      --json "$OUT/fbp_e2e.json" > "$LOGS/fbp_e2e.log" 2>&1
+    say "fbp end to end rc=$? : $(tail -1 "$LOGS/fbp_e2e.log")"
+  fi
   (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./test_gpu_fbp) \
     > "$LOGS/sanitizer_fbp.log" 2>&1
   say "memcheck fbp rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_fbp.log" | tail -1)"

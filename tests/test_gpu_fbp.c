@@ -8,6 +8,10 @@
 #if CTR_HAVE_CUDA
 #include "parbeam/parbeam.h"
 
+typedef struct ctx_pair {
+  ctr_context *cpu, *gpu;
+} ctx_pair;
+
 static double rel_rms(const float *a, const double *b, int64_t n) {
   double e = 0, s = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -84,6 +88,70 @@ static void one_case(ctr_context *ctx, int kind) {
   ctr_parallel_free(g);
 }
 
+/* Projections (uint16 and float32) with flat and dark fields through
+ * ctr_fbp_projections: the GPU pipeline (device flat-field, cuFFT filter,
+ * two streams) equals the CPU path (FFTW filter, CPU backprojection). */
+static void test_projections(ctx_pair c) {
+  const int64_t nb = 96, nrows = 11, na = 120, row0 = 2, ns = 7;
+  ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
+  p.nbins = nb;
+  p.nangles = na;
+  p.axis = 47.3;
+  ctr_parallel_geometry *g = NULL;
+  CHECK_OK(ctr_parallel_create(&p, &g));
+  if (!g) return;
+  const int64_t npix = nb * nrows, plane = nb * nb;
+  uint16_t *p16 = malloc(sizeof(uint16_t) * (size_t)(npix * na));
+  float *p32 = malloc(sizeof(float) * (size_t)(npix * na));
+  float *flat = malloc(sizeof(float) * (size_t)npix), *dark = malloc(sizeof(float) * (size_t)npix);
+  float *cpu = malloc(sizeof(float) * (size_t)(plane * ns)), *gpu = malloc(sizeof(float) * (size_t)(plane * ns));
+  for (int64_t i = 0; i < npix; i++) {
+    flat[i] = (float)th_uniform(30000, 32000);
+    dark[i] = (float)th_uniform(90, 110);
+  }
+  for (int64_t a = 0; a < na; a++)
+    for (int64_t i = 0; i < npix; i++) {
+      const double b = (double)(i % nb) - 47.3 - 10.0 * cos(0.05 * (double)a);
+      const double att = b * b < 900.0 ? 0.04 * sqrt(900.0 - b * b) : 0.0;
+      const double v = dark[i] + (flat[i] - dark[i]) * exp(-att) + th_uniform(-3, 3);
+      p16[a * npix + i] = (uint16_t)lrint(v);
+      p32[a * npix + i] = (float)v;
+    }
+  const int64_t pd[3] = {nb, nrows, na}, vd[3] = {nb, nb, ns};
+  ctr_array va_c = ctr_array_init(cpu, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va_g = ctr_array_init(gpu, CTR_DTYPE_FLOAT32, 3, vd);
+  static const char *kernels[] = {NULL, "alu", "tex"};
+  for (int dt = 0; dt < 2; dt++) {
+    const ctr_array pa = ctr_array_init(dt ? (void *)p32 : (void *)p16,
+                                        dt ? CTR_DTYPE_FLOAT32 : CTR_DTYPE_UINT16, 3, pd);
+    ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
+    o.window = CTR_WINDOW_HAMMING;
+    CHECK_OK(ctr_fbp_projections(c.cpu, g, &o, &pa, flat, dark, row0, &va_c));
+    for (int k = 0; k < 3; k++) {
+      o.kernel = kernels[k];
+      memset(gpu, 0xff, sizeof(float) * (size_t)(plane * ns));
+      CHECK_OK(ctr_fbp_projections(c.gpu, g, &o, &pa, flat, dark, row0, &va_g));
+      double e = 0, r = 0;
+      for (int64_t i = 0; i < plane * ns; i++) {
+        e += ((double)gpu[i] - cpu[i]) * ((double)gpu[i] - cpu[i]);
+        r += (double)cpu[i] * cpu[i];
+      }
+      e = sqrt(e / r);
+      const double bound = k == 2 ? 5e-3 : 2e-5;
+      printf("projections %s, kernel %s: GPU pipeline vs CPU relative RMS %.2e (bound %.0e)\n",
+             dt ? "float32" : "uint16", kernels[k] ? kernels[k] : "auto", e, bound);
+      CHECK_MSG(e < bound, "projections dtype %d kernel %d: %g", dt, k, e);
+    }
+  }
+  free(p16);
+  free(p32);
+  free(flat);
+  free(dark);
+  free(cpu);
+  free(gpu);
+  ctr_parallel_free(g);
+}
+
 int main(void) {
   if (ctr_cuda_device_count() < 1) {
     printf("no usable GPU: skipped\n");
@@ -94,6 +162,11 @@ int main(void) {
   ctr_context *ctx = NULL;
   CHECK_OK(ctr_context_create(&co, &ctx));
   for (int kind = 0; kind < 3; kind++) one_case(ctx, kind);
+  ctx_pair c = {NULL, ctx};
+  co.device = CTR_DEVICE_CPU;
+  CHECK_OK(ctr_context_create(&co, &c.cpu));
+  if (c.cpu) test_projections(c);
+  ctr_context_free(c.cpu);
   ctr_context_free(ctx);
   return th_finish("test_gpu_fbp");
 }

@@ -13,13 +13,12 @@
  * host side of each kernel's maths, so float rounding does not grow with
  * the bin index. */
 #include "cuda/cuda_util.h"
-#include "parbeam/parbeam.h"
+#include "cuda/fbp_cuda.cuh"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_CONST_ANGLES 2048
 #define ALU_AREA 64    /* pixels per block side */
 #define ALU_ROWS 4     /* thread rows: each thread does ALU_AREA / ALU_ROWS pixels of a column */
 #define ALU_PROJ 16    /* projections cached per pass */
@@ -211,13 +210,10 @@ __global__ void weight_rows(float *sino, int nbins, int na, int nslices, const f
 
 /* ---- Host side ------------------------------------------------------------ */
 
-typedef enum fbp_kernel { K_TEX = 0, K_TEX2 = 1, K_ALU = 2, K_ALU2 = 3, K_COUNT } fbp_kernel;
-static const char *const kernel_names[K_COUNT] = {"tex", "tex2", "alu", "alu2"};
-
 /* auto: the fastest exact kernel measured on the H100 (bench/NOTES.md):
  * alu2 for linear interpolation (a lone last slice runs alu), alu for
  * nearest (whose two-slice entries would carry each value twice). */
-static ctr_status parse_kernel(const char *name, int nearest, fbp_kernel *k) {
+ctr_status ctr__fbp_parse_kernel(const char *name, int nearest, fbp_kernel *k) {
   if (!name || !*name || !strcmp(name, "auto")) {
     *k = nearest ? K_ALU : K_ALU2;
     return CTR_OK;
@@ -255,43 +251,34 @@ cleanup:
   return st;
 }
 
-typedef struct fbp_gpu {
-  const ctr_parallel_geometry *g;
-  fbp_kernel kernel;
-  int nearest;
-  float *d_sino;  /* nslices filtered, weighted sinograms */
-  float *d_out;   /* nslices slices */
-  float *d_w;
-  cudaArray_t arr;
-  int arr_pair;
-  float2 *d_pair;         /* tex2: two slices interleaved */
-  cudaTextureObject_t tex;
-  int64_t angles_loaded;  /* first angle of the constants in constant memory; -1: none */
-} fbp_gpu;
 
 /* The texture of angles [a0, a0 + na) of slice s0 (and s0 + 1 as float2
  * when pair) of the device sinograms. */
-static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int64_t na) {
+static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int64_t na,
+                               cudaStream_t stream) {
   ctr_status st = CTR_OK;
   const int64_t nb = f->g->p.nbins, nat = f->g->p.nangles;
   const float *src = f->d_sino + s0 * nb * nat + a0 * nb;
   cudaChannelFormatDesc desc = pair ? cudaCreateChannelDesc<float2>() : cudaCreateChannelDesc<float>();
-  if (f->tex) cudaDestroyTextureObject(f->tex);
+  const size_t layers = (size_t)MAX_CONST_ANGLES < (size_t)nat ? (size_t)MAX_CONST_ANGLES : (size_t)nat;
+  if (f->tex) {
+    CU(cudaStreamSynchronize(stream)); /* the previous launch may still read it */
+    cudaDestroyTextureObject(f->tex);
+  }
   f->tex = 0;
   if (f->arr && f->arr_pair != pair) {
     cudaFreeArray(f->arr);
     f->arr = NULL;
   }
-  const size_t layers = (size_t)MAX_CONST_ANGLES < (size_t)nat ? (size_t)MAX_CONST_ANGLES : (size_t)nat;
   if (!f->arr) CU(cudaMalloc3DArray(&f->arr, &desc, make_cudaExtent((size_t)nb, 0, layers), cudaArrayLayered));
   f->arr_pair = pair;
   if (pair) {
     /* Interleave the two slices' values into float2 through a device buffer. */
     if (!f->d_pair) CU(cudaMalloc(&f->d_pair, sizeof(float2) * (size_t)(nb * (nat < MAX_CONST_ANGLES ? nat : MAX_CONST_ANGLES))));
     CU(cudaMemcpy2DAsync(f->d_pair, sizeof(float2), src, sizeof(float), sizeof(float),
-                         (size_t)(nb * na), cudaMemcpyDeviceToDevice, 0));
+                         (size_t)(nb * na), cudaMemcpyDeviceToDevice, stream));
     CU(cudaMemcpy2DAsync((char *)f->d_pair + sizeof(float), sizeof(float2), src + nb * nat,
-                         sizeof(float), sizeof(float), (size_t)(nb * na), cudaMemcpyDeviceToDevice, 0));
+                         sizeof(float), sizeof(float), (size_t)(nb * na), cudaMemcpyDeviceToDevice, stream));
   }
   {
     cudaMemcpy3DParms m;
@@ -301,7 +288,7 @@ static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int
     m.dstArray = f->arr;
     m.extent = make_cudaExtent((size_t)nb, 1, (size_t)na);
     m.kind = cudaMemcpyDeviceToDevice;
-    CU(cudaMemcpy3DAsync(&m, 0));
+    CU(cudaMemcpy3DAsync(&m, stream));
   }
   {
     cudaResourceDesc rd;
@@ -321,7 +308,7 @@ cleanup:
 
 /* Backprojects slice s0 (and s0 + 1 when pair) of the device sinograms
  * into the device slices. */
-static ctr_status run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s) {
+ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &f->g->p;
   const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
@@ -360,7 +347,7 @@ static ctr_status run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s) {
 #undef CTR__ALU_LAUNCH
       CU_LAUNCHED("bp_alu");
     } else {
-      CTR_CHECK(make_texture(f, pair, s0, a0, n));
+      CTR_CHECK(make_texture(f, pair, s0, a0, n, s));
       const dim3 block(16, 16), grid((unsigned)((p->nx + 15) / 16), (unsigned)((p->ny + 15) / 16));
       if (pair && f->nearest) bp_tex<1, 1><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
       else if (pair) bp_tex<1, 0><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
@@ -373,7 +360,7 @@ cleanup:
   return st;
 }
 
-static void fbp_gpu_free(fbp_gpu *f) {
+void ctr__fbp_gpu_free(fbp_gpu *f) {
   if (f->tex) cudaDestroyTextureObject(f->tex);
   if (f->arr) cudaFreeArray(f->arr);
   cudaFree(f->d_sino);
@@ -401,7 +388,7 @@ static ctr_status fbp_gpu_run(fbp_gpu *f, int64_t nslices, int repeats, double *
     CU(cudaEventRecord(e0, 0));
     for (int64_t s0 = 0; s0 < nslices;) {
       const int pair = (f->kernel == K_TEX2 || f->kernel == K_ALU2) && s0 + 1 < nslices;
-      CTR_CHECK_GOTO(st, run_kernel(f, s0, pair, 0));
+      CTR_CHECK_GOTO(st, ctr__fbp_run_kernel(f, s0, pair, 0));
       s0 += pair ? 2 : 1;
     }
     CU(cudaEventRecord(e1, 0));
@@ -438,7 +425,7 @@ static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geome
   f->g = g;
   f->angles_loaded = -1;
   f->nearest = o && o->interp == CTR_FBP_NEAREST;
-  CTR_CHECK(parse_kernel(o ? o->kernel : NULL, f->nearest, &f->kernel));
+  CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, f->nearest, &f->kernel));
   const int dev = ctx && ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
   CU(cudaSetDevice(dev));
   CU(cudaMalloc(&f->d_sino, sizeof(float) * (size_t)(nb * na * nslices)));
@@ -456,7 +443,7 @@ static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geome
   }
 cleanup:
   free(w);
-  if (st != CTR_OK) fbp_gpu_free(f);
+  if (st != CTR_OK) ctr__fbp_gpu_free(f);
   return st;
 }
 
@@ -472,7 +459,7 @@ extern "C" ctr_status ctr__fbp_bp_cuda(const ctr_context *ctx, const ctr_paralle
       st = ctr__error_set(CTR_E_DEVICE, "copying the slices to the host: %s",
                           cudaGetErrorString(cudaGetLastError()));
   }
-  fbp_gpu_free(&f);
+  ctr__fbp_gpu_free(&f);
   return st;
 }
 
@@ -488,6 +475,6 @@ extern "C" ctr_status ctr__fbp_bench_cuda(const ctr_context *ctx, const ctr_para
       cudaMemcpy(slices, f.d_out, sizeof(float) * (size_t)(g->p.nx * g->p.ny * nslices),
                  cudaMemcpyDeviceToHost) != cudaSuccess)
     st = ctr__error_set(CTR_E_DEVICE, "copying the slices to the host");
-  fbp_gpu_free(&f);
+  ctr__fbp_gpu_free(&f);
   return st;
 }

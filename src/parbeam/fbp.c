@@ -173,3 +173,54 @@ cleanup:
   ctr__aligned_free(work);
   return st;
 }
+
+ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
+                               const ctr_fbp_options *opts, const ctr_array *proj,
+                               const float *flat, const float *dark, int64_t row0,
+                               ctr_array *slices) {
+  ctr_status st = CTR_OK;
+  ctr_fbp_options o;
+  if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: geometry is NULL");
+  CTR_CHECK(resolve_options("ctr_fbp_projections", opts, &o));
+  if (!proj || !proj->data || proj->ndim != 3 ||
+      (proj->dtype != CTR_DTYPE_FLOAT32 && proj->dtype != CTR_DTYPE_UINT16) ||
+      !ctr_array_is_contiguous(proj))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: projections must be a contiguous 3D "
+             "float32 or uint16 array (nbins x nrows x nangles)");
+  const int64_t nb = g->p.nbins, na = g->p.nangles, nrows = proj->dims[1];
+  if (proj->dims[0] != nb || proj->dims[2] != na)
+    CTR_FAIL(CTR_E_SIZE_MISMATCH, "ctr_fbp_projections: projections are %lld x %lld x %lld, "
+             "expected nbins %lld x nrows x nangles %lld", (long long)proj->dims[0],
+             (long long)proj->dims[1], (long long)proj->dims[2], (long long)nb, (long long)na);
+  if (!flat) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: flat is NULL");
+  CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", g->p.nx, g->p.ny, -1));
+  const int64_t ns = slices->dims[2];
+  if (row0 < 0 || row0 + ns > nrows)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: rows [%lld, %lld) outside the "
+             "projections' %lld rows", (long long)row0, (long long)(row0 + ns), (long long)nrows);
+#if CTR_HAVE_CUDA
+  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA)
+    return ctr__fbp_projections_cuda(ctx, g, &o, proj->data, proj->dtype, nrows, flat, dark, row0,
+                                     ns, slices->data);
+#endif
+  /* CPU: chunks of rows through sinograms in host memory. */
+  int64_t chunk = CTR__FBP_CHUNK_BYTES / (nb * na * (int64_t)sizeof(float));
+  if (chunk > CTR__FBP_CHUNK_SLICES) chunk = CTR__FBP_CHUNK_SLICES;
+  if (chunk < 1) chunk = 1;
+  if (chunk > ns) chunk = ns;
+  float *sino = ctr__aligned_alloc(sizeof(float) * (size_t)(chunk * nb * na), "sinogram chunk");
+  if (!sino) return CTR_E_OUT_OF_MEMORY;
+  float *out = slices->data;
+  for (int64_t s0 = 0; s0 < ns; s0 += chunk) {
+    const int64_t n = ns - s0 < chunk ? ns - s0 : chunk;
+    CTR_CHECK_GOTO(st, ctr_flatfield_sinograms(proj->data, proj->dtype, nb, nrows, na, flat, dark,
+                                               row0 + s0, n, sino, NULL));
+    const int64_t sd[3] = {nb, na, n}, vd[3] = {g->p.nx, g->p.ny, n};
+    const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
+    ctr_array va = ctr_array_init(out + s0 * g->p.nx * g->p.ny, CTR_DTYPE_FLOAT32, 3, vd);
+    CTR_CHECK_GOTO(st, ctr_fbp(ctx, g, &o, &sa, &va));
+  }
+cleanup:
+  ctr__aligned_free(sino);
+  return st;
+}

@@ -38,6 +38,11 @@ void ctr__fbp_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr
 ctr_status ctr__fbp_bp_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                             const ctr_fbp_options *o, int64_t nslices, const float *sino,
                             float *slices);
+/* ctr_fbp_projections on the GPU (arguments checked by the caller). */
+ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                     const ctr_fbp_options *o, const void *proj, ctr_dtype dtype,
+                                     int64_t nrows, const float *flat, const float *dark,
+                                     int64_t row0, int64_t nslices, float *slices);
 /* Benchmark: the same with the sinograms resident on the device, `repeats`
  * timed passes after a warm-up; the median pass in *median_ms; slices (may
  * be NULL) get the result. */
