@@ -28,6 +28,15 @@
   } while (0)
 
 #if CTR_HAVE_CUDA
+/* Raw float32 for bench/astra_fbp.py. */
+static void dump_raw(const char *dir, const char *name, const void *p, size_t bytes) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(p, 1, bytes, f) != bytes) DIE("cannot write %s", path);
+  fclose(f);
+}
+
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -110,7 +119,7 @@ int main(int argc, char **argv) {
 #if CTR_HAVE_CUDA
   int64_t n = 2048, na = 2048, ns = 8;
   int repeats = 5, end_to_end = 0;
-  const char *kernels = "tex,tex2,alu,alu2", *json = NULL;
+  const char *kernels = "tex,tex2,alu,alu2", *json = NULL, *dump = NULL;
   for (int i = 1; i < argc && !strcmp(argv[i], "--e2e"); i++) end_to_end = 1;
   for (int i = 1 + end_to_end; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--n")) n = atoll(argv[i + 1]);
@@ -119,6 +128,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--repeats")) repeats = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--kernels")) kernels = argv[i + 1];
     else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
+    else if (!strcmp(argv[i], "--dump")) dump = argv[i + 1];
     else DIE("unknown option %s", argv[i]);
   }
   if (end_to_end) return e2e(n, na, ns, json);
@@ -142,6 +152,7 @@ int main(int argc, char **argv) {
   if (ctr_context_create(&co, &ctx)) DIE("%s", ctr_error_detail());
   if (ctr_phantom_sinogram(ph, g, ns, z, 1, sino)) DIE("%s", ctr_error_detail());
   ctr_fbp_options fo = CTR_FBP_OPTIONS_INIT;
+  if (dump) dump_raw(dump, "sino.raw", sino, sizeof(float) * (size_t)(sino_n * ns));
   if (ctr_fbp_filter(NULL, g, &fo, ns, sino)) DIE("%s", ctr_error_detail());
   memset(ref, 0, sizeof(double) * (size_t)plane);
   FILE *f = NULL;
@@ -174,6 +185,8 @@ int main(int argc, char **argv) {
         r += ref[i] * ref[i];
       }
       const double rel = sqrt(e / r), gups = (double)na * (double)plane * (double)ns / (ms * 1e-3) / 1e9;
+      if (dump && interp == 0 && !strcmp(k, "alu2"))
+        dump_raw(dump, "ours.raw", out, sizeof(float) * (size_t)(plane * ns));
       printf("%-6s %-7s %4lld slices: %8.3f ms  %7.1f GUPS  relative RMS vs double %.2e\n", k,
              interp ? "nearest" : "linear", (long long)ns, ms, gups, rel);
       if (f) {

@@ -163,8 +163,10 @@ if has fbp; then
   # Parallel-beam kernels on seed 004's benchmark (2048 angles x 2048 bins ->
   # 2048^2 slices, data on the GPU), GUPS and accuracy per kernel.
   say "fbp kernels"
+  FD=/tmp/ctr_fbp_dump
+  mkdir -p "$FD"
   "$BUILD/bench/bench_fbp" --n 2048 --angles 2048 --slices ${FBP_SLICES:-8} --repeats 5 \
-    --json "$OUT/fbp_kernels.json" > "$LOGS/fbp.log" 2>&1
+    --json "$OUT/fbp_kernels.json" --dump "$FD" > "$LOGS/fbp.log" 2>&1
   say "fbp rc=$?"
   tee -a "$LOGS/summary.txt" < "$LOGS/fbp.log"
   if [ "${FBP_E2E:-1}" = 1 ]; then
@@ -172,6 +174,28 @@ if has fbp; then
       --json "$OUT/fbp_e2e.json" > "$LOGS/fbp_e2e.log" 2>&1
     say "fbp end to end rc=$? : $(tail -1 "$LOGS/fbp_e2e.log")"
   fi
+  if has astra; then
+    say "ASTRA FBP_CUDA on the same sinograms"
+    (
+      unset LD_LIBRARY_PATH
+      site=/tmp/site
+      if [ ! -d $site/astra ]; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+          --target $site "$ROOT"/.whl/*.whl || exit 1
+        mkdir -p $site/nvidia/cufft/lib
+        gcc -shared -fPIC -O2 -o $site/nvidia/cufft/lib/libcufft.so.11 \
+          "$ROOT/bench/astra_shim/cufft11_shim.c" \
+          -Wl,--version-script="$ROOT/bench/astra_shim/cufft11.map" -Wl,-soname,libcufft.so.11 -ldl || exit 1
+      fi
+      cufft=$(dirname "$(find / -name 'libcufft.so.12' -not -path '*/proc/*' 2>/dev/null | head -1)")
+      export PYTHONPATH=$site LD_LIBRARY_PATH=$cufft
+      python3 "$ROOT/bench/astra_fbp.py" "$FD" 2048 2048 ${FBP_SLICES:-8} "$OUT/astra_fbp.json" \
+        --ours-e2e-json "$OUT/fbp_e2e.json"
+    ) > "$LOGS/astra_fbp.log" 2>&1
+    say "astra fbp rc=$?"
+    tail -3 "$LOGS/astra_fbp.log" | tee -a "$LOGS/summary.txt"
+  fi
+  rm -rf "$FD"
   (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./test_gpu_fbp) \
     > "$LOGS/sanitizer_fbp.log" 2>&1
   say "memcheck fbp rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_fbp.log" | tail -1)"
