@@ -132,7 +132,6 @@ typedef struct fbp_run {
   void *proj;    /* projections input: all of them, in their dtype */
   float *flat, *dark, *sino, *slices, *xy, *xz, *yz;
   double *angles, *shifts;
-  int64_t clamped;
 } fbp_run;
 
 static int open_input(const fbp_args *a, fbp_run *r) {
@@ -277,21 +276,22 @@ static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
     const int64_t n = r->nslices - s0 < batch ? r->nslices - s0 : batch;
     if (cli_progress(&r->session, "fbp", (double)s0 / (double)r->nslices))
       return cli_fail("fbp", CTR_E_CANCELLED);
+    const int64_t dims_v[3] = {p->nx, p->ny, n};
+    ctr_array va = ctr_array_init(r->slices, CTR_DTYPE_FLOAT32, 3, dims_v);
     if (a->sinograms) {
       st = ctr_stack_read(r->in, s0, n, CTR_DTYPE_FLOAT32, r->sino);
       if (st != CTR_OK) return cli_fail_file("fbp", st, a->sinograms);
+      const int64_t dims_s[3] = {r->nbins, r->nangles, n};
+      const ctr_array sa = ctr_array_init(r->sino, CTR_DTYPE_FLOAT32, 3, dims_s);
+      st = ctr_fbp(r->ctx, r->g, &a->fbp, &sa, &va);
     } else {
+      /* Projections: flat-field, filter and backprojection in one call (on a
+       * GPU all of it on the device). */
       const ctr_stack_info *pi = ctr_stack_reader_info(r->in);
-      int64_t clamped = 0;
-      st = ctr_flatfield_sinograms(r->proj, pi->dtype, r->nbins, pi->height, r->nangles, r->flat,
-                                   r->dark, r->row0 + s0, n, r->sino, &clamped);
-      if (st != CTR_OK) return cli_fail("fbp", st);
-      r->clamped += clamped;
+      const int64_t dims_p[3] = {r->nbins, pi->height, r->nangles};
+      const ctr_array pa = ctr_array_init(r->proj, pi->dtype, 3, dims_p);
+      st = ctr_fbp_projections(r->ctx, r->g, &a->fbp, &pa, r->flat, r->dark, r->row0 + s0, &va);
     }
-    const int64_t dims_s[3] = {r->nbins, r->nangles, n}, dims_v[3] = {p->nx, p->ny, n};
-    const ctr_array sa = ctr_array_init(r->sino, CTR_DTYPE_FLOAT32, 3, dims_s);
-    ctr_array va = ctr_array_init(r->slices, CTR_DTYPE_FLOAT32, 3, dims_v);
-    st = ctr_fbp(r->ctx, r->g, &a->fbp, &sa, &va);
     if (st != CTR_OK) return cli_fail("fbp", st);
     if (a->preview) keep_planes(r, s0, n);
     if (a->out_dtype == CTR_DTYPE_UINT16) {
@@ -395,9 +395,6 @@ int cmd_fbp(int argc, char **argv) {
              "(%.1f GUPS, I/O included)\nwrote %s\n", (long long)r.nslices, (long long)p->nx,
              (long long)p->ny, (long long)r.nangles, (long long)r.nbins, seconds,
              ups / (seconds > 1e-9 ? seconds : 1e-9) / 1e9, a.out);
-    if (r.clamped)
-      cli_warn("fbp", "%lld pixels had a non-positive flat-field ratio (dead or saturated) and "
-               "were clamped", (long long)r.clamped);
   }
   ctr_stack_abort(r.out);
   ctr_stack_close(r.in);
