@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
 #if CTR_HAVE_CUDA
   int64_t n = 2048, na = 2048, ns = 8;
   int repeats = 5, end_to_end = 0;
-  const char *kernels = "tex,tex2,alu,alu2", *json = NULL, *dump = NULL;
+  const char *kernels = "tex,tex2,alu,alu2,alu-os,alu2-os", *json = NULL, *dump = NULL;
   for (int i = 1; i < argc && !strcmp(argv[i], "--e2e"); i++) end_to_end = 1;
   for (int i = 1 + end_to_end; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--n")) n = atoll(argv[i + 1]);
@@ -172,6 +172,7 @@ int main(int argc, char **argv) {
     char list[256];
     snprintf(list, sizeof list, "%s", kernels);
     for (char *k = strtok(list, ","); k; k = strtok(NULL, ",")) {
+      if (interp == 1 && strstr(k, "-os")) continue; /* oversampling is its own (linear) mode */
       fo.kernel = k;
       fo.interp = (ctr_fbp_interp)interp;
       double ms = 0;

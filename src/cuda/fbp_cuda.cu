@@ -75,6 +75,18 @@ __global__ void __launch_bounds__(256) bp_tex(cudaTextureObject_t tex, int na, i
 
 /* ---- ALU kernel (Alg. 6 + Alg. 9) ---------------------------------------- */
 
+/* Per projection a of a block with origin (bx, by): (c, s, the origin's
+ * bin relative to hm, hm) with hm one below the smallest bin the block
+ * touches; the origin's position in double. */
+__device__ __forceinline__ float4 block_konst(int a, int bx, int by) {
+  const float4 k = c_angle[a];
+  const double t0 = c_t0d[a] + (double)bx * k.x + (double)by * k.y;
+  const float span = (float)(ALU_AREA - 1);
+  const float lo = fminf(0.0f, span * k.x) + fminf(0.0f, span * k.y);
+  const double hm = floor(t0 + (double)lo) - 1.0;
+  return make_float4(k.x, k.y, (float)(t0 - hm), (float)hm);
+}
+
 /* S slices at once (1 or 2): cache entries are float2 (m, s) or float4
  * (m_a, s_a, m_b, s_b) so that one shared load serves every slice. */
 template <int S> struct alu_entry;
@@ -122,16 +134,7 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
   for (int a0 = 0; a0 < na; a0 += ALU_PROJ) {
     const int np = na - a0 < ALU_PROJ ? na - a0 : ALU_PROJ;
     __syncthreads();
-    if (tid < np) {
-      /* The block's smallest bin, from its corners; its origin's offset to
-       * that bin in double. */
-      const float4 k = c_angle[a0 + tid];
-      const double t0 = c_t0d[a0 + tid] + (double)bx * k.x + (double)by * k.y;
-      const float span = (float)(ALU_AREA - 1);
-      const float lo = fminf(0.0f, span * k.x) + fminf(0.0f, span * k.y);
-      const double hm = floor(t0 + (double)lo) - 1.0;
-      konst[tid] = make_float4(k.x, k.y, (float)(t0 - hm), (float)hm);
-    }
+    if (tid < np) konst[tid] = block_konst(a0 + tid, bx, by);
     __syncthreads();
     {
       /* Every lane takes part in the shuffle; lanes of a missing projection
@@ -200,6 +203,104 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
   }
 }
 
+
+/* Oversampling (seed 004 Sect. 7.2): the cache holds OS = 4 linearly
+ * interpolated samples per bin and each update takes the nearest sample:
+ * positions quantised to 1/4 bin, no interpolation arithmetic. Entries are
+ * float (one slice) or float2 (two slices). Approximate. */
+#define OS 4
+template <int S> struct os_entry;
+template <> struct os_entry<1> { typedef float T; };
+template <> struct os_entry<2> { typedef float2 T; };
+__device__ __forceinline__ void os_put(float *e, const float *v) { *e = v[0]; }
+__device__ __forceinline__ void os_put(float2 *e, const float *v) { *e = make_float2(v[0], v[1]); }
+__device__ __forceinline__ void os_add(float v, float *acc) { acc[0] += v; }
+__device__ __forceinline__ void os_add(float2 v, float *acc) {
+  acc[0] += v.x;
+  acc[1] += v.y;
+}
+
+template <int S>
+__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
+bp_alu_os(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx,
+          int ny, int per, float *__restrict__ out, long long plane) {
+  typedef typename os_entry<S>::T entry;
+  extern __shared__ float4 shm_raw[];
+  entry *cache = (entry *)shm_raw;
+  const int width = ALU_LANES * per * OS;
+  float4 *konst = (float4 *)(cache + ALU_PROJ * width);
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ALU_AREA + tx;
+  const int bx = blockIdx.x * ALU_AREA, by = blockIdx.y * ALU_AREA;
+  constexpr int nq = ALU_AREA / ALU_ROWS;
+  float acc[nq][S];
+#pragma unroll
+  for (int q = 0; q < nq; q++)
+#pragma unroll
+    for (int k = 0; k < S; k++) acc[q][k] = 0.0f;
+  const int cp = tid / ALU_LANES, cl = tid % ALU_LANES;
+  for (int a0 = 0; a0 < na; a0 += ALU_PROJ) {
+    const int np = na - a0 < ALU_PROJ ? na - a0 : ALU_PROJ;
+    __syncthreads();
+    if (tid < np) konst[tid] = block_konst(a0 + tid, bx, by);
+    __syncthreads();
+    {
+      const int valid = cp < np;
+      const float *row = sino + (long long)(a0 + (valid ? cp : 0)) * nbins;
+      const int b0 = valid ? (int)konst[cp].w + cl * per : 0;
+      entry *dst = cache + cp * width + cl * per * OS;
+      float d[S], first[S], dn[S], v[S];
+#pragma unroll
+      for (int k = 0; k < S; k++) {
+        d[k] = (valid && b0 >= 0 && b0 < nbins) ? __ldg(row + k * sino_stride + b0) : 0.0f;
+        first[k] = d[k];
+      }
+      for (int i = 0; i < per; i++) {
+        const int b = b0 + i + 1;
+        if (i == per - 1) {
+          /* The next lane's first bin; the last lane reads it itself. */
+#pragma unroll
+          for (int k = 0; k < S; k++) {
+            dn[k] = __shfl_down_sync(0xffffffffu, first[k], 1, ALU_LANES);
+            if (cl == ALU_LANES - 1) dn[k] = (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < S; k++) dn[k] = (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+        }
+        if (valid)
+#pragma unroll
+          for (int j = 0; j < OS; j++) {
+#pragma unroll
+            for (int k = 0; k < S; k++) v[k] = fmaf((float)j * (1.0f / OS), dn[k] - d[k], d[k]);
+            os_put(dst + i * OS + j, v);
+          }
+#pragma unroll
+        for (int k = 0; k < S; k++) d[k] = dn[k];
+      }
+    }
+    __syncthreads();
+    for (int p = 0; p < np; p++) {
+      const float4 k = konst[p];
+      const entry *row = cache + p * width;
+      const float h0 = OS * (k.z + (float)tx * k.x + (float)ty * k.y);
+      const float step = (float)(OS * ALU_ROWS) * k.y;
+#pragma unroll
+      for (int q = 0; q < nq; q++) {
+        const float r = fmaf((float)q, step, h0) + ROUND_MAGIC;
+        os_add(row[__float_as_int(r) - ROUND_MAGIC_BITS], acc[q]);
+      }
+    }
+  }
+  const int i = bx + tx;
+#pragma unroll
+  for (int q = 0; q < nq; q++) {
+    const int j = by + ty + q * ALU_ROWS;
+    if (i < nx && j < ny)
+#pragma unroll
+      for (int k = 0; k < S; k++) out[k * plane + (long long)j * nx + i] += acc[q][k];
+  }
+}
+
 /* Each sinogram row times its angle's weight. */
 __global__ void weight_rows(float *sino, int nbins, int na, int nslices, const float *w) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
@@ -224,7 +325,8 @@ ctr_status ctr__fbp_parse_kernel(const char *name, int nearest, fbp_kernel *k) {
       return CTR_OK;
     }
   CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-           "backprojection kernel '%s': expected auto, tex, tex2, alu or alu2", name);
+           "backprojection kernel '%s': expected auto, tex, tex2, alu, alu2 (exact), alu-os or "
+           "alu2-os (approximate: 4x oversampled bins, nearest sample)", name);
 }
 
 /* Uploads per-angle constants for angles [a0, a0 + n). */
@@ -320,12 +422,14 @@ ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s)
       CTR_CHECK(upload_angles(f->g, a0, n));
       f->angles_loaded = a0;
     }
-    if (f->kernel == K_ALU || f->kernel == K_ALU2) {
+    if (f->kernel == K_ALU || f->kernel == K_ALU2 || f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS) {
       /* Bins one block spans: (ALU_AREA - 1) pixels x (|c| + |s|) <= that x sqrt 2
        * voxel, plus the floor, the interpolation neighbour and a margin. */
       const int width = (int)ceil((double)(ALU_AREA - 1) * p->voxel * 1.41422) + 4;
       const int per = (width + ALU_LANES - 1) / ALU_LANES;
-      const size_t entry = pair ? sizeof(float4) : sizeof(float2);
+      const int os = f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS;
+      const size_t entry = os ? (pair ? sizeof(float2) : sizeof(float)) * OS
+                              : (pair ? sizeof(float4) : sizeof(float2));
       const size_t shm = entry * ALU_PROJ * (size_t)(per * ALU_LANES) + sizeof(float4) * ALU_PROJ;
       if (shm > 200 * 1024)
         CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernel caches %zu bytes per block for a pixel of %g "
@@ -340,11 +444,21 @@ ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s)
     bp_alu<NEAR, S><<<grid, block, shm, s>>>(sino + a0 * nb, stride, (int)nb, (int)n, (int)p->nx, \
                                              (int)p->ny, per, out, plane);                       \
   } while (0)
-      if (f->nearest && pair) CTR__ALU_LAUNCH(1, 2);
+#define CTR__OS_LAUNCH(S)                                                                         \
+  do {                                                                                           \
+    if (shm > 48 * 1024)                                                                         \
+      CU(cudaFuncSetAttribute(bp_alu_os<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
+    bp_alu_os<S><<<grid, block, shm, s>>>(sino + a0 * nb, stride, (int)nb, (int)n, (int)p->nx,   \
+                                          (int)p->ny, per, out, plane);                          \
+  } while (0)
+      if (os && pair) CTR__OS_LAUNCH(2);
+      else if (os) CTR__OS_LAUNCH(1);
+      else if (f->nearest && pair) CTR__ALU_LAUNCH(1, 2);
       else if (f->nearest) CTR__ALU_LAUNCH(1, 1);
       else if (pair) CTR__ALU_LAUNCH(0, 2);
       else CTR__ALU_LAUNCH(0, 1);
 #undef CTR__ALU_LAUNCH
+#undef CTR__OS_LAUNCH
       CU_LAUNCHED("bp_alu");
     } else {
       CTR_CHECK(make_texture(f, pair, s0, a0, n, s));
@@ -387,7 +501,8 @@ static ctr_status fbp_gpu_run(fbp_gpu *f, int64_t nslices, int repeats, double *
     CU(cudaMemset(f->d_out, 0, sizeof(float) * (size_t)(plane * nslices)));
     CU(cudaEventRecord(e0, 0));
     for (int64_t s0 = 0; s0 < nslices;) {
-      const int pair = (f->kernel == K_TEX2 || f->kernel == K_ALU2) && s0 + 1 < nslices;
+      const int pair = (f->kernel == K_TEX2 || f->kernel == K_ALU2 || f->kernel == K_ALU2_OS) &&
+                       s0 + 1 < nslices;
       CTR_CHECK_GOTO(st, ctr__fbp_run_kernel(f, s0, pair, 0));
       s0 += pair ? 2 : 1;
     }

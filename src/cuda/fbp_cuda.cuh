@@ -9,8 +9,10 @@
 /* Angles whose constants one launch holds (constant memory). */
 #define MAX_CONST_ANGLES 2048
 
-typedef enum fbp_kernel { K_TEX = 0, K_TEX2 = 1, K_ALU = 2, K_ALU2 = 3, K_COUNT } fbp_kernel;
-static const char *const kernel_names[K_COUNT] = {"tex", "tex2", "alu", "alu2"};
+typedef enum fbp_kernel {
+  K_TEX = 0, K_TEX2 = 1, K_ALU = 2, K_ALU2 = 3, K_ALU_OS = 4, K_ALU2_OS = 5, K_COUNT
+} fbp_kernel;
+static const char *const kernel_names[K_COUNT] = {"tex", "tex2", "alu", "alu2", "alu-os", "alu2-os"};
 
 
 /* Device state of a run: sinograms (filtered, weighted) and slices. */

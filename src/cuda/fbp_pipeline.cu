@@ -171,7 +171,7 @@ extern "C" ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx,
     }
     CU(cudaMemsetAsync(c->f.d_out, 0, sizeof(float) * (size_t)(plane * n), c->s));
     for (int64_t j = 0; j < n;) {
-      const int pair = (kernel == K_TEX2 || kernel == K_ALU2) && j + 1 < n;
+      const int pair = (kernel == K_TEX2 || kernel == K_ALU2 || kernel == K_ALU2_OS) && j + 1 < n;
       /* Angle constants live in one constant bank: the two streams must not
        * interleave their uploads (ctr__fbp_run_kernel uploads when needed;
        * every chunk uses the same angles, loaded once per buffer set). */
