@@ -35,23 +35,27 @@ __constant__ double c_t0d[MAX_CONST_ANGLES];
 
 /* PAIR: a float2 texture holding two slices; the second slice's output is
  * `plane` floats after the first's. */
-/* Z-order (Morton) position of thread t of a 16 x 16 block (seed 004 Alg. 2):
+/* Z-order (Morton) position of thread t of a 16 x 8 block (seed 004 Alg. 2):
  * a warp covers an 8 x 4 patch instead of a 16 x 2 strip, so its texture
  * footprint per projection is smaller. */
 __device__ __forceinline__ void morton16(int t, int *x, int *y) {
+  /* bits: t0 -> x0, t1 -> y0, t2 -> x1, t3 -> y1, t4 -> x2, t5 -> y2, t6 -> x3 */
   *x = (t & 1) | ((t >> 1) & 2) | ((t >> 2) & 4) | ((t >> 3) & 8);
-  *y = ((t >> 1) & 1) | ((t >> 2) & 2) | ((t >> 3) & 4) | ((t >> 4) & 8);
+  *y = ((t >> 1) & 1) | ((t >> 2) & 2) | ((t >> 3) & 4);
 }
 
+/* Each thread owns two pixels, (i, j) and (i, j + 8) of a 16 x 16 tile
+ * (Z-order over the tile's upper half): two independent fetches per
+ * projection keep more texture requests in flight (the kernel waits on
+ * texture latency, not on the texture units). */
 template <int PAIR, int NEAREST>
-__global__ void __launch_bounds__(256) bp_tex(cudaTextureObject_t tex, int na, int nx, int ny,
+__global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, int na, int nx, int ny,
                                                float *__restrict__ out, long long plane) {
   int mx, my;
   morton16(threadIdx.y * 16 + threadIdx.x, &mx, &my);
   const int i = blockIdx.x * 16 + mx;
   const int j = blockIdx.y * 16 + my;
-  if (i >= nx || j >= ny) return;
-  float acc0 = 0.0f, acc1 = 0.0f;
+  float acc0 = 0.0f, acc1 = 0.0f, bcc0 = 0.0f, bcc1 = 0.0f;
   const float fi = (float)i, fj = (float)j;
   /* One layer per projection: a 1D bilinear fetch reads 2 texels, not the
    * 2 x 2 of a 2D texture with a zero-weight second row. */
@@ -59,18 +63,33 @@ __global__ void __launch_bounds__(256) bp_tex(cudaTextureObject_t tex, int na, i
   for (int a = 0; a < na; a++) {
     const float4 k = c_angle[a];
     float t = k.z + fi * k.x + fj * k.y;
-    if (NEAREST) t = floorf(t + 0.5f);
+    float u = fmaf(8.0f, k.y, t);
+    if (NEAREST) {
+      t = floorf(t + 0.5f);
+      u = floorf(u + 0.5f);
+    }
     if (PAIR) {
       const float2 v = tex1DLayered<float2>(tex, t + 0.5f, a);
+      const float2 w = tex1DLayered<float2>(tex, u + 0.5f, a);
       acc0 += v.x;
       acc1 += v.y;
+      bcc0 += w.x;
+      bcc1 += w.y;
     } else {
       acc0 += tex1DLayered<float>(tex, t + 0.5f, a);
+      bcc0 += tex1DLayered<float>(tex, u + 0.5f, a);
     }
   }
-  const long long o = (long long)j * nx + i;
-  out[o] += acc0;
-  if (PAIR) out[plane + o] += acc1;
+  if (i < nx && j < ny) {
+    const long long o = (long long)j * nx + i;
+    out[o] += acc0;
+    if (PAIR) out[plane + o] += acc1;
+  }
+  if (i < nx && j + 8 < ny) {
+    const long long o = (long long)(j + 8) * nx + i;
+    out[o] += bcc0;
+    if (PAIR) out[plane + o] += bcc1;
+  }
 }
 
 /* ---- ALU kernel (Alg. 6 + Alg. 9) ---------------------------------------- */
@@ -462,7 +481,7 @@ ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s)
       CU_LAUNCHED("bp_alu");
     } else {
       CTR_CHECK(make_texture(f, pair, s0, a0, n, s));
-      const dim3 block(16, 16), grid((unsigned)((p->nx + 15) / 16), (unsigned)((p->ny + 15) / 16));
+      const dim3 block(16, 8), grid((unsigned)((p->nx + 15) / 16), (unsigned)((p->ny + 15) / 16));
       if (pair && f->nearest) bp_tex<1, 1><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
       else if (pair) bp_tex<1, 0><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
       else if (f->nearest) bp_tex<0, 1><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
