@@ -631,8 +631,11 @@ typedef struct ctr_fbp_options {
   ctr_window window;
   double cutoff;            /* (0, 1], fraction of Nyquist */
   ctr_fbp_interp interp;
-  const char *kernel;       /* GPU kernel by name (docs/parallel-beam.md); NULL = fastest exact;
-                               CUDA only, the CPU ignores it */
+  const char *kernel;       /* GPU kernel by name (docs/parallel-beam.md); NULL / "auto" = the
+                               fastest exact one for this GPU and size, found by a short timing
+                               run on first use and cached on disk (CTRECON_CACHE_DIR, else
+                               ~/.cache/ctrecon; CTRECON_TUNE=0: no tuning). CUDA only, the
+                               CPU ignores it */
 } ctr_fbp_options;
 
 #define CTR_FBP_OPTIONS_INIT { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL }

@@ -5,6 +5,9 @@
  * (tex2 pairs them, with an odd one left). Exits 77 without a GPU. */
 #include "harness.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #if CTR_HAVE_CUDA
 #include "parbeam/parbeam.h"
 
@@ -184,22 +187,75 @@ static void test_projections(ctx_pair c) {
   ctr_parallel_free(g);
 }
 
+/* The automatic kernel choice: a tuning run on first use writes the cache,
+ * the next run reads it; a corrupt cache is re-tuned, not fatal. */
+static void test_autotune(ctr_context *ctx) {
+  const int64_t nb = 128, na = 90, ns = 2;
+  ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
+  p.nbins = nb;
+  p.nangles = na;
+  ctr_parallel_geometry *g = NULL;
+  CHECK_OK(ctr_parallel_create(&p, &g));
+  if (!g) return;
+  float *sino = malloc(sizeof(float) * (size_t)(nb * na * ns));
+  float *out = malloc(sizeof(float) * (size_t)(nb * nb * ns));
+  double *ref = calloc((size_t)(nb * nb * ns), sizeof(double));
+  for (int64_t k = 0; k < nb * na * ns; k++) sino[k] = (float)sin(0.07 * (double)(k % nb) + (double)(k / nb));
+  CHECK_OK(ctr_fbp_backproject_reference(g, CTR_FBP_LINEAR, ns, sino, ref));
+  char path[128];
+  snprintf(path, sizeof path, "%s/fbp-kernels.json", getenv("CTRECON_CACHE_DIR"));
+  for (int run = 0; run < 3; run++) {
+    if (run == 2) { /* corrupt the cache */
+      FILE *f = fopen(path, "w");
+      if (f) {
+        fputs("{ not json", f);
+        fclose(f);
+      }
+    }
+    ctr_fbp_options o = CTR_FBP_OPTIONS_INIT; /* kernel NULL: automatic */
+    CHECK_OK(ctr__fbp_bp_cuda(ctx, g, &o, ns, sino, out));
+    const double e = rel_rms(out, ref, nb * nb * ns);
+    FILE *f = fopen(path, "r");
+    char text[4096] = "";
+    if (f) {
+      size_t n = fread(text, 1, sizeof text - 1, f);
+      text[n] = '\0';
+      fclose(f);
+    }
+    printf("autotune run %d: cache %s, relative RMS %.2e\n", run, strstr(text, "\"kernel\"") ? "written" : "MISSING", e);
+    CHECK(strstr(text, "\"kernel\"") != NULL && strstr(text, "\"nbins\": 128") != NULL);
+    CHECK(e < 1e-5);
+  }
+  free(sino);
+  free(out);
+  free(ref);
+  ctr_parallel_free(g);
+}
+
 int main(void) {
   if (ctr_cuda_device_count() < 1) {
     printf("no usable GPU: skipped\n");
     return 77;
   }
+  /* The kernel cache of the automatic choice goes to a private directory. */
+  char cache[] = "/tmp/ctr_fbp_cache_XXXXXX";
+  if (mkdtemp(cache)) setenv("CTRECON_CACHE_DIR", cache, 1);
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
   co.device = CTR_DEVICE_CUDA;
   ctr_context *ctx = NULL;
   CHECK_OK(ctr_context_create(&co, &ctx));
   for (int kind = 0; kind < 3; kind++) one_case(ctx, kind);
+  test_autotune(ctx);
   ctx_pair c = {NULL, ctx};
   co.device = CTR_DEVICE_CPU;
   CHECK_OK(ctr_context_create(&co, &c.cpu));
   if (c.cpu) test_projections(c);
   ctr_context_free(c.cpu);
   ctr_context_free(ctx);
+  char rm[128];
+  snprintf(rm, sizeof rm, "%s/fbp-kernels.json", cache);
+  remove(rm);
+  rmdir(cache);
   return th_finish("test_gpu_fbp");
 }
 #else

@@ -14,6 +14,7 @@
  * the bin index. */
 #include "cuda/cuda_util.h"
 #include "cuda/fbp_cuda.cuh"
+#include "parbeam/fbp_tune.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -493,6 +494,86 @@ cleanup:
   return st;
 }
 
+/* Median of three timed runs of f's kernel on slice 0 (and 1), per slice. */
+static ctr_status time_kernel(fbp_gpu *f, int pair, cudaStream_t s, double *ms_per_slice) {
+  ctr_status st = CTR_OK;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  float t[3];
+  CU(cudaEventCreate(&e0));
+  CU(cudaEventCreate(&e1));
+  CTR_CHECK_GOTO(st, ctr__fbp_run_kernel(f, 0, pair, s)); /* warm-up */
+  for (int r = 0; r < 3; r++) {
+    CU(cudaEventRecord(e0, s));
+    CTR_CHECK_GOTO(st, ctr__fbp_run_kernel(f, 0, pair, s));
+    CU(cudaEventRecord(e1, s));
+    CU(cudaEventSynchronize(e1));
+    CU(cudaEventElapsedTime(&t[r], e0, e1));
+  }
+  {
+    const float a = fminf(t[0], t[1]), b = fmaxf(t[0], t[1]);
+    const float med = t[2] < a ? a : t[2] > b ? b : t[2];
+    *ms_per_slice = med / (pair ? 2.0 : 1.0);
+  }
+cleanup:
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  return st;
+}
+
+ctr_status ctr__fbp_autotune(fbp_gpu *f, int64_t nslices, cudaStream_t s) {
+  if (!f->auto_kernel || !ctr__fbp_tune_enabled()) return CTR_OK;
+  f->auto_kernel = 0;
+  const ctr_parallel_params *p = &f->g->p;
+  ctr__fbp_tune_key key;
+  memset(&key, 0, sizeof key);
+  {
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+      return CTR_OK; /* no name to key on: keep the static default */
+    snprintf(key.gpu, sizeof key.gpu, "%s", prop.name);
+  }
+  key.nbins = p->nbins;
+  key.nangles = p->nangles;
+  key.nx = p->nx;
+  key.ny = p->ny;
+  key.interp = f->nearest;
+  key.multi = nslices > 1;
+  {
+    char name[32];
+    fbp_kernel k;
+    if (ctr__fbp_tune_lookup(&key, name, sizeof name) &&
+        ctr__fbp_parse_kernel(name, f->nearest, &k) == CTR_OK) {
+      f->kernel = k;
+      return CTR_OK;
+    }
+    ctr_error_clear();
+  }
+  /* The exact candidates: software interpolation, and point-sampled
+   * textures for nearest (hardware linear weights are 8-bit: not exact). */
+  const fbp_kernel lin[2] = {K_ALU, K_ALU2}, near[4] = {K_ALU, K_ALU2, K_TEX, K_TEX2};
+  const fbp_kernel *cand = f->nearest ? near : lin;
+  const int ncand = f->nearest ? 4 : 2;
+  fbp_kernel best = f->kernel;
+  double best_ms = 1e300;
+  for (int i = 0; i < ncand; i++) {
+    const int pair = cand[i] == K_ALU2 || cand[i] == K_TEX2;
+    if (pair && nslices < 2) continue;
+    double ms = 0;
+    f->kernel = cand[i];
+    CTR_CHECK(time_kernel(f, pair, s, &ms));
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = cand[i];
+    }
+  }
+  f->kernel = best;
+  /* A cache that cannot be written costs a re-tune next time, nothing more. */
+  const double gups = (double)p->nangles * (double)(p->nx * p->ny) / (best_ms * 1e-3) / 1e9;
+  if (ctr__fbp_tune_store(&key, kernel_names[best], gups) != CTR_OK) ctr_error_clear();
+  return CTR_OK;
+}
+
 void ctr__fbp_gpu_free(fbp_gpu *f) {
   if (f->tex) cudaDestroyTextureObject(f->tex);
   if (f->arr) cudaFreeArray(f->arr);
@@ -514,6 +595,7 @@ static ctr_status fbp_gpu_run(fbp_gpu *f, int64_t nslices, int repeats, double *
   double times[33];
   if (repeats < 1) repeats = 1;
   if (repeats > 33) repeats = 33;
+  CTR_CHECK_GOTO(st, ctr__fbp_autotune(f, nslices, 0));
   CU(cudaEventCreate(&e0));
   CU(cudaEventCreate(&e1));
   for (int r = 0; r < repeats; r++) {
@@ -560,6 +642,7 @@ static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geome
   f->angles_loaded = -1;
   f->nearest = o && o->interp == CTR_FBP_NEAREST;
   CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, f->nearest, &f->kernel));
+  f->auto_kernel = !o || !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");
   const int dev = ctx && ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
   CU(cudaSetDevice(dev));
   CU(cudaMalloc(&f->d_sino, sizeof(float) * (size_t)(nb * na * nslices)));

@@ -28,6 +28,7 @@ typedef struct fbp_gpu {
   float2 *d_pair;         /* tex2: two slices interleaved */
   cudaTextureObject_t tex;
   int64_t angles_loaded;  /* first angle of the constants in constant memory; -1: none */
+  int auto_kernel;        /* the kernel is to be chosen by ctr__fbp_autotune */
 } fbp_gpu;
 
 /* The kernel for a name (NULL / "auto": the default for the interpolation). */
@@ -35,6 +36,10 @@ ctr_status ctr__fbp_parse_kernel(const char *name, int nearest, fbp_kernel *k);
 /* Backprojects slice s0 (and s0 + 1 when pair) of f->d_sino into f->d_out,
  * adding, on stream s. */
 ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s);
+/* For an automatic kernel choice: the cached choice for this GPU and size,
+ * or a short timing run of the exact candidates on slices 0 (and 1) of
+ * f->d_sino (f->d_out is clobbered), recorded in the cache (fbp_tune.h). */
+ctr_status ctr__fbp_autotune(fbp_gpu *f, int64_t nslices, cudaStream_t s);
 /* Frees what f owns (d_sino, d_out, d_w, textures) and zeroes it. */
 void ctr__fbp_gpu_free(fbp_gpu *f);
 

@@ -121,6 +121,7 @@ extern "C" ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx,
     c->f.g = g;
     c->f.kernel = kernel;
     c->f.nearest = nearest;
+    c->f.auto_kernel = !o || !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");
     c->f.angles_loaded = -1;
     int n[1] = {(int)padded}, inembed[1] = {(int)ld}, onembed[1] = {(int)nf};
     if (cufftPlanMany(&c->plan_f, 1, n, inembed, 1, (int)ld, onembed, 1, (int)nf, CUFFT_R2C,
@@ -168,6 +169,14 @@ extern "C" ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx,
       const dim3 ge((unsigned)((nb + 255) / 256), (unsigned)na, (unsigned)n);
       extract_weighted<<<ge, 256, 0, c->s>>>(c->d_rows, (int)ld, (int)nb, (int)na, d_w, c->f.d_sino);
       CU_LAUNCHED("extract_weighted");
+    }
+    if (c->f.auto_kernel) {
+      /* First chunk: choose the kernel (cached per GPU and size), then both
+       * buffer sets use it. */
+      CTR_CHECK_GOTO(st, ctr__fbp_autotune(&c->f, n, c->s));
+      kernel = c->f.kernel;
+      cb[0].f.kernel = cb[1].f.kernel = kernel;
+      cb[0].f.auto_kernel = cb[1].f.auto_kernel = 0;
     }
     CU(cudaMemsetAsync(c->f.d_out, 0, sizeof(float) * (size_t)(plane * n), c->s));
     for (int64_t j = 0; j < n;) {

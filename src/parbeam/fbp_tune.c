@@ -1,0 +1,151 @@
+/* The parallel-beam kernel selector's cache: which backprojection kernel was
+ * fastest for a GPU and a problem size, measured once by a short tuning run
+ * and kept in a JSON file. A missing, unreadable, corrupt or stale cache is
+ * an empty cache (the caller tunes again); writes go to a temporary name and
+ * are renamed, so a crash never leaves a half-written cache. */
+#include "parbeam/fbp_tune.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CACHE_VERSION 1
+#define CACHE_NAME "fbp-kernels.json"
+
+/* $CTRECON_CACHE_DIR, else $XDG_CACHE_HOME/ctrecon, else ~/.cache/ctrecon. */
+static int cache_path(char *buf, size_t n) {
+  const char *d = getenv("CTRECON_CACHE_DIR");
+  if (d && *d) return snprintf(buf, n, "%s/" CACHE_NAME, d) < (int)n;
+  d = getenv("XDG_CACHE_HOME");
+  if (d && *d) return snprintf(buf, n, "%s/ctrecon/" CACHE_NAME, d) < (int)n;
+  d = getenv("HOME");
+  if (d && *d) return snprintf(buf, n, "%s/.cache/ctrecon/" CACHE_NAME, d) < (int)n;
+  return 0;
+}
+
+int ctr__fbp_tune_enabled(void) {
+  const char *v = getenv("CTRECON_TUNE");
+  return !(v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no")));
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = NULL;
+  if (fseek(f, 0, SEEK_END) == 0) {
+    const long n = ftell(f);
+    if (n > 0 && n < (1 << 24) && fseek(f, 0, SEEK_SET) == 0) {
+      buf = malloc((size_t)n + 1);
+      if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) buf[n] = '\0';
+      else {
+        free(buf);
+        buf = NULL;
+      }
+    }
+  }
+  fclose(f);
+  return buf;
+}
+
+/* The cache's entries array (a valid, current cache), or NULL. */
+static cJSON *load(cJSON **root) {
+  char path[4096];
+  *root = NULL;
+  if (!cache_path(path, sizeof path)) return NULL;
+  char *text = read_file(path);
+  if (!text) return NULL;
+  *root = cJSON_Parse(text);
+  free(text);
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(*root, "version");
+  cJSON *e = cJSON_GetObjectItemCaseSensitive(*root, "entries");
+  if (!cJSON_IsNumber(v) || v->valueint != CACHE_VERSION || !cJSON_IsArray(e)) return NULL;
+  return e;
+}
+
+static int matches(const cJSON *e, const ctr__fbp_tune_key *k) {
+  const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(e, "gpu");
+  static const char *const names[6] = {"nbins", "nangles", "nx", "ny", "interp", "multi"};
+  const int64_t want[6] = {k->nbins, k->nangles, k->nx, k->ny, k->interp, k->multi};
+  if (!cJSON_IsString(gpu) || strcmp(gpu->valuestring, k->gpu) != 0) return 0;
+  for (int i = 0; i < 6; i++) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(e, names[i]);
+    if (!cJSON_IsNumber(x) || (int64_t)x->valuedouble != want[i]) return 0;
+  }
+  return 1;
+}
+
+int ctr__fbp_tune_lookup(const ctr__fbp_tune_key *k, char *kernel, size_t n) {
+  cJSON *root;
+  const cJSON *entries = load(&root), *e;
+  int found = 0;
+  cJSON_ArrayForEach(e, entries) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "kernel");
+    if (matches(e, k) && cJSON_IsString(name) && strlen(name->valuestring) < n) {
+      snprintf(kernel, n, "%s", name->valuestring);
+      found = 1;
+      break;
+    }
+  }
+  cJSON_Delete(root);
+  return found;
+}
+
+/* mkdir -p of the directory part of path. */
+static void make_parents(const char *path) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s", path);
+  for (char *c = p + 1; *c; c++)
+    if (*c == '/') {
+      *c = '\0';
+      mkdir(p, 0777);
+      *c = '/';
+    }
+}
+
+ctr_status ctr__fbp_tune_store(const ctr__fbp_tune_key *k, const char *kernel, double gups) {
+  char path[4096], tmp[4200];
+  if (!cache_path(path, sizeof path))
+    CTR_FAIL(CTR_E_IO, "no directory for the kernel cache: set CTRECON_CACHE_DIR or HOME");
+  cJSON *root;
+  cJSON *entries = load(&root);
+  if (!entries) { /* missing, corrupt or stale: start a fresh cache */
+    cJSON_Delete(root);
+    root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "version", CACHE_VERSION);
+    entries = cJSON_AddArrayToObject(root, "entries");
+  }
+  /* Replace an entry with the same key. */
+  for (int i = cJSON_GetArraySize(entries) - 1; i >= 0; i--)
+    if (matches(cJSON_GetArrayItem(entries, i), k)) cJSON_DeleteItemFromArray(entries, i);
+  cJSON *e = cJSON_CreateObject();
+  cJSON_AddStringToObject(e, "gpu", k->gpu);
+  cJSON_AddNumberToObject(e, "nbins", (double)k->nbins);
+  cJSON_AddNumberToObject(e, "nangles", (double)k->nangles);
+  cJSON_AddNumberToObject(e, "nx", (double)k->nx);
+  cJSON_AddNumberToObject(e, "ny", (double)k->ny);
+  cJSON_AddNumberToObject(e, "interp", (double)k->interp);
+  cJSON_AddNumberToObject(e, "multi", (double)k->multi);
+  cJSON_AddStringToObject(e, "kernel", kernel);
+  cJSON_AddNumberToObject(e, "gups", gups);
+  cJSON_AddItemToArray(entries, e);
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "kernel cache text");
+  make_parents(path);
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  const size_t len = strlen(text);
+  const int ok = f && fwrite(text, 1, len, f) == len && fflush(f) == 0 && fsync(fileno(f)) == 0;
+  const int err = errno;
+  if (f) fclose(f);
+  free(text);
+  if (!ok || rename(tmp, path) != 0) {
+    unlink(tmp);
+    CTR_FAIL(CTR_E_IO, "cannot write the kernel cache '%s': %s", path, strerror(ok ? errno : err));
+  }
+  return CTR_OK;
+}

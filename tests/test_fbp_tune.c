@@ -1,0 +1,79 @@
+/* The parallel-beam kernel selector's cache (src/parbeam/fbp_tune.c): round
+ * trips, several keys, replacement, and a missing, corrupt, stale or
+ * unwritable cache treated as empty (re-tune, never a crash). */
+#include "harness.h"
+#include "scratch_dir.h"
+#include "parbeam/fbp_tune.h"
+
+#include <stdlib.h>
+
+static ctr__fbp_tune_key key(int64_t n, int interp) {
+  ctr__fbp_tune_key k;
+  memset(&k, 0, sizeof k);
+  snprintf(k.gpu, sizeof k.gpu, "%s", "Test GPU 80GB");
+  k.nbins = k.nx = k.ny = n;
+  k.nangles = 2 * n;
+  k.interp = interp;
+  k.multi = 1;
+  return k;
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
+int main(void) {
+  if (!scratch_open("fbp_tune")) return 1;
+  setenv("CTRECON_CACHE_DIR", g_dir, 1);
+  char name[32];
+  const ctr__fbp_tune_key a = key(512, 0), b = key(1024, 0), c = key(512, 1);
+  CHECK(!ctr__fbp_tune_lookup(&a, name, sizeof name)); /* no cache yet */
+  CHECK_OK(ctr__fbp_tune_store(&a, "alu2", 3000.0));
+  CHECK(exists(P("fbp-kernels.json")));
+  CHECK(ctr__fbp_tune_lookup(&a, name, sizeof name) && !strcmp(name, "alu2"));
+  CHECK(!ctr__fbp_tune_lookup(&b, name, sizeof name)); /* other size */
+  CHECK(!ctr__fbp_tune_lookup(&c, name, sizeof name)); /* other interpolation */
+  CHECK_OK(ctr__fbp_tune_store(&b, "alu", 2000.0));
+  CHECK_OK(ctr__fbp_tune_store(&c, "tex2", 1000.0));
+  CHECK(ctr__fbp_tune_lookup(&a, name, sizeof name) && !strcmp(name, "alu2"));
+  CHECK(ctr__fbp_tune_lookup(&b, name, sizeof name) && !strcmp(name, "alu"));
+  CHECK(ctr__fbp_tune_lookup(&c, name, sizeof name) && !strcmp(name, "tex2"));
+  CHECK_OK(ctr__fbp_tune_store(&a, "alu", 2500.0)); /* replaces, does not duplicate */
+  CHECK(ctr__fbp_tune_lookup(&a, name, sizeof name) && !strcmp(name, "alu"));
+  long long size;
+  unsigned char *text = read_all(P("fbp-kernels.json"), &size);
+  int entries = 0;
+  for (const char *q = (const char *)text; text && (q = strstr(q, "\"kernel\"")); q++) entries++;
+  CHECK_MSG(entries == 3, "%d entries, expected 3", entries);
+  free(text);
+  /* A name too long for the caller's buffer is not returned truncated. */
+  char tiny[3];
+  CHECK(!ctr__fbp_tune_lookup(&a, tiny, sizeof tiny));
+  /* Corrupt, truncated and stale caches read as empty; a store replaces them. */
+  const char *bad[] = {"garbage {", "{\"version\": 1, \"entries\": [ {\"gpu\": ", "",
+                       "{\"version\": 99, \"entries\": []}", "[1, 2, 3]",
+                       "{\"version\": 1, \"entries\": [{\"gpu\": 5, \"kernel\": \"alu\"}]}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    write_text(P("fbp-kernels.json"), bad[i]);
+    CHECK_MSG(!ctr__fbp_tune_lookup(&a, name, sizeof name), "cache '%s' read as valid", bad[i]);
+    CHECK_OK(ctr__fbp_tune_store(&a, "alu2", 3000.0));
+    CHECK(ctr__fbp_tune_lookup(&a, name, sizeof name) && !strcmp(name, "alu2"));
+  }
+  CHECK(count_temporaries() == 0);
+  /* An unusable cache directory: lookups miss, stores fail with a message. */
+  setenv("CTRECON_CACHE_DIR", "/proc/ctrecon-no-such-dir", 1);
+  CHECK(!ctr__fbp_tune_lookup(&a, name, sizeof name));
+  CHECK(ctr__fbp_tune_store(&a, "alu2", 1.0) == CTR_E_IO);
+  CHECK(strstr(ctr_error_detail(), "kernel cache") != NULL);
+  /* The switch. */
+  setenv("CTRECON_TUNE", "0", 1);
+  CHECK(!ctr__fbp_tune_enabled());
+  unsetenv("CTRECON_TUNE");
+  CHECK(ctr__fbp_tune_enabled());
+  scratch_close();
+  return th_finish("test_fbp_tune");
+}
