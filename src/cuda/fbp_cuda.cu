@@ -117,23 +117,24 @@ __device__ __forceinline__ void put(float2 *e, const float *m, const float *sl) 
 __device__ __forceinline__ void put(float4 *e, const float *m, const float *sl) {
   *e = make_float4(m[0], sl[0], m[1], sl[1]);
 }
-__device__ __forceinline__ void accumulate(const float2 v, float f, float *acc, int nearest) {
-  acc[0] += nearest ? v.x : fmaf(f, v.y, v.x);
+__device__ __forceinline__ void accumulate(const float2 v, float f, float *acc) {
+  acc[0] += fmaf(f, v.y, v.x);
 }
-__device__ __forceinline__ void accumulate(const float4 v, float f, float *acc, int nearest) {
-  acc[0] += nearest ? v.x : fmaf(f, v.y, v.x);
-  acc[1] += nearest ? v.z : fmaf(f, v.w, v.z);
+__device__ __forceinline__ void accumulate(const float4 v, float f, float *acc) {
+  acc[0] += fmaf(f, v.y, v.x);
+  acc[1] += fmaf(f, v.w, v.z);
 }
 
 /* The cache holds, per projection, `width` = ALU_LANES * per entries
  * starting at bin hm (Alg. 9: each of ALU_LANES threads reads `per`
  * consecutive bins once and takes the bin after them from its neighbour by
  * a shuffle). Linear: an entry holds the midpoint m = (d_e + d_e+1) / 2 and
- * the slope d_e+1 - d_e; nearest: d_e twice. Dynamic shared memory:
+ * the slope d_e+1 - d_e (linear interpolation only: nearest runs
+ * bp_alu_os with one sample per bin). Dynamic shared memory:
  * ALU_PROJ * width entries and ALU_PROJ float4 of constants. Thread (tx, ty)
  * owns column bx + tx and rows by + ty + ALU_ROWS q of each slice; slice k's
  * sinogram is sino + k * sino_stride, its output out + k * plane. */
-template <int NEAREST, int S>
+template <int S>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
 bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
        int per, float *__restrict__ out, long long plane) {
@@ -174,8 +175,8 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
 #pragma unroll
         for (int k = 0; k < S; k++) {
           dn[k] = (b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
-          m[k] = NEAREST ? d[k] : 0.5f * (d[k] + dn[k]);
-          sl[k] = NEAREST ? d[k] : dn[k] - d[k];
+          m[k] = 0.5f * (d[k] + dn[k]);
+          sl[k] = dn[k] - d[k];
           d[k] = dn[k];
         }
         put(dst + i, m, sl);
@@ -188,8 +189,8 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
 #pragma unroll
         for (int k = 0; k < S; k++) {
           if (cl == ALU_LANES - 1) dn[k] = (b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
-          m[k] = NEAREST ? d[k] : 0.5f * (d[k] + dn[k]);
-          sl[k] = NEAREST ? d[k] : dn[k] - d[k];
+          m[k] = 0.5f * (d[k] + dn[k]);
+          sl[k] = dn[k] - d[k];
         }
         put(dst + per - 1, m, sl);
       }
@@ -202,14 +203,14 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
        * mantissa, no conversion instructions. Linear: with g = h - 0.5
        * rounded to e the value is m_e + (g - e) s_e, the same on both sides
        * of a tie. */
-      const float h0 = k.z - (NEAREST ? 0.0f : 0.5f) + (float)tx * k.x + (float)ty * k.y;
+      const float h0 = k.z - 0.5f + (float)tx * k.x + (float)ty * k.y;
       const float step = (float)ALU_ROWS * k.y;
 #pragma unroll
       for (int q = 0; q < nq; q++) {
         const float g = fmaf((float)q, step, h0);
         const float r = g + ROUND_MAGIC;
         const int e = __float_as_int(r) - ROUND_MAGIC_BITS;
-        accumulate(row[e], g - (r - ROUND_MAGIC), acc[q], NEAREST);
+        accumulate(row[e], g - (r - ROUND_MAGIC), acc[q]);
       }
     }
   }
@@ -224,11 +225,13 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
 }
 
 
-/* Oversampling (seed 004 Sect. 7.2): the cache holds OS = 4 linearly
- * interpolated samples per bin and each update takes the nearest sample:
- * positions quantised to 1/4 bin, no interpolation arithmetic. Entries are
- * float (one slice) or float2 (two slices). Approximate. */
-#define OS 4
+/* Sample caches: the cache holds OS samples per bin (linearly interpolated
+ * between bins) and each update takes the nearest sample, no interpolation
+ * arithmetic. OS = 4: oversampling (seed 004 Sect. 7.2), positions
+ * quantised to 1/4 bin, approximate linear interpolation. OS = 1: nearest
+ * interpolation with value-only entries (4 or 8 bytes per update, not the
+ * pair caches' 8 or 16). Entries are float (one slice) or float2 (two). */
+#define OVERSAMPLE 4
 template <int S> struct os_entry;
 template <> struct os_entry<1> { typedef float T; };
 template <> struct os_entry<2> { typedef float2 T; };
@@ -240,7 +243,7 @@ __device__ __forceinline__ void os_add(float2 v, float *acc) {
   acc[1] += v.y;
 }
 
-template <int S>
+template <int S, int OS>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
 bp_alu_os(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx,
           int ny, int per, float *__restrict__ out, long long plane) {
@@ -448,7 +451,9 @@ ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s)
       const int width = (int)ceil((double)(ALU_AREA - 1) * p->voxel * 1.41422) + 4;
       const int per = (width + ALU_LANES - 1) / ALU_LANES;
       const int os = f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS;
-      const size_t entry = os ? (pair ? sizeof(float2) : sizeof(float)) * OS
+      /* Nearest runs the sample cache with one sample per bin. */
+      const int samples = os ? OVERSAMPLE : f->nearest ? 1 : 0;
+      const size_t entry = samples ? (pair ? sizeof(float2) : sizeof(float)) * (size_t)samples
                               : (pair ? sizeof(float4) : sizeof(float2));
       const size_t shm = entry * ALU_PROJ * (size_t)(per * ALU_LANES) + sizeof(float4) * ALU_PROJ;
       if (shm > 200 * 1024)
@@ -457,26 +462,26 @@ ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s)
       const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
       const dim3 block(ALU_AREA, ALU_ROWS);
       const long long stride = (long long)(nb * na);
-#define CTR__ALU_LAUNCH(NEAR, S)                                                                  \
+#define CTR__ALU_LAUNCH(S)                                                                        \
   do {                                                                                           \
     if (shm > 48 * 1024)                                                                         \
-      CU(cudaFuncSetAttribute(bp_alu<NEAR, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
-    bp_alu<NEAR, S><<<grid, block, shm, s>>>(sino + a0 * nb, stride, (int)nb, (int)n, (int)p->nx, \
+      CU(cudaFuncSetAttribute(bp_alu<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
+    bp_alu<S><<<grid, block, shm, s>>>(sino + a0 * nb, stride, (int)nb, (int)n, (int)p->nx,       \
+                                       (int)p->ny, per, out, plane);                             \
+  } while (0)
+#define CTR__OS_LAUNCH(S, N)                                                                      \
+  do {                                                                                           \
+    if (shm > 48 * 1024)                                                                         \
+      CU(cudaFuncSetAttribute(bp_alu_os<S, N>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
+    bp_alu_os<S, N><<<grid, block, shm, s>>>(sino + a0 * nb, stride, (int)nb, (int)n, (int)p->nx, \
                                              (int)p->ny, per, out, plane);                       \
   } while (0)
-#define CTR__OS_LAUNCH(S)                                                                         \
-  do {                                                                                           \
-    if (shm > 48 * 1024)                                                                         \
-      CU(cudaFuncSetAttribute(bp_alu_os<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
-    bp_alu_os<S><<<grid, block, shm, s>>>(sino + a0 * nb, stride, (int)nb, (int)n, (int)p->nx,   \
-                                          (int)p->ny, per, out, plane);                          \
-  } while (0)
-      if (os && pair) CTR__OS_LAUNCH(2);
-      else if (os) CTR__OS_LAUNCH(1);
-      else if (f->nearest && pair) CTR__ALU_LAUNCH(1, 2);
-      else if (f->nearest) CTR__ALU_LAUNCH(1, 1);
-      else if (pair) CTR__ALU_LAUNCH(0, 2);
-      else CTR__ALU_LAUNCH(0, 1);
+      if (os && pair) CTR__OS_LAUNCH(2, OVERSAMPLE);
+      else if (os) CTR__OS_LAUNCH(1, OVERSAMPLE);
+      else if (f->nearest && pair) CTR__OS_LAUNCH(2, 1);
+      else if (f->nearest) CTR__OS_LAUNCH(1, 1);
+      else if (pair) CTR__ALU_LAUNCH(2);
+      else CTR__ALU_LAUNCH(1);
 #undef CTR__ALU_LAUNCH
 #undef CTR__OS_LAUNCH
       CU_LAUNCHED("bp_alu");
