@@ -169,6 +169,11 @@ if has fbp; then
     --json "$OUT/fbp_kernels.json" --dump "$FD" > "$LOGS/fbp.log" 2>&1
   say "fbp rc=$?"
   tee -a "$LOGS/summary.txt" < "$LOGS/fbp.log"
+  # The approximate modes' quality on a 1024^2 Shepp-Logan slice (seed 004 Figs. 7, 18).
+  "$BUILD/bench/bench_fbp" --n 1024 --angles 1024 --slices 2 --repeats 3 \
+    --json "$OUT/fbp_kernels_1024.json" > "$LOGS/fbp_1024.log" 2>&1
+  say "fbp 1024 rc=$?"
+  tee -a "$LOGS/summary.txt" < "$LOGS/fbp_1024.log"
   if [ "${FBP_E2E:-1}" = 1 ]; then
     "$BUILD/bench/bench_fbp" --e2e --n 2048 --angles 2048 --slices 2048 \
       --json "$OUT/fbp_e2e.json" > "$LOGS/fbp_e2e.log" 2>&1
