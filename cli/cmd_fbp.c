@@ -129,7 +129,7 @@ typedef struct fbp_run {
   ctr_stack_writer *out;
   ctr_parallel_geometry *g;
   int64_t nbins, nangles, nslices, row0;
-  void *proj;    /* projections input: all of them, in their dtype */
+  void *proj;    /* projections input: the current block of rows of every projection */
   float *flat, *dark, *sino, *slices, *xy, *xz, *yz;
   double *angles, *shifts;
 } fbp_run;
@@ -164,7 +164,8 @@ static int open_input(const fbp_args *a, fbp_run *r) {
   return 0;
 }
 
-/* Flat and dark fields (stacks averaged), projections loaded whole. */
+/* Flat and dark fields (stacks averaged). The projections themselves are
+ * read a block of rows at a time (reconstruct). */
 static int load_projections(const fbp_args *a, fbp_run *r) {
   const ctr_stack_info *i = ctr_stack_reader_info(r->in);
   const int64_t npix = i->width * i->height;
@@ -203,15 +204,7 @@ static int load_projections(const fbp_args *a, fbp_run *r) {
     for (int64_t p = 0; p < npix; p++) r->flat[p] = 1.0f;
     cli_warn("fbp", "no --flat given: projections are used as transmission (I / I0) directly");
   }
-  const size_t bytes = (size_t)(npix * i->count) * ctr_dtype_size(i->dtype);
-  r->proj = malloc(bytes);
-  if (!r->proj) {
-    char b[32];
-    return cli_error("fbp", CLI_EXIT_RUNTIME, "out of memory for the projections (%s)",
-                     cli_bytes((double)bytes, b, sizeof b));
-  }
-  ctr_status st = ctr_stack_read(r->in, 0, i->count, i->dtype, r->proj);
-  return st == CTR_OK ? 0 : cli_fail_file("fbp", st, a->projections);
+  return 0;
 }
 
 static int make_geometry(const fbp_args *a, fbp_run *r) {
@@ -253,7 +246,18 @@ static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
   const ctr_parallel_params *p = ctr_parallel_get(r->g);
   const int64_t plane = p->nx * p->ny, batch = a->batch < r->nslices ? a->batch : r->nslices;
   int rc = 0;
-  r->sino = cli_alloc_floats("fbp", r->nbins * r->nangles * batch, "the sinograms", &rc);
+  if (a->sinograms) {
+    r->sino = cli_alloc_floats("fbp", r->nbins * r->nangles * batch, "the sinograms", &rc);
+  } else {
+    const size_t bytes = (size_t)(r->nbins * r->nangles * batch) *
+                         ctr_dtype_size(ctr_stack_reader_info(r->in)->dtype);
+    r->proj = malloc(bytes);
+    if (!r->proj) {
+      char b[32];
+      return cli_error("fbp", CLI_EXIT_RUNTIME, "out of memory for %lld rows of the projections "
+                       "(%s); lower --batch", (long long)batch, cli_bytes((double)bytes, b, sizeof b));
+    }
+  }
   if (!rc) r->slices = cli_alloc_floats("fbp", plane * batch, "the slices", &rc);
   if (!rc && a->preview) {
     r->xy = cli_alloc_floats("fbp", plane, "the previews", &rc);
@@ -285,12 +289,16 @@ static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
       const ctr_array sa = ctr_array_init(r->sino, CTR_DTYPE_FLOAT32, 3, dims_s);
       st = ctr_fbp(r->ctx, r->g, &a->fbp, &sa, &va);
     } else {
-      /* Projections: flat-field, filter and backprojection in one call (on a
-       * GPU all of it on the device). */
+      /* Projections: this block of rows of every projection, then flat-field,
+       * filter and backprojection in one call (on a GPU all on the device). */
       const ctr_stack_info *pi = ctr_stack_reader_info(r->in);
-      const int64_t dims_p[3] = {r->nbins, pi->height, r->nangles};
+      st = ctr_stack_read_rows(r->in, 0, r->nangles, r->row0 + s0, n, pi->dtype, r->proj);
+      if (st != CTR_OK) return cli_fail_file("fbp", st, a->projections);
+      const int64_t dims_p[3] = {r->nbins, n, r->nangles};
       const ctr_array pa = ctr_array_init(r->proj, pi->dtype, 3, dims_p);
-      st = ctr_fbp_projections(r->ctx, r->g, &a->fbp, &pa, r->flat, r->dark, r->row0 + s0, &va);
+      const int64_t off = (r->row0 + s0) * r->nbins;
+      st = ctr_fbp_projections(r->ctx, r->g, &a->fbp, &pa, r->flat + off,
+                               r->dark ? r->dark + off : NULL, 0, &va);
     }
     if (st != CTR_OK) return cli_fail("fbp", st);
     if (a->preview) keep_planes(r, s0, n);

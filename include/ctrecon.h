@@ -528,6 +528,12 @@ const ctr_stack_info *ctr_stack_reader_info(const ctr_stack_reader *r);
 /* Reads images [first, first+n) converted to `dtype` into out (contiguous). */
 ctr_status ctr_stack_read(ctr_stack_reader *r, int64_t first, int64_t n, ctr_dtype dtype,
                           void *out);
+/* Rows [row0, row0 + nrows) of images [first, first+n), converted to
+ * `dtype`, into out (n x nrows x width, image after image): a block of
+ * detector rows of every projection without reading whole images where the
+ * format allows (raw, NRRD). */
+ctr_status ctr_stack_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
+                               int64_t nrows, ctr_dtype dtype, void *out);
 void ctr_stack_close(ctr_stack_reader *r);
 
 /* Creates a writer. Data goes to a temporary name beside the target and is

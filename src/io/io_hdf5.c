@@ -374,7 +374,7 @@ static void h5_close(ctr_stack_reader *r) {
   r->impl = NULL;
 }
 
-static const ctr__reader_ops h5_reader_ops = {h5_read, h5_close};
+static const ctr__reader_ops h5_reader_ops = {h5_read, h5_close, NULL};
 
 ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
   ctr_status st = CTR_OK;

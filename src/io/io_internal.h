@@ -113,6 +113,11 @@ typedef struct ctr__reader_ops {
    * the range is already validated. */
   ctr_status (*read)(ctr_stack_reader *r, int64_t first, int64_t n, void *buf);
   void (*close)(ctr_stack_reader *r);
+  /* Optional: rows [row0, row0+nrows) of images [first, first+n), image
+   * after image, in the file's dtype and byte order (NULL: the generic path
+   * reads whole images). */
+  ctr_status (*read_rows)(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
+                          int64_t nrows, void *buf);
 } ctr__reader_ops;
 
 struct ctr_stack_reader {

@@ -110,7 +110,20 @@ static void raw_close(ctr_stack_reader *r) {
   r->impl = NULL;
 }
 
-static const ctr__reader_ops raw_reader_ops = {raw_read, raw_close};
+/* Rows of each image: one pread per image (the rows are contiguous). */
+static ctr_status raw_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
+                                int64_t nrows, void *buf) {
+  raw_in *in = r->impl;
+  const size_t img = ctr__image_bytes(&r->info);
+  const size_t row = img / (size_t)r->info.height, len = row * (size_t)nrows;
+  for (int64_t i = 0; i < n; i++)
+    CTR_CHECK(raw_pread(&in->direct, in->fd, (char *)buf + (size_t)i * len, len,
+                        in->offset + (first + i) * (int64_t)img + row0 * (int64_t)row,
+                        in->data_path));
+  return CTR_OK;
+}
+
+static const ctr__reader_ops raw_reader_ops = {raw_read, raw_close, raw_read_rows};
 
 ctr_status ctr__raw_reader_init(ctr_stack_reader *r, int fd, int64_t file_size,
                                 const char *data_path, int64_t offset) {

@@ -151,6 +151,43 @@ cleanup:
   return st;
 }
 
+ctr_status ctr_stack_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
+                               int64_t nrows, ctr_dtype dtype, void *out) {
+  ctr_status st = CTR_OK;
+  void *tmp = NULL;
+  if (!r) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_stack_read_rows: reader is NULL");
+  CTR_CHECK(check_range(r->path, &r->info, first, n, dtype, out));
+  if (row0 < 0 || nrows < 1 || row0 > r->info.height - nrows)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "'%s': rows [%lld, %lld) outside the images' rows [0, %lld)",
+             r->path, (long long)row0, (long long)(row0 + nrows), (long long)r->info.height);
+  if (n == 0) return CTR_OK;
+  const size_t w = (size_t)r->info.width, px = w * (size_t)nrows;
+  const size_t fes = ctr_dtype_size(r->info.dtype), oes = ctr_dtype_size(dtype);
+  if (r->ops->read_rows && dtype == r->info.dtype) {
+    CTR_CHECK(r->ops->read_rows(r, first, n, row0, nrows, out));
+    if (r->swap) ctr__byteswap(out, fes, px * (size_t)n);
+    return CTR_OK;
+  }
+  /* Through one buffer: the rows (fast path) or the whole image. */
+  const size_t tmp_px = r->ops->read_rows ? px : w * (size_t)r->info.height;
+  tmp = io_buffer(tmp_px * fes, "row buffer");
+  if (!tmp) return CTR_E_OUT_OF_MEMORY;
+  for (int64_t i = 0; i < n; i++) {
+    const char *rows = tmp;
+    if (r->ops->read_rows) {
+      CTR_CHECK_GOTO(st, r->ops->read_rows(r, first + i, 1, row0, nrows, tmp));
+    } else {
+      CTR_CHECK_GOTO(st, r->ops->read(r, first + i, 1, tmp));
+      rows += (size_t)row0 * w * fes;
+    }
+    if (r->swap) ctr__byteswap((void *)rows, fes, px);
+    ctr__convert((char *)out + (size_t)i * px * oes, dtype, rows, r->info.dtype, px);
+  }
+cleanup:
+  free(tmp);
+  return st;
+}
+
 void ctr_stack_close(ctr_stack_reader *r) {
   if (!r) return;
   if (r->ops) r->ops->close(r);

@@ -309,7 +309,7 @@ static ctr_status tiff_read(ctr_stack_reader *r, int64_t first, int64_t n, void 
   return CTR_OK;
 }
 
-static const ctr__reader_ops tiff_reader_ops = {tiff_read, tiff_close};
+static const ctr__reader_ops tiff_reader_ops = {tiff_read, tiff_close, NULL};
 
 ctr_status ctr__tiff_open(ctr_stack_reader *r) {
   ctr_status st = CTR_OK;

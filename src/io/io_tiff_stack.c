@@ -163,7 +163,7 @@ static ctr_status stack_read(ctr_stack_reader *r, int64_t first, int64_t n, void
   return CTR_OK;
 }
 
-static const ctr__reader_ops stack_reader_ops = {stack_read, stack_close};
+static const ctr__reader_ops stack_reader_ops = {stack_read, stack_close, NULL};
 
 ctr_status ctr__tiff_stack_open(ctr_stack_reader *r) {
   ctr_status st = CTR_OK;
