@@ -1,4 +1,5 @@
-/* Parallel-beam FBP from projections to slices on the GPU: per chunk of
+/* Parallel-beam FBP on the GPU from projections (or sinograms) to slices:
+ * per chunk of
  * detector rows, one strided upload of those rows of every projection, then
  * on the device flat/dark correction, -log and transposition into
  * sinograms, the ramp filter (batched in-place cuFFT with the CPU filter's
@@ -36,6 +37,15 @@ __global__ void flatfield_transpose(const T *__restrict__ raw, const float *__re
   out[((long long)s * na + a) * ld + b] = v;
 }
 
+/* Sinograms [(s * na + a)][b] into rows of `ld` floats, the padding zeroed. */
+__global__ void pad_rows(const float *__restrict__ sino, int nb, int na, int ld,
+                         float *__restrict__ out) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  const long long r = (long long)blockIdx.z * na + blockIdx.y;
+  if (b >= ld) return;
+  out[r * ld + b] = b < nb ? sino[r * nb + b] : 0.0f;
+}
+
 __global__ void multiply_spectrum(cufftComplex *spec, const float *__restrict__ kern, int nf,
                                   long long rows) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
@@ -67,12 +77,13 @@ typedef struct chunk_bufs {
   fbp_gpu f;       /* d_sino / d_out of this chunk */
 } chunk_bufs;
 
-extern "C" ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx,
-                                                const ctr_parallel_geometry *g,
-                                                const ctr_fbp_options *o, const void *proj,
-                                                ctr_dtype dtype, int64_t nrows, const float *flat,
-                                                const float *dark, int64_t row0,
-                                                int64_t nslices, float *slices) {
+/* The pipeline from projections (flat != NULL: rows [row0, row0 + nslices)
+ * of nrows-row projections, flat-field corrected) or from sinograms (flat ==
+ * NULL: nslices float32 sinograms, already -log'ed). */
+static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                               const ctr_fbp_options *o, const void *proj, ctr_dtype dtype,
+                               int64_t nrows, const float *flat, const float *dark, int64_t row0,
+                               int64_t nslices, float *slices) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &g->p;
   const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
@@ -102,8 +113,10 @@ extern "C" ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx,
   CU(cudaMemcpy(d_kern, kern, sizeof(float) * (size_t)nf, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(d_w, w, sizeof(float) * (size_t)na, cudaMemcpyHostToDevice));
   /* Flat and dark rows of the whole range. */
-  CU(cudaMalloc(&d_flat, sizeof(float) * (size_t)(nb * nslices)));
-  CU(cudaMemcpy(d_flat, flat + row0 * nb, sizeof(float) * (size_t)(nb * nslices), cudaMemcpyHostToDevice));
+  if (flat) {
+    CU(cudaMalloc(&d_flat, sizeof(float) * (size_t)(nb * nslices)));
+    CU(cudaMemcpy(d_flat, flat + row0 * nb, sizeof(float) * (size_t)(nb * nslices), cudaMemcpyHostToDevice));
+  }
   if (dark) {
     CU(cudaMalloc(&d_dark, sizeof(float) * (size_t)(nb * nslices)));
     CU(cudaMemcpy(d_dark, dark + row0 * nb, sizeof(float) * (size_t)(nb * nslices), cudaMemcpyHostToDevice));
@@ -139,22 +152,29 @@ extern "C" ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx,
     chunk_bufs *c = &cb[k & 1];
     const int64_t n = nslices - s0 < S ? nslices - s0 : S;
     CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", (double)s0 / (double)nslices));
-    /* Rows [row0 + s0, + n) of every projection: one strided copy. Waiting
-     * on the stream first keeps this chunk's buffers free of the chunk two
-     * back (same stream: ordered). */
-    CU(cudaMemcpy2DAsync(c->d_raw, es * (size_t)(nb * n), (const char *)proj + es * (size_t)((row0 + s0) * nb),
-                         es * (size_t)(nb * nrows), es * (size_t)(nb * n), (size_t)na,
-                         cudaMemcpyHostToDevice, c->s));
     const dim3 gr((unsigned)((ld + 255) / 256), (unsigned)na, (unsigned)n);
-    if (dtype == CTR_DTYPE_UINT16)
-      flatfield_transpose<uint16_t><<<gr, 256, 0, c->s>>>((const uint16_t *)c->d_raw, d_flat + s0 * nb,
-                                                          d_dark ? d_dark + s0 * nb : NULL, (int)nb,
-                                                          (int)n, (int)na, (int)ld, c->d_rows);
-    else
-      flatfield_transpose<float><<<gr, 256, 0, c->s>>>((const float *)c->d_raw, d_flat + s0 * nb,
-                                                       d_dark ? d_dark + s0 * nb : NULL, (int)nb,
-                                                       (int)n, (int)na, (int)ld, c->d_rows);
-    CU_LAUNCHED("flatfield_transpose");
+    if (!flat) {
+      /* Sinograms: one contiguous copy, then zero-padded rows. */
+      CU(cudaMemcpyAsync(c->d_raw, (const float *)proj + s0 * nb * na, sizeof(float) * (size_t)(n * nb * na),
+                         cudaMemcpyHostToDevice, c->s));
+      pad_rows<<<gr, 256, 0, c->s>>>((const float *)c->d_raw, (int)nb, (int)na, (int)ld, c->d_rows);
+      CU_LAUNCHED("pad_rows");
+    } else {
+      /* Rows [row0 + s0, + n) of every projection: one strided copy (the
+       * stream orders it after the chunk two back that used the buffers). */
+      CU(cudaMemcpy2DAsync(c->d_raw, es * (size_t)(nb * n), (const char *)proj + es * (size_t)((row0 + s0) * nb),
+                           es * (size_t)(nb * nrows), es * (size_t)(nb * n), (size_t)na,
+                           cudaMemcpyHostToDevice, c->s));
+      if (dtype == CTR_DTYPE_UINT16)
+        flatfield_transpose<uint16_t><<<gr, 256, 0, c->s>>>((const uint16_t *)c->d_raw, d_flat + s0 * nb,
+                                                            d_dark ? d_dark + s0 * nb : NULL, (int)nb,
+                                                            (int)n, (int)na, (int)ld, c->d_rows);
+      else
+        flatfield_transpose<float><<<gr, 256, 0, c->s>>>((const float *)c->d_raw, d_flat + s0 * nb,
+                                                         d_dark ? d_dark + s0 * nb : NULL, (int)nb,
+                                                         (int)n, (int)na, (int)ld, c->d_rows);
+      CU_LAUNCHED("flatfield_transpose");
+    }
     if (cufftExecR2C(c->plan_f, c->d_rows, (cufftComplex *)c->d_rows) != CUFFT_SUCCESS)
       CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT forward transform failed");
     {
@@ -211,4 +231,19 @@ cleanup:
   free(w);
   ctr__ramp_free(ramp);
   return st;
+}
+
+extern "C" ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx,
+                                                const ctr_parallel_geometry *g,
+                                                const ctr_fbp_options *o, const void *proj,
+                                                ctr_dtype dtype, int64_t nrows, const float *flat,
+                                                const float *dark, int64_t row0,
+                                                int64_t nslices, float *slices) {
+  return run_pipeline(ctx, g, o, proj, dtype, nrows, flat, dark, row0, nslices, slices);
+}
+
+extern "C" ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                              const ctr_fbp_options *o, const float *sino,
+                                              int64_t nslices, float *slices) {
+  return run_pipeline(ctx, g, o, sino, CTR_DTYPE_FLOAT32, nslices, NULL, NULL, 0, nslices, slices);
 }

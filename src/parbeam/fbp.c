@@ -149,6 +149,10 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
   CTR_CHECK(check_array("sinograms", sinograms, "nbins x nangles x nslices", nb, na, -1));
   const int64_t ns = sinograms->dims[2];
   CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
+#if CTR_HAVE_CUDA
+  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA)
+    return ctr__fbp_sinograms_cuda(ctx, g, &o, sinograms->data, ns, slices->data);
+#endif
   const int64_t per_slice = nb * na;
   int64_t chunk = CTR__FBP_CHUNK_BYTES / (per_slice * (int64_t)sizeof(float));
   if (chunk > CTR__FBP_CHUNK_SLICES) chunk = CTR__FBP_CHUNK_SLICES;

@@ -43,6 +43,11 @@ ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx, const ctr_parallel_
                                      const ctr_fbp_options *o, const void *proj, ctr_dtype dtype,
                                      int64_t nrows, const float *flat, const float *dark,
                                      int64_t row0, int64_t nslices, float *slices);
+/* ctr_fbp on the GPU: sinograms (host) filtered with cuFFT and
+ * backprojected on the device, chunk by chunk on two streams. */
+ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                   const ctr_fbp_options *o, const float *sino, int64_t nslices,
+                                   float *slices);
 /* Benchmark: the same with the sinograms resident on the device, `repeats`
  * timed passes after a warm-up; the median pass in *median_ms; slices (may
  * be NULL) get the result. */
