@@ -134,13 +134,17 @@ typedef struct fbp_run {
   double *angles, *shifts;
 } fbp_run;
 
+/* A bare HDF5 file name (no ":/dataset" part): the DXchange layout. */
+static int is_h5(const char *path) {
+  const char *dot = strrchr(path, '.');
+  return dot && !strchr(dot, ':') &&
+         (!strcmp(dot, ".h5") || !strcmp(dot, ".hdf5") || !strcmp(dot, ".nxs"));
+}
+
 static int open_input(const fbp_args *a, fbp_run *r) {
   const char *path = a->sinograms ? a->sinograms : a->projections;
   char buf[4200];
-  /* A bare HDF5 file: the DXchange layout. */
-  const char *dot = strrchr(path, '.');
-  if (a->projections && dot && !strchr(dot, ':') &&
-      (!strcmp(dot, ".h5") || !strcmp(dot, ".hdf5") || !strcmp(dot, ".nxs"))) {
+  if (a->projections && is_h5(path)) {
     snprintf(buf, sizeof buf, "%s:/exchange/data", path);
     path = buf;
   }
@@ -173,8 +177,7 @@ static int load_projections(const fbp_args *a, fbp_run *r) {
   const char *names[2] = {a->flat, a->dark};
   float **dst[2] = {&r->flat, &r->dark};
   char buf[4200];
-  const char *dot = strrchr(a->projections, '.');
-  const int h5 = dot && (!strcmp(dot, ".h5") || !strcmp(dot, ".hdf5") || !strcmp(dot, ".nxs"));
+  const int h5 = is_h5(a->projections);
   for (int k = 0; k < 2; k++) {
     const char *path = names[k];
     if (!path && h5) {
@@ -214,7 +217,17 @@ static int make_geometry(const fbp_args *a, fbp_run *r) {
   p.angle_start_deg = a->angle_start;
   p.angle_range_deg = a->angle_range;
   int rc = 0;
-  if (a->angles) rc = read_numbers(a->angles, "angles", r->nangles, &r->angles);
+  if (a->angles) {
+    rc = read_numbers(a->angles, "angles", r->nangles, &r->angles);
+  } else if (a->projections && is_h5(a->projections)) {
+    /* DXchange: the angles (degrees) come with the data. */
+    int64_t n = 0;
+    ctr_status st = ctr_hdf5_read_vector(a->projections, "/exchange/theta", &r->angles, &n);
+    if (st != CTR_OK) return cli_fail_file("fbp", st, a->projections);
+    if (n != r->nangles)
+      return cli_error("fbp", CLI_EXIT_INPUT, "'%s': /exchange/theta holds %lld angles for %lld "
+                       "projections", a->projections, (long long)n, (long long)r->nangles);
+  }
   if (!rc && a->shifts) rc = read_numbers(a->shifts, "axis shift", r->nangles, &r->shifts);
   if (rc) return rc;
   p.angles_deg = r->angles;
@@ -364,8 +377,9 @@ int cmd_fbp(int argc, char **argv) {
        parse_window, &a.fbp.window, NULL},
       {"--interp", "linear|nearest", "interpolation between bins (default linear)", parse_interp,
        &a.fbp.interp, NULL},
-      {"--bp-kernel", "NAME", "GPU kernel: auto, tex, tex2, alu (default auto: the fastest exact)",
-       cli_parse_string, &a.kernel, NULL},
+      {"--bp-kernel", "NAME",
+       "GPU kernel: auto, tex, tex2, alu, alu2, alu-os, alu2-os (default auto: the fastest exact "
+       "one, tuned on first use and cached)", cli_parse_string, &a.kernel, NULL},
       {"--batch", "N", "slices filtered and backprojected at a time (default 16)",
        cli_parse_count, &a.batch, NULL},
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,

@@ -528,6 +528,10 @@ const ctr_stack_info *ctr_stack_reader_info(const ctr_stack_reader *r);
 /* Reads images [first, first+n) converted to `dtype` into out (contiguous). */
 ctr_status ctr_stack_read(ctr_stack_reader *r, int64_t first, int64_t n, ctr_dtype dtype,
                           void *out);
+/* A 1D numeric dataset of an HDF5 file (e.g. DXchange's /exchange/theta)
+ * as n doubles (*out malloc'd, free with free()). CTR_E_UNSUPPORTED without
+ * CTR_FEATURE_HDF5; errors name the file and dataset. */
+ctr_status ctr_hdf5_read_vector(const char *file, const char *dataset, double **out, int64_t *n);
 /* Rows [row0, row0 + nrows) of images [first, first+n), converted to
  * `dtype`, into out (n x nrows x width, image after image): a block of
  * detector rows of every projection without reading whole images where the

@@ -364,3 +364,9 @@ ctr_status ctr_stack_save(const char *path, ctr_file_format fmt, const ctr_stack
   }
   return ctr_stack_commit(w);
 }
+
+ctr_status ctr_hdf5_read_vector(const char *file, const char *dataset, double **out, int64_t *n) {
+  if (!file || !dataset || !out || !n)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_hdf5_read_vector: NULL argument");
+  return ctr__hdf5_read_vector(file, dataset, out, n);
+}
