@@ -146,36 +146,78 @@ static ctr_status check_request(const ctr_geometry *g, const ctr_plan_request *r
   return CTR_OK;
 }
 
-/* The smallest budgets of any plan: one view per batch, filtered views in a
- * scratch file (host) or host memory (GPU), one-slice subvolumes. */
-static ctr_status fail_budget(const ctr_geometry *g, const ctr_plan_request *r) {
-  char need[32], have[32];
-  const ctr_store store = r->store != CTR_STORE_AUTO ? r->store : CTR_STORE_SCRATCH;
-  const cost c = plan_cost(g, r, 1, store, 0);
-  const uint64_t slices = store == CTR_STORE_NONE ? (uint64_t)(r->nz ? r->nz : g->vol.nz - r->z0) : 1;
-  const uint64_t gpu_min = c.gpu_fixed + c.gpu_per_slice * slices;
-  const uint64_t host_min = c.host_fixed + c.host_per_slice * slices;
-  if (r->device == CTR_DEVICE_CUDA && r->gpu_budget < gpu_min)
-    CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
-             "a GPU budget of %s is too small for %lld x %lld projections and %lld x %lld slices: "
-             "the smallest plan (1 view per batch, 1-slice subvolumes, filtered projections in "
-             "%s) needs %s of GPU memory (--gpu-mem)",
-             size_text(r->gpu_budget, have, sizeof have), (long long)g->nu, (long long)g->nv,
-             (long long)g->vol.nx, (long long)g->vol.ny, ctr_store_name(store == CTR_STORE_DEVICE ? CTR_STORE_DEVICE : CTR_STORE_HOST),
-             size_text(gpu_min, need, sizeof need));
-  CTR_FAIL(CTR_E_OUT_OF_MEMORY,
-           "a host memory budget of %s is too small for %lld x %lld projections and %lld x %lld "
-           "slices: the smallest plan (1 view per batch, 1-slice subvolumes, filtered projections "
-           "in %s) needs %s of host memory (--host-mem)",
-           size_text(r->host_budget, have, sizeof have), (long long)g->nu, (long long)g->nv,
-           (long long)g->vol.nx, (long long)g->vol.ny, ctr_store_name(store),
-           size_text(host_min > r->host_budget ? host_min : r->host_budget + 1, need, sizeof need));
+static int search(const ctr_geometry *g, const ctr_plan_request *r, int64_t z0, int64_t nz,
+                  ctr_plan *out);
+
+/* The smallest value of one budget (the other as requested, or unlimited
+ * when `free_other`) with which the planner finds a plan, by bisection over
+ * the planner itself (more memory never loses a plan); 0 if none. */
+static uint64_t smallest_budget(const ctr_geometry *g, const ctr_plan_request *r, int64_t z0,
+                                int64_t nz, int gpu, int free_other, ctr_plan *plan) {
+  ctr_plan_request q = *r;
+  uint64_t *b = gpu ? &q.gpu_budget : &q.host_budget;
+  if (free_other) *(gpu ? &q.host_budget : &q.gpu_budget) = (uint64_t)1 << 62;
+  uint64_t lo = 0, hi = (uint64_t)1 << 62;
+  *b = hi;
+  if (!search(g, &q, z0, nz, plan)) return 0;
+  while (hi - lo > 1) { /* search(lo) fails, search(hi) succeeds */
+    const uint64_t mid = lo + (hi - lo) / 2;
+    *b = mid;
+    if (search(g, &q, z0, nz, plan)) hi = mid;
+    else lo = mid;
+  }
+  *b = hi;
+  search(g, &q, z0, nz, plan);
+  return hi;
 }
 
-ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_plan *out) {
-  int64_t z0 = 0, nz = 0;
-  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_fdk: out is NULL");
-  CTR_CHECK(check_request(g, r, &z0, &nz));
+/* Names the budget that is too small and the smallest one that works (the
+ * other budget as given, or also raised when it is too small as well). */
+static ctr_status fail_budget(const ctr_geometry *g, const ctr_plan_request *r, int64_t z0,
+                              int64_t nz) {
+  char need[32], have[32], other[32], desc[256];
+  ctr_plan p;
+  const int cuda = r->device == CTR_DEVICE_CUDA;
+  uint64_t gpu_min = 0, host_min = 0;
+  int gpu_short = 0;
+  if (cuda) {
+    /* The GPU budget is what fails when no plan fits it even with unlimited
+     * host memory; otherwise the host budget is. */
+    gpu_min = smallest_budget(g, r, z0, nz, 1, 1, &p);
+    gpu_short = gpu_min == 0 || gpu_min > r->gpu_budget;
+    if (gpu_short) {
+      const uint64_t with_host = smallest_budget(g, r, z0, nz, 1, 0, &p);
+      if (with_host) gpu_min = with_host; /* enough with the host budget given */
+      else smallest_budget(g, r, z0, nz, 1, 1, &p);
+    }
+  }
+  if (gpu_short) {
+    ctr_plan_describe(&p, desc, sizeof desc);
+    const uint64_t host_need = p.host_bytes;
+    CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
+             "a GPU budget of %s is too small for %lld x %lld projections and %lld x %lld slices: "
+             "the smallest plan needs %s of GPU memory (--gpu-mem)%s%s (%s)",
+             size_text(r->gpu_budget, have, sizeof have), (long long)g->nu, (long long)g->nv,
+             (long long)g->vol.nx, (long long)g->vol.ny, size_text(gpu_min, need, sizeof need),
+             host_need > r->host_budget ? " and " : "",
+             host_need > r->host_budget ? size_text(host_need, other, sizeof other) : "",
+             desc);
+  }
+  host_min = smallest_budget(g, r, z0, nz, 0, 0, &p);
+  if (host_min == 0) host_min = smallest_budget(g, r, z0, nz, 0, 1, &p);
+  ctr_plan_describe(&p, desc, sizeof desc);
+  CTR_FAIL(CTR_E_OUT_OF_MEMORY,
+           "a host memory budget of %s is too small for %lld x %lld projections and %lld x %lld "
+           "slices: the smallest plan needs %s of host memory (--host-mem) (%s)",
+           size_text(r->host_budget, have, sizeof have), (long long)g->nu, (long long)g->nv,
+           (long long)g->vol.nx, (long long)g->vol.ny, size_text(host_min, need, sizeof need),
+           desc);
+}
+
+/* The planner's search for a validated request: 1 and *out when a plan fits
+ * the budgets, 0 otherwise (nothing raised). */
+static int search(const ctr_geometry *g, const ctr_plan_request *r, int64_t z0, int64_t nz,
+                  ctr_plan *out) {
   const int cuda = r->device == CTR_DEVICE_CUDA;
   const ctr_store order_gpu[3] = {CTR_STORE_DEVICE, CTR_STORE_HOST, CTR_STORE_SCRATCH};
   const ctr_store order_cpu[2] = {CTR_STORE_HOST, CTR_STORE_SCRATCH};
@@ -206,17 +248,11 @@ ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_pl
       const cost c = plan_cost(g, r, nbs[i], CTR_STORE_NONE, 0);
       if (max_slices(r, &c, nz) >= nz) {
         fill_plan(g, r, z0, nz, nbs[i], CTR_STORE_NONE, 0, nz, &c, out);
-        return CTR_OK;
+        return 1;
       }
     }
   }
-  if (r->store == CTR_STORE_NONE) {
-    if (r->max_slab_slices > 0 && r->max_slab_slices < nz)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: store 'none' keeps no filtered projections, "
-               "so it needs one subvolume, but max_slab_slices %lld < %lld slices",
-               (long long)r->max_slab_slices, (long long)nz);
-    return fail_budget(g, r); /* one subvolume does not fit */
-  }
+  if (r->store == CTR_STORE_NONE) return 0; /* one subvolume does not fit */
   /* Subvolumes smaller than this cost more in launches and re-reads than a
    * cheaper store saves: a cheaper store with large subvolumes wins. */
   const int64_t good = nz < 32 ? nz : 32;
@@ -229,27 +265,41 @@ ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_pl
           const cost c = plan_cost(g, r, nb, order[s], 1);
           if (max_slices(r, &c, nz) >= nz) {
             fill_plan(g, r, z0, nz, nb, order[s], 1, nz, &c, out);
-            return CTR_OK;
+            return 1;
           }
         }
         if (cuda && order[s] == CTR_STORE_HOST && r->store == CTR_STORE_AUTO && pass == 0) {
           const cost c1 = plan_cost(g, r, nb, CTR_STORE_NONE, 0);
           if (max_slices(r, &c1, nz) >= nz) {
             fill_plan(g, r, z0, nz, nb, CTR_STORE_NONE, 0, nz, &c1, out);
-            return CTR_OK;
+            return 1;
           }
         }
         const cost c = plan_cost(g, r, nb, order[s], 0);
         const int64_t zs = max_slices(r, &c, nz);
         if (zs >= (pass == 0 ? good : 1)) {
           fill_plan(g, r, z0, nz, nb, order[s], 0, zs, &c, out);
-          return CTR_OK;
+          return 1;
         }
       }
     }
   }
-  return fail_budget(g, r);
+  return 0;
 }
+
+ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_plan *out) {
+  int64_t z0 = 0, nz = 0;
+  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_fdk: out is NULL");
+  CTR_CHECK(check_request(g, r, &z0, &nz));
+  if (r->store == CTR_STORE_NONE && r->max_slab_slices > 0 && r->max_slab_slices < nz)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: store 'none' keeps no filtered projections, "
+             "so it needs one subvolume, but max_slab_slices %lld < %lld slices",
+             (long long)r->max_slab_slices, (long long)nz);
+  if (search(g, r, z0, nz, out)) return CTR_OK;
+  return fail_budget(g, r, z0, nz);
+}
+
+
 
 int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n) {
   char gb[32], hb[32], sb[32];
