@@ -49,7 +49,7 @@ __device__ __forceinline__ void morton16(int t, int *x, int *y) {
  * (Z-order over the tile's upper half): two independent fetches per
  * projection keep more texture requests in flight (the kernel waits on
  * texture latency, not on the texture units). */
-template <int PAIR, int NEAREST, int D2>
+template <int PAIR, int NEAREST>
 __global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, int na, int nx, int ny,
                                                float *__restrict__ out, long long plane) {
   int mx, my;
@@ -70,15 +70,15 @@ __global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, int na, i
       u = floorf(u + 0.5f);
     }
     if (PAIR) {
-      const float2 v = D2 ? tex2D<float2>(tex, t + 0.5f, (float)a + 0.5f) : tex1DLayered<float2>(tex, t + 0.5f, a);
-      const float2 w = D2 ? tex2D<float2>(tex, u + 0.5f, (float)a + 0.5f) : tex1DLayered<float2>(tex, u + 0.5f, a);
+      const float2 v = tex1DLayered<float2>(tex, t + 0.5f, a);
+      const float2 w = tex1DLayered<float2>(tex, u + 0.5f, a);
       acc0 += v.x;
       acc1 += v.y;
       bcc0 += w.x;
       bcc1 += w.y;
     } else {
-      acc0 += D2 ? tex2D<float>(tex, t + 0.5f, (float)a + 0.5f) : tex1DLayered<float>(tex, t + 0.5f, a);
-      bcc0 += D2 ? tex2D<float>(tex, u + 0.5f, (float)a + 0.5f) : tex1DLayered<float>(tex, u + 0.5f, a);
+      acc0 += tex1DLayered<float>(tex, t + 0.5f, a);
+      bcc0 += tex1DLayered<float>(tex, u + 0.5f, a);
     }
   }
   if (i < nx && j < ny) {
@@ -377,17 +377,6 @@ cleanup:
 }
 
 
-/* Experiment: CTRECON_FBP_TEXPITCH=1 binds the sinogram's linear memory as a
- * pitched 2D texture instead of copying it into a layered array. */
-static int tex_pitch(void) {
-  static int v = -1;
-  if (v < 0) {
-    const char *e = getenv("CTRECON_FBP_TEXPITCH");
-    v = e && *e == '1';
-  }
-  return v;
-}
-
 /* The texture of angles [a0, a0 + na) of slice s0 (and s0 + 1 as float2
  * when pair) of the device sinograms. */
 static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int64_t na,
@@ -406,7 +395,7 @@ static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int
     cudaFreeArray(f->arr);
     f->arr = NULL;
   }
-  if (!f->arr && !tex_pitch()) CU(cudaMalloc3DArray(&f->arr, &desc, make_cudaExtent((size_t)nb, 0, layers), cudaArrayLayered));
+  if (!f->arr) CU(cudaMalloc3DArray(&f->arr, &desc, make_cudaExtent((size_t)nb, 0, layers), cudaArrayLayered));
   f->arr_pair = pair;
   if (pair) {
     /* Interleave the two slices' values into float2 through a device buffer. */
@@ -416,7 +405,7 @@ static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int
     CU(cudaMemcpy2DAsync((char *)f->d_pair + sizeof(float), sizeof(float2), src + nb * nat,
                          sizeof(float), sizeof(float), (size_t)(nb * na), cudaMemcpyDeviceToDevice, stream));
   }
-  if (!tex_pitch()) {
+  {
     cudaMemcpy3DParms m;
     memset(&m, 0, sizeof m);
     const size_t esz = pair ? sizeof(float2) : sizeof(float);
@@ -429,21 +418,11 @@ static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int
   {
     cudaResourceDesc rd;
     memset(&rd, 0, sizeof rd);
-    if (tex_pitch()) {
-      rd.resType = cudaResourceTypePitch2D;
-      rd.res.pitch2D.devPtr = pair ? (void *)f->d_pair : (void *)src;
-      rd.res.pitch2D.desc = desc;
-      rd.res.pitch2D.width = (size_t)nb;
-      rd.res.pitch2D.height = (size_t)na;
-      rd.res.pitch2D.pitchInBytes = (size_t)nb * (pair ? sizeof(float2) : sizeof(float));
-    } else {
-      rd.resType = cudaResourceTypeArray;
-      rd.res.array.array = f->arr;
-    }
+    rd.resType = cudaResourceTypeArray;
+    rd.res.array.array = f->arr;
     cudaTextureDesc td;
     memset(&td, 0, sizeof td);
     td.addressMode[0] = cudaAddressModeBorder; /* 0 outside the detector */
-    td.addressMode[1] = cudaAddressModeClamp;
     td.filterMode = f->nearest ? cudaFilterModePoint : cudaFilterModeLinear;
     td.readMode = cudaReadModeElementType;
     CU(cudaCreateTextureObject(&f->tex, &rd, &td, NULL));
@@ -509,18 +488,10 @@ ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s)
     } else {
       CTR_CHECK(make_texture(f, pair, s0, a0, n, s));
       const dim3 block(16, 8), grid((unsigned)((p->nx + 15) / 16), (unsigned)((p->ny + 15) / 16));
-#define CTR__TEX_LAUNCH(P, N)                                                                     \
-  do {                                                                                           \
-    if (tex_pitch())                                                                             \
-      bp_tex<P, N, 1><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane); \
-    else                                                                                         \
-      bp_tex<P, N, 0><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane); \
-  } while (0)
-      if (pair && f->nearest) CTR__TEX_LAUNCH(1, 1);
-      else if (pair) CTR__TEX_LAUNCH(1, 0);
-      else if (f->nearest) CTR__TEX_LAUNCH(0, 1);
-      else CTR__TEX_LAUNCH(0, 0);
-#undef CTR__TEX_LAUNCH
+      if (pair && f->nearest) bp_tex<1, 1><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
+      else if (pair) bp_tex<1, 0><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
+      else if (f->nearest) bp_tex<0, 1><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
+      else bp_tex<0, 0><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
       CU_LAUNCHED("bp_tex");
     }
   }
