@@ -18,6 +18,26 @@ BUILD=${BUILD:-$ROOT/build-gpu}
 mkdir -p "$OUT"
 LOGS=$(mktemp -d /tmp/ctr_logs.XXXX)
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
+# with_astra CMD...: runs CMD in a subshell that sees ASTRA (wheels from .whl/
+# installed once under /tmp/site, its cuFFT 11 calls shimmed onto cuFFT 12)
+# and not our carried libraries.
+with_astra() {
+  (
+    unset LD_LIBRARY_PATH
+    site=/tmp/site
+    if [ ! -d $site/astra ]; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target $site "$ROOT"/.whl/*.whl || exit 1
+      mkdir -p $site/nvidia/cufft/lib
+      gcc -shared -fPIC -O2 -o $site/nvidia/cufft/lib/libcufft.so.11 \
+        "$ROOT/bench/astra_shim/cufft11_shim.c" \
+        -Wl,--version-script="$ROOT/bench/astra_shim/cufft11.map" -Wl,-soname,libcufft.so.11 -ldl || exit 1
+    fi
+    cufft=$(dirname "$(find / -name 'libcufft.so.12' -not -path '*/proc/*' 2>/dev/null | head -1)")
+    export PYTHONPATH=$site LD_LIBRARY_PATH=$cufft
+    "$@"
+  )
+}
 say() { echo "== $*" | tee -a "$LOGS/summary.txt"; }
 
 # The device copy of the tree has no .git: pass CTR_GIT_REVISION in from the caller.
@@ -97,22 +117,8 @@ for c in A B; do
     | tee -a "$LOGS/summary.txt"
   if has astra; then
     say "ASTRA FDK_CUDA on case $c"
-    (
-      unset LD_LIBRARY_PATH
-      site=/tmp/site
-      if [ ! -d $site/astra ]; then
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-          --target $site "$ROOT"/.whl/*.whl || exit 1
-        mkdir -p $site/nvidia/cufft/lib
-        gcc -shared -fPIC -O2 -o $site/nvidia/cufft/lib/libcufft.so.11 \
-          "$ROOT/bench/astra_shim/cufft11_shim.c" \
-          -Wl,--version-script="$ROOT/bench/astra_shim/cufft11.map" -Wl,-soname,libcufft.so.11 -ldl || exit 1
-      fi
-      cufft=$(dirname "$(find / -name 'libcufft.so.12' -not -path '*/proc/*' 2>/dev/null | head -1)")
-      export PYTHONPATH=$site LD_LIBRARY_PATH=$cufft
-      python3 "$ROOT/bench/astra_compare.py" "$dump" $c "$OUT/astra_$c.json" --repeats 3 \
-        --ours-json "$OUT/bench_$c.json"
-    ) > "$LOGS/astra_$c.log" 2>&1
+    with_astra python3 "$ROOT/bench/astra_compare.py" "$dump" $c "$OUT/astra_$c.json" --repeats 3 \
+      --ours-json "$OUT/bench_$c.json" > "$LOGS/astra_$c.log" 2>&1
     say "astra $c rc=$?"
     grep -E "seconds|difference|speedup|scale|flips" "$LOGS/astra_$c.log" | tee -a "$LOGS/summary.txt"
   fi
@@ -181,22 +187,8 @@ if has fbp; then
   fi
   if has astra; then
     say "ASTRA FBP_CUDA on the same sinograms"
-    (
-      unset LD_LIBRARY_PATH
-      site=/tmp/site
-      if [ ! -d $site/astra ]; then
-        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-          --target $site "$ROOT"/.whl/*.whl || exit 1
-        mkdir -p $site/nvidia/cufft/lib
-        gcc -shared -fPIC -O2 -o $site/nvidia/cufft/lib/libcufft.so.11 \
-          "$ROOT/bench/astra_shim/cufft11_shim.c" \
-          -Wl,--version-script="$ROOT/bench/astra_shim/cufft11.map" -Wl,-soname,libcufft.so.11 -ldl || exit 1
-      fi
-      cufft=$(dirname "$(find / -name 'libcufft.so.12' -not -path '*/proc/*' 2>/dev/null | head -1)")
-      export PYTHONPATH=$site LD_LIBRARY_PATH=$cufft
-      python3 "$ROOT/bench/astra_fbp.py" "$FD" 2048 2048 ${FBP_SLICES:-8} "$OUT/astra_fbp.json" \
-        --ours-e2e-json "$OUT/fbp_e2e.json"
-    ) > "$LOGS/astra_fbp.log" 2>&1
+    with_astra python3 "$ROOT/bench/astra_fbp.py" "$FD" 2048 2048 ${FBP_SLICES:-8} \
+      "$OUT/astra_fbp.json" --ours-e2e-json "$OUT/fbp_e2e.json" > "$LOGS/astra_fbp.log" 2>&1
     say "astra fbp rc=$?"
     tail -3 "$LOGS/astra_fbp.log" | tee -a "$LOGS/summary.txt"
   fi

@@ -52,15 +52,6 @@ static const unsigned char *data_for(ctr_dtype dt) {
   return dt == CTR_DTYPE_UINT16 ? (const unsigned char *)g_u16 : (const unsigned char *)g_f32;
 }
 
-static int same_files(const char *a, const char *b) {
-  long long na, nb;
-  unsigned char *x = read_all(a, &na), *y = read_all(b, &nb);
-  const int same = x && y && na == nb && !memcmp(x, y, (size_t)na);
-  free(x);
-  free(y);
-  return same;
-}
-
 /* "*.partial*" anywhere under the scratch directory. */
 static int g_partial_found;
 static int find_partial(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {

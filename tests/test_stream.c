@@ -46,15 +46,6 @@ static uint64_t file_hash(const char *path) {
   return h ^ (uint64_t)n;
 }
 
-static int same_files(const char *a, const char *b) {
-  long long na, nb;
-  unsigned char *x = read_all(a, &na), *y = read_all(b, &nb);
-  const int same = x && y && na == nb && !memcmp(x, y, (size_t)na);
-  free(x);
-  free(y);
-  return same;
-}
-
 /* Entries under the scratch directory whose path contains `needle` (NULL:
  * all entries but the directory itself). */
 static const char *g_needle;
