@@ -4,7 +4,6 @@
 #include "filter/filter.h"
 #include "pipeline/engine.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/stream_writer.h"
 
 #include <math.h>
 #include <string.h>

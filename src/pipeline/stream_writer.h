@@ -55,10 +55,4 @@ void ctr__writer_submit(ctr__writer *w, const ctr__writer_job *job);
 /* Waits until every submitted job is done; returns the thread's status. */
 ctr_status ctr__writer_drain(ctr__writer *w);
 void ctr__writer_free(ctr__writer *w);
-/* Smallest and largest value of n floats, merged into *mn, *mx. */
-void ctr__slab_stats(const float *v, int64_t n, float *mn, float *mx);
-/* float -> uint16 of value x scale: rounds, clamps, NaN -> 0; counts clamps. */
-void ctr__to_u16(const float *v, int64_t n, double scale, uint16_t *out, int64_t *below,
-                 int64_t *above);
-
 #endif
