@@ -25,7 +25,6 @@
 #define ALU_PROJ 16    /* projections cached per pass */
 #define ALU_LANES 16   /* threads caching one projection row (Alg. 9) */
 #define ROUND_MAGIC 12582912.0f      /* 1.5 x 2^23 */
-#define OVERSAMPLE 4                 /* samples per bin of the oversampling kernels */
 #define ROUND_MAGIC_BITS 0x4B400000  /* its bits */
 
 /* Per angle: c, s (per pixel step), t0 (bin of pixel (0, 0)), unused. */
@@ -108,104 +107,41 @@ __device__ __forceinline__ float4 block_konst(int a, int bx, int by) {
   return make_float4(k.x, k.y, (float)(t0 - hm), (float)hm);
 }
 
-/* How the ALU kernel caches a projection row and reads it back, for S = 1
- * or 2 slices per shared load (one policy per cache layout):
- *  Pairs<S>       per bin one entry per slice: the midpoint m = (d_e +
- *                 d_e+1) / 2 and the slope d_e+1 - d_e (float2 or float4);
- *                 with g = h - 0.5 rounded to e the value is m_e + (g - e) s_e,
- *                 the same on both sides of a tie: exact linear interpolation
- *  Samples<S, OS> per bin OS entries per slice, the row linearly interpolated
- *                 at j / OS (float or float2); the value is the entry nearest
- *                 to OS h: nearest interpolation (OS = 1) or oversampling
- *                 (OS = 4, seed 004 Sect. 7.2, approximate)
- * Positions are rounded by adding 1.5 x 2^23 (Sect. 6.6: the integer lands
- * in the mantissa, no conversion instructions). */
-template <int S> struct pair_entry;
-template <> struct pair_entry<1> { typedef float2 T; };
-template <> struct pair_entry<2> { typedef float4 T; };
-template <int S> struct sample_entry;
-template <> struct sample_entry<1> { typedef float T; };
-template <> struct sample_entry<2> { typedef float2 T; };
+/* S slices at once (1 or 2): cache entries are float2 (m, s) or float4
+ * (m_a, s_a, m_b, s_b) so that one shared load serves every slice. */
+template <int S> struct alu_entry;
+template <> struct alu_entry<1> { typedef float2 T; };
+template <> struct alu_entry<2> { typedef float4 T; };
 
-__device__ __forceinline__ void put(float2 *e, const float *a, const float *b) { *e = make_float2(a[0], b[0]); }
-__device__ __forceinline__ void put(float4 *e, const float *a, const float *b) {
-  *e = make_float4(a[0], b[0], a[1], b[1]);
+__device__ __forceinline__ void put(float2 *e, const float *m, const float *sl) { *e = make_float2(m[0], sl[0]); }
+__device__ __forceinline__ void put(float4 *e, const float *m, const float *sl) {
+  *e = make_float4(m[0], sl[0], m[1], sl[1]);
 }
-__device__ __forceinline__ void put(float *e, const float *v) { *e = v[0]; }
-__device__ __forceinline__ void put(float2 *e, const float *v) { *e = make_float2(v[0], v[1]); }
-__device__ __forceinline__ void add_interpolated(const float2 v, float f, float *acc) {
+__device__ __forceinline__ void accumulate(const float2 v, float f, float *acc) {
   acc[0] += fmaf(f, v.y, v.x);
 }
-__device__ __forceinline__ void add_interpolated(const float4 v, float f, float *acc) {
+__device__ __forceinline__ void accumulate(const float4 v, float f, float *acc) {
   acc[0] += fmaf(f, v.y, v.x);
   acc[1] += fmaf(f, v.w, v.z);
 }
-__device__ __forceinline__ void add_sample(float v, float *acc) { acc[0] += v; }
-__device__ __forceinline__ void add_sample(float2 v, float *acc) {
-  acc[0] += v.x;
-  acc[1] += v.y;
-}
-__device__ __forceinline__ int rounded(float g, float *r) {
-  *r = g + ROUND_MAGIC;
-  return __float_as_int(*r) - ROUND_MAGIC_BITS;
-}
 
-template <int S> struct Pairs {
-  typedef typename pair_entry<S>::T entry;
-  static constexpr int per_bin = 1;
-  static constexpr float scale = 1.0f, offset = -0.5f; /* g = scale h + offset */
-  __device__ static void store(entry *dst, const float *d, const float *dn) {
-    float m[S], sl[S];
-#pragma unroll
-    for (int k = 0; k < S; k++) {
-      m[k] = 0.5f * (d[k] + dn[k]);
-      sl[k] = dn[k] - d[k];
-    }
-    put(dst, m, sl);
-  }
-  __device__ static void read(const entry *row, float g, float *acc) {
-    float r;
-    const int e = rounded(g, &r);
-    add_interpolated(row[e], g - (r - ROUND_MAGIC), acc);
-  }
-};
-
-template <int S, int OS> struct Samples {
-  typedef typename sample_entry<S>::T entry;
-  static constexpr int per_bin = OS;
-  static constexpr float scale = (float)OS, offset = 0.0f;
-  __device__ static void store(entry *dst, const float *d, const float *dn) {
-#pragma unroll
-    for (int j = 0; j < OS; j++) {
-      float v[S];
-#pragma unroll
-      for (int k = 0; k < S; k++) v[k] = fmaf((float)j * (1.0f / OS), dn[k] - d[k], d[k]);
-      put(dst + j, v);
-    }
-  }
-  __device__ static void read(const entry *row, float g, float *acc) {
-    float r;
-    add_sample(row[rounded(g, &r)], acc);
-  }
-};
-
-/* Alg. 6 with the advanced caching mode (Alg. 9). A block of ALU_AREA x
- * ALU_ROWS threads reconstructs ALU_AREA^2 pixels of S slices; thread (tx,
- * ty) owns column bx + tx and rows by + ty + ALU_ROWS q. For ALU_PROJ
- * projections at a time the block caches the bins it needs (from hm, the
- * block's smallest bin less one, for `per` x ALU_LANES bins): each of
- * ALU_LANES threads reads `per` consecutive bins once and takes the bin after
- * them from its neighbour by a shuffle. Dynamic shared memory: ALU_PROJ x
- * ALU_LANES x per x P::per_bin entries and ALU_PROJ float4 of constants.
- * Slice k's sinogram is sino + k sino_stride, its output out + k plane. */
-template <class P, int S>
+/* The cache holds, per projection, `width` = ALU_LANES * per entries
+ * starting at bin hm (Alg. 9: each of ALU_LANES threads reads `per`
+ * consecutive bins once and takes the bin after them from its neighbour by
+ * a shuffle). Linear: an entry holds the midpoint m = (d_e + d_e+1) / 2 and
+ * the slope d_e+1 - d_e (linear interpolation only: nearest runs
+ * bp_alu_os with one sample per bin). Dynamic shared memory:
+ * ALU_PROJ * width entries and ALU_PROJ float4 of constants. Thread (tx, ty)
+ * owns column bx + tx and rows by + ty + ALU_ROWS q of each slice; slice k's
+ * sinogram is sino + k * sino_stride, its output out + k * plane. */
+template <int S>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
 bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
        int per, float *__restrict__ out, long long plane) {
-  typedef typename P::entry entry;
+  typedef typename alu_entry<S>::T entry;
   extern __shared__ float4 shm_raw[];
   entry *cache = (entry *)shm_raw;
-  const int width = ALU_LANES * per * P::per_bin;
+  const int width = ALU_LANES * per;
   float4 *konst = (float4 *)(cache + ALU_PROJ * width);
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ALU_AREA + tx;
   const int bx = blockIdx.x * ALU_AREA, by = blockIdx.y * ALU_AREA;
@@ -227,39 +163,55 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
       const int valid = cp < np;
       const float *row = sino + (long long)(a0 + (valid ? cp : 0)) * nbins;
       const int b0 = valid ? (int)konst[cp].w + cl * per : 0;
-      entry *dst = cache + cp * width + cl * per * P::per_bin;
-      float d[S], first[S], dn[S];
+      entry *dst = cache + cp * width + cl * per;
+      float d[S], first[S], m[S], sl[S], dn[S];
 #pragma unroll
       for (int k = 0; k < S; k++) {
         d[k] = (valid && b0 >= 0 && b0 < nbins) ? __ldg(row + k * sino_stride + b0) : 0.0f;
         first[k] = d[k];
       }
-      for (int i = 0; i < per; i++) {
+      for (int i = 0; valid && i < per - 1; i++) {
         const int b = b0 + i + 1;
-        const int last = i == per - 1;
 #pragma unroll
         for (int k = 0; k < S; k++) {
-          /* The bin after a lane's run is the next lane's first; the last
-           * lane reads it itself. */
-          const float next = last ? __shfl_down_sync(0xffffffffu, first[k], 1, ALU_LANES) : 0.0f;
-          dn[k] = last && cl < ALU_LANES - 1
-                      ? next
-                      : (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+          dn[k] = (b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+          m[k] = 0.5f * (d[k] + dn[k]);
+          sl[k] = dn[k] - d[k];
+          d[k] = dn[k];
         }
-        if (valid) P::store(dst + i * P::per_bin, d, dn);
+        put(dst + i, m, sl);
+      }
+      /* The next lane's first bin; the last lane reads it itself. */
 #pragma unroll
-        for (int k = 0; k < S; k++) d[k] = dn[k];
+      for (int k = 0; k < S; k++) dn[k] = __shfl_down_sync(0xffffffffu, first[k], 1, ALU_LANES);
+      if (valid) {
+        const int b = b0 + per;
+#pragma unroll
+        for (int k = 0; k < S; k++) {
+          if (cl == ALU_LANES - 1) dn[k] = (b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+          m[k] = 0.5f * (d[k] + dn[k]);
+          sl[k] = dn[k] - d[k];
+        }
+        put(dst + per - 1, m, sl);
       }
     }
     __syncthreads();
     for (int p = 0; p < np; p++) {
       const float4 k = konst[p];
       const entry *row = cache + p * width;
-      const float g0 = (P::scale * k.z + P::offset) + (float)tx * (P::scale * k.x) +
-                       (float)ty * (P::scale * k.y);
-      const float step = (float)ALU_ROWS * (P::scale * k.y);
+      /* Seed 004 Sect. 6.6: adding 1.5 x 2^23 rounds to an integer in the
+       * mantissa, no conversion instructions. Linear: with g = h - 0.5
+       * rounded to e the value is m_e + (g - e) s_e, the same on both sides
+       * of a tie. */
+      const float h0 = k.z - 0.5f + (float)tx * k.x + (float)ty * k.y;
+      const float step = (float)ALU_ROWS * k.y;
 #pragma unroll
-      for (int q = 0; q < nq; q++) P::read(row, fmaf((float)q, step, g0), acc[q]);
+      for (int q = 0; q < nq; q++) {
+        const float g = fmaf((float)q, step, h0);
+        const float r = g + ROUND_MAGIC;
+        const int e = __float_as_int(r) - ROUND_MAGIC_BITS;
+        accumulate(row[e], g - (r - ROUND_MAGIC), acc[q]);
+      }
     }
   }
   const int i = bx + tx;
@@ -272,25 +224,104 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
   }
 }
 
-/* One launch of bp_alu with cache policy P on S slices, n projections. */
-template <class P, int S>
-static ctr_status launch_alu(dim3 grid, cudaStream_t s, const float *sino, long long stride,
-                             int64_t n, const ctr_parallel_params *p, int per, float *out,
-                             long long plane) {
-  ctr_status st = CTR_OK;
-  const size_t shm = sizeof(typename P::entry) * P::per_bin * ALU_PROJ * (size_t)(per * ALU_LANES) +
-                     sizeof(float4) * ALU_PROJ;
-  const dim3 block(ALU_AREA, ALU_ROWS);
-  if (shm > 200 * 1024)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernels cache %zu bytes per block for a pixel of %g bins; "
-             "use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
-  if (shm > 48 * 1024)
-    CU(cudaFuncSetAttribute(bp_alu<P, S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
-  bp_alu<P, S><<<grid, block, shm, s>>>(sino, stride, (int)p->nbins, (int)n, (int)p->nx,
-                                        (int)p->ny, per, out, plane);
-  CU_LAUNCHED("bp_alu");
-cleanup:
-  return st;
+
+/* Sample caches: the cache holds OS samples per bin (linearly interpolated
+ * between bins) and each update takes the nearest sample, no interpolation
+ * arithmetic. OS = 4: oversampling (seed 004 Sect. 7.2), positions
+ * quantised to 1/4 bin, approximate linear interpolation. OS = 1: nearest
+ * interpolation with value-only entries (4 or 8 bytes per update, not the
+ * pair caches' 8 or 16). Entries are float (one slice) or float2 (two). */
+#define OVERSAMPLE 4
+template <int S> struct os_entry;
+template <> struct os_entry<1> { typedef float T; };
+template <> struct os_entry<2> { typedef float2 T; };
+__device__ __forceinline__ void os_put(float *e, const float *v) { *e = v[0]; }
+__device__ __forceinline__ void os_put(float2 *e, const float *v) { *e = make_float2(v[0], v[1]); }
+__device__ __forceinline__ void os_add(float v, float *acc) { acc[0] += v; }
+__device__ __forceinline__ void os_add(float2 v, float *acc) {
+  acc[0] += v.x;
+  acc[1] += v.y;
+}
+
+template <int S, int OS>
+__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
+bp_alu_os(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx,
+          int ny, int per, float *__restrict__ out, long long plane) {
+  typedef typename os_entry<S>::T entry;
+  extern __shared__ float4 shm_raw[];
+  entry *cache = (entry *)shm_raw;
+  const int width = ALU_LANES * per * OS;
+  float4 *konst = (float4 *)(cache + ALU_PROJ * width);
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ALU_AREA + tx;
+  const int bx = blockIdx.x * ALU_AREA, by = blockIdx.y * ALU_AREA;
+  constexpr int nq = ALU_AREA / ALU_ROWS;
+  float acc[nq][S];
+#pragma unroll
+  for (int q = 0; q < nq; q++)
+#pragma unroll
+    for (int k = 0; k < S; k++) acc[q][k] = 0.0f;
+  const int cp = tid / ALU_LANES, cl = tid % ALU_LANES;
+  for (int a0 = 0; a0 < na; a0 += ALU_PROJ) {
+    const int np = na - a0 < ALU_PROJ ? na - a0 : ALU_PROJ;
+    __syncthreads();
+    if (tid < np) konst[tid] = block_konst(a0 + tid, bx, by);
+    __syncthreads();
+    {
+      const int valid = cp < np;
+      const float *row = sino + (long long)(a0 + (valid ? cp : 0)) * nbins;
+      const int b0 = valid ? (int)konst[cp].w + cl * per : 0;
+      entry *dst = cache + cp * width + cl * per * OS;
+      float d[S], first[S], dn[S], v[S];
+#pragma unroll
+      for (int k = 0; k < S; k++) {
+        d[k] = (valid && b0 >= 0 && b0 < nbins) ? __ldg(row + k * sino_stride + b0) : 0.0f;
+        first[k] = d[k];
+      }
+      for (int i = 0; i < per; i++) {
+        const int b = b0 + i + 1;
+        if (i == per - 1) {
+          /* The next lane's first bin; the last lane reads it itself. */
+#pragma unroll
+          for (int k = 0; k < S; k++) {
+            dn[k] = __shfl_down_sync(0xffffffffu, first[k], 1, ALU_LANES);
+            if (cl == ALU_LANES - 1) dn[k] = (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < S; k++) dn[k] = (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+        }
+        if (valid)
+#pragma unroll
+          for (int j = 0; j < OS; j++) {
+#pragma unroll
+            for (int k = 0; k < S; k++) v[k] = fmaf((float)j * (1.0f / OS), dn[k] - d[k], d[k]);
+            os_put(dst + i * OS + j, v);
+          }
+#pragma unroll
+        for (int k = 0; k < S; k++) d[k] = dn[k];
+      }
+    }
+    __syncthreads();
+    for (int p = 0; p < np; p++) {
+      const float4 k = konst[p];
+      const entry *row = cache + p * width;
+      const float h0 = OS * (k.z + (float)tx * k.x + (float)ty * k.y);
+      const float step = (float)(OS * ALU_ROWS) * k.y;
+#pragma unroll
+      for (int q = 0; q < nq; q++) {
+        const float r = fmaf((float)q, step, h0) + ROUND_MAGIC;
+        os_add(row[__float_as_int(r) - ROUND_MAGIC_BITS], acc[q]);
+      }
+    }
+  }
+  const int i = bx + tx;
+#pragma unroll
+  for (int q = 0; q < nq; q++) {
+    const int j = by + ty + q * ALU_ROWS;
+    if (i < nx && j < ny)
+#pragma unroll
+      for (int k = 0; k < S; k++) out[k * plane + (long long)j * nx + i] += acc[q][k];
+  }
 }
 
 /* Each sinogram row times its angle's weight. */
@@ -420,17 +451,40 @@ ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s)
       const int width = (int)ceil((double)(ALU_AREA - 1) * p->voxel * 1.41422) + 4;
       const int per = (width + ALU_LANES - 1) / ALU_LANES;
       const int os = f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS;
-      const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
-      const long long stride = (long long)(nb * na);
-      const float *src = sino + a0 * nb;
       /* Nearest runs the sample cache with one sample per bin. */
-      if (os && pair) st = launch_alu<Samples<2, OVERSAMPLE>, 2>(grid, s, src, stride, n, p, per, out, plane);
-      else if (os) st = launch_alu<Samples<1, OVERSAMPLE>, 1>(grid, s, src, stride, n, p, per, out, plane);
-      else if (f->nearest && pair) st = launch_alu<Samples<2, 1>, 2>(grid, s, src, stride, n, p, per, out, plane);
-      else if (f->nearest) st = launch_alu<Samples<1, 1>, 1>(grid, s, src, stride, n, p, per, out, plane);
-      else if (pair) st = launch_alu<Pairs<2>, 2>(grid, s, src, stride, n, p, per, out, plane);
-      else st = launch_alu<Pairs<1>, 1>(grid, s, src, stride, n, p, per, out, plane);
-      if (st != CTR_OK) goto cleanup;
+      const int samples = os ? OVERSAMPLE : f->nearest ? 1 : 0;
+      const size_t entry = samples ? (pair ? sizeof(float2) : sizeof(float)) * (size_t)samples
+                              : (pair ? sizeof(float4) : sizeof(float2));
+      const size_t shm = entry * ALU_PROJ * (size_t)(per * ALU_LANES) + sizeof(float4) * ALU_PROJ;
+      if (shm > 200 * 1024)
+        CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernel caches %zu bytes per block for a pixel of %g "
+                 "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
+      const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
+      const dim3 block(ALU_AREA, ALU_ROWS);
+      const long long stride = (long long)(nb * na);
+#define CTR__ALU_LAUNCH(S)                                                                        \
+  do {                                                                                           \
+    if (shm > 48 * 1024)                                                                         \
+      CU(cudaFuncSetAttribute(bp_alu<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
+    bp_alu<S><<<grid, block, shm, s>>>(sino + a0 * nb, stride, (int)nb, (int)n, (int)p->nx,       \
+                                       (int)p->ny, per, out, plane);                             \
+  } while (0)
+#define CTR__OS_LAUNCH(S, N)                                                                      \
+  do {                                                                                           \
+    if (shm > 48 * 1024)                                                                         \
+      CU(cudaFuncSetAttribute(bp_alu_os<S, N>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
+    bp_alu_os<S, N><<<grid, block, shm, s>>>(sino + a0 * nb, stride, (int)nb, (int)n, (int)p->nx, \
+                                             (int)p->ny, per, out, plane);                       \
+  } while (0)
+      if (os && pair) CTR__OS_LAUNCH(2, OVERSAMPLE);
+      else if (os) CTR__OS_LAUNCH(1, OVERSAMPLE);
+      else if (f->nearest && pair) CTR__OS_LAUNCH(2, 1);
+      else if (f->nearest) CTR__OS_LAUNCH(1, 1);
+      else if (pair) CTR__ALU_LAUNCH(2);
+      else CTR__ALU_LAUNCH(1);
+#undef CTR__ALU_LAUNCH
+#undef CTR__OS_LAUNCH
+      CU_LAUNCHED("bp_alu");
     } else {
       CTR_CHECK(make_texture(f, pair, s0, a0, n, s));
       const dim3 block(16, 8), grid((unsigned)((p->nx + 15) / 16), (unsigned)((p->ny + 15) / 16));
