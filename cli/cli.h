@@ -213,5 +213,10 @@ int cmd_fbp(int argc, char **argv);           /* cmd_fbp.c */
 /* `demo --parallel` (cmd_demo_parallel.c). */
 int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *out_dir,
                       int no_volume, const cli_common *common);
+/* `ctrecon pet simulate | recon | metrics` (cmd_pet.c, cmd_pet_*.c). */
+extern const cli_command cli_cmd_pet;
+int cmd_pet(int argc, char **argv);
+/* `demo --pet` (cmd_demo_pet.c). */
+int cmd_demo_pet(const char *out_dir, int no_volume, const cli_common *common);
 
 #endif /* CTRECON_CLI_H */

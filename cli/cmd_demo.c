@@ -44,6 +44,7 @@ typedef struct demo_args {
   int64_t slices;
   ctr_interp interp;
   cli_common common;
+  int pet;
 } demo_args;
 
 typedef struct demo_run {
@@ -229,7 +230,7 @@ static int run(const demo_args *a, demo_run *r) {
 }
 
 int cmd_demo(int argc, char **argv) {
-  demo_args a = {256, 360, 256, "demo-out", 0, 0, 16, CTR_INTERP_DEFAULT, CLI_COMMON_INIT};
+  demo_args a = {256, 360, 256, "demo-out", 0, 0, 16, CTR_INTERP_DEFAULT, CLI_COMMON_INIT, 0};
   const cli_opt opts[] = {
       {"--size", "N", "volume size N^3 over 256 mm (default 256)", cli_parse_count, &a.size, NULL},
       {"--views", "N", "projections over 360 deg (default 360)", cli_parse_count, &a.views, NULL},
@@ -248,11 +249,19 @@ int cmd_demo(int argc, char **argv) {
        "--views angles over 180 deg, FBP (default off)", cli_set_flag, &a.parallel, NULL},
       {"--slices", "N", "slices of the parallel-beam case (default 16)", cli_parse_count,
        &a.slices, NULL},
+      {"--pet", NULL,
+       "the TOF-PET case instead: the seed's sphere phantom simulated, block-RAMLA, CRC and "
+       "noise per iteration (seed size on a GPU, reduced on the CPU; default off)",
+       cli_set_flag, &a.pet, NULL},
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };
   int rc = cli_parse(&cli_cmd_demo, opts, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
+  if (a.pet) {
+    rc = make_dirs(a.out_dir);
+    return rc ? rc : cmd_demo_pet(a.out_dir, a.no_volume, &a.common);
+  }
   if (a.parallel) {
     if (a.size > 16384 || a.views > 100000 || a.slices > 4096)
       return cli_usage_error("demo", "--size <= 16384, --views <= 100000 and --slices <= 4096, please");

@@ -9,6 +9,7 @@ static const cli_subcommand g_commands[] = {
     {&cli_cmd_info, cmd_info}, {&cli_cmd_geometry, cmd_geometry}, {&cli_cmd_phantom, cmd_phantom},
     {&cli_cmd_fdk, cmd_fdk},   {&cli_cmd_fbp, cmd_fbp}, {&cli_cmd_demo, cmd_demo},
     {&cli_cmd_rabbitct_make, cmd_rabbitct_make}, {&cli_cmd_rabbitct, cmd_rabbitct},
+    {&cli_cmd_pet, cmd_pet},
 };
 #define N_COMMANDS (sizeof g_commands / sizeof g_commands[0])
 

@@ -5,14 +5,15 @@
 #
 #   scripts/gpu-check.sh RESULTS_DIR [STAGES]
 #
-# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct,ooc,fbp
+# BUILD_TARGETS (optional): build only these targets.
+# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct,ooc,fbp,pet
 # (default: all). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
 # default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
 # bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/.
 set -uo pipefail
 OUT=${1:?usage: scripts/gpu-check.sh RESULTS_DIR [STAGES]}
-STAGES=${2:-build,test,sanitize,benchA,benchB,astra,rabbitct,ooc,fbp}
+STAGES=${2:-build,test,sanitize,benchA,benchB,astra,rabbitct,ooc,fbp,pet}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
 mkdir -p "$OUT"
@@ -76,7 +77,7 @@ if has build; then
   say "build ($BUILD)"
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCTRECON_CUDA=on \
     -DCMAKE_CUDA_ARCHITECTURES=90 "${CMAKE_EXTRA[@]}" > "$LOGS/build.log" 2>&1 &&
-    cmake --build "$BUILD" -j "$(nproc)" >> "$LOGS/build.log" 2>&1
+    cmake --build "$BUILD" -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >> "$LOGS/build.log" 2>&1
   rc=$?
   grep -E "registers|spill" "$LOGS/build.log" | sed 's/^ *//' > "$LOGS/kernel_resources.txt"
   say "build rc=$rc"
@@ -196,6 +197,20 @@ if has fbp; then
   (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./test_gpu_fbp) \
     > "$LOGS/sanitizer_fbp.log" 2>&1
   say "memcheck fbp rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_fbp.log" | tail -1)"
+fi
+
+if has pet; then
+  # DIRECT TOF-PET: its tests (also in the test stage), the issue 6 benchmark,
+  # memcheck of the GPU backend.
+  (cd "$BUILD" && ctest -R pet --output-on-failure) > "$LOGS/pet_tests.log" 2>&1
+  say "pet tests rc=$? : $(grep -E 'tests passed|tests failed' "$LOGS/pet_tests.log")"
+  "$BUILD/bench/bench_pet" --json "$OUT/pet.json" ${PET_EVENTS:+--events $PET_EVENTS} \
+    > "$LOGS/pet.log" 2>&1
+  say "bench_pet rc=$?"
+  tee -a "$LOGS/summary.txt" < "$LOGS/pet.log"
+  (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./test_gpu_pet) \
+    > "$LOGS/sanitizer_pet.log" 2>&1
+  say "memcheck pet rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_pet.log" | tail -1)"
 fi
 
 if has rabbitct; then

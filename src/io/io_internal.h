@@ -199,4 +199,9 @@ char *ctr__tiff_stack_file(const char *pattern, int64_t index);
 /* Removes "<file>.partial" of images [0, count) of the pattern. */
 void ctr__tiff_stack_remove_partial(const char *pattern, int64_t count);
 
+/* 8-bit PNG of w x h pixels with 1 (grey) or 3 (RGB) channels, rows top
+ * first, written to a temporary name and renamed when complete. */
+ctr_status ctr__png_save(const char *path, const uint8_t *pix, uint32_t w, uint32_t h,
+                         int channels);
+
 #endif

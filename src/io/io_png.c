@@ -83,7 +83,8 @@ static void on_png_flush(png_structp png) { (void)png; }
 
 /* `sink` lives in the caller's frame: after longjmp only objects that were
  * not modified in this frame since setjmp are reliable. */
-static ctr_status png_encode(png_sink *sink, const uint8_t *pix, uint32_t w, uint32_t h) {
+static ctr_status png_encode(png_sink *sink, const uint8_t *pix, uint32_t w, uint32_t h,
+                             int channels) {
   png_structp png =
       png_create_write_struct(PNG_LIBPNG_VER_STRING, sink, on_png_error, on_png_warning);
   if (!png) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot start the PNG '%s'", sink->path);
@@ -97,20 +98,21 @@ static ctr_status png_encode(png_sink *sink, const uint8_t *pix, uint32_t w, uin
     return sink->status;
   }
   png_set_write_fn(png, sink, on_png_write, on_png_flush);
-  png_set_IHDR(png, info, w, h, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_IHDR(png, info, w, h, 8, channels == 3 ? PNG_COLOR_TYPE_RGB : PNG_COLOR_TYPE_GRAY,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
-  for (uint32_t y = 0; y < h; y++) png_write_row(png, pix + (size_t)y * w);
+  for (uint32_t y = 0; y < h; y++) png_write_row(png, pix + (size_t)y * w * channels);
   png_write_end(png, NULL);
   png_destroy_write_struct(&png, &info);
   return CTR_OK;
 }
 
-static ctr_status png_save(const char *path, const uint8_t *pix, uint32_t w, uint32_t h) {
+ctr_status ctr__png_save(const char *path, const uint8_t *pix, uint32_t w, uint32_t h,
+                         int channels) {
   ctr__atomic_file f = CTR__ATOMIC_FILE_INIT;
   CTR_CHECK(ctr__atomic_create(&f, path));
   png_sink sink = {f.fd, 0, path, CTR_OK};
-  ctr_status st = png_encode(&sink, pix, w, h);
+  ctr_status st = png_encode(&sink, pix, w, h, channels);
   if (st == CTR_OK) st = ctr__atomic_commit(&f);
   ctr__atomic_discard(&f);
   return st;
@@ -136,7 +138,7 @@ static ctr_status write_view(const char *path, const float *data, int64_t base, 
       /* !(t > 0) also sends NaN to black. */
       pix[r * w + c] = !(t > 0.0) ? 0 : t >= 255.0 ? 255 : (uint8_t)(t + 0.5);
     }
-  ctr_status st = png_save(path, pix, (uint32_t)w, (uint32_t)h);
+  ctr_status st = ctr__png_save(path, pix, (uint32_t)w, (uint32_t)h, 1);
   free(pix);
   return st;
 }

@@ -1,0 +1,258 @@
+/* DIRECT TOF-PET benchmark (issue 6 targets, seed 002 sections 5 and 6):
+ *  1. projectors: one view forward and back, 144 x 144 x 48 of 4 mm, TOF
+ *     900 ps, LOR radial 10 -> 100 mm FWHM centre to edge, axial 10 mm
+ *     (seed: 2.59 s per view on a GTX 285), data on the GPU, for Z = 1
+ *     (thread-level form), 8 and 16 (instruction-level form) slices per
+ *     thread, an untilted and a tilted view;
+ *  2. one full block-RAMLA iteration (40 x 3 views, TOF 400 ps, variant LOR
+ *     5.8 -> 10 mm at the edge) from simulated data, transfers included
+ *     (seed Table III: 22.43 s);
+ *  3. spatial projector vs cuFFT convolution for invariant kernels at
+ *     clinical TOF resolutions, per view, in the same run.
+ * Writes JSON (DESIGN.md's benchmark form) with --json FILE. */
+#include "bench_common.h"
+#include "pet/pet.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if CTR_HAVE_CUDA
+ctr_status ctr__pet_cuda_time_view(ctr__pet_cuda *c, ctr_pet_direction dir, int64_t view, int reps,
+                                   double *ms);
+ctr_status ctr__pet_cuda_set_input(ctr__pet_cuda *c, const float *img);
+ctr_status ctr__pet_cuda_fft_time(int device, ctr_pet_system *s, int64_t view, int64_t pad,
+                                  const float *in, int reps, double *ms);
+#endif
+
+static FILE *g_json;
+static int g_best = 1;
+static double g_best_ms = 1e30;
+static int g_first = 1;
+
+static void json_case(const char *fmt, ...) {
+  if (!g_json) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(g_json, "%s    {", g_first ? "" : ",\n");
+  vfprintf(g_json, fmt, ap);
+  fprintf(g_json, "}");
+  va_end(ap);
+  g_first = 0;
+}
+
+static int fail(const char *what, ctr_status st) {
+  fprintf(stderr, "bench_pet: %s: %s: %s\n", what, ctr_status_name(st), ctr_error_detail());
+  return 1;
+}
+
+#if CTR_HAVE_CUDA
+static int bench_projectors(ctr_context *ctx, int reps) {
+  ctr_pet_params p = CTR_PET_PARAMS_INIT;
+  ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT;
+  k.tof_fwhm_ps = 900, k.radial_fwhm_center_mm = 10, k.radial_fwhm_edge_mm = 100;
+  k.axial_fwhm_mm = 10;
+  ctr_pet_system *s = NULL;
+  ctr_status st = ctr_pet_system_create(&p, &k, &s);
+  if (st) return fail("system", st);
+  const int64_t n = p.nx * p.ny * p.nz;
+  float *img = malloc(n * sizeof(float));
+  for (int64_t i = 0; i < n; i++) img[i] = (float)((i * 2654435761u) % 1000) * 1e-3f;
+  /* launch shapes: Z slices per thread, LC run entries per pass, block */
+  typedef struct { const char *z, *lc, *block, *split; } shape;
+  static const shape sweep[] = {
+      {"1", "4", "32x4", "1"},  {"24", "4", "32x4", "0"}, {"16", "4", "32x4", "1"},
+      {"24", "4", "32x4", "1"}, {"16", "4", "32x4", "0"}, {"24", "4", "32x4", "2"},
+      {"24", "4", "32x4", "4"}, {"24", "4", "32x4", "8"}, {"24", "8", "32x4", "0"},
+      {"24", "4", "16x8", "0"}, {"24", "4", "48x2", "0"}, {"24", "4", "32x2", "0"},
+      {"16", "4", "16x8", "0"}, {"8", "4", "32x4", "0"}, {"24", "4", "64x2", "0"}};
+  const int64_t views[] = {0, 10, p.n_azimuth + 10, 2 * p.n_azimuth + 10};
+  for (int vi = 0; vi < 4; vi++) {
+    double t0 = ctr__now_s();
+    ctr_pet_view_info info;
+    if ((st = ctr_pet_view_info_get(s, views[vi], &info))) return fail("tables", st);
+    double tables = ctr__now_s() - t0;
+    const int nshapes = vi == 0 ? (int)(sizeof sweep / sizeof sweep[0]) : 3;
+    for (int si = 0; si < nshapes; si++) {
+      /* other views: the thread-level form, the default, and the best of the sweep */
+      const shape *sh = &sweep[vi == 0 ? si : (si == 0 ? 0 : (si == 1 ? 1 : g_best))];
+      setenv("CTRECON_PET_Z", sh->z, 1), setenv("CTRECON_PET_LC", sh->lc, 1);
+      setenv("CTRECON_PET_BLOCK", sh->block, 1), setenv("CTRECON_PET_SPLIT", sh->split, 1);
+      ctr_pet_projector *pr = NULL;
+      if ((st = ctr_pet_projector_create(ctx, s, &pr))) return fail("projector", st);
+      if ((st = ctr__pet_cuda_set_input(pr->cuda, img))) return fail("input", st);
+      double ms[2];
+      for (int d = 0; d < 2; d++)
+        if ((st = ctr__pet_cuda_time_view(pr->cuda, d ? CTR_PET_BACK : CTR_PET_FORWARD, views[vi],
+                                          reps, &ms[d])))
+          return fail("time", st);
+      double worst = fmax(ms[0], ms[1]), macs = (double)info.support * n;
+      if (vi == 0 && (si == 0 || worst < g_best_ms) && si > 0) g_best = si, g_best_ms = worst;
+      printf("  view %3lld (azimuth %6.2f, tilt %5.2f deg, %lld entries, %lld runs), Z=%2s LC=%s "
+             "block %-4s split %s: forward %.3f ms, back %.3f ms (%.0f G MAC/s); tables %.2f s\n",
+             (long long)views[vi], info.azimuth_deg, info.copolar_deg, (long long)info.support,
+             (long long)info.columns, sh->z, sh->lc, sh->block, sh->split, ms[0], ms[1],
+             macs / (worst * 1e-3) / 1e9, tables);
+      json_case("\"name\": \"pet_view_900ps_v%lld_z%s_lc%s_%s_split%s\", \"view\": %lld, "
+                "\"azimuth_deg\": %.3f, \"tilt_deg\": %.3f, \"slices_per_thread\": %s, "
+                "\"run_entries_per_pass\": %s, \"block\": \"%s\", \"support\": %lld, "
+                "\"runs\": %lld, \"forward_seconds\": %.6g, \"back_seconds\": %.6g, "
+                "\"seconds\": %.6g, \"gmacs\": %.1f, \"seed_gtx285_seconds\": 2.59",
+                (long long)views[vi], sh->z, sh->lc, sh->block, sh->split, (long long)views[vi],
+                info.azimuth_deg, info.copolar_deg, sh->z, sh->lc, sh->block,
+                (long long)info.support, (long long)info.columns, ms[0] * 1e-3, ms[1] * 1e-3,
+                worst * 1e-3, macs / (worst * 1e-3) / 1e9);
+      ctr_pet_projector_free(pr);
+    }
+  }
+  unsetenv("CTRECON_PET_LC");
+  unsetenv("CTRECON_PET_SPLIT");
+  unsetenv("CTRECON_PET_BLOCK");
+  unsetenv("CTRECON_PET_Z");
+  free(img);
+  ctr_pet_system_free(s);
+  return 0;
+}
+
+static int bench_iteration(ctr_context *ctx, double events) {
+  ctr_pet_params p = CTR_PET_PARAMS_INIT;
+  ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT; /* 400 ps, 5.8 mm */
+  k.radial_fwhm_edge_mm = 10;                          /* variant1 of seed Fig. 8 */
+  ctr_pet_system *s = NULL;
+  ctr_pet_histo *h = NULL;
+  ctr_pet_projector *pr = NULL;
+  ctr_pet_phantom ph;
+  ctr_pet_phantom_spheres(&ph, 4.0);
+  ctr_status st = ctr_pet_system_create(&p, &k, &s);
+  if (st) return fail("system", st);
+  ctr_pet_sim_options so = CTR_PET_SIM_OPTIONS_INIT;
+  so.events = events, so.attenuation = 1;
+  double t0 = ctr__now_s();
+  if ((st = ctr_pet_simulate(ctx, s, &ph, &so, &h))) return fail("simulate", st);
+  double tsim = ctr__now_s() - t0;
+  t0 = ctr__now_s();
+  for (int64_t v = 0; v < ctr_pet_num_views(s); v++)
+    if (!ctr__pet_lut_get(s, v)) return fail("tables", CTR_E_OUT_OF_MEMORY);
+  double ttab = ctr__now_s() - t0;
+  if ((st = ctr_pet_projector_create(ctx, s, &pr))) return fail("projector", st);
+  const int64_t n = p.nx * p.ny * p.nz;
+  float *img = calloc(n, sizeof(float));
+  ctr_pet_recon_timings t1, t5;
+  ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
+  o.iterations = 1;
+  if ((st = ctr_pet_reconstruct(pr, h, &o, img, &t1))) return fail("recon 1", st); /* warm-up */
+  memset(img, 0, n * sizeof(float));
+  if ((st = ctr_pet_reconstruct(pr, h, &o, img, &t1))) return fail("recon 1", st);
+  memset(img, 0, n * sizeof(float));
+  o.iterations = 5;
+  if ((st = ctr_pet_reconstruct(pr, h, &o, img, &t5))) return fail("recon 5", st);
+  double per_iter = (t5.total - t1.total) / 4.0;
+  ctr_pet_metrics m;
+  if ((st = ctr_pet_metrics_compute(&p, &ph, img, &m))) return fail("metrics", st);
+  ctr_pet_view_info info;
+  ctr_pet_view_info_get(s, 0, &info);
+  printf("iteration: 40x3 views, TOF 400 ps, LOR 5.8 -> 10 mm, %lld-entry support, %.3g events "
+         "(simulated in %.1f s, tables %.2f s)\n",
+         (long long)info.support, h->events, tsim, ttab);
+  printf("  1 iteration, everything included: %.3f s (upload %.3f, sensitivities %.3f, forward "
+         "%.3f, discrepancy %.4f, back %.3f, update %.4f, download %.4f)\n",
+         t1.total, t1.upload, t1.back - (t5.back - t1.back) / 4.0, t1.forward, t1.discrepancy,
+         (t5.back - t1.back) / 4.0, t1.update, t1.download);
+  printf("  each further iteration: %.3f s (forward %.3f, back %.3f); CRC %.3f noise %.3f after 5\n",
+         per_iter, (t5.forward - t1.forward) / 4.0, (t5.back - t1.back) / 4.0, m.crc, m.noise);
+  json_case("\"name\": \"pet_ramla_iteration_400ps_variant\", \"views\": %lld, \"support\": %lld, "
+            "\"events\": %.6g, \"seconds\": %.6g, \"first_iteration_seconds\": %.6g, "
+            "\"upload_seconds\": %.6g, \"forward_seconds\": %.6g, \"back_seconds\": %.6g, "
+            "\"crc_5\": %.4f, \"noise_5\": %.4f, \"seed_gtx285_seconds\": 22.43, "
+            "\"seed_fft_invariant_seconds\": 21.48",
+            (long long)ctr_pet_num_views(s), (long long)info.support, h->events, per_iter, t1.total,
+            t1.upload, (t5.forward - t1.forward) / 4.0, (t5.back - t1.back) / 4.0, m.crc, m.noise);
+  free(img);
+  ctr_pet_projector_free(pr);
+  ctr_pet_histo_free(h);
+  ctr_pet_system_free(s);
+  return 0;
+}
+
+static int bench_fft(ctr_context *ctx, int reps) {
+  const double tofs[] = {375, 450, 600};
+  printf("spatial vs cuFFT, invariant kernels, 144x144x48 of 4 mm, LOR 6.5 mm, one view:\n");
+  for (int i = 0; i < 3; i++)
+    for (int pad = 0; pad <= 1; pad++) {
+      ctr_pet_params p = CTR_PET_PARAMS_INIT;
+      ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT;
+      k.tof_fwhm_ps = tofs[i], k.radial_fwhm_center_mm = k.radial_fwhm_edge_mm = 6.5;
+      k.axial_fwhm_mm = 6.5;
+      ctr_pet_system *s = NULL;
+      ctr_pet_projector *pr = NULL;
+      ctr_status st = ctr_pet_system_create(&p, &k, &s);
+      if (st || (st = ctr_pet_projector_create(ctx, s, &pr))) return fail("system", st);
+      const int64_t n = p.nx * p.ny * p.nz;
+      float *img = malloc(n * sizeof(float));
+      for (int64_t j = 0; j < n; j++) img[j] = (float)((j * 2654435761u) % 1000) * 1e-3f;
+      int64_t padv = pad ? s->halo[0] : 0;
+      double sp, ff;
+      if ((st = ctr__pet_cuda_set_input(pr->cuda, img)) ||
+          (st = ctr__pet_cuda_time_view(pr->cuda, CTR_PET_FORWARD, 10, reps, &sp)) ||
+          (st = ctr__pet_cuda_fft_time(0, s, 10, padv, img, reps, &ff)))
+        return fail("time", st);
+      printf("  TOF %3.0f ps, FFT padding %2lld: spatial %.3f ms, cuFFT %.3f ms\n", tofs[i],
+             (long long)padv, sp, ff);
+      json_case("\"name\": \"pet_spatial_vs_cufft_%.0fps_pad%lld\", \"tof_ps\": %.0f, \"pad\": %lld, "
+                "\"seconds\": %.6g, \"cufft_seconds\": %.6g",
+                tofs[i], (long long)padv, tofs[i], (long long)padv, sp * 1e-3, ff * 1e-3);
+      free(img);
+      ctr_pet_projector_free(pr);
+      ctr_pet_system_free(s);
+    }
+  return 0;
+}
+#endif
+
+int main(int argc, char **argv) {
+  const char *json = NULL;
+  int reps = 7;
+  double events = 2e7;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--events") && i + 1 < argc) events = atof(argv[++i]);
+    else {
+      fprintf(stderr, "usage: bench_pet [--json FILE] [--repeats N] [--events N]\n");
+      return 2;
+    }
+  }
+#if CTR_HAVE_CUDA
+  if (ctr_cuda_device_count() < 1) {
+    fprintf(stderr, "bench_pet: no usable GPU\n");
+    return 77;
+  }
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = CTR_DEVICE_CUDA;
+  ctr_context *ctx = NULL;
+  if (ctr_context_create(&co, &ctx)) return fail("context", CTR_E_NO_DEVICE);
+  ctr_device_info di;
+  ctr_cuda_device_info(0, &di);
+  if (json && !(g_json = fopen(json, "w"))) {
+    perror(json);
+    return 1;
+  }
+  char date[32];
+  if (g_json)
+    fprintf(g_json, "{\n  \"gpu\": \"%s\",\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n"
+            "  \"command\": \"bench_pet --repeats %d --events %.3g\",\n  \"cases\": [\n",
+            di.name, bench_date(date, sizeof date), bench_revision(), reps, events);
+  int rc = bench_projectors(ctx, reps) || bench_fft(ctx, reps) || bench_iteration(ctx, events);
+  if (g_json) {
+    fprintf(g_json, "\n  ]\n}\n");
+    fclose(g_json);
+  }
+  ctr_context_free(ctx);
+  return rc;
+#else
+  fprintf(stderr, "bench_pet: built without CUDA\n");
+  return 77;
+#endif
+}

@@ -1,0 +1,423 @@
+/* `ctrecon pet recon`: DIRECT TOF-PET reconstruction of a histo-image file
+ * (block-RAMLA, OSEM or MLEM) with the spatially variant system-response
+ * kernels, per-iteration images, CRC/noise per iteration as CSV and plot. */
+#include "cmd_pet.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const cli_command cli_cmd_pet_recon = {
+    "pet recon",
+    "reconstruct a TOF-PET image from histo-images",
+    "ctrecon pet recon --data FILE --out IMAGE [options]",
+    "Reconstructs the activity from the histo-images of --data (written by 'pet\n"
+    "simulate') with block-RAMLA (one view per sub-iteration, relaxation\n"
+    "lambda_k = LAMBDA0 / (1 + DECAY k)), OSEM (one view per subset) or MLEM. The\n"
+    "projectors apply each view's system-response kernels: TOF along the view\n"
+    "direction (--tof-ps; default the data's), LOR-radial (--radial-fwhm, varying\n"
+    "linearly from the axis to --edge-radius, or through --radial-table) and\n"
+    "LOR-axial (--axial-fwhm), optionally asymmetric (--asymmetric), cut at\n"
+    "--kernel-cut sigma. The image goes to IMAGE (NRRD, raw float32 or TIFF, with\n"
+    "the voxel size and origin in NRRD). --every N writes the image every N\n"
+    "iterations; --metrics/--plot record the CRC of the phantom's spheres and the\n"
+    "noise after every iteration (as 'pet metrics' computes them) into a CSV\n"
+    "(iteration,noise,crc,crc_sphere1..n; noise as a fraction) and a CRC-versus-\n"
+    "noise plot (PNG).",
+    "  ctrecon pet recon --data data.json --out image.nrrd\n"
+    "  ctrecon pet recon --data data.json --out image.nrrd --iterations 20 --metrics crc.csv \\\n"
+    "      --plot crc.png --preview image\n"
+    "  ctrecon pet recon --data data.h5 --out image.nrrd --algorithm osem --iterations 3 \\\n"
+    "      --radial-fwhm 5.8:10 --every 1 --timings\n",
+};
+
+typedef struct recon_args {
+  const char *data, *out, *radial_table, *iter_prefix, *metrics, *plot, *preview;
+  ctr_file_format out_format;
+  ctr_pet_algorithm algorithm;
+  int iterations, every, asymmetric, timings;
+  pet_pair relax, radial;
+  double tof_ps, axial, edge_radius, asym_weight, asym_shift, cut, epsilon, contrast;
+  int tof_given;
+  pet_phantom_kind phantom;
+  cli_common common;
+} recon_args;
+
+/* State of the per-iteration callback. */
+typedef struct recon_run {
+  const recon_args *a;
+  const ctr_pet_params *p;
+  cli_session session;
+  ctr_pet_phantom ph;
+  int want_metrics;
+  pet_curve curve;
+  char ext[16]; /* extension of the per-iteration images */
+  int rc;       /* an error inside the callback (exit code) */
+} recon_run;
+
+static int parse_algorithm(const char *cmd, const char *name, const char *value, void *dst) {
+  if (ctr_pet_algorithm_parse(value, (ctr_pet_algorithm *)dst) != CTR_OK)
+    return cli_usage_error(cmd, "%s '%s': expected ramla, osem or mlem", name, value);
+  return 0;
+}
+
+/* --radial-table: lines "radius_mm, fwhm_mm" (comma or blanks), '#'
+ * comments, an optional header line; radii ascending, FWHM > 0. */
+static int read_radial_table(const char *cmd, const char *path, double **out, int *n_out) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return cli_error(cmd, CLI_EXIT_RUNTIME, "--radial-table '%s': cannot open: %s", path,
+                     strerror(errno));
+  int n = 0, cap = 16, line_no = 0, rc = 0;
+  double *v = malloc(sizeof(double) * 2 * (size_t)cap);
+  char line[1024];
+  while (v && fgets(line, sizeof line, f)) {
+    line_no++;
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char *s = line;
+    while (*s == ' ' || *s == '\t') s++;
+    if (*s == '\0' || *s == '\n' || *s == '\r') continue;
+    double r, w;
+    char *end;
+    r = strtod(s, &end);
+    if (end == s) {
+      if (n == 0 && line_no == 1) continue; /* a header such as "radius_mm,fwhm_mm" */
+      rc = cli_error(cmd, CLI_EXIT_INPUT, "--radial-table '%s' line %d: expected RADIUS_MM, "
+                     "FWHM_MM", path, line_no);
+      break;
+    }
+    s = end;
+    while (*s == ' ' || *s == '\t' || *s == ',' || *s == ';') s++;
+    w = strtod(s, &end);
+    int ok = end != s;
+    for (s = end; ok && *s; s++) ok = *s == ' ' || *s == '\t' || *s == '\r' || *s == '\n';
+    if (!ok || !isfinite(r) || !isfinite(w) || r < 0 || !(w > 0)) {
+      rc = cli_error(cmd, CLI_EXIT_INPUT, "--radial-table '%s' line %d: expected RADIUS_MM, "
+                     "FWHM_MM with radius >= 0 and FWHM > 0", path, line_no);
+      break;
+    }
+    if (n > 0 && !(r > v[2 * (n - 1)])) {
+      rc = cli_error(cmd, CLI_EXIT_INPUT, "--radial-table '%s' line %d: radius %g after %g: "
+                     "radii must ascend", path, line_no, r, v[2 * (n - 1)]);
+      break;
+    }
+    if (n == cap) {
+      double *w2 = realloc(v, sizeof(double) * 4 * (size_t)cap);
+      if (!w2) {
+        free(v);
+        v = NULL;
+        break;
+      }
+      v = w2;
+      cap *= 2;
+    }
+    v[2 * n] = r;
+    v[2 * n + 1] = w;
+    n++;
+  }
+  fclose(f);
+  if (!v) return cli_error(cmd, CLI_EXIT_RUNTIME, "out of memory reading '%s'", path);
+  if (!rc && n == 0)
+    rc = cli_error(cmd, CLI_EXIT_INPUT, "--radial-table '%s' holds no (radius, FWHM) pair", path);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *n_out = n;
+  return 0;
+}
+
+/* Image file of iteration `it`: PREFIX_iterNNN.EXT. */
+static const char *iter_path(const recon_run *r, int it, char *buf, size_t n) {
+  snprintf(buf, n, "%s_iter%03d%s", r->a->iter_prefix, it, r->ext);
+  return buf;
+}
+
+static int on_iteration(void *user, int it, const float *image) {
+  recon_run *r = user;
+  const recon_args *a = r->a;
+  if (a->every && (it % a->every == 0 || it == a->iterations)) {
+    char path[4200];
+    const ctr_stack_info info = pet_image_info(r->p);
+    ctr_status st = ctr_stack_save(iter_path(r, it, path, sizeof path), a->out_format, &info,
+                                   CTR_DTYPE_FLOAT32, image);
+    if (st != CTR_OK) {
+      cli_progress_end(&r->session);
+      r->rc = cli_fail_file(r->session.cmd, st, path);
+      return 1;
+    }
+  }
+  if (r->want_metrics) {
+    ctr_pet_metrics m;
+    ctr_status st = ctr_pet_metrics_compute(r->p, &r->ph, image, &m);
+    cli_progress_end(&r->session);
+    if (st != CTR_OK) {
+      r->rc = cli_fail(r->session.cmd, st);
+      return 1;
+    }
+    if ((r->rc = pet_curve_add(r->session.cmd, &r->curve, it, &m))) return 1;
+    cli_info(&r->session, "iteration %3d: CRC %.4f, noise %.2f %%\n", it, m.crc, 100.0 * m.noise);
+  }
+  return 0;
+}
+
+/* Every output's directory exists (before minutes of computing). */
+static int check_outputs(const char *cmd, const recon_args *a) {
+  const char *paths[] = {a->out, a->metrics, a->plot, a->preview, a->iter_prefix};
+  for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+    if (!paths[i]) continue;
+    int rc = cli_check_output_dir(cmd, paths[i]);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int cmd_pet_recon(int argc, char **argv) {
+  const char *cmd = "pet recon";
+  const ctr_pet_kernel_params kd = CTR_PET_KERNEL_PARAMS_INIT;
+  const ctr_pet_recon_options od = CTR_PET_RECON_OPTIONS_INIT;
+  recon_args a;
+  memset(&a, 0, sizeof a);
+  a.algorithm = od.algorithm;
+  a.iterations = od.iterations;
+  a.relax = (pet_pair){od.relax0, od.relax_decay, 1};
+  a.tof_ps = kd.tof_fwhm_ps;
+  a.radial = (pet_pair){kd.radial_fwhm_center_mm, kd.radial_fwhm_edge_mm, 0};
+  a.axial = kd.axial_fwhm_mm;
+  a.edge_radius = kd.edge_radius_mm;
+  a.asym_weight = kd.asym_weight;
+  a.asym_shift = kd.asym_shift_sigma;
+  a.cut = kd.cut_k;
+  a.epsilon = kd.epsilon_mm;
+  a.contrast = 4.0;
+  a.phantom = PET_PHANTOM_SPHERES;
+  a.common = (cli_common)CLI_COMMON_INIT;
+  const cli_opt opts[] = {
+      {"--data", "FILE", "histo-images from 'pet simulate' (.json or .h5; required)",
+       cli_parse_string, &a.data, NULL},
+      {"--out", "FILE", "reconstructed image: .nrrd, .raw, .tif (required)", cli_parse_string,
+       &a.out, NULL},
+      {"--out-format", "raw|tiff|nrrd", "image file format (default: from the extension)",
+       cli_parse_format, &a.out_format, NULL},
+      {"--algorithm", "ramla|osem|mlem", "block-RAMLA, OSEM (one view per subset) or MLEM "
+       "(default ramla)", parse_algorithm, &a.algorithm, NULL},
+      {"--iterations", "N", "full passes over the views (default 10)", pet_parse_int,
+       &a.iterations, NULL},
+      {"--relax", "L0[:DECAY]", "RAMLA relaxation lambda_k = L0 / (1 + DECAY k) (default 0.1:0.1)",
+       pet_parse_relax, &a.relax, NULL},
+      {"--tof-ps", "PS", "TOF resolution FWHM of the kernels (default: the data's, else 400)",
+       cli_parse_positive, &a.tof_ps, &a.tof_given},
+      {"--radial-fwhm", "C[:E]", "LOR-radial FWHM in mm at the axis [and at the edge radius] "
+       "(default 5.8)", pet_parse_fwhm_pair, &a.radial, NULL},
+      {"--edge-radius", "MM", "radius where the radial FWHM reaches E (default 0: half the "
+       "lattice width)", pet_parse_nonneg, &a.edge_radius, NULL},
+      {"--radial-table", "FILE", "CSV of 'radius_mm,fwhm_mm' lines, radii ascending: radial FWHM "
+       "piecewise linear (replaces --radial-fwhm)", cli_parse_string, &a.radial_table, NULL},
+      {"--axial-fwhm", "MM", "LOR-axial FWHM (default 5.8)", cli_parse_positive, &a.axial, NULL},
+      {"--asymmetric", NULL, "asymmetric kernels: a second Gaussian twice as wide, shifted "
+       "towards the axis (default off)", cli_set_flag, &a.asymmetric, NULL},
+      {"--asym-weight", "W", "weight of the wide Gaussian (default 0.5)", pet_parse_nonneg,
+       &a.asym_weight, NULL},
+      {"--asym-shift", "S", "its shift towards the axis, in narrow sigmas (default 1)",
+       pet_parse_nonneg, &a.asym_shift, NULL},
+      {"--kernel-cut", "K", "kernel support: K sigma in each direction (default 3)",
+       cli_parse_positive, &a.cut, NULL},
+      {"--epsilon", "MM", "LORmap step of the kernels' radial position (default 2)",
+       cli_parse_positive, &a.epsilon, NULL},
+      {"--every", "N", "also write the image every N iterations (and after the last)",
+       pet_parse_int, &a.every, NULL},
+      {"--iter-prefix", "P", "per-iteration images P_iterNNN.EXT (default: --out without its "
+       "extension)", cli_parse_string, &a.iter_prefix, NULL},
+      {"--metrics", "CSV", "CRC and noise after every iteration: iteration,noise,crc,"
+       "crc_sphere1..n", cli_parse_string, &a.metrics, NULL},
+      {"--plot", "PNG", "CRC-versus-noise plot over the iterations", cli_parse_string, &a.plot,
+       NULL},
+      {"--phantom", "spheres", "phantom whose spheres --metrics measures (default spheres)",
+       pet_parse_phantom, &a.phantom, NULL},
+      {"--contrast", "C", "its sphere activity / background (default 4)", cli_parse_positive,
+       &a.contrast, NULL},
+      {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
+       &a.preview, NULL},
+      {"--timings", NULL, "print the time of each reconstruction step", cli_set_flag, &a.timings,
+       NULL},
+      CLI_COMMON_OPTIONS(&a.common),
+      {0},
+  };
+  int rc = cli_parse(&cli_cmd_pet_recon, opts, argc, argv);
+  if (rc) return rc < 0 ? 0 : rc;
+  rc = cli_require(cmd, opts, "--data", a.data);
+  if (!rc) rc = cli_require(cmd, opts, "--out", a.out);
+  if (!rc)
+    rc = cli_resolve_format(cmd, "--out", "--out-format", a.out, a.out_format, &a.out_format);
+  if (rc) return rc;
+  if (a.iter_prefix && !a.every)
+    return cli_usage_error(cmd, "--iter-prefix needs --every N");
+  if ((a.metrics || a.plot) && a.phantom != PET_PHANTOM_SPHERES)
+    return cli_usage_error(cmd, "--metrics/--plot need --phantom spheres (CRC is measured on "
+                           "spheres)");
+  if (a.out_format == CTR_FORMAT_TIFF_STACK && a.every)
+    return cli_usage_error(cmd, "--every: per-iteration images need a single-file --out "
+                           "(.nrrd, .raw or .tif)");
+  char prefix[4200];
+  if (a.every && !a.iter_prefix) a.iter_prefix = pet_replace_ext(a.out, "", prefix, sizeof prefix);
+  rc = check_outputs(cmd, &a);
+  if (rc) return rc;
+
+  recon_run r;
+  memset(&r, 0, sizeof r);
+  r.a = &a;
+  {
+    const char *slash = strrchr(a.out, '/'), *dot = strrchr(a.out, '.');
+    if (dot && (!slash || dot > slash) && strlen(dot) < sizeof r.ext) strcpy(r.ext, dot);
+  }
+  ctr_pet_histo *h = NULL;
+  ctr_pet_system *s = NULL;
+  ctr_pet_projector *proj = NULL;
+  ctr_context *ctx = NULL;
+  double *table = NULL;
+  float *image = NULL;
+  int table_n = 0;
+  if (a.radial_table) {
+    rc = read_radial_table(cmd, a.radial_table, &table, &table_n);
+    if (rc) return rc;
+  }
+  const double t_load0 = cli_now();
+  ctr_status st = ctr_pet_histo_load(a.data, &h);
+  const double t_load = cli_now() - t_load0;
+  if (st != CTR_OK) {
+    rc = cli_fail_file(cmd, st, a.data);
+    goto cleanup;
+  }
+  r.p = &h->params;
+  ctr_pet_kernel_params k = kd;
+  k.tof_fwhm_ps = a.tof_given || !(h->tof_fwhm_ps > 0) ? a.tof_ps : h->tof_fwhm_ps;
+  k.radial_fwhm_center_mm = a.radial.a;
+  k.radial_fwhm_edge_mm = a.radial.b;
+  k.edge_radius_mm = a.edge_radius;
+  k.radial_table = table;
+  k.radial_table_n = table_n;
+  k.axial_fwhm_mm = a.axial;
+  k.asymmetric = a.asymmetric;
+  k.asym_weight = a.asym_weight;
+  k.asym_shift_sigma = a.asym_shift;
+  k.cut_k = a.cut;
+  k.epsilon_mm = a.epsilon;
+  st = ctr_pet_system_create(&h->params, &k, &s);
+  if (st != CTR_OK) {
+    rc = cli_fail(cmd, st);
+    goto cleanup;
+  }
+  if (a.metrics || a.plot) {
+    r.want_metrics = 1;
+    pet_make_phantom(a.phantom, a.contrast, &r.ph);
+  }
+  rc = cli_context_create(&r.session, cmd, &a.common, &ctx);
+  if (rc) goto cleanup;
+  const ctr_pet_params *p = &h->params;
+  const int64_t nvox = p->nx * p->ny * p->nz;
+  image = cli_alloc_floats(cmd, nvox, "the image", &rc);
+  if (!image) goto cleanup;
+  memset(image, 0, sizeof(float) * (size_t)nvox); /* 0: the library's uniform start */
+  char radial[200];
+  if (a.radial_table)
+    snprintf(radial, sizeof radial, "from '%s' (%d points)", a.radial_table, table_n);
+  else if (k.radial_fwhm_edge_mm == k.radial_fwhm_center_mm)
+    snprintf(radial, sizeof radial, "%g mm", k.radial_fwhm_center_mm);
+  else
+    snprintf(radial, sizeof radial, "%g mm at the axis to %g mm at %g mm",
+             k.radial_fwhm_center_mm, k.radial_fwhm_edge_mm,
+             k.edge_radius_mm > 0 ? k.edge_radius_mm : 0.5 * (double)p->nx * p->voxel);
+  cli_info(&r.session,
+           "%s: %lld views (%d x %d, +-%g deg) of %lld x %lld x %lld voxels of %g mm, %.0f "
+           "events\nkernels (FWHM): TOF %g ps%s, radial %s, axial %g mm%s, cut at %g sigma\n",
+           a.data, (long long)h->nviews, p->n_azimuth, p->n_copolar, p->acceptance_deg,
+           (long long)p->nx, (long long)p->ny, (long long)p->nz, p->voxel, h->events,
+           k.tof_fwhm_ps, a.tof_given || !(h->tof_fwhm_ps > 0) ? "" : " (the data's)", radial,
+           k.axial_fwhm_mm, a.asymmetric ? ", asymmetric" : "", k.cut_k);
+  const double t0 = cli_now();
+  st = ctr_pet_projector_create(ctx, s, &proj);
+  if (st != CTR_OK) {
+    cli_progress_end(&r.session);
+    rc = cli_fail(cmd, st);
+    goto cleanup;
+  }
+  ctr_pet_recon_options o = od;
+  o.algorithm = a.algorithm;
+  o.iterations = a.iterations;
+  o.relax0 = a.relax.a;
+  if (a.relax.has_b) o.relax_decay = a.relax.b;
+  o.on_iteration = on_iteration;
+  o.user = &r;
+  ctr_pet_recon_timings t;
+  memset(&t, 0, sizeof t);
+  st = ctr_pet_reconstruct(proj, h, &o, image, &t);
+  const double t_recon = cli_now() - t0;
+  cli_progress_end(&r.session);
+  if (r.rc) {
+    rc = r.rc;
+    goto cleanup;
+  }
+  if (st != CTR_OK) {
+    rc = cli_fail(cmd, st);
+    goto cleanup;
+  }
+  if (cli_interrupted()) {
+    rc = cli_fail(cmd, CTR_E_CANCELLED);
+    goto cleanup;
+  }
+  const ctr_stack_info info = pet_image_info(p);
+  st = ctr_stack_save(a.out, a.out_format, &info, CTR_DTYPE_FLOAT32, image);
+  if (st != CTR_OK) {
+    rc = cli_fail_file(cmd, st, a.out);
+    goto cleanup;
+  }
+  if (a.preview) {
+    st = ctr_png_preview(a.preview, image, p->nx, p->ny, p->nz, 0.0f, 0.0f);
+    if (st != CTR_OK) {
+      rc = cli_fail_file(cmd, st, a.preview);
+      goto cleanup;
+    }
+  }
+  if (a.metrics && (rc = pet_curve_write_csv(cmd, &r.curve, a.metrics))) goto cleanup;
+  if (a.plot) {
+    char title[160], name[16];
+    snprintf(name, sizeof name, "%s", ctr_pet_algorithm_name(a.algorithm));
+    for (char *c = name; *c; c++)
+      if (*c >= 'a' && *c <= 'z') *c = (char)(*c - 'a' + 'A');
+    snprintf(title, sizeof title, "%s, %d x %d views, TOF %g ps: CRC vs noise", name,
+             p->n_azimuth, p->n_copolar, k.tof_fwhm_ps);
+    st = ctr_pet_plot_crc_noise(a.plot, r.curve.noise, r.curve.crc, r.curve.n, title);
+    if (st != CTR_OK) {
+      rc = cli_fail_file(cmd, st, a.plot);
+      goto cleanup;
+    }
+  }
+  cli_info(&r.session, "%s: %d iterations of %lld views, %.2f s (%.3f s per iteration)\n",
+           ctr_pet_algorithm_name(a.algorithm), a.iterations, (long long)h->nviews, t_recon,
+           t_recon / a.iterations);
+  if (a.timings)
+    cli_info(&r.session,
+             "timings (s): load %.3f, forward %.3f, back %.3f (sensitivity included), "
+             "discrepancy %.3f, update %.3f, upload %.3f, download %.3f, total %.3f\n",
+             t_load, t.forward, t.back, t.discrepancy, t.update, t.upload, t.download, t.total);
+  cli_info(&r.session, "wrote %s", a.out);
+  if (a.preview) cli_info(&r.session, ", %s_{xy,xz,yz}.png", a.preview);
+  if (a.metrics) cli_info(&r.session, ", %s", a.metrics);
+  if (a.plot) cli_info(&r.session, ", %s", a.plot);
+  if (a.every) cli_info(&r.session, ", %s_iterNNN%s", a.iter_prefix, r.ext);
+  cli_info(&r.session, "\n");
+cleanup:
+  cli_progress_end(&r.session);
+  pet_curve_free(&r.curve);
+  cli_free_floats(image);
+  ctr_pet_projector_free(proj);
+  ctr_pet_system_free(s);
+  ctr_pet_histo_free(h);
+  ctr_context_free(ctx);
+  free(table);
+  return rc;
+}

@@ -1,0 +1,138 @@
+/* DIRECT reconstruction on the CPU: block-RAMLA with one view per
+ * sub-iteration, OSEM with one view per subset, and MLEM (the CUDA backend
+ * runs the same steps on the device, pet_cuda.cu). With h_v the histo-image
+ * of view v, n_v its factors (1 if none) and A_v the projector:
+ *   expected  y_v = n_v (A_v f)
+ *   ratio     q_v = n_v h_v / y_v          (0 where y_v = 0)
+ *   sens.     s_v = A_v^T n_v,  S = sum_v s_v
+ *   OSEM      f <- f A_v^T q_v / s_v
+ *   MLEM      f <- f sum_v A_v^T q_v / S
+ *   RAMLA     f <- f + lambda_k f (A_v^T q_v - s_v) / (S / V)
+ * with lambda_k = relax0 / (1 + relax_decay k) for pass k and V views, and
+ * f kept >= 0. The shared per-voxel steps are in pet_update.h. */
+#include "pet/pet.h"
+#include "pet/pet_update.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+ctr_status ctr__pet_recon_check(const ctr_pet_system *s, const ctr_pet_histo *h,
+                                const ctr_pet_recon_options *o, const float *image) {
+  if (!h || !o || !image) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_reconstruct: NULL argument");
+  const ctr_pet_params *a = &s->p, *b = &h->params;
+  if (a->nx != b->nx || a->ny != b->ny || a->nz != b->nz || a->voxel != b->voxel)
+    CTR_FAIL(CTR_E_SIZE_MISMATCH,
+             "histo-images are %lld x %lld x %lld of %g mm but the system is %lld x %lld x %lld "
+             "of %g mm",
+             (long long)b->nx, (long long)b->ny, (long long)b->nz, b->voxel, (long long)a->nx,
+             (long long)a->ny, (long long)a->nz, a->voxel);
+  if (a->n_azimuth != b->n_azimuth || a->n_copolar != b->n_copolar ||
+      a->acceptance_deg != b->acceptance_deg || h->nviews != s->nviews)
+    CTR_FAIL(CTR_E_SIZE_MISMATCH,
+             "histo-images hold %lld views (%d x %d, +-%g deg) but the system has %lld (%d x %d, "
+             "+-%g deg)",
+             (long long)h->nviews, b->n_azimuth, b->n_copolar, b->acceptance_deg,
+             (long long)s->nviews, a->n_azimuth, a->n_copolar, a->acceptance_deg);
+  if (o->iterations < 1 || o->iterations > 100000)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "iterations %d: expected 1..100000", o->iterations);
+  if (o->algorithm != CTR_PET_RAMLA && o->algorithm != CTR_PET_OSEM &&
+      o->algorithm != CTR_PET_MLEM)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "algorithm %d: expected ramla, osem or mlem",
+             (int)o->algorithm);
+  if (o->algorithm == CTR_PET_RAMLA &&
+      (!(o->relax0 > 0) || !(o->relax_decay >= 0) || !isfinite(o->relax0) ||
+       !isfinite(o->relax_decay)))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "RAMLA relaxation %g (decay %g): expected relax0 > 0 and decay >= 0", o->relax0,
+             o->relax_decay);
+  return CTR_OK;
+}
+
+/* Uniform start (total activity of the data spread evenly) when image is 0. */
+void ctr__pet_initial_image(const ctr_pet_histo *h, int64_t nvox, float *image) {
+  for (int64_t i = 0; i < nvox; i++)
+    if (image[i] != 0) return;
+  double total = 0;
+  for (int64_t i = 0; i < nvox * h->nviews; i++) total += h->counts[i];
+  float v = total > 0 ? (float)(total / (double)nvox) : 1.0f;
+  for (int64_t i = 0; i < nvox; i++) image[i] = v;
+}
+
+ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
+                               const ctr_pet_recon_options *opts, float *image,
+                               ctr_pet_recon_timings *timings) {
+  if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_reconstruct: projector is NULL");
+  ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
+  if (opts) o = *opts;
+  CTR_CHECK(ctr__pet_recon_check(p->sys, h, &o, image));
+  ctr_pet_recon_timings t = {0};
+  const int64_t nvox = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz, nv = h->nviews;
+  ctr__pet_initial_image(h, nvox, image);
+#if CTR_HAVE_CUDA
+  if (p->cuda) {
+    ctr_status st = ctr__pet_cuda_reconstruct(p->cuda, h, &o, image, &t);
+    if (timings) *timings = t;
+    return st;
+  }
+#endif
+  ctr_status st = CTR_OK;
+  double t0 = ctr__now_s(), t1;
+  float *sens = ctr__malloc((size_t)(nvox * nv) * sizeof(float), "PET sensitivities");
+  float *total = ctr__calloc((size_t)nvox, sizeof(float), "PET total sensitivity");
+  float *y = ctr__malloc((size_t)nvox * sizeof(float), "PET expected data");
+  float *b = ctr__malloc((size_t)nvox * sizeof(float), "PET back projection");
+  float *acc = ctr__calloc((size_t)nvox, sizeof(float), "PET MLEM sum");
+  float *ones = ctr__malloc((size_t)nvox * sizeof(float), "PET ones");
+  if (!sens || !total || !y || !b || !acc || !ones) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
+  for (int64_t i = 0; i < nvox; i++) ones[i] = 1.0f;
+  for (int64_t v = 0; v < nv; v++) {
+    const float *nfac = h->factors ? h->factors + v * nvox : ones;
+    CTR_CHECK_GOTO(st, ctr_pet_project(p, CTR_PET_BACK, v, nfac, sens + v * nvox));
+    for (int64_t i = 0; i < nvox; i++) total[i] += sens[v * nvox + i];
+    CTR_CHECK_GOTO(st, ctr__progress(p->ctx, "sensitivity", (v + 1.0) / nv));
+  }
+  t.back += ctr__now_s() - t0;
+  for (int it = 0; it < o.iterations; it++) {
+    double lambda = o.relax0 / (1.0 + o.relax_decay * it);
+    for (int64_t v = 0; v < nv; v++) {
+      const float *hv = h->counts + v * nvox, *nfac = h->factors ? h->factors + v * nvox : NULL;
+      t1 = ctr__now_s();
+      CTR_CHECK_GOTO(st, ctr_pet_project(p, CTR_PET_FORWARD, v, image, y));
+      t.forward += ctr__now_s() - t1, t1 = ctr__now_s();
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < nvox; i++) y[i] = ctr__pet_ratio(hv[i], nfac ? nfac[i] : 1.0f, y[i]);
+      t.discrepancy += ctr__now_s() - t1, t1 = ctr__now_s();
+      CTR_CHECK_GOTO(st, ctr_pet_project(p, CTR_PET_BACK, v, y, b));
+      t.back += ctr__now_s() - t1, t1 = ctr__now_s();
+      const float *sv = sens + v * nvox;
+      if (o.algorithm == CTR_PET_MLEM) {
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < nvox; i++) acc[i] += b[i];
+      } else if (o.algorithm == CTR_PET_OSEM) {
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < nvox; i++) image[i] = ctr__pet_osem(image[i], b[i], sv[i]);
+      } else {
+        float scale = (float)(lambda * nv);
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < nvox; i++)
+          image[i] = ctr__pet_ramla(image[i], b[i], sv[i], total[i], scale);
+      }
+      t.update += ctr__now_s() - t1;
+      CTR_CHECK_GOTO(st, ctr__progress(p->ctx, "reconstruct", (it + (v + 1.0) / nv) / o.iterations));
+    }
+    if (o.algorithm == CTR_PET_MLEM) {
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < nvox; i++) {
+        image[i] = ctr__pet_osem(image[i], acc[i], total[i]);
+        acc[i] = 0;
+      }
+    }
+    if (o.on_iteration && o.on_iteration(o.user, it + 1, image)) break;
+  }
+cleanup:
+  t.total = ctr__now_s() - t0;
+  if (timings) *timings = t;
+  free(sens), free(total), free(y), free(b), free(acc), free(ones);
+  return st;
+}
