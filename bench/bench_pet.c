@@ -60,14 +60,17 @@ static int bench_projectors(ctr_context *ctx, int reps) {
   const int64_t n = p.nx * p.ny * p.nz;
   float *img = malloc(n * sizeof(float));
   for (int64_t i = 0; i < n; i++) img[i] = (float)((i * 2654435761u) % 1000) * 1e-3f;
-  /* launch shapes: Z slices per thread, LC run entries per pass, block */
-  typedef struct { const char *z, *lc, *block, *split; } shape;
+  /* launch shapes: Z slices per thread (0: default), LC run entries per pass,
+   * block ("auto": default), split runs (0: default); entry 1 is the default */
+  typedef struct { const char *z, *lc, *block, *split, *cnst; } shape;
   static const shape sweep[] = {
-      {"1", "4", "32x4", "1"},  {"24", "4", "32x4", "0"}, {"16", "4", "32x4", "1"},
-      {"24", "4", "32x4", "1"}, {"16", "4", "32x4", "0"}, {"24", "4", "32x4", "2"},
-      {"24", "4", "32x4", "4"}, {"24", "4", "32x4", "8"}, {"24", "8", "32x4", "0"},
-      {"24", "4", "16x8", "0"}, {"24", "4", "48x2", "0"}, {"24", "4", "32x2", "0"},
-      {"16", "4", "16x8", "0"}, {"8", "4", "32x4", "0"}, {"24", "4", "64x2", "0"}};
+      {"1", "4", "32x4", "1", "1"},  {"0", "4", "auto", "0", "1"},  {"16", "4", "32x4", "1", "1"},
+      {"24", "4", "32x4", "1", "1"}, {"16", "4", "32x4", "0", "1"}, {"24", "4", "32x4", "2", "1"},
+      {"24", "4", "32x4", "4", "1"}, {"24", "4", "32x4", "8", "1"}, {"24", "8", "32x4", "0", "1"},
+      {"24", "4", "16x8", "0", "1"}, {"24", "4", "48x2", "0", "1"}, {"24", "4", "32x2", "0", "1"},
+      {"16", "4", "16x8", "0", "1"}, {"8", "4", "32x4", "0", "1"}, {"24", "4", "64x2", "0", "1"},
+      {"24", "4", "32x4", "0", "1"}, {"24", "4", "48x2", "8", "1"}, {"24", "4", "96x1", "0", "1"},
+      {"0", "4", "auto", "0", "0"}};
   const int64_t views[] = {0, 10, p.n_azimuth + 10, 2 * p.n_azimuth + 10};
   for (int vi = 0; vi < 4; vi++) {
     double t0 = ctr__now_s();
@@ -80,6 +83,7 @@ static int bench_projectors(ctr_context *ctx, int reps) {
       const shape *sh = &sweep[vi == 0 ? si : (si == 0 ? 0 : (si == 1 ? 1 : g_best))];
       setenv("CTRECON_PET_Z", sh->z, 1), setenv("CTRECON_PET_LC", sh->lc, 1);
       setenv("CTRECON_PET_BLOCK", sh->block, 1), setenv("CTRECON_PET_SPLIT", sh->split, 1);
+      setenv("CTRECON_PET_CONST", sh->cnst, 1);
       ctr_pet_projector *pr = NULL;
       if ((st = ctr_pet_projector_create(ctx, s, &pr))) return fail("projector", st);
       if ((st = ctr__pet_cuda_set_input(pr->cuda, img))) return fail("input", st);
@@ -91,16 +95,17 @@ static int bench_projectors(ctr_context *ctx, int reps) {
       double worst = fmax(ms[0], ms[1]), macs = (double)info.support * n;
       if (vi == 0 && (si == 0 || worst < g_best_ms) && si > 0) g_best = si, g_best_ms = worst;
       printf("  view %3lld (azimuth %6.2f, tilt %5.2f deg, %lld entries, %lld runs), Z=%2s LC=%s "
-             "block %-4s split %s: forward %.3f ms, back %.3f ms (%.0f G MAC/s); tables %.2f s\n",
+             "block %-4s split %s runs %s: forward %.3f ms, back %.3f ms (%.0f G MAC/s); tables %.2f s\n",
              (long long)views[vi], info.azimuth_deg, info.copolar_deg, (long long)info.support,
-             (long long)info.columns, sh->z, sh->lc, sh->block, sh->split, ms[0], ms[1],
+             (long long)info.columns, sh->z, sh->lc, sh->block, sh->split,
+             sh->cnst[0] == '1' ? "constant" : "global", ms[0], ms[1],
              macs / (worst * 1e-3) / 1e9, tables);
-      json_case("\"name\": \"pet_view_900ps_v%lld_z%s_lc%s_%s_split%s\", \"view\": %lld, "
+      json_case("\"name\": \"pet_view_900ps_v%lld_z%s_lc%s_%s_split%s_const%s\", \"view\": %lld, "
                 "\"azimuth_deg\": %.3f, \"tilt_deg\": %.3f, \"slices_per_thread\": %s, "
                 "\"run_entries_per_pass\": %s, \"block\": \"%s\", \"support\": %lld, "
                 "\"runs\": %lld, \"forward_seconds\": %.6g, \"back_seconds\": %.6g, "
                 "\"seconds\": %.6g, \"gmacs\": %.1f, \"seed_gtx285_seconds\": 2.59",
-                (long long)views[vi], sh->z, sh->lc, sh->block, sh->split, (long long)views[vi],
+                (long long)views[vi], sh->z, sh->lc, sh->block, sh->split, sh->cnst, (long long)views[vi],
                 info.azimuth_deg, info.copolar_deg, sh->z, sh->lc, sh->block,
                 (long long)info.support, (long long)info.columns, ms[0] * 1e-3, ms[1] * 1e-3,
                 worst * 1e-3, macs / (worst * 1e-3) / 1e9);
@@ -109,6 +114,7 @@ static int bench_projectors(ctr_context *ctx, int reps) {
   }
   unsetenv("CTRECON_PET_LC");
   unsetenv("CTRECON_PET_SPLIT");
+  unsetenv("CTRECON_PET_CONST");
   unsetenv("CTRECON_PET_BLOCK");
   unsetenv("CTRECON_PET_Z");
   free(img);

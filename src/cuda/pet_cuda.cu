@@ -13,14 +13,18 @@
 /* Launch shape: Z slices per thread (16: the instruction-level form of seed
  * Fig. 3; 1: the thread-level form), LC run entries per register pass and
  * the block's x by y threads, and how many blocks share the runs of one
- * output tile (0: enough for about 24 blocks per SM). CTRECON_PET_Z=1|8|16|24,
+ * output tile (0: enough for about 24 blocks per SM). Default rows: 32, 48
+ * or 64 threads, whichever pads the lattice's x least. CTRECON_PET_Z=1|8|16|24,
  * CTRECON_PET_LC=4|8, CTRECON_PET_BLOCK=XxY and CTRECON_PET_SPLIT=0..8
- * override the defaults (the benchmark compares
+ * override the defaults (CTRECON_PET_CONST=0: runs from global memory even
+ * when they fit in constant memory) (the benchmark compares
  * them; bench/NOTES.md has the figures). */
 static void pet_launch_choice(ctr__pet_cuda *c) {
   const char *e = getenv("CTRECON_PET_Z"), *l = getenv("CTRECON_PET_LC");
   const char *b = getenv("CTRECON_PET_BLOCK"), *sp = getenv("CTRECON_PET_SPLIT");
   c->split = sp ? atoi(sp) : 0;
+  const char *cr = getenv("CTRECON_PET_CONST");
+  c->const_runs = !(cr && !strcmp(cr, "0"));
   if (c->split < 0 || c->split > PET_MAX_SPLIT) c->split = 0;
   int z = e ? atoi(e) : 0, lc = l ? atoi(l) : PET_LC, bx = 32, by = 4;
   if (z != 1 && z != 8 && z != 16 && z != 24) { /* the largest with little z padding */
@@ -34,10 +38,13 @@ static void pet_launch_choice(ctr__pet_cuda *c) {
   c->Z = z;
   c->LC = lc == 8 ? 8 : 4;
   if (b && sscanf(b, "%dx%d", &bx, &by) == 2 && bx >= 1 && by >= 1 && bx * by <= 256 &&
-      bx * by % 32 == 0)
+      bx * by % 32 == 0) {
     c->bx = bx, c->by = by;
-  else
+  } else { /* rows of 32, 48 or 64 threads, whichever pads x least (48 x 2 for 144) */
     c->bx = 32, c->by = 4;
+    for (int w = 48; w <= 64; w += 16)
+      if ((c->nx + w - 1) / w * w < (c->nx + c->bx - 1) / c->bx * c->bx) c->bx = w, c->by = 2;
+  }
 }
 
 /* Which view's runs sit in constant memory, per device (tags are unique). */
@@ -140,7 +147,7 @@ ctr_status ctr__pet_project_device(ctr__pet_cuda *c, ctr_pet_direction dir, int6
   ctr_status st = CTR_OK;
   dev_view *dv = NULL;
   CTR_CHECK(upload_view(c, v, &dv));
-  bool cc = dv->ncols <= PET_CONST_COLS;
+  bool cc = c->const_runs && dv->ncols <= PET_CONST_COLS;
   unsigned long long *owner = &g_const_tag[c->device & 63];
   if (cc && *owner != dv->tag) {
     CU(cudaMemcpyToSymbolAsync(c_pet_cols, dv->hcols, (size_t)dv->ncols * sizeof(int3), 0,

@@ -24,6 +24,7 @@ struct ctr__pet_cuda {
   ctr_pet_system *sys;
   int nx, ny, nz, nzr;
   int Z, LC, bx, by, split; /* launch shape (pet_cuda.cu) */
+  int const_runs;            /* runs in constant memory when they fit */
   int sms;                   /* multiprocessors */
   int HX, HY, HZ, PX, PY, PZ;
   long long nvox, npad;
