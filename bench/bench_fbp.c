@@ -4,7 +4,9 @@
  * against the double-precision CPU reference on the first slice.
  *
  *   bench_fbp [--n 2048] [--angles 2048] [--slices 8] [--repeats 5]
- *             [--kernels tex,tex2,alu,alu2] [--json FILE]
+ *             [--kernels tex,tex2,alu,alu2] [--hybrid-tex 0,1,2] [--json FILE]
+ *       --hybrid-tex: the hybrid kernel once per value of its texture blocks
+ *       per SM ($CTRECON_FBP_HYBRID_TEX), cases named hybrid-tN
  *   bench_fbp --e2e [--n 2048] [--angles 2048] [--slices 2048] [--json FILE]
  *       end to end: n x n uint16 projections (rows = slices) with flat and
  *       dark fields in pinned host memory -> slices in pinned host memory,
@@ -119,7 +121,8 @@ int main(int argc, char **argv) {
 #if CTR_HAVE_CUDA
   int64_t n = 2048, na = 2048, ns = 8;
   int repeats = 5, end_to_end = 0;
-  const char *kernels = "tex,tex2,alu,alu2,alu-os,alu2-os", *json = NULL, *dump = NULL;
+  const char *kernels = "tex,tex2,tex-mp,tex4h,alu,alu2,alu2-h,hybrid,alu-os,alu2-os";
+  const char *json = NULL, *dump = NULL, *hybrid_tex = NULL;
   for (int i = 1; i < argc && !strcmp(argv[i], "--e2e"); i++) end_to_end = 1;
   for (int i = 1 + end_to_end; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--n")) n = atoll(argv[i + 1]);
@@ -129,6 +132,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--kernels")) kernels = argv[i + 1];
     else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
     else if (!strcmp(argv[i], "--dump")) dump = argv[i + 1];
+    else if (!strcmp(argv[i], "--hybrid-tex")) hybrid_tex = argv[i + 1];
     else DIE("unknown option %s", argv[i]);
   }
   if (end_to_end) return e2e(n, na, ns, json);
@@ -176,13 +180,34 @@ int main(int argc, char **argv) {
     if (ctr_fbp_backproject_reference(g, (ctr_fbp_interp)interp, 1, sino, ref)) DIE("%s", ctr_error_detail());
     char list[256];
     snprintf(list, sizeof list, "%s", kernels);
-    for (char *k = strtok(list, ","); k; k = strtok(NULL, ",")) {
+    /* Cases: the kernels, the hybrid once per --hybrid-tex value. */
+    char cases[64][32];
+    int ncases = 0;
+    for (char *k = strtok(list, ","); k && ncases < 64; k = strtok(NULL, ",")) {
       if (interp == 1 && strstr(k, "-os")) continue; /* oversampling is its own (linear) mode */
+      if (!strcmp(k, "hybrid") && hybrid_tex) {
+        char hl[256];
+        snprintf(hl, sizeof hl, "%s", hybrid_tex);
+        for (char *save = NULL, *v = strtok_r(hl, ",", &save); v && ncases < 64; v = strtok_r(NULL, ",", &save))
+          snprintf(cases[ncases++], sizeof cases[0], "hybrid-t%s", v);
+      } else
+        snprintf(cases[ncases++], sizeof cases[0], "%s", k);
+    }
+    for (int c = 0; c < ncases; c++) {
+      const char *label = cases[c];
+      char k[32];
+      snprintf(k, sizeof k, "%s", label);
+      if (!strncmp(k, "hybrid-t", 8)) {
+        setenv("CTRECON_FBP_HYBRID_TEX", k + 8, 1);
+        k[6] = '\0';
+      }
       fo.kernel = k;
       fo.interp = (ctr_fbp_interp)interp;
       double ms = 0;
-      if (ctr__fbp_bench_cuda(ctx, g, &fo, ns, sino, out, repeats, &ms)) {
-        printf("%-6s %-7s failed: %s\n", k, interp ? "nearest" : "linear", ctr_error_detail());
+      const int failed = ctr__fbp_bench_cuda(ctx, g, &fo, ns, sino, out, repeats, &ms) != CTR_OK;
+      if (!strncmp(label, "hybrid-t", 8)) unsetenv("CTRECON_FBP_HYBRID_TEX");
+      if (failed) {
+        printf("%-9s %-7s failed: %s\n", label, interp ? "nearest" : "linear", ctr_error_detail());
         continue;
       }
       double e = 0, el = 0, r = 0;
@@ -195,15 +220,17 @@ int main(int argc, char **argv) {
       const double gups = (double)na * (double)plane * (double)ns / (ms * 1e-3) / 1e9;
       if (dump && interp == 0 && !strcmp(k, "alu2"))
         dump_raw(dump, "ours.raw", out, sizeof(float) * (size_t)(plane * ns));
-      printf("%-7s %-7s %4lld slices: %8.3f ms  %7.1f GUPS  relative RMS vs its double reference "
-             "%.2e, vs exact linear %.2e\n", k, interp ? "nearest" : "linear", (long long)ns, ms,
+      printf("%-9s %-7s %4lld slices: %8.3f ms  %7.1f GUPS  relative RMS vs its double reference "
+             "%.2e, vs exact linear %.2e\n", label, interp ? "nearest" : "linear", (long long)ns, ms,
              gups, rel, rel_lin);
       if (f) {
         fprintf(f, "%s  {\"name\": \"%s-%s\", \"kernel\": \"%s\", \"interp\": \"%s\", \"seconds\": %.6f, "
                 "\"gups\": %.1f, \"n\": %lld, \"angles\": %lld, \"slices\": %lld, \"repeats\": %d, "
-                "\"relative_rms\": %.3e, \"relative_rms_vs_linear\": %.3e}",
-                first ? "" : ",\n", k, interp ? "nearest" : "linear", k, interp ? "nearest" : "linear",
+                "\"relative_rms\": %.3e, \"relative_rms_vs_linear\": %.3e",
+                first ? "" : ",\n", label, interp ? "nearest" : "linear", k, interp ? "nearest" : "linear",
                 ms * 1e-3, gups, (long long)n, (long long)na, (long long)ns, repeats, rel, rel_lin);
+        if (!strncmp(label, "hybrid-t", 8)) fprintf(f, ", \"hybrid_tex_per_sm\": %d", atoi(label + 8));
+        fprintf(f, "}");
         first = 0;
       }
     }

@@ -378,8 +378,8 @@ int cmd_fbp(int argc, char **argv) {
       {"--interp", "linear|nearest", "interpolation between bins (default linear)", parse_interp,
        &a.fbp.interp, NULL},
       {"--bp-kernel", "NAME",
-       "GPU kernel: auto, tex, tex2, alu, alu2, alu-os, alu2-os (default auto: the fastest exact "
-       "one, tuned on first use and cached)", cli_parse_string, &a.kernel, NULL},
+       "GPU kernel: auto, tex, tex2, tex-mp, tex4h, alu, alu2, alu2-h, alu-os, alu2-os, hybrid "
+       "(default auto: the fastest exact one, tuned on first use and cached; docs/parallel-beam.md)", cli_parse_string, &a.kernel, NULL},
       {"--batch", "N", "slices filtered and backprojected at a time (default 16)",
        cli_parse_count, &a.batch, NULL},
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,

@@ -177,7 +177,7 @@ if has fbp; then
   say "fbp rc=$?"
   tee -a "$LOGS/summary.txt" < "$LOGS/fbp.log"
   # The approximate modes' quality on a 1024^2 Shepp-Logan slice (seed 004 Figs. 7, 18).
-  "$BUILD/bench/bench_fbp" --n 1024 --angles 1024 --slices 2 --repeats 3 \
+  "$BUILD/bench/bench_fbp" --n 1024 --angles 1024 --slices 4 --repeats 3 \
     --json "$OUT/fbp_kernels_1024.json" > "$LOGS/fbp_1024.log" 2>&1
   say "fbp 1024 rc=$?"
   tee -a "$LOGS/summary.txt" < "$LOGS/fbp_1024.log"

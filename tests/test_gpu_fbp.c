@@ -2,7 +2,8 @@
  * interpolation, against the CPU double-precision reference on random
  * filtered sinograms and geometries (axis offset, per-projection shifts,
  * arbitrary angles, non-square slices, pixel != bin), and several slices
- * (tex2 pairs them, with an odd one left). Exits 77 without a GPU. */
+ * (the pair kernels take two and an odd one left, tex4h three in one
+ * four-slice launch). Exits 77 without a GPU. */
 #include "harness.h"
 
 #include <stdlib.h>
@@ -82,31 +83,58 @@ static void one_case(ctr_context *ctx, int kind) {
   /* Smooth random rows (filtered data are smooth at the bin scale) */
   for (int64_t k = 0; k < nb * na * ns; k++)
     sino[k] = (float)(sin(0.05 * (double)(k % nb) + (double)(k / nb)) + th_uniform(-0.3, 0.3));
-  static const char *kernels[] = {"tex", "tex2", "alu", "alu2", "alu-os", "alu2-os"};
+  /* Bounds (relative RMS vs the double reference of the same interpolation;
+   * oversampling vs its own semantics):
+   * - Texture linear interpolation has 8-bit weights (~1e-3); the ALU
+   *   kernels are exact up to float rounding.
+   * - Nearest lookups agree except where a position lies within float
+   *   rounding (~1e-5 bin) of a half-bin: there the GPU and the double
+   *   reference may pick neighbouring bins (random data make each such pick
+   *   count).
+   * - Oversampling is checked against its own semantics (positions rounded
+   *   to 1/4 bin), up to picks that flip at quarter-bin ties.
+   * - Half-precision data (tex4h, alu2-h): each value rounded to 11
+   *   significant bits (relative <= 2^-12) after a power-of-two scale;
+   *   alu2-h also rounds the interpolation fraction and result to half. A CPU
+   *   emulation on these three geometries gave alu2-h 2.4e-4 .. 1.1e-3
+   *   (linear), 1.7e-4 .. 6.6e-4 (nearest), tex4h 3.6e-4 .. 1.6e-3 (tex
+   *   1.4e-3 in the same emulation: the weights dominate).
+   * - hybrid: texture units as tex2, ALU tiles as alu2; run with all tiles
+   *   on the ALU ($CTRECON_FBP_HYBRID_TEX=0: exact), all on the texture
+   *   units (64: every block a texture block) and the default mix. */
+  static const struct {
+    const char *name, *hybrid_tex; /* $CTRECON_FBP_HYBRID_TEX for the run, NULL: unset */
+    int os;                        /* oversampling: linear only, own reference */
+    double linear, nearest;        /* bounds */
+  } kc[] = {
+      {"tex", NULL, 0, 5e-3, 5e-3},     {"tex2", NULL, 0, 5e-3, 5e-3},
+      {"alu", NULL, 0, 1e-5, 5e-3},     {"alu2", NULL, 0, 1e-5, 5e-3},
+      {"alu-os", NULL, 1, 5e-3, 0},     {"alu2-os", NULL, 1, 5e-3, 0},
+      {"tex-mp", NULL, 0, 5e-3, 5e-3},  {"tex4h", NULL, 0, 5e-3, 5e-3},
+      {"alu2-h", NULL, 0, 4e-3, 5e-3},  {"hybrid", "0", 0, 1e-5, 5e-3},
+      {"hybrid", "64", 0, 5e-3, 5e-3},  {"hybrid", NULL, 0, 5e-3, 5e-3},
+  };
   for (int interp = 0; interp < 2; interp++) {
     memset(ref, 0, sizeof(double) * (size_t)(plane * ns));
     CHECK_OK(ctr_fbp_backproject_reference(g, (ctr_fbp_interp)interp, ns, sino, ref));
     double *ref_os = interp == 0 ? malloc(sizeof(double) * (size_t)(plane * ns)) : NULL;
     if (ref_os) oversampled_reference(g, ns, sino, ref_os);
-    for (int k = 0; k < 6; k++) {
-      if (k >= 4 && interp == 1) continue; /* oversampling approximates linear interpolation */
+    for (size_t k = 0; k < sizeof kc / sizeof kc[0]; k++) {
+      if (kc[k].os && interp == 1) continue; /* oversampling approximates linear interpolation */
       ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
-      o.kernel = kernels[k];
+      o.kernel = kc[k].name;
       o.interp = (ctr_fbp_interp)interp;
+      if (kc[k].hybrid_tex) setenv("CTRECON_FBP_HYBRID_TEX", kc[k].hybrid_tex, 1);
       memset(out, 0xff, sizeof(float) * (size_t)(plane * ns));
       CHECK_OK(ctr__fbp_bp_cuda(ctx, g, &o, ns, sino, out));
-      const double e = rel_rms(out, k >= 4 ? ref_os : ref, plane * ns);
-      /* Texture linear interpolation has 8-bit weights (~1e-3); the ALU
-       * kernel is exact up to float rounding. Nearest lookups agree except
-       * where a position lies within float rounding (~1e-5 bin) of a
-       * half-bin: there the GPU and the double reference may pick
-       * neighbouring bins (random data make each such pick count). */
-      /* Oversampling is checked against its own semantics (positions
-       * rounded to 1/4 bin), up to picks that flip at quarter-bin ties. */
-      const double bound = k >= 4 ? 5e-3 : interp == 0 && k < 2 ? 5e-3 : interp == 0 ? 1e-5 : 5e-3;
-      printf("geometry %d %-7s %-7s: relative RMS vs double reference %.2e (bound %.0e)\n", kind,
-             kernels[k], interp ? "nearest" : "linear", e, bound);
-      CHECK_MSG(e < bound, "kernel %s interp %d geometry %d: %g", kernels[k], interp, kind, e);
+      unsetenv("CTRECON_FBP_HYBRID_TEX");
+      const double e = rel_rms(out, kc[k].os ? ref_os : ref, plane * ns);
+      const double bound = interp ? kc[k].nearest : kc[k].linear;
+      printf("geometry %d %-7s%s%-2s %-7s: relative RMS vs double reference %.2e (bound %.0e)\n", kind,
+             kc[k].name, kc[k].hybrid_tex ? " t" : "", kc[k].hybrid_tex ? kc[k].hybrid_tex : "",
+             interp ? "nearest" : "linear", e, bound);
+      CHECK_MSG(e < bound, "kernel %s (hybrid tex %s) interp %d geometry %d: %g", kc[k].name,
+                kc[k].hybrid_tex ? kc[k].hybrid_tex : "default", interp, kind, e);
     }
     free(ref_os);
   }
@@ -155,14 +183,16 @@ static void test_projections(ctx_pair c) {
   const int64_t pd[3] = {nb, nrows, na}, vd[3] = {nb, nb, ns};
   ctr_array va_c = ctr_array_init(cpu, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_array va_g = ctr_array_init(gpu, CTR_DTYPE_FLOAT32, 3, vd);
-  static const char *kernels[] = {NULL, "alu", "tex"};
+  /* The new kernels through the pipeline too (its own fbp_gpu state, two
+   * streams, slices grouped as the pipeline groups them). */
+  static const char *kernels[] = {NULL, "alu", "tex", "tex-mp", "tex4h", "alu2-h", "hybrid"};
   for (int dt = 0; dt < 2; dt++) {
     const ctr_array pa = ctr_array_init(dt ? (void *)p32 : (void *)p16,
                                         dt ? CTR_DTYPE_FLOAT32 : CTR_DTYPE_UINT16, 3, pd);
     ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
     o.window = CTR_WINDOW_HAMMING;
     CHECK_OK(ctr_fbp_projections(c.cpu, g, &o, &pa, flat, dark, row0, &va_c));
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 7; k++) {
       o.kernel = kernels[k];
       memset(gpu, 0xff, sizeof(float) * (size_t)(plane * ns));
       CHECK_OK(ctr_fbp_projections(c.gpu, g, &o, &pa, flat, dark, row0, &va_g));
@@ -172,7 +202,7 @@ static void test_projections(ctx_pair c) {
         r += (double)cpu[i] * cpu[i];
       }
       e = sqrt(e / r);
-      const double bound = k == 2 ? 5e-3 : 2e-5;
+      const double bound = k >= 2 ? 5e-3 : 2e-5; /* texture weights, half data */
       printf("projections %s, kernel %s: GPU pipeline vs CPU relative RMS %.2e (bound %.0e)\n",
              dt ? "float32" : "uint16", kernels[k] ? kernels[k] : "auto", e, bound);
       CHECK_MSG(e < bound, "projections dtype %d kernel %d: %g", dt, k, e);

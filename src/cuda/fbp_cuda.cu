@@ -1,12 +1,22 @@
 /* Parallel-beam backprojection on the GPU (seed 004). Kernels, selectable by
  * name (docs/parallel-beam.md):
- *   tex      Alg. 1: one thread per pixel, hardware interpolation from a
- *            2D texture of the sinogram (8-bit interpolation weights)
- *   tex2     Alg. 1 on two slices at once from a float2 texture
+ *   tex      Alg. 1 + 2: hardware interpolation from a 1D layered texture of
+ *            the sinogram (8-bit interpolation weights), Z-order threads,
+ *            two pixels per thread
+ *   tex2     the same on two slices at once from a float2 texture
+ *   tex-mp   Alg. 3/4: four projection groups per block, four pixels per
+ *            thread, partial sums combined by a shared-memory reduction
+ *   tex4h    tex on four slices at once from a half4 texture (approximate:
+ *            half-precision data)
  *   alu      Alg. 6 with the advanced caching mode (Alg. 9): a block of 256
- *            threads reconstructs 32 x 32 pixels; the bins a block needs for
- *            16 projections are cached in shared memory as (value, next -
- *            value) pairs, interpolation in fp32 (exact: the default)
+ *            threads reconstructs 64 x 64 pixels; the bins a block needs for
+ *            16 projections are cached in shared memory as (midpoint,
+ *            slope) pairs, interpolation in fp32 (exact: the default)
+ *   alu2     alu on two slices per shared load
+ *   alu2-h   alu2 with the cache in half precision (6.7; approximate)
+ *   alu-os, alu2-os  oversampling (7.2; approximate)
+ *   hybrid   7.1: texture and ALU blocks side by side on every SM (alu2
+ *            with tex2 tiles; the texture part has 8-bit weights)
  * Every kernel sums pre-weighted sinograms (each row times its angle's
  * weight), so the kernels only add. Positions: t = off + dx c + dy s with
  * off the bin of the block's (or pixel's) origin computed in double on the
@@ -16,8 +26,10 @@
 #include "cuda/fbp_cuda.cuh"
 #include "parbeam/fbp_tune.h"
 
+#include <cuda_fp16.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ALU_AREA 64    /* pixels per block side */
@@ -32,10 +44,58 @@ __constant__ float4 c_angle[MAX_CONST_ANGLES];
 /* Per angle, double: t0 for the ALU kernel's block origins. */
 __constant__ double c_t0d[MAX_CONST_ANGLES];
 
-/* ---- Texture kernels (Alg. 1) --------------------------------------------- */
+/* ---- Half-precision data (tex4h, alu2-h) ---------------------------------- */
 
-/* PAIR: a float2 texture holding two slices; the second slice's output is
- * `plane` floats after the first's. */
+/* Half has 11 significant bits but only 5 exponent bits (largest 65504,
+ * normal down to 6.1e-5): weighted, filtered sinograms are often ~1e-3 and
+ * can be anything with other units. Each launch therefore scales its data by
+ * a power of two, chosen on the device from the launch's largest |value|,
+ * that puts that value in [2^13, 2^14): midpoints and slopes (|d1 - d0| <=
+ * 2 max) stay below 2^15, everything down to 2^-27 of the maximum stays a
+ * normal number (relative rounding <= 2^-12), and the sum is multiplied by
+ * the exact inverse at the end. amax holds the bits of the largest |value|
+ * (non-negative floats order as unsigned integers); zero or non-finite data
+ * get scale 1. */
+__device__ __forceinline__ void half_scale(unsigned amax, float *scale, float *inv) {
+  int k = 13 - ((int)(amax >> 23) - 127); /* 13 - floor(log2 max) */
+  if (amax == 0u || amax >= 0x7f800000u) k = 0;
+  k = k < -126 ? -126 : k > 126 ? 126 : k;
+  *scale = __int_as_float((127 + k) << 23);
+  *inv = __int_as_float((127 - k) << 23);
+}
+
+/* Largest |value| of `count` arrays of n floats, `stride` apart, into *amax
+ * (as bits; *amax is cleared by the caller). */
+__global__ void abs_max(const float *__restrict__ src, long long stride, int count, long long n,
+                        unsigned *amax) {
+  unsigned m = 0u;
+  for (int k = 0; k < count; k++)
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+      m = max(m, __float_as_uint(fabsf(src[k * stride + i])));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if ((threadIdx.x & 31) == 0) atomicMax(amax, m);
+}
+
+/* tex4h: slices [0, count) of the n values each (stride apart) scaled and
+ * rounded to half, interleaved as the four channels of one texel (missing
+ * slices 0). */
+__global__ void pack_half4(const float *__restrict__ src, long long stride, int count, long long n,
+                           const unsigned *__restrict__ amax, ushort4 *__restrict__ dst) {
+  float sc, inv;
+  half_scale(*amax, &sc, &inv);
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    unsigned short h[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) h[k] = __half_as_ushort(__float2half_rn(k < count ? src[k * stride + i] * sc : 0.0f));
+    dst[i] = make_ushort4(h[0], h[1], h[2], h[3]);
+  }
+}
+
+/* ---- Texture kernels (Alg. 1, 2) ------------------------------------------ */
+
 /* Z-order (Morton) position of thread t of a 16 x 8 block (seed 004 Alg. 2):
  * a warp covers an 8 x 4 patch instead of a 16 x 2 strip, so its texture
  * footprint per projection is smaller. */
@@ -45,55 +105,143 @@ __device__ __forceinline__ void morton16(int t, int *x, int *y) {
   *y = ((t >> 1) & 1) | ((t >> 2) & 2) | ((t >> 3) & 4);
 }
 
-/* Each thread owns two pixels, (i, j) and (i, j + 8) of a 16 x 16 tile
- * (Z-order over the tile's upper half): two independent fetches per
- * projection keep more texture requests in flight (the kernel waits on
- * texture latency, not on the texture units). */
-template <int PAIR, int NEAREST>
-__global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, int na, int nx, int ny,
-                                               float *__restrict__ out, long long plane) {
-  int mx, my;
-  morton16(threadIdx.y * 16 + threadIdx.x, &mx, &my);
-  const int i = blockIdx.x * 16 + mx;
-  const int j = blockIdx.y * 16 + my;
-  float acc0 = 0.0f, acc1 = 0.0f, bcc0 = 0.0f, bcc1 = 0.0f;
+/* One fetch of NS slices (float, float2, or a half4 texture read as float4)
+ * added to acc. */
+__device__ __forceinline__ void tex_add1(cudaTextureObject_t tex, float x, int a, float *acc) {
+  acc[0] += tex1DLayered<float>(tex, x, a);
+}
+__device__ __forceinline__ void tex_add2(cudaTextureObject_t tex, float x, int a, float *acc) {
+  const float2 v = tex1DLayered<float2>(tex, x, a);
+  acc[0] += v.x;
+  acc[1] += v.y;
+}
+__device__ __forceinline__ void tex_add4(cudaTextureObject_t tex, float x, int a, float *acc) {
+  const float4 v = tex1DLayered<float4>(tex, x, a);
+  acc[0] += v.x;
+  acc[1] += v.y;
+  acc[2] += v.z;
+  acc[3] += v.w;
+}
+template <int NS>
+__device__ __forceinline__ void tex_add(cudaTextureObject_t tex, float x, int a, float *acc) {
+  if (NS == 1) tex_add1(tex, x, a, acc);
+  else if (NS == 2) tex_add2(tex, x, a, acc);
+  else tex_add4(tex, x, a, acc);
+}
+
+/* Pixels (i, j) and (i, j + DJ) of NS slices over na projections: two
+ * independent fetches per projection keep more texture requests in flight
+ * (the kernel waits on texture latency, not on the texture units). Slice k
+ * (k < nsl) goes to out + k * plane, times inv (1, or tex4h's 1 / scale).
+ * One layer per projection: a 1D bilinear fetch reads 2 texels, not the
+ * 2 x 2 of a 2D texture with a zero-weight second row. */
+template <int NS, int NEAREST, int DJ>
+__device__ __forceinline__ void tex_pixels(cudaTextureObject_t tex, int na, int i, int j, int nx,
+                                           int ny, float *__restrict__ out, long long plane,
+                                           int nsl, float inv) {
+  float acc[NS], bcc[NS];
+#pragma unroll
+  for (int k = 0; k < NS; k++) acc[k] = bcc[k] = 0.0f;
   const float fi = (float)i, fj = (float)j;
-  /* One layer per projection: a 1D bilinear fetch reads 2 texels, not the
-   * 2 x 2 of a 2D texture with a zero-weight second row. */
 #pragma unroll 8
   for (int a = 0; a < na; a++) {
     const float4 k = c_angle[a];
     float t = k.z + fi * k.x + fj * k.y;
-    float u = fmaf(8.0f, k.y, t);
+    float u = fmaf((float)DJ, k.y, t);
     if (NEAREST) {
       t = floorf(t + 0.5f);
       u = floorf(u + 0.5f);
     }
-    if (PAIR) {
-      const float2 v = tex1DLayered<float2>(tex, t + 0.5f, a);
-      const float2 w = tex1DLayered<float2>(tex, u + 0.5f, a);
-      acc0 += v.x;
-      acc1 += v.y;
-      bcc0 += w.x;
-      bcc1 += w.y;
-    } else {
-      acc0 += tex1DLayered<float>(tex, t + 0.5f, a);
-      bcc0 += tex1DLayered<float>(tex, u + 0.5f, a);
-    }
+    tex_add<NS>(tex, t + 0.5f, a, acc);
+    tex_add<NS>(tex, u + 0.5f, a, bcc);
   }
   if (i < nx && j < ny) {
     const long long o = (long long)j * nx + i;
-    out[o] += acc0;
-    if (PAIR) out[plane + o] += acc1;
+#pragma unroll
+    for (int k = 0; k < NS; k++)
+      if (NS < 4 || k < nsl) out[k * plane + o] += NS == 4 ? acc[k] * inv : acc[k];
   }
-  if (i < nx && j + 8 < ny) {
-    const long long o = (long long)(j + 8) * nx + i;
-    out[o] += bcc0;
-    if (PAIR) out[plane + o] += bcc1;
+  if (i < nx && j + DJ < ny) {
+    const long long o = (long long)(j + DJ) * nx + i;
+#pragma unroll
+    for (int k = 0; k < NS; k++)
+      if (NS < 4 || k < nsl) out[k * plane + o] += NS == 4 ? bcc[k] * inv : bcc[k];
   }
 }
 
-/* ---- ALU kernel (Alg. 6 + Alg. 9) ---------------------------------------- */
+/* tex (NS 1), tex2 (NS 2: a float2 texture holding two slices) and tex4h
+ * (NS 4: a half4 texture holding four slices, nsl of them real, scaled as
+ * half_scale says for the bits in *amax). Each thread owns two pixels,
+ * (i, j) and (i, j + 8) of a 16 x 16 tile (Z-order over the tile's upper
+ * half). tex4h is seed 004 Sect. 5.2/5.3's four-slice mode: 4 slices per
+ * fetch at the half4 fetch rate (950 G/s, DESIGN.md), so up to 4x tex's
+ * updates per fetch, for the price of half-precision data. */
+template <int NS, int NEAREST>
+__global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, int na, int nx, int ny,
+                                               float *__restrict__ out, long long plane, int nsl,
+                                               const unsigned *__restrict__ amax) {
+  int mx, my;
+  morton16(threadIdx.y * 16 + threadIdx.x, &mx, &my);
+  float inv = 1.0f;
+  if (NS == 4) {
+    float sc;
+    half_scale(*amax, &sc, &inv);
+  }
+  tex_pixels<NS, NEAREST, 8>(tex, na, blockIdx.x * 16 + mx, blockIdx.y * 16 + my, nx, ny, out,
+                             plane, nsl, inv);
+}
+
+/* ---- tex-mp: several projections per thread, shared reduction (Alg. 3/4) --- */
+
+#define MP_GROUPS 4  /* projection groups per block: thread group g sums projections g, g + 4, ... */
+#define MP_PIX 4     /* pixels per thread: rows y, y + 4, y + 8, y + 12 of the 16 x 16 tile */
+static_assert(MP_GROUPS * 64 == 256 && MP_PIX * 4 == 16, "bp_tex_mp's thread mapping");
+
+/* A block of 256 threads reconstructs 16 x 16 pixels. Seed 004 Alg. 3: the
+ * low 4 bits of the thread index walk a 4 x 4 square in Z-order (Alg. 2),
+ * the next 2 pick one of 4 squares along x (a warp: 8 x 4 pixels, as in
+ * tex), the top 2 the projection group, so every warp reads one angle's
+ * constants (a constant-memory broadcast, never serialised). Each thread
+ * does 4 pixels of a column per projection: one constant load and one
+ * position per 4 fetches, and 4 independent fetches in flight. The 4 groups'
+ * partial sums of a pixel meet in shared memory (Alg. 3's reduction; the
+ * shuffle of Alg. 4 is not needed because each pixel's 4 partials are one
+ * column of red[][], summed by one thread in a fixed order), and the block
+ * writes its tile row by row (coalesced). Single slice; nearest or hardware
+ * linear (8-bit weights) as tex. */
+template <int NEAREST>
+__global__ void __launch_bounds__(256) bp_tex_mp(cudaTextureObject_t tex, int na, int nx, int ny,
+                                                  float *__restrict__ out) {
+  __shared__ float red[MP_GROUPS][256];
+  const int t = threadIdx.x, g = t >> 6, l = t & 63;
+  const int px = (l & 1) | ((l >> 1) & 2) | ((l >> 2) & 12); /* Z-order x, then the square */
+  const int py = ((l >> 1) & 1) | ((l >> 2) & 2);
+  const int bx = blockIdx.x * 16, by = blockIdx.y * 16;
+  const float fi = (float)(bx + px), fj = (float)(by + py);
+  float acc[MP_PIX];
+#pragma unroll
+  for (int q = 0; q < MP_PIX; q++) acc[q] = 0.0f;
+#pragma unroll 4
+  for (int a = g; a < na; a += MP_GROUPS) {
+    const float4 k = c_angle[a];
+    const float t0 = k.z + fi * k.x + fj * k.y;
+    const float step = 4.0f * k.y;
+#pragma unroll
+    for (int q = 0; q < MP_PIX; q++) {
+      float h = fmaf((float)q, step, t0);
+      if (NEAREST) h = floorf(h + 0.5f);
+      acc[q] += tex1DLayered<float>(tex, h + 0.5f, a);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < MP_PIX; q++) red[g][(py + 4 * q) * 16 + px] = acc[q];
+  __syncthreads();
+  const int ox = bx + (t & 15), oy = by + (t >> 4);
+  const float v = ((red[0][t] + red[1][t]) + red[2][t]) + red[3][t];
+  if (ox < nx && oy < ny) out[(long long)oy * nx + ox] += v;
+}
+
+/* ---- ALU kernels (Alg. 6 + Alg. 9) ---------------------------------------- */
 
 /* Per projection a of a block with origin (bx, by): (c, s, the origin's
  * bin relative to hm, hm) with hm one below the smallest bin the block
@@ -108,14 +256,37 @@ __device__ __forceinline__ float4 block_konst(int a, int bx, int by) {
 }
 
 /* S slices at once (1 or 2): cache entries are float2 (m, s) or float4
- * (m_a, s_a, m_b, s_b) so that one shared load serves every slice. */
-template <int S> struct alu_entry;
-template <> struct alu_entry<1> { typedef float2 T; };
-template <> struct alu_entry<2> { typedef float4 T; };
+ * (m_a, s_a, m_b, s_b) so that one shared load serves every slice.
+ * HALF (alu2-h, seed 004 Sect. 6.7): the same in half precision, half2
+ * (m, s) or (m_a, m_b), (s_a, s_b): 4 bytes per update instead of 8, which
+ * halves alu2's limiting shared-memory traffic. The interpolation runs in
+ * half arithmetic (one HFMA2 for both slices, the fraction rounded to half)
+ * and is added to fp32 sums: converting m and s to float first would cost
+ * 4 conversions per entry instead of 2 (~14 instead of ~12 issue slots per
+ * two updates) for ~1.4x less error (CPU emulation, relative RMS vs the
+ * exact linear result on a ram-lak-filtered 1024^2 Shepp-Logan: 4.4e-5 vs
+ * 6.2e-5; the texture's 8-bit weights give 2.3e-4). */
+struct __align__(8) half2x2 {
+  __half2 m, s;
+};
+template <int S, int HALF> struct alu_entry;
+template <> struct alu_entry<1, 0> { typedef float2 T; };
+template <> struct alu_entry<2, 0> { typedef float4 T; };
+template <> struct alu_entry<1, 1> { typedef __half2 T; };
+template <> struct alu_entry<2, 1> { typedef half2x2 T; };
 
 __device__ __forceinline__ void put(float2 *e, const float *m, const float *sl) { *e = make_float2(m[0], sl[0]); }
 __device__ __forceinline__ void put(float4 *e, const float *m, const float *sl) {
   *e = make_float4(m[0], sl[0], m[1], sl[1]);
+}
+__device__ __forceinline__ void put(__half2 *e, const float *m, const float *sl) {
+  *e = __floats2half2_rn(m[0], sl[0]);
+}
+__device__ __forceinline__ void put(half2x2 *e, const float *m, const float *sl) {
+  half2x2 v;
+  v.m = __floats2half2_rn(m[0], m[1]);
+  v.s = __floats2half2_rn(sl[0], sl[1]);
+  *e = v;
 }
 __device__ __forceinline__ void accumulate(const float2 v, float f, float *acc) {
   acc[0] += fmaf(f, v.y, v.x);
@@ -124,27 +295,39 @@ __device__ __forceinline__ void accumulate(const float4 v, float f, float *acc) 
   acc[0] += fmaf(f, v.y, v.x);
   acc[1] += fmaf(f, v.w, v.z);
 }
+__device__ __forceinline__ void accumulate(const __half2 v, float f, float *acc) {
+  acc[0] += __half2float(__hfma(__float2half_rn(f), __high2half(v), __low2half(v)));
+}
+__device__ __forceinline__ void accumulate(const half2x2 v, float f, float *acc) {
+  const float2 r = __half22float2(__hfma2(__float2half2_rn(f), v.s, v.m));
+  acc[0] += r.x;
+  acc[1] += r.y;
+}
 
-/* The cache holds, per projection, `width` = ALU_LANES * per entries
- * starting at bin hm (Alg. 9: each of ALU_LANES threads reads `per`
+/* One 64 x 64 tile with origin (bx, by) (bp_alu, and the hybrid's ALU
+ * tiles). The cache holds, per projection, `width` = ALU_LANES * per
+ * entries starting at bin hm (Alg. 9: each of ALU_LANES threads reads `per`
  * consecutive bins once and takes the bin after them from its neighbour by
  * a shuffle). Linear: an entry holds the midpoint m = (d_e + d_e+1) / 2 and
  * the slope d_e+1 - d_e (linear interpolation only: nearest runs
  * bp_alu_os with one sample per bin). Dynamic shared memory:
  * ALU_PROJ * width entries and ALU_PROJ float4 of constants. Thread (tx, ty)
  * owns column bx + tx and rows by + ty + ALU_ROWS q of each slice; slice k's
- * sinogram is sino + k * sino_stride, its output out + k * plane. */
-template <int S>
-__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
-bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
-       int per, float *__restrict__ out, long long plane) {
-  typedef typename alu_entry<S>::T entry;
+ * sinogram is sino + k * sino_stride, its output out + k * plane. HALF:
+ * values scaled by half_scale(*amax) before rounding, sums unscaled. */
+template <int S, int HALF>
+__device__ __forceinline__ void alu_tile(const float *__restrict__ sino, long long sino_stride,
+                                         int nbins, int na, int nx, int ny, int per,
+                                         float *__restrict__ out, long long plane, int bx, int by,
+                                         const unsigned *__restrict__ amax) {
+  typedef typename alu_entry<S, HALF>::T entry;
   extern __shared__ float4 shm_raw[];
   entry *cache = (entry *)shm_raw;
   const int width = ALU_LANES * per;
   float4 *konst = (float4 *)(cache + ALU_PROJ * width);
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ALU_AREA + tx;
-  const int bx = blockIdx.x * ALU_AREA, by = blockIdx.y * ALU_AREA;
+  float sc = 1.0f, inv = 1.0f;
+  if (HALF) half_scale(*amax, &sc, &inv);
   constexpr int nq = ALU_AREA / ALU_ROWS;
   float acc[nq][S];
 #pragma unroll
@@ -168,6 +351,7 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
 #pragma unroll
       for (int k = 0; k < S; k++) {
         d[k] = (valid && b0 >= 0 && b0 < nbins) ? __ldg(row + k * sino_stride + b0) : 0.0f;
+        if (HALF) d[k] *= sc;
         first[k] = d[k];
       }
       for (int i = 0; valid && i < per - 1; i++) {
@@ -175,6 +359,7 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
 #pragma unroll
         for (int k = 0; k < S; k++) {
           dn[k] = (b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+          if (HALF) dn[k] *= sc;
           m[k] = 0.5f * (d[k] + dn[k]);
           sl[k] = dn[k] - d[k];
           d[k] = dn[k];
@@ -188,7 +373,10 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
         const int b = b0 + per;
 #pragma unroll
         for (int k = 0; k < S; k++) {
-          if (cl == ALU_LANES - 1) dn[k] = (b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+          if (cl == ALU_LANES - 1) {
+            dn[k] = (b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+            if (HALF) dn[k] *= sc;
+          }
           m[k] = 0.5f * (d[k] + dn[k]);
           sl[k] = dn[k] - d[k];
         }
@@ -220,8 +408,16 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
     const int j = by + ty + q * ALU_ROWS;
     if (i < nx && j < ny)
 #pragma unroll
-      for (int k = 0; k < S; k++) out[k * plane + (long long)j * nx + i] += acc[q][k];
+      for (int k = 0; k < S; k++) out[k * plane + (long long)j * nx + i] += HALF ? acc[q][k] * inv : acc[q][k];
   }
+}
+
+template <int S, int HALF>
+__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
+bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
+       int per, float *__restrict__ out, long long plane, const unsigned *__restrict__ amax) {
+  alu_tile<S, HALF>(sino, sino_stride, nbins, na, nx, ny, per, out, plane, blockIdx.x * ALU_AREA,
+                    blockIdx.y * ALU_AREA, amax);
 }
 
 
@@ -230,30 +426,43 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
  * arithmetic. OS = 4: oversampling (seed 004 Sect. 7.2), positions
  * quantised to 1/4 bin, approximate linear interpolation. OS = 1: nearest
  * interpolation with value-only entries (4 or 8 bytes per update, not the
- * pair caches' 8 or 16). Entries are float (one slice) or float2 (two). */
+ * pair caches' 8 or 16). Entries are float (one slice) or float2 (two);
+ * HALF (alu2-h nearest, OS = 1 only): __half or __half2, 2 or 4 bytes. */
 #define OVERSAMPLE 4
-template <int S> struct os_entry;
-template <> struct os_entry<1> { typedef float T; };
-template <> struct os_entry<2> { typedef float2 T; };
+template <int S, int HALF> struct os_entry;
+template <> struct os_entry<1, 0> { typedef float T; };
+template <> struct os_entry<2, 0> { typedef float2 T; };
+template <> struct os_entry<1, 1> { typedef __half T; };
+template <> struct os_entry<2, 1> { typedef __half2 T; };
 __device__ __forceinline__ void os_put(float *e, const float *v) { *e = v[0]; }
 __device__ __forceinline__ void os_put(float2 *e, const float *v) { *e = make_float2(v[0], v[1]); }
+__device__ __forceinline__ void os_put(__half *e, const float *v) { *e = __float2half_rn(v[0]); }
+__device__ __forceinline__ void os_put(__half2 *e, const float *v) { *e = __floats2half2_rn(v[0], v[1]); }
 __device__ __forceinline__ void os_add(float v, float *acc) { acc[0] += v; }
 __device__ __forceinline__ void os_add(float2 v, float *acc) {
   acc[0] += v.x;
   acc[1] += v.y;
 }
+__device__ __forceinline__ void os_add(__half v, float *acc) { acc[0] += __half2float(v); }
+__device__ __forceinline__ void os_add(__half2 v, float *acc) {
+  const float2 f = __half22float2(v);
+  acc[0] += f.x;
+  acc[1] += f.y;
+}
 
-template <int S, int OS>
-__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
-bp_alu_os(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx,
-          int ny, int per, float *__restrict__ out, long long plane) {
-  typedef typename os_entry<S>::T entry;
+template <int S, int OS, int HALF>
+__device__ __forceinline__ void os_tile(const float *__restrict__ sino, long long sino_stride,
+                                        int nbins, int na, int nx, int ny, int per,
+                                        float *__restrict__ out, long long plane, int bx, int by,
+                                        const unsigned *__restrict__ amax) {
+  typedef typename os_entry<S, HALF>::T entry;
   extern __shared__ float4 shm_raw[];
   entry *cache = (entry *)shm_raw;
   const int width = ALU_LANES * per * OS;
   float4 *konst = (float4 *)(cache + ALU_PROJ * width);
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ALU_AREA + tx;
-  const int bx = blockIdx.x * ALU_AREA, by = blockIdx.y * ALU_AREA;
+  float sc = 1.0f, inv = 1.0f;
+  if (HALF) half_scale(*amax, &sc, &inv);
   constexpr int nq = ALU_AREA / ALU_ROWS;
   float acc[nq][S];
 #pragma unroll
@@ -275,6 +484,7 @@ bp_alu_os(const float *__restrict__ sino, long long sino_stride, int nbins, int 
 #pragma unroll
       for (int k = 0; k < S; k++) {
         d[k] = (valid && b0 >= 0 && b0 < nbins) ? __ldg(row + k * sino_stride + b0) : 0.0f;
+        if (HALF) d[k] *= sc;
         first[k] = d[k];
       }
       for (int i = 0; i < per; i++) {
@@ -284,11 +494,17 @@ bp_alu_os(const float *__restrict__ sino, long long sino_stride, int nbins, int 
 #pragma unroll
           for (int k = 0; k < S; k++) {
             dn[k] = __shfl_down_sync(0xffffffffu, first[k], 1, ALU_LANES);
-            if (cl == ALU_LANES - 1) dn[k] = (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+            if (cl == ALU_LANES - 1) {
+              dn[k] = (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+              if (HALF) dn[k] *= sc;
+            }
           }
         } else {
 #pragma unroll
-          for (int k = 0; k < S; k++) dn[k] = (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+          for (int k = 0; k < S; k++) {
+            dn[k] = (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+            if (HALF) dn[k] *= sc;
+          }
         }
         if (valid)
 #pragma unroll
@@ -320,7 +536,106 @@ bp_alu_os(const float *__restrict__ sino, long long sino_stride, int nbins, int 
     const int j = by + ty + q * ALU_ROWS;
     if (i < nx && j < ny)
 #pragma unroll
-      for (int k = 0; k < S; k++) out[k * plane + (long long)j * nx + i] += acc[q][k];
+      for (int k = 0; k < S; k++) out[k * plane + (long long)j * nx + i] += HALF ? acc[q][k] * inv : acc[q][k];
+  }
+}
+
+template <int S, int OS, int HALF>
+__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
+bp_alu_os(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx,
+          int ny, int per, float *__restrict__ out, long long plane,
+          const unsigned *__restrict__ amax) {
+  os_tile<S, OS, HALF>(sino, sino_stride, nbins, na, nx, ny, per, out, plane,
+                       blockIdx.x * ALU_AREA, blockIdx.y * ALU_AREA, amax);
+}
+
+/* ---- hybrid: texture and ALU blocks on the same SM (seed 004 Sect. 7.1) --- */
+
+#define HYB_UNITS 8          /* texture units (16 x 32 pixels) per 64 x 64 tile */
+#define HYB_SM_SLOTS 1024    /* per-SM block counters (%smid < %nsmid <= this on current GPUs) */
+
+/* The work queue of one launch: 64-bit state, high word f = tiles claimed
+ * from the front (whole 64 x 64 tiles, ALU path), low word b = texture units
+ * claimed from the back; a tile goes to the ALU only while all its units
+ * are free, a unit to the texture path while it is free, so every unit is
+ * done exactly once whoever asks first. Returns the tile (tile != 0) or
+ * unit index, -1 when nothing is left for that kind of claim. */
+__device__ int hyb_claim(unsigned long long *q, int ntiles, int tile) {
+  const unsigned long long total = (unsigned long long)ntiles * HYB_UNITS;
+  unsigned long long old = *(volatile unsigned long long *)q, assumed;
+  do {
+    assumed = old;
+    const unsigned long long f = assumed >> 32, b = assumed & 0xffffffffull;
+    if (tile ? (f + 1) * HYB_UNITS + b > total : f * HYB_UNITS + b + 1 > total) return -1;
+    old = atomicCAS(q, assumed, assumed + (tile ? (1ull << 32) : 1ull));
+  } while (old != assumed);
+  return tile ? (int)(assumed >> 32) : (int)(total - 1 - (assumed & 0xffffffffull));
+}
+
+/* Seed 004 7.1: alu2 is limited by shared memory (and issue), the texture
+ * kernels by the texture units, so blocks of both kinds on one SM could use
+ * both. A block asks the SM it runs on (%smid) and a per-SM counter which
+ * one it is; the first tex_per_sm of every blocks_per_sm blocks on an SM are
+ * texture blocks, the rest ALU blocks (the seed's get_smid() + atomicAdd
+ * scheme with a tunable ratio). Unlike the seed, the grid is persistent (as
+ * many blocks as fit at once) and blocks take work from a queue: on an H100
+ * a 2048^2 slice is only 1024 tiles, ~2 waves of 528 block slots, and a
+ * texture block needs several times an ALU block's time for a 64 x 64 tile,
+ * so a fixed tile per block would leave every SM waiting for its slowest
+ * texture tiles. ALU blocks take whole tiles from the front (alu2's maths:
+ * alu_tile / os_tile), texture blocks 16 x 32 units from the back (tex2's
+ * maths, 2 pixels per thread, Z-order), and an ALU block that finds no whole
+ * tile left helps with units, so the two meet without a tail longer than
+ * one unit. Linear: the texture units carry tex2's 8-bit weights, the rest
+ * is exact; nearest: exact. */
+template <int S, int NEAREST>
+__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
+bp_hybrid(cudaTextureObject_t tex, const float *__restrict__ sino, long long sino_stride, int nbins,
+          int na, int nx, int ny, int per, float *__restrict__ out, long long plane,
+          unsigned long long *queue, unsigned *sm_count, int blocks_per_sm, int tex_per_sm,
+          int tiles_x, int ntiles) {
+  __shared__ int s_kind, s_idx;
+  const int tid = threadIdx.y * ALU_AREA + threadIdx.x;
+  int tex_role = 0; /* thread 0 only */
+  if (tid == 0) {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    const unsigned k = atomicAdd(&sm_count[smid % HYB_SM_SLOTS], 1u);
+    tex_role = (int)(k % (unsigned)blocks_per_sm) < tex_per_sm;
+  }
+  for (;;) {
+    __syncthreads(); /* everyone has read the last claim (and finished its work) */
+    if (tid == 0) {
+      int kind = -1, idx = -1;
+      if (!tex_role) {
+        idx = hyb_claim(queue, ntiles, 1);
+        if (idx >= 0) kind = 0;
+      }
+      if (kind < 0) {
+        idx = hyb_claim(queue, ntiles, 0);
+        if (idx >= 0) kind = 1;
+      }
+      s_kind = kind;
+      s_idx = idx;
+    }
+    __syncthreads();
+    const int kind = s_kind, idx = s_idx;
+    if (kind < 0) break;
+    if (kind == 0) {
+      const int bx = (idx % tiles_x) * ALU_AREA, by = (idx / tiles_x) * ALU_AREA;
+      if (NEAREST) os_tile<S, 1, 0>(sino, sino_stride, nbins, na, nx, ny, per, out, plane, bx, by, NULL);
+      else alu_tile<S, 0>(sino, sino_stride, nbins, na, nx, ny, per, out, plane, bx, by, NULL);
+    } else {
+      const int tile = idx / HYB_UNITS, sub = idx % HYB_UNITS;
+      const int ux = (tile % tiles_x) * ALU_AREA + (sub & 3) * 16;
+      const int uy = (tile / tiles_x) * ALU_AREA + (sub >> 2) * 32;
+      if (ux < nx && uy < ny) {
+        /* 8-bit Z-order over 16 x 16 (a warp: 8 x 4 pixels), rows y and y + 16 */
+        const int mx = (tid & 1) | ((tid >> 1) & 2) | ((tid >> 2) & 4) | ((tid >> 3) & 8);
+        const int my = ((tid >> 1) & 1) | ((tid >> 2) & 2) | ((tid >> 3) & 4) | ((tid >> 4) & 8);
+        tex_pixels<S, NEAREST, 16>(tex, na, ux + mx, uy + my, nx, ny, out, plane, S, 1.0f);
+      }
+    }
   }
 }
 
@@ -348,8 +663,10 @@ ctr_status ctr__fbp_parse_kernel(const char *name, int nearest, fbp_kernel *k) {
       return CTR_OK;
     }
   CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-           "backprojection kernel '%s': expected auto, tex, tex2, alu, alu2 (exact), alu-os or "
-           "alu2-os (approximate: 4x oversampled bins, nearest sample)", name);
+           "backprojection kernel '%s': expected auto, tex, tex2, tex-mp, alu, alu2, hybrid "
+           "(exact for nearest; linear: alu, alu2 exact, the texture ones 8-bit weights), "
+           "tex4h, alu2-h (approximate: half-precision data), alu-os or alu2-os (approximate: "
+           "4x oversampled bins, nearest sample)", name);
 }
 
 /* Uploads per-angle constants for angles [a0, a0 + n). */
@@ -376,40 +693,75 @@ cleanup:
   return st;
 }
 
+/* Blocks of 256 threads for the grid-stride helpers over n values. */
+static unsigned helper_blocks(int64_t n) {
+  const int64_t b = (n + 255) / 256;
+  return (unsigned)(b < 1 ? 1 : b > 1024 ? 1024 : b);
+}
 
-/* The texture of angles [a0, a0 + na) of slice s0 (and s0 + 1 as float2
- * when pair) of the device sinograms. */
-static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int64_t na,
+/* *f->d_amax = the bits of the largest |value| of slices [s0, s0 + count),
+ * angles [a0, a0 + na) of the device sinograms (the half kernels' scale). */
+static ctr_status data_amax(fbp_gpu *f, int64_t s0, int count, int64_t a0, int64_t na,
+                            cudaStream_t stream) {
+  ctr_status st = CTR_OK;
+  const int64_t nb = f->g->p.nbins, nat = f->g->p.nangles;
+  if (!f->d_amax) CU(cudaMalloc(&f->d_amax, sizeof(unsigned)));
+  CU(cudaMemsetAsync(f->d_amax, 0, sizeof(unsigned), stream));
+  abs_max<<<helper_blocks(nb * na), 256, 0, stream>>>(f->d_sino + s0 * nb * nat + a0 * nb,
+                                                       (long long)(nb * nat), count,
+                                                       (long long)(nb * na), f->d_amax);
+  CU_LAUNCHED("abs_max");
+cleanup:
+  return st;
+}
+
+/* Texels of the layered sinogram texture. */
+enum { TEXK_FLOAT = 0, TEXK_FLOAT2 = 1, TEXK_HALF4 = 2 };
+
+/* The texture of angles [a0, a0 + na) of slices [s0, s0 + count) of the
+ * device sinograms: float (count 1), float2 (count 2: two slices
+ * interleaved) or half4 (count 1 .. 4, scaled as half_scale says for
+ * *f->d_amax, missing slices 0). */
+static ctr_status make_texture(fbp_gpu *f, int kind, int64_t s0, int count, int64_t a0, int64_t na,
                                cudaStream_t stream) {
   ctr_status st = CTR_OK;
   const int64_t nb = f->g->p.nbins, nat = f->g->p.nangles;
   const float *src = f->d_sino + s0 * nb * nat + a0 * nb;
-  cudaChannelFormatDesc desc = pair ? cudaCreateChannelDesc<float2>() : cudaCreateChannelDesc<float>();
+  cudaChannelFormatDesc desc = kind == TEXK_HALF4    ? cudaCreateChannelDescHalf4()
+                               : kind == TEXK_FLOAT2 ? cudaCreateChannelDesc<float2>()
+                                                     : cudaCreateChannelDesc<float>();
   const size_t layers = (size_t)MAX_CONST_ANGLES < (size_t)nat ? (size_t)MAX_CONST_ANGLES : (size_t)nat;
   if (f->tex) {
     CU(cudaStreamSynchronize(stream)); /* the previous launch may still read it */
     cudaDestroyTextureObject(f->tex);
   }
   f->tex = 0;
-  if (f->arr && f->arr_pair != pair) {
+  if (f->arr && f->arr_kind != kind) {
     cudaFreeArray(f->arr);
     f->arr = NULL;
   }
   if (!f->arr) CU(cudaMalloc3DArray(&f->arr, &desc, make_cudaExtent((size_t)nb, 0, layers), cudaArrayLayered));
-  f->arr_pair = pair;
-  if (pair) {
+  f->arr_kind = kind;
+  /* float2 and half4 texels are 8 bytes: one staging buffer serves both. */
+  if (kind != TEXK_FLOAT && !f->d_stage) CU(cudaMalloc(&f->d_stage, 8 * (size_t)nb * layers));
+  if (kind == TEXK_FLOAT2) {
     /* Interleave the two slices' values into float2 through a device buffer. */
-    if (!f->d_pair) CU(cudaMalloc(&f->d_pair, sizeof(float2) * (size_t)(nb * (nat < MAX_CONST_ANGLES ? nat : MAX_CONST_ANGLES))));
-    CU(cudaMemcpy2DAsync(f->d_pair, sizeof(float2), src, sizeof(float), sizeof(float),
+    CU(cudaMemcpy2DAsync(f->d_stage, sizeof(float2), src, sizeof(float), sizeof(float),
                          (size_t)(nb * na), cudaMemcpyDeviceToDevice, stream));
-    CU(cudaMemcpy2DAsync((char *)f->d_pair + sizeof(float), sizeof(float2), src + nb * nat,
+    CU(cudaMemcpy2DAsync((char *)f->d_stage + sizeof(float), sizeof(float2), src + nb * nat,
                          sizeof(float), sizeof(float), (size_t)(nb * na), cudaMemcpyDeviceToDevice, stream));
+  } else if (kind == TEXK_HALF4) {
+    CTR_CHECK_GOTO(st, data_amax(f, s0, count, a0, na, stream));
+    pack_half4<<<helper_blocks(nb * na), 256, 0, stream>>>(src, (long long)(nb * nat), count,
+                                                            (long long)(nb * na), f->d_amax,
+                                                            (ushort4 *)f->d_stage);
+    CU_LAUNCHED("pack_half4");
   }
   {
     cudaMemcpy3DParms m;
     memset(&m, 0, sizeof m);
-    const size_t esz = pair ? sizeof(float2) : sizeof(float);
-    m.srcPtr = make_cudaPitchedPtr(pair ? (void *)f->d_pair : (void *)src, (size_t)nb * esz, (size_t)nb, 1);
+    const size_t esz = kind == TEXK_FLOAT ? sizeof(float) : 8;
+    m.srcPtr = make_cudaPitchedPtr(kind == TEXK_FLOAT ? (void *)src : f->d_stage, (size_t)nb * esz, (size_t)nb, 1);
     m.dstArray = f->arr;
     m.extent = make_cudaExtent((size_t)nb, 1, (size_t)na);
     m.kind = cudaMemcpyDeviceToDevice;
@@ -424,92 +776,203 @@ static ctr_status make_texture(fbp_gpu *f, int pair, int64_t s0, int64_t a0, int
     memset(&td, 0, sizeof td);
     td.addressMode[0] = cudaAddressModeBorder; /* 0 outside the detector */
     td.filterMode = f->nearest ? cudaFilterModePoint : cudaFilterModeLinear;
-    td.readMode = cudaReadModeElementType;
+    td.readMode = cudaReadModeElementType; /* half texels are read (and filtered) as float */
     CU(cudaCreateTextureObject(&f->tex, &rd, &td, NULL));
   }
 cleanup:
   return st;
 }
 
-/* Backprojects slice s0 (and s0 + 1 when pair) of the device sinograms
- * into the device slices. */
-ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s) {
+/* Entries per projection of the ALU caches (`per` bins per caching lane)
+ * for the pixel size: (ALU_AREA - 1) pixels x (|c| + |s|) <= that x sqrt 2
+ * voxel, plus the floor, the interpolation neighbour and a margin. */
+static int alu_per(const ctr_parallel_params *p) {
+  const int width = (int)ceil((double)(ALU_AREA - 1) * p->voxel * 1.41422) + 4;
+  return (width + ALU_LANES - 1) / ALU_LANES;
+}
+
+/* The ALU kernels (alu, alu2, alu-os, alu2-os, alu2-h) on slices [s0, s0 +
+ * count) (count 1 or 2), angles [a0, a0 + n) whose constants are loaded. */
+static ctr_status launch_alu(fbp_gpu *f, int64_t s0, int count, int64_t a0, int64_t n, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &f->g->p;
   const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
-  const float *sino = f->d_sino + s0 * nb * na;
+  const float *sino = f->d_sino + s0 * nb * na + a0 * nb;
   float *out = f->d_out + s0 * plane;
+  const int pair = count == 2;
+  const int per = alu_per(p);
+  const int os = f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS;
+  const int half = f->kernel == K_ALU2_H;
+  /* Nearest runs the sample cache with one sample per bin. */
+  const int samples = os ? OVERSAMPLE : f->nearest ? 1 : 0;
+  const size_t fsz = half ? 2 : sizeof(float); /* bytes of one value */
+  const size_t entry = samples ? fsz * (pair ? 2 : 1) * (size_t)samples : fsz * (pair ? 4 : 2);
+  const size_t shm = entry * ALU_PROJ * (size_t)(per * ALU_LANES) + sizeof(float4) * ALU_PROJ;
+  const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
+  const dim3 block(ALU_AREA, ALU_ROWS);
+  const long long stride = (long long)(nb * na);
+  if (shm > 200 * 1024)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernel caches %zu bytes per block for a pixel of %g "
+             "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
+  if (half) CTR_CHECK_GOTO(st, data_amax(f, s0, count, a0, n, s));
+#define CTR__ALU_LAUNCH(S, H)                                                                     \
+  do {                                                                                           \
+    if (shm > 48 * 1024)                                                                         \
+      CU(cudaFuncSetAttribute(bp_alu<S, H>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
+    bp_alu<S, H><<<grid, block, shm, s>>>(sino, stride, (int)nb, (int)n, (int)p->nx, (int)p->ny, \
+                                          per, out, plane, f->d_amax);                           \
+  } while (0)
+#define CTR__OS_LAUNCH(S, N, H)                                                                   \
+  do {                                                                                           \
+    if (shm > 48 * 1024)                                                                         \
+      CU(cudaFuncSetAttribute(bp_alu_os<S, N, H>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
+    bp_alu_os<S, N, H><<<grid, block, shm, s>>>(sino, stride, (int)nb, (int)n, (int)p->nx,      \
+                                                (int)p->ny, per, out, plane, f->d_amax);         \
+  } while (0)
+  if (half) {
+    if (f->nearest && pair) CTR__OS_LAUNCH(2, 1, 1);
+    else if (f->nearest) CTR__OS_LAUNCH(1, 1, 1);
+    else if (pair) CTR__ALU_LAUNCH(2, 1);
+    else CTR__ALU_LAUNCH(1, 1);
+  } else if (os && pair) CTR__OS_LAUNCH(2, OVERSAMPLE, 0);
+  else if (os) CTR__OS_LAUNCH(1, OVERSAMPLE, 0);
+  else if (f->nearest && pair) CTR__OS_LAUNCH(2, 1, 0);
+  else if (f->nearest) CTR__OS_LAUNCH(1, 1, 0);
+  else if (pair) CTR__ALU_LAUNCH(2, 0);
+  else CTR__ALU_LAUNCH(1, 0);
+#undef CTR__ALU_LAUNCH
+#undef CTR__OS_LAUNCH
+  CU_LAUNCHED("bp_alu");
+cleanup:
+  return st;
+}
+
+/* $CTRECON_FBP_HYBRID_TEX: texture blocks per SM of the hybrid kernel, 0 ..
+ * blocks_per_sm (larger: all; not a number: the default). */
+static int hybrid_tex_blocks(int blocks_per_sm) {
+  const char *v = getenv("CTRECON_FBP_HYBRID_TEX");
+  long t = HYBRID_TEX_DEFAULT;
+  if (v && *v) {
+    char *end = NULL;
+    const long x = strtol(v, &end, 10);
+    if (end && *end == '\0' && x >= 0) t = x;
+  }
+  return t > blocks_per_sm ? blocks_per_sm : (int)t;
+}
+
+/* The hybrid kernel (f->tex made for the same slices and angles) on a
+ * persistent grid: as many blocks as fit on the GPU at once. */
+template <int S, int NEAREST>
+static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, cudaStream_t s) {
+  ctr_status st = CTR_OK;
+  const ctr_parallel_params *p = &f->g->p;
+  const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
+  const float *sino = f->d_sino + s0 * nb * na + a0 * nb;
+  float *out = f->d_out + s0 * plane;
+  const int per = alu_per(p);
+  /* The ALU part's cache: alu2's (linear) or the one-sample cache (nearest). */
+  const size_t entry = NEAREST ? sizeof(float) * S : sizeof(float2) * S;
+  const size_t shm = entry * ALU_PROJ * (size_t)(per * ALU_LANES) + sizeof(float4) * ALU_PROJ;
+  const int64_t tiles_x = (p->nx + ALU_AREA - 1) / ALU_AREA, tiles_y = (p->ny + ALU_AREA - 1) / ALU_AREA;
+  const size_t work_bytes = sizeof(unsigned long long) + sizeof(unsigned) * HYB_SM_SLOTS;
+  int dev = 0, nsm = 0, bps = 0;
+  if (shm > 200 * 1024)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "the hybrid kernel caches %zu bytes per block for a pixel of %g "
+             "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
+  if (tiles_x * tiles_y * HYB_UNITS >= ((int64_t)1 << 31))
+    CTR_FAIL(CTR_E_UNSUPPORTED, "the hybrid kernel's work queue holds < 2^31 units: %lld x %lld "
+             "pixels are too many; use --bp-kernel alu2", (long long)p->nx, (long long)p->ny);
+  if (!f->d_hyb) CU(cudaMalloc(&f->d_hyb, work_bytes));
+  CU(cudaMemsetAsync(f->d_hyb, 0, work_bytes, s));
+  CU(cudaGetDevice(&dev));
+  CU(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+  if (shm > 48 * 1024)
+    CU(cudaFuncSetAttribute(bp_hybrid<S, NEAREST>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+  CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, bp_hybrid<S, NEAREST>, ALU_AREA * ALU_ROWS, shm));
+  if (bps < 1 || nsm < 1) CTR_FAIL_GOTO(st, CTR_E_DEVICE, "the hybrid kernel fits no block on an SM");
+  {
+    const dim3 block(ALU_AREA, ALU_ROWS);
+    unsigned long long *queue = (unsigned long long *)f->d_hyb;
+    unsigned *sm_count = (unsigned *)(queue + 1);
+    bp_hybrid<S, NEAREST><<<(unsigned)(nsm * bps), block, shm, s>>>(
+        f->tex, sino, (long long)(nb * na), (int)nb, (int)n, (int)p->nx, (int)p->ny, per, out, plane,
+        queue, sm_count, bps, hybrid_tex_blocks(bps), (int)tiles_x, (int)(tiles_x * tiles_y));
+    CU_LAUNCHED("bp_hybrid");
+  }
+cleanup:
+  return st;
+}
+
+ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s) {
+  ctr_status st = CTR_OK;
+  const ctr_parallel_params *p = &f->g->p;
+  const int64_t na = p->nangles, plane = p->nx * p->ny;
+  float *out = f->d_out + s0 * plane;
+  const int pair = count == 2, nearest = f->nearest;
+  if (count < 1 || count > ctr__fbp_kernel_slices(f->kernel))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "backprojection kernel %s: %d slices per launch (1 .. %d)",
+             kernel_names[f->kernel], count, ctr__fbp_kernel_slices(f->kernel));
   for (int64_t a0 = 0; a0 < na; a0 += MAX_CONST_ANGLES) {
     const int64_t n = na - a0 < MAX_CONST_ANGLES ? na - a0 : MAX_CONST_ANGLES;
+    const dim3 grid16((unsigned)((p->nx + 15) / 16), (unsigned)((p->ny + 15) / 16));
     if (f->angles_loaded != a0) {
       CTR_CHECK(upload_angles(f->g, a0, n));
       f->angles_loaded = a0;
     }
-    if (f->kernel == K_ALU || f->kernel == K_ALU2 || f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS) {
-      /* Bins one block spans: (ALU_AREA - 1) pixels x (|c| + |s|) <= that x sqrt 2
-       * voxel, plus the floor, the interpolation neighbour and a margin. */
-      const int width = (int)ceil((double)(ALU_AREA - 1) * p->voxel * 1.41422) + 4;
-      const int per = (width + ALU_LANES - 1) / ALU_LANES;
-      const int os = f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS;
-      /* Nearest runs the sample cache with one sample per bin. */
-      const int samples = os ? OVERSAMPLE : f->nearest ? 1 : 0;
-      const size_t entry = samples ? (pair ? sizeof(float2) : sizeof(float)) * (size_t)samples
-                              : (pair ? sizeof(float4) : sizeof(float2));
-      const size_t shm = entry * ALU_PROJ * (size_t)(per * ALU_LANES) + sizeof(float4) * ALU_PROJ;
-      if (shm > 200 * 1024)
-        CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernel caches %zu bytes per block for a pixel of %g "
-                 "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
-      const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
-      const dim3 block(ALU_AREA, ALU_ROWS);
-      const long long stride = (long long)(nb * na);
-#define CTR__ALU_LAUNCH(S)                                                                        \
-  do {                                                                                           \
-    if (shm > 48 * 1024)                                                                         \
-      CU(cudaFuncSetAttribute(bp_alu<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
-    bp_alu<S><<<grid, block, shm, s>>>(sino + a0 * nb, stride, (int)nb, (int)n, (int)p->nx,       \
-                                       (int)p->ny, per, out, plane);                             \
-  } while (0)
-#define CTR__OS_LAUNCH(S, N)                                                                      \
-  do {                                                                                           \
-    if (shm > 48 * 1024)                                                                         \
-      CU(cudaFuncSetAttribute(bp_alu_os<S, N>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
-    bp_alu_os<S, N><<<grid, block, shm, s>>>(sino + a0 * nb, stride, (int)nb, (int)n, (int)p->nx, \
-                                             (int)p->ny, per, out, plane);                       \
-  } while (0)
-      if (os && pair) CTR__OS_LAUNCH(2, OVERSAMPLE);
-      else if (os) CTR__OS_LAUNCH(1, OVERSAMPLE);
-      else if (f->nearest && pair) CTR__OS_LAUNCH(2, 1);
-      else if (f->nearest) CTR__OS_LAUNCH(1, 1);
-      else if (pair) CTR__ALU_LAUNCH(2);
-      else CTR__ALU_LAUNCH(1);
-#undef CTR__ALU_LAUNCH
-#undef CTR__OS_LAUNCH
-      CU_LAUNCHED("bp_alu");
-    } else {
-      CTR_CHECK(make_texture(f, pair, s0, a0, n, s));
-      const dim3 block(16, 8), grid((unsigned)((p->nx + 15) / 16), (unsigned)((p->ny + 15) / 16));
-      if (pair && f->nearest) bp_tex<1, 1><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
-      else if (pair) bp_tex<1, 0><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
-      else if (f->nearest) bp_tex<0, 1><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
-      else bp_tex<0, 0><<<grid, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane);
+    switch (f->kernel) {
+    case K_ALU: case K_ALU2: case K_ALU_OS: case K_ALU2_OS: case K_ALU2_H:
+      CTR_CHECK(launch_alu(f, s0, count, a0, n, s));
+      break;
+    case K_HYBRID:
+      CTR_CHECK(make_texture(f, pair ? TEXK_FLOAT2 : TEXK_FLOAT, s0, count, a0, n, s));
+      if (pair && nearest) CTR_CHECK((launch_hybrid<2, 1>(f, s0, a0, n, s)));
+      else if (pair) CTR_CHECK((launch_hybrid<2, 0>(f, s0, a0, n, s)));
+      else if (nearest) CTR_CHECK((launch_hybrid<1, 1>(f, s0, a0, n, s)));
+      else CTR_CHECK((launch_hybrid<1, 0>(f, s0, a0, n, s)));
+      break;
+    case K_TEX_MP:
+      CTR_CHECK(make_texture(f, TEXK_FLOAT, s0, 1, a0, n, s));
+      if (nearest) bp_tex_mp<1><<<grid16, 256, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out);
+      else bp_tex_mp<0><<<grid16, 256, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out);
+      CU_LAUNCHED("bp_tex_mp");
+      break;
+    default: { /* tex, tex2, tex4h */
+      const int ns = f->kernel == K_TEX4H ? 4 : pair ? 2 : 1;
+      const dim3 block(16, 8);
+      CTR_CHECK(make_texture(f, ns == 4 ? TEXK_HALF4 : ns == 2 ? TEXK_FLOAT2 : TEXK_FLOAT, s0, count, a0, n, s));
+#define CTR__TEX_LAUNCH(NS, N)                                                                    \
+  bp_tex<NS, N><<<grid16, block, 0, s>>>(f->tex, (int)n, (int)p->nx, (int)p->ny, out, plane, count, \
+                                         f->d_amax)
+      if (ns == 4 && nearest) CTR__TEX_LAUNCH(4, 1);
+      else if (ns == 4) CTR__TEX_LAUNCH(4, 0);
+      else if (ns == 2 && nearest) CTR__TEX_LAUNCH(2, 1);
+      else if (ns == 2) CTR__TEX_LAUNCH(2, 0);
+      else if (nearest) CTR__TEX_LAUNCH(1, 1);
+      else CTR__TEX_LAUNCH(1, 0);
+#undef CTR__TEX_LAUNCH
       CU_LAUNCHED("bp_tex");
+    } break;
     }
   }
 cleanup:
   return st;
 }
 
-/* Median of three timed runs of f's kernel on slice 0 (and 1), per slice. */
-static ctr_status time_kernel(fbp_gpu *f, int pair, cudaStream_t s, double *ms_per_slice) {
+ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s) {
+  return ctr__fbp_run_slices(f, s0, pair ? 2 : 1, s);
+}
+
+/* Median of three timed runs of f's kernel on slices [0, count), per slice. */
+static ctr_status time_kernel(fbp_gpu *f, int count, cudaStream_t s, double *ms_per_slice) {
   ctr_status st = CTR_OK;
   cudaEvent_t e0 = NULL, e1 = NULL;
   float t[3];
   CU(cudaEventCreate(&e0));
   CU(cudaEventCreate(&e1));
-  CTR_CHECK_GOTO(st, ctr__fbp_run_kernel(f, 0, pair, s)); /* warm-up */
+  CTR_CHECK_GOTO(st, ctr__fbp_run_slices(f, 0, count, s)); /* warm-up */
   for (int r = 0; r < 3; r++) {
     CU(cudaEventRecord(e0, s));
-    CTR_CHECK_GOTO(st, ctr__fbp_run_kernel(f, 0, pair, s));
+    CTR_CHECK_GOTO(st, ctr__fbp_run_slices(f, 0, count, s));
     CU(cudaEventRecord(e1, s));
     CU(cudaEventSynchronize(e1));
     CU(cudaEventElapsedTime(&t[r], e0, e1));
@@ -517,7 +980,7 @@ static ctr_status time_kernel(fbp_gpu *f, int pair, cudaStream_t s, double *ms_p
   {
     const float a = fminf(t[0], t[1]), b = fmaxf(t[0], t[1]);
     const float med = t[2] < a ? a : t[2] > b ? b : t[2];
-    *ms_per_slice = med / (pair ? 2.0 : 1.0);
+    *ms_per_slice = med / (double)count;
   }
 cleanup:
   if (e0) cudaEventDestroy(e0);
@@ -555,18 +1018,22 @@ ctr_status ctr__fbp_autotune(fbp_gpu *f, int64_t nslices, cudaStream_t s) {
     ctr_error_clear();
   }
   /* The exact candidates: software interpolation, and point-sampled
-   * textures for nearest (hardware linear weights are 8-bit: not exact). */
-  const fbp_kernel lin[2] = {K_ALU, K_ALU2}, near[4] = {K_ALU, K_ALU2, K_TEX, K_TEX2};
+   * textures for nearest (hardware linear weights are 8-bit: not exact, so
+   * the texture kernels and the hybrid, whose texture tiles have them, are
+   * candidates for nearest only). Never the approximate kernels: alu-os,
+   * alu2-os (positions quantised to 1/4 bin), tex4h, alu2-h (half data). */
+  const fbp_kernel lin[2] = {K_ALU, K_ALU2},
+                   near[6] = {K_ALU, K_ALU2, K_TEX, K_TEX2, K_TEX_MP, K_HYBRID};
   const fbp_kernel *cand = f->nearest ? near : lin;
-  const int ncand = f->nearest ? 4 : 2;
+  const int ncand = f->nearest ? 6 : 2;
   fbp_kernel best = f->kernel;
   double best_ms = 1e300;
   for (int i = 0; i < ncand; i++) {
-    const int pair = cand[i] == K_ALU2 || cand[i] == K_TEX2;
-    if (pair && nslices < 2) continue;
+    const int group = ctr__fbp_kernel_slices(cand[i]);
+    if (group > nslices) continue;
     double ms = 0;
     f->kernel = cand[i];
-    CTR_CHECK(time_kernel(f, pair, s, &ms));
+    CTR_CHECK(time_kernel(f, group, s, &ms));
     if (ms < best_ms) {
       best_ms = ms;
       best = cand[i];
@@ -585,7 +1052,9 @@ void ctr__fbp_gpu_free(fbp_gpu *f) {
   cudaFree(f->d_sino);
   cudaFree(f->d_out);
   cudaFree(f->d_w);
-  cudaFree(f->d_pair);
+  cudaFree(f->d_stage);
+  cudaFree(f->d_amax);
+  cudaFree(f->d_hyb);
   memset(f, 0, sizeof *f);
 }
 
@@ -607,10 +1076,10 @@ static ctr_status fbp_gpu_run(fbp_gpu *f, int64_t nslices, int repeats, double *
     CU(cudaMemset(f->d_out, 0, sizeof(float) * (size_t)(plane * nslices)));
     CU(cudaEventRecord(e0, 0));
     for (int64_t s0 = 0; s0 < nslices;) {
-      const int pair = (f->kernel == K_TEX2 || f->kernel == K_ALU2 || f->kernel == K_ALU2_OS) &&
-                       s0 + 1 < nslices;
-      CTR_CHECK_GOTO(st, ctr__fbp_run_kernel(f, s0, pair, 0));
-      s0 += pair ? 2 : 1;
+      const int group = ctr__fbp_kernel_slices(f->kernel);
+      const int count = nslices - s0 < group ? (int)(nslices - s0) : group;
+      CTR_CHECK_GOTO(st, ctr__fbp_run_slices(f, s0, count, 0));
+      s0 += count;
     }
     CU(cudaEventRecord(e1, 0));
     CU(cudaEventSynchronize(e1));

@@ -200,12 +200,14 @@ static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geomet
     }
     CU(cudaMemsetAsync(c->f.d_out, 0, sizeof(float) * (size_t)(plane * n), c->s));
     for (int64_t j = 0; j < n;) {
-      const int pair = (kernel == K_TEX2 || kernel == K_ALU2 || kernel == K_ALU2_OS) && j + 1 < n;
-      /* Angle constants live in one constant bank: the two streams must not
-       * interleave their uploads (ctr__fbp_run_kernel uploads when needed;
+      /* as many slices per launch as the kernel takes (tex2/alu2: 2, tex4h: 4).
+       * Angle constants live in one constant bank: the two streams must not
+       * interleave their uploads (ctr__fbp_run_slices uploads when needed;
        * every chunk uses the same angles, loaded once per buffer set). */
-      CTR_CHECK_GOTO(st, ctr__fbp_run_kernel(&c->f, j, pair, c->s));
-      j += pair ? 2 : 1;
+      const int group = ctr__fbp_kernel_slices(kernel);
+      const int count = n - j < group ? (int)(n - j) : group;
+      CTR_CHECK_GOTO(st, ctr__fbp_run_slices(&c->f, j, count, c->s));
+      j += count;
     }
     CU(cudaMemcpyAsync(slices + s0 * plane, c->f.d_out, sizeof(float) * (size_t)(plane * n),
                        cudaMemcpyDeviceToHost, c->s));
