@@ -1,4 +1,4 @@
-/* HDF5 reader (CTR_FORMAT_HDF5): a 3D dataset "file.h5:/group/dataset" of
+/* HDF5 reader and writer (CTR_FORMAT_HDF5): a 3D dataset "file.h5:/group/dataset" of
  * dims (n0, n1, n2), the last index fastest, is a stack of n0 images of
  * height n1 and width n2 (DXchange: projections x rows x columns). uint16
  * and float32 are served as they are; uint8, int16, uint32 and float64 are
@@ -496,6 +496,150 @@ cleanup:
   return st;
 }
 
+
+/* ---- Writer -------------------------------------------------------------- */
+
+/* "file.h5[:/dataset]" as a 3D dataset (images x height x width, float32 or
+ * uint16, one chunk per image), default dataset "/data"; written into a
+ * temporary file renamed onto file.h5 when complete. Not resumable. */
+typedef struct h5_writer {
+  ctr__atomic_file f;
+  char *file, *dset;
+  hid_t fid, did;
+} h5_writer;
+
+static void h5w_close(h5_writer *h) {
+  if (h->did >= 0) H5Dclose(h->did);
+  if (h->fid >= 0) H5Fclose(h->fid);
+  h->did = h->fid = -1;
+}
+
+static void h5w_free(h5_writer *h) {
+  ctr__atomic_discard(&h->f);
+  free(h->file);
+  free(h->dset);
+  free(h);
+}
+
+static ctr_status h5w_write(ctr_stack_writer *w, int64_t first, int64_t n, const void *buf) {
+  h5_writer *h = w->impl;
+  h5_guard g;
+  h5_msg m;
+  ctr_status st = CTR_OK;
+  h5_enter(&g);
+  hsize_t start[3] = {(hsize_t)first, 0, 0};
+  hsize_t count[3] = {(hsize_t)n, (hsize_t)w->info.height, (hsize_t)w->info.width};
+  hid_t fs = H5Dget_space(h->did), ms = H5Screate_simple(3, count, NULL);
+  hid_t type = w->info.dtype == CTR_DTYPE_UINT16 ? H5T_NATIVE_UINT16 : H5T_NATIVE_FLOAT;
+  if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+      H5Dwrite(h->did, type, ms, fs, H5P_DEFAULT, buf) < 0)
+    st = ctr__error_set(CTR_E_IO, "cannot write images %lld..%lld of dataset '%s' of HDF5 file "
+                        "'%s': %s", (long long)first, (long long)(first + n - 1), h->dset, h->file,
+                        h5_detail(&m, "write failed (disk full?)"));
+  if (ms >= 0) H5Sclose(ms);
+  if (fs >= 0) H5Sclose(fs);
+  h5_leave(&g);
+  return st;
+}
+
+static ctr_status h5w_flush(ctr_stack_writer *w) {
+  h5_writer *h = w->impl;
+  h5_guard g;
+  h5_msg m;
+  ctr_status st = CTR_OK;
+  h5_enter(&g);
+  if (H5Fflush(h->fid, H5F_SCOPE_GLOBAL) < 0)
+    st = ctr__error_set(CTR_E_IO, "cannot flush HDF5 file '%s': %s", h->file,
+                        h5_detail(&m, "flush failed"));
+  h5_leave(&g);
+  return st;
+}
+
+static ctr_status h5w_commit(ctr_stack_writer *w) {
+  h5_writer *h = w->impl;
+  h5_guard g;
+  h5_msg m;
+  ctr_status st = CTR_OK;
+  h5_enter(&g);
+  herr_t e1 = H5Dclose(h->did), e2 = H5Fclose(h->fid);
+  h->did = h->fid = -1;
+  if (e1 < 0 || e2 < 0)
+    st = ctr__error_set(CTR_E_IO, "cannot complete HDF5 file '%s': %s", h->file,
+                        h5_detail(&m, "close failed (disk full?)"));
+  h5_leave(&g);
+  if (st == CTR_OK) st = ctr__atomic_rename(&h->f);
+  h5w_free(h);
+  w->impl = NULL;
+  return st;
+}
+
+static void h5w_abort(ctr_stack_writer *w) {
+  h5_writer *h = w->impl;
+  if (!h) return;
+  h5_guard g;
+  h5_enter(&g);
+  h5w_close(h);
+  h5_leave(&g);
+  h5w_free(h);
+  w->impl = NULL;
+}
+
+static const ctr__writer_ops h5_writer_ops = {h5w_write, h5w_commit, h5w_abort, h5w_flush, NULL};
+
+ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
+  ctr_status st = CTR_OK;
+  if (w->mode != CTR__OUT_TEMP)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': HDF5 output cannot be resumed: write raw, nrrd or "
+             "tiff-stack for a resumable run", w->path);
+  h5_writer *h = ctr__calloc(1, sizeof *h, "HDF5 writer");
+  if (!h) return CTR_E_OUT_OF_MEMORY;
+  h->f = (ctr__atomic_file)CTR__ATOMIC_FILE_INIT;
+  h->fid = h->did = -1;
+  h5_guard g;
+  h5_msg m;
+  int entered = 0;
+  CTR_CHECK_GOTO(st, split_path(w->path, &h->file, &h->dset));
+  if (!h->dset && !(h->dset = strdup("/data")))
+    CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot copy a dataset name");
+  CTR_CHECK_GOTO(st, ctr__atomic_create(&h->f, h->file));
+  CTR_CHECK_GOTO(st, ctr__atomic_close(&h->f));
+  h5_enter(&g);
+  entered = 1;
+  hsize_t dims[3] = {(hsize_t)w->info.count, (hsize_t)w->info.height, (hsize_t)w->info.width};
+  hsize_t chunk[3] = {1, dims[1], dims[2]};
+  hid_t space = -1, lcpl = -1, dcpl = -1;
+  h->fid = H5Fcreate(h->f.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (h->fid >= 0) {
+    space = H5Screate_simple(3, dims, NULL);
+    lcpl = H5Pcreate(H5P_LINK_CREATE);
+    dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (lcpl >= 0) H5Pset_create_intermediate_group(lcpl, 1);
+    if (dcpl >= 0) H5Pset_chunk(dcpl, 3, chunk);
+    if (space >= 0 && lcpl >= 0 && dcpl >= 0)
+      h->did = H5Dcreate2(h->fid, h->dset,
+                          w->info.dtype == CTR_DTYPE_UINT16 ? H5T_STD_U16LE : H5T_IEEE_F32LE,
+                          space, lcpl, dcpl, H5P_DEFAULT);
+  }
+  if (space >= 0) H5Sclose(space);
+  if (lcpl >= 0) H5Pclose(lcpl);
+  if (dcpl >= 0) H5Pclose(dcpl);
+  if (h->fid < 0 || h->did < 0)
+    CTR_FAIL_GOTO(st, CTR_E_IO, "cannot create dataset '%s' in HDF5 file '%s': %s", h->dset,
+                  h->file, h5_detail(&m, "create failed"));
+  h5_leave(&g);
+  w->swap = 0;
+  w->impl = h;
+  w->ops = &h5_writer_ops;
+  return CTR_OK;
+cleanup:
+  if (entered) {
+    h5w_close(h);
+    h5_leave(&g);
+  }
+  h5w_free(h);
+  return st;
+}
+
 #else /* !CTR_HAVE_HDF5 */
 
 #define CTR__NO_HDF5                                                                         \
@@ -504,6 +648,10 @@ cleanup:
 
 ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
   CTR_FAIL(CTR_E_UNSUPPORTED, "cannot read '%s': " CTR__NO_HDF5, r->path);
+}
+
+ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
+  CTR_FAIL(CTR_E_UNSUPPORTED, "cannot write '%s': " CTR__NO_HDF5, w->path);
 }
 
 ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double **out,

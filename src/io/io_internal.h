@@ -174,6 +174,8 @@ ctr_status ctr__tiff_stack_open(ctr_stack_reader *r);
 /* "file.h5:/group/dataset" (io_hdf5.c): a 3D dataset read by hyperslab;
  * CTR_E_UNSUPPORTED in builds without HDF5. */
 ctr_status ctr__hdf5_open(ctr_stack_reader *r);
+/* The HDF5 writer of w->path ("file.h5[:/dataset]", default dataset /data). */
+ctr_status ctr__hdf5_create(ctr_stack_writer *w);
 /* A 1D numeric dataset (e.g. "/exchange/theta") of HDF5 file `file` as
  * doubles: *out (malloc'd, free with free) gets *n >= 1 values. Errors name
  * the file and dataset; CTR_E_UNSUPPORTED in builds without HDF5. */

@@ -228,10 +228,7 @@ ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const c
     case CTR_FORMAT_NRRD: st = ctr__nrrd_create(w); break;
     case CTR_FORMAT_TIFF: st = ctr__tiff_create(w); break;
     case CTR_FORMAT_TIFF_STACK: st = ctr__tiff_stack_create(w); break;
-    case CTR_FORMAT_HDF5:
-      CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED,
-                    "'%s': writing HDF5 is not supported (ctrecon reads HDF5 only): write "
-                    "tiff-stack, raw or nrrd instead", path);
+    case CTR_FORMAT_HDF5: st = ctr__hdf5_create(w); break;
     default:
       CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
                     "'%s': unknown file format %d: expected raw, tiff, tiff-stack or nrrd", path,
