@@ -10,7 +10,15 @@
 #include <sys/stat.h>
 
 int cli_check_output_dir(const char *cmd, const char *path) {
-  const char *slash = strrchr(path, '/');
+  /* "file.h5:/group/dataset": the file is what ends at the last ":/" */
+  const char *end = path + strlen(path), *colon = NULL;
+  ctr_file_format fmt;
+  if (ctr_format_guess(path, &fmt) == CTR_OK && fmt == CTR_FORMAT_HDF5)
+    for (const char *p = strstr(path, ":/"); p; p = strstr(p + 1, ":/")) colon = p;
+  if (colon) end = colon;
+  const char *slash = NULL;
+  for (const char *p = path; p < end; p++)
+    if (*p == '/') slash = p;
   if (!slash) return 0; /* the current directory */
   char dir[4096];
   const size_t len = slash == path ? 1 : (size_t)(slash - path);

@@ -50,6 +50,12 @@ cmp -s r.raw r4.raw && ok "batched run is byte-identical" || bad "batched run di
 mkdir -p st
 step "fbp, nearest, tiff stack out" "${FBP[@]}" --interp nearest --out 'st/s_%02d.tif' --quiet
 [ "$(ls st | wc -l)" -eq 6 ] && ok "6 slice files" || bad "slice files: $(ls st | wc -l)"
+if "$CTR" info | grep -Eq '^ +hdf5 +yes'; then
+  step "fbp, HDF5 out" "${FBP[@]}" --out 'rec.h5:/exchange/recon' --quiet
+  head -c 8 rec.h5 | od -c | grep -q 'H   D   F' && ok "rec.h5 is HDF5" || bad "rec.h5 signature"
+  [ "$(wc -c < rec.h5)" -gt $((96 * 96 * 6 * 4)) ] && ok "rec.h5 holds the slices" || bad "rec.h5 size"
+  ls rec.h5.tmp.* > /dev/null 2>&1 && bad "temporary left behind" || ok "no temporary left"
+fi
 
 # An explicit angle list equal to the uniform one gives the same bytes.
 awk 'BEGIN { for (a = 0; a < 180; a++) printf "%.17g\n", a * 180 / 180 }' > angles.txt
