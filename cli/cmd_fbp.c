@@ -352,7 +352,7 @@ int cmd_fbp(int argc, char **argv) {
        &a.rows_given},
       {"--out", "FILE", "slices to write: .raw, .nrrd, .tif, a %04d TIFF stack or file.h5[:/dataset] "
        "(required)", cli_parse_string, &a.out, NULL},
-      {"--out-format", "raw|tiff|tiff-stack|nrrd", "slice file format (default: from the "
+      {"--out-format", "raw|tiff|tiff-stack|nrrd|hdf5", "slice file format (default: from the "
        "extension)", cli_parse_format, &a.out_format, NULL},
       {"--out-dtype", "float32|uint16", "slice data type (default float32)", cli_parse_dtype,
        &a.out_dtype, NULL},
