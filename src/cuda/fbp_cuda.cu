@@ -255,8 +255,24 @@ __device__ __forceinline__ float4 block_konst(int a, int bx, int by) {
   return make_float4(k.x, k.y, (float)(t0 - hm), (float)hm);
 }
 
-/* S slices at once (1 or 2): cache entries are float2 (m, s) or float4
- * (m_a, s_a, m_b, s_b) so that one shared load serves every slice.
+/* The ALU kernels cache, per projection, the bins a block needs in shared
+ * memory and look each pixel's value up there; a cache policy C says what an
+ * entry holds and how a position reads it, for C::S slices at once (1 or
+ * 2: one shared load serves every slice) and C::HALF:
+ *   pair_cache<S, HALF>        linear interpolation (alu, alu2, alu2-h):
+ *                              per bin a (midpoint, slope) pair
+ *   sample_cache<S, OS, HALF>  nearest (OS = 1) or oversampling (OS = 4:
+ *                              alu-os, alu2-os): per bin OS samples
+ * Each policy has: entry, the cache's element; per_bin, entries per bin;
+ * store(dst, d, dn), the entries of a bin from its value d and the next
+ * bin's dn (both scaled under HALF); origin(k, tx, ty) and step(k), thread
+ * (tx, ty)'s first position in the cache, in entries, and the step between
+ * its rows, for the constants k of a projection (block_konst); add(row, g,
+ * acc), the value at position g of a cached row added to the S sums acc.
+ * Positions are rounded by adding 1.5 x 2^23 (seed 004 Sect. 6.6: the
+ * integer lands in the mantissa, no conversion instructions). */
+
+/* Pair cache: entries are float2 (m, s) or float4 (m_a, s_a, m_b, s_b).
  * HALF (alu2-h, seed 004 Sect. 6.7): the same in half precision, half2
  * (m, s) or (m_a, m_b), (s_a, s_b): 4 bytes per update instead of 8, which
  * halves alu2's limiting shared-memory traffic. The interpolation runs in
@@ -269,11 +285,11 @@ __device__ __forceinline__ float4 block_konst(int a, int bx, int by) {
 struct __align__(8) half2x2 {
   __half2 m, s;
 };
-template <int S, int HALF> struct alu_entry;
-template <> struct alu_entry<1, 0> { typedef float2 T; };
-template <> struct alu_entry<2, 0> { typedef float4 T; };
-template <> struct alu_entry<1, 1> { typedef __half2 T; };
-template <> struct alu_entry<2, 1> { typedef half2x2 T; };
+template <int S, int HALF> struct pair_entry;
+template <> struct pair_entry<1, 0> { typedef float2 T; };
+template <> struct pair_entry<2, 0> { typedef float4 T; };
+template <> struct pair_entry<1, 1> { typedef __half2 T; };
+template <> struct pair_entry<2, 1> { typedef half2x2 T; };
 
 __device__ __forceinline__ void put(float2 *e, const float *m, const float *sl) { *e = make_float2(m[0], sl[0]); }
 __device__ __forceinline__ void put(float4 *e, const float *m, const float *sl) {
@@ -304,27 +320,111 @@ __device__ __forceinline__ void accumulate(const half2x2 v, float f, float *acc)
   acc[1] += r.y;
 }
 
+/* An entry holds the midpoint m = (d_e + d_e+1) / 2 and the slope d_e+1 -
+ * d_e. Linear: with g = h - 0.5 rounded to e the value is m_e + (g - e) s_e,
+ * the same on both sides of a tie. */
+template <int S_, int HALF_> struct pair_cache {
+  static constexpr int S = S_, HALF = HALF_, per_bin = 1;
+  typedef typename pair_entry<S, HALF>::T entry;
+  __device__ static __forceinline__ void store(entry *dst, const float *d, const float *dn) {
+    float m[S], sl[S];
+#pragma unroll
+    for (int k = 0; k < S; k++) {
+      m[k] = 0.5f * (d[k] + dn[k]);
+      sl[k] = dn[k] - d[k];
+    }
+    put(dst, m, sl);
+  }
+  __device__ static __forceinline__ float origin(const float4 k, int tx, int ty) {
+    return k.z - 0.5f + (float)tx * k.x + (float)ty * k.y;
+  }
+  __device__ static __forceinline__ float step(const float4 k) { return (float)ALU_ROWS * k.y; }
+  __device__ static __forceinline__ void add(const entry *row, float g, float *acc) {
+    const float r = g + ROUND_MAGIC;
+    const int e = __float_as_int(r) - ROUND_MAGIC_BITS;
+    accumulate(row[e], g - (r - ROUND_MAGIC), acc);
+  }
+};
+
+/* Sample caches: the cache holds OS samples per bin (linearly interpolated
+ * between bins) and each update takes the nearest sample, no interpolation
+ * arithmetic. OS = 4: oversampling (seed 004 Sect. 7.2), positions
+ * quantised to 1/4 bin, approximate linear interpolation. OS = 1: nearest
+ * interpolation with value-only entries (4 or 8 bytes per update, not the
+ * pair caches' 8 or 16). Entries are float (one slice) or float2 (two);
+ * HALF (alu2-h nearest, OS = 1 only): __half or __half2, 2 or 4 bytes. */
+#define OVERSAMPLE 4
+template <int S, int HALF> struct sample_entry;
+template <> struct sample_entry<1, 0> { typedef float T; };
+template <> struct sample_entry<2, 0> { typedef float2 T; };
+template <> struct sample_entry<1, 1> { typedef __half T; };
+template <> struct sample_entry<2, 1> { typedef __half2 T; };
+__device__ __forceinline__ void os_put(float *e, const float *v) { *e = v[0]; }
+__device__ __forceinline__ void os_put(float2 *e, const float *v) { *e = make_float2(v[0], v[1]); }
+__device__ __forceinline__ void os_put(__half *e, const float *v) { *e = __float2half_rn(v[0]); }
+__device__ __forceinline__ void os_put(__half2 *e, const float *v) { *e = __floats2half2_rn(v[0], v[1]); }
+__device__ __forceinline__ void os_add(float v, float *acc) { acc[0] += v; }
+__device__ __forceinline__ void os_add(float2 v, float *acc) {
+  acc[0] += v.x;
+  acc[1] += v.y;
+}
+__device__ __forceinline__ void os_add(__half v, float *acc) { acc[0] += __half2float(v); }
+__device__ __forceinline__ void os_add(__half2 v, float *acc) {
+  const float2 f = __half22float2(v);
+  acc[0] += f.x;
+  acc[1] += f.y;
+}
+
+template <int S_, int OS, int HALF_> struct sample_cache {
+  static constexpr int S = S_, HALF = HALF_, per_bin = OS;
+  typedef typename sample_entry<S, HALF>::T entry;
+  __device__ static __forceinline__ void store(entry *dst, const float *d, const float *dn) {
+    float v[S];
+#pragma unroll
+    for (int j = 0; j < OS; j++) {
+#pragma unroll
+      for (int k = 0; k < S; k++) v[k] = fmaf((float)j * (1.0f / OS), dn[k] - d[k], d[k]);
+      os_put(dst + j, v);
+    }
+  }
+  __device__ static __forceinline__ float origin(const float4 k, int tx, int ty) {
+    return OS * (k.z + (float)tx * k.x + (float)ty * k.y);
+  }
+  __device__ static __forceinline__ float step(const float4 k) { return (float)(OS * ALU_ROWS) * k.y; }
+  __device__ static __forceinline__ void add(const entry *row, float g, float *acc) {
+    const float r = g + ROUND_MAGIC;
+    os_add(row[__float_as_int(r) - ROUND_MAGIC_BITS], acc);
+  }
+};
+
+/* Dynamic shared memory of an ALU block with cache C, `per` bins per
+ * caching lane: ALU_PROJ * width entries and ALU_PROJ float4 of constants. */
+template <class C> static size_t alu_shm(int per) {
+  return sizeof(typename C::entry) * C::per_bin * ALU_PROJ * (size_t)(per * ALU_LANES) +
+         sizeof(float4) * ALU_PROJ;
+}
+
 /* One 64 x 64 tile with origin (bx, by) (bp_alu, and the hybrid's ALU
- * tiles). The cache holds, per projection, `width` = ALU_LANES * per
- * entries starting at bin hm (Alg. 9: each of ALU_LANES threads reads `per`
- * consecutive bins once and takes the bin after them from its neighbour by
- * a shuffle). Linear: an entry holds the midpoint m = (d_e + d_e+1) / 2 and
- * the slope d_e+1 - d_e (linear interpolation only: nearest runs
- * bp_alu_os with one sample per bin). Dynamic shared memory:
- * ALU_PROJ * width entries and ALU_PROJ float4 of constants. Thread (tx, ty)
- * owns column bx + tx and rows by + ty + ALU_ROWS q of each slice; slice k's
- * sinogram is sino + k * sino_stride, its output out + k * plane. HALF:
- * values scaled by half_scale(*amax) before rounding, sums unscaled. */
-template <int S, int HALF>
+ * tiles). The cache holds, per projection, `width` = ALU_LANES * per *
+ * C::per_bin entries for the ALU_LANES * per bins from hm (Alg. 9: each of
+ * ALU_LANES threads reads `per` consecutive bins once and takes the bin
+ * after them from its neighbour by a shuffle). Dynamic shared memory:
+ * alu_shm<C>. Thread (tx, ty) owns column bx + tx and rows by + ty +
+ * ALU_ROWS q of each slice; slice k's sinogram is sino + k * sino_stride,
+ * its output out + k * plane. HALF: values scaled by half_scale(*amax)
+ * before rounding, sums unscaled. */
+template <class C>
 __device__ __forceinline__ void alu_tile(const float *__restrict__ sino, long long sino_stride,
                                          int nbins, int na, int nx, int ny, int per,
                                          float *__restrict__ out, long long plane, int bx, int by,
                                          const unsigned *__restrict__ amax) {
-  typedef typename alu_entry<S, HALF>::T entry;
+  constexpr int S = C::S, HALF = C::HALF;
+  typedef typename C::entry entry;
   extern __shared__ float4 shm_raw[];
   entry *cache = (entry *)shm_raw;
-  const int width = ALU_LANES * per;
+  const int width = ALU_LANES * per * C::per_bin;
   float4 *konst = (float4 *)(cache + ALU_PROJ * width);
+  const int row_bytes = width * (int)sizeof(entry);
   const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ALU_AREA + tx;
   float sc = 1.0f, inv = 1.0f;
   if (HALF) half_scale(*amax, &sc, &inv);
@@ -346,141 +446,8 @@ __device__ __forceinline__ void alu_tile(const float *__restrict__ sino, long lo
       const int valid = cp < np;
       const float *row = sino + (long long)(a0 + (valid ? cp : 0)) * nbins;
       const int b0 = valid ? (int)konst[cp].w + cl * per : 0;
-      entry *dst = cache + cp * width + cl * per;
-      float d[S], first[S], m[S], sl[S], dn[S];
-#pragma unroll
-      for (int k = 0; k < S; k++) {
-        d[k] = (valid && b0 >= 0 && b0 < nbins) ? __ldg(row + k * sino_stride + b0) : 0.0f;
-        if (HALF) d[k] *= sc;
-        first[k] = d[k];
-      }
-      for (int i = 0; valid && i < per - 1; i++) {
-        const int b = b0 + i + 1;
-#pragma unroll
-        for (int k = 0; k < S; k++) {
-          dn[k] = (b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
-          if (HALF) dn[k] *= sc;
-          m[k] = 0.5f * (d[k] + dn[k]);
-          sl[k] = dn[k] - d[k];
-          d[k] = dn[k];
-        }
-        put(dst + i, m, sl);
-      }
-      /* The next lane's first bin; the last lane reads it itself. */
-#pragma unroll
-      for (int k = 0; k < S; k++) dn[k] = __shfl_down_sync(0xffffffffu, first[k], 1, ALU_LANES);
-      if (valid) {
-        const int b = b0 + per;
-#pragma unroll
-        for (int k = 0; k < S; k++) {
-          if (cl == ALU_LANES - 1) {
-            dn[k] = (b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
-            if (HALF) dn[k] *= sc;
-          }
-          m[k] = 0.5f * (d[k] + dn[k]);
-          sl[k] = dn[k] - d[k];
-        }
-        put(dst + per - 1, m, sl);
-      }
-    }
-    __syncthreads();
-    for (int p = 0; p < np; p++) {
-      const float4 k = konst[p];
-      const entry *row = cache + p * width;
-      /* Seed 004 Sect. 6.6: adding 1.5 x 2^23 rounds to an integer in the
-       * mantissa, no conversion instructions. Linear: with g = h - 0.5
-       * rounded to e the value is m_e + (g - e) s_e, the same on both sides
-       * of a tie. */
-      const float h0 = k.z - 0.5f + (float)tx * k.x + (float)ty * k.y;
-      const float step = (float)ALU_ROWS * k.y;
-#pragma unroll
-      for (int q = 0; q < nq; q++) {
-        const float g = fmaf((float)q, step, h0);
-        const float r = g + ROUND_MAGIC;
-        const int e = __float_as_int(r) - ROUND_MAGIC_BITS;
-        accumulate(row[e], g - (r - ROUND_MAGIC), acc[q]);
-      }
-    }
-  }
-  const int i = bx + tx;
-#pragma unroll
-  for (int q = 0; q < nq; q++) {
-    const int j = by + ty + q * ALU_ROWS;
-    if (i < nx && j < ny)
-#pragma unroll
-      for (int k = 0; k < S; k++) out[k * plane + (long long)j * nx + i] += HALF ? acc[q][k] * inv : acc[q][k];
-  }
-}
-
-template <int S, int HALF>
-__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
-bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
-       int per, float *__restrict__ out, long long plane, const unsigned *__restrict__ amax) {
-  alu_tile<S, HALF>(sino, sino_stride, nbins, na, nx, ny, per, out, plane, blockIdx.x * ALU_AREA,
-                    blockIdx.y * ALU_AREA, amax);
-}
-
-
-/* Sample caches: the cache holds OS samples per bin (linearly interpolated
- * between bins) and each update takes the nearest sample, no interpolation
- * arithmetic. OS = 4: oversampling (seed 004 Sect. 7.2), positions
- * quantised to 1/4 bin, approximate linear interpolation. OS = 1: nearest
- * interpolation with value-only entries (4 or 8 bytes per update, not the
- * pair caches' 8 or 16). Entries are float (one slice) or float2 (two);
- * HALF (alu2-h nearest, OS = 1 only): __half or __half2, 2 or 4 bytes. */
-#define OVERSAMPLE 4
-template <int S, int HALF> struct os_entry;
-template <> struct os_entry<1, 0> { typedef float T; };
-template <> struct os_entry<2, 0> { typedef float2 T; };
-template <> struct os_entry<1, 1> { typedef __half T; };
-template <> struct os_entry<2, 1> { typedef __half2 T; };
-__device__ __forceinline__ void os_put(float *e, const float *v) { *e = v[0]; }
-__device__ __forceinline__ void os_put(float2 *e, const float *v) { *e = make_float2(v[0], v[1]); }
-__device__ __forceinline__ void os_put(__half *e, const float *v) { *e = __float2half_rn(v[0]); }
-__device__ __forceinline__ void os_put(__half2 *e, const float *v) { *e = __floats2half2_rn(v[0], v[1]); }
-__device__ __forceinline__ void os_add(float v, float *acc) { acc[0] += v; }
-__device__ __forceinline__ void os_add(float2 v, float *acc) {
-  acc[0] += v.x;
-  acc[1] += v.y;
-}
-__device__ __forceinline__ void os_add(__half v, float *acc) { acc[0] += __half2float(v); }
-__device__ __forceinline__ void os_add(__half2 v, float *acc) {
-  const float2 f = __half22float2(v);
-  acc[0] += f.x;
-  acc[1] += f.y;
-}
-
-template <int S, int OS, int HALF>
-__device__ __forceinline__ void os_tile(const float *__restrict__ sino, long long sino_stride,
-                                        int nbins, int na, int nx, int ny, int per,
-                                        float *__restrict__ out, long long plane, int bx, int by,
-                                        const unsigned *__restrict__ amax) {
-  typedef typename os_entry<S, HALF>::T entry;
-  extern __shared__ float4 shm_raw[];
-  entry *cache = (entry *)shm_raw;
-  const int width = ALU_LANES * per * OS;
-  float4 *konst = (float4 *)(cache + ALU_PROJ * width);
-  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ALU_AREA + tx;
-  float sc = 1.0f, inv = 1.0f;
-  if (HALF) half_scale(*amax, &sc, &inv);
-  constexpr int nq = ALU_AREA / ALU_ROWS;
-  float acc[nq][S];
-#pragma unroll
-  for (int q = 0; q < nq; q++)
-#pragma unroll
-    for (int k = 0; k < S; k++) acc[q][k] = 0.0f;
-  const int cp = tid / ALU_LANES, cl = tid % ALU_LANES;
-  for (int a0 = 0; a0 < na; a0 += ALU_PROJ) {
-    const int np = na - a0 < ALU_PROJ ? na - a0 : ALU_PROJ;
-    __syncthreads();
-    if (tid < np) konst[tid] = block_konst(a0 + tid, bx, by);
-    __syncthreads();
-    {
-      const int valid = cp < np;
-      const float *row = sino + (long long)(a0 + (valid ? cp : 0)) * nbins;
-      const int b0 = valid ? (int)konst[cp].w + cl * per : 0;
-      entry *dst = cache + cp * width + cl * per * OS;
-      float d[S], first[S], dn[S], v[S];
+      entry *dst = cache + cp * width + cl * per * C::per_bin;
+      float d[S], first[S], dn[S];
 #pragma unroll
       for (int k = 0; k < S; k++) {
         d[k] = (valid && b0 >= 0 && b0 < nbins) ? __ldg(row + k * sino_stride + b0) : 0.0f;
@@ -489,30 +456,19 @@ __device__ __forceinline__ void os_tile(const float *__restrict__ sino, long lon
       }
       for (int i = 0; i < per; i++) {
         const int b = b0 + i + 1;
-        if (i == per - 1) {
-          /* The next lane's first bin; the last lane reads it itself. */
+        const int last = i == per - 1;
 #pragma unroll
-          for (int k = 0; k < S; k++) {
-            dn[k] = __shfl_down_sync(0xffffffffu, first[k], 1, ALU_LANES);
-            if (cl == ALU_LANES - 1) {
-              dn[k] = (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
-              if (HALF) dn[k] *= sc;
-            }
-          }
-        } else {
-#pragma unroll
-          for (int k = 0; k < S; k++) {
+        for (int k = 0; k < S; k++) {
+          /* The bin after a lane's run is the next lane's first bin; the
+           * last lane reads it itself. */
+          const float next = last ? __shfl_down_sync(0xffffffffu, first[k], 1, ALU_LANES) : 0.0f;
+          if (last && cl < ALU_LANES - 1) dn[k] = next;
+          else {
             dn[k] = (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
             if (HALF) dn[k] *= sc;
           }
         }
-        if (valid)
-#pragma unroll
-          for (int j = 0; j < OS; j++) {
-#pragma unroll
-            for (int k = 0; k < S; k++) v[k] = fmaf((float)j * (1.0f / OS), dn[k] - d[k], d[k]);
-            os_put(dst + i * OS + j, v);
-          }
+        if (valid) C::store(dst + i * C::per_bin, d, dn);
 #pragma unroll
         for (int k = 0; k < S; k++) d[k] = dn[k];
       }
@@ -520,14 +476,14 @@ __device__ __forceinline__ void os_tile(const float *__restrict__ sino, long lon
     __syncthreads();
     for (int p = 0; p < np; p++) {
       const float4 k = konst[p];
-      const entry *row = cache + p * width;
-      const float h0 = OS * (k.z + (float)tx * k.x + (float)ty * k.y);
-      const float step = (float)(OS * ALU_ROWS) * k.y;
+      /* Addressed in bytes: from cache + p * width, nvcc 13.0 folds p *
+       * width into every update's index in some instantiations (two more
+       * integer instructions per update, docs/parallel-beam.md). */
+      const entry *row = (const entry *)((const char *)cache + p * row_bytes);
+      const float h0 = C::origin(k, tx, ty);
+      const float step = C::step(k);
 #pragma unroll
-      for (int q = 0; q < nq; q++) {
-        const float r = fmaf((float)q, step, h0) + ROUND_MAGIC;
-        os_add(row[__float_as_int(r) - ROUND_MAGIC_BITS], acc[q]);
-      }
+      for (int q = 0; q < nq; q++) C::add(row, fmaf((float)q, step, h0), acc[q]);
     }
   }
   const int i = bx + tx;
@@ -540,19 +496,24 @@ __device__ __forceinline__ void os_tile(const float *__restrict__ sino, long lon
   }
 }
 
-template <int S, int OS, int HALF>
+/* alu, alu2, alu2-h (pair_cache), nearest and oversampling (sample_cache). */
+template <class C>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
-bp_alu_os(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx,
-          int ny, int per, float *__restrict__ out, long long plane,
-          const unsigned *__restrict__ amax) {
-  os_tile<S, OS, HALF>(sino, sino_stride, nbins, na, nx, ny, per, out, plane,
-                       blockIdx.x * ALU_AREA, blockIdx.y * ALU_AREA, amax);
+bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
+       int per, float *__restrict__ out, long long plane, const unsigned *__restrict__ amax) {
+  alu_tile<C>(sino, sino_stride, nbins, na, nx, ny, per, out, plane, blockIdx.x * ALU_AREA,
+              blockIdx.y * ALU_AREA, amax);
 }
 
 /* ---- hybrid: texture and ALU blocks on the same SM (seed 004 Sect. 7.1) --- */
 
 #define HYB_UNITS 8          /* texture units (16 x 32 pixels) per 64 x 64 tile */
 #define HYB_SM_SLOTS 1024    /* per-SM block counters (%smid < %nsmid <= this on current GPUs) */
+
+/* The ALU tiles' cache: alu2's pairs (linear) or one sample per bin
+ * (nearest), as bp_alu's for the same interpolation. */
+template <int S, int NEAREST> struct hybrid_cache { typedef pair_cache<S, 0> T; };
+template <int S> struct hybrid_cache<S, 1> { typedef sample_cache<S, 1, 0> T; };
 
 /* The work queue of one launch: 64-bit state, high word f = tiles claimed
  * from the front (whole 64 x 64 tiles, ALU path), low word b = texture units
@@ -583,11 +544,11 @@ __device__ int hyb_claim(unsigned long long *q, int ntiles, int tile) {
  * texture block needs several times an ALU block's time for a 64 x 64 tile,
  * so a fixed tile per block would leave every SM waiting for its slowest
  * texture tiles. ALU blocks take whole tiles from the front (alu2's maths:
- * alu_tile / os_tile), texture blocks 16 x 32 units from the back (tex2's
- * maths, 2 pixels per thread, Z-order), and an ALU block that finds no whole
- * tile left helps with units, so the two meet without a tail longer than
- * one unit. Linear: the texture units carry tex2's 8-bit weights, the rest
- * is exact; nearest: exact. */
+ * alu_tile with hybrid_cache), texture blocks 16 x 32 units from the back
+ * (tex2's maths, 2 pixels per thread, Z-order), and an ALU block that finds
+ * no whole tile left helps with units, so the two meet without a tail longer
+ * than one unit. Linear: the texture units carry tex2's 8-bit weights, the
+ * rest is exact; nearest: exact. */
 template <int S, int NEAREST>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
 bp_hybrid(cudaTextureObject_t tex, const float *__restrict__ sino, long long sino_stride, int nbins,
@@ -623,8 +584,8 @@ bp_hybrid(cudaTextureObject_t tex, const float *__restrict__ sino, long long sin
     if (kind < 0) break;
     if (kind == 0) {
       const int bx = (idx % tiles_x) * ALU_AREA, by = (idx / tiles_x) * ALU_AREA;
-      if (NEAREST) os_tile<S, 1, 0>(sino, sino_stride, nbins, na, nx, ny, per, out, plane, bx, by, NULL);
-      else alu_tile<S, 0>(sino, sino_stride, nbins, na, nx, ny, per, out, plane, bx, by, NULL);
+      alu_tile<typename hybrid_cache<S, NEAREST>::T>(sino, sino_stride, nbins, na, nx, ny, per, out,
+                                                     plane, bx, by, NULL);
     } else {
       const int tile = idx / HYB_UNITS, sub = idx % HYB_UNITS;
       const int ux = (tile % tiles_x) * ALU_AREA + (sub & 3) * 16;
@@ -791,60 +752,51 @@ static int alu_per(const ctr_parallel_params *p) {
   return (width + ALU_LANES - 1) / ALU_LANES;
 }
 
-/* The ALU kernels (alu, alu2, alu-os, alu2-os, alu2-h) on slices [s0, s0 +
- * count) (count 1 or 2), angles [a0, a0 + n) whose constants are loaded. */
-static ctr_status launch_alu(fbp_gpu *f, int64_t s0, int count, int64_t a0, int64_t n, cudaStream_t s) {
+/* bp_alu with cache C on slices [s0, s0 + C::S), angles [a0, a0 + n) whose
+ * constants are loaded. */
+template <class C>
+static ctr_status launch_alu_cache(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &f->g->p;
   const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
   const float *sino = f->d_sino + s0 * nb * na + a0 * nb;
   float *out = f->d_out + s0 * plane;
-  const int pair = count == 2;
   const int per = alu_per(p);
-  const int os = f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS;
-  const int half = f->kernel == K_ALU2_H;
-  /* Nearest runs the sample cache with one sample per bin. */
-  const int samples = os ? OVERSAMPLE : f->nearest ? 1 : 0;
-  const size_t fsz = half ? 2 : sizeof(float); /* bytes of one value */
-  const size_t entry = samples ? fsz * (pair ? 2 : 1) * (size_t)samples : fsz * (pair ? 4 : 2);
-  const size_t shm = entry * ALU_PROJ * (size_t)(per * ALU_LANES) + sizeof(float4) * ALU_PROJ;
+  const size_t shm = alu_shm<C>(per);
   const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
   const dim3 block(ALU_AREA, ALU_ROWS);
   const long long stride = (long long)(nb * na);
   if (shm > 200 * 1024)
     CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernel caches %zu bytes per block for a pixel of %g "
              "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
-  if (half) CTR_CHECK_GOTO(st, data_amax(f, s0, count, a0, n, s));
-#define CTR__ALU_LAUNCH(S, H)                                                                     \
-  do {                                                                                           \
-    if (shm > 48 * 1024)                                                                         \
-      CU(cudaFuncSetAttribute(bp_alu<S, H>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
-    bp_alu<S, H><<<grid, block, shm, s>>>(sino, stride, (int)nb, (int)n, (int)p->nx, (int)p->ny, \
-                                          per, out, plane, f->d_amax);                           \
-  } while (0)
-#define CTR__OS_LAUNCH(S, N, H)                                                                   \
-  do {                                                                                           \
-    if (shm > 48 * 1024)                                                                         \
-      CU(cudaFuncSetAttribute(bp_alu_os<S, N, H>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm)); \
-    bp_alu_os<S, N, H><<<grid, block, shm, s>>>(sino, stride, (int)nb, (int)n, (int)p->nx,      \
-                                                (int)p->ny, per, out, plane, f->d_amax);         \
-  } while (0)
-  if (half) {
-    if (f->nearest && pair) CTR__OS_LAUNCH(2, 1, 1);
-    else if (f->nearest) CTR__OS_LAUNCH(1, 1, 1);
-    else if (pair) CTR__ALU_LAUNCH(2, 1);
-    else CTR__ALU_LAUNCH(1, 1);
-  } else if (os && pair) CTR__OS_LAUNCH(2, OVERSAMPLE, 0);
-  else if (os) CTR__OS_LAUNCH(1, OVERSAMPLE, 0);
-  else if (f->nearest && pair) CTR__OS_LAUNCH(2, 1, 0);
-  else if (f->nearest) CTR__OS_LAUNCH(1, 1, 0);
-  else if (pair) CTR__ALU_LAUNCH(2, 0);
-  else CTR__ALU_LAUNCH(1, 0);
-#undef CTR__ALU_LAUNCH
-#undef CTR__OS_LAUNCH
+  if (C::HALF) CTR_CHECK_GOTO(st, data_amax(f, s0, C::S, a0, n, s));
+  if (shm > 48 * 1024)
+    CU(cudaFuncSetAttribute(bp_alu<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+  bp_alu<C><<<grid, block, shm, s>>>(sino, stride, (int)nb, (int)n, (int)p->nx, (int)p->ny, per,
+                                     out, plane, f->d_amax);
   CU_LAUNCHED("bp_alu");
 cleanup:
   return st;
+}
+
+/* The ALU kernels (alu, alu2, alu-os, alu2-os, alu2-h) on slices [s0, s0 +
+ * count) (count 1 or 2), angles [a0, a0 + n) whose constants are loaded.
+ * Nearest runs the sample cache with one sample per bin. */
+static ctr_status launch_alu(fbp_gpu *f, int64_t s0, int count, int64_t a0, int64_t n, cudaStream_t s) {
+  const int pair = count == 2;
+  const int os = f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS;
+  if (f->kernel == K_ALU2_H) {
+    if (f->nearest && pair) return launch_alu_cache<sample_cache<2, 1, 1>>(f, s0, a0, n, s);
+    if (f->nearest) return launch_alu_cache<sample_cache<1, 1, 1>>(f, s0, a0, n, s);
+    if (pair) return launch_alu_cache<pair_cache<2, 1>>(f, s0, a0, n, s);
+    return launch_alu_cache<pair_cache<1, 1>>(f, s0, a0, n, s);
+  }
+  if (os && pair) return launch_alu_cache<sample_cache<2, OVERSAMPLE, 0>>(f, s0, a0, n, s);
+  if (os) return launch_alu_cache<sample_cache<1, OVERSAMPLE, 0>>(f, s0, a0, n, s);
+  if (f->nearest && pair) return launch_alu_cache<sample_cache<2, 1, 0>>(f, s0, a0, n, s);
+  if (f->nearest) return launch_alu_cache<sample_cache<1, 1, 0>>(f, s0, a0, n, s);
+  if (pair) return launch_alu_cache<pair_cache<2, 0>>(f, s0, a0, n, s);
+  return launch_alu_cache<pair_cache<1, 0>>(f, s0, a0, n, s);
 }
 
 /* $CTRECON_FBP_HYBRID_TEX: texture blocks per SM of the hybrid kernel, 0 ..
@@ -870,9 +822,7 @@ static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, c
   const float *sino = f->d_sino + s0 * nb * na + a0 * nb;
   float *out = f->d_out + s0 * plane;
   const int per = alu_per(p);
-  /* The ALU part's cache: alu2's (linear) or the one-sample cache (nearest). */
-  const size_t entry = NEAREST ? sizeof(float) * S : sizeof(float2) * S;
-  const size_t shm = entry * ALU_PROJ * (size_t)(per * ALU_LANES) + sizeof(float4) * ALU_PROJ;
+  const size_t shm = alu_shm<typename hybrid_cache<S, NEAREST>::T>(per);
   const int64_t tiles_x = (p->nx + ALU_AREA - 1) / ALU_AREA, tiles_y = (p->ny + ALU_AREA - 1) / ALU_AREA;
   const size_t work_bytes = sizeof(unsigned long long) + sizeof(unsigned) * HYB_SM_SLOTS;
   int dev = 0, nsm = 0, bps = 0;
