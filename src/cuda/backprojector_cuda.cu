@@ -11,6 +11,7 @@
 #include "cuda/views_layout.cuh"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda/backprojector_cuda.h"
@@ -62,6 +63,14 @@ ctr_status ctr__cuda_bpj_create(const ctr_context *ctx, const ctr_geometry *g,
   b->g = g;
   b->o = *o;
   b->cfg = ctr__bp_config_resolve(g, o, NULL);
+  if (!ctr__is_tex(b->cfg.variant) && !getenv("CTRECON_BP_SLICES") && !getenv("CTRECON_BP_BLOCK")) {
+    /* Software interpolation on the RabbitCT module's views (non-circular, a
+     * subset per call): 16 slices per thread in 32 x 4 blocks measured best
+     * (L = 512 precise: 192 -> 163 ms; bench/NOTES.md, issue 7). */
+    ctr__bp_config req = b->cfg;
+    req.slices_per_thread = 16, req.block_x = 32, req.block_y = 4;
+    b->cfg = ctr__bp_config_resolve(g, o, &req);
+  }
   const int64_t np = b->cfg.views_per_launch;
   const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
   b->vol_bytes = (size_t)(g->vol.nx * g->vol.ny * o->nz) * sizeof(float);

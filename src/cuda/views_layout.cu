@@ -2,6 +2,8 @@
  * zero-padded global memory, per backprojection variant), their
  * backprojection, configuration defaults, and setup helpers shared by the
  * FDK pipeline and the incremental backprojector. */
+#include <stdio.h>
+#include <stdlib.h>
 #include "cuda/views_layout.cuh"
 
 #include <math.h>
@@ -58,6 +60,14 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
   if (c.views_per_launch > CTR__BP_MAX_VIEWS) c.views_per_launch = CTR__BP_MAX_VIEWS;
   const int tex = c.variant == CTR__BP_TEX || c.variant == CTR__BP_TEX_PAIR ||
                   c.variant == CTR__BP_TEX_PAIR_HALF;
+  /* CTRECON_BP_SLICES=Z' and CTRECON_BP_BLOCK=XxY replace the defaults below
+   * (launch-shape experiments, bench/NOTES.md); a caller's explicit choice
+   * stays. */
+  const char *ez = getenv("CTRECON_BP_SLICES"), *eb = getenv("CTRECON_BP_BLOCK");
+  int bx = 0, by = 0;
+  if (c.slices_per_thread <= 0 && ez) c.slices_per_thread = atoi(ez);
+  if (c.block_x <= 0 && c.block_y <= 0 && eb && sscanf(eb, "%dx%d", &bx, &by) == 2)
+    c.block_x = bx, c.block_y = by;
   if (c.slices_per_thread <= 0) c.slices_per_thread = tex ? DEFAULT_TEX_SLICES : DEFAULT_EXACT_SLICES;
   if (c.block_x <= 0) c.block_x = tex ? DEFAULT_TEX_BLOCK_X : DEFAULT_EXACT_BLOCK_X;
   if (c.block_y <= 0) c.block_y = tex ? DEFAULT_TEX_BLOCK_Y : DEFAULT_EXACT_BLOCK_Y;
