@@ -222,7 +222,7 @@ if has rabbitct; then
     > "$LOGS/rabbitct_make.log" 2>&1
   say "rabbitct-make rc=$? : $(tail -3 "$LOGS/rabbitct_make.log" | tr '\n' ' ')"
   for L in 256 512 1024; do
-    for interp in exact texture; do
+    for interp in precise exact texture; do
       [ "$interp" = texture ] && [ "$L" != 512 ] && continue
       "$BUILD/ctrecon" rabbitct $rct --size $L --device cuda --interp $interp \
         --json "$LOGS/rabbitct_${L}_$interp.json" > "$LOGS/rabbitct_${L}_$interp.log" 2>&1
