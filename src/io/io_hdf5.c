@@ -22,19 +22,15 @@
 
 #if defined(CTR_HAVE_HDF5) && CTR_HAVE_HDF5
 
-#include <hdf5.h>
+#include "io/io_hdf5_guard.h"
+
 #include <pthread.h>
 
 /* ---- Entering and leaving the library ----------------------------------- */
 
 static pthread_mutex_t g_h5_lock = PTHREAD_MUTEX_INITIALIZER;
 
-typedef struct h5_guard {
-  H5E_auto2_t func;
-  void *data;
-} h5_guard;
-
-static void h5_enter(h5_guard *g) {
+void ctr__h5_enter(ctr__h5_guard *g) {
   pthread_mutex_lock(&g_h5_lock);
   g->func = NULL;
   g->data = NULL;
@@ -43,18 +39,14 @@ static void h5_enter(h5_guard *g) {
   H5Eclear2(H5E_DEFAULT);
 }
 
-static void h5_leave(h5_guard *g) {
+void ctr__h5_leave(ctr__h5_guard *g) {
   H5Eclear2(H5E_DEFAULT);
   H5Eset_auto2(H5E_DEFAULT, g->func, g->data);
   pthread_mutex_unlock(&g_h5_lock);
 }
 
-typedef struct h5_msg {
-  char text[384];
-} h5_msg;
-
 static herr_t walk_first(unsigned n, const H5E_error2_t *e, void *data) {
-  h5_msg *m = data;
+  ctr__h5_msg *m = data;
   if (n != 0 || !e) return 0;
   char minor[128] = "";
   if (H5Eget_msg(e->min_num, NULL, minor, sizeof minor) < 0) minor[0] = '\0';
@@ -66,9 +58,7 @@ static herr_t walk_first(unsigned n, const H5E_error2_t *e, void *data) {
   return 0;
 }
 
-/* The innermost message of the current HDF5 error stack (then cleared), or
- * `fallback`. */
-static const char *h5_detail(h5_msg *m, const char *fallback) {
+const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback) {
   m->text[0] = '\0';
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_first, m);
   H5Eclear2(H5E_DEFAULT);
@@ -173,10 +163,10 @@ static const char *list_3d(hid_t file, ds_list *l) {
 /* ---- Opening ------------------------------------------------------------ */
 
 /* Opens `file` read-only; on failure m gets HDF5's reason. */
-static hid_t file_open(const char *file, h5_msg *m) {
+static hid_t file_open(const char *file, ctr__h5_msg *m) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   if (fapl < 0) {
-    h5_detail(m, "cannot create a file access property list");
+    ctr__h5_detail(m, "cannot create a file access property list");
     return -1;
   }
 #if (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 12, 0)) || H5_VERSION_GE(1, 12, 1)
@@ -184,7 +174,7 @@ static hid_t file_open(const char *file, h5_msg *m) {
   H5Pset_file_locking(fapl, 1, 1);
 #endif
   hid_t f = H5Fopen(file, H5F_ACC_RDONLY, fapl);
-  if (f < 0) h5_detail(m, "not an HDF5 file"); /* before H5Pclose clears the stack */
+  if (f < 0) ctr__h5_detail(m, "not an HDF5 file"); /* before H5Pclose clears the stack */
   H5Pclose(fapl);
   return f;
 }
@@ -193,7 +183,7 @@ static hid_t file_open(const char *file, h5_msg *m) {
  * exist (CTR_E_IO) and be HDF5 (CTR_E_FORMAT); the object must exist and be
  * a dataset (CTR_E_FORMAT, listing the file's 3D datasets). */
 static ctr_status open_dataset(const char *file, const char *dset, hid_t *fid, hid_t *did) {
-  h5_msg m;
+  ctr__h5_msg m;
   ds_list l;
   *fid = *did = -1;
   struct stat sb;
@@ -212,7 +202,7 @@ static ctr_status open_dataset(const char *file, const char *dset, hid_t *fid, h
              m.text);
   hid_t obj = H5Oopen(*fid, dset, H5P_DEFAULT);
   if (obj < 0) {
-    h5_detail(&m, "not found");
+    ctr__h5_detail(&m, "not found");
     ctr__error_set(CTR_E_FORMAT, "HDF5 file '%s' has no dataset '%s' (%s)%s", file, dset, m.text,
                    list_3d(*fid, &l));
     goto fail;
@@ -229,7 +219,7 @@ static ctr_status open_dataset(const char *file, const char *dset, hid_t *fid, h
   *did = H5Dopen2(*fid, dset, H5P_DEFAULT);
   if (*did < 0) {
     ctr__error_set(CTR_E_FORMAT, "cannot open dataset '%s' of HDF5 file '%s': %s", dset, file,
-                   h5_detail(&m, "unknown error"));
+                   ctr__h5_detail(&m, "unknown error"));
     goto fail;
   }
   return CTR_OK;
@@ -299,7 +289,7 @@ static ctr_status split_path(const char *path, char **file, char **dset) {
 /* The error for a path without a dataset part, listing the 3D datasets of
  * the file when it opens. */
 static ctr_status no_dataset_error(const char *path, const char *file) {
-  h5_guard g;
+  ctr__h5_guard g;
   ds_list l;
   l.text[0] = '\0';
   /* "scan.h5:exchange/data": a dataset that does not start with '/'. */
@@ -314,16 +304,16 @@ static ctr_status no_dataset_error(const char *path, const char *file) {
                "'%s': the dataset must be an absolute path starting with '/': expected "
                CTR__HDF5_SYNTAX, path);
   }
-  h5_enter(&g);
+  ctr__h5_enter(&g);
   if (stat(file, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
-    h5_msg m;
+    ctr__h5_msg m;
     hid_t f = file_open(file, &m);
     if (f >= 0) {
       list_3d(f, &l);
       H5Fclose(f);
     }
   }
-  h5_leave(&g);
+  ctr__h5_leave(&g);
   CTR_FAIL(CTR_E_INVALID_ARGUMENT, "'%s' names no dataset: expected " CTR__HDF5_SYNTAX "%s", path,
            l.text);
 }
@@ -338,11 +328,11 @@ typedef struct h5_reader {
 
 static void h5_free(h5_reader *h) {
   if (!h) return;
-  h5_guard g;
-  h5_enter(&g);
+  ctr__h5_guard g;
+  ctr__h5_enter(&g);
   if (h->dset >= 0) H5Dclose(h->dset);
   if (h->file >= 0) H5Fclose(h->file);
-  h5_leave(&g);
+  ctr__h5_leave(&g);
   free(h->file_name);
   free(h->dset_name);
   free(h);
@@ -351,21 +341,21 @@ static void h5_free(h5_reader *h) {
 static ctr_status h5_read(ctr_stack_reader *r, int64_t first, int64_t n, void *buf) {
   h5_reader *h = r->impl;
   ctr_status st = CTR_OK;
-  h5_guard g;
-  h5_msg m;
+  ctr__h5_guard g;
+  ctr__h5_msg m;
   const hsize_t start[3] = {(hsize_t)first, 0, 0};
   const hsize_t count[3] = {(hsize_t)n, (hsize_t)r->info.height, (hsize_t)r->info.width};
-  h5_enter(&g);
+  ctr__h5_enter(&g);
   hid_t fs = H5Dget_space(h->dset);
   hid_t ms = H5Screate_simple(3, count, NULL);
   if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
       H5Dread(h->dset, h->memtype, ms, fs, H5P_DEFAULT, buf) < 0)
     st = ctr__error_set(CTR_E_IO, "cannot read images [%lld, %lld) of dataset '%s' in HDF5 file "
                         "'%s': %s", (long long)first, (long long)(first + n), h->dset_name,
-                        h->file_name, h5_detail(&m, "read failed"));
+                        h->file_name, ctr__h5_detail(&m, "read failed"));
   if (ms >= 0) H5Sclose(ms);
   if (fs >= 0) H5Sclose(fs);
-  h5_leave(&g);
+  ctr__h5_leave(&g);
   return st;
 }
 
@@ -379,7 +369,7 @@ static const ctr__reader_ops h5_reader_ops = {h5_read, h5_close, NULL};
 ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
   ctr_status st = CTR_OK;
   char *file = NULL, *dset = NULL;
-  h5_guard g;
+  ctr__h5_guard g;
   int entered = 0;
   CTR_CHECK(split_path(r->path, &file, &dset));
   if (!dset) {
@@ -396,7 +386,7 @@ ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
   h->file = h->dset = -1;
   h->file_name = file;
   h->dset_name = dset;
-  h5_enter(&g);
+  ctr__h5_enter(&g);
   entered = 1;
   CTR_CHECK_GOTO(st, open_dataset(file, dset, &h->file, &h->dset));
   hid_t space = H5Dget_space(h->dset);
@@ -418,7 +408,7 @@ ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
   H5Sget_simple_extent_dims(space, dims, NULL);
   H5Sclose(space);
   CTR_CHECK_GOTO(st, stack_type(h->dset, file, dset, &r->info.dtype, &h->memtype));
-  h5_leave(&g);
+  ctr__h5_leave(&g);
   entered = 0;
   if (dims[0] > (hsize_t)INT64_MAX || dims[1] > (hsize_t)INT64_MAX || dims[2] > (hsize_t)INT64_MAX)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is too large", dset, file);
@@ -431,7 +421,7 @@ ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
   r->ops = &h5_reader_ops;
   return CTR_OK;
 cleanup:
-  if (entered) h5_leave(&g);
+  if (entered) ctr__h5_leave(&g);
   h5_free(h);
   return st;
 }
@@ -446,11 +436,11 @@ ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double *
   if (!file || !*file || !dataset || !*dataset || !out || !n)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr__hdf5_read_vector: file, dataset, out and n must be "
              "given");
-  h5_guard g;
-  h5_msg m;
+  ctr__h5_guard g;
+  ctr__h5_msg m;
   hid_t fid = -1, did = -1, space = -1;
   double *v = NULL;
-  h5_enter(&g);
+  ctr__h5_enter(&g);
   CTR_CHECK_GOTO(st, open_dataset(file, dataset, &fid, &did));
   hid_t t = H5Dget_type(did);
   const H5T_class_t cls = t >= 0 ? H5Tget_class(t) : H5T_NO_CLASS;
@@ -483,7 +473,7 @@ ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double *
   }
   if (H5Dread(did, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
     CTR_FAIL_GOTO(st, CTR_E_IO, "cannot read dataset '%s' of HDF5 file '%s': %s", dataset, file,
-                  h5_detail(&m, "read failed"));
+                  ctr__h5_detail(&m, "read failed"));
   *out = v;
   *n = (int64_t)dim;
   v = NULL;
@@ -492,7 +482,7 @@ cleanup:
   if (space >= 0) H5Sclose(space);
   if (did >= 0) H5Dclose(did);
   if (fid >= 0) H5Fclose(fid);
-  h5_leave(&g);
+  ctr__h5_leave(&g);
   return st;
 }
 
@@ -523,10 +513,10 @@ static void h5w_free(h5_writer *h) {
 
 static ctr_status h5w_write(ctr_stack_writer *w, int64_t first, int64_t n, const void *buf) {
   h5_writer *h = w->impl;
-  h5_guard g;
-  h5_msg m;
+  ctr__h5_guard g;
+  ctr__h5_msg m;
   ctr_status st = CTR_OK;
-  h5_enter(&g);
+  ctr__h5_enter(&g);
   hsize_t start[3] = {(hsize_t)first, 0, 0};
   hsize_t count[3] = {(hsize_t)n, (hsize_t)w->info.height, (hsize_t)w->info.width};
   hid_t fs = H5Dget_space(h->did), ms = H5Screate_simple(3, count, NULL);
@@ -535,38 +525,38 @@ static ctr_status h5w_write(ctr_stack_writer *w, int64_t first, int64_t n, const
       H5Dwrite(h->did, type, ms, fs, H5P_DEFAULT, buf) < 0)
     st = ctr__error_set(CTR_E_IO, "cannot write images %lld..%lld of dataset '%s' of HDF5 file "
                         "'%s': %s", (long long)first, (long long)(first + n - 1), h->dset, h->file,
-                        h5_detail(&m, "write failed (disk full?)"));
+                        ctr__h5_detail(&m, "write failed (disk full?)"));
   if (ms >= 0) H5Sclose(ms);
   if (fs >= 0) H5Sclose(fs);
-  h5_leave(&g);
+  ctr__h5_leave(&g);
   return st;
 }
 
 static ctr_status h5w_flush(ctr_stack_writer *w) {
   h5_writer *h = w->impl;
-  h5_guard g;
-  h5_msg m;
+  ctr__h5_guard g;
+  ctr__h5_msg m;
   ctr_status st = CTR_OK;
-  h5_enter(&g);
+  ctr__h5_enter(&g);
   if (H5Fflush(h->fid, H5F_SCOPE_GLOBAL) < 0)
     st = ctr__error_set(CTR_E_IO, "cannot flush HDF5 file '%s': %s", h->file,
-                        h5_detail(&m, "flush failed"));
-  h5_leave(&g);
+                        ctr__h5_detail(&m, "flush failed"));
+  ctr__h5_leave(&g);
   return st;
 }
 
 static ctr_status h5w_commit(ctr_stack_writer *w) {
   h5_writer *h = w->impl;
-  h5_guard g;
-  h5_msg m;
+  ctr__h5_guard g;
+  ctr__h5_msg m;
   ctr_status st = CTR_OK;
-  h5_enter(&g);
+  ctr__h5_enter(&g);
   herr_t e1 = H5Dclose(h->did), e2 = H5Fclose(h->fid);
   h->did = h->fid = -1;
   if (e1 < 0 || e2 < 0)
     st = ctr__error_set(CTR_E_IO, "cannot complete HDF5 file '%s': %s", h->file,
-                        h5_detail(&m, "close failed (disk full?)"));
-  h5_leave(&g);
+                        ctr__h5_detail(&m, "close failed (disk full?)"));
+  ctr__h5_leave(&g);
   if (st == CTR_OK) st = ctr__atomic_rename(&h->f);
   h5w_free(h);
   w->impl = NULL;
@@ -576,10 +566,10 @@ static ctr_status h5w_commit(ctr_stack_writer *w) {
 static void h5w_abort(ctr_stack_writer *w) {
   h5_writer *h = w->impl;
   if (!h) return;
-  h5_guard g;
-  h5_enter(&g);
+  ctr__h5_guard g;
+  ctr__h5_enter(&g);
   h5w_close(h);
-  h5_leave(&g);
+  ctr__h5_leave(&g);
   h5w_free(h);
   w->impl = NULL;
 }
@@ -595,15 +585,15 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   if (!h) return CTR_E_OUT_OF_MEMORY;
   h->f = (ctr__atomic_file)CTR__ATOMIC_FILE_INIT;
   h->fid = h->did = -1;
-  h5_guard g;
-  h5_msg m;
+  ctr__h5_guard g;
+  ctr__h5_msg m;
   int entered = 0;
   CTR_CHECK_GOTO(st, split_path(w->path, &h->file, &h->dset));
   if (!h->dset && !(h->dset = strdup("/data")))
     CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot copy a dataset name");
   CTR_CHECK_GOTO(st, ctr__atomic_create(&h->f, h->file));
   CTR_CHECK_GOTO(st, ctr__atomic_close(&h->f));
-  h5_enter(&g);
+  ctr__h5_enter(&g);
   entered = 1;
   hsize_t dims[3] = {(hsize_t)w->info.count, (hsize_t)w->info.height, (hsize_t)w->info.width};
   hsize_t chunk[3] = {1, dims[1], dims[2]};
@@ -625,8 +615,8 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   if (dcpl >= 0) H5Pclose(dcpl);
   if (h->fid < 0 || h->did < 0)
     CTR_FAIL_GOTO(st, CTR_E_IO, "cannot create dataset '%s' in HDF5 file '%s': %s", h->dset,
-                  h->file, h5_detail(&m, "create failed"));
-  h5_leave(&g);
+                  h->file, ctr__h5_detail(&m, "create failed"));
+  ctr__h5_leave(&g);
   w->swap = 0;
   w->impl = h;
   w->ops = &h5_writer_ops;
@@ -634,7 +624,7 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
 cleanup:
   if (entered) {
     h5w_close(h);
-    h5_leave(&g);
+    ctr__h5_leave(&g);
   }
   h5w_free(h);
   return st;

@@ -21,49 +21,7 @@
 
 #if defined(CTR_HAVE_HDF5) && CTR_HAVE_HDF5
 
-#include <hdf5.h>
-#include <pthread.h>
-
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-
-typedef struct guard {
-  H5E_auto2_t func;
-  void *data;
-} guard;
-
-static void enter(guard *g) {
-  pthread_mutex_lock(&g_lock);
-  g->func = NULL;
-  g->data = NULL;
-  H5Eget_auto2(H5E_DEFAULT, &g->func, &g->data);
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  H5Eclear2(H5E_DEFAULT);
-}
-
-static void leave(guard *g) {
-  H5Eclear2(H5E_DEFAULT);
-  H5Eset_auto2(H5E_DEFAULT, g->func, g->data);
-  pthread_mutex_unlock(&g_lock);
-}
-
-typedef struct msg {
-  char text[384];
-} msg;
-
-static herr_t walk_first(unsigned n, const H5E_error2_t *e, void *data) {
-  msg *m = data;
-  if (n == 0 && e && e->desc) snprintf(m->text, sizeof m->text, "HDF5: %s", e->desc);
-  return 0;
-}
-
-/* The innermost message of HDF5's error stack (then cleared), or fallback. */
-static const char *detail(msg *m, const char *fallback) {
-  m->text[0] = '\0';
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_first, m);
-  H5Eclear2(H5E_DEFAULT);
-  if (!m->text[0]) snprintf(m->text, sizeof m->text, "%s", fallback);
-  return m->text;
-}
+#include "io/io_hdf5_guard.h"
 
 /* File access: lock where the file system can, go on where it cannot (NFS),
  * as io_hdf5.c does. */
@@ -142,15 +100,15 @@ ctr_status ctr__pet_histo_save_hdf5(const char *path, const ctr_pet_histo *h) {
   /* The atomic file gives a unique temporary name; HDF5 then rewrites it. */
   CTR_CHECK(ctr__atomic_create(&f, path));
   CTR_CHECK_GOTO(st, ctr__atomic_close(&f));
-  guard g;
-  msg m;
-  enter(&g);
+  ctr__h5_guard g;
+  ctr__h5_msg m;
+  ctr__h5_enter(&g);
   hid_t fapl = access_list();
   hid_t fid = H5Fcreate(f.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   /* Before any other call clears HDF5's error stack. */
   if (fid < 0)
     st = ctr__error_set(CTR_E_IO, "cannot create HDF5 file '%s' (temporary '%s'): %s", path,
-                        f.tmp, detail(&m, "create failed"));
+                        f.tmp, ctr__h5_detail(&m, "create failed"));
   access_close(fapl);
   hid_t grp = fid >= 0 ? H5Gcreate2(fid, "pet", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1;
   const ctr_pet_params *p = &h->params;
@@ -164,12 +122,12 @@ ctr_status ctr__pet_histo_save_hdf5(const char *path, const ctr_pet_histo *h) {
            put_double(grp, "events", h->events) && write_dataset(grp, "counts", h, h->counts) &&
            (!h->factors || write_dataset(grp, "factors", h, h->factors));
   if (!ok && st == CTR_OK) st = ctr__error_set(CTR_E_IO, "cannot write HDF5 file '%s' (temporary '%s'): %s", path,
-                               f.tmp, detail(&m, "write failed"));
+                               f.tmp, ctr__h5_detail(&m, "write failed"));
   if (grp >= 0) H5Gclose(grp);
   if (fid >= 0 && H5Fclose(fid) < 0 && st == CTR_OK)
     st = ctr__error_set(CTR_E_IO, "cannot close HDF5 file '%s' (temporary '%s'): %s", path, f.tmp,
-                        detail(&m, "close failed"));
-  leave(&g);
+                        ctr__h5_detail(&m, "close failed"));
+  ctr__h5_leave(&g);
   if (st == CTR_OK) st = ctr__atomic_rename(&f);
 cleanup:
   ctr__atomic_discard(&f);
@@ -256,7 +214,7 @@ static ctr_status read_params(const char *file, hid_t grp, ctr_pet_histo *h) {
 /* /pet/<name>, which must be nviews x nz x ny x nx numbers, into v. */
 static ctr_status read_dataset(const char *file, hid_t grp, const char *name,
                                const ctr_pet_histo *h, float *v) {
-  msg m;
+  ctr__h5_msg m;
   ctr_status st = CTR_OK;
   hid_t d = H5Dopen2(grp, name, H5P_DEFAULT);
   if (d < 0) {
@@ -291,7 +249,7 @@ static ctr_status read_dataset(const char *file, hid_t grp, const char *name,
                   "float32)", file, name);
   if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
     CTR_FAIL_GOTO(st, CTR_E_IO, "'%s': cannot read dataset /pet/%s: %s", file, name,
-                  detail(&m, "read failed"));
+                  ctr__h5_detail(&m, "read failed"));
 cleanup:
   if (t >= 0) H5Tclose(t);
   if (sp >= 0) H5Sclose(sp);
@@ -306,16 +264,16 @@ ctr_status ctr__pet_histo_load_hdf5(const char *path, ctr_pet_histo **out) {
   ctr_status st = CTR_OK;
   ctr_pet_histo desc, *h = NULL;
   memset(&desc, 0, sizeof desc);
-  guard g;
-  msg m;
-  enter(&g);
+  ctr__h5_guard g;
+  ctr__h5_msg m;
+  ctr__h5_enter(&g);
   hid_t fapl = access_list();
   hid_t fid = H5Fopen(path, H5F_ACC_RDONLY, fapl), grp = -1;
   if (fid < 0)
     st = ctr__error_set(CTR_E_FORMAT,
                         "cannot open '%s' as HDF5 (%s): expected a histo-image file written by "
                         "ctr_pet_histo_save",
-                        path, detail(&m, "not an HDF5 file"));
+                        path, ctr__h5_detail(&m, "not an HDF5 file"));
   access_close(fapl);
   if (fid < 0) goto cleanup;
   grp = H5Gopen2(fid, "pet", H5P_DEFAULT);
@@ -335,7 +293,7 @@ ctr_status ctr__pet_histo_load_hdf5(const char *path, ctr_pet_histo **out) {
 cleanup:
   if (grp >= 0) H5Gclose(grp);
   if (fid >= 0) H5Fclose(fid);
-  leave(&g);
+  ctr__h5_leave(&g);
   if (st == CTR_OK) st = ctr__pet_histo_check_values(h, path);
   if (st == CTR_OK) {
     *out = h;

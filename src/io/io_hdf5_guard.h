@@ -1,0 +1,27 @@
+/* Entering and leaving the HDF5 library (io_hdf5.c): the serial library is
+ * not thread-safe, so every call into it, from any module, holds one
+ * process-wide mutex; HDF5's automatic error printing is off inside (the
+ * caller's setting is restored on leaving), and the innermost message of its
+ * error stack becomes part of our error detail. Only for sources built with
+ * HDF5 (CTR_HAVE_HDF5). */
+#ifndef CTR_IO_HDF5_GUARD_H
+#define CTR_IO_HDF5_GUARD_H
+
+#include <hdf5.h>
+
+typedef struct ctr__h5_guard {
+  H5E_auto2_t func;
+  void *data;
+} ctr__h5_guard;
+
+typedef struct ctr__h5_msg {
+  char text[384];
+} ctr__h5_msg;
+
+void ctr__h5_enter(ctr__h5_guard *g);
+void ctr__h5_leave(ctr__h5_guard *g);
+/* "HDF5: <innermost message>" of the current error stack (then cleared), or
+ * `fallback`; the text lives in m. */
+const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback);
+
+#endif
