@@ -320,46 +320,38 @@ static void check_just_below(const char *what, const ctr_geometry *g, const ctr_
   }
 }
 
+/* One budget of a sweep: a plan within the budget (checked, and the exact
+ * minimum just below it), or a refusal that names the flag to change.
+ * which: 0 = the GPU budget varies, 1 = the host budget. */
+static void sweep_one(const ctr_geometry *g, ctr_plan_request q, int which, double b, int *plans,
+                      int *refused, int *stores) {
+  ctr_plan p;
+  char what[64];
+  snprintf(what, sizeof what, "cuda sweep %s %.3f GiB", which ? "host" : "gpu", b / GiB);
+  ctr_status st = ctr_plan_fdk(g, &q, &p);
+  if (st != CTR_OK) {
+    (*refused)++;
+    CHECK_MSG(st == (which ? CTR_E_OUT_OF_MEMORY : CTR_E_DEVICE_OUT_OF_MEMORY) &&
+                  strstr(ctr_error_detail(), which ? "--host-mem" : "--gpu-mem"),
+              "%s: %s (%s)", what, ctr_status_name(st), ctr_error_detail());
+    return;
+  }
+  (*plans)++;
+  stores[p.store]++;
+  if (check_plan(what, g, &q, &p)) print_plan(what, &p);
+  check_just_below(what, g, &q, &p, which);
+}
+
 static void test_sweep_cuda(void) {
   ctr_geometry *g = big_geometry(0);
   if (!g) return;
   int plans = 0, refused = 0, stores[5] = {0};
   /* GPU budgets from 512 MiB to 96 GiB in steps of ~7 %. */
-  for (double b = 512.0 * MiB; b <= 96.0 * GiB; b *= 1.07) {
-    ctr_plan_request q = cuda_request((uint64_t)b, 100 * GiB);
-    ctr_plan p;
-    char what[64];
-    snprintf(what, sizeof what, "cuda sweep gpu %.3f GiB", b / GiB);
-    ctr_status st = ctr_plan_fdk(g, &q, &p);
-    if (st != CTR_OK) {
-      refused++;
-      CHECK_MSG(st == CTR_E_DEVICE_OUT_OF_MEMORY && strstr(ctr_error_detail(), "--gpu-mem"),
-                "%s: %s (%s)", what, ctr_status_name(st), ctr_error_detail());
-      continue;
-    }
-    plans++;
-    stores[p.store]++;
-    if (check_plan(what, g, &q, &p)) print_plan(what, &p);
-    check_just_below(what, g, &q, &p, 0);
-  }
+  for (double b = 512.0 * MiB; b <= 96.0 * GiB; b *= 1.07)
+    sweep_one(g, cuda_request((uint64_t)b, 100 * GiB), 0, b, &plans, &refused, stores);
   /* Host budgets from 64 MiB to 64 GiB with an 8 GiB GPU. */
-  for (double b = 64.0 * MiB; b <= 64.0 * GiB; b *= 1.11) {
-    ctr_plan_request q = cuda_request(8 * GiB, (uint64_t)b);
-    ctr_plan p;
-    char what[64];
-    snprintf(what, sizeof what, "cuda sweep host %.3f GiB", b / GiB);
-    ctr_status st = ctr_plan_fdk(g, &q, &p);
-    if (st != CTR_OK) {
-      refused++;
-      CHECK_MSG(st == CTR_E_OUT_OF_MEMORY && strstr(ctr_error_detail(), "--host-mem"),
-                "%s: %s (%s)", what, ctr_status_name(st), ctr_error_detail());
-      continue;
-    }
-    plans++;
-    stores[p.store]++;
-    if (check_plan(what, g, &q, &p)) print_plan(what, &p);
-    check_just_below(what, g, &q, &p, 1);
-  }
+  for (double b = 64.0 * MiB; b <= 64.0 * GiB; b *= 1.11)
+    sweep_one(g, cuda_request(8 * GiB, (uint64_t)b), 1, b, &plans, &refused, stores);
   printf("cuda sweep: %d plans (device %d, host %d, scratch %d, none %d), %d refused\n", plans,
          stores[CTR_STORE_DEVICE], stores[CTR_STORE_HOST], stores[CTR_STORE_SCRATCH],
          stores[CTR_STORE_NONE], refused);
