@@ -1029,7 +1029,8 @@ typedef enum ctr_pet_direction { CTR_PET_FORWARD = 0, CTR_PET_BACK = 1 } ctr_pet
 
 ctr_status ctr_pet_projector_create(ctr_context *ctx, ctr_pet_system *s, ctr_pet_projector **out);
 void ctr_pet_projector_free(ctr_pet_projector *p);
-/* in and out: nx ny nz floats in host memory; out is overwritten. */
+/* in and out: nx ny nz floats in host memory; out is overwritten. A projector
+ * serves one thread at a time (it keeps its scratch buffers). */
 ctr_status ctr_pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t view,
                            const float *in, float *out);
 /* FFT reference for symmetric invariant kernels (error otherwise): the same

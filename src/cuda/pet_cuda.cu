@@ -53,7 +53,6 @@ static unsigned long long g_tag_next = 1, g_const_tag[64];
 static ctr_status upload_view(ctr__pet_cuda *c, int64_t v, dev_view **out) {
   dev_view *dv = &c->views[v];
   ctr_status st = CTR_OK;
-  int *hpid = NULL;
   if (dv->ready) {
     *out = dv;
     return CTR_OK;
@@ -61,16 +60,8 @@ static ctr_status upload_view(ctr__pet_cuda *c, int64_t v, dev_view **out) {
   const ctr__pet_lut *L = ctr__pet_lut_get(c->sys, v);
   if (!L) return CTR_E_OUT_OF_MEMORY;
   dv->ncols = L->ncols, dv->nent = L->nent, dv->nk = L->nk;
-  hpid = (int *)ctr__malloc((size_t)c->PX * c->PY * sizeof(int), "padded LORmap");
   dv->hcols = (int3 *)ctr__malloc((size_t)L->ncols * sizeof(int3), "PET runs");
-  if (!hpid || !dv->hcols) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
-  for (int y = 0; y < c->PY; y++)
-    for (int x = 0; x < c->PX; x++) {
-      int cy = y - c->HY, cx = x - c->HX;
-      cy = cy < 0 ? 0 : (cy >= c->ny ? c->ny - 1 : cy);
-      cx = cx < 0 ? 0 : (cx >= c->nx ? c->nx - 1 : cx);
-      hpid[y * c->PX + x] = L->lormap[cy * c->nx + cx];
-    }
+  if (!dv->hcols) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
   for (int i = 0; i < L->ncols; i++) {
     const ctr__pet_column *col = &L->cols[i];
     if (col->len > 255 || col->e0 >= (1 << 24))
@@ -84,14 +75,14 @@ static ctr_status upload_view(ctr__pet_cuda *c, int64_t v, dev_view **out) {
   CU(cudaMalloc(&dv->pid, (size_t)c->PX * c->PY * sizeof(int)));
   CU(cudaMalloc(&dv->w, (size_t)L->nent * L->nk * sizeof(float)));
   CU(cudaMalloc(&dv->cols, (size_t)L->ncols * sizeof(int3)));
-  CU(cudaMemcpy(dv->pid, hpid, (size_t)c->PX * c->PY * sizeof(int), cudaMemcpyHostToDevice));
+  /* the LUT's padded LORmap has exactly this layout (halo = the system's) */
+  CU(cudaMemcpy(dv->pid, L->pid, (size_t)c->PX * c->PY * sizeof(int), cudaMemcpyHostToDevice));
   CU(cudaMemcpy(dv->w, L->w, (size_t)L->nent * L->nk * sizeof(float), cudaMemcpyHostToDevice));
   CU(cudaMemcpy(dv->cols, dv->hcols, (size_t)L->ncols * sizeof(int3), cudaMemcpyHostToDevice));
   dv->tag = __atomic_fetch_add(&g_tag_next, 1, __ATOMIC_RELAXED);
   dv->ready = 1;
   *out = dv;
 cleanup:
-  free(hpid);
   return st;
 }
 

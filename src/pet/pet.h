@@ -38,7 +38,11 @@ typedef struct ctr__pet_frame {
  *   from the seed's per-kernel rows) so that neighbouring voxels, whose ids
  *   are close, read neighbouring words.
  * norm[id]: the normalisation factor (value = raw model * norm), so the FFT
- *   reference can apply the identical kernel untruncated. */
+ *   reference can apply the identical kernel untruncated.
+ * pid: LORmap padded by the system's halo on each side ((nx + 2 halo[0]) x
+ *   (ny + 2 halo[1])), ids clamped to the lattice's edge outside it (they
+ *   meet zero input there): both backends gather from it without bounds
+ *   checks. */
 typedef struct ctr__pet_lut {
   ctr__pet_frame f;
   int32_t ncols, nent, nk;
@@ -46,6 +50,7 @@ typedef struct ctr__pet_lut {
   float *w;
   double *norm;
   int32_t *lormap;
+  int32_t *pid;
   int hx, hy, hz; /* largest |dx|, |dy|, |dz| in the support */
 } ctr__pet_lut;
 
@@ -85,8 +90,11 @@ void ctr__pet_lut_free(ctr__pet_lut *L);
 
 /* CPU projector of one view: out (nx ny nz) = A_v in (forward) or A_v^T in
  * (back). */
+/* pad: scratch of ctr__pet_padded_voxels(s) floats whose halo is zero. */
 ctr_status ctr__pet_project_cpu(const ctr_pet_system *s, const ctr__pet_lut *L,
-                                ctr_pet_direction dir, const float *in, float *out);
+                                ctr_pet_direction dir, const float *in, float *pad, float *out);
+/* Voxels of the lattice padded by the system's halo on every side. */
+int64_t ctr__pet_padded_voxels(const ctr_pet_system *s);
 
 /* Argument checks of ctr_pet_reconstruct, and its uniform start. */
 ctr_status ctr__pet_recon_check(const ctr_pet_system *s, const ctr_pet_histo *h,
@@ -113,6 +121,7 @@ ctr_status ctr__pet_cuda_fft(int device, ctr_pet_system *s, int64_t view, int64_
 struct ctr_pet_projector {
   ctr_context *ctx;
   ctr_pet_system *sys;
+  float *cpu_pad; /* CPU backend's padded input (zero halo), allocated on first use */
 #if CTR_HAVE_CUDA
   ctr__pet_cuda *cuda;
 #endif

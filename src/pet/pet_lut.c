@@ -13,6 +13,7 @@ void ctr__pet_lut_free(ctr__pet_lut *L) {
   free(L->w);
   free(L->norm);
   free(L->lormap);
+  free(L->pid);
   free(L);
 }
 
@@ -114,6 +115,15 @@ static ctr_status build_lormap(const ctr_pet_system *s, ctr__pet_lut *L) {
     for (int64_t i = 0; i < p->nx; i++) {
       double x = (i - 0.5 * (p->nx - 1)) * p->voxel, y = (j - 0.5 * (p->ny - 1)) * p->voxel;
       L->lormap[j * p->nx + i] = ctr__pet_kernel_id(s, x * L->f.r[0] + y * L->f.r[1]);
+    }
+  const int64_t hx = s->halo[0], hy = s->halo[1], px = p->nx + 2 * hx, py = p->ny + 2 * hy;
+  L->pid = ctr__malloc((size_t)(px * py) * sizeof(int32_t), "PET padded LORmap");
+  if (!L->pid) return CTR_E_OUT_OF_MEMORY;
+  for (int64_t y = 0; y < py; y++)
+    for (int64_t x = 0; x < px; x++) {
+      int64_t cy = y - hy < 0 ? 0 : (y - hy >= p->ny ? p->ny - 1 : y - hy);
+      int64_t cx = x - hx < 0 ? 0 : (x - hx >= p->nx ? p->nx - 1 : x - hx);
+      L->pid[y * px + x] = L->lormap[cy * p->nx + cx];
     }
   return CTR_OK;
 }

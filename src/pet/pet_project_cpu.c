@@ -2,8 +2,9 @@
  * with its own kernel, out(x) = sum_e K_id(x)(o_e) in(x + o_e). Forward
  * projection as a gather with the neighbours' kernels (seed 002 Fig. 2):
  * out(x) = sum_e K_id(x + o_e)(-o_e) in(x + o_e), entry nent - 1 - e holding
- * -o_e. The input is copied into a zero halo so the inner loops need no
- * bounds checks; each thread accumulates one output row (x fastest) per
+ * -o_e. The input is copied into the interior of a buffer with a zero halo
+ * (the system's largest support) and ids come from the LUT's padded LORmap,
+ * so the inner loops need no bounds checks; each thread accumulates one output row (x fastest) per
  * support entry, so the inner loop is a contiguous multiply-add over x with
  * a gather of kernel values by id. */
 #include "pet/pet.h"
@@ -11,31 +12,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+int64_t ctr__pet_padded_voxels(const ctr_pet_system *s) {
+  const ctr_pet_params *p = &s->p;
+  return (p->nx + 2 * s->halo[0]) * (p->ny + 2 * s->halo[1]) * (p->nz + 2 * s->halo[2]);
+}
+
 ctr_status ctr__pet_project_cpu(const ctr_pet_system *s, const ctr__pet_lut *L,
-                                ctr_pet_direction dir, const float *in, float *out) {
+                                ctr_pet_direction dir, const float *in, float *pad, float *out) {
   const ctr_pet_params *p = &s->p;
   const int64_t nx = p->nx, ny = p->ny, nz = p->nz;
-  const int hx = L->hx, hy = L->hy, hz = L->hz, nk = L->nk, ne = L->nent;
-  const int64_t px = nx + 2 * hx, py = ny + 2 * hy, pz = nz + 2 * hz;
-  float *pin = ctr__calloc((size_t)(px * py * pz), sizeof(float), "PET padded image");
-  int32_t *pid = ctr__malloc((size_t)(px * py) * sizeof(int32_t), "PET padded LORmap");
+  const int hx = s->halo[0], hy = s->halo[1], hz = s->halo[2], nk = L->nk, ne = L->nent;
+  const int64_t px = nx + 2 * hx, py = ny + 2 * hy;
+  float *pin = pad;
+  const int32_t *pid = L->pid;
   int failed = 0;
-  if (!pin || !pid) {
-    free(pin);
-    free(pid);
-    return CTR_E_OUT_OF_MEMORY;
-  }
+  /* only the interior changes; the halo stays zero */
   for (int64_t z = 0; z < nz; z++)
     for (int64_t y = 0; y < ny; y++)
       memcpy(pin + ((z + hz) * py + y + hy) * px + hx, in + (z * ny + y) * nx,
              (size_t)nx * sizeof(float));
-  /* ids outside the lattice meet zero input; any valid id will do */
-  for (int64_t y = 0; y < py; y++)
-    for (int64_t x = 0; x < px; x++) {
-      int64_t cy = y - hy < 0 ? 0 : (y - hy >= ny ? ny - 1 : y - hy);
-      int64_t cx = x - hx < 0 ? 0 : (x - hx >= nx ? nx - 1 : x - hx);
-      pid[y * px + x] = L->lormap[cy * nx + cx];
-    }
   const int fwd = dir == CTR_PET_FORWARD;
 #pragma omp parallel
   {
@@ -65,8 +60,6 @@ ctr_status ctr__pet_project_cpu(const ctr_pet_system *s, const ctr__pet_lut *L,
       }
     free(acc);
   }
-  free(pin);
-  free(pid);
   if (failed) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "PET projector: no memory for a row accumulator");
   return CTR_OK;
 }

@@ -30,6 +30,7 @@ void ctr_pet_projector_free(ctr_pet_projector *p) {
 #if CTR_HAVE_CUDA
   ctr__pet_cuda_free(p->cuda);
 #endif
+  free(p->cpu_pad);
   free(p);
 }
 
@@ -47,5 +48,9 @@ ctr_status ctr_pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t 
 #endif
   const ctr__pet_lut *L = ctr__pet_lut_get(p->sys, view);
   if (!L) return CTR_E_OUT_OF_MEMORY;
-  return ctr__pet_project_cpu(p->sys, L, dir, in, out);
+  if (!p->cpu_pad &&
+      !(p->cpu_pad = ctr__calloc((size_t)ctr__pet_padded_voxels(p->sys), sizeof(float),
+                                 "PET padded image")))
+    return CTR_E_OUT_OF_MEMORY;
+  return ctr__pet_project_cpu(p->sys, L, dir, in, p->cpu_pad, out);
 }
