@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh RESULTS_DIR [STAGES]
 #
 # BUILD_TARGETS (optional): build only these targets.
-# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct,ooc,fbp,pet
+# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct,rabbitsweep,ooc,fbp,pet
 # (default: all). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
 # default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
@@ -213,34 +213,64 @@ if has pet; then
   say "memcheck pet rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_pet.log" | tail -1)"
 fi
 
-if has rabbitct; then
-  # A RabbitCT-format data set (496 views of 1248 x 960, short scan, FP64
-  # references on the GPU), then the module through the runner protocol.
-  rct=/tmp/ctr_rabbit.rct
+# RabbitCT data set (496 views of 1248 x 960, short scan, FP64 references on
+# the GPU), made once per machine.
+rct=/tmp/ctr_rabbit.rct
+if (has rabbitct || has rabbitsweep) && [ ! -s $rct ]; then
   say "rabbitct-make"
-  "$BUILD/ctrecon" rabbitct-make --out $rct --sizes 128,256,512,1024 --device cuda \
+  "$BUILD/ctrecon" rabbitct-make --out $rct --sizes ${RCT_MAKE_SIZES:-128,256,512,1024} --device cuda \
     > "$LOGS/rabbitct_make.log" 2>&1
   say "rabbitct-make rc=$? : $(tail -3 "$LOGS/rabbitct_make.log" | tr '\n' ' ')"
-  for L in 256 512 1024; do
-    for interp in precise exact texture; do
+fi
+# rct_run NAME L INTERP [ENV=VALUE...]: one runner pass, the module through dlopen.
+rct_run() {
+  local name=$1 L=$2 interp=$3
+  shift 3
+  env "$@" "$BUILD/ctrecon" rabbitct $rct --size $L --device cuda --interp $interp \
+    --json "$LOGS/rabbitct_$name.json" > "$LOGS/rabbitct_$name.log" 2>&1
+  say "rabbitct $name (L=$L $interp $*) rc=$?"
+  grep -iE "sum|GUPS|RMSE" "$LOGS/rabbitct_$name.log" | tee -a "$LOGS/summary.txt"
+}
+
+if has rabbitct; then
+  for L in ${RCT_SIZES:-256 512 1024}; do
+    for interp in ${RCT_INTERPS:-precise exact texture}; do
       [ "$interp" = texture ] && [ "$L" != 512 ] && continue
-      "$BUILD/ctrecon" rabbitct $rct --size $L --device cuda --interp $interp \
-        --json "$LOGS/rabbitct_${L}_$interp.json" > "$LOGS/rabbitct_${L}_$interp.log" 2>&1
-      say "rabbitct L=$L $interp rc=$?"
-      grep -iE "sum|GUPS|RMSE|max|PSNR" "$LOGS/rabbitct_${L}_$interp.log" | tee -a "$LOGS/summary.txt"
+      rct_run ${L}_$interp $L $interp
     done
   done
   python3 - "$LOGS" "$OUT/rabbitct.json" <<'PY'
 import glob, json, sys
-runs = [json.load(open(f)) for f in sorted(glob.glob(sys.argv[1] + "/rabbitct_*_*.json"))]
+files = sorted(glob.glob(sys.argv[1] + "/rabbitct_*.json"))
+runs = [json.load(open(f)) for f in files]
 if runs:
     out = {k: runs[0][k] for k in ("gpu", "date", "revision")}
-    out["command"] = "ctrecon rabbitct (exact and texture interpolation)"
-    out["cases"] = [dict(c, interp=f.split("_")[-1][:-5]) for r, f in
-                    zip(runs, sorted(glob.glob(sys.argv[1] + "/rabbitct_*_*.json"))) for c in r["cases"]]
+    out["command"] = "ctrecon rabbitct (precise, exact and texture interpolation)"
+    out["cases"] = [dict(c, run=f.split("rabbitct_")[-1][:-5]) for r, f in zip(runs, files)
+                    for c in r["cases"]]
     json.dump(out, open(sys.argv[2], "w"), indent=2)
 PY
-  rm -f $rct
+fi
+
+if has rabbitsweep; then
+  # Launch shape and chunk schedule of the general kernel at L = 512, and
+  # one ncu profile of a full-size launch (bench/NOTES.md, issue 7).
+  for zb in 32:8x16 32:32x4 32:16x8 16:8x16 16:32x4; do
+    rct_run sweep_z${zb%%:*}_${zb##*:} 512 precise CTRECON_BP_SLICES=${zb%%:*} CTRECON_BP_BLOCK=${zb##*:}
+  done
+  for ch in 1,4 2,8 4,8 8,8 2,16 32,32; do
+    rct_run sweep_chunks_${ch/,/_} 512 precise CTRECON_BP_CHUNKS=$ch
+  done
+  if command -v ncu > /dev/null; then
+    CTRECON_BP_CHUNKS=32,32 ncu --clock-control none -k regex:bpg_kernel -s 3 -c 1 \
+      --section SpeedOfLight --section Occupancy --section WarpStateStats \
+      --section InstructionStats --section LaunchStats --section MemoryWorkloadAnalysis \
+      --section SchedulerStats \
+      "$BUILD/ctrecon" rabbitct $rct --size 512 --device cuda --interp precise \
+      > "$LOGS/ncu_rabbitct_512.txt" 2>&1
+    say "ncu rc=$?"
+    cp "$LOGS/ncu_rabbitct_512.txt" "$OUT/"
+  fi
 fi
 
 cp "$LOGS/summary.txt" "$OUT/summary.txt"

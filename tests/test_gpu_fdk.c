@@ -32,8 +32,37 @@ static double rel_rms_d(const float *a, const double *b, int64_t n) {
   return s > 0 ? sqrt(e / s) : INFINITY;
 }
 
+/* Turns the world by `deg` about x and then about y under every matrix of
+ * *g: the orbit's axis tilts, so c and u depend on z (as on a C-arm). */
+static void tilt_geometry(ctr_geometry **g, double deg) {
+  if (!*g) return;
+  const int64_t n = ctr_geometry_nviews(*g);
+  int64_t nu, nv;
+  ctr_geometry_detector(*g, &nu, &nv, NULL, NULL);
+  const ctr_volume_geometry vol = ctr_geometry_volume(*g);
+  const double t = deg * 3.14159265358979323846 / 180.0, c = cos(t), s = sin(t);
+  /* R = Ry Rx, world point x -> R x */
+  const double R[3][3] = {{c, s * s, s * c}, {0, c, -s}, {-s, c * s, c * c}};
+  double *M = malloc(sizeof(double) * 12 * (size_t)n);
+  for (int64_t i = 0; i < n; i++) {
+    double P[12];
+    ctr_geometry_matrix(*g, i, P);
+    for (int r = 0; r < 3; r++) {
+      for (int q = 0; q < 3; q++)
+        M[12 * i + 4 * r + q] = P[4 * r] * R[0][q] + P[4 * r + 1] * R[1][q] + P[4 * r + 2] * R[2][q];
+      M[12 * i + 4 * r + 3] = P[4 * r + 3];
+    }
+  }
+  ctr_geometry *h = NULL;
+  CHECK_OK(ctr_geometry_create_matrices(nu, nv, 0, 0, n, M, &vol, &h));
+  free(M);
+  ctr_geometry_free(*g);
+  *g = h;
+}
+
 /* A random geometry: circular (optionally symmetric so the mirrored-pair
- * kernels apply) or perturbed into arbitrary matrices. */
+ * kernels apply), perturbed into arbitrary matrices (kind 3) and tilted as
+ * well (kind 4: z enters every row). */
 static ctr_geometry *random_geometry(int kind, int64_t nx, int64_t ny, int64_t nz, int64_t nu,
                                      int64_t nv, int64_t nviews) {
   ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
@@ -56,7 +85,9 @@ static ctr_geometry *random_geometry(int kind, int64_t nx, int64_t ny, int64_t n
   }
   ctr_geometry *g = NULL;
   CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
-  if (kind == 3) th_perturb_geometry(&g, 0.02); /* arbitrary matrices: tilted, skewed */
+  if (kind >= 3) th_perturb_geometry(&g, 0.02); /* arbitrary matrices: skewed */
+  if (kind == 4) tilt_geometry(&g, th_uniform(3, 8));
+  if (g) CHECK(ctr_geometry_is_circular(g) == (kind < 4));
   return g;
 }
 
@@ -122,10 +153,10 @@ static void test_variants(void) {
   static const ctr__bp_variant variants[] = {CTR__BP_TEX,     CTR__BP_TEX_PAIR,
                                              CTR__BP_TEX_PAIR_HALF, CTR__BP_EXACT,
                                              CTR__BP_EXACT_PAIR, CTR__BP_PRECISE,
-                                             CTR__BP_PRECISE_PAIR};
+                                             CTR__BP_PRECISE_PAIR, CTR__BP_PRECISE_GENERAL};
   static const int configs[][4] = {{32, 8, 16, 16}, {8, 1, 32, 8}, {64, 16, 16, 16},
                                    {16, 4, 32, 4}, {5, 2, 8, 8}};
-  for (int kind = 0; kind <= 3; kind += quick ? 3 : 1) {
+  for (int kind = 0; kind <= 4; kind += quick ? 4 : 1) {
     const int64_t nx = 23, ny = 19, nz = kind == 0 ? 21 : 18, nu = 61, nv = 50, nviews = 45;
     ctr_geometry *g = random_geometry(kind, nx, ny, nz, nu, kind == 0 ? 51 : nv, nviews);
     if (!g) continue;
@@ -154,7 +185,7 @@ static void test_variants(void) {
       free(nref);
       free(nout);
     }
-    for (int vi = 0; vi < 7; vi++) {
+    for (int vi = 0; vi < 8; vi++) {
       for (int ci = 0; ci < (quick ? 1 : 5); ci++) {
         ctr__bp_config c = {variants[vi], configs[ci][0], configs[ci][1], configs[ci][2],
                             configs[ci][3], CTR__PIPE_DEFAULT};
@@ -165,7 +196,8 @@ static void test_variants(void) {
         const double e = rel_rms_d(out, ref, nvox);
         const int tex = r.variant == CTR__BP_TEX || r.variant == CTR__BP_TEX_PAIR ||
                         r.variant == CTR__BP_TEX_PAIR_HALF;
-        const int precise = r.variant == CTR__BP_PRECISE || r.variant == CTR__BP_PRECISE_PAIR;
+        const int precise = r.variant == CTR__BP_PRECISE || r.variant == CTR__BP_PRECISE_PAIR ||
+                            r.variant == CTR__BP_PRECISE_GENERAL;
         /* precise: double positions, float blend and sums: ~1e-7 */
         const double bound = tex ? 2e-3 : precise ? 1e-6 : 1e-5;
         if (ci == 0)
@@ -287,12 +319,73 @@ static void test_end_to_end(void) {
   ctr_geometry_free(g);
 }
 
+/* Fraction of (voxel, view) pairs of g whose position falls outside the
+ * detector ([-1, nu] x [-1, nv]), from the matrices in double. */
+static double fraction_outside(const ctr_geometry *g) {
+  const ctr_volume_geometry *vg = &g->vol;
+  int64_t out = 0, all = 0;
+  for (int64_t n = 0; n < g->nviews; n++)
+    for (int64_t k = 0; k < vg->nz; k++)
+      for (int64_t j = 0; j < vg->ny; j++)
+        for (int64_t i = 0; i < vg->nx; i++) {
+          const double x = ctr__voxel_coord(i, vg->nx, vg->voxel_x, vg->offset_x);
+          const double y = ctr__voxel_coord(j, vg->ny, vg->voxel_y, vg->offset_y);
+          const double z = ctr__voxel_coord(k, vg->nz, vg->voxel_z, vg->offset_z);
+          const double *P = g->views[n].P;
+          const double c = P[8] * x + P[9] * y + P[10] * z + P[11];
+          const double u = (P[0] * x + P[1] * y + P[2] * z + P[3]) / c;
+          const double v = (P[4] * x + P[5] * y + P[6] * z + P[7]) / c;
+          out += !(u > -1 && u < (double)g->nu && v > -1 && v < (double)g->nv);
+          all++;
+        }
+  return (double)out / (double)all;
+}
+
+/* The general kernel where the volume overflows the detector, so that for
+ * a view a thread's run lies wholly outside (skipped), wholly inside
+ * (unclamped) or across the border (clamped), on tilted, skewed matrices:
+ * every run length and block shape against the double reference. */
+static void test_general_clipping(void) {
+  const int64_t nx = 40, ny = 36, nz = 70, nviews = 17;
+  ctr_geometry *g = random_geometry(4, nx, ny, nz, 44, 34, nviews);
+  if (!g) return;
+  const int64_t nvox = nx * ny * nz;
+  const double outside = fraction_outside(g);
+  printf("general kernel: %.0f %% of voxel-view pairs outside the detector\n", 100 * outside);
+  CHECK_MSG(outside > 0.1 && outside < 0.9, "the test geometry should overflow the detector: %g",
+            outside);
+  float *filt = filtered_phantom(g);
+  double *ref = calloc(nvox, sizeof(double));
+  ctr__bp_reference(g, 0, nviews, filt, ref, 0, nz);
+  float *out = malloc(sizeof(float) * nvox);
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  o.nz = nz;
+  o.interp = CTR_INTERP_PRECISE;
+  CHECK(ctr__bp_config_resolve(g, &o, NULL).variant == CTR__BP_PRECISE_GENERAL);
+  static const int shapes[][3] = {{32, 8, 16}, {32, 32, 4}, {16, 16, 8}, {8, 8, 4},
+                                  {4, 32, 2}, {2, 8, 16}, {1, 32, 8}};
+  for (int si = 0; si < (quick ? 1 : 7); si++) {
+    ctr__bp_config c = {CTR__BP_PRECISE_GENERAL, 7, shapes[si][0], shapes[si][1], shapes[si][2],
+                        CTR__PIPE_DEFAULT};
+    memset(out, 0xff, sizeof(float) * nvox);
+    CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, filt, out, 1, NULL));
+    const double e = rel_rms_d(out, ref, nvox);
+    printf("  Z'=%2d %2dx%-2d: relative RMS %.2e (bound 1e-6)\n", c.slices_per_thread, c.block_x,
+           c.block_y, e);
+    CHECK_MSG(e < 1e-6, "general Z'=%d %dx%d: %g", c.slices_per_thread, c.block_x, c.block_y, e);
+  }
+  free(out);
+  free(ref);
+  free(filt);
+  ctr_geometry_free(g);
+}
+
 /* The FP64 reference on the GPU equals the CPU's (same formulas, double
  * arithmetic; only the summation order of nothing differs): ~1e-14. The
  * incremental backprojector with weights and views in any order equals the
  * weighted reference to fp32 rounding (exact mode). */
 static void test_reference_and_backprojector(void) {
-  ctr_geometry *g = random_geometry(3, 17, 15, 13, 40, 36, 21);
+  ctr_geometry *g = random_geometry(4, 17, 15, 13, 40, 36, 21);
   if (!g) return;
   const int64_t nvox = 17 * 15 * 13, n = 21;
   float *filt = filtered_phantom(g);
@@ -332,6 +425,23 @@ static void test_reference_and_backprojector(void) {
   for (int64_t i = 0; i < nvox; i++) mx = fmax(mx, fabs(out[i]));
   CHECK(mx == 0.0);
   ctr_backprojector_free(b);
+  /* Precise (the general kernel on these matrices) in calls of 13 and 8
+   * views, under chunk schedules from one view at a time to whole calls:
+   * the same volume to fp32 rounding. */
+  o.interp = CTR_INTERP_PRECISE;
+  static const char *schedules[] = {NULL, "1,1", "1,4", "3,2", "64,64"};
+  for (int si = 0; si < 5; si++) {
+    if (schedules[si]) setenv("CTRECON_BP_CHUNKS", schedules[si], 1);
+    else unsetenv("CTRECON_BP_CHUNKS");
+    CHECK_OK(ctr_backprojector_create(gctx, g, &o, &b));
+    CHECK_OK(ctr_backprojector_add(b, 13, idx, img, wf));
+    CHECK_OK(ctr_backprojector_add(b, n - 13, idx + 13, img + 13, wf + 13));
+    CHECK_OK(ctr_backprojector_read(b, out));
+    e = rel_rms_d(out, cpu, nvox);
+    CHECK_MSG(e < 1e-6, "precise backprojector, chunks %s: %g", schedules[si] ? schedules[si] : "default", e);
+    ctr_backprojector_free(b);
+  }
+  unsetenv("CTRECON_BP_CHUNKS");
   ctr_context_free(gctx);
   free(out);
   free(cpu);
@@ -369,6 +479,7 @@ int main(void) {
   quick = getenv("CTR_TEST_QUICK") != NULL;
   test_filter();
   test_variants();
+  test_general_clipping();
   test_end_to_end();
   test_reference_and_backprojector();
   test_out_of_memory();

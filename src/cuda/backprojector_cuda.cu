@@ -1,24 +1,28 @@
 /* The incremental backprojector on the GPU (ctr_backprojector with a CUDA
  * context) and the FP64 reference backprojection.
  *
- * Views arrive from host memory in any order; each chunk of N' views is
- * staged through pinned memory, uploaded on a copy stream, stored into one of
- * two alternating slot sets of the variant's layout and backprojected on the
- * compute stream, so chunk c+1 uploads while chunk c is backprojected. A
- * call returns when all its views are in the volume. Per-view weights scale
- * the view's matrix (same u, v; weight x 1 / alpha^2 with alpha =
+ * Views arrive from host memory in any order. A call runs as chunks (see
+ * chunk_schedule): the copy stream uploads a chunk (pinned memory in place,
+ * else through pinned staging) and stores it into one of two alternating
+ * slot sets of the variant's layout; the compute stream backprojects it, so
+ * chunk c+1 uploads and is stored while chunk c is backprojected. A call
+ * returns when all its views are in the volume. Per-view weights scale the
+ * view's matrix (same u, v; weight x 1 / alpha^2 with alpha =
  * 1 / sqrt(weight)). */
 #include "cuda/views_layout.cuh"
 
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda/backprojector_cuda.h"
 
-/* Rates for the chunking decision (DESIGN.md's H100 figures). */
+/* Rates for the chunk schedule (DESIGN.md's H100 figures; the update rate
+ * is the general kernel's on RabbitCT, runs outside the detector skipped). */
 #define EST_H2D_BYTES_PER_S 50e9
 #define EST_HBM_BYTES_PER_S 3.0e12
+#define EST_UPDATES_PER_S 1.0e12
 
 struct ctr__cuda_bpj {
   const ctr_context *ctx;
@@ -30,7 +34,7 @@ struct ctr__cuda_bpj {
   float *d_src[2];
   float *h_stage[2];
   cudaStream_t s_copy, s_comp;
-  cudaEvent_t ev_up[2], ev_used[2];
+  cudaEvent_t ev_up[2], ev_ready[2], ev_done[2];
   size_t vol_bytes;
 };
 
@@ -41,7 +45,8 @@ void ctr__cuda_bpj_free(ctr__cuda_bpj *b) {
     cudaFree(b->d_src[i]);
     cudaFreeHost(b->h_stage[i]);
     if (b->ev_up[i]) cudaEventDestroy(b->ev_up[i]);
-    if (b->ev_used[i]) cudaEventDestroy(b->ev_used[i]);
+    if (b->ev_ready[i]) cudaEventDestroy(b->ev_ready[i]);
+    if (b->ev_done[i]) cudaEventDestroy(b->ev_done[i]);
   }
   cudaFree(b->d_vol);
   ctr__views_free(&b->dv);
@@ -63,7 +68,8 @@ ctr_status ctr__cuda_bpj_create(const ctr_context *ctx, const ctr_geometry *g,
   b->g = g;
   b->o = *o;
   b->cfg = ctr__bp_config_resolve(g, o, NULL);
-  if (!ctr__is_tex(b->cfg.variant) && !getenv("CTRECON_BP_SLICES") && !getenv("CTRECON_BP_BLOCK")) {
+  if (!ctr__is_tex(b->cfg.variant) && b->cfg.variant != CTR__BP_PRECISE_GENERAL &&
+      !getenv("CTRECON_BP_SLICES") && !getenv("CTRECON_BP_BLOCK")) {
     /* Software interpolation on the RabbitCT module's views (non-circular, a
      * subset per call): 16 slices per thread in 32 x 4 blocks measured best
      * (L = 512 precise: 192 -> 163 ms; bench/NOTES.md, issue 7). */
@@ -81,7 +87,8 @@ ctr_status ctr__cuda_bpj_create(const ctr_context *ctx, const ctr_geometry *g,
   CU(cudaStreamCreateWithFlags(&b->s_comp, cudaStreamNonBlocking));
   for (int i = 0; i < 2; i++) {
     CU(cudaEventCreateWithFlags(&b->ev_up[i], cudaEventDisableTiming));
-    CU(cudaEventCreateWithFlags(&b->ev_used[i], cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&b->ev_ready[i], cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&b->ev_done[i], cudaEventDisableTiming));
     CU(cudaMalloc(&b->d_src[i], np * view_bytes));
     CU(cudaMallocHost(&b->h_stage[i], np * view_bytes));
   }
@@ -95,32 +102,66 @@ cleanup:
   return st;
 }
 
+/* The chunk schedule of a call of n views: a first chunk of `first` views,
+ * then chunks of `rest`. Each call must finish its own views, so nothing
+ * hides the first chunk's upload nor the last chunk's backprojection; small
+ * chunks shorten both but cost a read-modify-write pass over the volume
+ * each. The choice simulates the two streams (uploads back to back; a
+ * launch starts when its views are up and the previous launch is done, and
+ * lasts its volume pass plus its updates: measured additive, L = 512:
+ * 0.45 / 0.81 / 5.8 ms for 1 / 4 / 32 views) with the EST_ rates, over
+ * powers of two. CTRECON_BP_CHUNKS=first,rest overrides
+ * (experiments, bench/NOTES.md). */
+static void chunk_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *first, int64_t *rest) {
+  const int64_t cap = b->cfg.views_per_launch;
+  const char *env = getenv("CTRECON_BP_CHUNKS");
+  long f = 0, r = 0;
+  if (env && sscanf(env, "%ld,%ld", &f, &r) == 2 && f > 0 && r > 0) {
+    *first = f < cap ? f : cap;
+    *rest = r < cap ? r : cap;
+    return;
+  }
+  const ctr_geometry *g = b->g;
+  const double up = (double)(g->nu * g->nv) * sizeof(float) / EST_H2D_BYTES_PER_S;
+  const double upd = (double)(g->vol.nx * g->vol.ny * b->o.nz) / EST_UPDATES_PER_S;
+  const double pass = 2.0 * (double)b->vol_bytes / EST_HBM_BYTES_PER_S;
+  double best = INFINITY;
+  *first = *rest = n < cap ? n : cap;
+  for (int64_t cf = 1; cf <= cap; cf *= 2)
+    for (int64_t cr = cf; cr <= cap; cr *= 2) {
+      double t_up = 0, t_end = 0;
+      for (int64_t c0 = 0; c0 < n;) {
+        const int64_t m = c0 == 0 ? (cf < n ? cf : n) : (cr < n - c0 ? cr : n - c0);
+        t_up += (double)m * up;
+        t_end = fmax(t_end, t_up) + pass + (double)m * upd;
+        c0 += m;
+      }
+      if (t_end < best * 0.999) best = t_end, *first = cf, *rest = cr;
+    }
+}
+
 ctr_status ctr__cuda_bpj_add(ctr__cuda_bpj *b, int64_t n, const int64_t *views,
                              const float *const *images, const float *weights) {
   ctr_status st = CTR_OK;
   const ctr_geometry *g = b->g;
-  /* Two chunks per call let the second chunk's upload overlap the first
-   * chunk's backprojection (nothing else can hide it when each call must
-   * finish its views), at the price of one more read-modify-write pass over
-   * the volume: split when half the call's upload outlasts that pass
-   * (measured on RabbitCT: L = 256, 512 gain 17 % / 4 %, L = 1024 loses 3 %). */
   const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
-  const int64_t half = (n + 1) / 2;
-  const double upload_s = (double)half * (double)view_bytes / EST_H2D_BYTES_PER_S;
-  const double pass_s = 2.0 * (double)b->vol_bytes / EST_HBM_BYTES_PER_S;
-  const int64_t chunk = n > 8 && upload_s > pass_s ? half : n;
-  const int64_t np = chunk < b->cfg.views_per_launch ? chunk : b->cfg.views_per_launch;
+  int64_t first, rest;
+  chunk_schedule(b, n, &first, &rest);
   const int threads = ctr__num_threads(b->ctx);
-  for (int64_t c0 = 0, chunk = 0; c0 < n; c0 += np, chunk++) {
+  /* Chunk c uses staging buffer and slot set i = c % 2. The copy stream
+   * uploads it and stores it into the slots (after chunk c-2's
+   * backprojection has finished with them), so the store overlaps chunk
+   * c-1's backprojection on the compute stream. */
+  for (int64_t c0 = 0, chunk = 0; c0 < n; chunk++) {
     const int i = (int)(chunk & 1);
-    const int64_t m = n - c0 < np ? n - c0 : np;
+    const int64_t want = chunk == 0 ? first : rest;
+    const int64_t m = n - c0 < want ? n - c0 : want;
     double alpha[CTR__BP_MAX_VIEWS];
     for (int64_t k = 0; k < m; k++) alpha[k] = weights ? 1.0 / sqrt((double)weights[c0 + k]) : 1.0;
     /* Pinned images (ctr_host_register) go up directly; others through the
      * pinned staging buffer. */
     int pinned = 1;
     for (int64_t k = 0; k < m && pinned; k++) pinned = ctr__host_pinned(images[c0 + k]);
-    CU(cudaStreamWaitEvent(b->s_copy, b->ev_used[i], 0)); /* d_src[i] stored two chunks ago */
     if (pinned) {
       for (int64_t k = 0; k < m; k++)
         CU(cudaMemcpyAsync((char *)b->d_src[i] + k * view_bytes, images[c0 + k], view_bytes,
@@ -133,16 +174,17 @@ ctr_status ctr__cuda_bpj_add(ctr__cuda_bpj *b, int64_t n, const int64_t *views,
                          b->s_copy));
     }
     CU(cudaEventRecord(b->ev_up[i], b->s_copy));
-    CU(cudaStreamWaitEvent(b->s_comp, b->ev_up[i], 0));
-    /* Slot set i: the compute stream is in order, so chunk c-2's
-     * backprojection is done with it. */
+    CU(cudaStreamWaitEvent(b->s_copy, b->ev_done[i], 0)); /* chunk c-2 is out of slot set i */
     const int64_t slot0 = i * b->cfg.views_per_launch;
     const ctr__gpu_store dst = ctr__views_target(&b->dv, slot0);
-    CTR_CHECK_GOTO(st, ctr__gpu_store_views(b->d_src[i], g->nu, g->nv, m, &dst, b->s_comp));
-    CU(cudaEventRecord(b->ev_used[i], b->s_comp));
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(b->d_src[i], g->nu, g->nv, m, &dst, b->s_copy));
+    CU(cudaEventRecord(b->ev_ready[i], b->s_copy));
+    CU(cudaStreamWaitEvent(b->s_comp, b->ev_ready[i], 0));
     CTR_CHECK_GOTO(st, ctr__views_backproject(g, &b->dv, &b->cfg, views + c0, alpha, slot0, m,
                                               b->d_vol, b->o.z0, b->o.nz, 0,
                                               ctr__grid_slices(&b->dv, b->o.nz), b->s_comp));
+    CU(cudaEventRecord(b->ev_done[i], b->s_comp));
+    c0 += m;
   }
   CU(cudaStreamSynchronize(b->s_comp)); /* every view of this call is in the volume */
 cleanup:

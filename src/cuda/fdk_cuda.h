@@ -26,13 +26,16 @@ typedef enum ctr__bp_variant {
   CTR__BP_EXACT_PAIR = 4,
   CTR__BP_TEX_PAIR_HALF = 5,
   CTR__BP_PRECISE = 6,     /* EXACT at double-precision positions */
-  CTR__BP_PRECISE_PAIR = 7 /* EXACT_PAIR at double-precision positions */
+  CTR__BP_PRECISE_PAIR = 7, /* EXACT_PAIR at double-precision positions */
+  CTR__BP_PRECISE_GENERAL = 8 /* PRECISE for any orbit: cells of bilinear
+                                 coefficients, runs outside the detector
+                                 skipped (bp_general.cuh) */
 } ctr__bp_variant;
 
 typedef struct ctr__bp_config {
   ctr__bp_variant variant;
   int views_per_launch; /* N' (<= CTR__BP_MAX_VIEWS) */
-  int slices_per_thread; /* Z': 1, 2, 4, 8 or 16 */
+  int slices_per_thread; /* Z': 1, 2, 4, 8 or 16 (PRECISE_GENERAL: also 32) */
   int block_x, block_y;  /* threads per block in x and y */
   int pipeline;          /* CTR__PIPE_*: how filtering and backprojection share the GPU */
 } ctr__bp_config;

@@ -2,6 +2,8 @@
  * for the transforms (batched over every row of a batch of views). */
 #include "cuda/filter_cuda.cuh"
 
+#include "cuda/bp_general.cuh"
+
 #include <cuda_fp16.h>
 #include <string.h>
 
@@ -111,15 +113,40 @@ __global__ void store_rows(const float *__restrict__ rows, long long row_stride,
   }
 }
 
+/* One thread per cell (g, h) of the padded COEF image (bp_general.cuh), from
+ * g = -2 across the whole pitch and h = -2 to nv: the bilinear polynomial
+ * of pixels (g..g+1, h..h+1) of `rows`, zero outside the detector. */
+__global__ void store_coef(const float *__restrict__ rows, long long row_stride,
+                           const ctr__fdk_view_params *__restrict__ params, ctr__gpu_store dst,
+                           int v0, int nu, int nv) {
+  const int g = (int)(blockIdx.x * blockDim.x + threadIdx.x) - CTR__BPG_LO;
+  const int h = (int)blockIdx.y - CTR__BPG_LO, view = blockIdx.z;
+  if (g + CTR__BPG_LO >= dst.pitch) return;
+  const float scale = params ? params[v0 + view].scale : 1.0f;
+  const float *img = rows + (long long)view * nv * row_stride;
+  float q[4];
+  for (int e = 0; e < 4; e++) {
+    const int x = g + (e & 1), y = h + (e >> 1);
+    q[e] = x >= 0 && x < nu && y >= 0 && y < nv ? img[(long long)y * row_stride + x] * scale : 0.0f;
+  }
+  ((float4 *)dst.base)[(long long)view * dst.view_stride + (long long)h * dst.pitch + g] =
+      ctr__bpg_cell(q[0], q[1], q[2], q[3]);
+}
+
 /* With half storage, dst->d_max must hold the batch maximum already (see
  * ctr__gpu_store.gain). */
 static ctr_status store(const float *rows, long long row_stride,
                         const ctr__fdk_view_params *params, const ctr__gpu_store *dst, int64_t v0,
                         int64_t nu, int64_t nv, int64_t n, cudaStream_t s) {
   ctr_status st = CTR_OK;
-  const dim3 grid((unsigned)((nu + 255) / 256), (unsigned)nv, (unsigned)n);
-  store_rows<<<grid, 256, 0, s>>>(rows, row_stride, params, *dst, (int)v0, (int)nu, (int)nv);
-  CU_LAUNCHED("store_rows");
+  if (dst->kind == CTR__STORE_COEF) {
+    const dim3 grid((unsigned)((dst->pitch + 255) / 256), (unsigned)CTR__BPG_ROWS(nv), (unsigned)n);
+    store_coef<<<grid, 256, 0, s>>>(rows, row_stride, params, *dst, (int)v0, (int)nu, (int)nv);
+  } else {
+    const dim3 grid((unsigned)((nu + 255) / 256), (unsigned)nv, (unsigned)n);
+    store_rows<<<grid, 256, 0, s>>>(rows, row_stride, params, *dst, (int)v0, (int)nu, (int)nv);
+  }
+  CU_LAUNCHED("store kernel");
 cleanup:
   return st;
 }

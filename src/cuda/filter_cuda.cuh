@@ -11,13 +11,15 @@
  * base[k * view_stride + v * pitch + u]. QUAD: a padded float4 image whose
  * element (u, v) holds the bilinear neighbourhood (Q[v][u], Q[v][u+1],
  * Q[v+1][u], Q[v+1][u+1]): each pixel is written into the four elements that
- * contain it (the border stays 0 from the initial clear). SURFACE: at (u, v) of layer
+ * contain it (the border stays 0 from the initial clear). COEF: the
+ * general kernel's cells of bilinear coefficients (bp_general.cuh), base at
+ * cell (0, 0), every cell of the padded image written. SURFACE: at (u, v) of layer
  * layer0 + k of a layered array. With `pair`, elements hold
  * (Q[v][u], Q[mirror - v][u]) (0 outside the detector); with `half` (surface
  * only) they are half2 scaled by 2^-e, e chosen per batch from a bound on
  * the largest magnitude (d_max x gain) so nothing exceeds 2^14, and
  * wscale[k] receives 2^e. */
-enum { CTR__STORE_LINEAR = 0, CTR__STORE_SURFACE = 1, CTR__STORE_QUAD = 2 };
+enum { CTR__STORE_LINEAR = 0, CTR__STORE_SURFACE = 1, CTR__STORE_QUAD = 2, CTR__STORE_COEF = 3 };
 struct ctr__gpu_store {
   int kind;
   void *base;

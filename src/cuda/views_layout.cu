@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "cuda/views_layout.cuh"
+#include "cuda/bp_general.cuh"
 
 #include <math.h>
 #include <string.h>
@@ -21,6 +22,10 @@
 #define DEFAULT_EXACT_SLICES 8
 #define DEFAULT_EXACT_BLOCK_X 8
 #define DEFAULT_EXACT_BLOCK_Y 8
+/* The general kernel: 8 x 4 voxel tiles per warp, 32-slice runs (bench/NOTES.md, issue 7). */
+#define DEFAULT_GENERAL_SLICES 16
+#define DEFAULT_GENERAL_BLOCK_X 32
+#define DEFAULT_GENERAL_BLOCK_Y 4
 
 
 
@@ -34,6 +39,7 @@ extern "C" const char *ctr__bp_variant_name(ctr__bp_variant v) {
     case CTR__BP_PRECISE: return "precise";
     case CTR__BP_PRECISE_PAIR: return "precise-pair";
     case CTR__BP_TEX_PAIR_HALF: return "tex-pair-half";
+    case CTR__BP_PRECISE_GENERAL: return "precise-general";
   }
   return "unknown";
 }
@@ -47,7 +53,13 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
     /* The GPU's default is texture interpolation (docs/cuda.md). */
     switch (o->interp) {
       case CTR_INTERP_EXACT: c.variant = pair_ok ? CTR__BP_EXACT_PAIR : CTR__BP_EXACT; break;
-      case CTR_INTERP_PRECISE: c.variant = pair_ok ? CTR__BP_PRECISE_PAIR : CTR__BP_PRECISE; break;
+      case CTR_INTERP_PRECISE:
+        /* non-circular orbits: the general kernel (one reciprocal per update
+         * either way, and it skips runs outside the detector) */
+        c.variant = pair_ok                        ? CTR__BP_PRECISE_PAIR
+                    : !ctr_geometry_is_circular(g) ? CTR__BP_PRECISE_GENERAL
+                                                   : CTR__BP_PRECISE;
+        break;
       default: c.variant = pair_ok ? CTR__BP_TEX_PAIR_HALF : CTR__BP_TEX; break;
     }
   }
@@ -55,6 +67,8 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
     c.variant = c.variant == CTR__BP_EXACT_PAIR     ? CTR__BP_EXACT
                 : c.variant == CTR__BP_PRECISE_PAIR ? CTR__BP_PRECISE
                                                     : CTR__BP_TEX;
+  if (c.variant == CTR__BP_PRECISE_GENERAL && !ctr__bpg_possible(g, o->z0, o->nz))
+    c.variant = CTR__BP_PRECISE;
   if (c.pipeline <= CTR__PIPE_DEFAULT || c.pipeline > CTR__PIPE_SERIAL) c.pipeline = DEFAULT_PIPELINE;
   if (c.views_per_launch <= 0) c.views_per_launch = DEFAULT_VIEWS_PER_LAUNCH;
   if (c.views_per_launch > CTR__BP_MAX_VIEWS) c.views_per_launch = CTR__BP_MAX_VIEWS;
@@ -68,9 +82,13 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
   if (c.slices_per_thread <= 0 && ez) c.slices_per_thread = atoi(ez);
   if (c.block_x <= 0 && c.block_y <= 0 && eb && sscanf(eb, "%dx%d", &bx, &by) == 2)
     c.block_x = bx, c.block_y = by;
-  if (c.slices_per_thread <= 0) c.slices_per_thread = tex ? DEFAULT_TEX_SLICES : DEFAULT_EXACT_SLICES;
-  if (c.block_x <= 0) c.block_x = tex ? DEFAULT_TEX_BLOCK_X : DEFAULT_EXACT_BLOCK_X;
-  if (c.block_y <= 0) c.block_y = tex ? DEFAULT_TEX_BLOCK_Y : DEFAULT_EXACT_BLOCK_Y;
+  const int gen = c.variant == CTR__BP_PRECISE_GENERAL;
+  if (c.slices_per_thread <= 0)
+    c.slices_per_thread = gen ? DEFAULT_GENERAL_SLICES : tex ? DEFAULT_TEX_SLICES : DEFAULT_EXACT_SLICES;
+  if (c.block_x <= 0)
+    c.block_x = gen ? DEFAULT_GENERAL_BLOCK_X : tex ? DEFAULT_TEX_BLOCK_X : DEFAULT_EXACT_BLOCK_X;
+  if (c.block_y <= 0)
+    c.block_y = gen ? DEFAULT_GENERAL_BLOCK_Y : tex ? DEFAULT_TEX_BLOCK_Y : DEFAULT_EXACT_BLOCK_Y;
   return c;
 }
 
@@ -87,7 +105,7 @@ int ctr__is_tex(ctr__bp_variant v) {
 int ctr__is_quad(ctr__bp_variant v) { return v == CTR__BP_EXACT || v == CTR__BP_PRECISE; }
 
 size_t ctr__element_bytes(ctr__bp_variant v) {
-  if (ctr__is_quad(v)) return 16;
+  if (ctr__is_quad(v) || v == CTR__BP_PRECISE_GENERAL) return 16;
   return v == CTR__BP_TEX_PAIR_HALF ? 4 : ctr__is_pair(v) ? 8 : 4;
 }
 
@@ -99,6 +117,8 @@ size_t ctr__element_bytes(ctr__bp_variant v) {
 size_t ctr__views_bytes(const ctr_geometry *g, ctr__bp_variant v, int64_t slots) {
   const size_t e = ctr__element_bytes(v);
   if (ctr__is_tex(v)) return (size_t)slots * (size_t)(g->nu * g->nv) * e + (size_t)slots * 4;
+  if (v == CTR__BP_PRECISE_GENERAL)
+    return (size_t)slots * (size_t)ctr__bpg_pitch(g->nu) * (size_t)CTR__BPG_ROWS(g->nv) * e;
   return (size_t)slots * (size_t)ctr__padded_size(g->nu, g->nv) * e;
 }
 
@@ -162,8 +182,13 @@ ctr_status ctr__views_create(const ctr_geometry *g, ctr__bp_variant variant, int
       CU(cudaMalloc(&dv->d_max, sizeof(unsigned int)));
     }
   } else {
-    dv->pitch = ctr__padded_pitch(g->nu);
-    dv->view_stride = ctr__padded_size(g->nu, g->nv);
+    if (variant == CTR__BP_PRECISE_GENERAL) {
+      dv->pitch = ctr__bpg_pitch(g->nu);
+      dv->view_stride = (long long)dv->pitch * CTR__BPG_ROWS(g->nv);
+    } else {
+      dv->pitch = ctr__padded_pitch(g->nu);
+      dv->view_stride = ctr__padded_size(g->nu, g->nv);
+    }
     CU(cudaMalloc(&dv->d_pad, (size_t)(slots * dv->view_stride) * e));
     CU(cudaMemset(dv->d_pad, 0, (size_t)(slots * dv->view_stride) * e));
   }
@@ -172,6 +197,11 @@ cleanup:
   return st;
 }
 
+/* Elements between a padded view's start and its pixel (0, 0). */
+static int64_t ctr__views_origin(const ctr__dev_views *dv) {
+  return dv->variant == CTR__BP_PRECISE_GENERAL ? CTR__BPG_ORIGIN(dv->pitch)
+                                                : ctr__padded_origin(dv->nu);
+}
 /* Where the filter writes views [v0, v0 + batch). */
 ctr__gpu_store ctr__views_target(const ctr__dev_views *dv, int64_t v0) {
   ctr__gpu_store s;
@@ -187,8 +217,10 @@ ctr__gpu_store ctr__views_target(const ctr__dev_views *dv, int64_t v0) {
     s.d_max = dv->d_max;
   } else {
     const size_t e = ctr__element_bytes(dv->variant);
-    s.kind = ctr__is_quad(dv->variant) ? CTR__STORE_QUAD : CTR__STORE_LINEAR;
-    s.base = (char *)dv->d_pad + (size_t)(v0 * dv->view_stride + ctr__padded_origin(dv->nu)) * e;
+    s.kind = dv->variant == CTR__BP_PRECISE_GENERAL ? CTR__STORE_COEF
+             : ctr__is_quad(dv->variant)            ? CTR__STORE_QUAD
+                                                    : CTR__STORE_LINEAR;
+    s.base = (char *)dv->d_pad + (size_t)(v0 * dv->view_stride + ctr__views_origin(dv)) * e;
     s.pitch = dv->pitch;
     s.view_stride = dv->view_stride;
   }
@@ -214,7 +246,7 @@ ctr_status ctr__views_backproject(const ctr_geometry *g, const ctr__dev_views *d
     if (dv->half) a.wscale = dv->d_wscale + (slot0 - first);
   } else {
     const size_t e = ctr__element_bytes(dv->variant);
-    a.pad = (const char *)dv->d_pad + (size_t)ctr__padded_origin(dv->nu) * e;
+    a.pad = (const char *)dv->d_pad + (size_t)ctr__views_origin(dv) * e;
     a.view_stride = dv->view_stride;
     a.pitch = dv->pitch;
   }
@@ -229,6 +261,7 @@ ctr_status ctr__views_backproject(const ctr_geometry *g, const ctr__dev_views *d
   a.slice = (long long)g->vol.nx * g->vol.ny;
   ctr__bp_views bv;
   ctr__bp_views_fill(g, idx, slot0, (int)n, first, z0, tex, alpha, &bv);
+  if (dv->variant == CTR__BP_PRECISE_GENERAL) return ctr__bpg_launch(cfg, &a, &bv, s);
   return ctr__bp_launch(cfg, ctr_geometry_is_circular(g), &a, &bv, s);
 }
 

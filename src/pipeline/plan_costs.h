@@ -37,9 +37,12 @@ static inline uint64_t ctr__view_bytes(const ctr_geometry *g, uint64_t e) {
 /* Bytes one view occupies in a CUDA backprojection layout: texture layouts
  * hold nu x nv elements of 4 bytes (float, or half2 pairs); the exact and
  * precise layouts hold zero-padded images of float4 neighbourhoods (single)
- * or float2 pairs. */
+ * or float2 pairs; the general kernel's cells of float4 coefficients have up
+ * to 63 more cells per row (bp_general.cuh). */
 static inline uint64_t ctr__gpu_layout_view_bytes(const ctr_geometry *g, ctr_interp interp,
                                                   int pair) {
+  if (interp == CTR_INTERP_PRECISE && !pair)
+    return (uint64_t)(g->nu + 66) * (uint64_t)(g->nv + 3) * 16u;
   if (interp == CTR_INTERP_EXACT || interp == CTR_INTERP_PRECISE)
     return (uint64_t)ctr__padded_size(g->nu, g->nv) * (pair ? 8u : 16u);
   return ctr__view_bytes(g, 4) + 4;
