@@ -255,10 +255,10 @@ fi
 if has rabbitsweep; then
   # Launch shape and chunk schedule of the general kernel at L = 512, and
   # one ncu profile of a full-size launch (bench/NOTES.md, issue 7).
-  for zb in 32:8x16 32:32x4 32:16x8 16:8x16 16:32x4; do
+  for zb in 16:32x4 16:32x8 16:8x16 32:32x4 8:32x4; do
     rct_run sweep_z${zb%%:*}_${zb##*:} 512 precise CTRECON_BP_SLICES=${zb%%:*} CTRECON_BP_BLOCK=${zb##*:}
   done
-  for ch in 1,4 2,8 4,8 8,8 2,16 32,32; do
+  for ch in 1,1 4,8 8,16 1,32 32,32; do
     rct_run sweep_chunks_${ch/,/_} 512 precise CTRECON_BP_CHUNKS=$ch
   done
   if command -v ncu > /dev/null; then
