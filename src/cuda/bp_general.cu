@@ -76,12 +76,6 @@ int ctr__bpg_possible(const ctr_geometry *g, int64_t z0, int64_t nz) {
   return 1;
 }
 
-__device__ __forceinline__ float rcp_approx(float x) {
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-
 /* One view's updates of a run (CLAMP: positions clamped to the detector's
  * padded range, for warps with a run crossing its border), in groups of G
  * slices: a group's G loads are all issued before any is used, so each
@@ -98,7 +92,7 @@ __device__ __forceinline__ void run_updates(float (&acc)[ZP], unsigned long long
 #pragma unroll
     for (int g = 0; g < G; g++) {
       const float kk = (float)(k0 + g - ZP / 2); /* slices from the anchor */
-      const float rk = rcp_approx(fmaf(kk, dc, c0));
+      const float rk = ctr__rcp_approx(fmaf(kk, dc, c0));
       const float kr = kk * rk;
       float su = fmaf(kr, du, fu0), sv = fmaf(kr, dv, fv0);
       if (CLAMP) {
@@ -143,7 +137,7 @@ __global__ void __launch_bounds__(256) bpg_kernel(const ctr__bp_args a,
     const double b0 = fma(dk, md[7], fma(dj, md[6], fma(di, md[5], md[4])));
     const double c0 = fma(dk, md[11], fma(dj, md[10], fma(di, md[9], md[8])));
     /* 1 / c0 from the float reciprocal and two Newton steps: 2^-46 */
-    double r0 = (double)rcp_approx((float)c0);
+    double r0 = (double)ctr__rcp_approx((float)c0);
     r0 = fma(r0, fma(-c0, r0, 1.0), r0);
     r0 = fma(r0, fma(-c0, r0, 1.0), r0);
     const double u0 = a0 * r0, v0 = b0 * r0;
@@ -161,7 +155,7 @@ __global__ void __launch_bounds__(256) bpg_kernel(const ctr__bp_args a,
     /* The run's extent: offsets are monotonic in k, so its ends bound it
      * (computed exactly as the first and last updates compute them). */
     const float kb = (float)(-(ZP / 2)), ke = (float)(ZP - 1 - ZP / 2);
-    const float krb = kb * rcp_approx(fmaf(kb, dc, c0f)), kre = ke * rcp_approx(fmaf(ke, dc, c0f));
+    const float krb = kb * ctr__rcp_approx(fmaf(kb, dc, c0f)), kre = ke * ctr__rcp_approx(fmaf(ke, dc, c0f));
     const float ub = fmaf(krb, du, fu0), vb = fmaf(krb, dv, fv0);
     const float ue = fmaf(kre, du, fu0), ve = fmaf(kre, dv, fv0);
     const float umin = fminf(ub, ue), umax = fmaxf(ub, ue);
@@ -192,7 +186,7 @@ __global__ void __launch_bounds__(256) bpg_kernel(const ctr__bp_args a,
   float *col = a.vol + (long long)j * a.nx + i;
   float old[ZP];
 #pragma unroll
-  for (int k = 0; k < ZP; k++) old[k] = k0 + k < a.nz_thread ? col[(long long)k * a.slice + (long long)k0 * a.slice] : 0.0f;
+  for (int k = 0; k < ZP; k++) old[k] = k0 + k < a.nz_thread ? col[(long long)(k0 + k) * a.slice] : 0.0f;
 #pragma unroll
   for (int k = 0; k < ZP; k++)
     if (k0 + k < a.nz_thread) col[(long long)(k0 + k) * a.slice] = old[k] + acc[k];

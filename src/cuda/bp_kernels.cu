@@ -42,14 +42,6 @@ struct sample_t<MODE_PRECISE_PAIR> {
 
 __device__ __forceinline__ void acc_add(float &a, float w, float s) { a = fmaf(w, s, a); }
 
-/* The hardware reciprocal (MUFU, ~1 ulp): for the per-update reciprocals of
- * non-circular orbits, where the IEEE-rounded __frcp_rn costs several
- * instructions per update; 1 ulp is far inside every mode's error budget. */
-__device__ __forceinline__ float fast_rcp(float x) {
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
 __device__ __forceinline__ void acc_add(float2 &a, float w, float2 s) {
   a.x = fmaf(w, s.x, a.x);
   a.y = fmaf(w, s.y, a.y);
@@ -143,7 +135,7 @@ __global__ void __launch_bounds__(256, 3)
 #pragma unroll
       for (int k = 0; k < ZP; k++) {
         /* circular orbits: c does not change along the column */
-        const float rk = CIRC ? r0f : fast_rcp(fmaf((float)k, dc, c0f));
+        const float rk = CIRC ? r0f : ctr__rcp_approx(fmaf((float)k, dc, c0f));
         const float kr = (float)k * rk;
         acc_add(acc[k], ws * rk * rk,
                 sample_precise<MODE>(a, iu0, fmaf(kr, du, fu0), iv0, fmaf(kr, dv, fv0), layer));
@@ -164,7 +156,7 @@ __global__ void __launch_bounds__(256, 3)
 #pragma unroll
       for (int k = 0; k < ZP; k++) {
         const float z = fk + (float)k;
-        const float r = fast_rcp(fmaf(z, m[11], cxy));
+        const float r = ctr__rcp_approx(fmaf(z, m[11], cxy));
         const float u = fmaf(z, m[3], axy) * r;
         const float v = fmaf(z, m[7], bxy) * r;
         acc_add(acc[k], ws * r * r, sample<MODE>(a, u, v, layer));

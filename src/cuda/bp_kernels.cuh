@@ -32,6 +32,15 @@ struct ctr__bp_args {
   const float *wscale; /* per layer/view weight factor (TEX_PAIR_HALF), else NULL */
 };
 
+/* The hardware reciprocal (MUFU, ~1 ulp): for the per-update reciprocals of
+ * non-circular orbits, where the IEEE-rounded __frcp_rn costs several
+ * instructions per update; 1 ulp is far inside every mode's error budget. */
+static __device__ __forceinline__ float ctr__rcp_approx(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
 /* Launches one backprojection of bv's views into args->vol. */
 ctr_status ctr__bp_launch(const ctr__bp_config *cfg, int circular, const ctr__bp_args *args,
                           const ctr__bp_views *bv, cudaStream_t s);
