@@ -370,9 +370,11 @@ static void test_general_clipping(void) {
     memset(out, 0xff, sizeof(float) * nvox);
     CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, filt, out, 1, NULL));
     const double e = rel_rms_d(out, ref, nvox);
-    printf("  Z'=%2d %2dx%-2d: relative RMS %.2e (bound 1e-6)\n", c.slices_per_thread, c.block_x,
+    /* positions are float offsets from the block's anchor, over up to half
+     * a block and half a run of voxels: the error grows with Z' */
+    printf("  Z'=%2d %2dx%-2d: relative RMS %.2e (bound 2e-6)\n", c.slices_per_thread, c.block_x,
            c.block_y, e);
-    CHECK_MSG(e < 1e-6, "general Z'=%d %dx%d: %g", c.slices_per_thread, c.block_x, c.block_y, e);
+    CHECK_MSG(e < 2e-6, "general Z'=%d %dx%d: %g", c.slices_per_thread, c.block_x, c.block_y, e);
   }
   free(out);
   free(ref);

@@ -167,11 +167,15 @@ ctr_status ctr__cuda_bpj_add(ctr__cuda_bpj *b, int64_t n, const int64_t *views,
         CU(cudaMemcpyAsync((char *)b->d_src[i] + k * view_bytes, images[c0 + k], view_bytes,
                            cudaMemcpyHostToDevice, b->s_copy));
     } else {
+      /* view by view, so that each view's upload overlaps the next one's
+       * host copy */
       CU(cudaEventSynchronize(b->ev_up[i])); /* the upload out of h_stage[i] two chunks ago */
-      for (int64_t k = 0; k < m; k++)
-        ctr__host_copy((char *)b->h_stage[i] + k * view_bytes, images[c0 + k], view_bytes, threads);
-      CU(cudaMemcpyAsync(b->d_src[i], b->h_stage[i], m * view_bytes, cudaMemcpyHostToDevice,
-                         b->s_copy));
+      for (int64_t k = 0; k < m; k++) {
+        char *stage = (char *)b->h_stage[i] + k * view_bytes;
+        ctr__host_copy(stage, images[c0 + k], view_bytes, threads);
+        CU(cudaMemcpyAsync((char *)b->d_src[i] + k * view_bytes, stage, view_bytes,
+                           cudaMemcpyHostToDevice, b->s_copy));
+      }
     }
     CU(cudaEventRecord(b->ev_up[i], b->s_copy));
     CU(cudaStreamWaitEvent(b->s_copy, b->ev_done[i], 0)); /* chunk c-2 is out of slot set i */

@@ -2,11 +2,16 @@
  *
  * Each thread owns ZP consecutive slices of one (x, y) column (default 16
  * slices in 32 x 4 blocks: warps along x, whose read-modify-writes of the
- * volume are whole 128-byte lines). Per view and column, the position at the
- * run's middle slice is computed in double and split into an integer cell
- * anchor and a float fraction; slice k (counted from there) moves it by
- * k du / c_k (likewise v), with c_k = c_0 + k dc (RabbitCT's reference maths, exact to float rounding
- * of a few-pixel offset). Per update:
+ * volume are whole 128-byte lines). Per launch and view, a block computes in
+ * double the position of its anchor (its centre, at the runs' middle slice)
+ * and the derivatives about it, and classifies its box as outside the
+ * detector (skipped), inside (no clamping) or across the border (clamped);
+ * each thread offsets the anchor by its place in the block in float (~15
+ * instructions per view instead of ~190 for a double anchor of its own).
+ * Along the run, step k (counted from the middle slice) moves the position
+ * by k du / c_k (likewise v), with c_k = c_0 + k dc
+ * (RabbitCT's reference maths, exact to float rounding of a few-pixel
+ * offset). Per update:
  *   c_k, 1/c_k (MUFU), k/c_k, two offsets          5
  *   floor and fraction of both, by adding 1.5 * 2^23 (round to nearest of
  *   the offset less 1/2: the FMA pipe, not the conversion unit)    6
@@ -116,73 +121,12 @@ __device__ __forceinline__ void run_updates(float (&acc)[ZP], unsigned long long
   }
 }
 
+/* The read-modify-write of a thread's run. All loads before any store: the
+ * compiler cannot prove that slices `slice` apart do not alias, and would
+ * otherwise wait for each read-modify-write in turn. */
 template <int ZP>
-__global__ void __launch_bounds__(256) bpg_kernel(const ctr__bp_args a,
-                                                  const __grid_constant__ ctr__bp_views bv) {
-  constexpr int GROUP = ZP < 8 ? ZP : 8;
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  const int j = blockIdx.y * blockDim.y + threadIdx.y;
-  const int k0 = a.k_begin + blockIdx.z * ZP;
-  const bool live = i < a.nx && j < a.ny;
-  const unsigned pitch = (unsigned)a.pitch;
-  const unsigned wrap = MAGIC_BITS * (pitch + 1u);
-  float acc[ZP];
-#pragma unroll
-  for (int k = 0; k < ZP; k++) acc[k] = 0.0f;
-  for (int n = 0; n < bv.n; n++) {
-    const double *md = bv.md[n];
-    /* the anchor: the run's middle slice, so offsets stay within ZP/2 slices */
-    const double di = (double)i, dj = (double)j, dk = (double)(k0 + ZP / 2);
-    const double a0 = fma(dk, md[3], fma(dj, md[2], fma(di, md[1], md[0])));
-    const double b0 = fma(dk, md[7], fma(dj, md[6], fma(di, md[5], md[4])));
-    const double c0 = fma(dk, md[11], fma(dj, md[10], fma(di, md[9], md[8])));
-    /* 1 / c0 from the float reciprocal and two Newton steps: 2^-46 */
-    double r0 = (double)ctr__rcp_approx((float)c0);
-    r0 = fma(r0, fma(-c0, r0, 1.0), r0);
-    r0 = fma(r0, fma(-c0, r0, 1.0), r0);
-    const double u0 = a0 * r0, v0 = b0 * r0;
-    const double gu = floor(fmin(fmax(u0, -ANCHOR_LIMIT), ANCHOR_LIMIT));
-    const double gv = floor(fmin(fmax(v0, -ANCHOR_LIMIT), ANCHOR_LIMIT));
-    int iu0 = (int)gu, iv0 = (int)gv;
-    /* centred: the cell of offset s is round(s), its fraction s - round(s) */
-    float fu0 = (float)(u0 - gu) - 0.5f, fv0 = (float)(v0 - gv) - 0.5f;
-    float du = (float)((md[3] * c0 - a0 * md[11]) * r0);
-    float dv = (float)((md[7] * c0 - b0 * md[11]) * r0);
-    float c0f = (float)c0, dc = (float)md[11];
-    /* offsets of u = -1 and u = nu (likewise v) */
-    float lou = (float)(-1 - iu0) - 0.5f, hiu = (float)(a.nu - iu0) - 0.5f;
-    float lov = (float)(-1 - iv0) - 0.5f, hiv = (float)(a.nv - iv0) - 0.5f;
-    /* The run's extent: offsets are monotonic in k, so its ends bound it
-     * (computed exactly as the first and last updates compute them). */
-    const float kb = (float)(-(ZP / 2)), ke = (float)(ZP - 1 - ZP / 2);
-    const float krb = kb * ctr__rcp_approx(fmaf(kb, dc, c0f)), kre = ke * ctr__rcp_approx(fmaf(ke, dc, c0f));
-    const float ub = fmaf(krb, du, fu0), vb = fmaf(krb, dv, fv0);
-    const float ue = fmaf(kre, du, fu0), ve = fmaf(kre, dv, fv0);
-    const float umin = fminf(ub, ue), umax = fmaxf(ub, ue);
-    const float vmin = fminf(vb, ve), vmax = fmaxf(vb, ve);
-    const float margin = 1e-3f; /* runs that graze the border take the clamped path */
-    const bool out = !live || umax < lou - margin || umin > hiu + margin ||
-                     vmax < lov - margin || vmin > hiv + margin;
-    const bool inside = umin >= lou && umax <= hiu && vmin >= lov && vmax <= hiv;
-    if (__all_sync(0xffffffffu, out)) continue;
-    if (out) { /* read the all-zero cell (nu, nv) with weight 1: adds exact zeros */
-      iu0 = a.nu, iv0 = a.nv;
-      fu0 = fv0 = du = dv = dc = 0.0f;
-      c0f = 1.0f;
-      lou = hiu = lov = hiv = 0.0f;
-    }
-    const unsigned long long p =
-        (unsigned long long)((const float4 *)a.pad + (long long)(bv.first + n) * a.view_stride +
-                             ((long long)iv0 * a.pitch + iu0) - (long long)wrap);
-    if (__all_sync(0xffffffffu, inside || out))
-      run_updates<ZP, GROUP, false>(acc, p, pitch, c0f, dc, fu0, fv0, du, dv, lou, hiu, lov, hiv);
-    else
-      run_updates<ZP, GROUP, true>(acc, p, pitch, c0f, dc, fu0, fv0, du, dv, lou, hiu, lov, hiv);
-  }
-  if (!live) return;
-  /* All loads of the column before any store: the compiler cannot prove
-   * that slices `slice` apart do not alias, and would otherwise wait for
-   * each read-modify-write in turn. */
+__device__ __forceinline__ void add_run(const ctr__bp_args &a, const float (&acc)[ZP], int i,
+                                        int j, int k0) {
   float *col = a.vol + (long long)j * a.nx + i;
   float old[ZP];
 #pragma unroll
@@ -190,6 +134,120 @@ __global__ void __launch_bounds__(256) bpg_kernel(const ctr__bp_args a,
 #pragma unroll
   for (int k = 0; k < ZP; k++)
     if (k0 + k < a.nz_thread) col[(long long)(k0 + k) * a.slice] = old[k] + acc[k];
+}
+
+/* A view's constants for one block, computed once per launch in double and
+ * kept in shared memory. */
+struct bpg_view {
+  float4 q0; /* fu0, fv0 (the anchor's fractions less 1/2), c0, flags */
+  float4 q1; /* n1u, n1v, c1, lou: numerators and w step along x; offset of u = -1 */
+  float4 q2; /* n2u, n2v, c2, lov: the same along y; offset of v = -1 */
+  float4 q3; /* nku, nkv, ck, hiu: the same along z; offset of u = nu */
+  float4 q4; /* cell pointer (two words), hiv (offset of v = nv), unused */
+};
+enum { BPG_CLAMP = 0, BPG_INSIDE = 1, BPG_OUT = 2 };
+
+/* 1 / c from the float reciprocal and two Newton steps: 2^-46 (w is far
+ * from float's range limits), without the division's slow path. */
+static __device__ __forceinline__ double rcp_d(double c) {
+  double r = (double)ctr__rcp_approx((float)c);
+  r = fma(r, fma(-c, r, 1.0), r);
+  return fma(r, fma(-c, r, 1.0), r);
+}
+
+/* View `view`'s constants (matrix md) for the anchor (x, y, z) and the box
+ * of voxels [x0, x1] x [y0, y1] x [z0, z1] (the block's live columns and
+ * its runs). u - u0 = (dx n1u + dy n2u + dz nku) / c with c = c0 + dx c1 +
+ * dy c2 + dz ck, and nXu = mXu - u0 mXc: the numerators of the offsets
+ * about the anchor. */
+__device__ void view_setup(bpg_view &s, const ctr__bp_args &a, const double *md, long long view,
+                           double x, double y, double z, double x0, double x1, double y0,
+                           double y1, double z0, double z1) {
+  const double a0 = md[0] + x * md[1] + y * md[2] + z * md[3];
+  const double b0 = md[4] + x * md[5] + y * md[6] + z * md[7];
+  const double c0 = md[8] + x * md[9] + y * md[10] + z * md[11];
+  const double r0 = rcp_d(c0), u0 = a0 * r0, v0 = b0 * r0;
+  const double gu = floor(fmin(fmax(u0, -ANCHOR_LIMIT), ANCHOR_LIMIT));
+  const double gv = floor(fmin(fmax(v0, -ANCHOR_LIMIT), ANCHOR_LIMIT));
+  const int iu0 = (int)gu, iv0 = (int)gv;
+  /* The box's image is the convex hull of its corners' (w > 0 over the
+   * volume): outside when all corners lie beyond one border, inside when
+   * all lie within [-1, n] with a margin far above the float positions'
+   * error. */
+  const double m = 1e-2;
+  bool in = true, lu = true, hu = true, lv = true, hv = true;
+#pragma unroll 1
+  for (int q = 0; q < 8; q++) {
+    const double px = q & 1 ? x1 : x0, py = q & 2 ? y1 : y0, pz = q & 4 ? z1 : z0;
+    const double r = rcp_d(md[8] + px * md[9] + py * md[10] + pz * md[11]);
+    const double u = (md[0] + px * md[1] + py * md[2] + pz * md[3]) * r;
+    const double v = (md[4] + px * md[5] + py * md[6] + pz * md[7]) * r;
+    in = in && u >= -1 + m && u <= a.nu - m && v >= -1 + m && v <= a.nv - m;
+    lu = lu && u < -1 - m, hu = hu && u > a.nu + m;
+    lv = lv && v < -1 - m, hv = hv && v > a.nv + m;
+  }
+  const int flags = lu || hu || lv || hv ? BPG_OUT : in ? BPG_INSIDE : BPG_CLAMP;
+  const unsigned wrap = MAGIC_BITS * ((unsigned)a.pitch + 1u);
+  const unsigned long long p = (unsigned long long)((const float4 *)a.pad + view * a.view_stride +
+                                                    ((long long)iv0 * a.pitch + iu0) - (long long)wrap);
+  s.q0 = make_float4((float)(u0 - gu) - 0.5f, (float)(v0 - gv) - 0.5f, (float)c0, __int_as_float(flags));
+  s.q1 = make_float4((float)(md[1] - u0 * md[9]), (float)(md[5] - v0 * md[9]), (float)md[9],
+                     (float)(-1 - iu0) - 0.5f);
+  s.q2 = make_float4((float)(md[2] - u0 * md[10]), (float)(md[6] - v0 * md[10]), (float)md[10],
+                     (float)(-1 - iv0) - 0.5f);
+  s.q3 = make_float4((float)(md[3] - u0 * md[11]), (float)(md[7] - v0 * md[11]), (float)md[11],
+                     (float)(a.nu - iu0) - 0.5f);
+  s.q4 = make_float4(__uint_as_float((unsigned)p), __uint_as_float((unsigned)(p >> 32)),
+                     (float)(a.nv - iv0) - 0.5f, 0.0f);
+}
+
+/* Thread (x, y) = voxel column (i, j), its run slices k0 .. k0 + ZP - 1. Per
+ * view a thread reads its block's constants (five broadcast 16-byte shared
+ * loads), offsets them by its place in the block and runs its ZP updates;
+ * blocks wholly outside the view skip it. */
+template <int ZP>
+__global__ void __launch_bounds__(256) bpg_kernel(const ctr__bp_args a,
+                                                  const __grid_constant__ ctr__bp_views bv) {
+  constexpr int GROUP = ZP < 8 ? ZP : 8;
+  __shared__ bpg_view sv[CTR__BP_MAX_VIEWS];
+  const int x0 = blockIdx.x * blockDim.x, y0 = blockIdx.y * blockDim.y;
+  const int x1 = min(x0 + (int)blockDim.x, a.nx) - 1, y1 = min(y0 + (int)blockDim.y, a.ny) - 1;
+  const int i = x0 + threadIdx.x, j = y0 + threadIdx.y;
+  const int k0 = a.k_begin + blockIdx.z * ZP;
+  const bool live = i < a.nx && j < a.ny;
+  const float hx = 0.5f * (float)(x0 + x1), hy = 0.5f * (float)(y0 + y1); /* the anchor */
+  /* dead threads sit on the anchor: their reads stay inside the block's box */
+  const float dx = live ? (float)i - hx : 0.0f, dy = live ? (float)j - hy : 0.0f;
+  const int nthreads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
+  for (int n = tid; n < bv.n; n += nthreads)
+    view_setup(sv[n], a, bv.md[n], bv.first + n, hx, hy, k0 + ZP / 2, x0, x1, y0, y1, k0,
+               k0 + ZP - 1);
+  __syncthreads();
+  const unsigned pitch = (unsigned)a.pitch;
+  float acc[ZP];
+#pragma unroll
+  for (int k = 0; k < ZP; k++) acc[k] = 0.0f;
+  for (int n = 0; n < bv.n; n++) {
+    const float4 q0 = sv[n].q0;
+    const int flags = __float_as_int(q0.w);
+    if (flags == BPG_OUT) continue; /* the whole block sees nothing of the view */
+    const float4 q1 = sv[n].q1, q2 = sv[n].q2, q3 = sv[n].q3, q4 = sv[n].q4;
+    /* the thread's column: u - u0 = (dx n1u + dy n2u) / c, c = c0 + dx c1 + dy c2 */
+    const float c = fmaf(dx, q1.z, fmaf(dy, q2.z, q0.z));
+    const float rc = ctr__rcp_approx(c);
+    const float ou = fmaf(dx, q1.x, dy * q2.x) * rc, ov = fmaf(dx, q1.y, dy * q2.y) * rc;
+    /* along the run from there: du = nku - (u - u0) ck */
+    const float du = fmaf(-ou, q3.z, q3.x), dv = fmaf(-ov, q3.z, q3.y);
+    const unsigned long long p =
+        (unsigned long long)__float_as_uint(q4.x) | ((unsigned long long)__float_as_uint(q4.y) << 32);
+    if (flags == BPG_INSIDE)
+      run_updates<ZP, GROUP, false>(acc, p, pitch, c, q3.z, q0.x + ou, q0.y + ov, du, dv, q1.w,
+                                    q3.w, q2.w, q4.z);
+    else
+      run_updates<ZP, GROUP, true>(acc, p, pitch, c, q3.z, q0.x + ou, q0.y + ov, du, dv, q1.w,
+                                   q3.w, q2.w, q4.z);
+  }
+  if (live) add_run<ZP>(a, acc, i, j, k0);
 }
 
 ctr_status ctr__bpg_launch(const ctr__bp_config *cfg, const ctr__bp_args *args,
