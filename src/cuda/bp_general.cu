@@ -40,7 +40,9 @@
  * W + index stays inside [0, 2^32). True indices are below (ANCHOR_LIMIT +
  * nv + 3) * pitch < 2^30 for the detectors allowed; pitch is chosen among
  * nu + 3 .. nu + 66 so that W lies within 2^25 of 2^31. */
-static unsigned wrap_offset(int pitch) { return MAGIC_BITS * (unsigned)(pitch + 1); }
+static __host__ __device__ unsigned wrap_offset(int pitch) {
+  return MAGIC_BITS * (unsigned)(pitch + 1);
+}
 
 int ctr__bpg_pitch(int64_t nu) {
   int best = (int)nu + 3;
@@ -187,7 +189,7 @@ __device__ void view_setup(bpg_view &s, const ctr__bp_args &a, const double *md,
     lv = lv && v < -1 - m, hv = hv && v > a.nv + m;
   }
   const int flags = lu || hu || lv || hv ? BPG_OUT : in ? BPG_INSIDE : BPG_CLAMP;
-  const unsigned wrap = MAGIC_BITS * ((unsigned)a.pitch + 1u);
+  const unsigned wrap = wrap_offset(a.pitch);
   const unsigned long long p = (unsigned long long)((const float4 *)a.pad + view * a.view_stride +
                                                     ((long long)iv0 * a.pitch + iu0) - (long long)wrap);
   s.q0 = make_float4((float)(u0 - gu) - 0.5f, (float)(v0 - gv) - 0.5f, (float)c0, __int_as_float(flags));

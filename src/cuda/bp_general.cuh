@@ -1,7 +1,7 @@
 /* The general-orbit backprojection kernel (variant PRECISE_GENERAL): any
  * projection matrices, positions good to double precision, one 16-byte load
- * and three FMAs of interpolation per update, and runs of voxels that see
- * nothing of a view skipped (docs/cuda.md, bench/NOTES.md issue 7).
+ * and three FMAs of interpolation per update, and blocks of voxels that see
+ * nothing of a view skip it (docs/cuda.md, bench/NOTES.md issue 7).
  *
  * Layout of a view (CTR__STORE_COEF): a padded float4 image of cells. Cell
  * (g, h), g in [-2, nu], h in [-2, nv], holds the bilinear polynomial of the

@@ -39,22 +39,22 @@ static void access_close(hid_t fapl) {
 
 /* ---- Saving ------------------------------------------------------------------ */
 
-static int put_double(hid_t loc, const char *name, double v) {
+/* A scalar attribute of file type ft written from *v in memory type mt. */
+static int put_scalar(hid_t loc, const char *name, hid_t ft, hid_t mt, const void *v) {
   hid_t sp = H5Screate(H5S_SCALAR);
-  hid_t a = sp >= 0 ? H5Acreate2(loc, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT) : -1;
-  int ok = a >= 0 && H5Awrite(a, H5T_NATIVE_DOUBLE, &v) >= 0;
+  hid_t a = sp >= 0 ? H5Acreate2(loc, name, ft, sp, H5P_DEFAULT, H5P_DEFAULT) : -1;
+  int ok = a >= 0 && H5Awrite(a, mt, v) >= 0;
   if (a >= 0) H5Aclose(a);
   if (sp >= 0) H5Sclose(sp);
   return ok;
 }
 
+static int put_double(hid_t loc, const char *name, double v) {
+  return put_scalar(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
+}
+
 static int put_int(hid_t loc, const char *name, int64_t v) {
-  hid_t sp = H5Screate(H5S_SCALAR);
-  hid_t a = sp >= 0 ? H5Acreate2(loc, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT) : -1;
-  int ok = a >= 0 && H5Awrite(a, H5T_NATIVE_INT64, &v) >= 0;
-  if (a >= 0) H5Aclose(a);
-  if (sp >= 0) H5Sclose(sp);
-  return ok;
+  return put_scalar(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
 }
 
 static int put_string(hid_t loc, const char *name, const char *v) {
