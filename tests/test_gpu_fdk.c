@@ -178,7 +178,7 @@ static void test_variants(void) {
       double *nref = calloc(nvox, sizeof(double));
       float *nout = malloc(sizeof(float) * nvox);
       ctr__bp_reference(g, 0, nviews, noise, nref, 0, nz);
-      ctr__bp_config c = {CTR__BP_TEX, 32, 8, 16, 16, CTR__PIPE_DEFAULT};
+      ctr__bp_config c = {CTR__BP_TEX, 32, 8, 16, 16, CTR__PIPE_DEFAULT, 0};
       CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, noise, nout, 1, NULL));
       printf("  white noise, tex: relative RMS %.2e (worst case, not bounded)\n",
              rel_rms_d(nout, nref, nvox));
@@ -188,7 +188,7 @@ static void test_variants(void) {
     for (int vi = 0; vi < 8; vi++) {
       for (int ci = 0; ci < (quick ? 1 : 5); ci++) {
         ctr__bp_config c = {variants[vi], configs[ci][0], configs[ci][1], configs[ci][2],
-                            configs[ci][3], CTR__PIPE_DEFAULT};
+                            configs[ci][3], CTR__PIPE_DEFAULT, 0};
         const ctr__bp_config r = ctr__bp_config_resolve(g, &o, &c);
         memset(out, 0xff, sizeof(float) * nvox); /* NaN poison: every voxel must be written */
         double ms = 0;
@@ -271,7 +271,7 @@ static void test_end_to_end(void) {
   CHECK(memcmp(gpu, gpu2, sizeof(float) * nvox) == 0);
   /* Every pipeline arrangement computes the same sums in the same order. */
   for (int mode = CTR__PIPE_FILTER_PRIORITY; mode <= CTR__PIPE_SERIAL; mode++) {
-    ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0, mode}; /* defaults, as ctr_fdk */
+    ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0, mode, 0}; /* defaults, as ctr_fdk */
     ctr_fdk_options whole = o;
     whole.nz = n; /* the internal entry point takes resolved options */
     memset(gpu2, 0xff, sizeof(float) * nvox);
@@ -362,11 +362,15 @@ static void test_general_clipping(void) {
   o.nz = nz;
   o.interp = CTR_INTERP_PRECISE;
   CHECK(ctr__bp_config_resolve(g, &o, NULL).variant == CTR__BP_PRECISE_GENERAL);
-  static const int shapes[][3] = {{32, 8, 16}, {32, 32, 4}, {16, 16, 8}, {8, 8, 4},
-                                  {4, 32, 2}, {2, 8, 16}, {1, 32, 8}};
-  for (int si = 0; si < (quick ? 1 : 7); si++) {
+  /* the last two: Z' = 16 in the 64-register form (CTRECON_BP_REGS), and
+   * the default shape, each launch choosing its registers */
+  static const int shapes[][3] = {{32, 8, 16}, {32, 32, 4}, {16, 16, 8}, {8, 8, 4}, {4, 32, 2},
+                                  {2, 8, 16},  {1, 32, 8},  {16, 16, 16}, {0, 0, 0}};
+  for (int si = 0; si < (quick ? 1 : 9); si++) {
     ctr__bp_config c = {CTR__BP_PRECISE_GENERAL, 7, shapes[si][0], shapes[si][1], shapes[si][2],
-                        CTR__PIPE_DEFAULT};
+                        CTR__PIPE_DEFAULT, 0};
+    if (si == 7) setenv("CTRECON_BP_REGS", "64", 1);
+    if (si == 8) c = ctr__bp_config_resolve(g, &o, NULL);
     memset(out, 0xff, sizeof(float) * nvox);
     CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, filt, out, 1, NULL));
     const double e = rel_rms_d(out, ref, nvox);
@@ -375,7 +379,9 @@ static void test_general_clipping(void) {
     printf("  Z'=%2d %2dx%-2d: relative RMS %.2e (bound 2e-6)\n", c.slices_per_thread, c.block_x,
            c.block_y, e);
     CHECK_MSG(e < 2e-6, "general Z'=%d %dx%d: %g", c.slices_per_thread, c.block_x, c.block_y, e);
+    unsetenv("CTRECON_BP_REGS");
   }
+  CHECK(ctr__bp_config_resolve(g, &o, NULL).default_shape == 1);
   free(out);
   free(ref);
   free(filt);
@@ -428,22 +434,43 @@ static void test_reference_and_backprojector(void) {
   CHECK(mx == 0.0);
   ctr_backprojector_free(b);
   /* Precise (the general kernel on these matrices) in calls of 13 and 8
-   * views, under chunk schedules from one view at a time to whole calls:
-   * the same volume to fp32 rounding. */
+   * views, under chunk schedules from one view at a time to whole calls and
+   * split schedules (the first views into the lower slices while the rest
+   * upload), images pageable and pinned: the same volume to fp32
+   * rounding. */
   o.interp = CTR_INTERP_PRECISE;
-  static const char *schedules[] = {NULL, "1,1", "1,4", "3,2", "64,64"};
-  for (int si = 0; si < 5; si++) {
-    if (schedules[si]) setenv("CTRECON_BP_CHUNKS", schedules[si], 1);
+  static const struct {
+    const char *chunks, *split;
+    int pinned;
+  } plans[] = {{NULL, NULL, 0},   {"1,1", NULL, 0}, {"1,4", NULL, 0},  {"3,2", NULL, 0},
+               {"64,64", NULL, 0}, {NULL, "1,5", 0}, {NULL, "5,12", 0}, {NULL, "7,1", 1},
+               {NULL, "2,4,6,9", 0}, {NULL, NULL, 1}};
+  float *pinned = ctr_host_alloc(sizeof(float) * n * 40 * 36);
+  CHECK(pinned != NULL);
+  const float *pimg[21];
+  for (int64_t k = 0; k < n; k++) {
+    if (pinned) memcpy(pinned + k * 40 * 36, img[k], sizeof(float) * 40 * 36);
+    pimg[k] = pinned ? pinned + k * 40 * 36 : img[k];
+  }
+  for (size_t pi = 0; pi < sizeof plans / sizeof plans[0]; pi++) {
+    const float *const *im = plans[pi].pinned ? pimg : img;
+    if (plans[pi].chunks) setenv("CTRECON_BP_CHUNKS", plans[pi].chunks, 1);
     else unsetenv("CTRECON_BP_CHUNKS");
+    if (plans[pi].split) setenv("CTRECON_BP_SPLIT", plans[pi].split, 1);
+    else unsetenv("CTRECON_BP_SPLIT");
     CHECK_OK(ctr_backprojector_create(gctx, g, &o, &b));
-    CHECK_OK(ctr_backprojector_add(b, 13, idx, img, wf));
-    CHECK_OK(ctr_backprojector_add(b, n - 13, idx + 13, img + 13, wf + 13));
+    CHECK_OK(ctr_backprojector_add(b, 13, idx, im, wf));
+    CHECK_OK(ctr_backprojector_add(b, n - 13, idx + 13, im + 13, wf + 13));
     CHECK_OK(ctr_backprojector_read(b, out));
     e = rel_rms_d(out, cpu, nvox);
-    CHECK_MSG(e < 1e-6, "precise backprojector, chunks %s: %g", schedules[si] ? schedules[si] : "default", e);
+    CHECK_MSG(e < 1e-6, "precise backprojector, chunks %s, split %s, %s: %g",
+              plans[pi].chunks ? plans[pi].chunks : "default",
+              plans[pi].split ? plans[pi].split : "default", plans[pi].pinned ? "pinned" : "pageable", e);
     ctr_backprojector_free(b);
   }
   unsetenv("CTRECON_BP_CHUNKS");
+  unsetenv("CTRECON_BP_SPLIT");
+  ctr_host_free(pinned);
   ctr_context_free(gctx);
   free(out);
   free(cpu);

@@ -23,6 +23,7 @@
 #define EST_H2D_BYTES_PER_S 50e9
 #define EST_HBM_BYTES_PER_S 3.0e12
 #define EST_UPDATES_PER_S 1.0e12
+#define SPLIT_LEVELS 2 /* early launches of a split call, at most */
 
 struct ctr__cuda_bpj {
   const ctr_context *ctx;
@@ -35,6 +36,7 @@ struct ctr__cuda_bpj {
   float *h_stage[2];
   cudaStream_t s_copy, s_comp;
   cudaEvent_t ev_up[2], ev_ready[2], ev_done[2];
+  cudaEvent_t ev_level[SPLIT_LEVELS]; /* a split's early launches: their views are up */
   size_t vol_bytes;
 };
 
@@ -48,6 +50,8 @@ void ctr__cuda_bpj_free(ctr__cuda_bpj *b) {
     if (b->ev_ready[i]) cudaEventDestroy(b->ev_ready[i]);
     if (b->ev_done[i]) cudaEventDestroy(b->ev_done[i]);
   }
+  for (int j = 0; j < SPLIT_LEVELS; j++)
+    if (b->ev_level[j]) cudaEventDestroy(b->ev_level[j]);
   cudaFree(b->d_vol);
   ctr__views_free(&b->dv);
   if (b->s_copy) cudaStreamDestroy(b->s_copy);
@@ -85,6 +89,8 @@ ctr_status ctr__cuda_bpj_create(const ctr_context *ctx, const ctr_geometry *g,
                                        free_bytes, "the backprojector"));
   CU(cudaStreamCreateWithFlags(&b->s_copy, cudaStreamNonBlocking));
   CU(cudaStreamCreateWithFlags(&b->s_comp, cudaStreamNonBlocking));
+  for (int j = 0; j < SPLIT_LEVELS; j++)
+    CU(cudaEventCreateWithFlags(&b->ev_level[j], cudaEventDisableTiming));
   for (int i = 0; i < 2; i++) {
     CU(cudaEventCreateWithFlags(&b->ev_up[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&b->ev_ready[i], cudaEventDisableTiming));
@@ -100,6 +106,17 @@ ctr_status ctr__cuda_bpj_create(const ctr_context *ctx, const ctr_geometry *g,
 cleanup:
   if (st != CTR_OK) ctr__cuda_bpj_free(b);
   return st;
+}
+
+typedef struct est_rates {
+  double up, upd, pass; /* seconds: one view's upload, one view's updates, one volume pass */
+} est_rates;
+static est_rates rates(const ctr__cuda_bpj *b) {
+  const ctr_geometry *g = b->g;
+  est_rates r = {(double)(g->nu * g->nv) * sizeof(float) / EST_H2D_BYTES_PER_S,
+                 (double)(g->vol.nx * g->vol.ny * b->o.nz) / EST_UPDATES_PER_S,
+                 2.0 * (double)b->vol_bytes / EST_HBM_BYTES_PER_S};
+  return r;
 }
 
 /* The chunk schedule of a call of n views: a first chunk of `first` views,
@@ -121,10 +138,8 @@ static void chunk_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *first, in
     *rest = r < cap ? r : cap;
     return;
   }
-  const ctr_geometry *g = b->g;
-  const double up = (double)(g->nu * g->nv) * sizeof(float) / EST_H2D_BYTES_PER_S;
-  const double upd = (double)(g->vol.nx * g->vol.ny * b->o.nz) / EST_UPDATES_PER_S;
-  const double pass = 2.0 * (double)b->vol_bytes / EST_HBM_BYTES_PER_S;
+  const est_rates e = rates(b);
+  const double up = e.up, upd = e.upd, pass = e.pass;
   double best = INFINITY;
   *first = *rest = n < cap ? n : cap;
   for (int64_t cf = 1; cf <= cap; cf *= 2)
@@ -140,53 +155,117 @@ static void chunk_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *first, in
     }
 }
 
+/* The split schedule of a call of n <= N' views (one slot set). The slab's
+ * slices are cut into levels: early launch j backprojects the first a[j]
+ * views into slices [z[j-1], z[j]) (z[-1] = 0) as soon as they are up; then
+ * one launch backprojects all views into the slices above the last level,
+ * and one per level the views it has not seen. The early launches keep the
+ * GPU busy during the upload at the cost of one more read-modify-write of
+ * their slices only (the chunk schedule's first chunk costs a pass over the
+ * whole volume). Worth it where a view's updates take several times its
+ * upload (RabbitCT L = 1024: 470 -> 444 ms; at L = 512, where they take
+ * about as long, every split measured slower than the chunk schedule):
+ * there two levels, the first n/16 views into the lowest eighth of the
+ * slab, the first n/4 into the next quarter (measured best among one and
+ * two levels, bench/NOTES.md). Returns the number of levels (0: none).
+ * CTRECON_BP_SPLIT=a0,z0[,a1,z1] forces a plan, CTRECON_BP_SPLIT=0 turns
+ * it off (experiments). */
+#define SPLIT_MIN_RATIO 4.0
+static int split_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *a, int64_t *z) {
+  const int64_t nz = b->o.nz, zp = b->cfg.slices_per_thread;
+  const char *env = getenv("CTRECON_BP_SPLIT");
+  if (n < 2 || n > b->cfg.views_per_launch || ctr__is_pair(b->cfg.variant) ||
+      getenv("CTRECON_BP_CHUNKS") || (env && !strcmp(env, "0")))
+    return 0;
+  long f[2 * SPLIT_LEVELS];
+  const int got = env ? sscanf(env, "%ld,%ld,%ld,%ld", f, f + 1, f + 2, f + 3) : 0;
+  if (got == 2 || got == 4) {
+    for (int j = 0; j < got / 2; j++) {
+      const long pa = j ? f[2 * j - 2] : 0, pz = j ? f[2 * j - 1] : 0;
+      if (!(f[2 * j] > pa && f[2 * j] < n && f[2 * j + 1] > pz && f[2 * j + 1] < nz)) return 0;
+      a[j] = f[2 * j], z[j] = f[2 * j + 1];
+    }
+    return got / 2;
+  }
+  const est_rates e = rates(b);
+  if (e.upd < SPLIT_MIN_RATIO * e.up || n < 8 || nz < 8 * zp) return 0;
+  a[0] = n / 16 > 1 ? n / 16 : 1;
+  a[1] = n / 4;
+  z[0] = (nz / 8 + zp / 2) / zp * zp;
+  z[1] = (3 * nz / 8 + zp / 2) / zp * zp;
+  return 2;
+}
+
 ctr_status ctr__cuda_bpj_add(ctr__cuda_bpj *b, int64_t n, const int64_t *views,
                              const float *const *images, const float *weights) {
   ctr_status st = CTR_OK;
   const ctr_geometry *g = b->g;
   const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
-  int64_t first, rest;
-  chunk_schedule(b, n, &first, &rest);
+  int64_t first, rest, sa[SPLIT_LEVELS], sz[SPLIT_LEVELS];
+  const int levels = split_schedule(b, n, sa, sz);
+  if (levels > 0) first = rest = n; /* one chunk, split */
+  else chunk_schedule(b, n, &first, &rest);
+  const int64_t nzs = ctr__grid_slices(&b->dv, b->o.nz);
   const int threads = ctr__num_threads(b->ctx);
   /* Chunk c uses staging buffer and slot set i = c % 2. The copy stream
    * uploads it and stores it into the slots (after chunk c-2's
    * backprojection has finished with them), so the store overlaps chunk
-   * c-1's backprojection on the compute stream. */
+   * c-1's backprojection on the compute stream. A split chunk (the only
+   * one of its call) stores the views of its early launches on the
+   * compute stream as soon as they are up (split_schedule). */
   for (int64_t c0 = 0, chunk = 0; c0 < n; chunk++) {
     const int i = (int)(chunk & 1);
     const int64_t want = chunk == 0 ? first : rest;
     const int64_t m = n - c0 < want ? n - c0 : want;
+    const int64_t a = levels ? sa[levels - 1] : 0, ztop = levels ? sz[levels - 1] : 0;
+    const int64_t slot0 = i * b->cfg.views_per_launch;
     double alpha[CTR__BP_MAX_VIEWS];
     for (int64_t k = 0; k < m; k++) alpha[k] = weights ? 1.0 / sqrt((double)weights[c0 + k]) : 1.0;
     /* Pinned images (ctr_host_register) go up directly; others through the
-     * pinned staging buffer. */
+     * pinned staging buffer, view by view, so that each view's upload
+     * overlaps the next one's host copy. */
     int pinned = 1;
     for (int64_t k = 0; k < m && pinned; k++) pinned = ctr__host_pinned(images[c0 + k]);
-    if (pinned) {
-      for (int64_t k = 0; k < m; k++)
-        CU(cudaMemcpyAsync((char *)b->d_src[i] + k * view_bytes, images[c0 + k], view_bytes,
-                           cudaMemcpyHostToDevice, b->s_copy));
-    } else {
-      /* view by view, so that each view's upload overlaps the next one's
-       * host copy */
-      CU(cudaEventSynchronize(b->ev_up[i])); /* the upload out of h_stage[i] two chunks ago */
-      for (int64_t k = 0; k < m; k++) {
+    if (!pinned) CU(cudaEventSynchronize(b->ev_up[i])); /* the upload out of h_stage[i] two chunks ago */
+    for (int64_t k = 0; k < m; k++) {
+      const void *src = images[c0 + k];
+      if (!pinned) {
         char *stage = (char *)b->h_stage[i] + k * view_bytes;
-        ctr__host_copy(stage, images[c0 + k], view_bytes, threads);
-        CU(cudaMemcpyAsync((char *)b->d_src[i] + k * view_bytes, stage, view_bytes,
-                           cudaMemcpyHostToDevice, b->s_copy));
+        ctr__host_copy(stage, src, view_bytes, threads);
+        src = stage;
+      }
+      CU(cudaMemcpyAsync((char *)b->d_src[i] + k * view_bytes, src, view_bytes,
+                         cudaMemcpyHostToDevice, b->s_copy));
+      for (int j = 0; j < levels; j++) {
+        if (k + 1 != sa[j]) continue;
+        /* early launch j: views [0, sa[j]) into its slices once they are up */
+        const int64_t pa = j ? sa[j - 1] : 0, pz = j ? sz[j - 1] : 0;
+        const ctr__gpu_store dst = ctr__views_target(&b->dv, slot0 + pa);
+        CU(cudaEventRecord(b->ev_level[j], b->s_copy));
+        CU(cudaStreamWaitEvent(b->s_comp, b->ev_level[j], 0));
+        CTR_CHECK_GOTO(st, ctr__gpu_store_views(b->d_src[i] + pa * g->nu * g->nv, g->nu, g->nv,
+                                                sa[j] - pa, &dst, b->s_comp));
+        CTR_CHECK_GOTO(st, ctr__views_backproject(g, &b->dv, &b->cfg, views + c0, alpha, slot0,
+                                                  sa[j], b->d_vol, b->o.z0, b->o.nz, pz, sz[j],
+                                                  b->s_comp));
       }
     }
     CU(cudaEventRecord(b->ev_up[i], b->s_copy));
     CU(cudaStreamWaitEvent(b->s_copy, b->ev_done[i], 0)); /* chunk c-2 is out of slot set i */
-    const int64_t slot0 = i * b->cfg.views_per_launch;
-    const ctr__gpu_store dst = ctr__views_target(&b->dv, slot0);
-    CTR_CHECK_GOTO(st, ctr__gpu_store_views(b->d_src[i], g->nu, g->nv, m, &dst, b->s_copy));
+    const ctr__gpu_store dst = ctr__views_target(&b->dv, slot0 + a);
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(b->d_src[i] + a * g->nu * g->nv, g->nu, g->nv, m - a,
+                                            &dst, b->s_copy));
     CU(cudaEventRecord(b->ev_ready[i], b->s_copy));
     CU(cudaStreamWaitEvent(b->s_comp, b->ev_ready[i], 0));
+    /* all views into the slices above the levels (no split: all slices),
+     * then each level's remaining views, the last level first */
     CTR_CHECK_GOTO(st, ctr__views_backproject(g, &b->dv, &b->cfg, views + c0, alpha, slot0, m,
-                                              b->d_vol, b->o.z0, b->o.nz, 0,
-                                              ctr__grid_slices(&b->dv, b->o.nz), b->s_comp));
+                                              b->d_vol, b->o.z0, b->o.nz, ztop, nzs, b->s_comp));
+    for (int j = levels - 1; j >= 0; j--)
+      CTR_CHECK_GOTO(st, ctr__views_backproject(g, &b->dv, &b->cfg, views + c0 + sa[j],
+                                                alpha + sa[j], slot0 + sa[j], m - sa[j], b->d_vol,
+                                                b->o.z0, b->o.nz, j ? sz[j - 1] : 0, sz[j],
+                                                b->s_comp));
     CU(cudaEventRecord(b->ev_done[i], b->s_comp));
     c0 += m;
   }

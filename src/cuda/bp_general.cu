@@ -25,6 +25,7 @@
 #include "cuda/bp_general.cuh"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "common/projmath.h"
 
@@ -207,8 +208,8 @@ __device__ void view_setup(bpg_view &s, const ctr__bp_args &a, const double *md,
  * view a thread reads its block's constants (five broadcast 16-byte shared
  * loads), offsets them by its place in the block and runs its ZP updates;
  * blocks wholly outside the view skip it. */
-template <int ZP>
-__global__ void __launch_bounds__(256) bpg_kernel(const ctr__bp_args a,
+template <int ZP, int MINB> /* MINB: blocks per SM to fit, 0: no minimum (80 registers at ZP 16) */
+__global__ void __launch_bounds__(256, MINB) bpg_kernel(const ctr__bp_args a,
                                                   const __grid_constant__ ctr__bp_views bv) {
   constexpr int GROUP = ZP < 8 ? ZP : 8;
   __shared__ bpg_view sv[CTR__BP_MAX_VIEWS];
@@ -252,25 +253,54 @@ __global__ void __launch_bounds__(256) bpg_kernel(const ctr__bp_args a,
   if (live) add_run<ZP>(a, acc, i, j, k0);
 }
 
+/* Whether the middle view puts neighbouring voxels (along x, y or z, at the
+ * volume's centre) less than DENSE_PIXELS pixels apart. Then most of the
+ * kernel's loads hit L1, and the default launch (32 x 4 blocks, 16 slices
+ * per thread: ctr__bp_config.default_shape) runs with 64 registers, 8 blocks
+ * per SM instead of 6, to keep more of them in flight: RabbitCT L = 1024
+ * 2 % faster, while at L = 512 (voxels ~2.5 pixels apart) the extra blocks'
+ * working sets crowd L1 and it is 2-5 % slower (bench/NOTES.md, issue 7).
+ * CTRECON_BP_REGS=64 or 80 forces a form (experiments, tests). */
+#define DENSE_PIXELS 1.6
+static int dense_views(const ctr__bp_args *a, const ctr__bp_views *bv) {
+  const double *m = bv->md[bv->n / 2];
+  const double x = 0.5 * a->nx, y = 0.5 * a->ny, z = 0.5 * a->nzs;
+  const double w = m[8] + x * m[9] + y * m[10] + z * m[11];
+  const double u = (m[0] + x * m[1] + y * m[2] + z * m[3]) / w;
+  const double v = (m[4] + x * m[5] + y * m[6] + z * m[7]) / w;
+  double step = 0;
+  for (int d = 1; d <= 3; d++) { /* d/dx, d/dy, d/dz of (u, v) */
+    const double du = (m[d] - u * m[8 + d]) / w, dv = (m[4 + d] - v * m[8 + d]) / w;
+    step = fmax(step, sqrt(du * du + dv * dv));
+  }
+  return step < DENSE_PIXELS;
+}
+
 ctr_status ctr__bpg_launch(const ctr__bp_config *cfg, const ctr__bp_args *args,
                            const ctr__bp_views *bv, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const int zp = cfg->slices_per_thread;
   const dim3 block(cfg->block_x, cfg->block_y);
+  int dense = cfg->default_shape && bv->n > 0 && dense_views(args, bv);
+  if (getenv("CTRECON_BP_REGS")) dense = atoi(getenv("CTRECON_BP_REGS")) == 64;
   const dim3 grid((args->nx + block.x - 1) / block.x, (args->ny + block.y - 1) / block.y,
                   (args->nz_thread - args->k_begin + zp - 1) / zp);
   if (block.x * block.y > 256 || block.x * block.y < 32 || (block.x * block.y) % 32)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "block %d x %d: expected 32 .. 256 threads, whole warps",
              cfg->block_x, cfg->block_y);
-  switch (zp) {
-    case 1: bpg_kernel<1><<<grid, block, 0, s>>>(*args, *bv); break;
-    case 2: bpg_kernel<2><<<grid, block, 0, s>>>(*args, *bv); break;
-    case 4: bpg_kernel<4><<<grid, block, 0, s>>>(*args, *bv); break;
-    case 8: bpg_kernel<8><<<grid, block, 0, s>>>(*args, *bv); break;
-    case 16: bpg_kernel<16><<<grid, block, 0, s>>>(*args, *bv); break;
-    case 32: bpg_kernel<32><<<grid, block, 0, s>>>(*args, *bv); break;
-    default:
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "slices per thread %d: expected 1, 2, 4, 8, 16 or 32", zp);
+  if (zp == 16 && dense) { /* 64 registers */
+    bpg_kernel<16, 4><<<grid, block, 0, s>>>(*args, *bv);
+  } else {
+    switch (zp) {
+      case 1: bpg_kernel<1, 0><<<grid, block, 0, s>>>(*args, *bv); break;
+      case 2: bpg_kernel<2, 0><<<grid, block, 0, s>>>(*args, *bv); break;
+      case 4: bpg_kernel<4, 0><<<grid, block, 0, s>>>(*args, *bv); break;
+      case 8: bpg_kernel<8, 0><<<grid, block, 0, s>>>(*args, *bv); break;
+      case 16: bpg_kernel<16, 0><<<grid, block, 0, s>>>(*args, *bv); break;
+      case 32: bpg_kernel<32, 0><<<grid, block, 0, s>>>(*args, *bv); break;
+      default:
+        CTR_FAIL(CTR_E_INVALID_ARGUMENT, "slices per thread %d: expected 1, 2, 4, 8, 16 or 32", zp);
+    }
   }
   CU_LAUNCHED("general backprojection kernel");
 cleanup:

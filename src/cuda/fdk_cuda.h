@@ -38,6 +38,8 @@ typedef struct ctr__bp_config {
   int slices_per_thread; /* Z': 1, 2, 4, 8 or 16 (PRECISE_GENERAL: also 32) */
   int block_x, block_y;  /* threads per block in x and y */
   int pipeline;          /* CTR__PIPE_*: how filtering and backprojection share the GPU */
+  int default_shape;     /* PRECISE_GENERAL with Z' and block left to the defaults: each
+                            launch picks its registers from its views (bp_general.cu) */
 } ctr__bp_config;
 
 enum {

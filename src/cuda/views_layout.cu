@@ -46,7 +46,7 @@ extern "C" const char *ctr__bp_variant_name(ctr__bp_variant v) {
 
 extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ctr_fdk_options *o,
                                                  const ctr__bp_config *req) {
-  ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0, CTR__PIPE_DEFAULT};
+  ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0, CTR__PIPE_DEFAULT, 0};
   if (req) c = *req;
   const int pair_ok = ctr__bp_pair_possible(g, o->z0, o->nz);
   if (c.variant == CTR__BP_AUTO) {
@@ -83,6 +83,7 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
   if (c.block_x <= 0 && c.block_y <= 0 && eb && sscanf(eb, "%dx%d", &bx, &by) == 2)
     c.block_x = bx, c.block_y = by;
   const int gen = c.variant == CTR__BP_PRECISE_GENERAL;
+  if (gen && c.slices_per_thread <= 0 && c.block_x <= 0 && c.block_y <= 0) c.default_shape = 1;
   if (c.slices_per_thread <= 0)
     c.slices_per_thread = gen ? DEFAULT_GENERAL_SLICES : tex ? DEFAULT_TEX_SLICES : DEFAULT_EXACT_SLICES;
   if (c.block_x <= 0)
