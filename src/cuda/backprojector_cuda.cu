@@ -163,7 +163,7 @@ static void chunk_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *first, in
  * GPU busy during the upload at the cost of one more read-modify-write of
  * their slices only (the chunk schedule's first chunk costs a pass over the
  * whole volume). Worth it where a view's updates take several times its
- * upload (RabbitCT L = 1024: 470 -> 444 ms; at L = 512, where they take
+ * upload (RabbitCT L = 1024: 470 -> 441 ms; at L = 512, where they take
  * about as long, every split measured slower than the chunk schedule):
  * there two levels, the first n/16 views into the lowest eighth of the
  * slab, the first n/4 into the next quarter (measured best among one and
