@@ -754,28 +754,38 @@ static int alu_per(const ctr_parallel_params *p) {
   return (width + ALU_LANES - 1) / ALU_LANES;
 }
 
+/* Where the ALU and hybrid kernels read and write for slices from s0 and
+ * angles from a0, and their sample-cache width. */
+struct alu_span {
+  const float *sino; /* row a0 of slice s0's sinogram */
+  float *out;        /* slice s0 of the output */
+  long long stride, plane; /* floats between slices: sinograms, output */
+  int per;
+};
+static alu_span alu_span_of(const fbp_gpu *f, int64_t s0, int64_t a0) {
+  const ctr_parallel_params *p = &f->g->p;
+  const long long stride = (long long)(p->nbins * p->nangles), plane = (long long)(p->nx * p->ny);
+  return {f->d_sino + s0 * stride + a0 * p->nbins, f->d_out + s0 * plane, stride, plane, alu_per(p)};
+}
+
 /* bp_alu with cache C on slices [s0, s0 + C::S), angles [a0, a0 + n) whose
  * constants are loaded. */
 template <class C>
 static ctr_status launch_alu_cache(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &f->g->p;
-  const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
-  const float *sino = f->d_sino + s0 * nb * na + a0 * nb;
-  float *out = f->d_out + s0 * plane;
-  const int per = alu_per(p);
-  const size_t shm = alu_shm<C>(per);
+  const alu_span w = alu_span_of(f, s0, a0);
+  const size_t shm = alu_shm<C>(w.per);
   const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
   const dim3 block(ALU_AREA, ALU_ROWS);
-  const long long stride = (long long)(nb * na);
   if (shm > 200 * 1024)
     CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernel caches %zu bytes per block for a pixel of %g "
              "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
   if (C::HALF) CTR_CHECK_GOTO(st, data_amax(f, s0, C::S, a0, n, s));
   if (shm > 48 * 1024)
     CU(cudaFuncSetAttribute(bp_alu<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
-  bp_alu<C><<<grid, block, shm, s>>>(sino, stride, (int)nb, (int)n, (int)p->nx, (int)p->ny, per,
-                                     out, plane, f->d_amax);
+  bp_alu<C><<<grid, block, shm, s>>>(w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx,
+                                     (int)p->ny, w.per, w.out, w.plane, f->d_amax);
   CU_LAUNCHED("bp_alu");
 cleanup:
   return st;
@@ -820,11 +830,8 @@ template <int S, int NEAREST>
 static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &f->g->p;
-  const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
-  const float *sino = f->d_sino + s0 * nb * na + a0 * nb;
-  float *out = f->d_out + s0 * plane;
-  const int per = alu_per(p);
-  const size_t shm = alu_shm<typename hybrid_cache<S, NEAREST>::T>(per);
+  const alu_span w = alu_span_of(f, s0, a0);
+  const size_t shm = alu_shm<typename hybrid_cache<S, NEAREST>::T>(w.per);
   const int64_t tiles_x = (p->nx + ALU_AREA - 1) / ALU_AREA, tiles_y = (p->ny + ALU_AREA - 1) / ALU_AREA;
   const size_t work_bytes = sizeof(unsigned long long) + sizeof(unsigned) * HYB_SM_SLOTS;
   int dev = 0, nsm = 0, bps = 0;
@@ -847,7 +854,7 @@ static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, c
     unsigned long long *queue = (unsigned long long *)f->d_hyb;
     unsigned *sm_count = (unsigned *)(queue + 1);
     bp_hybrid<S, NEAREST><<<(unsigned)(nsm * bps), block, shm, s>>>(
-        f->tex, sino, (long long)(nb * na), (int)nb, (int)n, (int)p->nx, (int)p->ny, per, out, plane,
+        f->tex, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx, (int)p->ny, w.per, w.out, w.plane,
         queue, sm_count, bps, hybrid_tex_blocks(bps), (int)tiles_x, (int)(tiles_x * tiles_y));
     CU_LAUNCHED("bp_hybrid");
   }
