@@ -1,8 +1,8 @@
 /* The general-orbit backprojection kernel (bp_general.cuh).
  *
  * Each thread owns ZP consecutive slices of one (x, y) column (default 16
- * slices in 32 x 4 blocks: warps along x, whose read-modify-writes of the
- * volume are whole 128-byte lines). Per launch and view, a block computes in
+ * slices in 32 x 4 or 32 x 8 blocks, see dense_views: warps along x, whose
+ * read-modify-writes of the volume are whole 128-byte lines). Per launch and view, a block computes in
  * double the position of its anchor (its centre, at the runs' middle slice)
  * and the derivatives about it, and classifies its box as outside the
  * detector (skipped), inside (no clamping) or across the border (clamped);
@@ -260,8 +260,13 @@ __global__ void __launch_bounds__(256, MINB) bpg_kernel(const ctr__bp_args a,
  * per SM instead of 6, to keep more of them in flight: RabbitCT L = 1024
  * 2 % faster, while at L = 512 (voxels ~2.5 pixels apart) the extra blocks'
  * working sets crowd L1 and it is 2-5 % slower (bench/NOTES.md, issue 7).
- * CTRECON_BP_REGS=64 or 80 forces a form (experiments, tests). */
+ * CTRECON_BP_REGS=64 or 80 forces a form (experiments, tests). Launches of
+ * sparser views keep 80 registers and take blocks of SPARSE_BLOCK_Y rows:
+ * rows ~2.5 pixels apart share cache lines, so 8 rows fetch fewer lines per
+ * update than 4 (RabbitCT L = 512: 97-99 against 102 ms; at L = 1024 taller
+ * blocks are 4 % slower, bench/NOTES.md). */
 #define DENSE_PIXELS 1.6
+#define SPARSE_BLOCK_Y 8
 static int dense_views(const ctr__bp_args *a, const ctr__bp_views *bv) {
   const double *m = bv->md[bv->n / 2];
   const double x = 0.5 * a->nx, y = 0.5 * a->ny, z = 0.5 * a->nzs;
@@ -280,28 +285,29 @@ ctr_status ctr__bpg_launch(const ctr__bp_config *cfg, const ctr__bp_args *args,
                            const ctr__bp_views *bv, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const int zp = cfg->slices_per_thread;
-  const dim3 block(cfg->block_x, cfg->block_y);
+  dim3 block(cfg->block_x, cfg->block_y);
   int dense = cfg->default_shape && bv->n > 0 && dense_views(args, bv);
+  if (cfg->default_shape && !dense) block.y = SPARSE_BLOCK_Y;
   if (getenv("CTRECON_BP_REGS")) dense = atoi(getenv("CTRECON_BP_REGS")) == 64;
   const dim3 grid((args->nx + block.x - 1) / block.x, (args->ny + block.y - 1) / block.y,
                   (args->nz_thread - args->k_begin + zp - 1) / zp);
   if (block.x * block.y > 256 || block.x * block.y < 32 || (block.x * block.y) % 32)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "block %d x %d: expected 32 .. 256 threads, whole warps",
              cfg->block_x, cfg->block_y);
-  if (zp == 16 && dense) { /* 64 registers */
-    bpg_kernel<16, 4><<<grid, block, 0, s>>>(*args, *bv);
-  } else {
+  void (*kern)(const ctr__bp_args, const ctr__bp_views);
+  if (zp == 16 && dense) kern = bpg_kernel<16, 4>; /* 64 registers */
+  else
     switch (zp) {
-      case 1: bpg_kernel<1, 0><<<grid, block, 0, s>>>(*args, *bv); break;
-      case 2: bpg_kernel<2, 0><<<grid, block, 0, s>>>(*args, *bv); break;
-      case 4: bpg_kernel<4, 0><<<grid, block, 0, s>>>(*args, *bv); break;
-      case 8: bpg_kernel<8, 0><<<grid, block, 0, s>>>(*args, *bv); break;
-      case 16: bpg_kernel<16, 0><<<grid, block, 0, s>>>(*args, *bv); break;
-      case 32: bpg_kernel<32, 0><<<grid, block, 0, s>>>(*args, *bv); break;
+      case 1: kern = bpg_kernel<1, 0>; break;
+      case 2: kern = bpg_kernel<2, 0>; break;
+      case 4: kern = bpg_kernel<4, 0>; break;
+      case 8: kern = bpg_kernel<8, 0>; break;
+      case 16: kern = bpg_kernel<16, 0>; break;
+      case 32: kern = bpg_kernel<32, 0>; break;
       default:
         CTR_FAIL(CTR_E_INVALID_ARGUMENT, "slices per thread %d: expected 1, 2, 4, 8, 16 or 32", zp);
     }
-  }
+  kern<<<grid, block, 0, s>>>(*args, *bv);
   CU_LAUNCHED("general backprojection kernel");
 cleanup:
   return st;
