@@ -29,6 +29,17 @@ CTR_HD int64_t ctr__padded_origin(int64_t nu) {
   return (int64_t)CTR_PAD_LO * ctr__padded_pitch(nu) + CTR_PAD_LO;
 }
 
+/* The general kernel's padded image of cells (src/cuda/bp_general.cuh):
+ * cells g in [-2, nu], h in [-2, nv], so rows of at least
+ * CTR__BPG_MIN_PITCH(nu) cells (the pitch is chosen among the next
+ * CTR__BPG_PITCH_SPAN lengths), CTR__BPG_ROWS(nv) rows, cell (0, 0)
+ * CTR__BPG_ORIGIN(pitch) cells after the start of the view. */
+#define CTR__BPG_LO 2 /* padding cells before column 0 and row 0 */
+#define CTR__BPG_MIN_PITCH(nu) ((nu) + CTR__BPG_LO + 1)
+#define CTR__BPG_PITCH_SPAN 64
+#define CTR__BPG_ROWS(nv) ((nv) + CTR__BPG_LO + 1)
+#define CTR__BPG_ORIGIN(pitch) ((long long)CTR__BPG_LO * (pitch) + CTR__BPG_LO)
+
 /* Clamps (u, v) to [-1, nu] x [-1, nv], returns the index of the top-left
  * neighbour in a padded image of row length `pitch` (relative to pixel
  * (0, 0)) and leaves the fractional offsets in *u, *v. */

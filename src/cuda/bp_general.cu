@@ -46,9 +46,10 @@ static __host__ __device__ unsigned wrap_offset(int pitch) {
 }
 
 int ctr__bpg_pitch(int64_t nu) {
-  int best = (int)nu + 3;
+  const int lo = (int)CTR__BPG_MIN_PITCH(nu);
+  int best = lo;
   double best_margin = -1;
-  for (int p = (int)nu + 3; p < (int)nu + 3 + 64; p++) {
+  for (int p = lo; p < lo + CTR__BPG_PITCH_SPAN; p++) {
     const double w = (double)wrap_offset(p), m = fmin(w, 4294967296.0 - w);
     if (m > best_margin) best_margin = m, best = p;
   }

@@ -11,15 +11,13 @@
  * with x the mean of the four pixels, y and z the mean slopes along u and v,
  * w the cross term. Rows are `pitch` cells apart (pitch >= nu + 3, chosen by
  * ctr__bpg_pitch), views `pitch * (nv + 3)` cells; cell (0, 0) sits
- * CTR__BPG_ORIGIN(pitch) cells after the start of the view. */
+ * CTR__BPG_ORIGIN(pitch) cells after the start of the view (the constants
+ * are in common/projmath.h, which the planner's memory model shares). */
 #ifndef CTR_BP_GENERAL_CUH
 #define CTR_BP_GENERAL_CUH
 
+#include "common/projmath.h"
 #include "cuda/bp_kernels.cuh"
-
-#define CTR__BPG_LO 2 /* padding cells before column 0 and row 0 */
-#define CTR__BPG_ORIGIN(pitch) ((long long)CTR__BPG_LO * (pitch) + CTR__BPG_LO)
-#define CTR__BPG_ROWS(nv) ((nv) + CTR__BPG_LO + 1)
 
 /* Row length in cells for a detector nu wide: at least nu + 3, chosen so
  * that the kernel's wrapped 32-bit cell indices never wrap (see

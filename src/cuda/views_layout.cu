@@ -22,7 +22,8 @@
 #define DEFAULT_EXACT_SLICES 8
 #define DEFAULT_EXACT_BLOCK_X 8
 #define DEFAULT_EXACT_BLOCK_Y 8
-/* The general kernel: 8 x 4 voxel tiles per warp, 32-slice runs (bench/NOTES.md, issue 7). */
+/* The general kernel: 16-slice runs in 32 x 4 blocks (32 x 8 for launches of
+ * sparse views, chosen per launch: bp_general.cu; bench/NOTES.md, issue 7). */
 #define DEFAULT_GENERAL_SLICES 16
 #define DEFAULT_GENERAL_BLOCK_X 32
 #define DEFAULT_GENERAL_BLOCK_Y 4
@@ -115,12 +116,25 @@ size_t ctr__element_bytes(ctr__bp_variant v) {
 /* ------------------------------------------------------------------------- */
 
 
+/* Row pitch and elements per view of the padded (non-texture) layouts. */
+static void padded_layout(const ctr_geometry *g, ctr__bp_variant v, int *pitch,
+                          long long *view_stride) {
+  if (v == CTR__BP_PRECISE_GENERAL) {
+    *pitch = ctr__bpg_pitch(g->nu);
+    *view_stride = (long long)*pitch * CTR__BPG_ROWS(g->nv);
+  } else {
+    *pitch = ctr__padded_pitch(g->nu);
+    *view_stride = ctr__padded_size(g->nu, g->nv);
+  }
+}
+
 size_t ctr__views_bytes(const ctr_geometry *g, ctr__bp_variant v, int64_t slots) {
   const size_t e = ctr__element_bytes(v);
   if (ctr__is_tex(v)) return (size_t)slots * (size_t)(g->nu * g->nv) * e + (size_t)slots * 4;
-  if (v == CTR__BP_PRECISE_GENERAL)
-    return (size_t)slots * (size_t)ctr__bpg_pitch(g->nu) * (size_t)CTR__BPG_ROWS(g->nv) * e;
-  return (size_t)slots * (size_t)ctr__padded_size(g->nu, g->nv) * e;
+  int pitch;
+  long long view_stride;
+  padded_layout(g, v, &pitch, &view_stride);
+  return (size_t)slots * (size_t)view_stride * e;
 }
 
 void ctr__views_free(ctr__dev_views *dv) {
@@ -183,13 +197,7 @@ ctr_status ctr__views_create(const ctr_geometry *g, ctr__bp_variant variant, int
       CU(cudaMalloc(&dv->d_max, sizeof(unsigned int)));
     }
   } else {
-    if (variant == CTR__BP_PRECISE_GENERAL) {
-      dv->pitch = ctr__bpg_pitch(g->nu);
-      dv->view_stride = (long long)dv->pitch * CTR__BPG_ROWS(g->nv);
-    } else {
-      dv->pitch = ctr__padded_pitch(g->nu);
-      dv->view_stride = ctr__padded_size(g->nu, g->nv);
-    }
+    padded_layout(g, variant, &dv->pitch, &dv->view_stride);
     CU(cudaMalloc(&dv->d_pad, (size_t)(slots * dv->view_stride) * e));
     CU(cudaMemset(dv->d_pad, 0, (size_t)(slots * dv->view_stride) * e));
   }

@@ -42,7 +42,8 @@ static inline uint64_t ctr__view_bytes(const ctr_geometry *g, uint64_t e) {
 static inline uint64_t ctr__gpu_layout_view_bytes(const ctr_geometry *g, ctr_interp interp,
                                                   int pair) {
   if (interp == CTR_INTERP_PRECISE && !pair)
-    return (uint64_t)(g->nu + 66) * (uint64_t)(g->nv + 3) * 16u;
+    return (uint64_t)(CTR__BPG_MIN_PITCH(g->nu) + CTR__BPG_PITCH_SPAN - 1) *
+           (uint64_t)CTR__BPG_ROWS(g->nv) * 16u;
   if (interp == CTR_INTERP_EXACT || interp == CTR_INTERP_PRECISE)
     return (uint64_t)ctr__padded_size(g->nu, g->nv) * (pair ? 8u : 16u);
   return ctr__view_bytes(g, 4) + 4;
