@@ -1,8 +1,15 @@
 /* `ctrecon rabbitct`: a RabbitCT runner. Loads a backprojection module with
- * dlopen, drives it through the RabbitCT 1.0.3 call protocol (Prepare, Load,
- * Backprojection per view over subsets of projection buffers, Finish,
- * Unload), times each backprojection call and scores the volume against the
- * file's reference in HU, as RabbitCT's own runner does. */
+ * dlopen and drives it through the call protocol of the published runner
+ * (RabbitCT 1.0.3, Rohkohl et al. 2009): all matrices read up front;
+ * Prepare (timed apart); Load (not timed); the volume and, unless the module
+ * provided them in Load, the projection buffers allocated after Load; per
+ * subset, the views read into the buffers (not timed), then one timed
+ * Backprojection call per view with adv_projNumber the absolute view,
+ * adv_numAvailProjs the subset's size and adv_firstProjOfSubset 1 on the
+ * subset's first call only; Finish; the volume scored in HU against the
+ * file's reference; Unload. Each call is timed with the wall clock in whole
+ * microseconds and the RabbitCT time is their sum, as the published runner
+ * reports it (docs/rabbitct.md). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
@@ -10,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,29 +34,38 @@ const cli_command cli_cmd_rabbitct = {
     "rabbitct",
     "run a RabbitCT backprojection module on a RabbitCT file, time and score it",
     "ctrecon rabbitct FILE [--size L] [options]",
-    "A RabbitCT runner (Rohkohl et al., Med. Phys. 36:3940, 2009). Loads the module\n"
-    "(a shared library exporting RCTLoadAlgorithm, RCTAlgorithmBackprojection,\n"
-    "RCTFinishAlgorithm, RCTUnloadAlgorithm and optionally RCTPrepareAlgorithm),\n"
-    "reads every view's matrix up front and then, for each subset of --buffers\n"
-    "consecutive views, reads their images into the runner's buffers (not timed)\n"
-    "and calls RCTAlgorithmBackprojection once per view. The RabbitCT time is the\n"
-    "sum of those calls (monotonic clock); Prepare, Load and Finish are timed\n"
-    "separately. The L^3 volume (voxel 256/L mm, first voxel at -(L-1)/2 x 256/L\n"
-    "mm) is then scored against the file's reference of that size in HU: RMSE,\n"
-    "MSE, largest error and PSNR (peak 4095); without such a reference, scoring is\n"
-    "skipped. GUPS = views x L^3 / RabbitCT time / 1e9. --device and --interp set\n"
-    "CTRECON_DEVICE and CTRECON_INTERP for the module before it is loaded (when not\n"
-    "given, a value already in the environment is kept). The default module is\n"
+    "A RabbitCT runner (Rohkohl et al., Med. Phys. 36:3940, 2009) that follows the\n"
+    "published runner (RabbitCT 1.0.3) call for call, so its time is the time a\n"
+    "RabbitCT submission reports. It loads the module (a shared library exporting\n"
+    "RCTLoadAlgorithm, RCTAlgorithmBackprojection, RCTFinishAlgorithm,\n"
+    "RCTUnloadAlgorithm and optionally RCTPrepareAlgorithm), reads every view's\n"
+    "matrix, calls Prepare (timed, reported apart) and Load (not timed). The\n"
+    "projection buffers are the module's when Load provides them, else the\n"
+    "runner allocates them (plain memory) after Load: N/4 buffers (N at L = 1024\n"
+    "or with --prefetch-all-projections). For each subset the runner reads the\n"
+    "views into the buffers (not timed), then calls RCTAlgorithmBackprojection once\n"
+    "per view with adv_firstProjOfSubset = 1 on the subset's first call only. The\n"
+    "RabbitCT time is the sum of those calls, each measured with the wall clock in\n"
+    "whole microseconds. The L^3 volume (voxel 256/L mm, first voxel at\n"
+    "-(L-1)/2 x 256/L mm) is then scored against the file's reference of that size\n"
+    "in HU: RMSE, MSE, largest error and PSNR (peak 4095); without such a\n"
+    "reference, scoring is skipped. GUPS = views x L^3 / RabbitCT time / 1e9.\n"
+    "--buffers N changes the buffer count: the run is then not the benchmark, and\n"
+    "the report says so. --device, --interp and --projection-buffers set\n"
+    "CTRECON_DEVICE, CTRECON_INTERP and CTRECON_RABBITCT_BUFFERS for the module\n"
+    "before it is loaded (when not given, a value already in the environment is\n"
+    "kept). The default module is\n"
     "<directory of ctrecon>/modules/rabbitct/" CTR_RABBITCT_MODULE_NAME ".",
     "  ctrecon rabbitct shepp.rct --size 256\n"
     "  ctrecon rabbitct shepp.rct --size 512 --device cuda --interp texture --json r512.json\n"
-    "  ctrecon rabbitct rabbit.rct --size 128 --module ./libmy_rabbitct.so --buffers 16\n",
+    "  ctrecon rabbitct rabbit.rct --size 128 --module ./libmy_rabbitct.so\n"
+    "  ctrecon rabbitct shepp.rct --size 512 --projection-buffers runner\n",
 };
 
 typedef struct rct_args {
-  const char *file, *module, *json, *device, *interp;
+  const char *file, *module, *json, *device, *interp, *owner;
   int64_t size, buffers;
-  int quiet, threads, threads_given;
+  int buffers_given, prefetch, quiet, threads, threads_given;
 } rct_args;
 
 typedef struct rct_run {
@@ -57,19 +74,23 @@ typedef struct rct_run {
   ctr_rabbitct *reader;
   const ctr_rabbitct_header *h;
   char module[4096];
-  const char *device, *interp; /* what the module sees */
-  int device_from_env, interp_from_env;
+  const char *device, *interp, *owner; /* what the module sees */
+  int device_from_env, interp_from_env, owner_from_env;
   void *lib;
   RabbitCtFunction prepare, load, backproject, finish, unload;
   RabbitCtGlobalData gd;
   int loaded;           /* Load succeeded: Unload is due */
   double *matrices;     /* N x 12 */
   double **matrix_ptrs; /* N */
-  float **buffers;      /* numProjBuffers x S_x S_y */
-  unsigned nbuffers;
+  float **buffers;      /* the runner's, when the module provides none */
+  float *buffer_block;  /* their memory, one block as the published runner's */
+  unsigned nbuffers;    /* views per subset */
+  int module_buffers;   /* the module provided adv_pProjBuffers in Load */
   float *own_volume; /* the runner's f_L when the module left it NULL */
   uint16_t *ref;
   double t_prepare, t_load, t_bp, t_finish;
+  int64_t nsubsets;
+  double *t_subset, *t_first; /* per subset: all its calls, its first call */
   int scored;
   ctr_rabbitct_score score;
 } rct_run;
@@ -86,6 +107,13 @@ static int parse_device(const char *cmd, const char *name, const char *value, vo
 static int parse_interp(const char *cmd, const char *name, const char *value, void *dst) {
   if (strcmp(value, "precise") && strcmp(value, "exact") && strcmp(value, "texture"))
     return cli_usage_error(cmd, "%s '%s': expected precise, exact or texture", name, value);
+  *(const char **)dst = value;
+  return 0;
+}
+
+static int parse_owner(const char *cmd, const char *name, const char *value, void *dst) {
+  if (strcmp(value, "module") && strcmp(value, "runner"))
+    return cli_usage_error(cmd, "%s '%s': expected module or runner", name, value);
   *(const char **)dst = value;
   return 0;
 }
@@ -201,6 +229,7 @@ static int load_module(rct_run *r) {
                      strerror(errno), a->module ? "" : " (build it, or give --module PATH)");
   r->device = set_env("CTRECON_DEVICE", a->device, "auto", &r->device_from_env);
   r->interp = set_env("CTRECON_INTERP", a->interp, "precise", &r->interp_from_env);
+  r->owner = set_env("CTRECON_RABBITCT_BUFFERS", a->owner, "module", &r->owner_from_env);
 #ifdef _OPENMP
   if (a->threads > 0) omp_set_num_threads(a->threads);
 #endif
@@ -251,23 +280,37 @@ static int open_file(rct_run *r) {
   return 0;
 }
 
-/* The buffers, allocated once (plain memory, like RabbitCT's runner) and
- * reused for every subset. */
+/* The published runner's buffer count: N/4, passed to Prepare and Load;
+ * when the runner allocates the buffers itself, N at L = 1024 or with
+ * --prefetch-all-projections. --buffers N replaces both (not the benchmark). */
+static unsigned count_buffers(const rct_run *r, int runner_owned) {
+  const int64_t N = r->h->nviews;
+  int64_t n = N / 4 > 0 ? N / 4 : 1;
+  if (r->a->buffers_given) n = r->a->buffers;
+  else if (runner_owned && (r->a->size == 1024 || r->a->prefetch)) n = N;
+  return (unsigned)(n < N ? n : N);
+}
+
+/* The runner's buffers, allocated after Load when the module provided none:
+ * one zeroed block of plain (pageable) memory, reused for every subset. */
 static int alloc_buffers(rct_run *r) {
-  const int64_t N = r->h->nviews, pixels = r->h->width * r->h->height;
-  r->nbuffers = (unsigned)(r->a->buffers < N ? r->a->buffers : N);
+  const int64_t pixels = r->h->width * r->h->height;
+  r->nbuffers = count_buffers(r, 1);
+  const double bytes = (double)r->nbuffers * (double)pixels * sizeof(float);
   r->buffers = calloc(r->nbuffers, sizeof(float *));
-  if (!r->buffers) return cli_error(RCT_CMD, CLI_EXIT_RUNTIME, "out of memory");
-  for (unsigned k = 0; k < r->nbuffers; k++) {
-    void *p = NULL;
-    if (posix_memalign(&p, 64, (size_t)pixels * sizeof(float)) != 0) {
-      char b[32];
-      return cli_error(RCT_CMD, CLI_EXIT_RUNTIME, "out of memory: %u projection buffers need %s",
-                       r->nbuffers,
-                       cli_bytes((double)r->nbuffers * (double)pixels * 4.0, b, sizeof b));
-    }
-    r->buffers[k] = p;
+  void *p = NULL;
+  if (!r->buffers || bytes > (double)SIZE_MAX ||
+      posix_memalign(&p, 64, (size_t)r->nbuffers * (size_t)pixels * sizeof(float)) != 0) {
+    char b[32];
+    return cli_error(RCT_CMD, CLI_EXIT_RUNTIME,
+                     "out of memory: %u projection buffers need %s; give --buffers N with fewer",
+                     r->nbuffers, cli_bytes(bytes, b, sizeof b));
   }
+  r->buffer_block = p;
+  memset(p, 0, (size_t)r->nbuffers * (size_t)pixels * sizeof(float));
+  for (unsigned k = 0; k < r->nbuffers; k++) r->buffers[k] = r->buffer_block + (size_t)k * pixels;
+  r->gd.adv_numProjBuffers = r->nbuffers;
+  r->gd.adv_pProjBuffers = r->buffers;
   return 0;
 }
 
@@ -284,10 +327,10 @@ static int prepare_and_load(rct_run *r) {
   gd->S_x = (unsigned)r->h->width;
   gd->S_y = (unsigned)r->h->height;
   gd->R_L = (float)(RCT_EXTENT / (double)L);
-  gd->O_L = (float)(-0.5 * (double)(L - 1) * (RCT_EXTENT / (double)L));
+  gd->O_L = -0.5f * gd->R_L * ((float)gd->L - 1.0f); /* the published runner's expression */
   gd->f_L = NULL;
-  gd->adv_numProjBuffers = r->nbuffers;
-  gd->adv_pProjBuffers = r->buffers;
+  gd->adv_numProjBuffers = count_buffers(r, 0);
+  gd->adv_pProjBuffers = NULL;
   gd->adv_N = (unsigned)r->h->nviews;
   gd->adv_ppProjMatrixBuffers = r->matrix_ptrs;
   if (r->prepare) {
@@ -313,13 +356,36 @@ static int prepare_and_load(rct_run *r) {
     r->own_volume = p;
     gd->f_L = p;
   }
-  return 0;
+  r->module_buffers = gd->adv_pProjBuffers != NULL;
+  if (r->module_buffers) {
+    r->nbuffers = gd->adv_numProjBuffers < count_buffers(r, 0) ? gd->adv_numProjBuffers
+                                                                : count_buffers(r, 0);
+    if (r->nbuffers == 0)
+      return cli_error(RCT_CMD, CLI_EXIT_RUNTIME,
+                       "module '%s' provided projection buffers but set adv_numProjBuffers to 0",
+                       r->module);
+    r->buffers = gd->adv_pProjBuffers;
+    return 0;
+  }
+  return alloc_buffers(r);
+}
+
+/* Wall-clock microseconds, as the published runner takes them. */
+static long long now_us(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return (long long)tv.tv_sec * 1000000 + tv.tv_usec;
 }
 
 static int backproject_all(rct_run *r) {
   RabbitCtGlobalData *gd = &r->gd;
   const int64_t N = r->h->nviews;
-  for (int64_t first = 0; first < N; first += r->nbuffers) {
+  r->nsubsets = (N + r->nbuffers - 1) / r->nbuffers;
+  r->t_subset = calloc((size_t)r->nsubsets, sizeof(double));
+  r->t_first = calloc((size_t)r->nsubsets, sizeof(double));
+  if (!r->t_subset || !r->t_first) return cli_error(RCT_CMD, CLI_EXIT_RUNTIME, "out of memory");
+  long long total_us = 0;
+  for (int64_t first = 0, s = 0; first < N; first += r->nbuffers, s++) {
     if (cli_progress(&r->session, "backprojecting", (double)first / (double)N))
       return cli_error(RCT_CMD, CLI_EXIT_INTERRUPTED, "interrupted; no output was written");
     const unsigned n = (unsigned)(N - first < r->nbuffers ? N - first : r->nbuffers);
@@ -330,16 +396,18 @@ static int backproject_all(rct_run *r) {
         return cli_fail_file(RCT_CMD, st, r->a->file);
       }
     }
-    gd->adv_pProjBuffers = r->buffers;
-    gd->adv_firstProjOfSubset = (unsigned)first;
-    gd->adv_numAvailProjs = n;
     for (unsigned k = 0; k < n; k++) {
-      gd->adv_projNumber = (unsigned)(first + k);
-      gd->A_n = r->matrix_ptrs[first + k];
       gd->I_n = r->buffers[k];
-      const double t0 = cli_now();
+      gd->A_n = r->matrix_ptrs[first + k];
+      gd->adv_projNumber = (unsigned)(first + k);
+      gd->adv_numAvailProjs = n;
+      gd->adv_firstProjOfSubset = k == 0;
+      const long long t0 = now_us();
       const bool ok = r->backproject(gd);
-      r->t_bp += cli_now() - t0;
+      const long long us = now_us() - t0;
+      total_us += us;
+      r->t_subset[s] += 1e-6 * (double)us;
+      if (k == 0) r->t_first[s] = 1e-6 * (double)us;
       if (!ok) {
         cli_progress_end(&r->session);
         return cli_error(RCT_CMD, CLI_EXIT_RUNTIME,
@@ -348,6 +416,7 @@ static int backproject_all(rct_run *r) {
       }
     }
   }
+  r->t_bp = 1e-6 * (double)total_us;
   cli_progress(&r->session, "backprojecting", 1.0);
   const double t0 = cli_now();
   const bool ok = r->finish(gd);
@@ -391,24 +460,58 @@ static double gups(const rct_run *r) {
   return (double)r->h->nviews * L * L * L / t / 1e9;
 }
 
+/* Whether the module is ctrecon's (it reads CTRECON_*), and the device and
+ * interpolation it then uses. */
+static int module_is_ours(const rct_run *r) {
+  const char *base = strrchr(r->module, '/');
+  return !strcmp(base ? base + 1 : r->module, CTR_RABBITCT_MODULE_NAME);
+}
+static int runs_on_cpu(const rct_run *r) {
+  return !strcmp(r->device, "cpu") || (!strcmp(r->device, "auto") && ctr_cuda_device_count() < 1);
+}
+static const char *effective_interp(const rct_run *r) {
+  return module_is_ours(r) && runs_on_cpu(r) ? "exact" : r->interp;
+}
+
 static void print_report(const rct_run *r) {
   const cli_session *s = &r->session;
   const int64_t L = r->a->size, N = r->h->nviews;
   cli_info(s, "module          %s\n", r->module);
-  cli_info(s, "device          %s (CTRECON_DEVICE%s), interp %s (CTRECON_INTERP%s)\n", r->device,
-           r->device_from_env ? " from the environment" : "", r->interp,
-           r->interp_from_env ? " from the environment" : "");
-  cli_info(s, "problem         L = %lld (voxel %g mm), %lld views of %lld x %lld, %u buffers\n",
-           (long long)L, RCT_EXTENT / (double)L, (long long)N, (long long)r->h->width,
-           (long long)r->h->height, r->nbuffers);
+  if (module_is_ours(r) && runs_on_cpu(r))
+    cli_info(s, "device          cpu (CTRECON_DEVICE%s%s), interp exact: the CPU's fp32 bilinear "
+                "(CTRECON_INTERP=%s applies on the GPU only)\n",
+             r->device_from_env ? " from the environment" : "",
+             strcmp(r->device, "cpu") ? "=auto, no usable GPU" : "", r->interp);
+  else
+    cli_info(s, "device          %s (CTRECON_DEVICE%s), interp %s (CTRECON_INTERP%s)\n", r->device,
+             r->device_from_env ? " from the environment" : "", r->interp,
+             r->interp_from_env ? " from the environment" : "");
+  cli_info(s, "problem         L = %lld (voxel %g mm), %lld views of %lld x %lld\n", (long long)L,
+           RCT_EXTENT / (double)L, (long long)N, (long long)r->h->width, (long long)r->h->height);
+  if (r->a->buffers_given)
+    cli_info(s, "protocol        NOT the benchmark: --buffers %u (the published runner uses %lld)\n",
+             r->nbuffers, (long long)(N / 4 > 0 ? N / 4 : 1));
+  else
+    cli_info(s, "protocol        the published runner's (RabbitCT 1.0.3)\n");
+  cli_info(s, "buffers         %lld subsets of up to %u views, in %s\n", (long long)r->nsubsets,
+           r->nbuffers,
+           r->module_buffers ? "the module's buffers (provided in Load)"
+                             : "the runner's buffers (plain memory, allocated after Load)");
   cli_info(s, "backprojection  %.4f s (sum of %lld calls), %.4f ms per view, %.4g GUPS\n", r->t_bp,
            (long long)N, 1e3 * r->t_bp / (double)N, gups(r));
+  double first = 0, first_max = 0;
+  for (int64_t k = 0; k < r->nsubsets; k++) {
+    first += r->t_first[k];
+    if (r->t_first[k] > first_max) first_max = r->t_first[k];
+  }
+  cli_info(s, "first calls     %.4f s (each subset's first call; the longest %.2f ms)\n", first,
+           1e3 * first_max);
   if (r->prepare)
-    cli_info(s, "prepare         %.4f s\n", r->t_prepare);
+    cli_info(s, "prepare         %.4f s (not in the RabbitCT time)\n", r->t_prepare);
   else
     cli_info(s, "prepare         (the module has none)\n");
-  cli_info(s, "load            %.4f s\n", r->t_load);
-  cli_info(s, "finish          %.4f s\n", r->t_finish);
+  cli_info(s, "load            %.4f s (not timed by RabbitCT)\n", r->t_load);
+  cli_info(s, "finish          %.4f s (not timed by RabbitCT)\n", r->t_finish);
   if (!r->scored) {
     char sizes[128];
     cli_info(s, "scoring skipped: '%s' has no %lld^3 reference volume (sizes present: %s)\n",
@@ -482,7 +585,9 @@ static int write_json(const rct_run *r, int argc, char **argv) {
   fputs(",\n  \"device\": ", f);
   json_string(f, r->device);
   fputs(",\n  \"interp\": ", f);
-  json_string(f, r->interp);
+  json_string(f, effective_interp(r));
+  fprintf(f, ",\n  \"protocol\": \"%s\",\n  \"buffers_owner\": \"%s\"",
+          r->a->buffers_given ? "non-standard" : "published", r->module_buffers ? "module" : "runner");
   fprintf(
       f,
       ",\n  \"cases\": [\n    {\"name\": \"rabbitct/L%lld\", \"seconds\": %.6f, \"gups\": %.4f, ",
@@ -501,8 +606,16 @@ static int write_json(const rct_run *r, int argc, char **argv) {
           (long long)r->h->nviews, (long long)r->a->size, (long long)r->h->width,
           (long long)r->h->height, r->nbuffers, 1e3 * r->t_bp / (double)r->h->nviews);
   json_number(f, r->prepare != NULL, r->t_prepare, "%.6f");
-  fprintf(f, ", \"load_seconds\": %.6f, \"finish_seconds\": %.6f}\n  ]\n}\n", r->t_load,
-          r->t_finish);
+  fprintf(f, ", \"load_seconds\": %.6f, \"finish_seconds\": %.6f, \"subsets\": %lld",
+          r->t_load, r->t_finish, (long long)r->nsubsets);
+  const double *lists[2] = {r->t_subset, r->t_first};
+  const char *names[2] = {"subset_seconds", "first_call_seconds"};
+  for (int l = 0; l < 2; l++) {
+    fprintf(f, ", \"%s\": [", names[l]);
+    for (int64_t k = 0; k < r->nsubsets; k++) fprintf(f, "%s%.6f", k ? ", " : "", lists[l][k]);
+    fputc(']', f);
+  }
+  fputs("}\n  ]\n}\n", f);
   const int bad = ferror(f);
   if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
     const int e = errno;
@@ -519,7 +632,6 @@ static int run(rct_run *r, int argc, char **argv) {
   if (a->json) rc = cli_check_output_dir(RCT_CMD, a->json);
   if (!rc) rc = open_file(r);
   if (!rc) rc = load_module(r);
-  if (!rc) rc = alloc_buffers(r);
   if (!rc) rc = prepare_and_load(r);
   if (!rc) rc = backproject_all(r);
   cli_progress_end(&r->session);
@@ -537,7 +649,6 @@ int cmd_rabbitct(int argc, char **argv) {
   rct_args a;
   memset(&a, 0, sizeof a);
   a.size = 128;
-  a.buffers = 32;
   const cli_opt opts[] = {
       {"--size", "L", "volume size L^3 over 256 mm, 1..1024 (default 128)", parse_size, &a.size,
        NULL},
@@ -545,8 +656,18 @@ int cmd_rabbitct(int argc, char **argv) {
        "backprojection module (default: <ctrecon's "
        "directory>/modules/rabbitct/" CTR_RABBITCT_MODULE_NAME ")",
        cli_parse_string, &a.module, NULL},
-      {"--buffers", "N", "projection buffers, views per subset; at most the views (default 32)",
-       parse_buffers, &a.buffers, NULL},
+      {"--buffers", "N",
+       "views per subset, instead of the published runner's N/4 (N at L = 1024); NOT the "
+       "benchmark (default: the published count)",
+       parse_buffers, &a.buffers, &a.buffers_given},
+      {"--prefetch-all-projections", NULL,
+       "all views in one subset when the runner allocates the buffers, as the published "
+       "runner's option of that name",
+       cli_set_flag, &a.prefetch, NULL},
+      {"--projection-buffers", "WHO",
+       "module or runner: who allocates the projection buffers (CTRECON_RABBITCT_BUFFERS) "
+       "(default: the environment's, else module)",
+       parse_owner, &a.owner, NULL},
       {"--device", "auto|cpu|cuda",
        "CTRECON_DEVICE for the module (default: the environment's, else auto)", parse_device,
        &a.device, NULL},
@@ -572,6 +693,9 @@ int cmd_rabbitct(int argc, char **argv) {
   if (rc) return rc < 0 ? 0 : rc;
   if (!a.file)
     return cli_usage_error(RCT_CMD, "missing the RabbitCT file: ctrecon rabbitct FILE --size L");
+  if (a.prefetch && a.buffers_given)
+    return cli_usage_error(RCT_CMD, "--prefetch-all-projections and --buffers both set the "
+                                    "views per subset: give one");
   rct_run r;
   memset(&r, 0, sizeof r);
   r.a = &a;
@@ -586,9 +710,10 @@ int cmd_rabbitct(int argc, char **argv) {
    * register exit-time handlers, and unmapping it first would crash at exit. */
   free(r.own_volume);
   free(r.ref);
-  if (r.buffers)
-    for (unsigned k = 0; k < r.nbuffers; k++) free(r.buffers[k]);
-  free(r.buffers);
+  if (!r.module_buffers) free(r.buffers); /* the module's are the module's */
+  free(r.buffer_block);
+  free(r.t_subset);
+  free(r.t_first);
   free(r.matrices);
   free(r.matrix_ptrs);
   ctr_rabbitct_close(r.reader);

@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh RESULTS_DIR [STAGES]
 #
 # BUILD_TARGETS (optional): build only these targets.
-# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct,rabbitsweep,ooc,fbp,pet
+# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct,rabbitsweep,hostxfer,ooc,fbp,pet
 # (default: all). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
 # default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
@@ -39,7 +39,7 @@ with_astra() {
     "$@"
   )
 }
-say() { echo "== $*" | tee -a "$LOGS/summary.txt"; }
+say() { echo "== $*" | tee -a "$LOGS/summary.txt" "$OUT/progress.txt"; }  # progress.txt: what a run cut short still returns
 
 # The device copy of the tree has no .git: pass CTR_GIT_REVISION in from the caller.
 if [ -z "${CTR_GIT_REVISION:-}" ]; then
@@ -101,6 +101,10 @@ if has sanitize; then
   (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./test_gpu_stream) \
     > "$LOGS/sanitizer_stream.log" 2>&1
   say "memcheck streamed pipeline rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_stream.log" | tail -1)"
+  CTRECON_DEVICE=cuda compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$BUILD/tests/contract_rabbitct" "$BUILD/modules/rabbitct/librabbitct_ctrecon.so" \
+    > "$LOGS/sanitizer_rabbitct.log" 2>&1
+  say "memcheck RabbitCT contract rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_rabbitct.log" | tail -1)"
 fi
 
 for c in A B; do
@@ -222,34 +226,60 @@ if (has rabbitct || has rabbitsweep) && [ ! -s $rct ]; then
     > "$LOGS/rabbitct_make.log" 2>&1
   say "rabbitct-make rc=$? : $(tail -3 "$LOGS/rabbitct_make.log" | tr '\n' ' ')"
 fi
-# rct_run NAME L INTERP [ENV=VALUE...]: one runner pass, the module through dlopen.
+# rct_run NAME L INTERP [ENV=VALUE...]: one runner pass, the module through
+# dlopen, under the published runner's protocol (ctrecon rabbitct's default).
 rct_run() {
   local name=$1 L=$2 interp=$3
   shift 3
   env "$@" "$BUILD/ctrecon" rabbitct $rct --size $L --device cuda --interp $interp \
     --json "$LOGS/rabbitct_$name.json" > "$LOGS/rabbitct_$name.log" 2>&1
   say "rabbitct $name (L=$L $interp $*) rc=$?"
-  grep -iE "sum|GUPS|RMSE" "$LOGS/rabbitct_$name.log" | tee -a "$LOGS/summary.txt"
+  grep -iE "sum|GUPS|RMSE|first calls|buffers " "$LOGS/rabbitct_$name.log" | tee -a "$LOGS/summary.txt" "$OUT/progress.txt"
 }
 
 if has rabbitct; then
-  for L in ${RCT_SIZES:-256 512 1024}; do
+  # RCT_OWNERS: who allocates the projection buffers (module: the module's
+  # pinned buffers, its default; runner: pageable buffers after Load).
+  for L in ${RCT_SIZES:-128 256 512 1024}; do
     for interp in ${RCT_INTERPS:-precise exact texture}; do
       [ "$interp" = texture ] && [ "$L" != 512 ] && continue
-      rct_run ${L}_$interp $L $interp
+      for owner in ${RCT_OWNERS:-module runner}; do
+        for rep in $(seq 1 ${RCT_REPEAT:-3}); do
+          rct_run ${L}_${interp}_${owner}_r$rep $L $interp CTRECON_RABBITCT_BUFFERS=$owner
+        done
+      done
     done
   done
   python3 - "$LOGS" "$OUT/rabbitct.json" <<'PY'
-import glob, json, sys
+import glob, json, statistics, sys
 files = sorted(glob.glob(sys.argv[1] + "/rabbitct_*.json"))
 runs = [json.load(open(f)) for f in files]
 if runs:
     out = {k: runs[0][k] for k in ("gpu", "date", "revision")}
-    out["command"] = "ctrecon rabbitct (precise, exact and texture interpolation)"
-    out["cases"] = [dict(c, run=f.split("rabbitct_")[-1][:-5]) for r, f in zip(runs, files)
-                    for c in r["cases"]]
+    out["command"] = "ctrecon rabbitct (published protocol; CTRECON_RABBITCT_BUFFERS=module|runner)"
+    out["cases"] = [dict(c, run=f.split("rabbitct_")[-1][:-5], buffers_owner=r["buffers_owner"],
+                         interp=r["interp"], protocol=r["protocol"])
+                    for r, f in zip(runs, files) for c in r["cases"]]
+    groups = {}
+    for c in out["cases"]:
+        groups.setdefault(c["run"].rsplit("_r", 1)[0], []).append(c)
+    out["medians"] = {k: {"seconds": statistics.median(c["seconds"] for c in v),
+                          "rmse_hu": statistics.median(c["rmse_hu"] for c in v if c["rmse_hu"] is not None)
+                                     if any(c["rmse_hu"] is not None for c in v) else None,
+                          "runs": len(v)} for k, v in groups.items()}
     json.dump(out, open(sys.argv[2], "w"), indent=2)
+    for k, v in out["medians"].items():
+        print("median", k, v)
 PY
+fi
+
+if has hostxfer; then
+  # Pinning a runner's pageable buffers in place vs uploading them as they are.
+  nvcc -O2 -arch=sm_90 -Xcompiler -fopenmp "$ROOT/bench/experiments/host_transfer.cu" \
+    -o "$LOGS/host_transfer" > "$LOGS/host_transfer.log" 2>&1 &&
+    for mib in 567 2268; do "$LOGS/host_transfer" $mib; done >> "$LOGS/host_transfer.log" 2>&1
+  say "host transfer rc=$?"
+  tee -a "$LOGS/summary.txt" < "$LOGS/host_transfer.log"
 fi
 
 if has rabbitsweep; then

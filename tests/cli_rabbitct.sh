@@ -69,7 +69,15 @@ else
   for l in module device load finish MSE "max error" PSNR; do
     grep -q "^$l " "$OUT" && ok "report has '$l'" || bad "report lacks '$l'"
   done
-  grep -q '^device  *cpu (CTRECON_DEVICE)' "$OUT" && ok "device: cpu" || bad "device line"
+  grep -q '^device  *cpu (CTRECON_DEVICE), interp exact: the CPU' "$OUT" &&
+    ok "device: cpu, and the CPU's interpolation (not the GPU's precise)" || bad "device line"
+  grep -q '"interp": "exact"' r32.json && grep -q '"protocol": "published"' r32.json &&
+    grep -q '"buffers_owner": "module"' r32.json && grep -q '"subset_seconds": \[' r32.json &&
+    ok "--json: interp, protocol, buffer owner, per-subset times" || bad "--json protocol fields"
+  run rabbitct r.rct --size 32 --device cpu --projection-buffers runner
+  [ "$rc" -eq 0 ] && grep -q "^buffers  *4 subsets of up to 10 views, in the runner's buffers" "$OUT" &&
+    below "$(field "RMSE")" 0.5 && ok "--projection-buffers runner: the runner's buffers, same accuracy" ||
+    bad "--projection-buffers runner: exit $rc"
   grep -q '"name": "rabbitct/L32"' r32.json && grep -q '"gpu": null' r32.json &&
     grep -q '"rmse_hu": [0-9]' r32.json && grep -q '"views": 40' r32.json &&
     grep -q '"command": "ctrecon rabbitct r.rct --size 32' r32.json &&
@@ -91,19 +99,40 @@ if command -v "$CC" >/dev/null 2>&1; then
 #include "rabbitct.h"
 #include <math.h>
 #include <stdio.h>
-/* Fails on any deviation from the protocol; backprojects like RabbitCT's
- * reference (bilinear, zero outside, 1/w^2) in double per voxel. */
-static unsigned next, loaded;
-bool RCTPrepareAlgorithm(RabbitCtGlobalData *r) { return !loaded && r->f_L == NULL; }
+#include <stdlib.h>
+/* Fails on any deviation from the published runner's protocol (RabbitCT
+ * 1.0.3): Prepare before Load with all matrices and no buffers, N/4 buffers
+ * announced (CHECK_ANNOUNCED); per subset of NBUF views (CHECK_NBUF) one call per view, the
+ * flag 1 on the subset's first call only, the absolute view number, I_n the
+ * subset's i-th buffer: the module's own (CHECK_PROVIDE=1) or the runner's.
+ * Backprojects like RabbitCT's reference (bilinear, zero outside, 1/w^2) in
+ * double per voxel. */
+static unsigned next, loaded, prepared, nbuf;
+static float *own[40], **mine;
+bool RCTPrepareAlgorithm(RabbitCtGlobalData *r) {
+  const char *announced = getenv("CHECK_ANNOUNCED"); /* buffers announced: N/4 = 10 */
+  prepared = 1;
+  return !loaded && r->f_L == NULL && r->adv_pProjBuffers == NULL &&
+         r->adv_numProjBuffers == (unsigned)(announced ? atoi(announced) : 10) &&
+         r->adv_ppProjMatrixBuffers != NULL && r->adv_ppProjMatrixBuffers[39] != NULL;
+}
 bool RCTLoadAlgorithm(RabbitCtGlobalData *r) {
   loaded = 1;
-  return r->L == 32 && r->S_x == 64 && r->S_y == 48 && r->adv_N == 40 && r->R_L == 8.0f &&
-         r->O_L == -124.0f && r->adv_numProjBuffers == 7 && r->adv_ppProjMatrixBuffers != NULL;
+  nbuf = (unsigned)atoi(getenv("CHECK_NBUF"));
+  if (getenv("CHECK_PROVIDE")) {
+    for (unsigned k = 0; k < r->adv_numProjBuffers; k++) own[k] = calloc(64 * 48, sizeof(float));
+    mine = r->adv_pProjBuffers = own;
+  }
+  return prepared && r->L == 32 && r->S_x == 64 && r->S_y == 48 && r->adv_N == 40 &&
+         r->R_L == 8.0f && r->O_L == -124.0f && r->adv_ppProjMatrixBuffers != NULL &&
+         r->f_L == NULL && nbuf > 0;
 }
 bool RCTAlgorithmBackprojection(RabbitCtGlobalData *r) {
-  const unsigned n = r->adv_projNumber, first = r->adv_firstProjOfSubset, L = r->L;
-  if (n != next++ || first != n / 7 * 7 || r->adv_numAvailProjs != (first + 7 <= 40 ? 7 : 40 - first) ||
-      r->I_n != r->adv_pProjBuffers[n - first] || r->A_n != r->adv_ppProjMatrixBuffers[n] || !r->f_L)
+  const unsigned n = r->adv_projNumber, i = n % nbuf, L = r->L;
+  const unsigned avail = n / nbuf * nbuf + nbuf <= 40 ? nbuf : 40 % nbuf;
+  if (n != next++ || r->adv_firstProjOfSubset != (i == 0) || r->adv_numAvailProjs != avail ||
+      r->I_n != r->adv_pProjBuffers[i] || r->A_n != r->adv_ppProjMatrixBuffers[n] || !r->f_L ||
+      (mine && r->adv_pProjBuffers != mine))
     return false;
   const double *A = r->A_n;
   for (unsigned k = 0; k < L; k++)
@@ -129,14 +158,41 @@ bool RCTFinishAlgorithm(RabbitCtGlobalData *r) { return next == 40; }
 bool RCTUnloadAlgorithm(RabbitCtGlobalData *r) { return loaded; }
 EOF
   if "$CC" -O2 -shared -fPIC -I"$SRC/modules/rabbitct" check.c -o libcheck.so -lm 2>"$ERR"; then
-    run rabbitct r.rct --size 32 --buffers 7 --module libcheck.so
-    if [ "$rc" -eq 0 ] && grep -q '^prepare  *[0-9]' "$OUT" && [ "$(field "max error")" = 0 ]; then
-      ok "protocol: Prepare, Load, subsets of 7 buffers, Finish, Unload; max error 0 HU"
+    export CHECK_NBUF=10
+    run rabbitct r.rct --size 32 --module libcheck.so
+    if [ "$rc" -eq 0 ] && grep -q '^prepare  *[0-9]' "$OUT" && [ "$(field "max error")" = 0 ] &&
+       grep -q "^protocol  *the published runner's" "$OUT" &&
+       grep -q "^buffers  *4 subsets of up to 10 views, in the runner's buffers" "$OUT"; then
+      ok "published protocol: Prepare, Load, the runner's N/4 = 10 buffers after Load, the flag on each subset's first call only, Finish, Unload; max error 0 HU"
     else
-      bad "protocol module: exit $rc"
+      bad "published protocol, the runner's buffers: exit $rc"
     fi
-    run rabbitct r.rct --size 32 --buffers 8 --module ./libcheck.so
-    one_error 1 "RCTLoadAlgorithm returned false (module './libcheck.so'" "Load returning false"
+    export CHECK_PROVIDE=1
+    run rabbitct r.rct --size 32 --module libcheck.so
+    if [ "$rc" -eq 0 ] && [ "$(field "max error")" = 0 ] &&
+       grep -q "^buffers  *4 subsets of up to 10 views, in the module's buffers" "$OUT"; then
+      ok "published protocol: the module's own buffers from Load are used"
+    else
+      bad "published protocol, the module's buffers: exit $rc"
+    fi
+    unset CHECK_PROVIDE
+    export CHECK_NBUF=40
+    run rabbitct r.rct --size 32 --module libcheck.so --prefetch-all-projections
+    [ "$rc" -eq 0 ] && grep -q "^buffers  *1 subsets of up to 40 views" "$OUT" &&
+      ok "--prefetch-all-projections: one subset of all 40 views" || bad "--prefetch-all-projections: exit $rc"
+    export CHECK_NBUF=7
+    export CHECK_ANNOUNCED=7
+    run rabbitct r.rct --size 32 --module libcheck.so --buffers 7 --json b7.json
+    unset CHECK_ANNOUNCED
+    [ "$rc" -eq 0 ] && grep -q "^protocol  *NOT the benchmark: --buffers 7 (the published runner uses 10)" "$OUT" &&
+      grep -q '"protocol": "non-standard"' b7.json &&
+      ok "--buffers 7: subsets of 7, reported as not the benchmark" || bad "--buffers 7: exit $rc"
+    run rabbitct r.rct --size 32 --module ./libcheck.so
+    one_error 1 "RCTAlgorithmBackprojection returned false for view 0 (module './libcheck.so'" \
+      "a module that expects other subsets returns false: exit 1, names the view"
+    unset CHECK_NBUF
+    run rabbitct r.rct --size 32 --buffers 7 --prefetch-all-projections
+    one_error 2 "--prefetch-all-projections and --buffers" "--buffers with --prefetch-all-projections: usage error"
   else
     bad "cannot compile the checking module with $CC"
   fi

@@ -1,8 +1,15 @@
-/* The RabbitCT module contract, exercised the way the RabbitCT runner does:
- * dlopen the module, dlsym the five entry points by name, fill the global
- * struct, call Prepare, Load, Backprojection once per view in buffered
- * subsets, Finish, Unload. The oracle is RabbitCT's reference formula written
- * out here in double precision (independent of the library):
+/* The RabbitCT module contract, exercised the way the published RabbitCT
+ * runner (1.0.3) does: dlopen the module, dlsym the five entry points by
+ * name, fill the global struct with all matrices, call Prepare, Load; the
+ * runner allocates the volume and, unless the module provided them in Load,
+ * the projection buffers (plain pageable memory) after Load; per subset it
+ * fills the buffers, then calls Backprojection once per view with
+ * adv_projNumber the absolute view, adv_numAvailProjs the subset's size and
+ * adv_firstProjOfSubset a flag that is 1 on the subset's first call only;
+ * then Finish and Unload. Subsets of 1, 7 and all views, with the module's
+ * buffers and with the runner's; also buffers a runner gives before Load and
+ * views with no buffers at all. The oracle is RabbitCT's reference formula
+ * written out here in double precision (independent of the library):
  *   x = O_L + i R_L (same for y, z);  w = A[2]x + A[5]y + A[8]z + A[11];
  *   u = (A[0]x + A[3]y + A[6]z + A[9]) / w;  v likewise with A[1], A[4], ...;
  *   bilinear with pixel centres at integers, 0 outside;  f += p / w^2.
@@ -68,10 +75,25 @@ static void reference(int L, float R_L, float O_L, int sx, int sy, int nviews, d
       }
 }
 
-/* Runs the module over the data with `nbuf` projection buffers; subsets
- * (or, with nbuf == 0, single views through A_n / I_n alone). */
+/* Who holds the projection buffers. */
+typedef enum buffers_mode {
+  BUF_MODULE,        /* the module provides them in Load (CTRECON_RABBITCT_BUFFERS=module) */
+  BUF_RUNNER_AFTER,  /* the runner allocates them after Load, as the published runner */
+  BUF_RUNNER_BEFORE, /* a runner that hands its buffers to Load */
+  BUF_NONE           /* no buffers: every call brings its own view in A_n / I_n */
+} buffers_mode;
+static const char *mode_name[] = {"module's buffers", "runner's buffers after Load",
+                                  "runner's buffers before Load", "no buffers"};
+
+/* Runs the module over the data as the published runner does, with subsets
+ * of `nbuf` views. With `probe`, the subset's other buffers are overwritten
+ * with NaN right after its first call returns: the module's volume stays
+ * right only if that call backprojected the whole subset (the batching that
+ * the flag is for; a runner never does this). */
 static int run_module(const entry_points *ep, int L, float R_L, float O_L, int sx, int sy,
-                      int nviews, double **A, float **img, int nbuf, float *f) {
+                      int nviews, double **A, float **img, int nbuf, buffers_mode mode, int probe,
+                      float *f) {
+  setenv("CTRECON_RABBITCT_BUFFERS", mode == BUF_MODULE ? "module" : "runner", 1);
   RabbitCtGlobalData r;
   memset(&r, 0, sizeof r);
   r.L = (unsigned)L;
@@ -81,24 +103,46 @@ static int run_module(const entry_points *ep, int L, float R_L, float O_L, int s
   r.O_L = O_L;
   r.adv_N = (unsigned)nviews;
   r.adv_ppProjMatrixBuffers = A;
-  r.adv_numProjBuffers = (unsigned)nbuf;
-  float **buffers = nbuf ? malloc(sizeof(float *) * nbuf) : NULL;
-  for (int b = 0; b < nbuf; b++) buffers[b] = malloc(sizeof(float) * sx * sy);
+  r.adv_numProjBuffers = mode == BUF_NONE ? 0 : (unsigned)nbuf;
+  const size_t pixels = (size_t)sx * sy;
+  float *block = NULL, **runner_buffers = NULL;
+  if (mode != BUF_NONE) { /* BUF_MODULE: in case the module provides none */
+    runner_buffers = malloc(sizeof(float *) * nbuf);
+    block = calloc((size_t)nbuf * pixels, sizeof(float));
+    for (int b = 0; b < nbuf; b++) runner_buffers[b] = block + b * pixels;
+  }
+  if (mode == BUF_RUNNER_BEFORE) r.adv_pProjBuffers = runner_buffers;
   int ok = 1;
   if (ep->prepare) ok &= ep->prepare(&r);
   ok &= ep->load(&r);
+  CHECK_MSG(mode != BUF_MODULE || r.adv_pProjBuffers != NULL,
+            "%s: Load provided no projection buffers", mode_name[mode]);
+  CHECK_MSG(mode != BUF_RUNNER_AFTER || r.adv_pProjBuffers == NULL,
+            "%s: Load set adv_pProjBuffers although CTRECON_RABBITCT_BUFFERS=runner",
+            mode_name[mode]);
+  CHECK_MSG(mode != BUF_RUNNER_BEFORE || r.adv_pProjBuffers == runner_buffers,
+            "%s: Load replaced the runner's buffers", mode_name[mode]);
   if (!r.f_L) r.f_L = f; /* the runner allocates and zeroes when the module did not */
-  for (int first = 0; ok && first < nviews; first += nbuf ? nbuf : 1) {
-    const int avail = nbuf ? (nviews - first < nbuf ? nviews - first : nbuf) : 1;
-    for (int k = 0; nbuf && k < avail; k++) memcpy(buffers[k], img[first + k], sizeof(float) * sx * sy);
-    r.adv_pProjBuffers = buffers;
-    r.adv_firstProjOfSubset = (unsigned)first;
-    r.adv_numAvailProjs = nbuf ? (unsigned)avail : 0;
+  if (!r.adv_pProjBuffers && mode != BUF_NONE) { /* the runner's, as the published runner */
+    r.adv_pProjBuffers = runner_buffers;
+    r.adv_numProjBuffers = (unsigned)nbuf;
+  }
+  float **buffers = r.adv_pProjBuffers;
+  const int step = mode == BUF_NONE ? 1 : nbuf;
+  for (int first = 0; ok && first < nviews; first += step) {
+    const int avail = nviews - first < step ? nviews - first : step;
+    for (int k = 0; buffers && k < avail; k++)
+      memcpy(buffers[k], img[first + k], sizeof(float) * pixels);
     for (int k = 0; ok && k < avail; k++) {
       r.adv_projNumber = (unsigned)(first + k);
+      r.adv_numAvailProjs = mode == BUF_NONE ? 0 : (unsigned)avail;
+      r.adv_firstProjOfSubset = mode != BUF_NONE && k == 0;
       r.A_n = A[first + k];
-      r.I_n = nbuf ? buffers[k] : img[first + k];
+      r.I_n = buffers ? buffers[k] : img[first + k];
       ok &= ep->backprojection(&r);
+      if (probe && k == 0)
+        for (int j = 1; j < avail; j++)
+          for (size_t i = 0; i < pixels; i++) buffers[j][i] = NAN;
     }
   }
   ok &= ep->finish(&r);
@@ -106,9 +150,21 @@ static int run_module(const entry_points *ep, int L, float R_L, float O_L, int s
     memcpy(f, r.f_L, sizeof(float) * L * L * L);
   }
   ok &= ep->unload(&r);
-  for (int b = 0; b < nbuf; b++) free(buffers[b]);
-  free(buffers);
+  CHECK_MSG(mode != BUF_MODULE || r.adv_pProjBuffers == NULL,
+            "%s: Unload left adv_pProjBuffers pointing at freed buffers", mode_name[mode]);
+  free(block);
+  free(runner_buffers);
   return ok;
+}
+
+/* Relative RMS of f against the double reference. */
+static double rel_rms(const float *f, const double *ref, int64_t n) {
+  double e = 0, s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    e += (f[i] - ref[i]) * (f[i] - ref[i]);
+    s += ref[i] * ref[i];
+  }
+  return s > 0 ? sqrt(e / s) : INFINITY;
 }
 
 int main(int argc, char **argv) {
@@ -149,20 +205,29 @@ int main(int argc, char **argv) {
   double *ref = malloc(sizeof(double) * nvox);
   reference(L, R_L, O_L, sx, sy, nviews, A, img, ref);
   float *f = malloc(sizeof(float) * nvox);
-  /* Subsets of 8 (the last one partial), of 1, and views on their own. */
-  const int buffers[3] = {8, 1, 0};
-  for (int t = 0; t < 3; t++) {
+  /* Exact interpolation in fp32 against double: ~1e-6. Subsets of 1, of 7
+   * (the last one partial) and of all views, with the module's buffers and
+   * the runner's; buffers given before Load; views with no buffers. */
+  const struct {
+    int nbuf;
+    buffers_mode mode;
+    int probe;
+  } cases[] = {{1, BUF_MODULE, 0},         {7, BUF_MODULE, 1},       {nviews, BUF_MODULE, 1},
+               {1, BUF_RUNNER_AFTER, 0},   {7, BUF_RUNNER_AFTER, 1}, {nviews, BUF_RUNNER_AFTER, 1},
+               {8, BUF_RUNNER_BEFORE, 1},  {0, BUF_NONE, 0}};
+  for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
     memset(f, 0, sizeof(float) * nvox);
-    CHECK_MSG(run_module(&ep, L, R_L, O_L, sx, sy, nviews, A, img, buffers[t], f),
-              "module call failed with %d buffers", buffers[t]);
-    double e = 0, s = 0;
-    for (int64_t i = 0; i < nvox; i++) {
-      e += (f[i] - ref[i]) * (f[i] - ref[i]);
-      s += ref[i] * ref[i];
-    }
-    /* Exact interpolation in fp32 against double: ~1e-6. */
-    printf("%d buffers: relative RMS vs the RabbitCT reference %.2e\n", buffers[t], sqrt(e / s));
-    CHECK_MSG(s > 0 && sqrt(e / s) < 1e-5, "%d buffers: relative RMS %g", buffers[t], sqrt(e / s));
+    const int ok = run_module(&ep, L, R_L, O_L, sx, sy, nviews, A, img, cases[t].nbuf,
+                              cases[t].mode, cases[t].probe, f);
+    CHECK_MSG(ok, "%s, subsets of %d: a module call returned false", mode_name[cases[t].mode],
+              cases[t].nbuf);
+    const double e = rel_rms(f, ref, nvox);
+    printf("%s, subsets of %d%s: relative RMS vs the RabbitCT reference %.2e\n",
+           mode_name[cases[t].mode], cases[t].nbuf,
+           cases[t].probe ? " (later buffers spoiled after the first call)" : "", e);
+    CHECK_MSG(e < 1e-5, "%s, subsets of %d: relative RMS %g%s", mode_name[cases[t].mode],
+              cases[t].nbuf, e,
+              cases[t].probe ? " (does the flagged first call backproject the whole subset?)" : "");
   }
   /* The runner's scoring on HU: identical up to rounding flips. */
   uint16_t *hu = malloc(sizeof(uint16_t) * nvox);

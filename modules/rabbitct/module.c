@@ -1,17 +1,46 @@
 /* The ctrecon RabbitCT module: a shared library the RabbitCT runner loads
  * with dlopen. Backprojection runs on the GPU when one is usable (CPU
- * otherwise), with exact fp32 interpolation by default.
+ * otherwise), with software bilinear interpolation at double-precision
+ * positions by default.
  *
- * Timing is honest: a view's backprojection is complete when the call that
- * covers it returns. On the first call of a buffered subset the module
- * backprojects every view of the subset (adv_pProjBuffers,
- * adv_numAvailProjs) and the subset's later calls find their view done;
- * a call outside that pattern backprojects its own view (A_n, I_n). Nothing
- * is deferred to RCTFinishAlgorithm, which only copies the volume out.
+ * The protocol is the published runner's (RabbitCT 1.0.3, Rohkohl et al.
+ * 2009; docs/rabbitct.md):
+ *  - RCTPrepareAlgorithm (optional; timed apart from the benchmark) and
+ *    RCTLoadAlgorithm (not timed) come first, with all N matrices in
+ *    adv_ppProjMatrixBuffers and adv_numProjBuffers the runner's buffer
+ *    count. A module may hand the runner its own projection buffers by
+ *    setting adv_pProjBuffers in Load; otherwise the runner allocates them
+ *    after Load (plain, pageable memory).
+ *  - The runner then reads a subset of views into the buffers (not timed)
+ *    and calls RCTAlgorithmBackprojection once per view of the subset, each
+ *    call timed: adv_projNumber is the absolute view index,
+ *    adv_numAvailProjs the number of views in the subset, I_n its buffer
+ *    (adv_pProjBuffers[i] for the i-th call of the subset), A_n its matrix,
+ *    and adv_firstProjOfSubset a flag, 1 on the subset's first call only.
  *
- * Environment: CTRECON_DEVICE = auto | cpu | cuda (default auto),
- * CTRECON_INTERP = precise | exact | texture (default precise: RabbitCT
- * scores rounded HU, which float positions near pixel 1000 perturb). */
+ * What this module does with it:
+ *  - Load hands the runner page-locked buffers of its own (ctr_host_alloc),
+ *    so every subset goes up to the GPU at full PCIe speed. Buffers a
+ *    runner gave before Load are pinned in place instead; buffers that
+ *    appear only after Load (CTRECON_RABBITCT_BUFFERS=runner, or when the
+ *    module's could not be allocated) are staged through pinned memory.
+ *  - Timing is honest: a view's backprojection is complete when the call
+ *    that covers it returns. The flagged first call of a subset backprojects
+ *    all of the subset's views (the runner has read them all before it) and
+ *    returns when they are in the volume; the subset's later calls find
+ *    their view done. A call outside that pattern backprojects its own view
+ *    (A_n, I_n). Nothing is deferred to RCTFinishAlgorithm, which only
+ *    copies the volume out.
+ *
+ * Environment (the protocol has no other way to configure a module):
+ *   CTRECON_DEVICE  = auto | cpu | cuda          (default auto)
+ *   CTRECON_INTERP  = precise | exact | texture   (default precise: RabbitCT
+ *                     scores rounded HU, which float positions near pixel
+ *                     1000 perturb; GPU only, the CPU has one path)
+ *   CTRECON_RABBITCT_BUFFERS = module | runner    (default module: who
+ *                     allocates the projection buffers when the runner
+ *                     leaves it to the module) */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,42 +49,39 @@
 #include "rabbitct.h"
 
 #define EXPORT __attribute__((visibility("default")))
+#define PREFIX "ctrecon RabbitCT module: "
 
 typedef struct module_state {
   ctr_context *ctx;
   ctr_geometry *g;
   ctr_backprojector *bp;
-  unsigned int n_buffers;
+  int64_t cap; /* entries of idx, images, weights */
   int64_t *idx;
   const float **images;
   float *weights;
-  int64_t done_first, done_n; /* the subset already backprojected */
-  float **pinned;              /* runner buffers pinned in place */
-  unsigned int n_pinned;
+  int64_t done_first, done_end; /* views [done_first, done_end) are in the volume */
+  float *own_block;             /* the module's buffers (one block), handed to the runner */
+  float **own_ptrs;
+  float **given;                /* the runner's buffers pinned in Load */
+  unsigned n_given;
 } module_state;
 
 static module_state M;
 
 static bool fail(const char *what) {
-  fprintf(stderr, "ctrecon RabbitCT module: %s: %s\n", what, ctr_error_detail());
+  fprintf(stderr, PREFIX "%s: %s\n", what, ctr_error_detail());
   return false;
 }
 
-/* Pins the runner's projection buffers once (they are reused for every
- * subset), so uploads run at full speed without a staging copy. */
-static void pin_buffers(const RabbitCtGlobalData *r) {
-  if (!r->adv_pProjBuffers || M.pinned) return;
-  M.pinned = calloc(r->adv_numProjBuffers, sizeof *M.pinned);
-  if (!M.pinned) return;
-  for (unsigned int k = 0; k < r->adv_numProjBuffers; k++)
-    if (r->adv_pProjBuffers[k] &&
-        ctr_host_register(r->adv_pProjBuffers[k], (size_t)r->S_x * r->S_y * sizeof(float)) == CTR_OK)
-      M.pinned[M.n_pinned++] = r->adv_pProjBuffers[k];
+static size_t view_bytes(const RabbitCtGlobalData *r) {
+  return (size_t)r->S_x * (size_t)r->S_y * sizeof(float);
 }
 
 static void release(void) {
-  for (unsigned int k = 0; k < M.n_pinned; k++) ctr_host_unregister(M.pinned[k]);
-  free(M.pinned);
+  for (unsigned k = 0; k < M.n_given; k++) ctr_host_unregister(M.given[k]);
+  free(M.given);
+  ctr_host_free(M.own_block);
+  free(M.own_ptrs);
   ctr_backprojector_free(M.bp);
   ctr_geometry_free(M.g);
   ctr_context_free(M.ctx);
@@ -74,12 +100,29 @@ static bool make_context(void) {
   return ctr_context_create(&co, &M.ctx) == CTR_OK || fail("cannot create a context");
 }
 
+/* Room for n views in one call. */
+static bool reserve(int64_t n) {
+  if (n <= M.cap) return true;
+  int64_t *idx = realloc(M.idx, (size_t)n * sizeof *idx);
+  if (idx) M.idx = idx;
+  const float **images = realloc(M.images, (size_t)n * sizeof *images);
+  if (images) M.images = images;
+  float *weights = realloc(M.weights, (size_t)n * sizeof *weights);
+  if (weights) M.weights = weights;
+  if (!idx || !images || !weights) {
+    fprintf(stderr, PREFIX "out of memory for a subset of %lld views\n", (long long)n);
+    return false;
+  }
+  M.cap = n;
+  return true;
+}
+
 /* Geometry and backprojector from the runner's data (needs all matrices). */
 static bool setup(const RabbitCtGlobalData *r) {
   if (M.bp) return true;
   if (!make_context()) return false;
   if (!r->adv_ppProjMatrixBuffers || r->adv_N == 0) {
-    fprintf(stderr, "ctrecon RabbitCT module: the runner gave no projection matrices\n");
+    fprintf(stderr, PREFIX "the runner gave no projection matrices (adv_ppProjMatrixBuffers)\n");
     return false;
   }
   if (ctr_geometry_from_rabbitct(r->S_x, r->S_y, r->adv_N,
@@ -93,16 +136,42 @@ static bool setup(const RabbitCtGlobalData *r) {
                                                    : CTR_INTERP_EXACT;
   if (ctr_backprojector_create(M.ctx, M.g, &o, &M.bp) != CTR_OK)
     return fail("cannot create the backprojector");
-  M.n_buffers = r->adv_numProjBuffers > 0 ? r->adv_numProjBuffers : 1;
-  M.idx = malloc(M.n_buffers * sizeof *M.idx);
-  M.images = malloc(M.n_buffers * sizeof *M.images);
-  M.weights = malloc(M.n_buffers * sizeof *M.weights);
-  M.done_first = M.done_n = -1;
-  if (!M.idx || !M.images || !M.weights) {
-    fprintf(stderr, "ctrecon RabbitCT module: out of memory\n");
-    return false;
+  M.done_first = M.done_end = -1;
+  return reserve(r->adv_numProjBuffers > 0 ? r->adv_numProjBuffers : 1);
+}
+
+/* The module's own buffers for the runner: adv_numProjBuffers views in one
+ * page-locked block (plain memory without a GPU). On failure the runner
+ * allocates its own, as the protocol has it. */
+static void provide_buffers(RabbitCtGlobalData *r) {
+  const char *who = getenv("CTRECON_RABBITCT_BUFFERS");
+  const size_t n = r->adv_numProjBuffers, bytes = view_bytes(r);
+  if ((who && !strcmp(who, "runner")) || n == 0 || bytes == 0) return;
+  if (bytes > SIZE_MAX / n) return;
+  M.own_ptrs = malloc(n * sizeof *M.own_ptrs);
+  M.own_block = M.own_ptrs ? ctr_host_alloc(n * bytes) : NULL;
+  if (!M.own_block) {
+    fprintf(stderr, PREFIX "cannot allocate %zu projection buffers (%s); the runner's are used\n",
+            n, ctr_error_detail());
+    free(M.own_ptrs);
+    M.own_ptrs = NULL;
+    return;
   }
-  return true;
+  memset(M.own_block, 0, n * bytes);
+  for (size_t k = 0; k < n; k++) M.own_ptrs[k] = M.own_block + k * (bytes / sizeof(float));
+  r->adv_pProjBuffers = M.own_ptrs;
+}
+
+/* Buffers the runner gave before Load: pinned in place once (they are
+ * reused for every subset), outside the timed calls. */
+static void pin_given(const RabbitCtGlobalData *r) {
+  const unsigned n = r->adv_numProjBuffers;
+  if (!r->adv_pProjBuffers || n == 0 || M.given) return;
+  M.given = calloc(n, sizeof *M.given);
+  if (!M.given) return;
+  for (unsigned k = 0; k < n; k++)
+    if (r->adv_pProjBuffers[k] && ctr_host_register(r->adv_pProjBuffers[k], view_bytes(r)) == CTR_OK)
+      M.given[M.n_given++] = r->adv_pProjBuffers[k];
 }
 
 EXPORT bool RCTPrepareAlgorithm(RabbitCtGlobalData *r) {
@@ -112,34 +181,39 @@ EXPORT bool RCTPrepareAlgorithm(RabbitCtGlobalData *r) {
 
 EXPORT bool RCTLoadAlgorithm(RabbitCtGlobalData *r) {
   if (!make_context()) return false;
-  pin_buffers(r);
+  if (r->adv_pProjBuffers) pin_given(r);
+  else provide_buffers(r);
   /* The matrices may arrive only with the first backprojection call. */
   return r->adv_ppProjMatrixBuffers ? setup(r) : true;
 }
 
+/* The flagged first call of a subset: views p .. p + avail - 1 are in
+ * adv_pProjBuffers[0 .. avail - 1]. */
+static bool backproject_subset(const RabbitCtGlobalData *r, int64_t p, int64_t avail) {
+  if (!reserve(avail)) return false;
+  for (int64_t k = 0; k < avail; k++) {
+    M.idx[k] = p + k;
+    M.images[k] = r->adv_pProjBuffers[k];
+    M.weights[k] = (float)ctr_rabbitct_weight(r->adv_ppProjMatrixBuffers[p + k]);
+  }
+  if (ctr_backprojector_add(M.bp, avail, M.idx, M.images, M.weights) != CTR_OK)
+    return fail("backprojection failed");
+  M.done_first = p;
+  M.done_end = p + avail;
+  return true;
+}
+
 EXPORT bool RCTAlgorithmBackprojection(RabbitCtGlobalData *r) {
   if (!setup(r)) return false;
-  const int64_t p = r->adv_projNumber, first = r->adv_firstProjOfSubset;
-  const int64_t avail = r->adv_numAvailProjs;
-  const int subset = r->adv_pProjBuffers && avail > 0 && avail <= (int64_t)M.n_buffers &&
-                     p >= first && p < first + avail;
-  if (subset && M.done_first == first && p < first + M.done_n) return true; /* done */
-  if (subset && p == first) {
-    pin_buffers(r); /* buffers that appeared only now */
-    for (int64_t k = 0; k < avail; k++) {
-      M.idx[k] = first + k;
-      M.images[k] = r->adv_pProjBuffers[k];
-      M.weights[k] = (float)ctr_rabbitct_weight(r->adv_ppProjMatrixBuffers[first + k]);
-    }
-    if (ctr_backprojector_add(M.bp, avail, M.idx, M.images, M.weights) != CTR_OK)
-      return fail("backprojection failed");
-    M.done_first = first;
-    M.done_n = avail;
-    return true;
-  }
+  const int64_t p = r->adv_projNumber, avail = r->adv_numAvailProjs, N = r->adv_N;
+  if (r->adv_firstProjOfSubset && r->adv_pProjBuffers && avail >= 1 && p + avail <= N &&
+      r->I_n == r->adv_pProjBuffers[0])
+    return backproject_subset(r, p, avail);
+  if (p >= M.done_first && p < M.done_end) return true; /* done by the subset's first call */
   /* One view on its own. */
-  if (!r->A_n || !r->I_n || p < 0 || p >= (int64_t)r->adv_N) {
-    fprintf(stderr, "ctrecon RabbitCT module: view %lld has no matrix or image\n", (long long)p);
+  if (!r->A_n || !r->I_n || p >= N) {
+    fprintf(stderr, PREFIX "view %lld of %lld has no matrix (A_n) or image (I_n)\n", (long long)p,
+            (long long)N);
     return false;
   }
   const int64_t view = p;
@@ -152,18 +226,18 @@ EXPORT bool RCTAlgorithmBackprojection(RabbitCtGlobalData *r) {
 
 EXPORT bool RCTFinishAlgorithm(RabbitCtGlobalData *r) {
   if (!M.bp) {
-    fprintf(stderr, "ctrecon RabbitCT module: finish before any backprojection\n");
+    fprintf(stderr, PREFIX "finish before any backprojection\n");
     return false;
   }
   if (!r->f_L) {
-    fprintf(stderr, "ctrecon RabbitCT module: no output volume (f_L is NULL)\n");
+    fprintf(stderr, PREFIX "no output volume (f_L is NULL)\n");
     return false;
   }
   return ctr_backprojector_read(M.bp, r->f_L) == CTR_OK || fail("cannot read the volume");
 }
 
 EXPORT bool RCTUnloadAlgorithm(RabbitCtGlobalData *r) {
-  (void)r;
+  if (r && M.own_ptrs && r->adv_pProjBuffers == M.own_ptrs) r->adv_pProjBuffers = NULL;
   release();
   return true;
 }
