@@ -18,13 +18,16 @@ typedef struct RabbitCtGlobalData {
   float R_L;                         /* voxel size, mm */
   float O_L;                         /* world coordinate of voxel index 0 */
   float *f_L;                        /* output volume, f_L[k*L*L + j*L + i]; runner allocates if NULL */
-  unsigned int adv_numProjBuffers;   /* projection buffers the runner holds */
-  float **adv_pProjBuffers;          /* the buffers of the current subset */
+  unsigned int adv_numProjBuffers;   /* projection buffers (views per subset) */
+  float **adv_pProjBuffers;          /* the buffers; a module may provide them in Load,
+                                        else the runner allocates them after Load */
   unsigned int adv_N;                /* total views */
-  unsigned int adv_projNumber;       /* current view */
-  double **adv_ppProjMatrixBuffers;  /* all N matrices */
-  unsigned int adv_numAvailProjs;    /* valid views in the current subset */
-  unsigned int adv_firstProjOfSubset;/* first view of the current subset */
+  unsigned int adv_projNumber;       /* current view, absolute: 0 .. adv_N - 1 */
+  double **adv_ppProjMatrixBuffers;  /* all N matrices, set before Prepare */
+  unsigned int adv_numAvailProjs;    /* views in the current subset */
+  unsigned int adv_firstProjOfSubset;/* a flag: 1 on the subset's first call, else 0 (the
+                                        published header: "is this the first projection of a
+                                        RAM-buffer-subset?") */
 } RabbitCtGlobalData;
 
 typedef bool (*RabbitCtFunction)(RabbitCtGlobalData *);
@@ -37,8 +40,9 @@ typedef bool (*RabbitCtFunction)(RabbitCtGlobalData *);
 #define RCT_UNLOAD "RCTUnloadAlgorithm"
 
 /* The module built with ctrecon: <build>/modules/rabbitct/librabbitct_ctrecon.so.
- * It reads CTRECON_DEVICE (auto | cpu | cuda, default auto) and
- * CTRECON_INTERP (precise | exact | texture, default precise) from the
+ * It reads CTRECON_DEVICE (auto | cpu | cuda, default auto),
+ * CTRECON_INTERP (precise | exact | texture, default precise) and
+ * CTRECON_RABBITCT_BUFFERS (module | runner, default module) from the
  * environment. */
 #define CTR_RABBITCT_MODULE_NAME "librabbitct_ctrecon.so"
 
