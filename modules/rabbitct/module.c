@@ -23,7 +23,9 @@
  *    so every subset goes up to the GPU at full PCIe speed. Buffers a
  *    runner gave before Load are pinned in place instead; buffers that
  *    appear only after Load (CTRECON_RABBITCT_BUFFERS=runner, or when the
- *    module's could not be allocated) are staged through pinned memory.
+ *    module's could not be allocated) are pinned in place on the first
+ *    backprojection call when they are reused for later subsets, staged
+ *    through pinned memory when each is used once.
  *  - Timing is honest: a view's backprojection is complete when the call
  *    that covers it returns. The flagged first call of a subset backprojects
  *    all of the subset's views (the runner has read them all before it) and
@@ -77,9 +79,16 @@ static size_t view_bytes(const RabbitCtGlobalData *r) {
   return (size_t)r->S_x * (size_t)r->S_y * sizeof(float);
 }
 
-static void release(void) {
-  for (unsigned k = 0; k < M.n_given; k++) ctr_host_unregister(M.given[k]);
+/* Unpins the runner's buffers. Done in Finish: the published runner frees
+ * its buffers before it calls Unload. */
+static void unpin_runner_buffers(void) {
+  while (M.n_given > 0) ctr_host_unregister(M.given[--M.n_given]);
   free(M.given);
+  M.given = NULL;
+}
+
+static void release(void) {
+  unpin_runner_buffers();
   ctr_host_free(M.own_block);
   free(M.own_ptrs);
   ctr_backprojector_free(M.bp);
@@ -162,16 +171,29 @@ static void provide_buffers(RabbitCtGlobalData *r) {
   r->adv_pProjBuffers = M.own_ptrs;
 }
 
-/* Buffers the runner gave before Load: pinned in place once (they are
- * reused for every subset), outside the timed calls. */
-static void pin_given(const RabbitCtGlobalData *r) {
-  const unsigned n = r->adv_numProjBuffers;
-  if (!r->adv_pProjBuffers || n == 0 || M.given) return;
+/* Pins the runner's n buffers in place (page-locks them) so that uploads
+ * from them run at full speed: one registration for the block when they
+ * are contiguous, as the published runner allocates them, else one each;
+ * all or none (a buffer registered in part would upload as if pinned). */
+static void pin_runner_buffers(const RabbitCtGlobalData *r, unsigned n) {
+  float *const *b = r->adv_pProjBuffers;
+  const size_t bytes = view_bytes(r), floats = bytes / sizeof(float);
+  if (!b || n == 0 || M.given) return;
+  int contiguous = 1;
+  for (unsigned k = 0; k < n && contiguous; k++) contiguous = b[k] && b[k] == b[0] + k * floats;
   M.given = calloc(n, sizeof *M.given);
   if (!M.given) return;
-  for (unsigned k = 0; k < n; k++)
-    if (r->adv_pProjBuffers[k] && ctr_host_register(r->adv_pProjBuffers[k], view_bytes(r)) == CTR_OK)
-      M.given[M.n_given++] = r->adv_pProjBuffers[k];
+  if (contiguous) {
+    if (ctr_host_register(b[0], (size_t)n * bytes) == CTR_OK) M.given[M.n_given++] = b[0];
+    return;
+  }
+  for (unsigned k = 0; k < n; k++) {
+    if (!b[k] || ctr_host_register(b[k], bytes) != CTR_OK) {
+      unpin_runner_buffers();
+      return;
+    }
+    M.given[M.n_given++] = b[k];
+  }
 }
 
 EXPORT bool RCTPrepareAlgorithm(RabbitCtGlobalData *r) {
@@ -181,16 +203,23 @@ EXPORT bool RCTPrepareAlgorithm(RabbitCtGlobalData *r) {
 
 EXPORT bool RCTLoadAlgorithm(RabbitCtGlobalData *r) {
   if (!make_context()) return false;
-  if (r->adv_pProjBuffers) pin_given(r);
+  if (r->adv_pProjBuffers) pin_runner_buffers(r, r->adv_numProjBuffers); /* given before Load */
   else provide_buffers(r);
   /* The matrices may arrive only with the first backprojection call. */
   return r->adv_ppProjMatrixBuffers ? setup(r) : true;
 }
 
 /* The flagged first call of a subset: views p .. p + avail - 1 are in
- * adv_pProjBuffers[0 .. avail - 1]. */
+ * adv_pProjBuffers[0 .. avail - 1]. Runner buffers that appeared after Load
+ * are pinned in place on the first such call when they will be reused for
+ * later subsets (registration costs about half an upload at full speed,
+ * 21-30 ms for 124 views on an H100, and doubles the speed of every upload
+ * after it: bench/NOTES.md, issue 18); buffers used once (one subset of all
+ * views) are staged instead, their uploads hidden behind the updates. */
 static bool backproject_subset(const RabbitCtGlobalData *r, int64_t p, int64_t avail) {
   if (!reserve(avail)) return false;
+  if (r->adv_pProjBuffers != M.own_ptrs && !M.given && r->adv_numProjBuffers < r->adv_N)
+    pin_runner_buffers(r, r->adv_numProjBuffers);
   for (int64_t k = 0; k < avail; k++) {
     M.idx[k] = p + k;
     M.images[k] = r->adv_pProjBuffers[k];
@@ -233,7 +262,9 @@ EXPORT bool RCTFinishAlgorithm(RabbitCtGlobalData *r) {
     fprintf(stderr, PREFIX "no output volume (f_L is NULL)\n");
     return false;
   }
-  return ctr_backprojector_read(M.bp, r->f_L) == CTR_OK || fail("cannot read the volume");
+  const bool ok = ctr_backprojector_read(M.bp, r->f_L) == CTR_OK || fail("cannot read the volume");
+  unpin_runner_buffers();
+  return ok;
 }
 
 EXPORT bool RCTUnloadAlgorithm(RabbitCtGlobalData *r) {
