@@ -141,7 +141,9 @@ int cmd_pet_simulate(int argc, char **argv) {
   int rc = cli_parse(&cli_cmd_pet_simulate, opts, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
   rc = cli_require(cmd, opts, "--out", a.out);
-  if (!rc) rc = cli_check_output_dir(cmd, a.out);
+  const cli_file in[] = {{"--activity", a.activity}, {0}};
+  const cli_file out[] = {{"--out", a.out}, {0}};
+  if (!rc) rc = cli_check_files(cmd, in, out);
   if (rc) return rc;
   const char *dot = strrchr(a.out, '.');
   const int h5 = dot && (!strcmp(dot, ".h5") || !strcmp(dot, ".hdf5"));
