@@ -799,8 +799,11 @@ typedef struct ctr_stream_report {
   ctr_stream_timings timings;
   int64_t nonfinite;        /* NaN / Inf projection values replaced by 0 */
   int64_t below, above;     /* uint16 output: voxels clamped to 0 / 65535 */
-  int64_t slabs_resumed;    /* subvolumes found complete in the journal */
-  float min, max;           /* range of the reconstructed values */
+  int64_t slabs_resumed;    /* subvolumes found complete in the journal (and unchanged on
+                               disk: their CRC-32 matched) */
+  float min, max;           /* range of the reconstructed values: the whole output, resumed
+                               subvolumes included (below, above too) */
+  int64_t slices_resumed;   /* slices of those subvolumes; timings cover the others only */
 } ctr_stream_report;
 
 /* Streamed FDK from a projection file to a volume file (seed 000 Alg. 2):
