@@ -171,14 +171,14 @@ typedef struct cli_file {
 } cli_file;
 
 /* The one up-front check of a command's files, before any long work. For
- * every output (array ends at option NULL): its folder exists and takes new
- * files (error naming the option and the folder); temporaries
- * "<name>.tmp.<pid>.<n>" of it that a process which no longer runs left
- * behind are removed, with a warning; it is not the same file as an input or
- * an earlier output - the same path, or the same file through another name
- * (symlink, hard link: st_dev and st_ino), "file.h5:/dataset" counting as
- * file.h5 - else a usage error naming both options. Returns 0 or an exit
- * code. */
+ * every output (array ends at option NULL): its directory exists and takes
+ * new files (error naming the option and the directory); temporaries
+ * "<name>.tmp.<pid>.<n>" (and fdk scratch files "<name>.scratch.<pid>.<n>")
+ * of it that a process which no longer runs left behind are removed, with a
+ * warning; it is not the same file as an input or an earlier output - the
+ * same path, or the same file through another name (symlink, hard link:
+ * st_dev and st_ino), "file.h5:/dataset" counting as file.h5 - else a usage
+ * error naming both options. Returns 0 or an exit code. */
 int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *outputs);
 /* File format from the format option (`given`, unless AUTO) or the
  * extension of the path given to `path_option`; usage error if unknown.

@@ -62,17 +62,24 @@ static int same_file(const char *a, const char *b) {
          sa.st_ino == sb.st_ino;
 }
 
-/* "<stem...>.tmp.<pid>.<n>" with stem a prefix of the name: *pid. */
+/* "<stem...>.tmp.<pid>.<n>" (a temporary output) or "<stem...>.scratch.<pid>.<n>"
+ * (fdk's filtered projections) with stem a prefix of the name: *pid. */
 static int temporary_of(const char *name, const char *stem, long *pid) {
   const size_t ls = strlen(stem);
   if (strncmp(name, stem, ls) != 0) return 0;
-  const char *t = strstr(name + ls, ".tmp.");
+  const char *t = NULL, *digits = NULL;
+  static const char *const marks[] = {".tmp.", ".scratch."};
+  for (int m = 0; m < 2; m++)
+    for (const char *p = strstr(name + ls, marks[m]); p; p = strstr(p + 1, marks[m]))
+      if (p > t) {
+        t = p;
+        digits = p + strlen(marks[m]);
+      }
   if (!t) return 0;
-  for (const char *p = strstr(t + 5, ".tmp."); p; p = strstr(p + 5, ".tmp.")) t = p;
   char *end;
   errno = 0;
-  const long p = strtol(t + 5, &end, 10);
-  if (errno || p <= 0 || *end != '.' || end == t + 5) return 0;
+  const long p = strtol(digits, &end, 10);
+  if (errno || p <= 0 || *end != '.' || end == digits) return 0;
   const char *num = end + 1;
   if (!*num) return 0;
   for (const char *c = num; *c; c++)
@@ -81,7 +88,8 @@ static int temporary_of(const char *name, const char *stem, long *pid) {
   return 1;
 }
 
-/* Removes the temporaries "<name>.tmp.<pid>.<n>" of `base` (a file name, a
+/* Removes the temporaries "<name>.tmp.<pid>.<n>" (and fdk's scratch files
+ * "<name>.scratch.<pid>.<n>") of `base` (a file name, a
  * TIFF stack pattern or a preview prefix) in `dir` that a process which no
  * longer runs left behind (SIGKILL, power loss), saying so. */
 static void remove_stale_temporaries(const char *cmd, const char *option, const char *dir,

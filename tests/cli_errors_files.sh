@@ -94,9 +94,10 @@ else
 fi
 rm -f vol.tif
 dead=$(bash -c 'echo $BASHPID')
-touch "v.tif.tmp.$dead.0" "v.tif.tmp.$$.0" "other.tif.tmp.$dead.0"
+touch "v.tif.tmp.$dead.0" "v.tif.tmp.$$.0" "other.tif.tmp.$dead.0" "v.tif.scratch.$dead.3"
 run fdk --geometry g.json --projections p.nrrd --out v.tif --device cpu --quiet
-[ "$rc" -eq 0 ] && [ ! -e "v.tif.tmp.$dead.0" ] && ok "a dead process's temporary of --out is removed" ||
+[ "$rc" -eq 0 ] && [ ! -e "v.tif.tmp.$dead.0" ] && [ ! -e "v.tif.scratch.$dead.3" ] &&
+  ok "a dead process's temporary and scratch file of --out are removed" ||
   bad "stale temporary: exit $rc, $(ls v.tif*)"
 grep -qF "removed 'v.tif.tmp.$dead.0'" "$ERR" && grep -qF "process $dead" "$ERR" &&
   ok "the removal is reported" || bad "no report of the removal"
