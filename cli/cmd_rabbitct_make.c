@@ -407,16 +407,14 @@ static void print_header(const make_args *a) {
          ctr_window_name(a->window));
   /* Up front: how much it writes, and what takes the time. */
   double bytes = (double)a->views * (double)(a->width * a->height) * sizeof(float);
-  double updates = 0;
-  for (int k = 0; k < a->nsizes; k++) {
-    const double L3 = (double)a->sizes[k] * (double)a->sizes[k] * (double)a->sizes[k];
-    bytes += L3 * sizeof(uint16_t);
-    updates += L3 * (double)a->views;
-  }
+  for (int k = 0; k < a->nsizes; k++)
+    bytes += (double)a->sizes[k] * (double)a->sizes[k] * (double)a->sizes[k] * sizeof(uint16_t);
   char b[32];
-  printf("      writes about %s to %s; the references backproject %.3g voxel updates: "
-         "seconds on a GPU, minutes on a few CPU cores (fewer with smaller --sizes, --views)\n",
-         cli_bytes(bytes, b, sizeof b), a->out, updates);
+  printf("      writes about %s to %s; projecting and filtering %lld views of %lld x %lld takes "
+         "seconds on a GPU, minutes on a few CPU cores (the defaults: about 2 minutes on 2; "
+         "--views, --width, --height make it smaller)\n",
+         cli_bytes(bytes, b, sizeof b), a->out, (long long)a->views, (long long)a->width,
+         (long long)a->height);
 }
 
 static void print_summary(const make_args *a, const make_run *r, double total) {
