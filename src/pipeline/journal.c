@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -12,8 +13,26 @@
 #define MAGIC "ctrecon-journal 2"
 
 uint32_t ctr__crc32(uint32_t crc, const void *data, size_t n) {
-  /* crc32_z takes a size_t: no 4 GiB limit per call. */
-  return (uint32_t)crc32_z(crc, data, n);
+  /* One core runs zlib's CRC-32 at 2-3 GB/s, slower than the writer's disk
+   * on a large run: pieces of 4 MiB in parallel, joined by crc32_combine
+   * (the same value as one pass). */
+  enum { PIECE = 4 << 20 };
+  const unsigned char *p = data;
+  const int64_t np = (int64_t)((n + PIECE - 1) / PIECE);
+  uLong *part = np > 2 ? malloc((size_t)np * sizeof *part) : NULL;
+  if (!part) return (uint32_t)crc32_z(crc, p, n);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < np; i++) {
+    const size_t off = (size_t)i * PIECE, len = n - off < PIECE ? n - off : PIECE;
+    part[i] = crc32_z(0, p + off, len);
+  }
+  uLong c = crc;
+  for (int64_t i = 0; i < np; i++) {
+    const size_t off = (size_t)i * PIECE, len = n - off < PIECE ? n - off : PIECE;
+    c = crc32_combine(c, part[i], (z_off_t)len);
+  }
+  free(part);
+  return (uint32_t)c;
 }
 
 uint64_t ctr__fnv1a(uint64_t h, const void *data, size_t n) {
