@@ -62,11 +62,13 @@ static int same_file(const char *a, const char *b) {
          sa.st_ino == sb.st_ino;
 }
 
-/* "<stem...>.tmp.<pid>.<n>" (a temporary output) or "<stem...>.scratch.<pid>.<n>"
- * (fdk's filtered projections) with stem a prefix of the name: *pid. */
-static int temporary_of(const char *name, const char *stem, long *pid) {
-  const size_t ls = strlen(stem);
-  if (strncmp(name, stem, ls) != 0) return 0;
+/* "<file>.tmp.<pid>.<n>" (a temporary output) or "<file>.scratch.<pid>.<n>"
+ * (fdk's filtered projections) of output `base`: <file> is base itself, a
+ * file of its TIFF stack pattern (the part before '%', then anything) or of
+ * its preview / iteration prefix ("<base>_..."). Gives *pid. */
+static int temporary_of(const char *name, const char *base, long *pid) {
+  const size_t ls = strcspn(base, "%");
+  if (strncmp(name, base, ls) != 0) return 0;
   const char *t = NULL, *digits = NULL;
   static const char *const marks[] = {".tmp.", ".scratch."};
   for (int m = 0; m < 2; m++)
@@ -76,6 +78,9 @@ static int temporary_of(const char *name, const char *stem, long *pid) {
         digits = p + strlen(marks[m]);
       }
   if (!t) return 0;
+  /* <file> = name up to t: base exactly, "<base>_...", or a pattern's file */
+  const size_t lf = (size_t)(t - name);
+  if (!base[ls] && !(lf == ls || name[ls] == '_')) return 0;
   char *end;
   errno = 0;
   const long p = strtol(digits, &end, 10);
@@ -94,14 +99,12 @@ static int temporary_of(const char *name, const char *stem, long *pid) {
  * longer runs left behind (SIGKILL, power loss), saying so. */
 static void remove_stale_temporaries(const char *cmd, const char *option, const char *dir,
                                      const char *base) {
-  char stem[4096];
-  snprintf(stem, sizeof stem, "%.*s", (int)strcspn(base, "%"), base);
-  if (!*stem) return;
+  if (!*base || *base == '%') return;
   DIR *d = opendir(dir);
   if (!d) return;
   for (struct dirent *e = readdir(d); e; e = readdir(d)) {
     long pid;
-    if (!temporary_of(e->d_name, stem, &pid) || pid == (long)getpid()) continue;
+    if (!temporary_of(e->d_name, base, &pid) || pid == (long)getpid()) continue;
     if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* still running (or not ours) */
     char path[8192];
     snprintf(path, sizeof path, "%s%s%s", strcmp(dir, ".") ? dir : "", strcmp(dir, ".") ? "/" : "",

@@ -94,15 +94,22 @@ else
 fi
 rm -f vol.tif
 dead=$(bash -c 'echo $BASHPID')
-touch "v.tif.tmp.$dead.0" "v.tif.tmp.$$.0" "other.tif.tmp.$dead.0" "v.tif.scratch.$dead.3"
+touch "v.tif.tmp.$dead.0" "v.tif.tmp.$$.0" "other.tif.tmp.$dead.0" "v.tif.scratch.$dead.3" \
+  "v.tiff.tmp.$dead.0"
 run fdk --geometry g.json --projections p.nrrd --out v.tif --device cpu --quiet
 [ "$rc" -eq 0 ] && [ ! -e "v.tif.tmp.$dead.0" ] && [ ! -e "v.tif.scratch.$dead.3" ] &&
   ok "a dead process's temporary and scratch file of --out are removed" ||
   bad "stale temporary: exit $rc, $(ls v.tif*)"
 grep -qF "removed 'v.tif.tmp.$dead.0'" "$ERR" && grep -qF "process $dead" "$ERR" &&
   ok "the removal is reported" || bad "no report of the removal"
-[ -e "v.tif.tmp.$$.0" ] && [ -e "other.tif.tmp.$dead.0" ] &&
-  ok "a running process's temporary and another output's are kept" || bad "removed too much: $(ls)"
+[ -e "v.tif.tmp.$$.0" ] && [ -e "other.tif.tmp.$dead.0" ] && [ -e "v.tiff.tmp.$dead.0" ] &&
+  ok "a running process's temporary and other outputs' (v.tiff) are kept" || bad "removed too much: $(ls)"
+mkdir pv
+touch "pv/vol_xy.png.tmp.$dead.1" "pv/vol2.nrrd.tmp.$dead.0"
+run fdk --geometry g.json --projections p.nrrd --out v2.nrrd --preview pv/vol --device cpu --quiet
+[ ! -e "pv/vol_xy.png.tmp.$dead.1" ] && [ -e "pv/vol2.nrrd.tmp.$dead.0" ] &&
+  ok "--preview prefix: its PREFIX_xy.png temporary removed, vol2.nrrd's kept" || bad "preview temporaries: $(ls pv)"
+rm -rf pv v2.nrrd
 rm -f v.tif* other.tif*
 
 echo "# --resume: checksums, a truncated partial output, the summary"
