@@ -153,14 +153,33 @@ void cli_info(const cli_session *s, const char *fmt, ...) CLI_PRINTF(2, 3);
 
 /* Monotonic seconds. */
 double cli_now(void);
-/* Set by SIGINT once cli_install_sigint() ran; the progress callback then
- * cancels the running library call. */
+/* Set by SIGINT, SIGTERM or SIGHUP once cli_install_sigint() ran; the
+ * progress callback then cancels the running library call, whose
+ * temporaries are removed. */
 int cli_interrupted(void);
 void cli_install_sigint(void);
 
-/* Checks that the directory an output file goes to exists and is a
- * directory, so that a typo fails before minutes of computing. */
+/* Checks that the directory an output file goes to exists, is a directory
+ * and takes new files, so that a typo fails before minutes of computing;
+ * removes stale temporaries of the output (see cli_check_files). */
 int cli_check_output_dir(const char *cmd, const char *path);
+
+/* A path option: "--out" and its value (NULL: not given). */
+typedef struct cli_file {
+  const char *option;
+  const char *path;
+} cli_file;
+
+/* The one up-front check of a command's files, before any long work. For
+ * every output (array ends at option NULL): its directory exists and takes
+ * new files (error naming the option and the directory); temporaries
+ * "<name>.tmp.<pid>.<n>" (and fdk scratch files "<name>.scratch.<pid>.<n>")
+ * of it that a process which no longer runs left behind are removed, with a
+ * warning; it is not the same file as an input or an earlier output - the
+ * same path, or the same file through another name (symlink, hard link:
+ * st_dev and st_ino), "file.h5:/dataset" counting as file.h5 - else a usage
+ * error naming both options. Returns 0 or an exit code. */
+int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *outputs);
 /* File format from the format option (`given`, unless AUTO) or the
  * extension of the path given to `path_option`; usage error if unknown.
  * `format_option` (may be NULL) is named in the hint. */

@@ -33,14 +33,16 @@ static void on_sigint(int sig) {
 int cli_interrupted(void) { return g_interrupted != 0; }
 
 void cli_install_sigint(void) {
-  /* The first Ctrl-C cancels at the next progress report so temporaries are
-   * removed; SA_RESETHAND makes a second one kill the process at once. */
+  /* The first Ctrl-C (or SIGTERM, SIGHUP: kill, a closed terminal, a batch
+   * system's time limit) cancels at the next progress report so temporaries
+   * are removed; SA_RESETHAND makes a second one kill the process at once. */
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
   sa.sa_flags = SA_RESETHAND;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
 }
 
 /* ---- Progress bar ----------------------------------------------------- */

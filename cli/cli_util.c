@@ -8,30 +8,177 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 
-int cli_check_output_dir(const char *cmd, const char *path) {
-  /* "file.h5:/group/dataset": the file is what ends at the last ":/" */
+/* The file part of a path option: "file.h5:/group/dataset" names file.h5. */
+static int file_part(const char *cmd, const char *path, char *buf, size_t n) {
   const char *end = path + strlen(path), *colon = NULL;
   ctr_file_format fmt;
   if (ctr_format_guess(path, &fmt) == CTR_OK && fmt == CTR_FORMAT_HDF5)
     for (const char *p = strstr(path, ":/"); p; p = strstr(p + 1, ":/")) colon = p;
   if (colon) end = colon;
-  const char *slash = NULL;
-  for (const char *p = path; p < end; p++)
-    if (*p == '/') slash = p;
-  if (!slash) return 0; /* the current directory */
+  if ((size_t)(end - path) >= n) return cli_error(cmd, CLI_EXIT_RUNTIME, "'%s': path too long", path);
+  memcpy(buf, path, (size_t)(end - path));
+  buf[end - path] = '\0';
+  return 0;
+}
+
+/* Splits a file path into its directory ("." when none) and its name. */
+static void split_dir(const char *file, char *dir, size_t n, const char **base) {
+  const char *slash = strrchr(file, '/');
+  if (!slash) {
+    snprintf(dir, n, ".");
+    *base = file;
+    return;
+  }
+  const size_t len = slash == file ? 1 : (size_t)(slash - file);
+  snprintf(dir, n, "%.*s", (int)len, file);
+  *base = slash + 1;
+}
+
+/* "<real directory>/<name>": the same for "./a.raw", "a.raw" and a path
+ * through a symlinked directory. */
+static void canonical_name(const char *file, char *out, size_t n) {
   char dir[4096];
-  const size_t len = slash == path ? 1 : (size_t)(slash - path);
-  if (len >= sizeof dir) return cli_error(cmd, CLI_EXIT_RUNTIME, "'%s': path too long", path);
-  memcpy(dir, path, len);
-  dir[len] = '\0';
+  const char *base;
+  split_dir(file, dir, sizeof dir, &base);
+  char *real = realpath(dir, NULL);
+  snprintf(out, n, "%s/%s", real ? real : dir, base);
+  free(real);
+}
+
+/* Two path options name the same file: the same canonical name, or (both
+ * existing) the same device and inode, i.e. a symlink or a hard link. */
+static int same_file(const char *a, const char *b) {
+  char ca[8192], cb[8192];
+  canonical_name(a, ca, sizeof ca);
+  canonical_name(b, cb, sizeof cb);
+  if (!strcmp(ca, cb)) return 1;
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+/* "<file>.tmp.<pid>.<n>" (a temporary output) or "<file>.scratch.<pid>.<n>"
+ * (fdk's filtered projections) of output `base`: <file> is base itself, a
+ * file of its TIFF stack pattern (the part before '%', then anything) or of
+ * its preview / iteration prefix ("<base>_..."). Gives *pid. */
+static int temporary_of(const char *name, const char *base, long *pid) {
+  const size_t ls = strcspn(base, "%");
+  if (strncmp(name, base, ls) != 0) return 0;
+  const char *t = NULL, *digits = NULL;
+  static const char *const marks[] = {".tmp.", ".scratch."};
+  for (int m = 0; m < 2; m++)
+    for (const char *p = strstr(name + ls, marks[m]); p; p = strstr(p + 1, marks[m]))
+      if (p > t) {
+        t = p;
+        digits = p + strlen(marks[m]);
+      }
+  if (!t) return 0;
+  /* <file> = name up to t: base exactly, "<base>_...", or a pattern's file */
+  const size_t lf = (size_t)(t - name);
+  if (!base[ls] && !(lf == ls || name[ls] == '_')) return 0;
+  char *end;
+  errno = 0;
+  const long p = strtol(digits, &end, 10);
+  if (errno || p <= 0 || *end != '.' || end == digits) return 0;
+  const char *num = end + 1;
+  if (!*num) return 0;
+  for (const char *c = num; *c; c++)
+    if (*c < '0' || *c > '9') return 0;
+  *pid = p;
+  return 1;
+}
+
+/* Removes the temporaries "<name>.tmp.<pid>.<n>" (and fdk's scratch files
+ * "<name>.scratch.<pid>.<n>") of `base` (a file name, a
+ * TIFF stack pattern or a preview prefix) in `dir` that a process which no
+ * longer runs left behind (SIGKILL, power loss), saying so. */
+static void remove_stale_temporaries(const char *cmd, const char *option, const char *dir,
+                                     const char *base) {
+  if (!*base || *base == '%') return;
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+    long pid;
+    if (!temporary_of(e->d_name, base, &pid) || pid == (long)getpid()) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* still running (or not ours) */
+    char path[8192];
+    snprintf(path, sizeof path, "%s%s%s", strcmp(dir, ".") ? dir : "", strcmp(dir, ".") ? "/" : "",
+             e->d_name);
+    if (unlink(path) == 0)
+      cli_warn(cmd, "removed '%s', a temporary of %s left by process %ld, which no longer runs",
+               path, option ? option : "the output", pid);
+    else
+      cli_warn(cmd, "'%s' is a temporary of %s left by process %ld, which no longer runs, and "
+               "cannot be removed (%s): delete it", path, option ? option : "the output", pid,
+               strerror(errno));
+  }
+  closedir(d);
+}
+
+/* The folder of an output exists, is a folder and takes new files: a probe
+ * file is created and removed (access() says yes to root even on /proc). */
+static int check_writable(const char *cmd, const char *option, const char *path) {
+  char file[4096], dir[4096];
+  const char *base;
+  int rc = file_part(cmd, path, file, sizeof file);
+  if (rc) return rc;
+  split_dir(file, dir, sizeof dir, &base);
+  char what[4200];
+  if (option)
+    snprintf(what, sizeof what, "%s '%s'", option, path);
+  else
+    snprintf(what, sizeof what, "'%s'", path);
   struct stat st;
   if (stat(dir, &st) != 0)
-    return cli_error(cmd, CLI_EXIT_RUNTIME, "cannot write '%s': directory '%s': %s", path, dir,
-                     strerror(errno));
+    return cli_error(cmd, CLI_EXIT_RUNTIME, "cannot write %s: directory '%s': %s; create it or "
+                     "choose another", what, dir, strerror(errno));
   if (!S_ISDIR(st.st_mode))
-    return cli_error(cmd, CLI_EXIT_RUNTIME, "cannot write '%s': '%s' is not a directory", path,
-                     dir);
+    return cli_error(cmd, CLI_EXIT_RUNTIME, "cannot write %s: '%s' is not a directory", what, dir);
+  char probe[8192];
+  snprintf(probe, sizeof probe, "%s/.ctrecon-probe.%ld", dir, (long)getpid());
+  const int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno != EEXIST)
+    return cli_error(cmd, CLI_EXIT_RUNTIME, "cannot write %s: directory '%s' takes no new files "
+                     "(%s); choose a writable directory", what, dir, strerror(errno));
+  if (fd >= 0) {
+    close(fd);
+    unlink(probe);
+  }
+  if (*base) remove_stale_temporaries(cmd, option, dir, base);
+  return 0;
+}
+
+int cli_check_output_dir(const char *cmd, const char *path) {
+  return check_writable(cmd, NULL, path);
+}
+
+int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *outputs) {
+  for (const cli_file *o = outputs; o && o->option; o++) {
+    if (!o->path) continue;
+    char out[4096], other[4096];
+    int rc = check_writable(cmd, o->option, o->path);
+    if (!rc) rc = file_part(cmd, o->path, out, sizeof out);
+    if (rc) return rc;
+    for (const cli_file *i = inputs; i && i->option; i++) {
+      if (!i->path || file_part(cmd, i->path, other, sizeof other) || !same_file(out, other))
+        continue;
+      return cli_usage_error(cmd, "%s '%s' is the same file as the input %s '%s': writing it "
+                             "would destroy the input; write the output elsewhere",
+                             o->option, o->path, i->option, i->path);
+    }
+    for (const cli_file *p = outputs; p < o; p++) {
+      if (!p->path || file_part(cmd, p->path, other, sizeof other) || !same_file(out, other))
+        continue;
+      return cli_usage_error(cmd, "%s '%s' and %s '%s' are the same file: one output would "
+                             "overwrite the other; give them different names",
+                             p->option, p->path, o->option, o->path);
+    }
+  }
   return 0;
 }
 

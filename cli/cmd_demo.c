@@ -76,7 +76,12 @@ static int make_dirs(const char *dir) {
                          "cannot use '%s' as output directory: "
                          "'%s' is not a directory",
                          dir, p);
-      if (end) return 0;
+      if (end) {
+        /* It must take files too (before minutes of computing). */
+        snprintf(p, sizeof p, "%s/", dir);
+        const cli_file out[] = {{"--out-dir", p}, {0}};
+        return cli_check_files("demo", NULL, out);
+      }
       *c = '/';
     }
   }
@@ -230,13 +235,15 @@ static int run(const demo_args *a, demo_run *r) {
 }
 
 int cmd_demo(int argc, char **argv) {
-  demo_args a = {256, 360, 256, "demo-out", 0, 0, 16, CTR_INTERP_DEFAULT, CLI_COMMON_INIT, 0};
+  demo_args a = {256, 360, 256, NULL, 0, 0, 16, CTR_INTERP_DEFAULT, CLI_COMMON_INIT, 0};
   const cli_opt opts[] = {
       {"--size", "N", "volume size N^3 over 256 mm (default 256)", cli_parse_count, &a.size, NULL},
       {"--views", "N", "projections over 360 deg (default 360)", cli_parse_count, &a.views, NULL},
       {"--det", "N", "detector N x N pixels over 448 mm (default 256)", cli_parse_count, &a.det,
        NULL},
-      {"--out-dir", "DIR", "where files go; created if missing (default demo-out)",
+      {"--out-dir", "DIR",
+       "where files go; created if missing (default: demo-out, demo-parallel-out with "
+       "--parallel, demo-pet-out with --pet)",
        cli_parse_string, &a.out_dir, NULL},
       {"--no-volume", NULL, "do not write recon.nrrd (previews only)", cli_set_flag, &a.no_volume,
        NULL},
@@ -258,6 +265,9 @@ int cmd_demo(int argc, char **argv) {
   };
   int rc = cli_parse(&cli_cmd_demo, opts, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
+  if (a.pet && a.parallel) return cli_usage_error("demo", "give --parallel or --pet, not both");
+  /* One folder per demo: their files share names (recon.nrrd, recon_xy.png). */
+  if (!a.out_dir) a.out_dir = a.pet ? "demo-pet-out" : a.parallel ? "demo-parallel-out" : "demo-out";
   if (a.pet) {
     rc = make_dirs(a.out_dir);
     return rc ? rc : cmd_demo_pet(a.out_dir, a.no_volume, &a.common);

@@ -395,7 +395,12 @@ int cmd_fbp(int argc, char **argv) {
     return cli_usage_error("fbp", "give exactly one of --sinograms and --projections");
   rc = cli_require("fbp", opts, "--out", a.out);
   if (!rc) rc = cli_resolve_format("fbp", "--out", "--out-format", a.out, a.out_format, &a.out_format);
-  if (!rc) rc = cli_check_output_dir("fbp", a.out);
+  const cli_file in[] = {{"--sinograms", a.sinograms}, {"--projections", a.projections},
+                         {"--flat", a.flat},           {"--dark", a.dark},
+                         {"--angles", a.angles},       {"--axis-shift", a.shifts},
+                         {0}};
+  const cli_file out[] = {{"--out", a.out}, {"--preview", a.preview}, {0}};
+  if (!rc) rc = cli_check_files("fbp", in, out);
   if (rc) return rc;
   fbp_run r;
   memset(&r, 0, sizeof r);

@@ -237,6 +237,17 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
     char journal[4200];
     struct stat sb;
     snprintf(journal, sizeof journal, "%s.partial.journal", a->out);
+    /* ... unless this was a resume that found the partial output unusable:
+     * then --resume cannot help. */
+    const int unusable = a->resume && (st == CTR_E_SIZE_MISMATCH || st == CTR_E_FORMAT ||
+                                       strstr(ctr_error_detail(), "cannot be resumed"));
+    if (stat(journal, &sb) == 0 && unusable) {
+      cli_progress_end(&r->session);
+      fprintf(stderr, "ctrecon fdk: error: %s; delete %s.partial%s and %s and run without "
+              "--resume to start over\n", ctr_error_detail(), a->out,
+              r->out_fmt == CTR_FORMAT_TIFF_STACK ? " files" : "", journal);
+      return cli_exit_code(st);
+    }
     if (stat(journal, &sb) == 0 && st != CTR_E_INVALID_ARGUMENT) {
       const int rc = cli_exit_code(st);
       cli_progress_end(&r->session);
@@ -303,9 +314,19 @@ static void print_summary(const fdk_args *a, const fdk_run *r, double seconds) {
   if (a->slices_given)
     cli_info(s, " (slices %lld..%lld of %lld)", (long long)a->slices[0],
              (long long)a->slices[1] - 1, (long long)vol.nz);
-  cli_info(s, ", %s filter (cutoff %g), %.2f s, %.2f GUPS\n", ctr_window_name(a->fdk.window),
-           a->fdk.cutoff, seconds, (double)r->nviews * voxels / seconds / 1e9);
-  cli_info(s, "values %.4g .. %.4g\n", lo, hi);
+  cli_info(s, ", %s filter (cutoff %g)", ctr_window_name(a->fdk.window), a->fdk.cutoff);
+  /* After --resume the time is this run's, and so is the work it is set
+   * against; the value range is the whole output's. */
+  const int64_t resumed = r->report.slices_resumed;
+  const double computed = voxels * (double)(r->nz_out - resumed) / (double)r->nz_out;
+  if (resumed)
+    cli_info(s, "\nresumed: %lld of %lld slices were done and unchanged on disk; this run "
+             "computed %lld slices in %.2f s, %.2f GUPS\n", (long long)resumed,
+             (long long)r->nz_out, (long long)(r->nz_out - resumed), seconds,
+             (double)r->nviews * computed / seconds / 1e9);
+  else
+    cli_info(s, ", %.2f s, %.2f GUPS\n", seconds, (double)r->nviews * voxels / seconds / 1e9);
+  cli_info(s, "values %.4g .. %.4g%s\n", lo, hi, resumed ? " (the whole volume)" : "");
   cli_bytes(voxels * (double)ctr_dtype_size(a->out_dtype), size, sizeof size);
   if (a->out_dtype == CTR_DTYPE_UINT16)
     cli_info(s, "wrote %s (%s, uint16 = value x %g, %lld negative voxels stored as 0, %s)\n",
@@ -354,8 +375,9 @@ static int check_args(const fdk_args *a, const cli_opt *opts, fdk_run *r) {
     rc = cli_resolve_format("fdk", "--projections", "--format", a->projections, a->format, &r->fmt);
   if (!rc)
     rc = cli_resolve_format("fdk", "--out", "--out-format", a->out, a->out_format, &r->out_fmt);
-  if (!rc) rc = cli_check_output_dir("fdk", a->out);
-  if (!rc && a->preview) rc = cli_check_output_dir("fdk", a->preview);
+  const cli_file in[] = {{"--geometry", a->geometry}, {"--projections", a->projections}, {0}};
+  const cli_file out[] = {{"--out", a->out}, {"--preview", a->preview}, {0}};
+  if (!rc) rc = cli_check_files("fdk", in, out);
   return rc;
 }
 

@@ -170,7 +170,8 @@ static int run_write(const geometry_args *a) {
   ctr_geometry *g = NULL;
   ctr_status st = ctr_geometry_create_circular(&a->p, &vol, &g);
   if (st != CTR_OK) return cli_fail("geometry", st);
-  int rc = cli_check_output_dir("geometry", a->out);
+  const cli_file out[] = {{"--out", a->out}, {0}};
+  int rc = cli_check_files("geometry", NULL, out);
   if (!rc) {
     st = ctr_geometry_save_json(g, a->out);
     if (st != CTR_OK) rc = cli_fail_file("geometry", st, a->out);

@@ -238,7 +238,8 @@ void pet_curve_free(pet_curve *c) {
 
 int pet_curve_write_csv(const char *cmd, const pet_curve *c, const char *path) {
   char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  /* NAME.tmp.PID.N as the library names its temporaries (cli_check_files) */
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.0", path, (long)getpid());
   FILE *f = fopen(tmp, "w");
   if (!f) return cli_error(cmd, CLI_EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(errno));
   fprintf(f, "iteration,noise,crc");

@@ -55,6 +55,7 @@ typedef struct recon_run {
   pet_curve curve;
   char ext[16]; /* extension of the per-iteration images */
   int rc;       /* an error inside the callback (exit code) */
+  double t_start; /* cli_now() when the iterations began */
 } recon_run;
 
 static int parse_algorithm(const char *cmd, const char *name, const char *value, void *dst) {
@@ -161,19 +162,22 @@ static int on_iteration(void *user, int it, const float *image) {
     }
     if ((r->rc = pet_curve_add(r->session.cmd, &r->curve, it, &m))) return 1;
     cli_info(&r->session, "iteration %3d: CRC %.4f, noise %.2f %%\n", it, m.crc, 100.0 * m.noise);
+  } else {
+    cli_progress_end(&r->session);
+    cli_info(&r->session, "iteration %3d of %d, %.1f s\n", it, a->iterations,
+             cli_now() - r->t_start);
   }
   return 0;
 }
 
-/* Every output's directory exists (before minutes of computing). */
+/* Every output's folder takes files and no output is an input (before
+ * minutes of computing). */
 static int check_outputs(const char *cmd, const recon_args *a) {
-  const char *paths[] = {a->out, a->metrics, a->plot, a->preview, a->iter_prefix};
-  for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-    if (!paths[i]) continue;
-    int rc = cli_check_output_dir(cmd, paths[i]);
-    if (rc) return rc;
-  }
-  return 0;
+  const cli_file in[] = {{"--data", a->data}, {"--radial-table", a->radial_table}, {0}};
+  const cli_file out[] = {{"--out", a->out},         {"--metrics", a->metrics},
+                          {"--plot", a->plot},       {"--preview", a->preview},
+                          {"--iter-prefix", a->iter_prefix}, {0}};
+  return cli_check_files(cmd, in, out);
 }
 
 int cmd_pet_recon(int argc, char **argv) {
@@ -338,6 +342,14 @@ int cmd_pet_recon(int argc, char **argv) {
            (long long)p->nx, (long long)p->ny, (long long)p->nz, p->voxel, h->events,
            k.tof_fwhm_ps, a.tof_given || !(h->tof_fwhm_ps > 0) ? "" : " (the data's)", radial,
            k.axial_fwhm_mm, a.asymmetric ? ", asymmetric" : "", k.cut_k);
+  /* Up front: the work ahead (the seed's size on two CPU cores: minutes). */
+  cli_info(&r.session, "%d iterations over %lld views on the %s: %s; each iteration is reported\n",
+           a.iterations, (long long)h->nviews,
+           ctr_context_device(ctx) == CTR_DEVICE_CUDA ? "GPU" : "CPU",
+           ctr_context_device(ctx) == CTR_DEVICE_CUDA ? "seconds"
+                                                      : "minutes at the default sizes on a few "
+                                                        "cores (fewer --iterations are quicker)");
+  r.t_start = cli_now();
   const double t0 = cli_now();
   st = ctr_pet_projector_create(ctx, s, &proj);
   if (st != CTR_OK) {

@@ -212,10 +212,9 @@ static int check_args(phantom_args *a, const cli_opt *opts, phantom_run *r) {
   if (!rc && a->radius_given && strcmp(a->phantom, "shepp-logan"))
     cli_warn("phantom", "--radius applies to --phantom shepp-logan only; ignored for '%s'",
              a->phantom);
-  if (!rc && a->truth && !strcmp(a->truth, a->out))
-    rc = cli_usage_error("phantom", "--truth and --out are both '%s'", a->out);
-  if (!rc) rc = cli_check_output_dir("phantom", a->out);
-  if (!rc && a->truth) rc = cli_check_output_dir("phantom", a->truth);
+  const cli_file in[] = {{"--geometry", a->geometry}, {"--phantom", a->phantom}, {0}};
+  const cli_file out[] = {{"--out", a->out}, {"--truth", a->truth}, {0}};
+  if (!rc) rc = cli_check_files("phantom", in, out);
   return rc;
 }
 

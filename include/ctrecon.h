@@ -799,8 +799,11 @@ typedef struct ctr_stream_report {
   ctr_stream_timings timings;
   int64_t nonfinite;        /* NaN / Inf projection values replaced by 0 */
   int64_t below, above;     /* uint16 output: voxels clamped to 0 / 65535 */
-  int64_t slabs_resumed;    /* subvolumes found complete in the journal */
-  float min, max;           /* range of the reconstructed values */
+  int64_t slabs_resumed;    /* subvolumes found complete in the journal (and unchanged on
+                               disk: their CRC-32 matched) */
+  float min, max;           /* range of the reconstructed values: the whole output, resumed
+                               subvolumes included (below, above too) */
+  int64_t slices_resumed;   /* slices of those subvolumes; timings cover the others only */
 } ctr_stream_report;
 
 /* Streamed FDK from a projection file to a volume file (seed 000 Alg. 2):
@@ -812,7 +815,9 @@ typedef struct ctr_stream_report {
  * onto `out` only when every slice is written and flushed; on error or
  * cancellation the partial output and journal stay for opts->resume, which
  * skips the journalled subvolumes and gives a result bit-identical to an
- * uninterrupted run. The volume has the geometry's nx x ny and the slices of
+ * uninterrupted run. Each journal line holds the CRC-32 of its subvolume's
+ * bytes; a resume reads the journalled subvolumes back and computes again
+ * (logging a warning that names it) any whose bytes changed on disk. The volume has the geometry's nx x ny and the slices of
  * opts->fdk (uint16 input is converted; non-finite values become 0).
  * report may be NULL. */
 ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,

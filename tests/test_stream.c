@@ -9,6 +9,7 @@
 #include "scratch_dir.h"
 
 #include "io/stack_partial.h"
+#include "pipeline/journal.h"
 
 #include <dirent.h>
 #include <ftw.h>
@@ -851,8 +852,28 @@ static void test_errors(void) {
   CHECK_MSG(leftovers() == 0, "%d leftovers after the error tests", leftovers());
 }
 
+/* The journal's CRC-32: the parallel pieces of a large buffer give zlib's
+ * one-pass value (the known CRC-32 of "123456789" is cbf43926), however the
+ * buffer is split into calls. */
+static void test_crc32(void) {
+  CHECK(ctr__crc32(0, "123456789", 9) == 0xcbf43926u);
+  const size_t n = (size_t)21 << 20; /* 6 pieces of 4 MiB, the last short */
+  unsigned char *b = malloc(n);
+  CHECK(b != NULL);
+  if (!b) return;
+  for (size_t i = 0; i < n; i++) b[i] = (unsigned char)((i * 2654435761u) >> 11);
+  const uint32_t whole = ctr__crc32(0, b, n);
+  uint32_t chained = 0;
+  for (size_t off = 0; off < n; off += 1u << 20) chained = ctr__crc32(chained, b + off, 1u << 20);
+  CHECK_MSG(whole == chained, "parallel CRC-32 %08x, chained 1 MiB pieces %08x", whole, chained);
+  const uint32_t split = ctr__crc32(ctr__crc32(0, b, 9u << 20), b + (9u << 20), n - (9u << 20));
+  CHECK_MSG(whole == split, "CRC-32 of the whole %08x, of two large calls %08x", whole, split);
+  free(b);
+}
+
 int main(void) {
   if (!scratch_open("ctr_stream")) return 1;
+  test_crc32();
   unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
   unsetenv("CTRECON_INJECT_ENOSPC_AFTER");
   ctr__io_fault_reset();

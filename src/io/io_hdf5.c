@@ -574,7 +574,8 @@ static void h5w_abort(ctr_stack_writer *w) {
   w->impl = NULL;
 }
 
-static const ctr__writer_ops h5_writer_ops = {h5w_write, h5w_commit, h5w_abort, h5w_flush, NULL};
+static const ctr__writer_ops h5_writer_ops = {h5w_write, h5w_commit, h5w_abort, h5w_flush, NULL,
+                                               NULL};
 
 ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   ctr_status st = CTR_OK;

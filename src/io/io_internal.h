@@ -139,6 +139,9 @@ typedef struct ctr__writer_ops {
   /* Frees impl, keeping the partial files; NULL: the format cannot be
    * resumed. */
   void (*suspend)(ctr_stack_writer *w);
+  /* Optional (resumable formats): images [first, first+n) as they are in
+   * the file(s), in the file's dtype and host byte order. */
+  ctr_status (*read_back)(ctr_stack_writer *w, int64_t first, int64_t n, void *buf);
 } ctr__writer_ops;
 
 struct ctr_stack_writer {

@@ -51,6 +51,20 @@ void ctr__stack_suspend(ctr_stack_writer *w) {
   ctr__stack_writer_free(w);
 }
 
+ctr_status ctr__stack_read_back(ctr_stack_writer *w, int64_t first, int64_t n, void *buf) {
+  if (!w || !buf || first < 0 || n < 0 || first + n > w->info.count)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr__stack_read_back: bad writer or range");
+  if (!w->ops->read_back || w->mode == CTR__OUT_TEMP)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': only a resumable writer's images can be read back",
+             w->path);
+  return w->ops->read_back(w, first, n, buf);
+}
+
+void ctr__stack_forget(ctr_stack_writer *w, int64_t first, int64_t n) {
+  if (w && first >= 0 && n > 0 && first + n <= w->info.count)
+    memset(w->written + first, 0, (size_t)n);
+}
+
 void ctr__stack_remove_partial(const char *path, ctr_file_format fmt, int64_t count) {
   char *partial = NULL, *data = NULL, *data_partial = NULL;
   if (!path || !*path) return;

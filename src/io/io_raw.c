@@ -235,8 +235,19 @@ static void raw_suspend(ctr_stack_writer *w) {
   w->impl = NULL;
 }
 
-static const ctr__writer_ops raw_writer_ops = {raw_write, raw_commit, raw_abort, raw_flush,
-                                               raw_suspend};
+static ctr_status raw_read_back(ctr_stack_writer *w, int64_t first, int64_t n, void *buf) {
+  raw_out *o = w->impl;
+  const size_t img = ctr__image_bytes(&w->info);
+  CTR_CHECK(ctr__pread_full(o->data.fd, buf, img * (size_t)n, o->offset + first * (int64_t)img,
+                            o->data.tmp));
+  if (w->swap)
+    ctr__byteswap(buf, ctr_dtype_size(w->info.dtype),
+                  img / ctr_dtype_size(w->info.dtype) * (size_t)n);
+  return CTR_OK;
+}
+
+static const ctr__writer_ops raw_writer_ops = {raw_write, raw_commit,  raw_abort,
+                                               raw_flush, raw_suspend, raw_read_back};
 
 static ctr_status file_size(const ctr__atomic_file *f, int64_t *size) {
   struct stat sb;

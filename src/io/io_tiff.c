@@ -403,7 +403,7 @@ static ctr_status tiff_flush(ctr_stack_writer *w) {
 
 /* A multi-page TIFF cannot be resumed (no suspend). */
 static const ctr__writer_ops tiff_writer_ops = {tiff_write, tiff_commit, tiff_abort, tiff_flush,
-                                                NULL};
+                                                NULL,       NULL};
 
 ctr_status ctr__tiff_create(ctr_stack_writer *w) {
   ctr_status st = CTR_OK;

@@ -147,20 +147,34 @@ cleanup:
   return st;
 }
 
-static ctr_status stack_read(ctr_stack_reader *r, int64_t first, int64_t n, void *buf) {
-  stack_in *in = r->impl;
-  const size_t img = ctr__image_bytes(&r->info);
-  char like[4200];
-  snprintf(like, sizeof like, "'%s'", in->first_name);
+/* Images [first, first + n) of a stack into buf, each from the file that
+ * name_of(user, index, &name) names (malloc'd). */
+static ctr_status read_images(const ctr_stack_info *info, const char *like, int64_t first,
+                              int64_t n, void *buf,
+                              ctr_status (*name_of)(void *, int64_t, char **), void *user) {
+  const size_t img = ctr__image_bytes(info);
   for (int64_t i = 0; i < n; i++) {
-    char *name = pattern_name(&in->pat, in->start + first + i);
-    if (!name) return CTR_E_OUT_OF_MEMORY;
+    char *name = NULL;
+    CTR_CHECK(name_of(user, first + i, &name));
     ctr_stack_info got;
-    ctr_status st = read_file(name, &r->info, like, &got, (char *)buf + (size_t)i * img);
+    ctr_status st = read_file(name, info, like, &got, (char *)buf + (size_t)i * img);
     free(name);
     CTR_CHECK(st);
   }
   return CTR_OK;
+}
+
+static ctr_status input_name(void *user, int64_t index, char **name) {
+  const stack_in *in = user;
+  *name = pattern_name(&in->pat, in->start + index);
+  return *name ? CTR_OK : CTR_E_OUT_OF_MEMORY;
+}
+
+static ctr_status stack_read(ctr_stack_reader *r, int64_t first, int64_t n, void *buf) {
+  stack_in *in = r->impl;
+  char like[4200];
+  snprintf(like, sizeof like, "'%s'", in->first_name);
+  return read_images(&r->info, like, first, n, buf, input_name, in);
 }
 
 static const ctr__reader_ops stack_reader_ops = {stack_read, stack_close, NULL};
@@ -323,8 +337,25 @@ cleanup:
   return st;
 }
 
-static const ctr__writer_ops stack_writer_ops = {stack_write, stack_commit, stack_abort,
-                                                 stack_flush, stack_suspend};
+/* The partial file of an image written (or resumed) by this writer. */
+static ctr_status written_name(void *user, int64_t index, char **name) {
+  const ctr_stack_writer *w = user;
+  const stack_out *o = w->impl;
+  if (!o->files[index].tmp)
+    CTR_FAIL(CTR_E_IO, "image %lld of '%s' has no file to read back", (long long)index, w->path);
+  *name = strdup(o->files[index].tmp);
+  if (!*name) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot copy the name '%s'", o->files[index].tmp);
+  return CTR_OK;
+}
+
+static ctr_status stack_read_back(ctr_stack_writer *w, int64_t first, int64_t n, void *buf) {
+  char like[4200];
+  snprintf(like, sizeof like, "the stack '%s' being written", w->path);
+  return read_images(&w->info, like, first, n, buf, written_name, w);
+}
+
+static const ctr__writer_ops stack_writer_ops = {stack_write, stack_commit,  stack_abort,
+                                                 stack_flush, stack_suspend, stack_read_back};
 
 /* Takes over the partial file of an image marked written: it must exist and
  * be a TIFF of the stack's image size and dtype. */

@@ -54,6 +54,14 @@ ctr_status ctr__stack_flush(ctr_stack_writer *w);
  * not flushed may be lost in a crash). Accepts NULL. A writer from
  * ctr_stack_create has nothing to resume: it is aborted. */
 void ctr__stack_suspend(ctr_stack_writer *w);
+/* Reads back images [first, first + n) of a resumable writer as they are in
+ * its partial files (the file's dtype, host byte order): what a resumed run
+ * checks against the journal's checksums. CTR_E_IO / CTR_E_SIZE_MISMATCH
+ * naming the file. */
+ctr_status ctr__stack_read_back(ctr_stack_writer *w, int64_t first, int64_t n, void *buf);
+/* Marks images [first, first + n) as not written: they must be written again
+ * before the commit (a resumed subvolume whose checksum failed). */
+void ctr__stack_forget(ctr_stack_writer *w, int64_t first, int64_t n);
 /* Removes the partial files a resumable writer of (path, fmt, count images)
  * may have left; missing files are fine. */
 void ctr__stack_remove_partial(const char *path, ctr_file_format fmt, int64_t count);

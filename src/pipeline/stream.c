@@ -243,6 +243,9 @@ static ctr_status reuse_pass(stream_run *r) {
 static ctr_status deliver(stream_run *r, int64_t s, int64_t z, int64_t nz) {
   if (r->vol_mem) return CTR_OK; /* the engine wrote into the caller's volume */
   const int64_t slice = r->g->vol.nx * r->g->vol.ny;
+  const int64_t below0 = r->below, above0 = r->above;
+  ctr__slab_record rec = {0, INFINITY, -INFINITY, 0, 0};
+  r->eng->ops->range(r->eng, &rec.min, &rec.max); /* this run's subvolumes so far */
   for (int64_t k0 = 0; k0 < nz; k0 += r->plan.chunk_slices) {
     const int64_t k1 = k0 + r->plan.chunk_slices < nz ? k0 + r->plan.chunk_slices : nz;
     int buf;
@@ -257,7 +260,9 @@ static ctr_status deliver(stream_run *r, int64_t s, int64_t z, int64_t nz) {
     if (r->stage)
       ctr__to_u16(data, (k1 - k0) * slice, r->opts.out_scale, (uint16_t *)r->writer.buf[buf],
                   &r->below, &r->above);
-    const ctr__writer_job job = {buf, z + k0, k1 - k0, k1 == nz ? s : -1, r->plan.z0 + z, nz};
+    rec.below = r->below - below0;
+    rec.above = r->above - above0;
+    const ctr__writer_job job = {buf, z + k0, k1 - k0, k1 == nz ? s : -1, r->plan.z0 + z, nz, rec};
     ctr__writer_submit(&r->writer, &job);
   }
   return CTR_OK;
@@ -396,6 +401,56 @@ static int64_t env_int(const char *name) {
   return v && *v ? strtoll(v, NULL, 10) : 0;
 }
 
+/* A resumed run trusts a journalled subvolume only if the partial output
+ * still holds its bytes: each one's CRC-32 is compared with the journal's.
+ * A subvolume that changed on disk (or cannot be read back) is recomputed,
+ * with a warning naming it. What the kept ones recorded (value range,
+ * clamped voxels) goes into *kept, so the summary covers the whole output. */
+static ctr_status verify_resumed(stream_run *r, ctr__journal *j, ctr_stack_writer *w,
+                                 const char *out, ctr__slab_record *kept, int64_t *nkept,
+                                 int64_t *kept_slices) {
+  const size_t slice = (size_t)(r->g->vol.nx * r->g->vol.ny) * ctr_dtype_size(r->opts.out_dtype);
+  const int64_t chunk = r->plan.chunk_slices > 0 ? r->plan.chunk_slices : 1;
+  void *buf = ctr__malloc(slice * (size_t)chunk, "resume check buffer");
+  if (!buf) return CTR_E_OUT_OF_MEMORY;
+  for (int64_t s = 0; s < r->plan.nslabs; s++) {
+    if (!j->done[s]) continue;
+    const int64_t z = s * r->plan.slab_slices;
+    const int64_t nz = r->plan.nz - z < r->plan.slab_slices ? r->plan.nz - z : r->plan.slab_slices;
+    uint32_t crc = 0;
+    ctr_status st = CTR_OK;
+    for (int64_t k = 0; k < nz && st == CTR_OK; k += chunk) {
+      const int64_t n = nz - k < chunk ? nz - k : chunk;
+      st = ctr__stack_read_back(w, z + k, n, buf);
+      if (st == CTR_OK) crc = ctr__crc32(crc, buf, (size_t)n * slice);
+    }
+    if (st == CTR_OK && crc == j->rec[s].crc) {
+      kept->min = fminf(kept->min, j->rec[s].min);
+      kept->max = fmaxf(kept->max, j->rec[s].max);
+      kept->below += j->rec[s].below;
+      kept->above += j->rec[s].above;
+      ++*nkept;
+      *kept_slices += nz;
+      continue;
+    }
+    if (st == CTR_OK)
+      ctr__log(r->ctx, CTR_LOG_WARNING,
+               "'%s': subvolume %lld (slices %lld..%lld) changed on disk after it was journalled "
+               "(CRC-32 %08x, the journal says %08x): computing it again",
+               out, (long long)s, (long long)(r->plan.z0 + z), (long long)(r->plan.z0 + z + nz - 1),
+               (unsigned)crc, (unsigned)j->rec[s].crc);
+    else
+      ctr__log(r->ctx, CTR_LOG_WARNING,
+               "'%s': subvolume %lld (slices %lld..%lld) cannot be read back (%s): computing it "
+               "again", out, (long long)s, (long long)(r->plan.z0 + z),
+               (long long)(r->plan.z0 + z + nz - 1), ctr_error_detail());
+    j->done[s] = 0;
+    ctr__stack_forget(w, z, nz);
+  }
+  free(buf);
+  return CTR_OK;
+}
+
 ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
                           ctr_stack_reader *projections, const char *out,
                           ctr_file_format out_format, ctr_stream_report *report) {
@@ -412,6 +467,8 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   unsigned char *done_images = NULL;
   char *jpath = NULL;
   double t_setup = 0;
+  ctr__slab_record kept = {0, INFINITY, -INFINITY, 0, 0}; /* resumed subvolumes */
+  int64_t nkept = 0, kept_slices = 0;
   if (report) memset(report, 0, sizeof *report);
   CTR_CHECK(check_geometry(g));
   if (!projections || !out || !*out)
@@ -472,11 +529,12 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
           const int64_t z = s * r.plan.slab_slices;
           const int64_t nz = r.plan.nz - z < r.plan.slab_slices ? r.plan.nz - z : r.plan.slab_slices;
           memset(done_images + z, 1, (size_t)nz);
-          if (report) report->slabs_resumed++;
         }
       }
       CTR_CHECK_GOTO(st, ctr__stack_create_partial(out, out_format, &info, have_journal,
                                                    done_images, &w));
+      if (have_journal)
+        CTR_CHECK_GOTO(st, verify_resumed(&r, &journal, w, out, &kept, &nkept, &kept_slices));
     } else {
       CTR_CHECK_GOTO(st, ctr_stack_create(out, out_format, &info, &w));
     }
@@ -490,6 +548,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   r.have_writer = 1;
   r.writer.out = w;
   r.writer.dtype = r.opts.out_dtype;
+  r.writer.slice_bytes = (size_t)(g->vol.nx * g->vol.ny) * ctr_dtype_size(r.opts.out_dtype);
   r.writer.stop_after = env_int("CTRECON_INJECT_STOP_AFTER_SLABS");
   /* The journal of a fresh run exists only once everything is set up: a
    * failed setup leaves nothing that asks for --resume. */
@@ -520,6 +579,14 @@ cleanup:
     ctr__error_set(keep, "%s", detail);
   }
   finish_report(&r, t_start, t_setup, report);
+  if (report) { /* the whole output: what this run computed and what it resumed */
+    report->slabs_resumed = nkept;
+    report->slices_resumed = kept_slices;
+    report->min = fminf(report->min, kept.min);
+    report->max = fmaxf(report->max, kept.max);
+    report->below += kept.below;
+    report->above += kept.above;
+  }
   release(&r);
   /* Keep the partial output for --resume only if a subvolume of it is done. */
   int journalled = 0;

@@ -22,9 +22,13 @@ ctr_status ctr__writer_init(ctr__writer *w, int nbuf, size_t buf_bytes) {
 
 static ctr_status do_job(ctr__writer *w, const ctr__writer_job *j) {
   if (w->out) CTR_CHECK(ctr_stack_write(w->out, j->z, j->nz, w->dtype, w->buf[j->buf]));
+  if (w->journal) w->crc = ctr__crc32(w->crc, w->buf[j->buf], (size_t)j->nz * w->slice_bytes);
   if (j->slab >= 0) {
     if (w->out) CTR_CHECK(ctr__stack_flush(w->out));
-    if (w->journal) CTR_CHECK(ctr__journal_mark(w->journal, j->slab, j->slab_z, j->slab_nz));
+    ctr__slab_record rec = j->rec;
+    rec.crc = w->crc;
+    w->crc = 0;
+    if (w->journal) CTR_CHECK(ctr__journal_mark(w->journal, j->slab, j->slab_z, j->slab_nz, &rec));
     w->slabs_written++;
     if (w->stop_after > 0 && w->slabs_written >= w->stop_after)
       CTR_FAIL(CTR_E_CANCELLED, "stopped after %lld subvolume(s) (fault injection "

@@ -1,7 +1,7 @@
 /* The writer thread of the streamed pipeline: takes finished chunks of
  * subvolumes (already in the file's dtype) from host buffers and writes them
  * at their offset; after a subvolume's last chunk it flushes the file and
- * journals the subvolume. Its pinned buffers are allocated on its own thread
+ * journals the subvolume with the CRC-32 of its bytes. Its pinned buffers are allocated on its own thread
  * at start, so that pinning overlaps the first subvolume's reads. */
 #ifndef CTR_STREAM_WRITER_H
 #define CTR_STREAM_WRITER_H
@@ -16,6 +16,7 @@ typedef struct ctr__writer_job {
   int64_t z, nz;     /* slices relative to the run's first slice */
   int64_t slab;      /* subvolume index; -1: not the subvolume's last chunk */
   int64_t slab_z, slab_nz;
+  ctr__slab_record rec; /* last chunk: what the journal records (the thread adds the CRC) */
 } ctr__writer_job;
 
 typedef struct ctr__writer {
@@ -37,8 +38,10 @@ typedef struct ctr__writer {
   ctr_stack_writer *out;     /* NULL: only the callback and statistics */
   ctr__journal *journal;     /* may be NULL */
   ctr_dtype dtype;           /* of the buffers and the file */
+  size_t slice_bytes;        /* of one slice in the file's dtype */
   /* results */
   double busy_s;
+  uint32_t crc;              /* CRC-32 of the current subvolume's chunks so far */
   int64_t slabs_written;
   int64_t stop_after;        /* fault injection: fail after this many subvolumes (0 = never) */
 } ctr__writer;

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Lost or left-behind data (issue 17): an output that is an input, outputs
+# that collide, unwritable folders found before the work, the demos' own
+# folders, temporaries after SIGTERM or of a killed process, --resume of a
+# partial output changed on disk, a truncated one, and the resume summary.
+# Usage: bash cli_errors_files.sh path/to/ctrecon
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
+unset CTRECON_INJECT_STOP_AFTER_SLABS CTRECON_INJECT_ENOSPC_AFTER
+# refuses CODE DESC "NEEDLE1|NEEDLE2" ARGS...: exit CODE, every needle on stderr
+refuses() {
+  local want=$1 desc=$2 needles=$3 n why=""; shift 3
+  run "$@"
+  [ "$rc" -eq "$want" ] || why="$why exit $rc (expected $want);"
+  IFS='|' read -ra n <<<"$needles"
+  for needle in "${n[@]}"; do grep -qF -- "$needle" "$ERR" || why="$why no '$needle';"; done
+  if [ -z "$why" ]; then ok "$desc: $(head -1 "$ERR")"; else bad "$desc:$why"; fi
+}
+sum() { cksum <"$1"; }
+
+GEO="--nu 48 --nv 40 --du 9 --dv 12 --volume 32 --voxel 8 --quiet"
+"$CTR" geometry --out g.json $GEO --views 40 || exit 1
+"$CTR" phantom --geometry g.json --out p.nrrd --device cpu --quiet || exit 1
+P=$(sum p.nrrd) G=$(sum g.json)
+
+echo "# an output that is an input (exit 2, the input unchanged)"
+refuses 2 "fdk --out = --projections" "--out 'p.nrrd'|same file|--projections 'p.nrrd'" \
+  fdk --geometry g.json --projections p.nrrd --out p.nrrd --device cpu
+ln -s p.nrrd link.nrrd
+refuses 2 "fdk --out is a symlink to --projections" "--out 'link.nrrd'|--projections 'p.nrrd'" \
+  fdk --geometry g.json --projections p.nrrd --out link.nrrd --device cpu
+ln p.nrrd hard.nrrd
+refuses 2 "fdk --out is a hard link of --projections" "--out 'hard.nrrd'|--projections 'p.nrrd'" \
+  fdk --geometry g.json --projections p.nrrd --out hard.nrrd --device cpu
+mkdir sub
+refuses 2 "fdk --out through another path" "--out 'sub/../p.nrrd'|same file" \
+  fdk --geometry g.json --projections p.nrrd --out sub/../p.nrrd --device cpu
+refuses 2 "fdk --out = --geometry" "--out 'g.json'|--geometry" \
+  fdk --geometry g.json --projections p.nrrd --out g.json --out-format raw --device cpu
+refuses 2 "phantom --out = its --phantom file" "--out './ph.json'|--phantom 'ph.json'" \
+  phantom --geometry g.json --phantom ph.json --out ./ph.json --format raw
+refuses 2 "phantom --truth = --out" "--out 'x.nrrd'|--truth './x.nrrd'|same file" \
+  phantom --geometry g.json --out x.nrrd --truth ./x.nrrd
+refuses 2 "fbp --out = --flat" "--out 'p.nrrd'|--flat 'p.nrrd'" \
+  fbp --sinograms s.nrrd --flat p.nrrd --out p.nrrd
+[ "$(sum p.nrrd)" = "$P" ] && [ "$(sum g.json)" = "$G" ] && ok "inputs unchanged" || bad "an input changed"
+[ ! -e x.nrrd ] && ok "nothing written" || bad "x.nrrd written"
+# (a tool that overwrote them fails the cases above; later cases get good inputs)
+"$CTR" geometry --out g.json $GEO --views 40
+"$CTR" phantom --geometry g.json --out p.nrrd --device cpu --quiet
+
+echo "# every output checked before the work"
+refuses 1 "fdk --preview into a folder that takes no files" "--preview '/proc/vol'|'/proc'" \
+  fdk --geometry g.json --projections p.nrrd --out v.nrrd --preview /proc/vol --device cpu
+[ ! -e v.nrrd ] && ok "no reconstruction before the --preview check" || bad "v.nrrd written before --preview failed"
+refuses 1 "fdk --preview into a missing folder" "--preview 'nodir/vol'|'nodir'" \
+  fdk --geometry g.json --projections p.nrrd --out v.nrrd --preview nodir/vol --device cpu
+refuses 1 "fbp --preview into a folder that takes no files" "--preview '/proc/x'" \
+  fbp --sinograms s.nrrd --out v.nrrd --preview /proc/x
+refuses 1 "pet recon --plot into a folder that takes no files" "--plot '/proc/crc.png'" \
+  pet recon --data d.json --out v.nrrd --plot /proc/crc.png
+
+echo "# one folder per demo"
+run demo --parallel --size 32 --views 24 --slices 2 --device cpu --quiet
+[ "$rc" -eq 0 ] && [ -f demo-parallel-out/recon.nrrd ] && [ ! -e demo-out ] &&
+  ok "demo --parallel writes demo-parallel-out/, not demo-out/" || bad "demo --parallel: exit $rc, $(ls)"
+run demo --size 32 --views 24 --det 32 --device cpu --quiet
+[ "$rc" -eq 0 ] && [ -f demo-out/recon.nrrd ] && [ ! -e demo-out/sinograms.tif ] &&
+  ok "demo writes demo-out/ alone" || bad "demo: exit $rc, $(ls demo-out)"
+rm -rf demo-out demo-parallel-out
+
+echo "# temporaries: SIGTERM, and those of a killed process"
+"$CTR" geometry --out big.json --nu 200 --nv 160 --du 2.2 --dv 2.2 --volume 160 --voxel 1.6 \
+  --views 180 --quiet 2>/dev/null
+"$CTR" phantom --geometry big.json --out big.nrrd --device cpu --quiet 2>/dev/null
+"$CTR" fdk --geometry big.json --projections big.nrrd --out vol.tif --device cpu --threads 1 \
+  --quiet >"$OUT" 2>"$ERR" &
+pid=$!
+seen=0
+while kill -0 $pid 2>/dev/null; do
+  if compgen -G "vol.tif.tmp.$pid.*" >/dev/null; then seen=1; break; fi
+done
+if [ $seen -eq 1 ]; then
+  kill -TERM $pid
+  wait $pid; rc=$?
+  left=$(compgen -G "vol.tif.tmp.*")
+  [ "$rc" -eq 130 ] && [ -z "$left" ] && [ ! -e vol.tif ] &&
+    ok "SIGTERM during a multi-page TIFF write: exit 130, no temporary left" ||
+    bad "SIGTERM: exit $rc, left: $left $(ls vol.tif* 2>/dev/null)"
+  grep -q "interrupted" "$ERR" && ok "SIGTERM says interrupted" || bad "SIGTERM: no 'interrupted'"
+else
+  wait $pid
+  bad "the fdk run ended before its temporary was seen; make big.json larger"
+fi
+rm -f vol.tif
+dead=$(bash -c 'echo $BASHPID')
+touch "v.tif.tmp.$dead.0" "v.tif.tmp.$$.0" "other.tif.tmp.$dead.0" "v.tif.scratch.$dead.3" \
+  "v.tiff.tmp.$dead.0"
+run fdk --geometry g.json --projections p.nrrd --out v.tif --device cpu --quiet
+[ "$rc" -eq 0 ] && [ ! -e "v.tif.tmp.$dead.0" ] && [ ! -e "v.tif.scratch.$dead.3" ] &&
+  ok "a dead process's temporary and scratch file of --out are removed" ||
+  bad "stale temporary: exit $rc, $(ls v.tif*)"
+grep -qF "removed 'v.tif.tmp.$dead.0'" "$ERR" && grep -qF "process $dead" "$ERR" &&
+  ok "the removal is reported" || bad "no report of the removal"
+[ -e "v.tif.tmp.$$.0" ] && [ -e "other.tif.tmp.$dead.0" ] && [ -e "v.tiff.tmp.$dead.0" ] &&
+  ok "a running process's temporary and other outputs' (v.tiff) are kept" || bad "removed too much: $(ls)"
+mkdir pv
+touch "pv/vol_xy.png.tmp.$dead.1" "pv/vol2.nrrd.tmp.$dead.0"
+run fdk --geometry g.json --projections p.nrrd --out v2.nrrd --preview pv/vol --device cpu --quiet
+[ ! -e "pv/vol_xy.png.tmp.$dead.1" ] && [ -e "pv/vol2.nrrd.tmp.$dead.0" ] &&
+  ok "--preview prefix: its PREFIX_xy.png temporary removed, vol2.nrrd's kept" || bad "preview temporaries: $(ls pv)"
+rm -rf pv v2.nrrd
+rm -f v.tif* other.tif*
+
+echo "# --resume: checksums, a truncated partial output, the summary"
+FDK=(fdk --geometry g.json --projections p.nrrd --device cpu --subvolume-slices 5 --views-per-batch 7)
+run "${FDK[@]}" --out plain.raw
+range=$(grep '^values' "$OUT")
+CTRECON_INJECT_STOP_AFTER_SLABS=3 run "${FDK[@]}" --out r.raw
+[ "$rc" -ne 0 ] && [ -f r.raw.partial.journal ] && ok "interrupted after 3 subvolumes" || bad "no partial run"
+# subvolume 1 (slices 5..9): one float of slice 7 changed on disk
+printf '\x01\x02\x03\x04' | dd of=r.raw.partial bs=1 seek=$((7 * 32 * 32 * 4 + 400)) conv=notrunc status=none
+run "${FDK[@]}" --out r.raw --resume
+[ "$rc" -eq 0 ] && cmp -s r.raw plain.raw && ok "a slab changed on disk is recomputed: output = plain run" ||
+  bad "resume over a changed slab: exit $rc, $(cmp r.raw plain.raw 2>&1)"
+grep -qF "subvolume 1 (slices 5..9) changed on disk" "$ERR" && ok "the changed subvolume is named" ||
+  bad "no warning naming subvolume 1"
+grep -q "resumed: 10 of 32 slices" "$OUT" && ok "the summary says what was resumed (2 unchanged subvolumes)" ||
+  bad "summary: $(cat "$OUT")"
+[ -n "$range" ] && [ "$(grep '^values' "$OUT" | sed 's/ (the whole volume)//')" = "$range" ] &&
+  ok "the resumed run's value range is the whole volume's ($range)" ||
+  bad "resumed range '$(grep '^values' "$OUT")', plain '$range'"
+grep -q "this run computed 22 slices" "$OUT" && ok "the timing is labelled as this run's work" ||
+  bad "timing label: $(cat "$OUT")"
+rm -f r.raw
+mkdir st plain_st
+run "${FDK[@]}" --out 'plain_st/v_%03d.tif'
+CTRECON_INJECT_STOP_AFTER_SLABS=3 run "${FDK[@]}" --out 'st/v_%03d.tif'
+cp st/v_012.tif.partial st/v_006.tif.partial # an image of subvolume 1 replaced by another
+run "${FDK[@]}" --out 'st/v_%03d.tif' --resume
+diff -r st plain_st >/dev/null && [ "$rc" -eq 0 ] && grep -qF "subvolume 1 (slices 5..9) changed" "$ERR" &&
+  ok "TIFF stack: a changed image is found, its subvolume recomputed" ||
+  bad "TIFF stack resume: exit $rc, $(diff -r st plain_st 2>&1 | head -2)"
+# 6 of 7 subvolumes resumed: only slices 30..31 computed, the extremes lie in the resumed ones
+CTRECON_INJECT_STOP_AFTER_SLABS=6 run "${FDK[@]}" --out r.raw
+run "${FDK[@]}" --out r.raw --resume
+[ -n "$range" ] && [ "$(grep '^values' "$OUT" | sed 's/ (the whole volume)//')" = "$range" ] &&
+  ok "after resuming 6 of 7 subvolumes the range is still the whole volume's" ||
+  bad "range after resuming 6 of 7: '$(grep '^values' "$OUT")', plain '$range'"
+rm -f r.raw
+CTRECON_INJECT_STOP_AFTER_SLABS=3 run "${FDK[@]}" --out r.raw
+truncate -s 20000 r.raw.partial
+run "${FDK[@]}" --out r.raw --resume
+[ "$rc" -ne 0 ] && [ ! -e r.raw ] && ok "a truncated partial output is refused (exit $rc)" || bad "truncated: exit $rc"
+grep -q "cannot be resumed" "$ERR" && ! grep -q "repeat the command with --resume" "$ERR" &&
+  grep -q "run without --resume to start over" "$ERR" &&
+  ok "it says to start over, not to --resume" || bad "truncated: $(cat "$ERR")"
+finish
