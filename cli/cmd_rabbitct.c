@@ -629,7 +629,9 @@ static int write_json(const rct_run *r, int argc, char **argv) {
 static int run(rct_run *r, int argc, char **argv) {
   const rct_args *a = r->a;
   int rc = 0;
-  if (a->json) rc = cli_check_output_dir(RCT_CMD, a->json);
+  const cli_file in[] = {{"FILE", a->file}, {"--module", a->module}, {0}};
+  const cli_file out[] = {{"--json", a->json}, {0}};
+  rc = cli_check_files(RCT_CMD, in, out);
   if (!rc) rc = open_file(r);
   if (!rc) rc = load_module(r);
   if (!rc) rc = prepare_and_load(r);

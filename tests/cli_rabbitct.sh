@@ -214,6 +214,14 @@ fi
 head -c 300000 r.rct >trunc.rct
 run rabbitct trunc.rct --size 32 --device cpu
 one_error 3 "trunc.rct" "truncated file: exit 3, names the file"
+cp r.rct keep.rct
+run rabbitct keep.rct --size 32 --device cpu --json keep.rct
+if [ "$rc" -eq 2 ] && grep -q -- "--json" "$ERR" && cmp -s r.rct keep.rct; then
+  ok "--json equal to the input: refused (exit 2), the input untouched ($(cat "$ERR"))"
+else
+  bad "--json equal to the input: exit $rc, input changed: $(cmp -s r.rct keep.rct && echo no || echo yes)"
+fi
+rm -f keep.rct
 run rabbitct missing.rct --size 32
 one_error 1 "missing.rct" "missing file: exit 1, names the file"
 run rabbitct --size 32
