@@ -13,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ctr__journal j;
   if (ctr__journal_resume(&j, path, FZ_FINGERPRINT) == CTR_OK) {
     for (int64_t i = 0; i < j.nslabs && i < 4; i++) (void)j.done[i];
-    (void)ctr__journal_mark(&j, 0, 0, j.slab_slices);
+    /* marking appends and syncs: one input in 16 (by size, as a replay) */
+    if (size % 16 == 0) (void)ctr__journal_mark(&j, 0, 0, j.slab_slices);
   }
   ctr__journal_close(&j, 0);
   return 0;

@@ -81,10 +81,13 @@ static __attribute__((unused)) const char *fz_path(int slot, const char *name) {
   return buf[slot & 7];
 }
 
-/* Writes data to `path` (truncating); aborts on a write error of the
- * harness itself, which is no finding in the library. */
+/* Writes data to `path` as a new file; aborts on a write error of the
+ * harness itself, which is no finding in the library. (Unlinked first rather
+ * than truncated: ext4 flushes a file truncated and rewritten on close, which
+ * costs ten times the parse.) */
 static __attribute__((unused)) void fz_write_file(const char *path, const uint8_t *data, size_t n) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  unlink(path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     perror("fuzz: open");
     abort();
