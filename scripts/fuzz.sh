@@ -35,8 +35,12 @@ run_one() {
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$t.log" | tail -1)
   secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$out/$t.log" | tail -1)
   [ -n "$runs" ] || runs=$(grep -o '#[0-9]*' "$out/$t.log" | tail -1 | tr -d '#')
-  local rate=${runs:-0}
-  [ -n "$secs" ] && [ "$secs" -gt 0 ] && rate=$((${runs:-0} / secs))
+  local rate=-
+  if [ -n "$secs" ] && [ "$secs" -gt 0 ]; then
+    rate=$((${runs:-0} / secs))
+  elif [ -n "$secs" ]; then
+    rate=${runs:-0} # done within a second
+  fi
   local status=ok
   if [ "$rc" -ne 0 ]; then
     status="FINDING (exit $rc; see $out/$t.log and $out/artifacts/$t-*)"
