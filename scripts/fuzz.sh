@@ -27,9 +27,11 @@ common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -entropic_scale_per_
 run_one() {
   local t=$1 out=$2
   shift 2
-  mkdir -p "$out/corpus/$t" "$out/artifacts"
+  # the targets' private directories live here (a target stopped by a finding
+  # cannot remove its own; the next run of this mode removes $out)
+  mkdir -p "$out/corpus/$t" "$out/artifacts" "$out/tmp"
   local rc=0
-  "$build/tests/fuzz/fuzz_$t" "${common[@]}" "$@" -artifact_prefix="$out/artifacts/$t-" \
+  TMPDIR="$out/tmp" "$build/tests/fuzz/fuzz_$t" "${common[@]}" "$@" -artifact_prefix="$out/artifacts/$t-" \
     "$out/corpus/$t" "tests/fuzz/corpus/$t" > "$out/$t.log" 2>&1 || rc=$?
   local runs secs
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$t.log" | tail -1)
@@ -72,6 +74,7 @@ case "$mode" in
     jobs=${4:-$(nproc)}
     out="$build/fuzz-long"
     mkdir -p "$out"
+    rm -rf "$out/tmp" "$out/artifacts" # the corpus it grew is kept for the next run
     export -f run_one
     export build
     export common_str="${common[*]}"
