@@ -9,7 +9,12 @@ ifneq ($(NVCC),)
 CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER=$(NVCC)
 endif
 
-.PHONY: all deps build demo test bench clean
+# Fuzzing (tests/fuzz/README.md): a clang build with ASan + UBSan + libFuzzer.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 20
+RUNS ?= 10000000
+
+.PHONY: all deps build demo test bench clean fuzz-build fuzz-smoke fuzz-long
 
 all: build
 
@@ -31,5 +36,20 @@ test: build
 bench: build
 	./$(BUILD)/bench/bench_fdk_cpu --json $(BUILD)/bench_fdk_cpu.json
 
+$(FUZZ_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang \
+	  -DCTRECON_FUZZ=ON -DCTRECON_CUDA=off
+
+fuzz-build: deps $(FUZZ_BUILD)/CMakeCache.txt
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+# Every target over its committed corpus for FUZZ_SECONDS; non-zero on any finding.
+fuzz-smoke: fuzz-build
+	bash scripts/fuzz.sh smoke $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# Every target to RUNS executions, JOBS at a time; $(FUZZ_BUILD)/fuzz-long/summary.txt.
+fuzz-long: fuzz-build
+	bash scripts/fuzz.sh long $(FUZZ_BUILD) $(RUNS) $(JOBS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD)

@@ -191,6 +191,8 @@ int cli_load_geometry(const char *cmd, const char *path, ctr_geometry **out);
 /* Prints the coverage warning when the detector misses part of the field of
  * view; returns the coverage. */
 double cli_warn_coverage(const char *cmd, const ctr_geometry *g);
+/* The same warning for a coverage already computed (c from ctr_geometry_coverage). */
+void cli_warn_coverage_of(const char *cmd, double c);
 
 /* Checked allocation of n floats (n * 4 bytes) for projections and volumes;
  * the error message names `what`. Release with cli_free_floats (accepts

@@ -209,6 +209,11 @@ int cli_load_geometry(const char *cmd, const char *path, ctr_geometry **out) {
 
 double cli_warn_coverage(const char *cmd, const ctr_geometry *g) {
   const double c = ctr_geometry_coverage(g);
+  cli_warn_coverage_of(cmd, c);
+  return c;
+}
+
+void cli_warn_coverage_of(const char *cmd, double c) {
   if (c < 1.0) {
     const double outside = 100.0 * (1.0 - c);
     cli_warn(cmd,
@@ -216,7 +221,6 @@ double cli_warn_coverage(const char *cmd, const ctr_geometry *g) {
              "view is outside the detector in some views",
              outside < 1.0 ? 2 : 1, outside);
   }
-  return c;
 }
 
 float *cli_alloc_floats(const char *cmd, int64_t n, const char *what, int *rc) {

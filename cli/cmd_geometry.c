@@ -105,7 +105,9 @@ static void print_scan_kind(const char *cmd, double coverage_deg, double step, i
   }
 }
 
-static void print_summary(const char *cmd, const char *path, const ctr_geometry *g, int warn) {
+/* Prints the summary; returns the field-of-view coverage (computed once: it
+ * visits the views). */
+static double print_summary(const char *cmd, const char *path, const ctr_geometry *g, int warn) {
   int64_t nu, nv;
   double du, dv, step;
   int dir;
@@ -138,16 +140,17 @@ static void print_summary(const char *cmd, const char *path, const ctr_geometry 
         "  fan            %.1f deg; field-of-view radius %.1f mm at the isocentre "
         "(volume half-width %.1f mm)\n",
         o.fan_deg, o.fov_radius, 0.5 * fmin((double)v.nx * v.voxel_x, (double)v.ny * v.voxel_y));
+  const double coverage = ctr_geometry_coverage(g);
   printf("  coverage       %.1f %% of the volume's field of view is seen in every view\n",
-         100.0 * ctr_geometry_coverage(g));
+         100.0 * coverage);
+  return coverage;
 }
 
 static int run_check(const char *path) {
   ctr_geometry *g = NULL;
   int rc = cli_load_geometry("geometry", path, &g);
   if (rc) return rc;
-  print_summary("geometry", path, g, 1);
-  cli_warn_coverage("geometry", g);
+  cli_warn_coverage_of("geometry", print_summary("geometry", path, g, 1));
   ctr_geometry_free(g);
   return 0;
 }
@@ -179,9 +182,10 @@ static int run_write(const geometry_args *a) {
   if (!rc) {
     if (!a->quiet) {
       printf("wrote ");
-      print_summary("geometry", a->out, g, 1);
+      cli_warn_coverage_of("geometry", print_summary("geometry", a->out, g, 1));
+    } else {
+      cli_warn_coverage("geometry", g);
     }
-    cli_warn_coverage("geometry", g);
   }
   ctr_geometry_free(g);
   return rc;

@@ -9,6 +9,9 @@ required=(cmake make gcc libfftw3-dev libtiff-dev libpng-dev libcjson-dev zlib1g
 # libhdf5-dev (serial HDF5 + h5cc, which CMake's FindHDF5 uses): the HDF5 /
 # DXchange reader ("scan.h5:/exchange/data") and tests/test_hdf5.c.
 optional=(libhdf5-dev)
+# clang + its libFuzzer / sanitizer runtimes + OpenMP for clang: the fuzz
+# targets (make fuzz-smoke, tests/fuzz/README.md).
+optional+=(clang libclang-rt-14-dev libomp-dev)
 pkgs=("${required[@]}")
 [ "${CTRECON_DEPS_MINIMAL:-0}" = 1 ] || pkgs+=("${optional[@]}")
 

@@ -63,6 +63,25 @@ int main(void) {
     CHECK_OK(ctr__fbp_tune_store(&a, "alu2", 3000.0));
     CHECK(ctr__fbp_tune_lookup(&a, name, sizeof name) && !strcmp(name, "alu2"));
   }
+  /* Sizes must match exactly: 512.5 is not 512 (a cast once truncated it),
+   * and 1e300 is no size (the cast was undefined; found by fuzz_fbp_tune). */
+  const char *near[] = {
+      "{\"version\": 1, \"entries\": [{\"gpu\": \"Test GPU 80GB\", \"nbins\": 512.5, "
+      "\"nangles\": 1024, \"nx\": 512, \"ny\": 512, \"interp\": 0, \"multi\": 1, "
+      "\"kernel\": \"alu\"}]}",
+      "{\"version\": 1, \"entries\": [{\"gpu\": \"Test GPU 80GB\", \"nbins\": 512, "
+      "\"nangles\": 1e300, \"nx\": 512, \"ny\": 512, \"interp\": 0.9, \"multi\": 1, "
+      "\"kernel\": \"alu\"}]}"};
+  for (size_t i = 0; i < sizeof near / sizeof near[0]; i++) {
+    write_text(P("fbp-kernels.json"), near[i]);
+    CHECK_MSG(!ctr__fbp_tune_lookup(&a, name, sizeof name), "cache '%s' matched key 512", near[i]);
+  }
+  /* the exact entry does match (the cases above differ only there) */
+  write_text(P("fbp-kernels.json"),
+             "{\"version\": 1, \"entries\": [{\"gpu\": \"Test GPU 80GB\", \"nbins\": 512, "
+             "\"nangles\": 1024, \"nx\": 512, \"ny\": 512, \"interp\": 0, \"multi\": 1, "
+             "\"kernel\": \"alu\"}]}");
+  CHECK(ctr__fbp_tune_lookup(&a, name, sizeof name) && !strcmp(name, "alu"));
   CHECK(count_temporaries() == 0);
   /* An unusable cache directory: lookups miss, stores fail with a message. */
   setenv("CTRECON_CACHE_DIR", "/proc/ctrecon-no-such-dir", 1);

@@ -633,6 +633,74 @@ static void test_vector(void) {
               "must be given");
 }
 
+/* ---- Damaged raw data (found by tests/fuzz/fuzz_hdf5.c) ----------------------- */
+
+/* HDF5 copies a chunk's elements out of however many bytes the file stores
+ * for it: a short unfiltered chunk, or one placed inside the superblock,
+ * made H5Dread read past a heap buffer and return garbage as data. */
+static void test_damaged_chunks(void) {
+  const char *file = P("short_chunk.h5");
+  const hsize_t dims[3] = {2, 3, 4}, chunk[3] = {1, 3, 4}, off0[3] = {0, 0, 0},
+                off1[3] = {1, 0, 0};
+  uint16_t v[12];
+  for (int i = 0; i < 12; i++) v[i] = (uint16_t)(i + 1);
+  hid_t fid = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t sp = H5Screate_simple(3, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 3, chunk);
+  hid_t d = H5Dcreate2(fid, "/data", H5T_STD_U16LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  CHECK(d >= 0);
+  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, off0, sizeof v, v) >= 0);
+  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, off1, 8, v) >= 0); /* 8 of 24 bytes */
+  H5Dclose(d);
+  H5Pclose(dcpl);
+  H5Sclose(sp);
+  H5Fclose(fid);
+  char path[600];
+  snprintf(path, sizeof path, "%s:/data", file);
+  ctr_stack_reader *r = NULL;
+  float img[12];
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r));
+  if (r) {
+    CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, img));
+    CHECK(img[0] == 1.0f && img[11] == 12.0f);
+    CHECK_FAILS(ctr_stack_read(r, 1, 1, CTR_DTYPE_FLOAT32, img), CTR_E_FORMAT,
+                "is damaged: the chunk at element 1 of axis 0");
+    CHECK(strstr(ctr_error_detail(), "with 8 bytes; expected 24 bytes") &&
+          strstr(ctr_error_detail(), file));
+    ctr_stack_close(r);
+  }
+  /* the whole-dataset readers check every chunk */
+  double *vec = NULL;
+  int64_t n = 0;
+  hsize_t one = 4, c1 = 2;
+  fid = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+  sp = H5Screate_simple(1, &one, NULL);
+  dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 1, &c1);
+  d = H5Dcreate2(fid, "/theta", H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  const double th[2] = {1, 2};
+  const hsize_t t0 = 0, t1 = 2;
+  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, &t0, sizeof th, th) >= 0);
+  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, &t1, 4, th) >= 0);
+  H5Dclose(d);
+  H5Pclose(dcpl);
+  H5Sclose(sp);
+  H5Fclose(fid);
+  CHECK_FAILS(ctr__hdf5_read_vector(file, "/theta", &vec, &n), CTR_E_FORMAT,
+              "is damaged: the chunk at element 2 of axis 0");
+  CHECK(vec == NULL);
+
+  /* the fuzzer's input: a chunk stored at byte 0, inside the superblock */
+  snprintf(path, sizeof path, "%s/hdf5/regress-chunk-in-superblock.h5:/exchange/data",
+           CTR_TEST_FUZZ_CORPUS);
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r));
+  if (r) {
+    CHECK_FAILS(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, img), CTR_E_FORMAT,
+                "is stored at byte 0 with 24 bytes; expected 24 bytes between the superblock");
+    ctr_stack_close(r);
+  }
+}
+
 #endif /* TEST_HDF5 */
 
 int main(void) {
@@ -656,6 +724,7 @@ int main(void) {
     test_quiet();
     test_concurrent();
     test_vector();
+    test_damaged_chunks();
   }
   scratch_close();
   return th_finish("test_hdf5");

@@ -366,11 +366,91 @@ int ctr_geometry_is_circular(const ctr_geometry *g) {
   return 1;
 }
 
+/* Whether voxel centre p projects inside the detector (and in front of the
+ * source) in view v. */
+static int seen_in_view(const ctr_geometry *g, const ctr__view *v, const double p[3]) {
+  const double *P = v->P;
+  const double c = P[8] * p[0] + P[9] * p[1] + P[10] * p[2] + P[11];
+  const double u = (P[0] * p[0] + P[1] * p[1] + P[2] * p[2] + P[3]) / c;
+  const double w = (P[4] * p[0] + P[5] * p[1] + P[6] * p[2] + P[7]) / c;
+  return c > 0 && u >= -0.5 && u <= (double)g->nu - 0.5 && w >= -0.5 && w <= (double)g->nv - 0.5;
+}
+
+static int seen_in_every_view(const ctr_geometry *g, const double p[3]) {
+  for (int64_t v = 0; v < g->nviews; v++)
+    if (!seen_in_view(g, &g->views[v], p)) return 0;
+  return 1;
+}
+
+/* A circular orbit's view azimuths in [0, 2 pi), sorted, with their views. */
+typedef struct orbit_angle {
+  double t;
+  int64_t view;
+} orbit_angle;
+
+static int cmp_orbit_angle(const void *a, const void *b) {
+  const double x = ((const orbit_angle *)a)->t, y = ((const orbit_angle *)b)->t;
+  return (x > y) - (x < y);
+}
+
+/* The views of a circular orbit whose azimuths are nearest to t on either
+ * side (circularly): first index with angle >= t, and the one before. */
+static void orbit_neighbours(const orbit_angle *a, int64_t n, double t, int64_t out[2]) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (a[mid].t < t) lo = mid + 1;
+    else hi = mid;
+  }
+  out[0] = a[lo % n].view;
+  out[1] = a[(lo + n - 1) % n].view;
+}
+
+/* Circular orbits in O(log n) views per point. A point at radius r < sid
+ * and azimuth phi, seen from the source at azimuth t, lands at
+ *   u = u0 + fu r sin(psi) / (sid - r cos(psi)),  w = v0 + fv z / (sid - r cos(psi)),
+ * depth (sid - r cos(psi)) / sid, with psi = phi - t (docs/geometry.md's
+ * matrix). Along the circle u has one maximum (cos psi = r / sid, sin psi > 0)
+ * and one minimum (the mirror angle), and the depth one minimum (psi = 0)
+ * and one maximum (psi = pi), each rising and falling monotonically between
+ * them. Over a finite set of views such a function takes its extremes at the
+ * views adjacent to the continuous extremes, so checking the (at most 8)
+ * views next to psi = +-acos(r / sid), 0 and pi decides the point exactly
+ * as checking every view does. Points at r >= sid are checked view by view. */
+static int seen_circular(const ctr_geometry *g, const orbit_angle *a, const double p[3]) {
+  const double r = hypot(p[0], p[1]), d = g->circ.sid;
+  if (!(r < d)) return seen_in_every_view(g, p);
+  const double phi = atan2(p[1], p[0]), ps = acos(r / d), two_pi = 2.0 * CTR__PI;
+  const double crit[4] = {0.0, CTR__PI, ps, -ps};
+  for (int k = 0; k < 4; k++) {
+    double t = fmod(phi - crit[k], two_pi);
+    if (t < 0) t += two_pi;
+    int64_t v[2];
+    orbit_neighbours(a, g->nviews, t, v);
+    if (!seen_in_view(g, &g->views[v[0]], p) || !seen_in_view(g, &g->views[v[1]], p)) return 0;
+  }
+  return 1;
+}
+
 double ctr_geometry_coverage(const ctr_geometry *g) {
   const ctr_volume_geometry *vol = &g->vol;
   const int64_t n[3] = {vol->nx, vol->ny, vol->nz};
   int64_t m[3];
   for (int a = 0; a < 3; a++) m[a] = n[a] < 17 ? n[a] : 17;
+  /* Circular orbits: the sorted azimuths (views in any order and count,
+   * angle lists included); without memory for them, every view is checked. */
+  orbit_angle *orbit = NULL;
+  if (g->circular && g->angles_deg && g->nviews > 8) {
+    orbit = malloc((size_t)g->nviews * sizeof *orbit);
+    if (orbit) {
+      for (int64_t i = 0; i < g->nviews; i++) {
+        double t = fmod(g->angles_deg[i] * CTR__PI / 180.0, 2.0 * CTR__PI);
+        orbit[i].t = t < 0 ? t + 2.0 * CTR__PI : t;
+        orbit[i].view = i;
+      }
+      qsort(orbit, (size_t)g->nviews, sizeof *orbit, cmp_orbit_angle);
+    }
+  }
   int64_t inside = 0, total = 0;
   for (int64_t k = 0; k < m[2]; k++)
     for (int64_t j = 0; j < m[1]; j++)
@@ -386,18 +466,10 @@ double ctr_geometry_coverage(const ctr_geometry *g) {
         const double rx = 0.5 * (double)n[0] * vol->voxel_x, ry = 0.5 * (double)n[1] * vol->voxel_y;
         const double dx = (p[0] - vol->offset_x) / rx, dy = (p[1] - vol->offset_y) / ry;
         if (dx * dx + dy * dy > 1.0) continue;
-        int ok = 1;
-        for (int64_t v = 0; v < g->nviews && ok; v++) {
-          const double *P = g->views[v].P;
-          double c = P[8] * p[0] + P[9] * p[1] + P[10] * p[2] + P[11];
-          double u = (P[0] * p[0] + P[1] * p[1] + P[2] * p[2] + P[3]) / c;
-          double w = (P[4] * p[0] + P[5] * p[1] + P[6] * p[2] + P[7]) / c;
-          ok = c > 0 && u >= -0.5 && u <= (double)g->nu - 0.5 && w >= -0.5 &&
-               w <= (double)g->nv - 0.5;
-        }
-        inside += ok;
+        inside += orbit ? seen_circular(g, orbit, p) : seen_in_every_view(g, p);
         total++;
       }
+  free(orbit);
   return total ? (double)inside / (double)total : 0.0;
 }
 

@@ -66,6 +66,96 @@ const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback) {
   return m->text;
 }
 
+/* HDF5 (1.10) trusts where and how large a dataset's raw data are stored: a
+ * compact layout message or an unfiltered chunk shorter than the elements
+ * need, or a chunk placed inside the superblock, makes H5Dread copy past the
+ * end of a heap buffer (found by tests/fuzz/fuzz_hdf5.c: a chunk at address
+ * 0). Checked here before every read, for the chunks the read touches
+ * (start/count; NULL: the whole dataset): each stored chunk lies after the
+ * superblock, inside the file, and (unfiltered) holds exactly one chunk of
+ * elements. Filtered chunks are left to the filter, which sizes its output. */
+typedef struct chunk_bounds {
+  haddr_t lo;  /* first byte after the superblock */
+  hsize_t eof; /* file size */
+  hsize_t want; /* bytes of an unfiltered chunk; 0 = filtered (any size) */
+} chunk_bounds;
+
+static int chunk_ok(hid_t dset, const hsize_t *off, const chunk_bounds *b, haddr_t *addr,
+                    hsize_t *got) {
+  unsigned mask = 0;
+  *addr = HADDR_UNDEF;
+  *got = 0;
+  if (H5Dget_chunk_info_by_coord(dset, off, &mask, addr, got) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return 1; /* no such chunk: H5Dread reports what is wrong */
+  }
+  if (*addr == HADDR_UNDEF) return 1; /* not written: the fill value */
+  return *addr >= b->lo && *got <= b->eof && *addr <= b->eof - *got &&
+         (b->want == 0 || *got == b->want);
+}
+
+ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
+                                 const hsize_t *start, const hsize_t *count) {
+  ctr_status st = CTR_OK;
+  hid_t dcpl = H5Dget_create_plist(dset), sp = H5Dget_space(dset), t = H5Dget_type(dset);
+  const H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
+  const size_t elem = t >= 0 ? H5Tget_size(t) : 0;
+  hsize_t dims[H5S_MAX_RANK], cdims[H5S_MAX_RANK];
+  const int rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+  if (layout == H5D_COMPACT) {
+    const hssize_t npoints = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+    const hsize_t stored = H5Dget_storage_size(dset);
+    size_t need = 0;
+    if (npoints < 0 || elem == 0 || !ctr__mul_size((size_t)npoints, elem, &need) ||
+        stored < need)
+      CTR_FAIL_GOTO(st, CTR_E_FORMAT,
+                    "dataset '%s' of HDF5 file '%s' is damaged: its compact storage holds %llu "
+                    "bytes, expected %lld values of %zu bytes; write the file again",
+                    name, file, (unsigned long long)stored, (long long)npoints, elem);
+  } else if (layout == H5D_CHUNKED && rank > 0 && H5Pget_chunk(dcpl, rank, cdims) == rank) {
+    chunk_bounds b = {0, 0, H5Pget_nfilters(dcpl) == 0 ? elem : 0};
+    hid_t fid = H5Iget_file_id(dset);
+    H5F_info2_t fi;
+    if (fid < 0 || H5Fget_info2(fid, &fi) < 0 || H5Fget_filesize(fid, &b.eof) < 0) {
+      if (fid >= 0) H5Fclose(fid);
+      goto cleanup; /* H5Dread reports what is wrong */
+    }
+    H5Fclose(fid);
+    b.lo = fi.super.super_size;
+    hsize_t lo[H5S_MAX_RANK], hi[H5S_MAX_RANK], off[H5S_MAX_RANK], got = 0;
+    haddr_t addr = HADDR_UNDEF;
+    for (int i = 0; i < rank; i++) {
+      if (cdims[i] == 0) goto cleanup;
+      b.want *= cdims[i];
+      lo[i] = (start ? start[i] : 0) / cdims[i] * cdims[i];
+      hi[i] = start ? start[i] + count[i] : dims[i];
+      if (hi[i] <= lo[i]) goto cleanup; /* empty selection */
+      off[i] = lo[i];
+    }
+    for (;;) { /* every chunk the selection touches, last axis fastest */
+      if (!chunk_ok(dset, off, &b, &addr, &got))
+        CTR_FAIL_GOTO(st, CTR_E_FORMAT,
+                      "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
+                      "axis 0 is stored at byte %llu with %llu bytes; expected %s%llu bytes "
+                      "between the superblock (%llu bytes) and the end of the file (%llu "
+                      "bytes); write the file again",
+                      name, file, (unsigned long long)off[0], (unsigned long long)addr,
+                      (unsigned long long)got, b.want ? "" : "at most ",
+                      (unsigned long long)(b.want ? b.want : b.eof), (unsigned long long)b.lo,
+                      (unsigned long long)b.eof);
+      int i = rank - 1;
+      while (i >= 0 && (off[i] += cdims[i]) >= hi[i]) off[i] = lo[i], i--;
+      if (i < 0) break;
+    }
+  }
+cleanup:
+  H5Eclear2(H5E_DEFAULT);
+  if (t >= 0) H5Tclose(t);
+  if (sp >= 0) H5Sclose(sp);
+  if (dcpl >= 0) H5Pclose(dcpl);
+  return st;
+}
+
 /* ---- Names ---------------------------------------------------------------- */
 
 /* "2048 x 2048" / "(scalar)" for a dataspace. */
@@ -346,6 +436,11 @@ static ctr_status h5_read(ctr_stack_reader *r, int64_t first, int64_t n, void *b
   const hsize_t start[3] = {(hsize_t)first, 0, 0};
   const hsize_t count[3] = {(hsize_t)n, (hsize_t)r->info.height, (hsize_t)r->info.width};
   ctr__h5_enter(&g);
+  st = ctr__h5_check_storage(h->dset, h->file_name, h->dset_name, start, count);
+  if (st != CTR_OK) {
+    ctr__h5_leave(&g);
+    return st;
+  }
   hid_t fs = H5Dget_space(h->dset);
   hid_t ms = H5Screate_simple(3, count, NULL);
   if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
@@ -466,6 +561,7 @@ ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double *
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is empty", dataset, file);
   if (dim > (hsize_t)(SIZE_MAX / sizeof(double)) || dim > (hsize_t)INT64_MAX)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is too large", dataset, file);
+  CTR_CHECK_GOTO(st, ctr__h5_check_storage(did, file, dataset, NULL, NULL));
   v = ctr__malloc((size_t)dim * sizeof *v, "HDF5 vector");
   if (!v) {
     st = CTR_E_OUT_OF_MEMORY;

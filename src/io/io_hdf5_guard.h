@@ -23,5 +23,12 @@ void ctr__h5_leave(ctr__h5_guard *g);
 /* "HDF5: <innermost message>" of the current error stack (then cleared), or
  * `fallback`; the text lives in m. */
 const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback);
+/* CTR_E_FORMAT (naming file and dataset) when the raw data a read of
+ * [start, start + count) would touch (NULL: the whole dataset) is stored in
+ * fewer bytes than it needs: a short compact layout or an unfiltered chunk
+ * of the wrong size, where HDF5 itself would read past a buffer. Call inside
+ * ctr__h5_enter, before H5Dread. */
+ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
+                                 const hsize_t *start, const hsize_t *count);
 
 #endif

@@ -65,8 +65,10 @@ static int dims_plausible(int64_t w, int64_t h, int64_t n, float hu0, float hu1)
 }
 
 /* Fills *L from the 24 header bytes b (zero-padded when the file is shorter),
- * read with or without the version word. Sizes cannot overflow: a view is at
- * most 96 + 2^34 bytes and there are at most 2^20 of them. */
+ * read with or without the version word. The header fields are checked before
+ * any arithmetic on them: only a plausible header (a view at most 96 + 2^34
+ * bytes, at most 2^20 views) gets sizes, so nothing overflows; an implausible
+ * one keeps view_bytes = need = 0 and is never used. */
 static void parse_layout(const unsigned char *b, int versioned, rct_layout *L) {
   memset(L, 0, sizeof *L);
   L->name = versioned ? "versioned" : "old";
@@ -80,8 +82,11 @@ static void parse_layout(const unsigned char *b, int versioned, rct_layout *L) {
   L->plausible = dims_plausible(L->h.width, L->h.height, L->h.nviews, L->h.hu0, L->h.hu1) &&
                  (!versioned || (L->h.version >= 1 && L->h.version <= RCT_MAX_VERSION));
   L->header_bytes = versioned ? RCT_HEADER_V : RCT_HEADER_OLD;
-  L->view_bytes = RCT_MATRIX_BYTES + L->h.width * L->h.height * (int64_t)sizeof(float);
-  L->need = L->header_bytes + L->h.nviews * L->view_bytes;
+  if (!L->plausible) return;
+  const uint64_t pixels = (uint64_t)L->h.width * (uint64_t)L->h.height; /* <= 2^32 */
+  const uint64_t view = RCT_MATRIX_BYTES + pixels * sizeof(float);      /* <= 2^34 + 96 */
+  L->view_bytes = (int64_t)view;
+  L->need = L->header_bytes + (int64_t)((uint64_t)L->h.nviews * view); /* < 2^55 */
 }
 
 /* 1 if sizes[0..n) is a list the reader can recognise: L doubling from 16,

@@ -73,7 +73,9 @@ static int matches(const cJSON *e, const ctr__fbp_tune_key *k) {
   if (!cJSON_IsString(gpu) || strcmp(gpu->valuestring, k->gpu) != 0) return 0;
   for (int i = 0; i < 6; i++) {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(e, names[i]);
-    if (!cJSON_IsNumber(x) || (int64_t)x->valuedouble != want[i]) return 0;
+    /* compared as doubles: exact for these sizes, and a fraction or a value
+     * beyond int64 (whose cast would be undefined) matches nothing */
+    if (!cJSON_IsNumber(x) || x->valuedouble != (double)want[i]) return 0;
   }
   return 1;
 }
