@@ -124,6 +124,14 @@ int cli_parse_device(const char *cmd, const char *name, const char *value, void 
    cli_parse_device, (c), NULL}
 // clang-format on
 
+/* --strict, for the commands that read data under the data policy
+ * (docs/cli.md, "Bad values"): bad values become an error instead of a
+ * warning with their count. */
+#define CLI_STRICT_OPTION(flag)                                                      \
+  {"--strict", NULL, "NaN, infinite or out-of-range input values and non-finite "    \
+   "results are an error (default: replaced by 0 with a warning giving the count)",  \
+   cli_set_flag, (flag), NULL}
+
 /* The state behind the context's log and progress callbacks. */
 typedef struct cli_session {
   const char *cmd;

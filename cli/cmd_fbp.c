@@ -132,6 +132,7 @@ typedef struct fbp_run {
   void *proj;    /* projections input: the current block of rows of every projection */
   float *flat, *dark, *sino, *slices, *xy, *xz, *yz;
   double *angles, *shifts;
+  ctr_value_counts counts; /* bad data met (the data policy), reported once at the end */
 } fbp_run;
 
 /* A bare HDF5 file name (no ":/dataset" part): the DXchange layout. */
@@ -255,6 +256,24 @@ static void keep_planes(fbp_run *r, int64_t s0, int64_t n) {
   }
 }
 
+/* One warning per kind of bad data the library met over every batch. */
+static void report_counts(const fbp_args *a, const ctr_value_counts *c) {
+  if (c->input)
+    cli_warn("fbp", "'%s': %lld sinogram values NaN, infinite or beyond +-1e24 replaced by 0 "
+             "(--strict makes this an error)", a->sinograms, (long long)c->input);
+  if (c->calibration)
+    cli_warn("fbp", "'%s' / '%s': %lld pixels with flat <= dark or a non-finite flat or dark: their "
+             "sinogram values set to 0 (--strict makes this an error)",
+             a->flat ? a->flat : a->projections, a->dark ? a->dark : "no dark (0)",
+             (long long)c->calibration);
+  if (c->clamped)
+    cli_warn("fbp", "'%s': %lld transmissions (p - dark) / (flat - dark) below 1e-6 or NaN clamped "
+             "to 1e-6 (--strict makes this an error)", a->projections, (long long)c->clamped);
+  if (c->output)
+    cli_warn("fbp", "'%s': %lld non-finite slice values stored as 0 (--strict makes this an error)",
+             a->out, (long long)c->output);
+}
+
 static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
   const ctr_parallel_params *p = ctr_parallel_get(r->g);
   const int64_t plane = p->nx * p->ny, batch = a->batch < r->nslices ? a->batch : r->nslices;
@@ -323,6 +342,7 @@ static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
     if (st != CTR_OK) return cli_fail_file("fbp", st, a->out);
   }
   cli_progress(&r->session, "fbp", 1.0);
+  report_counts(a, &r->counts);
   st = ctr_stack_commit(r->out);
   r->out = NULL;
   if (st != CTR_OK) return cli_fail_file("fbp", st, a->out);
@@ -385,6 +405,7 @@ int cmd_fbp(int argc, char **argv) {
        cli_parse_count, &a.batch, NULL},
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
        &a.preview, NULL},
+      CLI_STRICT_OPTION(&a.fbp.strict),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };
@@ -393,6 +414,11 @@ int cmd_fbp(int argc, char **argv) {
   a.fbp.kernel = a.kernel;
   if (!a.sinograms == !a.projections)
     return cli_usage_error("fbp", "give exactly one of --sinograms and --projections");
+  /* Options that would do nothing are errors, not silently ignored. */
+  if (a.sinograms && (a.rows_given || a.flat || a.dark))
+    return cli_usage_error("fbp", "%s applies to --projections only (sinograms are already "
+                           "flat-fielded, one per row): drop it, or give --projections",
+                           a.rows_given ? "--rows" : a.flat ? "--flat" : "--dark");
   rc = cli_require("fbp", opts, "--out", a.out);
   if (!rc) rc = cli_resolve_format("fbp", "--out", "--out-format", a.out, a.out_format, &a.out_format);
   if (!rc) rc = cli_check_output_dir("fbp", a.out);
@@ -404,6 +430,11 @@ int cmd_fbp(int argc, char **argv) {
   if (!rc && a.projections) rc = load_projections(&a, &r);
   if (!rc) rc = make_geometry(&a, &r);
   if (!rc) rc = cli_context_create(&r.session, "fbp", &a.common, &r.ctx);
+  if (!rc && a.kernel && ctr_context_device(r.ctx) != CTR_DEVICE_CUDA)
+    rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "
+                         "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",
+                         a.kernel);
+  a.fbp.counts = &r.counts;
   if (!rc) rc = reconstruct(&a, &r, &seconds);
   cli_progress_end(&r.session);
   if (!rc && a.preview) {

@@ -249,9 +249,6 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
     }
   }
   if (st != CTR_OK) return cli_fail_file("fdk", st, a->out);
-  if (r->report.nonfinite)
-    cli_warn("fdk", "'%s': %lld non-finite values (NaN/Inf) replaced by 0", a->projections,
-             (long long)r->report.nonfinite);
   /* FDK undershoots below 0 near edges: routine, so only overflow warns. */
   if (r->report.above)
     cli_warn("fdk",
@@ -428,6 +425,7 @@ int cmd_fdk(int argc, char **argv) {
        "bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume, NULL},
       {"--timings", NULL, "print the plan and each pipeline step's busy time on stderr (default: off)",
        cli_set_flag, &a.timings, NULL},
+      CLI_STRICT_OPTION(&a.fdk.strict),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };

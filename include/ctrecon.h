@@ -32,7 +32,7 @@ extern "C" {
 #define CTR_VERSION_STRING "0.1.0"
 
 /* Version stamped into every option struct; bump when a struct grows. */
-#define CTR_API_VERSION 1u
+#define CTR_API_VERSION 2u /* 2: strict in ctr_fdk_options and ctr_fbp_options */
 
 /* ------------------------------------------------------------------------- */
 /* Status codes                                                              */
@@ -354,10 +354,15 @@ typedef struct ctr_fdk_options {
   ctr_interp interp;
   int64_t z0, nz;          /* reconstruct slices [z0, z0+nz) only; nz = 0: all */
   int64_t views_per_batch; /* views filtered per batch (memory); 0 = automatic */
+  int strict;              /* data policy (docs/architecture.md, "Bad values"): 0 = projection
+                              values that are NaN, infinite or beyond +-1e24 and non-finite
+                              voxels are replaced by 0 and counted (ctr_stream_report, a
+                              warning through the context's log); 1 = any such value is a
+                              CTR_E_FORMAT error */
 } ctr_fdk_options;
 
 #define CTR_FDK_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, 0, 0, 0 }
+  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, 0, 0, 0, 0 }
 
 /* FDK reconstruction. proj: float32 nu x nv x nviews line integrals (uint16
  * is accepted and converted). vol: float32 nx x ny x nz_out where nz_out is
@@ -622,7 +627,9 @@ ctr_status ctr_phantom_slice(const ctr_phantom *ph, const ctr_parallel_geometry 
  * dark may be NULL = 0). Rows [row0, row0 + nslices) become sinograms:
  * sino[(s * nangles + a) * nbins + b] = -log(max((p - d) / (f - d), eps))
  * with eps = 1e-6 (dead or saturated pixels stay finite; they are counted in
- * *clamped if not NULL). */
+ * *clamped if not NULL); a pixel whose flat and dark are not finite or have
+ * f - d <= 0 holds no calibration: its value is 0 (ctr_fbp_projections
+ * counts those pixels as ctr_value_counts.calibration). */
 ctr_status ctr_flatfield_sinograms(const void *proj, ctr_dtype dtype, int64_t nbins,
                                    int64_t nrows, int64_t nangles, const float *flat,
                                    const float *dark, int64_t row0, int64_t nslices,
@@ -636,6 +643,16 @@ typedef enum ctr_fbp_interp {
   CTR_FBP_NEAREST = 1 /* nearest bin */
 } ctr_fbp_interp;
 
+/* Bad data met by a call under the data policy (docs/architecture.md, "Bad
+ * values"), each replaced as said. */
+typedef struct ctr_value_counts {
+  int64_t input;       /* input values NaN, infinite or beyond +-1e24: replaced by 0 */
+  int64_t calibration; /* flat/dark pixels with flat <= dark or non-finite: sinogram value 0 */
+  int64_t clamped;     /* transmissions (p - dark) / (flat - dark) below 1e-6 or NaN: clamped
+                          to 1e-6 (CPU; the GPU path does not count them) */
+  int64_t output;      /* non-finite results: replaced by 0 */
+} ctr_value_counts;
+
 typedef struct ctr_fbp_options {
   unsigned version;
   ctr_window window;
@@ -646,9 +663,17 @@ typedef struct ctr_fbp_options {
                                run on first use and cached on disk (CTRECON_CACHE_DIR, else
                                ~/.cache/ctrecon; CTRECON_TUNE=0: no tuning). CUDA only, the
                                CPU ignores it */
+  int strict;               /* data policy (docs/architecture.md, "Bad values"): 0 = sinogram
+                               values that are NaN, infinite or beyond +-1e24, flat/dark pixels
+                               with flat <= dark or non-finite, and clamped transmissions are
+                               counted, replaced and reported as a warning through the
+                               context's log; 1 = any of them is a CTR_E_FORMAT error */
+  ctr_value_counts *counts; /* optional: the counts are added here and no warning is logged
+                               (for callers that report once over many calls) */
 } ctr_fbp_options;
 
-#define CTR_FBP_OPTIONS_INIT { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL }
+#define CTR_FBP_OPTIONS_INIT \
+  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL, 0, NULL }
 
 /* Ramp-filters nslices sinograms in place (nbins x nangles each), scaled so
  * that ctr_fbp_backproject of the result is the reconstruction. */
@@ -797,7 +822,8 @@ typedef struct ctr_stream_options {
 typedef struct ctr_stream_report {
   ctr_plan plan;
   ctr_stream_timings timings;
-  int64_t nonfinite;        /* NaN / Inf projection values replaced by 0 */
+  int64_t nonfinite;        /* projection values NaN, infinite or beyond +-1e24, replaced by 0 */
+  int64_t out_nonfinite;    /* non-finite voxels of the result, replaced by 0 before writing */
   int64_t below, above;     /* uint16 output: voxels clamped to 0 / 65535 */
   int64_t slabs_resumed;    /* subvolumes found complete in the journal */
   float min, max;           /* range of the reconstructed values */
@@ -813,7 +839,7 @@ typedef struct ctr_stream_report {
  * cancellation the partial output and journal stay for opts->resume, which
  * skips the journalled subvolumes and gives a result bit-identical to an
  * uninterrupted run. The volume has the geometry's nx x ny and the slices of
- * opts->fdk (uint16 input is converted; non-finite values become 0).
+ * opts->fdk (uint16 input is converted; bad values follow opts->fdk.strict).
  * report may be NULL. */
 ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
                           ctr_stack_reader *projections, const char *out, ctr_file_format out_format,

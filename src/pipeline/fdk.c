@@ -81,9 +81,12 @@ int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtyp
       if (dtype == CTR_DTYPE_FLOAT32) {
         const float *in = (const float *)src + s;
         for (int64_t u = 0; u < nu; u++) {
-          const float x = in[u];
-          if (!isfinite(x)) bad++;
-          row[u] = isfinite(x) ? x * scale : 0.0f;
+          /* The data policy: NaN / Inf / beyond CTR__VALUE_LIMIT would spread
+           * over the whole row in the filter. */
+          const float x = in[u] * scale;
+          const int ok = ctr__value_ok(x);
+          bad += !ok;
+          row[u] = ok ? x : 0.0f;
         }
       } else {
         const uint16_t *in = (const uint16_t *)src + s;
