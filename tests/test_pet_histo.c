@@ -176,6 +176,17 @@ static void test_json_errors(void) {
     CHECK_FAILS(ctr_pet_histo_load(P("e2.json"), &g), CTR_E_FORMAT, "lattice.voxel_mm");
     CHECK_DETAIL(P("e2.json"), "missing");
     cJSON_AddItemToObject(lat, "voxel_mm", voxel);
+    /* Strict members: a misspelt field is an error naming the nearest one. */
+    cJSON_AddNumberToObject(lat, "voxle_mm", 4);
+    write_json(P("e8.json"), root);
+    CHECK_FAILS(ctr_pet_histo_load(P("e8.json"), &g), CTR_E_FORMAT,
+                "lattice.voxle_mm: unknown field; did you mean 'voxel_mm'?");
+    cJSON_DeleteItemFromObject(lat, "voxle_mm");
+    cJSON_AddNumberToObject(root, "tof_fwhm", 400);
+    write_json(P("e9.json"), root);
+    CHECK_FAILS(ctr_pet_histo_load(P("e9.json"), &g), CTR_E_FORMAT,
+                "tof_fwhm: unknown field; did you mean 'tof_fwhm_ps'?");
+    cJSON_DeleteItemFromObject(root, "tof_fwhm");
     /* A missing view field. */
     cJSON *na = cJSON_DetachItemFromObject(views, "n_azimuth");
     write_json(P("e3.json"), root);
