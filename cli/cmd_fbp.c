@@ -332,7 +332,8 @@ static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
       st = ctr_fbp_projections(r->ctx, r->g, &a->fbp, &pa, r->flat + off,
                                r->dark ? r->dark + off : NULL, 0, &va);
     }
-    if (st != CTR_OK) return cli_fail("fbp", st);
+    /* The input named: bad values in it are the likely cause. */
+    if (st != CTR_OK) return cli_fail_file("fbp", st, a->sinograms ? a->sinograms : a->projections);
     if (a->preview) keep_planes(r, s0, n);
     if (a->out_dtype == CTR_DTYPE_UINT16) {
       int64_t below = 0, above = 0;

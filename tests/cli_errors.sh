@@ -104,6 +104,69 @@ else
   fails 4 "--device cuda:99 (no such GPU)" "GPU 99" $FDK --projections p.raw --device cuda:99
 fi
 
+echo "# hostile values, strict JSON, impossible geometry, NRRD length, ignored options (issue 17)"
+# put FILE OFFSET HEXBYTES: overwrite bytes in place (little-endian float32 patterns).
+put() { printf "$(echo "$3" | sed 's/\(..\)/\\x\1/g')" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null; }
+NAN=0000c07f INF=0000807f HUGE=6666667f # NaN, +Inf, 0.9 FLT_MAX (finite: overflows the filter)
+cp p.raw vals.raw
+put vals.raw 400 $NAN; put vals.raw 40000 $INF; put vals.raw 80000 $HUGE
+fails 3 "fdk --strict: NaN, Inf, near-FLT_MAX projections" "'vals.raw': 3 values NaN, infinite or beyond|strict" \
+  $FDK --projections vals.raw --strict
+run $FDK --projections vals.raw --out-dtype uint16
+if [ "$rc" -eq 0 ] && [ "$(grep -c warning "$ERR")" -eq 1 ] &&
+   grep -q "^ctrecon fdk: warning: 'vals.raw': 3 values NaN, infinite or beyond +-1e+24, replaced by 0" "$ERR" &&
+   grep -Eq '^values -?[0-9.e+-]+ \.\. -?[0-9.e+-]+$' "$OUT" && ! grep -Eqi 'nan|inf' "$OUT" && [ -s r.nrrd ]; then
+  ok "fdk: bad projection values replaced, one warning with the count, finite value range"
+else
+  bad "fdk with NaN/Inf/huge projections: exit $rc"
+fi
+rm -f r.nrrd
+# Sinograms (16 bins x 20 angles x 2) and projections (16 x 2 rows x 20) as
+# hand-made NRRDs; flat = 1000 except for four pixels that cannot calibrate.
+nrrd() { # nrrd FILE W H N: zeros (float32) under a header
+  printf 'NRRD0004\ntype: float\ndimension: 3\nsizes: %d %d %d\nendian: little\nencoding: raw\n\n' "$2" "$3" "$4" >"$1.hdr"
+  head -c $(($2 * $3 * $4 * 4)) /dev/zero >"$1.dat"
+}
+finish_nrrd() { cat "$1.hdr" "$1.dat" >"$1"; rm -f "$1.hdr" "$1.dat"; }
+nrrd sino.nrrd 16 20 2; H=$(wc -c <sino.nrrd.hdr); put sino.nrrd.dat 100 $NAN; finish_nrrd sino.nrrd
+FBPS="fbp --sinograms sino.nrrd --out s.nrrd --device cpu --quiet"
+fails 3 "fbp --strict: a NaN sinogram value" "sino.nrrd|1 values NaN|strict" $FBPS --strict
+run $FBPS
+[ "$rc" -eq 0 ] && grep -q "warning: 'sino.nrrd': 1 sinogram values NaN, infinite or beyond +-1e24 replaced by 0" "$ERR" &&
+  [ -s s.nrrd ] && ok "fbp: a NaN sinogram value replaced with a warning" || bad "fbp NaN sinogram: exit $rc"
+rm -f s.nrrd
+nrrd proj.nrrd 16 2 20
+for i in $(seq 0 639); do printf '\x00\x00\x7a\x44'; done >proj.nrrd.dat # 1000.0 everywhere
+finish_nrrd proj.nrrd
+nrrd flat.nrrd 16 2 1; for i in $(seq 0 31); do printf '\x00\x00\xfa\x44'; done >flat.nrrd.dat # 2000
+put flat.nrrd.dat 0 00000000; put flat.nrrd.dat 4 $NAN; finish_nrrd flat.nrrd
+nrrd dark.nrrd 16 2 1; put dark.nrrd.dat 8 00fa0045 ; finish_nrrd dark.nrrd # dark 8000 > flat at pixel 2
+FBPP="fbp --projections proj.nrrd --flat flat.nrrd --dark dark.nrrd --out s.nrrd --device cpu --quiet"
+fails 3 "fbp --strict: flat = 0, NaN flat, dark > flat" "flat/dark: 3 pixels with flat <= dark|strict" $FBPP --strict
+run $FBPP
+[ "$rc" -eq 0 ] && grep -q "warning: 'flat.nrrd' / 'dark.nrrd': 3 pixels with flat <= dark or a non-finite flat or dark" "$ERR" &&
+  [ -s s.nrrd ] && ok "fbp: uncalibrated flat/dark pixels counted in a warning" || bad "fbp flat/dark: exit $rc"
+rm -f s.nrrd
+fails 2 "fbp --rows with --sinograms" "--rows applies to --projections only" $FBPS --rows 0:1
+fails 2 "fbp --flat with --sinograms" "--flat applies to --projections only" $FBPS --flat flat.nrrd
+fails 2 "fbp --bp-kernel on the CPU" "--bp-kernel alu|CPU" $FBPS --bp-kernel alu
+sed 's/"offset_u"/"ofset_u"/' g.json >typo.json
+fails 3 "geometry key typo (ofset_u)" "typo.json|detector.ofset_u: unknown field|did you mean 'offset_u'" $FDK --projections p.raw --geometry typo.json
+sed 's/"direction"/"directon"/' g.json >typo2.json
+fails 3 "geometry key typo (directon)" "typo2.json|angles.directon|did you mean 'direction'" phantom --geometry typo2.json --out q.raw
+echo '{"ellipsoids": [{"density": 1, "centre_mm": [0, 0, 0], "semi_axes_mm": [9, 9, 9]}]}' >typo_phantom.json
+fails 3 "phantom key typo (centre_mm)" "typo_phantom.json|centre_mm: unknown field|did you mean 'center_mm'" phantom --geometry g.json --phantom typo_phantom.json --out q.raw
+sed 's/"sdd":[^,]*,/"sdd": 900,/' g.json >sdd.json
+fails 3 "sdd < sid (detector between source and axis)" "sdd.json|sdd = 900 <= sid = 1000" $FDK --projections p.raw --geometry sdd.json
+sed 's/"sdd":[^,]*,/"sdd": 1000,/' g.json >sdd2.json
+fails 3 "sdd == sid" "sdd2.json|sdd = 1000 <= sid = 1000" phantom --geometry sdd2.json --out q.raw
+cat p.nrrd p.raw >long.nrrd
+fails 3 "nrrd longer than its header says" "long.nrrd|data bytes|'type' and 'sizes'" $FDK --projections long.nrrd
+run geometry --out wide.json --nu 48 --nv 40 --du 9 --dv 12 --views $NVIEWS --volume 32 --voxel 8 --sid 300 --sdd 500
+[ "$rc" -eq 0 ] && grep -q "warning: cone angle 51.3 deg" "$ERR" && ok "an unusual cone angle warns" ||
+  bad "no cone angle warning: exit $rc"
+rm -f wide.json
+
 echo "# warnings (exit 0)"
 "$CTR" geometry --out narrow.json --nu 20 --nv 40 --du 9 --dv 12 --views $NVIEWS --volume 32 --voxel 8 \
   >/dev/null 2>"$TOP/log/geo_err"

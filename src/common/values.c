@@ -29,8 +29,8 @@ ctr_status ctr__values_report_kind(const ctr_context *ctx, int strict, int64_t b
                                    const char *what, const char *kind, const char *fate) {
   if (bad <= 0) return CTR_OK;
   if (strict)
-    CTR_FAIL(CTR_E_FORMAT, "%s: %lld %s: expected none (strict mode); fix the data, or leave "
-             "strict mode off to have them %s", what, (long long)bad, kind, fate);
+    CTR_FAIL(CTR_E_FORMAT, "%s: %lld %s: expected none (strict mode); fix the data, or drop "
+             "strict mode to accept them (%s)", what, (long long)bad, kind, fate);
   ctr__log(ctx, CTR_LOG_WARNING, "%s: %lld %s, %s", what, (long long)bad, kind, fate);
   return CTR_OK;
 }

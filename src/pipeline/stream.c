@@ -182,8 +182,11 @@ static ctr_status progress(stream_run *r) {
   return ctr__progress(r->ctx, "fdk", r->work_total ? (double)r->work_done / (double)r->work_total : 1.0);
 }
 
-static const char *input_name(const stream_run *r) {
-  return r->in ? r->in->path : "projections";
+/* "'file'" or "projections" (in memory) for the data policy's messages. */
+static const char *input_name(const stream_run *r, char *buf, size_t n) {
+  if (!r->in) return "projections";
+  snprintf(buf, n, "'%s'", r->in->path);
+  return buf;
 }
 
 /* The result's non-finite voxels (v[0, n)): replaced by 0 and counted, an
@@ -200,7 +203,9 @@ static ctr_status check_output(stream_run *r, float *v, int64_t n) {
 
 /* Warnings of a run that succeeded (bad input values, bad voxels). */
 static void report_values(stream_run *r) {
-  if (r->eng) ctr__values_report(r->ctx, 0, r->eng->ops->nonfinite(r->eng), input_name(r));
+  char name[4200];
+  if (r->eng)
+    ctr__values_report(r->ctx, 0, r->eng->ops->nonfinite(r->eng), input_name(r, name, sizeof name));
   if (r->out_bad)
     ctr__log(r->ctx, CTR_LOG_WARNING, "the reconstruction had %lld non-finite voxels (NaN or "
              "infinite), stored as 0", (long long)r->out_bad);
@@ -231,8 +236,11 @@ static ctr_status filter_pass(stream_run *r) {
     CTR_CHECK(r->eng->ops->filter_bp(r->eng, v0, n, raw, r->in_dtype, keep));
     /* Strict: stop at the first batch with bad values, before any subvolume
      * is written. */
-    if (r->fdk.strict)
-      CTR_CHECK(ctr__values_report(r->ctx, 1, r->eng->ops->nonfinite(r->eng), input_name(r)));
+    if (r->fdk.strict) {
+      char name[4200];
+      CTR_CHECK(ctr__values_report(r->ctx, 1, r->eng->ops->nonfinite(r->eng),
+                                   input_name(r, name, sizeof name)));
+    }
     if (r->have_ring) ctr__ring_release(&r->ring);
     if (r->plan.store == CTR_STORE_SCRATCH) {
       const double t0 = ctr__now_s();
