@@ -32,7 +32,7 @@ extern "C" {
 #define CTR_VERSION_STRING "0.1.0"
 
 /* Version stamped into every option struct; bump when a struct grows. */
-#define CTR_API_VERSION 2u /* 2: strict in ctr_fdk_options and ctr_fbp_options */
+#define CTR_API_VERSION 2u /* 2: strict in ctr_fdk_options, ctr_fbp_options, ctr_pet_recon_options */
 
 /* ------------------------------------------------------------------------- */
 /* Status codes                                                              */
@@ -973,6 +973,9 @@ typedef struct ctr_pet_histo {
   int64_t nviews;         /* = n_azimuth * n_copolar */
   float *counts;          /* nviews x (nx ny nz), view slowest */
   float *factors;         /* NULL (all 1) or nviews x (nx ny nz) */
+  int64_t replaced;       /* ctr_pet_histo_load: values of the file that were NaN, infinite,
+                             negative or beyond 1e24, replaced by 0 (the data policy,
+                             docs/architecture.md "Bad values"); 0 otherwise */
 } ctr_pet_histo;
 
 /* Allocates zeroed counts (factors if with_factors). Free with ctr_pet_histo_free. */
@@ -985,8 +988,10 @@ void ctr_pet_histo_free(ctr_pet_histo *h);
  * The file format is in docs/file-formats.md. */
 ctr_status ctr_pet_histo_save(const char *path, const ctr_pet_histo *h);
 /* Reads either form; errors name the file and what was expected (sizes,
- * view counts, missing fields, truncated data, non-finite or negative
- * counts). */
+ * view counts, missing or unknown fields, truncated data). Counts or factors
+ * that are NaN, infinite, negative or beyond 1e24 are replaced by 0 and
+ * counted in (*out)->replaced: the caller reports them, or refuses the data
+ * (ctr_pet_recon_options.strict does). */
 ctr_status ctr_pet_histo_load(const char *path, ctr_pet_histo **out);
 
 /* Activity phantoms (kBq/ml, arbitrary units) for simulation and metrics:
@@ -1087,9 +1092,15 @@ typedef struct ctr_pet_recon_options {
   double relax_decay;         /* lambda_k = relax0 / (1 + relax_decay * k) (0.1) */
   ctr_pet_iteration_fn on_iteration;
   void *user;
+  int strict;                 /* data policy (docs/architecture.md, "Bad values"): 0 = counts or
+                                 factors that are NaN, infinite, negative or beyond 1e24 are
+                                 used as 0 and a non-finite result voxel is stored as 0, each
+                                 with a warning through the context's log; 1 = either, or
+                                 h->replaced > 0, is a CTR_E_FORMAT error */
 } ctr_pet_recon_options;
 
-#define CTR_PET_RECON_OPTIONS_INIT { CTR_API_VERSION, CTR_PET_RAMLA, 10, 0.1, 0.1, NULL, NULL }
+#define CTR_PET_RECON_OPTIONS_INIT \
+  { CTR_API_VERSION, CTR_PET_RAMLA, 10, 0.1, 0.1, NULL, NULL, 0 }
 
 typedef struct ctr_pet_recon_timings {
   double forward, back, discrepancy, update, upload, download, total; /* seconds */

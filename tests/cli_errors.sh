@@ -18,7 +18,7 @@ fails() {
   local why=""
   [ "$rc" -eq "$want" ] || why="$why exit $rc (expected $want);"
   [ "$lines" -eq 1 ] || why="$why $lines stderr lines;"
-  grep -q "^ctrecon $cmd: error: " "$ERR" || why="$why no 'ctrecon $cmd: error:' prefix;"
+  grep -q "^ctrecon $cmd[a-z ]*: error: " "$ERR" || why="$why no 'ctrecon $cmd: error:' prefix;"
   IFS='|' read -ra n <<<"$needles"
   for needle in "${n[@]}"; do grep -qF -- "$needle" "$ERR" || why="$why no '$needle';"; done
   [ "$before" = "$after" ] || why="$why files changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ');"
@@ -165,6 +165,13 @@ sed 's/"sdd":[^,]*,/"sdd": 1000,/' g.json >sdd2.json
 fails 3 "sdd == sid" "sdd2.json|sdd = 1000 <= sid = 1000" phantom --geometry sdd2.json --out q.raw
 cat p.nrrd p.raw >long.nrrd
 fails 3 "nrrd longer than its header says" "long.nrrd|data bytes|'type' and 'sizes'" $FDK --projections long.nrrd
+# PET histo-images with a NaN and a negative count.
+"$CTR" pet simulate --lattice 16x16x4 --views 4x1 --events 2e4 --device cpu --out pd.json --quiet || exit 1
+put pd.counts.raw 400 $NAN; put pd.counts.raw 800 000080bf # -1.0
+PREC="pet recon --data pd.json --iterations 1 --device cpu --quiet --out pr.nrrd"
+fails 3 "pet recon --strict: NaN and negative counts" "pd.json|2 counts or factors NaN|--strict" $PREC --strict
+warns "pet recon: bad counts used as 0 with a warning" \
+  "warning: 'pd.json': 2 counts or factors NaN, infinite, negative or beyond 1e24 used as 0" pr.nrrd $PREC
 run geometry --out wide.json --nu 48 --nv 40 --du 9 --dv 12 --views $NVIEWS --volume 32 --voxel 8 --sid 300 --sdd 500
 [ "$rc" -eq 0 ] && grep -q "warning: cone angle 51.3 deg" "$ERR" && ok "an unusual cone angle warns" ||
   bad "no cone angle warning: exit $rc"

@@ -2,7 +2,8 @@
  * "Bad values"): FDK, FBP and FBP's flat/dark correction count NaN, infinite
  * and beyond-limit values, replace them, warn with the count through the
  * context's log (or fill ctr_value_counts), and fail with CTR_E_FORMAT in
- * strict mode; non-finite results never leave the library. CPU backend. */
+ * strict mode; PET reconstruction does the same for bad counts; non-finite
+ * results never leave the library. CPU backend. */
 #include "harness.h"
 
 #include <float.h>
@@ -239,6 +240,63 @@ static void test_fbp_flatfield(ctr_context *ctx) {
   ctr_parallel_free(g);
 }
 
+/* ---- PET ------------------------------------------------------------------ */
+
+/* Bad counts in memory (NaN, negative) are used as 0 with a warning, or are
+ * an error in strict mode; counts replaced when loading (h->replaced) are an
+ * error in strict mode; the image stays finite. */
+static void test_pet(ctr_context *ctx) {
+  ctr_pet_params p = CTR_PET_PARAMS_INIT;
+  p.nx = p.ny = 16;
+  p.nz = 4;
+  p.voxel = 8.0;
+  p.n_azimuth = 4;
+  p.n_copolar = 1;
+  ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT;
+  ctr_pet_system *s = NULL;
+  ctr_pet_projector *pr = NULL;
+  ctr_pet_histo *h = NULL;
+  CHECK_OK(ctr_pet_system_create(&p, &k, &s));
+  CHECK_OK(ctr_pet_projector_create(ctx, s, &pr));
+  CHECK_OK(ctr_pet_histo_create(&p, 0, &h));
+  if (!pr || !h) return;
+  const int64_t nvox = p.nx * p.ny * p.nz, n = nvox * h->nviews;
+  for (int64_t i = 0; i < n; i++) h->counts[i] = (float)th_uniform(0.5, 2.0);
+  float *img = malloc(sizeof(float) * (size_t)nvox), *ref = malloc(sizeof(float) * (size_t)nvox);
+  ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
+  o.algorithm = CTR_PET_MLEM;
+  o.iterations = 2;
+  /* The reference: zeros where the bad values will be. */
+  h->counts[5] = h->counts[nvox + 100] = 0.0f;
+  memset(ref, 0, sizeof(float) * (size_t)nvox);
+  CHECK_OK(ctr_pet_reconstruct(pr, h, &o, ref, NULL));
+  h->counts[5] = NAN;
+  h->counts[nvox + 100] = -3.0f;
+  reset_log();
+  memset(img, 0, sizeof(float) * (size_t)nvox);
+  CHECK_OK(ctr_pet_reconstruct(pr, h, &o, img, NULL));
+  CHECK_MSG(count_nonfinite(img, nvox) == 0, "%lld non-finite voxels",
+            (long long)count_nonfinite(img, nvox));
+  CHECK(memcmp(img, ref, sizeof(float) * (size_t)nvox) == 0);
+  CHECK_MSG(g_warnings == 1 && strstr(g_warning, "histo-images: 2 counts or factors"),
+            "%d warnings, last '%s'", g_warnings, g_warning);
+  CHECK(isnan(h->counts[5])); /* the caller's data are left as they are */
+  o.strict = 1;
+  CHECK_FAILS(ctr_pet_reconstruct(pr, h, &o, img, NULL), CTR_E_FORMAT,
+              "histo-images: 2 counts or factors NaN, infinite, negative");
+  h->counts[5] = h->counts[nvox + 100] = 0.0f;
+  h->replaced = 3; /* as ctr_pet_histo_load reports replaced values */
+  CHECK_FAILS(ctr_pet_reconstruct(pr, h, &o, img, NULL), CTR_E_FORMAT,
+              "3 counts or factors NaN, infinite, negative or beyond +-1e+24 were replaced by 0 when loaded");
+  o.strict = 0;
+  CHECK_OK(ctr_pet_reconstruct(pr, h, &o, img, NULL));
+  free(img);
+  free(ref);
+  ctr_pet_histo_free(h);
+  ctr_pet_projector_free(pr);
+  ctr_pet_system_free(s);
+}
+
 int main(void) {
   ctr_context *ctx = make_context();
   if (!ctx) return th_finish("test_values");
@@ -246,6 +304,7 @@ int main(void) {
   test_fbp_sinograms(ctx);
   test_fbp_output(ctx);
   test_fbp_flatfield(ctx);
+  test_pet(ctx);
   ctr_context_free(ctx);
   return th_finish("test_values");
 }

@@ -72,6 +72,10 @@ ctr_status ctr__progress(const ctr_context *ctx, const char *stage, double fract
 int64_t ctr__values_count(const float *v, int64_t n);
 /* Replaces bad values by 0 and returns how many there were. */
 int64_t ctr__values_sanitize(float *v, int64_t n);
+/* The same for data that cannot be negative (counts, activities): a
+ * negative value is bad too. */
+int64_t ctr__values_count_nonneg(const float *v, int64_t n);
+int64_t ctr__values_sanitize_nonneg(float *v, int64_t n);
 /* bad > 0: strict -> CTR_E_FORMAT naming `what` and the count; else a
  * warning through ctx's log with the count, CTR_OK. */
 ctr_status ctr__values_report(const ctr_context *ctx, int strict, int64_t bad, const char *what);

@@ -14,6 +14,24 @@ int64_t ctr__values_count(const float *v, int64_t n) {
   return bad;
 }
 
+int64_t ctr__values_sanitize_nonneg(float *v, int64_t n) {
+  int64_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+  for (int64_t i = 0; i < n; i++)
+    if (!(v[i] >= 0.0f && ctr__value_ok(v[i]))) {
+      v[i] = 0.0f;
+      bad++;
+    }
+  return bad;
+}
+
+int64_t ctr__values_count_nonneg(const float *v, int64_t n) {
+  int64_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+  for (int64_t i = 0; i < n; i++) bad += !(v[i] >= 0.0f && ctr__value_ok(v[i]));
+  return bad;
+}
+
 int64_t ctr__values_sanitize(float *v, int64_t n) {
   int64_t bad = 0;
 #pragma omp parallel for schedule(static) reduction(+ : bad)

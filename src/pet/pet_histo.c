@@ -95,6 +95,12 @@ ctr_status ctr__pet_histo_check_values(const ctr_pet_histo *h, const char *file)
   return CTR_OK;
 }
 
+void ctr__pet_histo_sanitize(ctr_pet_histo *h) {
+  const int64_t n = voxels_of(&h->params) * h->nviews;
+  h->replaced = ctr__values_sanitize_nonneg(h->counts, n) +
+                (h->factors ? ctr__values_sanitize_nonneg(h->factors, n) : 0);
+}
+
 /* Validates a histo-image set given to save. */
 static ctr_status check_histo(const ctr_pet_histo *h, const char *path) {
   if (!h) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_histo_save('%s'): histo is NULL", path);
@@ -478,7 +484,7 @@ static ctr_status load_json(const char *path, ctr_pet_histo **out) {
   const size_t n = (size_t)(voxels_of(&h->params) * h->nviews);
   CTR_CHECK_GOTO(st, read_array(path, "counts", counts, h->counts, n, swap, h));
   if (factors) CTR_CHECK_GOTO(st, read_array(path, "factors", factors, h->factors, n, swap, h));
-  CTR_CHECK_GOTO(st, ctr__pet_histo_check_values(h, path));
+  ctr__pet_histo_sanitize(h);
   *out = h;
   h = NULL;
 cleanup:
