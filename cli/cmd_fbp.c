@@ -33,7 +33,7 @@ typedef struct fbp_args {
   ctr_file_format out_format;
   double angle_start, angle_range, axis, voxel, pixel;
   int64_t size[2], rows[2], batch;
-  int rows_given, axis_given, size_given;
+  int rows_given, axis_given, size_given, out_scale_given;
   ctr_fbp_options fbp;
   ctr_dtype out_dtype;
   double out_scale;
@@ -378,7 +378,7 @@ int cmd_fbp(int argc, char **argv) {
       {"--out-dtype", "float32|uint16", "slice data type (default float32)", cli_parse_dtype,
        &a.out_dtype, NULL},
       {"--out-scale", "F", "uint16 stores value x F, clamped (default 1000)", cli_parse_positive,
-       &a.out_scale, NULL},
+       &a.out_scale, &a.out_scale_given},
       {"--angles", "FILE", "projection angles in degrees, one per projection (default: uniform)",
        cli_parse_string, &a.angles, NULL},
       {"--angle-start", "DEG", "first angle of a uniform scan (default 0)", cli_parse_double,
@@ -420,6 +420,9 @@ int cmd_fbp(int argc, char **argv) {
     return cli_usage_error("fbp", "%s applies to --projections only (sinograms are already "
                            "flat-fielded, one per row): drop it, or give --projections",
                            a.rows_given ? "--rows" : a.flat ? "--flat" : "--dark");
+  if (a.out_scale_given && a.out_dtype != CTR_DTYPE_UINT16)
+    return cli_usage_error("fbp", "--out-scale applies to --out-dtype uint16 only (float32 stores "
+                           "the values as they are): drop it, or add --out-dtype uint16");
   rc = cli_require("fbp", opts, "--out", a.out);
   if (!rc) rc = cli_resolve_format("fbp", "--out", "--out-format", a.out, a.out_format, &a.out_format);
   if (!rc) rc = cli_check_output_dir("fbp", a.out);

@@ -39,7 +39,7 @@ typedef struct fdk_args {
   ctr_fdk_options fdk;
   int64_t slices[2];
   double window[2];
-  int slices_given, window_given, raw_given;
+  int slices_given, window_given, raw_given, out_scale_given;
   uint64_t gpu_mem, host_mem;
   int64_t max_slab;
   ctr_store store;
@@ -356,6 +356,13 @@ static int check_args(const fdk_args *a, const cli_opt *opts, fdk_run *r) {
     rc = cli_resolve_format("fdk", "--out", "--out-format", a->out, a->out_format, &r->out_fmt);
   if (!rc) rc = cli_check_output_dir("fdk", a->out);
   if (!rc && a->preview) rc = cli_check_output_dir("fdk", a->preview);
+  /* Options that would do nothing are errors, not silently ignored. */
+  if (!rc && a->out_scale_given && a->out_dtype != CTR_DTYPE_UINT16)
+    rc = cli_usage_error("fdk", "--out-scale applies to --out-dtype uint16 only (float32 stores "
+                         "the values as they are): drop it, or add --out-dtype uint16");
+  if (!rc && a->window_given && !a->preview)
+    rc = cli_usage_error("fdk", "--preview-window applies to --preview only: drop it, or add "
+                         "--preview PREFIX");
   return rc;
 }
 
@@ -400,7 +407,7 @@ int cmd_fdk(int argc, char **argv) {
       {"--out-dtype", "float32|uint16", "volume data type (default float32)", cli_parse_dtype,
        &a.out_dtype, NULL},
       {"--out-scale", "F", "uint16 stores value x F, clamped to 0..65535 (default 1000)",
-       cli_parse_positive, &a.out_scale, NULL},
+       cli_parse_positive, &a.out_scale, &a.out_scale_given},
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central slices", cli_parse_string,
        &a.preview, NULL},
       {"--preview-window", "LO:HI", "previews' grey window (default: 0.5 / 99.5 % percentiles)",

@@ -153,6 +153,9 @@ warns "fbp: uncalibrated flat/dark pixels counted in a warning" \
 fails 2 "fbp --rows with --sinograms" "--rows applies to --projections only" $FBPS --rows 0:1
 fails 2 "fbp --flat with --sinograms" "--flat applies to --projections only" $FBPS --flat flat.nrrd
 fails 2 "fbp --bp-kernel on the CPU" "--bp-kernel alu|CPU" $FBPS --bp-kernel alu
+fails 2 "fbp --out-scale with float32 output" "--out-scale applies to --out-dtype uint16" $FBPS --out-scale 10
+fails 2 "fdk --out-scale with float32 output" "--out-scale applies to --out-dtype uint16" $FDK --projections p.raw --out-scale 10
+fails 2 "fdk --preview-window without --preview" "--preview-window applies to --preview" $FDK --projections p.raw --preview-window 0:1
 sed 's/"offset_u"/"ofset_u"/' g.json >typo.json
 fails 3 "geometry key typo (ofset_u)" "typo.json|detector.ofset_u: unknown field|did you mean 'offset_u'" $FDK --projections p.raw --geometry typo.json
 sed 's/"direction"/"directon"/' g.json >typo2.json

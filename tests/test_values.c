@@ -92,6 +92,32 @@ static void test_fdk(ctr_context *ctx) {
   ctr_fdk_options fo = CTR_FDK_OPTIONS_INIT;
   fo.strict = 1;
   CHECK_FAILS(ctr_fdk(ctx, g, &fo, &pa, &va), CTR_E_FORMAT, "strict");
+  /* The two public halves: ctr_fdk_filter (in place) and ctr_fdk_backproject. */
+  float *half = malloc(sizeof(float) * (size_t)np);
+  memcpy(half, proj, sizeof(float) * (size_t)np);
+  fo.strict = 0;
+  reset_log();
+  CHECK_OK(ctr_fdk_filter(ctx, g, &fo, 0, nviews, half));
+  CHECK_MSG(count_nonfinite(half, np) == 0, "%lld non-finite filtered values",
+            (long long)count_nonfinite(half, np));
+  CHECK_MSG(g_warnings == 1 && strstr(g_warning, "ctr_fdk_filter: projections: 4 values"),
+            "%d warnings, last '%s'", g_warnings, g_warning);
+  memcpy(half, proj, sizeof(float) * (size_t)np);
+  fo.strict = 1;
+  CHECK_FAILS(ctr_fdk_filter(ctx, g, &fo, 0, nviews, half), CTR_E_FORMAT,
+              "ctr_fdk_filter: projections: 4 values");
+  CHECK(isnan(half[5])); /* strict: an error before anything is changed */
+  memset(out, 0, sizeof(float) * (size_t)nv);
+  CHECK_FAILS(ctr_fdk_backproject(ctx, g, &fo, 0, nviews, half, &va), CTR_E_FORMAT,
+              "ctr_fdk_backproject: filtered views: 4 values");
+  CHECK(count_nonfinite(out, nv) == 0);
+  fo.strict = 0;
+  reset_log();
+  CHECK_OK(ctr_fdk_backproject(ctx, g, &fo, 0, nviews, half, &va));
+  CHECK(count_nonfinite(out, nv) == 0);
+  CHECK_MSG(g_warnings == 1 && strstr(g_warning, "filtered views: 4 values"), "%d warnings, last '%s'",
+            g_warnings, g_warning);
+  free(half);
   /* The documented limit: values of 1e24 everywhere still give finite
    * voxels and count as admissible. */
   for (int64_t i = 0; i < np; i++) proj[i] = 1e24f;
