@@ -177,8 +177,8 @@ int cli_resolve_format(const char *cmd, const char *path_option, const char *for
 
 /* Loads a geometry file (errors name it). Returns 0 or an exit code. */
 int cli_load_geometry(const char *cmd, const char *path, ctr_geometry **out);
-/* Prints the coverage warning when the detector misses part of the field of
- * view; returns the coverage. */
+/* Warns about a merely unusual geometry: a cone angle above 40 degrees, a
+ * detector that misses part of the field of view; returns the coverage. */
 double cli_warn_coverage(const char *cmd, const ctr_geometry *g);
 
 /* Checked allocation of n floats (n * 4 bytes) for projections and volumes;

@@ -650,7 +650,7 @@ typedef struct ctr_value_counts {
   int64_t calibration; /* flat/dark pixels with flat <= dark or non-finite: sinogram value 0 */
   int64_t clamped;     /* transmissions (p - dark) / (flat - dark) below 1e-6 or NaN: clamped
                           to 1e-6 (CPU; the GPU path does not count them) */
-  int64_t output;      /* non-finite results: replaced by 0 */
+  int64_t output;      /* results NaN, infinite or beyond +-1e24: replaced by 0 */
 } ctr_value_counts;
 
 typedef struct ctr_fbp_options {
@@ -823,7 +823,7 @@ typedef struct ctr_stream_report {
   ctr_plan plan;
   ctr_stream_timings timings;
   int64_t nonfinite;        /* projection values NaN, infinite or beyond +-1e24, replaced by 0 */
-  int64_t out_nonfinite;    /* non-finite voxels of the result, replaced by 0 before writing */
+  int64_t out_nonfinite;    /* voxels NaN, infinite or beyond +-1e24, replaced by 0 before writing */
   int64_t below, above;     /* uint16 output: voxels clamped to 0 / 65535 */
   int64_t slabs_resumed;    /* subvolumes found complete in the journal */
   float min, max;           /* range of the reconstructed values */

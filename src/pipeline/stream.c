@@ -191,14 +191,14 @@ static const char *input_name(const stream_run *r, char *buf, size_t n) {
 
 /* The result's non-finite voxels (v[0, n)): replaced by 0 and counted, an
  * error in strict mode, so nothing non-finite gets the output's final name. */
+#define CTR__BAD_VOXELS "voxels NaN, infinite or beyond +-1e+24"
+
 static ctr_status check_output(stream_run *r, float *v, int64_t n) {
   const int64_t bad = ctr__values_sanitize(v, n);
   r->out_bad += bad;
-  if (r->fdk.strict && bad)
-    CTR_FAIL(CTR_E_FORMAT, "the reconstruction has %lld non-finite voxels (NaN or infinite): "
-             "expected finite values; check the projections and the geometry, or leave strict "
-             "mode off to store them as 0", (long long)bad);
-  return CTR_OK;
+  return r->fdk.strict ? ctr__values_report_kind(r->ctx, 1, bad, "the reconstruction",
+                                                 CTR__BAD_VOXELS, "stored as 0")
+                       : CTR_OK;
 }
 
 /* Warnings of a run that succeeded (bad input values, bad voxels). */
@@ -206,9 +206,8 @@ static void report_values(stream_run *r) {
   char name[4200];
   if (r->eng)
     ctr__values_report(r->ctx, 0, r->eng->ops->nonfinite(r->eng), input_name(r, name, sizeof name));
-  if (r->out_bad)
-    ctr__log(r->ctx, CTR_LOG_WARNING, "the reconstruction had %lld non-finite voxels (NaN or "
-             "infinite), stored as 0", (long long)r->out_bad);
+  ctr__values_report_kind(r->ctx, 0, r->out_bad, "the reconstruction", CTR__BAD_VOXELS,
+                          "stored as 0");
 }
 
 /* The first pass: read, filter once, keep the filtered copy, backproject. */
