@@ -234,6 +234,10 @@ static int make_geometry(const fbp_args *a, fbp_run *r) {
   p.angles_deg = r->angles;
   p.axis_shift = r->shifts;
   if (a->axis_given) p.axis = a->axis;
+  /* Unusual, not impossible: a warning. */
+  if (a->axis_given && !(a->axis >= 0 && a->axis <= (double)(r->nbins - 1)))
+    cli_warn("fbp", "--axis %g lies outside the detector's bins 0 .. %lld: the rotation axis is "
+             "never seen; check --axis (bins, not mm)", a->axis, (long long)(r->nbins - 1));
   if (a->size_given) {
     p.nx = a->size[0];
     p.ny = a->size[1];

@@ -70,7 +70,7 @@ sed 's/"sid":[^,]*,/"sid": 100,/' g.json >inside.json
 fails 3 "source inside the volume (file)" "inside.json|inside the volume|sid" phantom --geometry inside.json --out q.raw
 fails 3 "source inside the volume (options)" "inside the volume" geometry --out bad.json --sid 100 --volume 32 --voxel 8
 sed 's/"size":[^]]*]/"size": [32, 0, 32]/' g.json >zero.json
-fails 3 "volume size 0" "zero.json|volume.size" $FDK --projections p.raw --geometry zero.json
+fails 3 "volume size 0" "zero.json|volume.size = [32, 0, 32]" $FDK --projections p.raw --geometry zero.json
 
 echo "# usage errors (exit 2)"
 fails 2 "unknown dtype" "--dtype 'int8'|float32 or uint16" phantom --geometry g.json --out q.raw --dtype int8
@@ -150,6 +150,8 @@ FBPP="fbp --projections proj.nrrd --flat flat.nrrd --dark dark.nrrd --out s.nrrd
 fails 3 "fbp --strict: flat = 0, NaN flat, dark > flat" "flat/dark: 3 pixels with flat <= dark|strict" $FBPP --strict
 warns "fbp: uncalibrated flat/dark pixels counted in a warning" \
   "warning: 'flat.nrrd' / 'dark.nrrd': 3 pixels with flat <= dark or a non-finite flat or dark" s.nrrd $FBPP
+warns "fbp: --axis outside the detector warns" "warning: --axis 40 lies outside the detector's bins 0 .. 15" \
+  s.nrrd $FBPS --axis 40
 fails 2 "fbp --rows with --sinograms" "--rows applies to --projections only" $FBPS --rows 0:1
 fails 2 "fbp --flat with --sinograms" "--flat applies to --projections only" $FBPS --flat flat.nrrd
 fails 2 "fbp --bp-kernel on the CPU" "--bp-kernel alu|CPU" $FBPS --bp-kernel alu

@@ -206,7 +206,10 @@ static void test_json_errors(void) {
   CHECK_FAILS(load_variant("\"du\": 1", "\"du\": 0"), CTR_E_GEOMETRY, "du = 0");
   CHECK_FAILS(load_variant("\"count\": 90", "\"count\": 0"), CTR_E_FORMAT, "angles.count");
   CHECK_FAILS(load_variant("[32, 32, 32]", "[32, 32]"), CTR_E_FORMAT, "volume.size");
-  CHECK_FAILS(load_variant("\"voxel_mm\": 1", "\"voxel_mm\": -1"), CTR_E_FORMAT, "volume.voxel_mm");
+  CHECK_FAILS(load_variant("\"voxel_mm\": 1", "\"voxel_mm\": -1"), CTR_E_FORMAT,
+              "volume.voxel_mm = [-1, -1, -1]: expected voxel sizes > 0");
+  CHECK_FAILS(load_variant("[32, 32, 32]", "[32, 0, 32]"), CTR_E_FORMAT,
+              "volume.size = [32, 0, 32]: expected 3 integers");
   CHECK_FAILS(load_variant("\"circular\"", "\"helical\""), CTR_E_FORMAT, "type");
   CHECK_FAILS(load_variant("\"sdd\": 1500,", "\"sdd\": 1500,,"), CTR_E_FORMAT, "line 1");
   CHECK_FAILS(load_variant("\"range_deg\": 360", "\"range_deg\": 1e999"), CTR_E_FORMAT,

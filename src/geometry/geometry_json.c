@@ -86,10 +86,13 @@ static ctr_status parse_volume(const jctx *j, const cJSON *root, ctr_volume_geom
   CTR_CHECK(get_vec3(j, v, "size", "volume.size", 1, 0, size));
   for (int i = 0; i < 3; i++)
     if (size[i] != floor(size[i]) || size[i] < 1 || size[i] > 1048576)
-      return jerr(j, "volume.size", "3 integers in 1 .. 1048576");
+      CTR_FAIL(CTR_E_FORMAT, "%s: volume.size = [%g, %g, %g]: expected 3 integers in 1 .. 1048576",
+               j->name, size[0], size[1], size[2]);
   CTR_CHECK(get_vec3(j, v, "voxel_mm", "volume.voxel_mm", 1, 0, vox));
   for (int i = 0; i < 3; i++)
-    if (!(vox[i] > 0)) return jerr(j, "volume.voxel_mm", "voxel sizes > 0 (mm)");
+    if (!(vox[i] > 0))
+      CTR_FAIL(CTR_E_FORMAT, "%s: volume.voxel_mm = [%g, %g, %g]: expected voxel sizes > 0 (mm)",
+               j->name, vox[0], vox[1], vox[2]);
   CTR_CHECK(get_vec3(j, v, "offset_mm", "volume.offset_mm", 0, 0.0, off));
   vol->nx = (int64_t)size[0];
   vol->ny = (int64_t)size[1];
