@@ -164,6 +164,8 @@ sed 's/"direction"/"directon"/' g.json >typo2.json
 fails 3 "geometry key typo (directon)" "typo2.json|angles.directon|did you mean 'direction'" phantom --geometry typo2.json --out q.raw
 echo '{"ellipsoids": [{"density": 1, "centre_mm": [0, 0, 0], "semi_axes_mm": [9, 9, 9]}]}' >typo_phantom.json
 fails 3 "phantom key typo (centre_mm)" "typo_phantom.json|centre_mm: unknown field|did you mean 'center_mm'" phantom --geometry g.json --phantom typo_phantom.json --out q.raw
+echo '{"ellipsoids": [{"density": 1e38, "center_mm": [0, 0, 0], "semi_axes_mm": [90, 90, 90]}]}' >dense.json
+fails 3 "phantom whose projections overflow float" "dense.json|projection values are not finite" phantom --geometry g.json --phantom dense.json --out q.raw
 sed 's/"sdd":[^,]*,/"sdd": 900,/' g.json >sdd.json
 fails 3 "sdd < sid (detector between source and axis)" "sdd.json|sdd = 900 <= sid = 1000" $FDK --projections p.raw --geometry sdd.json
 sed 's/"sdd":[^,]*,/"sdd": 1000,/' g.json >sdd2.json
