@@ -63,6 +63,7 @@ int cli_load_geometry(const char *cmd, const char *path, ctr_geometry **out) {
 /* Half of the cone angle (degrees) at which FDK's approximation is poor
  * enough to say so: beyond it the geometry is unusual, not impossible. */
 #define CLI_CONE_WARN_DEG 20.0
+#define CLI_PI 3.14159265358979323846
 
 double cli_warn_coverage(const char *cmd, const ctr_geometry *g) {
   if (ctr_geometry_is_circular(g)) {
@@ -76,7 +77,7 @@ double cli_warn_coverage(const char *cmd, const ctr_geometry *g) {
     const double rows_per_mm = P[11] != 0.0 ? fabs(P[6] / P[11]) : 0.0;
     const double sid = hypot(s[0], s[1]);
     if (rows_per_mm > 0 && sid > 0) {
-      const double half = atan(0.5 * (double)nv / (rows_per_mm * sid)) * 180.0 / 3.14159265358979323846;
+      const double half = atan(0.5 * (double)nv / (rows_per_mm * sid)) * (180.0 / CLI_PI);
       if (half > CLI_CONE_WARN_DEG)
         cli_warn(cmd, "cone angle %.1f deg (half-angle %.1f deg above the %g deg this warning "
                  "starts at): FDK's cone-beam approximation is poor this far from the central "

@@ -251,7 +251,8 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   /* Bad values name the projections (cli_fail_file adds a name only when
    * the detail lacks it). */
   if (st != CTR_OK)
-    return cli_fail_file("fdk", st, strstr(ctr_error_detail(), a->projections) ? a->projections : a->out);
+    return cli_fail_file("fdk", st,
+                         strstr(ctr_error_detail(), a->projections) ? a->projections : a->out);
   /* FDK undershoots below 0 near edges: routine, so only overflow warns. */
   if (r->report.above)
     cli_warn("fdk",

@@ -1,7 +1,7 @@
 /* Histo-image files: JSON + raw and HDF5 round trips, atomic output, and
  * clear errors for malformed files (truncated data, inconsistent view
- * counts, missing or misspelt fields, bad counts loaded as 0 and counted, HDF5 dims that contradict the
- * attributes). */
+ * counts, missing or misspelt fields, bad counts loaded as 0 and counted,
+ * HDF5 dims that contradict the attributes). */
 #include "harness.h"
 #include "scratch_dir.h"
 

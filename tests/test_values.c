@@ -203,6 +203,17 @@ static void test_fbp_sinograms(ctr_context *ctx) {
   /* Strict: an error. */
   o.strict = 1;
   CHECK_FAILS(ctr_fbp(ctx, g, &o, &sa, &va), CTR_E_FORMAT, "sinograms: 3 values NaN");
+  /* The two halves: ctr_fbp_filter (in place) replaces them too; strict, it
+   * refuses before changing anything. */
+  CHECK_FAILS(ctr_fbp_filter(ctx, g, &o, ns, sino), CTR_E_FORMAT,
+              "ctr_fbp_filter: sinograms: 3 values NaN");
+  CHECK(isnan(sino[3]));
+  o.strict = 0;
+  counts.input = 0;
+  CHECK_OK(ctr_fbp_filter(ctx, g, &o, ns, sino));
+  CHECK(counts.input == 3 && count_nonfinite(sino, n) == 0);
+  CHECK_OK(ctr_fbp_backproject(ctx, g, &o, ns, sino, out));
+  CHECK(count_nonfinite(out, plane * ns) == 0);
   free(sino);
   free(clean);
   free(out);
@@ -230,6 +241,12 @@ static void test_fbp_output(ctr_context *ctx) {
             (long long)count_nonfinite(out, plane));
   o.strict = 1;
   CHECK_FAILS(ctr_fbp(ctx, g, &o, &sa, &va), CTR_E_FORMAT, "slices");
+  /* ctr_fbp_backproject checks its slices too. */
+  o.strict = 0;
+  counts.output = 0;
+  CHECK_OK(ctr_fbp_filter(ctx, g, &o, 1, sino));
+  CHECK_OK(ctr_fbp_backproject(ctx, g, &o, 1, sino, out));
+  CHECK(counts.output > 0 && count_nonfinite(out, plane) == 0);
   free(sino);
   free(out);
   ctr_parallel_free(g);

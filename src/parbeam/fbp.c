@@ -66,9 +66,11 @@ static int64_t *count_of(const ctr_fbp_options *o, size_t offset) {
 
 /* Non-finite slices: replaced by 0 and reported, so nothing non-finite leaves
  * the library. */
-static ctr_status check_slices(const ctr_context *ctx, const ctr_fbp_options *o, float *slices,
-                               int64_t n) {
-  return policy(ctx, o, ctr__values_sanitize(slices, n), CTR__COUNT(o, output), "ctr_fbp: slices",
+static ctr_status check_slices(const ctr_context *ctx, const char *fn, const ctr_fbp_options *o,
+                               float *slices, int64_t n) {
+  char what[64];
+  snprintf(what, sizeof what, "%s: slices", fn);
+  return policy(ctx, o, ctr__values_sanitize(slices, n), CTR__COUNT(o, output), what,
                 CTR__BAD_VALUES, "replaced by 0");
 }
 
@@ -111,6 +113,12 @@ ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
   ctr_fbp_options o;
   CTR_CHECK(check_call(fn, g, nslices, sino, "sino", NULL, NULL));
   CTR_CHECK(resolve_options(fn, opts, &o));
+  /* The data policy: bad values would spread over whole rows. */
+  const int64_t n = nslices * g->p.nangles * g->p.nbins;
+  const int64_t bad = ctr__values_count(sino, n);
+  CTR_CHECK(policy(ctx, &o, bad, CTR__COUNT(&o, input), "ctr_fbp_filter: sinograms",
+                   CTR__BAD_VALUES, "replaced by 0"));
+  if (bad) ctr__values_sanitize(sino, n);
   ctr__ramp *r = NULL;
   CTR_CHECK(ctr__ramp_create(g->p.nbins, o.window, o.cutoff, &r));
   const ctr_status st = filter_rows(ctx, r, nslices * g->p.nangles, g->p.nbins, sino);
@@ -136,7 +144,8 @@ ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
   ctr_fbp_options o;
   CTR_CHECK(check_call(fn, g, nslices, sino, "sino", slices, "slices"));
   CTR_CHECK(resolve_options(fn, opts, &o));
-  return backproject(ctx, g, &o, nslices, sino, slices);
+  CTR_CHECK(backproject(ctx, g, &o, nslices, sino, slices));
+  return check_slices(ctx, fn, &o, slices, g->p.nx * g->p.ny * nslices);
 }
 
 /* A 3D float32 contiguous array of d0 x d1 x d2 (d2 < 0: any >= 1);
@@ -195,7 +204,7 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
     }
     st = ctr__fbp_sinograms_cuda(ctx, g, &o, in, ns, slices->data);
     free(clean);
-    if (st == CTR_OK) st = check_slices(ctx, &o, slices->data, nx * ny * ns);
+    if (st == CTR_OK) st = check_slices(ctx, "ctr_fbp", &o, slices->data, nx * ny * ns);
     return st;
   }
 #endif
@@ -216,7 +225,7 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
     if (bad) ctr__values_sanitize(work, n * per_slice);
     CTR_CHECK_GOTO(st, filter_rows(ctx, r, n * na, nb, work));
     CTR_CHECK_GOTO(st, backproject(ctx, g, &o, n, work, dst + s0 * nx * ny));
-    CTR_CHECK_GOTO(st, check_slices(ctx, &o, dst + s0 * nx * ny, n * nx * ny));
+    CTR_CHECK_GOTO(st, check_slices(ctx, "ctr_fbp", &o, dst + s0 * nx * ny, n * nx * ny));
     CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp", (double)(s0 + n) / (double)ns));
   }
 cleanup:
@@ -259,7 +268,8 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
   if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
     st = ctr__fbp_projections_cuda(ctx, g, &o, proj->data, proj->dtype, nrows, flat, dark, row0,
                                    ns, slices->data);
-    if (st == CTR_OK) st = check_slices(ctx, &o, slices->data, g->p.nx * g->p.ny * ns);
+    if (st == CTR_OK)
+      st = check_slices(ctx, "ctr_fbp_projections", &o, slices->data, g->p.nx * g->p.ny * ns);
     return st;
   }
 #endif

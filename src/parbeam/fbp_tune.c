@@ -1,8 +1,9 @@
 /* The parallel-beam kernel selector's cache: which backprojection kernel was
  * fastest for a GPU and a problem size, measured once by a short tuning run
  * and kept in a JSON file. A missing, unreadable, corrupt (an unknown or
- * duplicate member included: strict JSON) or stale cache is an empty cache (the caller tunes again); writes go to a temporary name and
- * are renamed, so a crash never leaves a half-written cache. */
+ * duplicate member included: strict JSON) or stale cache is an empty cache
+ * (the caller tunes again); writes go to a temporary name and are renamed,
+ * so a crash never leaves a half-written cache. */
 #include "parbeam/fbp_tune.h"
 
 #include "common/json_keys.h"

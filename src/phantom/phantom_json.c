@@ -111,7 +111,8 @@ static ctr_status parse_ellipsoids(const char *file, const cJSON *list, ctr_phan
       CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                     "%s: %s: expected an object with density, center_mm, semi_axes_mm", file,
                     where);
-    CTR_CHECK_GOTO(st, ctr__json_check_members(file, where, it, keys, (int)(sizeof keys / sizeof keys[0])));
+    CTR_CHECK_GOTO(st, ctr__json_check_members(file, where, it, keys,
+                                               (int)(sizeof keys / sizeof keys[0])));
     for (int k = 4; k < 6; k++) {
       const cJSON *s = cJSON_GetObjectItemCaseSensitive(it, keys[k]);
       if (s && !cJSON_IsString(s))
