@@ -375,7 +375,10 @@ ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_option
  * (ctr_backprojector is the incremental backprojection on either backend).
  * Filters views
  * [v0, v0+n) of proj (float32, contiguous, n views) in place: Parker and cosine
- * weights, ramp filter, angular weight. */
+ * weights, ramp filter, angular weight. Bad values (NaN, infinite, beyond
+ * +-1e24) follow opts->strict: replaced by 0 first with a warning, or an
+ * error before anything changes; ctr_fdk_backproject reports bad filtered
+ * values the same way. */
 ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
                           int64_t v0, int64_t n, float *proj);
 /* Adds the backprojection of filtered views [v0, v0+n) (n images in `filtered`)
@@ -676,7 +679,10 @@ typedef struct ctr_fbp_options {
   { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL, 0, NULL }
 
 /* Ramp-filters nslices sinograms in place (nbins x nangles each), scaled so
- * that ctr_fbp_backproject of the result is the reconstruction. */
+ * that ctr_fbp_backproject of the result is the reconstruction. Bad values
+ * follow opts->strict (replaced by 0 first, or an error before anything
+ * changes); ctr_fbp, ctr_fbp_projections and ctr_fbp_backproject check their
+ * slices the same way. */
 ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
                           const ctr_fbp_options *opts, int64_t nslices, float *sino);
 /* slices (nx x ny x nslices floats, overwritten) = the weighted
