@@ -124,6 +124,14 @@ int cli_parse_device(const char *cmd, const char *name, const char *value, void 
    cli_parse_device, (c), NULL}
 // clang-format on
 
+/* --strict, for the commands that read data under the data policy
+ * (docs/cli.md, "Bad values"): bad values become an error instead of a
+ * warning with their count. */
+#define CLI_STRICT_OPTION(flag)                                                      \
+  {"--strict", NULL, "NaN, infinite or out-of-range input values and non-finite "    \
+   "results are an error (default: replaced by 0 with a warning giving the count)",  \
+   cli_set_flag, (flag), NULL}
+
 /* The state behind the context's log and progress callbacks. */
 typedef struct cli_session {
   const char *cmd;
@@ -188,11 +196,12 @@ int cli_resolve_format(const char *cmd, const char *path_option, const char *for
 
 /* Loads a geometry file (errors name it). Returns 0 or an exit code. */
 int cli_load_geometry(const char *cmd, const char *path, ctr_geometry **out);
-/* Prints the coverage warning when the detector misses part of the field of
- * view; returns the coverage. */
+/* Warns about a merely unusual geometry: a cone angle above 40 degrees, a
+ * detector that misses part of the field of view; returns the coverage. */
 double cli_warn_coverage(const char *cmd, const ctr_geometry *g);
-/* The same warning for a coverage already computed (c from ctr_geometry_coverage). */
-void cli_warn_coverage_of(const char *cmd, double c);
+/* The same warnings for g with its coverage already computed (c from
+ * ctr_geometry_coverage). */
+void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c);
 
 /* Checked allocation of n floats (n * 4 bytes) for projections and volumes;
  * the error message names `what`. Release with cli_free_floats (accepts

@@ -207,13 +207,36 @@ int cli_load_geometry(const char *cmd, const char *path, ctr_geometry **out) {
   return st == CTR_OK ? 0 : cli_fail_file(cmd, st, path);
 }
 
+/* Half of the cone angle (degrees) at which FDK's approximation is poor
+ * enough to say so: beyond it the geometry is unusual, not impossible. */
+#define CLI_CONE_WARN_DEG 20.0
+#define CLI_PI 3.14159265358979323846
+
 double cli_warn_coverage(const char *cmd, const ctr_geometry *g) {
   const double c = ctr_geometry_coverage(g);
-  cli_warn_coverage_of(cmd, c);
+  cli_warn_coverage_of(cmd, g, c);
   return c;
 }
 
-void cli_warn_coverage_of(const char *cmd, double c) {
+void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c) {
+  if (ctr_geometry_is_circular(g)) {
+    /* Circular canonical matrix: P[6] / P[11] = sdd / (sid dv), rows per mm of
+     * z at the isocentre (docs/geometry.md). */
+    int64_t nu, nv;
+    double du, dv, P[12], s[3];
+    ctr_geometry_detector(g, &nu, &nv, &du, &dv);
+    ctr_geometry_matrix(g, 0, P);
+    ctr_geometry_source(g, 0, s);
+    const double rows_per_mm = P[11] != 0.0 ? fabs(P[6] / P[11]) : 0.0;
+    const double sid = hypot(s[0], s[1]);
+    if (rows_per_mm > 0 && sid > 0) {
+      const double half = atan(0.5 * (double)nv / (rows_per_mm * sid)) * (180.0 / CLI_PI);
+      if (half > CLI_CONE_WARN_DEG)
+        cli_warn(cmd, "cone angle %.1f deg (half-angle %.1f deg above the %g deg this warning "
+                 "starts at): FDK's cone-beam approximation is poor this far from the central "
+                 "plane; check sid, sdd and dv", 2.0 * half, half, CLI_CONE_WARN_DEG);
+    }
+  }
   if (c < 1.0) {
     const double outside = 100.0 * (1.0 - c);
     cli_warn(cmd,

@@ -33,7 +33,7 @@ typedef struct fbp_args {
   ctr_file_format out_format;
   double angle_start, angle_range, axis, voxel, pixel;
   int64_t size[2], rows[2], batch;
-  int rows_given, axis_given, size_given;
+  int rows_given, axis_given, size_given, out_scale_given;
   ctr_fbp_options fbp;
   ctr_dtype out_dtype;
   double out_scale;
@@ -132,6 +132,7 @@ typedef struct fbp_run {
   void *proj;    /* projections input: the current block of rows of every projection */
   float *flat, *dark, *sino, *slices, *xy, *xz, *yz;
   double *angles, *shifts;
+  ctr_value_counts counts; /* bad data met (the data policy), reported once at the end */
 } fbp_run;
 
 /* A bare HDF5 file name (no ":/dataset" part): the DXchange layout. */
@@ -233,6 +234,10 @@ static int make_geometry(const fbp_args *a, fbp_run *r) {
   p.angles_deg = r->angles;
   p.axis_shift = r->shifts;
   if (a->axis_given) p.axis = a->axis;
+  /* Unusual, not impossible: a warning. */
+  if (a->axis_given && !(a->axis >= 0 && a->axis <= (double)(r->nbins - 1)))
+    cli_warn("fbp", "--axis %g lies outside the detector's bins 0 .. %lld: the rotation axis is "
+             "never seen; check --axis (bins, not mm)", a->axis, (long long)(r->nbins - 1));
   if (a->size_given) {
     p.nx = a->size[0];
     p.ny = a->size[1];
@@ -253,6 +258,24 @@ static void keep_planes(fbp_run *r, int64_t s0, int64_t n) {
     memcpy(r->xz + z * nx, s + (ny / 2) * nx, sizeof(float) * (size_t)nx);
     for (int64_t y = 0; y < ny; y++) r->yz[z * ny + y] = s[y * nx + nx / 2];
   }
+}
+
+/* One warning per kind of bad data the library met over every batch. */
+static void report_counts(const fbp_args *a, const ctr_value_counts *c) {
+  if (c->input)
+    cli_warn("fbp", "'%s': %lld sinogram values NaN, infinite or beyond +-1e24 replaced by 0 "
+             "(--strict makes this an error)", a->sinograms, (long long)c->input);
+  if (c->calibration)
+    cli_warn("fbp", "'%s' / '%s': %lld pixels with flat <= dark or a non-finite flat or dark: their "
+             "sinogram values set to 0 (--strict makes this an error)",
+             a->flat ? a->flat : a->projections, a->dark ? a->dark : "no dark (0)",
+             (long long)c->calibration);
+  if (c->clamped)
+    cli_warn("fbp", "'%s': %lld transmissions (p - dark) / (flat - dark) below 1e-6 or NaN clamped "
+             "to 1e-6 (--strict makes this an error)", a->projections, (long long)c->clamped);
+  if (c->output)
+    cli_warn("fbp", "'%s': %lld non-finite slice values stored as 0 (--strict makes this an error)",
+             a->out, (long long)c->output);
 }
 
 static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
@@ -313,7 +336,8 @@ static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
       st = ctr_fbp_projections(r->ctx, r->g, &a->fbp, &pa, r->flat + off,
                                r->dark ? r->dark + off : NULL, 0, &va);
     }
-    if (st != CTR_OK) return cli_fail("fbp", st);
+    /* The input named: bad values in it are the likely cause. */
+    if (st != CTR_OK) return cli_fail_file("fbp", st, a->sinograms ? a->sinograms : a->projections);
     if (a->preview) keep_planes(r, s0, n);
     if (a->out_dtype == CTR_DTYPE_UINT16) {
       int64_t below = 0, above = 0;
@@ -323,6 +347,7 @@ static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
     if (st != CTR_OK) return cli_fail_file("fbp", st, a->out);
   }
   cli_progress(&r->session, "fbp", 1.0);
+  report_counts(a, &r->counts);
   st = ctr_stack_commit(r->out);
   r->out = NULL;
   if (st != CTR_OK) return cli_fail_file("fbp", st, a->out);
@@ -357,7 +382,7 @@ int cmd_fbp(int argc, char **argv) {
       {"--out-dtype", "float32|uint16", "slice data type (default float32)", cli_parse_dtype,
        &a.out_dtype, NULL},
       {"--out-scale", "F", "uint16 stores value x F, clamped (default 1000)", cli_parse_positive,
-       &a.out_scale, NULL},
+       &a.out_scale, &a.out_scale_given},
       {"--angles", "FILE", "projection angles in degrees, one per projection (default: uniform)",
        cli_parse_string, &a.angles, NULL},
       {"--angle-start", "DEG", "first angle of a uniform scan (default 0)", cli_parse_double,
@@ -385,6 +410,7 @@ int cmd_fbp(int argc, char **argv) {
        cli_parse_count, &a.batch, NULL},
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
        &a.preview, NULL},
+      CLI_STRICT_OPTION(&a.fbp.strict),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };
@@ -393,6 +419,14 @@ int cmd_fbp(int argc, char **argv) {
   a.fbp.kernel = a.kernel;
   if (!a.sinograms == !a.projections)
     return cli_usage_error("fbp", "give exactly one of --sinograms and --projections");
+  /* Options that would do nothing are errors, not silently ignored. */
+  if (a.sinograms && (a.rows_given || a.flat || a.dark))
+    return cli_usage_error("fbp", "%s applies to --projections only (sinograms are already "
+                           "flat-fielded, one per row): drop it, or give --projections",
+                           a.rows_given ? "--rows" : a.flat ? "--flat" : "--dark");
+  if (a.out_scale_given && a.out_dtype != CTR_DTYPE_UINT16)
+    return cli_usage_error("fbp", "--out-scale applies to --out-dtype uint16 only (float32 stores "
+                           "the values as they are): drop it, or add --out-dtype uint16");
   rc = cli_require("fbp", opts, "--out", a.out);
   if (!rc) rc = cli_resolve_format("fbp", "--out", "--out-format", a.out, a.out_format, &a.out_format);
   const cli_file in[] = {{"--sinograms", a.sinograms}, {"--projections", a.projections},
@@ -409,6 +443,11 @@ int cmd_fbp(int argc, char **argv) {
   if (!rc && a.projections) rc = load_projections(&a, &r);
   if (!rc) rc = make_geometry(&a, &r);
   if (!rc) rc = cli_context_create(&r.session, "fbp", &a.common, &r.ctx);
+  if (!rc && a.kernel && ctr_context_device(r.ctx) != CTR_DEVICE_CUDA)
+    rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "
+                         "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",
+                         a.kernel);
+  a.fbp.counts = &r.counts;
   if (!rc) rc = reconstruct(&a, &r, &seconds);
   cli_progress_end(&r.session);
   if (!rc && a.preview) {

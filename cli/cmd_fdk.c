@@ -39,7 +39,7 @@ typedef struct fdk_args {
   ctr_fdk_options fdk;
   int64_t slices[2];
   double window[2];
-  int slices_given, window_given, raw_given;
+  int slices_given, window_given, raw_given, out_scale_given;
   uint64_t gpu_mem, host_mem;
   int64_t max_slab;
   ctr_store store;
@@ -259,10 +259,11 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
       return rc;
     }
   }
-  if (st != CTR_OK) return cli_fail_file("fdk", st, a->out);
-  if (r->report.nonfinite)
-    cli_warn("fdk", "'%s': %lld non-finite values (NaN/Inf) replaced by 0", a->projections,
-             (long long)r->report.nonfinite);
+  /* Bad values name the projections (cli_fail_file adds a name only when
+   * the detail lacks it). */
+  if (st != CTR_OK)
+    return cli_fail_file("fdk", st,
+                         strstr(ctr_error_detail(), a->projections) ? a->projections : a->out);
   /* FDK undershoots below 0 near edges: routine, so only overflow warns. */
   if (r->report.above)
     cli_warn("fdk",
@@ -378,6 +379,13 @@ static int check_args(const fdk_args *a, const cli_opt *opts, fdk_run *r) {
   const cli_file in[] = {{"--geometry", a->geometry}, {"--projections", a->projections}, {0}};
   const cli_file out[] = {{"--out", a->out}, {"--preview", a->preview}, {0}};
   if (!rc) rc = cli_check_files("fdk", in, out);
+  /* Options that would do nothing are errors, not silently ignored. */
+  if (!rc && a->out_scale_given && a->out_dtype != CTR_DTYPE_UINT16)
+    rc = cli_usage_error("fdk", "--out-scale applies to --out-dtype uint16 only (float32 stores "
+                         "the values as they are): drop it, or add --out-dtype uint16");
+  if (!rc && a->window_given && !a->preview)
+    rc = cli_usage_error("fdk", "--preview-window applies to --preview only: drop it, or add "
+                         "--preview PREFIX");
   return rc;
 }
 
@@ -422,7 +430,7 @@ int cmd_fdk(int argc, char **argv) {
       {"--out-dtype", "float32|uint16", "volume data type (default float32)", cli_parse_dtype,
        &a.out_dtype, NULL},
       {"--out-scale", "F", "uint16 stores value x F, clamped to 0..65535 (default 1000)",
-       cli_parse_positive, &a.out_scale, NULL},
+       cli_parse_positive, &a.out_scale, &a.out_scale_given},
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central slices", cli_parse_string,
        &a.preview, NULL},
       {"--preview-window", "LO:HI", "previews' grey window (default: 0.5 / 99.5 % percentiles)",
@@ -450,6 +458,7 @@ int cmd_fdk(int argc, char **argv) {
        "bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume, NULL},
       {"--timings", NULL, "print the plan and each pipeline step's busy time on stderr (default: off)",
        cli_set_flag, &a.timings, NULL},
+      CLI_STRICT_OPTION(&a.fdk.strict),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };

@@ -150,7 +150,7 @@ static int run_check(const char *path) {
   ctr_geometry *g = NULL;
   int rc = cli_load_geometry("geometry", path, &g);
   if (rc) return rc;
-  cli_warn_coverage_of("geometry", print_summary("geometry", path, g, 1));
+  cli_warn_coverage_of("geometry", g, print_summary("geometry", path, g, 1));
   ctr_geometry_free(g);
   return 0;
 }
@@ -182,7 +182,7 @@ static int run_write(const geometry_args *a) {
   if (!rc) {
     if (!a->quiet) {
       printf("wrote ");
-      cli_warn_coverage_of("geometry", print_summary("geometry", a->out, g, 1));
+      cli_warn_coverage_of("geometry", g, print_summary("geometry", a->out, g, 1));
     } else {
       cli_warn_coverage("geometry", g);
     }

@@ -43,6 +43,7 @@ typedef struct recon_args {
   int tof_given;
   pet_phantom_kind phantom;
   cli_common common;
+  int strict; /* --strict: the data policy's bad values are errors */
 } recon_args;
 
 /* State of the per-iteration callback. */
@@ -248,6 +249,7 @@ int cmd_pet_recon(int argc, char **argv) {
        &a.preview, NULL},
       {"--timings", NULL, "print the time of each reconstruction step", cli_set_flag, &a.timings,
        NULL},
+      CLI_STRICT_OPTION(&a.strict),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };
@@ -296,6 +298,16 @@ int cmd_pet_recon(int argc, char **argv) {
     rc = cli_fail_file(cmd, st, a.data);
     goto cleanup;
   }
+  /* The data policy for what loading replaced (docs/cli.md, "Bad values"). */
+  if (h->replaced && a.strict) {
+    rc = cli_error(cmd, CLI_EXIT_INPUT, "'%s': %lld counts or factors NaN, infinite, negative or "
+                   "beyond 1e24: expected none (--strict); fix the data, or drop --strict to use "
+                   "them as 0", a.data, (long long)h->replaced);
+    goto cleanup;
+  }
+  if (h->replaced)
+    cli_warn(cmd, "'%s': %lld counts or factors NaN, infinite, negative or beyond 1e24 used as 0 "
+             "(--strict makes this an error)", a.data, (long long)h->replaced);
   r.p = &h->params;
   ctr_pet_kernel_params k = kd;
   k.tof_fwhm_ps = a.tof_given || !(h->tof_fwhm_ps > 0) ? a.tof_ps : h->tof_fwhm_ps;
@@ -364,6 +376,7 @@ int cmd_pet_recon(int argc, char **argv) {
   if (a.relax.has_b) o.relax_decay = a.relax.b;
   o.on_iteration = on_iteration;
   o.user = &r;
+  o.strict = a.strict;
   ctr_pet_recon_timings t;
   memset(&t, 0, sizeof t);
   st = ctr_pet_reconstruct(proj, h, &o, image, &t);

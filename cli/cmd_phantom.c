@@ -186,7 +186,14 @@ static int run(const phantom_args *a, phantom_run *r) {
   if (rc) return rc;
   const double seconds = cli_now() - t0;
   float lo, hi;
-  cli_range(r->proj, nu * nv * nviews, &lo, &hi, NULL);
+  int64_t nonfinite = 0;
+  cli_range(r->proj, nu * nv * nviews, &lo, &hi, &nonfinite);
+  /* Output check before anything gets a name: densities whose line integrals
+   * overflow float give no usable projections. */
+  if (nonfinite)
+    return cli_error("phantom", CLI_EXIT_INPUT, "'%s': %lld projection values are not finite "
+                     "(line integrals beyond float's 3.4e38): expected densities of a sane size; "
+                     "lower them", a->phantom, (long long)nonfinite);
   if (a->dtype == CTR_DTYPE_UINT16) {
     int64_t below = 0, above = 0;
     cli_scale_for_uint16(r->proj, nu * nv * nviews, a->u16_scale, &below, &above);

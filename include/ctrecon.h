@@ -32,7 +32,7 @@ extern "C" {
 #define CTR_VERSION_STRING "0.1.0"
 
 /* Version stamped into every option struct; bump when a struct grows. */
-#define CTR_API_VERSION 1u
+#define CTR_API_VERSION 2u /* 2: strict in ctr_fdk_options, ctr_fbp_options, ctr_pet_recon_options */
 
 /* ------------------------------------------------------------------------- */
 /* Status codes                                                              */
@@ -354,10 +354,15 @@ typedef struct ctr_fdk_options {
   ctr_interp interp;
   int64_t z0, nz;          /* reconstruct slices [z0, z0+nz) only; nz = 0: all */
   int64_t views_per_batch; /* views filtered per batch (memory); 0 = automatic */
+  int strict;              /* data policy (docs/architecture.md, "Bad values"): 0 = projection
+                              values that are NaN, infinite or beyond +-1e24 and non-finite
+                              voxels are replaced by 0 and counted (ctr_stream_report, a
+                              warning through the context's log); 1 = any such value is a
+                              CTR_E_FORMAT error */
 } ctr_fdk_options;
 
 #define CTR_FDK_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, 0, 0, 0 }
+  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, 0, 0, 0, 0 }
 
 /* FDK reconstruction. proj: float32 nu x nv x nviews line integrals (uint16
  * is accepted and converted). vol: float32 nx x ny x nz_out where nz_out is
@@ -370,7 +375,10 @@ ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_option
  * (ctr_backprojector is the incremental backprojection on either backend).
  * Filters views
  * [v0, v0+n) of proj (float32, contiguous, n views) in place: Parker and cosine
- * weights, ramp filter, angular weight. */
+ * weights, ramp filter, angular weight. Bad values (NaN, infinite, beyond
+ * +-1e24) follow opts->strict: replaced by 0 first with a warning, or an
+ * error before anything changes; ctr_fdk_backproject reports bad filtered
+ * values the same way. */
 ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
                           int64_t v0, int64_t n, float *proj);
 /* Adds the backprojection of filtered views [v0, v0+n) (n images in `filtered`)
@@ -622,7 +630,9 @@ ctr_status ctr_phantom_slice(const ctr_phantom *ph, const ctr_parallel_geometry 
  * dark may be NULL = 0). Rows [row0, row0 + nslices) become sinograms:
  * sino[(s * nangles + a) * nbins + b] = -log(max((p - d) / (f - d), eps))
  * with eps = 1e-6 (dead or saturated pixels stay finite; they are counted in
- * *clamped if not NULL). */
+ * *clamped if not NULL); a pixel whose flat and dark are not finite or have
+ * f - d <= 0 holds no calibration: its value is 0 (ctr_fbp_projections
+ * counts those pixels as ctr_value_counts.calibration). */
 ctr_status ctr_flatfield_sinograms(const void *proj, ctr_dtype dtype, int64_t nbins,
                                    int64_t nrows, int64_t nangles, const float *flat,
                                    const float *dark, int64_t row0, int64_t nslices,
@@ -636,6 +646,16 @@ typedef enum ctr_fbp_interp {
   CTR_FBP_NEAREST = 1 /* nearest bin */
 } ctr_fbp_interp;
 
+/* Bad data met by a call under the data policy (docs/architecture.md, "Bad
+ * values"), each replaced as said. */
+typedef struct ctr_value_counts {
+  int64_t input;       /* input values NaN, infinite or beyond +-1e24: replaced by 0 */
+  int64_t calibration; /* flat/dark pixels with flat <= dark or non-finite: sinogram value 0 */
+  int64_t clamped;     /* transmissions (p - dark) / (flat - dark) below 1e-6 or NaN: clamped
+                          to 1e-6 (CPU; the GPU path does not count them) */
+  int64_t output;      /* results NaN, infinite or beyond +-1e24: replaced by 0 */
+} ctr_value_counts;
+
 typedef struct ctr_fbp_options {
   unsigned version;
   ctr_window window;
@@ -646,12 +666,23 @@ typedef struct ctr_fbp_options {
                                run on first use and cached on disk (CTRECON_CACHE_DIR, else
                                ~/.cache/ctrecon; CTRECON_TUNE=0: no tuning). CUDA only, the
                                CPU ignores it */
+  int strict;               /* data policy (docs/architecture.md, "Bad values"): 0 = sinogram
+                               values that are NaN, infinite or beyond +-1e24, flat/dark pixels
+                               with flat <= dark or non-finite, and clamped transmissions are
+                               counted, replaced and reported as a warning through the
+                               context's log; 1 = any of them is a CTR_E_FORMAT error */
+  ctr_value_counts *counts; /* optional: the counts are added here and no warning is logged
+                               (for callers that report once over many calls) */
 } ctr_fbp_options;
 
-#define CTR_FBP_OPTIONS_INIT { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL }
+#define CTR_FBP_OPTIONS_INIT \
+  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL, 0, NULL }
 
 /* Ramp-filters nslices sinograms in place (nbins x nangles each), scaled so
- * that ctr_fbp_backproject of the result is the reconstruction. */
+ * that ctr_fbp_backproject of the result is the reconstruction. Bad values
+ * follow opts->strict (replaced by 0 first, or an error before anything
+ * changes); ctr_fbp, ctr_fbp_projections and ctr_fbp_backproject check their
+ * slices the same way. */
 ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
                           const ctr_fbp_options *opts, int64_t nslices, float *sino);
 /* slices (nx x ny x nslices floats, overwritten) = the weighted
@@ -797,7 +828,8 @@ typedef struct ctr_stream_options {
 typedef struct ctr_stream_report {
   ctr_plan plan;
   ctr_stream_timings timings;
-  int64_t nonfinite;        /* NaN / Inf projection values replaced by 0 */
+  int64_t nonfinite;        /* projection values NaN, infinite or beyond +-1e24, replaced by 0 */
+  int64_t out_nonfinite;    /* voxels NaN, infinite or beyond +-1e24, replaced by 0 before writing */
   int64_t below, above;     /* uint16 output: voxels clamped to 0 / 65535 */
   int64_t slabs_resumed;    /* subvolumes found complete in the journal (and unchanged on
                                disk: their CRC-32 matched) */
@@ -817,8 +849,9 @@ typedef struct ctr_stream_report {
  * skips the journalled subvolumes and gives a result bit-identical to an
  * uninterrupted run. Each journal line holds the CRC-32 of its subvolume's
  * bytes; a resume reads the journalled subvolumes back and computes again
- * (logging a warning that names it) any whose bytes changed on disk. The volume has the geometry's nx x ny and the slices of
- * opts->fdk (uint16 input is converted; non-finite values become 0).
+ * (logging a warning that names it) any whose bytes changed on disk. The
+ * volume has the geometry's nx x ny and the slices of opts->fdk (uint16 input
+ * is converted; bad values follow opts->fdk.strict).
  * report may be NULL. */
 ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
                           ctr_stack_reader *projections, const char *out, ctr_file_format out_format,
@@ -952,6 +985,9 @@ typedef struct ctr_pet_histo {
   int64_t nviews;         /* = n_azimuth * n_copolar */
   float *counts;          /* nviews x (nx ny nz), view slowest */
   float *factors;         /* NULL (all 1) or nviews x (nx ny nz) */
+  int64_t replaced;       /* ctr_pet_histo_load: values of the file that were NaN, infinite,
+                             negative or beyond 1e24, replaced by 0 (the data policy,
+                             docs/architecture.md "Bad values"); 0 otherwise */
 } ctr_pet_histo;
 
 /* Allocates zeroed counts (factors if with_factors). Free with ctr_pet_histo_free. */
@@ -964,8 +1000,10 @@ void ctr_pet_histo_free(ctr_pet_histo *h);
  * The file format is in docs/file-formats.md. */
 ctr_status ctr_pet_histo_save(const char *path, const ctr_pet_histo *h);
 /* Reads either form; errors name the file and what was expected (sizes,
- * view counts, missing fields, truncated data, non-finite or negative
- * counts). */
+ * view counts, missing or unknown fields, truncated data). Counts or factors
+ * that are NaN, infinite, negative or beyond 1e24 are replaced by 0 and
+ * counted in (*out)->replaced: the caller reports them, or refuses the data
+ * (ctr_pet_recon_options.strict does). */
 ctr_status ctr_pet_histo_load(const char *path, ctr_pet_histo **out);
 
 /* Activity phantoms (kBq/ml, arbitrary units) for simulation and metrics:
@@ -1066,9 +1104,15 @@ typedef struct ctr_pet_recon_options {
   double relax_decay;         /* lambda_k = relax0 / (1 + relax_decay * k) (0.1) */
   ctr_pet_iteration_fn on_iteration;
   void *user;
+  int strict;                 /* data policy (docs/architecture.md, "Bad values"): 0 = counts or
+                                 factors that are NaN, infinite, negative or beyond 1e24 are
+                                 used as 0 and a non-finite result voxel is stored as 0, each
+                                 with a warning through the context's log; 1 = either, or
+                                 h->replaced > 0, is a CTR_E_FORMAT error */
 } ctr_pet_recon_options;
 
-#define CTR_PET_RECON_OPTIONS_INIT { CTR_API_VERSION, CTR_PET_RAMLA, 10, 0.1, 0.1, NULL, NULL }
+#define CTR_PET_RECON_OPTIONS_INIT \
+  { CTR_API_VERSION, CTR_PET_RAMLA, 10, 0.1, 0.1, NULL, NULL, 0 }
 
 typedef struct ctr_pet_recon_timings {
   double forward, back, discrepancy, update, upload, download, total; /* seconds */

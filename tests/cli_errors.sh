@@ -18,7 +18,7 @@ fails() {
   local why=""
   [ "$rc" -eq "$want" ] || why="$why exit $rc (expected $want);"
   [ "$lines" -eq 1 ] || why="$why $lines stderr lines;"
-  grep -q "^ctrecon $cmd: error: " "$ERR" || why="$why no 'ctrecon $cmd: error:' prefix;"
+  grep -q "^ctrecon $cmd[a-z ]*: error: " "$ERR" || why="$why no 'ctrecon $cmd: error:' prefix;"
   IFS='|' read -ra n <<<"$needles"
   for needle in "${n[@]}"; do grep -qF -- "$needle" "$ERR" || why="$why no '$needle';"; done
   [ "$before" = "$after" ] || why="$why files changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ');"
@@ -70,7 +70,7 @@ sed 's/"sid":[^,]*,/"sid": 100,/' g.json >inside.json
 fails 3 "source inside the volume (file)" "inside.json|inside the volume|sid" phantom --geometry inside.json --out q.raw
 fails 3 "source inside the volume (options)" "inside the volume" geometry --out bad.json --sid 100 --volume 32 --voxel 8
 sed 's/"size":[^]]*]/"size": [32, 0, 32]/' g.json >zero.json
-fails 3 "volume size 0" "zero.json|volume.size" $FDK --projections p.raw --geometry zero.json
+fails 3 "volume size 0" "zero.json|volume.size = [32, 0, 32]" $FDK --projections p.raw --geometry zero.json
 
 echo "# usage errors (exit 2)"
 fails 2 "unknown dtype" "--dtype 'int8'|float32 or uint16" phantom --geometry g.json --out q.raw --dtype int8
@@ -103,6 +103,86 @@ elif [ "$("$CTR" info | grep -c '^  cuda:')" -eq 0 ]; then
 else
   fails 4 "--device cuda:99 (no such GPU)" "GPU 99" $FDK --projections p.raw --device cuda:99
 fi
+
+echo "# hostile values, strict JSON, impossible geometry, NRRD length, ignored options (issue 17)"
+# put FILE OFFSET HEXBYTES: overwrite bytes in place (little-endian float32 patterns).
+put() { printf "$(echo "$3" | sed 's/\(..\)/\\x\1/g')" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null; }
+NAN=0000c07f INF=0000807f HUGE=6666667f # NaN, +Inf, 0.9 FLT_MAX (finite: overflows the filter)
+cp p.raw vals.raw
+put vals.raw 400 $NAN; put vals.raw 40000 $INF; put vals.raw 80000 $HUGE
+fails 3 "fdk --strict: NaN, Inf, near-FLT_MAX projections" "'vals.raw': 3 values NaN, infinite or beyond|strict" \
+  $FDK --projections vals.raw --strict
+run $FDK --projections vals.raw --out-dtype uint16
+if [ "$rc" -eq 0 ] && [ "$(grep -c warning "$ERR")" -eq 1 ] &&
+   grep -q "^ctrecon fdk: warning: 'vals.raw': 3 values NaN, infinite or beyond +-1e+24, replaced by 0" "$ERR" &&
+   grep -Eq '^values -?[0-9.e+-]+ \.\. -?[0-9.e+-]+$' "$OUT" && ! grep -Eqi 'nan|inf' "$OUT" && [ -s r.nrrd ]; then
+  ok "fdk: bad projection values replaced, one warning with the count, finite value range"
+else
+  bad "fdk with NaN/Inf/huge projections: exit $rc"
+fi
+rm -f r.nrrd
+# Sinograms (16 bins x 20 angles x 2) and projections (16 x 2 rows x 20) as
+# hand-made NRRDs; flat = 1000 except for four pixels that cannot calibrate.
+nrrd() { # nrrd FILE W H N: zeros (float32) under a header
+  printf 'NRRD0004\ntype: float\ndimension: 3\nsizes: %d %d %d\nendian: little\nencoding: raw\n\n' "$2" "$3" "$4" >"$1.hdr"
+  head -c $(($2 * $3 * $4 * 4)) /dev/zero >"$1.dat"
+}
+finish_nrrd() { cat "$1.hdr" "$1.dat" >"$1"; rm -f "$1.hdr" "$1.dat"; }
+# warns DESC NEEDLE OUTPUT ARGS...: exit 0, the warning on stderr, OUTPUT written.
+warns() {
+  local desc=$1 needle=$2 out=$3; shift 3
+  run "$@"
+  if [ "$rc" -eq 0 ] && grep -qF -- "$needle" "$ERR" && [ -s "$out" ]; then ok "$desc"; else bad "$desc: exit $rc"; fi
+  rm -f "$out"
+}
+nrrd sino.nrrd 16 20 2; put sino.nrrd.dat 100 $NAN; finish_nrrd sino.nrrd
+FBPS="fbp --sinograms sino.nrrd --out s.nrrd --device cpu --quiet"
+fails 3 "fbp --strict: a NaN sinogram value" "sino.nrrd|1 values NaN|strict" $FBPS --strict
+warns "fbp: a NaN sinogram value replaced with a warning" \
+  "warning: 'sino.nrrd': 1 sinogram values NaN, infinite or beyond +-1e24 replaced by 0" s.nrrd $FBPS
+nrrd proj.nrrd 16 2 20
+for i in $(seq 0 639); do printf '\x00\x00\x7a\x44'; done >proj.nrrd.dat # 1000.0 everywhere
+finish_nrrd proj.nrrd
+nrrd flat.nrrd 16 2 1; for i in $(seq 0 31); do printf '\x00\x00\xfa\x44'; done >flat.nrrd.dat # 2000
+put flat.nrrd.dat 0 00000000; put flat.nrrd.dat 4 $NAN; finish_nrrd flat.nrrd
+nrrd dark.nrrd 16 2 1; put dark.nrrd.dat 8 0000fa45; finish_nrrd dark.nrrd # dark 8000 > flat at pixel 2
+FBPP="fbp --projections proj.nrrd --flat flat.nrrd --dark dark.nrrd --out s.nrrd --device cpu --quiet"
+fails 3 "fbp --strict: flat = 0, NaN flat, dark > flat" "flat/dark: 3 pixels with flat <= dark|strict" $FBPP --strict
+warns "fbp: uncalibrated flat/dark pixels counted in a warning" \
+  "warning: 'flat.nrrd' / 'dark.nrrd': 3 pixels with flat <= dark or a non-finite flat or dark" s.nrrd $FBPP
+warns "fbp: --axis outside the detector warns" "warning: --axis 40 lies outside the detector's bins 0 .. 15" \
+  s.nrrd $FBPS --axis 40
+fails 2 "fbp --rows with --sinograms" "--rows applies to --projections only" $FBPS --rows 0:1
+fails 2 "fbp --flat with --sinograms" "--flat applies to --projections only" $FBPS --flat flat.nrrd
+fails 2 "fbp --bp-kernel on the CPU" "--bp-kernel alu|CPU" $FBPS --bp-kernel alu
+fails 2 "fbp --out-scale with float32 output" "--out-scale applies to --out-dtype uint16" $FBPS --out-scale 10
+fails 2 "fdk --out-scale with float32 output" "--out-scale applies to --out-dtype uint16" $FDK --projections p.raw --out-scale 10
+fails 2 "fdk --preview-window without --preview" "--preview-window applies to --preview" $FDK --projections p.raw --preview-window 0:1
+sed 's/"offset_u"/"ofset_u"/' g.json >typo.json
+fails 3 "geometry key typo (ofset_u)" "typo.json|detector.ofset_u: unknown field|did you mean 'offset_u'" $FDK --projections p.raw --geometry typo.json
+sed 's/"direction"/"directon"/' g.json >typo2.json
+fails 3 "geometry key typo (directon)" "typo2.json|angles.directon|did you mean 'direction'" phantom --geometry typo2.json --out q.raw
+echo '{"ellipsoids": [{"density": 1, "centre_mm": [0, 0, 0], "semi_axes_mm": [9, 9, 9]}]}' >typo_phantom.json
+fails 3 "phantom key typo (centre_mm)" "typo_phantom.json|centre_mm: unknown field|did you mean 'center_mm'" phantom --geometry g.json --phantom typo_phantom.json --out q.raw
+echo '{"ellipsoids": [{"density": 1e38, "center_mm": [0, 0, 0], "semi_axes_mm": [90, 90, 90]}]}' >dense.json
+fails 3 "phantom whose projections overflow float" "dense.json|projection values are not finite" phantom --geometry g.json --phantom dense.json --out q.raw
+sed 's/"sdd":[^,]*,/"sdd": 900,/' g.json >sdd.json
+fails 3 "sdd < sid (detector between source and axis)" "sdd.json|sdd = 900 <= sid = 1000" $FDK --projections p.raw --geometry sdd.json
+sed 's/"sdd":[^,]*,/"sdd": 1000,/' g.json >sdd2.json
+fails 3 "sdd == sid" "sdd2.json|sdd = 1000 <= sid = 1000" phantom --geometry sdd2.json --out q.raw
+cat p.nrrd p.raw >long.nrrd
+fails 3 "nrrd longer than its header says" "long.nrrd|data bytes|'type' and 'sizes'" $FDK --projections long.nrrd
+# PET histo-images with a NaN and a negative count.
+"$CTR" pet simulate --lattice 16x16x4 --views 4x1 --events 2e4 --device cpu --out pd.json --quiet || exit 1
+put pd.counts.raw 400 $NAN; put pd.counts.raw 800 000080bf # -1.0
+PREC="pet recon --data pd.json --iterations 1 --device cpu --quiet --out pr.nrrd"
+fails 3 "pet recon --strict: NaN and negative counts" "pd.json|2 counts or factors NaN|--strict" $PREC --strict
+warns "pet recon: bad counts used as 0 with a warning" \
+  "warning: 'pd.json': 2 counts or factors NaN, infinite, negative or beyond 1e24 used as 0" pr.nrrd $PREC
+run geometry --out wide.json --nu 48 --nv 40 --du 9 --dv 12 --views $NVIEWS --volume 32 --voxel 8 --sid 300 --sdd 500
+[ "$rc" -eq 0 ] && grep -q "warning: cone angle 51.3 deg" "$ERR" && ok "an unusual cone angle warns" ||
+  bad "no cone angle warning: exit $rc"
+rm -f wide.json
 
 echo "# warnings (exit 0)"
 "$CTR" geometry --out narrow.json --nu 20 --nv 40 --du 9 --dv 12 --views $NVIEWS --volume 32 --voxel 8 \

@@ -42,7 +42,7 @@ refuses 2 "phantom --out = its --phantom file" "--out './ph.json'|--phantom 'ph.
 refuses 2 "phantom --truth = --out" "--out 'x.nrrd'|--truth './x.nrrd'|same file" \
   phantom --geometry g.json --out x.nrrd --truth ./x.nrrd
 refuses 2 "fbp --out = --flat" "--out 'p.nrrd'|--flat 'p.nrrd'" \
-  fbp --sinograms s.nrrd --flat p.nrrd --out p.nrrd
+  fbp --projections s.nrrd --flat p.nrrd --out p.nrrd
 [ "$(sum p.nrrd)" = "$P" ] && [ "$(sum g.json)" = "$G" ] && ok "inputs unchanged" || bad "an input changed"
 [ ! -e x.nrrd ] && ok "nothing written" || bad "x.nrrd written"
 # (a tool that overwrote them fails the cases above; later cases get good inputs)

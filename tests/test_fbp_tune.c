@@ -56,7 +56,15 @@ int main(void) {
   /* Corrupt, truncated and stale caches read as empty; a store replaces them. */
   const char *bad[] = {"garbage {", "{\"version\": 1, \"entries\": [ {\"gpu\": ", "",
                        "{\"version\": 99, \"entries\": []}", "[1, 2, 3]",
-                       "{\"version\": 1, \"entries\": [{\"gpu\": 5, \"kernel\": \"alu\"}]}"};
+                       "{\"version\": 1, \"entries\": [{\"gpu\": 5, \"kernel\": \"alu\"}]}",
+                       /* strict members: an entry for `a` with a misspelt extra field, and
+                        * an unknown root field, are corrupt, not used */
+                       "{\"version\": 1, \"entries\": [{\"gpu\": \"Test GPU 80GB\", \"nbins\": 512, "
+                       "\"nangles\": 1024, \"nx\": 512, \"ny\": 512, \"interp\": 0, \"multi\": 1, "
+                       "\"kernel\": \"tex\", \"gups\": 1, \"kernal\": \"alu\"}]}",
+                       "{\"version\": 1, \"entires\": [], \"entries\": [{\"gpu\": \"Test GPU 80GB\", "
+                       "\"nbins\": 512, \"nangles\": 1024, \"nx\": 512, \"ny\": 512, \"interp\": 0, "
+                       "\"multi\": 1, \"kernel\": \"tex\", \"gups\": 1}]}"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     write_text(P("fbp-kernels.json"), bad[i]);
     CHECK_MSG(!ctr__fbp_tune_lookup(&a, name, sizeof name), "cache '%s' read as valid", bad[i]);

@@ -206,13 +206,38 @@ static void test_json_errors(void) {
   CHECK_FAILS(load_variant("\"du\": 1", "\"du\": 0"), CTR_E_GEOMETRY, "du = 0");
   CHECK_FAILS(load_variant("\"count\": 90", "\"count\": 0"), CTR_E_FORMAT, "angles.count");
   CHECK_FAILS(load_variant("[32, 32, 32]", "[32, 32]"), CTR_E_FORMAT, "volume.size");
-  CHECK_FAILS(load_variant("\"voxel_mm\": 1", "\"voxel_mm\": -1"), CTR_E_FORMAT, "volume.voxel_mm");
+  CHECK_FAILS(load_variant("\"voxel_mm\": 1", "\"voxel_mm\": -1"), CTR_E_FORMAT,
+              "volume.voxel_mm = [-1, -1, -1]: expected voxel sizes > 0");
+  CHECK_FAILS(load_variant("[32, 32, 32]", "[32, 0, 32]"), CTR_E_FORMAT,
+              "volume.size = [32, 0, 32]: expected 3 integers");
   CHECK_FAILS(load_variant("\"circular\"", "\"helical\""), CTR_E_FORMAT, "type");
   CHECK_FAILS(load_variant("\"sdd\": 1500,", "\"sdd\": 1500,,"), CTR_E_FORMAT, "line 1");
   CHECK_FAILS(load_variant("\"range_deg\": 360", "\"range_deg\": 1e999"), CTR_E_FORMAT,
               "angles.range_deg");
   /* A source inside the volume. */
   CHECK_FAILS(load_variant("\"sid\": 1000", "\"sid\": 10"), CTR_E_GEOMETRY, "inside the volume");
+  /* Strict members: a typo is an error naming the key and the nearest known
+   * one, at every level, never a silent default. */
+  CHECK_FAILS(load_variant("\"du\": 1,", "\"du\": 1, \"ofset_u\": 5,"), CTR_E_FORMAT,
+              "geo.json: detector.ofset_u: unknown field; did you mean 'offset_u'?");
+  CHECK_FAILS(load_variant("\"start_deg\": 0", "\"start_deg\": 0, \"directon\": \"cw\""),
+              CTR_E_FORMAT, "angles.directon: unknown field; did you mean 'direction'?");
+  CHECK_FAILS(load_variant("\"sdd\": 1500", "\"sdd\": 1500, \"sdd_mm\": 3"), CTR_E_FORMAT,
+              "geo.json: sdd_mm: unknown field; did you mean 'sdd'?");
+  CHECK_FAILS(load_variant("\"voxel_mm\": 1", "\"voxel_mm\": 1, \"ofset_mm\": 2"), CTR_E_FORMAT,
+              "volume.ofset_mm: unknown field; did you mean 'offset_mm'?");
+  CHECK_FAILS(load_variant("\"sid\": 1000", "\"matrices\": [], \"sid\": 1000"), CTR_E_FORMAT,
+              "matrices: unknown field");
+  CHECK_FAILS(load_variant("\"sid\": 1000", "\"sid\": 1000, \"sid\": 900"), CTR_E_FORMAT,
+              "sid: duplicate field");
+  CHECK_FAILS(load_variant("\"sid\": 1000", "\"angles_deg\": [0, 90], \"sid\": 1000"),
+              CTR_E_FORMAT, "both \"angles\" and \"angles_deg\"");
+  CHECK_FAILS(ctr_geometry_from_json_string(
+                  "{\"type\": \"matrices\", \"detector\": {\"nu\": 4, \"nv\": 4, \"offset_u\": 1}, "
+                  "\"matrices\": [[1,0,0,0, 0,1,0,0, 0,0,0,1]], \"volume\": {\"size\": 4, \"voxel_mm\": 1}}",
+                  "m.json", &g),
+              CTR_E_FORMAT, "m.json: detector.offset_u: unknown field; did you mean 'nu'?");
+  CHECK_OK(load_variant("\"sid\": 1000", "\"comment\": \"bench A\", \"sid\": 1000"));
   CHECK_FAILS(ctr_geometry_load_json("/nonexistent/geo.json", &g), CTR_E_IO, "/nonexistent/geo.json");
   CHECK(g == NULL);
 }
@@ -226,6 +251,15 @@ static void test_validation(void) {
   p.nviews = 10;
   ctr_volume_geometry vol = cube(32, 2.0);
   ctr_geometry *g = NULL;
+  /* The detector between the source and the isocentre, or on the axis. */
+  p.sdd = 400;
+  CHECK_FAILS(ctr_geometry_create_circular(&p, &vol, &g), CTR_E_GEOMETRY,
+              "sdd = 400 <= sid = 500: expected the source-to-detector distance to exceed");
+  p.sdd = 500;
+  CHECK_FAILS(ctr_geometry_create_circular(&p, &vol, &g), CTR_E_GEOMETRY, "sdd = 500 <= sid = 500");
+  CHECK_FAILS(load_variant("\"sdd\": 1500", "\"sdd\": 800"), CTR_E_GEOMETRY,
+              "geo.json: sdd = 800 <= sid = 1000");
+  p.sdd = 900;
   p.sid = NAN;
   CHECK_FAILS(ctr_geometry_create_circular(&p, &vol, &g), CTR_E_GEOMETRY, "sid = nan");
   p.sid = 500;

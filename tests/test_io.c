@@ -425,6 +425,24 @@ static void test_nrrd_headers(void) {
   write_text(P("dbl.nrrd"), badtype, sizeof badtype - 1);
   CHECK_FAILS(ctr_stack_open(P("dbl.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
               "type 'double'");
+  /* Data longer than the header says: a ushort header over float data (twice
+   * the bytes), attached and detached, is an error, as for raw files. */
+  static const char ushort_over_float[] = "NRRD0004\ntype: ushort\ndimension: 2\nsizes: 2 2\n"
+                                          "encoding: raw\n\n0123456789abcdef";
+  write_text(P("long.nrrd"), ushort_over_float, sizeof ushort_over_float - 1);
+  CHECK_FAILS(ctr_stack_open(P("long.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_SIZE_MISMATCH,
+              "holds 16 data bytes, the header of");
+  CHECK(strstr(ctr_error_detail(), "describes 8") && strstr(ctr_error_detail(), "'type'"));
+  static const char detached[] = "NRRD0004\ntype: ushort\ndimension: 2\nsizes: 2 2\n"
+                                 "encoding: raw\ndata file: long.raw\n\n";
+  write_text(P("long.nhdr"), detached, sizeof detached - 1);
+  write_text(P("long.raw"), "0123456789", 10);
+  CHECK_FAILS(ctr_stack_open(P("long.nhdr"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_SIZE_MISMATCH,
+              "long.raw' holds 10 data bytes");
+  write_text(P("long.raw"), "01234567", 8); /* exact: fine */
+  CHECK_OK(ctr_stack_open(P("long.nhdr"), CTR_FORMAT_AUTO, NULL, 0, &r));
+  ctr_stack_close(r);
+  r = NULL;
   write_text(P("notnrrd.nrrd"), "hello\n\n", 7);
   CHECK_FAILS(ctr_stack_open(P("notnrrd.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
               "not a NRRD file");

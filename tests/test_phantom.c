@@ -685,7 +685,7 @@ static void test_json(void) {
       {"density.json", NULL, CTR_E_FORMAT, "ellipsoids[1].density: expected a finite number"},
       {"nocenter.json", NULL, CTR_E_FORMAT, "ellipsoids[0].center_mm: missing"},
       {"euler.json", NULL, CTR_E_FORMAT, "ellipsoids[0].euler_deg"},
-      {"unknown.json", NULL, CTR_E_FORMAT, "ellipsoids[1].centre_mm: unknown field"},
+      {"unknown.json", NULL, CTR_E_FORMAT, "ellipsoids[1].centre_mm: unknown field; did you mean 'center_mm'?"},
       {"notobj.json", "{\"ellipsoids\": [3]}", CTR_E_FORMAT, "ellipsoids[0]: expected an object"},
       {"slrad.json", "{\"shepp_logan\": {\"radius_mm\": -3}}", CTR_E_INVALID_ARGUMENT, "shepp_logan.radius_mm"},
       {"slkey.json", "{\"shepp_logan\": {\"radius\": 3}}", CTR_E_FORMAT, "shepp_logan.radius: unknown field"},

@@ -67,6 +67,23 @@ void ctr__log(const ctr_context *ctx, ctr_log_level level, const char *fmt, ...)
 /* Progress callback; returns CTR_E_CANCELLED if the callback asks to stop. */
 ctr_status ctr__progress(const ctr_context *ctx, const char *stage, double fraction);
 
+/* The data policy for non-finite and out-of-range values (values.c,
+ * CTR__VALUE_LIMIT in projmath.h). Count of bad values in v[0, n). */
+int64_t ctr__values_count(const float *v, int64_t n);
+/* Replaces bad values by 0 and returns how many there were. */
+int64_t ctr__values_sanitize(float *v, int64_t n);
+/* The same for data that cannot be negative (counts, activities): a
+ * negative value is bad too. */
+int64_t ctr__values_count_nonneg(const float *v, int64_t n);
+int64_t ctr__values_sanitize_nonneg(float *v, int64_t n);
+/* bad > 0: strict -> CTR_E_FORMAT naming `what` and the count; else a
+ * warning through ctx's log with the count, CTR_OK. */
+ctr_status ctr__values_report(const ctr_context *ctx, int strict, int64_t bad, const char *what);
+/* The same for another kind of bad datum: "<what>: <bad> <kind>, <fate>". */
+ctr_status ctr__values_report_kind(const ctr_context *ctx, int strict, int64_t bad,
+                                   const char *what, const char *kind, const char *fate);
+#define CTR__BAD_VALUES "values NaN, infinite or beyond +-1e+24"
+
 /* Human sizes: "1.5 GiB" into buf. */
 const char *ctr__format_bytes(double bytes, char *buf, size_t n);
 

@@ -13,6 +13,18 @@
 #define CTR_HD static inline
 #endif
 
+/* Largest admissible magnitude of an input value (projections, sinograms,
+ * histo-images): the ramp filter's FFT adds up to a padded row's worth of
+ * values (< 2^17) in one frequency bin and the backprojection adds up to
+ * ~1e5 weighted views, a gain below 1e14, so values up to 1e24 stay finite
+ * in float (FLT_MAX ~ 3.4e38) with room to spare. Larger or non-finite
+ * values fall under the data policy (docs/architecture.md: counted, replaced
+ * by 0 and reported; an error when strict). */
+#define CTR__VALUE_LIMIT 1.0e24f
+
+/* 1 if x is finite and |x| <= CTR__VALUE_LIMIT (NaN compares false). */
+CTR_HD int ctr__value_ok(float x) { return fabsf(x) <= CTR__VALUE_LIMIT; }
+
 /* Border of zeros around a padded projection: one pixel before, two after, so
  * that after clamping u to [-1, nu] both bilinear neighbours exist and a
  * sample outside the detector reads exactly 0. */

@@ -96,13 +96,13 @@ static float from_ordered_bits(unsigned int o) {
   return f;
 }
 
-/* Smallest and largest value of v (NaN ignored) into range[0], range[1]. */
+/* Smallest and largest value of v into range[0], range[1], a non-finite value
+ * taken as the 0 it is stored as (the data policy, src/common/values.c). */
 __global__ void range_kernel(const float *__restrict__ v, long long n, unsigned int *range) {
   unsigned int lo = 0xffffffffu, hi = 0u;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
-    const float x = v[i];
-    if (x != x) continue;
+    const float x = isfinite(v[i]) ? v[i] : 0.0f;
     const unsigned int o = ordered_bits(x);
     lo = min(lo, o);
     hi = max(hi, o);

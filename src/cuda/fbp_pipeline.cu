@@ -30,9 +30,13 @@ __global__ void flatfield_transpose(const T *__restrict__ raw, const float *__re
     const float d = dark ? dark[(long long)s * nb + b] : 0.0f;
     const float f = flat[(long long)s * nb + b];
     const float den = f - d;
-    float ratio = den != 0.0f ? (p - d) / den : 0.0f;
-    if (!(ratio >= 1e-6f)) ratio = 1e-6f; /* dead or saturated pixels, NaN */
-    v = -logf(ratio);
+    /* No calibration (flat <= dark, non-finite): 0, as on the CPU
+     * (src/parbeam/flatfield.c; the host counts these pixels). */
+    if (den > 0.0f && isfinite(f) && isfinite(d)) {
+      float ratio = (p - d) / den;
+      if (!(ratio >= 1e-6f)) ratio = 1e-6f; /* dead or saturated pixels, NaN */
+      v = -logf(ratio);
+    }
   }
   out[((long long)s * na + a) * ld + b] = v;
 }

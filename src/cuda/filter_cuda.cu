@@ -23,12 +23,12 @@ __global__ void weight_rows(const T *__restrict__ raw, float *__restrict__ rows,
   if (u < nu) {
     const ctr__fdk_view_params p = params[v0 + view];
     const float w = (float)ctr__fdk_pixel_weight(&p, (double)u, (double)v);
-    float x = (float)raw[r * nu + u];
-    if (!isfinite(x)) { /* NaN / Inf would spread over the whole row */
+    float x = (float)raw[r * nu + u] * in_scale;
+    if (!ctr__value_ok(x)) { /* the data policy: NaN / Inf / huge would spread over the row */
       x = 0.0f;
       if (nonfinite) atomicAdd(nonfinite, 1ull);
     }
-    val = x * in_scale * w;
+    val = x * w;
     mag = fabsf(val * p.scale);
   }
   if (u < padded) rows[r * padded + u] = val;

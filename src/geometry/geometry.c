@@ -179,6 +179,13 @@ static ctr_status circular_validate(const ctr_circular_params *p) {
   if (!finite_pos(p->sdd))
     CTR_FAIL(CTR_E_GEOMETRY, "sdd = %g: expected a finite source-to-detector distance > 0 (mm)",
              p->sdd);
+  /* The detector lies beyond the isocentre: sdd <= sid puts it between the
+   * source and the rotation axis (or on it), physically impossible. */
+  if (!(p->sdd > p->sid))
+    CTR_FAIL(CTR_E_GEOMETRY,
+             "sdd = %g <= sid = %g: expected the source-to-detector distance to exceed the "
+             "source-to-isocentre distance (the detector beyond the rotation axis); are the two "
+             "swapped?", p->sdd, p->sid);
   if (p->nu < 1 || p->nu > (1 << 20))
     CTR_FAIL(CTR_E_GEOMETRY, "nu = %lld: expected 1 .. 1048576 detector columns", (long long)p->nu);
   if (p->nv < 1 || p->nv > (1 << 20))

@@ -2,6 +2,8 @@
  * file and the field, and writing through a temporary name. */
 #include "geometry_internal.h"
 
+#include "common/json_keys.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -17,6 +19,17 @@ typedef struct jctx {
 static ctr_status jerr(const jctx *j, const char *field, const char *expected) {
   CTR_FAIL(CTR_E_FORMAT, "%s: %s: expected %s", j->name, field, expected);
 }
+
+/* Every object's members (docs/geometry.md): a misspelt one is an error, never
+ * a silent default. */
+#define NKEYS(k) ((int)(sizeof(k) / sizeof((k)[0])))
+static const char *const k_circular[] = {"type", "sid", "sdd", "detector", "angles", "angles_deg",
+                                         "volume", "comment"};
+static const char *const k_matrices[] = {"type", "detector", "matrices", "volume", "comment"};
+static const char *const k_volume[] = {"size", "voxel_mm", "offset_mm"};
+static const char *const k_det_circular[] = {"nu", "nv", "du", "dv", "offset_u", "offset_v"};
+static const char *const k_det_matrices[] = {"nu", "nv", "du", "dv"};
+static const char *const k_angles[] = {"count", "start_deg", "range_deg", "direction"};
 
 static ctr_status get_number(const jctx *j, const cJSON *obj, const char *key, const char *path,
                              int required, double dflt, double *out) {
@@ -68,14 +81,18 @@ static ctr_status parse_volume(const jctx *j, const cJSON *root, ctr_volume_geom
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "volume");
   if (!cJSON_IsObject(v))
     return jerr(j, "volume", "an object {\"size\": [nx, ny, nz], \"voxel_mm\": ..., \"offset_mm\": ...}");
+  CTR_CHECK(ctr__json_check_members(j->name, "volume", v, k_volume, NKEYS(k_volume)));
   double size[3], vox[3], off[3];
   CTR_CHECK(get_vec3(j, v, "size", "volume.size", 1, 0, size));
   for (int i = 0; i < 3; i++)
     if (size[i] != floor(size[i]) || size[i] < 1 || size[i] > 1048576)
-      return jerr(j, "volume.size", "3 integers in 1 .. 1048576");
+      CTR_FAIL(CTR_E_FORMAT, "%s: volume.size = [%g, %g, %g]: expected 3 integers in 1 .. 1048576",
+               j->name, size[0], size[1], size[2]);
   CTR_CHECK(get_vec3(j, v, "voxel_mm", "volume.voxel_mm", 1, 0, vox));
   for (int i = 0; i < 3; i++)
-    if (!(vox[i] > 0)) return jerr(j, "volume.voxel_mm", "voxel sizes > 0 (mm)");
+    if (!(vox[i] > 0))
+      CTR_FAIL(CTR_E_FORMAT, "%s: volume.voxel_mm = [%g, %g, %g]: expected voxel sizes > 0 (mm)",
+               j->name, vox[0], vox[1], vox[2]);
   CTR_CHECK(get_vec3(j, v, "offset_mm", "volume.offset_mm", 0, 0.0, off));
   vol->nx = (int64_t)size[0];
   vol->ny = (int64_t)size[1];
@@ -99,6 +116,8 @@ static ctr_status parse_circular(const jctx *j, const cJSON *root, const ctr_vol
   const cJSON *det = cJSON_GetObjectItemCaseSensitive(root, "detector");
   if (!cJSON_IsObject(det))
     return jerr(j, "detector", "an object {\"nu\", \"nv\", \"du\", \"dv\", \"offset_u\", \"offset_v\"}");
+  CTR_CHECK(ctr__json_check_members(j->name, "detector", det, k_det_circular,
+                                    NKEYS(k_det_circular)));
   CTR_CHECK(get_int(j, det, "nu", "detector.nu", &p.nu));
   CTR_CHECK(get_int(j, det, "nv", "detector.nv", &p.nv));
   CTR_CHECK(get_number(j, det, "du", "detector.du", 1, 0, &p.du));
@@ -107,6 +126,8 @@ static ctr_status parse_circular(const jctx *j, const cJSON *root, const ctr_vol
   CTR_CHECK(get_number(j, det, "offset_v", "detector.offset_v", 0, 0.0, &p.offset_v));
   const cJSON *ang = cJSON_GetObjectItemCaseSensitive(root, "angles");
   const cJSON *alist = cJSON_GetObjectItemCaseSensitive(root, "angles_deg");
+  if (ang && alist)
+    CTR_FAIL(CTR_E_FORMAT, "%s: both \"angles\" and \"angles_deg\": expected one of them", j->name);
   if (alist) {
     if (!cJSON_IsArray(alist) || cJSON_GetArraySize(alist) < 1)
       return jerr(j, "angles_deg", "a non-empty array of angles in degrees");
@@ -126,6 +147,7 @@ static ctr_status parse_circular(const jctx *j, const cJSON *root, const ctr_vol
     }
     p.angles_deg = list;
   } else if (cJSON_IsObject(ang)) {
+    CTR_CHECK(ctr__json_check_members(j->name, "angles", ang, k_angles, NKEYS(k_angles)));
     CTR_CHECK(get_int(j, ang, "count", "angles.count", &p.nviews));
     CTR_CHECK(get_number(j, ang, "start_deg", "angles.start_deg", 0, 0.0, &p.angle_start_deg));
     CTR_CHECK(get_number(j, ang, "range_deg", "angles.range_deg", 0, 360.0, &p.angle_range_deg));
@@ -149,6 +171,8 @@ static ctr_status parse_matrices(const jctx *j, const cJSON *root, const ctr_vol
                                  ctr_geometry **out) {
   const cJSON *det = cJSON_GetObjectItemCaseSensitive(root, "detector");
   if (!cJSON_IsObject(det)) return jerr(j, "detector", "an object {\"nu\", \"nv\", \"du\", \"dv\"}");
+  CTR_CHECK(ctr__json_check_members(j->name, "detector", det, k_det_matrices,
+                                    NKEYS(k_det_matrices)));
   int64_t nu = 0, nv = 0;
   double du = 0.0, dv = 0.0;
   CTR_CHECK(get_int(j, det, "nu", "detector.nu", &nu));
@@ -218,10 +242,17 @@ ctr_status ctr_geometry_from_json_string(const char *json, const char *name, ctr
     st = jerr(&j, "type", "\"circular\" or \"matrices\"");
     goto cleanup;
   }
+  const int circular = !strcmp(type->valuestring, "circular");
+  if (!circular && strcmp(type->valuestring, "matrices")) {
+    st = jerr(&j, "type", "\"circular\" or \"matrices\"");
+    goto cleanup;
+  }
+  CTR_CHECK_GOTO(st, circular ? ctr__json_check_members(j.name, "", root, k_circular,
+                                                        NKEYS(k_circular))
+                              : ctr__json_check_members(j.name, "", root, k_matrices,
+                                                        NKEYS(k_matrices)));
   CTR_CHECK_GOTO(st, parse_volume(&j, root, &vol));
-  if (!strcmp(type->valuestring, "circular")) st = parse_circular(&j, root, &vol, out);
-  else if (!strcmp(type->valuestring, "matrices")) st = parse_matrices(&j, root, &vol, out);
-  else st = jerr(&j, "type", "\"circular\" or \"matrices\"");
+  st = circular ? parse_circular(&j, root, &vol, out) : parse_matrices(&j, root, &vol, out);
   if (st == CTR_E_GEOMETRY && !strstr(ctr_error_detail(), j.name)) {
     char detail[900];
     snprintf(detail, sizeof detail, "%s", ctr_error_detail());

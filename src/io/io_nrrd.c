@@ -253,6 +253,18 @@ static ctr_status parse_header(char *text, const char *path, nrrd_header *h) {
 
 /* ---- Reading ------------------------------------------------------------ */
 
+/* Raw data longer than the header describes: a wrong 'type' (a ushort header
+ * over float data reads garbage) or 'sizes', never accepted silently. */
+static ctr_status longer_than_header(const ctr_stack_reader *r, const char *data_path,
+                                     int64_t have, int64_t need) {
+  char d[96];
+  CTR_FAIL(CTR_E_SIZE_MISMATCH,
+           "'%s' holds %lld data bytes, the header of '%s' describes %lld (%s): check its "
+           "'type' and 'sizes' fields (%lld bytes too many)",
+           data_path, (long long)have, r->path, (long long)need,
+           ctr__stack_describe(&r->info, d, sizeof d), (long long)(have - need));
+}
+
 ctr_status ctr__nrrd_open(ctr_stack_reader *r) {
   ctr_status st = CTR_OK;
   char *text = NULL, *data_path = NULL;
@@ -273,6 +285,7 @@ ctr_status ctr__nrrd_open(ctr_stack_reader *r) {
   CTR_CHECK_GOTO(st, ctr__stack_info_check(&r->info, r->path, CTR_E_FORMAT));
   r->swap = h.big_endian == ctr__host_is_little_endian();
   const int64_t need = (int64_t)ctr__image_bytes(&r->info) * r->info.count;
+  int64_t have = 0; /* bytes from the data's start to the end of its file */
 
   if (h.data_file) {
     const char *slash = strrchr(r->path, '/');
@@ -286,6 +299,11 @@ ctr_status ctr__nrrd_open(ctr_stack_reader *r) {
     int64_t dsize;
     CTR_CHECK_GOTO(st, ctr__file_open_read(data_path, &dfd, &dsize));
     const int64_t off = h.byte_skip == -1 ? dsize - need : h.byte_skip;
+    have = dsize - off;
+    if (have > need) { /* raw encoding: the data are exactly what the header says */
+      st = longer_than_header(r, data_path, have, need);
+      goto cleanup;
+    }
     st = ctr__raw_reader_init(r, dfd, dsize, data_path, off);
     dfd = -1; /* taken over, even on failure */
   } else {
@@ -293,6 +311,11 @@ ctr_status ctr__nrrd_open(ctr_stack_reader *r) {
       CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' has neither data after its header nor a 'data file' "
                     "field", r->path);
     const int64_t off = h.byte_skip == -1 ? size - need : data_start + h.byte_skip;
+    have = size - off;
+    if (have > need) {
+      st = longer_than_header(r, r->path, have, need);
+      goto cleanup;
+    }
     st = ctr__raw_reader_init(r, fd, size, r->path, off);
     fd = -1;
   }

@@ -5,6 +5,7 @@
 #include "parbeam/parbeam.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +44,34 @@ static ctr_status resolve_options(const char *fn, const ctr_fbp_options *opts, c
              (int)opts->interp);
   *o = *opts;
   return CTR_OK;
+}
+
+/* The data policy (src/common/values.c) for `bad` data of one kind: an
+ * error in strict mode; else added to o->counts when the caller collects
+ * them, or a warning with the count. */
+static ctr_status policy(const ctr_context *ctx, const ctr_fbp_options *o, int64_t bad,
+                         int64_t *counter, const char *what, const char *kind, const char *fate) {
+  if (bad <= 0) return CTR_OK;
+  if (o->counts && !o->strict) {
+    *counter += bad;
+    return CTR_OK;
+  }
+  return ctr__values_report_kind(ctx, o->strict, bad, what, kind, fate);
+}
+
+static int64_t *count_of(const ctr_fbp_options *o, size_t offset) {
+  return o->counts ? (int64_t *)((char *)o->counts + offset) : NULL;
+}
+#define CTR__COUNT(o, field) count_of((o), offsetof(ctr_value_counts, field))
+
+/* Non-finite slices: replaced by 0 and reported, so nothing non-finite leaves
+ * the library. */
+static ctr_status check_slices(const ctr_context *ctx, const char *fn, const ctr_fbp_options *o,
+                               float *slices, int64_t n) {
+  char what[64];
+  snprintf(what, sizeof what, "%s: slices", fn);
+  return policy(ctx, o, ctr__values_sanitize(slices, n), CTR__COUNT(o, output), what,
+                CTR__BAD_VALUES, "replaced by 0");
 }
 
 static ctr_status check_call(const char *fn, const ctr_parallel_geometry *g, int64_t nslices,
@@ -84,6 +113,12 @@ ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
   ctr_fbp_options o;
   CTR_CHECK(check_call(fn, g, nslices, sino, "sino", NULL, NULL));
   CTR_CHECK(resolve_options(fn, opts, &o));
+  /* The data policy: bad values would spread over whole rows. */
+  const int64_t n = nslices * g->p.nangles * g->p.nbins;
+  const int64_t bad = ctr__values_count(sino, n);
+  CTR_CHECK(policy(ctx, &o, bad, CTR__COUNT(&o, input), "ctr_fbp_filter: sinograms",
+                   CTR__BAD_VALUES, "replaced by 0"));
+  if (bad) ctr__values_sanitize(sino, n);
   ctr__ramp *r = NULL;
   CTR_CHECK(ctr__ramp_create(g->p.nbins, o.window, o.cutoff, &r));
   const ctr_status st = filter_rows(ctx, r, nslices * g->p.nangles, g->p.nbins, sino);
@@ -109,7 +144,8 @@ ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
   ctr_fbp_options o;
   CTR_CHECK(check_call(fn, g, nslices, sino, "sino", slices, "slices"));
   CTR_CHECK(resolve_options(fn, opts, &o));
-  return backproject(ctx, g, &o, nslices, sino, slices);
+  CTR_CHECK(backproject(ctx, g, &o, nslices, sino, slices));
+  return check_slices(ctx, fn, &o, slices, g->p.nx * g->p.ny * nslices);
 }
 
 /* A 3D float32 contiguous array of d0 x d1 x d2 (d2 < 0: any >= 1);
@@ -149,11 +185,29 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
   CTR_CHECK(check_array("sinograms", sinograms, "nbins x nangles x nslices", nb, na, -1));
   const int64_t ns = sinograms->dims[2];
   CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
-#if CTR_HAVE_CUDA
-  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA)
-    return ctr__fbp_sinograms_cuda(ctx, g, &o, sinograms->data, ns, slices->data);
-#endif
   const int64_t per_slice = nb * na;
+  /* The data policy, in host code for both backends: bad sinogram values
+   * would spread over whole rows in the filter. */
+  const int64_t bad = ctr__values_count(sinograms->data, ns * per_slice);
+  CTR_CHECK(policy(ctx, &o, bad, CTR__COUNT(&o, input), "ctr_fbp: sinograms", CTR__BAD_VALUES,
+                   "replaced by 0"));
+#if CTR_HAVE_CUDA
+  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+    const float *in = sinograms->data;
+    float *clean = NULL;
+    if (bad) { /* the caller's array is const: a cleaned copy */
+      clean = ctr__malloc(sizeof(float) * (size_t)(ns * per_slice), "cleaned sinograms");
+      if (!clean) return CTR_E_OUT_OF_MEMORY;
+      memcpy(clean, in, sizeof(float) * (size_t)(ns * per_slice));
+      ctr__values_sanitize(clean, ns * per_slice);
+      in = clean;
+    }
+    st = ctr__fbp_sinograms_cuda(ctx, g, &o, in, ns, slices->data);
+    free(clean);
+    if (st == CTR_OK) st = check_slices(ctx, "ctr_fbp", &o, slices->data, nx * ny * ns);
+    return st;
+  }
+#endif
   int64_t chunk = CTR__FBP_CHUNK_BYTES / (per_slice * (int64_t)sizeof(float));
   if (chunk > CTR__FBP_CHUNK_SLICES) chunk = CTR__FBP_CHUNK_SLICES;
   if (chunk < 1) chunk = 1;
@@ -168,8 +222,10 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
   for (int64_t s0 = 0; s0 < ns; s0 += chunk) {
     const int64_t n = ns - s0 < chunk ? ns - s0 : chunk;
     memcpy(work, src + s0 * per_slice, sizeof(float) * (size_t)(n * per_slice));
+    if (bad) ctr__values_sanitize(work, n * per_slice);
     CTR_CHECK_GOTO(st, filter_rows(ctx, r, n * na, nb, work));
     CTR_CHECK_GOTO(st, backproject(ctx, g, &o, n, work, dst + s0 * nx * ny));
+    CTR_CHECK_GOTO(st, check_slices(ctx, "ctr_fbp", &o, dst + s0 * nx * ny, n * nx * ny));
     CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp", (double)(s0 + n) / (double)ns));
   }
 cleanup:
@@ -202,10 +258,20 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
   if (row0 < 0 || row0 + ns > nrows)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: rows [%lld, %lld) outside the "
              "projections' %lld rows", (long long)row0, (long long)(row0 + ns), (long long)nrows);
+  /* The data policy for the calibration, in host code for both backends. */
+  CTR_CHECK(policy(ctx, &o,
+                   ctr__flat_bad_pixels(flat + row0 * nb, dark ? dark + row0 * nb : NULL, ns * nb),
+                   CTR__COUNT(&o, calibration), "ctr_fbp_projections: flat/dark",
+                   "pixels with flat <= dark or a non-finite flat or dark", "their sinogram "
+                   "values set to 0"));
 #if CTR_HAVE_CUDA
-  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA)
-    return ctr__fbp_projections_cuda(ctx, g, &o, proj->data, proj->dtype, nrows, flat, dark, row0,
-                                     ns, slices->data);
+  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+    st = ctr__fbp_projections_cuda(ctx, g, &o, proj->data, proj->dtype, nrows, flat, dark, row0,
+                                   ns, slices->data);
+    if (st == CTR_OK)
+      st = check_slices(ctx, "ctr_fbp_projections", &o, slices->data, g->p.nx * g->p.ny * ns);
+    return st;
+  }
 #endif
   /* CPU: chunks of rows through sinograms in host memory. */
   int64_t chunk = CTR__FBP_CHUNK_BYTES / (nb * na * (int64_t)sizeof(float));
@@ -217,8 +283,12 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
   float *out = slices->data;
   for (int64_t s0 = 0; s0 < ns; s0 += chunk) {
     const int64_t n = ns - s0 < chunk ? ns - s0 : chunk;
+    int64_t clamped = 0;
     CTR_CHECK_GOTO(st, ctr_flatfield_sinograms(proj->data, proj->dtype, nb, nrows, na, flat, dark,
-                                               row0 + s0, n, sino, NULL));
+                                               row0 + s0, n, sino, &clamped));
+    CTR_CHECK_GOTO(st, policy(ctx, &o, clamped, CTR__COUNT(&o, clamped),
+                              "ctr_fbp_projections: projections", "transmissions (p - dark) / "
+                              "(flat - dark) below 1e-6 or NaN", "clamped to 1e-6"));
     const int64_t sd[3] = {nb, na, n}, vd[3] = {g->p.nx, g->p.ny, n};
     const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
     ctr_array va = ctr_array_init(out + s0 * g->p.nx * g->p.ny, CTR_DTYPE_FLOAT32, 3, vd);

@@ -1,9 +1,12 @@
 /* The parallel-beam kernel selector's cache: which backprojection kernel was
  * fastest for a GPU and a problem size, measured once by a short tuning run
- * and kept in a JSON file. A missing, unreadable, corrupt or stale cache is
- * an empty cache (the caller tunes again); writes go to a temporary name and
- * are renamed, so a crash never leaves a half-written cache. */
+ * and kept in a JSON file. A missing, unreadable, corrupt (an unknown or
+ * duplicate member included: strict JSON) or stale cache is an empty cache
+ * (the caller tunes again); writes go to a temporary name and are renamed,
+ * so a crash never leaves a half-written cache. */
 #include "parbeam/fbp_tune.h"
+
+#include "common/json_keys.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -63,6 +66,21 @@ static cJSON *load(cJSON **root) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(*root, "version");
   cJSON *e = cJSON_GetObjectItemCaseSensitive(*root, "entries");
   if (!cJSON_IsNumber(v) || v->valueint != CACHE_VERSION || !cJSON_IsArray(e)) return NULL;
+  /* Strict members: a cache with a field this version does not write is
+   * corrupt (read as empty, rewritten by the next store). */
+  static const char *const k_root[] = {"version", "entries"};
+  static const char *const k_entry[] = {"gpu", "nbins", "nangles", "nx", "ny",
+                                        "interp", "multi", "kernel", "gups"};
+  int ok = cJSON_IsObject(*root) &&
+           ctr__json_check_members(CACHE_NAME, "", *root, k_root, 2) == CTR_OK;
+  const cJSON *x;
+  cJSON_ArrayForEach(x, e) ok = ok && cJSON_IsObject(x) &&
+                                ctr__json_check_members(CACHE_NAME, "entries[]", x, k_entry, 9) ==
+                                    CTR_OK;
+  if (!ok) {
+    ctr_error_clear();
+    return NULL;
+  }
   return e;
 }
 

@@ -33,11 +33,22 @@ static int fits(int64_t a, int64_t b, int64_t c, size_t es) {
   return n <= limit / es;
 }
 
-/* -log of the flat-fielded value of one pixel; *clamped counts pixels whose
- * flat equals the dark or whose ratio is below eps (or NaN). */
+/* A flat / dark pair that calibrates: both finite, flat > dark. */
+static inline int flat_ok(double f, double d) { return f - d > 0.0 && isfinite(f) && isfinite(d); }
+
+int64_t ctr__flat_bad_pixels(const float *flat, const float *dark, int64_t n) {
+  int64_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+  for (int64_t i = 0; i < n; i++) bad += !flat_ok(flat[i], dark ? dark[i] : 0.0);
+  return bad;
+}
+
+/* -log of the flat-fielded value of one pixel: 0 where flat and dark do not
+ * calibrate (ctr__flat_bad_pixels counts those); *clamped counts pixels
+ * whose ratio is below eps (or NaN). */
 static inline float flat_log(double p, double f, double d, int64_t *clamped) {
-  const double den = f - d;
-  double ratio = den != 0.0 ? (p - d) / den : 0.0;
+  if (!flat_ok(f, d)) return 0.0f;
+  double ratio = (p - d) / (f - d);
   if (!(ratio >= CTR__FLAT_EPS)) {
     ratio = CTR__FLAT_EPS;
     (*clamped)++;

@@ -32,6 +32,10 @@ void ctr__par_angles(const ctr_parallel_geometry *g, int64_t a0, int64_t n, ctr_
 void ctr__fbp_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr_fbp_interp interp,
                      int64_t nslices, const float *sino, float *slices);
 
+/* Flat / dark pixels that do not calibrate (non-finite, flat <= dark) among
+ * n; dark may be NULL (0). Their sinogram values are 0 on every backend. */
+int64_t ctr__flat_bad_pixels(const float *flat, const float *dark, int64_t n);
+
 #if defined(CTR_HAVE_CUDA) && CTR_HAVE_CUDA
 /* GPU backprojection (host in, host out) with the named kernel (NULL:
  * default). */

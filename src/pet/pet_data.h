@@ -37,6 +37,9 @@ int ctr__pet_histo_is_hdf5(const char *path);
 /* Every value of counts (and factors) finite and >= 0; CTR_E_FORMAT names
  * `file`, the array, the view and the voxel of the first bad value. */
 ctr_status ctr__pet_histo_check_values(const ctr_pet_histo *h, const char *file);
+/* Loading under the data policy: bad counts and factors (NaN, infinite,
+ * negative, beyond 1e24) replaced by 0 and counted in h->replaced. */
+void ctr__pet_histo_sanitize(ctr_pet_histo *h);
 /* HDF5 form (CTR_E_UNSUPPORTED without HDF5 in the build). */
 ctr_status ctr__pet_histo_save_hdf5(const char *path, const ctr_pet_histo *h);
 ctr_status ctr__pet_histo_load_hdf5(const char *path, ctr_pet_histo **out);

@@ -5,6 +5,7 @@
  * crash never leaves a description pointing at incomplete data. */
 #include "pet/pet_data.h"
 #include "io/io_internal.h"
+#include "common/json_keys.h"
 
 #include <cjson/cJSON.h>
 #include <float.h>
@@ -92,6 +93,12 @@ ctr_status ctr__pet_histo_check_values(const ctr_pet_histo *h, const char *file)
     }
   }
   return CTR_OK;
+}
+
+void ctr__pet_histo_sanitize(ctr_pet_histo *h) {
+  const int64_t n = voxels_of(&h->params) * h->nviews;
+  h->replaced = ctr__values_sanitize_nonneg(h->counts, n) +
+                (h->factors ? ctr__values_sanitize_nonneg(h->factors, n) : 0);
 }
 
 /* Validates a histo-image set given to save. */
@@ -276,6 +283,13 @@ static ctr_status jstring(const char *file, const cJSON *root, const char *key, 
 /* Lattice, views and metadata of the description into h (nothing
  * allocated). */
 static ctr_status parse_description(const char *file, const cJSON *root, ctr_pet_histo *h) {
+  /* Every member known (docs/file-formats.md): a typo is an error, never a default. */
+  static const char *const k_root[] = {"format", "format_version", "lattice", "views",
+                                       "tof_fwhm_ps", "events", "dtype", "byte_order", "shape",
+                                       "counts", "factors", "comment"};
+  static const char *const k_lattice[] = {"size", "voxel_mm"};
+  static const char *const k_views[] = {"n_azimuth", "n_copolar", "acceptance_deg", "nviews"};
+  CTR_CHECK(ctr__json_check_members(file, "", root, k_root, 12));
   const char *fmt;
   CTR_CHECK(jstring(file, root, "format", 1, "\"" CTR__HISTO_FORMAT "\"", &fmt));
   if (strcmp(fmt, CTR__HISTO_FORMAT) != 0)
@@ -289,6 +303,7 @@ static ctr_status parse_description(const char *file, const cJSON *root, ctr_pet
   const cJSON *lat = NULL, *views = NULL;
   CTR_CHECK(jobject(file, root, "lattice",
                     "an object {\"size\": [nx, ny, nz], \"voxel_mm\": ...}", &lat));
+  CTR_CHECK(ctr__json_check_members(file, "lattice", lat, k_lattice, 2));
   const cJSON *size = cJSON_GetObjectItemCaseSensitive(lat, "size");
   if (!size) return jmissing(file, "lattice.size", "[nx, ny, nz]");
   if (!cJSON_IsArray(size) || cJSON_GetArraySize(size) != 3)
@@ -311,6 +326,7 @@ static ctr_status parse_description(const char *file, const cJSON *root, ctr_pet
   CTR_CHECK(jobject(file, root, "views",
                     "an object {\"n_azimuth\", \"n_copolar\", \"acceptance_deg\", \"nviews\"}",
                     &views));
+  CTR_CHECK(ctr__json_check_members(file, "views", views, k_views, 4));
   int64_t na, nc, nv;
   CTR_CHECK(jint(file, views, "n_azimuth", "views.n_azimuth", 100000, &na));
   CTR_CHECK(jint(file, views, "n_copolar", "views.n_copolar", 100000, &nc));
@@ -468,7 +484,7 @@ static ctr_status load_json(const char *path, ctr_pet_histo **out) {
   const size_t n = (size_t)(voxels_of(&h->params) * h->nviews);
   CTR_CHECK_GOTO(st, read_array(path, "counts", counts, h->counts, n, swap, h));
   if (factors) CTR_CHECK_GOTO(st, read_array(path, "factors", factors, h->factors, n, swap, h));
-  CTR_CHECK_GOTO(st, ctr__pet_histo_check_values(h, path));
+  ctr__pet_histo_sanitize(h);
   *out = h;
   h = NULL;
 cleanup:

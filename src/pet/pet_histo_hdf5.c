@@ -297,7 +297,7 @@ cleanup:
   if (grp >= 0) H5Gclose(grp);
   if (fid >= 0) H5Fclose(fid);
   ctr__h5_leave(&g);
-  if (st == CTR_OK) st = ctr__pet_histo_check_values(h, path);
+  if (st == CTR_OK) ctr__pet_histo_sanitize(h);
   if (st == CTR_OK) {
     *out = h;
     h = NULL;

@@ -59,13 +59,75 @@ void ctr__pet_initial_image(const ctr_pet_histo *h, int64_t nvox, float *image) 
   for (int64_t i = 0; i < nvox; i++) image[i] = v;
 }
 
+static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
+                              const ctr_pet_recon_options *opts, float *image,
+                              ctr_pet_recon_timings *timings);
+
+#define CTR__BAD_COUNTS "counts or factors NaN, infinite, negative or beyond +-1e+24"
+
+/* The data policy (src/common/values.c) around the reconstruction, in host
+ * code for both backends: bad counts or factors are used as 0 (on a cleaned
+ * copy: the caller's data are const) or, strict, an error; a non-finite
+ * result voxel is stored as 0 or, strict, an error. */
 ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
                                const ctr_pet_recon_options *opts, float *image,
                                ctr_pet_recon_timings *timings) {
   if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_reconstruct: projector is NULL");
   ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
-  if (opts) o = *opts;
+  if (opts) {
+    if (opts->version != CTR_API_VERSION)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+               "ctr_pet_recon_options.version is %u, expected %u (use CTR_PET_RECON_OPTIONS_INIT)",
+               opts->version, (unsigned)CTR_API_VERSION);
+    o = *opts;
+  }
   CTR_CHECK(ctr__pet_recon_check(p->sys, h, &o, image));
+  if (o.strict && h->replaced > 0)
+    CTR_FAIL(CTR_E_FORMAT, "histo-images: %lld " CTR__BAD_COUNTS " were replaced by 0 when loaded: "
+             "expected none (strict mode); fix the data, or drop strict mode to accept them",
+             (long long)h->replaced);
+  const int64_t n = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz * h->nviews;
+  const int64_t bad = ctr__values_count_nonneg(h->counts, n) +
+                      (h->factors ? ctr__values_count_nonneg(h->factors, n) : 0);
+  CTR_CHECK(ctr__values_report_kind(p->ctx, o.strict, bad, "histo-images", CTR__BAD_COUNTS,
+                                    "used as 0"));
+  ctr_pet_histo clean;
+  float *cc = NULL, *cf = NULL;
+  if (bad) {
+    clean = *h;
+    cc = ctr__malloc((size_t)n * sizeof(float), "cleaned PET counts");
+    cf = h->factors ? ctr__malloc((size_t)n * sizeof(float), "cleaned PET factors") : NULL;
+    if (!cc || (h->factors && !cf)) {
+      free(cc);
+      free(cf);
+      return CTR_E_OUT_OF_MEMORY;
+    }
+    memcpy(cc, h->counts, (size_t)n * sizeof(float));
+    ctr__values_sanitize_nonneg(cc, n);
+    clean.counts = cc;
+    if (cf) {
+      memcpy(cf, h->factors, (size_t)n * sizeof(float));
+      ctr__values_sanitize_nonneg(cf, n);
+      clean.factors = cf;
+    }
+    h = &clean;
+  }
+  ctr_status st = reconstruct(p, h, &o, image, timings);
+  free(cc);
+  free(cf);
+  if (st != CTR_OK) return st;
+  const int64_t nvox = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz;
+  const int64_t out_bad = ctr__values_count(image, nvox);
+  CTR_CHECK(ctr__values_report_kind(p->ctx, o.strict, out_bad, "the reconstructed image",
+                                    "voxels NaN, infinite or beyond +-1e+24", "stored as 0"));
+  ctr__values_sanitize(image, nvox);
+  return CTR_OK;
+}
+
+static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
+                              const ctr_pet_recon_options *opts, float *image,
+                              ctr_pet_recon_timings *timings) {
+  const ctr_pet_recon_options o = *opts;
   ctr_pet_recon_timings t = {0};
   const int64_t nvox = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz, nv = h->nviews;
   ctr__pet_initial_image(h, nvox, image);

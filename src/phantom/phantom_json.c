@@ -3,6 +3,8 @@
  * range CTR_E_INVALID_ARGUMENT; both name the file and the JSON path. */
 #include "phantom/phantom_internal.h"
 
+#include "common/json_keys.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -42,29 +44,6 @@ cleanup:
   if (f) fclose(f);
   free(buf);
   return st;
-}
-
-/* Rejects members other than the `n` allowed names, and duplicates, so that a
- * misspelt field ("center" for "center_mm") does not silently fall back to a
- * default. `where` is the JSON path of the object ("" for the root). */
-static ctr_status check_members(const char *file, const char *where, const cJSON *obj,
-                                const char *const *allowed, int n) {
-  for (const cJSON *it = obj->child; it; it = it->next) {
-    int known = 0;
-    for (int i = 0; i < n; i++) known |= it->string && !strcmp(it->string, allowed[i]);
-    char list[256] = "";
-    size_t len = 0;
-    for (int i = 0; i < n && len < sizeof list; i++)
-      len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", allowed[i]);
-    if (!known)
-      CTR_FAIL(CTR_E_FORMAT, "%s: %s%s%s: unknown field, expected one of: %s", file, where,
-               *where ? "." : "", it->string ? it->string : "?", list);
-    for (const cJSON *o = obj->child; o != it; o = o->next)
-      if (!strcmp(o->string, it->string))
-        CTR_FAIL(CTR_E_FORMAT, "%s: %s%s%s: duplicate field", file, where, *where ? "." : "",
-                 it->string);
-  }
-  return CTR_OK;
 }
 
 /* A finite number member; `positive` also requires > 0. Missing: FORMAT unless
@@ -132,7 +111,8 @@ static ctr_status parse_ellipsoids(const char *file, const cJSON *list, ctr_phan
       CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                     "%s: %s: expected an object with density, center_mm, semi_axes_mm", file,
                     where);
-    CTR_CHECK_GOTO(st, check_members(file, where, it, keys, (int)(sizeof keys / sizeof keys[0])));
+    CTR_CHECK_GOTO(st, ctr__json_check_members(file, where, it, keys,
+                                               (int)(sizeof keys / sizeof keys[0])));
     for (int k = 4; k < 6; k++) {
       const cJSON *s = cJSON_GetObjectItemCaseSensitive(it, keys[k]);
       if (s && !cJSON_IsString(s))
@@ -164,7 +144,7 @@ static ctr_status parse_shepp_logan(const char *file, const cJSON *obj, ctr_phan
   if (!cJSON_IsObject(obj))
     CTR_FAIL(CTR_E_FORMAT, "%s: shepp_logan: expected an object {\"radius_mm\": r, \"scale\": s}",
              file);
-  CTR_CHECK(check_members(file, "shepp_logan", obj, keys, 2));
+  CTR_CHECK(ctr__json_check_members(file, "shepp_logan", obj, keys, 2));
   double radius = 0.0, scale = 1.0, one = 1.0;
   CTR_CHECK(read_number(file, "shepp_logan", obj, "radius_mm", 1, NULL, &radius));
   CTR_CHECK(read_number(file, "shepp_logan", obj, "scale", 0, &one, &scale));
@@ -197,7 +177,7 @@ ctr_status ctr_phantom_load_json(const char *path, ctr_phantom **out) {
   if (!cJSON_IsObject(root))
     CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                   "%s: expected a JSON object with \"ellipsoids\" or \"shepp_logan\"", path);
-  CTR_CHECK_GOTO(st, check_members(path, "", root, keys, 3));
+  CTR_CHECK_GOTO(st, ctr__json_check_members(path, "", root, keys, 3));
   const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "ellipsoids");
   const cJSON *sl = cJSON_GetObjectItemCaseSensitive(root, "shepp_logan");
   if (list && sl)

@@ -81,9 +81,12 @@ int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtyp
       if (dtype == CTR_DTYPE_FLOAT32) {
         const float *in = (const float *)src + s;
         for (int64_t u = 0; u < nu; u++) {
-          const float x = in[u];
-          if (!isfinite(x)) bad++;
-          row[u] = isfinite(x) ? x * scale : 0.0f;
+          /* The data policy: NaN / Inf / beyond CTR__VALUE_LIMIT would spread
+           * over the whole row in the filter. */
+          const float x = in[u] * scale;
+          const int ok = ctr__value_ok(x);
+          bad += !ok;
+          row[u] = ok ? x : 0.0f;
         }
       } else {
         const uint16_t *in = (const uint16_t *)src + s;
@@ -95,10 +98,10 @@ int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtyp
 }
 
 /* Copies n views (float32 or uint16, unpadded) into the padded batch buffer,
- * borders zeroed (x 1 is exact; NaN cannot occur in filtered views). */
-void ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
-                      float *dst) {
-  (void)ctr__fill_padded_scaled(g, src, dtype, n, 1.0f, dst);
+ * borders zeroed (x 1 is exact); returns the bad values replaced by 0. */
+int64_t ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
+                         float *dst) {
+  return ctr__fill_padded_scaled(g, src, dtype, n, 1.0f, dst);
 }
 
 ctr_status ctr__check_fdk_arrays(const ctr_geometry *g, const ctr_fdk_options *o,
@@ -130,11 +133,17 @@ ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
   float *buf = ctr__aligned_alloc((size_t)(nb * size) * sizeof(float), "padded projection batch");
   if (!buf) return CTR_E_OUT_OF_MEMORY;
   const ctr__padded_views views = {buf + ctr__padded_origin(g->nu), size, ctr__padded_pitch(g->nu)};
-  for (int64_t k = 0; k < n; k += nb) {
+  /* The data policy: bad filtered values are used as 0 and reported (strict:
+   * an error before anything is added to vol). */
+  const int64_t bad = o.strict ? ctr__values_count(filtered, n * g->nu * g->nv) : 0;
+  ctr_status st = ctr__values_report(ctx, 1, bad, "ctr_fdk_backproject: filtered views");
+  int64_t replaced = 0;
+  for (int64_t k = 0; st == CTR_OK && k < n; k += nb) {
     const int64_t m = n - k < nb ? n - k : nb;
-    ctr__fill_padded(g, filtered + k * g->nu * g->nv, CTR_DTYPE_FLOAT32, m, buf);
+    replaced += ctr__fill_padded(g, filtered + k * g->nu * g->nv, CTR_DTYPE_FLOAT32, m, buf);
     ctr__bp_cpu(ctx, g, v0 + k, m, NULL, NULL, &views, vol->data, o.z0, o.nz);
   }
   ctr__aligned_free(buf);
-  return CTR_OK;
+  if (st == CTR_OK) st = ctr__values_report(ctx, 0, replaced, "ctr_fdk_backproject: filtered views");
+  return st;
 }

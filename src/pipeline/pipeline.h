@@ -13,11 +13,12 @@ ctr_status ctr__fdk_options_resolve(const ctr_geometry *g, const ctr_fdk_options
 ctr_status ctr__check_fdk_arrays(const ctr_geometry *g, const ctr_fdk_options *o,
                                  const ctr_array *proj, const ctr_array *vol);
 /* Copies n contiguous views (float32 or uint16) into zero-bordered padded
- * images (projmath.h layout). */
-void ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
-                      float *dst);
-/* Same, multiplying by `scale` and replacing non-finite values by 0; returns
- * how many were replaced. */
+ * images (projmath.h layout), bad values (the data policy, values.c) replaced
+ * by 0; returns how many were replaced. */
+int64_t ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
+                         float *dst);
+/* Same, multiplying by `scale` first (a scaled value beyond CTR__VALUE_LIMIT
+ * is bad). */
 int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
                                 float scale, float *dst);
 

@@ -4,11 +4,13 @@
 
 #include <math.h>
 
+/* A non-finite value counts as the 0 it is stored as (the data policy,
+ * src/common/values.c: the executor replaces and reports it). */
 void ctr__slab_stats(const float *v, int64_t n, float *mn, float *mx) {
   float lo = *mn, hi = *mx;
 #pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static)
   for (int64_t i = 0; i < n; i++) {
-    const float x = v[i];
+    const float x = isfinite(v[i]) ? v[i] : 0.0f;
     lo = x < lo ? x : lo;
     hi = x > hi ? x : hi;
   }

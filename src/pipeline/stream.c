@@ -48,6 +48,7 @@ typedef struct stream_run {
   int have_writer;
   float *stage;             /* uint16 output: float chunk on its way to conversion */
   int64_t below, above;     /* uint16 output: clamped voxels */
+  int64_t out_bad;          /* non-finite voxels replaced by 0 (the data policy) */
   /* progress */
   int64_t work_total, work_done;
   double t_store;
@@ -181,6 +182,34 @@ static ctr_status progress(stream_run *r) {
   return ctr__progress(r->ctx, "fdk", r->work_total ? (double)r->work_done / (double)r->work_total : 1.0);
 }
 
+/* "'file'" or "projections" (in memory) for the data policy's messages. */
+static const char *input_name(const stream_run *r, char *buf, size_t n) {
+  if (!r->in) return "projections";
+  snprintf(buf, n, "'%s'", r->in->path);
+  return buf;
+}
+
+/* The result's non-finite voxels (v[0, n)): replaced by 0 and counted, an
+ * error in strict mode, so nothing non-finite gets the output's final name. */
+#define CTR__BAD_VOXELS "voxels NaN, infinite or beyond +-1e+24"
+
+static ctr_status check_output(stream_run *r, float *v, int64_t n) {
+  const int64_t bad = ctr__values_sanitize(v, n);
+  r->out_bad += bad;
+  return r->fdk.strict ? ctr__values_report_kind(r->ctx, 1, bad, "the reconstruction",
+                                                 CTR__BAD_VOXELS, "stored as 0")
+                       : CTR_OK;
+}
+
+/* Warnings of a run that succeeded (bad input values, bad voxels). */
+static void report_values(stream_run *r) {
+  char name[4200];
+  if (r->eng)
+    ctr__values_report(r->ctx, 0, r->eng->ops->nonfinite(r->eng), input_name(r, name, sizeof name));
+  ctr__values_report_kind(r->ctx, 0, r->out_bad, "the reconstruction", CTR__BAD_VOXELS,
+                          "stored as 0");
+}
+
 /* The first pass: read, filter once, keep the filtered copy, backproject. */
 static ctr_status filter_pass(stream_run *r) {
   const size_t px = view_px(r), esize = ctr_dtype_size(r->in_dtype);
@@ -204,6 +233,13 @@ static ctr_status filter_pass(stream_run *r) {
                   : r->plan.store == CTR_STORE_SCRATCH ? r->bounce
                                                        : NULL;
     CTR_CHECK(r->eng->ops->filter_bp(r->eng, v0, n, raw, r->in_dtype, keep));
+    /* Strict: stop at the first batch with bad values, before any subvolume
+     * is written. */
+    if (r->fdk.strict) {
+      char name[4200];
+      CTR_CHECK(ctr__values_report(r->ctx, 1, r->eng->ops->nonfinite(r->eng),
+                                   input_name(r, name, sizeof name)));
+    }
     if (r->have_ring) ctr__ring_release(&r->ring);
     if (r->plan.store == CTR_STORE_SCRATCH) {
       const double t0 = ctr__now_s();
@@ -241,8 +277,9 @@ static ctr_status reuse_pass(stream_run *r) {
  * chunk: download, the caller's callback, conversion to the file's dtype
  * here (the writer thread only writes), then the writer. */
 static ctr_status deliver(stream_run *r, int64_t s, int64_t z, int64_t nz) {
-  if (r->vol_mem) return CTR_OK; /* the engine wrote into the caller's volume */
   const int64_t slice = r->g->vol.nx * r->g->vol.ny;
+  /* The engine wrote into the caller's volume. */
+  if (r->vol_mem) return check_output(r, r->vol_mem + z * slice, nz * slice);
   const int64_t below0 = r->below, above0 = r->above;
   ctr__slab_record rec = {0, INFINITY, -INFINITY, 0, 0};
   r->eng->ops->range(r->eng, &rec.min, &rec.max); /* this run's subvolumes so far */
@@ -252,6 +289,11 @@ static ctr_status deliver(stream_run *r, int64_t s, int64_t z, int64_t nz) {
     CTR_CHECK(ctr__writer_acquire(&r->writer, &buf));
     float *data = r->stage ? r->stage : (float *)r->writer.buf[buf];
     ctr_status st = r->eng->ops->download(r->eng, k0, k1, data);
+    if (st != CTR_OK) {
+      ctr__writer_giveback(&r->writer, buf);
+      return st;
+    }
+    st = check_output(r, data, (k1 - k0) * slice);
     if (st != CTR_OK) {
       ctr__writer_giveback(&r->writer, buf);
       return st;
@@ -375,6 +417,7 @@ static void finish_report(stream_run *r, double t_start, double t_setup, ctr_str
   t->total = ctr__now_s() - t_start;
   rep->plan = r->plan;
   rep->nonfinite = r->eng ? r->eng->ops->nonfinite(r->eng) : 0;
+  rep->out_nonfinite = r->out_bad;
 }
 
 static void release(stream_run *r) {
@@ -562,6 +605,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   CTR_CHECK_GOTO(st, run_slabs(&r, have_journal ? journal.done : NULL));
   CTR_CHECK_GOTO(st, ctr__writer_drain(&r.writer));
   CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
+  report_values(&r);
   r.writer.out = NULL;
   st = ctr_stack_commit(w); /* frees w */
   w = NULL;
@@ -623,6 +667,7 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   const double t_setup = ctr__now_s() - t_start;
   CTR_CHECK_GOTO(st, run_slabs(&r, NULL));
   CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
+  report_values(&r);
   if (r.opts.on_slab) r.opts.on_slab(r.opts.user, r.plan.z0, r.plan.nz, r.vol_mem);
   finish_report(&r, t_start, t_setup, report);
 cleanup:
