@@ -9,7 +9,11 @@ ifneq ($(NVCC),)
 CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER=$(NVCC)
 endif
 
-.PHONY: all deps build demo test bench clean
+# The sanitizer build (AddressSanitizer + UndefinedBehaviorSanitizer +
+# LeakSanitizer, -O1, CPU only) and the test suite under it.
+ASAN_BUILD ?= build-asan
+
+.PHONY: all deps build demo test test-sanitize bench clean
 
 all: build
 
@@ -28,8 +32,15 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# Every test, the CLI tests included (they run the sanitized ctrecon); any
+# sanitizer report fails the test (tests/sanitized.sh).
+test-sanitize: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCTRECON_CUDA=off -DCTRECON_SANITIZE=on
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+
 bench: build
 	./$(BUILD)/bench/bench_fdk_cpu --json $(BUILD)/bench_fdk_cpu.json
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)
