@@ -13,8 +13,11 @@ endif
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
 RUNS ?= 10000000
+# The sanitizer build (AddressSanitizer + UndefinedBehaviorSanitizer +
+# LeakSanitizer, -O1, CPU only) and the test suite under it.
+ASAN_BUILD ?= build-asan
 
-.PHONY: all deps build demo test bench clean fuzz-build fuzz-smoke fuzz-long
+.PHONY: all deps build demo test test-sanitize bench clean fuzz-build fuzz-smoke fuzz-long
 
 all: build
 
@@ -32,6 +35,13 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Every test, the CLI tests included (they run the sanitized ctrecon); any
+# sanitizer report fails the test (tests/sanitized.sh).
+test-sanitize: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCTRECON_CUDA=off -DCTRECON_SANITIZE=on
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build
 	./$(BUILD)/bench/bench_fdk_cpu --json $(BUILD)/bench_fdk_cpu.json
@@ -52,4 +62,4 @@ fuzz-long: fuzz-build
 	bash scripts/fuzz.sh long $(FUZZ_BUILD) $(RUNS) $(JOBS)
 
 clean:
-	rm -rf $(BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

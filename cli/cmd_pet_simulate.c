@@ -71,10 +71,11 @@ static int load_activity(const char *cmd, const char *path, const ctr_pet_params
   for (int64_t i = 0; i < p->nx * p->ny * p->nz; i++)
     if (!(a[i] >= 0.0f) || isinf(a[i])) {
       const int64_t x = i % p->nx, y = i / p->nx % p->ny, z = i / (p->nx * p->ny);
-      free(data);
-      return cli_error(cmd, CLI_EXIT_INPUT, "--activity '%s': voxel (%lld, %lld, %lld) is %g, "
-                       "expected finite activities >= 0", path, (long long)x, (long long)y,
-                       (long long)z, (double)a[i]);
+      rc = cli_error(cmd, CLI_EXIT_INPUT, "--activity '%s': voxel (%lld, %lld, %lld) is %g, "
+                     "expected finite activities >= 0", path, (long long)x, (long long)y,
+                     (long long)z, (double)a[i]);
+      free(data); /* after the message, which reads a[i] */
+      return rc;
     }
   *out = data;
   return 0;

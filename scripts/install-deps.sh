@@ -6,6 +6,9 @@
 set -euo pipefail
 
 required=(cmake make gcc libfftw3-dev libtiff-dev libpng-dev libcjson-dev zlib1g-dev)
+# gcc's AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer
+# runtimes, for make test-sanitize (gcc pulls them in; named so CI has them).
+required+=(libasan8 libubsan1)
 # libhdf5-dev (serial HDF5 + h5cc, which CMake's FindHDF5 uses): the HDF5 /
 # DXchange reader ("scan.h5:/exchange/data") and tests/test_hdf5.c.
 optional=(libhdf5-dev)

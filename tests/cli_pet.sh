@@ -122,6 +122,11 @@ fails 2 "--out with another extension" "--out|.json" "${SIM[@]}" --out e.txt
 fails 2 "--phantom cube" "--phantom" "${SIM[@]}" --out e.json --phantom cube
 head -c 1000 d.counts.raw > small.raw
 fails 3 "--activity of the wrong size" "small.raw" "${SIM[@]}" --out e.json --activity small.raw
+# Voxel (0, 0, 0) = -1.0f: the message names the voxel and its value (read
+# before the data are freed; a sanitized build fails on a read after free).
+{ printf '\000\000\200\277'; tail -c +5 img.raw; } > negative.raw
+fails 3 "--activity with a negative voxel" "negative.raw|voxel (0, 0, 0) is -1|expected finite" \
+  "${SIM[@]}" --out e.json --activity negative.raw
 fails 2 "recon without --data" "--data" pet recon --out e.nrrd
 fails 2 "--algorithm sart" "--algorithm" "${REC[@]}" --out e.nrrd --algorithm sart
 fails 2 "--iterations 0" "--iterations" "${REC[@]}" --out e.nrrd --iterations 0

@@ -14,7 +14,13 @@ bad() {
   fail=$((fail + 1)); echo "FAIL - $*"
   sed 's/^/    stdout: /' "$OUT" | head -5; sed 's/^/    stderr: /' "$ERR" | head -5
 }
-run() { "$CTR" "$@" >"$OUT" 2>"$ERR"; rc=$?; }
+# run ARGS...: ctrecon ARGS with stdout in $OUT, stderr in $ERR, status in rc.
+# An UndefinedBehaviorSanitizer report (sanitizer build) is copied to this
+# script's stderr, where the test's FAIL_REGULAR_EXPRESSION sees it.
+run() {
+  "$CTR" "$@" >"$OUT" 2>"$ERR"; rc=$?
+  if grep -q "runtime error: " "$ERR"; then cat "$ERR" >&2; fi
+}
 finish() {
   echo "$pass passed, $fail failed"
   [ "$fail" -eq 0 ]

@@ -32,8 +32,8 @@ static inline long long file_size(const char *path) {
   return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
 
-/* Temporaries anywhere under the scratch directory ("*.tmp.*"). */
-/* Whole file into memory; NULL if it cannot be read. */
+/* Whole file into memory, followed by a NUL so that text can be read as a
+ * string (*size excludes it); NULL if it cannot be read. */
 static inline unsigned char *read_all(const char *path, long long *size) {
   *size = file_size(path);
   if (*size < 0) return NULL;
@@ -43,6 +43,7 @@ static inline unsigned char *read_all(const char *path, long long *size) {
     free(buf);
     buf = NULL;
   }
+  if (buf) buf[*size] = '\0';
   if (f) fclose(f);
   return buf;
 }
@@ -57,6 +58,7 @@ static inline int same_files(const char *a, const char *b) {
   return same;
 }
 
+/* Temporaries anywhere under the scratch directory ("*.tmp.*"). */
 static int g_tmp_found;
 static int find_tmp(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)sb, (void)flag, (void)ftw;

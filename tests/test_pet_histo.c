@@ -67,8 +67,7 @@ static int same_histo(const ctr_pet_histo *a, const ctr_pet_histo *b) {
 static cJSON *read_json(const char *path) {
   long long n;
   unsigned char *text = read_all(path, &n);
-  if (!text) return NULL;
-  text[n] = '\0';
+  if (!text) return NULL; /* NUL-terminated */
   cJSON *root = cJSON_Parse((const char *)text);
   free(text);
   return root;

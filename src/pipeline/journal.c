@@ -95,8 +95,9 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
   CTR_CHECK(init(j, path));
   FILE *f = fopen(path, "r");
   if (!f)
-    CTR_FAIL(CTR_E_IO, "cannot resume: no journal '%s' (%s); run without --resume to start over",
-             path, strerror(errno));
+    CTR_FAIL_GOTO(st, CTR_E_IO,
+                  "cannot resume: no journal '%s' (%s); run without --resume to start over", path,
+                  strerror(errno));
   char line[512];
   unsigned long long fp = 0;
   long long zs = 0, nb = 0, ns = 0;
@@ -146,6 +147,7 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
   return CTR_OK;
 cleanup:
   if (f) fclose(f);
+  ctr__journal_close(j, 0); /* frees what init() and the reading allocated */
   return st;
 }
 
