@@ -42,4 +42,10 @@ static inline ctr_status ctr__cuda_status(cudaError_t e, const char *call) {
     }                                                                          \
   } while (0)
 
+/* The data policy on the device (src/common/values.c): each of v's n values
+ * that is NaN, infinite or beyond CTR__VALUE_LIMIT becomes 0 and is added to
+ * *d_count (device memory), on stream s. One read of v; writes only where a
+ * value is bad. */
+ctr_status ctr__gpu_sanitize(float *v, long long n, unsigned long long *d_count, cudaStream_t s);
+
 #endif

@@ -1,9 +1,34 @@
-/* CUDA device discovery for the context and `ctrecon info`. */
+/* CUDA device discovery for the context and `ctrecon info`; the device side
+ * of the data policy. */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../common/internal.h"
+#include "common/projmath.h"
+#include "cuda/cuda_util.h"
+
+__global__ void sanitize_kernel(float *__restrict__ v, long long n, unsigned long long *count) {
+  unsigned int bad = 0;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    if (!ctr__value_ok(v[i])) {
+      v[i] = 0.0f;
+      bad++;
+    }
+  for (int s = 16; s > 0; s >>= 1) bad += __shfl_xor_sync(0xffffffffu, bad, s);
+  if ((threadIdx.x & 31) == 0 && bad) atomicAdd(count, (unsigned long long)bad);
+}
+
+ctr_status ctr__gpu_sanitize(float *v, long long n, unsigned long long *d_count, cudaStream_t s) {
+  ctr_status st = CTR_OK;
+  if (n <= 0) return CTR_OK;
+  const long long blocks = (n + 255) / 256;
+  sanitize_kernel<<<(unsigned)(blocks < 2048 ? blocks : 2048), 256, 0, s>>>(v, n, d_count);
+  CU_LAUNCHED("sanitize_kernel");
+cleanup:
+  return st;
+}
 
 extern "C" int ctr__cuda_device_count(void) {
   int n = 0;

@@ -44,7 +44,7 @@ typedef struct cuda_engine {
   float *d_filt[2];      /* filtered subsets, unpadded (non-resident stores) */
   cudaEvent_t ev_up[2], ev_raw_free[2], ev_filt_free[2], ev_filt_ready[2];
   float *d_vol;
-  unsigned long long *d_bad;
+  unsigned long long *d_bad; /* [0] input values, [1] output voxels replaced by 0 */
   float *h_vol_stage;    /* pinned staging for pageable targets */
   unsigned int *d_range; /* order-preserving bits of the smallest and largest value */
   int64_t z0, nz, batch_index;
@@ -266,6 +266,9 @@ static ctr_status copy_out(cuda_engine *c, int64_t k0, int64_t k1, float *dst, i
   cudaEvent_t done = NULL;
   int64_t t;
   CU(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  /* The data policy: no bad voxel leaves the device. */
+  CTR_CHECK_GOTO(st, ctr__gpu_sanitize((float *)((char *)c->d_vol + off),
+                                       (long long)(len / sizeof(float)), c->d_bad + 1, c->comp));
   CU(cudaEventRecord(done, c->comp));
   CU(cudaStreamWaitEvent(c->down, done, 0));
   CTR_CHECK_GOTO(st, ev_begin(c, T_DOWNLOAD, c->down, &t));
@@ -367,12 +370,14 @@ static void cu_timings(ctr__engine *e, ctr_stream_timings *t) {
   t->download += sum[T_DOWNLOAD];
 }
 
-static int64_t cu_nonfinite(ctr__engine *e) {
-  cuda_engine *c = (cuda_engine *)e->impl;
+static int64_t bad_count(const cuda_engine *c, int which) {
   unsigned long long n = 0;
-  if (c->d_bad && cudaMemcpy(&n, c->d_bad, sizeof n, cudaMemcpyDeviceToHost) != cudaSuccess) n = 0;
+  if (c->d_bad && cudaMemcpy(&n, c->d_bad + which, sizeof n, cudaMemcpyDeviceToHost) != cudaSuccess)
+    n = 0;
   return (int64_t)n;
 }
+static int64_t cu_nonfinite(ctr__engine *e) { return bad_count((cuda_engine *)e->impl, 0); }
+static int64_t cu_out_nonfinite(ctr__engine *e) { return bad_count((cuda_engine *)e->impl, 1); }
 
 static void cu_destroy(ctr__engine *e) {
   cuda_engine *c = (cuda_engine *)e->impl;
@@ -405,8 +410,8 @@ static void cu_destroy(ctr__engine *e) {
 }
 
 static const ctr__engine_ops cuda_ops = {cu_slab_begin, cu_filter_bp, cu_bp,        cu_slab_end,
-                                         cu_download,   cu_timings,   cu_nonfinite, cu_range,
-                                         cu_destroy};
+                                         cu_download,   cu_timings,   cu_nonfinite,
+                                         cu_out_nonfinite, cu_range, cu_destroy};
 
 static ctr__bp_variant unpaired(ctr__bp_variant v) {
   switch (v) {
@@ -470,8 +475,8 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, const ctr_geomet
     const unsigned int init[2] = {0xffffffffu, 0u};
     CU(cudaMemcpy(c->d_range, init, sizeof init, cudaMemcpyHostToDevice));
   }
-  CU(cudaMalloc(&c->d_bad, sizeof(unsigned long long)));
-  CU(cudaMemset(c->d_bad, 0, sizeof(unsigned long long)));
+  CU(cudaMalloc(&c->d_bad, 2 * sizeof(unsigned long long)));
+  CU(cudaMemset(c->d_bad, 0, 2 * sizeof(unsigned long long)));
   c->gf.in_scale = (float)(1.0 / input_scale);
   c->gf.d_nonfinite = c->d_bad;
   CU(cudaMalloc(&c->d_vol, (size_t)(g->vol.nx * g->vol.ny * plan->slab_slices) * sizeof(float)));

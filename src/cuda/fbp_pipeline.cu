@@ -7,6 +7,7 @@
  * download of the chunk's slices. Two chunks alternate on two streams so
  * the transfers of one overlap the work of the other. */
 #include "cuda/fbp_cuda.cuh"
+#include "common/projmath.h"
 #include "filter/filter.h"
 
 #include <cufft.h>
@@ -20,7 +21,8 @@
 template <typename T>
 __global__ void flatfield_transpose(const T *__restrict__ raw, const float *__restrict__ flat,
                                     const float *__restrict__ dark, int nb, int nrows_chunk,
-                                    int na, int ld, float *__restrict__ out) {
+                                    int na, int ld, float *__restrict__ out,
+                                    unsigned long long *bad) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
   const int a = blockIdx.y, s = blockIdx.z;
   if (b >= ld) return;
@@ -36,18 +38,28 @@ __global__ void flatfield_transpose(const T *__restrict__ raw, const float *__re
       float ratio = (p - d) / den;
       if (!(ratio >= 1e-6f)) ratio = 1e-6f; /* dead or saturated pixels, NaN */
       v = -logf(ratio);
+      if (!ctr__value_ok(v)) { /* an infinite projection value: the data policy */
+        v = 0.0f;
+        atomicAdd(bad, 1ull);
+      }
     }
   }
   out[((long long)s * na + a) * ld + b] = v;
 }
 
-/* Sinograms [(s * na + a)][b] into rows of `ld` floats, the padding zeroed. */
+/* Sinograms [(s * na + a)][b] into rows of `ld` floats, the padding zeroed;
+ * bad values (the data policy) become 0 and are counted in *bad. */
 __global__ void pad_rows(const float *__restrict__ sino, int nb, int na, int ld,
-                         float *__restrict__ out) {
+                         float *__restrict__ out, unsigned long long *bad) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
   const long long r = (long long)blockIdx.z * na + blockIdx.y;
   if (b >= ld) return;
-  out[r * ld + b] = b < nb ? sino[r * nb + b] : 0.0f;
+  float x = b < nb ? sino[r * nb + b] : 0.0f;
+  if (!ctr__value_ok(x)) {
+    x = 0.0f;
+    atomicAdd(bad, 1ull);
+  }
+  out[r * ld + b] = x;
 }
 
 __global__ void multiply_spectrum(cufftComplex *spec, const float *__restrict__ kern, int nf,
@@ -83,11 +95,14 @@ typedef struct chunk_bufs {
 
 /* The pipeline from projections (flat != NULL: rows [row0, row0 + nslices)
  * of nrows-row projections, flat-field corrected) or from sinograms (flat ==
- * NULL: nslices float32 sinograms, already -log'ed). */
+ * NULL: nslices float32 sinograms, already -log'ed). The data policy on the
+ * device: bad input values (sinogram values, or -log values of infinite
+ * projections) become 0 before the filter, bad slice values 0 before the
+ * download; bad[0] and bad[1] get their counts. */
 static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geometry *g,
                                const ctr_fbp_options *o, const void *proj, ctr_dtype dtype,
                                int64_t nrows, const float *flat, const float *dark, int64_t row0,
-                               int64_t nslices, float *slices) {
+                               int64_t nslices, float *slices, int64_t bad[2]) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &g->p;
   const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
@@ -95,6 +110,7 @@ static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geomet
   const int64_t S = nslices < CHUNK_SLICES ? nslices : CHUNK_SLICES;
   ctr__ramp *ramp = NULL;
   float *kern = NULL, *d_kern = NULL, *d_w = NULL, *d_flat = NULL, *d_dark = NULL, *w = NULL;
+  unsigned long long *d_bad = NULL, h_bad[2] = {0, 0};
   chunk_bufs cb[2];
   memset(cb, 0, sizeof cb);
   int64_t padded = 0, ld = 0, nf = 0;
@@ -116,6 +132,8 @@ static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geomet
   CU(cudaMalloc(&d_w, sizeof(float) * (size_t)na));
   CU(cudaMemcpy(d_kern, kern, sizeof(float) * (size_t)nf, cudaMemcpyHostToDevice));
   CU(cudaMemcpy(d_w, w, sizeof(float) * (size_t)na, cudaMemcpyHostToDevice));
+  CU(cudaMalloc(&d_bad, sizeof h_bad));
+  CU(cudaMemset(d_bad, 0, sizeof h_bad));
   /* Flat and dark rows of the whole range. */
   if (flat) {
     CU(cudaMalloc(&d_flat, sizeof(float) * (size_t)(nb * nslices)));
@@ -161,7 +179,8 @@ static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geomet
       /* Sinograms: one contiguous copy, then zero-padded rows. */
       CU(cudaMemcpyAsync(c->d_raw, (const float *)proj + s0 * nb * na, sizeof(float) * (size_t)(n * nb * na),
                          cudaMemcpyHostToDevice, c->s));
-      pad_rows<<<gr, 256, 0, c->s>>>((const float *)c->d_raw, (int)nb, (int)na, (int)ld, c->d_rows);
+      pad_rows<<<gr, 256, 0, c->s>>>((const float *)c->d_raw, (int)nb, (int)na, (int)ld, c->d_rows,
+                                     d_bad);
       CU_LAUNCHED("pad_rows");
     } else {
       /* Rows [row0 + s0, + n) of every projection: one strided copy (the
@@ -172,11 +191,13 @@ static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geomet
       if (dtype == CTR_DTYPE_UINT16)
         flatfield_transpose<uint16_t><<<gr, 256, 0, c->s>>>((const uint16_t *)c->d_raw, d_flat + s0 * nb,
                                                             d_dark ? d_dark + s0 * nb : NULL, (int)nb,
-                                                            (int)n, (int)na, (int)ld, c->d_rows);
+                                                            (int)n, (int)na, (int)ld, c->d_rows,
+                                                            d_bad);
       else
         flatfield_transpose<float><<<gr, 256, 0, c->s>>>((const float *)c->d_raw, d_flat + s0 * nb,
                                                          d_dark ? d_dark + s0 * nb : NULL, (int)nb,
-                                                         (int)n, (int)na, (int)ld, c->d_rows);
+                                                         (int)n, (int)na, (int)ld, c->d_rows,
+                                                         d_bad);
       CU_LAUNCHED("flatfield_transpose");
     }
     if (cufftExecR2C(c->plan_f, c->d_rows, (cufftComplex *)c->d_rows) != CUFFT_SUCCESS)
@@ -213,10 +234,14 @@ static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geomet
       CTR_CHECK_GOTO(st, ctr__fbp_run_slices(&c->f, j, count, c->s));
       j += count;
     }
+    CTR_CHECK_GOTO(st, ctr__gpu_sanitize(c->f.d_out, (long long)(plane * n), d_bad + 1, c->s));
     CU(cudaMemcpyAsync(slices + s0 * plane, c->f.d_out, sizeof(float) * (size_t)(plane * n),
                        cudaMemcpyDeviceToHost, c->s));
   }
   CU(cudaDeviceSynchronize());
+  CU(cudaMemcpy(h_bad, d_bad, sizeof h_bad, cudaMemcpyDeviceToHost));
+  bad[0] = (int64_t)h_bad[0];
+  bad[1] = (int64_t)h_bad[1];
   CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", 1.0));
 cleanup:
   cudaDeviceSynchronize();
@@ -231,6 +256,7 @@ cleanup:
   }
   cudaFree(d_kern);
   cudaFree(d_w);
+  cudaFree(d_bad);
   cudaFree(d_flat);
   cudaFree(d_dark);
   free(kern);
@@ -244,12 +270,13 @@ extern "C" ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx,
                                                 const ctr_fbp_options *o, const void *proj,
                                                 ctr_dtype dtype, int64_t nrows, const float *flat,
                                                 const float *dark, int64_t row0,
-                                                int64_t nslices, float *slices) {
-  return run_pipeline(ctx, g, o, proj, dtype, nrows, flat, dark, row0, nslices, slices);
+                                                int64_t nslices, float *slices, int64_t bad[2]) {
+  return run_pipeline(ctx, g, o, proj, dtype, nrows, flat, dark, row0, nslices, slices, bad);
 }
 
 extern "C" ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                                               const ctr_fbp_options *o, const float *sino,
-                                              int64_t nslices, float *slices) {
-  return run_pipeline(ctx, g, o, sino, CTR_DTYPE_FLOAT32, nslices, NULL, NULL, 0, nslices, slices);
+                                              int64_t nslices, float *slices, int64_t bad[2]) {
+  return run_pipeline(ctx, g, o, sino, CTR_DTYPE_FLOAT32, nslices, NULL, NULL, 0, nslices, slices,
+                      bad);
 }

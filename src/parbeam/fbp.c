@@ -74,6 +74,19 @@ static ctr_status check_slices(const ctr_context *ctx, const char *fn, const ctr
                 CTR__BAD_VALUES, "replaced by 0");
 }
 
+#if CTR_HAVE_CUDA
+/* The GPU ran the data policy on the device (no host pass over the data):
+ * bad[0] input values and bad[1] slice values it replaced by 0. */
+static ctr_status gpu_counts(const ctr_context *ctx, const char *fn, const ctr_fbp_options *o,
+                             const int64_t bad[2]) {
+  char what[64];
+  snprintf(what, sizeof what, "%s: sinograms", fn);
+  CTR_CHECK(policy(ctx, o, bad[0], CTR__COUNT(o, input), what, CTR__BAD_VALUES, "replaced by 0"));
+  snprintf(what, sizeof what, "%s: slices", fn);
+  return policy(ctx, o, bad[1], CTR__COUNT(o, output), what, CTR__BAD_VALUES, "replaced by 0");
+}
+#endif
+
 static ctr_status check_call(const char *fn, const ctr_parallel_geometry *g, int64_t nslices,
                              const void *a, const char *aname, const void *b, const char *bname) {
   if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: geometry is NULL", fn);
@@ -186,28 +199,18 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
   const int64_t ns = sinograms->dims[2];
   CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
   const int64_t per_slice = nb * na;
-  /* The data policy, in host code for both backends: bad sinogram values
-   * would spread over whole rows in the filter. */
+#if CTR_HAVE_CUDA
+  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+    int64_t bad[2] = {0, 0};
+    CTR_CHECK(ctr__fbp_sinograms_cuda(ctx, g, &o, sinograms->data, ns, slices->data, bad));
+    return gpu_counts(ctx, "ctr_fbp", &o, bad);
+  }
+#endif
+  /* The data policy: bad sinogram values would spread over whole rows in
+   * the filter (the GPU replaces them on the device). */
   const int64_t bad = ctr__values_count(sinograms->data, ns * per_slice);
   CTR_CHECK(policy(ctx, &o, bad, CTR__COUNT(&o, input), "ctr_fbp: sinograms", CTR__BAD_VALUES,
                    "replaced by 0"));
-#if CTR_HAVE_CUDA
-  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
-    const float *in = sinograms->data;
-    float *clean = NULL;
-    if (bad) { /* the caller's array is const: a cleaned copy */
-      clean = ctr__malloc(sizeof(float) * (size_t)(ns * per_slice), "cleaned sinograms");
-      if (!clean) return CTR_E_OUT_OF_MEMORY;
-      memcpy(clean, in, sizeof(float) * (size_t)(ns * per_slice));
-      ctr__values_sanitize(clean, ns * per_slice);
-      in = clean;
-    }
-    st = ctr__fbp_sinograms_cuda(ctx, g, &o, in, ns, slices->data);
-    free(clean);
-    if (st == CTR_OK) st = check_slices(ctx, "ctr_fbp", &o, slices->data, nx * ny * ns);
-    return st;
-  }
-#endif
   int64_t chunk = CTR__FBP_CHUNK_BYTES / (per_slice * (int64_t)sizeof(float));
   if (chunk > CTR__FBP_CHUNK_SLICES) chunk = CTR__FBP_CHUNK_SLICES;
   if (chunk < 1) chunk = 1;
@@ -266,11 +269,10 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
                    "values set to 0"));
 #if CTR_HAVE_CUDA
   if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
-    st = ctr__fbp_projections_cuda(ctx, g, &o, proj->data, proj->dtype, nrows, flat, dark, row0,
-                                   ns, slices->data);
-    if (st == CTR_OK)
-      st = check_slices(ctx, "ctr_fbp_projections", &o, slices->data, g->p.nx * g->p.ny * ns);
-    return st;
+    int64_t bad[2] = {0, 0};
+    CTR_CHECK(ctr__fbp_projections_cuda(ctx, g, &o, proj->data, proj->dtype, nrows, flat, dark,
+                                        row0, ns, slices->data, bad));
+    return gpu_counts(ctx, "ctr_fbp_projections", &o, bad);
   }
 #endif
   /* CPU: chunks of rows through sinograms in host memory. */

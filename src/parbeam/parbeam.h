@@ -42,16 +42,19 @@ int64_t ctr__flat_bad_pixels(const float *flat, const float *dark, int64_t n);
 ctr_status ctr__fbp_bp_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                             const ctr_fbp_options *o, int64_t nslices, const float *sino,
                             float *slices);
-/* ctr_fbp_projections on the GPU (arguments checked by the caller). */
+/* ctr_fbp_projections on the GPU (arguments checked by the caller). The
+ * data policy runs on the device: bad[0] counts input values replaced by 0
+ * (-log values of infinite projections), bad[1] slice values replaced by 0. */
 ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                                      const ctr_fbp_options *o, const void *proj, ctr_dtype dtype,
                                      int64_t nrows, const float *flat, const float *dark,
-                                     int64_t row0, int64_t nslices, float *slices);
+                                     int64_t row0, int64_t nslices, float *slices, int64_t bad[2]);
 /* ctr_fbp on the GPU: sinograms (host) filtered with cuFFT and
- * backprojected on the device, chunk by chunk on two streams. */
+ * backprojected on the device, chunk by chunk on two streams; bad[0] counts
+ * the sinogram values replaced by 0, bad[1] the slice values. */
 ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                                    const ctr_fbp_options *o, const float *sino, int64_t nslices,
-                                   float *slices);
+                                   float *slices, int64_t bad[2]);
 /* Benchmark: the same with the sinograms resident on the device, `repeats`
  * timed passes after a warm-up; the median pass in *median_ms; slices (may
  * be NULL) get the result. */

@@ -38,9 +38,14 @@ typedef struct ctr__engine_ops {
   /* Adds the backend's step times (upload, filter, store, reload,
    * backproject, download) to t. */
   void (*timings)(ctr__engine *e, ctr_stream_timings *t);
+  /* Input values (raw views) counted and set to 0 so far. */
   int64_t (*nonfinite)(ctr__engine *e);
-  /* Smallest and largest value of every subvolume finished so far (NaN
-   * ignored; +inf / -inf if none). */
+  /* Output voxels replaced by 0 so far (the data policy: NaN, infinite or
+   * beyond CTR__VALUE_LIMIT): what slab_end writes to its target and what
+   * download delivers holds none. */
+  int64_t (*out_nonfinite)(ctr__engine *e);
+  /* Smallest and largest value of every subvolume finished so far (bad
+   * values taken as the 0 they are stored as; +inf / -inf if none). */
   void (*range)(ctr__engine *e, float *min, float *max);
   void (*destroy)(ctr__engine *e);
 } ctr__engine_ops;

@@ -18,7 +18,7 @@ typedef struct cpu_engine {
   float *own;           /* own subvolume buffer (NULL when the output is in memory) */
   int64_t nb, z0, nz, cap;
   float in_scale;
-  int64_t nonfinite;
+  int64_t nonfinite, out_bad;
   float min, max;
   double t_filter, t_bp;
 } cpu_engine;
@@ -81,7 +81,7 @@ static ctr_status cpu_bp(ctr__engine *e, int64_t v0, int64_t n, const float *fil
 
 static ctr_status cpu_slab_end(ctr__engine *e) {
   cpu_engine *c = e->impl;
-  ctr__slab_stats(c->slab, c->g->vol.nx * c->g->vol.ny * c->nz, &c->min, &c->max);
+  c->out_bad += ctr__slab_stats(c->slab, c->g->vol.nx * c->g->vol.ny * c->nz, &c->min, &c->max);
   return CTR_OK;
 }
 
@@ -108,6 +108,7 @@ static void cpu_timings(ctr__engine *e, ctr_stream_timings *t) {
 }
 
 static int64_t cpu_nonfinite(ctr__engine *e) { return ((cpu_engine *)e->impl)->nonfinite; }
+static int64_t cpu_out_nonfinite(ctr__engine *e) { return ((cpu_engine *)e->impl)->out_bad; }
 
 static void cpu_destroy(ctr__engine *e) {
   cpu_engine *c = e->impl;
@@ -119,8 +120,8 @@ static void cpu_destroy(ctr__engine *e) {
 }
 
 static const ctr__engine_ops cpu_ops = {cpu_slab_begin, cpu_filter_bp, cpu_bp, cpu_slab_end,
-                                        cpu_download, cpu_timings, cpu_nonfinite, cpu_range,
-                                        cpu_destroy};
+                                        cpu_download, cpu_timings, cpu_nonfinite,
+                                        cpu_out_nonfinite, cpu_range, cpu_destroy};
 
 ctr_status ctr__engine_cpu_create(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *o,
                                   const ctr_plan *plan, double input_scale, ctr__engine **out) {

@@ -22,8 +22,10 @@ int64_t ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype
 int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
                                 float scale, float *dst);
 
-/* Smallest and largest value of n floats, merged into *mn, *mx. */
-void ctr__slab_stats(const float *v, int64_t n, float *mn, float *mx);
+/* Smallest and largest value of n floats, merged into *mn, *mx, after
+ * replacing each bad value (NaN, infinite, beyond CTR__VALUE_LIMIT) by 0;
+ * returns how many were replaced. */
+int64_t ctr__slab_stats(float *v, int64_t n, float *mn, float *mx);
 /* float -> uint16 of value x scale: rounds, clamps, NaN -> 0; counts clamps. */
 void ctr__to_u16(const float *v, int64_t n, double scale, uint16_t *out, int64_t *below,
                  int64_t *above);

@@ -1,21 +1,29 @@
 /* Values of finished subvolumes: their range and the uint16 conversion of
  * the output (the CPU backend and the executor's main thread use them). */
 #include "pipeline/pipeline.h"
+#include "common/projmath.h"
 
 #include <math.h>
 
-/* A non-finite value counts as the 0 it is stored as (the data policy,
- * src/common/values.c: the executor replaces and reports it). */
-void ctr__slab_stats(const float *v, int64_t n, float *mn, float *mx) {
+/* The data policy for the output (src/common/values.c): a value that is
+ * NaN, infinite or beyond CTR__VALUE_LIMIT is replaced by 0 and counted, in
+ * the same pass that takes the range. */
+int64_t ctr__slab_stats(float *v, int64_t n, float *mn, float *mx) {
   float lo = *mn, hi = *mx;
-#pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static)
+  int64_t bad = 0;
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) reduction(+ : bad) schedule(static)
   for (int64_t i = 0; i < n; i++) {
-    const float x = isfinite(v[i]) ? v[i] : 0.0f;
+    float x = v[i];
+    if (!ctr__value_ok(x)) {
+      v[i] = x = 0.0f;
+      bad++;
+    }
     lo = x < lo ? x : lo;
     hi = x > hi ? x : hi;
   }
   *mn = lo;
   *mx = hi;
+  return bad;
 }
 
 void ctr__to_u16(const float *v, int64_t n, double scale, uint16_t *out, int64_t *below,

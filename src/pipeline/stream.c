@@ -189,13 +189,15 @@ static const char *input_name(const stream_run *r, char *buf, size_t n) {
   return buf;
 }
 
-/* The result's non-finite voxels (v[0, n)): replaced by 0 and counted, an
- * error in strict mode, so nothing non-finite gets the output's final name. */
+/* The result's bad voxels: the engine replaced them by 0 and counted them
+ * (out_nonfinite) in what it delivered, in the same pass as its range (CPU)
+ * or on the GPU; in strict mode any is an error, so nothing non-finite gets
+ * the output's final name. */
 #define CTR__BAD_VOXELS "voxels NaN, infinite or beyond +-1e+24"
 
-static ctr_status check_output(stream_run *r, float *v, int64_t n) {
-  const int64_t bad = ctr__values_sanitize(v, n);
-  r->out_bad += bad;
+static ctr_status check_output(stream_run *r) {
+  const int64_t total = r->eng->ops->out_nonfinite(r->eng), bad = total - r->out_bad;
+  r->out_bad = total;
   return r->fdk.strict ? ctr__values_report_kind(r->ctx, 1, bad, "the reconstruction",
                                                  CTR__BAD_VOXELS, "stored as 0")
                        : CTR_OK;
@@ -279,7 +281,7 @@ static ctr_status reuse_pass(stream_run *r) {
 static ctr_status deliver(stream_run *r, int64_t s, int64_t z, int64_t nz) {
   const int64_t slice = r->g->vol.nx * r->g->vol.ny;
   /* The engine wrote into the caller's volume. */
-  if (r->vol_mem) return check_output(r, r->vol_mem + z * slice, nz * slice);
+  if (r->vol_mem) return check_output(r);
   const int64_t below0 = r->below, above0 = r->above;
   ctr__slab_record rec = {0, INFINITY, -INFINITY, 0, 0};
   r->eng->ops->range(r->eng, &rec.min, &rec.max); /* this run's subvolumes so far */
@@ -293,7 +295,7 @@ static ctr_status deliver(stream_run *r, int64_t s, int64_t z, int64_t nz) {
       ctr__writer_giveback(&r->writer, buf);
       return st;
     }
-    st = check_output(r, data, (k1 - k0) * slice);
+    st = check_output(r);
     if (st != CTR_OK) {
       ctr__writer_giveback(&r->writer, buf);
       return st;
