@@ -327,11 +327,15 @@ static void journal(void) {
   plan.store = CTR_STORE_HOST;
   ctr__journal j;
   check(ctr__journal_create(&j, path, 0x0123456789abcdefull, &plan), "journal"); /* FZ_FINGERPRINT */
-  check(ctr__journal_mark(&j, 0, 0, 8), "journal mark");
-  check(ctr__journal_mark(&j, 2, 16, 8), "journal mark");
+  const ctr__slab_record r0 = {0x9ae0daafu, -0.5f, 1.5f, 0, 0}, r2 = {0x2144df1cu, -0.5f, 2.0f, 3, 7};
+  check(ctr__journal_mark(&j, 0, 0, 8, &r0), "journal mark");
+  check(ctr__journal_mark(&j, 2, 16, 8, &r2), "journal mark");
   ctr__journal_close(&j, 0);
   put_text("journal", "other-run",
-           "ctrecon-journal 1\nfingerprint 00000000000000aa\nplan 8 16 2 0 3\n");
+           "ctrecon-journal 2\nfingerprint 00000000000000aa\nplan 8 16 2 0 3\n");
+  /* the format before per-subvolume checksums: refused */
+  put_text("journal", "format-1",
+           "ctrecon-journal 1\nfingerprint 0123456789abcdef\nplan 8 16 2 0 3\nslab 0 0 8 done\n");
 }
 
 int main(int argc, char **argv) {
