@@ -167,10 +167,6 @@ double cli_now(void);
 int cli_interrupted(void);
 void cli_install_sigint(void);
 
-/* Checks that the directory an output file goes to exists, is a directory
- * and takes new files, so that a typo fails before minutes of computing;
- * removes stale temporaries of the output (see cli_check_files). */
-int cli_check_output_dir(const char *cmd, const char *path);
 
 /* A path option: "--out" and its value (NULL: not given). */
 typedef struct cli_file {

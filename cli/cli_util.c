@@ -153,10 +153,6 @@ static int check_writable(const char *cmd, const char *option, const char *path)
   return 0;
 }
 
-int cli_check_output_dir(const char *cmd, const char *path) {
-  return check_writable(cmd, NULL, path);
-}
-
 int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *outputs) {
   for (const cli_file *o = outputs; o && o->option; o++) {
     if (!o->path) continue;
