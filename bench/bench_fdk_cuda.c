@@ -25,7 +25,7 @@
 #include "ctrecon.h"
 
 #if CTR_HAVE_CUDA
-#include "cuda/fdk_cuda.h"
+#include "conebeam/cuda/bp_config.h"
 
 #define DIE(...)                  \
   do {                            \

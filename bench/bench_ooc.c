@@ -17,7 +17,7 @@
 #include "bench_common.h"
 #include "ctrecon.h"
 #if CTR_HAVE_CUDA
-#include "cuda/fdk_cuda.h"
+#include "conebeam/cuda/bp_config.h"
 #endif
 
 #include <fcntl.h>

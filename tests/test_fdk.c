@@ -7,7 +7,7 @@
  * on the GPU (exit 77, skipped, without one). */
 #include "harness.h"
 
-#include "cpu/backproject.h"
+#include "conebeam/cpu/backproject.h"
 #include "filter/filter.h"
 
 #define PI 3.14159265358979323846

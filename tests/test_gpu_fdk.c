@@ -6,8 +6,8 @@
 #include "harness.h"
 
 #if CTR_HAVE_CUDA
-#include "cpu/backproject.h"
-#include "cuda/fdk_cuda.h"
+#include "conebeam/cpu/backproject.h"
+#include "conebeam/cuda/bp_config.h"
 
 /* CTR_TEST_QUICK=1 (for compute-sanitizer): one configuration per variant. */
 static int quick;

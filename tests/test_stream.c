@@ -9,7 +9,7 @@
 #include "scratch_dir.h"
 
 #include "io/stack_partial.h"
-#include "pipeline/journal.h"
+#include "conebeam/journal.h"
 
 #include <dirent.h>
 #include <ftw.h>

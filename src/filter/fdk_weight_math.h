@@ -5,7 +5,7 @@
 
 #include <math.h>
 
-#include "common/projmath.h"
+#include "core/projmath.h"
 
 #define CTR__PI_D 3.14159265358979323846
 

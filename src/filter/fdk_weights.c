@@ -1,6 +1,6 @@
 /* FDK pre-weights (cosine, Parker) and the per-view post-filter scale, and
  * the CPU filtering step of FDK. */
-#include "filter.h"
+#include "filter/filter.h"
 
 #include <math.h>
 #include <string.h>
@@ -124,7 +124,7 @@ ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk
   if (v0 < 0 || n < 0 || v0 + n > g->nviews)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "views [%lld, %lld): expected a range inside [0, %lld)",
              (long long)v0, (long long)(v0 + n), (long long)g->nviews);
-  /* The data policy (src/common/values.c): bad values would spread over
+  /* The data policy (src/core/values.c): bad values would spread over
    * whole rows in the filter. */
   const int64_t bad = ctr__values_count(proj, n * g->nu * g->nv);
   CTR_CHECK(ctr__values_report(ctx, o.strict, bad, "ctr_fdk_filter: projections"));

@@ -2,7 +2,7 @@
 #ifndef CTR_FILTER_H
 #define CTR_FILTER_H
 
-#include "common/internal.h"
+#include "core/internal.h"
 #include "filter/fdk_weight_math.h"
 #include "geometry/geometry_internal.h"
 

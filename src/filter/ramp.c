@@ -1,5 +1,5 @@
 /* Ramp filter: windows, the sampled Ram-Lak kernel and FFTW row filtering. */
-#include "filter.h"
+#include "filter/filter.h"
 
 #include <fftw3.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* Geometry construction: circular orbits and arbitrary matrices, both reduced
  * to the canonical per-view form; validation; scan analysis for FDK weights. */
-#include "geometry_internal.h"
+#include "geometry/geometry_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #ifndef CTR_GEOMETRY_INTERNAL_H
 #define CTR_GEOMETRY_INTERNAL_H
 
-#include "common/internal.h"
+#include "core/internal.h"
 
 #ifdef __cplusplus
 extern "C" {

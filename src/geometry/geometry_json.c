@@ -1,8 +1,8 @@
 /* JSON geometry files (docs/geometry.md): parsing with errors that name the
  * file and the field, and writing through a temporary name. */
-#include "geometry_internal.h"
+#include "geometry/geometry_internal.h"
 
-#include "common/json_keys.h"
+#include "core/json_keys.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
 #ifndef CTR_IO_INTERNAL_H
 #define CTR_IO_INTERNAL_H
 
-#include "common/internal.h"
+#include "core/internal.h"
 #include "io/stack_partial.h"
 
 #include <stddef.h>

@@ -46,7 +46,7 @@ static ctr_status resolve_options(const char *fn, const ctr_fbp_options *opts, c
   return CTR_OK;
 }
 
-/* The data policy (src/common/values.c) for `bad` data of one kind: an
+/* The data policy (src/core/values.c) for `bad` data of one kind: an
  * error in strict mode; else added to o->counts when the caller collects
  * them, or a warning with the count. */
 static ctr_status policy(const ctr_context *ctx, const ctr_fbp_options *o, int64_t bad,

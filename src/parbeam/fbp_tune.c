@@ -6,7 +6,7 @@
  * so a crash never leaves a half-written cache. */
 #include "parbeam/fbp_tune.h"
 
-#include "common/json_keys.h"
+#include "core/json_keys.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
 #ifndef CTR_FBP_TUNE_H
 #define CTR_FBP_TUNE_H
 
-#include "common/internal.h"
+#include "core/internal.h"
 
 #ifdef __cplusplus
 extern "C" {

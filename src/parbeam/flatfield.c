@@ -1,7 +1,7 @@
 /* Flat-field correction, -log and transposition of projections into
  * sinograms (ctr_flatfield_sinograms), and averaging of flat / dark images
  * (ctr_average_images). CPU, OpenMP. */
-#include "common/internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
 #ifndef CTR_PARBEAM_H
 #define CTR_PARBEAM_H
 
-#include "common/internal.h"
+#include "core/internal.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,7 +4,7 @@
 #ifndef CTR_PET_H
 #define CTR_PET_H
 
-#include "common/internal.h"
+#include "core/internal.h"
 
 #include <pthread.h>
 
@@ -102,7 +102,7 @@ ctr_status ctr__pet_recon_check(const ctr_pet_system *s, const ctr_pet_histo *h,
 void ctr__pet_initial_image(const ctr_pet_histo *h, int64_t nvox, float *image);
 
 #if CTR_HAVE_CUDA
-/* CUDA backend (src/cuda/pet_cuda.cu): device-resident padded image and
+/* CUDA backend (src/pet/cuda/pet_cuda.cu): device-resident padded image and
  * histo-image buffers and the tables of the views used so far. */
 typedef struct ctr__pet_cuda ctr__pet_cuda;
 ctr_status ctr__pet_cuda_create(ctr_context *ctx, int device, ctr_pet_system *s,

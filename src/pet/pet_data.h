@@ -3,7 +3,7 @@
 #ifndef CTR_PET_DATA_H
 #define CTR_PET_DATA_H
 
-#include "common/internal.h"
+#include "core/internal.h"
 
 #ifdef __cplusplus
 extern "C" {

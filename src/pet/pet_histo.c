@@ -5,7 +5,7 @@
  * crash never leaves a description pointing at incomplete data. */
 #include "pet/pet_data.h"
 #include "io/io_internal.h"
-#include "common/json_keys.h"
+#include "core/json_keys.h"
 
 #include <cjson/cJSON.h>
 #include <float.h>

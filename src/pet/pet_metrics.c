@@ -1,7 +1,7 @@
 /* Contrast recovery and noise of a reconstructed PET image (seed 002 section
  * 6.1): 2D circular and annular ROIs on one slice, each pixel weighted by the
  * fraction of its area inside the ROI (8 x 8 point samples per pixel). */
-#include "common/internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * the axis titles "noise (%)" and "CRC", an optional title, and a line
  * through the points in order with a marker on each. Labels use the 5 x 7
  * font of pet_font.c; the PNG goes to a temporary name and is renamed. */
-#include "common/internal.h"
+#include "core/internal.h"
 #include "io/io_internal.h"
 #include "pet/pet_font.h"
 

@@ -65,7 +65,7 @@ static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
 
 #define CTR__BAD_COUNTS "counts or factors NaN, infinite, negative or beyond +-1e+24"
 
-/* The data policy (src/common/values.c) around the reconstruction, in host
+/* The data policy (src/core/values.c) around the reconstruction, in host
  * code for both backends: bad counts or factors are used as 0 (on a cleaned
  * copy: the caller's data are const) or, strict, an error; a non-finite
  * result voxel is stored as 0 or, strict, an error. */

@@ -3,7 +3,7 @@
 #ifndef CTR_PHANTOM_INTERNAL_H
 #define CTR_PHANTOM_INTERNAL_H
 
-#include "common/internal.h"
+#include "core/internal.h"
 
 #include <math.h>
 

@@ -3,7 +3,7 @@
  * range CTR_E_INVALID_ARGUMENT; both name the file and the JSON path. */
 #include "phantom/phantom_internal.h"
 
-#include "common/json_keys.h"
+#include "core/json_keys.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -1,9 +1,9 @@
-/* The journal of a streamed run (src/pipeline/journal.c):
+/* The journal of a streamed run (src/conebeam/journal.c):
  * ctr__journal_resume, as `ctrecon fdk --resume` opens "<out>.partial.journal".
  * The run's fingerprint is fixed; the seeds carry it. */
 #include "fuzz_util.h"
 
-#include "pipeline/journal.h"
+#include "conebeam/journal.h"
 
 #define FZ_FINGERPRINT 0x0123456789abcdefull
 

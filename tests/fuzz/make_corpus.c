@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "parbeam/fbp_tune.h"
-#include "pipeline/journal.h"
+#include "conebeam/journal.h"
 
 #define SPLIT "\n#CTRFUZZ#\n" /* fuzz_util.h's FZ_SPLIT */
 

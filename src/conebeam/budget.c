@@ -1,0 +1,46 @@
+/* Memory budgets from the machine: free GPU memory and available host memory,
+ * less safety margins (documented at ctr_plan_default_budgets). */
+#include "core/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GPU_RESERVE ((uint64_t)1 << 30)
+#define HOST_KEEP_MIN ((uint64_t)1 << 30)
+
+/* MemAvailable from /proc/meminfo (bytes), else physical pages x page size. */
+static uint64_t host_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[256];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+        fclose(f);
+        return (uint64_t)kb * 1024u;
+      }
+    fclose(f);
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+}
+
+ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget, uint64_t *host_budget) {
+  if (gpu_budget) {
+    *gpu_budget = 0;
+    if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+      ctr_device_info info;
+      const int dev = ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
+      CTR_CHECK(ctr_cuda_device_info(dev, &info));
+      *gpu_budget = info.free_memory > GPU_RESERVE ? info.free_memory - GPU_RESERVE : 0;
+    }
+  }
+  if (host_budget) {
+    const uint64_t avail = host_available();
+    uint64_t keep = avail / 10;
+    if (keep < HOST_KEEP_MIN) keep = HOST_KEEP_MIN;
+    *host_budget = avail > keep ? avail - keep : 0;
+  }
+  return CTR_OK;
+}

@@ -1,0 +1,89 @@
+/* Fast CPU backprojection. The volume is walked row by row (x fastest); for
+ * each row and view, c, u and v are linear in x before the division, so the
+ * inner loop is straight-line arithmetic plus four loads, which the compiler
+ * vectorises (AVX-512 / AVX2 / SSE clones picked at run time). On circular
+ * orbits c and u do not depend on z, so two slices share them. */
+#include "conebeam/cpu/backproject.h"
+
+#include "core/projmath.h"
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CTR__CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CTR__CLONES
+#endif
+
+/* acc[i] += w(i) * Q(u(i), v(i)) along one volume row; a, b, c are the three
+ * rows of the matrix evaluated at i = 0 with per-voxel increments. */
+CTR__CLONES
+static void bp_row(float *restrict acc, int nx, const float *restrict img, int pitch, int nu,
+                   int nv, float a0, float da, float b0, float db, float c0, float dc) {
+  for (int i = 0; i < nx; i++) {
+    const float fi = (float)i;
+    const float r = 1.0f / (c0 + fi * dc);
+    const float u = (a0 + fi * da) * r;
+    const float v = (b0 + fi * db) * r;
+    acc[i] += r * r * ctr__bilinear_padded(img, pitch, nu, nv, u, v);
+  }
+}
+
+/* ROWS rows (slices z .. z+ROWS-1 at the same y) of a circular orbit: c and
+ * u are the same, v differs. Each row's v comes from its own b0, so the sums
+ * are bit-identical to bp_row's, whatever the grouping. */
+#define CTR__ROWS 4
+CTR__CLONES
+static void bp_rows(float *restrict acc, int64_t stride, int nx, const float *restrict img,
+                    int pitch, int nu, int nv, float a0, float da, const float *b0, float db,
+                    float c0, float dc) {
+  for (int i = 0; i < nx; i++) {
+    const float fi = (float)i;
+    const float r = 1.0f / (c0 + fi * dc);
+    const float u = (a0 + fi * da) * r, w = r * r;
+    for (int m = 0; m < CTR__ROWS; m++)
+      acc[m * stride + i] += w * ctr__bilinear_padded(img, pitch, nu, nv, u, (b0[m] + fi * db) * r);
+  }
+}
+
+void ctr__bp_cpu(const ctr_context *ctx, const ctr_geometry *g, int64_t v0, int64_t n,
+                 const int64_t *idx, const double *alpha, const ctr__padded_views *views,
+                 float *vol, int64_t z0, int64_t nzs) {
+  const ctr_volume_geometry *vg = &g->vol;
+  const int64_t nx = vg->nx, ny = vg->ny;
+  const double x0 = ctr__voxel_coord(0, nx, vg->voxel_x, vg->offset_x);
+  const int circular = ctr_geometry_is_circular(g);
+  const int64_t step = circular ? CTR__ROWS : 1, nsteps = (nzs + step - 1) / step;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(ctr__num_threads(ctx))
+  for (int64_t zs = 0; zs < nsteps; zs++) {
+    for (int64_t y = 0; y < ny; y++) {
+      const int64_t z = zs * step;
+      const int group = circular && z + CTR__ROWS <= nzs;
+      const double wy = ctr__voxel_coord(y, ny, vg->voxel_y, vg->offset_y);
+      const int64_t rows = circular ? (nzs - z < CTR__ROWS ? nzs - z : CTR__ROWS) : 1;
+      for (int64_t k = 0; k < n; k++) {
+        double P[12];
+        const double s = alpha ? alpha[k] : 1.0;
+        for (int q = 0; q < 12; q++) P[q] = s * g->views[idx ? idx[k] : v0 + k].P[q];
+        const float *img = views->base + k * views->view_stride;
+        const float da = (float)(P[0] * vg->voxel_x), db = (float)(P[4] * vg->voxel_x);
+        const float dc = (float)(P[8] * vg->voxel_x);
+        float b0[CTR__ROWS];
+        for (int64_t m = 0; m < rows; m++) {
+          const double wz = ctr__voxel_coord(z0 + z + m, vg->nz, vg->voxel_z, vg->offset_z);
+          b0[m] = (float)(P[4] * x0 + P[5] * wy + P[6] * wz + P[7]);
+        }
+        const double wz = ctr__voxel_coord(z0 + z, vg->nz, vg->voxel_z, vg->offset_z);
+        const float a0 = (float)(P[0] * x0 + P[1] * wy + P[2] * wz + P[3]);
+        const float c0 = (float)(P[8] * x0 + P[9] * wy + P[10] * wz + P[11]);
+        float *row = vol + (z * ny + y) * nx;
+        if (group) {
+          bp_rows(row, ny * nx, (int)nx, img, views->pitch, (int)g->nu, (int)g->nv, a0, da, b0, db,
+                  c0, dc);
+        } else {
+          for (int64_t m = 0; m < rows; m++)
+            bp_row(row + m * ny * nx, (int)nx, img, views->pitch, (int)g->nu, (int)g->nv, a0, da,
+                   b0[m], db, c0, dc);
+        }
+      }
+    }
+  }
+}

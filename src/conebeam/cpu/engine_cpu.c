@@ -1,0 +1,173 @@
+/* CPU backend of the streamed FDK pipeline: filters a padded batch in place
+ * (FFTW) and backprojects it into a subvolume held in host memory. */
+#include "conebeam/cpu/backproject.h"
+#include "filter/filter.h"
+#include "conebeam/engine.h"
+#include "conebeam/fdk_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct cpu_engine {
+  ctr_context *ctx;
+  const ctr_geometry *g;
+  ctr__fdk_filter filter;
+  int have_filter;
+  float *batch;         /* N' padded views */
+  float *slab;          /* the subvolume: own buffer, or the caller's target */
+  float *own;           /* own subvolume buffer (NULL when the output is in memory) */
+  int64_t nb, z0, nz, cap;
+  float in_scale;
+  int64_t nonfinite, out_bad;
+  float min, max;
+  double t_filter, t_bp;
+} cpu_engine;
+
+static ctr_status cpu_slab_begin(ctr__engine *e, int64_t z0, int64_t nz, float *target) {
+  cpu_engine *c = e->impl;
+  c->slab = target ? target : c->own;
+  if (!c->slab) CTR_FAIL(CTR_E_INTERNAL, "no subvolume buffer");
+  if (nz > c->cap) CTR_FAIL(CTR_E_INTERNAL, "subvolume of %lld slices exceeds the plan's %lld",
+                            (long long)nz, (long long)c->cap);
+  c->z0 = z0;
+  c->nz = nz;
+  memset(c->slab, 0, (size_t)(c->g->vol.nx * c->g->vol.ny * nz) * sizeof(float));
+  return CTR_OK;
+}
+
+static ctr__padded_views batch_views(const cpu_engine *c) {
+  const ctr__padded_views v = {c->batch + ctr__padded_origin(c->g->nu),
+                               ctr__padded_size(c->g->nu, c->g->nv), ctr__padded_pitch(c->g->nu)};
+  return v;
+}
+
+/* Unpadded views out of the padded batch. */
+static void copy_unpadded(const cpu_engine *c, int64_t n, float *dst) {
+  const ctr__padded_views v = batch_views(c);
+  const int64_t nu = c->g->nu, nv = c->g->nv;
+  for (int64_t k = 0; k < n; k++)
+    for (int64_t r = 0; r < nv; r++)
+      memcpy(dst + (k * nv + r) * nu, v.base + k * v.view_stride + r * v.pitch,
+             (size_t)nu * sizeof(float));
+}
+
+static ctr_status cpu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void *raw,
+                                ctr_dtype dtype, float *filtered_out) {
+  cpu_engine *c = e->impl;
+  if (n > c->nb) CTR_FAIL(CTR_E_INTERNAL, "batch of %lld views exceeds N' = %lld", (long long)n,
+                          (long long)c->nb);
+  const double t0 = ctr__now_s();
+  c->nonfinite += ctr__fill_padded_scaled(c->g, raw, dtype, n, c->in_scale, c->batch);
+  const ctr__padded_views v = batch_views(c);
+  CTR_CHECK(ctr__fdk_filter_run(c->ctx, &c->filter, v0, n, (float *)v.base, v.view_stride, v.pitch));
+  if (filtered_out) copy_unpadded(c, n, filtered_out);
+  const double t1 = ctr__now_s();
+  ctr__bp_cpu(c->ctx, c->g, v0, n, NULL, NULL, &v, c->slab, c->z0, c->nz);
+  c->t_filter += t1 - t0;
+  c->t_bp += ctr__now_s() - t1;
+  return CTR_OK;
+}
+
+static ctr_status cpu_bp(ctr__engine *e, int64_t v0, int64_t n, const float *filtered) {
+  cpu_engine *c = e->impl;
+  if (!filtered) CTR_FAIL(CTR_E_INTERNAL, "the CPU backend keeps no filtered views");
+  const double t0 = ctr__now_s();
+  ctr__fill_padded(c->g, filtered, CTR_DTYPE_FLOAT32, n, c->batch);
+  const ctr__padded_views v = batch_views(c);
+  ctr__bp_cpu(c->ctx, c->g, v0, n, NULL, NULL, &v, c->slab, c->z0, c->nz);
+  c->t_bp += ctr__now_s() - t0;
+  return CTR_OK;
+}
+
+static ctr_status cpu_slab_end(ctr__engine *e) {
+  cpu_engine *c = e->impl;
+  c->out_bad += ctr__slab_stats(c->slab, c->g->vol.nx * c->g->vol.ny * c->nz, &c->min, &c->max);
+  return CTR_OK;
+}
+
+static void cpu_range(ctr__engine *e, float *mn, float *mx) {
+  cpu_engine *c = e->impl;
+  *mn = c->min;
+  *mx = c->max;
+}
+
+static ctr_status cpu_download(ctr__engine *e, int64_t k0, int64_t k1, float *dst) {
+  cpu_engine *c = e->impl;
+  const int64_t slice = c->g->vol.nx * c->g->vol.ny;
+  if (k0 < 0 || k1 > c->nz || k0 > k1)
+    CTR_FAIL(CTR_E_INTERNAL, "download of slices [%lld, %lld) of a %lld-slice subvolume",
+             (long long)k0, (long long)k1, (long long)c->nz);
+  memcpy(dst, c->slab + k0 * slice, (size_t)((k1 - k0) * slice) * sizeof(float));
+  return CTR_OK;
+}
+
+static void cpu_timings(ctr__engine *e, ctr_stream_timings *t) {
+  cpu_engine *c = e->impl;
+  t->filter += c->t_filter;
+  t->backproject += c->t_bp;
+}
+
+static int64_t cpu_nonfinite(ctr__engine *e) { return ((cpu_engine *)e->impl)->nonfinite; }
+static int64_t cpu_out_nonfinite(ctr__engine *e) { return ((cpu_engine *)e->impl)->out_bad; }
+
+static void cpu_destroy(ctr__engine *e) {
+  cpu_engine *c = e->impl;
+  if (!c) return;
+  if (c->have_filter) ctr__fdk_filter_free(&c->filter);
+  ctr__aligned_free(c->batch);
+  ctr__aligned_free(c->own);
+  free(c);
+}
+
+static const ctr__engine_ops cpu_ops = {cpu_slab_begin, cpu_filter_bp, cpu_bp, cpu_slab_end,
+                                        cpu_download, cpu_timings, cpu_nonfinite,
+                                        cpu_out_nonfinite, cpu_range, cpu_destroy};
+
+ctr_status ctr__engine_cpu_create(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *o,
+                                  const ctr_plan *plan, double input_scale, ctr__engine **out) {
+  ctr_status st = CTR_OK;
+  ctr__engine *e = ctr__calloc(1, sizeof *e, "CPU backend");
+  cpu_engine *c = ctr__calloc(1, sizeof *c, "CPU backend");
+  if (!e || !c) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  e->ops = &cpu_ops;
+  e->impl = c;
+  c->ctx = ctx;
+  c->g = g;
+  c->nb = plan->views_per_batch;
+  c->cap = plan->slab_slices;
+  c->in_scale = (float)(1.0 / input_scale);
+  c->min = INFINITY;
+  c->max = -INFINITY;
+  if (o->interp == CTR_INTERP_TEXTURE)
+    ctr__log(ctx, CTR_LOG_WARNING, "texture interpolation needs a GPU; the CPU uses exact interpolation");
+  CTR_CHECK_GOTO(st, ctr__fdk_filter_init(ctx, g, o, &c->filter));
+  c->have_filter = 1;
+  c->batch = ctr__aligned_alloc((size_t)(c->nb * ctr__padded_size(g->nu, g->nv)) * sizeof(float),
+                                "padded projection batch");
+  if (plan->host_slab_buffers)
+    c->own = ctr__aligned_alloc((size_t)(g->vol.nx * g->vol.ny * c->cap) * sizeof(float),
+                                "subvolume");
+  if (!c->batch || (plan->host_slab_buffers && !c->own)) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  *out = e;
+  return CTR_OK;
+cleanup:
+  if (e) {
+    cpu_destroy(e);
+    free(e);
+  } else {
+    free(c);
+  }
+  return st;
+}
+
+void ctr__engine_free(ctr__engine *e) {
+  if (!e) return;
+  e->ops->destroy(e);
+  free(e);
+}

@@ -1,0 +1,376 @@
+/* The incremental backprojector on the GPU (ctr_backprojector with a CUDA
+ * context) and the FP64 reference backprojection.
+ *
+ * Views arrive from host memory in any order. A call runs as chunks (see
+ * chunk_schedule): the copy stream uploads a chunk (pinned memory in place,
+ * else through pinned staging) and stores it into one of two alternating
+ * slot sets of the variant's layout; the compute stream backprojects it, so
+ * chunk c+1 uploads and is stored while chunk c is backprojected. A call
+ * returns when all its views are in the volume. Per-view weights scale the
+ * view's matrix (same u, v; weight x 1 / alpha^2 with alpha =
+ * 1 / sqrt(weight)). */
+#include "conebeam/cuda/views_layout.cuh"
+
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conebeam/cuda/backprojector_cuda.h"
+
+/* Rates for the chunk schedule (DESIGN.md's H100 figures; the update rate
+ * is the general kernel's on RabbitCT, runs outside the detector skipped). */
+#define EST_H2D_BYTES_PER_S 50e9
+#define EST_HBM_BYTES_PER_S 3.0e12
+#define EST_UPDATES_PER_S 1.0e12
+#define SPLIT_LEVELS 2 /* early launches of a split call, at most */
+
+struct ctr__cuda_bpj {
+  const ctr_context *ctx;
+  const ctr_geometry *g;
+  ctr_fdk_options o;
+  ctr__bp_config cfg;
+  ctr__dev_views dv; /* 2 x N' slots */
+  float *d_vol;
+  float *d_src[2];
+  float *h_stage[2];
+  cudaStream_t s_copy, s_comp;
+  cudaEvent_t ev_up[2], ev_ready[2], ev_done[2];
+  cudaEvent_t ev_level[SPLIT_LEVELS]; /* a split's early launches: their views are up */
+  size_t vol_bytes;
+};
+
+void ctr__cuda_bpj_free(ctr__cuda_bpj *b) {
+  if (!b) return;
+  cudaDeviceSynchronize();
+  for (int i = 0; i < 2; i++) {
+    cudaFree(b->d_src[i]);
+    cudaFreeHost(b->h_stage[i]);
+    if (b->ev_up[i]) cudaEventDestroy(b->ev_up[i]);
+    if (b->ev_ready[i]) cudaEventDestroy(b->ev_ready[i]);
+    if (b->ev_done[i]) cudaEventDestroy(b->ev_done[i]);
+  }
+  for (int j = 0; j < SPLIT_LEVELS; j++)
+    if (b->ev_level[j]) cudaEventDestroy(b->ev_level[j]);
+  cudaFree(b->d_vol);
+  ctr__views_free(&b->dv);
+  if (b->s_copy) cudaStreamDestroy(b->s_copy);
+  if (b->s_comp) cudaStreamDestroy(b->s_comp);
+  free(b);
+}
+
+ctr_status ctr__cuda_bpj_create(const ctr_context *ctx, const ctr_geometry *g,
+                                const ctr_fdk_options *o, ctr__cuda_bpj **out) {
+  ctr_status st = CTR_OK;
+  *out = NULL;
+  cudaDeviceProp prop;
+  size_t free_bytes = 0;
+  CTR_CHECK(ctr__device_setup(ctx, &prop, &free_bytes));
+  ctr__cuda_bpj *b = (ctr__cuda_bpj *)ctr__calloc(1, sizeof *b, "backprojector");
+  if (!b) return CTR_E_OUT_OF_MEMORY;
+  b->ctx = ctx;
+  b->g = g;
+  b->o = *o;
+  b->cfg = ctr__bp_config_resolve(g, o, NULL);
+  if (!ctr__is_tex(b->cfg.variant) && b->cfg.variant != CTR__BP_PRECISE_GENERAL &&
+      !getenv("CTRECON_BP_SLICES") && !getenv("CTRECON_BP_BLOCK")) {
+    /* Software interpolation on the RabbitCT module's views (non-circular, a
+     * subset per call): 16 slices per thread in 32 x 4 blocks measured best
+     * (L = 512 precise: 192 -> 163 ms; bench/NOTES.md, issue 7). */
+    ctr__bp_config req = b->cfg;
+    req.slices_per_thread = 16, req.block_x = 32, req.block_y = 4;
+    b->cfg = ctr__bp_config_resolve(g, o, &req);
+  }
+  const int64_t np = b->cfg.views_per_launch;
+  const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
+  b->vol_bytes = (size_t)(g->vol.nx * g->vol.ny * o->nz) * sizeof(float);
+  CTR_CHECK_GOTO(st, ctr__check_memory(ctr__views_bytes(g, b->cfg.variant, 2 * np) + b->vol_bytes +
+                                           2 * np * view_bytes,
+                                       free_bytes, "the backprojector"));
+  CU(cudaStreamCreateWithFlags(&b->s_copy, cudaStreamNonBlocking));
+  CU(cudaStreamCreateWithFlags(&b->s_comp, cudaStreamNonBlocking));
+  for (int j = 0; j < SPLIT_LEVELS; j++)
+    CU(cudaEventCreateWithFlags(&b->ev_level[j], cudaEventDisableTiming));
+  for (int i = 0; i < 2; i++) {
+    CU(cudaEventCreateWithFlags(&b->ev_up[i], cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&b->ev_ready[i], cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&b->ev_done[i], cudaEventDisableTiming));
+    CU(cudaMalloc(&b->d_src[i], np * view_bytes));
+    CU(cudaMallocHost(&b->h_stage[i], np * view_bytes));
+  }
+  CTR_CHECK_GOTO(st, ctr__views_create(g, b->cfg.variant, np, 2 * np, prop.maxTexture2DLayered[2],
+                                       &b->dv));
+  CU(cudaMalloc(&b->d_vol, b->vol_bytes));
+  CU(cudaMemset(b->d_vol, 0, b->vol_bytes));
+  *out = b;
+cleanup:
+  if (st != CTR_OK) ctr__cuda_bpj_free(b);
+  return st;
+}
+
+typedef struct est_rates {
+  double up, upd, pass; /* seconds: one view's upload, one view's updates, one volume pass */
+} est_rates;
+static est_rates rates(const ctr__cuda_bpj *b) {
+  const ctr_geometry *g = b->g;
+  est_rates r = {(double)(g->nu * g->nv) * sizeof(float) / EST_H2D_BYTES_PER_S,
+                 (double)(g->vol.nx * g->vol.ny * b->o.nz) / EST_UPDATES_PER_S,
+                 2.0 * (double)b->vol_bytes / EST_HBM_BYTES_PER_S};
+  return r;
+}
+
+/* The chunk schedule of a call of n views: a first chunk of `first` views,
+ * then chunks of `rest`. Each call must finish its own views, so nothing
+ * hides the first chunk's upload nor the last chunk's backprojection; small
+ * chunks shorten both but cost a read-modify-write pass over the volume
+ * each. The choice simulates the two streams (uploads back to back; a
+ * launch starts when its views are up and the previous launch is done, and
+ * lasts its volume pass plus its updates: measured additive, L = 512:
+ * 0.45 / 0.81 / 5.8 ms for 1 / 4 / 32 views) with the EST_ rates, over
+ * powers of two. CTRECON_BP_CHUNKS=first,rest overrides
+ * (experiments, bench/NOTES.md). */
+static void chunk_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *first, int64_t *rest) {
+  const int64_t cap = b->cfg.views_per_launch;
+  const char *env = getenv("CTRECON_BP_CHUNKS");
+  long f = 0, r = 0;
+  if (env && sscanf(env, "%ld,%ld", &f, &r) == 2 && f > 0 && r > 0) {
+    *first = f < cap ? f : cap;
+    *rest = r < cap ? r : cap;
+    return;
+  }
+  const est_rates e = rates(b);
+  const double up = e.up, upd = e.upd, pass = e.pass;
+  double best = INFINITY;
+  *first = *rest = n < cap ? n : cap;
+  for (int64_t cf = 1; cf <= cap; cf *= 2)
+    for (int64_t cr = cf; cr <= cap; cr *= 2) {
+      double t_up = 0, t_end = 0;
+      for (int64_t c0 = 0; c0 < n;) {
+        const int64_t m = c0 == 0 ? (cf < n ? cf : n) : (cr < n - c0 ? cr : n - c0);
+        t_up += (double)m * up;
+        t_end = fmax(t_end, t_up) + pass + (double)m * upd;
+        c0 += m;
+      }
+      if (t_end < best * 0.999) best = t_end, *first = cf, *rest = cr;
+    }
+}
+
+/* The split schedule of a call of n <= N' views (one slot set). The slab's
+ * slices are cut into levels: early launch j backprojects the first a[j]
+ * views into slices [z[j-1], z[j]) (z[-1] = 0) as soon as they are up; then
+ * one launch backprojects all views into the slices above the last level,
+ * and one per level the views it has not seen. The early launches keep the
+ * GPU busy during the upload at the cost of one more read-modify-write of
+ * their slices only (the chunk schedule's first chunk costs a pass over the
+ * whole volume). Worth it where a view's updates take several times its
+ * upload (RabbitCT L = 1024: 470 -> 441 ms; at L = 512, where they take
+ * about as long, every split measured slower than the chunk schedule):
+ * there two levels, the first n/16 views into the lowest eighth of the
+ * slab, the first n/4 into the next quarter (measured best among one and
+ * two levels, bench/NOTES.md). Returns the number of levels (0: none).
+ * CTRECON_BP_SPLIT=a0,z0[,a1,z1] forces a plan, CTRECON_BP_SPLIT=0 turns
+ * it off (experiments). */
+#define SPLIT_MIN_RATIO 4.0
+static int split_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *a, int64_t *z) {
+  const int64_t nz = b->o.nz, zp = b->cfg.slices_per_thread;
+  const char *env = getenv("CTRECON_BP_SPLIT");
+  if (n < 2 || n > b->cfg.views_per_launch || ctr__is_pair(b->cfg.variant) ||
+      getenv("CTRECON_BP_CHUNKS") || (env && !strcmp(env, "0")))
+    return 0;
+  long f[2 * SPLIT_LEVELS];
+  const int got = env ? sscanf(env, "%ld,%ld,%ld,%ld", f, f + 1, f + 2, f + 3) : 0;
+  if (got == 2 || got == 4) {
+    for (int j = 0; j < got / 2; j++) {
+      const long pa = j ? f[2 * j - 2] : 0, pz = j ? f[2 * j - 1] : 0;
+      if (!(f[2 * j] > pa && f[2 * j] < n && f[2 * j + 1] > pz && f[2 * j + 1] < nz)) return 0;
+      a[j] = f[2 * j], z[j] = f[2 * j + 1];
+    }
+    return got / 2;
+  }
+  const est_rates e = rates(b);
+  if (e.upd < SPLIT_MIN_RATIO * e.up || n < 8 || nz < 8 * zp) return 0;
+  a[0] = n / 16 > 1 ? n / 16 : 1;
+  a[1] = n / 4;
+  z[0] = (nz / 8 + zp / 2) / zp * zp;
+  z[1] = (3 * nz / 8 + zp / 2) / zp * zp;
+  return 2;
+}
+
+ctr_status ctr__cuda_bpj_add(ctr__cuda_bpj *b, int64_t n, const int64_t *views,
+                             const float *const *images, const float *weights) {
+  ctr_status st = CTR_OK;
+  const ctr_geometry *g = b->g;
+  const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
+  int64_t first, rest, sa[SPLIT_LEVELS], sz[SPLIT_LEVELS];
+  const int levels = split_schedule(b, n, sa, sz);
+  if (levels > 0) first = rest = n; /* one chunk, split */
+  else chunk_schedule(b, n, &first, &rest);
+  const int64_t nzs = ctr__grid_slices(&b->dv, b->o.nz);
+  const int threads = ctr__num_threads(b->ctx);
+  /* Chunk c uses staging buffer and slot set i = c % 2. The copy stream
+   * uploads it and stores it into the slots (after chunk c-2's
+   * backprojection has finished with them), so the store overlaps chunk
+   * c-1's backprojection on the compute stream. A split chunk (the only
+   * one of its call) stores the views of its early launches on the
+   * compute stream as soon as they are up (split_schedule). */
+  for (int64_t c0 = 0, chunk = 0; c0 < n; chunk++) {
+    const int i = (int)(chunk & 1);
+    const int64_t want = chunk == 0 ? first : rest;
+    const int64_t m = n - c0 < want ? n - c0 : want;
+    const int64_t a = levels ? sa[levels - 1] : 0, ztop = levels ? sz[levels - 1] : 0;
+    const int64_t slot0 = i * b->cfg.views_per_launch;
+    double alpha[CTR__BP_MAX_VIEWS];
+    for (int64_t k = 0; k < m; k++) alpha[k] = weights ? 1.0 / sqrt((double)weights[c0 + k]) : 1.0;
+    /* Pinned images (ctr_host_register) go up directly; others through the
+     * pinned staging buffer, view by view, so that each view's upload
+     * overlaps the next one's host copy. */
+    int pinned = 1;
+    for (int64_t k = 0; k < m && pinned; k++) pinned = ctr__host_pinned(images[c0 + k]);
+    if (!pinned) CU(cudaEventSynchronize(b->ev_up[i])); /* the upload out of h_stage[i] two chunks ago */
+    for (int64_t k = 0; k < m; k++) {
+      const void *src = images[c0 + k];
+      if (!pinned) {
+        char *stage = (char *)b->h_stage[i] + k * view_bytes;
+        ctr__host_copy(stage, src, view_bytes, threads);
+        src = stage;
+      }
+      CU(cudaMemcpyAsync((char *)b->d_src[i] + k * view_bytes, src, view_bytes,
+                         cudaMemcpyHostToDevice, b->s_copy));
+      for (int j = 0; j < levels; j++) {
+        if (k + 1 != sa[j]) continue;
+        /* early launch j: views [0, sa[j]) into its slices once they are up */
+        const int64_t pa = j ? sa[j - 1] : 0, pz = j ? sz[j - 1] : 0;
+        const ctr__gpu_store dst = ctr__views_target(&b->dv, slot0 + pa);
+        CU(cudaEventRecord(b->ev_level[j], b->s_copy));
+        CU(cudaStreamWaitEvent(b->s_comp, b->ev_level[j], 0));
+        CTR_CHECK_GOTO(st, ctr__gpu_store_views(b->d_src[i] + pa * g->nu * g->nv, g->nu, g->nv,
+                                                sa[j] - pa, &dst, b->s_comp));
+        CTR_CHECK_GOTO(st, ctr__views_backproject(g, &b->dv, &b->cfg, views + c0, alpha, slot0,
+                                                  sa[j], b->d_vol, b->o.z0, b->o.nz, pz, sz[j],
+                                                  b->s_comp));
+      }
+    }
+    CU(cudaEventRecord(b->ev_up[i], b->s_copy));
+    CU(cudaStreamWaitEvent(b->s_copy, b->ev_done[i], 0)); /* chunk c-2 is out of slot set i */
+    const ctr__gpu_store dst = ctr__views_target(&b->dv, slot0 + a);
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(b->d_src[i] + a * g->nu * g->nv, g->nu, g->nv, m - a,
+                                            &dst, b->s_copy));
+    CU(cudaEventRecord(b->ev_ready[i], b->s_copy));
+    CU(cudaStreamWaitEvent(b->s_comp, b->ev_ready[i], 0));
+    /* all views into the slices above the levels (no split: all slices),
+     * then each level's remaining views, the last level first */
+    CTR_CHECK_GOTO(st, ctr__views_backproject(g, &b->dv, &b->cfg, views + c0, alpha, slot0, m,
+                                              b->d_vol, b->o.z0, b->o.nz, ztop, nzs, b->s_comp));
+    for (int j = levels - 1; j >= 0; j--)
+      CTR_CHECK_GOTO(st, ctr__views_backproject(g, &b->dv, &b->cfg, views + c0 + sa[j],
+                                                alpha + sa[j], slot0 + sa[j], m - sa[j], b->d_vol,
+                                                b->o.z0, b->o.nz, j ? sz[j - 1] : 0, sz[j],
+                                                b->s_comp));
+    CU(cudaEventRecord(b->ev_done[i], b->s_comp));
+    c0 += m;
+  }
+  CU(cudaStreamSynchronize(b->s_comp)); /* every view of this call is in the volume */
+cleanup:
+  return st;
+}
+
+ctr_status ctr__cuda_bpj_read(ctr__cuda_bpj *b, float *vol) {
+  ctr_status st = CTR_OK;
+  CU(cudaStreamSynchronize(b->s_comp));
+  CU(cudaMemcpy(vol, b->d_vol, b->vol_bytes, cudaMemcpyDeviceToHost));
+cleanup:
+  return st;
+}
+
+ctr_status ctr__cuda_bpj_reset(ctr__cuda_bpj *b) {
+  ctr_status st = CTR_OK;
+  CU(cudaMemsetAsync(b->d_vol, 0, b->vol_bytes, b->s_comp));
+  CU(cudaStreamSynchronize(b->s_comp));
+cleanup:
+  return st;
+}
+
+/* ------------------------------------------------------------------------- */
+/* FP64 reference                                                            */
+/* ------------------------------------------------------------------------- */
+
+struct ref_grid {
+  int nx, ny, nzs, nu, nv, n;
+  double x0, y0, z0, sx, sy, sz; /* coordinates of voxel (0, 0, slab start), spacing */
+};
+
+/* One thread per voxel; the same formulas as ctr__bp_reference_views. */
+__global__ void reference_kernel(const float *__restrict__ images, const double *__restrict__ P,
+                                 const double *__restrict__ w, ref_grid r, double *vol) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  const int z = blockIdx.z;
+  if (x >= r.nx || y >= r.ny) return;
+  const double p0 = r.x0 + x * r.sx, p1 = r.y0 + y * r.sy, p2 = r.z0 + z * r.sz;
+  double sum = 0.0;
+  for (int k = 0; k < r.n; k++) {
+    const double *m = P + 12 * k;
+    const double c = m[8] * p0 + m[9] * p1 + m[10] * p2 + m[11];
+    const double u = (m[0] * p0 + m[1] * p1 + m[2] * p2 + m[3]) / c;
+    const double v = (m[4] * p0 + m[5] * p1 + m[6] * p2 + m[7]) / c;
+    sum += w[k] * ctr__bilinear_zero_f64(images + (long long)k * r.nu * r.nv, r.nu, r.nv, u, v) /
+           (c * c);
+  }
+  vol[((long long)z * r.ny + y) * r.nx + x] += sum;
+}
+
+ctr_status ctr__cuda_bp_reference(const ctr_context *ctx, const ctr_geometry *g, int64_t n,
+                                  const int64_t *views, const float *const *images,
+                                  const double *weights, double *vol, int64_t z0, int64_t nzs) {
+  ctr_status st = CTR_OK;
+  cudaDeviceProp prop;
+  size_t free_bytes = 0;
+  const int64_t chunk = 64;
+  const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
+  const size_t vol_bytes = (size_t)(g->vol.nx * g->vol.ny * nzs) * sizeof(double);
+  float *d_img = NULL;
+  double *d_P = NULL, *d_w = NULL, *d_vol = NULL;
+  double P[12 * 64], w[64];
+  const ctr_volume_geometry *vg = &g->vol;
+  ref_grid r;
+  CTR_CHECK(ctr__device_setup(ctx, &prop, &free_bytes));
+  CTR_CHECK(ctr__check_memory(vol_bytes + chunk * view_bytes, free_bytes, "the FP64 reference"));
+  CU(cudaMalloc(&d_img, chunk * view_bytes));
+  CU(cudaMalloc(&d_P, sizeof P));
+  CU(cudaMalloc(&d_w, sizeof w));
+  CU(cudaMalloc(&d_vol, vol_bytes));
+  CU(cudaMemcpy(d_vol, vol, vol_bytes, cudaMemcpyHostToDevice));
+  r.nx = (int)vg->nx;
+  r.ny = (int)vg->ny;
+  r.nzs = (int)nzs;
+  r.nu = (int)g->nu;
+  r.nv = (int)g->nv;
+  r.x0 = ctr__voxel_coord(0, vg->nx, vg->voxel_x, vg->offset_x);
+  r.y0 = ctr__voxel_coord(0, vg->ny, vg->voxel_y, vg->offset_y);
+  r.z0 = ctr__voxel_coord(z0, vg->nz, vg->voxel_z, vg->offset_z);
+  r.sx = vg->voxel_x;
+  r.sy = vg->voxel_y;
+  r.sz = vg->voxel_z;
+  for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+    const int64_t m = n - c0 < chunk ? n - c0 : chunk;
+    for (int64_t k = 0; k < m; k++) {
+      memcpy(P + 12 * k, g->views[views[c0 + k]].P, 12 * sizeof(double));
+      w[k] = weights ? weights[c0 + k] : 1.0;
+      CU(cudaMemcpy(d_img + k * (view_bytes / sizeof(float)), images[c0 + k], view_bytes,
+                    cudaMemcpyHostToDevice));
+    }
+    CU(cudaMemcpy(d_P, P, (size_t)m * 12 * sizeof(double), cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(d_w, w, (size_t)m * sizeof(double), cudaMemcpyHostToDevice));
+    r.n = (int)m;
+    const dim3 block(32, 8), grid((r.nx + 31) / 32, (r.ny + 7) / 8, (unsigned)nzs);
+    reference_kernel<<<grid, block>>>(d_img, d_P, d_w, r, d_vol);
+    CU_LAUNCHED("reference_kernel");
+  }
+  CU(cudaMemcpy(vol, d_vol, vol_bytes, cudaMemcpyDeviceToHost));
+cleanup:
+  cudaFree(d_img);
+  cudaFree(d_P);
+  cudaFree(d_w);
+  cudaFree(d_vol);
+  return st;
+}

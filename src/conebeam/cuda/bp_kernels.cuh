@@ -1,0 +1,56 @@
+/* Backprojection kernels: launch interface shared by the CUDA sources. */
+#ifndef CTR_BP_KERNELS_CUH
+#define CTR_BP_KERNELS_CUH
+
+#include "conebeam/cuda/bp_config.h"
+#include "gpu/cuda_util.h"
+
+/* Per-launch view constants, passed as a kernel parameter (constant bank, so
+ * warps read them by broadcast): for each view, the rows a, b, c of the
+ * canonical matrix evaluated on the voxel grid, a(i,j,k) = m[0] + i m[1] +
+ * j m[2] + k m[3] (b: m[4..7], c: m[8..11]); texture variants have the
+ * +0.5 texel-centre shift folded in. 9 KB: kernel parameters may hold up to
+ * 32 KB since CUDA 12.1. */
+struct ctr__bp_views {
+  int n;     /* views in this launch */
+  int first; /* layer / view index of the first one in the device layout */
+  float m[CTR__BP_MAX_VIEWS][12];
+  double md[CTR__BP_MAX_VIEWS][12]; /* the same in double: exact variants' coordinates */
+};
+
+struct ctr__bp_args {
+  cudaTextureObject_t tex; /* TEX, TEX_PAIR */
+  const void *pad;         /* EXACT*: pixel (0, 0) of view 0 in the padded buffer */
+  long long view_stride;   /* EXACT*: elements between views */
+  int pitch, nu, nv;
+  float *vol;
+  int nx, ny;
+  int nzs;       /* slices in the device volume */
+  int k_begin;   /* first slice the grid covers */
+  int nz_thread; /* one past the last slice the grid covers (pairs: of the lower half) */
+  long long slice; /* nx * ny */
+  const float *wscale; /* per layer/view weight factor (TEX_PAIR_HALF), else NULL */
+};
+
+/* The hardware reciprocal (MUFU, ~1 ulp): for the per-update reciprocals of
+ * non-circular orbits, where the IEEE-rounded __frcp_rn costs several
+ * instructions per update; 1 ulp is far inside every mode's error budget. */
+static __device__ __forceinline__ float ctr__rcp_approx(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+/* Launches one backprojection of bv's views into args->vol. */
+ctr_status ctr__bp_launch(const ctr__bp_config *cfg, int circular, const ctr__bp_args *args,
+                          const ctr__bp_views *bv, cudaStream_t s);
+
+/* Fills bv with n views of g (view k: idx[k], or first + k when idx is NULL)
+ * for slab z0 (voxel grid folded in), their samples in layers/slots from
+ * `layer`; `texture` adds the texel-centre shift; alpha[k] (NULL: 1) scales
+ * view k's matrix (same u, v; weight x 1 / alpha^2). */
+void ctr__bp_views_fill(const ctr_geometry *g, const int64_t *idx, int64_t first, int n,
+                        int64_t layer, int64_t z0, int texture, const double *alpha,
+                        ctr__bp_views *bv);
+
+#endif

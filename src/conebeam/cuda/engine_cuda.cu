@@ -1,0 +1,498 @@
+/* CUDA backend of the streamed FDK pipeline (pipeline/engine.h). Streams:
+ * `up` uploads raw or filtered subsets, `comp` filters and backprojects,
+ * `down` returns filtered subsets and subvolumes. Raw and staged filtered
+ * subsets are double buffered on the device and guarded by events; with
+ * CTR_STORE_DEVICE every filtered view stays resident in the kernels'
+ * layout, otherwise views pass through a two-batch ring of slots. */
+#include "conebeam/cuda/bp_kernels.cuh"
+#include "conebeam/cuda/filter_cuda.cuh"
+#include "conebeam/cuda/views_layout.cuh"
+#include "conebeam/engine.h"
+#include "conebeam/plan_costs.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* Held-back batches of a subvolume that goes straight into the caller's
+ * volume: the last batches run slab by slab, each slab downloaded while the
+ * next is computed (estimates as in fdk_cuda.cu). */
+#define TAIL_SLABS 8
+#define EST_GUPS 1.5e12
+#define EST_D2H_BYTES_PER_S 45e9
+
+enum { T_UPLOAD, T_FILTER, T_STORE, T_RELOAD, T_BP, T_DOWNLOAD, T_COUNT };
+
+typedef struct ev_pair {
+  cudaEvent_t a, b;
+  int kind;
+} ev_pair;
+
+typedef struct cuda_engine {
+  const ctr_context *ctx;
+  const ctr_geometry *g;
+  ctr_plan plan;
+  ctr__bp_config cfg;
+  ctr__fdk_filter f;
+  int have_filter;
+  ctr__gpu_filter gf;
+  ctr__dev_views dv;
+  cudaStream_t up, comp, down;
+  void *d_raw[2];
+  void *h_stage[2];      /* pinned staging for pageable raw input */
+  float *d_filt[2];      /* filtered subsets, unpadded (non-resident stores) */
+  cudaEvent_t ev_up[2], ev_raw_free[2], ev_filt_free[2], ev_filt_ready[2];
+  float *d_vol;
+  unsigned long long *d_bad; /* [0] input values, [1] output voxels replaced by 0 */
+  float *h_vol_stage;    /* pinned staging for pageable targets */
+  unsigned int *d_range; /* order-preserving bits of the smallest and largest value */
+  int64_t z0, nz, batch_index;
+  float *target;
+  int64_t first_held, kslices;
+  int threads;
+  /* step timings */
+  ev_pair *evs;
+  int64_t nevs, cap_evs;
+} cuda_engine;
+
+static ctr_status ev_begin(cuda_engine *c, int kind, cudaStream_t s, int64_t *slot) {
+  ctr_status st = CTR_OK;
+  if (c->nevs == c->cap_evs) {
+    const int64_t cap = c->cap_evs ? 2 * c->cap_evs : 256;
+    ev_pair *p = (ev_pair *)realloc(c->evs, (size_t)cap * sizeof *p);
+    if (!p) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "timing events");
+    c->evs = p;
+    c->cap_evs = cap;
+  }
+  ev_pair *e = &c->evs[c->nevs];
+  e->kind = kind;
+  e->a = e->b = NULL;
+  CU(cudaEventCreate(&e->a));
+  CU(cudaEventCreate(&e->b));
+  CU(cudaEventRecord(e->a, s));
+  *slot = c->nevs++;
+cleanup:
+  return st;
+}
+
+static ctr_status ev_end(cuda_engine *c, int64_t slot, cudaStream_t s) {
+  ctr_status st = CTR_OK;
+  CU(cudaEventRecord(c->evs[slot].b, s));
+cleanup:
+  return st;
+}
+
+/* Floats as unsigned ints in the same order (negative values flipped). */
+__device__ __forceinline__ unsigned int ordered_bits(float f) {
+  const unsigned int u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+static float from_ordered_bits(unsigned int o) {
+  const unsigned int u = (o & 0x80000000u) ? (o & 0x7fffffffu) : ~o;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Smallest and largest value of v into range[0], range[1], a non-finite value
+ * taken as the 0 it is stored as (the data policy, src/core/values.c). */
+__global__ void range_kernel(const float *__restrict__ v, long long n, unsigned int *range) {
+  unsigned int lo = 0xffffffffu, hi = 0u;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    const float x = isfinite(v[i]) ? v[i] : 0.0f;
+    const unsigned int o = ordered_bits(x);
+    lo = min(lo, o);
+    hi = max(hi, o);
+  }
+  for (int s = 16; s > 0; s >>= 1) {
+    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, s));
+    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, s));
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicMin(&range[0], lo);
+    atomicMax(&range[1], hi);
+  }
+}
+
+static int is_resident(const cuda_engine *c) { return c->plan.store == CTR_STORE_DEVICE; }
+
+static int64_t slot_of(const cuda_engine *c, int64_t v0) {
+  return is_resident(c) ? v0 : ((v0 / c->plan.views_per_batch) & 1) * c->plan.views_per_batch;
+}
+
+static ctr_status bp_views(cuda_engine *c, int64_t v0, int64_t n, int64_t k0, int64_t k1) {
+  const int64_t slot = slot_of(c, v0);
+  for (int64_t k = 0; k < n; k += c->cfg.views_per_launch) {
+    const int64_t m = n - k < c->cfg.views_per_launch ? n - k : c->cfg.views_per_launch;
+    int64_t *idx = NULL;
+    int64_t list[CTR__BP_MAX_VIEWS];
+    if (!is_resident(c)) {
+      for (int64_t i = 0; i < m; i++) list[i] = v0 + k + i;
+      idx = list;
+    }
+    CTR_CHECK(ctr__views_backproject(c->g, &c->dv, &c->cfg, idx, NULL, slot + k, m, c->d_vol,
+                                     c->z0, c->nz, k0, k1, c->comp));
+  }
+  return CTR_OK;
+}
+
+/* Backprojects a batch now, or holds it back for slab_end. */
+static ctr_status bp_or_hold(cuda_engine *c, int64_t v0, int64_t n) {
+  const int64_t b = v0 / c->plan.views_per_batch;
+  if (b >= c->first_held) return CTR_OK;
+  int64_t t;
+  CTR_CHECK(ev_begin(c, T_BP, c->comp, &t));
+  CTR_CHECK(bp_views(c, v0, n, 0, c->kslices));
+  return ev_end(c, t, c->comp);
+}
+
+static ctr_status cu_slab_begin(ctr__engine *e, int64_t z0, int64_t nz, float *target) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  ctr_status st = CTR_OK;
+  if (nz > c->plan.slab_slices)
+    CTR_FAIL(CTR_E_INTERNAL, "subvolume of %lld slices exceeds the plan's %lld", (long long)nz,
+             (long long)c->plan.slab_slices);
+  c->z0 = z0;
+  c->nz = nz;
+  c->target = target;
+  c->kslices = ctr__grid_slices(&c->dv, nz);
+  c->first_held = c->plan.nbatches;
+  if (target && is_resident(c) && ctr__host_pinned(target)) {
+    const double bp_s = (double)c->plan.views_per_batch * (double)(c->g->vol.nx * c->g->vol.ny * nz) / EST_GUPS;
+    const double dl_s = (double)(c->g->vol.nx * c->g->vol.ny * nz) * 4.0 / EST_D2H_BYTES_PER_S;
+    int64_t held = (int64_t)ceil(dl_s / bp_s);
+    if (held > c->plan.nbatches) held = c->plan.nbatches;
+    c->first_held = c->plan.nbatches - held;
+  }
+  CU(cudaMemsetAsync(c->d_vol, 0, (size_t)(c->g->vol.nx * c->g->vol.ny * nz) * sizeof(float), c->comp));
+cleanup:
+  return st;
+}
+
+static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void *raw,
+                               ctr_dtype dtype, float *keep) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  ctr_status st = CTR_OK;
+  const int i = (int)((v0 / c->plan.views_per_batch) & 1);
+  const size_t bytes = (size_t)(n * c->g->nu * c->g->nv) * ctr_dtype_size(dtype);
+  const size_t fbytes = (size_t)(n * c->g->nu * c->g->nv) * sizeof(float);
+  const void *src = raw;
+  int64_t t;
+  const int pinned = ctr__host_pinned(raw);
+  if (!pinned) {
+    /* Pageable input goes through pinned staging, allocated at first need. */
+    if (!c->h_stage[i]) CU(cudaMallocHost(&c->h_stage[i], (size_t)c->plan.views_per_batch * (size_t)(c->g->nu * c->g->nv) * sizeof(float)));
+    CU(cudaEventSynchronize(c->ev_up[i])); /* the previous upload out of h_stage[i] is done */
+    ctr__host_copy(c->h_stage[i], raw, bytes, c->threads);
+    src = c->h_stage[i];
+  }
+  CU(cudaStreamWaitEvent(c->up, c->ev_raw_free[i], 0));
+  CTR_CHECK(ev_begin(c, T_UPLOAD, c->up, &t));
+  CU(cudaMemcpyAsync(c->d_raw[i], src, bytes, cudaMemcpyHostToDevice, c->up));
+  CTR_CHECK(ev_end(c, t, c->up));
+  CU(cudaEventRecord(c->ev_up[i], c->up));
+  CU(cudaStreamWaitEvent(c->comp, c->ev_up[i], 0));
+  CTR_CHECK(ev_begin(c, T_FILTER, c->comp, &t));
+  if (is_resident(c)) {
+    const ctr__gpu_store dst = ctr__views_target(&c->dv, v0);
+    CTR_CHECK_GOTO(st, ctr__gpu_filter_run(&c->gf, c->d_raw[i], dtype, v0, n, &dst, c->comp));
+  } else {
+    ctr__gpu_store dst;
+    memset(&dst, 0, sizeof dst);
+    dst.kind = CTR__STORE_LINEAR;
+    dst.base = c->d_filt[i];
+    dst.view_stride = (long long)(c->g->nu * c->g->nv);
+    dst.pitch = (int)c->g->nu;
+    CTR_CHECK_GOTO(st, ctr__gpu_filter_run(&c->gf, c->d_raw[i], dtype, v0, n, &dst, c->comp));
+  }
+  CTR_CHECK(ev_end(c, t, c->comp));
+  CU(cudaEventRecord(c->ev_raw_free[i], c->comp));
+  if (!is_resident(c)) {
+    if (keep) {
+      CU(cudaEventRecord(c->ev_filt_ready[i], c->comp));
+      CU(cudaStreamWaitEvent(c->down, c->ev_filt_ready[i], 0));
+      CTR_CHECK(ev_begin(c, T_STORE, c->down, &t));
+      CU(cudaMemcpyAsync(keep, c->d_filt[i], fbytes, cudaMemcpyDeviceToHost, c->down));
+      CTR_CHECK(ev_end(c, t, c->down));
+    }
+    const ctr__gpu_store slots = ctr__views_target(&c->dv, slot_of(c, v0));
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(c->d_filt[i], c->g->nu, c->g->nv, n, &slots, c->comp));
+    CU(cudaEventRecord(c->ev_filt_free[i], c->comp));
+  }
+  CTR_CHECK(bp_or_hold(c, v0, n));
+  /* The caller may reuse raw and read keep when this returns. */
+  if (pinned) CU(cudaEventSynchronize(c->ev_up[i]));
+  if (keep) CU(cudaStreamSynchronize(c->down));
+cleanup:
+  return st;
+}
+
+static ctr_status cu_bp(ctr__engine *e, int64_t v0, int64_t n, const float *filtered) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  ctr_status st = CTR_OK;
+  if (!filtered) {
+    if (!is_resident(c)) CTR_FAIL(CTR_E_INTERNAL, "no resident filtered views");
+    return bp_or_hold(c, v0, n);
+  }
+  const int i = (int)((v0 / c->plan.views_per_batch) & 1);
+  const size_t fbytes = (size_t)(n * c->g->nu * c->g->nv) * sizeof(float);
+  int64_t t;
+  CU(cudaStreamWaitEvent(c->up, c->ev_filt_free[i], 0));
+  CTR_CHECK(ev_begin(c, T_RELOAD, c->up, &t));
+  CU(cudaMemcpyAsync(c->d_filt[i], filtered, fbytes, cudaMemcpyHostToDevice, c->up));
+  CTR_CHECK(ev_end(c, t, c->up));
+  CU(cudaEventRecord(c->ev_filt_ready[i], c->up));
+  CU(cudaStreamWaitEvent(c->comp, c->ev_filt_ready[i], 0));
+  {
+    const ctr__gpu_store slots = ctr__views_target(&c->dv, slot_of(c, v0));
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(c->d_filt[i], c->g->nu, c->g->nv, n, &slots, c->comp));
+  }
+  CU(cudaEventRecord(c->ev_filt_free[i], c->comp));
+  CTR_CHECK(bp_or_hold(c, v0, n));
+  CU(cudaEventSynchronize(c->ev_filt_ready[i])); /* `filtered` may be reused */
+cleanup:
+  return st;
+}
+
+/* Copies slices [k0, k1) of the device subvolume to dst on `down` after
+ * everything queued on `comp`; staged through pinned memory if dst is not. */
+static ctr_status copy_out(cuda_engine *c, int64_t k0, int64_t k1, float *dst, int wait) {
+  ctr_status st = CTR_OK;
+  const size_t slice = (size_t)(c->g->vol.nx * c->g->vol.ny) * sizeof(float);
+  const size_t off = (size_t)k0 * slice, len = (size_t)(k1 - k0) * slice;
+  cudaEvent_t done = NULL;
+  int64_t t;
+  CU(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  /* The data policy: no bad voxel leaves the device. */
+  CTR_CHECK_GOTO(st, ctr__gpu_sanitize((float *)((char *)c->d_vol + off),
+                                       (long long)(len / sizeof(float)), c->d_bad + 1, c->comp));
+  CU(cudaEventRecord(done, c->comp));
+  CU(cudaStreamWaitEvent(c->down, done, 0));
+  CTR_CHECK_GOTO(st, ev_begin(c, T_DOWNLOAD, c->down, &t));
+  if (ctr__host_pinned(dst)) {
+    CU(cudaMemcpyAsync(dst, (char *)c->d_vol + off, len, cudaMemcpyDeviceToHost, c->down));
+  } else {
+    const size_t chunk = (size_t)64 << 20;
+    if (!c->h_vol_stage) CU(cudaMallocHost(&c->h_vol_stage, chunk));
+    for (size_t o = 0; o < len; o += chunk) {
+      const size_t l = len - o < chunk ? len - o : chunk;
+      CU(cudaMemcpyAsync(c->h_vol_stage, (char *)c->d_vol + off + o, l, cudaMemcpyDeviceToHost, c->down));
+      CU(cudaStreamSynchronize(c->down));
+      ctr__host_copy((char *)dst + o, c->h_vol_stage, l, c->threads);
+    }
+  }
+  CTR_CHECK_GOTO(st, ev_end(c, t, c->down));
+  if (wait) CU(cudaStreamSynchronize(c->down));
+cleanup:
+  if (done) cudaEventDestroy(done);
+  return st;
+}
+
+static ctr_status range_of_slab(cuda_engine *c) {
+  ctr_status st = CTR_OK;
+  const long long n = (long long)(c->g->vol.nx * c->g->vol.ny * c->nz);
+  range_kernel<<<1024, 256, 0, c->comp>>>(c->d_vol, n, c->d_range);
+  CU_LAUNCHED("range_kernel");
+cleanup:
+  return st;
+}
+
+static ctr_status cu_slab_end(ctr__engine *e) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  ctr_status st = CTR_OK;
+  const int64_t slice = c->g->vol.nx * c->g->vol.ny;
+  if (c->first_held < c->plan.nbatches) {
+    /* Held-back batches slab by slab; each slab's slices go home while the
+     * next slab is computed. */
+    for (int s = 0; s < TAIL_SLABS; s++) {
+      const int64_t k0 = c->kslices * s / TAIL_SLABS, k1 = c->kslices * (s + 1) / TAIL_SLABS;
+      if (k1 <= k0) continue;
+      int64_t t;
+      CTR_CHECK(ev_begin(c, T_BP, c->comp, &t));
+      for (int64_t b = c->first_held; b < c->plan.nbatches; b++) {
+        const int64_t v0 = b * c->plan.views_per_batch;
+        const int64_t n = c->g->nviews - v0 < c->plan.views_per_batch ? c->g->nviews - v0 : c->plan.views_per_batch;
+        CTR_CHECK(bp_views(c, v0, n, k0, k1));
+      }
+      CTR_CHECK(ev_end(c, t, c->comp));
+      CTR_CHECK(copy_out(c, k0, k1, c->target + k0 * slice, 0));
+      if (c->dv.pair) {
+        const int64_t m0 = c->nz - k1, m1 = c->nz - k0;
+        CTR_CHECK(copy_out(c, m0, m1, c->target + m0 * slice, 0));
+      }
+    }
+    CTR_CHECK(range_of_slab(c));
+    CU(cudaStreamSynchronize(c->down));
+  } else if (c->target) {
+    CTR_CHECK(range_of_slab(c));
+    CTR_CHECK(copy_out(c, 0, c->nz, c->target, 1));
+  } else {
+    CTR_CHECK(range_of_slab(c));
+    CU(cudaStreamSynchronize(c->comp));
+  }
+cleanup:
+  return st;
+}
+
+static void cu_range(ctr__engine *e, float *mn, float *mx) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  unsigned int r[2] = {0xffffffffu, 0u};
+  if (cudaMemcpy(r, c->d_range, sizeof r, cudaMemcpyDeviceToHost) != cudaSuccess) return;
+  *mn = r[0] == 0xffffffffu ? INFINITY : from_ordered_bits(r[0]);
+  *mx = r[1] == 0u ? -INFINITY : from_ordered_bits(r[1]);
+}
+
+static ctr_status cu_download(ctr__engine *e, int64_t k0, int64_t k1, float *dst) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  if (k0 < 0 || k1 > c->nz || k0 > k1)
+    CTR_FAIL(CTR_E_INTERNAL, "download of slices [%lld, %lld) of a %lld-slice subvolume",
+             (long long)k0, (long long)k1, (long long)c->nz);
+  return copy_out(c, k0, k1, dst, 1);
+}
+
+static void cu_timings(ctr__engine *e, ctr_stream_timings *t) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  double sum[T_COUNT] = {0};
+  cudaDeviceSynchronize();
+  for (int64_t i = 0; i < c->nevs; i++) {
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, c->evs[i].a, c->evs[i].b) == cudaSuccess)
+      sum[c->evs[i].kind] += ms * 1e-3;
+  }
+  t->upload += sum[T_UPLOAD];
+  t->filter += sum[T_FILTER];
+  t->store += sum[T_STORE];
+  t->reload += sum[T_RELOAD];
+  t->backproject += sum[T_BP];
+  t->download += sum[T_DOWNLOAD];
+}
+
+static int64_t bad_count(const cuda_engine *c, int which) {
+  unsigned long long n = 0;
+  if (c->d_bad && cudaMemcpy(&n, c->d_bad + which, sizeof n, cudaMemcpyDeviceToHost) != cudaSuccess)
+    n = 0;
+  return (int64_t)n;
+}
+static int64_t cu_nonfinite(ctr__engine *e) { return bad_count((cuda_engine *)e->impl, 0); }
+static int64_t cu_out_nonfinite(ctr__engine *e) { return bad_count((cuda_engine *)e->impl, 1); }
+
+static void cu_destroy(ctr__engine *e) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  if (!c) return;
+  cudaDeviceSynchronize();
+  for (int64_t i = 0; i < c->nevs; i++) {
+    if (c->evs[i].a) cudaEventDestroy(c->evs[i].a);
+    if (c->evs[i].b) cudaEventDestroy(c->evs[i].b);
+  }
+  free(c->evs);
+  for (int i = 0; i < 2; i++) {
+    cudaFree(c->d_raw[i]);
+    cudaFree(c->d_filt[i]);
+    cudaFreeHost(c->h_stage[i]);
+    cudaEvent_t *evs[4] = {&c->ev_up[i], &c->ev_raw_free[i], &c->ev_filt_free[i], &c->ev_filt_ready[i]};
+    for (int k = 0; k < 4; k++)
+      if (*evs[k]) cudaEventDestroy(*evs[k]);
+  }
+  cudaFreeHost(c->h_vol_stage);
+  cudaFree(c->d_vol);
+  cudaFree(c->d_bad);
+  cudaFree(c->d_range);
+  ctr__gpu_filter_free(&c->gf);
+  ctr__views_free(&c->dv);
+  if (c->have_filter) ctr__fdk_filter_free(&c->f);
+  if (c->up) cudaStreamDestroy(c->up);
+  if (c->comp) cudaStreamDestroy(c->comp);
+  if (c->down) cudaStreamDestroy(c->down);
+  free(c);
+}
+
+static const ctr__engine_ops cuda_ops = {cu_slab_begin, cu_filter_bp, cu_bp,        cu_slab_end,
+                                         cu_download,   cu_timings,   cu_nonfinite,
+                                         cu_out_nonfinite, cu_range, cu_destroy};
+
+static ctr__bp_variant unpaired(ctr__bp_variant v) {
+  switch (v) {
+    case CTR__BP_EXACT_PAIR: return CTR__BP_EXACT;
+    case CTR__BP_PRECISE_PAIR: return CTR__BP_PRECISE;
+    case CTR__BP_TEX_PAIR:
+    case CTR__BP_TEX_PAIR_HALF: return CTR__BP_TEX;
+    default: return v;
+  }
+}
+
+extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, const ctr_geometry *g,
+                                              const ctr_fdk_options *o, const ctr_plan *plan,
+                                              double input_scale, ctr__engine **out) {
+  ctr_status st = CTR_OK;
+  cudaDeviceProp prop;
+  size_t free_bytes = 0;
+  ctr__engine *e = (ctr__engine *)ctr__calloc(1, sizeof *e, "CUDA backend");
+  cuda_engine *c = (cuda_engine *)ctr__calloc(1, sizeof *c, "CUDA backend");
+  if (!e || !c) {
+    free(e);
+    free(c);
+    return CTR_E_OUT_OF_MEMORY;
+  }
+  e->ops = &cuda_ops;
+  e->impl = c;
+  c->ctx = ctx;
+  c->g = g;
+  c->plan = *plan;
+  c->threads = ctr__num_threads(ctx);
+  const int64_t nb = plan->views_per_batch;
+  const size_t px = (size_t)(g->nu * g->nv);
+  const size_t raw_bytes = (size_t)nb * px * sizeof(float); /* float32 or smaller */
+  CTR_CHECK_GOTO(st, ctr__device_setup(ctx, &prop, &free_bytes));
+  {
+    ctr__bp_config req;
+    memset(&req, 0, sizeof req);
+    req.views_per_launch = (int)(nb < CTR__BP_MAX_VIEWS ? nb : CTR__BP_MAX_VIEWS);
+    c->cfg = ctr__bp_config_resolve(g, o, &req);
+    if (!plan->pair) c->cfg.variant = unpaired(c->cfg.variant);
+  }
+  CTR_CHECK_GOTO(st, ctr__fdk_filter_init(ctx, g, o, &c->f));
+  c->have_filter = 1;
+  CU(cudaStreamCreateWithFlags(&c->up, cudaStreamNonBlocking));
+  CU(cudaStreamCreateWithFlags(&c->comp, cudaStreamNonBlocking));
+  CU(cudaStreamCreateWithFlags(&c->down, cudaStreamNonBlocking));
+  for (int i = 0; i < 2; i++) {
+    CU(cudaEventCreateWithFlags(&c->ev_up[i], cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&c->ev_raw_free[i], cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&c->ev_filt_free[i], cudaEventDisableTiming));
+    CU(cudaEventCreateWithFlags(&c->ev_filt_ready[i], cudaEventDisableTiming));
+    CU(cudaMalloc(&c->d_raw[i], raw_bytes));
+    if (plan->store != CTR_STORE_DEVICE) CU(cudaMalloc(&c->d_filt[i], (size_t)nb * px * sizeof(float)));
+  }
+  CTR_CHECK_GOTO(st, ctr__views_create(g, c->cfg.variant, nb,
+                                       plan->store == CTR_STORE_DEVICE ? g->nviews : 2 * nb,
+                                       prop.maxTexture2DLayered[2], &c->dv));
+  CTR_CHECK_GOTO(st, ctr__gpu_filter_create(&c->f, nb, c->comp, &c->gf));
+  CU(cudaMalloc(&c->d_range, 2 * sizeof(unsigned int)));
+  {
+    const unsigned int init[2] = {0xffffffffu, 0u};
+    CU(cudaMemcpy(c->d_range, init, sizeof init, cudaMemcpyHostToDevice));
+  }
+  CU(cudaMalloc(&c->d_bad, 2 * sizeof(unsigned long long)));
+  CU(cudaMemset(c->d_bad, 0, 2 * sizeof(unsigned long long)));
+  c->gf.in_scale = (float)(1.0 / input_scale);
+  c->gf.d_nonfinite = c->d_bad;
+  CU(cudaMalloc(&c->d_vol, (size_t)(g->vol.nx * g->vol.ny * plan->slab_slices) * sizeof(float)));
+  CU(cudaDeviceSynchronize());
+  *out = e;
+  return CTR_OK;
+cleanup:
+  if (st == CTR_E_DEVICE_OUT_OF_MEMORY) {
+    char detail[1024], planned[32], avail[32];
+    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
+    st = ctr__error_set(st, "%s (the plan expected %s of GPU memory, %s were free; lower --gpu-mem "
+                        "to plan for less)", detail,
+                        ctr__format_bytes((double)plan->gpu_bytes, planned, sizeof planned),
+                        ctr__format_bytes((double)free_bytes, avail, sizeof avail));
+  }
+  cu_destroy(e);
+  free(e);
+  return st;
+}

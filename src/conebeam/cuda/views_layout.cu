@@ -1,0 +1,344 @@
+/* Layout of filtered views resident on the device (layered textures or
+ * zero-padded global memory, per backprojection variant), their
+ * backprojection, configuration defaults, and setup helpers shared by the
+ * FDK pipeline and the incremental backprojector. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "conebeam/cuda/views_layout.cuh"
+#include "conebeam/cuda/bp_general.cuh"
+
+#include <math.h>
+#include <string.h>
+
+
+/* Tuned defaults (bench/NOTES.md, H200 sweep of case A): texture kernels
+ * like long warps along x, the exact kernels' scattered loads like 8x8
+ * tiles. */
+#define DEFAULT_VIEWS_PER_LAUNCH 64
+#define DEFAULT_PIPELINE CTR__PIPE_SERIAL
+#define DEFAULT_TEX_SLICES 16
+#define DEFAULT_TEX_BLOCK_X 32
+#define DEFAULT_TEX_BLOCK_Y 4
+#define DEFAULT_EXACT_SLICES 8
+#define DEFAULT_EXACT_BLOCK_X 8
+#define DEFAULT_EXACT_BLOCK_Y 8
+/* The general kernel: 16-slice runs in 32 x 4 blocks (32 x 8 for launches of
+ * sparse views, chosen per launch: bp_general.cu; bench/NOTES.md, issue 7). */
+#define DEFAULT_GENERAL_SLICES 16
+#define DEFAULT_GENERAL_BLOCK_X 32
+#define DEFAULT_GENERAL_BLOCK_Y 4
+
+
+
+extern "C" const char *ctr__bp_variant_name(ctr__bp_variant v) {
+  switch (v) {
+    case CTR__BP_AUTO: return "auto";
+    case CTR__BP_TEX: return "tex";
+    case CTR__BP_TEX_PAIR: return "tex-pair";
+    case CTR__BP_EXACT: return "exact";
+    case CTR__BP_EXACT_PAIR: return "exact-pair";
+    case CTR__BP_PRECISE: return "precise";
+    case CTR__BP_PRECISE_PAIR: return "precise-pair";
+    case CTR__BP_TEX_PAIR_HALF: return "tex-pair-half";
+    case CTR__BP_PRECISE_GENERAL: return "precise-general";
+  }
+  return "unknown";
+}
+
+extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ctr_fdk_options *o,
+                                                 const ctr__bp_config *req) {
+  ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0, CTR__PIPE_DEFAULT, 0};
+  if (req) c = *req;
+  const int pair_ok = ctr__bp_pair_possible(g, o->z0, o->nz);
+  if (c.variant == CTR__BP_AUTO) {
+    /* The GPU's default is texture interpolation (docs/cuda.md). */
+    switch (o->interp) {
+      case CTR_INTERP_EXACT: c.variant = pair_ok ? CTR__BP_EXACT_PAIR : CTR__BP_EXACT; break;
+      case CTR_INTERP_PRECISE:
+        /* non-circular orbits: the general kernel (one reciprocal per update
+         * either way, and it skips runs outside the detector) */
+        c.variant = pair_ok                        ? CTR__BP_PRECISE_PAIR
+                    : !ctr_geometry_is_circular(g) ? CTR__BP_PRECISE_GENERAL
+                                                   : CTR__BP_PRECISE;
+        break;
+      default: c.variant = pair_ok ? CTR__BP_TEX_PAIR_HALF : CTR__BP_TEX; break;
+    }
+  }
+  if (ctr__is_pair(c.variant) && !pair_ok)
+    c.variant = c.variant == CTR__BP_EXACT_PAIR     ? CTR__BP_EXACT
+                : c.variant == CTR__BP_PRECISE_PAIR ? CTR__BP_PRECISE
+                                                    : CTR__BP_TEX;
+  if (c.variant == CTR__BP_PRECISE_GENERAL && !ctr__bpg_possible(g, o->z0, o->nz))
+    c.variant = CTR__BP_PRECISE;
+  if (c.pipeline <= CTR__PIPE_DEFAULT || c.pipeline > CTR__PIPE_SERIAL) c.pipeline = DEFAULT_PIPELINE;
+  if (c.views_per_launch <= 0) c.views_per_launch = DEFAULT_VIEWS_PER_LAUNCH;
+  if (c.views_per_launch > CTR__BP_MAX_VIEWS) c.views_per_launch = CTR__BP_MAX_VIEWS;
+  const int tex = c.variant == CTR__BP_TEX || c.variant == CTR__BP_TEX_PAIR ||
+                  c.variant == CTR__BP_TEX_PAIR_HALF;
+  /* CTRECON_BP_SLICES=Z' and CTRECON_BP_BLOCK=XxY replace the defaults below
+   * (launch-shape experiments, bench/NOTES.md); a caller's explicit choice
+   * stays. */
+  const char *ez = getenv("CTRECON_BP_SLICES"), *eb = getenv("CTRECON_BP_BLOCK");
+  int bx = 0, by = 0;
+  if (c.slices_per_thread <= 0 && ez) c.slices_per_thread = atoi(ez);
+  if (c.block_x <= 0 && c.block_y <= 0 && eb && sscanf(eb, "%dx%d", &bx, &by) == 2)
+    c.block_x = bx, c.block_y = by;
+  const int gen = c.variant == CTR__BP_PRECISE_GENERAL;
+  if (gen && c.slices_per_thread <= 0 && c.block_x <= 0 && c.block_y <= 0) c.default_shape = 1;
+  if (c.slices_per_thread <= 0)
+    c.slices_per_thread = gen ? DEFAULT_GENERAL_SLICES : tex ? DEFAULT_TEX_SLICES : DEFAULT_EXACT_SLICES;
+  if (c.block_x <= 0)
+    c.block_x = gen ? DEFAULT_GENERAL_BLOCK_X : tex ? DEFAULT_TEX_BLOCK_X : DEFAULT_EXACT_BLOCK_X;
+  if (c.block_y <= 0)
+    c.block_y = gen ? DEFAULT_GENERAL_BLOCK_Y : tex ? DEFAULT_TEX_BLOCK_Y : DEFAULT_EXACT_BLOCK_Y;
+  return c;
+}
+
+int ctr__is_pair(ctr__bp_variant v) {
+  return v == CTR__BP_TEX_PAIR || v == CTR__BP_TEX_PAIR_HALF || v == CTR__BP_EXACT_PAIR ||
+         v == CTR__BP_PRECISE_PAIR;
+}
+int ctr__is_tex(ctr__bp_variant v) {
+  return v == CTR__BP_TEX || v == CTR__BP_TEX_PAIR || v == CTR__BP_TEX_PAIR_HALF;
+}
+/* Bytes per stored element of a variant's layout. */
+/* The non-pair exact variants read each bilinear neighbourhood as one float4
+ * (CTR__STORE_QUAD). */
+int ctr__is_quad(ctr__bp_variant v) { return v == CTR__BP_EXACT || v == CTR__BP_PRECISE; }
+
+size_t ctr__element_bytes(ctr__bp_variant v) {
+  if (ctr__is_quad(v) || v == CTR__BP_PRECISE_GENERAL) return 16;
+  return v == CTR__BP_TEX_PAIR_HALF ? 4 : ctr__is_pair(v) ? 8 : 4;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Resident filtered views                                                   */
+/* ------------------------------------------------------------------------- */
+
+
+/* Row pitch and elements per view of the padded (non-texture) layouts. */
+static void padded_layout(const ctr_geometry *g, ctr__bp_variant v, int *pitch,
+                          long long *view_stride) {
+  if (v == CTR__BP_PRECISE_GENERAL) {
+    *pitch = ctr__bpg_pitch(g->nu);
+    *view_stride = (long long)*pitch * CTR__BPG_ROWS(g->nv);
+  } else {
+    *pitch = ctr__padded_pitch(g->nu);
+    *view_stride = ctr__padded_size(g->nu, g->nv);
+  }
+}
+
+size_t ctr__views_bytes(const ctr_geometry *g, ctr__bp_variant v, int64_t slots) {
+  const size_t e = ctr__element_bytes(v);
+  if (ctr__is_tex(v)) return (size_t)slots * (size_t)(g->nu * g->nv) * e + (size_t)slots * 4;
+  int pitch;
+  long long view_stride;
+  padded_layout(g, v, &pitch, &view_stride);
+  return (size_t)slots * (size_t)view_stride * e;
+}
+
+void ctr__views_free(ctr__dev_views *dv) {
+  for (int a = 0; a < dv->narrays; a++) {
+    if (dv->tex[a]) cudaDestroyTextureObject(dv->tex[a]);
+    if (dv->surf[a]) cudaDestroySurfaceObject(dv->surf[a]);
+    if (dv->arr[a]) cudaFreeArray(dv->arr[a]);
+  }
+  cudaFree(dv->d_wscale);
+  cudaFree(dv->d_max);
+  cudaFree(dv->d_pad);
+  memset(dv, 0, sizeof *dv);
+}
+
+ctr_status ctr__views_create(const ctr_geometry *g, ctr__bp_variant variant, int64_t batch,
+                             int64_t slots, int max_layers, ctr__dev_views *dv) {
+  ctr_status st = CTR_OK;
+  memset(dv, 0, sizeof *dv);
+  dv->variant = variant;
+  dv->pair = ctr__is_pair(variant);
+  dv->half = variant == CTR__BP_TEX_PAIR_HALF;
+  dv->mirror = dv->pair ? ctr__pair_mirror(g) : 0;
+  dv->nu = (int)g->nu;
+  dv->nv = (int)g->nv;
+  dv->nviews = slots;
+  dv->batch = batch;
+  const size_t e = ctr__element_bytes(variant);
+  if (ctr__is_tex(variant)) {
+    dv->layers_per_array = (max_layers / batch) * batch;
+    if (dv->layers_per_array < batch)
+      CTR_FAIL(CTR_E_UNSUPPORTED, "a batch of %lld views exceeds the %d texture layers",
+               (long long)batch, max_layers);
+    dv->narrays = (int)((slots + dv->layers_per_array - 1) / dv->layers_per_array);
+    if (dv->narrays > MAX_ARRAYS)
+      CTR_FAIL(CTR_E_UNSUPPORTED, "%lld views need more than %d layered textures",
+               (long long)slots, MAX_ARRAYS);
+    const cudaChannelFormatDesc desc = dv->half   ? cudaCreateChannelDescHalf2()
+                                       : dv->pair ? cudaCreateChannelDesc<float2>()
+                                                  : cudaCreateChannelDesc<float>();
+    for (int a = 0; a < dv->narrays; a++) {
+      const int64_t layers = a < dv->narrays - 1 ? dv->layers_per_array
+                                                 : slots - a * dv->layers_per_array;
+      CU(cudaMalloc3DArray(&dv->arr[a], &desc, make_cudaExtent(g->nu, g->nv, layers),
+                           cudaArrayLayered | cudaArraySurfaceLoadStore));
+      cudaResourceDesc res;
+      memset(&res, 0, sizeof res);
+      res.resType = cudaResourceTypeArray;
+      res.res.array.array = dv->arr[a];
+      cudaTextureDesc td;
+      memset(&td, 0, sizeof td);
+      td.addressMode[0] = td.addressMode[1] = td.addressMode[2] = cudaAddressModeBorder;
+      td.filterMode = cudaFilterModeLinear;
+      td.readMode = cudaReadModeElementType;
+      td.normalizedCoords = 0;
+      CU(cudaCreateTextureObject(&dv->tex[a], &res, &td, NULL));
+      CU(cudaCreateSurfaceObject(&dv->surf[a], &res));
+    }
+    if (dv->half) {
+      CU(cudaMalloc(&dv->d_wscale, (size_t)slots * sizeof(float)));
+      CU(cudaMalloc(&dv->d_max, sizeof(unsigned int)));
+    }
+  } else {
+    padded_layout(g, variant, &dv->pitch, &dv->view_stride);
+    CU(cudaMalloc(&dv->d_pad, (size_t)(slots * dv->view_stride) * e));
+    CU(cudaMemset(dv->d_pad, 0, (size_t)(slots * dv->view_stride) * e));
+  }
+cleanup:
+  if (st != CTR_OK) ctr__views_free(dv);
+  return st;
+}
+
+/* Elements between a padded view's start and its pixel (0, 0). */
+static int64_t ctr__views_origin(const ctr__dev_views *dv) {
+  return dv->variant == CTR__BP_PRECISE_GENERAL ? CTR__BPG_ORIGIN(dv->pitch)
+                                                : ctr__padded_origin(dv->nu);
+}
+/* Where the filter writes views [v0, v0 + batch). */
+ctr__gpu_store ctr__views_target(const ctr__dev_views *dv, int64_t v0) {
+  ctr__gpu_store s;
+  memset(&s, 0, sizeof s);
+  s.pair = dv->pair;
+  s.mirror = dv->mirror;
+  if (ctr__is_tex(dv->variant)) {
+    s.kind = CTR__STORE_SURFACE;
+    s.surf = dv->surf[v0 / dv->layers_per_array];
+    s.layer0 = (int)(v0 % dv->layers_per_array);
+    s.half = dv->half;
+    s.wscale = dv->half ? dv->d_wscale + v0 : NULL;
+    s.d_max = dv->d_max;
+  } else {
+    const size_t e = ctr__element_bytes(dv->variant);
+    s.kind = dv->variant == CTR__BP_PRECISE_GENERAL ? CTR__STORE_COEF
+             : ctr__is_quad(dv->variant)            ? CTR__STORE_QUAD
+                                                    : CTR__STORE_LINEAR;
+    s.base = (char *)dv->d_pad + (size_t)(v0 * dv->view_stride + ctr__views_origin(dv)) * e;
+    s.pitch = dv->pitch;
+    s.view_stride = dv->view_stride;
+  }
+  return s;
+}
+
+/* Backprojects n (<= CTR__BP_MAX_VIEWS) views held in slots [slot0, slot0 + n)
+ * (inside one array) into slices [k_begin, k_end) of the grid (pairs: of the
+ * lower half, with their mirrors). View k is idx[k] (idx NULL: slot0 + k);
+ * alpha[k] (NULL: 1) scales its matrix: weight x 1 / alpha^2. */
+ctr_status ctr__views_backproject(const ctr_geometry *g, const ctr__dev_views *dv,
+                                  const ctr__bp_config *cfg, const int64_t *idx,
+                                  const double *alpha, int64_t slot0, int64_t n, float *d_vol,
+                                  int64_t z0, int64_t nzs, int64_t k_begin, int64_t k_end,
+                                  cudaStream_t s) {
+  ctr__bp_args a;
+  memset(&a, 0, sizeof a);
+  const int tex = ctr__is_tex(dv->variant);
+  int64_t first = slot0;
+  if (tex) {
+    a.tex = dv->tex[slot0 / dv->layers_per_array];
+    first = slot0 % dv->layers_per_array;
+    if (dv->half) a.wscale = dv->d_wscale + (slot0 - first);
+  } else {
+    const size_t e = ctr__element_bytes(dv->variant);
+    a.pad = (const char *)dv->d_pad + (size_t)ctr__views_origin(dv) * e;
+    a.view_stride = dv->view_stride;
+    a.pitch = dv->pitch;
+  }
+  a.nu = dv->nu;
+  a.nv = dv->nv;
+  a.vol = d_vol;
+  a.nx = (int)g->vol.nx;
+  a.ny = (int)g->vol.ny;
+  a.nzs = (int)nzs;
+  a.k_begin = (int)k_begin;
+  a.nz_thread = (int)k_end;
+  a.slice = (long long)g->vol.nx * g->vol.ny;
+  ctr__bp_views bv;
+  ctr__bp_views_fill(g, idx, slot0, (int)n, first, z0, tex, alpha, &bv);
+  if (dv->variant == CTR__BP_PRECISE_GENERAL) return ctr__bpg_launch(cfg, &a, &bv, s);
+  return ctr__bp_launch(cfg, ctr_geometry_is_circular(g), &a, &bv, s);
+}
+
+/* Slices the grid covers: all, or the lower half (with mirrors) for pairs. */
+int64_t ctr__grid_slices(const ctr__dev_views *dv, int64_t nzs) { return dv->pair ? (nzs + 1) / 2 : nzs; }
+
+/* Backprojects views [v0, v0 + n), held in the slots of the same numbers, in
+ * launches of at most views_per_launch views. */
+ctr_status ctr__backproject_batch(const ctr_geometry *g, const ctr__dev_views *dv,
+                                  const ctr__bp_config *cfg, int64_t v0, int64_t n, float *d_vol,
+                                  int64_t z0, int64_t nzs, int64_t k_begin, int64_t k_end,
+                                  cudaStream_t s) {
+  for (int64_t k = 0; k < n; k += cfg->views_per_launch) {
+    const int64_t m = n - k < cfg->views_per_launch ? n - k : cfg->views_per_launch;
+    CTR_CHECK(ctr__views_backproject(g, dv, cfg, NULL, NULL, v0 + k, m, d_vol, z0, nzs, k_begin,
+                                     k_end, s));
+  }
+  return CTR_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Setup shared by the entry points                                          */
+/* ------------------------------------------------------------------------- */
+
+ctr_status ctr__device_setup(const ctr_context *ctx, cudaDeviceProp *prop, size_t *free_bytes) {
+  ctr_status st = CTR_OK;
+  int dev = ctx && ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
+  size_t total = 0;
+  CU(cudaSetDevice(dev));
+  CU(cudaGetDeviceProperties(prop, dev));
+  CU(cudaMemGetInfo(free_bytes, &total));
+cleanup:
+  return st;
+}
+
+ctr_status ctr__check_memory(size_t need, size_t free_bytes, const char *what) {
+  const size_t margin = (size_t)256 << 20;
+  if (need + margin <= free_bytes) return CTR_OK;
+  char a[32], b[32];
+  CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
+           "%s needs %s of GPU memory but %s are free (256 MiB kept in reserve); reconstruct "
+           "fewer slices at a time (--slices) until the streaming out-of-core pipeline lifts "
+           "this limit",
+           what, ctr__format_bytes((double)need, a, sizeof a),
+           ctr__format_bytes((double)free_bytes, b, sizeof b));
+}
+
+int ctr__host_pinned(const void *p) {
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return attr.type == cudaMemoryTypeHost;
+}
+
+/* Parallel host copy (staging pageable memory through pinned buffers): one
+ * piece per thread, at least 256 KiB, in 64 KiB multiples (a single 5 MB
+ * view in 4 MiB pieces kept all but two threads idle). */
+void ctr__host_copy(void *dst, const void *src, size_t bytes, int threads) {
+  const size_t quantum = (size_t)64 << 10, per = bytes / (size_t)(threads > 1 ? threads : 1);
+  size_t chunk = (per + quantum - 1) / quantum * quantum;
+  if (chunk < ((size_t)256 << 10)) chunk = (size_t)256 << 10;
+  const int64_t n = (int64_t)((bytes + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static) num_threads(threads) if (n > 1)
+  for (int64_t i = 0; i < n; i++) {
+    const size_t off = (size_t)i * chunk, len = bytes - off < chunk ? bytes - off : chunk;
+    memcpy((char *)dst + off, (const char *)src + off, len);
+  }
+}
+

@@ -1,0 +1,64 @@
+/* Filtered views resident on the device in a backprojection variant's layout
+ * (layered textures written through surfaces, or zero-padded global memory),
+ * their backprojection, and setup helpers; shared by the FDK pipeline and the
+ * incremental backprojector. */
+#ifndef CTR_VIEWS_LAYOUT_CUH
+#define CTR_VIEWS_LAYOUT_CUH
+
+#include "conebeam/cuda/bp_kernels.cuh"
+#include "conebeam/cuda/filter_cuda.cuh"
+
+#define MAX_ARRAYS 64
+
+typedef struct ctr__dev_views {
+  ctr__bp_variant variant;
+  int pair, mirror, half, nu, nv;
+  int64_t nviews, batch;
+  /* texture variants: layered arrays written through surfaces */
+  int narrays;
+  int64_t layers_per_array;
+  cudaArray_t arr[MAX_ARRAYS];
+  cudaTextureObject_t tex[MAX_ARRAYS];
+  cudaSurfaceObject_t surf[MAX_ARRAYS];
+  float *d_wscale;       /* TEX_PAIR_HALF: 2^e per view */
+  unsigned int *d_max;   /* TEX_PAIR_HALF: batch maximum scratch */
+  /* exact variants */
+  void *d_pad;
+  long long view_stride;
+  int pitch;
+} ctr__dev_views;
+
+int ctr__is_pair(ctr__bp_variant v);
+int ctr__is_tex(ctr__bp_variant v);
+/* Views stored as float4 bilinear neighbourhoods (the non-pair exact variants). */
+int ctr__is_quad(ctr__bp_variant v);
+/* Bytes per stored element of a variant's layout. */
+size_t ctr__element_bytes(ctr__bp_variant v);
+/* Device bytes for `slots` views in a variant's layout. */
+size_t ctr__views_bytes(const ctr_geometry *g, ctr__bp_variant v, int64_t slots);
+/* Room for `slots` views; batches of `batch` never straddle two arrays. */
+ctr_status ctr__views_create(const ctr_geometry *g, ctr__bp_variant variant, int64_t batch,
+                             int64_t slots, int max_layers, ctr__dev_views *dv);
+void ctr__views_free(ctr__dev_views *dv);
+/* Where the filter (or a plain copy) writes the views of slots [slot0, ...). */
+ctr__gpu_store ctr__views_target(const ctr__dev_views *dv, int64_t slot0);
+ctr_status ctr__views_backproject(const ctr_geometry *g, const ctr__dev_views *dv,
+                                  const ctr__bp_config *cfg, const int64_t *idx,
+                                  const double *alpha, int64_t slot0, int64_t n, float *d_vol,
+                                  int64_t z0, int64_t nzs, int64_t k_begin, int64_t k_end,
+                                  cudaStream_t s);
+/* Slices the grid covers: all, or the lower half (with mirrors) for pairs. */
+int64_t ctr__grid_slices(const ctr__dev_views *dv, int64_t nzs);
+ctr_status ctr__backproject_batch(const ctr_geometry *g, const ctr__dev_views *dv,
+                                  const ctr__bp_config *cfg, int64_t v0, int64_t n, float *d_vol,
+                                  int64_t z0, int64_t nzs, int64_t k_begin, int64_t k_end,
+                                  cudaStream_t s);
+
+ctr_status ctr__device_setup(const ctr_context *ctx, cudaDeviceProp *prop, size_t *free_bytes);
+/* CTR_E_DEVICE_OUT_OF_MEMORY naming `what`, the bytes needed and free. */
+ctr_status ctr__check_memory(size_t need, size_t free_bytes, const char *what);
+int ctr__host_pinned(const void *p);
+/* Parallel host copy (staging pageable memory through pinned buffers). */
+void ctr__host_copy(void *dst, const void *src, size_t bytes, int threads);
+
+#endif

@@ -1,0 +1,52 @@
+/* The journal of a streamed run, "<out>.partial.journal": a fingerprint of
+ * everything that determines the result, the decomposition, and one line per
+ * subvolume whose slices are written and flushed, with the CRC-32 of its
+ * bytes (a resumed run recomputes a subvolume whose bytes changed on disk)
+ * and the values a summary of the whole output needs. Lines are appended
+ * and synced one at a time, so a crash leaves a valid prefix. */
+#ifndef CTR_JOURNAL_H
+#define CTR_JOURNAL_H
+
+#include "core/internal.h"
+
+/* What a journal line records of a finished subvolume. */
+typedef struct ctr__slab_record {
+  uint32_t crc;         /* CRC-32 (zlib) of its bytes as written: the file's dtype, host
+                           byte order, slice after slice */
+  float min, max;       /* value range of the run's subvolumes up to this one (a union of
+                           these over the journal is the range of the subvolumes in it) */
+  int64_t below, above; /* uint16 output: its voxels clamped to 0 / 65535 */
+} ctr__slab_record;
+
+typedef struct ctr__journal {
+  char *path;
+  int fd;
+  uint64_t fingerprint;
+  int64_t slab_slices, views_per_batch;
+  int store, pair;
+  int64_t nslabs;
+  unsigned char *done; /* per subvolume */
+  ctr__slab_record *rec; /* per subvolume, valid where done */
+} ctr__journal;
+
+/* Creates (truncating) a journal for a fresh run. */
+ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t fingerprint,
+                               const ctr_plan *plan);
+/* Opens an existing journal for --resume: checks the fingerprint (a
+ * different run is CTR_E_INVALID_ARGUMENT naming what to do) and reads the
+ * plan and the finished subvolumes. */
+ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t fingerprint);
+/* Records subvolume `index` [z0, z0 + nz) as complete (appended, synced). */
+ctr_status ctr__journal_mark(ctr__journal *j, int64_t index, int64_t z0, int64_t nz,
+                             const ctr__slab_record *rec);
+/* Closes; with `remove`, deletes the file. */
+void ctr__journal_close(ctr__journal *j, int remove);
+
+/* CRC-32 (zlib's) of n bytes, chained from crc (start with 0). */
+uint32_t ctr__crc32(uint32_t crc, const void *data, size_t n);
+
+/* FNV-1a over bytes, chained from h (start with CTR__FNV_SEED). */
+#define CTR__FNV_SEED 1469598103934665603ull
+uint64_t ctr__fnv1a(uint64_t h, const void *data, size_t n);
+
+#endif

@@ -1,0 +1,185 @@
+/* Context, logging, progress, library information, dtypes and arrays. */
+#include "core/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifndef CTR_HAVE_CUDA
+#define CTR_HAVE_CUDA 0
+#endif
+
+/* Implemented by the CUDA backend when built; 0 devices otherwise. */
+int ctr__cuda_device_count(void);
+#if !CTR_HAVE_CUDA
+int ctr__cuda_device_count(void) { return 0; }
+#endif
+
+const char *ctr_version_string(void) { return CTR_VERSION_STRING; }
+
+unsigned ctr_features(void) {
+  unsigned f = CTR_FEATURE_TIFF | CTR_FEATURE_PNG;
+#ifdef _OPENMP
+  f |= CTR_FEATURE_OPENMP;
+#endif
+#if CTR_HAVE_CUDA
+  f |= CTR_FEATURE_CUDA;
+#endif
+#if defined(CTR_HAVE_HDF5) && CTR_HAVE_HDF5
+  f |= CTR_FEATURE_HDF5;
+#endif
+#if defined(CTR_HAVE_MPI) && CTR_HAVE_MPI
+  f |= CTR_FEATURE_MPI;
+#endif
+  return f;
+}
+
+size_t ctr_dtype_size(ctr_dtype t) {
+  switch (t) {
+    case CTR_DTYPE_FLOAT32: return 4;
+    case CTR_DTYPE_UINT16: return 2;
+  }
+  return 0;
+}
+
+const char *ctr_dtype_name(ctr_dtype t) {
+  switch (t) {
+    case CTR_DTYPE_FLOAT32: return "float32";
+    case CTR_DTYPE_UINT16: return "uint16";
+  }
+  return "unknown";
+}
+
+ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out) {
+  if (name && (!strcmp(name, "float32") || !strcmp(name, "f32") || !strcmp(name, "float"))) {
+    *out = CTR_DTYPE_FLOAT32;
+    return CTR_OK;
+  }
+  if (name && (!strcmp(name, "uint16") || !strcmp(name, "u16"))) {
+    *out = CTR_DTYPE_UINT16;
+    return CTR_OK;
+  }
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "unknown dtype '%s': expected float32 or uint16",
+           name ? name : "(null)");
+}
+
+ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *dims) {
+  ctr_array a;
+  memset(&a, 0, sizeof a);
+  a.data = data;
+  a.dtype = dtype;
+  a.ndim = ndim < 0 ? 0 : (ndim > CTR_MAX_DIMS ? CTR_MAX_DIMS : ndim);
+  int64_t stride = 1;
+  for (int i = 0; i < a.ndim; i++) {
+    a.dims[i] = dims[i];
+    a.strides[i] = stride;
+    stride *= dims[i];
+  }
+  return a;
+}
+
+int64_t ctr_array_count(const ctr_array *a) {
+  int64_t n = 1;
+  for (int i = 0; i < a->ndim; i++) n *= a->dims[i];
+  return a->ndim > 0 ? n : 0;
+}
+
+int ctr_array_is_contiguous(const ctr_array *a) {
+  int64_t stride = 1;
+  for (int i = 0; i < a->ndim; i++) {
+    if (a->strides[i] != 0 && a->strides[i] != stride) return 0;
+    stride *= a->dims[i];
+  }
+  return 1;
+}
+
+ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out) {
+  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_context_create: out is NULL");
+  *out = NULL;
+  ctr_context_options o = CTR_CONTEXT_OPTIONS_INIT;
+  if (opts) {
+    if (opts->version != CTR_API_VERSION)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+               "ctr_context_options.version is %u, expected %u (use CTR_CONTEXT_OPTIONS_INIT)",
+               opts->version, CTR_API_VERSION);
+    o = *opts;
+  }
+  if (o.num_threads < 0)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "num_threads is %d, expected >= 0", o.num_threads);
+  ctr_device_kind resolved = CTR_DEVICE_CPU;
+  int ndev = ctr__cuda_device_count();
+  switch (o.device) {
+    case CTR_DEVICE_CPU: resolved = CTR_DEVICE_CPU; break;
+    case CTR_DEVICE_AUTO: resolved = ndev > 0 ? CTR_DEVICE_CUDA : CTR_DEVICE_CPU; break;
+    case CTR_DEVICE_CUDA:
+      if (!CTR_HAVE_CUDA)
+        CTR_FAIL(CTR_E_UNSUPPORTED,
+                 "device cuda requested but this build has no CUDA backend "
+                 "(rebuild with nvcc present and -DCTRECON_CUDA=on, or use --device cpu)");
+      if (ndev <= 0)
+        CTR_FAIL(CTR_E_NO_DEVICE, "device cuda requested but no usable GPU was found "
+                                  "(use --device cpu)");
+      if (o.device_index >= ndev)
+        CTR_FAIL(CTR_E_NO_DEVICE, "GPU %d requested but only %d visible", o.device_index, ndev);
+      resolved = CTR_DEVICE_CUDA;
+      break;
+    default:
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "unknown device kind %d", (int)o.device);
+  }
+  ctr_context *c = ctr__calloc(1, sizeof *c, "context");
+  if (!c) return CTR_E_OUT_OF_MEMORY;
+  c->opts = o;
+  c->resolved = resolved;
+  *out = c;
+  return CTR_OK;
+}
+
+void ctr_context_free(ctr_context *ctx) { free(ctx); }
+
+ctr_device_kind ctr_context_device(const ctr_context *ctx) {
+  return ctx ? ctx->resolved : CTR_DEVICE_CPU;
+}
+
+void ctr__log(const ctr_context *ctx, ctr_log_level level, const char *fmt, ...) {
+  if (!ctx || !ctx->opts.log) return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ctx->opts.log(ctx->opts.user, level, msg);
+}
+
+ctr_status ctr__progress(const ctr_context *ctx, const char *stage, double fraction) {
+  if (!ctx || !ctx->opts.progress) return CTR_OK;
+  if (ctx->opts.progress(ctx->opts.user, stage, fraction))
+    CTR_FAIL(CTR_E_CANCELLED, "%s cancelled by the progress callback", stage);
+  return CTR_OK;
+}
+
+int ctr__num_threads(const ctr_context *ctx) {
+  if (ctx && ctx->opts.num_threads > 0) return ctx->opts.num_threads;
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+#if !CTR_HAVE_CUDA
+void *ctr_host_alloc(size_t bytes) { return ctr__aligned_alloc(bytes, "host buffer"); }
+void ctr_host_free(void *p) { ctr__aligned_free(p); }
+ctr_status ctr_host_register(void *p, size_t bytes) {
+  (void)p;
+  (void)bytes;
+  return CTR_OK;
+}
+void ctr_host_unregister(void *p) { (void)p; }
+int ctr_cuda_device_count(void) { return 0; }
+ctr_status ctr_cuda_device_info(int index, ctr_device_info *out) {
+  (void)out;
+  CTR_FAIL(CTR_E_UNSUPPORTED, "CUDA device %d: this build has no CUDA backend", index);
+}
+#endif

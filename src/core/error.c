@@ -1,0 +1,108 @@
+/* Status names and messages (generated from CTR_STATUS_LIST) and the
+ * thread-local error detail. */
+#include "core/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(_MSC_VER)
+#define CTR__TLS __declspec(thread)
+#else
+#define CTR__TLS _Thread_local
+#endif
+
+static CTR__TLS char g_detail[1024];
+
+const char *ctr_status_name(ctr_status s) {
+  switch (s) {
+#define CTR__STATUS_NAME(name, value, msg) \
+  case name:                              \
+    return #name;
+    CTR_STATUS_LIST(CTR__STATUS_NAME)
+#undef CTR__STATUS_NAME
+  }
+  return "CTR_E_UNKNOWN";
+}
+
+const char *ctr_status_message(ctr_status s) {
+  switch (s) {
+#define CTR__STATUS_MSG(name, value, msg) \
+  case name:                             \
+    return msg;
+    CTR_STATUS_LIST(CTR__STATUS_MSG)
+#undef CTR__STATUS_MSG
+  }
+  return "unknown status";
+}
+
+const char *ctr_error_detail(void) { return g_detail; }
+
+void ctr_error_clear(void) { g_detail[0] = '\0'; }
+
+ctr_status ctr__error_setv(ctr_status status, const char *fmt, va_list ap) {
+  vsnprintf(g_detail, sizeof g_detail, fmt, ap);
+  return status;
+}
+
+ctr_status ctr__error_set(ctr_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ctr__error_setv(status, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+int ctr__mul_size(size_t a, size_t b, size_t *out) {
+  if (a != 0 && b > SIZE_MAX / a) {
+    ctr__error_set(CTR_E_OUT_OF_MEMORY, "size overflow: %zu x %zu elements", a, b);
+    return 0;
+  }
+  *out = a * b;
+  return 1;
+}
+
+const char *ctr__format_bytes(double bytes, char *buf, size_t n) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    u++;
+  }
+  snprintf(buf, n, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+void *ctr__malloc(size_t bytes, const char *what) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) {
+    char b[32];
+    ctr__error_set(CTR_E_OUT_OF_MEMORY, "cannot allocate %s for %s",
+                   ctr__format_bytes((double)bytes, b, sizeof b), what);
+  }
+  return p;
+}
+
+void *ctr__calloc(size_t n, size_t size, const char *what) {
+  size_t bytes;
+  if (!ctr__mul_size(n, size, &bytes)) return NULL;
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) {
+    char b[32];
+    ctr__error_set(CTR_E_OUT_OF_MEMORY, "cannot allocate %s for %s",
+                   ctr__format_bytes((double)bytes, b, sizeof b), what);
+  }
+  return p;
+}
+
+void *ctr__aligned_alloc(size_t bytes, const char *what) {
+  size_t rounded = (bytes + 63) & ~(size_t)63;
+  void *p = aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) {
+    char b[32];
+    ctr__error_set(CTR_E_OUT_OF_MEMORY, "cannot allocate %s for %s",
+                   ctr__format_bytes((double)bytes, b, sizeof b), what);
+  }
+  return p;
+}
+
+void ctr__aligned_free(void *p) { free(p); }

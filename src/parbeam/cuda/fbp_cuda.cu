@@ -1,0 +1,1152 @@
+/* Parallel-beam backprojection on the GPU (seed 004). Kernels, selectable by
+ * name (docs/parallel-beam.md):
+ *   tex      Alg. 1 + 2: hardware interpolation from a 1D layered texture of
+ *            the sinogram (8-bit interpolation weights), Z-order threads,
+ *            two pixels per thread
+ *   tex2     the same on two slices at once from a float2 texture
+ *   tex-mp   Alg. 3/4: four projection groups per block, four pixels per
+ *            thread, partial sums combined by a shared-memory reduction
+ *   tex4h    tex on four slices at once from a half4 texture (approximate:
+ *            half-precision data)
+ *   alu      Alg. 6 with the advanced caching mode (Alg. 9): a block of 256
+ *            threads reconstructs 64 x 64 pixels; the bins a block needs for
+ *            16 projections are cached in shared memory as (midpoint,
+ *            slope) pairs, interpolation in fp32 (exact: the default)
+ *   alu2     alu on two slices per shared load
+ *   alu2-h   alu2 with the cache in half precision (6.7; approximate)
+ *   alu-os, alu2-os  oversampling (7.2; approximate)
+ *   hybrid   7.1: texture and ALU blocks side by side on every SM (alu2
+ *            with tex2 tiles; the texture part has 8-bit weights)
+ * Every kernel sums pre-weighted sinograms (each row times its angle's
+ * weight), so the kernels only add. Positions: t = off + dx c + dy s with
+ * off the bin of the block's (or pixel's) origin computed in double on the
+ * host side of each kernel's maths, so float rounding does not grow with
+ * the bin index. */
+#include "gpu/cuda_util.h"
+#include "parbeam/cuda/fbp_cuda.cuh"
+#include "parbeam/fbp_tune.h"
+
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALU_AREA 64    /* pixels per block side */
+#define ALU_ROWS 4     /* thread rows: each thread does ALU_AREA / ALU_ROWS pixels of a column */
+#define ALU_PROJ 16    /* projections cached per pass */
+#define ALU_LANES 16   /* threads caching one projection row (Alg. 9) */
+#define ROUND_MAGIC 12582912.0f      /* 1.5 x 2^23 */
+#define ROUND_MAGIC_BITS 0x4B400000  /* its bits */
+
+/* Per angle: c, s (per pixel step), t0 (bin of pixel (0, 0)), unused. */
+__constant__ float4 c_angle[MAX_CONST_ANGLES];
+/* Per angle, double: t0 for the ALU kernel's block origins. */
+__constant__ double c_t0d[MAX_CONST_ANGLES];
+
+/* ---- Half-precision data (tex4h, alu2-h) ---------------------------------- */
+
+/* Half has 11 significant bits but only 5 exponent bits (largest 65504,
+ * normal down to 6.1e-5): weighted, filtered sinograms are often ~1e-3 and
+ * can be anything with other units. Each launch therefore scales its data by
+ * a power of two, chosen on the device from the launch's largest |value|,
+ * that puts that value in [2^13, 2^14): midpoints and slopes (|d1 - d0| <=
+ * 2 max) stay below 2^15, everything down to 2^-27 of the maximum stays a
+ * normal number (relative rounding <= 2^-12), and the sum is multiplied by
+ * the exact inverse at the end. amax holds the bits of the largest |value|
+ * (non-negative floats order as unsigned integers); zero or non-finite data
+ * get scale 1. */
+__device__ __forceinline__ void half_scale(unsigned amax, float *scale, float *inv) {
+  int k = 13 - ((int)(amax >> 23) - 127); /* 13 - floor(log2 max) */
+  if (amax == 0u || amax >= 0x7f800000u) k = 0;
+  k = k < -126 ? -126 : k > 126 ? 126 : k;
+  *scale = __int_as_float((127 + k) << 23);
+  *inv = __int_as_float((127 - k) << 23);
+}
+
+/* Largest |value| of `count` arrays of n floats, `stride` apart, into *amax
+ * (as bits; *amax is cleared by the caller). */
+__global__ void abs_max(const float *__restrict__ src, long long stride, int count, long long n,
+                        unsigned *amax) {
+  unsigned m = 0u;
+  for (int k = 0; k < count; k++)
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+      m = max(m, __float_as_uint(fabsf(src[k * stride + i])));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if ((threadIdx.x & 31) == 0) atomicMax(amax, m);
+}
+
+/* tex4h: slices [0, count) of the n values each (stride apart) scaled and
+ * rounded to half, interleaved as the four channels of one texel (missing
+ * slices 0). */
+__global__ void pack_half4(const float *__restrict__ src, long long stride, int count, long long n,
+                           const unsigned *__restrict__ amax, ushort4 *__restrict__ dst) {
+  float sc, inv;
+  half_scale(*amax, &sc, &inv);
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    unsigned short h[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) h[k] = __half_as_ushort(__float2half_rn(k < count ? src[k * stride + i] * sc : 0.0f));
+    dst[i] = make_ushort4(h[0], h[1], h[2], h[3]);
+  }
+}
+
+/* ---- Texture kernels (Alg. 1, 2) ------------------------------------------ */
+
+/* Z-order (Morton) position of thread t of a 16 x 8 block (seed 004 Alg. 2):
+ * a warp covers an 8 x 4 patch instead of a 16 x 2 strip, so its texture
+ * footprint per projection is smaller. */
+__device__ __forceinline__ void morton16(int t, int *x, int *y) {
+  /* bits: t0 -> x0, t1 -> y0, t2 -> x1, t3 -> y1, t4 -> x2, t5 -> y2, t6 -> x3 */
+  *x = (t & 1) | ((t >> 1) & 2) | ((t >> 2) & 4) | ((t >> 3) & 8);
+  *y = ((t >> 1) & 1) | ((t >> 2) & 2) | ((t >> 3) & 4);
+}
+
+/* One fetch of NS slices (float, float2, or a half4 texture read as float4)
+ * added to acc. */
+__device__ __forceinline__ void tex_add1(cudaTextureObject_t tex, float x, int a, float *acc) {
+  acc[0] += tex1DLayered<float>(tex, x, a);
+}
+__device__ __forceinline__ void tex_add2(cudaTextureObject_t tex, float x, int a, float *acc) {
+  const float2 v = tex1DLayered<float2>(tex, x, a);
+  acc[0] += v.x;
+  acc[1] += v.y;
+}
+__device__ __forceinline__ void tex_add4(cudaTextureObject_t tex, float x, int a, float *acc) {
+  const float4 v = tex1DLayered<float4>(tex, x, a);
+  acc[0] += v.x;
+  acc[1] += v.y;
+  acc[2] += v.z;
+  acc[3] += v.w;
+}
+template <int NS>
+__device__ __forceinline__ void tex_add(cudaTextureObject_t tex, float x, int a, float *acc) {
+  if (NS == 1) tex_add1(tex, x, a, acc);
+  else if (NS == 2) tex_add2(tex, x, a, acc);
+  else tex_add4(tex, x, a, acc);
+}
+
+/* Pixels (i, j) and (i, j + DJ) of NS slices over na projections: two
+ * independent fetches per projection keep more texture requests in flight
+ * (the kernel waits on texture latency, not on the texture units). Slice k
+ * (k < nsl) goes to out + k * plane, times inv (1, or tex4h's 1 / scale).
+ * One layer per projection: a 1D bilinear fetch reads 2 texels, not the
+ * 2 x 2 of a 2D texture with a zero-weight second row. Projections [ab, na)
+ * of the loaded constants: the launcher walks the angles in L2-sized
+ * chunks (tex_chunk). */
+template <int NS, int NEAREST, int DJ>
+__device__ __forceinline__ void tex_pixels(cudaTextureObject_t tex, int ab, int na, int i, int j,
+                                           int nx, int ny, float *__restrict__ out,
+                                           long long plane, int nsl, float inv) {
+  float acc[NS], bcc[NS];
+#pragma unroll
+  for (int k = 0; k < NS; k++) acc[k] = bcc[k] = 0.0f;
+  const float fi = (float)i, fj = (float)j;
+#pragma unroll 8
+  for (int a = ab; a < na; a++) {
+    const float4 k = c_angle[a];
+    float t = k.z + fi * k.x + fj * k.y;
+    float u = fmaf((float)DJ, k.y, t);
+    if (NEAREST) {
+      t = floorf(t + 0.5f);
+      u = floorf(u + 0.5f);
+    }
+    tex_add<NS>(tex, t + 0.5f, a, acc);
+    tex_add<NS>(tex, u + 0.5f, a, bcc);
+  }
+  if (i < nx && j < ny) {
+    const long long o = (long long)j * nx + i;
+#pragma unroll
+    for (int k = 0; k < NS; k++)
+      if (NS < 4 || k < nsl) out[k * plane + o] += NS == 4 ? acc[k] * inv : acc[k];
+  }
+  if (i < nx && j + DJ < ny) {
+    const long long o = (long long)(j + DJ) * nx + i;
+#pragma unroll
+    for (int k = 0; k < NS; k++)
+      if (NS < 4 || k < nsl) out[k * plane + o] += NS == 4 ? bcc[k] * inv : bcc[k];
+  }
+}
+
+/* tex (NS 1), tex2 (NS 2: a float2 texture holding two slices) and tex4h
+ * (NS 4: a half4 texture holding four slices, nsl of them real, scaled as
+ * half_scale says for the bits in *amax). Each thread owns two pixels,
+ * (i, j) and (i, j + 8) of a 16 x 16 tile (Z-order over the tile's upper
+ * half). tex4h is seed 004 Sect. 5.2/5.3's four-slice mode: 4 slices per
+ * fetch at the half4 fetch rate (950 G/s, DESIGN.md), so up to 4x tex's
+ * updates per fetch, for the price of half-precision data. */
+template <int NS, int NEAREST>
+__global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, int ab, int na, int nx, int ny,
+                                               float *__restrict__ out, long long plane, int nsl,
+                                               const unsigned *__restrict__ amax) {
+  int mx, my;
+  morton16(threadIdx.y * 16 + threadIdx.x, &mx, &my);
+  float inv = 1.0f;
+  if (NS == 4) {
+    float sc;
+    half_scale(*amax, &sc, &inv);
+  }
+  tex_pixels<NS, NEAREST, 8>(tex, ab, na, blockIdx.x * 16 + mx, blockIdx.y * 16 + my, nx, ny, out,
+                             plane, nsl, inv);
+}
+
+/* ---- tex-mp: several projections per thread, shared reduction (Alg. 3/4) --- */
+
+#define MP_GROUPS 4  /* projection groups per block: thread group g sums projections g, g + 4, ... */
+#define MP_PIX 4     /* pixels per thread: rows y, y + 4, y + 8, y + 12 of the 16 x 16 tile */
+static_assert(MP_GROUPS * 64 == 256 && MP_PIX * 4 == 16, "bp_tex_mp's thread mapping");
+
+/* A block of 256 threads reconstructs 16 x 16 pixels. Seed 004 Alg. 3: the
+ * low 4 bits of the thread index walk a 4 x 4 square in Z-order (Alg. 2),
+ * the next 2 pick one of 4 squares along x (a warp: 8 x 4 pixels, as in
+ * tex), the top 2 the projection group, so every warp reads one angle's
+ * constants (a constant-memory broadcast, never serialised). Each thread
+ * does 4 pixels of a column per projection: one constant load and one
+ * position per 4 fetches, and 4 independent fetches in flight. The 4 groups'
+ * partial sums of a pixel meet in shared memory (Alg. 3's reduction; the
+ * shuffle of Alg. 4 is not needed because each pixel's 4 partials are one
+ * column of red[][], summed by one thread in a fixed order), and the block
+ * writes its tile row by row (coalesced). Single slice; nearest or hardware
+ * linear (8-bit weights) as tex. */
+template <int NEAREST>
+__global__ void __launch_bounds__(256) bp_tex_mp(cudaTextureObject_t tex, int ab, int na, int nx,
+                                                  int ny, float *__restrict__ out) {
+  __shared__ float red[MP_GROUPS][256];
+  const int t = threadIdx.x, g = t >> 6, l = t & 63;
+  const int px = (l & 1) | ((l >> 1) & 2) | ((l >> 2) & 12); /* Z-order x, then the square */
+  const int py = ((l >> 1) & 1) | ((l >> 2) & 2);
+  const int bx = blockIdx.x * 16, by = blockIdx.y * 16;
+  const float fi = (float)(bx + px), fj = (float)(by + py);
+  float acc[MP_PIX];
+#pragma unroll
+  for (int q = 0; q < MP_PIX; q++) acc[q] = 0.0f;
+#pragma unroll 4
+  for (int a = ab + g; a < na; a += MP_GROUPS) {
+    const float4 k = c_angle[a];
+    const float t0 = k.z + fi * k.x + fj * k.y;
+    const float step = 4.0f * k.y;
+#pragma unroll
+    for (int q = 0; q < MP_PIX; q++) {
+      float h = fmaf((float)q, step, t0);
+      if (NEAREST) h = floorf(h + 0.5f);
+      acc[q] += tex1DLayered<float>(tex, h + 0.5f, a);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < MP_PIX; q++) red[g][(py + 4 * q) * 16 + px] = acc[q];
+  __syncthreads();
+  const int ox = bx + (t & 15), oy = by + (t >> 4);
+  const float v = ((red[0][t] + red[1][t]) + red[2][t]) + red[3][t];
+  if (ox < nx && oy < ny) out[(long long)oy * nx + ox] += v;
+}
+
+/* ---- ALU kernels (Alg. 6 + Alg. 9) ---------------------------------------- */
+
+/* Per projection a of a block with origin (bx, by): (c, s, the origin's
+ * bin relative to hm, hm) with hm one below the smallest bin the block
+ * touches; the origin's position in double. */
+__device__ __forceinline__ float4 block_konst(int a, int bx, int by) {
+  const float4 k = c_angle[a];
+  const double t0 = c_t0d[a] + (double)bx * k.x + (double)by * k.y;
+  const float span = (float)(ALU_AREA - 1);
+  const float lo = fminf(0.0f, span * k.x) + fminf(0.0f, span * k.y);
+  const double hm = floor(t0 + (double)lo) - 1.0;
+  return make_float4(k.x, k.y, (float)(t0 - hm), (float)hm);
+}
+
+/* The ALU kernels cache, per projection, the bins a block needs in shared
+ * memory and look each pixel's value up there; a cache policy C says what an
+ * entry holds and how a position reads it, for C::S slices at once (1 or
+ * 2: one shared load serves every slice) and C::HALF:
+ *   pair_cache<S, HALF>        linear interpolation (alu, alu2, alu2-h):
+ *                              per bin a (midpoint, slope) pair
+ *   sample_cache<S, OS, HALF>  nearest (OS = 1) or oversampling (OS = 4:
+ *                              alu-os, alu2-os): per bin OS samples
+ * Each policy has: entry, the cache's element; per_bin, entries per bin;
+ * store(dst, d, dn), the entries of a bin from its value d and the next
+ * bin's dn (both scaled under HALF); origin(k, tx, ty) and step(k), thread
+ * (tx, ty)'s first position in the cache, in entries, and the step between
+ * its rows, for the constants k of a projection (block_konst); add(row, g,
+ * acc), the value at position g of a cached row added to the S sums acc.
+ * Positions are rounded by adding 1.5 x 2^23 (seed 004 Sect. 6.6: the
+ * integer lands in the mantissa, no conversion instructions). */
+
+/* Pair cache: entries are float2 (m, s) or float4 (m_a, s_a, m_b, s_b).
+ * HALF (alu2-h, seed 004 Sect. 6.7): the same in half precision, half2
+ * (m, s) or (m_a, m_b), (s_a, s_b): 4 bytes per update instead of 8, which
+ * halves alu2's limiting shared-memory traffic. The interpolation runs in
+ * half arithmetic (one HFMA2 for both slices, the fraction rounded to half)
+ * and is added to fp32 sums: converting m and s to float first would cost
+ * 4 conversions per entry instead of 2 (~14 instead of ~12 issue slots per
+ * two updates) for ~1.4x less error (CPU emulation, relative RMS vs the
+ * exact linear result on a ram-lak-filtered 1024^2 Shepp-Logan: 4.4e-5 vs
+ * 6.2e-5; the texture's 8-bit weights give 2.3e-4). */
+struct __align__(8) half2x2 {
+  __half2 m, s;
+};
+template <int S, int HALF> struct pair_entry;
+template <> struct pair_entry<1, 0> { typedef float2 T; };
+template <> struct pair_entry<2, 0> { typedef float4 T; };
+template <> struct pair_entry<1, 1> { typedef __half2 T; };
+template <> struct pair_entry<2, 1> { typedef half2x2 T; };
+
+__device__ __forceinline__ void put(float2 *e, const float *m, const float *sl) { *e = make_float2(m[0], sl[0]); }
+__device__ __forceinline__ void put(float4 *e, const float *m, const float *sl) {
+  *e = make_float4(m[0], sl[0], m[1], sl[1]);
+}
+__device__ __forceinline__ void put(__half2 *e, const float *m, const float *sl) {
+  *e = __floats2half2_rn(m[0], sl[0]);
+}
+__device__ __forceinline__ void put(half2x2 *e, const float *m, const float *sl) {
+  half2x2 v;
+  v.m = __floats2half2_rn(m[0], m[1]);
+  v.s = __floats2half2_rn(sl[0], sl[1]);
+  *e = v;
+}
+__device__ __forceinline__ void accumulate(const float2 v, float f, float *acc) {
+  acc[0] += fmaf(f, v.y, v.x);
+}
+__device__ __forceinline__ void accumulate(const float4 v, float f, float *acc) {
+  acc[0] += fmaf(f, v.y, v.x);
+  acc[1] += fmaf(f, v.w, v.z);
+}
+__device__ __forceinline__ void accumulate(const __half2 v, float f, float *acc) {
+  acc[0] += __half2float(__hfma(__float2half_rn(f), __high2half(v), __low2half(v)));
+}
+__device__ __forceinline__ void accumulate(const half2x2 v, float f, float *acc) {
+  const float2 r = __half22float2(__hfma2(__float2half2_rn(f), v.s, v.m));
+  acc[0] += r.x;
+  acc[1] += r.y;
+}
+
+/* An entry holds the midpoint m = (d_e + d_e+1) / 2 and the slope d_e+1 -
+ * d_e. Linear: with g = h - 0.5 rounded to e the value is m_e + (g - e) s_e,
+ * the same on both sides of a tie. */
+template <int S_, int HALF_> struct pair_cache {
+  static constexpr int S = S_, HALF = HALF_, per_bin = 1;
+  typedef typename pair_entry<S, HALF>::T entry;
+  __device__ static __forceinline__ void store(entry *dst, const float *d, const float *dn) {
+    float m[S], sl[S];
+#pragma unroll
+    for (int k = 0; k < S; k++) {
+      m[k] = 0.5f * (d[k] + dn[k]);
+      sl[k] = dn[k] - d[k];
+    }
+    put(dst, m, sl);
+  }
+  __device__ static __forceinline__ float origin(const float4 k, int tx, int ty) {
+    return k.z - 0.5f + (float)tx * k.x + (float)ty * k.y;
+  }
+  __device__ static __forceinline__ float step(const float4 k) { return (float)ALU_ROWS * k.y; }
+  __device__ static __forceinline__ void add(const entry *row, float g, float *acc) {
+    const float r = g + ROUND_MAGIC;
+    const int e = __float_as_int(r) - ROUND_MAGIC_BITS;
+    accumulate(row[e], g - (r - ROUND_MAGIC), acc);
+  }
+};
+
+/* Sample caches: the cache holds OS samples per bin (linearly interpolated
+ * between bins) and each update takes the nearest sample, no interpolation
+ * arithmetic. OS = 4: oversampling (seed 004 Sect. 7.2), positions
+ * quantised to 1/4 bin, approximate linear interpolation. OS = 1: nearest
+ * interpolation with value-only entries (4 or 8 bytes per update, not the
+ * pair caches' 8 or 16). Entries are float (one slice) or float2 (two);
+ * HALF (alu2-h nearest, OS = 1 only): __half or __half2, 2 or 4 bytes. */
+#define OVERSAMPLE 4
+template <int S, int HALF> struct sample_entry;
+template <> struct sample_entry<1, 0> { typedef float T; };
+template <> struct sample_entry<2, 0> { typedef float2 T; };
+template <> struct sample_entry<1, 1> { typedef __half T; };
+template <> struct sample_entry<2, 1> { typedef __half2 T; };
+__device__ __forceinline__ void os_put(float *e, const float *v) { *e = v[0]; }
+__device__ __forceinline__ void os_put(float2 *e, const float *v) { *e = make_float2(v[0], v[1]); }
+__device__ __forceinline__ void os_put(__half *e, const float *v) { *e = __float2half_rn(v[0]); }
+__device__ __forceinline__ void os_put(__half2 *e, const float *v) { *e = __floats2half2_rn(v[0], v[1]); }
+__device__ __forceinline__ void os_add(float v, float *acc) { acc[0] += v; }
+__device__ __forceinline__ void os_add(float2 v, float *acc) {
+  acc[0] += v.x;
+  acc[1] += v.y;
+}
+__device__ __forceinline__ void os_add(__half v, float *acc) { acc[0] += __half2float(v); }
+__device__ __forceinline__ void os_add(__half2 v, float *acc) {
+  const float2 f = __half22float2(v);
+  acc[0] += f.x;
+  acc[1] += f.y;
+}
+
+template <int S_, int OS, int HALF_> struct sample_cache {
+  static constexpr int S = S_, HALF = HALF_, per_bin = OS;
+  typedef typename sample_entry<S, HALF>::T entry;
+  __device__ static __forceinline__ void store(entry *dst, const float *d, const float *dn) {
+    float v[S];
+#pragma unroll
+    for (int j = 0; j < OS; j++) {
+#pragma unroll
+      for (int k = 0; k < S; k++) v[k] = fmaf((float)j * (1.0f / OS), dn[k] - d[k], d[k]);
+      os_put(dst + j, v);
+    }
+  }
+  __device__ static __forceinline__ float origin(const float4 k, int tx, int ty) {
+    return OS * (k.z + (float)tx * k.x + (float)ty * k.y);
+  }
+  __device__ static __forceinline__ float step(const float4 k) { return (float)(OS * ALU_ROWS) * k.y; }
+  __device__ static __forceinline__ void add(const entry *row, float g, float *acc) {
+    const float r = g + ROUND_MAGIC;
+    os_add(row[__float_as_int(r) - ROUND_MAGIC_BITS], acc);
+  }
+};
+
+/* Dynamic shared memory of an ALU block with cache C, `per` bins per
+ * caching lane: ALU_PROJ * width entries and ALU_PROJ float4 of constants. */
+template <class C> static size_t alu_shm(int per) {
+  return sizeof(typename C::entry) * C::per_bin * ALU_PROJ * (size_t)(per * ALU_LANES) +
+         sizeof(float4) * ALU_PROJ;
+}
+
+/* One 64 x 64 tile with origin (bx, by) (bp_alu, and the hybrid's ALU
+ * tiles). The cache holds, per projection, `width` = ALU_LANES * per *
+ * C::per_bin entries for the ALU_LANES * per bins from hm (Alg. 9: each of
+ * ALU_LANES threads reads `per` consecutive bins once and takes the bin
+ * after them from its neighbour by a shuffle). Dynamic shared memory:
+ * alu_shm<C>. Thread (tx, ty) owns column bx + tx and rows by + ty +
+ * ALU_ROWS q of each slice; slice k's sinogram is sino + k * sino_stride,
+ * its output out + k * plane. HALF: values scaled by half_scale(*amax)
+ * before rounding, sums unscaled. */
+template <class C>
+__device__ __forceinline__ void alu_tile(const float *__restrict__ sino, long long sino_stride,
+                                         int nbins, int na, int nx, int ny, int per,
+                                         float *__restrict__ out, long long plane, int bx, int by,
+                                         const unsigned *__restrict__ amax) {
+  constexpr int S = C::S, HALF = C::HALF;
+  typedef typename C::entry entry;
+  extern __shared__ float4 shm_raw[];
+  entry *cache = (entry *)shm_raw;
+  const int width = ALU_LANES * per * C::per_bin;
+  float4 *konst = (float4 *)(cache + ALU_PROJ * width);
+  const int row_bytes = width * (int)sizeof(entry);
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * ALU_AREA + tx;
+  float sc = 1.0f, inv = 1.0f;
+  if (HALF) half_scale(*amax, &sc, &inv);
+  constexpr int nq = ALU_AREA / ALU_ROWS;
+  float acc[nq][S];
+#pragma unroll
+  for (int q = 0; q < nq; q++)
+#pragma unroll
+    for (int k = 0; k < S; k++) acc[q][k] = 0.0f;
+  const int cp = tid / ALU_LANES, cl = tid % ALU_LANES; /* caching: projection, lane */
+  for (int a0 = 0; a0 < na; a0 += ALU_PROJ) {
+    const int np = na - a0 < ALU_PROJ ? na - a0 : ALU_PROJ;
+    __syncthreads();
+    if (tid < np) konst[tid] = block_konst(a0 + tid, bx, by);
+    __syncthreads();
+    {
+      /* Every lane takes part in the shuffle; lanes of a missing projection
+       * (the last pass) load and store nothing. */
+      const int valid = cp < np;
+      const float *row = sino + (long long)(a0 + (valid ? cp : 0)) * nbins;
+      const int b0 = valid ? (int)konst[cp].w + cl * per : 0;
+      entry *dst = cache + cp * width + cl * per * C::per_bin;
+      float d[S], first[S], dn[S];
+#pragma unroll
+      for (int k = 0; k < S; k++) {
+        d[k] = (valid && b0 >= 0 && b0 < nbins) ? __ldg(row + k * sino_stride + b0) : 0.0f;
+        if (HALF) d[k] *= sc;
+        first[k] = d[k];
+      }
+      for (int i = 0; i < per; i++) {
+        const int b = b0 + i + 1;
+        const int last = i == per - 1;
+#pragma unroll
+        for (int k = 0; k < S; k++) {
+          /* The bin after a lane's run is the next lane's first bin; the
+           * last lane reads it itself. */
+          const float next = last ? __shfl_down_sync(0xffffffffu, first[k], 1, ALU_LANES) : 0.0f;
+          if (last && cl < ALU_LANES - 1) dn[k] = next;
+          else {
+            dn[k] = (valid && b >= 0 && b < nbins) ? __ldg(row + k * sino_stride + b) : 0.0f;
+            if (HALF) dn[k] *= sc;
+          }
+        }
+        if (valid) C::store(dst + i * C::per_bin, d, dn);
+#pragma unroll
+        for (int k = 0; k < S; k++) d[k] = dn[k];
+      }
+    }
+    __syncthreads();
+    for (int p = 0; p < np; p++) {
+      const float4 k = konst[p];
+      /* Addressed in bytes: from cache + p * width, nvcc 13.0 folds p *
+       * width into every update's index in some instantiations (two more
+       * integer instructions per update, docs/parallel-beam.md). */
+      const entry *row = (const entry *)((const char *)cache + p * row_bytes);
+      const float h0 = C::origin(k, tx, ty);
+      const float step = C::step(k);
+#pragma unroll
+      for (int q = 0; q < nq; q++) C::add(row, fmaf((float)q, step, h0), acc[q]);
+    }
+  }
+  const int i = bx + tx;
+#pragma unroll
+  for (int q = 0; q < nq; q++) {
+    const int j = by + ty + q * ALU_ROWS;
+    if (i < nx && j < ny)
+#pragma unroll
+      for (int k = 0; k < S; k++) out[k * plane + (long long)j * nx + i] += HALF ? acc[q][k] * inv : acc[q][k];
+  }
+}
+
+/* alu, alu2, alu2-h (pair_cache), nearest and oversampling (sample_cache). */
+template <class C>
+__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
+bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
+       int per, float *__restrict__ out, long long plane, const unsigned *__restrict__ amax) {
+  alu_tile<C>(sino, sino_stride, nbins, na, nx, ny, per, out, plane, blockIdx.x * ALU_AREA,
+              blockIdx.y * ALU_AREA, amax);
+}
+
+/* ---- hybrid: texture and ALU blocks on the same SM (seed 004 Sect. 7.1) --- */
+
+#define HYB_UNITS 8          /* texture units (16 x 32 pixels) per 64 x 64 tile */
+#define HYB_SM_SLOTS 1024    /* per-SM block counters (%smid < %nsmid <= this on current GPUs) */
+
+/* The ALU tiles' cache: alu2's pairs (linear) or one sample per bin
+ * (nearest), as bp_alu's for the same interpolation. */
+template <int S, int NEAREST> struct hybrid_cache { typedef pair_cache<S, 0> T; };
+template <int S> struct hybrid_cache<S, 1> { typedef sample_cache<S, 1, 0> T; };
+
+/* The work queue of one launch: 64-bit state, high word f = tiles claimed
+ * from the front (whole 64 x 64 tiles, ALU path), low word b = texture units
+ * claimed from the back; a tile goes to the ALU only while all its units
+ * are free, a unit to the texture path while it is free, so every unit is
+ * done exactly once whoever asks first. Returns the tile (tile != 0) or
+ * unit index, -1 when nothing is left for that kind of claim. */
+__device__ int hyb_claim(unsigned long long *q, int ntiles, int tile) {
+  const unsigned long long total = (unsigned long long)ntiles * HYB_UNITS;
+  unsigned long long old = *(volatile unsigned long long *)q, assumed;
+  do {
+    assumed = old;
+    const unsigned long long f = assumed >> 32, b = assumed & 0xffffffffull;
+    if (tile ? (f + 1) * HYB_UNITS + b > total : f * HYB_UNITS + b + 1 > total) return -1;
+    old = atomicCAS(q, assumed, assumed + (tile ? (1ull << 32) : 1ull));
+  } while (old != assumed);
+  return tile ? (int)(assumed >> 32) : (int)(total - 1 - (assumed & 0xffffffffull));
+}
+
+/* Seed 004 7.1: alu2 is limited by shared memory (and issue), the texture
+ * kernels by the texture units, so blocks of both kinds on one SM could use
+ * both. A block asks the SM it runs on (%smid) and a per-SM counter which
+ * one it is; the first tex_per_sm of every blocks_per_sm blocks on an SM are
+ * texture blocks, the rest ALU blocks (the seed's get_smid() + atomicAdd
+ * scheme with a tunable ratio). Unlike the seed, the grid is persistent (as
+ * many blocks as fit at once) and blocks take work from a queue: on an H100
+ * a 2048^2 slice is only 1024 tiles, ~2 waves of 528 block slots, and a
+ * texture block needs several times an ALU block's time for a 64 x 64 tile,
+ * so a fixed tile per block would leave every SM waiting for its slowest
+ * texture tiles. ALU blocks take whole tiles from the front (alu2's maths:
+ * alu_tile with hybrid_cache), texture blocks 16 x 32 units from the back
+ * (tex2's maths, 2 pixels per thread, Z-order), and an ALU block that finds
+ * no whole tile left helps with units, so the two meet without a tail longer
+ * than one unit. Linear: the texture units carry tex2's 8-bit weights, the
+ * rest is exact; nearest: exact. */
+template <int S, int NEAREST>
+__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
+bp_hybrid(cudaTextureObject_t tex, const float *__restrict__ sino, long long sino_stride, int nbins,
+          int na, int nx, int ny, int per, float *__restrict__ out, long long plane,
+          unsigned long long *queue, unsigned *sm_count, int blocks_per_sm, int tex_per_sm,
+          int tiles_x, int ntiles) {
+  __shared__ int s_kind, s_idx;
+  const int tid = threadIdx.y * ALU_AREA + threadIdx.x;
+  int tex_role = 0; /* thread 0 only */
+  if (tid == 0) {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    const unsigned k = atomicAdd(&sm_count[smid % HYB_SM_SLOTS], 1u);
+    tex_role = (int)(k % (unsigned)blocks_per_sm) < tex_per_sm;
+  }
+  for (;;) {
+    __syncthreads(); /* everyone has read the last claim (and finished its work) */
+    if (tid == 0) {
+      int kind = -1, idx = -1;
+      if (!tex_role) {
+        idx = hyb_claim(queue, ntiles, 1);
+        if (idx >= 0) kind = 0;
+      }
+      if (kind < 0) {
+        idx = hyb_claim(queue, ntiles, 0);
+        if (idx >= 0) kind = 1;
+      }
+      s_kind = kind;
+      s_idx = idx;
+    }
+    __syncthreads();
+    const int kind = s_kind, idx = s_idx;
+    if (kind < 0) break;
+    if (kind == 0) {
+      const int bx = (idx % tiles_x) * ALU_AREA, by = (idx / tiles_x) * ALU_AREA;
+      alu_tile<typename hybrid_cache<S, NEAREST>::T>(sino, sino_stride, nbins, na, nx, ny, per, out,
+                                                     plane, bx, by, NULL);
+    } else {
+      const int tile = idx / HYB_UNITS, sub = idx % HYB_UNITS;
+      const int ux = (tile % tiles_x) * ALU_AREA + (sub & 3) * 16;
+      const int uy = (tile / tiles_x) * ALU_AREA + (sub >> 2) * 32;
+      if (ux < nx && uy < ny) {
+        /* 8-bit Z-order over 16 x 16 (a warp: 8 x 4 pixels), rows y and y + 16 */
+        const int mx = (tid & 1) | ((tid >> 1) & 2) | ((tid >> 2) & 4) | ((tid >> 3) & 8);
+        const int my = ((tid >> 1) & 1) | ((tid >> 2) & 2) | ((tid >> 3) & 4) | ((tid >> 4) & 8);
+        tex_pixels<S, NEAREST, 16>(tex, 0, na, ux + mx, uy + my, nx, ny, out, plane, S, 1.0f);
+      }
+    }
+  }
+}
+
+/* Each sinogram row times its angle's weight. */
+__global__ void weight_rows(float *sino, int nbins, int na, int nslices, const float *w) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  const long long r = blockIdx.y + (long long)gridDim.y * blockIdx.z;
+  if (b >= nbins || r >= (long long)na * nslices) return;
+  sino[r * nbins + b] *= w[r % na];
+}
+
+/* ---- Host side ------------------------------------------------------------ */
+
+/* auto: the fastest exact kernel measured on the H100 (bench/NOTES.md):
+ * alu2 for linear interpolation (a lone last slice runs alu), alu for
+ * nearest (whose two-slice entries would carry each value twice). */
+ctr_status ctr__fbp_parse_kernel(const char *name, int nearest, fbp_kernel *k) {
+  if (!name || !*name || !strcmp(name, "auto")) {
+    *k = nearest ? K_ALU : K_ALU2;
+    return CTR_OK;
+  }
+  for (int i = 0; i < K_COUNT; i++)
+    if (!strcmp(name, kernel_names[i])) {
+      *k = (fbp_kernel)i;
+      return CTR_OK;
+    }
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+           "backprojection kernel '%s': expected auto, tex, tex2, tex-mp, alu, alu2, hybrid "
+           "(exact for nearest; linear: alu, alu2 exact, the texture ones 8-bit weights), "
+           "tex4h, alu2-h (approximate: half-precision data), alu-os or alu2-os (approximate: "
+           "4x oversampled bins, nearest sample)", name);
+}
+
+/* Uploads per-angle constants for angles [a0, a0 + n). */
+static ctr_status upload_angles(const ctr_parallel_geometry *g, int64_t a0, int64_t n) {
+  ctr_status st = CTR_OK;
+  ctr__par_angle *pa = (ctr__par_angle *)malloc(sizeof *pa * (size_t)n);
+  float4 *k = (float4 *)malloc(sizeof *k * (size_t)n);
+  double *t0 = (double *)malloc(sizeof *t0 * (size_t)n);
+  if (!pa || !k || !t0) {
+    st = ctr__error_set(CTR_E_OUT_OF_MEMORY, "angle constants");
+    goto cleanup;
+  }
+  ctr__par_angles(g, a0, n, pa);
+  for (int64_t i = 0; i < n; i++) {
+    k[i] = make_float4((float)pa[i].c, (float)pa[i].s, (float)pa[i].t0, 0.0f);
+    t0[i] = pa[i].t0;
+  }
+  CU(cudaMemcpyToSymbol(c_angle, k, sizeof *k * (size_t)n));
+  CU(cudaMemcpyToSymbol(c_t0d, t0, sizeof *t0 * (size_t)n));
+cleanup:
+  free(pa);
+  free(k);
+  free(t0);
+  return st;
+}
+
+/* Blocks of 256 threads for the grid-stride helpers over n values. */
+static unsigned helper_blocks(int64_t n) {
+  const int64_t b = (n + 255) / 256;
+  return (unsigned)(b < 1 ? 1 : b > 1024 ? 1024 : b);
+}
+
+/* *f->d_amax = the bits of the largest |value| of slices [s0, s0 + count),
+ * angles [a0, a0 + na) of the device sinograms (the half kernels' scale). */
+static ctr_status data_amax(fbp_gpu *f, int64_t s0, int count, int64_t a0, int64_t na,
+                            cudaStream_t stream) {
+  ctr_status st = CTR_OK;
+  const int64_t nb = f->g->p.nbins, nat = f->g->p.nangles;
+  if (!f->d_amax) CU(cudaMalloc(&f->d_amax, sizeof(unsigned)));
+  CU(cudaMemsetAsync(f->d_amax, 0, sizeof(unsigned), stream));
+  abs_max<<<helper_blocks(nb * na), 256, 0, stream>>>(f->d_sino + s0 * nb * nat + a0 * nb,
+                                                       (long long)(nb * nat), count,
+                                                       (long long)(nb * na), f->d_amax);
+  CU_LAUNCHED("abs_max");
+cleanup:
+  return st;
+}
+
+/* Texels of the layered sinogram texture. */
+enum { TEXK_FLOAT = 0, TEXK_FLOAT2 = 1, TEXK_HALF4 = 2 };
+
+/* The texture of angles [a0, a0 + na) of slices [s0, s0 + count) of the
+ * device sinograms: float (count 1), float2 (count 2: two slices
+ * interleaved) or half4 (count 1 .. 4, scaled as half_scale says for
+ * *f->d_amax, missing slices 0). */
+static ctr_status make_texture(fbp_gpu *f, int kind, int64_t s0, int count, int64_t a0, int64_t na,
+                               cudaStream_t stream) {
+  ctr_status st = CTR_OK;
+  const int64_t nb = f->g->p.nbins, nat = f->g->p.nangles;
+  const float *src = f->d_sino + s0 * nb * nat + a0 * nb;
+  cudaChannelFormatDesc desc = kind == TEXK_HALF4    ? cudaCreateChannelDescHalf4()
+                               : kind == TEXK_FLOAT2 ? cudaCreateChannelDesc<float2>()
+                                                     : cudaCreateChannelDesc<float>();
+  const size_t layers = (size_t)MAX_CONST_ANGLES < (size_t)nat ? (size_t)MAX_CONST_ANGLES : (size_t)nat;
+  if (f->tex) {
+    CU(cudaStreamSynchronize(stream)); /* the previous launch may still read it */
+    cudaDestroyTextureObject(f->tex);
+  }
+  f->tex = 0;
+  if (f->arr && f->arr_kind != kind) {
+    cudaFreeArray(f->arr);
+    f->arr = NULL;
+  }
+  if (!f->arr) CU(cudaMalloc3DArray(&f->arr, &desc, make_cudaExtent((size_t)nb, 0, layers), cudaArrayLayered));
+  f->arr_kind = kind;
+  /* float2 and half4 texels are 8 bytes: one staging buffer serves both. */
+  if (kind != TEXK_FLOAT && !f->d_stage) CU(cudaMalloc(&f->d_stage, 8 * (size_t)nb * layers));
+  if (kind == TEXK_FLOAT2) {
+    /* Interleave the two slices' values into float2 through a device buffer. */
+    CU(cudaMemcpy2DAsync(f->d_stage, sizeof(float2), src, sizeof(float), sizeof(float),
+                         (size_t)(nb * na), cudaMemcpyDeviceToDevice, stream));
+    CU(cudaMemcpy2DAsync((char *)f->d_stage + sizeof(float), sizeof(float2), src + nb * nat,
+                         sizeof(float), sizeof(float), (size_t)(nb * na), cudaMemcpyDeviceToDevice, stream));
+  } else if (kind == TEXK_HALF4) {
+    CTR_CHECK_GOTO(st, data_amax(f, s0, count, a0, na, stream));
+    pack_half4<<<helper_blocks(nb * na), 256, 0, stream>>>(src, (long long)(nb * nat), count,
+                                                            (long long)(nb * na), f->d_amax,
+                                                            (ushort4 *)f->d_stage);
+    CU_LAUNCHED("pack_half4");
+  }
+  {
+    cudaMemcpy3DParms m;
+    memset(&m, 0, sizeof m);
+    const size_t esz = kind == TEXK_FLOAT ? sizeof(float) : 8;
+    m.srcPtr = make_cudaPitchedPtr(kind == TEXK_FLOAT ? (void *)src : f->d_stage, (size_t)nb * esz, (size_t)nb, 1);
+    m.dstArray = f->arr;
+    m.extent = make_cudaExtent((size_t)nb, 1, (size_t)na);
+    m.kind = cudaMemcpyDeviceToDevice;
+    CU(cudaMemcpy3DAsync(&m, stream));
+  }
+  {
+    cudaResourceDesc rd;
+    memset(&rd, 0, sizeof rd);
+    rd.resType = cudaResourceTypeArray;
+    rd.res.array.array = f->arr;
+    cudaTextureDesc td;
+    memset(&td, 0, sizeof td);
+    td.addressMode[0] = cudaAddressModeBorder; /* 0 outside the detector */
+    td.filterMode = f->nearest ? cudaFilterModePoint : cudaFilterModeLinear;
+    td.readMode = cudaReadModeElementType; /* half texels are read (and filtered) as float */
+    CU(cudaCreateTextureObject(&f->tex, &rd, &td, NULL));
+  }
+cleanup:
+  return st;
+}
+
+/* Entries per projection of the ALU caches (`per` bins per caching lane)
+ * for the pixel size: (ALU_AREA - 1) pixels x (|c| + |s|) <= that x sqrt 2
+ * voxel, plus the floor, the interpolation neighbour and a margin. */
+static int alu_per(const ctr_parallel_params *p) {
+  const int width = (int)ceil((double)(ALU_AREA - 1) * p->voxel * 1.41422) + 4;
+  return (width + ALU_LANES - 1) / ALU_LANES;
+}
+
+/* Where the ALU and hybrid kernels read and write for slices from s0 and
+ * angles from a0, and their sample-cache width. */
+struct alu_span {
+  const float *sino; /* row a0 of slice s0's sinogram */
+  float *out;        /* slice s0 of the output */
+  long long stride, plane; /* floats between slices: sinograms, output */
+  int per;
+};
+static alu_span alu_span_of(const fbp_gpu *f, int64_t s0, int64_t a0) {
+  const ctr_parallel_params *p = &f->g->p;
+  const long long stride = (long long)(p->nbins * p->nangles), plane = (long long)(p->nx * p->ny);
+  return {f->d_sino + s0 * stride + a0 * p->nbins, f->d_out + s0 * plane, stride, plane, alu_per(p)};
+}
+
+/* bp_alu with cache C on slices [s0, s0 + C::S), angles [a0, a0 + n) whose
+ * constants are loaded. */
+template <class C>
+static ctr_status launch_alu_cache(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, cudaStream_t s) {
+  ctr_status st = CTR_OK;
+  const ctr_parallel_params *p = &f->g->p;
+  const alu_span w = alu_span_of(f, s0, a0);
+  const size_t shm = alu_shm<C>(w.per);
+  const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
+  const dim3 block(ALU_AREA, ALU_ROWS);
+  if (shm > 200 * 1024)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernel caches %zu bytes per block for a pixel of %g "
+             "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
+  if (C::HALF) CTR_CHECK_GOTO(st, data_amax(f, s0, C::S, a0, n, s));
+  if (shm > 48 * 1024)
+    CU(cudaFuncSetAttribute(bp_alu<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+  bp_alu<C><<<grid, block, shm, s>>>(w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx,
+                                     (int)p->ny, w.per, w.out, w.plane, f->d_amax);
+  CU_LAUNCHED("bp_alu");
+cleanup:
+  return st;
+}
+
+/* The ALU kernels (alu, alu2, alu-os, alu2-os, alu2-h) on slices [s0, s0 +
+ * count) (count 1 or 2), angles [a0, a0 + n) whose constants are loaded.
+ * Nearest runs the sample cache with one sample per bin. */
+static ctr_status launch_alu(fbp_gpu *f, int64_t s0, int count, int64_t a0, int64_t n, cudaStream_t s) {
+  const int pair = count == 2;
+  const int os = f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS;
+  if (f->kernel == K_ALU2_H) {
+    if (f->nearest && pair) return launch_alu_cache<sample_cache<2, 1, 1>>(f, s0, a0, n, s);
+    if (f->nearest) return launch_alu_cache<sample_cache<1, 1, 1>>(f, s0, a0, n, s);
+    if (pair) return launch_alu_cache<pair_cache<2, 1>>(f, s0, a0, n, s);
+    return launch_alu_cache<pair_cache<1, 1>>(f, s0, a0, n, s);
+  }
+  if (os && pair) return launch_alu_cache<sample_cache<2, OVERSAMPLE, 0>>(f, s0, a0, n, s);
+  if (os) return launch_alu_cache<sample_cache<1, OVERSAMPLE, 0>>(f, s0, a0, n, s);
+  if (f->nearest && pair) return launch_alu_cache<sample_cache<2, 1, 0>>(f, s0, a0, n, s);
+  if (f->nearest) return launch_alu_cache<sample_cache<1, 1, 0>>(f, s0, a0, n, s);
+  if (pair) return launch_alu_cache<pair_cache<2, 0>>(f, s0, a0, n, s);
+  return launch_alu_cache<pair_cache<1, 0>>(f, s0, a0, n, s);
+}
+
+/* $CTRECON_FBP_HYBRID_TEX: texture blocks per SM of the hybrid kernel, 0 ..
+ * blocks_per_sm (larger: all; not a number: the default). */
+static int hybrid_tex_blocks(int blocks_per_sm) {
+  const char *v = getenv("CTRECON_FBP_HYBRID_TEX");
+  long t = HYBRID_TEX_DEFAULT;
+  if (v && *v) {
+    char *end = NULL;
+    const long x = strtol(v, &end, 10);
+    if (end && *end == '\0' && x >= 0) t = x;
+  }
+  return t > blocks_per_sm ? blocks_per_sm : (int)t;
+}
+
+/* The hybrid kernel (f->tex made for the same slices and angles) on a
+ * persistent grid: as many blocks as fit on the GPU at once. */
+template <int S, int NEAREST>
+static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, cudaStream_t s) {
+  ctr_status st = CTR_OK;
+  const ctr_parallel_params *p = &f->g->p;
+  const alu_span w = alu_span_of(f, s0, a0);
+  const size_t shm = alu_shm<typename hybrid_cache<S, NEAREST>::T>(w.per);
+  const int64_t tiles_x = (p->nx + ALU_AREA - 1) / ALU_AREA, tiles_y = (p->ny + ALU_AREA - 1) / ALU_AREA;
+  const size_t work_bytes = sizeof(unsigned long long) + sizeof(unsigned) * HYB_SM_SLOTS;
+  int dev = 0, nsm = 0, bps = 0;
+  if (shm > 200 * 1024)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "the hybrid kernel caches %zu bytes per block for a pixel of %g "
+             "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
+  if (tiles_x * tiles_y * HYB_UNITS >= ((int64_t)1 << 31))
+    CTR_FAIL(CTR_E_UNSUPPORTED, "the hybrid kernel's work queue holds < 2^31 units: %lld x %lld "
+             "pixels are too many; use --bp-kernel alu2", (long long)p->nx, (long long)p->ny);
+  if (!f->d_hyb) CU(cudaMalloc(&f->d_hyb, work_bytes));
+  CU(cudaMemsetAsync(f->d_hyb, 0, work_bytes, s));
+  CU(cudaGetDevice(&dev));
+  CU(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+  if (shm > 48 * 1024)
+    CU(cudaFuncSetAttribute(bp_hybrid<S, NEAREST>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+  CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, bp_hybrid<S, NEAREST>, ALU_AREA * ALU_ROWS, shm));
+  if (bps < 1 || nsm < 1) CTR_FAIL_GOTO(st, CTR_E_DEVICE, "the hybrid kernel fits no block on an SM");
+  {
+    const dim3 block(ALU_AREA, ALU_ROWS);
+    unsigned long long *queue = (unsigned long long *)f->d_hyb;
+    unsigned *sm_count = (unsigned *)(queue + 1);
+    bp_hybrid<S, NEAREST><<<(unsigned)(nsm * bps), block, shm, s>>>(
+        f->tex, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx, (int)p->ny, w.per, w.out, w.plane,
+        queue, sm_count, bps, hybrid_tex_blocks(bps), (int)tiles_x, (int)(tiles_x * tiles_y));
+    CU_LAUNCHED("bp_hybrid");
+  }
+cleanup:
+  return st;
+}
+
+/* Angles per texture-kernel launch. Every block walks all the angles of a
+ * launch, so a whole launch streams the sinogram through L2 once per wave of
+ * blocks; ncu on tex-mp at 2048 angles x 2048 bins (16 MB per slice) showed a
+ * 49 % L2 hit rate, 427 GB/s from DRAM and the texture pipe only 81 % busy,
+ * against 97 % busy with 4 MB at 1024^2. Launches over chunks of about 4 MB of
+ * sinogram rows keep the rows in L2 (CTRECON_FBP_TEX_CHUNK=N: N angles, for
+ * experiments; 0: no chunks). */
+static int tex_chunk(int64_t nbins, int texel_bytes, int n) {
+  const char *e = getenv("CTRECON_FBP_TEX_CHUNK");
+  long c = e ? atol(e) : (long)((4L << 20) / ((long)nbins * texel_bytes));
+  if (c <= 0 || c > n) c = n;
+  return c < 32 && n > 32 ? 32 : (int)c;
+}
+
+ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s) {
+  ctr_status st = CTR_OK;
+  const ctr_parallel_params *p = &f->g->p;
+  const int64_t na = p->nangles, plane = p->nx * p->ny;
+  float *out = f->d_out + s0 * plane;
+  const int pair = count == 2, nearest = f->nearest;
+  if (count < 1 || count > ctr__fbp_kernel_slices(f->kernel))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "backprojection kernel %s: %d slices per launch (1 .. %d)",
+             kernel_names[f->kernel], count, ctr__fbp_kernel_slices(f->kernel));
+  for (int64_t a0 = 0; a0 < na; a0 += MAX_CONST_ANGLES) {
+    const int64_t n = na - a0 < MAX_CONST_ANGLES ? na - a0 : MAX_CONST_ANGLES;
+    const dim3 grid16((unsigned)((p->nx + 15) / 16), (unsigned)((p->ny + 15) / 16));
+    if (f->angles_loaded != a0) {
+      CTR_CHECK(upload_angles(f->g, a0, n));
+      f->angles_loaded = a0;
+    }
+    switch (f->kernel) {
+    case K_ALU: case K_ALU2: case K_ALU_OS: case K_ALU2_OS: case K_ALU2_H:
+      CTR_CHECK(launch_alu(f, s0, count, a0, n, s));
+      break;
+    case K_HYBRID:
+      CTR_CHECK(make_texture(f, pair ? TEXK_FLOAT2 : TEXK_FLOAT, s0, count, a0, n, s));
+      if (pair && nearest) CTR_CHECK((launch_hybrid<2, 1>(f, s0, a0, n, s)));
+      else if (pair) CTR_CHECK((launch_hybrid<2, 0>(f, s0, a0, n, s)));
+      else if (nearest) CTR_CHECK((launch_hybrid<1, 1>(f, s0, a0, n, s)));
+      else CTR_CHECK((launch_hybrid<1, 0>(f, s0, a0, n, s)));
+      break;
+    case K_TEX_MP: {
+      CTR_CHECK(make_texture(f, TEXK_FLOAT, s0, 1, a0, n, s));
+      const int chunk = tex_chunk(p->nbins, 4, (int)n);
+      for (int ab = 0; ab < (int)n; ab += chunk) {
+        const int ae = ab + chunk < (int)n ? ab + chunk : (int)n;
+        if (nearest) bp_tex_mp<1><<<grid16, 256, 0, s>>>(f->tex, ab, ae, (int)p->nx, (int)p->ny, out);
+        else bp_tex_mp<0><<<grid16, 256, 0, s>>>(f->tex, ab, ae, (int)p->nx, (int)p->ny, out);
+        CU_LAUNCHED("bp_tex_mp");
+      }
+    } break;
+    default: { /* tex, tex2, tex4h */
+      const int ns = f->kernel == K_TEX4H ? 4 : pair ? 2 : 1;
+      const dim3 block(16, 8);
+      CTR_CHECK(make_texture(f, ns == 4 ? TEXK_HALF4 : ns == 2 ? TEXK_FLOAT2 : TEXK_FLOAT, s0, count, a0, n, s));
+      const int chunk = tex_chunk(p->nbins, ns == 1 ? 4 : 8, (int)n);
+      for (int ab = 0; ab < (int)n; ab += chunk) {
+        const int ae = ab + chunk < (int)n ? ab + chunk : (int)n;
+#define CTR__TEX_LAUNCH(NS, N)                                                                    \
+  bp_tex<NS, N><<<grid16, block, 0, s>>>(f->tex, ab, ae, (int)p->nx, (int)p->ny, out, plane,     \
+                                         count, f->d_amax)
+        if (ns == 4 && nearest) CTR__TEX_LAUNCH(4, 1);
+        else if (ns == 4) CTR__TEX_LAUNCH(4, 0);
+        else if (ns == 2 && nearest) CTR__TEX_LAUNCH(2, 1);
+        else if (ns == 2) CTR__TEX_LAUNCH(2, 0);
+        else if (nearest) CTR__TEX_LAUNCH(1, 1);
+        else CTR__TEX_LAUNCH(1, 0);
+#undef CTR__TEX_LAUNCH
+        CU_LAUNCHED("bp_tex");
+      }
+    } break;
+    }
+  }
+cleanup:
+  return st;
+}
+
+ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s) {
+  return ctr__fbp_run_slices(f, s0, pair ? 2 : 1, s);
+}
+
+/* Median of three timed runs of f's kernel on slices [0, count), per slice. */
+static ctr_status time_kernel(fbp_gpu *f, int count, cudaStream_t s, double *ms_per_slice) {
+  ctr_status st = CTR_OK;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  float t[3];
+  CU(cudaEventCreate(&e0));
+  CU(cudaEventCreate(&e1));
+  CTR_CHECK_GOTO(st, ctr__fbp_run_slices(f, 0, count, s)); /* warm-up */
+  for (int r = 0; r < 3; r++) {
+    CU(cudaEventRecord(e0, s));
+    CTR_CHECK_GOTO(st, ctr__fbp_run_slices(f, 0, count, s));
+    CU(cudaEventRecord(e1, s));
+    CU(cudaEventSynchronize(e1));
+    CU(cudaEventElapsedTime(&t[r], e0, e1));
+  }
+  {
+    const float a = fminf(t[0], t[1]), b = fmaxf(t[0], t[1]);
+    const float med = t[2] < a ? a : t[2] > b ? b : t[2];
+    *ms_per_slice = med / (double)count;
+  }
+cleanup:
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  return st;
+}
+
+ctr_status ctr__fbp_autotune(fbp_gpu *f, int64_t nslices, cudaStream_t s) {
+  if (!f->auto_kernel || !ctr__fbp_tune_enabled()) return CTR_OK;
+  f->auto_kernel = 0;
+  const ctr_parallel_params *p = &f->g->p;
+  ctr__fbp_tune_key key;
+  memset(&key, 0, sizeof key);
+  {
+    int dev = 0;
+    cudaDeviceProp prop;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+      return CTR_OK; /* no name to key on: keep the static default */
+    snprintf(key.gpu, sizeof key.gpu, "%s", prop.name);
+  }
+  key.nbins = p->nbins;
+  key.nangles = p->nangles;
+  key.nx = p->nx;
+  key.ny = p->ny;
+  key.interp = f->nearest;
+  key.multi = nslices > 1;
+  {
+    char name[32];
+    fbp_kernel k;
+    if (ctr__fbp_tune_lookup(&key, name, sizeof name) &&
+        ctr__fbp_parse_kernel(name, f->nearest, &k) == CTR_OK) {
+      f->kernel = k;
+      return CTR_OK;
+    }
+    ctr_error_clear();
+  }
+  /* The exact candidates: software interpolation, and point-sampled
+   * textures for nearest (hardware linear weights are 8-bit: not exact, so
+   * the texture kernels and the hybrid, whose texture tiles have them, are
+   * candidates for nearest only). Never the approximate kernels: alu-os,
+   * alu2-os (positions quantised to 1/4 bin), tex4h, alu2-h (half data). */
+  const fbp_kernel lin[2] = {K_ALU, K_ALU2},
+                   near[6] = {K_ALU, K_ALU2, K_TEX, K_TEX2, K_TEX_MP, K_HYBRID};
+  const fbp_kernel *cand = f->nearest ? near : lin;
+  const int ncand = f->nearest ? 6 : 2;
+  fbp_kernel best = f->kernel;
+  double best_ms = 1e300;
+  for (int i = 0; i < ncand; i++) {
+    const int group = ctr__fbp_kernel_slices(cand[i]);
+    if (group > nslices) continue;
+    double ms = 0;
+    f->kernel = cand[i];
+    CTR_CHECK(time_kernel(f, group, s, &ms));
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = cand[i];
+    }
+  }
+  f->kernel = best;
+  /* A cache that cannot be written costs a re-tune next time, nothing more. */
+  const double gups = (double)p->nangles * (double)(p->nx * p->ny) / (best_ms * 1e-3) / 1e9;
+  if (ctr__fbp_tune_store(&key, kernel_names[best], gups) != CTR_OK) ctr_error_clear();
+  return CTR_OK;
+}
+
+void ctr__fbp_gpu_free(fbp_gpu *f) {
+  if (f->tex) cudaDestroyTextureObject(f->tex);
+  if (f->arr) cudaFreeArray(f->arr);
+  cudaFree(f->d_sino);
+  cudaFree(f->d_out);
+  cudaFree(f->d_w);
+  cudaFree(f->d_stage);
+  cudaFree(f->d_amax);
+  cudaFree(f->d_hyb);
+  memset(f, 0, sizeof *f);
+}
+
+/* Device-resident run: sinograms (filtered, unweighted) already in d_sino;
+ * weights them, clears d_out and backprojects every slice with `repeats`
+ * timed passes (the median into *ms) when ms is given. */
+static ctr_status fbp_gpu_run(fbp_gpu *f, int64_t nslices, int repeats, double *ms) {
+  ctr_status st = CTR_OK;
+  const ctr_parallel_params *p = &f->g->p;
+  const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  double times[33];
+  if (repeats < 1) repeats = 1;
+  if (repeats > 33) repeats = 33;
+  CTR_CHECK_GOTO(st, ctr__fbp_autotune(f, nslices, 0));
+  CU(cudaEventCreate(&e0));
+  CU(cudaEventCreate(&e1));
+  for (int r = 0; r < repeats; r++) {
+    CU(cudaMemset(f->d_out, 0, sizeof(float) * (size_t)(plane * nslices)));
+    CU(cudaEventRecord(e0, 0));
+    for (int64_t s0 = 0; s0 < nslices;) {
+      const int group = ctr__fbp_kernel_slices(f->kernel);
+      const int count = nslices - s0 < group ? (int)(nslices - s0) : group;
+      CTR_CHECK_GOTO(st, ctr__fbp_run_slices(f, s0, count, 0));
+      s0 += count;
+    }
+    CU(cudaEventRecord(e1, 0));
+    CU(cudaEventSynchronize(e1));
+    float t;
+    CU(cudaEventElapsedTime(&t, e0, e1));
+    times[r] = t;
+  }
+  if (ms) {
+    for (int i = 1; i < repeats; i++)
+      for (int j = i; j > 0 && times[j - 1] > times[j]; j--) {
+        const double x = times[j];
+        times[j] = times[j - 1];
+        times[j - 1] = x;
+      }
+    *ms = times[repeats / 2];
+  }
+  (void)nb;
+  (void)na;
+cleanup:
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  return st;
+}
+
+static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                const ctr_fbp_options *o, int64_t nslices, const float *sino,
+                                fbp_gpu *f) {
+  ctr_status st = CTR_OK;
+  const ctr_parallel_params *p = &g->p;
+  const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
+  float *w = NULL;
+  memset(f, 0, sizeof *f);
+  f->g = g;
+  f->angles_loaded = -1;
+  f->nearest = o && o->interp == CTR_FBP_NEAREST;
+  CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, f->nearest, &f->kernel));
+  f->auto_kernel = !o || !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");
+  const int dev = ctx && ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
+  CU(cudaSetDevice(dev));
+  CU(cudaMalloc(&f->d_sino, sizeof(float) * (size_t)(nb * na * nslices)));
+  CU(cudaMalloc(&f->d_out, sizeof(float) * (size_t)(plane * nslices)));
+  CU(cudaMalloc(&f->d_w, sizeof(float) * (size_t)na));
+  CU(cudaMemcpy(f->d_sino, sino, sizeof(float) * (size_t)(nb * na * nslices), cudaMemcpyHostToDevice));
+  w = (float *)malloc(sizeof(float) * (size_t)na);
+  if (!w) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "angle weights");
+  for (int64_t a = 0; a < na; a++) w[a] = (float)g->weight[a];
+  CU(cudaMemcpy(f->d_w, w, sizeof(float) * (size_t)na, cudaMemcpyHostToDevice));
+  {
+    const dim3 grid((unsigned)((nb + 255) / 256), (unsigned)na, (unsigned)nslices);
+    weight_rows<<<grid, 256>>>(f->d_sino, (int)nb, (int)na, (int)nslices, f->d_w);
+    CU_LAUNCHED("weight_rows");
+  }
+cleanup:
+  free(w);
+  if (st != CTR_OK) ctr__fbp_gpu_free(f);
+  return st;
+}
+
+extern "C" ctr_status ctr__fbp_bp_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                       const ctr_fbp_options *o, int64_t nslices,
+                                       const float *sino, float *slices) {
+  fbp_gpu f;
+  CTR_CHECK(fbp_gpu_setup(ctx, g, o, nslices, sino, &f));
+  ctr_status st = fbp_gpu_run(&f, nslices, 1, NULL);
+  if (st == CTR_OK) {
+    const size_t bytes = sizeof(float) * (size_t)(g->p.nx * g->p.ny * nslices);
+    if (cudaMemcpy(slices, f.d_out, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+      st = ctr__error_set(CTR_E_DEVICE, "copying the slices to the host: %s",
+                          cudaGetErrorString(cudaGetLastError()));
+  }
+  ctr__fbp_gpu_free(&f);
+  return st;
+}
+
+extern "C" ctr_status ctr__fbp_bench_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                          const ctr_fbp_options *o, int64_t nslices,
+                                          const float *sino, float *slices, int repeats,
+                                          double *median_ms) {
+  fbp_gpu f;
+  CTR_CHECK(fbp_gpu_setup(ctx, g, o, nslices, sino, &f));
+  ctr_status st = fbp_gpu_run(&f, nslices, 1, NULL); /* warm-up */
+  if (st == CTR_OK) st = fbp_gpu_run(&f, nslices, repeats, median_ms);
+  if (st == CTR_OK && slices &&
+      cudaMemcpy(slices, f.d_out, sizeof(float) * (size_t)(g->p.nx * g->p.ny * nslices),
+                 cudaMemcpyDeviceToHost) != cudaSuccess)
+    st = ctr__error_set(CTR_E_DEVICE, "copying the slices to the host");
+  ctr__fbp_gpu_free(&f);
+  return st;
+}

@@ -1,0 +1,282 @@
+/* Parallel-beam FBP on the GPU from projections (or sinograms) to slices:
+ * per chunk of
+ * detector rows, one strided upload of those rows of every projection, then
+ * on the device flat/dark correction, -log and transposition into
+ * sinograms, the ramp filter (batched in-place cuFFT with the CPU filter's
+ * kernel values) and the angular weights, the backprojection, and the
+ * download of the chunk's slices. Two chunks alternate on two streams so
+ * the transfers of one overlap the work of the other. */
+#include "parbeam/cuda/fbp_cuda.cuh"
+#include "core/projmath.h"
+#include "filter/filter.h"
+
+#include <cufft.h>
+#include <math.h>
+#include <string.h>
+
+#define CHUNK_SLICES 16
+
+/* raw: [a][s][b] (rows s of projection a); out: rows of `ld` floats,
+ * [(s * na + a)][b], the padding zeroed. */
+template <typename T>
+__global__ void flatfield_transpose(const T *__restrict__ raw, const float *__restrict__ flat,
+                                    const float *__restrict__ dark, int nb, int nrows_chunk,
+                                    int na, int ld, float *__restrict__ out,
+                                    unsigned long long *bad) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  const int a = blockIdx.y, s = blockIdx.z;
+  if (b >= ld) return;
+  float v = 0.0f;
+  if (b < nb) {
+    const float p = (float)raw[((long long)a * nrows_chunk + s) * nb + b];
+    const float d = dark ? dark[(long long)s * nb + b] : 0.0f;
+    const float f = flat[(long long)s * nb + b];
+    const float den = f - d;
+    /* No calibration (flat <= dark, non-finite): 0, as on the CPU
+     * (src/parbeam/flatfield.c; the host counts these pixels). */
+    if (den > 0.0f && isfinite(f) && isfinite(d)) {
+      float ratio = (p - d) / den;
+      if (!(ratio >= 1e-6f)) ratio = 1e-6f; /* dead or saturated pixels, NaN */
+      v = -logf(ratio);
+      if (!ctr__value_ok(v)) { /* an infinite projection value: the data policy */
+        v = 0.0f;
+        atomicAdd(bad, 1ull);
+      }
+    }
+  }
+  out[((long long)s * na + a) * ld + b] = v;
+}
+
+/* Sinograms [(s * na + a)][b] into rows of `ld` floats, the padding zeroed;
+ * bad values (the data policy) become 0 and are counted in *bad. */
+__global__ void pad_rows(const float *__restrict__ sino, int nb, int na, int ld,
+                         float *__restrict__ out, unsigned long long *bad) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  const long long r = (long long)blockIdx.z * na + blockIdx.y;
+  if (b >= ld) return;
+  float x = b < nb ? sino[r * nb + b] : 0.0f;
+  if (!ctr__value_ok(x)) {
+    x = 0.0f;
+    atomicAdd(bad, 1ull);
+  }
+  out[r * ld + b] = x;
+}
+
+__global__ void multiply_spectrum(cufftComplex *spec, const float *__restrict__ kern, int nf,
+                                  long long rows) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  const long long r = blockIdx.y + (long long)gridDim.y * blockIdx.z;
+  if (k >= nf || r >= rows) return;
+  cufftComplex c = spec[r * nf + k];
+  c.x *= kern[k];
+  c.y *= kern[k];
+  spec[r * nf + k] = c;
+}
+
+/* Filtered rows (ld floats apart) -> sinograms (nb floats apart) times the
+ * angle's weight. */
+__global__ void extract_weighted(const float *__restrict__ rows, int ld, int nb, int na,
+                                 const float *__restrict__ w, float *__restrict__ sino) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  const int a = blockIdx.y, s = blockIdx.z;
+  if (b >= nb) return;
+  const long long r = (long long)s * na + a;
+  sino[r * nb + b] = rows[r * ld + b] * w[a];
+}
+
+typedef struct chunk_bufs {
+  void *d_raw;
+  float *d_rows;   /* in-place FFT rows of ld = padded + 2 floats */
+  cudaStream_t s;
+  cufftHandle plan_f, plan_i;
+  int have_f, have_i;
+  fbp_gpu f;       /* d_sino / d_out of this chunk */
+} chunk_bufs;
+
+/* The pipeline from projections (flat != NULL: rows [row0, row0 + nslices)
+ * of nrows-row projections, flat-field corrected) or from sinograms (flat ==
+ * NULL: nslices float32 sinograms, already -log'ed). The data policy on the
+ * device: bad input values (sinogram values, or -log values of infinite
+ * projections) become 0 before the filter, bad slice values 0 before the
+ * download; bad[0] and bad[1] get their counts. */
+static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                               const ctr_fbp_options *o, const void *proj, ctr_dtype dtype,
+                               int64_t nrows, const float *flat, const float *dark, int64_t row0,
+                               int64_t nslices, float *slices, int64_t bad[2]) {
+  ctr_status st = CTR_OK;
+  const ctr_parallel_params *p = &g->p;
+  const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
+  const size_t es = ctr_dtype_size(dtype);
+  const int64_t S = nslices < CHUNK_SLICES ? nslices : CHUNK_SLICES;
+  ctr__ramp *ramp = NULL;
+  float *kern = NULL, *d_kern = NULL, *d_w = NULL, *d_flat = NULL, *d_dark = NULL, *w = NULL;
+  unsigned long long *d_bad = NULL, h_bad[2] = {0, 0};
+  chunk_bufs cb[2];
+  memset(cb, 0, sizeof cb);
+  int64_t padded = 0, ld = 0, nf = 0;
+  const int dev = ctx && ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
+  const int nearest = o && o->interp == CTR_FBP_NEAREST;
+  fbp_kernel kernel;
+  CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, nearest, &kernel));
+  CU(cudaSetDevice(dev));
+  CTR_CHECK_GOTO(st, ctr__ramp_create(nb, o ? o->window : CTR_WINDOW_RAM_LAK, o ? o->cutoff : 1.0, &ramp));
+  padded = ctr__ramp_padded(ramp);
+  nf = padded / 2 + 1;
+  ld = 2 * nf;
+  kern = (float *)malloc(sizeof(float) * (size_t)nf);
+  w = (float *)malloc(sizeof(float) * (size_t)na);
+  if (!kern || !w) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "filter kernel");
+  ctr__ramp_copy_kernel(ramp, kern);
+  for (int64_t a = 0; a < na; a++) w[a] = (float)g->weight[a];
+  CU(cudaMalloc(&d_kern, sizeof(float) * (size_t)nf));
+  CU(cudaMalloc(&d_w, sizeof(float) * (size_t)na));
+  CU(cudaMemcpy(d_kern, kern, sizeof(float) * (size_t)nf, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(d_w, w, sizeof(float) * (size_t)na, cudaMemcpyHostToDevice));
+  CU(cudaMalloc(&d_bad, sizeof h_bad));
+  CU(cudaMemset(d_bad, 0, sizeof h_bad));
+  /* Flat and dark rows of the whole range. */
+  if (flat) {
+    CU(cudaMalloc(&d_flat, sizeof(float) * (size_t)(nb * nslices)));
+    CU(cudaMemcpy(d_flat, flat + row0 * nb, sizeof(float) * (size_t)(nb * nslices), cudaMemcpyHostToDevice));
+  }
+  if (dark) {
+    CU(cudaMalloc(&d_dark, sizeof(float) * (size_t)(nb * nslices)));
+    CU(cudaMemcpy(d_dark, dark + row0 * nb, sizeof(float) * (size_t)(nb * nslices), cudaMemcpyHostToDevice));
+  }
+  for (int i = 0; i < 2; i++) {
+    chunk_bufs *c = &cb[i];
+    /* More angles than one constant bank holds: the banks are rewritten
+     * between launches, so the two buffer sets share one stream. */
+    if (i == 1 && na > MAX_CONST_ANGLES) c->s = cb[0].s;
+    else CU(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
+    CU(cudaMalloc(&c->d_raw, es * (size_t)(nb * na * S)));
+    CU(cudaMalloc(&c->d_rows, sizeof(float) * (size_t)(ld * na * S)));
+    CU(cudaMalloc(&c->f.d_sino, sizeof(float) * (size_t)(nb * na * S)));
+    CU(cudaMalloc(&c->f.d_out, sizeof(float) * (size_t)(plane * S)));
+    c->f.g = g;
+    c->f.kernel = kernel;
+    c->f.nearest = nearest;
+    c->f.auto_kernel = !o || !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");
+    c->f.angles_loaded = -1;
+    int n[1] = {(int)padded}, inembed[1] = {(int)ld}, onembed[1] = {(int)nf};
+    if (cufftPlanMany(&c->plan_f, 1, n, inembed, 1, (int)ld, onembed, 1, (int)nf, CUFFT_R2C,
+                      (int)(na * S)) != CUFFT_SUCCESS)
+      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT plan of %lld rows of %lld", (long long)(na * S), (long long)padded);
+    c->have_f = 1;
+    if (cufftPlanMany(&c->plan_i, 1, n, onembed, 1, (int)nf, inembed, 1, (int)ld, CUFFT_C2R,
+                      (int)(na * S)) != CUFFT_SUCCESS)
+      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT plan of %lld rows of %lld", (long long)(na * S), (long long)padded);
+    c->have_i = 1;
+    cufftSetStream(c->plan_f, c->s);
+    cufftSetStream(c->plan_i, c->s);
+  }
+  for (int64_t s0 = 0, k = 0; s0 < nslices; s0 += S, k++) {
+    chunk_bufs *c = &cb[k & 1];
+    const int64_t n = nslices - s0 < S ? nslices - s0 : S;
+    CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", (double)s0 / (double)nslices));
+    const dim3 gr((unsigned)((ld + 255) / 256), (unsigned)na, (unsigned)n);
+    if (!flat) {
+      /* Sinograms: one contiguous copy, then zero-padded rows. */
+      CU(cudaMemcpyAsync(c->d_raw, (const float *)proj + s0 * nb * na, sizeof(float) * (size_t)(n * nb * na),
+                         cudaMemcpyHostToDevice, c->s));
+      pad_rows<<<gr, 256, 0, c->s>>>((const float *)c->d_raw, (int)nb, (int)na, (int)ld, c->d_rows,
+                                     d_bad);
+      CU_LAUNCHED("pad_rows");
+    } else {
+      /* Rows [row0 + s0, + n) of every projection: one strided copy (the
+       * stream orders it after the chunk two back that used the buffers). */
+      CU(cudaMemcpy2DAsync(c->d_raw, es * (size_t)(nb * n), (const char *)proj + es * (size_t)((row0 + s0) * nb),
+                           es * (size_t)(nb * nrows), es * (size_t)(nb * n), (size_t)na,
+                           cudaMemcpyHostToDevice, c->s));
+      if (dtype == CTR_DTYPE_UINT16)
+        flatfield_transpose<uint16_t><<<gr, 256, 0, c->s>>>((const uint16_t *)c->d_raw, d_flat + s0 * nb,
+                                                            d_dark ? d_dark + s0 * nb : NULL, (int)nb,
+                                                            (int)n, (int)na, (int)ld, c->d_rows,
+                                                            d_bad);
+      else
+        flatfield_transpose<float><<<gr, 256, 0, c->s>>>((const float *)c->d_raw, d_flat + s0 * nb,
+                                                         d_dark ? d_dark + s0 * nb : NULL, (int)nb,
+                                                         (int)n, (int)na, (int)ld, c->d_rows,
+                                                         d_bad);
+      CU_LAUNCHED("flatfield_transpose");
+    }
+    if (cufftExecR2C(c->plan_f, c->d_rows, (cufftComplex *)c->d_rows) != CUFFT_SUCCESS)
+      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT forward transform failed");
+    {
+      const long long rows = (long long)na * n;
+      const dim3 gm((unsigned)((nf + 255) / 256), (unsigned)na, (unsigned)n);
+      multiply_spectrum<<<gm, 256, 0, c->s>>>((cufftComplex *)c->d_rows, d_kern, (int)nf, rows);
+      CU_LAUNCHED("multiply_spectrum");
+    }
+    if (cufftExecC2R(c->plan_i, (cufftComplex *)c->d_rows, c->d_rows) != CUFFT_SUCCESS)
+      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT inverse transform failed");
+    {
+      const dim3 ge((unsigned)((nb + 255) / 256), (unsigned)na, (unsigned)n);
+      extract_weighted<<<ge, 256, 0, c->s>>>(c->d_rows, (int)ld, (int)nb, (int)na, d_w, c->f.d_sino);
+      CU_LAUNCHED("extract_weighted");
+    }
+    if (c->f.auto_kernel) {
+      /* First chunk: choose the kernel (cached per GPU and size), then both
+       * buffer sets use it. */
+      CTR_CHECK_GOTO(st, ctr__fbp_autotune(&c->f, n, c->s));
+      kernel = c->f.kernel;
+      cb[0].f.kernel = cb[1].f.kernel = kernel;
+      cb[0].f.auto_kernel = cb[1].f.auto_kernel = 0;
+    }
+    CU(cudaMemsetAsync(c->f.d_out, 0, sizeof(float) * (size_t)(plane * n), c->s));
+    for (int64_t j = 0; j < n;) {
+      /* as many slices per launch as the kernel takes (tex2/alu2: 2, tex4h: 4).
+       * Angle constants live in one constant bank: the two streams must not
+       * interleave their uploads (ctr__fbp_run_slices uploads when needed;
+       * every chunk uses the same angles, loaded once per buffer set). */
+      const int group = ctr__fbp_kernel_slices(kernel);
+      const int count = n - j < group ? (int)(n - j) : group;
+      CTR_CHECK_GOTO(st, ctr__fbp_run_slices(&c->f, j, count, c->s));
+      j += count;
+    }
+    CTR_CHECK_GOTO(st, ctr__gpu_sanitize(c->f.d_out, (long long)(plane * n), d_bad + 1, c->s));
+    CU(cudaMemcpyAsync(slices + s0 * plane, c->f.d_out, sizeof(float) * (size_t)(plane * n),
+                       cudaMemcpyDeviceToHost, c->s));
+  }
+  CU(cudaDeviceSynchronize());
+  CU(cudaMemcpy(h_bad, d_bad, sizeof h_bad, cudaMemcpyDeviceToHost));
+  bad[0] = (int64_t)h_bad[0];
+  bad[1] = (int64_t)h_bad[1];
+  CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", 1.0));
+cleanup:
+  cudaDeviceSynchronize();
+  for (int i = 0; i < 2; i++) {
+    chunk_bufs *c = &cb[i];
+    if (c->have_f) cufftDestroy(c->plan_f);
+    if (c->have_i) cufftDestroy(c->plan_i);
+    cudaFree(c->d_raw);
+    cudaFree(c->d_rows);
+    ctr__fbp_gpu_free(&c->f);
+    if (c->s && !(i == 1 && c->s == cb[0].s)) cudaStreamDestroy(c->s);
+  }
+  cudaFree(d_kern);
+  cudaFree(d_w);
+  cudaFree(d_bad);
+  cudaFree(d_flat);
+  cudaFree(d_dark);
+  free(kern);
+  free(w);
+  ctr__ramp_free(ramp);
+  return st;
+}
+
+extern "C" ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx,
+                                                const ctr_parallel_geometry *g,
+                                                const ctr_fbp_options *o, const void *proj,
+                                                ctr_dtype dtype, int64_t nrows, const float *flat,
+                                                const float *dark, int64_t row0,
+                                                int64_t nslices, float *slices, int64_t bad[2]) {
+  return run_pipeline(ctx, g, o, proj, dtype, nrows, flat, dark, row0, nslices, slices, bad);
+}
+
+extern "C" ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                              const ctr_fbp_options *o, const float *sino,
+                                              int64_t nslices, float *slices, int64_t bad[2]) {
+  return run_pipeline(ctx, g, o, sino, CTR_DTYPE_FLOAT32, nslices, NULL, NULL, 0, nslices, slices,
+                      bad);
+}

@@ -1,0 +1,261 @@
+/* CUDA backend of the DIRECT projectors and reconstruction: the padded
+ * image, the per-view tables uploaded on first use, projections of one view
+ * from host arrays, and the whole reconstruction on the device (data,
+ * sensitivities, discrepancy and update stay on the GPU). */
+#include "gpu/cuda_timing.cuh"
+#include "pet/cuda/pet_cuda.cuh"
+#include "pet/cuda/pet_kernels.cuh"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Launch shape: Z slices per thread (16: the instruction-level form of seed
+ * Fig. 3; 1: the thread-level form), LC run entries per register pass and
+ * the block's x by y threads, and how many blocks share the runs of one
+ * output tile (0: enough for about 24 blocks per SM). Default rows: 32, 48
+ * or 64 threads, whichever pads the lattice's x least. CTRECON_PET_Z=1|8|16|24,
+ * CTRECON_PET_LC=4|8, CTRECON_PET_BLOCK=XxY and CTRECON_PET_SPLIT=0..8
+ * override the defaults (CTRECON_PET_CONST=0: runs from global memory even
+ * when they fit in constant memory) (the benchmark compares
+ * them; bench/NOTES.md has the figures). */
+static void pet_launch_choice(ctr__pet_cuda *c) {
+  const char *e = getenv("CTRECON_PET_Z"), *l = getenv("CTRECON_PET_LC");
+  const char *b = getenv("CTRECON_PET_BLOCK"), *sp = getenv("CTRECON_PET_SPLIT");
+  c->split = sp ? atoi(sp) : 0;
+  const char *cr = getenv("CTRECON_PET_CONST");
+  c->const_runs = !(cr && !strcmp(cr, "0"));
+  if (c->split < 0 || c->split > PET_MAX_SPLIT) c->split = 0;
+  int z = e ? atoi(e) : 0, lc = l ? atoi(l) : PET_LC, bx = 32, by = 4;
+  if (z != 1 && z != 8 && z != 16 && z != 24) { /* the largest with little z padding */
+    z = 8;
+    for (int cand = 24; cand > 8; cand -= 8)
+      if ((c->nz + cand - 1) / cand * cand <= 1.1 * c->nz) {
+        z = cand;
+        break;
+      }
+  }
+  c->Z = z;
+  c->LC = lc == 8 ? 8 : 4;
+  if (b && sscanf(b, "%dx%d", &bx, &by) == 2 && bx >= 1 && by >= 1 && bx * by <= 256 &&
+      bx * by % 32 == 0) {
+    c->bx = bx, c->by = by;
+  } else { /* rows of 32, 48 or 64 threads, whichever pads x least (48 x 2 for 144) */
+    c->bx = 32, c->by = 4;
+    for (int w = 48; w <= 64; w += 16)
+      if ((c->nx + w - 1) / w * w < (c->nx + c->bx - 1) / c->bx * c->bx) c->bx = w, c->by = 2;
+  }
+}
+
+/* Which view's runs sit in constant memory, per device (tags are unique). */
+static unsigned long long g_tag_next = 1, g_const_tag[64];
+
+static ctr_status upload_view(ctr__pet_cuda *c, int64_t v, dev_view **out) {
+  dev_view *dv = &c->views[v];
+  ctr_status st = CTR_OK;
+  if (dv->ready) {
+    *out = dv;
+    return CTR_OK;
+  }
+  const ctr__pet_lut *L = ctr__pet_lut_get(c->sys, v);
+  if (!L) return CTR_E_OUT_OF_MEMORY;
+  dv->ncols = L->ncols, dv->nent = L->nent, dv->nk = L->nk;
+  dv->hcols = (int3 *)ctr__malloc((size_t)L->ncols * sizeof(int3), "PET runs");
+  if (!dv->hcols) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
+  for (int i = 0; i < L->ncols; i++) {
+    const ctr__pet_column *col = &L->cols[i];
+    if (col->len > 255 || col->e0 >= (1 << 24))
+      CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED,
+                    "SR kernel support too large for the CUDA projector (%d entries, runs of %d): "
+                    "use larger voxels or narrower kernels",
+                    L->nent, (int)col->len);
+    long long off = ((long long)col->dz0 * c->PY + col->dy) * c->PX + col->dx;
+    dv->hcols[i] = make_int3((int)off, col->dy * c->PX + col->dx, col->e0 | ((int)col->len << 24));
+  }
+  CU(cudaMalloc(&dv->pid, (size_t)c->PX * c->PY * sizeof(int)));
+  CU(cudaMalloc(&dv->w, (size_t)L->nent * L->nk * sizeof(float)));
+  CU(cudaMalloc(&dv->cols, (size_t)L->ncols * sizeof(int3)));
+  /* the LUT's padded LORmap has exactly this layout (halo = the system's) */
+  CU(cudaMemcpy(dv->pid, L->pid, (size_t)c->PX * c->PY * sizeof(int), cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(dv->w, L->w, (size_t)L->nent * L->nk * sizeof(float), cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(dv->cols, dv->hcols, (size_t)L->ncols * sizeof(int3), cudaMemcpyHostToDevice));
+  dv->tag = __atomic_fetch_add(&g_tag_next, 1, __ATOMIC_RELAXED);
+  dv->ready = 1;
+  *out = dv;
+cleanup:
+  return st;
+}
+
+template <int Z, int LC, bool FWD>
+static void launch_z(const ctr__pet_cuda *c, const dev_view *dv, bool cc, const float *in,
+                     float *out) {
+  const int gx = (c->nx + c->bx - 1) / c->bx, gy = (c->ny + c->by - 1) / c->by;
+  const int zb = c->nzr / Z;
+  int ns = c->split;
+  if (ns == 0) { /* about 24 blocks per SM, each with at least 32 runs */
+    ns = (24 * c->sms + gx * gy * zb - 1) / (gx * gy * zb);
+    ns = ns < 1 ? 1 : (ns > PET_MAX_SPLIT ? PET_MAX_SPLIT : ns);
+    while (ns > 1 && dv->ncols / ns < 32) ns--;
+  }
+  float *dst = ns > 1 ? c->d_part : out;
+  dim3 block(c->bx, c->by), grid(gx, gy, zb * ns);
+  if (cc)
+    pet_project_kernel<Z, LC, FWD, true><<<grid, block, 0, c->stream>>>(
+        in, dst, dv->pid, dv->w, dv->cols, dv->ncols, dv->nk, dv->nent, c->nx, c->ny, c->nz,
+        c->PX, c->PY, c->HX, c->HY, c->HZ, ns);
+  else
+    pet_project_kernel<Z, LC, FWD, false><<<grid, block, 0, c->stream>>>(
+        in, dst, dv->pid, dv->w, dv->cols, dv->ncols, dv->nk, dv->nent, c->nx, c->ny, c->nz,
+        c->PX, c->PY, c->HX, c->HY, c->HZ, ns);
+  if (ns > 1)
+    pet_reduce_kernel<<<(unsigned)((c->nvox + 255) / 256), 256, 0, c->stream>>>(c->d_part, out,
+                                                                              c->nvox, ns);
+}
+
+template <int Z, int LC>
+static void launch_dir(const ctr__pet_cuda *c, const dev_view *dv, bool cc, bool fwd,
+                       const float *in, float *out) {
+  if (fwd)
+    launch_z<Z, LC, true>(c, dv, cc, in, out);
+  else
+    launch_z<Z, LC, false>(c, dv, cc, in, out);
+}
+
+template <int LC>
+static void launch_lc(const ctr__pet_cuda *c, const dev_view *dv, bool cc, bool fwd,
+                      const float *in, float *out) {
+  switch (c->Z) {
+    case 1: launch_dir<1, LC>(c, dv, cc, fwd, in, out); break;
+    case 8: launch_dir<8, LC>(c, dv, cc, fwd, in, out); break;
+    case 24: launch_dir<24, LC>(c, dv, cc, fwd, in, out); break;
+    default: launch_dir<16, LC>(c, dv, cc, fwd, in, out); break;
+  }
+}
+
+/* out (unpadded, device) = A_v in or A_v^T in, in padded on the device. */
+ctr_status ctr__pet_project_device(ctr__pet_cuda *c, ctr_pet_direction dir, int64_t v,
+                                 const float *d_pin, float *d_out) {
+  ctr_status st = CTR_OK;
+  dev_view *dv = NULL;
+  CTR_CHECK(upload_view(c, v, &dv));
+  bool cc = c->const_runs && dv->ncols <= PET_CONST_COLS;
+  unsigned long long *owner = &g_const_tag[c->device & 63];
+  if (cc && *owner != dv->tag) {
+    CU(cudaMemcpyToSymbolAsync(c_pet_cols, dv->hcols, (size_t)dv->ncols * sizeof(int3), 0,
+                               cudaMemcpyHostToDevice, c->stream));
+    *owner = dv->tag;
+  }
+  if (c->LC == 8)
+    launch_lc<8>(c, dv, cc, dir == CTR_PET_FORWARD, d_pin, d_out);
+  else
+    launch_lc<4>(c, dv, cc, dir == CTR_PET_FORWARD, d_pin, d_out);
+  CU_LAUNCHED("pet_project_kernel");
+cleanup:
+  return st;
+}
+
+void ctr__pet_pad_device(const ctr__pet_cuda *c, const float *src, float *dst) {
+  dim3 b(128), g((c->nx + 127) / 128, c->ny, c->nz);
+  pet_pad_kernel<<<g, b, 0, c->stream>>>(src, dst, c->nx, c->ny, c->nz, c->PX, c->PY, c->HX,
+                                         c->HY, c->HZ);
+}
+
+ctr_status ctr__pet_cuda_create(ctr_context *ctx, int device, ctr_pet_system *s,
+                                ctr__pet_cuda **out) {
+  ctr_status st = CTR_OK;
+  ctr__pet_cuda *c = (ctr__pet_cuda *)ctr__calloc(1, sizeof *c, "PET CUDA state");
+  if (!c) return CTR_E_OUT_OF_MEMORY;
+  const ctr_pet_params *p = &s->p;
+  c->ctx = ctx, c->device = device, c->sys = s;
+  c->nx = (int)p->nx, c->ny = (int)p->ny, c->nz = (int)p->nz;
+  pet_launch_choice(c);
+  c->nzr = (c->nz + c->Z - 1) / c->Z * c->Z;
+  c->HX = s->halo[0], c->HY = s->halo[1], c->HZ = s->halo[2];
+  c->PX = c->nx + 2 * c->HX, c->PY = c->ny + 2 * c->HY, c->PZ = c->nzr + 2 * c->HZ + PET_LC_MAX - 1;
+  c->nvox = (long long)c->nx * c->ny * c->nz;
+  c->npad = (long long)c->PX * c->PY * c->PZ;
+  c->views = (dev_view *)ctr__calloc((size_t)s->nviews, sizeof(dev_view), "PET device views");
+  if (!c->views) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
+  CU(cudaSetDevice(device));
+  CU(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+  CU(cudaMalloc(&c->d_in, (size_t)c->npad * sizeof(float)));
+  CU(cudaMalloc(&c->d_out, (size_t)c->nvox * sizeof(float)));
+  CU(cudaMalloc(&c->d_tmp, (size_t)c->nvox * sizeof(float)));
+  CU(cudaMalloc(&c->d_part, (size_t)c->nvox * PET_MAX_SPLIT * sizeof(float)));
+  CU(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, device));
+  CU(cudaMemset(c->d_in, 0, (size_t)c->npad * sizeof(float)));
+  *out = c;
+  return CTR_OK;
+cleanup:
+  ctr__pet_cuda_free(c);
+  return st;
+}
+
+void ctr__pet_cuda_free(ctr__pet_cuda *c) {
+  if (!c) return;
+  cudaSetDevice(c->device);
+  if (c->views)
+    for (int64_t v = 0; v < c->sys->nviews; v++) {
+      cudaFree(c->views[v].pid);
+      cudaFree(c->views[v].w);
+      cudaFree(c->views[v].cols);
+      free(c->views[v].hcols);
+    }
+  free(c->views);
+  cudaFree(c->d_in);
+  cudaFree(c->d_out);
+  cudaFree(c->d_tmp);
+  cudaFree(c->d_part);
+  if (c->stream) cudaStreamDestroy(c->stream);
+  free(c);
+}
+
+ctr_status ctr__pet_cuda_project(ctr__pet_cuda *c, ctr_pet_direction dir, int64_t view,
+                                 const float *in, float *out) {
+  ctr_status st = CTR_OK;
+  const size_t bytes = (size_t)c->nvox * sizeof(float);
+  CU(cudaSetDevice(c->device));
+  CU(cudaMemcpyAsync(c->d_tmp, in, bytes, cudaMemcpyHostToDevice, c->stream));
+  ctr__pet_pad_device(c, c->d_tmp, c->d_in);
+  CU_LAUNCHED("pet_pad_kernel");
+  CTR_CHECK_GOTO(st, ctr__pet_project_device(c, dir, view, c->d_in, c->d_out));
+  CU(cudaMemcpyAsync(out, c->d_out, bytes, cudaMemcpyDeviceToHost, c->stream));
+  CU(cudaStreamSynchronize(c->stream));
+cleanup:
+  return st;
+}
+
+typedef struct time_args {
+  ctr__pet_cuda *c;
+  ctr_pet_direction dir;
+  int64_t view;
+} time_args;
+
+static ctr_status time_work(void *arg) {
+  time_args *a = (time_args *)arg;
+  return ctr__pet_project_device(a->c, a->dir, a->view, a->c->d_in, a->c->d_out);
+}
+
+/* Benchmark hook: median time (ms) of one view's projection with the data
+ * already on the GPU (the first call uploads the view's tables). */
+extern "C" ctr_status ctr__pet_cuda_time_view(ctr__pet_cuda *c, ctr_pet_direction dir,
+                                              int64_t view, int reps, double *ms) {
+  ctr_status st = CTR_OK;
+  time_args a = {c, dir, view};
+  CU(cudaSetDevice(c->device));
+  st = ctr__cuda_median_ms(c->stream, reps, time_work, &a, ms);
+cleanup:
+  return st;
+}
+
+/* Loads an image into the projector's padded input (benchmark hook). */
+extern "C" ctr_status ctr__pet_cuda_set_input(ctr__pet_cuda *c, const float *img) {
+  ctr_status st = CTR_OK;
+  CU(cudaSetDevice(c->device));
+  CU(cudaMemcpy(c->d_tmp, img, (size_t)c->nvox * sizeof(float), cudaMemcpyHostToDevice));
+  ctr__pet_pad_device(c, c->d_tmp, c->d_in);
+  CU_LAUNCHED("pet_pad_kernel");
+  CU(cudaStreamSynchronize(c->stream));
+cleanup:
+  return st;
+}

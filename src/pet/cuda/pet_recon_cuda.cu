@@ -1,0 +1,233 @@
+/* DIRECT reconstruction on the GPU (the steps of pet_recon.c): histo-images,
+ * factors, per-view sensitivities and the image stay on the device; each
+ * sub-iteration is forward projection, discrepancy, back projection and
+ * update, all on one stream. Per-step device times come from events. */
+#include "pet/cuda/pet_cuda.cuh"
+#include "pet/pet_update.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* q (padded) = n h / (n A f) for the back projection. */
+__global__ void pet_ratio_kernel(const float *__restrict__ h, const float *__restrict__ n,
+                                 const float *__restrict__ af, float *__restrict__ q, int nx,
+                                 int ny, int nz, int PX, int PY, int HX, int HY, int HZ) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y, z = blockIdx.z;
+  if (x >= nx) return;
+  const long long i = ((long long)z * ny + y) * nx + x;
+  q[((long long)(z + HZ) * PY + y + HY) * PX + x + HX] =
+      ctr__pet_ratio(h[i], n ? n[i] : 1.0f, af[i]);
+}
+
+/* The update of the padded image f from the back projection b. mode 0:
+ * RAMLA, 1: OSEM (s = s_v), 2: MLEM accumulation into acc, 3: MLEM update
+ * from acc and total. */
+__global__ void pet_update_kernel(int mode, float *__restrict__ f, const float *__restrict__ b,
+                                  const float *__restrict__ sv, const float *__restrict__ total,
+                                  float *__restrict__ acc, float scale, int nx, int ny, int nz,
+                                  int PX, int PY, int HX, int HY, int HZ) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y, z = blockIdx.z;
+  if (x >= nx) return;
+  const long long i = ((long long)z * ny + y) * nx + x;
+  float *fp = f + ((long long)(z + HZ) * PY + y + HY) * PX + x + HX;
+  switch (mode) {
+    case 0: *fp = ctr__pet_ramla(*fp, b[i], sv[i], total[i], scale); break;
+    case 1: *fp = ctr__pet_osem(*fp, b[i], sv[i]); break;
+    case 2: acc[i] += b[i]; break;
+    default:
+      *fp = ctr__pet_osem(*fp, acc[i], total[i]);
+      acc[i] = 0.0f;
+      break;
+  }
+}
+
+/* total += s */
+__global__ void pet_add_kernel(float *__restrict__ total, const float *__restrict__ s, long long n) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) total[i] += s[i];
+}
+
+/* Interior of padded src -> unpadded dst. */
+__global__ void pet_unpad_kernel(const float *__restrict__ src, float *__restrict__ dst, int nx,
+                                 int ny, int nz, int PX, int PY, int HX, int HY, int HZ) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y, z = blockIdx.z;
+  if (x >= nx) return;
+  dst[((long long)z * ny + y) * nx + x] = src[((long long)(z + HZ) * PY + y + HY) * PX + x + HX];
+}
+
+__global__ void pet_fill_kernel(float *p, float v, long long n) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = v;
+}
+
+enum { PH_FWD, PH_RATIO, PH_BACK, PH_UPDATE, PH_N };
+
+typedef struct recon_bufs {
+  float *h, *n, *sens, *total, *acc, *f, *ones;
+  cudaEvent_t *ev; /* (PH_N + 1) per view */
+} recon_bufs;
+
+static ctr_status check_memory(const ctr__pet_cuda *c, const ctr_pet_histo *h) {
+  ctr_status st = CTR_OK;
+  size_t free_b = 0, total_b = 0;
+  CU(cudaMemGetInfo(&free_b, &total_b));
+  {
+    double per_view = (double)c->nvox * sizeof(float) * (h->factors ? 3 : 2);
+    double need = per_view * h->nviews + (double)c->npad * sizeof(float) + 4.0 * c->nvox * 4;
+    if (need > 0.95 * free_b) {
+      char a[32], b[32];
+      CTR_FAIL_GOTO(st, CTR_E_DEVICE_OUT_OF_MEMORY,
+                    "DIRECT reconstruction of %lld views of %lld voxels needs %s of GPU memory "
+                    "(histo-images%s and sensitivities), %s are free: use fewer views or a "
+                    "smaller lattice, or --device cpu",
+                    (long long)h->nviews, c->nvox, ctr__format_bytes(need, a, sizeof a),
+                    h->factors ? ", factors" : "", ctr__format_bytes((double)free_b, b, sizeof b));
+    }
+  }
+cleanup:
+  return st;
+}
+
+#define GRID3(c) dim3(((c)->nx + 127) / 128, (c)->ny, (c)->nz)
+#define GEOM(c) (c)->nx, (c)->ny, (c)->nz, (c)->PX, (c)->PY, (c)->HX, (c)->HY, (c)->HZ
+
+static ctr_status sensitivities(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_bufs *b) {
+  ctr_status st = CTR_OK;
+  const long long nv = c->nvox;
+  for (int64_t v = 0; v < h->nviews; v++) {
+    ctr__pet_pad_device(c, h->factors ? b->n + v * nv : b->ones, c->d_in);
+    CU_LAUNCHED("pet_pad_kernel");
+    CTR_CHECK_GOTO(st, ctr__pet_project_device(c, CTR_PET_BACK, v, c->d_in, b->sens + v * nv));
+    pet_add_kernel<<<(unsigned)((nv + 255) / 256), 256, 0, c->stream>>>(b->total, b->sens + v * nv, nv);
+    CU_LAUNCHED("pet_add_kernel");
+  }
+cleanup:
+  return st;
+}
+
+static ctr_status sub_iteration(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_bufs *b,
+                                int64_t v, int mode, float scale) {
+  ctr_status st = CTR_OK;
+  const long long nv = c->nvox;
+  cudaEvent_t *ev = b->ev + v * (PH_N + 1);
+  CU(cudaEventRecord(ev[0], c->stream));
+  CTR_CHECK_GOTO(st, ctr__pet_project_device(c, CTR_PET_FORWARD, v, b->f, c->d_out));
+  CU(cudaEventRecord(ev[1], c->stream));
+  pet_ratio_kernel<<<GRID3(c), 128, 0, c->stream>>>(b->h + v * nv, h->factors ? b->n + v * nv : NULL,
+                                                   c->d_out, c->d_in, GEOM(c));
+  CU_LAUNCHED("pet_ratio_kernel");
+  CU(cudaEventRecord(ev[2], c->stream));
+  CTR_CHECK_GOTO(st, ctr__pet_project_device(c, CTR_PET_BACK, v, c->d_in, c->d_out));
+  CU(cudaEventRecord(ev[3], c->stream));
+  pet_update_kernel<<<GRID3(c), 128, 0, c->stream>>>(mode, b->f, c->d_out, b->sens + v * nv,
+                                                    b->total, b->acc, scale, GEOM(c));
+  CU_LAUNCHED("pet_update_kernel");
+  CU(cudaEventRecord(ev[4], c->stream));
+cleanup:
+  return st;
+}
+
+static ctr_status download_image(ctr__pet_cuda *c, const recon_bufs *b, float *image) {
+  ctr_status st = CTR_OK;
+  pet_unpad_kernel<<<GRID3(c), 128, 0, c->stream>>>(b->f, c->d_tmp, GEOM(c));
+  CU_LAUNCHED("pet_unpad_kernel");
+  CU(cudaMemcpyAsync(image, c->d_tmp, (size_t)c->nvox * sizeof(float), cudaMemcpyDeviceToHost,
+                     c->stream));
+  CU(cudaStreamSynchronize(c->stream));
+cleanup:
+  return st;
+}
+
+ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
+                                     const ctr_pet_recon_options *o, float *image,
+                                     ctr_pet_recon_timings *t) {
+  ctr_status st = CTR_OK;
+  recon_bufs b;
+  memset(&b, 0, sizeof b);
+  const long long nv = c->nvox;
+  const size_t vb = (size_t)nv * sizeof(float), hb = vb * (size_t)h->nviews;
+  const int mode = o->algorithm == CTR_PET_RAMLA ? 0 : (o->algorithm == CTR_PET_OSEM ? 1 : 2);
+  cudaEvent_t t0 = NULL, t1 = NULL;
+  float ms = 0;
+  double start = ctr__now_s();
+  memset(t, 0, sizeof *t);
+  CU(cudaSetDevice(c->device));
+  CTR_CHECK_GOTO(st, check_memory(c, h));
+  CU(cudaEventCreate(&t0));
+  CU(cudaEventCreate(&t1));
+  CU(cudaMalloc(&b.h, hb));
+  if (h->factors) CU(cudaMalloc(&b.n, hb));
+  CU(cudaMalloc(&b.sens, hb));
+  CU(cudaMalloc(&b.total, vb));
+  CU(cudaMalloc(&b.acc, vb));
+  CU(cudaMalloc(&b.ones, vb));
+  CU(cudaMalloc(&b.f, (size_t)c->npad * sizeof(float)));
+  CU(cudaMemsetAsync(b.f, 0, (size_t)c->npad * sizeof(float), c->stream));
+  CU(cudaMemsetAsync(b.total, 0, vb, c->stream));
+  CU(cudaMemsetAsync(b.acc, 0, vb, c->stream));
+  CU(cudaMemsetAsync(c->d_in, 0, (size_t)c->npad * sizeof(float), c->stream));
+  pet_fill_kernel<<<(unsigned)((nv + 255) / 256), 256, 0, c->stream>>>(b.ones, 1.0f, nv);
+  CU_LAUNCHED("pet_fill_kernel");
+  b.ev = (cudaEvent_t *)ctr__calloc((size_t)h->nviews * (PH_N + 1), sizeof(cudaEvent_t), "events");
+  if (!b.ev) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
+  for (int64_t i = 0; i < h->nviews * (PH_N + 1); i++) CU(cudaEventCreate(&b.ev[i]));
+  /* data and start image */
+  CU(cudaEventRecord(t0, c->stream));
+  CU(cudaMemcpyAsync(b.h, h->counts, hb, cudaMemcpyHostToDevice, c->stream));
+  if (h->factors) CU(cudaMemcpyAsync(b.n, h->factors, hb, cudaMemcpyHostToDevice, c->stream));
+  CU(cudaMemcpyAsync(c->d_tmp, image, vb, cudaMemcpyHostToDevice, c->stream));
+  CU(cudaEventRecord(t1, c->stream));
+  ctr__pet_pad_device(c, c->d_tmp, b.f);
+  CU_LAUNCHED("pet_pad_kernel");
+  CU(cudaEventSynchronize(t1));
+  CU(cudaEventElapsedTime(&ms, t0, t1));
+  t->upload = ms * 1e-3;
+  /* sensitivities (tables of every view are uploaded here, on first use) */
+  CU(cudaEventRecord(t0, c->stream));
+  CTR_CHECK_GOTO(st, sensitivities(c, h, &b));
+  CU(cudaEventRecord(t1, c->stream));
+  CU(cudaEventSynchronize(t1));
+  CU(cudaEventElapsedTime(&ms, t0, t1));
+  t->back += ms * 1e-3;
+  for (int it = 0; it < o->iterations; it++) {
+    const float scale = (float)(o->relax0 / (1.0 + o->relax_decay * it) * h->nviews);
+    for (int64_t v = 0; v < h->nviews; v++)
+      CTR_CHECK_GOTO(st, sub_iteration(c, h, &b, v, mode, scale));
+    if (mode == 2) {
+      pet_update_kernel<<<GRID3(c), 128, 0, c->stream>>>(3, b.f, c->d_out, NULL, b.total, b.acc,
+                                                        0.0f, GEOM(c));
+      CU_LAUNCHED("pet_update_kernel");
+    }
+    CU(cudaStreamSynchronize(c->stream));
+    for (int64_t v = 0; v < h->nviews; v++) {
+      cudaEvent_t *ev = b.ev + v * (PH_N + 1);
+      double *dst[PH_N] = {&t->forward, &t->discrepancy, &t->back, &t->update};
+      for (int ph = 0; ph < PH_N; ph++) {
+        CU(cudaEventElapsedTime(&ms, ev[ph], ev[ph + 1]));
+        *dst[ph] += ms * 1e-3;
+      }
+    }
+    CTR_CHECK_GOTO(st, ctr__progress(c->ctx, "reconstruct", (it + 1.0) / o->iterations));
+    if (o->on_iteration) {
+      CTR_CHECK_GOTO(st, download_image(c, &b, image));
+      if (o->on_iteration(o->user, it + 1, image)) break;
+    }
+  }
+  {
+    double d0 = ctr__now_s();
+    CTR_CHECK_GOTO(st, download_image(c, &b, image));
+    t->download = ctr__now_s() - d0;
+  }
+cleanup:
+  cudaStreamSynchronize(c->stream);
+  if (b.ev)
+    for (int64_t i = 0; i < h->nviews * (PH_N + 1); i++)
+      if (b.ev[i]) cudaEventDestroy(b.ev[i]);
+  free(b.ev);
+  cudaFree(b.h), cudaFree(b.n), cudaFree(b.sens), cudaFree(b.total), cudaFree(b.acc);
+  cudaFree(b.ones), cudaFree(b.f);
+  if (t0) cudaEventDestroy(t0);
+  if (t1) cudaEventDestroy(t1);
+  t->total = ctr__now_s() - start;
+  return st;
+}
