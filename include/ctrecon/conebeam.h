@@ -1,0 +1,250 @@
+/* ctrecon/conebeam.h — cone-beam FDK: in memory, incremental backprojection, memory planning and the streamed (out-of-core) pipeline. Include <ctrecon.h> (all of the API) or this header. */
+#ifndef CTRECON_CONEBEAM_H
+#define CTRECON_CONEBEAM_H
+
+#include "ctrecon/geometry.h"
+#include "ctrecon/io.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ctr_short_scan {
+  CTR_SHORT_SCAN_AUTO = 0, /* Parker weights when the orbit covers < 360 deg */
+  CTR_SHORT_SCAN_OFF = 1,
+  CTR_SHORT_SCAN_PARKER = 2
+} ctr_short_scan;
+
+typedef enum ctr_interp {
+  CTR_INTERP_DEFAULT = 0, /* backend's default (exact on CPU, texture on GPU) */
+  CTR_INTERP_EXACT = 1,   /* fp32 software bilinear, ~1e-6 relative */
+  CTR_INTERP_TEXTURE = 2, /* hardware texture bilinear (8-bit weights), ~1e-3; GPU only */
+  CTR_INTERP_PRECISE = 3  /* software bilinear at double-precision positions, ~1e-7 on the
+                             GPU (slower); the CPU treats it as exact */
+} ctr_interp;
+
+typedef struct ctr_fdk_options {
+  unsigned version;
+  ctr_window window;
+  double cutoff;           /* (0, 1], fraction of Nyquist */
+  ctr_short_scan short_scan;
+  ctr_interp interp;
+  int64_t z0, nz;          /* reconstruct slices [z0, z0+nz) only; nz = 0: all */
+  int64_t views_per_batch; /* views filtered per batch (memory); 0 = automatic */
+  int strict;              /* data policy (docs/architecture.md, "Bad values"): 0 = projection
+                              values that are NaN, infinite or beyond +-1e24 and non-finite
+                              voxels are replaced by 0 and counted (ctr_stream_report, a
+                              warning through the context's log); 1 = any such value is a
+                              CTR_E_FORMAT error */
+} ctr_fdk_options;
+
+#define CTR_FDK_OPTIONS_INIT \
+  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, 0, 0, 0, 0 }
+
+/* FDK reconstruction. proj: float32 nu x nv x nviews line integrals (uint16
+ * is accepted and converted). vol: float32 nx x ny x nz_out where nz_out is
+ * opts->nz (or the volume's nz), overwritten. The result is in the units of
+ * the line integrals per mm (a Shepp-Logan phantom gives its own values). */
+ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
+                   const ctr_array *proj, ctr_array *vol);
+
+/* The two halves of FDK on the CPU backend, for callers that pipeline them
+ * (ctr_backprojector is the incremental backprojection on either backend).
+ * Filters views
+ * [v0, v0+n) of proj (float32, contiguous, n views) in place: Parker and cosine
+ * weights, ramp filter, angular weight. Bad values (NaN, infinite, beyond
+ * +-1e24) follow opts->strict: replaced by 0 first with a warning, or an
+ * error before anything changes; ctr_fdk_backproject reports bad filtered
+ * values the same way. */
+ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
+                          int64_t v0, int64_t n, float *proj);
+/* Adds the backprojection of filtered views [v0, v0+n) (n images in `filtered`)
+ * into vol (float32, slices [opts->z0, opts->z0 + nz)). */
+ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
+                               const ctr_fdk_options *opts, int64_t v0, int64_t n,
+                               const float *filtered, ctr_array *vol);
+
+/* ------------------------------------------------------------------------- */
+/* Incremental backprojection of filtered views                              */
+/* ------------------------------------------------------------------------- */
+
+/* Accumulates vol += sum_n weight_n * Q_n(u, v) / c^2 over already filtered
+ * views, with g's canonical matrices (c = depth / depth of the origin), into
+ * a volume the backend keeps (GPU memory for CUDA). Views may come in any
+ * order and any number of calls; each call returns when its views are
+ * backprojected. opts: interp, z0 / nz (may be NULL). */
+typedef struct ctr_backprojector ctr_backprojector;
+
+ctr_status ctr_backprojector_create(ctr_context *ctx, const ctr_geometry *g,
+                                    const ctr_fdk_options *opts, ctr_backprojector **out);
+/* Adds n views: view indices (into g), images (nu x nv float32 each, u
+ * fastest) and per-view weights (NULL: all 1). */
+ctr_status ctr_backprojector_add(ctr_backprojector *b, int64_t n, const int64_t *views,
+                                 const float *const *images, const float *weights);
+/* Copies the volume out (nx x ny x nz floats). */
+ctr_status ctr_backprojector_read(ctr_backprojector *b, float *vol);
+/* Double-precision reference of the same sum (bounds-checked bilinear,
+ * double arithmetic throughout), into vol (nx x ny x nz doubles, added to).
+ * Runs on the GPU in FP64 when ctx is CUDA, else on the CPU (OpenMP). The
+ * oracle for tests and for RabbitCT reference volumes. */
+ctr_status ctr_backproject_reference(ctr_context *ctx, const ctr_geometry *g, int64_t n,
+                                     const int64_t *views, const float *const *images,
+                                     const double *weights, double *vol);
+/* Zeroes the volume. */
+ctr_status ctr_backprojector_reset(ctr_backprojector *b);
+void ctr_backprojector_free(ctr_backprojector *b);
+
+/* ------------------------------------------------------------------------- */
+/* Memory planning and streamed (out-of-core) FDK                            */
+/* ------------------------------------------------------------------------- */
+
+/* Where filtered projections wait between subvolumes (each projection is
+ * filtered once; later subvolumes reuse the filtered copy). */
+typedef enum ctr_store {
+  CTR_STORE_AUTO = 0,
+  CTR_STORE_DEVICE = 1,  /* resident in GPU memory (CUDA only) */
+  CTR_STORE_HOST = 2,    /* host memory, uploaded again for each later subvolume */
+  CTR_STORE_SCRATCH = 3, /* a scratch file, read back for each later subvolume */
+  CTR_STORE_NONE = 4     /* not kept: one subvolume needs each filtered view once */
+} ctr_store;
+
+const char *ctr_store_name(ctr_store s);
+
+typedef struct ctr_plan_request {
+  unsigned version;
+  ctr_device_kind device;  /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
+  uint64_t gpu_budget;     /* bytes of GPU memory the run may use (CUDA) */
+  uint64_t host_budget;    /* bytes of host memory the run may use */
+  ctr_dtype proj_dtype;    /* projections as read */
+  ctr_dtype vol_dtype;     /* volume as written */
+  ctr_interp interp;
+  int64_t z0, nz;          /* slices to reconstruct; nz = 0: all */
+  int64_t views_per_batch; /* N'; 0 = automatic */
+  int64_t max_slab_slices; /* upper bound on Z' (e.g. to force many subvolumes); 0 = none */
+  ctr_store store;         /* CTR_STORE_AUTO: the cheapest that fits */
+  int input_in_memory;     /* projections come from the caller's array (no read buffers) */
+  int output_in_memory;    /* the volume goes to the caller's array (no write buffers) */
+} ctr_plan_request;
+
+#define CTR_PLAN_REQUEST_INIT                                                              \
+  { CTR_API_VERSION, CTR_DEVICE_CPU, 0, 0, CTR_DTYPE_FLOAT32, CTR_DTYPE_FLOAT32,          \
+    CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0 }
+
+/* A decomposition of one FDK run (seed 000 Alg. 2): the volume slices
+ * [z0, z0+nz) in nslabs subvolumes of slab_slices slices (the last may be
+ * shorter), the views in batches of views_per_batch, the filtered views kept
+ * in `store`, and the buffers the executor allocates. */
+typedef struct ctr_plan {
+  ctr_device_kind device;
+  int64_t z0, nz;
+  int64_t slab_slices, nslabs;    /* Z' and the number of subvolumes */
+  int64_t views_per_batch, nbatches; /* N' and the number of projection subsets */
+  ctr_store store;
+  int pair;                /* CUDA: mirrored-pair kernels (one symmetric subvolume) */
+  int read_buffers;        /* host buffers of N' views between the reader and the GPU */
+  int host_slab_buffers;   /* host buffers between the backend and the writer thread */
+  int64_t chunk_slices;    /* slices per such buffer (a subvolume is written in chunks) */
+  uint64_t gpu_bytes;      /* peak GPU memory of the plan */
+  uint64_t host_bytes;     /* peak host memory of the plan */
+  uint64_t scratch_bytes;  /* scratch file size (CTR_STORE_SCRATCH) */
+} ctr_plan;
+
+/* Chooses the decomposition for geometry g within the request's budgets (a
+ * pure function: no GPU, no allocation). Prefers, in order: the whole volume
+ * in one subvolume, filtered views resident on the device, then in host
+ * memory, then in a scratch file; subvolumes as large as the budgets allow.
+ * A budget too small for any plan is CTR_E_OUT_OF_MEMORY (GPU budget:
+ * CTR_E_DEVICE_OUT_OF_MEMORY) whose detail gives the smallest budget that
+ * works. */
+ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *req, ctr_plan *out);
+/* Budgets from the machine: free GPU memory of ctx's device less 1 GiB (0
+ * for a CPU context) and available host memory less 10 % (at least 1 GiB
+ * kept free). */
+ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget,
+                                    uint64_t *host_budget);
+/* One line describing the plan ("4 subvolumes of 512 slices, ..."). Returns
+ * the length snprintf would have written. */
+int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n);
+
+/* Busy time of each step of the streamed pipeline (seed 000 Fig. 3, Table
+ * 4), in seconds. The steps overlap, so they add up to more than total. */
+typedef struct ctr_stream_timings {
+  double read;        /* (1) storage -> host: reader thread busy */
+  double upload;      /* (2) host -> device: raw projections */
+  double filter;      /* (3) weighting and ramp filter */
+  double store;       /* (4) filtered projections device -> host / scratch file */
+  double reload;      /* (5) filtered projections host / scratch -> device */
+  double backproject; /* (6) */
+  double download;    /* (7) subvolume device -> host */
+  double write;       /* (8) host -> storage: writer thread busy (incl. flushes) */
+  double total;       /* wall time, setup to the last byte flushed */
+  double setup;       /* allocations and plans before the first read */
+} ctr_stream_timings;
+
+/* Called from the writer thread with each finished subvolume (float32,
+ * nx x ny x nz slices from slice z0 of the run) before it is written. */
+typedef void (*ctr_slab_fn)(void *user, int64_t z0, int64_t nz, const float *slab);
+
+typedef struct ctr_stream_options {
+  unsigned version;
+  ctr_fdk_options fdk;   /* filter, interpolation, slices (z0, nz) */
+  uint64_t gpu_budget;   /* 0 = detected (ctr_plan_default_budgets) */
+  uint64_t host_budget;  /* 0 = detected */
+  int64_t max_slab_slices; /* force smaller subvolumes; 0 = as the budgets allow */
+  ctr_store store;       /* force where filtered views wait; AUTO = planner's choice */
+  const char *scratch_dir; /* for CTR_STORE_SCRATCH; NULL = beside the output */
+  double input_scale;    /* projections are divided by this (0 = 1) */
+  ctr_dtype out_dtype;   /* volume file dtype (0 = float32) */
+  double out_scale;      /* uint16 stores value x out_scale, rounded, clamped (0 = 1) */
+  int resume;            /* continue an interrupted run from <out>.partial */
+  ctr_slab_fn on_slab;   /* optional */
+  void *user;
+} ctr_stream_options;
+
+#define CTR_STREAM_OPTIONS_INIT \
+  { CTR_API_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_STORE_AUTO, NULL, 1.0, CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL }
+
+/* What a streamed run did. */
+typedef struct ctr_stream_report {
+  ctr_plan plan;
+  ctr_stream_timings timings;
+  int64_t nonfinite;        /* projection values NaN, infinite or beyond +-1e24, replaced by 0 */
+  int64_t out_nonfinite;    /* voxels NaN, infinite or beyond +-1e24, replaced by 0 before writing */
+  int64_t below, above;     /* uint16 output: voxels clamped to 0 / 65535 */
+  int64_t slabs_resumed;    /* subvolumes found complete in the journal (and unchanged on
+                               disk: their CRC-32 matched) */
+  float min, max;           /* range of the reconstructed values: the whole output, resumed
+                               subvolumes included (below, above too) */
+  int64_t slices_resumed;   /* slices of those subvolumes; timings cover the others only */
+} ctr_stream_report;
+
+/* Streamed FDK from a projection file to a volume file (seed 000 Alg. 2):
+ * a reader thread loads projection subsets, the backend filters each
+ * projection once and backprojects subvolume after subvolume, a writer
+ * thread stores each finished subvolume at its offset. Nothing needs the
+ * whole projection set or volume in memory. Output goes to "<out>.partial"
+ * with a journal "<out>.partial.journal" of finished subvolumes, renamed
+ * onto `out` only when every slice is written and flushed; on error or
+ * cancellation the partial output and journal stay for opts->resume, which
+ * skips the journalled subvolumes and gives a result bit-identical to an
+ * uninterrupted run. Each journal line holds the CRC-32 of its subvolume's
+ * bytes; a resume reads the journalled subvolumes back and computes again
+ * (logging a warning that names it) any whose bytes changed on disk. The
+ * volume has the geometry's nx x ny and the slices of opts->fdk (uint16 input
+ * is converted; bad values follow opts->fdk.strict).
+ * report may be NULL. */
+ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
+                          ctr_stack_reader *projections, const char *out, ctr_file_format out_format,
+                          ctr_stream_report *report);
+
+/* The same pipeline between arrays in memory (proj: nu x nv x nviews float32
+ * or uint16; vol: nx x ny x nz float32). ctr_fdk is this with default
+ * budgets. */
+ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
+                                 const ctr_stream_options *opts, const ctr_array *proj,
+                                 ctr_array *vol, ctr_stream_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTRECON_CONEBEAM_H */

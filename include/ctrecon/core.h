@@ -1,0 +1,248 @@
+/*
+ * ctrecon/core.h — status codes, library information, devices and host
+ * memory, arrays, contexts, metrics, sizes and filter windows; included by
+ * every other public header (<ctrecon.h> includes them all).
+ *
+ * Conventions (docs/conventions.md has the full picture):
+ *  - World coordinates in mm, right-handed, rotation axis z.
+ *  - Volumes are float32, x fastest, then y, then z. Voxel i sits at
+ *    x = offset_x + (i - (nx - 1) / 2) * voxel_x (same for y, z).
+ *  - Projections: one image per view, u (detector column) fastest, then v (row),
+ *    then the view. Pixel centres sit at integer (u, v) indices.
+ *  - Every cone-beam geometry is converted once to a canonical per-view 3x4
+ *    matrix P (row-major) with (a, b, c) = P (x, y, z, 1): u = a / c, v = b / c
+ *    in pixel indices and c = depth / depth-of-origin (c = 1 at the origin), so
+ *    the FDK distance weight is 1 / c^2.
+ *  - Functions return ctr_status (0 = CTR_OK, negative = error). On error a
+ *    thread-local detail string (ctr_error_detail) names the file, field or
+ *    parameter and the expected value. The library never prints to stdout and
+ *    never calls exit().
+ */
+#ifndef CTRECON_CORE_H
+#define CTRECON_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CTR_VERSION_MAJOR 0
+#define CTR_VERSION_MINOR 1
+#define CTR_VERSION_PATCH 0
+#define CTR_VERSION_STRING "0.1.0"
+
+/* Version stamped into every option struct; bump when a struct grows. */
+#define CTR_API_VERSION 2u /* 2: strict in ctr_fdk_options, ctr_fbp_options, ctr_pet_recon_options */
+
+/* ------------------------------------------------------------------------- */
+/* Status codes                                                              */
+/* ------------------------------------------------------------------------- */
+
+/* X(name, value, message): the one list that generates the enum, the names and
+ * the messages. */
+#define CTR_STATUS_LIST(X)                                                       \
+  X(CTR_OK, 0, "success")                                                        \
+  X(CTR_E_INVALID_ARGUMENT, -1, "invalid argument")                              \
+  X(CTR_E_OUT_OF_MEMORY, -2, "out of host memory")                               \
+  X(CTR_E_IO, -3, "file input/output error")                                     \
+  X(CTR_E_FORMAT, -4, "malformed or unsupported file")                           \
+  X(CTR_E_SIZE_MISMATCH, -5, "data size does not match the description")         \
+  X(CTR_E_GEOMETRY, -6, "invalid geometry")                                      \
+  X(CTR_E_UNSUPPORTED, -7, "feature not built or not supported")                 \
+  X(CTR_E_NO_DEVICE, -8, "no usable GPU")                                        \
+  X(CTR_E_DEVICE, -9, "GPU error")                                               \
+  X(CTR_E_DEVICE_OUT_OF_MEMORY, -10, "GPU out of memory")                        \
+  X(CTR_E_FFT, -11, "FFT library error")                                         \
+  X(CTR_E_CANCELLED, -12, "cancelled")                                           \
+  X(CTR_E_INTERNAL, -13, "internal error")
+
+typedef enum ctr_status {
+#define CTR__STATUS_ENUM(name, value, msg) name = value,
+  CTR_STATUS_LIST(CTR__STATUS_ENUM)
+#undef CTR__STATUS_ENUM
+} ctr_status;
+
+/* "CTR_E_IO" etc.; "CTR_E_UNKNOWN" for values not in the list. Static string. */
+const char *ctr_status_name(ctr_status s);
+/* Short human message for a status. Static string. */
+const char *ctr_status_message(ctr_status s);
+/* Detail of the last error raised on this thread ("" if none). Valid until the
+ * next library call on this thread. */
+const char *ctr_error_detail(void);
+void ctr_error_clear(void);
+
+/* ------------------------------------------------------------------------- */
+/* Library information                                                       */
+/* ------------------------------------------------------------------------- */
+
+enum {
+  CTR_FEATURE_OPENMP = 1u << 0,
+  CTR_FEATURE_CUDA = 1u << 1,
+  CTR_FEATURE_HDF5 = 1u << 2,
+  CTR_FEATURE_MPI = 1u << 3,
+  CTR_FEATURE_TIFF = 1u << 4,
+  CTR_FEATURE_PNG = 1u << 5
+};
+const char *ctr_version_string(void);
+/* Bit set of CTR_FEATURE_* compiled into this build. */
+unsigned ctr_features(void);
+
+typedef struct ctr_device_info {
+  char name[256];
+  size_t total_memory, free_memory; /* bytes */
+  int cc_major, cc_minor;           /* compute capability */
+  int multiprocessors;
+} ctr_device_info;
+
+/* Number of usable CUDA devices (0 when CUDA is not built or no GPU/driver). */
+int ctr_cuda_device_count(void);
+/* Properties of CUDA device `index`; CTR_E_NO_DEVICE if there is none. */
+ctr_status ctr_cuda_device_info(int index, ctr_device_info *out);
+
+/* Host memory for projections and volumes: page-locked (pinned) when a CUDA
+ * device is usable, so transfers run at full PCIe speed and overlap the
+ * computation; plain 64-byte aligned memory otherwise. Free with
+ * ctr_host_free. NULL on failure (detail set). */
+void *ctr_host_alloc(size_t bytes);
+void ctr_host_free(void *p);
+/* Pins existing host memory in place (page-locks it) so transfers from it run
+ * at full speed: worth it for buffers reused many times. No-op (CTR_OK)
+ * without a usable GPU. Undo with ctr_host_unregister before freeing. */
+ctr_status ctr_host_register(void *p, size_t bytes);
+void ctr_host_unregister(void *p);
+
+/* ------------------------------------------------------------------------- */
+/* Data types and array descriptors                                          */
+/* ------------------------------------------------------------------------- */
+
+typedef enum ctr_dtype { CTR_DTYPE_FLOAT32 = 1, CTR_DTYPE_UINT16 = 2 } ctr_dtype;
+
+/* Bytes per element; 0 for an unknown dtype. */
+size_t ctr_dtype_size(ctr_dtype t);
+/* "float32" / "uint16"; "unknown" otherwise. */
+const char *ctr_dtype_name(ctr_dtype t);
+/* Parses "float32"/"f32"/"float" and "uint16"/"u16". CTR_E_INVALID_ARGUMENT
+ * (detail lists the accepted names) otherwise. */
+ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out);
+
+#define CTR_MAX_DIMS 4
+/* A strided view of memory the caller owns. dims[0] is the fastest axis;
+ * strides are in elements (0 = contiguous, filled by ctr_array_init). */
+typedef struct ctr_array {
+  void *data;
+  ctr_dtype dtype;
+  int ndim;
+  int64_t dims[CTR_MAX_DIMS];
+  int64_t strides[CTR_MAX_DIMS];
+} ctr_array;
+
+/* Fills a contiguous descriptor (dims[0] fastest). */
+ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *dims);
+/* Number of elements. */
+int64_t ctr_array_count(const ctr_array *a);
+/* 1 if the strides describe a dense, dims[0]-fastest layout. */
+int ctr_array_is_contiguous(const ctr_array *a);
+
+/* ------------------------------------------------------------------------- */
+/* Context                                                                   */
+/* ------------------------------------------------------------------------- */
+
+typedef enum ctr_device_kind {
+  CTR_DEVICE_AUTO = 0, /* a usable GPU if built and present, else the CPU */
+  CTR_DEVICE_CPU = 1,
+  CTR_DEVICE_CUDA = 2
+} ctr_device_kind;
+
+typedef enum ctr_log_level {
+  CTR_LOG_ERROR = 0,
+  CTR_LOG_WARNING = 1,
+  CTR_LOG_INFO = 2,
+  CTR_LOG_DEBUG = 3
+} ctr_log_level;
+
+/* Progress: stage name, fraction done in [0, 1]. Return non-zero to cancel
+ * (the running call then returns CTR_E_CANCELLED). Called from the calling
+ * thread only. */
+typedef int (*ctr_progress_fn)(void *user, const char *stage, double fraction);
+typedef void (*ctr_log_fn)(void *user, ctr_log_level level, const char *message);
+
+/* Experiment and tuning switches (include/ctrecon/tuning.h). */
+typedef struct ctr_tuning ctr_tuning;
+
+typedef struct ctr_context_options {
+  unsigned version;
+  ctr_device_kind device;
+  int device_index; /* CUDA device ordinal when ndevices is 0; -1 = every visible GPU */
+  int num_threads;  /* CPU threads; 0 = OpenMP default */
+  ctr_progress_fn progress;
+  ctr_log_fn log;
+  void *user; /* passed to progress and log */
+  /* the CUDA devices the context uses: devices[0 .. ndevices) (distinct
+   * ordinals, copied); ndevices = 0: device_index alone, or every visible
+   * GPU when it is -1 */
+  int ndevices;
+  const int *devices;
+  const ctr_tuning *tuning; /* copied at creation; NULL = the defaults (ctr_tuning_init) */
+} ctr_context_options;
+
+#define CTR_CONTEXT_OPTIONS_INIT \
+  { CTR_API_VERSION, CTR_DEVICE_AUTO, -1, 0, NULL, NULL, NULL, 0, NULL, NULL }
+
+typedef struct ctr_context ctr_context;
+
+/* Creates a context; *out owned by the caller, release with ctr_context_free.
+ * opts may be NULL (defaults). */
+ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out);
+/* Frees a context; accepts NULL. */
+void ctr_context_free(ctr_context *ctx);
+/* The backend a context resolved to (CTR_DEVICE_CPU or CTR_DEVICE_CUDA). */
+ctr_device_kind ctr_context_device(const ctr_context *ctx);
+
+/* ------------------------------------------------------------------------- */
+/* Metrics                                                                   */
+/* ------------------------------------------------------------------------- */
+
+typedef struct ctr_volume_error {
+  double rmse_object; /* over voxels where the truth is non-zero */
+  double rmse_flat;   /* same, restricted to voxels whose 3x3x3 truth
+                         neighbourhood is constant (away from edges) */
+  double max_abs;     /* largest |rec - truth| over the object */
+  int64_t n_object, n_flat;
+} ctr_volume_error;
+
+/* Compares a reconstruction with a (voxelised) truth of nx x ny x nz float32
+ * voxels, both x fastest. Slices within `margin` of the top and bottom are
+ * left out (cone-beam FDK is approximate there; 0 = use all). */
+ctr_status ctr_volume_compare(const float *rec, const float *truth, int64_t nx, int64_t ny,
+                              int64_t nz, int64_t margin, ctr_volume_error *out);
+
+/* Parses a byte size: a number with an optional suffix K, M, G, T (powers of
+ * 1024, optional trailing "B" or "iB"), e.g. "8G", "512MiB", "1.5T". */
+ctr_status ctr_parse_size(const char *text, uint64_t *bytes);
+
+/* ------------------------------------------------------------------------- */
+/* Filtering and FDK                                                         */
+/* ------------------------------------------------------------------------- */
+
+typedef enum ctr_window {
+  CTR_WINDOW_RAM_LAK = 0,
+  CTR_WINDOW_SHEPP_LOGAN = 1,
+  CTR_WINDOW_COSINE = 2,
+  CTR_WINDOW_HAMMING = 3,
+  CTR_WINDOW_HANN = 4
+} ctr_window;
+
+const char *ctr_window_name(ctr_window w);
+ctr_status ctr_window_parse(const char *name, ctr_window *out);
+
+/* Frequency response of the ramp filter (discrete Ram-Lak times the window)
+ * at frequency f in cycles per sample, 0 <= f <= 0.5; cutoff in (0, 1] is the
+ * fraction of the Nyquist frequency beyond which the response is zero. */
+double ctr_ramp_response(ctr_window w, double cutoff, double f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTRECON_CORE_H */
