@@ -10,8 +10,9 @@
  *    kernel variant, with --sweep over N' (views per launch), Z' (slices per
  *    thread) and block shapes; median of R runs after a warm-up, data on the
  *    GPU;
- *  - end to end (pinned host projections -> pinned host volume) for the best
- *    texture and exact configurations, with the per-stage breakdown;
+ *  - end to end (pinned host projections -> pinned host volume) through the
+ *    streamed pipeline users run, texture and exact, with the per-stage
+ *    breakdown;
  *  - with --dump, the projections, geometry and our volumes for the ASTRA
  *    comparison (bench/astra_compare.py).
  * Writes the DESIGN.md benchmark JSON. */
@@ -180,7 +181,7 @@ int main(int argc, char **argv) {
   printf("%-10s %4s %4s %7s %10s %8s\n", "variant", "N'", "Z'", "block", "ms", "GUPS");
   for (int vi = 0; vi < NVAR; vi++) {
     best_ms[vi] = 1e30;
-    ctr__bp_config dflt = {variants[vi], 0, 0, 0, 0, 0, 0};
+    ctr__bp_config dflt = {variants[vi], 0, 0, 0, 0, 0};
     best[vi] = ctr__bp_config_resolve(g, &o, &dflt); /* the library's tuned defaults */
     if (only && !listed(only, ctr__bp_variant_name(variants[vi]))) continue;
     if (!sweep) {
@@ -203,27 +204,26 @@ int main(int argc, char **argv) {
     }
   }
 
-  /* End to end with the best half2 texture-pair (each pipeline mode) and
-   * exact-pair configurations. */
-  static const int e2e_variant[4] = {2, 2, 2, 4};
-  static const int e2e_pipe[4] = {CTR__PIPE_FILTER_PRIORITY, CTR__PIPE_FILTER_STREAM,
-                                  CTR__PIPE_SERIAL, CTR__PIPE_DEFAULT};
-  static const char *pipe_name[4] = {"default", "filter-priority", "filter-stream", "serial"};
-  for (int q = 0; q < 4; q++) {
-    ctr__bp_config cfg = best[e2e_variant[q]];
-    cfg.pipeline = e2e_pipe[q];
-    ctr_fdk_options eo = o;
-    eo.interp = q < 3 ? CTR_INTERP_TEXTURE : CTR_INTERP_EXACT;
+  /* End to end through the path users run (ctr_fdk_stream_memory: plan,
+   * engine, pinned host projections -> pinned host volume), texture and
+   * exact interpolation, with the library's tuned kernel defaults. The
+   * total includes the set-up (allocations, cuFFT plans). */
+  for (int q = 0; q < 2; q++) {
+    ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+    so.fdk = o;
+    so.fdk.interp = q == 0 ? CTR_INTERP_TEXTURE : CTR_INTERP_EXACT;
+    const int64_t pd[3] = {c->nu, c->nv, c->nviews}, vd[3] = {c->n, c->n, c->n};
+    ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
+    ctr_array va = ctr_array_init(volume, CTR_DTYPE_FLOAT32, 3, vd);
     double tot[16] = {0};
-    ctr__cuda_timings tm[16];
-    int r_count = repeats < 16 ? repeats : 16;
+    ctr_stream_report tm[16];
+    const int r_count = repeats < 16 ? repeats : 16;
     for (int r = -1; r < r_count; r++) {
-      ctr__cuda_timings t;
-      if (ctr__cuda_fdk(gctx, g, &eo, &cfg, proj, CTR_DTYPE_FLOAT32, volume, &t))
-        DIE("fdk: %s", ctr_error_detail());
+      ctr_stream_report rep;
+      if (ctr_fdk_stream_memory(gctx, g, &so, &pa, &va, &rep)) DIE("fdk: %s", ctr_error_detail());
       if (r >= 0) {
-        tm[r] = t;
-        tot[r] = t.total_ms;
+        tm[r] = rep;
+        tot[r] = rep.timings.total;
       }
     }
     int med = 0; /* the run with the median total */
@@ -232,24 +232,22 @@ int main(int argc, char **argv) {
       for (int s = 0; s < r_count; s++) below += tot[s] < tot[r];
       if (below == r_count / 2) med = r;
     }
-    const ctr__cuda_timings *t = &tm[med];
-    printf("end to end %-13s %-15s: %.1f ms (setup %.1f ms not included) | busy: upload %.1f, "
-           "filter %.1f, backprojection %.1f (%.0f GUPS), download %.1f ms\n",
-           ctr__bp_variant_name(t->variant), pipe_name[t->pipeline], t->total_ms, t->setup_ms,
-           t->upload_ms, t->filter_ms, t->backproject_ms, gups(c, t->backproject_ms),
-           t->download_ms);
+    const ctr_stream_timings *t = &tm[med].timings;
+    const char *mode = q == 0 ? "texture" : "exact";
+    printf("end to end %-8s: %.1f ms (set-up %.1f ms included) | busy: upload %.1f, filter %.1f, "
+           "backprojection %.1f (%.0f GUPS), download %.1f ms\n",
+           mode, t->total * 1e3, t->setup * 1e3, t->upload * 1e3, t->filter * 1e3,
+           t->backproject * 1e3, gups(c, t->backproject * 1e3), t->download * 1e3);
     if (json)
-      json_case("\"name\": \"%s/end-to-end/%s/%s\", \"seconds\": %.6f, \"setup_seconds\": %.6f, "
+      json_case("\"name\": \"%s/end-to-end/%s\", \"seconds\": %.6f, \"setup_seconds\": %.6f, "
                 "\"upload_ms\": %.3f, \"filter_ms\": %.3f, \"backprojection_ms\": %.3f, "
-                "\"download_ms\": %.3f, \"gups_in_pipeline\": %.1f, \"views_per_launch\": %d, "
-                "\"slices_per_thread\": %d, \"block\": [%d, %d]",
-                c->name, ctr__bp_variant_name(t->variant), pipe_name[t->pipeline],
-                t->total_ms * 1e-3, t->setup_ms * 1e-3, t->upload_ms, t->filter_ms,
-                t->backproject_ms, t->download_ms, gups(c, t->backproject_ms),
-                cfg.views_per_launch, cfg.slices_per_thread, cfg.block_x, cfg.block_y);
-    if (dump && (q == 0 || q == 3)) {
+                "\"download_ms\": %.3f, \"gups_in_pipeline\": %.1f, \"views_per_batch\": %lld",
+                c->name, mode, t->total, t->setup, t->upload * 1e3, t->filter * 1e3,
+                t->backproject * 1e3, t->download * 1e3, gups(c, t->backproject * 1e3),
+                (long long)tm[med].plan.views_per_batch);
+    if (dump) {
       char name[64];
-      snprintf(name, sizeof name, "ours_%s.raw", q == 0 ? "texture" : "exact");
+      snprintf(name, sizeof name, "ours_%s.raw", mode);
       if (!write_raw(dump, name, volume, nvox * sizeof(float))) DIE("cannot write %s/%s", dump, name);
     }
   }

@@ -197,6 +197,10 @@ typedef struct ctr_context ctr_context;
 ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out);
 /* Frees a context; accepts NULL. */
 void ctr_context_free(ctr_context *ctx);
+/* The CUDA devices a context uses (0 for a CPU context) and the ordinal of the
+ * i-th (-1 if there is none); the first is the device of single-GPU work. */
+int ctr_context_device_count(const ctr_context *ctx);
+int ctr_context_device_ordinal(const ctr_context *ctx, int i);
 /* The backend a context resolved to (CTR_DEVICE_CPU or CTR_DEVICE_CUDA). */
 ctr_device_kind ctr_context_device(const ctr_context *ctx);
 

@@ -1,7 +1,15 @@
-/* A backend of the streamed FDK pipeline (CPU or CUDA), driven by the
- * executor (stream.c) in the order of seed 000 Alg. 2: for each subvolume,
- * slab_begin, then every projection subset (filter_bp on the first pass,
- * bp afterwards), then slab_end. */
+/* The backend seam of cone-beam reconstruction. A backend (CPU, CUDA) is a
+ * ctr__engine_backend found by device kind (ctr__engine_backend_find): it
+ * answers what a candidate plan costs in its memory (a pure function the
+ * planner calls), creates engines on one device each, and provides the
+ * incremental backprojector. An engine owns its device (the ordinal given at
+ * creation; every operation makes it current first) and the memory it
+ * allocated; several engines may run at once, on one device or on several,
+ * each driven by one thread.
+ *
+ * The streamed executor (stream.c) drives an engine in the order of Lu et
+ * al. 2017, Alg. 2: for each subvolume, slab_begin, then every projection
+ * subset (filter_bp on the first pass, bp afterwards), then slab_end. */
 #ifndef CTR_ENGINE_H
 #define CTR_ENGINE_H
 
@@ -55,13 +63,70 @@ struct ctr__engine {
   void *impl;
 };
 
-/* `o` is resolved (ctr__fdk_options_resolve); the plan decides N', the store
- * and the subvolume size. */
-ctr_status ctr__engine_cpu_create(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *o,
-                                  const ctr_plan *plan, double input_scale, ctr__engine **out);
-ctr_status ctr__engine_cuda_create(ctr_context *ctx, const ctr_geometry *g,
-                                   const ctr_fdk_options *o, const ctr_plan *plan,
-                                   double input_scale, ctr__engine **out);
+/* What a candidate plan asks of a backend: the run's request (device kind,
+ * dtypes, interpolation, slices) and the candidate's N', store and mirrored
+ * pairs. */
+typedef struct ctr__plan_candidate {
+  const ctr_plan_request *req;
+  int64_t views_per_batch;
+  ctr_store store;
+  int pair;
+} ctr__plan_candidate;
+
+/* A backend's memory for a candidate: fixed bytes plus bytes per subvolume
+ * slice, on the device and on the host (the executor adds its own buffers). */
+typedef struct ctr__engine_cost {
+  uint64_t device_fixed, device_per_slice;
+  uint64_t host_fixed, host_per_slice;
+} ctr__engine_cost;
+
+typedef struct ctr__engine_backend {
+  const char *name;     /* "cpu", "cuda" */
+  ctr_device_kind kind; /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
+  /* N' the planner tries first for g (halved while memory is short). */
+  int64_t (*first_batch)(const ctr_geometry *g);
+  /* 1 if the backend can keep every filtered view resident (CTR_STORE_DEVICE)
+   * and backproject mirrored pairs. */
+  int device_store;
+  /* The memory model: what an engine created for this candidate allocates
+   * (a pure function, available whether or not the backend is built). */
+  void (*cost)(const ctr_geometry *g, const ctr__plan_candidate *c, ctr__engine_cost *out);
+  /* Creates an engine on device ordinal `device` (ignored by the CPU) for a
+   * plan; `o` is resolved (ctr__fdk_options_resolve). NULL when this build
+   * lacks the backend. */
+  ctr_status (*create)(ctr_context *ctx, int device, const ctr_geometry *g,
+                       const ctr_fdk_options *o, const ctr_plan *plan, double input_scale,
+                       ctr__engine **out);
+  /* The incremental backprojector of ctr_backprojector_* (the backend's
+   * state behind a void pointer): create (o resolved; g and ctx outlive it),
+   * add n views (checked by the caller), read the volume (nx x ny x o->nz
+   * floats), reset to zero, free (accepts NULL). */
+  ctr_status (*bpj_create)(ctr_context *ctx, int device, const ctr_geometry *g,
+                           const ctr_fdk_options *o, void **out);
+  ctr_status (*bpj_add)(void *b, int64_t n, const int64_t *views, const float *const *images,
+                        const float *weights);
+  ctr_status (*bpj_read)(void *b, float *vol);
+  ctr_status (*bpj_reset)(void *b);
+  void (*bpj_free)(void *b);
+  /* vol (host, nx x ny x nzs doubles) += the double-precision backprojection
+   * of slices [z0, z0 + nzs) (ctr_backproject_reference). */
+  ctr_status (*reference)(ctr_context *ctx, int device, const ctr_geometry *g, int64_t n,
+                          const int64_t *views, const float *const *images,
+                          const double *weights, double *vol, int64_t z0, int64_t nzs);
+} ctr__engine_backend;
+
+/* The backends of this library, defined by each backend's folder. */
+extern const ctr__engine_backend ctr__engine_backend_cpu;
+extern const ctr__engine_backend ctr__engine_backend_cuda;
+
+/* The backend of a device kind (CPU or CUDA); NULL for an unknown kind. A
+ * backend whose `create` is NULL is known (its memory model answers) but not
+ * built. */
+const ctr__engine_backend *ctr__engine_backend_find(ctr_device_kind kind);
+/* The backend of a context's resolved device kind; CTR_E_UNSUPPORTED when
+ * the build lacks it. */
+ctr_status ctr__engine_backend_of(const ctr_context *ctx, const ctr__engine_backend **out);
+
 void ctr__engine_free(ctr__engine *e);
 
 #ifdef __cplusplus

@@ -1,7 +1,8 @@
-/* Internal pieces shared by the FDK driver and the incremental
- * backprojector. */
-#ifndef CTR_PIPELINE_H
-#define CTR_PIPELINE_H
+/* Internal pieces shared by the cone-beam entry points and backends: option
+ * and array validation (fdk_options.c), the output's value policy and
+ * conversion (slab_values.c). */
+#ifndef CTR_FDK_INTERNAL_H
+#define CTR_FDK_INTERNAL_H
 
 #include "geometry/geometry_internal.h"
 
@@ -9,19 +10,12 @@
  * volume. */
 ctr_status ctr__fdk_options_resolve(const ctr_geometry *g, const ctr_fdk_options *opts,
                                     ctr_fdk_options *o);
+/* Checks the volume array of an FDK run (float32, nx x ny x o->nz). */
+ctr_status ctr__check_fdk_volume(const ctr_geometry *g, const ctr_fdk_options *o,
+                                 const ctr_array *vol);
 /* Checks the projection (float32 or uint16) and volume arrays of an FDK run. */
 ctr_status ctr__check_fdk_arrays(const ctr_geometry *g, const ctr_fdk_options *o,
                                  const ctr_array *proj, const ctr_array *vol);
-/* Copies n contiguous views (float32 or uint16) into zero-bordered padded
- * images (projmath.h layout), bad values (the data policy, values.c) replaced
- * by 0; returns how many were replaced. */
-int64_t ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
-                         float *dst);
-/* Same, multiplying by `scale` first (a scaled value beyond CTR__VALUE_LIMIT
- * is bad). */
-int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
-                                float scale, float *dst);
-
 /* Smallest and largest value of n floats, merged into *mn, *mx, after
  * replacing each bad value (NaN, infinite, beyond CTR__VALUE_LIMIT) by 0;
  * returns how many were replaced. */

@@ -3,6 +3,7 @@
  * where filtered projections wait between subvolumes, from explicit byte
  * budgets. Pure functions: no GPU, no allocation. */
 #include "filter/filter.h"
+#include "conebeam/engine.h"
 #include "conebeam/plan_costs.h"
 
 #include <math.h>
@@ -35,32 +36,27 @@ typedef struct cost {
   uint64_t gpu_per_slice, host_per_slice;
 } cost;
 
-static cost plan_cost(const ctr_geometry *g, const ctr_plan_request *r, int64_t nb, ctr_store store,
-                      int pair) {
+/* The backend's memory (its own model) plus the executor's buffers. */
+static cost plan_cost(const ctr__engine_backend *be, const ctr_geometry *g,
+                      const ctr_plan_request *r, int64_t nb, ctr_store store, int pair) {
   cost c;
   memset(&c, 0, sizeof c);
+  const ctr__plan_candidate cand = {r, nb, store, pair};
+  ctr__engine_cost e;
+  be->cost(g, &cand, &e);
+  c.gpu_fixed = e.device_fixed;
+  c.gpu_per_slice = e.device_per_slice;
+  c.host_fixed = e.host_fixed;
+  c.host_per_slice = e.host_per_slice;
   const uint64_t raw = ctr__view_bytes(g, ctr_dtype_size(r->proj_dtype)) * (uint64_t)nb;
   const uint64_t filt = ctr__view_bytes(g, 4) * (uint64_t)nb;
   const uint64_t slice = (uint64_t)g->vol.nx * (uint64_t)g->vol.ny * 4u;
-  const int64_t padded = ctr__ramp_padded_length(g->nu);
-  /* Host: the reader's ring (or pinned staging of a pageable array on the GPU). */
+  /* The executor: the reader's ring, the filtered views kept on the host or
+   * staged for the scratch file, the writer's buffers. */
   if (!r->input_in_memory) c.host_fixed += CTR__READ_BUFFERS * raw;
-  else if (r->device == CTR_DEVICE_CUDA) c.host_fixed += 2 * raw;
   if (store == CTR_STORE_HOST) c.host_fixed += ctr__view_bytes(g, 4) * (uint64_t)g->nviews;
   if (store == CTR_STORE_SCRATCH) c.host_fixed += CTR__READ_BUFFERS * filt;
   if (!r->output_in_memory) c.host_fixed += CTR__HOST_SLAB_BUFFERS * chunk_slices(g, r) * slice;
-  if (r->device == CTR_DEVICE_CUDA) {
-    const uint64_t layout = ctr__gpu_layout_view_bytes(g, r->interp, pair);
-    c.gpu_fixed = 2 * raw + ctr__gpu_filter_ws_bytes(g, padded, nb) + CTR__GPU_MARGIN_BYTES;
-    if (store == CTR_STORE_DEVICE) c.gpu_fixed += layout * (uint64_t)g->nviews;
-    else c.gpu_fixed += CTR__STAGE_BUFFERS * (layout + ctr__view_bytes(g, 4)) * (uint64_t)nb;
-    c.gpu_per_slice = slice;
-  } else {
-    /* The CPU accumulates the subvolume in host memory and filters a padded
-     * batch in place. */
-    c.host_fixed += (uint64_t)ctr__padded_size(g->nu, g->nv) * 4u * (uint64_t)nb;
-    if (!r->output_in_memory) c.host_per_slice += slice;
-  }
   return c;
 }
 
@@ -127,7 +123,7 @@ static ctr_status check_request(const ctr_geometry *g, const ctr_plan_request *r
              "CTR_DEVICE_CUDA (resolve AUTO with a context first)", (int)r->device);
   if (!ctr_dtype_size(r->proj_dtype) || !ctr_dtype_size(r->vol_dtype))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: unknown projection or volume dtype");
-  if (r->store == CTR_STORE_DEVICE && r->device != CTR_DEVICE_CUDA)
+  if (r->store == CTR_STORE_DEVICE && !ctr__engine_backend_find(r->device)->device_store)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: filtered projections can stay on the device "
              "only with the CUDA backend");
   if (r->store < CTR_STORE_AUTO || r->store > CTR_STORE_NONE)
@@ -218,11 +214,13 @@ static ctr_status fail_budget(const ctr_geometry *g, const ctr_plan_request *r, 
  * the budgets, 0 otherwise (nothing raised). */
 static int search(const ctr_geometry *g, const ctr_plan_request *r, int64_t z0, int64_t nz,
                   ctr_plan *out) {
-  const int cuda = r->device == CTR_DEVICE_CUDA;
-  const ctr_store order_gpu[3] = {CTR_STORE_DEVICE, CTR_STORE_HOST, CTR_STORE_SCRATCH};
-  const ctr_store order_cpu[2] = {CTR_STORE_HOST, CTR_STORE_SCRATCH};
-  const ctr_store *order = cuda ? order_gpu : order_cpu;
-  int nstores = cuda ? 3 : 2;
+  const ctr__engine_backend *be = ctr__engine_backend_find(r->device);
+  /* A backend that keeps filtered views resident prefers that. */
+  const int resident = be->device_store;
+  const ctr_store order_dev[3] = {CTR_STORE_DEVICE, CTR_STORE_HOST, CTR_STORE_SCRATCH};
+  const ctr_store order_host[2] = {CTR_STORE_HOST, CTR_STORE_SCRATCH};
+  const ctr_store *order = resident ? order_dev : order_host;
+  int nstores = resident ? 3 : 2;
   if (r->store != CTR_STORE_AUTO) {
     order = &r->store;
     nstores = 1;
@@ -232,20 +230,16 @@ static int search(const ctr_geometry *g, const ctr_plan_request *r, int64_t z0, 
   if (r->views_per_batch > 0) {
     nbs[nnb++] = r->views_per_batch < g->nviews ? r->views_per_batch : g->nviews;
   } else {
-    int64_t b = cuda ? CTR__GPU_DEFAULT_BATCH : CTR__CPU_DEFAULT_BATCH;
-    if (!cuda) {
-      const uint64_t per = (uint64_t)ctr__padded_size(g->nu, g->nv) * 4u;
-      while (b > 1 && (uint64_t)b * per > CTR__CPU_BATCH_BYTES) b /= 2;
-    }
+    int64_t b = be->first_batch(g);
     for (; b >= 1 && nnb < 8; b /= 2) nbs[nnb++] = b < g->nviews ? b : g->nviews;
   }
-  const int pair_geom = cuda && ctr__bp_pair_possible(g, z0, nz);
+  const int pair_geom = resident && ctr__bp_pair_possible(g, z0, nz);
   /* One subvolume needs each filtered view once: nothing to keep, unless the
    * views can stay resident (CUDA prefers that: see the loop below). */
   if (r->store == CTR_STORE_AUTO || r->store == CTR_STORE_NONE) {
     for (int64_t i = 0; i < nnb; i++) {
-      if (cuda && r->store == CTR_STORE_AUTO) break; /* resident views first */
-      const cost c = plan_cost(g, r, nbs[i], CTR_STORE_NONE, 0);
+      if (resident && r->store == CTR_STORE_AUTO) break; /* resident views first */
+      const cost c = plan_cost(be, g, r, nbs[i], CTR_STORE_NONE, 0);
       if (max_slices(r, &c, nz) >= nz) {
         fill_plan(g, r, z0, nz, nbs[i], CTR_STORE_NONE, 0, nz, &c, out);
         return 1;
@@ -262,20 +256,20 @@ static int search(const ctr_geometry *g, const ctr_plan_request *r, int64_t z0, 
         const int64_t nb = nbs[i];
         /* One symmetric subvolume with resident views can use pairs. */
         if (pair_geom && order[s] == CTR_STORE_DEVICE) {
-          const cost c = plan_cost(g, r, nb, order[s], 1);
+          const cost c = plan_cost(be, g, r, nb, order[s], 1);
           if (max_slices(r, &c, nz) >= nz) {
             fill_plan(g, r, z0, nz, nb, order[s], 1, nz, &c, out);
             return 1;
           }
         }
-        if (cuda && order[s] == CTR_STORE_HOST && r->store == CTR_STORE_AUTO && pass == 0) {
-          const cost c1 = plan_cost(g, r, nb, CTR_STORE_NONE, 0);
+        if (resident && order[s] == CTR_STORE_HOST && r->store == CTR_STORE_AUTO && pass == 0) {
+          const cost c1 = plan_cost(be, g, r, nb, CTR_STORE_NONE, 0);
           if (max_slices(r, &c1, nz) >= nz) {
             fill_plan(g, r, z0, nz, nb, CTR_STORE_NONE, 0, nz, &c1, out);
             return 1;
           }
         }
-        const cost c = plan_cost(g, r, nb, order[s], 0);
+        const cost c = plan_cost(be, g, r, nb, order[s], 0);
         const int64_t zs = max_slices(r, &c, nz);
         if (zs >= (pass == 0 ? good : 1)) {
           fill_plan(g, r, z0, nz, nb, order[s], 0, zs, &c, out);

@@ -394,11 +394,10 @@ static ctr_status setup_common(stream_run *r, const char *out, int start_reading
     r->stage = ctr_host_alloc((size_t)(r->plan.chunk_slices * r->g->vol.nx * r->g->vol.ny) * sizeof(float));
     if (!r->stage) return CTR_E_OUT_OF_MEMORY;
   }
-#if CTR_HAVE_CUDA
-  if (ctr_context_device(r->ctx) == CTR_DEVICE_CUDA)
-    return ctr__engine_cuda_create(r->ctx, r->g, &r->fdk, &r->plan, r->opts.input_scale, &r->eng);
-#endif
-  return ctr__engine_cpu_create(r->ctx, r->g, &r->fdk, &r->plan, r->opts.input_scale, &r->eng);
+  const ctr__engine_backend *be;
+  CTR_CHECK(ctr__engine_backend_of(r->ctx, &be));
+  return be->create(r->ctx, ctr__context_gpu(r->ctx, 0), r->g, &r->fdk, &r->plan,
+                    r->opts.input_scale, &r->eng);
 }
 
 static void finish_report(stream_run *r, double t_start, double t_setup, ctr_stream_report *rep) {

@@ -95,6 +95,40 @@ int ctr_array_is_contiguous(const ctr_array *a) {
   return 1;
 }
 
+/* The context's CUDA devices: the list given (each visible, no repeats), else
+ * device_index alone, else every visible GPU. */
+static ctr_status resolve_devices(const ctr_context_options *o, int ndev, ctr_context *c) {
+  if (o->ndevices < 0 || o->ndevices > CTR__MAX_DEVICES)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_context_options.ndevices is %d: expected 0 .. %d",
+             o->ndevices, CTR__MAX_DEVICES);
+  if (o->ndevices > 0 && !o->devices)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_context_options.ndevices is %d but devices is NULL",
+             o->ndevices);
+  if (o->ndevices > 0) {
+    for (int i = 0; i < o->ndevices; i++) {
+      const int d = o->devices[i];
+      if (d < 0 || d >= ndev)
+        CTR_FAIL(CTR_E_NO_DEVICE, "ctr_context_options.devices[%d] is GPU %d, but %d GPU%s visible "
+                 "(ordinals 0 .. %d)", i, d, ndev, ndev == 1 ? " is" : "s are", ndev - 1);
+      for (int k = 0; k < i; k++)
+        if (o->devices[k] == d)
+          CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_context_options.devices lists GPU %d twice", d);
+      c->devices[i] = d;
+    }
+    c->ndevices = o->ndevices;
+  } else if (o->device_index >= 0) {
+    if (o->device_index >= ndev)
+      CTR_FAIL(CTR_E_NO_DEVICE, "ctr_context_options.device_index is GPU %d, but %d GPU%s visible",
+               o->device_index, ndev, ndev == 1 ? " is" : "s are");
+    c->devices[0] = o->device_index;
+    c->ndevices = 1;
+  } else {
+    c->ndevices = ndev < CTR__MAX_DEVICES ? ndev : CTR__MAX_DEVICES;
+    for (int i = 0; i < c->ndevices; i++) c->devices[i] = i;
+  }
+  return CTR_OK;
+}
+
 ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out) {
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_context_create: out is NULL");
   *out = NULL;
@@ -121,8 +155,6 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
       if (ndev <= 0)
         CTR_FAIL(CTR_E_NO_DEVICE, "device cuda requested but no usable GPU was found "
                                   "(use --device cpu)");
-      if (o.device_index >= ndev)
-        CTR_FAIL(CTR_E_NO_DEVICE, "GPU %d requested but only %d visible", o.device_index, ndev);
       resolved = CTR_DEVICE_CUDA;
       break;
     default:
@@ -131,9 +163,27 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
   ctr_context *c = ctr__calloc(1, sizeof *c, "context");
   if (!c) return CTR_E_OUT_OF_MEMORY;
   c->opts = o;
+  c->opts.devices = NULL;
   c->resolved = resolved;
+  if (resolved == CTR_DEVICE_CUDA) {
+    const ctr_status st = resolve_devices(&o, ndev, c);
+    if (st != CTR_OK) {
+      free(c);
+      return st;
+    }
+  }
   *out = c;
   return CTR_OK;
+}
+
+int ctr_context_device_count(const ctr_context *ctx) { return ctx ? ctx->ndevices : 0; }
+
+int ctr_context_device_ordinal(const ctr_context *ctx, int i) {
+  return ctx && i >= 0 && i < ctx->ndevices ? ctx->devices[i] : -1;
+}
+
+int ctr__context_gpu(const ctr_context *ctx, int i) {
+  return ctx && i >= 0 && i < ctx->ndevices ? ctx->devices[i] : 0;
 }
 
 void ctr_context_free(ctr_context *ctx) { free(ctx); }

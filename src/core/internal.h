@@ -57,10 +57,20 @@ int ctr__mul_size(size_t a, size_t b, size_t *out);
 double ctr__now_s(void);
 
 /* Context internals. */
+#define CTR__MAX_DEVICES 64
 struct ctr_context {
-  ctr_context_options opts;
+  ctr_context_options opts; /* opts.devices points nowhere: the list is copied below */
   ctr_device_kind resolved;
+  /* CUDA contexts: the device ordinals, resolved once at creation (distinct,
+   * each visible); the first is the device of single-GPU operations. */
+  int ndevices;
+  int devices[CTR__MAX_DEVICES];
 };
+
+/* Ordinal of the context's i-th CUDA device (0 for a CPU context, a NULL
+ * context or i out of range): every GPU entry point takes its device from
+ * here, never from the options. */
+int ctr__context_gpu(const ctr_context *ctx, int i);
 
 /* Log through the context's callback (no-op if ctx or callback is NULL). */
 void ctr__log(const ctr_context *ctx, ctr_log_level level, const char *fmt, ...) CTR__PRINTF(3, 4);

@@ -20,6 +20,14 @@ static inline ctr_status ctr__cuda_status(cudaError_t e, const char *call) {
 }
 
 /* In functions with a `ctr_status st` and a `cleanup:` label. */
+/* Makes GPU `dev` current, or returns the error (before any cleanup label:
+ * the first statement of an operation that owns a device). */
+#define CU_DEVICE(dev)                                                      \
+  do {                                                                      \
+    const cudaError_t ctr__e = cudaSetDevice(dev);                          \
+    if (ctr__e != cudaSuccess) return ctr__cuda_status(ctr__e, "cudaSetDevice"); \
+  } while (0)
+
 #define CU(call)                                       \
   do {                                                 \
     cudaError_t ctr__e = (call);                       \

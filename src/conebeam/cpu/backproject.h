@@ -1,5 +1,6 @@
-/* CPU backprojectors: the fast float path (OpenMP, vectorised across x) and
- * the double-precision reference used as the test oracle. */
+/* The CPU backend's kernels: the fast float backprojector (OpenMP,
+ * vectorised across x), the double-precision reference used as the test
+ * oracle, and the padded copies of views they read (padded_views.c). */
 #ifndef CTR_CPU_BACKPROJECT_H
 #define CTR_CPU_BACKPROJECT_H
 
@@ -36,6 +37,17 @@ void ctr__bp_reference_views(const ctr_geometry *g, int64_t n, const int64_t *id
 /* Views [v0, v0+n) with images packed in `filtered`, weights 1. */
 void ctr__bp_reference(const ctr_geometry *g, int64_t v0, int64_t n, const float *filtered,
                        double *vol, int64_t z0, int64_t nzs);
+
+/* Copies n contiguous views (float32 or uint16) into zero-bordered padded
+ * images (projmath.h layout), bad values (the data policy, values.c) replaced
+ * by 0; returns how many were replaced. */
+int64_t ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
+                         float *dst);
+/* Same, multiplying by `scale` first (a scaled value beyond CTR__VALUE_LIMIT
+ * is bad). */
+int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
+                                float scale, float *dst);
+
 
 #ifdef __cplusplus
 }

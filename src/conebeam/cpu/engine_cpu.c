@@ -1,9 +1,9 @@
 /* CPU backend of the streamed FDK pipeline: filters a padded batch in place
  * (FFTW) and backprojects it into a subvolume held in host memory. */
 #include "conebeam/cpu/backproject.h"
-#include "filter/filter.h"
-#include "conebeam/engine.h"
+#include "conebeam/cpu/engine_cpu.h"
 #include "conebeam/fdk_internal.h"
+#include "filter/filter.h"
 
 #include <math.h>
 #include <string.h>
@@ -123,9 +123,11 @@ static const ctr__engine_ops cpu_ops = {cpu_slab_begin, cpu_filter_bp, cpu_bp, c
                                         cpu_download, cpu_timings, cpu_nonfinite,
                                         cpu_out_nonfinite, cpu_range, cpu_destroy};
 
-ctr_status ctr__engine_cpu_create(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *o,
-                                  const ctr_plan *plan, double input_scale, ctr__engine **out) {
+static ctr_status cpu_create(ctr_context *ctx, int device, const ctr_geometry *g,
+                             const ctr_fdk_options *o, const ctr_plan *plan, double input_scale,
+                             ctr__engine **out) {
   ctr_status st = CTR_OK;
+  (void)device;
   ctr__engine *e = ctr__calloc(1, sizeof *e, "CPU backend");
   cpu_engine *c = ctr__calloc(1, sizeof *c, "CPU backend");
   if (!e || !c) {
@@ -166,8 +168,37 @@ cleanup:
   return st;
 }
 
-void ctr__engine_free(ctr__engine *e) {
-  if (!e) return;
-  e->ops->destroy(e);
-  free(e);
+/* Largest padded batch (the filter's and backprojector's working set). */
+#define CPU_BATCH_BYTES ((uint64_t)256 << 20)
+#define CPU_DEFAULT_BATCH 32
+
+static int64_t cpu_first_batch(const ctr_geometry *g) {
+  const uint64_t per = (uint64_t)ctr__padded_size(g->nu, g->nv) * 4u;
+  int64_t b = CPU_DEFAULT_BATCH;
+  while (b > 1 && (uint64_t)b * per > CPU_BATCH_BYTES) b /= 2;
+  return b;
 }
+
+/* The engine's memory: the padded batch it filters in place, and the
+ * subvolume in host memory unless it goes straight into the caller's
+ * volume. */
+static void cpu_cost(const ctr_geometry *g, const ctr__plan_candidate *c, ctr__engine_cost *out) {
+  memset(out, 0, sizeof *out);
+  out->host_fixed = (uint64_t)ctr__padded_size(g->nu, g->nv) * 4u * (uint64_t)c->views_per_batch;
+  if (!c->req->output_in_memory) out->host_per_slice = (uint64_t)g->vol.nx * (uint64_t)g->vol.ny * 4u;
+}
+
+const ctr__engine_backend ctr__engine_backend_cpu = {
+    .name = "cpu",
+    .kind = CTR_DEVICE_CPU,
+    .first_batch = cpu_first_batch,
+    .device_store = 0,
+    .cost = cpu_cost,
+    .create = cpu_create,
+    .bpj_create = ctr__cpu_bpj_create,
+    .bpj_add = ctr__cpu_bpj_add,
+    .bpj_read = ctr__cpu_bpj_read,
+    .bpj_reset = ctr__cpu_bpj_reset,
+    .bpj_free = ctr__cpu_bpj_free,
+    .reference = ctr__cpu_reference,
+};

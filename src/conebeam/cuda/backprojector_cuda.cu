@@ -25,8 +25,9 @@
 #define EST_UPDATES_PER_S 1.0e12
 #define SPLIT_LEVELS 2 /* early launches of a split call, at most */
 
-struct ctr__cuda_bpj {
+typedef struct ctr__cuda_bpj {
   const ctr_context *ctx;
+  int device;
   const ctr_geometry *g;
   ctr_fdk_options o;
   ctr__bp_config cfg;
@@ -38,10 +39,12 @@ struct ctr__cuda_bpj {
   cudaEvent_t ev_up[2], ev_ready[2], ev_done[2];
   cudaEvent_t ev_level[SPLIT_LEVELS]; /* a split's early launches: their views are up */
   size_t vol_bytes;
-};
+} ctr__cuda_bpj;
 
-void ctr__cuda_bpj_free(ctr__cuda_bpj *b) {
+void ctr__cuda_bpj_free(void *self) {
+  ctr__cuda_bpj *b = (ctr__cuda_bpj *)self;
   if (!b) return;
+  cudaSetDevice(b->device);
   cudaDeviceSynchronize();
   for (int i = 0; i < 2; i++) {
     cudaFree(b->d_src[i]);
@@ -59,16 +62,17 @@ void ctr__cuda_bpj_free(ctr__cuda_bpj *b) {
   free(b);
 }
 
-ctr_status ctr__cuda_bpj_create(const ctr_context *ctx, const ctr_geometry *g,
-                                const ctr_fdk_options *o, ctr__cuda_bpj **out) {
+ctr_status ctr__cuda_bpj_create(ctr_context *ctx, int device, const ctr_geometry *g,
+                                const ctr_fdk_options *o, void **out) {
   ctr_status st = CTR_OK;
   *out = NULL;
   cudaDeviceProp prop;
   size_t free_bytes = 0;
-  CTR_CHECK(ctr__device_setup(ctx, &prop, &free_bytes));
+  CTR_CHECK(ctr__device_setup(device, &prop, &free_bytes));
   ctr__cuda_bpj *b = (ctr__cuda_bpj *)ctr__calloc(1, sizeof *b, "backprojector");
   if (!b) return CTR_E_OUT_OF_MEMORY;
   b->ctx = ctx;
+  b->device = device;
   b->g = g;
   b->o = *o;
   b->cfg = ctr__bp_config_resolve(g, o, NULL);
@@ -196,8 +200,10 @@ static int split_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *a, int64_t
   return 2;
 }
 
-ctr_status ctr__cuda_bpj_add(ctr__cuda_bpj *b, int64_t n, const int64_t *views,
+ctr_status ctr__cuda_bpj_add(void *self, int64_t n, const int64_t *views,
                              const float *const *images, const float *weights) {
+  ctr__cuda_bpj *b = (ctr__cuda_bpj *)self;
+  CU_DEVICE(b->device);
   ctr_status st = CTR_OK;
   const ctr_geometry *g = b->g;
   const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
@@ -274,7 +280,9 @@ cleanup:
   return st;
 }
 
-ctr_status ctr__cuda_bpj_read(ctr__cuda_bpj *b, float *vol) {
+ctr_status ctr__cuda_bpj_read(void *self, float *vol) {
+  ctr__cuda_bpj *b = (ctr__cuda_bpj *)self;
+  CU_DEVICE(b->device);
   ctr_status st = CTR_OK;
   CU(cudaStreamSynchronize(b->s_comp));
   CU(cudaMemcpy(vol, b->d_vol, b->vol_bytes, cudaMemcpyDeviceToHost));
@@ -282,7 +290,9 @@ cleanup:
   return st;
 }
 
-ctr_status ctr__cuda_bpj_reset(ctr__cuda_bpj *b) {
+ctr_status ctr__cuda_bpj_reset(void *self) {
+  ctr__cuda_bpj *b = (ctr__cuda_bpj *)self;
+  CU_DEVICE(b->device);
   ctr_status st = CTR_OK;
   CU(cudaMemsetAsync(b->d_vol, 0, b->vol_bytes, b->s_comp));
   CU(cudaStreamSynchronize(b->s_comp));
@@ -319,7 +329,7 @@ __global__ void reference_kernel(const float *__restrict__ images, const double 
   vol[((long long)z * r.ny + y) * r.nx + x] += sum;
 }
 
-ctr_status ctr__cuda_bp_reference(const ctr_context *ctx, const ctr_geometry *g, int64_t n,
+ctr_status ctr__cuda_bp_reference(ctr_context *ctx, int device, const ctr_geometry *g, int64_t n,
                                   const int64_t *views, const float *const *images,
                                   const double *weights, double *vol, int64_t z0, int64_t nzs) {
   ctr_status st = CTR_OK;
@@ -333,7 +343,8 @@ ctr_status ctr__cuda_bp_reference(const ctr_context *ctx, const ctr_geometry *g,
   double P[12 * 64], w[64];
   const ctr_volume_geometry *vg = &g->vol;
   ref_grid r;
-  CTR_CHECK(ctr__device_setup(ctx, &prop, &free_bytes));
+  (void)ctx;
+  CTR_CHECK(ctr__device_setup(device, &prop, &free_bytes));
   CTR_CHECK(ctr__check_memory(vol_bytes + chunk * view_bytes, free_bytes, "the FP64 reference"));
   CU(cudaMalloc(&d_img, chunk * view_bytes));
   CU(cudaMalloc(&d_P, sizeof P));

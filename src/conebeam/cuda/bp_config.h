@@ -37,29 +37,11 @@ typedef struct ctr__bp_config {
   int views_per_launch; /* N' (<= CTR__BP_MAX_VIEWS) */
   int slices_per_thread; /* Z': 1, 2, 4, 8 or 16 (PRECISE_GENERAL: also 32) */
   int block_x, block_y;  /* threads per block in x and y */
-  int pipeline;          /* CTR__PIPE_*: how filtering and backprojection share the GPU */
   int default_shape;     /* PRECISE_GENERAL with Z' and block left to the defaults: each
                             launch picks its registers from its views (bp_general.cu) */
 } ctr__bp_config;
 
-enum {
-  CTR__PIPE_DEFAULT = 0,
-  CTR__PIPE_FILTER_PRIORITY = 1, /* filter on its own high-priority stream */
-  CTR__PIPE_FILTER_STREAM = 2,   /* filter on its own stream, same priority */
-  CTR__PIPE_SERIAL = 3           /* filter and backprojection in turn on one stream */
-};
-
 #define CTR__BP_MAX_VIEWS 64
-
-/* Time spent per stage (milliseconds, CUDA events; stages overlap in the
- * pipeline, so they do not add up to the total). */
-typedef struct ctr__cuda_timings {
-  double upload_ms, filter_ms, copy_to_texture_ms, backproject_ms, download_ms;
-  double total_ms; /* first upload to the volume in host memory */
-  double setup_ms; /* allocations, cuFFT plans, before the first upload (host clock) */
-  ctr__bp_variant variant;
-  int views_per_launch, slices_per_thread, pipeline;
-} ctr__cuda_timings;
 
 const char *ctr__bp_variant_name(ctr__bp_variant v);
 
@@ -67,14 +49,6 @@ const char *ctr__bp_variant_name(ctr__bp_variant v);
 /* Resolves AUTO and zero fields to the tuned defaults for the geometry. */
 ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ctr_fdk_options *o,
                                       const ctr__bp_config *req);
-
-/* End to end: host projections (float32 or uint16, nu x nv x nviews) ->
- * device (upload, filter, backproject overlapped on two streams) -> host
- * volume (nx x ny x o->nz floats). Pinned host memory is used in place;
- * pageable memory is staged through pinned buffers. cfg may be NULL. */
-ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *o,
-                         const ctr__bp_config *cfg, const void *proj, ctr_dtype dtype, float *vol,
-                         ctr__cuda_timings *timings);
 
 /* Filters n views on the GPU exactly as ctr_fdk_filter does on the CPU
  * (host in, host out, unpadded float32). For tests. */
@@ -90,10 +64,6 @@ ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_geometry *g,
                                  const ctr_fdk_options *o, const ctr__bp_config *cfg,
                                  const float *filtered, float *vol, int repeats,
                                  double *median_ms);
-
-/* Pinned host memory (for callers that want full-speed transfers). */
-void *ctr__cuda_host_alloc(size_t bytes);
-void ctr__cuda_host_free(void *p);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* CUDA backend of the streamed FDK pipeline (pipeline/engine.h). Streams:
+/* The CUDA engine of the streamed FDK pipeline (conebeam/engine.h). Streams:
  * `up` uploads raw or filtered subsets, `comp` filters and backprojects,
  * `down` returns filtered subsets and subvolumes. Raw and staged filtered
  * subsets are double buffered on the device and guarded by events; with
@@ -7,8 +7,7 @@
 #include "conebeam/cuda/bp_kernels.cuh"
 #include "conebeam/cuda/filter_cuda.cuh"
 #include "conebeam/cuda/views_layout.cuh"
-#include "conebeam/engine.h"
-#include "conebeam/plan_costs.h"
+#include "conebeam/cuda/engine_cuda_model.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@ typedef struct ev_pair {
 
 typedef struct cuda_engine {
   const ctr_context *ctx;
+  int device; /* the ordinal every operation makes current first */
   const ctr_geometry *g;
   ctr_plan plan;
   ctr__bp_config cfg;
@@ -151,6 +151,7 @@ static ctr_status bp_or_hold(cuda_engine *c, int64_t v0, int64_t n) {
 
 static ctr_status cu_slab_begin(ctr__engine *e, int64_t z0, int64_t nz, float *target) {
   cuda_engine *c = (cuda_engine *)e->impl;
+  CU_DEVICE(c->device);
   ctr_status st = CTR_OK;
   if (nz > c->plan.slab_slices)
     CTR_FAIL(CTR_E_INTERNAL, "subvolume of %lld slices exceeds the plan's %lld", (long long)nz,
@@ -175,6 +176,7 @@ cleanup:
 static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void *raw,
                                ctr_dtype dtype, float *keep) {
   cuda_engine *c = (cuda_engine *)e->impl;
+  CU_DEVICE(c->device);
   ctr_status st = CTR_OK;
   const int i = (int)((v0 / c->plan.views_per_batch) & 1);
   const size_t bytes = (size_t)(n * c->g->nu * c->g->nv) * ctr_dtype_size(dtype);
@@ -232,6 +234,7 @@ cleanup:
 
 static ctr_status cu_bp(ctr__engine *e, int64_t v0, int64_t n, const float *filtered) {
   cuda_engine *c = (cuda_engine *)e->impl;
+  CU_DEVICE(c->device);
   ctr_status st = CTR_OK;
   if (!filtered) {
     if (!is_resident(c)) CTR_FAIL(CTR_E_INTERNAL, "no resident filtered views");
@@ -302,6 +305,7 @@ cleanup:
 
 static ctr_status cu_slab_end(ctr__engine *e) {
   cuda_engine *c = (cuda_engine *)e->impl;
+  CU_DEVICE(c->device);
   ctr_status st = CTR_OK;
   const int64_t slice = c->g->vol.nx * c->g->vol.ny;
   if (c->first_held < c->plan.nbatches) {
@@ -340,6 +344,7 @@ cleanup:
 static void cu_range(ctr__engine *e, float *mn, float *mx) {
   cuda_engine *c = (cuda_engine *)e->impl;
   unsigned int r[2] = {0xffffffffu, 0u};
+  if (cudaSetDevice(c->device) != cudaSuccess) return;
   if (cudaMemcpy(r, c->d_range, sizeof r, cudaMemcpyDeviceToHost) != cudaSuccess) return;
   *mn = r[0] == 0xffffffffu ? INFINITY : from_ordered_bits(r[0]);
   *mx = r[1] == 0u ? -INFINITY : from_ordered_bits(r[1]);
@@ -350,12 +355,14 @@ static ctr_status cu_download(ctr__engine *e, int64_t k0, int64_t k1, float *dst
   if (k0 < 0 || k1 > c->nz || k0 > k1)
     CTR_FAIL(CTR_E_INTERNAL, "download of slices [%lld, %lld) of a %lld-slice subvolume",
              (long long)k0, (long long)k1, (long long)c->nz);
+  CU_DEVICE(c->device);
   return copy_out(c, k0, k1, dst, 1);
 }
 
 static void cu_timings(ctr__engine *e, ctr_stream_timings *t) {
   cuda_engine *c = (cuda_engine *)e->impl;
   double sum[T_COUNT] = {0};
+  cudaSetDevice(c->device);
   cudaDeviceSynchronize();
   for (int64_t i = 0; i < c->nevs; i++) {
     float ms = 0;
@@ -372,6 +379,7 @@ static void cu_timings(ctr__engine *e, ctr_stream_timings *t) {
 
 static int64_t bad_count(const cuda_engine *c, int which) {
   unsigned long long n = 0;
+  cudaSetDevice(c->device);
   if (c->d_bad && cudaMemcpy(&n, c->d_bad + which, sizeof n, cudaMemcpyDeviceToHost) != cudaSuccess)
     n = 0;
   return (int64_t)n;
@@ -382,6 +390,7 @@ static int64_t cu_out_nonfinite(ctr__engine *e) { return bad_count((cuda_engine 
 static void cu_destroy(ctr__engine *e) {
   cuda_engine *c = (cuda_engine *)e->impl;
   if (!c) return;
+  cudaSetDevice(c->device);
   cudaDeviceSynchronize();
   for (int64_t i = 0; i < c->nevs; i++) {
     if (c->evs[i].a) cudaEventDestroy(c->evs[i].a);
@@ -423,7 +432,7 @@ static ctr__bp_variant unpaired(ctr__bp_variant v) {
   }
 }
 
-extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, const ctr_geometry *g,
+extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, const ctr_geometry *g,
                                               const ctr_fdk_options *o, const ctr_plan *plan,
                                               double input_scale, ctr__engine **out) {
   ctr_status st = CTR_OK;
@@ -439,13 +448,16 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, const ctr_geomet
   e->ops = &cuda_ops;
   e->impl = c;
   c->ctx = ctx;
+  c->device = device;
   c->g = g;
   c->plan = *plan;
   c->threads = ctr__num_threads(ctx);
   const int64_t nb = plan->views_per_batch;
-  const size_t px = (size_t)(g->nu * g->nv);
-  const size_t raw_bytes = (size_t)nb * px * sizeof(float); /* float32 or smaller */
-  CTR_CHECK_GOTO(st, ctr__device_setup(ctx, &prop, &free_bytes));
+  /* The buffers are those of the backend's memory model, which the planner
+   * used (engine_cuda_model.c). */
+  ctr__cuda_bytes model;
+  ctr__cuda_engine_bytes(g, o->interp, nb, plan->store, plan->pair, &model);
+  CTR_CHECK_GOTO(st, ctr__device_setup(device, &prop, &free_bytes));
   {
     ctr__bp_config req;
     memset(&req, 0, sizeof req);
@@ -463,8 +475,16 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, const ctr_geomet
     CU(cudaEventCreateWithFlags(&c->ev_raw_free[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&c->ev_filt_free[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&c->ev_filt_ready[i], cudaEventDisableTiming));
-    CU(cudaMalloc(&c->d_raw[i], raw_bytes));
-    if (plan->store != CTR_STORE_DEVICE) CU(cudaMalloc(&c->d_filt[i], (size_t)nb * px * sizeof(float)));
+    CU(cudaMalloc(&c->d_raw[i], model.raw));
+    if (model.filtered) CU(cudaMalloc(&c->d_filt[i], model.filtered));
+  }
+  {
+    const int64_t slots = plan->store == CTR_STORE_DEVICE ? g->nviews : 2 * nb;
+    if (ctr__views_bytes(g, c->cfg.variant, slots) > model.layout)
+      CTR_FAIL_GOTO(st, CTR_E_INTERNAL, "the %s layout of %lld views takes %zu bytes, more than "
+                    "the memory model's %llu (engine_cuda_model.c)",
+                    ctr__bp_variant_name(c->cfg.variant), (long long)slots,
+                    ctr__views_bytes(g, c->cfg.variant, slots), (unsigned long long)model.layout);
   }
   CTR_CHECK_GOTO(st, ctr__views_create(g, c->cfg.variant, nb,
                                        plan->store == CTR_STORE_DEVICE ? g->nviews : 2 * nb,
@@ -479,7 +499,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, const ctr_geomet
   CU(cudaMemset(c->d_bad, 0, 2 * sizeof(unsigned long long)));
   c->gf.in_scale = (float)(1.0 / input_scale);
   c->gf.d_nonfinite = c->d_bad;
-  CU(cudaMalloc(&c->d_vol, (size_t)(g->vol.nx * g->vol.ny * plan->slab_slices) * sizeof(float)));
+  CU(cudaMalloc(&c->d_vol, model.slice * (size_t)plan->slab_slices));
   CU(cudaDeviceSynchronize());
   *out = e;
   return CTR_OK;
@@ -487,10 +507,10 @@ cleanup:
   if (st == CTR_E_DEVICE_OUT_OF_MEMORY) {
     char detail[1024], planned[32], avail[32];
     snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    st = ctr__error_set(st, "%s (the plan expected %s of GPU memory, %s were free; lower --gpu-mem "
-                        "to plan for less)", detail,
+    st = ctr__error_set(st, "%s (the plan expected %s of GPU memory on GPU %d, %s were free; "
+                        "lower gpu_budget to plan for less)", detail,
                         ctr__format_bytes((double)plan->gpu_bytes, planned, sizeof planned),
-                        ctr__format_bytes((double)free_bytes, avail, sizeof avail));
+                        device, ctr__format_bytes((double)free_bytes, avail, sizeof avail));
   }
   cu_destroy(e);
   free(e);

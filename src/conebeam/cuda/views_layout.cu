@@ -15,7 +15,6 @@
  * like long warps along x, the exact kernels' scattered loads like 8x8
  * tiles. */
 #define DEFAULT_VIEWS_PER_LAUNCH 64
-#define DEFAULT_PIPELINE CTR__PIPE_SERIAL
 #define DEFAULT_TEX_SLICES 16
 #define DEFAULT_TEX_BLOCK_X 32
 #define DEFAULT_TEX_BLOCK_Y 4
@@ -47,7 +46,7 @@ extern "C" const char *ctr__bp_variant_name(ctr__bp_variant v) {
 
 extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ctr_fdk_options *o,
                                                  const ctr__bp_config *req) {
-  ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0, CTR__PIPE_DEFAULT, 0};
+  ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0, 0};
   if (req) c = *req;
   const int pair_ok = ctr__bp_pair_possible(g, o->z0, o->nz);
   if (c.variant == CTR__BP_AUTO) {
@@ -70,7 +69,6 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
                                                     : CTR__BP_TEX;
   if (c.variant == CTR__BP_PRECISE_GENERAL && !ctr__bpg_possible(g, o->z0, o->nz))
     c.variant = CTR__BP_PRECISE;
-  if (c.pipeline <= CTR__PIPE_DEFAULT || c.pipeline > CTR__PIPE_SERIAL) c.pipeline = DEFAULT_PIPELINE;
   if (c.views_per_launch <= 0) c.views_per_launch = DEFAULT_VIEWS_PER_LAUNCH;
   if (c.views_per_launch > CTR__BP_MAX_VIEWS) c.views_per_launch = CTR__BP_MAX_VIEWS;
   const int tex = c.variant == CTR__BP_TEX || c.variant == CTR__BP_TEX_PAIR ||
@@ -295,12 +293,11 @@ ctr_status ctr__backproject_batch(const ctr_geometry *g, const ctr__dev_views *d
 /* Setup shared by the entry points                                          */
 /* ------------------------------------------------------------------------- */
 
-ctr_status ctr__device_setup(const ctr_context *ctx, cudaDeviceProp *prop, size_t *free_bytes) {
+ctr_status ctr__device_setup(int device, cudaDeviceProp *prop, size_t *free_bytes) {
   ctr_status st = CTR_OK;
-  int dev = ctx && ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
   size_t total = 0;
-  CU(cudaSetDevice(dev));
-  CU(cudaGetDeviceProperties(prop, dev));
+  CU(cudaSetDevice(device));
+  CU(cudaGetDeviceProperties(prop, device));
   CU(cudaMemGetInfo(free_bytes, &total));
 cleanup:
   return st;
@@ -311,9 +308,7 @@ ctr_status ctr__check_memory(size_t need, size_t free_bytes, const char *what) {
   if (need + margin <= free_bytes) return CTR_OK;
   char a[32], b[32];
   CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
-           "%s needs %s of GPU memory but %s are free (256 MiB kept in reserve); reconstruct "
-           "fewer slices at a time (--slices) until the streaming out-of-core pipeline lifts "
-           "this limit",
+           "%s needs %s of GPU memory but %s are free (256 MiB kept in reserve)",
            what, ctr__format_bytes((double)need, a, sizeof a),
            ctr__format_bytes((double)free_bytes, b, sizeof b));
 }

@@ -54,7 +54,9 @@ ctr_status ctr__backproject_batch(const ctr_geometry *g, const ctr__dev_views *d
                                   int64_t z0, int64_t nzs, int64_t k_begin, int64_t k_end,
                                   cudaStream_t s);
 
-ctr_status ctr__device_setup(const ctr_context *ctx, cudaDeviceProp *prop, size_t *free_bytes);
+/* Makes device ordinal `device` current and reads its properties and free
+ * memory. */
+ctr_status ctr__device_setup(int device, cudaDeviceProp *prop, size_t *free_bytes);
 /* CTR_E_DEVICE_OUT_OF_MEMORY naming `what`, the bytes needed and free. */
 ctr_status ctr__check_memory(size_t need, size_t free_bytes, const char *what);
 int ctr__host_pinned(const void *p);

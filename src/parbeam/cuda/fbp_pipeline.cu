@@ -114,7 +114,7 @@ static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geomet
   chunk_bufs cb[2];
   memset(cb, 0, sizeof cb);
   int64_t padded = 0, ld = 0, nf = 0;
-  const int dev = ctx && ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
+  const int dev = ctx && ctr__context_gpu(ctx, 0);
   const int nearest = o && o->interp == CTR_FBP_NEAREST;
   fbp_kernel kernel;
   CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, nearest, &kernel));

@@ -73,7 +73,7 @@ ctr_status ctr_pet_project_fft(ctr_context *ctx, ctr_pet_system *s, int64_t view
   CTR_CHECK(check(s, view, pad, in, out));
 #if CTR_HAVE_CUDA
   if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
-    int dev = ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
+    int dev = ctr__context_gpu(ctx, 0);
     return ctr__pet_cuda_fft(dev, s, view, pad, in, out);
   }
 #endif

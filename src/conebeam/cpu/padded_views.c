@@ -1,0 +1,45 @@
+/* Zero-bordered ("padded") copies of views for the CPU backprojector
+ * (projmath.h's layout), with the data policy applied on the way. */
+#include "conebeam/cpu/backproject.h"
+
+#include <string.h>
+
+int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
+                                float scale, float *dst) {
+  const int64_t nu = g->nu, nv = g->nv, size = ctr__padded_size(nu, nv);
+  const int pitch = ctr__padded_pitch(nu);
+  int64_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+  for (int64_t k = 0; k < n; k++) {
+    float *img = dst + k * size;
+    memset(img, 0, (size_t)size * sizeof(float));
+    float *o = img + ctr__padded_origin(nu);
+    for (int64_t v = 0; v < nv; v++) {
+      const int64_t s = (k * nv + v) * nu;
+      float *row = o + v * pitch;
+      if (dtype == CTR_DTYPE_FLOAT32) {
+        const float *in = (const float *)src + s;
+        for (int64_t u = 0; u < nu; u++) {
+          /* The data policy: NaN / Inf / beyond CTR__VALUE_LIMIT would spread
+           * over the whole row in the filter. */
+          const float x = in[u] * scale;
+          const int ok = ctr__value_ok(x);
+          bad += !ok;
+          row[u] = ok ? x : 0.0f;
+        }
+      } else {
+        const uint16_t *in = (const uint16_t *)src + s;
+        for (int64_t u = 0; u < nu; u++) row[u] = (float)in[u] * scale;
+      }
+    }
+  }
+  return bad;
+}
+
+/* Copies n views (float32 or uint16, unpadded) into the padded batch buffer,
+ * borders zeroed (x 1 is exact); returns the bad values replaced by 0. */
+int64_t ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
+                         float *dst) {
+  return ctr__fill_padded_scaled(g, src, dtype, n, 1.0f, dst);
+}
+

@@ -1,0 +1,113 @@
+/* Kernel-level entry points for tests and benchmarks (bp_config.h): the GPU
+ * filter alone (host in, host out) and the backprojection kernels alone on
+ * views already resident, timed with events. End-to-end work goes through
+ * the engine (engine_cuda.cu), as users' runs do. */
+#include "conebeam/cuda/bp_kernels.cuh"
+#include "conebeam/cuda/filter_cuda.cuh"
+#include "conebeam/cuda/views_layout.cuh"
+
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" ctr_status ctr__cuda_fdk_filter(const ctr_context *ctx, const ctr_geometry *g,
+                                           const ctr_fdk_options *o, int64_t v0, int64_t n,
+                                           const float *in, float *out) {
+  ctr_status st = CTR_OK;
+  cudaDeviceProp prop;
+  size_t free_bytes;
+  ctr__fdk_filter f;
+  int have_filter = 0;
+  ctr__gpu_filter gf;
+  memset(&gf, 0, sizeof gf);
+  float *d_in = NULL, *d_out = NULL;
+  const size_t bytes = (size_t)(n * g->nu * g->nv) * sizeof(float);
+  CTR_CHECK_GOTO(st, ctr__device_setup(ctr__context_gpu(ctx, 0), &prop, &free_bytes));
+  CTR_CHECK_GOTO(st, ctr__fdk_filter_init(ctx, g, o, &f));
+  have_filter = 1;
+  CTR_CHECK_GOTO(st, ctr__gpu_filter_create(&f, n, 0, &gf));
+  CU(cudaMalloc(&d_in, bytes));
+  CU(cudaMalloc(&d_out, bytes));
+  CU(cudaMemcpy(d_in, in, bytes, cudaMemcpyHostToDevice));
+  {
+    ctr__gpu_store dst;
+    memset(&dst, 0, sizeof dst);
+    dst.kind = CTR__STORE_LINEAR;
+    dst.base = d_out;
+    dst.view_stride = (long long)(g->nu * g->nv);
+    dst.pitch = (int)g->nu;
+    CTR_CHECK_GOTO(st, ctr__gpu_filter_run(&gf, d_in, CTR_DTYPE_FLOAT32, v0, n, &dst, 0));
+  }
+  CU(cudaMemcpy(out, d_out, bytes, cudaMemcpyDeviceToHost));
+cleanup:
+  cudaFree(d_in);
+  cudaFree(d_out);
+  ctr__gpu_filter_free(&gf);
+  if (have_filter) ctr__fdk_filter_free(&f);
+  return st;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+extern "C" ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_geometry *g,
+                                            const ctr_fdk_options *o, const ctr__bp_config *req,
+                                            const float *filtered, float *vol, int repeats,
+                                            double *median_ms) {
+  ctr_status st = CTR_OK;
+  const ctr__bp_config cfg = ctr__bp_config_resolve(g, o, req);
+  const int64_t batch = cfg.views_per_launch, nu = g->nu, nv = g->nv;
+  const size_t vol_bytes = (size_t)(g->vol.nx * g->vol.ny * o->nz) * sizeof(float);
+  cudaDeviceProp prop;
+  size_t free_bytes;
+  ctr__dev_views dv;
+  memset(&dv, 0, sizeof dv);
+  float *d_src = NULL, *d_vol = NULL;
+  double *times = NULL;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  if (repeats < 1) repeats = 1;
+  CTR_CHECK_GOTO(st, ctr__device_setup(ctr__context_gpu(ctx, 0), &prop, &free_bytes));
+  CTR_CHECK_GOTO(st, ctr__check_memory(ctr__views_bytes(g, cfg.variant, g->nviews) + vol_bytes +
+                                      (size_t)(batch * nu * nv) * sizeof(float),
+                                  free_bytes, "backprojection"));
+  CTR_CHECK_GOTO(st, ctr__views_create(g, cfg.variant, batch, g->nviews, prop.maxTexture2DLayered[2], &dv));
+  CU(cudaMalloc(&d_src, (size_t)(batch * nu * nv) * sizeof(float)));
+  CU(cudaMalloc(&d_vol, vol_bytes));
+  for (int64_t v0 = 0; v0 < g->nviews; v0 += batch) {
+    const int64_t n = g->nviews - v0 < batch ? g->nviews - v0 : batch;
+    CU(cudaMemcpy(d_src, filtered + v0 * nu * nv, (size_t)(n * nu * nv) * sizeof(float),
+                  cudaMemcpyHostToDevice));
+    const ctr__gpu_store dst = ctr__views_target(&dv, v0);
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(d_src, nu, nv, n, &dst, 0));
+  }
+  times = (double *)ctr__calloc((size_t)repeats, sizeof(double), "timings");
+  if (!times) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  CU(cudaEventCreate(&e0));
+  CU(cudaEventCreate(&e1));
+  for (int r = -1; r < repeats; r++) { /* r = -1 warms up */
+    CU(cudaMemset(d_vol, 0, vol_bytes));
+    CU(cudaEventRecord(e0, 0));
+    CTR_CHECK_GOTO(st, ctr__backproject_batch(g, &dv, &cfg, 0, g->nviews, d_vol, o->z0, o->nz, 0,
+                                         ctr__grid_slices(&dv, o->nz), 0));
+    CU(cudaEventRecord(e1, 0));
+    CU(cudaEventSynchronize(e1));
+    float ms;
+    CU(cudaEventElapsedTime(&ms, e0, e1));
+    if (r >= 0) times[r] = ms;
+  }
+  qsort(times, (size_t)repeats, sizeof *times, cmp_double);
+  if (median_ms) *median_ms = repeats % 2 ? times[repeats / 2] : 0.5 * (times[repeats / 2 - 1] + times[repeats / 2]);
+  if (vol) CU(cudaMemcpy(vol, d_vol, vol_bytes, cudaMemcpyDeviceToHost));
+cleanup:
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  free(times);
+  cudaFree(d_src);
+  cudaFree(d_vol);
+  ctr__views_free(&dv);
+  return st;
+}
