@@ -110,6 +110,30 @@ typedef enum ctr_store {
 
 const char *ctr_store_name(ctr_store s);
 
+/* How several workers (GPUs, or CPU engines) share one FDK run (Okitsu et
+ * al. 2010; docs/multi-gpu.md). */
+typedef enum ctr_split {
+  CTR_SPLIT_AUTO = 0,       /* the planner's cost model chooses */
+  CTR_SPLIT_VOLUME = 1,     /* voxel parallelism: each worker reconstructs whole subvolumes from
+                               every view; the result does not depend on the worker count */
+  CTR_SPLIT_PROJECTIONS = 2 /* projection parallelism: each worker backprojects a share of the
+                               views into every subvolume; the partial sums are added */
+} ctr_split;
+
+const char *ctr_split_name(ctr_split s);
+/* "auto", "volume", "projections". */
+ctr_status ctr_split_parse(const char *name, ctr_split *out);
+
+/* Rates the cost model of the split uses (per worker; 0 = the built-in H100 figures,
+ * docs/multi-gpu.md). */
+typedef struct ctr_split_rates {
+  double upload, download;    /* host <-> device, bytes/s */
+  double peer;                /* device <-> device (the reduction), bytes/s */
+  double host_add;            /* the host's reduction of partial sums (CPU workers), bytes/s */
+  double updates, pair_updates; /* backprojection, voxel updates/s (single, mirrored pairs) */
+  double filter;              /* ramp filter, detector pixels/s */
+} ctr_split_rates;
+
 typedef struct ctr_plan_request {
   unsigned version;
   ctr_device_kind device;  /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
@@ -124,11 +148,16 @@ typedef struct ctr_plan_request {
   ctr_store store;         /* CTR_STORE_AUTO: the cheapest that fits */
   int input_in_memory;     /* projections come from the caller's array (no read buffers) */
   int output_in_memory;    /* the volume goes to the caller's array (no write buffers) */
+  int workers;             /* engines sharing the run (GPUs, or CPU engines); 0 = 1. Each gets
+                              gpu_budget of its own device; host_budget is shared */
+  ctr_split split;         /* how they share it; AUTO = the cheaper by the cost model */
+  ctr_split_rates rates;   /* the cost model's rates; zeros = the built-in figures */
 } ctr_plan_request;
 
 #define CTR_PLAN_REQUEST_INIT                                                              \
   { CTR_API_VERSION, CTR_DEVICE_CPU, 0, 0, CTR_DTYPE_FLOAT32, CTR_DTYPE_FLOAT32,          \
-    CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0 }
+    CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0, 0, CTR_SPLIT_AUTO,               \
+    { 0, 0, 0, 0, 0, 0, 0 } }
 
 /* A decomposition of one FDK run (seed 000 Alg. 2): the volume slices
  * [z0, z0+nz) in nslabs subvolumes of slab_slices slices (the last may be
@@ -147,6 +176,10 @@ typedef struct ctr_plan {
   uint64_t gpu_bytes;      /* peak GPU memory of the plan */
   uint64_t host_bytes;     /* peak host memory of the plan */
   uint64_t scratch_bytes;  /* scratch file size (CTR_STORE_SCRATCH) */
+  int workers;             /* engines sharing the run (gpu_bytes is each one's) */
+  ctr_split split;         /* VOLUME with one worker */
+  double seconds[3];       /* the cost model's estimate per split ([CTR_SPLIT_VOLUME],
+                              [CTR_SPLIT_PROJECTIONS]; 0 where not considered) */
 } ctr_plan;
 
 /* Chooses the decomposition for geometry g within the request's budgets (a
@@ -179,10 +212,13 @@ typedef struct ctr_stream_timings {
   double write;       /* (8) host -> storage: writer thread busy (incl. flushes) */
   double total;       /* wall time, setup to the last byte flushed */
   double setup;       /* allocations and plans before the first read */
+  double reduce;      /* (9) projection split: adding the workers' partial sums */
+  double wait;        /* a worker's time waiting for filtered views of other workers */
 } ctr_stream_timings;
 
-/* Called from the writer thread with each finished subvolume (float32,
- * nx x ny x nz slices from slice z0 of the run) before it is written. */
+/* Called with each finished piece of subvolume (float32, nx x ny x nz slices
+ * from slice z0 of the run) before it is written. With several workers it is
+ * called from their threads, for different slices at once. */
 typedef void (*ctr_slab_fn)(void *user, int64_t z0, int64_t nz, const float *slab);
 
 typedef struct ctr_stream_options {
@@ -199,10 +235,17 @@ typedef struct ctr_stream_options {
   int resume;            /* continue an interrupted run from <out>.partial */
   ctr_slab_fn on_slab;   /* optional */
   void *user;
+  int workers;           /* engines: 0 = one per device of a CUDA context (ctr_context_device_count),
+                            1 on the CPU; N > 0: N engines, on a CUDA context spread over its
+                            devices in turn (several on one GPU when N exceeds them), on the
+                            CPU sharing its cores (at most CTR_MAX_WORKERS) */
+  ctr_split split;       /* AUTO = the planner's cost model chooses (one worker: VOLUME) */
 } ctr_stream_options;
 
+#define CTR_MAX_WORKERS 16
+
 #define CTR_STREAM_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_STORE_AUTO, NULL, 1.0, CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL }
+  { CTR_API_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_STORE_AUTO, NULL, 1.0, CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL, 0, CTR_SPLIT_AUTO }
 
 /* What a streamed run did. */
 typedef struct ctr_stream_report {
@@ -216,6 +259,11 @@ typedef struct ctr_stream_report {
   float min, max;           /* range of the reconstructed values: the whole output, resumed
                                subvolumes included (below, above too) */
   int64_t slices_resumed;   /* slices of those subvolumes; timings cover the others only */
+  int workers;              /* engines that ran (plan.workers) */
+  int worker_device[CTR_MAX_WORKERS];     /* the GPU ordinal of each (-1: CPU) */
+  ctr_stream_timings worker_timings[CTR_MAX_WORKERS]; /* each one's busy times (upload, filter,
+                                                         store, reload, backproject, download,
+                                                         reduce, wait); `timings` sums them */
 } ctr_stream_report;
 
 /* Streamed FDK from a projection file to a volume file (seed 000 Alg. 2):

@@ -1,6 +1,6 @@
 /* Memory budgets from the machine: free GPU memory and available host memory,
  * less safety margins (documented at ctr_plan_default_budgets). */
-#include "core/internal.h"
+#include "conebeam/fdk_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -26,15 +26,18 @@ static uint64_t host_available(void) {
   return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
 }
 
+ctr_status ctr__device_budget(int device, uint64_t *budget) {
+  ctr_device_info info;
+  CTR_CHECK(ctr_cuda_device_info(device, &info));
+  *budget = info.free_memory > GPU_RESERVE ? info.free_memory - GPU_RESERVE : 0;
+  return CTR_OK;
+}
+
 ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget, uint64_t *host_budget) {
   if (gpu_budget) {
     *gpu_budget = 0;
-    if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
-      ctr_device_info info;
-      const int dev = ctr__context_gpu(ctx, 0);
-      CTR_CHECK(ctr_cuda_device_info(dev, &info));
-      *gpu_budget = info.free_memory > GPU_RESERVE ? info.free_memory - GPU_RESERVE : 0;
-    }
+    if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA)
+      CTR_CHECK(ctr__device_budget(ctr__context_gpu(ctx, 0), gpu_budget));
   }
   if (host_budget) {
     const uint64_t avail = host_available();

@@ -41,8 +41,16 @@ typedef struct ctr__engine_ops {
    * transfer with the last backprojections); returns when it is complete. */
   ctr_status (*slab_end)(ctr__engine *e);
   /* Copies slices [k0, k1) of the finished subvolume (relative to its first
-   * slice) into dst (host); returns when dst holds them. */
+   * slice) into dst (host); returns when dst holds them. Bad voxels are
+   * replaced (out_nonfinite) and the slices enter `range` here when the
+   * subvolume had no target. */
   ctr_status (*download)(ctr__engine *e, int64_t k0, int64_t k1, float *dst);
+  /* Adds slices [k0, k1) of `src`'s finished subvolume (an engine of the same
+   * backend and plan, on any device; its slab_end has returned) into this
+   * engine's finished subvolume (projection split: the partial sums of the
+   * workers); returns when done. Only this engine's slices [k0, k1) change,
+   * so several engines may add from each other's other slices at once. */
+  ctr_status (*add_from)(ctr__engine *e, ctr__engine *src, int64_t k0, int64_t k1);
   /* Adds the backend's step times (upload, filter, store, reload,
    * backproject, download) to t. */
   void (*timings)(ctr__engine *e, ctr_stream_timings *t);
@@ -71,6 +79,11 @@ typedef struct ctr__plan_candidate {
   int64_t views_per_batch;
   ctr_store store;
   int pair;
+  int workers;     /* engines sharing the run */
+  ctr_split split; /* how (VOLUME for one) */
+  int64_t views;   /* views one engine sees (all, or a projection split's share) */
+  int shared;      /* filtered views also arrive from other engines (multi-worker volume
+                      split): a device-resident store needs staging buffers too */
 } ctr__plan_candidate;
 
 /* A backend's memory for a candidate: fixed bytes plus bytes per subvolume
@@ -92,11 +105,12 @@ typedef struct ctr__engine_backend {
    * (a pure function, available whether or not the backend is built). */
   void (*cost)(const ctr_geometry *g, const ctr__plan_candidate *c, ctr__engine_cost *out);
   /* Creates an engine on device ordinal `device` (ignored by the CPU) for a
-   * plan; `o` is resolved (ctr__fdk_options_resolve). NULL when this build
-   * lacks the backend. */
+   * plan; `o` is resolved (ctr__fdk_options_resolve). The engine sees only
+   * views [view_begin, view_end) (projection split: its share; else all).
+   * NULL when this build lacks the backend. */
   ctr_status (*create)(ctr_context *ctx, int device, const ctr_geometry *g,
                        const ctr_fdk_options *o, const ctr_plan *plan, double input_scale,
-                       ctr__engine **out);
+                       int64_t view_begin, int64_t view_end, ctr__engine **out);
   /* The incremental backprojector of ctr_backprojector_* (the backend's
    * state behind a void pointer): create (o resolved; g and ctx outlive it),
    * add n views (checked by the caller), read the volume (nx x ny x o->nz

@@ -12,6 +12,10 @@
 /* 2: slab lines carry a CRC-32, the value range and the clamped voxels. */
 #define MAGIC "ctrecon-journal 2"
 
+uint32_t ctr__crc32_combine(uint32_t crc1, uint32_t crc2, int64_t len2) {
+  return (uint32_t)crc32_combine(crc1, crc2, (z_off_t)len2);
+}
+
 uint32_t ctr__crc32(uint32_t crc, const void *data, size_t n) {
   /* One core runs zlib's CRC-32 at 2-3 GB/s, slower than the writer's disk
    * on a large run: pieces of 4 MiB in parallel, joined by crc32_combine

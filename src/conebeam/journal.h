@@ -44,6 +44,9 @@ void ctr__journal_close(ctr__journal *j, int remove);
 
 /* CRC-32 (zlib's) of n bytes, chained from crc (start with 0). */
 uint32_t ctr__crc32(uint32_t crc, const void *data, size_t n);
+/* The CRC-32 of two byte runs one after the other, from theirs (crc2 over
+ * len2 bytes). */
+uint32_t ctr__crc32_combine(uint32_t crc1, uint32_t crc2, int64_t len2);
 
 /* FNV-1a over bytes, chained from h (start with CTR__FNV_SEED). */
 #define CTR__FNV_SEED 1469598103934665603ull

@@ -5,6 +5,7 @@
 #include "filter/filter.h"
 #include "conebeam/engine.h"
 #include "conebeam/plan_costs.h"
+#include "conebeam/plan_split.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,27 +37,56 @@ typedef struct cost {
   uint64_t gpu_per_slice, host_per_slice;
 } cost;
 
-/* The backend's memory (its own model) plus the executor's buffers. */
+/* Workers of a request (resolved: at least 1). */
+static int workers_of(const ctr_plan_request *r) { return r->workers > 1 ? r->workers : 1; }
+
+/* Views one engine sees: a projection split's share of whole batches, else
+ * all. */
+static int64_t engine_views(const ctr_geometry *g, const ctr_plan_request *r, int64_t nb) {
+  const int w = workers_of(r);
+  if (w == 1 || r->split != CTR_SPLIT_PROJECTIONS) return g->nviews;
+  const int64_t nbatches = (g->nviews + nb - 1) / nb, per = (nbatches + w - 1) / w;
+  return per * nb < g->nviews ? per * nb : g->nviews;
+}
+
+static int read_buffers(const ctr_plan_request *r) {
+  if (r->input_in_memory) return 0;
+  return workers_of(r) > 1 ? workers_of(r) + 2 : CTR__READ_BUFFERS;
+}
+
+static int slab_buffers(const ctr_plan_request *r) {
+  if (r->output_in_memory) return 0;
+  return workers_of(r) > 1 ? workers_of(r) + 1 : CTR__HOST_SLAB_BUFFERS;
+}
+
+/* The backends' memory (each engine's own model; device memory is per
+ * worker, host memory for all) plus the executor's buffers. */
 static cost plan_cost(const ctr__engine_backend *be, const ctr_geometry *g,
                       const ctr_plan_request *r, int64_t nb, ctr_store store, int pair) {
   cost c;
   memset(&c, 0, sizeof c);
-  const ctr__plan_candidate cand = {r, nb, store, pair};
+  const int w = workers_of(r);
+  const int shared = w > 1 && r->split == CTR_SPLIT_VOLUME;
+  const ctr__plan_candidate cand = {r, nb, store, pair, w, w > 1 ? r->split : CTR_SPLIT_VOLUME,
+                                    engine_views(g, r, nb), shared};
   ctr__engine_cost e;
   be->cost(g, &cand, &e);
   c.gpu_fixed = e.device_fixed;
   c.gpu_per_slice = e.device_per_slice;
-  c.host_fixed = e.host_fixed;
-  c.host_per_slice = e.host_per_slice;
+  c.host_fixed = e.host_fixed * (uint64_t)w;
+  c.host_per_slice = e.host_per_slice * (uint64_t)w;
   const uint64_t raw = ctr__view_bytes(g, ctr_dtype_size(r->proj_dtype)) * (uint64_t)nb;
   const uint64_t filt = ctr__view_bytes(g, 4) * (uint64_t)nb;
   const uint64_t slice = (uint64_t)g->vol.nx * (uint64_t)g->vol.ny * 4u;
-  /* The executor: the reader's ring, the filtered views kept on the host or
-   * staged for the scratch file, the writer's buffers. */
-  if (!r->input_in_memory) c.host_fixed += CTR__READ_BUFFERS * raw;
-  if (store == CTR_STORE_HOST) c.host_fixed += ctr__view_bytes(g, 4) * (uint64_t)g->nviews;
-  if (store == CTR_STORE_SCRATCH) c.host_fixed += CTR__READ_BUFFERS * filt;
-  if (!r->output_in_memory) c.host_fixed += CTR__HOST_SLAB_BUFFERS * chunk_slices(g, r) * slice;
+  /* The executor: the reader's ring, the filtered views kept on the host
+   * (or passed between the workers of a volume split), each worker's staging
+   * for the scratch file, the writer's buffers. */
+  c.host_fixed += (uint64_t)read_buffers(r) * raw;
+  if (store == CTR_STORE_HOST || (shared && store != CTR_STORE_SCRATCH))
+    c.host_fixed += ctr__view_bytes(g, 4) * (uint64_t)g->nviews;
+  if (store == CTR_STORE_SCRATCH)
+    c.host_fixed += (uint64_t)w * (CTR__READ_BUFFERS + (shared ? 2u : 1u)) * filt;
+  c.host_fixed += (uint64_t)slab_buffers(r) * chunk_slices(g, r) * slice;
   return c;
 }
 
@@ -74,6 +104,9 @@ static int64_t max_slices(const ctr_plan_request *r, const cost *c, int64_t nz) 
     if (by_host < (uint64_t)z) z = (int64_t)by_host;
   }
   if (r->max_slab_slices > 0 && r->max_slab_slices < z) z = r->max_slab_slices;
+  /* a volume split gives every worker a subvolume */
+  const int w = workers_of(r);
+  if (w > 1 && r->split == CTR_SPLIT_VOLUME && z > (nz + w - 1) / w) z = (nz + w - 1) / w;
   return z;
 }
 
@@ -90,8 +123,11 @@ static void fill_plan(const ctr_geometry *g, const ctr_plan_request *r, int64_t 
   p->nbatches = (g->nviews + nb - 1) / nb;
   p->store = store;
   p->pair = pair;
-  p->read_buffers = r->input_in_memory ? 0 : CTR__READ_BUFFERS;
-  p->host_slab_buffers = r->output_in_memory ? 0 : CTR__HOST_SLAB_BUFFERS;
+  p->read_buffers = read_buffers(r);
+  p->host_slab_buffers = slab_buffers(r);
+  p->workers = workers_of(r);
+  p->split = p->workers > 1 ? r->split : CTR_SPLIT_VOLUME;
+  if (p->split == CTR_SPLIT_VOLUME && p->workers > p->nslabs) p->workers = (int)p->nslabs;
   p->chunk_slices = (int64_t)chunk_slices(g, r);
   if (p->chunk_slices > zs) p->chunk_slices = zs;
   p->gpu_bytes = r->device == CTR_DEVICE_CUDA ? c->gpu_fixed + c->gpu_per_slice * (uint64_t)zs : 0;
@@ -129,6 +165,12 @@ static ctr_status check_request(const ctr_geometry *g, const ctr_plan_request *r
   if (r->store < CTR_STORE_AUTO || r->store > CTR_STORE_NONE)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: store %d, expected auto, device, host or "
              "scratch", (int)r->store);
+  if (r->workers < 0 || r->workers > CTR_MAX_WORKERS)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: workers = %d, expected 0 .. %d", r->workers,
+             CTR_MAX_WORKERS);
+  if (r->split != CTR_SPLIT_AUTO && r->split != CTR_SPLIT_VOLUME && r->split != CTR_SPLIT_PROJECTIONS)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: split %d, expected auto, volume or projections",
+             (int)r->split);
   if (r->views_per_batch < 0 || r->max_slab_slices < 0)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: views_per_batch and max_slab_slices must be "
              ">= 0 (0 = automatic)");
@@ -289,8 +331,47 @@ ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_pl
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: store 'none' keeps no filtered projections, "
              "so it needs one subvolume, but max_slab_slices %lld < %lld slices",
              (long long)r->max_slab_slices, (long long)nz);
-  if (search(g, r, z0, nz, out)) return CTR_OK;
-  return fail_budget(g, r, z0, nz);
+  if (workers_of(r) == 1 || r->split != CTR_SPLIT_AUTO) {
+    ctr_plan_request q = *r;
+    if (workers_of(r) == 1) q.split = CTR_SPLIT_VOLUME;
+    if (!search(g, &q, z0, nz, out)) return fail_budget(g, &q, z0, nz);
+    out->seconds[out->split] = ctr__plan_seconds(g, &q, out);
+    return CTR_OK;
+  }
+  /* Both schemes where they fit; the cheaper by the cost model (the volume
+   * split on a tie: its result does not depend on the worker count). */
+  ctr_plan_request qv = *r, qp = *r;
+  qv.split = CTR_SPLIT_VOLUME;
+  qp.split = CTR_SPLIT_PROJECTIONS;
+  ctr_plan pv, pp;
+  const int fv = search(g, &qv, z0, nz, &pv), fp = search(g, &qp, z0, nz, &pp);
+  if (!fv && !fp) return fail_budget(g, &qv, z0, nz);
+  const double tv = fv ? ctr__plan_seconds(g, &qv, &pv) : 0;
+  const double tp = fp ? ctr__plan_seconds(g, &qp, &pp) : 0;
+  *out = fv && (!fp || tv <= tp) ? pv : pp;
+  out->seconds[CTR_SPLIT_VOLUME] = tv;
+  out->seconds[CTR_SPLIT_PROJECTIONS] = tp;
+  return CTR_OK;
+}
+
+const char *ctr_split_name(ctr_split s) {
+  switch (s) {
+    case CTR_SPLIT_AUTO: return "auto";
+    case CTR_SPLIT_VOLUME: return "volume";
+    case CTR_SPLIT_PROJECTIONS: return "projections";
+  }
+  return "unknown";
+}
+
+ctr_status ctr_split_parse(const char *name, ctr_split *out) {
+  static const ctr_split all[3] = {CTR_SPLIT_AUTO, CTR_SPLIT_VOLUME, CTR_SPLIT_PROJECTIONS};
+  for (int i = 0; name && i < 3; i++)
+    if (!strcmp(name, ctr_split_name(all[i]))) {
+      *out = all[i];
+      return CTR_OK;
+    }
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "split '%s': expected auto, volume or projections",
+           name ? name : "(null)");
 }
 
 

@@ -1,58 +1,113 @@
-/* The streamed FDK executor (seed 000 Alg. 2 and Fig. 3b; seed 001 Sect. 3):
- * one code path for in-core (one subvolume) and out-of-core runs on either
- * backend. The first subvolume's pass reads every projection subset (reader
- * thread), filters it once and keeps the filtered copy where the plan says
- * (device, host memory or a scratch file); later subvolumes backproject the
- * kept copies. Finished subvolumes go, chunk by chunk, to the writer thread,
- * which journals each one once its slices are flushed. */
+/* The streamed FDK executor (Lu et al. 2017, Alg. 2 and Fig. 3b; Okitsu et
+ * al. 2010, Sect. 3-4): one code path for in-core (one subvolume) and
+ * out-of-core runs, on one worker or several (GPUs, or CPU engines), on
+ * either backend.
+ *
+ * One worker: the first subvolume's pass reads every projection subset
+ * (reader thread), filters it once and keeps the filtered copy where the plan
+ * says (device, host memory or a scratch file); later subvolumes backproject
+ * the kept copies. Finished subvolumes go, chunk by chunk, to the writer
+ * thread, which journals each one once its slices are flushed.
+ *
+ * Volume split (several workers, each reconstructing whole subvolumes from
+ * every view): the workers take subvolumes from a queue (a faster one takes
+ * more). On each worker's first subvolume, subset b is read and filtered once,
+ * by worker b mod W of the workers that started; its filtered copy goes to
+ * host memory (or the scratch file), where the others take it. Every voxel
+ * adds the same views in the same order as with one worker, so the volume is
+ * bit-identical whatever the worker count.
+ *
+ * Projection split (each worker a contiguous share of the subsets, into its
+ * own copy of every subvolume): all workers take the same subvolume; when
+ * all have finished it, worker w adds the others' partial sums of its share
+ * of the slices into its own (add_from: device to device), then delivers
+ * them. The sum's order depends on the worker count (docs/multi-gpu.md
+ * bounds the difference).
+ *
+ * Workers run on threads of their own; the calling thread reports progress
+ * and relays a cancellation. */
 #include "io/io_internal.h"
 #include "io/stack_partial.h"
 #include "conebeam/engine.h"
 #include "conebeam/journal.h"
 #include "conebeam/fdk_internal.h"
 #include "conebeam/plan_costs.h"
+#include "conebeam/plan_split.h"
 #include "conebeam/stream_ring.h"
 #include "conebeam/stream_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-typedef struct stream_run {
+typedef struct stream_run stream_run;
+
+typedef struct worker {
+  stream_run *r;
+  int index;            /* 0 .. workers - 1 */
+  int device;           /* GPU ordinal (0 on the CPU) */
+  ctr__engine *eng;
+  int64_t b0, b1;       /* projection split: its subsets [b0, b1); else all */
+  int64_t first;        /* volume split: its first subvolume (-1: none) */
+  int rank;             /* volume split: its place among the workers that started */
+  float *bounce;        /* scratch store: its filtered subset on the way to the file */
+  float *fetch;         /* scratch store, volume split: another worker's subset read back */
+  float *stage;         /* uint16 output: a float chunk before conversion */
+  ctr__ring sring;      /* scratch store: its reader of later passes */
+  int have_sring;
+  int64_t out_seen;     /* the engine's out_nonfinite already checked */
+  double t_store, t_wait;
+  pthread_t thread;
+  int started;
+  ctr_status status;
+  char detail[1024];
+} worker;
+
+struct stream_run {
   ctr_context *ctx;
   const ctr_geometry *g;
   ctr_stream_options opts;
   ctr_fdk_options fdk;
   ctr_plan plan;
-  ctr__engine *eng;
+  int nw;                   /* workers */
+  worker w[CTR_MAX_WORKERS];
   /* source */
   ctr_stack_reader *in;     /* file source, or */
   const void *in_mem;       /* memory source */
   ctr_dtype in_dtype;
-  ctr__ring ring, sring;    /* raw reads; scratch reads */
-  int have_ring, have_sring;
-  float **store;            /* CTR_STORE_HOST: one pinned buffer per batch, allocated
-                               during the first pass (pinning is slow; there it hides
-                               behind the reads) */
-  float *bounce;            /* CTR_STORE_SCRATCH: filtered subset on its way to the file */
+  ctr__ring ring;           /* raw reads, shared by the workers (get/put by subset) */
+  int have_ring;
+  int ring_started;         /* the first pass's reads began during setup */
+  float **store;            /* host store (CTR_STORE_HOST, or the volume split's shared copies):
+                               one pinned buffer per subset, allocated during the first pass */
   int scratch_fd;
   char *scratch_path;
-  int ring_started;         /* the first pass's reads began during setup */
+  /* shared state */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int have_sync;
+  unsigned char *ready;     /* per subset: its filtered copy is in the store */
+  int64_t *todo;            /* subvolumes to compute, in order */
+  int64_t ntodo, next;      /* volume split: the queue */
+  int participants;         /* volume split: workers that started (share the filtering) */
+  int stop;                 /* a worker failed or the run was cancelled */
+  int first_fail;           /* the worker whose error stopped the run (-1: none) */
+  int running;              /* worker threads not yet returned */
+  int64_t barrier_count, barrier_gen;
   /* sink */
   float *vol_mem;           /* memory sink, or */
   ctr__writer writer;
   int have_writer;
-  float *stage;             /* uint16 output: float chunk on its way to conversion */
   int64_t below, above;     /* uint16 output: clamped voxels */
-  int64_t out_bad;          /* non-finite voxels replaced by 0 (the data policy) */
+  int64_t out_bad;          /* bad voxels replaced by 0 (the data policy) */
   /* progress */
   int64_t work_total, work_done;
-  double t_store;
-} stream_run;
+};
 
 static int64_t batch_len(const stream_run *r, int64_t b) {
   const int64_t v0 = b * r->plan.views_per_batch, left = r->g->nviews - v0;
@@ -60,6 +115,11 @@ static int64_t batch_len(const stream_run *r, int64_t b) {
 }
 
 static size_t view_px(const stream_run *r) { return (size_t)(r->g->nu * r->g->nv); }
+
+static int64_t slab_len(const stream_run *r, int64_t s) {
+  const int64_t z = s * r->plan.slab_slices;
+  return r->plan.nz - z < r->plan.slab_slices ? r->plan.nz - z : r->plan.slab_slices;
+}
 
 /* ---- Fill functions of the reader threads --------------------------------- */
 
@@ -69,7 +129,8 @@ static ctr_status fill_raw(void *user, int64_t b, void *buf) {
 }
 
 static ctr_status fill_scratch(void *user, int64_t b, void *buf) {
-  stream_run *r = user;
+  worker *w = user;
+  stream_run *r = w->r;
   const size_t bytes = view_px(r) * sizeof(float);
   return ctr__pread_full(r->scratch_fd, buf, bytes * (size_t)batch_len(r, b),
                          (int64_t)bytes * b * r->plan.views_per_batch, r->scratch_path);
@@ -103,13 +164,36 @@ static ctr_status resolve_options(const ctr_geometry *g, const ctr_stream_option
   return CTR_OK;
 }
 
+/* The GPU budget of each worker: the budget of its device (given, or its
+ * free memory less the reserve) shared by the workers on that device; the
+ * smallest over the workers (every engine runs the same plan). */
+static ctr_status worker_gpu_budget(stream_run *r, int workers, uint64_t *out) {
+  *out = 0;
+  if (ctr_context_device(r->ctx) != CTR_DEVICE_CUDA) return CTR_OK;
+  const int ndev = ctr_context_device_count(r->ctx);
+  uint64_t budget[CTR_MAX_WORKERS];
+  for (int d = 0; d < ndev && d < workers && d < CTR_MAX_WORKERS; d++) {
+    budget[d] = r->opts.gpu_budget;
+    if (!budget[d]) CTR_CHECK(ctr__device_budget(ctr_context_device_ordinal(r->ctx, d), &budget[d]));
+  }
+  *out = ctr__split_gpu_budget(budget, ndev < CTR_MAX_WORKERS ? ndev : CTR_MAX_WORKERS, workers);
+  return CTR_OK;
+}
+
+static int requested_workers(const stream_run *r) {
+  if (r->opts.workers > 0) return r->opts.workers;
+  const int n = ctr_context_device(r->ctx) == CTR_DEVICE_CUDA ? ctr_context_device_count(r->ctx) : 1;
+  return n < 1 ? 1 : n > CTR_MAX_WORKERS ? CTR_MAX_WORKERS : n;
+}
+
 static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *resumed) {
   ctr_plan_request q = CTR_PLAN_REQUEST_INIT;
   q.device = ctr_context_device(r->ctx);
-  uint64_t gpu = 0, host = 0;
-  if (!r->opts.gpu_budget || !r->opts.host_budget)
-    CTR_CHECK(ctr_plan_default_budgets(r->ctx, &gpu, &host));
-  q.gpu_budget = r->opts.gpu_budget ? r->opts.gpu_budget : gpu;
+  q.workers = requested_workers(r);
+  q.split = r->opts.split;
+  uint64_t host = 0;
+  if (!r->opts.host_budget) CTR_CHECK(ctr_plan_default_budgets(r->ctx, NULL, &host));
+  CTR_CHECK(worker_gpu_budget(r, q.workers, &q.gpu_budget));
   q.host_budget = r->opts.host_budget ? r->opts.host_budget : host;
   q.proj_dtype = r->in_dtype;
   q.vol_dtype = r->opts.out_dtype;
@@ -121,16 +205,19 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
   q.store = r->opts.store;
   q.input_in_memory = q.output_in_memory = in_memory;
   if (resumed) {
+    /* the interrupted run's decomposition, whatever the workers now: the
+     * volume split's result does not depend on them */
     q.views_per_batch = resumed->views_per_batch;
     q.max_slab_slices = resumed->slab_slices;
     q.store = (ctr_store)resumed->store;
+    if (q.split == CTR_SPLIT_AUTO) q.split = CTR_SPLIT_VOLUME;
   }
   CTR_CHECK(ctr_plan_fdk(r->g, &q, &r->plan));
   if (resumed && (r->plan.slab_slices != resumed->slab_slices || r->plan.pair != resumed->pair))
     CTR_FAIL(CTR_E_OUT_OF_MEMORY,
              "cannot resume: the interrupted run used subvolumes of %lld slices, the memory "
-             "budgets now allow only %lld; give the budgets of the interrupted run (--gpu-mem, "
-             "--host-mem)",
+             "budgets now allow only %lld; give the budgets of the interrupted run (gpu_budget, "
+             "host_budget)",
              (long long)resumed->slab_slices, (long long)r->plan.slab_slices);
   return CTR_OK;
 }
@@ -176,10 +263,53 @@ static ctr_status fingerprint(const stream_run *r, const char *out, ctr_file_for
   return CTR_OK;
 }
 
-/* ---- The pipeline ----------------------------------------------------------- */
+/* ---- Shared state ----------------------------------------------------------- */
 
 static ctr_status progress(stream_run *r) {
   return ctr__progress(r->ctx, "fdk", r->work_total ? (double)r->work_done / (double)r->work_total : 1.0);
+}
+
+/* Stops every worker (waits on subsets, barriers and the reader return);
+ * `failed` is the worker whose own error it is, if none failed before (-1:
+ * the calling thread's reason). */
+static void stop_all(stream_run *r, int failed) {
+  pthread_mutex_lock(&r->mu);
+  if (!r->stop && failed >= 0) r->first_fail = failed;
+  r->stop = 1;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+  if (r->have_ring) ctr__ring_abort(&r->ring);
+}
+
+static ctr_status stopped(const stream_run *r) {
+  CTR_FAIL(CTR_E_CANCELLED, "stopped: another worker failed or the run was cancelled");
+}
+
+/* One subset done. A lone worker runs on the calling thread and reports
+ * progress itself, after every subset (a cancellation stops it there);
+ * several wake the calling thread, which reports. */
+static ctr_status work_done(stream_run *r) {
+  pthread_mutex_lock(&r->mu);
+  r->work_done++;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+  return r->nw == 1 ? progress(r) : CTR_OK;
+}
+
+/* All workers meet; CTR_E_CANCELLED if the run stops meanwhile. */
+static ctr_status barrier(stream_run *r) {
+  pthread_mutex_lock(&r->mu);
+  const int64_t gen = r->barrier_gen;
+  if (++r->barrier_count == r->nw) {
+    r->barrier_count = 0;
+    r->barrier_gen++;
+    pthread_cond_broadcast(&r->cv);
+  } else {
+    while (r->barrier_gen == gen && !r->stop) pthread_cond_wait(&r->cv, &r->mu);
+  }
+  const int stop = r->barrier_gen == gen && r->stop;
+  pthread_mutex_unlock(&r->mu);
+  return stop ? stopped(r) : CTR_OK;
 }
 
 /* "'file'" or "projections" (in memory) for the data policy's messages. */
@@ -195,143 +325,390 @@ static const char *input_name(const stream_run *r, char *buf, size_t n) {
  * the output's final name. */
 #define CTR__BAD_VOXELS "voxels NaN, infinite or beyond +-1e+24"
 
-static ctr_status check_output(stream_run *r) {
-  const int64_t total = r->eng->ops->out_nonfinite(r->eng), bad = total - r->out_bad;
-  r->out_bad = total;
+static ctr_status check_output(worker *w) {
+  stream_run *r = w->r;
+  const int64_t total = w->eng->ops->out_nonfinite(w->eng), bad = total - w->out_seen;
+  w->out_seen = total;
+  pthread_mutex_lock(&r->mu);
+  r->out_bad += bad;
+  pthread_mutex_unlock(&r->mu);
   return r->fdk.strict ? ctr__values_report_kind(r->ctx, 1, bad, "the reconstruction",
                                                  CTR__BAD_VOXELS, "stored as 0")
                        : CTR_OK;
 }
 
+static int64_t input_bad(const stream_run *r) {
+  int64_t n = 0;
+  for (int i = 0; i < r->nw; i++)
+    if (r->w[i].eng) n += r->w[i].eng->ops->nonfinite(r->w[i].eng);
+  return n;
+}
+
 /* Warnings of a run that succeeded (bad input values, bad voxels). */
 static void report_values(stream_run *r) {
   char name[4200];
-  if (r->eng)
-    ctr__values_report(r->ctx, 0, r->eng->ops->nonfinite(r->eng), input_name(r, name, sizeof name));
+  ctr__values_report(r->ctx, 0, input_bad(r), input_name(r, name, sizeof name));
   ctr__values_report_kind(r->ctx, 0, r->out_bad, "the reconstruction", CTR__BAD_VOXELS,
                           "stored as 0");
 }
 
-/* The first pass: read, filter once, keep the filtered copy, backproject. */
-static ctr_status filter_pass(stream_run *r) {
-  const size_t px = view_px(r), esize = ctr_dtype_size(r->in_dtype);
-  if (r->have_ring && !r->ring_started) CTR_CHECK(ctr__ring_start(&r->ring, 0, r->plan.nbatches));
-  r->ring_started = 0;
+/* Strict: stop at the first subset with bad values, before any subvolume is
+ * written. */
+static ctr_status check_input(worker *w) {
+  stream_run *r = w->r;
+  if (!r->fdk.strict) return CTR_OK;
+  char name[4200];
+  return ctr__values_report(r->ctx, 1, w->eng->ops->nonfinite(w->eng),
+                            input_name(r, name, sizeof name));
+}
+
+/* ---- The passes ---------------------------------------------------------------- */
+
+/* Reads (or finds in memory), weights, filters and backprojects subset b,
+ * keeping the filtered copy in `keep` when given; the raw buffer goes back
+ * to the reader at once. */
+static ctr_status filter_subset(worker *w, int64_t b, float *keep) {
+  stream_run *r = w->r;
+  const int64_t v0 = b * r->plan.views_per_batch, n = batch_len(r, b);
+  const void *raw;
+  void *buf = NULL;
+  if (r->have_ring) {
+    CTR_CHECK(ctr__ring_get(&r->ring, b, &buf));
+    raw = buf;
+  } else {
+    raw = (const char *)r->in_mem + (size_t)v0 * view_px(r) * ctr_dtype_size(r->in_dtype);
+  }
+  const ctr_status st = w->eng->ops->filter_bp(w->eng, v0, n, raw, r->in_dtype, keep);
+  if (r->have_ring) ctr__ring_put(&r->ring, b);
+  CTR_CHECK(st);
+  return check_input(w);
+}
+
+/* The host buffer that keeps subset b's filtered copy, allocated at first
+ * use (pinning is slow: during the first pass it hides behind the reads). */
+static ctr_status host_copy_of(stream_run *r, int64_t b, float **out) {
+  pthread_mutex_lock(&r->mu);
+  if (!r->store[b]) r->store[b] = ctr_host_alloc((size_t)batch_len(r, b) * view_px(r) * sizeof(float));
+  *out = r->store[b];
+  pthread_mutex_unlock(&r->mu);
+  return *out ? CTR_OK : CTR_E_OUT_OF_MEMORY;
+}
+
+static ctr_status scratch_write(worker *w, int64_t b, const float *data) {
+  stream_run *r = w->r;
+  const size_t px = view_px(r);
+  const double t0 = ctr__now_s();
+  CTR_CHECK(ctr__pwrite_full(r->scratch_fd, data, (size_t)batch_len(r, b) * px * sizeof(float),
+                             (int64_t)(px * sizeof(float)) * b * r->plan.views_per_batch,
+                             r->scratch_path));
+  w->t_store += ctr__now_s() - t0;
+  return CTR_OK;
+}
+
+/* Subset b is filtered and in the store: wake the workers waiting for it. */
+static void mark_ready(stream_run *r, int64_t b) {
+  pthread_mutex_lock(&r->mu);
+  r->ready[b] = 1;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
+static ctr_status wait_ready(worker *w, int64_t b) {
+  stream_run *r = w->r;
+  const double t0 = ctr__now_s();
+  pthread_mutex_lock(&r->mu);
+  while (!r->ready[b] && !r->stop) pthread_cond_wait(&r->cv, &r->mu);
+  const int ok = r->ready[b];
+  pthread_mutex_unlock(&r->mu);
+  w->t_wait += ctr__now_s() - t0;
+  return ok ? CTR_OK : stopped(r);
+}
+
+/* A volume split's first pass (one worker: the first pass): subset b is
+ * filtered by the participant of rank b mod participants and kept where the
+ * plan says (and where the other participants find it); the others
+ * backproject the kept copy. */
+static ctr_status first_pass(worker *w) {
+  stream_run *r = w->r;
+  const int shared = r->participants > 1;
+  const ctr_store store = r->plan.store;
   for (int64_t b = 0; b < r->plan.nbatches; b++) {
-    const int64_t v0 = b * r->plan.views_per_batch, n = batch_len(r, b);
-    const void *raw;
-    void *buf = NULL;
-    if (r->have_ring) {
-      CTR_CHECK(ctr__ring_next(&r->ring, &buf));
-      raw = buf;
+    if (r->stop) return stopped(r);
+    if (b % r->participants == w->rank) {
+      float *keep = NULL;
+      if (store == CTR_STORE_SCRATCH) keep = w->bounce;
+      else if (store == CTR_STORE_HOST || shared) CTR_CHECK(host_copy_of(r, b, &keep));
+      CTR_CHECK(filter_subset(w, b, keep));
+      if (store == CTR_STORE_SCRATCH) CTR_CHECK(scratch_write(w, b, keep));
+      if (shared) mark_ready(r, b);
     } else {
-      raw = (const char *)r->in_mem + (size_t)v0 * px * esize;
+      CTR_CHECK(wait_ready(w, b));
+      const float *src = r->store ? r->store[b] : NULL;
+      if (store == CTR_STORE_SCRATCH) {
+        const size_t bytes = view_px(r) * sizeof(float);
+        const double t0 = ctr__now_s();
+        CTR_CHECK(ctr__pread_full(r->scratch_fd, w->fetch, bytes * (size_t)batch_len(r, b),
+                                  (int64_t)bytes * b * r->plan.views_per_batch, r->scratch_path));
+        w->t_wait += ctr__now_s() - t0;
+        src = w->fetch;
+      }
+      CTR_CHECK(w->eng->ops->bp(w->eng, b * r->plan.views_per_batch, batch_len(r, b), src));
     }
-    if (r->plan.store == CTR_STORE_HOST && !r->store[b]) {
-      r->store[b] = ctr_host_alloc((size_t)n * px * sizeof(float));
-      if (!r->store[b]) return CTR_E_OUT_OF_MEMORY;
-    }
-    float *keep = r->plan.store == CTR_STORE_HOST      ? r->store[b]
-                  : r->plan.store == CTR_STORE_SCRATCH ? r->bounce
-                                                       : NULL;
-    CTR_CHECK(r->eng->ops->filter_bp(r->eng, v0, n, raw, r->in_dtype, keep));
-    /* Strict: stop at the first batch with bad values, before any subvolume
-     * is written. */
-    if (r->fdk.strict) {
-      char name[4200];
-      CTR_CHECK(ctr__values_report(r->ctx, 1, r->eng->ops->nonfinite(r->eng),
-                                   input_name(r, name, sizeof name)));
-    }
-    if (r->have_ring) ctr__ring_release(&r->ring);
-    if (r->plan.store == CTR_STORE_SCRATCH) {
-      const double t0 = ctr__now_s();
-      CTR_CHECK(ctr__pwrite_full(r->scratch_fd, r->bounce, (size_t)n * px * sizeof(float),
-                                 (int64_t)(px * sizeof(float)) * v0, r->scratch_path));
-      r->t_store += ctr__now_s() - t0;
-    }
-    r->work_done++;
-    CTR_CHECK(progress(r));
+    CTR_CHECK(work_done(r));
   }
   return CTR_OK;
 }
 
-/* A later pass: backproject the kept filtered copies. */
-static ctr_status reuse_pass(stream_run *r) {
-  if (r->plan.store == CTR_STORE_SCRATCH) CTR_CHECK(ctr__ring_start(&r->sring, 0, r->plan.nbatches));
-  for (int64_t b = 0; b < r->plan.nbatches; b++) {
+/* A projection split's first pass: the worker's own subsets, each filtered
+ * and kept for the later subvolumes where the plan says. */
+static ctr_status first_pass_own(worker *w) {
+  stream_run *r = w->r;
+  for (int64_t b = w->b0; b < w->b1; b++) {
+    if (r->stop) return stopped(r);
+    float *keep = NULL;
+    if (r->plan.store == CTR_STORE_SCRATCH) keep = w->bounce;
+    else if (r->plan.store == CTR_STORE_HOST) CTR_CHECK(host_copy_of(r, b, &keep));
+    CTR_CHECK(filter_subset(w, b, keep));
+    if (r->plan.store == CTR_STORE_SCRATCH) CTR_CHECK(scratch_write(w, b, keep));
+    CTR_CHECK(work_done(r));
+  }
+  return CTR_OK;
+}
+
+/* A later pass: backproject the kept filtered copies of subsets [b0, b1). */
+static ctr_status reuse_pass(worker *w) {
+  stream_run *r = w->r;
+  if (r->plan.store == CTR_STORE_SCRATCH) CTR_CHECK(ctr__ring_start(&w->sring, w->b0, w->b1 - w->b0));
+  for (int64_t b = w->b0; b < w->b1; b++) {
+    if (r->stop) return stopped(r);
     const int64_t v0 = b * r->plan.views_per_batch, n = batch_len(r, b);
     const float *src = NULL;
     void *buf = NULL;
-    if (r->plan.store == CTR_STORE_HOST) src = r->store[b];
+    if (r->plan.store == CTR_STORE_HOST || (r->store && r->plan.store != CTR_STORE_DEVICE))
+      src = r->store[b];
     if (r->plan.store == CTR_STORE_SCRATCH) {
-      CTR_CHECK(ctr__ring_next(&r->sring, &buf));
+      CTR_CHECK(ctr__ring_next(&w->sring, &buf));
       src = buf;
     }
-    CTR_CHECK(r->eng->ops->bp(r->eng, v0, n, src));
-    if (buf) ctr__ring_release(&r->sring);
-    r->work_done++;
-    CTR_CHECK(progress(r));
+    CTR_CHECK(w->eng->ops->bp(w->eng, v0, n, src));
+    if (buf) ctr__ring_release(&w->sring);
+    CTR_CHECK(work_done(r));
   }
   return CTR_OK;
 }
 
-/* Hands subvolume s (slices [z, z + nz) of the run) to the sink, chunk by
- * chunk: download, the caller's callback, conversion to the file's dtype
- * here (the writer thread only writes), then the writer. */
-static ctr_status deliver(stream_run *r, int64_t s, int64_t z, int64_t nz) {
+/* ---- Delivery ---------------------------------------------------------------- */
+
+/* Hands slices [k0, k1) of subvolume s (slices [z, z + nz) of the run) to the
+ * sink, chunk by chunk: download from the worker's engine, the caller's
+ * callback, conversion to the file's dtype here (the writer thread only
+ * writes), then the writer. */
+static ctr_status deliver(worker *w, int64_t s, int64_t z, int64_t nz, int64_t k0, int64_t k1) {
+  stream_run *r = w->r;
   const int64_t slice = r->g->vol.nx * r->g->vol.ny;
-  /* The engine wrote into the caller's volume. */
-  if (r->vol_mem) return check_output(r);
-  const int64_t below0 = r->below, above0 = r->above;
-  ctr__slab_record rec = {0, INFINITY, -INFINITY, 0, 0};
-  r->eng->ops->range(r->eng, &rec.min, &rec.max); /* this run's subvolumes so far */
-  for (int64_t k0 = 0; k0 < nz; k0 += r->plan.chunk_slices) {
-    const int64_t k1 = k0 + r->plan.chunk_slices < nz ? k0 + r->plan.chunk_slices : nz;
+  if (r->vol_mem) {
+    /* projection split: the summed slices; else the engine wrote them at
+     * slab_end */
+    if (r->plan.split == CTR_SPLIT_PROJECTIONS && r->nw > 1)
+      CTR_CHECK(w->eng->ops->download(w->eng, k0, k1, r->vol_mem + (z + k0) * slice));
+    return check_output(w);
+  }
+  for (int64_t c0 = k0; c0 < k1; c0 += r->plan.chunk_slices) {
+    const int64_t c1 = c0 + r->plan.chunk_slices < k1 ? c0 + r->plan.chunk_slices : k1;
     int buf;
     CTR_CHECK(ctr__writer_acquire(&r->writer, &buf));
-    float *data = r->stage ? r->stage : (float *)r->writer.buf[buf];
-    ctr_status st = r->eng->ops->download(r->eng, k0, k1, data);
+    float *data = w->stage ? w->stage : (float *)r->writer.buf[buf];
+    ctr__slab_record rec = {0, INFINITY, -INFINITY, 0, 0};
+    ctr_status st = w->eng->ops->download(w->eng, c0, c1, data);
+    if (st == CTR_OK) st = check_output(w);
     if (st != CTR_OK) {
       ctr__writer_giveback(&r->writer, buf);
       return st;
     }
-    st = check_output(r);
-    if (st != CTR_OK) {
-      ctr__writer_giveback(&r->writer, buf);
-      return st;
+    /* the chunk's range (bad voxels are 0 by now) */
+    for (int64_t i = 0; i < (c1 - c0) * slice; i++) {
+      rec.min = fminf(rec.min, data[i]);
+      rec.max = fmaxf(rec.max, data[i]);
     }
-    if (r->opts.on_slab) r->opts.on_slab(r->opts.user, r->plan.z0 + z + k0, k1 - k0, data);
-    if (r->stage)
-      ctr__to_u16(data, (k1 - k0) * slice, r->opts.out_scale, (uint16_t *)r->writer.buf[buf],
-                  &r->below, &r->above);
-    rec.below = r->below - below0;
-    rec.above = r->above - above0;
-    const ctr__writer_job job = {buf, z + k0, k1 - k0, k1 == nz ? s : -1, r->plan.z0 + z, nz, rec};
+    if (r->opts.on_slab) r->opts.on_slab(r->opts.user, r->plan.z0 + z + c0, c1 - c0, data);
+    if (w->stage) {
+      int64_t below = 0, above = 0;
+      ctr__to_u16(data, (c1 - c0) * slice, r->opts.out_scale, (uint16_t *)r->writer.buf[buf],
+                  &below, &above);
+      rec.below = below;
+      rec.above = above;
+      pthread_mutex_lock(&r->mu);
+      r->below += below;
+      r->above += above;
+      pthread_mutex_unlock(&r->mu);
+    }
+    const ctr__writer_job job = {buf, z + c0, c1 - c0, s, r->plan.z0 + z, nz, rec};
     ctr__writer_submit(&r->writer, &job);
   }
   return CTR_OK;
 }
 
-static ctr_status run_slabs(stream_run *r, const unsigned char *done) {
-  int filtered = 0;
-  int64_t todo = 0;
-  for (int64_t s = 0; s < r->plan.nslabs; s++) todo += !done || !done[s];
-  r->work_total = todo * r->plan.nbatches;
+/* ---- The workers ---------------------------------------------------------------- */
+
+static int64_t take_slab(stream_run *r) {
+  pthread_mutex_lock(&r->mu);
+  const int64_t i = r->next < r->ntodo ? r->next++ : -1;
+  pthread_mutex_unlock(&r->mu);
+  return i < 0 ? -1 : r->todo[i];
+}
+
+/* Volume split (and one worker): subvolumes from the queue, the first with
+ * the shared filtering pass. */
+static ctr_status run_volume(worker *w) {
+  stream_run *r = w->r;
   const int64_t slice = r->g->vol.nx * r->g->vol.ny;
-  for (int64_t s = 0; s < r->plan.nslabs; s++) {
-    if (done && done[s]) continue;
-    const int64_t z = s * r->plan.slab_slices;
-    const int64_t nz = r->plan.nz - z < r->plan.slab_slices ? r->plan.nz - z : r->plan.slab_slices;
+  int first = 1;
+  for (int64_t s = w->first; s >= 0; s = take_slab(r)) {
+    if (r->stop) return stopped(r);
+    const int64_t z = s * r->plan.slab_slices, nz = slab_len(r, s);
     float *target = r->vol_mem ? r->vol_mem + z * slice : NULL;
-    CTR_CHECK(r->eng->ops->slab_begin(r->eng, r->plan.z0 + z, nz, target));
-    CTR_CHECK(filtered ? reuse_pass(r) : filter_pass(r));
-    filtered = 1;
-    CTR_CHECK(r->eng->ops->slab_end(r->eng));
-    CTR_CHECK(deliver(r, s, z, nz));
+    CTR_CHECK(w->eng->ops->slab_begin(w->eng, r->plan.z0 + z, nz, target));
+    CTR_CHECK(first ? first_pass(w) : reuse_pass(w));
+    first = 0;
+    CTR_CHECK(w->eng->ops->slab_end(w->eng));
+    CTR_CHECK(deliver(w, s, z, nz, 0, nz));
   }
+  return CTR_OK;
+}
+
+/* Projection split: every subvolume by all workers, then the reduction of
+ * each worker's share of its slices. */
+static ctr_status run_projections(worker *w) {
+  stream_run *r = w->r;
+  for (int64_t i = 0; i < r->ntodo; i++) {
+    const int64_t s = r->todo[i], z = s * r->plan.slab_slices, nz = slab_len(r, s);
+    CTR_CHECK(w->eng->ops->slab_begin(w->eng, r->plan.z0 + z, nz, NULL));
+    CTR_CHECK(i == 0 ? first_pass_own(w) : reuse_pass(w));
+    CTR_CHECK(w->eng->ops->slab_end(w->eng));
+    CTR_CHECK(barrier(r)); /* every partial sum is complete */
+    const int64_t k0 = nz * w->index / r->nw, k1 = nz * (w->index + 1) / r->nw;
+    /* the sum in worker order, whichever worker holds it */
+    for (int u = 0; u < r->nw; u++)
+      if (u != w->index) CTR_CHECK(w->eng->ops->add_from(w->eng, r->w[u].eng, k0, k1));
+    CTR_CHECK(barrier(r)); /* nobody reads a partial any more */
+    CTR_CHECK(deliver(w, s, z, nz, k0, k1));
+  }
+  return CTR_OK;
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  stream_run *r = w->r;
+  const ctr_status st = r->plan.split == CTR_SPLIT_PROJECTIONS && r->nw > 1 ? run_projections(w)
+                                                                            : run_volume(w);
+  w->status = st;
+  if (st != CTR_OK) {
+    snprintf(w->detail, sizeof w->detail, "%s", ctr_error_detail());
+    stop_all(r, w->index);
+  }
+  pthread_mutex_lock(&r->mu);
+  r->running--;
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}
+
+/* Runs the workers on their threads; the calling thread reports progress and
+ * relays a cancellation. The first worker error (not a consequence of
+ * another's) is the run's. */
+static ctr_status run_workers(stream_run *r, const unsigned char *done) {
+  r->ntodo = 0;
+  for (int64_t s = 0; s < r->plan.nslabs; s++)
+    if (!done || !done[s]) r->todo[r->ntodo++] = s;
+  const int proj = r->plan.split == CTR_SPLIT_PROJECTIONS && r->nw > 1;
+  r->work_total = r->ntodo * r->plan.nbatches;
+  r->work_done = 0;
+  /* volume split: each worker's first subvolume; the rest form the queue */
+  r->participants = 0;
+  for (int i = 0; i < r->nw; i++) {
+    worker *w = &r->w[i];
+    w->first = -1;
+    w->rank = -1;
+    if (proj) {
+      w->b0 = r->plan.nbatches * i / r->nw;
+      w->b1 = r->plan.nbatches * (i + 1) / r->nw;
+    } else {
+      w->b0 = 0;
+      w->b1 = r->plan.nbatches;
+      if (i < r->ntodo) {
+        w->first = r->todo[i];
+        w->rank = r->participants++;
+      }
+    }
+  }
+  r->next = proj ? r->ntodo : (r->nw < r->ntodo ? r->nw : r->ntodo);
+  if (r->participants > 1) memset(r->ready, 0, (size_t)r->plan.nbatches);
+  if (r->have_ring && !r->ring_started && r->ntodo > 0)
+    CTR_CHECK(ctr__ring_start(&r->ring, 0, r->plan.nbatches));
+  r->ring_started = 0;
+  r->first_fail = -1;
+  if (r->nw == 1) { /* on this thread, progress after every subset */
+    const ctr_status st = run_volume(&r->w[0]);
+    if (st != CTR_OK) return st;
+    if (r->have_ring) ctr__ring_finish(&r->ring);
+    return CTR_OK;
+  }
+  int nstarted = 0;
+  ctr_status st = CTR_OK;
+  for (int i = 0; i < r->nw; i++) {
+    worker *w = &r->w[i];
+    w->status = CTR_OK;
+    w->detail[0] = '\0';
+    pthread_mutex_lock(&r->mu);
+    r->running++;
+    pthread_mutex_unlock(&r->mu);
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+      pthread_mutex_lock(&r->mu);
+      r->running--;
+      pthread_mutex_unlock(&r->mu);
+      st = ctr__error_set(CTR_E_INTERNAL, "cannot start worker thread %d", i);
+      stop_all(r, -1);
+      break;
+    }
+    nstarted++;
+  }
+  /* progress from this thread after every subset a worker finishes, until
+   * every worker has returned */
+  int64_t reported = 0;
+  for (;;) {
+    pthread_mutex_lock(&r->mu);
+    while (r->running > 0 && r->work_done == reported && !r->stop) pthread_cond_wait(&r->cv, &r->mu);
+    const int running = r->running, halted = r->stop;
+    const int64_t done = r->work_done;
+    pthread_mutex_unlock(&r->mu);
+    for (; st == CTR_OK && !halted && reported < done; reported++) {
+      if (ctr__progress(r->ctx, "fdk", (double)(reported + 1) / (double)r->work_total) != CTR_OK) {
+        st = CTR_E_CANCELLED;
+        char detail[1024];
+        snprintf(detail, sizeof detail, "%s", ctr_error_detail());
+        stop_all(r, -1);
+        ctr__error_set(st, "%s", detail);
+      }
+    }
+    if (halted) reported = done;
+    if (!running) break;
+    if (halted) { /* wait for the workers to return */
+      pthread_mutex_lock(&r->mu);
+      while (r->running > 0) pthread_cond_wait(&r->cv, &r->mu);
+      pthread_mutex_unlock(&r->mu);
+      break;
+    }
+  }
+  for (int i = 0; i < nstarted; i++) pthread_join(r->w[i].thread, NULL);
+  if (st != CTR_OK) return st;
+  /* the first worker that failed on its own (the others were stopped) */
+  if (r->first_fail >= 0)
+    return ctr__error_set(r->w[r->first_fail].status, "%s", r->w[r->first_fail].detail);
   if (r->have_ring) ctr__ring_finish(&r->ring);
   return CTR_OK;
 }
+
+/* ---- Setup and teardown ------------------------------------------------------------ */
 
 static ctr_status open_scratch(stream_run *r, const char *out) {
   const char *dir = r->opts.scratch_dir;
@@ -362,27 +739,62 @@ static ctr_status open_scratch(stream_run *r, const char *out) {
   return CTR_OK;
 }
 
-/* Buffers, the reader (started at once when a first pass is due, so that
- * the backend's setup overlaps the first reads) and the backend. */
-static ctr_status setup_common(stream_run *r, const char *out, int start_reading) {
-  const size_t px = view_px(r);
-  ctr_status st;
-  if (r->plan.store == CTR_STORE_HOST) {
+/* Subsets [b0, b1) of worker i (projection split: a contiguous share; else
+ * all). */
+static void worker_batches(const stream_run *r, int i, int64_t *b0, int64_t *b1) {
+  if (r->plan.split == CTR_SPLIT_PROJECTIONS && r->nw > 1) {
+    *b0 = r->plan.nbatches * i / r->nw;
+    *b1 = r->plan.nbatches * (i + 1) / r->nw;
+  } else {
+    *b0 = 0;
+    *b1 = r->plan.nbatches;
+  }
+}
+
+/* Shared state, buffers, the reader (started at once when a first pass is
+ * due, so that the backends' setup overlaps the first reads) and one engine
+ * per worker, on the context's devices in turn. */
+static ctr_status setup(stream_run *r, const char *out, int start_reading) {
+  const size_t px = view_px(r), batch_floats = px * (size_t)r->plan.views_per_batch;
+  const int64_t slice = r->g->vol.nx * r->g->vol.ny;
+  r->nw = r->plan.workers > 0 ? r->plan.workers : 1;
+  const int shared = r->nw > 1 && r->plan.split == CTR_SPLIT_VOLUME;
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_cond_init(&r->cv, NULL);
+  r->have_sync = 1;
+  r->ready = ctr__calloc((size_t)r->plan.nbatches, 1, "subset flags");
+  r->todo = ctr__calloc((size_t)r->plan.nslabs, sizeof *r->todo, "subvolume queue");
+  if (!r->ready || !r->todo) return CTR_E_OUT_OF_MEMORY;
+  if (r->plan.store == CTR_STORE_HOST || (shared && r->plan.store != CTR_STORE_SCRATCH)) {
     r->store = ctr__calloc((size_t)r->plan.nbatches, sizeof *r->store, "filtered projection store");
     if (!r->store) return CTR_E_OUT_OF_MEMORY;
   }
-  if (r->plan.store == CTR_STORE_SCRATCH) {
-    CTR_CHECK(open_scratch(r, out ? out : "ctrecon"));
-    r->bounce = ctr_host_alloc(px * (size_t)r->plan.views_per_batch * sizeof(float));
-    if (!r->bounce) return CTR_E_OUT_OF_MEMORY;
-    st = ctr__ring_init(&r->sring, CTR__READ_BUFFERS, px * (size_t)r->plan.views_per_batch * sizeof(float),
-                        fill_scratch, r);
-    r->have_sring = 1;
-    if (st != CTR_OK) return st;
+  if (r->plan.store == CTR_STORE_SCRATCH) CTR_CHECK(open_scratch(r, out ? out : "ctrecon"));
+  for (int i = 0; i < r->nw; i++) {
+    worker *w = &r->w[i];
+    w->r = r;
+    w->index = i;
+    worker_batches(r, i, &w->b0, &w->b1);
+    if (r->plan.store == CTR_STORE_SCRATCH) {
+      w->bounce = ctr_host_alloc(batch_floats * sizeof(float));
+      if (!w->bounce) return CTR_E_OUT_OF_MEMORY;
+      if (shared) {
+        w->fetch = ctr_host_alloc(batch_floats * sizeof(float));
+        if (!w->fetch) return CTR_E_OUT_OF_MEMORY;
+      }
+      const ctr_status st = ctr__ring_init(&w->sring, CTR__READ_BUFFERS, batch_floats * sizeof(float),
+                                           fill_scratch, w);
+      w->have_sring = 1;
+      if (st != CTR_OK) return st;
+    }
+    if (out && r->opts.out_dtype == CTR_DTYPE_UINT16) {
+      w->stage = ctr_host_alloc((size_t)(r->plan.chunk_slices * slice) * sizeof(float));
+      if (!w->stage) return CTR_E_OUT_OF_MEMORY;
+    }
   }
   if (r->in) {
-    st = ctr__ring_init(&r->ring, r->plan.read_buffers,
-                        px * (size_t)r->plan.views_per_batch * ctr_dtype_size(r->in_dtype), fill_raw, r);
+    const ctr_status st = ctr__ring_init(&r->ring, r->plan.read_buffers,
+                                         batch_floats * ctr_dtype_size(r->in_dtype), fill_raw, r);
     r->have_ring = 1;
     if (st != CTR_OK) return st;
     if (start_reading) {
@@ -390,49 +802,83 @@ static ctr_status setup_common(stream_run *r, const char *out, int start_reading
       r->ring_started = 1;
     }
   }
-  if (out && r->opts.out_dtype == CTR_DTYPE_UINT16) {
-    r->stage = ctr_host_alloc((size_t)(r->plan.chunk_slices * r->g->vol.nx * r->g->vol.ny) * sizeof(float));
-    if (!r->stage) return CTR_E_OUT_OF_MEMORY;
-  }
   const ctr__engine_backend *be;
   CTR_CHECK(ctr__engine_backend_of(r->ctx, &be));
-  return be->create(r->ctx, ctr__context_gpu(r->ctx, 0), r->g, &r->fdk, &r->plan,
-                    r->opts.input_scale, &r->eng);
+  const int ndev = ctr_context_device_count(r->ctx);
+  for (int i = 0; i < r->nw; i++) {
+    worker *w = &r->w[i];
+    w->device = ndev > 0 ? ctr_context_device_ordinal(r->ctx, i % ndev) : 0;
+    const int64_t v0 = w->b0 * r->plan.views_per_batch;
+    const int64_t v1 = w->b1 * r->plan.views_per_batch < r->g->nviews
+                           ? w->b1 * r->plan.views_per_batch
+                           : r->g->nviews;
+    CTR_CHECK(be->create(r->ctx, w->device, r->g, &r->fdk, &r->plan, r->opts.input_scale, v0, v1,
+                         &w->eng));
+  }
+  return CTR_OK;
 }
 
 static void finish_report(stream_run *r, double t_start, double t_setup, ctr_stream_report *rep) {
   if (!rep) return;
   ctr_stream_timings *t = &rep->timings;
   memset(t, 0, sizeof *t);
-  if (r->eng) r->eng->ops->timings(r->eng, t);
+  rep->min = INFINITY;
+  rep->max = -INFINITY;
+  rep->workers = r->nw;
+  for (int i = 0; i < r->nw && i < CTR_MAX_WORKERS; i++) {
+    worker *w = &r->w[i];
+    ctr_stream_timings *wt = &rep->worker_timings[i];
+    memset(wt, 0, sizeof *wt);
+    rep->worker_device[i] = ctr_context_device(r->ctx) == CTR_DEVICE_CUDA ? w->device : -1;
+    if (w->eng) {
+      w->eng->ops->timings(w->eng, wt);
+      w->eng->ops->range(w->eng, &rep->min, &rep->max);
+    }
+    if (w->have_sring) wt->reload += w->sring.busy;
+    wt->store += w->t_store;
+    wt->wait += w->t_wait;
+    t->upload += wt->upload;
+    t->filter += wt->filter;
+    t->store += wt->store;
+    t->reload += wt->reload;
+    t->backproject += wt->backproject;
+    t->download += wt->download;
+    t->reduce += wt->reduce;
+    t->wait += wt->wait;
+  }
   if (r->have_ring) t->read = r->ring.busy;
-  if (r->have_sring) t->reload += r->sring.busy;
-  t->store += r->t_store;
   if (r->have_writer) t->write = r->writer.busy_s;
   rep->below = r->below;
   rep->above = r->above;
-  rep->min = INFINITY;
-  rep->max = -INFINITY;
-  if (r->eng) r->eng->ops->range(r->eng, &rep->min, &rep->max);
   t->setup = t_setup;
   t->total = ctr__now_s() - t_start;
   rep->plan = r->plan;
-  rep->nonfinite = r->eng ? r->eng->ops->nonfinite(r->eng) : 0;
+  rep->nonfinite = input_bad(r);
   rep->out_nonfinite = r->out_bad;
 }
 
 static void release(stream_run *r) {
   if (r->have_ring) ctr__ring_free(&r->ring);
-  if (r->have_sring) ctr__ring_free(&r->sring);
   if (r->have_writer) ctr__writer_free(&r->writer);
-  ctr__engine_free(r->eng);
+  for (int i = 0; i < CTR_MAX_WORKERS; i++) {
+    worker *w = &r->w[i];
+    if (w->have_sring) ctr__ring_free(&w->sring);
+    ctr__engine_free(w->eng);
+    ctr_host_free(w->bounce);
+    ctr_host_free(w->fetch);
+    ctr_host_free(w->stage);
+  }
   for (int64_t b = 0; r->store && b < r->plan.nbatches; b++) ctr_host_free(r->store[b]);
   free(r->store);
-  ctr_host_free(r->bounce);
-  ctr_host_free(r->stage);
+  free(r->ready);
+  free(r->todo);
   if (r->scratch_fd > 0) close(r->scratch_fd);
   if (r->scratch_path) unlink(r->scratch_path);
   free(r->scratch_path);
+  if (r->have_sync) {
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+  }
 }
 
 static ctr_status check_geometry(const ctr_geometry *g) {
@@ -585,10 +1031,11 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   }
   int todo = 0;
   for (int64_t s = 0; s < r.plan.nslabs; s++) todo |= !have_journal || !journal.done[s];
-  CTR_CHECK_GOTO(st, setup_common(&r, out, todo));
+  CTR_CHECK_GOTO(st, setup(&r, out, todo));
   CTR_CHECK_GOTO(st, ctr__writer_init(&r.writer, r.plan.host_slab_buffers,
                                       (size_t)(r.plan.chunk_slices * g->vol.nx * g->vol.ny) *
-                                          ctr_dtype_size(r.opts.out_dtype)));
+                                          ctr_dtype_size(r.opts.out_dtype),
+                                      r.plan.nslabs));
   r.have_writer = 1;
   r.writer.out = w;
   r.writer.dtype = r.opts.out_dtype;
@@ -603,7 +1050,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   r.writer.journal = have_journal ? &journal : NULL;
   CTR_CHECK_GOTO(st, ctr__writer_start(&r.writer));
   t_setup = ctr__now_s() - t_start;
-  CTR_CHECK_GOTO(st, run_slabs(&r, have_journal ? journal.done : NULL));
+  CTR_CHECK_GOTO(st, run_workers(&r, have_journal ? journal.done : NULL));
   CTR_CHECK_GOTO(st, ctr__writer_drain(&r.writer));
   CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
   report_values(&r);
@@ -664,9 +1111,9 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   r.in_dtype = proj->dtype;
   r.vol_mem = vol->data;
   CTR_CHECK(make_plan(&r, 1, NULL));
-  CTR_CHECK_GOTO(st, setup_common(&r, NULL, 1));
+  CTR_CHECK_GOTO(st, setup(&r, NULL, 1));
   const double t_setup = ctr__now_s() - t_start;
-  CTR_CHECK_GOTO(st, run_slabs(&r, NULL));
+  CTR_CHECK_GOTO(st, run_workers(&r, NULL));
   CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
   report_values(&r);
   if (r.opts.on_slab) r.opts.on_slab(r.opts.user, r.plan.z0, r.plan.nz, r.vol_mem);

@@ -1,7 +1,9 @@
 /* A producer thread filling a ring of host buffers in item order (the
  * reader of the streamed pipeline: raw projection subsets from the input
- * file, or filtered subsets from the scratch file), consumed in the same
- * order by the calling thread. */
+ * file, or filtered subsets from the scratch file). One consumer takes the
+ * items in order (next/release); or several consumers take items by index
+ * (get/put), each item once, in any interleaving: a buffer is refilled once
+ * every item before it has been put back. */
 #ifndef CTR_STREAM_RING_H
 #define CTR_STREAM_RING_H
 
@@ -22,7 +24,8 @@ typedef struct ctr__ring {
   size_t bytes;
   int64_t first, count; /* items [first, first + count) of the current pass */
   int64_t filled;       /* items filled so far (this pass) */
-  int64_t consumed;     /* items released so far */
+  int64_t consumed;     /* items released so far (every item before it is released) */
+  unsigned char *put;   /* get/put: items of [consumed, consumed + nbuf) put back early */
   int stop;
   ctr_status status;    /* first producer error */
   char detail[1024];
@@ -41,6 +44,14 @@ ctr_status ctr__ring_start(ctr__ring *r, int64_t first, int64_t count);
 ctr_status ctr__ring_next(ctr__ring *r, void **buf);
 /* Releases the oldest item's buffer for refilling. */
 void ctr__ring_release(ctr__ring *r);
+/* Waits until item `item` of the pass is filled; *buf gets its buffer. Items
+ * are taken by index from any thread (each once); CTR_E_CANCELLED after
+ * ctr__ring_abort. */
+ctr_status ctr__ring_get(ctr__ring *r, int64_t item, void **buf);
+/* Puts item `item`'s buffer back (from any thread). */
+void ctr__ring_put(ctr__ring *r, int64_t item);
+/* Wakes every waiter with CTR_E_CANCELLED (another consumer failed). */
+void ctr__ring_abort(ctr__ring *r);
 /* Stops and joins the producer (after a pass or to abandon one). */
 void ctr__ring_finish(ctr__ring *r);
 void ctr__ring_free(ctr__ring *r);

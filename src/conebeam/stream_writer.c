@@ -7,27 +7,65 @@
 #include <stdio.h>
 #include <string.h>
 
-ctr_status ctr__writer_init(ctr__writer *w, int nbuf, size_t buf_bytes) {
+ctr_status ctr__writer_init(ctr__writer *w, int nbuf, size_t buf_bytes, int64_t nslabs) {
   memset(w, 0, sizeof *w);
   pthread_mutex_init(&w->mu, NULL);
   pthread_cond_init(&w->cv, NULL);
   w->dtype = CTR_DTYPE_FLOAT32;
   w->buf = ctr__calloc((size_t)nbuf, sizeof *w->buf, "write buffers");
   w->busy = ctr__calloc((size_t)nbuf, sizeof *w->busy, "write buffers");
-  if (!w->buf || !w->busy) return CTR_E_OUT_OF_MEMORY;
+  w->slabs = ctr__calloc((size_t)(nslabs > 0 ? nslabs : 1), sizeof *w->slabs, "subvolume records");
+  if (!w->buf || !w->busy || !w->slabs) return CTR_E_OUT_OF_MEMORY;
+  for (int64_t i = 0; i < nslabs; i++) {
+    w->slabs[i].rec.min = INFINITY;
+    w->slabs[i].rec.max = -INFINITY;
+  }
+  w->nslabs = nslabs;
   w->nbuf = nbuf;
   w->buf_bytes = buf_bytes;
   return CTR_OK;
 }
 
+static int piece_order(const void *a, const void *b) {
+  const int64_t x = ((const struct ctr__writer_piece *)a)->z;
+  const int64_t y = ((const struct ctr__writer_piece *)b)->z;
+  return (x > y) - (x < y);
+}
+
 static ctr_status do_job(ctr__writer *w, const ctr__writer_job *j) {
+  if (j->slab < 0 || j->slab >= w->nslabs)
+    CTR_FAIL(CTR_E_INTERNAL, "writer: subvolume %lld of %lld", (long long)j->slab,
+             (long long)w->nslabs);
   if (w->out) CTR_CHECK(ctr_stack_write(w->out, j->z, j->nz, w->dtype, w->buf[j->buf]));
-  if (w->journal) w->crc = ctr__crc32(w->crc, w->buf[j->buf], (size_t)j->nz * w->slice_bytes);
-  if (j->slab >= 0) {
+  ctr__writer_slab *sl = &w->slabs[j->slab];
+  if (w->journal) {
+    if (sl->npieces == sl->cap) {
+      const int cap = sl->cap ? 2 * sl->cap : 8;
+      void *p = realloc(sl->pieces, (size_t)cap * sizeof *sl->pieces);
+      if (!p) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "writer: subvolume %lld's checksums", (long long)j->slab);
+      sl->pieces = p;
+      sl->cap = cap;
+    }
+    const size_t bytes = (size_t)j->nz * w->slice_bytes;
+    sl->pieces[sl->npieces++] =
+        (struct ctr__writer_piece){j->z, (int64_t)bytes, ctr__crc32(0, w->buf[j->buf], bytes)};
+  }
+  sl->rec.min = fminf(sl->rec.min, j->rec.min);
+  sl->rec.max = fmaxf(sl->rec.max, j->rec.max);
+  sl->rec.below += j->rec.below;
+  sl->rec.above += j->rec.above;
+  sl->slices += j->nz;
+  if (sl->slices == j->slab_nz) {
     if (w->out) CTR_CHECK(ctr__stack_flush(w->out));
-    ctr__slab_record rec = j->rec;
-    rec.crc = w->crc;
-    w->crc = 0;
+    ctr__slab_record rec = sl->rec;
+    /* the subvolume's CRC-32: its chunks' in slice order, joined */
+    qsort(sl->pieces, (size_t)sl->npieces, sizeof *sl->pieces, piece_order);
+    rec.crc = 0;
+    for (int i = 0; i < sl->npieces; i++)
+      rec.crc = ctr__crc32_combine(rec.crc, sl->pieces[i].crc, sl->pieces[i].bytes);
+    free(sl->pieces);
+    sl->pieces = NULL;
+    sl->npieces = sl->cap = 0;
     if (w->journal) CTR_CHECK(ctr__journal_mark(w->journal, j->slab, j->slab_z, j->slab_nz, &rec));
     w->slabs_written++;
     if (w->stop_after > 0 && w->slabs_written >= w->stop_after)
@@ -150,6 +188,8 @@ void ctr__writer_free(ctr__writer *w) {
   for (int i = 0; w->buf && i < w->nbuf; i++) ctr_host_free(w->buf[i]);
   free(w->buf);
   free(w->busy);
+  for (int64_t i = 0; w->slabs && i < w->nslabs; i++) free(w->slabs[i].pieces);
+  free(w->slabs);
   pthread_mutex_destroy(&w->mu);
   pthread_cond_destroy(&w->cv);
   memset(w, 0, sizeof *w);

@@ -11,13 +11,25 @@
 
 #include <pthread.h>
 
+/* A chunk of a subvolume. Chunks come in any order and from any thread
+ * (several workers deliver at once, a subvolume's chunks possibly from
+ * several of them); once a subvolume's chunks cover all its slices it is
+ * flushed and journalled with the CRC-32 of its slices in order. */
 typedef struct ctr__writer_job {
   int buf;
   int64_t z, nz;     /* slices relative to the run's first slice */
-  int64_t slab;      /* subvolume index; -1: not the subvolume's last chunk */
+  int64_t slab;      /* subvolume index */
   int64_t slab_z, slab_nz;
-  ctr__slab_record rec; /* last chunk: what the journal records (the thread adds the CRC) */
+  ctr__slab_record rec; /* this chunk's range and clamped voxels (the CRC is the thread's) */
 } ctr__writer_job;
+
+/* What the writer gathered of one subvolume so far. */
+typedef struct ctr__writer_slab {
+  int64_t slices;      /* written so far */
+  int npieces, cap;
+  struct ctr__writer_piece { int64_t z, bytes; uint32_t crc; } *pieces;
+  ctr__slab_record rec;
+} ctr__writer_slab;
 
 typedef struct ctr__writer {
   pthread_t thread;
@@ -41,16 +53,18 @@ typedef struct ctr__writer {
   size_t slice_bytes;        /* of one slice in the file's dtype */
   /* results */
   double busy_s;
-  uint32_t crc;              /* CRC-32 of the current subvolume's chunks so far */
+  ctr__writer_slab *slabs;   /* per subvolume */
+  int64_t nslabs;
   int64_t slabs_written;
   int64_t stop_after;        /* fault injection: fail after this many subvolumes (0 = never) */
 } ctr__writer;
 
-/* nbuf pinned buffers of buf_bytes, allocated when the thread starts. */
-ctr_status ctr__writer_init(ctr__writer *w, int nbuf, size_t buf_bytes);
+/* nbuf pinned buffers of buf_bytes, allocated when the thread starts, for a
+ * run of nslabs subvolumes. */
+ctr_status ctr__writer_init(ctr__writer *w, int nbuf, size_t buf_bytes, int64_t nslabs);
 ctr_status ctr__writer_start(ctr__writer *w);
 /* A free buffer (blocks while all are being written); raises the thread's
- * error if it failed. */
+ * error if it failed. Every function here may be called from any thread. */
 ctr_status ctr__writer_acquire(ctr__writer *w, int *buf);
 /* Returns an acquired buffer unused. */
 void ctr__writer_giveback(ctr__writer *w, int buf);

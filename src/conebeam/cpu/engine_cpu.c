@@ -20,7 +20,7 @@ typedef struct cpu_engine {
   float in_scale;
   int64_t nonfinite, out_bad;
   float min, max;
-  double t_filter, t_bp;
+  double t_filter, t_bp, t_reduce;
 } cpu_engine;
 
 static ctr_status cpu_slab_begin(ctr__engine *e, int64_t z0, int64_t nz, float *target) {
@@ -79,9 +79,13 @@ static ctr_status cpu_bp(ctr__engine *e, int64_t v0, int64_t n, const float *fil
   return CTR_OK;
 }
 
+/* A subvolume written into the caller's volume is checked here; one that
+ * goes to a file, when its slices are downloaded (so that a projection
+ * split's sum is what is checked, not a partial). */
 static ctr_status cpu_slab_end(ctr__engine *e) {
   cpu_engine *c = e->impl;
-  c->out_bad += ctr__slab_stats(c->slab, c->g->vol.nx * c->g->vol.ny * c->nz, &c->min, &c->max);
+  if (c->slab != c->own)
+    c->out_bad += ctr__slab_stats(c->slab, c->g->vol.nx * c->g->vol.ny * c->nz, &c->min, &c->max);
   return CTR_OK;
 }
 
@@ -97,7 +101,23 @@ static ctr_status cpu_download(ctr__engine *e, int64_t k0, int64_t k1, float *ds
   if (k0 < 0 || k1 > c->nz || k0 > k1)
     CTR_FAIL(CTR_E_INTERNAL, "download of slices [%lld, %lld) of a %lld-slice subvolume",
              (long long)k0, (long long)k1, (long long)c->nz);
-  memcpy(dst, c->slab + k0 * slice, (size_t)((k1 - k0) * slice) * sizeof(float));
+  float *src = c->slab + k0 * slice;
+  if (c->slab == c->own) c->out_bad += ctr__slab_stats(src, (k1 - k0) * slice, &c->min, &c->max);
+  memcpy(dst, src, (size_t)((k1 - k0) * slice) * sizeof(float));
+  return CTR_OK;
+}
+
+static ctr_status cpu_add_from(ctr__engine *e, ctr__engine *src, int64_t k0, int64_t k1) {
+  cpu_engine *c = e->impl;
+  const cpu_engine *s = src->impl;
+  const int64_t slice = c->g->vol.nx * c->g->vol.ny;
+  const double t0 = ctr__now_s();
+  float *d = c->slab + k0 * slice;
+  const float *a = s->slab + k0 * slice;
+  const int64_t n = (k1 - k0) * slice;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i++) d[i] += a[i];
+  c->t_reduce += ctr__now_s() - t0;
   return CTR_OK;
 }
 
@@ -105,6 +125,7 @@ static void cpu_timings(ctr__engine *e, ctr_stream_timings *t) {
   cpu_engine *c = e->impl;
   t->filter += c->t_filter;
   t->backproject += c->t_bp;
+  t->reduce += c->t_reduce;
 }
 
 static int64_t cpu_nonfinite(ctr__engine *e) { return ((cpu_engine *)e->impl)->nonfinite; }
@@ -119,15 +140,19 @@ static void cpu_destroy(ctr__engine *e) {
   free(c);
 }
 
-static const ctr__engine_ops cpu_ops = {cpu_slab_begin, cpu_filter_bp, cpu_bp, cpu_slab_end,
-                                        cpu_download, cpu_timings, cpu_nonfinite,
-                                        cpu_out_nonfinite, cpu_range, cpu_destroy};
+static const ctr__engine_ops cpu_ops = {
+    .slab_begin = cpu_slab_begin, .filter_bp = cpu_filter_bp, .bp = cpu_bp,
+    .slab_end = cpu_slab_end,     .download = cpu_download,   .add_from = cpu_add_from,
+    .timings = cpu_timings,       .nonfinite = cpu_nonfinite, .out_nonfinite = cpu_out_nonfinite,
+    .range = cpu_range,           .destroy = cpu_destroy};
 
 static ctr_status cpu_create(ctr_context *ctx, int device, const ctr_geometry *g,
                              const ctr_fdk_options *o, const ctr_plan *plan, double input_scale,
-                             ctr__engine **out) {
+                             int64_t view_begin, int64_t view_end, ctr__engine **out) {
   ctr_status st = CTR_OK;
   (void)device;
+  (void)view_begin; /* the CPU keeps no views between calls */
+  (void)view_end;
   ctr__engine *e = ctr__calloc(1, sizeof *e, "CPU backend");
   cpu_engine *c = ctr__calloc(1, sizeof *c, "CPU backend");
   if (!e || !c) {
@@ -149,10 +174,12 @@ static ctr_status cpu_create(ctr_context *ctx, int device, const ctr_geometry *g
   c->have_filter = 1;
   c->batch = ctr__aligned_alloc((size_t)(c->nb * ctr__padded_size(g->nu, g->nv)) * sizeof(float),
                                 "padded projection batch");
-  if (plan->host_slab_buffers)
+  /* its own subvolume: for a file, or for a projection split's partial sums */
+  const int own = plan->host_slab_buffers || (plan->workers > 1 && plan->split == CTR_SPLIT_PROJECTIONS);
+  if (own)
     c->own = ctr__aligned_alloc((size_t)(g->vol.nx * g->vol.ny * c->cap) * sizeof(float),
                                 "subvolume");
-  if (!c->batch || (plan->host_slab_buffers && !c->own)) {
+  if (!c->batch || (own && !c->own)) {
     st = CTR_E_OUT_OF_MEMORY;
     goto cleanup;
   }
@@ -185,7 +212,8 @@ static int64_t cpu_first_batch(const ctr_geometry *g) {
 static void cpu_cost(const ctr_geometry *g, const ctr__plan_candidate *c, ctr__engine_cost *out) {
   memset(out, 0, sizeof *out);
   out->host_fixed = (uint64_t)ctr__padded_size(g->nu, g->nv) * 4u * (uint64_t)c->views_per_batch;
-  if (!c->req->output_in_memory) out->host_per_slice = (uint64_t)g->vol.nx * (uint64_t)g->vol.ny * 4u;
+  if (!c->req->output_in_memory || (c->workers > 1 && c->split == CTR_SPLIT_PROJECTIONS))
+    out->host_per_slice = (uint64_t)g->vol.nx * (uint64_t)g->vol.ny * 4u;
 }
 
 const ctr__engine_backend ctr__engine_backend_cpu = {

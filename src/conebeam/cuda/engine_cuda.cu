@@ -21,7 +21,11 @@
 #define EST_GUPS 1.5e12
 #define EST_D2H_BYTES_PER_S 45e9
 
-enum { T_UPLOAD, T_FILTER, T_STORE, T_RELOAD, T_BP, T_DOWNLOAD, T_COUNT };
+enum { T_UPLOAD, T_FILTER, T_STORE, T_RELOAD, T_BP, T_DOWNLOAD, T_REDUCE, T_COUNT };
+
+/* Slices added per step of add_from when the source's memory is not directly
+ * readable (a copy into a scratch buffer first): the model's reduce_bytes. */
+#define ADD_CHUNK_BYTES CTR__CUDA_ADD_CHUNK_BYTES
 
 typedef struct ev_pair {
   cudaEvent_t a, b;
@@ -44,12 +48,15 @@ typedef struct cuda_engine {
   float *d_filt[2];      /* filtered subsets, unpadded (non-resident stores) */
   cudaEvent_t ev_up[2], ev_raw_free[2], ev_filt_free[2], ev_filt_ready[2];
   float *d_vol;
+  float *d_add;          /* add_from's scratch (a source it cannot read in place) */
   unsigned long long *d_bad; /* [0] input values, [1] output voxels replaced by 0 */
   float *h_vol_stage;    /* pinned staging for pageable targets */
   unsigned int *d_range; /* order-preserving bits of the smallest and largest value */
   int64_t z0, nz, batch_index;
   float *target;
   int64_t first_held, kslices;
+  int64_t view_begin, view_end;   /* the views this engine sees */
+  int64_t batch_begin, batch_end; /* their batches */
   int threads;
   /* step timings */
   ev_pair *evs;
@@ -119,21 +126,20 @@ __global__ void range_kernel(const float *__restrict__ v, long long n, unsigned 
 
 static int is_resident(const cuda_engine *c) { return c->plan.store == CTR_STORE_DEVICE; }
 
+/* The slot of view v0 in the layout: resident views sit at their index in
+ * the engine's share, others in a two-batch ring. */
 static int64_t slot_of(const cuda_engine *c, int64_t v0) {
-  return is_resident(c) ? v0 : ((v0 / c->plan.views_per_batch) & 1) * c->plan.views_per_batch;
+  return is_resident(c) ? v0 - c->view_begin
+                        : ((v0 / c->plan.views_per_batch) & 1) * c->plan.views_per_batch;
 }
 
 static ctr_status bp_views(cuda_engine *c, int64_t v0, int64_t n, int64_t k0, int64_t k1) {
   const int64_t slot = slot_of(c, v0);
   for (int64_t k = 0; k < n; k += c->cfg.views_per_launch) {
     const int64_t m = n - k < c->cfg.views_per_launch ? n - k : c->cfg.views_per_launch;
-    int64_t *idx = NULL;
     int64_t list[CTR__BP_MAX_VIEWS];
-    if (!is_resident(c)) {
-      for (int64_t i = 0; i < m; i++) list[i] = v0 + k + i;
-      idx = list;
-    }
-    CTR_CHECK(ctr__views_backproject(c->g, &c->dv, &c->cfg, idx, NULL, slot + k, m, c->d_vol,
+    for (int64_t i = 0; i < m; i++) list[i] = v0 + k + i;
+    CTR_CHECK(ctr__views_backproject(c->g, &c->dv, &c->cfg, list, NULL, slot + k, m, c->d_vol,
                                      c->z0, c->nz, k0, k1, c->comp));
   }
   return CTR_OK;
@@ -160,13 +166,13 @@ static ctr_status cu_slab_begin(ctr__engine *e, int64_t z0, int64_t nz, float *t
   c->nz = nz;
   c->target = target;
   c->kslices = ctr__grid_slices(&c->dv, nz);
-  c->first_held = c->plan.nbatches;
+  c->first_held = c->batch_end;
   if (target && is_resident(c) && ctr__host_pinned(target)) {
     const double bp_s = (double)c->plan.views_per_batch * (double)(c->g->vol.nx * c->g->vol.ny * nz) / EST_GUPS;
     const double dl_s = (double)(c->g->vol.nx * c->g->vol.ny * nz) * 4.0 / EST_D2H_BYTES_PER_S;
     int64_t held = (int64_t)ceil(dl_s / bp_s);
-    if (held > c->plan.nbatches) held = c->plan.nbatches;
-    c->first_held = c->plan.nbatches - held;
+    if (held > c->batch_end - c->batch_begin) held = c->batch_end - c->batch_begin;
+    c->first_held = c->batch_end - held;
   }
   CU(cudaMemsetAsync(c->d_vol, 0, (size_t)(c->g->vol.nx * c->g->vol.ny * nz) * sizeof(float), c->comp));
 cleanup:
@@ -184,6 +190,13 @@ static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void
   const void *src = raw;
   int64_t t;
   const int pinned = ctr__host_pinned(raw);
+  /* Resident views are filtered straight into the layout unless the host
+   * wants them too (then through the staging buffer, as for the other
+   * stores). */
+  const int direct = is_resident(c) && !keep;
+  if (keep && !c->d_filt[i])
+    CTR_FAIL(CTR_E_INTERNAL, "filtered views wanted on the host, but the plan gave no staging "
+             "buffer");
   if (!pinned) {
     /* Pageable input goes through pinned staging, allocated at first need. */
     if (!c->h_stage[i]) CU(cudaMallocHost(&c->h_stage[i], (size_t)c->plan.views_per_batch * (size_t)(c->g->nu * c->g->nv) * sizeof(float)));
@@ -198,8 +211,8 @@ static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void
   CU(cudaEventRecord(c->ev_up[i], c->up));
   CU(cudaStreamWaitEvent(c->comp, c->ev_up[i], 0));
   CTR_CHECK(ev_begin(c, T_FILTER, c->comp, &t));
-  if (is_resident(c)) {
-    const ctr__gpu_store dst = ctr__views_target(&c->dv, v0);
+  if (direct) {
+    const ctr__gpu_store dst = ctr__views_target(&c->dv, slot_of(c, v0));
     CTR_CHECK_GOTO(st, ctr__gpu_filter_run(&c->gf, c->d_raw[i], dtype, v0, n, &dst, c->comp));
   } else {
     ctr__gpu_store dst;
@@ -212,7 +225,7 @@ static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void
   }
   CTR_CHECK(ev_end(c, t, c->comp));
   CU(cudaEventRecord(c->ev_raw_free[i], c->comp));
-  if (!is_resident(c)) {
+  if (!direct) {
     if (keep) {
       CU(cudaEventRecord(c->ev_filt_ready[i], c->comp));
       CU(cudaStreamWaitEvent(c->down, c->ev_filt_ready[i], 0));
@@ -240,6 +253,8 @@ static ctr_status cu_bp(ctr__engine *e, int64_t v0, int64_t n, const float *filt
     if (!is_resident(c)) CTR_FAIL(CTR_E_INTERNAL, "no resident filtered views");
     return bp_or_hold(c, v0, n);
   }
+  if (!c->d_filt[0]) CTR_FAIL(CTR_E_INTERNAL, "filtered views from the host, but the plan gave "
+                              "no staging buffer");
   const int i = (int)((v0 / c->plan.views_per_batch) & 1);
   const size_t fbytes = (size_t)(n * c->g->nu * c->g->nv) * sizeof(float);
   int64_t t;
@@ -272,6 +287,10 @@ static ctr_status copy_out(cuda_engine *c, int64_t k0, int64_t k1, float *dst, i
   /* The data policy: no bad voxel leaves the device. */
   CTR_CHECK_GOTO(st, ctr__gpu_sanitize((float *)((char *)c->d_vol + off),
                                        (long long)(len / sizeof(float)), c->d_bad + 1, c->comp));
+  /* the range of what is delivered (bad voxels are 0 by now) */
+  range_kernel<<<1024, 256, 0, c->comp>>>((const float *)((char *)c->d_vol + off),
+                                          (long long)(len / sizeof(float)), c->d_range);
+  CU_LAUNCHED("range_kernel");
   CU(cudaEventRecord(done, c->comp));
   CU(cudaStreamWaitEvent(c->down, done, 0));
   CTR_CHECK_GOTO(st, ev_begin(c, T_DOWNLOAD, c->down, &t));
@@ -294,21 +313,12 @@ cleanup:
   return st;
 }
 
-static ctr_status range_of_slab(cuda_engine *c) {
-  ctr_status st = CTR_OK;
-  const long long n = (long long)(c->g->vol.nx * c->g->vol.ny * c->nz);
-  range_kernel<<<1024, 256, 0, c->comp>>>(c->d_vol, n, c->d_range);
-  CU_LAUNCHED("range_kernel");
-cleanup:
-  return st;
-}
-
 static ctr_status cu_slab_end(ctr__engine *e) {
   cuda_engine *c = (cuda_engine *)e->impl;
   CU_DEVICE(c->device);
   ctr_status st = CTR_OK;
   const int64_t slice = c->g->vol.nx * c->g->vol.ny;
-  if (c->first_held < c->plan.nbatches) {
+  if (c->first_held < c->batch_end) {
     /* Held-back batches slab by slab; each slab's slices go home while the
      * next slab is computed. */
     for (int s = 0; s < TAIL_SLABS; s++) {
@@ -316,7 +326,7 @@ static ctr_status cu_slab_end(ctr__engine *e) {
       if (k1 <= k0) continue;
       int64_t t;
       CTR_CHECK(ev_begin(c, T_BP, c->comp, &t));
-      for (int64_t b = c->first_held; b < c->plan.nbatches; b++) {
+      for (int64_t b = c->first_held; b < c->batch_end; b++) {
         const int64_t v0 = b * c->plan.views_per_batch;
         const int64_t n = c->g->nviews - v0 < c->plan.views_per_batch ? c->g->nviews - v0 : c->plan.views_per_batch;
         CTR_CHECK(bp_views(c, v0, n, k0, k1));
@@ -328,15 +338,61 @@ static ctr_status cu_slab_end(ctr__engine *e) {
         CTR_CHECK(copy_out(c, m0, m1, c->target + m0 * slice, 0));
       }
     }
-    CTR_CHECK(range_of_slab(c));
     CU(cudaStreamSynchronize(c->down));
   } else if (c->target) {
-    CTR_CHECK(range_of_slab(c));
     CTR_CHECK(copy_out(c, 0, c->nz, c->target, 1));
   } else {
-    CTR_CHECK(range_of_slab(c));
     CU(cudaStreamSynchronize(c->comp));
   }
+cleanup:
+  return st;
+}
+
+__global__ void add_kernel(float *__restrict__ dst, const float *__restrict__ src, long long n) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    dst[i] += src[i];
+}
+
+/* dst's slices [k0, k1) += src's: read in place where this device can (the
+ * same device, or peer access), else copied over in chunks first. */
+static ctr_status cu_add_from(ctr__engine *e, ctr__engine *src, int64_t k0, int64_t k1) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  const cuda_engine *s = (const cuda_engine *)src->impl;
+  CU_DEVICE(c->device);
+  ctr_status st = CTR_OK;
+  const size_t slice = (size_t)(c->g->vol.nx * c->g->vol.ny) * sizeof(float);
+  const size_t off = (size_t)k0 * slice, len = (size_t)(k1 - k0) * slice;
+  int direct = s->device == c->device;
+  int64_t t = 0;
+  if (!direct) {
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, c->device, s->device) == cudaSuccess && can) {
+      const cudaError_t pe = cudaDeviceEnablePeerAccess(s->device, 0);
+      direct = pe == cudaSuccess || pe == cudaErrorPeerAccessAlreadyEnabled;
+    }
+    cudaGetLastError(); /* a refused or repeated enable is not an error here */
+  }
+  if (k1 <= k0) return CTR_OK;
+  CTR_CHECK_GOTO(st, ev_begin(c, T_REDUCE, c->comp, &t));
+  if (direct) {
+    add_kernel<<<2048, 256, 0, c->comp>>>((float *)((char *)c->d_vol + off),
+                                          (const float *)((const char *)s->d_vol + off),
+                                          (long long)(len / sizeof(float)));
+    CU_LAUNCHED("add_kernel");
+  } else {
+    if (!c->d_add) CU(cudaMalloc(&c->d_add, ADD_CHUNK_BYTES));
+    for (size_t o = 0; o < len; o += ADD_CHUNK_BYTES) {
+      const size_t l = len - o < ADD_CHUNK_BYTES ? len - o : ADD_CHUNK_BYTES;
+      CU(cudaMemcpyPeerAsync(c->d_add, c->device, (const char *)s->d_vol + off + o, s->device, l,
+                             c->comp));
+      add_kernel<<<2048, 256, 0, c->comp>>>((float *)((char *)c->d_vol + off + o), c->d_add,
+                                            (long long)(l / sizeof(float)));
+      CU_LAUNCHED("add_kernel");
+    }
+  }
+  CTR_CHECK_GOTO(st, ev_end(c, t, c->comp));
+  CU(cudaStreamSynchronize(c->comp));
 cleanup:
   return st;
 }
@@ -375,6 +431,7 @@ static void cu_timings(ctr__engine *e, ctr_stream_timings *t) {
   t->reload += sum[T_RELOAD];
   t->backproject += sum[T_BP];
   t->download += sum[T_DOWNLOAD];
+  t->reduce += sum[T_REDUCE];
 }
 
 static int64_t bad_count(const cuda_engine *c, int which) {
@@ -407,6 +464,7 @@ static void cu_destroy(ctr__engine *e) {
   }
   cudaFreeHost(c->h_vol_stage);
   cudaFree(c->d_vol);
+  cudaFree(c->d_add);
   cudaFree(c->d_bad);
   cudaFree(c->d_range);
   ctr__gpu_filter_free(&c->gf);
@@ -418,9 +476,11 @@ static void cu_destroy(ctr__engine *e) {
   free(c);
 }
 
-static const ctr__engine_ops cuda_ops = {cu_slab_begin, cu_filter_bp, cu_bp,        cu_slab_end,
-                                         cu_download,   cu_timings,   cu_nonfinite,
-                                         cu_out_nonfinite, cu_range, cu_destroy};
+static const ctr__engine_ops cuda_ops = {
+    .slab_begin = cu_slab_begin, .filter_bp = cu_filter_bp, .bp = cu_bp,
+    .slab_end = cu_slab_end,     .download = cu_download,   .add_from = cu_add_from,
+    .timings = cu_timings,       .nonfinite = cu_nonfinite, .out_nonfinite = cu_out_nonfinite,
+    .range = cu_range,           .destroy = cu_destroy};
 
 static ctr__bp_variant unpaired(ctr__bp_variant v) {
   switch (v) {
@@ -434,7 +494,8 @@ static ctr__bp_variant unpaired(ctr__bp_variant v) {
 
 extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, const ctr_geometry *g,
                                               const ctr_fdk_options *o, const ctr_plan *plan,
-                                              double input_scale, ctr__engine **out) {
+                                              double input_scale, int64_t view_begin,
+                                              int64_t view_end, ctr__engine **out) {
   ctr_status st = CTR_OK;
   cudaDeviceProp prop;
   size_t free_bytes = 0;
@@ -453,10 +514,16 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
   c->plan = *plan;
   c->threads = ctr__num_threads(ctx);
   const int64_t nb = plan->views_per_batch;
+  c->view_begin = view_begin;
+  c->view_end = view_end;
+  c->batch_begin = view_begin / nb;
+  c->batch_end = (view_end + nb - 1) / nb;
   /* The buffers are those of the backend's memory model, which the planner
    * used (engine_cuda_model.c). */
   ctr__cuda_bytes model;
-  ctr__cuda_engine_bytes(g, o->interp, nb, plan->store, plan->pair, &model);
+  const int shared = plan->workers > 1 && plan->split == CTR_SPLIT_VOLUME;
+  ctr__cuda_engine_bytes(g, o->interp, nb, plan->store, plan->pair, view_end - view_begin, shared,
+                         &model);
   CTR_CHECK_GOTO(st, ctr__device_setup(device, &prop, &free_bytes));
   {
     ctr__bp_config req;
@@ -479,7 +546,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
     if (model.filtered) CU(cudaMalloc(&c->d_filt[i], model.filtered));
   }
   {
-    const int64_t slots = plan->store == CTR_STORE_DEVICE ? g->nviews : 2 * nb;
+    const int64_t slots = plan->store == CTR_STORE_DEVICE ? view_end - view_begin : 2 * nb;
     if (ctr__views_bytes(g, c->cfg.variant, slots) > model.layout)
       CTR_FAIL_GOTO(st, CTR_E_INTERNAL, "the %s layout of %lld views takes %zu bytes, more than "
                     "the memory model's %llu (engine_cuda_model.c)",
@@ -487,7 +554,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
                     ctr__views_bytes(g, c->cfg.variant, slots), (unsigned long long)model.layout);
   }
   CTR_CHECK_GOTO(st, ctr__views_create(g, c->cfg.variant, nb,
-                                       plan->store == CTR_STORE_DEVICE ? g->nviews : 2 * nb,
+                                       plan->store == CTR_STORE_DEVICE ? view_end - view_begin : 2 * nb,
                                        prop.maxTexture2DLayered[2], &c->dv));
   CTR_CHECK_GOTO(st, ctr__gpu_filter_create(&c->f, nb, c->comp, &c->gf));
   CU(cudaMalloc(&c->d_range, 2 * sizeof(unsigned int)));

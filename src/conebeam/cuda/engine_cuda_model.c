@@ -36,23 +36,27 @@ static uint64_t filter_bytes(const ctr_geometry *g, int64_t n) {
 }
 
 void ctr__cuda_engine_bytes(const ctr_geometry *g, ctr_interp interp, int64_t nb, ctr_store store,
-                            int pair, ctr__cuda_bytes *out) {
+                            int pair, int64_t views, int shared, ctr__cuda_bytes *out) {
   memset(out, 0, sizeof *out);
   const uint64_t view = (uint64_t)g->nu * (uint64_t)g->nv * 4u;
   out->raw = view * (uint64_t)nb; /* float32 or smaller */
-  out->filtered = store == CTR_STORE_DEVICE ? 0 : view * (uint64_t)nb;
+  /* staged filtered batches: reloads, and others' views when shared */
+  out->filtered = store == CTR_STORE_DEVICE && !shared ? 0 : view * (uint64_t)nb;
   out->layout = ctr__cuda_layout_view_bytes(g, interp, pair) *
-                (store == CTR_STORE_DEVICE ? (uint64_t)g->nviews : 2u * (uint64_t)nb);
+                (store == CTR_STORE_DEVICE ? (uint64_t)views : 2u * (uint64_t)nb);
   out->filter = filter_bytes(g, nb);
   out->slice = (uint64_t)g->vol.nx * (uint64_t)g->vol.ny * 4u;
 }
 
 static void cuda_cost(const ctr_geometry *g, const ctr__plan_candidate *c, ctr__engine_cost *out) {
   ctr__cuda_bytes b;
-  ctr__cuda_engine_bytes(g, c->req->interp, c->views_per_batch, c->store, c->pair, &b);
+  ctr__cuda_engine_bytes(g, c->req->interp, c->views_per_batch, c->store, c->pair, c->views,
+                         c->shared, &b);
   memset(out, 0, sizeof *out);
   /* two raw and two staged filtered buffers (double buffering) */
   out->device_fixed = 2u * b.raw + 2u * b.filtered + b.layout + b.filter + CTR__CUDA_MARGIN_BYTES;
+  if (c->workers > 1 && c->split == CTR_SPLIT_PROJECTIONS)
+    out->device_fixed += CTR__CUDA_ADD_CHUNK_BYTES;
   out->device_per_slice = b.slice;
   /* pinned staging of pageable input arrays (two raw batches) */
   if (c->req->input_in_memory) out->host_fixed = 2u * b.raw;
