@@ -104,13 +104,16 @@ typedef struct cli_common {
   int threads; /* 0 = OpenMP default */
   ctr_device_kind device;
   int device_index; /* -1 = choose */
+  int ndevices;     /* --gpus LIST: the GPUs; 0 = every visible one (or --device cuda:N) */
+  int devices[64];
 } cli_common;
 
 #define CLI_COMMON_INIT \
-  { 0, 0, CTR_DEVICE_AUTO, -1 }
+  { 0, 0, CTR_DEVICE_AUTO, -1, 0, {0} }
 
 int cli_parse_threads(const char *cmd, const char *name, const char *value, void *dst);
 int cli_parse_device(const char *cmd, const char *name, const char *value, void *dst);
+int cli_parse_gpus(const char *cmd, const char *name, const char *value, void *dst);
 
 /* Table entries of the common options, for a command's option table. */
 // clang-format off
@@ -120,8 +123,11 @@ int cli_parse_device(const char *cmd, const char *name, const char *value, void 
   {"--threads", "N", "CPU threads; 0 = OpenMP's default, all cores (default 0)",     \
    cli_parse_threads, &(c)->threads, NULL},                                          \
   {"--device", "auto|cpu|cuda[:N]",                                                  \
-   "auto = a GPU if built and present, else the CPU (default auto)",                 \
-   cli_parse_device, (c), NULL}
+   "auto = the GPUs if built and present, else the CPU; cuda:N = GPU N alone "       \
+   "(default auto)", cli_parse_device, (c), NULL},                                   \
+  {"--gpus", "LIST|all",                                                             \
+   "the GPUs to use, e.g. 0,1,3 (ctrecon info lists them); work is shared among "    \
+   "them where the command can (default all)", cli_parse_gpus, (c), NULL}
 // clang-format on
 
 /* --strict, for the commands that read data under the data policy

@@ -334,3 +334,39 @@ int cli_parse_device(const char *cmd, const char *name, const char *value, void 
   }
   return 0;
 }
+
+int cli_parse_gpus(const char *cmd, const char *name, const char *value, void *dst) {
+  cli_common *c = dst;
+  if (!strcmp(value, "all")) {
+    c->ndevices = 0;
+    c->device_index = -1;
+    if (c->device != CTR_DEVICE_CPU) c->device = CTR_DEVICE_CUDA;
+    return 0;
+  }
+  int n = 0;
+  const char *p = value;
+  while (*p) {
+    char *end;
+    errno = 0;
+    const long v = strtol(p, &end, 10);
+    if (end == p || errno || v < 0 || v > 1023 || (*end && *end != ','))
+      return cli_usage_error(cmd, "%s '%s': expected GPU numbers separated by commas (e.g. "
+                             "0,1,3) or all", name, value);
+    for (int k = 0; k < n; k++)
+      if (c->devices[k] == (int)v)
+        return cli_usage_error(cmd, "%s '%s': GPU %ld is listed twice", name, value, v);
+    if (n == (int)(sizeof c->devices / sizeof c->devices[0]))
+      return cli_usage_error(cmd, "%s '%s': at most %d GPUs", name, value, n);
+    c->devices[n++] = (int)v;
+    p = *end ? end + 1 : end;
+    if (*end && !*p) return cli_usage_error(cmd, "%s '%s': a GPU number after the last comma",
+                                            name, value);
+  }
+  if (!n) return cli_usage_error(cmd, "%s '': expected GPU numbers (e.g. 0,1) or all", name);
+  if (c->device == CTR_DEVICE_CPU)
+    return cli_usage_error(cmd, "%s with --device cpu: choose one of them", name);
+  c->device = CTR_DEVICE_CUDA;
+  c->device_index = -1;
+  c->ndevices = n;
+  return 0;
+}

@@ -137,12 +137,16 @@ void cli_info(const cli_session *s, const char *fmt, ...) {
 
 static void describe_backend(const cli_session *s, const ctr_context *ctx) {
   if (ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
-    const int index = s->common.device_index >= 0 ? s->common.device_index : 0;
-    ctr_device_info d;
-    if (ctr_cuda_device_info(index, &d) == CTR_OK)
-      cli_info(s, "using cuda:%d (%s)\n", index, d.name);
-    else
-      cli_info(s, "using cuda:%d\n", index);
+    const int n = ctr_context_device_count(ctx);
+    for (int i = 0; i < n; i++) {
+      const int index = ctr_context_device_ordinal(ctx, i);
+      ctr_device_info d;
+      const char *lead = i == 0 ? "using" : "     ";
+      if (ctr_cuda_device_info(index, &d) == CTR_OK)
+        cli_info(s, "%s cuda:%d (%s)\n", lead, index, d.name);
+      else
+        cli_info(s, "%s cuda:%d\n", lead, index);
+    }
     return;
   }
   int threads = s->common.threads;
@@ -164,6 +168,8 @@ int cli_context_create(cli_session *s, const char *cmd, const cli_common *common
   ctr_context_options o = CTR_CONTEXT_OPTIONS_INIT;
   o.device = common->device;
   o.device_index = common->device_index;
+  o.ndevices = common->ndevices;
+  o.devices = common->devices;
   o.num_threads = common->threads;
   o.progress = on_progress;
   o.log = on_log;

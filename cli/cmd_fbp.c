@@ -33,6 +33,7 @@ typedef struct fbp_args {
   ctr_file_format out_format;
   double angle_start, angle_range, axis, voxel, pixel;
   int64_t size[2], rows[2], batch;
+  int batch_given;
   int rows_given, axis_given, size_given, out_scale_given;
   ctr_fbp_options fbp;
   ctr_dtype out_dtype;
@@ -406,8 +407,8 @@ int cmd_fbp(int argc, char **argv) {
       {"--bp-kernel", "NAME",
        "GPU kernel: auto, tex, tex2, tex-mp, tex4h, alu, alu2, alu2-h, alu-os, alu2-os, hybrid "
        "(default auto: the fastest exact one, tuned on first use and cached; docs/parallel-beam.md)", cli_parse_string, &a.kernel, NULL},
-      {"--batch", "N", "slices filtered and backprojected at a time (default 16)",
-       cli_parse_count, &a.batch, NULL},
+      {"--batch", "N", "slices filtered and backprojected at a time (default 16 on the CPU, 64 "
+       "per GPU)", cli_parse_count, &a.batch, &a.batch_given},
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
        &a.preview, NULL},
       CLI_STRICT_OPTION(&a.fbp.strict),
@@ -448,6 +449,9 @@ int cmd_fbp(int argc, char **argv) {
                          "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",
                          a.kernel);
   a.fbp.counts = &r.counts;
+  /* several GPUs share each batch's chunks: give each enough */
+  if (!rc && !a.batch_given && ctr_context_device(r.ctx) == CTR_DEVICE_CUDA)
+    a.batch = 64 * (int64_t)(ctr_context_device_count(r.ctx) > 0 ? ctr_context_device_count(r.ctx) : 1);
   if (!rc) rc = reconstruct(&a, &r, &seconds);
   cli_progress_end(&r.session);
   if (!rc && a.preview) {

@@ -45,10 +45,18 @@ typedef struct fdk_args {
   ctr_store store;
   const char *scratch_dir;
   int resume, timings;
+  ctr_split split;
+  int64_t workers;
   cli_common common;
 } fdk_args;
 
 /* ---- Option parsers ------------------------------------------------------- */
+
+static int parse_split(const char *cmd, const char *name, const char *value, void *dst) {
+  if (ctr_split_parse(value, (ctr_split *)dst) != CTR_OK)
+    return cli_usage_error(cmd, "%s '%s': expected auto, volume or projections", name, value);
+  return 0;
+}
 
 static int parse_window(const char *cmd, const char *name, const char *value, void *dst) {
   if (ctr_window_parse(value, (ctr_window *)dst) != CTR_OK)
@@ -213,6 +221,8 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   so.out_dtype = a->out_dtype;
   so.out_scale = a->out_dtype == CTR_DTYPE_UINT16 ? a->out_scale : 1.0;
   so.resume = a->resume;
+  so.split = a->split;
+  so.workers = (int)a->workers;
   if (a->preview) {
     int rc = 0;
     r->xy = cli_alloc_floats("fdk", r->nx * r->ny, "the xy preview", &rc);
@@ -282,13 +292,15 @@ static int write_previews(const fdk_args *a, const fdk_run *r) {
   return st == CTR_OK ? 0 : cli_fail_file("fdk", st, a->preview);
 }
 
+/* The plan, each step's busy time and, with several workers, each one's (the
+ * breakdown of Okitsu et al. 2010, Fig. 4). */
 static void print_timings(const fdk_run *r) {
   const ctr_stream_timings *t = &r->report.timings;
   char plan[512];
   ctr_plan_describe(&r->report.plan, plan, sizeof plan);
   fprintf(stderr,
           "plan: %s\n"
-          "step (seed 000 Fig. 3)                   busy s\n"
+          "step (Lu et al. 2017, Fig. 3)            busy s\n"
           "(1) storage -> host (read)             %9.3f\n"
           "(2) host -> device (raw projections)   %9.3f\n"
           "(3) weighting + ramp filter            %9.3f\n"
@@ -297,10 +309,25 @@ static void print_timings(const fdk_run *r) {
           "(6) backprojection                     %9.3f\n"
           "(7) subvolume device -> host           %9.3f\n"
           "(8) host -> storage (write + flush)    %9.3f\n"
+          "(9) reduction of partial sums          %9.3f\n"
           "setup (allocations, plans)             %9.3f\n"
           "total, overlapped (wall)               %9.3f\n",
           plan, t->read, t->upload, t->filter, t->store, t->reload, t->backproject, t->download,
-          t->write, t->setup, t->total);
+          t->write, t->reduce, t->setup, t->total);
+  const ctr_stream_report *rep = &r->report;
+  if (rep->workers <= 1) return;
+  fprintf(stderr, "per worker, busy s (%s split):\n"
+          "worker device   upload   filter    store   reload  backproj download   reduce     wait\n",
+          ctr_split_name(rep->plan.split));
+  for (int i = 0; i < rep->workers && i < CTR_MAX_WORKERS; i++) {
+    const ctr_stream_timings *w = &rep->worker_timings[i];
+    char dev[16];
+    if (rep->worker_device[i] >= 0) snprintf(dev, sizeof dev, "cuda:%d", rep->worker_device[i]);
+    else snprintf(dev, sizeof dev, "cpu");
+    fprintf(stderr, "%6d %-7s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", i, dev,
+            w->upload, w->filter, w->store, w->reload, w->backproject, w->download, w->reduce,
+            w->wait);
+  }
 }
 
 static void print_summary(const fdk_args *a, const fdk_run *r, double seconds) {
@@ -456,8 +483,17 @@ int cmd_fdk(int argc, char **argv) {
       {"--resume", NULL,
        "continue an interrupted run from OUT.partial and its journal; the result is "
        "bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume, NULL},
-      {"--timings", NULL, "print the plan and each pipeline step's busy time on stderr (default: off)",
-       cli_set_flag, &a.timings, NULL},
+      {"--timings", NULL, "print the plan and each pipeline step's busy time on stderr, per "
+       "worker too with several (default: off)", cli_set_flag, &a.timings, NULL},
+      {"--split", "auto|volume|projections",
+       "how several GPUs share the run: each reconstructs whole subvolumes (volume; the result "
+       "does not depend on the GPU count) or a share of the views that are then added "
+       "(projections); auto = the cheaper by the planner's cost model (default auto)",
+       parse_split, &a.split, NULL},
+      {"--workers", "N",
+       "engines sharing the run: on GPUs, spread over --gpus in turn (several per GPU when N "
+       "exceeds them); on the CPU, engines sharing the cores (default: one per GPU, 1 on the CPU)",
+       cli_parse_count, &a.workers, NULL},
       CLI_STRICT_OPTION(&a.fdk.strict),
       CLI_COMMON_OPTIONS(&a.common),
       {0},

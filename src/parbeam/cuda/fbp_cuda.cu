@@ -1098,7 +1098,7 @@ static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geome
   f->nearest = o && o->interp == CTR_FBP_NEAREST;
   CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, f->nearest, &f->kernel));
   f->auto_kernel = !o || !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");
-  const int dev = ctx && ctr__context_gpu(ctx, 0);
+  const int dev = ctr__context_gpu(ctx, 0);
   CU(cudaSetDevice(dev));
   CU(cudaMalloc(&f->d_sino, sizeof(float) * (size_t)(nb * na * nslices)));
   CU(cudaMalloc(&f->d_out, sizeof(float) * (size_t)(plane * nslices)));

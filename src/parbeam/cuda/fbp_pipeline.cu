@@ -12,9 +12,39 @@
 
 #include <cufft.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #define CHUNK_SLICES 16
+
+/* Chunks of CHUNK_SLICES slices handed out to the GPUs of a context (one
+ * worker thread each): a GPU that finishes a chunk takes the next, so faster
+ * ones take more. The calling thread reports progress and relays a
+ * cancellation. One worker runs on the calling thread itself. */
+typedef struct chunk_queue {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int64_t next, count;       /* chunks handed out, in all */
+  int stop;                  /* a worker failed, or cancelled */
+  int running;
+} chunk_queue;
+
+/* The next chunk (-1: none left, or stopped); wakes the reporting thread. */
+static int64_t take_chunk(chunk_queue *q) {
+  pthread_mutex_lock(&q->mu);
+  const int64_t k = !q->stop && q->next < q->count ? q->next++ : -1;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+  return k;
+}
+
+static void queue_stop(chunk_queue *q) {
+  pthread_mutex_lock(&q->mu);
+  q->stop = 1;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+}
 
 /* raw: [a][s][b] (rows s of projection a); out: rows of `ld` floats,
  * [(s * na + a)][b], the padding zeroed. */
@@ -99,10 +129,11 @@ typedef struct chunk_bufs {
  * device: bad input values (sinogram values, or -log values of infinite
  * projections) become 0 before the filter, bad slice values 0 before the
  * download; bad[0] and bad[1] get their counts. */
-static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geometry *g,
-                               const ctr_fbp_options *o, const void *proj, ctr_dtype dtype,
-                               int64_t nrows, const float *flat, const float *dark, int64_t row0,
-                               int64_t nslices, float *slices, int64_t bad[2]) {
+static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *queue,
+                               const ctr_parallel_geometry *g, const ctr_fbp_options *o,
+                               const void *proj, ctr_dtype dtype, int64_t nrows, const float *flat,
+                               const float *dark, int64_t row0, int64_t nslices, float *slices,
+                               int64_t bad[2]) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &g->p;
   const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
@@ -114,7 +145,6 @@ static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geomet
   chunk_bufs cb[2];
   memset(cb, 0, sizeof cb);
   int64_t padded = 0, ld = 0, nf = 0;
-  const int dev = ctx && ctr__context_gpu(ctx, 0);
   const int nearest = o && o->interp == CTR_FBP_NEAREST;
   fbp_kernel kernel;
   CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, nearest, &kernel));
@@ -170,10 +200,12 @@ static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geomet
     cufftSetStream(c->plan_f, c->s);
     cufftSetStream(c->plan_i, c->s);
   }
-  for (int64_t s0 = 0, k = 0; s0 < nslices; s0 += S, k++) {
+  for (int64_t k = 0, chunk; (chunk = queue ? take_chunk(queue) : k) >= 0 && chunk * S < nslices; k++) {
     chunk_bufs *c = &cb[k & 1];
+    const int64_t s0 = chunk * S;
     const int64_t n = nslices - s0 < S ? nslices - s0 : S;
-    CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", (double)s0 / (double)nslices));
+    /* several GPUs: the caller reports progress as chunks finish */
+    if (!queue) CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", (double)s0 / (double)nslices));
     const dim3 gr((unsigned)((ld + 255) / 256), (unsigned)na, (unsigned)n);
     if (!flat) {
       /* Sinograms: one contiguous copy, then zero-padded rows. */
@@ -242,7 +274,7 @@ static ctr_status run_pipeline(const ctr_context *ctx, const ctr_parallel_geomet
   CU(cudaMemcpy(h_bad, d_bad, sizeof h_bad, cudaMemcpyDeviceToHost));
   bad[0] = (int64_t)h_bad[0];
   bad[1] = (int64_t)h_bad[1];
-  CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", 1.0));
+  if (!queue) CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", 1.0));
 cleanup:
   cudaDeviceSynchronize();
   for (int i = 0; i < 2; i++) {
@@ -265,18 +297,127 @@ cleanup:
   return st;
 }
 
+typedef struct fbp_worker {
+  const ctr_context *ctx;
+  int dev;
+  chunk_queue *q;
+  const ctr_parallel_geometry *g;
+  const ctr_fbp_options *o;
+  const void *proj;
+  ctr_dtype dtype;
+  int64_t nrows, row0, nslices;
+  const float *flat, *dark;
+  float *slices;
+  int64_t bad[2];
+  ctr_status st;
+  char detail[1024];
+} fbp_worker;
+
+static void *fbp_worker_main(void *arg) {
+  fbp_worker *w = (fbp_worker *)arg;
+  w->st = run_pipeline(w->ctx, w->dev, w->q, w->g, w->o, w->proj, w->dtype, w->nrows, w->flat,
+                       w->dark, w->row0, w->nslices, w->slices, w->bad);
+  if (w->st != CTR_OK) {
+    snprintf(w->detail, sizeof w->detail, "%s", ctr_error_detail());
+    queue_stop(w->q);
+  }
+  pthread_mutex_lock(&w->q->mu);
+  w->q->running--;
+  pthread_cond_broadcast(&w->q->cv);
+  pthread_mutex_unlock(&w->q->mu);
+  return NULL;
+}
+
+/* On the context's GPUs: one of them on this thread's pipeline, several
+ * through the chunk queue. */
+static ctr_status run_devices(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                              const ctr_fbp_options *o, const void *proj, ctr_dtype dtype,
+                              int64_t nrows, const float *flat, const float *dark, int64_t row0,
+                              int64_t nslices, float *slices, int64_t bad[2]) {
+  int ndev = ctr_context_device_count(ctx);
+  const int64_t chunks = (nslices + CHUNK_SLICES - 1) / CHUNK_SLICES;
+  if (ndev > chunks) ndev = (int)chunks;
+  if (ndev <= 1)
+    return run_pipeline(ctx, ctr__context_gpu(ctx, 0), NULL, g, o, proj, dtype, nrows, flat, dark,
+                        row0, nslices, slices, bad);
+  chunk_queue q;
+  memset(&q, 0, sizeof q);
+  pthread_mutex_init(&q.mu, NULL);
+  pthread_cond_init(&q.cv, NULL);
+  q.count = chunks;
+  fbp_worker w[CTR_MAX_WORKERS];
+  pthread_t th[CTR_MAX_WORKERS];
+  int started = 0;
+  ctr_status st = CTR_OK;
+  if (ndev > CTR_MAX_WORKERS) ndev = CTR_MAX_WORKERS;
+  for (int i = 0; i < ndev; i++) {
+    fbp_worker *x = &w[i];
+    memset(x, 0, sizeof *x);
+    *x = (fbp_worker){ctx, ctr__context_gpu(ctx, i), &q, g, o, proj, dtype, nrows, row0, nslices,
+                      flat, dark, slices, {0, 0}, CTR_OK, {0}};
+    pthread_mutex_lock(&q.mu);
+    q.running++;
+    pthread_mutex_unlock(&q.mu);
+    if (pthread_create(&th[i], NULL, fbp_worker_main, x) != 0) {
+      pthread_mutex_lock(&q.mu);
+      q.running--;
+      pthread_mutex_unlock(&q.mu);
+      queue_stop(&q);
+      st = ctr__error_set(CTR_E_INTERNAL, "cannot start the worker thread of GPU %d", x->dev);
+      break;
+    }
+    started++;
+  }
+  /* progress as chunks are taken (each GPU has at most two in flight); a
+   * cancellation stops the queue */
+  int64_t reported = -1;
+  pthread_mutex_lock(&q.mu);
+  while (q.running > 0) {
+    if (q.next != reported && st == CTR_OK && !q.stop) {
+      reported = q.next;
+      const double f = (double)reported / (double)chunks;
+      pthread_mutex_unlock(&q.mu);
+      if (ctr__progress(ctx, "fbp (cuda)", f) != CTR_OK) {
+        st = CTR_E_CANCELLED;
+        char detail[1024];
+        snprintf(detail, sizeof detail, "%s", ctr_error_detail());
+        queue_stop(&q);
+        ctr__error_set(st, "%s", detail);
+      }
+      pthread_mutex_lock(&q.mu);
+      continue;
+    }
+    pthread_cond_wait(&q.cv, &q.mu);
+  }
+  pthread_mutex_unlock(&q.mu);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  pthread_mutex_destroy(&q.mu);
+  pthread_cond_destroy(&q.cv);
+  if (st != CTR_OK) return st;
+  bad[0] = bad[1] = 0;
+  for (int i = 0; i < started; i++) {
+    if (w[i].st != CTR_OK && w[i].st != CTR_E_CANCELLED)
+      return ctr__error_set(w[i].st, "GPU %d: %s", w[i].dev, w[i].detail);
+    bad[0] += w[i].bad[0];
+    bad[1] += w[i].bad[1];
+  }
+  for (int i = 0; i < started; i++)
+    if (w[i].st != CTR_OK) return ctr__error_set(w[i].st, "GPU %d: %s", w[i].dev, w[i].detail);
+  return ctr__progress(ctx, "fbp (cuda)", 1.0);
+}
+
 extern "C" ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx,
                                                 const ctr_parallel_geometry *g,
                                                 const ctr_fbp_options *o, const void *proj,
                                                 ctr_dtype dtype, int64_t nrows, const float *flat,
                                                 const float *dark, int64_t row0,
                                                 int64_t nslices, float *slices, int64_t bad[2]) {
-  return run_pipeline(ctx, g, o, proj, dtype, nrows, flat, dark, row0, nslices, slices, bad);
+  return run_devices(ctx, g, o, proj, dtype, nrows, flat, dark, row0, nslices, slices, bad);
 }
 
 extern "C" ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                                               const ctr_fbp_options *o, const float *sino,
                                               int64_t nslices, float *slices, int64_t bad[2]) {
-  return run_pipeline(ctx, g, o, sino, CTR_DTYPE_FLOAT32, nslices, NULL, NULL, 0, nslices, slices,
-                      bad);
+  return run_devices(ctx, g, o, sino, CTR_DTYPE_FLOAT32, nslices, NULL, NULL, 0, nslices, slices,
+                     bad);
 }
