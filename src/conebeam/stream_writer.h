@@ -43,7 +43,8 @@ typedef struct ctr__writer {
   double busy_s;
   uint32_t crc;              /* CRC-32 of the current subvolume's chunks so far */
   int64_t slabs_written;
-  int64_t stop_after;        /* fault injection: fail after this many subvolumes (0 = never) */
+  int64_t stop_after;        /* fault injection (test builds, stream.c): fail after this many
+                                subvolumes (0 = never) */
 } ctr__writer;
 
 /* nbuf pinned buffers of buf_bytes, allocated when the thread starts. */

@@ -132,11 +132,20 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
   if (!c) return CTR_E_OUT_OF_MEMORY;
   c->opts = o;
   c->resolved = resolved;
+  const ctr_status st = ctr__tuning_adopt(c, o.tuning);
+  if (st != CTR_OK) {
+    free(c);
+    return st;
+  }
+  c->opts.tuning = &c->tuning;
   *out = c;
   return CTR_OK;
 }
 
-void ctr_context_free(ctr_context *ctx) { free(ctx); }
+void ctr_context_free(ctr_context *ctx) {
+  ctr__tuning_release(ctx);
+  free(ctx);
+}
 
 ctr_device_kind ctr_context_device(const ctr_context *ctx) {
   return ctx ? ctx->resolved : CTR_DEVICE_CPU;

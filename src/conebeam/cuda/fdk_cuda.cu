@@ -38,7 +38,8 @@ extern "C" ctr_status ctr__cuda_fdk(const ctr_context *ctx, const ctr_geometry *
                                     ctr__cuda_timings *tm) {
   ctr_status st = CTR_OK;
   const double t_start = wall_ms();
-  const ctr__bp_config cfg = ctr__bp_config_resolve(g, o, req);
+  const ctr__bp_config tuned = ctr__bp_config_tuned(ctx, req);
+  const ctr__bp_config cfg = ctr__bp_config_resolve(g, o, &tuned);
   const int64_t batch = cfg.views_per_launch, nu = g->nu, nv = g->nv, nviews = g->nviews;
   const int64_t nzs = o->nz, nbatches = (nviews + batch - 1) / batch;
   const size_t esize = ctr_dtype_size(dtype), view_bytes = (size_t)(nu * nv) * esize;
@@ -294,7 +295,8 @@ extern "C" ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_ge
                                             const float *filtered, float *vol, int repeats,
                                             double *median_ms) {
   ctr_status st = CTR_OK;
-  const ctr__bp_config cfg = ctr__bp_config_resolve(g, o, req);
+  const ctr__bp_config tuned = ctr__bp_config_tuned(ctx, req);
+  const ctr__bp_config cfg = ctr__bp_config_resolve(g, o, &tuned);
   const int64_t batch = cfg.views_per_launch, nu = g->nu, nv = g->nv;
   const size_t vol_bytes = (size_t)(g->vol.nx * g->vol.ny * o->nz) * sizeof(float);
   cudaDeviceProp prop;
