@@ -1,11 +1,31 @@
 /* What every benchmark JSON carries besides its cases (DESIGN.md): the UTC
  * date and the git revision (CTR_GIT_REVISION, set by scripts/gpu-check.sh;
- * "unknown" otherwise). */
+ * "unknown" otherwise). And the contexts of benchmarks that set tuning
+ * switches: through the API (docs/tuning.md), never the environment. */
 #ifndef CTR_BENCH_COMMON_H
 #define CTR_BENCH_COMMON_H
 
+#include "ctrecon.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+/* A context on `device` whose tuning table has kv[2i] = kv[2i+1] for i <
+ * n (ctr_tuning_set's text form); NULL, with the reason on stderr, on
+ * failure. */
+static inline ctr_context *bench_context(ctr_device_kind device, const char *const *kv, int n) {
+  ctr_tuning t;
+  ctr_context *ctx = NULL;
+  ctr_status st = ctr_tuning_init(&t, CTR_TUNING_VERSION);
+  for (int i = 0; i < n && st == CTR_OK; i++) st = ctr_tuning_set(&t, kv[2 * i], kv[2 * i + 1]);
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = device;
+  co.tuning = &t;
+  if (st == CTR_OK) st = ctr_context_create(&co, &ctx);
+  if (st != CTR_OK) fprintf(stderr, "context: %s\n", ctr_error_detail());
+  return ctx;
+}
 
 static inline const char *bench_revision(void) {
   const char *rev = getenv("CTR_GIT_REVISION");

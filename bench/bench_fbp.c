@@ -6,7 +6,7 @@
  *   bench_fbp [--n 2048] [--angles 2048] [--slices 8] [--repeats 5]
  *             [--kernels tex,tex2,alu,alu2] [--hybrid-tex 0,1,2] [--json FILE]
  *       --hybrid-tex: the hybrid kernel once per value of its texture blocks
- *       per SM ($CTRECON_FBP_HYBRID_TEX), cases named hybrid-tN
+ *       per SM (ctr_tuning.fbp_hybrid_tex; 0 = none), cases named hybrid-tN
  *   bench_fbp --e2e [--n 2048] [--angles 2048] [--slices 2048] [--json FILE]
  *       end to end: n x n uint16 projections (rows = slices) with flat and
  *       dark fields in pinned host memory -> slices in pinned host memory,
@@ -197,15 +197,17 @@ int main(int argc, char **argv) {
       const char *label = cases[c];
       char k[32];
       snprintf(k, sizeof k, "%s", label);
-      if (!strncmp(k, "hybrid-t", 8)) {
-        setenv("CTRECON_FBP_HYBRID_TEX", k + 8, 1);
+      ctr_context *run = ctx;
+      if (!strncmp(k, "hybrid-t", 8)) { /* the texture blocks through the tuning table */
+        const char *const kv[2] = {"fbp_hybrid_tex", k + 8};
+        if (!(run = bench_context(CTR_DEVICE_CUDA, kv, 1))) DIE("--hybrid-tex %s", k + 8);
         k[6] = '\0';
       }
       fo.kernel = k;
       fo.interp = (ctr_fbp_interp)interp;
       double ms = 0;
-      const int failed = ctr__fbp_bench_cuda(ctx, g, &fo, ns, sino, out, repeats, &ms) != CTR_OK;
-      if (!strncmp(label, "hybrid-t", 8)) unsetenv("CTRECON_FBP_HYBRID_TEX");
+      const int failed = ctr__fbp_bench_cuda(run, g, &fo, ns, sino, out, repeats, &ms) != CTR_OK;
+      if (run != ctx) ctr_context_free(run);
       if (failed) {
         printf("%-9s %-7s failed: %s\n", label, interp ? "nearest" : "linear", ctr_error_detail());
         continue;

@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
   printf("%-10s %4s %4s %7s %10s %8s\n", "variant", "N'", "Z'", "block", "ms", "GUPS");
   for (int vi = 0; vi < NVAR; vi++) {
     best_ms[vi] = 1e30;
-    ctr__bp_config dflt = {variants[vi], 0, 0, 0, 0, 0};
+    ctr__bp_config dflt = {variants[vi], 0, 0, 0, 0, 0, 0};
     best[vi] = ctr__bp_config_resolve(g, &o, &dflt); /* the library's tuned defaults */
     if (only && !listed(only, ctr__bp_variant_name(variants[vi]))) continue;
     if (!sweep) {

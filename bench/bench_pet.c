@@ -81,11 +81,13 @@ static int bench_projectors(ctr_context *ctx, int reps) {
     for (int si = 0; si < nshapes; si++) {
       /* other views: the thread-level form, the default, and the best of the sweep */
       const shape *sh = &sweep[vi == 0 ? si : (si == 0 ? 0 : (si == 1 ? 1 : g_best))];
-      setenv("CTRECON_PET_Z", sh->z, 1), setenv("CTRECON_PET_LC", sh->lc, 1);
-      setenv("CTRECON_PET_BLOCK", sh->block, 1), setenv("CTRECON_PET_SPLIT", sh->split, 1);
-      setenv("CTRECON_PET_CONST", sh->cnst, 1);
+      /* the shape through the context's tuning table */
+      const char *const kv[10] = {"pet_z",     sh->z,     "pet_lc",    sh->lc,   "pet_block",
+                                  sh->block,   "pet_split", sh->split, "pet_const", sh->cnst};
+      ctr_context *sctx = bench_context(ctr_context_device(ctx), kv, 5);
+      if (!sctx) return 1;
       ctr_pet_projector *pr = NULL;
-      if ((st = ctr_pet_projector_create(ctx, s, &pr))) return fail("projector", st);
+      if ((st = ctr_pet_projector_create(sctx, s, &pr))) return fail("projector", st);
       if ((st = ctr__pet_cuda_set_input(pr->cuda, img))) return fail("input", st);
       double ms[2];
       for (int d = 0; d < 2; d++)
@@ -110,13 +112,9 @@ static int bench_projectors(ctr_context *ctx, int reps) {
                 (long long)info.support, (long long)info.columns, ms[0] * 1e-3, ms[1] * 1e-3,
                 worst * 1e-3, macs / (worst * 1e-3) / 1e9);
       ctr_pet_projector_free(pr);
+      ctr_context_free(sctx);
     }
   }
-  unsetenv("CTRECON_PET_LC");
-  unsetenv("CTRECON_PET_SPLIT");
-  unsetenv("CTRECON_PET_CONST");
-  unsetenv("CTRECON_PET_BLOCK");
-  unsetenv("CTRECON_PET_Z");
   free(img);
   ctr_pet_system_free(s);
   return 0;

@@ -99,6 +99,8 @@ int cli_parse_offset(const char *cmd, const char *name, const char *value,
 
 /* ---- Common options of the compute commands ------------------------------ */
 
+#define CLI_MAX_TUNE 32
+
 typedef struct cli_common {
   int quiet;
   int threads; /* 0 = OpenMP default */
@@ -106,14 +108,24 @@ typedef struct cli_common {
   int device_index; /* -1 = choose */
   int ndevices;     /* --gpus LIST: the GPUs; 0 = every visible one (or --device cuda:N) */
   int devices[64];
+  int ntune;                     /* --tune settings, in the order given */
+  const char *tune[CLI_MAX_TUNE]; /* "KEY=VALUE" (argv strings) */
 } cli_common;
 
 #define CLI_COMMON_INIT \
-  { 0, 0, CTR_DEVICE_AUTO, -1, 0, {0} }
+  { 0, 0, CTR_DEVICE_AUTO, -1, 0, {0}, 0, {NULL} }
 
 int cli_parse_threads(const char *cmd, const char *name, const char *value, void *dst);
 int cli_parse_device(const char *cmd, const char *name, const char *value, void *dst);
 int cli_parse_gpus(const char *cmd, const char *name, const char *value, void *dst);
+/* --tune KEY=VALUE (dst: cli_common): checked with ctr_tuning_set, kept in
+ * order; repeatable. */
+int cli_parse_tune(const char *cmd, const char *name, const char *value, void *dst);
+/* The tuning table of a run (docs/tuning.md): the defaults, then the
+ * environment's CTRECON_<KEY> variables, then the --tune settings in
+ * order. Returns 0, or prints the error for `cmd` and returns an exit
+ * code. t->cache_dir may point into the environment or argv. */
+int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t);
 
 /* Table entries of the common options, for a command's option table. */
 // clang-format off
@@ -127,7 +139,11 @@ int cli_parse_gpus(const char *cmd, const char *name, const char *value, void *d
    "(default auto)", cli_parse_device, (c), NULL},                                   \
   {"--gpus", "LIST|all",                                                             \
    "the GPUs to use, e.g. 0,1,3 (ctrecon info lists them); work is shared among "    \
-   "them where the command can (default all)", cli_parse_gpus, (c), NULL}
+   "them where the command can (default all)", cli_parse_gpus, (c), NULL},           \
+  {"--tune", "KEY=VALUE",                                                            \
+   "a tuning switch of docs/tuning.md, e.g. bp_slices=16 (repeatable; also "        \
+   "CTRECON_<KEY> variables) (default: the tuned defaults)",                        \
+   cli_parse_tune, (c), NULL}
 // clang-format on
 
 /* --strict, for the commands that read data under the data policy
@@ -149,6 +165,8 @@ typedef struct cli_session {
   double last_draw;
   double rate_total; /* units of the whole stage (0: no throughput shown) */
   const char *rate_unit; /* e.g. "GB" (rate_total in those units) */
+  int direct_io; /* ctr_tuning.direct_io of the context: -1 = off for the stacks the
+                    command reads and writes itself (ctr_stack_*_set_direct_io) */
 } cli_session;
 
 /* Creates the context for `s` (callbacks wired to the session) and, unless

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern char **environ;
+
 /* ---- Exit codes and messages ---------------------------------------------- */
 
 int cli_exit_code(ctr_status st) {
@@ -369,4 +371,37 @@ int cli_parse_gpus(const char *cmd, const char *name, const char *value, void *d
   c->device_index = -1;
   c->ndevices = n;
   return 0;
+}
+
+/* ---- Tuning switches ------------------------------------------------------ */
+
+/* Applies "KEY=VALUE" to t (a key too long for the buffer is cut, and
+ * then unknown). */
+static ctr_status apply_tune(ctr_tuning *t, const char *setting) {
+  const char *eq = strchr(setting, '=');
+  char key[64];
+  const size_t n = eq ? (size_t)(eq - setting) : strlen(setting);
+  snprintf(key, sizeof key, "%.*s", (int)n, setting);
+  return ctr_tuning_set(t, key, eq ? eq + 1 : "");
+}
+
+int cli_parse_tune(const char *cmd, const char *name, const char *value, void *dst) {
+  cli_common *c = dst;
+  ctr_tuning t;
+  ctr_tuning_init(&t, CTR_TUNING_VERSION);
+  if (!strchr(value, '='))
+    return cli_usage_error(cmd, "%s '%s': expected KEY=VALUE (docs/tuning.md)", name, value);
+  if (apply_tune(&t, value) != CTR_OK)
+    return cli_usage_error(cmd, "%s '%s': %s", name, value, ctr_error_detail());
+  if (c->ntune >= CLI_MAX_TUNE)
+    return cli_usage_error(cmd, "%s: at most %d settings", name, CLI_MAX_TUNE);
+  c->tune[c->ntune++] = value;
+  return 0;
+}
+
+int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t) {
+  ctr_status st = ctr_tuning_init(t, CTR_TUNING_VERSION);
+  if (st == CTR_OK) st = ctr_tuning_set_env(t, environ);
+  for (int i = 0; st == CTR_OK && c && i < c->ntune; i++) st = apply_tune(t, c->tune[i]);
+  return st == CTR_OK ? 0 : cli_fail(cmd, st);
 }

@@ -165,6 +165,9 @@ int cli_context_create(cli_session *s, const char *cmd, const cli_common *common
   s->common = *common;
   s->bar = !common->quiet && isatty(STDERR_FILENO);
   cli_install_sigint();
+  ctr_tuning tuning;
+  const int rc = cli_tuning(cmd, common, &tuning);
+  if (rc) return rc;
   ctr_context_options o = CTR_CONTEXT_OPTIONS_INIT;
   o.device = common->device;
   o.device_index = common->device_index;
@@ -174,8 +177,10 @@ int cli_context_create(cli_session *s, const char *cmd, const cli_common *common
   o.progress = on_progress;
   o.log = on_log;
   o.user = s;
+  o.tuning = &tuning;
   ctr_status st = ctr_context_create(&o, out);
   if (st != CTR_OK) return cli_fail(cmd, st);
+  s->direct_io = tuning.direct_io;
   describe_backend(s, *out);
   return 0;
 }

@@ -312,6 +312,7 @@ static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
   info.spacing[2] = p->pixel_size;
   ctr_status st = ctr_stack_create(a->out, a->out_format, &info, &r->out);
   if (st != CTR_OK) return cli_fail_file("fbp", st, a->out);
+  if (r->session.direct_io < 0) ctr_stack_writer_set_direct_io(r->out, 0); /* --tune direct_io */
   const double t0 = cli_now();
   for (int64_t s0 = 0; s0 < r->nslices; s0 += batch) {
     const int64_t n = r->nslices - s0 < batch ? r->nslices - s0 : batch;
@@ -444,6 +445,7 @@ int cmd_fbp(int argc, char **argv) {
   if (!rc && a.projections) rc = load_projections(&a, &r);
   if (!rc) rc = make_geometry(&a, &r);
   if (!rc) rc = cli_context_create(&r.session, "fbp", &a.common, &r.ctx);
+  if (!rc && r.session.direct_io < 0) ctr_stack_reader_set_direct_io(r.in, 0); /* --tune direct_io */
   if (!rc && a.kernel && ctr_context_device(r.ctx) != CTR_DEVICE_CUDA)
     rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "
                          "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",

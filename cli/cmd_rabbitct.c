@@ -10,6 +10,7 @@
  * file's reference; Unload. Each call is timed with the wall clock in whole
  * microseconds and the RabbitCT time is their sum, as the published runner
  * reports it (docs/rabbitct.md). */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
@@ -66,6 +67,7 @@ typedef struct rct_args {
   const char *file, *module, *json, *device, *interp, *owner;
   int64_t size, buffers;
   int buffers_given, prefetch, quiet, threads, threads_given;
+  cli_common tune; /* its --tune settings only */
 } rct_args;
 
 typedef struct rct_run {
@@ -230,6 +232,15 @@ static int load_module(rct_run *r) {
   r->device = set_env("CTRECON_DEVICE", a->device, "auto", &r->device_from_env);
   r->interp = set_env("CTRECON_INTERP", a->interp, "precise", &r->interp_from_env);
   r->owner = set_env("CTRECON_RABBITCT_BUFFERS", a->owner, "module", &r->owner_from_env);
+  /* --tune KEY=VALUE: CTRECON_<KEY>, which the module gives its context's
+   * tuning table (ctr_tuning_set_env) */
+  for (int i = 0; i < a->tune.ntune; i++) {
+    const char *t = a->tune.tune[i], *eq = strchr(t, '=');
+    char name[80] = "CTRECON_";
+    for (size_t k = strlen(name); t < eq && k + 1 < sizeof name; t++, k++)
+      name[k] = (char)toupper((unsigned char)*t), name[k + 1] = '\0';
+    setenv(name, eq + 1, 1);
+  }
 #ifdef _OPENMP
   if (a->threads > 0) omp_set_num_threads(a->threads);
 #endif
@@ -651,6 +662,7 @@ int cmd_rabbitct(int argc, char **argv) {
   rct_args a;
   memset(&a, 0, sizeof a);
   a.size = 128;
+  a.tune = (cli_common)CLI_COMMON_INIT;
   const cli_opt opts[] = {
       {"--size", "L", "volume size L^3 over 256 mm, 1..1024 (default 128)", parse_size, &a.size,
        NULL},
@@ -682,6 +694,10 @@ int cmd_rabbitct(int argc, char **argv) {
       {"--threads", "N",
        "OpenMP threads of the module's CPU code; 0 = OpenMP's default (default 0)",
        cli_parse_threads, &a.threads, &a.threads_given},
+      {"--tune", "KEY=VALUE",
+       "a tuning switch of docs/tuning.md for the module, e.g. bp_chunks=32,32: sets "
+       "CTRECON_<KEY> before the module is loaded (repeatable) (default: the environment's)",
+       cli_parse_tune, &a.tune, NULL},
       {"--quiet", NULL, "no progress bar, no report; errors and warnings only", cli_set_flag,
        &a.quiet, NULL},
       {0},

@@ -6,6 +6,7 @@
 #define CTRECON_H
 
 #include "ctrecon/core.h"
+#include "ctrecon/tuning.h"
 #include "ctrecon/geometry.h"
 #include "ctrecon/phantom.h"
 #include "ctrecon/io.h"

@@ -226,12 +226,14 @@ if (has rabbitct || has rabbitsweep) && [ ! -s $rct ]; then
     > "$LOGS/rabbitct_make.log" 2>&1
   say "rabbitct-make rc=$? : $(tail -3 "$LOGS/rabbitct_make.log" | tr '\n' ' ')"
 fi
-# rct_run NAME L INTERP [ENV=VALUE...]: one runner pass, the module through
-# dlopen, under the published runner's protocol (ctrecon rabbitct's default).
+# rct_run NAME L INTERP [OPTION...]: one runner pass, the module through
+# dlopen, under the published runner's protocol (ctrecon rabbitct's default);
+# OPTIONs go to ctrecon rabbitct (--projection-buffers WHO, --tune KEY=VALUE:
+# the module's tuning table, docs/tuning.md).
 rct_run() {
   local name=$1 L=$2 interp=$3
   shift 3
-  env "$@" "$BUILD/ctrecon" rabbitct $rct --size $L --device cuda --interp $interp \
+  "$BUILD/ctrecon" rabbitct $rct --size $L --device cuda --interp $interp "$@" \
     --json "$LOGS/rabbitct_$name.json" > "$LOGS/rabbitct_$name.log" 2>&1
   say "rabbitct $name (L=$L $interp $*) rc=$?"
   grep -iE "sum|GUPS|RMSE|first calls|buffers " "$LOGS/rabbitct_$name.log" | tee -a "$LOGS/summary.txt" "$OUT/progress.txt"
@@ -245,7 +247,7 @@ if has rabbitct; then
       [ "$interp" = texture ] && [ "$L" != 512 ] && continue
       for owner in ${RCT_OWNERS:-module runner}; do
         for rep in $(seq 1 ${RCT_REPEAT:-3}); do
-          rct_run ${L}_${interp}_${owner}_r$rep $L $interp CTRECON_RABBITCT_BUFFERS=$owner
+          rct_run ${L}_${interp}_${owner}_r$rep $L $interp --projection-buffers $owner
         done
       done
     done
@@ -256,7 +258,7 @@ files = sorted(glob.glob(sys.argv[1] + "/rabbitct_*.json"))
 runs = [json.load(open(f)) for f in files]
 if runs:
     out = {k: runs[0][k] for k in ("gpu", "date", "revision")}
-    out["command"] = "ctrecon rabbitct (published protocol; CTRECON_RABBITCT_BUFFERS=module|runner)"
+    out["command"] = "ctrecon rabbitct (published protocol; --projection-buffers module|runner)"
     out["cases"] = [dict(c, run=f.split("rabbitct_")[-1][:-5], buffers_owner=r["buffers_owner"],
                          interp=r["interp"], protocol=r["protocol"])
                     for r, f in zip(runs, files) for c in r["cases"]]
@@ -286,18 +288,18 @@ if has rabbitsweep; then
   # Launch shape and chunk schedule of the general kernel at L = 512, and
   # one ncu profile of a full-size launch (bench/NOTES.md, issue 7).
   for zb in 16:32x4 16:32x8 16:8x16 32:32x4 8:32x4; do
-    rct_run sweep_z${zb%%:*}_${zb##*:} 512 precise CTRECON_BP_SLICES=${zb%%:*} CTRECON_BP_BLOCK=${zb##*:}
+    rct_run sweep_z${zb%%:*}_${zb##*:} 512 precise --tune bp_slices=${zb%%:*} --tune bp_block=${zb##*:}
   done
   for ch in 1,1 4,8 8,16 1,32 32,32; do
-    rct_run sweep_chunks_${ch/,/_} 512 precise CTRECON_BP_CHUNKS=$ch
+    rct_run sweep_chunks_${ch/,/_} 512 precise --tune bp_chunks=$ch
   done
   if command -v ncu > /dev/null; then
-    CTRECON_BP_CHUNKS=32,32 ncu --clock-control none -k regex:bpg_kernel -s 3 -c 1 \
+    ncu --clock-control none -k regex:bpg_kernel -s 3 -c 1 \
       --section SpeedOfLight --section Occupancy --section WarpStateStats \
       --section InstructionStats --section LaunchStats --section MemoryWorkloadAnalysis \
       --section SchedulerStats \
       "$BUILD/ctrecon" rabbitct $rct --size 512 --device cuda --interp precise \
-      > "$LOGS/ncu_rabbitct_512.txt" 2>&1
+      --tune bp_chunks=32,32 > "$LOGS/ncu_rabbitct_512.txt" 2>&1
     say "ncu rc=$?"
     cp "$LOGS/ncu_rabbitct_512.txt" "$OUT/"
   fi

@@ -81,6 +81,21 @@ fails 2 "unknown output extension" "--out 'r.xyz'|extension" fdk --geometry g.js
 fails 2 "tiff-stack without a pattern" "--out 'q.tif'|%d" phantom --geometry g.json --out q.tif --format tiff-stack
 fails 2 "slices beyond the volume" "--slices 20:40|32|g.json" $FDK --projections p.raw --slices 20:40
 
+echo "# tuning switches (docs/tuning.md): --tune exit 2, CTRECON_<KEY> exit 3"
+fails 2 "unknown tuning key" "--tune 'bp_slice=8'|unknown tuning key 'bp_slice'|bp_slices" \
+  $FDK --projections p.raw --tune bp_slice=8
+fails 2 "tuning value out of range" "--tune 'bp_slices=3'|ctr_tuning.bp_slices is 3" \
+  $FDK --projections p.raw --tune bp_slices=3
+fails 2 "tuning switch without a value" "--tune 'tune'|KEY=VALUE" $FDK --projections p.raw --tune tune
+CTRECON_PET_Z=7 fails 3 "bad tuning variable" "environment variable CTRECON_PET_Z|ctr_tuning.pet_z is 7" \
+  $FDK --projections p.raw
+run $FDK --projections p.raw --out plain.nrrd --quiet
+run $FDK --projections p.raw --out tuned.nrrd --quiet --tune direct_io=off --tune tune=off \
+  --tune bp_slices=4 --tune bp_block=16x8
+[ "$rc" -eq 0 ] && cmp -s plain.nrrd tuned.nrrd && ok "switches that do not apply on the CPU change nothing" ||
+  bad "a run with tuning switches: exit $rc, or other bytes"
+rm -f plain.nrrd tuned.nrrd
+
 echo "# unwritable outputs and missing inputs (exit 1)"
 fails 1 "output under a missing directory" "nodir/r.nrrd|nodir" fdk --geometry g.json --projections p.raw --out nodir/r.nrrd
 fails 1 "output whose parent is a file" "p.raw/r.nrrd|not a directory" fdk --geometry g.json --projections p.raw --out p.raw/r.nrrd

@@ -86,6 +86,17 @@ else
     python3 -c 'import json,sys; json.load(open(sys.argv[1]))' r32.json && ok "--json parses" || bad "--json does not parse"
   fi
 
+  echo "# tuning switches for the module (docs/tuning.md)"
+  run rabbitct r.rct --size 32 --device cpu --tune bp_chunks=3,5 --tune direct_io=off
+  [ "$rc" -eq 0 ] && below "$(field "RMSE")" 0.5 && ok "--tune: the module runs with its switches set" ||
+    bad "--tune bp_chunks=3,5: exit $rc"
+  CTRECON_BP_REGS=65 run rabbitct r.rct --size 32 --device cpu
+  [ "$rc" -ne 0 ] && grep -q "CTRECON_BP_REGS: ctr_tuning.bp_regs is 65" "$ERR" &&
+    ok "a bad CTRECON_<KEY> stops the module, named (exit $rc)" || bad "CTRECON_BP_REGS=65: exit $rc"
+  run rabbitct r.rct --size 32 --device cpu --tune bp_regs=65
+  [ "$rc" -eq 2 ] && grep -q "ctr_tuning.bp_regs is 65" "$ERR" && ok "a bad --tune is a usage error" ||
+    bad "--tune bp_regs=65: exit $rc"
+
   echo "# no reference of the size"
   run rabbitct r.rct --size 64 --device cpu
   [ "$rc" -eq 0 ] && grep -q "scoring skipped: 'r.rct' has no 64^3 reference volume (sizes present: 16, 32)" "$OUT" &&

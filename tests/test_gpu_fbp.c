@@ -42,6 +42,35 @@ typedef struct ctx_pair {
   ctr_context *cpu, *gpu;
 } ctx_pair;
 
+/* The kernel cache of the automatic choice: a private directory, given to
+ * every context through its tuning table. */
+static char g_cache[] = "/tmp/ctr_fbp_cache_XXXXXX";
+
+/* A CUDA context whose tuning table has key = value (NULL: the defaults)
+ * and the private cache directory. */
+static ctr_context *tuned_context(const char *key, const char *value) {
+  ctr_tuning t;
+  CHECK_OK(ctr_tuning_init(&t, CTR_TUNING_VERSION));
+  t.cache_dir = g_cache;
+  if (key) CHECK_OK(ctr_tuning_set(&t, key, value));
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = CTR_DEVICE_CUDA;
+  co.tuning = &t;
+  ctr_context *ctx = NULL;
+  CHECK_OK(ctr_context_create(&co, &ctx));
+  return ctx;
+}
+
+/* The largest |a - b| over the largest |b|. */
+static double max_rel_diff(const float *a, const float *b, int64_t n) {
+  double d = 0, m = 0;
+  for (int64_t i = 0; i < n; i++) {
+    d = fmax(d, fabs((double)a[i] - (double)b[i]));
+    m = fmax(m, fabs((double)b[i]));
+  }
+  return m > 0 ? d / m : INFINITY;
+}
+
 static double rel_rms(const float *a, const double *b, int64_t n) {
   double e = 0, s = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -100,44 +129,67 @@ static void one_case(ctr_context *ctx, int kind) {
    *   (linear), 1.7e-4 .. 6.6e-4 (nearest), tex4h 3.6e-4 .. 1.6e-3 (tex
    *   1.4e-3 in the same emulation: the weights dominate).
    * - hybrid: texture units as tex2, ALU tiles as alu2; run with all tiles
-   *   on the ALU ($CTRECON_FBP_HYBRID_TEX=0: exact), all on the texture
-   *   units (64: every block a texture block) and the default mix. */
+   *   on the ALU (ctr_tuning.fbp_hybrid_tex = -1, "0" in text: exact), all
+   *   on the texture units (64: every block a texture block) and the
+   *   default mix.
+   * - The texture kernels also with their angles in launches of 32
+   *   (ctr_tuning.fbp_tex_chunk) and all in one launch: each pixel's sum is
+   *   grouped differently, nothing else changes. */
   static const struct {
-    const char *name, *hybrid_tex; /* $CTRECON_FBP_HYBRID_TEX for the run, NULL: unset */
-    int os;                        /* oversampling: linear only, own reference */
-    double linear, nearest;        /* bounds */
+    const char *name, *key, *value; /* a tuning setting for the run (key NULL: none) */
+    int os;                         /* oversampling: linear only, own reference */
+    double linear, nearest;         /* bounds */
   } kc[] = {
-      {"tex", NULL, 0, 5e-3, 5e-3},     {"tex2", NULL, 0, 5e-3, 5e-3},
-      {"alu", NULL, 0, 1e-5, 5e-3},     {"alu2", NULL, 0, 1e-5, 5e-3},
-      {"alu-os", NULL, 1, 5e-3, 0},     {"alu2-os", NULL, 1, 5e-3, 0},
-      {"tex-mp", NULL, 0, 5e-3, 5e-3},  {"tex4h", NULL, 0, 5e-3, 5e-3},
-      {"alu2-h", NULL, 0, 4e-3, 5e-3},  {"hybrid", "0", 0, 1e-5, 5e-3},
-      {"hybrid", "64", 0, 5e-3, 5e-3},  {"hybrid", NULL, 0, 5e-3, 5e-3},
+      {"tex", NULL, NULL, 0, 5e-3, 5e-3},     {"tex2", NULL, NULL, 0, 5e-3, 5e-3},
+      {"alu", NULL, NULL, 0, 1e-5, 5e-3},     {"alu2", NULL, NULL, 0, 1e-5, 5e-3},
+      {"alu-os", NULL, NULL, 1, 5e-3, 0},     {"alu2-os", NULL, NULL, 1, 5e-3, 0},
+      {"tex-mp", NULL, NULL, 0, 5e-3, 5e-3},  {"tex4h", NULL, NULL, 0, 5e-3, 5e-3},
+      {"alu2-h", NULL, NULL, 0, 4e-3, 5e-3},  {"hybrid", "fbp_hybrid_tex", "0", 0, 1e-5, 5e-3},
+      {"hybrid", "fbp_hybrid_tex", "64", 0, 5e-3, 5e-3}, {"hybrid", NULL, NULL, 0, 5e-3, 5e-3},
+      {"tex", "fbp_tex_chunk", "32", 0, 5e-3, 5e-3},     {"tex", "fbp_tex_chunk", "0", 0, 5e-3, 5e-3},
+      {"tex2", "fbp_tex_chunk", "32", 0, 5e-3, 5e-3},    {"tex-mp", "fbp_tex_chunk", "32", 0, 5e-3, 5e-3},
   };
+  const size_t nkc = sizeof kc / sizeof kc[0];
+  float *first = malloc(sizeof(float) * (size_t)(plane * ns)); /* a kernel's untuned run */
   for (int interp = 0; interp < 2; interp++) {
     memset(ref, 0, sizeof(double) * (size_t)(plane * ns));
     CHECK_OK(ctr_fbp_backproject_reference(g, (ctr_fbp_interp)interp, ns, sino, ref));
     double *ref_os = interp == 0 ? malloc(sizeof(double) * (size_t)(plane * ns)) : NULL;
     if (ref_os) oversampled_reference(g, ns, sino, ref_os);
-    for (size_t k = 0; k < sizeof kc / sizeof kc[0]; k++) {
+    for (size_t k = 0; k < nkc; k++) {
       if (kc[k].os && interp == 1) continue; /* oversampling approximates linear interpolation */
       ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
       o.kernel = kc[k].name;
       o.interp = (ctr_fbp_interp)interp;
-      if (kc[k].hybrid_tex) setenv("CTRECON_FBP_HYBRID_TEX", kc[k].hybrid_tex, 1);
+      ctr_context *run = kc[k].key ? tuned_context(kc[k].key, kc[k].value) : ctx;
+      if (!run) continue;
       memset(out, 0xff, sizeof(float) * (size_t)(plane * ns));
-      CHECK_OK(ctr__fbp_bp_cuda(ctx, g, &o, ns, sino, out));
-      unsetenv("CTRECON_FBP_HYBRID_TEX");
+      CHECK_OK(ctr__fbp_bp_cuda(run, g, &o, ns, sino, out));
+      if (run != ctx) ctr_context_free(run);
       const double e = rel_rms(out, kc[k].os ? ref_os : ref, plane * ns);
       const double bound = interp ? kc[k].nearest : kc[k].linear;
-      printf("geometry %d %-7s%s%-2s %-7s: relative RMS vs double reference %.2e (bound %.0e)\n", kind,
-             kc[k].name, kc[k].hybrid_tex ? " t" : "", kc[k].hybrid_tex ? kc[k].hybrid_tex : "",
-             interp ? "nearest" : "linear", e, bound);
-      CHECK_MSG(e < bound, "kernel %s (hybrid tex %s) interp %d geometry %d: %g", kc[k].name,
-                kc[k].hybrid_tex ? kc[k].hybrid_tex : "default", interp, kind, e);
+      printf("geometry %d %-7s %s%s%-3s %-7s: relative RMS vs double reference %.2e (bound %.0e)\n",
+             kind, kc[k].name, kc[k].key ? kc[k].key : "", kc[k].key ? "=" : "",
+             kc[k].value ? kc[k].value : "", interp ? "nearest" : "linear", e, bound);
+      CHECK_MSG(e < bound, "kernel %s (%s = %s) interp %d geometry %d: %g", kc[k].name,
+                kc[k].key ? kc[k].key : "-", kc[k].value ? kc[k].value : "default", interp, kind, e);
+      /* a texture-chunk setting: the same slices as the untuned run of the
+       * kernel (the first entry of its name), up to the sum's grouping */
+      if (kc[k].key && !strcmp(kc[k].key, "fbp_tex_chunk") && first) {
+        for (size_t j = 0; j < nkc; j++)
+          if (!kc[j].key && !strcmp(kc[j].name, kc[k].name)) {
+            o.kernel = kc[j].name;
+            CHECK_OK(ctr__fbp_bp_cuda(ctx, g, &o, ns, sino, first));
+            break;
+          }
+        const double d = max_rel_diff(out, first, plane * ns);
+        CHECK_MSG(d < 1e-5, "kernel %s, fbp_tex_chunk %s against the default: largest difference "
+                  "%g of the largest value", kc[k].name, kc[k].value, d);
+      }
     }
     free(ref_os);
   }
+  free(first);
   /* An unknown kernel name is an argument error naming it. */
   ctr_fbp_options bad = CTR_FBP_OPTIONS_INIT;
   bad.kernel = "warp-drive";
@@ -255,7 +307,7 @@ static void test_autotune(ctr_context *ctx) {
   for (int64_t k = 0; k < nb * na * ns; k++) sino[k] = (float)sin(0.07 * (double)(k % nb) + (double)(k / nb));
   CHECK_OK(ctr_fbp_backproject_reference(g, CTR_FBP_LINEAR, ns, sino, ref));
   char path[128];
-  snprintf(path, sizeof path, "%s/fbp-kernels.json", getenv("CTRECON_CACHE_DIR"));
+  snprintf(path, sizeof path, "%s/fbp-kernels.json", g_cache);
   for (int run = 0; run < 3; run++) {
     if (run == 2) { /* corrupt the cache */
       FILE *f = fopen(path, "w");
@@ -291,12 +343,13 @@ int main(void) {
     return 77;
   }
   /* The kernel cache of the automatic choice goes to a private directory. */
-  char cache[] = "/tmp/ctr_fbp_cache_XXXXXX";
-  if (mkdtemp(cache)) setenv("CTRECON_CACHE_DIR", cache, 1);
+  if (!mkdtemp(g_cache)) {
+    perror("mkdtemp");
+    return 1;
+  }
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
-  co.device = CTR_DEVICE_CUDA;
-  ctr_context *ctx = NULL;
-  CHECK_OK(ctr_context_create(&co, &ctx));
+  ctr_context *ctx = tuned_context(NULL, NULL);
+  if (!ctx) return th_finish("test_gpu_fbp");
   for (int kind = 0; kind < 3; kind++) one_case(ctx, kind);
   test_autotune(ctx);
   ctx_pair c = {NULL, ctx};
@@ -306,9 +359,9 @@ int main(void) {
   ctr_context_free(c.cpu);
   ctr_context_free(ctx);
   char rm[128];
-  snprintf(rm, sizeof rm, "%s/fbp-kernels.json", cache);
+  snprintf(rm, sizeof rm, "%s/fbp-kernels.json", g_cache);
   remove(rm);
-  rmdir(cache);
+  rmdir(g_cache);
   return th_finish("test_gpu_fbp");
 }
 #else

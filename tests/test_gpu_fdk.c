@@ -178,7 +178,7 @@ static void test_variants(void) {
       double *nref = calloc(nvox, sizeof(double));
       float *nout = malloc(sizeof(float) * nvox);
       ctr__bp_reference(g, 0, nviews, noise, nref, 0, nz);
-      ctr__bp_config c = {CTR__BP_TEX, 32, 8, 16, 16, 0};
+      ctr__bp_config c = {CTR__BP_TEX, 32, 8, 16, 16, 0, 0};
       CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, noise, nout, 1, NULL));
       printf("  white noise, tex: relative RMS %.2e (worst case, not bounded)\n",
              rel_rms_d(nout, nref, nvox));
@@ -188,7 +188,7 @@ static void test_variants(void) {
     for (int vi = 0; vi < 8; vi++) {
       for (int ci = 0; ci < (quick ? 1 : 5); ci++) {
         ctr__bp_config c = {variants[vi], configs[ci][0], configs[ci][1], configs[ci][2],
-                            configs[ci][3], 0};
+                            configs[ci][3], 0, 0};
         const ctr__bp_config r = ctr__bp_config_resolve(g, &o, &c);
         memset(out, 0xff, sizeof(float) * nvox); /* NaN poison: every voxel must be written */
         double ms = 0;
@@ -269,6 +269,27 @@ static void test_end_to_end(void) {
   memset(gpu2, 0xff, sizeof(float) * nvox);
   CHECK_OK(ctr_fdk(gctx, g, &o, &pp, &g2)); /* pageable in and out */
   CHECK(memcmp(gpu, gpu2, sizeof(float) * nvox) == 0);
+  /* Launch shapes forced through the context's tuning table (slices per
+   * thread and blocks of the exact kernels): every voxel's position comes
+   * from its own indices, so the volume is the default's, bit for bit. */
+  static const char *const shapes[][2] = {{"2", "16x8"}, {"16", "32x4"}, {"1", "8x4"}, {"4", "auto"}};
+  for (int si = 0; si < 4; si++) {
+    ctr_tuning t;
+    CHECK_OK(ctr_tuning_init(&t, CTR_TUNING_VERSION));
+    CHECK_OK(ctr_tuning_set(&t, "bp_slices", shapes[si][0]));
+    CHECK_OK(ctr_tuning_set(&t, "bp_block", shapes[si][1]));
+    ctr_context_options to = co; /* CUDA */
+    to.tuning = &t;
+    ctr_context *tctx = NULL;
+    CHECK_OK(ctr_context_create(&to, &tctx));
+    if (!tctx) continue;
+    memset(gpu2, 0xff, sizeof(float) * nvox);
+    CHECK_OK(ctr_fdk(tctx, g, &o, &pa, &g2));
+    CHECK_MSG(memcmp(gpu, gpu2, sizeof(float) * nvox) == 0,
+              "exact FDK with bp_slices %s, bp_block %s differs from the default's", shapes[si][0],
+              shapes[si][1]);
+    ctr_context_free(tctx);
+  }
   /* uint16 input: the same values as float give the same volume. */
   for (int64_t i = 0; i < np; i++) {
     proj16[i] = (uint16_t)lrint(fmin(65535.0, proj[i] * 500.0));
@@ -353,13 +374,15 @@ static void test_general_clipping(void) {
   o.nz = nz;
   o.interp = CTR_INTERP_PRECISE;
   CHECK(ctr__bp_config_resolve(g, &o, NULL).variant == CTR__BP_PRECISE_GENERAL);
-  /* the last two: Z' = 16 in the 64-register form (CTRECON_BP_REGS), and
-   * the default shape, each launch choosing its registers */
+  /* the last two: Z' = 16 in the 64-register form (ctr__bp_config.regs, as
+   * ctr_tuning.bp_regs sets it), and the default shape, each launch
+   * choosing its registers */
   static const int shapes[][3] = {{32, 8, 16}, {32, 32, 4}, {16, 16, 8}, {8, 8, 4}, {4, 32, 2},
                                   {2, 8, 16},  {1, 32, 8},  {16, 16, 16}, {0, 0, 0}};
   for (int si = 0; si < (quick ? 1 : 9); si++) {
-    ctr__bp_config c = {CTR__BP_PRECISE_GENERAL, 7, shapes[si][0], shapes[si][1], shapes[si][2], 0};
-    if (si == 7) setenv("CTRECON_BP_REGS", "64", 1);
+    ctr__bp_config c = {CTR__BP_PRECISE_GENERAL, 7, shapes[si][0], shapes[si][1], shapes[si][2],
+                        0, 0};
+    if (si == 7) c.regs = 64;
     if (si == 8) c = ctr__bp_config_resolve(g, &o, NULL);
     memset(out, 0xff, sizeof(float) * nvox);
     CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, filt, out, 1, NULL));
@@ -369,7 +392,6 @@ static void test_general_clipping(void) {
     printf("  Z'=%2d %2dx%-2d: relative RMS %.2e (bound 2e-6)\n", c.slices_per_thread, c.block_x,
            c.block_y, e);
     CHECK_MSG(e < 2e-6, "general Z'=%d %dx%d: %g", c.slices_per_thread, c.block_x, c.block_y, e);
-    unsetenv("CTRECON_BP_REGS");
   }
   CHECK(ctr__bp_config_resolve(g, &o, NULL).default_shape == 1);
   free(out);
@@ -444,11 +466,17 @@ static void test_reference_and_backprojector(void) {
   }
   for (size_t pi = 0; pi < sizeof plans / sizeof plans[0]; pi++) {
     const float *const *im = plans[pi].pinned ? pimg : img;
-    if (plans[pi].chunks) setenv("CTRECON_BP_CHUNKS", plans[pi].chunks, 1);
-    else unsetenv("CTRECON_BP_CHUNKS");
-    if (plans[pi].split) setenv("CTRECON_BP_SPLIT", plans[pi].split, 1);
-    else unsetenv("CTRECON_BP_SPLIT");
-    CHECK_OK(ctr_backprojector_create(gctx, g, &o, &b));
+    /* the schedules through the context's tuning table */
+    ctr_tuning t;
+    CHECK_OK(ctr_tuning_init(&t, CTR_TUNING_VERSION));
+    if (plans[pi].chunks) CHECK_OK(ctr_tuning_set(&t, "bp_chunks", plans[pi].chunks));
+    if (plans[pi].split) CHECK_OK(ctr_tuning_set(&t, "bp_split", plans[pi].split));
+    ctr_context *tctx = NULL;
+    co.tuning = &t;
+    CHECK_OK(ctr_context_create(&co, &tctx));
+    if (!tctx) continue;
+    b = NULL;
+    CHECK_OK(ctr_backprojector_create(tctx, g, &o, &b));
     CHECK_OK(ctr_backprojector_add(b, 13, idx, im, wf));
     CHECK_OK(ctr_backprojector_add(b, n - 13, idx + 13, im + 13, wf + 13));
     CHECK_OK(ctr_backprojector_read(b, out));
@@ -457,9 +485,8 @@ static void test_reference_and_backprojector(void) {
               plans[pi].chunks ? plans[pi].chunks : "default",
               plans[pi].split ? plans[pi].split : "default", plans[pi].pinned ? "pinned" : "pageable", e);
     ctr_backprojector_free(b);
+    ctr_context_free(tctx);
   }
-  unsetenv("CTRECON_BP_CHUNKS");
-  unsetenv("CTRECON_BP_SPLIT");
   ctr_host_free(pinned);
   ctr_context_free(gctx);
   free(out);

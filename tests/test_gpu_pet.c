@@ -8,7 +8,7 @@
 #include "pet/pet.h"
 #include "pet_test_util.h"
 
-static ctr_context *g_cpu, *g_gpu;
+static ctr_context *g_cpu, *g_gpu, *g_shape; /* g_shape: a launch shape forced */
 
 static double rel_rms_ff(const float *a, const float *b, int64_t n) {
   double d = 0, r = 0;
@@ -23,17 +23,28 @@ static void compare_projectors(const char *what, ctr_pet_params p, ctr_pet_kerne
   CHECK_OK(ctr_pet_system_create(&p, &k, &s));
   CHECK_OK(ctr_pet_projector_create(g_cpu, s, &pc));
   if (!pc) goto done;
-  /* every launch shape (pet_cuda.cu) against the CPU: slices per thread,
-   * run entries per pass, block shape, split runs */
-  static const char *shapes[][4] = {{"0", "4", "32x4", "0"},  {"1", "4", "32x4", "1"},
-                                    {"16", "8", "16x8", "3"}, {"24", "4", "48x2", "0"},
-                                    {"24", "8", "32x4", "8"}, {"8", "4", "64x2", "2"}};
-  for (int sh = 0; sh < 6; sh++) {
-    setenv("CTRECON_PET_Z", shapes[sh][0], 1), setenv("CTRECON_PET_LC", shapes[sh][1], 1);
-    setenv("CTRECON_PET_BLOCK", shapes[sh][2], 1), setenv("CTRECON_PET_SPLIT", shapes[sh][3], 1);
+  /* every launch shape (pet_cuda.cu) against the CPU, each forced through
+   * a context's tuning table: slices per thread, run entries per pass,
+   * block shape, split runs, runs in constant or global memory */
+  static const char *shapes[][5] = {{"0", "4", "32x4", "0", "on"},  {"1", "4", "32x4", "1", "on"},
+                                    {"16", "8", "16x8", "3", "on"}, {"24", "4", "48x2", "0", "on"},
+                                    {"24", "8", "32x4", "8", "on"}, {"8", "4", "64x2", "2", "on"},
+                                    {"16", "4", "32x4", "0", "off"}};
+  static const char *const keys[5] = {"pet_z", "pet_lc", "pet_block", "pet_split", "pet_const"};
+  for (int sh = 0; sh < 7; sh++) {
+    ctr_tuning t;
+    CHECK_OK(ctr_tuning_init(&t, CTR_TUNING_VERSION));
+    for (int f = 0; f < 5; f++) CHECK_OK(ctr_tuning_set(&t, keys[f], shapes[sh][f]));
+    ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+    co.device = CTR_DEVICE_CUDA;
+    co.tuning = &t;
     ctr_pet_projector_free(pg);
     pg = NULL;
-    CHECK_OK(ctr_pet_projector_create(g_gpu, s, &pg));
+    ctr_context_free(g_shape);
+    g_shape = NULL;
+    CHECK_OK(ctr_context_create(&co, &g_shape));
+    if (!g_shape) goto done;
+    CHECK_OK(ctr_pet_projector_create(g_shape, s, &pg));
     if (!pg) goto done;
     int64_t n = p.nx * p.ny * p.nz;
     float *x = malloc(n * sizeof(float)), *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
@@ -44,14 +55,12 @@ static void compare_projectors(const char *what, ctr_pet_params p, ctr_pet_kerne
         CHECK_OK(ctr_pet_project(pc, dir, views[i], x, a));
         CHECK_OK(ctr_pet_project(pg, dir, views[i], x, b));
         double e = rel_rms_ff(b, a, n);
-        CHECK_MSG(e <= tol, "%s view %lld %s, shape Z=%s LC=%s %s split %s: GPU vs CPU relative "
-                  "RMS %.3g", what, (long long)views[i], d ? "back" : "forward", shapes[sh][0],
-                  shapes[sh][1], shapes[sh][2], shapes[sh][3], e);
+        CHECK_MSG(e <= tol, "%s view %lld %s, shape Z=%s LC=%s %s split %s const %s: GPU vs CPU "
+                  "relative RMS %.3g", what, (long long)views[i], d ? "back" : "forward",
+                  shapes[sh][0], shapes[sh][1], shapes[sh][2], shapes[sh][3], shapes[sh][4], e);
       }
     free(x), free(a), free(b);
   }
-  unsetenv("CTRECON_PET_Z"), unsetenv("CTRECON_PET_LC"), unsetenv("CTRECON_PET_BLOCK");
-  unsetenv("CTRECON_PET_SPLIT");
   ctr_pet_view_info vi;
   CHECK_OK(ctr_pet_view_info_get(s, views[0], &vi));
   printf("%s: support %lld entries in %lld runs\n", what, (long long)vi.support,
@@ -59,6 +68,8 @@ static void compare_projectors(const char *what, ctr_pet_params p, ctr_pet_kerne
 done:
   ctr_pet_projector_free(pc);
   ctr_pet_projector_free(pg);
+  ctr_context_free(g_shape);
+  g_shape = NULL;
   ctr_pet_system_free(s);
 }
 

@@ -447,7 +447,7 @@ static int direct_supported(void) {
  * partly from an unaligned one (buffered), overwriting both ways, and reads
  * it back both ways. Returns the bytes that went direct. */
 static long long big_round_trip(const char *name, const float *ref, float *aligned,
-                                unsigned char *unaligned_mem) {
+                                unsigned char *unaligned_mem, int direct_io) {
   const size_t img = BPIX * 4;
   float *unaligned = (float *)(unaligned_mem + 4); /* 4-byte but not 4096-byte aligned */
   const ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32, BW, BH, BN);
@@ -455,6 +455,7 @@ static long long big_round_trip(const char *name, const float *ref, float *align
   ctr_stack_writer *w = NULL;
   CHECK_OK(ctr_stack_create(P(name), CTR_FORMAT_AUTO, &info, &w));
   if (!w) return -1;
+  if (!direct_io) ctr_stack_writer_set_direct_io(w, 0);
   memcpy(aligned, ref, BN * img);
   memcpy(unaligned, ref, BN * img);
   memset(aligned + BPIX, 0x5A, img);        /* image 1 wrong in the direct write... */
@@ -471,6 +472,7 @@ static long long big_round_trip(const char *name, const float *ref, float *align
   ctr_stack_reader *r = NULL;
   CHECK_OK(ctr_stack_open(P(name), CTR_FORMAT_AUTO, &hint, 0, &r));
   if (!r) return -1;
+  if (!direct_io) ctr_stack_reader_set_direct_io(r, 0);
   memset(aligned, 0, BN * img);
   memset(unaligned, 0, BN * img);
   CHECK_OK(ctr_stack_read(r, 0, BN, CTR_DTYPE_FLOAT32, aligned));
@@ -511,7 +513,7 @@ static void test_direct_io(void) {
   const long long want = (long long)(4 * img + BN * img + img);
   static const char *names[2] = {"big.raw", "big.nrrd"};
   for (int i = 0; i < 2; i++) {
-    const long long moved = big_round_trip(names[i], ref, aligned, unaligned_mem);
+    const long long moved = big_round_trip(names[i], ref, aligned, unaligned_mem, 1);
     if (direct) CHECK_MSG(moved >= want, "%s: %lld bytes went direct, expected >= %lld", names[i],
                           moved, want);
   }
@@ -531,13 +533,29 @@ static void test_direct_io(void) {
   CHECK_MSG(back && bad == 0, "big16.raw: %d values differ", bad);
   free(back);
 
-  /* CTRECON_DIRECT_IO=0: all buffered, same result. */
-  setenv("CTRECON_DIRECT_IO", "0", 1);
+  /* Direct I/O turned off on the writer and the reader: all buffered, same
+   * result. */
   for (int i = 0; i < 2; i++) {
-    const long long moved = big_round_trip(names[i], ref, aligned, unaligned_mem);
-    CHECK_MSG(moved == 0, "%s: %lld bytes went direct with CTRECON_DIRECT_IO=0", names[i], moved);
+    const long long moved = big_round_trip(names[i], ref, aligned, unaligned_mem, 0);
+    CHECK_MSG(moved == 0, "%s: %lld bytes went direct with direct I/O off", names[i], moved);
   }
-  unsetenv("CTRECON_DIRECT_IO");
+  /* Off, then on again: the reader opens its direct descriptor again. */
+  {
+    ctr_stack_info hint = make_info(CTR_DTYPE_FLOAT32, BW, BH, BN);
+    ctr_stack_reader *r = NULL;
+    CHECK_OK(ctr_stack_open(P("big.raw"), CTR_FORMAT_RAW, &hint, 0, &r));
+    if (r) {
+      ctr_stack_reader_set_direct_io(r, 0);
+      before = ctr__io_direct_bytes();
+      CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, aligned));
+      CHECK(ctr__io_direct_bytes() == before);
+      ctr_stack_reader_set_direct_io(r, 1);
+      CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, aligned));
+      if (direct) CHECK(ctr__io_direct_bytes() - before == (int64_t)img);
+      CHECK(!memcmp(aligned, ref, img));
+      ctr_stack_close(r);
+    }
+  }
 
   /* Images of 37 x 23: never aligned, never direct. */
   before = ctr__io_direct_bytes();
@@ -649,7 +667,6 @@ static void test_enospc(void) {
 
 int main(void) {
   if (!scratch_open("ctr_test_io_partial")) return 1;
-  unsetenv("CTRECON_DIRECT_IO");
   set_enospc(-1);
   make_data();
   test_resumable_formats();

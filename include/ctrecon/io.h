@@ -73,6 +73,16 @@ ctr_status ctr_stack_write(ctr_stack_writer *w, int64_t first, int64_t n, ctr_dt
 ctr_status ctr_stack_commit(ctr_stack_writer *w); /* frees w */
 void ctr_stack_abort(ctr_stack_writer *w);        /* frees w; accepts NULL */
 
+/* Direct I/O of a raw or NRRD stack: transfers whose file offset, length and
+ * buffer address are multiples of 4096 bytes bypass the page cache
+ * (O_DIRECT) where the file system allows it, the others are buffered. On
+ * by default; on = 0 turns it off for this reader or writer, on = 1 on
+ * again. No effect on other formats; not while a transfer on the same
+ * reader or writer is in flight. ctr_fdk_stream turns it off on the stacks
+ * it reads and writes when its context's ctr_tuning.direct_io is -1. */
+void ctr_stack_reader_set_direct_io(ctr_stack_reader *r, int on);
+void ctr_stack_writer_set_direct_io(ctr_stack_writer *w, int on);
+
 /* Whole-array convenience wrappers. */
 ctr_status ctr_stack_load(const char *path, ctr_file_format fmt, const ctr_stack_info *hint,
                           ctr_dtype dtype, ctr_stack_info *info_out, void **data_out);

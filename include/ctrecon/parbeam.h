@@ -103,9 +103,9 @@ typedef struct ctr_fbp_options {
   ctr_fbp_interp interp;
   const char *kernel;       /* GPU kernel by name (docs/parallel-beam.md); NULL / "auto" = the
                                fastest exact one for this GPU and size, found by a short timing
-                               run on first use and cached on disk (CTRECON_CACHE_DIR, else
-                               ~/.cache/ctrecon; CTRECON_TUNE=0: no tuning). CUDA only, the
-                               CPU ignores it */
+                               run on first use and cached on disk (the context's
+                               ctr_tuning.cache_dir; ctr_tuning.tune = -1: no tuning). CUDA
+                               only, the CPU ignores it */
   int strict;               /* data policy (docs/architecture.md, "Bad values"): 0 = sinogram
                                values that are NaN, infinite or beyond +-1e24, flat/dark pixels
                                with flat <= dark or non-finite, and clamped transmissions are

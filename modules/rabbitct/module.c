@@ -41,7 +41,10 @@
  *                     1000 perturb; GPU only, the CPU has one path)
  *   CTRECON_RABBITCT_BUFFERS = module | runner    (default module: who
  *                     allocates the projection buffers when the runner
- *                     leaves it to the module) */
+ *                     leaves it to the module)
+ *   CTRECON_<KEY>   = the tuning switches of docs/tuning.md (e.g.
+ *                     CTRECON_BP_CHUNKS=32,32), passed to the library as
+ *                     its context's tuning table (ctr_tuning_set_env) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +52,8 @@
 
 #include "ctrecon.h"
 #include "rabbitct.h"
+
+extern char **environ;
 
 #define EXPORT __attribute__((visibility("default")))
 #define PREFIX "ctrecon RabbitCT module: "
@@ -106,6 +111,14 @@ static bool make_context(void) {
   const char *dev = getenv("CTRECON_DEVICE");
   if (dev && !strcmp(dev, "cpu")) co.device = CTR_DEVICE_CPU;
   else if (dev && !strncmp(dev, "cuda", 4)) co.device = CTR_DEVICE_CUDA;
+  /* Tuning switches come as CTRECON_<KEY> variables too (ctrecon rabbitct
+   * --tune sets them; docs/tuning.md); the library takes them as its
+   * context's tuning table. */
+  ctr_tuning t;
+  if (ctr_tuning_init(&t, CTR_TUNING_VERSION) != CTR_OK ||
+      ctr_tuning_set_env(&t, environ) != CTR_OK)
+    return fail("tuning variables");
+  co.tuning = &t;
   return ctr_context_create(&co, &M.ctx) == CTR_OK || fail("cannot create a context");
 }
 

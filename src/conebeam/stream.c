@@ -886,10 +886,12 @@ static ctr_status check_geometry(const ctr_geometry *g) {
   return CTR_OK;
 }
 
+#ifdef CTR_FAULT_INJECTION /* test builds only (CMakeLists.txt) */
 static int64_t env_int(const char *name) {
   const char *v = getenv(name);
   return v && *v ? strtoll(v, NULL, 10) : 0;
 }
+#endif
 
 /* A resumed run trusts a journalled subvolume only if the partial output
  * still holds its bytes: each one's CRC-32 is compared with the journal's.
@@ -966,6 +968,8 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   r.ctx = ctx;
   r.g = g;
   r.in = projections;
+  const int direct_io = ctr__tuning(ctx)->direct_io >= 0; /* ctr_tuning.direct_io */
+  if (!direct_io) ctr_stack_reader_set_direct_io(projections, 0);
   CTR_CHECK(resolve_options(g, opts, &r));
   const ctr_stack_info *pi = ctr_stack_reader_info(projections);
   if (pi->width != g->nu || pi->height != g->nv || pi->count != g->nviews)
@@ -1028,6 +1032,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
     } else {
       CTR_CHECK_GOTO(st, ctr_stack_create(out, out_format, &info, &w));
     }
+    if (!direct_io) ctr_stack_writer_set_direct_io(w, 0);
   }
   int todo = 0;
   for (int64_t s = 0; s < r.plan.nslabs; s++) todo |= !have_journal || !journal.done[s];
@@ -1040,7 +1045,9 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   r.writer.out = w;
   r.writer.dtype = r.opts.out_dtype;
   r.writer.slice_bytes = (size_t)(g->vol.nx * g->vol.ny) * ctr_dtype_size(r.opts.out_dtype);
+#ifdef CTR_FAULT_INJECTION
   r.writer.stop_after = env_int("CTRECON_INJECT_STOP_AFTER_SLABS");
+#endif
   /* The journal of a fresh run exists only once everything is set up: a
    * failed setup leaves nothing that asks for --resume. */
   if (resumable && !have_journal) {

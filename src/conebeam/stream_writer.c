@@ -69,8 +69,8 @@ static ctr_status do_job(ctr__writer *w, const ctr__writer_job *j) {
     if (w->journal) CTR_CHECK(ctr__journal_mark(w->journal, j->slab, j->slab_z, j->slab_nz, &rec));
     w->slabs_written++;
     if (w->stop_after > 0 && w->slabs_written >= w->stop_after)
-      CTR_FAIL(CTR_E_CANCELLED, "stopped after %lld subvolume(s) (fault injection "
-               "CTRECON_INJECT_STOP_AFTER_SLABS)", (long long)w->slabs_written);
+      CTR_FAIL(CTR_E_CANCELLED, "stopped after %lld subvolume(s) (fault injection of a test "
+               "build)", (long long)w->slabs_written);
   }
   return CTR_OK;
 }

@@ -56,7 +56,8 @@ typedef struct ctr__writer {
   ctr__writer_slab *slabs;   /* per subvolume */
   int64_t nslabs;
   int64_t slabs_written;
-  int64_t stop_after;        /* fault injection: fail after this many subvolumes (0 = never) */
+  int64_t stop_after;        /* fault injection (test builds, stream.c): fail after this many
+                                subvolumes (0 = never) */
 } ctr__writer;
 
 /* nbuf pinned buffers of buf_bytes, allocated when the thread starts, for a

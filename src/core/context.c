@@ -172,6 +172,15 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
       return st;
     }
   }
+
+  {
+    const ctr_status st = ctr__tuning_adopt(c, o.tuning);
+    if (st != CTR_OK) {
+      free(c);
+      return st;
+    }
+  }
+  c->opts.tuning = &c->tuning;
   *out = c;
   return CTR_OK;
 }
@@ -186,7 +195,10 @@ int ctr__context_gpu(const ctr_context *ctx, int i) {
   return ctx && i >= 0 && i < ctx->ndevices ? ctx->devices[i] : 0;
 }
 
-void ctr_context_free(ctr_context *ctx) { free(ctx); }
+void ctr_context_free(ctr_context *ctx) {
+  ctr__tuning_release(ctx);
+  free(ctx);
+}
 
 ctr_device_kind ctr_context_device(const ctr_context *ctx) {
   return ctx ? ctx->resolved : CTR_DEVICE_CPU;

@@ -59,8 +59,10 @@ double ctr__now_s(void);
 /* Context internals. */
 #define CTR__MAX_DEVICES 64
 struct ctr_context {
-  ctr_context_options opts; /* opts.devices points nowhere: the list is copied below */
+  ctr_context_options opts; /* opts.tuning points to `tuning`; opts.devices points nowhere:
+                               the list is copied below */
   ctr_device_kind resolved;
+  ctr_tuning tuning; /* copied at creation (tuning.c); cache_dir resolved and owned (NULL: none) */
   /* CUDA contexts: the device ordinals, resolved once at creation (distinct,
    * each visible); the first is the device of single-GPU operations. */
   int ndevices;
@@ -71,6 +73,16 @@ struct ctr_context {
  * context or i out of range): every GPU entry point takes its device from
  * here, never from the options. */
 int ctr__context_gpu(const ctr_context *ctx, int i);
+
+/* The tuning table (src/core/tuning.c, docs/tuning.md): the context's
+ * copy, or the defaults (no cache directory) for ctx NULL. */
+const ctr_tuning *ctr__tuning(const ctr_context *ctx);
+/* Checks `in` (NULL = the defaults; any version 1 .. CTR_TUNING_VERSION,
+ * prefix-copied) and copies it into ctx->tuning, resolving the kernel cache
+ * directory. CTR_E_INVALID_ARGUMENT naming the field. */
+ctr_status ctr__tuning_adopt(ctr_context *ctx, const ctr_tuning *in);
+/* Frees what ctr__tuning_adopt allocated. */
+void ctr__tuning_release(ctr_context *ctx);
 
 /* Log through the context's callback (no-op if ctx or callback is NULL). */
 void ctr__log(const ctr_context *ctx, ctr_log_level level, const char *fmt, ...) CTR__PRINTF(3, 4);

@@ -1,5 +1,5 @@
 /* POSIX file helpers of the I/O module: full pread/pwrite loops (buffered or
- * O_DIRECT, with the ENOSPC test hook) and atomic (temporary name + rename)
+ * O_DIRECT, with the ENOSPC hook of test builds) and atomic (temporary name + rename)
  * output files. */
 /* 64-bit off_t and st_size on 32-bit systems too: stacks exceed 4 GB. */
 #define _FILE_OFFSET_BITS 64
@@ -95,12 +95,15 @@ static ctr_status transfer(int fd, int writing, unsigned char *p, size_t n, int6
   return st;
 }
 
-/* ---- Injected full disk (CTRECON_INJECT_ENOSPC_AFTER) -------------------- */
+/* ---- Injected full disk (test builds only) ------------------------------ */
 
+#ifdef CTR_FAULT_INJECTION
+/* CTRECON_INJECT_ENOSPC_AFTER (stack_partial.h). Compiled only into the
+ * test library (CMakeLists.txt, CTR_FAULT_INJECTION): the user's library
+ * has no hook. */
 static atomic_int g_fault_read;          /* the variable was read */
 static atomic_llong g_fault_limit = -1;  /* free bytes; -1: no injection */
 static atomic_llong g_fault_written;     /* bytes written since the reset */
-static atomic_llong g_direct_bytes;      /* bytes moved with O_DIRECT */
 
 void ctr__io_fault_reset(void) {
   const char *v = getenv("CTRECON_INJECT_ENOSPC_AFTER");
@@ -129,6 +132,12 @@ static size_t fault_room(size_t n) {
 static void fault_count(size_t n) {
   if (atomic_load(&g_fault_limit) >= 0) atomic_fetch_add(&g_fault_written, (long long)n);
 }
+#else
+static size_t fault_room(size_t n) { return n; }
+static void fault_count(size_t n) { (void)n; }
+#endif
+
+static atomic_llong g_direct_bytes; /* bytes moved with O_DIRECT */
 
 int64_t ctr__io_direct_bytes(void) { return (int64_t)atomic_load(&g_direct_bytes); }
 
@@ -144,10 +153,12 @@ ctr_status ctr__pwrite_full(int fd, const void *buf, size_t n, int64_t off, cons
   size_t moved;
   ctr_status st = transfer(fd, 1, (unsigned char *)buf, room, off, path, 0, &moved);
   fault_count(moved);
+#ifdef CTR_FAULT_INJECTION
   if (st == CTR_OK && room < n)
     CTR_FAIL(CTR_E_IO, "cannot write %zu bytes at offset %lld of '%s': %s "
              "(injected by CTRECON_INJECT_ENOSPC_AFTER)", n, (long long)off, path,
              strerror(ENOSPC));
+#endif
   return st;
 }
 

@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,26 +15,21 @@
 
 /* A second descriptor of the file opened with O_DIRECT, used for requests
  * whose offset, length and buffer address are multiples of CTR__IO_ALIGN.
- * Off for good (silently) when CTRECON_DIRECT_IO=0, when it cannot be opened
- * (e.g. EINVAL on file systems without O_DIRECT) or once the kernel refuses a
- * request; everything then goes through the buffered descriptor. Linux keeps
- * both views of the file coherent. */
+ * Off for good (silently) when it cannot be opened (e.g. EINVAL on file
+ * systems without O_DIRECT) or once the kernel refuses a request; off until
+ * turned on again after ctr_stack_reader_set_direct_io(r, 0) or
+ * ctr_stack_writer_set_direct_io(w, 0) (ctr_fdk_stream's, for
+ * ctr_tuning.direct_io = -1). Everything then goes through the buffered
+ * descriptor. Linux keeps both views of the file coherent. */
 typedef struct direct_fd {
   int fd;        /* -1: none */
   atomic_int off; /* set from any thread once a request was refused */
 } direct_fd;
 
-static int direct_enabled(void) {
-  const char *v = getenv("CTRECON_DIRECT_IO");
-  return !v || !(!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") ||
-                 !strcasecmp(v, "false"));
-}
-
 /* Opens `path` again with O_DIRECT; it must be the file behind `fd`. */
 static void direct_open(direct_fd *d, int fd, const char *path, int flags) {
   d->fd = -1;
   atomic_init(&d->off, 1);
-  if (!direct_enabled()) return;
   int dfd;
   do {
     dfd = open(path, flags | O_DIRECT | O_CLOEXEC);
@@ -54,6 +48,12 @@ static void direct_close(direct_fd *d) {
   if (d->fd >= 0) close(d->fd);
   d->fd = -1;
   atomic_store(&d->off, 1);
+}
+
+/* Off: closes the direct descriptor; on: opens it again if it is closed. */
+static void direct_set(direct_fd *d, int on, int fd, const char *path, int flags) {
+  if (!on) direct_close(d);
+  else if (d->fd < 0) direct_open(d, fd, path, flags);
 }
 
 static int direct_usable(direct_fd *d, const void *buf, size_t n, int64_t off) {
@@ -124,6 +124,13 @@ static ctr_status raw_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, i
 }
 
 static const ctr__reader_ops raw_reader_ops = {raw_read, raw_close, raw_read_rows};
+
+/* Raw and NRRD readers (both use raw_reader_ops); other formats: no-op. */
+void ctr_stack_reader_set_direct_io(ctr_stack_reader *r, int on) {
+  if (!r || r->ops != &raw_reader_ops || !r->impl) return;
+  raw_in *in = r->impl;
+  direct_set(&in->direct, on, in->fd, in->data_path, O_RDONLY);
+}
 
 ctr_status ctr__raw_reader_init(ctr_stack_reader *r, int fd, int64_t file_size,
                                 const char *data_path, int64_t offset) {
@@ -248,6 +255,13 @@ static ctr_status raw_read_back(ctr_stack_writer *w, int64_t first, int64_t n, v
 
 static const ctr__writer_ops raw_writer_ops = {raw_write, raw_commit,  raw_abort,
                                                raw_flush, raw_suspend, raw_read_back};
+
+/* Raw and NRRD writers (both use raw_writer_ops); other formats: no-op. */
+void ctr_stack_writer_set_direct_io(ctr_stack_writer *w, int on) {
+  if (!w || w->ops != &raw_writer_ops || !w->impl) return;
+  raw_out *o = w->impl;
+  direct_set(&o->direct, on, o->data.fd, o->data.tmp, O_WRONLY);
+}
 
 static ctr_status file_size(const ctr__atomic_file *f, int64_t *size) {
   struct stat sb;

@@ -16,7 +16,8 @@ extern "C" {
 /* Raw and NRRD data go through O_DIRECT (bypassing the page cache) when the
  * file offset, the byte count and the buffer address are all multiples of
  * this; allocate slab buffers with posix_memalign(&p, CTR__IO_ALIGN, n) to
- * benefit. CTRECON_DIRECT_IO=0 turns direct I/O off. */
+ * benefit. ctr_stack_reader_set_direct_io / ctr_stack_writer_set_direct_io
+ * turn direct I/O off per reader or writer. */
 #define CTR__IO_ALIGN 4096
 
 /* Creates a writer whose data go to fixed names beside the target, so an
@@ -72,7 +73,9 @@ char *ctr__stack_partial_name(const char *path, ctr_file_format fmt);
 
 /* ---- Test hooks --------------------------------------------------------- */
 
-/* CTRECON_INJECT_ENOSPC_AFTER=N simulates a disk with N free bytes: raw and
+/* Test builds only (the library compiled with CTR_FAULT_INJECTION, which
+ * the tests that inject link; the user's library has no hook):
+ * CTRECON_INJECT_ENOSPC_AFTER=N simulates a disk with N free bytes: raw and
  * NRRD writes (everything through ctr__pwrite_full) that would take the
  * bytes written by the process past N write what fits and fail with ENOSPC
  * (CTR_E_IO, "No space left on device"). The variable is read at the first

@@ -1,6 +1,6 @@
-/* The parallel-beam kernel selector's cache: which backprojection kernel was
- * fastest for a GPU and a problem size, measured once by a short tuning run
- * and kept in a JSON file. A missing, unreadable, corrupt (an unknown or
+/* The parallel-beam kernel selector and its cache: which backprojection
+ * kernel was fastest for a GPU and a problem size, measured once by a short
+ * tuning run and kept in a JSON file in the context's ctr_tuning.cache_dir. A missing, unreadable, corrupt (an unknown or
  * duplicate member included: strict JSON) or stale cache is an empty cache
  * (the caller tunes again); writes go to a temporary name and are renamed,
  * so a crash never leaves a half-written cache. */
@@ -19,20 +19,9 @@
 #define CACHE_VERSION 1
 #define CACHE_NAME "fbp-kernels.json"
 
-/* $CTRECON_CACHE_DIR, else $XDG_CACHE_HOME/ctrecon, else ~/.cache/ctrecon. */
-static int cache_path(char *buf, size_t n) {
-  const char *d = getenv("CTRECON_CACHE_DIR");
-  if (d && *d) return snprintf(buf, n, "%s/" CACHE_NAME, d) < (int)n;
-  d = getenv("XDG_CACHE_HOME");
-  if (d && *d) return snprintf(buf, n, "%s/ctrecon/" CACHE_NAME, d) < (int)n;
-  d = getenv("HOME");
-  if (d && *d) return snprintf(buf, n, "%s/.cache/ctrecon/" CACHE_NAME, d) < (int)n;
-  return 0;
-}
-
-int ctr__fbp_tune_enabled(void) {
-  const char *v = getenv("CTRECON_TUNE");
-  return !(v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no")));
+/* The cache file in `dir` (NULL or "": none). */
+static int cache_path(const char *dir, char *buf, size_t n) {
+  return dir && *dir && snprintf(buf, n, "%s/" CACHE_NAME, dir) < (int)n;
 }
 
 static char *read_file(const char *path) {
@@ -55,10 +44,10 @@ static char *read_file(const char *path) {
 }
 
 /* The cache's entries array (a valid, current cache), or NULL. */
-static cJSON *load(cJSON **root) {
+static cJSON *load(const char *dir, cJSON **root) {
   char path[4096];
   *root = NULL;
-  if (!cache_path(path, sizeof path)) return NULL;
+  if (!cache_path(dir, path, sizeof path)) return NULL;
   char *text = read_file(path);
   if (!text) return NULL;
   *root = cJSON_Parse(text);
@@ -98,9 +87,9 @@ static int matches(const cJSON *e, const ctr__fbp_tune_key *k) {
   return 1;
 }
 
-int ctr__fbp_tune_lookup(const ctr__fbp_tune_key *k, char *kernel, size_t n) {
+int ctr__fbp_tune_lookup(const char *dir, const ctr__fbp_tune_key *k, char *kernel, size_t n) {
   cJSON *root;
-  const cJSON *entries = load(&root), *e;
+  const cJSON *entries = load(dir, &root), *e;
   int found = 0;
   cJSON_ArrayForEach(e, entries) {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "kernel");
@@ -126,12 +115,14 @@ static void make_parents(const char *path) {
     }
 }
 
-ctr_status ctr__fbp_tune_store(const ctr__fbp_tune_key *k, const char *kernel, double gups) {
+ctr_status ctr__fbp_tune_store(const char *dir, const ctr__fbp_tune_key *k, const char *kernel,
+                                double gups) {
   char path[4096], tmp[4200];
-  if (!cache_path(path, sizeof path))
-    CTR_FAIL(CTR_E_IO, "no directory for the kernel cache: set CTRECON_CACHE_DIR or HOME");
+  if (!cache_path(dir, path, sizeof path))
+    CTR_FAIL(CTR_E_IO, "no directory for the kernel cache: set ctr_tuning.cache_dir, "
+             "XDG_CACHE_HOME or HOME");
   cJSON *root;
-  cJSON *entries = load(&root);
+  cJSON *entries = load(dir, &root);
   if (!entries) { /* missing, corrupt or stale: start a fresh cache */
     cJSON_Delete(root);
     root = cJSON_CreateObject();
@@ -167,5 +158,36 @@ ctr_status ctr__fbp_tune_store(const ctr__fbp_tune_key *k, const char *kernel, d
     unlink(tmp);
     CTR_FAIL(CTR_E_IO, "cannot write the kernel cache '%s': %s", path, strerror(ok ? errno : err));
   }
+  return CTR_OK;
+}
+
+ctr_status ctr__fbp_tune_choose(const ctr_context *ctx, const ctr__fbp_tune_key *k,
+                                const char *const *names, int n, ctr__fbp_time_fn time,
+                                void *user, int *chosen) {
+  const ctr_tuning *t = ctr__tuning(ctx);
+  *chosen = -1;
+  if (t->tune < 0 || n < 1) return CTR_OK;
+  char name[32];
+  if (ctr__fbp_tune_lookup(t->cache_dir, k, name, sizeof name))
+    for (int i = 0; i < n; i++)
+      if (!strcmp(name, names[i])) {
+        *chosen = i;
+        return CTR_OK;
+      }
+  ctr_error_clear();
+  int best = 0;
+  double best_ms = 1e300;
+  for (int i = 0; i < n; i++) {
+    double ms = 0;
+    CTR_CHECK(time(user, i, &ms));
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = i;
+    }
+  }
+  *chosen = best;
+  /* A cache that cannot be written costs a re-tune next time, nothing more. */
+  const double gups = (double)k->nangles * (double)(k->nx * k->ny) / (best_ms * 1e-3) / 1e9;
+  if (ctr__fbp_tune_store(t->cache_dir, k, names[best], gups) != CTR_OK) ctr_error_clear();
   return CTR_OK;
 }

@@ -301,7 +301,6 @@ static void fbp_tune(void) {
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/fbp_tune", root);
   mkdir(dir, 0777);
-  setenv("CTRECON_CACHE_DIR", dir, 1);
   ctr__fbp_tune_key k;
   memset(&k, 0, sizeof k);
   snprintf(k.gpu, sizeof k.gpu, "NVIDIA H100 80GB HBM3"); /* fuzz_fbp_tune.c's key */
@@ -309,9 +308,9 @@ static void fbp_tune(void) {
   k.nangles = 1500;
   k.nx = k.ny = 2048;
   k.interp = 1;
-  check(ctr__fbp_tune_store(&k, "hybrid", 40.5), "fbp cache");
+  check(ctr__fbp_tune_store(dir, &k, "hybrid", 40.5), "fbp cache");
   k.multi = 1;
-  check(ctr__fbp_tune_store(&k, "alu", 12.5), "fbp cache");
+  check(ctr__fbp_tune_store(dir, &k, "alu", 12.5), "fbp cache");
   char *from = path_in("fbp_tune", "fbp-kernels.json");
   if (rename(from, path_in("fbp_tune", "two-entries.json")) != 0) exit(1);
   put_text("fbp_tune", "stale-version.json", "{\"version\": 0, \"entries\": []}");

@@ -75,9 +75,11 @@ ctr_status ctr__cuda_bpj_create(ctr_context *ctx, int device, const ctr_geometry
   b->device = device;
   b->g = g;
   b->o = *o;
-  b->cfg = ctr__bp_config_resolve(g, o, NULL);
+  const ctr_tuning *t = ctr__tuning(ctx);
+  const ctr__bp_config tuned = ctr__bp_config_tuned(ctx, NULL);
+  b->cfg = ctr__bp_config_resolve(g, o, &tuned);
   if (!ctr__is_tex(b->cfg.variant) && b->cfg.variant != CTR__BP_PRECISE_GENERAL &&
-      !getenv("CTRECON_BP_SLICES") && !getenv("CTRECON_BP_BLOCK")) {
+      t->bp_slices <= 0 && t->bp_block_x <= 0) {
     /* Software interpolation on the RabbitCT module's views (non-circular, a
      * subset per call): 16 slices per thread in 32 x 4 blocks measured best
      * (L = 512 precise: 192 -> 163 ms; bench/NOTES.md, issue 7). */
@@ -131,13 +133,13 @@ static est_rates rates(const ctr__cuda_bpj *b) {
  * launch starts when its views are up and the previous launch is done, and
  * lasts its volume pass plus its updates: measured additive, L = 512:
  * 0.45 / 0.81 / 5.8 ms for 1 / 4 / 32 views) with the EST_ rates, over
- * powers of two. CTRECON_BP_CHUNKS=first,rest overrides
+ * powers of two. ctr_tuning.bp_chunk_first, bp_chunk_rest override it
  * (experiments, bench/NOTES.md). */
 static void chunk_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *first, int64_t *rest) {
   const int64_t cap = b->cfg.views_per_launch;
-  const char *env = getenv("CTRECON_BP_CHUNKS");
-  long f = 0, r = 0;
-  if (env && sscanf(env, "%ld,%ld", &f, &r) == 2 && f > 0 && r > 0) {
+  const ctr_tuning *t = ctr__tuning(b->ctx);
+  const int64_t f = t->bp_chunk_first, r = t->bp_chunk_rest;
+  if (f > 0 && r > 0) {
     *first = f < cap ? f : cap;
     *rest = r < cap ? r : cap;
     return;
@@ -172,24 +174,23 @@ static void chunk_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *first, in
  * there two levels, the first n/16 views into the lowest eighth of the
  * slab, the first n/4 into the next quarter (measured best among one and
  * two levels, bench/NOTES.md). Returns the number of levels (0: none).
- * CTRECON_BP_SPLIT=a0,z0[,a1,z1] forces a plan, CTRECON_BP_SPLIT=0 turns
- * it off (experiments). */
+ * ctr_tuning.bp_split = 1 or 2 forces a plan (bp_split_views/slices), -1
+ * turns it off (experiments). */
 #define SPLIT_MIN_RATIO 4.0
 static int split_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *a, int64_t *z) {
   const int64_t nz = b->o.nz, zp = b->cfg.slices_per_thread;
-  const char *env = getenv("CTRECON_BP_SPLIT");
+  const ctr_tuning *t = ctr__tuning(b->ctx);
   if (n < 2 || n > b->cfg.views_per_launch || ctr__is_pair(b->cfg.variant) ||
-      getenv("CTRECON_BP_CHUNKS") || (env && !strcmp(env, "0")))
+      t->bp_chunk_first > 0 || t->bp_split < 0)
     return 0;
-  long f[2 * SPLIT_LEVELS];
-  const int got = env ? sscanf(env, "%ld,%ld,%ld,%ld", f, f + 1, f + 2, f + 3) : 0;
-  if (got == 2 || got == 4) {
-    for (int j = 0; j < got / 2; j++) {
-      const long pa = j ? f[2 * j - 2] : 0, pz = j ? f[2 * j - 1] : 0;
-      if (!(f[2 * j] > pa && f[2 * j] < n && f[2 * j + 1] > pz && f[2 * j + 1] < nz)) return 0;
-      a[j] = f[2 * j], z[j] = f[2 * j + 1];
+  if (t->bp_split > 0) {
+    for (int j = 0; j < t->bp_split; j++) {
+      const int64_t pa = j ? t->bp_split_views[j - 1] : 0, pz = j ? t->bp_split_slices[j - 1] : 0;
+      const int64_t fa = t->bp_split_views[j], fz = t->bp_split_slices[j];
+      if (!(fa > pa && fa < n && fz > pz && fz < nz)) return 0;
+      a[j] = fa, z[j] = fz;
     }
-    return got / 2;
+    return t->bp_split;
   }
   const est_rates e = rates(b);
   if (e.upd < SPLIT_MIN_RATIO * e.up || n < 8 || nz < 8 * zp) return 0;

@@ -5,6 +5,8 @@
 
 #include "filter/filter.h"
 
+#include <string.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,7 +41,25 @@ typedef struct ctr__bp_config {
   int block_x, block_y;  /* threads per block in x and y */
   int default_shape;     /* PRECISE_GENERAL with Z' and block left to the defaults: each
                             launch picks its registers from its views (bp_general.cu) */
+  int regs;              /* PRECISE_GENERAL at Z' = 16: 64 or 80 registers forced
+                            (ctr_tuning.bp_regs); 0 = per launch */
 } ctr__bp_config;
+
+/* req (NULL: all defaults) with the context's tuning table applied to the
+ * fields it leaves at 0: ctr_tuning.bp_slices, bp_block_x/y (both or
+ * neither), bp_regs. Pass the result to ctr__bp_config_resolve. */
+static inline ctr__bp_config ctr__bp_config_tuned(const ctr_context *ctx,
+                                                  const ctr__bp_config *req) {
+  ctr__bp_config c;
+  memset(&c, 0, sizeof c);
+  if (req) c = *req;
+  const ctr_tuning *t = ctr__tuning(ctx);
+  if (c.slices_per_thread <= 0 && t->bp_slices > 0) c.slices_per_thread = t->bp_slices;
+  if (c.block_x <= 0 && c.block_y <= 0 && t->bp_block_x > 0)
+    c.block_x = t->bp_block_x, c.block_y = t->bp_block_y;
+  if (!c.regs) c.regs = t->bp_regs;
+  return c;
+}
 
 #define CTR__BP_MAX_VIEWS 64
 

@@ -261,7 +261,7 @@ __global__ void __launch_bounds__(256, MINB) bpg_kernel(const ctr__bp_args a,
  * per SM instead of 6, to keep more of them in flight: RabbitCT L = 1024
  * 2 % faster, while at L = 512 (voxels ~2.5 pixels apart) the extra blocks'
  * working sets crowd L1 and it is 2-5 % slower (bench/NOTES.md, issue 7).
- * CTRECON_BP_REGS=64 or 80 forces a form (experiments, tests). Launches of
+ * ctr_tuning.bp_regs = 64 or 80 forces a form (experiments, tests). Launches of
  * sparser views keep 80 registers and take blocks of SPARSE_BLOCK_Y rows:
  * rows ~2.5 pixels apart share cache lines, so 8 rows fetch fewer lines per
  * update than 4 (RabbitCT L = 512: 97-99 against 102 ms; at L = 1024 taller
@@ -289,7 +289,7 @@ ctr_status ctr__bpg_launch(const ctr__bp_config *cfg, const ctr__bp_args *args,
   dim3 block(cfg->block_x, cfg->block_y);
   int dense = cfg->default_shape && bv->n > 0 && dense_views(args, bv);
   if (cfg->default_shape && !dense) block.y = SPARSE_BLOCK_Y;
-  if (getenv("CTRECON_BP_REGS")) dense = atoi(getenv("CTRECON_BP_REGS")) == 64;
+  if (cfg->regs) dense = cfg->regs == 64; /* ctr_tuning.bp_regs */
   const dim3 grid((args->nx + block.x - 1) / block.x, (args->ny + block.y - 1) / block.y,
                   (args->nz_thread - args->k_begin + zp - 1) / zp);
   if (block.x * block.y > 256 || block.x * block.y < 32 || (block.x * block.y) % 32)

@@ -529,6 +529,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
     ctr__bp_config req;
     memset(&req, 0, sizeof req);
     req.views_per_launch = (int)(nb < CTR__BP_MAX_VIEWS ? nb : CTR__BP_MAX_VIEWS);
+    req = ctr__bp_config_tuned(ctx, &req); /* ctr_tuning's launch shape */
     c->cfg = ctr__bp_config_resolve(g, o, &req);
     if (!plan->pair) c->cfg.variant = unpaired(c->cfg.variant);
   }

@@ -56,7 +56,8 @@ extern "C" ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_ge
                                             const float *filtered, float *vol, int repeats,
                                             double *median_ms) {
   ctr_status st = CTR_OK;
-  const ctr__bp_config cfg = ctr__bp_config_resolve(g, o, req);
+  const ctr__bp_config tuned = ctr__bp_config_tuned(ctx, req);
+  const ctr__bp_config cfg = ctr__bp_config_resolve(g, o, &tuned);
   const int64_t batch = cfg.views_per_launch, nu = g->nu, nv = g->nv;
   const size_t vol_bytes = (size_t)(g->vol.nx * g->vol.ny * o->nz) * sizeof(float);
   cudaDeviceProp prop;

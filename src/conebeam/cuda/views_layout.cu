@@ -73,14 +73,8 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
   if (c.views_per_launch > CTR__BP_MAX_VIEWS) c.views_per_launch = CTR__BP_MAX_VIEWS;
   const int tex = c.variant == CTR__BP_TEX || c.variant == CTR__BP_TEX_PAIR ||
                   c.variant == CTR__BP_TEX_PAIR_HALF;
-  /* CTRECON_BP_SLICES=Z' and CTRECON_BP_BLOCK=XxY replace the defaults below
-   * (launch-shape experiments, bench/NOTES.md); a caller's explicit choice
-   * stays. */
-  const char *ez = getenv("CTRECON_BP_SLICES"), *eb = getenv("CTRECON_BP_BLOCK");
-  int bx = 0, by = 0;
-  if (c.slices_per_thread <= 0 && ez) c.slices_per_thread = atoi(ez);
-  if (c.block_x <= 0 && c.block_y <= 0 && eb && sscanf(eb, "%dx%d", &bx, &by) == 2)
-    c.block_x = bx, c.block_y = by;
+  /* ctr_tuning.bp_slices and bp_block_x/y reach here through req
+   * (ctr__bp_config_tuned, bp_config.h); zero fields take the defaults. */
   const int gen = c.variant == CTR__BP_PRECISE_GENERAL;
   if (gen && c.slices_per_thread <= 0 && c.block_x <= 0 && c.block_y <= 0) c.default_shape = 1;
   if (c.slices_per_thread <= 0)

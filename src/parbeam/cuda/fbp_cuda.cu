@@ -811,17 +811,13 @@ static ctr_status launch_alu(fbp_gpu *f, int64_t s0, int count, int64_t a0, int6
   return launch_alu_cache<pair_cache<1, 0>>(f, s0, a0, n, s);
 }
 
-/* $CTRECON_FBP_HYBRID_TEX: texture blocks per SM of the hybrid kernel, 0 ..
- * blocks_per_sm (larger: all; not a number: the default). */
-static int hybrid_tex_blocks(int blocks_per_sm) {
-  const char *v = getenv("CTRECON_FBP_HYBRID_TEX");
-  long t = HYBRID_TEX_DEFAULT;
-  if (v && *v) {
-    char *end = NULL;
-    const long x = strtol(v, &end, 10);
-    if (end && *end == '\0' && x >= 0) t = x;
-  }
-  return t > blocks_per_sm ? blocks_per_sm : (int)t;
+/* Texture blocks per SM of the hybrid kernel, 0 .. blocks_per_sm:
+ * ctr_tuning.fbp_hybrid_tex (0: HYBRID_TEX_DEFAULT, -1: none; larger than
+ * blocks_per_sm: all). */
+static int hybrid_tex_blocks(const fbp_gpu *f, int blocks_per_sm) {
+  const int v = ctr__tuning(f->ctx)->fbp_hybrid_tex;
+  const int t = v == 0 ? HYBRID_TEX_DEFAULT : v < 0 ? 0 : v;
+  return t > blocks_per_sm ? blocks_per_sm : t;
 }
 
 /* The hybrid kernel (f->tex made for the same slices and angles) on a
@@ -855,7 +851,7 @@ static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, c
     unsigned *sm_count = (unsigned *)(queue + 1);
     bp_hybrid<S, NEAREST><<<(unsigned)(nsm * bps), block, shm, s>>>(
         f->tex, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx, (int)p->ny, w.per, w.out, w.plane,
-        queue, sm_count, bps, hybrid_tex_blocks(bps), (int)tiles_x, (int)(tiles_x * tiles_y));
+        queue, sm_count, bps, hybrid_tex_blocks(f, bps), (int)tiles_x, (int)(tiles_x * tiles_y));
     CU_LAUNCHED("bp_hybrid");
   }
 cleanup:
@@ -867,11 +863,11 @@ cleanup:
  * blocks; ncu on tex-mp at 2048 angles x 2048 bins (16 MB per slice) showed a
  * 49 % L2 hit rate, 427 GB/s from DRAM and the texture pipe only 81 % busy,
  * against 97 % busy with 4 MB at 1024^2. Launches over chunks of about 4 MB of
- * sinogram rows keep the rows in L2 (CTRECON_FBP_TEX_CHUNK=N: N angles, for
- * experiments; 0: no chunks). */
-static int tex_chunk(int64_t nbins, int texel_bytes, int n) {
-  const char *e = getenv("CTRECON_FBP_TEX_CHUNK");
-  long c = e ? atol(e) : (long)((4L << 20) / ((long)nbins * texel_bytes));
+ * sinogram rows keep the rows in L2 (ctr_tuning.fbp_tex_chunk = N: N angles,
+ * for experiments; -1: no chunks). */
+static int tex_chunk(const fbp_gpu *f, int64_t nbins, int texel_bytes, int n) {
+  const int e = ctr__tuning(f->ctx)->fbp_tex_chunk;
+  long c = e > 0 ? e : e < 0 ? 0 : (long)((4L << 20) / ((long)nbins * texel_bytes));
   if (c <= 0 || c > n) c = n;
   return c < 32 && n > 32 ? 32 : (int)c;
 }
@@ -905,7 +901,7 @@ ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s
       break;
     case K_TEX_MP: {
       CTR_CHECK(make_texture(f, TEXK_FLOAT, s0, 1, a0, n, s));
-      const int chunk = tex_chunk(p->nbins, 4, (int)n);
+      const int chunk = tex_chunk(f, p->nbins, 4, (int)n);
       for (int ab = 0; ab < (int)n; ab += chunk) {
         const int ae = ab + chunk < (int)n ? ab + chunk : (int)n;
         if (nearest) bp_tex_mp<1><<<grid16, 256, 0, s>>>(f->tex, ab, ae, (int)p->nx, (int)p->ny, out);
@@ -917,7 +913,7 @@ ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s
       const int ns = f->kernel == K_TEX4H ? 4 : pair ? 2 : 1;
       const dim3 block(16, 8);
       CTR_CHECK(make_texture(f, ns == 4 ? TEXK_HALF4 : ns == 2 ? TEXK_FLOAT2 : TEXK_FLOAT, s0, count, a0, n, s));
-      const int chunk = tex_chunk(p->nbins, ns == 1 ? 4 : 8, (int)n);
+      const int chunk = tex_chunk(f, p->nbins, ns == 1 ? 4 : 8, (int)n);
       for (int ab = 0; ab < (int)n; ab += chunk) {
         const int ae = ab + chunk < (int)n ? ab + chunk : (int)n;
 #define CTR__TEX_LAUNCH(NS, N)                                                                    \
@@ -969,9 +965,23 @@ cleanup:
   return st;
 }
 
+/* A candidate of the automatic choice timed on f (ctr__fbp_tune_choose). */
+typedef struct tune_run {
+  fbp_gpu *f;
+  const fbp_kernel *cand;
+  cudaStream_t s;
+} tune_run;
+
+static ctr_status time_candidate(void *user, int i, double *ms) {
+  tune_run *t = (tune_run *)user;
+  t->f->kernel = t->cand[i];
+  return time_kernel(t->f, ctr__fbp_kernel_slices(t->cand[i]), t->s, ms);
+}
+
 ctr_status ctr__fbp_autotune(fbp_gpu *f, int64_t nslices, cudaStream_t s) {
-  if (!f->auto_kernel || !ctr__fbp_tune_enabled()) return CTR_OK;
+  if (!f->auto_kernel) return CTR_OK;
   f->auto_kernel = 0;
+  if (ctr__tuning(f->ctx)->tune < 0) return CTR_OK; /* the static default */
   const ctr_parallel_params *p = &f->g->p;
   ctr__fbp_tune_key key;
   memset(&key, 0, sizeof key);
@@ -988,42 +998,26 @@ ctr_status ctr__fbp_autotune(fbp_gpu *f, int64_t nslices, cudaStream_t s) {
   key.ny = p->ny;
   key.interp = f->nearest;
   key.multi = nslices > 1;
-  {
-    char name[32];
-    fbp_kernel k;
-    if (ctr__fbp_tune_lookup(&key, name, sizeof name) &&
-        ctr__fbp_parse_kernel(name, f->nearest, &k) == CTR_OK) {
-      f->kernel = k;
-      return CTR_OK;
-    }
-    ctr_error_clear();
-  }
   /* The exact candidates: software interpolation, and point-sampled
    * textures for nearest (hardware linear weights are 8-bit: not exact, so
    * the texture kernels and the hybrid, whose texture tiles have them, are
    * candidates for nearest only). Never the approximate kernels: alu-os,
-   * alu2-os (positions quantised to 1/4 bin), tex4h, alu2-h (half data). */
+   * alu2-os (positions quantised to 1/4 bin), tex4h, alu2-h (half data).
+   * Kernels of more slices than the run has are left out. */
   const fbp_kernel lin[2] = {K_ALU, K_ALU2},
                    near[6] = {K_ALU, K_ALU2, K_TEX, K_TEX2, K_TEX_MP, K_HYBRID};
-  const fbp_kernel *cand = f->nearest ? near : lin;
-  const int ncand = f->nearest ? 6 : 2;
-  fbp_kernel best = f->kernel;
-  double best_ms = 1e300;
-  for (int i = 0; i < ncand; i++) {
-    const int group = ctr__fbp_kernel_slices(cand[i]);
-    if (group > nslices) continue;
-    double ms = 0;
-    f->kernel = cand[i];
-    CTR_CHECK(time_kernel(f, group, s, &ms));
-    if (ms < best_ms) {
-      best_ms = ms;
-      best = cand[i];
-    }
-  }
-  f->kernel = best;
-  /* A cache that cannot be written costs a re-tune next time, nothing more. */
-  const double gups = (double)p->nangles * (double)(p->nx * p->ny) / (best_ms * 1e-3) / 1e9;
-  if (ctr__fbp_tune_store(&key, kernel_names[best], gups) != CTR_OK) ctr_error_clear();
+  const fbp_kernel *all = f->nearest ? near : lin;
+  const int nall = f->nearest ? 6 : 2;
+  fbp_kernel cand[6];
+  const char *names[6];
+  int n = 0;
+  for (int i = 0; i < nall; i++)
+    if (ctr__fbp_kernel_slices(all[i]) <= nslices) cand[n] = all[i], names[n++] = kernel_names[all[i]];
+  const fbp_kernel fallback = f->kernel;
+  tune_run run = {f, cand, s};
+  int chosen = -1;
+  CTR_CHECK(ctr__fbp_tune_choose(f->ctx, &key, names, n, time_candidate, &run, &chosen));
+  f->kernel = chosen >= 0 ? cand[chosen] : fallback;
   return CTR_OK;
 }
 
@@ -1093,6 +1087,7 @@ static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geome
   const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
   float *w = NULL;
   memset(f, 0, sizeof *f);
+  f->ctx = ctx;
   f->g = g;
   f->angles_loaded = -1;
   f->nearest = o && o->interp == CTR_FBP_NEAREST;

@@ -26,12 +26,13 @@ static inline int ctr__fbp_kernel_slices(fbp_kernel k) {
   }
 }
 
-/* The hybrid kernel's texture blocks per SM when $CTRECON_FBP_HYBRID_TEX is
- * not set (docs/parallel-beam.md). */
+/* The hybrid kernel's texture blocks per SM when ctr_tuning.fbp_hybrid_tex
+ * is 0 (docs/parallel-beam.md, docs/tuning.md). */
 #define HYBRID_TEX_DEFAULT 1
 
 /* Device state of a run: sinograms (filtered, weighted) and slices. */
 typedef struct fbp_gpu {
+  const ctr_context *ctx; /* its tuning table (ctr__tuning) */
   const ctr_parallel_geometry *g;
   fbp_kernel kernel;
   int nearest;

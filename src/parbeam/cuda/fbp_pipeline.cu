@@ -183,6 +183,7 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
     CU(cudaMalloc(&c->d_rows, sizeof(float) * (size_t)(ld * na * S)));
     CU(cudaMalloc(&c->f.d_sino, sizeof(float) * (size_t)(nb * na * S)));
     CU(cudaMalloc(&c->f.d_out, sizeof(float) * (size_t)(plane * S)));
+    c->f.ctx = ctx;
     c->f.g = g;
     c->f.kernel = kernel;
     c->f.nearest = nearest;

@@ -14,19 +14,17 @@
  * Fig. 3; 1: the thread-level form), LC run entries per register pass and
  * the block's x by y threads, and how many blocks share the runs of one
  * output tile (0: enough for about 24 blocks per SM). Default rows: 32, 48
- * or 64 threads, whichever pads the lattice's x least. CTRECON_PET_Z=1|8|16|24,
- * CTRECON_PET_LC=4|8, CTRECON_PET_BLOCK=XxY and CTRECON_PET_SPLIT=0..8
- * override the defaults (CTRECON_PET_CONST=0: runs from global memory even
- * when they fit in constant memory) (the benchmark compares
- * them; bench/NOTES.md has the figures). */
+ * or 64 threads, whichever pads the lattice's x least. The context's
+ * ctr_tuning.pet_z, pet_lc, pet_block_x/y and pet_split override the
+ * defaults (pet_const = -1: runs from global memory even when they fit in
+ * constant memory); the benchmark compares them (bench/NOTES.md has the
+ * figures). ctr_context_create checked their ranges. */
 static void pet_launch_choice(ctr__pet_cuda *c) {
-  const char *e = getenv("CTRECON_PET_Z"), *l = getenv("CTRECON_PET_LC");
-  const char *b = getenv("CTRECON_PET_BLOCK"), *sp = getenv("CTRECON_PET_SPLIT");
-  c->split = sp ? atoi(sp) : 0;
-  const char *cr = getenv("CTRECON_PET_CONST");
-  c->const_runs = !(cr && !strcmp(cr, "0"));
+  const ctr_tuning *t = ctr__tuning(c->ctx);
+  c->split = t->pet_split;
+  c->const_runs = t->pet_const >= 0;
   if (c->split < 0 || c->split > PET_MAX_SPLIT) c->split = 0;
-  int z = e ? atoi(e) : 0, lc = l ? atoi(l) : PET_LC, bx = 32, by = 4;
+  int z = t->pet_z, lc = t->pet_lc ? t->pet_lc : PET_LC;
   if (z != 1 && z != 8 && z != 16 && z != 24) { /* the largest with little z padding */
     z = 8;
     for (int cand = 24; cand > 8; cand -= 8)
@@ -37,8 +35,8 @@ static void pet_launch_choice(ctr__pet_cuda *c) {
   }
   c->Z = z;
   c->LC = lc == 8 ? 8 : 4;
-  if (b && sscanf(b, "%dx%d", &bx, &by) == 2 && bx >= 1 && by >= 1 && bx * by <= 256 &&
-      bx * by % 32 == 0) {
+  const int bx = t->pet_block_x, by = t->pet_block_y;
+  if (bx >= 1 && by >= 1 && bx * by <= 256 && bx * by % 32 == 0) {
     c->bx = bx, c->by = by;
   } else { /* rows of 32, 48 or 64 threads, whichever pads x least (48 x 2 for 144) */
     c->bx = 32, c->by = 4;

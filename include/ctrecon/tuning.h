@@ -1,0 +1,109 @@
+/*
+ * ctrecon/tuning.h — the experiment and tuning switches of the library, in
+ * one table. A context copies it once, at ctr_context_create
+ * (ctr_context_options.tuning; NULL = the defaults), and the code reads the
+ * context's copy; the library reads no switch from the environment.
+ * docs/tuning.md describes every field: its default, what it changes and
+ * the benchmark that measured it.
+ *
+ * Rule of the table: 0 is the tuned default of every field, so a zeroed
+ * struct whose version is set is the defaults; where a switch can be turned
+ * off, a negative value turns it off. Every field only changes how fast the
+ * work runs, never what it computes, except where the field says so
+ * (fbp_hybrid_tex: which voxels take 8-bit texture weights).
+ */
+#ifndef CTRECON_TUNING_H
+#define CTRECON_TUNING_H
+
+#include "ctrecon/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of ctr_tuning; bump when the struct grows (fields are only ever
+ * added at the end). */
+#define CTR_TUNING_VERSION 1u
+
+struct ctr_tuning {
+  unsigned version; /* CTR_TUNING_VERSION (ctr_tuning_init sets it) */
+
+  /* Cone-beam backprojection on the GPU (FDK and ctr_backprojector). */
+  int bp_slices;              /* slices per thread Z': 1, 2, 4, 8, 16 (32: the general
+                                 kernel only); 0 = each kernel's default */
+  int bp_block_x, bp_block_y; /* threads per block, 32 .. 256 in all (the general kernel:
+                                 whole warps); both 0 = each kernel's default */
+  int bp_regs;                /* the general kernel at Z' = 16: 64 or 80 registers; 0 =
+                                 chosen per launch from how dense its views are */
+  int bp_chunk_first, bp_chunk_rest; /* ctr_backprojector: views in a call's first chunk
+                                        and in the others (both > 0; the split is then
+                                        off); both 0 = the modelled schedule */
+  int bp_split;               /* ctr_backprojector's early launches: 0 = modelled, -1 =
+                                 off, 1 or 2 = that many levels from the two fields below */
+  int bp_split_views[2];      /* level j: the first bp_split_views[j] views of a call ... */
+  int bp_split_slices[2];     /* ... into its slices below bp_split_slices[j] (both
+                                 increasing; a call they do not fit runs unsplit) */
+
+  /* PET projector on the GPU. */
+  int pet_z;                  /* slices per thread: 1, 8, 16 or 24; 0 = the largest with
+                                 little z padding */
+  int pet_lc;                 /* run entries per register pass: 4 or 8; 0 = 4 */
+  int pet_block_x, pet_block_y; /* threads per block (whole warps, at most 256); both 0 =
+                                   rows of 32, 48 or 64 threads, whichever pads x least */
+  int pet_split;              /* blocks sharing one output tile's runs, 1 .. 8; 0 = enough
+                                 for about 24 blocks per SM */
+  int pet_const;              /* a view's runs in constant memory when they fit: 0 = yes,
+                                 -1 = no (global memory) */
+
+  /* Parallel-beam FBP on the GPU. */
+  int fbp_hybrid_tex;         /* texture blocks per SM of the hybrid kernel; 0 = 1; -1 =
+                                 none (every block on the ALU: exact for linear too) */
+  int fbp_tex_chunk;          /* angles per texture-kernel launch; 0 = about 4 MB of
+                                 sinogram rows; -1 = all the angles in one launch */
+  int tune;                   /* automatic kernel choice (--bp-kernel auto): a timed run of
+                                 the exact kernels, cached on disk; 0 = on, -1 = off (the
+                                 static default kernel) */
+  const char *cache_dir;      /* directory of that cache; NULL or "" = $XDG_CACHE_HOME/ctrecon,
+                                 else $HOME/.cache/ctrecon (looked up at context creation);
+                                 copied by ctr_context_create */
+
+  /* Files. */
+  int direct_io;              /* O_DIRECT for aligned raw and NRRD transfers of the stacks
+                                 ctr_fdk_stream reads and writes: 0 = on, -1 = off (see
+                                 ctr_stack_reader_set_direct_io) */
+};
+
+/* The defaults (every field 0), for a struct on the stack. */
+#define CTR_TUNING_INIT \
+  { CTR_TUNING_VERSION, 0, 0, 0, 0, 0, 0, 0, {0, 0}, {0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0 }
+
+/* Fills *t with the defaults of `version` (1 .. CTR_TUNING_VERSION; pass
+ * CTR_TUNING_VERSION): every field 0, version set. CTR_E_INVALID_ARGUMENT
+ * for another version or t NULL. */
+ctr_status ctr_tuning_init(ctr_tuning *t, unsigned version);
+
+/* Sets one switch from text, as the CLI's --tune KEY=VALUE and environment
+ * variables CTRECON_<KEY> do (docs/tuning.md has the table). Keys and
+ * values:
+ *   bp_slices N | bp_block XxY | bp_regs 64|80 | bp_chunks FIRST,REST |
+ *   bp_split off|0|auto|A0,Z0[,A1,Z1] | pet_z N | pet_lc 4|8 | pet_block XxY |
+ *   pet_split N | pet_const on|off | fbp_hybrid_tex N (0 = none) |
+ *   fbp_tex_chunk N (0 = none) | tune on|off | cache_dir DIR | direct_io on|off
+ * where on|off also accepts 1|0, yes|no, true|false, and "auto" (or "")
+ * restores a key's default (cache_dir: "" does). cache_dir keeps the
+ * pointer `value` (copied at ctr_context_create). CTR_E_INVALID_ARGUMENT naming the key and the
+ * accepted values otherwise; *t is then unchanged. */
+ctr_status ctr_tuning_set(ctr_tuning *t, const char *key, const char *value);
+
+/* Applies every "CTRECON_<KEY>=value" entry of an environment list (envp:
+ * NULL-terminated "NAME=value" strings, e.g. the `environ` of a program that
+ * chooses to honour the variables) with ctr_tuning_set, <KEY> being a key
+ * above in capitals; other entries are ignored. The library itself never
+ * reads the environment. Stops at the first bad value (the detail names the
+ * variable). */
+ctr_status ctr_tuning_set_env(ctr_tuning *t, char *const *envp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CTRECON_TUNING_H */
