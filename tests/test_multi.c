@@ -98,7 +98,9 @@ static void test_planner(void) {
           CHECK_MSG(p.nslabs >= w && p.workers == w && !p.pair, "volume: %lld subvolumes, %d "
                     "workers, pair %d", (long long)p.nslabs, p.workers, p.pair);
         } else {
-          CHECK(p.workers == w);
+          /* a subset each at least */
+          CHECK_MSG(p.workers == (w < p.nbatches ? w : p.nbatches), "projections: %d workers of %d, "
+                    "%lld subsets", p.workers, w, (long long)p.nbatches);
           /* all workers on the same subvolumes: as many as one worker needs */
           if (fits) CHECK_MSG(p.nslabs == 1 && p.pair, "projections in core: %lld subvolumes, pair %d",
                               (long long)p.nslabs, p.pair);

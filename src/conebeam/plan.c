@@ -127,7 +127,11 @@ static void fill_plan(const ctr_geometry *g, const ctr_plan_request *r, int64_t 
   p->host_slab_buffers = slab_buffers(r);
   p->workers = workers_of(r);
   p->split = p->workers > 1 ? r->split : CTR_SPLIT_VOLUME;
+  /* no idle worker: a volume split needs a subvolume each, a projection
+   * split a subset each */
   if (p->split == CTR_SPLIT_VOLUME && p->workers > p->nslabs) p->workers = (int)p->nslabs;
+  if (p->split == CTR_SPLIT_PROJECTIONS && p->workers > p->nbatches) p->workers = (int)p->nbatches;
+  if (p->workers < 2) p->split = CTR_SPLIT_VOLUME;
   p->chunk_slices = (int64_t)chunk_slices(g, r);
   if (p->chunk_slices > zs) p->chunk_slices = zs;
   p->gpu_bytes = r->device == CTR_DEVICE_CUDA ? c->gpu_fixed + c->gpu_per_slice * (uint64_t)zs : 0;
