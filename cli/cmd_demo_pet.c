@@ -4,7 +4,7 @@
  * GPU the seed's full size; on the CPU a smaller lattice and fewer views and
  * events (same 4 mm voxels and kernels) so that it runs in about half a
  * minute on two cores. */
-#include "cmd_pet.h"
+#include "cli_pet.h"
 
 #include <stdio.h>
 #include <stdlib.h>

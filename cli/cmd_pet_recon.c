@@ -1,6 +1,7 @@
 /* `ctrecon pet recon`: DIRECT TOF-PET reconstruction of a histo-image file
  * (block-RAMLA, OSEM or MLEM) with the spatially variant system-response
  * kernels, per-iteration images, CRC/noise per iteration as CSV and plot. */
+#include "cli_pet.h"
 #include "cmd_pet.h"
 
 #include <errno.h>

@@ -1,6 +1,7 @@
 /* `ctrecon pet simulate`: list-mode TOF-PET simulation of a phantom (the
  * seed's spheres or point sources, or a voxel activity file) into the
  * histo-images of every view, saved as JSON + raw or HDF5. */
+#include "cli_pet.h"
 #include "cmd_pet.h"
 
 #include <math.h>

@@ -67,6 +67,11 @@ struct ctr_pet_system {
   pthread_mutex_t lock;
 };
 
+/* ---- The SR-kernel model (pet_kernel.c) ---------------------------------- */
+
+/* A Gaussian's sigma per unit FWHM (1 / (2 sqrt(2 ln 2))). */
+#define CTR__PET_FWHM_TO_SIGMA (1.0 / 2.3548200450309493)
+
 /* The frame of view v. */
 void ctr__pet_frame_of(const ctr_pet_system *s, int64_t v, ctr__pet_frame *f);
 /* Signed LOR-radial position (mm) at the centre of kernel id. */
@@ -83,6 +88,9 @@ double ctr__pet_kernel_raw(const ctr_pet_system *s, const ctr__pet_frame *f, dou
  * half-extent (voxels) along the lattice axes in frame f. */
 void ctr__pet_support_axes(const ctr_pet_system *s, double h[3]);
 void ctr__pet_support_box(const ctr_pet_system *s, const ctr__pet_frame *f, int box[3]);
+
+/* ---- The view tables (pet_lut.c) ------------------------------------------ */
+
 /* The tables of view v (built on first use; thread-safe). NULL on failure
  * (detail set). */
 const ctr__pet_lut *ctr__pet_lut_get(ctr_pet_system *s, int64_t v);
