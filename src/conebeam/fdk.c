@@ -1,5 +1,8 @@
-/* FDK driver: validates the request, then filters and backprojects the views
- * in batches so that memory stays bounded by one batch of padded views. */
+/* FDK entry points and the helpers the streamed executor shares with them:
+ * option resolution and array checks, and the padded copy of views (also used
+ * by the CPU engine). ctr_fdk is the streamed pipeline (stream.c) between
+ * arrays in memory; ctr_fdk_backproject backprojects filtered views on the CPU
+ * in batches, so that memory stays bounded by one batch of padded views. */
 #include "conebeam/cpu/backproject.h"
 #include "filter/filter.h"
 #include "conebeam/fdk_internal.h"
