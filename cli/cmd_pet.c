@@ -1,7 +1,7 @@
-/* `ctrecon pet`: TOF-PET DIRECT reconstruction (seed 002). Dispatches to
- * `pet simulate` (cmd_pet_simulate.c), `pet recon` (cmd_pet_recon.c) and
- * `pet metrics` (here); their shared option parsers and helpers are in
- * cli_pet.c. */
+/* `ctrecon pet`: TOF-PET DIRECT reconstruction (Matej et al. 2009; Ha et al.
+ * 2013). Dispatches to `pet simulate` (cmd_pet_simulate.c), `pet recon`
+ * (cmd_pet_recon.c) and `pet metrics` (here); their shared option parsers and
+ * helpers are in cli_pet.c. */
 #include "cli_pet.h"
 #include "cmd_pet.h"
 
@@ -14,10 +14,11 @@ const cli_command cli_cmd_pet = {
     "pet",
     "TOF-PET DIRECT: simulate histo-images, reconstruct (RAMLA/OSEM/MLEM), CRC and noise",
     "ctrecon pet simulate|recon|metrics [options]",
-    "Time-of-flight PET reconstruction in the DIRECT form (seed 002, docs/pet.md):\n"
-    "events are grouped into views (azimuth x co-polar angle intervals) and\n"
-    "deposited into one histo-image per view on the image lattice; projectors\n"
-    "are per-view convolutions with spatially variant system-response kernels.\n\n"
+    "Time-of-flight PET reconstruction in the DIRECT form (Matej et al. 2009;\n"
+    "docs/pet.md): events are grouped into views (azimuth x co-polar angle\n"
+    "intervals) and deposited into one histo-image per view on the image\n"
+    "lattice; projectors are per-view convolutions with spatially variant\n"
+    "system-response kernels (Ha et al. 2013).\n\n"
     "subcommands:\n"
     "  simulate   list-mode simulation of a phantom into a histo-image file\n"
     "  recon      reconstruct an image from a histo-image file (block-RAMLA, OSEM,\n"
@@ -37,14 +38,14 @@ const cli_command cli_cmd_pet_metrics = {
     "ctrecon pet metrics --image FILE [--phantom spheres] [--contrast C] [--lattice NXxNYxNZ] "
     "[--voxel MM]",
     "Contrast recovery coefficient (CRC) of every sphere of the phantom and the\n"
-    "noise of the image, as seed 002 section 6.1 defines them: for each sphere,\n"
-    "CRC = ((p_s - p_b) / p_b) / c with p_s the mean in a disc of the sphere's\n"
-    "diameter on the slice nearest its centre, p_b the mean in the annulus of\n"
-    "inner diameter (diameter + 14 mm), 8 mm thick, and c = sphere / background\n"
-    "- 1; noise = standard deviation / mean in a 50 mm disc at the centre of the\n"
-    "central slice. Pixels count with the fraction of their area inside an ROI.\n"
-    "The lattice and voxel size come from the image file (NRRD keeps both);\n"
-    "a raw file needs --lattice and --voxel.",
+    "noise of the image, as Ha et al. 2013 (section 6.1) define them. For each\n"
+    "sphere, CRC = ((p_s - p_b) / p_b) / c with p_s the mean in a disc of the\n"
+    "sphere's diameter on the slice nearest its centre, p_b the mean in the\n"
+    "annulus of inner diameter (diameter + 14 mm), 8 mm thick, and c = sphere /\n"
+    "background - 1; noise = standard deviation / mean in a 50 mm disc at the\n"
+    "centre of the central slice. Pixels count with the fraction of their area\n"
+    "inside an ROI. The lattice and voxel size come from the image file (NRRD\n"
+    "keeps both); a raw file needs --lattice and --voxel.",
     "  ctrecon pet metrics --image image.nrrd\n"
     "  ctrecon pet metrics --image image.raw --lattice 144x144x48 --voxel 4 --contrast 8\n",
 };
@@ -60,7 +61,7 @@ int cmd_pet_metrics(int argc, char **argv) {
   const cli_opt opts[] = {
       {"--image", "FILE", "reconstructed image: NRRD, TIFF or raw float32 (required)",
        cli_parse_string, &image, NULL},
-      {"--phantom", "spheres", "phantom whose spheres are measured (default spheres: the seed's "
+      {"--phantom", "spheres", "phantom whose spheres are measured (default spheres: Ha et al.'s "
        "six 10 mm spheres at 75 mm)", pet_parse_phantom, &kind, NULL},
       {"--contrast", "C", "sphere activity / background of the phantom (default 4)",
        cli_parse_positive, &contrast, NULL},

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a GPU machine runs (DESIGN.md): configure for sm_90, build, ctest -L gpu,
+# What a GPU machine runs (docs/design.md): configure for sm_90, build, ctest -L gpu,
 # compute-sanitizer memcheck on a small case, the benchmarks with ASTRA side by
 # side, logs and JSON into RESULTS_DIR.
 #
@@ -131,7 +131,7 @@ for c in A B; do
 done
 
 if has ooc; then
-  # Seed 000's large dataset through the streamed pipeline, file to file, with
+  # Lu et al. 2016's large dataset through the streamed pipeline, file to file, with
   # the disk measured in the same call (direct I/O, 4 GiB) for the I/O floor.
   D=${OOC_DIR:-/tmp/ctr_ooc}
   B="$BUILD/bench/bench_ooc"
@@ -171,7 +171,7 @@ if has ooc; then
 fi
 
 if has fbp; then
-  # Parallel-beam kernels on seed 004's benchmark (2048 angles x 2048 bins ->
+  # Parallel-beam kernels on Chilingaryan et al. 2020's benchmark (2048 angles x 2048 bins ->
   # 2048^2 slices, data on the GPU), GUPS and accuracy per kernel.
   say "fbp kernels"
   FD=/tmp/ctr_fbp_dump
@@ -180,7 +180,8 @@ if has fbp; then
     --json "$OUT/fbp_kernels.json" --dump "$FD" > "$LOGS/fbp.log" 2>&1
   say "fbp rc=$?"
   tee -a "$LOGS/summary.txt" < "$LOGS/fbp.log"
-  # The approximate modes' quality on a 1024^2 Shepp-Logan slice (seed 004 Figs. 7, 18).
+  # The approximate modes' quality on a 1024^2 Shepp-Logan slice (Chilingaryan et al.
+  # 2020, Figs. 7, 18).
   "$BUILD/bench/bench_fbp" --n 1024 --angles 1024 --slices 4 --repeats 3 \
     --json "$OUT/fbp_kernels_1024.json" > "$LOGS/fbp_1024.log" 2>&1
   say "fbp 1024 rc=$?"

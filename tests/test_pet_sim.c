@@ -565,7 +565,7 @@ static void test_reproducible(void) {
   ctr_pet_system_free(s);
 }
 
-/* The seed's phantoms and the voxelisation of a point source. */
+/* Ha et al. 2013's phantoms and the voxelisation of a point source. */
 static void test_phantoms(void) {
   ctr_pet_phantom ph;
   ctr_pet_phantom_spheres(&ph, 4.0);

@@ -1,5 +1,5 @@
 /* A backend of the streamed FDK pipeline (CPU or CUDA), driven by the
- * executor (stream.c) in the order of seed 000 Alg. 2: for each subvolume,
+ * executor (stream.c) in the order of Lu et al. 2016, Alg. 2: for each subvolume,
  * slab_begin, then every projection subset (filter_bp on the first pass,
  * bp afterwards), then slab_end. */
 #ifndef CTR_ENGINE_H

@@ -1,4 +1,5 @@
-/* The streamed FDK executor (seed 000 Alg. 2 and Fig. 3b; seed 001 Sect. 3):
+/* The streamed FDK executor (Lu et al. 2016, Alg. 2 and Fig. 3b; Okitsu et al.
+ * 2009, Sect. 3):
  * one code path for in-core (one subvolume) and out-of-core runs on either
  * backend. The first subvolume's pass reads every projection subset (reader
  * thread), filters it once and keeps the filtered copy where the plan says

@@ -1,5 +1,5 @@
-/* TOF-PET DIRECT internals: the per-view SR-kernel look-up tables (seed 002
- * section 4.1) in the form both backends consume, the kernel model, and the
+/* TOF-PET DIRECT internals: the per-view SR-kernel look-up tables (Ha et al.
+ * 2013, section 4.1) in the form both backends consume, the kernel model, and the
  * projector's backend interface. Not installed. */
 #ifndef CTR_PET_H
 #define CTR_PET_H
@@ -16,7 +16,7 @@ extern "C" {
  * are support entries e0 .. e0 + len - 1. Entries are ordered by (dx, dy, dz)
  * lexicographically, so the support being point-symmetric, entry e holds the
  * offset -o of entry (nent - 1 - e): the forward projector (a gather with the
- * neighbours' kernels at -o) reads entry nent - 1 - e (seed Fig. 2). */
+ * neighbours' kernels at -o) reads entry nent - 1 - e (Ha et al. 2013, Fig. 2). */
 typedef struct ctr__pet_column {
   int16_t dx, dy, dz0, len;
   int32_t e0;
@@ -35,7 +35,7 @@ typedef struct ctr__pet_frame {
  *   slice, tilted views included.)
  * w[e * nk + id]: value of kernel id at support entry e (mSRval), normalised
  *   to unit sum over the support. Kernel id is the fastest index (transposed
- *   from the seed's per-kernel rows) so that neighbouring voxels, whose ids
+ *   from the paper's per-kernel rows) so that neighbouring voxels, whose ids
  *   are close, read neighbouring words.
  * norm[id]: the normalisation factor (value = raw model * norm), so the FFT
  *   reference can apply the identical kernel untruncated.

@@ -1,6 +1,6 @@
 /* The SR-kernel model of a PET system: each view's frame, the kernel
  * identifiers along the LOR-radial axis, the kernel values and the extent of
- * their support (seed 002 section 4.1, asymmetric kernels section 5.2). Used
+ * their support (Ha et al. 2013, section 4.1; asymmetric kernels section 5.2). Used
  * by the system (pet_system.c) and the view tables (pet_lut.c); calls
  * nothing else in src/pet. */
 #include "pet/pet.h"

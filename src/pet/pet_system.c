@@ -1,5 +1,5 @@
 /* The PET system: lattice, views and the SR-kernel parameters, checked and
- * resolved (seed 002 section 4.1, asymmetric kernels section 5.2). The
+ * resolved (Ha et al. 2013, section 4.1; asymmetric kernels section 5.2). The
  * kernel model is pet_kernel.c; the look-up tables of each view are built on
  * first use by pet_lut.c. */
 #include "pet/pet.h"

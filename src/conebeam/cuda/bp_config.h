@@ -10,7 +10,7 @@ extern "C" {
 #endif
 
 /* Backprojection kernel variants (docs/cuda.md):
- *  TEX        seed 000 Alg. 1: layered float texture, hardware bilinear
+ *  TEX        Lu et al. 2016, Alg. 1: layered float texture, hardware bilinear
  *  TEX_PAIR   float2 layered texture holding each view and its mirror about
  *             the central row: one fetch updates a voxel and its mirror about
  *             the source plane (circular orbits, symmetric detector/volume)
