@@ -1,4 +1,4 @@
-/* What every benchmark JSON carries besides its cases (DESIGN.md): the UTC
+/* What every benchmark JSON carries besides its cases (docs/design.md): the UTC
  * date and the git revision (CTR_GIT_REVISION, set by scripts/gpu-check.sh;
  * "unknown" otherwise). And the contexts of benchmarks that set tuning
  * switches: through the API (docs/tuning.md), never the environment. */

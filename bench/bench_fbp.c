@@ -1,4 +1,4 @@
-/* Parallel-beam backprojection benchmark (issue 5; seed 004 Tables 13-24):
+/* Parallel-beam backprojection benchmark (issue 5; Chilingaryan et al. 2020, Tables 13-24):
  * every GPU kernel on N angles x N bins -> N^2 slices, several slices,
  * sinograms already on the GPU, median of repeats; accuracy of each kernel
  * against the double-precision CPU reference on the first slice.
@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
   }
   int first = 1;
   /* Quality of every mode against the exact linear reconstruction, as
-   * seed 004's profile comparisons of its approximate modes. */
+   * Chilingaryan et al. 2020's profile comparisons of its approximate modes. */
   memset(ref_lin, 0, sizeof(double) * (size_t)plane);
   if (ctr_fbp_backproject_reference(g, CTR_FBP_LINEAR, 1, sino, ref_lin)) DIE("%s", ctr_error_detail());
   for (int interp = 0; interp < 2; interp++) {

@@ -1,6 +1,6 @@
 /* CPU FDK benchmark: backprojection throughput (GUPS = views x voxels /
- * seconds / 1e9, as seed 000 Table 1) and the filter stage, median of
- * repeats after a warm-up. Writes JSON (DESIGN.md's benchmark layout).
+ * seconds / 1e9, as Lu et al. 2016, Table 1) and the filter stage, median of
+ * repeats after a warm-up. Writes JSON (the benchmark layout of docs/design.md).
  *
  *   bench_fdk_cpu [--size N] [--views V] [--det D] [--repeats R] [--batch B] [--json FILE]
  */

@@ -4,7 +4,7 @@
  *                  [--json FILE] [--dump DIR]
  *
  * Case A: RabbitCT-sized, 512^3 (0.5 mm) from 496 views of 1248 x 960.
- * Case B: seed 000 medium, 1024^3 (0.25 mm) from 1200 views of 1024^2.
+ * Case B: Lu et al. 2016's medium, 1024^3 (0.25 mm) from 1200 views of 1024^2.
  * Projections are exact Shepp-Logan line integrals. Reports:
  *  - backprojection throughput (GUPS = views x voxels / s / 1e9) of each
  *    kernel variant, with --sweep over N' (views per launch), Z' (slices per
@@ -15,7 +15,7 @@
  *    breakdown;
  *  - with --dump, the projections, geometry and our volumes for the ASTRA
  *    comparison (bench/astra_compare.py).
- * Writes the DESIGN.md benchmark JSON. */
+ * Writes the benchmark JSON of docs/design.md. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

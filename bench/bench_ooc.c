@@ -1,4 +1,4 @@
-/* Out-of-core FDK benchmark (issue 4; seed 000 Table 3-4 "large dataset"):
+/* Out-of-core FDK benchmark (issue 4; Lu et al. 2016, Tables 3-4, "large dataset"):
  * N^3 volume from V projections of D^2 pixels, file to file through the
  * streamed pipeline, with the per-step busy times; and the same pipeline
  * between pinned arrays in memory.
@@ -195,7 +195,7 @@ static void run(const args *a) {
   const double out_bytes = (double)(vol.nx * vol.ny * vol.nz) * (double)ctr_dtype_size(so.out_dtype);
   const double floor_s = a->read_rate > 0 && a->write_rate > 0
                              ? in_bytes / a->read_rate + out_bytes / a->write_rate : 0;
-  /* The floor at DESIGN.md's reference rates (1.8 GB/s read, 1.4 GB/s write). */
+  /* The floor at docs/design.md's reference rates (1.8 GB/s read, 1.4 GB/s write). */
   const double floor_ref = in_bytes / 1.8e9 + out_bytes / 1.4e9;
   char plan[512];
   ctr_plan_describe(&rep.plan, plan, sizeof plan);

@@ -1,15 +1,15 @@
-/* DIRECT TOF-PET benchmark (issue 6 targets, seed 002 sections 5 and 6):
+/* DIRECT TOF-PET benchmark (issue 6 targets, Ha et al. 2013, sections 5 and 6):
  *  1. projectors: one view forward and back, 144 x 144 x 48 of 4 mm, TOF
  *     900 ps, LOR radial 10 -> 100 mm FWHM centre to edge, axial 10 mm
- *     (seed: 2.59 s per view on a GTX 285), data on the GPU, for Z = 1
+ *     (Ha et al.: 2.59 s per view on a GTX 285), data on the GPU, for Z = 1
  *     (thread-level form), 8 and 16 (instruction-level form) slices per
  *     thread, an untilted and a tilted view;
  *  2. one full block-RAMLA iteration (40 x 3 views, TOF 400 ps, variant LOR
  *     5.8 -> 10 mm at the edge) from simulated data, transfers included
- *     (seed Table III: 22.43 s);
+ *     (Ha et al., Table III: 22.43 s);
  *  3. spatial projector vs cuFFT convolution for invariant kernels at
  *     clinical TOF resolutions, per view, in the same run.
- * Writes JSON (DESIGN.md's benchmark form) with --json FILE. */
+ * Writes JSON (the benchmark form of docs/design.md) with --json FILE. */
 #include "bench_common.h"
 #include "pet/pet.h"
 
@@ -123,7 +123,7 @@ static int bench_projectors(ctr_context *ctx, int reps) {
 static int bench_iteration(ctr_context *ctx, double events) {
   ctr_pet_params p = CTR_PET_PARAMS_INIT;
   ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT; /* 400 ps, 5.8 mm */
-  k.radial_fwhm_edge_mm = 10;                          /* variant1 of seed Fig. 8 */
+  k.radial_fwhm_edge_mm = 10;                          /* variant1 of Ha et al. Fig. 8 */
   ctr_pet_system *s = NULL;
   ctr_pet_histo *h = NULL;
   ctr_pet_projector *pr = NULL;

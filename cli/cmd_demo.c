@@ -257,8 +257,8 @@ int cmd_demo(int argc, char **argv) {
       {"--slices", "N", "slices of the parallel-beam case (default 16)", cli_parse_count,
        &a.slices, NULL},
       {"--pet", NULL,
-       "the TOF-PET case instead: the seed's sphere phantom simulated, block-RAMLA, CRC and "
-       "noise per iteration (seed size on a GPU, reduced on the CPU; default off)",
+       "the TOF-PET case instead: Ha et al. 2013's sphere phantom simulated, block-RAMLA, CRC and "
+       "noise per iteration (full size on a GPU, reduced on the CPU; default off)",
        cli_set_flag, &a.pet, NULL},
       CLI_COMMON_OPTIONS(&a.common),
       {0},

@@ -1,10 +1,10 @@
-/* `ctrecon demo --pet`: the TOF-PET end-to-end run. The seed's sphere
- * phantom simulated into histo-images, reconstructed with block-RAMLA, CRC
- * and noise after every iteration (seed 002 Fig. 9), files to look at. On a
- * GPU the seed's full size; on the CPU a smaller lattice and fewer views and
+/* `ctrecon demo --pet`: the TOF-PET end-to-end run. Ha et al. 2013's
+ * sphere phantom simulated into histo-images, reconstructed with block-RAMLA, CRC
+ * and noise after every iteration (Ha et al. 2013, Fig. 9), files to look at. On a
+ * GPU the paper's full size; on the CPU a smaller lattice and fewer views and
  * events (same 4 mm voxels and kernels) so that it runs in about half a
  * minute on two cores. */
-#include "cmd_pet.h"
+#include "cli_pet.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@ typedef struct demo_pet_size {
   int iterations;
 } demo_pet_size;
 
-/* Seed 002 section 6.1: 144 x 144 x 48 of 4 mm, 40 x 3 views. */
+/* Ha et al. 2013, section 6.1: 144 x 144 x 48 of 4 mm, 40 x 3 views. */
 static const demo_pet_size g_full = {144, 144, 48, 40, 3, 1e8, 20};
 static const demo_pet_size g_cpu = {96, 96, 24, 20, 3, 2e7, 6};
 
@@ -72,10 +72,10 @@ int cmd_demo_pet(const char *out_dir, int no_volume, const cli_common *common) {
   const ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT;
   ctr_pet_phantom_spheres(&r.ph, DEMO_CONTRAST);
   cli_info(&r.session,
-           "TOF-PET demo (%s): the seed's phantom (350 mm cylinder, six 10 mm spheres of "
+           "TOF-PET demo (%s): Ha et al. 2013's phantom (350 mm cylinder, six 10 mm spheres of "
            "contrast %g:1 at 75 mm),\n      %lld x %lld x %lld voxels of %g mm, %d x %d views "
            "(+-%g deg), %.3g events, TOF %g ps, LOR FWHM %g mm\n",
-           gpu ? "seed size" : "reduced size for the CPU", DEMO_CONTRAST, (long long)p.nx,
+           gpu ? "full size" : "reduced size for the CPU", DEMO_CONTRAST, (long long)p.nx,
            (long long)p.ny, (long long)p.nz, p.voxel, p.n_azimuth, p.n_copolar,
            p.acceptance_deg, z->events, k.tof_fwhm_ps, k.radial_fwhm_center_mm);
   st = ctr_pet_system_create(&p, &k, &s);

@@ -300,7 +300,7 @@ static void print_timings(const fdk_run *r) {
   ctr_plan_describe(&r->report.plan, plan, sizeof plan);
   fprintf(stderr,
           "plan: %s\n"
-          "step (Lu et al. 2017, Fig. 3)            busy s\n"
+          "step (Lu et al. 2016, Fig. 3)            busy s\n"
           "(1) storage -> host (read)             %9.3f\n"
           "(2) host -> device (raw projections)   %9.3f\n"
           "(3) weighting + ramp filter            %9.3f\n"

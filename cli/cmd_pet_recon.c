@@ -1,6 +1,7 @@
 /* `ctrecon pet recon`: DIRECT TOF-PET reconstruction of a histo-image file
  * (block-RAMLA, OSEM or MLEM) with the spatially variant system-response
  * kernels, per-iteration images, CRC/noise per iteration as CSV and plot. */
+#include "cli_pet.h"
 #include "cmd_pet.h"
 
 #include <errno.h>
@@ -354,7 +355,7 @@ int cmd_pet_recon(int argc, char **argv) {
            (long long)p->nx, (long long)p->ny, (long long)p->nz, p->voxel, h->events,
            k.tof_fwhm_ps, a.tof_given || !(h->tof_fwhm_ps > 0) ? "" : " (the data's)", radial,
            k.axial_fwhm_mm, a.asymmetric ? ", asymmetric" : "", k.cut_k);
-  /* Up front: the work ahead (the seed's size on two CPU cores: minutes). */
+  /* Up front: the work ahead (Ha et al.'s size on two CPU cores: minutes). */
   cli_info(&r.session, "%d iterations over %lld views on the %s: %s; each iteration is reported\n",
            a.iterations, (long long)h->nviews,
            ctr_context_device(ctx) == CTR_DEVICE_CUDA ? "GPU" : "CPU",

@@ -1,6 +1,7 @@
-/* `ctrecon pet simulate`: list-mode TOF-PET simulation of a phantom (the
- * seed's spheres or point sources, or a voxel activity file) into the
+/* `ctrecon pet simulate`: list-mode TOF-PET simulation of a phantom (Ha et
+ * al. 2013's spheres or point sources, or a voxel activity file) into the
  * histo-images of every view, saved as JSON + raw or HDF5. */
+#include "cli_pet.h"
 #include "cmd_pet.h"
 
 #include <math.h>
@@ -18,7 +19,7 @@ const cli_command cli_cmd_pet_simulate = {
     "distance c * dt / 2) and detector blur across the LOR (--radial-fwhm,\n"
     "--axial-fwhm), optionally attenuated by the phantom's water cylinder. Each\n"
     "event is deposited into the nearest voxel of its view's histo-image. The\n"
-    "phantom 'spheres' is the seed's: a 350 mm cylinder of activity 1 with six\n"
+    "phantom 'spheres' is Ha et al. 2013's: a 350 mm cylinder of activity 1 with six\n"
     "10 mm spheres of activity --contrast at 75 mm radius in the central slice;\n"
     "'points' is three point sources at y = 0, 60, 120 mm. --activity replaces\n"
     "the analytic phantom by a voxel image on the lattice (attenuation still uses\n"

@@ -23,14 +23,17 @@ static void print_global_help(void) {
   printf(
       "usage: ctrecon [--version] [--help] <command> [options]\n"
       "       ctrecon help <command>\n\n"
-      "Cone-beam CT reconstruction (FDK) with exact analytic phantoms.\n\n"
+      "Tomographic reconstruction on the GPU or the CPU: cone-beam FDK (in memory or\n"
+      "streamed file to file), parallel-beam FBP, TOF-PET DIRECT and RabbitCT, with\n"
+      "exact analytic phantoms.\n\n"
       "commands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
     printf("  %-13s  %s\n", g_commands[i].info->name, g_commands[i].info->summary);
   printf(
       "\n"
-      "Every command takes --help. Compute commands (phantom, fdk, demo, rabbitct-make)\n"
-      "also take --quiet, --threads N and --device auto|cpu|cuda[:N].\n\n"
+      "Every command takes --help. The compute commands (phantom, fdk, fbp, demo,\n"
+      "rabbitct-make, pet simulate, pet recon) also take --quiet, --threads N and\n"
+      "--device auto|cpu|cuda[:N].\n\n"
       "exit codes:\n"
       "  0    success\n"
       "  1    runtime failure: I/O error, out of memory, device error, internal error\n"
@@ -43,6 +46,8 @@ static void print_global_help(void) {
       "  ctrecon geometry --out geom.json --views 720\n"
       "  ctrecon phantom --geometry geom.json --out proj.nrrd\n"
       "  ctrecon fdk --geometry geom.json --projections proj.nrrd --out recon.nrrd\n"
+      "  ctrecon fbp --projections scan.h5 --rows 500:520 --out slices.nrrd\n"
+      "  ctrecon pet simulate --out data.json && ctrecon pet recon --data data.json --out pet.nrrd\n"
       "  ctrecon rabbitct-make --out shepp.rct && ctrecon rabbitct shepp.rct --size 128\n");
 }
 

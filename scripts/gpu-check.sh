@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What a GPU machine runs (DESIGN.md): configure for sm_90, build, ctest -L gpu,
-# compute-sanitizer memcheck on a small case, the benchmarks with ASTRA side by
+# What a GPU machine runs (docs/design.md): configure for sm_90, build, ctest -L gpu,
+# compute-sanitizer memcheck on every GPU test, the benchmarks with ASTRA side by
 # side, logs and JSON into RESULTS_DIR.
 #
 #   scripts/gpu-check.sh RESULTS_DIR [STAGES]
@@ -94,17 +94,22 @@ if has test; then
 fi
 
 if has sanitize; then
-  say "compute-sanitizer memcheck (quick GPU test)"
-  CTR_TEST_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$BUILD/tests/test_gpu_fdk" > "$LOGS/sanitizer.log" 2>&1
-  say "memcheck rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer.log" | tail -1)"
-  (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./test_gpu_stream) \
-    > "$LOGS/sanitizer_stream.log" 2>&1
-  say "memcheck streamed pipeline rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_stream.log" | tail -1)"
-  CTRECON_DEVICE=cuda compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$BUILD/tests/contract_rabbitct" "$BUILD/modules/rabbitct/librabbitct_ctrecon.so" \
-    > "$LOGS/sanitizer_rabbitct.log" 2>&1
-  say "memcheck RabbitCT contract rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_rabbitct.log" | tail -1)"
+  # compute-sanitizer memcheck on every GPU test (all of `ctest -L gpu`),
+  # through CTest's memory checker of type CudaSanitizer: each test runs as
+  # ctest runs it (its arguments, environment, working directory and skip
+  # code) under memcheck, and any memcheck error fails it (--error-exitcode).
+  # CTR_TEST_QUICK=1 shortens the tests that have a quick mode (test_gpu_fdk).
+  say "compute-sanitizer memcheck on every GPU test (ctest -T memcheck -L gpu)"
+  sanitizer=$(command -v compute-sanitizer || echo compute-sanitizer)
+  cmake -S "$ROOT" -B "$BUILD" -DMEMORYCHECK_TYPE=CudaSanitizer \
+    -DMEMORYCHECK_COMMAND="$sanitizer" \
+    -DMEMORYCHECK_COMMAND_OPTIONS="--tool memcheck --error-exitcode 9" \
+    > "$LOGS/sanitizer_configure.log" 2>&1
+  (cd "$BUILD" && CTR_TEST_QUICK=1 ctest -T memcheck -L gpu --output-on-failure) \
+    > "$LOGS/sanitizer.log" 2>&1
+  say "memcheck rc=$? : $(grep -E 'tests passed|tests failed' "$LOGS/sanitizer.log" | tail -1)"
+  grep -E "Memory checking results|Defects|ERROR SUMMARY|Failed|\*\*\*" "$LOGS/sanitizer.log" \
+    | tee -a "$LOGS/summary.txt" | head -40
 fi
 
 for c in A B; do
@@ -131,7 +136,7 @@ for c in A B; do
 done
 
 if has ooc; then
-  # Seed 000's large dataset through the streamed pipeline, file to file, with
+  # Lu et al. 2016's large dataset through the streamed pipeline, file to file, with
   # the disk measured in the same call (direct I/O, 4 GiB) for the I/O floor.
   D=${OOC_DIR:-/tmp/ctr_ooc}
   B="$BUILD/bench/bench_ooc"
@@ -171,7 +176,7 @@ if has ooc; then
 fi
 
 if has fbp; then
-  # Parallel-beam kernels on seed 004's benchmark (2048 angles x 2048 bins ->
+  # Parallel-beam kernels on Chilingaryan et al. 2020's benchmark (2048 angles x 2048 bins ->
   # 2048^2 slices, data on the GPU), GUPS and accuracy per kernel.
   say "fbp kernels"
   FD=/tmp/ctr_fbp_dump
@@ -180,7 +185,8 @@ if has fbp; then
     --json "$OUT/fbp_kernels.json" --dump "$FD" > "$LOGS/fbp.log" 2>&1
   say "fbp rc=$?"
   tee -a "$LOGS/summary.txt" < "$LOGS/fbp.log"
-  # The approximate modes' quality on a 1024^2 Shepp-Logan slice (seed 004 Figs. 7, 18).
+  # The approximate modes' quality on a 1024^2 Shepp-Logan slice (Chilingaryan et al.
+  # 2020, Figs. 7, 18).
   "$BUILD/bench/bench_fbp" --n 1024 --angles 1024 --slices 4 --repeats 3 \
     --json "$OUT/fbp_kernels_1024.json" > "$LOGS/fbp_1024.log" 2>&1
   say "fbp 1024 rc=$?"

@@ -1,5 +1,8 @@
 /* Minimal test harness: CHECK-style assertions that report file:line and keep
- * going, a final summary, exit 1 on any failure, 77 to skip. */
+ * going, a final summary, exit 1 on any failure, 77 to skip. A test cannot
+ * pass vacuously: th_finish fails one that ran no check, and setup that a test
+ * function depends on is a check (REQUIRE, or a CHECK before the return), never
+ * a silent early return. */
 #ifndef CTR_TEST_HARNESS_H
 #define CTR_TEST_HARNESS_H
 
@@ -70,8 +73,28 @@ static int th_checks = 0, th_failures = 0;
     }                                                                               \
   } while (0)
 
+/* A precondition of the rest of a test function (a void function): counted
+ * as a check; when it fails, the function returns. */
+#define REQUIRE(cond)                                                                \
+  do {                                                                               \
+    th_checks++;                                                                     \
+    if (!(cond)) {                                                                   \
+      th_failures++;                                                                 \
+      fprintf(stderr, "%s:%d: REQUIRE failed, the rest of %s is not run: %s\n",      \
+              __FILE__, __LINE__, __func__, #cond);                                  \
+      return;                                                                        \
+    }                                                                                \
+  } while (0)
+
+/* The summary line and the exit status: 1 on any failed check, and also when
+ * no check ran at all (a test that checks nothing proves nothing; a test that
+ * cannot run here returns 77 instead). */
 static inline int th_finish(const char *name) {
   printf("%s: %d checks, %d failed\n", name, th_checks, th_failures);
+  if (th_checks == 0) {
+    fprintf(stderr, "%s: FAILED: no check ran\n", name);
+    return 1;
+  }
   return th_failures ? 1 : 0;
 }
 

@@ -56,8 +56,7 @@ static ctr_geometry *circular(int64_t n, int64_t nviews, double range, int64_t d
   p.direction = dir;
   ctr_volume_geometry vol = {n, n, n, 1.0, 1.0, 1.0, 0, 0, 0};
   ctr_geometry *g = NULL;
-  ctr_status st = ctr_geometry_create_circular(&p, &vol, &g);
-  if (st != CTR_OK) fprintf(stderr, "geometry: %s\n", ctr_error_detail());
+  CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g)); /* NULL only after a failed check */
   return g;
 }
 
@@ -75,6 +74,7 @@ static double rmse_flat(const float *v, const float *t, int64_t n) { return comp
 static int make_recon(recon *r, ctr_phantom *ph, ctr_geometry *g, const ctr_fdk_options *o) {
   memset(r, 0, sizeof *r);
   r->g = g;
+  CHECK_MSG(g != NULL, "no geometry to reconstruct (its creation failed)");
   if (!g) return 0;
   int64_t nu, nv;
   ctr_geometry_detector(g, &nu, &nv, NULL, NULL);
@@ -255,7 +255,7 @@ static void test_backprojector_vs_reference(void) {
 static void test_split_equivalence(void) {
   const int64_t n = 32, nviews = 40, det = 56;
   ctr_geometry *g = circular(n, nviews, 360, det, 1.0, CTR_ROTATION_CCW);
-  if (!g) return;
+  REQUIRE(g != NULL);
   uint16_t *p16 = malloc(sizeof(uint16_t) * det * det * nviews);
   float *pf = malloc(sizeof(float) * det * det * nviews);
   for (int64_t i = 0; i < det * det * nviews; i++) {

@@ -1,5 +1,5 @@
-/* Geometry: canonical matrices against the seed's circular formulas (seed 000
- * Eqs. 3-5), matrix decomposition, JSON round trips and errors, validation,
+/* Geometry: canonical matrices against the circular formulas of Lu et al.
+ * 2016 (Eqs. 3-5), matrix decomposition, JSON round trips and errors, validation,
  * scan analysis and Parker weights. */
 #include "harness.h"
 

@@ -640,7 +640,7 @@ static void test_enospc(void) {
    * image 1 does not. */
   const ctr_stack_info big = make_info(CTR_DTYPE_FLOAT32, BW, BH, 2);
   float *a = NULL;
-  if (posix_memalign((void **)&a, CTR__IO_ALIGN, 2 * BPIX * 4) != 0) return;
+  REQUIRE(posix_memalign((void **)&a, CTR__IO_ALIGN, 2 * BPIX * 4) == 0);
   for (size_t i = 0; i < 2 * BPIX; i++) a[i] = (float)i;
   set_enospc((long long)(BPIX * 4 * 3 / 2));
   w = NULL;

@@ -1,4 +1,4 @@
-/* PET metrics (seed 002 section 6.1) and the CRC-versus-noise plot: exact
+/* PET metrics (Ha et al. 2013, section 6.1) and the CRC-versus-noise plot: exact
  * CRC on images built so that every ROI pixel holds a known value, the
  * partial-volume CRC of voxelised phantoms against an independent
  * finely-sampled reference, background-only images, noise of known
@@ -165,7 +165,7 @@ static void check_against_reference(const ctr_pet_params *p, const ctr_pet_phant
   CHECK_NEAR(m.crc, mean, 0.01);
 }
 
-/* The seed's phantom voxelised (10 mm spheres in 4 mm voxels: strong partial
+/* Ha et al. 2013's phantom voxelised (10 mm spheres in 4 mm voxels: strong partial
  * volume), and a large-sphere phantom where CRC must be close to 1. */
 static void test_voxelised(void) {
   ctr_pet_params p = CTR_PET_PARAMS_INIT;

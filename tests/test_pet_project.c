@@ -2,7 +2,7 @@
  * GPU): adjointness for variant and asymmetric kernels, forward == back for
  * symmetric invariant ones, the gather form of the forward projector against
  * the literal scatter definition in double precision, spatial vs FFT, and the
- * point-source shapes of seed 002 Figs. 6 and 7. */
+ * point-source shapes of Ha et al. 2013, Figs. 6 and 7. */
 #include "harness.h"
 #include "pet/pet.h"
 #include "pet_test_util.h"
@@ -148,7 +148,7 @@ static void test_fft(void) {
   ctr_pet_projector *pr = f.pr;
   int64_t n = f.n;
   float *x = calloc(n, sizeof(float)), *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
-  /* three points along y in the central slice (seed Fig. 5) */
+  /* three points along y in the central slice (Ha et al. 2013, Fig. 5) */
   for (int i = 0; i < 3; i++) x[(8 * p.ny + 12 + 12 * i) * p.nx + 24] = 1.0f;
   const int64_t views[] = {0, 9, 2 * p.n_azimuth + 5};
   for (int i = 0; i < 3; i++) {
@@ -177,7 +177,7 @@ static void test_fft(void) {
 }
 
 /* Mean and spread of an image along the view's radial direction r around a
- * point, on the +r and -r sides (seed Figs. 6, 7). */
+ * point, on the +r and -r sides (Ha et al. 2013, Figs. 6, 7). */
 static void radial_profile(const ctr_pet_system *s, const ctr__pet_frame *f, const float *img,
                            const double c[3], double *mean, double *plus, double *minus) {
   const ctr_pet_params *p = &s->p;

@@ -1,5 +1,5 @@
-/* A short DIRECT reconstruction of the simulated sphere phantom (seed 002
- * section 6 on a coarse lattice): the contrast recovery rises over the first
+/* A short DIRECT reconstruction of the simulated sphere phantom (Ha et al.
+ * 2013, section 6, on a coarse lattice): the contrast recovery rises over the first
  * iterations for block-RAMLA, OSEM and MLEM, the activity is conserved, and
  * mismatching data are refused with a clear message. */
 #include "harness.h"

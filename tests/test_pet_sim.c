@@ -239,7 +239,7 @@ static void test_detector_blur(void) {
   ctr_pet_system_free(s);
 }
 
-/* Asymmetric kernels (pet_system.c: radial profile G(sigma) + w/2
+/* Asymmetric kernels (pet_kernel.c: radial profile G(sigma) + w/2
  * G(2 sigma) shifted by `shift` sigma towards the axis, areas 1 : w): the
  * mean radial offset is w / (1 + w) x shift x sigma towards the axis. For a
  * source on the x axis at rho = -x sin(phi), the mean x displacement is that
@@ -565,7 +565,7 @@ static void test_reproducible(void) {
   ctr_pet_system_free(s);
 }
 
-/* The seed's phantoms and the voxelisation of a point source. */
+/* Ha et al. 2013's phantoms and the voxelisation of a point source. */
 static void test_phantoms(void) {
   ctr_pet_phantom ph;
   ctr_pet_phantom_spheres(&ph, 4.0);

@@ -70,7 +70,7 @@ static void put_u32(FILE *f, uint32_t v) { put(f, &v, 4); }
 
 static void write_by_hand(const char *path, int versioned, int nref) {
   FILE *f = fopen(path, "wb");
-  if (!f) return;
+  REQUIRE(f != NULL);
   if (versioned) put_u32(f, 103);
   put_u32(f, W);
   put_u32(f, H);
@@ -89,6 +89,7 @@ static void write_by_hand(const char *path, int versioned, int nref) {
 /* Copies the first n bytes of src to dst, then `extra` bytes of garbage. */
 static void copy_prefix(const char *src, const char *dst, long long n, int extra) {
   FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+  CHECK_MSG(in && out, "cannot copy %s to %s", src, dst);
   if (!in || !out) {
     if (in) fclose(in);
     if (out) fclose(out);

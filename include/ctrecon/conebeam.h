@@ -159,7 +159,7 @@ typedef struct ctr_plan_request {
     CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0, 0, CTR_SPLIT_AUTO,               \
     { 0, 0, 0, 0, 0, 0, 0 } }
 
-/* A decomposition of one FDK run (seed 000 Alg. 2): the volume slices
+/* A decomposition of one FDK run (Lu et al. 2016, Alg. 2): the volume slices
  * [z0, z0+nz) in nslabs subvolumes of slab_slices slices (the last may be
  * shorter), the views in batches of views_per_batch, the filtered views kept
  * in `store`, and the buffers the executor allocates. */
@@ -199,8 +199,8 @@ ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget,
  * the length snprintf would have written. */
 int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n);
 
-/* Busy time of each step of the streamed pipeline (seed 000 Fig. 3, Table
- * 4), in seconds. The steps overlap, so they add up to more than total. */
+/* Busy time of each step of the streamed pipeline (Lu et al. 2016, Fig. 3,
+ * Table 4), in seconds. The steps overlap, so they add up to more than total. */
 typedef struct ctr_stream_timings {
   double read;        /* (1) storage -> host: reader thread busy */
   double upload;      /* (2) host -> device: raw projections */
@@ -266,7 +266,7 @@ typedef struct ctr_stream_report {
                                                          reduce, wait); `timings` sums them */
 } ctr_stream_report;
 
-/* Streamed FDK from a projection file to a volume file (seed 000 Alg. 2):
+/* Streamed FDK from a projection file to a volume file (Lu et al. 2016, Alg. 2):
  * a reader thread loads projection subsets, the backend filters each
  * projection once and backprojects subvolume after subvolume, a writer
  * thread stores each finished subvolume at its offset. Nothing needs the

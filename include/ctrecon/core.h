@@ -3,7 +3,7 @@
  * memory, arrays, contexts, metrics, sizes and filter windows; included by
  * every other public header (<ctrecon.h> includes them all).
  *
- * Conventions (docs/conventions.md has the full picture):
+ * Conventions (docs/design.md has the full picture):
  *  - World coordinates in mm, right-handed, rotation axis z.
  *  - Volumes are float32, x fastest, then y, then z. Voxel i sits at
  *    x = offset_x + (i - (nx - 1) / 2) * voxel_x (same for y, z).

@@ -32,7 +32,8 @@ typedef struct ctr_parallel_params {
   const double *angles_deg; /* nangles entries (copied), or NULL: */
   double angle_start_deg, angle_range_deg; /* angle_start + a * range / nangles */
   double axis;              /* rotation axis in bins; CTR_AXIS_CENTER = (nbins - 1) / 2 */
-  const double *axis_shift; /* optional per-projection correction (bins, seed 004's c_a) */
+  const double *axis_shift; /* optional per-projection correction (bins;
+                               c_a of Chilingaryan et al. 2020) */
   int64_t nx, ny;           /* slice size; 0 = nbins */
   double voxel;             /* slice pixel in bins; 0 = 1 */
   double pixel_size;        /* mm per bin (scales the result); 0 = 1 */

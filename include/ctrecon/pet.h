@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------- */
-/* TOF-PET: DIRECT reconstruction from histo-images (seed 002)               */
+/* TOF-PET: DIRECT reconstruction from histo-images (Matej et al. 2009)      */
 /* ------------------------------------------------------------------------- */
 
 /* The image lattice is nx x ny x nz cubic voxels of `voxel` mm centred on the
@@ -40,14 +40,14 @@ typedef struct ctr_pet_params {
 typedef double (*ctr_pet_kernel_fn)(void *user, double tof_mm, double radial_mm,
                                     double axial_mm, double rho_mm);
 
-/* System-response (SR) kernel model (seed 002 section 4.1). The LOR-radial
+/* System-response (SR) kernel model (Ha et al. 2013, section 4.1). The LOR-radial
  * FWHM varies with the radial distance |rho| of the kernel centre from the
  * scanner axis: linearly from the centre value to the edge value at
  * edge_radius_mm (constant beyond), or piecewise linearly through
  * radial_table (pairs radius_mm, fwhm_mm, radii ascending) when given.
  * Asymmetric kernels add a second Gaussian twice as wide, weighted
  * asym_weight and shifted by asym_shift_sigma narrow sigmas towards the
- * scanner axis (seed section 5.2). Each kernel is cut to the ellipsoid with
+ * scanner axis (Ha et al. 2013, section 5.2). Each kernel is cut to the ellipsoid with
  * semi-axes cut_k sigma in each direction (the widest kernel of the view sets
  * the support, mSR) and normalised to unit sum over it. */
 typedef struct ctr_pet_kernel_params {
@@ -151,7 +151,7 @@ typedef struct ctr_pet_phantom {
   ctr_pet_sphere points[CTR_PET_MAX_SPHERES];
 } ctr_pet_phantom;
 
-/* Seed 002 section 6.1: 350 mm water cylinder (mu 0.0096 / mm), 192 mm long
+/* Ha et al. 2013, section 6.1: 350 mm water cylinder (mu 0.0096 / mm), 192 mm long
  * (the default lattice's axial extent), background 1, six 10 mm spheres of
  * activity `contrast` at 75 mm radius, 60 degrees apart, at z = 2 mm: the
  * centre of the default lattice's central slice (z = 0 is a slice boundary
@@ -191,7 +191,7 @@ ctr_status ctr_pet_simulate(ctr_context *ctx, const ctr_pet_system *s, const ctr
 
 /* Projectors of one view with that view's spatially variant kernels:
  * forward (image -> histo-image, each voxel spreads with its own kernel,
- * computed as a gather with the neighbours' kernels, seed Fig. 2) and back
+ * computed as a gather with the neighbours' kernels, Ha et al. 2013, Fig. 2) and back
  * (its exact adjoint: each voxel gathers with its own kernel). A projector
  * keeps the backend's tables (on the GPU for a CUDA context). */
 typedef struct ctr_pet_projector ctr_pet_projector;
@@ -254,7 +254,7 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
                                const ctr_pet_recon_options *opts, float *image,
                                ctr_pet_recon_timings *timings);
 
-/* Contrast recovery and noise, seed 002 section 6.1: for each sphere,
+/* Contrast recovery and noise, Ha et al. 2013, section 6.1: for each sphere,
  * CRC = ((p_s - p_b) / p_b) / c with p_s the mean in a 2D circular ROI of the
  * sphere's diameter on the sphere's central slice, p_b the mean in the
  * annulus of inner diameter (diameter + 14 mm) and 8 mm thickness around it,

@@ -8,7 +8,7 @@
  * each driven by one thread.
  *
  * The streamed executor (stream.c) drives an engine in the order of Lu et
- * al. 2017, Alg. 2: for each subvolume, slab_begin, then every projection
+ * al. 2016, Alg. 2: for each subvolume, slab_begin, then every projection
  * subset (filter_bp on the first pass, bp afterwards), then slab_end. */
 #ifndef CTR_ENGINE_H
 #define CTR_ENGINE_H

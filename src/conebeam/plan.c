@@ -1,5 +1,5 @@
-/* Memory planner of the streamed FDK pipeline (seed 000 Alg. 2, seed 001
- * Sect. 3): chooses the subvolume size Z', the projection subset size N' and
+/* Memory planner of the streamed FDK pipeline (Lu et al. 2016, Alg. 2;
+ * Okitsu et al. 2010, Sect. 3): chooses the subvolume size Z', the projection subset size N' and
  * where filtered projections wait between subvolumes, from explicit byte
  * budgets. Pure functions: no GPU, no allocation. */
 #include "filter/filter.h"

@@ -1,4 +1,4 @@
-/* The streamed FDK executor (Lu et al. 2017, Alg. 2 and Fig. 3b; Okitsu et
+/* The streamed FDK executor (Lu et al. 2016, Alg. 2 and Fig. 3b; Okitsu et
  * al. 2010, Sect. 3-4): one code path for in-core (one subvolume) and
  * out-of-core runs, on one worker or several (GPUs, or CPU engines), on
  * either backend.

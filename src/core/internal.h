@@ -19,8 +19,10 @@ extern "C" {
 #define CTR__PRINTF(a, b)
 #endif
 
-/* Records `status` with a formatted detail ("file:line: ..." is prepended in
- * debug builds only) and returns it. */
+/* Records `status` with a formatted detail in the calling thread's buffer
+ * (ctr_error_detail; 1023 characters at most, longer text is cut) and returns
+ * it. The detail is the message alone, for users: it names the file, field or
+ * parameter and what was expected, never the source file and line. */
 ctr_status ctr__error_set(ctr_status status, const char *fmt, ...) CTR__PRINTF(2, 3);
 ctr_status ctr__error_setv(ctr_status status, const char *fmt, va_list ap);
 

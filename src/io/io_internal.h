@@ -1,6 +1,10 @@
 /* Internals shared by the file I/O module: POSIX file helpers, atomic output
  * files, dtype conversion, and the backend interface that io_stack.c
- * dispatches to (RAW, NRRD, TIFF, TIFF stack). Not installed. */
+ * dispatches to (RAW, NRRD, TIFF, TIFF stack, HDF5). Not installed.
+ * Calls inside src/io point one way: io_partial.c (resumable writers) ->
+ * io_stack.c (the public API, dispatching) -> the format backends (NRRD over
+ * RAW, the TIFF stack over the TIFF glue) -> the leaves io_output.c,
+ * io_stack_info.c, io_file.c, io_convert.c. */
 #ifndef CTR_IO_INTERNAL_H
 #define CTR_IO_INTERNAL_H
 
@@ -83,7 +87,7 @@ void ctr__convert(void *dst, ctr_dtype dst_type, const void *src, ctr_dtype src_
 void ctr__byteswap(void *buf, size_t elem, size_t n);
 int ctr__host_is_little_endian(void);
 
-/* ---- Stacks: shared description checks (io_stack.c) --------------------- */
+/* ---- Stacks: shared description checks (io_stack_info.c) ---------------- */
 
 /* Validates width/height/count > 0, a known dtype and that the byte size fits
  * in int64_t and size_t; `what` names the source (file or "info"). */
@@ -93,7 +97,7 @@ size_t ctr__image_bytes(const ctr_stack_info *info);
 /* "37 x 23 x 5 float32" into buf. */
 const char *ctr__stack_describe(const ctr_stack_info *info, char *buf, size_t n);
 
-/* ---- Writers: how output files are named (io_partial.c) ----------------- */
+/* ---- Writers: how output files are named (io_output.c) ------------------ */
 
 typedef enum ctr__out_mode {
   CTR__OUT_TEMP = 0,        /* ctr_stack_create: "<name>.tmp.<pid>.<n>" */

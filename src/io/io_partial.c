@@ -1,21 +1,10 @@
 /* Resumable stack output (stack_partial.h): writers whose files have fixed
  * "<name>.partial" names, flushing, suspending, and cleaning up after them.
- * The backends name their files through ctr__output_create. */
+ * The backends name their files through ctr__output_create (io_output.c). */
 #include "io/io_internal.h"
 
 #include <string.h>
 #include <unistd.h>
-
-char *ctr__partial_path(const char *target) { return ctr__io_sprintf("%s.partial", target); }
-
-ctr_status ctr__output_create(ctr__atomic_file *f, const char *target, ctr__out_mode mode) {
-  if (mode == CTR__OUT_TEMP) return ctr__atomic_create(f, target);
-  char *tmp = ctr__partial_path(target);
-  if (!tmp) return CTR_E_OUT_OF_MEMORY;
-  ctr_status st = ctr__atomic_create_fixed(f, target, tmp, mode == CTR__OUT_PARTIAL_RESUME);
-  free(tmp);
-  return st;
-}
 
 ctr_status ctr__stack_create_partial(const char *path, ctr_file_format fmt,
                                      const ctr_stack_info *info, int resume,

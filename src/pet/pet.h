@@ -1,5 +1,5 @@
-/* TOF-PET DIRECT internals: the per-view SR-kernel look-up tables (seed 002
- * section 4.1) in the form both backends consume, the kernel model, and the
+/* TOF-PET DIRECT internals: the per-view SR-kernel look-up tables (Ha et al.
+ * 2013, section 4.1) in the form both backends consume, the kernel model, and the
  * projector's backend interface. Not installed. */
 #ifndef CTR_PET_H
 #define CTR_PET_H
@@ -16,7 +16,7 @@ extern "C" {
  * are support entries e0 .. e0 + len - 1. Entries are ordered by (dx, dy, dz)
  * lexicographically, so the support being point-symmetric, entry e holds the
  * offset -o of entry (nent - 1 - e): the forward projector (a gather with the
- * neighbours' kernels at -o) reads entry nent - 1 - e (seed Fig. 2). */
+ * neighbours' kernels at -o) reads entry nent - 1 - e (Ha et al. 2013, Fig. 2). */
 typedef struct ctr__pet_column {
   int16_t dx, dy, dz0, len;
   int32_t e0;
@@ -35,7 +35,7 @@ typedef struct ctr__pet_frame {
  *   slice, tilted views included.)
  * w[e * nk + id]: value of kernel id at support entry e (mSRval), normalised
  *   to unit sum over the support. Kernel id is the fastest index (transposed
- *   from the seed's per-kernel rows) so that neighbouring voxels, whose ids
+ *   from the paper's per-kernel rows) so that neighbouring voxels, whose ids
  *   are close, read neighbouring words.
  * norm[id]: the normalisation factor (value = raw model * norm), so the FFT
  *   reference can apply the identical kernel untruncated.
@@ -67,6 +67,11 @@ struct ctr_pet_system {
   pthread_mutex_t lock;
 };
 
+/* ---- The SR-kernel model (pet_kernel.c) ---------------------------------- */
+
+/* A Gaussian's sigma per unit FWHM (1 / (2 sqrt(2 ln 2))). */
+#define CTR__PET_FWHM_TO_SIGMA (1.0 / 2.3548200450309493)
+
 /* The frame of view v. */
 void ctr__pet_frame_of(const ctr_pet_system *s, int64_t v, ctr__pet_frame *f);
 /* Signed LOR-radial position (mm) at the centre of kernel id. */
@@ -83,6 +88,9 @@ double ctr__pet_kernel_raw(const ctr_pet_system *s, const ctr__pet_frame *f, dou
  * half-extent (voxels) along the lattice axes in frame f. */
 void ctr__pet_support_axes(const ctr_pet_system *s, double h[3]);
 void ctr__pet_support_box(const ctr_pet_system *s, const ctr__pet_frame *f, int box[3]);
+
+/* ---- The view tables (pet_lut.c) ------------------------------------------ */
+
 /* The tables of view v (built on first use; thread-safe). NULL on failure
  * (detail set). */
 const ctr__pet_lut *ctr__pet_lut_get(ctr_pet_system *s, int64_t v);

@@ -30,7 +30,8 @@ int ctr__pet_phantom_has_cylinder(const ctr_pet_phantom *ph);
  * lies inside the phantom's finite cylinder (0 without one). */
 double ctr__pet_cylinder_chord(const ctr_pet_phantom *ph, const double x[3], const double d[3]);
 
-/* ---- Histo-image files (pet_histo.c, pet_histo_hdf5.c) ------------------ */
+/* ---- Histo-image files (pet_histo_file.c dispatching to pet_histo.c and
+ * pet_histo_hdf5.c) ------------------------------------------------------- */
 
 /* 1 if path ends in .h5 or .hdf5 (any case). */
 int ctr__pet_histo_is_hdf5(const char *path);
@@ -40,6 +41,10 @@ ctr_status ctr__pet_histo_check_values(const ctr_pet_histo *h, const char *file)
 /* Loading under the data policy: bad counts and factors (NaN, infinite,
  * negative, beyond 1e24) replaced by 0 and counted in h->replaced. */
 void ctr__pet_histo_sanitize(ctr_pet_histo *h);
+/* JSON description + raw float32 arrays (pet_histo.c); the arguments are
+ * checked already. */
+ctr_status ctr__pet_histo_save_json(const char *path, const ctr_pet_histo *h);
+ctr_status ctr__pet_histo_load_json(const char *path, ctr_pet_histo **out);
 /* HDF5 form (CTR_E_UNSUPPORTED without HDF5 in the build). */
 ctr_status ctr__pet_histo_save_hdf5(const char *path, const ctr_pet_histo *h);
 ctr_status ctr__pet_histo_load_hdf5(const char *path, ctr_pet_histo **out);

@@ -1,6 +1,7 @@
-/* Histo-image sets: allocation, and the JSON + raw float32 file form
- * (docs/file-formats.md, "PET histo-images"); .h5/.hdf5 paths go to
- * pet_histo_hdf5.c. Every file is written under a temporary name and
+/* Histo-image sets: allocation, the value checks, and the JSON + raw float32
+ * file form (docs/file-formats.md, "PET histo-images"); the public load and
+ * save (pet_histo_file.c) send .h5/.hdf5 paths to pet_histo_hdf5.c and the
+ * rest here. Every file is written under a temporary name and
  * renamed when all are complete; the JSON description last, so that a
  * crash never leaves a description pointing at incomplete data. */
 #include "pet/pet_data.h"
@@ -101,31 +102,6 @@ void ctr__pet_histo_sanitize(ctr_pet_histo *h) {
                 (h->factors ? ctr__values_sanitize_nonneg(h->factors, n) : 0);
 }
 
-/* Validates a histo-image set given to save. */
-static ctr_status check_histo(const ctr_pet_histo *h, const char *path) {
-  if (!h) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_histo_save('%s'): histo is NULL", path);
-  CTR_CHECK(ctr__pet_params_check(&h->params, "ctr_pet_histo_save"));
-  const int64_t expect = (int64_t)h->params.n_azimuth * h->params.n_copolar;
-  if (h->nviews != expect)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_pet_histo_save('%s'): nviews is %lld, expected n_azimuth x n_copolar = %d x %d "
-             "= %lld",
-             path, (long long)h->nviews, h->params.n_azimuth, h->params.n_copolar,
-             (long long)expect);
-  if (!h->counts)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_histo_save('%s'): counts is NULL", path);
-  if (!isfinite(h->tof_fwhm_ps) || h->tof_fwhm_ps < 0 || !isfinite(h->events) || h->events < 0)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_pet_histo_save('%s'): tof_fwhm_ps %g / events %g: expected finite values >= 0",
-             path, h->tof_fwhm_ps, h->events);
-  if (ctr__pet_histo_check_values(h, path) != CTR_OK) {
-    char why[768];
-    snprintf(why, sizeof why, "%s", ctr_error_detail());
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_histo_save: %s", why);
-  }
-  return CTR_OK;
-}
-
 /* <path minus .json>.<kind>.raw */
 static char *raw_name(const char *path, const char *kind) {
   const size_t n = strlen(path);
@@ -181,7 +157,7 @@ static char *describe(const ctr_pet_histo *h, const char *counts, const char *fa
   return text;
 }
 
-static ctr_status save_json(const char *path, const ctr_pet_histo *h) {
+ctr_status ctr__pet_histo_save_json(const char *path, const ctr_pet_histo *h) {
   ctr_status st = CTR_OK;
   ctr__atomic_file fc = CTR__ATOMIC_FILE_INIT, ff = CTR__ATOMIC_FILE_INIT,
                    fj = CTR__ATOMIC_FILE_INIT;
@@ -214,13 +190,6 @@ cleanup:
   free(counts);
   free(factors);
   return st;
-}
-
-ctr_status ctr_pet_histo_save(const char *path, const ctr_pet_histo *h) {
-  if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_histo_save: path is empty");
-  CTR_CHECK(check_histo(h, path));
-  if (ctr__pet_histo_is_hdf5(path)) return ctr__pet_histo_save_hdf5(path, h);
-  return save_json(path, h);
 }
 
 /* ---- Loading ------------------------------------------------------------------ */
@@ -446,7 +415,7 @@ cleanup:
   return st;
 }
 
-static ctr_status load_json(const char *path, ctr_pet_histo **out) {
+ctr_status ctr__pet_histo_load_json(const char *path, ctr_pet_histo **out) {
   ctr_status st = CTR_OK;
   char *text = NULL;
   cJSON *root = NULL;
@@ -492,12 +461,4 @@ cleanup:
   cJSON_Delete(root);
   free(text);
   return st;
-}
-
-ctr_status ctr_pet_histo_load(const char *path, ctr_pet_histo **out) {
-  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_histo_load: out is NULL");
-  *out = NULL;
-  if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_histo_load: path is empty");
-  if (ctr__pet_histo_is_hdf5(path)) return ctr__pet_histo_load_hdf5(path, out);
-  return load_json(path, out);
 }

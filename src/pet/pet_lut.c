@@ -1,4 +1,4 @@
-/* The three look-up tables of a view (seed 002 section 4.1): LORmap (kernel
+/* The three look-up tables of a view (Ha et al. 2013, section 4.1): LORmap (kernel
  * identifier per lattice column), mSR (the kernel support, here as z-runs)
  * and mSRval (normalised kernel values, kernel id fastest). */
 #include "pet/pet.h"

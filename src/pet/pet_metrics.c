@@ -1,5 +1,5 @@
-/* Contrast recovery and noise of a reconstructed PET image (seed 002 section
- * 6.1): 2D circular and annular ROIs on one slice, each pixel weighted by the
+/* Contrast recovery and noise of a reconstructed PET image (Ha et al. 2013,
+ * section 6.1): 2D circular and annular ROIs on one slice, each pixel weighted by the
  * fraction of its area inside the ROI (8 x 8 point samples per pixel). */
 #include "core/internal.h"
 
@@ -8,7 +8,7 @@
 
 /* Point samples per pixel side for the ROI membership weights. */
 #define PET_ROI_SUPERSAMPLE 8
-/* Seed 002 section 6.1: the annulus starts 14 mm (in diameter) beyond the
+/* Ha et al. 2013, section 6.1: the annulus starts 14 mm (in diameter) beyond the
  * sphere and is 8 mm thick; the noise ROI is 50 mm across. */
 #define PET_ANNULUS_GAP_MM 14.0
 #define PET_ANNULUS_WIDTH_MM 8.0

@@ -1,4 +1,4 @@
-/* TOF-PET activity phantoms: the seed's sphere and point-source phantoms,
+/* TOF-PET activity phantoms: Ha et al. 2013's sphere and point-source phantoms,
  * their validation and evaluation, and voxelisation onto the image lattice.
  *
  * Units: the cylinder's background and a sphere's activity are activity per

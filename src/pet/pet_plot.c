@@ -1,4 +1,4 @@
-/* The CRC-versus-noise plot (seed 002 Fig. 9) as a 640 x 480 RGB PNG: white
+/* The CRC-versus-noise plot (Ha et al. 2013, Fig. 9) as a 640 x 480 RGB PNG: white
  * background, a framed plot area with grid lines, ticks with numeric labels,
  * the axis titles "noise (%)" and "CRC", an optional title, and a line
  * through the points in order with a marker on each. Labels use the 5 x 7

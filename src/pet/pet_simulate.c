@@ -399,7 +399,7 @@ ctr_status ctr_pet_simulate(ctr_context *ctx, const ctr_pet_system *s, const ctr
   m.sigma_axial = k->axial_fwhm_mm / CTR__FWHM_PER_SIGMA;
   if (k->asymmetric && k->asym_weight > 0 && !k->custom) {
     /* The model's radial profile is G(sigma) + w/2 G(2 sigma, shifted) in
-     * amplitudes (pet_system.c); the areas are 1 : w. */
+     * amplitudes (pet_kernel.c); the areas are 1 : w. */
     m.asym_p = k->asym_weight / (1.0 + k->asym_weight);
     m.asym_shift = k->asym_shift_sigma;
   }

@@ -18,7 +18,7 @@
 
 #include "conebeam/cuda/backprojector_cuda.h"
 
-/* Rates for the chunk schedule (DESIGN.md's H100 figures; the update rate
+/* Rates for the chunk schedule (the H100 ceilings of docs/design.md; the update rate
  * is the general kernel's on RabbitCT, runs outside the detector skipped). */
 #define EST_H2D_BYTES_PER_S 50e9
 #define EST_HBM_BYTES_PER_S 3.0e12

@@ -1,5 +1,6 @@
-/* CUDA FDK backend: C interface of the CUDA sources (src/cuda), used by the
- * FDK driver, the GPU tests and the benchmarks. */
+/* The CUDA backend's backprojection kernels as seen from C: variants, launch
+ * configuration (with the tuning table applied), and the kernel-level entry
+ * points for tests and benchmarks (kernel_harness.cu). */
 #ifndef CTR_FDK_CUDA_H
 #define CTR_FDK_CUDA_H
 
@@ -12,7 +13,7 @@ extern "C" {
 #endif
 
 /* Backprojection kernel variants (docs/cuda.md):
- *  TEX        seed 000 Alg. 1: layered float texture, hardware bilinear
+ *  TEX        Lu et al. 2016, Alg. 1: layered float texture, hardware bilinear
  *  TEX_PAIR   float2 layered texture holding each view and its mirror about
  *             the central row: one fetch updates a voxel and its mirror about
  *             the source plane (circular orbits, symmetric detector/volume)

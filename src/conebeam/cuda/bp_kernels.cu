@@ -1,11 +1,11 @@
-/* Cone-beam backprojection kernels (seed 000 Alg. 1 and its descendants).
+/* Cone-beam backprojection kernels (Lu et al. 2016, Alg. 1, and its descendants).
  *
  * Each thread owns one (x, y) column of the volume and ZP consecutive slices
  * (ZP accumulators in registers); a launch covers N' views, read from a
- * layered texture inter-layer first (seed 000 Sect. 4.1-4.2) or from padded
+ * layered texture inter-layer first (Lu et al. 2016, Sect. 4.1-4.2) or from padded
  * global memory. On circular orbits c and u do not depend on z, so per view
  * and column one reciprocal serves all ZP slices and v advances linearly
- * (seed 000 Eq. 6). The PAIR variants also accumulate the mirror slice about
+ * (Lu et al. 2016, Eq. 6). The PAIR variants also accumulate the mirror slice about
  * the source plane: the second channel of the view holds the detector flipped
  * about the principal row, so one fetch at (u, v) returns both voxels'
  * samples (their u and weight are equal). */

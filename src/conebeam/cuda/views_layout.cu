@@ -302,7 +302,9 @@ ctr_status ctr__check_memory(size_t need, size_t free_bytes, const char *what) {
   if (need + margin <= free_bytes) return CTR_OK;
   char a[32], b[32];
   CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
-           "%s needs %s of GPU memory but %s are free (256 MiB kept in reserve)",
+           "%s needs %s of GPU memory but %s are free (256 MiB kept in reserve): it holds "
+           "the whole volume on the GPU; reconstruct a smaller volume, or use ctr_fdk / "
+           "ctr_fdk_stream, whose streamed pipeline splits the volume into subvolumes that fit",
            what, ctr__format_bytes((double)need, a, sizeof a),
            ctr__format_bytes((double)free_bytes, b, sizeof b));
 }

@@ -8,7 +8,7 @@
  * with i0 = floor(t), f = t - i0; nearest, q[floor(t + 0.5)]; the sinogram
  * is 0 outside its bins [0, nbins).
  *
- * The fast backprojector follows seed 004 section 6.10: plain threaded C,
+ * The fast backprojector follows Chilingaryan et al. 2020, section 6.10: plain threaded C,
  * each thread owns a tile of pixels of several slices at once (KS slices of
  * TY x TX pixels, accumulated in L1) and walks every angle over it. Per
  * angle and tile row the bin positions are computed once, in double (float
@@ -16,7 +16,7 @@
  * them; the inner loops run across x and vectorise (AVX-512 / AVX2 / SSE
  * clones picked at run time).
  *
- * Linear interpolation reads, like the GPU's ALU kernel (seed 004 Alg. 9),
+ * Linear interpolation reads, like the GPU's ALU kernel (Chilingaryan et al. 2020, Alg. 9),
  * a per-tile cache of (w q[b], w (q[b+1] - q[b])) pairs for the bins the
  * tile covers at that angle: one 8-byte load and one multiply-add per pixel
  * and slice instead of two loads and two weights (the compiler emulates

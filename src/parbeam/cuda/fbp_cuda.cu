@@ -1,4 +1,4 @@
-/* Parallel-beam backprojection on the GPU (seed 004). Kernels, selectable by
+/* Parallel-beam backprojection on the GPU (Chilingaryan et al. 2020). Kernels, selectable by
  * name (docs/parallel-beam.md):
  *   tex      Alg. 1 + 2: hardware interpolation from a 1D layered texture of
  *            the sinogram (8-bit interpolation weights), Z-order threads,
@@ -96,7 +96,7 @@ __global__ void pack_half4(const float *__restrict__ src, long long stride, int 
 
 /* ---- Texture kernels (Alg. 1, 2) ------------------------------------------ */
 
-/* Z-order (Morton) position of thread t of a 16 x 8 block (seed 004 Alg. 2):
+/* Z-order (Morton) position of thread t of a 16 x 8 block (Chilingaryan et al. 2020, Alg. 2):
  * a warp covers an 8 x 4 patch instead of a 16 x 2 strip, so its texture
  * footprint per projection is smaller. */
 __device__ __forceinline__ void morton16(int t, int *x, int *y) {
@@ -175,8 +175,8 @@ __device__ __forceinline__ void tex_pixels(cudaTextureObject_t tex, int ab, int 
  * (NS 4: a half4 texture holding four slices, nsl of them real, scaled as
  * half_scale says for the bits in *amax). Each thread owns two pixels,
  * (i, j) and (i, j + 8) of a 16 x 16 tile (Z-order over the tile's upper
- * half). tex4h is seed 004 Sect. 5.2/5.3's four-slice mode: 4 slices per
- * fetch at the half4 fetch rate (950 G/s, DESIGN.md), so up to 4x tex's
+ * half). tex4h is Chilingaryan et al. 2020's four-slice mode (Sect. 5.2/5.3): 4 slices per
+ * fetch at the half4 fetch rate (950 G/s, docs/design.md), so up to 4x tex's
  * updates per fetch, for the price of half-precision data. */
 template <int NS, int NEAREST>
 __global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, int ab, int na, int nx, int ny,
@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, int ab, i
 #define MP_PIX 4     /* pixels per thread: rows y, y + 4, y + 8, y + 12 of the 16 x 16 tile */
 static_assert(MP_GROUPS * 64 == 256 && MP_PIX * 4 == 16, "bp_tex_mp's thread mapping");
 
-/* A block of 256 threads reconstructs 16 x 16 pixels. Seed 004 Alg. 3: the
+/* A block of 256 threads reconstructs 16 x 16 pixels. Chilingaryan et al. 2020, Alg. 3: the
  * low 4 bits of the thread index walk a 4 x 4 square in Z-order (Alg. 2),
  * the next 2 pick one of 4 squares along x (a warp: 8 x 4 pixels, as in
  * tex), the top 2 the projection group, so every warp reads one angle's
@@ -271,11 +271,11 @@ __device__ __forceinline__ float4 block_konst(int a, int bx, int by) {
  * (tx, ty)'s first position in the cache, in entries, and the step between
  * its rows, for the constants k of a projection (block_konst); add(row, g,
  * acc), the value at position g of a cached row added to the S sums acc.
- * Positions are rounded by adding 1.5 x 2^23 (seed 004 Sect. 6.6: the
+ * Positions are rounded by adding 1.5 x 2^23 (Chilingaryan et al. 2020, Sect. 6.6: the
  * integer lands in the mantissa, no conversion instructions). */
 
 /* Pair cache: entries are float2 (m, s) or float4 (m_a, s_a, m_b, s_b).
- * HALF (alu2-h, seed 004 Sect. 6.7): the same in half precision, half2
+ * HALF (alu2-h, Chilingaryan et al. 2020, Sect. 6.7): the same in half precision, half2
  * (m, s) or (m_a, m_b), (s_a, s_b): 4 bytes per update instead of 8, which
  * halves alu2's limiting shared-memory traffic. The interpolation runs in
  * half arithmetic (one HFMA2 for both slices, the fraction rounded to half)
@@ -350,7 +350,7 @@ template <int S_, int HALF_> struct pair_cache {
 
 /* Sample caches: the cache holds OS samples per bin (linearly interpolated
  * between bins) and each update takes the nearest sample, no interpolation
- * arithmetic. OS = 4: oversampling (seed 004 Sect. 7.2), positions
+ * arithmetic. OS = 4: oversampling (Chilingaryan et al. 2020, Sect. 7.2), positions
  * quantised to 1/4 bin, approximate linear interpolation. OS = 1: nearest
  * interpolation with value-only entries (4 or 8 bytes per update, not the
  * pair caches' 8 or 16). Entries are float (one slice) or float2 (two);
@@ -507,7 +507,7 @@ bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na,
               blockIdx.y * ALU_AREA, amax);
 }
 
-/* ---- hybrid: texture and ALU blocks on the same SM (seed 004 Sect. 7.1) --- */
+/* ---- hybrid: texture and ALU blocks on the same SM (Chilingaryan et al. 2020, 7.1) --- */
 
 #define HYB_UNITS 8          /* texture units (16 x 32 pixels) per 64 x 64 tile */
 #define HYB_SM_SLOTS 1024    /* per-SM block counters (%smid < %nsmid <= this on current GPUs) */
@@ -535,12 +535,12 @@ __device__ int hyb_claim(unsigned long long *q, int ntiles, int tile) {
   return tile ? (int)(assumed >> 32) : (int)(total - 1 - (assumed & 0xffffffffull));
 }
 
-/* Seed 004 7.1: alu2 is limited by shared memory (and issue), the texture
+/* Chilingaryan et al. 2020, 7.1: alu2 is limited by shared memory (and issue), the texture
  * kernels by the texture units, so blocks of both kinds on one SM could use
  * both. A block asks the SM it runs on (%smid) and a per-SM counter which
  * one it is; the first tex_per_sm of every blocks_per_sm blocks on an SM are
- * texture blocks, the rest ALU blocks (the seed's get_smid() + atomicAdd
- * scheme with a tunable ratio). Unlike the seed, the grid is persistent (as
+ * texture blocks, the rest ALU blocks (the paper's get_smid() + atomicAdd
+ * scheme with a tunable ratio). Unlike the paper's, the grid is persistent (as
  * many blocks as fit at once) and blocks take work from a queue: on an H100
  * a 2048^2 slice is only 1024 tiles, ~2 waves of 528 block slots, and a
  * texture block needs several times an ALU block's time for a 64 x 64 tile,

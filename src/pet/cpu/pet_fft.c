@@ -1,4 +1,4 @@
-/* FFT reference for symmetric invariant kernels (seed 002's baseline): the
+/* FFT reference for symmetric invariant kernels (Ha et al. 2013's baseline): the
  * view's kernel, untruncated but with the truncated kernel's normalisation,
  * applied as a cyclic convolution on the zero-padded lattice with FFTW
  * (cuFFT on a CUDA context). */

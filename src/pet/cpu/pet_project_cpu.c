@@ -1,6 +1,6 @@
 /* CPU projectors of one view (OpenMP). Back projection: each voxel gathers
  * with its own kernel, out(x) = sum_e K_id(x)(o_e) in(x + o_e). Forward
- * projection as a gather with the neighbours' kernels (seed 002 Fig. 2):
+ * projection as a gather with the neighbours' kernels (Ha et al. 2013, Fig. 2):
  * out(x) = sum_e K_id(x + o_e)(-o_e) in(x + o_e), entry nent - 1 - e holding
  * -o_e. The input is copied into the interior of a buffer with a zero halo
  * (the system's largest support) and ids come from the LUT's padded LORmap,

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Launch shape: Z slices per thread (16: the instruction-level form of seed
- * Fig. 3; 1: the thread-level form), LC run entries per register pass and
+/* Launch shape: Z slices per thread (16: the instruction-level form of Ha et
+ * al. 2013, Fig. 3; 1: the thread-level form), LC run entries per register pass and
  * the block's x by y threads, and how many blocks share the runs of one
  * output tile (0: enough for about 24 blocks per SM). Default rows: 32, 48
  * or 64 threads, whichever pads the lattice's x least. The context's

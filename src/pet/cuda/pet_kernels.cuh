@@ -1,6 +1,6 @@
 /* CUDA kernels of the DIRECT projectors and the reconstruction steps.
  *
- * Projector (seed 002 section 4.2, Figs. 2 and 3): one thread per lattice
+ * Projector (Ha et al. 2013, section 4.2, Figs. 2 and 3): one thread per lattice
  * column (x, y) and Z consecutive slices (Z = 1: the thread-level form;
  * Z = 16: the instruction-level form with 16 voxels per thread along z). The
  * kernel support is walked as z-runs (ctr__pet_column); a run of len entries
