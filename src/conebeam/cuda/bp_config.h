@@ -1,8 +1,8 @@
 /* The CUDA backend's backprojection kernels as seen from C: variants, launch
  * configuration (with the tuning table applied), and the kernel-level entry
  * points for tests and benchmarks (kernel_harness.cu). */
-#ifndef CTR_FDK_CUDA_H
-#define CTR_FDK_CUDA_H
+#ifndef CTR_BP_CONFIG_H
+#define CTR_BP_CONFIG_H
 
 #include "filter/filter.h"
 
