@@ -6,16 +6,30 @@ side by side with our volumes.
 
 DUMP_DIR holds proj.raw (float32, view x row x column), geometry.json (ctrecon
 circular geometry) and ours_exact.raw / ours_texture.raw (float32 volumes).
-Times astra.algorithm.run (host projections -> host volume, ASTRA's own
-end-to-end), median of R runs after a warm-up, and reports the relative
+ASTRA is timed three ways, median of R runs each after a warm-up:
+  run          astra.algorithm.run alone (objects made beforehand; host
+               projections -> host volume, ASTRA's own pipeline);
+  user-create  as a user runs it end to end from numpy arrays: geometries,
+               data3d.create of the projections (a copy) and of the volume,
+               algorithm.create, run, data3d.get of the volume;
+  user-link    the same with data3d.link of the user's projection and volume
+               arrays (no copies; the volume array is allocated and touched
+               beforehand, as ours).
+The projections are given to ASTRA in its layout (row, angle, column): the
+transposition from the detector's view order is not timed (reported apart).
+"ASTRA user end to end" is the faster of user-create and user-link; the
+headline ratio is that over our pageable texture end to end (bench_fdk_cuda:
+malloc'd projections and volume, set-up included). Also reports the relative
 difference of the volumes over the inscribed cylinder and central 80 % of
-slices, plus the least-squares scale between them. The orientation match is
-checked, not assumed: the best of the axis flips is reported.
+slices, and the least-squares scale between them; the orientation match is
+checked, not assumed (the best of the axis flips is reported).
 """
 import argparse
 import json
 import math
+import os
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -56,6 +70,17 @@ def compare(a, b, nz):
     return float(diff), scale
 
 
+def timed(fn, repeats):
+    """fn() once untimed, then `repeats` timed calls: (median, runs)."""
+    fn()
+    runs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t0)
+    return statistics.median(runs), runs
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dump")
@@ -71,32 +96,90 @@ def main():
     nx, ny, nz = g["volume"]["size"]
     vx, vy, vz = g["volume"]["voxel_mm"]
     proj = np.fromfile(f"{args.dump}/proj.raw", dtype=np.float32).reshape(n, nv, nu)
+    t0 = time.perf_counter()
     sino = np.ascontiguousarray(proj.transpose(1, 0, 2))  # ASTRA: row, angle, column
+    transpose_s = time.perf_counter() - t0
     del proj
 
-    proj_geom = astra.create_proj_geom("cone_vec", nv, nu, astra_vectors(g))
-    vol_geom = astra.create_vol_geom(ny, nx, nz, -nx * vx / 2, nx * vx / 2, -ny * vy / 2,
-                                     ny * vy / 2, -nz * vz / 2, nz * vz / 2)
+    def geometries():
+        proj_geom = astra.create_proj_geom("cone_vec", nv, nu, astra_vectors(g))
+        vol_geom = astra.create_vol_geom(ny, nx, nz, -nx * vx / 2, nx * vx / 2, -ny * vy / 2,
+                                         ny * vy / 2, -nz * vz / 2, nz * vz / 2)
+        return proj_geom, vol_geom
+
+    def fdk(pid, rid):
+        cfg = astra.astra_dict("FDK_CUDA")
+        cfg["ProjectionDataId"] = pid
+        cfg["ReconstructionDataId"] = rid
+        return astra.algorithm.create(cfg)
+
+    # 1. algorithm.run alone.
+    proj_geom, vol_geom = geometries()
     pid = astra.data3d.create("-proj3d", proj_geom, sino)
     rid = astra.data3d.create("-vol", vol_geom, 0)
-    cfg = astra.astra_dict("FDK_CUDA")
-    cfg["ProjectionDataId"] = pid
-    cfg["ReconstructionDataId"] = rid
-    alg = astra.algorithm.create(cfg)
-    times = []
-    for r in range(args.repeats + 1):
-        astra.data3d.store(rid, 0)
-        t0 = time.perf_counter()
-        astra.algorithm.run(alg)
-        dt = time.perf_counter() - t0
-        if r > 0:
-            times.append(dt)
-    rec = astra.data3d.get(rid)  # z, y, x
-    astra_s = statistics.median(times)
+    alg = fdk(pid, rid)
 
-    result = {"name": f"{args.case}/astra/FDK_CUDA", "astra_seconds": astra_s,
-              "gpu": None, "revision": None,
-              "astra_runs": times, "astra_version": astra.__version__}
+    def run_only():
+        astra.data3d.store(rid, 0)
+        t = time.perf_counter()
+        astra.algorithm.run(alg)
+        return time.perf_counter() - t
+
+    run_only()  # warm-up
+    run_times = [run_only() for _ in range(args.repeats)]
+    rec = astra.data3d.get(rid)  # z, y, x
+    astra.algorithm.delete(alg)
+    astra.data3d.delete([pid, rid])
+
+    # 2. A user's end to end from numpy arrays, objects created and read back.
+    def user_create():
+        pg, vg = geometries()
+        p = astra.data3d.create("-proj3d", pg, sino)
+        r = astra.data3d.create("-vol", vg)
+        a = fdk(p, r)
+        astra.algorithm.run(a)
+        out = astra.data3d.get(r)
+        astra.algorithm.delete(a)
+        astra.data3d.delete([p, r])
+        return out
+
+    create_s, create_runs = timed(user_create, args.repeats)
+
+    # 3. The same with the user's arrays linked (no copies).
+    vol = np.zeros((nz, ny, nx), dtype=np.float32)
+    vol.fill(0)
+
+    def user_link():
+        pg, vg = geometries()
+        p = astra.data3d.link("-proj3d", pg, sino)
+        r = astra.data3d.link("-vol", vg, vol)
+        a = fdk(p, r)
+        astra.algorithm.run(a)
+        astra.algorithm.delete(a)
+        astra.data3d.delete([p, r])
+        return vol
+
+    try:
+        link_s, link_runs = timed(user_link, args.repeats)
+        link_error = None
+    except Exception as e:  # an ASTRA without link for this data: reported, not fatal
+        link_s, link_runs, link_error = None, [], repr(e)
+
+    cases = [
+        {"name": f"{args.case}/astra/FDK_CUDA/run", "seconds": statistics.median(run_times),
+         "runs": run_times, "what": "astra.algorithm.run alone"},
+        {"name": f"{args.case}/astra/FDK_CUDA/user-create", "seconds": create_s, "runs": create_runs,
+         "what": "geometries, data3d.create (projections copied), algorithm.create, run, data3d.get"},
+        {"name": f"{args.case}/astra/FDK_CUDA/user-link", "seconds": link_s, "runs": link_runs,
+         "what": "geometries, data3d.link of the user's arrays, algorithm.create, run",
+         "error": link_error},
+    ]
+    user = min((c for c in cases[1:] if c["seconds"] is not None), key=lambda c: c["seconds"])
+    comparison = {"name": f"{args.case}/comparison", "astra_version": astra.__version__,
+                  "astra_run_seconds": cases[0]["seconds"],
+                  "astra_user_e2e_seconds": user["seconds"],
+                  "astra_user_e2e_variant": user["name"].rsplit("/", 1)[1],
+                  "astra_transpose_seconds_untimed": transpose_s}
     for mode in ("exact", "texture"):
         ours = np.fromfile(f"{args.dump}/ours_{mode}.raw", dtype=np.float32).reshape(nz, ny, nx)
         d, sc = compare(ours, rec, nz)
@@ -109,21 +192,27 @@ def main():
                         d, sc = compare(ours, r, nz)
                         if d < best[0]:
                             best = (d, sc, (fz, fy, fx))
-        result[f"relative_difference_{mode}"] = best[0]
-        result[f"scale_ours_over_astra_{mode}"] = best[1]
-        result[f"orientation_flips_zyx_{mode}"] = list(best[2])
+        comparison[f"relative_difference_{mode}"] = best[0]
+        comparison[f"scale_ours_over_astra_{mode}"] = best[1]
+        comparison[f"orientation_flips_zyx_{mode}"] = list(best[2])
+    result = {"gpu": None, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "revision": os.environ.get("CTR_GIT_REVISION", "unknown"),
+              "command": "astra_compare.py " + " ".join(sys.argv[1:]),
+              "cases": cases + [comparison]}
     if args.ours_json:
         ours = json.load(open(args.ours_json))
         result["gpu"], result["revision"], result["date"] = ours["gpu"], ours["revision"], ours["date"]
         for c in ours["cases"]:
             if "/end-to-end/" in c["name"]:
-                key = c["name"].split("/end-to-end/")[1]  # variant/pipeline
-                result[f"ours_seconds_{key}"] = c["seconds"]
-                result[f"speedup_{key}"] = astra_s / c["seconds"]
+                key = c["name"].split("/end-to-end/")[1].replace("/", "_")  # interp_memory
+                comparison[f"ours_seconds_{key}"] = c["seconds"]
+                comparison[f"speedup_vs_astra_run_{key}"] = cases[0]["seconds"] / c["seconds"]
+                comparison[f"speedup_vs_astra_user_{key}"] = user["seconds"] / c["seconds"]
+        if "ours_seconds_texture_pageable" in comparison:
+            comparison["speedup_headline"] = comparison["speedup_vs_astra_user_texture_pageable"]
+            comparison["headline"] = ("ASTRA user end to end (faster of user-create and user-link) over "
+                                      "ours texture end to end from pageable memory, set-up included")
     json.dump(result, open(args.out, "w"), indent=2)
     print(json.dumps(result, indent=2))
-    astra.algorithm.delete(alg)
-    astra.data3d.delete([pid, rid])
 
 
 if __name__ == "__main__":

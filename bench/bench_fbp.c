@@ -6,12 +6,16 @@
  *   bench_fbp [--n 2048] [--angles 2048] [--slices 8] [--repeats 5]
  *             [--kernels tex,tex2,alu,alu2] [--hybrid-tex 0,1,2] [--json FILE]
  *       --hybrid-tex: the hybrid kernel once per value of its texture blocks
- *       per SM (ctr_tuning.fbp_hybrid_tex; 0 = none), cases named hybrid-tN
- *   bench_fbp --e2e [--n 2048] [--angles 2048] [--slices 2048] [--json FILE]
+ *       per SM (ctr_tuning.fbp_hybrid_tex; -1 = none), cases named hybrid-tN
+ *   bench_fbp --e2e [--n 2048] [--angles 2048] [--slices 2048]
+ *             [--memory pinned|pageable|both | --pageable] [--repeats 3] [--json FILE]
  *       end to end: n x n uint16 projections (rows = slices) with flat and
- *       dark fields in pinned host memory -> slices in pinned host memory,
- *       ctr_fbp_projections on the GPU (flat-field, filter, transfers
- *       included); the input is a synthetic attenuation pattern. */
+ *       dark fields in host memory -> slices in host memory, each call of
+ *       ctr_fbp_projections on the GPU timed whole (its set-up, flat-field,
+ *       filter and transfers included; the CUDA context and a 16-slice
+ *       warm-up are not), median of the repeats. Pinned: ctr_host_alloc;
+ *       pageable: malloc, as a numpy user's arrays (--pageable = --memory
+ *       pageable). The input is a synthetic attenuation pattern. */
 #include "bench_common.h"
 #include "ctrecon.h"
 #include "parbeam/parbeam.h"
@@ -45,18 +49,21 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int e2e(int64_t n, int64_t na, int64_t ns, const char *json) {
-  ctr_parallel_params pp = CTR_PARALLEL_PARAMS_INIT;
-  pp.nbins = n;
-  pp.nangles = na;
-  ctr_parallel_geometry *g = NULL;
-  if (ctr_parallel_create(&pp, &g)) DIE("%s", ctr_error_detail());
+enum { E2E_MAX_REPEATS = 16 };
+
+/* One memory kind: fills the projections, warms up on 16 slices (CUDA
+ * context, cuFFT plans), then times `repeats` whole calls (each with its own
+ * set-up: buffers, plans) into runs[]; returns the median. pageable: malloc'd
+ * input and output, both touched before timing (as numpy arrays holding data);
+ * otherwise pinned (ctr_host_alloc). */
+static double e2e_kind(ctr_context *ctx, const ctr_parallel_geometry *g, int64_t n, int64_t na,
+                       int64_t ns, int pageable, int repeats, double *runs, double *fill_s) {
   const int64_t rows = ns, npix = n * rows, plane = n * n;
-  uint16_t *proj = ctr_host_alloc(sizeof(uint16_t) * (size_t)(npix * na));
-  float *out = ctr_host_alloc(sizeof(float) * (size_t)(plane * ns));
+  const size_t proj_bytes = sizeof(uint16_t) * (size_t)(npix * na), out_bytes = sizeof(float) * (size_t)(plane * ns);
+  uint16_t *proj = pageable ? malloc(proj_bytes) : ctr_host_alloc(proj_bytes);
+  float *out = pageable ? malloc(out_bytes) : ctr_host_alloc(out_bytes);
   float *flat = malloc(sizeof(float) * (size_t)npix), *dark = malloc(sizeof(float) * (size_t)npix);
-  uint16_t *row = malloc(sizeof(uint16_t) * (size_t)n);
-  if (!proj || !out || !flat || !dark || !row) DIE("out of memory");
+  if (!proj || !out || !flat || !dark) DIE("out of %s memory", pageable ? "host" : "pinned host");
   for (int64_t i = 0; i < npix; i++) {
     flat[i] = 40000.0f;
     dark[i] = 100.0f;
@@ -73,45 +80,88 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *json) {
     }
     for (int64_t r = 0; r < rows; r++) memcpy(proj + (a * rows + r) * n, prof, sizeof(uint16_t) * (size_t)n);
   }
-  const double t_fill = now_s() - t0;
-  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
-  co.device = CTR_DEVICE_CUDA;
-  ctr_context *ctx = NULL;
-  if (ctr_context_create(&co, &ctx)) DIE("%s", ctr_error_detail());
+#pragma omp parallel for schedule(static)
+  for (int64_t s = 0; s < ns; s++) memset(out + s * plane, 0, sizeof(float) * (size_t)plane);
+  *fill_s = now_s() - t0;
   ctr_fbp_options fo = CTR_FBP_OPTIONS_INIT;
   const int64_t pd[3] = {n, rows, na};
   const ctr_array pa = ctr_array_init(proj, CTR_DTYPE_UINT16, 3, pd);
-  /* Warm-up on 16 slices (CUDA context, cuFFT plans). */
   const int64_t wd[3] = {n, n, 16 < ns ? 16 : ns}, vd[3] = {n, n, ns};
   ctr_array wa = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, wd), va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
   if (ctr_fbp_projections(ctx, g, &fo, &pa, flat, dark, 0, &wa)) DIE("%s", ctr_error_detail());
-  const double t1 = now_s();
-  if (ctr_fbp_projections(ctx, g, &fo, &pa, flat, dark, 0, &va)) DIE("%s", ctr_error_detail());
-  const double secs = now_s() - t1;
-  const double gups = (double)na * (double)plane * (double)ns / secs / 1e9;
-  printf("end to end: %lld slices of %lld^2 from %lld uint16 projections of %lld x %lld in pinned "
-         "host memory: %.3f s (%.0f GUPS overall; input filled in %.1f s)\n", (long long)ns,
-         (long long)n, (long long)na, (long long)n, (long long)rows, secs, gups, t_fill);
+  for (int r = 0; r < repeats; r++) {
+    const double t1 = now_s();
+    if (ctr_fbp_projections(ctx, g, &fo, &pa, flat, dark, 0, &va)) DIE("%s", ctr_error_detail());
+    runs[r] = now_s() - t1;
+  }
+  if (pageable) {
+    free(proj);
+    free(out);
+  } else {
+    ctr_host_free(proj);
+    ctr_host_free(out);
+  }
+  free(flat);
+  free(dark);
+  return bench_median(runs, repeats);
+}
+
+/* memory: "pinned", "pageable" or "both" (pinned first; each kind's buffers
+ * are freed before the next is allocated). */
+static int e2e(int64_t n, int64_t na, int64_t ns, const char *memory, int repeats, const char *json) {
+  const int both = !strcmp(memory, "both");
+  const int kinds[2] = {both || !strcmp(memory, "pinned"), both || !strcmp(memory, "pageable")};
+  if (!kinds[0] && !kinds[1]) DIE("--memory: expected pinned, pageable or both, got '%s'", memory);
+  if (repeats < 1 || repeats > E2E_MAX_REPEATS) DIE("--repeats: 1 .. %d for --e2e", E2E_MAX_REPEATS);
+  ctr_parallel_params pp = CTR_PARALLEL_PARAMS_INIT;
+  pp.nbins = n;
+  pp.nangles = na;
+  ctr_parallel_geometry *g = NULL;
+  if (ctr_parallel_create(&pp, &g)) DIE("%s", ctr_error_detail());
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = getenv("BENCH_CPU") ? CTR_DEVICE_CPU : CTR_DEVICE_CUDA; /* BENCH_CPU=1: smoke test */
+  ctr_context *ctx = NULL;
+  if (ctr_context_create(&co, &ctx)) DIE("%s", ctr_error_detail());
+  FILE *f = NULL;
   if (json) {
     ctr_device_info info;
     char date[64];
     memset(&info, 0, sizeof info);
     ctr_cuda_device_info(0, &info);
-    FILE *f = fopen(json, "w");
+    f = fopen(json, "w");
     if (!f) DIE("cannot write %s", json);
-    fprintf(f, "{\"gpu\": \"%s\", \"date\": \"%s\", \"revision\": \"%s\", \"command\": \"bench_fbp --e2e\",\n"
-               " \"cases\": [\n  {\"name\": \"e2e-uint16\", \"seconds\": %.3f, \"gups\": %.1f, \"n\": %lld, "
-               "\"angles\": %lld, \"slices\": %lld, \"kernel\": \"auto\"}\n ]}\n",
-            info.name, bench_date(date, sizeof date), bench_revision(), secs, gups, (long long)n,
-            (long long)na, (long long)ns);
+    fprintf(f, "{\"gpu\": \"%s\", \"date\": \"%s\", \"revision\": \"%s\", \"command\": \"bench_fbp --e2e --n %lld "
+               "--angles %lld --slices %lld --memory %s --repeats %d\",\n \"cases\": [\n",
+            info.name, bench_date(date, sizeof date), bench_revision(), (long long)n, (long long)na,
+            (long long)ns, memory, repeats);
+  }
+  int first = 1;
+  for (int k = 0; k < 2; k++) {
+    if (!kinds[k]) continue;
+    const char *kind = k ? "pageable" : "pinned";
+    double runs[E2E_MAX_REPEATS], fill_s = 0;
+    const double secs = e2e_kind(ctx, g, n, na, ns, k, repeats, runs, &fill_s);
+    const double gups = (double)na * (double)(n * n) * (double)ns / secs / 1e9;
+    printf("end to end: %lld slices of %lld^2 from %lld uint16 projections of %lld x %lld in %s "
+           "host memory: %.3f s, median of %d (%.0f GUPS overall; input filled in %.1f s)\n",
+           (long long)ns, (long long)n, (long long)na, (long long)n, (long long)ns, kind, secs, repeats,
+           gups, fill_s);
+    if (f) {
+      fprintf(f, "%s  {\"name\": \"e2e-uint16-%s\", \"memory\": \"%s\", \"seconds\": %.3f, \"gups\": %.1f, "
+                 "\"n\": %lld, \"angles\": %lld, \"slices\": %lld, \"kernel\": \"auto\", \"setup_included\": true, "
+                 "\"repeats\": %d, ",
+              first ? "" : ",\n", kind, kind, secs, gups, (long long)n, (long long)na, (long long)ns,
+              repeats);
+      bench_json_runs(f, runs, repeats);
+      fprintf(f, "}");
+      first = 0;
+    }
+  }
+  if (f) {
+    fprintf(f, "\n ]}\n");
     fclose(f);
   }
   ctr_context_free(ctx);
-  ctr_host_free(proj);
-  ctr_host_free(out);
-  free(flat);
-  free(dark);
-  free(row);
   ctr_parallel_free(g);
   return 0;
 }
@@ -120,11 +170,13 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *json) {
 int main(int argc, char **argv) {
 #if CTR_HAVE_CUDA
   int64_t n = 2048, na = 2048, ns = 8;
-  int repeats = 5, end_to_end = 0;
+  int repeats = -1, end_to_end = 0;
   const char *kernels = "tex,tex2,tex-mp,tex4h,alu,alu2,alu2-h,hybrid,alu-os,alu2-os";
-  const char *json = NULL, *dump = NULL, *hybrid_tex = NULL;
-  for (int i = 1; i < argc && !strcmp(argv[i], "--e2e"); i++) end_to_end = 1;
-  for (int i = 1 + end_to_end; i + 1 < argc; i += 2) {
+  const char *json = NULL, *dump = NULL, *hybrid_tex = NULL, *memory = "pinned";
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--e2e")) { end_to_end = 1; continue; }
+    if (!strcmp(argv[i], "--pageable")) { memory = "pageable"; continue; }
+    if (i + 1 >= argc) DIE("%s needs a value", argv[i]);
     if (!strcmp(argv[i], "--n")) n = atoll(argv[i + 1]);
     else if (!strcmp(argv[i], "--angles")) na = atoll(argv[i + 1]);
     else if (!strcmp(argv[i], "--slices")) ns = atoll(argv[i + 1]);
@@ -133,9 +185,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
     else if (!strcmp(argv[i], "--dump")) dump = argv[i + 1];
     else if (!strcmp(argv[i], "--hybrid-tex")) hybrid_tex = argv[i + 1];
+    else if (!strcmp(argv[i], "--memory")) memory = argv[i + 1];
     else DIE("unknown option %s", argv[i]);
+    i++;
   }
-  if (end_to_end) return e2e(n, na, ns, json);
+  if (end_to_end) return e2e(n, na, ns, memory, repeats < 0 ? 3 : repeats, json);
+  if (repeats < 0) repeats = 5;
   ctr_parallel_params pp = CTR_PARALLEL_PARAMS_INIT;
   pp.nbins = n;
   pp.nangles = na;

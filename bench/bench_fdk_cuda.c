@@ -10,8 +10,9 @@
  *    kernel variant, with --sweep over N' (views per launch), Z' (slices per
  *    thread) and block shapes; median of R runs after a warm-up, data on the
  *    GPU;
- *  - end to end (pinned host projections -> pinned host volume) through the
- *    streamed pipeline users run, texture and exact, with the per-stage
+ *  - end to end (host projections -> host volume, set-up included) through
+ *    the streamed pipeline users run, texture and exact, from pinned and
+ *    from pageable (malloc'd) memory, median of R, with the per-stage
  *    breakdown;
  *  - with --dump, the projections, geometry and our volumes for the ASTRA
  *    comparison (bench/astra_compare.py).
@@ -205,52 +206,69 @@ int main(int argc, char **argv) {
   }
 
   /* End to end through the path users run (ctr_fdk_stream_memory: plan,
-   * engine, pinned host projections -> pinned host volume), texture and
-   * exact interpolation, with the library's tuned kernel defaults. The
-   * total includes the set-up (allocations, cuFFT plans). */
+   * engine, host projections -> host volume), texture and exact
+   * interpolation, with the library's tuned kernel defaults, from pinned
+   * memory (ctr_host_alloc) and from pageable memory (malloc'd projections
+   * and volume, touched before timing, as numpy arrays holding data). The
+   * total includes the set-up (allocations, cuFFT plans); median of the
+   * repeats after one untimed call. */
+  float *proj_pg = malloc(np * sizeof(float)), *volume_pg = malloc(nvox * sizeof(float));
+  if (!proj_pg || !volume_pg) DIE("out of host memory (pageable copies)");
+  memcpy(proj_pg, proj, np * sizeof(float));
+  memset(volume_pg, 0, nvox * sizeof(float));
   for (int q = 0; q < 2; q++) {
-    ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
-    so.fdk = o;
-    so.fdk.interp = q == 0 ? CTR_INTERP_TEXTURE : CTR_INTERP_EXACT;
-    const int64_t pd[3] = {c->nu, c->nv, c->nviews}, vd[3] = {c->n, c->n, c->n};
-    ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
-    ctr_array va = ctr_array_init(volume, CTR_DTYPE_FLOAT32, 3, vd);
-    double tot[16] = {0};
-    ctr_stream_report tm[16];
-    const int r_count = repeats < 16 ? repeats : 16;
-    for (int r = -1; r < r_count; r++) {
-      ctr_stream_report rep;
-      if (ctr_fdk_stream_memory(gctx, g, &so, &pa, &va, &rep)) DIE("fdk: %s", ctr_error_detail());
-      if (r >= 0) {
-        tm[r] = rep;
-        tot[r] = rep.timings.total;
+    for (int m = 0; m < 2; m++) {
+      ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+      so.fdk = o;
+      so.fdk.interp = q == 0 ? CTR_INTERP_TEXTURE : CTR_INTERP_EXACT;
+      const int64_t pd[3] = {c->nu, c->nv, c->nviews}, vd[3] = {c->n, c->n, c->n};
+      ctr_array pa = ctr_array_init(m == 0 ? proj : proj_pg, CTR_DTYPE_FLOAT32, 3, pd);
+      ctr_array va = ctr_array_init(m == 0 ? volume : volume_pg, CTR_DTYPE_FLOAT32, 3, vd);
+      double tot[16] = {0};
+      ctr_stream_report tm[16];
+      const int r_count = repeats < 16 ? repeats : 16;
+      for (int r = -1; r < r_count; r++) {
+        ctr_stream_report rep;
+        if (ctr_fdk_stream_memory(gctx, g, &so, &pa, &va, &rep)) DIE("fdk: %s", ctr_error_detail());
+        if (r >= 0) {
+          tm[r] = rep;
+          tot[r] = rep.timings.total;
+        }
+      }
+      int med = 0; /* the run with the median total */
+      for (int r = 0; r < r_count; r++) {
+        int below = 0;
+        for (int s = 0; s < r_count; s++) below += tot[s] < tot[r];
+        if (below == r_count / 2) med = r;
+      }
+      const ctr_stream_timings *t = &tm[med].timings;
+      const char *mode = q == 0 ? "texture" : "exact", *mem = m == 0 ? "pinned" : "pageable";
+      printf("end to end %-8s %-8s: %.1f ms (set-up %.1f ms included), median of %d | busy: upload %.1f, "
+             "filter %.1f, backprojection %.1f (%.0f GUPS), download %.1f ms\n",
+             mode, mem, t->total * 1e3, t->setup * 1e3, r_count, t->upload * 1e3, t->filter * 1e3,
+             t->backproject * 1e3, gups(c, t->backproject * 1e3), t->download * 1e3);
+      if (json) {
+        char runs[16 * 16] = "";
+        for (int r = 0, len = 0; r < r_count; r++)
+          len += snprintf(runs + len, sizeof runs - (size_t)len, "%s%.6f", r ? ", " : "", tot[r]);
+        json_case("\"name\": \"%s/end-to-end/%s/%s\", \"interp\": \"%s\", \"memory\": \"%s\", "
+                  "\"seconds\": %.6f, \"setup_seconds\": %.6f, \"setup_included\": true, "
+                  "\"upload_ms\": %.3f, \"filter_ms\": %.3f, \"backprojection_ms\": %.3f, "
+                  "\"download_ms\": %.3f, \"gups_in_pipeline\": %.1f, \"views_per_batch\": %lld, "
+                  "\"repeats\": %d, \"runs\": [%s]",
+                  c->name, mode, mem, mode, mem, t->total, t->setup, t->upload * 1e3, t->filter * 1e3,
+                  t->backproject * 1e3, t->download * 1e3, gups(c, t->backproject * 1e3),
+                  (long long)tm[med].plan.views_per_batch, r_count, runs);
+      }
+      if (dump && m == 0) {
+        char name[64];
+        snprintf(name, sizeof name, "ours_%s.raw", mode);
+        if (!write_raw(dump, name, volume, nvox * sizeof(float))) DIE("cannot write %s/%s", dump, name);
       }
     }
-    int med = 0; /* the run with the median total */
-    for (int r = 0; r < r_count; r++) {
-      int below = 0;
-      for (int s = 0; s < r_count; s++) below += tot[s] < tot[r];
-      if (below == r_count / 2) med = r;
-    }
-    const ctr_stream_timings *t = &tm[med].timings;
-    const char *mode = q == 0 ? "texture" : "exact";
-    printf("end to end %-8s: %.1f ms (set-up %.1f ms included) | busy: upload %.1f, filter %.1f, "
-           "backprojection %.1f (%.0f GUPS), download %.1f ms\n",
-           mode, t->total * 1e3, t->setup * 1e3, t->upload * 1e3, t->filter * 1e3,
-           t->backproject * 1e3, gups(c, t->backproject * 1e3), t->download * 1e3);
-    if (json)
-      json_case("\"name\": \"%s/end-to-end/%s\", \"seconds\": %.6f, \"setup_seconds\": %.6f, "
-                "\"upload_ms\": %.3f, \"filter_ms\": %.3f, \"backprojection_ms\": %.3f, "
-                "\"download_ms\": %.3f, \"gups_in_pipeline\": %.1f, \"views_per_batch\": %lld",
-                c->name, mode, t->total, t->setup, t->upload * 1e3, t->filter * 1e3,
-                t->backproject * 1e3, t->download * 1e3, gups(c, t->backproject * 1e3),
-                (long long)tm[med].plan.views_per_batch);
-    if (dump) {
-      char name[64];
-      snprintf(name, sizeof name, "ours_%s.raw", mode);
-      if (!write_raw(dump, name, volume, nvox * sizeof(float))) DIE("cannot write %s/%s", dump, name);
-    }
   }
+  free(proj_pg);
+  free(volume_pg);
   if (dump) {
     char path[1024];
     snprintf(path, sizeof path, "%s/geometry.json", dump);

@@ -6,14 +6,14 @@
 #   scripts/gpu-check.sh RESULTS_DIR [STAGES]
 #
 # BUILD_TARGETS (optional): build only these targets.
-# STAGES is a comma list of build,test,sanitize,benchA,benchB,astra,rabbitct,rabbitsweep,hostxfer,ooc,fbp,pet
+# STAGES is a comma list of build,test,sanitize,floors,benchA,benchB,astra,rabbitct,rabbitsweep,hostxfer,ooc,fbp,pet
 # (default: all). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
 # default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
 # bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/.
 set -uo pipefail
 OUT=${1:?usage: scripts/gpu-check.sh RESULTS_DIR [STAGES]}
-STAGES=${2:-build,test,sanitize,benchA,benchB,astra,rabbitct,ooc,fbp,pet}
+STAGES=${2:-build,test,sanitize,floors,benchA,benchB,astra,rabbitct,ooc,fbp,pet}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
 mkdir -p "$OUT"
@@ -112,6 +112,29 @@ if has sanitize; then
     | tee -a "$LOGS/summary.txt" | head -40
 fi
 
+# Issue 26: every figure against a floor measured in the same run, every peer
+# as its users run it, medians of 3 (bench/NOTES.md, "Method"). Three
+# invocations, each within ~9 minutes of wall time on an H100 once built
+# (estimates, broken down at each stage):
+#   1. scripts/gpu-check.sh OUT floors,benchA,benchB,astra   ~5 min (SWEEP=0: ~4.5)
+#   2. scripts/gpu-check.sh OUT floors,fbp,astra             ~7-9 min
+#   3. scripts/gpu-check.sh OUT ooc                          ~8-9 min
+# Each leaves at most 8 files in OUT (its JSON, progress.txt, summary.txt,
+# logs.tgz; bundle_results packs the JSON into results.tgz beyond that).
+if has floors; then
+  # PCIe floor: host to device and device to host, pinned and pageable,
+  # 16 MiB (a slice) and 1 GiB, median of 5 (~15 s).
+  say "floors: PCIe copies, pinned and pageable"
+  "$BUILD/bench/bench_pcie" --sizes 16M,1G --repeats 5 --json "$OUT/pcie.json" > "$LOGS/pcie.log" 2>&1
+  say "pcie rc=$?"
+  tee -a "$LOGS/summary.txt" < "$LOGS/pcie.log"
+fi
+
+# benchA / benchB: kernels (A with the sweep unless SWEEP=0), then ours end to
+# end from pinned and from pageable memory (set-up included, median of 3);
+# with astra, ASTRA's FDK_CUDA three ways (algorithm.run alone, a user's end
+# to end with data3d.create/get, and with data3d.link), median of 3.
+# Estimate (H100): A ~1 min (+0.5 with the sweep), B ~3 min.
 for c in A B; do
   has "bench$c" || continue
   sweep=""
@@ -130,78 +153,180 @@ for c in A B; do
     with_astra python3 "$ROOT/bench/astra_compare.py" "$dump" $c "$OUT/astra_$c.json" --repeats 3 \
       --ours-json "$OUT/bench_$c.json" > "$LOGS/astra_$c.log" 2>&1
     say "astra $c rc=$?"
-    grep -E "seconds|difference|speedup|scale|flips" "$LOGS/astra_$c.log" | tee -a "$LOGS/summary.txt"
+    grep -E '"(astra_run_seconds|astra_user_e2e_seconds|astra_user_e2e_variant|ours_seconds_[a-z]+_pageable|speedup_headline|relative_difference_[a-z]+)"' \
+      "$LOGS/astra_$c.log" | tee -a "$LOGS/summary.txt"
   fi
   rm -rf "$dump"
 done
 
 if has ooc; then
-  # Lu et al. 2016's large dataset through the streamed pipeline, file to file, with
-  # the disk measured in the same call (direct I/O, 4 GiB) for the I/O floor.
+  # Lu et al. 2016's large dataset (2048^3 from 1200 x 2048^2) through the streamed
+  # pipeline, file to file, against the disk floor measured in the same
+  # session right before each repeat (issue 26). The floor (bench_ooc floor):
+  # the run's own input file read while a file of the output's size is
+  # written, both at once, direct I/O, 1 GiB requests, the write ended by
+  # fsync; floor = wall time until both finish. Its file is deleted before
+  # the pipeline runs, and the pipeline's output after each run, so the disk
+  # never holds more than the input and one output-sized file (f32: 20.1 +
+  # 34.4 = 54.5 GB; u16: 10.1 + 17.2 GB) of its 64 GiB. Order:
+  #   gen f32 input; sequential rates once (8 GiB each way, extra fields);
+  #   OOC_REPEATS x [floor; f32 run; f32 run with an 8 GB GPU budget];
+  #   delete input; gen u16; OOC_REPEATS x [floor; u16 run]; delete input;
+  #   1024^3 in pinned memory (median of 3).
+  # ooc.json is merged after each case (a run cut short keeps what it has):
+  # per case the median run, the median of its floors, their ratio, and
+  # every run and floor. Estimate (H100 host, disk ~1.6-1.8 GB/s): gen f32
+  # ~1 min, f32 3 x (~30 + 31 + 35 s) ~5 min, u16 (gen + 3 x (~16 + 17 s))
+  # ~2 min, memory ~0.5 min: ~8.5 min. OOC_CASES (default "f32 u16 memory")
+  # splits it over two invocations if the disk is slower.
   D=${OOC_DIR:-/tmp/ctr_ooc}
   B="$BUILD/bench/bench_ooc"
-  rm -rf "$D" && mkdir -p "$D"
+  NREP=${OOC_REPEATS:-3}
+  # OOC_N, OOC_VIEWS, OOC_SEQ_BYTES: smaller sizes for a dry run (BENCH_CPU=1 runs it on the CPU)
+  ON=${OOC_N:-2048} SEQ=${OOC_SEQ_BYTES:-8G}
+  rm -rf "$D" "$LOGS/ooc" && mkdir -p "$D" "$LOGS/ooc"
+  : > "$LOGS/ooc.log"
   say "ooc: $(df -h "$D" | tail -1)"
-  # 1 GiB requests, as the pipeline's; best of two passes each way: the
-  # fastest rates make the strictest floor.
-  : > "$LOGS/dd_write.log"
-  : > "$LOGS/dd_read.log"
-  for pass in 1 2; do
-    dd if=/dev/zero of="$D/dd.bin" bs=1G count=8 oflag=direct conv=fsync 2>> "$LOGS/dd_write.log"
-    dd if="$D/dd.bin" of=/dev/null bs=1G iflag=direct 2>> "$LOGS/dd_read.log"
-    rm -f "$D/dd.bin"
-  done
-  rate() { awk '/copied/ { for (i = 1; i <= NF; i++) if ($i == "s,") { r = $1 / $(i - 1); if (r > m) m = r } }
-                END { printf "%.0f", m }' "$1"; }
-  W=$(rate "$LOGS/dd_write.log") R=$(rate "$LOGS/dd_read.log")
-  say "disk (direct I/O, 1 GiB requests, best of 2): read $R B/s, write $W B/s"
-  run_case() { # NAME JSON ARGS...
-    local name=$1 json=$2; shift 2
-    "$B" run --dir "$D" --name "$name" --read-rate "$R" --write-rate "$W" --json "$OUT/$json" "$@" \
-      >> "$LOGS/ooc.log" 2>&1
-    say "ooc $name rc=$?"
+  R="" W=""
+  ooc_gen() { # [--u16]
+    rm -f "$D/proj.raw"
+    "$B" gen --dir "$D" --n "$ON" --views "${OOC_VIEWS:-1200}" "$@" >> "$LOGS/ooc.log" 2>&1
+    say "ooc gen $* rc=$?"
+    if [ -z "$R" ]; then # the older method's rates, kept as extra fields
+      local o
+      o=$("$B" floor --sequential --in "$D/proj.raw" --read-bytes "$SEQ" --out "$D/floor.bin" \
+            --out-bytes "$SEQ" --name sequential --json "$LOGS/ooc/sequential.json" 2>> "$LOGS/ooc.log")
+      echo "$o" >> "$LOGS/ooc.log"
+      rm -f "$D/floor.bin"
+      R=$(awk '$1 == "read_rate" { print $2 }' <<< "$o") W=$(awk '$1 == "write_rate" { print $2 }' <<< "$o")
+      say "disk alone (direct I/O, 1 GiB requests, $SEQ each way): read ${R:-?} B/s, write ${W:-?} B/s"
+    fi
   }
-  "$B" gen --dir "$D" --n 2048 --views 1200 >> "$LOGS/ooc.log" 2>&1
-  say "ooc gen float32 rc=$?"
-  run_case ooc-2048-f32 ooc_f32.json
-  run_case ooc-2048-f32-gpu8G ooc_f32_gpu8G.json --gpu-mem 8G
-  rm -f "$D/proj.raw"
-  "$B" gen --dir "$D" --n 2048 --views 1200 --u16 >> "$LOGS/ooc.log" 2>&1
-  say "ooc gen uint16 rc=$?"
-  run_case ooc-2048-u16 ooc_u16.json --u16
+  ooc_floor() { # TAG OUT_BYTES: the floor's seconds on stdout
+    local o
+    o=$("$B" floor --in "$D/proj.raw" --out "$D/floor.bin" --out-bytes "$2" --name "$1" \
+          --json "$LOGS/ooc/floor_$1.json" 2>> "$LOGS/ooc.log")
+    echo "$o" >> "$LOGS/ooc.log"
+    rm -f "$D/floor.bin"
+    awk '$1 == "floor_seconds" { print $2 }' <<< "$o"
+  }
+  ooc_run() { # NAME TAG FLOOR [ARGS...]
+    local name=$1 tag=$2 fl=${3:-0}
+    shift 3
+    "$B" run --dir "$D" --name "$name" --floor "$fl" --read-rate "${R:-0}" --write-rate "${W:-0}" \
+      --json "$LOGS/ooc/run_$tag.json" "$@" >> "$LOGS/ooc.log" 2>&1
+    local rc=$?
+    rm -f "$D/vol.nrrd"
+    say "ooc $tag rc=$rc : $(grep -A1 "^$name:" "$LOGS/ooc.log" | tail -1 | sed -e 's/^ *//' -e 's/;.*//')"
+  }
+  ooc_merge() {
+    python3 - "$LOGS/ooc" "$OUT/ooc.json" "$NREP" <<'PY'
+import glob, json, statistics, sys
+d, out, nrep = sys.argv[1], sys.argv[2], sys.argv[3]
+groups, header = {}, None
+for f in sorted(glob.glob(d + "/run_*.json")):
+    r = json.load(open(f))
+    header = header or r
+    groups.setdefault(r["cases"][0]["name"], []).append(r["cases"][0])
+floors = [json.load(open(f))["cases"][0] for f in sorted(glob.glob(d + "/floor_*.json"))]
+seq = glob.glob(d + "/sequential.json")
+if header:
+    cases = []
+    for name, runs in groups.items():
+        secs = [c["seconds"] for c in runs]
+        fl = [c["floor_seconds"] for c in runs]
+        med = sorted(runs, key=lambda c: c["seconds"])[len(runs) // 2]
+        case = dict(med)
+        case.update({"seconds": statistics.median(secs), "runs": secs, "repeats": len(runs),
+                     "floor_seconds": statistics.median(fl), "floor_runs": fl,
+                     "ratio_to_floor": statistics.median(secs) / statistics.median(fl) if min(fl) > 0 else None,
+                     "ratio_runs": [s / f if f > 0 else None for s, f in zip(secs, fl)],
+                     "busy_of": "the median run"})
+        cases.append(case)
+    base = {c["name"]: c for c in cases}
+    for c in cases:
+        unforced = base.get(c["name"].replace("-gpu8G", ""))
+        if unforced is not c and unforced:
+            c["ratio_to_unforced"] = c["seconds"] / unforced["seconds"]
+    res = {"gpu": header["gpu"], "date": header["date"], "revision": header["revision"],
+           "command": "scripts/gpu-check.sh OUT ooc (OOC_REPEATS=%s: per repeat bench_ooc floor, then "
+                      "bench_ooc run)" % nrep,
+           "floor_method": floors[0]["mode"] + ": the run's input read while an output-sized file is written, "
+                           "direct I/O, 1 GiB requests, fsync; wall time until both finish" if floors else None,
+           "cases": cases, "floors": floors,
+           "sequential": json.load(open(seq[0]))["cases"][0] if seq else None}
+    json.dump(res, open(out, "w"), indent=1)
+    for c in cases:
+        print("median %s: %.2f s, floor %.2f s, ratio %s (runs %s)" % (c["name"], c["seconds"], c["floor_seconds"],
+              "%.3f" % c["ratio_to_floor"] if c["ratio_to_floor"] else "-", c["runs"]))
+PY
+  }
+  for kase in ${OOC_CASES:-f32 u16 memory}; do
+    case $kase in
+      f32)
+        ooc_gen
+        for rep in $(seq 1 "$NREP"); do
+          fl=$(ooc_floor f32-r$rep $((ON * ON * ON * 4)))
+          say "ooc floor f32 r$rep: ${fl:-failed} s"
+          ooc_run ooc-$ON-f32 f32_r$rep "$fl"
+          ooc_run ooc-$ON-f32-gpu8G f32_gpu8G_r$rep "$fl" --gpu-mem 8G
+        done
+        ooc_merge | tee -a "$LOGS/summary.txt" ;;
+      u16)
+        ooc_gen --u16
+        for rep in $(seq 1 "$NREP"); do
+          fl=$(ooc_floor u16-r$rep $((ON * ON * ON * 2)))
+          say "ooc floor u16 r$rep: ${fl:-failed} s"
+          ooc_run ooc-$ON-u16 u16_r$rep "$fl" --u16
+        done
+        ooc_merge | tee -a "$LOGS/summary.txt" ;;
+      memory)
+        rm -f "$D/proj.raw"
+        "$B" memory --n 1024 --views 1200 --repeats 3 --json "$OUT/ooc_memory.json" >> "$LOGS/ooc.log" 2>&1
+        say "ooc memory rc=$? : $(grep '^memory' "$LOGS/ooc.log" | tail -1)" ;;
+      *) say "ooc: unknown case '$kase' in OOC_CASES (f32, u16, memory)" ;;
+    esac
+  done
   rm -rf "$D"
-  "$B" memory --n 1024 --views 1200 --json "$OUT/ooc_memory.json" >> "$LOGS/ooc.log" 2>&1
-  say "ooc memory rc=$?"
-  grep -vE "^ *$" "$LOGS/ooc.log" | tee -a "$LOGS/summary.txt" | tail -30
 fi
 
 if has fbp; then
   # Parallel-beam kernels on Chilingaryan et al. 2020's benchmark (2048 angles x 2048 bins ->
-  # 2048^2 slices, data on the GPU), GUPS and accuracy per kernel.
+  # 2048^2 slices, data on the GPU), GUPS and accuracy per kernel
+  # (FBP_KERNELS: a kernel list instead of all, e.g. alu2 for the ASTRA
+  # comparison alone; the 1024^2 quality run is then skipped). Then (issue
+  # 26) our end to end over 2048 slices from pinned and from pageable memory,
+  # median of 3 each, and with astra, ASTRA's FBP_CUDA as a user with 2048
+  # slices runs it (objects created once, all 2048 slices per run, median of
+  # ASTRA_FBP_RUNS = 3; its input tiled from the dumped sinograms).
+  # Estimate (H100): kernels ~1-1.5 min, end to end ~1.5 min, ASTRA ~3.5-5.5
+  # min (32 GiB tiled, then 3 x 2048 slices at ~30-50 ms), memcheck ~1 min.
   say "fbp kernels"
   FD=/tmp/ctr_fbp_dump
   mkdir -p "$FD"
   "$BUILD/bench/bench_fbp" --n 2048 --angles 2048 --slices ${FBP_SLICES:-8} --repeats 5 \
-    --json "$OUT/fbp_kernels.json" --dump "$FD" > "$LOGS/fbp.log" 2>&1
+    ${FBP_KERNELS:+--kernels $FBP_KERNELS} --json "$OUT/fbp_kernels.json" --dump "$FD" > "$LOGS/fbp.log" 2>&1
   say "fbp rc=$?"
   tee -a "$LOGS/summary.txt" < "$LOGS/fbp.log"
-  # The approximate modes' quality on a 1024^2 Shepp-Logan slice (Chilingaryan et al.
-  # 2020, Figs. 7, 18).
-  "$BUILD/bench/bench_fbp" --n 1024 --angles 1024 --slices 4 --repeats 3 \
-    --json "$OUT/fbp_kernels_1024.json" > "$LOGS/fbp_1024.log" 2>&1
-  say "fbp 1024 rc=$?"
-  tee -a "$LOGS/summary.txt" < "$LOGS/fbp_1024.log"
+  if [ -z "${FBP_KERNELS:-}" ]; then
+    # The approximate modes' quality on a 1024^2 Shepp-Logan slice (Chilingaryan et al. 2020 Figs. 7, 18).
+    "$BUILD/bench/bench_fbp" --n 1024 --angles 1024 --slices 4 --repeats 3 \
+      --json "$OUT/fbp_kernels_1024.json" > "$LOGS/fbp_1024.log" 2>&1
+    say "fbp 1024 rc=$?"
+    tee -a "$LOGS/summary.txt" < "$LOGS/fbp_1024.log"
+  fi
   if [ "${FBP_E2E:-1}" = 1 ]; then
-    "$BUILD/bench/bench_fbp" --e2e --n 2048 --angles 2048 --slices 2048 \
+    "$BUILD/bench/bench_fbp" --e2e --n 2048 --angles 2048 --slices 2048 --memory both --repeats 3 \
       --json "$OUT/fbp_e2e.json" > "$LOGS/fbp_e2e.log" 2>&1
-    say "fbp end to end rc=$? : $(tail -1 "$LOGS/fbp_e2e.log")"
+    say "fbp end to end rc=$?"
+    grep "^end to end" "$LOGS/fbp_e2e.log" | tee -a "$LOGS/summary.txt" "$OUT/progress.txt"
   fi
   if has astra; then
-    say "ASTRA FBP_CUDA on the same sinograms"
-    with_astra python3 "$ROOT/bench/astra_fbp.py" "$FD" 2048 2048 ${FBP_SLICES:-8} \
-      "$OUT/astra_fbp.json" --ours-e2e-json "$OUT/fbp_e2e.json" > "$LOGS/astra_fbp.log" 2>&1
+    say "ASTRA FBP_CUDA as a user with 2048 slices runs it"
+    with_astra python3 "$ROOT/bench/astra_fbp.py" "$FD" 2048 2048 ${FBP_SLICES:-8} "$OUT/astra_fbp.json" \
+      --slices 2048 --runs ${ASTRA_FBP_RUNS:-3} --ours-e2e-json "$OUT/fbp_e2e.json" > "$LOGS/astra_fbp.log" 2>&1
     say "astra fbp rc=$?"
-    tail -3 "$LOGS/astra_fbp.log" | tee -a "$LOGS/summary.txt"
+    grep -E "^(input|ASTRA|ours)" "$LOGS/astra_fbp.log" | tee -a "$LOGS/summary.txt"
   fi
   rm -rf "$FD"
   (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./test_gpu_fbp) \
@@ -314,3 +439,14 @@ fi
 cp "$LOGS/summary.txt" "$OUT/summary.txt"
 tar -C "$LOGS" -czf "$OUT/logs.tgz" .
 rm -rf "$LOGS"
+# bundle_results: the device tool returns at most 8 files from OUT; beyond
+# that the JSON goes into one results.tgz (tar -xzf results.tgz to read it).
+bundle_results() {
+  local n
+  n=$(find "$OUT" -type f | wc -l)
+  if [ "$n" -gt 8 ] && ls "$OUT"/*.json > /dev/null 2>&1; then
+    (cd "$OUT" && tar -czf results.tgz ./*.json && rm -f ./*.json)
+    echo "== $n files in OUT: the JSON is in results.tgz" | tee -a "$OUT/progress.txt"
+  fi
+}
+bundle_results
