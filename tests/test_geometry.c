@@ -271,7 +271,7 @@ static void test_validation(void) {
   vol = cube(32, 2.0);
   p.version = 99;
   CHECK_FAILS(ctr_geometry_create_circular(&p, &vol, &g), CTR_E_INVALID_ARGUMENT, "version");
-  p.version = CTR_API_VERSION;
+  p.version = CTR_CIRCULAR_PARAMS_VERSION;
   double M[12] = {0};
   CHECK_FAILS(ctr_geometry_create_matrices(64, 48, 1, 1, 1, M, &vol, &g), CTR_E_GEOMETRY, "[2][3]");
   M[11] = 1;

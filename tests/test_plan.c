@@ -573,10 +573,11 @@ static void test_errors(void) {
   if (!g) return;
   ctr_plan p;
   ctr_plan_request q = cpu_request(16 * GiB);
-  q.version = CTR_API_VERSION + 1;
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT, "version");
+  q.version = CTR_PLAN_REQUEST_VERSION + 1;
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT,
+              "ctr_plan_request.version is 2: this library accepts ctr_plan_request versions 1 to 1");
   q.version = 0;
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT, "CTR_PLAN_REQUEST_INIT");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT, "ctr_plan_request_init");
   q = cpu_request(16 * GiB);
   q.store = CTR_STORE_DEVICE;
   CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT, "CUDA");

@@ -23,6 +23,7 @@ typedef enum ctr_interp {
                              GPU (slower); the CPU treats it as exact */
 } ctr_interp;
 
+#define CTR_FDK_OPTIONS_VERSION 2u /* 2: strict */
 typedef struct ctr_fdk_options {
   unsigned version;
   ctr_window window;
@@ -38,8 +39,11 @@ typedef struct ctr_fdk_options {
                               CTR_E_FORMAT error */
 } ctr_fdk_options;
 
-#define CTR_FDK_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, 0, 0, 0, 0 }
+#define CTR_FDK_OPTIONS_INIT                                                                \
+  { CTR_FDK_OPTIONS_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, \
+    0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_FDK_OPTIONS_VERSION (core.h). */
+ctr_status ctr_fdk_options_init(ctr_fdk_options *s, unsigned version);
 
 /* FDK reconstruction. proj: float32 nu x nv x nviews line integrals (uint16
  * is accepted and converted). vol: float32 nx x ny x nz_out where nz_out is
@@ -110,6 +114,7 @@ typedef enum ctr_store {
 
 const char *ctr_store_name(ctr_store s);
 
+#define CTR_PLAN_REQUEST_VERSION 1u
 typedef struct ctr_plan_request {
   unsigned version;
   ctr_device_kind device;  /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
@@ -126,9 +131,11 @@ typedef struct ctr_plan_request {
   int output_in_memory;    /* the volume goes to the caller's array (no write buffers) */
 } ctr_plan_request;
 
-#define CTR_PLAN_REQUEST_INIT                                                              \
-  { CTR_API_VERSION, CTR_DEVICE_CPU, 0, 0, CTR_DTYPE_FLOAT32, CTR_DTYPE_FLOAT32,          \
+#define CTR_PLAN_REQUEST_INIT                                                                \
+  { CTR_PLAN_REQUEST_VERSION, CTR_DEVICE_CPU, 0, 0, CTR_DTYPE_FLOAT32, CTR_DTYPE_FLOAT32,   \
     CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PLAN_REQUEST_VERSION (core.h). */
+ctr_status ctr_plan_request_init(ctr_plan_request *s, unsigned version);
 
 /* A decomposition of one FDK run (seed 000 Alg. 2): the volume slices
  * [z0, z0+nz) in nslabs subvolumes of slab_slices slices (the last may be
@@ -185,6 +192,10 @@ typedef struct ctr_stream_timings {
  * nx x ny x nz slices from slice z0 of the run) before it is written. */
 typedef void (*ctr_slab_fn)(void *user, int64_t z0, int64_t nz, const float *slab);
 
+/* Version 1 held ctr_fdk_options version 1 (without strict); version 2 holds
+ * version 2. The embedded fdk options keep their own version field: any
+ * version up to the one the stream options' version holds. */
+#define CTR_STREAM_OPTIONS_VERSION 2u
 typedef struct ctr_stream_options {
   unsigned version;
   ctr_fdk_options fdk;   /* filter, interpolation, slices (z0, nz) */
@@ -201,8 +212,11 @@ typedef struct ctr_stream_options {
   void *user;
 } ctr_stream_options;
 
-#define CTR_STREAM_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_STORE_AUTO, NULL, 1.0, CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL }
+#define CTR_STREAM_OPTIONS_INIT                                                           \
+  { CTR_STREAM_OPTIONS_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_STORE_AUTO, NULL, 1.0,   \
+    CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL }
+/* The defaults in the layout of `version`, 1 .. CTR_STREAM_OPTIONS_VERSION (core.h). */
+ctr_status ctr_stream_options_init(ctr_stream_options *s, unsigned version);
 
 /* What a streamed run did. */
 typedef struct ctr_stream_report {

@@ -33,8 +33,23 @@ extern "C" {
 #define CTR_VERSION_PATCH 0
 #define CTR_VERSION_STRING "0.1.0"
 
-/* Version stamped into every option struct; bump when a struct grows. */
-#define CTR_API_VERSION 2u /* 2: strict in ctr_fdk_options, ctr_fbp_options, ctr_pet_recon_options */
+/* Structs a caller fills, or that the library fills and that may grow, are
+ * versioned (docs/api.md): `unsigned version` is their first member, each has
+ * its CTR_<NAME>_VERSION constant (the version this header describes), a
+ * function ctr_<name>_init(s, version) that fills the defaults of any version
+ * from 1 to that constant (the way for bindings) and a CTR_<NAME>_INIT macro
+ * (the same for C, at the header's version). A struct grows only at its end;
+ * every function that takes one accepts any version from 1 to the library's
+ * constant and reads only the members that version has (the others take their
+ * defaults); it fills only the members of the version the caller set. A
+ * version 0 or above the library's is CTR_E_INVALID_ARGUMENT naming the
+ * struct, the version and the accepted range.
+ *
+ * Structs without a version are value types that will not grow: each is a
+ * complete mathematical object or a record of a fixed file format
+ * (ctr_array, ctr_volume_geometry, ctr_ellipsoid, ctr_pet_sphere,
+ * ctr_pet_phantom, ctr_rabbitct_header, ctr_rabbitct_score), or an object
+ * the library allocates (ctr_pet_histo). A richer one is a new type. */
 
 /* ------------------------------------------------------------------------- */
 /* Status codes                                                              */
@@ -171,6 +186,7 @@ typedef void (*ctr_log_fn)(void *user, ctr_log_level level, const char *message)
 /* Experiment and tuning switches (include/ctrecon/tuning.h). */
 typedef struct ctr_tuning ctr_tuning;
 
+#define CTR_CONTEXT_OPTIONS_VERSION 2u /* 2: ndevices, devices, tuning */
 typedef struct ctr_context_options {
   unsigned version;
   ctr_device_kind device;
@@ -188,7 +204,9 @@ typedef struct ctr_context_options {
 } ctr_context_options;
 
 #define CTR_CONTEXT_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_DEVICE_AUTO, -1, 0, NULL, NULL, NULL, 0, NULL, NULL }
+  { CTR_CONTEXT_OPTIONS_VERSION, CTR_DEVICE_AUTO, -1, 0, NULL, NULL, NULL, 0, NULL, NULL }
+/* The defaults in the layout of `version`, 1 .. CTR_CONTEXT_OPTIONS_VERSION (core.h). */
+ctr_status ctr_context_options_init(ctr_context_options *s, unsigned version);
 
 typedef struct ctr_context ctr_context;
 

@@ -25,6 +25,7 @@ typedef enum ctr_rotation { CTR_ROTATION_CCW = 1, CTR_ROTATION_CW = -1 } ctr_rot
  * pixel ((nu-1)/2 - offset_u/du, (nv-1)/2 - offset_v/dv). Angles are either
  * the list `angles_deg` (nviews entries, not copied beyond the create call) or
  * angle_start_deg + direction * i * angle_range_deg / nviews. */
+#define CTR_CIRCULAR_PARAMS_VERSION 1u
 typedef struct ctr_circular_params {
   unsigned version;
   double sid; /* source to isocentre, mm */
@@ -39,8 +40,11 @@ typedef struct ctr_circular_params {
   ctr_rotation direction;
 } ctr_circular_params;
 
-#define CTR_CIRCULAR_PARAMS_INIT \
-  { CTR_API_VERSION, 0, 0, 0, 0, 1.0, 1.0, 0, 0, 0, NULL, 0.0, 360.0, CTR_ROTATION_CCW }
+#define CTR_CIRCULAR_PARAMS_INIT                                                          \
+  { CTR_CIRCULAR_PARAMS_VERSION, 0, 0, 0, 0, 1.0, 1.0, 0, 0, 0, NULL, 0.0, 360.0,          \
+    CTR_ROTATION_CCW }
+/* The defaults in the layout of `version`, 1 .. CTR_CIRCULAR_PARAMS_VERSION (core.h). */
+ctr_status ctr_circular_params_init(ctr_circular_params *s, unsigned version);
 
 typedef struct ctr_geometry ctr_geometry;
 

@@ -26,6 +26,7 @@ extern "C" {
  * density x mm for phantoms); the backprojection weights are the angular
  * weights divided by pixel_size (mm per bin), so slices come out as the
  * density (1/mm). */
+#define CTR_PARALLEL_PARAMS_VERSION 1u
 typedef struct ctr_parallel_params {
   unsigned version;
   int64_t nbins, nangles;
@@ -40,7 +41,9 @@ typedef struct ctr_parallel_params {
 
 #define CTR_AXIS_CENTER (-1.0e300)
 #define CTR_PARALLEL_PARAMS_INIT \
-  { CTR_API_VERSION, 0, 0, NULL, 0.0, 180.0, CTR_AXIS_CENTER, NULL, 0, 0, 0.0, 0.0 }
+  { CTR_PARALLEL_PARAMS_VERSION, 0, 0, NULL, 0.0, 180.0, CTR_AXIS_CENTER, NULL, 0, 0, 0.0, 0.0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PARALLEL_PARAMS_VERSION (core.h). */
+ctr_status ctr_parallel_params_init(ctr_parallel_params *s, unsigned version);
 
 typedef struct ctr_parallel_geometry ctr_parallel_geometry;
 
@@ -96,6 +99,7 @@ typedef struct ctr_value_counts {
   int64_t output;      /* results NaN, infinite or beyond +-1e24: replaced by 0 */
 } ctr_value_counts;
 
+#define CTR_FBP_OPTIONS_VERSION 2u /* 2: strict, counts */
 typedef struct ctr_fbp_options {
   unsigned version;
   ctr_window window;
@@ -116,7 +120,9 @@ typedef struct ctr_fbp_options {
 } ctr_fbp_options;
 
 #define CTR_FBP_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL, 0, NULL }
+  { CTR_FBP_OPTIONS_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL, 0, NULL }
+/* The defaults in the layout of `version`, 1 .. CTR_FBP_OPTIONS_VERSION (core.h). */
+ctr_status ctr_fbp_options_init(ctr_fbp_options *s, unsigned version);
 
 /* Ramp-filters nslices sinograms in place (nbins x nangles each), scaled so
  * that ctr_fbp_backproject of the result is the reconstruction. Bad values

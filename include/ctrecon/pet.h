@@ -22,6 +22,7 @@ extern "C" {
  * view owns one histo-image on the image lattice (DIRECT, Matej et al. 2009).
  * The kernel frame of a view: TOF along d, LOR-radial along
  * r = (-sin phi, cos phi, 0), LOR-axial along a = d x r. */
+#define CTR_PET_PARAMS_VERSION 1u
 typedef struct ctr_pet_params {
   unsigned version;
   int64_t nx, ny, nz;    /* lattice (144 x 144 x 48) */
@@ -31,7 +32,9 @@ typedef struct ctr_pet_params {
   double acceptance_deg; /* axial acceptance half-angle (10) */
 } ctr_pet_params;
 
-#define CTR_PET_PARAMS_INIT { CTR_API_VERSION, 144, 144, 48, 4.0, 40, 3, 10.0 }
+#define CTR_PET_PARAMS_INIT { CTR_PET_PARAMS_VERSION, 144, 144, 48, 4.0, 40, 3, 10.0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_PARAMS_VERSION (core.h). */
+ctr_status ctr_pet_params_init(ctr_pet_params *s, unsigned version);
 
 /* A user-supplied system-response kernel: the value at an offset of
  * (tof, radial, axial) mm from the kernel centre, in the view frame, for a
@@ -50,6 +53,7 @@ typedef double (*ctr_pet_kernel_fn)(void *user, double tof_mm, double radial_mm,
  * scanner axis (seed section 5.2). Each kernel is cut to the ellipsoid with
  * semi-axes cut_k sigma in each direction (the widest kernel of the view sets
  * the support, mSR) and normalised to unit sum over it. */
+#define CTR_PET_KERNEL_PARAMS_VERSION 1u
 typedef struct ctr_pet_kernel_params {
   unsigned version;
   double tof_fwhm_ps;           /* timing resolution; distance FWHM = c * dt / 2 (400) */
@@ -69,9 +73,11 @@ typedef struct ctr_pet_kernel_params {
   double custom_extent_mm[3];   /* custom kernel support half-widths: tof, radial, axial */
 } ctr_pet_kernel_params;
 
-#define CTR_PET_KERNEL_PARAMS_INIT                                                    \
-  { CTR_API_VERSION, 400.0, 5.8, 5.8, 0.0, NULL, 0, 5.8, 0, 0.5, 1.0, 3.0, 2.0, NULL, NULL, \
-    { 0.0, 0.0, 0.0 } }
+#define CTR_PET_KERNEL_PARAMS_INIT                                                      \
+  { CTR_PET_KERNEL_PARAMS_VERSION, 400.0, 5.8, 5.8, 0.0, NULL, 0, 5.8, 0, 0.5, 1.0, 3.0, 2.0, \
+    NULL, NULL, { 0.0, 0.0, 0.0 } }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_KERNEL_PARAMS_VERSION (core.h). */
+ctr_status ctr_pet_kernel_params_init(ctr_pet_kernel_params *s, unsigned version);
 
 /* Speed of light in mm per ps: TOF distance FWHM = tof_fwhm_ps * c / 2. */
 #define CTR_PET_C_MM_PER_PS 0.299792458
@@ -164,6 +170,7 @@ void ctr_pet_phantom_points(ctr_pet_phantom *ph);
 ctr_status ctr_pet_phantom_voxelize(const ctr_pet_phantom *ph, const ctr_pet_params *p,
                                     int supersample, float *image);
 
+#define CTR_PET_SIM_OPTIONS_VERSION 1u
 typedef struct ctr_pet_sim_options {
   unsigned version;
   double events;            /* expected number of emitted events (Poisson); attenuation and the
@@ -178,7 +185,9 @@ typedef struct ctr_pet_sim_options {
                                normalised to mean 1 (else factors stay NULL) */
 } ctr_pet_sim_options;
 
-#define CTR_PET_SIM_OPTIONS_INIT { CTR_API_VERSION, 2.0e7, 0, 1, 1, NULL, 1 }
+#define CTR_PET_SIM_OPTIONS_INIT { CTR_PET_SIM_OPTIONS_VERSION, 2.0e7, 0, 1, 1, NULL, 1 }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_SIM_OPTIONS_VERSION (core.h). */
+ctr_status ctr_pet_sim_options_init(ctr_pet_sim_options *s, unsigned version);
 
 /* List-mode simulation: a Poisson number of events, each emitted from the
  * phantom (or the voxel activity), along a random LOR direction within the
@@ -222,6 +231,7 @@ ctr_status ctr_pet_algorithm_parse(const char *name, ctr_pet_algorithm *out);
  * during the call). Return non-zero to stop. */
 typedef int (*ctr_pet_iteration_fn)(void *user, int iteration, const float *image);
 
+#define CTR_PET_RECON_OPTIONS_VERSION 2u /* 2: strict */
 typedef struct ctr_pet_recon_options {
   unsigned version;
   ctr_pet_algorithm algorithm;
@@ -239,7 +249,9 @@ typedef struct ctr_pet_recon_options {
 } ctr_pet_recon_options;
 
 #define CTR_PET_RECON_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_PET_RAMLA, 10, 0.1, 0.1, NULL, NULL, 0 }
+  { CTR_PET_RECON_OPTIONS_VERSION, CTR_PET_RAMLA, 10, 0.1, 0.1, NULL, NULL, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_RECON_OPTIONS_VERSION (core.h). */
+ctr_status ctr_pet_recon_options_init(ctr_pet_recon_options *s, unsigned version);
 
 typedef struct ctr_pet_recon_timings {
   double forward, back, discrepancy, update, upload, download, total; /* seconds */

@@ -15,14 +15,7 @@
 
 ctr_status ctr__fdk_options_resolve(const ctr_geometry *g, const ctr_fdk_options *opts,
                                    ctr_fdk_options *o) {
-  *o = (ctr_fdk_options)CTR_FDK_OPTIONS_INIT;
-  if (opts) {
-    if (opts->version != CTR_API_VERSION)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-               "ctr_fdk_options.version is %u, expected %u (use CTR_FDK_OPTIONS_INIT)",
-               opts->version, CTR_API_VERSION);
-    *o = *opts;
-  }
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_options, o, opts));
   if (o->nz == 0) {
     if (o->z0 != 0)
       CTR_FAIL(CTR_E_INVALID_ARGUMENT, "z0 = %lld with nz = 0: give nz for a slab", (long long)o->z0);
@@ -115,7 +108,7 @@ ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_option
                    const ctr_array *proj, ctr_array *vol) {
   if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk: geometry is NULL");
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
-  if (opts) so.fdk = *opts;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_options, &so.fdk, opts));
   return ctr_fdk_stream_memory(ctx, g, &so, proj, vol, NULL);
 }
 

@@ -118,10 +118,6 @@ static const char *size_text(uint64_t b, char *buf, size_t n) {
 static ctr_status check_request(const ctr_geometry *g, const ctr_plan_request *r, int64_t *z0,
                                 int64_t *nz) {
   if (!g || !r) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_fdk: geometry or request is NULL");
-  if (r->version != CTR_API_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_plan_request.version is %u, expected %u (use CTR_PLAN_REQUEST_INIT)", r->version,
-             CTR_API_VERSION);
   if (r->device != CTR_DEVICE_CPU && r->device != CTR_DEVICE_CUDA)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: device %d, expected CTR_DEVICE_CPU or "
              "CTR_DEVICE_CUDA (resolve AUTO with a context first)", (int)r->device);
@@ -290,6 +286,11 @@ static int search(const ctr_geometry *g, const ctr_plan_request *r, int64_t z0, 
 ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_plan *out) {
   int64_t z0 = 0, nz = 0;
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_fdk: out is NULL");
+  ctr_plan_request rq;
+  if (r) {
+    CTR_CHECK(ctr__struct_copy(&ctr__struct_plan_request, &rq, r));
+    r = &rq;
+  }
   CTR_CHECK(check_request(g, r, &z0, &nz));
   if (r->store == CTR_STORE_NONE && r->max_slab_slices > 0 && r->max_slab_slices < nz)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: store 'none' keeps no filtered projections, "

@@ -79,14 +79,7 @@ static ctr_status fill_scratch(void *user, int64_t b, void *buf) {
 
 static ctr_status resolve_options(const ctr_geometry *g, const ctr_stream_options *in,
                                   stream_run *r) {
-  r->opts = (ctr_stream_options)CTR_STREAM_OPTIONS_INIT;
-  if (in) {
-    if (in->version != CTR_API_VERSION)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-               "ctr_stream_options.version is %u, expected %u (use CTR_STREAM_OPTIONS_INIT)",
-               in->version, CTR_API_VERSION);
-    r->opts = *in;
-  }
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_stream_options, &r->opts, in));
   CTR_CHECK(ctr__fdk_options_resolve(g, &r->opts.fdk, &r->fdk));
   if (r->opts.input_scale == 0) r->opts.input_scale = 1.0;
   if (r->opts.out_scale == 0) r->opts.out_scale = 1.0;

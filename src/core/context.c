@@ -98,14 +98,8 @@ int ctr_array_is_contiguous(const ctr_array *a) {
 ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out) {
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_context_create: out is NULL");
   *out = NULL;
-  ctr_context_options o = CTR_CONTEXT_OPTIONS_INIT;
-  if (opts) {
-    if (opts->version != CTR_API_VERSION)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-               "ctr_context_options.version is %u, expected %u (use CTR_CONTEXT_OPTIONS_INIT)",
-               opts->version, CTR_API_VERSION);
-    o = *opts;
-  }
+  ctr_context_options o;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_context_options, &o, opts));
   if (o.num_threads < 0)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "num_threads is %d, expected >= 0", o.num_threads);
   ctr_device_kind resolved = CTR_DEVICE_CPU;

@@ -149,11 +149,17 @@ ctr_status ctr__struct_check(const ctr__struct_desc *d, const void *s);
 /* ctr_<name>_init: s = the defaults, in the layout of `version` (1 ..
  * current), s->version = version. */
 ctr_status ctr__struct_init(const ctr__struct_desc *d, void *s, unsigned version);
+/* Bytes of version v's layout (0 for a version outside 1 .. current). */
+size_t ctr__struct_size(const ctr__struct_desc *d, unsigned v);
 /* Checks a descriptor against the rules above (the tests run it on every
  * entry of ctr__structs). */
 ctr_status ctr__struct_desc_check(const ctr__struct_desc *d);
 /* Every public versioned struct's descriptor, NULL-terminated. */
 extern const ctr__struct_desc *const ctr__structs[];
+extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_params,
+    ctr__struct_fdk_options, ctr__struct_plan_request, ctr__struct_stream_options,
+    ctr__struct_parallel_params, ctr__struct_fbp_options, ctr__struct_pet_params,
+    ctr__struct_pet_kernel_params, ctr__struct_pet_sim_options, ctr__struct_pet_recon_options;
 
 /* Human sizes: "1.5 GiB" into buf. */
 const char *ctr__format_bytes(double bytes, char *buf, size_t n);

@@ -111,6 +111,12 @@ ctr_status ctr__struct_init(const ctr__struct_desc *d, void *s, unsigned version
   return CTR_OK;
 }
 
+size_t ctr__struct_size(const ctr__struct_desc *d, unsigned v) {
+  size_t size = 0;
+  if (v >= 1 && v <= d->current) move(d, v, MEASURE, NULL, NULL, &size);
+  return size;
+}
+
 ctr_status ctr__struct_desc_check(const ctr__struct_desc *d) {
   if (!d->name || !d->defaults || !d->versions || d->current < 1 || d->size < sizeof(unsigned))
     CTR_FAIL(CTR_E_INTERNAL, "%s: incomplete descriptor", d->name ? d->name : "(unnamed)");
@@ -166,5 +172,100 @@ ctr_status ctr__struct_desc_check(const ctr__struct_desc *d) {
 
 /* ---- The public structs --------------------------------------------------- */
 
-/* Filled by the tables of the following commits. */
-const ctr__struct_desc *const ctr__structs[] = {NULL};
+/* The descriptor ctr__struct_<stem> of ctr_<stem> from the table
+ * <stem>_versions (one row per version, the oldest first) and the defaults
+ * <stem>_defaults, and the public ctr_<stem>_init. The table has as many rows
+ * as the header's CTR_<STEM>_VERSION says, or this does not compile. */
+#define CTR__STRUCT_DEFINE(stem, VERSION)                                                    \
+  _Static_assert(sizeof stem##_versions / sizeof stem##_versions[0] == (VERSION),           \
+                 "ctr_" #stem ": one table row per version");                              \
+  const ctr__struct_desc ctr__struct_##stem = {                                             \
+      "ctr_" #stem, sizeof(ctr_##stem), _Alignof(ctr_##stem), &stem##_defaults, (VERSION), \
+      stem##_versions, 0, {0}, {NULL}, {NULL}};                                             \
+  ctr_status ctr_##stem##_init(ctr_##stem *s, unsigned version) {                           \
+    return ctr__struct_init(&ctr__struct_##stem, s, version);                               \
+  }
+/* The same for a struct that embeds n versioned structs by value; the
+ * variable arguments are {their offsets}, {their member names}, {their
+ * descriptors}. */
+#define CTR__STRUCT_DEFINE_NESTED(stem, VERSION, n, ...)                                     \
+  _Static_assert(sizeof stem##_versions / sizeof stem##_versions[0] == (VERSION),           \
+                 "ctr_" #stem ": one table row per version");                              \
+  const ctr__struct_desc ctr__struct_##stem = {                                             \
+      "ctr_" #stem, sizeof(ctr_##stem), _Alignof(ctr_##stem), &stem##_defaults, (VERSION), \
+      stem##_versions, n, __VA_ARGS__};                                                     \
+  ctr_status ctr_##stem##_init(ctr_##stem *s, unsigned version) {                           \
+    return ctr__struct_init(&ctr__struct_##stem, s, version);                               \
+  }
+
+/* Core */
+static const ctr_context_options context_options_defaults = CTR_CONTEXT_OPTIONS_INIT;
+static const ctr__struct_version context_options_versions[] = {
+    CTR__V_UPTO(ctr_context_options, ndevices), /* 1 */
+    CTR__V_ALL(ctr_context_options),            /* 2: ndevices, devices, tuning */
+};
+CTR__STRUCT_DEFINE(context_options, CTR_CONTEXT_OPTIONS_VERSION)
+
+/* Cone-beam geometry and FDK */
+static const ctr_circular_params circular_params_defaults = CTR_CIRCULAR_PARAMS_INIT;
+static const ctr__struct_version circular_params_versions[] = {CTR__V_ALL(ctr_circular_params)};
+CTR__STRUCT_DEFINE(circular_params, CTR_CIRCULAR_PARAMS_VERSION)
+
+static const ctr_fdk_options fdk_options_defaults = CTR_FDK_OPTIONS_INIT;
+static const ctr__struct_version fdk_options_versions[] = {
+    CTR__V_UPTO(ctr_fdk_options, strict), /* 1 */
+    CTR__V_ALL(ctr_fdk_options),          /* 2: strict */
+};
+CTR__STRUCT_DEFINE(fdk_options, CTR_FDK_OPTIONS_VERSION)
+
+static const ctr_plan_request plan_request_defaults = CTR_PLAN_REQUEST_INIT;
+static const ctr__struct_version plan_request_versions[] = {CTR__V_ALL(ctr_plan_request)};
+CTR__STRUCT_DEFINE(plan_request, CTR_PLAN_REQUEST_VERSION)
+
+static const ctr_stream_options stream_options_defaults = CTR_STREAM_OPTIONS_INIT;
+static const ctr__struct_version stream_options_versions[] = {
+    {sizeof(ctr_stream_options), {1}}, /* 1: ctr_fdk_options version 1 inside */
+    {sizeof(ctr_stream_options), {2}}, /* 2: ctr_fdk_options version 2 inside */
+};
+CTR__STRUCT_DEFINE_NESTED(stream_options, CTR_STREAM_OPTIONS_VERSION, 1,
+                          {offsetof(ctr_stream_options, fdk)}, {"fdk"},
+                          {&ctr__struct_fdk_options})
+
+/* Parallel beam */
+static const ctr_parallel_params parallel_params_defaults = CTR_PARALLEL_PARAMS_INIT;
+static const ctr__struct_version parallel_params_versions[] = {CTR__V_ALL(ctr_parallel_params)};
+CTR__STRUCT_DEFINE(parallel_params, CTR_PARALLEL_PARAMS_VERSION)
+
+static const ctr_fbp_options fbp_options_defaults = CTR_FBP_OPTIONS_INIT;
+static const ctr__struct_version fbp_options_versions[] = {
+    CTR__V_UPTO(ctr_fbp_options, strict), /* 1 */
+    CTR__V_ALL(ctr_fbp_options),          /* 2: strict, counts */
+};
+CTR__STRUCT_DEFINE(fbp_options, CTR_FBP_OPTIONS_VERSION)
+
+/* PET */
+static const ctr_pet_params pet_params_defaults = CTR_PET_PARAMS_INIT;
+static const ctr__struct_version pet_params_versions[] = {CTR__V_ALL(ctr_pet_params)};
+CTR__STRUCT_DEFINE(pet_params, CTR_PET_PARAMS_VERSION)
+
+static const ctr_pet_kernel_params pet_kernel_params_defaults = CTR_PET_KERNEL_PARAMS_INIT;
+static const ctr__struct_version pet_kernel_params_versions[] = {
+    CTR__V_ALL(ctr_pet_kernel_params)};
+CTR__STRUCT_DEFINE(pet_kernel_params, CTR_PET_KERNEL_PARAMS_VERSION)
+
+static const ctr_pet_sim_options pet_sim_options_defaults = CTR_PET_SIM_OPTIONS_INIT;
+static const ctr__struct_version pet_sim_options_versions[] = {CTR__V_ALL(ctr_pet_sim_options)};
+CTR__STRUCT_DEFINE(pet_sim_options, CTR_PET_SIM_OPTIONS_VERSION)
+
+static const ctr_pet_recon_options pet_recon_options_defaults = CTR_PET_RECON_OPTIONS_INIT;
+static const ctr__struct_version pet_recon_options_versions[] = {
+    CTR__V_UPTO(ctr_pet_recon_options, strict), /* 1 */
+    CTR__V_ALL(ctr_pet_recon_options),          /* 2: strict */
+};
+CTR__STRUCT_DEFINE(pet_recon_options, CTR_PET_RECON_OPTIONS_VERSION)
+
+const ctr__struct_desc *const ctr__structs[] = {
+    &ctr__struct_context_options, &ctr__struct_circular_params, &ctr__struct_fdk_options,
+    &ctr__struct_plan_request,    &ctr__struct_stream_options,  &ctr__struct_parallel_params,
+    &ctr__struct_fbp_options,     &ctr__struct_pet_params,      &ctr__struct_pet_kernel_params,
+    &ctr__struct_pet_sim_options, &ctr__struct_pet_recon_options, NULL};

@@ -168,11 +168,6 @@ static ctr_status finish(ctr_geometry *g, const ctr_volume_geometry *vol, ctr_ge
 }
 
 static ctr_status circular_validate(const ctr_circular_params *p) {
-  if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "circular parameters are NULL");
-  if (p->version != CTR_API_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_circular_params.version is %u, expected %u (use CTR_CIRCULAR_PARAMS_INIT)",
-             p->version, CTR_API_VERSION);
   if (!finite_pos(p->sid))
     CTR_FAIL(CTR_E_GEOMETRY, "sid = %g: expected a finite source-to-isocentre distance > 0 (mm)",
              p->sid);
@@ -241,6 +236,10 @@ ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
                                         const ctr_volume_geometry *vol, ctr_geometry **out) {
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_create_circular: out is NULL");
   *out = NULL;
+  if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "circular parameters are NULL");
+  ctr_circular_params pc;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_circular_params, &pc, p));
+  p = &pc;
   CTR_CHECK(circular_validate(p));
   CTR_CHECK(ctr__volume_validate(vol));
   ctr_geometry *g = NULL;

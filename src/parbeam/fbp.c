@@ -23,12 +23,12 @@
 #define CTR__FBP_FILTER_SCALE 1.0f
 
 static ctr_status resolve_options(const char *fn, const ctr_fbp_options *opts, ctr_fbp_options *o) {
-  *o = (ctr_fbp_options)CTR_FBP_OPTIONS_INIT;
-  if (!opts) return CTR_OK;
-  if (opts->version != CTR_API_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "%s: ctr_fbp_options.version is %u, expected %u (use CTR_FBP_OPTIONS_INIT)", fn,
-             opts->version, CTR_API_VERSION);
+  if (!opts) {
+    *o = (ctr_fbp_options)CTR_FBP_OPTIONS_INIT;
+    return CTR_OK;
+  }
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_fbp_options, o, opts));
+  opts = o;
   if (!strcmp(ctr_window_name(opts->window), "unknown"))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT,
              "%s: ctr_fbp_options.window = %d, expected ram-lak, shepp-logan, cosine, hamming or "

@@ -115,6 +115,9 @@ ctr_status ctr_pet_metrics_compute(const ctr_pet_params *p, const ctr_pet_phanto
   if (!p || !ph || !image || !out)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_metrics_compute: NULL %s",
              !p ? "params" : !ph ? "phantom" : !image ? "image" : "out");
+  ctr_pet_params pc;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_params, &pc, p));
+  p = &pc;
   if (p->nx < 1 || p->ny < 1 || p->nz < 1)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT,
              "ctr_pet_metrics_compute: lattice %lld x %lld x %lld: expected sizes >= 1",

@@ -73,14 +73,8 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
                                const ctr_pet_recon_options *opts, float *image,
                                ctr_pet_recon_timings *timings) {
   if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_reconstruct: projector is NULL");
-  ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
-  if (opts) {
-    if (opts->version != CTR_API_VERSION)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-               "ctr_pet_recon_options.version is %u, expected %u (use CTR_PET_RECON_OPTIONS_INIT)",
-               opts->version, (unsigned)CTR_API_VERSION);
-    o = *opts;
-  }
+  ctr_pet_recon_options o;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_recon_options, &o, opts));
   CTR_CHECK(ctr__pet_recon_check(p->sys, h, &o, image));
   if (o.strict && h->replaced > 0)
     CTR_FAIL(CTR_E_FORMAT, "histo-images: %lld " CTR__BAD_COUNTS " were replaced by 0 when loaded: "

@@ -351,11 +351,6 @@ static ctr_status check_args(const ctr_pet_system *s, const ctr_pet_phantom *ph,
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_simulate: out is NULL");
   *out = NULL;
   if (!s) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_simulate: system is NULL");
-  if (o->version != CTR_API_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_pet_simulate: ctr_pet_sim_options.version is %u, expected %u (use "
-             "CTR_PET_SIM_OPTIONS_INIT)",
-             o->version, (unsigned)CTR_API_VERSION);
   if (!(o->events >= 0 && o->events <= 1e13))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_simulate: events is %g, expected 0 .. 1e13",
              o->events);
@@ -373,8 +368,10 @@ static ctr_status check_args(const ctr_pet_system *s, const ctr_pet_phantom *ph,
 
 ctr_status ctr_pet_simulate(ctr_context *ctx, const ctr_pet_system *s, const ctr_pet_phantom *ph,
                             const ctr_pet_sim_options *opts, ctr_pet_histo **out) {
-  const ctr_pet_sim_options defaults = CTR_PET_SIM_OPTIONS_INIT;
-  const ctr_pet_sim_options *o = opts ? opts : &defaults;
+  ctr_pet_sim_options o_;
+  if (out) *out = NULL;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_sim_options, &o_, opts));
+  const ctr_pet_sim_options *o = &o_;
   CTR_CHECK(check_args(s, ph, o, out));
   const ctr_pet_params *p = ctr_pet_system_params(s);
   const ctr_pet_kernel_params *k = ctr_pet_system_kernel(s);

@@ -191,6 +191,14 @@ ctr_status ctr_pet_system_create(const ctr_pet_params *p, const ctr_pet_kernel_p
                                  ctr_pet_system **out) {
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_system_create: out is NULL");
   *out = NULL;
+  if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "PET parameters: NULL");
+  if (!k) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "PET kernel parameters: NULL");
+  ctr_pet_params pc;
+  ctr_pet_kernel_params kc;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_params, &pc, p));
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_kernel_params, &kc, k));
+  p = &pc;
+  k = &kc;
   CTR_CHECK(check_params(p));
   CTR_CHECK(check_kernel(k));
   ctr_pet_system *s = ctr__calloc(1, sizeof *s, "PET system");
