@@ -93,9 +93,8 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *json) {
          "host memory: %.3f s (%.0f GUPS overall; input filled in %.1f s)\n", (long long)ns,
          (long long)n, (long long)na, (long long)n, (long long)rows, secs, gups, t_fill);
   if (json) {
-    ctr_device_info info;
+    ctr_device_info info = CTR_DEVICE_INFO_INIT;
     char date[64];
-    memset(&info, 0, sizeof info);
     ctr_cuda_device_info(0, &info);
     FILE *f = fopen(json, "w");
     if (!f) DIE("cannot write %s", json);
@@ -161,9 +160,8 @@ int main(int argc, char **argv) {
   memset(ref, 0, sizeof(double) * (size_t)plane);
   FILE *f = NULL;
   if (json) {
-    ctr_device_info info;
+    ctr_device_info info = CTR_DEVICE_INFO_INIT;
     char date[64];
-    memset(&info, 0, sizeof info);
     ctr_cuda_device_info(0, &info);
     f = fopen(json, "w");
     if (!f) DIE("cannot write %s", json);

@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
     else DIE("usage: %s --case A|B [--sweep] [--variants a,b] [--repeats R] [--json FILE] [--dump DIR]", argv[0]);
   }
   if (ctr_cuda_device_count() < 1) DIE("no usable GPU");
-  ctr_device_info info;
+  ctr_device_info info = CTR_DEVICE_INFO_INIT;
   if (ctr_cuda_device_info(0, &info)) DIE("%s", ctr_error_detail());
 
   ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;

@@ -105,7 +105,7 @@ static void gen(const args *a) {
   ctr_array ca = ctr_array_init(cproj, CTR_DTYPE_FLOAT32, 3, cd);
   if (!cproj || ctr_phantom_project(NULL, ph, gc, 1, &ca)) DIE("project: %s", ctr_error_detail());
   const double t1 = now_s();
-  ctr_stack_info info = {a->det, a->det, a->views, a->u16 ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32,
+  ctr_stack_info info = {CTR_STACK_INFO_VERSION, a->det, a->det, a->views, a->u16 ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32,
                          {0, 0, 0}, {0, 0, 0}};
   ctr_stack_writer *w = NULL;
   if (ctr_stack_create(path_in(a, "proj.raw"), CTR_FORMAT_RAW, &info, &w)) DIE("%s", ctr_error_detail());
@@ -163,9 +163,8 @@ static FILE *open_json(const args *a, const char *command) {
   if (!a->json) return NULL;
   FILE *f = fopen(a->json, "w");
   if (!f) DIE("cannot write %s", a->json);
-  ctr_device_info info;
+  ctr_device_info info = CTR_DEVICE_INFO_INIT;
   char date[64];
-  memset(&info, 0, sizeof info);
   ctr_cuda_device_info(0, &info);
   fprintf(f, "{\"gpu\": \"%s\", \"date\": \"%s\", \"revision\": \"%s\", \"command\": \"%s\",\n"
              " \"cases\": [\n", info.name, bench_date(date, sizeof date), bench_revision(), command);
@@ -179,7 +178,7 @@ static void run(const args *a) {
   double du, dv;
   ctr_geometry_detector(g, &nu, &nv, &du, &dv);
   const ctr_volume_geometry vol = ctr_geometry_volume(g);
-  ctr_stack_info hint = {nu, nv, ctr_geometry_nviews(g), a->u16 ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32,
+  ctr_stack_info hint = {CTR_STACK_INFO_VERSION, nu, nv, ctr_geometry_nviews(g), a->u16 ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32,
                          {0, 0, 0}, {0, 0, 0}};
   ctr_context *ctx = gpu_context();
   ctr_stack_reader *r = NULL;
@@ -190,7 +189,7 @@ static void run(const args *a) {
   so.input_scale = a->u16 ? 1000.0 : 1.0;
   so.out_scale = 1000.0;
   const char *out = path_in(a, "vol.nrrd");
-  ctr_stream_report rep;
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   const double t0 = now_s();
   if (ctr_fdk_stream(ctx, g, &so, r, out, CTR_FORMAT_NRRD, &rep)) DIE("run: %s", ctr_error_detail());
   const double wall = now_s() - t0;
@@ -268,7 +267,7 @@ static void memory(const args *a) {
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
   const int reps = a->repeats;
   double ts[16], tc[16], bp[16];
-  ctr_stream_report rep;
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   for (int i = -1; i < reps; i++) { /* i = -1 warms up */
     double t0 = now_s();
     if (ctr_fdk_stream_memory(ctx, g, &so, &pa, &va, &rep)) DIE("stream: %s", ctr_error_detail());

@@ -74,7 +74,7 @@ static int bench_projectors(ctr_context *ctx, int reps) {
   const int64_t views[] = {0, 10, p.n_azimuth + 10, 2 * p.n_azimuth + 10};
   for (int vi = 0; vi < 4; vi++) {
     double t0 = ctr__now_s();
-    ctr_pet_view_info info;
+    ctr_pet_view_info info = CTR_PET_VIEW_INFO_INIT;
     if ((st = ctr_pet_view_info_get(s, views[vi], &info))) return fail("tables", st);
     double tables = ctr__now_s() - t0;
     const int nshapes = vi == 0 ? (int)(sizeof sweep / sizeof sweep[0]) : 3;
@@ -145,7 +145,7 @@ static int bench_iteration(ctr_context *ctx, double events) {
   if ((st = ctr_pet_projector_create(ctx, s, &pr))) return fail("projector", st);
   const int64_t n = p.nx * p.ny * p.nz;
   float *img = calloc(n, sizeof(float));
-  ctr_pet_recon_timings t1, t5;
+  ctr_pet_recon_timings t1 = CTR_PET_RECON_TIMINGS_INIT, t5 = CTR_PET_RECON_TIMINGS_INIT;
   ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
   o.iterations = 1;
   if ((st = ctr_pet_reconstruct(pr, h, &o, img, &t1))) return fail("recon 1", st); /* warm-up */
@@ -155,9 +155,9 @@ static int bench_iteration(ctr_context *ctx, double events) {
   o.iterations = 5;
   if ((st = ctr_pet_reconstruct(pr, h, &o, img, &t5))) return fail("recon 5", st);
   double per_iter = (t5.total - t1.total) / 4.0;
-  ctr_pet_metrics m;
+  ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   if ((st = ctr_pet_metrics_compute(&p, &ph, img, &m))) return fail("metrics", st);
-  ctr_pet_view_info info;
+  ctr_pet_view_info info = CTR_PET_VIEW_INFO_INIT;
   ctr_pet_view_info_get(s, 0, &info);
   printf("iteration: 40x3 views, TOF 400 ps, LOR 5.8 -> 10 mm, %lld-entry support, %.3g events "
          "(simulated in %.1f s, tables %.2f s)\n",
@@ -239,7 +239,7 @@ int main(int argc, char **argv) {
   co.device = CTR_DEVICE_CUDA;
   ctr_context *ctx = NULL;
   if (ctr_context_create(&co, &ctx)) return fail("context", CTR_E_NO_DEVICE);
-  ctr_device_info di;
+  ctr_device_info di = CTR_DEVICE_INFO_INIT;
   ctr_cuda_device_info(0, &di);
   if (json && !(g_json = fopen(json, "w"))) {
     perror(json);

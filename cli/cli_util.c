@@ -312,8 +312,7 @@ void cli_scale_for_uint16(float *v, int64_t n, double scale, int64_t *below, int
 
 ctr_stack_info cli_volume_info(const ctr_volume_geometry *vol, int64_t z0, int64_t nz,
                                ctr_dtype dtype) {
-  ctr_stack_info info;
-  memset(&info, 0, sizeof info);
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
   info.width = vol->nx;
   info.height = vol->ny;
   info.count = nz;

@@ -149,6 +149,7 @@ static int step_truth(const demo_args *a, demo_run *r) {
   r->t_truth = cli_now() - t0;
   if (st != CTR_OK) return cli_fail("demo", st);
   t0 = cli_now();
+  r->err = (ctr_volume_error)CTR_VOLUME_ERROR_INIT;
   st = ctr_volume_compare(r->rec, r->truth, n, n, n, n / 5, &r->err);
   r->t_compare = cli_now() - t0;
   return st == CTR_OK ? 0 : cli_fail("demo", st);

@@ -186,7 +186,7 @@ static int load_projections(const fbp_args *a, fbp_run *r) {
       path = buf;
     }
     if (!path) continue;
-    ctr_stack_info info;
+    ctr_stack_info info = CTR_STACK_INFO_INIT;
     void *data = NULL;
     ctr_status st = ctr_stack_load(path, CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &info, &data);
     if (st != CTR_OK) return cli_fail_file("fbp", st, path);
@@ -301,8 +301,7 @@ static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
     if (!rc) r->yz = cli_alloc_floats("fbp", p->ny * r->nslices, "the previews", &rc);
   }
   if (rc) return rc;
-  ctr_stack_info info;
-  memset(&info, 0, sizeof info);
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
   info.width = p->nx;
   info.height = p->ny;
   info.count = r->nslices;
@@ -447,6 +446,7 @@ int cmd_fbp(int argc, char **argv) {
     rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "
                          "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",
                          a.kernel);
+  r.counts = (ctr_value_counts)CTR_VALUE_COUNTS_INIT;
   a.fbp.counts = &r.counts;
   if (!rc) rc = reconstruct(&a, &r, &seconds);
   cli_progress_end(&r.session);

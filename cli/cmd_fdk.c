@@ -164,8 +164,7 @@ static int check_dims(const fdk_args *a, const fdk_run *r) {
 }
 
 static int open_projections(const fdk_args *a, fdk_run *r) {
-  ctr_stack_info hint;
-  memset(&hint, 0, sizeof hint);
+  ctr_stack_info hint = CTR_STACK_INFO_INIT;
   const int raw = r->fmt == CTR_FORMAT_RAW;
   if (raw) {
     int rc = check_raw_size(a, r);
@@ -229,26 +228,23 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   r->session.rate_total = bytes / 1e9; /* file bytes in and out */
   r->session.rate_unit = "GB";
   const double t0 = cli_now();
+  r->report = (ctr_stream_report)CTR_STREAM_REPORT_INIT;
   ctr_status st = ctr_fdk_stream(r->ctx, r->g, &so, r->reader, a->out, r->out_fmt, &r->report);
   *seconds = cli_now() - t0;
   cli_progress_end(&r->session);
   if (st != CTR_OK) {
-    /* A journal left behind means finished subvolumes wait for --resume. */
-    char journal[4200];
-    struct stat sb;
-    snprintf(journal, sizeof journal, "%s.partial.journal", a->out);
-    /* ... unless this was a resume that found the partial output unusable:
-     * then --resume cannot help. */
-    const int unusable = a->resume && (st == CTR_E_SIZE_MISMATCH || st == CTR_E_FORMAT ||
-                                       strstr(ctr_error_detail(), "cannot be resumed"));
-    if (stat(journal, &sb) == 0 && unusable) {
+    /* A journal left behind means finished subvolumes wait for --resume,
+     * unless this was a resume that found them unusable: then --resume
+     * cannot help. */
+    const char *journal = r->report.journal;
+    if (*journal && !r->report.resumable) {
       cli_progress_end(&r->session);
       fprintf(stderr, "ctrecon fdk: error: %s; delete %s.partial%s and %s and run without "
               "--resume to start over\n", ctr_error_detail(), a->out,
               r->out_fmt == CTR_FORMAT_TIFF_STACK ? " files" : "", journal);
       return cli_exit_code(st);
     }
-    if (stat(journal, &sb) == 0 && st != CTR_E_INVALID_ARGUMENT) {
+    if (r->report.resumable && st != CTR_E_INVALID_ARGUMENT) {
       const int rc = cli_exit_code(st);
       cli_progress_end(&r->session);
       fprintf(stderr, "ctrecon fdk: error: %s\n",

@@ -36,7 +36,7 @@ static void print_gpus(unsigned features) {
   }
   printf("GPUs: %d\n", n);
   for (int i = 0; i < n; i++) {
-    ctr_device_info d;
+    ctr_device_info d = CTR_DEVICE_INFO_INIT;
     char total[32], avail[32];
     if (ctr_cuda_device_info(i, &d) != CTR_OK) {
       printf("  cuda:%d  (cannot query: %s)\n", i, ctr_error_detail());

@@ -154,7 +154,7 @@ static int on_iteration(void *user, int it, const float *image) {
     }
   }
   if (r->want_metrics) {
-    ctr_pet_metrics m;
+    ctr_pet_metrics m = CTR_PET_METRICS_INIT;
     ctr_status st = ctr_pet_metrics_compute(r->p, &r->ph, image, &m);
     cli_progress_end(&r->session);
     if (st != CTR_OK) {
@@ -377,8 +377,7 @@ int cmd_pet_recon(int argc, char **argv) {
   o.on_iteration = on_iteration;
   o.user = &r;
   o.strict = a.strict;
-  ctr_pet_recon_timings t;
-  memset(&t, 0, sizeof t);
+  ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
   st = ctr_pet_reconstruct(proj, h, &o, image, &t);
   const double t_recon = cli_now() - t0;
   cli_progress_end(&r.session);

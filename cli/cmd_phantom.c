@@ -119,8 +119,7 @@ static int write_outputs(const phantom_args *a, phantom_run *r, int64_t nu, int6
   double du, dv;
   int64_t n_u, n_v;
   ctr_geometry_detector(r->g, &n_u, &n_v, &du, &dv);
-  ctr_stack_info info;
-  memset(&info, 0, sizeof info);
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
   info.width = nu;
   info.height = nv;
   info.count = nviews;

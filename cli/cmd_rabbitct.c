@@ -559,7 +559,7 @@ static int write_json(const rct_run *r, int argc, char **argv) {
   char date[32], gpu[300] = "";
   const time_t t = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-  ctr_device_info info;
+  ctr_device_info info = CTR_DEVICE_INFO_INIT;
   if (strcmp(r->device, "cpu") && ctr_cuda_device_count() > 0 &&
       ctr_cuda_device_info(0, &info) == CTR_OK)
     snprintf(gpu, sizeof gpu, "%s", info.name);

@@ -184,7 +184,7 @@ static void test_fdk(ctr_context *ctx, ctr_geometry *g, const float *proj) {
   s2.max_slab_slices = 3;
   s2.store = CTR_STORE_HOST;
   s2.input_scale = 2.0;
-  ctr_stream_report r1, r2;
+  ctr_stream_report r1 = CTR_STREAM_REPORT_INIT, r2 = CTR_STREAM_REPORT_INIT;
   memset(a, 0, nvox * sizeof(float));
   memset(b, 0, nvox * sizeof(float));
   CHECK_OK(ctr_fdk_stream_memory(ctx, g, (const ctr_stream_options *)&s1, &pa, &va, &r1));

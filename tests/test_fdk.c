@@ -66,7 +66,7 @@ static double sq(double x) { return x * x; }
 /* Errors against the voxelised truth, central 60 % of slices (FDK's
  * cone-beam approximation degrades towards the top and bottom). */
 static ctr_volume_error compare(const float *v, const float *t, int64_t n) {
-  ctr_volume_error e = {0};
+  ctr_volume_error e = CTR_VOLUME_ERROR_INIT;
   CHECK_OK(ctr_volume_compare(v, t, n, n, n, n / 5, &e));
   return e;
 }

@@ -289,7 +289,7 @@ static void test_end_to_end(void) {
   /* Texture mode: same quality against the phantom as the CPU. */
   o.interp = CTR_INTERP_TEXTURE;
   CHECK_OK(ctr_fdk(gctx, g, &o, &pa, &ga));
-  ctr_volume_error ec, eg;
+  ctr_volume_error ec = CTR_VOLUME_ERROR_INIT, eg = CTR_VOLUME_ERROR_INIT;
   CHECK_OK(ctr_volume_compare(cpu, truth, n, n, n, n / 5, &ec));
   CHECK_OK(ctr_volume_compare(gpu, truth, n, n, n, n / 5, &eg));
   printf("Shepp-Logan RMSE away from edges: CPU %.5f, GPU texture %.5f\n", ec.rmse_flat, eg.rmse_flat);
@@ -503,7 +503,7 @@ int main(void) {
     printf("test_gpu_fdk: SKIPPED (no usable GPU)\n");
     return 77;
   }
-  ctr_device_info info;
+  ctr_device_info info = CTR_DEVICE_INFO_INIT;
   if (ctr_cuda_device_info(0, &info) == CTR_OK) printf("GPU 0: %s\n", info.name);
   quick = getenv("CTR_TEST_QUICK") != NULL;
   test_filter();

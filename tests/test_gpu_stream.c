@@ -74,7 +74,7 @@ static void test_plans(ctr_context *cpu, ctr_context *gpu, int symmetric) {
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
   so.fdk.interp = CTR_INTERP_EXACT;
   CHECK_OK(ctr_fdk_stream_memory(cpu, g, &so, &pa, &ra, NULL));
-  ctr_stream_report rep;
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   CHECK_OK(ctr_fdk_stream_memory(gpu, g, &so, &pa, &wa, &rep));
   printf("%s geometry, default plan: %lld subvolume(s), store %s, pairs %d\n",
          symmetric ? "symmetric" : "offset", (long long)rep.plan.nslabs,
@@ -152,13 +152,13 @@ static void test_files(ctr_context *cpu, ctr_context *gpu) {
   CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
   proj[5] = NAN;
   proj[np / 2] = INFINITY;
-  ctr_stack_info info = {NU, NV, NVIEWS, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
+  ctr_stack_info info = {CTR_STACK_INFO_VERSION, NU, NV, NVIEWS, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
   CHECK_OK(ctr_stack_save(P("p.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, proj));
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
   so.fdk.interp = CTR_INTERP_EXACT;
   so.max_slab_slices = 6;
   so.store = CTR_STORE_HOST;
-  ctr_stream_report rep;
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   ctr_stack_reader *r = NULL;
   /* Uninterrupted GPU and CPU runs. */
   CHECK_OK(ctr_stack_open(P("p.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r));
@@ -166,7 +166,7 @@ static void test_files(ctr_context *cpu, ctr_context *gpu) {
   CHECK(rep.nonfinite == 2);
   CHECK_OK(ctr_fdk_stream(cpu, g, &so, r, P("cpu.raw"), CTR_FORMAT_AUTO, &rep));
   CHECK(rep.nonfinite == 2);
-  const ctr_stack_info vi = {N, N, N, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
+  const ctr_stack_info vi = {CTR_STACK_INFO_VERSION, N, N, N, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
   float *a = NULL, *b = NULL;
   CHECK_OK(ctr_stack_load(P("gpu.raw"), CTR_FORMAT_AUTO, &vi, CTR_DTYPE_FLOAT32, NULL, (void **)&a));
   CHECK_OK(ctr_stack_load(P("cpu.raw"), CTR_FORMAT_AUTO, &vi, CTR_DTYPE_FLOAT32, NULL, (void **)&b));

@@ -61,8 +61,7 @@ static void test_format_names(void) {
  * default /data, float32 and uint16), refusals that leave nothing behind; a
  * build without HDF5 says so. */
 static void test_write(int have) {
-  ctr_stack_info info;
-  memset(&info, 0, sizeof info);
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
   info.width = 5;
   info.height = 3;
   info.count = 4;
@@ -81,7 +80,7 @@ static void test_write(int have) {
   const char *reads[] = {P("rec.h5:/exchange/recon"), P("plain.h5:/data")};
   for (int k = 0; k < 2; k++) {
     CHECK_OK(ctr_stack_save(paths[k], CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, data));
-    ctr_stack_info got;
+    ctr_stack_info got = CTR_STACK_INFO_INIT;
     float *back = NULL;
     CHECK_OK(ctr_stack_load(reads[k], CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &got,
                             (void **)&back));
@@ -91,7 +90,7 @@ static void test_write(int have) {
   }
   info.dtype = CTR_DTYPE_UINT16;
   CHECK_OK(ctr_stack_save(P("u16.h5:/volume"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, u16));
-  ctr_stack_info got;
+  ctr_stack_info got = CTR_STACK_INFO_INIT;
   uint16_t *ub = NULL;
   CHECK_OK(ctr_stack_load(P("u16.h5:/volume"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_UINT16, &got,
                           (void **)&ub));
@@ -291,7 +290,7 @@ static void test_read_uint16(void) {
     CHECK(memcmp(u, g_white, 2 * NPIX * sizeof(uint16_t)) == 0);
     ctr_stack_close(r);
   }
-  ctr_stack_info got;
+  ctr_stack_info got = CTR_STACK_INFO_INIT;
   void *all = NULL;
   CHECK_OK(ctr_stack_load(DS("/exchange/data_dark"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32,
                           &got, &all));
@@ -399,8 +398,7 @@ static void test_read_converted(void) {
 }
 
 static void test_hints(void) {
-  ctr_stack_info h;
-  memset(&h, 0, sizeof h);
+  ctr_stack_info h = CTR_STACK_INFO_INIT;
   h.width = NX;
   h.height = NY;
   h.count = NZ;

@@ -253,7 +253,7 @@ static void test_tables(void) {
   CHECK_NEAR(ctr_pet_radial_fwhm(s, -144), 55, 1e-9);
   CHECK_NEAR(ctr_pet_radial_fwhm(s, 288), 100, 1e-9);
   CHECK_NEAR(ctr_pet_radial_fwhm(s, 400), 100, 1e-9);
-  ctr_pet_view_info vi;
+  ctr_pet_view_info vi = CTR_PET_VIEW_INFO_INIT;
   CHECK_OK(ctr_pet_view_info_get(s, 0, &vi));
   /* support: ellipsoid with semi-axes 3 sigma: volume 4/3 pi abc / voxel^3 */
   double sig_t = 900 * CTR_PET_C_MM_PER_PS / 2 / 2.35482, sig_r = 100 / 2.35482, sig_a = 10 / 2.35482;

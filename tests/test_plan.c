@@ -188,8 +188,7 @@ static void test_parse_size(void) {
 static void test_cuda_big(void) {
   ctr_geometry *g = big_geometry(0);
   if (!g) return;
-  ctr_plan p, p2;
-  memset(&p, 0, sizeof p);
+  ctr_plan p = CTR_PLAN_INIT, p2 = CTR_PLAN_INIT;
 
   /* 80 GiB GPU: the 32 GiB volume and the 18.75 GiB of filtered views fit:
    * one subvolume, views resident, mirrored pairs (symmetric circular scan). */
@@ -298,7 +297,7 @@ static void test_cuda_big(void) {
 static void check_just_below(const char *what, const ctr_geometry *g, const ctr_plan_request *q0,
                              const ctr_plan *p, int which) {
   ctr_plan_request q = *q0;
-  ctr_plan p2;
+  ctr_plan p2 = CTR_PLAN_INIT;
   uint64_t *budget = which ? &q.host_budget : &q.gpu_budget;
   const uint64_t bytes = which ? p->host_bytes : p->gpu_bytes;
   *budget = bytes;
@@ -325,7 +324,7 @@ static void check_just_below(const char *what, const ctr_geometry *g, const ctr_
  * which: 0 = the GPU budget varies, 1 = the host budget. */
 static void sweep_one(const ctr_geometry *g, ctr_plan_request q, int which, double b, int *plans,
                       int *refused, int *stores) {
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   char what[64];
   snprintf(what, sizeof what, "cuda sweep %s %.3f GiB", which ? "host" : "gpu", b / GiB);
   ctr_status st = ctr_plan_fdk(g, &q, &p);
@@ -373,7 +372,7 @@ static void test_sweep_cpu(void) {
     for (double b = 1.0 * MiB; b <= 2.0 * GiB; b *= 1.09) {
       ctr_plan_request q = cpu_request((uint64_t)b);
       q.input_in_memory = q.output_in_memory = inmem;
-      ctr_plan p;
+      ctr_plan p = CTR_PLAN_INIT;
       char what[64];
       snprintf(what, sizeof what, "cpu sweep host %.2f MiB%s", b / MiB, inmem ? " in memory" : "");
       ctr_status st = ctr_plan_fdk(g, &q, &p);
@@ -401,7 +400,7 @@ static void test_sweep_cpu(void) {
 static void test_cpu(void) {
   ctr_geometry *g = make_geometry(32, 40, 48, 40, 8.0, 9.0, 0);
   if (!g) return;
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   /* Ample memory: one subvolume, nothing kept. */
   ctr_plan_request q = cpu_request(16 * GiB);
   CHECK_OK(ctr_plan_fdk(g, &q, &p));
@@ -410,7 +409,7 @@ static void test_cpu(void) {
   CHECK(p.views_per_batch == 32 && p.nbatches == 2); /* the CPU's default N' */
   /* A GPU budget is irrelevant on the CPU. */
   q.gpu_budget = 1;
-  ctr_plan p2;
+  ctr_plan p2 = CTR_PLAN_INIT;
   CHECK_OK(ctr_plan_fdk(g, &q, &p2));
   CHECK(same_plan(&p, &p2));
   /* Forced small subvolumes: host memory keeps the filtered views. */
@@ -488,7 +487,7 @@ static int parse_need(const char *detail, double *bytes, double *unit) {
 static uint64_t true_minimum(const ctr_geometry *g, ctr_plan_request q, int which, uint64_t lo,
                              uint64_t hi) {
   uint64_t *budget = which ? &q.host_budget : &q.gpu_budget;
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   while (lo < hi) {
     const uint64_t mid = lo + (hi - lo) / 2;
     *budget = mid;
@@ -511,7 +510,7 @@ static void check_named_minimum(const char *what, const ctr_geometry *g, ctr_pla
   if (!ok) return;
   const double slack = unit > 1 ? 0.006 * unit : 0.0;
   uint64_t *budget = which ? &q.host_budget : &q.gpu_budget;
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   *budget = (uint64_t)(need + slack) + 1;
   ctr_status st = ctr_plan_fdk(g, &q, &p);
   CHECK_MSG(st == CTR_OK, "%s: the named minimum %.0f bytes (+%.0f) fails: %s", what, need, slack,
@@ -536,7 +535,7 @@ static void test_absurd_budgets(void) {
     ctr_geometry_free(small);
     return;
   }
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   ctr_plan_request q = cuda_request(64 * MiB, 100 * GiB);
   CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_DEVICE_OUT_OF_MEMORY, "--gpu-mem");
   printf("gpu 64 MiB: %s\n", ctr_error_detail());
@@ -571,7 +570,7 @@ static void test_absurd_budgets(void) {
 static void test_errors(void) {
   ctr_geometry *g = make_geometry(32, 40, 48, 40, 8.0, 9.0, 0);
   if (!g) return;
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   ctr_plan_request q = cpu_request(16 * GiB);
   q.version = CTR_PLAN_REQUEST_VERSION + 1;
   CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT,

@@ -89,7 +89,7 @@ static void test_fdk(ctr_context *ctx) {
   const ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
   ctr_array va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
-  ctr_stream_report rep;
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   reset_log();
   CHECK_OK(ctr_fdk_stream_memory(ctx, g, &so, &pa, &va, &rep));
   CHECK_MSG(count_nonfinite(out, nv) == 0, "%lld non-finite voxels",
@@ -194,7 +194,7 @@ static void test_fbp_sinograms(ctr_context *ctx) {
   CHECK_OK(ctr_fbp(ctx, g, NULL, &ca, &va2));
   CHECK(same(out, out2, plane * ns));
   /* Counts collected by the caller: no warning. */
-  ctr_value_counts counts = {0, 0, 0, 0};
+  ctr_value_counts counts = CTR_VALUE_COUNTS_INIT;
   ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
   o.counts = &counts;
   reset_log();
@@ -232,7 +232,7 @@ static void test_fbp_output(ctr_context *ctx) {
   const int64_t sd[3] = {nb, na, 1}, vd[3] = {nb, nb, 1};
   const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
   ctr_array va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_value_counts counts = {0, 0, 0, 0};
+  ctr_value_counts counts = CTR_VALUE_COUNTS_INIT;
   ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
   o.counts = &counts;
   CHECK_OK(ctr_fbp(ctx, g, &o, &sa, &va));
@@ -283,7 +283,7 @@ static void test_fbp_flatfield(ctr_context *ctx) {
   const ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
   float *out = malloc(sizeof(float) * (size_t)plane);
   ctr_array va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_value_counts counts = {0, 0, 0, 0};
+  ctr_value_counts counts = CTR_VALUE_COUNTS_INIT;
   ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
   o.counts = &counts;
   CHECK_OK(ctr_fbp_projections(ctx, g, &o, &pa, flat, dark, 0, &va));

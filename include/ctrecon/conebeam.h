@@ -141,7 +141,9 @@ ctr_status ctr_plan_request_init(ctr_plan_request *s, unsigned version);
  * [z0, z0+nz) in nslabs subvolumes of slab_slices slices (the last may be
  * shorter), the views in batches of views_per_batch, the filtered views kept
  * in `store`, and the buffers the executor allocates. */
+#define CTR_PLAN_VERSION 1u
 typedef struct ctr_plan {
+  unsigned version;
   ctr_device_kind device;
   int64_t z0, nz;
   int64_t slab_slices, nslabs;    /* Z' and the number of subvolumes */
@@ -155,6 +157,10 @@ typedef struct ctr_plan {
   uint64_t host_bytes;     /* peak host memory of the plan */
   uint64_t scratch_bytes;  /* scratch file size (CTR_STORE_SCRATCH) */
 } ctr_plan;
+#define CTR_PLAN_INIT \
+  { CTR_PLAN_VERSION, CTR_DEVICE_CPU, 0, 0, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0, 0, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PLAN_VERSION (core.h). */
+ctr_status ctr_plan_init(ctr_plan *s, unsigned version);
 
 /* Chooses the decomposition for geometry g within the request's budgets (a
  * pure function: no GPU, no allocation). Prefers, in order: the whole volume
@@ -170,12 +176,15 @@ ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *req, ctr_
 ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget,
                                     uint64_t *host_budget);
 /* One line describing the plan ("4 subvolumes of 512 slices, ..."). Returns
- * the length snprintf would have written. */
+ * the length snprintf would have written; -1 (detail set) for a plan whose
+ * version this library does not accept. */
 int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n);
 
 /* Busy time of each step of the streamed pipeline (seed 000 Fig. 3, Table
  * 4), in seconds. The steps overlap, so they add up to more than total. */
+#define CTR_STREAM_TIMINGS_VERSION 1u
 typedef struct ctr_stream_timings {
+  unsigned version;
   double read;        /* (1) storage -> host: reader thread busy */
   double upload;      /* (2) host -> device: raw projections */
   double filter;      /* (3) weighting and ramp filter */
@@ -187,6 +196,9 @@ typedef struct ctr_stream_timings {
   double total;       /* wall time, setup to the last byte flushed */
   double setup;       /* allocations and plans before the first read */
 } ctr_stream_timings;
+#define CTR_STREAM_TIMINGS_INIT { CTR_STREAM_TIMINGS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_STREAM_TIMINGS_VERSION (core.h). */
+ctr_status ctr_stream_timings_init(ctr_stream_timings *s, unsigned version);
 
 /* Called from the writer thread with each finished subvolume (float32,
  * nx x ny x nz slices from slice z0 of the run) before it is written. */
@@ -218,8 +230,12 @@ typedef struct ctr_stream_options {
 /* The defaults in the layout of `version`, 1 .. CTR_STREAM_OPTIONS_VERSION (core.h). */
 ctr_status ctr_stream_options_init(ctr_stream_options *s, unsigned version);
 
-/* What a streamed run did. */
+/* What a streamed run did. Filled by the library in the version the caller
+ * set (ctr_stream_report_init or CTR_STREAM_REPORT_INIT), with the plan and
+ * timings in the versions that version holds. */
+#define CTR_STREAM_REPORT_VERSION 1u
 typedef struct ctr_stream_report {
+  unsigned version;
   ctr_plan plan;
   ctr_stream_timings timings;
   int64_t nonfinite;        /* projection values NaN, infinite or beyond +-1e24, replaced by 0 */
@@ -230,7 +246,19 @@ typedef struct ctr_stream_report {
   float min, max;           /* range of the reconstructed values: the whole output, resumed
                                subvolumes included (below, above too) */
   int64_t slices_resumed;   /* slices of those subvolumes; timings cover the others only */
+  /* ctr_fdk_stream that fails: the journal of the run's finished subvolumes
+   * when one is left on disk ("" when none is), and whether a call with
+   * opts->resume (and the same inputs and options) continues it: 0 when
+   * this call found the journal or the partial output damaged, truncated or
+   * gone (delete both to start over). Always 0 and "" after success. */
+  int resumable;
+  char journal[4096];
 } ctr_stream_report;
+#define CTR_STREAM_REPORT_INIT                                                                 \
+  { CTR_STREAM_REPORT_VERSION, CTR_PLAN_INIT, CTR_STREAM_TIMINGS_INIT, 0, 0, 0, 0, 0, 0, 0, 0, \
+    0, "" }
+/* The defaults in the layout of `version`, 1 .. CTR_STREAM_REPORT_VERSION (core.h). */
+ctr_status ctr_stream_report_init(ctr_stream_report *s, unsigned version);
 
 /* Streamed FDK from a projection file to a volume file (seed 000 Alg. 2):
  * a reader thread loads projection subsets, the backend filters each
@@ -246,7 +274,8 @@ typedef struct ctr_stream_report {
  * (logging a warning that names it) any whose bytes changed on disk. The
  * volume has the geometry's nx x ny and the slices of opts->fdk (uint16 input
  * is converted; bad values follow opts->fdk.strict).
- * report may be NULL. */
+ * report may be NULL; on failure it says whether the run can be resumed
+ * and where its journal is. */
 ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
                           ctr_stack_reader *projections, const char *out, ctr_file_format out_format,
                           ctr_stream_report *report);

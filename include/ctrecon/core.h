@@ -104,12 +104,19 @@ const char *ctr_version_string(void);
 /* Bit set of CTR_FEATURE_* compiled into this build. */
 unsigned ctr_features(void);
 
+/* Filled by the library: set version first (ctr_device_info_init or the INIT
+ * macro); the library fills the members of that version. */
+#define CTR_DEVICE_INFO_VERSION 1u
 typedef struct ctr_device_info {
+  unsigned version;
   char name[256];
   size_t total_memory, free_memory; /* bytes */
   int cc_major, cc_minor;           /* compute capability */
   int multiprocessors;
 } ctr_device_info;
+#define CTR_DEVICE_INFO_INIT { CTR_DEVICE_INFO_VERSION, "", 0, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_DEVICE_INFO_VERSION (core.h). */
+ctr_status ctr_device_info_init(ctr_device_info *s, unsigned version);
 
 /* Number of usable CUDA devices (0 when CUDA is not built or no GPU/driver). */
 int ctr_cuda_device_count(void);
@@ -222,13 +229,18 @@ ctr_device_kind ctr_context_device(const ctr_context *ctx);
 /* Metrics                                                                   */
 /* ------------------------------------------------------------------------- */
 
+#define CTR_VOLUME_ERROR_VERSION 1u
 typedef struct ctr_volume_error {
+  unsigned version;
   double rmse_object; /* over voxels where the truth is non-zero */
   double rmse_flat;   /* same, restricted to voxels whose 3x3x3 truth
                          neighbourhood is constant (away from edges) */
   double max_abs;     /* largest |rec - truth| over the object */
   int64_t n_object, n_flat;
 } ctr_volume_error;
+#define CTR_VOLUME_ERROR_INIT { CTR_VOLUME_ERROR_VERSION, 0, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_VOLUME_ERROR_VERSION (core.h). */
+ctr_status ctr_volume_error_init(ctr_volume_error *s, unsigned version);
 
 /* Compares a reconstruction with a (voxelised) truth of nx x ny x nz float32
  * voxels, both x fastest. Slices within `margin` of the top and bottom are

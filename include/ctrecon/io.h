@@ -28,12 +28,18 @@ ctr_status ctr_format_parse(const char *name, ctr_file_format *out);
 ctr_status ctr_format_guess(const char *path, ctr_file_format *out);
 
 /* A stack of 2D images (projections, or volume slices): width x height x count. */
+#define CTR_STACK_INFO_VERSION 1u
 typedef struct ctr_stack_info {
+  unsigned version;
   int64_t width, height, count;
   ctr_dtype dtype;
   double spacing[3];   /* mm; 0 if unknown */
   double origin[3];    /* mm of the first sample; NRRD only */
 } ctr_stack_info;
+/* All zero: a hint that checks nothing. */
+#define CTR_STACK_INFO_INIT { CTR_STACK_INFO_VERSION, 0, 0, 0, (ctr_dtype)0, { 0, 0, 0 }, { 0, 0, 0 } }
+/* The defaults in the layout of `version`, 1 .. CTR_STACK_INFO_VERSION (core.h). */
+ctr_status ctr_stack_info_init(ctr_stack_info *s, unsigned version);
 
 typedef struct ctr_stack_reader ctr_stack_reader;
 typedef struct ctr_stack_writer ctr_stack_writer;

@@ -91,13 +91,18 @@ typedef enum ctr_fbp_interp {
 
 /* Bad data met by a call under the data policy (docs/architecture.md, "Bad
  * values"), each replaced as said. */
+#define CTR_VALUE_COUNTS_VERSION 1u
 typedef struct ctr_value_counts {
+  unsigned version;
   int64_t input;       /* input values NaN, infinite or beyond +-1e24: replaced by 0 */
   int64_t calibration; /* flat/dark pixels with flat <= dark or non-finite: sinogram value 0 */
   int64_t clamped;     /* transmissions (p - dark) / (flat - dark) below 1e-6 or NaN: clamped
                           to 1e-6 (CPU; the GPU path does not count them) */
   int64_t output;      /* results NaN, infinite or beyond +-1e24: replaced by 0 */
 } ctr_value_counts;
+#define CTR_VALUE_COUNTS_INIT { CTR_VALUE_COUNTS_VERSION, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_VALUE_COUNTS_VERSION (core.h). */
+ctr_status ctr_value_counts_init(ctr_value_counts *s, unsigned version);
 
 #define CTR_FBP_OPTIONS_VERSION 2u /* 2: strict, counts */
 typedef struct ctr_fbp_options {

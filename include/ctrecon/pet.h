@@ -86,7 +86,9 @@ ctr_status ctr_pet_kernel_params_init(ctr_pet_kernel_params *s, unsigned version
  * mSR, mSRval; built on first use of a view and kept). */
 typedef struct ctr_pet_system ctr_pet_system;
 
+#define CTR_PET_VIEW_INFO_VERSION 1u
 typedef struct ctr_pet_view_info {
+  unsigned version;
   double azimuth_deg, copolar_deg; /* interval centres */
   double dir[3];                   /* TOF direction d */
   int64_t support;                 /* offsets in the kernel support (|mSR|) */
@@ -94,6 +96,9 @@ typedef struct ctr_pet_view_info {
   int64_t kernels;                 /* LORmap identifiers (N_kernel) */
   int half_extent[3];              /* largest |dx|, |dy|, |dz| of the support (voxels) */
 } ctr_pet_view_info;
+#define CTR_PET_VIEW_INFO_INIT { CTR_PET_VIEW_INFO_VERSION, 0, 0, { 0, 0, 0 }, 0, 0, 0, { 0, 0, 0 } }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_VIEW_INFO_VERSION (core.h). */
+ctr_status ctr_pet_view_info_init(ctr_pet_view_info *s, unsigned version);
 
 /* Validates (errors name the field) and copies the parameters. */
 ctr_status ctr_pet_system_create(const ctr_pet_params *p, const ctr_pet_kernel_params *k,
@@ -253,9 +258,14 @@ typedef struct ctr_pet_recon_options {
 /* The defaults in the layout of `version`, 1 .. CTR_PET_RECON_OPTIONS_VERSION (core.h). */
 ctr_status ctr_pet_recon_options_init(ctr_pet_recon_options *s, unsigned version);
 
+#define CTR_PET_RECON_TIMINGS_VERSION 1u
 typedef struct ctr_pet_recon_timings {
+  unsigned version;
   double forward, back, discrepancy, update, upload, download, total; /* seconds */
 } ctr_pet_recon_timings;
+#define CTR_PET_RECON_TIMINGS_INIT { CTR_PET_RECON_TIMINGS_VERSION, 0, 0, 0, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_RECON_TIMINGS_VERSION (core.h). */
+ctr_status ctr_pet_recon_timings_init(ctr_pet_recon_timings *s, unsigned version);
 
 /* Reconstructs the activity from the histo-images (whose params must match
  * the projector's system). image: nx ny nz floats; on entry the initial
@@ -273,13 +283,18 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
  * c = sphere activity / background - 1; noise = standard deviation / mean
  * inside a 50 mm diameter ROI at the phantom centre on the central slice.
  * ROI membership is the pixel area inside (supersampled). */
+#define CTR_PET_METRICS_VERSION 1u
 typedef struct ctr_pet_metrics {
+  unsigned version;
   double crc;                            /* mean over the spheres */
   double crc_sphere[CTR_PET_MAX_SPHERES];
   double noise;                          /* relative standard deviation */
   double background_mean;
   int nspheres;
 } ctr_pet_metrics;
+#define CTR_PET_METRICS_INIT { CTR_PET_METRICS_VERSION, 0, { 0 }, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_METRICS_VERSION (core.h). */
+ctr_status ctr_pet_metrics_init(ctr_pet_metrics *s, unsigned version);
 
 ctr_status ctr_pet_metrics_compute(const ctr_pet_params *p, const ctr_pet_phantom *ph,
                                    const float *image, ctr_pet_metrics *out);

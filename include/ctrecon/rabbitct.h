@@ -26,6 +26,8 @@ ctr_status ctr_geometry_from_rabbitct(int64_t width, int64_t height, int64_t nvi
 /* 1 / A[2][3]^2: converts the canonical 1 / c^2 weight into RabbitCT's 1 / w^2. */
 double ctr_rabbitct_weight(const double A[12]);
 
+/* A record of the file format (positional, core.h): `version` is the file's
+ * version word, not a struct version. */
 typedef struct ctr_rabbitct_header {
   uint32_t version;       /* 0 for files with the old header (no version word) */
   int64_t width, height;  /* projection S_x, S_y */

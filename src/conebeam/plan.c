@@ -115,6 +115,25 @@ static const char *size_text(uint64_t b, char *buf, size_t n) {
   return buf;
 }
 
+/* One line describing a plan (ctr_plan_describe). */
+static int describe(const ctr_plan *p, char *buf, size_t n) {
+  char gb[32], hb[32], sb[32];
+  const int64_t last = p->nz - (p->nslabs - 1) * p->slab_slices;
+  int k = snprintf(buf, n,
+                   "%lld subvolume%s of %lld slice%s%s, %lld batches of %lld views, filtered "
+                   "projections %s%s%s; %s GPU, %s host",
+                   (long long)p->nslabs, p->nslabs == 1 ? "" : "s", (long long)p->slab_slices,
+                   p->slab_slices == 1 ? "" : "s", last != p->slab_slices ? " (last shorter)" : "",
+                   (long long)p->nbatches, (long long)p->views_per_batch,
+                   p->store == CTR_STORE_NONE ? "used once" : "kept in ",
+                   p->store == CTR_STORE_NONE ? "" : ctr_store_name(p->store),
+                   p->pair ? ", mirrored pairs" : "", size_text(p->gpu_bytes, gb, sizeof gb),
+                   size_text(p->host_bytes, hb, sizeof hb));
+  if (p->scratch_bytes && k >= 0 && (size_t)k < n)
+    k += snprintf(buf + k, n - (size_t)k, ", %s scratch", size_text(p->scratch_bytes, sb, sizeof sb));
+  return k;
+}
+
 static ctr_status check_request(const ctr_geometry *g, const ctr_plan_request *r, int64_t *z0,
                                 int64_t *nz) {
   if (!g || !r) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_fdk: geometry or request is NULL");
@@ -188,7 +207,7 @@ static ctr_status fail_budget(const ctr_geometry *g, const ctr_plan_request *r, 
     }
   }
   if (gpu_short) {
-    ctr_plan_describe(&p, desc, sizeof desc);
+    describe(&p, desc, sizeof desc);
     const uint64_t host_need = p.host_bytes;
     CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
              "a GPU budget of %s is too small for %lld x %lld projections and %lld x %lld slices: "
@@ -201,7 +220,7 @@ static ctr_status fail_budget(const ctr_geometry *g, const ctr_plan_request *r, 
   }
   host_min = smallest_budget(g, r, z0, nz, 0, 0, &p);
   if (host_min == 0) host_min = smallest_budget(g, r, z0, nz, 0, 1, &p);
-  ctr_plan_describe(&p, desc, sizeof desc);
+  describe(&p, desc, sizeof desc);
   CTR_FAIL(CTR_E_OUT_OF_MEMORY,
            "a host memory budget of %s is too small for %lld x %lld projections and %lld x %lld "
            "slices: the smallest plan needs %s of host memory (--host-mem) (%s)",
@@ -283,9 +302,11 @@ static int search(const ctr_geometry *g, const ctr_plan_request *r, int64_t z0, 
   return 0;
 }
 
-ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_plan *out) {
+ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_plan *plan) {
   int64_t z0 = 0, nz = 0;
-  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_fdk: out is NULL");
+  if (!plan) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_fdk: out is NULL");
+  CTR_CHECK(ctr__struct_check(&ctr__struct_plan, plan));
+  ctr_plan full = CTR_PLAN_INIT, *out = &full;
   ctr_plan_request rq;
   if (r) {
     CTR_CHECK(ctr__struct_copy(&ctr__struct_plan_request, &rq, r));
@@ -296,29 +317,15 @@ ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_pl
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: store 'none' keeps no filtered projections, "
              "so it needs one subvolume, but max_slab_slices %lld < %lld slices",
              (long long)r->max_slab_slices, (long long)nz);
-  if (search(g, r, z0, nz, out)) return CTR_OK;
+  if (search(g, r, z0, nz, out)) return ctr__struct_store(&ctr__struct_plan, plan, out);
   return fail_budget(g, r, z0, nz);
 }
 
-
-
-int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n) {
-  char gb[32], hb[32], sb[32];
-  if (!p) return snprintf(buf, n, "(no plan)");
-  const int64_t last = p->nz - (p->nslabs - 1) * p->slab_slices;
-  int k = snprintf(buf, n,
-                   "%lld subvolume%s of %lld slice%s%s, %lld batches of %lld views, filtered "
-                   "projections %s%s%s; %s GPU, %s host",
-                   (long long)p->nslabs, p->nslabs == 1 ? "" : "s", (long long)p->slab_slices,
-                   p->slab_slices == 1 ? "" : "s", last != p->slab_slices ? " (last shorter)" : "",
-                   (long long)p->nbatches, (long long)p->views_per_batch,
-                   p->store == CTR_STORE_NONE ? "used once" : "kept in ",
-                   p->store == CTR_STORE_NONE ? "" : ctr_store_name(p->store),
-                   p->pair ? ", mirrored pairs" : "", size_text(p->gpu_bytes, gb, sizeof gb),
-                   size_text(p->host_bytes, hb, sizeof hb));
-  if (p->scratch_bytes && k >= 0 && (size_t)k < n)
-    k += snprintf(buf + k, n - (size_t)k, ", %s scratch", size_text(p->scratch_bytes, sb, sizeof sb));
-  return k;
+int ctr_plan_describe(const ctr_plan *plan, char *buf, size_t n) {
+  if (!plan) return snprintf(buf, n, "(no plan)");
+  ctr_plan p;
+  if (ctr__struct_copy(&ctr__struct_plan, &p, plan) != CTR_OK) return -1;
+  return describe(&p, buf, n);
 }
 
 ctr_status ctr_parse_size(const char *text, uint64_t *bytes) {

@@ -118,6 +118,7 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
     q.max_slab_slices = resumed->slab_slices;
     q.store = (ctr_store)resumed->store;
   }
+  r->plan = (ctr_plan)CTR_PLAN_INIT;
   CTR_CHECK(ctr_plan_fdk(r->g, &q, &r->plan));
   if (resumed && (r->plan.slab_slices != resumed->slab_slices || r->plan.pair != resumed->pair))
     CTR_FAIL(CTR_E_OUT_OF_MEMORY,
@@ -489,9 +490,24 @@ static ctr_status verify_resumed(stream_run *r, ctr__journal *j, ctr_stack_write
   return CTR_OK;
 }
 
+/* A resume that fails on these found the journal or the partial output
+ * damaged, truncated or gone: resuming again cannot help. */
+static int resume_unusable(ctr_status st) {
+  return st == CTR_E_FORMAT || st == CTR_E_SIZE_MISMATCH || st == CTR_E_IO;
+}
+
+/* The caller's report: checked first and zeroed, filled (in its version)
+ * from the run's own at the end. */
+static ctr_status report_begin(ctr_stream_report *caller, ctr_stream_report *full) {
+  memset(full, 0, sizeof *full);
+  if (!caller) return CTR_OK;
+  CTR_CHECK(ctr__struct_check(&ctr__struct_stream_report, caller));
+  return ctr__struct_store(&ctr__struct_stream_report, caller, full);
+}
+
 ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
                           ctr_stack_reader *projections, const char *out,
-                          ctr_file_format out_format, ctr_stream_report *report) {
+                          ctr_file_format out_format, ctr_stream_report *report_out) {
   const double t_start = ctr__now_s();
   ctr_status st = CTR_OK;
   stream_run r;
@@ -500,14 +516,15 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   ctr__journal journal;
   memset(&journal, 0, sizeof journal);
   journal.fd = -1;
-  int have_journal = 0, resumable = 0;
+  int have_journal = 0, resumable = 0, unusable = 0;
   ctr_stack_writer *w = NULL;
   unsigned char *done_images = NULL;
   char *jpath = NULL;
   double t_setup = 0;
   ctr__slab_record kept = {0, INFINITY, -INFINITY, 0, 0}; /* resumed subvolumes */
   int64_t nkept = 0, kept_slices = 0;
-  if (report) memset(report, 0, sizeof *report);
+  ctr_stream_report full_report, *report = report_out ? &full_report : NULL;
+  CTR_CHECK(report_begin(report_out, &full_report));
   CTR_CHECK(check_geometry(g));
   if (!projections || !out || !*out)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream: projections and out are required");
@@ -532,7 +549,10 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
     if (!resumable)
       CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED, "cannot resume into the multi-page TIFF '%s': write "
                     "raw, nrrd or a TIFF stack pattern to make a run resumable", out);
-    CTR_CHECK_GOTO(st, ctr__journal_resume(&journal, jpath, fp));
+    if ((st = ctr__journal_resume(&journal, jpath, fp)) != CTR_OK) {
+      unusable = resume_unusable(st);
+      goto cleanup;
+    }
     have_journal = 1;
   } else if (ctr__file_exists(jpath)) {
     CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
@@ -543,8 +563,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   /* The output, under its partial name. */
   {
     const ctr_volume_geometry vg = g->vol;
-    ctr_stack_info info;
-    memset(&info, 0, sizeof info);
+    ctr_stack_info info = CTR_STACK_INFO_INIT;
     info.width = vg.nx;
     info.height = vg.ny;
     info.count = r.plan.nz;
@@ -569,10 +588,13 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
           memset(done_images + z, 1, (size_t)nz);
         }
       }
-      CTR_CHECK_GOTO(st, ctr__stack_create_partial(out, out_format, &info, have_journal,
-                                                   done_images, &w));
-      if (have_journal)
-        CTR_CHECK_GOTO(st, verify_resumed(&r, &journal, w, out, &kept, &nkept, &kept_slices));
+      st = ctr__stack_create_partial(out, out_format, &info, have_journal, done_images, &w);
+      if (st == CTR_OK && have_journal)
+        st = verify_resumed(&r, &journal, w, out, &kept, &nkept, &kept_slices);
+      if (st != CTR_OK) {
+        unusable = have_journal && resume_unusable(st);
+        goto cleanup;
+      }
     } else {
       CTR_CHECK_GOTO(st, ctr_stack_create(out, out_format, &info, &w));
     }
@@ -635,6 +657,14 @@ cleanup:
     else ctr_stack_abort(w);
   }
   if (have_journal) ctr__journal_close(&journal, !journalled);
+  if (report) { /* a journal left behind, and whether a resume can continue it */
+    if (st != CTR_OK && jpath && ctr__file_exists(jpath) &&
+        strlen(jpath) < sizeof report->journal) {
+      report->resumable = !unusable;
+      memcpy(report->journal, jpath, strlen(jpath) + 1);
+    }
+    ctr__struct_store(&ctr__struct_stream_report, report_out, report);
+  }
   free(done_images);
   free(jpath);
   return st;
@@ -642,13 +672,14 @@ cleanup:
 
 ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
                                  const ctr_stream_options *opts, const ctr_array *proj,
-                                 ctr_array *vol, ctr_stream_report *report) {
+                                 ctr_array *vol, ctr_stream_report *report_out) {
   const double t_start = ctr__now_s();
   ctr_status st = CTR_OK;
   stream_run r;
   memset(&r, 0, sizeof r);
   r.scratch_fd = -1;
-  if (report) memset(report, 0, sizeof *report);
+  ctr_stream_report full_report, *report = report_out ? &full_report : NULL;
+  CTR_CHECK(report_begin(report_out, &full_report));
   CTR_CHECK(check_geometry(g));
   r.ctx = ctx;
   r.g = g;
@@ -665,6 +696,7 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   report_values(&r);
   if (r.opts.on_slab) r.opts.on_slab(r.opts.user, r.plan.z0, r.plan.nz, r.vol_mem);
   finish_report(&r, t_start, t_setup, report);
+  if (report) ctr__struct_store(&ctr__struct_stream_report, report_out, report);
 cleanup:
   release(&r);
   return st;

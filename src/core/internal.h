@@ -149,6 +149,10 @@ ctr_status ctr__struct_check(const ctr__struct_desc *d, const void *s);
 /* ctr_<name>_init: s = the defaults, in the layout of `version` (1 ..
  * current), s->version = version. */
 ctr_status ctr__struct_init(const ctr__struct_desc *d, void *s, unsigned version);
+/* 1 if s (checked) holds the member at [offset, offset + size) of the
+ * current layout: for a struct the library updates in place (a caller's
+ * ctr_value_counts), whose members before any embedded struct never move. */
+int ctr__struct_holds(const ctr__struct_desc *d, const void *s, size_t offset, size_t size);
 /* Bytes of version v's layout (0 for a version outside 1 .. current). */
 size_t ctr__struct_size(const ctr__struct_desc *d, unsigned v);
 /* Checks a descriptor against the rules above (the tests run it on every
@@ -159,7 +163,10 @@ extern const ctr__struct_desc *const ctr__structs[];
 extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_params,
     ctr__struct_fdk_options, ctr__struct_plan_request, ctr__struct_stream_options,
     ctr__struct_parallel_params, ctr__struct_fbp_options, ctr__struct_pet_params,
-    ctr__struct_pet_kernel_params, ctr__struct_pet_sim_options, ctr__struct_pet_recon_options;
+    ctr__struct_pet_kernel_params, ctr__struct_pet_sim_options, ctr__struct_pet_recon_options,
+    ctr__struct_device_info, ctr__struct_volume_error, ctr__struct_stack_info, ctr__struct_plan,
+    ctr__struct_stream_timings, ctr__struct_stream_report, ctr__struct_value_counts,
+    ctr__struct_pet_view_info, ctr__struct_pet_recon_timings, ctr__struct_pet_metrics;
 
 /* Human sizes: "1.5 GiB" into buf. */
 const char *ctr__format_bytes(double bytes, char *buf, size_t n);

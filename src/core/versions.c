@@ -111,6 +111,11 @@ ctr_status ctr__struct_init(const ctr__struct_desc *d, void *s, unsigned version
   return CTR_OK;
 }
 
+int ctr__struct_holds(const ctr__struct_desc *d, const void *s, size_t offset, size_t size) {
+  const unsigned v = version_of(s);
+  return d->nnested == 0 && v >= 1 && v <= d->current && offset + size <= d->versions[v - 1].end;
+}
+
 size_t ctr__struct_size(const ctr__struct_desc *d, unsigned v) {
   size_t size = 0;
   if (v >= 1 && v <= d->current) move(d, v, MEASURE, NULL, NULL, &size);
@@ -206,6 +211,19 @@ static const ctr__struct_version context_options_versions[] = {
 };
 CTR__STRUCT_DEFINE(context_options, CTR_CONTEXT_OPTIONS_VERSION)
 
+static const ctr_device_info device_info_defaults = CTR_DEVICE_INFO_INIT;
+static const ctr__struct_version device_info_versions[] = {CTR__V_ALL(ctr_device_info)};
+CTR__STRUCT_DEFINE(device_info, CTR_DEVICE_INFO_VERSION)
+
+static const ctr_volume_error volume_error_defaults = CTR_VOLUME_ERROR_INIT;
+static const ctr__struct_version volume_error_versions[] = {CTR__V_ALL(ctr_volume_error)};
+CTR__STRUCT_DEFINE(volume_error, CTR_VOLUME_ERROR_VERSION)
+
+/* File I/O */
+static const ctr_stack_info stack_info_defaults = CTR_STACK_INFO_INIT;
+static const ctr__struct_version stack_info_versions[] = {CTR__V_ALL(ctr_stack_info)};
+CTR__STRUCT_DEFINE(stack_info, CTR_STACK_INFO_VERSION)
+
 /* Cone-beam geometry and FDK */
 static const ctr_circular_params circular_params_defaults = CTR_CIRCULAR_PARAMS_INIT;
 static const ctr__struct_version circular_params_versions[] = {CTR__V_ALL(ctr_circular_params)};
@@ -231,6 +249,22 @@ CTR__STRUCT_DEFINE_NESTED(stream_options, CTR_STREAM_OPTIONS_VERSION, 1,
                           {offsetof(ctr_stream_options, fdk)}, {"fdk"},
                           {&ctr__struct_fdk_options})
 
+static const ctr_plan plan_defaults = CTR_PLAN_INIT;
+static const ctr__struct_version plan_versions[] = {CTR__V_ALL(ctr_plan)};
+CTR__STRUCT_DEFINE(plan, CTR_PLAN_VERSION)
+
+static const ctr_stream_timings stream_timings_defaults = CTR_STREAM_TIMINGS_INIT;
+static const ctr__struct_version stream_timings_versions[] = {CTR__V_ALL(ctr_stream_timings)};
+CTR__STRUCT_DEFINE(stream_timings, CTR_STREAM_TIMINGS_VERSION)
+
+static const ctr_stream_report stream_report_defaults = CTR_STREAM_REPORT_INIT;
+static const ctr__struct_version stream_report_versions[] = {
+    {sizeof(ctr_stream_report), {1, 1}}, /* 1: ctr_plan 1, ctr_stream_timings 1 */
+};
+CTR__STRUCT_DEFINE_NESTED(stream_report, CTR_STREAM_REPORT_VERSION, 2,
+                          {offsetof(ctr_stream_report, plan), offsetof(ctr_stream_report, timings)},
+                          {"plan", "timings"}, {&ctr__struct_plan, &ctr__struct_stream_timings})
+
 /* Parallel beam */
 static const ctr_parallel_params parallel_params_defaults = CTR_PARALLEL_PARAMS_INIT;
 static const ctr__struct_version parallel_params_versions[] = {CTR__V_ALL(ctr_parallel_params)};
@@ -242,6 +276,10 @@ static const ctr__struct_version fbp_options_versions[] = {
     CTR__V_ALL(ctr_fbp_options),          /* 2: strict, counts */
 };
 CTR__STRUCT_DEFINE(fbp_options, CTR_FBP_OPTIONS_VERSION)
+
+static const ctr_value_counts value_counts_defaults = CTR_VALUE_COUNTS_INIT;
+static const ctr__struct_version value_counts_versions[] = {CTR__V_ALL(ctr_value_counts)};
+CTR__STRUCT_DEFINE(value_counts, CTR_VALUE_COUNTS_VERSION)
 
 /* PET */
 static const ctr_pet_params pet_params_defaults = CTR_PET_PARAMS_INIT;
@@ -264,8 +302,26 @@ static const ctr__struct_version pet_recon_options_versions[] = {
 };
 CTR__STRUCT_DEFINE(pet_recon_options, CTR_PET_RECON_OPTIONS_VERSION)
 
+static const ctr_pet_view_info pet_view_info_defaults = CTR_PET_VIEW_INFO_INIT;
+static const ctr__struct_version pet_view_info_versions[] = {CTR__V_ALL(ctr_pet_view_info)};
+CTR__STRUCT_DEFINE(pet_view_info, CTR_PET_VIEW_INFO_VERSION)
+
+static const ctr_pet_recon_timings pet_recon_timings_defaults = CTR_PET_RECON_TIMINGS_INIT;
+static const ctr__struct_version pet_recon_timings_versions[] = {
+    CTR__V_ALL(ctr_pet_recon_timings)};
+CTR__STRUCT_DEFINE(pet_recon_timings, CTR_PET_RECON_TIMINGS_VERSION)
+
+static const ctr_pet_metrics pet_metrics_defaults = CTR_PET_METRICS_INIT;
+static const ctr__struct_version pet_metrics_versions[] = {CTR__V_ALL(ctr_pet_metrics)};
+CTR__STRUCT_DEFINE(pet_metrics, CTR_PET_METRICS_VERSION)
+
 const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_context_options, &ctr__struct_circular_params, &ctr__struct_fdk_options,
     &ctr__struct_plan_request,    &ctr__struct_stream_options,  &ctr__struct_parallel_params,
     &ctr__struct_fbp_options,     &ctr__struct_pet_params,      &ctr__struct_pet_kernel_params,
-    &ctr__struct_pet_sim_options, &ctr__struct_pet_recon_options, NULL};
+    &ctr__struct_pet_sim_options, &ctr__struct_pet_recon_options,
+    /* filled by the library (or both ways: ctr_stack_info, ctr_value_counts) */
+    &ctr__struct_device_info, &ctr__struct_volume_error, &ctr__struct_stack_info,
+    &ctr__struct_plan, &ctr__struct_stream_timings, &ctr__struct_stream_report,
+    &ctr__struct_value_counts, &ctr__struct_pet_view_info, &ctr__struct_pet_recon_timings,
+    &ctr__struct_pet_metrics, NULL};

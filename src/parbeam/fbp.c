@@ -29,6 +29,7 @@ static ctr_status resolve_options(const char *fn, const ctr_fbp_options *opts, c
   }
   CTR_CHECK(ctr__struct_copy(&ctr__struct_fbp_options, o, opts));
   opts = o;
+  if (o->counts) CTR_CHECK(ctr__struct_check(&ctr__struct_value_counts, o->counts));
   if (!strcmp(ctr_window_name(opts->window), "unknown"))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT,
              "%s: ctr_fbp_options.window = %d, expected ram-lak, shepp-logan, cosine, hamming or "
@@ -52,15 +53,20 @@ static ctr_status resolve_options(const char *fn, const ctr_fbp_options *opts, c
 static ctr_status policy(const ctr_context *ctx, const ctr_fbp_options *o, int64_t bad,
                          int64_t *counter, const char *what, const char *kind, const char *fate) {
   if (bad <= 0) return CTR_OK;
-  if (o->counts && !o->strict) {
+  if (counter && !o->strict) {
     *counter += bad;
     return CTR_OK;
   }
   return ctr__values_report_kind(ctx, o->strict, bad, what, kind, fate);
 }
 
+/* The caller's counter of one kind, if its version of ctr_value_counts has
+ * it (else the count is logged). */
 static int64_t *count_of(const ctr_fbp_options *o, size_t offset) {
-  return o->counts ? (int64_t *)((char *)o->counts + offset) : NULL;
+  if (!o->counts || !ctr__struct_holds(&ctr__struct_value_counts, o->counts, offset,
+                                       sizeof(int64_t)))
+    return NULL;
+  return (int64_t *)((char *)o->counts + offset);
 }
 #define CTR__COUNT(o, field) count_of((o), offsetof(ctr_value_counts, field))
 
