@@ -150,22 +150,21 @@ const char *ctr_dtype_name(ctr_dtype t);
 ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out);
 
 #define CTR_MAX_DIMS 4
-/* A strided view of memory the caller owns. dims[0] is the fastest axis;
- * strides are in elements (0 = contiguous, filled by ctr_array_init). */
+/* A dense array in memory the caller owns: dims[0] x dims[1] x ... elements
+ * of dtype with no gaps, dims[0] the fastest axis (element (i, j, k) of a 3D
+ * array at i + dims[0] * (j + dims[1] * k)). Every function takes arrays in
+ * this layout; copy strided data into one first. A value type (core.h). */
 typedef struct ctr_array {
   void *data;
   ctr_dtype dtype;
   int ndim;
   int64_t dims[CTR_MAX_DIMS];
-  int64_t strides[CTR_MAX_DIMS];
 } ctr_array;
 
-/* Fills a contiguous descriptor (dims[0] fastest). */
+/* Fills a descriptor (ndim clamped to 0 .. CTR_MAX_DIMS). */
 ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *dims);
 /* Number of elements. */
 int64_t ctr_array_count(const ctr_array *a);
-/* 1 if the strides describe a dense, dims[0]-fastest layout. */
-int ctr_array_is_contiguous(const ctr_array *a);
 
 /* ------------------------------------------------------------------------- */
 /* Context                                                                   */

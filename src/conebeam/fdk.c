@@ -44,8 +44,6 @@ static ctr_status check_array(const ctr_array *a, const char *what, int64_t d0, 
     CTR_FAIL(CTR_E_SIZE_MISMATCH, "%s: dims %lld x %lld x %lld, expected %lld x %lld x %lld", what,
              (long long)(a->ndim > 0 ? a->dims[0] : 0), (long long)(a->ndim > 1 ? a->dims[1] : 0),
              (long long)(a->ndim > 2 ? a->dims[2] : 0), (long long)d0, (long long)d1, (long long)d2);
-  if (!ctr_array_is_contiguous(a))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: strided arrays are not supported; pass contiguous data", what);
   return CTR_OK;
 }
 

@@ -71,12 +71,7 @@ ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *d
   a.data = data;
   a.dtype = dtype;
   a.ndim = ndim < 0 ? 0 : (ndim > CTR_MAX_DIMS ? CTR_MAX_DIMS : ndim);
-  int64_t stride = 1;
-  for (int i = 0; i < a.ndim; i++) {
-    a.dims[i] = dims[i];
-    a.strides[i] = stride;
-    stride *= dims[i];
-  }
+  for (int i = 0; i < a.ndim; i++) a.dims[i] = dims[i];
   return a;
 }
 
@@ -84,15 +79,6 @@ int64_t ctr_array_count(const ctr_array *a) {
   int64_t n = 1;
   for (int i = 0; i < a->ndim; i++) n *= a->dims[i];
   return a->ndim > 0 ? n : 0;
-}
-
-int ctr_array_is_contiguous(const ctr_array *a) {
-  int64_t stride = 1;
-  for (int i = 0; i < a->ndim; i++) {
-    if (a->strides[i] != 0 && a->strides[i] != stride) return 0;
-    stride *= a->dims[i];
-  }
-  return 1;
 }
 
 ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out) {

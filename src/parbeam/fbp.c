@@ -188,9 +188,6 @@ static ctr_status check_array(const char *what, const ctr_array *a, const char *
              (long long)(a->ndim > 1 ? a->dims[1] : 0), (long long)(a->ndim > 2 ? a->dims[2] : 0),
              a->ndim, expect, want);
   }
-  if (!ctr_array_is_contiguous(a))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_fbp: %s is strided; expected contiguous data (dims[0] fastest)", what);
   return CTR_OK;
 }
 
@@ -252,10 +249,9 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
   if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: geometry is NULL");
   CTR_CHECK(resolve_options("ctr_fbp_projections", opts, &o));
   if (!proj || !proj->data || proj->ndim != 3 ||
-      (proj->dtype != CTR_DTYPE_FLOAT32 && proj->dtype != CTR_DTYPE_UINT16) ||
-      !ctr_array_is_contiguous(proj))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: projections must be a contiguous 3D "
-             "float32 or uint16 array (nbins x nrows x nangles)");
+      (proj->dtype != CTR_DTYPE_FLOAT32 && proj->dtype != CTR_DTYPE_UINT16))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: projections must be a 3D float32 or "
+             "uint16 array (nbins x nrows x nangles)");
   const int64_t nb = g->p.nbins, na = g->p.nangles, nrows = proj->dims[1];
   if (proj->dims[0] != nb || proj->dims[2] != na)
     CTR_FAIL(CTR_E_SIZE_MISMATCH, "ctr_fbp_projections: projections are %lld x %lld x %lld, "

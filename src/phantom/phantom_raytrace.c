@@ -221,9 +221,6 @@ ctr_status ctr_phantom_project(ctr_context *ctx, const ctr_phantom *p, const ctr
              (long long)nviews);
   }
   if (!out->data) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_phantom_project: out data is NULL");
-  if (!ctr_array_is_contiguous(out))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_phantom_project: out must be contiguous (dims[0] fastest)");
 
   for (int64_t i = 0; i < nviews; i++) {
     double P[12], M[9], inv[9];
