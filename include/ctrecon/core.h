@@ -96,7 +96,8 @@ enum {
   CTR_FEATURE_OPENMP = 1u << 0,
   CTR_FEATURE_CUDA = 1u << 1,
   CTR_FEATURE_HDF5 = 1u << 2,
-  CTR_FEATURE_MPI = 1u << 3,
+  CTR_FEATURE_MPI = 1u << 3, /* reserved for distributed (MPI) runs: never set until the
+                                library has MPI code (this bit keeps its value) */
   CTR_FEATURE_TIFF = 1u << 4,
   CTR_FEATURE_PNG = 1u << 5
 };

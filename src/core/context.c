@@ -30,9 +30,6 @@ unsigned ctr_features(void) {
 #if defined(CTR_HAVE_HDF5) && CTR_HAVE_HDF5
   f |= CTR_FEATURE_HDF5;
 #endif
-#if defined(CTR_HAVE_MPI) && CTR_HAVE_MPI
-  f |= CTR_FEATURE_MPI;
-#endif
   return f;
 }
 
