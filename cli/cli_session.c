@@ -121,7 +121,9 @@ static void on_log(void *user, ctr_log_level level, const char *message) {
   const char *kind = level == CTR_LOG_ERROR     ? "error"
                      : level == CTR_LOG_WARNING ? "warning"
                                                 : "info";
-  fprintf(stderr, "ctrecon %s: %s: %s\n", s->cmd, kind, message);
+  char text[2048];
+  fprintf(stderr, "ctrecon %s: %s: %s\n", s->cmd, kind,
+          cli_library_text(message, text, sizeof text));
 }
 
 void cli_info(const cli_session *s, const char *fmt, ...) {

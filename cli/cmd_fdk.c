@@ -240,7 +240,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
     if (*journal && !r->report.resumable) {
       cli_progress_end(&r->session);
       fprintf(stderr, "ctrecon fdk: error: %s; delete %s.partial%s and %s and run without "
-              "--resume to start over\n", ctr_error_detail(), a->out,
+              "--resume to start over\n", cli_detail(), a->out,
               r->out_fmt == CTR_FORMAT_TIFF_STACK ? " files" : "", journal);
       return cli_exit_code(st);
     }
@@ -248,7 +248,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
       const int rc = cli_exit_code(st);
       cli_progress_end(&r->session);
       fprintf(stderr, "ctrecon fdk: error: %s\n",
-              st == CTR_E_CANCELLED && !*ctr_error_detail() ? "interrupted" : ctr_error_detail());
+              st == CTR_E_CANCELLED && !*cli_detail() ? "interrupted" : cli_detail());
       fprintf(stderr, "ctrecon fdk: '%s' was not written; its finished subvolumes are kept in "
               "%s.partial%s (journal %s): repeat the command with --resume to continue\n",
               a->out, a->out, r->out_fmt == CTR_FORMAT_TIFF_STACK ? " files" : "", journal);
@@ -259,7 +259,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
    * the detail lacks it). */
   if (st != CTR_OK)
     return cli_fail_file("fdk", st,
-                         strstr(ctr_error_detail(), a->projections) ? a->projections : a->out);
+                         strstr(cli_detail(), a->projections) ? a->projections : a->out);
   /* FDK undershoots below 0 near edges: routine, so only overflow warns. */
   if (r->report.above)
     cli_warn("fdk",

@@ -39,7 +39,7 @@ static void print_gpus(unsigned features) {
     ctr_device_info d = CTR_DEVICE_INFO_INIT;
     char total[32], avail[32];
     if (ctr_cuda_device_info(i, &d) != CTR_OK) {
-      printf("  cuda:%d  (cannot query: %s)\n", i, ctr_error_detail());
+      printf("  cuda:%d  (cannot query: %s)\n", i, cli_detail());
       continue;
     }
     printf("  cuda:%d  %s, %s memory (%s free), compute capability %d.%d, %d SMs\n", i, d.name,

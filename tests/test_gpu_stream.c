@@ -242,7 +242,7 @@ static void test_budget(ctr_context *gpu) {
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
   so.gpu_budget = 4096;
   CHECK(ctr_fdk_stream_memory(gpu, g, &so, &pa, &va, NULL) == CTR_E_DEVICE_OUT_OF_MEMORY);
-  CHECK(strstr(ctr_error_detail(), "--gpu-mem") != NULL);
+  CHECK(strstr(ctr_error_detail(), "(gpu_budget)") != NULL);
   printf("tiny GPU budget: %s\n", ctr_error_detail());
   free(proj);
   free(vol);

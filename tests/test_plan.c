@@ -265,10 +265,10 @@ static void test_cuda_big(void) {
   /* Forced device store with a GPU too small for the resident views. */
   q = cuda_request(8 * GiB, 100 * GiB);
   q.store = CTR_STORE_DEVICE;
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p2), CTR_E_DEVICE_OUT_OF_MEMORY, "--gpu-mem");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p2), CTR_E_DEVICE_OUT_OF_MEMORY, "(gpu_budget)");
   /* Forced "none" needs the whole 32 GiB volume on the GPU at once. */
   q.store = CTR_STORE_NONE;
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p2), CTR_E_DEVICE_OUT_OF_MEMORY, "--gpu-mem");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p2), CTR_E_DEVICE_OUT_OF_MEMORY, "(gpu_budget)");
 
   /* Input and output in memory: no read / write buffers, less host memory. */
   q = cuda_request(8 * GiB, 100 * GiB);
@@ -331,7 +331,7 @@ static void sweep_one(const ctr_geometry *g, ctr_plan_request q, int which, doub
   if (st != CTR_OK) {
     (*refused)++;
     CHECK_MSG(st == (which ? CTR_E_OUT_OF_MEMORY : CTR_E_DEVICE_OUT_OF_MEMORY) &&
-                  strstr(ctr_error_detail(), which ? "--host-mem" : "--gpu-mem"),
+                  strstr(ctr_error_detail(), which ? "(host_budget)" : "(gpu_budget)"),
               "%s: %s (%s)", what, ctr_status_name(st), ctr_error_detail());
     return;
   }
@@ -378,7 +378,7 @@ static void test_sweep_cpu(void) {
       ctr_status st = ctr_plan_fdk(g, &q, &p);
       if (st != CTR_OK) {
         refused++;
-        CHECK_MSG(st == CTR_E_OUT_OF_MEMORY && strstr(ctr_error_detail(), "--host-mem"),
+        CHECK_MSG(st == CTR_E_OUT_OF_MEMORY && strstr(ctr_error_detail(), "(host_budget)"),
                   "%s: %s (%s)", what, ctr_status_name(st), ctr_error_detail());
         continue;
       }
@@ -537,30 +537,30 @@ static void test_absurd_budgets(void) {
   }
   ctr_plan p = CTR_PLAN_INIT;
   ctr_plan_request q = cuda_request(64 * MiB, 100 * GiB);
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_DEVICE_OUT_OF_MEMORY, "--gpu-mem");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_DEVICE_OUT_OF_MEMORY, "(gpu_budget)");
   printf("gpu 64 MiB: %s\n", ctr_error_detail());
   CHECK(strstr(ctr_error_detail(), "64.00 MiB") != NULL); /* the budget given */
   check_named_minimum("cuda gpu minimum", g, q, 0, 0.0);
   q = cuda_request(80 * GiB, 16 * MiB);
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_OUT_OF_MEMORY, "--host-mem");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_OUT_OF_MEMORY, "(host_budget)");
   printf("host 16 MiB (cuda): %s\n", ctr_error_detail());
   /* The named minimum is the planner's own (found by bisection), whatever
    * store wins at it. */
   check_named_minimum("cuda host minimum", g, q, 1, 0.0);
   q = cpu_request(1 * KiB);
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_OUT_OF_MEMORY, "--host-mem");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_OUT_OF_MEMORY, "(host_budget)");
   printf("host 1 KiB (cpu): %s\n", ctr_error_detail());
   check_named_minimum("cpu host minimum", g, q, 1, 0.0);
   q = cpu_request(1 * KiB);
-  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "--host-mem");
+  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "(host_budget)");
   check_named_minimum("cpu small host minimum", small, q, 1, 0.0);
   q.input_in_memory = q.output_in_memory = 1;
-  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "--host-mem");
+  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "(host_budget)");
   /* With the output in memory one subvolume without a store is the cheapest
    * plan: the named minimum is its budget. */
   check_named_minimum("cpu small in-memory host minimum", small, q, 1, 0.0);
   q = cpu_request(0);
-  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "--host-mem");
+  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "(host_budget)");
   ctr_geometry_free(g);
   ctr_geometry_free(small);
 }

@@ -292,7 +292,7 @@ static void test_memory_splits(void) {
   o = stream_opts(0, 0, CTR_STORE_AUTO);
   o.host_budget = 1024;
   CHECK_FAILS(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep), CTR_E_OUT_OF_MEMORY,
-              "--host-mem");
+              "(host_budget)");
   o = stream_opts(0, 0, CTR_STORE_AUTO);
   o.version = 0;
   CHECK_FAILS(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep), CTR_E_INVALID_ARGUMENT,
@@ -573,7 +573,7 @@ static void test_resume(void) {
     if (k == 2) {
       /* Refusals leave the interrupted run intact (and resumable). */
       CHECK_FAILS(run_raw(rd, out, 0, CTR_WINDOW_RAM_LAK, &rep), CTR_E_INVALID_ARGUMENT,
-                  "--resume");
+                  "set ctr_stream_options.resume");
       CHECK(!exists(out) && exists(partial_of(out)) && exists(journal_of(out)));
       CHECK(journal_slabs(journal_of(out)) == 2);
       CHECK(rep.resumable == 1 && !strcmp(rep.journal, journal_of(out)));
@@ -860,7 +860,7 @@ static void test_errors(void) {
     o = stream_opts(5, 7, CTR_STORE_HOST);
     o.host_budget = 1024;
     CHECK_FAILS(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("x.raw"), CTR_FORMAT_AUTO, &rep),
-                CTR_E_OUT_OF_MEMORY, "--host-mem");
+                CTR_E_OUT_OF_MEMORY, "(host_budget)");
     CHECK(!exists(P("x.raw")) && !exists(P("x.raw.partial")) &&
           !exists(P("x.raw.partial.journal")));
   }

@@ -211,7 +211,7 @@ static ctr_status fail_budget(const ctr_geometry *g, const ctr_plan_request *r, 
     const uint64_t host_need = p.host_bytes;
     CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
              "a GPU budget of %s is too small for %lld x %lld projections and %lld x %lld slices: "
-             "the smallest plan needs %s of GPU memory (--gpu-mem)%s%s (%s)",
+             "the smallest plan needs %s of GPU memory (gpu_budget)%s%s (%s)",
              size_text(r->gpu_budget, have, sizeof have), (long long)g->nu, (long long)g->nv,
              (long long)g->vol.nx, (long long)g->vol.ny, size_text(gpu_min, need, sizeof need),
              host_need > r->host_budget ? " and " : "",
@@ -223,7 +223,7 @@ static ctr_status fail_budget(const ctr_geometry *g, const ctr_plan_request *r, 
   describe(&p, desc, sizeof desc);
   CTR_FAIL(CTR_E_OUT_OF_MEMORY,
            "a host memory budget of %s is too small for %lld x %lld projections and %lld x %lld "
-           "slices: the smallest plan needs %s of host memory (--host-mem) (%s)",
+           "slices: the smallest plan needs %s of host memory (host_budget) (%s)",
            size_text(r->host_budget, have, sizeof have), (long long)g->nu, (long long)g->nv,
            (long long)g->vol.nx, (long long)g->vol.ny, size_text(host_min, need, sizeof need),
            desc);

@@ -123,8 +123,8 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
   if (resumed && (r->plan.slab_slices != resumed->slab_slices || r->plan.pair != resumed->pair))
     CTR_FAIL(CTR_E_OUT_OF_MEMORY,
              "cannot resume: the interrupted run used subvolumes of %lld slices, the memory "
-             "budgets now allow only %lld; give the budgets of the interrupted run (--gpu-mem, "
-             "--host-mem)",
+             "budgets now allow only %lld; give the budgets of the interrupted run (gpu_budget, "
+             "host_budget)",
              (long long)resumed->slab_slices, (long long)r->plan.slab_slices);
   return CTR_OK;
 }
@@ -345,14 +345,14 @@ static ctr_status open_scratch(stream_run *r, const char *out) {
   if (r->scratch_fd < 0) {
     free(r->scratch_path);
     const ctr_status st = ctr__error_set(CTR_E_IO, "cannot create a scratch file for filtered projections in '%s': %s "
-                                         "(choose another directory with --scratch-dir)",
+                                         "(choose another directory with scratch_dir)",
                                          dir ? dir : out, strerror(errno));
     r->scratch_path = NULL;
     return st;
   }
   if (0)
     CTR_FAIL(CTR_E_IO, "cannot create the scratch file '%s' for filtered projections: %s "
-             "(choose another directory with --scratch-dir)", r->scratch_path, strerror(errno));
+             "(choose another directory with scratch_dir)", r->scratch_path, strerror(errno));
   return CTR_OK;
 }
 
@@ -556,7 +556,8 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
     have_journal = 1;
   } else if (ctr__file_exists(jpath)) {
     CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
-                  "'%s' holds an interrupted run of this output: add --resume to continue it, or "
+                  "'%s' holds an interrupted run of this output: set ctr_stream_options.resume to "
+                  "continue it, or "
                   "delete '%s' and '%s.partial' to start over", jpath, jpath, out);
   }
   CTR_CHECK_GOTO(st, make_plan(&r, 0, have_journal ? &journal : NULL));

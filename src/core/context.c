@@ -94,10 +94,11 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
       if (!CTR_HAVE_CUDA)
         CTR_FAIL(CTR_E_UNSUPPORTED,
                  "device cuda requested but this build has no CUDA backend "
-                 "(rebuild with nvcc present and -DCTRECON_CUDA=on, or use --device cpu)");
+                 "(rebuild with nvcc present and -DCTRECON_CUDA=on, or use the CPU: "
+                 "ctr_context_options.device = CTR_DEVICE_CPU)");
       if (ndev <= 0)
         CTR_FAIL(CTR_E_NO_DEVICE, "device cuda requested but no usable GPU was found "
-                                  "(use --device cpu)");
+                                  "(use the CPU: ctr_context_options.device = CTR_DEVICE_CPU)");
       if (o.device_index >= ndev)
         CTR_FAIL(CTR_E_NO_DEVICE, "GPU %d requested but only %d visible", o.device_index, ndev);
       resolved = CTR_DEVICE_CUDA;

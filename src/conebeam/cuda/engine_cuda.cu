@@ -487,8 +487,8 @@ cleanup:
   if (st == CTR_E_DEVICE_OUT_OF_MEMORY) {
     char detail[1024], planned[32], avail[32];
     snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    st = ctr__error_set(st, "%s (the plan expected %s of GPU memory, %s were free; lower --gpu-mem "
-                        "to plan for less)", detail,
+    st = ctr__error_set(st, "%s (the plan expected %s of GPU memory, %s were free; lower "
+                        "gpu_budget to plan for less)", detail,
                         ctr__format_bytes((double)plan->gpu_bytes, planned, sizeof planned),
                         ctr__format_bytes((double)free_bytes, avail, sizeof avail));
   }

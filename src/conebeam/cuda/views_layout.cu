@@ -312,8 +312,8 @@ ctr_status ctr__check_memory(size_t need, size_t free_bytes, const char *what) {
   char a[32], b[32];
   CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
            "%s needs %s of GPU memory but %s are free (256 MiB kept in reserve); reconstruct "
-           "fewer slices at a time (--slices) until the streaming out-of-core pipeline lifts "
-           "this limit",
+           "fewer slices at a time (ctr_fdk_options.nz) until the streaming out-of-core pipeline "
+           "lifts this limit",
            what, ctr__format_bytes((double)need, a, sizeof a),
            ctr__format_bytes((double)free_bytes, b, sizeof b));
 }
