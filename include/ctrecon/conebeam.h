@@ -43,14 +43,14 @@ typedef struct ctr_fdk_options {
   { CTR_FDK_OPTIONS_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, \
     0, 0, 0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_FDK_OPTIONS_VERSION (core.h). */
-ctr_status ctr_fdk_options_init(ctr_fdk_options *s, unsigned version);
+CTR_API ctr_status ctr_fdk_options_init(ctr_fdk_options *s, unsigned version);
 
 /* FDK reconstruction. proj: float32 nu x nv x nviews line integrals (uint16
  * is accepted and converted). vol: float32 nx x ny x nz_out where nz_out is
  * opts->nz (or the volume's nz), overwritten. The result is in the units of
  * the line integrals per mm (a Shepp-Logan phantom gives its own values). */
-ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
-                   const ctr_array *proj, ctr_array *vol);
+CTR_API ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
+                           const ctr_array *proj, ctr_array *vol);
 
 /* The two halves of FDK on the CPU backend, for callers that pipeline them
  * (ctr_backprojector is the incremental backprojection on either backend).
@@ -60,13 +60,13 @@ ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_option
  * +-1e24) follow opts->strict: replaced by 0 first with a warning, or an
  * error before anything changes; ctr_fdk_backproject reports bad filtered
  * values the same way. */
-ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
-                          int64_t v0, int64_t n, float *proj);
+CTR_API ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g,
+                                  const ctr_fdk_options *opts, int64_t v0, int64_t n, float *proj);
 /* Adds the backprojection of filtered views [v0, v0+n) (n images in `filtered`)
  * into vol (float32, slices [opts->z0, opts->z0 + nz)). */
-ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
-                               const ctr_fdk_options *opts, int64_t v0, int64_t n,
-                               const float *filtered, ctr_array *vol);
+CTR_API ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
+                                       const ctr_fdk_options *opts, int64_t v0, int64_t n,
+                                       const float *filtered, ctr_array *vol);
 
 /* ------------------------------------------------------------------------- */
 /* Incremental backprojection of filtered views                              */
@@ -79,24 +79,24 @@ ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
  * backprojected. opts: interp, z0 / nz (may be NULL). */
 typedef struct ctr_backprojector ctr_backprojector;
 
-ctr_status ctr_backprojector_create(ctr_context *ctx, const ctr_geometry *g,
-                                    const ctr_fdk_options *opts, ctr_backprojector **out);
+CTR_API ctr_status ctr_backprojector_create(ctr_context *ctx, const ctr_geometry *g,
+                                            const ctr_fdk_options *opts, ctr_backprojector **out);
 /* Adds n views: view indices (into g), images (nu x nv float32 each, u
  * fastest) and per-view weights (NULL: all 1). */
-ctr_status ctr_backprojector_add(ctr_backprojector *b, int64_t n, const int64_t *views,
-                                 const float *const *images, const float *weights);
+CTR_API ctr_status ctr_backprojector_add(ctr_backprojector *b, int64_t n, const int64_t *views,
+                                         const float *const *images, const float *weights);
 /* Copies the volume out (nx x ny x nz floats). */
-ctr_status ctr_backprojector_read(ctr_backprojector *b, float *vol);
+CTR_API ctr_status ctr_backprojector_read(ctr_backprojector *b, float *vol);
 /* Double-precision reference of the same sum (bounds-checked bilinear,
  * double arithmetic throughout), into vol (nx x ny x nz doubles, added to).
  * Runs on the GPU in FP64 when ctx is CUDA, else on the CPU (OpenMP). The
  * oracle for tests and for RabbitCT reference volumes. */
-ctr_status ctr_backproject_reference(ctr_context *ctx, const ctr_geometry *g, int64_t n,
-                                     const int64_t *views, const float *const *images,
-                                     const double *weights, double *vol);
+CTR_API ctr_status ctr_backproject_reference(ctr_context *ctx, const ctr_geometry *g, int64_t n,
+                                             const int64_t *views, const float *const *images,
+                                             const double *weights, double *vol);
 /* Zeroes the volume. */
-ctr_status ctr_backprojector_reset(ctr_backprojector *b);
-void ctr_backprojector_free(ctr_backprojector *b);
+CTR_API ctr_status ctr_backprojector_reset(ctr_backprojector *b);
+CTR_API void ctr_backprojector_free(ctr_backprojector *b);
 
 /* ------------------------------------------------------------------------- */
 /* Memory planning and streamed (out-of-core) FDK                            */
@@ -112,7 +112,7 @@ typedef enum ctr_store {
   CTR_STORE_NONE = 4     /* not kept: one subvolume needs each filtered view once */
 } ctr_store;
 
-const char *ctr_store_name(ctr_store s);
+CTR_API const char *ctr_store_name(ctr_store s);
 
 #define CTR_PLAN_REQUEST_VERSION 1u
 typedef struct ctr_plan_request {
@@ -135,7 +135,7 @@ typedef struct ctr_plan_request {
   { CTR_PLAN_REQUEST_VERSION, CTR_DEVICE_CPU, 0, 0, CTR_DTYPE_FLOAT32, CTR_DTYPE_FLOAT32,   \
     CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_PLAN_REQUEST_VERSION (core.h). */
-ctr_status ctr_plan_request_init(ctr_plan_request *s, unsigned version);
+CTR_API ctr_status ctr_plan_request_init(ctr_plan_request *s, unsigned version);
 
 /* A decomposition of one FDK run (seed 000 Alg. 2): the volume slices
  * [z0, z0+nz) in nslabs subvolumes of slab_slices slices (the last may be
@@ -160,7 +160,7 @@ typedef struct ctr_plan {
 #define CTR_PLAN_INIT \
   { CTR_PLAN_VERSION, CTR_DEVICE_CPU, 0, 0, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0, 0, 0, 0, 0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_PLAN_VERSION (core.h). */
-ctr_status ctr_plan_init(ctr_plan *s, unsigned version);
+CTR_API ctr_status ctr_plan_init(ctr_plan *s, unsigned version);
 
 /* Chooses the decomposition for geometry g within the request's budgets (a
  * pure function: no GPU, no allocation). Prefers, in order: the whole volume
@@ -169,16 +169,16 @@ ctr_status ctr_plan_init(ctr_plan *s, unsigned version);
  * A budget too small for any plan is CTR_E_OUT_OF_MEMORY (GPU budget:
  * CTR_E_DEVICE_OUT_OF_MEMORY) whose detail gives the smallest budget that
  * works. */
-ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *req, ctr_plan *out);
+CTR_API ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *req, ctr_plan *out);
 /* Budgets from the machine: free GPU memory of ctx's device less 1 GiB (0
  * for a CPU context) and available host memory less 10 % (at least 1 GiB
  * kept free). */
-ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget,
-                                    uint64_t *host_budget);
+CTR_API ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget,
+                                            uint64_t *host_budget);
 /* One line describing the plan ("4 subvolumes of 512 slices, ..."). Returns
  * the length snprintf would have written; -1 (detail set) for a plan whose
  * version this library does not accept. */
-int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n);
+CTR_API int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n);
 
 /* Busy time of each step of the streamed pipeline (seed 000 Fig. 3, Table
  * 4), in seconds. The steps overlap, so they add up to more than total. */
@@ -198,7 +198,7 @@ typedef struct ctr_stream_timings {
 } ctr_stream_timings;
 #define CTR_STREAM_TIMINGS_INIT { CTR_STREAM_TIMINGS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_STREAM_TIMINGS_VERSION (core.h). */
-ctr_status ctr_stream_timings_init(ctr_stream_timings *s, unsigned version);
+CTR_API ctr_status ctr_stream_timings_init(ctr_stream_timings *s, unsigned version);
 
 /* Called from the writer thread with each finished subvolume (float32,
  * nx x ny x nz slices from slice z0 of the run) before it is written. */
@@ -228,7 +228,7 @@ typedef struct ctr_stream_options {
   { CTR_STREAM_OPTIONS_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_STORE_AUTO, NULL, 1.0,   \
     CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL }
 /* The defaults in the layout of `version`, 1 .. CTR_STREAM_OPTIONS_VERSION (core.h). */
-ctr_status ctr_stream_options_init(ctr_stream_options *s, unsigned version);
+CTR_API ctr_status ctr_stream_options_init(ctr_stream_options *s, unsigned version);
 
 /* What a streamed run did. Filled by the library in the version the caller
  * set (ctr_stream_report_init or CTR_STREAM_REPORT_INIT), with the plan and
@@ -258,7 +258,7 @@ typedef struct ctr_stream_report {
   { CTR_STREAM_REPORT_VERSION, CTR_PLAN_INIT, CTR_STREAM_TIMINGS_INIT, 0, 0, 0, 0, 0, 0, 0, 0, \
     0, "" }
 /* The defaults in the layout of `version`, 1 .. CTR_STREAM_REPORT_VERSION (core.h). */
-ctr_status ctr_stream_report_init(ctr_stream_report *s, unsigned version);
+CTR_API ctr_status ctr_stream_report_init(ctr_stream_report *s, unsigned version);
 
 /* Streamed FDK from a projection file to a volume file (seed 000 Alg. 2):
  * a reader thread loads projection subsets, the backend filters each
@@ -276,16 +276,17 @@ ctr_status ctr_stream_report_init(ctr_stream_report *s, unsigned version);
  * is converted; bad values follow opts->fdk.strict).
  * report may be NULL; on failure it says whether the run can be resumed
  * and where its journal is. */
-ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
-                          ctr_stack_reader *projections, const char *out, ctr_file_format out_format,
-                          ctr_stream_report *report);
+CTR_API ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g,
+                                  const ctr_stream_options *opts, ctr_stack_reader *projections,
+                                  const char *out, ctr_file_format out_format,
+                                  ctr_stream_report *report);
 
 /* The same pipeline between arrays in memory (proj: nu x nv x nviews float32
  * or uint16; vol: nx x ny x nz float32). ctr_fdk is this with default
  * budgets. */
-ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
-                                 const ctr_stream_options *opts, const ctr_array *proj,
-                                 ctr_array *vol, ctr_stream_report *report);
+CTR_API ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
+                                         const ctr_stream_options *opts, const ctr_array *proj,
+                                         ctr_array *vol, ctr_stream_report *report);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ctrecon/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -80,13 +82,13 @@ typedef enum ctr_status {
 } ctr_status;
 
 /* "CTR_E_IO" etc.; "CTR_E_UNKNOWN" for values not in the list. Static string. */
-const char *ctr_status_name(ctr_status s);
+CTR_API const char *ctr_status_name(ctr_status s);
 /* Short human message for a status. Static string. */
-const char *ctr_status_message(ctr_status s);
+CTR_API const char *ctr_status_message(ctr_status s);
 /* Detail of the last error raised on this thread ("" if none). Valid until the
  * next library call on this thread. */
-const char *ctr_error_detail(void);
-void ctr_error_clear(void);
+CTR_API const char *ctr_error_detail(void);
+CTR_API void ctr_error_clear(void);
 
 /* ------------------------------------------------------------------------- */
 /* Library information                                                       */
@@ -101,9 +103,9 @@ enum {
   CTR_FEATURE_TIFF = 1u << 4,
   CTR_FEATURE_PNG = 1u << 5
 };
-const char *ctr_version_string(void);
+CTR_API const char *ctr_version_string(void);
 /* Bit set of CTR_FEATURE_* compiled into this build. */
-unsigned ctr_features(void);
+CTR_API unsigned ctr_features(void);
 
 /* Filled by the library: set version first (ctr_device_info_init or the INIT
  * macro); the library fills the members of that version. */
@@ -117,24 +119,24 @@ typedef struct ctr_device_info {
 } ctr_device_info;
 #define CTR_DEVICE_INFO_INIT { CTR_DEVICE_INFO_VERSION, "", 0, 0, 0, 0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_DEVICE_INFO_VERSION (core.h). */
-ctr_status ctr_device_info_init(ctr_device_info *s, unsigned version);
+CTR_API ctr_status ctr_device_info_init(ctr_device_info *s, unsigned version);
 
 /* Number of usable CUDA devices (0 when CUDA is not built or no GPU/driver). */
-int ctr_cuda_device_count(void);
+CTR_API int ctr_cuda_device_count(void);
 /* Properties of CUDA device `index`; CTR_E_NO_DEVICE if there is none. */
-ctr_status ctr_cuda_device_info(int index, ctr_device_info *out);
+CTR_API ctr_status ctr_cuda_device_info(int index, ctr_device_info *out);
 
 /* Host memory for projections and volumes: page-locked (pinned) when a CUDA
  * device is usable, so transfers run at full PCIe speed and overlap the
  * computation; plain 64-byte aligned memory otherwise. Free with
  * ctr_host_free. NULL on failure (detail set). */
-void *ctr_host_alloc(size_t bytes);
-void ctr_host_free(void *p);
+CTR_API void *ctr_host_alloc(size_t bytes);
+CTR_API void ctr_host_free(void *p);
 /* Pins existing host memory in place (page-locks it) so transfers from it run
  * at full speed: worth it for buffers reused many times. No-op (CTR_OK)
  * without a usable GPU. Undo with ctr_host_unregister before freeing. */
-ctr_status ctr_host_register(void *p, size_t bytes);
-void ctr_host_unregister(void *p);
+CTR_API ctr_status ctr_host_register(void *p, size_t bytes);
+CTR_API void ctr_host_unregister(void *p);
 
 /* ------------------------------------------------------------------------- */
 /* Data types and array descriptors                                          */
@@ -143,12 +145,12 @@ void ctr_host_unregister(void *p);
 typedef enum ctr_dtype { CTR_DTYPE_FLOAT32 = 1, CTR_DTYPE_UINT16 = 2 } ctr_dtype;
 
 /* Bytes per element; 0 for an unknown dtype. */
-size_t ctr_dtype_size(ctr_dtype t);
+CTR_API size_t ctr_dtype_size(ctr_dtype t);
 /* "float32" / "uint16"; "unknown" otherwise. */
-const char *ctr_dtype_name(ctr_dtype t);
+CTR_API const char *ctr_dtype_name(ctr_dtype t);
 /* Parses "float32"/"f32"/"float" and "uint16"/"u16". CTR_E_INVALID_ARGUMENT
  * (detail lists the accepted names) otherwise. */
-ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out);
+CTR_API ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out);
 
 #define CTR_MAX_DIMS 4
 /* A dense array in memory the caller owns: dims[0] x dims[1] x ... elements
@@ -163,9 +165,9 @@ typedef struct ctr_array {
 } ctr_array;
 
 /* Fills a descriptor (ndim clamped to 0 .. CTR_MAX_DIMS). */
-ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *dims);
+CTR_API ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *dims);
 /* Number of elements. */
-int64_t ctr_array_count(const ctr_array *a);
+CTR_API int64_t ctr_array_count(const ctr_array *a);
 
 /* ------------------------------------------------------------------------- */
 /* Context                                                                   */
@@ -213,17 +215,17 @@ typedef struct ctr_context_options {
 #define CTR_CONTEXT_OPTIONS_INIT \
   { CTR_CONTEXT_OPTIONS_VERSION, CTR_DEVICE_AUTO, -1, 0, NULL, NULL, NULL, 0, NULL, NULL }
 /* The defaults in the layout of `version`, 1 .. CTR_CONTEXT_OPTIONS_VERSION (core.h). */
-ctr_status ctr_context_options_init(ctr_context_options *s, unsigned version);
+CTR_API ctr_status ctr_context_options_init(ctr_context_options *s, unsigned version);
 
 typedef struct ctr_context ctr_context;
 
 /* Creates a context; *out owned by the caller, release with ctr_context_free.
  * opts may be NULL (defaults). */
-ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out);
+CTR_API ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out);
 /* Frees a context; accepts NULL. */
-void ctr_context_free(ctr_context *ctx);
+CTR_API void ctr_context_free(ctr_context *ctx);
 /* The backend a context resolved to (CTR_DEVICE_CPU or CTR_DEVICE_CUDA). */
-ctr_device_kind ctr_context_device(const ctr_context *ctx);
+CTR_API ctr_device_kind ctr_context_device(const ctr_context *ctx);
 
 /* ------------------------------------------------------------------------- */
 /* Metrics                                                                   */
@@ -240,17 +242,17 @@ typedef struct ctr_volume_error {
 } ctr_volume_error;
 #define CTR_VOLUME_ERROR_INIT { CTR_VOLUME_ERROR_VERSION, 0, 0, 0, 0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_VOLUME_ERROR_VERSION (core.h). */
-ctr_status ctr_volume_error_init(ctr_volume_error *s, unsigned version);
+CTR_API ctr_status ctr_volume_error_init(ctr_volume_error *s, unsigned version);
 
 /* Compares a reconstruction with a (voxelised) truth of nx x ny x nz float32
  * voxels, both x fastest. Slices within `margin` of the top and bottom are
  * left out (cone-beam FDK is approximate there; 0 = use all). */
-ctr_status ctr_volume_compare(const float *rec, const float *truth, int64_t nx, int64_t ny,
-                              int64_t nz, int64_t margin, ctr_volume_error *out);
+CTR_API ctr_status ctr_volume_compare(const float *rec, const float *truth, int64_t nx, int64_t ny,
+                                      int64_t nz, int64_t margin, ctr_volume_error *out);
 
 /* Parses a byte size: a number with an optional suffix K, M, G, T (powers of
  * 1024, optional trailing "B" or "iB"), e.g. "8G", "512MiB", "1.5T". */
-ctr_status ctr_parse_size(const char *text, uint64_t *bytes);
+CTR_API ctr_status ctr_parse_size(const char *text, uint64_t *bytes);
 
 /* ------------------------------------------------------------------------- */
 /* Filtering and FDK                                                         */
@@ -264,13 +266,13 @@ typedef enum ctr_window {
   CTR_WINDOW_HANN = 4
 } ctr_window;
 
-const char *ctr_window_name(ctr_window w);
-ctr_status ctr_window_parse(const char *name, ctr_window *out);
+CTR_API const char *ctr_window_name(ctr_window w);
+CTR_API ctr_status ctr_window_parse(const char *name, ctr_window *out);
 
 /* Frequency response of the ramp filter (discrete Ram-Lak times the window)
  * at frequency f in cycles per sample, 0 <= f <= 0.5; cutoff in (0, 1] is the
  * fraction of the Nyquist frequency beyond which the response is zero. */
-double ctr_ramp_response(ctr_window w, double cutoff, double f);
+CTR_API double ctr_ramp_response(ctr_window w, double cutoff, double f);
 
 #ifdef __cplusplus
 }
