@@ -106,10 +106,11 @@ ctr_status ctr__values_report_kind(const ctr_context *ctx, int strict, int64_t b
  * when it was shorter); the current version ends at sizeof.
  *
  * A new struct: its VERSION constant and INIT macro in the public header,
- * `unsigned version` first; one table and one CTR__STRUCT_DEFINE line in
+ * `unsigned version` first; one CTR__STRUCT_DEFINE_V1 line in
  * src/core/versions.c (which also defines ctr_<name>_init), its descriptor
  * declared below and listed in ctr__structs. A struct that grows: one more
- * row in its table (CTR__V_UPTO for the old last version) and its VERSION
+ * row in its table (CTR__V_UPTO for the old last version; a struct with one
+ * version gets its table written out, as ctr_fdk_options has) and its VERSION
  * constant + 1. */
 #define CTR__STRUCT_MAX_NESTED 2
 typedef struct ctr__struct_desc ctr__struct_desc;

@@ -180,19 +180,9 @@ ctr_status ctr__struct_desc_check(const ctr__struct_desc *d) {
 /* The descriptor ctr__struct_<stem> of ctr_<stem> from the table
  * <stem>_versions (one row per version, the oldest first) and the defaults
  * <stem>_defaults, and the public ctr_<stem>_init. The table has as many rows
- * as the header's CTR_<STEM>_VERSION says, or this does not compile. */
-#define CTR__STRUCT_DEFINE(stem, VERSION)                                                    \
-  _Static_assert(sizeof stem##_versions / sizeof stem##_versions[0] == (VERSION),           \
-                 "ctr_" #stem ": one table row per version");                              \
-  const ctr__struct_desc ctr__struct_##stem = {                                             \
-      "ctr_" #stem, sizeof(ctr_##stem), _Alignof(ctr_##stem), &stem##_defaults, (VERSION), \
-      stem##_versions, 0, {0}, {NULL}, {NULL}};                                             \
-  ctr_status ctr_##stem##_init(ctr_##stem *s, unsigned version) {                           \
-    return ctr__struct_init(&ctr__struct_##stem, s, version);                               \
-  }
-/* The same for a struct that embeds n versioned structs by value; the
- * variable arguments are {their offsets}, {their member names}, {their
- * descriptors}. */
+ * as the header's CTR_<STEM>_VERSION says, or this does not compile. A struct
+ * that embeds n versioned structs by value gives {their offsets}, {their
+ * member names}, {their descriptors} as the variable arguments. */
 #define CTR__STRUCT_DEFINE_NESTED(stem, VERSION, n, ...)                                     \
   _Static_assert(sizeof stem##_versions / sizeof stem##_versions[0] == (VERSION),           \
                  "ctr_" #stem ": one table row per version");                              \
@@ -202,6 +192,13 @@ ctr_status ctr__struct_desc_check(const ctr__struct_desc *d) {
   ctr_status ctr_##stem##_init(ctr_##stem *s, unsigned version) {                           \
     return ctr__struct_init(&ctr__struct_##stem, s, version);                               \
   }
+#define CTR__STRUCT_DEFINE(stem, VERSION) \
+  CTR__STRUCT_DEFINE_NESTED(stem, VERSION, 0, {0}, {NULL}, {NULL})
+/* A struct that has had one version: its defaults, its table and the above. */
+#define CTR__STRUCT_DEFINE_V1(stem, VERSION, INIT)                                  \
+  static const ctr_##stem stem##_defaults = INIT;                                  \
+  static const ctr__struct_version stem##_versions[] = {CTR__V_ALL(ctr_##stem)}; \
+  CTR__STRUCT_DEFINE(stem, VERSION)
 
 /* Core */
 static const ctr_context_options context_options_defaults = CTR_CONTEXT_OPTIONS_INIT;
@@ -210,24 +207,14 @@ static const ctr__struct_version context_options_versions[] = {
     CTR__V_ALL(ctr_context_options),            /* 2: ndevices, devices, tuning */
 };
 CTR__STRUCT_DEFINE(context_options, CTR_CONTEXT_OPTIONS_VERSION)
-
-static const ctr_device_info device_info_defaults = CTR_DEVICE_INFO_INIT;
-static const ctr__struct_version device_info_versions[] = {CTR__V_ALL(ctr_device_info)};
-CTR__STRUCT_DEFINE(device_info, CTR_DEVICE_INFO_VERSION)
-
-static const ctr_volume_error volume_error_defaults = CTR_VOLUME_ERROR_INIT;
-static const ctr__struct_version volume_error_versions[] = {CTR__V_ALL(ctr_volume_error)};
-CTR__STRUCT_DEFINE(volume_error, CTR_VOLUME_ERROR_VERSION)
+CTR__STRUCT_DEFINE_V1(device_info, CTR_DEVICE_INFO_VERSION, CTR_DEVICE_INFO_INIT)
+CTR__STRUCT_DEFINE_V1(volume_error, CTR_VOLUME_ERROR_VERSION, CTR_VOLUME_ERROR_INIT)
 
 /* File I/O */
-static const ctr_stack_info stack_info_defaults = CTR_STACK_INFO_INIT;
-static const ctr__struct_version stack_info_versions[] = {CTR__V_ALL(ctr_stack_info)};
-CTR__STRUCT_DEFINE(stack_info, CTR_STACK_INFO_VERSION)
+CTR__STRUCT_DEFINE_V1(stack_info, CTR_STACK_INFO_VERSION, CTR_STACK_INFO_INIT)
 
 /* Cone-beam geometry and FDK */
-static const ctr_circular_params circular_params_defaults = CTR_CIRCULAR_PARAMS_INIT;
-static const ctr__struct_version circular_params_versions[] = {CTR__V_ALL(ctr_circular_params)};
-CTR__STRUCT_DEFINE(circular_params, CTR_CIRCULAR_PARAMS_VERSION)
+CTR__STRUCT_DEFINE_V1(circular_params, CTR_CIRCULAR_PARAMS_VERSION, CTR_CIRCULAR_PARAMS_INIT)
 
 static const ctr_fdk_options fdk_options_defaults = CTR_FDK_OPTIONS_INIT;
 static const ctr__struct_version fdk_options_versions[] = {
@@ -236,9 +223,7 @@ static const ctr__struct_version fdk_options_versions[] = {
 };
 CTR__STRUCT_DEFINE(fdk_options, CTR_FDK_OPTIONS_VERSION)
 
-static const ctr_plan_request plan_request_defaults = CTR_PLAN_REQUEST_INIT;
-static const ctr__struct_version plan_request_versions[] = {CTR__V_ALL(ctr_plan_request)};
-CTR__STRUCT_DEFINE(plan_request, CTR_PLAN_REQUEST_VERSION)
+CTR__STRUCT_DEFINE_V1(plan_request, CTR_PLAN_REQUEST_VERSION, CTR_PLAN_REQUEST_INIT)
 
 static const ctr_stream_options stream_options_defaults = CTR_STREAM_OPTIONS_INIT;
 static const ctr__struct_version stream_options_versions[] = {
@@ -249,13 +234,8 @@ CTR__STRUCT_DEFINE_NESTED(stream_options, CTR_STREAM_OPTIONS_VERSION, 1,
                           {offsetof(ctr_stream_options, fdk)}, {"fdk"},
                           {&ctr__struct_fdk_options})
 
-static const ctr_plan plan_defaults = CTR_PLAN_INIT;
-static const ctr__struct_version plan_versions[] = {CTR__V_ALL(ctr_plan)};
-CTR__STRUCT_DEFINE(plan, CTR_PLAN_VERSION)
-
-static const ctr_stream_timings stream_timings_defaults = CTR_STREAM_TIMINGS_INIT;
-static const ctr__struct_version stream_timings_versions[] = {CTR__V_ALL(ctr_stream_timings)};
-CTR__STRUCT_DEFINE(stream_timings, CTR_STREAM_TIMINGS_VERSION)
+CTR__STRUCT_DEFINE_V1(plan, CTR_PLAN_VERSION, CTR_PLAN_INIT)
+CTR__STRUCT_DEFINE_V1(stream_timings, CTR_STREAM_TIMINGS_VERSION, CTR_STREAM_TIMINGS_INIT)
 
 static const ctr_stream_report stream_report_defaults = CTR_STREAM_REPORT_INIT;
 static const ctr__struct_version stream_report_versions[] = {
@@ -266,9 +246,7 @@ CTR__STRUCT_DEFINE_NESTED(stream_report, CTR_STREAM_REPORT_VERSION, 2,
                           {"plan", "timings"}, {&ctr__struct_plan, &ctr__struct_stream_timings})
 
 /* Parallel beam */
-static const ctr_parallel_params parallel_params_defaults = CTR_PARALLEL_PARAMS_INIT;
-static const ctr__struct_version parallel_params_versions[] = {CTR__V_ALL(ctr_parallel_params)};
-CTR__STRUCT_DEFINE(parallel_params, CTR_PARALLEL_PARAMS_VERSION)
+CTR__STRUCT_DEFINE_V1(parallel_params, CTR_PARALLEL_PARAMS_VERSION, CTR_PARALLEL_PARAMS_INIT)
 
 static const ctr_fbp_options fbp_options_defaults = CTR_FBP_OPTIONS_INIT;
 static const ctr__struct_version fbp_options_versions[] = {
@@ -277,23 +255,13 @@ static const ctr__struct_version fbp_options_versions[] = {
 };
 CTR__STRUCT_DEFINE(fbp_options, CTR_FBP_OPTIONS_VERSION)
 
-static const ctr_value_counts value_counts_defaults = CTR_VALUE_COUNTS_INIT;
-static const ctr__struct_version value_counts_versions[] = {CTR__V_ALL(ctr_value_counts)};
-CTR__STRUCT_DEFINE(value_counts, CTR_VALUE_COUNTS_VERSION)
+CTR__STRUCT_DEFINE_V1(value_counts, CTR_VALUE_COUNTS_VERSION, CTR_VALUE_COUNTS_INIT)
 
 /* PET */
-static const ctr_pet_params pet_params_defaults = CTR_PET_PARAMS_INIT;
-static const ctr__struct_version pet_params_versions[] = {CTR__V_ALL(ctr_pet_params)};
-CTR__STRUCT_DEFINE(pet_params, CTR_PET_PARAMS_VERSION)
-
-static const ctr_pet_kernel_params pet_kernel_params_defaults = CTR_PET_KERNEL_PARAMS_INIT;
-static const ctr__struct_version pet_kernel_params_versions[] = {
-    CTR__V_ALL(ctr_pet_kernel_params)};
-CTR__STRUCT_DEFINE(pet_kernel_params, CTR_PET_KERNEL_PARAMS_VERSION)
-
-static const ctr_pet_sim_options pet_sim_options_defaults = CTR_PET_SIM_OPTIONS_INIT;
-static const ctr__struct_version pet_sim_options_versions[] = {CTR__V_ALL(ctr_pet_sim_options)};
-CTR__STRUCT_DEFINE(pet_sim_options, CTR_PET_SIM_OPTIONS_VERSION)
+CTR__STRUCT_DEFINE_V1(pet_params, CTR_PET_PARAMS_VERSION, CTR_PET_PARAMS_INIT)
+CTR__STRUCT_DEFINE_V1(pet_kernel_params, CTR_PET_KERNEL_PARAMS_VERSION,
+                      CTR_PET_KERNEL_PARAMS_INIT)
+CTR__STRUCT_DEFINE_V1(pet_sim_options, CTR_PET_SIM_OPTIONS_VERSION, CTR_PET_SIM_OPTIONS_INIT)
 
 static const ctr_pet_recon_options pet_recon_options_defaults = CTR_PET_RECON_OPTIONS_INIT;
 static const ctr__struct_version pet_recon_options_versions[] = {
@@ -302,18 +270,10 @@ static const ctr__struct_version pet_recon_options_versions[] = {
 };
 CTR__STRUCT_DEFINE(pet_recon_options, CTR_PET_RECON_OPTIONS_VERSION)
 
-static const ctr_pet_view_info pet_view_info_defaults = CTR_PET_VIEW_INFO_INIT;
-static const ctr__struct_version pet_view_info_versions[] = {CTR__V_ALL(ctr_pet_view_info)};
-CTR__STRUCT_DEFINE(pet_view_info, CTR_PET_VIEW_INFO_VERSION)
-
-static const ctr_pet_recon_timings pet_recon_timings_defaults = CTR_PET_RECON_TIMINGS_INIT;
-static const ctr__struct_version pet_recon_timings_versions[] = {
-    CTR__V_ALL(ctr_pet_recon_timings)};
-CTR__STRUCT_DEFINE(pet_recon_timings, CTR_PET_RECON_TIMINGS_VERSION)
-
-static const ctr_pet_metrics pet_metrics_defaults = CTR_PET_METRICS_INIT;
-static const ctr__struct_version pet_metrics_versions[] = {CTR__V_ALL(ctr_pet_metrics)};
-CTR__STRUCT_DEFINE(pet_metrics, CTR_PET_METRICS_VERSION)
+CTR__STRUCT_DEFINE_V1(pet_view_info, CTR_PET_VIEW_INFO_VERSION, CTR_PET_VIEW_INFO_INIT)
+CTR__STRUCT_DEFINE_V1(pet_recon_timings, CTR_PET_RECON_TIMINGS_VERSION,
+                      CTR_PET_RECON_TIMINGS_INIT)
+CTR__STRUCT_DEFINE_V1(pet_metrics, CTR_PET_METRICS_VERSION, CTR_PET_METRICS_INIT)
 
 const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_context_options, &ctr__struct_circular_params, &ctr__struct_fdk_options,

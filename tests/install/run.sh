@@ -35,9 +35,10 @@ soname=$(readelf -d "$libdir/libctrecon.so" 2>/dev/null | sed -n 's/.*Library so
   ok "libctrecon.so has the SONAME $soname" || bad "SONAME '$soname'"
 [ -f "$pcdir/ctrecon.pc" ] && [ -f "$libdir/cmake/ctrecon/ctreconConfig.cmake" ] &&
   ok "ctrecon.pc and the CMake package" || bad "no ctrecon.pc or ctreconConfig.cmake"
-# nothing installed may point back into the build tree
-if grep -rlF "$build" "$prefix" --exclude='*.so*' --exclude='*.a' >/dev/null; then
-  bad "installed files name the build directory: $(grep -rlF "$build" "$prefix" --exclude='*.so*' --exclude='*.a')"
+# no installed text file (headers, .pc, CMake package) may point back into
+# the build tree (binaries may: debug information names the sources)
+if grep -rlIF "$build" "$prefix" >/dev/null; then
+  bad "installed files name the build directory: $(grep -rlIF "$build" "$prefix")"
 else
   ok "no installed text file names the build directory"
 fi
