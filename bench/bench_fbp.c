@@ -85,9 +85,9 @@ static double e2e_kind(ctr_context *ctx, const ctr_parallel_geometry *g, int64_t
   *fill_s = now_s() - t0;
   ctr_fbp_options fo = CTR_FBP_OPTIONS_INIT;
   const int64_t pd[3] = {n, rows, na};
-  const ctr_array pa = ctr_array_init(proj, CTR_DTYPE_UINT16, 3, pd);
+  const ctr_array pa = ctr_array_make(proj, CTR_DTYPE_UINT16, 3, pd);
   const int64_t wd[3] = {n, n, 16 < ns ? 16 : ns}, vd[3] = {n, n, ns};
-  ctr_array wa = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, wd), va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array wa = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, wd), va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
   if (ctr_fbp_projections(ctx, g, &fo, &pa, flat, dark, 0, &wa)) DIE("%s", ctr_error_detail());
   for (int r = 0; r < repeats; r++) {
     const double t1 = now_s();
@@ -124,10 +124,9 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *memory, int repeat
   if (ctr_context_create(&co, &ctx)) DIE("%s", ctr_error_detail());
   FILE *f = NULL;
   if (json) {
-    ctr_device_info info;
+    ctr_device_info info = CTR_DEVICE_INFO_INIT;
     char date[64];
-    memset(&info, 0, sizeof info);
-    ctr_cuda_device_info(0, &info);
+    ctr_cuda_get_device_info(0, &info);
     f = fopen(json, "w");
     if (!f) DIE("cannot write %s", json);
     fprintf(f, "{\"gpu\": \"%s\", \"date\": \"%s\", \"revision\": \"%s\", \"command\": \"bench_fbp --e2e --n %lld "
@@ -216,10 +215,9 @@ int main(int argc, char **argv) {
   memset(ref, 0, sizeof(double) * (size_t)plane);
   FILE *f = NULL;
   if (json) {
-    ctr_device_info info;
+    ctr_device_info info = CTR_DEVICE_INFO_INIT;
     char date[64];
-    memset(&info, 0, sizeof info);
-    ctr_cuda_device_info(0, &info);
+    ctr_cuda_get_device_info(0, &info);
     f = fopen(json, "w");
     if (!f) DIE("cannot write %s", json);
     fprintf(f, "{\"gpu\": \"%s\", \"date\": \"%s\", \"revision\": \"%s\", \"command\": \"bench_fbp\",\n \"cases\": [\n",

@@ -69,16 +69,16 @@ int main(int argc, char **argv) {
   snprintf(list, sizeof list, "%s", sizes_arg);
   for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (nsizes == MAX_SIZES) DIE("at most %d sizes", MAX_SIZES);
-    if (ctr_parse_size(t, &sizes[nsizes]) || sizes[nsizes] == 0) DIE("--sizes: %s", ctr_error_detail());
+    if (ctr_size_parse(t, &sizes[nsizes]) || sizes[nsizes] == 0) DIE("--sizes: %s", ctr_error_detail());
     nsizes++;
   }
   if (nsizes == 0) DIE("--sizes: no size given");
   uint64_t largest = 0;
   for (int s = 0; s < nsizes; s++) largest = sizes[s] > largest ? sizes[s] : largest;
 
-  ctr_device_info info;
+  ctr_device_info info = CTR_DEVICE_INFO_INIT;
   memset(&info, 0, sizeof info);
-  if (ctr_cuda_device_info(0, &info)) DIE("%s", ctr_error_detail());
+  if (ctr_cuda_get_device_info(0, &info)) DIE("%s", ctr_error_detail());
   void *dev = NULL, *pinned = NULL;
   CU(cudaMalloc(&dev, largest));
   CU(cudaMallocHost(&pinned, largest));

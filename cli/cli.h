@@ -32,6 +32,15 @@ int cli_exit_code(ctr_status st);
 
 /* ---- Messages (all on stderr, one line each) ----------------------------- */
 
+/* Library messages name API fields ("gpu_budget", "ctr_stream_options.resume");
+ * the user of the tool knows them as its options. cli_library_text copies
+ * `text` into buf with every field that has an option replaced by the option
+ * (one table, cli_common.c) and returns buf; cli_detail is that of
+ * ctr_error_detail(). Every library message the tool prints goes through one
+ * of them (the errors here, the log callback in cli_session.c). */
+const char *cli_library_text(const char *text, char *buf, size_t n);
+const char *cli_detail(void);
+
 /* "ctrecon <cmd>: error: <detail>"; returns cli_exit_code(st). */
 int cli_fail(const char *cmd, ctr_status st);
 /* Same, but makes sure the message names `path` (prefixing "'path': " when

@@ -2,6 +2,7 @@
  * every subcommand. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -35,10 +36,60 @@ int cli_exit_code(ctr_status st) {
   return CLI_EXIT_RUNTIME; /* statuses added to the library later */
 }
 
+/* ---- Library messages ------------------------------------------------------ */
+
+/* API fields that library messages name, and the options that set them.
+ * Longer phrases first: the first match at a position wins. */
+static const struct {
+  const char *field, *option;
+} k_field_options[] = {
+    {"set ctr_stream_options.resume", "add --resume"},
+    {"ctr_stream_options.resume", "--resume"},
+    {"ctr_context_options.device = CTR_DEVICE_CPU", "--device cpu"},
+    {"ctr_fbp_options.kernel", "--bp-kernel"},
+    {"ctr_fdk_options.nz", "--slices"},
+    {"gpu_budget", "--gpu-mem"},
+    {"host_budget", "--host-mem"},
+    {"scratch_dir", "--scratch-dir"},
+};
+
+static int word_char(char c) { return c == '_' || isalnum((unsigned char)c); }
+
+const char *cli_library_text(const char *text, char *buf, size_t n) {
+  size_t o = 0;
+  if (!n) return buf;
+  for (const char *p = text ? text : ""; *p && o + 1 < n;) {
+    const char *option = NULL;
+    size_t len = 0;
+    /* whole names only: not inside a longer name, nor a member of another struct */
+    if (p == text || (!word_char(p[-1]) && p[-1] != '.'))
+      for (size_t i = 0; !option && i < sizeof k_field_options / sizeof k_field_options[0]; i++) {
+        len = strlen(k_field_options[i].field);
+        if (!strncmp(p, k_field_options[i].field, len) && !word_char(p[len]) &&
+            !(p[len] == '.' && word_char(p[len + 1])))
+          option = k_field_options[i].option;
+      }
+    if (option) {
+      o += (size_t)snprintf(buf + o, n - o, "%s", option);
+      if (o >= n) o = n - 1;
+      p += len;
+    } else {
+      buf[o++] = *p++;
+    }
+  }
+  buf[o] = '\0';
+  return buf;
+}
+
+const char *cli_detail(void) {
+  static char buf[2048];
+  return cli_library_text(ctr_error_detail(), buf, sizeof buf);
+}
+
 /* The library detail, or the generic message when a call left none. */
 static const char *status_text(ctr_status st) {
-  const char *d = ctr_error_detail();
-  return (d && *d) ? d : ctr_status_message(st);
+  const char *d = cli_detail();
+  return *d ? d : ctr_status_message(st);
 }
 
 int cli_fail(const char *cmd, ctr_status st) {

@@ -130,8 +130,7 @@ const char *pet_phantom_name(pet_phantom_kind kind) {
 }
 
 ctr_stack_info pet_image_info(const ctr_pet_params *p) {
-  ctr_stack_info info;
-  memset(&info, 0, sizeof info);
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
   info.width = p->nx;
   info.height = p->ny;
   info.count = p->nz;

@@ -121,7 +121,9 @@ static void on_log(void *user, ctr_log_level level, const char *message) {
   const char *kind = level == CTR_LOG_ERROR     ? "error"
                      : level == CTR_LOG_WARNING ? "warning"
                                                 : "info";
-  fprintf(stderr, "ctrecon %s: %s: %s\n", s->cmd, kind, message);
+  char text[2048];
+  fprintf(stderr, "ctrecon %s: %s: %s\n", s->cmd, kind,
+          cli_library_text(message, text, sizeof text));
 }
 
 void cli_info(const cli_session *s, const char *fmt, ...) {
@@ -136,13 +138,13 @@ void cli_info(const cli_session *s, const char *fmt, ...) {
 /* ---- Context ------------------------------------------------------------ */
 
 static void describe_backend(const cli_session *s, const ctr_context *ctx) {
-  if (ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
-    const int n = ctr_context_device_count(ctx);
+  if (ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
+    const int n = ctr_context_get_device_count(ctx);
     for (int i = 0; i < n; i++) {
-      const int index = ctr_context_device_ordinal(ctx, i);
-      ctr_device_info d;
+      const int index = ctr_context_get_device_ordinal(ctx, i);
+      ctr_device_info d = CTR_DEVICE_INFO_INIT;
       const char *lead = i == 0 ? "using" : "     ";
-      if (ctr_cuda_device_info(index, &d) == CTR_OK)
+      if (ctr_cuda_get_device_info(index, &d) == CTR_OK)
         cli_info(s, "%s cuda:%d (%s)\n", lead, index, d.name);
       else
         cli_info(s, "%s cuda:%d\n", lead, index);

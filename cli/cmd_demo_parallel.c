@@ -57,8 +57,8 @@ int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *o
   ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
   o.window = CTR_WINDOW_HANN;
   const int64_t sd[3] = {size, views, slices}, vd[3] = {size, size, slices};
-  const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_array va = ctr_array_init(rec, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array va = ctr_array_make(rec, CTR_DTYPE_FLOAT32, 3, vd);
   t0 = cli_now();
   st = ctr_fbp(ctx, g, &o, &sa, &va);
   const double t_fbp = cli_now() - t0;
@@ -67,7 +67,7 @@ int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *o
     rc = cli_fail("demo", st);
     goto cleanup;
   }
-  ctr_volume_error err, err_p;
+  ctr_volume_error err = CTR_VOLUME_ERROR_INIT, err_p = CTR_VOLUME_ERROR_INIT;
   st = ctr_volume_compare(rec, truth, size, size, slices, 0, &err);
   /* The beamline's data: uint16 projections (I0 = 40000 counts over a dark
    * of 100) of the head at a realistic attenuation (PAR_MU per unit of
@@ -90,8 +90,8 @@ int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *o
           proj[(a * slices + s) * size + b] = (uint16_t)lrint(v);
         }
     const int64_t pd[3] = {size, slices, views};
-    const ctr_array pa = ctr_array_init(proj, CTR_DTYPE_UINT16, 3, pd);
-    ctr_array vp = ctr_array_init(rec_p, CTR_DTYPE_FLOAT32, 3, vd);
+    const ctr_array pa = ctr_array_make(proj, CTR_DTYPE_UINT16, 3, pd);
+    ctr_array vp = ctr_array_make(rec_p, CTR_DTYPE_FLOAT32, 3, vd);
     t0 = cli_now();
     st = ctr_fbp_projections(ctx, g, &o, &pa, flat, dark, 0, &vp);
     t_proj = cli_now() - t0;
@@ -102,8 +102,8 @@ int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *o
     st = ctr_volume_compare(rec_p, truth, size, size, slices, 0, &err_p);
   }
   if (st == CTR_OK) {
-    const ctr_stack_info pi = {size, slices, views, CTR_DTYPE_UINT16, {pixel, pixel, 1}, {0, 0, 0}};
-    const ctr_stack_info fi = {size, slices, 1, CTR_DTYPE_FLOAT32, {pixel, pixel, 1}, {0, 0, 0}};
+    const ctr_stack_info pi = {CTR_STACK_INFO_VERSION, size, slices, views, CTR_DTYPE_UINT16, {pixel, pixel, 1}, {0, 0, 0}};
+    const ctr_stack_info fi = {CTR_STACK_INFO_VERSION, size, slices, 1, CTR_DTYPE_FLOAT32, {pixel, pixel, 1}, {0, 0, 0}};
     snprintf(path, sizeof path, "%s/projections.tif", out_dir);
     st = ctr_stack_save(path, CTR_FORMAT_TIFF, &pi, CTR_DTYPE_UINT16, proj);
     if (st == CTR_OK) {
@@ -124,11 +124,11 @@ int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *o
     goto cleanup;
   }
   /* Files: the sinograms (input for `ctrecon fbp`), the slices, previews. */
-  const ctr_stack_info si = {size, views, slices, CTR_DTYPE_FLOAT32, {pixel, 180.0 / (double)views, pixel}, {0, 0, 0}};
+  const ctr_stack_info si = {CTR_STACK_INFO_VERSION, size, views, slices, CTR_DTYPE_FLOAT32, {pixel, 180.0 / (double)views, pixel}, {0, 0, 0}};
   snprintf(path, sizeof path, "%s/sinograms.tif", out_dir);
   st = ctr_stack_save(path, CTR_FORMAT_TIFF, &si, CTR_DTYPE_FLOAT32, sino);
   if (st == CTR_OK && !no_volume) {
-    const ctr_stack_info vi = {size, size, slices, CTR_DTYPE_FLOAT32, {pixel, pixel, pixel}, {0, 0, 0}};
+    const ctr_stack_info vi = {CTR_STACK_INFO_VERSION, size, size, slices, CTR_DTYPE_FLOAT32, {pixel, pixel, pixel}, {0, 0, 0}};
     snprintf(path, sizeof path, "%s/recon.nrrd", out_dir);
     st = ctr_stack_save(path, CTR_FORMAT_NRRD, &vi, CTR_DTYPE_FLOAT32, rec);
   }

@@ -34,7 +34,7 @@ typedef struct demo_pet_run {
 
 static int on_iteration(void *user, int it, const float *image) {
   demo_pet_run *r = user;
-  ctr_pet_metrics m;
+  ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   ctr_status st = ctr_pet_metrics_compute(&r->p, &r->ph, image, &m);
   cli_progress_end(&r->session);
   if (st != CTR_OK) {
@@ -60,7 +60,7 @@ int cmd_demo_pet(const char *out_dir, int no_volume, const cli_common *common) {
   ctr_status st = CTR_OK;
   rc = cli_context_create(&r.session, "demo", common, &ctx);
   if (rc) goto cleanup;
-  const int gpu = ctr_context_device(ctx) == CTR_DEVICE_CUDA;
+  const int gpu = ctr_context_get_device(ctx) == CTR_DEVICE_CUDA;
   const demo_pet_size *z = gpu ? &g_full : &g_cpu;
   ctr_pet_params p = CTR_PET_PARAMS_INIT;
   p.nx = z->nx;
@@ -94,7 +94,7 @@ int cmd_demo_pet(const char *out_dir, int no_volume, const cli_common *common) {
   memset(image, 0, sizeof(float) * (size_t)nvox);
   st = ctr_pet_phantom_voxelize(&r.ph, &p, 2, truth);
   if (st != CTR_OK) goto fail;
-  ctr_pet_metrics mt;
+  ctr_pet_metrics mt = CTR_PET_METRICS_INIT;
   st = ctr_pet_metrics_compute(&p, &r.ph, truth, &mt);
   if (st != CTR_OK) goto fail;
   ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
@@ -109,7 +109,7 @@ int cmd_demo_pet(const char *out_dir, int no_volume, const cli_common *common) {
   o.iterations = z->iterations;
   o.on_iteration = on_iteration;
   o.user = &r;
-  ctr_pet_recon_timings t;
+  ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
   st = ctr_pet_reconstruct(proj, h, &o, image, &t);
   const double t_rec = cli_now() - t0;
   cli_progress_end(&r.session);

@@ -111,7 +111,7 @@ static int parse_range(const char *cmd, const char *name, const char *value, voi
 }
 
 static int parse_mem(const char *cmd, const char *name, const char *value, void *dst) {
-  if (ctr_parse_size(value, (uint64_t *)dst) != CTR_OK || *(uint64_t *)dst == 0)
+  if (ctr_size_parse(value, (uint64_t *)dst) != CTR_OK || *(uint64_t *)dst == 0)
     return cli_usage_error(cmd, "%s '%s': expected a size such as 8G, 512M or 1.5T (powers of "
                            "1024)", name, value);
   return 0;
@@ -162,7 +162,7 @@ static int check_raw_size(const fdk_args *a, const fdk_run *r) {
 /* Header-described files: compare their dims with the geometry ourselves so
  * that the message speaks of views and the geometry file. */
 static int check_dims(const fdk_args *a, const fdk_run *r) {
-  const ctr_stack_info *i = ctr_stack_reader_info(r->reader);
+  const ctr_stack_info *i = ctr_stack_reader_get_info(r->reader);
   if (i->width == r->nu && i->height == r->nv && i->count == r->nviews) return 0;
   return cli_error("fdk", CLI_EXIT_INPUT,
                    "'%s' holds %lld images of %lld x %lld pixels, expected %lld views of %lld x "
@@ -172,8 +172,7 @@ static int check_dims(const fdk_args *a, const fdk_run *r) {
 }
 
 static int open_projections(const fdk_args *a, fdk_run *r) {
-  ctr_stack_info hint;
-  memset(&hint, 0, sizeof hint);
+  ctr_stack_info hint = CTR_STACK_INFO_INIT;
   const int raw = r->fmt == CTR_FORMAT_RAW;
   if (raw) {
     int rc = check_raw_size(a, r);
@@ -232,37 +231,34 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
     so.on_slab = collect_planes;
     so.user = r;
   }
-  const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
   const double bytes = (double)(r->nu * r->nv * r->nviews) *
-                           (double)ctr_dtype_size(ctr_stack_reader_info(r->reader)->dtype) +
+                           (double)ctr_dtype_size(ctr_stack_reader_get_info(r->reader)->dtype) +
                        (double)(vol.nx * vol.ny * r->nz_out) * (double)ctr_dtype_size(a->out_dtype);
   r->session.rate_total = bytes / 1e9; /* file bytes in and out */
   r->session.rate_unit = "GB";
   const double t0 = cli_now();
+  r->report = (ctr_stream_report)CTR_STREAM_REPORT_INIT;
   ctr_status st = ctr_fdk_stream(r->ctx, r->g, &so, r->reader, a->out, r->out_fmt, &r->report);
   *seconds = cli_now() - t0;
   cli_progress_end(&r->session);
   if (st != CTR_OK) {
-    /* A journal left behind means finished subvolumes wait for --resume. */
-    char journal[4200];
-    struct stat sb;
-    snprintf(journal, sizeof journal, "%s.partial.journal", a->out);
-    /* ... unless this was a resume that found the partial output unusable:
-     * then --resume cannot help. */
-    const int unusable = a->resume && (st == CTR_E_SIZE_MISMATCH || st == CTR_E_FORMAT ||
-                                       strstr(ctr_error_detail(), "cannot be resumed"));
-    if (stat(journal, &sb) == 0 && unusable) {
+    /* A journal left behind means finished subvolumes wait for --resume,
+     * unless this was a resume that found them unusable: then --resume
+     * cannot help. */
+    const char *journal = r->report.journal;
+    if (*journal && !r->report.resumable) {
       cli_progress_end(&r->session);
       fprintf(stderr, "ctrecon fdk: error: %s; delete %s.partial%s and %s and run without "
-              "--resume to start over\n", ctr_error_detail(), a->out,
+              "--resume to start over\n", cli_detail(), a->out,
               r->out_fmt == CTR_FORMAT_TIFF_STACK ? " files" : "", journal);
       return cli_exit_code(st);
     }
-    if (stat(journal, &sb) == 0 && st != CTR_E_INVALID_ARGUMENT) {
+    if (r->report.resumable && st != CTR_E_INVALID_ARGUMENT) {
       const int rc = cli_exit_code(st);
       cli_progress_end(&r->session);
       fprintf(stderr, "ctrecon fdk: error: %s\n",
-              st == CTR_E_CANCELLED && !*ctr_error_detail() ? "interrupted" : ctr_error_detail());
+              st == CTR_E_CANCELLED && !*cli_detail() ? "interrupted" : cli_detail());
       fprintf(stderr, "ctrecon fdk: '%s' was not written; its finished subvolumes are kept in "
               "%s.partial%s (journal %s): repeat the command with --resume to continue\n",
               a->out, a->out, r->out_fmt == CTR_FORMAT_TIFF_STACK ? " files" : "", journal);
@@ -273,7 +269,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
    * the detail lacks it). */
   if (st != CTR_OK)
     return cli_fail_file("fdk", st,
-                         strstr(ctr_error_detail(), a->projections) ? a->projections : a->out);
+                         strstr(cli_detail(), a->projections) ? a->projections : a->out);
   /* FDK undershoots below 0 near edges: routine, so only overflow warns. */
   if (r->report.above)
     cli_warn("fdk",
@@ -332,7 +328,7 @@ static void print_timings(const fdk_run *r) {
 
 static void print_summary(const fdk_args *a, const fdk_run *r, double seconds) {
   const float lo = r->report.min, hi = r->report.max;
-  const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
   const double voxels = (double)vol.nx * (double)vol.ny * (double)r->nz_out;
   seconds = seconds > 1e-9 ? seconds : 1e-9; /* a tiny volume on a coarse clock */
   char size[32];
@@ -371,9 +367,9 @@ static int run(fdk_args *a, fdk_run *r) {
   if (rc) return rc;
   cli_warn_coverage("fdk", r->g);
   double du, dv;
-  ctr_geometry_detector(r->g, &r->nu, &r->nv, &du, &dv);
-  r->nviews = ctr_geometry_nviews(r->g);
-  const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
+  ctr_geometry_get_detector(r->g, &r->nu, &r->nv, &du, &dv);
+  r->nviews = ctr_geometry_get_view_count(r->g);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
   if (a->slices_given && a->slices[1] > vol.nz)
     return cli_usage_error(
         "fdk", "--slices %lld:%lld: expected Z1 <= %lld, the volume's nz in '%s'",

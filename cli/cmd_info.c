@@ -20,14 +20,14 @@ static void print_features(unsigned f) {
     unsigned bit;
     const char *name;
   } all[] = {{CTR_FEATURE_OPENMP, "openmp"}, {CTR_FEATURE_CUDA, "cuda"}, {CTR_FEATURE_HDF5, "hdf5"},
-             {CTR_FEATURE_MPI, "mpi"},       {CTR_FEATURE_TIFF, "tiff"}, {CTR_FEATURE_PNG, "png"}};
+             {CTR_FEATURE_TIFF, "tiff"},     {CTR_FEATURE_PNG, "png"}};
   printf("features:\n");
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     printf("  %-8s %s\n", all[i].name, (f & all[i].bit) ? "yes" : "no");
 }
 
 static void print_gpus(unsigned features) {
-  const int n = ctr_cuda_device_count();
+  const int n = ctr_cuda_get_device_count();
   if (n <= 0) {
     printf("GPUs: none (%s)\n", (features & CTR_FEATURE_CUDA)
                                     ? "CUDA is built but no usable GPU or driver was found"
@@ -36,10 +36,10 @@ static void print_gpus(unsigned features) {
   }
   printf("GPUs: %d\n", n);
   for (int i = 0; i < n; i++) {
-    ctr_device_info d;
+    ctr_device_info d = CTR_DEVICE_INFO_INIT;
     char total[32], avail[32];
-    if (ctr_cuda_device_info(i, &d) != CTR_OK) {
-      printf("  cuda:%d  (cannot query: %s)\n", i, ctr_error_detail());
+    if (ctr_cuda_get_device_info(i, &d) != CTR_OK) {
+      printf("  cuda:%d  (cannot query: %s)\n", i, cli_detail());
       continue;
     }
     printf("  cuda:%d  %s, %s memory (%s free), compute capability %d.%d, %d SMs\n", i, d.name,

@@ -87,8 +87,7 @@ int cmd_pet_metrics(int argc, char **argv) {
   if (fmt == CTR_FORMAT_RAW && (rc = pet_check_raw_size(cmd, "--image", image, lat[0], lat[1],
                                                         lat[2])))
     return rc;
-  ctr_stack_info hint, info;
-  memset(&hint, 0, sizeof hint);
+  ctr_stack_info hint = CTR_STACK_INFO_INIT, info = CTR_STACK_INFO_INIT;
   hint.width = lat[0];
   hint.height = lat[1];
   hint.count = lat[2];
@@ -122,7 +121,7 @@ int cmd_pet_metrics(int argc, char **argv) {
   }
   ctr_pet_phantom ph;
   pet_make_phantom(kind, contrast, &ph);
-  ctr_pet_metrics m;
+  ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   st = ctr_pet_metrics_compute(&p, &ph, data, &m);
   free(data);
   if (st != CTR_OK) return cli_fail_file(cmd, st, image);

@@ -155,7 +155,7 @@ static int on_iteration(void *user, int it, const float *image) {
     }
   }
   if (r->want_metrics) {
-    ctr_pet_metrics m;
+    ctr_pet_metrics m = CTR_PET_METRICS_INIT;
     ctr_status st = ctr_pet_metrics_compute(r->p, &r->ph, image, &m);
     cli_progress_end(&r->session);
     if (st != CTR_OK) {
@@ -358,8 +358,8 @@ int cmd_pet_recon(int argc, char **argv) {
   /* Up front: the work ahead (Ha et al.'s size on two CPU cores: minutes). */
   cli_info(&r.session, "%d iterations over %lld views on the %s: %s; each iteration is reported\n",
            a.iterations, (long long)h->nviews,
-           ctr_context_device(ctx) == CTR_DEVICE_CUDA ? "GPU" : "CPU",
-           ctr_context_device(ctx) == CTR_DEVICE_CUDA ? "seconds"
+           ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? "GPU" : "CPU",
+           ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? "seconds"
                                                       : "minutes at the default sizes on a few "
                                                         "cores (fewer --iterations are quicker)");
   r.t_start = cli_now();
@@ -378,8 +378,7 @@ int cmd_pet_recon(int argc, char **argv) {
   o.on_iteration = on_iteration;
   o.user = &r;
   o.strict = a.strict;
-  ctr_pet_recon_timings t;
-  memset(&t, 0, sizeof t);
+  ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
   st = ctr_pet_reconstruct(proj, h, &o, image, &t);
   const double t_recon = cli_now() - t0;
   cli_progress_end(&r.session);

@@ -52,8 +52,7 @@ static int load_activity(const char *cmd, const char *path, const ctr_pet_params
   if (!rc && fmt == CTR_FORMAT_RAW)
     rc = pet_check_raw_size(cmd, "--activity", path, p->nx, p->ny, p->nz);
   if (rc) return rc;
-  ctr_stack_info hint, info;
-  memset(&hint, 0, sizeof hint);
+  ctr_stack_info hint = CTR_STACK_INFO_INIT, info = CTR_STACK_INFO_INIT;
   hint.width = p->nx;
   hint.height = p->ny;
   hint.count = p->nz;

@@ -76,7 +76,9 @@ has_err '--resume' "the interruption mentions --resume"
   bad "journal: $(cat r.raw.partial.journal)"
 run "${RES[@]}"
 [ "$rc" -ne 0 ] && ok "a second run without --resume fails ($rc)" || bad "second run without --resume exit 0"
-has_err '--resume' "the refusal mentions --resume"
+has_err 'add --resume to continue it' "the refusal mentions --resume"
+grep -q 'ctr_stream_options' "$ERR" && bad "the refusal names the API field: $(cat "$ERR")" ||
+  ok "the library's field name is mapped to the option"
 [ ! -e r.raw ] && [ -f r.raw.partial ] && [ -f r.raw.partial.journal ] &&
   ok "the refusal keeps the partial output" || bad "refusal changed files: $(ls)"
 run "${RES[@]}" --resume --filter ram-lak
@@ -96,7 +98,9 @@ clean "resume"
 echo "# memory budgets"
 run "${FDK[@]}" --out m.raw --host-mem 1K
 [ "$rc" -eq 1 ] && ok "--host-mem 1K exits 1" || bad "--host-mem 1K exit $rc"
-has_err '--host-mem' "--host-mem 1K names --host-mem"
+has_err '(--host-mem)' "--host-mem 1K names --host-mem"
+grep -q 'host_budget' "$ERR" && bad "the budget error names the API field: $(cat "$ERR")" ||
+  ok "the budget error names the option, not host_budget"
 [ ! -e m.raw ] && ok "no output for an impossible budget" || bad "m.raw exists"
 run "${FDK[@]}" --out m.raw --gpu-mem banana
 [ "$rc" -eq 2 ] && ok "--gpu-mem banana is a usage error (2)" || bad "--gpu-mem banana exit $rc"

@@ -61,8 +61,8 @@ static void compare_projectors(const char *what, ctr_pet_params p, ctr_pet_kerne
       }
     free(x), free(a), free(b);
   }
-  ctr_pet_view_info vi;
-  CHECK_OK(ctr_pet_view_info_get(s, views[0], &vi));
+  ctr_pet_view_info vi = CTR_PET_VIEW_INFO_INIT;
+  CHECK_OK(ctr_pet_system_get_view_info(s, views[0], &vi));
   printf("%s: support %lld entries in %lld runs\n", what, (long long)vi.support,
          (long long)vi.columns);
 done:

@@ -66,15 +66,15 @@ static void test_plans(ctr_context *cpu, ctr_context *gpu, int symmetric) {
   float *ref = malloc(sizeof(float) * nvox), *whole = malloc(sizeof(float) * nvox);
   float *vol = malloc(sizeof(float) * nvox);
   const int64_t pd[3] = {NU, NV, NVIEWS}, vd[3] = {N, N, N};
-  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array ra = ctr_array_init(ref, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array wa = ctr_array_init(whole, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array va = ctr_array_init(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array ra = ctr_array_make(ref, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array wa = ctr_array_make(whole, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
   so.fdk.interp = CTR_INTERP_EXACT;
   CHECK_OK(ctr_fdk_stream_memory(cpu, g, &so, &pa, &ra, NULL));
-  ctr_stream_report rep;
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   CHECK_OK(ctr_fdk_stream_memory(gpu, g, &so, &pa, &wa, &rep));
   printf("%s geometry, default plan: %lld subvolume(s), store %s, pairs %d\n",
          symmetric ? "symmetric" : "offset", (long long)rep.plan.nslabs,
@@ -148,17 +148,17 @@ static void test_files(ctr_context *cpu, ctr_context *gpu) {
   const int64_t np = (int64_t)NU * NV * NVIEWS, nvox = (int64_t)N * N * N;
   float *proj = malloc(sizeof(float) * np);
   const int64_t pd[3] = {NU, NV, NVIEWS};
-  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
   CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
   proj[5] = NAN;
   proj[np / 2] = INFINITY;
-  ctr_stack_info info = {NU, NV, NVIEWS, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
+  ctr_stack_info info = {CTR_STACK_INFO_VERSION, NU, NV, NVIEWS, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
   CHECK_OK(ctr_stack_save(P("p.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, proj));
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
   so.fdk.interp = CTR_INTERP_EXACT;
   so.max_slab_slices = 6;
   so.store = CTR_STORE_HOST;
-  ctr_stream_report rep;
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   ctr_stack_reader *r = NULL;
   /* Uninterrupted GPU and CPU runs. */
   CHECK_OK(ctr_stack_open(P("p.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r));
@@ -166,7 +166,7 @@ static void test_files(ctr_context *cpu, ctr_context *gpu) {
   CHECK(rep.nonfinite == 2);
   CHECK_OK(ctr_fdk_stream(cpu, g, &so, r, P("cpu.raw"), CTR_FORMAT_AUTO, &rep));
   CHECK(rep.nonfinite == 2);
-  const ctr_stack_info vi = {N, N, N, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
+  const ctr_stack_info vi = {CTR_STACK_INFO_VERSION, N, N, N, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
   float *a = NULL, *b = NULL;
   CHECK_OK(ctr_stack_load(P("gpu.raw"), CTR_FORMAT_AUTO, &vi, CTR_DTYPE_FLOAT32, NULL, (void **)&a));
   CHECK_OK(ctr_stack_load(P("cpu.raw"), CTR_FORMAT_AUTO, &vi, CTR_DTYPE_FLOAT32, NULL, (void **)&b));
@@ -237,12 +237,12 @@ static void test_budget(ctr_context *gpu) {
   const int64_t pd[3] = {NU, NV, NVIEWS}, vd[3] = {N, N, N};
   float *proj = calloc((size_t)(NU * NV * NVIEWS), sizeof(float));
   float *vol = malloc(sizeof(float) * N * N * N);
-  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array va = ctr_array_init(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
   so.gpu_budget = 4096;
   CHECK(ctr_fdk_stream_memory(gpu, g, &so, &pa, &va, NULL) == CTR_E_DEVICE_OUT_OF_MEMORY);
-  CHECK(strstr(ctr_error_detail(), "--gpu-mem") != NULL);
+  CHECK(strstr(ctr_error_detail(), "(gpu_budget)") != NULL);
   printf("tiny GPU budget: %s\n", ctr_error_detail());
   free(proj);
   free(vol);
@@ -250,7 +250,7 @@ static void test_budget(ctr_context *gpu) {
 }
 
 int main(void) {
-  if (ctr_cuda_device_count() < 1) {
+  if (ctr_cuda_get_device_count() < 1) {
     printf("no usable GPU: skipped\n");
     return 77;
   }

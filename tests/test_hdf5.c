@@ -61,8 +61,7 @@ static void test_format_names(void) {
  * default /data, float32 and uint16), refusals that leave nothing behind; a
  * build without HDF5 says so. */
 static void test_write(int have) {
-  ctr_stack_info info;
-  memset(&info, 0, sizeof info);
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
   info.width = 5;
   info.height = 3;
   info.count = 4;
@@ -81,7 +80,7 @@ static void test_write(int have) {
   const char *reads[] = {P("rec.h5:/exchange/recon"), P("plain.h5:/data")};
   for (int k = 0; k < 2; k++) {
     CHECK_OK(ctr_stack_save(paths[k], CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, data));
-    ctr_stack_info got;
+    ctr_stack_info got = CTR_STACK_INFO_INIT;
     float *back = NULL;
     CHECK_OK(ctr_stack_load(reads[k], CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &got,
                             (void **)&back));
@@ -91,7 +90,7 @@ static void test_write(int have) {
   }
   info.dtype = CTR_DTYPE_UINT16;
   CHECK_OK(ctr_stack_save(P("u16.h5:/volume"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, u16));
-  ctr_stack_info got;
+  ctr_stack_info got = CTR_STACK_INFO_INIT;
   uint16_t *ub = NULL;
   CHECK_OK(ctr_stack_load(P("u16.h5:/volume"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_UINT16, &got,
                           (void **)&ub));
@@ -258,7 +257,7 @@ static void test_read_uint16(void) {
   ctr_stack_reader *r = NULL;
   CHECK_OK(ctr_stack_open(DS("/exchange/data"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (!r) return;
-  const ctr_stack_info *info = ctr_stack_reader_info(r);
+  const ctr_stack_info *info = ctr_stack_reader_get_info(r);
   CHECK(info->width == NX && info->height == NY && info->count == NZ);
   CHECK(info->dtype == CTR_DTYPE_UINT16);
   CHECK(info->spacing[0] == 0.0 && info->spacing[2] == 0.0);
@@ -286,12 +285,12 @@ static void test_read_uint16(void) {
   r = NULL;
   CHECK_OK(ctr_stack_open(DS("/exchange/data_white"), CTR_FORMAT_HDF5, NULL, 0, &r));
   if (r) {
-    CHECK(ctr_stack_reader_info(r)->count == 2);
+    CHECK(ctr_stack_reader_get_info(r)->count == 2);
     CHECK_OK(ctr_stack_read(r, 0, 2, CTR_DTYPE_UINT16, u));
     CHECK(memcmp(u, g_white, 2 * NPIX * sizeof(uint16_t)) == 0);
     ctr_stack_close(r);
   }
-  ctr_stack_info got;
+  ctr_stack_info got = CTR_STACK_INFO_INIT;
   void *all = NULL;
   CHECK_OK(ctr_stack_load(DS("/exchange/data_dark"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32,
                           &got, &all));
@@ -307,7 +306,7 @@ static void test_read_uint16(void) {
   r = NULL;
   CHECK_OK(ctr_stack_open(DS("/other/u16be"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (r) {
-    CHECK(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_UINT16);
+    CHECK(ctr_stack_reader_get_info(r)->dtype == CTR_DTYPE_UINT16);
     CHECK_OK(ctr_stack_read(r, 0, NZ, CTR_DTYPE_UINT16, u));
     CHECK(memcmp(u, g_data, sizeof u) == 0);
     ctr_stack_close(r);
@@ -318,7 +317,7 @@ static void test_read_chunked(void) {
   ctr_stack_reader *r = NULL;
   CHECK_OK(ctr_stack_open(DS("/other/chunked"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (!r) return;
-  CHECK(ctr_stack_reader_info(r)->count == NC);
+  CHECK(ctr_stack_reader_get_info(r)->count == NC);
   uint16_t u[NC * NPIX];
   /* Every slab [first, first + n): across the 2-image chunks. */
   int bad = 0;
@@ -338,7 +337,7 @@ static void test_read_float(void) {
   float f[NZ * NPIX];
   CHECK_OK(ctr_stack_open(DS("/other/f32"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (r) {
-    CHECK(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_FLOAT32);
+    CHECK(ctr_stack_reader_get_info(r)->dtype == CTR_DTYPE_FLOAT32);
     CHECK_OK(ctr_stack_read(r, 0, NZ, CTR_DTYPE_FLOAT32, f));
     CHECK(memcmp(f, g_f32, sizeof f) == 0); /* bit-exact, NaN and -0 included */
     uint16_t u[NPIX];
@@ -351,7 +350,7 @@ static void test_read_float(void) {
   r = NULL;
   CHECK_OK(ctr_stack_open(DS("/other/f64"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (r) {
-    CHECK(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_FLOAT32);
+    CHECK(ctr_stack_reader_get_info(r)->dtype == CTR_DTYPE_FLOAT32);
     CHECK_OK(ctr_stack_read(r, 1, NZ - 1, CTR_DTYPE_FLOAT32, f));
     int bad = 0;
     for (size_t i = 0; i < (NZ - 1) * NPIX; i++) bad += f[i] != (float)g_f64[NPIX + i];
@@ -373,8 +372,8 @@ static void test_read_converted(void) {
     ctr_stack_reader *r = NULL;
     CHECK_OK(ctr_stack_open(DS(cases[c].ds), CTR_FORMAT_AUTO, NULL, 0, &r));
     if (!r) continue;
-    CHECK_MSG(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_FLOAT32, "%s: dtype %s", cases[c].ds,
-              ctr_dtype_name(ctr_stack_reader_info(r)->dtype));
+    CHECK_MSG(ctr_stack_reader_get_info(r)->dtype == CTR_DTYPE_FLOAT32, "%s: dtype %s", cases[c].ds,
+              ctr_dtype_name(ctr_stack_reader_get_info(r)->dtype));
     float f[NZ * NPIX];
     CHECK_OK(ctr_stack_read(r, 0, NZ, CTR_DTYPE_FLOAT32, f));
     int bad = 0, negative = 0;
@@ -399,8 +398,7 @@ static void test_read_converted(void) {
 }
 
 static void test_hints(void) {
-  ctr_stack_info h;
-  memset(&h, 0, sizeof h);
+  ctr_stack_info h = CTR_STACK_INFO_INIT;
   h.width = NX;
   h.height = NY;
   h.count = NZ;

@@ -30,8 +30,7 @@ static void write_text(const char *path, const char *text, size_t n) {
 }
 
 static ctr_stack_info make_info(ctr_dtype dt) {
-  ctr_stack_info info;
-  memset(&info, 0, sizeof info);
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
   info.width = NX;
   info.height = NY;
   info.count = NZ;
@@ -117,13 +116,12 @@ static void round_trip(const char *name, ctr_file_format fmt, ctr_dtype dt) {
   CHECK_OK(ctr_stack_commit(w));
   CHECK_MSG(count_temporaries() == 0, "%s left temporaries", name);
 
-  ctr_stack_info hint;
-  memset(&hint, 0, sizeof hint);
+  ctr_stack_info hint = CTR_STACK_INFO_INIT;
   hint = info;
   ctr_stack_reader *r = NULL;
   CHECK_OK(ctr_stack_open(path, CTR_FORMAT_AUTO, fmt == CTR_FORMAT_RAW ? &hint : NULL, 0, &r));
   if (!r) return;
-  const ctr_stack_info *ri = ctr_stack_reader_info(r);
+  const ctr_stack_info *ri = ctr_stack_reader_get_info(r);
   CHECK(ri->width == NX && ri->height == NY && ri->count == NZ && ri->dtype == dt);
   if (fmt == CTR_FORMAT_NRRD)
     for (int i = 0; i < 3; i++) {
@@ -193,7 +191,7 @@ static void test_round_trips(void) {
         !exists(P("stack_uint16/img_005.tif")));
 
   /* Whole-array wrappers, including overwriting an existing file. */
-  ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32), got;
+  ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32), got = CTR_STACK_INFO_INIT;
   void *loaded = NULL;
   CHECK_OK(ctr_stack_save(P("rt_float32.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, g_f32));
   CHECK_OK(ctr_stack_load(P("rt_float32.nrrd"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &got,
@@ -210,7 +208,7 @@ static void test_conversion(void) {
   static const uint16_t want[] = {0, 0, 0, 1, 2, 2, 65534, 65535, 65535, 0, 0, 65535, 1235, 0,
                                   65535};
   const int n = (int)(sizeof in / sizeof in[0]);
-  ctr_stack_info info = {n, 1, 1, CTR_DTYPE_UINT16, {0, 0, 0}, {0, 0, 0}};
+  ctr_stack_info info = {CTR_STACK_INFO_VERSION, n, 1, 1, CTR_DTYPE_UINT16, {0, 0, 0}, {0, 0, 0}};
   CHECK_OK(ctr_stack_save(P("conv.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_FLOAT32, in));
   uint16_t *out = NULL;
   CHECK_OK(ctr_stack_load(P("conv.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_UINT16, NULL,
@@ -353,14 +351,14 @@ static void test_read_errors(void) {
   char junk[1000];
   memset(junk, 7, sizeof junk);
   write_text(P("short.raw"), junk, sizeof junk);
-  ctr_stack_info hint = {16, 16, 4, CTR_DTYPE_UINT16, {0, 0, 0}, {0, 0, 0}};
+  ctr_stack_info hint = {CTR_STACK_INFO_VERSION, 16, 16, 4, CTR_DTYPE_UINT16, {0, 0, 0}, {0, 0, 0}};
   CHECK_FAILS(ctr_stack_open(P("short.raw"), CTR_FORMAT_AUTO, &hint, 0, &r), CTR_E_SIZE_MISMATCH,
               "holds 1000 bytes, expected 2048 for 16 x 16 x 4 uint16 (+ 0 offset)");
   CHECK(r == NULL);
   CHECK_FAILS(ctr_stack_open(P("short.raw"), CTR_FORMAT_AUTO, NULL, 0, &r),
               CTR_E_INVALID_ARGUMENT, "hint");
   /* raw_offset: 8 x 8 x 1 uint16 after 872 bytes fits exactly, 873 does not. */
-  ctr_stack_info small = {8, 8, 1, CTR_DTYPE_UINT16, {0, 0, 0}, {0, 0, 0}};
+  ctr_stack_info small = {CTR_STACK_INFO_VERSION, 8, 8, 1, CTR_DTYPE_UINT16, {0, 0, 0}, {0, 0, 0}};
   CHECK_OK(ctr_stack_open(P("short.raw"), CTR_FORMAT_RAW, &small, 872, &r));
   uint16_t px[64];
   if (r) CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_UINT16, px));
@@ -382,7 +380,7 @@ static void test_read_errors(void) {
 
   /* Hints that disagree with the file name both values. */
   CHECK_OK(ctr_stack_save(P("h.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, g_u16));
-  ctr_stack_info h = {40, 0, 0, 0, {0, 0, 0}, {0, 0, 0}};
+  ctr_stack_info h = {CTR_STACK_INFO_VERSION, 40, 0, 0, 0, {0, 0, 0}, {0, 0, 0}};
   CHECK_FAILS(ctr_stack_open(P("h.nrrd"), CTR_FORMAT_AUTO, &h, 0, &r), CTR_E_SIZE_MISMATCH,
               "width 37, the hint expects width 40");
   h.width = 0;
@@ -457,7 +455,7 @@ static void test_nrrd_headers(void) {
   write_text(P("be.nrrd"), be, sizeof be - 1);
   CHECK_OK(ctr_stack_open(P("be.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (r) {
-    const ctr_stack_info *ri = ctr_stack_reader_info(r);
+    const ctr_stack_info *ri = ctr_stack_reader_get_info(r);
     CHECK(ri->width == 3 && ri->height == 2 && ri->count == 1 && ri->dtype == CTR_DTYPE_UINT16);
     CHECK(ri->spacing[0] == 0.7 && ri->spacing[1] == 0.9);
     uint16_t v[6];
@@ -536,7 +534,7 @@ static void test_tiff_specifics(void) {
   CHECK(write_tiff_pages(P("big.tif"), "w8", 3, 32, SAMPLEFORMAT_IEEEFP, 1, 0));
   CHECK_OK(ctr_stack_open(P("big.tif"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (r) {
-    CHECK(ctr_stack_reader_info(r)->count == 3 && ctr_stack_reader_info(r)->width == 40);
+    CHECK(ctr_stack_reader_get_info(r)->count == 3 && ctr_stack_reader_get_info(r)->width == 40);
     CHECK_OK(ctr_stack_read(r, 2, 1, CTR_DTYPE_FLOAT32, img));
     CHECK(img[0] == 20000.0f && img[40 * 30 - 1] == 20000.0f + 1199.0f);
     CHECK_OK(ctr_stack_read(r, 0, 2, CTR_DTYPE_FLOAT32, img));
@@ -584,7 +582,7 @@ static void test_tiff_specifics(void) {
   CHECK_OK(ctr_stack_save(P("s/a_%d.tif"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16));
   unlink(P("s/a_0.tif"));
   void *back = NULL;
-  ctr_stack_info got;
+  ctr_stack_info got = CTR_STACK_INFO_INIT;
   CHECK_OK(ctr_stack_load(P("s/a_%d.tif"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_UINT16, &got, &back));
   CHECK(got.count == NZ - 1 && back && !memcmp(back, g_u16 + NPIX, (NVOX - NPIX) * 2));
   free(back);

@@ -35,8 +35,7 @@ static void make_data(void) {
 }
 
 static ctr_stack_info make_info(ctr_dtype dt, int64_t w, int64_t h, int64_t n) {
-  ctr_stack_info info;
-  memset(&info, 0, sizeof info);
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
   info.width = w;
   info.height = h;
   info.count = n;

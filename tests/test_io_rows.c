@@ -50,7 +50,7 @@ int main(void) {
   float *f = malloc(sizeof(float) * (size_t)(w * h * n));
   for (int64_t i = 0; i < w * h * n; i++) f[i] = (float)th_uniform(0, 60000);
   for (int dt = 0; dt < 2; dt++) {
-    ctr_stack_info info = {w, h, n, dt ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32, {1, 1, 1}, {0, 0, 0}};
+    ctr_stack_info info = {CTR_STACK_INFO_VERSION, w, h, n, dt ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32, {1, 1, 1}, {0, 0, 0}};
     const char *names[4] = {"a.raw", "a.nrrd", "a.tif", "st/a_%02d.tif"};
     const ctr_file_format fmts[4] = {CTR_FORMAT_RAW, CTR_FORMAT_NRRD, CTR_FORMAT_TIFF,
                                      CTR_FORMAT_TIFF_STACK};

@@ -81,7 +81,7 @@ static void test_planner(void) {
         /* 512 MiB volume + 360 MiB of views resident: 3 GiB fits one device;
          * 700 MiB does not hold the volume */
         q.gpu_budget = fits ? (3ull << 30) : (700ull << 20);
-        ctr_plan p;
+        ctr_plan p = CTR_PLAN_INIT;
         const ctr_status st = ctr_plan_fdk(g, &q, &p);
         CHECK_MSG(st == CTR_OK, "workers %d split %s %s: %s", w, ctr_split_name(q.split),
                   fits ? "fits" : "out of core", ctr_error_detail());
@@ -124,7 +124,7 @@ static void test_planner(void) {
     q.workers = 2;
     q.host_budget = 64ull << 30;
     q.gpu_budget = 3ull << 30;
-    ctr_plan p;
+    ctr_plan p = CTR_PLAN_INIT;
     CHECK_OK(ctr_plan_fdk(g, &q, &p));
     CHECK_MSG(p.split == CTR_SPLIT_PROJECTIONS, "in core on 2: %s (volume %g s, projections %g s)",
               ctr_split_name(p.split), p.seconds[1], p.seconds[2]);
@@ -149,7 +149,7 @@ static void test_planner(void) {
     q.workers = 4;
     q.host_budget = 64ull << 30;
     q.gpu_budget = 200ull << 20; /* below the reserve the model keeps */
-    ctr_plan p;
+    ctr_plan p = CTR_PLAN_INIT;
     CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_DEVICE_OUT_OF_MEMORY, "GPU");
     q.workers = 99;
     CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT, "workers");
@@ -201,12 +201,12 @@ static int setup(void) {
   g_proj = malloc(NPROJ * sizeof(float));
   g_one = malloc(NVOX * sizeof(float));
   const int64_t pd[3] = {NU, NV, NVIEWS}, vd[3] = {N, N, N};
-  ctr_array pa = ctr_array_init(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array va = ctr_array_init(g_one, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(g_one, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_phantom_project(NULL, ph, g_geom, 1, &pa));
   ctr_phantom_free(ph);
   ctr_stream_options so = multi_opts(1, CTR_SPLIT_AUTO, 6, CTR_STORE_AUTO);
-  ctr_stream_report rep;
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &so, &pa, &va, &rep));
   CHECK(rep.workers == 1 && rep.plan.nslabs == 6);
   /* The bound of a different summation order: both orders add the same K
@@ -246,15 +246,15 @@ static int within_order_bound(const float *a, const float *b, const char *what) 
 
 static void test_memory(void) {
   const int64_t pd[3] = {NU, NV, NVIEWS}, vd[3] = {N, N, N};
-  ctr_array pa = ctr_array_init(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array pa = ctr_array_make(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
   float *vol = malloc(NVOX * sizeof(float)), *one = malloc(NVOX * sizeof(float));
-  ctr_array va = ctr_array_init(vol, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array va1 = ctr_array_init(one, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va1 = ctr_array_make(one, CTR_DTYPE_FLOAT32, 3, vd);
   const ctr_store stores[3] = {CTR_STORE_AUTO, CTR_STORE_HOST, CTR_STORE_SCRATCH};
   for (int w = 2; w <= 4; w++) {
     for (int si = 0; si < 3; si++) {
       ctr_stream_options o = multi_opts(w, CTR_SPLIT_VOLUME, 6, stores[si]);
-      ctr_stream_report rep;
+      ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
       memset(vol, 0xff, NVOX * sizeof(float));
       CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep));
       CHECK_MSG(rep.workers == w && rep.plan.split == CTR_SPLIT_VOLUME && rep.plan.nslabs == 6,
@@ -272,7 +272,7 @@ static void test_memory(void) {
     const int64_t slabs[2] = {0, 7};
     for (int k = 0; k < 2; k++) {
       ctr_stream_options o = multi_opts(1, CTR_SPLIT_AUTO, slabs[k], CTR_STORE_HOST);
-      ctr_stream_report rep;
+      ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
       CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va1, &rep));
       o = multi_opts(w, CTR_SPLIT_PROJECTIONS, slabs[k], CTR_STORE_HOST);
       memset(vol, 0xff, NVOX * sizeof(float));
@@ -309,16 +309,16 @@ static int64_t journal_lines(const char *path) {
 
 static void test_files(void) {
   const char *in = P("proj.raw");
-  CHECK_OK(ctr_stack_save(in, CTR_FORMAT_RAW, &(ctr_stack_info){NU, NV, NVIEWS, CTR_DTYPE_FLOAT32,
+  CHECK_OK(ctr_stack_save(in, CTR_FORMAT_RAW, &(ctr_stack_info){CTR_STACK_INFO_VERSION, NU, NV, NVIEWS, CTR_DTYPE_FLOAT32,
                                                                {0, 0, 0}, {0, 0, 0}},
                           CTR_DTYPE_FLOAT32, g_proj));
-  ctr_stack_info hint = {NU, NV, NVIEWS, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
+  ctr_stack_info hint = {CTR_STACK_INFO_VERSION, NU, NV, NVIEWS, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
   ctr_stack_reader *rd = NULL;
   CHECK_OK(ctr_stack_open(in, CTR_FORMAT_RAW, &hint, 0, &rd));
   if (!rd) return;
   /* one worker, file to file: the reference bytes */
   ctr_stream_options o = multi_opts(1, CTR_SPLIT_AUTO, 6, CTR_STORE_AUTO);
-  ctr_stream_report rep;
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("one.raw"), CTR_FORMAT_AUTO, &rep));
   const ctr_store stores[3] = {CTR_STORE_AUTO, CTR_STORE_HOST, CTR_STORE_SCRATCH};
   for (int w = 2; w <= 3; w++)
@@ -334,7 +334,8 @@ static void test_files(void) {
   o = multi_opts(3, CTR_SPLIT_PROJECTIONS, 6, CTR_STORE_HOST);
   CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("proj3.raw"), CTR_FORMAT_AUTO, &rep));
   {
-    ctr_stack_info vh = {N, N, N, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}}, vi;
+    ctr_stack_info vh = {CTR_STACK_INFO_VERSION, N, N, N, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}},
+                   vi = CTR_STACK_INFO_INIT;
     float *vol = NULL;
     CHECK_OK(ctr_stack_load(P("proj3.raw"), CTR_FORMAT_RAW, &vh, CTR_DTYPE_FLOAT32, &vi,
                             (void **)&vol));
@@ -418,7 +419,7 @@ static void test_files(void) {
 
 int main(void) {
 #ifdef CTR_TEST_CUDA
-  if (ctr_cuda_device_count() < 1) {
+  if (ctr_cuda_get_device_count() < 1) {
     printf("test_gpu_multi: SKIPPED (no usable GPU)\n");
     return 77;
   }

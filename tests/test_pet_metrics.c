@@ -114,7 +114,7 @@ static void test_exact_geometry(void) {
         if (v != 1.0f) img[k * plane + j * p.nx + i] = v;
       }
   }
-  ctr_pet_metrics m;
+  ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   CHECK_OK(ctr_pet_metrics_compute(&p, &ph, img, &m));
   CHECK(m.nspheres == 4);
   for (int s = 0; s < 4; s++) CHECK_NEAR(m.crc_sphere[s], 1.0, 1e-6);
@@ -151,7 +151,7 @@ static void test_exact_geometry(void) {
 
 static void check_against_reference(const ctr_pet_params *p, const ctr_pet_phantom *ph,
                                     const float *img, double lo, double hi) {
-  ctr_pet_metrics m;
+  ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   CHECK_OK(ctr_pet_metrics_compute(p, ph, img, &m));
   CHECK(m.nspheres == ph->nspheres);
   double mean = 0;
@@ -176,7 +176,7 @@ static void test_voxelised(void) {
   CHECK(ph.nspheres == 6);
   CHECK_OK(ctr_pet_phantom_voxelize(&ph, &p, 4, img));
   check_against_reference(&p, &ph, img, 0.1, 0.95);
-  ctr_pet_metrics m;
+  ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   CHECK_OK(ctr_pet_metrics_compute(&p, &ph, img, &m));
   CHECK_NEAR(m.noise, 0.0, 1e-6); /* the centre of the cylinder is uniform */
   CHECK_NEAR(m.background_mean, 1.0, 1e-6);
@@ -222,7 +222,7 @@ static void test_noise(void) {
   double sum = 0;
   for (int t = 0; t < trials; t++) {
     for (int64_t i = 0; i < n; i++) img[i] = (float)(10.0 + gauss());
-    ctr_pet_metrics m, m3;
+    ctr_pet_metrics m = CTR_PET_METRICS_INIT, m3 = CTR_PET_METRICS_INIT;
     CHECK_OK(ctr_pet_metrics_compute(&p, &ph, img, &m));
     sum += m.noise;
     if (t == 0) {
@@ -250,7 +250,7 @@ static void test_noise(void) {
         if (k != p.nz / 2 || d > 25.0 + 2.9)
           img[(k * p.ny + j) * p.nx + i] = (float)(5.0 + 4.0 * gauss());
       }
-  ctr_pet_metrics m;
+  ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   CHECK_OK(ctr_pet_metrics_compute(&p, &ph, img, &m));
   CHECK_NEAR(m.noise, 0.0, 1e-9);
   CHECK_NEAR(m.background_mean, 5.0, 1e-6);
@@ -274,7 +274,7 @@ static void test_errors(void) {
   ph.background = 1.0;
   ph.nspheres = 1;
   ph.spheres[0] = (ctr_pet_sphere){30, 0, 0, 10, 4.0};
-  ctr_pet_metrics m;
+  ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   CHECK_OK(ctr_pet_metrics_compute(&p, &ph, img, &m));
   CHECK_FAILS(ctr_pet_metrics_compute(&p, &ph, NULL, &m), CTR_E_INVALID_ARGUMENT, "image");
   ctr_pet_phantom bad = ph;

@@ -14,7 +14,7 @@ typedef struct trace {
 
 static int on_iter(void *user, int it, const float *image) {
   trace *t = user;
-  ctr_pet_metrics m;
+  ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   CHECK_OK(ctr_pet_metrics_compute(t->p, t->ph, image, &m));
   t->crc[t->n] = m.crc, t->noise[t->n] = m.noise;
   t->n++;

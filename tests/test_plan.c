@@ -3,7 +3,7 @@
  * store and subvolume size against the budgets, that no plan ever exceeds a
  * budget (a sweep over budgets, and budgets just below each plan's bytes),
  * the errors for absurd budgets and the smallest budget they name, forced
- * stores, argument errors, ctr_plan_describe and ctr_parse_size. */
+ * stores, argument errors, ctr_plan_describe and ctr_size_parse. */
 #include "harness.h"
 
 #include <stdint.h>
@@ -71,8 +71,8 @@ static void print_plan(const char *what, const ctr_plan *p) {
 static int check_plan(const char *what, const ctr_geometry *g, const ctr_plan_request *q,
                       const ctr_plan *p) {
   const int before = th_failures;
-  const ctr_volume_geometry vg = ctr_geometry_volume(g);
-  const int64_t nviews = ctr_geometry_nviews(g);
+  const ctr_volume_geometry vg = ctr_geometry_get_volume(g);
+  const int64_t nviews = ctr_geometry_get_view_count(g);
   const int64_t nz = q->nz ? q->nz : vg.nz - q->z0;
   CHECK_MSG(p->device == q->device, "%s: device %d", what, (int)p->device);
   CHECK_MSG(p->z0 == q->z0 && p->nz == nz, "%s: slices [%lld, +%lld)", what, (long long)p->z0,
@@ -125,7 +125,7 @@ static int check_plan(const char *what, const ctr_geometry *g, const ctr_plan_re
             ctr_store_name(p->store));
   if (p->store == CTR_STORE_SCRATCH) {
     int64_t nu, nv;
-    ctr_geometry_detector(g, &nu, &nv, NULL, NULL);
+    ctr_geometry_get_detector(g, &nu, &nv, NULL, NULL);
     CHECK_MSG(p->scratch_bytes == (uint64_t)nu * (uint64_t)nv * 4u * (uint64_t)nviews,
               "%s: scratch %llu bytes", what, (unsigned long long)p->scratch_bytes);
   }
@@ -142,7 +142,7 @@ static int check_plan(const char *what, const ctr_geometry *g, const ctr_plan_re
   return th_failures - before;
 }
 
-/* ---- ctr_parse_size and ctr_store_name -------------------------------------- */
+/* ---- ctr_size_parse and ctr_store_name -------------------------------------- */
 
 static void test_parse_size(void) {
   static const struct {
@@ -157,7 +157,7 @@ static void test_parse_size(void) {
   };
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     uint64_t b = 12345;
-    ctr_status st = ctr_parse_size(good[i].text, &b);
+    ctr_status st = ctr_size_parse(good[i].text, &b);
     CHECK_MSG(st == CTR_OK && b == good[i].bytes, "'%s' -> %s, %llu (expected %llu)",
               good[i].text, ctr_status_name(st), (unsigned long long)b,
               (unsigned long long)good[i].bytes);
@@ -167,14 +167,14 @@ static void test_parse_size(void) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     uint64_t b = 777;
     ctr_error_clear();
-    ctr_status st = ctr_parse_size(bad[i], &b);
+    ctr_status st = ctr_size_parse(bad[i], &b);
     CHECK_MSG(st == CTR_E_INVALID_ARGUMENT && strstr(ctr_error_detail(), bad[i]) && b == 777,
               "'%s' -> %s (%s), bytes %llu", bad[i], ctr_status_name(st), ctr_error_detail(),
               (unsigned long long)b);
   }
   uint64_t b;
-  CHECK_FAILS(ctr_parse_size(NULL, &b), CTR_E_INVALID_ARGUMENT, "NULL");
-  CHECK_FAILS(ctr_parse_size("8G", NULL), CTR_E_INVALID_ARGUMENT, "NULL");
+  CHECK_FAILS(ctr_size_parse(NULL, &b), CTR_E_INVALID_ARGUMENT, "NULL");
+  CHECK_FAILS(ctr_size_parse("8G", NULL), CTR_E_INVALID_ARGUMENT, "NULL");
   CHECK(!strcmp(ctr_store_name(CTR_STORE_AUTO), "auto"));
   CHECK(!strcmp(ctr_store_name(CTR_STORE_DEVICE), "device"));
   CHECK(!strcmp(ctr_store_name(CTR_STORE_HOST), "host"));
@@ -188,8 +188,7 @@ static void test_parse_size(void) {
 static void test_cuda_big(void) {
   ctr_geometry *g = big_geometry(0);
   if (!g) return;
-  ctr_plan p, p2;
-  memset(&p, 0, sizeof p);
+  ctr_plan p = CTR_PLAN_INIT, p2 = CTR_PLAN_INIT;
 
   /* 80 GiB GPU: the 32 GiB volume and the 18.75 GiB of filtered views fit:
    * one subvolume, views resident, mirrored pairs (symmetric circular scan). */
@@ -266,10 +265,10 @@ static void test_cuda_big(void) {
   /* Forced device store with a GPU too small for the resident views. */
   q = cuda_request(8 * GiB, 100 * GiB);
   q.store = CTR_STORE_DEVICE;
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p2), CTR_E_DEVICE_OUT_OF_MEMORY, "--gpu-mem");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p2), CTR_E_DEVICE_OUT_OF_MEMORY, "(gpu_budget)");
   /* Forced "none" needs the whole 32 GiB volume on the GPU at once. */
   q.store = CTR_STORE_NONE;
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p2), CTR_E_DEVICE_OUT_OF_MEMORY, "--gpu-mem");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p2), CTR_E_DEVICE_OUT_OF_MEMORY, "(gpu_budget)");
 
   /* Input and output in memory: no read / write buffers, less host memory. */
   q = cuda_request(8 * GiB, 100 * GiB);
@@ -298,7 +297,7 @@ static void test_cuda_big(void) {
 static void check_just_below(const char *what, const ctr_geometry *g, const ctr_plan_request *q0,
                              const ctr_plan *p, int which) {
   ctr_plan_request q = *q0;
-  ctr_plan p2;
+  ctr_plan p2 = CTR_PLAN_INIT;
   uint64_t *budget = which ? &q.host_budget : &q.gpu_budget;
   const uint64_t bytes = which ? p->host_bytes : p->gpu_bytes;
   *budget = bytes;
@@ -325,14 +324,14 @@ static void check_just_below(const char *what, const ctr_geometry *g, const ctr_
  * which: 0 = the GPU budget varies, 1 = the host budget. */
 static void sweep_one(const ctr_geometry *g, ctr_plan_request q, int which, double b, int *plans,
                       int *refused, int *stores) {
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   char what[64];
   snprintf(what, sizeof what, "cuda sweep %s %.3f GiB", which ? "host" : "gpu", b / GiB);
   ctr_status st = ctr_plan_fdk(g, &q, &p);
   if (st != CTR_OK) {
     (*refused)++;
     CHECK_MSG(st == (which ? CTR_E_OUT_OF_MEMORY : CTR_E_DEVICE_OUT_OF_MEMORY) &&
-                  strstr(ctr_error_detail(), which ? "--host-mem" : "--gpu-mem"),
+                  strstr(ctr_error_detail(), which ? "(host_budget)" : "(gpu_budget)"),
               "%s: %s (%s)", what, ctr_status_name(st), ctr_error_detail());
     return;
   }
@@ -373,13 +372,13 @@ static void test_sweep_cpu(void) {
     for (double b = 1.0 * MiB; b <= 2.0 * GiB; b *= 1.09) {
       ctr_plan_request q = cpu_request((uint64_t)b);
       q.input_in_memory = q.output_in_memory = inmem;
-      ctr_plan p;
+      ctr_plan p = CTR_PLAN_INIT;
       char what[64];
       snprintf(what, sizeof what, "cpu sweep host %.2f MiB%s", b / MiB, inmem ? " in memory" : "");
       ctr_status st = ctr_plan_fdk(g, &q, &p);
       if (st != CTR_OK) {
         refused++;
-        CHECK_MSG(st == CTR_E_OUT_OF_MEMORY && strstr(ctr_error_detail(), "--host-mem"),
+        CHECK_MSG(st == CTR_E_OUT_OF_MEMORY && strstr(ctr_error_detail(), "(host_budget)"),
                   "%s: %s (%s)", what, ctr_status_name(st), ctr_error_detail());
         continue;
       }
@@ -401,7 +400,7 @@ static void test_sweep_cpu(void) {
 static void test_cpu(void) {
   ctr_geometry *g = make_geometry(32, 40, 48, 40, 8.0, 9.0, 0);
   if (!g) return;
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   /* Ample memory: one subvolume, nothing kept. */
   ctr_plan_request q = cpu_request(16 * GiB);
   CHECK_OK(ctr_plan_fdk(g, &q, &p));
@@ -410,7 +409,7 @@ static void test_cpu(void) {
   CHECK(p.views_per_batch == 32 && p.nbatches == 2); /* the CPU's default N' */
   /* A GPU budget is irrelevant on the CPU. */
   q.gpu_budget = 1;
-  ctr_plan p2;
+  ctr_plan p2 = CTR_PLAN_INIT;
   CHECK_OK(ctr_plan_fdk(g, &q, &p2));
   CHECK(same_plan(&p, &p2));
   /* Forced small subvolumes: host memory keeps the filtered views. */
@@ -488,7 +487,7 @@ static int parse_need(const char *detail, double *bytes, double *unit) {
 static uint64_t true_minimum(const ctr_geometry *g, ctr_plan_request q, int which, uint64_t lo,
                              uint64_t hi) {
   uint64_t *budget = which ? &q.host_budget : &q.gpu_budget;
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   while (lo < hi) {
     const uint64_t mid = lo + (hi - lo) / 2;
     *budget = mid;
@@ -511,7 +510,7 @@ static void check_named_minimum(const char *what, const ctr_geometry *g, ctr_pla
   if (!ok) return;
   const double slack = unit > 1 ? 0.006 * unit : 0.0;
   uint64_t *budget = which ? &q.host_budget : &q.gpu_budget;
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   *budget = (uint64_t)(need + slack) + 1;
   ctr_status st = ctr_plan_fdk(g, &q, &p);
   CHECK_MSG(st == CTR_OK, "%s: the named minimum %.0f bytes (+%.0f) fails: %s", what, need, slack,
@@ -536,32 +535,32 @@ static void test_absurd_budgets(void) {
     ctr_geometry_free(small);
     return;
   }
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   ctr_plan_request q = cuda_request(64 * MiB, 100 * GiB);
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_DEVICE_OUT_OF_MEMORY, "--gpu-mem");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_DEVICE_OUT_OF_MEMORY, "(gpu_budget)");
   printf("gpu 64 MiB: %s\n", ctr_error_detail());
   CHECK(strstr(ctr_error_detail(), "64.00 MiB") != NULL); /* the budget given */
   check_named_minimum("cuda gpu minimum", g, q, 0, 0.0);
   q = cuda_request(80 * GiB, 16 * MiB);
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_OUT_OF_MEMORY, "--host-mem");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_OUT_OF_MEMORY, "(host_budget)");
   printf("host 16 MiB (cuda): %s\n", ctr_error_detail());
   /* The named minimum is the planner's own (found by bisection), whatever
    * store wins at it. */
   check_named_minimum("cuda host minimum", g, q, 1, 0.0);
   q = cpu_request(1 * KiB);
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_OUT_OF_MEMORY, "--host-mem");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_OUT_OF_MEMORY, "(host_budget)");
   printf("host 1 KiB (cpu): %s\n", ctr_error_detail());
   check_named_minimum("cpu host minimum", g, q, 1, 0.0);
   q = cpu_request(1 * KiB);
-  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "--host-mem");
+  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "(host_budget)");
   check_named_minimum("cpu small host minimum", small, q, 1, 0.0);
   q.input_in_memory = q.output_in_memory = 1;
-  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "--host-mem");
+  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "(host_budget)");
   /* With the output in memory one subvolume without a store is the cheapest
    * plan: the named minimum is its budget. */
   check_named_minimum("cpu small in-memory host minimum", small, q, 1, 0.0);
   q = cpu_request(0);
-  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "--host-mem");
+  CHECK_FAILS(ctr_plan_fdk(small, &q, &p), CTR_E_OUT_OF_MEMORY, "(host_budget)");
   ctr_geometry_free(g);
   ctr_geometry_free(small);
 }
@@ -571,12 +570,13 @@ static void test_absurd_budgets(void) {
 static void test_errors(void) {
   ctr_geometry *g = make_geometry(32, 40, 48, 40, 8.0, 9.0, 0);
   if (!g) return;
-  ctr_plan p;
+  ctr_plan p = CTR_PLAN_INIT;
   ctr_plan_request q = cpu_request(16 * GiB);
-  q.version = CTR_API_VERSION + 1;
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT, "version");
+  q.version = CTR_PLAN_REQUEST_VERSION + 1;
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT,
+              "ctr_plan_request.version is 2: this library accepts ctr_plan_request versions 1 to 1");
   q.version = 0;
-  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT, "CTR_PLAN_REQUEST_INIT");
+  CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT, "ctr_plan_request_init");
   q = cpu_request(16 * GiB);
   q.store = CTR_STORE_DEVICE;
   CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT, "CUDA");

@@ -98,8 +98,7 @@ static ctr_stream_options stream_opts(int64_t max_slab, int64_t vpb, ctr_store s
 }
 
 static ctr_stack_reader *open_raw(const char *path, ctr_dtype dt) {
-  ctr_stack_info hint;
-  memset(&hint, 0, sizeof hint);
+  ctr_stack_info hint = CTR_STACK_INFO_INIT;
   hint.width = NU;
   hint.height = NV;
   hint.count = NVIEWS;
@@ -111,8 +110,7 @@ static ctr_stack_reader *open_raw(const char *path, ctr_dtype dt) {
 
 /* A volume file read back as float32 (NULL on failure). */
 static float *load_volume(const char *path, int64_t nz, ctr_stack_info *info_out) {
-  ctr_stack_info hint, info;
-  memset(&hint, 0, sizeof hint);
+  ctr_stack_info hint = CTR_STACK_INFO_INIT, info = CTR_STACK_INFO_INIT;
   hint.width = N;
   hint.height = N;
   hint.count = nz;
@@ -167,10 +165,10 @@ static int setup(void) {
   g_ref = malloc(NVOX * sizeof(float));
   g_ref16 = malloc(NVOX * sizeof(float));
   int64_t pd[3] = {NU, NV, NVIEWS}, vd[3] = {N, N, N};
-  ctr_array pa = ctr_array_init(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array pa16 = ctr_array_init(g_proj16, CTR_DTYPE_UINT16, 3, pd);
-  ctr_array va = ctr_array_init(g_ref, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array va16 = ctr_array_init(g_ref16, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array pa16 = ctr_array_make(g_proj16, CTR_DTYPE_UINT16, 3, pd);
+  ctr_array va = ctr_array_make(g_ref, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va16 = ctr_array_make(g_ref16, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_phantom_project(g_ctx, ph, g_geom, 1, &pa));
   ctr_phantom_free(ph);
   double pmax = 0;
@@ -216,8 +214,8 @@ static void test_memory_splits(void) {
   float *vol = malloc(NVOX * sizeof(float));
   g_slab_seen = malloc(NVOX * sizeof(float));
   int64_t pd[3] = {NU, NV, NVIEWS}, vd[3] = {N, N, N};
-  ctr_array pa = ctr_array_init(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array va = ctr_array_init(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   const int64_t slabs[] = {0, 1, 5, 7};
   const int64_t vpbs[] = {0, 3, 7};
   const ctr_store stores[] = {CTR_STORE_AUTO, CTR_STORE_HOST, CTR_STORE_SCRATCH, CTR_STORE_NONE};
@@ -234,7 +232,7 @@ static void test_memory_splits(void) {
         for (size_t i = 0; i < NVOX; i++) vol[i] = NAN;
         g_slab_calls = 0;
         g_scratch_seen = -1;
-        ctr_stream_report rep;
+        ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
         ctr_error_clear();
         ctr_status st = ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep);
         if (stores[c] == CTR_STORE_NONE && nslabs > 1) {
@@ -278,12 +276,12 @@ static void test_memory_splits(void) {
   o.fdk.z0 = 5;
   o.fdk.nz = 20;
   int64_t sd[3] = {N, N, 20};
-  ctr_array sa = ctr_array_init(vol, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_stream_report rep;
+  ctr_array sa = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &sa, &rep));
   CHECK(rep.plan.z0 == 5 && rep.plan.nz == 20 && rep.plan.nslabs == 4);
   close_volumes(vol, g_ref + 5 * NSLICE, 20 * NSLICE, "memory slab [5, 25)");
-  ctr_array pa16 = ctr_array_init(g_proj16, CTR_DTYPE_UINT16, 3, pd);
+  ctr_array pa16 = ctr_array_make(g_proj16, CTR_DTYPE_UINT16, 3, pd);
   for (int c = 0; c < 2; c++) {
     o = stream_opts(7, 3, c ? CTR_STORE_SCRATCH : CTR_STORE_HOST);
     o.input_scale = U16_SCALE;
@@ -294,7 +292,7 @@ static void test_memory_splits(void) {
   o = stream_opts(0, 0, CTR_STORE_AUTO);
   o.host_budget = 1024;
   CHECK_FAILS(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep), CTR_E_OUT_OF_MEMORY,
-              "--host-mem");
+              "(host_budget)");
   o = stream_opts(0, 0, CTR_STORE_AUTO);
   o.version = 0;
   CHECK_FAILS(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep), CTR_E_INVALID_ARGUMENT,
@@ -340,8 +338,7 @@ static void on_slab_file(void *user, int64_t z0, int64_t nz, const float *slab) 
 
 static void test_file_formats(void) {
   const int tiff = (ctr_features() & CTR_FEATURE_TIFF) != 0;
-  ctr_stack_info pinfo;
-  memset(&pinfo, 0, sizeof pinfo);
+  ctr_stack_info pinfo = CTR_STACK_INFO_INIT;
   pinfo.width = NU;
   pinfo.height = NV;
   pinfo.count = NVIEWS;
@@ -399,7 +396,7 @@ static void test_file_formats(void) {
       static char probe[600];
       snprintf(probe, sizeof probe, "%s", P(strchr(name, '/') ? "ts" : "."));
       g_scratch_probe_dir = probe;
-      ctr_stream_report rep;
+      ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
       ctr_stack_reader *rd = src == 0 ? praw : src == 1 ? pnrrd : qraw;
       ctr_status st = ctr_fdk_stream(g_ctx, g_geom, &o, rd, P(name), CTR_FORMAT_AUTO, &rep);
       CHECK_MSG(st == CTR_OK, "%s: %s: %s", what, ctr_status_name(st), ctr_error_detail());
@@ -417,7 +414,7 @@ static void test_file_formats(void) {
                 "%s: scratch file beside the output during the run: %d", what, g_scratch_in_dir);
       CHECK_MSG(leftovers() == 0, "%s: %d leftovers (partial, journal, scratch)", what,
                 leftovers());
-      ctr_stack_info info;
+      ctr_stack_info info = CTR_STACK_INFO_INIT;
       float *v = load_volume(P(name), N, &info);
       if (v) {
         close_volumes(v, src == 2 ? g_ref16 : g_ref, NVOX, what);
@@ -461,10 +458,10 @@ done:
     ctr_stream_options o = stream_opts(6, 7, CTR_STORE_HOST);
     o.fdk.z0 = 5;
     o.fdk.nz = 20;
-    ctr_stream_report rep;
+    ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
     CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, praw, P("slab.nrrd"), CTR_FORMAT_AUTO, &rep));
     CHECK(rep.plan.nslabs == 4 && rep.plan.z0 == 5 && rep.plan.nz == 20);
-    ctr_stack_info info;
+    ctr_stack_info info = CTR_STACK_INFO_INIT;
     float *v = load_volume(P("slab.nrrd"), 20, &info);
     if (v) {
       close_volumes(v, g_ref + 5 * NSLICE, 20 * NSLICE, "file slab [5, 25)");
@@ -542,7 +539,7 @@ static int cancel_progress(void *user, const char *stage, double fraction) {
 static void test_resume(void) {
   ctr_stack_reader *rd = open_raw(P("p.raw"), CTR_DTYPE_FLOAT32);
   if (!rd) return;
-  ctr_stream_report rep;
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   CHECK_OK(run_raw(rd, P("full.raw"), 0, CTR_WINDOW_RAM_LAK, &rep));
   const int64_t nslabs = rep.plan.nslabs;
   CHECK(nslabs == 7);
@@ -569,16 +566,22 @@ static void test_resume(void) {
               exists(partial_of(out)), exists(journal_of(out)));
     CHECK_MSG(journal_slabs(journal_of(out)) == k, "stop after %lld: journal has %d subvolumes",
               (long long)k, journal_slabs(journal_of(out)));
+    /* The report says where the journal is and that it can be resumed. */
+    CHECK_MSG(rep.resumable == 1 && !strcmp(rep.journal, journal_of(out)),
+              "stop after %lld: report resumable %d, journal '%s'", (long long)k, rep.resumable,
+              rep.journal);
     if (k == 2) {
-      /* Refusals leave the interrupted run intact. */
+      /* Refusals leave the interrupted run intact (and resumable). */
       CHECK_FAILS(run_raw(rd, out, 0, CTR_WINDOW_RAM_LAK, &rep), CTR_E_INVALID_ARGUMENT,
-                  "--resume");
+                  "set ctr_stream_options.resume");
       CHECK(!exists(out) && exists(partial_of(out)) && exists(journal_of(out)));
       CHECK(journal_slabs(journal_of(out)) == 2);
+      CHECK(rep.resumable == 1 && !strcmp(rep.journal, journal_of(out)));
       CHECK_FAILS(run_raw(rd, out, 1, CTR_WINDOW_HANN, &rep), CTR_E_INVALID_ARGUMENT,
                   "cannot resume");
       CHECK(!exists(out) && exists(partial_of(out)) && exists(journal_of(out)));
       CHECK(journal_slabs(journal_of(out)) == 2);
+      CHECK(rep.resumable == 1 && !strcmp(rep.journal, journal_of(out)));
       /* An interruption of the resumed run: resume again. */
       setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "2", 1);
       st = run_raw(rd, out, 1, CTR_WINDOW_RAM_LAK, &rep);
@@ -591,6 +594,7 @@ static void test_resume(void) {
       CHECK_MSG(st == CTR_OK && rep.slabs_resumed == 4, "resume after two interruptions: %s (%s), "
                 "%lld resumed", ctr_status_name(st), ctr_error_detail(),
                 (long long)rep.slabs_resumed);
+      CHECK(rep.resumable == 0 && rep.journal[0] == 0);
     } else if (k == 1) {
       /* The decomposition comes from the journal: other subvolume / batch
        * sizes and store in the resuming call do not matter. */
@@ -619,6 +623,20 @@ static void test_resume(void) {
   CHECK_FAILS(run_raw(rd, P("fresh.raw"), 1, CTR_WINDOW_RAM_LAK, &rep), CTR_E_IO, "journal");
   CHECK(!exists(P("fresh.raw")) && !exists(P("fresh.raw.partial")) &&
         !exists(P("fresh.raw.partial.journal")));
+  CHECK(rep.resumable == 0 && rep.journal[0] == 0);
+  /* A damaged journal: the report names it and says a resume cannot help. */
+  setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "1", 1);
+  CHECK_FAILS(run_raw(rd, P("dam.raw"), 0, CTR_WINDOW_RAM_LAK, &rep), CTR_E_CANCELLED, "");
+  unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
+  {
+    FILE *f = fopen(P("dam.raw.partial.journal"), "w");
+    if (f) fputs("not a journal\n", f), fclose(f);
+  }
+  CHECK_FAILS(run_raw(rd, P("dam.raw"), 1, CTR_WINDOW_RAM_LAK, &rep), CTR_E_FORMAT, "journal");
+  CHECK_MSG(rep.resumable == 0 && !strcmp(rep.journal, P("dam.raw.partial.journal")),
+            "damaged journal: report resumable %d, journal '%s'", rep.resumable, rep.journal);
+  unlink(P("dam.raw.partial.journal"));
+  unlink(P("dam.raw.partial"));
   /* Resume after the output is complete: nothing to resume. */
   CHECK_FAILS(run_raw(rd, P("full.raw"), 1, CTR_WINDOW_RAM_LAK, &rep), CTR_E_IO, "journal");
   CHECK(file_hash(P("full.raw")) == full_hash);
@@ -669,7 +687,7 @@ static void test_resume_formats(void) {
     snprintf(out, sizeof out, "%s", P(outs[i]));
     char *dot = strrchr(out, '/');
     dot[1] = 'x'; /* another name in the same directory */
-    ctr_stream_report rep;
+    ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
     CHECK_OK(run_raw(rd, full, 0, CTR_WINDOW_RAM_LAK, &rep));
     setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "2", 1);
     ctr_status st = run_raw(rd, out, 0, CTR_WINDOW_RAM_LAK, &rep);
@@ -709,7 +727,7 @@ static void test_resume_formats(void) {
   if (tiff) {
     /* Multi-page TIFF: an interrupted run leaves nothing; resume refused. */
     setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "2", 1);
-    ctr_stream_report rep;
+    ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
     ctr_status st = run_raw(rd, P("m.tif"), 0, CTR_WINDOW_RAM_LAK, &rep);
     unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
     CHECK_MSG(st == CTR_E_CANCELLED, "multi-page TIFF interrupted: %s", ctr_status_name(st));
@@ -725,7 +743,7 @@ static void test_resume_formats(void) {
 static void test_errors(void) {
   ctr_stack_reader *rd = open_raw(P("p.raw"), CTR_DTYPE_FLOAT32);
   if (!rd) return;
-  ctr_stream_report rep;
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   /* Output in a directory that does not exist: CTR_E_IO naming it, nothing
    * created. */
   const int before = count_entries(NULL);
@@ -743,8 +761,7 @@ static void test_errors(void) {
   }
   /* Projections that do not match the geometry. */
   {
-    ctr_stack_info hint;
-    memset(&hint, 0, sizeof hint);
+    ctr_stack_info hint = CTR_STACK_INFO_INIT;
     hint.width = NU;
     hint.height = NV;
     hint.count = NVIEWS / 2;
@@ -760,8 +777,7 @@ static void test_errors(void) {
   /* A projection file truncated after the reader was opened: the run fails
    * naming the file; no final output. */
   {
-    ctr_stack_info pinfo;
-    memset(&pinfo, 0, sizeof pinfo);
+    ctr_stack_info pinfo = CTR_STACK_INFO_INIT;
     pinfo.width = NU;
     pinfo.height = NV;
     pinfo.count = NVIEWS;
@@ -844,7 +860,7 @@ static void test_errors(void) {
     o = stream_opts(5, 7, CTR_STORE_HOST);
     o.host_budget = 1024;
     CHECK_FAILS(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("x.raw"), CTR_FORMAT_AUTO, &rep),
-                CTR_E_OUT_OF_MEMORY, "--host-mem");
+                CTR_E_OUT_OF_MEMORY, "(host_budget)");
     CHECK(!exists(P("x.raw")) && !exists(P("x.raw.partial")) &&
           !exists(P("x.raw.partial.journal")));
   }

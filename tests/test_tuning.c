@@ -40,8 +40,8 @@ static void test_init(void) {
   CHECK_MSG(all_default(&t) && t.cache_dir == NULL, "the defaults are not all 0");
   const ctr_tuning init = CTR_TUNING_INIT;
   CHECK(all_default(&init) && init.cache_dir == NULL);
-  CHECK_FAILS(ctr_tuning_init(&t, 0), CTR_E_INVALID_ARGUMENT, "version is 0");
-  CHECK_FAILS(ctr_tuning_init(&t, CTR_TUNING_VERSION + 1), CTR_E_INVALID_ARGUMENT, "expected 1");
+  CHECK_FAILS(ctr_tuning_init(&t, 0), CTR_E_INVALID_ARGUMENT, "version 0");
+  CHECK_FAILS(ctr_tuning_init(&t, CTR_TUNING_VERSION + 1), CTR_E_INVALID_ARGUMENT, "versions 1 to");
   CHECK_FAILS(ctr_tuning_init(NULL, CTR_TUNING_VERSION), CTR_E_INVALID_ARGUMENT, "NULL");
   /* a context without a table has the defaults */
   ctr_context *ctx = NULL;
@@ -310,8 +310,7 @@ static void stream_run(const ctr_geometry *g, int direct_io, const char *out, lo
   t.direct_io = direct_io;
   ctr_context *ctx = NULL;
   CHECK_OK(make_context(&t, &ctx));
-  ctr_stack_info hint;
-  memset(&hint, 0, sizeof hint);
+  ctr_stack_info hint = CTR_STACK_INFO_INIT;
   hint.width = DU;
   hint.height = DV;
   hint.count = DVIEWS;
@@ -354,8 +353,8 @@ static void test_direct_io(void) {
   uint16_t *proj = malloc(sizeof(uint16_t) * DU * DV * DVIEWS);
   for (int64_t i = 0; proj && i < DU * DV * DVIEWS; i++)
     proj[i] = (uint16_t)(1000 + (i * 2654435761u) % 500);
-  ctr_stack_info info;
-  memset(&info, 0, sizeof info);
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
+
   info.width = DU;
   info.height = DV;
   info.count = DVIEWS;

@@ -23,6 +23,7 @@ typedef enum ctr_interp {
                              GPU (slower); the CPU treats it as exact */
 } ctr_interp;
 
+#define CTR_FDK_OPTIONS_VERSION 2u /* 2: strict */
 typedef struct ctr_fdk_options {
   unsigned version;
   ctr_window window;
@@ -38,15 +39,18 @@ typedef struct ctr_fdk_options {
                               CTR_E_FORMAT error */
 } ctr_fdk_options;
 
-#define CTR_FDK_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, 0, 0, 0, 0 }
+#define CTR_FDK_OPTIONS_INIT                                                                \
+  { CTR_FDK_OPTIONS_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, \
+    0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_FDK_OPTIONS_VERSION (core.h). */
+CTR_API ctr_status ctr_fdk_options_init(ctr_fdk_options *s, unsigned version);
 
 /* FDK reconstruction. proj: float32 nu x nv x nviews line integrals (uint16
  * is accepted and converted). vol: float32 nx x ny x nz_out where nz_out is
  * opts->nz (or the volume's nz), overwritten. The result is in the units of
  * the line integrals per mm (a Shepp-Logan phantom gives its own values). */
-ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
-                   const ctr_array *proj, ctr_array *vol);
+CTR_API ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
+                           const ctr_array *proj, ctr_array *vol);
 
 /* The two halves of FDK on the CPU backend, for callers that pipeline them
  * (ctr_backprojector is the incremental backprojection on either backend).
@@ -56,13 +60,13 @@ ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_option
  * +-1e24) follow opts->strict: replaced by 0 first with a warning, or an
  * error before anything changes; ctr_fdk_backproject reports bad filtered
  * values the same way. */
-ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
-                          int64_t v0, int64_t n, float *proj);
+CTR_API ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g,
+                                  const ctr_fdk_options *opts, int64_t v0, int64_t n, float *proj);
 /* Adds the backprojection of filtered views [v0, v0+n) (n images in `filtered`)
  * into vol (float32, slices [opts->z0, opts->z0 + nz)). */
-ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
-                               const ctr_fdk_options *opts, int64_t v0, int64_t n,
-                               const float *filtered, ctr_array *vol);
+CTR_API ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
+                                       const ctr_fdk_options *opts, int64_t v0, int64_t n,
+                                       const float *filtered, ctr_array *vol);
 
 /* ------------------------------------------------------------------------- */
 /* Incremental backprojection of filtered views                              */
@@ -75,24 +79,24 @@ ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
  * backprojected. opts: interp, z0 / nz (may be NULL). */
 typedef struct ctr_backprojector ctr_backprojector;
 
-ctr_status ctr_backprojector_create(ctr_context *ctx, const ctr_geometry *g,
-                                    const ctr_fdk_options *opts, ctr_backprojector **out);
+CTR_API ctr_status ctr_backprojector_create(ctr_context *ctx, const ctr_geometry *g,
+                                            const ctr_fdk_options *opts, ctr_backprojector **out);
 /* Adds n views: view indices (into g), images (nu x nv float32 each, u
  * fastest) and per-view weights (NULL: all 1). */
-ctr_status ctr_backprojector_add(ctr_backprojector *b, int64_t n, const int64_t *views,
-                                 const float *const *images, const float *weights);
+CTR_API ctr_status ctr_backprojector_add(ctr_backprojector *b, int64_t n, const int64_t *views,
+                                         const float *const *images, const float *weights);
 /* Copies the volume out (nx x ny x nz floats). */
-ctr_status ctr_backprojector_read(ctr_backprojector *b, float *vol);
+CTR_API ctr_status ctr_backprojector_read(ctr_backprojector *b, float *vol);
 /* Double-precision reference of the same sum (bounds-checked bilinear,
  * double arithmetic throughout), into vol (nx x ny x nz doubles, added to).
  * Runs on the GPU in FP64 when ctx is CUDA, else on the CPU (OpenMP). The
  * oracle for tests and for RabbitCT reference volumes. */
-ctr_status ctr_backproject_reference(ctr_context *ctx, const ctr_geometry *g, int64_t n,
-                                     const int64_t *views, const float *const *images,
-                                     const double *weights, double *vol);
+CTR_API ctr_status ctr_fdk_backproject_reference(ctr_context *ctx, const ctr_geometry *g, int64_t n,
+                                             const int64_t *views, const float *const *images,
+                                             const double *weights, double *vol);
 /* Zeroes the volume. */
-ctr_status ctr_backprojector_reset(ctr_backprojector *b);
-void ctr_backprojector_free(ctr_backprojector *b);
+CTR_API ctr_status ctr_backprojector_reset(ctr_backprojector *b);
+CTR_API void ctr_backprojector_free(ctr_backprojector *b);
 
 /* ------------------------------------------------------------------------- */
 /* Memory planning and streamed (out-of-core) FDK                            */
@@ -108,7 +112,7 @@ typedef enum ctr_store {
   CTR_STORE_NONE = 4     /* not kept: one subvolume needs each filtered view once */
 } ctr_store;
 
-const char *ctr_store_name(ctr_store s);
+CTR_API const char *ctr_store_name(ctr_store s);
 
 /* How several workers (GPUs, or CPU engines) share one FDK run (Okitsu et
  * al. 2010; docs/multi-gpu.md). */
@@ -120,9 +124,9 @@ typedef enum ctr_split {
                                views into every subvolume; the partial sums are added */
 } ctr_split;
 
-const char *ctr_split_name(ctr_split s);
+CTR_API const char *ctr_split_name(ctr_split s);
 /* "auto", "volume", "projections". */
-ctr_status ctr_split_parse(const char *name, ctr_split *out);
+CTR_API ctr_status ctr_split_parse(const char *name, ctr_split *out);
 
 /* Rates the cost model of the split uses (per worker; 0 = the built-in H100 figures,
  * docs/multi-gpu.md). */
@@ -134,6 +138,7 @@ typedef struct ctr_split_rates {
   double filter;              /* ramp filter, detector pixels/s */
 } ctr_split_rates;
 
+#define CTR_PLAN_REQUEST_VERSION 1u
 typedef struct ctr_plan_request {
   unsigned version;
   ctr_device_kind device;  /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
@@ -154,16 +159,20 @@ typedef struct ctr_plan_request {
   ctr_split_rates rates;   /* the cost model's rates; zeros = the built-in figures */
 } ctr_plan_request;
 
-#define CTR_PLAN_REQUEST_INIT                                                              \
-  { CTR_API_VERSION, CTR_DEVICE_CPU, 0, 0, CTR_DTYPE_FLOAT32, CTR_DTYPE_FLOAT32,          \
-    CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0, 0, CTR_SPLIT_AUTO,               \
+#define CTR_PLAN_REQUEST_INIT                                                                \
+  { CTR_PLAN_REQUEST_VERSION, CTR_DEVICE_CPU, 0, 0, CTR_DTYPE_FLOAT32, CTR_DTYPE_FLOAT32,   \
+    CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0, 0, CTR_SPLIT_AUTO,                 \
     { 0, 0, 0, 0, 0, 0, 0 } }
+/* The defaults in the layout of `version`, 1 .. CTR_PLAN_REQUEST_VERSION (core.h). */
+CTR_API ctr_status ctr_plan_request_init(ctr_plan_request *s, unsigned version);
 
 /* A decomposition of one FDK run (Lu et al. 2016, Alg. 2): the volume slices
  * [z0, z0+nz) in nslabs subvolumes of slab_slices slices (the last may be
  * shorter), the views in batches of views_per_batch, the filtered views kept
  * in `store`, and the buffers the executor allocates. */
+#define CTR_PLAN_VERSION 1u
 typedef struct ctr_plan {
+  unsigned version;
   ctr_device_kind device;
   int64_t z0, nz;
   int64_t slab_slices, nslabs;    /* Z' and the number of subvolumes */
@@ -181,6 +190,11 @@ typedef struct ctr_plan {
   double seconds[3];       /* the cost model's estimate per split ([CTR_SPLIT_VOLUME],
                               [CTR_SPLIT_PROJECTIONS]; 0 where not considered) */
 } ctr_plan;
+#define CTR_PLAN_INIT                                                                        \
+  { CTR_PLAN_VERSION, CTR_DEVICE_CPU, 0, 0, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0, \
+    CTR_SPLIT_AUTO, { 0, 0, 0 } }
+/* The defaults in the layout of `version`, 1 .. CTR_PLAN_VERSION (core.h). */
+CTR_API ctr_status ctr_plan_init(ctr_plan *s, unsigned version);
 
 /* Chooses the decomposition for geometry g within the request's budgets (a
  * pure function: no GPU, no allocation). Prefers, in order: the whole volume
@@ -189,19 +203,22 @@ typedef struct ctr_plan {
  * A budget too small for any plan is CTR_E_OUT_OF_MEMORY (GPU budget:
  * CTR_E_DEVICE_OUT_OF_MEMORY) whose detail gives the smallest budget that
  * works. */
-ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *req, ctr_plan *out);
+CTR_API ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *req, ctr_plan *out);
 /* Budgets from the machine: free GPU memory of ctx's device less 1 GiB (0
  * for a CPU context) and available host memory less 10 % (at least 1 GiB
  * kept free). */
-ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget,
-                                    uint64_t *host_budget);
+CTR_API ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget,
+                                            uint64_t *host_budget);
 /* One line describing the plan ("4 subvolumes of 512 slices, ..."). Returns
- * the length snprintf would have written. */
-int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n);
+ * the length snprintf would have written; -1 (detail set) for a plan whose
+ * version this library does not accept. */
+CTR_API int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n);
 
 /* Busy time of each step of the streamed pipeline (Lu et al. 2016, Fig. 3,
  * Table 4), in seconds. The steps overlap, so they add up to more than total. */
+#define CTR_STREAM_TIMINGS_VERSION 1u
 typedef struct ctr_stream_timings {
+  unsigned version;
   double read;        /* (1) storage -> host: reader thread busy */
   double upload;      /* (2) host -> device: raw projections */
   double filter;      /* (3) weighting and ramp filter */
@@ -215,12 +232,19 @@ typedef struct ctr_stream_timings {
   double reduce;      /* (9) projection split: adding the workers' partial sums */
   double wait;        /* a worker's time waiting for filtered views of other workers */
 } ctr_stream_timings;
+#define CTR_STREAM_TIMINGS_INIT { CTR_STREAM_TIMINGS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_STREAM_TIMINGS_VERSION (core.h). */
+CTR_API ctr_status ctr_stream_timings_init(ctr_stream_timings *s, unsigned version);
 
 /* Called with each finished piece of subvolume (float32, nx x ny x nz slices
  * from slice z0 of the run) before it is written. With several workers it is
  * called from their threads, for different slices at once. */
 typedef void (*ctr_slab_fn)(void *user, int64_t z0, int64_t nz, const float *slab);
 
+/* Version 1 held ctr_fdk_options version 1 (without strict); version 2 holds
+ * version 2, and workers and split. The embedded fdk options keep their own version field: any
+ * version up to the one the stream options' version holds. */
+#define CTR_STREAM_OPTIONS_VERSION 2u
 typedef struct ctr_stream_options {
   unsigned version;
   ctr_fdk_options fdk;   /* filter, interpolation, slices (z0, nz) */
@@ -235,20 +259,28 @@ typedef struct ctr_stream_options {
   int resume;            /* continue an interrupted run from <out>.partial */
   ctr_slab_fn on_slab;   /* optional */
   void *user;
-  int workers;           /* engines: 0 = one per device of a CUDA context (ctr_context_device_count),
+  int workers;           /* engines: 0 = one per device of a CUDA context (ctr_context_get_device_count),
                             1 on the CPU; N > 0: N engines, on a CUDA context spread over its
                             devices in turn (several on one GPU when N exceeds them), on the
                             CPU sharing its cores (at most CTR_MAX_WORKERS) */
   ctr_split split;       /* AUTO = the planner's cost model chooses (one worker: VOLUME) */
 } ctr_stream_options;
 
+#define CTR_STREAM_OPTIONS_INIT                                                           \
+  { CTR_STREAM_OPTIONS_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_STORE_AUTO, NULL, 1.0,   \
+    CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL, 0, CTR_SPLIT_AUTO }
+/* The defaults in the layout of `version`, 1 .. CTR_STREAM_OPTIONS_VERSION (core.h). */
+CTR_API ctr_status ctr_stream_options_init(ctr_stream_options *s, unsigned version);
+
+/* Engines one run can use (ctr_stream_options.workers). */
 #define CTR_MAX_WORKERS 16
 
-#define CTR_STREAM_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_STORE_AUTO, NULL, 1.0, CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL, 0, CTR_SPLIT_AUTO }
-
-/* What a streamed run did. */
+/* What a streamed run did. Filled by the library in the version the caller
+ * set (ctr_stream_report_init or CTR_STREAM_REPORT_INIT), with the plan and
+ * timings in the versions that version holds. */
+#define CTR_STREAM_REPORT_VERSION 1u
 typedef struct ctr_stream_report {
+  unsigned version;
   ctr_plan plan;
   ctr_stream_timings timings;
   int64_t nonfinite;        /* projection values NaN, infinite or beyond +-1e24, replaced by 0 */
@@ -259,12 +291,24 @@ typedef struct ctr_stream_report {
   float min, max;           /* range of the reconstructed values: the whole output, resumed
                                subvolumes included (below, above too) */
   int64_t slices_resumed;   /* slices of those subvolumes; timings cover the others only */
+  /* ctr_fdk_stream that fails: the journal of the run's finished subvolumes
+   * when one is left on disk ("" when none is), and whether a call with
+   * opts->resume (and the same inputs and options) continues it: 0 when
+   * this call found the journal or the partial output damaged, truncated or
+   * gone (delete both to start over). Always 0 and "" after success. */
+  int resumable;
+  char journal[4096];
   int workers;              /* engines that ran (plan.workers) */
   int worker_device[CTR_MAX_WORKERS];     /* the GPU ordinal of each (-1: CPU) */
   ctr_stream_timings worker_timings[CTR_MAX_WORKERS]; /* each one's busy times (upload, filter,
                                                          store, reload, backproject, download,
                                                          reduce, wait); `timings` sums them */
 } ctr_stream_report;
+#define CTR_STREAM_REPORT_INIT                                                                 \
+  { CTR_STREAM_REPORT_VERSION, CTR_PLAN_INIT, CTR_STREAM_TIMINGS_INIT, 0, 0, 0, 0, 0, 0, 0, 0, \
+    0, "", 0, { 0 }, { CTR_STREAM_TIMINGS_INIT } }
+/* The defaults in the layout of `version`, 1 .. CTR_STREAM_REPORT_VERSION (core.h). */
+CTR_API ctr_status ctr_stream_report_init(ctr_stream_report *s, unsigned version);
 
 /* Streamed FDK from a projection file to a volume file (Lu et al. 2016, Alg. 2):
  * a reader thread loads projection subsets, the backend filters each
@@ -280,17 +324,19 @@ typedef struct ctr_stream_report {
  * (logging a warning that names it) any whose bytes changed on disk. The
  * volume has the geometry's nx x ny and the slices of opts->fdk (uint16 input
  * is converted; bad values follow opts->fdk.strict).
- * report may be NULL. */
-ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
-                          ctr_stack_reader *projections, const char *out, ctr_file_format out_format,
-                          ctr_stream_report *report);
+ * report may be NULL; on failure it says whether the run can be resumed
+ * and where its journal is. */
+CTR_API ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g,
+                                  const ctr_stream_options *opts, ctr_stack_reader *projections,
+                                  const char *out, ctr_file_format out_format,
+                                  ctr_stream_report *report);
 
 /* The same pipeline between arrays in memory (proj: nu x nv x nviews float32
  * or uint16; vol: nx x ny x nz float32). ctr_fdk is this with default
  * budgets. */
-ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
-                                 const ctr_stream_options *opts, const ctr_array *proj,
-                                 ctr_array *vol, ctr_stream_report *report);
+CTR_API ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
+                                         const ctr_stream_options *opts, const ctr_array *proj,
+                                         ctr_array *vol, ctr_stream_report *report);
 
 #ifdef __cplusplus
 }

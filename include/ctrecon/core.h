@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ctrecon/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,8 +35,23 @@ extern "C" {
 #define CTR_VERSION_PATCH 0
 #define CTR_VERSION_STRING "0.1.0"
 
-/* Version stamped into every option struct; bump when a struct grows. */
-#define CTR_API_VERSION 2u /* 2: strict in ctr_fdk_options, ctr_fbp_options, ctr_pet_recon_options */
+/* Structs a caller fills, or that the library fills and that may grow, are
+ * versioned (docs/api.md): `unsigned version` is their first member, each has
+ * its CTR_<NAME>_VERSION constant (the version this header describes), a
+ * function ctr_<name>_init(s, version) that fills the defaults of any version
+ * from 1 to that constant (the way for bindings) and a CTR_<NAME>_INIT macro
+ * (the same for C, at the header's version). A struct grows only at its end;
+ * every function that takes one accepts any version from 1 to the library's
+ * constant and reads only the members that version has (the others take their
+ * defaults); it fills only the members of the version the caller set. A
+ * version 0 or above the library's is CTR_E_INVALID_ARGUMENT naming the
+ * struct, the version and the accepted range.
+ *
+ * Structs without a version are value types that will not grow: each is a
+ * complete mathematical object or a record of a fixed file format
+ * (ctr_array, ctr_volume_geometry, ctr_ellipsoid, ctr_pet_sphere,
+ * ctr_pet_phantom, ctr_rabbitct_header, ctr_rabbitct_score), or an object
+ * the library allocates (ctr_pet_histo). A richer one is a new type. */
 
 /* ------------------------------------------------------------------------- */
 /* Status codes                                                              */
@@ -65,13 +82,13 @@ typedef enum ctr_status {
 } ctr_status;
 
 /* "CTR_E_IO" etc.; "CTR_E_UNKNOWN" for values not in the list. Static string. */
-const char *ctr_status_name(ctr_status s);
+CTR_API const char *ctr_status_name(ctr_status s);
 /* Short human message for a status. Static string. */
-const char *ctr_status_message(ctr_status s);
+CTR_API const char *ctr_status_message(ctr_status s);
 /* Detail of the last error raised on this thread ("" if none). Valid until the
  * next library call on this thread. */
-const char *ctr_error_detail(void);
-void ctr_error_clear(void);
+CTR_API const char *ctr_error_detail(void);
+CTR_API void ctr_error_clear(void);
 
 /* ------------------------------------------------------------------------- */
 /* Library information                                                       */
@@ -81,37 +98,45 @@ enum {
   CTR_FEATURE_OPENMP = 1u << 0,
   CTR_FEATURE_CUDA = 1u << 1,
   CTR_FEATURE_HDF5 = 1u << 2,
-  CTR_FEATURE_MPI = 1u << 3,
+  CTR_FEATURE_MPI = 1u << 3, /* reserved for distributed (MPI) runs: never set until the
+                                library has MPI code (this bit keeps its value) */
   CTR_FEATURE_TIFF = 1u << 4,
   CTR_FEATURE_PNG = 1u << 5
 };
-const char *ctr_version_string(void);
+CTR_API const char *ctr_version_string(void);
 /* Bit set of CTR_FEATURE_* compiled into this build. */
-unsigned ctr_features(void);
+CTR_API unsigned ctr_features(void);
 
+/* Filled by the library: set version first (ctr_device_info_init or the INIT
+ * macro); the library fills the members of that version. */
+#define CTR_DEVICE_INFO_VERSION 1u
 typedef struct ctr_device_info {
+  unsigned version;
   char name[256];
   size_t total_memory, free_memory; /* bytes */
   int cc_major, cc_minor;           /* compute capability */
   int multiprocessors;
 } ctr_device_info;
+#define CTR_DEVICE_INFO_INIT { CTR_DEVICE_INFO_VERSION, "", 0, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_DEVICE_INFO_VERSION (core.h). */
+CTR_API ctr_status ctr_device_info_init(ctr_device_info *s, unsigned version);
 
 /* Number of usable CUDA devices (0 when CUDA is not built or no GPU/driver). */
-int ctr_cuda_device_count(void);
+CTR_API int ctr_cuda_get_device_count(void);
 /* Properties of CUDA device `index`; CTR_E_NO_DEVICE if there is none. */
-ctr_status ctr_cuda_device_info(int index, ctr_device_info *out);
+CTR_API ctr_status ctr_cuda_get_device_info(int index, ctr_device_info *out);
 
 /* Host memory for projections and volumes: page-locked (pinned) when a CUDA
  * device is usable, so transfers run at full PCIe speed and overlap the
  * computation; plain 64-byte aligned memory otherwise. Free with
  * ctr_host_free. NULL on failure (detail set). */
-void *ctr_host_alloc(size_t bytes);
-void ctr_host_free(void *p);
+CTR_API void *ctr_host_alloc(size_t bytes);
+CTR_API void ctr_host_free(void *p);
 /* Pins existing host memory in place (page-locks it) so transfers from it run
  * at full speed: worth it for buffers reused many times. No-op (CTR_OK)
  * without a usable GPU. Undo with ctr_host_unregister before freeing. */
-ctr_status ctr_host_register(void *p, size_t bytes);
-void ctr_host_unregister(void *p);
+CTR_API ctr_status ctr_host_register(void *p, size_t bytes);
+CTR_API void ctr_host_unregister(void *p);
 
 /* ------------------------------------------------------------------------- */
 /* Data types and array descriptors                                          */
@@ -120,30 +145,29 @@ void ctr_host_unregister(void *p);
 typedef enum ctr_dtype { CTR_DTYPE_FLOAT32 = 1, CTR_DTYPE_UINT16 = 2 } ctr_dtype;
 
 /* Bytes per element; 0 for an unknown dtype. */
-size_t ctr_dtype_size(ctr_dtype t);
+CTR_API size_t ctr_dtype_size(ctr_dtype t);
 /* "float32" / "uint16"; "unknown" otherwise. */
-const char *ctr_dtype_name(ctr_dtype t);
+CTR_API const char *ctr_dtype_name(ctr_dtype t);
 /* Parses "float32"/"f32"/"float" and "uint16"/"u16". CTR_E_INVALID_ARGUMENT
  * (detail lists the accepted names) otherwise. */
-ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out);
+CTR_API ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out);
 
 #define CTR_MAX_DIMS 4
-/* A strided view of memory the caller owns. dims[0] is the fastest axis;
- * strides are in elements (0 = contiguous, filled by ctr_array_init). */
+/* A dense array in memory the caller owns: dims[0] x dims[1] x ... elements
+ * of dtype with no gaps, dims[0] the fastest axis (element (i, j, k) of a 3D
+ * array at i + dims[0] * (j + dims[1] * k)). Every function takes arrays in
+ * this layout; copy strided data into one first. A value type (core.h). */
 typedef struct ctr_array {
   void *data;
   ctr_dtype dtype;
   int ndim;
   int64_t dims[CTR_MAX_DIMS];
-  int64_t strides[CTR_MAX_DIMS];
 } ctr_array;
 
-/* Fills a contiguous descriptor (dims[0] fastest). */
-ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *dims);
+/* Fills a descriptor (ndim clamped to 0 .. CTR_MAX_DIMS). */
+CTR_API ctr_array ctr_array_make(void *data, ctr_dtype dtype, int ndim, const int64_t *dims);
 /* Number of elements. */
-int64_t ctr_array_count(const ctr_array *a);
-/* 1 if the strides describe a dense, dims[0]-fastest layout. */
-int ctr_array_is_contiguous(const ctr_array *a);
+CTR_API int64_t ctr_array_get_element_count(const ctr_array *a);
 
 /* ------------------------------------------------------------------------- */
 /* Context                                                                   */
@@ -171,6 +195,7 @@ typedef void (*ctr_log_fn)(void *user, ctr_log_level level, const char *message)
 /* Experiment and tuning switches (include/ctrecon/tuning.h). */
 typedef struct ctr_tuning ctr_tuning;
 
+#define CTR_CONTEXT_OPTIONS_VERSION 2u /* 2: ndevices, devices, tuning */
 typedef struct ctr_context_options {
   unsigned version;
   ctr_device_kind device;
@@ -188,43 +213,50 @@ typedef struct ctr_context_options {
 } ctr_context_options;
 
 #define CTR_CONTEXT_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_DEVICE_AUTO, -1, 0, NULL, NULL, NULL, 0, NULL, NULL }
+  { CTR_CONTEXT_OPTIONS_VERSION, CTR_DEVICE_AUTO, -1, 0, NULL, NULL, NULL, 0, NULL, NULL }
+/* The defaults in the layout of `version`, 1 .. CTR_CONTEXT_OPTIONS_VERSION (core.h). */
+CTR_API ctr_status ctr_context_options_init(ctr_context_options *s, unsigned version);
 
 typedef struct ctr_context ctr_context;
 
 /* Creates a context; *out owned by the caller, release with ctr_context_free.
  * opts may be NULL (defaults). */
-ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out);
+CTR_API ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out);
 /* Frees a context; accepts NULL. */
-void ctr_context_free(ctr_context *ctx);
+CTR_API void ctr_context_free(ctr_context *ctx);
 /* The CUDA devices a context uses (0 for a CPU context) and the ordinal of the
  * i-th (-1 if there is none); the first is the device of single-GPU work. */
-int ctr_context_device_count(const ctr_context *ctx);
-int ctr_context_device_ordinal(const ctr_context *ctx, int i);
+CTR_API int ctr_context_get_device_count(const ctr_context *ctx);
+CTR_API int ctr_context_get_device_ordinal(const ctr_context *ctx, int i);
 /* The backend a context resolved to (CTR_DEVICE_CPU or CTR_DEVICE_CUDA). */
-ctr_device_kind ctr_context_device(const ctr_context *ctx);
+CTR_API ctr_device_kind ctr_context_get_device(const ctr_context *ctx);
 
 /* ------------------------------------------------------------------------- */
 /* Metrics                                                                   */
 /* ------------------------------------------------------------------------- */
 
+#define CTR_VOLUME_ERROR_VERSION 1u
 typedef struct ctr_volume_error {
+  unsigned version;
   double rmse_object; /* over voxels where the truth is non-zero */
   double rmse_flat;   /* same, restricted to voxels whose 3x3x3 truth
                          neighbourhood is constant (away from edges) */
   double max_abs;     /* largest |rec - truth| over the object */
   int64_t n_object, n_flat;
 } ctr_volume_error;
+#define CTR_VOLUME_ERROR_INIT { CTR_VOLUME_ERROR_VERSION, 0, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_VOLUME_ERROR_VERSION (core.h). */
+CTR_API ctr_status ctr_volume_error_init(ctr_volume_error *s, unsigned version);
 
 /* Compares a reconstruction with a (voxelised) truth of nx x ny x nz float32
  * voxels, both x fastest. Slices within `margin` of the top and bottom are
  * left out (cone-beam FDK is approximate there; 0 = use all). */
-ctr_status ctr_volume_compare(const float *rec, const float *truth, int64_t nx, int64_t ny,
-                              int64_t nz, int64_t margin, ctr_volume_error *out);
+CTR_API ctr_status ctr_volume_compare(const float *rec, const float *truth, int64_t nx, int64_t ny,
+                                      int64_t nz, int64_t margin, ctr_volume_error *out);
 
 /* Parses a byte size: a number with an optional suffix K, M, G, T (powers of
  * 1024, optional trailing "B" or "iB"), e.g. "8G", "512MiB", "1.5T". */
-ctr_status ctr_parse_size(const char *text, uint64_t *bytes);
+CTR_API ctr_status ctr_size_parse(const char *text, uint64_t *bytes);
 
 /* ------------------------------------------------------------------------- */
 /* Filtering and FDK                                                         */
@@ -238,13 +270,13 @@ typedef enum ctr_window {
   CTR_WINDOW_HANN = 4
 } ctr_window;
 
-const char *ctr_window_name(ctr_window w);
-ctr_status ctr_window_parse(const char *name, ctr_window *out);
+CTR_API const char *ctr_window_name(ctr_window w);
+CTR_API ctr_status ctr_window_parse(const char *name, ctr_window *out);
 
 /* Frequency response of the ramp filter (discrete Ram-Lak times the window)
  * at frequency f in cycles per sample, 0 <= f <= 0.5; cutoff in (0, 1] is the
  * fraction of the Nyquist frequency beyond which the response is zero. */
-double ctr_ramp_response(ctr_window w, double cutoff, double f);
+CTR_API double ctr_ramp_response(ctr_window w, double cutoff, double f);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@ typedef enum ctr_rotation { CTR_ROTATION_CCW = 1, CTR_ROTATION_CW = -1 } ctr_rot
  * pixel ((nu-1)/2 - offset_u/du, (nv-1)/2 - offset_v/dv). Angles are either
  * the list `angles_deg` (nviews entries, not copied beyond the create call) or
  * angle_start_deg + direction * i * angle_range_deg / nviews. */
+#define CTR_CIRCULAR_PARAMS_VERSION 1u
 typedef struct ctr_circular_params {
   unsigned version;
   double sid; /* source to isocentre, mm */
@@ -39,53 +40,54 @@ typedef struct ctr_circular_params {
   ctr_rotation direction;
 } ctr_circular_params;
 
-#define CTR_CIRCULAR_PARAMS_INIT \
-  { CTR_API_VERSION, 0, 0, 0, 0, 1.0, 1.0, 0, 0, 0, NULL, 0.0, 360.0, CTR_ROTATION_CCW }
+#define CTR_CIRCULAR_PARAMS_INIT                                                          \
+  { CTR_CIRCULAR_PARAMS_VERSION, 0, 0, 0, 0, 1.0, 1.0, 0, 0, 0, NULL, 0.0, 360.0,          \
+    CTR_ROTATION_CCW }
+/* The defaults in the layout of `version`, 1 .. CTR_CIRCULAR_PARAMS_VERSION (core.h). */
+CTR_API ctr_status ctr_circular_params_init(ctr_circular_params *s, unsigned version);
 
 typedef struct ctr_geometry ctr_geometry;
 
 /* Builds the canonical geometry of a circular orbit. Validates every field
  * (finite, positive sizes, source outside the volume). A detector that does
  * not cover the volume is allowed: check ctr_geometry_coverage and warn. */
-ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
-                                        const ctr_volume_geometry *vol,
-                                        ctr_geometry **out);
+CTR_API ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
+                                                const ctr_volume_geometry *vol, ctr_geometry **out);
 /* Builds the canonical geometry from arbitrary per-view 3x4 matrices
  * (row-major, nviews * 12 doubles, mapping world mm to pixel indices up to
  * scale). du, dv are informative (mm); pass 0 if unknown. */
-ctr_status ctr_geometry_create_matrices(int64_t nu, int64_t nv, double du, double dv,
-                                        int64_t nviews, const double *matrices,
-                                        const ctr_volume_geometry *vol,
-                                        ctr_geometry **out);
+CTR_API ctr_status ctr_geometry_create_matrices(int64_t nu, int64_t nv, double du, double dv,
+                                                int64_t nviews, const double *matrices,
+                                                const ctr_volume_geometry *vol, ctr_geometry **out);
 /* Deep copy. */
-ctr_status ctr_geometry_clone(const ctr_geometry *g, ctr_geometry **out);
-void ctr_geometry_free(ctr_geometry *g);
+CTR_API ctr_status ctr_geometry_clone(const ctr_geometry *g, ctr_geometry **out);
+CTR_API void ctr_geometry_free(ctr_geometry *g);
 
 /* Reads / writes a JSON geometry file (docs/geometry.md). Errors name the
  * file and the bad field. Save writes to a temporary name and renames. */
-ctr_status ctr_geometry_load_json(const char *path, ctr_geometry **out);
-ctr_status ctr_geometry_save_json(const ctr_geometry *g, const char *path);
+CTR_API ctr_status ctr_geometry_load_json(const char *path, ctr_geometry **out);
+CTR_API ctr_status ctr_geometry_save_json(const ctr_geometry *g, const char *path);
 /* Same from / to a string (the caller frees the string with free()). */
-ctr_status ctr_geometry_from_json_string(const char *json, const char *name,
-                                         ctr_geometry **out);
-ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out);
+CTR_API ctr_status ctr_geometry_from_json_string(const char *json, const char *name,
+                                                 ctr_geometry **out);
+CTR_API ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out);
 
-int64_t ctr_geometry_nviews(const ctr_geometry *g);
-void ctr_geometry_detector(const ctr_geometry *g, int64_t *nu, int64_t *nv, double *du,
-                           double *dv);
-ctr_volume_geometry ctr_geometry_volume(const ctr_geometry *g);
+CTR_API int64_t ctr_geometry_get_view_count(const ctr_geometry *g);
+CTR_API void ctr_geometry_get_detector(const ctr_geometry *g, int64_t *nu, int64_t *nv, double *du,
+                                   double *dv);
+CTR_API ctr_volume_geometry ctr_geometry_get_volume(const ctr_geometry *g);
 /* Replaces the volume grid (same checks as create). */
-ctr_status ctr_geometry_set_volume(ctr_geometry *g, const ctr_volume_geometry *vol);
+CTR_API ctr_status ctr_geometry_set_volume(ctr_geometry *g, const ctr_volume_geometry *vol);
 /* The canonical matrix of view i (12 doubles, row-major). */
-void ctr_geometry_matrix(const ctr_geometry *g, int64_t i, double out[12]);
+CTR_API void ctr_geometry_get_matrix(const ctr_geometry *g, int64_t i, double out[12]);
 /* Source position of view i, mm. */
-void ctr_geometry_source(const ctr_geometry *g, int64_t i, double out[3]);
+CTR_API void ctr_geometry_get_source(const ctr_geometry *g, int64_t i, double out[3]);
 /* 1 for a circular orbit (u, c independent of z), else 0. */
-int ctr_geometry_is_circular(const ctr_geometry *g);
+CTR_API int ctr_geometry_is_circular(const ctr_geometry *g);
 /* Fraction of the voxel centres inside the volume's inscribed cylinder (about
  * the z axis through the volume centre) that project inside the detector in
  * every view (1.0 = the field of view is fully covered). */
-double ctr_geometry_coverage(const ctr_geometry *g);
+CTR_API double ctr_geometry_coverage(const ctr_geometry *g);
 
 #ifdef __cplusplus
 }

@@ -22,18 +22,25 @@ typedef enum ctr_file_format {
                                 CTR_FEATURE_HDF5. Reading only. */
 } ctr_file_format;
 
-const char *ctr_format_name(ctr_file_format f);
-ctr_status ctr_format_parse(const char *name, ctr_file_format *out);
+CTR_API const char *ctr_format_name(ctr_file_format f);
+CTR_API ctr_status ctr_format_parse(const char *name, ctr_file_format *out);
 /* Resolves CTR_FORMAT_AUTO from a path; CTR_E_INVALID_ARGUMENT if unknown. */
-ctr_status ctr_format_guess(const char *path, ctr_file_format *out);
+CTR_API ctr_status ctr_format_guess(const char *path, ctr_file_format *out);
 
 /* A stack of 2D images (projections, or volume slices): width x height x count. */
+#define CTR_STACK_INFO_VERSION 1u
 typedef struct ctr_stack_info {
+  unsigned version;
   int64_t width, height, count;
   ctr_dtype dtype;
   double spacing[3];   /* mm; 0 if unknown */
   double origin[3];    /* mm of the first sample; NRRD only */
 } ctr_stack_info;
+/* All zero: a hint that checks nothing. */
+#define CTR_STACK_INFO_INIT \
+  { CTR_STACK_INFO_VERSION, 0, 0, 0, (ctr_dtype)0, { 0, 0, 0 }, { 0, 0, 0 } }
+/* The defaults in the layout of `version`, 1 .. CTR_STACK_INFO_VERSION (core.h). */
+CTR_API ctr_status ctr_stack_info_init(ctr_stack_info *s, unsigned version);
 
 typedef struct ctr_stack_reader ctr_stack_reader;
 typedef struct ctr_stack_writer ctr_stack_writer;
@@ -41,37 +48,38 @@ typedef struct ctr_stack_writer ctr_stack_writer;
 /* Opens for reading. For RAW, `hint` must give width, height, count, dtype
  * (and `raw_offset` bytes are skipped); for other formats `hint` may be NULL
  * and, if given, its non-zero fields are checked against the file. */
-ctr_status ctr_stack_open(const char *path, ctr_file_format fmt, const ctr_stack_info *hint,
-                          int64_t raw_offset, ctr_stack_reader **out);
-const ctr_stack_info *ctr_stack_reader_info(const ctr_stack_reader *r);
+CTR_API ctr_status ctr_stack_open(const char *path, ctr_file_format fmt, const ctr_stack_info *hint,
+                                  int64_t raw_offset, ctr_stack_reader **out);
+CTR_API const ctr_stack_info *ctr_stack_reader_get_info(const ctr_stack_reader *r);
 /* Reads images [first, first+n) converted to `dtype` into out (contiguous). */
-ctr_status ctr_stack_read(ctr_stack_reader *r, int64_t first, int64_t n, ctr_dtype dtype,
-                          void *out);
+CTR_API ctr_status ctr_stack_read(ctr_stack_reader *r, int64_t first, int64_t n, ctr_dtype dtype,
+                                  void *out);
 /* A 1D numeric dataset of an HDF5 file (e.g. DXchange's /exchange/theta)
  * as n doubles (*out malloc'd, free with free()). CTR_E_UNSUPPORTED without
  * CTR_FEATURE_HDF5; errors name the file and dataset. */
-ctr_status ctr_hdf5_read_vector(const char *file, const char *dataset, double **out, int64_t *n);
+CTR_API ctr_status ctr_hdf5_read_vector(const char *file, const char *dataset, double **out,
+                                        int64_t *n);
 /* Rows [row0, row0 + nrows) of images [first, first+n), converted to
  * `dtype`, into out (n x nrows x width, image after image): a block of
  * detector rows of every projection without reading whole images where the
  * format allows (raw, NRRD). */
-ctr_status ctr_stack_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
-                               int64_t nrows, ctr_dtype dtype, void *out);
-void ctr_stack_close(ctr_stack_reader *r);
+CTR_API ctr_status ctr_stack_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
+                                       int64_t nrows, ctr_dtype dtype, void *out);
+CTR_API void ctr_stack_close(ctr_stack_reader *r);
 
 /* Creates a writer. Data goes to a temporary name beside the target and is
  * renamed into place by ctr_stack_commit only when every image was written
  * and flushed; ctr_stack_abort (or freeing without commit) removes it. */
-ctr_status ctr_stack_create(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
-                            ctr_stack_writer **out);
+CTR_API ctr_status ctr_stack_create(const char *path, ctr_file_format fmt,
+                                    const ctr_stack_info *info, ctr_stack_writer **out);
 /* Writes images [first, first+n) from `data` (dtype `dtype`, converted to the
  * file's dtype; float -> uint16 rounds and clamps, NaN -> 0). RAW, NRRD and
  * TIFF stacks accept any order (pwrite at the slab's offset); a multi-page
  * TIFF must be written in order (the error names the expected image). */
-ctr_status ctr_stack_write(ctr_stack_writer *w, int64_t first, int64_t n, ctr_dtype dtype,
-                           const void *data);
-ctr_status ctr_stack_commit(ctr_stack_writer *w); /* frees w */
-void ctr_stack_abort(ctr_stack_writer *w);        /* frees w; accepts NULL */
+CTR_API ctr_status ctr_stack_write(ctr_stack_writer *w, int64_t first, int64_t n, ctr_dtype dtype,
+                                   const void *data);
+CTR_API ctr_status ctr_stack_commit(ctr_stack_writer *w); /* frees w */
+CTR_API void ctr_stack_abort(ctr_stack_writer *w);        /* frees w; accepts NULL */
 
 /* Direct I/O of a raw or NRRD stack: transfers whose file offset, length and
  * buffer address are multiples of 4096 bytes bypass the page cache
@@ -80,30 +88,30 @@ void ctr_stack_abort(ctr_stack_writer *w);        /* frees w; accepts NULL */
  * again. No effect on other formats; not while a transfer on the same
  * reader or writer is in flight. ctr_fdk_stream turns it off on the stacks
  * it reads and writes when its context's ctr_tuning.direct_io is -1. */
-void ctr_stack_reader_set_direct_io(ctr_stack_reader *r, int on);
-void ctr_stack_writer_set_direct_io(ctr_stack_writer *w, int on);
+CTR_API void ctr_stack_reader_set_direct_io(ctr_stack_reader *r, int on);
+CTR_API void ctr_stack_writer_set_direct_io(ctr_stack_writer *w, int on);
 
 /* Whole-array convenience wrappers. */
-ctr_status ctr_stack_load(const char *path, ctr_file_format fmt, const ctr_stack_info *hint,
-                          ctr_dtype dtype, ctr_stack_info *info_out, void **data_out);
-ctr_status ctr_stack_save(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
-                          ctr_dtype dtype, const void *data);
+CTR_API ctr_status ctr_stack_load(const char *path, ctr_file_format fmt, const ctr_stack_info *hint,
+                                  ctr_dtype dtype, ctr_stack_info *info_out, void **data_out);
+CTR_API ctr_status ctr_stack_save(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
+                                  ctr_dtype dtype, const void *data);
 
 /* PNG previews of the three central slices of a float32 volume (x fastest):
  * writes <prefix>_xy.png, <prefix>_xz.png, <prefix>_yz.png, 8-bit grey, the
  * window [lo, hi] mapped to 0..255 (lo == hi: the volume's 0.5/99.5 %
  * percentiles). */
-ctr_status ctr_png_preview(const char *prefix, const float *vol, int64_t nx, int64_t ny,
-                           int64_t nz, float lo, float hi);
+CTR_API ctr_status ctr_png_preview(const char *prefix, const float *vol, int64_t nx, int64_t ny,
+                                   int64_t nz, float lo, float hi);
 /* The same previews from the three planes alone (for volumes that never sit
  * in memory whole): xy is nx x ny, xz is nx x nz and yz is ny x nz, the
  * first index fastest, z ascending; lo == hi: their 0.5/99.5 % percentiles. */
-ctr_status ctr_png_preview_planes(const char *prefix, const float *xy, const float *xz,
-                                  const float *yz, int64_t nx, int64_t ny, int64_t nz, float lo,
-                                  float hi);
+CTR_API ctr_status ctr_png_preview_planes(const char *prefix, const float *xy, const float *xz,
+                                          const float *yz, int64_t nx, int64_t ny, int64_t nz,
+                                          float lo, float hi);
 /* One 8-bit grey PNG of a float image. */
-ctr_status ctr_png_write_gray(const char *path, const float *img, int64_t width, int64_t height,
-                              float lo, float hi);
+CTR_API ctr_status ctr_png_write_gray(const char *path, const float *img, int64_t width,
+                                      int64_t height, float lo, float hi);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,7 @@ extern "C" {
  * density x mm for phantoms); the backprojection weights are the angular
  * weights divided by pixel_size (mm per bin), so slices come out as the
  * density (1/mm). */
+#define CTR_PARALLEL_PARAMS_VERSION 1u
 typedef struct ctr_parallel_params {
   unsigned version;
   int64_t nbins, nangles;
@@ -41,29 +42,31 @@ typedef struct ctr_parallel_params {
 
 #define CTR_AXIS_CENTER (-1.0e300)
 #define CTR_PARALLEL_PARAMS_INIT \
-  { CTR_API_VERSION, 0, 0, NULL, 0.0, 180.0, CTR_AXIS_CENTER, NULL, 0, 0, 0.0, 0.0 }
+  { CTR_PARALLEL_PARAMS_VERSION, 0, 0, NULL, 0.0, 180.0, CTR_AXIS_CENTER, NULL, 0, 0, 0.0, 0.0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PARALLEL_PARAMS_VERSION (core.h). */
+CTR_API ctr_status ctr_parallel_params_init(ctr_parallel_params *s, unsigned version);
 
 typedef struct ctr_parallel_geometry ctr_parallel_geometry;
 
 /* Validates and copies (angles, shifts). Errors name the field. */
-ctr_status ctr_parallel_create(const ctr_parallel_params *p, ctr_parallel_geometry **out);
-void ctr_parallel_free(ctr_parallel_geometry *g);
+CTR_API ctr_status ctr_parallel_create(const ctr_parallel_params *p, ctr_parallel_geometry **out);
+CTR_API void ctr_parallel_free(ctr_parallel_geometry *g);
 /* The resolved parameters (angles_deg and axis_shift point into g). */
-const ctr_parallel_params *ctr_parallel_get(const ctr_parallel_geometry *g);
+CTR_API const ctr_parallel_params *ctr_parallel_get_params(const ctr_parallel_geometry *g);
 /* Angle a's weight in the backprojection sum (radians). */
-double ctr_parallel_weight(const ctr_parallel_geometry *g, int64_t a);
+CTR_API double ctr_parallel_get_weight(const ctr_parallel_geometry *g, int64_t a);
 
 /* Exact parallel-beam line integrals of a phantom's ellipsoids through the
  * slice planes z = z[s] (mm; one bin = pixel_size mm), in density x mm:
  * out is nbins x nangles x nslices float32. Each value is the mean of
  * supersample exact integrals across the bin (1 = the bin centre). */
-ctr_status ctr_phantom_sinogram(const ctr_phantom *ph, const ctr_parallel_geometry *g,
-                                int64_t nslices, const double *z, int supersample,
-                                float *out);
+CTR_API ctr_status ctr_phantom_sinogram(const ctr_phantom *ph, const ctr_parallel_geometry *g,
+                                        int64_t nslices, const double *z, int supersample,
+                                        float *out);
 /* The phantom's density on the slice grid at plane z (mm), nx x ny floats,
  * each the mean of supersample^2 point samples. */
-ctr_status ctr_phantom_slice(const ctr_phantom *ph, const ctr_parallel_geometry *g, double z,
-                             int supersample, float *out);
+CTR_API ctr_status ctr_phantom_slice(const ctr_phantom *ph, const ctr_parallel_geometry *g,
+                                     double z, int supersample, float *out);
 
 /* Flat-field correction and -log, then transposition into sinograms:
  * proj holds nangles projections of nbins x nrows (float32 or uint16, bins
@@ -74,13 +77,13 @@ ctr_status ctr_phantom_slice(const ctr_phantom *ph, const ctr_parallel_geometry 
  * *clamped if not NULL); a pixel whose flat and dark are not finite or have
  * f - d <= 0 holds no calibration: its value is 0 (ctr_fbp_projections
  * counts those pixels as ctr_value_counts.calibration). */
-ctr_status ctr_flatfield_sinograms(const void *proj, ctr_dtype dtype, int64_t nbins,
-                                   int64_t nrows, int64_t nangles, const float *flat,
-                                   const float *dark, int64_t row0, int64_t nslices,
-                                   float *sino, int64_t *clamped);
+CTR_API ctr_status ctr_flatfield_sinograms(const void *proj, ctr_dtype dtype, int64_t nbins,
+                                           int64_t nrows, int64_t nangles, const float *flat,
+                                           const float *dark, int64_t row0, int64_t nslices,
+                                           float *sino, int64_t *clamped);
 /* Averages n images (float32 or uint16) of npix pixels into out (float32). */
-ctr_status ctr_average_images(const void *images, ctr_dtype dtype, int64_t npix, int64_t n,
-                              float *out);
+CTR_API ctr_status ctr_flatfield_average(const void *images, ctr_dtype dtype, int64_t npix, int64_t n,
+                                      float *out);
 
 typedef enum ctr_fbp_interp {
   CTR_FBP_LINEAR = 0, /* linear interpolation between bins */
@@ -89,14 +92,20 @@ typedef enum ctr_fbp_interp {
 
 /* Bad data met by a call under the data policy (docs/architecture.md, "Bad
  * values"), each replaced as said. */
+#define CTR_VALUE_COUNTS_VERSION 1u
 typedef struct ctr_value_counts {
+  unsigned version;
   int64_t input;       /* input values NaN, infinite or beyond +-1e24: replaced by 0 */
   int64_t calibration; /* flat/dark pixels with flat <= dark or non-finite: sinogram value 0 */
   int64_t clamped;     /* transmissions (p - dark) / (flat - dark) below 1e-6 or NaN: clamped
                           to 1e-6 (CPU; the GPU path does not count them) */
   int64_t output;      /* results NaN, infinite or beyond +-1e24: replaced by 0 */
 } ctr_value_counts;
+#define CTR_VALUE_COUNTS_INIT { CTR_VALUE_COUNTS_VERSION, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_VALUE_COUNTS_VERSION (core.h). */
+CTR_API ctr_status ctr_value_counts_init(ctr_value_counts *s, unsigned version);
 
+#define CTR_FBP_OPTIONS_VERSION 2u /* 2: strict, counts */
 typedef struct ctr_fbp_options {
   unsigned version;
   ctr_window window;
@@ -117,24 +126,27 @@ typedef struct ctr_fbp_options {
 } ctr_fbp_options;
 
 #define CTR_FBP_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL, 0, NULL }
+  { CTR_FBP_OPTIONS_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL, 0, NULL }
+/* The defaults in the layout of `version`, 1 .. CTR_FBP_OPTIONS_VERSION (core.h). */
+CTR_API ctr_status ctr_fbp_options_init(ctr_fbp_options *s, unsigned version);
 
 /* Ramp-filters nslices sinograms in place (nbins x nangles each), scaled so
  * that ctr_fbp_backproject of the result is the reconstruction. Bad values
  * follow opts->strict (replaced by 0 first, or an error before anything
  * changes); ctr_fbp, ctr_fbp_projections and ctr_fbp_backproject check their
  * slices the same way. */
-ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
-                          const ctr_fbp_options *opts, int64_t nslices, float *sino);
+CTR_API ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
+                                  const ctr_fbp_options *opts, int64_t nslices, float *sino);
 /* slices (nx x ny x nslices floats, overwritten) = the weighted
  * backprojection of nslices filtered sinograms. */
-ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
-                               const ctr_fbp_options *opts, int64_t nslices, const float *sino,
-                               float *slices);
+CTR_API ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
+                                       const ctr_fbp_options *opts, int64_t nslices,
+                                       const float *sino, float *slices);
 /* Filter + backprojection of nbins x nangles x nslices sinograms (float32)
  * into nx x ny x nslices slices. */
-ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_fbp_options *opts,
-                   const ctr_array *sinograms, ctr_array *slices);
+CTR_API ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g,
+                           const ctr_fbp_options *opts, const ctr_array *sinograms,
+                           ctr_array *slices);
 /* Projections to slices in one call: flat/dark correction and -log as
  * ctr_flatfield_sinograms, transposition, filter, backprojection. proj is
  * nbins x nrows x nangles (float32 or uint16, bins fastest); flat and dark
@@ -143,14 +155,15 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
  * context everything after one strided upload of each chunk of rows runs on
  * the GPU, chunk after chunk on two streams; pinned host memory
  * (ctr_host_alloc) transfers fastest. */
-ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
-                               const ctr_fbp_options *opts, const ctr_array *proj,
-                               const float *flat, const float *dark, int64_t row0,
-                               ctr_array *slices);
+CTR_API ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
+                                       const ctr_fbp_options *opts, const ctr_array *proj,
+                                       const float *flat, const float *dark, int64_t row0,
+                                       ctr_array *slices);
 /* Double-precision reference backprojection (CPU, OpenMP) of filtered
  * sinograms: the oracle for the tests. slices: nx x ny x nslices doubles. */
-ctr_status ctr_fbp_backproject_reference(const ctr_parallel_geometry *g, ctr_fbp_interp interp,
-                                         int64_t nslices, const float *sino, double *slices);
+CTR_API ctr_status ctr_fbp_backproject_reference(const ctr_parallel_geometry *g,
+                                                 ctr_fbp_interp interp, int64_t nslices,
+                                                 const float *sino, double *slices);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,7 @@ extern "C" {
  * view owns one histo-image on the image lattice (DIRECT, Matej et al. 2009).
  * The kernel frame of a view: TOF along d, LOR-radial along
  * r = (-sin phi, cos phi, 0), LOR-axial along a = d x r. */
+#define CTR_PET_PARAMS_VERSION 1u
 typedef struct ctr_pet_params {
   unsigned version;
   int64_t nx, ny, nz;    /* lattice (144 x 144 x 48) */
@@ -31,7 +32,9 @@ typedef struct ctr_pet_params {
   double acceptance_deg; /* axial acceptance half-angle (10) */
 } ctr_pet_params;
 
-#define CTR_PET_PARAMS_INIT { CTR_API_VERSION, 144, 144, 48, 4.0, 40, 3, 10.0 }
+#define CTR_PET_PARAMS_INIT { CTR_PET_PARAMS_VERSION, 144, 144, 48, 4.0, 40, 3, 10.0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_PARAMS_VERSION (core.h). */
+CTR_API ctr_status ctr_pet_params_init(ctr_pet_params *s, unsigned version);
 
 /* A user-supplied system-response kernel: the value at an offset of
  * (tof, radial, axial) mm from the kernel centre, in the view frame, for a
@@ -50,6 +53,7 @@ typedef double (*ctr_pet_kernel_fn)(void *user, double tof_mm, double radial_mm,
  * scanner axis (Ha et al. 2013, section 5.2). Each kernel is cut to the ellipsoid with
  * semi-axes cut_k sigma in each direction (the widest kernel of the view sets
  * the support, mSR) and normalised to unit sum over it. */
+#define CTR_PET_KERNEL_PARAMS_VERSION 1u
 typedef struct ctr_pet_kernel_params {
   unsigned version;
   double tof_fwhm_ps;           /* timing resolution; distance FWHM = c * dt / 2 (400) */
@@ -69,9 +73,11 @@ typedef struct ctr_pet_kernel_params {
   double custom_extent_mm[3];   /* custom kernel support half-widths: tof, radial, axial */
 } ctr_pet_kernel_params;
 
-#define CTR_PET_KERNEL_PARAMS_INIT                                                    \
-  { CTR_API_VERSION, 400.0, 5.8, 5.8, 0.0, NULL, 0, 5.8, 0, 0.5, 1.0, 3.0, 2.0, NULL, NULL, \
-    { 0.0, 0.0, 0.0 } }
+#define CTR_PET_KERNEL_PARAMS_INIT                                                      \
+  { CTR_PET_KERNEL_PARAMS_VERSION, 400.0, 5.8, 5.8, 0.0, NULL, 0, 5.8, 0, 0.5, 1.0, 3.0, 2.0, \
+    NULL, NULL, { 0.0, 0.0, 0.0 } }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_KERNEL_PARAMS_VERSION (core.h). */
+CTR_API ctr_status ctr_pet_kernel_params_init(ctr_pet_kernel_params *s, unsigned version);
 
 /* Speed of light in mm per ps: TOF distance FWHM = tof_fwhm_ps * c / 2. */
 #define CTR_PET_C_MM_PER_PS 0.299792458
@@ -80,7 +86,9 @@ typedef struct ctr_pet_kernel_params {
  * mSR, mSRval; built on first use of a view and kept). */
 typedef struct ctr_pet_system ctr_pet_system;
 
+#define CTR_PET_VIEW_INFO_VERSION 1u
 typedef struct ctr_pet_view_info {
+  unsigned version;
   double azimuth_deg, copolar_deg; /* interval centres */
   double dir[3];                   /* TOF direction d */
   int64_t support;                 /* offsets in the kernel support (|mSR|) */
@@ -88,20 +96,24 @@ typedef struct ctr_pet_view_info {
   int64_t kernels;                 /* LORmap identifiers (N_kernel) */
   int half_extent[3];              /* largest |dx|, |dy|, |dz| of the support (voxels) */
 } ctr_pet_view_info;
+#define CTR_PET_VIEW_INFO_INIT \
+  { CTR_PET_VIEW_INFO_VERSION, 0, 0, { 0, 0, 0 }, 0, 0, 0, { 0, 0, 0 } }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_VIEW_INFO_VERSION (core.h). */
+CTR_API ctr_status ctr_pet_view_info_init(ctr_pet_view_info *s, unsigned version);
 
 /* Validates (errors name the field) and copies the parameters. */
-ctr_status ctr_pet_system_create(const ctr_pet_params *p, const ctr_pet_kernel_params *k,
-                                 ctr_pet_system **out);
-void ctr_pet_system_free(ctr_pet_system *s);
-const ctr_pet_params *ctr_pet_system_params(const ctr_pet_system *s);
-const ctr_pet_kernel_params *ctr_pet_system_kernel(const ctr_pet_system *s);
-int64_t ctr_pet_num_views(const ctr_pet_system *s);
+CTR_API ctr_status ctr_pet_system_create(const ctr_pet_params *p, const ctr_pet_kernel_params *k,
+                                         ctr_pet_system **out);
+CTR_API void ctr_pet_system_free(ctr_pet_system *s);
+CTR_API const ctr_pet_params *ctr_pet_system_get_params(const ctr_pet_system *s);
+CTR_API const ctr_pet_kernel_params *ctr_pet_system_get_kernel(const ctr_pet_system *s);
+CTR_API int64_t ctr_pet_system_get_view_count(const ctr_pet_system *s);
 /* Builds the view's tables if needed. */
-ctr_status ctr_pet_view_info_get(ctr_pet_system *s, int64_t view, ctr_pet_view_info *out);
+CTR_API ctr_status ctr_pet_system_get_view_info(ctr_pet_system *s, int64_t view, ctr_pet_view_info *out);
 /* LOR-radial FWHM (mm) of the model at radial distance |rho| mm. */
-double ctr_pet_radial_fwhm(const ctr_pet_system *s, double rho_mm);
+CTR_API double ctr_pet_system_radial_fwhm(const ctr_pet_system *s, double rho_mm);
 /* 1 if every kernel is the same symmetric Gaussian (FFT-compatible). */
-int ctr_pet_kernel_is_invariant(const ctr_pet_system *s);
+CTR_API int ctr_pet_system_is_kernel_invariant(const ctr_pet_system *s);
 
 /* Histo-images of every view, plus optional per-view factors (sensitivity x
  * attenuation: the expected histo-image of view v is factors_v * (A_v f)). */
@@ -118,20 +130,21 @@ typedef struct ctr_pet_histo {
 } ctr_pet_histo;
 
 /* Allocates zeroed counts (factors if with_factors). Free with ctr_pet_histo_free. */
-ctr_status ctr_pet_histo_create(const ctr_pet_params *p, int with_factors, ctr_pet_histo **out);
-void ctr_pet_histo_free(ctr_pet_histo *h);
+CTR_API ctr_status ctr_pet_histo_create(const ctr_pet_params *p, int with_factors,
+                                        ctr_pet_histo **out);
+CTR_API void ctr_pet_histo_free(ctr_pet_histo *h);
 /* HDF5 when path ends in .h5/.hdf5 (and HDF5 is built): datasets /pet/counts
  * and /pet/factors with the parameters as attributes; otherwise <path> is a
  * JSON description next to raw float32 files <path minus .json>.counts.raw
  * (and .factors.raw). Written to temporary names and renamed when complete.
  * The file format is in docs/file-formats.md. */
-ctr_status ctr_pet_histo_save(const char *path, const ctr_pet_histo *h);
+CTR_API ctr_status ctr_pet_histo_save(const char *path, const ctr_pet_histo *h);
 /* Reads either form; errors name the file and what was expected (sizes,
  * view counts, missing or unknown fields, truncated data). Counts or factors
  * that are NaN, infinite, negative or beyond 1e24 are replaced by 0 and
  * counted in (*out)->replaced: the caller reports them, or refuses the data
  * (ctr_pet_recon_options.strict does). */
-ctr_status ctr_pet_histo_load(const char *path, ctr_pet_histo **out);
+CTR_API ctr_status ctr_pet_histo_load(const char *path, ctr_pet_histo **out);
 
 /* Activity phantoms (kBq/ml, arbitrary units) for simulation and metrics:
  * a cylinder along z with spheres and point sources inside. */
@@ -156,14 +169,15 @@ typedef struct ctr_pet_phantom {
  * activity `contrast` at 75 mm radius, 60 degrees apart, at z = 2 mm: the
  * centre of the default lattice's central slice (z = 0 is a slice boundary
  * when the number of slices is even). */
-void ctr_pet_phantom_spheres(ctr_pet_phantom *ph, double contrast);
+CTR_API void ctr_pet_phantom_spheres(ctr_pet_phantom *ph, double contrast);
 /* Three point sources along y (0, 60, 120 mm) at z = 2 mm, no cylinder. */
-void ctr_pet_phantom_points(ctr_pet_phantom *ph);
+CTR_API void ctr_pet_phantom_points(ctr_pet_phantom *ph);
 /* The phantom's activity on the lattice, each voxel the mean of
  * supersample^3 point samples (points go to their voxel). */
-ctr_status ctr_pet_phantom_voxelize(const ctr_pet_phantom *ph, const ctr_pet_params *p,
-                                    int supersample, float *image);
+CTR_API ctr_status ctr_pet_phantom_voxelize(const ctr_pet_phantom *ph, const ctr_pet_params *p,
+                                            int supersample, float *image);
 
+#define CTR_PET_SIM_OPTIONS_VERSION 1u
 typedef struct ctr_pet_sim_options {
   unsigned version;
   double events;            /* expected number of emitted events (Poisson); attenuation and the
@@ -178,7 +192,9 @@ typedef struct ctr_pet_sim_options {
                                normalised to mean 1 (else factors stay NULL) */
 } ctr_pet_sim_options;
 
-#define CTR_PET_SIM_OPTIONS_INIT { CTR_API_VERSION, 2.0e7, 0, 1, 1, NULL, 1 }
+#define CTR_PET_SIM_OPTIONS_INIT { CTR_PET_SIM_OPTIONS_VERSION, 2.0e7, 0, 1, 1, NULL, 1 }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_SIM_OPTIONS_VERSION (core.h). */
+CTR_API ctr_status ctr_pet_sim_options_init(ctr_pet_sim_options *s, unsigned version);
 
 /* List-mode simulation: a Poisson number of events, each emitted from the
  * phantom (or the voxel activity), along a random LOR direction within the
@@ -186,8 +202,9 @@ typedef struct ctr_pet_sim_options {
  * from the system's TOF resolution along the LOR and detector blur across
  * it, optionally attenuated; each event is deposited into the nearest voxel
  * of its view's histo-image. */
-ctr_status ctr_pet_simulate(ctr_context *ctx, const ctr_pet_system *s, const ctr_pet_phantom *ph,
-                            const ctr_pet_sim_options *opts, ctr_pet_histo **out);
+CTR_API ctr_status ctr_pet_simulate(ctr_context *ctx, const ctr_pet_system *s,
+                                    const ctr_pet_phantom *ph, const ctr_pet_sim_options *opts,
+                                    ctr_pet_histo **out);
 
 /* Projectors of one view with that view's spatially variant kernels:
  * forward (image -> histo-image, each voxel spreads with its own kernel,
@@ -197,31 +214,33 @@ ctr_status ctr_pet_simulate(ctr_context *ctx, const ctr_pet_system *s, const ctr
 typedef struct ctr_pet_projector ctr_pet_projector;
 typedef enum ctr_pet_direction { CTR_PET_FORWARD = 0, CTR_PET_BACK = 1 } ctr_pet_direction;
 
-ctr_status ctr_pet_projector_create(ctr_context *ctx, ctr_pet_system *s, ctr_pet_projector **out);
-void ctr_pet_projector_free(ctr_pet_projector *p);
+CTR_API ctr_status ctr_pet_projector_create(ctr_context *ctx, ctr_pet_system *s,
+                                            ctr_pet_projector **out);
+CTR_API void ctr_pet_projector_free(ctr_pet_projector *p);
 /* in and out: nx ny nz floats in host memory; out is overwritten. A projector
  * serves one thread at a time (it keeps its scratch buffers). */
-ctr_status ctr_pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t view,
-                           const float *in, float *out);
+CTR_API ctr_status ctr_pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t view,
+                                   const float *in, float *out);
 /* FFT reference for symmetric invariant kernels (error otherwise): the same
  * kernel untruncated, applied as a cyclic convolution on the lattice zero
  * padded by `pad` voxels on each side (FFTW on the CPU, cuFFT on a CUDA
  * context). Forward and back are the same operation. */
-ctr_status ctr_pet_project_fft(ctr_context *ctx, ctr_pet_system *s, int64_t view, int64_t pad,
-                               const float *in, float *out);
+CTR_API ctr_status ctr_pet_project_fft(ctr_context *ctx, ctr_pet_system *s, int64_t view,
+                                       int64_t pad, const float *in, float *out);
 
 typedef enum ctr_pet_algorithm {
   CTR_PET_RAMLA = 0, /* block-RAMLA, one view per sub-iteration */
   CTR_PET_OSEM = 1,  /* OSEM, one view per subset */
   CTR_PET_MLEM = 2
 } ctr_pet_algorithm;
-const char *ctr_pet_algorithm_name(ctr_pet_algorithm a);
-ctr_status ctr_pet_algorithm_parse(const char *name, ctr_pet_algorithm *out);
+CTR_API const char *ctr_pet_algorithm_name(ctr_pet_algorithm a);
+CTR_API ctr_status ctr_pet_algorithm_parse(const char *name, ctr_pet_algorithm *out);
 
 /* Called after each iteration with the current image (nx ny nz floats, valid
  * during the call). Return non-zero to stop. */
 typedef int (*ctr_pet_iteration_fn)(void *user, int iteration, const float *image);
 
+#define CTR_PET_RECON_OPTIONS_VERSION 2u /* 2: strict */
 typedef struct ctr_pet_recon_options {
   unsigned version;
   ctr_pet_algorithm algorithm;
@@ -239,20 +258,27 @@ typedef struct ctr_pet_recon_options {
 } ctr_pet_recon_options;
 
 #define CTR_PET_RECON_OPTIONS_INIT \
-  { CTR_API_VERSION, CTR_PET_RAMLA, 10, 0.1, 0.1, NULL, NULL, 0 }
+  { CTR_PET_RECON_OPTIONS_VERSION, CTR_PET_RAMLA, 10, 0.1, 0.1, NULL, NULL, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_RECON_OPTIONS_VERSION (core.h). */
+CTR_API ctr_status ctr_pet_recon_options_init(ctr_pet_recon_options *s, unsigned version);
 
+#define CTR_PET_RECON_TIMINGS_VERSION 1u
 typedef struct ctr_pet_recon_timings {
+  unsigned version;
   double forward, back, discrepancy, update, upload, download, total; /* seconds */
 } ctr_pet_recon_timings;
+#define CTR_PET_RECON_TIMINGS_INIT { CTR_PET_RECON_TIMINGS_VERSION, 0, 0, 0, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_RECON_TIMINGS_VERSION (core.h). */
+CTR_API ctr_status ctr_pet_recon_timings_init(ctr_pet_recon_timings *s, unsigned version);
 
 /* Reconstructs the activity from the histo-images (whose params must match
  * the projector's system). image: nx ny nz floats; on entry the initial
  * estimate (all > 0) or, if every value is 0, a uniform start; on return the
  * result. timings may be NULL. On a CUDA context the image, the data and the
  * tables stay on the GPU; discrepancy and update run there. */
-ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
-                               const ctr_pet_recon_options *opts, float *image,
-                               ctr_pet_recon_timings *timings);
+CTR_API ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
+                                       const ctr_pet_recon_options *opts, float *image,
+                                       ctr_pet_recon_timings *timings);
 
 /* Contrast recovery and noise, Ha et al. 2013, section 6.1: for each sphere,
  * CRC = ((p_s - p_b) / p_b) / c with p_s the mean in a 2D circular ROI of the
@@ -261,20 +287,25 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
  * c = sphere activity / background - 1; noise = standard deviation / mean
  * inside a 50 mm diameter ROI at the phantom centre on the central slice.
  * ROI membership is the pixel area inside (supersampled). */
+#define CTR_PET_METRICS_VERSION 1u
 typedef struct ctr_pet_metrics {
+  unsigned version;
   double crc;                            /* mean over the spheres */
   double crc_sphere[CTR_PET_MAX_SPHERES];
   double noise;                          /* relative standard deviation */
   double background_mean;
   int nspheres;
 } ctr_pet_metrics;
+#define CTR_PET_METRICS_INIT { CTR_PET_METRICS_VERSION, 0, { 0 }, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PET_METRICS_VERSION (core.h). */
+CTR_API ctr_status ctr_pet_metrics_init(ctr_pet_metrics *s, unsigned version);
 
-ctr_status ctr_pet_metrics_compute(const ctr_pet_params *p, const ctr_pet_phantom *ph,
-                                   const float *image, ctr_pet_metrics *out);
+CTR_API ctr_status ctr_pet_metrics_compute(const ctr_pet_params *p, const ctr_pet_phantom *ph,
+                                           const float *image, ctr_pet_metrics *out);
 /* A CRC-versus-noise plot (PNG, axes with ticks and labels, one line with a
  * marker per point in order): noise[i], crc[i] for i < n. */
-ctr_status ctr_pet_plot_crc_noise(const char *path, const double *noise, const double *crc,
-                                  int64_t n, const char *title);
+CTR_API ctr_status ctr_pet_plot_crc_noise(const char *path, const double *noise, const double *crc,
+                                          int64_t n, const char *title);
 
 #ifdef __cplusplus
 }

@@ -25,32 +25,33 @@ typedef struct ctr_phantom ctr_phantom;
 
 /* The 3D modified (high-contrast) Shepp-Logan head scaled so that its unit
  * cube [-1, 1]^3 spans `radius` mm, times `scale` in density. */
-ctr_status ctr_phantom_shepp_logan(double radius, double scale, ctr_phantom **out);
+CTR_API ctr_status ctr_phantom_shepp_logan(double radius, double scale, ctr_phantom **out);
 /* A phantom from a list of ellipsoids (copied). */
-ctr_status ctr_phantom_from_ellipsoids(const ctr_ellipsoid *e, int64_t n, ctr_phantom **out);
+CTR_API ctr_status ctr_phantom_from_ellipsoids(const ctr_ellipsoid *e, int64_t n,
+                                               ctr_phantom **out);
 /* JSON list of ellipsoids (docs/phantoms.md). */
-ctr_status ctr_phantom_load_json(const char *path, ctr_phantom **out);
-void ctr_phantom_free(ctr_phantom *p);
-int64_t ctr_phantom_count(const ctr_phantom *p);
-const ctr_ellipsoid *ctr_phantom_ellipsoids(const ctr_phantom *p);
+CTR_API ctr_status ctr_phantom_load_json(const char *path, ctr_phantom **out);
+CTR_API void ctr_phantom_free(ctr_phantom *p);
+CTR_API int64_t ctr_phantom_get_ellipsoid_count(const ctr_phantom *p);
+CTR_API const ctr_ellipsoid *ctr_phantom_get_ellipsoids(const ctr_phantom *p);
 
 /* Exact line integral from point `origin` along unit direction `dir`
  * (the whole line). */
-double ctr_phantom_line_integral(const ctr_phantom *p, const double origin[3],
-                                 const double dir[3]);
+CTR_API double ctr_phantom_line_integral(const ctr_phantom *p, const double origin[3],
+                                         const double dir[3]);
 /* Density at a point. */
-double ctr_phantom_density(const ctr_phantom *p, const double pt[3]);
+CTR_API double ctr_phantom_density(const ctr_phantom *p, const double pt[3]);
 /* Exact cone-beam projections for every view: out is nu x nv x nviews float32
  * (contiguous). Each pixel is the mean of supersample^2 exact ray integrals
  * (1 = the ray through the pixel centre). */
-ctr_status ctr_phantom_project(ctr_context *ctx, const ctr_phantom *p, const ctr_geometry *g,
-                               int supersample, ctr_array *out);
+CTR_API ctr_status ctr_phantom_project(ctr_context *ctx, const ctr_phantom *p,
+                                       const ctr_geometry *g, int supersample, ctr_array *out);
 /* Voxelised phantom on the geometry's volume grid, each voxel the mean of
  * supersample^3 point samples. out: nx x ny x nz float32. Slices [z0, z0+nz)
  * of out's third dimension only, so big volumes can be made in slabs. */
-ctr_status ctr_phantom_voxelize(ctr_context *ctx, const ctr_phantom *p,
-                                const ctr_volume_geometry *vol, int supersample, int64_t z0,
-                                ctr_array *out);
+CTR_API ctr_status ctr_phantom_voxelize(ctr_context *ctx, const ctr_phantom *p,
+                                        const ctr_volume_geometry *vol, int supersample, int64_t z0,
+                                        ctr_array *out);
 
 #ifdef __cplusplus
 }

@@ -80,7 +80,7 @@ struct ctr_tuning {
 /* Fills *t with the defaults of `version` (1 .. CTR_TUNING_VERSION; pass
  * CTR_TUNING_VERSION): every field 0, version set. CTR_E_INVALID_ARGUMENT
  * for another version or t NULL. */
-ctr_status ctr_tuning_init(ctr_tuning *t, unsigned version);
+CTR_API ctr_status ctr_tuning_init(ctr_tuning *t, unsigned version);
 
 /* Sets one switch from text, as the CLI's --tune KEY=VALUE and environment
  * variables CTRECON_<KEY> do (docs/tuning.md has the table). Keys and
@@ -93,7 +93,7 @@ ctr_status ctr_tuning_init(ctr_tuning *t, unsigned version);
  * restores a key's default (cache_dir: "" does). cache_dir keeps the
  * pointer `value` (copied at ctr_context_create). CTR_E_INVALID_ARGUMENT naming the key and the
  * accepted values otherwise; *t is then unchanged. */
-ctr_status ctr_tuning_set(ctr_tuning *t, const char *key, const char *value);
+CTR_API ctr_status ctr_tuning_set(ctr_tuning *t, const char *key, const char *value);
 
 /* Applies every "CTRECON_<KEY>=value" entry of an environment list (envp:
  * NULL-terminated "NAME=value" strings, e.g. the `environ` of a program that
@@ -101,7 +101,7 @@ ctr_status ctr_tuning_set(ctr_tuning *t, const char *key, const char *value);
  * above in capitals; other entries are ignored. The library itself never
  * reads the environment. Stops at the first bad value (the detail names the
  * variable). */
-ctr_status ctr_tuning_set_env(ctr_tuning *t, char *const *envp);
+CTR_API ctr_status ctr_tuning_set_env(ctr_tuning *t, char *const *envp);
 
 #ifdef __cplusplus
 }

@@ -27,8 +27,8 @@ static uint64_t host_available(void) {
 }
 
 ctr_status ctr__device_budget(int device, uint64_t *budget) {
-  ctr_device_info info;
-  CTR_CHECK(ctr_cuda_device_info(device, &info));
+  ctr_device_info info = CTR_DEVICE_INFO_INIT;
+  CTR_CHECK(ctr_cuda_get_device_info(device, &info));
   *budget = info.free_memory > GPU_RESERVE ? info.free_memory - GPU_RESERVE : 0;
   return CTR_OK;
 }
@@ -36,7 +36,7 @@ ctr_status ctr__device_budget(int device, uint64_t *budget) {
 ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget, uint64_t *host_budget) {
   if (gpu_budget) {
     *gpu_budget = 0;
-    if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA)
+    if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA)
       CTR_CHECK(ctr__device_budget(ctr__context_gpu(ctx, 0), gpu_budget));
   }
   if (host_budget) {

@@ -123,7 +123,7 @@ typedef struct ctr__engine_backend {
   ctr_status (*bpj_reset)(void *b);
   void (*bpj_free)(void *b);
   /* vol (host, nx x ny x nzs doubles) += the double-precision backprojection
-   * of slices [z0, z0 + nzs) (ctr_backproject_reference). */
+   * of slices [z0, z0 + nzs) (ctr_fdk_backproject_reference). */
   ctr_status (*reference)(ctr_context *ctx, int device, const ctr_geometry *g, int64_t n,
                           const int64_t *views, const float *const *images,
                           const double *weights, double *vol, int64_t z0, int64_t nzs);

@@ -12,7 +12,7 @@ const ctr__engine_backend *ctr__engine_backend_find(ctr_device_kind kind) {
 }
 
 ctr_status ctr__engine_backend_of(const ctr_context *ctx, const ctr__engine_backend **out) {
-  const ctr_device_kind kind = ctr_context_device(ctx);
+  const ctr_device_kind kind = ctr_context_get_device(ctx);
   const ctr__engine_backend *be = ctr__engine_backend_find(kind);
   if (!be || !be->create)
     CTR_FAIL(CTR_E_UNSUPPORTED, "the %s backend is not part of this build",

@@ -4,14 +4,7 @@
 
 ctr_status ctr__fdk_options_resolve(const ctr_geometry *g, const ctr_fdk_options *opts,
                                    ctr_fdk_options *o) {
-  *o = (ctr_fdk_options)CTR_FDK_OPTIONS_INIT;
-  if (opts) {
-    if (opts->version != CTR_API_VERSION)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-               "ctr_fdk_options.version is %u, expected %u (use CTR_FDK_OPTIONS_INIT)",
-               opts->version, CTR_API_VERSION);
-    *o = *opts;
-  }
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_options, o, opts));
   if (o->nz == 0) {
     if (o->z0 != 0)
       CTR_FAIL(CTR_E_INVALID_ARGUMENT, "z0 = %lld with nz = 0: give nz for a slab", (long long)o->z0);
@@ -40,8 +33,6 @@ static ctr_status check_array(const ctr_array *a, const char *what, int64_t d0, 
     CTR_FAIL(CTR_E_SIZE_MISMATCH, "%s: dims %lld x %lld x %lld, expected %lld x %lld x %lld", what,
              (long long)(a->ndim > 0 ? a->dims[0] : 0), (long long)(a->ndim > 1 ? a->dims[1] : 0),
              (long long)(a->ndim > 2 ? a->dims[2] : 0), (long long)d0, (long long)d1, (long long)d2);
-  if (!ctr_array_is_contiguous(a))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: strided arrays are not supported; pass contiguous data", what);
   return CTR_OK;
 }
 

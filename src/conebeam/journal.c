@@ -100,8 +100,9 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
   FILE *f = fopen(path, "r");
   if (!f)
     CTR_FAIL_GOTO(st, CTR_E_IO,
-                  "cannot resume: no journal '%s' (%s); run without --resume to start over", path,
-                  strerror(errno));
+                  "cannot resume: no journal '%s' (%s); run without ctr_stream_options.resume to "
+                  "start over",
+                  path, strerror(errno));
   char line[512];
   unsigned long long fp = 0;
   long long zs = 0, nb = 0, ns = 0;
@@ -112,12 +113,13 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
       sscanf(line, "plan %lld %lld %d %d %lld", &zs, &nb, &store, &pair, &ns) != 5 || zs <= 0 ||
       nb <= 0 || ns <= 0)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' is not a ctrecon journal (or is damaged); delete the "
-                  "partial output and run without --resume", path);
+                  "partial output and run without ctr_stream_options.resume", path);
   if (fp != fingerprint)
     CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
                   "cannot resume: '%s' belongs to a run with other inputs or options (geometry, "
                   "projections, filter, slices, device or output type differ); repeat the "
-                  "interrupted command with --resume, or run without --resume to start over",
+                  "interrupted run with ctr_stream_options.resume, or run without "
+                  "ctr_stream_options.resume to start over",
                   path);
   j->fingerprint = fp;
   j->slab_slices = zs;

@@ -151,13 +151,28 @@ static const char *size_text(uint64_t b, char *buf, size_t n) {
   return buf;
 }
 
+/* One line describing a plan (ctr_plan_describe). */
+static int describe(const ctr_plan *p, char *buf, size_t n) {
+  char gb[32], hb[32], sb[32];
+  const int64_t last = p->nz - (p->nslabs - 1) * p->slab_slices;
+  int k = snprintf(buf, n,
+                   "%lld subvolume%s of %lld slice%s%s, %lld batches of %lld views, filtered "
+                   "projections %s%s%s; %s GPU, %s host",
+                   (long long)p->nslabs, p->nslabs == 1 ? "" : "s", (long long)p->slab_slices,
+                   p->slab_slices == 1 ? "" : "s", last != p->slab_slices ? " (last shorter)" : "",
+                   (long long)p->nbatches, (long long)p->views_per_batch,
+                   p->store == CTR_STORE_NONE ? "used once" : "kept in ",
+                   p->store == CTR_STORE_NONE ? "" : ctr_store_name(p->store),
+                   p->pair ? ", mirrored pairs" : "", size_text(p->gpu_bytes, gb, sizeof gb),
+                   size_text(p->host_bytes, hb, sizeof hb));
+  if (p->scratch_bytes && k >= 0 && (size_t)k < n)
+    k += snprintf(buf + k, n - (size_t)k, ", %s scratch", size_text(p->scratch_bytes, sb, sizeof sb));
+  return k;
+}
+
 static ctr_status check_request(const ctr_geometry *g, const ctr_plan_request *r, int64_t *z0,
                                 int64_t *nz) {
   if (!g || !r) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_fdk: geometry or request is NULL");
-  if (r->version != CTR_API_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_plan_request.version is %u, expected %u (use CTR_PLAN_REQUEST_INIT)", r->version,
-             CTR_API_VERSION);
   if (r->device != CTR_DEVICE_CPU && r->device != CTR_DEVICE_CUDA)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: device %d, expected CTR_DEVICE_CPU or "
              "CTR_DEVICE_CUDA (resolve AUTO with a context first)", (int)r->device);
@@ -234,11 +249,11 @@ static ctr_status fail_budget(const ctr_geometry *g, const ctr_plan_request *r, 
     }
   }
   if (gpu_short) {
-    ctr_plan_describe(&p, desc, sizeof desc);
+    describe(&p, desc, sizeof desc);
     const uint64_t host_need = p.host_bytes;
     CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
              "a GPU budget of %s is too small for %lld x %lld projections and %lld x %lld slices: "
-             "the smallest plan needs %s of GPU memory (--gpu-mem)%s%s (%s)",
+             "the smallest plan needs %s of GPU memory (gpu_budget)%s%s (%s)",
              size_text(r->gpu_budget, have, sizeof have), (long long)g->nu, (long long)g->nv,
              (long long)g->vol.nx, (long long)g->vol.ny, size_text(gpu_min, need, sizeof need),
              host_need > r->host_budget ? " and " : "",
@@ -247,10 +262,10 @@ static ctr_status fail_budget(const ctr_geometry *g, const ctr_plan_request *r, 
   }
   host_min = smallest_budget(g, r, z0, nz, 0, 0, &p);
   if (host_min == 0) host_min = smallest_budget(g, r, z0, nz, 0, 1, &p);
-  ctr_plan_describe(&p, desc, sizeof desc);
+  describe(&p, desc, sizeof desc);
   CTR_FAIL(CTR_E_OUT_OF_MEMORY,
            "a host memory budget of %s is too small for %lld x %lld projections and %lld x %lld "
-           "slices: the smallest plan needs %s of host memory (--host-mem) (%s)",
+           "slices: the smallest plan needs %s of host memory (host_budget) (%s)",
            size_text(r->host_budget, have, sizeof have), (long long)g->nu, (long long)g->nv,
            (long long)g->vol.nx, (long long)g->vol.ny, size_text(host_min, need, sizeof need),
            desc);
@@ -327,9 +342,16 @@ static int search(const ctr_geometry *g, const ctr_plan_request *r, int64_t z0, 
   return 0;
 }
 
-ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_plan *out) {
+ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_plan *plan) {
   int64_t z0 = 0, nz = 0;
-  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_fdk: out is NULL");
+  if (!plan) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_fdk: out is NULL");
+  CTR_CHECK(ctr__struct_check(&ctr__struct_plan, plan));
+  ctr_plan full = CTR_PLAN_INIT, *out = &full;
+  ctr_plan_request rq;
+  if (r) {
+    CTR_CHECK(ctr__struct_copy(&ctr__struct_plan_request, &rq, r));
+    r = &rq;
+  }
   CTR_CHECK(check_request(g, r, &z0, &nz));
   if (r->store == CTR_STORE_NONE && r->max_slab_slices > 0 && r->max_slab_slices < nz)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: store 'none' keeps no filtered projections, "
@@ -340,7 +362,7 @@ ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_pl
     if (workers_of(r) == 1) q.split = CTR_SPLIT_VOLUME;
     if (!search(g, &q, z0, nz, out)) return fail_budget(g, &q, z0, nz);
     out->seconds[out->split] = ctr__plan_seconds(g, &q, out);
-    return CTR_OK;
+    return ctr__struct_store(&ctr__struct_plan, plan, out);
   }
   /* Both schemes where they fit; the cheaper by the cost model (the volume
    * split on a tie: its result does not depend on the worker count). */
@@ -355,7 +377,7 @@ ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *r, ctr_pl
   *out = fv && (!fp || tv <= tp) ? pv : pp;
   out->seconds[CTR_SPLIT_VOLUME] = tv;
   out->seconds[CTR_SPLIT_PROJECTIONS] = tp;
-  return CTR_OK;
+  return ctr__struct_store(&ctr__struct_plan, plan, out);
 }
 
 const char *ctr_split_name(ctr_split s) {
@@ -378,29 +400,15 @@ ctr_status ctr_split_parse(const char *name, ctr_split *out) {
            name ? name : "(null)");
 }
 
-
-
-int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n) {
-  char gb[32], hb[32], sb[32];
-  if (!p) return snprintf(buf, n, "(no plan)");
-  const int64_t last = p->nz - (p->nslabs - 1) * p->slab_slices;
-  int k = snprintf(buf, n,
-                   "%lld subvolume%s of %lld slice%s%s, %lld batches of %lld views, filtered "
-                   "projections %s%s%s; %s GPU, %s host",
-                   (long long)p->nslabs, p->nslabs == 1 ? "" : "s", (long long)p->slab_slices,
-                   p->slab_slices == 1 ? "" : "s", last != p->slab_slices ? " (last shorter)" : "",
-                   (long long)p->nbatches, (long long)p->views_per_batch,
-                   p->store == CTR_STORE_NONE ? "used once" : "kept in ",
-                   p->store == CTR_STORE_NONE ? "" : ctr_store_name(p->store),
-                   p->pair ? ", mirrored pairs" : "", size_text(p->gpu_bytes, gb, sizeof gb),
-                   size_text(p->host_bytes, hb, sizeof hb));
-  if (p->scratch_bytes && k >= 0 && (size_t)k < n)
-    k += snprintf(buf + k, n - (size_t)k, ", %s scratch", size_text(p->scratch_bytes, sb, sizeof sb));
-  return k;
+int ctr_plan_describe(const ctr_plan *plan, char *buf, size_t n) {
+  if (!plan) return snprintf(buf, n, "(no plan)");
+  ctr_plan p;
+  if (ctr__struct_copy(&ctr__struct_plan, &p, plan) != CTR_OK) return -1;
+  return describe(&p, buf, n);
 }
 
-ctr_status ctr_parse_size(const char *text, uint64_t *bytes) {
-  if (!text || !bytes) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_parse_size: NULL argument");
+ctr_status ctr_size_parse(const char *text, uint64_t *bytes) {
+  if (!text || !bytes) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_size_parse: NULL argument");
   char *end;
   const double v = strtod(text, &end);
   if (end == text || !isfinite(v) || v < 0)

@@ -140,14 +140,7 @@ static ctr_status fill_scratch(void *user, int64_t b, void *buf) {
 
 static ctr_status resolve_options(const ctr_geometry *g, const ctr_stream_options *in,
                                   stream_run *r) {
-  r->opts = (ctr_stream_options)CTR_STREAM_OPTIONS_INIT;
-  if (in) {
-    if (in->version != CTR_API_VERSION)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-               "ctr_stream_options.version is %u, expected %u (use CTR_STREAM_OPTIONS_INIT)",
-               in->version, CTR_API_VERSION);
-    r->opts = *in;
-  }
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_stream_options, &r->opts, in));
   CTR_CHECK(ctr__fdk_options_resolve(g, &r->opts.fdk, &r->fdk));
   if (r->opts.input_scale == 0) r->opts.input_scale = 1.0;
   if (r->opts.out_scale == 0) r->opts.out_scale = 1.0;
@@ -169,12 +162,12 @@ static ctr_status resolve_options(const ctr_geometry *g, const ctr_stream_option
  * smallest over the workers (every engine runs the same plan). */
 static ctr_status worker_gpu_budget(stream_run *r, int workers, uint64_t *out) {
   *out = 0;
-  if (ctr_context_device(r->ctx) != CTR_DEVICE_CUDA) return CTR_OK;
-  const int ndev = ctr_context_device_count(r->ctx);
+  if (ctr_context_get_device(r->ctx) != CTR_DEVICE_CUDA) return CTR_OK;
+  const int ndev = ctr_context_get_device_count(r->ctx);
   uint64_t budget[CTR_MAX_WORKERS];
   for (int d = 0; d < ndev && d < workers && d < CTR_MAX_WORKERS; d++) {
     budget[d] = r->opts.gpu_budget;
-    if (!budget[d]) CTR_CHECK(ctr__device_budget(ctr_context_device_ordinal(r->ctx, d), &budget[d]));
+    if (!budget[d]) CTR_CHECK(ctr__device_budget(ctr_context_get_device_ordinal(r->ctx, d), &budget[d]));
   }
   *out = ctr__split_gpu_budget(budget, ndev < CTR_MAX_WORKERS ? ndev : CTR_MAX_WORKERS, workers);
   return CTR_OK;
@@ -182,13 +175,13 @@ static ctr_status worker_gpu_budget(stream_run *r, int workers, uint64_t *out) {
 
 static int requested_workers(const stream_run *r) {
   if (r->opts.workers > 0) return r->opts.workers;
-  const int n = ctr_context_device(r->ctx) == CTR_DEVICE_CUDA ? ctr_context_device_count(r->ctx) : 1;
+  const int n = ctr_context_get_device(r->ctx) == CTR_DEVICE_CUDA ? ctr_context_get_device_count(r->ctx) : 1;
   return n < 1 ? 1 : n > CTR_MAX_WORKERS ? CTR_MAX_WORKERS : n;
 }
 
 static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *resumed) {
   ctr_plan_request q = CTR_PLAN_REQUEST_INIT;
-  q.device = ctr_context_device(r->ctx);
+  q.device = ctr_context_get_device(r->ctx);
   q.workers = requested_workers(r);
   q.split = r->opts.split;
   uint64_t host = 0;
@@ -212,6 +205,7 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
     q.store = (ctr_store)resumed->store;
     if (q.split == CTR_SPLIT_AUTO) q.split = CTR_SPLIT_VOLUME;
   }
+  r->plan = (ctr_plan)CTR_PLAN_INIT;
   CTR_CHECK(ctr_plan_fdk(r->g, &q, &r->plan));
   if (resumed && (r->plan.slab_slices != resumed->slab_slices || r->plan.pair != resumed->pair))
     CTR_FAIL(CTR_E_OUT_OF_MEMORY,
@@ -234,7 +228,7 @@ static ctr_status fingerprint(const stream_run *r, const char *out, ctr_file_for
   const double d[4] = {o->cutoff, r->opts.input_scale, r->opts.out_scale, 0.0};
   const int64_t i[9] = {o->window, o->short_scan, o->interp, o->z0, o->nz,
                         (int64_t)r->opts.out_dtype, (int64_t)fmt,
-                        (int64_t)ctr_context_device(r->ctx), (int64_t)r->in_dtype};
+                        (int64_t)ctr_context_get_device(r->ctx), (int64_t)r->in_dtype};
   h = ctr__fnv1a(h, d, sizeof d);
   h = ctr__fnv1a(h, i, sizeof i);
   if (r->in) {
@@ -728,14 +722,14 @@ static ctr_status open_scratch(stream_run *r, const char *out) {
   if (r->scratch_fd < 0) {
     free(r->scratch_path);
     const ctr_status st = ctr__error_set(CTR_E_IO, "cannot create a scratch file for filtered projections in '%s': %s "
-                                         "(choose another directory with --scratch-dir)",
+                                         "(choose another directory with scratch_dir)",
                                          dir ? dir : out, strerror(errno));
     r->scratch_path = NULL;
     return st;
   }
   if (0)
     CTR_FAIL(CTR_E_IO, "cannot create the scratch file '%s' for filtered projections: %s "
-             "(choose another directory with --scratch-dir)", r->scratch_path, strerror(errno));
+             "(choose another directory with scratch_dir)", r->scratch_path, strerror(errno));
   return CTR_OK;
 }
 
@@ -804,10 +798,10 @@ static ctr_status setup(stream_run *r, const char *out, int start_reading) {
   }
   const ctr__engine_backend *be;
   CTR_CHECK(ctr__engine_backend_of(r->ctx, &be));
-  const int ndev = ctr_context_device_count(r->ctx);
+  const int ndev = ctr_context_get_device_count(r->ctx);
   for (int i = 0; i < r->nw; i++) {
     worker *w = &r->w[i];
-    w->device = ndev > 0 ? ctr_context_device_ordinal(r->ctx, i % ndev) : 0;
+    w->device = ndev > 0 ? ctr_context_get_device_ordinal(r->ctx, i % ndev) : 0;
     const int64_t v0 = w->b0 * r->plan.views_per_batch;
     const int64_t v1 = w->b1 * r->plan.views_per_batch < r->g->nviews
                            ? w->b1 * r->plan.views_per_batch
@@ -829,7 +823,7 @@ static void finish_report(stream_run *r, double t_start, double t_setup, ctr_str
     worker *w = &r->w[i];
     ctr_stream_timings *wt = &rep->worker_timings[i];
     memset(wt, 0, sizeof *wt);
-    rep->worker_device[i] = ctr_context_device(r->ctx) == CTR_DEVICE_CUDA ? w->device : -1;
+    rep->worker_device[i] = ctr_context_get_device(r->ctx) == CTR_DEVICE_CUDA ? w->device : -1;
     if (w->eng) {
       w->eng->ops->timings(w->eng, wt);
       w->eng->ops->range(w->eng, &rep->min, &rep->max);
@@ -943,9 +937,24 @@ static ctr_status verify_resumed(stream_run *r, ctr__journal *j, ctr_stack_write
   return CTR_OK;
 }
 
+/* A resume that fails on these found the journal or the partial output
+ * damaged, truncated or gone: resuming again cannot help. */
+static int resume_unusable(ctr_status st) {
+  return st == CTR_E_FORMAT || st == CTR_E_SIZE_MISMATCH || st == CTR_E_IO;
+}
+
+/* The caller's report: checked first and zeroed, filled (in its version)
+ * from the run's own at the end. */
+static ctr_status report_begin(ctr_stream_report *caller, ctr_stream_report *full) {
+  memset(full, 0, sizeof *full);
+  if (!caller) return CTR_OK;
+  CTR_CHECK(ctr__struct_check(&ctr__struct_stream_report, caller));
+  return ctr__struct_store(&ctr__struct_stream_report, caller, full);
+}
+
 ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
                           ctr_stack_reader *projections, const char *out,
-                          ctr_file_format out_format, ctr_stream_report *report) {
+                          ctr_file_format out_format, ctr_stream_report *report_out) {
   const double t_start = ctr__now_s();
   ctr_status st = CTR_OK;
   stream_run r;
@@ -954,14 +963,15 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   ctr__journal journal;
   memset(&journal, 0, sizeof journal);
   journal.fd = -1;
-  int have_journal = 0, resumable = 0;
+  int have_journal = 0, resumable = 0, unusable = 0;
   ctr_stack_writer *w = NULL;
   unsigned char *done_images = NULL;
   char *jpath = NULL;
   double t_setup = 0;
   ctr__slab_record kept = {0, INFINITY, -INFINITY, 0, 0}; /* resumed subvolumes */
   int64_t nkept = 0, kept_slices = 0;
-  if (report) memset(report, 0, sizeof *report);
+  ctr_stream_report full_report, *report = report_out ? &full_report : NULL;
+  CTR_CHECK(report_begin(report_out, &full_report));
   CTR_CHECK(check_geometry(g));
   if (!projections || !out || !*out)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream: projections and out are required");
@@ -971,7 +981,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   const int direct_io = ctr__tuning(ctx)->direct_io >= 0; /* ctr_tuning.direct_io */
   if (!direct_io) ctr_stack_reader_set_direct_io(projections, 0);
   CTR_CHECK(resolve_options(g, opts, &r));
-  const ctr_stack_info *pi = ctr_stack_reader_info(projections);
+  const ctr_stack_info *pi = ctr_stack_reader_get_info(projections);
   if (pi->width != g->nu || pi->height != g->nv || pi->count != g->nviews)
     CTR_FAIL(CTR_E_SIZE_MISMATCH,
              "'%s' holds %lld images of %lld x %lld pixels, the geometry expects %lld views of "
@@ -988,19 +998,22 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
     if (!resumable)
       CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED, "cannot resume into the multi-page TIFF '%s': write "
                     "raw, nrrd or a TIFF stack pattern to make a run resumable", out);
-    CTR_CHECK_GOTO(st, ctr__journal_resume(&journal, jpath, fp));
+    if ((st = ctr__journal_resume(&journal, jpath, fp)) != CTR_OK) {
+      unusable = resume_unusable(st);
+      goto cleanup;
+    }
     have_journal = 1;
   } else if (ctr__file_exists(jpath)) {
     CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
-                  "'%s' holds an interrupted run of this output: add --resume to continue it, or "
+                  "'%s' holds an interrupted run of this output: set ctr_stream_options.resume to "
+                  "continue it, or "
                   "delete '%s' and '%s.partial' to start over", jpath, jpath, out);
   }
   CTR_CHECK_GOTO(st, make_plan(&r, 0, have_journal ? &journal : NULL));
   /* The output, under its partial name. */
   {
     const ctr_volume_geometry vg = g->vol;
-    ctr_stack_info info;
-    memset(&info, 0, sizeof info);
+    ctr_stack_info info = CTR_STACK_INFO_INIT;
     info.width = vg.nx;
     info.height = vg.ny;
     info.count = r.plan.nz;
@@ -1025,10 +1038,13 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
           memset(done_images + z, 1, (size_t)nz);
         }
       }
-      CTR_CHECK_GOTO(st, ctr__stack_create_partial(out, out_format, &info, have_journal,
-                                                   done_images, &w));
-      if (have_journal)
-        CTR_CHECK_GOTO(st, verify_resumed(&r, &journal, w, out, &kept, &nkept, &kept_slices));
+      st = ctr__stack_create_partial(out, out_format, &info, have_journal, done_images, &w);
+      if (st == CTR_OK && have_journal)
+        st = verify_resumed(&r, &journal, w, out, &kept, &nkept, &kept_slices);
+      if (st != CTR_OK) {
+        unusable = have_journal && resume_unusable(st);
+        goto cleanup;
+      }
     } else {
       CTR_CHECK_GOTO(st, ctr_stack_create(out, out_format, &info, &w));
     }
@@ -1095,6 +1111,14 @@ cleanup:
     else ctr_stack_abort(w);
   }
   if (have_journal) ctr__journal_close(&journal, !journalled);
+  if (report) { /* a journal left behind, and whether a resume can continue it */
+    if (st != CTR_OK && jpath && ctr__file_exists(jpath) &&
+        strlen(jpath) < sizeof report->journal) {
+      report->resumable = !unusable;
+      memcpy(report->journal, jpath, strlen(jpath) + 1);
+    }
+    ctr__struct_store(&ctr__struct_stream_report, report_out, report);
+  }
   free(done_images);
   free(jpath);
   return st;
@@ -1102,13 +1126,14 @@ cleanup:
 
 ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
                                  const ctr_stream_options *opts, const ctr_array *proj,
-                                 ctr_array *vol, ctr_stream_report *report) {
+                                 ctr_array *vol, ctr_stream_report *report_out) {
   const double t_start = ctr__now_s();
   ctr_status st = CTR_OK;
   stream_run r;
   memset(&r, 0, sizeof r);
   r.scratch_fd = -1;
-  if (report) memset(report, 0, sizeof *report);
+  ctr_stream_report full_report, *report = report_out ? &full_report : NULL;
+  CTR_CHECK(report_begin(report_out, &full_report));
   CTR_CHECK(check_geometry(g));
   r.ctx = ctx;
   r.g = g;
@@ -1125,6 +1150,7 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   report_values(&r);
   if (r.opts.on_slab) r.opts.on_slab(r.opts.user, r.plan.z0, r.plan.nz, r.vol_mem);
   finish_report(&r, t_start, t_setup, report);
+  if (report) ctr__struct_store(&ctr__struct_stream_report, report_out, report);
 cleanup:
   release(&r);
   return st;

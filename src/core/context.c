@@ -30,9 +30,6 @@ unsigned ctr_features(void) {
 #if defined(CTR_HAVE_HDF5) && CTR_HAVE_HDF5
   f |= CTR_FEATURE_HDF5;
 #endif
-#if defined(CTR_HAVE_MPI) && CTR_HAVE_MPI
-  f |= CTR_FEATURE_MPI;
-#endif
   return f;
 }
 
@@ -65,34 +62,20 @@ ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out) {
            name ? name : "(null)");
 }
 
-ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *dims) {
+ctr_array ctr_array_make(void *data, ctr_dtype dtype, int ndim, const int64_t *dims) {
   ctr_array a;
   memset(&a, 0, sizeof a);
   a.data = data;
   a.dtype = dtype;
   a.ndim = ndim < 0 ? 0 : (ndim > CTR_MAX_DIMS ? CTR_MAX_DIMS : ndim);
-  int64_t stride = 1;
-  for (int i = 0; i < a.ndim; i++) {
-    a.dims[i] = dims[i];
-    a.strides[i] = stride;
-    stride *= dims[i];
-  }
+  for (int i = 0; i < a.ndim; i++) a.dims[i] = dims[i];
   return a;
 }
 
-int64_t ctr_array_count(const ctr_array *a) {
+int64_t ctr_array_get_element_count(const ctr_array *a) {
   int64_t n = 1;
   for (int i = 0; i < a->ndim; i++) n *= a->dims[i];
   return a->ndim > 0 ? n : 0;
-}
-
-int ctr_array_is_contiguous(const ctr_array *a) {
-  int64_t stride = 1;
-  for (int i = 0; i < a->ndim; i++) {
-    if (a->strides[i] != 0 && a->strides[i] != stride) return 0;
-    stride *= a->dims[i];
-  }
-  return 1;
 }
 
 /* The context's CUDA devices: the list given (each visible, no repeats), else
@@ -132,14 +115,8 @@ static ctr_status resolve_devices(const ctr_context_options *o, int ndev, ctr_co
 ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out) {
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_context_create: out is NULL");
   *out = NULL;
-  ctr_context_options o = CTR_CONTEXT_OPTIONS_INIT;
-  if (opts) {
-    if (opts->version != CTR_API_VERSION)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-               "ctr_context_options.version is %u, expected %u (use CTR_CONTEXT_OPTIONS_INIT)",
-               opts->version, CTR_API_VERSION);
-    o = *opts;
-  }
+  ctr_context_options o;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_context_options, &o, opts));
   if (o.num_threads < 0)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "num_threads is %d, expected >= 0", o.num_threads);
   ctr_device_kind resolved = CTR_DEVICE_CPU;
@@ -151,10 +128,11 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
       if (!CTR_HAVE_CUDA)
         CTR_FAIL(CTR_E_UNSUPPORTED,
                  "device cuda requested but this build has no CUDA backend "
-                 "(rebuild with nvcc present and -DCTRECON_CUDA=on, or use --device cpu)");
+                 "(rebuild with nvcc present and -DCTRECON_CUDA=on, or use the CPU: "
+                 "ctr_context_options.device = CTR_DEVICE_CPU)");
       if (ndev <= 0)
         CTR_FAIL(CTR_E_NO_DEVICE, "device cuda requested but no usable GPU was found "
-                                  "(use --device cpu)");
+                                  "(use the CPU: ctr_context_options.device = CTR_DEVICE_CPU)");
       resolved = CTR_DEVICE_CUDA;
       break;
     default:
@@ -185,9 +163,9 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
   return CTR_OK;
 }
 
-int ctr_context_device_count(const ctr_context *ctx) { return ctx ? ctx->ndevices : 0; }
+int ctr_context_get_device_count(const ctr_context *ctx) { return ctx ? ctx->ndevices : 0; }
 
-int ctr_context_device_ordinal(const ctr_context *ctx, int i) {
+int ctr_context_get_device_ordinal(const ctr_context *ctx, int i) {
   return ctx && i >= 0 && i < ctx->ndevices ? ctx->devices[i] : -1;
 }
 
@@ -200,7 +178,7 @@ void ctr_context_free(ctr_context *ctx) {
   free(ctx);
 }
 
-ctr_device_kind ctr_context_device(const ctr_context *ctx) {
+ctr_device_kind ctr_context_get_device(const ctr_context *ctx) {
   return ctx ? ctx->resolved : CTR_DEVICE_CPU;
 }
 
@@ -239,8 +217,8 @@ ctr_status ctr_host_register(void *p, size_t bytes) {
   return CTR_OK;
 }
 void ctr_host_unregister(void *p) { (void)p; }
-int ctr_cuda_device_count(void) { return 0; }
-ctr_status ctr_cuda_device_info(int index, ctr_device_info *out) {
+int ctr_cuda_get_device_count(void) { return 0; }
+ctr_status ctr_cuda_get_device_info(int index, ctr_device_info *out) {
   (void)out;
   CTR_FAIL(CTR_E_UNSUPPORTED, "CUDA device %d: this build has no CUDA backend", index);
 }

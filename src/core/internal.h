@@ -6,6 +6,7 @@
 #include "ctrecon.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -107,6 +108,91 @@ ctr_status ctr__values_report(const ctr_context *ctx, int strict, int64_t bad, c
 ctr_status ctr__values_report_kind(const ctr_context *ctx, int strict, int64_t bad,
                                    const char *what, const char *kind, const char *fate);
 #define CTR__BAD_VALUES "values NaN, infinite or beyond +-1e+24"
+
+/* ---- Versioned public structs --------------------------------------------
+ * A public struct that a caller fills, or that the library fills and that
+ * may grow, starts with `unsigned version` and grows only at its end
+ * (docs/api.md). Each one's versions are described once, in a
+ * ctr__struct_desc (src/core/versions.c: ctr__struct_<name>, e.g.
+ * ctr__struct_fdk_options), and the four functions below are the only code
+ * that reads a version: a module calls ctr__struct_copy on every such struct
+ * it is given and ctr__struct_store on every one it fills; the public
+ * ctr_<name>_init functions are ctr__struct_init.
+ *
+ * A version is described by where it ends in the current layout (offsetof
+ * the first member it lacks; sizeof for the current version): its layout is
+ * that prefix of the current one, except that a versioned struct embedded by
+ * value (ctr_stream_options.fdk, ctr_stream_report.plan) may have been at an
+ * older, shorter version then: `nested` gives the version each embedded one
+ * had. Rules the tables keep (ctr__struct_desc_check; test_struct_version):
+ * an embedded versioned struct embeds none itself and has the alignment of
+ * the struct around it (so the members after it shift by whole alignments
+ * when it was shorter); the current version ends at sizeof.
+ *
+ * A new struct: its VERSION constant and INIT macro in the public header,
+ * `unsigned version` first; one CTR__STRUCT_DEFINE_V1 line in
+ * src/core/versions.c (which also defines ctr_<name>_init), its descriptor
+ * declared below and listed in ctr__structs. A struct that grows: one more
+ * row in its table (CTR__V_UPTO for the old last version; a struct with one
+ * version gets its table written out, as ctr_fdk_options has) and its VERSION
+ * constant + 1. */
+#define CTR__STRUCT_MAX_NESTED 2
+typedef struct ctr__struct_desc ctr__struct_desc;
+typedef struct ctr__struct_version {
+  size_t end;                              /* the version ends here in the current layout */
+  unsigned nested[CTR__STRUCT_MAX_NESTED]; /* the version of each embedded versioned struct */
+} ctr__struct_version;
+struct ctr__struct_desc {
+  const char *name;                    /* "ctr_fdk_options" (error messages) */
+  size_t size, align;                  /* of the current version */
+  const void *defaults;                /* the current version's defaults (its INIT macro) */
+  unsigned current;                    /* versions 1 .. current are accepted */
+  const ctr__struct_version *versions; /* versions[v - 1] */
+  int nnested;                         /* versioned structs embedded by value */
+  size_t nested_offset[CTR__STRUCT_MAX_NESTED]; /* their offsets now, ascending */
+  const char *nested_name[CTR__STRUCT_MAX_NESTED];             /* member names ("fdk") */
+  const ctr__struct_desc *nested_desc[CTR__STRUCT_MAX_NESTED]; /* their structs */
+};
+/* A table row: a version that ends before `member`; the current version. */
+#define CTR__V_UPTO(type, member) { offsetof(type, member), { 0 } }
+#define CTR__V_ALL(type) { sizeof(type), { 0 } }
+
+/* Reads a struct the caller gives: *dst (current layout) = the defaults,
+ * then the members of src's version from src (src NULL: the defaults only);
+ * dst's version (and its embedded structs') = the current one. src's
+ * version 0 or above the current one, or an embedded struct's version
+ * outside what src's version holds, is CTR_E_INVALID_ARGUMENT naming the
+ * struct, the version and the accepted range. */
+ctr_status ctr__struct_copy(const ctr__struct_desc *d, void *dst, const void *src);
+/* Fills a struct the caller gives: writes src (current layout) into dst in
+ * dst's version, its members only (embedded versioned structs get the
+ * version dst's version holds). dst's version is checked as above. */
+ctr_status ctr__struct_store(const ctr__struct_desc *d, void *dst, const void *src);
+/* CTR_OK if s is non-NULL with a version this library accepts (the check of
+ * ctr__struct_store, for output structs checked before the work). */
+ctr_status ctr__struct_check(const ctr__struct_desc *d, const void *s);
+/* ctr_<name>_init: s = the defaults, in the layout of `version` (1 ..
+ * current), s->version = version. */
+ctr_status ctr__struct_init(const ctr__struct_desc *d, void *s, unsigned version);
+/* 1 if s (checked) holds the member at [offset, offset + size) of the
+ * current layout: for a struct the library updates in place (a caller's
+ * ctr_value_counts), whose members before any embedded struct never move. */
+int ctr__struct_holds(const ctr__struct_desc *d, const void *s, size_t offset, size_t size);
+/* Bytes of version v's layout (0 for a version outside 1 .. current). */
+size_t ctr__struct_size(const ctr__struct_desc *d, unsigned v);
+/* Checks a descriptor against the rules above (the tests run it on every
+ * entry of ctr__structs). */
+ctr_status ctr__struct_desc_check(const ctr__struct_desc *d);
+/* Every public versioned struct's descriptor, NULL-terminated. */
+extern const ctr__struct_desc *const ctr__structs[];
+extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_params,
+    ctr__struct_fdk_options, ctr__struct_plan_request, ctr__struct_stream_options,
+    ctr__struct_parallel_params, ctr__struct_fbp_options, ctr__struct_pet_params,
+    ctr__struct_pet_kernel_params, ctr__struct_pet_sim_options, ctr__struct_pet_recon_options,
+    ctr__struct_device_info, ctr__struct_volume_error, ctr__struct_stack_info, ctr__struct_plan,
+    ctr__struct_stream_timings, ctr__struct_stream_report, ctr__struct_value_counts,
+    ctr__struct_pet_view_info, ctr__struct_pet_recon_timings, ctr__struct_pet_metrics,
+    ctr__struct_tuning;
 
 /* Human sizes: "1.5 GiB" into buf. */
 const char *ctr__format_bytes(double bytes, char *buf, size_t n);

@@ -11,6 +11,7 @@ ctr_status ctr_volume_compare(const float *rec, const float *truth, int64_t nx, 
              "ctr_volume_compare: %lld x %lld x %lld with margin %lld: expected positive sizes "
              "and 2 * margin < nz",
              (long long)nx, (long long)ny, (long long)nz, (long long)margin);
+  CTR_CHECK(ctr__struct_check(&ctr__struct_volume_error, out));
   double s_obj = 0.0, s_flat = 0.0, worst = 0.0;
   int64_t n_obj = 0, n_flat = 0;
 #pragma omp parallel for reduction(+ : s_obj, s_flat, n_obj, n_flat) reduction(max : worst)
@@ -33,10 +34,8 @@ ctr_status ctr_volume_compare(const float *rec, const float *truth, int64_t nx, 
         s_flat += e * e;
         n_flat++;
       }
-  out->rmse_object = n_obj ? sqrt(s_obj / (double)n_obj) : 0.0;
-  out->rmse_flat = n_flat ? sqrt(s_flat / (double)n_flat) : 0.0;
-  out->max_abs = worst;
-  out->n_object = n_obj;
-  out->n_flat = n_flat;
-  return CTR_OK;
+  const ctr_volume_error e = {CTR_VOLUME_ERROR_VERSION, n_obj ? sqrt(s_obj / (double)n_obj) : 0.0,
+                              n_flat ? sqrt(s_flat / (double)n_flat) : 0.0, worst, n_obj,
+                              n_flat};
+  return ctr__struct_store(&ctr__struct_volume_error, out, &e);
 }

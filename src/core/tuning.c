@@ -13,28 +13,10 @@
 #include <stdlib.h>
 #include <strings.h>
 
-/* Bytes of ctr_tuning as each version defined it (index = version): a
- * caller built against an older header passes a shorter struct, of which
- * only that prefix is read or written. */
-static const size_t k_tuning_size[] = {0, sizeof(ctr_tuning)};
-#define TUNING_VERSIONS (sizeof k_tuning_size / sizeof k_tuning_size[0] - 1)
-
-static const ctr_tuning k_defaults = {.version = CTR_TUNING_VERSION};
-
-static ctr_status check_version(unsigned version, const char *what) {
-  if (version < 1 || version > TUNING_VERSIONS)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: ctr_tuning.version is %u, expected 1 .. %u "
-             "(CTR_TUNING_VERSION; use ctr_tuning_init)", what, version, CTR_TUNING_VERSION);
-  return CTR_OK;
-}
-
-ctr_status ctr_tuning_init(ctr_tuning *t, unsigned version) {
-  if (!t) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_tuning_init: t is NULL");
-  CTR_CHECK(check_version(version, "ctr_tuning_init"));
-  memset(t, 0, k_tuning_size[version]);
-  t->version = version;
-  return CTR_OK;
-}
+/* Versions, ctr_tuning_init and the prefix copies of a caller's older
+ * struct: the descriptor ctr__struct_tuning (versions.c), as for every
+ * versioned struct. */
+static const ctr_tuning k_defaults = CTR_TUNING_INIT;
 
 /* ---- Checks ---------------------------------------------------------------- */
 
@@ -229,7 +211,7 @@ static int parse_value(const key_def *d, const char *v, ctr_tuning *t) {
 ctr_status ctr_tuning_set(ctr_tuning *t, const char *key, const char *value) {
   if (!t || !key || !value)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_tuning_set: t, key and value are required");
-  CTR_CHECK(check_version(t->version, "ctr_tuning_set"));
+  CTR_CHECK(ctr__struct_check(&ctr__struct_tuning, t));
   const key_def *d = NULL;
   for (size_t i = 0; i < NKEYS && !d; i++)
     if (!strcmp(k_keys[i].key, key)) d = &k_keys[i];
@@ -241,7 +223,7 @@ ctr_status ctr_tuning_set(ctr_tuning *t, const char *key, const char *value) {
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "unknown tuning key '%s': expected one of %s", key, list);
   }
   /* the caller's version of the struct: only its prefix is read or written */
-  const size_t size = k_tuning_size[t->version];
+  const size_t size = ctr__struct_size(&ctr__struct_tuning, t->version);
   ctr_tuning c = k_defaults;
   memcpy(&c, t, size);
   if (d->off >= size || !parse_value(d, value, &c))
@@ -294,9 +276,7 @@ static char *default_cache_dir(void) {
 ctr_status ctr__tuning_adopt(ctr_context *ctx, const ctr_tuning *in) {
   ctr_tuning t = k_defaults;
   if (in) {
-    CTR_CHECK(check_version(in->version, "ctr_context_options.tuning"));
-    memcpy(&t, in, k_tuning_size[in->version]);
-    t.version = CTR_TUNING_VERSION;
+    CTR_CHECK(ctr__struct_copy(&ctr__struct_tuning, &t, in));
     CTR_CHECK(check_fields(&t));
   }
   char *dir = NULL;

@@ -119,8 +119,8 @@ ctr_status ctr__fdk_filter_run(const ctr_context *ctx, const ctr__fdk_filter *f,
 ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
                           int64_t v0, int64_t n, float *proj) {
   if (!g || !proj) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_filter: NULL geometry or data");
-  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
-  if (opts) o = *opts;
+  ctr_fdk_options o;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_options, &o, opts));
   if (v0 < 0 || n < 0 || v0 + n > g->nviews)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "views [%lld, %lld): expected a range inside [0, %lld)",
              (long long)v0, (long long)(v0 + n), (long long)g->nviews);

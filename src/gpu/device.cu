@@ -39,9 +39,10 @@ extern "C" int ctr__cuda_device_count(void) {
   return n;
 }
 
-extern "C" int ctr_cuda_device_count(void) { return ctr__cuda_device_count(); }
+extern "C" int ctr_cuda_get_device_count(void) { return ctr__cuda_device_count(); }
 
-extern "C" ctr_status ctr_cuda_device_info(int index, ctr_device_info *out) {
+extern "C" ctr_status ctr_cuda_get_device_info(int index, ctr_device_info *info) {
+  CTR_CHECK(ctr__struct_check(&ctr__struct_device_info, info));
   int n = ctr__cuda_device_count();
   if (index < 0 || index >= n)
     CTR_FAIL(CTR_E_NO_DEVICE, "CUDA device %d requested, %d visible", index, n);
@@ -49,7 +50,9 @@ extern "C" ctr_status ctr_cuda_device_info(int index, ctr_device_info *out) {
   cudaError_t e = cudaGetDeviceProperties(&p, index);
   if (e != cudaSuccess)
     CTR_FAIL(CTR_E_DEVICE, "cudaGetDeviceProperties(%d): %s", index, cudaGetErrorString(e));
-  memset(out, 0, sizeof *out);
+  ctr_device_info full;
+  memset(&full, 0, sizeof full);
+  ctr_device_info *out = &full;
   snprintf(out->name, sizeof out->name, "%s", p.name);
   out->total_memory = p.totalGlobalMem;
   out->cc_major = p.major;
@@ -63,7 +66,7 @@ extern "C" ctr_status ctr_cuda_device_info(int index, ctr_device_info *out) {
     cudaSetDevice(prev);
   }
   cudaGetLastError();
-  return CTR_OK;
+  return ctr__struct_store(&ctr__struct_device_info, info, &full);
 }
 
 extern "C" void *ctr_host_alloc(size_t bytes) {

@@ -61,6 +61,11 @@ ctr_status ctr_stack_open(const char *path, ctr_file_format fmt, const ctr_stack
   ctr_stack_reader *r = NULL;
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_stack_open: out is NULL");
   *out = NULL;
+  ctr_stack_info hc;
+  if (hint) {
+    CTR_CHECK(ctr__struct_copy(&ctr__struct_stack_info, &hc, hint));
+    hint = &hc;
+  }
   if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_stack_open: empty path");
   if (fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(path, &fmt));
   if (fmt != CTR_FORMAT_RAW && raw_offset != 0)
@@ -83,6 +88,7 @@ ctr_status ctr_stack_open(const char *path, ctr_file_format fmt, const ctr_stack
   }
   if (st != CTR_OK) goto cleanup;
   if (hint && fmt != CTR_FORMAT_RAW) CTR_CHECK_GOTO(st, check_hint(r, hint));
+  r->info.version = CTR_STACK_INFO_VERSION; /* what ctr_stack_reader_get_info gives */
   *out = r;
   return CTR_OK;
 cleanup:
@@ -90,7 +96,7 @@ cleanup:
   return st;
 }
 
-const ctr_stack_info *ctr_stack_reader_info(const ctr_stack_reader *r) {
+const ctr_stack_info *ctr_stack_reader_get_info(const ctr_stack_reader *r) {
   return r ? &r->info : NULL;
 }
 
@@ -215,6 +221,11 @@ cleanup:
 
 ctr_status ctr_stack_create(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
                             ctr_stack_writer **out) {
+  ctr_stack_info ic;
+  if (info) {
+    CTR_CHECK(ctr__struct_copy(&ctr__struct_stack_info, &ic, info));
+    info = &ic;
+  }
   return ctr__stack_writer_open(path, fmt, info, CTR__OUT_TEMP, NULL, out);
 }
 
@@ -300,6 +311,7 @@ ctr_status ctr_stack_load(const char *path, ctr_file_format fmt, const ctr_stack
   if (!ctr_dtype_size(dtype))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_stack_load '%s': unknown dtype %d: expected "
              "float32 or uint16", path ? path : "(null)", (int)dtype);
+  if (info_out) CTR_CHECK(ctr__struct_check(&ctr__struct_stack_info, info_out));
   CTR_CHECK(ctr_stack_open(path, fmt, hint, 0, &r));
   size_t px = (size_t)r->info.width * (size_t)r->info.height, bytes;
   if (!ctr__mul_size(px * (size_t)r->info.count, ctr_dtype_size(dtype), &bytes)) {
@@ -312,7 +324,7 @@ ctr_status ctr_stack_load(const char *path, ctr_file_format fmt, const ctr_stack
     goto cleanup;
   }
   CTR_CHECK_GOTO(st, ctr_stack_read(r, 0, r->info.count, dtype, data));
-  if (info_out) *info_out = r->info;
+  if (info_out) CTR_CHECK_GOTO(st, ctr__struct_store(&ctr__struct_stack_info, info_out, &r->info));
   *data_out = data;
   data = NULL;
 cleanup:
@@ -325,7 +337,7 @@ ctr_status ctr_stack_save(const char *path, ctr_file_format fmt, const ctr_stack
                           ctr_dtype dtype, const void *data) {
   ctr_stack_writer *w = NULL;
   CTR_CHECK(ctr_stack_create(path, fmt, info, &w));
-  ctr_status st = ctr_stack_write(w, 0, info->count, dtype, data);
+  ctr_status st = ctr_stack_write(w, 0, w->info.count, dtype, data);
   if (st != CTR_OK) {
     ctr_stack_abort(w);
     return st;

@@ -23,12 +23,13 @@
 #define CTR__FBP_FILTER_SCALE 1.0f
 
 static ctr_status resolve_options(const char *fn, const ctr_fbp_options *opts, ctr_fbp_options *o) {
-  *o = (ctr_fbp_options)CTR_FBP_OPTIONS_INIT;
-  if (!opts) return CTR_OK;
-  if (opts->version != CTR_API_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "%s: ctr_fbp_options.version is %u, expected %u (use CTR_FBP_OPTIONS_INIT)", fn,
-             opts->version, CTR_API_VERSION);
+  if (!opts) {
+    *o = (ctr_fbp_options)CTR_FBP_OPTIONS_INIT;
+    return CTR_OK;
+  }
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_fbp_options, o, opts));
+  opts = o;
+  if (o->counts) CTR_CHECK(ctr__struct_check(&ctr__struct_value_counts, o->counts));
   if (!strcmp(ctr_window_name(opts->window), "unknown"))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT,
              "%s: ctr_fbp_options.window = %d, expected ram-lak, shepp-logan, cosine, hamming or "
@@ -52,15 +53,20 @@ static ctr_status resolve_options(const char *fn, const ctr_fbp_options *opts, c
 static ctr_status policy(const ctr_context *ctx, const ctr_fbp_options *o, int64_t bad,
                          int64_t *counter, const char *what, const char *kind, const char *fate) {
   if (bad <= 0) return CTR_OK;
-  if (o->counts && !o->strict) {
+  if (counter && !o->strict) {
     *counter += bad;
     return CTR_OK;
   }
   return ctr__values_report_kind(ctx, o->strict, bad, what, kind, fate);
 }
 
+/* The caller's counter of one kind, if its version of ctr_value_counts has
+ * it (else the count is logged). */
 static int64_t *count_of(const ctr_fbp_options *o, size_t offset) {
-  return o->counts ? (int64_t *)((char *)o->counts + offset) : NULL;
+  if (!o->counts || !ctr__struct_holds(&ctr__struct_value_counts, o->counts, offset,
+                                       sizeof(int64_t)))
+    return NULL;
+  return (int64_t *)((char *)o->counts + offset);
 }
 #define CTR__COUNT(o, field) count_of((o), offsetof(ctr_value_counts, field))
 
@@ -143,7 +149,7 @@ static ctr_status backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
                               const ctr_fbp_options *o, int64_t nslices, const float *sino,
                               float *slices) {
 #if CTR_HAVE_CUDA
-  if (ctr_context_device(ctx) == CTR_DEVICE_CUDA)
+  if (ctr_context_get_device(ctx) == CTR_DEVICE_CUDA)
     return ctr__fbp_bp_cuda(ctx, g, o, nslices, sino, slices);
 #endif
   ctr__fbp_bp_cpu(ctx, g, o->interp, nslices, sino, slices);
@@ -182,9 +188,6 @@ static ctr_status check_array(const char *what, const ctr_array *a, const char *
              (long long)(a->ndim > 1 ? a->dims[1] : 0), (long long)(a->ndim > 2 ? a->dims[2] : 0),
              a->ndim, expect, want);
   }
-  if (!ctr_array_is_contiguous(a))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_fbp: %s is strided; expected contiguous data (dims[0] fastest)", what);
   return CTR_OK;
 }
 
@@ -200,7 +203,7 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
   CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
   const int64_t per_slice = nb * na;
 #if CTR_HAVE_CUDA
-  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+  if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
     int64_t bad[2] = {0, 0};
     CTR_CHECK(ctr__fbp_sinograms_cuda(ctx, g, &o, sinograms->data, ns, slices->data, bad));
     return gpu_counts(ctx, "ctr_fbp", &o, bad);
@@ -246,10 +249,9 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
   if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: geometry is NULL");
   CTR_CHECK(resolve_options("ctr_fbp_projections", opts, &o));
   if (!proj || !proj->data || proj->ndim != 3 ||
-      (proj->dtype != CTR_DTYPE_FLOAT32 && proj->dtype != CTR_DTYPE_UINT16) ||
-      !ctr_array_is_contiguous(proj))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: projections must be a contiguous 3D "
-             "float32 or uint16 array (nbins x nrows x nangles)");
+      (proj->dtype != CTR_DTYPE_FLOAT32 && proj->dtype != CTR_DTYPE_UINT16))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: projections must be a 3D float32 or "
+             "uint16 array (nbins x nrows x nangles)");
   const int64_t nb = g->p.nbins, na = g->p.nangles, nrows = proj->dims[1];
   if (proj->dims[0] != nb || proj->dims[2] != na)
     CTR_FAIL(CTR_E_SIZE_MISMATCH, "ctr_fbp_projections: projections are %lld x %lld x %lld, "
@@ -268,7 +270,7 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
                    "pixels with flat <= dark or a non-finite flat or dark", "their sinogram "
                    "values set to 0"));
 #if CTR_HAVE_CUDA
-  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+  if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
     int64_t bad[2] = {0, 0};
     CTR_CHECK(ctr__fbp_projections_cuda(ctx, g, &o, proj->data, proj->dtype, nrows, flat, dark,
                                         row0, ns, slices->data, bad));
@@ -292,8 +294,8 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
                               "ctr_fbp_projections: projections", "transmissions (p - dark) / "
                               "(flat - dark) below 1e-6 or NaN", "clamped to 1e-6"));
     const int64_t sd[3] = {nb, na, n}, vd[3] = {g->p.nx, g->p.ny, n};
-    const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
-    ctr_array va = ctr_array_init(out + s0 * g->p.nx * g->p.ny, CTR_DTYPE_FLOAT32, 3, vd);
+    const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+    ctr_array va = ctr_array_make(out + s0 * g->p.nx * g->p.ny, CTR_DTYPE_FLOAT32, 3, vd);
     CTR_CHECK_GOTO(st, ctr_fbp(ctx, g, &o, &sa, &va));
   }
 cleanup:

@@ -50,10 +50,9 @@ ctr_status ctr_parallel_create(const ctr_parallel_params *p, ctr_parallel_geomet
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_parallel_create: out is NULL");
   *out = NULL;
   if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_parallel_create: params are NULL");
-  if (p->version != CTR_API_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_parallel_params.version is %u, expected %u (use CTR_PARALLEL_PARAMS_INIT)",
-             p->version, CTR_API_VERSION);
+  ctr_parallel_params pc;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_parallel_params, &pc, p));
+  p = &pc;
   if (p->nbins < 1 || p->nbins > (1 << 24))
     CTR_FAIL(CTR_E_GEOMETRY, "nbins = %lld: expected 1 .. 16777216", (long long)p->nbins);
   if (p->nangles < 1 || p->nangles > (1 << 24))
@@ -116,9 +115,9 @@ void ctr_parallel_free(ctr_parallel_geometry *g) {
   free(g);
 }
 
-const ctr_parallel_params *ctr_parallel_get(const ctr_parallel_geometry *g) { return g ? &g->p : NULL; }
+const ctr_parallel_params *ctr_parallel_get_params(const ctr_parallel_geometry *g) { return g ? &g->p : NULL; }
 
-double ctr_parallel_weight(const ctr_parallel_geometry *g, int64_t a) {
+double ctr_parallel_get_weight(const ctr_parallel_geometry *g, int64_t a) {
   return g && a >= 0 && a < g->p.nangles ? g->weight[a] * g->p.pixel_size : 0.0;
 }
 

@@ -12,7 +12,7 @@ extern "C" {
 /* Lattice and view parameters: sizes >= 1, voxel > 0, 0 <= acceptance < 90
  * degrees. Errors (CTR_E_INVALID_ARGUMENT) start with `who` and name the
  * field and the accepted range. */
-ctr_status ctr__pet_params_check(const ctr_pet_params *p, const char *who);
+ctr_status ctr__pet_params_check(const ctr_pet_params *in, const char *who, ctr_pet_params *p);
 
 /* Phantom sanity: counts within 0 .. CTR_PET_MAX_SPHERES, sizes and
  * activities finite and >= 0. Errors start with `who`. */

@@ -27,7 +27,9 @@
 ctr_status ctr_pet_histo_create(const ctr_pet_params *p, int with_factors, ctr_pet_histo **out) {
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_histo_create: out is NULL");
   *out = NULL;
-  CTR_CHECK(ctr__pet_params_check(p, "ctr_pet_histo_create"));
+  ctr_pet_params pc;
+  CTR_CHECK(ctr__pet_params_check(p, "ctr_pet_histo_create", &pc));
+  p = &pc;
   const int64_t nviews = (int64_t)p->n_azimuth * p->n_copolar;
   size_t nvox, n;
   if (!ctr__mul_size((size_t)p->nx * (size_t)p->ny, (size_t)p->nz, &nvox) ||

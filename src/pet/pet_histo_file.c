@@ -11,7 +11,8 @@
 /* Validates a histo-image set given to save. */
 static ctr_status check_histo(const ctr_pet_histo *h, const char *path) {
   if (!h) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_histo_save('%s'): histo is NULL", path);
-  CTR_CHECK(ctr__pet_params_check(&h->params, "ctr_pet_histo_save"));
+  ctr_pet_params pc;
+  CTR_CHECK(ctr__pet_params_check(&h->params, "ctr_pet_histo_save", &pc));
   const int64_t expect = (int64_t)h->params.n_azimuth * h->params.n_copolar;
   if (h->nviews != expect)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT,

@@ -23,10 +23,10 @@ void ctr__pet_frame_of(const ctr_pet_system *s, int64_t v, ctr__pet_frame *f) {
 }
 
 double ctr__pet_sigma_radial(const ctr_pet_system *s, double rho_mm) {
-  return ctr_pet_radial_fwhm(s, rho_mm) * CTR__PET_FWHM_TO_SIGMA;
+  return ctr_pet_system_radial_fwhm(s, rho_mm) * CTR__PET_FWHM_TO_SIGMA;
 }
 
-double ctr_pet_radial_fwhm(const ctr_pet_system *s, double rho_mm) {
+double ctr_pet_system_radial_fwhm(const ctr_pet_system *s, double rho_mm) {
   const ctr_pet_kernel_params *k = &s->k;
   double r = fabs(rho_mm);
   if (k->radial_table_n > 0) {
@@ -44,7 +44,7 @@ double ctr_pet_radial_fwhm(const ctr_pet_system *s, double rho_mm) {
   return k->radial_fwhm_center_mm + u * (k->radial_fwhm_edge_mm - k->radial_fwhm_center_mm);
 }
 
-int ctr_pet_kernel_is_invariant(const ctr_pet_system *s) {
+int ctr_pet_system_is_kernel_invariant(const ctr_pet_system *s) {
   const ctr_pet_kernel_params *k = &s->k;
   if (k->custom || k->asymmetric) return 0;
   if (k->radial_table_n > 0) {

@@ -115,6 +115,10 @@ ctr_status ctr_pet_metrics_compute(const ctr_pet_params *p, const ctr_pet_phanto
   if (!p || !ph || !image || !out)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_metrics_compute: NULL %s",
              !p ? "params" : !ph ? "phantom" : !image ? "image" : "out");
+  ctr_pet_params pc;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_params, &pc, p));
+  p = &pc;
+  CTR_CHECK(ctr__struct_check(&ctr__struct_pet_metrics, out));
   if (p->nx < 1 || p->ny < 1 || p->nz < 1)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT,
              "ctr_pet_metrics_compute: lattice %lld x %lld x %lld: expected sizes >= 1",
@@ -133,8 +137,7 @@ ctr_status ctr_pet_metrics_compute(const ctr_pet_params *p, const ctr_pet_phanto
              "contrast is sphere / background - 1)",
              ph->background);
   const double half_x = 0.5 * (double)p->nx * p->voxel, half_y = 0.5 * (double)p->ny * p->voxel;
-  ctr_pet_metrics m;
-  memset(&m, 0, sizeof m);
+  ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   m.nspheres = ph->nspheres;
   double crc_sum = 0.0;
   for (int s = 0; s < ph->nspheres; s++) {
@@ -190,6 +193,5 @@ ctr_status ctr_pet_metrics_compute(const ctr_pet_params *p, const ctr_pet_phanto
   const double denom = ns.w - ns.w2 / ns.w;
   m.noise = denom > 0.0 ? sqrt(sq / denom) / mean : 0.0;
   m.background_mean = mean;
-  *out = m;
-  return CTR_OK;
+  return ctr__struct_store(&ctr__struct_pet_metrics, out, &m);
 }

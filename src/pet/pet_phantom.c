@@ -16,12 +16,9 @@
 
 #define CTR__PI 3.14159265358979323846
 
-ctr_status ctr__pet_params_check(const ctr_pet_params *p, const char *who) {
-  if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: PET parameters are NULL", who);
-  if (p->version != CTR_API_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "%s: ctr_pet_params.version is %u, expected %u (use CTR_PET_PARAMS_INIT)", who,
-             p->version, (unsigned)CTR_API_VERSION);
+ctr_status ctr__pet_params_check(const ctr_pet_params *in, const char *who, ctr_pet_params *p) {
+  if (!in) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: PET parameters are NULL", who);
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_params, p, in));
   const int64_t n[3] = {p->nx, p->ny, p->nz};
   static const char *names[3] = {"nx", "ny", "nz"};
   for (int i = 0; i < 3; i++)
@@ -170,7 +167,9 @@ void ctr_pet_phantom_points(ctr_pet_phantom *ph) {
 ctr_status ctr_pet_phantom_voxelize(const ctr_pet_phantom *ph, const ctr_pet_params *p,
                                     int supersample, float *image) {
   CTR_CHECK(ctr__pet_phantom_check(ph, "ctr_pet_phantom_voxelize"));
-  CTR_CHECK(ctr__pet_params_check(p, "ctr_pet_phantom_voxelize"));
+  ctr_pet_params pc;
+  CTR_CHECK(ctr__pet_params_check(p, "ctr_pet_phantom_voxelize", &pc));
+  p = &pc;
   if (supersample < 1 || supersample > 64)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT,
              "ctr_pet_phantom_voxelize: supersample is %d, expected 1 .. 64", supersample);

@@ -73,14 +73,9 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
                                const ctr_pet_recon_options *opts, float *image,
                                ctr_pet_recon_timings *timings) {
   if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_reconstruct: projector is NULL");
-  ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
-  if (opts) {
-    if (opts->version != CTR_API_VERSION)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-               "ctr_pet_recon_options.version is %u, expected %u (use CTR_PET_RECON_OPTIONS_INIT)",
-               opts->version, (unsigned)CTR_API_VERSION);
-    o = *opts;
-  }
+  ctr_pet_recon_options o;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_recon_options, &o, opts));
+  if (timings) CTR_CHECK(ctr__struct_check(&ctr__struct_pet_recon_timings, timings));
   CTR_CHECK(ctr__pet_recon_check(p->sys, h, &o, image));
   if (o.strict && h->replaced > 0)
     CTR_FAIL(CTR_E_FORMAT, "histo-images: %lld " CTR__BAD_COUNTS " were replaced by 0 when loaded: "
@@ -112,7 +107,9 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
     }
     h = &clean;
   }
-  ctr_status st = reconstruct(p, h, &o, image, timings);
+  ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
+  ctr_status st = reconstruct(p, h, &o, image, &t);
+  if (timings) ctr__struct_store(&ctr__struct_pet_recon_timings, timings, &t);
   free(cc);
   free(cf);
   if (st != CTR_OK) return st;
@@ -128,7 +125,7 @@ static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
                               const ctr_pet_recon_options *opts, float *image,
                               ctr_pet_recon_timings *timings) {
   const ctr_pet_recon_options o = *opts;
-  ctr_pet_recon_timings t = {0};
+  ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
   const int64_t nvox = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz, nv = h->nviews;
   ctr__pet_initial_image(h, nvox, image);
 #if CTR_HAVE_CUDA

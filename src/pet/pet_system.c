@@ -83,6 +83,14 @@ ctr_status ctr_pet_system_create(const ctr_pet_params *p, const ctr_pet_kernel_p
                                  ctr_pet_system **out) {
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_system_create: out is NULL");
   *out = NULL;
+  if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "PET parameters: NULL");
+  if (!k) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "PET kernel parameters: NULL");
+  ctr_pet_params pc;
+  ctr_pet_kernel_params kc;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_params, &pc, p));
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_kernel_params, &kc, k));
+  p = &pc;
+  k = &kc;
   CTR_CHECK(check_params(p));
   CTR_CHECK(check_kernel(k));
   ctr_pet_system *s = ctr__calloc(1, sizeof *s, "PET system");
@@ -143,18 +151,19 @@ void ctr_pet_system_free(ctr_pet_system *s) {
   free(s);
 }
 
-const ctr_pet_params *ctr_pet_system_params(const ctr_pet_system *s) { return &s->p; }
-const ctr_pet_kernel_params *ctr_pet_system_kernel(const ctr_pet_system *s) { return &s->k; }
-int64_t ctr_pet_num_views(const ctr_pet_system *s) { return s->nviews; }
+const ctr_pet_params *ctr_pet_system_get_params(const ctr_pet_system *s) { return &s->p; }
+const ctr_pet_kernel_params *ctr_pet_system_get_kernel(const ctr_pet_system *s) { return &s->k; }
+int64_t ctr_pet_system_get_view_count(const ctr_pet_system *s) { return s->nviews; }
 
-ctr_status ctr_pet_view_info_get(ctr_pet_system *s, int64_t view, ctr_pet_view_info *out) {
-  if (!s || !out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_view_info_get: NULL argument");
+ctr_status ctr_pet_system_get_view_info(ctr_pet_system *s, int64_t view, ctr_pet_view_info *info) {
+  if (!s || !info) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_system_get_view_info: NULL argument");
+  CTR_CHECK(ctr__struct_check(&ctr__struct_pet_view_info, info));
   if (view < 0 || view >= s->nviews)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "view %lld: expected 0..%lld", (long long)view,
              (long long)s->nviews - 1);
   const ctr__pet_lut *L = ctr__pet_lut_get(s, view);
   if (!L) return CTR_E_OUT_OF_MEMORY;
-  memset(out, 0, sizeof *out);
+  ctr_pet_view_info full = CTR_PET_VIEW_INFO_INIT, *out = &full;
   out->azimuth_deg = L->f.phi * 180.0 / M_PI;
   out->copolar_deg = L->f.theta * 180.0 / M_PI;
   for (int i = 0; i < 3; i++) out->dir[i] = L->f.d[i];
@@ -162,7 +171,7 @@ ctr_status ctr_pet_view_info_get(ctr_pet_system *s, int64_t view, ctr_pet_view_i
   out->columns = L->ncols;
   out->kernels = L->nk;
   out->half_extent[0] = L->hx, out->half_extent[1] = L->hy, out->half_extent[2] = L->hz;
-  return CTR_OK;
+  return ctr__struct_store(&ctr__struct_pet_view_info, info, out);
 }
 
 const char *ctr_pet_algorithm_name(ctr_pet_algorithm a) {

@@ -146,9 +146,6 @@ ctr_status ctr_phantom_voxelize(ctr_context *ctx, const ctr_phantom *p,
              "expected 0 <= z0 and z0 + nz_out <= nz = %lld",
              (long long)z0, (long long)(z0 + nz_out), (long long)vol->nz);
   if (!out->data) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_phantom_voxelize: out data is NULL");
-  if (!ctr_array_is_contiguous(out))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_phantom_voxelize: out must be contiguous (dims[0] fastest)");
 
   voxel_job job;
   job.ph = p;

@@ -12,8 +12,7 @@ static int64_t get_i64(const uint8_t *p) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 33) return 0;
-  ctr_stack_info hint;
-  memset(&hint, 0, sizeof hint);
+  ctr_stack_info hint = CTR_STACK_INFO_INIT;
   hint.width = get_i64(data);
   hint.height = get_i64(data + 8);
   hint.count = get_i64(data + 16);

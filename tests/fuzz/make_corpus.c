@@ -114,7 +114,7 @@ static void geometry(void) {
   check(ctr_geometry_create_circular(&p, &vol, &g), "short scan");
   /* its first views as matrices */
   double m[3 * 12];
-  for (int i = 0; i < 3; i++) ctr_geometry_matrix(g, i, m + 12 * i);
+  for (int i = 0; i < 3; i++) ctr_geometry_get_matrix(g, i, m + 12 * i);
   put_geometry("short-cw.json", g);
   check(ctr_geometry_create_matrices(32, 24, 2, 2, 3, m, &vol, &g), "matrix geometry");
   put_geometry("matrices.json", g);
@@ -150,7 +150,7 @@ static void stacks(void) {
   float img[4 * 3 * 2];
   uint16_t u16[4 * 3 * 2];
   for (int i = 0; i < 24; i++) img[i] = (float)i * 0.5f, u16[i] = (uint16_t)(i * 100);
-  ctr_stack_info info = {4, 3, 2, CTR_DTYPE_FLOAT32, {1, 1, 1}, {0, 0, 0}};
+  ctr_stack_info info = {CTR_STACK_INFO_VERSION, 4, 3, 2, CTR_DTYPE_FLOAT32, {1, 1, 1}, {0, 0, 0}};
   check(ctr_stack_save(tmp, CTR_FORMAT_TIFF, &info, CTR_DTYPE_FLOAT32, img), "tiff");
   put_file("tiff", "float32-2pages.tif", tmp);
   info.dtype = CTR_DTYPE_UINT16;
@@ -318,8 +318,7 @@ static void fbp_tune(void) {
 
 static void journal(void) {
   const char *path = path_in("journal", "three-slabs");
-  ctr_plan plan;
-  memset(&plan, 0, sizeof plan);
+  ctr_plan plan = CTR_PLAN_INIT;
   plan.slab_slices = 8;
   plan.nslabs = 3;
   plan.views_per_batch = 16;

@@ -780,7 +780,8 @@ static ctr_status launch_alu_cache(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n
   const dim3 block(ALU_AREA, ALU_ROWS);
   if (shm > 200 * 1024)
     CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernel caches %zu bytes per block for a pixel of %g "
-             "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
+             "bins; use the kernel tex (ctr_fbp_options.kernel) or a pixel of fewer bins", shm,
+             p->voxel);
   if (C::HALF) CTR_CHECK_GOTO(st, data_amax(f, s0, C::S, a0, n, s));
   if (shm > 48 * 1024)
     CU(cudaFuncSetAttribute(bp_alu<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
@@ -833,10 +834,12 @@ static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, c
   int dev = 0, nsm = 0, bps = 0;
   if (shm > 200 * 1024)
     CTR_FAIL(CTR_E_UNSUPPORTED, "the hybrid kernel caches %zu bytes per block for a pixel of %g "
-             "bins; use --bp-kernel tex (or a pixel of fewer bins)", shm, p->voxel);
+             "bins; use the kernel tex (ctr_fbp_options.kernel) or a pixel of fewer bins", shm,
+             p->voxel);
   if (tiles_x * tiles_y * HYB_UNITS >= ((int64_t)1 << 31))
     CTR_FAIL(CTR_E_UNSUPPORTED, "the hybrid kernel's work queue holds < 2^31 units: %lld x %lld "
-             "pixels are too many; use --bp-kernel alu2", (long long)p->nx, (long long)p->ny);
+             "pixels are too many; use the kernel alu2 (ctr_fbp_options.kernel)", (long long)p->nx,
+             (long long)p->ny);
   if (!f->d_hyb) CU(cudaMalloc(&f->d_hyb, work_bytes));
   CU(cudaMemsetAsync(f->d_hyb, 0, work_bytes, s));
   CU(cudaGetDevice(&dev));

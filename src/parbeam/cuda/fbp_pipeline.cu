@@ -335,7 +335,7 @@ static ctr_status run_devices(const ctr_context *ctx, const ctr_parallel_geometr
                               const ctr_fbp_options *o, const void *proj, ctr_dtype dtype,
                               int64_t nrows, const float *flat, const float *dark, int64_t row0,
                               int64_t nslices, float *slices, int64_t bad[2]) {
-  int ndev = ctr_context_device_count(ctx);
+  int ndev = ctr_context_get_device_count(ctx);
   const int64_t chunks = (nslices + CHUNK_SLICES - 1) / CHUNK_SLICES;
   if (ndev > chunks) ndev = (int)chunks;
   if (ndev <= 1)

@@ -79,7 +79,7 @@ static ctr_status check_memory(const ctr__pet_cuda *c, const ctr_pet_histo *h) {
       CTR_FAIL_GOTO(st, CTR_E_DEVICE_OUT_OF_MEMORY,
                     "DIRECT reconstruction of %lld views of %lld voxels needs %s of GPU memory "
                     "(histo-images%s and sensitivities), %s are free: use fewer views or a "
-                    "smaller lattice, or --device cpu",
+                    "smaller lattice, or the CPU (ctr_context_options.device = CTR_DEVICE_CPU)",
                     (long long)h->nviews, c->nvox, ctr__format_bytes(need, a, sizeof a),
                     h->factors ? ", factors" : "", ctr__format_bytes((double)free_b, b, sizeof b));
     }

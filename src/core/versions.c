@@ -1,0 +1,288 @@
+/* Versioned public structs: the one place that reads a version (the
+ * helpers declared in core/internal.h) and the table of every public
+ * struct's versions, with its ctr_<name>_init function. */
+#include "core/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- The helpers ---------------------------------------------------------- */
+
+enum { MEASURE, READ, WRITE };
+
+static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+static unsigned version_of(const void *s) {
+  unsigned v;
+  memcpy(&v, s, sizeof v);
+  return v;
+}
+
+static ctr_status bad_version(const ctr__struct_desc *d, const char *what, unsigned v,
+                              unsigned max) {
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+           "%s.version is %u: this library accepts %s versions 1 to %u (fill it with "
+           "%s_init or the INIT macro of the header it was compiled with)",
+           what, v, d->name, max, d->name);
+}
+
+/* Bytes of a struct without embedded versioned structs at version v. */
+static size_t flat_size(const ctr__struct_desc *d, unsigned v) {
+  return round_up(d->versions[v - 1].end, d->align);
+}
+
+/* Moves the members of version v between `user` (the caller's struct, laid
+ * out as version v) and `full` (the current layout): READ user -> full,
+ * WRITE full -> user, MEASURE neither. *size = version v's size. An
+ * embedded struct is read in the version its own field gives (at most the
+ * one v holds) and written in the one v holds. */
+static ctr_status move(const ctr__struct_desc *d, unsigned v, int mode, unsigned char *user,
+                       unsigned char *full, size_t *size) {
+  const ctr__struct_version *e = &d->versions[v - 1];
+  size_t cur = 0, old = 0; /* offsets in the current layout and in version v's */
+  for (int i = 0; i < d->nnested && d->nested_offset[i] < e->end; i++) {
+    const ctr__struct_desc *n = d->nested_desc[i];
+    const size_t len = d->nested_offset[i] - cur;
+    if (mode == READ) memcpy(full + cur, user + old, len);
+    if (mode == WRITE) memcpy(user + old, full + cur, len);
+    old += len;
+    cur += len;
+    const unsigned held = e->nested[i];
+    if (mode == READ) {
+      const unsigned nv = version_of(user + old);
+      if (nv < 1 || nv > held) {
+        char what[160];
+        snprintf(what, sizeof what, "%s.%s", d->name, d->nested_name[i]);
+        return bad_version(n, what, nv, held);
+      }
+      memcpy(full + cur, user + old, n->versions[nv - 1].end);
+      memcpy(full + cur, &n->current, sizeof n->current);
+    } else if (mode == WRITE) {
+      memcpy(user + old, full + cur, n->versions[held - 1].end);
+      memcpy(user + old, &held, sizeof held);
+    }
+    old += flat_size(n, held);
+    cur += n->size;
+  }
+  if (e->end > cur) {
+    if (mode == READ) memcpy(full + cur, user + old, e->end - cur);
+    if (mode == WRITE) memcpy(user + old, full + cur, e->end - cur);
+    old += e->end - cur;
+  }
+  *size = round_up(old, d->align);
+  return CTR_OK;
+}
+
+ctr_status ctr__struct_check(const ctr__struct_desc *d, const void *s) {
+  if (!s) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s is NULL", d->name);
+  const unsigned v = version_of(s);
+  if (v < 1 || v > d->current) return bad_version(d, d->name, v, d->current);
+  return CTR_OK;
+}
+
+ctr_status ctr__struct_copy(const ctr__struct_desc *d, void *dst, const void *src) {
+  memcpy(dst, d->defaults, d->size);
+  if (!src) return CTR_OK;
+  CTR_CHECK(ctr__struct_check(d, src));
+  size_t size;
+  CTR_CHECK(move(d, version_of(src), READ, (unsigned char *)src, dst, &size));
+  memcpy(dst, &d->current, sizeof d->current);
+  return CTR_OK;
+}
+
+ctr_status ctr__struct_store(const ctr__struct_desc *d, void *dst, const void *src) {
+  CTR_CHECK(ctr__struct_check(d, dst));
+  const unsigned v = version_of(dst);
+  size_t size;
+  CTR_CHECK(move(d, v, WRITE, dst, (unsigned char *)src, &size));
+  memcpy(dst, &v, sizeof v);
+  return CTR_OK;
+}
+
+ctr_status ctr__struct_init(const ctr__struct_desc *d, void *s, unsigned version) {
+  if (!s) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s_init: the struct pointer is NULL", d->name);
+  if (version < 1 || version > d->current)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "%s_init: version %u, this library accepts %s versions 1 to %u", d->name, version,
+             d->name, d->current);
+  size_t size;
+  CTR_CHECK(move(d, version, WRITE, s, (unsigned char *)d->defaults, &size));
+  memcpy(s, &version, sizeof version);
+  return CTR_OK;
+}
+
+int ctr__struct_holds(const ctr__struct_desc *d, const void *s, size_t offset, size_t size) {
+  const unsigned v = version_of(s);
+  return d->nnested == 0 && v >= 1 && v <= d->current && offset + size <= d->versions[v - 1].end;
+}
+
+size_t ctr__struct_size(const ctr__struct_desc *d, unsigned v) {
+  size_t size = 0;
+  if (v >= 1 && v <= d->current) move(d, v, MEASURE, NULL, NULL, &size);
+  return size;
+}
+
+ctr_status ctr__struct_desc_check(const ctr__struct_desc *d) {
+  if (!d->name || !d->defaults || !d->versions || d->current < 1 || d->size < sizeof(unsigned))
+    CTR_FAIL(CTR_E_INTERNAL, "%s: incomplete descriptor", d->name ? d->name : "(unnamed)");
+  if (version_of(d->defaults) != d->current)
+    CTR_FAIL(CTR_E_INTERNAL, "%s: the defaults hold version %u, the table %u versions", d->name,
+             version_of(d->defaults), d->current);
+  if (d->versions[d->current - 1].end != d->size)
+    CTR_FAIL(CTR_E_INTERNAL, "%s: the current version ends at %zu, sizeof is %zu", d->name,
+             d->versions[d->current - 1].end, d->size);
+  if (d->nnested < 0 || d->nnested > CTR__STRUCT_MAX_NESTED)
+    CTR_FAIL(CTR_E_INTERNAL, "%s: %d embedded structs", d->name, d->nnested);
+  for (unsigned v = 1; v <= d->current; v++) {
+    const ctr__struct_version *e = &d->versions[v - 1];
+    if (e->end < sizeof(unsigned) || e->end > d->size ||
+        (v > 1 && e->end < d->versions[v - 2].end))
+      CTR_FAIL(CTR_E_INTERNAL, "%s: version %u ends at %zu (sizeof %zu)", d->name, v, e->end,
+               d->size);
+    for (int i = 0; i < d->nnested; i++) {
+      const ctr__struct_desc *n = d->nested_desc[i];
+      if (d->nested_offset[i] >= e->end) continue;
+      /* an embedded struct is whole in every version that has a member after it */
+      if (e->nested[i] < 1 || e->nested[i] > n->current ||
+          (v > 1 && d->nested_offset[i] < d->versions[v - 2].end &&
+           e->nested[i] < d->versions[v - 2].nested[i]))
+        CTR_FAIL(CTR_E_INTERNAL, "%s version %u: %s at version %u (of 1 to %u)", d->name, v,
+                 d->nested_name[i], e->nested[i], n->current);
+      if (e->end < d->nested_offset[i] + n->size)
+        CTR_FAIL(CTR_E_INTERNAL, "%s version %u ends inside %s", d->name, v, d->nested_name[i]);
+    }
+  }
+  for (int i = 0; i < d->nnested; i++) {
+    const ctr__struct_desc *n = d->nested_desc[i];
+    if (!n || !d->nested_name[i] || n->nnested != 0 || n->align != d->align ||
+        d->nested_offset[i] % d->align != 0 ||
+        (i > 0 && d->nested_offset[i] < d->nested_offset[i - 1] + d->nested_desc[i - 1]->size) ||
+        d->nested_offset[i] + n->size > d->size)
+      CTR_FAIL(CTR_E_INTERNAL, "%s: embedded struct %d breaks the rules of core/internal.h",
+               d->name, i);
+    CTR_CHECK(ctr__struct_desc_check(n));
+  }
+  /* every version's size is at most the current one's and grows with it */
+  size_t prev = 0;
+  for (unsigned v = 1; v <= d->current; v++) {
+    size_t size;
+    CTR_CHECK(move(d, v, MEASURE, NULL, NULL, &size));
+    if (size < prev || size > d->size)
+      CTR_FAIL(CTR_E_INTERNAL, "%s: version %u is %zu bytes (sizeof %zu)", d->name, v, size,
+               d->size);
+    prev = size;
+  }
+  return CTR_OK;
+}
+
+/* ---- The public structs --------------------------------------------------- */
+
+/* The descriptor ctr__struct_<stem> of ctr_<stem> from the table
+ * <stem>_versions (one row per version, the oldest first) and the defaults
+ * <stem>_defaults, and the public ctr_<stem>_init. The table has as many rows
+ * as the header's CTR_<STEM>_VERSION says, or this does not compile. A struct
+ * that embeds n versioned structs by value gives {their offsets}, {their
+ * member names}, {their descriptors} as the variable arguments. */
+#define CTR__STRUCT_DEFINE_NESTED(stem, VERSION, n, ...)                                     \
+  _Static_assert(sizeof stem##_versions / sizeof stem##_versions[0] == (VERSION),           \
+                 "ctr_" #stem ": one table row per version");                              \
+  const ctr__struct_desc ctr__struct_##stem = {                                             \
+      "ctr_" #stem, sizeof(ctr_##stem), _Alignof(ctr_##stem), &stem##_defaults, (VERSION), \
+      stem##_versions, n, __VA_ARGS__};                                                     \
+  ctr_status ctr_##stem##_init(ctr_##stem *s, unsigned version) {                           \
+    return ctr__struct_init(&ctr__struct_##stem, s, version);                               \
+  }
+#define CTR__STRUCT_DEFINE(stem, VERSION) \
+  CTR__STRUCT_DEFINE_NESTED(stem, VERSION, 0, {0}, {NULL}, {NULL})
+/* A struct that has had one version: its defaults, its table and the above. */
+#define CTR__STRUCT_DEFINE_V1(stem, VERSION, INIT)                                  \
+  static const ctr_##stem stem##_defaults = INIT;                                  \
+  static const ctr__struct_version stem##_versions[] = {CTR__V_ALL(ctr_##stem)}; \
+  CTR__STRUCT_DEFINE(stem, VERSION)
+
+/* Core */
+static const ctr_context_options context_options_defaults = CTR_CONTEXT_OPTIONS_INIT;
+static const ctr__struct_version context_options_versions[] = {
+    CTR__V_UPTO(ctr_context_options, ndevices), /* 1 */
+    CTR__V_ALL(ctr_context_options),            /* 2: ndevices, devices, tuning */
+};
+CTR__STRUCT_DEFINE(context_options, CTR_CONTEXT_OPTIONS_VERSION)
+CTR__STRUCT_DEFINE_V1(device_info, CTR_DEVICE_INFO_VERSION, CTR_DEVICE_INFO_INIT)
+CTR__STRUCT_DEFINE_V1(volume_error, CTR_VOLUME_ERROR_VERSION, CTR_VOLUME_ERROR_INIT)
+
+/* File I/O */
+CTR__STRUCT_DEFINE_V1(stack_info, CTR_STACK_INFO_VERSION, CTR_STACK_INFO_INIT)
+
+/* Cone-beam geometry and FDK */
+CTR__STRUCT_DEFINE_V1(circular_params, CTR_CIRCULAR_PARAMS_VERSION, CTR_CIRCULAR_PARAMS_INIT)
+
+static const ctr_fdk_options fdk_options_defaults = CTR_FDK_OPTIONS_INIT;
+static const ctr__struct_version fdk_options_versions[] = {
+    CTR__V_UPTO(ctr_fdk_options, strict), /* 1 */
+    CTR__V_ALL(ctr_fdk_options),          /* 2: strict */
+};
+CTR__STRUCT_DEFINE(fdk_options, CTR_FDK_OPTIONS_VERSION)
+
+CTR__STRUCT_DEFINE_V1(plan_request, CTR_PLAN_REQUEST_VERSION, CTR_PLAN_REQUEST_INIT)
+
+static const ctr_stream_options stream_options_defaults = CTR_STREAM_OPTIONS_INIT;
+static const ctr__struct_version stream_options_versions[] = {
+    {offsetof(ctr_stream_options, workers), {1}}, /* 1: ctr_fdk_options version 1 inside */
+    {sizeof(ctr_stream_options), {2}}, /* 2: ctr_fdk_options version 2 inside; workers, split */
+};
+CTR__STRUCT_DEFINE_NESTED(stream_options, CTR_STREAM_OPTIONS_VERSION, 1,
+                          {offsetof(ctr_stream_options, fdk)}, {"fdk"},
+                          {&ctr__struct_fdk_options})
+
+CTR__STRUCT_DEFINE_V1(plan, CTR_PLAN_VERSION, CTR_PLAN_INIT)
+CTR__STRUCT_DEFINE_V1(stream_timings, CTR_STREAM_TIMINGS_VERSION, CTR_STREAM_TIMINGS_INIT)
+
+static const ctr_stream_report stream_report_defaults = CTR_STREAM_REPORT_INIT;
+static const ctr__struct_version stream_report_versions[] = {
+    {sizeof(ctr_stream_report), {1, 1}}, /* 1: ctr_plan 1, ctr_stream_timings 1 */
+};
+CTR__STRUCT_DEFINE_NESTED(stream_report, CTR_STREAM_REPORT_VERSION, 2,
+                          {offsetof(ctr_stream_report, plan), offsetof(ctr_stream_report, timings)},
+                          {"plan", "timings"}, {&ctr__struct_plan, &ctr__struct_stream_timings})
+
+/* Parallel beam */
+CTR__STRUCT_DEFINE_V1(parallel_params, CTR_PARALLEL_PARAMS_VERSION, CTR_PARALLEL_PARAMS_INIT)
+
+static const ctr_fbp_options fbp_options_defaults = CTR_FBP_OPTIONS_INIT;
+static const ctr__struct_version fbp_options_versions[] = {
+    CTR__V_UPTO(ctr_fbp_options, strict), /* 1 */
+    CTR__V_ALL(ctr_fbp_options),          /* 2: strict, counts */
+};
+CTR__STRUCT_DEFINE(fbp_options, CTR_FBP_OPTIONS_VERSION)
+
+CTR__STRUCT_DEFINE_V1(value_counts, CTR_VALUE_COUNTS_VERSION, CTR_VALUE_COUNTS_INIT)
+
+/* PET */
+CTR__STRUCT_DEFINE_V1(pet_params, CTR_PET_PARAMS_VERSION, CTR_PET_PARAMS_INIT)
+CTR__STRUCT_DEFINE_V1(pet_kernel_params, CTR_PET_KERNEL_PARAMS_VERSION,
+                      CTR_PET_KERNEL_PARAMS_INIT)
+CTR__STRUCT_DEFINE_V1(pet_sim_options, CTR_PET_SIM_OPTIONS_VERSION, CTR_PET_SIM_OPTIONS_INIT)
+
+static const ctr_pet_recon_options pet_recon_options_defaults = CTR_PET_RECON_OPTIONS_INIT;
+static const ctr__struct_version pet_recon_options_versions[] = {
+    CTR__V_UPTO(ctr_pet_recon_options, strict), /* 1 */
+    CTR__V_ALL(ctr_pet_recon_options),          /* 2: strict */
+};
+CTR__STRUCT_DEFINE(pet_recon_options, CTR_PET_RECON_OPTIONS_VERSION)
+
+CTR__STRUCT_DEFINE_V1(tuning, CTR_TUNING_VERSION, CTR_TUNING_INIT)
+CTR__STRUCT_DEFINE_V1(pet_view_info, CTR_PET_VIEW_INFO_VERSION, CTR_PET_VIEW_INFO_INIT)
+CTR__STRUCT_DEFINE_V1(pet_recon_timings, CTR_PET_RECON_TIMINGS_VERSION,
+                      CTR_PET_RECON_TIMINGS_INIT)
+CTR__STRUCT_DEFINE_V1(pet_metrics, CTR_PET_METRICS_VERSION, CTR_PET_METRICS_INIT)
+
+const ctr__struct_desc *const ctr__structs[] = {
+    &ctr__struct_context_options, &ctr__struct_circular_params, &ctr__struct_fdk_options,
+    &ctr__struct_plan_request,    &ctr__struct_stream_options,  &ctr__struct_parallel_params,
+    &ctr__struct_fbp_options,     &ctr__struct_pet_params,      &ctr__struct_pet_kernel_params,
+    &ctr__struct_pet_sim_options, &ctr__struct_pet_recon_options,
+    /* filled by the library (or both ways: ctr_stack_info, ctr_value_counts) */
+    &ctr__struct_device_info, &ctr__struct_volume_error, &ctr__struct_stack_info,
+    &ctr__struct_plan, &ctr__struct_stream_timings, &ctr__struct_stream_report,
+    &ctr__struct_value_counts, &ctr__struct_pet_view_info, &ctr__struct_pet_recon_timings,
+    &ctr__struct_pet_metrics, &ctr__struct_tuning, NULL};
