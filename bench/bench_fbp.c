@@ -80,10 +80,10 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *json) {
   if (ctr_context_create(&co, &ctx)) DIE("%s", ctr_error_detail());
   ctr_fbp_options fo = CTR_FBP_OPTIONS_INIT;
   const int64_t pd[3] = {n, rows, na};
-  const ctr_array pa = ctr_array_init(proj, CTR_DTYPE_UINT16, 3, pd);
+  const ctr_array pa = ctr_array_make(proj, CTR_DTYPE_UINT16, 3, pd);
   /* Warm-up on 16 slices (CUDA context, cuFFT plans). */
   const int64_t wd[3] = {n, n, 16 < ns ? 16 : ns}, vd[3] = {n, n, ns};
-  ctr_array wa = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, wd), va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array wa = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, wd), va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
   if (ctr_fbp_projections(ctx, g, &fo, &pa, flat, dark, 0, &wa)) DIE("%s", ctr_error_detail());
   const double t1 = now_s();
   if (ctr_fbp_projections(ctx, g, &fo, &pa, flat, dark, 0, &va)) DIE("%s", ctr_error_detail());
@@ -95,7 +95,7 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *json) {
   if (json) {
     ctr_device_info info = CTR_DEVICE_INFO_INIT;
     char date[64];
-    ctr_cuda_device_info(0, &info);
+    ctr_cuda_get_device_info(0, &info);
     FILE *f = fopen(json, "w");
     if (!f) DIE("cannot write %s", json);
     fprintf(f, "{\"gpu\": \"%s\", \"date\": \"%s\", \"revision\": \"%s\", \"command\": \"bench_fbp --e2e\",\n"
@@ -162,7 +162,7 @@ int main(int argc, char **argv) {
   if (json) {
     ctr_device_info info = CTR_DEVICE_INFO_INIT;
     char date[64];
-    ctr_cuda_device_info(0, &info);
+    ctr_cuda_get_device_info(0, &info);
     f = fopen(json, "w");
     if (!f) DIE("cannot write %s", json);
     fprintf(f, "{\"gpu\": \"%s\", \"date\": \"%s\", \"revision\": \"%s\", \"command\": \"bench_fbp\",\n \"cases\": [\n",

@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
   srand(1);
   for (size_t i = 0; i < np; i++) proj[i] = (float)rand() / (float)RAND_MAX - 0.5f;
   int64_t vd[3] = {n, n, n};
-  ctr_array va = ctr_array_init(vbuf, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va = ctr_array_make(vbuf, CTR_DTYPE_FLOAT32, 3, vd);
   double *t_bp = calloc((size_t)repeats, sizeof(double));
   double *t_f = calloc((size_t)repeats, sizeof(double));
   float *work = malloc(np * sizeof(float));

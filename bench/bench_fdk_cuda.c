@@ -116,9 +116,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
     else DIE("usage: %s --case A|B [--sweep] [--variants a,b] [--repeats R] [--json FILE] [--dump DIR]", argv[0]);
   }
-  if (ctr_cuda_device_count() < 1) DIE("no usable GPU");
+  if (ctr_cuda_get_device_count() < 1) DIE("no usable GPU");
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
-  if (ctr_cuda_device_info(0, &info)) DIE("%s", ctr_error_detail());
+  if (ctr_cuda_get_device_info(0, &info)) DIE("%s", ctr_error_detail());
 
   ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
   p.sid = c->sid;
@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
   float *volume = ctr_host_alloc(nvox * sizeof(float));
   if (!proj || !filt || !volume) DIE("out of host memory");
   int64_t pd[3] = {c->nu, c->nv, c->nviews};
-  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
   fprintf(stderr, "case %s: projecting Shepp-Logan (%lld views of %lld x %lld)...\n", c->name,
           (long long)c->nviews, (long long)c->nu, (long long)c->nv);
   if (ctr_phantom_project(NULL, ph, g, 1, &pa)) DIE("project: %s", ctr_error_detail());

@@ -102,7 +102,7 @@ static void gen(const args *a) {
   const int64_t cpx = coarse * coarse, px = a->det * a->det;
   float *cproj = malloc(sizeof(float) * (size_t)(cpx * a->views));
   const int64_t cd[3] = {coarse, coarse, a->views};
-  ctr_array ca = ctr_array_init(cproj, CTR_DTYPE_FLOAT32, 3, cd);
+  ctr_array ca = ctr_array_make(cproj, CTR_DTYPE_FLOAT32, 3, cd);
   if (!cproj || ctr_phantom_project(NULL, ph, gc, 1, &ca)) DIE("project: %s", ctr_error_detail());
   const double t1 = now_s();
   ctr_stack_info info = {CTR_STACK_INFO_VERSION, a->det, a->det, a->views, a->u16 ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32,
@@ -165,7 +165,7 @@ static FILE *open_json(const args *a, const char *command) {
   if (!f) DIE("cannot write %s", a->json);
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
   char date[64];
-  ctr_cuda_device_info(0, &info);
+  ctr_cuda_get_device_info(0, &info);
   fprintf(f, "{\"gpu\": \"%s\", \"date\": \"%s\", \"revision\": \"%s\", \"command\": \"%s\",\n"
              " \"cases\": [\n", info.name, bench_date(date, sizeof date), bench_revision(), command);
   return f;
@@ -176,9 +176,9 @@ static void run(const args *a) {
   if (ctr_geometry_load_json(path_in(a, "geom.json"), &g)) DIE("%s", ctr_error_detail());
   int64_t nu, nv;
   double du, dv;
-  ctr_geometry_detector(g, &nu, &nv, &du, &dv);
-  const ctr_volume_geometry vol = ctr_geometry_volume(g);
-  ctr_stack_info hint = {CTR_STACK_INFO_VERSION, nu, nv, ctr_geometry_nviews(g), a->u16 ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32,
+  ctr_geometry_get_detector(g, &nu, &nv, &du, &dv);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(g);
+  ctr_stack_info hint = {CTR_STACK_INFO_VERSION, nu, nv, ctr_geometry_get_view_count(g), a->u16 ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32,
                          {0, 0, 0}, {0, 0, 0}};
   ctr_context *ctx = gpu_context();
   ctr_stack_reader *r = NULL;
@@ -252,15 +252,15 @@ static void memory(const args *a) {
   if (ctr_phantom_shepp_logan(120.0, 0.02, &ph)) DIE("%s", ctr_error_detail());
   float *cproj = malloc(sizeof(float) * (size_t)(cpx * a->views));
   const int64_t cd[3] = {coarse, coarse, a->views};
-  ctr_array ca = ctr_array_init(cproj, CTR_DTYPE_FLOAT32, 3, cd);
+  ctr_array ca = ctr_array_make(cproj, CTR_DTYPE_FLOAT32, 3, cd);
   if (!cproj || ctr_phantom_project(NULL, ph, gc, 1, &ca)) DIE("project: %s", ctr_error_detail());
   float *proj = ctr_host_alloc(sizeof(float) * (size_t)(px * a->views));
   float *vol = ctr_host_alloc(sizeof(float) * (size_t)(a->n * a->n * a->n));
   if (!proj || !vol) DIE("out of pinned memory");
   for (int64_t v = 0; v < a->views; v++) upsample(cproj + v * cpx, coarse, proj + v * px, a->det);
   const int64_t pd[3] = {a->det, a->det, a->views}, vd[3] = {a->n, a->n, a->n};
-  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array va = ctr_array_init(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_context *ctx = gpu_context();
   ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
   o.nz = a->n;
@@ -333,7 +333,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--repeats")) a.repeats = atoi(v);
     else if (!strcmp(k, "--read-rate")) a.read_rate = atof(v);
     else if (!strcmp(k, "--write-rate")) a.write_rate = atof(v);
-    else if (!strcmp(k, "--gpu-mem")) { if (ctr_parse_size(v, &a.gpu_mem)) DIE("%s", ctr_error_detail()); }
+    else if (!strcmp(k, "--gpu-mem")) { if (ctr_size_parse(v, &a.gpu_mem)) DIE("%s", ctr_error_detail()); }
     else DIE("unknown option %s", k);
   }
   if (!det_given) a.det = a.n;

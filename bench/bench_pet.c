@@ -75,7 +75,7 @@ static int bench_projectors(ctr_context *ctx, int reps) {
   for (int vi = 0; vi < 4; vi++) {
     double t0 = ctr__now_s();
     ctr_pet_view_info info = CTR_PET_VIEW_INFO_INIT;
-    if ((st = ctr_pet_view_info_get(s, views[vi], &info))) return fail("tables", st);
+    if ((st = ctr_pet_system_get_view_info(s, views[vi], &info))) return fail("tables", st);
     double tables = ctr__now_s() - t0;
     const int nshapes = vi == 0 ? (int)(sizeof sweep / sizeof sweep[0]) : 3;
     for (int si = 0; si < nshapes; si++) {
@@ -139,7 +139,7 @@ static int bench_iteration(ctr_context *ctx, double events) {
   if ((st = ctr_pet_simulate(ctx, s, &ph, &so, &h))) return fail("simulate", st);
   double tsim = ctr__now_s() - t0;
   t0 = ctr__now_s();
-  for (int64_t v = 0; v < ctr_pet_num_views(s); v++)
+  for (int64_t v = 0; v < ctr_pet_system_get_view_count(s); v++)
     if (!ctr__pet_lut_get(s, v)) return fail("tables", CTR_E_OUT_OF_MEMORY);
   double ttab = ctr__now_s() - t0;
   if ((st = ctr_pet_projector_create(ctx, s, &pr))) return fail("projector", st);
@@ -158,7 +158,7 @@ static int bench_iteration(ctr_context *ctx, double events) {
   ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   if ((st = ctr_pet_metrics_compute(&p, &ph, img, &m))) return fail("metrics", st);
   ctr_pet_view_info info = CTR_PET_VIEW_INFO_INIT;
-  ctr_pet_view_info_get(s, 0, &info);
+  ctr_pet_system_get_view_info(s, 0, &info);
   printf("iteration: 40x3 views, TOF 400 ps, LOR 5.8 -> 10 mm, %lld-entry support, %.3g events "
          "(simulated in %.1f s, tables %.2f s)\n",
          (long long)info.support, h->events, tsim, ttab);
@@ -173,7 +173,7 @@ static int bench_iteration(ctr_context *ctx, double events) {
             "\"upload_seconds\": %.6g, \"forward_seconds\": %.6g, \"back_seconds\": %.6g, "
             "\"crc_5\": %.4f, \"noise_5\": %.4f, \"seed_gtx285_seconds\": 22.43, "
             "\"seed_fft_invariant_seconds\": 21.48",
-            (long long)ctr_pet_num_views(s), (long long)info.support, h->events, per_iter, t1.total,
+            (long long)ctr_pet_system_get_view_count(s), (long long)info.support, h->events, per_iter, t1.total,
             t1.upload, (t5.forward - t1.forward) / 4.0, (t5.back - t1.back) / 4.0, m.crc, m.noise);
   free(img);
   ctr_pet_projector_free(pr);
@@ -231,7 +231,7 @@ int main(int argc, char **argv) {
     }
   }
 #if CTR_HAVE_CUDA
-  if (ctr_cuda_device_count() < 1) {
+  if (ctr_cuda_get_device_count() < 1) {
     fprintf(stderr, "bench_pet: no usable GPU\n");
     return 77;
   }
@@ -240,7 +240,7 @@ int main(int argc, char **argv) {
   ctr_context *ctx = NULL;
   if (ctr_context_create(&co, &ctx)) return fail("context", CTR_E_NO_DEVICE);
   ctr_device_info di = CTR_DEVICE_INFO_INIT;
-  ctr_cuda_device_info(0, &di);
+  ctr_cuda_get_device_info(0, &di);
   if (json && !(g_json = fopen(json, "w"))) {
     perror(json);
     return 1;

@@ -138,10 +138,10 @@ void cli_info(const cli_session *s, const char *fmt, ...) {
 /* ---- Context ------------------------------------------------------------ */
 
 static void describe_backend(const cli_session *s, const ctr_context *ctx) {
-  if (ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+  if (ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
     const int index = s->common.device_index >= 0 ? s->common.device_index : 0;
     ctr_device_info d = CTR_DEVICE_INFO_INIT;
-    if (ctr_cuda_device_info(index, &d) == CTR_OK)
+    if (ctr_cuda_get_device_info(index, &d) == CTR_OK)
       cli_info(s, "using cuda:%d (%s)\n", index, d.name);
     else
       cli_info(s, "using cuda:%d\n", index);

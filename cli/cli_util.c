@@ -220,9 +220,9 @@ void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c) {
      * z at the isocentre (docs/geometry.md). */
     int64_t nu, nv;
     double du, dv, P[12], s[3];
-    ctr_geometry_detector(g, &nu, &nv, &du, &dv);
-    ctr_geometry_matrix(g, 0, P);
-    ctr_geometry_source(g, 0, s);
+    ctr_geometry_get_detector(g, &nu, &nv, &du, &dv);
+    ctr_geometry_get_matrix(g, 0, P);
+    ctr_geometry_get_source(g, 0, s);
     const double rows_per_mm = P[11] != 0.0 ? fabs(P[6] / P[11]) : 0.0;
     const double sid = hypot(s[0], s[1]);
     if (rows_per_mm > 0 && sid > 0) {

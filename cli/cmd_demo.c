@@ -112,7 +112,7 @@ static int step_project(const demo_args *a, demo_run *r) {
   const int64_t dims[3] = {a->det, a->det, a->views};
   r->proj = cli_alloc_floats("demo", a->det * a->det * a->views, "the projections", &rc);
   if (!r->proj) return rc;
-  ctr_array arr = ctr_array_init(r->proj, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array arr = ctr_array_make(r->proj, CTR_DTYPE_FLOAT32, 3, dims);
   const double t0 = cli_now();
   ctr_status st = ctr_phantom_project(r->ctx, r->ph, r->g, 1, &arr);
   r->t_proj = cli_now() - t0;
@@ -127,8 +127,8 @@ static int step_fdk(const demo_args *a, demo_run *r) {
   ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
   o.window = CTR_WINDOW_HANN;
   o.interp = a->interp;
-  const ctr_array proj = ctr_array_init(r->proj, CTR_DTYPE_FLOAT32, 3, pdims);
-  ctr_array vol = ctr_array_init(r->rec, CTR_DTYPE_FLOAT32, 3, vdims);
+  const ctr_array proj = ctr_array_make(r->proj, CTR_DTYPE_FLOAT32, 3, pdims);
+  ctr_array vol = ctr_array_make(r->rec, CTR_DTYPE_FLOAT32, 3, vdims);
   const double t0 = cli_now();
   ctr_status st = ctr_fdk(r->ctx, r->g, &o, &proj, &vol);
   r->t_fdk = cli_now() - t0;
@@ -142,8 +142,8 @@ static int step_truth(const demo_args *a, demo_run *r) {
   const int64_t n = a->size, dims[3] = {n, n, n};
   r->truth = cli_alloc_floats("demo", n * n * n, "the truth volume", &rc);
   if (!r->truth) return rc;
-  ctr_array arr = ctr_array_init(r->truth, CTR_DTYPE_FLOAT32, 3, dims);
-  const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
+  ctr_array arr = ctr_array_make(r->truth, CTR_DTYPE_FLOAT32, 3, dims);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
   double t0 = cli_now();
   ctr_status st = ctr_phantom_voxelize(r->ctx, r->ph, &vol, 2, 0, &arr);
   r->t_truth = cli_now() - t0;
@@ -159,7 +159,7 @@ static int step_write(const demo_args *a, demo_run *r) {
   const int64_t n = a->size;
   ctr_status st;
   if (!a->no_volume) {
-    const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
+    const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
     const ctr_stack_info info = cli_volume_info(&vol, 0, n, CTR_DTYPE_FLOAT32);
     st = ctr_stack_save(out_path(r, a, "recon.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_FLOAT32,
                         r->rec);

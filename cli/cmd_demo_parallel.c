@@ -57,8 +57,8 @@ int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *o
   ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
   o.window = CTR_WINDOW_HANN;
   const int64_t sd[3] = {size, views, slices}, vd[3] = {size, size, slices};
-  const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_array va = ctr_array_init(rec, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array va = ctr_array_make(rec, CTR_DTYPE_FLOAT32, 3, vd);
   t0 = cli_now();
   st = ctr_fbp(ctx, g, &o, &sa, &va);
   const double t_fbp = cli_now() - t0;
@@ -90,8 +90,8 @@ int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *o
           proj[(a * slices + s) * size + b] = (uint16_t)lrint(v);
         }
     const int64_t pd[3] = {size, slices, views};
-    const ctr_array pa = ctr_array_init(proj, CTR_DTYPE_UINT16, 3, pd);
-    ctr_array vp = ctr_array_init(rec_p, CTR_DTYPE_FLOAT32, 3, vd);
+    const ctr_array pa = ctr_array_make(proj, CTR_DTYPE_UINT16, 3, pd);
+    ctr_array vp = ctr_array_make(rec_p, CTR_DTYPE_FLOAT32, 3, vd);
     t0 = cli_now();
     st = ctr_fbp_projections(ctx, g, &o, &pa, flat, dark, 0, &vp);
     t_proj = cli_now() - t0;

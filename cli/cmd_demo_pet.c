@@ -60,7 +60,7 @@ int cmd_demo_pet(const char *out_dir, int no_volume, const cli_common *common) {
   ctr_status st = CTR_OK;
   rc = cli_context_create(&r.session, "demo", common, &ctx);
   if (rc) goto cleanup;
-  const int gpu = ctr_context_device(ctx) == CTR_DEVICE_CUDA;
+  const int gpu = ctr_context_get_device(ctx) == CTR_DEVICE_CUDA;
   const demo_pet_size *z = gpu ? &g_full : &g_cpu;
   ctr_pet_params p = CTR_PET_PARAMS_INIT;
   p.nx = z->nx;

@@ -151,7 +151,7 @@ static int open_input(const fbp_args *a, fbp_run *r) {
   }
   ctr_status st = ctr_stack_open(path, CTR_FORMAT_AUTO, NULL, 0, &r->in);
   if (st != CTR_OK) return cli_fail_file("fbp", st, path);
-  const ctr_stack_info *i = ctr_stack_reader_info(r->in);
+  const ctr_stack_info *i = ctr_stack_reader_get_info(r->in);
   r->nbins = i->width;
   if (a->sinograms) {
     r->nangles = i->height;
@@ -172,7 +172,7 @@ static int open_input(const fbp_args *a, fbp_run *r) {
 /* Flat and dark fields (stacks averaged). The projections themselves are
  * read a block of rows at a time (reconstruct). */
 static int load_projections(const fbp_args *a, fbp_run *r) {
-  const ctr_stack_info *i = ctr_stack_reader_info(r->in);
+  const ctr_stack_info *i = ctr_stack_reader_get_info(r->in);
   const int64_t npix = i->width * i->height;
   int rc = 0;
   const char *names[2] = {a->flat, a->dark};
@@ -197,7 +197,7 @@ static int load_projections(const fbp_args *a, fbp_run *r) {
                        (long long)i->width, (long long)i->height);
     }
     *dst[k] = cli_alloc_floats("fbp", npix, k ? "the dark field" : "the flat field", &rc);
-    if (!rc) ctr_average_images(data, CTR_DTYPE_FLOAT32, npix, info.count, *dst[k]);
+    if (!rc) ctr_flatfield_average(data, CTR_DTYPE_FLOAT32, npix, info.count, *dst[k]);
     free(data);
     if (rc) return rc;
   }
@@ -249,7 +249,7 @@ static int make_geometry(const fbp_args *a, fbp_run *r) {
 }
 
 static void keep_planes(fbp_run *r, int64_t s0, int64_t n) {
-  const ctr_parallel_params *p = ctr_parallel_get(r->g);
+  const ctr_parallel_params *p = ctr_parallel_get_params(r->g);
   const int64_t nx = p->nx, ny = p->ny, plane = nx * ny;
   for (int64_t k = 0; k < n; k++) {
     const int64_t z = s0 + k;
@@ -279,14 +279,14 @@ static void report_counts(const fbp_args *a, const ctr_value_counts *c) {
 }
 
 static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
-  const ctr_parallel_params *p = ctr_parallel_get(r->g);
+  const ctr_parallel_params *p = ctr_parallel_get_params(r->g);
   const int64_t plane = p->nx * p->ny, batch = a->batch < r->nslices ? a->batch : r->nslices;
   int rc = 0;
   if (a->sinograms) {
     r->sino = cli_alloc_floats("fbp", r->nbins * r->nangles * batch, "the sinograms", &rc);
   } else {
     const size_t bytes = (size_t)(r->nbins * r->nangles * batch) *
-                         ctr_dtype_size(ctr_stack_reader_info(r->in)->dtype);
+                         ctr_dtype_size(ctr_stack_reader_get_info(r->in)->dtype);
     r->proj = malloc(bytes);
     if (!r->proj) {
       char b[32];
@@ -316,21 +316,21 @@ static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
     if (cli_progress(&r->session, "fbp", (double)s0 / (double)r->nslices))
       return cli_fail("fbp", CTR_E_CANCELLED);
     const int64_t dims_v[3] = {p->nx, p->ny, n};
-    ctr_array va = ctr_array_init(r->slices, CTR_DTYPE_FLOAT32, 3, dims_v);
+    ctr_array va = ctr_array_make(r->slices, CTR_DTYPE_FLOAT32, 3, dims_v);
     if (a->sinograms) {
       st = ctr_stack_read(r->in, s0, n, CTR_DTYPE_FLOAT32, r->sino);
       if (st != CTR_OK) return cli_fail_file("fbp", st, a->sinograms);
       const int64_t dims_s[3] = {r->nbins, r->nangles, n};
-      const ctr_array sa = ctr_array_init(r->sino, CTR_DTYPE_FLOAT32, 3, dims_s);
+      const ctr_array sa = ctr_array_make(r->sino, CTR_DTYPE_FLOAT32, 3, dims_s);
       st = ctr_fbp(r->ctx, r->g, &a->fbp, &sa, &va);
     } else {
       /* Projections: this block of rows of every projection, then flat-field,
        * filter and backprojection in one call (on a GPU all on the device). */
-      const ctr_stack_info *pi = ctr_stack_reader_info(r->in);
+      const ctr_stack_info *pi = ctr_stack_reader_get_info(r->in);
       st = ctr_stack_read_rows(r->in, 0, r->nangles, r->row0 + s0, n, pi->dtype, r->proj);
       if (st != CTR_OK) return cli_fail_file("fbp", st, a->projections);
       const int64_t dims_p[3] = {r->nbins, n, r->nangles};
-      const ctr_array pa = ctr_array_init(r->proj, pi->dtype, 3, dims_p);
+      const ctr_array pa = ctr_array_make(r->proj, pi->dtype, 3, dims_p);
       const int64_t off = (r->row0 + s0) * r->nbins;
       st = ctr_fbp_projections(r->ctx, r->g, &a->fbp, &pa, r->flat + off,
                                r->dark ? r->dark + off : NULL, 0, &va);
@@ -442,7 +442,7 @@ int cmd_fbp(int argc, char **argv) {
   if (!rc && a.projections) rc = load_projections(&a, &r);
   if (!rc) rc = make_geometry(&a, &r);
   if (!rc) rc = cli_context_create(&r.session, "fbp", &a.common, &r.ctx);
-  if (!rc && a.kernel && ctr_context_device(r.ctx) != CTR_DEVICE_CUDA)
+  if (!rc && a.kernel && ctr_context_get_device(r.ctx) != CTR_DEVICE_CUDA)
     rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "
                          "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",
                          a.kernel);
@@ -451,12 +451,12 @@ int cmd_fbp(int argc, char **argv) {
   if (!rc) rc = reconstruct(&a, &r, &seconds);
   cli_progress_end(&r.session);
   if (!rc && a.preview) {
-    const ctr_parallel_params *p = ctr_parallel_get(r.g);
+    const ctr_parallel_params *p = ctr_parallel_get_params(r.g);
     ctr_status st = ctr_png_preview_planes(a.preview, r.xy, r.xz, r.yz, p->nx, p->ny, r.nslices, 0, 0);
     if (st != CTR_OK) rc = cli_fail_file("fbp", st, a.preview);
   }
   if (!rc) {
-    const ctr_parallel_params *p = ctr_parallel_get(r.g);
+    const ctr_parallel_params *p = ctr_parallel_get_params(r.g);
     const double ups = (double)r.nangles * (double)(p->nx * p->ny) * (double)r.nslices;
     cli_info(&r.session, "fbp: %lld slices of %lld x %lld from %lld angles x %lld bins, %.2f s "
              "(%.1f GUPS, I/O included)\nwrote %s\n", (long long)r.nslices, (long long)p->nx,

@@ -103,7 +103,7 @@ static int parse_range(const char *cmd, const char *name, const char *value, voi
 }
 
 static int parse_mem(const char *cmd, const char *name, const char *value, void *dst) {
-  if (ctr_parse_size(value, (uint64_t *)dst) != CTR_OK || *(uint64_t *)dst == 0)
+  if (ctr_size_parse(value, (uint64_t *)dst) != CTR_OK || *(uint64_t *)dst == 0)
     return cli_usage_error(cmd, "%s '%s': expected a size such as 8G, 512M or 1.5T (powers of "
                            "1024)", name, value);
   return 0;
@@ -154,7 +154,7 @@ static int check_raw_size(const fdk_args *a, const fdk_run *r) {
 /* Header-described files: compare their dims with the geometry ourselves so
  * that the message speaks of views and the geometry file. */
 static int check_dims(const fdk_args *a, const fdk_run *r) {
-  const ctr_stack_info *i = ctr_stack_reader_info(r->reader);
+  const ctr_stack_info *i = ctr_stack_reader_get_info(r->reader);
   if (i->width == r->nu && i->height == r->nv && i->count == r->nviews) return 0;
   return cli_error("fdk", CLI_EXIT_INPUT,
                    "'%s' holds %lld images of %lld x %lld pixels, expected %lld views of %lld x "
@@ -221,9 +221,9 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
     so.on_slab = collect_planes;
     so.user = r;
   }
-  const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
   const double bytes = (double)(r->nu * r->nv * r->nviews) *
-                           (double)ctr_dtype_size(ctr_stack_reader_info(r->reader)->dtype) +
+                           (double)ctr_dtype_size(ctr_stack_reader_get_info(r->reader)->dtype) +
                        (double)(vol.nx * vol.ny * r->nz_out) * (double)ctr_dtype_size(a->out_dtype);
   r->session.rate_total = bytes / 1e9; /* file bytes in and out */
   r->session.rate_unit = "GB";
@@ -301,7 +301,7 @@ static void print_timings(const fdk_run *r) {
 
 static void print_summary(const fdk_args *a, const fdk_run *r, double seconds) {
   const float lo = r->report.min, hi = r->report.max;
-  const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
   const double voxels = (double)vol.nx * (double)vol.ny * (double)r->nz_out;
   seconds = seconds > 1e-9 ? seconds : 1e-9; /* a tiny volume on a coarse clock */
   char size[32];
@@ -340,9 +340,9 @@ static int run(fdk_args *a, fdk_run *r) {
   if (rc) return rc;
   cli_warn_coverage("fdk", r->g);
   double du, dv;
-  ctr_geometry_detector(r->g, &r->nu, &r->nv, &du, &dv);
-  r->nviews = ctr_geometry_nviews(r->g);
-  const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
+  ctr_geometry_get_detector(r->g, &r->nu, &r->nv, &du, &dv);
+  r->nviews = ctr_geometry_get_view_count(r->g);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
   if (a->slices_given && a->slices[1] > vol.nz)
     return cli_usage_error(
         "fdk", "--slices %lld:%lld: expected Z1 <= %lld, the volume's nz in '%s'",

@@ -39,12 +39,12 @@ static int parse_direction(const char *cmd, const char *name, const char *value,
 /* Total angle swept by the source about the z axis, unwrapped view to view,
  * plus one mean step (n views of a full circle are 360 deg, not 359). */
 static double angular_coverage(const ctr_geometry *g, double *step_out, int *dir_out) {
-  const int64_t n = ctr_geometry_nviews(g);
+  const int64_t n = ctr_geometry_get_view_count(g);
   double s[3], prev, sum = 0.0;
-  ctr_geometry_source(g, 0, s);
+  ctr_geometry_get_source(g, 0, s);
   prev = atan2(s[1], s[0]);
   for (int64_t i = 1; i < n; i++) {
-    ctr_geometry_source(g, i, s);
+    ctr_geometry_get_source(g, i, s);
     const double a = atan2(s[1], s[0]);
     double d = a - prev;
     d -= 2.0 * PI * floor((d + PI) / (2.0 * PI)); /* into [-pi, pi) */
@@ -68,10 +68,10 @@ typedef struct orbit {
 static int circular_orbit(const ctr_geometry *g, orbit *o) {
   int64_t nu, nv;
   double du, dv, P[12], s[3];
-  ctr_geometry_detector(g, &nu, &nv, &du, &dv);
+  ctr_geometry_get_detector(g, &nu, &nv, &du, &dv);
   if (!ctr_geometry_is_circular(g) || !(du > 0)) return 0;
-  ctr_geometry_matrix(g, 0, P);
-  ctr_geometry_source(g, 0, s);
+  ctr_geometry_get_matrix(g, 0, P);
+  ctr_geometry_get_source(g, 0, s);
   const double t = atan2(s[1], s[0]), eu[3] = {-sin(t), cos(t), 0.0};
   const double a = P[3], c = P[11];
   if (!(c > 0)) return 0;
@@ -111,9 +111,9 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
   int64_t nu, nv;
   double du, dv, step;
   int dir;
-  ctr_geometry_detector(g, &nu, &nv, &du, &dv);
-  const ctr_volume_geometry v = ctr_geometry_volume(g);
-  const int64_t n = ctr_geometry_nviews(g);
+  ctr_geometry_get_detector(g, &nu, &nv, &du, &dv);
+  const ctr_volume_geometry v = ctr_geometry_get_volume(g);
+  const int64_t n = ctr_geometry_get_view_count(g);
   orbit o = {0, 0, 0, 0};
   const int have_orbit = circular_orbit(g, &o);
   const double cov_deg = angular_coverage(g, &step, &dir);

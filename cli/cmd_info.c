@@ -27,7 +27,7 @@ static void print_features(unsigned f) {
 }
 
 static void print_gpus(unsigned features) {
-  const int n = ctr_cuda_device_count();
+  const int n = ctr_cuda_get_device_count();
   if (n <= 0) {
     printf("GPUs: none (%s)\n", (features & CTR_FEATURE_CUDA)
                                     ? "CUDA is built but no usable GPU or driver was found"
@@ -38,7 +38,7 @@ static void print_gpus(unsigned features) {
   for (int i = 0; i < n; i++) {
     ctr_device_info d = CTR_DEVICE_INFO_INIT;
     char total[32], avail[32];
-    if (ctr_cuda_device_info(i, &d) != CTR_OK) {
+    if (ctr_cuda_get_device_info(i, &d) != CTR_OK) {
       printf("  cuda:%d  (cannot query: %s)\n", i, cli_detail());
       continue;
     }

@@ -357,8 +357,8 @@ int cmd_pet_recon(int argc, char **argv) {
   /* Up front: the work ahead (the seed's size on two CPU cores: minutes). */
   cli_info(&r.session, "%d iterations over %lld views on the %s: %s; each iteration is reported\n",
            a.iterations, (long long)h->nviews,
-           ctr_context_device(ctx) == CTR_DEVICE_CUDA ? "GPU" : "CPU",
-           ctr_context_device(ctx) == CTR_DEVICE_CUDA ? "seconds"
+           ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? "GPU" : "CPU",
+           ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? "seconds"
                                                       : "minutes at the default sizes on a few "
                                                         "cores (fewer --iterations are quicker)");
   r.t_start = cli_now();

@@ -45,13 +45,13 @@ static ctr_status make_phantom(const phantom_args *a, const ctr_volume_geometry 
     *out = p;
     return st;
   }
-  const int64_t n = ctr_phantom_count(p);
+  const int64_t n = ctr_phantom_get_ellipsoid_count(p);
   ctr_ellipsoid *e = malloc((size_t)n * sizeof *e);
   if (!e) {
     ctr_phantom_free(p);
     return CTR_E_OUT_OF_MEMORY;
   }
-  memcpy(e, ctr_phantom_ellipsoids(p), (size_t)n * sizeof *e);
+  memcpy(e, ctr_phantom_get_ellipsoids(p), (size_t)n * sizeof *e);
   for (int64_t i = 0; i < n; i++) e[i].density *= a->scale;
   st = ctr_phantom_from_ellipsoids(e, n, out);
   free(e);
@@ -77,7 +77,7 @@ static float *voxelize(ctr_context *ctx, const ctr_phantom *ph, const ctr_volume
   const int64_t dims[3] = {vol->nx, vol->ny, vol->nz};
   float *v = cli_alloc_floats("phantom", vol->nx * vol->ny * vol->nz, "the truth volume", rc);
   if (!v) return NULL;
-  ctr_array arr = ctr_array_init(v, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array arr = ctr_array_make(v, CTR_DTYPE_FLOAT32, 3, dims);
   ctr_status st = ctr_phantom_voxelize(ctx, ph, vol, supersample, 0, &arr);
   if (st != CTR_OK) {
     *rc = cli_fail("phantom", st);
@@ -102,11 +102,11 @@ static int compute(const phantom_args *a, phantom_run *r, int64_t nu, int64_t nv
   const int64_t dims[3] = {nu, nv, nviews};
   r->proj = cli_alloc_floats("phantom", nu * nv * nviews, "the projections", &rc);
   if (!r->proj) return rc;
-  ctr_array arr = ctr_array_init(r->proj, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array arr = ctr_array_make(r->proj, CTR_DTYPE_FLOAT32, 3, dims);
   ctr_status st = ctr_phantom_project(r->ctx, r->ph, r->g, a->supersample, &arr);
   if (st != CTR_OK) return cli_fail("phantom", st);
   if (a->truth) {
-    const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
+    const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
     r->truth = voxelize(r->ctx, r->ph, &vol, a->truth_supersample, &rc);
   }
   return rc;
@@ -118,7 +118,7 @@ static int write_outputs(const phantom_args *a, phantom_run *r, int64_t nu, int6
                          int64_t nviews) {
   double du, dv;
   int64_t n_u, n_v;
-  ctr_geometry_detector(r->g, &n_u, &n_v, &du, &dv);
+  ctr_geometry_get_detector(r->g, &n_u, &n_v, &du, &dv);
   ctr_stack_info info = CTR_STACK_INFO_INIT;
   info.width = nu;
   info.height = nv;
@@ -128,7 +128,7 @@ static int write_outputs(const phantom_args *a, phantom_run *r, int64_t nu, int6
   info.spacing[1] = dv;
   int rc = write_stack("phantom", a->out, r->fmt, &info, r->proj, &r->wp);
   if (!rc && r->truth) {
-    const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
+    const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
     const ctr_stack_info ti = cli_volume_info(&vol, 0, vol.nz, CTR_DTYPE_FLOAT32);
     rc = write_stack("phantom", a->truth, r->truth_fmt, &ti, r->truth, &r->wt);
   }
@@ -151,7 +151,7 @@ static void print_summary(const phantom_args *a, const phantom_run *r, int64_t n
     cli_info(s, "phantom: Shepp-Logan, radius %.1f mm, scale %g\n", radius, a->scale);
   else
     cli_info(s, "phantom: %s (%lld ellipsoids), scale %g\n", a->phantom,
-             (long long)ctr_phantom_count(r->ph), a->scale);
+             (long long)ctr_phantom_get_ellipsoid_count(r->ph), a->scale);
   cli_info(s, "projections: %lld views of %lld x %lld pixels, values %.4g .. %.4g, %.2f s\n",
            (long long)nviews, (long long)nu, (long long)nv, lo, hi, seconds);
   if (a->dtype == CTR_DTYPE_UINT16)
@@ -168,7 +168,7 @@ static int run(const phantom_args *a, phantom_run *r) {
   int rc = cli_load_geometry("phantom", a->geometry, &r->g);
   if (rc) return rc;
   cli_warn_coverage("phantom", r->g);
-  const ctr_volume_geometry vol = ctr_geometry_volume(r->g);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
   double radius = 0.0;
   ctr_status st = make_phantom(a, &vol, &radius, &r->ph);
   if (st != CTR_OK)
@@ -177,8 +177,8 @@ static int run(const phantom_args *a, phantom_run *r) {
   if (rc) return rc;
   int64_t nu, nv;
   double du, dv;
-  ctr_geometry_detector(r->g, &nu, &nv, &du, &dv);
-  const int64_t nviews = ctr_geometry_nviews(r->g);
+  ctr_geometry_get_detector(r->g, &nu, &nv, &du, &dv);
+  const int64_t nviews = ctr_geometry_get_view_count(r->g);
   const double t0 = cli_now();
   rc = compute(a, r, nu, nv, nviews);
   cli_progress_end(&r->session);

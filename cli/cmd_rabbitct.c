@@ -467,7 +467,7 @@ static int module_is_ours(const rct_run *r) {
   return !strcmp(base ? base + 1 : r->module, CTR_RABBITCT_MODULE_NAME);
 }
 static int runs_on_cpu(const rct_run *r) {
-  return !strcmp(r->device, "cpu") || (!strcmp(r->device, "auto") && ctr_cuda_device_count() < 1);
+  return !strcmp(r->device, "cpu") || (!strcmp(r->device, "auto") && ctr_cuda_get_device_count() < 1);
 }
 static const char *effective_interp(const rct_run *r) {
   return module_is_ours(r) && runs_on_cpu(r) ? "exact" : r->interp;
@@ -560,8 +560,8 @@ static int write_json(const rct_run *r, int argc, char **argv) {
   const time_t t = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
-  if (strcmp(r->device, "cpu") && ctr_cuda_device_count() > 0 &&
-      ctr_cuda_device_info(0, &info) == CTR_OK)
+  if (strcmp(r->device, "cpu") && ctr_cuda_get_device_count() > 0 &&
+      ctr_cuda_get_device_info(0, &info) == CTR_OK)
     snprintf(gpu, sizeof gpu, "%s", info.name);
   const char *rev = getenv("CTR_GIT_REVISION");
   fputs("{\n  \"gpu\": ", f);

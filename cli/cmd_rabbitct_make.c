@@ -41,7 +41,7 @@ const cli_command cli_cmd_rabbitct_make = {
     "mm) and the FDK-filtered projection (window --window, cosine and Parker\n"
     "weights, ramp filter) divided by RabbitCT's weight, so that RabbitCT's sum of\n"
     "Q / w^2 gives the phantom's values; then, per --sizes L, the reference\n"
-    "volume of that sum computed in double precision (ctr_backproject_reference,\n"
+    "volume of that sum computed in double precision (ctr_fdk_backproject_reference,\n"
     "FP64 on a GPU with --device cuda), L^3 voxels of 256/L mm, in HU =\n"
     "round(50000 f + 24) for f > 0 (water 0.02/mm -> 1024), else 0, clipped to\n"
     "0..4095. With --perturb 1 each view's matrix deviates from the ideal orbit\n"
@@ -230,7 +230,7 @@ static int make_geometry(const make_args *a, make_run *r) {
   uint64_t rng = a->seed;
   for (int64_t i = 0; i < a->views; i++) {
     double P[12], Q[12];
-    ctr_geometry_matrix(r->ideal, i, P);
+    ctr_geometry_get_matrix(r->ideal, i, P);
     if (a->perturb)
       perturb(a, &rng, P, Q);
     else
@@ -257,7 +257,7 @@ static int step_project(const make_args *a, make_run *r) {
   if (!r->views) return rc;
   ctr_status st = ctr_phantom_shepp_logan(MK_RADIUS, MK_DENSITY, &r->ph);
   if (st != CTR_OK) return cli_fail("rabbitct-make", st);
-  ctr_array arr = ctr_array_init(r->views, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array arr = ctr_array_make(r->views, CTR_DTYPE_FLOAT32, 3, dims);
   const double t0 = cli_now();
   st = ctr_phantom_project(r->ctx, r->ph, r->proj_g, 1, &arr);
   r->t_project = cli_now() - t0;
@@ -358,11 +358,11 @@ static int step_reference(const make_args *a, make_run *r, int k) {
     idx[v] = v;
     w[v] = ctr_rabbitct_weight(r->A + v * 12);
   }
-  ctr_status st = ctr_geometry_from_rabbitct(a->width, a->height, a->views,
+  ctr_status st = ctr_geometry_create_rabbitct(a->width, a->height, a->views,
                                              (const double *const *)mats, L, R_L, O_L, &g);
   const double t0 = cli_now();
   if (st == CTR_OK)
-    st = ctr_backproject_reference(r->ctx, g, a->views, idx, (const float *const *)imgs, w, vol);
+    st = ctr_fdk_backproject_reference(r->ctx, g, a->views, idx, (const float *const *)imgs, w, vol);
   r->t_ref[k] = cli_now() - t0;
   cli_progress_end(&r->session);
   if (st != CTR_OK) {

@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *dev = getenv("CTRECON_DEVICE");
-  if (dev && !strncmp(dev, "cuda", 4) && ctr_cuda_device_count() < 1) {
+  if (dev && !strncmp(dev, "cuda", 4) && ctr_cuda_get_device_count() < 1) {
     printf("contract_rabbitct: SKIPPED (CTRECON_DEVICE=%s, no usable GPU)\n", dev);
     return 77;
   }

@@ -90,13 +90,13 @@ static inline double th_uniform(double lo, double hi) {
  * tests of the general path. Frees the old geometry; *g is NULL on failure. */
 static inline void th_perturb_geometry(ctr_geometry **g, double amount) {
   if (!*g) return;
-  const int64_t n = ctr_geometry_nviews(*g);
+  const int64_t n = ctr_geometry_get_view_count(*g);
   int64_t nu, nv;
-  ctr_geometry_detector(*g, &nu, &nv, NULL, NULL);
-  const ctr_volume_geometry vol = ctr_geometry_volume(*g);
+  ctr_geometry_get_detector(*g, &nu, &nv, NULL, NULL);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(*g);
   double *M = malloc(sizeof(double) * 12 * (size_t)n);
   for (int64_t i = 0; i < n; i++) {
-    ctr_geometry_matrix(*g, i, M + 12 * i);
+    ctr_geometry_get_matrix(*g, i, M + 12 * i);
     for (int k = 0; k < 11; k++) M[12 * i + k] *= 1 + th_uniform(-amount, amount);
   }
   ctr_geometry *h = NULL;

@@ -66,7 +66,7 @@ static inline double pet_test_rel_rms(const float *a, const double *ref, int64_t
 static inline ctr_status pet_test_context(ctr_context **ctx, int backend) {
   ctr_context_options o = CTR_CONTEXT_OPTIONS_INIT;
   if (backend == 2) {
-    if (ctr_cuda_device_count() < 1) {
+    if (ctr_cuda_get_device_count() < 1) {
       printf("no usable GPU: skipped\n");
       return CTR_E_NO_DEVICE;
     }

@@ -146,9 +146,9 @@ static void test_fdk(ctr_context *ctx, ctr_geometry *g, const float *proj) {
   const int64_t pd[3] = {NU, NV, NVIEWS}, z0 = 5, nz = 11, vd[3] = {N, N, nz};
   const size_t nvox = (size_t)N * N * nz;
   float *a = calloc(nvox, sizeof(float)), *b = calloc(nvox, sizeof(float));
-  const ctr_array pa = ctr_array_init((void *)proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array va = ctr_array_init(a, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array vb = ctr_array_init(b, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_array pa = ctr_array_make((void *)proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(a, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array vb = ctr_array_make(b, CTR_DTYPE_FLOAT32, 3, vd);
 
   /* ctr_fdk: version 1 (no strict) against version 2 */
   fdk_options_v1 f1 = {1, CTR_WINDOW_HANN, 0.8, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, z0, nz, 7};
@@ -214,7 +214,7 @@ static void test_context(void) {
   context_options_v1 c1 = {1, CTR_DEVICE_CPU, -1, 1, NULL, NULL, NULL};
   ctr_context *ctx = NULL;
   CHECK_OK(ctr_context_create((const ctr_context_options *)&c1, &ctx));
-  CHECK(ctx && ctr_context_device(ctx) == CTR_DEVICE_CPU);
+  CHECK(ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CPU);
   ctr_context_free(ctx);
   c1.version = 7;
   CHECK_FAILS(ctr_context_create((const ctr_context_options *)&c1, &ctx),
@@ -232,9 +232,9 @@ static void test_fbp(ctr_context *ctx) {
   for (int i = 0; i < 32 * 24; i++) sino[i] = (float)(i % 32 >= 10 && i % 32 < 22);
   sino[5] = NAN; /* strict is not in version 1: the default (replace) applies */
   const int64_t sd[3] = {32, 24, 1}, od[3] = {32, 32, 1};
-  const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_array a1 = ctr_array_init(s1, CTR_DTYPE_FLOAT32, 3, od);
-  ctr_array a2 = ctr_array_init(s2, CTR_DTYPE_FLOAT32, 3, od);
+  const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array a1 = ctr_array_make(s1, CTR_DTYPE_FLOAT32, 3, od);
+  ctr_array a2 = ctr_array_make(s2, CTR_DTYPE_FLOAT32, 3, od);
   const fbp_options_v1 o1 = {1, CTR_WINDOW_COSINE, 0.9, CTR_FBP_NEAREST, NULL};
   ctr_fbp_options o2 = CTR_FBP_OPTIONS_INIT;
   o2.window = CTR_WINDOW_COSINE;
@@ -296,7 +296,7 @@ int main(void) {
   CHECK_OK(ctr_phantom_shepp_logan(10.0, 1.0, &ph));
   float *proj = calloc((size_t)NU * NV * NVIEWS, sizeof(float));
   const int64_t pd[3] = {NU, NV, NVIEWS};
-  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
   if (ctx && g && ph) {
     CHECK_OK(ctr_phantom_project(ctx, ph, g, 1, &pa));
     test_fdk(ctx, g, proj);

@@ -28,7 +28,7 @@ static void test_geometry_errors(void) {
   p.nangles = 90;
   CHECK_OK(ctr_parallel_create(&p, &g));
   if (g) {
-    const ctr_parallel_params *r = ctr_parallel_get(g);
+    const ctr_parallel_params *r = ctr_parallel_get_params(g);
     CHECK(r->nx == 64 && r->ny == 64 && r->voxel == 1.0 && r->pixel_size == 1.0);
     CHECK(r->axis == 31.5);
     CHECK_NEAR(r->angles_deg[89], 178.0, 1e-12);
@@ -84,8 +84,8 @@ static void test_weights(void) {
   ctr_parallel_geometry *g = make_geometry(&p);
   double sum = 0, worst = 0;
   for (int64_t a = 0; g && a < p.nangles; a++) {
-    sum += ctr_parallel_weight(g, a);
-    worst = fmax(worst, fabs(ctr_parallel_weight(g, a) - PI / 360));
+    sum += ctr_parallel_get_weight(g, a);
+    worst = fmax(worst, fabs(ctr_parallel_get_weight(g, a) - PI / 360));
   }
   CHECK_NEAR(sum, PI, 1e-12);
   CHECK_MSG(worst < 1e-14, "uniform half-turn weight off by %g", worst);
@@ -96,9 +96,9 @@ static void test_weights(void) {
   p.pixel_size = 0.25; /* the public weight is angular: no pixel size in it */
   g = make_geometry(&p);
   sum = 0;
-  for (int64_t a = 0; g && a < p.nangles; a++) sum += ctr_parallel_weight(g, a);
+  for (int64_t a = 0; g && a < p.nangles; a++) sum += ctr_parallel_get_weight(g, a);
   CHECK_NEAR(sum, PI, 1e-12);
-  if (g) CHECK_NEAR(ctr_parallel_weight(g, 7), PI / 360, 1e-14);
+  if (g) CHECK_NEAR(ctr_parallel_get_weight(g, 7), PI / 360, 1e-14);
   if (g) CHECK_NEAR(g->weight[7], PI / 360 / 0.25, 1e-12); /* internal: / pixel_size */
   ctr_parallel_free(g);
 
@@ -112,7 +112,7 @@ static void test_weights(void) {
     r.angles_deg = ang;
     g = make_geometry(&r);
     sum = 0;
-    for (int64_t a = 0; g && a < n; a++) sum += ctr_parallel_weight(g, a);
+    for (int64_t a = 0; g && a < n; a++) sum += ctr_parallel_get_weight(g, a);
     CHECK_MSG(fabs(sum - PI) < 1e-12, "random angles (trial %d): weights sum to %.15g", trial, sum);
     /* Angle 0's weight is half the distance between its neighbours. */
     double lo = -INFINITY, hi = INFINITY;
@@ -124,7 +124,7 @@ static void test_weights(void) {
       if (d > 0 && d < hi) hi = d;
       if (d <= 0 && d > lo) lo = d;
     }
-    if (g) CHECK_NEAR(ctr_parallel_weight(g, 0), 0.5 * (hi - lo) * PI / 180, 1e-12);
+    if (g) CHECK_NEAR(ctr_parallel_get_weight(g, 0), 0.5 * (hi - lo) * PI / 180, 1e-12);
     ctr_parallel_free(g);
     free(ang);
   }
@@ -396,8 +396,8 @@ static void test_shepp_logan(void) {
   CHECK_OK(ctr_phantom_sinogram(ph, g, 2, z, 2, sino));
   for (int s = 0; s < 2; s++) CHECK_OK(ctr_phantom_slice(ph, g, z[s], 1, truth + s * n * n));
   int64_t sd[3] = {nb, na, 2}, vd[3] = {n, n, 2};
-  const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_array va = ctr_array_init(rec, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array va = ctr_array_make(rec, CTR_DTYPE_FLOAT32, 3, vd);
   /* Flat regions: brain 0.2, the 0.3 ellipsoid 4 (z = 0), the 0.3 small
    * ellipsoids 5 and 6 (z = 50 mm); ventricles 0. */
   const double levels[3] = {0.2, 0.3, 0.0};
@@ -476,8 +476,8 @@ static void test_disk(void) {
     CHECK_OK(ctr_phantom_sinogram(ph, g, 1, &z, 2, sino));
     CHECK_OK(ctr_phantom_slice(ph, g, z, 1, truth));
     int64_t sd[3] = {nb, 240, 1}, vd[3] = {96, 96, 1};
-    const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
-    ctr_array va = ctr_array_init(rec, CTR_DTYPE_FLOAT32, 3, vd);
+    const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+    ctr_array va = ctr_array_make(rec, CTR_DTYPE_FLOAT32, 3, vd);
     for (int interp = 0; interp < 2; interp++) {
       ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
       o.interp = (ctr_fbp_interp)interp;
@@ -526,11 +526,11 @@ static void test_axis_shift(void) {
   float *r2 = malloc(sizeof(float) * (size_t)(n * n)), *truth = malloc(sizeof(float) * (size_t)(n * n));
   const double z = 5.0;
   int64_t sd[3] = {nb, na, 1}, vd[3] = {n, n, 1};
-  ctr_array a0 = ctr_array_init(s0, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_array a1 = ctr_array_init(s1, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_array v0 = ctr_array_init(r0, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array v1 = ctr_array_init(r1, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array v2 = ctr_array_init(r2, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array a0 = ctr_array_make(s0, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array a1 = ctr_array_make(s1, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array v0 = ctr_array_make(r0, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array v1 = ctr_array_make(r1, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array v2 = ctr_array_make(r2, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
   o.window = CTR_WINDOW_HANN;
   const double level = 0.2;
@@ -639,8 +639,8 @@ static void test_chunks(void) {
   for (size_t k = 0; k < ssz; k++) sino[k] = (float)th_uniform(0, 2);
   memcpy(copy, sino, sizeof(float) * ssz);
   int64_t sd[3] = {nb, na, ns}, vd[3] = {nx, ny, ns};
-  const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_array va = ctr_array_init(a, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array va = ctr_array_make(a, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
   co.device = CTR_DEVICE_CPU;
   co.progress = progress_count;
@@ -706,8 +706,8 @@ static void test_arguments(void) {
   float sino[16 * 10 * 3] = {0}, out[12 * 8 * 3];
   double ref[12 * 8 * 3];
   int64_t sd[3] = {16, 10, 3}, vd[3] = {12, 8, 3};
-  ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_array va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_fbp(g_cpu, g, NULL, &sa, &va));
   CHECK_OK(ctr_fbp(NULL, g, NULL, &sa, &va));
 

@@ -26,13 +26,13 @@ int main(void) {
     p32[i] = (float)th_uniform(1000, 9000);
   }
   const int64_t pd[3] = {nb, nrows, na}, sd[3] = {nb, na, ns}, vd[3] = {nb, nb, ns};
-  ctr_array va = ctr_array_init(a, CTR_DTYPE_FLOAT32, 3, vd), vb = ctr_array_init(b, CTR_DTYPE_FLOAT32, 3, vd);
-  const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array va = ctr_array_make(a, CTR_DTYPE_FLOAT32, 3, vd), vb = ctr_array_make(b, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
   for (int dt = 0; dt < 2; dt++)
     for (int with_dark = 0; with_dark < 2; with_dark++) {
       const ctr_dtype t = dt ? CTR_DTYPE_FLOAT32 : CTR_DTYPE_UINT16;
       const void *src = dt ? (const void *)p32 : (const void *)p16;
-      const ctr_array pa = ctr_array_init((void *)src, t, 3, pd);
+      const ctr_array pa = ctr_array_make((void *)src, t, 3, pd);
       const float *d = with_dark ? dark : NULL;
       CHECK_OK(ctr_fbp_projections(NULL, g, NULL, &pa, flat, d, row0, &va));
       CHECK_OK(ctr_flatfield_sinograms(src, t, nb, nrows, na, flat, d, row0, ns, sino, NULL));
@@ -41,12 +41,12 @@ int main(void) {
                 "dtype %d dark %d: ctr_fbp_projections differs from flat-field + ctr_fbp", dt, with_dark);
     }
   /* Errors: rows beyond the projections, no flat, wrong dims. */
-  const ctr_array pa = ctr_array_init(p16, CTR_DTYPE_UINT16, 3, pd);
+  const ctr_array pa = ctr_array_make(p16, CTR_DTYPE_UINT16, 3, pd);
   CHECK(ctr_fbp_projections(NULL, g, NULL, &pa, flat, dark, nrows - 2, &va) == CTR_E_INVALID_ARGUMENT);
   CHECK(strstr(ctr_error_detail(), "rows") != NULL);
   CHECK(ctr_fbp_projections(NULL, g, NULL, &pa, NULL, dark, 0, &va) == CTR_E_INVALID_ARGUMENT);
   const int64_t bad[3] = {nb + 1, nrows, na};
-  const ctr_array pb = ctr_array_init(p16, CTR_DTYPE_UINT16, 3, bad);
+  const ctr_array pb = ctr_array_make(p16, CTR_DTYPE_UINT16, 3, bad);
   CHECK(ctr_fbp_projections(NULL, g, NULL, &pb, flat, dark, 0, &va) == CTR_E_SIZE_MISMATCH);
   free(p16);
   free(p32);

@@ -77,17 +77,17 @@ static int make_recon(recon *r, ctr_phantom *ph, ctr_geometry *g, const ctr_fdk_
   r->g = g;
   if (!g) return 0;
   int64_t nu, nv;
-  ctr_geometry_detector(g, &nu, &nv, NULL, NULL);
-  ctr_volume_geometry vg = ctr_geometry_volume(g);
+  ctr_geometry_get_detector(g, &nu, &nv, NULL, NULL);
+  ctr_volume_geometry vg = ctr_geometry_get_volume(g);
   r->n = vg.nx;
-  const int64_t nviews = ctr_geometry_nviews(g);
+  const int64_t nviews = ctr_geometry_get_view_count(g);
   r->proj = malloc(sizeof(float) * nu * nv * nviews);
   r->vol = malloc(sizeof(float) * vg.nx * vg.ny * vg.nz);
   r->truth = malloc(sizeof(float) * vg.nx * vg.ny * vg.nz);
   int64_t pd[3] = {nu, nv, nviews}, vd[3] = {vg.nx, vg.ny, vg.nz};
-  ctr_array pa = ctr_array_init(r->proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array va = ctr_array_init(r->vol, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array ta = ctr_array_init(r->truth, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(r->proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(r->vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array ta = ctr_array_make(r->truth, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
   CHECK_OK(ctr_phantom_voxelize(NULL, ph, &vg, 2, 0, &ta));
   ctr_status st = ctr_fdk(g_ctx, g, o, &pa, &va);
@@ -163,8 +163,8 @@ static void test_short_scan(void) {
       ctr_fdk_options off = o;
       off.short_scan = CTR_SHORT_SCAN_OFF;
       int64_t vd[3] = {n, n, n}, pd[3] = {112, 112, 120};
-      ctr_array pa = ctr_array_init(r.proj, CTR_DTYPE_FLOAT32, 3, pd);
-      ctr_array va = ctr_array_init(r.vol, CTR_DTYPE_FLOAT32, 3, vd);
+      ctr_array pa = ctr_array_make(r.proj, CTR_DTYPE_FLOAT32, 3, pd);
+      ctr_array va = ctr_array_make(r.vol, CTR_DTYPE_FLOAT32, 3, vd);
       CHECK_OK(ctr_fdk(g_ctx, r.g, &off, &pa, &va));
       double e_off = rmse_flat(r.vol, r.truth, n);
       CHECK_MSG(e_off > 3 * e, "without Parker RMSE %g, with %g", e_off, e);
@@ -232,7 +232,7 @@ static void test_backprojector_vs_reference(void) {
     o.nz = nzs;
     o.views_per_batch = 7;
     int64_t vd[3] = {nx, ny, nzs};
-    ctr_array va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
+    ctr_array va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
     CHECK_OK(ctr_fdk_backproject(NULL, g, &o, 0, nviews, filt, &va));
     ctr__bp_reference(g, 0, nviews, filt, ref, z0, nzs);
     double err = 0, norm = 0;
@@ -264,10 +264,10 @@ static void test_split_equivalence(void) {
   }
   float *full = malloc(sizeof(float) * n * n * n), *other = malloc(sizeof(float) * n * n * n);
   int64_t pd[3] = {det, det, nviews}, vd[3] = {n, n, n};
-  ctr_array pa = ctr_array_init(pf, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array pa16 = ctr_array_init(p16, CTR_DTYPE_UINT16, 3, pd);
-  ctr_array va = ctr_array_init(full, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array vo = ctr_array_init(other, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(pf, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array pa16 = ctr_array_make(p16, CTR_DTYPE_UINT16, 3, pd);
+  ctr_array va = ctr_array_make(full, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array vo = ctr_array_make(other, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_fdk_options whole = CTR_FDK_OPTIONS_INIT;
   whole.interp = SPLIT_INTERP;
   CHECK_OK(ctr_fdk(g_ctx, g, &whole, &pa, &va));
@@ -280,15 +280,15 @@ static void test_split_equivalence(void) {
     s.z0 = z0;
     s.nz = z0 + 11 <= n ? 11 : n - z0;
     int64_t sd[3] = {n, n, s.nz};
-    ctr_array sa = ctr_array_init(other, CTR_DTYPE_FLOAT32, 3, sd);
+    ctr_array sa = ctr_array_make(other, CTR_DTYPE_FLOAT32, 3, sd);
     CHECK_OK(ctr_fdk(g_ctx, g, &s, &pa, &sa));
     CHECK(same_volume(other, full + z0 * n * n, n * n * s.nz));
   }
   /* Argument errors name what was expected. */
   int64_t bad[3] = {det, det, nviews - 1};
-  ctr_array pb = ctr_array_init(pf, CTR_DTYPE_FLOAT32, 3, bad);
+  ctr_array pb = ctr_array_make(pf, CTR_DTYPE_FLOAT32, 3, bad);
   CHECK_FAILS(ctr_fdk(g_ctx, g, NULL, &pb, &va), CTR_E_SIZE_MISMATCH, "expected 56 x 56 x 40");
-  ctr_array vb = ctr_array_init(p16, CTR_DTYPE_UINT16, 3, vd);
+  ctr_array vb = ctr_array_make(p16, CTR_DTYPE_UINT16, 3, vd);
   CHECK_FAILS(ctr_fdk(g_ctx, g, NULL, &pa, &vb), CTR_E_INVALID_ARGUMENT, "expected float32");
   o = (ctr_fdk_options)CTR_FDK_OPTIONS_INIT;
   o.z0 = 30;
@@ -309,7 +309,7 @@ static void test_split_equivalence(void) {
 
 int main(void) {
 #ifdef CTR_TEST_CUDA
-  if (ctr_cuda_device_count() < 1) {
+  if (ctr_cuda_get_device_count() < 1) {
     printf("test_gpu_fdk_foundation: SKIPPED (no usable GPU)\n");
     return 77;
   }

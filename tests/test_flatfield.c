@@ -1,5 +1,5 @@
 /* Flat-field correction into sinograms (ctr_flatfield_sinograms) and image
- * averaging (ctr_average_images): exact values on small synthetic data,
+ * averaging (ctr_flatfield_average): exact values on small synthetic data,
  * the sinogram layout, clamping, argument errors. */
 #include "harness.h"
 
@@ -172,20 +172,20 @@ static void test_transpose_large(void) {
 static void test_average(void) {
   const uint16_t u[3 * 4] = {1, 2, 3, 65535, 2, 2, 4, 65535, 4, 2, 6, 65534};
   float out[4] = {-1, -1, -1, -1};
-  CHECK_OK(ctr_average_images(u, CTR_DTYPE_UINT16, 4, 3, out));
+  CHECK_OK(ctr_flatfield_average(u, CTR_DTYPE_UINT16, 4, 3, out));
   CHECK(out[0] == (float)(7.0 / 3.0));
   CHECK(out[1] == 2.0f);
   CHECK(out[2] == 13.0f / 3.0f);
   CHECK(out[3] == (float)((65535.0 * 2 + 65534.0) / 3.0));
   const float f[2 * 3] = {1.5f, -2.0f, 1e6f, 2.5f, 4.0f, 1e6f + 1.0f};
   float fo[3];
-  CHECK_OK(ctr_average_images(f, CTR_DTYPE_FLOAT32, 3, 2, fo));
+  CHECK_OK(ctr_flatfield_average(f, CTR_DTYPE_FLOAT32, 3, 2, fo));
   CHECK(fo[0] == 2.0f);
   CHECK(fo[1] == 1.0f);
   CHECK(fo[2] == 1000000.5f);
   /* One image: a copy. */
   float one[6];
-  CHECK_OK(ctr_average_images(f, CTR_DTYPE_FLOAT32, 6, 1, one));
+  CHECK_OK(ctr_flatfield_average(f, CTR_DTYPE_FLOAT32, 6, 1, one));
   CHECK(memcmp(one, f, sizeof one) == 0);
 
   /* More pixels than one block, odd count: each pixel's mean of k-dependent
@@ -195,7 +195,7 @@ static void test_average(void) {
   float *avg = malloc(sizeof(float) * (size_t)npix);
   for (int64_t k = 0; k < n; k++)
     for (int64_t i = 0; i < npix; i++) big[k * npix + i] = (uint16_t)(i % 1000 + 10 * k);
-  CHECK_OK(ctr_average_images(big, CTR_DTYPE_UINT16, npix, n, avg));
+  CHECK_OK(ctr_flatfield_average(big, CTR_DTYPE_UINT16, npix, n, avg));
   int bad = 0;
   for (int64_t i = 0; i < npix; i++)
     if (avg[i] != (float)(i % 1000 + 20)) bad++;
@@ -236,16 +236,16 @@ static void test_errors(void) {
   CHECK_NEAR(s[4], log(9.0 / 5.0), 1e-6);
 
   float o[3];
-  CHECK_FAILS(ctr_average_images(NULL, CTR_DTYPE_FLOAT32, 3, 2, o), CTR_E_INVALID_ARGUMENT,
+  CHECK_FAILS(ctr_flatfield_average(NULL, CTR_DTYPE_FLOAT32, 3, 2, o), CTR_E_INVALID_ARGUMENT,
               "images is NULL");
-  CHECK_FAILS(ctr_average_images(p, CTR_DTYPE_FLOAT32, 3, 2, NULL), CTR_E_INVALID_ARGUMENT,
+  CHECK_FAILS(ctr_flatfield_average(p, CTR_DTYPE_FLOAT32, 3, 2, NULL), CTR_E_INVALID_ARGUMENT,
               "out is NULL");
-  CHECK_FAILS(ctr_average_images(p, (ctr_dtype)0, 3, 2, o), CTR_E_INVALID_ARGUMENT,
+  CHECK_FAILS(ctr_flatfield_average(p, (ctr_dtype)0, 3, 2, o), CTR_E_INVALID_ARGUMENT,
               "expected float32 or uint16");
-  CHECK_FAILS(ctr_average_images(p, CTR_DTYPE_FLOAT32, 0, 2, o), CTR_E_INVALID_ARGUMENT,
+  CHECK_FAILS(ctr_flatfield_average(p, CTR_DTYPE_FLOAT32, 0, 2, o), CTR_E_INVALID_ARGUMENT,
               "npix 0");
-  CHECK_FAILS(ctr_average_images(p, CTR_DTYPE_FLOAT32, 3, 0, o), CTR_E_INVALID_ARGUMENT, "n 0");
-  CHECK_FAILS(ctr_average_images(p, CTR_DTYPE_FLOAT32, INT64_MAX / 2, 3, o),
+  CHECK_FAILS(ctr_flatfield_average(p, CTR_DTYPE_FLOAT32, 3, 0, o), CTR_E_INVALID_ARGUMENT, "n 0");
+  CHECK_FAILS(ctr_flatfield_average(p, CTR_DTYPE_FLOAT32, INT64_MAX / 2, 3, o),
               CTR_E_INVALID_ARGUMENT, "do not fit");
 }
 

@@ -48,8 +48,8 @@ static void test_circular_vs_formulas(void) {
     for (int64_t i = 0; i < p.nviews; i++) {
       const double t = (p.angle_start_deg + dir * i * 360.0 / p.nviews) * PI / 180.0;
       double P[12], src[3];
-      ctr_geometry_matrix(g, i, P);
-      ctr_geometry_source(g, i, src);
+      ctr_geometry_get_matrix(g, i, P);
+      ctr_geometry_get_source(g, i, src);
       CHECK_NEAR(src[0], p.sid * cos(t), 1e-9);
       CHECK_NEAR(src[1], p.sid * sin(t), 1e-9);
       CHECK_NEAR(src[2], 0.0, 1e-9);
@@ -93,15 +93,15 @@ static void test_matrices_normalise(void) {
   double M[10 * 12];
   for (int i = 0; i < 10; i++) {
     double s = th_uniform(0.1, 10.0) * (i % 2 ? -1 : 1);
-    ctr_geometry_matrix(g, i, M + 12 * i);
+    ctr_geometry_get_matrix(g, i, M + 12 * i);
     for (int k = 0; k < 12; k++) M[12 * i + k] *= s;
   }
   CHECK_OK(ctr_geometry_create_matrices(64, 48, 1, 1, 10, M, &vol, &h));
   if (h) {
     for (int i = 0; i < 10; i++) {
       double a[12], b[12];
-      ctr_geometry_matrix(g, i, a);
-      ctr_geometry_matrix(h, i, b);
+      ctr_geometry_get_matrix(g, i, a);
+      ctr_geometry_get_matrix(h, i, b);
       for (int k = 0; k < 12; k++) CHECK_NEAR(a[k], b[k], 1e-12 * (1 + fabs(a[k])));
       CHECK_NEAR(g->views[i].fu, h->views[i].fu, 1e-9);
       CHECK_NEAR(g->views[i].dist, h->views[i].dist, 1e-9);
@@ -110,7 +110,7 @@ static void test_matrices_normalise(void) {
   }
   /* A tilted orbit is not circular in the z-independent sense. */
   double T[12];
-  ctr_geometry_matrix(g, 0, T);
+  ctr_geometry_get_matrix(g, 0, T);
   T[2] += 1e-3;
   ctr_geometry *t = NULL;
   CHECK_OK(ctr_geometry_create_matrices(64, 48, 1, 1, 1, T, &vol, &t));
@@ -121,11 +121,11 @@ static void test_matrices_normalise(void) {
 }
 
 static int same_matrices(const ctr_geometry *a, const ctr_geometry *b) {
-  if (ctr_geometry_nviews(a) != ctr_geometry_nviews(b)) return 0;
-  for (int64_t i = 0; i < ctr_geometry_nviews(a); i++) {
+  if (ctr_geometry_get_view_count(a) != ctr_geometry_get_view_count(b)) return 0;
+  for (int64_t i = 0; i < ctr_geometry_get_view_count(a); i++) {
     double x[12], y[12];
-    ctr_geometry_matrix(a, i, x);
-    ctr_geometry_matrix(b, i, y);
+    ctr_geometry_get_matrix(a, i, x);
+    ctr_geometry_get_matrix(b, i, y);
     for (int k = 0; k < 12; k++)
       if (fabs(x[k] - y[k]) > 1e-12 * (1 + fabs(x[k]))) return 0;
   }
@@ -155,7 +155,7 @@ static void test_json_round_trip(void) {
     if (!g) continue;
     if (variant == 2) { /* the same views as raw matrices */
       double M[5 * 12];
-      for (int i = 0; i < 5; i++) ctr_geometry_matrix(g, i, M + 12 * i);
+      for (int i = 0; i < 5; i++) ctr_geometry_get_matrix(g, i, M + 12 * i);
       ctr_geometry *m = NULL;
       CHECK_OK(ctr_geometry_create_matrices(40, 30, 1.5, 1.25, 5, M, &vol, &m));
       ctr_geometry_free(g);
@@ -166,7 +166,7 @@ static void test_json_round_trip(void) {
     CHECK_OK(ctr_geometry_load_json(path, &h));
     if (h) {
       CHECK(same_matrices(g, h));
-      ctr_volume_geometry a = ctr_geometry_volume(g), b = ctr_geometry_volume(h);
+      ctr_volume_geometry a = ctr_geometry_get_volume(g), b = ctr_geometry_get_volume(h);
       CHECK(a.nx == b.nx && a.ny == b.ny && a.nz == b.nz && a.voxel_z == b.voxel_z &&
             a.offset_y == b.offset_y);
       CHECK(ctr_geometry_is_circular(h) == ctr_geometry_is_circular(g));
@@ -382,7 +382,7 @@ static void test_coverage_circular_exact(void) {
       continue;
     }
     double *M = malloc((size_t)p.nviews * 12 * sizeof *M);
-    for (int64_t i = 0; i < p.nviews; i++) ctr_geometry_matrix(g, i, M + 12 * i);
+    for (int64_t i = 0; i < p.nviews; i++) ctr_geometry_get_matrix(g, i, M + 12 * i);
     CHECK_OK(ctr_geometry_create_matrices(p.nu, p.nv, p.du, p.dv, p.nviews, M, &vol, &gm));
     if (gm) {
       const double fast = ctr_geometry_coverage(g), every = ctr_geometry_coverage(gm);

@@ -17,7 +17,7 @@
  * the reference's). */
 static void oversampled_reference(const ctr_parallel_geometry *g, int64_t ns, const float *sino,
                                   double *out) {
-  const ctr_parallel_params *p = ctr_parallel_get(g);
+  const ctr_parallel_params *p = ctr_parallel_get_params(g);
   const int64_t nb = p->nbins, na = p->nangles;
   ctr__par_angle *pa = malloc(sizeof *pa * (size_t)na);
   ctr__par_angles(g, 0, na, pa);
@@ -75,7 +75,7 @@ static void one_case(ctr_context *ctx, int kind) {
   ctr_parallel_geometry *g = NULL;
   CHECK_OK(ctr_parallel_create(&p, &g));
   if (!g) return;
-  const ctr_parallel_params *r = ctr_parallel_get(g);
+  const ctr_parallel_params *r = ctr_parallel_get_params(g);
   const int64_t plane = r->nx * r->ny;
   float *sino = malloc(sizeof(float) * (size_t)(nb * na * ns));
   float *out = malloc(sizeof(float) * (size_t)(plane * ns));
@@ -181,13 +181,13 @@ static void test_projections(ctx_pair c) {
       p32[a * npix + i] = (float)v;
     }
   const int64_t pd[3] = {nb, nrows, na}, vd[3] = {nb, nb, ns};
-  ctr_array va_c = ctr_array_init(cpu, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array va_g = ctr_array_init(gpu, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va_c = ctr_array_make(cpu, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va_g = ctr_array_make(gpu, CTR_DTYPE_FLOAT32, 3, vd);
   /* The new kernels through the pipeline too (its own fbp_gpu state, two
    * streams, slices grouped as the pipeline groups them). */
   static const char *kernels[] = {NULL, "alu", "tex", "tex-mp", "tex4h", "alu2-h", "hybrid"};
   for (int dt = 0; dt < 2; dt++) {
-    const ctr_array pa = ctr_array_init(dt ? (void *)p32 : (void *)p16,
+    const ctr_array pa = ctr_array_make(dt ? (void *)p32 : (void *)p16,
                                         dt ? CTR_DTYPE_FLOAT32 : CTR_DTYPE_UINT16, 3, pd);
     ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
     o.window = CTR_WINDOW_HAMMING;
@@ -214,7 +214,7 @@ static void test_projections(ctx_pair c) {
     float *sino = malloc(sizeof(float) * (size_t)(nb * na * ns));
     CHECK_OK(ctr_flatfield_sinograms(p16, CTR_DTYPE_UINT16, nb, nrows, na, flat, dark, row0, ns, sino, NULL));
     const int64_t sd[3] = {nb, na, ns};
-    const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
+    const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
     ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
     o.window = CTR_WINDOW_SHEPP_LOGAN;
     CHECK_OK(ctr_fbp(c.cpu, g, &o, &sa, &va_c));
@@ -286,7 +286,7 @@ static void test_autotune(ctr_context *ctx) {
 }
 
 int main(void) {
-  if (ctr_cuda_device_count() < 1) {
+  if (ctr_cuda_get_device_count() < 1) {
     printf("no usable GPU: skipped\n");
     return 77;
   }

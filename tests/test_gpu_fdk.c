@@ -36,17 +36,17 @@ static double rel_rms_d(const float *a, const double *b, int64_t n) {
  * *g: the orbit's axis tilts, so c and u depend on z (as on a C-arm). */
 static void tilt_geometry(ctr_geometry **g, double deg) {
   if (!*g) return;
-  const int64_t n = ctr_geometry_nviews(*g);
+  const int64_t n = ctr_geometry_get_view_count(*g);
   int64_t nu, nv;
-  ctr_geometry_detector(*g, &nu, &nv, NULL, NULL);
-  const ctr_volume_geometry vol = ctr_geometry_volume(*g);
+  ctr_geometry_get_detector(*g, &nu, &nv, NULL, NULL);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(*g);
   const double t = deg * 3.14159265358979323846 / 180.0, c = cos(t), s = sin(t);
   /* R = Ry Rx, world point x -> R x */
   const double R[3][3] = {{c, s * s, s * c}, {0, c, -s}, {-s, c * s, c * c}};
   double *M = malloc(sizeof(double) * 12 * (size_t)n);
   for (int64_t i = 0; i < n; i++) {
     double P[12];
-    ctr_geometry_matrix(*g, i, P);
+    ctr_geometry_get_matrix(*g, i, P);
     for (int r = 0; r < 3; r++) {
       for (int q = 0; q < 3; q++)
         M[12 * i + 4 * r + q] = P[4 * r] * R[0][q] + P[4 * r + 1] * R[1][q] + P[4 * r + 2] * R[2][q];
@@ -120,9 +120,9 @@ static void test_filter(void) {
  * backprojects. */
 static float *filtered_phantom(ctr_geometry *g) {
   int64_t nu, nv;
-  ctr_geometry_detector(g, &nu, &nv, NULL, NULL);
-  const int64_t nviews = ctr_geometry_nviews(g);
-  const ctr_volume_geometry vg = ctr_geometry_volume(g);
+  ctr_geometry_get_detector(g, &nu, &nv, NULL, NULL);
+  const int64_t nviews = ctr_geometry_get_view_count(g);
+  const ctr_volume_geometry vg = ctr_geometry_get_volume(g);
   ctr_ellipsoid e[6];
   for (int k = 0; k < 6; k++) {
     const double r = 0.3 * vg.nx * vg.voxel_x;
@@ -135,7 +135,7 @@ static float *filtered_phantom(ctr_geometry *g) {
   CHECK_OK(ctr_phantom_from_ellipsoids(e, 6, &ph));
   float *p = malloc(sizeof(float) * nu * nv * nviews);
   int64_t pd[3] = {nu, nv, nviews};
-  ctr_array pa = ctr_array_init(p, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array pa = ctr_array_make(p, CTR_DTYPE_FLOAT32, 3, pd);
   CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
   CHECK_OK(ctr_fdk_filter(NULL, g, NULL, 0, nviews, p));
   ctr_phantom_free(ph);
@@ -161,7 +161,7 @@ static void test_variants(void) {
     ctr_geometry *g = random_geometry(kind, nx, ny, nz, nu, kind == 0 ? 51 : nv, nviews);
     if (!g) continue;
     int64_t du, dvv;
-    ctr_geometry_detector(g, &du, &dvv, NULL, NULL);
+    ctr_geometry_get_detector(g, &du, &dvv, NULL, NULL);
     const int64_t np = du * dvv * nviews, nvox = nx * ny * nz;
     float *filt = filtered_phantom(g);
     float *noise = malloc(sizeof(float) * np);
@@ -242,13 +242,13 @@ static void test_end_to_end(void) {
   float *cpu = malloc(sizeof(float) * nvox), *gpu = ctr_host_alloc(sizeof(float) * nvox);
   float *gpu2 = malloc(sizeof(float) * nvox), *truth = malloc(sizeof(float) * nvox);
   int64_t pd[3] = {det, det, nviews}, vd[3] = {n, n, n};
-  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array pp = ctr_array_init(proj_pageable, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array p16 = ctr_array_init(proj16, CTR_DTYPE_UINT16, 3, pd);
-  ctr_array ta = ctr_array_init(truth, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array ca = ctr_array_init(cpu, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array ga = ctr_array_init(gpu, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array g2 = ctr_array_init(gpu2, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array pp = ctr_array_make(proj_pageable, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array p16 = ctr_array_make(proj16, CTR_DTYPE_UINT16, 3, pd);
+  ctr_array ta = ctr_array_make(truth, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array ca = ctr_array_make(cpu, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array ga = ctr_array_make(gpu, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array g2 = ctr_array_make(gpu2, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
   CHECK_OK(ctr_phantom_voxelize(NULL, ph, &vol, 2, 0, &ta));
   memcpy(proj_pageable, proj, sizeof(float) * np);
@@ -302,7 +302,7 @@ static void test_end_to_end(void) {
   o.z0 = 10;
   o.nz = 23;
   int64_t sd[3] = {n, n, 23};
-  ctr_array sa = ctr_array_init(gpu2, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array sa = ctr_array_make(gpu2, CTR_DTYPE_FLOAT32, 3, sd);
   CHECK_OK(ctr_fdk(gctx, g, &o, &pa, &sa));
   e = rel_rms_f(gpu2, cpu + 10 * n * n, 23 * n * n);
   CHECK_MSG(e < 2e-5, "slab GPU vs CPU: %g", e);
@@ -412,8 +412,8 @@ static void test_reference_and_backprojector(void) {
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
   co.device = CTR_DEVICE_CUDA;
   CHECK_OK(ctr_context_create(&co, &gctx));
-  CHECK_OK(ctr_backproject_reference(NULL, g, n, idx, img, w, cpu));
-  CHECK_OK(ctr_backproject_reference(gctx, g, n, idx, img, w, gpu));
+  CHECK_OK(ctr_fdk_backproject_reference(NULL, g, n, idx, img, w, cpu));
+  CHECK_OK(ctr_fdk_backproject_reference(gctx, g, n, idx, img, w, gpu));
   double e = 0, s = 0;
   for (int64_t i = 0; i < nvox; i++) e += sq(gpu[i] - cpu[i]), s += sq(cpu[i]);
   printf("FP64 reference GPU vs CPU: relative RMS %.2e\n", sqrt(e / s));
@@ -499,12 +499,12 @@ static void test_out_of_memory(void) {
 }
 
 int main(void) {
-  if (ctr_cuda_device_count() < 1) {
+  if (ctr_cuda_get_device_count() < 1) {
     printf("test_gpu_fdk: SKIPPED (no usable GPU)\n");
     return 77;
   }
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
-  if (ctr_cuda_device_info(0, &info) == CTR_OK) printf("GPU 0: %s\n", info.name);
+  if (ctr_cuda_get_device_info(0, &info) == CTR_OK) printf("GPU 0: %s\n", info.name);
   quick = getenv("CTR_TEST_QUICK") != NULL;
   test_filter();
   test_variants();

@@ -53,7 +53,7 @@ static void compare_projectors(const char *what, ctr_pet_params p, ctr_pet_kerne
   unsetenv("CTRECON_PET_Z"), unsetenv("CTRECON_PET_LC"), unsetenv("CTRECON_PET_BLOCK");
   unsetenv("CTRECON_PET_SPLIT");
   ctr_pet_view_info vi = CTR_PET_VIEW_INFO_INIT;
-  CHECK_OK(ctr_pet_view_info_get(s, views[0], &vi));
+  CHECK_OK(ctr_pet_system_get_view_info(s, views[0], &vi));
   printf("%s: support %lld entries in %lld runs\n", what, (long long)vi.support,
          (long long)vi.columns);
 done:

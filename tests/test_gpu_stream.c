@@ -66,10 +66,10 @@ static void test_plans(ctr_context *cpu, ctr_context *gpu, int symmetric) {
   float *ref = malloc(sizeof(float) * nvox), *whole = malloc(sizeof(float) * nvox);
   float *vol = malloc(sizeof(float) * nvox);
   const int64_t pd[3] = {NU, NV, NVIEWS}, vd[3] = {N, N, N};
-  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array ra = ctr_array_init(ref, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array wa = ctr_array_init(whole, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array va = ctr_array_init(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array ra = ctr_array_make(ref, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array wa = ctr_array_make(whole, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
   so.fdk.interp = CTR_INTERP_EXACT;
@@ -148,7 +148,7 @@ static void test_files(ctr_context *cpu, ctr_context *gpu) {
   const int64_t np = (int64_t)NU * NV * NVIEWS, nvox = (int64_t)N * N * N;
   float *proj = malloc(sizeof(float) * np);
   const int64_t pd[3] = {NU, NV, NVIEWS};
-  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
   CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
   proj[5] = NAN;
   proj[np / 2] = INFINITY;
@@ -237,8 +237,8 @@ static void test_budget(ctr_context *gpu) {
   const int64_t pd[3] = {NU, NV, NVIEWS}, vd[3] = {N, N, N};
   float *proj = calloc((size_t)(NU * NV * NVIEWS), sizeof(float));
   float *vol = malloc(sizeof(float) * N * N * N);
-  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array va = ctr_array_init(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
   so.gpu_budget = 4096;
   CHECK(ctr_fdk_stream_memory(gpu, g, &so, &pa, &va, NULL) == CTR_E_DEVICE_OUT_OF_MEMORY);
@@ -250,7 +250,7 @@ static void test_budget(ctr_context *gpu) {
 }
 
 int main(void) {
-  if (ctr_cuda_device_count() < 1) {
+  if (ctr_cuda_get_device_count() < 1) {
     printf("no usable GPU: skipped\n");
     return 77;
   }

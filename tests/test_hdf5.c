@@ -257,7 +257,7 @@ static void test_read_uint16(void) {
   ctr_stack_reader *r = NULL;
   CHECK_OK(ctr_stack_open(DS("/exchange/data"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (!r) return;
-  const ctr_stack_info *info = ctr_stack_reader_info(r);
+  const ctr_stack_info *info = ctr_stack_reader_get_info(r);
   CHECK(info->width == NX && info->height == NY && info->count == NZ);
   CHECK(info->dtype == CTR_DTYPE_UINT16);
   CHECK(info->spacing[0] == 0.0 && info->spacing[2] == 0.0);
@@ -285,7 +285,7 @@ static void test_read_uint16(void) {
   r = NULL;
   CHECK_OK(ctr_stack_open(DS("/exchange/data_white"), CTR_FORMAT_HDF5, NULL, 0, &r));
   if (r) {
-    CHECK(ctr_stack_reader_info(r)->count == 2);
+    CHECK(ctr_stack_reader_get_info(r)->count == 2);
     CHECK_OK(ctr_stack_read(r, 0, 2, CTR_DTYPE_UINT16, u));
     CHECK(memcmp(u, g_white, 2 * NPIX * sizeof(uint16_t)) == 0);
     ctr_stack_close(r);
@@ -306,7 +306,7 @@ static void test_read_uint16(void) {
   r = NULL;
   CHECK_OK(ctr_stack_open(DS("/other/u16be"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (r) {
-    CHECK(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_UINT16);
+    CHECK(ctr_stack_reader_get_info(r)->dtype == CTR_DTYPE_UINT16);
     CHECK_OK(ctr_stack_read(r, 0, NZ, CTR_DTYPE_UINT16, u));
     CHECK(memcmp(u, g_data, sizeof u) == 0);
     ctr_stack_close(r);
@@ -317,7 +317,7 @@ static void test_read_chunked(void) {
   ctr_stack_reader *r = NULL;
   CHECK_OK(ctr_stack_open(DS("/other/chunked"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (!r) return;
-  CHECK(ctr_stack_reader_info(r)->count == NC);
+  CHECK(ctr_stack_reader_get_info(r)->count == NC);
   uint16_t u[NC * NPIX];
   /* Every slab [first, first + n): across the 2-image chunks. */
   int bad = 0;
@@ -337,7 +337,7 @@ static void test_read_float(void) {
   float f[NZ * NPIX];
   CHECK_OK(ctr_stack_open(DS("/other/f32"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (r) {
-    CHECK(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_FLOAT32);
+    CHECK(ctr_stack_reader_get_info(r)->dtype == CTR_DTYPE_FLOAT32);
     CHECK_OK(ctr_stack_read(r, 0, NZ, CTR_DTYPE_FLOAT32, f));
     CHECK(memcmp(f, g_f32, sizeof f) == 0); /* bit-exact, NaN and -0 included */
     uint16_t u[NPIX];
@@ -350,7 +350,7 @@ static void test_read_float(void) {
   r = NULL;
   CHECK_OK(ctr_stack_open(DS("/other/f64"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (r) {
-    CHECK(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_FLOAT32);
+    CHECK(ctr_stack_reader_get_info(r)->dtype == CTR_DTYPE_FLOAT32);
     CHECK_OK(ctr_stack_read(r, 1, NZ - 1, CTR_DTYPE_FLOAT32, f));
     int bad = 0;
     for (size_t i = 0; i < (NZ - 1) * NPIX; i++) bad += f[i] != (float)g_f64[NPIX + i];
@@ -372,8 +372,8 @@ static void test_read_converted(void) {
     ctr_stack_reader *r = NULL;
     CHECK_OK(ctr_stack_open(DS(cases[c].ds), CTR_FORMAT_AUTO, NULL, 0, &r));
     if (!r) continue;
-    CHECK_MSG(ctr_stack_reader_info(r)->dtype == CTR_DTYPE_FLOAT32, "%s: dtype %s", cases[c].ds,
-              ctr_dtype_name(ctr_stack_reader_info(r)->dtype));
+    CHECK_MSG(ctr_stack_reader_get_info(r)->dtype == CTR_DTYPE_FLOAT32, "%s: dtype %s", cases[c].ds,
+              ctr_dtype_name(ctr_stack_reader_get_info(r)->dtype));
     float f[NZ * NPIX];
     CHECK_OK(ctr_stack_read(r, 0, NZ, CTR_DTYPE_FLOAT32, f));
     int bad = 0, negative = 0;

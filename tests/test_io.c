@@ -120,7 +120,7 @@ static void round_trip(const char *name, ctr_file_format fmt, ctr_dtype dt) {
   ctr_stack_reader *r = NULL;
   CHECK_OK(ctr_stack_open(path, CTR_FORMAT_AUTO, fmt == CTR_FORMAT_RAW ? &hint : NULL, 0, &r));
   if (!r) return;
-  const ctr_stack_info *ri = ctr_stack_reader_info(r);
+  const ctr_stack_info *ri = ctr_stack_reader_get_info(r);
   CHECK(ri->width == NX && ri->height == NY && ri->count == NZ && ri->dtype == dt);
   if (fmt == CTR_FORMAT_NRRD)
     for (int i = 0; i < 3; i++) {
@@ -454,7 +454,7 @@ static void test_nrrd_headers(void) {
   write_text(P("be.nrrd"), be, sizeof be - 1);
   CHECK_OK(ctr_stack_open(P("be.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (r) {
-    const ctr_stack_info *ri = ctr_stack_reader_info(r);
+    const ctr_stack_info *ri = ctr_stack_reader_get_info(r);
     CHECK(ri->width == 3 && ri->height == 2 && ri->count == 1 && ri->dtype == CTR_DTYPE_UINT16);
     CHECK(ri->spacing[0] == 0.7 && ri->spacing[1] == 0.9);
     uint16_t v[6];
@@ -533,7 +533,7 @@ static void test_tiff_specifics(void) {
   CHECK(write_tiff_pages(P("big.tif"), "w8", 3, 32, SAMPLEFORMAT_IEEEFP, 1, 0));
   CHECK_OK(ctr_stack_open(P("big.tif"), CTR_FORMAT_AUTO, NULL, 0, &r));
   if (r) {
-    CHECK(ctr_stack_reader_info(r)->count == 3 && ctr_stack_reader_info(r)->width == 40);
+    CHECK(ctr_stack_reader_get_info(r)->count == 3 && ctr_stack_reader_get_info(r)->width == 40);
     CHECK_OK(ctr_stack_read(r, 2, 1, CTR_DTYPE_FLOAT32, img));
     CHECK(img[0] == 20000.0f && img[40 * 30 - 1] == 20000.0f + 1199.0f);
     CHECK_OK(ctr_stack_read(r, 0, 2, CTR_DTYPE_FLOAT32, img));

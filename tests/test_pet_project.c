@@ -113,11 +113,11 @@ static void test_invariant_symmetric(void) {
   }
   ctr_pet_system *s = f.s;
   ctr_pet_projector *pr = f.pr;
-  CHECK(ctr_pet_kernel_is_invariant(s));
+  CHECK(ctr_pet_system_is_kernel_invariant(s));
   int64_t n = f.n;
   float *x = malloc(n * sizeof(float)), *fw = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
   pet_test_random(x, n, 3);
-  for (int64_t v = 0; v < ctr_pet_num_views(s); v += 5) {
+  for (int64_t v = 0; v < ctr_pet_system_get_view_count(s); v += 5) {
     CHECK_OK(ctr_pet_project(pr, CTR_PET_FORWARD, v, x, fw));
     CHECK_OK(ctr_pet_project(pr, CTR_PET_BACK, v, x, b));
     double d = 0, m = 0;
@@ -249,12 +249,12 @@ static void test_tables(void) {
   ctr_pet_system *s = NULL;
   CHECK_OK(ctr_pet_system_create(&p, &k, &s));
   if (!s) return;
-  CHECK_NEAR(ctr_pet_radial_fwhm(s, 0), 10, 1e-12);
-  CHECK_NEAR(ctr_pet_radial_fwhm(s, -144), 55, 1e-9);
-  CHECK_NEAR(ctr_pet_radial_fwhm(s, 288), 100, 1e-9);
-  CHECK_NEAR(ctr_pet_radial_fwhm(s, 400), 100, 1e-9);
+  CHECK_NEAR(ctr_pet_system_radial_fwhm(s, 0), 10, 1e-12);
+  CHECK_NEAR(ctr_pet_system_radial_fwhm(s, -144), 55, 1e-9);
+  CHECK_NEAR(ctr_pet_system_radial_fwhm(s, 288), 100, 1e-9);
+  CHECK_NEAR(ctr_pet_system_radial_fwhm(s, 400), 100, 1e-9);
   ctr_pet_view_info vi = CTR_PET_VIEW_INFO_INIT;
-  CHECK_OK(ctr_pet_view_info_get(s, 0, &vi));
+  CHECK_OK(ctr_pet_system_get_view_info(s, 0, &vi));
   /* support: ellipsoid with semi-axes 3 sigma: volume 4/3 pi abc / voxel^3 */
   double sig_t = 900 * CTR_PET_C_MM_PER_PS / 2 / 2.35482, sig_r = 100 / 2.35482, sig_a = 10 / 2.35482;
   double vol = 4.0 / 3.0 * M_PI * 27 * sig_t * sig_r * sig_a / 64.0;
@@ -288,7 +288,7 @@ static void test_tables(void) {
   double table[] = {0, 5, 100, 4};
   bad = k, bad.radial_table = table, bad.radial_table_n = 2;
   CHECK_OK(ctr_pet_system_create(&p, &bad, &t));
-  if (t) CHECK_NEAR(ctr_pet_radial_fwhm(t, 50), 4.5, 1e-12);
+  if (t) CHECK_NEAR(ctr_pet_system_radial_fwhm(t, 50), 4.5, 1e-12);
   ctr_pet_system_free(t);
   double table2[] = {10, 5, 5, 4};
   bad.radial_table = table2, t = NULL;

@@ -59,8 +59,8 @@ static double simpson_density(const ctr_phantom *p, const double o[3], const dou
 static void test_construction(void) {
   ctr_phantom *p = NULL;
   CHECK_OK(ctr_phantom_shepp_logan(100.0, 2.0, &p));
-  CHECK(ctr_phantom_count(p) == 10);
-  const ctr_ellipsoid *e = ctr_phantom_ellipsoids(p);
+  CHECK(ctr_phantom_get_ellipsoid_count(p) == 10);
+  const ctr_ellipsoid *e = ctr_phantom_get_ellipsoids(p);
   CHECK(e != NULL);
   if (e) {
     CHECK_NEAR(e[0].density, 2.0, 1e-15);
@@ -90,14 +90,14 @@ static void test_construction(void) {
   CHECK_FAILS(ctr_phantom_from_ellipsoids(&good, 1, NULL), CTR_E_INVALID_ARGUMENT, "out");
   CHECK_FAILS(ctr_phantom_shepp_logan(-5.0, 1.0, &p), CTR_E_INVALID_ARGUMENT, "radius");
   CHECK_FAILS(ctr_phantom_shepp_logan(5.0, NAN, &p), CTR_E_INVALID_ARGUMENT, "scale");
-  CHECK(ctr_phantom_count(NULL) == 0);
+  CHECK(ctr_phantom_get_ellipsoid_count(NULL) == 0);
   ctr_phantom_free(NULL);
 
   /* The input array is copied, not referenced. */
   ctr_ellipsoid copy = good;
   CHECK_OK(ctr_phantom_from_ellipsoids(&copy, 1, &p));
   copy.ax = 99.0;
-  CHECK(p && ctr_phantom_ellipsoids(p)[0].ax == 1.0);
+  CHECK(p && ctr_phantom_get_ellipsoids(p)[0].ax == 1.0);
   ctr_phantom_free(p);
 }
 
@@ -191,9 +191,9 @@ static void test_sphere_line_integrals(void) {
  * |error| <= (4/3) h sum|density|. */
 static void check_against_quadrature(const ctr_phantom *p, double centre[3], double reach,
                                      double spread, int nrays, const char *what) {
-  const ctr_ellipsoid *e = ctr_phantom_ellipsoids(p);
+  const ctr_ellipsoid *e = ctr_phantom_get_ellipsoids(p);
   double sum_rho = 0.0;
-  for (int64_t k = 0; k < ctr_phantom_count(p); k++) sum_rho += fabs(e[k].density);
+  for (int64_t k = 0; k < ctr_phantom_get_ellipsoid_count(p); k++) sum_rho += fabs(e[k].density);
   const int n = 60000;
   const double h = 2.0 * reach / n;
   const double tol = (4.0 / 3.0) * h * sum_rho * 1.001 + 1e-9;
@@ -290,7 +290,7 @@ static void test_projection_sphere(void) {
   CHECK_OK(ctr_phantom_from_ellipsoids(&e, 1, &p));
   float *img = malloc((size_t)(nu * nv * nviews) * sizeof *img);
   int64_t dims[3] = {nu, nv, nviews};
-  ctr_array out = ctr_array_init(img, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array out = ctr_array_make(img, CTR_DTYPE_FLOAT32, 3, dims);
   /* float32 output: relative 2^-23 of chords up to 50; plus 1e-4 mm for a
    * pixel ray that grazes the sphere, where the chord's sensitivity to the
    * ~1e-13 mm rounding of the ray is largest (sqrt(2 r * 4e-11) ~ 4e-5). */
@@ -328,7 +328,7 @@ static void test_projection_sphere(void) {
   circ one;
   if (make_circ(&one, nu, nv, 1, 0.0)) {
     int64_t d1[3] = {nu, nv, 1};
-    ctr_array o1 = ctr_array_init(img, CTR_DTYPE_FLOAT32, 3, d1);
+    ctr_array o1 = ctr_array_make(img, CTR_DTYPE_FLOAT32, 3, d1);
     p = NULL;
     CHECK_OK(ctr_phantom_from_ellipsoids(two, 2, &p));
     CHECK_OK(ctr_phantom_project(NULL, p, one.g, 1, &o1));
@@ -365,7 +365,7 @@ static void test_projection_shepp_logan(void) {
   CHECK_OK(ctr_phantom_shepp_logan(40.0, 1.0, &p));
   float *img = malloc((size_t)(nu * nv * nviews) * sizeof *img);
   int64_t dims[3] = {nu, nv, nviews};
-  ctr_array out = ctr_array_init(img, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array out = ctr_array_make(img, CTR_DTYPE_FLOAT32, 3, dims);
   CHECK_OK(ctr_phantom_project(NULL, p, cg.g, 1, &out));
   int bad = 0;
   for (int64_t i = 0; i < nviews; i++)
@@ -406,7 +406,7 @@ static void test_projection_args_and_progress(void) {
   CHECK_OK(ctr_phantom_shepp_logan(25.0, 1.0, &p));
   float *img = calloc((size_t)(nu * nv * nviews), sizeof *img);
   int64_t dims[3] = {nu, nv, nviews};
-  ctr_array out = ctr_array_init(img, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array out = ctr_array_make(img, CTR_DTYPE_FLOAT32, 3, dims);
 
   ctr_array bad = out;
   bad.dtype = CTR_DTYPE_UINT16;
@@ -434,7 +434,7 @@ static void test_projection_args_and_progress(void) {
   CHECK(log.calls >= 1 && log.monotonic && log.last == 1.0);
   /* One thread: ~50 intermediate reports, and the same result. */
   float *img1 = malloc((size_t)(nu * nv * nviews) * sizeof *img1);
-  ctr_array out1 = ctr_array_init(img1, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array out1 = ctr_array_make(img1, CTR_DTYPE_FLOAT32, 3, dims);
   progress_log log1 = {0, 1, 0, -1.0};
   ctr_context_options o1 = o;
   o1.num_threads = 1;
@@ -469,7 +469,7 @@ static void test_voxelize_volume(void) {
   size_t nvox = (size_t)(vol.nx * vol.ny * vol.nz);
   float *v = malloc(nvox * sizeof *v);
   int64_t dims[3] = {vol.nx, vol.ny, vol.nz};
-  ctr_array out = ctr_array_init(v, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array out = ctr_array_make(v, CTR_DTYPE_FLOAT32, 3, dims);
   const int s = 4;
   CHECK_OK(ctr_phantom_voxelize(NULL, p, &vol, s, 0, &out));
   double sum = 0.0;
@@ -511,7 +511,7 @@ static void test_voxelize_point_samples(void) {
   size_t nvox = (size_t)(vol.nx * vol.ny * vol.nz);
   float *v = malloc(nvox * sizeof *v);
   int64_t dims[3] = {vol.nx, vol.ny, vol.nz};
-  ctr_array out = ctr_array_init(v, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array out = ctr_array_make(v, CTR_DTYPE_FLOAT32, 3, dims);
   const int s = 3;
   CHECK_OK(ctr_phantom_voxelize(NULL, p, &vol, s, 0, &out));
   int bad = 0, nonzero = 0;
@@ -549,7 +549,7 @@ static void test_voxelize_slabs_and_centre(void) {
   size_t slice = (size_t)(vol.nx * vol.ny), nvox = slice * (size_t)vol.nz;
   float *full = malloc(nvox * sizeof *full), *slab = malloc(nvox * sizeof *slab);
   int64_t dims[3] = {vol.nx, vol.ny, vol.nz};
-  ctr_array out = ctr_array_init(full, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array out = ctr_array_make(full, CTR_DTYPE_FLOAT32, 3, dims);
   CHECK_OK(ctr_phantom_voxelize(NULL, p, &vol, 2, 0, &out));
   /* Centre: inside the skull (1) and the brain (-0.8) only. */
   CHECK_NEAR(full[32 * slice + 32 * vol.nx + 32], 0.2, 1e-6);
@@ -559,7 +559,7 @@ static void test_voxelize_slabs_and_centre(void) {
     int64_t n = z0 == 0 ? 1 : 11;
     if (z0 + n > vol.nz) n = vol.nz - z0;
     int64_t sd[3] = {vol.nx, vol.ny, n};
-    ctr_array so = ctr_array_init(slab + (size_t)z0 * slice, CTR_DTYPE_FLOAT32, 3, sd);
+    ctr_array so = ctr_array_make(slab + (size_t)z0 * slice, CTR_DTYPE_FLOAT32, 3, sd);
     CHECK_OK(ctr_phantom_voxelize(NULL, p, &vol, 2, z0, &so));
     z0 += n;
   }
@@ -567,7 +567,7 @@ static void test_voxelize_slabs_and_centre(void) {
 
   /* Argument checks name the expectation. */
   int64_t sd[3] = {vol.nx, vol.ny, 10};
-  ctr_array so = ctr_array_init(slab, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array so = ctr_array_make(slab, CTR_DTYPE_FLOAT32, 3, sd);
   CHECK_FAILS(ctr_phantom_voxelize(NULL, p, &vol, 2, 60, &so), CTR_E_SIZE_MISMATCH, "z0 + nz_out <= nz = 65");
   CHECK_FAILS(ctr_phantom_voxelize(NULL, p, &vol, 2, -1, &so), CTR_E_SIZE_MISMATCH, "0 <= z0");
   so.dims[0] = 64;
@@ -598,7 +598,7 @@ static void test_voxelize_slabs_and_centre(void) {
   ctr_context *ctx1 = NULL;
   CHECK_OK(ctr_context_create(&o, &ctx1));
   log = (progress_log){0, 1, 0, -1.0};
-  ctr_array out1 = ctr_array_init(slab, CTR_DTYPE_FLOAT32, 3, dims);
+  ctr_array out1 = ctr_array_make(slab, CTR_DTYPE_FLOAT32, 3, dims);
   CHECK_OK(ctr_phantom_voxelize(ctx1, p, &vol, 1, 0, &out1));
   CHECK(log.calls >= 40 && log.monotonic && log.last == 1.0);
   /* ... and the same voxels as the default thread count. */
@@ -649,9 +649,9 @@ static void test_json(void) {
   snprintf(text + len, sizeof text - (size_t)len, "  ]\n}\n");
   ctr_phantom *p = NULL;
   CHECK_OK(ctr_phantom_load_json(write_file("good.json", text), &p));
-  CHECK(ctr_phantom_count(p) == 3);
-  if (p && ctr_phantom_count(p) == 3)
-    CHECK(memcmp(ctr_phantom_ellipsoids(p), ref, sizeof ref) == 0);
+  CHECK(ctr_phantom_get_ellipsoid_count(p) == 3);
+  if (p && ctr_phantom_get_ellipsoid_count(p) == 3)
+    CHECK(memcmp(ctr_phantom_get_ellipsoids(p), ref, sizeof ref) == 0);
   ctr_phantom_free(p);
   p = NULL;
 
@@ -659,13 +659,13 @@ static void test_json(void) {
   CHECK_OK(ctr_phantom_load_json(
       write_file("sl.json", "{\"shepp_logan\": {\"radius_mm\": 80, \"scale\": 0.02}}"), &p));
   CHECK_OK(ctr_phantom_shepp_logan(80.0, 0.02, &q));
-  CHECK(p && q && ctr_phantom_count(p) == 10 &&
-        memcmp(ctr_phantom_ellipsoids(p), ctr_phantom_ellipsoids(q), 10 * sizeof(ctr_ellipsoid)) == 0);
+  CHECK(p && q && ctr_phantom_get_ellipsoid_count(p) == 10 &&
+        memcmp(ctr_phantom_get_ellipsoids(p), ctr_phantom_get_ellipsoids(q), 10 * sizeof(ctr_ellipsoid)) == 0);
   ctr_phantom_free(p);
   ctr_phantom_free(q);
   p = NULL;
   CHECK_OK(ctr_phantom_load_json(write_file("sl1.json", "{\"shepp_logan\": {\"radius_mm\": 5}}"), &p));
-  CHECK(p && ctr_phantom_ellipsoids(p)[0].density == 1.0);
+  CHECK(p && ctr_phantom_get_ellipsoids(p)[0].density == 1.0);
   ctr_phantom_free(p);
   p = NULL;
 

@@ -3,7 +3,7 @@
  * store and subvolume size against the budgets, that no plan ever exceeds a
  * budget (a sweep over budgets, and budgets just below each plan's bytes),
  * the errors for absurd budgets and the smallest budget they name, forced
- * stores, argument errors, ctr_plan_describe and ctr_parse_size. */
+ * stores, argument errors, ctr_plan_describe and ctr_size_parse. */
 #include "harness.h"
 
 #include <stdint.h>
@@ -71,8 +71,8 @@ static void print_plan(const char *what, const ctr_plan *p) {
 static int check_plan(const char *what, const ctr_geometry *g, const ctr_plan_request *q,
                       const ctr_plan *p) {
   const int before = th_failures;
-  const ctr_volume_geometry vg = ctr_geometry_volume(g);
-  const int64_t nviews = ctr_geometry_nviews(g);
+  const ctr_volume_geometry vg = ctr_geometry_get_volume(g);
+  const int64_t nviews = ctr_geometry_get_view_count(g);
   const int64_t nz = q->nz ? q->nz : vg.nz - q->z0;
   CHECK_MSG(p->device == q->device, "%s: device %d", what, (int)p->device);
   CHECK_MSG(p->z0 == q->z0 && p->nz == nz, "%s: slices [%lld, +%lld)", what, (long long)p->z0,
@@ -125,7 +125,7 @@ static int check_plan(const char *what, const ctr_geometry *g, const ctr_plan_re
             ctr_store_name(p->store));
   if (p->store == CTR_STORE_SCRATCH) {
     int64_t nu, nv;
-    ctr_geometry_detector(g, &nu, &nv, NULL, NULL);
+    ctr_geometry_get_detector(g, &nu, &nv, NULL, NULL);
     CHECK_MSG(p->scratch_bytes == (uint64_t)nu * (uint64_t)nv * 4u * (uint64_t)nviews,
               "%s: scratch %llu bytes", what, (unsigned long long)p->scratch_bytes);
   }
@@ -142,7 +142,7 @@ static int check_plan(const char *what, const ctr_geometry *g, const ctr_plan_re
   return th_failures - before;
 }
 
-/* ---- ctr_parse_size and ctr_store_name -------------------------------------- */
+/* ---- ctr_size_parse and ctr_store_name -------------------------------------- */
 
 static void test_parse_size(void) {
   static const struct {
@@ -157,7 +157,7 @@ static void test_parse_size(void) {
   };
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     uint64_t b = 12345;
-    ctr_status st = ctr_parse_size(good[i].text, &b);
+    ctr_status st = ctr_size_parse(good[i].text, &b);
     CHECK_MSG(st == CTR_OK && b == good[i].bytes, "'%s' -> %s, %llu (expected %llu)",
               good[i].text, ctr_status_name(st), (unsigned long long)b,
               (unsigned long long)good[i].bytes);
@@ -167,14 +167,14 @@ static void test_parse_size(void) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     uint64_t b = 777;
     ctr_error_clear();
-    ctr_status st = ctr_parse_size(bad[i], &b);
+    ctr_status st = ctr_size_parse(bad[i], &b);
     CHECK_MSG(st == CTR_E_INVALID_ARGUMENT && strstr(ctr_error_detail(), bad[i]) && b == 777,
               "'%s' -> %s (%s), bytes %llu", bad[i], ctr_status_name(st), ctr_error_detail(),
               (unsigned long long)b);
   }
   uint64_t b;
-  CHECK_FAILS(ctr_parse_size(NULL, &b), CTR_E_INVALID_ARGUMENT, "NULL");
-  CHECK_FAILS(ctr_parse_size("8G", NULL), CTR_E_INVALID_ARGUMENT, "NULL");
+  CHECK_FAILS(ctr_size_parse(NULL, &b), CTR_E_INVALID_ARGUMENT, "NULL");
+  CHECK_FAILS(ctr_size_parse("8G", NULL), CTR_E_INVALID_ARGUMENT, "NULL");
   CHECK(!strcmp(ctr_store_name(CTR_STORE_AUTO), "auto"));
   CHECK(!strcmp(ctr_store_name(CTR_STORE_DEVICE), "device"));
   CHECK(!strcmp(ctr_store_name(CTR_STORE_HOST), "host"));

@@ -165,10 +165,10 @@ static int setup(void) {
   g_ref = malloc(NVOX * sizeof(float));
   g_ref16 = malloc(NVOX * sizeof(float));
   int64_t pd[3] = {NU, NV, NVIEWS}, vd[3] = {N, N, N};
-  ctr_array pa = ctr_array_init(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array pa16 = ctr_array_init(g_proj16, CTR_DTYPE_UINT16, 3, pd);
-  ctr_array va = ctr_array_init(g_ref, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array va16 = ctr_array_init(g_ref16, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array pa16 = ctr_array_make(g_proj16, CTR_DTYPE_UINT16, 3, pd);
+  ctr_array va = ctr_array_make(g_ref, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va16 = ctr_array_make(g_ref16, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_phantom_project(g_ctx, ph, g_geom, 1, &pa));
   ctr_phantom_free(ph);
   double pmax = 0;
@@ -214,8 +214,8 @@ static void test_memory_splits(void) {
   float *vol = malloc(NVOX * sizeof(float));
   g_slab_seen = malloc(NVOX * sizeof(float));
   int64_t pd[3] = {NU, NV, NVIEWS}, vd[3] = {N, N, N};
-  ctr_array pa = ctr_array_init(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array va = ctr_array_init(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   const int64_t slabs[] = {0, 1, 5, 7};
   const int64_t vpbs[] = {0, 3, 7};
   const ctr_store stores[] = {CTR_STORE_AUTO, CTR_STORE_HOST, CTR_STORE_SCRATCH, CTR_STORE_NONE};
@@ -276,12 +276,12 @@ static void test_memory_splits(void) {
   o.fdk.z0 = 5;
   o.fdk.nz = 20;
   int64_t sd[3] = {N, N, 20};
-  ctr_array sa = ctr_array_init(vol, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array sa = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, sd);
   ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &sa, &rep));
   CHECK(rep.plan.z0 == 5 && rep.plan.nz == 20 && rep.plan.nslabs == 4);
   close_volumes(vol, g_ref + 5 * NSLICE, 20 * NSLICE, "memory slab [5, 25)");
-  ctr_array pa16 = ctr_array_init(g_proj16, CTR_DTYPE_UINT16, 3, pd);
+  ctr_array pa16 = ctr_array_make(g_proj16, CTR_DTYPE_UINT16, 3, pd);
   for (int c = 0; c < 2; c++) {
     o = stream_opts(7, 3, c ? CTR_STORE_SCRATCH : CTR_STORE_HOST);
     o.input_scale = U16_SCALE;

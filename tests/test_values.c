@@ -86,8 +86,8 @@ static void test_fdk(ctr_context *ctx) {
   proj[2 * det * det + 300] = 0.9f * FLT_MAX;
   proj[3 * det * det + 301] = -1e30f;
   const int64_t pd[3] = {det, det, nviews}, vd[3] = {n, n, n};
-  const ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
   ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   reset_log();
@@ -103,8 +103,8 @@ static void test_fdk(ctr_context *ctx) {
   float *clean = malloc(sizeof(float) * (size_t)np), *out2 = malloc(sizeof(float) * (size_t)nv);
   memcpy(clean, proj, sizeof(float) * (size_t)np);
   clean[5] = clean[det * det + 77] = clean[2 * det * det + 300] = clean[3 * det * det + 301] = 0;
-  const ctr_array ca = ctr_array_init(clean, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array va2 = ctr_array_init(out2, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_array ca = ctr_array_make(clean, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va2 = ctr_array_make(out2, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_fdk(ctx, g, NULL, &ca, &va2));
   CHECK(same(out, out2, nv));
   /* Strict: an error naming the count, nothing logged as a warning. */
@@ -176,8 +176,8 @@ static void test_fbp_sinograms(ctr_context *ctx) {
   sino[nb * na + 50] = -INFINITY;
   sino[nb * na + 70] = 1e30f;
   const int64_t sd[3] = {nb, na, ns}, vd[3] = {nb, nb, ns};
-  const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_array va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
   /* Default: replaced, one warning with the count. */
   reset_log();
   CHECK_OK(ctr_fbp(ctx, g, NULL, &sa, &va));
@@ -189,8 +189,8 @@ static void test_fbp_sinograms(ctr_context *ctx) {
   float *clean = malloc(sizeof(float) * (size_t)n), *out2 = malloc(sizeof(float) * (size_t)(plane * ns));
   memcpy(clean, sino, sizeof(float) * (size_t)n);
   clean[3] = clean[nb * na + 50] = clean[nb * na + 70] = 0.0f;
-  const ctr_array ca = ctr_array_init(clean, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_array va2 = ctr_array_init(out2, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_array ca = ctr_array_make(clean, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array va2 = ctr_array_make(out2, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_fbp(ctx, g, NULL, &ca, &va2));
   CHECK(same(out, out2, plane * ns));
   /* Counts collected by the caller: no warning. */
@@ -230,8 +230,8 @@ static void test_fbp_output(ctr_context *ctx) {
   float *sino = malloc(sizeof(float) * (size_t)n), *out = malloc(sizeof(float) * (size_t)plane);
   for (int64_t i = 0; i < n; i++) sino[i] = 1e20f;
   const int64_t sd[3] = {nb, na, 1}, vd[3] = {nb, nb, 1};
-  const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_array va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_value_counts counts = CTR_VALUE_COUNTS_INIT;
   ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
   o.counts = &counts;
@@ -280,9 +280,9 @@ static void test_fbp_flatfield(ctr_context *ctx) {
       CHECK_MSG(sino[a * nb + b] == 0.0f, "angle %lld bin %d: %g, expected 0 (no calibration)",
                 (long long)a, b, sino[a * nb + b]);
   const int64_t pd[3] = {nb, nrows, na}, vd[3] = {nb, nb, 1};
-  const ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  const ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
   float *out = malloc(sizeof(float) * (size_t)plane);
-  ctr_array va = ctr_array_init(out, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_value_counts counts = CTR_VALUE_COUNTS_INIT;
   ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
   o.counts = &counts;
@@ -374,7 +374,7 @@ static void test_pet(ctr_context *ctx) {
 
 int main(void) {
 #ifdef CTR_TEST_CUDA
-  if (ctr_cuda_device_count() < 1) {
+  if (ctr_cuda_get_device_count() < 1) {
     printf("test_gpu_values: SKIPPED (no usable GPU)\n");
     return 77;
   }

@@ -91,7 +91,7 @@ CTR_API ctr_status ctr_backprojector_read(ctr_backprojector *b, float *vol);
  * double arithmetic throughout), into vol (nx x ny x nz doubles, added to).
  * Runs on the GPU in FP64 when ctx is CUDA, else on the CPU (OpenMP). The
  * oracle for tests and for RabbitCT reference volumes. */
-CTR_API ctr_status ctr_backproject_reference(ctr_context *ctx, const ctr_geometry *g, int64_t n,
+CTR_API ctr_status ctr_fdk_backproject_reference(ctr_context *ctx, const ctr_geometry *g, int64_t n,
                                              const int64_t *views, const float *const *images,
                                              const double *weights, double *vol);
 /* Zeroes the volume. */

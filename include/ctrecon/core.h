@@ -122,9 +122,9 @@ typedef struct ctr_device_info {
 CTR_API ctr_status ctr_device_info_init(ctr_device_info *s, unsigned version);
 
 /* Number of usable CUDA devices (0 when CUDA is not built or no GPU/driver). */
-CTR_API int ctr_cuda_device_count(void);
+CTR_API int ctr_cuda_get_device_count(void);
 /* Properties of CUDA device `index`; CTR_E_NO_DEVICE if there is none. */
-CTR_API ctr_status ctr_cuda_device_info(int index, ctr_device_info *out);
+CTR_API ctr_status ctr_cuda_get_device_info(int index, ctr_device_info *out);
 
 /* Host memory for projections and volumes: page-locked (pinned) when a CUDA
  * device is usable, so transfers run at full PCIe speed and overlap the
@@ -165,9 +165,9 @@ typedef struct ctr_array {
 } ctr_array;
 
 /* Fills a descriptor (ndim clamped to 0 .. CTR_MAX_DIMS). */
-CTR_API ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *dims);
+CTR_API ctr_array ctr_array_make(void *data, ctr_dtype dtype, int ndim, const int64_t *dims);
 /* Number of elements. */
-CTR_API int64_t ctr_array_count(const ctr_array *a);
+CTR_API int64_t ctr_array_get_element_count(const ctr_array *a);
 
 /* ------------------------------------------------------------------------- */
 /* Context                                                                   */
@@ -225,7 +225,7 @@ CTR_API ctr_status ctr_context_create(const ctr_context_options *opts, ctr_conte
 /* Frees a context; accepts NULL. */
 CTR_API void ctr_context_free(ctr_context *ctx);
 /* The backend a context resolved to (CTR_DEVICE_CPU or CTR_DEVICE_CUDA). */
-CTR_API ctr_device_kind ctr_context_device(const ctr_context *ctx);
+CTR_API ctr_device_kind ctr_context_get_device(const ctr_context *ctx);
 
 /* ------------------------------------------------------------------------- */
 /* Metrics                                                                   */
@@ -252,7 +252,7 @@ CTR_API ctr_status ctr_volume_compare(const float *rec, const float *truth, int6
 
 /* Parses a byte size: a number with an optional suffix K, M, G, T (powers of
  * 1024, optional trailing "B" or "iB"), e.g. "8G", "512MiB", "1.5T". */
-CTR_API ctr_status ctr_parse_size(const char *text, uint64_t *bytes);
+CTR_API ctr_status ctr_size_parse(const char *text, uint64_t *bytes);
 
 /* ------------------------------------------------------------------------- */
 /* Filtering and FDK                                                         */

@@ -72,16 +72,16 @@ CTR_API ctr_status ctr_geometry_from_json_string(const char *json, const char *n
                                                  ctr_geometry **out);
 CTR_API ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out);
 
-CTR_API int64_t ctr_geometry_nviews(const ctr_geometry *g);
-CTR_API void ctr_geometry_detector(const ctr_geometry *g, int64_t *nu, int64_t *nv, double *du,
+CTR_API int64_t ctr_geometry_get_view_count(const ctr_geometry *g);
+CTR_API void ctr_geometry_get_detector(const ctr_geometry *g, int64_t *nu, int64_t *nv, double *du,
                                    double *dv);
-CTR_API ctr_volume_geometry ctr_geometry_volume(const ctr_geometry *g);
+CTR_API ctr_volume_geometry ctr_geometry_get_volume(const ctr_geometry *g);
 /* Replaces the volume grid (same checks as create). */
 CTR_API ctr_status ctr_geometry_set_volume(ctr_geometry *g, const ctr_volume_geometry *vol);
 /* The canonical matrix of view i (12 doubles, row-major). */
-CTR_API void ctr_geometry_matrix(const ctr_geometry *g, int64_t i, double out[12]);
+CTR_API void ctr_geometry_get_matrix(const ctr_geometry *g, int64_t i, double out[12]);
 /* Source position of view i, mm. */
-CTR_API void ctr_geometry_source(const ctr_geometry *g, int64_t i, double out[3]);
+CTR_API void ctr_geometry_get_source(const ctr_geometry *g, int64_t i, double out[3]);
 /* 1 for a circular orbit (u, c independent of z), else 0. */
 CTR_API int ctr_geometry_is_circular(const ctr_geometry *g);
 /* Fraction of the voxel centres inside the volume's inscribed cylinder (about

@@ -50,7 +50,7 @@ typedef struct ctr_stack_writer ctr_stack_writer;
  * and, if given, its non-zero fields are checked against the file. */
 CTR_API ctr_status ctr_stack_open(const char *path, ctr_file_format fmt, const ctr_stack_info *hint,
                                   int64_t raw_offset, ctr_stack_reader **out);
-CTR_API const ctr_stack_info *ctr_stack_reader_info(const ctr_stack_reader *r);
+CTR_API const ctr_stack_info *ctr_stack_reader_get_info(const ctr_stack_reader *r);
 /* Reads images [first, first+n) converted to `dtype` into out (contiguous). */
 CTR_API ctr_status ctr_stack_read(ctr_stack_reader *r, int64_t first, int64_t n, ctr_dtype dtype,
                                   void *out);

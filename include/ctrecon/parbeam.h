@@ -51,9 +51,9 @@ typedef struct ctr_parallel_geometry ctr_parallel_geometry;
 CTR_API ctr_status ctr_parallel_create(const ctr_parallel_params *p, ctr_parallel_geometry **out);
 CTR_API void ctr_parallel_free(ctr_parallel_geometry *g);
 /* The resolved parameters (angles_deg and axis_shift point into g). */
-CTR_API const ctr_parallel_params *ctr_parallel_get(const ctr_parallel_geometry *g);
+CTR_API const ctr_parallel_params *ctr_parallel_get_params(const ctr_parallel_geometry *g);
 /* Angle a's weight in the backprojection sum (radians). */
-CTR_API double ctr_parallel_weight(const ctr_parallel_geometry *g, int64_t a);
+CTR_API double ctr_parallel_get_weight(const ctr_parallel_geometry *g, int64_t a);
 
 /* Exact parallel-beam line integrals of a phantom's ellipsoids through the
  * slice planes z = z[s] (mm; one bin = pixel_size mm), in density x mm:
@@ -81,7 +81,7 @@ CTR_API ctr_status ctr_flatfield_sinograms(const void *proj, ctr_dtype dtype, in
                                            const float *dark, int64_t row0, int64_t nslices,
                                            float *sino, int64_t *clamped);
 /* Averages n images (float32 or uint16) of npix pixels into out (float32). */
-CTR_API ctr_status ctr_average_images(const void *images, ctr_dtype dtype, int64_t npix, int64_t n,
+CTR_API ctr_status ctr_flatfield_average(const void *images, ctr_dtype dtype, int64_t npix, int64_t n,
                                       float *out);
 
 typedef enum ctr_fbp_interp {

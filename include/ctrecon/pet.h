@@ -105,15 +105,15 @@ CTR_API ctr_status ctr_pet_view_info_init(ctr_pet_view_info *s, unsigned version
 CTR_API ctr_status ctr_pet_system_create(const ctr_pet_params *p, const ctr_pet_kernel_params *k,
                                          ctr_pet_system **out);
 CTR_API void ctr_pet_system_free(ctr_pet_system *s);
-CTR_API const ctr_pet_params *ctr_pet_system_params(const ctr_pet_system *s);
-CTR_API const ctr_pet_kernel_params *ctr_pet_system_kernel(const ctr_pet_system *s);
-CTR_API int64_t ctr_pet_num_views(const ctr_pet_system *s);
+CTR_API const ctr_pet_params *ctr_pet_system_get_params(const ctr_pet_system *s);
+CTR_API const ctr_pet_kernel_params *ctr_pet_system_get_kernel(const ctr_pet_system *s);
+CTR_API int64_t ctr_pet_system_get_view_count(const ctr_pet_system *s);
 /* Builds the view's tables if needed. */
-CTR_API ctr_status ctr_pet_view_info_get(ctr_pet_system *s, int64_t view, ctr_pet_view_info *out);
+CTR_API ctr_status ctr_pet_system_get_view_info(ctr_pet_system *s, int64_t view, ctr_pet_view_info *out);
 /* LOR-radial FWHM (mm) of the model at radial distance |rho| mm. */
-CTR_API double ctr_pet_radial_fwhm(const ctr_pet_system *s, double rho_mm);
+CTR_API double ctr_pet_system_radial_fwhm(const ctr_pet_system *s, double rho_mm);
 /* 1 if every kernel is the same symmetric Gaussian (FFT-compatible). */
-CTR_API int ctr_pet_kernel_is_invariant(const ctr_pet_system *s);
+CTR_API int ctr_pet_system_is_kernel_invariant(const ctr_pet_system *s);
 
 /* Histo-images of every view, plus optional per-view factors (sensitivity x
  * attenuation: the expected histo-image of view v is factors_v * (A_v f)). */

@@ -32,8 +32,8 @@ CTR_API ctr_status ctr_phantom_from_ellipsoids(const ctr_ellipsoid *e, int64_t n
 /* JSON list of ellipsoids (docs/phantoms.md). */
 CTR_API ctr_status ctr_phantom_load_json(const char *path, ctr_phantom **out);
 CTR_API void ctr_phantom_free(ctr_phantom *p);
-CTR_API int64_t ctr_phantom_count(const ctr_phantom *p);
-CTR_API const ctr_ellipsoid *ctr_phantom_ellipsoids(const ctr_phantom *p);
+CTR_API int64_t ctr_phantom_get_ellipsoid_count(const ctr_phantom *p);
+CTR_API const ctr_ellipsoid *ctr_phantom_get_ellipsoids(const ctr_phantom *p);
 
 /* Exact line integral from point `origin` along unit direction `dir`
  * (the whole line). */

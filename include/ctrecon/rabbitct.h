@@ -20,7 +20,7 @@ extern "C" {
 /* Canonical geometry of RabbitCT views with an L^3 volume of voxel R_L whose
  * first voxel sits at O_L. Backprojecting with weight ctr_rabbitct_weight(A)
  * per view reproduces RabbitCT's 1 / w^2. */
-CTR_API ctr_status ctr_geometry_from_rabbitct(int64_t width, int64_t height, int64_t nviews,
+CTR_API ctr_status ctr_geometry_create_rabbitct(int64_t width, int64_t height, int64_t nviews,
                                               const double *const *matrices, int64_t L, double R_L,
                                               double O_L, ctr_geometry **out);
 /* 1 / A[2][3]^2: converts the canonical 1 / c^2 weight into RabbitCT's 1 / w^2. */

@@ -134,7 +134,7 @@ static bool setup(const RabbitCtGlobalData *r) {
     fprintf(stderr, PREFIX "the runner gave no projection matrices (adv_ppProjMatrixBuffers)\n");
     return false;
   }
-  if (ctr_geometry_from_rabbitct(r->S_x, r->S_y, r->adv_N,
+  if (ctr_geometry_create_rabbitct(r->S_x, r->S_y, r->adv_N,
                                  (const double *const *)r->adv_ppProjMatrixBuffers, r->L, r->R_L,
                                  r->O_L, &M.g) != CTR_OK)
     return fail("invalid geometry");

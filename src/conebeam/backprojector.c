@@ -24,7 +24,7 @@ struct ctr_backprojector {
 };
 
 static int on_gpu(const ctr_context *ctx) {
-  return ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA;
+  return ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA;
 }
 
 void ctr_backprojector_free(ctr_backprojector *b) {
@@ -130,10 +130,10 @@ ctr_status ctr_backprojector_reset(ctr_backprojector *b) {
   return CTR_OK;
 }
 
-ctr_status ctr_backproject_reference(ctr_context *ctx, const ctr_geometry *g, int64_t n,
+ctr_status ctr_fdk_backproject_reference(ctr_context *ctx, const ctr_geometry *g, int64_t n,
                                      const int64_t *views, const float *const *images,
                                      const double *weights, double *vol) {
-  if (!g || !vol) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_backproject_reference: NULL argument");
+  if (!g || !vol) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_backproject_reference: NULL argument");
   for (int64_t k = 0; weights && k < n; k++)
     if (!(isfinite(weights[k]) && weights[k] > 0))
       CTR_FAIL(CTR_E_INVALID_ARGUMENT, "weights[%lld] = %g: expected a finite value > 0",

@@ -29,10 +29,10 @@ static uint64_t host_available(void) {
 ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget, uint64_t *host_budget) {
   if (gpu_budget) {
     *gpu_budget = 0;
-    if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+    if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
       ctr_device_info info = CTR_DEVICE_INFO_INIT;
       const int dev = ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
-      CTR_CHECK(ctr_cuda_device_info(dev, &info));
+      CTR_CHECK(ctr_cuda_get_device_info(dev, &info));
       *gpu_budget = info.free_memory > GPU_RESERVE ? info.free_memory - GPU_RESERVE : 0;
     }
   }

@@ -328,8 +328,8 @@ int ctr_plan_describe(const ctr_plan *plan, char *buf, size_t n) {
   return describe(&p, buf, n);
 }
 
-ctr_status ctr_parse_size(const char *text, uint64_t *bytes) {
-  if (!text || !bytes) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_parse_size: NULL argument");
+ctr_status ctr_size_parse(const char *text, uint64_t *bytes) {
+  if (!text || !bytes) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_size_parse: NULL argument");
   char *end;
   const double v = strtod(text, &end);
   if (end == text || !isfinite(v) || v < 0)

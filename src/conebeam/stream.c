@@ -98,7 +98,7 @@ static ctr_status resolve_options(const ctr_geometry *g, const ctr_stream_option
 
 static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *resumed) {
   ctr_plan_request q = CTR_PLAN_REQUEST_INIT;
-  q.device = ctr_context_device(r->ctx);
+  q.device = ctr_context_get_device(r->ctx);
   uint64_t gpu = 0, host = 0;
   if (!r->opts.gpu_budget || !r->opts.host_budget)
     CTR_CHECK(ctr_plan_default_budgets(r->ctx, &gpu, &host));
@@ -141,7 +141,7 @@ static ctr_status fingerprint(const stream_run *r, const char *out, ctr_file_for
   const double d[4] = {o->cutoff, r->opts.input_scale, r->opts.out_scale, 0.0};
   const int64_t i[9] = {o->window, o->short_scan, o->interp, o->z0, o->nz,
                         (int64_t)r->opts.out_dtype, (int64_t)fmt,
-                        (int64_t)ctr_context_device(r->ctx), (int64_t)r->in_dtype};
+                        (int64_t)ctr_context_get_device(r->ctx), (int64_t)r->in_dtype};
   h = ctr__fnv1a(h, d, sizeof d);
   h = ctr__fnv1a(h, i, sizeof i);
   if (r->in) {
@@ -389,7 +389,7 @@ static ctr_status setup_common(stream_run *r, const char *out, int start_reading
     if (!r->stage) return CTR_E_OUT_OF_MEMORY;
   }
 #if CTR_HAVE_CUDA
-  if (ctr_context_device(r->ctx) == CTR_DEVICE_CUDA)
+  if (ctr_context_get_device(r->ctx) == CTR_DEVICE_CUDA)
     return ctr__engine_cuda_create(r->ctx, r->g, &r->fdk, &r->plan, r->opts.input_scale, &r->eng);
 #endif
   return ctr__engine_cpu_create(r->ctx, r->g, &r->fdk, &r->plan, r->opts.input_scale, &r->eng);
@@ -532,7 +532,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   r.g = g;
   r.in = projections;
   CTR_CHECK(resolve_options(g, opts, &r));
-  const ctr_stack_info *pi = ctr_stack_reader_info(projections);
+  const ctr_stack_info *pi = ctr_stack_reader_get_info(projections);
   if (pi->width != g->nu || pi->height != g->nv || pi->count != g->nviews)
     CTR_FAIL(CTR_E_SIZE_MISMATCH,
              "'%s' holds %lld images of %lld x %lld pixels, the geometry expects %lld views of "

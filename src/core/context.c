@@ -62,7 +62,7 @@ ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out) {
            name ? name : "(null)");
 }
 
-ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *dims) {
+ctr_array ctr_array_make(void *data, ctr_dtype dtype, int ndim, const int64_t *dims) {
   ctr_array a;
   memset(&a, 0, sizeof a);
   a.data = data;
@@ -72,7 +72,7 @@ ctr_array ctr_array_init(void *data, ctr_dtype dtype, int ndim, const int64_t *d
   return a;
 }
 
-int64_t ctr_array_count(const ctr_array *a) {
+int64_t ctr_array_get_element_count(const ctr_array *a) {
   int64_t n = 1;
   for (int i = 0; i < a->ndim; i++) n *= a->dims[i];
   return a->ndim > 0 ? n : 0;
@@ -116,7 +116,7 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
 
 void ctr_context_free(ctr_context *ctx) { free(ctx); }
 
-ctr_device_kind ctr_context_device(const ctr_context *ctx) {
+ctr_device_kind ctr_context_get_device(const ctr_context *ctx) {
   return ctx ? ctx->resolved : CTR_DEVICE_CPU;
 }
 
@@ -155,8 +155,8 @@ ctr_status ctr_host_register(void *p, size_t bytes) {
   return CTR_OK;
 }
 void ctr_host_unregister(void *p) { (void)p; }
-int ctr_cuda_device_count(void) { return 0; }
-ctr_status ctr_cuda_device_info(int index, ctr_device_info *out) {
+int ctr_cuda_get_device_count(void) { return 0; }
+ctr_status ctr_cuda_get_device_info(int index, ctr_device_info *out) {
   (void)out;
   CTR_FAIL(CTR_E_UNSUPPORTED, "CUDA device %d: this build has no CUDA backend", index);
 }

@@ -337,9 +337,9 @@ void ctr_geometry_free(ctr_geometry *g) {
   free(g);
 }
 
-int64_t ctr_geometry_nviews(const ctr_geometry *g) { return g->nviews; }
+int64_t ctr_geometry_get_view_count(const ctr_geometry *g) { return g->nviews; }
 
-void ctr_geometry_detector(const ctr_geometry *g, int64_t *nu, int64_t *nv, double *du,
+void ctr_geometry_get_detector(const ctr_geometry *g, int64_t *nu, int64_t *nv, double *du,
                            double *dv) {
   if (nu) *nu = g->nu;
   if (nv) *nv = g->nv;
@@ -347,7 +347,7 @@ void ctr_geometry_detector(const ctr_geometry *g, int64_t *nu, int64_t *nv, doub
   if (dv) *dv = g->dv;
 }
 
-ctr_volume_geometry ctr_geometry_volume(const ctr_geometry *g) { return g->vol; }
+ctr_volume_geometry ctr_geometry_get_volume(const ctr_geometry *g) { return g->vol; }
 
 ctr_status ctr_geometry_set_volume(ctr_geometry *g, const ctr_volume_geometry *vol) {
   if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_set_volume: geometry is NULL");
@@ -356,11 +356,11 @@ ctr_status ctr_geometry_set_volume(ctr_geometry *g, const ctr_volume_geometry *v
   return CTR_OK;
 }
 
-void ctr_geometry_matrix(const ctr_geometry *g, int64_t i, double out[12]) {
+void ctr_geometry_get_matrix(const ctr_geometry *g, int64_t i, double out[12]) {
   memcpy(out, g->views[i].P, 12 * sizeof(double));
 }
 
-void ctr_geometry_source(const ctr_geometry *g, int64_t i, double out[3]) {
+void ctr_geometry_get_source(const ctr_geometry *g, int64_t i, double out[3]) {
   memcpy(out, g->views[i].src, 3 * sizeof(double));
 }
 

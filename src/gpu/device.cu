@@ -39,9 +39,9 @@ extern "C" int ctr__cuda_device_count(void) {
   return n;
 }
 
-extern "C" int ctr_cuda_device_count(void) { return ctr__cuda_device_count(); }
+extern "C" int ctr_cuda_get_device_count(void) { return ctr__cuda_device_count(); }
 
-extern "C" ctr_status ctr_cuda_device_info(int index, ctr_device_info *info) {
+extern "C" ctr_status ctr_cuda_get_device_info(int index, ctr_device_info *info) {
   CTR_CHECK(ctr__struct_check(&ctr__struct_device_info, info));
   int n = ctr__cuda_device_count();
   if (index < 0 || index >= n)

@@ -117,7 +117,7 @@ ctr_status ctr_stack_open(const char *path, ctr_file_format fmt, const ctr_stack
   }
   if (st != CTR_OK) goto cleanup;
   if (hint && fmt != CTR_FORMAT_RAW) CTR_CHECK_GOTO(st, check_hint(r, hint));
-  r->info.version = CTR_STACK_INFO_VERSION; /* what ctr_stack_reader_info gives */
+  r->info.version = CTR_STACK_INFO_VERSION; /* what ctr_stack_reader_get_info gives */
   *out = r;
   return CTR_OK;
 cleanup:
@@ -125,7 +125,7 @@ cleanup:
   return st;
 }
 
-const ctr_stack_info *ctr_stack_reader_info(const ctr_stack_reader *r) {
+const ctr_stack_info *ctr_stack_reader_get_info(const ctr_stack_reader *r) {
   return r ? &r->info : NULL;
 }
 

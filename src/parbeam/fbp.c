@@ -149,7 +149,7 @@ static ctr_status backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
                               const ctr_fbp_options *o, int64_t nslices, const float *sino,
                               float *slices) {
 #if CTR_HAVE_CUDA
-  if (ctr_context_device(ctx) == CTR_DEVICE_CUDA)
+  if (ctr_context_get_device(ctx) == CTR_DEVICE_CUDA)
     return ctr__fbp_bp_cuda(ctx, g, o, nslices, sino, slices);
 #endif
   ctr__fbp_bp_cpu(ctx, g, o->interp, nslices, sino, slices);
@@ -203,7 +203,7 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
   CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
   const int64_t per_slice = nb * na;
 #if CTR_HAVE_CUDA
-  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+  if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
     int64_t bad[2] = {0, 0};
     CTR_CHECK(ctr__fbp_sinograms_cuda(ctx, g, &o, sinograms->data, ns, slices->data, bad));
     return gpu_counts(ctx, "ctr_fbp", &o, bad);
@@ -270,7 +270,7 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
                    "pixels with flat <= dark or a non-finite flat or dark", "their sinogram "
                    "values set to 0"));
 #if CTR_HAVE_CUDA
-  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+  if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
     int64_t bad[2] = {0, 0};
     CTR_CHECK(ctr__fbp_projections_cuda(ctx, g, &o, proj->data, proj->dtype, nrows, flat, dark,
                                         row0, ns, slices->data, bad));
@@ -294,8 +294,8 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
                               "ctr_fbp_projections: projections", "transmissions (p - dark) / "
                               "(flat - dark) below 1e-6 or NaN", "clamped to 1e-6"));
     const int64_t sd[3] = {nb, na, n}, vd[3] = {g->p.nx, g->p.ny, n};
-    const ctr_array sa = ctr_array_init(sino, CTR_DTYPE_FLOAT32, 3, sd);
-    ctr_array va = ctr_array_init(out + s0 * g->p.nx * g->p.ny, CTR_DTYPE_FLOAT32, 3, vd);
+    const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+    ctr_array va = ctr_array_make(out + s0 * g->p.nx * g->p.ny, CTR_DTYPE_FLOAT32, 3, vd);
     CTR_CHECK_GOTO(st, ctr_fbp(ctx, g, &o, &sa, &va));
   }
 cleanup:

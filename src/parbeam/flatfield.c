@@ -1,6 +1,6 @@
 /* Flat-field correction, -log and transposition of projections into
  * sinograms (ctr_flatfield_sinograms), and averaging of flat / dark images
- * (ctr_average_images). CPU, OpenMP. */
+ * (ctr_flatfield_average). CPU, OpenMP. */
 #include "core/internal.h"
 
 #include <math.h>
@@ -10,7 +10,7 @@
 /* Smallest transmission kept: -log(eps) ~ 13.8 bounds dead pixels. */
 #define CTR__FLAT_EPS 1e-6
 
-/* Pixels per block in ctr_average_images: the double accumulators of one
+/* Pixels per block in ctr_flatfield_average: the double accumulators of one
  * block stay in L1 while every image's slice of it streams through. */
 #define CTR__AVG_BLOCK 2048
 
@@ -118,9 +118,9 @@ ctr_status ctr_flatfield_sinograms(const void *proj, ctr_dtype dtype, int64_t nb
   return CTR_OK;
 }
 
-ctr_status ctr_average_images(const void *images, ctr_dtype dtype, int64_t npix, int64_t n,
+ctr_status ctr_flatfield_average(const void *images, ctr_dtype dtype, int64_t npix, int64_t n,
                               float *out) {
-  static const char *fn = "ctr_average_images";
+  static const char *fn = "ctr_flatfield_average";
   if (!images) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: images is NULL", fn);
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: out is NULL", fn);
   CTR_CHECK(check_dtype(fn, "images", dtype));

@@ -115,9 +115,9 @@ void ctr_parallel_free(ctr_parallel_geometry *g) {
   free(g);
 }
 
-const ctr_parallel_params *ctr_parallel_get(const ctr_parallel_geometry *g) { return g ? &g->p : NULL; }
+const ctr_parallel_params *ctr_parallel_get_params(const ctr_parallel_geometry *g) { return g ? &g->p : NULL; }
 
-double ctr_parallel_weight(const ctr_parallel_geometry *g, int64_t a) {
+double ctr_parallel_get_weight(const ctr_parallel_geometry *g, int64_t a) {
   return g && a >= 0 && a < g->p.nangles ? g->weight[a] * g->p.pixel_size : 0.0;
 }
 

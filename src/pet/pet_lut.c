@@ -157,7 +157,7 @@ const ctr__pet_lut *ctr__pet_lut_get(ctr_pet_system *s, int64_t v) {
 }
 
 ctr_status ctr__pet_fft_kernel(ctr_pet_system *s, int64_t view, const int64_t n[3], double *out) {
-  if (!ctr_pet_kernel_is_invariant(s))
+  if (!ctr_pet_system_is_kernel_invariant(s))
     CTR_FAIL(CTR_E_UNSUPPORTED,
              "the FFT reference needs symmetric invariant kernels (same LOR-radial FWHM at "
              "centre and edge, not asymmetric, not custom)");

@@ -12,7 +12,7 @@ ctr_status ctr_pet_projector_create(ctr_context *ctx, ctr_pet_system *s, ctr_pet
   if (!p) return CTR_E_OUT_OF_MEMORY;
   p->ctx = ctx, p->sys = s;
 #if CTR_HAVE_CUDA
-  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+  if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
     int dev = ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
     ctr_status st = ctr__pet_cuda_create(ctx, dev, s, &p->cuda);
     if (st != CTR_OK) {

@@ -284,7 +284,7 @@ static int event(const sim *m, rng *r) {
   const double e_tof = m->sigma_tof > 0 ? m->sigma_tof * normal(r) : 0.0;
   double e_rad = 0.0, e_ax = 0.0;
   if (m->blur) {
-    const double sr = ctr_pet_radial_fwhm(m->s, rho) / CTR__FWHM_PER_SIGMA;
+    const double sr = ctr_pet_system_radial_fwhm(m->s, rho) / CTR__FWHM_PER_SIGMA;
     if (m->asym_p > 0 && uniform(r) < m->asym_p) /* the wide component, towards the axis */
       e_rad = (rho >= 0 ? -1.0 : 1.0) * m->asym_shift * sr + 2.0 * sr * normal(r);
     else
@@ -315,7 +315,7 @@ static int event(const sim *m, rng *r) {
  * angle, so with it factors_v (A_v f) is the expected histo-image of every
  * view up to one common scale. */
 static ctr_status compute_factors(ctr_context *ctx, const sim *m, float *factors, double p0) {
-  const ctr_pet_params *p = ctr_pet_system_params(m->s);
+  const ctr_pet_params *p = ctr_pet_system_get_params(m->s);
   const int64_t nviews = (int64_t)m->na * m->nc;
   for (int64_t v = 0; v < nviews; v++) {
     ctr__pet_frame f;
@@ -358,7 +358,7 @@ static ctr_status check_args(const ctr_pet_system *s, const ctr_pet_phantom *ph,
     CTR_FAIL(CTR_E_INVALID_ARGUMENT,
              "ctr_pet_simulate: no phantom: give an analytic phantom or opts->activity");
   if (ph) CTR_CHECK(ctr__pet_phantom_check(ph, "ctr_pet_simulate"));
-  const ctr_pet_params *p = ctr_pet_system_params(s);
+  const ctr_pet_params *p = ctr_pet_system_get_params(s);
   if (p->n_copolar > 1 && !(p->acceptance_deg > 0))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT,
              "ctr_pet_simulate: %d co-polar views need acceptance_deg > 0 (it is %g)",
@@ -373,8 +373,8 @@ ctr_status ctr_pet_simulate(ctr_context *ctx, const ctr_pet_system *s, const ctr
   CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_sim_options, &o_, opts));
   const ctr_pet_sim_options *o = &o_;
   CTR_CHECK(check_args(s, ph, o, out));
-  const ctr_pet_params *p = ctr_pet_system_params(s);
-  const ctr_pet_kernel_params *k = ctr_pet_system_kernel(s);
+  const ctr_pet_params *p = ctr_pet_system_get_params(s);
+  const ctr_pet_kernel_params *k = ctr_pet_system_get_kernel(s);
   ctr_status st = CTR_OK;
   sim m;
   memset(&m, 0, sizeof m);

@@ -96,10 +96,10 @@ void ctr__pet_frame_of(const ctr_pet_system *s, int64_t v, ctr__pet_frame *f) {
 }
 
 double ctr__pet_sigma_radial(const ctr_pet_system *s, double rho_mm) {
-  return ctr_pet_radial_fwhm(s, rho_mm) * FWHM_TO_SIGMA;
+  return ctr_pet_system_radial_fwhm(s, rho_mm) * FWHM_TO_SIGMA;
 }
 
-double ctr_pet_radial_fwhm(const ctr_pet_system *s, double rho_mm) {
+double ctr_pet_system_radial_fwhm(const ctr_pet_system *s, double rho_mm) {
   const ctr_pet_kernel_params *k = &s->k;
   double r = fabs(rho_mm);
   if (k->radial_table_n > 0) {
@@ -117,7 +117,7 @@ double ctr_pet_radial_fwhm(const ctr_pet_system *s, double rho_mm) {
   return k->radial_fwhm_center_mm + u * (k->radial_fwhm_edge_mm - k->radial_fwhm_center_mm);
 }
 
-int ctr_pet_kernel_is_invariant(const ctr_pet_system *s) {
+int ctr_pet_system_is_kernel_invariant(const ctr_pet_system *s) {
   const ctr_pet_kernel_params *k = &s->k;
   if (k->custom || k->asymmetric) return 0;
   if (k->radial_table_n > 0) {
@@ -259,12 +259,12 @@ void ctr_pet_system_free(ctr_pet_system *s) {
   free(s);
 }
 
-const ctr_pet_params *ctr_pet_system_params(const ctr_pet_system *s) { return &s->p; }
-const ctr_pet_kernel_params *ctr_pet_system_kernel(const ctr_pet_system *s) { return &s->k; }
-int64_t ctr_pet_num_views(const ctr_pet_system *s) { return s->nviews; }
+const ctr_pet_params *ctr_pet_system_get_params(const ctr_pet_system *s) { return &s->p; }
+const ctr_pet_kernel_params *ctr_pet_system_get_kernel(const ctr_pet_system *s) { return &s->k; }
+int64_t ctr_pet_system_get_view_count(const ctr_pet_system *s) { return s->nviews; }
 
-ctr_status ctr_pet_view_info_get(ctr_pet_system *s, int64_t view, ctr_pet_view_info *info) {
-  if (!s || !info) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_view_info_get: NULL argument");
+ctr_status ctr_pet_system_get_view_info(ctr_pet_system *s, int64_t view, ctr_pet_view_info *info) {
+  if (!s || !info) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_system_get_view_info: NULL argument");
   CTR_CHECK(ctr__struct_check(&ctr__struct_pet_view_info, info));
   if (view < 0 || view >= s->nviews)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "view %lld: expected 0..%lld", (long long)view,

@@ -142,9 +142,9 @@ void ctr_phantom_free(ctr_phantom *p) {
   free(p);
 }
 
-int64_t ctr_phantom_count(const ctr_phantom *p) { return p ? p->n : 0; }
+int64_t ctr_phantom_get_ellipsoid_count(const ctr_phantom *p) { return p ? p->n : 0; }
 
-const ctr_ellipsoid *ctr_phantom_ellipsoids(const ctr_phantom *p) { return p ? p->e : NULL; }
+const ctr_ellipsoid *ctr_phantom_get_ellipsoids(const ctr_phantom *p) { return p ? p->e : NULL; }
 
 ctr_status ctr__phantom_check_volume(const ctr_volume_geometry *vol, const char *what) {
   if (!vol) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: volume geometry is NULL", what);

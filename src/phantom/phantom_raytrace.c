@@ -74,11 +74,11 @@ static int invert3(const double m[9], double inv[9]) {
 static int prepare_view(const ctr_phantom *ph, const ctr_geometry *g, int64_t view, view_data *vd,
                         view_ellipsoid *ve) {
   double P[12], M[9];
-  ctr_geometry_matrix(g, view, P);
+  ctr_geometry_get_matrix(g, view, P);
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) M[3 * i + j] = P[4 * i + j];
   if (!invert3(M, vd->minv)) return 0;
-  ctr_geometry_source(g, view, vd->src);
+  ctr_geometry_get_source(g, view, vd->src);
   for (int64_t k = 0; k < ph->n; k++) {
     const ctr__ellipsoid_pre *e = &ph->pre[k];
     view_ellipsoid *w = &ve[k];
@@ -203,8 +203,8 @@ ctr_status ctr_phantom_project(ctr_context *ctx, const ctr_phantom *p, const ctr
   if (supersample < 1 || supersample > 64)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_phantom_project: supersample is %d, expected 1..64",
              supersample);
-  int64_t nu, nv, nviews = ctr_geometry_nviews(g);
-  ctr_geometry_detector(g, &nu, &nv, NULL, NULL);
+  int64_t nu, nv, nviews = ctr_geometry_get_view_count(g);
+  ctr_geometry_get_detector(g, &nu, &nv, NULL, NULL);
   if (out->dtype != CTR_DTYPE_FLOAT32)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_phantom_project: out dtype is %s, expected float32",
              ctr_dtype_name(out->dtype));
@@ -224,7 +224,7 @@ ctr_status ctr_phantom_project(ctr_context *ctx, const ctr_phantom *p, const ctr
 
   for (int64_t i = 0; i < nviews; i++) {
     double P[12], M[9], inv[9];
-    ctr_geometry_matrix(g, i, P);
+    ctr_geometry_get_matrix(g, i, P);
     for (int r = 0; r < 3; r++)
       for (int c = 0; c < 3; c++) M[3 * r + c] = P[4 * r + c];
     if (!invert3(M, inv))

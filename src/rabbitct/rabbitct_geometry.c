@@ -8,10 +8,10 @@
 
 double ctr_rabbitct_weight(const double A[12]) { return 1.0 / (A[11] * A[11]); }
 
-ctr_status ctr_geometry_from_rabbitct(int64_t width, int64_t height, int64_t nviews,
+ctr_status ctr_geometry_create_rabbitct(int64_t width, int64_t height, int64_t nviews,
                                       const double *const *matrices, int64_t L, double R_L,
                                       double O_L, ctr_geometry **out) {
-  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_from_rabbitct: out is NULL");
+  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_create_rabbitct: out is NULL");
   *out = NULL;
   if (!matrices) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "RabbitCT matrices are NULL");
   if (nviews < 1 || nviews > (1 << 24))

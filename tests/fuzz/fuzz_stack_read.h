@@ -11,7 +11,7 @@ static void fz_stack(const char *path, ctr_file_format fmt, const ctr_stack_info
                      int64_t raw_offset) {
   ctr_stack_reader *r = NULL;
   if (ctr_stack_open(path, fmt, hint, raw_offset, &r) != CTR_OK) return;
-  const ctr_stack_info *in = ctr_stack_reader_info(r);
+  const ctr_stack_info *in = ctr_stack_reader_get_info(r);
   /* Images of up to 16 Mi pixels are read (the reader checked the file
    * holds them); a larger one would only test the harness's allocation. */
   if (in->width > 0 && in->height > 0 && in->count > 0 &&

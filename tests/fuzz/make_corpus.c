@@ -114,7 +114,7 @@ static void geometry(void) {
   check(ctr_geometry_create_circular(&p, &vol, &g), "short scan");
   /* its first views as matrices */
   double m[3 * 12];
-  for (int i = 0; i < 3; i++) ctr_geometry_matrix(g, i, m + 12 * i);
+  for (int i = 0; i < 3; i++) ctr_geometry_get_matrix(g, i, m + 12 * i);
   put_geometry("short-cw.json", g);
   check(ctr_geometry_create_matrices(32, 24, 2, 2, 3, m, &vol, &g), "matrix geometry");
   put_geometry("matrices.json", g);

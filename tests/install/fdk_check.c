@@ -47,9 +47,9 @@ int main(void) {
     goto done;
   }
   const int64_t pd[3] = {cp.nu, cp.nv, cp.nviews}, vd[3] = {N, N, N};
-  ctr_array pa = ctr_array_init(proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array ra = ctr_array_init(rec, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_array ta = ctr_array_init(truth, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array ra = ctr_array_make(rec, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array ta = ctr_array_make(truth, CTR_DTYPE_FLOAT32, 3, vd);
   if ((st = ctr_context_create(&co, &ctx)) != CTR_OK) {
     fail("context", st);
     goto done;
@@ -64,7 +64,7 @@ int main(void) {
     goto done;
   }
   printf("fdk_check: ctrecon %s, %s, RMSE %.4f away from edges (%lld voxels), %.4f over the head\n",
-         ctr_version_string(), ctr_context_device(ctx) == CTR_DEVICE_CPU ? "cpu" : "cuda",
+         ctr_version_string(), ctr_context_get_device(ctx) == CTR_DEVICE_CPU ? "cpu" : "cuda",
          err.rmse_flat, (long long)err.n_flat, err.rmse_object);
   /* the same bounds as tests/test_fdk.c's Shepp-Logan (96^3 there: these
    * hold with room at 48^3) */

@@ -17,7 +17,7 @@ static ctr_status check(ctr_pet_system *s, int64_t view, int64_t pad, const floa
   if (pad < 0 || pad > 4096)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "FFT zero padding %lld voxels: expected 0..4096",
              (long long)pad);
-  if (!ctr_pet_kernel_is_invariant(s))
+  if (!ctr_pet_system_is_kernel_invariant(s))
     CTR_FAIL(CTR_E_UNSUPPORTED,
              "the FFT reference needs symmetric invariant kernels (same LOR-radial FWHM at "
              "centre and edge, not asymmetric, not custom)");
@@ -72,7 +72,7 @@ ctr_status ctr_pet_project_fft(ctr_context *ctx, ctr_pet_system *s, int64_t view
                                const float *in, float *out) {
   CTR_CHECK(check(s, view, pad, in, out));
 #if CTR_HAVE_CUDA
-  if (ctx && ctr_context_device(ctx) == CTR_DEVICE_CUDA) {
+  if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
     int dev = ctx->opts.device_index >= 0 ? ctx->opts.device_index : 0;
     return ctr__pet_cuda_fft(dev, s, view, pad, in, out);
   }
