@@ -27,7 +27,7 @@ for r in $(seq 1 "$ROUNDS"); do
     echo "round $r $side fdk rc=$?"
     mem=()
     "$B/bench/bench_fbp" --help 2>&1 | grep -q -- "--memory" && mem=(--memory pinned --repeats 1)
-    "$B/bench/bench_fbp" --e2e --n 2048 --angles 2048 --slices 2048 "${mem[@]}" \
+    "$B/bench/bench_fbp" --e2e --n 2048 --angles 2048 --slices ${BA_FBP_SLICES:-2048} "${mem[@]}" \
       --json "$OUT/runs/fbp_${side}_$r.json" > "$OUT/runs/fbp_${side}_$r.log" 2>&1
     echo "round $r $side fbp rc=$?"
     "$B/bench/bench_pet" --repeats 3 --json "$OUT/runs/pet_${side}_$r.json" \
