@@ -23,6 +23,19 @@ step() {
   bad "$desc (exit $rc): $*"; tail -n 40 "$log" | sed 's/^/    /'; return 1
 }
 
+# The build's own dependency prefixes (CMAKE_PREFIX_PATH of its cache: a
+# machine with the libraries unpacked outside the system, as the GPU
+# machine), for find_package and pkg-config of the installed package's
+# dependencies; empty on a machine with the Debian packages.
+deps=$(sed -n 's/^CMAKE_PREFIX_PATH:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null | head -n 1)
+dep_pc=
+for p in ${deps//;/ }; do
+  for d in "$p/lib/x86_64-linux-gnu/pkgconfig" "$p/lib/pkgconfig" "$p/share/pkgconfig"; do
+    [ -d "$d" ] && dep_pc=$dep_pc${dep_pc:+:}$d
+  done
+done
+export PKG_CONFIG_PATH=$dep_pc${PKG_CONFIG_PATH:+${dep_pc:+:}$PKG_CONFIG_PATH}
+
 step "cmake --install" "$work/install.log" cmake --install "$build" --prefix "$prefix" || exit 1
 libdir=$(dirname "$(find "$prefix" -name 'libctrecon.so' | head -n 1)")
 pcdir=$(dirname "$(find "$prefix" -name 'ctrecon.pc' | head -n 1)")
@@ -45,7 +58,7 @@ fi
 
 # CMake: find_package(ctrecon)
 if step "configure tests/install with find_package(ctrecon)" "$work/configure.log" \
-     cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
+     cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix${deps:+;$deps}" -DCMAKE_C_COMPILER="$cc" \
      -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" &&
    step "build against ctrecon::ctrecon and ctrecon::ctrecon_static" "$work/build.log" \
      cmake --build "$work/cmake"; then
@@ -61,7 +74,7 @@ fi
 
 # pkg-config
 if command -v pkg-config >/dev/null; then
-  pc=$(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs ctrecon) &&
+  pc=$(PKG_CONFIG_PATH=$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH} pkg-config --cflags --libs ctrecon) &&
     ok "pkg-config --cflags --libs ctrecon: $pc" || bad "pkg-config cannot resolve ctrecon"
   # shellcheck disable=SC2086
   step "compile with pkg-config" "$work/pc_build.log" \
