@@ -108,6 +108,9 @@ static double e2e_kind(ctr_context *ctx, const ctr_parallel_geometry *g, int64_t
 
 /* memory: "pinned", "pageable" or "both" (pinned first; each kind's buffers
  * are freed before the next is allocated). */
+/* --gpus N with --e2e: the context's GPUs are 0 .. N-1 (0: every visible one). */
+static int g_gpus;
+
 static int e2e(int64_t n, int64_t na, int64_t ns, const char *memory, int repeats, const char *json) {
   const int both = !strcmp(memory, "both");
   const int kinds[2] = {both || !strcmp(memory, "pinned"), both || !strcmp(memory, "pageable")};
@@ -120,8 +123,13 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *memory, int repeat
   if (ctr_parallel_create(&pp, &g)) DIE("%s", ctr_error_detail());
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
   co.device = getenv("BENCH_CPU") ? CTR_DEVICE_CPU : CTR_DEVICE_CUDA; /* BENCH_CPU=1: smoke test */
+  int devices[64];
+  for (int i = 0; i < g_gpus && i < 64; i++) devices[i] = i;
+  co.ndevices = g_gpus;
+  co.devices = g_gpus ? devices : NULL;
   ctr_context *ctx = NULL;
   if (ctr_context_create(&co, &ctx)) DIE("%s", ctr_error_detail());
+  printf("e2e on %d GPU(s)\n", ctr_context_get_device_count(ctx));
   FILE *f = NULL;
   if (json) {
     ctr_device_info info = CTR_DEVICE_INFO_INIT;
@@ -148,9 +156,9 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *memory, int repeat
     if (f) {
       fprintf(f, "%s  {\"name\": \"e2e-uint16-%s\", \"memory\": \"%s\", \"seconds\": %.3f, \"gups\": %.1f, "
                  "\"n\": %lld, \"angles\": %lld, \"slices\": %lld, \"kernel\": \"auto\", \"setup_included\": true, "
-                 "\"repeats\": %d, ",
+                 "\"repeats\": %d, \"gpus\": %d, ",
               first ? "" : ",\n", kind, kind, secs, gups, (long long)n, (long long)na, (long long)ns,
-              repeats);
+              repeats, ctr_context_get_device_count(ctx));
       bench_json_runs(f, runs, repeats);
       fprintf(f, "}");
       first = 0;
@@ -185,6 +193,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--dump")) dump = argv[i + 1];
     else if (!strcmp(argv[i], "--hybrid-tex")) hybrid_tex = argv[i + 1];
     else if (!strcmp(argv[i], "--memory")) memory = argv[i + 1];
+    else if (!strcmp(argv[i], "--gpus")) g_gpus = atoi(argv[i + 1]);
     else DIE("unknown option %s", argv[i]);
     i++;
   }

@@ -160,9 +160,17 @@ static int on_progress(void *user, const char *stage, double f) {
   return 0;
 }
 
+/* --gpus N: the context's GPUs are 0 .. N-1 (0: every visible one); --split. */
+static int g_gpus;
+static ctr_split g_split = CTR_SPLIT_AUTO;
+
 static ctr_context *gpu_context(void) {
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
   co.device = getenv("BENCH_CPU") ? CTR_DEVICE_CPU : CTR_DEVICE_CUDA; /* BENCH_CPU=1: smoke test */
+  int devices[64];
+  for (int i = 0; i < g_gpus && i < 64; i++) devices[i] = i;
+  co.ndevices = g_gpus;
+  co.devices = g_gpus ? devices : NULL;
   co.progress = on_progress;
   ctr_context *ctx = NULL;
   if (ctr_context_create(&co, &ctx)) DIE("%s", ctr_error_detail());
@@ -415,6 +423,7 @@ static void memory(const args *a) {
   ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_context *ctx = gpu_context();
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+  so.split = g_split;
   const int reps = a->repeats;
   double bp[16], runs[16];
   ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
@@ -430,16 +439,32 @@ static void memory(const args *a) {
   const double ms = bench_median(runs, reps), bp_med = bench_median(bp, reps);
   char plan[512];
   ctr_plan_describe(&rep.plan, plan, sizeof plan);
-  printf("memory %lld^3 from %lld x %lld^2: %.3f s (%s), backprojection %.3f s\n",
-         (long long)a->n, (long long)a->views, (long long)a->det, ms, plan, bp_med);
+  printf("memory %lld^3 from %lld x %lld^2 on %d worker(s), %s split: %.3f s (%s), backprojection "
+         "%.3f s; model: volume %.3f s, projections %.3f s\n", (long long)a->n, (long long)a->views,
+         (long long)a->det, rep.workers, ctr_split_name(rep.plan.split), ms, plan, bp_med,
+         rep.plan.seconds[CTR_SPLIT_VOLUME], rep.plan.seconds[CTR_SPLIT_PROJECTIONS]);
   FILE *f = open_json(a, "bench_ooc memory");
   if (f) {
     fprintf(f,
             "  {\"name\": \"memory-%lld\", \"seconds\": %.4f, "
             "\"backproject_seconds\": %.4f, \"n\": %lld, \"views\": %lld, "
-            "\"det\": %lld, \"repeats\": %d, \"plan\": \"%s\", ",
+            "\"det\": %lld, \"repeats\": %d, \"plan\": \"%s\", \"gpus\": %d, \"split\": \"%s\", "
+            "\"split_requested\": \"%s\", \"model_seconds\": {\"volume\": %.4f, "
+            "\"projections\": %.4f}, ",
             (long long)a->n, ms, bp_med, (long long)a->n,
-            (long long)a->views, (long long)a->det, reps, plan);
+            (long long)a->views, (long long)a->det, reps, plan, rep.workers,
+            ctr_split_name(rep.plan.split), ctr_split_name(g_split),
+            rep.plan.seconds[CTR_SPLIT_VOLUME], rep.plan.seconds[CTR_SPLIT_PROJECTIONS]);
+    /* each worker's busy times of the last run (Okitsu et al. 2010, Fig. 4) */
+    fprintf(f, "\"workers\": [");
+    for (int w = 0; w < rep.workers && w < CTR_MAX_WORKERS; w++) {
+      const ctr_stream_timings *t = &rep.worker_timings[w];
+      fprintf(f, "%s{\"device\": %d, \"upload\": %.4f, \"filter\": %.4f, \"store\": %.4f, "
+              "\"reload\": %.4f, \"backproject\": %.4f, \"download\": %.4f, \"reduce\": %.4f, "
+              "\"wait\": %.4f}", w ? ", " : "", rep.worker_device[w], t->upload, t->filter, t->store,
+              t->reload, t->backproject, t->download, t->reduce, t->wait);
+    }
+    fprintf(f, "], \"read\": %.4f, \"write\": %.4f, ", rep.timings.read, rep.timings.write);
     bench_json_runs(f, runs, reps);
     fprintf(f, "}\n ]}\n");
     fclose(f);
@@ -477,6 +502,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--views")) a.views = atoll(v);
     else if (!strcmp(k, "--det")) { a.det = atoll(v); det_given = 1; }
     else if (!strcmp(k, "--repeats")) a.repeats = atoi(v);
+    else if (!strcmp(k, "--gpus")) g_gpus = atoi(v);
+    else if (!strcmp(k, "--split")) { if (ctr_split_parse(v, &g_split)) DIE("%s", ctr_error_detail()); }
     else if (!strcmp(k, "--read-rate")) a.read_rate = atof(v);
     else if (!strcmp(k, "--write-rate")) a.write_rate = atof(v);
     else if (!strcmp(k, "--floor")) a.floor = atof(v);

@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
   for (int s = 0; s < nsizes; s++) largest = sizes[s] > largest ? sizes[s] : largest;
 
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
-  memset(&info, 0, sizeof info);
+
   if (ctr_cuda_get_device_info(0, &info)) DIE("%s", ctr_error_detail());
   void *dev = NULL, *pinned = NULL;
   CU(cudaMalloc(&dev, largest));
