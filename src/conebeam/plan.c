@@ -82,8 +82,8 @@ static cost plan_cost(const ctr__engine_backend *be, const ctr_geometry *g,
    * (or passed between the workers of a volume split), each worker's staging
    * for the scratch file, the writer's buffers. */
   c.host_fixed += (uint64_t)read_buffers(r) * raw;
-  if (store == CTR_STORE_HOST || (shared && store != CTR_STORE_SCRATCH))
-    c.host_fixed += ctr__view_bytes(g, 4) * (uint64_t)g->nviews;
+  if (store == CTR_STORE_HOST) c.host_fixed += ctr__view_bytes(g, 4) * (uint64_t)g->nviews;
+  else if (shared && store != CTR_STORE_SCRATCH) c.host_fixed += (uint64_t)CTR__TRANSIT_SLOTS(w) * filt;
   if (store == CTR_STORE_SCRATCH)
     c.host_fixed += (uint64_t)w * (CTR__READ_BUFFERS + (shared ? 2u : 1u)) * filt;
   c.host_fixed += (uint64_t)slab_buffers(r) * chunk_slices(g, r) * slice;

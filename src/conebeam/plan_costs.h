@@ -16,6 +16,12 @@ extern "C" {
 #define CTR__HOST_SLAB_BUFFERS 2
 #define CTR__CHUNK_BYTES ((uint64_t)1 << 30)
 
+/* A volume split with several workers and filtered views resident on each
+ * device passes each filtered subset from its filtering worker to the others
+ * through a ring of this many pinned host buffers of one subset (a worker
+ * can be at most one subset ahead of the slowest: stream.c). */
+#define CTR__TRANSIT_SLOTS(workers) (2 * (workers) + 2)
+
 /* Bytes of one projection of nu x nv pixels of element size e. */
 static inline uint64_t ctr__view_bytes(const ctr_geometry *g, uint64_t e) {
   return (uint64_t)g->nu * (uint64_t)g->nv * e;

@@ -92,6 +92,12 @@ struct stream_run {
   pthread_cond_t cv;
   int have_sync;
   unsigned char *ready;     /* per subset: its filtered copy is in the store */
+  /* volume split, views resident on each device: filtered subsets pass
+   * through a ring of pinned host buffers (CTR__TRANSIT_SLOTS) */
+  int ntransit;
+  float *transit[CTR__TRANSIT_SLOTS(CTR_MAX_WORKERS)];
+  int transit_left[CTR__TRANSIT_SLOTS(CTR_MAX_WORKERS)]; /* consumers to come; 0: free */
+  int *ready_slot;          /* per subset: its transit buffer */
   int64_t *todo;            /* subvolumes to compute, in order */
   int64_t ntodo, next;      /* volume split: the queue */
   int participants;         /* volume split: workers that started (share the filtering) */
@@ -422,22 +428,67 @@ static ctr_status wait_ready(worker *w, int64_t b) {
  * filtered by the participant of rank b mod participants and kept where the
  * plan says (and where the other participants find it); the others
  * backproject the kept copy. */
+/* A transit buffer for a filtered subset that `consumers` other workers
+ * will take: a free one (waiting while none is), allocated at first use. */
+static ctr_status transit_claim(stream_run *r, int consumers, int *slot) {
+  pthread_mutex_lock(&r->mu);
+  int k = -1;
+  while (!r->stop) {
+    for (int i = 0; i < r->ntransit && k < 0; i++)
+      if (!r->transit_left[i]) k = i;
+    if (k >= 0) break;
+    pthread_cond_wait(&r->cv, &r->mu);
+  }
+  if (k >= 0) r->transit_left[k] = consumers;
+  pthread_mutex_unlock(&r->mu);
+  if (k < 0) return stopped(r);
+  if (!r->transit[k]) {
+    r->transit[k] = ctr_host_alloc((size_t)r->plan.views_per_batch * view_px(r) * sizeof(float));
+    if (!r->transit[k]) return CTR_E_OUT_OF_MEMORY;
+  }
+  *slot = k;
+  return CTR_OK;
+}
+
+/* A consumer is done with transit buffer `slot`. */
+static void transit_release(stream_run *r, int slot) {
+  pthread_mutex_lock(&r->mu);
+  if (--r->transit_left[slot] == 0) pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* A volume split's first pass (one worker: the first pass): subset b is
+ * filtered by the participant of rank b mod participants and kept where the
+ * plan says, and where the other participants find it (the host store, the
+ * scratch file, or a transit buffer when the views stay on each device);
+ * the others backproject that copy. No worker passes the first subset not
+ * yet filtered, so a worker is at most one subset ahead of the slowest and
+ * CTR__TRANSIT_SLOTS buffers never run out for good. */
 static ctr_status first_pass(worker *w) {
   stream_run *r = w->r;
   const int shared = r->participants > 1;
   const ctr_store store = r->plan.store;
+  const int transit = shared && store != CTR_STORE_HOST && store != CTR_STORE_SCRATCH;
   for (int64_t b = 0; b < r->plan.nbatches; b++) {
     if (r->stop) return stopped(r);
     if (b % r->participants == w->rank) {
       float *keep = NULL;
       if (store == CTR_STORE_SCRATCH) keep = w->bounce;
-      else if (store == CTR_STORE_HOST || shared) CTR_CHECK(host_copy_of(r, b, &keep));
+      else if (store == CTR_STORE_HOST) CTR_CHECK(host_copy_of(r, b, &keep));
+      else if (transit) {
+        int slot = -1;
+        CTR_CHECK(transit_claim(r, r->participants - 1, &slot));
+        keep = r->transit[slot];
+        r->ready_slot[b] = slot;
+      }
       CTR_CHECK(filter_subset(w, b, keep));
       if (store == CTR_STORE_SCRATCH) CTR_CHECK(scratch_write(w, b, keep));
       if (shared) mark_ready(r, b);
     } else {
       CTR_CHECK(wait_ready(w, b));
-      const float *src = r->store ? r->store[b] : NULL;
+      const float *src = NULL;
+      if (store == CTR_STORE_HOST) src = r->store[b];
+      else if (transit) src = r->transit[r->ready_slot[b]];
       if (store == CTR_STORE_SCRATCH) {
         const size_t bytes = view_px(r) * sizeof(float);
         const double t0 = ctr__now_s();
@@ -446,7 +497,10 @@ static ctr_status first_pass(worker *w) {
         w->t_wait += ctr__now_s() - t0;
         src = w->fetch;
       }
-      CTR_CHECK(w->eng->ops->bp(w->eng, b * r->plan.views_per_batch, batch_len(r, b), src));
+      const ctr_status st =
+          w->eng->ops->bp(w->eng, b * r->plan.views_per_batch, batch_len(r, b), src);
+      if (transit) transit_release(r, r->ready_slot[b]);
+      CTR_CHECK(st);
     }
     CTR_CHECK(work_done(r));
   }
@@ -478,8 +532,7 @@ static ctr_status reuse_pass(worker *w) {
     const int64_t v0 = b * r->plan.views_per_batch, n = batch_len(r, b);
     const float *src = NULL;
     void *buf = NULL;
-    if (r->plan.store == CTR_STORE_HOST || (r->store && r->plan.store != CTR_STORE_DEVICE))
-      src = r->store[b];
+    if (r->plan.store == CTR_STORE_HOST) src = r->store[b];
     if (r->plan.store == CTR_STORE_SCRATCH) {
       CTR_CHECK(ctr__ring_next(&w->sring, &buf));
       src = buf;
@@ -757,9 +810,12 @@ static ctr_status setup(stream_run *r, const char *out, int start_reading) {
   pthread_cond_init(&r->cv, NULL);
   r->have_sync = 1;
   r->ready = ctr__calloc((size_t)r->plan.nbatches, 1, "subset flags");
+  r->ready_slot = ctr__calloc((size_t)r->plan.nbatches, sizeof *r->ready_slot, "subset flags");
   r->todo = ctr__calloc((size_t)r->plan.nslabs, sizeof *r->todo, "subvolume queue");
-  if (!r->ready || !r->todo) return CTR_E_OUT_OF_MEMORY;
-  if (r->plan.store == CTR_STORE_HOST || (shared && r->plan.store != CTR_STORE_SCRATCH)) {
+  if (!r->ready || !r->ready_slot || !r->todo) return CTR_E_OUT_OF_MEMORY;
+  if (shared && r->plan.store != CTR_STORE_HOST && r->plan.store != CTR_STORE_SCRATCH)
+    r->ntransit = CTR__TRANSIT_SLOTS(r->nw);
+  if (r->plan.store == CTR_STORE_HOST) {
     r->store = ctr__calloc((size_t)r->plan.nbatches, sizeof *r->store, "filtered projection store");
     if (!r->store) return CTR_E_OUT_OF_MEMORY;
   }
@@ -864,7 +920,9 @@ static void release(stream_run *r) {
   }
   for (int64_t b = 0; r->store && b < r->plan.nbatches; b++) ctr_host_free(r->store[b]);
   free(r->store);
+  for (int i = 0; i < r->ntransit; i++) ctr_host_free(r->transit[i]);
   free(r->ready);
+  free(r->ready_slot);
   free(r->todo);
   if (r->scratch_fd > 0) close(r->scratch_fd);
   if (r->scratch_path) unlink(r->scratch_path);

@@ -201,7 +201,14 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
     cufftSetStream(c->plan_f, c->s);
     cufftSetStream(c->plan_i, c->s);
   }
-  for (int64_t k = 0, chunk; (chunk = queue ? take_chunk(queue) : k) >= 0 && chunk * S < nslices; k++) {
+  for (int64_t k = 0, chunk;; k++) {
+    /* With several GPUs, a chunk is taken only when its buffer set is free
+     * (the chunk two back has finished): the host enqueues asynchronously, so
+     * taking first would let one GPU claim every chunk before the others
+     * have set up. */
+    if (queue && k >= 2) CU(cudaStreamSynchronize(cb[k & 1].s));
+    chunk = queue ? take_chunk(queue) : k;
+    if (chunk < 0 || chunk * S >= nslices) break;
     chunk_bufs *c = &cb[k & 1];
     const int64_t s0 = chunk * S;
     const int64_t n = nslices - s0 < S ? nslices - s0 : S;
