@@ -29,12 +29,12 @@
 #include "io/io_internal.h"
 #include "io/stack_partial.h"
 #include "conebeam/engine.h"
-#include "conebeam/journal.h"
+#include "io/journal.h"
 #include "conebeam/fdk_internal.h"
 #include "conebeam/plan_costs.h"
 #include "conebeam/plan_split.h"
-#include "conebeam/stream_ring.h"
-#include "conebeam/stream_writer.h"
+#include "io/stream_ring.h"
+#include "io/stream_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1051,7 +1051,9 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   /* The journal of a fresh run exists only once everything is set up: a
    * failed setup leaves nothing that asks for --resume. */
   if (resumable && !have_journal) {
-    CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &r.plan));
+    const ctr__journal_layout layout = {r.plan.slab_slices, r.plan.views_per_batch,
+                                        (int)r.plan.store, r.plan.pair, r.plan.nslabs};
+    CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &layout));
     have_journal = 1;
   }
   r.writer.journal = have_journal ? &journal : NULL;

@@ -3,7 +3,7 @@
  * The run's fingerprint is fixed; the seeds carry it. */
 #include "fuzz_util.h"
 
-#include "conebeam/journal.h"
+#include "io/journal.h"
 
 #define FZ_FINGERPRINT 0x0123456789abcdefull
 

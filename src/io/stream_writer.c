@@ -1,6 +1,6 @@
 /* The writer thread of the streamed pipeline (see stream_writer.h). */
 #include "io/stack_partial.h"
-#include "conebeam/stream_writer.h"
+#include "io/stream_writer.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Journal of finished subvolumes (see journal.h). */
-#include "conebeam/journal.h"
+#include "io/journal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,12 +71,12 @@ static ctr_status init(ctr__journal *j, const char *path) {
 }
 
 ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t fingerprint,
-                               const ctr_plan *plan) {
+                               const ctr__journal_layout *plan) {
   CTR_CHECK(init(j, path));
   j->fingerprint = fingerprint;
   j->slab_slices = plan->slab_slices;
   j->views_per_batch = plan->views_per_batch;
-  j->store = (int)plan->store;
+  j->store = plan->store;
   j->pair = plan->pair;
   j->nslabs = plan->nslabs;
   j->done = ctr__calloc((size_t)plan->nslabs, 1, "journal");
@@ -89,7 +89,7 @@ ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t finge
   snprintf(line, sizeof line,
            MAGIC "\nfingerprint %016llx\nplan %lld %lld %d %d %lld\n",
            (unsigned long long)fingerprint, (long long)plan->slab_slices,
-           (long long)plan->views_per_batch, (int)plan->store, plan->pair,
+           (long long)plan->views_per_batch, plan->store, plan->pair,
            (long long)plan->nslabs);
   return append(j, line);
 }

@@ -1,4 +1,4 @@
-/* The journal of a streamed run, "<out>.partial.journal": a fingerprint of
+/* The journal of a streamed run (FDK, FBP), "<out>.partial.journal": a fingerprint of
  * everything that determines the result, the decomposition, and one line per
  * subvolume whose slices are written and flushed, with the CRC-32 of its
  * bytes (a resumed run recomputes a subvolume whose bytes changed on disk)
@@ -29,9 +29,19 @@ typedef struct ctr__journal {
   ctr__slab_record *rec; /* per subvolume, valid where done */
 } ctr__journal;
 
+/* The decomposition a journal records (a resumed run repeats it): the
+ * slices of a subvolume (a slab, a band), and three numbers the executor
+ * interprets (FDK: views per subset, the filtered projections' store, the
+ * pair flag; FBP: the projections used, 0, 0). */
+typedef struct ctr__journal_layout {
+  int64_t slab_slices, views_per_batch;
+  int store, pair;
+  int64_t nslabs;
+} ctr__journal_layout;
+
 /* Creates (truncating) a journal for a fresh run. */
 ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t fingerprint,
-                               const ctr_plan *plan);
+                               const ctr__journal_layout *plan);
 /* Opens an existing journal for --resume: checks the fingerprint (a
  * different run is CTR_E_INVALID_ARGUMENT naming what to do) and reads the
  * plan and the finished subvolumes. */
