@@ -293,7 +293,7 @@ int cli_parse_vec3(const char *cmd, const char *name, const char *value, void *d
 
 int cli_parse_dtype(const char *cmd, const char *name, const char *value, void *dst) {
   if (ctr_dtype_parse(value, (ctr_dtype *)dst) != CTR_OK)
-    return cli_usage_error(cmd, "%s '%s': expected float32 or uint16", name, value);
+    return cli_usage_error(cmd, "%s '%s': expected float32, uint16 or float16", name, value);
   return 0;
 }
 

@@ -158,9 +158,9 @@ static ctr_status resolve_options(const ctr_geometry *g, const ctr_stream_option
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "out_scale = %g: expected a positive number",
              r->opts.out_scale);
   if (!r->opts.out_dtype) r->opts.out_dtype = CTR_DTYPE_FLOAT32;
-  if (!ctr_dtype_size(r->opts.out_dtype))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "out_dtype %d: expected float32 or uint16",
-             (int)r->opts.out_dtype);
+  if (r->opts.out_dtype != CTR_DTYPE_FLOAT32 && r->opts.out_dtype != CTR_DTYPE_UINT16)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_stream_options.out_dtype %d (%s): FDK writes float32 "
+             "or uint16", (int)r->opts.out_dtype, ctr_dtype_name(r->opts.out_dtype));
   return CTR_OK;
 }
 
@@ -978,6 +978,9 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
              "%lld x %lld", projections->path, (long long)pi->count, (long long)pi->width,
              (long long)pi->height, (long long)g->nviews, (long long)g->nu, (long long)g->nv);
   r.in_dtype = pi->dtype;
+  if (r.in_dtype != CTR_DTYPE_FLOAT32 && r.in_dtype != CTR_DTYPE_UINT16)
+    CTR_FAIL(CTR_E_FORMAT, "'%s' holds %s projections: FDK reads float32 or uint16",
+             projections->path, ctr_dtype_name(r.in_dtype));
   if (out_format == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, &out_format));
   resumable = out_format != CTR_FORMAT_TIFF;
   uint64_t fp = 0;

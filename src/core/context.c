@@ -40,6 +40,7 @@ size_t ctr_dtype_size(ctr_dtype t) {
   switch (t) {
     case CTR_DTYPE_FLOAT32: return 4;
     case CTR_DTYPE_UINT16: return 2;
+    case CTR_DTYPE_FLOAT16: return 2;
   }
   return 0;
 }
@@ -48,6 +49,7 @@ const char *ctr_dtype_name(ctr_dtype t) {
   switch (t) {
     case CTR_DTYPE_FLOAT32: return "float32";
     case CTR_DTYPE_UINT16: return "uint16";
+    case CTR_DTYPE_FLOAT16: return "float16";
   }
   return "unknown";
 }
@@ -61,7 +63,11 @@ ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out) {
     *out = CTR_DTYPE_UINT16;
     return CTR_OK;
   }
-  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "unknown dtype '%s': expected float32 or uint16",
+  if (name && (!strcmp(name, "float16") || !strcmp(name, "f16") || !strcmp(name, "half"))) {
+    *out = CTR_DTYPE_FLOAT16;
+    return CTR_OK;
+  }
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "unknown dtype '%s': expected float32, uint16 or float16",
            name ? name : "(null)");
 }
 
