@@ -297,6 +297,24 @@ int cli_parse_dtype(const char *cmd, const char *name, const char *value, void *
   return 0;
 }
 
+int cli_parse_range(const char *cmd, const char *name, const char *value, void *dst) {
+  double lo, hi;
+  int used = 0;
+  if (sscanf(value, "%lf:%lf%n", &lo, &hi, &used) != 2 || value[used] || !isfinite(lo) ||
+      !isfinite(hi) || !(lo < hi))
+    return cli_usage_error(cmd, "%s '%s': expected LO:HI with LO < HI", name, value);
+  ((double *)dst)[0] = lo;
+  ((double *)dst)[1] = hi;
+  return 0;
+}
+
+int cli_parse_mem(const char *cmd, const char *name, const char *value, void *dst) {
+  if (ctr_parse_size(value, (uint64_t *)dst) != CTR_OK || *(uint64_t *)dst == 0)
+    return cli_usage_error(cmd, "%s '%s': expected a size such as 8G, 512M or 1.5T (powers of "
+                           "1024)", name, value);
+  return 0;
+}
+
 int cli_parse_format(const char *cmd, const char *name, const char *value, void *dst) {
   ctr_file_format f;
   if (ctr_format_parse(value, &f) != CTR_OK)

@@ -146,7 +146,8 @@ CTR_API ctr_status ctr_stitch_360(const ctr_parallel_geometry *g, const ctr_para
 
 /* Finished slices on their way to the output (float32, before any
  * conversion): slices [z0, z0 + n) of the run, nx x ny each. */
-typedef void (*ctr_slices_fn)(void *user, int64_t z0, int64_t n, const float *slices);
+typedef void (*ctr_slices_fn)(void *user, int64_t z0, int64_t n, int64_t nx, int64_t ny,
+                              const float *slices);
 
 #define CTR_FBP_STREAM_OPTIONS_VERSION 1u
 typedef struct ctr_fbp_stream_options {

@@ -893,54 +893,14 @@ static int64_t env_int(const char *name) {
 }
 #endif
 
-/* A resumed run trusts a journalled subvolume only if the partial output
- * still holds its bytes: each one's CRC-32 is compared with the journal's.
- * A subvolume that changed on disk (or cannot be read back) is recomputed,
- * with a warning naming it. What the kept ones recorded (value range,
- * clamped voxels) goes into *kept, so the summary covers the whole output. */
+/* The journalled subvolumes whose bytes the partial output still holds
+ * (ctr__journal_verify); the others are computed again. */
 static ctr_status verify_resumed(stream_run *r, ctr__journal *j, ctr_stack_writer *w,
                                  const char *out, ctr__slab_record *kept, int64_t *nkept,
                                  int64_t *kept_slices) {
   const size_t slice = (size_t)(r->g->vol.nx * r->g->vol.ny) * ctr_dtype_size(r->opts.out_dtype);
-  const int64_t chunk = r->plan.chunk_slices > 0 ? r->plan.chunk_slices : 1;
-  void *buf = ctr__malloc(slice * (size_t)chunk, "resume check buffer");
-  if (!buf) return CTR_E_OUT_OF_MEMORY;
-  for (int64_t s = 0; s < r->plan.nslabs; s++) {
-    if (!j->done[s]) continue;
-    const int64_t z = s * r->plan.slab_slices;
-    const int64_t nz = r->plan.nz - z < r->plan.slab_slices ? r->plan.nz - z : r->plan.slab_slices;
-    uint32_t crc = 0;
-    ctr_status st = CTR_OK;
-    for (int64_t k = 0; k < nz && st == CTR_OK; k += chunk) {
-      const int64_t n = nz - k < chunk ? nz - k : chunk;
-      st = ctr__stack_read_back(w, z + k, n, buf);
-      if (st == CTR_OK) crc = ctr__crc32(crc, buf, (size_t)n * slice);
-    }
-    if (st == CTR_OK && crc == j->rec[s].crc) {
-      kept->min = fminf(kept->min, j->rec[s].min);
-      kept->max = fmaxf(kept->max, j->rec[s].max);
-      kept->below += j->rec[s].below;
-      kept->above += j->rec[s].above;
-      ++*nkept;
-      *kept_slices += nz;
-      continue;
-    }
-    if (st == CTR_OK)
-      ctr__log(r->ctx, CTR_LOG_WARNING,
-               "'%s': subvolume %lld (slices %lld..%lld) changed on disk after it was journalled "
-               "(CRC-32 %08x, the journal says %08x): computing it again",
-               out, (long long)s, (long long)(r->plan.z0 + z), (long long)(r->plan.z0 + z + nz - 1),
-               (unsigned)crc, (unsigned)j->rec[s].crc);
-    else
-      ctr__log(r->ctx, CTR_LOG_WARNING,
-               "'%s': subvolume %lld (slices %lld..%lld) cannot be read back (%s): computing it "
-               "again", out, (long long)s, (long long)(r->plan.z0 + z),
-               (long long)(r->plan.z0 + z + nz - 1), ctr_error_detail());
-    j->done[s] = 0;
-    ctr__stack_forget(w, z, nz);
-  }
-  free(buf);
-  return CTR_OK;
+  return ctr__journal_verify(r->ctx, j, w, out, "subvolume", r->plan.slab_slices, r->plan.nz,
+                             r->plan.z0, slice, r->plan.chunk_slices, kept, nkept, kept_slices);
 }
 
 ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,

@@ -220,8 +220,28 @@ void ctr__log(const ctr_context *ctx, ctr_log_level level, const char *fmt, ...)
   ctx->opts.log(ctx->opts.user, level, msg);
 }
 
+/* The calling thread's progress scope (ctr__progress_scope). */
+static _Thread_local struct {
+  int on;
+  const char *stage;
+  double lo, hi;
+} g_scope;
+
+void ctr__progress_scope(const char *stage, double lo, double hi) {
+  g_scope.on = 1;
+  g_scope.stage = stage;
+  g_scope.lo = lo;
+  g_scope.hi = hi;
+}
+
+void ctr__progress_scope_end(void) { g_scope.on = 0; }
+
 ctr_status ctr__progress(const ctr_context *ctx, const char *stage, double fraction) {
   if (!ctx || !ctx->opts.progress) return CTR_OK;
+  if (g_scope.on) {
+    stage = g_scope.stage;
+    fraction = g_scope.lo + fraction * (g_scope.hi - g_scope.lo);
+  }
   if (ctx->opts.progress(ctx->opts.user, stage, fraction))
     CTR_FAIL(CTR_E_CANCELLED, "%s cancelled by the progress callback", stage);
   return CTR_OK;

@@ -1,5 +1,8 @@
 /* Journal of finished subvolumes (see journal.h). */
 #include "io/journal.h"
+#include "io/stack_partial.h"
+
+#include <math.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -165,6 +168,50 @@ ctr_status ctr__journal_mark(ctr__journal *j, int64_t index, int64_t z0, int64_t
   CTR_CHECK(append(j, line));
   j->done[index] = 1;
   j->rec[index] = *rec;
+  return CTR_OK;
+}
+
+ctr_status ctr__journal_verify(const ctr_context *ctx, ctr__journal *j, ctr_stack_writer *w,
+                               const char *out, const char *what, int64_t slab_slices, int64_t nz,
+                               int64_t z0, size_t slice_bytes, int64_t chunk,
+                               ctr__slab_record *kept, int64_t *nkept, int64_t *kept_slices) {
+  if (chunk < 1) chunk = 1;
+  void *buf = ctr__malloc(slice_bytes * (size_t)chunk, "resume check buffer");
+  if (!buf) return CTR_E_OUT_OF_MEMORY;
+  for (int64_t s = 0; s < j->nslabs; s++) {
+    if (!j->done[s]) continue;
+    const int64_t z = s * slab_slices, n = nz - z < slab_slices ? nz - z : slab_slices;
+    uint32_t crc = 0;
+    ctr_status st = CTR_OK;
+    for (int64_t k = 0; k < n && st == CTR_OK; k += chunk) {
+      const int64_t m = n - k < chunk ? n - k : chunk;
+      st = ctr__stack_read_back(w, z + k, m, buf);
+      if (st == CTR_OK) crc = ctr__crc32(crc, buf, (size_t)m * slice_bytes);
+    }
+    if (st == CTR_OK && crc == j->rec[s].crc) {
+      kept->min = fminf(kept->min, j->rec[s].min);
+      kept->max = fmaxf(kept->max, j->rec[s].max);
+      kept->below += j->rec[s].below;
+      kept->above += j->rec[s].above;
+      ++*nkept;
+      *kept_slices += n;
+      continue;
+    }
+    if (st == CTR_OK)
+      ctr__log(ctx, CTR_LOG_WARNING,
+               "'%s': %s %lld (slices %lld..%lld) changed on disk after it was journalled "
+               "(CRC-32 %08x, the journal says %08x): computing it again",
+               out, what, (long long)s, (long long)(z0 + z), (long long)(z0 + z + n - 1),
+               (unsigned)crc, (unsigned)j->rec[s].crc);
+    else
+      ctr__log(ctx, CTR_LOG_WARNING,
+               "'%s': %s %lld (slices %lld..%lld) cannot be read back (%s): computing it again",
+               out, what, (long long)s, (long long)(z0 + z), (long long)(z0 + z + n - 1),
+               ctr_error_detail());
+    j->done[s] = 0;
+    ctr__stack_forget(w, z, n);
+  }
+  free(buf);
   return CTR_OK;
 }
 

@@ -49,6 +49,18 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
 /* Records subvolume `index` [z0, z0 + nz) as complete (appended, synced). */
 ctr_status ctr__journal_mark(ctr__journal *j, int64_t index, int64_t z0, int64_t nz,
                              const ctr__slab_record *rec);
+/* A resumed run trusts a journalled slab (slab s: slices [s x slab_slices,
+ * + slab_slices) of nz) only if the partial output w still holds its bytes:
+ * each one's CRC-32, read back `chunk` slices of slice_bytes at a time, is
+ * compared with the journal's. A slab that changed on disk (or cannot be read
+ * back) is marked not done and forgotten by w, with a warning through ctx's
+ * log naming `what` ("subvolume", "band") and its slices (numbered from z0).
+ * What the kept ones recorded goes into *kept (range and clamped values
+ * joined), their count into *nkept and their slices into *kept_slices. */
+ctr_status ctr__journal_verify(const ctr_context *ctx, ctr__journal *j, ctr_stack_writer *w,
+                               const char *out, const char *what, int64_t slab_slices, int64_t nz,
+                               int64_t z0, size_t slice_bytes, int64_t chunk,
+                               ctr__slab_record *kept, int64_t *nkept, int64_t *kept_slices);
 /* Closes; with `remove`, deletes the file. */
 void ctr__journal_close(ctr__journal *j, int remove);
 

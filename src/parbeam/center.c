@@ -239,7 +239,7 @@ static ctr_status center_correlation(const double *s, int64_t na, int64_t nb, co
   }
   fftw_execute(bw); /* row[s mod np] = np x sum of C(s) */
   /* s = nb - 1 - 2c over the search range, overlaps of at least minov bins */
-  const int64_t minov = nb / 32 > 16 ? nb / 32 : (nb > 16 ? 16 : nb);
+  const int64_t minov = nb / 64 > 8 ? nb / 64 : (nb > 8 ? 8 : nb);
   const int64_t s0 = (int64_t)ceil((double)(nb - 1) - 2.0 * hi), s1 = (int64_t)floor((double)(nb - 1) - 2.0 * lo);
   const double eps = 1e-6 * (pb[nb] + pf[nb]) + 1e-300;
   double best = INFINITY;

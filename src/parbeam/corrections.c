@@ -25,8 +25,8 @@ ctr_status ctr_corrections_init(ctr_corrections *s, unsigned version) {
 }
 
 ctr_status ctr__corrections_resolve(const ctr_corrections *in, ctr_corrections *o) {
-  *o = (ctr_corrections)CTR_CORRECTIONS_INIT;
-  if (!in) return CTR_OK;
+  const ctr_corrections defaults = CTR_CORRECTIONS_INIT;
+  if (!in) in = &defaults;
   if (in->version != 1)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.version is %u: this library accepts "
              "ctr_corrections versions 1 to %u (use CTR_CORRECTIONS_INIT or "
@@ -238,7 +238,9 @@ ctr_status ctr_paganin_filter(ctr_context *ctx, const ctr_corrections *c, double
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_paganin_filter: pixel_mm = %g, expected the detector "
              "pixel in mm (> 0)", pixel_mm);
 #if CTR_HAVE_CUDA
-  if (on_gpu(ctx)) return ctr__paganin_cuda(ctx, &o, pixel_mm, width, height, n, images);
+  if (on_gpu(ctx))
+    return ctr__paganin_cuda(ctx, &o, pixel_mm, ctr_paganin_margin(&o, pixel_mm), width, height, n,
+                             images);
 #endif
   return ctr__paganin_cpu(ctx, &o, pixel_mm, width, height, n, images);
 }

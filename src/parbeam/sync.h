@@ -43,8 +43,9 @@ ctr_status ctr__dezinger_cuda(const ctr_context *ctx, double threshold, int size
                               int64_t na, int64_t ns, float *sino, int64_t *replaced);
 ctr_status ctr__stripes_cuda(const ctr_context *ctx, const ctr_corrections *c, int64_t nb,
                              int64_t na, int64_t ns, float *sino);
+/* margin: ctr_paganin_margin (the caller's: corrections.c calls down here) */
 ctr_status ctr__paganin_cuda(const ctr_context *ctx, const ctr_corrections *c, double pixel_mm,
-                             int64_t w, int64_t h, int64_t n, float *img);
+                             int64_t margin, int64_t w, int64_t h, int64_t n, float *img);
 #endif
 
 #ifdef __cplusplus
