@@ -37,16 +37,6 @@ static int progress(void *user, const char *stage, double f) {
   return g_cancel_past >= 0 && f > g_cancel_past + 1e-9;
 }
 
-static int64_t rchar(void) {
-  FILE *f = fopen("/proc/self/io", "r");
-  long long v = -1;
-  char line[128];
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "rchar: %lld", &v) == 1) break;
-  if (f) fclose(f);
-  return v;
-}
-
 static ctr_parallel_params params(double axis) {
   ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
   p.nbins = W;
@@ -158,9 +148,9 @@ int main(void) {
     const char *ins[2] = {P("p.nrrd"), P("p.tif")};
     for (int k = 0; k < 2; k++) {
       ctr_fbp_stream_report rep = CTR_FBP_STREAM_REPORT_INIT;
-      const int64_t before = rchar();
+      const int64_t before = bytes_read();
       CHECK_OK(stream(ctx, ins[k], &o, AXIS, P("s.nrrd"), &rep));
-      const int64_t got = rchar() - before, data = (int64_t)sizeof(uint16_t) * W * H * NP;
+      const int64_t got = bytes_read() - before, data = (int64_t)sizeof(uint16_t) * W * H * NP;
       float *s = load(P("s.nrrd"), npx);
       CHECK_MSG(same(s, ref, npx), "%s, batch %lld: the stream differs from ctr_fbp_projections",
                 ins[k], (long long)o.batch);

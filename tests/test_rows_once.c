@@ -20,17 +20,6 @@
 
 enum { W = 96, H = 40, N = 12 };
 
-/* Bytes this process has read through read()/pread() so far. */
-static int64_t rchar(void) {
-  FILE *f = fopen("/proc/self/io", "r");
-  long long v = -1;
-  char line[128];
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "rchar: %lld", &v) == 1) break;
-  if (f) fclose(f);
-  return v;
-}
-
 static int64_t stored_bytes(const char *path) {
   struct stat s;
   return stat(path, &s) == 0 ? (int64_t)s.st_size : -1;
@@ -49,14 +38,14 @@ static void check_once(const char *path, ctr_file_format fmt, const uint16_t *tr
   CHECK_OK(ctr__stack_prepare_rows(r, N, block));
   uint16_t *buf = malloc(sizeof(uint16_t) * (size_t)(W * block * N));
   int same = 1;
-  const int64_t before = rchar();
+  const int64_t before = bytes_read();
   for (int64_t r0 = 0; r0 < H; r0 += block) {
     const int64_t n = H - r0 < block ? H - r0 : block;
     CHECK_OK(ctr_stack_read_rows(r, 0, N, r0, n, CTR_DTYPE_UINT16, buf));
     for (int64_t i = 0; i < N; i++)
       same &= !memcmp(buf + i * n * W, truth + (i * H + r0) * W, sizeof(uint16_t) * (size_t)(n * W));
   }
-  const int64_t got = rchar() - before;
+  const int64_t got = bytes_read() - before;
   CHECK_MSG(same, "'%s': row blocks of %lld differ from the data", path, (long long)block);
   CHECK_MSG(before >= 0 && got >= data_bytes && got <= data_bytes + data_bytes / 50 + 16384,
             "'%s': read %lld bytes in blocks of %lld rows for %lld bytes of data (row block %lld)",

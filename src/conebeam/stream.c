@@ -1034,14 +1034,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
     have_journal = 0;
   }
 cleanup:
-  if (st != CTR_OK && r.have_writer) {
-    /* Let the writer finish what it holds: journalled subvolumes stay valid. */
-    const ctr_status keep = st;
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    ctr__writer_drain(&r.writer);
-    ctr__error_set(keep, "%s", detail);
-  }
+  if (st != CTR_OK && r.have_writer) ctr__writer_settle(&r.writer, st);
   finish_report(&r, t_start, t_setup, report);
   if (report) { /* the whole output: what this run computed and what it resumed */
     report->slabs_resumed = nkept;
@@ -1053,13 +1046,7 @@ cleanup:
   }
   release(&r);
   /* Keep the partial output for --resume only if a subvolume of it is done. */
-  int journalled = 0;
-  for (int64_t s = 0; have_journal && s < journal.nslabs; s++) journalled |= journal.done[s];
-  if (w) {
-    if (resumable && journalled) ctr__stack_suspend(w);
-    else ctr_stack_abort(w);
-  }
-  if (have_journal) ctr__journal_close(&journal, !journalled);
+  ctr__journal_end_output(&journal, have_journal, w, resumable);
   free(done_images);
   free(jpath);
   return st;

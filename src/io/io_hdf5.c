@@ -435,32 +435,6 @@ static void h5_free(h5_reader *h) {
   free(h);
 }
 
-static ctr_status h5_read(ctr_stack_reader *r, int64_t first, int64_t n, void *buf) {
-  h5_reader *h = r->impl;
-  ctr_status st = CTR_OK;
-  ctr__h5_guard g;
-  ctr__h5_msg m;
-  const hsize_t start[3] = {(hsize_t)first, 0, 0};
-  const hsize_t count[3] = {(hsize_t)n, (hsize_t)r->info.height, (hsize_t)r->info.width};
-  ctr__h5_enter(&g);
-  st = ctr__h5_check_storage(h->dset, h->file_name, h->dset_name, start, count);
-  if (st != CTR_OK) {
-    ctr__h5_leave(&g);
-    return st;
-  }
-  hid_t fs = H5Dget_space(h->dset);
-  hid_t ms = H5Screate_simple(3, count, NULL);
-  if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
-      H5Dread(h->dset, h->memtype, ms, fs, H5P_DEFAULT, buf) < 0)
-    st = ctr__error_set(CTR_E_IO, "cannot read images [%lld, %lld) of dataset '%s' in HDF5 file "
-                        "'%s': %s", (long long)first, (long long)(first + n), h->dset_name,
-                        h->file_name, ctr__h5_detail(&m, "read failed"));
-  if (ms >= 0) H5Sclose(ms);
-  if (fs >= 0) H5Sclose(fs);
-  ctr__h5_leave(&g);
-  return st;
-}
-
 /* Rows [row0, row0 + nrows) of images [first, first + n): one hyperslab. */
 static ctr_status h5_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
                                int64_t nrows, void *buf) {
@@ -488,6 +462,10 @@ static ctr_status h5_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, in
   if (fs >= 0) H5Sclose(fs);
   ctr__h5_leave(&g);
   return st;
+}
+
+static ctr_status h5_read(ctr_stack_reader *r, int64_t first, int64_t n, void *buf) {
+  return h5_read_rows(r, first, n, 0, r->info.height, buf);
 }
 
 /* Filtered chunks are decoded whole: a block of rows should cover whole

@@ -193,13 +193,18 @@ cleanup:
   return st;
 }
 
+/* Rows per strip of the current page of h rows (0 or beyond h: h). */
+static uint32_t rows_per_strip(TIFF *tif, uint32_t h) {
+  uint32_t rps = 0;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
+  return rps == 0 || rps > h ? h : rps;
+}
+
 static ctr_status read_strips(TIFF *tif, const char *what, const ctr_stack_info *info,
                               unsigned char *dst) {
   const size_t row = (size_t)info->width * ctr_dtype_size(info->dtype);
   const uint32_t h = (uint32_t)info->height;
-  uint32_t rps = 0;
-  TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
-  if (rps == 0 || rps > h) rps = h;
+  const uint32_t rps = rows_per_strip(tif, h);
   const uint32_t nstrips = (h + rps - 1) / rps;
   if (TIFFNumberOfStrips(tif) < nstrips)
     return tiff_fail(CTR_E_FORMAT, "%s has %u strips, expected %u for %u rows of %u", what,
@@ -242,10 +247,7 @@ int64_t ctr__tiff_page_data_offset(TIFF *tif, const ctr_stack_info *info, int *s
   TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
   if (TIFFIsTiled(tif) || !uncompressed(tif) || planar != PLANARCONFIG_CONTIG) return -1;
   const uint64_t row = (uint64_t)info->width * ctr_dtype_size(info->dtype);
-  const uint32_t h = (uint32_t)info->height;
-  uint32_t rps = 0;
-  TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
-  if (rps == 0 || rps > h) rps = h;
+  const uint32_t h = (uint32_t)info->height, rps = rows_per_strip(tif, h);
   const uint32_t nstrips = (h + rps - 1) / rps;
   if (TIFFNumberOfStrips(tif) < nstrips) return -1;
   const uint64_t first = TIFFGetStrileOffset(tif, 0);
@@ -285,8 +287,7 @@ ctr_status ctr__tiff_read_page_rows(TIFF *tif, const char *what, const ctr_stack
         !tw || !th)
       return tiff_fail(CTR_E_FORMAT, "%s is tiled but has no tile size", what);
   } else {
-    TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &th);
-    if (th == 0 || th > h) th = h;
+    th = rows_per_strip(tif, h);
     if (TIFFNumberOfStrips(tif) < (h + th - 1) / th)
       return tiff_fail(CTR_E_FORMAT, "%s has %u strips, expected %u for %u rows of %u", what,
                        TIFFNumberOfStrips(tif), (h + th - 1) / th, h, th);

@@ -215,6 +215,17 @@ ctr_status ctr__journal_verify(const ctr_context *ctx, ctr__journal *j, ctr_stac
   return CTR_OK;
 }
 
+int ctr__journal_end_output(ctr__journal *j, int have_journal, ctr_stack_writer *w, int resumable) {
+  int journalled = 0;
+  for (int64_t s = 0; have_journal && s < j->nslabs; s++) journalled |= j->done[s];
+  if (w) {
+    if (resumable && journalled) ctr__stack_suspend(w);
+    else ctr_stack_abort(w);
+  }
+  if (have_journal) ctr__journal_close(j, !journalled);
+  return journalled;
+}
+
 void ctr__journal_close(ctr__journal *j, int remove) {
   if (j->fd >= 0) close(j->fd);
   if (remove && j->path) unlink(j->path);

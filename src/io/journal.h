@@ -61,6 +61,11 @@ ctr_status ctr__journal_verify(const ctr_context *ctx, ctr__journal *j, ctr_stac
                                const char *out, const char *what, int64_t slab_slices, int64_t nz,
                                int64_t z0, size_t slice_bytes, int64_t chunk,
                                ctr__slab_record *kept, int64_t *nkept, int64_t *kept_slices);
+/* The end of a streamed run's output: w (when still open: the run failed)
+ * is kept for a resume (ctr__stack_suspend) if the format is resumable and a
+ * slab of it is journalled, else removed; the journal (when open) is closed
+ * and removed unless a slab is journalled. Returns 1 if one is. */
+int ctr__journal_end_output(ctr__journal *j, int have_journal, ctr_stack_writer *w, int resumable);
 /* Closes; with `remove`, deletes the file. */
 void ctr__journal_close(ctr__journal *j, int remove);
 

@@ -176,6 +176,13 @@ ctr_status ctr__writer_drain(ctr__writer *w) {
   return CTR_OK;
 }
 
+void ctr__writer_settle(ctr__writer *w, ctr_status st) {
+  char detail[1024];
+  snprintf(detail, sizeof detail, "%s", ctr_error_detail());
+  ctr__writer_drain(w);
+  ctr__error_set(st, "%s", detail);
+}
+
 void ctr__writer_free(ctr__writer *w) {
   if (w->running) {
     pthread_mutex_lock(&w->mu);

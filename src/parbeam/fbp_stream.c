@@ -942,13 +942,7 @@ ctr_status ctr_fbp_stream(ctr_context *ctx, const ctr_parallel_params *params,
     have_journal = 0;
   }
 cleanup:
-  if (st != CTR_OK && r.have_writer) {
-    const ctr_status keep = st;
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    ctr__writer_drain(&r.writer);
-    ctr__error_set(keep, "%s", detail);
-  }
+  if (st != CTR_OK && r.have_writer) ctr__writer_settle(&r.writer, st);
   report_fill(&r, report);
   if (report) {
     report->bands_resumed = nkept;
@@ -965,14 +959,8 @@ cleanup:
     release(&r);
     if (st != CTR_OK) ctr__error_set(st, "%s", detail);
   }
-  int journalled = 0;
-  for (int64_t s = 0; have_journal && s < journal.nslabs; s++) journalled |= journal.done[s];
+  const int journalled = ctr__journal_end_output(&journal, have_journal, w, resumable);
   if (report) report->resumable = st != CTR_OK && resumable && journalled;
-  if (w) {
-    if (resumable && journalled) ctr__stack_suspend(w);
-    else ctr_stack_abort(w);
-  }
-  if (have_journal) ctr__journal_close(&journal, !journalled);
   free(done);
   free(jpath);
   return st;
