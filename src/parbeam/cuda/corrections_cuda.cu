@@ -26,6 +26,14 @@ __device__ static inline long long reflect_edge(long long i, long long n) {
   return i;
 }
 
+/* Index i of the periodic even extension of n samples (period 2n, mirrored
+ * between samples), as stripes.c's mirror(). */
+__device__ static inline long long mirror(long long i, long long n) {
+  i %= 2 * n;
+  if (i < 0) i += 2 * n;
+  return i < n ? i : 2 * n - 1 - i;
+}
+
 /* The median of v[0 .. n) (n odd, at most 255): the value with as many
  * values below as above, by counting (no sort of the window). */
 __device__ static float window_median(const float *v, int n) {
@@ -238,7 +246,7 @@ __global__ static void pad_reflect(const float *__restrict__ s, float *__restric
                                    int na, int N1, int N0, int left) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
   if (b >= N1 || r >= N0) return;
-  x[(long long)r * N1 + b] = s[reflect_edge(r, na) * nb + reflect_edge(b - left, nb)];
+  x[(long long)r * N1 + b] = s[mirror(r, na) * nb + reflect_edge(b - left, nb)];
 }
 
 __global__ static void crop(const float *__restrict__ x, float *__restrict__ s, int nb, int na,
@@ -253,7 +261,8 @@ static ctr_status wavelet_cuda(const ctr_corrections *c, int64_t nb, int64_t na,
   double lo[20], hi[20];
   const int len = 2 * c->stripe_wavelet, L = c->stripe_level;
   const int64_t q = (int64_t)1 << L;
-  const int64_t N0 = (na + q - 1) / q * q, N1 = (nb + nb / 4 + q - 1) / q * q, left = (N1 - nb) / 2;
+  /* as stripes.c: the angles mirrored to a period of 2 na, the bins reflected */
+  const int64_t N0 = (2 * na + q - 1) / q * q, N1 = (nb + nb / 4 + q - 1) / q * q, left = (N1 - nb) / 2;
   float *d_s = NULL, *d_x = NULL, *d_y = NULL, *d_col = NULL;
   cufftComplex *d_spec = NULL;
   cufftHandle plans[2 * 8];
