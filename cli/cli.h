@@ -105,6 +105,10 @@ int cli_parse_format(const char *cmd, const char *name, const char *value,
                      void *dst); /* ctr_file_format */
 int cli_parse_offset(const char *cmd, const char *name, const char *value,
                      void *dst); /* int64 >= 0 */
+int cli_parse_range(const char *cmd, const char *name, const char *value,
+                    void *dst); /* double[2], LO:HI with LO < HI */
+int cli_parse_mem(const char *cmd, const char *name, const char *value,
+                  void *dst); /* uint64 bytes > 0: 8G, 512M */
 
 /* ---- Common options of the compute commands ------------------------------ */
 

@@ -45,6 +45,29 @@ static const struct {
 } k_field_options[] = {
     {"set ctr_stream_options.resume", "add --resume"},
     {"ctr_stream_options.resume", "--resume"},
+    {"set ctr_fbp_stream_options.resume", "add --resume"},
+    {"ctr_fbp_stream_options.resume", "--resume"},
+    {"ctr_fbp_stream_options.out_dtype", "--out-dtype"},
+    {"ctr_fbp_stream_options.out_scale, out_offset", "--out-scale, --out-offset"},
+    {"ctr_fbp_stream_options.sinograms", "--sinograms"},
+    {"ctr_fbp_stream_options.row0, nrows", "--rows"},
+    {"ctr_fbp_stream_options.angle_first", "--angle-subset's first projection"},
+    {"ctr_fbp_stream_options.angle_count", "--angle-subset's count"},
+    {"ctr_fbp_stream_options.center_row", "--center-row"},
+    {"ctr_corrections.center_method", "--center-method"},
+    {"ctr_corrections.center_min, center_max", "--center-range"},
+    {"ctr_corrections.dezinger_size", "--dezinger-size"},
+    {"ctr_corrections.dezinger", "--dezinger"},
+    {"ctr_corrections.stripe_size", "--ring-size"},
+    {"ctr_corrections.stripe_level", "--ring-level"},
+    {"ctr_corrections.stripe_sigma", "--ring-sigma"},
+    {"ctr_corrections.stripe_wavelet", "--ring-wavelet"},
+    {"ctr_corrections.stripe", "--rings"},
+    {"ctr_corrections.paganin_delta_beta", "--paganin"},
+    {"ctr_corrections.energy_kev, distance_mm", "--energy, --distance"},
+    {"ctr_corrections.stitch_360", "--stitch-360"},
+    {"ctr_corrections.bin_x, bin_y", "--bin"},
+    {"ctr_corrections.bin_y", "--bin's NY"},
     {"ctr_context_options.device = CTR_DEVICE_CPU", "--device cpu"},
     {"ctr_fbp_options.kernel", "--bp-kernel"},
     {"ctr_fdk_options.nz", "--slices"},
@@ -344,7 +367,25 @@ int cli_parse_vec3(const char *cmd, const char *name, const char *value, void *d
 
 int cli_parse_dtype(const char *cmd, const char *name, const char *value, void *dst) {
   if (ctr_dtype_parse(value, (ctr_dtype *)dst) != CTR_OK)
-    return cli_usage_error(cmd, "%s '%s': expected float32 or uint16", name, value);
+    return cli_usage_error(cmd, "%s '%s': expected float32, uint16 or float16", name, value);
+  return 0;
+}
+
+int cli_parse_range(const char *cmd, const char *name, const char *value, void *dst) {
+  double lo, hi;
+  int used = 0;
+  if (sscanf(value, "%lf:%lf%n", &lo, &hi, &used) != 2 || value[used] || !isfinite(lo) ||
+      !isfinite(hi) || !(lo < hi))
+    return cli_usage_error(cmd, "%s '%s': expected LO:HI with LO < HI", name, value);
+  ((double *)dst)[0] = lo;
+  ((double *)dst)[1] = hi;
+  return 0;
+}
+
+int cli_parse_mem(const char *cmd, const char *name, const char *value, void *dst) {
+  if (ctr_size_parse(value, (uint64_t *)dst) != CTR_OK || *(uint64_t *)dst == 0)
+    return cli_usage_error(cmd, "%s '%s': expected a size such as 8G, 512M or 1.5T (powers of "
+                           "1024)", name, value);
   return 0;
 }
 

@@ -1,6 +1,7 @@
 /* `ctrecon fbp`: parallel-beam filtered back projection of sinograms, or of
- * projections with flat/dark correction (DXchange HDF5 included), slab of
- * slices by slab of slices. */
+ * projections with flat/dark correction (DXchange HDF5 included), with the
+ * synchrotron corrections: a thin caller of ctr_fbp_stream (the band loop,
+ * the reader and writer threads, the journal are the library's). */
 #include "cli.h"
 
 #include <math.h>
@@ -17,13 +18,18 @@ const cli_command cli_cmd_fbp = {
     "nangles each), or projections (nbins x nrows each) with flat and dark fields,\n"
     "corrected, -log'ed and transposed into sinograms. A DXchange HDF5 file given as\n"
     "--projections scan.h5 reads /exchange/data, data_white, data_dark and theta. The\n"
-    "slices are filtered (ramp with a window) and backprojected a batch at a time\n"
-    "(--batch), so the output need not fit in memory. Angles come from --angles (a\n"
-    "text file, degrees) or a uniform --angle-range. The rotation axis sits at\n"
-    "--axis (bins, default the detector centre), optionally corrected per\n"
-    "projection (--axis-shift FILE).",
+    "slices are reconstructed a band of --batch slices at a time, streamed: a reader\n"
+    "thread reads each band's rows of every projection once, the GPU (or CPU)\n"
+    "corrects and reconstructs, a writer thread writes (OUT.partial with a journal:\n"
+    "--resume continues an interrupted run). Angles come from --angles (a text\n"
+    "file, degrees) or a uniform --angle-range. The rotation axis is found from the\n"
+    "data and printed unless --axis gives it (bins). Corrections (docs/synchrotron.md):\n"
+    "--dezinger, --rings (stripe removal), --paganin (phase retrieval), --stitch-360\n"
+    "(360-degree scans with the axis near the detector's edge), --bin, --angle-subset.",
     "  ctrecon fbp --sinograms sino.tif --out slices.nrrd --angle-range 180\n"
     "  ctrecon fbp --projections scan.h5 --rows 500:520 --out 'rec/s_%04d.tif' --axis 1021.5\n"
+    "  ctrecon fbp --projections scan.h5 --out rec.h5 --rings sorting --paganin 200 \\\n"
+    "      --energy 25 --distance 150 --pixel-size 0.00065 --out-dtype float16\n"
     "  ctrecon fbp --projections proj.tif --flat flat.tif --dark dark.tif --out rec.nrrd \\\n"
     "      --filter hann --bp-kernel tex --preview rec\n",
 };
@@ -32,12 +38,16 @@ typedef struct fbp_args {
   const char *sinograms, *projections, *flat, *dark, *out, *angles, *shifts, *preview, *kernel;
   ctr_file_format out_format;
   double angle_start, angle_range, axis, voxel, pixel;
-  int64_t size[2], rows[2], batch;
+  int64_t size[2], rows[2], batch, subset[3], center_row, bin[2];
   int batch_given;
-  int rows_given, axis_given, size_given, out_scale_given;
+  int rows_given, axis_given, size_given, out_scale_given, out_range_given, subset_given;
+  int center_range_given, bin_given, resume, timings;
+  double center_range[2], out_range[2];
+  uint64_t host_mem;
   ctr_fbp_options fbp;
+  ctr_corrections corr;
   ctr_dtype out_dtype;
-  double out_scale;
+  double out_scale, out_offset;
   cli_common common;
 } fbp_args;
 
@@ -123,17 +133,75 @@ done:
   return 0;
 }
 
+/* --axis BIN or auto */
+static int parse_axis(const char *cmd, const char *name, const char *value, void *dst) {
+  if (!strcmp(value, "auto")) {
+    *(double *)dst = CTR_AXIS_AUTO;
+    return 0;
+  }
+  return cli_parse_double(cmd, name, value, dst);
+}
+
+static int parse_center_method(const char *cmd, const char *name, const char *value, void *dst) {
+  if (!strcmp(value, "auto")) *(ctr_center_method *)dst = CTR_CENTER_AUTO;
+  else if (!strcmp(value, "vo")) *(ctr_center_method *)dst = CTR_CENTER_VO;
+  else if (!strcmp(value, "correlation")) *(ctr_center_method *)dst = CTR_CENTER_CORRELATION;
+  else return cli_usage_error(cmd, "%s '%s': expected auto, vo or correlation", name, value);
+  return 0;
+}
+
+static int parse_rings(const char *cmd, const char *name, const char *value, void *dst) {
+  if (!strcmp(value, "none")) *(ctr_stripe_method *)dst = CTR_STRIPE_NONE;
+  else if (!strcmp(value, "sorting")) *(ctr_stripe_method *)dst = CTR_STRIPE_SORTING;
+  else if (!strcmp(value, "wavelet")) *(ctr_stripe_method *)dst = CTR_STRIPE_WAVELET;
+  else return cli_usage_error(cmd, "%s '%s': expected none, sorting or wavelet", name, value);
+  return 0;
+}
+
+static int parse_int(const char *cmd, const char *name, const char *value, void *dst) {
+  char *end;
+  const long v = strtol(value, &end, 10);
+  if (*end || end == value || v < 0 || v > 100000)
+    return cli_usage_error(cmd, "%s '%s': expected a whole number", name, value);
+  *(int *)dst = (int)v;
+  return 0;
+}
+
+static int parse_nonneg(const char *cmd, const char *name, const char *value, void *dst) {
+  char *end;
+  const double v = strtod(value, &end);
+  if (*end || end == value || !(v >= 0) || !isfinite(v))
+    return cli_usage_error(cmd, "%s '%s': expected a number >= 0", name, value);
+  *(double *)dst = v;
+  return 0;
+}
+
+/* --angle-subset A0:A1[:STEP] */
+static int parse_subset(const char *cmd, const char *name, const char *value, void *dst) {
+  long long a, b, step = 1;
+  int used = 0;
+  int64_t *d = dst;
+  if ((sscanf(value, "%lld:%lld:%lld%n", &a, &b, &step, &used) == 3 ||
+       (used = 0, sscanf(value, "%lld:%lld%n", &a, &b, &used) == 2)) &&
+      !value[used] && a >= 0 && b > a && step >= 1) {
+    d[0] = a;
+    d[1] = b;
+    d[2] = step;
+    return 0;
+  }
+  return cli_usage_error(cmd, "%s '%s': expected A0:A1 or A0:A1:STEP with 0 <= A0 < A1, STEP >= 1",
+                         name, value);
+}
+
 typedef struct fbp_run {
   ctr_context *ctx;
   cli_session session;
   ctr_stack_reader *in;
-  ctr_stack_writer *out;
-  ctr_parallel_geometry *g;
-  int64_t nbins, nangles, nslices, row0;
-  void *proj;    /* projections input: the current block of rows of every projection */
-  float *flat, *dark, *sino, *slices, *xy, *xz, *yz;
+  int64_t nbins, nangles, height;
+  float *flat, *dark, *xy, *xz, *yz;
+  int64_t nx, ny, nslices;
   double *angles, *shifts;
-  ctr_value_counts counts; /* bad data met (the data policy), reported once at the end */
+  ctr_fbp_stream_report report;
 } fbp_run;
 
 /* A bare HDF5 file name (no ":/dataset" part): the DXchange layout. */
@@ -154,24 +222,20 @@ static int open_input(const fbp_args *a, fbp_run *r) {
   if (st != CTR_OK) return cli_fail_file("fbp", st, path);
   const ctr_stack_info *i = ctr_stack_reader_get_info(r->in);
   r->nbins = i->width;
-  if (a->sinograms) {
-    r->nangles = i->height;
-    r->nslices = i->count;
-    r->row0 = 0;
-  } else {
-    r->nangles = i->count;
-    r->row0 = a->rows_given ? a->rows[0] : 0;
-    const int64_t r1 = a->rows_given ? a->rows[1] : i->height;
-    if (r1 > i->height)
-      return cli_usage_error("fbp", "--rows %lld:%lld: '%s' has %lld rows", (long long)a->rows[0],
-                             (long long)a->rows[1], path, (long long)i->height);
-    r->nslices = r1 - r->row0;
-  }
+  r->nangles = a->sinograms ? i->height : i->count;
+  r->height = a->sinograms ? i->count : i->height;
+  if (a->rows_given && a->rows[1] > r->height)
+    return cli_usage_error("fbp", "--rows %lld:%lld: '%s' has %lld rows", (long long)a->rows[0],
+                           (long long)a->rows[1], path, (long long)r->height);
+  if (a->subset_given && a->subset[1] > r->nangles)
+    return cli_usage_error("fbp", "--angle-subset %lld:%lld: '%s' has %lld projections",
+                           (long long)a->subset[0], (long long)a->subset[1], path,
+                           (long long)r->nangles);
   return 0;
 }
 
 /* Flat and dark fields (stacks averaged). The projections themselves are
- * read a block of rows at a time (reconstruct). */
+ * read by the library, a band of rows at a time. */
 static int load_projections(const fbp_args *a, fbp_run *r) {
   const ctr_stack_info *i = ctr_stack_reader_get_info(r->in);
   const int64_t npix = i->width * i->height;
@@ -202,22 +266,19 @@ static int load_projections(const fbp_args *a, fbp_run *r) {
     free(data);
     if (rc) return rc;
   }
-  if (!r->flat) {
-    /* No flat field: the projections are taken as transmission already. */
-    r->flat = cli_alloc_floats("fbp", npix, "the flat field", &rc);
-    if (rc) return rc;
-    for (int64_t p = 0; p < npix; p++) r->flat[p] = 1.0f;
+  if (!r->flat)
     cli_warn("fbp", "no --flat given: projections are used as transmission (I / I0) directly");
-  }
   return 0;
 }
 
-static int make_geometry(const fbp_args *a, fbp_run *r) {
-  ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
-  p.nbins = r->nbins;
-  p.nangles = r->nangles;
-  p.angle_start_deg = a->angle_start;
-  p.angle_range_deg = a->angle_range;
+/* The parameters of the input as read (the library derives the slices'
+ * geometry from them and the corrections). */
+static int make_params(const fbp_args *a, fbp_run *r, ctr_parallel_params *p) {
+  *p = (ctr_parallel_params)CTR_PARALLEL_PARAMS_INIT;
+  p->nbins = r->nbins;
+  p->nangles = r->nangles;
+  p->angle_start_deg = a->angle_start;
+  p->angle_range_deg = a->angle_range;
   int rc = 0;
   if (a->angles) {
     rc = read_numbers(a->angles, "angles", r->nangles, &r->angles);
@@ -232,138 +293,131 @@ static int make_geometry(const fbp_args *a, fbp_run *r) {
   }
   if (!rc && a->shifts) rc = read_numbers(a->shifts, "axis shift", r->nangles, &r->shifts);
   if (rc) return rc;
-  p.angles_deg = r->angles;
-  p.axis_shift = r->shifts;
-  if (a->axis_given) p.axis = a->axis;
+  p->angles_deg = r->angles;
+  p->axis_shift = r->shifts;
+  p->axis = a->axis_given ? a->axis : CTR_AXIS_AUTO;
   /* Unusual, not impossible: a warning. */
-  if (a->axis_given && !(a->axis >= 0 && a->axis <= (double)(r->nbins - 1)))
+  if (a->axis_given && a->axis != CTR_AXIS_AUTO &&
+      !(a->axis >= 0 && a->axis <= (double)(r->nbins - 1)))
     cli_warn("fbp", "--axis %g lies outside the detector's bins 0 .. %lld: the rotation axis is "
              "never seen; check --axis (bins, not mm)", a->axis, (long long)(r->nbins - 1));
   if (a->size_given) {
-    p.nx = a->size[0];
-    p.ny = a->size[1];
+    p->nx = a->size[0];
+    p->ny = a->size[1];
   }
-  p.voxel = a->voxel;
-  p.pixel_size = a->pixel;
-  ctr_status st = ctr_parallel_create(&p, &r->g);
-  return st == CTR_OK ? 0 : cli_fail("fbp", st);
+  p->voxel = a->voxel;
+  p->pixel_size = a->pixel;
+  return 0;
 }
 
-static void keep_planes(fbp_run *r, int64_t s0, int64_t n) {
-  const ctr_parallel_params *p = ctr_parallel_get_params(r->g);
-  const int64_t nx = p->nx, ny = p->ny, plane = nx * ny;
+/* The central planes for the previews, as bands pass. */
+static void keep_planes(void *user, int64_t z0, int64_t n, int64_t nx, int64_t ny,
+                        const float *slices) {
+  fbp_run *r = user;
+  if (!r->xy) {
+    r->nx = nx;
+    r->ny = ny;
+    r->xy = calloc((size_t)(nx * ny), sizeof(float));
+    r->xz = calloc((size_t)(nx * r->nslices), sizeof(float));
+    r->yz = calloc((size_t)(ny * r->nslices), sizeof(float));
+  }
+  if (!r->xy || !r->xz || !r->yz) return;
+  const int64_t plane = nx * ny;
   for (int64_t k = 0; k < n; k++) {
-    const int64_t z = s0 + k;
-    const float *s = r->slices + k * plane;
+    const int64_t z = z0 + k;
+    const float *s = slices + k * plane;
     if (z == r->nslices / 2) memcpy(r->xy, s, sizeof(float) * (size_t)plane);
     memcpy(r->xz + z * nx, s + (ny / 2) * nx, sizeof(float) * (size_t)nx);
     for (int64_t y = 0; y < ny; y++) r->yz[z * ny + y] = s[y * nx + nx / 2];
   }
 }
 
-/* One warning per kind of bad data the library met over every batch. */
-static void report_counts(const fbp_args *a, const ctr_value_counts *c) {
-  if (c->input)
+/* One warning per kind of bad data the library met over every band. */
+static void report_counts(const fbp_args *a, const ctr_fbp_stream_report *c) {
+  const char *in = a->sinograms ? a->sinograms : a->projections;
+  if (c->bad_input)
     cli_warn("fbp", "'%s': %lld sinogram values NaN, infinite or beyond +-1e24 replaced by 0 "
-             "(--strict makes this an error)", a->sinograms, (long long)c->input);
-  if (c->calibration)
+             "(--strict makes this an error)", in, (long long)c->bad_input);
+  if (c->bad_calibration)
     cli_warn("fbp", "'%s' / '%s': %lld pixels with flat <= dark or a non-finite flat or dark: their "
              "sinogram values set to 0 (--strict makes this an error)",
              a->flat ? a->flat : a->projections, a->dark ? a->dark : "no dark (0)",
-             (long long)c->calibration);
+             (long long)c->bad_calibration);
   if (c->clamped)
     cli_warn("fbp", "'%s': %lld transmissions (p - dark) / (flat - dark) below 1e-6 or NaN clamped "
              "to 1e-6 (--strict makes this an error)", a->projections, (long long)c->clamped);
-  if (c->output)
+  if (c->bad_output)
     cli_warn("fbp", "'%s': %lld non-finite slice values stored as 0 (--strict makes this an error)",
-             a->out, (long long)c->output);
+             a->out, (long long)c->bad_output);
+  if (a->out_dtype == CTR_DTYPE_UINT16 && (c->below || c->above))
+    cli_warn("fbp", "'%s': %lld values below 0 and %lld above 65535 after (value - %g) x %g were "
+             "clamped (--out-range or --out-scale/--out-offset choose the scaling)", a->out,
+             (long long)c->below, (long long)c->above, a->out_offset, a->out_scale);
 }
 
-static int reconstruct(const fbp_args *a, fbp_run *r, double *seconds) {
-  const ctr_parallel_params *p = ctr_parallel_get_params(r->g);
-  const int64_t plane = p->nx * p->ny, batch = a->batch < r->nslices ? a->batch : r->nslices;
-  int rc = 0;
-  if (a->sinograms) {
-    r->sino = cli_alloc_floats("fbp", r->nbins * r->nangles * batch, "the sinograms", &rc);
-  } else {
-    const size_t bytes = (size_t)(r->nbins * r->nangles * batch) *
-                         ctr_dtype_size(ctr_stack_reader_get_info(r->in)->dtype);
-    r->proj = malloc(bytes);
-    if (!r->proj) {
-      char b[32];
-      return cli_error("fbp", CLI_EXIT_RUNTIME, "out of memory for %lld rows of the projections "
-                       "(%s); lower --batch", (long long)batch, cli_bytes((double)bytes, b, sizeof b));
-    }
-  }
-  if (!rc) r->slices = cli_alloc_floats("fbp", plane * batch, "the slices", &rc);
-  if (!rc && a->preview) {
-    r->xy = cli_alloc_floats("fbp", plane, "the previews", &rc);
-    if (!rc) r->xz = cli_alloc_floats("fbp", p->nx * r->nslices, "the previews", &rc);
-    if (!rc) r->yz = cli_alloc_floats("fbp", p->ny * r->nslices, "the previews", &rc);
-  }
+static const char *method_name(ctr_center_method m) {
+  return m == CTR_CENTER_VO ? "Vo et al. 2014's double-wedge metric"
+         : m == CTR_CENTER_CORRELATION ? "the correlation of opposite projections"
+                                       : "auto";
+}
+
+static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
+  ctr_parallel_params p;
+  int rc = make_params(a, r, &p);
   if (rc) return rc;
-  ctr_stack_info info = CTR_STACK_INFO_INIT;
-  info.width = p->nx;
-  info.height = p->ny;
-  info.count = r->nslices;
-  info.dtype = a->out_dtype;
-  info.spacing[0] = info.spacing[1] = p->voxel * p->pixel_size;
-  info.spacing[2] = p->pixel_size;
-  ctr_status st = ctr_stack_create(a->out, a->out_format, &info, &r->out);
-  if (st != CTR_OK) return cli_fail_file("fbp", st, a->out);
-  if (r->session.direct_io < 0) ctr_stack_writer_set_direct_io(r->out, 0); /* --tune direct_io */
-  const double t0 = cli_now();
-  for (int64_t s0 = 0; s0 < r->nslices; s0 += batch) {
-    const int64_t n = r->nslices - s0 < batch ? r->nslices - s0 : batch;
-    if (cli_progress(&r->session, "fbp", (double)s0 / (double)r->nslices))
-      return cli_fail("fbp", CTR_E_CANCELLED);
-    const int64_t dims_v[3] = {p->nx, p->ny, n};
-    ctr_array va = ctr_array_make(r->slices, CTR_DTYPE_FLOAT32, 3, dims_v);
-    if (a->sinograms) {
-      st = ctr_stack_read(r->in, s0, n, CTR_DTYPE_FLOAT32, r->sino);
-      if (st != CTR_OK) return cli_fail_file("fbp", st, a->sinograms);
-      const int64_t dims_s[3] = {r->nbins, r->nangles, n};
-      const ctr_array sa = ctr_array_make(r->sino, CTR_DTYPE_FLOAT32, 3, dims_s);
-      st = ctr_fbp(r->ctx, r->g, &a->fbp, &sa, &va);
-    } else {
-      /* Projections: this block of rows of every projection, then flat-field,
-       * filter and backprojection in one call (on a GPU all on the device). */
-      const ctr_stack_info *pi = ctr_stack_reader_get_info(r->in);
-      st = ctr_stack_read_rows(r->in, 0, r->nangles, r->row0 + s0, n, pi->dtype, r->proj);
-      if (st != CTR_OK) return cli_fail_file("fbp", st, a->projections);
-      const int64_t dims_p[3] = {r->nbins, n, r->nangles};
-      const ctr_array pa = ctr_array_make(r->proj, pi->dtype, 3, dims_p);
-      const int64_t off = (r->row0 + s0) * r->nbins;
-      st = ctr_fbp_projections(r->ctx, r->g, &a->fbp, &pa, r->flat + off,
-                               r->dark ? r->dark + off : NULL, 0, &va);
-    }
-    /* The input named: bad values in it are the likely cause. */
-    if (st != CTR_OK) return cli_fail_file("fbp", st, a->sinograms ? a->sinograms : a->projections);
-    if (a->preview) keep_planes(r, s0, n);
-    if (a->out_dtype == CTR_DTYPE_UINT16) {
-      int64_t below = 0, above = 0;
-      cli_scale_for_uint16(r->slices, plane * n, a->out_scale, &below, &above);
-    }
-    st = ctr_stack_write(r->out, s0, n, CTR_DTYPE_FLOAT32, r->slices);
-    if (st != CTR_OK) return cli_fail_file("fbp", st, a->out);
+  ctr_fbp_stream_options so = CTR_FBP_STREAM_OPTIONS_INIT;
+  so.fbp = &a->fbp;
+  so.corrections = &a->corr;
+  so.sinograms = a->sinograms != NULL;
+  so.row0 = a->rows_given ? a->rows[0] : 0;
+  so.nrows = a->rows_given ? a->rows[1] - a->rows[0] : 0;
+  if (a->subset_given) {
+    so.angle_first = a->subset[0];
+    so.angle_step = a->subset[2];
+    so.angle_count = (a->subset[1] - a->subset[0] + a->subset[2] - 1) / a->subset[2];
   }
-  cli_progress(&r->session, "fbp", 1.0);
-  report_counts(a, &r->counts);
-  st = ctr_stack_commit(r->out);
-  r->out = NULL;
-  if (st != CTR_OK) return cli_fail_file("fbp", st, a->out);
+  so.center_row = a->center_row;
+  so.out_dtype = a->out_dtype;
+  so.out_scale = a->out_scale;
+  so.out_offset = a->out_offset;
+  so.batch = a->batch_given ? a->batch : 0;
+  so.host_budget = a->host_mem;
+  so.resume = a->resume;
+  const int64_t rows = so.nrows ? so.nrows : r->height - so.row0;
+  r->nslices = rows / (a->corr.bin_y > 1 ? a->corr.bin_y : 1);
+  if (a->preview) {
+    so.on_slices = keep_planes;
+    so.user = r;
+  }
+  r->report = (ctr_fbp_stream_report)CTR_FBP_STREAM_REPORT_INIT;
+  const double t0 = cli_now();
+  ctr_status st = ctr_fbp_stream(r->ctx, &p, &so, r->in, r->flat, r->dark, a->out, a->out_format,
+                                 &r->report);
   *seconds = cli_now() - t0;
-  return 0;
+  cli_progress_end(&r->session);
+  if (st == CTR_OK) return 0;
+  if (r->report.resumable) {
+    const int code = cli_exit_code(st);
+    fprintf(stderr, "ctrecon fbp: error: %s\n",
+            st == CTR_E_CANCELLED && !*ctr_error_detail() ? "interrupted" : ctr_error_detail());
+    fprintf(stderr, "ctrecon fbp: '%s' was not written; its finished bands are kept in %s.partial "
+            "(journal %s.partial.journal): repeat the command with --resume to continue\n",
+            a->out, a->out, a->out);
+    return code;
+  }
+  /* the input named: bad values in it are the likely cause */
+  return cli_fail_file("fbp", st, a->sinograms ? a->sinograms : a->projections);
 }
 
 int cmd_fbp(int argc, char **argv) {
   fbp_args a;
   memset(&a, 0, sizeof a);
   a.angle_range = 180.0;
-  a.batch = 16;
   a.fbp = (ctr_fbp_options)CTR_FBP_OPTIONS_INIT;
+  a.corr = (ctr_corrections)CTR_CORRECTIONS_INIT;
   a.out_dtype = CTR_DTYPE_FLOAT32;
   a.out_scale = 1000.0;
+  a.center_row = -1;
   a.common = (cli_common)CLI_COMMON_INIT;
   const cli_opt opts[] = {
       {"--sinograms", "FILE", "stack of sinograms, nbins x nangles each (this or --projections)",
@@ -374,28 +428,68 @@ int cmd_fbp(int argc, char **argv) {
        cli_parse_string, &a.flat, NULL},
       {"--dark", "FILE", "dark fields, averaged (default: DXchange's, else 0)", cli_parse_string,
        &a.dark, NULL},
-      {"--rows", "R0:R1", "projection rows to reconstruct (default: all)", parse_rows, a.rows,
-       &a.rows_given},
+      {"--rows", "R0:R1", "projection rows (or sinograms) to reconstruct (default: all)", parse_rows,
+       a.rows, &a.rows_given},
+      {"--angle-subset", "A0:A1[:STEP]", "use projections A0, A0 + STEP, ... below A1 (default: all)",
+       parse_subset, a.subset, &a.subset_given},
       {"--out", "FILE", "slices to write: .raw, .nrrd, .tif, a %04d TIFF stack or file.h5[:/dataset] "
        "(required)", cli_parse_string, &a.out, NULL},
       {"--out-format", "raw|tiff|tiff-stack|nrrd|hdf5", "slice file format (default: from the "
        "extension)", cli_parse_format, &a.out_format, NULL},
-      {"--out-dtype", "float32|uint16", "slice data type (default float32)", cli_parse_dtype,
+      {"--out-dtype", "float32|float16|uint16", "slice data type (default float32)", cli_parse_dtype,
        &a.out_dtype, NULL},
-      {"--out-scale", "F", "uint16 stores value x F, clamped (default 1000)", cli_parse_positive,
-       &a.out_scale, &a.out_scale_given},
+      {"--out-scale", "F", "uint16 stores round((value - offset) x F), clamped to 0..65535 "
+       "(default 1000)", cli_parse_positive, &a.out_scale, &a.out_scale_given},
+      {"--out-offset", "V", "uint16: the value stored as 0 (default 0)", cli_parse_double,
+       &a.out_offset, &a.out_scale_given},
+      {"--out-range", "LO:HI", "uint16: LO stored as 0, HI as 65535 (sets --out-scale and "
+       "--out-offset)", cli_parse_range, a.out_range, &a.out_range_given},
       {"--angles", "FILE", "projection angles in degrees, one per projection (default: uniform)",
        cli_parse_string, &a.angles, NULL},
       {"--angle-start", "DEG", "first angle of a uniform scan (default 0)", cli_parse_double,
        &a.angle_start, NULL},
       {"--angle-range", "DEG", "range of a uniform scan (default 180)", cli_parse_double,
        &a.angle_range, NULL},
-      {"--axis", "BIN", "rotation axis position in bins (default: the detector centre)",
-       cli_parse_double, &a.axis, &a.axis_given},
+      {"--axis", "BIN|auto", "rotation axis position in bins of the projections (default auto: "
+       "found from the data and printed)", parse_axis, &a.axis, &a.axis_given},
+      {"--center-method", "auto|vo|correlation", "how auto finds the axis: Vo et al. 2014, or "
+       "opposite projections (default auto: correlation when the scan has projections 180 "
+       "degrees apart, else vo)", parse_center_method, &a.corr.center_method, NULL},
+      {"--center-range", "LO:HI", "bins the axis is searched in (default: the whole detector; vo: "
+       "its middle half)", cli_parse_range, a.center_range, &a.center_range_given},
+      {"--center-row", "R", "the detector row whose band finds the axis (default: the middle "
+       "one)", cli_parse_offset, &a.center_row, NULL},
       {"--axis-shift", "FILE", "per-projection axis correction in bins (default none)",
        cli_parse_string, &a.shifts, NULL},
-      {"--size", "N|NXxNY", "slice size in pixels (default nbins x nbins)", parse_size2, a.size,
-       &a.size_given},
+      {"--dezinger", "T", "replace sinogram values that differ from their neighbourhood's median "
+       "by more than T (-log units) (default: off)", parse_nonneg, &a.corr.dezinger, NULL},
+      {"--dezinger-size", "N", "the neighbourhood, N x N, odd (default 3)", parse_int,
+       &a.corr.dezinger_size, NULL},
+      {"--rings", "none|sorting|wavelet", "stripe (ring) removal: Vo et al. 2018's sorting "
+       "filter or Muench et al. 2009's wavelet-FFT filter (default none)", parse_rings,
+       &a.corr.stripe, NULL},
+      {"--ring-size", "N", "sorting: median width across bins, odd (default 21)", parse_int,
+       &a.corr.stripe_size, NULL},
+      {"--ring-level", "N", "wavelet: decomposition levels (default 3)", parse_int,
+       &a.corr.stripe_level, NULL},
+      {"--ring-sigma", "S", "wavelet: damping width (default 1)", cli_parse_positive,
+       &a.corr.stripe_sigma, NULL},
+      {"--ring-wavelet", "N", "wavelet: Daubechies order 1 .. 10 (default 5)", parse_int,
+       &a.corr.stripe_wavelet, NULL},
+      {"--paganin", "DELTA/BETA", "Paganin et al. 2002 phase retrieval with this delta / beta "
+       "(needs --energy, --distance, --pixel-size) (default: off)", parse_nonneg,
+       &a.corr.paganin_delta_beta, NULL},
+      {"--energy", "KEV", "photon energy for --paganin", cli_parse_positive, &a.corr.energy_kev,
+       NULL},
+      {"--distance", "MM", "sample to detector distance for --paganin", cli_parse_positive,
+       &a.corr.distance_mm, NULL},
+      {"--stitch-360", NULL, "a 360-degree scan with the axis off centre: join opposite "
+       "projections into a doubled field of view (default: off)", cli_set_flag,
+       &a.corr.stitch_360, NULL},
+      {"--bin", "N|NXxNY", "detector binning: NX columns x NY rows averaged (default 1)",
+       parse_size2, a.bin, &a.bin_given},
+      {"--size", "N|NXxNY", "slice size in pixels (default: the sinograms' bins)", parse_size2,
+       a.size, &a.size_given},
       {"--voxel", "BINS", "slice pixel size in detector bins (default 1)", cli_parse_positive,
        &a.voxel, NULL},
       {"--pixel-size", "MM", "detector bin size; slices come out per mm (default 1)",
@@ -407,8 +501,15 @@ int cmd_fbp(int argc, char **argv) {
       {"--bp-kernel", "NAME",
        "GPU kernel: auto, tex, tex2, tex-mp, tex4h, alu, alu2, alu2-h, alu-os, alu2-os, hybrid "
        "(default auto: the fastest exact one, tuned on first use and cached; docs/parallel-beam.md)", cli_parse_string, &a.kernel, NULL},
-      {"--batch", "N", "slices filtered and backprojected at a time (default 16 on the CPU, 64 "
-       "per GPU)", cli_parse_count, &a.batch, &a.batch_given},
+      {"--batch", "N", "slices per band (default 16 on the CPU, 64 per GPU)", cli_parse_count,
+       &a.batch, &a.batch_given},
+      {"--host-mem", "SIZE", "host memory for the band buffers, e.g. 16G (default: available "
+       "memory less 10 %)", cli_parse_mem, &a.host_mem, NULL},
+      {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; the "
+       "result is bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume,
+       NULL},
+      {"--timings", NULL, "print the reader's, computation's and writer's busy times on stderr "
+       "(default: off)", cli_set_flag, &a.timings, NULL},
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
        &a.preview, NULL},
       CLI_STRICT_OPTION(&a.fbp.strict),
@@ -421,13 +522,41 @@ int cmd_fbp(int argc, char **argv) {
   if (!a.sinograms == !a.projections)
     return cli_usage_error("fbp", "give exactly one of --sinograms and --projections");
   /* Options that would do nothing are errors, not silently ignored. */
-  if (a.sinograms && (a.rows_given || a.flat || a.dark))
+  if (a.sinograms && (a.flat || a.dark || a.corr.paganin_delta_beta > 0 || (a.bin_given && a.bin[1] > 1)))
     return cli_usage_error("fbp", "%s applies to --projections only (sinograms are already "
                            "flat-fielded, one per row): drop it, or give --projections",
-                           a.rows_given ? "--rows" : a.flat ? "--flat" : "--dark");
-  if (a.out_scale_given && a.out_dtype != CTR_DTYPE_UINT16)
-    return cli_usage_error("fbp", "--out-scale applies to --out-dtype uint16 only (float32 stores "
-                           "the values as they are): drop it, or add --out-dtype uint16");
+                           a.flat ? "--flat" : a.dark ? "--dark" : a.corr.paganin_delta_beta > 0
+                           ? "--paganin" : "--bin NXxNY with NY > 1");
+  if ((a.out_scale_given || a.out_range_given) && a.out_dtype != CTR_DTYPE_UINT16)
+    return cli_usage_error("fbp", "--out-scale, --out-offset and --out-range apply to --out-dtype "
+                           "uint16 only (float32 and float16 store the values as they are): drop "
+                           "them, or add --out-dtype uint16");
+  if (a.out_range_given && a.out_scale_given)
+    return cli_usage_error("fbp", "--out-range sets --out-scale and --out-offset: give one or the "
+                           "others");
+  if (a.out_range_given) {
+    a.out_offset = a.out_range[0];
+    a.out_scale = 65535.0 / (a.out_range[1] - a.out_range[0]);
+  }
+  if (a.corr.paganin_delta_beta > 0 && (!(a.corr.energy_kev > 0) || !(a.corr.distance_mm > 0) ||
+                                        !(a.pixel > 0)))
+    return cli_usage_error("fbp", "--paganin needs --energy KEV, --distance MM and --pixel-size MM "
+                           "(the detector pixel)");
+  if ((a.corr.energy_kev > 0 || a.corr.distance_mm > 0) && !(a.corr.paganin_delta_beta > 0))
+    return cli_usage_error("fbp", "--energy and --distance apply to --paganin only: add --paganin "
+                           "DELTA/BETA or drop them");
+  if (a.center_range_given) {
+    a.corr.center_min = a.center_range[0];
+    a.corr.center_max = a.center_range[1];
+  }
+  if ((a.center_range_given || a.corr.center_method != CTR_CENTER_AUTO) && a.axis_given &&
+      a.axis != CTR_AXIS_AUTO)
+    return cli_usage_error("fbp", "--center-method and --center-range choose how the axis is found; "
+                           "--axis %g gives it: drop one", a.axis);
+  if (a.bin_given) {
+    a.corr.bin_x = (int)a.bin[0];
+    a.corr.bin_y = (int)a.bin[1];
+  }
   rc = cli_require("fbp", opts, "--out", a.out);
   if (!rc) rc = cli_resolve_format("fbp", "--out", "--out-format", a.out, a.out_format, &a.out_format);
   const cli_file in[] = {{"--sinograms", a.sinograms}, {"--projections", a.projections},
@@ -442,45 +571,43 @@ int cmd_fbp(int argc, char **argv) {
   double seconds = 0;
   rc = open_input(&a, &r);
   if (!rc && a.projections) rc = load_projections(&a, &r);
-  if (!rc) rc = make_geometry(&a, &r);
   if (!rc) rc = cli_context_create(&r.session, "fbp", &a.common, &r.ctx);
   if (!rc && r.session.direct_io < 0) ctr_stack_reader_set_direct_io(r.in, 0); /* --tune direct_io */
   if (!rc && a.kernel && ctr_context_get_device(r.ctx) != CTR_DEVICE_CUDA)
     rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "
                          "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",
                          a.kernel);
-  r.counts = (ctr_value_counts)CTR_VALUE_COUNTS_INIT;
-  a.fbp.counts = &r.counts;
-  /* several GPUs share each batch's chunks: give each enough */
-  if (!rc && !a.batch_given && ctr_context_get_device(r.ctx) == CTR_DEVICE_CUDA)
-    a.batch = 64 * (int64_t)(ctr_context_get_device_count(r.ctx) > 0 ? ctr_context_get_device_count(r.ctx) : 1);
   if (!rc) rc = reconstruct(&a, &r, &seconds);
   cli_progress_end(&r.session);
-  if (!rc && a.preview) {
-    const ctr_parallel_params *p = ctr_parallel_get_params(r.g);
-    ctr_status st = ctr_png_preview_planes(a.preview, r.xy, r.xz, r.yz, p->nx, p->ny, r.nslices, 0, 0);
+  const ctr_fbp_stream_report *rep = &r.report;
+  if (!rc) report_counts(&a, rep);
+  if (!rc && a.preview && r.xy) {
+    ctr_status st = ctr_png_preview_planes(a.preview, r.xy, r.xz, r.yz, r.nx, r.ny, r.nslices, 0, 0);
     if (st != CTR_OK) rc = cli_fail_file("fbp", st, a.preview);
   }
+  if (!rc && rep->axis_found)
+    cli_info(&r.session, "rotation axis: %.2f bins (found by %s)\n", rep->axis,
+             method_name(rep->center_method));
+  if (!rc && a.timings)
+    fprintf(stderr, "fbp: %lld bands of %lld slices%s; busy: read %.3f s, compute %.3f s, write "
+            "%.3f s; setup %.3f s, total %.3f s\n", (long long)rep->bands,
+            (long long)rep->band_slices, rep->bands_resumed ? " (some resumed)" : "",
+            rep->seconds_read, rep->seconds_compute, rep->seconds_write, rep->seconds_setup,
+            rep->seconds_total);
   if (!rc) {
-    const ctr_parallel_params *p = ctr_parallel_get_params(r.g);
-    const double ups = (double)r.nangles * (double)(p->nx * p->ny) * (double)r.nslices;
+    const double ups = (double)rep->nangles * (double)(rep->nx * rep->ny) * (double)rep->nslices;
     cli_info(&r.session, "fbp: %lld slices of %lld x %lld from %lld angles x %lld bins, %.2f s "
-             "(%.1f GUPS, I/O included)\nwrote %s\n", (long long)r.nslices, (long long)p->nx,
-             (long long)p->ny, (long long)r.nangles, (long long)r.nbins, seconds,
+             "(%.1f GUPS, I/O included)\nwrote %s\n", (long long)rep->nslices, (long long)rep->nx,
+             (long long)rep->ny, (long long)rep->nangles, (long long)rep->nbins, seconds,
              ups / (seconds > 1e-9 ? seconds : 1e-9) / 1e9, a.out);
   }
-  ctr_stack_abort(r.out);
   ctr_stack_close(r.in);
-  ctr_parallel_free(r.g);
   ctr_context_free(r.ctx);
-  free(r.proj);
   cli_free_floats(r.flat);
   cli_free_floats(r.dark);
-  cli_free_floats(r.sino);
-  cli_free_floats(r.slices);
-  cli_free_floats(r.xy);
-  cli_free_floats(r.xz);
-  cli_free_floats(r.yz);
+  free(r.xy);
+  free(r.xz);
+  free(r.yz);
   free(r.angles);
   free(r.shifts);
   return rc;

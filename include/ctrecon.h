@@ -12,6 +12,7 @@
 #include "ctrecon/io.h"
 #include "ctrecon/conebeam.h"
 #include "ctrecon/parbeam.h"
+#include "ctrecon/synchrotron.h"
 #include "ctrecon/rabbitct.h"
 #include "ctrecon/pet.h"
 

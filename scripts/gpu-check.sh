@@ -6,9 +6,11 @@
 #   scripts/gpu-check.sh RESULTS_DIR [STAGES]
 #
 # BUILD_TARGETS (optional): build only these targets.
-# STAGES is a comma list of build,test,sanitize,floors,benchA,benchB,astra,rabbitct,rabbitsweep,hostxfer,ooc,fbp,pet
-# (default: all). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
-# default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
+# STAGES is a comma list of build,test,sanitize,floors,benchA,benchB,astra,rabbitct,rabbitsweep,hostxfer,ooc,fbp,pet,sync
+# (default: all but sync). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
+# default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). sync: the synchrotron
+# pipeline file to file (issue 24) against the disk's concurrent read-and-write floor
+# (SYNC_DIR, default /tmp/ctr_sync; SYNC_N 2048: needs ~50 GB free, deleted at the end). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
 # bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/.
 set -uo pipefail
@@ -332,6 +334,83 @@ if has fbp; then
   (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./test_gpu_fbp) \
     > "$LOGS/sanitizer_fbp.log" 2>&1
   say "memcheck fbp rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_fbp.log" | tail -1)"
+fi
+
+if has sync; then
+  # Issue 24: 2048 uint16 projections of 2048^2 (DXchange-style HDF5, one chunk per
+  # projection) to 2048 slices of 2048^2 on the same disk, `ctrecon fbp` file to file,
+  # against the floor of this disk for these files: reading the input and writing the
+  # output at once (two dd with direct I/O running together, 1 GiB requests), medians
+  # of 3 each; float32 and uint16 output, without and with ring removal and Paganin.
+  D=${SYNC_DIR:-/tmp/ctr_sync}
+  N=${SYNC_N:-2048}
+  rm -rf "$D" && mkdir -p "$D"
+  say "sync: $(df -h "$D" | tail -1)"
+  "$BUILD/bench/bench_sync" gen --dir "$D" --n "$N" --angles "$N" > "$LOGS/sync.log" 2>&1
+  say "sync gen rc=$?"
+  IN=$(stat -c %s "$D/scan.h5")
+  sync_floor() { # OUT_BYTES: median of 3 concurrent dd (read the input, write OUT_BYTES)
+    local out=$1 gib=$(( ($1 + (1 << 30) - 1) >> 30 )) t
+    for i in 1 2 3; do
+      sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
+      t=$(date +%s.%N)
+      dd if="$D/scan.h5" of=/dev/null bs=1G iflag=direct 2>/dev/null &
+      dd if=/dev/zero of="$D/floor.bin" bs=1G count=$gib oflag=direct conv=fsync 2>/dev/null
+      wait
+      awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", b - a }'
+      rm -f "$D/floor.bin"
+    done | sort -n | sed -n 2p
+  }
+  F32=$(( N * N * N * 4 )) U16=$(( N * N * N * 2 ))
+  FLOOR32=$(sync_floor $F32) FLOOR16=$(sync_floor $U16)
+  say "sync floor (concurrent read $IN B + write, direct I/O, median of 3): float32 ${FLOOR32} s, uint16 ${FLOOR16} s"
+  sync_case() { # NAME ARGS...: median of 3 runs of ctrecon fbp, seconds
+    local name=$1 t
+    shift
+    for i in 1 2 3; do
+      sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
+      rm -f "$D"/rec.* "$D"/rec.raw.partial*
+      t=$(date +%s.%N)
+      "$BUILD/ctrecon" fbp --projections "$D/scan.h5:/exchange/data" --flat "$D/flat.h5:/data" \
+        --dark "$D/dark.h5:/data" --angles "$D/angles.txt" --axis $(( (N - 1) / 2 )).5 \
+        --out "$D/rec.raw" --quiet --timings "$@" 2>> "$LOGS/sync.log" || echo "$name failed" >> "$LOGS/sync.log"
+      awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", b - a }'
+      rm -f "$D/rec.raw"
+    done | sort -n | sed -n 2p
+  }
+  : > "$LOGS/sync_cases.txt"
+  for c in "f32" "u16 --out-dtype uint16 --out-range -0.01:0.05" \
+           "f32-rings --rings sorting" "f32-paganin --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065" \
+           "u16-rings-paganin --out-dtype uint16 --out-range -0.01:0.05 --rings sorting --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065"; do
+    set -- $c
+    name=$1
+    shift
+    t=$(sync_case "$name" "$@")
+    case $name in u16*) fl=$FLOOR16 ;; *) fl=$FLOOR32 ;; esac
+    say "sync $name: ${t} s, floor ${fl} s, ratio $(awk -v a="$t" -v b="$fl" 'BEGIN { if (b > 0) printf "%.3f", a / b }')"
+    echo "$name $t $fl $*" >> "$LOGS/sync_cases.txt"
+  done
+  rm -rf "$D"
+  python3 - "$LOGS/sync_cases.txt" "$OUT/sync.json" "$N" "$IN" "$(tail -n +2 "$LOGS/gpu.txt" | head -1)" <<'PY'
+import json, sys, datetime, os
+cases = []
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) < 3: continue
+    t, fl = float(f[1] or "nan"), float(f[2] or "nan")
+    cases.append({"name": f[0], "seconds_median_of_3": t, "floor_seconds_median_of_3": fl,
+                  "ratio_to_floor": t / fl if fl > 0 else None, "options": " ".join(f[3:])})
+n = int(sys.argv[3])
+json.dump({"gpu": sys.argv[5], "date": datetime.date.today().isoformat(),
+           "revision": os.environ.get("CTR_GIT_REVISION", "unknown"),
+           "command": "ctrecon fbp (scripts/gpu-check.sh sync)",
+           "data": "%d uint16 projections of %d^2 (HDF5, one chunk a projection) -> %d slices of %d^2" % (n, n, n, n),
+           "input_bytes": int(sys.argv[4]),
+           "floor": "two dd at once (read the input, write the output size), direct I/O, 1 GiB requests",
+           "cases": cases}, open(sys.argv[2], "w"), indent=2)
+PY
+  say "sync json rc=$?"
+  tee -a "$LOGS/summary.txt" < "$LOGS/sync_cases.txt"
 fi
 
 if has pet; then

@@ -19,8 +19,8 @@ q geometry --out gs.json --volume 40 --voxel 5 --views 40 --nu 64 --nv 56 --du 6
 q phantom --geometry gs.json --out projs.nrrd
 q fdk --device cpu --geometry gs.json --projections projs.nrrd --out vols.nrrd
 q demo --parallel --device cpu --size 48 --views 40 --slices 6
-q fbp --device cpu --projections demo-parallel-out/projections.tif --flat demo-parallel-out/flat.tif --dark demo-parallel-out/dark.tif --out rec.nrrd
-q fbp --device cpu --projections demo-parallel-out/projections.tif --flat demo-parallel-out/flat.tif --dark demo-parallel-out/dark.tif --out rec-n.nrrd --interp nearest --filter shepp-logan --rows 1:5 --batch 3
+q fbp --device cpu --projections demo-parallel-out/projections.tif --flat demo-parallel-out/flat.tif --dark demo-parallel-out/dark.tif --out rec.nrrd --axis 23.5
+q fbp --device cpu --projections demo-parallel-out/projections.tif --flat demo-parallel-out/flat.tif --dark demo-parallel-out/dark.tif --out rec-n.nrrd --interp nearest --filter shepp-logan --rows 1:5 --batch 3 --axis 23.5
 q pet simulate --device cpu --out data.json --events 2e5 --lattice 32x32x8 --views 8x1
 q pet recon --device cpu --data data.json --out pet.nrrd --iterations 2
 q rabbitct-make --out r.rct --views 24 --width 64 --height 48 --sizes 16

@@ -73,8 +73,8 @@ sed 's/"size":[^]]*]/"size": [32, 0, 32]/' g.json >zero.json
 fails 3 "volume size 0" "zero.json|volume.size = [32, 0, 32]" $FDK --projections p.raw --geometry zero.json
 
 echo "# usage errors (exit 2)"
-fails 2 "unknown dtype" "--dtype 'int8'|float32 or uint16" phantom --geometry g.json --out q.raw --dtype int8
-fails 2 "unknown raw dtype" "--raw-dtype 'double'|float32 or uint16" $FDK --projections p.raw --raw-dtype double
+fails 2 "unknown dtype" "--dtype 'int8'|float32, uint16 or float16" phantom --geometry g.json --out q.raw --dtype int8
+fails 2 "unknown raw dtype" "--raw-dtype 'double'|float32, uint16 or float16" $FDK --projections p.raw --raw-dtype double
 fails 2 "unknown filter" "--filter 'gauss'|ram-lak|hann" $FDK --projections p.raw --filter gauss
 fails 2 "unknown format" "--format 'hdf'|raw, tiff" $FDK --projections p.raw --format hdf
 fails 2 "unknown output extension" "--out 'r.xyz'|extension" fdk --geometry g.json --projections p.raw --out r.xyz
@@ -167,10 +167,13 @@ warns "fbp: uncalibrated flat/dark pixels counted in a warning" \
   "warning: 'flat.nrrd' / 'dark.nrrd': 3 pixels with flat <= dark or a non-finite flat or dark" s.nrrd $FBPP
 warns "fbp: --axis outside the detector warns" "warning: --axis 40 lies outside the detector's bins 0 .. 15" \
   s.nrrd $FBPS --axis 40
-fails 2 "fbp --rows with --sinograms" "--rows applies to --projections only" $FBPS --rows 0:1
+fails 2 "fbp --paganin with --sinograms" "--paganin applies to --projections only" $FBPS --paganin 100 --energy 20 --distance 100 --pixel-size 0.001
+fails 2 "fbp --paganin without --energy" "--paganin needs --energy" $FBPP --paganin 100
+fails 2 "fbp --rings with an unknown method" "--rings 'fourier'|none, sorting or wavelet" $FBPS --rings fourier
+fails 2 "fbp --out-range with --out-scale" "--out-range sets --out-scale" $FBPS --out-dtype uint16 --out-range 0:1 --out-scale 3
 fails 2 "fbp --flat with --sinograms" "--flat applies to --projections only" $FBPS --flat flat.nrrd
 fails 2 "fbp --bp-kernel on the CPU" "--bp-kernel alu|CPU" $FBPS --bp-kernel alu
-fails 2 "fbp --out-scale with float32 output" "--out-scale applies to --out-dtype uint16" $FBPS --out-scale 10
+fails 2 "fbp --out-scale with float32 output" "--out-scale, --out-offset and --out-range apply to --out-dtype uint16" $FBPS --out-scale 10
 fails 2 "fdk --out-scale with float32 output" "--out-scale applies to --out-dtype uint16" $FDK --projections p.raw --out-scale 10
 fails 2 "fdk --preview-window without --preview" "--preview-window applies to --preview" $FDK --projections p.raw --preview-window 0:1
 sed 's/"offset_u"/"ofset_u"/' g.json >typo.json

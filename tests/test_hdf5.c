@@ -487,7 +487,7 @@ static void test_errors(void) {
               "must be > 0");
   CHECK_FAILS(ctr_stack_open(DS("/other/i32"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
               "holds int32 elements");
-  CHECK(strstr(ctr_error_detail(), "uint8, int16, uint32, float64") != NULL);
+  CHECK(strstr(ctr_error_detail(), "uint8, int16, uint32, float16, float64") != NULL);
 
   /* Missing file, a directory, not an HDF5 file. */
   char path[600];

@@ -9,7 +9,7 @@
 #include "scratch_dir.h"
 
 #include "io/stack_partial.h"
-#include "conebeam/journal.h"
+#include "io/journal.h"
 
 #include <dirent.h>
 #include <ftw.h>

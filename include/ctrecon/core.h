@@ -142,14 +142,19 @@ CTR_API void ctr_host_unregister(void *p);
 /* Data types and array descriptors                                          */
 /* ------------------------------------------------------------------------- */
 
-typedef enum ctr_dtype { CTR_DTYPE_FLOAT32 = 1, CTR_DTYPE_UINT16 = 2 } ctr_dtype;
+/* CTR_DTYPE_FLOAT16 (IEEE 754 binary16) is a storage type of files: the
+ * stack readers and writers convert it (ctr_stack_read, ctr_stack_write;
+ * float -> half rounds to nearest even, beyond 65504 is infinite) and the
+ * streamed FBP writes it (ctr_fbp_stream_options.out_dtype); computations
+ * take float32 or uint16 arrays. */
+typedef enum ctr_dtype { CTR_DTYPE_FLOAT32 = 1, CTR_DTYPE_UINT16 = 2, CTR_DTYPE_FLOAT16 = 3 } ctr_dtype;
 
 /* Bytes per element; 0 for an unknown dtype. */
 CTR_API size_t ctr_dtype_size(ctr_dtype t);
-/* "float32" / "uint16"; "unknown" otherwise. */
+/* "float32" / "uint16" / "float16"; "unknown" otherwise. */
 CTR_API const char *ctr_dtype_name(ctr_dtype t);
-/* Parses "float32"/"f32"/"float" and "uint16"/"u16". CTR_E_INVALID_ARGUMENT
- * (detail lists the accepted names) otherwise. */
+/* Parses "float32"/"f32"/"float", "uint16"/"u16" and "float16"/"f16"/"half".
+ * CTR_E_INVALID_ARGUMENT (detail lists the accepted names) otherwise. */
 CTR_API ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out);
 
 #define CTR_MAX_DIMS 4

@@ -29,12 +29,12 @@
 #include "io/io_internal.h"
 #include "io/stack_partial.h"
 #include "conebeam/engine.h"
-#include "conebeam/journal.h"
+#include "io/journal.h"
 #include "conebeam/fdk_internal.h"
 #include "conebeam/plan_costs.h"
 #include "conebeam/plan_split.h"
-#include "conebeam/stream_ring.h"
-#include "conebeam/stream_writer.h"
+#include "io/stream_ring.h"
+#include "io/stream_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -157,9 +157,9 @@ static ctr_status resolve_options(const ctr_geometry *g, const ctr_stream_option
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "out_scale = %g: expected a positive number",
              r->opts.out_scale);
   if (!r->opts.out_dtype) r->opts.out_dtype = CTR_DTYPE_FLOAT32;
-  if (!ctr_dtype_size(r->opts.out_dtype))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "out_dtype %d: expected float32 or uint16",
-             (int)r->opts.out_dtype);
+  if (r->opts.out_dtype != CTR_DTYPE_FLOAT32 && r->opts.out_dtype != CTR_DTYPE_UINT16)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_stream_options.out_dtype %d (%s): FDK writes float32 "
+             "or uint16", (int)r->opts.out_dtype, ctr_dtype_name(r->opts.out_dtype));
   return CTR_OK;
 }
 
@@ -945,54 +945,14 @@ static int64_t env_int(const char *name) {
 }
 #endif
 
-/* A resumed run trusts a journalled subvolume only if the partial output
- * still holds its bytes: each one's CRC-32 is compared with the journal's.
- * A subvolume that changed on disk (or cannot be read back) is recomputed,
- * with a warning naming it. What the kept ones recorded (value range,
- * clamped voxels) goes into *kept, so the summary covers the whole output. */
+/* The journalled subvolumes whose bytes the partial output still holds
+ * (ctr__journal_verify); the others are computed again. */
 static ctr_status verify_resumed(stream_run *r, ctr__journal *j, ctr_stack_writer *w,
                                  const char *out, ctr__slab_record *kept, int64_t *nkept,
                                  int64_t *kept_slices) {
   const size_t slice = (size_t)(r->g->vol.nx * r->g->vol.ny) * ctr_dtype_size(r->opts.out_dtype);
-  const int64_t chunk = r->plan.chunk_slices > 0 ? r->plan.chunk_slices : 1;
-  void *buf = ctr__malloc(slice * (size_t)chunk, "resume check buffer");
-  if (!buf) return CTR_E_OUT_OF_MEMORY;
-  for (int64_t s = 0; s < r->plan.nslabs; s++) {
-    if (!j->done[s]) continue;
-    const int64_t z = s * r->plan.slab_slices;
-    const int64_t nz = r->plan.nz - z < r->plan.slab_slices ? r->plan.nz - z : r->plan.slab_slices;
-    uint32_t crc = 0;
-    ctr_status st = CTR_OK;
-    for (int64_t k = 0; k < nz && st == CTR_OK; k += chunk) {
-      const int64_t n = nz - k < chunk ? nz - k : chunk;
-      st = ctr__stack_read_back(w, z + k, n, buf);
-      if (st == CTR_OK) crc = ctr__crc32(crc, buf, (size_t)n * slice);
-    }
-    if (st == CTR_OK && crc == j->rec[s].crc) {
-      kept->min = fminf(kept->min, j->rec[s].min);
-      kept->max = fmaxf(kept->max, j->rec[s].max);
-      kept->below += j->rec[s].below;
-      kept->above += j->rec[s].above;
-      ++*nkept;
-      *kept_slices += nz;
-      continue;
-    }
-    if (st == CTR_OK)
-      ctr__log(r->ctx, CTR_LOG_WARNING,
-               "'%s': subvolume %lld (slices %lld..%lld) changed on disk after it was journalled "
-               "(CRC-32 %08x, the journal says %08x): computing it again",
-               out, (long long)s, (long long)(r->plan.z0 + z), (long long)(r->plan.z0 + z + nz - 1),
-               (unsigned)crc, (unsigned)j->rec[s].crc);
-    else
-      ctr__log(r->ctx, CTR_LOG_WARNING,
-               "'%s': subvolume %lld (slices %lld..%lld) cannot be read back (%s): computing it "
-               "again", out, (long long)s, (long long)(r->plan.z0 + z),
-               (long long)(r->plan.z0 + z + nz - 1), ctr_error_detail());
-    j->done[s] = 0;
-    ctr__stack_forget(w, z, nz);
-  }
-  free(buf);
-  return CTR_OK;
+  return ctr__journal_verify(r->ctx, j, w, out, "subvolume", r->plan.slab_slices, r->plan.nz,
+                             r->plan.z0, slice, r->plan.chunk_slices, kept, nkept, kept_slices);
 }
 
 /* A resume that fails on these found the journal or the partial output
@@ -1046,6 +1006,9 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
              "%lld x %lld", projections->path, (long long)pi->count, (long long)pi->width,
              (long long)pi->height, (long long)g->nviews, (long long)g->nu, (long long)g->nv);
   r.in_dtype = pi->dtype;
+  if (r.in_dtype != CTR_DTYPE_FLOAT32 && r.in_dtype != CTR_DTYPE_UINT16)
+    CTR_FAIL(CTR_E_FORMAT, "'%s' holds %s projections: FDK reads float32 or uint16",
+             projections->path, ctr_dtype_name(r.in_dtype));
   if (out_format == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, &out_format));
   resumable = out_format != CTR_FORMAT_TIFF;
   uint64_t fp = 0;
@@ -1056,7 +1019,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
     if (!resumable)
       CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED, "cannot resume into the multi-page TIFF '%s': write "
                     "raw, nrrd or a TIFF stack pattern to make a run resumable", out);
-    if ((st = ctr__journal_resume(&journal, jpath, fp)) != CTR_OK) {
+    if ((st = ctr__journal_resume(&journal, jpath, fp, "ctr_stream_options.resume")) != CTR_OK) {
       unusable = resume_unusable(st);
       goto cleanup;
     }
@@ -1125,7 +1088,9 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   /* The journal of a fresh run exists only once everything is set up: a
    * failed setup leaves nothing that asks for --resume. */
   if (resumable && !have_journal) {
-    CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &r.plan));
+    const ctr__journal_layout layout = {r.plan.slab_slices, r.plan.views_per_batch,
+                                        (int)r.plan.store, r.plan.pair, r.plan.nslabs};
+    CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &layout));
     have_journal = 1;
   }
   r.writer.journal = have_journal ? &journal : NULL;
@@ -1143,14 +1108,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
     have_journal = 0;
   }
 cleanup:
-  if (st != CTR_OK && r.have_writer) {
-    /* Let the writer finish what it holds: journalled subvolumes stay valid. */
-    const ctr_status keep = st;
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    ctr__writer_drain(&r.writer);
-    ctr__error_set(keep, "%s", detail);
-  }
+  if (st != CTR_OK && r.have_writer) ctr__writer_settle(&r.writer, st);
   finish_report(&r, t_start, t_setup, report);
   if (report) { /* the whole output: what this run computed and what it resumed */
     report->slabs_resumed = nkept;
@@ -1162,13 +1120,7 @@ cleanup:
   }
   release(&r);
   /* Keep the partial output for --resume only if a subvolume of it is done. */
-  int journalled = 0;
-  for (int64_t s = 0; have_journal && s < journal.nslabs; s++) journalled |= journal.done[s];
-  if (w) {
-    if (resumable && journalled) ctr__stack_suspend(w);
-    else ctr_stack_abort(w);
-  }
-  if (have_journal) ctr__journal_close(&journal, !journalled);
+  ctr__journal_end_output(&journal, have_journal, w, resumable);
   if (report) { /* a journal left behind, and whether a resume can continue it */
     if (st != CTR_OK && jpath && ctr__file_exists(jpath) &&
         strlen(jpath) < sizeof report->journal) {

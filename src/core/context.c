@@ -37,6 +37,7 @@ size_t ctr_dtype_size(ctr_dtype t) {
   switch (t) {
     case CTR_DTYPE_FLOAT32: return 4;
     case CTR_DTYPE_UINT16: return 2;
+    case CTR_DTYPE_FLOAT16: return 2;
   }
   return 0;
 }
@@ -45,6 +46,7 @@ const char *ctr_dtype_name(ctr_dtype t) {
   switch (t) {
     case CTR_DTYPE_FLOAT32: return "float32";
     case CTR_DTYPE_UINT16: return "uint16";
+    case CTR_DTYPE_FLOAT16: return "float16";
   }
   return "unknown";
 }
@@ -58,7 +60,11 @@ ctr_status ctr_dtype_parse(const char *name, ctr_dtype *out) {
     *out = CTR_DTYPE_UINT16;
     return CTR_OK;
   }
-  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "unknown dtype '%s': expected float32 or uint16",
+  if (name && (!strcmp(name, "float16") || !strcmp(name, "f16") || !strcmp(name, "half"))) {
+    *out = CTR_DTYPE_FLOAT16;
+    return CTR_OK;
+  }
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "unknown dtype '%s': expected float32, uint16 or float16",
            name ? name : "(null)");
 }
 
@@ -192,8 +198,28 @@ void ctr__log(const ctr_context *ctx, ctr_log_level level, const char *fmt, ...)
   ctx->opts.log(ctx->opts.user, level, msg);
 }
 
+/* The calling thread's progress scope (ctr__progress_scope). */
+static _Thread_local struct {
+  int on;
+  const char *stage;
+  double lo, hi;
+} g_scope;
+
+void ctr__progress_scope(const char *stage, double lo, double hi) {
+  g_scope.on = 1;
+  g_scope.stage = stage;
+  g_scope.lo = lo;
+  g_scope.hi = hi;
+}
+
+void ctr__progress_scope_end(void) { g_scope.on = 0; }
+
 ctr_status ctr__progress(const ctr_context *ctx, const char *stage, double fraction) {
   if (!ctx || !ctx->opts.progress) return CTR_OK;
+  if (g_scope.on) {
+    stage = g_scope.stage;
+    fraction = g_scope.lo + fraction * (g_scope.hi - g_scope.lo);
+  }
   if (ctx->opts.progress(ctx->opts.user, stage, fraction))
     CTR_FAIL(CTR_E_CANCELLED, "%s cancelled by the progress callback", stage);
   return CTR_OK;

@@ -91,6 +91,11 @@ void ctr__tuning_release(ctr_context *ctx);
 void ctr__log(const ctr_context *ctx, ctr_log_level level, const char *fmt, ...) CTR__PRINTF(3, 4);
 /* Progress callback; returns CTR_E_CANCELLED if the callback asks to stop. */
 ctr_status ctr__progress(const ctr_context *ctx, const char *stage, double fraction);
+/* Until ctr__progress_scope_end, the calling thread's ctr__progress calls
+ * report `stage` at lo + fraction x (hi - lo): a call made inside another
+ * (ctr_fbp inside the streamed FBP's band loop) is a part of its progress. */
+void ctr__progress_scope(const char *stage, double lo, double hi);
+void ctr__progress_scope_end(void);
 
 /* The data policy for non-finite and out-of-range values (values.c,
  * CTR__VALUE_LIMIT in projmath.h). Count of bad values in v[0, n). */
@@ -192,7 +197,8 @@ extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_
     ctr__struct_device_info, ctr__struct_volume_error, ctr__struct_stack_info, ctr__struct_plan,
     ctr__struct_stream_timings, ctr__struct_stream_report, ctr__struct_value_counts,
     ctr__struct_pet_view_info, ctr__struct_pet_recon_timings, ctr__struct_pet_metrics,
-    ctr__struct_tuning;
+    ctr__struct_tuning, ctr__struct_corrections, ctr__struct_fbp_stream_options,
+    ctr__struct_fbp_stream_report;
 
 /* Human sizes: "1.5 GiB" into buf. */
 const char *ctr__format_bytes(double bytes, char *buf, size_t n);

@@ -257,6 +257,14 @@ CTR__STRUCT_DEFINE(fbp_options, CTR_FBP_OPTIONS_VERSION)
 
 CTR__STRUCT_DEFINE_V1(value_counts, CTR_VALUE_COUNTS_VERSION, CTR_VALUE_COUNTS_INIT)
 
+/* Synchrotron pipeline */
+CTR__STRUCT_DEFINE_V1(corrections, CTR_CORRECTIONS_VERSION, CTR_CORRECTIONS_INIT)
+/* (its fbp member is a pointer to a versioned struct, read by ctr__struct_copy on its own) */
+CTR__STRUCT_DEFINE_V1(fbp_stream_options, CTR_FBP_STREAM_OPTIONS_VERSION,
+                      CTR_FBP_STREAM_OPTIONS_INIT)
+CTR__STRUCT_DEFINE_V1(fbp_stream_report, CTR_FBP_STREAM_REPORT_VERSION,
+                      CTR_FBP_STREAM_REPORT_INIT)
+
 /* PET */
 CTR__STRUCT_DEFINE_V1(pet_params, CTR_PET_PARAMS_VERSION, CTR_PET_PARAMS_INIT)
 CTR__STRUCT_DEFINE_V1(pet_kernel_params, CTR_PET_KERNEL_PARAMS_VERSION,
@@ -280,9 +288,10 @@ const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_context_options, &ctr__struct_circular_params, &ctr__struct_fdk_options,
     &ctr__struct_plan_request,    &ctr__struct_stream_options,  &ctr__struct_parallel_params,
     &ctr__struct_fbp_options,     &ctr__struct_pet_params,      &ctr__struct_pet_kernel_params,
-    &ctr__struct_pet_sim_options, &ctr__struct_pet_recon_options,
+    &ctr__struct_pet_sim_options, &ctr__struct_pet_recon_options, &ctr__struct_corrections,
+    &ctr__struct_fbp_stream_options,
     /* filled by the library (or both ways: ctr_stack_info, ctr_value_counts) */
     &ctr__struct_device_info, &ctr__struct_volume_error, &ctr__struct_stack_info,
     &ctr__struct_plan, &ctr__struct_stream_timings, &ctr__struct_stream_report,
     &ctr__struct_value_counts, &ctr__struct_pet_view_info, &ctr__struct_pet_recon_timings,
-    &ctr__struct_pet_metrics, &ctr__struct_tuning, NULL};
+    &ctr__struct_pet_metrics, &ctr__struct_tuning, &ctr__struct_fbp_stream_report, NULL};

@@ -22,6 +22,10 @@ ctr_status ctr__ramp_kernel(int64_t padded, ctr_window w, double cutoff, double 
 /* A row filter: FFTW plans for one padded row plus the kernel (scaled by
  * 1/padded so that forward + inverse FFT is the identity). Thread-safe apply. */
 typedef struct ctr__ramp ctr__ramp;
+/* Held around every FFTW plan creation and destruction of the library (the
+ * planner is not thread-safe; executing a plan on new arrays is). */
+void ctr__fftw_lock(void);
+void ctr__fftw_unlock(void);
 ctr_status ctr__ramp_create(int64_t n, ctr_window w, double cutoff, ctr__ramp **out);
 void ctr__ramp_free(ctr__ramp *r);
 int64_t ctr__ramp_padded(const ctr__ramp *r);

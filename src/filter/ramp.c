@@ -11,6 +11,11 @@
 /* FFTW's planner is not thread-safe; execution with new arrays is. */
 static pthread_mutex_t g_plan_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* FFTW's planner is not thread-safe: every plan of the library is made and
+ * destroyed under this lock (filter.h). */
+void ctr__fftw_lock(void) { pthread_mutex_lock(&g_plan_lock); }
+void ctr__fftw_unlock(void) { pthread_mutex_unlock(&g_plan_lock); }
+
 struct ctr__ramp {
   int64_t n, padded;
   double l1;     /* sum |h| of the windowed spatial kernel: |output| <= l1 max|input| */

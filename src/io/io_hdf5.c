@@ -12,6 +12,7 @@
 #include "io/io_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -263,6 +264,10 @@ static hid_t file_open(const char *file, ctr__h5_msg *m) {
   /* Lock where the file system can; read anyway where it cannot (NFS). */
   H5Pset_file_locking(fapl, 1, 1);
 #endif
+  /* No sieve buffer: a read of contiguous (or unfiltered, uncached chunked)
+   * data fetches exactly the selected bytes, not 64 KiB around them; the
+   * row blocks of ctr_stack_read_rows then read every byte once. */
+  H5Pset_sieve_buf_size(fapl, 0);
   hid_t f = H5Fopen(file, H5F_ACC_RDONLY, fapl);
   if (f < 0) ctr__h5_detail(m, "not an HDF5 file"); /* before H5Pclose clears the stack */
   H5Pclose(fapl);
@@ -335,7 +340,7 @@ static ctr_status stack_type(hid_t dset, const char *file, const char *name, ctr
     *memtype = H5T_NATIVE_UINT16;
     return CTR_OK;
   }
-  if ((cls == H5T_FLOAT && (size == 4 || size == 8)) ||
+  if ((cls == H5T_FLOAT && (size == 2 || size == 4 || size == 8)) ||
       (cls == H5T_INTEGER && ((is_unsigned && (size == 1 || size == 4)) ||
                               (!is_unsigned && size == 2)))) {
     *dtype = CTR_DTYPE_FLOAT32;
@@ -344,7 +349,7 @@ static ctr_status stack_type(hid_t dset, const char *file, const char *name, ctr
   }
   CTR_FAIL(CTR_E_FORMAT,
            "dataset '%s' of HDF5 file '%s' holds %s elements: supported are uint16 and float32 "
-           "(read as they are) and uint8, int16, uint32, float64 (converted to float32)",
+           "(read as they are) and uint8, int16, uint32, float16, float64 (converted to float32)",
            name, file, shown);
 }
 
@@ -414,6 +419,8 @@ typedef struct h5_reader {
   hid_t file, dset;
   hid_t memtype; /* a library type: not closed */
   char *file_name, *dset_name;
+  int chunked, filtered; /* layout of the dataset */
+  hsize_t cdims[3];      /* chunk dims when chunked */
 } h5_reader;
 
 static void h5_free(h5_reader *h) {
@@ -428,13 +435,15 @@ static void h5_free(h5_reader *h) {
   free(h);
 }
 
-static ctr_status h5_read(ctr_stack_reader *r, int64_t first, int64_t n, void *buf) {
+/* Rows [row0, row0 + nrows) of images [first, first + n): one hyperslab. */
+static ctr_status h5_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
+                               int64_t nrows, void *buf) {
   h5_reader *h = r->impl;
   ctr_status st = CTR_OK;
   ctr__h5_guard g;
   ctr__h5_msg m;
-  const hsize_t start[3] = {(hsize_t)first, 0, 0};
-  const hsize_t count[3] = {(hsize_t)n, (hsize_t)r->info.height, (hsize_t)r->info.width};
+  const hsize_t start[3] = {(hsize_t)first, (hsize_t)row0, 0};
+  const hsize_t count[3] = {(hsize_t)n, (hsize_t)nrows, (hsize_t)r->info.width};
   ctr__h5_enter(&g);
   st = ctr__h5_check_storage(h->dset, h->file_name, h->dset_name, start, count);
   if (st != CTR_OK) {
@@ -445,11 +454,70 @@ static ctr_status h5_read(ctr_stack_reader *r, int64_t first, int64_t n, void *b
   hid_t ms = H5Screate_simple(3, count, NULL);
   if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
       H5Dread(h->dset, h->memtype, ms, fs, H5P_DEFAULT, buf) < 0)
-    st = ctr__error_set(CTR_E_IO, "cannot read images [%lld, %lld) of dataset '%s' in HDF5 file "
-                        "'%s': %s", (long long)first, (long long)(first + n), h->dset_name,
-                        h->file_name, ctr__h5_detail(&m, "read failed"));
+    st = ctr__error_set(CTR_E_IO, "cannot read rows [%lld, %lld) of images [%lld, %lld) of "
+                        "dataset '%s' in HDF5 file '%s': %s", (long long)row0,
+                        (long long)(row0 + nrows), (long long)first, (long long)(first + n),
+                        h->dset_name, h->file_name, ctr__h5_detail(&m, "read failed"));
   if (ms >= 0) H5Sclose(ms);
   if (fs >= 0) H5Sclose(fs);
+  ctr__h5_leave(&g);
+  return st;
+}
+
+static ctr_status h5_read(ctr_stack_reader *r, int64_t first, int64_t n, void *buf) {
+  return h5_read_rows(r, first, n, 0, r->info.height, buf);
+}
+
+/* Filtered chunks are decoded whole: a block of rows should cover whole
+ * chunk rows. Unfiltered chunks and contiguous data are read by row. */
+static int64_t h5_row_block(const ctr_stack_reader *r) {
+  const h5_reader *h = r->impl;
+  return h->chunked && h->filtered ? (int64_t)h->cdims[1] : 1;
+}
+
+/* The chunk cache for reads of n images x nrows rows: filtered chunks, all
+ * those one such read touches (each then decoded once per read, and once
+ * in all when the blocks follow h5_row_block); unfiltered chunks, none, so
+ * that HDF5 reads only the selected bytes of each. Reopens the dataset with
+ * that cache. */
+static ctr_status h5_prepare_rows(ctr_stack_reader *r, int64_t n, int64_t nrows) {
+  h5_reader *h = r->impl;
+  if (!h->chunked) return CTR_OK;
+  size_t nbytes = 0, nslots = 521;
+  if (h->filtered) {
+    const hsize_t w = (hsize_t)r->info.width;
+    const double chunks = ceil((double)n / (double)h->cdims[0] + 1.0) *
+                          ceil((double)nrows / (double)h->cdims[1] + 1.0) *
+                          ceil((double)w / (double)h->cdims[2]);
+    const double bytes = chunks * (double)(h->cdims[0] * h->cdims[1] * h->cdims[2]) *
+                         (double)H5Tget_size(h->memtype);
+    nbytes = bytes < (double)((size_t)1 << 40) ? (size_t)bytes : (size_t)1 << 40;
+    /* a prime well above the chunk count (HDF5's advice: ~100 x) */
+    const double want = chunks * 20.0 < 1e7 ? chunks * 20.0 : 1e7;
+    nslots = (size_t)want | 1u;
+    for (int prime = 0; !prime; nslots += 2) {
+      prime = 1;
+      for (size_t d = 3; d * d <= nslots && prime; d += 2) prime = nslots % d != 0;
+      if (prime) break;
+    }
+  }
+  ctr_status st = CTR_OK;
+  ctr__h5_guard g;
+  ctr__h5_msg m;
+  ctr__h5_enter(&g);
+  hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+  hid_t d = -1;
+  if (dapl >= 0 && H5Pset_chunk_cache(dapl, nslots, nbytes, 1.0) >= 0)
+    d = H5Dopen2(h->file, h->dset_name, dapl);
+  if (d < 0) {
+    st = ctr__error_set(CTR_E_IO, "cannot reopen dataset '%s' of HDF5 file '%s' with a chunk "
+                        "cache of %zu bytes: %s", h->dset_name, h->file_name, nbytes,
+                        ctr__h5_detail(&m, "open failed"));
+  } else {
+    H5Dclose(h->dset);
+    h->dset = d;
+  }
+  if (dapl >= 0) H5Pclose(dapl);
   ctr__h5_leave(&g);
   return st;
 }
@@ -459,7 +527,8 @@ static void h5_close(ctr_stack_reader *r) {
   r->impl = NULL;
 }
 
-static const ctr__reader_ops h5_reader_ops = {h5_read, h5_close, NULL};
+static const ctr__reader_ops h5_reader_ops = {h5_read, h5_close, h5_read_rows, h5_row_block,
+                                               h5_prepare_rows};
 
 ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
   ctr_status st = CTR_OK;
@@ -503,6 +572,16 @@ ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
   H5Sget_simple_extent_dims(space, dims, NULL);
   H5Sclose(space);
   CTR_CHECK_GOTO(st, stack_type(h->dset, file, dset, &r->info.dtype, &h->memtype));
+  {
+    hid_t dcpl = H5Dget_create_plist(h->dset);
+    if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_chunk(dcpl, 3, h->cdims) == 3 &&
+        h->cdims[0] > 0 && h->cdims[1] > 0 && h->cdims[2] > 0) {
+      h->chunked = 1;
+      h->filtered = H5Pget_nfilters(dcpl) > 0;
+    }
+    if (dcpl >= 0) H5Pclose(dcpl);
+    H5Eclear2(H5E_DEFAULT);
+  }
   ctr__h5_leave(&g);
   entered = 0;
   if (dims[0] > (hsize_t)INT64_MAX || dims[1] > (hsize_t)INT64_MAX || dims[2] > (hsize_t)INT64_MAX)
@@ -592,12 +671,27 @@ typedef struct h5_writer {
   ctr__atomic_file f;
   char *file, *dset;
   hid_t fid, did;
+  hid_t half; /* float16 output: IEEE binary16, little-endian (HDF5 1.10 has no such
+                 predefined type; the layout h5py and numpy use); -1 otherwise */
 } h5_writer;
+
+/* IEEE binary16, little-endian: sign bit 15, exponent bits 10-14 (bias 15),
+ * mantissa bits 0-9. */
+static hid_t half_type(void) {
+  hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+  if (t < 0) return -1;
+  if (H5Tset_fields(t, 15, 10, 5, 0, 10) < 0 || H5Tset_size(t, 2) < 0 || H5Tset_ebias(t, 15) < 0) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
 
 static void h5w_close(h5_writer *h) {
   if (h->did >= 0) H5Dclose(h->did);
   if (h->fid >= 0) H5Fclose(h->fid);
-  h->did = h->fid = -1;
+  if (h->half >= 0) H5Tclose(h->half);
+  h->did = h->fid = h->half = -1;
 }
 
 static void h5w_free(h5_writer *h) {
@@ -616,7 +710,9 @@ static ctr_status h5w_write(ctr_stack_writer *w, int64_t first, int64_t n, const
   hsize_t start[3] = {(hsize_t)first, 0, 0};
   hsize_t count[3] = {(hsize_t)n, (hsize_t)w->info.height, (hsize_t)w->info.width};
   hid_t fs = H5Dget_space(h->did), ms = H5Screate_simple(3, count, NULL);
-  hid_t type = w->info.dtype == CTR_DTYPE_UINT16 ? H5T_NATIVE_UINT16 : H5T_NATIVE_FLOAT;
+  hid_t type = w->info.dtype == CTR_DTYPE_UINT16    ? H5T_NATIVE_UINT16
+               : w->info.dtype == CTR_DTYPE_FLOAT16 ? h->half
+                                                    : H5T_NATIVE_FLOAT;
   if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
       H5Dwrite(h->did, type, ms, fs, H5P_DEFAULT, buf) < 0)
     st = ctr__error_set(CTR_E_IO, "cannot write images %lld..%lld of dataset '%s' of HDF5 file "
@@ -647,8 +743,9 @@ static ctr_status h5w_commit(ctr_stack_writer *w) {
   ctr__h5_msg m;
   ctr_status st = CTR_OK;
   ctr__h5_enter(&g);
+  if (h->half >= 0) H5Tclose(h->half);
   herr_t e1 = H5Dclose(h->did), e2 = H5Fclose(h->fid);
-  h->did = h->fid = -1;
+  h->did = h->fid = h->half = -1;
   if (e1 < 0 || e2 < 0)
     st = ctr__error_set(CTR_E_IO, "cannot complete HDF5 file '%s': %s", h->file,
                         ctr__h5_detail(&m, "close failed (disk full?)"));
@@ -681,7 +778,7 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   h5_writer *h = ctr__calloc(1, sizeof *h, "HDF5 writer");
   if (!h) return CTR_E_OUT_OF_MEMORY;
   h->f = (ctr__atomic_file)CTR__ATOMIC_FILE_INIT;
-  h->fid = h->did = -1;
+  h->fid = h->did = h->half = -1;
   ctr__h5_guard g;
   ctr__h5_msg m;
   int entered = 0;
@@ -695,6 +792,9 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   hsize_t dims[3] = {(hsize_t)w->info.count, (hsize_t)w->info.height, (hsize_t)w->info.width};
   hsize_t chunk[3] = {1, dims[1], dims[2]};
   hid_t space = -1, lcpl = -1, dcpl = -1;
+  if (w->info.dtype == CTR_DTYPE_FLOAT16 && (h->half = half_type()) < 0)
+    CTR_FAIL_GOTO(st, CTR_E_IO, "cannot make the float16 type of HDF5 file '%s': %s", h->file,
+                  ctr__h5_detail(&m, "type failed"));
   h->fid = H5Fcreate(h->f.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (h->fid >= 0) {
     space = H5Screate_simple(3, dims, NULL);
@@ -704,7 +804,9 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
     if (dcpl >= 0) H5Pset_chunk(dcpl, 3, chunk);
     if (space >= 0 && lcpl >= 0 && dcpl >= 0)
       h->did = H5Dcreate2(h->fid, h->dset,
-                          w->info.dtype == CTR_DTYPE_UINT16 ? H5T_STD_U16LE : H5T_IEEE_F32LE,
+                          w->info.dtype == CTR_DTYPE_UINT16    ? H5T_STD_U16LE
+                          : w->info.dtype == CTR_DTYPE_FLOAT16 ? h->half
+                                                               : H5T_IEEE_F32LE,
                           space, lcpl, dcpl, H5P_DEFAULT);
   }
   if (space >= 0) H5Sclose(space);

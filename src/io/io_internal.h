@@ -81,7 +81,12 @@ void ctr__atomic_discard(ctr__atomic_file *f);
 
 /* Rounds to nearest, clamps to [0, 65535], NaN -> 0. */
 uint16_t ctr__float_to_u16(float v);
-/* Converts n elements; src and dst must not overlap (same dtype: copy). */
+/* IEEE binary16 from float (round to nearest even; beyond 65504:
+ * infinite; NaN stays NaN) and back (exact). */
+uint16_t ctr__float_to_half(float v);
+float ctr__half_to_float(uint16_t h);
+/* Converts n elements; src and dst must not overlap (same dtype: copy).
+ * Conversions go through float (uint16 targets round and clamp). */
 void ctr__convert(void *dst, ctr_dtype dst_type, const void *src, ctr_dtype src_type, size_t n);
 /* Reverses the byte order of n elements of `elem` bytes in place. */
 void ctr__byteswap(void *buf, size_t elem, size_t n);
@@ -122,7 +127,20 @@ typedef struct ctr__reader_ops {
    * reads whole images). */
   ctr_status (*read_rows)(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
                           int64_t nrows, void *buf);
+  /* Optional: the rows a block of rows should start at a multiple of and
+   * span a multiple of, so that no stored unit (a compressed strip or tile,
+   * a filtered HDF5 chunk) is decoded twice over a run of blocks (NULL: 1,
+   * any row is read alone). */
+  int64_t (*row_block)(const ctr_stack_reader *r);
+  /* Optional: sizes the reader's caches for reads of n images x nrows rows
+   * (HDF5's chunk cache). */
+  ctr_status (*prepare_rows)(ctr_stack_reader *r, int64_t n, int64_t nrows);
 } ctr__reader_ops;
+
+/* ops->row_block of r, or 1. */
+int64_t ctr__stack_row_block(const ctr_stack_reader *r);
+/* ops->prepare_rows of r when it has one (CTR_OK otherwise). */
+ctr_status ctr__stack_prepare_rows(ctr_stack_reader *r, int64_t n, int64_t nrows);
 
 struct ctr_stack_reader {
   ctr_stack_info info; /* dtype is the file's */

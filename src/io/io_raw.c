@@ -123,7 +123,7 @@ static ctr_status raw_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, i
   return CTR_OK;
 }
 
-static const ctr__reader_ops raw_reader_ops = {raw_read, raw_close, raw_read_rows};
+static const ctr__reader_ops raw_reader_ops = {raw_read, raw_close, raw_read_rows, NULL, NULL};
 
 /* Raw and NRRD readers (both use raw_reader_ops); other formats: no-op. */
 void ctr_stack_reader_set_direct_io(ctr_stack_reader *r, int on) {

@@ -165,6 +165,15 @@ cleanup:
   return st;
 }
 
+int64_t ctr__stack_row_block(const ctr_stack_reader *r) {
+  const int64_t b = r && r->ops && r->ops->row_block ? r->ops->row_block(r) : 1;
+  return b > 0 ? b : 1;
+}
+
+ctr_status ctr__stack_prepare_rows(ctr_stack_reader *r, int64_t n, int64_t nrows) {
+  return r && r->ops && r->ops->prepare_rows ? r->ops->prepare_rows(r, n, nrows) : CTR_OK;
+}
+
 void ctr_stack_close(ctr_stack_reader *r) {
   if (!r) return;
   if (r->ops) r->ops->close(r);

@@ -133,10 +133,12 @@ ctr_status ctr__tiff_page_info(TIFF *tif, const char *what, ctr_stack_info *out)
     out->dtype = CTR_DTYPE_UINT16;
   } else if (spp == 1 && bps == 32 && fmt == SAMPLEFORMAT_IEEEFP) {
     out->dtype = CTR_DTYPE_FLOAT32;
+  } else if (spp == 1 && bps == 16 && fmt == SAMPLEFORMAT_IEEEFP) {
+    out->dtype = CTR_DTYPE_FLOAT16;
   } else {
     CTR_FAIL(CTR_E_FORMAT,
              "%s is %u-bit %s with %u sample(s) per pixel%s; supported: one 16-bit unsigned "
-             "integer or 32-bit IEEE float sample per pixel",
+             "integer, 32-bit or 16-bit IEEE float sample per pixel",
              what, bps, sample_format_name(fmt), spp,
              photometric == PHOTOMETRIC_RGB ? " (RGB)"
              : photometric == PHOTOMETRIC_PALETTE ? " (palette)" : "");
@@ -191,13 +193,18 @@ cleanup:
   return st;
 }
 
+/* Rows per strip of the current page of h rows (0 or beyond h: h). */
+static uint32_t rows_per_strip(TIFF *tif, uint32_t h) {
+  uint32_t rps = 0;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
+  return rps == 0 || rps > h ? h : rps;
+}
+
 static ctr_status read_strips(TIFF *tif, const char *what, const ctr_stack_info *info,
                               unsigned char *dst) {
   const size_t row = (size_t)info->width * ctr_dtype_size(info->dtype);
   const uint32_t h = (uint32_t)info->height;
-  uint32_t rps = 0;
-  TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
-  if (rps == 0 || rps > h) rps = h;
+  const uint32_t rps = rows_per_strip(tif, h);
   const uint32_t nstrips = (h + rps - 1) / rps;
   if (TIFFNumberOfStrips(tif) < nstrips)
     return tiff_fail(CTR_E_FORMAT, "%s has %u strips, expected %u for %u rows of %u", what,
@@ -220,6 +227,115 @@ ctr_status ctr__tiff_read_page(TIFF *tif, const char *what, const ctr_stack_info
   return TIFFIsTiled(tif) ? read_tiles(tif, what, info, buf) : read_strips(tif, what, info, buf);
 }
 
+static int uncompressed(TIFF *tif) {
+  uint16_t c = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &c);
+  return c == COMPRESSION_NONE;
+}
+
+int64_t ctr__tiff_page_row_block(TIFF *tif, const ctr_stack_info *info) {
+  uint32_t n = 0;
+  if (TIFFIsTiled(tif)) TIFFGetField(tif, TIFFTAG_TILELENGTH, &n); /* tiles decode whole */
+  else if (uncompressed(tif)) return 1;
+  else TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &n);
+  return n == 0 || n > (uint32_t)info->height ? info->height : (int64_t)n;
+}
+
+int64_t ctr__tiff_page_data_offset(TIFF *tif, const ctr_stack_info *info, int *swapped) {
+  *swapped = TIFFIsByteSwapped(tif);
+  uint16_t planar = PLANARCONFIG_CONTIG;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
+  if (TIFFIsTiled(tif) || !uncompressed(tif) || planar != PLANARCONFIG_CONTIG) return -1;
+  const uint64_t row = (uint64_t)info->width * ctr_dtype_size(info->dtype);
+  const uint32_t h = (uint32_t)info->height, rps = rows_per_strip(tif, h);
+  const uint32_t nstrips = (h + rps - 1) / rps;
+  if (TIFFNumberOfStrips(tif) < nstrips) return -1;
+  const uint64_t first = TIFFGetStrileOffset(tif, 0);
+  uint64_t next = first;
+  for (uint32_t s = 0; s < nstrips; s++) {
+    const uint64_t rows = rps < h - s * rps ? rps : h - s * rps;
+    int err = 0;
+    const uint64_t off = TIFFGetStrileOffsetWithErr(tif, s, &err);
+    const uint64_t bytes = TIFFGetStrileByteCountWithErr(tif, s, &err);
+    if (err || off != next || bytes < rows * row) return -1;
+    next = off + rows * row;
+  }
+  ctr_error_clear(); /* libtiff may have warned while loading the strip arrays */
+  return first > (uint64_t)INT64_MAX / 2 ? -1 : (int64_t)first;
+}
+
+ctr_status ctr__tiff_pread_rows(int fd, const char *what, const ctr_stack_info *info, int64_t off,
+                                int swapped, int64_t row0, int64_t nrows, void *buf) {
+  const size_t es = ctr_dtype_size(info->dtype), row = (size_t)info->width * es;
+  CTR_CHECK(ctr__pread_full(fd, buf, row * (size_t)nrows, off + row0 * (int64_t)row, what));
+  if (swapped) ctr__byteswap(buf, es, (size_t)info->width * (size_t)nrows);
+  return CTR_OK;
+}
+
+/* Rows [row0, row0 + nrows) from the strips or tiles (th rows each) that
+ * hold them: each decoded once into `unit`. */
+ctr_status ctr__tiff_read_page_rows(TIFF *tif, const char *what, const ctr_stack_info *info,
+                                    int64_t row0, int64_t nrows, void *buf) {
+  ctr_status st = CTR_OK;
+  tiff_begin();
+  const size_t es = ctr_dtype_size(info->dtype), row = (size_t)info->width * es;
+  const uint32_t w = (uint32_t)info->width, h = (uint32_t)info->height;
+  const int tiled = TIFFIsTiled(tif);
+  uint32_t tw = w, th = 0;
+  if (tiled) {
+    if (!TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw) || !TIFFGetField(tif, TIFFTAG_TILELENGTH, &th) ||
+        !tw || !th)
+      return tiff_fail(CTR_E_FORMAT, "%s is tiled but has no tile size", what);
+  } else {
+    th = rows_per_strip(tif, h);
+    if (TIFFNumberOfStrips(tif) < (h + th - 1) / th)
+      return tiff_fail(CTR_E_FORMAT, "%s has %u strips, expected %u for %u rows of %u", what,
+                       TIFFNumberOfStrips(tif), (h + th - 1) / th, h, th);
+  }
+  const tmsize_t unit_bytes = tiled ? TIFFTileSize(tif) : TIFFStripSize(tif);
+  if (unit_bytes <= 0 || (uint64_t)unit_bytes < (uint64_t)th * (tiled ? (uint64_t)tw * es : row))
+    return tiff_fail(CTR_E_FORMAT, "%s: a %s holds %lld bytes, expected %u rows", what,
+                     tiled ? "tile" : "strip", (long long)unit_bytes, th);
+  unsigned char *unit = ctr__malloc((size_t)unit_bytes, "a TIFF strip or tile");
+  if (!unit) return CTR_E_OUT_OF_MEMORY;
+  unsigned char *dst = buf;
+  const uint32_t y_first = (uint32_t)row0 / th * th;
+  for (uint32_t y0 = y_first; y0 < (uint32_t)(row0 + nrows); y0 += th) {
+    const uint32_t rows = th < h - y0 ? th : h - y0;
+    /* the unit's rows that the block wants */
+    const uint32_t a = (uint32_t)row0 > y0 ? (uint32_t)row0 - y0 : 0;
+    const uint32_t b = (uint32_t)(row0 + nrows) - y0 < rows ? (uint32_t)(row0 + nrows) - y0 : rows;
+    for (uint32_t x0 = 0; x0 < w; x0 += tw) {
+      if (tiled) {
+        if (TIFFReadTile(tif, unit, x0, y0, 0, 0) < 0) {
+          st = tiff_fail(CTR_E_FORMAT, "cannot decode the tile at (%u, %u) of %s", x0, y0, what);
+          goto cleanup;
+        }
+      } else {
+        const tmsize_t want = (tmsize_t)(rows * row);
+        const tmsize_t got = TIFFReadEncodedStrip(tif, y0 / th, unit, want);
+        if (got < 0) {
+          st = tiff_fail(CTR_E_FORMAT, "cannot decode strip %u of %s", y0 / th, what);
+          goto cleanup;
+        }
+        if (got != want) {
+          st = tiff_fail(CTR_E_SIZE_MISMATCH, "strip %u of %s holds %lld bytes, expected %lld",
+                         y0 / th, what, (long long)got, (long long)want);
+          goto cleanup;
+        }
+      }
+      const uint32_t cols = tw < w - x0 ? tw : w - x0;
+      const size_t pitch = tiled ? (size_t)tw * es : row;
+      for (uint32_t r = a; r < b; r++)
+        memcpy(dst + (size_t)(y0 + r - (uint32_t)row0) * row + (size_t)x0 * es,
+               unit + (size_t)r * pitch, (size_t)cols * es);
+    }
+  }
+cleanup:
+  free(unit);
+  return st;
+}
+
 ctr_status ctr__tiff_write_page(TIFF *tif, const char *what, const ctr_stack_info *info,
                                 int64_t page, int64_t npages, const void *buf) {
   const size_t es = ctr_dtype_size(info->dtype), row = (size_t)info->width * es;
@@ -234,9 +350,9 @@ ctr_status ctr__tiff_write_page(TIFF *tif, const char *what, const ctr_stack_inf
   TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h);
   TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, (uint16_t)(es * 8));
   TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, (uint16_t)1);
-  TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, (uint16_t)(info->dtype == CTR_DTYPE_FLOAT32
-                                                         ? SAMPLEFORMAT_IEEEFP
-                                                         : SAMPLEFORMAT_UINT));
+  TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, (uint16_t)(info->dtype == CTR_DTYPE_UINT16
+                                                         ? SAMPLEFORMAT_UINT
+                                                         : SAMPLEFORMAT_IEEEFP));
   TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, (uint16_t)PHOTOMETRIC_MINISBLACK);
   TIFFSetField(tif, TIFFTAG_PLANARCONFIG, (uint16_t)PLANARCONFIG_CONTIG);
   TIFFSetField(tif, TIFFTAG_COMPRESSION, (uint16_t)COMPRESSION_NONE);
@@ -275,6 +391,9 @@ ctr_status ctr__tiff_write_page(TIFF *tif, const char *what, const ctr_stack_inf
 typedef struct tiff_in {
   TIFF *tif;
   uint64_t *dir_offsets; /* one per page, for direct seeks */
+  int64_t *data_offsets; /* one per page: ctr__tiff_page_data_offset (-1: decode) */
+  int swapped;           /* byte order of the file differs from the host's */
+  int64_t row_block;     /* the largest ctr__tiff_page_row_block of the pages */
   int64_t current;       /* page whose directory is loaded */
 } tiff_in;
 
@@ -283,8 +402,50 @@ static void tiff_close(ctr_stack_reader *r) {
   if (!in) return;
   if (in->tif) TIFFClose(in->tif);
   free(in->dir_offsets);
+  free(in->data_offsets);
   free(in);
   r->impl = NULL;
+}
+
+/* Loads page `page`'s directory unless it is the current one. */
+static ctr_status tiff_seek(tiff_in *in, int64_t page, const char *what) {
+  if (page == in->current) return CTR_OK;
+  tiff_begin();
+  in->current = -1;
+  if (!TIFFSetSubDirectory(in->tif, in->dir_offsets[page]))
+    return tiff_fail(CTR_E_FORMAT, "cannot read the directory of %s", what);
+  in->current = page;
+  return CTR_OK;
+}
+
+/* Rows of pages [first, first + n): one pread per page stored uncompressed
+ * in order (the offsets found at open), the strips or tiles that hold the
+ * rows decoded otherwise. */
+static ctr_status tiff_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
+                                 int64_t nrows, void *buf) {
+  tiff_in *in = r->impl;
+  const size_t block = (size_t)nrows * (size_t)r->info.width * ctr_dtype_size(r->info.dtype);
+  char what[4200];
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t page = first + i;
+    char *dst = (char *)buf + (size_t)i * block;
+    snprintf(what, sizeof what, "page %lld of '%s'", (long long)page, r->path);
+    if (in->data_offsets[page] >= 0) {
+      CTR_CHECK(ctr__tiff_pread_rows(TIFFFileno(in->tif), r->path, &r->info,
+                                     in->data_offsets[page], in->swapped, row0, nrows, dst));
+      continue;
+    }
+    CTR_CHECK(tiff_seek(in, page, what));
+    ctr_stack_info pi;
+    CTR_CHECK(ctr__tiff_page_info(in->tif, what, &pi));
+    CTR_CHECK(ctr__tiff_check_like(&pi, &r->info, what, "page 0"));
+    CTR_CHECK(ctr__tiff_read_page_rows(in->tif, what, &r->info, row0, nrows, dst));
+  }
+  return CTR_OK;
+}
+
+static int64_t tiff_row_block(const ctr_stack_reader *r) {
+  return ((const tiff_in *)r->impl)->row_block;
 }
 
 static ctr_status tiff_read(ctr_stack_reader *r, int64_t first, int64_t n, void *buf) {
@@ -294,13 +455,7 @@ static ctr_status tiff_read(ctr_stack_reader *r, int64_t first, int64_t n, void 
   for (int64_t i = 0; i < n; i++) {
     const int64_t page = first + i;
     snprintf(what, sizeof what, "page %lld of '%s'", (long long)page, r->path);
-    if (page != in->current) {
-      tiff_begin();
-      in->current = -1;
-      if (!TIFFSetSubDirectory(in->tif, in->dir_offsets[page]))
-        return tiff_fail(CTR_E_FORMAT, "cannot read the directory of %s", what);
-      in->current = page;
-    }
+    CTR_CHECK(tiff_seek(in, page, what));
     ctr_stack_info pi;
     CTR_CHECK(ctr__tiff_page_info(in->tif, what, &pi));
     CTR_CHECK(ctr__tiff_check_like(&pi, &r->info, what, "page 0"));
@@ -309,7 +464,8 @@ static ctr_status tiff_read(ctr_stack_reader *r, int64_t first, int64_t n, void 
   return CTR_OK;
 }
 
-static const ctr__reader_ops tiff_reader_ops = {tiff_read, tiff_close, NULL};
+static const ctr__reader_ops tiff_reader_ops = {tiff_read, tiff_close, tiff_read_rows,
+                                                 tiff_row_block, NULL};
 
 ctr_status ctr__tiff_open(ctr_stack_reader *r) {
   ctr_status st = CTR_OK;
@@ -330,11 +486,16 @@ ctr_status ctr__tiff_open(ctr_stack_reader *r) {
     if (page == cap) {
       cap = cap ? 2 * cap : 64;
       uint64_t *grown = realloc(in->dir_offsets, (size_t)cap * sizeof *grown);
-      if (!grown)
+      if (grown) in->dir_offsets = grown;
+      int64_t *data = grown ? realloc(in->data_offsets, (size_t)cap * sizeof *data) : NULL;
+      if (!grown || !data)
         CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot list the pages of '%s'", r->path);
-      in->dir_offsets = grown;
+      in->data_offsets = data;
     }
     in->dir_offsets[page] = TIFFCurrentDirOffset(in->tif);
+    in->data_offsets[page] = ctr__tiff_page_data_offset(in->tif, &r->info, &in->swapped);
+    const int64_t rb = ctr__tiff_page_row_block(in->tif, &r->info);
+    if (rb > in->row_block) in->row_block = rb;
     in->current = page;
     r->info.count = page + 1;
     if (TIFFLastDirectory(in->tif)) break;

@@ -34,6 +34,25 @@ ctr_status ctr__tiff_check_like(const ctr_stack_info *got, const ctr_stack_info 
 /* Decodes the current page (strips or tiles) into buf. */
 ctr_status ctr__tiff_read_page(TIFF *tif, const char *what, const ctr_stack_info *info,
                                void *buf);
+/* Rows [row0, row0 + nrows) of the current page into buf (host byte order):
+ * decodes only the strips or tiles that hold them. */
+ctr_status ctr__tiff_read_page_rows(TIFF *tif, const char *what, const ctr_stack_info *info,
+                                    int64_t row0, int64_t nrows, void *buf);
+/* Where the current page's pixels are when they are stored uncompressed,
+ * in strips that follow each other without gaps (as ctr__tiff_write_page
+ * and most writers store them): the byte offset of row 0, rows then lying
+ * width x element bytes apart, in the file's byte order (*swapped: not the
+ * host's). -1 for any other layout (compressed, tiled, strips apart). */
+int64_t ctr__tiff_page_data_offset(TIFF *tif, const ctr_stack_info *info, int *swapped);
+/* The rows of the current page that decode together: the tile length, rows
+ * per strip when compressed, 1 for uncompressed strips (any row is read
+ * alone). */
+int64_t ctr__tiff_page_row_block(TIFF *tif, const ctr_stack_info *info);
+/* Reads rows [row0, row0 + nrows) of an image stored as
+ * ctr__tiff_page_data_offset describes (offset `off`) with one pread from
+ * fd, swapping to host order when `swapped`. */
+ctr_status ctr__tiff_pread_rows(int fd, const char *what, const ctr_stack_info *info, int64_t off,
+                                int swapped, int64_t row0, int64_t nrows, void *buf);
 /* Writes one page and its directory; npages > 1 marks it as page `page` of a
  * multi-page file. */
 ctr_status ctr__tiff_write_page(TIFF *tif, const char *what, const ctr_stack_info *info,

@@ -119,6 +119,10 @@ typedef struct stack_in {
   pattern pat;
   int64_t start; /* index of the first file: 0 or 1 */
   char *first_name;
+  int64_t *data_offsets; /* per image: ctr__tiff_page_data_offset (-1: decode) */
+  unsigned char *swapped; /* per image: its byte order is not the host's */
+  int64_t cap;
+  int64_t row_block;     /* the largest ctr__tiff_page_row_block of the files */
 } stack_in;
 
 static void stack_close(ctr_stack_reader *r) {
@@ -126,14 +130,27 @@ static void stack_close(ctr_stack_reader *r) {
   if (!in) return;
   pattern_free(&in->pat);
   free(in->first_name);
+  free(in->data_offsets);
+  free(in->swapped);
   free(in);
   r->impl = NULL;
 }
 
+/* Where a file keeps its pixels (ctr__tiff_page_data_offset), for row
+ * reads; NULL where not wanted. */
+typedef struct file_layout {
+  int64_t offset;
+  int swapped;
+  int64_t row_block;
+} file_layout;
+
 /* Opens one file of the stack, checks it against `want` (when given) and
- * decodes it into buf (when given); *info gets what the file holds. */
-static ctr_status read_file(const char *name, const ctr_stack_info *want, const char *like,
-                            ctr_stack_info *info, void *buf) {
+ * decodes it into buf (when given) or rows [row0, row0 + nrows) of it into
+ * rows (when given); *info gets what the file holds, *layout (when given)
+ * where its pixels are. */
+static ctr_status read_file_rows(const char *name, const ctr_stack_info *want, const char *like,
+                                 ctr_stack_info *info, void *buf, file_layout *layout,
+                                 int64_t row0, int64_t nrows, void *rows) {
   ctr_status st = CTR_OK;
   TIFF *tif = NULL;
   char what[4200];
@@ -142,9 +159,36 @@ static ctr_status read_file(const char *name, const ctr_stack_info *want, const 
   CTR_CHECK_GOTO(st, ctr__tiff_page_info(tif, what, info));
   if (want) CTR_CHECK_GOTO(st, ctr__tiff_check_like(info, want, what, like));
   if (buf) CTR_CHECK_GOTO(st, ctr__tiff_read_page(tif, what, info, buf));
+  if (rows) CTR_CHECK_GOTO(st, ctr__tiff_read_page_rows(tif, what, info, row0, nrows, rows));
+  if (layout) {
+    layout->offset = ctr__tiff_page_data_offset(tif, info, &layout->swapped);
+    layout->row_block = ctr__tiff_page_row_block(tif, info);
+  }
 cleanup:
   TIFFClose(tif);
   return st;
+}
+
+static ctr_status read_file(const char *name, const ctr_stack_info *want, const char *like,
+                            ctr_stack_info *info, void *buf) {
+  return read_file_rows(name, want, like, info, buf, NULL, 0, 0, NULL);
+}
+
+/* Records image i's layout (grows the arrays as the open pass counts). */
+static ctr_status keep_layout(stack_in *in, int64_t i, const file_layout *l) {
+  if (i >= in->cap) {
+    const int64_t cap = in->cap ? 2 * in->cap : 64;
+    int64_t *off = realloc(in->data_offsets, (size_t)cap * sizeof *off);
+    if (off) in->data_offsets = off;
+    unsigned char *sw = off ? realloc(in->swapped, (size_t)cap) : NULL;
+    if (!off || !sw) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot list the files of a TIFF stack");
+    in->swapped = sw;
+    in->cap = cap;
+  }
+  in->data_offsets[i] = l->offset;
+  in->swapped[i] = (unsigned char)l->swapped;
+  if (l->row_block > in->row_block) in->row_block = l->row_block;
+  return CTR_OK;
 }
 
 /* Images [first, first + n) of a stack into buf, each from the file that
@@ -177,7 +221,46 @@ static ctr_status stack_read(ctr_stack_reader *r, int64_t first, int64_t n, void
   return read_images(&r->info, like, first, n, buf, input_name, in);
 }
 
-static const ctr__reader_ops stack_reader_ops = {stack_read, stack_close, NULL};
+/* Rows of images [first, first + n): one pread of each file stored
+ * uncompressed in order (found at open), the strips or tiles that hold the
+ * rows decoded otherwise. */
+static ctr_status stack_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
+                                  int64_t nrows, void *buf) {
+  stack_in *in = r->impl;
+  const size_t block = (size_t)nrows * (size_t)r->info.width * ctr_dtype_size(r->info.dtype);
+  char like[4200];
+  snprintf(like, sizeof like, "'%s'", in->first_name);
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t k = first + i;
+    char *dst = (char *)buf + (size_t)i * block;
+    char *name = pattern_name(&in->pat, in->start + k);
+    if (!name) return CTR_E_OUT_OF_MEMORY;
+    ctr_status st = CTR_OK;
+    if (in->data_offsets[k] >= 0) {
+      int fd = -1;
+      int64_t size = 0;
+      st = ctr__file_open_read(name, &fd, &size);
+      if (st == CTR_OK) {
+        st = ctr__tiff_pread_rows(fd, name, &r->info, in->data_offsets[k], in->swapped[k], row0,
+                                  nrows, dst);
+        close(fd);
+      }
+    } else {
+      ctr_stack_info got;
+      st = read_file_rows(name, &r->info, like, &got, NULL, NULL, row0, nrows, dst);
+    }
+    free(name);
+    CTR_CHECK(st);
+  }
+  return CTR_OK;
+}
+
+static int64_t stack_row_block(const ctr_stack_reader *r) {
+  return ((const stack_in *)r->impl)->row_block;
+}
+
+static const ctr__reader_ops stack_reader_ops = {stack_read, stack_close, stack_read_rows,
+                                                  stack_row_block, NULL};
 
 ctr_status ctr__tiff_stack_open(ctr_stack_reader *r) {
   ctr_status st = CTR_OK;
@@ -203,7 +286,10 @@ ctr_status ctr__tiff_stack_open(ctr_stack_reader *r) {
     in->first_name = second;
     second = NULL;
   }
-  CTR_CHECK_GOTO(st, read_file(in->first_name, NULL, NULL, &r->info, NULL));
+  file_layout layout;
+  CTR_CHECK_GOTO(st, read_file_rows(in->first_name, NULL, NULL, &r->info, NULL, &layout, 0, 0,
+                                    NULL));
+  CTR_CHECK_GOTO(st, keep_layout(in, 0, &layout));
   r->info.count = 1;
   char like[4200];
   snprintf(like, sizeof like, "'%s'", in->first_name);
@@ -217,7 +303,8 @@ ctr_status ctr__tiff_stack_open(ctr_stack_reader *r) {
     }
     if (!ctr__file_exists(name)) break;
     ctr_stack_info got;
-    CTR_CHECK_GOTO(st, read_file(name, &r->info, like, &got, NULL));
+    CTR_CHECK_GOTO(st, read_file_rows(name, &r->info, like, &got, NULL, &layout, 0, 0, NULL));
+    CTR_CHECK_GOTO(st, keep_layout(in, r->info.count, &layout));
     free(name);
     name = NULL;
   }

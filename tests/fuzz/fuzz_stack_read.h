@@ -21,6 +21,7 @@ static void fz_stack(const char *path, ctr_file_format fmt, const ctr_stack_info
       (void)ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, img);
       (void)ctr_stack_read(r, in->count - 1, 1, CTR_DTYPE_FLOAT32, img);
       (void)ctr_stack_read_rows(r, 0, 1, in->height / 2, 1, CTR_DTYPE_FLOAT32, img);
+      (void)ctr_stack_read_rows(r, in->count - 1, 1, 0, in->height, CTR_DTYPE_FLOAT32, img);
       free(img);
     }
   }

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "parbeam/fbp_tune.h"
-#include "conebeam/journal.h"
+#include "io/journal.h"
 
 #define SPLIT "\n#CTRFUZZ#\n" /* fuzz_util.h's FZ_SPLIT */
 
@@ -318,11 +318,7 @@ static void fbp_tune(void) {
 
 static void journal(void) {
   const char *path = path_in("journal", "three-slabs");
-  ctr_plan plan = CTR_PLAN_INIT;
-  plan.slab_slices = 8;
-  plan.nslabs = 3;
-  plan.views_per_batch = 16;
-  plan.store = CTR_STORE_HOST;
+  const ctr__journal_layout plan = {8, 16, (int)CTR_STORE_HOST, 0, 3};
   ctr__journal j;
   check(ctr__journal_create(&j, path, 0x0123456789abcdefull, &plan), "journal"); /* FZ_FINGERPRINT */
   const ctr__slab_record r0 = {0x9ae0daafu, -0.5f, 1.5f, 0, 0}, r2 = {0x2144df1cu, -0.5f, 2.0f, 3, 7};

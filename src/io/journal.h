@@ -1,4 +1,4 @@
-/* The journal of a streamed run, "<out>.partial.journal": a fingerprint of
+/* The journal of a streamed run (FDK, FBP), "<out>.partial.journal": a fingerprint of
  * everything that determines the result, the decomposition, and one line per
  * subvolume whose slices are written and flushed, with the CRC-32 of its
  * bytes (a resumed run recomputes a subvolume whose bytes changed on disk)
@@ -29,16 +29,45 @@ typedef struct ctr__journal {
   ctr__slab_record *rec; /* per subvolume, valid where done */
 } ctr__journal;
 
+/* The decomposition a journal records (a resumed run repeats it): the
+ * slices of a subvolume (a slab, a band), and three numbers the executor
+ * interprets (FDK: views per subset, the filtered projections' store, the
+ * pair flag; FBP: the projections used, 0, 0). */
+typedef struct ctr__journal_layout {
+  int64_t slab_slices, views_per_batch;
+  int store, pair;
+  int64_t nslabs;
+} ctr__journal_layout;
+
 /* Creates (truncating) a journal for a fresh run. */
 ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t fingerprint,
-                               const ctr_plan *plan);
+                               const ctr__journal_layout *plan);
 /* Opens an existing journal for --resume: checks the fingerprint (a
  * different run is CTR_E_INVALID_ARGUMENT naming what to do) and reads the
- * plan and the finished subvolumes. */
-ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t fingerprint);
+ * plan and the finished subvolumes. `resume` names the caller's resume
+ * option in messages ("ctr_stream_options.resume"). */
+ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t fingerprint,
+                               const char *resume);
 /* Records subvolume `index` [z0, z0 + nz) as complete (appended, synced). */
 ctr_status ctr__journal_mark(ctr__journal *j, int64_t index, int64_t z0, int64_t nz,
                              const ctr__slab_record *rec);
+/* A resumed run trusts a journalled slab (slab s: slices [s x slab_slices,
+ * + slab_slices) of nz) only if the partial output w still holds its bytes:
+ * each one's CRC-32, read back `chunk` slices of slice_bytes at a time, is
+ * compared with the journal's. A slab that changed on disk (or cannot be read
+ * back) is marked not done and forgotten by w, with a warning through ctx's
+ * log naming `what` ("subvolume", "band") and its slices (numbered from z0).
+ * What the kept ones recorded goes into *kept (range and clamped values
+ * joined), their count into *nkept and their slices into *kept_slices. */
+ctr_status ctr__journal_verify(const ctr_context *ctx, ctr__journal *j, ctr_stack_writer *w,
+                               const char *out, const char *what, int64_t slab_slices, int64_t nz,
+                               int64_t z0, size_t slice_bytes, int64_t chunk,
+                               ctr__slab_record *kept, int64_t *nkept, int64_t *kept_slices);
+/* The end of a streamed run's output: w (when still open: the run failed)
+ * is kept for a resume (ctr__stack_suspend) if the format is resumable and a
+ * slab of it is journalled, else removed; the journal (when open) is closed
+ * and removed unless a slab is journalled. Returns 1 if one is. */
+int ctr__journal_end_output(ctr__journal *j, int have_journal, ctr_stack_writer *w, int resumable);
 /* Closes; with `remove`, deletes the file. */
 void ctr__journal_close(ctr__journal *j, int remove);
 

@@ -1,5 +1,8 @@
 /* Journal of finished subvolumes (see journal.h). */
-#include "conebeam/journal.h"
+#include "io/journal.h"
+#include "io/stack_partial.h"
+
+#include <math.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,12 +74,12 @@ static ctr_status init(ctr__journal *j, const char *path) {
 }
 
 ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t fingerprint,
-                               const ctr_plan *plan) {
+                               const ctr__journal_layout *plan) {
   CTR_CHECK(init(j, path));
   j->fingerprint = fingerprint;
   j->slab_slices = plan->slab_slices;
   j->views_per_batch = plan->views_per_batch;
-  j->store = (int)plan->store;
+  j->store = plan->store;
   j->pair = plan->pair;
   j->nslabs = plan->nslabs;
   j->done = ctr__calloc((size_t)plan->nslabs, 1, "journal");
@@ -89,20 +92,20 @@ ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t finge
   snprintf(line, sizeof line,
            MAGIC "\nfingerprint %016llx\nplan %lld %lld %d %d %lld\n",
            (unsigned long long)fingerprint, (long long)plan->slab_slices,
-           (long long)plan->views_per_batch, (int)plan->store, plan->pair,
+           (long long)plan->views_per_batch, plan->store, plan->pair,
            (long long)plan->nslabs);
   return append(j, line);
 }
 
-ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t fingerprint) {
+ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t fingerprint,
+                               const char *resume) {
   ctr_status st = CTR_OK;
   CTR_CHECK(init(j, path));
   FILE *f = fopen(path, "r");
   if (!f)
     CTR_FAIL_GOTO(st, CTR_E_IO,
-                  "cannot resume: no journal '%s' (%s); run without ctr_stream_options.resume to "
-                  "start over",
-                  path, strerror(errno));
+                  "cannot resume: no journal '%s' (%s); run without %s to start over", path,
+                  strerror(errno), resume);
   char line[512];
   unsigned long long fp = 0;
   long long zs = 0, nb = 0, ns = 0;
@@ -113,14 +116,13 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
       sscanf(line, "plan %lld %lld %d %d %lld", &zs, &nb, &store, &pair, &ns) != 5 || zs <= 0 ||
       nb <= 0 || ns <= 0)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' is not a ctrecon journal (or is damaged); delete the "
-                  "partial output and run without ctr_stream_options.resume", path);
+                  "partial output and run without %s", path, resume);
   if (fp != fingerprint)
     CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
                   "cannot resume: '%s' belongs to a run with other inputs or options (geometry, "
                   "projections, filter, slices, device or output type differ); repeat the "
-                  "interrupted run with ctr_stream_options.resume, or run without "
-                  "ctr_stream_options.resume to start over",
-                  path);
+                  "interrupted run with %s, or run without %s to start over",
+                  path, resume, resume);
   j->fingerprint = fp;
   j->slab_slices = zs;
   j->views_per_batch = nb;
@@ -168,6 +170,61 @@ ctr_status ctr__journal_mark(ctr__journal *j, int64_t index, int64_t z0, int64_t
   j->done[index] = 1;
   j->rec[index] = *rec;
   return CTR_OK;
+}
+
+ctr_status ctr__journal_verify(const ctr_context *ctx, ctr__journal *j, ctr_stack_writer *w,
+                               const char *out, const char *what, int64_t slab_slices, int64_t nz,
+                               int64_t z0, size_t slice_bytes, int64_t chunk,
+                               ctr__slab_record *kept, int64_t *nkept, int64_t *kept_slices) {
+  if (chunk < 1) chunk = 1;
+  void *buf = ctr__malloc(slice_bytes * (size_t)chunk, "resume check buffer");
+  if (!buf) return CTR_E_OUT_OF_MEMORY;
+  for (int64_t s = 0; s < j->nslabs; s++) {
+    if (!j->done[s]) continue;
+    const int64_t z = s * slab_slices, n = nz - z < slab_slices ? nz - z : slab_slices;
+    uint32_t crc = 0;
+    ctr_status st = CTR_OK;
+    for (int64_t k = 0; k < n && st == CTR_OK; k += chunk) {
+      const int64_t m = n - k < chunk ? n - k : chunk;
+      st = ctr__stack_read_back(w, z + k, m, buf);
+      if (st == CTR_OK) crc = ctr__crc32(crc, buf, (size_t)m * slice_bytes);
+    }
+    if (st == CTR_OK && crc == j->rec[s].crc) {
+      kept->min = fminf(kept->min, j->rec[s].min);
+      kept->max = fmaxf(kept->max, j->rec[s].max);
+      kept->below += j->rec[s].below;
+      kept->above += j->rec[s].above;
+      ++*nkept;
+      *kept_slices += n;
+      continue;
+    }
+    if (st == CTR_OK)
+      ctr__log(ctx, CTR_LOG_WARNING,
+               "'%s': %s %lld (slices %lld..%lld) changed on disk after it was journalled "
+               "(CRC-32 %08x, the journal says %08x): computing it again",
+               out, what, (long long)s, (long long)(z0 + z), (long long)(z0 + z + n - 1),
+               (unsigned)crc, (unsigned)j->rec[s].crc);
+    else
+      ctr__log(ctx, CTR_LOG_WARNING,
+               "'%s': %s %lld (slices %lld..%lld) cannot be read back (%s): computing it again",
+               out, what, (long long)s, (long long)(z0 + z), (long long)(z0 + z + n - 1),
+               ctr_error_detail());
+    j->done[s] = 0;
+    ctr__stack_forget(w, z, n);
+  }
+  free(buf);
+  return CTR_OK;
+}
+
+int ctr__journal_end_output(ctr__journal *j, int have_journal, ctr_stack_writer *w, int resumable) {
+  int journalled = 0;
+  for (int64_t s = 0; have_journal && s < j->nslabs; s++) journalled |= j->done[s];
+  if (w) {
+    if (resumable && journalled) ctr__stack_suspend(w);
+    else ctr_stack_abort(w);
+  }
+  if (have_journal) ctr__journal_close(j, !journalled);
+  return journalled;
 }
 
 void ctr__journal_close(ctr__journal *j, int remove) {

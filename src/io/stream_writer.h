@@ -7,7 +7,7 @@
 #define CTR_STREAM_WRITER_H
 
 #include "core/internal.h"
-#include "conebeam/journal.h"
+#include "io/journal.h"
 
 #include <pthread.h>
 
@@ -73,4 +73,7 @@ void ctr__writer_submit(ctr__writer *w, const ctr__writer_job *job);
 /* Waits until every submitted job is done; returns the thread's status. */
 ctr_status ctr__writer_drain(ctr__writer *w);
 void ctr__writer_free(ctr__writer *w);
+/* After a run failed with st: lets the writer finish what it holds (its
+ * journalled slabs stay valid), keeping the detail of st's error. */
+void ctr__writer_settle(ctr__writer *w, ctr_status st);
 #endif

@@ -1,5 +1,5 @@
 /* The reader ring of the streamed pipeline (see stream_ring.h). */
-#include "conebeam/stream_ring.h"
+#include "io/stream_ring.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* The writer thread of the streamed pipeline (see stream_writer.h). */
 #include "io/stack_partial.h"
-#include "conebeam/stream_writer.h"
+#include "io/stream_writer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -174,6 +174,13 @@ ctr_status ctr__writer_drain(ctr__writer *w) {
   if (w->status != CTR_OK) return raise_locked(w);
   pthread_mutex_unlock(&w->mu);
   return CTR_OK;
+}
+
+void ctr__writer_settle(ctr__writer *w, ctr_status st) {
+  char detail[1024];
+  snprintf(detail, sizeof detail, "%s", ctr_error_detail());
+  ctr__writer_drain(w);
+  ctr__error_set(st, "%s", detail);
 }
 
 void ctr__writer_free(ctr__writer *w) {

@@ -1,0 +1,422 @@
+/* The synchrotron corrections on the GPU (the context's first GPU), the same
+ * algorithms as the CPU's (src/parbeam/stripes.c, corrections.c;
+ * docs/synchrotron.md): dezinger, stripe removal by sorting (Vo et al. 2018)
+ * and by the Fourier-wavelet filter (Muench et al. 2009), Paganin's filter
+ * (Paganin et al. 2002) with cuFFT. Host arrays in and out, a slice (or an
+ * image) at a time on one stream. */
+#include "gpu/cuda_util.h"
+#include "filter/filter.h"
+#include "parbeam/sync.h"
+
+#include <math.h>
+/* No NVTX ranges in thrust/CUB: NVTX's loader reads the environment
+ * (NVTX_INJECTION64_PATH), and the library reads none (tests/check_no_hooks.sh). */
+#define CCCL_DISABLE_NVTX
+#include <thrust/device_ptr.h>
+#include <thrust/execution_policy.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/sort.h>
+#include <thrust/tuple.h>
+
+__device__ static inline int clampi(int i, int n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+
+__device__ static inline long long reflect_edge(long long i, long long n) {
+  if (n == 1) return 0;
+  while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+  return i;
+}
+
+/* Index i of the periodic even extension of n samples (period 2n, mirrored
+ * between samples), as stripes.c's mirror(). */
+__device__ static inline long long mirror(long long i, long long n) {
+  i %= 2 * n;
+  if (i < 0) i += 2 * n;
+  return i < n ? i : 2 * n - 1 - i;
+}
+
+/* The median of v[0 .. n) (n odd, at most 255): the value with as many
+ * values below as above, by counting (no sort of the window). */
+__device__ static float window_median(const float *v, int n) {
+  const int k = n / 2;
+  for (int i = 0; i < n; i++) {
+    int below = 0, equal = 0;
+    for (int j = 0; j < n; j++) {
+      below += v[j] < v[i];
+      equal += v[j] == v[i];
+    }
+    if (below <= k && k < below + equal) return v[i];
+  }
+  return v[k];
+}
+
+/* ---- Dezinger -------------------------------------------------------------------- */
+
+__global__ static void dezinger_kernel(const float *__restrict__ in, float *__restrict__ out, int nb,
+                                       int na, int r, float thr, unsigned long long *count) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x, a = blockIdx.y;
+  if (b >= nb) return;
+  float win[15 * 15];
+  int n = 0;
+  for (int da = -r; da <= r; da++)
+    for (int db = -r; db <= r; db++) win[n++] = in[(long long)clampi(a + da, na) * nb + clampi(b + db, nb)];
+  const float m = window_median(win, n), v = in[(long long)a * nb + b];
+  if (fabsf(v - m) > thr) {
+    out[(long long)a * nb + b] = m;
+    atomicAdd(count, 1ull);
+  } else {
+    out[(long long)a * nb + b] = v;
+  }
+}
+
+extern "C" ctr_status ctr__dezinger_cuda(const ctr_context *ctx, double threshold, int size,
+                                         int64_t nb, int64_t na, int64_t ns, float *sino,
+                                         int64_t *replaced) {
+  ctr_status st = CTR_OK;
+  float *d_in = NULL, *d_out = NULL;
+  unsigned long long *d_count = NULL, h_count = 0;
+  const size_t bytes = sizeof(float) * (size_t)(nb * na);
+  const dim3 grid((unsigned)((nb + 127) / 128), (unsigned)na);
+  CU_DEVICE(ctr__context_gpu(ctx, 0));
+  CU(cudaMalloc(&d_in, bytes));
+  CU(cudaMalloc(&d_out, bytes));
+  CU(cudaMalloc(&d_count, sizeof *d_count));
+  CU(cudaMemset(d_count, 0, sizeof *d_count));
+  for (int64_t s = 0; s < ns; s++) {
+    CU(cudaMemcpy(d_in, sino + s * nb * na, bytes, cudaMemcpyHostToDevice));
+    dezinger_kernel<<<grid, 128>>>(d_in, d_out, (int)nb, (int)na, size / 2, (float)threshold, d_count);
+    CU_LAUNCHED("dezinger_kernel");
+    CU(cudaMemcpy(sino + s * nb * na, d_out, bytes, cudaMemcpyDeviceToHost));
+  }
+  CU(cudaMemcpy(&h_count, d_count, sizeof h_count, cudaMemcpyDeviceToHost));
+  *replaced = (int64_t)h_count;
+cleanup:
+  cudaFree(d_in);
+  cudaFree(d_out);
+  cudaFree(d_count);
+  return st;
+}
+
+/* ---- Sorting-based stripe removal --------------------------------------------------- */
+
+__global__ static void sort_keys(const float *__restrict__ x, int nb, long long n, float *val,
+                                 int *col, int *ang) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  val[i] = x[i];
+  col[i] = (int)(i % nb);
+  ang[i] = (int)(i / nb);
+}
+
+/* sorted values of bin b at [b * na, (b + 1) * na); the median across bins
+ * of rank k, into filtered[k * nb + b] */
+__global__ static void rank_median(const float *__restrict__ sorted, int nb, int na, int r,
+                                   float *__restrict__ filtered) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y;
+  if (b >= nb) return;
+  float win[255];
+  int n = 0;
+  for (int d = -r; d <= r; d++) win[n++] = sorted[reflect_edge(b + d, nb) * na + k];
+  filtered[(long long)k * nb + b] = window_median(win, n);
+}
+
+__global__ static void unsort(const float *__restrict__ filtered, const int *__restrict__ ang,
+                              int nb, int na, float *__restrict__ x) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y;
+  if (b >= nb) return;
+  x[(long long)ang[(long long)b * na + k] * nb + b] = filtered[(long long)k * nb + b];
+}
+
+static ctr_status sorting_cuda(const ctr_corrections *c, int64_t nb, int64_t na, int64_t ns,
+                               float *sino) {
+  ctr_status st = CTR_OK;
+  const long long n = nb * na;
+  float *d_x = NULL, *d_val = NULL, *d_f = NULL;
+  int *d_col = NULL, *d_ang = NULL;
+  const dim3 grid((unsigned)((nb + 63) / 64), (unsigned)na);
+  CU(cudaMalloc(&d_x, sizeof(float) * (size_t)n));
+  CU(cudaMalloc(&d_val, sizeof(float) * (size_t)n));
+  CU(cudaMalloc(&d_f, sizeof(float) * (size_t)n));
+  CU(cudaMalloc(&d_col, sizeof(int) * (size_t)n));
+  CU(cudaMalloc(&d_ang, sizeof(int) * (size_t)n));
+  for (int64_t s = 0; s < ns; s++) {
+    CU(cudaMemcpy(d_x, sino + s * n, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice));
+    sort_keys<<<(unsigned)((n + 255) / 256), 256>>>(d_x, (int)nb, n, d_val, d_col, d_ang);
+    CU_LAUNCHED("sort_keys");
+    {
+      /* by value (ties keep the angle order), then stably by bin: each bin's
+       * values in order, as the CPU's (value, angle) sort */
+      thrust::device_ptr<float> v(d_val);
+      thrust::device_ptr<int> cl(d_col), an(d_ang);
+      thrust::stable_sort_by_key(thrust::device, v, v + n, thrust::make_zip_iterator(thrust::make_tuple(cl, an)));
+      thrust::stable_sort_by_key(thrust::device, cl, cl + n, thrust::make_zip_iterator(thrust::make_tuple(v, an)));
+    }
+    CU(cudaGetLastError());
+    rank_median<<<grid, 64>>>(d_val, (int)nb, (int)na, c->stripe_size / 2, d_f);
+    CU_LAUNCHED("rank_median");
+    unsort<<<grid, 64>>>(d_f, d_ang, (int)nb, (int)na, d_x);
+    CU_LAUNCHED("unsort");
+    CU(cudaMemcpy(sino + s * n, d_x, sizeof(float) * (size_t)n, cudaMemcpyDeviceToHost));
+  }
+cleanup:
+  cudaFree(d_x);
+  cudaFree(d_val);
+  cudaFree(d_f);
+  cudaFree(d_col);
+  cudaFree(d_ang);
+  return st;
+}
+
+/* ---- Fourier-wavelet stripe removal ---------------------------------------------------- */
+
+__constant__ static double c_lo[20], c_hi[20];
+
+/* One periodic analysis step along rows (stride 1, len wd, h rows) or along
+ * columns (stride N1, len h, wd columns) of the region at x (row pitch N1):
+ * out gets lows then highs, copied back by copy_region. */
+__global__ static void dwt_rows(const float *__restrict__ x, float *__restrict__ y, int N1, int h,
+                                int wd, int len, int along_cols) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x, line = blockIdx.y;
+  const int n = along_cols ? h : wd, half = n / 2;
+  if (i >= half || line >= (along_cols ? wd : h)) return;
+  double a = 0, d = 0;
+  for (int k = 0; k < len; k++) {
+    const int j = (2 * i + k) % n;
+    const float v = along_cols ? x[(long long)j * N1 + line] : x[(long long)line * N1 + j];
+    a += c_lo[k] * v;
+    d += c_hi[k] * v;
+  }
+  if (along_cols) {
+    y[(long long)i * N1 + line] = (float)a;
+    y[(long long)(half + i) * N1 + line] = (float)d;
+  } else {
+    y[(long long)line * N1 + i] = (float)a;
+    y[(long long)line * N1 + half + i] = (float)d;
+  }
+}
+
+/* The inverse step: output sample j gathers the coefficients whose taps
+ * reach it. */
+__global__ static void idwt_rows(const float *__restrict__ x, float *__restrict__ y, int N1, int h,
+                                 int wd, int len, int along_cols) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x, line = blockIdx.y;
+  const int n = along_cols ? h : wd, half = n / 2;
+  if (j >= n || line >= (along_cols ? wd : h)) return;
+  double v = 0;
+  for (int k = 0; k < len; k++) {
+    /* 2 i + k = j (mod n) */
+    const int t = ((j - k) % n + n) % n;
+    if (t % 2) continue;
+    const int i = t / 2;
+    const float a = along_cols ? x[(long long)i * N1 + line] : x[(long long)line * N1 + i];
+    const float d = along_cols ? x[(long long)(half + i) * N1 + line] : x[(long long)line * N1 + half + i];
+    v += c_lo[k] * a + c_hi[k] * d;
+  }
+  if (along_cols) y[(long long)j * N1 + line] = (float)v;
+  else y[(long long)line * N1 + j] = (float)v;
+}
+
+__global__ static void copy_region(const float *__restrict__ y, float *__restrict__ x, int N1, int h,
+                                   int wd) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+  if (c < wd && r < h) x[(long long)r * N1 + c] = y[(long long)r * N1 + c];
+}
+
+/* band rows [0, m), columns [c0, c0 + nc) <-> columns contiguous */
+__global__ static void band_gather(const float *__restrict__ x, float *__restrict__ col, int N1,
+                                   int m, int c0, int nc) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x, c = blockIdx.y;
+  if (r < m && c < nc) col[(long long)c * m + r] = x[(long long)r * N1 + c0 + c];
+}
+
+__global__ static void band_scatter(const float *__restrict__ col, float *__restrict__ x, int N1,
+                                    int m, int c0, int nc) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x, c = blockIdx.y;
+  if (r < m && c < nc) x[(long long)r * N1 + c0 + c] = col[(long long)c * m + r];
+}
+
+__global__ static void notch(cufftComplex *spec, int nf, int ncols, int m, float sigma) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x, c = blockIdx.y;
+  if (k >= nf || c >= ncols) return;
+  const float g = (float)(-expm1(-(double)k * k / (2.0 * sigma * sigma)) / (double)m);
+  spec[(long long)c * nf + k].x *= g;
+  spec[(long long)c * nf + k].y *= g;
+}
+
+__global__ static void pad_reflect(const float *__restrict__ s, float *__restrict__ x, int nb,
+                                   int na, int N1, int N0, int left) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+  if (b >= N1 || r >= N0) return;
+  x[(long long)r * N1 + b] = s[mirror(r, na) * nb + reflect_edge(b - left, nb)];
+}
+
+__global__ static void crop(const float *__restrict__ x, float *__restrict__ s, int nb, int na,
+                            int N1, int left) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+  if (b < nb && r < na) s[(long long)r * nb + b] = x[(long long)r * N1 + left + b];
+}
+
+static ctr_status wavelet_cuda(const ctr_corrections *c, int64_t nb, int64_t na, int64_t ns,
+                               float *sino) {
+  ctr_status st = CTR_OK;
+  double lo[20], hi[20];
+  const int len = 2 * c->stripe_wavelet, L = c->stripe_level;
+  const int64_t q = (int64_t)1 << L;
+  /* as stripes.c: the angles mirrored to a period of 2 na, the bins reflected */
+  const int64_t N0 = (2 * na + q - 1) / q * q, N1 = (nb + nb / 4 + q - 1) / q * q, left = (N1 - nb) / 2;
+  float *d_s = NULL, *d_x = NULL, *d_y = NULL, *d_col = NULL;
+  cufftComplex *d_spec = NULL;
+  cufftHandle plans[2 * 8];
+  int nplans = 0;
+  CTR_CHECK(ctr__daubechies(c->stripe_wavelet, lo));
+  for (int k = 0; k < len; k++) hi[k] = (k % 2 ? -1.0 : 1.0) * lo[len - 1 - k];
+  CU(cudaMemcpyToSymbol(c_lo, lo, sizeof(double) * (size_t)len));
+  CU(cudaMemcpyToSymbol(c_hi, hi, sizeof(double) * (size_t)len));
+  CU(cudaMalloc(&d_s, sizeof(float) * (size_t)(nb * na)));
+  CU(cudaMalloc(&d_x, sizeof(float) * (size_t)(N0 * N1)));
+  CU(cudaMalloc(&d_y, sizeof(float) * (size_t)(N0 * N1)));
+  CU(cudaMalloc(&d_col, sizeof(float) * (size_t)(N0 * N1)));
+  CU(cudaMalloc(&d_spec, sizeof(cufftComplex) * (size_t)((N0 / 2 + 1) * N1)));
+  /* per level: forward and inverse plans of the band's columns (length
+   * h / 2, w / 2 of them) */
+  for (int l = 0; l < L; l++) {
+    int m = (int)((N0 >> l) / 2), ncols = (int)((N1 >> l) / 2), nf = m / 2 + 1;
+    CUFFT(cufftPlanMany(&plans[2 * l], 1, &m, NULL, 1, m, NULL, 1, nf, CUFFT_R2C, ncols));
+    nplans++;
+    CUFFT(cufftPlanMany(&plans[2 * l + 1], 1, &m, NULL, 1, nf, NULL, 1, m, CUFFT_C2R, ncols));
+    nplans++;
+  }
+  for (int64_t s = 0; s < ns; s++) {
+    CU(cudaMemcpy(d_s, sino + s * nb * na, sizeof(float) * (size_t)(nb * na), cudaMemcpyHostToDevice));
+    pad_reflect<<<dim3((unsigned)((N1 + 127) / 128), (unsigned)N0), 128>>>(d_s, d_x, (int)nb, (int)na,
+                                                                           (int)N1, (int)N0, (int)left);
+    CU_LAUNCHED("pad_reflect");
+    for (int l = 0; l < L; l++) {
+      const int h = (int)(N0 >> l), wd = (int)(N1 >> l);
+      dwt_rows<<<dim3((unsigned)((wd / 2 + 127) / 128), (unsigned)h), 128>>>(d_x, d_y, (int)N1, h, wd, len, 0);
+      CU_LAUNCHED("dwt rows");
+      copy_region<<<dim3((unsigned)((wd + 127) / 128), (unsigned)h), 128>>>(d_y, d_x, (int)N1, h, wd);
+      CU_LAUNCHED("copy_region");
+      dwt_rows<<<dim3((unsigned)((h / 2 + 127) / 128), (unsigned)wd), 128>>>(d_x, d_y, (int)N1, h, wd, len, 1);
+      CU_LAUNCHED("dwt columns");
+      copy_region<<<dim3((unsigned)((wd + 127) / 128), (unsigned)h), 128>>>(d_y, d_x, (int)N1, h, wd);
+      CU_LAUNCHED("copy_region");
+    }
+    for (int l = 0; l < L; l++) {
+      const int h = (int)(N0 >> l), wd = (int)(N1 >> l), m = h / 2, ncols = wd / 2, nf = m / 2 + 1;
+      const dim3 g((unsigned)((m + 127) / 128), (unsigned)ncols);
+      band_gather<<<g, 128>>>(d_x, d_col, (int)N1, m, wd / 2, ncols);
+      CU_LAUNCHED("band_gather");
+      CUFFT(cufftExecR2C(plans[2 * l], d_col, d_spec));
+      notch<<<dim3((unsigned)((nf + 127) / 128), (unsigned)ncols), 128>>>(d_spec, nf, ncols, m,
+                                                                         (float)c->stripe_sigma);
+      CU_LAUNCHED("notch");
+      CUFFT(cufftExecC2R(plans[2 * l + 1], d_spec, d_col));
+      band_scatter<<<g, 128>>>(d_col, d_x, (int)N1, m, wd / 2, ncols);
+      CU_LAUNCHED("band_scatter");
+    }
+    for (int l = L - 1; l >= 0; l--) {
+      const int h = (int)(N0 >> l), wd = (int)(N1 >> l);
+      idwt_rows<<<dim3((unsigned)((h + 127) / 128), (unsigned)wd), 128>>>(d_x, d_y, (int)N1, h, wd, len, 1);
+      CU_LAUNCHED("idwt columns");
+      copy_region<<<dim3((unsigned)((wd + 127) / 128), (unsigned)h), 128>>>(d_y, d_x, (int)N1, h, wd);
+      CU_LAUNCHED("copy_region");
+      idwt_rows<<<dim3((unsigned)((wd + 127) / 128), (unsigned)h), 128>>>(d_x, d_y, (int)N1, h, wd, len, 0);
+      CU_LAUNCHED("idwt rows");
+      copy_region<<<dim3((unsigned)((wd + 127) / 128), (unsigned)h), 128>>>(d_y, d_x, (int)N1, h, wd);
+      CU_LAUNCHED("copy_region");
+    }
+    crop<<<dim3((unsigned)((nb + 127) / 128), (unsigned)na), 128>>>(d_x, d_s, (int)nb, (int)na, (int)N1, (int)left);
+    CU_LAUNCHED("crop");
+    CU(cudaMemcpy(sino + s * nb * na, d_s, sizeof(float) * (size_t)(nb * na), cudaMemcpyDeviceToHost));
+  }
+cleanup:
+  for (int i = 0; i < nplans; i++) cufftDestroy(plans[i]);
+  cudaFree(d_s);
+  cudaFree(d_x);
+  cudaFree(d_y);
+  cudaFree(d_col);
+  cudaFree(d_spec);
+  return st;
+}
+
+extern "C" ctr_status ctr__stripes_cuda(const ctr_context *ctx, const ctr_corrections *c,
+                                        int64_t nb, int64_t na, int64_t ns, float *sino) {
+  CU_DEVICE(ctr__context_gpu(ctx, 0));
+  if (c->stripe == CTR_STRIPE_SORTING) return sorting_cuda(c, nb, na, ns, sino);
+  if (c->stripe == CTR_STRIPE_WAVELET) return wavelet_cuda(c, nb, na, ns, sino);
+  return CTR_OK;
+}
+
+/* ---- Paganin ------------------------------------------------------------------------------ */
+
+__global__ static void paganin_pad(const float *__restrict__ im, float *__restrict__ buf, int w, int h,
+                                   int W, int H, int ox, int oy, int pitch) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+  if (x >= W || y >= H) return;
+  long long sy = y - oy, sx = x - ox;
+  while (sy < 0 || sy >= h) sy = sy < 0 ? -sy - 1 : 2LL * h - 1 - sy;
+  while (sx < 0 || sx >= w) sx = sx < 0 ? -sx - 1 : 2LL * w - 1 - sx;
+  buf[(long long)y * pitch + x] = im[sy * w + sx];
+}
+
+/* a = pi lambda z delta / beta / pixel^2 (frequencies in cycles per pixel) */
+__global__ static void paganin_multiply(cufftComplex *spec, int W, int H, int nf, double a) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+  if (x >= nf || y >= H) return;
+  const double fx = (double)x / W, fy = (double)(y <= H / 2 ? y : y - H) / H;
+  const float g = (float)(1.0 / (1.0 + a * (fx * fx + fy * fy)) / ((double)W * H));
+  spec[(long long)y * nf + x].x *= g;
+  spec[(long long)y * nf + x].y *= g;
+}
+
+__global__ static void paganin_crop(const float *__restrict__ buf, float *__restrict__ im, int w, int h,
+                                    int ox, int oy, int pitch) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+  if (x < w && y < h) im[(long long)y * w + x] = buf[(long long)(y + oy) * pitch + x + ox];
+}
+
+extern "C" ctr_status ctr__paganin_cuda(const ctr_context *ctx, const ctr_corrections *c,
+                                        double pixel_mm, int64_t m, int64_t w, int64_t h,
+                                        int64_t n, float *img) {
+  ctr_status st = CTR_OK;
+  const int64_t W = ctr__fft_good_size(w + 2 * m), H = ctr__fft_good_size(h + 2 * m), nf = W / 2 + 1;
+  const int64_t ox = (W - w) / 2, oy = (H - h) / 2;
+  /* ctr_paganin_response's a, in cycles per pixel */
+  const double a = 3.14159265358979323846 * 1.23984198e-6 / c->energy_kev * c->distance_mm *
+                   c->paganin_delta_beta / (pixel_mm * pixel_mm);
+  float *d_im = NULL, *d_buf = NULL;
+  cufftHandle fw = 0, bw = 0;
+  int have_f = 0, have_b = 0;
+  CU_DEVICE(ctr__context_gpu(ctx, 0));
+  CU(cudaMalloc(&d_im, sizeof(float) * (size_t)(w * h)));
+  CU(cudaMalloc(&d_buf, sizeof(cufftComplex) * (size_t)(H * nf)));
+  CUFFT(cufftPlan2d(&fw, (int)H, (int)W, CUFFT_R2C));
+  have_f = 1;
+  CUFFT(cufftPlan2d(&bw, (int)H, (int)W, CUFFT_C2R));
+  have_b = 1;
+  for (int64_t i = 0; i < n; i++) {
+    CU(cudaMemcpy(d_im, img + i * w * h, sizeof(float) * (size_t)(w * h), cudaMemcpyHostToDevice));
+    /* padded plane W x H, rows of W floats (out of place into the spectrum's
+     * buffer, then in place) */
+    paganin_pad<<<dim3((unsigned)((W + 127) / 128), (unsigned)H), 128>>>(d_im, d_buf, (int)w, (int)h,
+                                                                        (int)W, (int)H, (int)ox, (int)oy,
+                                                                        (int)(2 * nf));
+    CU_LAUNCHED("paganin_pad");
+    /* cufftPlan2d's in-place R2C expects rows padded to 2 (W / 2 + 1) floats */
+    CUFFT(cufftExecR2C(fw, d_buf, (cufftComplex *)d_buf));
+    paganin_multiply<<<dim3((unsigned)((nf + 127) / 128), (unsigned)H), 128>>>((cufftComplex *)d_buf, (int)W,
+                                                                              (int)H, (int)nf, a);
+    CU_LAUNCHED("paganin_multiply");
+    CUFFT(cufftExecC2R(bw, (cufftComplex *)d_buf, d_buf));
+    paganin_crop<<<dim3((unsigned)((w + 127) / 128), (unsigned)h), 128>>>(d_buf, d_im, (int)w, (int)h,
+                                                                         (int)ox, (int)oy, (int)(2 * nf));
+    CU_LAUNCHED("paganin_crop");
+    CU(cudaMemcpy(img + i * w * h, d_im, sizeof(float) * (size_t)(w * h), cudaMemcpyDeviceToHost));
+  }
+cleanup:
+  if (have_f) cufftDestroy(fw);
+  if (have_b) cufftDestroy(bw);
+  cudaFree(d_im);
+  cudaFree(d_buf);
+  return st;
+}

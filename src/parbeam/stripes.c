@@ -1,0 +1,327 @@
+/* Sinogram corrections on the CPU (docs/synchrotron.md): dezinger, stripe
+ * (ring) removal by sorting (Vo et al. 2018, algorithm 3) and by the
+ * Fourier-wavelet filter (Muench et al. 2009), with the Daubechies filters
+ * computed by spectral factorisation (Daubechies 1988). The wavelet
+ * transform is written here: Debian's C wavelet library (GSL's gsl_wavelet)
+ * takes power-of-two lengths only and is GPL, and the GPU needs the same
+ * transform in CUDA anyway. */
+#include "filter/filter.h"
+#include "parbeam/sync.h"
+
+#include <fftw3.h> /* before complex.h: fftw_complex stays double[2] */
+#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Daubechies filters ------------------------------------------------------ */
+
+ctr_status ctr__daubechies(int n, double *h) {
+  if (n < 1 || n > 10) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "Daubechies order %d: expected 1 .. 10", n);
+  /* P(y) = sum_k C(n - 1 + k, k) y^k; its roots y_j give the zeros z_j of the
+   * filter inside the unit circle through y = (2 - z - 1/z) / 4. */
+  double p[10];
+  for (int k = 0; k < n; k++) {
+    double c = 1.0;
+    for (int i = 1; i <= k; i++) c = c * (double)(n - 1 + i) / (double)i;
+    p[k] = c;
+  }
+  const int deg = n - 1;
+  double complex root[10];
+  /* Durand-Kerner on the monic polynomial */
+  for (int j = 0; j < deg; j++) root[j] = cpow(0.4 + 0.9 * I, j);
+  for (int it = 0; it < 500; it++) {
+    double moved = 0;
+    for (int j = 0; j < deg; j++) {
+      double complex v = 1.0;
+      for (int k = deg - 1; k >= 0; k--) v = v * root[j] + p[k] / p[deg];
+      double complex d = 1.0;
+      for (int i = 0; i < deg; i++)
+        if (i != j) d *= root[j] - root[i];
+      const double complex step = v / d;
+      root[j] -= step;
+      moved = fmax(moved, cabs(step));
+    }
+    if (moved < 1e-15) break;
+  }
+  /* (1 + z)^n prod (z - z_j), ascending powers */
+  double complex c[21] = {1.0};
+  int len = 1;
+  for (int k = 0; k < n; k++, len++)
+    for (int i = len; i > 0; i--) c[i] += c[i - 1];
+  for (int j = 0; j < deg; j++) {
+    const double complex b = 1.0 - 2.0 * root[j], s = csqrt(b * b - 1.0);
+    double complex z = b + s;
+    if (cabs(z) > 1.0) z = b - s;
+    for (int i = len; i > 0; i--) c[i] = c[i - 1] - z * c[i];
+    c[0] = -z * c[0];
+    len++;
+  }
+  double sum = 0;
+  for (int i = 0; i < 2 * n; i++) sum += creal(c[i]);
+  for (int i = 0; i < 2 * n; i++) h[i] = creal(c[i]) * sqrt(2.0) / sum;
+  return CTR_OK;
+}
+
+/* ---- Dezinger ----------------------------------------------------------------- */
+
+static float median_of(float *v, int n) {
+  /* quickselect of the middle element */
+  int lo = 0, hi = n - 1, k = n / 2;
+  while (lo < hi) {
+    const float pivot = v[(lo + hi) / 2];
+    int i = lo, j = hi;
+    while (i <= j) {
+      while (v[i] < pivot) i++;
+      while (v[j] > pivot) j--;
+      if (i <= j) {
+        const float t = v[i];
+        v[i++] = v[j];
+        v[j--] = t;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else break;
+  }
+  return v[k];
+}
+
+static inline int64_t clampi(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+
+int64_t ctr__dezinger_cpu(const ctr_context *ctx, double threshold, int size, int64_t nb,
+                          int64_t na, int64_t ns, float *sino) {
+  const int r = size / 2;
+  int64_t replaced = 0;
+  float *copy = ctr__aligned_alloc(sizeof(float) * (size_t)(nb * na), "dezinger copy");
+  if (!copy) return -1;
+  for (int64_t s = 0; s < ns; s++) {
+    float *x = sino + s * nb * na;
+    memcpy(copy, x, sizeof(float) * (size_t)(nb * na));
+#pragma omp parallel for schedule(static) reduction(+ : replaced) num_threads(ctr__num_threads(ctx))
+    for (int64_t a = 0; a < na; a++) {
+      float win[15 * 15];
+      for (int64_t b = 0; b < nb; b++) {
+        int n = 0;
+        for (int da = -r; da <= r; da++)
+          for (int db = -r; db <= r; db++)
+            win[n++] = copy[clampi(a + da, na) * nb + clampi(b + db, nb)];
+        const float m = median_of(win, n);
+        if (fabsf(copy[a * nb + b] - m) > (float)threshold) {
+          x[a * nb + b] = m;
+          replaced++;
+        }
+      }
+    }
+  }
+  ctr__aligned_free(copy);
+  return replaced;
+}
+
+/* ---- Sorting-based stripe removal (Vo et al. 2018, algorithm 3) --------------- */
+
+typedef struct ranked {
+  float v;
+  int32_t a;
+} ranked;
+
+static int by_value(const void *x, const void *y) {
+  const ranked *p = x, *q = y;
+  if (p->v != q->v) return p->v < q->v ? -1 : 1;
+  return (p->a > q->a) - (p->a < q->a);
+}
+
+/* Reflection about the edge pixel (d c b | a b c d | c b a). */
+static inline int64_t reflect(int64_t i, int64_t n) {
+  if (n == 1) return 0;
+  while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+  return i;
+}
+
+static ctr_status sorting_slice(const ctr_context *ctx, int size, int64_t nb, int64_t na,
+                                float *x, ranked *sorted, float *filtered) {
+  /* each bin's column sorted over the angles (ties by angle: deterministic) */
+#pragma omp parallel for schedule(static) num_threads(ctr__num_threads(ctx))
+  for (int64_t b = 0; b < nb; b++) {
+    ranked *col = sorted + b * na;
+    for (int64_t a = 0; a < na; a++) col[a] = (ranked){x[a * nb + b], (int32_t)a};
+    qsort(col, (size_t)na, sizeof *col, by_value);
+  }
+  /* a median across bins of each rank's row, written back to the angles the
+   * values came from */
+  const int r = size / 2;
+#pragma omp parallel for schedule(static) num_threads(ctr__num_threads(ctx))
+  for (int64_t k = 0; k < na; k++) {
+    float win[255];
+    for (int64_t b = 0; b < nb; b++) {
+      int n = 0;
+      for (int d = -r; d <= r; d++) win[n++] = sorted[reflect(b + d, nb) * na + k].v;
+      filtered[k * nb + b] = median_of(win, n);
+    }
+  }
+#pragma omp parallel for schedule(static) num_threads(ctr__num_threads(ctx))
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t k = 0; k < na; k++) x[(int64_t)sorted[b * na + k].a * nb + b] = filtered[k * nb + b];
+  return CTR_OK;
+}
+
+/* ---- Fourier-wavelet stripe removal (Muench et al. 2009) ------------------------ */
+
+/* Index i of the periodic even extension of n samples (period 2n, mirrored
+ * between samples: ... x1 x0 | x0 x1 ... x(n-1) | x(n-1) ...). */
+static inline int64_t mirror(int64_t i, int64_t n) {
+  i %= 2 * n;
+  if (i < 0) i += 2 * n;
+  return i < n ? i : 2 * n - 1 - i;
+}
+
+typedef struct wavelet {
+  int len;
+  double lo[20], hi[20]; /* analysis low and high pass */
+} wavelet;
+
+static ctr_status wavelet_make(int order, wavelet *w) {
+  CTR_CHECK(ctr__daubechies(order, w->lo));
+  w->len = 2 * order;
+  for (int k = 0; k < w->len; k++) w->hi[k] = (k % 2 ? -1.0 : 1.0) * w->lo[w->len - 1 - k];
+  return CTR_OK;
+}
+
+/* One periodic analysis step of n (even) values x[i * stride]: lows into
+ * the first n/2, highs into the last n/2 (through tmp). */
+static void dwt_step(const wavelet *w, float *x, int64_t n, int64_t stride, double *tmp) {
+  const int64_t h = n / 2;
+  for (int64_t i = 0; i < h; i++) {
+    double a = 0, d = 0;
+    for (int k = 0; k < w->len; k++) {
+      const double v = x[((2 * i + k) % n) * stride];
+      a += w->lo[k] * v;
+      d += w->hi[k] * v;
+    }
+    tmp[i] = a;
+    tmp[h + i] = d;
+  }
+  for (int64_t i = 0; i < n; i++) x[i * stride] = (float)tmp[i];
+}
+
+/* Its inverse (the transform is orthogonal: the transpose). */
+static void idwt_step(const wavelet *w, float *x, int64_t n, int64_t stride, double *tmp) {
+  const int64_t h = n / 2;
+  for (int64_t i = 0; i < n; i++) tmp[i] = 0;
+  for (int64_t i = 0; i < h; i++) {
+    const double a = x[i * stride], d = x[(h + i) * stride];
+    for (int k = 0; k < w->len; k++) tmp[(2 * i + k) % n] += w->lo[k] * a + w->hi[k] * d;
+  }
+  for (int64_t i = 0; i < n; i++) x[i * stride] = (float)tmp[i];
+}
+
+/* Levels of the 2D transform of an N0 (angles) x N1 (bins) array, x
+ * fastest along bins: the band of low angular and high bin frequency of each
+ * level (vertical stripes live there) is damped along the angles by
+ * 1 - exp(-k^2 / (2 sigma^2)). */
+static ctr_status wavelet_slice(const ctr_context *ctx, const ctr_corrections *c,
+                                const wavelet *w, int64_t N0, int64_t N1, float *x) {
+  ctr_status st = CTR_OK;
+  const int L = c->stripe_level;
+  int64_t h = N0, wd = N1;
+  for (int l = 0; l < L; l++, h /= 2, wd /= 2) {
+#pragma omp parallel num_threads(ctr__num_threads(ctx))
+    {
+      double *tmp = malloc(sizeof(double) * (size_t)(N0 > N1 ? N0 : N1));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < h; r++)
+        if (tmp) dwt_step(w, x + r * N1, wd, 1, tmp);
+#pragma omp for schedule(static)
+      for (int64_t col = 0; col < wd; col++)
+        if (tmp) dwt_step(w, x + col, h, N1, tmp);
+      free(tmp);
+    }
+  }
+  /* the notch on each level's band rows [0, h/2), columns [w/2, w) */
+  h = N0;
+  wd = N1;
+  for (int l = 0; l < L; l++, h /= 2, wd /= 2) {
+    const int64_t m = h / 2, nf = m / 2 + 1;
+    float *in = fftwf_malloc(sizeof(float) * (size_t)m);
+    fftwf_complex *out = fftwf_malloc(sizeof(fftwf_complex) * (size_t)nf);
+    ctr__fftw_lock();
+    fftwf_plan fw = in && out ? fftwf_plan_dft_r2c_1d((int)m, in, out, FFTW_ESTIMATE) : NULL;
+    fftwf_plan bw = in && out ? fftwf_plan_dft_c2r_1d((int)m, out, in, FFTW_ESTIMATE) : NULL;
+    ctr__fftw_unlock();
+    if (!fw || !bw) st = ctr__error_set(CTR_E_FFT, "FFTW could not plan transforms of length %lld",
+                                        (long long)m);
+    for (int64_t col = wd / 2; st == CTR_OK && col < wd; col++) {
+      for (int64_t r = 0; r < m; r++) in[r] = x[r * N1 + col];
+      fftwf_execute(fw);
+      for (int64_t k = 0; k < nf; k++) {
+        const float g = (float)(-expm1(-(double)(k * k) / (2.0 * c->stripe_sigma * c->stripe_sigma)) /
+                                (double)m);
+        out[k][0] *= g;
+        out[k][1] *= g;
+      }
+      fftwf_execute(bw);
+      for (int64_t r = 0; r < m; r++) x[r * N1 + col] = in[r];
+    }
+    ctr__fftw_lock();
+    if (fw) fftwf_destroy_plan(fw);
+    if (bw) fftwf_destroy_plan(bw);
+    ctr__fftw_unlock();
+    fftwf_free(in);
+    fftwf_free(out);
+    if (st != CTR_OK) return st;
+  }
+  /* back up the levels */
+  for (int l = L - 1; l >= 0; l--) {
+    const int64_t hl = N0 >> l, wl = N1 >> l;
+#pragma omp parallel num_threads(ctr__num_threads(ctx))
+    {
+      double *tmp = malloc(sizeof(double) * (size_t)(N0 > N1 ? N0 : N1));
+#pragma omp for schedule(static)
+      for (int64_t col = 0; col < wl; col++)
+        if (tmp) idwt_step(w, x + col, hl, N1, tmp);
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < hl; r++)
+        if (tmp) idwt_step(w, x + r * N1, wl, 1, tmp);
+      free(tmp);
+    }
+  }
+  return CTR_OK;
+}
+
+ctr_status ctr__stripes_cpu(const ctr_context *ctx, const ctr_corrections *c, int64_t nb,
+                            int64_t na, int64_t ns, float *sino) {
+  ctr_status st = CTR_OK;
+  if (c->stripe == CTR_STRIPE_SORTING) {
+    ranked *sorted = malloc(sizeof(ranked) * (size_t)(nb * na));
+    float *filtered = malloc(sizeof(float) * (size_t)(nb * na));
+    if (!sorted || !filtered)
+      st = ctr__error_set(CTR_E_OUT_OF_MEMORY, "stripe removal: cannot allocate %lld x %lld values",
+                          (long long)nb, (long long)na);
+    for (int64_t s = 0; st == CTR_OK && s < ns; s++)
+      st = sorting_slice(ctx, c->stripe_size, nb, na, sino + s * nb * na, sorted, filtered);
+    free(sorted);
+    free(filtered);
+    return st;
+  }
+  if (c->stripe != CTR_STRIPE_WAVELET) return CTR_OK;
+  wavelet w;
+  CTR_CHECK(wavelet_make(c->stripe_wavelet, &w));
+  /* The transform is periodic: the angles are extended by their mirror
+   * image (x0 .. x(n-1) x(n-1) .. x0, continuous around the period) to a
+   * multiple of 2^L, the bins by reflection by a quarter more. */
+  const int64_t q = (int64_t)1 << c->stripe_level;
+  const int64_t N0 = (2 * na + q - 1) / q * q, N1 = (nb + nb / 4 + q - 1) / q * q;
+  const int64_t left = (N1 - nb) / 2;
+  float *x = ctr__aligned_alloc(sizeof(float) * (size_t)(N0 * N1), "stripe removal");
+  if (!x) return CTR_E_OUT_OF_MEMORY;
+  for (int64_t s = 0; st == CTR_OK && s < ns; s++) {
+    float *src = sino + s * nb * na;
+    for (int64_t r = 0; r < N0; r++)
+      for (int64_t b = 0; b < N1; b++) x[r * N1 + b] = src[mirror(r, na) * nb + reflect(b - left, nb)];
+    st = wavelet_slice(ctx, c, &w, N0, N1, x);
+    for (int64_t r = 0; st == CTR_OK && r < na; r++)
+      memcpy(src + r * nb, x + r * N1 + left, sizeof(float) * (size_t)nb);
+  }
+  ctr__aligned_free(x);
+  return st;
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `ctrecon fbp` end to end on small DXchange files (the synchrotron pipeline,
+# docs/synchrotron.md): the axis found and printed, a run stopped after two
+# bands and resumed bit-identical, every correction from the command line,
+# float16 / uint16 / HDF5 outputs, a 360-degree offset-axis scan stitched.
+# Runs the test CLI (fault injection: CTRECON_INJECT_STOP_AFTER_SLABS).
+# Usage: bash cli_sync.sh path/to/ctrecon_inject_cli (make_dxchange beside it)
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
+MAKE=$(dirname "$CTR")/make_dxchange
+if ! "$CTR" info | grep -Eq '^ +hdf5 +yes' || [ ! -x "$MAKE" ]; then
+  echo "no HDF5 in this build: skipped"; exit 77
+fi
+step() {
+  local desc=$1; shift
+  run "$@"
+  if [ "$rc" -eq 0 ]; then ok "$desc"; else bad "$desc: exit $rc"; fi
+}
+near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d <= t) }'; }
+
+"$MAKE" scan.h5 64 12 90 34.8 180 && ok "DXchange file made" || bad "make_dxchange"
+F=(fbp --projections scan.h5 --device cpu --pixel-size 0.01)
+
+step "fbp of a DXchange file, axis found" "${F[@]}" --out rec.nrrd
+axis=$(awk '/^rotation axis:/ {print $3}' "$OUT")
+near "$axis" 34.8 0.25 && ok "axis found and printed: $axis (true 34.8)" || bad "axis '$axis'"
+
+# stopped after 2 bands (test build), resumed: the bytes of an uninterrupted run
+step "fbp --axis, bands of 3" "${F[@]}" --axis 34.8 --batch 3 --out a.raw
+CTRECON_INJECT_STOP_AFTER_SLABS=2 run "${F[@]}" --axis 34.8 --batch 3 --out b.raw
+[ "$rc" -ne 0 ] && [ ! -e b.raw ] && [ -e b.raw.partial ] && grep -q -- "--resume" "$ERR" &&
+  ok "stopped after 2 bands: partial kept, --resume advised" || bad "stopped run: exit $rc"
+step "fbp --resume" "${F[@]}" --axis 34.8 --batch 3 --out b.raw --resume
+cmp -s a.raw b.raw && ok "resumed output = uninterrupted output" || bad "resumed output differs"
+[ ! -e b.raw.partial ] && [ ! -e b.raw.partial.journal ] && ok "no partial or journal left" ||
+  bad "partial files left"
+
+# every correction, float16 multi-page TIFF
+step "fbp with dezinger, rings, Paganin, binning, float16" "${F[@]}" --axis 34.8 --dezinger 0.3 \
+  --rings sorting --ring-size 5 --paganin 50 --energy 20 --distance 30 --bin 2 --out-dtype float16 \
+  --out c.tif --timings
+[ "$(wc -c < c.tif)" -gt $((32 * 32 * 6 * 2)) ] && ok "c.tif holds 6 float16 slices of 32^2" ||
+  bad "c.tif size $(wc -c < c.tif)"
+grep -q "bands of" "$ERR" && ok "--timings prints the busy times" || bad "no timings"
+step "fbp --rings wavelet, uint16 --out-range, HDF5 out" "${F[@]}" --axis 34.8 --rings wavelet \
+  --out-dtype uint16 --out-range -1:4 --out 'r.h5:/exchange/recon' --angle-subset 0:90:2
+head -c 8 r.h5 | od -c | grep -q 'H   D   F' && ok "r.h5 is HDF5" || bad "r.h5 signature"
+grep -q "from 45 angles" "$OUT" && ok "--angle-subset 0:90:2 used 45 projections" || bad "subset"
+
+# a 360-degree scan with the axis near the right edge, stitched
+"$MAKE" s360.h5 48 4 240 40.3 360 22 && ok "360-degree DXchange file made" || bad "make_dxchange 360"
+step "fbp --stitch-360, axis found" fbp --projections s360.h5 --device cpu --stitch-360 --out s.nrrd
+axis=$(awk '/^rotation axis:/ {print $3}' "$OUT")
+near "$axis" 40.3 0.25 && ok "360 axis found: $axis (true 40.3)" || bad "360 axis '$axis'"
+grep -q "correlation" "$OUT" && ok "found by the correlation of opposite projections" || bad "method"
+grep -Eq '^sizes: 82 82 4' s.nrrd && ok "stitched field of view: 82 bins" ||
+  bad "s.nrrd sizes: $(grep -a '^sizes' s.nrrd)"
+finish

@@ -1,0 +1,265 @@
+/* The streamed FBP (ctr_fbp_stream, docs/synchrotron.md) on the CPU:
+ *  - file to file equals ctr_fbp_projections in memory bit for bit (raw,
+ *    TIFF and DXchange HDF5 inputs; any band size), and ctr_fbp_stream_memory
+ *    equals ctr_fbp_stream bit for bit with every correction on;
+ *  - the input's bytes are read once (the process's rchar);
+ *  - a run cancelled after two bands, resumed, gives the uninterrupted bytes;
+ *  - the axis is found (CTR_AXIS_AUTO) within 0.25 bin and reported;
+ *  - uint16 output is round((v - offset) x scale) of the float32 run, float16
+ *    its half rounding.
+ * Built again for CUDA (test_gpu_fbp_stream): the same checks with the GPU
+ * computing (the reference ctr_fbp_projections then runs on the GPU too). */
+#include "harness.h"
+#include "scratch_dir.h"
+#include "io/io_internal.h"
+
+#include <stdio.h>
+
+#ifdef CTR_TEST_CUDA
+#define TEST_NAME "test_gpu_fbp_stream"
+#define TEST_DEVICE CTR_DEVICE_CUDA
+#else
+#define TEST_NAME "test_fbp_stream"
+#define TEST_DEVICE CTR_DEVICE_CPU
+#endif
+
+enum { W = 64, H = 12, NP = 90 };
+static const double AXIS = 31.5 + 3.3;
+
+static uint16_t *g_proj;
+static float *g_flat, *g_dark;
+/* the progress callback cancels once past this fraction (-1: never) */
+static double g_cancel_past = -1;
+
+static int progress(void *user, const char *stage, double f) {
+  (void)user;
+  (void)stage;
+  return g_cancel_past >= 0 && f > g_cancel_past + 1e-9;
+}
+
+static ctr_parallel_params params(double axis) {
+  ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
+  p.nbins = W;
+  p.nangles = NP;
+  p.axis = axis;
+  p.pixel_size = 0.01;
+  return p;
+}
+
+/* uint16 projections of a Shepp-Logan head (axis AXIS) with flat and dark. */
+static void make_data(void) {
+  ctr_parallel_params p = params(AXIS);
+  p.pixel_size = 1.0;
+  ctr_parallel_geometry *g = NULL;
+  ctr_phantom *ph = NULL;
+  CHECK_OK(ctr_parallel_create(&p, &g));
+  CHECK_OK(ctr_phantom_shepp_logan(20.0, 0.05, &ph));
+  float *sino = malloc(sizeof(float) * W * NP * H);
+  double z[H];
+  for (int s = 0; s < H; s++) z[s] = -5.0 + s;
+  CHECK_OK(ctr_phantom_sinogram(ph, g, H, z, 2, sino));
+  g_proj = malloc(sizeof(uint16_t) * W * H * NP);
+  g_flat = malloc(sizeof(float) * W * H);
+  g_dark = malloc(sizeof(float) * W * H);
+  for (int y = 0; y < H; y++)
+    for (int b = 0; b < W; b++) {
+      g_flat[y * W + b] = 20000.0f + 50.0f * (float)((b * 7 + y * 3) % 11);
+      g_dark[y * W + b] = 100.0f + (float)((b + y) % 5);
+    }
+  for (int a = 0; a < NP; a++)
+    for (int y = 0; y < H; y++)
+      for (int b = 0; b < W; b++) {
+        const double t = exp(-sino[(y * NP + a) * W + b]);
+        const double v = g_dark[y * W + b] + (g_flat[y * W + b] - g_dark[y * W + b]) * t +
+                         (double)((a * 13 + y * 7 + b) % 17) - 8.0;
+        g_proj[(a * H + y) * W + b] = (uint16_t)lround(v);
+      }
+  /* a zinger */
+  g_proj[(40 * H + 6) * W + 30] = 60000;
+  free(sino);
+  ctr_phantom_free(ph);
+  ctr_parallel_free(g);
+}
+
+static float *load(const char *path, int64_t n) {
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
+  void *data = NULL;
+  if (ctr_stack_load(path, CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &info, &data) != CTR_OK) return NULL;
+  if (info.width * info.height * info.count != n) {
+    free(data);
+    return NULL;
+  }
+  return data;
+}
+
+static int same(const float *a, const float *b, int64_t n) {
+  return a && b && !memcmp(a, b, sizeof(float) * (size_t)n);
+}
+
+static ctr_status stream(ctr_context *ctx, const char *in, const ctr_fbp_stream_options *o,
+                         double axis, const char *out, ctr_fbp_stream_report *rep) {
+  ctr_stack_reader *r = NULL;
+  ctr_status st = ctr_stack_open(in, CTR_FORMAT_AUTO, NULL, 0, &r);
+  if (st != CTR_OK) return st;
+  const ctr_parallel_params p = params(axis);
+  st = ctr_fbp_stream(ctx, &p, o, r, g_flat, g_dark, out, CTR_FORMAT_AUTO, rep);
+  ctr_stack_close(r);
+  return st;
+}
+
+int main(void) {
+  if (!scratch_open("fbp_stream")) return 1;
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = TEST_DEVICE;
+  co.progress = progress;
+  ctr_context *ctx = NULL;
+  if (ctr_context_create(&co, &ctx) != CTR_OK) {
+    scratch_close();
+#ifdef CTR_TEST_CUDA
+    printf("no usable GPU: skipped\n");
+    return 77;
+#else
+    return 1;
+#endif
+  }
+  make_data();
+  const ctr_stack_info info = {CTR_STACK_INFO_VERSION, W, H, NP, CTR_DTYPE_UINT16, {1, 1, 1}, {0, 0, 0}};
+  CHECK_OK(ctr_stack_save(P("p.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, g_proj));
+  CHECK_OK(ctr_stack_save(P("p.tif"), CTR_FORMAT_TIFF, &info, CTR_DTYPE_UINT16, g_proj));
+  char rawpath[600];
+  snprintf(rawpath, sizeof rawpath, "%s", P("p.nrrd"));
+  const int64_t npx = (int64_t)W * W * H;
+
+  /* the in-memory reference: ctr_fbp_projections */
+  ctr_parallel_params pp = params(AXIS);
+  ctr_parallel_geometry *g = NULL;
+  CHECK_OK(ctr_parallel_create(&pp, &g));
+  float *ref = malloc(sizeof(float) * (size_t)npx);
+  const int64_t pd[3] = {W, H, NP}, vd[3] = {W, W, H};
+  const ctr_array pa = ctr_array_make(g_proj, CTR_DTYPE_UINT16, 3, pd);
+  ctr_array va = ctr_array_make(ref, CTR_DTYPE_FLOAT32, 3, vd);
+  CHECK_OK(ctr_fbp_projections(ctx, g, NULL, &pa, g_flat, g_dark, 0, &va));
+
+  /* file to file = memory, every band size, raw and TIFF; bytes read once */
+  ctr_fbp_stream_options o = CTR_FBP_STREAM_OPTIONS_INIT;
+  const int64_t batches[3] = {0, 5, 1};
+  for (int b = 0; b < 3; b++) {
+    o.batch = batches[b];
+    const char *ins[2] = {P("p.nrrd"), P("p.tif")};
+    for (int k = 0; k < 2; k++) {
+      ctr_fbp_stream_report rep = CTR_FBP_STREAM_REPORT_INIT;
+      const int64_t before = bytes_read();
+      CHECK_OK(stream(ctx, ins[k], &o, AXIS, P("s.nrrd"), &rep));
+      const int64_t got = bytes_read() - before, data = (int64_t)sizeof(uint16_t) * W * H * NP;
+      float *s = load(P("s.nrrd"), npx);
+      CHECK_MSG(same(s, ref, npx), "%s, batch %lld: the stream differs from ctr_fbp_projections",
+                ins[k], (long long)o.batch);
+      CHECK_MSG(got >= data && got <= data + data / 50 + 32768, "%s, batch %lld: read %lld bytes "
+                "for %lld of projections", ins[k], (long long)o.batch, (long long)got, (long long)data);
+      free(s);
+    }
+  }
+#if CTR_HAVE_HDF5
+  {
+    /* DXchange: /exchange/data */
+    ctr_stack_info hi = info;
+    CHECK_OK(ctr_stack_save(P("scan.h5:/exchange/data"), CTR_FORMAT_HDF5, &hi, CTR_DTYPE_UINT16, g_proj));
+    o.batch = 4;
+    CHECK_OK(stream(ctx, P("scan.h5:/exchange/data"), &o, AXIS, P("h.raw"), NULL));
+    float *s = NULL;
+    ctr_stack_info ri = {CTR_STACK_INFO_VERSION, W, W, H, CTR_DTYPE_FLOAT32, {1, 1, 1}, {0, 0, 0}};
+    void *data = NULL;
+    CHECK_OK(ctr_stack_load(P("h.raw"), CTR_FORMAT_RAW, &ri, CTR_DTYPE_FLOAT32, NULL, &data));
+    s = data;
+    CHECK_MSG(same(s, ref, npx), "DXchange input: the stream differs from ctr_fbp_projections");
+    free(s);
+  }
+#endif
+
+  /* every correction: file = memory */
+  ctr_corrections c = CTR_CORRECTIONS_INIT;
+  c.dezinger = 0.3;
+  c.stripe = CTR_STRIPE_SORTING;
+  c.stripe_size = 5;
+  c.paganin_delta_beta = 50;
+  c.energy_kev = 20;
+  c.distance_mm = 30;
+  c.bin_x = 2;
+  c.bin_y = 2;
+  o = (ctr_fbp_stream_options)CTR_FBP_STREAM_OPTIONS_INIT;
+  o.corrections = &c;
+  o.batch = 2;
+  o.angle_step = 1;
+  ctr_fbp_stream_report rep = CTR_FBP_STREAM_REPORT_INIT;
+  CHECK_OK(stream(ctx, rawpath, &o, AXIS, P("c.nrrd"), &rep));
+  CHECK(rep.nbins == W / 2 && rep.nslices == H / 2 && rep.nx == W / 2 && rep.dezingered >= 1);
+  const int64_t cpx = (int64_t)(W / 2) * (W / 2) * (H / 2);
+  float *cm = malloc(sizeof(float) * (size_t)cpx), *cf = load(P("c.nrrd"), cpx);
+  const int64_t cd[3] = {W / 2, W / 2, H / 2};
+  ctr_array ca = ctr_array_make(cm, CTR_DTYPE_FLOAT32, 3, cd);
+  const ctr_parallel_params p2 = params(AXIS);
+  CHECK_OK(ctr_fbp_stream_memory(ctx, &p2, &o, &pa, g_flat, g_dark, &ca, NULL));
+  CHECK_MSG(same(cm, cf, cpx), "with corrections: ctr_fbp_stream_memory differs from the file run");
+  double energy = 0;
+  for (int64_t i = 0; cf && i < cpx; i++) energy += (double)cf[i] * cf[i];
+  CHECK_MSG(energy > 0 && isfinite(energy), "with corrections: empty or non-finite slices");
+  free(cm);
+  free(cf);
+
+  /* cancelled after 2 bands, then resumed: the uninterrupted bytes */
+  o = (ctr_fbp_stream_options)CTR_FBP_STREAM_OPTIONS_INIT;
+  o.batch = 3; /* 4 bands: cancelled inside the third */
+  g_cancel_past = 0.5;
+  rep = (ctr_fbp_stream_report)CTR_FBP_STREAM_REPORT_INIT;
+  CHECK(stream(ctx, rawpath, &o, AXIS, P("r.nrrd"), &rep) == CTR_E_CANCELLED);
+  CHECK(rep.resumable == 1 && !exists(P("r.nrrd")) && exists(P("r.nrrd.partial")));
+  g_cancel_past = -1;
+  /* a second run without resume is refused */
+  CHECK(stream(ctx, rawpath, &o, AXIS, P("r.nrrd"), NULL) == CTR_E_INVALID_ARGUMENT);
+  o.resume = 1;
+  rep = (ctr_fbp_stream_report)CTR_FBP_STREAM_REPORT_INIT;
+  CHECK_OK(stream(ctx, rawpath, &o, AXIS, P("r.nrrd"), &rep));
+  CHECK_MSG(rep.bands_resumed == 2, "resumed %lld bands, expected 2", (long long)rep.bands_resumed);
+  float *rr = load(P("r.nrrd"), npx);
+  CHECK_MSG(same(rr, ref, npx), "the resumed run differs from an uninterrupted one");
+  CHECK(!exists(P("r.nrrd.partial")) && !exists(P("r.nrrd.partial.journal")));
+  free(rr);
+
+  /* the axis found */
+  o = (ctr_fbp_stream_options)CTR_FBP_STREAM_OPTIONS_INIT;
+  rep = (ctr_fbp_stream_report)CTR_FBP_STREAM_REPORT_INIT;
+  CHECK_OK(stream(ctx, rawpath, &o, CTR_AXIS_AUTO, P("a.nrrd"), &rep));
+  CHECK_MSG(rep.axis_found && fabs(rep.axis - AXIS) <= 0.25, "axis found %.3f, true %.3f",
+            rep.axis, AXIS);
+  printf("  axis found by %s: %.3f (true %.3f)\n", rep.center_method == CTR_CENTER_VO ? "VO" : "correlation",
+         rep.axis, AXIS);
+
+  /* uint16 and float16 outputs of the float32 run */
+  o = (ctr_fbp_stream_options)CTR_FBP_STREAM_OPTIONS_INIT;
+  o.out_dtype = CTR_DTYPE_UINT16;
+  o.out_scale = 20000;
+  o.out_offset = -1.0;
+  CHECK_OK(stream(ctx, rawpath, &o, AXIS, P("u.raw"), NULL));
+  o.out_dtype = CTR_DTYPE_FLOAT16;
+  CHECK_OK(stream(ctx, rawpath, &o, AXIS, P("f.raw"), NULL));
+  long long nu = 0, nf = 0;
+  uint16_t *u = (uint16_t *)read_all(P("u.raw"), &nu), *f = (uint16_t *)read_all(P("f.raw"), &nf);
+  int ok = u && f && nu == npx * 2 && nf == npx * 2;
+  for (int64_t i = 0; ok && i < npx; i++) {
+    double x = ((double)ref[i] + 1.0) * 20000;
+    ok &= u[i] == ctr__float_to_u16((float)(x < -0.5 ? 0 : x > 65535.5 ? 65535 : x));
+    ok &= f[i] == ctr__float_to_half(ref[i]);
+  }
+  CHECK_MSG(ok, "uint16 / float16 outputs are not the float32 run's stated conversions");
+  free(u);
+  free(f);
+
+  free(ref);
+  ctr_parallel_free(g);
+  free(g_proj);
+  free(g_flat);
+  free(g_dark);
+  ctr_context_free(ctx);
+  scratch_close();
+  return th_finish(TEST_NAME);
+}
