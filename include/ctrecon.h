@@ -14,5 +14,6 @@
 #include "ctrecon/parbeam.h"
 #include "ctrecon/rabbitct.h"
 #include "ctrecon/pet.h"
+#include "ctrecon/iterative.h"
 
 #endif /* CTRECON_H */
