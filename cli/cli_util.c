@@ -339,3 +339,69 @@ const char *cli_bytes(double bytes, char *buf, size_t n) {
     snprintf(buf, n, "%.0f B", bytes);
   return buf;
 }
+
+int cli_parse_size2(const char *cmd, const char *name, const char *value, void *dst) {
+  long long a, b;
+  int used = 0;
+  int64_t *d = dst;
+  if (sscanf(value, "%lldx%lld%n", &a, &b, &used) == 2 && !value[used] && a > 0 && b > 0) {
+    d[0] = a;
+    d[1] = b;
+    return 0;
+  }
+  used = 0;
+  if (sscanf(value, "%lld%n", &a, &used) == 1 && !value[used] && a > 0) {
+    d[0] = d[1] = a;
+    return 0;
+  }
+  return cli_usage_error(cmd, "%s '%s': expected N or NXxNY", name, value);
+}
+
+/* A text file of numbers (one or more per line, '#' comments). */
+int cli_read_numbers(const char *cmd, const char *path, const char *what, int64_t expect,
+                     double **out) {
+  FILE *f = fopen(path, "r");
+  if (!f) return cli_error(cmd, CLI_EXIT_INPUT, "cannot open %s file '%s'", what, path);
+  int64_t n = 0, cap = 1024;
+  double *v = malloc(sizeof(double) * (size_t)cap);
+  char line[512];
+  int rc = 0;
+  while (v && fgets(line, sizeof line, f)) {
+    char *p = strchr(line, '#');
+    if (p) *p = '\0';
+    for (char *s = strtok(line, " \t\r\n,"); s; s = strtok(NULL, " \t\r\n,")) {
+      char *end;
+      const double x = strtod(s, &end);
+      if (*end || !isfinite(x)) {
+        rc = cli_error(cmd, CLI_EXIT_INPUT, "%s file '%s': '%s' is not a finite number", what,
+                       path, s);
+        goto done;
+      }
+      if (n == cap) {
+        double *w = realloc(v, sizeof(double) * (size_t)(cap *= 2));
+        if (!w) break;
+        v = w;
+      }
+      v[n++] = x;
+    }
+  }
+  if (!v) rc = cli_error(cmd, CLI_EXIT_RUNTIME, "out of memory reading '%s'", path);
+  else if (n != expect)
+    rc = cli_error(cmd, CLI_EXIT_INPUT, "%s file '%s' holds %lld numbers, expected %lld (one per "
+                   "projection)", what, path, (long long)n, (long long)expect);
+done:
+  fclose(f);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  return 0;
+}
+
+int cli_parse_mem(const char *cmd, const char *name, const char *value, void *dst) {
+  if (ctr_parse_size(value, (uint64_t *)dst) != CTR_OK || *(uint64_t *)dst == 0)
+    return cli_usage_error(cmd, "%s '%s': expected a size such as 8G, 512M or 1.5T (powers of "
+                           "1024)", name, value);
+  return 0;
+}

@@ -110,13 +110,6 @@ static int parse_range(const char *cmd, const char *name, const char *value, voi
   return 0;
 }
 
-static int parse_mem(const char *cmd, const char *name, const char *value, void *dst) {
-  if (ctr_parse_size(value, (uint64_t *)dst) != CTR_OK || *(uint64_t *)dst == 0)
-    return cli_usage_error(cmd, "%s '%s': expected a size such as 8G, 512M or 1.5T (powers of "
-                           "1024)", name, value);
-  return 0;
-}
-
 static int parse_store(const char *cmd, const char *name, const char *value, void *dst) {
   static const char *names[] = {"auto", "device", "host", "scratch"};
   for (int i = 0; i < 4; i++)
@@ -463,11 +456,11 @@ int cmd_fdk(int argc, char **argv) {
       {"--preview-window", "LO:HI", "previews' grey window (default: 0.5 / 99.5 % percentiles)",
        parse_range, a.window, &a.window_given},
       {"--gpu-mem", "SIZE",
-       "GPU memory the run may use, e.g. 8G (default: free memory less 1 GiB)", parse_mem,
+       "GPU memory the run may use, e.g. 8G (default: free memory less 1 GiB)", cli_parse_mem,
        &a.gpu_mem, NULL},
       {"--host-mem", "SIZE",
        "host memory the run may use, e.g. 32G (default: available memory less 10 %)",
-       parse_mem, &a.host_mem, NULL},
+       cli_parse_mem, &a.host_mem, NULL},
       {"--subvolume-slices", "N",
        "at most N slices per subvolume (default: as many as the memory budgets allow)",
        cli_parse_count, &a.max_slab, NULL},

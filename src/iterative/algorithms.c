@@ -696,7 +696,7 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   p->views_forward = p->views_adjoint = 0;
   char plan[512];
   ctr_iterate_plan_describe(&R.plan, plan, sizeof plan);
-  ctr__log(p->ctx, CTR_LOG_INFO, "%s: %s", ctr_iterate_algorithm_name(R.o.algorithm), plan);
+  ctr__log(p->ctx, CTR_LOG_DEBUG, "%s: %s", ctr_iterate_algorithm_name(R.o.algorithm), plan);
   ctr_status st = CTR_OK;
   if (R.o.truth) {
     CTR_CHECK_GOTO(st, vol_vec(&R, &R.truth));
