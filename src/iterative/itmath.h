@@ -52,12 +52,23 @@
 #define CTR__FSQRT(a) sqrtf(a)
 #endif
 
+/* Zero border of the plane stacks on every side of every axis (voxels). A
+ * ray's plane range keeps its in-plane positions within (-2.01, n + 1.01)
+ * (the range's margin of one plane moves them by at most one voxel along a
+ * non-dominant axis, and float positions stay within 1e-3 voxel of the
+ * range's), so both bilinear neighbours of every sample lie inside the
+ * border and no sample needs a clamp: those outside [-1, n] read zeros,
+ * as the adjoint's weights of them are zero. (The range's margin is
+ * CTR__IT_RANGE_MARGIN; 1.01 above allows for it.) */
+#define CTR__IT_PAD 3
 /* Margin of the adjoint's pixel boxes (pixels): the box of a footprint is
  * computed in float, the weights then decide exactly. */
 #define CTR__IT_BOX_MARGIN 0.05f
-/* A ray never misses a plane it weighs by more than this (in voxels) for
- * the plane range it is clipped to. */
-#define CTR__IT_RANGE_MARGIN 1e-3
+/* The plane range of a ray covers the planes where its position (in
+ * double) is within this many voxels of the grid's weights, far more than a
+ * float position can differ (1e-3 voxel at 4096 voxels), so a ray never
+ * skips a plane it weighs. */
+#define CTR__IT_RANGE_MARGIN 1e-2
 
 /* One view: rays and the projection matrix in index space. */
 typedef struct ctr__it_view {
@@ -122,9 +133,8 @@ CTR_HD void ctr__it_slab1(double A, double B, double lo, double hi, double *tlo,
 }
 
 /* The float ray of pixel (u, v) for the grid box [b0, b1) (voxel indices per
- * axis; the whole grid, or a slab's): the planes it may weigh there, with a
- * margin of one plane so that float positions never sample a plane the
- * range leaves out. */
+ * axis; the whole grid, or a slab's): the planes it may weigh there (the
+ * integers of the real range, one more plane on each side for safety). */
 CTR_HD void ctr__it_ray_setup(const ctr__it_view *w, const double vox[3], const int64_t b0[3],
                         const int64_t b1[3], double u, double v, ctr__it_ray *r) {
   double A[2], B[2], len;
@@ -148,8 +158,8 @@ CTR_HD void ctr__it_ray_setup(const ctr__it_view *w, const double vox[3], const 
   ctr__it_slab1(A[0], B[0], (double)b0[p] - 1.0 - m, (double)b1[p] + m, &tlo, &thi);
   ctr__it_slab1(A[1], B[1], (double)b0[q] - 1.0 - m, (double)b1[q] + m, &tlo, &thi);
   if (!(tlo <= thi)) return;
-  tlo = floor(tlo) - 1.0;
-  thi = ceil(thi) + 1.0;
+  tlo = ceil(tlo) - 1.0;
+  thi = floor(thi) + 1.0;
   if (tlo < (double)b0[f]) tlo = (double)b0[f];
   if (thi > (double)(b1[f] - 1)) thi = (double)(b1[f] - 1);
   r->lo = (int)tlo;
@@ -161,22 +171,24 @@ CTR_HD float ctr__it_pos(float A, float B, int i) {
   return CTR__FADD(A, CTR__FMUL((float)i, B));
 }
 
-/* The raw Joseph sum of a ray over planes [lo, hi] of a padded plane stack
- * (layout of the slab, zero padding CTR_PAD_LO before and CTR_PAD_HI after
- * each in-plane axis): `base` points at voxel (0, 0) of plane 0 of the
- * stack, planes are `step` floats apart, in-plane q rows `pitch` floats; the
- * stack holds np x nq voxels per plane. Plane i of the grid is plane
- * i - f0 of the stack and its q coordinate is q - q0 there (a slab starting
- * at slice z0: f0 = z0 for the z axis, q0 = z0 when q is z). */
-CTR_HD float ctr__it_ray_sum(const float *base, int64_t step, int pitch, int np, int nq,
-                             const ctr__it_ray *r, int lo, int hi, int f0, float q0) {
+/* The raw Joseph sum of a ray over planes [lo, hi] of a plane stack (the
+ * slab zero-bordered by CTR__IT_PAD voxels): `base` points at voxel (0, 0)
+ * of plane 0 of the stack, planes are `step` floats apart, in-plane q rows
+ * `pitch` floats. Plane i of the grid is plane i - f0 of the stack and its q
+ * coordinate is q - q0 there (a slab starting at slice z0: f0 = z0 for the
+ * z axis, q0 = z0 when q is z). Positions are >= -3 (CTR__IT_PAD): the
+ * truncation of p + 4 is floor(p) + 4. */
+CTR_HD float ctr__it_ray_sum(const float *base, int64_t step, int pitch, const ctr__it_ray *r,
+                             int lo, int hi, int f0, float q0) {
   float acc = 0.0f;
   const float *plane = base + (int64_t)(lo - f0) * step;
   for (int i = lo; i <= hi; i++, plane += step) {
-    float p = ctr__it_pos(r->A[0], r->B[0], i);
-    float q = CTR__FADD(ctr__it_pos(r->A[1], r->B[1], i), -q0);
-    const int idx = ctr__bilinear_setup(pitch, np, nq, &p, &q);
-    acc += ctr__lerp2(plane[idx], plane[idx + 1], plane[idx + pitch], plane[idx + pitch + 1], p, q);
+    const float p = ctr__it_pos(r->A[0], r->B[0], i);
+    const float q = CTR__FADD(ctr__it_pos(r->A[1], r->B[1], i), -q0);
+    const int ip = (int)(p + 4.0f) - 4, iq = (int)(q + 4.0f) - 4;
+    const float fp = p - (float)ip, fq = q - (float)iq;
+    const float *c = plane + (iq * pitch + ip);
+    acc += ctr__lerp2(c[0], c[1], c[pitch], c[pitch + 1], fp, fq);
   }
   return acc;
 }
@@ -190,19 +202,20 @@ CTR_HD float ctr__it_weight(float p, float q, float jp, float kq) {
 }
 
 /* The pixel box [u0, u1] x [v0, v1] of detector nu x nv holding every pixel
- * centre whose ray crosses the plane square of voxel X (index space) that
- * extends one voxel along axes p and q: the projections of its four
- * corners, widened by CTR__IT_BOX_MARGIN. Empty when u0 > u1 or v0 > v1.
- * Every corner lies in front of the source (c > 0), which the projector
- * checks when it is created. */
-CTR_HD void ctr__it_box(const float P[12], float x, float y, float z, int p, int q, int nu, int nv,
-                        int *u0, int *u1, int *v0, int *v1) {
+ * centre whose ray crosses the plane rectangle around point X (index space)
+ * that extends hp voxels along axis p and hq along q (hp = hq = 1: the
+ * square of one voxel's weights): the projections of its four corners,
+ * widened by CTR__IT_BOX_MARGIN. Empty when u0 > u1 or v0 > v1. Every
+ * corner lies in front of the source (c > 0), which the projector checks
+ * when it is created (within one voxel of the grid). */
+CTR_HD void ctr__it_box(const float P[12], float x, float y, float z, int p, int q, float hp,
+                        float hq, int nu, int nv, int *u0, int *u1, int *v0, int *v1) {
   const float a = P[0] * x + P[1] * y + P[2] * z + P[3];
   const float b = P[4] * x + P[5] * y + P[6] * z + P[7];
   const float c = P[8] * x + P[9] * y + P[10] * z + P[11];
   float umin = 1e30f, umax = -1e30f, vmin = 1e30f, vmax = -1e30f;
   for (int s = 0; s < 4; s++) {
-    const float sp = (s & 1) ? 1.0f : -1.0f, sq = (s & 2) ? 1.0f : -1.0f;
+    const float sp = (s & 1) ? hp : -hp, sq = (s & 2) ? hq : -hq;
     const float ca = a + sp * P[p] + sq * P[q];
     const float cb = b + sp * P[4 + p] + sq * P[4 + q];
     const float cc = c + sp * P[8 + p] + sq * P[8 + q];
@@ -227,6 +240,92 @@ CTR_HD void ctr__it_box(const float P[12], float x, float y, float z, int p, int
   *u1 = (int)hi_u;
   *v0 = (int)lo_v;
   *v1 = (int)hi_v;
+}
+
+/* ---- The adjoint's gather ------------------------------------------------- */
+
+/* Voxels per column of the gather. */
+#define CTR__IT_COLUMN 8
+
+/* A batch's ray tables hold per ray (A_p, B_p, A_q, B_q) (`line`, 4 floats)
+ * and (Y, f) (`yf`, 2 floats): Y = y len, f the stepping axis or 3 for a ray
+ * that weighs no voxel. Reads of one entry (vector loads on the GPU). */
+#if defined(__CUDACC__)
+#define CTR__IT_YF(yf, r, Y, F)                           \
+  do {                                                    \
+    const float2 ctr__e = ((const float2 *)(yf))[r];      \
+    (Y) = ctr__e.x;                                       \
+    (F) = ctr__e.y;                                       \
+  } while (0)
+#define CTR__IT_LINE(line, r, L)                          \
+  do {                                                    \
+    const float4 ctr__l = ((const float4 *)(line))[r];    \
+    (L)[0] = ctr__l.x;                                    \
+    (L)[1] = ctr__l.y;                                    \
+    (L)[2] = ctr__l.z;                                    \
+    (L)[3] = ctr__l.w;                                    \
+  } while (0)
+#else
+#define CTR__IT_YF(yf, r, Y, F) ((Y) = (yf)[2 * (r)], (F) = (yf)[2 * (r) + 1])
+#define CTR__IT_LINE(line, r, L) \
+  ((L)[0] = (line)[4 * (r)], (L)[1] = (line)[4 * (r) + 1], (L)[2] = (line)[4 * (r) + 2], \
+   (L)[3] = (line)[4 * (r) + 3])
+#endif
+
+/* The gather of one view (matrix P, tables line / yf of nu x nv rays, the
+ * families present in fam) at the column of voxels (i, j, k0 + s), s < nk
+ * (nk <= CTR__IT_COLUMN): acc[s * stride] += the sum over the rays of Y times
+ * their weight of the voxel (ctr__it_weight at the ray's position in the
+ * voxel's plane). For rays stepping along x or y (q = z) the column's voxels
+ * share one pixel box (the projection of its 2 x (nk + 1) rectangle) and a
+ * ray weighs at most two of them (floor(q) and the next); rays stepping
+ * along z take each voxel's own box. Each voxel's terms come in the order
+ * of a gather of that voxel alone (families, then rows, then columns). */
+CTR_HD void ctr__it_gather_column(const float P[12], const float *line, const float *yf, int nu,
+                                  int nv, int fam, int i, int j, int k0, int nk, float *acc,
+                                  int stride) {
+  const float zc = (float)k0 + 0.5f * (float)(nk - 1), zh = 0.5f * (float)(nk + 1);
+  for (int f = 0; f < 2; f++) {
+    if (!(fam & (1 << f))) continue;
+    const int pa = f == 0 ? 1 : 0, fi = f == 0 ? i : j;
+    const float jp = (float)(f == 0 ? j : i), ff = (float)f;
+    int u0, u1, v0, v1;
+    ctr__it_box(P, (float)i, (float)j, zc, pa, 2, 1.0f, zh, nu, nv, &u0, &u1, &v0, &v1);
+    for (int v = v0; v <= v1; v++)
+      for (int u = u0; u <= u1; u++) {
+        const int64_t r = (int64_t)v * nu + u;
+        float Y, F, L[4];
+        CTR__IT_YF(yf, r, Y, F);
+        if (F != ff) continue;
+        CTR__IT_LINE(line, r, L);
+        const float p = ctr__it_pos(L[0], L[1], fi);
+        if (!(fabsf(CTR__FADD(p, -jp)) < 1.0f)) continue; /* weighs no voxel of the column */
+        const float q = ctr__it_pos(L[2], L[3], fi);
+        const int s0 = (int)floorf(q) - k0;
+        for (int s = s0; s <= s0 + 1; s++) {
+          if (s < 0 || s >= nk) continue;
+          const float w = ctr__it_weight(p, q, jp, (float)(k0 + s));
+          if (w > 0.0f) acc[s * stride] += Y * w;
+        }
+      }
+  }
+  if (!(fam & 4)) return;
+  for (int s = 0; s < nk; s++) { /* rays stepping along z: each voxel's own plane */
+    const int k = k0 + s;
+    int u0, u1, v0, v1;
+    ctr__it_box(P, (float)i, (float)j, (float)k, 0, 1, 1.0f, 1.0f, nu, nv, &u0, &u1, &v0, &v1);
+    for (int v = v0; v <= v1; v++)
+      for (int u = u0; u <= u1; u++) {
+        const int64_t r = (int64_t)v * nu + u;
+        float Y, F, L[4];
+        CTR__IT_YF(yf, r, Y, F);
+        if (F != 2.0f) continue;
+        CTR__IT_LINE(line, r, L);
+        const float w =
+            ctr__it_weight(ctr__it_pos(L[0], L[1], k), ctr__it_pos(L[2], L[3], k), (float)i, (float)j);
+        if (w > 0.0f) acc[s * stride] += Y * w;
+      }
+  }
 }
 
 /* ---- Elementwise steps of the algorithms (host and device alike) ---------- */

@@ -48,9 +48,9 @@ static uint64_t slab_bytes(const ctr_projector *p, int64_t zs) {
 }
 
 uint64_t ctr__it_layout_bytes(const ctr_projector *p, int64_t zs) {
-  const uint64_t nxp = (uint64_t)(p->n[0] + CTR_PAD_LO + CTR_PAD_HI);
-  const uint64_t nyp = (uint64_t)(p->n[1] + CTR_PAD_LO + CTR_PAD_HI);
-  return 2u * 4u * nxp * nyp * (uint64_t)(zs + CTR_PAD_LO + CTR_PAD_HI);
+  const uint64_t nxp = (uint64_t)(p->n[0] + 2 * CTR__IT_PAD);
+  const uint64_t nyp = (uint64_t)(p->n[1] + 2 * CTR__IT_PAD);
+  return 2u * 4u * nxp * nyp * (uint64_t)(zs + 2 * CTR__IT_PAD);
 }
 
 uint64_t ctr__it_table_bytes(const ctr_projector *p, int64_t nb) {
@@ -58,8 +58,8 @@ uint64_t ctr__it_table_bytes(const ctr_projector *p, int64_t nb) {
 }
 
 int64_t ctr__it_max_slab(const ctr_projector *p) {
-  const int64_t nxp = p->n[0] + CTR_PAD_LO + CTR_PAD_HI, nyp = p->n[1] + CTR_PAD_LO + CTR_PAD_HI;
-  const int64_t z = ((int64_t)1 << 31) / (nxp * nyp) - (CTR_PAD_LO + CTR_PAD_HI) - 1;
+  const int64_t nxp = p->n[0] + 2 * CTR__IT_PAD, nyp = p->n[1] + 2 * CTR__IT_PAD;
+  const int64_t z = ((int64_t)1 << 31) / (nxp * nyp) - 2 * CTR__IT_PAD - 1;
   return z < 1 ? 1 : z;
 }
 

@@ -9,8 +9,8 @@
 
 /* ---- Plane stacks -------------------------------------------------------------- */
 
-/* Two zero-padded copies of a slab of zs slices (CTR_PAD_LO before and
- * CTR_PAD_HI after every axis): sz with x fastest, then y, then z (planes of
+/* Two zero-bordered copies of a slab of zs slices (CTR__IT_PAD on both sides
+ * of every axis): sz with x fastest, then y, then z (planes of
  * constant y or z), sx with y fastest, then x, then z (planes of constant
  * x), so that the in-plane axis p of every ray family is contiguous. */
 typedef struct stacks {
@@ -18,7 +18,8 @@ typedef struct stacks {
   int64_t nxp, nyp, nzp;
 } stacks;
 
-#define PADS (CTR_PAD_LO + CTR_PAD_HI)
+#define PAD CTR__IT_PAD
+#define PADS (2 * CTR__IT_PAD)
 #define TILE 32
 
 static ctr_status stacks_build(const ctr_projector *p, const float *x, int64_t zs, stacks *s) {
@@ -38,7 +39,7 @@ static ctr_status stacks_build(const ctr_projector *p, const float *x, int64_t z
 #pragma omp parallel for collapse(2) num_threads(nt)
   for (int64_t k = 0; k < zs; k++)
     for (int64_t j = 0; j < ny; j++)
-      memcpy(s->sz + ((k + CTR_PAD_LO) * nyp + j + CTR_PAD_LO) * nxp + CTR_PAD_LO,
+      memcpy(s->sz + ((k + PAD) * nyp + j + PAD) * nxp + PAD,
              x + (k * ny + j) * nx, sizeof(float) * (size_t)nx);
   /* The transposed copy tile by tile. */
   const int64_t tj = (ny + TILE - 1) / TILE, ti = (nx + TILE - 1) / TILE;
@@ -49,7 +50,7 @@ static ctr_status stacks_build(const ctr_projector *p, const float *x, int64_t z
         const int64_t j1 = (bj + 1) * TILE < ny ? (bj + 1) * TILE : ny;
         const int64_t i1 = (bi + 1) * TILE < nx ? (bi + 1) * TILE : nx;
         for (int64_t i = bi * TILE; i < i1; i++) {
-          float *dst = s->sx + ((k + CTR_PAD_LO) * nxp + i + CTR_PAD_LO) * nyp + CTR_PAD_LO;
+          float *dst = s->sx + ((k + PAD) * nxp + i + PAD) * nyp + PAD;
           for (int64_t j = bj * TILE; j < j1; j++) dst[j] = x[(k * ny + j) * nx + i];
         }
       }
@@ -72,11 +73,11 @@ ctr_status ctr__it_cpu_forward(const ctr_projector *p, const float *x_slab, int6
     stacks_free(&s);
     return st;
   }
-  const int64_t nx = p->n[0], ny = p->n[1], nu = p->nu, nv = p->nv;
+  const int64_t nu = p->nu, nv = p->nv;
   const int64_t nxp = s.nxp, nyp = s.nyp;
   const int pitch_z = (int)(nxp * nyp); /* the planner keeps a slab's stack below 2^31 */
-  const float *bz = s.sz + (CTR_PAD_LO * nyp + CTR_PAD_LO) * nxp + CTR_PAD_LO;
-  const float *bx = s.sx + (CTR_PAD_LO * nxp + CTR_PAD_LO) * nyp + CTR_PAD_LO;
+  const float *bz = s.sz + (PAD * nyp + PAD) * nxp + PAD;
+  const float *bx = s.sx + (PAD * nxp + PAD) * nyp + PAD;
   int64_t b0[3], b1[3];
   ctr__proj_box(p, z0, z1, b0, b1);
 #pragma omp parallel for collapse(2) schedule(dynamic, 4) num_threads(ctr__num_threads(p->ctx))
@@ -90,12 +91,11 @@ ctr_status ctr__it_cpu_forward(const ctr_projector *p, const float *x_slab, int6
         float sum = 0.0f;
         if (r.lo <= r.hi) {
           if (r.f == 0)
-            sum = ctr__it_ray_sum(bx, nyp, pitch_z, (int)ny, (int)zs, &r, r.lo, r.hi, 0, (float)z0);
+            sum = ctr__it_ray_sum(bx, nyp, pitch_z, &r, r.lo, r.hi, 0, (float)z0);
           else if (r.f == 1)
-            sum = ctr__it_ray_sum(bz, nxp, pitch_z, (int)nx, (int)zs, &r, r.lo, r.hi, 0, (float)z0);
+            sum = ctr__it_ray_sum(bz, nxp, pitch_z, &r, r.lo, r.hi, 0, (float)z0);
           else
-            sum = ctr__it_ray_sum(bz, nxp * nyp, (int)nxp, (int)nx, (int)ny, &r, r.lo, r.hi, (int)z0,
-                                  0.0f);
+            sum = ctr__it_ray_sum(bz, nxp * nyp, (int)nxp, &r, r.lo, r.hi, (int)z0, 0.0f);
         }
         const float value = CTR__FMUL(r.len, sum);
         row[u] = accumulate ? CTR__FADD(row[u], value) : value;
@@ -142,29 +142,6 @@ static void tables_build(const ctr_projector *p, const float *y, int64_t w0, int
   }
 }
 
-/* The sum over one view's family-f rays of Y times their weight of voxel
- * X (index space): the rays of the pixels in the box of the voxel's plane
- * square, with the forward projection's positions. */
-static inline float gather(const float P[12], const float *line, const float *yf, int nu, int nv,
-                           int f, const int X[3]) {
-  const int pa = ctr__it_paxis(f), qa = ctr__it_qaxis(f);
-  int u0, u1, v0, v1;
-  ctr__it_box(P, (float)X[0], (float)X[1], (float)X[2], pa, qa, nu, nv, &u0, &u1, &v0, &v1);
-  const float jp = (float)X[pa], kq = (float)X[qa];
-  const float ff = (float)f;
-  float acc = 0.0f;
-  for (int v = v0; v <= v1; v++)
-    for (int u = u0; u <= u1; u++) {
-      const int64_t r = (int64_t)v * nu + u;
-      if (yf[2 * r + 1] != ff) continue;
-      const float *l = line + 4 * r;
-      const float pp = ctr__it_pos(l[0], l[1], X[f]), qq = ctr__it_pos(l[2], l[3], X[f]);
-      const float w = ctr__it_weight(pp, qq, jp, kq);
-      if (w > 0.0f) acc += yf[2 * r] * w;
-    }
-  return acc;
-}
-
 /* Views per batch of ray tables on the CPU: at most this many bytes of
  * tables (and at least one view). */
 #define CPU_TABLE_BYTES ((int64_t)64 << 20)
@@ -189,22 +166,21 @@ ctr_status ctr__it_cpu_adjoint(const ctr_projector *p, const float *y, int64_t w
     const int64_t n = b + nb < w1 ? nb : w1 - b;
     tables_build(p, y, b, n, &t);
     const int add = accumulate || b > w0;
+    const int64_t ncol = (z1 - z0 + CTR__IT_COLUMN - 1) / CTR__IT_COLUMN;
 #pragma omp parallel for collapse(2) schedule(dynamic, 2) num_threads(ctr__num_threads(p->ctx))
-    for (int64_t k = z0; k < z1; k++)
+    for (int64_t c = 0; c < ncol; c++)
       for (int64_t j = 0; j < ny; j++) {
-        float *row = x_slab + ((k - z0) * ny + j) * nx;
+        const int64_t k0 = z0 + c * CTR__IT_COLUMN;
+        const int nk = (int)(z1 - k0 < CTR__IT_COLUMN ? z1 - k0 : CTR__IT_COLUMN);
+        float *col = x_slab + ((k0 - z0) * ny + j) * nx;
         for (int64_t i = 0; i < nx; i++) {
-          const int X[3] = {(int)i, (int)j, (int)k};
-          float acc = add ? row[i] : 0.0f;
-          for (int64_t q = 0; q < n; q++) {
-            const int fam = t.fam[q];
-            const float *P = p->views[p->order[b + q]].P;
-            for (int f = 0; f < 3; f++)
-              if (fam & (1 << f))
-                acc += gather(P, t.line + 4 * q * npix, t.yf + 2 * q * npix, (int)p->nu,
-                              (int)p->nv, f, X);
-          }
-          row[i] = acc;
+          float acc[CTR__IT_COLUMN];
+          for (int s = 0; s < nk; s++) acc[s] = add ? col[s * nx * ny + i] : 0.0f;
+          for (int64_t q = 0; q < n; q++)
+            ctr__it_gather_column(p->views[p->order[b + q]].P, t.line + 4 * q * npix,
+                                  t.yf + 2 * q * npix, (int)p->nu, (int)p->nv, t.fam[q], (int)i,
+                                  (int)j, (int)k0, nk, acc, 1);
+          for (int s = 0; s < nk; s++) col[s * nx * ny + i] = acc[s];
         }
       }
   }

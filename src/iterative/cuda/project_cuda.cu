@@ -128,27 +128,28 @@ static ctr_status reserve(void **buf, size_t *cap, size_t n, size_t size, const 
 
 /* ---- Plane stacks ------------------------------------------------------------------ */
 
-#define PADS (CTR_PAD_LO + CTR_PAD_HI)
+#define PAD CTR__IT_PAD
+#define PADS (2 * CTR__IT_PAD)
 
-/* sz: x fastest, then y, then z, zero-padded on every axis. */
+/* sz: x fastest, then y, then z, zero-bordered on every axis. */
 __global__ void k_stack_z(const float *__restrict__ x, float *__restrict__ sz, int nx, int ny, int zs,
                           int nxp, int nyp) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x, j = blockIdx.y, k = blockIdx.z;
   if (i >= nxp) return;
-  const int xi = i - CTR_PAD_LO, yj = j - CTR_PAD_LO, zk = k - CTR_PAD_LO;
+  const int xi = i - PAD, yj = j - PAD, zk = k - PAD;
   const bool in = xi >= 0 && xi < nx && yj >= 0 && yj < ny && zk >= 0 && zk < zs;
   sz[((long long)k * nyp + j) * nxp + i] = in ? x[((long long)zk * ny + yj) * nx + xi] : 0.0f;
 }
 
-/* sx: y fastest, then x, then z (the transpose of each slice), zero-padded;
+/* sx: y fastest, then x, then z (the transpose of each slice), zero-bordered;
  * through a shared tile so that reads and writes are both contiguous. */
 __global__ void k_stack_x(const float *__restrict__ x, float *__restrict__ sx, int nx, int ny, int zs,
                           int nxp, int nyp) {
   __shared__ float tile[32][33];
-  const int k = blockIdx.z, zk = k - CTR_PAD_LO;
+  const int k = blockIdx.z, zk = k - PAD;
   const int i0 = blockIdx.y * 32, j0 = blockIdx.x * 32; /* padded indices */
   for (int r = threadIdx.y; r < 32; r += blockDim.y) {
-    const int xi = i0 + threadIdx.x - CTR_PAD_LO, yj = j0 + r - CTR_PAD_LO;
+    const int xi = i0 + threadIdx.x - PAD, yj = j0 + r - PAD;
     const bool in = xi >= 0 && xi < nx && yj >= 0 && yj < ny && zk >= 0 && zk < zs;
     tile[r][threadIdx.x] = in ? x[((long long)zk * ny + yj) * nx + xi] : 0.0f;
   }
@@ -200,14 +201,14 @@ __global__ void __launch_bounds__(FWD_BX *FWD_BY)
   if (r.lo <= r.hi) {
     const long long pitch_z = (long long)nxp * nyp;
     if (r.f == 0) {
-      const float *base = sx + (CTR_PAD_LO * (long long)nxp + CTR_PAD_LO) * nyp + CTR_PAD_LO;
-      sum = ctr__it_ray_sum(base, nyp, (int)pitch_z, ny, zs, &r, r.lo, r.hi, 0, (float)z0);
+      const float *base = sx + (PAD * (long long)nxp + PAD) * nyp + PAD;
+      sum = ctr__it_ray_sum(base, nyp, (int)pitch_z, &r, r.lo, r.hi, 0, (float)z0);
     } else {
-      const float *base = sz + (CTR_PAD_LO * (long long)nyp + CTR_PAD_LO) * nxp + CTR_PAD_LO;
+      const float *base = sz + (PAD * (long long)nyp + PAD) * nxp + PAD;
       if (r.f == 1)
-        sum = ctr__it_ray_sum(base, nxp, (int)pitch_z, nx, zs, &r, r.lo, r.hi, 0, (float)z0);
+        sum = ctr__it_ray_sum(base, nxp, (int)pitch_z, &r, r.lo, r.hi, 0, (float)z0);
       else
-        sum = ctr__it_ray_sum(base, pitch_z, nxp, nx, ny, &r, r.lo, r.hi, z0, 0.0f);
+        sum = ctr__it_ray_sum(base, pitch_z, nxp, &r, r.lo, r.hi, z0, 0.0f);
     }
   }
   const float value = CTR__FMUL(r.len, sum);
@@ -331,50 +332,34 @@ __global__ void k_tables(const ctr__it_view *__restrict__ views, long long w_fir
   if (f < 3) atomicOr(fam + k, 1 << f);
 }
 
-/* One voxel per thread: out (slices [zo, zo + gridDim.z) of the grid,
- * relative to the slab at z_out) = (accumulate ? out : 0) + the gather of
- * the batch's nb views, in order. */
+/* A column of CTR__IT_COLUMN voxels along z per thread (itmath.h's
+ * ctr__it_gather_column): out (slices [zo, z1) of the grid, relative to the
+ * slab at z_out) = (accumulate ? out : 0) + the gather of the batch's nb
+ * views, in order. The column's accumulators sit in shared memory (the
+ * ray's slice picks one), the views' matrices and families too. */
+#define ADJ_ZT CTR__IT_COLUMN
 __global__ void __launch_bounds__(ADJ_BX *ADJ_BY)
     k_adjoint(const ctr__it_view *__restrict__ views, long long w_first, int nb,
               const float4 *__restrict__ line, const float2 *__restrict__ yf,
-              const int *__restrict__ fam, int nu, int nv, int nx, int ny, int zo, int z_out,
-              float *__restrict__ out, int accumulate) {
+              const int *__restrict__ fam, int nu, int nv, int nx, int ny, int zo, int z1,
+              int z_out, float *__restrict__ out, int accumulate) {
   __shared__ float P[ADJ_MAX_BATCH][12];
   __shared__ int F[ADJ_MAX_BATCH];
+  __shared__ float acc[ADJ_ZT][ADJ_BX * ADJ_BY];
   const int t = threadIdx.y * ADJ_BX + threadIdx.x;
   for (int e = t; e < nb * 12; e += ADJ_BX * ADJ_BY) P[e / 12][e % 12] = views[w_first + e / 12].P[e % 12];
   for (int e = t; e < nb; e += ADJ_BX * ADJ_BY) F[e] = fam[e];
   __syncthreads();
   const int i = blockIdx.x * ADJ_BX + threadIdx.x, j = blockIdx.y * ADJ_BY + threadIdx.y;
-  const int k = zo + blockIdx.z;
+  const int k0 = zo + blockIdx.z * ADJ_ZT, nk = z1 - k0 < ADJ_ZT ? z1 - k0 : ADJ_ZT;
   if (i >= nx || j >= ny) return;
-  float *o = out + ((long long)(k - z_out) * ny + j) * nx + i;
-  float acc = accumulate ? *o : 0.0f;
-  const long long npix = (long long)nu * nv;
-  for (int q = 0; q < nb; q++) {
-    const float4 *lq = line + q * npix;
-    const float2 *yq = yf + q * npix;
-    for (int f = 0; f < 3; f++) {
-      if (!(F[q] & (1 << f))) continue;
-      const int pa = ctr__it_paxis(f), qa = ctr__it_qaxis(f);
-      int u0, u1, v0, v1;
-      ctr__it_box(P[q], (float)i, (float)j, (float)k, pa, qa, nu, nv, &u0, &u1, &v0, &v1);
-      /* The plane index and the in-plane voxel by selects (no local array). */
-      const int fi = f == 0 ? i : (f == 1 ? j : k);
-      const float jp = (float)(f == 0 ? j : i), kq = (float)(f == 2 ? j : k), ff = (float)f;
-      for (int v = v0; v <= v1; v++)
-        for (int u = u0; u <= u1; u++) {
-          const long long r = (long long)v * nu + u;
-          const float2 e2 = yq[r];
-          if (e2.y != ff) continue;
-          const float4 l = lq[r];
-          const float w =
-              ctr__it_weight(ctr__it_pos(l.x, l.y, fi), ctr__it_pos(l.z, l.w, fi), jp, kq);
-          if (w > 0.0f) acc += e2.x * w;
-        }
-    }
-  }
-  *o = acc;
+  float *o = out + ((long long)(k0 - z_out) * ny + j) * nx + i;
+  const long long slice = (long long)nx * ny, npix = (long long)nu * nv;
+  for (int s = 0; s < ADJ_ZT; s++) acc[s][t] = s < nk && accumulate ? o[s * slice] : 0.0f;
+  for (int q = 0; q < nb; q++)
+    ctr__it_gather_column(P[q], (const float *)(line + q * npix), (const float *)(yf + q * npix), nu,
+                          nv, F[q], i, j, k0, nk, &acc[0][t], ADJ_BX * ADJ_BY);
+  for (int s = 0; s < nk; s++) o[s * slice] = acc[s][t];
 }
 
 /* Tables for slots [b, b + nb) from y (slot y_first first on the device),
@@ -405,13 +390,14 @@ static ctr_status adjoint_batch(ctr_projector *p, it_cuda *c, const float *y, in
                                                         c->d_fam);
     CU_LAUNCHED("k_tables");
   }
-  for (int64_t a = z0; a < z1; a += MAX_GRID_Z) {
-    const int64_t n = z1 - a < MAX_GRID_Z ? z1 - a : MAX_GRID_Z;
+  for (int64_t a = z0; a < z1; a += (int64_t)MAX_GRID_Z * ADJ_ZT) {
+    const int64_t e = z1 - a < (int64_t)MAX_GRID_Z * ADJ_ZT ? z1 : a + (int64_t)MAX_GRID_Z * ADJ_ZT;
     const dim3 blocks((unsigned)((p->n[0] + ADJ_BX - 1) / ADJ_BX),
-                      (unsigned)((p->n[1] + ADJ_BY - 1) / ADJ_BY), (unsigned)n);
+                      (unsigned)((p->n[1] + ADJ_BY - 1) / ADJ_BY),
+                      (unsigned)((e - a + ADJ_ZT - 1) / ADJ_ZT));
     k_adjoint<<<blocks, dim3(ADJ_BX, ADJ_BY), 0, c->s>>>(
         c->d_views, b, (int)nb, c->d_line, c->d_yf, c->d_fam, (int)p->nu, (int)p->nv, (int)p->n[0],
-        (int)p->n[1], (int)a, (int)z_out, out, accumulate);
+        (int)p->n[1], (int)a, (int)e, (int)z_out, out, accumulate);
     CU_LAUNCHED("k_adjoint");
   }
 cleanup:
