@@ -189,7 +189,9 @@ typedef struct ctr_iterate_plan {
   int64_t slab_slices, nslabs;  /* slices per slab, slabs per projection */
   int64_t block_views, nblocks; /* views per block of projections (STREAMED), blocks */
   int64_t batch_views;          /* views per adjoint batch (its ray tables) */
-  uint64_t gpu_bytes, host_bytes; /* peak memory of the plan */
+  uint64_t gpu_bytes, host_bytes; /* peak memory of the plan (host: what the library allocates;
+                                     with volumes in host memory the caller's volume is the
+                                     iterate, so one volume is the caller's) */
 } ctr_iterate_plan;
 
 #define CTR_ITERATE_PLAN_INIT { CTR_ITERATE_PLAN_VERSION, CTR_DEVICE_CPU, CTR_PLACE_HOST, 0, 0, 0, 0, 0, 0, 0, 0, 0 }

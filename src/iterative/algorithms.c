@@ -159,6 +159,26 @@ static ctr_status proj_vec(run *R, ctr__vec *v) {
   return ctr__vec_alloc(R->P, R->nproj, R->pdev, v);
 }
 
+/* The iterate: the caller's volume itself when volumes live in host memory
+ * (one volume less; 2048^3 CGLS fits a 128 GB host), else a device vector. */
+static ctr_status x_vec(run *R, float *vol, ctr__vec *v) {
+  if (R->vdev) return vol_vec(R, v);
+  v->data = vol;
+  v->n = R->nvol;
+  v->device = 0;
+  return CTR_OK;
+}
+
+/* Frees a volume vector unless it is the caller's volume. */
+static void vfree(run *R, ctr__vec *v, const float *vol) {
+  if (v->data != vol) ctr__vec_free(R->P, v);
+}
+
+/* The result into the caller's volume (nothing to do when it is there). */
+static ctr_status x_out(run *R, const ctr__vec *x, float *vol) {
+  return x->data == vol ? CTR_OK : ctr__vec_download(R->P, vol, x);
+}
+
 static ctr_status forward(run *R, const ctr__vec *x, ctr__vec *y) {
   return ctr__proj_forward(R->P, x, y, 0, R->P->nviews);
 }
@@ -205,10 +225,12 @@ static ctr_status load_b(run *R, const float *proj, ctr__vec *b) {
 }
 
 /* x0: zero, the caller's volume, or FDK / FBP of the projections (computed
- * into the caller's volume, which is overwritten at the end anyway). */
+ * into the caller's volume, which is overwritten at the end anyway); x may
+ * be the caller's volume itself. */
 static ctr_status init_x(run *R, const float *proj, float *vol, ctr__vec *x) {
   ctr_projector *P = R->P;
   if (R->o.init == CTR_ITERATE_INIT_ZERO) return ctr__vec_fill(P, x, 0.0f);
+  if (R->o.init == CTR_ITERATE_INIT_GIVEN && x->data == vol) return CTR_OK;
   if (R->o.init == CTR_ITERATE_INIT_FDK) {
     int64_t pd[3], vd[3] = {P->n[0], P->n[1], P->n[2]};
     ctr_projector_get_projection_dims(P, pd);
@@ -224,7 +246,7 @@ static ctr_status init_x(run *R, const float *proj, float *vol, ctr__vec *x) {
       CTR_CHECK(ctr_fbp(P->ctx, P->pg, &fo, &pa, &va));
     }
   }
-  return ctr__vec_upload(P, x, vol);
+  return x->data == vol ? CTR_OK : ctr__vec_upload(P, x, vol);
 }
 
 static void fingerprint(run *R) {
@@ -357,7 +379,7 @@ static ctr_status sirt(run *R, const float *proj, float *vol) {
   ctr__vec x = {0}, C = {0}, t = {0}, b = {0}, Rw = {0}, r = {0};
   ctr_status st = CTR_OK;
   const int64_t nw = R->P->nviews;
-  CTR_CHECK_GOTO(st, vol_vec(R, &x));
+  CTR_CHECK_GOTO(st, x_vec(R, vol, &x));
   CTR_CHECK_GOTO(st, vol_vec(R, &C));
   CTR_CHECK_GOTO(st, vol_vec(R, &t));
   CTR_CHECK_GOTO(st, proj_vec(R, &b));
@@ -378,9 +400,9 @@ static ctr_status sirt(run *R, const float *proj, float *vol) {
     CTR_CHECK_GOTO(st, residual(R, &x, &b, &r, 0, nw, &res2));
     CTR_CHECK_GOTO(st, epilogue(R, k, sqrt(res2), &x));
   }
-  CTR_CHECK_GOTO(st, ctr__vec_download(R->P, vol, &x));
+  CTR_CHECK_GOTO(st, x_out(R, &x, vol));
 cleanup:
-  ctr__vec_free(R->P, &x);
+  vfree(R, &x, vol);
   ctr__vec_free(R->P, &C);
   ctr__vec_free(R->P, &t);
   ctr__vec_free(R->P, &b);
@@ -411,7 +433,7 @@ static ctr_status os_sart(run *R, const float *proj, float *vol) {
   }
   start[S] = w;
   CTR_CHECK_GOTO(st, ctr__proj_set_order(P, order));
-  CTR_CHECK_GOTO(st, vol_vec(R, &x));
+  CTR_CHECK_GOTO(st, x_vec(R, vol, &x));
   CTR_CHECK_GOTO(st, vol_vec(R, &t));
   for (int64_t s = 0; s < S; s++) CTR_CHECK_GOTO(st, vol_vec(R, &C[s]));
   CTR_CHECK_GOTO(st, proj_vec(R, &b));
@@ -443,10 +465,10 @@ static ctr_status os_sart(run *R, const float *proj, float *vol) {
     }
     CTR_CHECK_GOTO(st, epilogue(R, k, sqrt(acc), &x));
   }
-  CTR_CHECK_GOTO(st, ctr__vec_download(P, vol, &x));
+  CTR_CHECK_GOTO(st, x_out(R, &x, vol));
 cleanup:
   ctr__proj_set_order(P, NULL);
-  ctr__vec_free(P, &x);
+  vfree(R, &x, vol);
   ctr__vec_free(P, &t);
   for (int64_t s = 0; C && s < S; s++) ctr__vec_free(P, &C[s]);
   ctr__vec_free(P, &b);
@@ -467,7 +489,7 @@ static ctr_status cgls(run *R, const float *proj, float *vol) {
   ctr_projector *P = R->P;
   ctr__vec x = {0}, pv = {0}, s = {0}, r = {0}, q = {0};
   ctr_status st = CTR_OK;
-  CTR_CHECK_GOTO(st, vol_vec(R, &x));
+  CTR_CHECK_GOTO(st, x_vec(R, vol, &x));
   CTR_CHECK_GOTO(st, vol_vec(R, &pv));
   CTR_CHECK_GOTO(st, vol_vec(R, &s));
   CTR_CHECK_GOTO(st, proj_vec(R, &r));
@@ -518,9 +540,9 @@ static ctr_status cgls(run *R, const float *proj, float *vol) {
     CTR_CHECK_GOTO(st, norm(R, &r, &res));
     CTR_CHECK_GOTO(st, epilogue(R, k, res, &x));
   }
-  CTR_CHECK_GOTO(st, ctr__vec_download(P, vol, &x));
+  CTR_CHECK_GOTO(st, x_out(R, &x, vol));
 cleanup:
-  ctr__vec_free(P, &x);
+  vfree(R, &x, vol);
   ctr__vec_free(P, &pv);
   ctr__vec_free(P, &s);
   ctr__vec_free(P, &r);
@@ -586,7 +608,7 @@ static ctr_status fista(run *R, const float *proj, float *vol) {
   ctr__vec X = {0}, G = {0}, Z = {0}, Pd = {0}, b = {0}, AX = {0}, AY = {0};
   ctr_status st = CTR_OK;
   const int tv = R->o.tv_weight > 0;
-  CTR_CHECK_GOTO(st, vol_vec(R, &X));
+  CTR_CHECK_GOTO(st, x_vec(R, vol, &X));
   CTR_CHECK_GOTO(st, vol_vec(R, &G));
   CTR_CHECK_GOTO(st, vol_vec(R, &Z));
   if (tv) CTR_CHECK_GOTO(st, ctr__vec_alloc(P, 3 * R->nvol, R->vdev, &Pd));
@@ -640,11 +662,11 @@ static ctr_status fista(run *R, const float *proj, float *vol) {
     R->state.scalars[0] = t;
     CTR_CHECK_GOTO(st, epilogue(R, k, sqrt(d2), &X));
   }
-  CTR_CHECK_GOTO(st, ctr__vec_download(P, vol, &X));
+  CTR_CHECK_GOTO(st, x_out(R, &X, vol));
 cleanup:
-  ctr__vec_free(P, &X);
-  ctr__vec_free(P, &G);
-  ctr__vec_free(P, &Z);
+  vfree(R, &X, vol);
+  vfree(R, &G, vol);
+  vfree(R, &Z, vol);
   ctr__vec_free(P, &Pd);
   ctr__vec_free(P, &b);
   ctr__vec_free(P, &AX);
@@ -698,6 +720,13 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   ctr_iterate_plan_describe(&R.plan, plan, sizeof plan);
   ctr__log(p->ctx, CTR_LOG_DEBUG, "%s: %s", ctr_iterate_algorithm_name(R.o.algorithm), plan);
   ctr_status st = CTR_OK;
+#if CTR_HAVE_CUDA
+  int pinned = 0;
+  /* The caller's volume is the iterate when volumes stay in host memory:
+   * pinned for the run, its slabs move at full speed. */
+  if (p->device == CTR_DEVICE_CUDA && !R.vdev)
+    pinned = ctr__it_cuda_pin(p, vol, sizeof(float) * (size_t)R.nvol);
+#endif
   if (R.o.truth) {
     CTR_CHECK_GOTO(st, vol_vec(&R, &R.truth));
     CTR_CHECK_GOTO(st, ctr__vec_upload(p, &R.truth, R.o.truth));
@@ -714,6 +743,9 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
     st = ctr__values_report(p->ctx, R.o.strict, R.rep.out_nonfinite, "the reconstruction");
   }
 cleanup:
+#if CTR_HAVE_CUDA
+  if (pinned) ctr__it_cuda_unpin(p, vol);
+#endif
   ctr__vec_free(p, &R.truth);
   R.rep.seconds_forward = p->seconds_forward;
   R.rep.seconds_adjoint = p->seconds_adjoint;

@@ -130,6 +130,10 @@ ctr_status ctr__it_cuda_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x
                                 int64_t w1);
 /* Frees the backend's buffers; accepts NULL. */
 void ctr__it_cuda_release(ctr_projector *p);
+/* Pins the caller's host memory for the run (1) unless it is pinned
+ * already or cannot be (0: it is used as it is); unpin what pin pinned. */
+int ctr__it_cuda_pin(ctr_projector *p, void *ptr, size_t bytes);
+void ctr__it_cuda_unpin(ctr_projector *p, void *ptr);
 /* The backend's reduction scratch: RED_BLOCKS doubles and a counter. */
 ctr_status ctr__it_cuda_scratch(ctr_projector *p, double **part, unsigned long long **count);
 /* Device vectors and their operations (the host ones' semantics and bits). */

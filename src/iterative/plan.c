@@ -37,8 +37,12 @@ const char *ctr_iterate_placement_name(ctr_iterate_placement p) {
 /* A DEVICE plan keeps slabs of the forward projection at least this thick
  * (each slab sets every ray up again), else the volume leaves the GPU. */
 #define MIN_DEVICE_SLAB 32
-/* Device bytes the planner keeps back for reductions, views and launches. */
-#define DEVICE_RESERVE ((uint64_t)64 << 20)
+/* A STREAMED plan's slabs have at least this many slices (when they fit)
+ * before its blocks of views grow. */
+#define STREAM_SLAB 16
+/* Device bytes the planner keeps back for reductions, views and launches:
+ * 64 MiB, or an eighth of a smaller budget (tests force tiny ones). */
+#define DEVICE_RESERVE_MAX ((uint64_t)64 << 20)
 
 static uint64_t vol_bytes(const ctr_projector *p) { return 4u * (uint64_t)ctr__proj_vol_count(p); }
 static uint64_t proj_bytes(const ctr_projector *p) { return 4u * (uint64_t)ctr__proj_proj_count(p); }
@@ -99,11 +103,13 @@ ctr_status ctr__it_plan(const ctr_projector *p, int64_t volumes, int64_t project
   r.block_views = nviews;
   r.nblocks = 1;
   const uint64_t V = vol_bytes(p) * (uint64_t)volumes, Q = proj_bytes(p) * (uint64_t)projections;
+  /* Volumes in host memory: the caller's volume is the iterate. */
+  const uint64_t Vh = volumes > 0 ? vol_bytes(p) * (uint64_t)(volumes - 1) : 0;
   char b1[32], b2[32];
   if (device != CTR_DEVICE_CUDA) {
     r.placement = CTR_PLACE_HOST;
     r.slab_slices = zmax;
-    r.host_bytes = V + Q + ctr__it_layout_bytes(p, zmax) + ctr__it_table_bytes(p, r.batch_views);
+    r.host_bytes = Vh + Q + ctr__it_layout_bytes(p, zmax) + ctr__it_table_bytes(p, r.batch_views);
     if (host_budget && r.host_bytes > host_budget)
       CTR_FAIL(CTR_E_OUT_OF_MEMORY, "%lld volumes and %lld projection sets need %s of host memory; "
                "host_budget is %s", (long long)volumes, (long long)projections,
@@ -111,59 +117,72 @@ ctr_status ctr__it_plan(const ctr_projector *p, int64_t volumes, int64_t project
                ctr__format_bytes((double)host_budget, b2, sizeof b2));
   } else {
     const uint64_t table = ctr__it_table_bytes(p, r.batch_views);
-    const uint64_t budget = gpu_budget > DEVICE_RESERVE ? gpu_budget - DEVICE_RESERVE : 0;
+    const uint64_t reserve =
+        gpu_budget / 8 < DEVICE_RESERVE_MAX ? gpu_budget / 8 : DEVICE_RESERVE_MAX;
+    const uint64_t budget = gpu_budget - reserve;
+    /* Every cost is affine in the slab's slices: a fixed part and one per
+     * slice (stacks, staging slab, the fast pair's backprojector). */
+    const uint64_t per_slice = ctr__it_layout_bytes(p, 1) - ctr__it_layout_bytes(p, 0) +
+                               (fast ? slab_bytes(p, 1) : 0);
+    const uint64_t per_slice_host = per_slice + slab_bytes(p, 1); /* + the staging slab */
+    const uint64_t stacks0 = ctr__it_layout_bytes(p, 0) + (fast ? fast_bytes(p, 0) : 0);
     int found = 0;
     /* DEVICE: every vector on the GPU, the forward projection's stacks for
-     * slabs as thick as fit. */
-    for (int64_t zs = zmax; zs >= min64(zmax, MIN_DEVICE_SLAB) && !found; zs = zs > 1 ? zs / 2 : 0) {
-      const uint64_t need = V + Q + ctr__it_layout_bytes(p, zs) + table + (fast ? fast_bytes(p, zs) : 0);
-      if (need <= budget) {
+     * slabs as thick as fit (at least MIN_DEVICE_SLAB slices, or all). */
+    {
+      const uint64_t fixed = V + Q + table + stacks0;
+      const int64_t zs = fixed < budget ? min64((int64_t)((budget - fixed) / per_slice), zmax) : 0;
+      if (zs >= min64(zmax, MIN_DEVICE_SLAB)) {
         found = 1;
         r.placement = CTR_PLACE_DEVICE;
         r.slab_slices = zs;
-        r.gpu_bytes = need + DEVICE_RESERVE;
+        r.gpu_bytes = fixed + per_slice * (uint64_t)zs + reserve;
         r.host_bytes = 0;
       }
-      if (zs == 1) break;
     }
-    /* PROJ_DEVICE: the projections on the GPU; volume slabs through a
-     * staging slab. */
-    for (int64_t zs = zmax; zs >= 1 && !found; zs = zs > 1 ? (zs + 1) / 2 : 0) {
-      const uint64_t need = Q + slab_bytes(p, zs) + ctr__it_layout_bytes(p, zs) + table +
-                            (fast ? fast_bytes(p, zs) : 0);
-      if (need <= budget) {
+    /* PROJ_DEVICE: the projections on the GPU; the volume slab by slab
+     * through a staging slab. */
+    if (!found) {
+      const uint64_t fixed = Q + table + stacks0;
+      const int64_t zs =
+          fixed < budget ? min64((int64_t)((budget - fixed) / per_slice_host), zmax) : 0;
+      if (zs >= 1) {
         found = 1;
         r.placement = CTR_PLACE_PROJ_DEVICE;
         r.slab_slices = zs;
-        r.gpu_bytes = need + DEVICE_RESERVE;
-        r.host_bytes = V;
+        r.gpu_bytes = fixed + per_slice_host * (uint64_t)zs + reserve;
+        r.host_bytes = Vh;
       }
-      if (zs == 1) break;
     }
-    /* STREAMED: blocks of views through the GPU for each slab; slabs as
-     * thick as leave blocks of at least 32 views (or all), else thinner. */
-    for (int64_t zs = zmax; zs >= 1 && !found; zs = zs > 1 ? (zs + 1) / 2 : 0) {
-      const uint64_t fixed = slab_bytes(p, zs) + ctr__it_layout_bytes(p, zs) +
-                             (fast ? fast_bytes(p, zs) : 0);
-      for (int64_t nb = r.batch_views; nb >= 1 && !found; nb = nb > 1 ? nb / 2 : 0) {
-        const uint64_t fx = fixed + ctr__it_table_bytes(p, nb);
-        const int64_t bv = fx < budget ? min64((int64_t)((budget - fx) / view_bytes(p)), nviews) : 0;
-        if (bv < nb || (bv < min64(nviews, 32) && zs > 1)) continue;
+    /* STREAMED: for each block of views, every slab. Blocks as large as
+     * possible (each block uploads every slab again) with slabs of at least
+     * STREAM_SLAB slices; what is left thickens the slabs. */
+    for (int64_t nb = r.batch_views; nb >= 1 && !found; nb = nb > 1 ? nb / 2 : 0) {
+      const int64_t zs0 = min64(zmax, STREAM_SLAB);
+      for (int64_t z = zs0; z >= 1 && !found; z = z > 1 ? z / 2 : 0) {
+        const uint64_t fixed = ctr__it_table_bytes(p, nb) + stacks0 + per_slice_host * (uint64_t)z;
+        const int64_t bv = fixed < budget ? min64((int64_t)((budget - fixed) / view_bytes(p)), nviews) : 0;
+        if (bv < 1) continue;
+        int64_t zs = z;
+        if (bv == nviews) {
+          const uint64_t left = budget - fixed - (uint64_t)bv * view_bytes(p);
+          zs = min64(zmax, z + (int64_t)(left / per_slice_host));
+        }
         found = 1;
         r.placement = CTR_PLACE_STREAMED;
         r.slab_slices = zs;
         r.block_views = bv;
         r.nblocks = (nviews + bv - 1) / bv;
-        r.batch_views = nb;
-        r.gpu_bytes = fx + (uint64_t)bv * view_bytes(p) + DEVICE_RESERVE;
-        r.host_bytes = V + Q;
+        r.batch_views = min64(nb, bv);
+        r.gpu_bytes = fixed + per_slice_host * (uint64_t)(zs - z) + (uint64_t)bv * view_bytes(p) +
+                      reserve;
+        r.host_bytes = Vh + Q;
       }
-      if (zs == 1) break;
     }
     if (!found) {
-      const uint64_t least = slab_bytes(p, 1) + ctr__it_layout_bytes(p, 1) +
-                             ctr__it_table_bytes(p, 1) + view_bytes(p) +
-                             (fast ? fast_bytes(p, 1) : 0) + DEVICE_RESERVE;
+      const uint64_t least = (slab_bytes(p, 1) + ctr__it_layout_bytes(p, 1) +
+                              ctr__it_table_bytes(p, 1) + view_bytes(p) +
+                              (fast ? fast_bytes(p, 1) : 0)) * 8 / 7 + 1;
       CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
                "gpu_budget %s is too small for any plan: the smallest (slabs of one slice, "
                "blocks of one view) needs %s",

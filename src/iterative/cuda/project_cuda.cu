@@ -114,6 +114,20 @@ ctr_status ctr__it_cuda_scratch(ctr_projector *p, double **part, unsigned long l
   return CTR_OK;
 }
 
+int ctr__it_cuda_pin(ctr_projector *p, void *ptr, size_t bytes) {
+  if (cudaSetDevice(p->gpu) != cudaSuccess) return cudaGetLastError(), 0;
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, ptr) == cudaSuccess && a.type == cudaMemoryTypeHost) return 0;
+  cudaGetLastError();
+  if (cudaHostRegister(ptr, bytes, cudaHostRegisterDefault) != cudaSuccess) return cudaGetLastError(), 0;
+  return 1;
+}
+
+void ctr__it_cuda_unpin(ctr_projector *p, void *ptr) {
+  cudaSetDevice(p->gpu);
+  if (cudaHostUnregister(ptr) != cudaSuccess) cudaGetLastError();
+}
+
 /* Grows a device buffer to hold n elements of `size` bytes. */
 static ctr_status reserve(void **buf, size_t *cap, size_t n, size_t size, const char *what) {
   if (*cap >= n) return CTR_OK;
