@@ -42,6 +42,20 @@ def astra_vectors(g):
     return vec
 
 
+def astra_geometries(g):
+    """ASTRA's projection and volume geometries of a ctrecon circular geometry
+    (as loaded from geometry.json), and the sizes: (proj_geom, vol_geom, nu,
+    nv, views, nx, ny, nz)."""
+    nu, nv = g["detector"]["nu"], g["detector"]["nv"]
+    n = g["angles"]["count"]
+    nx, ny, nz = g["volume"]["size"]
+    vx, vy, vz = g["volume"]["voxel_mm"]
+    proj_geom = astra.create_proj_geom("cone_vec", nv, nu, astra_vectors(g))
+    vol_geom = astra.create_vol_geom(ny, nx, nz, -nx * vx / 2, nx * vx / 2, -ny * vy / 2,
+                                     ny * vy / 2, -nz * vz / 2, nz * vz / 2)
+    return proj_geom, vol_geom, nu, nv, n, nx, ny, nz
+
+
 def compare(a, b, nz):
     """Relative RMS difference of a against b over the inscribed cylinder and
     the central 80 % of slices, and the least-squares scale a ~ s b."""
@@ -66,17 +80,11 @@ def main():
     args = ap.parse_args()
 
     g = json.load(open(f"{args.dump}/geometry.json"))
-    nu, nv = g["detector"]["nu"], g["detector"]["nv"]
-    n = g["angles"]["count"]
-    nx, ny, nz = g["volume"]["size"]
-    vx, vy, vz = g["volume"]["voxel_mm"]
+    proj_geom, vol_geom, nu, nv, n, nx, ny, nz = astra_geometries(g)
     proj = np.fromfile(f"{args.dump}/proj.raw", dtype=np.float32).reshape(n, nv, nu)
     sino = np.ascontiguousarray(proj.transpose(1, 0, 2))  # ASTRA: row, angle, column
     del proj
 
-    proj_geom = astra.create_proj_geom("cone_vec", nv, nu, astra_vectors(g))
-    vol_geom = astra.create_vol_geom(ny, nx, nz, -nx * vx / 2, nx * vx / 2, -ny * vy / 2,
-                                     ny * vy / 2, -nz * vz / 2, nz * vz / 2)
     pid = astra.data3d.create("-proj3d", proj_geom, sino)
     rid = astra.data3d.create("-vol", vol_geom, 0)
     cfg = astra.astra_dict("FDK_CUDA")

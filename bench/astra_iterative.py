@@ -24,7 +24,7 @@ import time
 import numpy as np
 import astra
 
-from astra_compare import astra_vectors
+from astra_compare import astra_geometries
 
 
 def timed(fn, repeats):
@@ -47,16 +47,10 @@ def main():
     args = ap.parse_args()
 
     g = json.load(open(f"{args.dump}/geometry.json"))
-    nu, nv = g["detector"]["nu"], g["detector"]["nv"]
-    n = g["angles"]["count"]
-    nx, ny, nz = g["volume"]["size"]
-    vx, vy, vz = g["volume"]["voxel_mm"]
+    proj_geom, vol_geom, nu, nv, n, nx, ny, nz = astra_geometries(g)
     vol = np.fromfile(f"{args.dump}/vol.raw", dtype=np.float32).reshape(nz, ny, nx)
     ours = np.fromfile(f"{args.dump}/proj.raw", dtype=np.float32).reshape(n, nv, nu)
 
-    proj_geom = astra.create_proj_geom("cone_vec", nv, nu, astra_vectors(g))
-    vol_geom = astra.create_vol_geom(ny, nx, nz, -nx * vx / 2, nx * vx / 2, -ny * vy / 2,
-                                     ny * vy / 2, -nz * vz / 2, nz * vz / 2)
     result = {"name": "A/astra", "astra_version": astra.__version__, "volume": nx, "views": n,
               "detector": [nu, nv]}
 

@@ -96,6 +96,8 @@ int cli_parse_format(const char *cmd, const char *name, const char *value,
                      void *dst); /* ctr_file_format */
 int cli_parse_offset(const char *cmd, const char *name, const char *value,
                      void *dst); /* int64 >= 0 */
+int cli_parse_range(const char *cmd, const char *name, const char *value,
+                    void *dst); /* "LO:HI", finite, LO < HI, into double[2] */
 int cli_parse_mem(const char *cmd, const char *name, const char *value,
                   void *dst); /* uint64 bytes > 0: "8G", "512M" */
 int cli_parse_size2(const char *cmd, const char *name, const char *value,

@@ -405,3 +405,14 @@ int cli_parse_mem(const char *cmd, const char *name, const char *value, void *ds
                            "1024)", name, value);
   return 0;
 }
+
+int cli_parse_range(const char *cmd, const char *name, const char *value, void *dst) {
+  double lo, hi;
+  int used = 0;
+  if (sscanf(value, "%lf:%lf%n", &lo, &hi, &used) != 2 || value[used] || !isfinite(lo) ||
+      !isfinite(hi) || !(lo < hi))
+    return cli_usage_error(cmd, "%s '%s': expected LO:HI with LO < HI", name, value);
+  ((double *)dst)[0] = lo;
+  ((double *)dst)[1] = hi;
+  return 0;
+}

@@ -99,17 +99,6 @@ static int parse_slices(const char *cmd, const char *name, const char *value, vo
   return 0;
 }
 
-static int parse_range(const char *cmd, const char *name, const char *value, void *dst) {
-  double lo, hi;
-  int used = 0;
-  if (sscanf(value, "%lf:%lf%n", &lo, &hi, &used) != 2 || value[used] || !isfinite(lo) ||
-      !isfinite(hi) || !(lo < hi))
-    return cli_usage_error(cmd, "%s '%s': expected LO:HI with LO < HI", name, value);
-  ((double *)dst)[0] = lo;
-  ((double *)dst)[1] = hi;
-  return 0;
-}
-
 static int parse_store(const char *cmd, const char *name, const char *value, void *dst) {
   static const char *names[] = {"auto", "device", "host", "scratch"};
   for (int i = 0; i < 4; i++)
@@ -454,7 +443,7 @@ int cmd_fdk(int argc, char **argv) {
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central slices", cli_parse_string,
        &a.preview, NULL},
       {"--preview-window", "LO:HI", "previews' grey window (default: 0.5 / 99.5 % percentiles)",
-       parse_range, a.window, &a.window_given},
+       cli_parse_range, a.window, &a.window_given},
       {"--gpu-mem", "SIZE",
        "GPU memory the run may use, e.g. 8G (default: free memory less 1 GiB)", cli_parse_mem,
        &a.gpu_mem, NULL},

@@ -74,17 +74,6 @@ typedef struct it_run {
 
 /* ---- Option parsers ------------------------------------------------------- */
 
-static int parse_box(const char *cmd, const char *name, const char *value, void *dst) {
-  double lo, hi;
-  int used = 0;
-  if (sscanf(value, "%lf:%lf%n", &lo, &hi, &used) != 2 || value[used] || !isfinite(lo) ||
-      !isfinite(hi) || !(lo < hi))
-    return cli_usage_error(cmd, "%s '%s': expected LO:HI with LO < HI", name, value);
-  ((double *)dst)[0] = lo;
-  ((double *)dst)[1] = hi;
-  return 0;
-}
-
 static int parse_nonneg_double(const char *cmd, const char *name, const char *value, void *dst) {
   char *end;
   const double v = strtod(value, &end);
@@ -343,7 +332,7 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_count, &a.tv_iterations, &a.tv_given},
       {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv)", cli_set_flag,
        &a.nonneg, NULL},
-      {"--box", "LO:HI", "keep the volume in [LO, HI] (sirt, os-sart, fista-tv)", parse_box, a.box,
+      {"--box", "LO:HI", "keep the volume in [LO, HI] (sirt, os-sart, fista-tv)", cli_parse_range, a.box,
        &a.box_given},
       {"--init", "zero|fdk|FILE", "start from 0, from FDK (cone) / FBP (parallel), or from a "
        "volume file (default zero)", cli_parse_string, &a.init, NULL},

@@ -5,16 +5,6 @@
 # Usage: bash cli_iterate.sh path/to/ctrecon
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
-step() {
-  local desc=$1; shift
-  run "$@"
-  if [ "$rc" -eq 0 ]; then ok "$desc"; else bad "$desc: exit $rc"; fi
-}
-fails() { # fails CODE DESC ARGS...
-  local code=$1 desc=$2; shift 2
-  run "$@"
-  if [ "$rc" -eq "$code" ]; then ok "$desc (exit $code)"; else bad "$desc: exit $rc, expected $code"; fi
-}
 
 step "geometry" geometry --out g.json --volume 24 --voxel 2.5 --views 24 --nu 40 --nv 40 --du 2.4 --dv 2.4
 step "phantom" phantom --geometry g.json --out proj.nrrd --truth truth.nrrd --device cpu
@@ -51,7 +41,7 @@ for alg in sirt fista-tv; do
   step "$alg: 3 iterations, checkpoint kept" "${IT[@]}" --algorithm $alg --iterations 3 --out part.raw \
     --keep-checkpoint "${extra[@]}" --quiet
   [ -s part.raw.checkpoint ] && ok "$alg: checkpoint kept" || bad "$alg: no checkpoint"
-  fails 2 "$alg: an existing checkpoint without --resume" "${IT[@]}" --algorithm $alg --iterations 7 \
+  exits 2 "$alg: an existing checkpoint without --resume" "${IT[@]}" --algorithm $alg --iterations 7 \
     --out part.raw "${extra[@]}"
   step "$alg: --resume to 7" "${IT[@]}" --algorithm $alg --iterations 7 --out part.raw --resume \
     --residuals part.csv "${extra[@]}"
@@ -62,7 +52,7 @@ for alg in sirt fista-tv; do
     bad "$alg: part.csv has $(wc -l < part.csv) lines"
   [ ! -e part.raw.checkpoint ] && ok "$alg: checkpoint removed" || bad "$alg: checkpoint left"
 done
-fails 2 "--resume without a checkpoint" "${IT[@]}" --iterations 3 --out none.raw --resume
+exits 2 "--resume without a checkpoint" "${IT[@]}" --iterations 3 --out none.raw --resume
 
 # Parallel beam: the sinograms of `demo --parallel`.
 step "demo --parallel" demo --parallel --size 32 --views 40 --slices 3 --out-dir pd --device cpu --quiet
@@ -72,14 +62,14 @@ step "iterate --sinograms" iterate --sinograms pd/sinograms.tif --pixel-size "$P
 [ "$(grep -c '^iteration ' "$OUT")" -eq 3 ] && ok "parallel: 3 iterations" || bad "parallel iterations"
 
 # Usage errors.
-fails 2 "no geometry nor sinograms" iterate --out x.raw
-fails 2 "cgls with --nonneg" "${IT[@]}" --algorithm cgls --nonneg --out x.raw
-fails 2 "--subsets without os-sart" "${IT[@]}" --subsets 4 --out x.raw
-fails 2 "--tv-weight without fista-tv" "${IT[@]}" --tv-weight 0.1 --out x.raw
-fails 2 "unknown algorithm" "${IT[@]}" --algorithm art --out x.raw
-fails 2 "--relaxation 2" "${IT[@]}" --relaxation 2 --out x.raw
-fails 2 "--angles with cone beam" "${IT[@]}" --angle-range 90 --out x.raw
-fails 3 "projections of another geometry" iterate --geometry g.json --projections pd/sinograms.tif \
+exits 2 "no geometry nor sinograms" iterate --out x.raw
+exits 2 "cgls with --nonneg" "${IT[@]}" --algorithm cgls --nonneg --out x.raw
+exits 2 "--subsets without os-sart" "${IT[@]}" --subsets 4 --out x.raw
+exits 2 "--tv-weight without fista-tv" "${IT[@]}" --tv-weight 0.1 --out x.raw
+exits 2 "unknown algorithm" "${IT[@]}" --algorithm art --out x.raw
+exits 2 "--relaxation 2" "${IT[@]}" --relaxation 2 --out x.raw
+exits 2 "--angles with cone beam" "${IT[@]}" --angle-range 90 --out x.raw
+exits 3 "projections of another geometry" iterate --geometry g.json --projections pd/sinograms.tif \
   --out x.raw --device cpu
 grep -q "expected 24 of 40 x 40" "$ERR" && ok "the error names the expected size" || bad "size error text"
 finish

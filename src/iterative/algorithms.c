@@ -9,29 +9,11 @@
 #include <math.h>
 #include <string.h>
 
-/* r-api merge: CTR__STRUCT_DEFINE_V1 lines in src/core/versions.c. */
 static const ctr_iterate_options options_defaults = CTR_ITERATE_OPTIONS_INIT;
 static const ctr_iterate_report report_defaults = CTR_ITERATE_REPORT_INIT;
 
-ctr_status ctr_iterate_options_init(ctr_iterate_options *s, unsigned version) {
-  if (!s || version < 1 || version > CTR_ITERATE_OPTIONS_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_iterate_options_init: version %u: this library accepts 1 .. %u", version,
-             CTR_ITERATE_OPTIONS_VERSION);
-  *s = options_defaults;
-  s->version = version;
-  return CTR_OK;
-}
-
-ctr_status ctr_iterate_report_init(ctr_iterate_report *s, unsigned version) {
-  if (!s || version < 1 || version > CTR_ITERATE_REPORT_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_iterate_report_init: version %u: this library accepts 1 .. %u", version,
-             CTR_ITERATE_REPORT_VERSION);
-  *s = report_defaults;
-  s->version = version;
-  return CTR_OK;
-}
+CTR__IT_DEFINE_INIT(ctr_iterate_options, CTR_ITERATE_OPTIONS_VERSION, options_defaults)
+CTR__IT_DEFINE_INIT(ctr_iterate_report, CTR_ITERATE_REPORT_VERSION, report_defaults)
 
 static const char *const ALGORITHM_NAMES[] = {"sirt", "cgls", "os-sart", "fista-tv"};
 
@@ -373,23 +355,30 @@ static ctr_status sart_step(run *R, ctr__vec *x, ctr__vec *r, const ctr__vec *Rw
   return CTR_OK;
 }
 
+/* The vectors SIRT and OS-SART share (x, a volume t; b, R, r), b loaded,
+ * the state (x) resumed or x0 made. */
+static ctr_status sart_begin(run *R, const float *proj, float *vol, ctr__vec *x, ctr__vec *t,
+                             ctr__vec *b, ctr__vec *Rw, ctr__vec *r) {
+  CTR_CHECK(x_vec(R, vol, x));
+  CTR_CHECK(vol_vec(R, t));
+  CTR_CHECK(proj_vec(R, b));
+  CTR_CHECK(proj_vec(R, Rw));
+  CTR_CHECK(proj_vec(R, r));
+  R->state.nvec = 1;
+  R->state.vec[0] = x;
+  CTR_CHECK(load_b(R, proj, b));
+  CTR_CHECK(maybe_resume(R));
+  return R->k0 ? CTR_OK : init_x(R, proj, vol, x);
+}
+
 /* SIRT (Gregor and Benson 2008): x += lambda C A^T R (b - A x). The
  * residual of each new x is the next iteration's first step. */
 static ctr_status sirt(run *R, const float *proj, float *vol) {
   ctr__vec x = {0}, C = {0}, t = {0}, b = {0}, Rw = {0}, r = {0};
   ctr_status st = CTR_OK;
   const int64_t nw = R->P->nviews;
-  CTR_CHECK_GOTO(st, x_vec(R, vol, &x));
   CTR_CHECK_GOTO(st, vol_vec(R, &C));
-  CTR_CHECK_GOTO(st, vol_vec(R, &t));
-  CTR_CHECK_GOTO(st, proj_vec(R, &b));
-  CTR_CHECK_GOTO(st, proj_vec(R, &Rw));
-  CTR_CHECK_GOTO(st, proj_vec(R, &r));
-  R->state.nvec = 1;
-  R->state.vec[0] = &x;
-  CTR_CHECK_GOTO(st, load_b(R, proj, &b));
-  CTR_CHECK_GOTO(st, maybe_resume(R));
-  if (!R->k0) CTR_CHECK_GOTO(st, init_x(R, proj, vol, &x));
+  CTR_CHECK_GOTO(st, sart_begin(R, proj, vol, &x, &t, &b, &Rw, &r));
   CTR_CHECK_GOTO(st, weights(R, &Rw, &C, &t, &r, 0, nw));
   double res2;
   CTR_CHECK_GOTO(st, residual(R, &x, &b, &r, 0, nw, &res2));
@@ -433,17 +422,8 @@ static ctr_status os_sart(run *R, const float *proj, float *vol) {
   }
   start[S] = w;
   CTR_CHECK_GOTO(st, ctr__proj_set_order(P, order));
-  CTR_CHECK_GOTO(st, x_vec(R, vol, &x));
-  CTR_CHECK_GOTO(st, vol_vec(R, &t));
   for (int64_t s = 0; s < S; s++) CTR_CHECK_GOTO(st, vol_vec(R, &C[s]));
-  CTR_CHECK_GOTO(st, proj_vec(R, &b));
-  CTR_CHECK_GOTO(st, proj_vec(R, &Rw));
-  CTR_CHECK_GOTO(st, proj_vec(R, &r));
-  R->state.nvec = 1;
-  R->state.vec[0] = &x;
-  CTR_CHECK_GOTO(st, load_b(R, proj, &b));
-  CTR_CHECK_GOTO(st, maybe_resume(R));
-  if (!R->k0) CTR_CHECK_GOTO(st, init_x(R, proj, vol, &x));
+  CTR_CHECK_GOTO(st, sart_begin(R, proj, vol, &x, &t, &b, &Rw, &r));
   CTR_CHECK_GOTO(st, weights(R, &Rw, &C[0], &t, &r, 0, start[1]));
   for (int64_t s = 1; s < S; s++)
     CTR_CHECK_GOTO(st, weights(R, NULL, &C[s], &t, &r, start[s], start[s + 1]));

@@ -48,6 +48,20 @@ struct ctr_projector {
   int64_t views_forward, views_adjoint;
 };
 
+/* ctr_<name>_init of a versioned public struct with one version: the
+ * defaults (`defaults`, its INIT macro's value), version set. (r-api merge:
+ * one CTR__STRUCT_DEFINE_V1 line in src/core/versions.c per struct replaces
+ * these, and the version checks become ctr__struct_copy / _store.) */
+#define CTR__IT_DEFINE_INIT(type, VERSION, defaults)                                         \
+  ctr_status type##_init(type *s, unsigned version) {                                        \
+    if (!s || version < 1 || version > (VERSION))                                            \
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, #type "_init: version %u: this library accepts 1 .. %u", \
+               version, (VERSION));                                                          \
+    *s = (defaults);                                                                         \
+    s->version = version;                                                                    \
+    return CTR_OK;                                                                           \
+  }
+
 /* ---- Projector (projector.c) --------------------------------------------- */
 
 /* The volume and projection sizes in elements (inline: the backends below

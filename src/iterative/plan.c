@@ -8,17 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* r-api merge: CTR__STRUCT_DEFINE_V1 lines in src/core/versions.c. */
 static const ctr_iterate_plan plan_defaults = CTR_ITERATE_PLAN_INIT;
 
-ctr_status ctr_iterate_plan_init(ctr_iterate_plan *s, unsigned version) {
-  if (!s || version < 1 || version > CTR_ITERATE_PLAN_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_plan_init: version %u: this library accepts 1 .. %u",
-             version, CTR_ITERATE_PLAN_VERSION);
-  *s = plan_defaults;
-  s->version = version;
-  return CTR_OK;
-}
+CTR__IT_DEFINE_INIT(ctr_iterate_plan, CTR_ITERATE_PLAN_VERSION, plan_defaults)
 
 const char *ctr_iterate_placement_name(ctr_iterate_placement p) {
   switch (p) {

@@ -7,19 +7,9 @@
 #include <math.h>
 #include <string.h>
 
-/* r-api merge: this struct's version check becomes ctr__struct_copy with a
- * CTR__STRUCT_DEFINE_V1 line in src/core/versions.c. */
 static const ctr_projector_options projector_defaults = CTR_PROJECTOR_OPTIONS_INIT;
 
-ctr_status ctr_projector_options_init(ctr_projector_options *s, unsigned version) {
-  if (!s || version < 1 || version > CTR_PROJECTOR_OPTIONS_VERSION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_projector_options_init: version %u: this library accepts 1 .. %u", version,
-             CTR_PROJECTOR_OPTIONS_VERSION);
-  *s = projector_defaults;
-  s->version = version;
-  return CTR_OK;
-}
+CTR__IT_DEFINE_INIT(ctr_projector_options, CTR_PROJECTOR_OPTIONS_VERSION, projector_defaults)
 
 const char *ctr_projector_pair_name(ctr_projector_pair p) {
   return p == CTR_PAIR_MATCHED ? "matched" : p == CTR_PAIR_FAST ? "fast" : "unknown";
@@ -289,42 +279,22 @@ static ctr_status check_slots(const ctr_projector *p, int64_t w0, int64_t w1) {
   return CTR_OK;
 }
 
-ctr_status ctr__proj_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y, int64_t w0,
-                             int64_t w1) {
-  CTR_CHECK(check_slots(p, w0, w1));
-  const double t0 = ctr__now_s();
-  ctr_status st = CTR_OK;
-  if (p->device == CTR_DEVICE_CUDA) {
-#if CTR_HAVE_CUDA
-    st = ctr__it_cuda_forward(p, x, y, w0, w1);
-#else
-    st = ctr__error_set(CTR_E_UNSUPPORTED, "this ctrecon was built without CUDA");
-#endif
-  } else {
-    const int64_t plane = p->n[0] * p->n[1], zs = p->slab_slices;
-    for (int64_t z0 = 0; z0 < p->n[2] && st == CTR_OK; z0 += zs) {
-      const int64_t z1 = z0 + zs < p->n[2] ? z0 + zs : p->n[2];
-      st = ctr__it_cpu_forward(p, x->data + z0 * plane, z0, z1, y->data, w0, w1, z0 > 0);
-    }
-  }
-  p->seconds_forward += ctr__now_s() - t0;
-  p->views_forward += w1 - w0;
-  return st;
-}
-
 static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
                                int64_t w1);
 
-ctr_status ctr__proj_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
-                             int64_t w1) {
+/* A forward projection (x -> y) or an adjoint (y -> x) of slots [w0, w1) on
+ * the context's backend: the CUDA backend takes care of its placements; on
+ * the CPU slab by slab (the forward projection adds each slab's part). */
+static ctr_status project(ctr_projector *p, int forward, ctr__vec *x, ctr__vec *y, int64_t w0,
+                          int64_t w1) {
   CTR_CHECK(check_slots(p, w0, w1));
   const double t0 = ctr__now_s();
   ctr_status st = CTR_OK;
-  if (p->o.pair == CTR_PAIR_FAST) {
+  if (!forward && p->o.pair == CTR_PAIR_FAST) {
     st = fast_adjoint(p, y, x, w0, w1);
   } else if (p->device == CTR_DEVICE_CUDA) {
 #if CTR_HAVE_CUDA
-    st = ctr__it_cuda_adjoint(p, y, x, w0, w1);
+    st = forward ? ctr__it_cuda_forward(p, x, y, w0, w1) : ctr__it_cuda_adjoint(p, y, x, w0, w1);
 #else
     st = ctr__error_set(CTR_E_UNSUPPORTED, "this ctrecon was built without CUDA");
 #endif
@@ -332,12 +302,23 @@ ctr_status ctr__proj_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, i
     const int64_t plane = p->n[0] * p->n[1], zs = p->slab_slices;
     for (int64_t z0 = 0; z0 < p->n[2] && st == CTR_OK; z0 += zs) {
       const int64_t z1 = z0 + zs < p->n[2] ? z0 + zs : p->n[2];
-      st = ctr__it_cpu_adjoint(p, y->data, w0, w1, x->data + z0 * plane, z0, z1, 0);
+      st = forward ? ctr__it_cpu_forward(p, x->data + z0 * plane, z0, z1, y->data, w0, w1, z0 > 0)
+                   : ctr__it_cpu_adjoint(p, y->data, w0, w1, x->data + z0 * plane, z0, z1, 0);
     }
   }
-  p->seconds_adjoint += ctr__now_s() - t0;
-  p->views_adjoint += w1 - w0;
+  *(forward ? &p->seconds_forward : &p->seconds_adjoint) += ctr__now_s() - t0;
+  *(forward ? &p->views_forward : &p->views_adjoint) += w1 - w0;
   return st;
+}
+
+ctr_status ctr__proj_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y, int64_t w0,
+                             int64_t w1) {
+  return project(p, 1, (ctr__vec *)x, y, w0, w1);
+}
+
+ctr_status ctr__proj_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
+                             int64_t w1) {
+  return project(p, 0, x, (ctr__vec *)y, w0, w1);
 }
 
 /* ---- The fast unmatched pair ------------------------------------------------------ */
@@ -418,27 +399,26 @@ cleanup:
 /* ---- Public forward and adjoint ------------------------------------------------------ */
 
 /* Between the API's layout (cone beam: nu x nv x views; parallel beam: bins
- * x angles x slices) and the slots (slot w holds view order[w]). */
-void ctr__proj_to_slots(const ctr_projector *p, const float *user, float *slots) {
+ * x angles x slices) and the slots (slot w holds view order[w]), one
+ * detector row at a time. */
+static void slots_copy(const ctr_projector *p, float *user, float *slots, int to_slots) {
   const int64_t nu = p->nu, nv = p->nv, na = p->nviews;
 #pragma omp parallel for collapse(2) num_threads(ctr__num_threads(p->ctx))
   for (int64_t w = 0; w < na; w++)
     for (int64_t v = 0; v < nv; v++) {
       const int64_t view = p->order[w];
-      const float *src = p->parallel ? user + (v * na + view) * nu : user + (view * nv + v) * nu;
-      memcpy(slots + (w * nv + v) * nu, src, sizeof(float) * (size_t)nu);
+      float *row = p->parallel ? user + (v * na + view) * nu : user + (view * nv + v) * nu;
+      float *slot = slots + (w * nv + v) * nu;
+      memcpy(to_slots ? slot : row, to_slots ? row : slot, sizeof(float) * (size_t)nu);
     }
 }
 
+void ctr__proj_to_slots(const ctr_projector *p, const float *user, float *slots) {
+  slots_copy(p, (float *)user, slots, 1);
+}
+
 void ctr__proj_from_slots(const ctr_projector *p, const float *slots, float *user) {
-  const int64_t nu = p->nu, nv = p->nv, na = p->nviews;
-#pragma omp parallel for collapse(2) num_threads(ctr__num_threads(p->ctx))
-  for (int64_t w = 0; w < na; w++)
-    for (int64_t v = 0; v < nv; v++) {
-      const int64_t view = p->order[w];
-      float *dst = p->parallel ? user + (v * na + view) * nu : user + (view * nv + v) * nu;
-      memcpy(dst, slots + (w * nv + v) * nu, sizeof(float) * (size_t)nu);
-    }
+  slots_copy(p, user, (float *)slots, 0);
 }
 
 /* One public call: a plan for one vector of each space, vectors where it

@@ -192,25 +192,36 @@ cleanup:
 
 /* ---- Forward projection --------------------------------------------------------------- */
 
+/* The ray of this thread's pixel (u, v) in view w: the block copies the view
+ * into shared memory (`view`), then each thread inside the detector sets up
+ * its ray for the grid box. Returns 0 for threads outside the detector.
+ * Blocks of FWD_BX x FWD_BY threads. */
+__device__ int block_ray(const ctr__it_view *__restrict__ views, long long w, ctr__it_view *view,
+                         int nu, int nv, const it_grid &grid, int *u, int *v, ctr__it_ray *r) {
+  const int t = threadIdx.y * FWD_BX + threadIdx.x;
+  if (t < (int)(sizeof(ctr__it_view) / sizeof(int)))
+    ((int *)view)[t] = ((const int *)(views + w))[t];
+  __syncthreads();
+  *u = blockIdx.x * FWD_BX + threadIdx.x;
+  *v = blockIdx.y * FWD_BY + threadIdx.y;
+  if (*u >= nu || *v >= nv) return 0;
+  const int64_t b0[3] = {grid.b0[0], grid.b0[1], grid.b0[2]};
+  const int64_t b1[3] = {grid.b1[0], grid.b1[1], grid.b1[2]};
+  ctr__it_ray_setup(view, grid.vox, b0, b1, (double)*u, (double)*v, r);
+  return 1;
+}
+
 /* One ray per thread: slots [w_launch, ...) of blockIdx.z; y holds slots
  * from y_first on. The stacks are of slab [z0, z0 + zs). */
 __global__ void __launch_bounds__(FWD_BX *FWD_BY)
     k_forward(const ctr__it_view *__restrict__ views, long long w_launch, long long y_first, int nu,
               int nv, it_grid grid, const float *__restrict__ sz, const float *__restrict__ sx,
-              int nxp, int nyp, int nx, int ny, int zs, int z0, float *__restrict__ y,
-              int accumulate) {
+              int nxp, int nyp, int z0, float *__restrict__ y, int accumulate) {
   __shared__ ctr__it_view view;
   const long long w = w_launch + blockIdx.z;
-  const int t = threadIdx.y * FWD_BX + threadIdx.x;
-  if (t < (int)(sizeof(ctr__it_view) / sizeof(int)))
-    ((int *)&view)[t] = ((const int *)(views + w))[t];
-  __syncthreads();
-  const int u = blockIdx.x * FWD_BX + threadIdx.x, v = blockIdx.y * FWD_BY + threadIdx.y;
-  if (u >= nu || v >= nv) return;
-  const int64_t b0[3] = {grid.b0[0], grid.b0[1], grid.b0[2]};
-  const int64_t b1[3] = {grid.b1[0], grid.b1[1], grid.b1[2]};
+  int u, v;
   ctr__it_ray r;
-  ctr__it_ray_setup(&view, grid.vox, b0, b1, (double)u, (double)v, &r);
+  if (!block_ray(views, w, &view, nu, nv, grid, &u, &v, &r)) return;
   float sum = 0.0f;
   if (r.lo <= r.hi) {
     const long long pitch_z = (long long)nxp * nyp;
@@ -255,7 +266,7 @@ static ctr_status launch_forward(ctr_projector *p, it_cuda *c, int64_t z0, int64
                       (unsigned)n);
     k_forward<<<blocks, dim3(FWD_BX, FWD_BY), 0, c->s>>>(
         c->d_views, a, y_first, (int)p->nu, (int)p->nv, g, c->d_stacks, c->d_stacks + per, nxp,
-        nyp, nx, ny, (int)zs, (int)z0, y, accumulate);
+        nyp, (int)z0, y, accumulate);
     CU_LAUNCHED("k_forward");
   }
 cleanup:
@@ -329,16 +340,9 @@ __global__ void k_tables(const ctr__it_view *__restrict__ views, long long w_fir
                          float4 *__restrict__ line, float2 *__restrict__ yf, int *__restrict__ fam) {
   __shared__ ctr__it_view view;
   const long long k = blockIdx.z, w = w_first + k;
-  const int t = threadIdx.y * FWD_BX + threadIdx.x;
-  if (t < (int)(sizeof(ctr__it_view) / sizeof(int)))
-    ((int *)&view)[t] = ((const int *)(views + w))[t];
-  __syncthreads();
-  const int u = blockIdx.x * FWD_BX + threadIdx.x, v = blockIdx.y * FWD_BY + threadIdx.y;
-  if (u >= nu || v >= nv) return;
-  const int64_t b0[3] = {grid.b0[0], grid.b0[1], grid.b0[2]};
-  const int64_t b1[3] = {grid.b1[0], grid.b1[1], grid.b1[2]};
+  int u, v;
   ctr__it_ray r;
-  ctr__it_ray_setup(&view, grid.vox, b0, b1, (double)u, (double)v, &r);
+  if (!block_ray(views, w, &view, nu, nv, grid, &u, &v, &r)) return;
   const int f = r.lo <= r.hi ? r.f : 3;
   const long long i = (k * nv + v) * (long long)nu + u;
   line[i] = make_float4(r.A[0], r.B[0], r.A[1], r.B[1]);
