@@ -59,7 +59,7 @@ static ctr_status do_job(ctr__writer *w, const ctr__writer_job *j) {
     if (w->out) CTR_CHECK(ctr__stack_flush(w->out));
     ctr__slab_record rec = sl->rec;
     /* the subvolume's CRC-32: its chunks' in slice order, joined */
-    qsort(sl->pieces, (size_t)sl->npieces, sizeof *sl->pieces, piece_order);
+    if (sl->npieces > 1) qsort(sl->pieces, (size_t)sl->npieces, sizeof *sl->pieces, piece_order);
     rec.crc = 0;
     for (int i = 0; i < sl->npieces; i++)
       rec.crc = ctr__crc32_combine(rec.crc, sl->pieces[i].crc, sl->pieces[i].bytes);
