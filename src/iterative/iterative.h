@@ -148,7 +148,10 @@ void ctr__it_cuda_release(ctr_projector *p);
  * already or cannot be (0: it is used as it is); unpin what pin pinned. */
 int ctr__it_cuda_pin(ctr_projector *p, void *ptr, size_t bytes);
 void ctr__it_cuda_unpin(ctr_projector *p, void *ptr);
-/* The backend's reduction scratch: RED_BLOCKS doubles and a counter. */
+/* Blocks of the device reductions: partial sums in double, one per block,
+ * added on the host in block order (deterministic). */
+#define CTR__IT_RED_BLOCKS 1024
+/* The backend's reduction scratch: CTR__IT_RED_BLOCKS doubles and a counter. */
 ctr_status ctr__it_cuda_scratch(ctr_projector *p, double **part, unsigned long long **count);
 /* Device vectors and their operations (the host ones' semantics and bits). */
 ctr_status ctr__it_cuda_alloc(ctr_projector *p, int64_t n, ctr__vec *out);
@@ -216,7 +219,7 @@ ctr_status ctr__it_plan(const ctr_projector *p, int64_t volumes, int64_t project
 uint64_t ctr__it_layout_bytes(const ctr_projector *p, int64_t zs);
 uint64_t ctr__it_table_bytes(const ctr_projector *p, int64_t nb);
 /* Largest slab thickness whose plane stacks index within int (the kernels'
- * in-plane offsets). */
+ * in-plane offsets) and fit the GPU's launch grids. */
 int64_t ctr__it_max_slab(const ctr_projector *p);
 
 /* ---- Checkpoints (checkpoint.c) --------------------------------------------- */

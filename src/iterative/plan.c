@@ -53,9 +53,12 @@ uint64_t ctr__it_table_bytes(const ctr_projector *p, int64_t nb) {
   return (uint64_t)nb * (TABLE_ENTRY * (uint64_t)(p->nu * p->nv) + sizeof(ctr__it_view) + 16u);
 }
 
+/* A slab's stacks index within int, and their slices fit a grid dimension
+ * of the GPU's launches (65535). */
 int64_t ctr__it_max_slab(const ctr_projector *p) {
   const int64_t nxp = p->n[0] + 2 * CTR__IT_PAD, nyp = p->n[1] + 2 * CTR__IT_PAD;
-  const int64_t z = ((int64_t)1 << 31) / (nxp * nyp) - 2 * CTR__IT_PAD - 1;
+  int64_t z = ((int64_t)1 << 31) / (nxp * nyp) - 2 * CTR__IT_PAD - 1;
+  if (z > 32768) z = 32768;
   return z < 1 ? 1 : z;
 }
 

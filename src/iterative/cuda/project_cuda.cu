@@ -26,10 +26,6 @@
 #define ADJ_BY 4
 /* Views of one adjoint launch (their matrices sit in shared memory). */
 #define ADJ_MAX_BATCH 64
-/* Blocks of the reductions (partial sums in double, added on the host in
- * block order: deterministic). */
-#define RED_BLOCKS 1024
-#define RED_THREADS 256
 #define MAX_GRID_Z 65535
 
 typedef struct it_cuda {
@@ -87,7 +83,7 @@ static ctr_status state(ctr_projector *p, it_cuda **out) {
      * stream and they wait for it. */
     CU(cudaStreamCreate(&c->s));
     CU(cudaMalloc(&c->d_views, sizeof(ctr__it_view) * (size_t)p->nviews));
-    CU(cudaMalloc(&c->d_part, sizeof(double) * RED_BLOCKS));
+    CU(cudaMalloc(&c->d_part, sizeof(double) * CTR__IT_RED_BLOCKS));
     CU(cudaMalloc(&c->d_count, sizeof(unsigned long long)));
   }
   if (!c->views_valid || p->order_changed) {

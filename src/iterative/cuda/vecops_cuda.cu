@@ -9,7 +9,7 @@
 #include "iterative/iterative.h"
 
 #define THREADS 256
-#define RED_BLOCKS 1024
+#define RED_BLOCKS CTR__IT_RED_BLOCKS
 
 static unsigned blocks_for(int64_t n) {
   const int64_t b = (n + THREADS - 1) / THREADS;
