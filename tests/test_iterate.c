@@ -301,12 +301,12 @@ static void test_resume(void) {
 /* ---- Slab-wise -------------------------------------------------------------------------------- */
 
 /* SIRT with a box [0, U] slab-wise against in-core. Only the forward
- * projection differs, by at most B_r = 2 u len_r (m_r + s + 7) M_r per ray
- * (test_iterative), M_r taken at x = U everywhere (|x| <= U); with the
- * residual's and the update's own rounding the iterates obey (docs/
- * iterative.md, "Numbers")
+ * projections differ, by at most B_r = 2 u len_r (m_r + s + 7) M_r per ray
+ * (test_iterative), M_r taken at x = U everywhere (|x| <= U); R = 1 / (A 1)
+ * too, by a relative B_r / (A U)_r at most; with the residual's and the
+ * update's own rounding the iterates obey (docs/iterative.md, "Numbers")
  *   ||x_K - x'_K||_{C^-1} <= K (lambda ||e||_R + 2 u U (1 + lambda) ||1||_{C^-1}),
- *   e_r = B_r + 2 u (|b_r| + (A U)_r),
+ *   e_r = B_r + (2 u + B_r / (A U)_r) (|b_r| + (A U)_r),
  * as each SIRT step is non-expansive in the C^-1 norm (||R^1/2 A C^1/2|| <= 1)
  * and so is the box. */
 static void test_slab_iterates(void) {
@@ -353,7 +353,7 @@ static void test_slab_iterates(void) {
   double eR = 0, c1 = 0, d = 0, xn = 0;
   for (int64_t r2 = 0; r2 < q.nproj; r2++) {
     const double B = 2 * u * (double)(planes[r2] + nslabs + 7) * mag[r2];
-    const double e = B + 2 * u * (fabs(q.proj[r2]) + Au[r2]);
+    const double e = B + (2 * u + (Au[r2] > 0 ? B / Au[r2] : 0.0)) * (fabs(q.proj[r2]) + Au[r2]);
     const double Rr = Au[r2] / U > thr ? U / Au[r2] : 0.0; /* A 1 = (A U) / U */
     eR += Rr * e * e;
   }
