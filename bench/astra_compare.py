@@ -56,6 +56,20 @@ def astra_vectors(g):
     return vec
 
 
+def astra_geometries(g):
+    """ASTRA's projection and volume geometries of a ctrecon circular geometry
+    (as loaded from geometry.json), and the sizes: (proj_geom, vol_geom, nu,
+    nv, views, nx, ny, nz)."""
+    nu, nv = g["detector"]["nu"], g["detector"]["nv"]
+    n = g["angles"]["count"]
+    nx, ny, nz = g["volume"]["size"]
+    vx, vy, vz = g["volume"]["voxel_mm"]
+    proj_geom = astra.create_proj_geom("cone_vec", nv, nu, astra_vectors(g))
+    vol_geom = astra.create_vol_geom(ny, nx, nz, -nx * vx / 2, nx * vx / 2, -ny * vy / 2,
+                                     ny * vy / 2, -nz * vz / 2, nz * vz / 2)
+    return proj_geom, vol_geom, nu, nv, n, nx, ny, nz
+
+
 def compare(a, b, nz):
     """Relative RMS difference of a against b over the inscribed cylinder and
     the central 80 % of slices, and the least-squares scale a ~ s b."""
@@ -91,10 +105,7 @@ def main():
     args = ap.parse_args()
 
     g = json.load(open(f"{args.dump}/geometry.json"))
-    nu, nv = g["detector"]["nu"], g["detector"]["nv"]
-    n = g["angles"]["count"]
-    nx, ny, nz = g["volume"]["size"]
-    vx, vy, vz = g["volume"]["voxel_mm"]
+    proj_geom, vol_geom, nu, nv, n, nx, ny, nz = astra_geometries(g)
     proj = np.fromfile(f"{args.dump}/proj.raw", dtype=np.float32).reshape(n, nv, nu)
     t0 = time.perf_counter()
     sino = np.ascontiguousarray(proj.transpose(1, 0, 2))  # ASTRA: row, angle, column
@@ -102,10 +113,8 @@ def main():
     del proj
 
     def geometries():
-        proj_geom = astra.create_proj_geom("cone_vec", nv, nu, astra_vectors(g))
-        vol_geom = astra.create_vol_geom(ny, nx, nz, -nx * vx / 2, nx * vx / 2, -ny * vy / 2,
-                                         ny * vy / 2, -nz * vz / 2, nz * vz / 2)
-        return proj_geom, vol_geom
+        pg, vg = astra_geometries(g)[:2]
+        return pg, vg
 
     def fdk(pid, rid):
         cfg = astra.astra_dict("FDK_CUDA")
@@ -114,7 +123,6 @@ def main():
         return astra.algorithm.create(cfg)
 
     # 1. algorithm.run alone.
-    proj_geom, vol_geom = geometries()
     pid = astra.data3d.create("-proj3d", proj_geom, sino)
     rid = astra.data3d.create("-vol", vol_geom, 0)
     alg = fdk(pid, rid)

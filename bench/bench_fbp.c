@@ -34,15 +34,6 @@
   } while (0)
 
 #if CTR_HAVE_CUDA
-/* Raw float32 for bench/astra_fbp.py. */
-static void dump_raw(const char *dir, const char *name, const void *p, size_t bytes) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(p, 1, bytes, f) != bytes) DIE("cannot write %s", path);
-  fclose(f);
-}
-
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -219,7 +210,7 @@ int main(int argc, char **argv) {
   if (ctr_context_create(&co, &ctx)) DIE("%s", ctr_error_detail());
   if (ctr_phantom_sinogram(ph, g, ns, z, 1, sino)) DIE("%s", ctr_error_detail());
   ctr_fbp_options fo = CTR_FBP_OPTIONS_INIT;
-  if (dump) dump_raw(dump, "sino.raw", sino, sizeof(float) * (size_t)(sino_n * ns));
+  if (dump) bench_save_raw(dump, "sino.raw", sino, sizeof(float) * (size_t)(sino_n * ns));
   if (ctr_fbp_filter(NULL, g, &fo, ns, sino)) DIE("%s", ctr_error_detail());
   memset(ref, 0, sizeof(double) * (size_t)plane);
   FILE *f = NULL;
@@ -283,7 +274,7 @@ int main(int argc, char **argv) {
       const double rel = sqrt(e / r), rel_lin = sqrt(el / r);
       const double gups = (double)na * (double)plane * (double)ns / (ms * 1e-3) / 1e9;
       if (dump && interp == 0 && !strcmp(k, "alu2"))
-        dump_raw(dump, "ours.raw", out, sizeof(float) * (size_t)(plane * ns));
+        bench_save_raw(dump, "ours.raw", out, sizeof(float) * (size_t)(plane * ns));
       printf("%-9s %-7s %4lld slices: %8.3f ms  %7.1f GUPS  relative RMS vs its double reference "
              "%.2e, vs exact linear %.2e\n", label, interp ? "nearest" : "linear", (long long)ns, ms,
              gups, rel, rel_lin);

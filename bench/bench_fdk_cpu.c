@@ -21,16 +21,6 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 #define DIE(...)                      \
   do {                                \
     fprintf(stderr, __VA_ARGS__);     \
@@ -91,7 +81,7 @@ int main(int argc, char **argv) {
       t_bp[r] = t2 - t1;
     }
   }
-  const double bp = median(t_bp, repeats), fl = median(t_f, repeats);
+  const double bp = bench_median(t_bp, repeats), fl = bench_median(t_f, repeats);
   const double gups = (double)views * (double)nv / bp / 1e9;
   int threads = 1;
 #ifdef _OPENMP

@@ -36,41 +36,11 @@
     exit(1);                      \
   } while (0)
 
-typedef struct bench_case {
-  const char *name;
-  int64_t n, nu, nv, nviews;
-  double voxel, sid, sdd, pitch;
-} bench_case;
+typedef bench_cone bench_case;
 
-static const bench_case CASES[] = {
-    {"A", 512, 1248, 960, 496, 0.5, 750.0, 1200.0, 0.55},
-    {"B", 1024, 1024, 1024, 1200, 0.25, 1000.0, 1500.0, 0.40},
-};
+static const bench_case CASES[] = {BENCH_CASE_A, BENCH_CASE_B};
 
-static FILE *json;
-static int json_first = 1;
-
-static void json_case(const char *fmt, ...) {
-  va_list ap;
-  fprintf(json, "%s    {", json_first ? "" : ",\n");
-  json_first = 0;
-  va_start(ap, fmt);
-  vfprintf(json, fmt, ap);
-  va_end(ap);
-  fputc('}', json);
-}
-
-/* 1 if `name` is one of the comma-separated tokens of `list`. */
-static int listed(const char *list, const char *name) {
-  const size_t n = strlen(name);
-  for (const char *p = list; *p;) {
-    const char *e = strchr(p, ',');
-    const size_t len = e ? (size_t)(e - p) : strlen(p);
-    if (len == n && !strncmp(p, name, n)) return 1;
-    p += len + (e ? 1 : 0);
-  }
-  return 0;
-}
+static bench_json json;
 
 static double gups(const bench_case *c, double ms) {
   return (double)c->nviews * (double)c->n * (double)c->n * (double)c->n / (ms * 1e-3) / 1e9;
@@ -87,20 +57,11 @@ static void time_config(const bench_case *c, const ctr_geometry *g, const ctr_co
   printf("%-10s %4d %4d %3dx%-3d %10.2f %8.1f\n", ctr__bp_variant_name(cfg.variant),
          cfg.views_per_launch, cfg.slices_per_thread, cfg.block_x, cfg.block_y, ms, gups(c, ms));
   fflush(stdout);
-  if (json)
-    json_case("\"name\": \"%s/bp/%s/N%d/Z%d/%dx%d\", \"seconds\": %.6f, \"gups\": %.1f", c->name,
+  if (json.f)
+    bench_json_case(&json, "\"name\": \"%s/bp/%s/N%d/Z%d/%dx%d\", \"seconds\": %.6f, \"gups\": %.1f", c->name,
               ctr__bp_variant_name(cfg.variant), cfg.views_per_launch, cfg.slices_per_thread,
               cfg.block_x, cfg.block_y, ms * 1e-3, gups(c, ms));
   if (ms < *best_ms) *best_ms = ms, *best = cfg;
-}
-
-static int write_raw(const char *dir, const char *name, const void *p, size_t bytes) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  if (!f) return 0;
-  size_t w = fwrite(p, 1, bytes, f);
-  return fclose(f) == 0 && w == bytes;
 }
 
 int main(int argc, char **argv) {
@@ -122,20 +83,12 @@ int main(int argc, char **argv) {
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
   if (ctr_cuda_get_device_info(0, &info)) DIE("%s", ctr_error_detail());
 
-  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
-  p.sid = c->sid;
-  p.sdd = c->sdd;
-  p.nu = c->nu;
-  p.nv = c->nv;
-  p.du = p.dv = c->pitch;
-  p.nviews = c->nviews;
-  ctr_volume_geometry vol = {c->n, c->n, c->n, c->voxel, c->voxel, c->voxel, 0, 0, 0};
-  ctr_geometry *g = NULL;
+  ctr_geometry *g = bench_cone_geometry(c);
   ctr_phantom *ph = NULL;
   ctr_context *gctx = NULL;
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
   co.device = CTR_DEVICE_CUDA;
-  if (ctr_geometry_create_circular(&p, &vol, &g) || ctr_context_create(&co, &gctx) ||
+  if (ctr_context_create(&co, &gctx) ||
       ctr_phantom_shepp_logan(0.95 * 0.5 * (double)c->n * c->voxel, 0.02, &ph))
     DIE("setup: %s", ctr_error_detail());
   const size_t np = (size_t)(c->nu * c->nv * c->nviews), nvox = (size_t)(c->n * c->n * c->n);
@@ -154,11 +107,11 @@ int main(int argc, char **argv) {
   if (ctr_fdk_filter(NULL, g, &o, 0, c->nviews, filt)) DIE("filter: %s", ctr_error_detail());
 
   if (json_path) {
-    json = fopen(json_path, "w");
-    if (!json) DIE("cannot write %s", json_path);
+    json.f = fopen(json_path, "w");
+    if (!json.f) DIE("cannot write %s", json_path);
     char date[32];
     bench_date(date, sizeof date);
-    fprintf(json,
+    fprintf(json.f,
             "{\n  \"gpu\": \"%s\",\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n  \"command\": "
             "\"bench_fdk_cuda --case %s%s --repeats %d\",\n  \"case\": {\"name\": \"%s\", "
             "\"volume\": [%lld, %lld, %lld], \"voxel_mm\": %g, \"views\": %lld, \"detector\": "
@@ -184,7 +137,7 @@ int main(int argc, char **argv) {
     best_ms[vi] = 1e30;
     ctr__bp_config dflt = {variants[vi], 0, 0, 0, 0, 0, 0};
     best[vi] = ctr__bp_config_resolve(g, &o, &dflt); /* the library's tuned defaults */
-    if (only && !listed(only, ctr__bp_variant_name(variants[vi]))) continue;
+    if (only && !bench_listed(only, ctr__bp_variant_name(variants[vi]))) continue;
     if (!sweep) {
       time_config(c, g, gctx, &o, filt, repeats, best[vi], &best[vi], &best_ms[vi]);
       continue;
@@ -247,11 +200,11 @@ int main(int argc, char **argv) {
              "filter %.1f, backprojection %.1f (%.0f GUPS), download %.1f ms\n",
              mode, mem, t->total * 1e3, t->setup * 1e3, r_count, t->upload * 1e3, t->filter * 1e3,
              t->backproject * 1e3, gups(c, t->backproject * 1e3), t->download * 1e3);
-      if (json) {
+      if (json.f) {
         char runs[16 * 16] = "";
         for (int r = 0, len = 0; r < r_count; r++)
           len += snprintf(runs + len, sizeof runs - (size_t)len, "%s%.6f", r ? ", " : "", tot[r]);
-        json_case("\"name\": \"%s/end-to-end/%s/%s\", \"interp\": \"%s\", \"memory\": \"%s\", "
+        bench_json_case(&json, "\"name\": \"%s/end-to-end/%s/%s\", \"interp\": \"%s\", \"memory\": \"%s\", "
                   "\"seconds\": %.6f, \"setup_seconds\": %.6f, \"setup_included\": true, "
                   "\"upload_ms\": %.3f, \"filter_ms\": %.3f, \"backprojection_ms\": %.3f, "
                   "\"download_ms\": %.3f, \"gups_in_pipeline\": %.1f, \"views_per_batch\": %lld, "
@@ -263,7 +216,7 @@ int main(int argc, char **argv) {
       if (dump && m == 0) {
         char name[64];
         snprintf(name, sizeof name, "ours_%s.raw", mode);
-        if (!write_raw(dump, name, volume, nvox * sizeof(float))) DIE("cannot write %s/%s", dump, name);
+        bench_save_raw(dump, name, volume, nvox * sizeof(float));
       }
     }
   }
@@ -272,12 +225,13 @@ int main(int argc, char **argv) {
   if (dump) {
     char path[1024];
     snprintf(path, sizeof path, "%s/geometry.json", dump);
-    if (!write_raw(dump, "proj.raw", proj, np * sizeof(float)) || ctr_geometry_save_json(g, path))
+    bench_save_raw(dump, "proj.raw", proj, np * sizeof(float));
+    if (ctr_geometry_save_json(g, path))
       DIE("cannot dump to %s: %s", dump, ctr_error_detail());
   }
-  if (json) {
-    fprintf(json, "\n  ]\n}\n");
-    fclose(json);
+  if (json.f) {
+    fprintf(json.f, "\n  ]\n}\n");
+    fclose(json.f);
   }
   ctr_host_free(proj);
   ctr_host_free(volume);

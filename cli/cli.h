@@ -106,9 +106,16 @@ int cli_parse_format(const char *cmd, const char *name, const char *value,
 int cli_parse_offset(const char *cmd, const char *name, const char *value,
                      void *dst); /* int64 >= 0 */
 int cli_parse_range(const char *cmd, const char *name, const char *value,
-                    void *dst); /* double[2], LO:HI with LO < HI */
+                    void *dst); /* "LO:HI", finite, LO < HI, into double[2] */
 int cli_parse_mem(const char *cmd, const char *name, const char *value,
-                  void *dst); /* uint64 bytes > 0: 8G, 512M */
+                  void *dst); /* uint64 bytes > 0: "8G", "512M" */
+int cli_parse_size2(const char *cmd, const char *name, const char *value,
+                    void *dst); /* "N" or "NXxNY" into int64[2] */
+/* A text file of numbers (one or more per line, '#' comments, commas or
+ * blanks between): exactly `expect` of them into *out (malloc'd); errors
+ * name `what` and the file. Returns 0 or an exit code. */
+int cli_read_numbers(const char *cmd, const char *path, const char *what, int64_t expect,
+                     double **out);
 
 /* ---- Common options of the compute commands ------------------------------ */
 
@@ -279,6 +286,9 @@ int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *o
 /* `ctrecon pet simulate | recon | metrics` (cmd_pet.c, cmd_pet_*.c). */
 extern const cli_command cli_cmd_pet;
 int cmd_pet(int argc, char **argv);
+/* `ctrecon iterate` (cmd_iterate.c). */
+extern const cli_command cli_cmd_iterate;
+int cmd_iterate(int argc, char **argv);
 /* `demo --pet` (cmd_demo_pet.c). */
 int cmd_demo_pet(const char *out_dir, int no_volume, const cli_common *common);
 

@@ -54,6 +54,20 @@ static const struct {
     {"ctr_fbp_stream_options.angle_first", "--angle-subset's first projection"},
     {"ctr_fbp_stream_options.angle_count", "--angle-subset's count"},
     {"ctr_fbp_stream_options.center_row", "--center-row"},
+    {"ctr_iterate_options.resume needs ctr_iterate_options.checkpoint", "--resume needs --checkpoint"},
+    {"ctr_iterate_options.iterations", "--iterations"},
+    {"ctr_iterate_options.tolerance", "--tolerance"},
+    {"ctr_iterate_options.subsets", "--subsets"},
+    {"ctr_iterate_options.relaxation", "--relaxation"},
+    {"ctr_iterate_options.tv_weight", "--tv-weight"},
+    {"ctr_iterate_options.tv_iterations", "--tv-iterations"},
+    {"ctr_iterate_options.box", "--box"},
+    {"ctr_iterate_options.checkpoint_every", "--checkpoint-every"},
+    {"ctr_iterate_options.checkpoint", "--checkpoint"},
+    {"ctr_iterate_options.max_slab_slices", "--slab-slices"},
+    {"ctr_projector_options.max_slab_slices", "--slab-slices"},
+    {"ctr_projector_options.pair = CTR_PAIR_FAST", "--pair fast"},
+    {"ctr_projector_options.pair", "--pair"},
     {"ctr_corrections.center_method", "--center-method"},
     {"ctr_corrections.center_min, center_max", "--center-range"},
     {"ctr_corrections.dezinger_size", "--dezinger-size"},
@@ -387,6 +401,23 @@ int cli_parse_mem(const char *cmd, const char *name, const char *value, void *ds
     return cli_usage_error(cmd, "%s '%s': expected a size such as 8G, 512M or 1.5T (powers of "
                            "1024)", name, value);
   return 0;
+}
+
+int cli_parse_size2(const char *cmd, const char *name, const char *value, void *dst) {
+  long long a, b;
+  int used = 0;
+  int64_t *d = dst;
+  if (sscanf(value, "%lldx%lld%n", &a, &b, &used) == 2 && !value[used] && a > 0 && b > 0) {
+    d[0] = a;
+    d[1] = b;
+    return 0;
+  }
+  used = 0;
+  if (sscanf(value, "%lld%n", &a, &used) == 1 && !value[used] && a > 0) {
+    d[0] = d[1] = a;
+    return 0;
+  }
+  return cli_usage_error(cmd, "%s '%s': expected N or NXxNY", name, value);
 }
 
 int cli_parse_format(const char *cmd, const char *name, const char *value, void *dst) {

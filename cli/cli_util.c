@@ -338,3 +338,46 @@ const char *cli_bytes(double bytes, char *buf, size_t n) {
     snprintf(buf, n, "%.0f B", bytes);
   return buf;
 }
+
+/* A text file of numbers (one or more per line, '#' comments). */
+int cli_read_numbers(const char *cmd, const char *path, const char *what, int64_t expect,
+                     double **out) {
+  FILE *f = fopen(path, "r");
+  if (!f) return cli_error(cmd, CLI_EXIT_INPUT, "cannot open %s file '%s'", what, path);
+  int64_t n = 0, cap = 1024;
+  double *v = malloc(sizeof(double) * (size_t)cap);
+  char line[512];
+  int rc = 0;
+  while (v && fgets(line, sizeof line, f)) {
+    char *p = strchr(line, '#');
+    if (p) *p = '\0';
+    for (char *s = strtok(line, " \t\r\n,"); s; s = strtok(NULL, " \t\r\n,")) {
+      char *end;
+      const double x = strtod(s, &end);
+      if (*end || !isfinite(x)) {
+        rc = cli_error(cmd, CLI_EXIT_INPUT, "%s file '%s': '%s' is not a finite number", what,
+                       path, s);
+        goto done;
+      }
+      if (n == cap) {
+        double *w = realloc(v, sizeof(double) * (size_t)(cap *= 2));
+        if (!w) break;
+        v = w;
+      }
+      v[n++] = x;
+    }
+  }
+  if (!v) rc = cli_error(cmd, CLI_EXIT_RUNTIME, "out of memory reading '%s'", path);
+  else if (n != expect)
+    rc = cli_error(cmd, CLI_EXIT_INPUT, "%s file '%s' holds %lld numbers, expected %lld (one per "
+                   "projection)", what, path, (long long)n, (long long)expect);
+done:
+  fclose(f);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  return 0;
+}
+

@@ -61,23 +61,6 @@ static int parse_rows(const char *cmd, const char *name, const char *value, void
   return 0;
 }
 
-static int parse_size2(const char *cmd, const char *name, const char *value, void *dst) {
-  long long a, b;
-  int used = 0;
-  int64_t *d = dst;
-  if (sscanf(value, "%lldx%lld%n", &a, &b, &used) == 2 && !value[used] && a > 0 && b > 0) {
-    d[0] = a;
-    d[1] = b;
-    return 0;
-  }
-  used = 0;
-  if (sscanf(value, "%lld%n", &a, &used) == 1 && !value[used] && a > 0) {
-    d[0] = d[1] = a;
-    return 0;
-  }
-  return cli_usage_error(cmd, "%s '%s': expected N or NXxNY", name, value);
-}
-
 static int parse_interp(const char *cmd, const char *name, const char *value, void *dst) {
   if (!strcmp(value, "linear")) *(ctr_fbp_interp *)dst = CTR_FBP_LINEAR;
   else if (!strcmp(value, "nearest")) *(ctr_fbp_interp *)dst = CTR_FBP_NEAREST;
@@ -89,47 +72,6 @@ static int parse_window(const char *cmd, const char *name, const char *value, vo
   if (ctr_window_parse(value, (ctr_window *)dst) != CTR_OK)
     return cli_usage_error(cmd, "%s '%s': expected ram-lak, shepp-logan, cosine, hamming or hann",
                            name, value);
-  return 0;
-}
-
-/* A text file of numbers (one or more per line, '#' comments). */
-static int read_numbers(const char *path, const char *what, int64_t expect, double **out) {
-  FILE *f = fopen(path, "r");
-  if (!f) return cli_error("fbp", CLI_EXIT_INPUT, "cannot open %s file '%s'", what, path);
-  int64_t n = 0, cap = 1024;
-  double *v = malloc(sizeof(double) * (size_t)cap);
-  char line[512];
-  int rc = 0;
-  while (v && fgets(line, sizeof line, f)) {
-    char *p = strchr(line, '#');
-    if (p) *p = '\0';
-    for (char *s = strtok(line, " \t\r\n,"); s; s = strtok(NULL, " \t\r\n,")) {
-      char *end;
-      const double x = strtod(s, &end);
-      if (*end || !isfinite(x)) {
-        rc = cli_error("fbp", CLI_EXIT_INPUT, "%s file '%s': '%s' is not a finite number", what,
-                       path, s);
-        goto done;
-      }
-      if (n == cap) {
-        double *w = realloc(v, sizeof(double) * (size_t)(cap *= 2));
-        if (!w) break;
-        v = w;
-      }
-      v[n++] = x;
-    }
-  }
-  if (!v) rc = cli_error("fbp", CLI_EXIT_RUNTIME, "out of memory reading '%s'", path);
-  else if (n != expect)
-    rc = cli_error("fbp", CLI_EXIT_INPUT, "%s file '%s' holds %lld numbers, expected %lld (one per "
-                   "projection)", what, path, (long long)n, (long long)expect);
-done:
-  fclose(f);
-  if (rc) {
-    free(v);
-    return rc;
-  }
-  *out = v;
   return 0;
 }
 
@@ -281,7 +223,7 @@ static int make_params(const fbp_args *a, fbp_run *r, ctr_parallel_params *p) {
   p->angle_range_deg = a->angle_range;
   int rc = 0;
   if (a->angles) {
-    rc = read_numbers(a->angles, "angles", r->nangles, &r->angles);
+    rc = cli_read_numbers("fbp", a->angles, "angles", r->nangles, &r->angles);
   } else if (a->projections && is_h5(a->projections)) {
     /* DXchange: the angles (degrees) come with the data. */
     int64_t n = 0;
@@ -291,7 +233,7 @@ static int make_params(const fbp_args *a, fbp_run *r, ctr_parallel_params *p) {
       return cli_error("fbp", CLI_EXIT_INPUT, "'%s': /exchange/theta holds %lld angles for %lld "
                        "projections", a->projections, (long long)n, (long long)r->nangles);
   }
-  if (!rc && a->shifts) rc = read_numbers(a->shifts, "axis shift", r->nangles, &r->shifts);
+  if (!rc && a->shifts) rc = cli_read_numbers("fbp", a->shifts, "axis shift", r->nangles, &r->shifts);
   if (rc) return rc;
   p->angles_deg = r->angles;
   p->axis_shift = r->shifts;
@@ -487,8 +429,8 @@ int cmd_fbp(int argc, char **argv) {
        "projections into a doubled field of view (default: off)", cli_set_flag,
        &a.corr.stitch_360, NULL},
       {"--bin", "N|NXxNY", "detector binning: NX columns x NY rows averaged (default 1)",
-       parse_size2, a.bin, &a.bin_given},
-      {"--size", "N|NXxNY", "slice size in pixels (default: the sinograms' bins)", parse_size2,
+       cli_parse_size2, a.bin, &a.bin_given},
+      {"--size", "N|NXxNY", "slice size in pixels (default: the sinograms' bins)", cli_parse_size2,
        a.size, &a.size_given},
       {"--voxel", "BINS", "slice pixel size in detector bins (default 1)", cli_parse_positive,
        &a.voxel, NULL},

@@ -9,7 +9,7 @@ static const cli_subcommand g_commands[] = {
     {&cli_cmd_info, cmd_info}, {&cli_cmd_geometry, cmd_geometry}, {&cli_cmd_phantom, cmd_phantom},
     {&cli_cmd_fdk, cmd_fdk},   {&cli_cmd_fbp, cmd_fbp}, {&cli_cmd_demo, cmd_demo},
     {&cli_cmd_rabbitct_make, cmd_rabbitct_make}, {&cli_cmd_rabbitct, cmd_rabbitct},
-    {&cli_cmd_pet, cmd_pet},
+    {&cli_cmd_pet, cmd_pet}, {&cli_cmd_iterate, cmd_iterate},
 };
 #define N_COMMANDS (sizeof g_commands / sizeof g_commands[0])
 
@@ -24,16 +24,17 @@ static void print_global_help(void) {
       "usage: ctrecon [--version] [--help] <command> [options]\n"
       "       ctrecon help <command>\n\n"
       "Tomographic reconstruction on the GPU or the CPU: cone-beam FDK (in memory or\n"
-      "streamed file to file), parallel-beam FBP, TOF-PET DIRECT and RabbitCT, with\n"
-      "exact analytic phantoms.\n\n"
+      "streamed file to file), parallel-beam FBP, iterative reconstruction (SIRT,\n"
+      "CGLS, OS-SART, FISTA-TV), TOF-PET DIRECT and RabbitCT, with exact analytic\n"
+      "phantoms.\n\n"
       "commands:\n");
   for (size_t i = 0; i < N_COMMANDS; i++)
     printf("  %-13s  %s\n", g_commands[i].info->name, g_commands[i].info->summary);
   printf(
       "\n"
-      "Every command takes --help. The compute commands (phantom, fdk, fbp, demo,\n"
-      "rabbitct-make, pet simulate, pet recon) also take --quiet, --threads N and\n"
-      "--device auto|cpu|cuda[:N].\n\n"
+      "Every command takes --help. The compute commands (phantom, fdk, fbp, iterate,\n"
+      "demo, rabbitct-make, pet simulate, pet recon) also take --quiet, --threads N\n"
+      "and --device auto|cpu|cuda[:N].\n\n"
       "exit codes:\n"
       "  0    success\n"
       "  1    runtime failure: I/O error, out of memory, device error, internal error\n"
@@ -47,6 +48,8 @@ static void print_global_help(void) {
       "  ctrecon phantom --geometry geom.json --out proj.nrrd\n"
       "  ctrecon fdk --geometry geom.json --projections proj.nrrd --out recon.nrrd\n"
       "  ctrecon fbp --projections scan.h5 --rows 500:520 --out slices.nrrd\n"
+      "  ctrecon iterate --geometry geom.json --projections proj.nrrd --out rec.nrrd \\\n"
+      "      --algorithm cgls --iterations 20\n"
       "  ctrecon pet simulate --out data.json && ctrecon pet recon --data data.json --out pet.nrrd\n"
       "  ctrecon rabbitct-make --out shepp.rct && ctrecon rabbitct shepp.rct --size 128\n");
 }

@@ -15,5 +15,6 @@
 #include "ctrecon/synchrotron.h"
 #include "ctrecon/rabbitct.h"
 #include "ctrecon/pet.h"
+#include "ctrecon/iterative.h"
 
 #endif /* CTRECON_H */

@@ -6,16 +6,21 @@
 #   scripts/gpu-check.sh RESULTS_DIR [STAGES]
 #
 # BUILD_TARGETS (optional): build only these targets.
-# STAGES is a comma list of build,test,sanitize,floors,benchA,benchB,astra,rabbitct,rabbitsweep,hostxfer,ooc,fbp,pet,sync
-# (default: all but sync). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
+# STAGES is a comma list of build,test,sanitize,floors,benchA,benchB,astra,rabbitct,rabbitsweep,hostxfer,ooc,fbp,pet,
+# iterative,sync (default: all but sync). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
 # default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). sync: the synchrotron
 # pipeline file to file (issue 24) against the disk's concurrent read-and-write floor
-# (SYNC_DIR, default /tmp/ctr_sync; SYNC_N 2048: needs ~50 GB free, deleted at the end). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
+# (SYNC_DIR, default /tmp/ctr_sync; SYNC_N 2048: needs ~50 GB free, deleted at the end).
+# iterative: the iterative CT tests and memcheck (ITER_TESTS=0 skips them), its benchmark
+# (issue 23; ITER_CASES picks the cases, default all but cgls-2048, "none" for none;
+# ITER_2048=1 adds the 2048^3 CGLS, about 10 minutes and 120 GB of host memory, in its own
+# JSON), and ASTRA's FP3D/SIRT3D/CGLS3D on case A's data when astra is among the stages
+# (needs the fp-A case in the same call). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
 # bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/.
 set -uo pipefail
 OUT=${1:?usage: scripts/gpu-check.sh RESULTS_DIR [STAGES]}
-STAGES=${2:-build,test,sanitize,floors,benchA,benchB,astra,rabbitct,ooc,fbp,pet}
+STAGES=${2:-build,test,sanitize,floors,benchA,benchB,astra,rabbitct,ooc,fbp,pet,iterative}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
 mkdir -p "$OUT"
@@ -425,6 +430,48 @@ if has pet; then
   (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./test_gpu_pet) \
     > "$LOGS/sanitizer_pet.log" 2>&1
   say "memcheck pet rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_pet.log" | tail -1)"
+fi
+
+if has iterative; then
+  # Iterative CT (issue 23): the tests (also in the test stage) and memcheck
+  # of the GPU variants, the benchmark (medians of 3), ASTRA on case A's data.
+  # ITER_TESTS=0 skips the tests and memcheck (a second call for more cases).
+  if [ "${ITER_TESTS:-1}" = 1 ]; then
+    (cd "$BUILD" && ctest -R iterat --output-on-failure -V) > "$LOGS/iterative_tests.log" 2>&1
+    say "iterative tests rc=$? : $(grep -E 'tests passed|tests failed' "$LOGS/iterative_tests.log")"
+    grep -E "GPU vs CPU|adjoint |slab-wise|slabs |FDK error|fast pair|CHECK failed" \
+      "$LOGS/iterative_tests.log" | tee -a "$LOGS/summary.txt"
+    for t in test_gpu_iterative test_gpu_iterate; do
+      (cd "$BUILD/tests" && compute-sanitizer --tool memcheck --error-exitcode 9 ./$t) \
+        > "$LOGS/sanitizer_$t.log" 2>&1
+      say "memcheck $t rc=$? : $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer_$t.log" | tail -1)"
+    done
+  fi
+  dump=/tmp/ctr_dump_iter
+  rm -rf "$dump" && mkdir -p "$dump"
+  cases=${ITER_CASES:-fp-A,fp-B,iter-A,cgls-B20,fista-256}
+  if [ "$cases" != none ]; then
+    say "bench_iterative --cases $cases"
+    "$BUILD/bench/bench_iterative" --cases "$cases" --repeats 3 --json "$OUT/bench_iterative.json" \
+      --dump "$dump" > "$LOGS/bench_iterative.log" 2>&1
+    say "bench_iterative rc=$?"
+    grep -E "^case" "$LOGS/bench_iterative.log" | tee -a "$LOGS/summary.txt"
+  fi
+  if [ "${ITER_2048:-0}" = 1 ]; then
+    say "bench_iterative --cases cgls-2048"
+    "$BUILD/bench/bench_iterative" --cases cgls-2048 --json "$OUT/bench_iterative_2048.json" \
+      > "$LOGS/bench_iterative_2048.log" 2>&1
+    say "bench_iterative 2048 rc=$?"
+    grep -E "^case" "$LOGS/bench_iterative_2048.log" | tee -a "$LOGS/summary.txt"
+  fi
+  if has astra && [ -s "$dump/proj.raw" ]; then
+    say "ASTRA FP3D_CUDA, SIRT3D_CUDA, CGLS3D_CUDA on case A's data"
+    (cd "$ROOT/bench" && with_astra python3 astra_iterative.py "$dump" "$OUT/astra_iterative.json" \
+      --repeats 3 --ours-json "$OUT/bench_iterative.json") > "$LOGS/astra_iterative.log" 2>&1
+    say "astra iterative rc=$?"
+    grep -E "FP3D|SIRT3D|CGLS3D|speedup" "$LOGS/astra_iterative.log" | tee -a "$LOGS/summary.txt"
+  fi
+  rm -rf "$dump"
 fi
 
 # RabbitCT data set (496 views of 1248 x 960, short scan, FP64 references on

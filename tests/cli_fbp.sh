@@ -5,16 +5,6 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
 below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 < b + 0) }'; }
-step() {
-  local desc=$1; shift
-  run "$@"
-  if [ "$rc" -eq 0 ]; then ok "$desc"; else bad "$desc: exit $rc"; fi
-}
-fails() { # fails CODE DESC ARGS...
-  local code=$1 desc=$2; shift 2
-  run "$@"
-  if [ "$rc" -eq "$code" ]; then ok "$desc (exit $code)"; else bad "$desc: exit $rc, expected $code"; fi
-}
 
 step "demo --parallel" demo --parallel --size 96 --views 180 --slices 6 --out-dir pd --device cpu
 flat=$(awk '/^RMSE vs the phantom/ {print $5}' "$OUT")
@@ -36,7 +26,7 @@ dd if=rp.raw of=rows2to5.raw bs=$((96 * 96 * 4)) skip=2 count=3 2>/dev/null
 # The same slices whatever the block boundaries.
 if cmp -s rows2to5.raw rp3.raw; then ok "--rows 2:5 = slices 2..4 of the full run"; else
   note=$(cmp rows2to5.raw rp3.raw | head -1); bad "--rows 2:5 differs from slices 2..4: $note"; fi
-fails 2 "--rows beyond the projections" "${PP[@]}" --rows 4:9 --out e.raw
+exits 2 "--rows beyond the projections" "${PP[@]}" --rows 4:9 --out e.raw
 
 # The demo's sinograms through `ctrecon fbp` (256 mm over 96 bins).
 P=$(awk 'BEGIN { printf "%.17g", 256 / 96 }')
@@ -63,12 +53,12 @@ step "fbp --angles" "${FBP[@]}" --angles angles.txt --out ra.raw
 cmp -s r.raw ra.raw && ok "angle file = uniform angles" || bad "angle file result differs"
 
 echo "# errors"
-fails 2 "both --sinograms and --projections" fbp --sinograms pd/sinograms.tif --projections x.tif --out e.raw
-fails 2 "neither input" fbp --out e.raw
+exits 2 "both --sinograms and --projections" fbp --sinograms pd/sinograms.tif --projections x.tif --out e.raw
+exits 2 "neither input" fbp --out e.raw
 head -5 angles.txt > short.txt
-fails 3 "angle file with 5 of 180 angles" "${FBP[@]}" --angles short.txt --out e.raw
+exits 3 "angle file with 5 of 180 angles" "${FBP[@]}" --angles short.txt --out e.raw
 grep -q "180" "$ERR" && ok "the message states the expected count" || bad "no count in the message"
-fails 2 "--interp cubic" "${FBP[@]}" --interp cubic --out e.raw
-fails 1 "output directory missing" "${FBP[@]}" --out nodir/e.raw
+exits 2 "--interp cubic" "${FBP[@]}" --interp cubic --out e.raw
+exits 1 "output directory missing" "${FBP[@]}" --out nodir/e.raw
 [ ! -e e.raw ] && ok "no output after errors" || bad "e.raw exists"
 finish

@@ -7,11 +7,6 @@
 # Usage: bash cli_multi.sh path/to/ctrecon
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
-step() {
-  local desc=$1; shift
-  run "$@"
-  if [ "$rc" -eq 0 ]; then ok "$desc"; else bad "$desc: exit $rc"; fi
-}
 same() { # same A B DESC: byte-identical files
   if [ -f "$1" ] && [ -f "$2" ] && cmp -s "$1" "$2"; then ok "$3"; else bad "$3 ($1 vs $2 differ or missing)"; fi
 }

@@ -9,11 +9,6 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
 listing() { find . | LC_ALL=C sort; }
-step() {
-  local desc=$1; shift
-  run "$@"
-  if [ "$rc" -eq 0 ]; then ok "$desc"; else bad "$desc: exit $rc"; fi
-}
 # fails CODE DESC "NEEDLE1|NEEDLE2" ARGS...: exit CODE, one error line
 # "ctrecon pet ...: error:" holding every needle, the directory unchanged.
 fails() {

@@ -35,7 +35,7 @@ declare -A layer=(
   [io]=2 [gpu]=2
   [geometry]=3
   [filter]=4 [phantom]=4
-  [conebeam]=5 [parbeam]=5 [pet]=5 [rabbitct]=5
+  [conebeam]=5 [parbeam]=5 [pet]=5 [rabbitct]=5 [iterative]=5
 )
 backend_dirs=" cpu cuda "
 

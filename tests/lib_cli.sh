@@ -1,6 +1,6 @@
 # Shared by the CLI test scripts (tests/cli_*.sh), sourced with the path of
 # the ctrecon binary: a scratch directory removed on exit (cwd: work/), the
-# counters and ok/bad/run helpers, and finish for the summary line.
+# counters and ok/bad/run/step/exits helpers, and finish for the summary line.
 CTR=${1:?usage: bash $0 path/to/ctrecon}
 case $CTR in /*) ;; *) CTR=$PWD/$CTR ;; esac
 TOP=$(mktemp -d)
@@ -20,6 +20,18 @@ bad() {
 run() {
   "$CTR" "$@" >"$OUT" 2>"$ERR"; rc=$?
   if grep -q "runtime error: " "$ERR"; then cat "$ERR" >&2; fi
+}
+# step DESC ARGS...: ctrecon ARGS must succeed.
+step() {
+  local desc=$1; shift
+  run "$@"
+  if [ "$rc" -eq 0 ]; then ok "$desc"; else bad "$desc: exit $rc"; fi
+}
+# exits CODE DESC ARGS...: ctrecon ARGS must exit with CODE.
+exits() {
+  local code=$1 desc=$2; shift 2
+  run "$@"
+  if [ "$rc" -eq "$code" ]; then ok "$desc (exit $code)"; else bad "$desc: exit $rc, expected $code"; fi
 }
 finish() {
   echo "$pass passed, $fail failed"

@@ -284,14 +284,28 @@ CTR__STRUCT_DEFINE_V1(pet_recon_timings, CTR_PET_RECON_TIMINGS_VERSION,
                       CTR_PET_RECON_TIMINGS_INIT)
 CTR__STRUCT_DEFINE_V1(pet_metrics, CTR_PET_METRICS_VERSION, CTR_PET_METRICS_INIT)
 
+/* Iterative reconstruction */
+CTR__STRUCT_DEFINE_V1(projector_options, CTR_PROJECTOR_OPTIONS_VERSION, CTR_PROJECTOR_OPTIONS_INIT)
+CTR__STRUCT_DEFINE_V1(iterate_options, CTR_ITERATE_OPTIONS_VERSION, CTR_ITERATE_OPTIONS_INIT)
+CTR__STRUCT_DEFINE_V1(iterate_plan, CTR_ITERATE_PLAN_VERSION, CTR_ITERATE_PLAN_INIT)
+
+static const ctr_iterate_report iterate_report_defaults = CTR_ITERATE_REPORT_INIT;
+static const ctr__struct_version iterate_report_versions[] = {
+    {sizeof(ctr_iterate_report), {1}}, /* 1: ctr_iterate_plan 1 */
+};
+CTR__STRUCT_DEFINE_NESTED(iterate_report, CTR_ITERATE_REPORT_VERSION, 1,
+                          {offsetof(ctr_iterate_report, plan)}, {"plan"},
+                          {&ctr__struct_iterate_plan})
+
 const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_context_options, &ctr__struct_circular_params, &ctr__struct_fdk_options,
     &ctr__struct_plan_request,    &ctr__struct_stream_options,  &ctr__struct_parallel_params,
     &ctr__struct_fbp_options,     &ctr__struct_pet_params,      &ctr__struct_pet_kernel_params,
     &ctr__struct_pet_sim_options, &ctr__struct_pet_recon_options, &ctr__struct_corrections,
-    &ctr__struct_fbp_stream_options,
+    &ctr__struct_fbp_stream_options, &ctr__struct_projector_options, &ctr__struct_iterate_options,
     /* filled by the library (or both ways: ctr_stack_info, ctr_value_counts) */
     &ctr__struct_device_info, &ctr__struct_volume_error, &ctr__struct_stack_info,
     &ctr__struct_plan, &ctr__struct_stream_timings, &ctr__struct_stream_report,
     &ctr__struct_value_counts, &ctr__struct_pet_view_info, &ctr__struct_pet_recon_timings,
-    &ctr__struct_pet_metrics, &ctr__struct_tuning, &ctr__struct_fbp_stream_report, NULL};
+    &ctr__struct_pet_metrics, &ctr__struct_tuning, &ctr__struct_fbp_stream_report,
+    &ctr__struct_iterate_plan, &ctr__struct_iterate_report, NULL};

@@ -1,6 +1,6 @@
-/* The 5 x 7 glyphs of pet_font.h, hand-drawn: one glyph per line, its seven
- * rows of five pixels from the top ('#' ink). */
-#include "pet/pet_font.h"
+/* The 5 x 7 glyphs of the plots' labels (io/plot.h), hand-drawn: one glyph
+ * per line, its seven rows of five pixels from the top ('#' ink). */
+#include "io/plot.h"
 
 #include <stddef.h>
 #include <string.h>

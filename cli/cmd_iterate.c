@@ -1,0 +1,605 @@
+/* `ctrecon iterate`: iterative reconstruction (SIRT, CGLS, OS-SART,
+ * FISTA-TV) of cone-beam projections for a geometry file, or of
+ * parallel-beam sinograms; the residual of every iteration, a checkpoint
+ * after each for --resume, a convergence plot and table. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const cli_command cli_cmd_iterate = {
+    "iterate",
+    "iterative reconstruction: SIRT, CGLS, OS-SART, FISTA-TV",
+    "ctrecon iterate (--geometry FILE --projections FILE | --sinograms FILE) --out FILE "
+    "[options]",
+    "Reconstructs a volume by iterating on the projections with a matched projector\n"
+    "pair: ray-driven Joseph forward projection A and its exact transpose A^T\n"
+    "(docs/iterative.md). Cone beam takes a geometry file and projections (line\n"
+    "integrals, nu x nv x views); parallel beam takes sinograms (nbins x nangles\n"
+    "each, one per slice) and the angles, axis and slice grid of `ctrecon fbp`.\n"
+    "Algorithms: sirt (simultaneous, weighted by row and column sums), cgls\n"
+    "(conjugate gradients on the least-squares problem: fastest on consistent data,\n"
+    "unconstrained), os-sart (SIRT one subset of views at a time: a few iterations\n"
+    "go far), fista-tv (accelerated, with total-variation regularisation: few views,\n"
+    "noise). Each iteration prints its residual ||b - A x|| (and, with --truth, the\n"
+    "error against a reference volume). After each iteration the state goes to a\n"
+    "checkpoint (OUT.checkpoint): an interrupted run continues with --resume and\n"
+    "gives the volume an uninterrupted run gives. On a GPU the vectors stay in GPU\n"
+    "memory when they fit; beyond it the volume is projected slab by slab.",
+    "  ctrecon iterate --geometry geom.json --projections proj.nrrd --out rec.nrrd \\\n"
+    "      --algorithm cgls --iterations 20 --plot conv.png\n"
+    "  ctrecon iterate --geometry geom.json --projections proj.nrrd --out rec.nrrd \\\n"
+    "      --algorithm fista-tv --tv-weight 0.0005 --nonneg --iterations 50 --truth truth.nrrd\n"
+    "  ctrecon iterate --sinograms sino.tif --angle-range 180 --out slices.nrrd \\\n"
+    "      --algorithm os-sart --subsets 12 --iterations 5\n",
+};
+
+typedef struct it_args {
+  const char *geometry, *projections, *sinograms, *out, *truth, *plot, *residuals, *checkpoint;
+  const char *preview, *init, *angles, *shifts, *algorithm, *pair;
+  ctr_file_format out_format;
+  ctr_dtype raw_dtype;
+  double box[2], angle_start, angle_range, axis, voxel, pixel;
+  int64_t size[2], iterations, subsets, tv_iterations, checkpoint_every, slab;
+  double tolerance, relaxation, tv_weight;
+  int box_given, axis_given, size_given, nonneg, resume, keep_checkpoint, strict, subsets_given,
+      tv_given, every_given, relax_given, parallel_given, raw_given;
+  uint64_t gpu_mem, host_mem;
+  cli_common common;
+} it_args;
+
+/* A run's history, one entry per iteration (resumed ones too). */
+typedef struct history {
+  int64_t n, cap;
+  double *res, *rel, *err, *sec;
+} history;
+
+typedef struct it_run {
+  const it_args *a;
+  cli_session session;
+  history h;
+  FILE *log;        /* "<checkpoint>.csv": the history beside the checkpoint */
+  char log_path[4300];
+  int64_t first;    /* iterations done before this call */
+  int64_t base;     /* the iteration before the history's first (0 unless a resumed run lost
+                       the history beside its checkpoint) */
+  double sec0;      /* seconds of the resumed part */
+  int rc;
+} it_run;
+
+/* ---- Option parsers ------------------------------------------------------- */
+
+static int parse_nonneg_double(const char *cmd, const char *name, const char *value, void *dst) {
+  char *end;
+  const double v = strtod(value, &end);
+  if (end == value || *end || !isfinite(v) || v < 0)
+    return cli_usage_error(cmd, "%s '%s': expected a number >= 0", name, value);
+  *(double *)dst = v;
+  return 0;
+}
+
+/* ---- History ---------------------------------------------------------------- */
+
+static int history_add(const char *cmd, history *h, double res, double rel, double err, double sec) {
+  if (h->n == h->cap) {
+    const int64_t cap = h->cap ? 2 * h->cap : 64;
+    double *b = realloc(h->res, sizeof(double) * 4 * (size_t)cap);
+    if (!b) return cli_error(cmd, CLI_EXIT_RUNTIME, "out of memory for the iteration history");
+    /* one block of four arrays: move the old ones to their new places */
+    memmove(b + 3 * cap, b + 3 * h->cap, sizeof(double) * (size_t)h->n);
+    memmove(b + 2 * cap, b + 2 * h->cap, sizeof(double) * (size_t)h->n);
+    memmove(b + cap, b + h->cap, sizeof(double) * (size_t)h->n);
+    h->res = b, h->rel = b + cap, h->err = b + 2 * cap, h->sec = b + 3 * cap;
+    h->cap = cap;
+  }
+  h->res[h->n] = res, h->rel[h->n] = rel, h->err[h->n] = err, h->sec[h->n] = sec;
+  h->n++;
+  return 0;
+}
+
+#define CSV_HEADER "iteration,residual,relative_residual,error,seconds\n"
+
+/* The history of the iterations a checkpoint holds, from the table beside
+ * it (absent: the plot and table of a resumed run start where it resumes). */
+static int history_load(it_run *r, int64_t upto) {
+  FILE *f = fopen(r->log_path, "r");
+  if (!f) return 0;
+  char line[512];
+  int rc = 0;
+  while (!rc && fgets(line, sizeof line, f)) {
+    long long it;
+    double res, rel, err, sec;
+    if (sscanf(line, "%lld,%lf,%lf,%lf,%lf", &it, &res, &rel, &err, &sec) != 5) continue;
+    if (it == r->h.n + 1 && it <= upto) rc = history_add("iterate", &r->h, res, rel, err, sec);
+  }
+  fclose(f);
+  return rc;
+}
+
+/* Rewrites the history table beside the checkpoint (the resumed part) and
+ * keeps it open for the new iterations. */
+static int history_open(it_run *r) {
+  r->log = fopen(r->log_path, "w");
+  if (!r->log)
+    return cli_error("iterate", CLI_EXIT_RUNTIME, "cannot write '%s': %s", r->log_path,
+                     strerror(errno));
+  fputs(CSV_HEADER, r->log);
+  for (int64_t i = 0; i < r->h.n; i++)
+    fprintf(r->log, "%lld,%.9g,%.9g,%.9g,%.6f\n", (long long)(r->base + i + 1), r->h.res[i],
+            r->h.rel[i], r->h.err[i], r->h.sec[i]);
+  fflush(r->log);
+  return 0;
+}
+
+/* The table (--residuals): written under a temporary name, then renamed. */
+static int write_table(const char *path, const history *h, int64_t base) {
+  char tmp[4300];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  if (!f) return cli_error("iterate", CLI_EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(errno));
+  fputs(CSV_HEADER, f);
+  for (int64_t i = 0; i < h->n; i++)
+    fprintf(f, "%lld,%.9g,%.9g,%.9g,%.6f\n", (long long)(base + i + 1), h->res[i], h->rel[i],
+            h->err[i], h->sec[i]);
+  if (fclose(f) != 0 || rename(tmp, path) != 0) {
+    remove(tmp);
+    return cli_error("iterate", CLI_EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(errno));
+  }
+  return 0;
+}
+
+/* ---- Per iteration -------------------------------------------------------------- */
+
+static int on_iteration(void *user, const ctr_iterate_info *i) {
+  it_run *r = user;
+  if (r->base + r->h.n != i->iteration - 1) { /* resumed without the history: start it here */
+    r->h.n = 0;
+    r->base = i->iteration - 1;
+    r->sec0 = 0;
+  }
+  const double sec = r->sec0 + i->seconds;
+  if ((r->rc = history_add("iterate", &r->h, i->residual, i->relative_residual, i->error, sec)))
+    return 1;
+  if (r->log) {
+    fprintf(r->log, "%lld,%.9g,%.9g,%.9g,%.6f\n", (long long)i->iteration, i->residual,
+            i->relative_residual, i->error, sec);
+    fflush(r->log);
+  }
+  cli_progress_end(&r->session);
+  if (i->error >= 0)
+    cli_info(&r->session, "iteration %4lld/%lld: residual %.6g (%.4g of ||b||), error %.4g, %.2f s\n",
+             (long long)i->iteration, (long long)i->iterations, i->residual, i->relative_residual,
+             i->error, i->seconds);
+  else
+    cli_info(&r->session, "iteration %4lld/%lld: residual %.6g (%.4g of ||b||), %.2f s\n",
+             (long long)i->iteration, (long long)i->iterations, i->residual, i->relative_residual,
+             i->seconds);
+  return 0;
+}
+
+/* ---- Data ------------------------------------------------------------------------- */
+
+/* A stack of images of exactly w x h x n float32 values (a raw file needs
+ * the sizes: they come from the geometry). */
+static int load_stack(const char *path, const char *option, int64_t w, int64_t h, int64_t n,
+                      ctr_dtype raw_dtype, const char *what, float **out) {
+  ctr_file_format fmt;
+  int rc = cli_resolve_format("iterate", option, NULL, path, CTR_FORMAT_AUTO, &fmt);
+  if (rc) return rc;
+  ctr_stack_info hint = CTR_STACK_INFO_INIT, info = CTR_STACK_INFO_INIT;
+  hint.width = w, hint.height = h, hint.count = n, hint.dtype = raw_dtype;
+  void *data = NULL;
+  ctr_status st = ctr_stack_load(path, fmt, fmt == CTR_FORMAT_RAW ? &hint : NULL,
+                                 CTR_DTYPE_FLOAT32, &info, &data);
+  if (st != CTR_OK) return cli_fail_file("iterate", st, path);
+  if (info.width != w || info.height != h || info.count != n) {
+    free(data);
+    return cli_error("iterate", CLI_EXIT_INPUT, "'%s' (%s) holds %lld images of %lld x %lld, "
+                     "expected %lld of %lld x %lld (%s)", path, option, (long long)info.count,
+                     (long long)info.width, (long long)info.height, (long long)n, (long long)w,
+                     (long long)h, what);
+  }
+  *out = data;
+  return 0;
+}
+
+static int parallel_geometry(const it_args *a, int64_t nbins, int64_t nangles,
+                             ctr_parallel_geometry **g) {
+  ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
+  double *angles = NULL, *shifts = NULL;
+  p.nbins = nbins;
+  p.nangles = nangles;
+  p.angle_start_deg = a->angle_start;
+  p.angle_range_deg = a->angle_range;
+  int rc = 0;
+  if (a->angles) rc = cli_read_numbers("iterate", a->angles, "angles", nangles, &angles);
+  if (!rc && a->shifts) rc = cli_read_numbers("iterate", a->shifts, "axis shift", nangles, &shifts);
+  if (!rc) {
+    p.angles_deg = angles;
+    p.axis_shift = shifts;
+    if (a->axis_given) p.axis = a->axis;
+    if (a->size_given) p.nx = a->size[0], p.ny = a->size[1];
+    p.voxel = a->voxel;
+    p.pixel_size = a->pixel;
+    ctr_status st = ctr_parallel_create(&p, g);
+    if (st != CTR_OK) rc = cli_fail("iterate", st);
+  }
+  free(angles);
+  free(shifts);
+  return rc;
+}
+
+/* ---- The command ---------------------------------------------------------------------- */
+
+static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
+  const char *cmd = "iterate";
+  int rc = cli_require(cmd, opts, "--out", a->out);
+  if (rc) return rc;
+  if (!!a->sinograms == !!a->geometry)
+    return cli_usage_error(cmd, "give --geometry FILE --projections FILE (cone beam) or "
+                           "--sinograms FILE (parallel beam)");
+  if (a->geometry && !a->projections)
+    return cli_usage_error(cmd, "--geometry needs --projections FILE");
+  if (a->sinograms && a->projections)
+    return cli_usage_error(cmd, "--projections goes with --geometry (cone beam); parallel-beam "
+                           "data come as --sinograms");
+  if (a->geometry && a->parallel_given)
+    return cli_usage_error(cmd, "--angles, --angle-start, --angle-range, --axis, --axis-shift, "
+                           "--size, --voxel and --pixel-size describe parallel beam "
+                           "(--sinograms): the geometry file describes cone beam");
+  if (a->sinograms && a->raw_given)
+    return cli_usage_error(cmd, "--raw-dtype applies to raw cone-beam projections");
+  if (ctr_iterate_algorithm_parse(a->algorithm, &o->algorithm) != CTR_OK)
+    return cli_usage_error(cmd, "--algorithm '%s': expected sirt, cgls, os-sart or fista-tv",
+                           a->algorithm);
+  if (a->subsets_given && o->algorithm != CTR_ITERATE_OS_SART)
+    return cli_usage_error(cmd, "--subsets applies to --algorithm os-sart");
+  if (a->tv_given && o->algorithm != CTR_ITERATE_FISTA_TV)
+    return cli_usage_error(cmd, "--tv-weight and --tv-iterations apply to --algorithm fista-tv");
+  if (a->relax_given && o->algorithm != CTR_ITERATE_SIRT && o->algorithm != CTR_ITERATE_OS_SART)
+    return cli_usage_error(cmd, "--relaxation applies to sirt and os-sart");
+  if (a->relax_given && !(a->relaxation > 0 && a->relaxation < 2))
+    return cli_usage_error(cmd, "--relaxation %g: expected 0 < L < 2", a->relaxation);
+  if (o->algorithm == CTR_ITERATE_CGLS && (a->nonneg || a->box_given))
+    return cli_usage_error(cmd, "%s: cgls is unconstrained (a projection would break its "
+                           "conjugate directions); use sirt, os-sart or fista-tv for constraints",
+                           a->nonneg ? "--nonneg" : "--box");
+  if (a->resume && !a->checkpoint_every && a->every_given)
+    return cli_usage_error(cmd, "--resume needs the checkpoint: drop --checkpoint-every 0");
+  if (ctr_projector_pair_parse(a->pair, &(ctr_projector_pair){0}) != CTR_OK)
+    return cli_usage_error(cmd, "--pair '%s': expected matched or fast", a->pair);
+  return cli_resolve_format(cmd, "--out", "--out-format", a->out, a->out_format, &a->out_format);
+}
+
+int cmd_iterate(int argc, char **argv) {
+  const char *cmd = "iterate";
+  it_args a;
+  memset(&a, 0, sizeof a);
+  a.algorithm = "sirt";
+  a.pair = "matched";
+  a.iterations = 20;
+  a.angle_range = 180.0;
+  a.checkpoint_every = 1;
+  a.raw_dtype = CTR_DTYPE_FLOAT32;
+  a.common = (cli_common)CLI_COMMON_INIT;
+  const cli_opt opts[] = {
+      {"--geometry", "FILE", "cone-beam geometry (JSON, ctrecon geometry)", cli_parse_string,
+       &a.geometry, NULL},
+      {"--projections", "FILE", "cone-beam projections, nu x nv x views line integrals",
+       cli_parse_string, &a.projections, NULL},
+      {"--raw-dtype", "float32|uint16", "element type of raw projections (default float32)",
+       cli_parse_dtype, &a.raw_dtype, &a.raw_given},
+      {"--sinograms", "FILE", "parallel-beam sinograms, nbins x nangles x slices",
+       cli_parse_string, &a.sinograms, NULL},
+      {"--angles", "FILE", "parallel beam: angles in degrees, one per projection (default "
+       "uniform)", cli_parse_string, &a.angles, &a.parallel_given},
+      {"--angle-start", "DEG", "parallel beam: first angle of a uniform scan (default 0)",
+       cli_parse_double, &a.angle_start, &a.parallel_given},
+      {"--angle-range", "DEG", "parallel beam: range of a uniform scan (default 180)",
+       cli_parse_double, &a.angle_range, &a.parallel_given},
+      {"--axis", "BIN", "parallel beam: rotation axis in bins (default the detector centre)",
+       cli_parse_double, &a.axis, &a.axis_given},
+      {"--axis-shift", "FILE", "parallel beam: per-projection axis correction, bins (default "
+       "none)", cli_parse_string, &a.shifts, &a.parallel_given},
+      {"--size", "N|NXxNY", "parallel beam: slice size in pixels (default nbins)",
+       cli_parse_size2, a.size, &a.size_given},
+      {"--voxel", "BINS", "parallel beam: slice pixel in detector bins (default 1)",
+       cli_parse_positive, &a.voxel, &a.parallel_given},
+      {"--pixel-size", "MM", "parallel beam: detector bin size, mm (default 1)",
+       cli_parse_positive, &a.pixel, &a.parallel_given},
+      {"--out", "FILE", "the volume: .raw, .nrrd, .tif or a %04d TIFF stack (required)",
+       cli_parse_string, &a.out, NULL},
+      {"--out-format", "raw|tiff|tiff-stack|nrrd", "volume file format (default: from the "
+       "extension)", cli_parse_format, &a.out_format, NULL},
+      {"--algorithm", "NAME", "sirt, cgls, os-sart or fista-tv (default sirt)", cli_parse_string,
+       &a.algorithm, NULL},
+      {"--iterations", "N", "iterations (default 20)", cli_parse_count, &a.iterations, NULL},
+      {"--tolerance", "T", "stop early once ||b - A x|| <= T ||b|| (default 0: never)",
+       parse_nonneg_double, &a.tolerance, NULL},
+      {"--subsets", "S", "os-sart: ordered subsets of interleaved views (default 10)",
+       cli_parse_count, &a.subsets, &a.subsets_given},
+      {"--relaxation", "L", "sirt, os-sart: step in (0, 2) (default 1)", cli_parse_positive,
+       &a.relaxation, &a.relax_given},
+      {"--tv-weight", "W", "fista-tv: TV weight in the volume's units; each iteration denoises "
+       "by W (default 0: no TV)", parse_nonneg_double, &a.tv_weight, &a.tv_given},
+      {"--tv-iterations", "N", "fista-tv: inner iterations of the TV step (default 10)",
+       cli_parse_count, &a.tv_iterations, &a.tv_given},
+      {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv)", cli_set_flag,
+       &a.nonneg, NULL},
+      {"--box", "LO:HI", "keep the volume in [LO, HI] (sirt, os-sart, fista-tv)", cli_parse_range, a.box,
+       &a.box_given},
+      {"--init", "zero|fdk|FILE", "start from 0, from FDK (cone) / FBP (parallel), or from a "
+       "volume file (default zero)", cli_parse_string, &a.init, NULL},
+      {"--pair", "matched|fast", "matched: A^T exact; fast: the FDK backprojector as an "
+       "approximate, unmatched A^T (cone beam; default matched)", cli_parse_string, &a.pair, NULL},
+      {"--truth", "FILE", "a reference volume: each iteration reports the error against it",
+       cli_parse_string, &a.truth, NULL},
+      {"--plot", "PNG", "convergence plot: relative residual (and error) per iteration",
+       cli_parse_string, &a.plot, NULL},
+      {"--residuals", "CSV", "table of residual (and error) per iteration", cli_parse_string,
+       &a.residuals, NULL},
+      {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
+       &a.preview, NULL},
+      {"--checkpoint", "FILE", "the state after finished iterations (default OUT.checkpoint)",
+       cli_parse_string, &a.checkpoint, NULL},
+      {"--checkpoint-every", "N", "write the checkpoint every N iterations and after the last; "
+       "0 = none (default 1)", cli_parse_offset, &a.checkpoint_every, &a.every_given},
+      {"--resume", NULL, "continue the run of the checkpoint (same data and options)",
+       cli_set_flag, &a.resume, NULL},
+      {"--keep-checkpoint", NULL, "keep the checkpoint after a complete run (to continue it "
+       "later with more --iterations)", cli_set_flag, &a.keep_checkpoint, NULL},
+      {"--gpu-mem", "SIZE", "GPU memory the run may use, e.g. 8G (default: free memory less "
+       "1 GiB)", cli_parse_mem, &a.gpu_mem, NULL},
+      {"--host-mem", "SIZE", "host memory the run may use (default: available less 10 %)",
+       cli_parse_mem, &a.host_mem, NULL},
+      {"--slab-slices", "N", "project the volume in slabs of at most N slices (default: as "
+       "memory allows)", cli_parse_count, &a.slab, NULL},
+      CLI_STRICT_OPTION(&a.strict),
+      CLI_COMMON_OPTIONS(&a.common),
+      {0},
+  };
+  int rc = cli_parse(&cli_cmd_iterate, opts, argc, argv);
+  if (rc) return rc < 0 ? 0 : rc;
+  ctr_iterate_options o = CTR_ITERATE_OPTIONS_INIT;
+  if ((rc = check_args(&a, opts, &o))) return rc;
+  char ckpath[4200];
+  const int checkpoints = a.checkpoint_every > 0;
+  if (checkpoints) {
+    if (a.checkpoint) snprintf(ckpath, sizeof ckpath, "%s", a.checkpoint);
+    else snprintf(ckpath, sizeof ckpath, "%s.checkpoint", a.out);
+  }
+  const int init_file = a.init && strcmp(a.init, "zero") && strcmp(a.init, "fdk");
+  const cli_file in[] = {{"--geometry", a.geometry},  {"--projections", a.projections},
+                         {"--sinograms", a.sinograms}, {"--truth", a.truth},
+                         {"--angles", a.angles},      {"--axis-shift", a.shifts},
+                         {"--init", init_file ? a.init : NULL}, {0}};
+  const cli_file outf[] = {{"--out", a.out},
+                           {"--plot", a.plot},
+                           {"--residuals", a.residuals},
+                           {"--preview", a.preview},
+                           {"--checkpoint", checkpoints && !a.resume ? ckpath : NULL},
+                           {0}};
+  if ((rc = cli_check_files(cmd, in, outf))) return rc;
+  struct stat sb;
+  if (checkpoints && !a.resume && stat(ckpath, &sb) == 0)
+    return cli_usage_error(cmd, "the checkpoint '%s' of an earlier run exists: add --resume to "
+                           "continue that run, or delete it to start over", ckpath);
+  if (a.resume && (!checkpoints || stat(ckpath, &sb) != 0))
+    return cli_usage_error(cmd, "--resume: no checkpoint '%s' to continue from", checkpoints ? ckpath : "(none)");
+
+  it_run r;
+  memset(&r, 0, sizeof r);
+  r.a = &a;
+  ctr_geometry *g = NULL;
+  ctr_parallel_geometry *pg = NULL;
+  ctr_context *ctx = NULL;
+  ctr_projector *p = NULL;
+  float *proj = NULL, *vol = NULL, *truth = NULL;
+  int64_t nslices = 0;
+  ctr_stack_info out_info = CTR_STACK_INFO_INIT;
+  /* The data and the geometry. */
+  if (a.geometry) {
+    if ((rc = cli_load_geometry(cmd, a.geometry, &g))) goto cleanup;
+    cli_warn_coverage(cmd, g);
+    int64_t nu, nv;
+    ctr_geometry_get_detector(g, &nu, &nv, NULL, NULL);
+    if ((rc = load_stack(a.projections, "--projections", nu, nv, ctr_geometry_get_view_count(g), a.raw_dtype,
+                         "views of the geometry", &proj)))
+      goto cleanup;
+    const ctr_volume_geometry vg = ctr_geometry_get_volume(g);
+    out_info = cli_volume_info(&vg, 0, vg.nz, CTR_DTYPE_FLOAT32);
+  } else {
+    ctr_file_format fmt;
+    ctr_stack_info info = CTR_STACK_INFO_INIT;
+    void *data = NULL;
+    if ((rc = cli_resolve_format(cmd, "--sinograms", NULL, a.sinograms, CTR_FORMAT_AUTO, &fmt)))
+      goto cleanup;
+    if (fmt == CTR_FORMAT_RAW) {
+      rc = cli_usage_error(cmd, "--sinograms: a raw file has no sizes; give a TIFF, NRRD or HDF5 "
+                           "stack");
+      goto cleanup;
+    }
+    ctr_status st = ctr_stack_load(a.sinograms, fmt, NULL, CTR_DTYPE_FLOAT32, &info, &data);
+    if (st != CTR_OK) {
+      rc = cli_fail_file(cmd, st, a.sinograms);
+      goto cleanup;
+    }
+    proj = data;
+    nslices = info.count;
+    if ((rc = parallel_geometry(&a, info.width, info.height, &pg))) goto cleanup;
+    const ctr_parallel_params *pp = ctr_parallel_get_params(pg);
+    out_info.width = pp->nx;
+    out_info.height = pp->ny;
+    out_info.count = nslices;
+    out_info.dtype = CTR_DTYPE_FLOAT32;
+    out_info.spacing[0] = out_info.spacing[1] = pp->voxel * pp->pixel_size;
+    out_info.spacing[2] = pp->pixel_size;
+  }
+  if ((rc = cli_context_create(&r.session, cmd, &a.common, &ctx))) goto cleanup;
+  ctr_projector_options po = CTR_PROJECTOR_OPTIONS_INIT;
+  ctr_projector_pair_parse(a.pair, &po.pair);
+  po.gpu_budget = a.gpu_mem;
+  po.max_slab_slices = a.slab;
+  ctr_status st = g ? ctr_projector_create_cone(ctx, g, &po, &p)
+                    : ctr_projector_create_parallel(ctx, pg, nslices, &po, &p);
+  if (st != CTR_OK) {
+    rc = cli_fail(cmd, st);
+    goto cleanup;
+  }
+  int64_t vd[3];
+  ctr_projector_get_volume_dims(p, vd);
+  const int64_t nvol = vd[0] * vd[1] * vd[2];
+  vol = cli_alloc_floats(cmd, nvol, "the volume", &rc);
+  if (!vol) goto cleanup;
+  memset(vol, 0, sizeof(float) * (size_t)nvol);
+  if (a.truth &&
+      (rc = load_stack(a.truth, "--truth", vd[0], vd[1], vd[2], CTR_DTYPE_FLOAT32, "the volume", &truth)))
+    goto cleanup;
+  o.init = CTR_ITERATE_INIT_ZERO;
+  if (a.init && !strcmp(a.init, "fdk")) o.init = CTR_ITERATE_INIT_FDK;
+  if (init_file) {
+    float *x0 = NULL;
+    if ((rc = load_stack(a.init, "--init", vd[0], vd[1], vd[2], CTR_DTYPE_FLOAT32, "the volume", &x0)))
+      goto cleanup;
+    memcpy(vol, x0, sizeof(float) * (size_t)nvol);
+    free(x0);
+    o.init = CTR_ITERATE_INIT_GIVEN;
+  }
+  o.iterations = a.iterations;
+  o.tolerance = a.tolerance;
+  o.subsets = a.subsets;
+  if (a.relax_given) o.relaxation = a.relaxation;
+  o.tv_weight = a.tv_weight;
+  o.tv_iterations = a.tv_iterations;
+  o.nonneg = a.nonneg;
+  if (a.box_given) o.box = 1, o.lower = a.box[0], o.upper = a.box[1];
+  o.truth = truth;
+  o.on_iteration = on_iteration;
+  o.user = &r;
+  o.gpu_budget = a.gpu_mem;
+  o.host_budget = a.host_mem;
+  o.max_slab_slices = a.slab;
+  o.strict = a.strict;
+  if (checkpoints) {
+    o.checkpoint = ckpath;
+    o.checkpoint_every = a.checkpoint_every;
+    o.resume = a.resume;
+    snprintf(r.log_path, sizeof r.log_path, "%s.csv", ckpath);
+  }
+  /* The plan, up front. */
+  {
+    uint64_t gb = a.gpu_mem, hb = a.host_mem, dg = 0, dh = 0;
+    ctr_plan_default_budgets(ctx, ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? &dg : NULL, &dh);
+    ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
+    st = ctr_plan_iterate(p, &o, ctr_context_get_device(ctx), gb ? gb : dg, hb ? hb : dh, &plan);
+    if (st != CTR_OK) {
+      rc = cli_fail(cmd, st);
+      goto cleanup;
+    }
+    char text[512];
+    int64_t pd[3];
+    ctr_projector_get_projection_dims(p, pd);
+    ctr_iterate_plan_describe(&plan, text, sizeof text);
+    cli_info(&r.session, "iterate: %s, %lld iterations, %s pair; %lld x %lld x %lld projections "
+             "-> %lld x %lld x %lld voxels\nplan: %s\n", ctr_iterate_algorithm_name(o.algorithm),
+             (long long)o.iterations, a.pair, (long long)pd[0], (long long)pd[1], (long long)pd[2],
+             (long long)vd[0], (long long)vd[1], (long long)vd[2], text);
+  }
+  if (checkpoints) {
+    if (a.resume && (rc = history_load(&r, a.iterations))) goto cleanup;
+    r.first = r.h.n;
+    r.sec0 = r.h.n > 0 ? r.h.sec[r.h.n - 1] : 0.0;
+    if ((rc = history_open(&r))) goto cleanup;
+  }
+  ctr_iterate_report rep = CTR_ITERATE_REPORT_INIT;
+  const double t0 = cli_now();
+  st = ctr_iterate(p, &o, proj, vol, &rep);
+  const double seconds = cli_now() - t0;
+  cli_progress_end(&r.session);
+  if (r.rc) {
+    rc = r.rc;
+    goto cleanup;
+  }
+  if (st != CTR_OK) {
+    if (checkpoints && rep.iterations > 0 && st != CTR_E_INVALID_ARGUMENT && st != CTR_E_FORMAT) {
+      fprintf(stderr, "ctrecon iterate: error: %s\n",
+              st == CTR_E_CANCELLED && !*ctr_error_detail() ? "interrupted" : ctr_error_detail());
+      fprintf(stderr, "ctrecon iterate: '%s' was not written; the state after iteration %lld is "
+              "in %s: repeat the command with --resume to continue\n", a.out,
+              (long long)rep.iterations, ckpath);
+      rc = cli_exit_code(st);
+    } else {
+      rc = cli_fail_file(cmd, st, a.resume ? ckpath : a.sinograms ? a.sinograms : a.projections);
+    }
+    goto cleanup;
+  }
+  if (rep.resumed)
+    cli_info(&r.session, "resumed after iteration %lld of '%s'\n", (long long)rep.resumed, ckpath);
+  st = ctr_stack_save(a.out, a.out_format, &out_info, CTR_DTYPE_FLOAT32, vol);
+  if (st != CTR_OK) {
+    rc = cli_fail_file(cmd, st, a.out);
+    goto cleanup;
+  }
+  if (a.preview) {
+    st = ctr_png_preview(a.preview, vol, vd[0], vd[1], vd[2], 0.0f, 0.0f);
+    if (st != CTR_OK) {
+      rc = cli_fail_file(cmd, st, a.preview);
+      goto cleanup;
+    }
+  }
+  if (a.plot && r.h.n > 0) {
+    char title[200];
+    if (r.base)
+      snprintf(title, sizeof title, "%s, iterations %lld to %lld (numbered from 1)",
+               ctr_iterate_algorithm_name(o.algorithm), (long long)(r.base + 1),
+               (long long)(r.base + r.h.n));
+    else
+      snprintf(title, sizeof title, "%s, %lld iterations", ctr_iterate_algorithm_name(o.algorithm),
+               (long long)r.h.n);
+    st = ctr_iterate_plot(a.plot, r.h.rel, truth ? r.h.err : NULL, r.h.n, title);
+    if (st != CTR_OK) {
+      rc = cli_fail_file(cmd, st, a.plot);
+      goto cleanup;
+    }
+  }
+  if (a.residuals && (rc = write_table(a.residuals, &r.h, r.base))) goto cleanup;
+  if (r.log) {
+    fclose(r.log);
+    r.log = NULL;
+  }
+  if (checkpoints && !a.keep_checkpoint) {
+    remove(ckpath);
+    remove(r.log_path);
+  }
+  const int64_t done = rep.iterations - rep.resumed;
+  const char *why = rep.stop == CTR_ITERATE_STOP_TOLERANCE   ? " (tolerance reached)"
+                    : rep.stop == CTR_ITERATE_STOP_CONVERGED ? " (converged: the gradient vanished)"
+                                                             : "";
+  cli_info(&r.session, "%s: %lld iterations%s in %.2f s (%.3f s each: forward %.3f s, adjoint "
+           "%.3f s in all); residual %.6g = %.4g of ||b||\nwrote %s", ctr_iterate_algorithm_name(o.algorithm),
+           (long long)rep.iterations, why, seconds, done > 0 ? seconds / (double)done : 0.0,
+           rep.seconds_forward, rep.seconds_adjoint, rep.residual,
+           rep.norm_b > 0 ? rep.residual / rep.norm_b : 0.0, a.out);
+  if (a.preview) cli_info(&r.session, ", %s_{xy,xz,yz}.png", a.preview);
+  if (a.plot) cli_info(&r.session, ", %s", a.plot);
+  if (a.residuals) cli_info(&r.session, ", %s", a.residuals);
+  if (checkpoints && a.keep_checkpoint) cli_info(&r.session, ", %s", ckpath);
+  cli_info(&r.session, "\n");
+cleanup:
+  cli_progress_end(&r.session);
+  if (r.log) fclose(r.log);
+  free(r.h.res);
+  ctr_projector_free(p);
+  ctr_context_free(ctx);
+  ctr_geometry_free(g);
+  ctr_parallel_free(pg);
+  free(proj);
+  free(truth);
+  cli_free_floats(vol);
+  return rc;
+}

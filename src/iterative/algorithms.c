@@ -1,0 +1,726 @@
+/* ctr_iterate: SIRT, CGLS, OS-SART and FISTA-TV on the projector, written
+ * once over vectors that live in GPU or host memory as the plan says
+ * (docs/iterative.md has the update formulas and the memory of each). Every
+ * run: options resolved, a plan, the vectors, b (the projections, in slot
+ * order, bad values replaced), x0, the iterations with their report,
+ * callback, checkpoint and stopping tests, x back into the caller's volume. */
+#include "iterative/iterative.h"
+
+#include <math.h>
+#include <string.h>
+
+static const ctr_iterate_report report_defaults = CTR_ITERATE_REPORT_INIT;
+
+static const char *const ALGORITHM_NAMES[] = {"sirt", "cgls", "os-sart", "fista-tv"};
+
+const char *ctr_iterate_algorithm_name(ctr_iterate_algorithm a) {
+  return (unsigned)a < 4 ? ALGORITHM_NAMES[a] : "unknown";
+}
+
+ctr_status ctr_iterate_algorithm_parse(const char *name, ctr_iterate_algorithm *out) {
+  for (int i = 0; name && out && i < 4; i++)
+    if (!strcmp(name, ALGORITHM_NAMES[i])) return *out = (ctr_iterate_algorithm)i, CTR_OK;
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "algorithm '%s': expected sirt, cgls, os-sart or fista-tv",
+           name ? name : "(null)");
+}
+
+/* ---- Options ------------------------------------------------------------------ */
+
+#define DEFAULT_SUBSETS 10
+#define DEFAULT_TV_ITERATIONS 10
+#define DEFAULT_POWER_ITERATIONS 15
+/* The power iteration approaches ||A||^2 from below: the step uses 5 % more. */
+#define LIPSCHITZ_MARGIN 1.05
+
+static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
+                          ctr_iterate_options *o) {
+  if (!in) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate: options are NULL");
+  /* the caller's version read into the current layout */
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_iterate_options, o, in));
+  if ((unsigned)o->algorithm > CTR_ITERATE_FISTA_TV)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.algorithm is %d: expected one of "
+             "CTR_ITERATE_SIRT, _CGLS, _OS_SART, _FISTA_TV", (int)o->algorithm);
+  if (o->iterations < 1 || o->iterations > 1000000000)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.iterations is %lld: expected 1 .. 1e9",
+             (long long)o->iterations);
+  if (!(o->tolerance >= 0 && isfinite(o->tolerance)))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tolerance is %g: expected >= 0",
+             o->tolerance);
+  if (o->subsets < 0)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.subsets is %lld: expected >= 0 (0 = %d)",
+             (long long)o->subsets, DEFAULT_SUBSETS);
+  if (o->algorithm == CTR_ITERATE_OS_SART) {
+    if (o->subsets == 0) o->subsets = DEFAULT_SUBSETS;
+    if (o->subsets > p->nviews) o->subsets = p->nviews;
+  } else {
+    o->subsets = 1;
+  }
+  if (o->relaxation == 0) o->relaxation = 1.0;
+  if (!(o->relaxation > 0 && o->relaxation < 2))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.relaxation is %g: expected 0 < lambda < 2",
+             o->relaxation);
+  if (!(o->tv_weight >= 0 && isfinite(o->tv_weight)))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tv_weight is %g: expected >= 0",
+             o->tv_weight);
+  if (o->algorithm != CTR_ITERATE_FISTA_TV) o->tv_weight = 0;
+  if (o->tv_iterations == 0) o->tv_iterations = DEFAULT_TV_ITERATIONS;
+  if (o->power_iterations == 0) o->power_iterations = DEFAULT_POWER_ITERATIONS;
+  if (o->tv_iterations < 1 || o->tv_iterations > 100000 || o->power_iterations < 1 ||
+      o->power_iterations > 100000)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tv_iterations %lld, power_iterations "
+             "%lld: expected 1 .. 100000 (0 = the defaults)", (long long)o->tv_iterations,
+             (long long)o->power_iterations);
+  if (o->box && !(isfinite(o->lower) && isfinite(o->upper) && o->lower < o->upper))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.box: lower %g, upper %g: expected finite "
+             "lower < upper", o->lower, o->upper);
+  if (o->algorithm == CTR_ITERATE_CGLS && (o->nonneg || o->box))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.%s: CGLS is unconstrained (a projection "
+             "would break its conjugate directions); use SIRT, OS-SART or FISTA-TV for constraints",
+             o->nonneg ? "nonneg" : "box");
+  if ((unsigned)o->init > CTR_ITERATE_INIT_GIVEN)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.init is %d", (int)o->init);
+  if (o->checkpoint_every < 0)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.checkpoint_every is %lld: expected >= 0",
+             (long long)o->checkpoint_every);
+  if (o->checkpoint_every == 0) o->checkpoint_every = 1;
+  if (o->resume && !o->checkpoint)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.resume needs ctr_iterate_options.checkpoint");
+  if (o->max_slab_slices < 0)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.max_slab_slices is %lld: expected >= 0",
+             (long long)o->max_slab_slices);
+  return CTR_OK;
+}
+
+ctr_status ctr_plan_iterate(const ctr_projector *p, const ctr_iterate_options *opts,
+                            ctr_device_kind device, uint64_t gpu_budget, uint64_t host_budget,
+                            ctr_iterate_plan *out) {
+  if (!p || !out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_iterate: NULL argument");
+  CTR_CHECK(ctr__struct_check(&ctr__struct_iterate_plan, out));
+  ctr_iterate_options o;
+  CTR_CHECK(resolve(p, opts, &o));
+  int64_t nv, nq;
+  ctr__it_vectors(&o, &nv, &nq);
+  ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
+  CTR_CHECK(ctr__it_plan(p, nv, nq, p->o.pair == CTR_PAIR_FAST, device, gpu_budget, host_budget,
+                         o.max_slab_slices ? o.max_slab_slices : p->o.max_slab_slices, &plan));
+  return ctr__struct_store(&ctr__struct_iterate_plan, out, &plan); /* in the caller's version */
+}
+
+/* ---- The run ------------------------------------------------------------------ */
+
+typedef struct run {
+  ctr_projector *P;
+  ctr_iterate_options o;
+  ctr_iterate_plan plan;
+  ctr__it_fingerprint fp;
+  int vdev, pdev;       /* volumes / projections on the device */
+  int64_t nvol, nproj;
+  ctr__vec truth;
+  double norm_truth;
+  double t0;
+  float lo, hi;         /* the constraint interval */
+  ctr_iterate_report rep;
+  ctr__it_state state;  /* what a checkpoint holds */
+  int64_t k0;           /* iterations done before this call (resume) */
+  int stop;             /* 1: the epilogue ended the run */
+} run;
+
+static ctr_status vol_vec(run *R, ctr__vec *v) {
+  return ctr__vec_alloc(R->P, R->nvol, R->vdev, v);
+}
+static ctr_status proj_vec(run *R, ctr__vec *v) {
+  return ctr__vec_alloc(R->P, R->nproj, R->pdev, v);
+}
+
+/* The iterate: the caller's volume itself when volumes live in host memory
+ * (one volume less; 2048^3 CGLS fits a 128 GB host), else a device vector. */
+static ctr_status x_vec(run *R, float *vol, ctr__vec *v) {
+  if (R->vdev) return vol_vec(R, v);
+  v->data = vol;
+  v->n = R->nvol;
+  v->device = 0;
+  return CTR_OK;
+}
+
+/* Frees a volume vector unless it is the caller's volume. */
+static void vfree(run *R, ctr__vec *v, const float *vol) {
+  if (v->data != vol) ctr__vec_free(R->P, v);
+}
+
+/* The result into the caller's volume (nothing to do when it is there). */
+static ctr_status x_out(run *R, const ctr__vec *x, float *vol) {
+  return x->data == vol ? CTR_OK : ctr__vec_download(R->P, vol, x);
+}
+
+static ctr_status forward(run *R, const ctr__vec *x, ctr__vec *y) {
+  return ctr__proj_forward(R->P, x, y, 0, R->P->nviews);
+}
+static ctr_status adjoint(run *R, const ctr__vec *y, ctr__vec *x) {
+  return ctr__proj_adjoint(R->P, y, x, 0, R->P->nviews);
+}
+static ctr_status norm(run *R, const ctr__vec *v, double *out) {
+  CTR_CHECK(ctr__vec_dot(R->P, v, v, out));
+  *out = sqrt(*out);
+  return CTR_OK;
+}
+
+/* b in slot order from the caller's projections (one view at a time through
+ * a staging view), bad values replaced and counted; ||b||. */
+static ctr_status load_b(run *R, const float *proj, ctr__vec *b) {
+  ctr_projector *P = R->P;
+  const int64_t npix = P->nu * P->nv;
+  if (!P->parallel) {
+    for (int64_t w = 0; w < P->nviews; w++) {
+      ctr__vec part = ctr__vec_part(b, w * npix, npix);
+      CTR_CHECK(ctr__vec_upload(P, &part, proj + P->order[w] * npix));
+    }
+  } else if (!b->device) {
+    ctr__proj_to_slots(P, proj, b->data);
+  } else {
+    float *stage = ctr__malloc(sizeof(float) * (size_t)npix, "projection staging");
+    if (!stage) return CTR_E_OUT_OF_MEMORY;
+    ctr_status st = CTR_OK;
+    for (int64_t w = 0; w < P->nviews && st == CTR_OK; w++) {
+      const int64_t view = P->order[w];
+      for (int64_t v = 0; v < P->nv; v++)
+        memcpy(stage + v * P->nu, proj + (v * P->nviews + view) * P->nu, sizeof(float) * (size_t)P->nu);
+      ctr__vec part = ctr__vec_part(b, w * npix, npix);
+      st = ctr__vec_upload(P, &part, stage);
+    }
+    free(stage);
+    CTR_CHECK(st);
+  }
+  int64_t bad = 0;
+  CTR_CHECK(ctr__vec_sanitize(P, b, &bad));
+  R->rep.nonfinite = bad;
+  CTR_CHECK(ctr__values_report(P->ctx, R->o.strict, bad, "the projections"));
+  return norm(R, b, &R->rep.norm_b);
+}
+
+/* x0: zero, the caller's volume, or FDK / FBP of the projections (computed
+ * into the caller's volume, which is overwritten at the end anyway); x may
+ * be the caller's volume itself. */
+static ctr_status init_x(run *R, const float *proj, float *vol, ctr__vec *x) {
+  ctr_projector *P = R->P;
+  if (R->o.init == CTR_ITERATE_INIT_ZERO) return ctr__vec_fill(P, x, 0.0f);
+  if (R->o.init == CTR_ITERATE_INIT_GIVEN && x->data == vol) return CTR_OK;
+  if (R->o.init == CTR_ITERATE_INIT_FDK) {
+    int64_t pd[3], vd[3] = {P->n[0], P->n[1], P->n[2]};
+    ctr_projector_get_projection_dims(P, pd);
+    ctr_array pa = ctr_array_make((void *)proj, CTR_DTYPE_FLOAT32, 3, pd);
+    ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
+    if (!P->parallel) {
+      ctr_fdk_options fo = CTR_FDK_OPTIONS_INIT;
+      fo.strict = R->o.strict;
+      CTR_CHECK(ctr_fdk(P->ctx, P->g, &fo, &pa, &va));
+    } else {
+      ctr_fbp_options fo = CTR_FBP_OPTIONS_INIT;
+      fo.strict = R->o.strict;
+      CTR_CHECK(ctr_fbp(P->ctx, P->pg, &fo, &pa, &va));
+    }
+  }
+  return x->data == vol ? CTR_OK : ctr__vec_upload(P, x, vol);
+}
+
+static void fingerprint(run *R) {
+  const ctr_projector *P = R->P;
+  ctr__it_fingerprint *f = &R->fp;
+  memset(f, 0, sizeof *f);
+  f->algorithm = R->o.algorithm;
+  for (int a = 0; a < 3; a++) f->n[a] = P->n[a];
+  f->nu = P->nu, f->nv = P->nv, f->nviews = P->nviews;
+  f->subsets = R->o.subsets;
+  f->tv_iterations = R->o.algorithm == CTR_ITERATE_FISTA_TV ? R->o.tv_iterations : 0;
+  f->nonneg = R->o.nonneg != 0;
+  f->box = R->o.box != 0;
+  f->pair = P->o.pair;
+  f->relaxation = R->o.relaxation;
+  f->tv_weight = R->o.tv_weight;
+  f->lower = R->o.box ? R->o.lower : 0;
+  f->upper = R->o.box ? R->o.upper : 0;
+}
+
+/* Reads the checkpoint into the state when resuming; R->k0 gets its
+ * iteration. */
+static ctr_status maybe_resume(run *R) {
+  if (!R->o.resume) return CTR_OK;
+  CTR_CHECK(ctr__it_checkpoint_read(R->P, R->o.checkpoint, &R->fp, &R->state));
+  if (R->state.iteration > R->o.iterations)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "checkpoint '%s' holds %lld finished iterations, more than "
+             "ctr_iterate_options.iterations (%lld)", R->o.checkpoint,
+             (long long)R->state.iteration, (long long)R->o.iterations);
+  R->k0 = R->state.iteration;
+  R->rep.resumed = R->k0;
+  R->rep.iterations = R->k0;
+  return CTR_OK;
+}
+
+/* After iteration k with residual res of x: report, callback, checkpoint,
+ * stopping tests, cancellation. */
+static ctr_status epilogue(run *R, int64_t k, double res, const ctr__vec *x) {
+  ctr_projector *P = R->P;
+  R->rep.iterations = k;
+  R->rep.residual = res;
+  ctr_iterate_info info;
+  info.iteration = k;
+  info.iterations = R->o.iterations;
+  info.residual = res;
+  info.relative_residual = R->rep.norm_b > 0 ? res / R->rep.norm_b : 0.0;
+  info.error = -1.0;
+  if (R->truth.data) {
+    double d2;
+    CTR_CHECK(ctr__vec_dist2(P, x, &R->truth, &d2));
+    info.error = R->norm_truth > 0 ? sqrt(d2) / R->norm_truth : sqrt(d2);
+  }
+  info.seconds = ctr__now_s() - R->t0;
+  if (R->o.on_iteration && R->o.on_iteration(R->o.user, &info)) {
+    R->stop = 1;
+    R->rep.stop = CTR_ITERATE_STOP_CALLBACK;
+  }
+  if (!R->stop && R->o.tolerance > 0 && res <= R->o.tolerance * R->rep.norm_b) {
+    R->stop = 1;
+    R->rep.stop = CTR_ITERATE_STOP_TOLERANCE;
+  }
+  if (!R->stop && k >= R->o.iterations) {
+    R->stop = 1;
+    R->rep.stop = CTR_ITERATE_STOP_ITERATIONS;
+  }
+  if (R->o.checkpoint && (k % R->o.checkpoint_every == 0 || R->stop)) {
+    R->state.iteration = k;
+    CTR_CHECK(ctr__it_checkpoint_write(P, R->o.checkpoint, &R->fp, &R->state));
+  }
+  return ctr__progress(P->ctx, "iterate", (double)k / (double)R->o.iterations);
+}
+
+/* ---- SIRT ------------------------------------------------------------------------ */
+
+/* Rays shorter than half the smallest voxel get no weight (their 1 / length
+ * would amplify noise), as TIGRE does (Biguri et al. 2016). */
+static float row_threshold(const ctr_projector *P) {
+  double m = P->vox[0];
+  if (P->vox[1] < m) m = P->vox[1];
+  if (P->vox[2] < m) m = P->vox[2];
+  return (float)(0.5 * m);
+}
+
+/* Rw = 1 / (A 1) over every slot (unless Rw is NULL) and C = 1 / (A^T 1)
+ * of slots [w0, w1), with tmp_v and tmp_p as scratch. */
+static ctr_status weights(run *R, ctr__vec *Rw, ctr__vec *C, ctr__vec *tmp_v, ctr__vec *tmp_p,
+                          int64_t w0, int64_t w1) {
+  ctr_projector *P = R->P;
+  const int64_t npix = P->nu * P->nv;
+  if (Rw) {
+    CTR_CHECK(ctr__vec_fill(P, tmp_v, 1.0f));
+    CTR_CHECK(ctr__proj_forward(P, tmp_v, tmp_p, 0, P->nviews));
+    CTR_CHECK(ctr__vec_recip(P, Rw, tmp_p, row_threshold(P)));
+  }
+  ctr__vec rows = ctr__vec_part(tmp_p, w0 * npix, (w1 - w0) * npix);
+  CTR_CHECK(ctr__vec_fill(P, &rows, 1.0f));
+  CTR_CHECK(ctr__proj_adjoint(P, tmp_p, tmp_v, w0, w1));
+  return ctr__vec_recip(P, C, tmp_v, 0.0f);
+}
+
+/* r = b - A x over slots [w0, w1); *res2 = ||r||^2 there. */
+static ctr_status residual(run *R, const ctr__vec *x, const ctr__vec *b, ctr__vec *r, int64_t w0,
+                           int64_t w1, double *res2) {
+  const int64_t npix = R->P->nu * R->P->nv;
+  CTR_CHECK(ctr__proj_forward(R->P, x, r, w0, w1));
+  ctr__vec rs = ctr__vec_part(r, w0 * npix, (w1 - w0) * npix);
+  ctr__vec bs = ctr__vec_part(b, w0 * npix, (w1 - w0) * npix);
+  CTR_CHECK(ctr__vec_comb(R->P, &rs, 1.0f, &bs, -1.0f, &rs));
+  return ctr__vec_dot(R->P, &rs, &rs, res2);
+}
+
+/* x += lambda C A^T (R r) over slots [w0, w1) of r, then the constraint. */
+static ctr_status sart_step(run *R, ctr__vec *x, ctr__vec *r, const ctr__vec *Rw, const ctr__vec *C,
+                            ctr__vec *t, int64_t w0, int64_t w1) {
+  ctr_projector *P = R->P;
+  const int64_t npix = P->nu * P->nv;
+  ctr__vec rs = ctr__vec_part(r, w0 * npix, (w1 - w0) * npix);
+  ctr__vec ws = ctr__vec_part(Rw, w0 * npix, (w1 - w0) * npix);
+  CTR_CHECK(ctr__vec_mul(P, &rs, &rs, &ws));
+  CTR_CHECK(ctr__proj_adjoint(P, r, t, w0, w1));
+  CTR_CHECK(ctr__vec_mul(P, t, t, C));
+  CTR_CHECK(ctr__vec_comb(P, x, 1.0f, x, (float)R->o.relaxation, t));
+  if (R->lo > -INFINITY || R->hi < INFINITY) CTR_CHECK(ctr__vec_clip(P, x, R->lo, R->hi));
+  return CTR_OK;
+}
+
+/* The vectors SIRT and OS-SART share (x, a volume t; b, R, r), b loaded,
+ * the state (x) resumed or x0 made. */
+static ctr_status sart_begin(run *R, const float *proj, float *vol, ctr__vec *x, ctr__vec *t,
+                             ctr__vec *b, ctr__vec *Rw, ctr__vec *r) {
+  CTR_CHECK(x_vec(R, vol, x));
+  CTR_CHECK(vol_vec(R, t));
+  CTR_CHECK(proj_vec(R, b));
+  CTR_CHECK(proj_vec(R, Rw));
+  CTR_CHECK(proj_vec(R, r));
+  R->state.nvec = 1;
+  R->state.vec[0] = x;
+  CTR_CHECK(load_b(R, proj, b));
+  CTR_CHECK(maybe_resume(R));
+  return R->k0 ? CTR_OK : init_x(R, proj, vol, x);
+}
+
+/* SIRT (Gregor and Benson 2008): x += lambda C A^T R (b - A x). The
+ * residual of each new x is the next iteration's first step. */
+static ctr_status sirt(run *R, const float *proj, float *vol) {
+  ctr__vec x = {0}, C = {0}, t = {0}, b = {0}, Rw = {0}, r = {0};
+  ctr_status st = CTR_OK;
+  const int64_t nw = R->P->nviews;
+  CTR_CHECK_GOTO(st, vol_vec(R, &C));
+  CTR_CHECK_GOTO(st, sart_begin(R, proj, vol, &x, &t, &b, &Rw, &r));
+  CTR_CHECK_GOTO(st, weights(R, &Rw, &C, &t, &r, 0, nw));
+  double res2;
+  CTR_CHECK_GOTO(st, residual(R, &x, &b, &r, 0, nw, &res2));
+  R->rep.initial_residual = R->k0 ? R->state.scalars[0] : sqrt(res2);
+  R->state.scalars[0] = R->rep.initial_residual;
+  for (int64_t k = R->k0 + 1; k <= R->o.iterations && !R->stop; k++) {
+    CTR_CHECK_GOTO(st, sart_step(R, &x, &r, &Rw, &C, &t, 0, nw));
+    CTR_CHECK_GOTO(st, residual(R, &x, &b, &r, 0, nw, &res2));
+    CTR_CHECK_GOTO(st, epilogue(R, k, sqrt(res2), &x));
+  }
+  CTR_CHECK_GOTO(st, x_out(R, &x, vol));
+cleanup:
+  vfree(R, &x, vol);
+  ctr__vec_free(R->P, &C);
+  ctr__vec_free(R->P, &t);
+  ctr__vec_free(R->P, &b);
+  ctr__vec_free(R->P, &Rw);
+  ctr__vec_free(R->P, &r);
+  return st;
+}
+
+/* ---- OS-SART ------------------------------------------------------------------------ */
+
+/* OS-SART (Andersen and Kak 1984; Wang and Jiang 2004): the SIRT step on
+ * one subset of views at a time, each subset with its own column sums.
+ * Subset s holds views s, s + S, s + 2S, ...; the slots are ordered subset
+ * after subset so that each is a range. */
+static ctr_status os_sart(run *R, const float *proj, float *vol) {
+  ctr_projector *P = R->P;
+  const int64_t S = R->o.subsets, nw = P->nviews;
+  ctr__vec x = {0}, t = {0}, b = {0}, Rw = {0}, r = {0};
+  ctr__vec *C = ctr__calloc((size_t)S, sizeof(ctr__vec), "subset weights");
+  int64_t *order = ctr__malloc(sizeof(int64_t) * (size_t)nw, "subset order");
+  int64_t *start = ctr__malloc(sizeof(int64_t) * (size_t)(S + 1), "subset order");
+  ctr_status st = CTR_OK;
+  if (!C || !order || !start) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "OS-SART subsets");
+  int64_t w = 0;
+  for (int64_t s = 0; s < S; s++) {
+    start[s] = w;
+    for (int64_t v = s; v < nw; v += S) order[w++] = v;
+  }
+  start[S] = w;
+  CTR_CHECK_GOTO(st, ctr__proj_set_order(P, order));
+  for (int64_t s = 0; s < S; s++) CTR_CHECK_GOTO(st, vol_vec(R, &C[s]));
+  CTR_CHECK_GOTO(st, sart_begin(R, proj, vol, &x, &t, &b, &Rw, &r));
+  CTR_CHECK_GOTO(st, weights(R, &Rw, &C[0], &t, &r, 0, start[1]));
+  for (int64_t s = 1; s < S; s++)
+    CTR_CHECK_GOTO(st, weights(R, NULL, &C[s], &t, &r, start[s], start[s + 1]));
+  if (R->k0) {
+    R->rep.initial_residual = R->state.scalars[0];
+  } else {
+    double res2;
+    CTR_CHECK_GOTO(st, residual(R, &x, &b, &r, 0, nw, &res2));
+    R->rep.initial_residual = sqrt(res2);
+  }
+  R->state.scalars[0] = R->rep.initial_residual;
+  for (int64_t k = R->k0 + 1; k <= R->o.iterations && !R->stop; k++) {
+    double acc = 0.0;
+    for (int64_t s = 0; s < S; s++) {
+      double res2;
+      CTR_CHECK_GOTO(st, residual(R, &x, &b, &r, start[s], start[s + 1], &res2));
+      acc += res2;
+      CTR_CHECK_GOTO(st, sart_step(R, &x, &r, &Rw, &C[s], &t, start[s], start[s + 1]));
+    }
+    CTR_CHECK_GOTO(st, epilogue(R, k, sqrt(acc), &x));
+  }
+  CTR_CHECK_GOTO(st, x_out(R, &x, vol));
+cleanup:
+  ctr__proj_set_order(P, NULL);
+  vfree(R, &x, vol);
+  ctr__vec_free(P, &t);
+  for (int64_t s = 0; C && s < S; s++) ctr__vec_free(P, &C[s]);
+  ctr__vec_free(P, &b);
+  ctr__vec_free(P, &Rw);
+  ctr__vec_free(P, &r);
+  free(C);
+  free(order);
+  free(start);
+  return st;
+}
+
+/* ---- CGLS ------------------------------------------------------------------------------ */
+
+/* CGLS (Hestenes and Stiefel 1952; Bjorck 1996, Algorithm 7.4.1): conjugate
+ * gradients on A^T A x = A^T b with the residual r = b - A x updated by
+ * recurrence; ||r_k|| decreases monotonically. */
+static ctr_status cgls(run *R, const float *proj, float *vol) {
+  ctr_projector *P = R->P;
+  ctr__vec x = {0}, pv = {0}, s = {0}, r = {0}, q = {0};
+  ctr_status st = CTR_OK;
+  CTR_CHECK_GOTO(st, x_vec(R, vol, &x));
+  CTR_CHECK_GOTO(st, vol_vec(R, &pv));
+  CTR_CHECK_GOTO(st, vol_vec(R, &s));
+  CTR_CHECK_GOTO(st, proj_vec(R, &r));
+  CTR_CHECK_GOTO(st, proj_vec(R, &q));
+  R->state.nvec = 3;
+  R->state.vec[0] = &x;
+  R->state.vec[1] = &r;
+  R->state.vec[2] = &pv;
+  CTR_CHECK_GOTO(st, load_b(R, proj, &r));
+  CTR_CHECK_GOTO(st, maybe_resume(R));
+  double gamma;
+  if (R->k0) {
+    gamma = R->state.scalars[0];
+    R->rep.initial_residual = R->state.scalars[1];
+  } else {
+    CTR_CHECK_GOTO(st, init_x(R, proj, vol, &x));
+    CTR_CHECK_GOTO(st, forward(R, &x, &q));
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &r, 1.0f, &r, -1.0f, &q));
+    CTR_CHECK_GOTO(st, adjoint(R, &r, &s));
+    CTR_CHECK_GOTO(st, ctr__vec_copy(P, &pv, &s));
+    CTR_CHECK_GOTO(st, ctr__vec_dot(P, &s, &s, &gamma));
+    CTR_CHECK_GOTO(st, norm(R, &r, &R->rep.initial_residual));
+  }
+  R->state.scalars[1] = R->rep.initial_residual;
+  R->rep.residual = R->rep.initial_residual;
+  for (int64_t k = R->k0 + 1; k <= R->o.iterations && !R->stop; k++) {
+    if (!(gamma > 0)) {
+      R->stop = 1;
+      R->rep.stop = CTR_ITERATE_STOP_CONVERGED;
+      break;
+    }
+    double delta, gnew, res;
+    CTR_CHECK_GOTO(st, forward(R, &pv, &q));
+    CTR_CHECK_GOTO(st, ctr__vec_dot(P, &q, &q, &delta));
+    if (!(delta > 0)) {
+      R->stop = 1;
+      R->rep.stop = CTR_ITERATE_STOP_CONVERGED;
+      break;
+    }
+    const double alpha = gamma / delta;
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &x, 1.0f, &x, (float)alpha, &pv));
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &r, 1.0f, &r, (float)-alpha, &q));
+    CTR_CHECK_GOTO(st, adjoint(R, &r, &s));
+    CTR_CHECK_GOTO(st, ctr__vec_dot(P, &s, &s, &gnew));
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &pv, 1.0f, &s, (float)(gnew / gamma), &pv));
+    gamma = gnew;
+    R->state.scalars[0] = gamma;
+    CTR_CHECK_GOTO(st, norm(R, &r, &res));
+    CTR_CHECK_GOTO(st, epilogue(R, k, res, &x));
+  }
+  CTR_CHECK_GOTO(st, x_out(R, &x, vol));
+cleanup:
+  vfree(R, &x, vol);
+  ctr__vec_free(P, &pv);
+  ctr__vec_free(P, &s);
+  ctr__vec_free(P, &r);
+  ctr__vec_free(P, &q);
+  return st;
+}
+
+/* ---- FISTA-TV ------------------------------------------------------------------------- */
+
+static void swap(ctr__vec *a, ctr__vec *b) {
+  const ctr__vec t = *a;
+  *a = *b;
+  *b = t;
+}
+
+/* ||A||^2 by power iteration on A^T A from a volume of ones (the matrix is
+ * non-negative, so the start has a large component along the top singular
+ * vector), with Z, G, y as scratch. */
+static ctr_status lipschitz(run *R, ctr__vec *Z, ctr__vec *G, ctr__vec *y, double *L) {
+  ctr_projector *P = R->P;
+  double est = 0.0;
+  CTR_CHECK(ctr__vec_fill(P, Z, 1.0f));
+  for (int64_t it = 0; it < R->o.power_iterations; it++) {
+    double zn, gn;
+    CTR_CHECK(norm(R, Z, &zn));
+    CTR_CHECK(forward(R, Z, y));
+    CTR_CHECK(adjoint(R, y, G));
+    CTR_CHECK(norm(R, G, &gn));
+    if (!(gn > 0 && zn > 0))
+      CTR_FAIL(CTR_E_GEOMETRY, "the projector sees no voxel (A^T A of ones is 0)");
+    est = gn / zn;
+    CTR_CHECK(ctr__vec_comb(P, Z, (float)(1.0 / gn), G, 0.0f, NULL));
+  }
+  *L = LIPSCHITZ_MARGIN * est;
+  return CTR_OK;
+}
+
+/* The prox of W TV plus the constraint of g into z (Beck and Teboulle 2009b,
+ * GP: gradient projection on the dual P, warm-started across iterations). */
+static ctr_status tv_prox(run *R, ctr__vec *z, const ctr__vec *g, ctr__vec *Pd) {
+  ctr_projector *P = R->P;
+  const float mu = (float)R->o.tv_weight;
+  if (!(mu > 0)) {
+    CTR_CHECK(ctr__vec_copy(P, z, g));
+    if (R->lo > -INFINITY || R->hi < INFINITY) CTR_CHECK(ctr__vec_clip(P, z, R->lo, R->hi));
+    return CTR_OK;
+  }
+  const float tau = (float)(1.0 / (12.0 * R->o.tv_weight));
+  for (int64_t it = 0; it < R->o.tv_iterations; it++) {
+    CTR_CHECK(ctr__vec_tv_primal(P, z, g, Pd, mu, R->lo, R->hi));
+    CTR_CHECK(ctr__vec_tv_dual(P, Pd, z, tau));
+  }
+  return ctr__vec_tv_primal(P, z, g, Pd, mu, R->lo, R->hi);
+}
+
+/* FISTA (Beck and Teboulle 2009a) on (1 / 2L) ||A x - b||^2 + W TV(x) over
+ * the constraint set: y_k -> g = y_k - A^T (A y_k - b) / L -> x_k = prox(g),
+ * then the momentum step. A y_{k+1} comes from A x_k and A x_{k-1} by
+ * linearity, so each iteration projects once forward (A x_k, whose residual
+ * is reported) and once back. */
+static ctr_status fista(run *R, const float *proj, float *vol) {
+  ctr_projector *P = R->P;
+  ctr__vec X = {0}, G = {0}, Z = {0}, Pd = {0}, b = {0}, AX = {0}, AY = {0};
+  ctr_status st = CTR_OK;
+  const int tv = R->o.tv_weight > 0;
+  CTR_CHECK_GOTO(st, x_vec(R, vol, &X));
+  CTR_CHECK_GOTO(st, vol_vec(R, &G));
+  CTR_CHECK_GOTO(st, vol_vec(R, &Z));
+  if (tv) CTR_CHECK_GOTO(st, ctr__vec_alloc(P, 3 * R->nvol, R->vdev, &Pd));
+  CTR_CHECK_GOTO(st, proj_vec(R, &b));
+  CTR_CHECK_GOTO(st, proj_vec(R, &AX));
+  CTR_CHECK_GOTO(st, proj_vec(R, &AY));
+  /* State: x_k, y_{k+1}, A x_k, A y_{k+1}, the dual; t_{k+1}, L, res0. */
+  int nv = 0;
+  R->state.vec[nv++] = &X;
+  R->state.vec[nv++] = &G;
+  R->state.vec[nv++] = &AX;
+  R->state.vec[nv++] = &AY;
+  if (tv) R->state.vec[nv++] = &Pd;
+  R->state.nvec = nv;
+  CTR_CHECK_GOTO(st, load_b(R, proj, &b));
+  CTR_CHECK_GOTO(st, maybe_resume(R));
+  double t = 1.0, L = 0.0;
+  if (R->k0) {
+    t = R->state.scalars[0];
+    L = R->state.scalars[1];
+    R->rep.initial_residual = R->state.scalars[2];
+  } else {
+    CTR_CHECK_GOTO(st, lipschitz(R, &Z, &G, &AY, &L));
+    CTR_CHECK_GOTO(st, init_x(R, proj, vol, &X));
+    CTR_CHECK_GOTO(st, forward(R, &X, &AX));
+    CTR_CHECK_GOTO(st, ctr__vec_copy(P, &AY, &AX));
+    CTR_CHECK_GOTO(st, ctr__vec_copy(P, &G, &X));
+    if (tv) CTR_CHECK_GOTO(st, ctr__vec_fill(P, &Pd, 0.0f));
+    t = 1.0;
+    double d2;
+    CTR_CHECK_GOTO(st, ctr__vec_dist2(P, &AX, &b, &d2));
+    R->rep.initial_residual = sqrt(d2);
+  }
+  R->rep.lipschitz = L;
+  R->state.scalars[1] = L;
+  R->state.scalars[2] = R->rep.initial_residual;
+  for (int64_t k = R->k0 + 1; k <= R->o.iterations && !R->stop; k++) {
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &AY, 1.0f, &AY, -1.0f, &b)); /* A y - b */
+    CTR_CHECK_GOTO(st, adjoint(R, &AY, &Z));
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &G, 1.0f, &G, (float)(-1.0 / L), &Z));
+    CTR_CHECK_GOTO(st, tv_prox(R, &Z, &G, &Pd)); /* x_k */
+    CTR_CHECK_GOTO(st, forward(R, &Z, &AY));     /* A x_k */
+    double d2;
+    CTR_CHECK_GOTO(st, ctr__vec_dist2(P, &AY, &b, &d2));
+    const double tn = 0.5 * (1.0 + sqrt(1.0 + 4.0 * t * t)), c = (t - 1.0) / tn;
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &G, (float)(1.0 + c), &Z, (float)-c, &X));
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &AX, (float)(1.0 + c), &AY, (float)-c, &AX));
+    swap(&AX, &AY); /* AX = A x_k, AY = A y_{k+1} */
+    swap(&X, &Z);   /* X = x_k */
+    t = tn;
+    R->state.scalars[0] = t;
+    CTR_CHECK_GOTO(st, epilogue(R, k, sqrt(d2), &X));
+  }
+  CTR_CHECK_GOTO(st, x_out(R, &X, vol));
+cleanup:
+  vfree(R, &X, vol);
+  vfree(R, &G, vol);
+  vfree(R, &Z, vol);
+  ctr__vec_free(P, &Pd);
+  ctr__vec_free(P, &b);
+  ctr__vec_free(P, &AX);
+  ctr__vec_free(P, &AY);
+  return st;
+}
+
+/* ---- Entry point ------------------------------------------------------------------------ */
+
+ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const float *proj,
+                       float *vol, ctr_iterate_report *report) {
+  if (!p || !proj || !vol) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate: NULL argument");
+  if (report) CTR_CHECK(ctr__struct_check(&ctr__struct_iterate_report, report));
+  run R;
+  memset(&R, 0, sizeof R);
+  R.P = p;
+  R.rep = report_defaults;
+  R.t0 = ctr__now_s();
+  CTR_CHECK(resolve(p, opts, &R.o));
+  R.nvol = ctr__proj_vol_count(p);
+  R.nproj = ctr__proj_proj_count(p);
+  uint64_t gpu_budget = R.o.gpu_budget, host_budget = R.o.host_budget;
+  if ((p->device == CTR_DEVICE_CUDA && !gpu_budget) || !host_budget) {
+    uint64_t g = 0, h = 0;
+    CTR_CHECK(ctr_plan_default_budgets(p->ctx, p->device == CTR_DEVICE_CUDA ? &g : NULL, &h));
+    if (!gpu_budget) gpu_budget = g;
+    if (!host_budget) host_budget = h;
+  }
+  int64_t nv, nq;
+  ctr__it_vectors(&R.o, &nv, &nq);
+  const int64_t max_slab = R.o.max_slab_slices ? R.o.max_slab_slices : p->o.max_slab_slices;
+  CTR_CHECK(ctr__it_plan(p, nv, nq, p->o.pair == CTR_PAIR_FAST, p->device, gpu_budget,
+                         host_budget, max_slab, &R.plan));
+  R.rep.plan = R.plan;
+  ctr__proj_use(p, &R.plan);
+  CTR_CHECK(ctr__proj_set_order(p, NULL));
+  R.vdev = R.plan.placement == CTR_PLACE_DEVICE;
+  R.pdev = R.vdev || R.plan.placement == CTR_PLACE_PROJ_DEVICE;
+  R.lo = R.o.nonneg ? 0.0f : -INFINITY;
+  R.hi = INFINITY;
+  if (R.o.box) {
+    if ((float)R.o.lower > R.lo) R.lo = (float)R.o.lower;
+    R.hi = (float)R.o.upper;
+  }
+  fingerprint(&R);
+  p->seconds_forward = p->seconds_adjoint = 0;
+  p->views_forward = p->views_adjoint = 0;
+  char plan[512];
+  ctr_iterate_plan_describe(&R.plan, plan, sizeof plan);
+  ctr__log(p->ctx, CTR_LOG_DEBUG, "%s: %s", ctr_iterate_algorithm_name(R.o.algorithm), plan);
+  ctr_status st = CTR_OK;
+#if CTR_HAVE_CUDA
+  int pinned = 0;
+  /* The caller's volume is the iterate when volumes stay in host memory:
+   * pinned for the run, its slabs move at full speed. */
+  if (p->device == CTR_DEVICE_CUDA && !R.vdev)
+    pinned = ctr__it_cuda_pin(p, vol, sizeof(float) * (size_t)R.nvol);
+#endif
+  if (R.o.truth) {
+    CTR_CHECK_GOTO(st, vol_vec(&R, &R.truth));
+    CTR_CHECK_GOTO(st, ctr__vec_upload(p, &R.truth, R.o.truth));
+    CTR_CHECK_GOTO(st, norm(&R, &R.truth, &R.norm_truth));
+  }
+  switch (R.o.algorithm) {
+  case CTR_ITERATE_SIRT: st = sirt(&R, proj, vol); break;
+  case CTR_ITERATE_CGLS: st = cgls(&R, proj, vol); break;
+  case CTR_ITERATE_OS_SART: st = os_sart(&R, proj, vol); break;
+  case CTR_ITERATE_FISTA_TV: st = fista(&R, proj, vol); break;
+  }
+  if (st == CTR_OK) {
+    R.rep.out_nonfinite = ctr__values_sanitize(vol, R.nvol);
+    st = ctr__values_report(p->ctx, R.o.strict, R.rep.out_nonfinite, "the reconstruction");
+  }
+cleanup:
+#if CTR_HAVE_CUDA
+  if (pinned) ctr__it_cuda_unpin(p, vol);
+#endif
+  ctr__vec_free(p, &R.truth);
+  R.rep.seconds_forward = p->seconds_forward;
+  R.rep.seconds_adjoint = p->seconds_adjoint;
+  R.rep.forward_calls = p->views_forward / (p->nviews > 0 ? p->nviews : 1);
+  R.rep.adjoint_calls = p->views_adjoint / (p->nviews > 0 ? p->nviews : 1);
+  R.rep.seconds_total = ctr__now_s() - R.t0;
+  if (report) ctr__struct_store(&ctr__struct_iterate_report, report, &R.rep); /* its version */
+  return st;
+}

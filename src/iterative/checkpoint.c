@@ -1,0 +1,147 @@
+/* Checkpoints of iterative runs: the state after a finished iteration (its
+ * vectors and scalars) in one file, written under a temporary name and
+ * renamed into place, so that the file on disk is always a whole state. A
+ * resume checks that the checkpoint belongs to the same problem (sizes and
+ * every option that changes the mathematics) and that its bytes are intact
+ * (CRC-32).
+ *
+ * Layout (little-endian): "CTRITER1", the fingerprint (14 int64, 4
+ * double), the finished iterations, the vector count, CTR__IT_SCALARS
+ * doubles, each vector's length (int64), the vectors (float32), the CRC-32
+ * of everything before it (uint32). */
+#include "iterative/iterative.h"
+#include "io/io_internal.h"
+
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define MAGIC "CTRITER1"
+#define STAGE_FLOATS ((int64_t)1 << 22)
+
+typedef struct header {
+  char magic[8];
+  int64_t ints[14];
+  double reals[4];
+  int64_t iteration, nvec;
+  double scalars[CTR__IT_SCALARS];
+  int64_t len[CTR__IT_MAX_STATE];
+} header;
+
+static void fill_fp(const ctr__it_fingerprint *fp, header *h) {
+  const int64_t ints[14] = {fp->algorithm, fp->n[0], fp->n[1], fp->n[2], fp->nu, fp->nv,
+                            fp->nviews, fp->subsets, fp->tv_iterations, fp->nonneg, fp->box,
+                            fp->pair, 0, 0};
+  const double reals[4] = {fp->relaxation, fp->tv_weight, fp->lower, fp->upper};
+  memcpy(h->ints, ints, sizeof ints);
+  memcpy(h->reals, reals, sizeof reals);
+}
+
+ctr_status ctr__it_checkpoint_write(ctr_projector *p, const char *path,
+                                    const ctr__it_fingerprint *fp, const ctr__it_state *s) {
+  header h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, MAGIC, 8);
+  fill_fp(fp, &h);
+  h.iteration = s->iteration;
+  h.nvec = s->nvec;
+  memcpy(h.scalars, s->scalars, sizeof h.scalars);
+  for (int i = 0; i < s->nvec; i++) h.len[i] = s->vec[i]->n;
+  ctr__atomic_file f = CTR__ATOMIC_FILE_INIT;
+  float *stage = NULL;
+  ctr_status st = ctr__atomic_create(&f, path);
+  if (st != CTR_OK) return st;
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32(crc, (const Bytef *)&h, sizeof h);
+  CTR_CHECK_GOTO(st, ctr__pwrite_full(f.fd, &h, sizeof h, 0, path));
+  int64_t off = (int64_t)sizeof h;
+  stage = ctr__malloc(sizeof(float) * (size_t)STAGE_FLOATS, "checkpoint staging");
+  if (!stage) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "checkpoint staging");
+  for (int i = 0; i < s->nvec; i++)
+    for (int64_t a = 0; a < s->vec[i]->n; a += STAGE_FLOATS) {
+      const int64_t m = a + STAGE_FLOATS < s->vec[i]->n ? STAGE_FLOATS : s->vec[i]->n - a;
+      ctr__vec part = ctr__vec_part(s->vec[i], a, m);
+      CTR_CHECK_GOTO(st, ctr__vec_download(p, stage, &part));
+      crc = crc32(crc, (const Bytef *)stage, (uInt)(m * 4));
+      CTR_CHECK_GOTO(st, ctr__pwrite_full(f.fd, stage, (size_t)m * 4, off, path));
+      off += m * 4;
+    }
+  const uint32_t c32 = (uint32_t)crc;
+  CTR_CHECK_GOTO(st, ctr__pwrite_full(f.fd, &c32, sizeof c32, off, path));
+  st = ctr__atomic_commit(&f);
+cleanup:
+  free(stage);
+  ctr__atomic_discard(&f);
+  return st;
+}
+
+static const char *const FP_NAMES[14] = {
+    "algorithm", "nx", "ny", "nz", "nu", "nv", "views", "subsets", "tv_iterations", "nonneg",
+    "box", "pair", "-", "-"};
+static const char *const FP_REAL_NAMES[4] = {"relaxation", "tv_weight", "lower", "upper"};
+
+ctr_status ctr__it_checkpoint_read(ctr_projector *p, const char *path,
+                                   const ctr__it_fingerprint *fp, ctr__it_state *s) {
+  int fd = -1;
+  int64_t size = 0;
+  float *stage = NULL;
+  header h, want;
+  ctr_status st = ctr__file_open_read(path, &fd, &size);
+  if (st != CTR_OK) return st;
+  if (size < (int64_t)sizeof h + 4)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s': %lld bytes, too short for a checkpoint", path,
+                  (long long)size);
+  CTR_CHECK_GOTO(st, ctr__pread_full(fd, &h, sizeof h, 0, path));
+  if (memcmp(h.magic, MAGIC, 8))
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' is not a ctrecon iterate checkpoint", path);
+  memset(&want, 0, sizeof want);
+  fill_fp(fp, &want);
+  for (int i = 0; i < 14; i++)
+    if (h.ints[i] != want.ints[i])
+      CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s' belongs to another run: its %s is %lld, this "
+                    "run's %lld", path, FP_NAMES[i], (long long)h.ints[i], (long long)want.ints[i]);
+  for (int i = 0; i < 4; i++)
+    if (memcmp(&h.reals[i], &want.reals[i], sizeof(double)))
+      CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s' belongs to another run: its %s is %.17g, "
+                    "this run's %.17g", path, FP_REAL_NAMES[i], h.reals[i], want.reals[i]);
+  if (h.nvec != s->nvec)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s': %lld vectors, expected %d", path,
+                  (long long)h.nvec, s->nvec);
+  int64_t expect = (int64_t)sizeof h + 4;
+  for (int i = 0; i < s->nvec; i++) {
+    if (h.len[i] != s->vec[i]->n)
+      CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s': vector %d holds %lld values, expected %lld",
+                    path, i, (long long)h.len[i], (long long)s->vec[i]->n);
+    expect += 4 * h.len[i];
+  }
+  if (size != expect)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s': %lld bytes, expected %lld (cut short?)", path,
+                  (long long)size, (long long)expect);
+  if (h.iteration < 0)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s': iteration %lld", path, (long long)h.iteration);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32(crc, (const Bytef *)&h, sizeof h);
+  stage = ctr__malloc(sizeof(float) * (size_t)STAGE_FLOATS, "checkpoint staging");
+  if (!stage) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "checkpoint staging");
+  int64_t off = (int64_t)sizeof h;
+  for (int i = 0; i < s->nvec; i++)
+    for (int64_t a = 0; a < s->vec[i]->n; a += STAGE_FLOATS) {
+      const int64_t m = a + STAGE_FLOATS < s->vec[i]->n ? STAGE_FLOATS : s->vec[i]->n - a;
+      CTR_CHECK_GOTO(st, ctr__pread_full(fd, stage, (size_t)m * 4, off, path));
+      crc = crc32(crc, (const Bytef *)stage, (uInt)(m * 4));
+      ctr__vec part = ctr__vec_part(s->vec[i], a, m);
+      CTR_CHECK_GOTO(st, ctr__vec_upload(p, &part, stage));
+      off += m * 4;
+    }
+  uint32_t c32 = 0;
+  CTR_CHECK_GOTO(st, ctr__pread_full(fd, &c32, sizeof c32, off, path));
+  if (c32 != (uint32_t)crc)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s' is damaged (CRC-32 mismatch): delete it and "
+                  "start over", path);
+  s->iteration = h.iteration;
+  memcpy(s->scalars, h.scalars, sizeof h.scalars);
+cleanup:
+  free(stage);
+  if (fd >= 0) close(fd);
+  return st;
+}

@@ -1,0 +1,480 @@
+/* The CUDA backend of the iterative projector: Joseph forward projection
+ * (one thread per ray, software bilinear samples of zero-padded plane
+ * stacks), its exact adjoint (one thread per voxel gathering the rays of its
+ * footprints from per-batch ray tables), both with the maths and the bits of
+ * itmath.h; and the driver that runs them for every placement of the
+ * vectors: volume and projections on the GPU (DEVICE), projections on the
+ * GPU and the volume streamed slab by slab (PROJ_DEVICE), or both streamed,
+ * slabs times blocks of views (STREAMED). Per voxel the adjoint adds its views
+ * in slot order whatever the placement, so its result does not depend on
+ * the plan; the forward projection adds a ray's slabs in order.
+ *
+ * Design and expected speed: bench/NOTES.md ("Iterative projector"). */
+#include <cuda_runtime.h>
+#include <string.h>
+
+#include "gpu/cuda_util.h"
+#include "iterative/iterative.h"
+
+/* Threads per block of the projection kernels: 32 detector columns x 4 rows
+ * (forward: a warp's rays cross neighbouring voxels of each plane, so its
+ * loads of a plane row are contiguous) and 32 x 4 voxels (adjoint: a warp's
+ * voxels have neighbouring footprints, so their table reads coalesce). */
+#define FWD_BX 32
+#define FWD_BY 4
+#define ADJ_BX 32
+#define ADJ_BY 4
+/* Views of one adjoint launch (their matrices sit in shared memory). */
+#define ADJ_MAX_BATCH 64
+#define MAX_GRID_Z 65535
+
+typedef struct it_cuda {
+  cudaStream_t s;
+  ctr__it_view *d_views; /* the projector's views in slot order */
+  int views_valid;
+  float *d_stacks;       /* two plane stacks of a slab */
+  size_t stacks_cap;     /* floats */
+  float *d_slab;         /* a slab of the volume (host volumes) */
+  size_t slab_cap;
+  float4 *d_line;        /* ray tables of an adjoint batch */
+  float2 *d_yf;
+  int *d_fam;
+  size_t table_cap;      /* rays */
+  float *d_block;        /* a block of views (STREAMED) */
+  size_t block_cap;
+  double *d_part;
+  unsigned long long *d_count;
+} it_cuda;
+
+/* The grid box of a launch (itmath.h's b0, b1) and the voxel size. */
+typedef struct it_grid {
+  double vox[3];
+  long long b0[3], b1[3];
+} it_grid;
+
+/* ---- State ------------------------------------------------------------------------ */
+
+void ctr__it_cuda_release(ctr_projector *p) {
+  it_cuda *c = (it_cuda *)p->cuda;
+  if (!c) return;
+  cudaSetDevice(p->gpu);
+  cudaFree(c->d_views);
+  cudaFree(c->d_stacks);
+  cudaFree(c->d_slab);
+  cudaFree(c->d_line);
+  cudaFree(c->d_yf);
+  cudaFree(c->d_fam);
+  cudaFree(c->d_block);
+  cudaFree(c->d_part);
+  cudaFree(c->d_count);
+  if (c->s) cudaStreamDestroy(c->s);
+  free(c);
+  p->cuda = NULL;
+}
+
+static ctr_status state(ctr_projector *p, it_cuda **out) {
+  ctr_status st = CTR_OK;
+  it_cuda *c = (it_cuda *)p->cuda;
+  if (!c) {
+    c = (it_cuda *)ctr__calloc(1, sizeof *c, "CUDA projector");
+    if (!c) return CTR_E_OUT_OF_MEMORY;
+    p->cuda = c;
+    /* A blocking stream: it waits for the vector operations of the default
+     * stream and they wait for it. */
+    CU(cudaStreamCreate(&c->s));
+    CU(cudaMalloc(&c->d_views, sizeof(ctr__it_view) * (size_t)p->nviews));
+    CU(cudaMalloc(&c->d_part, sizeof(double) * CTR__IT_RED_BLOCKS));
+    CU(cudaMalloc(&c->d_count, sizeof(unsigned long long)));
+  }
+  if (!c->views_valid || p->order_changed) {
+    ctr__it_view *h = (ctr__it_view *)ctr__malloc(sizeof(ctr__it_view) * (size_t)p->nviews, "views");
+    if (!h) return CTR_E_OUT_OF_MEMORY;
+    for (int64_t w = 0; w < p->nviews; w++) h[w] = p->views[p->order[w]];
+    const cudaError_t e = cudaMemcpy(c->d_views, h, sizeof(ctr__it_view) * (size_t)p->nviews,
+                                     cudaMemcpyHostToDevice);
+    free(h);
+    if (e != cudaSuccess) return ctr__cuda_status(e, "cudaMemcpy(views)");
+    c->views_valid = 1;
+    p->order_changed = 0;
+  }
+  *out = c;
+cleanup:
+  return st;
+}
+
+ctr_status ctr__it_cuda_scratch(ctr_projector *p, double **part, unsigned long long **count) {
+  it_cuda *c;
+  CTR_CHECK(state(p, &c));
+  *part = c->d_part;
+  *count = c->d_count;
+  return CTR_OK;
+}
+
+int ctr__it_cuda_pin(ctr_projector *p, void *ptr, size_t bytes) {
+  if (cudaSetDevice(p->gpu) != cudaSuccess) return cudaGetLastError(), 0;
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, ptr) == cudaSuccess && a.type == cudaMemoryTypeHost) return 0;
+  cudaGetLastError();
+  if (cudaHostRegister(ptr, bytes, cudaHostRegisterDefault) != cudaSuccess) return cudaGetLastError(), 0;
+  return 1;
+}
+
+void ctr__it_cuda_unpin(ctr_projector *p, void *ptr) {
+  cudaSetDevice(p->gpu);
+  if (cudaHostUnregister(ptr) != cudaSuccess) cudaGetLastError();
+}
+
+/* Grows a device buffer to hold n elements of `size` bytes. */
+static ctr_status reserve(void **buf, size_t *cap, size_t n, size_t size, const char *what) {
+  if (*cap >= n) return CTR_OK;
+  cudaFree(*buf);
+  *buf = NULL;
+  *cap = 0;
+  const cudaError_t e = cudaMalloc(buf, n * size);
+  if (e != cudaSuccess) return ctr__cuda_status(e, what);
+  *cap = n;
+  return CTR_OK;
+}
+
+/* ---- Plane stacks ------------------------------------------------------------------ */
+
+#define PAD CTR__IT_PAD
+#define PADS (2 * CTR__IT_PAD)
+
+/* sz: x fastest, then y, then z, zero-bordered on every axis. */
+__global__ void k_stack_z(const float *__restrict__ x, float *__restrict__ sz, int nx, int ny, int zs,
+                          int nxp, int nyp) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x, j = blockIdx.y, k = blockIdx.z;
+  if (i >= nxp) return;
+  const int xi = i - PAD, yj = j - PAD, zk = k - PAD;
+  const bool in = xi >= 0 && xi < nx && yj >= 0 && yj < ny && zk >= 0 && zk < zs;
+  sz[((long long)k * nyp + j) * nxp + i] = in ? x[((long long)zk * ny + yj) * nx + xi] : 0.0f;
+}
+
+/* sx: y fastest, then x, then z (the transpose of each slice), zero-bordered;
+ * through a shared tile so that reads and writes are both contiguous. */
+__global__ void k_stack_x(const float *__restrict__ x, float *__restrict__ sx, int nx, int ny, int zs,
+                          int nxp, int nyp) {
+  __shared__ float tile[32][33];
+  const int k = blockIdx.z, zk = k - PAD;
+  const int i0 = blockIdx.y * 32, j0 = blockIdx.x * 32; /* padded indices */
+  for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+    const int xi = i0 + threadIdx.x - PAD, yj = j0 + r - PAD;
+    const bool in = xi >= 0 && xi < nx && yj >= 0 && yj < ny && zk >= 0 && zk < zs;
+    tile[r][threadIdx.x] = in ? x[((long long)zk * ny + yj) * nx + xi] : 0.0f;
+  }
+  __syncthreads();
+  for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+    const int i = i0 + r, j = j0 + threadIdx.x;
+    if (i < nxp && j < nyp) sx[((long long)k * nxp + i) * nyp + j] = tile[threadIdx.x][r];
+  }
+}
+
+static ctr_status build_stacks(ctr_projector *p, it_cuda *c, const float *slab, int64_t zs) {
+  ctr_status st = CTR_OK;
+  const int nx = (int)p->n[0], ny = (int)p->n[1];
+  const int nxp = nx + PADS, nyp = ny + PADS, nzp = (int)zs + PADS;
+  const size_t per = (size_t)nxp * nyp * nzp;
+  CTR_CHECK(reserve((void **)&c->d_stacks, &c->stacks_cap, 2 * per, sizeof(float), "plane stacks"));
+  k_stack_z<<<dim3((nxp + 127) / 128, nyp, nzp), 128, 0, c->s>>>(slab, c->d_stacks, nx, ny, (int)zs,
+                                                                  nxp, nyp);
+  CU_LAUNCHED("k_stack_z");
+  k_stack_x<<<dim3((nyp + 31) / 32, (nxp + 31) / 32, nzp), dim3(32, 8), 0, c->s>>>(
+      slab, c->d_stacks + per, nx, ny, (int)zs, nxp, nyp);
+  CU_LAUNCHED("k_stack_x");
+cleanup:
+  return st;
+}
+
+/* ---- Forward projection --------------------------------------------------------------- */
+
+/* The ray of this thread's pixel (u, v) in view w: the block copies the view
+ * into shared memory (`view`), then each thread inside the detector sets up
+ * its ray for the grid box. Returns 0 for threads outside the detector.
+ * Blocks of FWD_BX x FWD_BY threads. */
+__device__ int block_ray(const ctr__it_view *__restrict__ views, long long w, ctr__it_view *view,
+                         int nu, int nv, const it_grid &grid, int *u, int *v, ctr__it_ray *r) {
+  const int t = threadIdx.y * FWD_BX + threadIdx.x;
+  if (t < (int)(sizeof(ctr__it_view) / sizeof(int)))
+    ((int *)view)[t] = ((const int *)(views + w))[t];
+  __syncthreads();
+  *u = blockIdx.x * FWD_BX + threadIdx.x;
+  *v = blockIdx.y * FWD_BY + threadIdx.y;
+  if (*u >= nu || *v >= nv) return 0;
+  const int64_t b0[3] = {grid.b0[0], grid.b0[1], grid.b0[2]};
+  const int64_t b1[3] = {grid.b1[0], grid.b1[1], grid.b1[2]};
+  ctr__it_ray_setup(view, grid.vox, b0, b1, (double)*u, (double)*v, r);
+  return 1;
+}
+
+/* One ray per thread: slots [w_launch, ...) of blockIdx.z; y holds slots
+ * from y_first on. The stacks are of slab [z0, z0 + zs). */
+__global__ void __launch_bounds__(FWD_BX *FWD_BY)
+    k_forward(const ctr__it_view *__restrict__ views, long long w_launch, long long y_first, int nu,
+              int nv, it_grid grid, const float *__restrict__ sz, const float *__restrict__ sx,
+              int nxp, int nyp, int z0, float *__restrict__ y, int accumulate) {
+  __shared__ ctr__it_view view;
+  const long long w = w_launch + blockIdx.z;
+  int u, v;
+  ctr__it_ray r;
+  if (!block_ray(views, w, &view, nu, nv, grid, &u, &v, &r)) return;
+  float sum = 0.0f;
+  if (r.lo <= r.hi) {
+    const long long pitch_z = (long long)nxp * nyp;
+    if (r.f == 0) {
+      const float *base = sx + (PAD * (long long)nxp + PAD) * nyp + PAD;
+      sum = ctr__it_ray_sum(base, nyp, (int)pitch_z, &r, r.lo, r.hi, 0, (float)z0);
+    } else {
+      const float *base = sz + (PAD * (long long)nyp + PAD) * nxp + PAD;
+      if (r.f == 1)
+        sum = ctr__it_ray_sum(base, nxp, (int)pitch_z, &r, r.lo, r.hi, 0, (float)z0);
+      else
+        sum = ctr__it_ray_sum(base, pitch_z, nxp, &r, r.lo, r.hi, z0, 0.0f);
+    }
+  }
+  const float value = CTR__FMUL(r.len, sum);
+  float *out = y + ((w - y_first) * nv + v) * (long long)nu + u;
+  *out = accumulate ? CTR__FADD(*out, value) : value;
+}
+
+static it_grid grid_of(const ctr_projector *p, int64_t z0, int64_t z1) {
+  it_grid g;
+  int64_t b0[3], b1[3];
+  ctr__proj_box(p, z0, z1, b0, b1);
+  for (int a = 0; a < 3; a++) {
+    g.vox[a] = p->vox[a];
+    g.b0[a] = b0[a];
+    g.b1[a] = b1[a];
+  }
+  return g;
+}
+
+/* Slots [w0, w1) of the slab in the stacks into y (slot y_first first). */
+static ctr_status launch_forward(ctr_projector *p, it_cuda *c, int64_t z0, int64_t zs, int64_t w0,
+                                 int64_t w1, float *y, int64_t y_first, int accumulate) {
+  ctr_status st = CTR_OK;
+  const int nx = (int)p->n[0], ny = (int)p->n[1], nxp = nx + PADS, nyp = ny + PADS;
+  const size_t per = (size_t)nxp * nyp * (size_t)(zs + PADS);
+  const it_grid g = grid_of(p, z0, z0 + zs);
+  for (int64_t a = w0; a < w1; a += MAX_GRID_Z) {
+    const int64_t n = w1 - a < MAX_GRID_Z ? w1 - a : MAX_GRID_Z;
+    const dim3 blocks((unsigned)((p->nu + FWD_BX - 1) / FWD_BX), (unsigned)((p->nv + FWD_BY - 1) / FWD_BY),
+                      (unsigned)n);
+    k_forward<<<blocks, dim3(FWD_BX, FWD_BY), 0, c->s>>>(
+        c->d_views, a, y_first, (int)p->nu, (int)p->nv, g, c->d_stacks, c->d_stacks + per, nxp,
+        nyp, (int)z0, y, accumulate);
+    CU_LAUNCHED("k_forward");
+  }
+cleanup:
+  return st;
+}
+
+/* The slab [z0, z0 + zs) of x on the device: x itself when it is there,
+ * else an upload into the staging slab. */
+static ctr_status slab_of(ctr_projector *p, it_cuda *c, const ctr__vec *x, int64_t z0, int64_t zs,
+                          const float **out) {
+  const int64_t plane = p->n[0] * p->n[1];
+  if (x->device) {
+    *out = x->data + z0 * plane;
+    return CTR_OK;
+  }
+  ctr_status st = CTR_OK;
+  CTR_CHECK(reserve((void **)&c->d_slab, &c->slab_cap, (size_t)(plane * zs), sizeof(float), "volume slab"));
+  CU(cudaMemcpyAsync(c->d_slab, x->data + z0 * plane, sizeof(float) * (size_t)(plane * zs),
+                     cudaMemcpyHostToDevice, c->s));
+  *out = c->d_slab;
+cleanup:
+  return st;
+}
+
+ctr_status ctr__it_cuda_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y, int64_t w0,
+                                int64_t w1) {
+  CU_DEVICE(p->gpu);
+  ctr_status st = CTR_OK;
+  it_cuda *c;
+  CTR_CHECK(state(p, &c));
+  const int64_t nz = p->n[2], zs = p->slab_slices, npix = p->nu * p->nv;
+  if (w0 == w1) return CTR_OK;
+  if (y->device) {
+    for (int64_t z0 = 0; z0 < nz; z0 += zs) {
+      const int64_t n = z0 + zs < nz ? zs : nz - z0;
+      const float *slab;
+      CTR_CHECK_GOTO(st, slab_of(p, c, x, z0, n, &slab));
+      CTR_CHECK_GOTO(st, build_stacks(p, c, slab, n));
+      CTR_CHECK_GOTO(st, launch_forward(p, c, z0, n, w0, w1, y->data, 0, z0 > 0));
+    }
+  } else {
+    const int64_t bv = p->block_views;
+    CTR_CHECK(reserve((void **)&c->d_block, &c->block_cap, (size_t)(bv * npix), sizeof(float),
+                      "block of views"));
+    for (int64_t b0 = w0; b0 < w1; b0 += bv) {
+      const int64_t b1 = b0 + bv < w1 ? b0 + bv : w1;
+      for (int64_t z0 = 0; z0 < nz; z0 += zs) {
+        const int64_t n = z0 + zs < nz ? zs : nz - z0;
+        const float *slab;
+        CTR_CHECK_GOTO(st, slab_of(p, c, x, z0, n, &slab));
+        CTR_CHECK_GOTO(st, build_stacks(p, c, slab, n));
+        CTR_CHECK_GOTO(st, launch_forward(p, c, z0, n, b0, b1, c->d_block, b0, z0 > 0));
+      }
+      CU(cudaMemcpyAsync(y->data + b0 * npix, c->d_block, sizeof(float) * (size_t)((b1 - b0) * npix),
+                         cudaMemcpyDeviceToHost, c->s));
+      CU(cudaStreamSynchronize(c->s));
+    }
+  }
+  CU(cudaStreamSynchronize(c->s));
+cleanup:
+  return st;
+}
+
+/* ---- Adjoint ---------------------------------------------------------------------------- */
+
+/* The ray tables of slots [w_first, w_first + nb): per ray (A_p, B_p, A_q,
+ * B_q) and (Y = y len, f) with f = 3 for a ray that weighs no voxel, per view
+ * the families present. y holds slots from y_first on. */
+__global__ void k_tables(const ctr__it_view *__restrict__ views, long long w_first, long long y_first,
+                         int nu, int nv, it_grid grid, const float *__restrict__ y,
+                         float4 *__restrict__ line, float2 *__restrict__ yf, int *__restrict__ fam) {
+  __shared__ ctr__it_view view;
+  const long long k = blockIdx.z, w = w_first + k;
+  int u, v;
+  ctr__it_ray r;
+  if (!block_ray(views, w, &view, nu, nv, grid, &u, &v, &r)) return;
+  const int f = r.lo <= r.hi ? r.f : 3;
+  const long long i = (k * nv + v) * (long long)nu + u;
+  line[i] = make_float4(r.A[0], r.B[0], r.A[1], r.B[1]);
+  yf[i] = make_float2(CTR__FMUL(y[((w - y_first) * nv + v) * (long long)nu + u], r.len), (float)f);
+  if (f < 3) atomicOr(fam + k, 1 << f);
+}
+
+/* A column of CTR__IT_COLUMN voxels along z per thread (itmath.h's
+ * ctr__it_gather_column): out (slices [zo, z1) of the grid, relative to the
+ * slab at z_out) = (accumulate ? out : 0) + the gather of the batch's nb
+ * views, in order. The column's accumulators sit in shared memory (the
+ * ray's slice picks one), the views' matrices and families too. */
+#define ADJ_ZT CTR__IT_COLUMN
+__global__ void __launch_bounds__(ADJ_BX *ADJ_BY)
+    k_adjoint(const ctr__it_view *__restrict__ views, long long w_first, int nb,
+              const float4 *__restrict__ line, const float2 *__restrict__ yf,
+              const int *__restrict__ fam, int nu, int nv, int nx, int ny, int zo, int z1,
+              int z_out, float *__restrict__ out, int accumulate) {
+  __shared__ float P[ADJ_MAX_BATCH][12];
+  __shared__ int F[ADJ_MAX_BATCH];
+  __shared__ float acc[ADJ_ZT][ADJ_BX * ADJ_BY];
+  const int t = threadIdx.y * ADJ_BX + threadIdx.x;
+  for (int e = t; e < nb * 12; e += ADJ_BX * ADJ_BY) P[e / 12][e % 12] = views[w_first + e / 12].P[e % 12];
+  for (int e = t; e < nb; e += ADJ_BX * ADJ_BY) F[e] = fam[e];
+  __syncthreads();
+  const int i = blockIdx.x * ADJ_BX + threadIdx.x, j = blockIdx.y * ADJ_BY + threadIdx.y;
+  const int k0 = zo + blockIdx.z * ADJ_ZT, nk = z1 - k0 < ADJ_ZT ? z1 - k0 : ADJ_ZT;
+  if (i >= nx || j >= ny) return;
+  float *o = out + ((long long)(k0 - z_out) * ny + j) * nx + i;
+  const long long slice = (long long)nx * ny, npix = (long long)nu * nv;
+  for (int s = 0; s < ADJ_ZT; s++) acc[s][t] = s < nk && accumulate ? o[s * slice] : 0.0f;
+  for (int q = 0; q < nb; q++)
+    ctr__it_gather_column(P[q], (const float *)(line + q * npix), (const float *)(yf + q * npix), nu,
+                          nv, F[q], i, j, k0, nk, &acc[0][t], ADJ_BX * ADJ_BY);
+  for (int s = 0; s < nk; s++) o[s * slice] = acc[s][t];
+}
+
+/* Tables for slots [b, b + nb) from y (slot y_first first on the device),
+ * then the gather into slices [z0, z1) of out (a slab starting at z_out). */
+static ctr_status adjoint_batch(ctr_projector *p, it_cuda *c, const float *y, int64_t y_first,
+                                int64_t b, int64_t nb, float *out, int64_t z_out, int64_t z0,
+                                int64_t z1, int accumulate) {
+  ctr_status st = CTR_OK;
+  const int64_t npix = p->nu * p->nv;
+  if (c->table_cap < (size_t)(nb * npix)) {
+    cudaFree(c->d_line);
+    cudaFree(c->d_yf);
+    c->d_line = NULL;
+    c->d_yf = NULL;
+    c->table_cap = 0;
+    CU(cudaMalloc(&c->d_line, sizeof(float4) * (size_t)(nb * npix)));
+    CU(cudaMalloc(&c->d_yf, sizeof(float2) * (size_t)(nb * npix)));
+    c->table_cap = (size_t)(nb * npix);
+  }
+  if (!c->d_fam) CU(cudaMalloc(&c->d_fam, sizeof(int) * ADJ_MAX_BATCH));
+  CU(cudaMemsetAsync(c->d_fam, 0, sizeof(int) * (size_t)nb, c->s));
+  {
+    const it_grid g = grid_of(p, 0, p->n[2]);
+    const dim3 blocks((unsigned)((p->nu + FWD_BX - 1) / FWD_BX), (unsigned)((p->nv + FWD_BY - 1) / FWD_BY),
+                      (unsigned)nb);
+    k_tables<<<blocks, dim3(FWD_BX, FWD_BY), 0, c->s>>>(c->d_views, b, y_first, (int)p->nu,
+                                                        (int)p->nv, g, y, c->d_line, c->d_yf,
+                                                        c->d_fam);
+    CU_LAUNCHED("k_tables");
+  }
+  for (int64_t a = z0; a < z1; a += (int64_t)MAX_GRID_Z * ADJ_ZT) {
+    const int64_t e = z1 - a < (int64_t)MAX_GRID_Z * ADJ_ZT ? z1 : a + (int64_t)MAX_GRID_Z * ADJ_ZT;
+    const dim3 blocks((unsigned)((p->n[0] + ADJ_BX - 1) / ADJ_BX),
+                      (unsigned)((p->n[1] + ADJ_BY - 1) / ADJ_BY),
+                      (unsigned)((e - a + ADJ_ZT - 1) / ADJ_ZT));
+    k_adjoint<<<blocks, dim3(ADJ_BX, ADJ_BY), 0, c->s>>>(
+        c->d_views, b, (int)nb, c->d_line, c->d_yf, c->d_fam, (int)p->nu, (int)p->nv, (int)p->n[0],
+        (int)p->n[1], (int)a, (int)e, (int)z_out, out, accumulate);
+    CU_LAUNCHED("k_adjoint");
+  }
+cleanup:
+  return st;
+}
+
+/* The adjoint of slots [w0, w1) into slices [z0, z1) of out (a slab that
+ * starts at z_out): from y on the device, or y uploaded block by block. */
+static ctr_status adjoint_into(ctr_projector *p, it_cuda *c, const ctr__vec *y, int64_t w0,
+                               int64_t w1, float *out, int64_t z_out, int64_t z0, int64_t z1) {
+  ctr_status st = CTR_OK;
+  const int64_t npix = p->nu * p->nv;
+  int64_t nb = p->batch_views < ADJ_MAX_BATCH ? p->batch_views : ADJ_MAX_BATCH;
+  if (nb < 1) nb = 1;
+  if (w0 == w1) {
+    CU(cudaMemsetAsync(out + (z0 - z_out) * p->n[0] * p->n[1], 0,
+                       sizeof(float) * (size_t)(p->n[0] * p->n[1] * (z1 - z0)), c->s));
+    return CTR_OK;
+  }
+  if (y->device) {
+    for (int64_t b = w0; b < w1; b += nb)
+      CTR_CHECK(adjoint_batch(p, c, y->data, 0, b, b + nb < w1 ? nb : w1 - b, out, z_out, z0, z1,
+                              b > w0));
+    return CTR_OK;
+  }
+  {
+    const int64_t bv = p->block_views;
+    CTR_CHECK(reserve((void **)&c->d_block, &c->block_cap, (size_t)(bv * npix), sizeof(float),
+                      "block of views"));
+    for (int64_t b0 = w0; b0 < w1; b0 += bv) {
+      const int64_t b1 = b0 + bv < w1 ? b0 + bv : w1;
+      CU(cudaMemcpyAsync(c->d_block, y->data + b0 * npix, sizeof(float) * (size_t)((b1 - b0) * npix),
+                         cudaMemcpyHostToDevice, c->s));
+      for (int64_t b = b0; b < b1; b += nb)
+        CTR_CHECK(adjoint_batch(p, c, c->d_block, b0, b, b + nb < b1 ? nb : b1 - b, out, z_out, z0,
+                                z1, b > w0));
+    }
+  }
+cleanup:
+  return st;
+}
+
+ctr_status ctr__it_cuda_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
+                                int64_t w1) {
+  CU_DEVICE(p->gpu);
+  ctr_status st = CTR_OK;
+  it_cuda *c;
+  CTR_CHECK(state(p, &c));
+  const int64_t nz = p->n[2], plane = p->n[0] * p->n[1];
+  if (x->device) {
+    CTR_CHECK_GOTO(st, adjoint_into(p, c, y, w0, w1, x->data, 0, 0, nz));
+  } else {
+    const int64_t zs = p->slab_slices;
+    CTR_CHECK(reserve((void **)&c->d_slab, &c->slab_cap, (size_t)(plane * zs), sizeof(float), "volume slab"));
+    for (int64_t z0 = 0; z0 < nz; z0 += zs) {
+      const int64_t z1 = z0 + zs < nz ? z0 + zs : nz;
+      CTR_CHECK_GOTO(st, adjoint_into(p, c, y, w0, w1, c->d_slab, z0, z0, z1));
+      CU(cudaMemcpyAsync(x->data + z0 * plane, c->d_slab, sizeof(float) * (size_t)((z1 - z0) * plane),
+                         cudaMemcpyDeviceToHost, c->s));
+      CU(cudaStreamSynchronize(c->s));
+    }
+  }
+  CU(cudaStreamSynchronize(c->s));
+cleanup:
+  return st;
+}

@@ -1,0 +1,240 @@
+/* Iterative reconstruction internals shared by the projector, the planner,
+ * the algorithms and the CPU and CUDA backends: the projector object, the
+ * vectors the algorithms work on and the backends' entry points (defined in
+ * cpu/ and cuda/; this folder reaches them through these declarations). */
+#ifndef CTR_ITERATIVE_INTERNAL_H
+#define CTR_ITERATIVE_INTERNAL_H
+
+#include "core/internal.h"
+#include "iterative/itmath.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A vector of the volume's or the projections' space, in host or GPU
+ * memory. Projections are views after views ("slots"), each nu x nv, u
+ * fastest; slot w holds geometry view order[w] of the projector. */
+typedef struct ctr__vec {
+  float *data;
+  int64_t n;
+  int device; /* 1: GPU memory of the projector's device */
+} ctr__vec;
+
+struct ctr_projector {
+  ctr_context *ctx;
+  int parallel;               /* 0: cone beam, 1: parallel beam */
+  ctr_geometry *g;            /* cone beam: own copy (the fast pair's backprojector and the
+                                 FDK start use it) */
+  ctr_parallel_geometry *pg;  /* parallel beam: own copy (the FBP start uses it) */
+  ctr_projector_options o;
+  int64_t n[3];               /* volume nx, ny, nz */
+  double vox[3];              /* voxel size, mm */
+  int64_t nu, nv, nviews;     /* projection slots: nviews of nu x nv */
+  int64_t user_dims[3];       /* the projections as the API lays them out */
+  ctr__it_view *views;        /* per geometry view */
+  int64_t *order;             /* slot -> geometry view (identity unless an algorithm set one) */
+  ctr_device_kind device;     /* the context's resolved backend */
+  int gpu;                    /* its CUDA ordinal */
+  /* How the next operations decompose (the plan in force; ctr__proj_use). */
+  int64_t slab_slices;        /* slices per slab of the forward projection (and of the adjoint
+                                 when the volume is in host memory) */
+  int64_t block_views;        /* views per block when both spaces are in host memory */
+  int64_t batch_views;        /* views per adjoint batch */
+  void *cuda;                 /* the CUDA backend's buffers (NULL until first used) */
+  int order_changed;          /* the CUDA backend's copy of the views is stale */
+  /* Accounting for the report. */
+  double seconds_forward, seconds_adjoint;
+  int64_t views_forward, views_adjoint;
+};
+
+/* ---- Projector (projector.c) --------------------------------------------- */
+
+/* The volume and projection sizes in elements (inline: the backends below
+ * the projector's object file use them). */
+static inline int64_t ctr__proj_vol_count(const ctr_projector *p) {
+  return p->n[0] * p->n[1] * p->n[2];
+}
+static inline int64_t ctr__proj_proj_count(const ctr_projector *p) {
+  return p->nu * p->nv * p->nviews;
+}
+/* Sets the slot order (NULL = identity); the views of slot w become
+ * order[w]. */
+ctr_status ctr__proj_set_order(ctr_projector *p, const int64_t *order);
+/* Puts a plan's decomposition in force for the internal operations. */
+void ctr__proj_use(ctr_projector *p, const ctr_iterate_plan *plan);
+/* y[w0, w1) = A x for slots [w0, w1) (the other slots are untouched). */
+ctr_status ctr__proj_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y, int64_t w0,
+                             int64_t w1);
+/* x = A^T y over slots [w0, w1) (the fast pair's backprojector when the
+ * projector is unmatched). */
+ctr_status ctr__proj_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
+                             int64_t w1);
+/* From the API's projection layout to the slots and back (slot w holds
+ * view order[w]; the other views of `user` are untouched). */
+void ctr__proj_to_slots(const ctr_projector *p, const float *user, float *slots);
+void ctr__proj_from_slots(const ctr_projector *p, const float *slots, float *user);
+/* The grid box of slices [z0, z1): b0 = (0, 0, z0), b1 = (nx, ny, z1). */
+static inline void ctr__proj_box(const ctr_projector *p, int64_t z0, int64_t z1, int64_t b0[3],
+                                 int64_t b1[3]) {
+  b0[0] = 0, b0[1] = 0, b0[2] = z0;
+  b1[0] = p->n[0], b1[1] = p->n[1], b1[2] = z1;
+}
+
+/* ---- CPU backend (cpu/) --------------------------------------------------- */
+
+/* y (slots [w0, w1), nu x nv each, at their places in y) = (accumulate ? y :
+ * 0) + the Joseph projection of slab [z0, z1) of the volume (x_slab: its
+ * nx x ny x (z1 - z0) voxels; voxels outside the slab count as 0). */
+ctr_status ctr__it_cpu_forward(const ctr_projector *p, const float *x_slab, int64_t z0, int64_t z1,
+                               float *y, int64_t w0, int64_t w1, int accumulate);
+/* x_slab (slices [z0, z1)) = (accumulate ? x_slab : 0) + the exact adjoint of
+ * slots [w0, w1) of y, views in slot order. */
+ctr_status ctr__it_cpu_adjoint(const ctr_projector *p, const float *y, int64_t w0, int64_t w1,
+                               float *x_slab, int64_t z0, int64_t z1, int accumulate);
+/* The double-precision reference of the forward projection of the whole
+ * volume, slot order: out[r] = the projection of ray r, and (mag not NULL)
+ * mag[r] = len * the sum over its samples of |each of the four neighbours|
+ * (zero-weight ones too) and planes[r] = the planes the float projection
+ * steps over: the terms of the summation-order bound (docs/iterative.md). */
+ctr_status ctr__it_reference_forward(const ctr_projector *p, const float *x, double *out,
+                                     double *mag, int64_t *planes);
+
+/* Host vector operations (cpu/vecops_cpu.c). Every reduction adds in double
+ * over fixed chunks of CTR__VEC_CHUNK elements, then the chunks in order: the
+ * result does not depend on the number of threads. Elementwise float
+ * operations are never contracted, the same bits as the GPU's. nt: OpenMP
+ * threads. */
+#define CTR__VEC_CHUNK 65536
+void ctr__hvec_fill(int nt, float *y, int64_t n, float c);
+void ctr__hvec_comb(int nt, float *z, int64_t n, float a, const float *x, float b, const float *y);
+void ctr__hvec_mul(int nt, float *z, int64_t n, const float *x, const float *y);
+void ctr__hvec_recip(int nt, float *y, int64_t n, const float *x, float threshold);
+void ctr__hvec_clip(int nt, float *y, int64_t n, float lo, float hi);
+double ctr__hvec_dot(int nt, const float *x, const float *y, int64_t n);
+double ctr__hvec_dist2(int nt, const float *x, const float *y, int64_t n);
+/* TV prox steps on an nx x ny x nz volume (docs/iterative.md): z = clip(g +
+ * mu div P, lo, hi); P = proj(P + tau grad z). P holds three volumes. */
+void ctr__hvec_tv_primal(int nt, float *z, const float *g, const float *P, const int64_t n[3], float mu,
+                         float lo, float hi);
+void ctr__hvec_tv_dual(int nt, float *P, const float *z, const int64_t n[3], float tau);
+
+/* ---- CUDA backend (cuda/) --------------------------------------------------- */
+
+#if defined(CTR_HAVE_CUDA) && CTR_HAVE_CUDA
+/* The projector's operations on the GPU for any placement of x and y (host
+ * or device vectors): slab by slab as p's plan says. */
+ctr_status ctr__it_cuda_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y, int64_t w0,
+                                int64_t w1);
+ctr_status ctr__it_cuda_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
+                                int64_t w1);
+/* Frees the backend's buffers; accepts NULL. */
+void ctr__it_cuda_release(ctr_projector *p);
+/* Pins the caller's host memory for the run (1) unless it is pinned
+ * already or cannot be (0: it is used as it is); unpin what pin pinned. */
+int ctr__it_cuda_pin(ctr_projector *p, void *ptr, size_t bytes);
+void ctr__it_cuda_unpin(ctr_projector *p, void *ptr);
+/* Blocks of the device reductions: partial sums in double, one per block,
+ * added on the host in block order (deterministic). */
+#define CTR__IT_RED_BLOCKS 1024
+/* The backend's reduction scratch: CTR__IT_RED_BLOCKS doubles and a counter. */
+ctr_status ctr__it_cuda_scratch(ctr_projector *p, double **part, unsigned long long **count);
+/* Device vectors and their operations (the host ones' semantics and bits). */
+ctr_status ctr__it_cuda_alloc(ctr_projector *p, int64_t n, ctr__vec *out);
+void ctr__it_cuda_free(ctr_projector *p, ctr__vec *v);
+ctr_status ctr__it_cuda_copy(ctr_projector *p, float *dst, int dst_device, const float *src,
+                             int src_device, int64_t n);
+ctr_status ctr__it_cuda_fill(ctr_projector *p, float *y, int64_t n, float c);
+ctr_status ctr__it_cuda_comb(ctr_projector *p, float *z, int64_t n, float a, const float *x, float b,
+                             const float *y);
+ctr_status ctr__it_cuda_mul(ctr_projector *p, float *z, int64_t n, const float *x, const float *y);
+ctr_status ctr__it_cuda_recip(ctr_projector *p, float *y, int64_t n, const float *x, float threshold);
+ctr_status ctr__it_cuda_clip(ctr_projector *p, float *y, int64_t n, float lo, float hi);
+ctr_status ctr__it_cuda_dot(ctr_projector *p, const float *x, const float *y, int64_t n, int dist,
+                            double *out);
+ctr_status ctr__it_cuda_sanitize(ctr_projector *p, float *v, int64_t n, int64_t *bad);
+ctr_status ctr__it_cuda_tv_primal(ctr_projector *p, float *z, const float *g, const float *P,
+                                  float mu, float lo, float hi);
+ctr_status ctr__it_cuda_tv_dual(ctr_projector *p, float *P, const float *z, float tau);
+#endif
+
+/* ---- Vectors (vecops.c): dispatch on where each lives ------------------------ */
+
+/* A vector of n floats on the device (device = 1) or in host memory
+ * (pinned when a GPU is usable); zeroed. */
+ctr_status ctr__vec_alloc(ctr_projector *p, int64_t n, int device, ctr__vec *out);
+void ctr__vec_free(ctr_projector *p, ctr__vec *v);
+/* The part [off, off + n) of v. */
+ctr__vec ctr__vec_part(const ctr__vec *v, int64_t off, int64_t n);
+ctr_status ctr__vec_fill(ctr_projector *p, ctr__vec *y, float c);
+/* dst = src (same length; either may be on the device). */
+ctr_status ctr__vec_copy(ctr_projector *p, ctr__vec *dst, const ctr__vec *src);
+/* Between a vector and host memory the caller owns. */
+ctr_status ctr__vec_upload(ctr_projector *p, ctr__vec *dst, const float *src);
+ctr_status ctr__vec_download(ctr_projector *p, float *dst, const ctr__vec *src);
+/* z = a x + b y (z may be x or y; y may be NULL when b is 0). */
+ctr_status ctr__vec_comb(ctr_projector *p, ctr__vec *z, float a, const ctr__vec *x, float b,
+                         const ctr__vec *y);
+/* z = x * y elementwise. */
+ctr_status ctr__vec_mul(ctr_projector *p, ctr__vec *z, const ctr__vec *x, const ctr__vec *y);
+/* y = 1 / x where x > threshold, else 0. */
+ctr_status ctr__vec_recip(ctr_projector *p, ctr__vec *y, const ctr__vec *x, float threshold);
+/* y = min(max(y, lo), hi). */
+ctr_status ctr__vec_clip(ctr_projector *p, ctr__vec *y, float lo, float hi);
+/* <x, y> and ||x - y||^2 in double. */
+ctr_status ctr__vec_dot(ctr_projector *p, const ctr__vec *x, const ctr__vec *y, double *out);
+ctr_status ctr__vec_dist2(ctr_projector *p, const ctr__vec *x, const ctr__vec *y, double *out);
+/* The data policy: bad values of v replaced by 0, their count added to *bad. */
+ctr_status ctr__vec_sanitize(ctr_projector *p, ctr__vec *v, int64_t *bad);
+/* The TV prox steps on volume vectors (P: one vector of three volumes). */
+ctr_status ctr__vec_tv_primal(ctr_projector *p, ctr__vec *z, const ctr__vec *g, const ctr__vec *P,
+                              float mu, float lo, float hi);
+ctr_status ctr__vec_tv_dual(ctr_projector *p, ctr__vec *P, const ctr__vec *z, float tau);
+
+/* ---- Plans (plan.c) --------------------------------------------------------- */
+
+/* Vectors of each space an algorithm keeps (options resolved). */
+void ctr__it_vectors(const ctr_iterate_options *o, int64_t *volumes, int64_t *projections);
+/* The plan for n_vol / n_proj vectors (ctr_plan_iterate with explicit
+ * counts: the projector's own forward and adjoint calls use 1 and 1). */
+ctr_status ctr__it_plan(const ctr_projector *p, int64_t volumes, int64_t projections, int fast,
+                        ctr_device_kind device, uint64_t gpu_budget, uint64_t host_budget,
+                        int64_t max_slab_slices, ctr_iterate_plan *out);
+/* Bytes of the plane stacks, ray tables and staging of a slab of zs slices
+ * and an adjoint batch of nb views (the CUDA backend allocates by it). */
+uint64_t ctr__it_layout_bytes(const ctr_projector *p, int64_t zs);
+uint64_t ctr__it_table_bytes(const ctr_projector *p, int64_t nb);
+/* Largest slab thickness whose plane stacks index within int (the kernels'
+ * in-plane offsets) and fit the GPU's launch grids. */
+int64_t ctr__it_max_slab(const ctr_projector *p);
+
+/* ---- Checkpoints (checkpoint.c) --------------------------------------------- */
+
+/* What identifies a run's mathematics: a checkpoint resumes only a run
+ * that matches it field by field. */
+typedef struct ctr__it_fingerprint {
+  int64_t algorithm, n[3], nu, nv, nviews, subsets, tv_iterations, nonneg, box, pair;
+  double relaxation, tv_weight, lower, upper;
+} ctr__it_fingerprint;
+
+#define CTR__IT_MAX_STATE 8
+#define CTR__IT_SCALARS 8
+typedef struct ctr__it_state {
+  int64_t iteration;                   /* finished iterations */
+  double scalars[CTR__IT_SCALARS];     /* the algorithm's (step sizes, norms) */
+  int nvec;
+  ctr__vec *vec[CTR__IT_MAX_STATE];    /* the vectors of the state, in order */
+} ctr__it_state;
+
+/* Writes the state to `path` atomically (a temporary renamed into place). */
+ctr_status ctr__it_checkpoint_write(ctr_projector *p, const char *path,
+                                    const ctr__it_fingerprint *fp, const ctr__it_state *s);
+/* Reads a checkpoint into the state's vectors (their sizes must match) and
+ * scalars; errors name the file and the field that differs. */
+ctr_status ctr__it_checkpoint_read(ctr_projector *p, const char *path,
+                                   const ctr__it_fingerprint *fp, ctr__it_state *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,377 @@
+/* Inline maths of the iterative projector, shared by the CPU and CUDA
+ * backends and the double-precision reference (C99 and CUDA C), so that
+ * every backend evaluates the same formulas on the same bits.
+ *
+ * Index space: voxel (i, j, k) has its centre at (i, j, k); a view maps a
+ * point X of index space to (a, b, c) = P (X, 1), u = a / c, v = b / c in
+ * detector pixels. The ray of pixel (u, v) starts at o + u ou + v ov and runs
+ * along d + u du + v dv (index space; a cone-beam ray starts at the source,
+ * a parallel-beam ray anywhere on its line).
+ *
+ * Joseph 1982: a ray steps along its dominant axis f (the axis it advances
+ * most along, in voxels), one plane of voxels at a time; at plane i its
+ * in-plane coordinates are p = A_p + i B_p and q = A_q + i B_q (the other two
+ * axes, in increasing order), where the plane is sampled bilinearly (zero
+ * outside the grid). The ray's value is len * sum of samples, len being the
+ * ray's length per plane in mm. The adjoint gathers, for each voxel, every
+ * ray whose sample at the voxel's plane weighs it: the pixels inside the
+ * projection of the 2 x 2-voxel square around it, with the same A, B and
+ * weights (1 - |p - j|)(1 - |q - k|).
+ *
+ * Bits: the forward projection and the adjoint must see the same p and q to
+ * the last bit, and the CPU and the GPU should too. The ray parameters are
+ * computed in double and rounded to float, positions as A + i B in float,
+ * all with operations the compilers may not fuse (the CPU files are built
+ * with -ffp-contract=off; on the GPU the _rn intrinsics are never
+ * contracted). */
+#ifndef CTR_ITMATH_H
+#define CTR_ITMATH_H
+
+#include "core/projmath.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__CUDA_ARCH__)
+#define CTR__FMUL(a, b) __fmul_rn((a), (b))
+#define CTR__FADD(a, b) __fadd_rn((a), (b))
+#define CTR__DMUL(a, b) __dmul_rn((a), (b))
+#define CTR__DADD(a, b) __dadd_rn((a), (b))
+#define CTR__DDIV(a, b) __ddiv_rn((a), (b))
+#define CTR__DSQRT(a) __dsqrt_rn(a)
+#define CTR__FDIV(a, b) __fdiv_rn((a), (b))
+#define CTR__FSQRT(a) __fsqrt_rn(a)
+#else
+#define CTR__FMUL(a, b) ((a) * (b))
+#define CTR__FADD(a, b) ((a) + (b))
+#define CTR__DMUL(a, b) ((a) * (b))
+#define CTR__DADD(a, b) ((a) + (b))
+#define CTR__DDIV(a, b) ((a) / (b))
+#define CTR__DSQRT(a) sqrt(a)
+#define CTR__FDIV(a, b) ((a) / (b))
+#define CTR__FSQRT(a) sqrtf(a)
+#endif
+
+/* Zero border of the plane stacks on every side of every axis (voxels). A
+ * ray's plane range keeps its in-plane positions within (-2.01, n + 1.01)
+ * (the range's margin of one plane moves them by at most one voxel along a
+ * non-dominant axis, and float positions stay within 1e-3 voxel of the
+ * range's), so both bilinear neighbours of every sample lie inside the
+ * border and no sample needs a clamp: those outside [-1, n] read zeros,
+ * as the adjoint's weights of them are zero. (The range's margin is
+ * CTR__IT_RANGE_MARGIN; 1.01 above allows for it.) */
+#define CTR__IT_PAD 3
+/* Margin of the adjoint's pixel boxes (pixels): the box of a footprint is
+ * computed in float, the weights then decide exactly. */
+#define CTR__IT_BOX_MARGIN 0.05f
+/* The plane range of a ray covers the planes where its position (in
+ * double) is within this many voxels of the grid's weights, far more than a
+ * float position can differ (1e-3 voxel at 4096 voxels), so a ray never
+ * skips a plane it weighs. */
+#define CTR__IT_RANGE_MARGIN 1e-2
+
+/* One view: rays and the projection matrix in index space. */
+typedef struct ctr__it_view {
+  double o[3], ou[3], ov[3]; /* ray origin = o + u ou + v ov */
+  double d[3], du[3], dv[3]; /* ray direction = d + u du + v dv */
+  float P[12];               /* index space -> (a, b, c), row-major */
+} ctr__it_view;
+
+/* A ray as the forward projection and the adjoint use it. */
+typedef struct ctr__it_ray {
+  float A[2], B[2]; /* p = A[0] + i B[0], q = A[1] + i B[1] at plane i */
+  float len;        /* mm of ray per plane */
+  int f;            /* stepping axis 0 (x), 1 (y), 2 (z); 3 = the ray has no direction */
+  int lo, hi;       /* planes [lo, hi] the ray may weigh (lo > hi: none) */
+} ctr__it_ray;
+
+/* The in-plane axes of stepping axis f: p then q. */
+CTR_HD int ctr__it_paxis(int f) { return f == 0 ? 1 : 0; }
+CTR_HD int ctr__it_qaxis(int f) { return f == 2 ? 1 : 2; }
+
+/* The double-precision ray of pixel (u, v): its axis f, the in-plane lines
+ * (A, B as doubles) and the mm per plane. Returns 0 for a degenerate
+ * direction. */
+CTR_HD int ctr__it_ray_f64(const ctr__it_view *w, const double vox[3], double u, double v,
+                           double A[2], double B[2], double *len, int *f) {
+  double o[3], d[3];
+  for (int a = 0; a < 3; a++) {
+    o[a] = CTR__DADD(CTR__DADD(w->o[a], CTR__DMUL(u, w->ou[a])), CTR__DMUL(v, w->ov[a]));
+    d[a] = CTR__DADD(CTR__DADD(w->d[a], CTR__DMUL(u, w->du[a])), CTR__DMUL(v, w->dv[a]));
+  }
+  const double ax = fabs(d[0]), ay = fabs(d[1]), az = fabs(d[2]);
+  const int s = ax >= ay && ax >= az ? 0 : (ay >= az ? 1 : 2);
+  if (!(fabs(d[s]) > 0.0)) return 0;
+  const int p = ctr__it_paxis(s), q = ctr__it_qaxis(s);
+  const double inv = CTR__DDIV(1.0, d[s]);
+  B[0] = CTR__DMUL(d[p], inv);
+  B[1] = CTR__DMUL(d[q], inv);
+  A[0] = CTR__DADD(o[p], -CTR__DMUL(o[s], B[0]));
+  A[1] = CTR__DADD(o[q], -CTR__DMUL(o[s], B[1]));
+  const double mx = CTR__DMUL(d[0], vox[0]), my = CTR__DMUL(d[1], vox[1]),
+               mz = CTR__DMUL(d[2], vox[2]);
+  const double l2 = CTR__DADD(CTR__DADD(CTR__DMUL(mx, mx), CTR__DMUL(my, my)), CTR__DMUL(mz, mz));
+  *len = CTR__DMUL(CTR__DSQRT(l2), fabs(inv));
+  *f = s;
+  return 1;
+}
+
+/* Planes t (real) with lo < A + t B < hi. */
+CTR_HD void ctr__it_slab1(double A, double B, double lo, double hi, double *tlo, double *thi) {
+  if (B == 0.0) {
+    if (!(A > lo && A < hi)) *tlo = 1.0, *thi = -1.0; /* never */
+    return;
+  }
+  double t1 = CTR__DDIV(CTR__DADD(lo, -A), B), t2 = CTR__DDIV(CTR__DADD(hi, -A), B);
+  if (t1 > t2) {
+    const double t = t1;
+    t1 = t2;
+    t2 = t;
+  }
+  if (t1 > *tlo) *tlo = t1;
+  if (t2 < *thi) *thi = t2;
+}
+
+/* The float ray of pixel (u, v) for the grid box [b0, b1) (voxel indices per
+ * axis; the whole grid, or a slab's): the planes it may weigh there (the
+ * integers of the real range, one more plane on each side for safety). */
+CTR_HD void ctr__it_ray_setup(const ctr__it_view *w, const double vox[3], const int64_t b0[3],
+                        const int64_t b1[3], double u, double v, ctr__it_ray *r) {
+  double A[2], B[2], len;
+  int f;
+  r->lo = 1;
+  r->hi = 0;
+  if (!ctr__it_ray_f64(w, vox, u, v, A, B, &len, &f)) {
+    r->f = 3;
+    r->A[0] = r->A[1] = r->B[0] = r->B[1] = r->len = 0.0f;
+    return;
+  }
+  r->f = f;
+  r->A[0] = (float)A[0];
+  r->A[1] = (float)A[1];
+  r->B[0] = (float)B[0];
+  r->B[1] = (float)B[1];
+  r->len = (float)len;
+  const int p = ctr__it_paxis(f), q = ctr__it_qaxis(f);
+  double tlo = (double)b0[f], thi = (double)(b1[f] - 1);
+  const double m = CTR__IT_RANGE_MARGIN;
+  ctr__it_slab1(A[0], B[0], (double)b0[p] - 1.0 - m, (double)b1[p] + m, &tlo, &thi);
+  ctr__it_slab1(A[1], B[1], (double)b0[q] - 1.0 - m, (double)b1[q] + m, &tlo, &thi);
+  if (!(tlo <= thi)) return;
+  tlo = ceil(tlo) - 1.0;
+  thi = floor(thi) + 1.0;
+  if (tlo < (double)b0[f]) tlo = (double)b0[f];
+  if (thi > (double)(b1[f] - 1)) thi = (double)(b1[f] - 1);
+  r->lo = (int)tlo;
+  r->hi = (int)thi;
+}
+
+/* The ray's in-plane position at plane i (the same bits on every backend). */
+CTR_HD float ctr__it_pos(float A, float B, int i) {
+  return CTR__FADD(A, CTR__FMUL((float)i, B));
+}
+
+/* The raw Joseph sum of a ray over planes [lo, hi] of a plane stack (the
+ * slab zero-bordered by CTR__IT_PAD voxels): `base` points at voxel (0, 0)
+ * of plane 0 of the stack, planes are `step` floats apart, in-plane q rows
+ * `pitch` floats. Plane i of the grid is plane i - f0 of the stack and its q
+ * coordinate is q - q0 there (a slab starting at slice z0: f0 = z0 for the
+ * z axis, q0 = z0 when q is z). Positions are >= -3 (CTR__IT_PAD): the
+ * truncation of p + 4 is floor(p) + 4. */
+CTR_HD float ctr__it_ray_sum(const float *base, int64_t step, int pitch, const ctr__it_ray *r,
+                             int lo, int hi, int f0, float q0) {
+  float acc = 0.0f;
+  const float *plane = base + (int64_t)(lo - f0) * step;
+  for (int i = lo; i <= hi; i++, plane += step) {
+    const float p = ctr__it_pos(r->A[0], r->B[0], i);
+    const float q = CTR__FADD(ctr__it_pos(r->A[1], r->B[1], i), -q0);
+    const int ip = (int)(p + 4.0f) - 4, iq = (int)(q + 4.0f) - 4;
+    const float fp = p - (float)ip, fq = q - (float)iq;
+    const float *c = plane + (iq * pitch + ip);
+    acc += ctr__lerp2(c[0], c[1], c[pitch], c[pitch + 1], fp, fq);
+  }
+  return acc;
+}
+
+/* The weight of in-plane voxel (jp, kq) in a ray's sample at position
+ * (p, q): the bilinear weight, 0 beyond one voxel. */
+CTR_HD float ctr__it_weight(float p, float q, float jp, float kq) {
+  const float wp = 1.0f - fabsf(CTR__FADD(p, -jp));
+  const float wq = 1.0f - fabsf(CTR__FADD(q, -kq));
+  return wp > 0.0f && wq > 0.0f ? wp * wq : 0.0f;
+}
+
+/* The pixel box [u0, u1] x [v0, v1] of detector nu x nv holding every pixel
+ * centre whose ray crosses the plane rectangle around point X (index space)
+ * that extends hp voxels along axis p and hq along q (hp = hq = 1: the
+ * square of one voxel's weights): the projections of its four corners,
+ * widened by CTR__IT_BOX_MARGIN. Empty when u0 > u1 or v0 > v1. Every
+ * corner lies in front of the source (c > 0), which the projector checks
+ * when it is created (within one voxel of the grid). */
+CTR_HD void ctr__it_box(const float P[12], float x, float y, float z, int p, int q, float hp,
+                        float hq, int nu, int nv, int *u0, int *u1, int *v0, int *v1) {
+  const float a = P[0] * x + P[1] * y + P[2] * z + P[3];
+  const float b = P[4] * x + P[5] * y + P[6] * z + P[7];
+  const float c = P[8] * x + P[9] * y + P[10] * z + P[11];
+  float umin = 1e30f, umax = -1e30f, vmin = 1e30f, vmax = -1e30f;
+  for (int s = 0; s < 4; s++) {
+    const float sp = (s & 1) ? hp : -hp, sq = (s & 2) ? hq : -hq;
+    const float ca = a + sp * P[p] + sq * P[q];
+    const float cb = b + sp * P[4 + p] + sq * P[4 + q];
+    const float cc = c + sp * P[8 + p] + sq * P[8 + q];
+    const float rc = 1.0f / cc;
+    const float cu = ca * rc, cv = cb * rc;
+    umin = fminf(umin, cu);
+    umax = fmaxf(umax, cu);
+    vmin = fminf(vmin, cv);
+    vmax = fmaxf(vmax, cv);
+  }
+  const float lo_u = fmaxf(ceilf(umin - CTR__IT_BOX_MARGIN), 0.0f);
+  const float hi_u = fminf(floorf(umax + CTR__IT_BOX_MARGIN), (float)(nu - 1));
+  const float lo_v = fmaxf(ceilf(vmin - CTR__IT_BOX_MARGIN), 0.0f);
+  const float hi_v = fminf(floorf(vmax + CTR__IT_BOX_MARGIN), (float)(nv - 1));
+  /* NaN or an empty box: nothing (the comparisons are false for NaN). */
+  if (!(lo_u <= hi_u) || !(lo_v <= hi_v)) {
+    *u0 = *v0 = 1;
+    *u1 = *v1 = 0;
+    return;
+  }
+  *u0 = (int)lo_u;
+  *u1 = (int)hi_u;
+  *v0 = (int)lo_v;
+  *v1 = (int)hi_v;
+}
+
+/* ---- The adjoint's gather ------------------------------------------------- */
+
+/* Voxels per column of the gather. */
+#define CTR__IT_COLUMN 8
+
+/* A batch's ray tables hold per ray (A_p, B_p, A_q, B_q) (`line`, 4 floats)
+ * and (Y, f) (`yf`, 2 floats): Y = y len, f the stepping axis or 3 for a ray
+ * that weighs no voxel. Reads of one entry (vector loads on the GPU). */
+#if defined(__CUDACC__)
+#define CTR__IT_YF(yf, r, Y, F)                           \
+  do {                                                    \
+    const float2 ctr__e = ((const float2 *)(yf))[r];      \
+    (Y) = ctr__e.x;                                       \
+    (F) = ctr__e.y;                                       \
+  } while (0)
+#define CTR__IT_LINE(line, r, L)                          \
+  do {                                                    \
+    const float4 ctr__l = ((const float4 *)(line))[r];    \
+    (L)[0] = ctr__l.x;                                    \
+    (L)[1] = ctr__l.y;                                    \
+    (L)[2] = ctr__l.z;                                    \
+    (L)[3] = ctr__l.w;                                    \
+  } while (0)
+#else
+#define CTR__IT_YF(yf, r, Y, F) ((Y) = (yf)[2 * (r)], (F) = (yf)[2 * (r) + 1])
+#define CTR__IT_LINE(line, r, L) \
+  ((L)[0] = (line)[4 * (r)], (L)[1] = (line)[4 * (r) + 1], (L)[2] = (line)[4 * (r) + 2], \
+   (L)[3] = (line)[4 * (r) + 3])
+#endif
+
+/* The gather of one view (matrix P, tables line / yf of nu x nv rays, the
+ * families present in fam) at the column of voxels (i, j, k0 + s), s < nk
+ * (nk <= CTR__IT_COLUMN): acc[s * stride] += the sum over the rays of Y times
+ * their weight of the voxel (ctr__it_weight at the ray's position in the
+ * voxel's plane). For rays stepping along x or y (q = z) the column's voxels
+ * share one pixel box (the projection of its 2 x (nk + 1) rectangle) and a
+ * ray weighs at most two of them (floor(q) and the next); rays stepping
+ * along z take each voxel's own box. Each voxel's terms come in the order
+ * of a gather of that voxel alone (families, then rows, then columns). */
+CTR_HD void ctr__it_gather_column(const float P[12], const float *line, const float *yf, int nu,
+                                  int nv, int fam, int i, int j, int k0, int nk, float *acc,
+                                  int stride) {
+  const float zc = (float)k0 + 0.5f * (float)(nk - 1), zh = 0.5f * (float)(nk + 1);
+  for (int f = 0; f < 2; f++) {
+    if (!(fam & (1 << f))) continue;
+    const int pa = f == 0 ? 1 : 0, fi = f == 0 ? i : j;
+    const float jp = (float)(f == 0 ? j : i), ff = (float)f;
+    int u0, u1, v0, v1;
+    ctr__it_box(P, (float)i, (float)j, zc, pa, 2, 1.0f, zh, nu, nv, &u0, &u1, &v0, &v1);
+    for (int v = v0; v <= v1; v++)
+      for (int u = u0; u <= u1; u++) {
+        const int64_t r = (int64_t)v * nu + u;
+        float Y, F, L[4];
+        CTR__IT_YF(yf, r, Y, F);
+        if (F != ff) continue;
+        CTR__IT_LINE(line, r, L);
+        const float p = ctr__it_pos(L[0], L[1], fi);
+        if (!(fabsf(CTR__FADD(p, -jp)) < 1.0f)) continue; /* weighs no voxel of the column */
+        const float q = ctr__it_pos(L[2], L[3], fi);
+        const int s0 = (int)floorf(q) - k0;
+        for (int s = s0; s <= s0 + 1; s++) {
+          if (s < 0 || s >= nk) continue;
+          const float w = ctr__it_weight(p, q, jp, (float)(k0 + s));
+          if (w > 0.0f) acc[s * stride] += Y * w;
+        }
+      }
+  }
+  if (!(fam & 4)) return;
+  for (int s = 0; s < nk; s++) { /* rays stepping along z: each voxel's own plane */
+    const int k = k0 + s;
+    int u0, u1, v0, v1;
+    ctr__it_box(P, (float)i, (float)j, (float)k, 0, 1, 1.0f, 1.0f, nu, nv, &u0, &u1, &v0, &v1);
+    for (int v = v0; v <= v1; v++)
+      for (int u = u0; u <= u1; u++) {
+        const int64_t r = (int64_t)v * nu + u;
+        float Y, F, L[4];
+        CTR__IT_YF(yf, r, Y, F);
+        if (F != 2.0f) continue;
+        CTR__IT_LINE(line, r, L);
+        const float w =
+            ctr__it_weight(ctr__it_pos(L[0], L[1], k), ctr__it_pos(L[2], L[3], k), (float)i, (float)j);
+        if (w > 0.0f) acc[s * stride] += Y * w;
+      }
+  }
+}
+
+/* ---- Elementwise steps of the algorithms (host and device alike) ---------- */
+
+CTR_HD float ctr__it_comb(float a, float x, float b, float y) {
+  return CTR__FADD(CTR__FMUL(a, x), CTR__FMUL(b, y));
+}
+CTR_HD float ctr__it_recip(float x, float threshold) {
+  return x > threshold ? CTR__FDIV(1.0f, x) : 0.0f;
+}
+CTR_HD float ctr__it_clip(float v, float lo, float hi) { return fminf(fmaxf(v, lo), hi); }
+
+/* TV on the voxel grid (unit spacing): forward differences, zero across the
+ * last plane; div = -grad^T. At voxel (i, j, k) = index c of an n volume:
+ * z = clip(g + mu div P) and the dual step P = (P + tau grad z) / max(1,
+ * |P + tau grad z|) (Beck and Teboulle 2009b, GP with the box inside). P
+ * holds three volumes (x, y and z components). */
+CTR_HD float ctr__it_tv_primal_at(const float *g, const float *P, int64_t c, int64_t nvox,
+                                  int64_t i, int64_t j, int64_t k, const int64_t n[3], float mu,
+                                  float lo, float hi) {
+  const int64_t st[3] = {1, n[0], n[0] * n[1]};
+  const int64_t at[3] = {i, j, k};
+  float div = 0.0f;
+  for (int a = 0; a < 3; a++) {
+    const float *Pa = P + a * nvox;
+    const float here = at[a] < n[a] - 1 ? Pa[c] : 0.0f;
+    const float before = at[a] > 0 ? Pa[c - st[a]] : 0.0f;
+    div = CTR__FADD(div, CTR__FADD(here, -before));
+  }
+  return ctr__it_clip(CTR__FADD(g[c], CTR__FMUL(mu, div)), lo, hi);
+}
+
+CTR_HD void ctr__it_tv_dual_at(float *P, const float *z, int64_t c, int64_t nvox, int64_t i,
+                               int64_t j, int64_t k, const int64_t n[3], float tau) {
+  const int64_t st[3] = {1, n[0], n[0] * n[1]};
+  const int64_t at[3] = {i, j, k};
+  float q[3];
+  float norm2 = 0.0f;
+  for (int a = 0; a < 3; a++) {
+    const float grad = at[a] < n[a] - 1 ? CTR__FADD(z[c + st[a]], -z[c]) : 0.0f;
+    q[a] = CTR__FADD(P[a * nvox + c], CTR__FMUL(tau, grad));
+    norm2 = CTR__FADD(norm2, CTR__FMUL(q[a], q[a]));
+  }
+  const float norm = CTR__FSQRT(norm2);
+  const float scale = norm > 1.0f ? CTR__FDIV(1.0f, norm) : 1.0f;
+  for (int a = 0; a < 3; a++) P[a * nvox + c] = CTR__FMUL(q[a], scale);
+}
+
+#endif

@@ -1,0 +1,473 @@
+/* The projector object (public API): cone-beam and parallel-beam views in
+ * index space, the slot order, the dispatch of forward and adjoint
+ * projections to the CPU or CUDA backend slab by slab, and the fast
+ * unmatched pair through the public ctr_backprojector. */
+#include "iterative/iterative.h"
+
+#include <math.h>
+#include <string.h>
+
+
+const char *ctr_projector_pair_name(ctr_projector_pair p) {
+  return p == CTR_PAIR_MATCHED ? "matched" : p == CTR_PAIR_FAST ? "fast" : "unknown";
+}
+
+ctr_status ctr_projector_pair_parse(const char *name, ctr_projector_pair *out) {
+  if (name && out && !strcmp(name, "matched")) return *out = CTR_PAIR_MATCHED, CTR_OK;
+  if (name && out && !strcmp(name, "fast")) return *out = CTR_PAIR_FAST, CTR_OK;
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "projector pair '%s': expected matched or fast",
+           name ? name : "(null)");
+}
+
+static ctr_status options_copy(const ctr_projector_options *in, ctr_projector_options *o) {
+  /* the caller's version read into the current layout (NULL: the defaults) */
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_projector_options, o, in));
+  if (o->pair != CTR_PAIR_MATCHED && o->pair != CTR_PAIR_FAST)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_options.pair is %d: expected CTR_PAIR_MATCHED or "
+             "CTR_PAIR_FAST", (int)o->pair);
+  if (o->max_slab_slices < 0)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_options.max_slab_slices is %lld: expected >= 0",
+             (long long)o->max_slab_slices);
+  return CTR_OK;
+}
+
+/* ---- Views in index space ---------------------------------------------------- */
+
+/* Inverse of a 3 x 3 matrix (row-major); 0 if singular. */
+static int invert3(const double m[9], double inv[9], double *det) {
+  const double c0 = m[4] * m[8] - m[5] * m[7], c1 = m[5] * m[6] - m[3] * m[8],
+               c2 = m[3] * m[7] - m[4] * m[6];
+  const double d = m[0] * c0 + m[1] * c1 + m[2] * c2;
+  if (!(fabs(d) > 0.0) || !isfinite(d)) return 0;
+  inv[0] = c0 / d;
+  inv[1] = (m[2] * m[7] - m[1] * m[8]) / d;
+  inv[2] = (m[1] * m[5] - m[2] * m[4]) / d;
+  inv[3] = c1 / d;
+  inv[4] = (m[0] * m[8] - m[2] * m[6]) / d;
+  inv[5] = (m[2] * m[3] - m[0] * m[5]) / d;
+  inv[6] = c2 / d;
+  inv[7] = (m[1] * m[6] - m[0] * m[7]) / d;
+  inv[8] = (m[0] * m[4] - m[1] * m[3]) / d;
+  *det = d;
+  return 1;
+}
+
+/* A cone-beam view from its world matrix: the matrix in index space, the
+ * source as every ray's origin, the directions M^-1 (u, v, 1). */
+static ctr_status cone_view(const ctr_projector *p, const double Pw[12], int64_t i,
+                            ctr__it_view *w) {
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(p->g);
+  const double off[3] = {vol.offset_x, vol.offset_y, vol.offset_z};
+  double Pi[12];
+  for (int r = 0; r < 3; r++) {
+    double t = Pw[4 * r + 3];
+    for (int a = 0; a < 3; a++) {
+      Pi[4 * r + a] = Pw[4 * r + a] * p->vox[a];
+      t += Pw[4 * r + a] * (off[a] - p->vox[a] * 0.5 * (double)(p->n[a] - 1));
+    }
+    Pi[4 * r + 3] = t;
+  }
+  const double M[9] = {Pi[0], Pi[1], Pi[2], Pi[4], Pi[5], Pi[6], Pi[8], Pi[9], Pi[10]};
+  double inv[9], det;
+  if (!invert3(M, inv, &det))
+    CTR_FAIL(CTR_E_GEOMETRY, "view %lld: singular projection matrix", (long long)i);
+  for (int a = 0; a < 3; a++) {
+    w->o[a] = -(inv[3 * a] * Pi[3] + inv[3 * a + 1] * Pi[7] + inv[3 * a + 2] * Pi[11]);
+    w->ou[a] = w->ov[a] = 0.0;
+    w->du[a] = inv[3 * a];
+    w->dv[a] = inv[3 * a + 1];
+    w->d[a] = inv[3 * a + 2];
+  }
+  for (int k = 0; k < 12; k++) w->P[k] = (float)Pi[k];
+  /* Every point within one voxel of the grid lies in front of the source
+   * (c > 0: the adjoint's footprints are bounded). c is affine: its corners
+   * bound it. */
+  for (int s = 0; s < 8; s++) {
+    const double x = (s & 1) ? (double)p->n[0] : -1.0, y = (s & 2) ? (double)p->n[1] : -1.0,
+                 z = (s & 4) ? (double)p->n[2] : -1.0;
+    const double c = Pi[8] * x + Pi[9] * y + Pi[10] * z + Pi[11];
+    if (!(c > 1e-6))
+      CTR_FAIL(CTR_E_GEOMETRY,
+               "view %lld: the source lies within one voxel of the volume or beyond it (a "
+               "projector needs it at least one voxel outside)",
+               (long long)i);
+  }
+  return CTR_OK;
+}
+
+/* A parallel-beam angle (ctr_parallel_params' convention, bins; slices are
+ * the z axis): t = c i + s j + t0, v = k; rays along (-s, c, 0). */
+static void parallel_view(const ctr_parallel_params *pp, int64_t a, ctr__it_view *w) {
+  const double th = pp->angles_deg[a] * M_PI / 180.0;
+  const double c = cos(th) * pp->voxel, s = sin(th) * pp->voxel;
+  const double t0 = pp->axis + pp->axis_shift[a] - c * 0.5 * (double)(pp->nx - 1) -
+                    s * 0.5 * (double)(pp->ny - 1);
+  const double n2 = c * c + s * s;
+  memset(w, 0, sizeof *w);
+  w->o[0] = -t0 * c / n2;
+  w->o[1] = -t0 * s / n2;
+  w->ou[0] = c / n2;
+  w->ou[1] = s / n2;
+  w->ov[2] = 1.0;
+  w->d[0] = -s;
+  w->d[1] = c;
+  const float P[12] = {(float)c, (float)s, 0.0f, (float)t0, 0.0f, 0.0f, 1.0f, 0.0f,
+                       0.0f, 0.0f, 0.0f, 1.0f};
+  memcpy(w->P, P, sizeof P);
+}
+
+/* ---- Creation ---------------------------------------------------------------- */
+
+static ctr_status projector_new(ctr_context *ctx, const ctr_projector_options *opts,
+                                ctr_projector **out) {
+  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_create: out is NULL");
+  *out = NULL;
+  if (!ctx) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_create: ctx is NULL");
+  ctr_projector *p = ctr__calloc(1, sizeof *p, "projector");
+  if (!p) return CTR_E_OUT_OF_MEMORY;
+  p->ctx = ctx;
+  p->device = ctr_context_get_device(ctx);
+  p->gpu = ctr__context_gpu(ctx, 0);
+  ctr_status st = options_copy(opts, &p->o);
+  if (st != CTR_OK) {
+    free(p);
+    return st;
+  }
+  *out = p;
+  return CTR_OK;
+}
+
+/* Views, identity order and a first plan, once the sizes are set. */
+static ctr_status projector_finish(ctr_projector *p) {
+  const int64_t nv = p->nviews;
+  p->views = ctr__malloc(sizeof(ctr__it_view) * (size_t)nv, "projector views");
+  p->order = ctr__malloc(sizeof(int64_t) * (size_t)nv, "projector view order");
+  if (!p->views || !p->order) return CTR_E_OUT_OF_MEMORY;
+  for (int64_t w = 0; w < nv; w++) p->order[w] = w;
+  p->slab_slices = p->n[2];
+  p->block_views = nv;
+  p->batch_views = nv < 16 ? nv : 16;
+  return CTR_OK;
+}
+
+static ctr_status check_sizes(const ctr_projector *p) {
+  for (int a = 0; a < 3; a++)
+    if (p->n[a] < 1 || p->n[a] > (1 << 20))
+      CTR_FAIL(CTR_E_GEOMETRY, "volume size %lld x %lld x %lld: each from 1 to 1048576",
+               (long long)p->n[0], (long long)p->n[1], (long long)p->n[2]);
+  if (p->nu < 1 || p->nv < 1 || p->nu > (1 << 20) || p->nv > (1 << 20))
+    CTR_FAIL(CTR_E_GEOMETRY, "detector %lld x %lld: each from 1 to 1048576", (long long)p->nu,
+             (long long)p->nv);
+  return CTR_OK;
+}
+
+ctr_status ctr_projector_create_cone(ctr_context *ctx, const ctr_geometry *g,
+                                     const ctr_projector_options *opts, ctr_projector **out) {
+  if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_create_cone: geometry is NULL");
+  ctr_projector *p;
+  CTR_CHECK(projector_new(ctx, opts, &p));
+  ctr_status st = CTR_OK;
+  CTR_CHECK_GOTO(st, ctr_geometry_clone(g, &p->g));
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(g);
+  p->n[0] = vol.nx, p->n[1] = vol.ny, p->n[2] = vol.nz;
+  p->vox[0] = vol.voxel_x, p->vox[1] = vol.voxel_y, p->vox[2] = vol.voxel_z;
+  ctr_geometry_get_detector(g, &p->nu, &p->nv, NULL, NULL);
+  p->nviews = ctr_geometry_get_view_count(g);
+  p->user_dims[0] = p->nu, p->user_dims[1] = p->nv, p->user_dims[2] = p->nviews;
+  CTR_CHECK_GOTO(st, check_sizes(p));
+  CTR_CHECK_GOTO(st, projector_finish(p));
+  for (int64_t i = 0; i < p->nviews; i++) {
+    double Pw[12];
+    ctr_geometry_get_matrix(g, i, Pw);
+    CTR_CHECK_GOTO(st, cone_view(p, Pw, i, &p->views[i]));
+  }
+  *out = p;
+  return CTR_OK;
+cleanup:
+  ctr_projector_free(p);
+  return st;
+}
+
+ctr_status ctr_projector_create_parallel(ctr_context *ctx, const ctr_parallel_geometry *g,
+                                         int64_t nslices, const ctr_projector_options *opts,
+                                         ctr_projector **out) {
+  if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_create_parallel: geometry is NULL");
+  if (nslices < 1 || nslices > (1 << 20))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_create_parallel: nslices %lld: expected 1 .. "
+             "1048576", (long long)nslices);
+  if (opts && opts->pair == CTR_PAIR_FAST)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "ctr_projector_options.pair = CTR_PAIR_FAST: the fast pair is "
+             "cone beam only (it uses the FDK backprojector); parallel beam has the matched pair");
+  const ctr_parallel_params *pp = ctr_parallel_get_params(g);
+  ctr_projector *p;
+  CTR_CHECK(projector_new(ctx, opts, &p));
+  ctr_status st = CTR_OK;
+  p->parallel = 1;
+  CTR_CHECK_GOTO(st, ctr_parallel_create(pp, &p->pg));
+  p->n[0] = pp->nx, p->n[1] = pp->ny, p->n[2] = nslices;
+  p->vox[0] = p->vox[1] = pp->voxel * pp->pixel_size;
+  p->vox[2] = pp->pixel_size;
+  p->nu = pp->nbins, p->nv = nslices, p->nviews = pp->nangles;
+  p->user_dims[0] = pp->nbins, p->user_dims[1] = pp->nangles, p->user_dims[2] = nslices;
+  CTR_CHECK_GOTO(st, check_sizes(p));
+  CTR_CHECK_GOTO(st, projector_finish(p));
+  for (int64_t a = 0; a < p->nviews; a++) parallel_view(pp, a, &p->views[a]);
+  *out = p;
+  return CTR_OK;
+cleanup:
+  ctr_projector_free(p);
+  return st;
+}
+
+void ctr_projector_free(ctr_projector *p) {
+  if (!p) return;
+#if CTR_HAVE_CUDA
+  ctr__it_cuda_release(p);
+#endif
+  ctr_geometry_free(p->g);
+  ctr_parallel_free(p->pg);
+  free(p->views);
+  free(p->order);
+  free(p);
+}
+
+void ctr_projector_get_volume_dims(const ctr_projector *p, int64_t dims[3]) {
+  for (int a = 0; a < 3; a++) dims[a] = p ? p->n[a] : 0;
+}
+
+void ctr_projector_get_projection_dims(const ctr_projector *p, int64_t dims[3]) {
+  for (int a = 0; a < 3; a++) dims[a] = p ? p->user_dims[a] : 0;
+}
+
+int ctr_projector_is_matched(const ctr_projector *p) {
+  return p && p->o.pair == CTR_PAIR_MATCHED;
+}
+
+/* ---- Internal operations -------------------------------------------------------- */
+
+ctr_status ctr__proj_set_order(ctr_projector *p, const int64_t *order) {
+  for (int64_t w = 0; w < p->nviews; w++) {
+    const int64_t v = order ? order[w] : w;
+    if (v < 0 || v >= p->nviews)
+      CTR_FAIL(CTR_E_INTERNAL, "slot order: view %lld out of range", (long long)v);
+    p->order[w] = v;
+  }
+  p->order_changed = 1;
+  return CTR_OK;
+}
+
+void ctr__proj_use(ctr_projector *p, const ctr_iterate_plan *plan) {
+  p->slab_slices = plan->slab_slices > 0 ? plan->slab_slices : p->n[2];
+  p->block_views = plan->block_views > 0 ? plan->block_views : p->nviews;
+  p->batch_views = plan->batch_views > 0 ? plan->batch_views : 1;
+}
+
+static ctr_status check_slots(const ctr_projector *p, int64_t w0, int64_t w1) {
+  if (w0 < 0 || w1 > p->nviews || w0 > w1)
+    CTR_FAIL(CTR_E_INTERNAL, "slots [%lld, %lld) outside 0 .. %lld", (long long)w0, (long long)w1,
+             (long long)p->nviews);
+  return CTR_OK;
+}
+
+static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
+                               int64_t w1);
+
+/* A forward projection (x -> y) or an adjoint (y -> x) of slots [w0, w1) on
+ * the context's backend: the CUDA backend takes care of its placements; on
+ * the CPU slab by slab (the forward projection adds each slab's part). */
+static ctr_status project(ctr_projector *p, int forward, ctr__vec *x, ctr__vec *y, int64_t w0,
+                          int64_t w1) {
+  CTR_CHECK(check_slots(p, w0, w1));
+  const double t0 = ctr__now_s();
+  ctr_status st = CTR_OK;
+  if (!forward && p->o.pair == CTR_PAIR_FAST) {
+    st = fast_adjoint(p, y, x, w0, w1);
+  } else if (p->device == CTR_DEVICE_CUDA) {
+#if CTR_HAVE_CUDA
+    st = forward ? ctr__it_cuda_forward(p, x, y, w0, w1) : ctr__it_cuda_adjoint(p, y, x, w0, w1);
+#else
+    st = ctr__error_set(CTR_E_UNSUPPORTED, "this ctrecon was built without CUDA");
+#endif
+  } else {
+    const int64_t plane = p->n[0] * p->n[1], zs = p->slab_slices;
+    for (int64_t z0 = 0; z0 < p->n[2] && st == CTR_OK; z0 += zs) {
+      const int64_t z1 = z0 + zs < p->n[2] ? z0 + zs : p->n[2];
+      st = forward ? ctr__it_cpu_forward(p, x->data + z0 * plane, z0, z1, y->data, w0, w1, z0 > 0)
+                   : ctr__it_cpu_adjoint(p, y->data, w0, w1, x->data + z0 * plane, z0, z1, 0);
+    }
+  }
+  *(forward ? &p->seconds_forward : &p->seconds_adjoint) += ctr__now_s() - t0;
+  *(forward ? &p->views_forward : &p->views_adjoint) += w1 - w0;
+  return st;
+}
+
+ctr_status ctr__proj_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y, int64_t w0,
+                             int64_t w1) {
+  return project(p, 1, (ctr__vec *)x, y, w0, w1);
+}
+
+ctr_status ctr__proj_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
+                             int64_t w1) {
+  return project(p, 0, x, (ctr__vec *)y, w0, w1);
+}
+
+/* ---- The fast unmatched pair ------------------------------------------------------ */
+
+/* B y = sum over views of the backprojection (ctr_backprojector: bilinear
+ * samples weighted 1 / c^2) of y times W(u, v) = V |det M| |M^-1 (u, v, 1)|
+ * (world matrix M of the view, voxel volume V): the Joseph projector's
+ * column sums at a voxel are about V / (c^2 |det M^-1| / |M^-1 (u, v, 1)|),
+ * the ray density there, so B approximates A^T (docs/iterative.md). */
+#define FAST_CHUNK 32
+
+static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
+                               int64_t w1) {
+  ctr_status st = CTR_OK;
+  const int64_t nu = p->nu, nv = p->nv, npix = nu * nv, plane = p->n[0] * p->n[1];
+  const double vvox = p->vox[0] * p->vox[1] * p->vox[2];
+  float *stage = ctr_host_alloc(sizeof(float) * (size_t)(npix * FAST_CHUNK));
+  float *slab = NULL;
+  ctr_backprojector *bp = NULL;
+  if (!stage) return CTR_E_OUT_OF_MEMORY;
+  const int64_t zs = p->slab_slices;
+  if (x->device) {
+    slab = ctr_host_alloc(sizeof(float) * (size_t)(plane * zs));
+    if (!slab) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "fast backprojection: slab of %lld slices",
+                             (long long)zs);
+  }
+  for (int64_t z0 = 0; z0 < p->n[2]; z0 += zs) {
+    const int64_t z1 = z0 + zs < p->n[2] ? z0 + zs : p->n[2];
+    ctr_fdk_options fo = CTR_FDK_OPTIONS_INIT;
+    fo.z0 = z0;
+    fo.nz = z1 - z0;
+    CTR_CHECK_GOTO(st, ctr_backprojector_create(p->ctx, p->g, &fo, &bp));
+    for (int64_t c0 = w0; c0 < w1; c0 += FAST_CHUNK) {
+      const int64_t nc = c0 + FAST_CHUNK < w1 ? FAST_CHUNK : w1 - c0;
+      int64_t views[FAST_CHUNK];
+      const float *images[FAST_CHUNK];
+      ctr__vec part = ctr__vec_part(y, c0 * npix, nc * npix);
+      CTR_CHECK_GOTO(st, ctr__vec_download(p, stage, &part));
+      for (int64_t k = 0; k < nc; k++) {
+        const int64_t view = p->order[c0 + k];
+        double Pw[12], M[9], inv[9], det;
+        ctr_geometry_get_matrix(p->g, view, Pw);
+        for (int r = 0; r < 3; r++)
+          for (int a = 0; a < 3; a++) M[3 * r + a] = Pw[4 * r + a];
+        if (!invert3(M, inv, &det)) CTR_FAIL_GOTO(st, CTR_E_GEOMETRY, "view %lld: singular matrix",
+                                                  (long long)view);
+        const double scale = vvox * fabs(det);
+        float *img = stage + k * npix;
+#pragma omp parallel for num_threads(ctr__num_threads(p->ctx))
+        for (int64_t v = 0; v < nv; v++)
+          for (int64_t u = 0; u < nu; u++) {
+            const double dx = inv[0] * u + inv[1] * v + inv[2], dy = inv[3] * u + inv[4] * v + inv[5],
+                         dz = inv[6] * u + inv[7] * v + inv[8];
+            img[v * nu + u] *= (float)(scale * sqrt(dx * dx + dy * dy + dz * dz));
+          }
+        views[k] = view;
+        images[k] = img;
+      }
+      CTR_CHECK_GOTO(st, ctr_backprojector_add(bp, nc, views, images, NULL));
+    }
+    ctr__vec out = ctr__vec_part(x, z0 * plane, (z1 - z0) * plane);
+    if (x->device) {
+      CTR_CHECK_GOTO(st, ctr_backprojector_read(bp, slab));
+      CTR_CHECK_GOTO(st, ctr__vec_upload(p, &out, slab));
+    } else {
+      CTR_CHECK_GOTO(st, ctr_backprojector_read(bp, out.data));
+    }
+    ctr_backprojector_free(bp);
+    bp = NULL;
+  }
+cleanup:
+  ctr_backprojector_free(bp);
+  ctr_host_free(slab);
+  ctr_host_free(stage);
+  return st;
+}
+
+/* ---- Public forward and adjoint ------------------------------------------------------ */
+
+/* Between the API's layout (cone beam: nu x nv x views; parallel beam: bins
+ * x angles x slices) and the slots (slot w holds view order[w]), one
+ * detector row at a time. */
+static void slots_copy(const ctr_projector *p, float *user, float *slots, int to_slots) {
+  const int64_t nu = p->nu, nv = p->nv, na = p->nviews;
+#pragma omp parallel for collapse(2) num_threads(ctr__num_threads(p->ctx))
+  for (int64_t w = 0; w < na; w++)
+    for (int64_t v = 0; v < nv; v++) {
+      const int64_t view = p->order[w];
+      float *row = p->parallel ? user + (v * na + view) * nu : user + (view * nv + v) * nu;
+      float *slot = slots + (w * nv + v) * nu;
+      memcpy(to_slots ? slot : row, to_slots ? row : slot, sizeof(float) * (size_t)nu);
+    }
+}
+
+void ctr__proj_to_slots(const ctr_projector *p, const float *user, float *slots) {
+  slots_copy(p, (float *)user, slots, 1);
+}
+
+void ctr__proj_from_slots(const ctr_projector *p, const float *slots, float *user) {
+  slots_copy(p, user, (float *)slots, 0);
+}
+
+/* One public call: a plan for one vector of each space, vectors where it
+ * puts them, the caller's arrays where they can serve as host vectors. */
+static ctr_status public_call(ctr_projector *p, int forward, const float *vol_in, float *vol_out,
+                              const float *proj_in, float *proj_out) {
+  if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_%s: projector is NULL",
+                   forward ? "forward" : "adjoint");
+  if (forward ? (!vol_in || !proj_out) : (!proj_in || !vol_out))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_%s: NULL array", forward ? "forward" : "adjoint");
+  ctr_status st = CTR_OK;
+  uint64_t gpu_budget = p->o.gpu_budget;
+  if (p->device == CTR_DEVICE_CUDA && gpu_budget == 0)
+    CTR_CHECK(ctr_plan_default_budgets(p->ctx, &gpu_budget, NULL));
+  ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
+  CTR_CHECK(ctr__it_plan(p, 1, 1, p->o.pair == CTR_PAIR_FAST, p->device, gpu_budget, 0,
+                         p->o.max_slab_slices, &plan));
+  CTR_CHECK(ctr__proj_set_order(p, NULL));
+  ctr__proj_use(p, &plan);
+  const int vdev = plan.placement == CTR_PLACE_DEVICE;
+  const int pdev = vdev || plan.placement == CTR_PLACE_PROJ_DEVICE;
+  const int64_t nvol = ctr__proj_vol_count(p), nproj = ctr__proj_proj_count(p);
+  ctr__vec x = {forward ? (float *)vol_in : vol_out, nvol, 0};
+  ctr__vec y = {forward ? proj_out : (float *)proj_in, nproj, 0};
+  float *slots = NULL;
+  if (p->parallel) {
+    slots = ctr__aligned_alloc(sizeof(float) * (size_t)nproj, "projection slots");
+    if (!slots) return CTR_E_OUT_OF_MEMORY;
+    if (!forward) ctr__proj_to_slots(p, proj_in, slots);
+    y.data = slots;
+  }
+  ctr__vec dx = {NULL, 0, 0}, dy = {NULL, 0, 0};
+  if (vdev) {
+    CTR_CHECK_GOTO(st, ctr__vec_alloc(p, nvol, 1, &dx));
+    if (forward) CTR_CHECK_GOTO(st, ctr__vec_upload(p, &dx, vol_in));
+  }
+  if (pdev) {
+    CTR_CHECK_GOTO(st, ctr__vec_alloc(p, nproj, 1, &dy));
+    if (!forward) CTR_CHECK_GOTO(st, ctr__vec_upload(p, &dy, y.data));
+  }
+  ctr__vec *X = vdev ? &dx : &x, *Y = pdev ? &dy : &y;
+  if (forward)
+    CTR_CHECK_GOTO(st, ctr__proj_forward(p, X, Y, 0, p->nviews));
+  else
+    CTR_CHECK_GOTO(st, ctr__proj_adjoint(p, Y, X, 0, p->nviews));
+  if (forward && pdev) CTR_CHECK_GOTO(st, ctr__vec_download(p, y.data, &dy));
+  if (!forward && vdev) CTR_CHECK_GOTO(st, ctr__vec_download(p, vol_out, &dx));
+  if (forward && p->parallel) ctr__proj_from_slots(p, slots, proj_out);
+cleanup:
+  ctr__vec_free(p, &dx);
+  ctr__vec_free(p, &dy);
+  ctr__aligned_free(slots);
+  return st;
+}
+
+ctr_status ctr_projector_forward(ctr_projector *p, const float *vol, float *proj) {
+  return public_call(p, 1, vol, NULL, NULL, proj);
+}
+
+ctr_status ctr_projector_adjoint(ctr_projector *p, const float *proj, float *vol) {
+  return public_call(p, 0, NULL, vol, proj, NULL);
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `ctrecon iterate`: cone and parallel beam, each algorithm's residual per
+# iteration, the convergence plot and table, --resume continuing a run bit
+# for bit, and usage errors.
+# Usage: bash cli_iterate.sh path/to/ctrecon
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
+
+step "geometry" geometry --out g.json --volume 24 --voxel 2.5 --views 24 --nu 40 --nv 40 --du 2.4 --dv 2.4
+step "phantom" phantom --geometry g.json --out proj.nrrd --truth truth.nrrd --device cpu
+IT=(iterate --geometry g.json --projections proj.nrrd --device cpu)
+
+# Each algorithm: one line per iteration with its residual, falling.
+for alg in sirt cgls os-sart fista-tv; do
+  extra=()
+  case $alg in os-sart) extra=(--subsets 4 --nonneg) ;; fista-tv) extra=(--tv-weight 0.0005 --nonneg) ;; esac
+  step "iterate --algorithm $alg" "${IT[@]}" --algorithm "$alg" --iterations 4 --out "r_$alg.nrrd" \
+    --truth truth.nrrd "${extra[@]}" $([ $alg = sirt ] || echo --checkpoint-every 0)
+  n=$(grep -c '^iteration ' "$OUT")
+  first=$(awk '/^iteration/ {print $4; exit}' "$OUT")
+  last=$(awk '/^iteration/ {v = $4} END {print v}' "$OUT")
+  [ "$n" -eq 4 ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b + 0 < a + 0) }' &&
+    ok "$alg: 4 iterations reported, residual $first -> $last" || bad "$alg: $n lines, $first -> $last"
+  grep -q 'error 0\.' "$OUT" && ok "$alg: error against --truth" || bad "$alg: no error column"
+  [ ! -e "r_$alg.nrrd.checkpoint" ] && [ ! -e "r_$alg.nrrd.checkpoint.csv" ] &&
+    ok "$alg: no checkpoint left after a complete run" || bad "$alg: checkpoint left"
+done
+
+# The plot and the table.
+step "iterate --plot --residuals" "${IT[@]}" --algorithm cgls --iterations 5 --out r.nrrd \
+  --plot conv.png --residuals res.csv --truth truth.nrrd --quiet --checkpoint-every 0
+head -c 8 conv.png | grep -q PNG && ok "conv.png is a PNG" || bad "conv.png"
+[ "$(wc -l < res.csv)" -eq 6 ] && head -1 res.csv | grep -q '^iteration,residual,relative_residual,error' &&
+  ok "res.csv: header and 5 rows" || bad "res.csv: $(wc -l < res.csv) lines"
+
+# --resume: 3 iterations kept, then continued to 7, equals 7 straight (bit for bit).
+for alg in sirt fista-tv; do
+  extra=()
+  [ "$alg" = fista-tv ] && extra=(--tv-weight 0.0005 --nonneg)
+  step "$alg: 7 iterations" "${IT[@]}" --algorithm $alg --iterations 7 --out full.raw "${extra[@]}" --quiet
+  step "$alg: 3 iterations, checkpoint kept" "${IT[@]}" --algorithm $alg --iterations 3 --out part.raw \
+    --keep-checkpoint "${extra[@]}" --quiet
+  [ -s part.raw.checkpoint ] && ok "$alg: checkpoint kept" || bad "$alg: no checkpoint"
+  exits 2 "$alg: an existing checkpoint without --resume" "${IT[@]}" --algorithm $alg --iterations 7 \
+    --out part.raw "${extra[@]}"
+  step "$alg: --resume to 7" "${IT[@]}" --algorithm $alg --iterations 7 --out part.raw --resume \
+    --residuals part.csv "${extra[@]}"
+  grep -q 'resumed after iteration 3' "$OUT" && [ "$(grep -c '^iteration ' "$OUT")" -eq 4 ] &&
+    ok "$alg: resumed after iteration 3, 4 more" || bad "$alg: resume output"
+  cmp -s full.raw part.raw && ok "$alg: resumed run is byte-identical" || bad "$alg: resumed run differs"
+  [ "$(wc -l < part.csv)" -eq 8 ] && ok "$alg: the table covers all 7 iterations" ||
+    bad "$alg: part.csv has $(wc -l < part.csv) lines"
+  [ ! -e part.raw.checkpoint ] && ok "$alg: checkpoint removed" || bad "$alg: checkpoint left"
+done
+exits 2 "--resume without a checkpoint" "${IT[@]}" --iterations 3 --out none.raw --resume
+
+# Parallel beam: the sinograms of `demo --parallel`.
+step "demo --parallel" demo --parallel --size 32 --views 40 --slices 3 --out-dir pd --device cpu --quiet
+P=$(awk 'BEGIN { printf "%.17g", 256 / 32 }')
+step "iterate --sinograms" iterate --sinograms pd/sinograms.tif --pixel-size "$P" --algorithm cgls \
+  --iterations 3 --out ps.nrrd --device cpu
+[ "$(grep -c '^iteration ' "$OUT")" -eq 3 ] && ok "parallel: 3 iterations" || bad "parallel iterations"
+
+# Usage errors.
+exits 2 "no geometry nor sinograms" iterate --out x.raw
+exits 2 "cgls with --nonneg" "${IT[@]}" --algorithm cgls --nonneg --out x.raw
+exits 2 "--subsets without os-sart" "${IT[@]}" --subsets 4 --out x.raw
+exits 2 "--tv-weight without fista-tv" "${IT[@]}" --tv-weight 0.1 --out x.raw
+exits 2 "unknown algorithm" "${IT[@]}" --algorithm art --out x.raw
+exits 2 "--relaxation 2" "${IT[@]}" --relaxation 2 --out x.raw
+exits 2 "--angles with cone beam" "${IT[@]}" --angle-range 90 --out x.raw
+exits 3 "projections of another geometry" iterate --geometry g.json --projections pd/sinograms.tif \
+  --out x.raw --device cpu
+grep -q "expected 24 of 40 x 40" "$ERR" && ok "the error names the expected size" || bad "size error text"
+finish
