@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ctrecon needs, only those that are missing.
 # Idempotent; needs root (or sudo) and the Debian mirror, nothing else.
-#   scripts/install-deps.sh            required + optional (HDF5)
+#   scripts/install-deps.sh            required + optional (HDF5, Open MPI)
 #   CTRECON_DEPS_MINIMAL=1 scripts/...  required only
 set -euo pipefail
 
@@ -12,6 +12,9 @@ required+=(libasan8 libubsan1)
 # libhdf5-dev (serial HDF5 + h5cc, which CMake's FindHDF5 uses): the HDF5 /
 # DXchange reader ("scan.h5:/exchange/data") and tests/test_hdf5.c.
 optional=(libhdf5-dev)
+# Open MPI (mpirun and the C library): distributed runs, `mpirun -np N ctrecon fdk ...`
+# (docs/distributed.md), and the tests that run ranks on one machine (tests/cli_mpi.sh).
+optional+=(openmpi-bin libopenmpi-dev)
 # clang + its libFuzzer / sanitizer runtimes + OpenMP for clang: the fuzz
 # targets (make fuzz-smoke, tests/fuzz/README.md).
 optional+=(clang libclang-rt-14-dev libomp-dev)
