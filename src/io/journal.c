@@ -1,6 +1,6 @@
 /* Journal of finished subvolumes (see journal.h). */
+#include "io/io_internal.h"
 #include "io/journal.h"
-#include "io/stack_partial.h"
 
 #include <math.h>
 
@@ -63,6 +63,23 @@ static ctr_status append(ctr__journal *j, const char *line) {
   if (fdatasync(j->fd) != 0)
     CTR_FAIL(CTR_E_IO, "cannot flush the journal '%s': %s", j->path, strerror(errno));
   return CTR_OK;
+}
+
+/* A complete "slab" line (a torn one, cut by a crash, is not). */
+static int parse_slab(const char *line, ctr__journal_range *g) {
+  long long idx, z0, nz, below, above;
+  unsigned crc;
+  double mn, mx;
+  char end[8];
+  if (sscanf(line, "slab %lld %lld %lld crc32 %x range %lf %lf clamped %lld %lld %7s", &idx, &z0,
+             &nz, &crc, &mn, &mx, &below, &above, end) != 9 ||
+      strcmp(end, "done") != 0 || idx < 0 || z0 < 0 || nz < 1)
+    return 0;
+  g->index = idx;
+  g->z0 = z0;
+  g->nz = nz;
+  g->rec = (ctr__slab_record){(uint32_t)crc, (float)mn, (float)mx, below, above};
+  return 1;
 }
 
 static ctr_status init(ctr__journal *j, const char *path) {
@@ -137,15 +154,10 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
   }
   /* A torn last line (crash during the append) is ignored. */
   while (fgets(line, sizeof line, f)) {
-    long long idx, z0, nz, below, above;
-    unsigned crc;
-    double mn, mx;
-    char end[8];
-    if (sscanf(line, "slab %lld %lld %lld crc32 %x range %lf %lf clamped %lld %lld %7s", &idx, &z0,
-               &nz, &crc, &mn, &mx, &below, &above, end) == 9 &&
-        !strcmp(end, "done") && idx >= 0 && idx < ns) {
-      j->done[idx] = 1;
-      j->rec[idx] = (ctr__slab_record){(uint32_t)crc, (float)mn, (float)mx, below, above};
+    ctr__journal_range g;
+    if (parse_slab(line, &g) && g.index < ns) {
+      j->done[g.index] = 1;
+      j->rec[g.index] = g.rec;
     }
   }
   fclose(f);
@@ -159,17 +171,159 @@ cleanup:
   return st;
 }
 
+/* A "slab" line; %a: the range goes back bit-exact. */
+static void slab_line(char *line, size_t n, int64_t index, int64_t z0, int64_t nz,
+                      const ctr__slab_record *rec) {
+  snprintf(line, n, "slab %lld %lld %lld crc32 %08x range %a %a clamped %lld %lld done\n",
+           (long long)index, (long long)z0, (long long)nz, (unsigned)rec->crc, (double)rec->min,
+           (double)rec->max, (long long)rec->below, (long long)rec->above);
+}
+
 ctr_status ctr__journal_mark(ctr__journal *j, int64_t index, int64_t z0, int64_t nz,
                              const ctr__slab_record *rec) {
   char line[256];
-  /* %a: the range goes back bit-exact. */
-  snprintf(line, sizeof line, "slab %lld %lld %lld crc32 %08x range %a %a clamped %lld %lld done\n",
-           (long long)index, (long long)z0, (long long)nz, (unsigned)rec->crc, (double)rec->min,
-           (double)rec->max, (long long)rec->below, (long long)rec->above);
+  slab_line(line, sizeof line, index, z0, nz, rec);
   CTR_CHECK(append(j, line));
-  j->done[index] = 1;
-  j->rec[index] = *rec;
+  if (index >= 0 && index < j->nslabs) { /* a distributed rank's journal counts no index */
+    j->done[index] = 1;
+    j->rec[index] = *rec;
+  }
   return CTR_OK;
+}
+
+/* ---- Journals of distributed runs ------------------------------------------ */
+
+#define MASTER_MAGIC "ctrecon-distributed-journal 1"
+
+static ctr_status add_range(ctr__journal_ranges *out, const ctr__journal_range *g) {
+  if (out->n == out->cap) {
+    const int64_t cap = out->cap ? 2 * out->cap : 64;
+    ctr__journal_range *p = realloc(out->r, (size_t)cap * sizeof *p);
+    if (!p) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "a journal of %lld subvolumes", (long long)cap);
+    out->r = p;
+    out->cap = cap;
+  }
+  out->r[out->n++] = *g;
+  return CTR_OK;
+}
+
+int ctr__journal_kind(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[128] = "";
+  const int got = fgets(line, sizeof line, f) != NULL;
+  fclose(f);
+  if (!got) return 3;
+  if (!strncmp(line, MASTER_MAGIC, strlen(MASTER_MAGIC))) return 2;
+  if (!strncmp(line, MAGIC, strlen(MAGIC)) && line[strlen(MAGIC)] == '\n') return 1;
+  return 3;
+}
+
+ctr_status ctr__journal_read_ranges(const char *path, uint64_t fingerprint, const char *resume,
+                                    ctr__journal_ranges *out) {
+  ctr_status st = CTR_OK;
+  FILE *f = fopen(path, "r");
+  if (!f)
+    CTR_FAIL(CTR_E_IO, "cannot resume: cannot read the journal '%s' (%s); run without %s to start "
+             "over", path, strerror(errno), resume);
+  char line[512];
+  unsigned long long fp = 0;
+  long long gen = 0, ranks = 0, prev = 0, prev_ranks = 0;
+  const int master = fgets(line, sizeof line, f) && !strncmp(line, MASTER_MAGIC, strlen(MASTER_MAGIC));
+  const int single = !master && !strncmp(line, MAGIC, strlen(MAGIC));
+  if ((!master && !single) || !fgets(line, sizeof line, f) ||
+      sscanf(line, "fingerprint %llx", &fp) != 1 || !fgets(line, sizeof line, f) ||
+      (master && sscanf(line, "generation %lld ranks %lld previous %lld ranks %lld", &gen, &ranks,
+                        &prev, &prev_ranks) != 4) ||
+      (single && strncmp(line, "plan ", 5) != 0))
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' is not a ctrecon journal (or is damaged); delete the "
+                  "partial output and run without %s", path, resume);
+  if (fp != fingerprint)
+    CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
+                  "cannot resume: '%s' belongs to a run with other inputs or options (geometry, "
+                  "projections, filter, slices, device or output type differ); repeat the "
+                  "interrupted run with %s, or run without %s to start over",
+                  path, resume, resume);
+  out->generation = gen;
+  out->ranks = ranks;
+  out->previous = prev;
+  out->previous_ranks = prev_ranks;
+  out->master = master;
+  while (fgets(line, sizeof line, f)) {
+    ctr__journal_range g;
+    if (parse_slab(line, &g)) CTR_CHECK_GOTO(st, add_range(out, &g));
+  }
+cleanup:
+  fclose(f);
+  return st;
+}
+
+ctr_status ctr__journal_read_rank(const char *path, uint64_t fingerprint, const char *resume,
+                                  ctr__journal_ranges *out) {
+  FILE *f = fopen(path, "r");
+  if (!f) return CTR_OK; /* a rank that journalled nothing may have left none */
+  ctr_status st = CTR_OK;
+  char line[512];
+  unsigned long long fp = 0;
+  if (!fgets(line, sizeof line, f) || strncmp(line, MAGIC, strlen(MAGIC)) != 0 ||
+      !fgets(line, sizeof line, f) || sscanf(line, "fingerprint %llx", &fp) != 1) {
+    fclose(f);
+    return CTR_OK; /* cut short while it was created: nothing journalled */
+  }
+  if (fp != fingerprint)
+    CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT, "cannot resume: '%s' belongs to another run; "
+                  "delete the partial output and its journals and run without %s", path, resume);
+  while (fgets(line, sizeof line, f)) {
+    ctr__journal_range g;
+    if (parse_slab(line, &g)) CTR_CHECK_GOTO(st, add_range(out, &g));
+  }
+cleanup:
+  fclose(f);
+  return st;
+}
+
+ctr_status ctr__journal_write_master(const char *path, uint64_t fingerprint,
+                                     const ctr__journal_ranges *j) {
+  char *tmp = malloc(strlen(path) + 8);
+  if (!tmp) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "a journal name");
+  sprintf(tmp, "%s.tmp", path);
+  ctr_status st = CTR_OK;
+  ctr__journal w;
+  memset(&w, 0, sizeof w);
+  w.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  w.path = tmp;
+  if (w.fd < 0) CTR_FAIL_GOTO(st, CTR_E_IO, "cannot create the journal '%s': %s", tmp, strerror(errno));
+  char line[512];
+  snprintf(line, sizeof line, MASTER_MAGIC "\nfingerprint %016llx\ngeneration %lld ranks %lld "
+           "previous %lld ranks %lld\n", (unsigned long long)fingerprint, (long long)j->generation,
+           (long long)j->ranks, (long long)j->previous, (long long)j->previous_ranks);
+  CTR_CHECK_GOTO(st, append(&w, line));
+  for (int64_t i = 0; i < j->n; i++) {
+    slab_line(line, sizeof line, j->r[i].index, j->r[i].z0, j->r[i].nz, &j->r[i].rec);
+    CTR_CHECK_GOTO(st, append(&w, line));
+  }
+  close(w.fd);
+  w.fd = -1;
+  if (rename(tmp, path) != 0)
+    CTR_FAIL_GOTO(st, CTR_E_IO, "cannot rename '%s' onto '%s': %s", tmp, path, strerror(errno));
+  ctr__sync_parent_dir(path);
+cleanup:
+  if (w.fd >= 0) close(w.fd);
+  if (st != CTR_OK) unlink(tmp);
+  free(tmp);
+  return st;
+}
+
+char *ctr__journal_rank_path(const char *master, int64_t generation, int rank) {
+  char *p = malloc(strlen(master) + 48);
+  if (p) sprintf(p, "%s.%lld.%d", master, (long long)generation, rank);
+  else ctr__error_set(CTR_E_OUT_OF_MEMORY, "a journal name");
+  return p;
+}
+
+void ctr__journal_ranges_free(ctr__journal_ranges *j) {
+  free(j->r);
+  memset(j, 0, sizeof *j);
 }
 
 ctr_status ctr__journal_verify(const ctr_context *ctx, ctr__journal *j, ctr_stack_writer *w,

@@ -71,6 +71,48 @@ int ctr__journal_end_output(ctr__journal *j, int have_journal, ctr_stack_writer 
 /* Closes; with `remove`, deletes the file. */
 void ctr__journal_close(ctr__journal *j, int remove);
 
+/* ---- Journals of distributed runs (docs/distributed.md, "Resume") ---------
+ * A distributed run keeps "<out>.partial.journal" as its master journal
+ * (written whole by rank 0, replaced by rename): the fingerprint, its
+ * generation (one per run: fresh or resumed) and rank count, the previous
+ * generation's, and the slabs verified when the run started, each a slice
+ * range with its CRC-32 as in a "slab" line. Each rank r appends the slabs
+ * it finishes to its own journal "<master>.G.r" (the format above, index
+ * being the piece's subvolume or the band). A resume, with any rank count,
+ * joins the master's and the last generation's ranks' ranges. */
+typedef struct ctr__journal_range {
+  int64_t index, z0, nz; /* slices [z0, z0 + nz) of the output */
+  ctr__slab_record rec;
+} ctr__journal_range;
+
+typedef struct ctr__journal_ranges {
+  ctr__journal_range *r;
+  int64_t n, cap;
+  int64_t generation, ranks, previous, previous_ranks;
+  int master; /* read from a master journal (0: a one-process run's journal) */
+} ctr__journal_ranges;
+
+/* What "path" is: 0 none, 1 a one-process journal, 2 a distributed run's
+ * master journal, 3 something else. */
+int ctr__journal_kind(const char *path);
+/* Reads a master journal, or a one-process run's journal (as generation 0
+ * of one rank), appending its slab lines to out; the fingerprint must be
+ * `fingerprint` (CTR_E_INVALID_ARGUMENT naming `resume` otherwise), a
+ * damaged one is CTR_E_FORMAT. */
+ctr_status ctr__journal_read_ranges(const char *path, uint64_t fingerprint, const char *resume,
+                                    ctr__journal_ranges *out);
+/* Appends the slab lines of rank journal `path` (a missing or cut-short one
+ * holds none). */
+ctr_status ctr__journal_read_rank(const char *path, uint64_t fingerprint, const char *resume,
+                                  ctr__journal_ranges *out);
+/* Writes j (generation, ranks, previous, ranges) as the master journal
+ * `path`: a temporary, synced, renamed onto it. */
+ctr_status ctr__journal_write_master(const char *path, uint64_t fingerprint,
+                                     const ctr__journal_ranges *j);
+/* "<master>.G.r" (malloc'd). */
+char *ctr__journal_rank_path(const char *master, int64_t generation, int rank);
+void ctr__journal_ranges_free(ctr__journal_ranges *j);
+
 /* CRC-32 (zlib's) of n bytes, chained from crc (start with 0). */
 uint32_t ctr__crc32(uint32_t crc, const void *data, size_t n);
 /* The CRC-32 of two byte runs one after the other, from theirs (crc2 over

@@ -3,6 +3,7 @@
 #include "io/stream_writer.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,7 +37,7 @@ static ctr_status do_job(ctr__writer *w, const ctr__writer_job *j) {
   if (j->slab < 0 || j->slab >= w->nslabs)
     CTR_FAIL(CTR_E_INTERNAL, "writer: subvolume %lld of %lld", (long long)j->slab,
              (long long)w->nslabs);
-  if (w->out) CTR_CHECK(ctr_stack_write(w->out, j->z, j->nz, w->dtype, w->buf[j->buf]));
+  if (w->out) CTR_CHECK(ctr_stack_write(w->out, w->z_offset + j->z, j->nz, w->dtype, w->buf[j->buf]));
   ctr__writer_slab *sl = &w->slabs[j->slab];
   if (w->journal) {
     if (sl->npieces == sl->cap) {
@@ -68,6 +69,7 @@ static ctr_status do_job(ctr__writer *w, const ctr__writer_job *j) {
     sl->npieces = sl->cap = 0;
     if (w->journal) CTR_CHECK(ctr__journal_mark(w->journal, j->slab, j->slab_z, j->slab_nz, &rec));
     w->slabs_written++;
+    if (w->kill_after > 0 && w->slabs_written >= w->kill_after) raise(SIGKILL);
     if (w->stop_after > 0 && w->slabs_written >= w->stop_after)
       CTR_FAIL(CTR_E_CANCELLED, "stopped after %lld subvolume(s) (fault injection of a test "
                "build)", (long long)w->slabs_written);

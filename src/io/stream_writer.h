@@ -48,6 +48,8 @@ typedef struct ctr__writer {
   char detail[1024];
   /* what the thread writes to */
   ctr_stack_writer *out;     /* NULL: only the callback and statistics */
+  int64_t z_offset;          /* the run's first slice is image z_offset of `out` (a
+                                distributed rank's piece of the whole output) */
   ctr__journal *journal;     /* may be NULL */
   ctr_dtype dtype;           /* of the buffers and the file */
   size_t slice_bytes;        /* of one slice in the file's dtype */
@@ -58,6 +60,8 @@ typedef struct ctr__writer {
   int64_t slabs_written;
   int64_t stop_after;        /* fault injection (test builds, stream.c): fail after this many
                                 subvolumes (0 = never) */
+  int64_t kill_after;        /* fault injection (test builds): the process dies (SIGKILL) after
+                                journalling this many (0 = never) */
 } ctr__writer;
 
 /* nbuf pinned buffers of buf_bytes, allocated when the thread starts, for a
