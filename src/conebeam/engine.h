@@ -101,6 +101,10 @@ typedef struct ctr__engine_backend {
   /* 1 if the backend can keep every filtered view resident (CTR_STORE_DEVICE)
    * and backproject mirrored pairs. */
   int device_store;
+  /* 1 if its engines take a geometry that sees a window of the detector's
+   * rows (ctr__geometry_rows: views hold those rows only); else a
+   * distributed rank gives them whole views, zero outside its rows. */
+  int row_window;
   /* The memory model: what an engine created for this candidate allocates
    * (a pure function, available whether or not the backend is built). */
   void (*cost)(const ctr_geometry *g, const ctr__plan_candidate *c, ctr__engine_cost *out);

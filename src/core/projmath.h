@@ -52,20 +52,29 @@ CTR_HD int64_t ctr__padded_origin(int64_t nu) {
 #define CTR__BPG_ROWS(nv) ((nv) + CTR__BPG_LO + 1)
 #define CTR__BPG_ORIGIN(pitch) ((long long)CTR__BPG_LO * (pitch) + CTR__BPG_LO)
 
-/* Clamps (u, v) to [-1, nu] x [-1, nv], returns the index of the top-left
- * neighbour in a padded image of row length `pitch` (relative to pixel
- * (0, 0)) and leaves the fractional offsets in *u, *v. */
-CTR_HD int ctr__bilinear_setup(int pitch, int nu, int nv, float *u, float *v) {
+/* Clamps (u, v) to [-1, nu] x [row0 - 1, row0 + nrows], returns the index
+ * of the top-left neighbour in a padded image of rows [row0, row0 + nrows)
+ * of the detector, of row length `pitch` (relative to its pixel (0, row0)),
+ * and leaves the fractional offsets in *u, *v. The fractions and weights do
+ * not depend on the window: a sample inside it is the whole detector's. */
+CTR_HD int ctr__bilinear_setup_rows(int pitch, int nu, int row0, int nrows, float *u, float *v) {
   /* One comparison per statement so compilers if-convert to min/max. */
   float x = *u > -1.0f ? *u : -1.0f;
   x = x < (float)nu ? x : (float)nu;
-  float y = *v > -1.0f ? *v : -1.0f;
-  y = y < (float)nv ? y : (float)nv;
-  /* x >= -1, so truncation of x + 1 is floor(x) + 1 (no floorf call). */
+  const float lo = (float)(row0 - 1), hi = (float)(row0 + nrows);
+  float y = *v > lo ? *v : lo;
+  y = y < hi ? y : hi;
+  /* x, y >= -1, so truncation of x + 1 is floor(x) + 1 (no floorf call). */
   const int iu = (int)(x + 1.0f) - 1, iv = (int)(y + 1.0f) - 1;
   *u = x - (float)iu;
   *v = y - (float)iv;
-  return iv * pitch + iu;
+  return (iv - row0) * pitch + iu;
+}
+
+/* The whole detector: clamps (u, v) to [-1, nu] x [-1, nv], returns the
+ * index of the top-left neighbour relative to pixel (0, 0). */
+CTR_HD int ctr__bilinear_setup(int pitch, int nu, int nv, float *u, float *v) {
+  return ctr__bilinear_setup_rows(pitch, nu, 0, nv, u, v);
 }
 
 /* ctr__bilinear_setup with positions in double: the fractional offsets keep
@@ -111,11 +120,16 @@ CTR_HD float ctr__lerp2(float q00, float q01, float q10, float q11, float fu, fl
  * padding, `pitch` is the padded row length; (u, v) are pixel indices with
  * centres at integers. The padded image holds fewer than 2^31 pixels. Zero
  * further than one pixel outside the detector, like ctr__bilinear_zero_f64. */
+CTR_HD float ctr__bilinear_padded_rows(const float *base, int pitch, int nu, int row0,
+                                       int nrows, float u, float v) {
+  /* Indexed loads (not pointer arithmetic) let compilers emit gathers. */
+  const int i = ctr__bilinear_setup_rows(pitch, nu, row0, nrows, &u, &v);
+  return ctr__lerp2(base[i], base[i + 1], base[i + pitch], base[i + pitch + 1], u, v);
+}
+
 CTR_HD float ctr__bilinear_padded(const float *base, int pitch, int nu, int nv, float u,
                                   float v) {
-  /* Indexed loads (not pointer arithmetic) let compilers emit gathers. */
-  const int i = ctr__bilinear_setup(pitch, nu, nv, &u, &v);
-  return ctr__lerp2(base[i], base[i + 1], base[i + pitch], base[i + pitch + 1], u, v);
+  return ctr__bilinear_padded_rows(base, pitch, nu, 0, nv, u, v);
 }
 
 /* Reference bilinear sample in double of an unpadded float image: pixels

@@ -79,9 +79,9 @@ ctr__fdk_view_params ctr__fdk_view_params_of(const ctr__fdk_filter *f, int64_t i
 void ctr__fdk_view_weights(const ctr__fdk_filter *f, int64_t i, float *w, float *scale) {
   const int64_t nu = f->g->nu, nv = f->g->nv;
   const ctr__fdk_view_params p = ctr__fdk_view_params_of(f, i);
-  for (int64_t iv = 0; iv < nv; iv++)
+  for (int64_t iv = 0; iv < nv; iv++) /* rows of the detector: a window's start at row0 */
     for (int64_t iu = 0; iu < nu; iu++)
-      w[iv * nu + iu] = (float)ctr__fdk_pixel_weight(&p, (double)iu, (double)iv);
+      w[iv * nu + iu] = (float)ctr__fdk_pixel_weight(&p, (double)iu, (double)(f->g->row0 + iv));
   *scale = p.scale;
 }
 

@@ -330,6 +330,52 @@ ctr_status ctr_geometry_clone(const ctr_geometry *g, ctr_geometry **out) {
   return CTR_OK;
 }
 
+void ctr__geometry_row_band(const ctr_geometry *g, int64_t z0, int64_t nz, int64_t *row0,
+                            int64_t *nrows) {
+  const ctr_volume_geometry *v = &g->vol;
+  const double xs[2] = {ctr__voxel_coord(0, v->nx, v->voxel_x, v->offset_x),
+                        ctr__voxel_coord(v->nx - 1, v->nx, v->voxel_x, v->offset_x)};
+  const double ys[2] = {ctr__voxel_coord(0, v->ny, v->voxel_y, v->offset_y),
+                        ctr__voxel_coord(v->ny - 1, v->ny, v->voxel_y, v->offset_y)};
+  const double zs[2] = {ctr__voxel_coord(z0, v->nz, v->voxel_z, v->offset_z),
+                        ctr__voxel_coord(z0 + nz - 1, v->nz, v->voxel_z, v->offset_z)};
+  double lo = INFINITY, hi = -INFINITY;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    const double *P = g->views[i].P;
+    for (int k = 0; k < 8; k++) {
+      const double x = xs[k & 1], y = ys[(k >> 1) & 1], z = zs[k >> 2];
+      const double b = P[4] * x + P[5] * y + P[6] * z + P[7];
+      const double c = P[8] * x + P[9] * y + P[10] * z + P[11];
+      const double t = b / c;
+      lo = t < lo ? t : lo;
+      hi = t > hi ? t : hi;
+    }
+  }
+  /* sampled rows: floor(v) and floor(v) + 1 of every v in [lo, hi] */
+  int64_t a = isfinite(lo) ? (int64_t)floor(lo) - 2 : 0;
+  int64_t e = isfinite(hi) ? (int64_t)floor(hi) + 1 + 2 : g->nv - 1;
+  if (a < 0) a = 0;
+  if (e > g->nv - 1) e = g->nv - 1;
+  if (e < a) { /* the slab misses the detector: a row to read all the same */
+    a = a > g->nv - 1 ? g->nv - 1 : a;
+    e = a;
+  }
+  *row0 = a;
+  *nrows = e - a + 1;
+}
+
+ctr_status ctr__geometry_rows(const ctr_geometry *g, int64_t row0, int64_t nrows,
+                              ctr_geometry **out) {
+  *out = NULL;
+  if (row0 < 0 || nrows < 1 || row0 + nrows > g->nv)
+    CTR_FAIL(CTR_E_INTERNAL, "detector rows [%lld, %lld) outside [0, %lld)", (long long)row0,
+             (long long)(row0 + nrows), (long long)g->nv);
+  CTR_CHECK(ctr_geometry_clone(g, out));
+  (*out)->row0 = g->row0 + row0;
+  (*out)->nv = nrows;
+  return CTR_OK;
+}
+
 void ctr_geometry_free(ctr_geometry *g) {
   if (!g) return;
   free(g->views);

@@ -22,6 +22,9 @@ typedef struct ctr__view {
 
 struct ctr_geometry {
   int64_t nu, nv, nviews;
+  int64_t row0; /* the detector rows are [row0, row0 + nv) of the scanned detector: 0 except
+                   in a window (ctr__geometry_rows), whose views' matrices still give rows
+                   of the whole detector */
   double du, dv; /* mm; 0 when built from matrices without pitch */
   ctr_volume_geometry vol;
   int circular; /* built from ctr_circular_params */
@@ -61,6 +64,19 @@ int ctr__bp_pair_possible(const ctr_geometry *g, int64_t z0, int64_t nz);
 
 ctr_status ctr__scan_analyse(const ctr_geometry *g, ctr__scan *out);
 void ctr__scan_free(ctr__scan *s);
+
+/* The detector rows a backprojection of slices [z0, z0 + nz) samples:
+ * [*row0, *row0 + *nrows) of g's detector, with two rows to spare on each
+ * side for rounding and the bilinear neighbour (clamped to the detector).
+ * The image of the slab's box of voxel centres under a view's projective
+ * map lies in the convex hull of its corners' images (the box is in front
+ * of the source, c > 0), so its v range is theirs. */
+void ctr__geometry_row_band(const ctr_geometry *g, int64_t z0, int64_t nz, int64_t *row0,
+                            int64_t *nrows);
+/* A copy of g that sees rows [row0, row0 + nrows) of its detector only
+ * (nv = nrows, row0 set; views, volume and matrices unchanged). */
+ctr_status ctr__geometry_rows(const ctr_geometry *g, int64_t row0, int64_t nrows,
+                              ctr_geometry **out);
 
 /* Voxel centre coordinate along an axis. */
 static inline double ctr__voxel_coord(int64_t i, int64_t n, double size, double offset) {

@@ -17,13 +17,13 @@
  * rows of the matrix evaluated at i = 0 with per-voxel increments. */
 CTR__CLONES
 static void bp_row(float *restrict acc, int nx, const float *restrict img, int pitch, int nu,
-                   int nv, float a0, float da, float b0, float db, float c0, float dc) {
+                   int row0, int nv, float a0, float da, float b0, float db, float c0, float dc) {
   for (int i = 0; i < nx; i++) {
     const float fi = (float)i;
     const float r = 1.0f / (c0 + fi * dc);
     const float u = (a0 + fi * da) * r;
     const float v = (b0 + fi * db) * r;
-    acc[i] += r * r * ctr__bilinear_padded(img, pitch, nu, nv, u, v);
+    acc[i] += r * r * ctr__bilinear_padded_rows(img, pitch, nu, row0, nv, u, v);
   }
 }
 
@@ -33,14 +33,15 @@ static void bp_row(float *restrict acc, int nx, const float *restrict img, int p
 #define CTR__ROWS 4
 CTR__CLONES
 static void bp_rows(float *restrict acc, int64_t stride, int nx, const float *restrict img,
-                    int pitch, int nu, int nv, float a0, float da, const float *b0, float db,
-                    float c0, float dc) {
+                    int pitch, int nu, int row0, int nv, float a0, float da, const float *b0,
+                    float db, float c0, float dc) {
   for (int i = 0; i < nx; i++) {
     const float fi = (float)i;
     const float r = 1.0f / (c0 + fi * dc);
     const float u = (a0 + fi * da) * r, w = r * r;
     for (int m = 0; m < CTR__ROWS; m++)
-      acc[m * stride + i] += w * ctr__bilinear_padded(img, pitch, nu, nv, u, (b0[m] + fi * db) * r);
+      acc[m * stride + i] +=
+          w * ctr__bilinear_padded_rows(img, pitch, nu, row0, nv, u, (b0[m] + fi * db) * r);
   }
 }
 
@@ -76,12 +77,12 @@ void ctr__bp_cpu(const ctr_context *ctx, const ctr_geometry *g, int64_t v0, int6
         const float c0 = (float)(P[8] * x0 + P[9] * wy + P[10] * wz + P[11]);
         float *row = vol + (z * ny + y) * nx;
         if (group) {
-          bp_rows(row, ny * nx, (int)nx, img, views->pitch, (int)g->nu, (int)g->nv, a0, da, b0, db,
-                  c0, dc);
+          bp_rows(row, ny * nx, (int)nx, img, views->pitch, (int)g->nu, (int)g->row0, (int)g->nv,
+                  a0, da, b0, db, c0, dc);
         } else {
           for (int64_t m = 0; m < rows; m++)
-            bp_row(row + m * ny * nx, (int)nx, img, views->pitch, (int)g->nu, (int)g->nv, a0, da,
-                   b0[m], db, c0, dc);
+            bp_row(row + m * ny * nx, (int)nx, img, views->pitch, (int)g->nu, (int)g->row0,
+                   (int)g->nv, a0, da, b0[m], db, c0, dc);
         }
       }
     }

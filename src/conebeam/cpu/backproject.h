@@ -12,8 +12,9 @@ extern "C" {
 #endif
 
 /* A batch of filtered views in padded form (CTR_PAD_LO / CTR_PAD_HI zero
- * borders, projmath.h): view k's pixel (0, 0) is at base + k * view_stride,
- * rows are `pitch` floats apart. */
+ * borders, projmath.h): view k's pixel (0, g->row0) - the first row of the
+ * geometry's detector, or of its window of rows (ctr__geometry_rows) - is at
+ * base + k * view_stride, rows are `pitch` floats apart. */
 typedef struct ctr__padded_views {
   const float *base;
   int64_t view_stride;

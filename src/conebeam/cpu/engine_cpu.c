@@ -221,6 +221,7 @@ const ctr__engine_backend ctr__engine_backend_cpu = {
     .kind = CTR_DEVICE_CPU,
     .first_batch = cpu_first_batch,
     .device_store = 0,
+    .row_window = 1,
     .cost = cpu_cost,
     .create = cpu_create,
     .bpj_create = ctr__cpu_bpj_create,
