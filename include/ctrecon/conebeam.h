@@ -242,9 +242,9 @@ CTR_API ctr_status ctr_stream_timings_init(ctr_stream_timings *s, unsigned versi
 typedef void (*ctr_slab_fn)(void *user, int64_t z0, int64_t nz, const float *slab);
 
 /* Version 1 held ctr_fdk_options version 1 (without strict); version 2 holds
- * version 2, and workers and split. The embedded fdk options keep their own version field: any
- * version up to the one the stream options' version holds. */
-#define CTR_STREAM_OPTIONS_VERSION 2u
+ * version 2, and workers and split; version 3 adds cluster. The embedded fdk options keep their
+ * own version field: any version up to the one the stream options' version holds. */
+#define CTR_STREAM_OPTIONS_VERSION 3u
 typedef struct ctr_stream_options {
   unsigned version;
   ctr_fdk_options fdk;   /* filter, interpolation, slices (z0, nz) */
@@ -264,11 +264,14 @@ typedef struct ctr_stream_options {
                             devices in turn (several on one GPU when N exceeds them), on the
                             CPU sharing its cores (at most CTR_MAX_WORKERS) */
   ctr_split split;       /* AUTO = the planner's cost model chooses (one worker: VOLUME) */
+  const ctr_cluster *cluster; /* NULL: this process alone; else every rank of the cluster calls
+                                 ctr_fdk_stream with the same arguments and reconstructs a share
+                                 of the slices into the one output (docs/distributed.md) */
 } ctr_stream_options;
 
 #define CTR_STREAM_OPTIONS_INIT                                                           \
   { CTR_STREAM_OPTIONS_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_STORE_AUTO, NULL, 1.0,   \
-    CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL, 0, CTR_SPLIT_AUTO }
+    CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL, 0, CTR_SPLIT_AUTO, NULL }
 /* The defaults in the layout of `version`, 1 .. CTR_STREAM_OPTIONS_VERSION (core.h). */
 CTR_API ctr_status ctr_stream_options_init(ctr_stream_options *s, unsigned version);
 

@@ -73,7 +73,8 @@ extern "C" {
   X(CTR_E_DEVICE_OUT_OF_MEMORY, -10, "GPU out of memory")                        \
   X(CTR_E_FFT, -11, "FFT library error")                                         \
   X(CTR_E_CANCELLED, -12, "cancelled")                                           \
-  X(CTR_E_INTERNAL, -13, "internal error")
+  X(CTR_E_INTERNAL, -13, "internal error")                                      \
+  X(CTR_E_TIMEOUT, -14, "a process of a distributed run stopped making progress")
 
 typedef enum ctr_status {
 #define CTR__STATUS_ENUM(name, value, msg) name = value,
@@ -98,8 +99,7 @@ enum {
   CTR_FEATURE_OPENMP = 1u << 0,
   CTR_FEATURE_CUDA = 1u << 1,
   CTR_FEATURE_HDF5 = 1u << 2,
-  CTR_FEATURE_MPI = 1u << 3, /* reserved for distributed (MPI) runs: never set until the
-                                library has MPI code (this bit keeps its value) */
+  CTR_FEATURE_MPI = 1u << 3, /* distributed runs over MPI (ctr_cluster_create) */
   CTR_FEATURE_TIFF = 1u << 4,
   CTR_FEATURE_PNG = 1u << 5
 };
@@ -235,6 +235,55 @@ CTR_API int ctr_context_get_device_count(const ctr_context *ctx);
 CTR_API int ctr_context_get_device_ordinal(const ctr_context *ctx, int i);
 /* The backend a context resolved to (CTR_DEVICE_CPU or CTR_DEVICE_CUDA). */
 CTR_API ctr_device_kind ctr_context_get_device(const ctr_context *ctx);
+
+/* ------------------------------------------------------------------------- */
+/* Distributed runs (MPI)                                                    */
+/* ------------------------------------------------------------------------- */
+
+/* The processes of one MPI job (docs/distributed.md). A streamed run given a
+ * cluster (ctr_stream_options.cluster, ctr_fbp_stream_options.cluster) is
+ * shared by its ranks: every rank calls the same function with the same
+ * arguments, reconstructs its own slices and writes them into the one
+ * output. */
+typedef struct ctr_cluster ctr_cluster;
+
+#define CTR_CLUSTER_OPTIONS_VERSION 1u
+typedef struct ctr_cluster_options {
+  unsigned version;
+  double timeout; /* seconds a rank may go without progress (or rank 0 without answering)
+                     before every rank stops the run as hung; 0 = 600 */
+} ctr_cluster_options;
+#define CTR_CLUSTER_OPTIONS_INIT { CTR_CLUSTER_OPTIONS_VERSION, 0.0 }
+/* The defaults in the layout of `version`, 1 .. CTR_CLUSTER_OPTIONS_VERSION (core.h). */
+CTR_API ctr_status ctr_cluster_options_init(ctr_cluster_options *s, unsigned version);
+
+/* Joins the MPI job this process was started in (mpirun, srun): initialises
+ * MPI (MPI_THREAD_MULTIPLE) unless the caller did, and uses a duplicate of
+ * MPI_COMM_WORLD. Every rank calls it. opts may be NULL (defaults).
+ * CTR_E_UNSUPPORTED in a build without MPI (ctr_features lacks
+ * CTR_FEATURE_MPI) or when the MPI library lacks MPI_THREAD_MULTIPLE.
+ * *out is owned by the caller: ctr_cluster_free. */
+CTR_API ctr_status ctr_cluster_create(const ctr_cluster_options *opts, ctr_cluster **out);
+/* This process's rank (0 .. size - 1) and the number of ranks; 0 and 1 for
+ * NULL. */
+CTR_API int ctr_cluster_get_rank(const ctr_cluster *c);
+CTR_API int ctr_cluster_get_size(const ctr_cluster *c);
+/* The rank that speaks for the job (prints its messages): 0, or 1 after a
+ * run lost rank 0 (hung or gone). 0 for NULL. */
+CTR_API int ctr_cluster_get_reporter(const ctr_cluster *c);
+/* Collective: every rank passes its own status and, when it failed, what
+ * went wrong (`detail`; NULL: the calling thread's ctr_error_detail).
+ * Returns CTR_OK when every rank passed CTR_OK; otherwise every rank gets
+ * the status of the first rank that failed and the detail "rank R of N
+ * (HOST): <its detail>" - what a program checks before a distributed call
+ * whose inputs each rank prepared (files it opened). When a rank does not
+ * arrive within ctr_cluster_options.timeout, the others get CTR_E_TIMEOUT
+ * (and the cluster can no longer be used). */
+CTR_API ctr_status ctr_cluster_agree(ctr_cluster *c, ctr_status st, const char *detail);
+/* Leaves the job: finalises MPI if ctr_cluster_create initialised it, except
+ * after a run that lost a rank (hung or gone: MPI_Finalize would wait for it
+ * forever; the launcher ends the job). Accepts NULL. */
+CTR_API void ctr_cluster_free(ctr_cluster *c);
 
 /* ------------------------------------------------------------------------- */
 /* Metrics                                                                   */

@@ -30,6 +30,9 @@ unsigned ctr_features(void) {
 #if defined(CTR_HAVE_HDF5) && CTR_HAVE_HDF5
   f |= CTR_FEATURE_HDF5;
 #endif
+#if defined(CTR_HAVE_MPI) && CTR_HAVE_MPI
+  f |= CTR_FEATURE_MPI;
+#endif
   return f;
 }
 
@@ -215,11 +218,13 @@ void ctr__progress_scope(const char *stage, double lo, double hi) {
 void ctr__progress_scope_end(void) { g_scope.on = 0; }
 
 ctr_status ctr__progress(const ctr_context *ctx, const char *stage, double fraction) {
-  if (!ctx || !ctx->opts.progress) return CTR_OK;
+  if (!ctx) return CTR_OK;
   if (g_scope.on) {
     stage = g_scope.stage;
     fraction = g_scope.lo + fraction * (g_scope.hi - g_scope.lo);
   }
+  if (ctx->progress_hook) CTR_CHECK(ctx->progress_hook(ctx->progress_hook_user, &fraction));
+  if (!ctx->opts.progress) return CTR_OK;
   if (ctx->opts.progress(ctx->opts.user, stage, fraction))
     CTR_FAIL(CTR_E_CANCELLED, "%s cancelled by the progress callback", stage);
   return CTR_OK;

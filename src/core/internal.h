@@ -70,6 +70,12 @@ struct ctr_context {
    * each visible); the first is the device of single-GPU operations. */
   int ndevices;
   int devices[CTR__MAX_DEVICES];
+  /* A distributed run's hook (src/distributed): called first by every
+   * ctr__progress on this context while the run lasts; it keeps the rank
+   * alive, may rewrite the fraction (rank 0: the whole run's) and returns
+   * CTR_E_CANCELLED once another rank stopped the run. NULL otherwise. */
+  ctr_status (*progress_hook)(void *user, double *fraction);
+  void *progress_hook_user;
 };
 
 /* Ordinal of the context's i-th CUDA device (0 for a CPU context, a NULL
@@ -199,7 +205,7 @@ extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_
     ctr__struct_pet_view_info, ctr__struct_pet_recon_timings, ctr__struct_pet_metrics,
     ctr__struct_tuning, ctr__struct_corrections, ctr__struct_fbp_stream_options,
     ctr__struct_fbp_stream_report, ctr__struct_projector_options, ctr__struct_iterate_options,
-    ctr__struct_iterate_plan, ctr__struct_iterate_report;
+    ctr__struct_iterate_plan, ctr__struct_iterate_report, ctr__struct_cluster_options;
 
 /* Human sizes: "1.5 GiB" into buf. */
 const char *ctr__format_bytes(double bytes, char *buf, size_t n);

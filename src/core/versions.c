@@ -209,6 +209,7 @@ static const ctr__struct_version context_options_versions[] = {
 CTR__STRUCT_DEFINE(context_options, CTR_CONTEXT_OPTIONS_VERSION)
 CTR__STRUCT_DEFINE_V1(device_info, CTR_DEVICE_INFO_VERSION, CTR_DEVICE_INFO_INIT)
 CTR__STRUCT_DEFINE_V1(volume_error, CTR_VOLUME_ERROR_VERSION, CTR_VOLUME_ERROR_INIT)
+CTR__STRUCT_DEFINE_V1(cluster_options, CTR_CLUSTER_OPTIONS_VERSION, CTR_CLUSTER_OPTIONS_INIT)
 
 /* File I/O */
 CTR__STRUCT_DEFINE_V1(stack_info, CTR_STACK_INFO_VERSION, CTR_STACK_INFO_INIT)
@@ -228,7 +229,9 @@ CTR__STRUCT_DEFINE_V1(plan_request, CTR_PLAN_REQUEST_VERSION, CTR_PLAN_REQUEST_I
 static const ctr_stream_options stream_options_defaults = CTR_STREAM_OPTIONS_INIT;
 static const ctr__struct_version stream_options_versions[] = {
     {offsetof(ctr_stream_options, workers), {1}}, /* 1: ctr_fdk_options version 1 inside */
-    {sizeof(ctr_stream_options), {2}}, /* 2: ctr_fdk_options version 2 inside; workers, split */
+    {offsetof(ctr_stream_options, cluster), {2}}, /* 2: ctr_fdk_options version 2 inside;
+                                                     workers, split */
+    {sizeof(ctr_stream_options), {2}},            /* 3: cluster */
 };
 CTR__STRUCT_DEFINE_NESTED(stream_options, CTR_STREAM_OPTIONS_VERSION, 1,
                           {offsetof(ctr_stream_options, fdk)}, {"fdk"},
@@ -260,8 +263,12 @@ CTR__STRUCT_DEFINE_V1(value_counts, CTR_VALUE_COUNTS_VERSION, CTR_VALUE_COUNTS_I
 /* Synchrotron pipeline */
 CTR__STRUCT_DEFINE_V1(corrections, CTR_CORRECTIONS_VERSION, CTR_CORRECTIONS_INIT)
 /* (its fbp member is a pointer to a versioned struct, read by ctr__struct_copy on its own) */
-CTR__STRUCT_DEFINE_V1(fbp_stream_options, CTR_FBP_STREAM_OPTIONS_VERSION,
-                      CTR_FBP_STREAM_OPTIONS_INIT)
+static const ctr_fbp_stream_options fbp_stream_options_defaults = CTR_FBP_STREAM_OPTIONS_INIT;
+static const ctr__struct_version fbp_stream_options_versions[] = {
+    CTR__V_UPTO(ctr_fbp_stream_options, cluster), /* 1 */
+    CTR__V_ALL(ctr_fbp_stream_options),           /* 2: cluster */
+};
+CTR__STRUCT_DEFINE(fbp_stream_options, CTR_FBP_STREAM_OPTIONS_VERSION)
 CTR__STRUCT_DEFINE_V1(fbp_stream_report, CTR_FBP_STREAM_REPORT_VERSION,
                       CTR_FBP_STREAM_REPORT_INIT)
 
@@ -303,6 +310,7 @@ const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_fbp_options,     &ctr__struct_pet_params,      &ctr__struct_pet_kernel_params,
     &ctr__struct_pet_sim_options, &ctr__struct_pet_recon_options, &ctr__struct_corrections,
     &ctr__struct_fbp_stream_options, &ctr__struct_projector_options, &ctr__struct_iterate_options,
+    &ctr__struct_cluster_options,
     /* filled by the library (or both ways: ctr_stack_info, ctr_value_counts) */
     &ctr__struct_device_info, &ctr__struct_volume_error, &ctr__struct_stack_info,
     &ctr__struct_plan, &ctr__struct_stream_timings, &ctr__struct_stream_report,

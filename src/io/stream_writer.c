@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 ctr_status ctr__writer_init(ctr__writer *w, int nbuf, size_t buf_bytes, int64_t nslabs) {
   memset(w, 0, sizeof *w);
@@ -203,3 +204,19 @@ void ctr__writer_free(ctr__writer *w) {
   pthread_cond_destroy(&w->cv);
   memset(w, 0, sizeof *w);
 }
+
+#ifdef CTR_FAULT_INJECTION
+static int64_t env_int(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? strtoll(v, NULL, 10) : 0;
+}
+
+void ctr__writer_inject(ctr__writer *w, int rank) {
+  const char *only = getenv("CTRECON_INJECT_RANK");
+  if (only && *only && strtol(only, NULL, 10) != rank) return;
+  w->stop_after = env_int("CTRECON_INJECT_STOP_AFTER_SLABS");
+  w->kill_after = env_int("CTRECON_INJECT_KILL_AFTER_SLABS");
+  if (env_int("CTRECON_INJECT_HANG"))
+    for (;;) sleep(1); /* alive, never progressing */
+}
+#endif

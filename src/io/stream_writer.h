@@ -80,4 +80,14 @@ void ctr__writer_free(ctr__writer *w);
 /* After a run failed with st: lets the writer finish what it holds (its
  * journalled slabs stay valid), keeping the detail of st's error. */
 void ctr__writer_settle(ctr__writer *w, ctr_status st);
+
+#ifdef CTR_FAULT_INJECTION
+/* The hooks of a test build (docs/distributed.md, "Tests") for a
+ * distributed rank `rank`, when CTRECON_INJECT_RANK is unset or names it:
+ * CTRECON_INJECT_STOP_AFTER_SLABS=k fails (CTR_E_CANCELLED) and
+ * CTRECON_INJECT_KILL_AFTER_SLABS=k dies (SIGKILL) after k subvolumes
+ * (bands) journalled; CTRECON_INJECT_HANG=1 hangs here, never progressing
+ * (the hung-rank timeout's case). */
+void ctr__writer_inject(ctr__writer *w, int rank);
+#endif
 #endif

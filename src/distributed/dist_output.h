@@ -1,0 +1,82 @@
+/* The one output of a distributed run and its journals (docs/distributed.md,
+ * "What each rank reads and writes", "Resume"), shared by the distributed
+ * FDK and FBP:
+ *  - rank 0 reads the journals of an interrupted run (any rank count, or a
+ *    one-process run's), checks every journalled slice range against the
+ *    partial output (its CRC-32), decides the work of this run (a callback
+ *    of the modality: ctr__dist_set_work), writes the master journal of a
+ *    new generation and creates (or reopens) "<out>.partial", header first;
+ *  - then every other rank opens the same partial output and each rank
+ *    creates its own journal; each writes its slices at their offsets;
+ *  - at the end, when every rank finished, rank 0 renames the output onto
+ *    its name and removes the journals; a failed run keeps them when a slice
+ *    range is journalled (resumable with any rank count), else removes all.
+ * Not installed. */
+#ifndef CTR_DIST_OUTPUT_H
+#define CTR_DIST_OUTPUT_H
+
+#include "distributed/distributed.h"
+#include "io/io_internal.h"
+#include "io/journal.h"
+
+/* What a rank adds to the whole run's summary (gathered at the end). */
+#define CTR__DIST_COUNTS 8
+typedef struct ctr__dist_stats {
+  int64_t count[CTR__DIST_COUNTS]; /* summed over the ranks (the modality says what) */
+  double min, max;                 /* value range (+inf / -inf: none) */
+  int64_t journalled;              /* slabs (bands) this rank journalled */
+  double seconds;                  /* this rank's compute time */
+} ctr__dist_stats;
+
+/* Rank 0's plan of the work: done[i] (n slices of the output) tells the
+ * slices that need no work; the callback calls ctr__dist_set_work. */
+typedef ctr_status (*ctr__dist_plan_fn)(void *user, ctr__dist *d, const unsigned char *done,
+                                        int64_t n);
+
+typedef struct ctr__dist_output {
+  ctr__dist *d;
+  const ctr_context *ctx;
+  char *out;
+  ctr_file_format fmt;
+  ctr_stack_info info;
+  uint64_t fp;
+  const char *resume_name; /* the caller's resume option, for messages */
+  char *master;            /* "<out>.partial.journal" */
+  ctr__journal_ranges state; /* rank 0: generation, ranks, verified ranges */
+  int64_t generation;
+  ctr_stack_writer *w;     /* this rank's handle on the partial output */
+  ctr__journal journal;    /* this rank's journal */
+  int have_journal;
+  int created;             /* rank 0 created (or reopened) the partial output */
+  int unusable;            /* a resume found the journal or the partial output damaged */
+  /* the slices resumed (shared by rank 0) */
+  ctr__slab_record kept;
+  int64_t nkept, kept_slices;
+  /* the whole run's summary (after finish) */
+  ctr__dist_stats total;
+  int resumable;           /* after a failure: the partial output and journals are kept */
+} ctr__dist_output;
+
+/* Collective: the partial output `out` (fmt, info: the whole output) of a
+ * run with fingerprint fp, fresh or resumed, and this rank's journal;
+ * `what` names a journalled unit in warnings ("subvolume", "band"), `chunk`
+ * slices are read back at a time to check them. `st` is the rank's status
+ * so far (a failure of any rank fails the call on all). */
+ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_status st,
+                                 const char *out, ctr_file_format fmt, const ctr_stack_info *info,
+                                 uint64_t fp, int resume, const char *resume_name,
+                                 const char *what, int64_t chunk, ctr__dist_plan_fn plan,
+                                 void *plan_user, ctr__dist_output *o);
+/* Collective end: every rank's status and stats; when all succeeded rank 0
+ * commits the output (renamed onto its name) and removes the journals.
+ * Returns the run's status (the first failing rank's error on every rank);
+ * o->total gets the sums over the ranks, o->resumable whether a failed
+ * run's partial output was kept. Frees what open allocated. */
+ctr_status ctr__dist_output_finish(ctr__dist_output *o, ctr_status st,
+                                   const ctr__dist_stats *mine);
+
+/* 1 if `out` has a distributed run's master journal ("<out>.partial.journal"):
+ * a one-process call resumes it as a run of one rank. */
+int ctr__dist_output_is_distributed(const char *out);
+
+#endif
