@@ -35,6 +35,7 @@
 #include "conebeam/plan_split.h"
 #include "io/stream_ring.h"
 #include "io/stream_writer.h"
+#include "conebeam/stream_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -113,6 +114,11 @@ struct stream_run {
   int64_t out_bad;          /* bad voxels replaced by 0 (the data policy) */
   /* progress */
   int64_t work_total, work_done;
+  /* a distributed rank's piece (ctr__fdk_stream_piece) */
+  int64_t read_row0, read_rows; /* rows of the file's images read (read_rows 0: all) */
+  ctr__dist *dist;              /* claims each subvolume before computing it (NULL: none) */
+  pthread_mutex_t claim_mu;     /* subvolumes taken and claimed in order */
+  int64_t slices_granted;
 };
 
 static int64_t batch_len(const stream_run *r, int64_t b) {
@@ -131,7 +137,18 @@ static int64_t slab_len(const stream_run *r, int64_t s) {
 
 static ctr_status fill_raw(void *user, int64_t b, void *buf) {
   stream_run *r = user;
-  return ctr_stack_read(r->in, b * r->plan.views_per_batch, batch_len(r, b), r->in_dtype, buf);
+  const int64_t v0 = b * r->plan.views_per_batch, n = batch_len(r, b);
+  if (!r->read_rows) return ctr_stack_read(r->in, v0, n, r->in_dtype, buf);
+  if (r->read_rows == r->g->nv) /* the engines see these rows only */
+    return ctr_stack_read_rows(r->in, v0, n, r->read_row0, r->read_rows, r->in_dtype, buf);
+  /* whole views, zero outside the rows (a backend without row windows) */
+  const size_t es = ctr_dtype_size(r->in_dtype), row = (size_t)r->g->nu * es;
+  memset(buf, 0, view_px(r) * es * (size_t)n);
+  for (int64_t k = 0; k < n; k++)
+    CTR_CHECK(ctr_stack_read_rows(r->in, v0 + k, 1, r->read_row0, r->read_rows, r->in_dtype,
+                                  (char *)buf + ((size_t)k * (size_t)r->g->nv +
+                                                 (size_t)r->read_row0) * row));
+  return CTR_OK;
 }
 
 static ctr_status fill_scratch(void *user, int64_t b, void *buf) {
@@ -225,7 +242,7 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
 /* Everything that decides the volume's bytes; a journal only resumes a run
  * with the same fingerprint. */
 static ctr_status fingerprint(const stream_run *r, const char *out, ctr_file_format fmt,
-                              uint64_t *fp) {
+                              int with_input, uint64_t *fp) {
   char *json = NULL;
   CTR_CHECK(ctr_geometry_to_json_string(r->g, &json));
   uint64_t h = ctr__fnv1a(CTR__FNV_SEED, json, strlen(json));
@@ -237,7 +254,7 @@ static ctr_status fingerprint(const stream_run *r, const char *out, ctr_file_for
                         (int64_t)ctr_context_get_device(r->ctx), (int64_t)r->in_dtype};
   h = ctr__fnv1a(h, d, sizeof d);
   h = ctr__fnv1a(h, i, sizeof i);
-  if (r->in) {
+  if (r->in && with_input) {
     struct stat s;
     char *real = realpath(r->in->path, NULL);
     const char *name = real ? real : r->in->path;
@@ -345,11 +362,17 @@ static int64_t input_bad(const stream_run *r) {
 }
 
 /* Warnings of a run that succeeded (bad input values, bad voxels). */
-static void report_values(stream_run *r) {
+void ctr__fdk_stream_warn(const ctr_context *ctx, const char *path, int64_t in_bad,
+                          int64_t out_bad) {
   char name[4200];
-  ctr__values_report(r->ctx, 0, input_bad(r), input_name(r, name, sizeof name));
-  ctr__values_report_kind(r->ctx, 0, r->out_bad, "the reconstruction", CTR__BAD_VOXELS,
-                          "stored as 0");
+  if (path) snprintf(name, sizeof name, "'%s'", path);
+  else snprintf(name, sizeof name, "projections");
+  ctr__values_report(ctx, 0, in_bad, name);
+  ctr__values_report_kind(ctx, 0, out_bad, "the reconstruction", CTR__BAD_VOXELS, "stored as 0");
+}
+
+static void report_values(stream_run *r) {
+  ctr__fdk_stream_warn(r->ctx, r->in ? r->in->path : NULL, input_bad(r), r->out_bad);
 }
 
 /* Strict: stop at the first subset with bad values, before any subvolume is
@@ -597,11 +620,29 @@ static ctr_status deliver(worker *w, int64_t s, int64_t z, int64_t nz, int64_t k
 
 /* ---- The workers ---------------------------------------------------------------- */
 
+/* The next subvolume of the queue (-1: none); a distributed rank claims it
+ * first (the queue ends where another rank took the rest over). */
 static int64_t take_slab(stream_run *r) {
+  if (r->dist) pthread_mutex_lock(&r->claim_mu);
   pthread_mutex_lock(&r->mu);
   const int64_t i = r->next < r->ntodo ? r->next++ : -1;
   pthread_mutex_unlock(&r->mu);
-  return i < 0 ? -1 : r->todo[i];
+  int64_t s = i < 0 ? -1 : r->todo[i];
+  if (s >= 0 && r->dist) {
+    int granted = 0;
+    if (ctr__dist_claim(r->dist, r->plan.z0 + s * r->plan.slab_slices, slab_len(r, s), &granted) !=
+            CTR_OK ||
+        !granted) {
+      pthread_mutex_lock(&r->mu);
+      r->next = r->ntodo;
+      pthread_mutex_unlock(&r->mu);
+      s = -1;
+    } else {
+      r->slices_granted += slab_len(r, s);
+    }
+  }
+  if (r->dist) pthread_mutex_unlock(&r->claim_mu);
+  return s;
 }
 
 /* Volume split (and one worker): subvolumes from the queue, the first with
@@ -672,6 +713,7 @@ static ctr_status run_workers(stream_run *r, const unsigned char *done) {
   r->work_done = 0;
   /* volume split: each worker's first subvolume; the rest form the queue */
   r->participants = 0;
+  r->next = proj ? r->ntodo : 0;
   for (int i = 0; i < r->nw; i++) {
     worker *w = &r->w[i];
     w->first = -1;
@@ -682,13 +724,10 @@ static ctr_status run_workers(stream_run *r, const unsigned char *done) {
     } else {
       w->b0 = 0;
       w->b1 = r->plan.nbatches;
-      if (i < r->ntodo) {
-        w->first = r->todo[i];
-        w->rank = r->participants++;
-      }
+      w->first = take_slab(r);
+      if (w->first >= 0) w->rank = r->participants++;
     }
   }
-  r->next = proj ? r->ntodo : (r->nw < r->ntodo ? r->nw : r->ntodo);
   if (r->participants > 1) memset(r->ready, 0, (size_t)r->plan.nbatches);
   if (r->have_ring && !r->ring_started && r->ntodo > 0)
     CTR_CHECK(ctr__ring_start(&r->ring, 0, r->plan.nbatches));
@@ -808,6 +847,7 @@ static ctr_status setup(stream_run *r, const char *out, int start_reading) {
   const int shared = r->nw > 1 && r->plan.split == CTR_SPLIT_VOLUME;
   pthread_mutex_init(&r->mu, NULL);
   pthread_cond_init(&r->cv, NULL);
+  pthread_mutex_init(&r->claim_mu, NULL);
   r->have_sync = 1;
   r->ready = ctr__calloc((size_t)r->plan.nbatches, 1, "subset flags");
   r->ready_slot = ctr__calloc((size_t)r->plan.nbatches, sizeof *r->ready_slot, "subset flags");
@@ -930,6 +970,7 @@ static void release(stream_run *r) {
   if (r->have_sync) {
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->claim_mu);
   }
 }
 
@@ -970,9 +1011,10 @@ static ctr_status report_begin(ctr_stream_report *caller, ctr_stream_report *ful
   return ctr__struct_store(&ctr__struct_stream_report, caller, full);
 }
 
-ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
-                          ctr_stack_reader *projections, const char *out,
-                          ctr_file_format out_format, ctr_stream_report *report_out) {
+ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
+                                 const ctr_stream_options *opts, ctr_stack_reader *projections,
+                                 const char *out, ctr_file_format out_format,
+                                 ctr_stream_report *report_out) {
   const double t_start = ctr__now_s();
   ctr_status st = CTR_OK;
   stream_run r;
@@ -1012,7 +1054,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   if (out_format == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, &out_format));
   resumable = out_format != CTR_FORMAT_TIFF;
   uint64_t fp = 0;
-  CTR_CHECK(fingerprint(&r, out, out_format, &fp));
+  CTR_CHECK(fingerprint(&r, out, out_format, 1, &fp));
   jpath = ctr__io_sprintf("%s.partial.journal", out);
   if (!jpath) return CTR_E_OUT_OF_MEMORY;
   if (r.opts.resume) {
@@ -1033,18 +1075,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
   CTR_CHECK_GOTO(st, make_plan(&r, 0, have_journal ? &journal : NULL));
   /* The output, under its partial name. */
   {
-    const ctr_volume_geometry vg = g->vol;
-    ctr_stack_info info = CTR_STACK_INFO_INIT;
-    info.width = vg.nx;
-    info.height = vg.ny;
-    info.count = r.plan.nz;
-    info.dtype = r.opts.out_dtype;
-    info.spacing[0] = vg.voxel_x;
-    info.spacing[1] = vg.voxel_y;
-    info.spacing[2] = vg.voxel_z;
-    info.origin[0] = vg.offset_x - 0.5 * (double)(vg.nx - 1) * vg.voxel_x;
-    info.origin[1] = vg.offset_y - 0.5 * (double)(vg.ny - 1) * vg.voxel_y;
-    info.origin[2] = vg.offset_z + ((double)r.plan.z0 - 0.5 * (double)(vg.nz - 1)) * vg.voxel_z;
+    const ctr_stack_info info = ctr__fdk_stream_info(g, r.plan.z0, r.plan.nz, r.opts.out_dtype);
     if (resumable) {
       if (have_journal) {
         done_images = ctr__calloc((size_t)r.plan.nz, 1, "resume flags");
@@ -1163,5 +1194,112 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   if (report) ctr__struct_store(&ctr__struct_stream_report, report_out, report);
 cleanup:
   release(&r);
+  return st;
+}
+
+/* ---- A distributed rank's piece (stream_internal.h) ----------------------------- */
+
+ctr_stack_info ctr__fdk_stream_info(const ctr_geometry *g, int64_t z0, int64_t nz,
+                                    ctr_dtype dtype) {
+  const ctr_volume_geometry vg = g->vol;
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
+  info.width = vg.nx;
+  info.height = vg.ny;
+  info.count = nz;
+  info.dtype = dtype;
+  info.spacing[0] = vg.voxel_x;
+  info.spacing[1] = vg.voxel_y;
+  info.spacing[2] = vg.voxel_z;
+  info.origin[0] = vg.offset_x - 0.5 * (double)(vg.nx - 1) * vg.voxel_x;
+  info.origin[1] = vg.offset_y - 0.5 * (double)(vg.ny - 1) * vg.voxel_y;
+  info.origin[2] = vg.offset_z + ((double)z0 - 0.5 * (double)(vg.nz - 1)) * vg.voxel_z;
+  return info;
+}
+
+ctr_status ctr__fdk_stream_fingerprint(const ctr_geometry *g, const ctr_stream_options *opts,
+                                       ctr_context *ctx, ctr_stack_reader *projections,
+                                       const char *out, ctr_file_format fmt, int with_input,
+                                       uint64_t *fp) {
+  stream_run r;
+  memset(&r, 0, sizeof r);
+  r.ctx = ctx;
+  r.g = g;
+  r.in = projections;
+  CTR_CHECK(resolve_options(g, opts, &r));
+  r.in_dtype = ctr_stack_reader_get_info(projections)->dtype;
+  return fingerprint(&r, out, fmt, with_input, fp);
+}
+
+
+ctr_status ctr__fdk_stream_piece(ctr_context *ctx, const ctr_geometry *g,
+                                 const ctr_stream_options *opts, ctr_stack_reader *projections,
+                                 ctr__fdk_piece *p) {
+  const double t_start = ctr__now_s();
+  ctr_status st = CTR_OK;
+  stream_run r;
+  memset(&r, 0, sizeof r);
+  r.scratch_fd = -1;
+  ctr_geometry *gw = NULL;
+  r.ctx = ctx;
+  r.in = projections;
+  r.dist = p->dist;
+  CTR_CHECK(resolve_options(g, opts, &r));
+  r.fdk.z0 = p->z0;
+  r.fdk.nz = p->nz;
+  if (p->max_slab > 0 && (!r.opts.max_slab_slices || p->max_slab < r.opts.max_slab_slices))
+    r.opts.max_slab_slices = p->max_slab;
+  if (p->host_budget) r.opts.host_budget = p->host_budget;
+  r.opts.split = CTR_SPLIT_VOLUME; /* subvolumes claimed one by one */
+  r.in_dtype = ctr_stack_reader_get_info(projections)->dtype;
+  /* the rows this piece's slices project onto: the engines see only these
+   * where the backend takes a window of rows */
+  ctr__geometry_row_band(g, p->z0, p->nz, &p->row0, &p->rows);
+  const ctr__engine_backend *be;
+  CTR_CHECK(ctr__engine_backend_of(ctx, &be));
+  if (be->row_window) CTR_CHECK(ctr__geometry_rows(g, p->row0, p->rows, &gw));
+  r.g = gw ? gw : g;
+  r.read_row0 = p->row0;
+  r.read_rows = p->rows;
+  CTR_CHECK_GOTO(st, make_plan(&r, 0, NULL));
+  CTR_CHECK_GOTO(st, setup(&r, p->out_path, 1));
+  CTR_CHECK_GOTO(st, ctr__writer_init(&r.writer, r.plan.host_slab_buffers,
+                                      (size_t)(r.plan.chunk_slices * g->vol.nx * g->vol.ny) *
+                                          ctr_dtype_size(r.opts.out_dtype),
+                                      r.plan.nslabs));
+  r.have_writer = 1;
+  r.writer.out = p->out;
+  r.writer.z_offset = p->z0 - p->out_z0;
+  r.writer.dtype = r.opts.out_dtype;
+  r.writer.slice_bytes = (size_t)(g->vol.nx * g->vol.ny) * ctr_dtype_size(r.opts.out_dtype);
+  r.writer.journal = p->journal;
+#ifdef CTR_FAULT_INJECTION
+  ctr__writer_inject(&r.writer, ctr__dist_rank(p->dist));
+#endif
+  CTR_CHECK_GOTO(st, ctr__writer_start(&r.writer));
+  CTR_CHECK_GOTO(st, run_workers(&r, NULL));
+  CTR_CHECK_GOTO(st, ctr__writer_drain(&r.writer));
+cleanup:
+  if (st != CTR_OK && r.have_writer) ctr__writer_settle(&r.writer, st);
+  {
+    ctr_stream_report rep;
+    finish_report(&r, t_start, 0, &rep);
+    p->slices = r.slices_granted;
+    p->journalled = r.have_writer && p->journal ? r.writer.slabs_written : 0;
+    p->nonfinite = rep.nonfinite;
+    p->out_bad = rep.out_nonfinite;
+    p->below = rep.below;
+    p->above = rep.above;
+    p->min = rep.min;
+    p->max = rep.max;
+    p->plan = rep.plan;
+    p->timings = rep.timings;
+  }
+  {
+    char detail[1024];
+    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
+    release(&r);
+    ctr_geometry_free(gw);
+    if (st != CTR_OK) ctr__error_set(st, "%s", detail);
+  }
   return st;
 }

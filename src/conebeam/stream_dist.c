@@ -1,0 +1,248 @@
+/* The distributed FDK (docs/distributed.md): ctr_fdk_stream called by every
+ * rank of a cluster with the same arguments. Rank 0 cuts the slices still
+ * to do into one contiguous share per rank (equal counts); each rank runs
+ * its share as pieces of the streamed executor (stream.c), each piece
+ * reading only the detector rows its slices project onto (ramp filtering
+ * is along rows, so a row filtered alone is the row filtered with the rest),
+ * with its own reader and writer threads, claiming subvolume after
+ * subvolume from rank 0's ledger. A rank that runs out of work takes over
+ * the tail of the rank whose unclaimed slices take longest at its measured
+ * rate, in proportion to the two rates (distributed.h): the split follows
+ * the measured rates, not the slab counts. On the CPU a slice's bytes do
+ * not depend on the subvolumes it was computed in (docs/architecture.md),
+ * so the output is byte-identical to one process's whatever the rank count,
+ * the balancing and a resume with another rank count. */
+#include "conebeam/engine.h"
+#include "conebeam/fdk_internal.h"
+#include "conebeam/stream_internal.h"
+#include "distributed/dist_output.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Subvolumes a rank's share is cut into at least (when there are several
+ * ranks): the units another rank can take over. Four leave a rank that
+ * finishes early three quarters of a slower rank's share to take, at the
+ * price of keeping the filtered rows between subvolumes (host memory or the
+ * scratch file) where one subvolume would have needed none. */
+#define CTR__DIST_SUBVOLUMES 4
+
+/* The counts a rank adds to the summary (ctr__dist_stats.count). */
+enum { N_NONFINITE, N_OUT_BAD, N_BELOW, N_ABOVE, N_SLICES, N_ROWS_READ };
+
+typedef struct dist_fdk {
+  int64_t z0; /* the run's first slice (the output's image 0) */
+} dist_fdk;
+
+/* Rank 0: the slices not done, in z order, cut into one contiguous share of
+ * equal slice count per rank (a share may span several runs of slices:
+ * one piece each). */
+static ctr_status plan_work(void *user, ctr__dist *d, const unsigned char *done, int64_t n) {
+  const dist_fdk *f = user;
+  const int size = ctr__dist_size(d);
+  int64_t todo = 0;
+  for (int64_t z = 0; z < n; z++) todo += !done[z];
+  ctr__piece *pieces = ctr__calloc((size_t)(n + size), sizeof *pieces, "the run's pieces");
+  int *owner = ctr__calloc((size_t)(n + size), sizeof *owner, "the run's pieces");
+  if (!pieces || !owner) {
+    free(pieces);
+    free(owner);
+    return CTR_E_OUT_OF_MEMORY;
+  }
+  int64_t np = 0, k = 0; /* k: slices to do before z */
+  for (int64_t z = 0; z < n; z++) {
+    if (done[z]) continue;
+    const int r = (int)(k * size / todo);
+    if (np > 0 && owner[np - 1] == r && pieces[np - 1].z0 + pieces[np - 1].nz == f->z0 + z) {
+      pieces[np - 1].nz++;
+    } else {
+      pieces[np] = (ctr__piece){f->z0 + z, 1};
+      owner[np++] = r;
+    }
+    k++;
+  }
+  const ctr_status st = ctr__dist_set_work(d, pieces, owner, np);
+  free(pieces);
+  free(owner);
+  return st;
+}
+
+/* What every rank checks before the run: the arguments, and that its
+ * geometry, options and output are rank 0's (the input's identity aside:
+ * ranks may read node-local copies). */
+static ctr_status check_local(ctr_context *ctx, const ctr_geometry *g,
+                              const ctr_stream_options *opts, ctr_stack_reader *in,
+                              const char *out, ctr_file_format *fmt, uint64_t fp[2]) {
+  if (!g || !in || !out || !*out)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream: geometry, projections and out are required");
+  const ctr_stack_info *pi = ctr_stack_reader_get_info(in);
+  if (pi->width != g->nu || pi->height != g->nv || pi->count != g->nviews)
+    CTR_FAIL(CTR_E_SIZE_MISMATCH,
+             "'%s' holds %lld images of %lld x %lld pixels, the geometry expects %lld views of "
+             "%lld x %lld", in->path, (long long)pi->count, (long long)pi->width,
+             (long long)pi->height, (long long)g->nviews, (long long)g->nu, (long long)g->nv);
+  if (pi->dtype != CTR_DTYPE_FLOAT32 && pi->dtype != CTR_DTYPE_UINT16)
+    CTR_FAIL(CTR_E_FORMAT, "'%s' holds %s projections: FDK reads float32 or uint16", in->path,
+             ctr_dtype_name(pi->dtype));
+  if (*fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, fmt));
+  if (*fmt != CTR_FORMAT_RAW && *fmt != CTR_FORMAT_NRRD && *fmt != CTR_FORMAT_TIFF_STACK)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes raw, nrrd or a TIFF stack "
+             "pattern such as 'vol_%%04d.tif' (its ranks write their slices in place; a "
+             "multi-page TIFF is written in order by one process)", out, ctr_format_name(*fmt));
+  CTR_CHECK(ctr__fdk_stream_fingerprint(g, opts, ctx, in, out, *fmt, 0, &fp[0]));
+  return ctr__fdk_stream_fingerprint(g, opts, ctx, in, out, *fmt, 1, &fp[1]);
+}
+
+static ctr_status report_check(ctr_stream_report *caller, ctr_stream_report *full) {
+  memset(full, 0, sizeof *full);
+  full->min = INFINITY;
+  full->max = -INFINITY;
+  return caller ? ctr__struct_check(&ctr__struct_stream_report, caller) : CTR_OK;
+}
+
+static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
+                                  const ctr_stream_options *opts, const ctr_cluster *cluster,
+                                  ctr_stack_reader *projections, const char *out,
+                                  ctr_file_format out_format, ctr_stream_report *report_out) {
+  const double t_start = ctr__now_s();
+  ctr_stream_report rep;
+  CTR_CHECK(report_check(report_out, &rep));
+  ctr_cluster *local = NULL;
+  if (!cluster) {
+    CTR_CHECK(ctr__cluster_local(&local));
+    cluster = local;
+  }
+  ctr__dist *d = NULL;
+  ctr_status st = ctr__dist_begin(cluster, ctx, "fdk", &d);
+  if (st != CTR_OK) {
+    ctr_cluster_free(local);
+    return st;
+  }
+  const int rank = ctr__dist_rank(d), size = ctr__dist_size(d);
+  ctr_stream_options o;
+  ctr_fdk_options fdk;
+  uint64_t fp[2] = {0, 0};
+  st = ctr__struct_copy(&ctr__struct_stream_options, &o, opts);
+  if (st == CTR_OK) st = ctr__fdk_options_resolve(g, &o.fdk, &fdk);
+  if (st == CTR_OK) st = check_local(ctx, g, opts, projections, out, &out_format, fp);
+  if (st == CTR_OK && ctr__tuning(ctx)->direct_io < 0) ctr_stack_reader_set_direct_io(projections, 0);
+  /* the same run everywhere; rank 0's fingerprint (with its input) names the journals */
+  uint64_t *fps = ctr__calloc((size_t)size, sizeof fp, "ranks' fingerprints");
+  if (!fps && st == CTR_OK) st = CTR_E_OUT_OF_MEMORY;
+  st = ctr__dist_gather(d, st, fp, sizeof fp, fps);
+  for (int r = 1; st == CTR_OK && r < size; r++)
+    if (fps[2 * r] != fps[0])
+      st = ctr__error_set(CTR_E_INVALID_ARGUMENT, "rank %d of %d (%s): its geometry, options or "
+                          "output differ from rank 0's: every rank of a distributed run gives "
+                          "the same arguments", r, size, ctr__cluster_host(cluster, r));
+  const uint64_t journal_fp = fps ? fps[1] : 0;
+  free(fps);
+  if (st != CTR_OK) goto end;
+  /* ranks on one host share its memory */
+  if (!o.host_budget) {
+    uint64_t host = 0;
+    st = ctr_plan_default_budgets(ctx, NULL, &host);
+    o.host_budget = host / (uint64_t)ctr__cluster_ranks_on_host(cluster, rank);
+  }
+  ctr__dist_output dout;
+  dist_fdk f = {fdk.z0};
+  const ctr_stack_info info = ctr__fdk_stream_info(g, fdk.z0, fdk.nz, o.out_dtype ? o.out_dtype
+                                                                         : CTR_DTYPE_FLOAT32);
+  st = ctr__dist_output_open(d, ctx, st, out, out_format, &info, journal_fp, o.resume,
+                             "ctr_stream_options.resume", "subvolume", 16, plan_work, &f, &dout);
+  if (st != CTR_OK) goto end;
+  ctr__dist_stats mine = {{0}, INFINITY, -INFINITY, 0, 0};
+  double before = 0;
+  for (;;) {
+    ctr__piece piece;
+    int got = 0;
+    st = ctr__dist_next(d, &piece, &got);
+    if (st != CTR_OK || !got) break;
+    ctr__dist_piece_progress(d, before, (double)piece.nz);
+    ctr__fdk_piece p;
+    memset(&p, 0, sizeof p);
+    p.out = dout.w;
+    p.out_z0 = fdk.z0;
+    p.out_path = out;
+    p.journal = &dout.journal;
+    p.dist = d;
+    p.z0 = piece.z0;
+    p.nz = piece.nz;
+    p.max_slab = size > 1 ? (piece.nz + CTR__DIST_SUBVOLUMES - 1) / CTR__DIST_SUBVOLUMES : 0;
+    p.host_budget = o.host_budget;
+    const double t0 = ctr__now_s();
+    st = ctr__fdk_stream_piece(ctx, g, opts, projections, &p);
+    mine.seconds += ctr__now_s() - t0;
+    mine.count[N_NONFINITE] += p.nonfinite;
+    mine.count[N_OUT_BAD] += p.out_bad;
+    mine.count[N_BELOW] += p.below;
+    mine.count[N_ABOVE] += p.above;
+    mine.count[N_SLICES] += p.slices;
+    mine.count[N_ROWS_READ] += p.rows;
+    mine.min = fmin(mine.min, p.min);
+    mine.max = fmax(mine.max, p.max);
+    mine.journalled += p.journalled;
+    before += (double)p.slices;
+    rep.plan = p.plan;
+    ctr_stream_timings *t = &rep.timings, *u = &p.timings;
+    t->read += u->read;
+    t->upload += u->upload;
+    t->filter += u->filter;
+    t->store += u->store;
+    t->reload += u->reload;
+    t->backproject += u->backproject;
+    t->download += u->download;
+    t->write += u->write;
+    t->reduce += u->reduce;
+    t->wait += u->wait;
+    if (st != CTR_OK) break;
+  }
+  ctr__dist_fail(d, st);
+  st = ctr__dist_output_finish(&dout, st, &mine);
+  {
+    const ctr__dist_stats *a = &dout.total;
+    rep.nonfinite = a->count[N_NONFINITE];
+    rep.out_nonfinite = a->count[N_OUT_BAD];
+    rep.below = a->count[N_BELOW] + dout.kept.below;
+    rep.above = a->count[N_ABOVE] + dout.kept.above;
+    rep.min = fminf((float)a->min, dout.kept.min);
+    rep.max = fmaxf((float)a->max, dout.kept.max);
+    rep.slabs_resumed = dout.nkept;
+    rep.slices_resumed = dout.kept_slices;
+    rep.workers = 1;
+    if (st != CTR_OK && dout.resumable) {
+      char *j = ctr__io_sprintf("%s.partial.journal", out);
+      if (j && strlen(j) < sizeof rep.journal) {
+        memcpy(rep.journal, j, strlen(j) + 1);
+        rep.resumable = 1;
+      }
+      free(j);
+    }
+  }
+  if (st == CTR_OK && rank == ctr_cluster_get_reporter(cluster))
+    ctr__fdk_stream_warn(ctx, projections->path, rep.nonfinite, rep.out_nonfinite);
+end:
+  rep.timings.total = ctr__now_s() - t_start;
+  {
+    char detail[1024];
+    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
+    ctr__dist_end(d);
+    ctr_cluster_free(local);
+    if (report_out) ctr__struct_store(&ctr__struct_stream_report, report_out, &rep);
+    if (st != CTR_OK) ctr__error_set(st, "%s", detail);
+  }
+  return st;
+}
+
+ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
+                          ctr_stack_reader *projections, const char *out,
+                          ctr_file_format out_format, ctr_stream_report *report) {
+  /* shared by the ranks of a cluster, or resuming such a run's output (as a
+   * run of one rank) */
+  ctr_stream_options o;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_stream_options, &o, opts));
+  if (o.cluster || (o.resume && out && ctr__dist_output_is_distributed(out)))
+    return fdk_stream_dist(ctx, g, opts, o.cluster, projections, out, out_format, report);
+  return ctr__fdk_stream_local(ctx, g, opts, projections, out, out_format, report);
+}
