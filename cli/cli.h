@@ -46,6 +46,8 @@ int cli_fail(const char *cmd, ctr_status st);
 /* Same, but makes sure the message names `path` (prefixing "'path': " when
  * the library's detail does not mention it). */
 int cli_fail_file(const char *cmd, ctr_status st, const char *path);
+/* The text of the last error message printed (after "ctrecon <cmd>: error: "). */
+const char *cli_last_error(void);
 /* "ctrecon <cmd>: error: <msg>" with an explicit exit code. */
 int cli_error(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
 /* Usage error: message plus "(see 'ctrecon <cmd> --help')"; returns 2. */
@@ -262,6 +264,39 @@ ctr_stack_info cli_volume_info(const ctr_volume_geometry *vol, int64_t z0, int64
                                ctr_dtype dtype);
 /* Human size: "12.0 MiB". */
 const char *cli_bytes(double bytes, char *buf, size_t n);
+
+/* ---- Distributed runs (cli_mpi.c, docs/distributed.md) ------------------------ */
+
+/* The MPI job this process was started in by a launcher (mpirun, mpiexec,
+ * srun): its rank and size from the launcher's environment (0 and 1
+ * without one). */
+int cli_launch_rank(void);
+int cli_launch_size(void);
+/* Called first by main: under a launcher, every rank but 0 prints nothing
+ * (its stdout and stderr go to /dev/null): rank 0 speaks for the job. */
+void cli_launch_init(void);
+/* This rank speaks for the job from now on (after a run lost rank 0). */
+void cli_launch_speak(void);
+/* --rank-timeout, for the commands that distribute their work. */
+#define CLI_RANK_TIMEOUT_OPTION(dst)                                                 \
+  {"--rank-timeout", "S", "under mpirun or srun: stop every rank when one makes no " \
+   "progress for S seconds (default 600)", cli_parse_positive, (dst), NULL}
+/* The cluster of a command started by a launcher with more than one rank
+ * (*out NULL otherwise): joins the MPI job. Returns 0 or an exit code. */
+int cli_cluster_create(const char *cmd, double timeout, ctr_cluster **out);
+/* After each rank prepared its part (rc: 0 or the exit code of its error,
+ * whose message cli_last_error holds): 0 when every rank succeeded;
+ * otherwise the rank that speaks prints the first failing rank's message
+ * and every rank returns an exit code. c NULL: rc. */
+int cli_cluster_agree(const char *cmd, ctr_cluster *c, int rc);
+/* After a distributed library call: the rank that speaks for the job
+ * prints from now on (rank 1 when rank 0 was lost). */
+void cli_cluster_settle(const ctr_cluster *c);
+/* The GPUs of this rank when the command named none and ranks share a host:
+ * local rank l of L on a host of G GPUs takes GPUs l, l + L, ... (L <= G),
+ * else GPU l mod G. Fills devices (at most max), returns the count (0: the
+ * context chooses, as without a launcher). */
+int cli_launch_gpus(int *devices, int max);
 
 /* ---- Subcommands ------------------------------------------------------------ */
 

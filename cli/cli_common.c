@@ -31,6 +31,7 @@ int cli_exit_code(ctr_status st) {
     case CTR_E_DEVICE:
     case CTR_E_DEVICE_OUT_OF_MEMORY:
     case CTR_E_FFT:
+    case CTR_E_TIMEOUT:
     case CTR_E_INTERNAL: return CLI_EXIT_RUNTIME;
   }
   return CLI_EXIT_RUNTIME; /* statuses added to the library later */
@@ -83,6 +84,7 @@ static const struct {
     {"ctr_corrections.bin_x, bin_y", "--bin"},
     {"ctr_corrections.bin_y", "--bin's NY"},
     {"ctr_context_options.device = CTR_DEVICE_CPU", "--device cpu"},
+    {"ctr_cluster_options.timeout", "--rank-timeout"},
     {"ctr_fbp_options.kernel", "--bp-kernel"},
     {"ctr_fdk_options.nz", "--slices"},
     {"gpu_budget", "--gpu-mem"},
@@ -129,19 +131,35 @@ static const char *status_text(ctr_status st) {
   return *d ? d : ctr_status_message(st);
 }
 
+/* The last error message printed (without "ctrecon CMD: error: "). */
+static char g_last_error[2048];
+
+const char *cli_last_error(void) { return g_last_error; }
+
+/* Prints "ctrecon CMD: error: TEXT" and keeps TEXT. */
+static void keep_error(const char *text) {
+  size_t n = strlen(text);
+  if (n >= sizeof g_last_error) n = sizeof g_last_error - 1;
+  memcpy(g_last_error, text, n);
+  g_last_error[n] = '\0';
+}
+
+static void print_error(const char *cmd, const char *text) {
+  keep_error(text);
+  fprintf(stderr, "ctrecon %s: error: %s\n", cmd, text);
+}
+
 int cli_fail(const char *cmd, ctr_status st) {
-  if (st == CTR_E_CANCELLED) {
-    fprintf(stderr, "ctrecon %s: error: interrupted; no output was written\n", cmd);
-  } else {
-    fprintf(stderr, "ctrecon %s: error: %s\n", cmd, status_text(st));
-  }
+  print_error(cmd, st == CTR_E_CANCELLED ? "interrupted; no output was written" : status_text(st));
   return cli_exit_code(st);
 }
 
 int cli_fail_file(const char *cmd, ctr_status st, const char *path) {
   const char *text = status_text(st);
   if (st != CTR_E_CANCELLED && path && !strstr(text, path)) {
-    fprintf(stderr, "ctrecon %s: error: '%s': %s\n", cmd, path, text);
+    char buf[8192];
+    snprintf(buf, sizeof buf, "'%s': %s", path, text);
+    print_error(cmd, buf);
     return cli_exit_code(st);
   }
   return cli_fail(cmd, st);
@@ -149,9 +167,11 @@ int cli_fail_file(const char *cmd, ctr_status st, const char *path) {
 
 static void vmessage(const char *cmd, const char *kind, const char *fmt, va_list ap,
                      const char *tail) {
-  fprintf(stderr, "ctrecon%s%s: %s: ", cmd ? " " : "", cmd ? cmd : "", kind);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "%s\n", tail ? tail : "");
+  char text[2048];
+  vsnprintf(text, sizeof text, fmt, ap);
+  if (!strcmp(kind, "error")) keep_error(text);
+  fprintf(stderr, "ctrecon%s%s: %s: %s%s\n", cmd ? " " : "", cmd ? cmd : "", kind, text,
+          tail ? tail : "");
 }
 
 int cli_error(const char *cmd, int code, const char *fmt, ...) {

@@ -160,6 +160,12 @@ static void describe_backend(const cli_session *s, const ctr_context *ctx) {
   cli_info(s, "using cpu (%d thread%s)\n", threads, threads == 1 ? "" : "s");
 }
 
+/* Under a launcher: how many ranks share the run (rank 0 says it). */
+static void describe_launch(const cli_session *s) {
+  const int n = cli_launch_size();
+  if (n > 1) cli_info(s, "distributed over %d ranks (each: the device above)\n", n);
+}
+
 int cli_context_create(cli_session *s, const char *cmd, const cli_common *common,
                        ctr_context **out) {
   memset(s, 0, sizeof *s);
@@ -175,6 +181,10 @@ int cli_context_create(cli_session *s, const char *cmd, const cli_common *common
   o.device_index = common->device_index;
   o.ndevices = common->ndevices;
   o.devices = common->devices;
+  int rank_gpus[64];
+  if (common->ndevices == 0 && common->device_index < 0 && common->device != CTR_DEVICE_CPU &&
+      (o.ndevices = cli_launch_gpus(rank_gpus, 64)) > 0)
+    o.devices = rank_gpus; /* ranks sharing a host share out its GPUs */
   o.num_threads = common->threads;
   o.progress = on_progress;
   o.log = on_log;
@@ -184,5 +194,6 @@ int cli_context_create(cli_session *s, const char *cmd, const cli_common *common
   if (st != CTR_OK) return cli_fail(cmd, st);
   s->direct_io = tuning.direct_io;
   describe_backend(s, *out);
+  describe_launch(s);
   return 0;
 }

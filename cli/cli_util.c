@@ -99,7 +99,9 @@ static int temporary_of(const char *name, const char *base, long *pid) {
  * longer runs left behind (SIGKILL, power loss), saying so. */
 static void remove_stale_temporaries(const char *cmd, const char *option, const char *dir,
                                      const char *base) {
-  if (!*base || *base == '%') return;
+  /* under a launcher the other ranks' processes may run on other hosts,
+   * where this one cannot see them */
+  if (!*base || *base == '%' || cli_launch_size() > 1) return;
   DIR *d = opendir(dir);
   if (!d) return;
   for (struct dirent *e = readdir(d); e; e = readdir(d)) {

@@ -47,6 +47,7 @@ typedef struct fdk_args {
   int resume, timings;
   ctr_split split;
   int64_t workers;
+  double rank_timeout;
   cli_common common;
 } fdk_args;
 
@@ -121,6 +122,7 @@ typedef struct fdk_run {
   float *xy, *xz, *yz; /* preview planes, filled as subvolumes finish */
   int64_t nx, ny, mid_z;
   ctr_stream_report report;
+  ctr_cluster *cluster; /* under mpirun or srun with several ranks */
 } fdk_run;
 
 /* A raw file must hold exactly the geometry's projections: a longer one
@@ -204,6 +206,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   so.resume = a->resume;
   so.split = a->split;
   so.workers = (int)a->workers;
+  so.cluster = r->cluster;
   if (a->preview) {
     int rc = 0;
     r->xy = cli_alloc_floats("fdk", r->nx * r->ny, "the xy preview", &rc);
@@ -223,6 +226,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   r->report = (ctr_stream_report)CTR_STREAM_REPORT_INIT;
   ctr_status st = ctr_fdk_stream(r->ctx, r->g, &so, r->reader, a->out, r->out_fmt, &r->report);
   *seconds = cli_now() - t0;
+  cli_cluster_settle(r->cluster);
   cli_progress_end(&r->session);
   if (st != CTR_OK) {
     /* A journal left behind means finished subvolumes wait for --resume,
@@ -344,7 +348,12 @@ static void print_summary(const fdk_args *a, const fdk_run *r, double seconds) {
              a->preview);
 }
 
-static int run(fdk_args *a, fdk_run *r) {
+/* Everything before the reconstruction: the geometry, the projections, the
+ * context (under a launcher, every rank does this itself). */
+static int prepare(fdk_args *a, fdk_run *r) {
+  if (r->cluster && a->preview)
+    return cli_usage_error("fdk", "--preview needs the whole volume in one process: make the "
+                           "previews from the output of a distributed run");
   int rc = cli_load_geometry("fdk", a->geometry, &r->g);
   if (rc) return rc;
   cli_warn_coverage("fdk", r->g);
@@ -364,6 +373,13 @@ static int run(fdk_args *a, fdk_run *r) {
   r->mid_z = a->fdk.z0 + r->nz_out / 2;
   rc = open_projections(a, r);
   if (!rc) rc = cli_context_create(&r->session, "fdk", &a->common, &r->ctx);
+  return rc;
+}
+
+static int run(fdk_args *a, fdk_run *r) {
+  int rc = cli_cluster_create("fdk", a->rank_timeout, &r->cluster);
+  if (rc) return rc;
+  rc = cli_cluster_agree("fdk", r->cluster, prepare(a, r));
   double seconds = 0.0;
   if (!rc) rc = reconstruct(a, r, &seconds);
   if (a->timings && r->report.plan.nslabs > 0) print_timings(r);
@@ -473,6 +489,7 @@ int cmd_fdk(int argc, char **argv) {
        "exceeds them); on the CPU, engines sharing the cores (default: one per GPU, 1 on the CPU)",
        cli_parse_count, &a.workers, NULL},
       CLI_STRICT_OPTION(&a.fdk.strict),
+      CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };
@@ -489,5 +506,6 @@ int cmd_fdk(int argc, char **argv) {
   cli_free_floats(r.yz);
   ctr_context_free(r.ctx);
   ctr_geometry_free(r.g);
+  ctr_cluster_free(r.cluster);
   return rc;
 }

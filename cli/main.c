@@ -66,8 +66,20 @@ static int run_help(int argc, char **argv) {
   return c->run(2, args);
 }
 
+/* Commands that share one run among the ranks of an MPI job; the others
+ * run whole in every process, which a launcher with several ranks makes a
+ * mistake. */
+static int distributes(const char *name) {
+  return !strcmp(name, "fdk") || !strcmp(name, "fbp") || !strcmp(name, "info") ||
+         !strcmp(name, "help") || name[0] == '-';
+}
+
 int main(int argc, char **argv) {
+  cli_launch_init();
   if (argc < 2) return cli_usage_error(NULL, "no command given");
+  if (cli_launch_size() > 1 && !distributes(argv[1]))
+    return cli_usage_error(NULL, "'%s' runs in one process: start it without mpirun or srun "
+                           "(fdk and fbp share one run among the ranks)", argv[1]);
   const char *first = argv[1];
   if (!strcmp(first, "--version") || !strcmp(first, "-V")) {
     printf("ctrecon %s\n", ctr_version_string());
