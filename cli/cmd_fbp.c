@@ -48,6 +48,7 @@ typedef struct fbp_args {
   ctr_corrections corr;
   ctr_dtype out_dtype;
   double out_scale, out_offset;
+  double rank_timeout;
   cli_common common;
 } fbp_args;
 
@@ -144,6 +145,7 @@ typedef struct fbp_run {
   int64_t nx, ny, nslices;
   double *angles, *shifts;
   ctr_fbp_stream_report report;
+  ctr_cluster *cluster; /* under mpirun or srun with several ranks */
 } fbp_run;
 
 /* A bare HDF5 file name (no ":/dataset" part): the DXchange layout. */
@@ -325,6 +327,7 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   so.batch = a->batch_given ? a->batch : 0;
   so.host_budget = a->host_mem;
   so.resume = a->resume;
+  so.cluster = r->cluster;
   const int64_t rows = so.nrows ? so.nrows : r->height - so.row0;
   r->nslices = rows / (a->corr.bin_y > 1 ? a->corr.bin_y : 1);
   if (a->preview) {
@@ -336,6 +339,7 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   ctr_status st = ctr_fbp_stream(r->ctx, &p, &so, r->in, r->flat, r->dark, a->out, a->out_format,
                                  &r->report);
   *seconds = cli_now() - t0;
+  cli_cluster_settle(r->cluster);
   cli_progress_end(&r->session);
   if (st == CTR_OK) return 0;
   if (r->report.resumable) {
@@ -347,7 +351,9 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
             a->out, a->out, a->out);
     return code;
   }
-  /* the input named: bad values in it are the likely cause */
+  /* the input named: bad values in it are the likely cause (a distributed
+   * run's message names the rank and what failed there) */
+  if (r->cluster) return cli_fail("fbp", st);
   return cli_fail_file("fbp", st, a->sinograms ? a->sinograms : a->projections);
 }
 
@@ -455,6 +461,7 @@ int cmd_fbp(int argc, char **argv) {
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
        &a.preview, NULL},
       CLI_STRICT_OPTION(&a.fbp.strict),
+      CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };
@@ -511,7 +518,12 @@ int cmd_fbp(int argc, char **argv) {
   fbp_run r;
   memset(&r, 0, sizeof r);
   double seconds = 0;
-  rc = open_input(&a, &r);
+  rc = cli_cluster_create("fbp", a.rank_timeout, &r.cluster);
+  if (rc) return rc;
+  if (r.cluster && a.preview)
+    rc = cli_usage_error("fbp", "--preview needs every slice in one process: make the previews "
+                         "from the output of a distributed run");
+  if (!rc) rc = open_input(&a, &r);
   if (!rc && a.projections) rc = load_projections(&a, &r);
   if (!rc) rc = cli_context_create(&r.session, "fbp", &a.common, &r.ctx);
   if (!rc && r.session.direct_io < 0) ctr_stack_reader_set_direct_io(r.in, 0); /* --tune direct_io */
@@ -519,6 +531,7 @@ int cmd_fbp(int argc, char **argv) {
     rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "
                          "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",
                          a.kernel);
+  rc = cli_cluster_agree("fbp", r.cluster, rc); /* every rank prepared its part */
   if (!rc) rc = reconstruct(&a, &r, &seconds);
   cli_progress_end(&r.session);
   const ctr_fbp_stream_report *rep = &r.report;
@@ -552,5 +565,6 @@ int cmd_fbp(int argc, char **argv) {
   free(r.yz);
   free(r.angles);
   free(r.shifts);
+  ctr_cluster_free(r.cluster);
   return rc;
 }

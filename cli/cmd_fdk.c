@@ -253,6 +253,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   }
   /* Bad values name the projections (cli_fail_file adds a name only when
    * the detail lacks it). */
+  if (st != CTR_OK && r->cluster) return cli_fail("fdk", st); /* it names the rank */
   if (st != CTR_OK)
     return cli_fail_file("fdk", st,
                          strstr(cli_detail(), a->projections) ? a->projections : a->out);

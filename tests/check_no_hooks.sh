@@ -15,7 +15,7 @@ ok() { checks=$((checks + 1)); echo "ok: $*"; }
 bad() { checks=$((checks + 1)) fails=$((fails + 1)); echo "FAIL: $*"; }
 
 HOOKS=(CTRECON_INJECT_ENOSPC_AFTER CTRECON_INJECT_STOP_AFTER_SLABS CTRECON_INJECT_KILL_AFTER_SLABS
-       CTRECON_INJECT_HANG CTRECON_INJECT_RANK)
+       CTRECON_INJECT_HANG CTRECON_INJECT_RANK CTRECON_INJECT_DELAY_MS)
 side=
 for f in "$@"; do
   case $f in --user | --test) side=$f; continue ;; esac

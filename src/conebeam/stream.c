@@ -1274,6 +1274,7 @@ ctr_status ctr__fdk_stream_piece(ctr_context *ctx, const ctr_geometry *g,
   r.writer.journal = p->journal;
 #ifdef CTR_FAULT_INJECTION
   ctr__writer_inject(&r.writer, ctr__dist_rank(p->dist));
+  if (r.writer.delay_s > 0) ctr__dist_set_delay(p->dist, r.writer.delay_s);
 #endif
   CTR_CHECK_GOTO(st, ctr__writer_start(&r.writer));
   CTR_CHECK_GOTO(st, run_workers(&r, NULL));

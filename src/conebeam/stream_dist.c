@@ -29,7 +29,7 @@
 #define CTR__DIST_SUBVOLUMES 4
 
 /* The counts a rank adds to the summary (ctr__dist_stats.count). */
-enum { N_NONFINITE, N_OUT_BAD, N_BELOW, N_ABOVE, N_SLICES, N_ROWS_READ };
+enum { N_NONFINITE, N_OUT_BAD, N_BELOW, N_ABOVE };
 
 typedef struct dist_fdk {
   int64_t z0; /* the run's first slice (the output's image 0) */
@@ -128,16 +128,8 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   if (st == CTR_OK) st = check_local(ctx, g, opts, projections, out, &out_format, fp);
   if (st == CTR_OK && ctr__tuning(ctx)->direct_io < 0) ctr_stack_reader_set_direct_io(projections, 0);
   /* the same run everywhere; rank 0's fingerprint (with its input) names the journals */
-  uint64_t *fps = ctr__calloc((size_t)size, sizeof fp, "ranks' fingerprints");
-  if (!fps && st == CTR_OK) st = CTR_E_OUT_OF_MEMORY;
-  st = ctr__dist_gather(d, st, fp, sizeof fp, fps);
-  for (int r = 1; st == CTR_OK && r < size; r++)
-    if (fps[2 * r] != fps[0])
-      st = ctr__error_set(CTR_E_INVALID_ARGUMENT, "rank %d of %d (%s): its geometry, options or "
-                          "output differ from rank 0's: every rank of a distributed run gives "
-                          "the same arguments", r, size, ctr__cluster_host(cluster, r));
-  const uint64_t journal_fp = fps ? fps[1] : 0;
-  free(fps);
+  uint64_t journal_fp = 0;
+  st = ctr__dist_same_run(d, st, fp, &journal_fp);
   if (st != CTR_OK) goto end;
   /* ranks on one host share its memory */
   if (!o.host_budget) {
@@ -150,9 +142,10 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   const ctr_stack_info info = ctr__fdk_stream_info(g, fdk.z0, fdk.nz, o.out_dtype ? o.out_dtype
                                                                          : CTR_DTYPE_FLOAT32);
   st = ctr__dist_output_open(d, ctx, st, out, out_format, &info, journal_fp, o.resume,
-                             "ctr_stream_options.resume", "subvolume", 16, plan_work, &f, &dout);
+                             "ctr_stream_options.resume", "subvolume", 16, 0, plan_work, &f, &dout);
   if (st != CTR_OK) goto end;
-  ctr__dist_stats mine = {{0}, INFINITY, -INFINITY, 0, 0};
+  ctr__dist_stats mine = {{0}, INFINITY, -INFINITY, 0, 0, 0, 0, 0};
+  const double view_bytes = (double)(g->nu * ctr_dtype_size(ctr_stack_reader_get_info(projections)->dtype));
   double before = 0;
   for (;;) {
     ctr__piece piece;
@@ -178,8 +171,9 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
     mine.count[N_OUT_BAD] += p.out_bad;
     mine.count[N_BELOW] += p.below;
     mine.count[N_ABOVE] += p.above;
-    mine.count[N_SLICES] += p.slices;
-    mine.count[N_ROWS_READ] += p.rows;
+    mine.slices += p.slices;
+    mine.pieces++;
+    mine.bytes_read += (int64_t)((double)p.rows * view_bytes) * g->nviews;
     mine.min = fmin(mine.min, p.min);
     mine.max = fmax(mine.max, p.max);
     mine.journalled += p.journalled;
@@ -199,7 +193,7 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
     if (st != CTR_OK) break;
   }
   ctr__dist_fail(d, st);
-  st = ctr__dist_output_finish(&dout, st, &mine);
+  st = ctr__dist_output_finish(&dout, st, &mine, view_bytes * (double)g->nv * (double)g->nviews);
   {
     const ctr__dist_stats *a = &dout.total;
     rep.nonfinite = a->count[N_NONFINITE];

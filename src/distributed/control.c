@@ -98,6 +98,7 @@ struct ctr__dist {
   lpiece *pieces;
   int64_t npieces, cap;
   double total; /* slices of the work */
+  double delay; /* test builds: seconds each claim waits (ctr__dist_set_delay) */
   int64_t step;
 #if CTR_HAVE_MPI
   MPI_Comm step_comm, ctl_comm;
@@ -118,9 +119,11 @@ int ctr__dist_rank(const ctr__dist *d) { return d->rank; }
 int ctr__dist_size(const ctr__dist *d) { return d->size; }
 const ctr_cluster *ctr__dist_cluster(const ctr__dist *d) { return d->c; }
 
-/* "rank R of N (HOST): " before a rank's message (nothing for a run of one). */
+/* "rank R of N (HOST): " before a rank's message (nothing for a run of one,
+ * or a message that names its rank already: the result of an earlier step). */
 static void culprit_text(const ctr__dist *d, int r, const char *detail, char *buf, size_t n) {
-  if (d->size <= 1) snprintf(buf, n, "%s", detail);
+  int a, b;
+  if (d->size <= 1 || sscanf(detail, "rank %d of %d (", &a, &b) == 2) snprintf(buf, n, "%s", detail);
   else snprintf(buf, n, "rank %d of %d (%s): %s", r, d->size, ctr__cluster_host(d->c, r), detail);
 }
 
@@ -224,7 +227,14 @@ static ctr_status ledger_steal(ctr__dist *d, int r, ctr__piece *out, int *got) {
         best_t = t;
       }
     }
-    if (best < 0) return CTR_OK;
+    if (best < 0) {
+      /* a running piece whose rank has not claimed its first subvolume yet
+       * (its size unknown) may become worth splitting: ask again */
+      for (int64_t i = 0; i < d->npieces && !*got; i++)
+        if (d->pieces[i].owner != r && d->pieces[i].state == 1 && d->pieces[i].slab == 0)
+          *got = 2;
+      return CTR_OK;
+    }
     /* a piece it has not started: the last one */
     for (int64_t i = d->npieces - 1; i >= 0; i--) {
       lpiece *p = &d->pieces[i];
@@ -838,25 +848,46 @@ ctr_status ctr__dist_share(ctr__dist *d, ctr_status st, void **blob, size_t *n) 
   return st;
 }
 
-ctr_status ctr__dist_next(ctr__dist *d, ctr__piece *out, int *got) {
-  *got = 0;
-  CTR_CHECK(ctr__dist_check(d));
-#if CTR_HAVE_MPI
-  if (d->size > 1) {
-    int64_t ans[4];
-    CTR_CHECK(request(d, KIND_NEXT, 0, 0, ans));
-    *got = (int)ans[1];
-    *out = (ctr__piece){ans[2], ans[3]};
-    return CTR_OK;
-  }
-#endif
-  pthread_mutex_lock(&d->mu);
-  const ctr_status st = ledger_next(d, 0, out, got);
-  pthread_mutex_unlock(&d->mu);
+ctr_status ctr__dist_same_run(ctr__dist *d, ctr_status st, const uint64_t fp[2], uint64_t *root) {
+  *root = 0;
+  uint64_t *all = ctr__calloc((size_t)d->size, 2 * sizeof *all, "ranks' fingerprints");
+  if (!all && st == CTR_OK) st = CTR_E_OUT_OF_MEMORY;
+  st = ctr__dist_gather(d, st, fp, 2 * sizeof *fp, all);
+  for (int r = 1; st == CTR_OK && r < d->size; r++)
+    if (all[2 * r] != all[0])
+      st = ctr__error_set(CTR_E_INVALID_ARGUMENT, "rank %d of %d (%s): its geometry, options or "
+                          "output differ from rank 0's: every rank of a distributed run gives "
+                          "the same arguments", r, d->size, ctr__cluster_host(d->c, r));
+  if (all) *root = all[1];
+  free(all);
   return st;
 }
 
-ctr_status ctr__dist_claim(ctr__dist *d, int64_t z, int64_t nz, int *granted) {
+ctr_status ctr__dist_next(ctr__dist *d, ctr__piece *out, int *got) {
+  for (;;) { /* got 2: nothing to take yet, but there may be soon */
+    *got = 0;
+    CTR_CHECK(ctr__dist_check(d));
+#if CTR_HAVE_MPI
+    if (d->size > 1) {
+      int64_t ans[4];
+      CTR_CHECK(request(d, KIND_NEXT, 0, 0, ans));
+      *got = (int)ans[1];
+      *out = (ctr__piece){ans[2], ans[3]};
+      if (*got != 2) return CTR_OK;
+      sleep_ms(20);
+      continue;
+    }
+#endif
+    pthread_mutex_lock(&d->mu);
+    const ctr_status st = ledger_next(d, 0, out, got);
+    pthread_mutex_unlock(&d->mu);
+    return st;
+  }
+}
+
+void ctr__dist_set_delay(ctr__dist *d, double seconds) { d->delay = seconds; }
+
+static ctr_status claim(ctr__dist *d, int64_t z, int64_t nz, int *granted) {
   *granted = 0;
   CTR_CHECK(ctr__dist_check(d));
 #if CTR_HAVE_MPI
@@ -870,6 +901,19 @@ ctr_status ctr__dist_claim(ctr__dist *d, int64_t z, int64_t nz, int *granted) {
   pthread_mutex_lock(&d->mu);
   *granted = ledger_claim(d, 0, z, nz, ctr__now_s());
   pthread_mutex_unlock(&d->mu);
+  return CTR_OK;
+}
+
+ctr_status ctr__dist_claim(ctr__dist *d, int64_t z, int64_t nz, int *granted) {
+  CTR_CHECK(claim(d, z, nz, granted));
+  /* test builds: the rank computes what it claimed slowly */
+  for (double t0 = ctr__now_s(); *granted && d->delay > 0 && ctr__now_s() - t0 < d->delay;) {
+    CTR_CHECK(ctr__dist_check(d));
+    pthread_mutex_lock(&d->mu);
+    d->alive++; /* slow, not hung */
+    pthread_mutex_unlock(&d->mu);
+    sleep_ms(10);
+  }
   return CTR_OK;
 }
 

@@ -105,7 +105,7 @@ static ctr_status verify(ctr__dist_output *o, const char *what, int64_t chunk,
 /* Rank 0's part of opening: state, partial output, verification, the
  * modality's plan of the work, the new master journal. */
 static ctr_status open_root(ctr__dist_output *o, int resume, const char *what, int64_t chunk,
-                            ctr__dist_plan_fn plan, void *plan_user) {
+                            int64_t unit, ctr__dist_plan_fn plan, void *plan_user) {
   ctr_status st = CTR_OK;
   const int64_t n = o->info.count;
   unsigned char *done = ctr__calloc((size_t)n, 1, "resume flags");
@@ -130,6 +130,7 @@ static ctr_status open_root(ctr__dist_output *o, int resume, const char *what, i
     o->state.previous_ranks = old_ranks;
     o->state.generation = old_gen + 1;
     o->state.ranks = ctr__dist_size(o->d);
+    o->state.unit = unit;
     CTR_CHECK_GOTO(st, ctr__journal_write_master(o->master, o->fp, &o->state));
     /* their ranges are in the new master now */
     remove_rank_journals(o->master, old_gen, old_ranks);
@@ -148,8 +149,8 @@ typedef struct shared_state {
 ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_status st,
                                  const char *out, ctr_file_format fmt, const ctr_stack_info *info,
                                  uint64_t fp, int resume, const char *resume_name,
-                                 const char *what, int64_t chunk, ctr__dist_plan_fn plan,
-                                 void *plan_user, ctr__dist_output *o) {
+                                 const char *what, int64_t chunk, int64_t unit,
+                                 ctr__dist_plan_fn plan, void *plan_user, ctr__dist_output *o) {
   memset(o, 0, sizeof *o);
   o->d = d;
   o->ctx = ctx;
@@ -161,14 +162,14 @@ ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_statu
   o->kept = (ctr__slab_record){0, INFINITY, -INFINITY, 0, 0};
   o->total.min = INFINITY;
   o->total.max = -INFINITY;
-  const ctr__dist_stats none = {{0}, INFINITY, -INFINITY, 0, 0};
+  const ctr__dist_stats none = {{0}, INFINITY, -INFINITY, 0, 0, 0, 0, 0};
   o->out = strdup(out);
   o->master = ctr__io_sprintf("%s.partial.journal", out);
   if (st == CTR_OK && (!o->out || !o->master))
     st = ctr__error_set(CTR_E_OUT_OF_MEMORY, "the output's names");
   const int rank = ctr__dist_rank(d);
   /* rank 0 first: the journals, the partial output, the plan */
-  if (rank == 0 && st == CTR_OK) st = open_root(o, resume, what, chunk, plan, plan_user);
+  if (rank == 0 && st == CTR_OK) st = open_root(o, resume, what, chunk, unit, plan, plan_user);
   shared_state sh = {o->state.generation, o->nkept, o->kept_slices, o->kept.below,
                      o->kept.above, o->unusable, o->kept.min, o->kept.max};
   void *blob = &sh;
@@ -197,7 +198,7 @@ ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_statu
   if (st == CTR_OK) return CTR_OK;
   char detail[1024];
   snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-  ctr__dist_output_finish(o, st, &none);
+  ctr__dist_output_finish(o, st, &none, 0);
   return ctr__error_set(st, "%s", detail);
 }
 
@@ -216,8 +217,22 @@ static ctr_status commit(ctr__dist_output *o) {
   return CTR_OK;
 }
 
+/* The reporter's line per rank of a run that succeeded. */
+static void log_ranks(const ctr__dist_output *o, const ctr__dist_stats *all, double input_bytes) {
+  const int size = ctr__dist_size(o->d);
+  if (size <= 1) return;
+  for (int r = 0; r < size; r++)
+    ctr__log(o->ctx, CTR_LOG_INFO, "rank %d of %d (%s): %lld slices in %lld piece%s, read %.1f MB "
+             "(%.1f %% of the input), %.2f s", r, size,
+             ctr__cluster_host(ctr__dist_cluster(o->d), r), (long long)all[r].slices,
+             (long long)all[r].pieces, all[r].pieces == 1 ? "" : "s",
+             (double)all[r].bytes_read / 1e6,
+             input_bytes > 0 ? 100.0 * (double)all[r].bytes_read / input_bytes : 0.0,
+             all[r].seconds);
+}
+
 ctr_status ctr__dist_output_finish(ctr__dist_output *o, ctr_status st,
-                                   const ctr__dist_stats *mine) {
+                                   const ctr__dist_stats *mine, double input_bytes) {
   const int size = ctr__dist_size(o->d), rank = ctr__dist_rank(o->d);
   if (o->w) ctr__stack_suspend(o->w); /* every slab was flushed before it was journalled */
   o->w = NULL;
@@ -228,23 +243,27 @@ ctr_status ctr__dist_output_finish(ctr__dist_output *o, ctr_status st,
   if (!all && st == CTR_OK) st = CTR_E_OUT_OF_MEMORY;
   for (int r = 0; all && r < size; r++) all[r].journalled = 1; /* unknown: keep */
   st = ctr__dist_gather(o->d, st, mine, sizeof *mine, all);
-  o->total = (ctr__dist_stats){{0}, INFINITY, -INFINITY, 0, 0};
+  o->total = (ctr__dist_stats){{0}, INFINITY, -INFINITY, 0, 0, 0, 0, 0};
   int64_t journalled = 0;
   for (int r = 0; all && r < size; r++) {
     for (int k = 0; k < CTR__DIST_COUNTS; k++) o->total.count[k] += all[r].count[k];
     o->total.min = fmin(o->total.min, all[r].min);
     o->total.max = fmax(o->total.max, all[r].max);
     o->total.seconds += all[r].seconds;
+    o->total.slices += all[r].slices;
+    o->total.pieces += all[r].pieces;
+    o->total.bytes_read += all[r].bytes_read;
     journalled += all[r].journalled;
   }
   o->total.journalled = journalled;
-  free(all);
   if (st == CTR_OK) {
     ctr_status cst = rank == 0 ? commit(o) : CTR_OK;
     void *none = NULL;
     size_t nn = 0;
     st = ctr__dist_share(o->d, cst, &none, &nn);
     if (rank != 0) free(none);
+    if (st == CTR_OK && all && rank == ctr_cluster_get_reporter(ctr__dist_cluster(o->d)))
+      log_ranks(o, all, input_bytes);
   } else {
     char detail[1024];
     snprintf(detail, sizeof detail, "%s", ctr_error_detail());
@@ -260,6 +279,7 @@ ctr_status ctr__dist_output_finish(ctr__dist_output *o, ctr_status st,
     o->resumable = keep && !o->unusable && ctr__journal_kind(o->master) == 2;
     ctr__error_set(st, "%s", detail);
   }
+  free(all);
   free(jpath);
   ctr__journal_ranges_free(&o->state);
   free(o->out);

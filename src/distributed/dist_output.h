@@ -25,7 +25,9 @@ typedef struct ctr__dist_stats {
   int64_t count[CTR__DIST_COUNTS]; /* summed over the ranks (the modality says what) */
   double min, max;                 /* value range (+inf / -inf: none) */
   int64_t journalled;              /* slabs (bands) this rank journalled */
-  double seconds;                  /* this rank's compute time */
+  double seconds;                  /* this rank's time in its pieces */
+  int64_t slices, pieces;          /* slices it computed, pieces it ran */
+  int64_t bytes_read;              /* of the input: the rows of its pieces */
 } ctr__dist_stats;
 
 /* Rank 0's plan of the work: done[i] (n slices of the output) tells the
@@ -60,20 +62,23 @@ typedef struct ctr__dist_output {
 /* Collective: the partial output `out` (fmt, info: the whole output) of a
  * run with fingerprint fp, fresh or resumed, and this rank's journal;
  * `what` names a journalled unit in warnings ("subvolume", "band"), `chunk`
- * slices are read back at a time to check them. `st` is the rank's status
+ * slices are read back at a time to check them, `unit` is recorded in the
+ * master journal (FBP: the band's slices; 0). `st` is the rank's status
  * so far (a failure of any rank fails the call on all). */
 ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_status st,
                                  const char *out, ctr_file_format fmt, const ctr_stack_info *info,
                                  uint64_t fp, int resume, const char *resume_name,
-                                 const char *what, int64_t chunk, ctr__dist_plan_fn plan,
-                                 void *plan_user, ctr__dist_output *o);
+                                 const char *what, int64_t chunk, int64_t unit,
+                                 ctr__dist_plan_fn plan, void *plan_user, ctr__dist_output *o);
 /* Collective end: every rank's status and stats; when all succeeded rank 0
- * commits the output (renamed onto its name) and removes the journals.
+ * commits the output (renamed onto its name) and removes the journals, and
+ * the rank that speaks for the job logs one line per rank (slices, pieces,
+ * bytes of `input_bytes` read, time).
  * Returns the run's status (the first failing rank's error on every rank);
  * o->total gets the sums over the ranks, o->resumable whether a failed
  * run's partial output was kept. Frees what open allocated. */
 ctr_status ctr__dist_output_finish(ctr__dist_output *o, ctr_status st,
-                                   const ctr__dist_stats *mine);
+                                   const ctr__dist_stats *mine, double input_bytes);
 
 /* 1 if `out` has a distributed run's master journal ("<out>.partial.journal"):
  * a one-process call resumes it as a run of one rank. */

@@ -59,6 +59,12 @@ ctr_status ctr__dist_gather(ctr__dist *d, ctr_status st, const void *mine, size_
  * in ctr__dist_gather. */
 ctr_status ctr__dist_share(ctr__dist *d, ctr_status st, void **blob, size_t *n);
 
+/* A step that checks that every rank runs the same: fp[0] is the run's
+ * fingerprint without the input's identity (ranks may read node-local
+ * copies), fp[1] with it. An error naming the first rank whose fp[0] differs
+ * from rank 0's; *root gets rank 0's fp[1] (the journals' fingerprint). */
+ctr_status ctr__dist_same_run(ctr__dist *d, ctr_status st, const uint64_t fp[2], uint64_t *root);
+
 /* ---- The run phase ----------------------------------------------------- */
 
 /* Rank 0, before the step that shares the plan: the work, a list of pieces
@@ -74,6 +80,9 @@ ctr_status ctr__dist_next(ctr__dist *d, ctr__piece *out, int *got);
  * or band, in order): *granted = 0 when another rank took them over (the
  * piece ends there). CTR_E_CANCELLED once the run was stopped. */
 ctr_status ctr__dist_claim(ctr__dist *d, int64_t z, int64_t nz, int *granted);
+/* Test builds: every granted claim of this rank waits `seconds` (a slow
+ * rank, whose tail the others take over). */
+void ctr__dist_set_delay(ctr__dist *d, double seconds);
 /* The piece being run covers `slices` slices after `before` slices of
  * earlier pieces: progress fractions of the piece become slices done. */
 void ctr__dist_piece_progress(ctr__dist *d, double before, double slices);

@@ -228,14 +228,14 @@ ctr_status ctr__journal_read_ranges(const char *path, uint64_t fingerprint, cons
              "over", path, strerror(errno), resume);
   char line[512];
   unsigned long long fp = 0;
-  long long gen = 0, ranks = 0, prev = 0, prev_ranks = 0;
+  long long gen = 0, ranks = 0, prev = 0, prev_ranks = 0, unit = 0;
   const int master = fgets(line, sizeof line, f) && !strncmp(line, MASTER_MAGIC, strlen(MASTER_MAGIC));
   const int single = !master && !strncmp(line, MAGIC, strlen(MAGIC));
   if ((!master && !single) || !fgets(line, sizeof line, f) ||
       sscanf(line, "fingerprint %llx", &fp) != 1 || !fgets(line, sizeof line, f) ||
-      (master && sscanf(line, "generation %lld ranks %lld previous %lld ranks %lld", &gen, &ranks,
-                        &prev, &prev_ranks) != 4) ||
-      (single && strncmp(line, "plan ", 5) != 0))
+      (master && sscanf(line, "generation %lld ranks %lld previous %lld ranks %lld unit %lld", &gen,
+                        &ranks, &prev, &prev_ranks, &unit) != 5) ||
+      (single && sscanf(line, "plan %lld", &unit) != 1))
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' is not a ctrecon journal (or is damaged); delete the "
                   "partial output and run without %s", path, resume);
   if (fp != fingerprint)
@@ -248,6 +248,7 @@ ctr_status ctr__journal_read_ranges(const char *path, uint64_t fingerprint, cons
   out->ranks = ranks;
   out->previous = prev;
   out->previous_ranks = prev_ranks;
+  out->unit = unit;
   out->master = master;
   while (fgets(line, sizeof line, f)) {
     ctr__journal_range g;
@@ -295,8 +296,9 @@ ctr_status ctr__journal_write_master(const char *path, uint64_t fingerprint,
   if (w.fd < 0) CTR_FAIL_GOTO(st, CTR_E_IO, "cannot create the journal '%s': %s", tmp, strerror(errno));
   char line[512];
   snprintf(line, sizeof line, MASTER_MAGIC "\nfingerprint %016llx\ngeneration %lld ranks %lld "
-           "previous %lld ranks %lld\n", (unsigned long long)fingerprint, (long long)j->generation,
-           (long long)j->ranks, (long long)j->previous, (long long)j->previous_ranks);
+           "previous %lld ranks %lld unit %lld\n", (unsigned long long)fingerprint,
+           (long long)j->generation, (long long)j->ranks, (long long)j->previous,
+           (long long)j->previous_ranks, (long long)j->unit);
   CTR_CHECK_GOTO(st, append(&w, line));
   for (int64_t i = 0; i < j->n; i++) {
     slab_line(line, sizeof line, j->r[i].index, j->r[i].z0, j->r[i].nz, &j->r[i].rec);
@@ -312,6 +314,22 @@ cleanup:
   if (st != CTR_OK) unlink(tmp);
   free(tmp);
   return st;
+}
+
+int64_t ctr__journal_unit(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[512];
+  long long a, b, c, d, unit = 0;
+  for (int i = 0; i < 3 && fgets(line, sizeof line, f); i++)
+    if (sscanf(line, "generation %lld ranks %lld previous %lld ranks %lld unit %lld", &a, &b, &c,
+               &d, &unit) != 5 &&
+        sscanf(line, "plan %lld", &unit) != 1)
+      unit = 0;
+    else
+      break;
+  fclose(f);
+  return unit > 0 ? unit : 0;
 }
 
 char *ctr__journal_rank_path(const char *master, int64_t generation, int rank) {

@@ -75,7 +75,7 @@ void ctr__journal_close(ctr__journal *j, int remove);
  * A distributed run keeps "<out>.partial.journal" as its master journal
  * (written whole by rank 0, replaced by rename): the fingerprint, its
  * generation (one per run: fresh or resumed) and rank count, the previous
- * generation's, and the slabs verified when the run started, each a slice
+ * generation's, the unit of its ranges (a band), and the slabs verified when the run started, each a slice
  * range with its CRC-32 as in a "slab" line. Each rank r appends the slabs
  * it finishes to its own journal "<master>.G.r" (the format above, index
  * being the piece's subvolume or the band). A resume, with any rank count,
@@ -89,7 +89,8 @@ typedef struct ctr__journal_ranges {
   ctr__journal_range *r;
   int64_t n, cap;
   int64_t generation, ranks, previous, previous_ranks;
-  int master; /* read from a master journal (0: a one-process run's journal) */
+  int64_t unit; /* the slices of the unit the run's ranges are made of (FBP: a band; 0: none) */
+  int master;   /* read from a master journal (0: a one-process run's journal) */
 } ctr__journal_ranges;
 
 /* What "path" is: 0 none, 1 a one-process journal, 2 a distributed run's
@@ -109,6 +110,9 @@ ctr_status ctr__journal_read_rank(const char *path, uint64_t fingerprint, const 
  * `path`: a temporary, synced, renamed onto it. */
 ctr_status ctr__journal_write_master(const char *path, uint64_t fingerprint,
                                      const ctr__journal_ranges *j);
+/* The unit a master journal records, or the subvolume (band) slices of a
+ * one-process run's journal; 0 when there is none. */
+int64_t ctr__journal_unit(const char *path);
 /* "<master>.G.r" (malloc'd). */
 char *ctr__journal_rank_path(const char *master, int64_t generation, int rank);
 void ctr__journal_ranges_free(ctr__journal_ranges *j);

@@ -216,6 +216,7 @@ void ctr__writer_inject(ctr__writer *w, int rank) {
   if (only && *only && strtol(only, NULL, 10) != rank) return;
   w->stop_after = env_int("CTRECON_INJECT_STOP_AFTER_SLABS");
   w->kill_after = env_int("CTRECON_INJECT_KILL_AFTER_SLABS");
+  w->delay_s = (double)env_int("CTRECON_INJECT_DELAY_MS") / 1000.0;
   if (env_int("CTRECON_INJECT_HANG"))
     for (;;) sleep(1); /* alive, never progressing */
 }

@@ -62,6 +62,8 @@ typedef struct ctr__writer {
                                 subvolumes (0 = never) */
   int64_t kill_after;        /* fault injection (test builds): the process dies (SIGKILL) after
                                 journalling this many (0 = never) */
+  double delay_s;            /* fault injection (test builds): a distributed rank waits this
+                                long before each subvolume (band) it claims (a slow rank) */
 } ctr__writer;
 
 /* nbuf pinned buffers of buf_bytes, allocated when the thread starts, for a
@@ -86,7 +88,8 @@ void ctr__writer_settle(ctr__writer *w, ctr_status st);
  * distributed rank `rank`, when CTRECON_INJECT_RANK is unset or names it:
  * CTRECON_INJECT_STOP_AFTER_SLABS=k fails (CTR_E_CANCELLED) and
  * CTRECON_INJECT_KILL_AFTER_SLABS=k dies (SIGKILL) after k subvolumes
- * (bands) journalled; CTRECON_INJECT_HANG=1 hangs here, never progressing
+ * (bands) journalled; CTRECON_INJECT_DELAY_MS=t sets delay_s (a slow rank,
+ * for the balancing); CTRECON_INJECT_HANG=1 hangs here, never progressing
  * (the hung-rank timeout's case). */
 void ctr__writer_inject(ctr__writer *w, int rank);
 #endif

@@ -22,11 +22,7 @@
  * found before the run on 16 rows around center_row (read for it: 16 of the
  * detector's rows are read twice). */
 #include "filter/filter.h"
-#include "io/io_internal.h"
-#include "io/journal.h"
-#include "io/stream_ring.h"
-#include "io/stream_writer.h"
-#include "parbeam/sync.h"
+#include "parbeam/fbp_stream_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,50 +32,7 @@
 
 #define EPS_TRANSMISSION 1e-6
 
-typedef struct srun {
-  ctr_context *ctx;
-  ctr_fbp_stream_options o;
-  ctr_fbp_options fbp;
-  ctr_corrections c;
-  ctr_value_counts counts;
-  int transmission;           /* binning or Paganin: corrections on transmissions */
-  int sino_corr;              /* dezinger, stripes or stitching */
-  /* input */
-  ctr_stack_reader *in;       /* file, or */
-  const ctr_array *mem;       /* memory */
-  ctr_dtype dtype;            /* of the ring's buffers (sinograms: float32) */
-  int sino;
-  int64_t W, H, NP;           /* image width, rows (sinograms: slices), projections (angles) */
-  const float *flat, *dark;
-  float *ones;                /* flat when none is given */
-  int64_t *sel, nsel;         /* the projections used */
-  int64_t row0, nrows;        /* input rows reconstructed */
-  int bx, by;
-  int64_t nbins_b;            /* bins after binning */
-  int64_t margin;             /* Paganin: binned rows on each side */
-  double axis_in;             /* the axis in input bins */
-  ctr_center_method center_used;
-  int axis_found;
-  ctr_parallel_geometry *gsel, *gout;
-  /* bands (input rows; by divides them) */
-  int64_t band_rows, nbands, band_slices;
-  int64_t nslices;            /* output slices */
-  size_t band_bytes;          /* ring buffer */
-  /* ring and writer */
-  ctr__ring ring;
-  int have_ring;
-  int64_t *items;             /* ring item -> band */
-  int64_t nitems;
-  ctr__writer writer;
-  int have_writer;
-  /* work buffers */
-  float *sbuf, *sino2, *trans, *slices;
-  void *window;
-  /* statistics */
-  float min, max;
-  int64_t below, above, dezingered;
-  double t_compute;
-} srun;
+typedef ctr__fbp_run srun;
 
 static int64_t band_start(const srun *r, int64_t k) { return r->row0 + k * r->band_rows; }
 static int64_t band_len(const srun *r, int64_t k) {
@@ -89,7 +42,7 @@ static int64_t band_len(const srun *r, int64_t k) {
 
 /* ---- Options ---------------------------------------------------------------- */
 
-static ctr_status resolve(srun *r, const ctr_fbp_stream_options *opts) {
+ctr_status ctr__fbp_resolve(srun *r, const ctr_fbp_stream_options *opts) {
   /* the caller's version read into the current layout (NULL: the defaults) */
   CTR_CHECK(ctr__struct_copy(&ctr__struct_fbp_stream_options, &r->o, opts));
   CTR_CHECK(ctr__struct_copy(&ctr__struct_fbp_options, &r->fbp, r->o.fbp));
@@ -503,8 +456,8 @@ static ctr_status find_centre(srun *r) {
 /* Everything that decides the slices' bytes (the axis as given: a found one
  * is found again, the same, on a resume); a journal resumes only a run with
  * the same. */
-static uint64_t fingerprint(const srun *r, const ctr_parallel_params *p, const char *out,
-                            ctr_file_format fmt) {
+uint64_t ctr__fbp_fingerprint(const srun *r, const ctr_parallel_params *p, const char *out,
+                              ctr_file_format fmt, int with_input) {
   uint64_t h = ctr__fnv1a(CTR__FNV_SEED, "ctrecon fbp-stream 1", 20);
   const double d[10] = {p->axis, p->pixel_size, p->voxel, r->fbp.cutoff, r->o.out_scale,
                         r->o.out_offset, r->c.dezinger, r->c.stripe_sigma,
@@ -528,7 +481,7 @@ static uint64_t fingerprint(const srun *r, const ctr_parallel_params *p, const c
   if (r->flat && r->flat != r->ones)
     h = ctr__fnv1a(h, r->flat + r->row0 * r->W, sizeof(float) * (size_t)(r->nrows * r->W));
   if (r->dark) h = ctr__fnv1a(h, r->dark + r->row0 * r->W, sizeof(float) * (size_t)(r->nrows * r->W));
-  if (r->in) {
+  if (r->in && with_input) {
     char *real = realpath(r->in->path, NULL);
     const char *name = real ? real : r->in->path;
     h = ctr__fnv1a(h, name, strlen(name));
@@ -594,18 +547,22 @@ static ctr_status progress(srun *r, double f) { return ctr__progress(r->ctx, "fb
 
 /* The bands: compute on this thread, reads and writes on theirs. done[k]:
  * journalled already (skipped). `vol`: memory output instead of the writer. */
-static ctr_status run_bands(srun *r, const unsigned char *done, float *vol) {
+ctr_status ctr__fbp_run_bands(srun *r, const unsigned char *done, float *vol) {
   const int pag = r->margin > 0;
   const int64_t px = r->gout->p.nx * r->gout->p.ny;
+  /* the bands to compute: [k0, k1) (a distributed rank's piece), or all */
+  const int64_t k0 = r->k0, k1 = r->k1 > 0 ? r->k1 : r->nbands;
+  const int64_t a = pag && k0 > 0 ? k0 - 1 : k0, b = pag && k1 < r->nbands ? k1 + 1 : k1;
   /* ring items: every band with Paganin (neighbours needed), else the bands
    * to compute */
+  free(r->items);
   r->items = ctr__malloc(sizeof(int64_t) * (size_t)r->nbands, "band list");
   if (!r->items) return CTR_E_OUT_OF_MEMORY;
   r->nitems = 0;
-  for (int64_t k = 0; k < r->nbands; k++)
+  for (int64_t k = a; k < b; k++)
     if (pag || !done || !done[k]) r->items[r->nitems++] = k;
   int64_t total = 0;
-  for (int64_t k = 0; k < r->nbands; k++) total += !done || !done[k];
+  for (int64_t k = k0; k < k1; k++) total += !done || !done[k];
   if (!r->nitems) return CTR_OK;
   CTR_CHECK(ctr__ring_init(&r->ring, pag ? 5 : 3, r->band_bytes, fill, r));
   r->have_ring = 1;
@@ -614,7 +571,12 @@ static ctr_status run_bands(srun *r, const unsigned char *done, float *vol) {
   for (int64_t it = 0; it < r->nitems; it++) {
     const int64_t k = r->items[it];
     void *bufs[3] = {NULL, NULL, NULL};
-    const int todo = !done || !done[k];
+    const int todo = k >= k0 && k < k1 && (!done || !done[k]);
+    if (todo && r->dist) { /* claimed first: another rank may have taken the rest over */
+      int granted = 0;
+      CTR_CHECK(ctr__dist_claim(r->dist, k * r->band_slices, band_len(r, k) / r->by, &granted));
+      if (!granted) break;
+    }
     if (todo) {
       CTR_CHECK(progress(r, (double)computed / (double)total));
       /* item = band with Paganin */
@@ -660,12 +622,12 @@ static ctr_status run_bands(srun *r, const unsigned char *done, float *vol) {
     if (!pag) ctr__ring_put(&r->ring, it);
     else if (it > 0) ctr__ring_put(&r->ring, it - 1);
   }
-  if (pag) ctr__ring_put(&r->ring, r->nitems - 1);
-  ctr__ring_finish(&r->ring);
+  if (pag && !r->dist) ctr__ring_put(&r->ring, r->nitems - 1);
+  ctr__ring_finish(&r->ring); /* a piece cut short abandons the reads ahead */
   return progress(r, 1.0);
 }
 
-static void release(srun *r) {
+void ctr__fbp_release(srun *r) {
   if (r->have_ring) ctr__ring_free(&r->ring);
   if (r->have_writer) ctr__writer_free(&r->writer);
   ctr_parallel_free(r->gsel);
@@ -681,7 +643,7 @@ static void release(srun *r) {
 
 /* The geometry of what is read, and a flat field of ones when none is
  * given. */
-static ctr_status prepare_input(srun *r, const ctr_parallel_params *params) {
+ctr_status ctr__fbp_prepare_input(srun *r, const ctr_parallel_params *params) {
   CTR_CHECK(setup_geometry(r, params));
   if (!r->sino && !r->flat) {
     r->ones = ctr__aligned_alloc(sizeof(float) * (size_t)(r->W * r->H), "the flat field (ones)");
@@ -692,11 +654,11 @@ static ctr_status prepare_input(srun *r, const ctr_parallel_params *params) {
   return CTR_OK;
 }
 
-/* The band plan (resumed_slices > 0: the interrupted run's), buffers, the
- * centre (found again on a resumed run: the same data give the same axis)
+/* The band plan (band_slices > 0: the interrupted run's, or rank 0's), buffers,
+ * the centre (found again on a resumed run: the same data give the same axis)
  * and the output geometry. */
-static ctr_status prepare(srun *r, const ctr_parallel_params *params, int64_t resumed_slices) {
-  CTR_CHECK(plan_bands(r, resumed_slices));
+ctr_status ctr__fbp_prepare(srun *r, const ctr_parallel_params *params, int64_t band_slices) {
+  CTR_CHECK(plan_bands(r, band_slices));
   int64_t rows_b = r->band_rows / r->by + 2 * r->margin, nb = r->nbins_b;
   const int64_t smax = r->band_slices > CENTRE_ROWS ? r->band_slices : CENTRE_ROWS;
   if (rows_b < CENTRE_ROWS) rows_b = CENTRE_ROWS;
@@ -706,7 +668,7 @@ static ctr_status prepare(srun *r, const ctr_parallel_params *params, int64_t re
     r->trans = ctr__aligned_alloc(sizeof(float) * (size_t)(rows_b * r->nsel * nb), "band transmissions");
     if (!r->trans) return CTR_E_OUT_OF_MEMORY;
   }
-  if (r->axis_found) CTR_CHECK(find_centre(r));
+  if (r->axis_found && !r->centre_known) CTR_CHECK(find_centre(r));
   CTR_CHECK(output_geometry(r, params));
   if (r->c.stitch_360) {
     r->sino2 = ctr__aligned_alloc(sizeof(float) * (size_t)(r->band_slices * r->gout->p.nbins *
@@ -716,7 +678,7 @@ static ctr_status prepare(srun *r, const ctr_parallel_params *params, int64_t re
   return CTR_OK;
 }
 
-static void report_fill(const srun *r, ctr_fbp_stream_report *rep) {
+void ctr__fbp_report_fill(const srun *r, ctr_fbp_stream_report *rep) {
   if (!rep) return;
   rep->axis = r->axis_in;
   rep->axis_found = r->axis_found;
@@ -745,16 +707,15 @@ static void report_fill(const srun *r, ctr_fbp_stream_report *rep) {
 }
 
 /* The warnings of the data policy, once per run. */
-static void report_values(const srun *r, const char *name) {
-  const ctr_value_counts *c = &r->counts;
-  ctr__values_report_kind(r->ctx, 0, c->input, name, CTR__BAD_VALUES, "replaced by 0");
-  ctr__values_report_kind(r->ctx, 0, c->calibration, "flat/dark",
+void ctr__fbp_report_values(const ctr_context *ctx, const ctr_value_counts *c, const char *name) {
+  ctr__values_report_kind(ctx, 0, c->input, name, CTR__BAD_VALUES, "replaced by 0");
+  ctr__values_report_kind(ctx, 0, c->calibration, "flat/dark",
                           "pixels with flat <= dark or a non-finite flat or dark",
                           "their sinogram values set to 0");
-  ctr__values_report_kind(r->ctx, 0, c->clamped, name,
+  ctr__values_report_kind(ctx, 0, c->clamped, name,
                           "transmissions (p - dark) / (flat - dark) below 1e-6 or NaN",
                           "clamped to 1e-6");
-  ctr__values_report_kind(r->ctx, 0, c->output, "the slices", CTR__BAD_VALUES, "stored as 0");
+  ctr__values_report_kind(ctx, 0, c->output, "the slices", CTR__BAD_VALUES, "stored as 0");
 }
 
 /* The caller's report (report_out): checked before the work, filled in its
@@ -769,10 +730,64 @@ static ctr_status report_begin(ctr_fbp_stream_report *report_out, ctr_fbp_stream
   return CTR_OK;
 }
 
-ctr_status ctr_fbp_stream(ctr_context *ctx, const ctr_parallel_params *params,
-                          const ctr_fbp_stream_options *opts, ctr_stack_reader *input,
-                          const float *flat, const float *dark, const char *out,
-                          ctr_file_format out_format, ctr_fbp_stream_report *report_out) {
+ctr_status ctr__fbp_open_input(srun *r, ctr_stack_reader *input, const float *flat,
+                               const float *dark) {
+  r->in = input;
+  if (ctr__tuning(r->ctx)->direct_io < 0) ctr_stack_reader_set_direct_io(input, 0);
+  const ctr_stack_info *ii = ctr_stack_reader_get_info(input);
+  r->W = ii->width;
+  if (r->sino) {
+    r->H = ii->count;
+    r->NP = ii->height;
+    r->dtype = CTR_DTYPE_FLOAT32;
+  } else {
+    r->H = ii->height;
+    r->NP = ii->count;
+    r->dtype = ii->dtype;
+    if (r->dtype != CTR_DTYPE_FLOAT32 && r->dtype != CTR_DTYPE_UINT16)
+      CTR_FAIL(CTR_E_FORMAT, "'%s' holds %s projections: expected float32 or uint16",
+               input->path, ctr_dtype_name(r->dtype));
+    r->flat = flat;
+    r->dark = dark;
+  }
+  return CTR_OK;
+}
+
+ctr_stack_info ctr__fbp_output_info(const srun *r) {
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
+  info.width = r->gout->p.nx;
+  info.height = r->gout->p.ny;
+  info.count = r->nslices;
+  info.dtype = r->o.out_dtype;
+  info.spacing[0] = info.spacing[1] = r->gout->p.voxel * r->gout->p.pixel_size;
+  info.spacing[2] = r->gout->p.pixel_size / r->bx * r->by;
+  return info;
+}
+
+ctr_status ctr__fbp_writer_setup(srun *r, ctr_stack_writer *w) {
+  const int64_t px = r->gout->p.nx * r->gout->p.ny;
+  if (r->o.out_dtype != CTR_DTYPE_FLOAT32) {
+    r->slices = ctr__aligned_alloc(sizeof(float) * (size_t)(r->band_slices * px), "band slices");
+    if (!r->slices) return CTR_E_OUT_OF_MEMORY;
+  }
+  CTR_CHECK(ctr__writer_init(&r->writer, 3, (size_t)(r->band_slices * px) *
+                                                ctr_dtype_size(r->o.out_dtype),
+                             r->nbands));
+  r->have_writer = 1;
+  r->writer.out = w;
+  r->writer.dtype = r->o.out_dtype;
+  r->writer.slice_bytes = (size_t)px * ctr_dtype_size(r->o.out_dtype);
+#ifdef CTR_FAULT_INJECTION
+  if (r->dist) ctr__writer_inject(&r->writer, ctr__dist_rank(r->dist));
+  if (r->dist && r->writer.delay_s > 0) ctr__dist_set_delay(r->dist, r->writer.delay_s);
+#endif
+  return CTR_OK;
+}
+
+ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *params,
+                                 const ctr_fbp_stream_options *opts, ctr_stack_reader *input,
+                                 const float *flat, const float *dark, const char *out,
+                                 ctr_file_format out_format, ctr_fbp_stream_report *report_out) {
   const double t_start = ctr__now_s();
   ctr_status st = CTR_OK;
   srun r;
@@ -794,31 +809,14 @@ ctr_status ctr_fbp_stream(ctr_context *ctx, const ctr_parallel_params *params,
   if (!input || !out || !*out)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream: input and out are required");
   r.ctx = ctx;
-  r.in = input;
-  CTR_CHECK(resolve(&r, opts));
-  if (ctr__tuning(ctx)->direct_io < 0) ctr_stack_reader_set_direct_io(input, 0);
-  const ctr_stack_info *ii = ctr_stack_reader_get_info(input);
-  r.W = ii->width;
-  if (r.sino) {
-    r.H = ii->count;
-    r.NP = ii->height;
-    r.dtype = CTR_DTYPE_FLOAT32;
-  } else {
-    r.H = ii->height;
-    r.NP = ii->count;
-    r.dtype = ii->dtype;
-    if (r.dtype != CTR_DTYPE_FLOAT32 && r.dtype != CTR_DTYPE_UINT16)
-      CTR_FAIL(CTR_E_FORMAT, "'%s' holds %s projections: expected float32 or uint16",
-               input->path, ctr_dtype_name(r.dtype));
-    r.flat = flat;
-    r.dark = dark;
-  }
+  CTR_CHECK(ctr__fbp_resolve(&r, opts));
+  CTR_CHECK(ctr__fbp_open_input(&r, input, flat, dark));
   if (out_format == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, &out_format));
   resumable = out_format != CTR_FORMAT_TIFF && out_format != CTR_FORMAT_HDF5;
   jpath = ctr__io_sprintf("%s.partial.journal", out);
   if (!jpath) return CTR_E_OUT_OF_MEMORY;
-  CTR_CHECK_GOTO(st, prepare_input(&r, params));
-  const uint64_t fp = fingerprint(&r, params, out, out_format);
+  CTR_CHECK_GOTO(st, ctr__fbp_prepare_input(&r, params));
+  const uint64_t fp = ctr__fbp_fingerprint(&r, params, out, out_format, 1);
   if (r.o.resume) {
     if (!resumable)
       CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED, "ctr_fbp_stream_options.resume: '%s' (%s) cannot be "
@@ -832,20 +830,14 @@ ctr_status ctr_fbp_stream(ctr_context *ctx, const ctr_parallel_params *params,
                   "to continue it, or delete '%s' and '%s.partial' to start over", jpath, jpath, out);
   }
   /* a resumed run repeats the interrupted run's bands */
-  CTR_CHECK_GOTO(st, prepare(&r, params, have_journal ? journal.slab_slices : 0));
+  CTR_CHECK_GOTO(st, ctr__fbp_prepare(&r, params, have_journal ? journal.slab_slices : 0));
   if (have_journal && (journal.nslabs != r.nbands || journal.views_per_batch != r.nsel))
     CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
                   "cannot resume: '%s' records %lld bands of %lld slices, this run makes %lld",
                   jpath, (long long)journal.nslabs, (long long)journal.slab_slices,
                   (long long)r.nbands);
   {
-    ctr_stack_info info = CTR_STACK_INFO_INIT;
-    info.width = r.gout->p.nx;
-    info.height = r.gout->p.ny;
-    info.count = r.nslices;
-    info.dtype = r.o.out_dtype;
-    info.spacing[0] = info.spacing[1] = r.gout->p.voxel * r.gout->p.pixel_size;
-    info.spacing[2] = r.gout->p.pixel_size / r.bx * r.by;
+    const ctr_stack_info info = ctr__fbp_output_info(&r);
     if (resumable) {
       if (have_journal) {
         done = ctr__calloc((size_t)r.nslices, 1, "resume flags");
@@ -869,21 +861,7 @@ ctr_status ctr_fbp_stream(ctr_context *ctx, const ctr_parallel_params *params,
     if (ctr__tuning(ctx)->direct_io < 0) ctr_stack_writer_set_direct_io(w, 0);
   }
   {
-    const int64_t px = r.gout->p.nx * r.gout->p.ny;
-    if (r.o.out_dtype != CTR_DTYPE_FLOAT32) {
-      r.slices = ctr__aligned_alloc(sizeof(float) * (size_t)(r.band_slices * px), "band slices");
-      if (!r.slices) {
-        st = CTR_E_OUT_OF_MEMORY;
-        goto cleanup;
-      }
-    }
-    CTR_CHECK_GOTO(st, ctr__writer_init(&r.writer, 3, (size_t)(r.band_slices * px) *
-                                                          ctr_dtype_size(r.o.out_dtype),
-                                        r.nbands));
-    r.have_writer = 1;
-    r.writer.out = w;
-    r.writer.dtype = r.o.out_dtype;
-    r.writer.slice_bytes = (size_t)px * ctr_dtype_size(r.o.out_dtype);
+    CTR_CHECK_GOTO(st, ctr__fbp_writer_setup(&r, w));
 #ifdef CTR_FAULT_INJECTION
     {
       const char *v = getenv("CTRECON_INJECT_STOP_AFTER_SLABS");
@@ -899,12 +877,12 @@ ctr_status ctr_fbp_stream(ctr_context *ctx, const ctr_parallel_params *params,
     CTR_CHECK_GOTO(st, ctr__writer_start(&r.writer));
   }
   t_setup = ctr__now_s() - t_start;
-  CTR_CHECK_GOTO(st, run_bands(&r, have_journal ? journal.done : NULL, NULL));
+  CTR_CHECK_GOTO(st, ctr__fbp_run_bands(&r, have_journal ? journal.done : NULL, NULL));
   CTR_CHECK_GOTO(st, ctr__writer_drain(&r.writer));
   if (r.fbp.strict && r.counts.output)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
                   (long long)r.counts.output);
-  report_values(&r, input->path);
+  ctr__fbp_report_values(ctx, &r.counts, input->path);
   r.writer.out = NULL;
   st = ctr_stack_commit(w);
   w = NULL;
@@ -914,7 +892,7 @@ ctr_status ctr_fbp_stream(ctr_context *ctx, const ctr_parallel_params *params,
   }
 cleanup:
   if (st != CTR_OK && r.have_writer) ctr__writer_settle(&r.writer, st);
-  report_fill(&r, report);
+  ctr__fbp_report_fill(&r, report);
   if (report) {
     report->bands_resumed = nkept;
     report->min = fminf(report->min, kept.min);
@@ -927,7 +905,7 @@ cleanup:
   {
     char detail[1024];
     snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    release(&r);
+    ctr__fbp_release(&r);
     if (st != CTR_OK) ctr__error_set(st, "%s", detail);
   }
   const int journalled = ctr__journal_end_output(&journal, have_journal, w, resumable);
@@ -958,7 +936,7 @@ ctr_status ctr_fbp_stream_memory(ctr_context *ctx, const ctr_parallel_params *pa
              "are required");
   r.ctx = ctx;
   r.mem = input;
-  CTR_CHECK(resolve(&r, opts));
+  CTR_CHECK(ctr__fbp_resolve(&r, opts));
   if (r.o.resume || r.o.out_dtype != CTR_DTYPE_FLOAT32)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_memory: ctr_fbp_stream_options.resume and "
              "out_dtype apply to files only");
@@ -976,8 +954,8 @@ ctr_status ctr_fbp_stream_memory(ctr_context *ctx, const ctr_parallel_params *pa
   if (r.dtype != CTR_DTYPE_FLOAT32 && (r.sino || r.dtype != CTR_DTYPE_UINT16))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_memory: the input is %s: expected float32 "
              "(or uint16 projections)", ctr_dtype_name(r.dtype));
-  CTR_CHECK_GOTO(st, prepare_input(&r, params));
-  CTR_CHECK_GOTO(st, prepare(&r, params, 0));
+  CTR_CHECK_GOTO(st, ctr__fbp_prepare_input(&r, params));
+  CTR_CHECK_GOTO(st, ctr__fbp_prepare(&r, params, 0));
   const int64_t want[3] = {r.gout->p.nx, r.gout->p.ny, r.nslices};
   if (slices->ndim != 3 || slices->dims[0] != want[0] || slices->dims[1] != want[1] ||
       slices->dims[2] != want[2])
@@ -985,18 +963,18 @@ ctr_status ctr_fbp_stream_memory(ctr_context *ctx, const ctr_parallel_params *pa
                   "expected %lld x %lld x %lld", (long long)slices->dims[0],
                   (long long)slices->dims[1], (long long)slices->dims[2], (long long)want[0],
                   (long long)want[1], (long long)want[2]);
-  CTR_CHECK_GOTO(st, run_bands(&r, NULL, slices->data));
+  CTR_CHECK_GOTO(st, ctr__fbp_run_bands(&r, NULL, slices->data));
   if (r.fbp.strict && r.counts.output)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
                   (long long)r.counts.output);
-  report_values(&r, "projections");
+  ctr__fbp_report_values(ctx, &r.counts, "projections");
 cleanup:
-  report_fill(&r, report);
+  ctr__fbp_report_fill(&r, report);
   if (report) report->seconds_total = ctr__now_s() - t_start;
   {
     char detail[1024];
     snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    release(&r);
+    ctr__fbp_release(&r);
     if (st != CTR_OK) ctr__error_set(st, "%s", detail);
   }
   if (report) ctr__struct_store(&ctr__struct_fbp_stream_report, report_out, report);

@@ -1,0 +1,292 @@
+/* The distributed FBP (docs/distributed.md): ctr_fbp_stream called by every
+ * rank of a cluster with the same arguments. Rank 0 plans the bands (its
+ * host budget's, or the interrupted run's) and finds the rotation centre
+ * once; the bands still to do are cut into one contiguous share per rank;
+ * each rank runs its share with the streamed FBP (fbp_stream.c), reading
+ * only its bands' sinogram rows (and, with Paganin, a neighbouring band on
+ * each side of its share), with its own reader and writer threads, claiming
+ * band after band from rank 0's ledger; a rank that runs out of work takes
+ * over bands of the slowest (distributed.h). A slice is computed from its
+ * own rows whatever band holds it (tested), so the output is byte-identical
+ * to one process's. */
+#include "distributed/dist_output.h"
+#include "parbeam/fbp_stream_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The counts a rank adds to the summary (ctr__dist_stats.count). */
+enum { N_INPUT, N_CALIBRATION, N_CLAMPED, N_OUTPUT, N_DEZINGERED, N_BELOW, N_ABOVE };
+
+typedef struct dist_fbp {
+  int64_t band_slices;
+} dist_fbp;
+
+/* Rank 0: the bands with a slice not done, in order, cut into one
+ * contiguous share of equal band count per rank. */
+static ctr_status plan_work(void *user, ctr__dist *d, const unsigned char *done, int64_t n) {
+  const dist_fbp *f = user;
+  const int size = ctr__dist_size(d);
+  const int64_t bs = f->band_slices, nbands = (n + bs - 1) / bs;
+  int64_t todo = 0;
+  unsigned char *need = ctr__calloc((size_t)nbands, 1, "bands to do");
+  ctr__piece *pieces = ctr__calloc((size_t)nbands + 1, sizeof *pieces, "the run's pieces");
+  int *owner = ctr__calloc((size_t)nbands + 1, sizeof *owner, "the run's pieces");
+  ctr_status st = CTR_OK;
+  if (!need || !pieces || !owner) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  for (int64_t k = 0; k < nbands; k++) {
+    for (int64_t z = k * bs; z < n && z < (k + 1) * bs && !need[k]; z++) need[k] = !done[z];
+    todo += need[k];
+  }
+  int64_t np = 0, i = 0;
+  for (int64_t k = 0; k < nbands; k++) {
+    if (!need[k]) continue;
+    const int r = (int)(i++ * size / todo);
+    const int64_t z0 = k * bs, nz = (k + 1) * bs < n ? bs : n - z0;
+    if (np > 0 && owner[np - 1] == r && pieces[np - 1].z0 + pieces[np - 1].nz == z0) {
+      pieces[np - 1].nz += nz;
+    } else {
+      pieces[np] = (ctr__piece){z0, nz};
+      owner[np++] = r;
+    }
+  }
+  st = ctr__dist_set_work(d, pieces, owner, np);
+cleanup:
+  free(need);
+  free(pieces);
+  free(owner);
+  return st;
+}
+
+/* What rank 0 decided for every rank: the axis (found once) and the bands. */
+typedef struct shared_plan {
+  double axis;
+  int64_t center_used, band_slices;
+} shared_plan;
+
+/* A run's state on this rank up to its bands and output geometry: the
+ * options, the input, the geometry; `plan` NULL: find the centre and plan
+ * the bands here (rank 0), else take rank 0's. */
+static ctr_status setup(ctr__fbp_run *r, ctr_context *ctx, const ctr_parallel_params *params,
+                        const ctr_fbp_stream_options *opts, ctr_stack_reader *input,
+                        const float *flat, const float *dark, const shared_plan *plan,
+                        int64_t band_slices) {
+  memset(r, 0, sizeof *r);
+  r->min = INFINITY;
+  r->max = -INFINITY;
+  r->ctx = ctx;
+  CTR_CHECK(ctr__fbp_resolve(r, opts));
+  CTR_CHECK(ctr__fbp_open_input(r, input, flat, dark));
+  CTR_CHECK(ctr__fbp_prepare_input(r, params));
+  if (plan) {
+    r->axis_in = plan->axis;
+    r->center_used = (ctr_center_method)plan->center_used;
+    r->centre_known = 1;
+    band_slices = plan->band_slices;
+  }
+  return ctr__fbp_prepare(r, params, band_slices);
+}
+
+/* Bytes of input rows [r0, r0 + n) of every projection (sinogram) used. */
+static int64_t rows_bytes(const ctr__fbp_run *q, int64_t n) {
+  return n * q->W * (q->sino ? q->NP : q->nsel) * (int64_t)ctr_dtype_size(q->dtype);
+}
+
+static void add_counts(ctr__dist_stats *m, const ctr__fbp_run *q, int64_t slices) {
+  m->count[N_INPUT] += q->counts.input;
+  m->count[N_CALIBRATION] += q->counts.calibration;
+  m->count[N_CLAMPED] += q->counts.clamped;
+  m->count[N_OUTPUT] += q->counts.output;
+  m->count[N_DEZINGERED] += q->dezingered;
+  m->count[N_BELOW] += q->below;
+  m->count[N_ABOVE] += q->above;
+  m->slices += slices;
+  m->pieces++;
+  /* the bands the reader was given: with Paganin one more on each side */
+  for (int64_t i = 0; i < q->nitems; i++) {
+    const int64_t k = q->items[i], r0 = q->row0 + k * q->band_rows;
+    const int64_t n = q->row0 + q->nrows - r0 < q->band_rows ? q->row0 + q->nrows - r0 : q->band_rows;
+    m->bytes_read += rows_bytes(q, n);
+  }
+  m->min = fmin(m->min, q->min);
+  m->max = fmax(m->max, q->max);
+  m->journalled += q->have_writer ? q->writer.slabs_written : 0;
+}
+
+/* One piece (slices [p.z0, p.z0 + p.nz), whole bands) of this rank. */
+static ctr_status run_piece(ctr__fbp_run *q, ctr__dist *d, ctr__dist_output *o, ctr__piece p,
+                            ctr__dist_stats *mine) {
+  const int64_t bs = q->band_slices;
+  q->k0 = p.z0 / bs;
+  q->k1 = (p.z0 + p.nz + bs - 1) / bs;
+  q->dist = d;
+  ctr_status st = ctr__fbp_writer_setup(q, o->w);
+  q->writer.journal = &o->journal;
+  if (st == CTR_OK) st = ctr__writer_start(&q->writer);
+  if (st == CTR_OK) st = ctr__fbp_run_bands(q, NULL, NULL);
+  if (st == CTR_OK) st = ctr__writer_drain(&q->writer);
+  if (st == CTR_OK && q->fbp.strict && q->counts.output)
+    st = ctr__error_set(CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES
+                        " (ctr_fbp_options.strict)", (long long)q->counts.output);
+  if (st != CTR_OK && q->have_writer) ctr__writer_settle(&q->writer, st);
+  int64_t slices = 0; /* the slices this piece wrote */
+  for (int64_t k = 0; q->have_writer && k < q->nbands; k++) slices += q->writer.slabs[k].slices;
+  add_counts(mine, q, slices);
+  return st;
+}
+
+static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *params,
+                                  const ctr_fbp_stream_options *opts, const ctr_cluster *cluster,
+                                  ctr_stack_reader *input, const float *flat, const float *dark,
+                                  const char *out, ctr_file_format fmt,
+                                  ctr_fbp_stream_report *report_out) {
+  const double t_start = ctr__now_s();
+  ctr_fbp_stream_report rep = CTR_FBP_STREAM_REPORT_INIT;
+  if (report_out) CTR_CHECK(ctr__struct_check(&ctr__struct_fbp_stream_report, report_out));
+  if (!input || !out || !*out)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream: input and out are required");
+  ctr_cluster *local = NULL;
+  if (!cluster) {
+    CTR_CHECK(ctr__cluster_local(&local));
+    cluster = local;
+  }
+  ctr__dist *d = NULL;
+  ctr_status st = ctr__dist_begin(cluster, ctx, "fbp", &d);
+  if (st != CTR_OK) {
+    ctr_cluster_free(local);
+    return st;
+  }
+  const int rank = ctr__dist_rank(d);
+  ctr__fbp_run r;
+  ctr_fbp_stream_options o;
+  ctr__dist_output dout;
+  int have_r = 0, have_out = 0;
+  st = ctr__struct_copy(&ctr__struct_fbp_stream_options, &o, opts);
+  o.cluster = NULL;
+  if (st == CTR_OK && !o.host_budget) { /* ranks on one host share its memory */
+    uint64_t host = 0;
+    st = ctr_plan_default_budgets(ctx, NULL, &host);
+    o.host_budget = host / (uint64_t)ctr__cluster_ranks_on_host(cluster, rank);
+  }
+  if (st == CTR_OK && fmt == CTR_FORMAT_AUTO) st = ctr_format_guess(out, &fmt);
+  if (st == CTR_OK && fmt != CTR_FORMAT_RAW && fmt != CTR_FORMAT_NRRD &&
+      fmt != CTR_FORMAT_TIFF_STACK)
+    st = ctr__error_set(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes raw, nrrd or a "
+                        "TIFF stack pattern such as 'rec_%%04d.tif' (its ranks write their slices "
+                        "in place; multi-page TIFF and HDF5 are written in order by one process)",
+                        out, ctr_format_name(fmt));
+  /* rank 0: the bands (an interrupted run's) and the centre */
+  uint64_t fp[2] = {0, 0}, journal_fp = 0;
+  shared_plan plan = {0, 0, 0};
+  if (st == CTR_OK && rank == 0) {
+    char *master = ctr__io_sprintf("%s.partial.journal", out);
+    const int64_t unit = master && o.resume ? ctr__journal_unit(master) : 0;
+    free(master);
+    st = setup(&r, ctx, params, &o, input, flat, dark, NULL, unit);
+    have_r = 1;
+    plan = (shared_plan){r.axis_in, (int64_t)r.center_used, r.band_slices};
+  }
+  void *blob = &plan;
+  size_t nb = sizeof plan;
+  st = ctr__dist_share(d, st, &blob, &nb);
+  if (rank != 0) {
+    if (st == CTR_OK && nb == sizeof plan) memcpy(&plan, blob, sizeof plan);
+    free(blob);
+    if (st == CTR_OK) {
+      st = setup(&r, ctx, params, &o, input, flat, dark, &plan, 0);
+      have_r = 1;
+    }
+  }
+  if (st == CTR_OK) {
+    fp[0] = ctr__fbp_fingerprint(&r, params, out, fmt, 0);
+    fp[1] = ctr__fbp_fingerprint(&r, params, out, fmt, 1);
+  }
+  st = ctr__dist_same_run(d, st, fp, &journal_fp);
+  if (st != CTR_OK) goto end;
+  {
+    dist_fbp f = {plan.band_slices};
+    const ctr_stack_info info = ctr__fbp_output_info(&r);
+    st = ctr__dist_output_open(d, ctx, st, out, fmt, &info, journal_fp, o.resume,
+                               "ctr_fbp_stream_options.resume", "band", plan.band_slices,
+                               plan.band_slices, plan_work, &f, &dout);
+    if (st != CTR_OK) goto end;
+    have_out = 1;
+  }
+  ctr__dist_stats mine = {{0}, INFINITY, -INFINITY, 0, 0, 0, 0, 0};
+  double before = 0;
+  for (;;) {
+    ctr__piece p;
+    int got = 0;
+    st = ctr__dist_next(d, &p, &got);
+    if (st != CTR_OK || !got) break;
+    ctr__dist_piece_progress(d, before, (double)p.nz);
+    ctr__fbp_run q;
+    st = setup(&q, ctx, params, &o, input, flat, dark, &plan, 0);
+    const int64_t slices0 = mine.slices;
+    const double t0 = ctr__now_s();
+    if (st == CTR_OK) st = run_piece(&q, d, &dout, p, &mine);
+    mine.seconds += ctr__now_s() - t0;
+    before += (double)(mine.slices - slices0);
+    rep.seconds_read += q.have_ring ? q.ring.busy : 0;
+    rep.seconds_write += q.have_writer ? q.writer.busy_s : 0;
+    char detail[1024];
+    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
+    ctr__fbp_release(&q);
+    if (st != CTR_OK) {
+      ctr__error_set(st, "%s", detail);
+      break;
+    }
+  }
+  ctr__dist_fail(d, st);
+  st = ctr__dist_output_finish(&dout, st, &mine, (double)rows_bytes(&r, r.H));
+  {
+    const ctr__dist_stats *a = &dout.total;
+    const ctr_value_counts c = {CTR_VALUE_COUNTS_VERSION, a->count[N_INPUT],
+                                a->count[N_CALIBRATION], a->count[N_CLAMPED],
+                                a->count[N_OUTPUT]};
+    r.counts = c;
+    r.min = fminf((float)a->min, dout.kept.min);
+    r.max = fmaxf((float)a->max, dout.kept.max);
+    r.below = a->count[N_BELOW] + dout.kept.below;
+    r.above = a->count[N_ABOVE] + dout.kept.above;
+    r.dezingered = a->count[N_DEZINGERED];
+    r.t_compute = mine.seconds; /* this rank's pieces, wall time */
+    if (st == CTR_OK && rank == ctr_cluster_get_reporter(cluster))
+      ctr__fbp_report_values(ctx, &r.counts, input->path);
+  }
+end:
+  if (have_r) {
+    ctr__fbp_report_fill(&r, &rep);
+    rep.bands_resumed = have_out ? dout.nkept : 0;
+    rep.resumable = st != CTR_OK && have_out && dout.resumable;
+  }
+  rep.seconds_total = ctr__now_s() - t_start;
+  {
+    char detail[1024];
+    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
+    if (have_r) ctr__fbp_release(&r);
+    ctr__dist_end(d);
+    ctr_cluster_free(local);
+    if (report_out) ctr__struct_store(&ctr__struct_fbp_stream_report, report_out, &rep);
+    if (st != CTR_OK) ctr__error_set(st, "%s", detail);
+  }
+  return st;
+}
+
+ctr_status ctr_fbp_stream(ctr_context *ctx, const ctr_parallel_params *params,
+                          const ctr_fbp_stream_options *opts, ctr_stack_reader *input,
+                          const float *flat, const float *dark, const char *out,
+                          ctr_file_format out_format, ctr_fbp_stream_report *report) {
+  /* shared by the ranks of a cluster, or resuming such a run's output (as a
+   * run of one rank) */
+  ctr_fbp_stream_options o;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_fbp_stream_options, &o, opts));
+  if (o.cluster || (o.resume && out && ctr__dist_output_is_distributed(out)))
+    return fbp_stream_dist(ctx, params, opts, o.cluster, input, flat, dark, out, out_format,
+                           report);
+  return ctr__fbp_stream_local(ctx, params, opts, input, flat, dark, out, out_format, report);
+}
