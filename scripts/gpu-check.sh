@@ -7,10 +7,13 @@
 #
 # BUILD_TARGETS (optional): build only these targets.
 # STAGES is a comma list of build,test,sanitize,floors,benchA,benchB,astra,rabbitct,rabbitsweep,hostxfer,ooc,fbp,pet,
-# iterative,sync (default: all but sync). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
+# iterative,sync,mpi (default: all but sync and mpi). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
 # default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). sync: the synchrotron
 # pipeline file to file (issue 24) against the disk's concurrent read-and-write floor
 # (SYNC_DIR, default /tmp/ctr_sync; SYNC_N 2048: needs ~50 GB free, deleted at the end).
+# mpi: the distributed FDK (issue 21, scripts/bench-mpi.sh): 1, 2, 4, 8 ranks on the CPU
+# against one process with the same cores, 1 process vs 2 ranks on the GPU, the bytes each
+# rank read against the ideal (MPI_SIZE 512, MPI_DIR /tmp/ctr_mpi: 2 GiB; needs Open MPI).
 # iterative: the iterative CT tests and memcheck (ITER_TESTS=0 skips them), its benchmark
 # (issue 23; ITER_CASES picks the cases, default all but cgls-2048, "none" for none;
 # ITER_2048=1 adds the 2048^3 CGLS, about 10 minutes and 120 GB of host memory, in its own
@@ -560,6 +563,18 @@ if has rabbitsweep; then
     say "ncu rc=$?"
     cp "$LOGS/ncu_rabbitct_512.txt" "$OUT/"
   fi
+fi
+
+if has mpi; then
+  # The distributed FDK (issue 21): the overhead of ranks against one process with
+  # the same cores (target below 5 %), 2 ranks sharing the GPU, bytes read per rank.
+  say "bench-mpi (cpu, cuda)"
+  SIZE=${MPI_SIZE:-512} DATA=${MPI_DIR:-/tmp/ctr_mpi} \
+    bash "$ROOT/scripts/bench-mpi.sh" "$BUILD" "$OUT" all > "$LOGS/bench_mpi.log" 2>&1
+  say "bench-mpi rc=$?"
+  grep -E "^(case|  rank|cpu|cuda)" "$LOGS/bench_mpi.log" | tee -a "$LOGS/summary.txt"
+  "$BUILD/bench/bench_mpi" --model --json "$OUT/mpi_model.json" >> "$LOGS/summary.txt" 2>&1
+  rm -rf "${MPI_DIR:-/tmp/ctr_mpi}"
 fi
 
 cp "$LOGS/summary.txt" "$OUT/summary.txt"
