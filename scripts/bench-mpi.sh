@@ -11,7 +11,10 @@
 # Environment: SIZE (512), VIEWS (512), DET (1024), REPEATS (3), CORES (nproc),
 # RANKS (1 2 4 8: those that divide CORES run bound; more ranks than cores run
 # oversubscribed with one thread each, and say so), DATA (/tmp/ctr_mpi: the
-# projections, SIZE 512 needs 2 GiB there).
+# projections, SIZE 512 needs 2 GiB there). PIN=LIST (taskset's cpu list, e.g.
+# PIN=1): every process of every case runs on those cpus only (CORES = their
+# count), ranks unbound within them - the same cores for all on a machine
+# whose other cpus are busy.
 set -uo pipefail
 BUILD=${1:?usage: scripts/bench-mpi.sh BUILD_DIR OUT_DIR [cpu|cuda|all]}
 OUT=${2:?usage: scripts/bench-mpi.sh BUILD_DIR OUT_DIR [cpu|cuda|all]}
@@ -19,6 +22,12 @@ WHAT=${3:-all}
 SIZE=${SIZE:-512} VIEWS=${VIEWS:-512} DET=${DET:-1024} REPEATS=${REPEATS:-3}
 CORES=${CORES:-$(nproc)} RANKS=${RANKS:-1 2 4 8} DATA=${DATA:-/tmp/ctr_mpi}
 BENCH=$BUILD/bench/bench_mpi
+PIN=${PIN:-}
+TASKSET=()
+if [ -n "$PIN" ]; then
+  TASKSET=(taskset -c "$PIN")
+  CORES=$(taskset -c "$PIN" nproc)
+fi
 MPIRUN=$(command -v mpirun || true)
 mkdir -p "$OUT" "$DATA"
 [ -x "$BENCH" ] || { echo "bench-mpi: $BENCH missing (build the bench_mpi target)"; exit 1; }
@@ -34,15 +43,15 @@ cpus() { sed -n 's/.*"cpu_seconds": \([0-9.]*\).*/\1/p' "$1" | head -1; }
 
 # one DEVICE NAME THREADS: the one-process run
 one() {
-  "$BENCH" "${common[@]}" --device "$1" --threads "$3" --name "$2" --json "$OUT/mpi_$2.json" \
-    | tee -a "$SUMMARY"
+  "${TASKSET[@]}" "$BENCH" "${common[@]}" --device "$1" --threads "$3" --name "$2" \
+    --json "$OUT/mpi_$2.json" | tee -a "$SUMMARY"
 }
 # ranks DEVICE NAME R THREADS BIND: R ranks of THREADS threads
 ranks() {
   local bind=(--bind-to none)
-  [ "$5" = bind ] && bind=(--map-by "slot:PE=$4" --bind-to core)
-  "$MPIRUN" --oversubscribe -np "$3" "${bind[@]}" "$BENCH" "${common[@]}" --device "$1" \
-    --threads "$4" --name "$2" --json "$OUT/mpi_$2.json" | tee -a "$SUMMARY"
+  [ "$5" = bind ] && [ -z "$PIN" ] && bind=(--map-by "slot:PE=$4" --bind-to core)
+  "$MPIRUN" --oversubscribe -np "$3" "${bind[@]}" "${TASKSET[@]}" "$BENCH" "${common[@]}" \
+    --device "$1" --threads "$4" --name "$2" --json "$OUT/mpi_$2.json" | tee -a "$SUMMARY"
 }
 overhead() { # overhead BASE_JSON CASE_JSON LABEL: wall time and CPU time against the base
   local b c bc cc
@@ -52,14 +61,16 @@ overhead() { # overhead BASE_JSON CASE_JSON LABEL: wall time and CPU time agains
            l, c, b, 100 * (c / b - 1), cc, bc, 100 * (cc / bc - 1) }' | tee -a "$SUMMARY"
 }
 
-echo "== bench-mpi $(date -u +%FT%TZ) on $(hostname): $CORES cores, $SIZE^3 from $VIEWS x $DET^2" | tee -a "$SUMMARY"
+echo "== bench-mpi $(date -u +%FT%TZ) on $(hostname): $CORES cores${PIN:+ (cpus $PIN)}, $SIZE^3 from $VIEWS x $DET^2, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$SUMMARY"
 if [ "$WHAT" = cpu ] || [ "$WHAT" = all ]; then
+  how=bound
+  [ -n "$PIN" ] && how="on cpus $PIN"
   one cpu cpu-process "$CORES"
   for r in $RANKS; do
     if [ $((CORES % r)) -eq 0 ]; then
       ranks cpu "cpu-ranks$r" "$r" $((CORES / r)) bind
       overhead "$OUT/mpi_cpu-process.json" "$OUT/mpi_cpu-ranks$r.json" \
-        "cpu: $r rank(s) x $((CORES / r)) thread(s), bound, vs 1 process x $CORES"
+        "cpu: $r rank(s) x $((CORES / r)) thread(s), $how, vs 1 process x $CORES"
     else
       ranks cpu "cpu-ranks$r" "$r" 1 nobind
       overhead "$OUT/mpi_cpu-process.json" "$OUT/mpi_cpu-ranks$r.json" \

@@ -547,9 +547,18 @@ static void check_hung(ctr__dist *d, double now) {
   stop_all(d, hung, CTR_E_TIMEOUT, 1, text);
 }
 
+/* The control thread polls MPI (its progress needs calls) every POLL_BUSY_MS
+ * while messages come, every POLL_IDLE_MS after POLL_IDLE_S without any: a
+ * claim's round trip stays within a few milliseconds during the exchanges,
+ * and an idle rank's thread costs little CPU next to its computation
+ * (measured: docs/distributed.md). */
+#define POLL_BUSY_MS 1
+#define POLL_IDLE_MS 10
+#define POLL_IDLE_S 0.05
+
 static void *control_main(void *arg) {
   ctr__dist *d = arg;
-  double last_hb = 0, last_tick = 0;
+  double last_hb = 0, last_tick = 0, last_busy = 0;
   for (;;) {
     pthread_mutex_lock(&d->mu);
     const int quit = d->quit;
@@ -610,7 +619,25 @@ static void *control_main(void *arg) {
       pthread_mutex_unlock(&d->mu);
     }
     reap(d);
-    if (!busy) sleep_ms(2);
+    pthread_mutex_lock(&d->req_mu);
+    busy |= d->req_state == 1; /* a request waits to be sent */
+    pthread_mutex_unlock(&d->req_mu);
+    if (busy) {
+      last_busy = now;
+      continue;
+    }
+    /* idle: until the next poll, or until a thread of this rank posts a request */
+    const long ms = now - last_busy < POLL_IDLE_S ? POLL_BUSY_MS : POLL_IDLE_MS;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += ms * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&d->mu);
+    if (!d->quit) pthread_cond_timedwait(&d->cv, &d->mu, &until);
+    pthread_mutex_unlock(&d->mu);
   }
   /* what is still on its way (a lost rank may never take it) */
   const double t0 = ctr__now_s();
@@ -637,6 +664,9 @@ static ctr_status request(ctr__dist *d, int kind, int64_t a, int64_t b, int64_t 
   d->req_seq++;
   d->req_state = 1;
   pthread_mutex_unlock(&d->req_mu);
+  pthread_mutex_lock(&d->mu);
+  pthread_cond_broadcast(&d->cv); /* the control thread sends it now */
+  pthread_mutex_unlock(&d->mu);
   ctr_status st = CTR_OK;
   pthread_mutex_lock(&d->mu);
   for (;;) {
@@ -1016,6 +1046,7 @@ void ctr__dist_end(ctr__dist *d) {
     if (d->have_thread) {
       pthread_mutex_lock(&d->mu);
       d->quit = 1;
+      pthread_cond_broadcast(&d->cv);
       pthread_mutex_unlock(&d->mu);
       pthread_join(d->thread, NULL);
     }
