@@ -41,18 +41,10 @@ mpi_rc() {
     "$CTR" "$@" --threads 1 >"$OUT" 2>"$ERR"
   rc=$?
 }
-same() { # same A B DESC: byte-identical files
-  if [ -f "$1" ] && [ -f "$2" ] && cmp -s "$1" "$2"; then ok "$3"; else bad "$3 ($1 vs $2 differ or missing)"; fi
-}
 same_stack() { # same_stack DIR_A DIR_B COUNT DESC: COUNT identical images
   local n=0 f
   for f in "$1"/*.tif; do cmp -s "$f" "$2/$(basename "$f")" && n=$((n + 1)); done
   if [ "$n" -eq "$3" ] && [ "$(ls "$2" | wc -l)" -eq "$3" ]; then ok "$4"; else bad "$4 ($n of $3 identical)"; fi
-}
-clean() { # nothing partial, no journal, no temporary under work/
-  local left
-  left=$(find . -name '*.partial*' -o -name '*.scratch.*' -o -name '*.tmp.*')
-  if [ -z "$left" ]; then ok "$1: nothing left behind"; else bad "$1: left behind: $left"; fi
 }
 one_error() { # one_error CMD PATTERN DESC: exactly one ctrecon error line, matching
   local n

@@ -7,9 +7,6 @@
 # Usage: bash cli_multi.sh path/to/ctrecon
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
-same() { # same A B DESC: byte-identical files
-  if [ -f "$1" ] && [ -f "$2" ] && cmp -s "$1" "$2"; then ok "$3"; else bad "$3 ($1 vs $2 differ or missing)"; fi
-}
 fails() { # fails CODE PATTERN DESC ARGS...: exits CODE with PATTERN on stderr
   local code=$1 pat=$2 desc=$3; shift 3
   run "$@"

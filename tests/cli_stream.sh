@@ -13,15 +13,6 @@ step() {
   run "$@"
   if [ "$rc" -eq 0 ]; then ok "$desc"; else bad "$desc: exit $rc"; fi
 }
-same() { # same A B DESC: byte-identical files
-  if [ -f "$1" ] && [ -f "$2" ] && cmp -s "$1" "$2"; then ok "$3"; else bad "$3 ($1 vs $2 differ or missing)"; fi
-}
-# No partial output, journal, scratch file or temporary anywhere in work/.
-clean() {
-  local left
-  left=$(find . -name '*.partial*' -o -name '*.scratch.*' -o -name '*.tmp.*')
-  if [ -z "$left" ]; then ok "$1: nothing left behind"; else bad "$1: left behind: $left"; fi
-}
 has_err() { # has_err PATTERN DESC: stderr of the last run matches
   if grep -q -e "$1" "$ERR"; then ok "$2"; else bad "$2: no '$1' on stderr"; fi
 }

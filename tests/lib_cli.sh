@@ -1,6 +1,6 @@
 # Shared by the CLI test scripts (tests/cli_*.sh), sourced with the path of
 # the ctrecon binary: a scratch directory removed on exit (cwd: work/), the
-# counters and ok/bad/run/step/exits helpers, and finish for the summary line.
+# counters and ok/bad/run/step/exits/same/clean helpers, and finish for the summary line.
 CTR=${1:?usage: bash $0 path/to/ctrecon}
 case $CTR in /*) ;; *) CTR=$PWD/$CTR ;; esac
 TOP=$(mktemp -d)
@@ -32,6 +32,16 @@ exits() {
   local code=$1 desc=$2; shift 2
   run "$@"
   if [ "$rc" -eq "$code" ]; then ok "$desc (exit $code)"; else bad "$desc: exit $rc, expected $code"; fi
+}
+# same A B DESC: A and B are byte-identical files.
+same() {
+  if [ -f "$1" ] && [ -f "$2" ] && cmp -s "$1" "$2"; then ok "$3"; else bad "$3 ($1 vs $2 differ or missing)"; fi
+}
+# clean DESC: no partial output, journal, scratch file or temporary anywhere in work/.
+clean() {
+  local left
+  left=$(find . -name '*.partial*' -o -name '*.scratch.*' -o -name '*.tmp.*')
+  if [ -z "$left" ]; then ok "$1: nothing left behind"; else bad "$1: left behind: $left"; fi
 }
 finish() {
   echo "$pass passed, $fail failed"

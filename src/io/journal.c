@@ -82,6 +82,18 @@ static int parse_slab(const char *line, ctr__journal_range *g) {
   return 1;
 }
 
+static ctr_status not_a_journal(const char *path, const char *resume) {
+  CTR_FAIL(CTR_E_FORMAT, "'%s' is not a ctrecon journal (or is damaged); delete the partial "
+           "output and run without %s", path, resume);
+}
+
+static ctr_status another_run(const char *path, const char *resume) {
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+           "cannot resume: '%s' belongs to a run with other inputs or options (geometry, "
+           "projections, filter, slices, device or output type differ); repeat the interrupted "
+           "run with %s, or run without %s to start over", path, resume, resume);
+}
+
 static ctr_status init(ctr__journal *j, const char *path) {
   memset(j, 0, sizeof *j);
   j->fd = -1;
@@ -131,15 +143,14 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
       !fgets(line, sizeof line, f) || sscanf(line, "fingerprint %llx", &fp) != 1 ||
       !fgets(line, sizeof line, f) ||
       sscanf(line, "plan %lld %lld %d %d %lld", &zs, &nb, &store, &pair, &ns) != 5 || zs <= 0 ||
-      nb <= 0 || ns <= 0)
-    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' is not a ctrecon journal (or is damaged); delete the "
-                  "partial output and run without %s", path, resume);
-  if (fp != fingerprint)
-    CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
-                  "cannot resume: '%s' belongs to a run with other inputs or options (geometry, "
-                  "projections, filter, slices, device or output type differ); repeat the "
-                  "interrupted run with %s, or run without %s to start over",
-                  path, resume, resume);
+      nb <= 0 || ns <= 0) {
+    st = not_a_journal(path, resume);
+    goto cleanup;
+  }
+  if (fp != fingerprint) {
+    st = another_run(path, resume);
+    goto cleanup;
+  }
   j->fingerprint = fp;
   j->slab_slices = zs;
   j->views_per_batch = nb;
@@ -235,15 +246,14 @@ ctr_status ctr__journal_read_ranges(const char *path, uint64_t fingerprint, cons
       sscanf(line, "fingerprint %llx", &fp) != 1 || !fgets(line, sizeof line, f) ||
       (master && sscanf(line, "generation %lld ranks %lld previous %lld ranks %lld unit %lld", &gen,
                         &ranks, &prev, &prev_ranks, &unit) != 5) ||
-      (single && sscanf(line, "plan %lld", &unit) != 1))
-    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' is not a ctrecon journal (or is damaged); delete the "
-                  "partial output and run without %s", path, resume);
-  if (fp != fingerprint)
-    CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
-                  "cannot resume: '%s' belongs to a run with other inputs or options (geometry, "
-                  "projections, filter, slices, device or output type differ); repeat the "
-                  "interrupted run with %s, or run without %s to start over",
-                  path, resume, resume);
+      (single && sscanf(line, "plan %lld", &unit) != 1)) {
+    st = not_a_journal(path, resume);
+    goto cleanup;
+  }
+  if (fp != fingerprint) {
+    st = another_run(path, resume);
+    goto cleanup;
+  }
   out->generation = gen;
   out->ranks = ranks;
   out->previous = prev;
@@ -271,9 +281,10 @@ ctr_status ctr__journal_read_rank(const char *path, uint64_t fingerprint, const 
     fclose(f);
     return CTR_OK; /* cut short while it was created: nothing journalled */
   }
-  if (fp != fingerprint)
-    CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT, "cannot resume: '%s' belongs to another run; "
-                  "delete the partial output and its journals and run without %s", path, resume);
+  if (fp != fingerprint) {
+    st = another_run(path, resume);
+    goto cleanup;
+  }
   while (fgets(line, sizeof line, f)) {
     ctr__journal_range g;
     if (parse_slab(line, &g)) CTR_CHECK_GOTO(st, add_range(out, &g));
