@@ -28,6 +28,7 @@ small() {
     *" rabbitct "*) echo "${l/--size 128/--size 16}" ;;
     *" pet simulate "*) echo "${l/--events 1e8/--events 2e5 --lattice 48x48x12 --views 8x1}" ;;
     *" pet recon "*) echo "$l --iterations 2" ;;
+    *" iterate "*) echo "${l/--iterations 5/--iterations 2}" ;;
     *) echo "" ;;
   esac
 }
@@ -48,7 +49,7 @@ for line in "${lines[@]}"; do
   if [ "$rc" -eq 0 ]; then ok "${cmd#build/}"; else bad "${cmd#build/} (as: ${s#build/}): exit $rc"; fi
 done
 # What the lines promise exists.
-for f in g.json proj.tif truth.nrrd vol.nrrd vol_xy.png demo-parallel-out/projections.tif rec.nrrd \
+for f in g.json proj.tif truth.nrrd vol.nrrd vol_xy.png it.nrrd conv.png demo-parallel-out/projections.tif rec.nrrd \
          r.rct data.json pet.nrrd crc.csv crc.png; do
   [ -s "$f" ] && ok "wrote $f" || bad "no $f"
 done
