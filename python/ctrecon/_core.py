@@ -430,15 +430,20 @@ def is_gpu_array(a: Any) -> bool:
     return False
 
 
-def host_in(a: Any, name: str, shape: Optional[Tuple[int, ...]] = None,
-            dtypes: Tuple = (np.float32,)) -> np.ndarray:
-    """An input array for the library: `a` itself when it is C-contiguous of
-    one of `dtypes`, else a float32 C-contiguous copy (the rule above)."""
+def asarray(a: Any, name: str) -> np.ndarray:
+    """np.asarray of a host array; a GPU array is a TypeError naming `name`."""
     if is_gpu_array(a):
         raise TypeError(f"{name} is a GPU array: this function takes host (numpy) arrays; "
                         "GPU arrays are used in place by Projector.forward and "
                         "Projector.adjoint (copy to the host first, e.g. cupy.asnumpy)")
-    arr = np.asarray(a)
+    return np.asarray(a)
+
+
+def host_in(a: Any, name: str, shape: Optional[Tuple[int, ...]] = None,
+            dtypes: Tuple = (np.float32,)) -> np.ndarray:
+    """An input array for the library: `a` itself when it is C-contiguous of
+    one of `dtypes`, else a float32 C-contiguous copy (the rule above)."""
+    arr = asarray(a, name)
     if arr.dtype.kind not in "fiu":
         raise TypeError(f"{name} has dtype {arr.dtype}: expected a real numeric array")
     if shape is not None and arr.shape != tuple(shape):

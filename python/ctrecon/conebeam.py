@@ -166,7 +166,7 @@ def fdk_filter(projections: Any, geometry: ConeGeometry, *, v0: int = 0, window:
     n) of the geometry, given as (n, nv, nu), weighted and ramp-filtered.
     Writes into ``out`` (default: a copy); out may be the input array."""
     nu, nv, _, _ = geometry.detector
-    a = np.asarray(projections)
+    a = _core.asarray(projections, "projections")
     n = a.shape[0] if a.ndim == 3 else -1
     if out is None:
         res = np.array(_core.host_in(a, "projections", (n, nv, nu)), np.float32, copy=True)
@@ -185,7 +185,7 @@ def fdk_backproject(filtered: Any, geometry: ConeGeometry, *, v0: int = 0, z0: i
     """Adds the backprojection of filtered views [v0, v0 + n) into ``out``
     (slices [z0, z0 + nz); default: a new zero volume) (ctr_fdk_backproject)."""
     nu, nv, _, _ = geometry.detector
-    f = np.asarray(filtered)
+    f = _core.asarray(filtered, "filtered")
     n = f.shape[0] if f.ndim == 3 else -1
     f = _core.host_in(f, "filtered", (n, nv, nu))
     nzo = _nz(geometry, z0, nz)

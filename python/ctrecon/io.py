@@ -154,7 +154,7 @@ class StackWriter:
     def write(self, first: int, images: Any) -> None:
         """Images [first, first + len(images)), shape (n, height, width) (or
         (height, width) for one), float32/uint16/float16 (others: float32)."""
-        a = np.asarray(images)
+        a = _core.asarray(images, "images")
         if a.ndim == 2:
             a = a[None]
         a = _core.host_in(a, "images", (a.shape[0], self.info.height, self.info.width),
@@ -213,7 +213,7 @@ def save(path: Path, array: Any, format: Any = "auto", *, dtype: Any = None,
     """Writes a stack (shape (count, height, width), or (height, width)) in
     the file dtype ``dtype`` (default: the array's if float32, uint16 or
     float16, else float32), written whole and renamed into place."""
-    a = np.asarray(array)
+    a = _core.asarray(array, "array")
     if a.ndim == 2:
         a = a[None]
     if a.ndim != 3:

@@ -65,7 +65,7 @@ def fbp(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram-lak",
     (docs/parallel-beam.md; None = tuned automatically); strict: bad values
     are an error. return_counts=True returns (slices, counts of bad values
     met, a dict of ctr_value_counts) and logs no warning."""
-    s = np.asarray(sinograms)
+    s = _core.asarray(sinograms, "sinograms")
     ns = _nslices(s, "sinograms")
     s = _core.host_in(s, "sinograms", geometry.sinogram_shape(ns))
     res = _core.host_out(out, geometry.slice_shape(ns))
@@ -83,7 +83,7 @@ def fbp_filter(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram
     """Ramp-filtered sinograms (ctr_fbp_filter), scaled so that
     fbp_backproject of them is the reconstruction; into ``out`` (default: a
     copy; may be the input itself)."""
-    a = np.asarray(sinograms)
+    a = _core.asarray(sinograms, "sinograms")
     ns = _nslices(a, "sinograms")
     shape = geometry.sinogram_shape(ns)
     if out is None:
@@ -101,7 +101,7 @@ def fbp_backproject(filtered: Any, geometry: ParallelGeometry, *, interp: Any = 
                     kernel: Optional[str] = None, strict: bool = False,
                     out: Optional[np.ndarray] = None, ctx=None) -> np.ndarray:
     """The weighted backprojection of filtered sinograms (ctr_fbp_backproject)."""
-    a = np.asarray(filtered)
+    a = _core.asarray(filtered, "filtered")
     ns = _nslices(a, "filtered")
     f = _core.host_in(a, "filtered", geometry.sinogram_shape(ns))
     res = _core.host_out(out, geometry.slice_shape(ns))
@@ -115,7 +115,7 @@ def fbp_backproject(filtered: Any, geometry: ParallelGeometry, *, interp: Any = 
 def fbp_backproject_reference(filtered: Any, geometry: ParallelGeometry, *,
                               interp: Any = "linear") -> np.ndarray:
     """The double-precision reference backprojection (CPU), float64 slices."""
-    a = np.asarray(filtered)
+    a = _core.asarray(filtered, "filtered")
     ns = _nslices(a, "filtered")
     f = _core.host_in(a, "filtered", geometry.sinogram_shape(ns))
     res = np.zeros(geometry.slice_shape(ns), np.float64)
@@ -140,7 +140,7 @@ def fbp_projections(projections: Any, geometry: ParallelGeometry, flat: Any,
     call (ctr_fbp_projections): flat/dark correction and -log, filter,
     backprojection of detector rows [row0, row0 + nslices) (default: all
     from row0). flat and dark: (nrows, nbins) averaged beams (dark None: 0)."""
-    p = np.asarray(projections)
+    p = _core.asarray(projections, "projections")
     if p.ndim != 3:
         raise ValueError(f"projections has shape {p.shape}: expected (nangles, nrows, nbins)")
     na, nrows, nb = p.shape
@@ -162,7 +162,7 @@ def flatfield_sinograms(projections: Any, flat: Any, dark: Any = None, *, row0: 
     """Flat-field correction, -log and transposition (ctr_flatfield_sinograms):
     sinograms (nslices, nangles, nbins) of rows [row0, row0 + nslices), and
     the count of transmissions clamped to 1e-6."""
-    p = np.asarray(projections)
+    p = _core.asarray(projections, "projections")
     if p.ndim != 3:
         raise ValueError(f"projections has shape {p.shape}: expected (nangles, nrows, nbins)")
     na, nrows, nb = p.shape
@@ -181,7 +181,7 @@ def flatfield_sinograms(projections: Any, flat: Any, dark: Any = None, *, row0: 
 def flatfield_average(images: Any) -> np.ndarray:
     """The mean of n images (n, height, width), float32 or uint16
     (ctr_flatfield_average)."""
-    a = np.asarray(images)
+    a = _core.asarray(images, "images")
     if a.ndim != 3:
         raise ValueError(f"images has shape {a.shape}: expected (n, height, width)")
     a = _core.host_in(a, "images", None, (np.float32, np.uint16))
@@ -246,7 +246,7 @@ def center_find(sinograms: Any, geometry: ParallelGeometry, *, method: str = "au
                 lo: float = 0.0, hi: float = 0.0, ctx=None) -> Tuple[float, str]:
     """The rotation axis (bins) of sinograms (nslices, nangles, nbins)
     (ctr_center_find) and the method that found it."""
-    a = np.asarray(sinograms)
+    a = _core.asarray(sinograms, "sinograms")
     ns = _nslices(a, "sinograms")
     s = _core.host_in(a, "sinograms", geometry.sinogram_shape(ns))
     axis, used = ffi.new("double *"), ffi.new("ctr_center_method *")
@@ -307,7 +307,7 @@ def paganin_margin(corrections: Corrections, pixel_mm: float) -> int:
 def stitch_360(sinograms: Any, geometry: ParallelGeometry) -> Tuple[np.ndarray, ParallelGeometry]:
     """Joins a 360-degree offset-axis scan's sinograms into those of the
     180-degree geometry of the doubled field of view (ctr_stitch_360)."""
-    a = np.asarray(sinograms)
+    a = _core.asarray(sinograms, "sinograms")
     ns = _nslices(a, "sinograms")
     s = _core.host_in(a, "sinograms", geometry.sinogram_shape(ns))
     g2 = geometry.stitch_360()
@@ -361,7 +361,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
             (i.count if sinograms else i.height)
         arr = None
     else:
-        arr = np.asarray(input)
+        arr = _core.asarray(input, "input")
         if arr.ndim != 3:
             raise ValueError(f"input has shape {arr.shape}: expected 3 dimensions")
         arr = _core.host_in(arr, "input", None,
