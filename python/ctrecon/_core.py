@@ -142,6 +142,13 @@ def cstr(s: Optional[Union[str, os.PathLike]]) -> Any:
     return ffi.new("char[]", os.fsencode(s))
 
 
+def kept_cstr(keep: list, s: Optional[Union[str, os.PathLike]]) -> Any:
+    """cstr(s), appended to `keep` so that it outlives the struct pointing to it."""
+    c = cstr(s)
+    keep.append(c)
+    return c
+
+
 def enum_value(table: dict, value: Any, what: str) -> int:
     """A name of `table` (case-insensitive, '_' or '-') or an int already."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -266,16 +273,17 @@ def call(progress: Any, fn: Callable, *args: Any) -> None:
         run.result(fn(*args))
 
 
-def _progress_onerror(exc_type, exc_value, tb):
-    # An exception that escaped ctrpy_progress (e.g. Ctrl-C between two of its
-    # statements): cancel the call and raise it when the call returns.
+def callback_onerror(exc_type, exc_value, tb):
+    """onerror of the extern "Python" callbacks that can cancel: an exception
+    that escaped one (e.g. Ctrl-C between two of its statements) cancels the
+    call (the callback returns 1) and is raised when the call returns."""
     run = current_run()
     if run is not None and run.exc is None:
         run.exc = exc_value
     return 1
 
 
-@ffi.def_extern(onerror=_progress_onerror)
+@ffi.def_extern(onerror=callback_onerror)
 def ctrpy_progress(user, stage, fraction):
     run = current_run()
     if run is None:
@@ -295,6 +303,58 @@ def ctrpy_log(user, level, message):
 
 
 # ---------------------------------------------------------------------------
+# Objects the library allocates
+# ---------------------------------------------------------------------------
+
+class Handle:
+    """An object holding a library pointer `_ptr` whose destructor ffi.gc
+    runs when it is collected; ``close()`` (or leaving a ``with`` block)
+    runs it now."""
+
+    _ptr: Any = None
+
+    def close(self) -> None:
+        if self._ptr is not None:
+            ffi.release(self._ptr)
+            self._ptr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Writer(Handle):
+    """A file being written: ``commit()`` puts it in place (the library's
+    commit function, which frees the writer); ``abort()``, an exception in a
+    ``with`` block or collection without commit removes it (the abort
+    function given to ffi.gc)."""
+
+    _commit: Callable[[Any], int]
+
+    def live(self) -> Any:
+        if self._ptr is None:
+            raise ValueError("the writer is committed or aborted")
+        return self._ptr
+
+    def commit(self) -> None:
+        p = self.live()
+        ffi.gc(p, None)
+        self._ptr = None
+        check(type(self)._commit(p))
+
+    def abort(self) -> None:
+        self.close()
+
+    def __exit__(self, exc_type, *exc: Any) -> None:
+        if exc_type is None and self._ptr is not None:
+            self.commit()
+        else:
+            self.abort()
+
+
+# ---------------------------------------------------------------------------
 # Contexts
 # ---------------------------------------------------------------------------
 
@@ -302,7 +362,7 @@ _DEVICES = {"auto": lib.CTR_DEVICE_AUTO, "cpu": lib.CTR_DEVICE_CPU, "cuda": lib.
             "gpu": lib.CTR_DEVICE_CUDA}
 
 
-class Context:
+class Context(Handle):
     """Where computations run: ``device`` "auto" (a usable GPU if the library
     has CUDA, else the CPU), "cpu" or "cuda"; ``device_index`` the GPU (-1:
     every visible one), or ``devices`` a list of GPU ordinals; ``threads``
@@ -357,18 +417,6 @@ class Context:
         """The GPU ordinals it uses ([] on the CPU)."""
         n = lib.ctr_context_get_device_count(self.ptr)
         return [lib.ctr_context_get_device_ordinal(self.ptr, i) for i in range(n)]
-
-    def close(self) -> None:
-        """Frees the context now (it is freed when collected otherwise)."""
-        if self._ptr is not None:
-            ffi.release(self._ptr)
-            self._ptr = None
-
-    def __enter__(self) -> "Context":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Context(device={self.device!r}, devices={self.devices})" if self._ptr else "Context(closed)"

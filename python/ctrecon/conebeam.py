@@ -59,10 +59,7 @@ def _stream_options(o, *, gpu_budget, host_budget, max_slab_slices, store, scrat
     o.host_budget = _core.budget(host_budget)
     o.max_slab_slices = max_slab_slices
     o.store = _core.enum_value(_STORE, store, "store")
-    if scratch_dir is not None:
-        s = cstr(scratch_dir)
-        keep.append(s)
-        o.scratch_dir = s
+    o.scratch_dir = _core.kept_cstr(keep, scratch_dir)
     o.input_scale = input_scale
     o.out_dtype = _core.ctr_dtype(out_dtype)
     o.out_scale = out_scale

@@ -79,7 +79,7 @@ def _hint(raw_shape: Optional[Sequence[int]], raw_dtype: Any, hint: Optional[Sta
     return hint._c() if hint is not None else ffi.NULL
 
 
-class StackReader:
+class StackReader(_core.Handle):
     """An open stack (ctr_stack_open); a context manager. Raw files need
     ``raw_shape`` (count, height, width) and ``raw_dtype`` (and skip
     ``raw_offset`` bytes); for other formats a given ``hint`` is checked."""
@@ -126,22 +126,13 @@ class StackReader:
     def set_direct_io(self, on: bool) -> None:
         lib.ctr_stack_reader_set_direct_io(self._ptr, int(bool(on)))
 
-    def close(self) -> None:
-        if self._ptr is not None:
-            ffi.release(self._ptr)
-            self._ptr = None
 
-    def __enter__(self) -> "StackReader":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-class StackWriter:
+class StackWriter(_core.Writer):
     """A stack being written (ctr_stack_create): data goes to a temporary
     name and appears at `path` only on ``commit()``; ``abort()``, an
     exception in a ``with`` block or collection without commit removes it."""
+
+    _commit = lib.ctr_stack_commit
 
     def __init__(self, path: Path, info: StackInfo, format: Any = "auto"):
         if info.dtype is None:
@@ -159,33 +150,9 @@ class StackWriter:
             a = a[None]
         a = _core.host_in(a, "images", (a.shape[0], self.info.height, self.info.width),
                           (np.float32, np.uint16, np.float16))
-        check(lib.ctr_stack_write(self._live(), first, a.shape[0], _core.ctr_dtype(a.dtype),
+        check(lib.ctr_stack_write(self.live(), first, a.shape[0], _core.ctr_dtype(a.dtype),
                                   ffi.cast("void *", _core.ptr(a, "char"))))
 
-    def _live(self):
-        if self._ptr is None:
-            raise ValueError("the writer is committed or aborted")
-        return self._ptr
-
-    def commit(self) -> None:
-        p = self._live()
-        ffi.gc(p, None)
-        self._ptr = None
-        check(lib.ctr_stack_commit(p))
-
-    def abort(self) -> None:
-        if self._ptr is not None:
-            ffi.release(self._ptr)
-            self._ptr = None
-
-    def __enter__(self) -> "StackWriter":
-        return self
-
-    def __exit__(self, exc_type, *exc: Any) -> None:
-        if exc_type is None and self._ptr is not None:
-            self.commit()
-        else:
-            self.abort()
 
 
 def info(path: Path, format: Any = "auto", **raw: Any) -> StackInfo:

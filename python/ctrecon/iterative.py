@@ -115,22 +115,12 @@ def _iterate_options(algorithm, iterations, tolerance, subsets, relaxation, tv_w
     o.init = init
     o.gpu_budget, o.host_budget = _core.budget(gpu_budget), _core.budget(host_budget)
     o.max_slab_slices = max_slab_slices
-    if checkpoint is not None:
-        c = cstr(checkpoint)
-        keep.append(c)
-        o.checkpoint = c
+    o.checkpoint = _core.kept_cstr(keep, checkpoint)
     o.checkpoint_every, o.resume, o.strict = checkpoint_every, int(bool(resume)), int(bool(strict))
     return o
 
 
-def _on_iteration_error(exc_type, exc_value, tb):
-    run = _core.current_run()
-    if run is not None and run.exc is None:
-        run.exc = exc_value
-    return 1
-
-
-@ffi.def_extern(onerror=_on_iteration_error)
+@ffi.def_extern(onerror=_core.callback_onerror)
 def ctrpy_iterate(user, info):
     cb = ffi.from_handle(user)
     run = _core.current_run()

@@ -35,10 +35,7 @@ def _fbp_options(window, cutoff, interp, kernel, strict, keep, counts=None):
     o.window = _window(window)
     o.cutoff = cutoff
     o.interp = _core.enum_value(_FBP_INTERP, interp, "interp")
-    if kernel is not None:
-        k = cstr(kernel)
-        keep.append(k)
-        o.kernel = k
+    o.kernel = _core.kept_cstr(keep, kernel)
     o.strict = int(bool(strict))
     if counts is not None:
         o.counts = counts

@@ -268,14 +268,7 @@ def pet_project_fft(system: PetSystem, view: int, image: Any, *, pad: int = 0,
     return res
 
 
-def _pet_iteration_error(exc_type, exc_value, tb):
-    run = _core.current_run()
-    if run is not None and run.exc is None:
-        run.exc = exc_value
-    return 1
-
-
-@ffi.def_extern(onerror=_pet_iteration_error)
+@ffi.def_extern(onerror=_core.callback_onerror)
 def ctrpy_pet_iteration(user, iteration, image):
     cb, shape = ffi.from_handle(user)
     img = np.frombuffer(ffi.buffer(image, 4 * int(np.prod(shape))), np.float32).reshape(shape)

@@ -23,7 +23,7 @@ def _header_dict(h) -> dict:
             "hu0": h.hu0, "hu1": h.hu1, "ref_sizes": [h.ref_sizes[i] for i in range(h.nref)]}
 
 
-class RabbitCTFile:
+class RabbitCTFile(_core.Handle):
     """An open RabbitCT file (ctr_rabbitct_open); a context manager."""
 
     def __init__(self, path: Path):
@@ -50,22 +50,13 @@ class RabbitCTFile:
         check(lib.ctr_rabbitct_read_reference(self._ptr, L, _core.wptr(out, "uint16_t")))
         return out
 
-    def close(self) -> None:
-        if self._ptr is not None:
-            ffi.release(self._ptr)
-            self._ptr = None
 
-    def __enter__(self) -> "RabbitCTFile":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-class RabbitCTWriter:
+class RabbitCTWriter(_core.Writer):
     """Writes a RabbitCT file (ctr_rabbitct_create): views in order, then the
     declared reference volumes; the file appears only on ``commit()`` (a
     ``with`` block commits when it ends without an exception)."""
+
+    _commit = lib.ctr_rabbitct_commit
 
     def __init__(self, path: Path, *, width: int, height: int, nviews: int, hu0: float = 0.0,
                  hu1: float = 0.0, ref_sizes: Sequence[int] = ()):
@@ -81,43 +72,19 @@ class RabbitCTWriter:
         check(lib.ctr_rabbitct_create(cstr(path), h, out))
         self._ptr = ffi.gc(out[0], lib.ctr_rabbitct_abort)
 
-    def _live(self):
-        if self._ptr is None:
-            raise ValueError("the writer is committed or aborted")
-        return self._ptr
-
     def write_view(self, matrix: Sequence[float], image: Any) -> None:
         m = np.ascontiguousarray(matrix, np.float64).ravel()
         if m.size != 12:
             raise ValueError("a RabbitCT matrix has 12 values")
         img = _core.host_in(image, "image", (self.height, self.width))
-        check(lib.ctr_rabbitct_write_view(self._live(), _core.ptr(m, "double"), _core.ptr(img)))
+        check(lib.ctr_rabbitct_write_view(self.live(), _core.ptr(m, "double"), _core.ptr(img)))
 
     def write_reference(self, L: int, volume: Any) -> None:
         v = np.ascontiguousarray(volume, np.uint16)
         if v.shape != (L, L, L):
             raise ValueError(f"volume has shape {v.shape}: expected {(L, L, L)}")
-        check(lib.ctr_rabbitct_write_reference(self._live(), L, _core.ptr(v, "uint16_t")))
+        check(lib.ctr_rabbitct_write_reference(self.live(), L, _core.ptr(v, "uint16_t")))
 
-    def commit(self) -> None:
-        p = self._live()
-        ffi.gc(p, None)
-        self._ptr = None
-        check(lib.ctr_rabbitct_commit(p))
-
-    def abort(self) -> None:
-        if self._ptr is not None:
-            ffi.release(self._ptr)
-            self._ptr = None
-
-    def __enter__(self) -> "RabbitCTWriter":
-        return self
-
-    def __exit__(self, exc_type, *exc: Any) -> None:
-        if exc_type is None and self._ptr is not None:
-            self.commit()
-        else:
-            self.abort()
 
 
 def rabbitct_weight(matrix: Sequence[float]) -> float:
