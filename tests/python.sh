@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Python package (docs/python.md), as a user installs it: a fresh virtual
-# environment in BUILD/python-venv, a wheel built from the source tree by
+# environment in BUILD/python-check/venv, a wheel built from the source tree by
 # pip (scikit-build-core driving the repository's CMake; CUDA off: the CUDA
 # objects take minutes on two cores and CI has no GPU, the CPU code is the C
-# build's), the wheel installed with numpy, pytest and h5py from PyPI,
+# build's), the wheel installed with numpy, pytest, h5py and tqdm from PyPI,
 # `import ctrecon` from outside the tree, then python/tests against the
 # tool of this build (CTRECON_CLI: identical arrays).
 # Usage: bash python.sh SOURCE_DIR BUILD_DIR CTRECON_TOOL
@@ -24,7 +24,7 @@ step() { # step DESC COMMAND...: output shown on failure
 }
 step "virtual environment ($($py --version 2>&1))" "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
-step "pip install numpy pytest h5py" "${pip[@]}" install -q numpy pytest h5py
+step "pip install numpy pytest h5py tqdm" "${pip[@]}" install -q numpy pytest h5py tqdm
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 step "pip wheel (library + extension, CTRECON_CUDA=off)" "${pip[@]}" wheel -q --no-deps \
   -w "$work/wheel" --config-settings=cmake.define.CTRECON_CUDA=off \

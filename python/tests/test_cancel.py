@@ -144,3 +144,25 @@ def test_gil_released_during_calls(tmp_path):
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() in ("FileIOError", "FormatError", "returned")
+
+
+def test_tqdm_bar(scan, capsys):
+    tqdm = pytest.importorskip("tqdm")
+    d, g = scan
+    ctrecon.fdk(io.load(d / "proj.nrrd"), g, progress=True, ctx=ctrecon.Context("cpu"))
+    err = capsys.readouterr().err
+    assert "fdk" in err and "1000/1000" in err  # the bar of the stage, run to its end
+
+
+def test_progress_true_without_tqdm(scan, monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def no_tqdm(name, *a, **k):
+        if name == "tqdm":
+            raise ImportError("no tqdm")
+        return real(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", no_tqdm)
+    d, g = scan
+    with pytest.raises(ImportError, match="progress=True needs tqdm"):
+        ctrecon.fdk(io.load(d / "proj.nrrd"), g, progress=True)
