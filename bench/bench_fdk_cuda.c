@@ -29,13 +29,6 @@
 #if CTR_HAVE_CUDA
 #include "conebeam/cuda/bp_config.h"
 
-#define DIE(...)                  \
-  do {                            \
-    fprintf(stderr, __VA_ARGS__); \
-    fputc('\n', stderr);          \
-    exit(1);                      \
-  } while (0)
-
 typedef bench_cone bench_case;
 
 static const bench_case CASES[] = {BENCH_CASE_A, BENCH_CASE_B};
@@ -53,7 +46,7 @@ static void time_config(const bench_case *c, const ctr_geometry *g, const ctr_co
                         ctr__bp_config cfg, ctr__bp_config *best, double *best_ms) {
   double ms;
   if (ctr__cuda_backproject(ctx, g, o, &cfg, filt, NULL, repeats, &ms))
-    DIE("backproject: %s", ctr_error_detail());
+    BENCH_DIE("backproject: %s", ctr_error_detail());
   printf("%-10s %4d %4d %3dx%-3d %10.2f %8.1f\n", ctr__bp_variant_name(cfg.variant),
          cfg.views_per_launch, cfg.slices_per_thread, cfg.block_x, cfg.block_y, ms, gups(c, ms));
   fflush(stdout);
@@ -77,11 +70,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--variants") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
-    else DIE("usage: %s --case A|B [--sweep] [--variants a,b] [--repeats R] [--json FILE] [--dump DIR]", argv[0]);
+    else BENCH_DIE("usage: %s --case A|B [--sweep] [--variants a,b] [--repeats R] [--json FILE] [--dump DIR]", argv[0]);
   }
-  if (ctr_cuda_get_device_count() < 1) DIE("no usable GPU");
+  if (ctr_cuda_get_device_count() < 1) BENCH_DIE("no usable GPU");
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
-  if (ctr_cuda_get_device_info(0, &info)) DIE("%s", ctr_error_detail());
+  if (ctr_cuda_get_device_info(0, &info)) BENCH_DIE("%s", ctr_error_detail());
 
   ctr_geometry *g = bench_cone_geometry(c);
   ctr_phantom *ph = NULL;
@@ -90,25 +83,25 @@ int main(int argc, char **argv) {
   co.device = CTR_DEVICE_CUDA;
   if (ctr_context_create(&co, &gctx) ||
       ctr_phantom_shepp_logan(0.95 * 0.5 * (double)c->n * c->voxel, 0.02, &ph))
-    DIE("setup: %s", ctr_error_detail());
+    BENCH_DIE("setup: %s", ctr_error_detail());
   const size_t np = (size_t)(c->nu * c->nv * c->nviews), nvox = (size_t)(c->n * c->n * c->n);
   float *proj = ctr_host_alloc(np * sizeof(float)); /* pinned: full-speed transfers */
   float *filt = malloc(np * sizeof(float));
   float *volume = ctr_host_alloc(nvox * sizeof(float));
-  if (!proj || !filt || !volume) DIE("out of host memory");
+  if (!proj || !filt || !volume) BENCH_DIE("out of host memory");
   int64_t pd[3] = {c->nu, c->nv, c->nviews};
   ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
   fprintf(stderr, "case %s: projecting Shepp-Logan (%lld views of %lld x %lld)...\n", c->name,
           (long long)c->nviews, (long long)c->nu, (long long)c->nv);
-  if (ctr_phantom_project(NULL, ph, g, 1, &pa)) DIE("project: %s", ctr_error_detail());
+  if (ctr_phantom_project(NULL, ph, g, 1, &pa)) BENCH_DIE("project: %s", ctr_error_detail());
   memcpy(filt, proj, np * sizeof(float));
   ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
   o.nz = c->n;
-  if (ctr_fdk_filter(NULL, g, &o, 0, c->nviews, filt)) DIE("filter: %s", ctr_error_detail());
+  if (ctr_fdk_filter(NULL, g, &o, 0, c->nviews, filt)) BENCH_DIE("filter: %s", ctr_error_detail());
 
   if (json_path) {
     json.f = fopen(json_path, "w");
-    if (!json.f) DIE("cannot write %s", json_path);
+    if (!json.f) BENCH_DIE("cannot write %s", json_path);
     char date[32];
     bench_date(date, sizeof date);
     fprintf(json.f,
@@ -166,7 +159,7 @@ int main(int argc, char **argv) {
    * total includes the set-up (allocations, cuFFT plans); median of the
    * repeats after one untimed call. */
   float *proj_pg = malloc(np * sizeof(float)), *volume_pg = malloc(nvox * sizeof(float));
-  if (!proj_pg || !volume_pg) DIE("out of host memory (pageable copies)");
+  if (!proj_pg || !volume_pg) BENCH_DIE("out of host memory (pageable copies)");
   memcpy(proj_pg, proj, np * sizeof(float));
   memset(volume_pg, 0, nvox * sizeof(float));
   for (int q = 0; q < 2; q++) {
@@ -182,7 +175,7 @@ int main(int argc, char **argv) {
       const int r_count = repeats < 16 ? repeats : 16;
       for (int r = -1; r < r_count; r++) {
         ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
-        if (ctr_fdk_stream_memory(gctx, g, &so, &pa, &va, &rep)) DIE("fdk: %s", ctr_error_detail());
+        if (ctr_fdk_stream_memory(gctx, g, &so, &pa, &va, &rep)) BENCH_DIE("fdk: %s", ctr_error_detail());
         if (r >= 0) {
           tm[r] = rep;
           tot[r] = rep.timings.total;
@@ -227,7 +220,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/geometry.json", dump);
     bench_save_raw(dump, "proj.raw", proj, np * sizeof(float));
     if (ctr_geometry_save_json(g, path))
-      DIE("cannot dump to %s: %s", dump, ctr_error_detail());
+      BENCH_DIE("cannot dump to %s: %s", dump, ctr_error_detail());
   }
   if (json.f) {
     fprintf(json.f, "\n  ]\n}\n");

@@ -9,6 +9,9 @@ required=(cmake make gcc libfftw3-dev libtiff-dev libpng-dev libcjson-dev zlib1g
 # gcc's AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer
 # runtimes, for make test-sanitize (gcc pulls them in; named so CI has them).
 required+=(libasan8 libubsan1)
+# Python 3 with venv and its headers: the Python package (docs/python.md), which
+# `make test` builds into a fresh virtual environment (tests/python.sh).
+required+=(python3 python3-venv python3-dev)
 # libhdf5-dev (serial HDF5 + h5cc, which CMake's FindHDF5 uses): the HDF5 /
 # DXchange reader ("scan.h5:/exchange/data") and tests/test_hdf5.c.
 optional=(libhdf5-dev)

@@ -20,6 +20,7 @@ mapfile -t lines < <(awk '/^## Using it/ { s = 1 } s && /^```sh/ { b = 1; next }
 small() {
   local l=$1
   case $l in
+    *" geometry "*"--volume 128 --views 120"*) echo "${l/--volume 128 --views 120/--volume 24 --voxel 10 --views 30 --nu 40 --nv 40 --du 8 --dv 8}" ;;
     *" geometry "*) echo "${l/--volume 256 --views 360/--volume 32 --voxel 8 --views 40 --nu 48 --nv 48 --du 7 --dv 7}" ;;
     *" phantom "* | *" fdk "* | *" fbp "* | *" info"*) echo "$l" ;;
     *" demo --parallel"*) echo "$l --size 32 --views 24 --slices 4" ;;
@@ -28,6 +29,7 @@ small() {
     *" rabbitct "*) echo "${l/--size 128/--size 16}" ;;
     *" pet simulate "*) echo "${l/--events 1e8/--events 2e5 --lattice 48x48x12 --views 8x1}" ;;
     *" pet recon "*) echo "$l --iterations 2" ;;
+    *" iterate "*) echo "${l/--iterations 5/--iterations 2}" ;;
     *) echo "" ;;
   esac
 }
@@ -48,7 +50,7 @@ for line in "${lines[@]}"; do
   if [ "$rc" -eq 0 ]; then ok "${cmd#build/}"; else bad "${cmd#build/} (as: ${s#build/}): exit $rc"; fi
 done
 # What the lines promise exists.
-for f in g.json proj.tif truth.nrrd vol.nrrd vol_xy.png demo-parallel-out/projections.tif rec.nrrd \
+for f in g.json proj.tif truth.nrrd vol.nrrd vol_xy.png p128.tif it.nrrd conv.png demo-parallel-out/projections.tif rec.nrrd \
          r.rct data.json pet.nrrd crc.csv crc.png; do
   [ -s "$f" ] && ok "wrote $f" || bad "no $f"
 done

@@ -176,6 +176,72 @@ int main(void) {
   }
 #endif
 
+  {
+    /* per-projection axis shifts (ctr_parallel_params.axis_shift): the stream equals
+     * ctr_fbp_projections given the same shifts, also on every other projection
+     * (a subset takes the selected projections' shifts); with 360-degree
+     * stitching they are refused */
+    double shifts[NP];
+    for (int a = 0; a < NP; a++) shifts[a] = 0.25 * sin(0.37 * a) + (a % 3 == 0 ? 0.5 : 0.0);
+    ctr_parallel_params ps = params(AXIS);
+    ps.axis_shift = shifts;
+    ctr_parallel_geometry *gs = NULL;
+    CHECK_OK(ctr_parallel_create(&ps, &gs));
+    float *rs = malloc(sizeof(float) * (size_t)npx);
+    ctr_array rsa = ctr_array_make(rs, CTR_DTYPE_FLOAT32, 3, vd);
+    CHECK_OK(ctr_fbp_projections(ctx, gs, NULL, &pa, g_flat, g_dark, 0, &rsa));
+    ctr_stack_reader *in = NULL;
+    CHECK_OK(ctr_stack_open(rawpath, CTR_FORMAT_AUTO, NULL, 0, &in));
+    ctr_fbp_stream_options os = CTR_FBP_STREAM_OPTIONS_INIT;
+    os.batch = 3;
+    CHECK_OK(ctr_fbp_stream(ctx, &ps, &os, in, g_flat, g_dark, P("sh.nrrd"), CTR_FORMAT_AUTO, NULL));
+    float *s = load(P("sh.nrrd"), npx);
+    CHECK_MSG(same(s, rs, npx), "axis shifts: the stream differs from ctr_fbp_projections");
+    CHECK_MSG(!same(s, ref, npx), "axis shifts: the shifts changed nothing");
+    free(s);
+    {
+      /* every other projection: the reference gets their angles, shifts and images */
+      enum { NS = (NP + 1) / 2 };
+      double ang2[NS], sh2[NS];
+      const ctr_parallel_geometry *full = gs;
+      uint16_t *p2 = malloc(sizeof(uint16_t) * W * H * NS);
+      for (int i = 0; i < NS; i++) {
+        ang2[i] = ctr_parallel_get_params(full)->angles_deg[2 * i];
+        sh2[i] = shifts[2 * i];
+        memcpy(p2 + (size_t)i * W * H, g_proj + (size_t)(2 * i) * W * H, sizeof(uint16_t) * W * H);
+      }
+      ctr_parallel_params p2s = params(AXIS);
+      p2s.nangles = NS;
+      p2s.angles_deg = ang2;
+      p2s.axis_shift = sh2;
+      ctr_parallel_geometry *g2 = NULL;
+      CHECK_OK(ctr_parallel_create(&p2s, &g2));
+      const int64_t pd2[3] = {W, H, NS};
+      const ctr_array p2a = ctr_array_make(p2, CTR_DTYPE_UINT16, 3, pd2);
+      CHECK_OK(ctr_fbp_projections(ctx, g2, NULL, &p2a, g_flat, g_dark, 0, &rsa));
+      ctr_fbp_stream_options o2 = os;
+      o2.angle_first = 0;
+      o2.angle_step = 2;
+      CHECK_OK(ctr_fbp_stream(ctx, &ps, &o2, in, g_flat, g_dark, P("sh2.nrrd"), CTR_FORMAT_AUTO,
+                              NULL));
+      float *s2 = load(P("sh2.nrrd"), npx);
+      CHECK_MSG(same(s2, rs, npx), "axis shifts, every other projection: the stream differs "
+                "from ctr_fbp_projections");
+      free(s2);
+      free(p2);
+      ctr_parallel_free(g2);
+    }
+    ctr_corrections cs = CTR_CORRECTIONS_INIT;
+    cs.stitch_360 = 1;
+    os.corrections = &cs;
+    CHECK_FAILS(ctr_fbp_stream(ctx, &ps, &os, in, g_flat, g_dark, P("st.nrrd"), CTR_FORMAT_AUTO, NULL),
+                CTR_E_INVALID_ARGUMENT, "axis_shift");
+    CHECK(!exists(P("st.nrrd")));
+    ctr_stack_close(in);
+    ctr_parallel_free(gs);
+    free(rs);
+  }
+
   /* every correction: file = memory */
   ctr_corrections c = CTR_CORRECTIONS_INIT;
   c.dezinger = 0.3;

@@ -12,6 +12,13 @@
 
 #include "iterative/iterative.h"
 
+/* the device-array checks call the CUDA runtime: only in a build with CUDA
+ * (a build without it skips the GPU variant when it finds no CUDA context) */
+#if defined(CTR_TEST_CUDA) && CTR_HAVE_CUDA
+#define TEST_DEVICE_ARRAYS 1
+#include <cuda_runtime.h>
+#endif
+
 #define PI 3.14159265358979323846
 
 static ctr_context *g_ctx;     /* the backend under test */
@@ -418,6 +425,65 @@ static void test_arguments(void) {
   ctr_geometry_free(g);
 }
 
+
+/* ---- Arrays in GPU memory (ctr_projector_*_device) --------------------------------------- */
+
+/* On the GPU the device entry points give the host calls' bits (the same
+ * kernels and plan, the arrays used in place), for cone and parallel beam
+ * (its layout is transposed into slots on the GPU); host pointers are
+ * refused naming the argument. On the CPU they are unsupported. */
+static void test_device_arrays(void) {
+  ctr_geometry *g = cone(12, 10, 8, 1.0, 9, 40.0, 60.0, 20, 16, 1.0);
+  ctr_parallel_geometry *pg = parallel(16, 7, 12);
+  ctr_projector *ps[2] = {NULL, NULL};
+  CHECK_OK(ctr_projector_create_cone(g_ctx, g, NULL, &ps[0]));
+  CHECK_OK(ctr_projector_create_parallel(g_ctx, pg, 3, NULL, &ps[1]));
+  for (int k = 0; k < 2; k++) {
+    ctr_projector *p = ps[k];
+    if (!p) continue;
+    int64_t vd[3], pd[3];
+    ctr_projector_get_volume_dims(p, vd);
+    ctr_projector_get_projection_dims(p, pd);
+    const int64_t nvol = vd[0] * vd[1] * vd[2], nproj = pd[0] * pd[1] * pd[2];
+    float *x = randoms(nvol, 0.0, 1.0), *y = randoms(nproj, 0.0, 1.0);
+    float *fx = calloc((size_t)nproj, sizeof(float)), *ay = calloc((size_t)nvol, sizeof(float));
+    float *fx_d = calloc((size_t)nproj, sizeof(float)), *ay_d = calloc((size_t)nvol, sizeof(float));
+    REQUIRE(x && y && fx && ay && fx_d && ay_d);
+#ifdef TEST_DEVICE_ARRAYS
+    CHECK_OK(ctr_projector_forward(p, x, fx));
+    CHECK_OK(ctr_projector_adjoint(p, y, ay));
+    float *dx = NULL, *dy = NULL, *dfx = NULL, *day = NULL;
+    CHECK(cudaMalloc((void **)&dx, sizeof(float) * (size_t)nvol) == cudaSuccess);
+    CHECK(cudaMalloc((void **)&day, sizeof(float) * (size_t)nvol) == cudaSuccess);
+    CHECK(cudaMalloc((void **)&dy, sizeof(float) * (size_t)nproj) == cudaSuccess);
+    CHECK(cudaMalloc((void **)&dfx, sizeof(float) * (size_t)nproj) == cudaSuccess);
+    cudaMemcpy(dx, x, sizeof(float) * (size_t)nvol, cudaMemcpyHostToDevice);
+    cudaMemcpy(dy, y, sizeof(float) * (size_t)nproj, cudaMemcpyHostToDevice);
+    CHECK_OK(ctr_projector_forward_device(p, dx, dfx));
+    CHECK_OK(ctr_projector_adjoint_device(p, dy, day));
+    cudaMemcpy(fx_d, dfx, sizeof(float) * (size_t)nproj, cudaMemcpyDeviceToHost);
+    cudaMemcpy(ay_d, day, sizeof(float) * (size_t)nvol, cudaMemcpyDeviceToHost);
+    CHECK_MSG(!memcmp(fx, fx_d, sizeof(float) * (size_t)nproj), "%s forward: device arrays differ",
+              k ? "parallel" : "cone");
+    CHECK_MSG(!memcmp(ay, ay_d, sizeof(float) * (size_t)nvol), "%s adjoint: device arrays differ",
+              k ? "parallel" : "cone");
+    CHECK_FAILS(ctr_projector_forward_device(p, x, dfx), CTR_E_INVALID_ARGUMENT, "vol is");
+    CHECK_FAILS(ctr_projector_adjoint_device(p, dy, ay), CTR_E_INVALID_ARGUMENT, "vol is");
+    cudaFree(dx);
+    cudaFree(dy);
+    cudaFree(dfx);
+    cudaFree(day);
+#else
+    CHECK_FAILS(ctr_projector_forward_device(p, x, fx), CTR_E_UNSUPPORTED, "CUDA context");
+    CHECK_FAILS(ctr_projector_adjoint_device(p, y, ay), CTR_E_UNSUPPORTED, "CUDA context");
+#endif
+    free(x), free(y), free(fx), free(ay), free(fx_d), free(ay_d);
+    ctr_projector_free(p);
+  }
+  ctr_parallel_free(pg);
+  ctr_geometry_free(g);
+}
+
 int main(void) {
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
   co.device = CTR_DEVICE_CPU;
@@ -445,6 +511,7 @@ int main(void) {
   test_shepp_logan();
   test_slabs();
   test_arguments();
+  test_device_arrays();
   free_geometries();
 #ifdef CTR_TEST_CUDA
   ctr_context_free(g_ctx);

@@ -93,6 +93,17 @@ CTR_API ctr_status ctr_projector_forward(ctr_projector *p, const float *vol, flo
 /* vol = A^T proj (overwritten); with CTR_PAIR_FAST the unmatched
  * backprojector instead. */
 CTR_API ctr_status ctr_projector_adjoint(ctr_projector *p, const float *proj, float *vol);
+/* The same on arrays in GPU memory of the projector's device (a CUDA
+ * context): vol and proj are device pointers (cudaMalloc, managed memory, or
+ * another library's GPU arrays, e.g. CuPy's, as the Python package passes
+ * them) in the layouts above, read and written in place: nothing passes
+ * through host memory. The call synchronises the device first (the arrays'
+ * producers on any stream finish) and returns when the result is written.
+ * CTR_E_UNSUPPORTED on a CPU context or a build without CUDA;
+ * CTR_E_INVALID_ARGUMENT naming the argument when a pointer is not GPU
+ * memory of the projector's device. */
+CTR_API ctr_status ctr_projector_forward_device(ctr_projector *p, const float *vol, float *proj);
+CTR_API ctr_status ctr_projector_adjoint_device(ctr_projector *p, const float *proj, float *vol);
 
 /* ------------------------------------------------------------------------- */
 /* Iterative reconstruction                                                  */

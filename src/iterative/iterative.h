@@ -130,6 +130,15 @@ ctr_status ctr__it_cuda_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x
                                 int64_t w1);
 /* Frees the backend's buffers; accepts NULL. */
 void ctr__it_cuda_release(ctr_projector *p);
+/* The public device entry points' arguments: a and b must be GPU memory
+ * (device or managed) of the projector's GPU (CTR_E_INVALID_ARGUMENT naming
+ * fn and the argument otherwise); then the device is synchronised, so that
+ * the arrays' producers on any stream have finished. */
+ctr_status ctr__it_cuda_device_args(ctr_projector *p, const char *fn, const void *a,
+                                    const char *a_name, const void *b, const char *b_name);
+/* Between the API's parallel-beam layout and the slots (ctr__proj_to_slots
+ * and ctr__proj_from_slots), both arrays in GPU memory. */
+ctr_status ctr__it_cuda_slots_device(ctr_projector *p, float *user, float *slots, int to_slots);
 /* Pins the caller's host memory for the run (1) unless it is pinned
  * already or cannot be (0: it is used as it is); unpin what pin pinned. */
 int ctr__it_cuda_pin(ctr_projector *p, void *ptr, size_t bytes);

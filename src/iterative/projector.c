@@ -471,3 +471,57 @@ ctr_status ctr_projector_forward(ctr_projector *p, const float *vol, float *proj
 ctr_status ctr_projector_adjoint(ctr_projector *p, const float *proj, float *vol) {
   return public_call(p, 0, NULL, vol, proj, NULL);
 }
+
+/* ---- Public forward and adjoint on GPU arrays ---------------------------------------- */
+
+/* The caller's arrays are the vectors (cone beam: the API's layout is the
+ * slots' in identity order; parallel beam: transposed into device slots and
+ * back on the GPU). */
+static ctr_status device_call(ctr_projector *p, int forward, const float *in, float *out) {
+  const char *fn = forward ? "ctr_projector_forward_device" : "ctr_projector_adjoint_device";
+  if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: projector is NULL", fn);
+  if (!in || !out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: NULL array", fn);
+  if (p->device != CTR_DEVICE_CUDA)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "%s: the projector's context runs on the CPU: arrays in GPU memory "
+             "need a CUDA context (ctr_context_options.device)", fn);
+#if !CTR_HAVE_CUDA
+  CTR_FAIL(CTR_E_UNSUPPORTED, "%s: this ctrecon was built without CUDA", fn);
+#else
+  CTR_CHECK(ctr__it_cuda_device_args(p, fn, in, forward ? "vol" : "proj", out,
+                                     forward ? "proj" : "vol"));
+  uint64_t gpu_budget = p->o.gpu_budget;
+  if (gpu_budget == 0) CTR_CHECK(ctr_plan_default_budgets(p->ctx, &gpu_budget, NULL));
+  ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
+  CTR_CHECK(ctr__it_plan(p, 1, 1, p->o.pair == CTR_PAIR_FAST, p->device, gpu_budget, 0,
+                         p->o.max_slab_slices, &plan));
+  CTR_CHECK(ctr__proj_set_order(p, NULL));
+  ctr__proj_use(p, &plan);
+  const int64_t nvol = ctr__proj_vol_count(p), nproj = ctr__proj_proj_count(p);
+  ctr_status st = CTR_OK;
+  ctr__vec x = {forward ? (float *)in : out, nvol, 1};
+  ctr__vec y = {forward ? out : (float *)in, nproj, 1};
+  ctr__vec slots = {NULL, 0, 0};
+  if (p->parallel) {
+    CTR_CHECK(ctr__vec_alloc(p, nproj, 1, &slots));
+    if (!forward) CTR_CHECK_GOTO(st, ctr__it_cuda_slots_device(p, (float *)in, slots.data, 1));
+  }
+  ctr__vec *Y = p->parallel ? &slots : &y;
+  if (forward) {
+    CTR_CHECK_GOTO(st, ctr__proj_forward(p, &x, Y, 0, p->nviews));
+    if (p->parallel) CTR_CHECK_GOTO(st, ctr__it_cuda_slots_device(p, out, slots.data, 0));
+  } else {
+    CTR_CHECK_GOTO(st, ctr__proj_adjoint(p, Y, &x, 0, p->nviews));
+  }
+cleanup:
+  ctr__vec_free(p, &slots);
+  return st;
+#endif
+}
+
+ctr_status ctr_projector_forward_device(ctr_projector *p, const float *vol, float *proj) {
+  return device_call(p, 1, vol, proj);
+}
+
+ctr_status ctr_projector_adjoint_device(ctr_projector *p, const float *proj, float *vol) {
+  return device_call(p, 0, proj, vol);
+}

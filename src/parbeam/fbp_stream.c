@@ -109,11 +109,12 @@ static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
   }
   r->nsel = avail;
   r->sel = ctr__malloc(sizeof(int64_t) * (size_t)r->nsel, "projection list");
-  double *ang = ctr__malloc(sizeof(double) * (size_t)r->nsel, "angles");
+  double *ang = ctr__malloc(sizeof(double) * (size_t)r->nsel * 2, "angles");
   if (!r->sel || !ang) {
     free(ang);
     return CTR_E_OUT_OF_MEMORY;
   }
+  double *shift = ang + r->nsel; /* the selected projections' axis shifts, in output bins */
   ctr_parallel_geometry *gin = NULL;
   ctr_parallel_params p = *params;
   const int auto_axis = params->axis == CTR_AXIS_AUTO;
@@ -127,6 +128,7 @@ static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
   for (int64_t i = 0; i < r->nsel; i++) {
     r->sel[i] = r->o.angle_first + i * step;
     ang[i] = gin->angles_deg[r->sel[i]];
+    shift[i] = gin->axis_shift[r->sel[i]] / (double)r->bx; /* zeros when none was given */
   }
   r->axis_in = gin->p.axis;
   /* binned: bin j covers input bins [j bx, j bx + bx) */
@@ -136,16 +138,17 @@ static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
   q.nangles = r->nsel;
   q.angles_deg = ang;
   q.axis = (r->axis_in - 0.5 * (double)(r->bx - 1)) / (double)r->bx;
-  q.axis_shift = NULL;
+  int shifted = 0;
+  for (int64_t i = 0; i < r->nsel; i++) shifted |= shift[i] != 0;
+  q.axis_shift = shifted ? shift : NULL;
   q.pixel_size = gin->p.pixel_size * (double)r->bx;
   q.nx = q.ny = 0;
   q.voxel = 1;
-  int shifted = 0;
-  for (int64_t i = 0; params->axis_shift && i < r->nsel; i++) shifted |= params->axis_shift[r->sel[i]] != 0;
   ctr_parallel_free(gin);
-  if (shifted)
-    st = ctr__error_set(CTR_E_INVALID_ARGUMENT, "ctr_parallel_params.axis_shift is not supported "
-                        "by ctr_fbp_stream yet: use ctr_fbp_projections");
+  if (shifted && r->c.stitch_360)
+    st = ctr__error_set(CTR_E_INVALID_ARGUMENT, "ctr_parallel_params.axis_shift with "
+                        "ctr_corrections.stitch_360: the stitched projections join two halves "
+                        "about one axis; give one or the other");
   if (st == CTR_OK) st = ctr_parallel_create(&q, &r->gsel);
   free(ang);
   if (st != CTR_OK) return st;
@@ -158,6 +161,7 @@ static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
 static ctr_status output_geometry(srun *r, const ctr_parallel_params *params) {
   ctr_parallel_params q = r->gsel->p;
   q.angles_deg = r->gsel->angles_deg;
+  q.axis_shift = r->gsel->axis_shift;
   q.axis = (r->axis_in - 0.5 * (double)(r->bx - 1)) / (double)r->bx;
   ctr_parallel_geometry *g = NULL;
   CTR_CHECK(ctr_parallel_create(&q, &g));
@@ -170,7 +174,7 @@ static ctr_status output_geometry(srun *r, const ctr_parallel_params *params) {
   }
   q = base->p;
   q.angles_deg = base->angles_deg;
-  q.axis_shift = NULL;
+  q.axis_shift = base->axis_shift;
   q.nx = params->nx ? params->nx : q.nbins;
   q.ny = params->ny ? params->ny : (params->nx ? params->nx : q.nbins);
   q.voxel = params->voxel ? params->voxel : 1.0;

@@ -478,3 +478,53 @@ ctr_status ctr__it_cuda_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x
 cleanup:
   return st;
 }
+
+/* ---- Arrays the caller holds in GPU memory (ctr_projector_*_device) ------------------- */
+
+ctr_status ctr__it_cuda_device_args(ctr_projector *p, const char *fn, const void *a,
+                                    const char *a_name, const void *b, const char *b_name) {
+  CU_DEVICE(p->gpu);
+  const void *ptr[2] = {a, b};
+  const char *name[2] = {a_name, b_name};
+  for (int i = 0; i < 2; i++) {
+    cudaPointerAttributes at;
+    const cudaError_t e = cudaPointerGetAttributes(&at, ptr[i]);
+    if (e != cudaSuccess) {
+      cudaGetLastError(); /* clears the error a host pointer may leave */
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: %s is not GPU memory (%s)", fn, name[i],
+               cudaGetErrorString(e));
+    }
+    if (at.type != cudaMemoryTypeDevice && at.type != cudaMemoryTypeManaged)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: %s is %s memory: expected GPU memory of device %d (the "
+               "projector's context)", fn, name[i], at.type == cudaMemoryTypeHost ? "pinned host" : "host",
+               p->gpu);
+    if (at.device != p->gpu)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: %s is memory of GPU %d: expected GPU %d (the projector's "
+               "context)", fn, name[i], at.device, p->gpu);
+  }
+  /* the arrays' producers (any stream of any library) finish first */
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) return ctr__cuda_status(e, "cudaDeviceSynchronize");
+  return CTR_OK;
+}
+
+ctr_status ctr__it_cuda_slots_device(ctr_projector *p, float *user, float *slots, int to_slots) {
+  ctr_status st = CTR_OK;
+  it_cuda *c;
+  CU_DEVICE(p->gpu);
+  CTR_CHECK(state(p, &c));
+  {
+    const int64_t nu = p->nu, nv = p->nv, na = p->nviews;
+    const size_t row = sizeof(float) * (size_t)nu, user_pitch = row * (size_t)na;
+    for (int64_t w = 0; w < na; w++) {
+      float *u = user + p->order[w] * nu, *s = slots + w * nv * nu;
+      if (to_slots)
+        CU(cudaMemcpy2DAsync(s, row, u, user_pitch, row, (size_t)nv, cudaMemcpyDeviceToDevice, c->s));
+      else
+        CU(cudaMemcpy2DAsync(u, user_pitch, s, row, row, (size_t)nv, cudaMemcpyDeviceToDevice, c->s));
+    }
+    CU(cudaStreamSynchronize(c->s));
+  }
+cleanup:
+  return st;
+}

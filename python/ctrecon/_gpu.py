@@ -1,0 +1,93 @@
+"""Arrays in GPU memory: CuPy, any object with __cuda_array_interface__
+(Numba, PyTorch, JAX...) or a DLPack capsule of a CUDA device. They are
+passed to the library's device entry points as device pointers: nothing is
+copied. A GPU array must be C-contiguous float32 (no conversion happens on
+the GPU: a clear TypeError/ValueError otherwise)."""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Optional, Tuple
+
+import numpy as np
+
+from ._ctrecon import ffi
+
+_KDL_CUDA, _KDL_CUDA_MANAGED = 2, 13
+
+
+class DeviceArray:
+    """A GPU array's pointer, shape, dtype and the object that keeps it alive."""
+
+    def __init__(self, ptr: int, shape: Tuple[int, ...], readonly: bool, owner: Any):
+        self.ptr, self.shape, self.readonly, self.owner = ptr, shape, readonly, owner
+
+    def cptr(self) -> Any:
+        return ffi.cast("float *", self.ptr)
+
+
+def _c_strides(shape: Tuple[int, ...], itemsize: int) -> Tuple[int, ...]:
+    out, s = [], itemsize
+    for n in reversed(shape):
+        out.append(s)
+        s *= n
+    return tuple(reversed(out))
+
+
+def _check(name: str, shape, itemsize_ok: bool, strides, itemsize: int) -> None:
+    if not itemsize_ok:
+        raise TypeError(f"{name}: a GPU array must be float32 (no conversion runs on the GPU: "
+                        "use .astype(cupy.float32))")
+    if strides is not None and tuple(strides) != _c_strides(tuple(shape), itemsize) and \
+            int(np.prod(shape)) > 1:
+        raise ValueError(f"{name}: a GPU array must be C-contiguous (use cupy.ascontiguousarray)")
+
+
+def _dlpack_pointer(capsule: Any) -> int:
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return get(capsule, b"dltensor")
+
+
+def device_array(a: Any, name: str) -> DeviceArray:
+    """The device view of a GPU array (TypeError/ValueError naming `name` when
+    it is not C-contiguous float32 in CUDA memory)."""
+    cai = getattr(a, "__cuda_array_interface__", None)
+    if cai is not None:
+        shape = tuple(cai["shape"])
+        _check(name, shape, np.dtype(cai["typestr"]) == np.float32, cai.get("strides"), 4)
+        ptr, readonly = cai["data"]
+        return DeviceArray(int(ptr or 0), shape, bool(readonly), a)
+    capsule = a.__dlpack__()
+    t = ffi.cast("ctrpy_dl_tensor *", _dlpack_pointer(capsule))
+    if t.device.device_type not in (_KDL_CUDA, _KDL_CUDA_MANAGED):
+        raise TypeError(f"{name}: DLPack device type {t.device.device_type} is not CUDA")
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = None if t.strides == ffi.NULL else tuple(t.strides[i] * 4 for i in range(t.ndim))
+    ok = t.dtype.code == 2 and t.dtype.bits == 32 and t.dtype.lanes == 1
+    _check(name, shape, ok, strides, 4)
+    ptr = int(ffi.cast("uintptr_t", t.data)) + int(t.byte_offset)
+    return DeviceArray(ptr, shape, False, (a, capsule))
+
+
+def device_out(out: Any, like: Any, shape: Tuple[int, ...], name: str = "out") -> Tuple[Any, DeviceArray]:
+    """The GPU array a result goes to: `out` checked, or a new CuPy array."""
+    shape = tuple(int(s) for s in shape)
+    if out is None:
+        try:
+            import cupy
+        except ImportError:
+            raise TypeError("a GPU input needs CuPy to allocate the result on the GPU: install "
+                            "cupy or pass out= (a float32 GPU array)") from None
+        out = cupy.empty(shape, dtype=cupy.float32)
+    d = device_array(out, name)
+    if d.shape != shape:
+        raise ValueError(f"{name} has shape {d.shape}: expected {shape}")
+    if d.readonly:
+        raise ValueError(f"{name} is read-only")
+    return out, d
+
+
+def check_shape(d: DeviceArray, shape: Tuple[int, ...], name: str) -> None:
+    if d.shape != tuple(shape):
+        raise ValueError(f"{name} has shape {d.shape}: expected {tuple(shape)}")

@@ -1,0 +1,279 @@
+"""Cone-beam FDK: in memory, file to file (out-of-core, resumable), the
+memory planner, the incremental backprojector and the two halves of FDK
+(docs/out-of-core.md, docs/cuda.md). Projections are (nviews, nv, nu)
+line integrals, float32 or uint16; volumes (nz, ny, nx) float32."""
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _core
+from ._core import check, context, cstr, ffi, lib, new_struct
+from .geometry import ConeGeometry
+from .io import StackReader, file_format
+
+__all__ = ["fdk", "fdk_file", "fdk_filter", "fdk_backproject", "plan_fdk", "default_budgets",
+           "Backprojector", "backproject_reference", "ramp_response"]
+
+_SHORT_SCAN = {"auto": lib.CTR_SHORT_SCAN_AUTO, "off": lib.CTR_SHORT_SCAN_OFF,
+               "parker": lib.CTR_SHORT_SCAN_PARKER}
+_INTERP = {"default": lib.CTR_INTERP_DEFAULT, "exact": lib.CTR_INTERP_EXACT,
+           "texture": lib.CTR_INTERP_TEXTURE, "precise": lib.CTR_INTERP_PRECISE}
+_STORE = {"auto": lib.CTR_STORE_AUTO, "device": lib.CTR_STORE_DEVICE, "host": lib.CTR_STORE_HOST,
+          "scratch": lib.CTR_STORE_SCRATCH, "none": lib.CTR_STORE_NONE}
+_DEVICE = {"cpu": lib.CTR_DEVICE_CPU, "cuda": lib.CTR_DEVICE_CUDA}
+
+
+def window(w: Any) -> int:
+    """A ctr_window from its name ("ram-lak", "shepp-logan", "cosine",
+    "hamming", "hann") through the library's parser."""
+    return _core.parsed(lib.ctr_window_parse, "ctr_window", w)
+
+
+def ramp_response(window_name: Any, cutoff: float, f: float) -> float:
+    """The ramp filter's response at f cycles per sample (0 .. 0.5)."""
+    return lib.ctr_ramp_response(window(window_name), cutoff, f)
+
+
+def _fdk_options(window_name, cutoff, short_scan, interp, z0, nz, views_per_batch, strict,
+                 into=None):
+    o = into if into is not None else new_struct("ctr_fdk_options", lib.ctr_fdk_options_init,
+                                                 lib.CTR_FDK_OPTIONS_VERSION)
+    o.window = window(window_name)
+    o.cutoff = cutoff
+    o.short_scan = _core.enum_value(_SHORT_SCAN, short_scan, "short_scan")
+    o.interp = _core.enum_value(_INTERP, interp, "interp")
+    o.z0, o.nz, o.views_per_batch, o.strict = z0, nz, views_per_batch, int(bool(strict))
+    return o
+
+
+def _nz(geometry: ConeGeometry, z0: int, nz: int) -> int:
+    return nz if nz else geometry.volume.nz - z0
+
+
+def _stream_options(o, *, gpu_budget, host_budget, max_slab_slices, store, scratch_dir,
+                    input_scale, out_dtype, out_scale, resume, workers, split, keep):
+    o.gpu_budget = _core.budget(gpu_budget)
+    o.host_budget = _core.budget(host_budget)
+    o.max_slab_slices = max_slab_slices
+    o.store = _core.enum_value(_STORE, store, "store")
+    o.scratch_dir = _core.kept_cstr(keep, scratch_dir)
+    o.input_scale = input_scale
+    o.out_dtype = _core.ctr_dtype(out_dtype)
+    o.out_scale = out_scale
+    o.resume = int(bool(resume))
+    o.workers = workers
+    o.split = _core.parsed(lib.ctr_split_parse, "ctr_split", split)
+
+
+def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
+        cutoff: float = 1.0, short_scan: Any = "auto", interp: Any = "default", z0: int = 0,
+        nz: int = 0, views_per_batch: int = 0, strict: bool = False,
+        gpu_budget: Union[int, str, None] = None, host_budget: Union[int, str, None] = None,
+        max_slab_slices: int = 0, store: Any = "auto", workers: int = 0, split: Any = "auto",
+        return_report: bool = False, out: Optional[np.ndarray] = None, ctx=None,
+        progress: Any = "auto") -> Any:
+    """FDK reconstruction in memory (ctr_fdk). projections: (nviews, nv, nu)
+    float32 or uint16; the result: slices [z0, z0 + nz) (nz 0: all), shape
+    (nz, ny, nx), in the projections' units per mm. Options and defaults are
+    ctr_fdk_options' (window, cutoff fraction of Nyquist, short_scan "auto" |
+    "off" | "parker", interp "default" | "exact" | "texture" | "precise",
+    strict: bad values are an error instead of replaced by 0). Any of
+    gpu_budget, host_budget (bytes or "8G"), max_slab_slices, store, workers,
+    split, or return_report runs the planned pipeline between arrays
+    (ctr_fdk_stream_memory), which ctr_fdk is with default budgets;
+    return_report=True returns (volume, report dict)."""
+    nzo = _nz(geometry, z0, nz)
+    proj = _core.host_in(projections, "projections", geometry.projection_shape,
+                         (np.float32, np.uint16))
+    vol = _core.host_out(out, (nzo, geometry.volume.ny, geometry.volume.nx))
+    planned = (gpu_budget is not None or host_budget is not None or max_slab_slices or
+               store != "auto" or workers or split != "auto" or return_report)
+    if not planned:
+        o = _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict)
+        _core.call(progress, lib.ctr_fdk, context(ctx).ptr, geometry._ptr, o, _core.carray(proj),
+                   _core.carray(vol))
+        return vol
+    so = new_struct("ctr_stream_options", lib.ctr_stream_options_init, lib.CTR_STREAM_OPTIONS_VERSION)
+    _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict, so.fdk)
+    keep: list = []
+    _stream_options(so, gpu_budget=gpu_budget, host_budget=host_budget,
+                    max_slab_slices=max_slab_slices, store=store, scratch_dir=None,
+                    input_scale=1.0, out_dtype="float32", out_scale=1.0, resume=False,
+                    workers=workers, split=split, keep=keep)
+    rep = new_struct("ctr_stream_report", lib.ctr_stream_report_init, lib.CTR_STREAM_REPORT_VERSION)
+    _core.call(progress, lib.ctr_fdk_stream_memory, context(ctx).ptr, geometry._ptr, so,
+               _core.carray(proj), _core.carray(vol), rep)
+    return (vol, _report(rep)) if return_report else vol
+
+
+def _report(rep) -> dict:
+    d = _core.struct_dict(rep)
+    d["plan"]["description"] = _describe(ffi.addressof(rep, "plan"))
+    return d
+
+
+def _describe(plan) -> str:
+    """ctr_plan_describe of a ctr_plan pointer."""
+    buf = ffi.new("char[]", max(lib.ctr_plan_describe(plan, ffi.NULL, 0), 0) + 1)
+    lib.ctr_plan_describe(plan, buf, len(buf))
+    return ffi.string(buf).decode()
+
+
+def fdk_file(projections: Union[str, os.PathLike, StackReader], geometry: ConeGeometry,
+             out: Union[str, os.PathLike], *, out_format: Any = "auto", window: Any = "ram-lak",
+             cutoff: float = 1.0, short_scan: Any = "auto", interp: Any = "default", z0: int = 0,
+             nz: int = 0, views_per_batch: int = 0, strict: bool = False,
+             gpu_budget: Union[int, str, None] = None, host_budget: Union[int, str, None] = None,
+             max_slab_slices: int = 0, store: Any = "auto",
+             scratch_dir: Union[str, os.PathLike, None] = None, input_scale: float = 1.0,
+             out_dtype: Any = "float32", out_scale: float = 1.0, resume: bool = False,
+             workers: int = 0, split: Any = "auto", ctx=None, progress: Any = "auto") -> dict:
+    """Streamed FDK from a projection file (a path, or a StackReader for raw
+    files) to a volume file (ctr_fdk_stream, docs/out-of-core.md): neither
+    needs to fit in memory. The output appears at `out` only when complete;
+    a failed or cancelled run (Ctrl-C) keeps `out`.partial and its journal,
+    and ``resume=True`` with the same arguments finishes it. Returns the
+    report (plan, timings, value counts). On failure the exception's
+    ``report`` attribute holds the report (``resumable``, ``journal``)."""
+    reader = projections if isinstance(projections, StackReader) else StackReader(projections)
+    so = new_struct("ctr_stream_options", lib.ctr_stream_options_init, lib.CTR_STREAM_OPTIONS_VERSION)
+    _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict, so.fdk)
+    keep: list = []
+    _stream_options(so, gpu_budget=gpu_budget, host_budget=host_budget,
+                    max_slab_slices=max_slab_slices, store=store, scratch_dir=scratch_dir,
+                    input_scale=input_scale, out_dtype=out_dtype, out_scale=out_scale,
+                    resume=resume, workers=workers, split=split, keep=keep)
+    rep = new_struct("ctr_stream_report", lib.ctr_stream_report_init, lib.CTR_STREAM_REPORT_VERSION)
+    try:
+        _core.call(progress, lib.ctr_fdk_stream, context(ctx).ptr, geometry._ptr, so, reader._ptr,
+                   cstr(out), file_format(out_format), rep)
+    except BaseException as e:
+        e.report = _report(rep)  # type: ignore[attr-defined]
+        raise
+    return _report(rep)
+
+
+def fdk_filter(projections: Any, geometry: ConeGeometry, *, v0: int = 0, window: Any = "ram-lak",
+               cutoff: float = 1.0, short_scan: Any = "auto", strict: bool = False,
+               out: Optional[np.ndarray] = None, ctx=None) -> np.ndarray:
+    """The filtering half of FDK on the CPU (ctr_fdk_filter): views [v0, v0 +
+    n) of the geometry, given as (n, nv, nu), weighted and ramp-filtered.
+    Writes into ``out`` (default: a copy); out may be the input array."""
+    nu, nv, _, _ = geometry.detector
+    a = _core.asarray(projections, "projections")
+    n = a.shape[0] if a.ndim == 3 else -1
+    if out is None:
+        res = np.array(_core.host_in(a, "projections", (n, nv, nu)), np.float32, copy=True)
+    else:
+        res = _core.host_out(out, (n, nv, nu))
+        if res is not a:
+            res[...] = _core.host_in(a, "projections", (n, nv, nu))
+    o = _fdk_options(window, cutoff, short_scan, "default", 0, 0, 0, strict)
+    check(lib.ctr_fdk_filter(context(ctx).ptr, geometry._ptr, o, v0, n, _core.wptr(res)))
+    return res
+
+
+def fdk_backproject(filtered: Any, geometry: ConeGeometry, *, v0: int = 0, z0: int = 0,
+                    nz: int = 0, interp: Any = "default", out: Optional[np.ndarray] = None,
+                    ctx=None) -> np.ndarray:
+    """Adds the backprojection of filtered views [v0, v0 + n) into ``out``
+    (slices [z0, z0 + nz); default: a new zero volume) (ctr_fdk_backproject)."""
+    nu, nv, _, _ = geometry.detector
+    f = _core.asarray(filtered, "filtered")
+    n = f.shape[0] if f.ndim == 3 else -1
+    f = _core.host_in(f, "filtered", (n, nv, nu))
+    nzo = _nz(geometry, z0, nz)
+    vol = _core.host_out(out, (nzo, geometry.volume.ny, geometry.volume.nx), zero=True)
+    o = _fdk_options("ram-lak", 1.0, "auto", interp, z0, nz, 0, False)
+    check(lib.ctr_fdk_backproject(context(ctx).ptr, geometry._ptr, o, v0, n, _core.ptr(f),
+                                  _core.carray(vol)))
+    return vol
+
+
+def plan_fdk(geometry: ConeGeometry, *, device: str = "cpu", gpu_budget: Union[int, str] = 0,
+             host_budget: Union[int, str] = 0, proj_dtype: Any = "float32",
+             vol_dtype: Any = "float32", interp: Any = "default", z0: int = 0, nz: int = 0,
+             views_per_batch: int = 0, max_slab_slices: int = 0, store: Any = "auto",
+             input_in_memory: bool = False, output_in_memory: bool = False, workers: int = 0,
+             split: Any = "auto") -> dict:
+    """The decomposition of an FDK run within the budgets (ctr_plan_fdk, a
+    pure function): a dict of ctr_plan's members and its ``description``."""
+    r = new_struct("ctr_plan_request", lib.ctr_plan_request_init, lib.CTR_PLAN_REQUEST_VERSION)
+    r.device = _core.enum_value(_DEVICE, device, "device")
+    r.gpu_budget, r.host_budget = _core.budget(gpu_budget), _core.budget(host_budget)
+    r.proj_dtype, r.vol_dtype = _core.ctr_dtype(proj_dtype), _core.ctr_dtype(vol_dtype)
+    r.interp = _core.enum_value(_INTERP, interp, "interp")
+    r.z0, r.nz, r.views_per_batch, r.max_slab_slices = z0, nz, views_per_batch, max_slab_slices
+    r.store = _core.enum_value(_STORE, store, "store")
+    r.input_in_memory, r.output_in_memory = int(input_in_memory), int(output_in_memory)
+    r.workers = workers
+    r.split = _core.parsed(lib.ctr_split_parse, "ctr_split", split)
+    p = new_struct("ctr_plan", lib.ctr_plan_init, lib.CTR_PLAN_VERSION)
+    check(lib.ctr_plan_fdk(geometry._ptr, r, p))
+    d = _core.struct_dict(p)
+    d["description"] = _describe(p)
+    return d
+
+
+def default_budgets(ctx=None) -> Tuple[int, int]:
+    """(gpu_budget, host_budget) in bytes from the machine
+    (ctr_plan_default_budgets)."""
+    g, h = ffi.new("uint64_t *"), ffi.new("uint64_t *")
+    check(lib.ctr_plan_default_budgets(context(ctx).ptr, g, h))
+    return int(g[0]), int(h[0])
+
+
+class Backprojector:
+    """Incremental backprojection of filtered views (ctr_backprojector):
+    vol += sum weight_n Q_n / c^2 in a volume the backend keeps (GPU memory
+    for CUDA); ``add`` views in any order, ``read`` the volume."""
+
+    def __init__(self, geometry: ConeGeometry, *, interp: Any = "default", z0: int = 0,
+                 nz: int = 0, ctx=None):
+        self.geometry = geometry
+        self.shape = (_nz(geometry, z0, nz), geometry.volume.ny, geometry.volume.nx)
+        o = _fdk_options("ram-lak", 1.0, "auto", interp, z0, nz, 0, False)
+        self._ctx = context(ctx)
+        out = ffi.new("ctr_backprojector **")
+        check(lib.ctr_backprojector_create(self._ctx.ptr, geometry._ptr, o, out))
+        self._ptr = ffi.gc(out[0], lib.ctr_backprojector_free)
+
+    def add(self, views: Sequence[int], images: Any, weights: Optional[Sequence[float]] = None,
+            progress: Any = "auto") -> None:
+        """Adds filtered images (n, nv, nu) of geometry views ``views``."""
+        nu, nv, _, _ = self.geometry.detector
+        v = np.ascontiguousarray(views, np.int64).ravel()
+        img = _core.host_in(images, "images", (v.size, nv, nu))
+        ptrs = ffi.new("const float *[]", [_core.ptr(img[i]) for i in range(v.size)])
+        w = ffi.NULL if weights is None else ffi.new("float[]", [float(x) for x in weights])
+        _core.call(progress, lib.ctr_backprojector_add, self._ptr, v.size, _core.ptr(v, "int64_t"),
+                   ptrs, w)
+
+    def read(self, out: Optional[np.ndarray] = None) -> np.ndarray:
+        vol = _core.host_out(out, self.shape)
+        check(lib.ctr_backprojector_read(self._ptr, _core.wptr(vol)))
+        return vol
+
+    def reset(self) -> None:
+        check(lib.ctr_backprojector_reset(self._ptr))
+
+
+def backproject_reference(geometry: ConeGeometry, views: Sequence[int], images: Any,
+                          weights: Optional[Sequence[float]] = None,
+                          out: Optional[np.ndarray] = None, ctx=None) -> np.ndarray:
+    """The double-precision reference of the backprojection sum
+    (ctr_fdk_backproject_reference), added into ``out`` (float64, shape
+    (nz, ny, nx); default zeros)."""
+    nu, nv, _, _ = geometry.detector
+    v = np.ascontiguousarray(views, np.int64).ravel()
+    img = _core.host_in(images, "images", (v.size, nv, nu))
+    ptrs = ffi.new("const float *[]", [_core.ptr(img[i]) for i in range(v.size)])
+    w = _core.doubles(weights, "weights", v.size)
+    vol = _core.host_out(out, geometry.volume_shape, dtype=np.float64, zero=True)
+    check(lib.ctr_fdk_backproject_reference(context(ctx).ptr, geometry._ptr, v.size,
+                                            _core.ptr(v, "int64_t"), ptrs, w,
+                                            _core.wptr(vol, "double")))
+    return vol

@@ -1,0 +1,330 @@
+"""Geometries: voxel grids, cone-beam (circular orbits, per-view matrices,
+RabbitCT) and parallel-beam. Conventions: docs/geometry.md and
+docs/parallel-beam.md. numpy shapes are the reverse of the library's dims:
+a volume is (nz, ny, nx), cone-beam projections (nviews, nv, nu),
+sinograms (nslices, nangles, nbins)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _core
+from ._core import check, cstr, doubles, ffi, lib, new_struct
+
+__all__ = ["Volume", "ConeGeometry", "ParallelGeometry"]
+
+Triple = Union[float, Tuple[float, float, float]]
+
+
+def _triple(v: Triple) -> Tuple[float, float, float]:
+    if np.ndim(v) == 0:
+        return (float(v),) * 3  # type: ignore[return-value]
+    t = tuple(float(x) for x in v)  # type: ignore[union-attr]
+    if len(t) != 3:
+        raise ValueError(f"expected one value or three (x, y, z), got {v!r}")
+    return t  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A voxel grid: nx x ny x nz voxels of voxel (x, y, z) mm, centred at
+    offset (x, y, z) mm. ``shape`` is the numpy shape (nz, ny, nx)."""
+
+    nx: int
+    ny: int
+    nz: int
+    voxel: Tuple[float, float, float] = (1.0, 1.0, 1.0)
+    offset: Tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    @classmethod
+    def cube(cls, n: int, voxel: Triple = 1.0, offset: Triple = 0.0) -> "Volume":
+        """n x n x n voxels."""
+        return cls(n, n, n, _triple(voxel), _triple(offset))
+
+    def __post_init__(self):
+        object.__setattr__(self, "voxel", _triple(self.voxel))
+        object.__setattr__(self, "offset", _triple(self.offset))
+
+    @property
+    def shape(self) -> Tuple[int, int, int]:
+        return (self.nz, self.ny, self.nx)
+
+    def _c(self):
+        v = ffi.new("ctr_volume_geometry *")
+        v.nx, v.ny, v.nz = self.nx, self.ny, self.nz
+        v.voxel_x, v.voxel_y, v.voxel_z = self.voxel
+        v.offset_x, v.offset_y, v.offset_z = self.offset
+        return v
+
+    @classmethod
+    def _of(cls, v) -> "Volume":
+        return cls(v.nx, v.ny, v.nz, (v.voxel_x, v.voxel_y, v.voxel_z),
+                   (v.offset_x, v.offset_y, v.offset_z))
+
+
+_ROTATION = {"ccw": lib.CTR_ROTATION_CCW, "cw": lib.CTR_ROTATION_CW}
+
+
+class ConeGeometry:
+    """A cone-beam geometry: per-view 3x4 projection matrices (canonical form,
+    docs/geometry.md) and the volume grid. Make one with ``circular``,
+    ``from_matrices``, ``rabbitct``, ``load`` or ``from_json``."""
+
+    def __init__(self, _ptr):
+        self._ptr = ffi.gc(_ptr, lib.ctr_geometry_free)
+
+    @classmethod
+    def _make(cls, fn, *args) -> "ConeGeometry":
+        out = ffi.new("ctr_geometry **")
+        check(fn(*args, out))
+        return cls(out[0])
+
+    @classmethod
+    def circular(cls, *, sid: float, sdd: float, nu: int, nv: int, volume: Volume,
+                 du: float = 1.0, dv: float = 1.0, offset_u: float = 0.0, offset_v: float = 0.0,
+                 nviews: Optional[int] = None, angles: Optional[Sequence[float]] = None,
+                 angle_start: float = 0.0, angle_range: float = 360.0,
+                 direction: str = "ccw") -> "ConeGeometry":
+        """A circular orbit (ctr_circular_params): source at sid mm from the
+        axis, detector at sdd mm from the source, nu x nv pixels of du x dv mm
+        shifted by offset_u/v mm; either ``angles`` (degrees) or ``nviews``
+        views spread over ``angle_range`` from ``angle_start`` in ``direction``
+        ("ccw" or "cw")."""
+        p = new_struct("ctr_circular_params", lib.ctr_circular_params_init,
+                       lib.CTR_CIRCULAR_PARAMS_VERSION)
+        p.sid, p.sdd, p.nu, p.nv, p.du, p.dv = sid, sdd, nu, nv, du, dv
+        p.offset_u, p.offset_v = offset_u, offset_v
+        keep = None
+        if angles is not None:
+            keep = doubles(angles, "angles")
+            p.angles_deg = keep
+            p.nviews = len(keep)
+            if nviews is not None and nviews != p.nviews:
+                raise ValueError(f"nviews {nviews} but {p.nviews} angles")
+        elif nviews is None:
+            raise ValueError("give nviews or angles")
+        else:
+            p.nviews = nviews
+        p.angle_start_deg, p.angle_range_deg = angle_start, angle_range
+        p.direction = _core.enum_value(_ROTATION, direction, "direction")
+        return cls._make(lib.ctr_geometry_create_circular, p, volume._c())
+
+    @classmethod
+    def from_matrices(cls, matrices, *, nu: int, nv: int, volume: Volume, du: float = 0.0,
+                      dv: float = 0.0) -> "ConeGeometry":
+        """Arbitrary per-view matrices, shape (nviews, 3, 4), mapping world mm
+        to pixel indices up to scale (ctr_geometry_create_matrices)."""
+        m = np.ascontiguousarray(matrices, dtype=np.float64)
+        if m.ndim != 3 or m.shape[1:] != (3, 4):
+            raise ValueError(f"matrices has shape {m.shape}: expected (nviews, 3, 4)")
+        return cls._make(lib.ctr_geometry_create_matrices, nu, nv, du, dv, m.shape[0],
+                         _core.ptr(m, "double"), volume._c())
+
+    @classmethod
+    def rabbitct(cls, matrices, *, width: int, height: int, L: int, R_L: float,
+                 O_L: float) -> "ConeGeometry":
+        """RabbitCT views (matrices (nviews, 12) in RabbitCT's order) with an
+        L^3 volume of voxel R_L whose first voxel sits at O_L
+        (ctr_geometry_create_rabbitct)."""
+        m = np.ascontiguousarray(matrices, dtype=np.float64)
+        if m.ndim != 2 or m.shape[1] != 12:
+            raise ValueError(f"matrices has shape {m.shape}: expected (nviews, 12)")
+        rows = [ffi.new("double[12]", list(r)) for r in m]
+        ptrs = ffi.new("double *[]", rows)
+        return cls._make(lib.ctr_geometry_create_rabbitct, width, height, m.shape[0],
+                         ffi.cast("const double *const *", ptrs), L, R_L, O_L)
+
+    @classmethod
+    def load(cls, path: Union[str, os.PathLike]) -> "ConeGeometry":
+        """A JSON geometry file (docs/geometry.md)."""
+        return cls._make(lib.ctr_geometry_load_json, cstr(path))
+
+    @classmethod
+    def from_json(cls, text: str, name: str = "<string>") -> "ConeGeometry":
+        return cls._make(lib.ctr_geometry_from_json_string, cstr(text), cstr(name))
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        check(lib.ctr_geometry_save_json(self._ptr, cstr(path)))
+
+    def to_json(self) -> str:
+        out = ffi.new("char **")
+        check(lib.ctr_geometry_to_json_string(self._ptr, out))
+        try:
+            return ffi.string(out[0]).decode()
+        finally:
+            lib.free(out[0])
+
+    def copy(self) -> "ConeGeometry":
+        return self._make(lib.ctr_geometry_clone, self._ptr)
+
+    @property
+    def nviews(self) -> int:
+        return lib.ctr_geometry_get_view_count(self._ptr)
+
+    @property
+    def detector(self) -> Tuple[int, int, float, float]:
+        """(nu, nv, du, dv)."""
+        nu, nv = ffi.new("int64_t *"), ffi.new("int64_t *")
+        du, dv = ffi.new("double *"), ffi.new("double *")
+        lib.ctr_geometry_get_detector(self._ptr, nu, nv, du, dv)
+        return nu[0], nv[0], du[0], dv[0]
+
+    @property
+    def volume(self) -> Volume:
+        return Volume._of(lib.ctr_geometry_get_volume(self._ptr))
+
+    @volume.setter
+    def volume(self, vol: Volume) -> None:
+        check(lib.ctr_geometry_set_volume(self._ptr, vol._c()))
+
+    @property
+    def projection_shape(self) -> Tuple[int, int, int]:
+        """(nviews, nv, nu)."""
+        nu, nv, _, _ = self.detector
+        return (self.nviews, nv, nu)
+
+    @property
+    def volume_shape(self) -> Tuple[int, int, int]:
+        return self.volume.shape
+
+    def matrix(self, i: int) -> np.ndarray:
+        """View i's canonical matrix, shape (3, 4)."""
+        if not 0 <= i < self.nviews:
+            raise IndexError(f"view {i}: the geometry has {self.nviews}")
+        out = np.empty((3, 4), np.float64)
+        lib.ctr_geometry_get_matrix(self._ptr, i, _core.wptr(out, "double"))
+        return out
+
+    @property
+    def matrices(self) -> np.ndarray:
+        """Every view's canonical matrix, shape (nviews, 3, 4)."""
+        return np.stack([self.matrix(i) for i in range(self.nviews)])
+
+    def source(self, i: int) -> np.ndarray:
+        if not 0 <= i < self.nviews:
+            raise IndexError(f"view {i}: the geometry has {self.nviews}")
+        out = np.empty(3, np.float64)
+        lib.ctr_geometry_get_source(self._ptr, i, _core.wptr(out, "double"))
+        return out
+
+    @property
+    def is_circular(self) -> bool:
+        return bool(lib.ctr_geometry_is_circular(self._ptr))
+
+    def coverage(self) -> float:
+        """Fraction of the field of view's voxels seen in every view."""
+        return lib.ctr_geometry_coverage(self._ptr)
+
+    def __repr__(self) -> str:
+        nu, nv, du, dv = self.detector
+        return f"ConeGeometry(nviews={self.nviews}, detector={nu}x{nv}, volume={self.volume})"
+
+
+AXIS_CENTER = "center"
+AXIS_AUTO = "auto"
+
+
+def axis_value(axis) -> float:
+    if axis is None or axis == AXIS_CENTER:
+        return lib.CTR_AXIS_CENTER
+    if axis == AXIS_AUTO:
+        return lib.CTR_AXIS_AUTO
+    return float(axis)
+
+
+def parallel_params(nbins: int, nangles: Optional[int], angles, angle_start: float,
+                    angle_range: float, axis, axis_shift, nx: int, ny: int, voxel: float,
+                    pixel_size: float):
+    """A ctr_parallel_params and the arrays it points to (keep both)."""
+    p = new_struct("ctr_parallel_params", lib.ctr_parallel_params_init,
+                   lib.CTR_PARALLEL_PARAMS_VERSION)
+    keep = []
+    p.nbins = nbins
+    if angles is not None:
+        a = doubles(angles, "angles")
+        keep.append(a)
+        p.angles_deg = a
+        n = len(a)
+        if nangles is not None and nangles != n:
+            raise ValueError(f"nangles {nangles} but {n} angles")
+        p.nangles = n
+    else:
+        if nangles is None:
+            raise ValueError("give nangles or angles")
+        p.nangles = nangles
+    p.angle_start_deg, p.angle_range_deg = angle_start, angle_range
+    p.axis = axis_value(axis)
+    if axis_shift is not None:
+        s = doubles(axis_shift, "axis_shift", p.nangles)
+        keep.append(s)
+        p.axis_shift = s
+    p.nx, p.ny, p.voxel, p.pixel_size = nx, ny, voxel, pixel_size
+    return p, keep
+
+
+class ParallelGeometry:
+    """A parallel-beam geometry (ctr_parallel_params, docs/parallel-beam.md):
+    nbins detector bins, the angles (degrees: a list, or ``nangles`` over
+    ``angle_range`` from ``angle_start``), the rotation ``axis`` in bins
+    (None or "center": (nbins - 1) / 2), an optional per-angle
+    ``axis_shift``, the slice grid nx x ny (0: nbins) of ``voxel`` bins
+    (0: 1) and ``pixel_size`` mm per bin (0: 1)."""
+
+    def __init__(self, nbins: int, nangles: Optional[int] = None, *,
+                 angles: Optional[Sequence[float]] = None, angle_start: float = 0.0,
+                 angle_range: float = 180.0, axis: Union[None, str, float] = None,
+                 axis_shift: Optional[Sequence[float]] = None, nx: int = 0, ny: int = 0,
+                 voxel: float = 0.0, pixel_size: float = 0.0, _ptr=None):
+        if _ptr is None:
+            p, keep = parallel_params(nbins, nangles, angles, angle_start, angle_range, axis,
+                                      axis_shift, nx, ny, voxel, pixel_size)
+            out = ffi.new("ctr_parallel_geometry **")
+            check(lib.ctr_parallel_create(p, out))
+            _ptr = out[0]
+        self._ptr = ffi.gc(_ptr, lib.ctr_parallel_free)
+
+    @property
+    def _p(self):
+        return lib.ctr_parallel_get_params(self._ptr)
+
+    nbins = property(lambda self: self._p.nbins)
+    nangles = property(lambda self: self._p.nangles)
+    axis = property(lambda self: self._p.axis, doc="The rotation axis (bins).")
+    nx = property(lambda self: self._p.nx)
+    ny = property(lambda self: self._p.ny)
+    voxel = property(lambda self: self._p.voxel)
+    pixel_size = property(lambda self: self._p.pixel_size)
+
+    @property
+    def angles(self) -> np.ndarray:
+        p = self._p
+        return np.array([p.angles_deg[i] for i in range(p.nangles)], np.float64)
+
+    @property
+    def axis_shift(self) -> np.ndarray:
+        p = self._p
+        return np.array([p.axis_shift[i] for i in range(p.nangles)], np.float64)
+
+    def weight(self, a: int) -> float:
+        """Angle a's weight in the backprojection sum (radians)."""
+        return lib.ctr_parallel_get_weight(self._ptr, a)
+
+    def sinogram_shape(self, nslices: int) -> Tuple[int, int, int]:
+        return (nslices, self.nangles, self.nbins)
+
+    def slice_shape(self, nslices: int) -> Tuple[int, int, int]:
+        return (nslices, self.ny, self.nx)
+
+    def stitch_360(self) -> "ParallelGeometry":
+        """The 180-degree geometry of a 360-degree offset-axis scan
+        (ctr_stitch_360_geometry)."""
+        out = ffi.new("ctr_parallel_geometry **")
+        check(lib.ctr_stitch_360_geometry(self._ptr, out))
+        return ParallelGeometry(0, _ptr=out[0])
+
+    def __repr__(self) -> str:
+        return (f"ParallelGeometry(nbins={self.nbins}, nangles={self.nangles}, axis={self.axis}, "
+                f"nx={self.nx}, ny={self.ny})")

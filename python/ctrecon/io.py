@@ -1,0 +1,235 @@
+"""File I/O for every format of the library (docs/file-formats.md): raw,
+TIFF (multi-page), TIFF stacks ("dir/img_%04d.tif"), NRRD (.nrrd, .nhdr),
+HDF5 ("file.h5:/dataset", reading only) and PNG previews. A stack of
+``count`` images of ``height`` x ``width`` is a numpy array of shape
+(count, height, width)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _core
+from ._core import check, cstr, ffi, lib, new_struct
+
+__all__ = ["StackInfo", "StackReader", "StackWriter", "load", "save", "info", "format_guess",
+           "hdf5_read_vector", "png_preview", "png_preview_planes", "png_write_gray"]
+
+Path = Union[str, os.PathLike]
+
+_FORMATS = {"auto": lib.CTR_FORMAT_AUTO, "raw": lib.CTR_FORMAT_RAW, "tiff": lib.CTR_FORMAT_TIFF,
+            "tiff-stack": lib.CTR_FORMAT_TIFF_STACK, "nrrd": lib.CTR_FORMAT_NRRD,
+            "hdf5": lib.CTR_FORMAT_HDF5}
+
+
+def file_format(f: Any) -> int:
+    """A ctr_file_format from a name ("auto", "raw", "tiff", "tiff-stack",
+    "nrrd", "hdf5") through the library's parser, or a value."""
+    if isinstance(f, str) and f.lower() == "auto":
+        return lib.CTR_FORMAT_AUTO
+    return _core.parsed(lib.ctr_format_parse, "ctr_file_format", f)
+
+
+def format_guess(path: Path) -> str:
+    """The format the library reads `path` as (from its name)."""
+    out = ffi.new("ctr_file_format *")
+    check(lib.ctr_format_guess(cstr(path), out))
+    return ffi.string(lib.ctr_format_name(out[0])).decode()
+
+
+@dataclass
+class StackInfo:
+    """A stack's description (ctr_stack_info): sizes, dtype ("float32",
+    "uint16", "float16"), spacing (mm, 0 unknown) and origin (NRRD)."""
+
+    width: int = 0
+    height: int = 0
+    count: int = 0
+    dtype: Optional[str] = None
+    spacing: Tuple[float, float, float] = (0.0, 0.0, 0.0)
+    origin: Tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    @property
+    def shape(self) -> Tuple[int, int, int]:
+        return (self.count, self.height, self.width)
+
+    def _c(self):
+        s = new_struct("ctr_stack_info", lib.ctr_stack_info_init, lib.CTR_STACK_INFO_VERSION)
+        s.width, s.height, s.count = self.width, self.height, self.count
+        if self.dtype is not None:
+            s.dtype = _core.ctr_dtype(self.dtype)
+        for i in range(3):
+            s.spacing[i] = self.spacing[i]
+            s.origin[i] = self.origin[i]
+        return s
+
+    @classmethod
+    def _of(cls, s) -> "StackInfo":
+        dt = ffi.string(lib.ctr_dtype_name(s.dtype)).decode() if s.dtype else None
+        return cls(s.width, s.height, s.count, dt, tuple(s.spacing), tuple(s.origin))
+
+
+def _hint(raw_shape: Optional[Sequence[int]], raw_dtype: Any, hint: Optional[StackInfo]):
+    if raw_shape is not None:
+        c, h, w = (int(x) for x in raw_shape)
+        dt = np.dtype(raw_dtype if raw_dtype is not None else np.float32).name
+        return StackInfo(w, h, c, dt)._c()
+    return hint._c() if hint is not None else ffi.NULL
+
+
+class StackReader(_core.Handle):
+    """An open stack (ctr_stack_open); a context manager. Raw files need
+    ``raw_shape`` (count, height, width) and ``raw_dtype`` (and skip
+    ``raw_offset`` bytes); for other formats a given ``hint`` is checked."""
+
+    def __init__(self, path: Path, format: Any = "auto", *,
+                 raw_shape: Optional[Sequence[int]] = None, raw_dtype: Any = None,
+                 raw_offset: int = 0, hint: Optional[StackInfo] = None):
+        out = ffi.new("ctr_stack_reader **")
+        check(lib.ctr_stack_open(cstr(path), file_format(format),
+                                 _hint(raw_shape, raw_dtype, hint), raw_offset, out))
+        self._ptr = ffi.gc(out[0], lib.ctr_stack_close)
+        self.path = os.fspath(path)
+
+    @property
+    def info(self) -> StackInfo:
+        return StackInfo._of(lib.ctr_stack_reader_get_info(self._ptr))
+
+    def _dtype(self, dtype: Any) -> np.dtype:
+        return np.dtype(dtype) if dtype is not None else np.dtype(self.info.dtype)
+
+    def read(self, first: int = 0, n: Optional[int] = None, dtype: Any = np.float32) -> np.ndarray:
+        """Images [first, first + n) converted to dtype (None: the file's),
+        shape (n, height, width)."""
+        i = self.info
+        n = i.count - first if n is None else n
+        dt = self._dtype(dtype)
+        out = np.empty((n, i.height, i.width), dt)
+        check(lib.ctr_stack_read(self._ptr, first, n, _core.ctr_dtype(dt),
+                                 ffi.cast("void *", _core.wptr(out, "char"))))
+        return out
+
+    def read_rows(self, row0: int, nrows: int, first: int = 0, n: Optional[int] = None,
+                  dtype: Any = np.float32) -> np.ndarray:
+        """Rows [row0, row0 + nrows) of images [first, first + n), shape
+        (n, nrows, width) (ctr_stack_read_rows)."""
+        i = self.info
+        n = i.count - first if n is None else n
+        dt = self._dtype(dtype)
+        out = np.empty((n, nrows, i.width), dt)
+        check(lib.ctr_stack_read_rows(self._ptr, first, n, row0, nrows, _core.ctr_dtype(dt),
+                                      ffi.cast("void *", _core.wptr(out, "char"))))
+        return out
+
+    def set_direct_io(self, on: bool) -> None:
+        lib.ctr_stack_reader_set_direct_io(self._ptr, int(bool(on)))
+
+
+class StackWriter(_core.Writer):
+    """A stack being written (ctr_stack_create): data goes to a temporary
+    name and appears at `path` only on ``commit()``; ``abort()``, an
+    exception in a ``with`` block or collection without commit removes it."""
+
+    _commit = lib.ctr_stack_commit
+
+    def __init__(self, path: Path, info: StackInfo, format: Any = "auto"):
+        if info.dtype is None:
+            raise ValueError("StackInfo.dtype: the file's dtype is needed")
+        out = ffi.new("ctr_stack_writer **")
+        check(lib.ctr_stack_create(cstr(path), file_format(format), info._c(), out))
+        self._ptr = ffi.gc(out[0], lib.ctr_stack_abort)
+        self.info = info
+
+    def write(self, first: int, images: Any) -> None:
+        """Images [first, first + len(images)), shape (n, height, width) (or
+        (height, width) for one), float32/uint16/float16 (others: float32)."""
+        a = _core.asarray(images, "images")
+        if a.ndim == 2:
+            a = a[None]
+        a = _core.host_in(a, "images", (a.shape[0], self.info.height, self.info.width),
+                          (np.float32, np.uint16, np.float16))
+        check(lib.ctr_stack_write(self.live(), first, a.shape[0], _core.ctr_dtype(a.dtype),
+                                  ffi.cast("void *", _core.ptr(a, "char"))))
+
+
+
+def info(path: Path, format: Any = "auto", **raw: Any) -> StackInfo:
+    """A stack's description without reading its images."""
+    with StackReader(path, format, **raw) as r:
+        return r.info
+
+
+def load(path: Path, format: Any = "auto", *, dtype: Any = None,
+         raw_shape: Optional[Sequence[int]] = None, raw_dtype: Any = None, raw_offset: int = 0,
+         with_info: bool = False) -> Any:
+    """A whole stack as an array of shape (count, height, width), of the
+    file's dtype (float32, uint16 or float16) or converted to ``dtype``;
+    ``with_info=True`` returns (array, StackInfo)."""
+    with StackReader(path, format, raw_shape=raw_shape, raw_dtype=raw_dtype,
+                     raw_offset=raw_offset) as r:
+        arr = r.read(0, None, dtype)
+        i = r.info
+    return (arr, i) if with_info else arr
+
+
+def save(path: Path, array: Any, format: Any = "auto", *, dtype: Any = None,
+         spacing: Sequence[float] = (0.0, 0.0, 0.0),
+         origin: Sequence[float] = (0.0, 0.0, 0.0)) -> None:
+    """Writes a stack (shape (count, height, width), or (height, width)) in
+    the file dtype ``dtype`` (default: the array's if float32, uint16 or
+    float16, else float32), written whole and renamed into place."""
+    a = _core.asarray(array, "array")
+    if a.ndim == 2:
+        a = a[None]
+    if a.ndim != 3:
+        raise ValueError(f"array has shape {a.shape}: expected (count, height, width)")
+    a = _core.host_in(a, "array", None, (np.float32, np.uint16, np.float16))
+    fdt = np.dtype(dtype) if dtype is not None else a.dtype
+    i = StackInfo(a.shape[2], a.shape[1], a.shape[0], fdt.name, tuple(spacing), tuple(origin))
+    check(lib.ctr_stack_save(cstr(path), file_format(format), i._c(), _core.ctr_dtype(a.dtype),
+                             ffi.cast("void *", _core.ptr(a, "char"))))
+
+
+def hdf5_read_vector(file: Path, dataset: str) -> np.ndarray:
+    """A 1D numeric dataset of an HDF5 file (e.g. DXchange's
+    "/exchange/theta") as float64; UnsupportedError without HDF5."""
+    out, n = ffi.new("double **"), ffi.new("int64_t *")
+    check(lib.ctr_hdf5_read_vector(cstr(file), cstr(dataset), out, n))
+    try:
+        return np.frombuffer(ffi.buffer(out[0], 8 * n[0]), np.float64).copy()
+    finally:
+        lib.free(out[0])
+
+
+def png_preview(prefix: Path, volume: Any, lo: float = 0.0, hi: float = 0.0) -> None:
+    """<prefix>_xy.png, _xz.png, _yz.png: the central slices of a volume
+    (nz, ny, nx), [lo, hi] mapped to 0..255 (lo == hi: its percentiles)."""
+    v = _core.host_in(volume, "volume")
+    if v.ndim != 3:
+        raise ValueError(f"volume has shape {v.shape}: expected (nz, ny, nx)")
+    nz, ny, nx = v.shape
+    check(lib.ctr_png_preview(cstr(prefix), _core.ptr(v), nx, ny, nz, lo, hi))
+
+
+def png_preview_planes(prefix: Path, xy: Any, xz: Any, yz: Any, lo: float = 0.0,
+                       hi: float = 0.0) -> None:
+    """The same previews from the three planes: xy (ny, nx), xz (nz, nx),
+    yz (nz, ny)."""
+    a = _core.host_in(xy, "xy")
+    ny, nx = a.shape
+    b = _core.host_in(xz, "xz")
+    nz = b.shape[0]
+    b = _core.host_in(b, "xz", (nz, nx))
+    c = _core.host_in(yz, "yz", (nz, ny))
+    check(lib.ctr_png_preview_planes(cstr(prefix), _core.ptr(a), _core.ptr(b), _core.ptr(c), nx,
+                                     ny, nz, lo, hi))
+
+
+def png_write_gray(path: Path, image: Any, lo: float = 0.0, hi: float = 0.0) -> None:
+    """One 8-bit grey PNG of an image (height, width)."""
+    a = _core.host_in(image, "image")
+    if a.ndim != 2:
+        raise ValueError(f"image has shape {a.shape}: expected (height, width)")
+    check(lib.ctr_png_write_gray(cstr(path), _core.ptr(a), a.shape[1], a.shape[0], lo, hi))

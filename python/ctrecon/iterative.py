@@ -1,0 +1,224 @@
+"""Iterative reconstruction (docs/iterative.md): the projector pair (Joseph
+forward projection A and its exact adjoint A^T) for cone- and parallel-beam
+geometries, and SIRT, CGLS, OS-SART and FISTA-TV on it. Shapes: volumes
+(nz, ny, nx) (parallel beam: (nslices, ny, nx)); projections (nviews, nv,
+nu) for cone beam, sinograms (nslices, nangles, nbins) for parallel beam.
+
+``Projector.forward`` and ``Projector.adjoint`` also take GPU arrays (CuPy,
+__cuda_array_interface__, DLPack) on a CUDA context: they are read and
+written in place on the GPU (ctr_projector_forward_device) and the result
+is a GPU array."""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _core, _gpu
+from ._core import check, context, cstr, ffi, lib, new_struct
+from .geometry import ConeGeometry, ParallelGeometry
+
+__all__ = ["Projector", "iterate", "plan_iterate", "iterate_plot"]
+
+_INIT = {"zero": lib.CTR_ITERATE_INIT_ZERO, "fdk": lib.CTR_ITERATE_INIT_FDK,
+         "fbp": lib.CTR_ITERATE_INIT_FDK, "given": lib.CTR_ITERATE_INIT_GIVEN}
+_STOP = {lib.CTR_ITERATE_STOP_ITERATIONS: "iterations", lib.CTR_ITERATE_STOP_TOLERANCE: "tolerance",
+         lib.CTR_ITERATE_STOP_CALLBACK: "callback", lib.CTR_ITERATE_STOP_CONVERGED: "converged"}
+_DEVICE = {"cpu": lib.CTR_DEVICE_CPU, "cuda": lib.CTR_DEVICE_CUDA}
+
+
+class Projector:
+    """A projector for a geometry (ctr_projector_create_cone / _parallel):
+    ``nslices`` slices for a parallel-beam geometry; pair "matched" (the
+    exact adjoint) or "fast" (the FDK backprojector, cone beam only);
+    gpu_budget (bytes or "8G"; 0: free memory less 1 GiB) and
+    max_slab_slices as ctr_projector_options."""
+
+    def __init__(self, geometry: Union[ConeGeometry, ParallelGeometry], *,
+                 nslices: Optional[int] = None, pair: str = "matched",
+                 gpu_budget: Union[int, str] = 0, max_slab_slices: int = 0, ctx=None):
+        o = new_struct("ctr_projector_options", lib.ctr_projector_options_init,
+                       lib.CTR_PROJECTOR_OPTIONS_VERSION)
+        o.pair = _core.parsed(lib.ctr_projector_pair_parse, "ctr_projector_pair", pair)
+        o.gpu_budget = _core.budget(gpu_budget)
+        o.max_slab_slices = max_slab_slices
+        self.ctx = context(ctx)
+        self.geometry = geometry
+        out = ffi.new("ctr_projector **")
+        if isinstance(geometry, ParallelGeometry):
+            if nslices is None:
+                raise ValueError("a parallel-beam projector needs nslices")
+            check(lib.ctr_projector_create_parallel(self.ctx.ptr, geometry._ptr, nslices, o, out))
+        else:
+            if nslices is not None:
+                raise ValueError("nslices is for parallel-beam geometries")
+            check(lib.ctr_projector_create_cone(self.ctx.ptr, geometry._ptr, o, out))
+        self._ptr = ffi.gc(out[0], lib.ctr_projector_free)
+
+    @property
+    def volume_shape(self) -> Tuple[int, int, int]:
+        d = ffi.new("int64_t[3]")
+        lib.ctr_projector_get_volume_dims(self._ptr, d)
+        return (d[2], d[1], d[0])
+
+    @property
+    def projection_shape(self) -> Tuple[int, int, int]:
+        d = ffi.new("int64_t[3]")
+        lib.ctr_projector_get_projection_dims(self._ptr, d)
+        return (d[2], d[1], d[0])
+
+    @property
+    def matched(self) -> bool:
+        return bool(lib.ctr_projector_is_matched(self._ptr))
+
+    def _apply(self, forward: bool, a: Any, out: Any, progress: Any) -> Any:
+        in_shape, out_shape = ((self.volume_shape, self.projection_shape) if forward
+                               else (self.projection_shape, self.volume_shape))
+        in_name = "volume" if forward else "projections"
+        if _core.is_gpu_array(a):
+            d = _gpu.device_array(a, in_name)
+            _gpu.check_shape(d, in_shape, in_name)
+            res, o = _gpu.device_out(out, a, out_shape)
+            fn = lib.ctr_projector_forward_device if forward else lib.ctr_projector_adjoint_device
+            _core.call(progress, fn, self._ptr, d.cptr(), o.cptr())
+            return res
+        x = _core.host_in(a, in_name, in_shape)
+        res = _core.host_out(out, out_shape)
+        fn = lib.ctr_projector_forward if forward else lib.ctr_projector_adjoint
+        _core.call(progress, fn, self._ptr, _core.ptr(x), _core.wptr(res))
+        return res
+
+    def forward(self, volume: Any, out: Any = None, *, progress: Any = "auto") -> Any:
+        """Projections A volume (ctr_projector_forward): numpy in and out, or
+        GPU arrays in place on a CUDA context."""
+        return self._apply(True, volume, out, progress)
+
+    def adjoint(self, projections: Any, out: Any = None, *, progress: Any = "auto") -> Any:
+        """The volume A^T projections (with pair "fast": the unmatched
+        backprojector); numpy or GPU arrays as forward."""
+        return self._apply(False, projections, out, progress)
+
+
+def _iterate_options(algorithm, iterations, tolerance, subsets, relaxation, tv_weight,
+                     tv_iterations, power_iterations, nonneg, box, init, gpu_budget,
+                     host_budget, max_slab_slices, checkpoint, checkpoint_every, resume, strict,
+                     keep):
+    o = new_struct("ctr_iterate_options", lib.ctr_iterate_options_init,
+                   lib.CTR_ITERATE_OPTIONS_VERSION)
+    o.algorithm = _core.parsed(lib.ctr_iterate_algorithm_parse, "ctr_iterate_algorithm", algorithm)
+    o.iterations, o.tolerance, o.subsets, o.relaxation = iterations, tolerance, subsets, relaxation
+    o.tv_weight, o.tv_iterations, o.power_iterations = tv_weight, tv_iterations, power_iterations
+    o.nonneg = int(bool(nonneg))
+    if box is not None:
+        o.box, (o.lower, o.upper) = 1, box
+    o.init = init
+    o.gpu_budget, o.host_budget = _core.budget(gpu_budget), _core.budget(host_budget)
+    o.max_slab_slices = max_slab_slices
+    o.checkpoint = _core.kept_cstr(keep, checkpoint)
+    o.checkpoint_every, o.resume, o.strict = checkpoint_every, int(bool(resume)), int(bool(strict))
+    return o
+
+
+@ffi.def_extern(onerror=_core.callback_onerror)
+def ctrpy_iterate(user, info):
+    cb = ffi.from_handle(user)
+    run = _core.current_run()
+    if run is not None and run.exc is not None:
+        return 1
+    try:
+        stop = cb({"iteration": info.iteration, "iterations": info.iterations,
+                   "residual": info.residual, "relative_residual": info.relative_residual,
+                   "error": info.error, "seconds": info.seconds})
+    except BaseException as e:
+        if run is not None:
+            run.exc = e
+        return 1
+    return 1 if stop else 0
+
+
+def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
+            iterations: int = 10, tolerance: float = 0.0, subsets: int = 0,
+            relaxation: float = 0.0, tv_weight: float = 0.0, tv_iterations: int = 0,
+            power_iterations: int = 0, nonneg: bool = False,
+            box: Optional[Tuple[float, float]] = None, init: Any = "zero", truth: Any = None,
+            callback: Optional[Callable[[dict], Any]] = None,
+            gpu_budget: Union[int, str, None] = None, host_budget: Union[int, str, None] = None,
+            max_slab_slices: int = 0, checkpoint: Union[str, os.PathLike, None] = None,
+            checkpoint_every: int = 0, resume: bool = False, strict: bool = False,
+            return_report: bool = False, out: Optional[np.ndarray] = None,
+            progress: Any = "auto") -> Any:
+    """Reconstructs a volume from projections on the projector's geometry and
+    backend (ctr_iterate). algorithm "sirt" | "cgls" | "os-sart" |
+    "fista-tv"; the other options and their defaults are
+    ctr_iterate_options' (0 = the library's default: subsets 10, relaxation
+    1, tv_iterations 10, power_iterations 15); box=(lower, upper) clamps;
+    init "zero", "fdk" (FDK or FBP start) or an array (the start volume);
+    truth: a reference volume for the per-iteration error; callback(info
+    dict) after each iteration, returning True stops the run; checkpoint /
+    resume: a file of the state after finished iterations, resumed bit for
+    bit. Returns the volume, or (volume, report dict) with return_report."""
+    p = _core.host_in(projections, "projections", projector.projection_shape)
+    vol = _core.host_out(out, projector.volume_shape)
+    if isinstance(init, str):
+        init_v = _core.enum_value(_INIT, init, "init")
+    else:
+        vol[...] = _core.host_in(init, "init", projector.volume_shape)
+        init_v = lib.CTR_ITERATE_INIT_GIVEN
+    keep: list = []
+    o = _iterate_options(algorithm, iterations, tolerance, subsets, relaxation, tv_weight,
+                         tv_iterations, power_iterations, nonneg, box, init_v, gpu_budget,
+                         host_budget, max_slab_slices, checkpoint, checkpoint_every, resume,
+                         strict, keep)
+    if truth is not None:
+        t = _core.host_in(truth, "truth", projector.volume_shape)
+        keep.append(t)
+        o.truth = _core.ptr(t)
+    if callback is not None:
+        h = ffi.new_handle(callback)
+        keep.append(h)
+        o.on_iteration, o.user = lib.ctrpy_iterate, h
+    rep = new_struct("ctr_iterate_report", lib.ctr_iterate_report_init,
+                     lib.CTR_ITERATE_REPORT_VERSION)
+    _core.call(progress, lib.ctr_iterate, projector._ptr, o, _core.ptr(p), _core.wptr(vol), rep)
+    if not return_report:
+        return vol
+    d = _core.struct_dict(rep)
+    d["stop"] = _STOP.get(d["stop"], d["stop"])
+    d["plan"]["description"] = _describe(ffi.addressof(rep, "plan"))
+    return vol, d
+
+
+def _describe(plan) -> str:
+    buf = ffi.new("char[]", max(lib.ctr_iterate_plan_describe(plan, ffi.NULL, 0), 0) + 1)
+    lib.ctr_iterate_plan_describe(plan, buf, len(buf))
+    return ffi.string(buf).decode()
+
+
+def plan_iterate(projector: Projector, *, device: str = "cpu", gpu_budget: Union[int, str] = 0,
+                 host_budget: Union[int, str] = 0, algorithm: str = "sirt",
+                 max_slab_slices: int = 0) -> dict:
+    """The plan ctr_iterate would make (ctr_plan_iterate, a pure function):
+    placement, slabs, blocks, memory, and its ``description``."""
+    o = _iterate_options(algorithm, 10, 0.0, 0, 0.0, 0.0, 0, 0, False, None, 0, 0, 0,
+                         max_slab_slices, None, 0, False, False, [])
+    p = new_struct("ctr_iterate_plan", lib.ctr_iterate_plan_init, lib.CTR_ITERATE_PLAN_VERSION)
+    check(lib.ctr_plan_iterate(projector._ptr, o, _core.enum_value(_DEVICE, device, "device"),
+                               _core.budget(gpu_budget), _core.budget(host_budget), p))
+    d = _core.struct_dict(p)
+    d["placement"] = ffi.string(lib.ctr_iterate_placement_name(p.placement)).decode()
+    d["description"] = _describe(p)
+    return d
+
+
+def iterate_plot(path: Union[str, os.PathLike], relative_residual: Sequence[float],
+                 error: Optional[Sequence[float]] = None, title: str = "") -> None:
+    """A convergence plot (PNG) of the relative residual (and error) per
+    iteration (ctr_iterate_plot)."""
+    r = np.ascontiguousarray(relative_residual, np.float64)
+    e = None if error is None else np.ascontiguousarray(error, np.float64)
+    if e is not None and e.size != r.size:
+        raise ValueError("error and relative_residual differ in length")
+    check(lib.ctr_iterate_plot(cstr(path), _core.ptr(r, "double"),
+                               ffi.NULL if e is None else _core.ptr(e, "double"), r.size,
+                               cstr(title)))

@@ -1,0 +1,359 @@
+"""The wrapped calls without a command of their own in the tool, each checked
+against an independent computation (numpy, an identity the library
+guarantees, or another wrapped call that the tool comparisons cover).
+Tolerances are argued where the two sides round differently."""
+import numpy as np
+import pytest
+
+import ctrecon
+from ctrecon import io
+
+from conftest import same
+
+CPU = None
+
+
+def cpu():
+    global CPU
+    if CPU is None:
+        CPU = ctrecon.Context("cpu")
+    return CPU
+
+
+def small_geometry(nviews=24, n=16):
+    return ctrecon.ConeGeometry.circular(sid=80, sdd=120, nu=32, nv=28, nviews=nviews,
+                                         volume=ctrecon.Volume.cube(n))
+
+
+# ---- library information, contexts, helpers -------------------------------------
+
+def test_information_and_contexts():
+    assert ctrecon.__version__ == ctrecon.version() and ctrecon.version().count(".") == 2
+    assert {"tiff", "png"} <= ctrecon.features()
+    assert ctrecon.cuda_device_count() >= 0
+    c = ctrecon.Context("cpu", threads=1, tuning={"direct_io": "off", "tune": False})
+    assert c.device == "cpu" and c.devices == []
+    with pytest.raises(ctrecon.InvalidArgumentError, match="bp_slices"):
+        ctrecon.Context("cpu", tuning={"bp_slices": "many"})
+    with pytest.raises(ValueError, match="device"):
+        ctrecon.Context("tpu")
+    assert ctrecon.size_parse("8G") == 8 << 30 and ctrecon.size_parse("512MiB") == 512 << 20
+
+
+def test_volume_compare_against_numpy():
+    rng = np.random.default_rng(1)
+    truth = np.zeros((8, 9, 10), np.float32)
+    truth[2:6, 2:7, 3:8] = 1.0
+    rec = truth + rng.normal(0, 0.1, truth.shape).astype(np.float32)
+    e = ctrecon.volume_compare(rec, truth)
+    obj = truth != 0
+    rmse = np.sqrt(np.mean((rec[obj].astype(np.float64) - truth[obj]) ** 2))
+    assert e["n_object"] == obj.sum()
+    assert e["rmse_object"] == pytest.approx(rmse, rel=1e-9)
+    assert e["max_abs"] == pytest.approx(np.abs(rec - truth)[obj].max(), rel=1e-6)
+
+
+# ---- geometry and phantoms ------------------------------------------------------
+
+def test_geometry_accessors():
+    g = small_geometry()
+    nu, nv, du, dv = g.detector
+    assert (nu, nv, du, dv) == (32, 28, 1.0, 1.0) and g.nviews == 24 and g.is_circular
+    np.testing.assert_allclose(g.source(0), [80, 0, 0], atol=1e-12)
+    m = g.matrices
+    g2 = ctrecon.ConeGeometry.from_matrices(m, nu=32, nv=28, volume=g.volume)
+    # canonical matrices given back as they are, and the orbit recognised as circular
+    assert same(g2.matrices, m) and g2.is_circular
+    g3 = g.copy()
+    g3.volume = ctrecon.Volume(8, 8, 4, voxel=2.0)
+    assert g3.volume_shape == (4, 8, 8) and g.volume_shape == (16, 16, 16)
+    with pytest.raises(IndexError):
+        g.matrix(24)
+    pg = ctrecon.ParallelGeometry(20, angles=[0, 45, 90, 135], axis=10.25, nx=16)
+    assert pg.nangles == 4 and pg.axis == 10.25 and pg.nx == 16 and pg.ny == 20
+    assert same(pg.angles, np.array([0, 45, 90, 135.0]))
+    assert pg.weight(0) == pytest.approx(np.pi / 4)
+
+
+def test_phantom_queries():
+    e = [{"density": 2.0, "ax": 3.0, "ay": 3.0, "az": 3.0}]
+    ph = ctrecon.Phantom(e)
+    assert len(ph) == 1 and ph.ellipsoids[0, 0] == 2.0
+    # a sphere of radius 3 and density 2: the line through its centre integrates to 12
+    assert ph.line_integral([0, 0, -10], [0, 0, 1]) == pytest.approx(12.0)
+    assert ph.density([0, 0, 0]) == 2.0 and ph.density([0, 0, 3.5]) == 0.0
+    with pytest.raises(ValueError, match="unknown ellipsoid keys"):
+        ctrecon.Phantom([{"density": 1, "radius": 2}])
+    pg = ctrecon.ParallelGeometry(32, 8)
+    s = ph.slice(pg, 0.0, supersample=2)
+    assert s.shape == (32, 32) and s.max() == 2.0
+
+
+# ---- FDK pieces -------------------------------------------------------------------
+
+def test_fdk_halves_and_backprojector():
+    g = small_geometry()
+    ph = ctrecon.Phantom.shepp_logan(7.0)
+    p = ph.project(g, ctx=cpu())
+    f = ctrecon.fdk_filter(p, g, ctx=cpu())
+    assert not np.shares_memory(f, p)
+    vol = ctrecon.fdk_backproject(f, g, ctx=cpu())
+    full = ctrecon.fdk(p, g, ctx=cpu())
+    # the same filtered views backprojected by the incremental backprojector
+    bp = ctrecon.Backprojector(g, ctx=cpu())
+    bp.add(np.arange(g.nviews), f)
+    inc = bp.read()
+    ref = ctrecon.backproject_reference(g, np.arange(g.nviews), f, ctx=cpu())
+    scale = np.abs(ref).max()
+    # float32 sums of 24 terms against double: a few ulps of the largest value
+    assert np.abs(inc - ref).max() <= 1e-5 * scale
+    assert np.abs(vol - ref).max() <= 1e-5 * scale
+    # the halves are FDK (the same weights and filter)
+    assert np.abs(full - vol).max() <= 1e-5 * np.abs(full).max()
+    bp.reset()
+    assert not bp.read().any()
+
+
+def test_plans_and_budgets():
+    g = small_geometry()
+    plan = ctrecon.plan_fdk(g, host_budget="1G", max_slab_slices=4)
+    assert plan["nslabs"] == 4 and "subvolume" in plan["description"]
+    with pytest.raises(ctrecon.OutOfMemoryError, match="host"):
+        ctrecon.plan_fdk(g, host_budget=1000)
+    gpu, host = ctrecon.default_budgets(cpu())
+    assert gpu == 0 and host > 0
+    assert ctrecon.ramp_response("ram-lak", 1.0, 0.25) > ctrecon.ramp_response("hann", 1.0, 0.25)
+
+
+# ---- parallel beam ----------------------------------------------------------------
+
+def parallel_case(nbins=40, nangles=50, nslices=3, axis=None):
+    pg = ctrecon.ParallelGeometry(nbins, nangles, axis=axis)
+    sino = ctrecon.Phantom.shepp_logan(16.0).sinogram(pg, np.linspace(-2, 2, nslices))
+    return pg, sino
+
+
+def test_fbp_halves():
+    pg, sino = parallel_case()
+    full = ctrecon.fbp(sino, pg, ctx=cpu())
+    f = ctrecon.fbp_filter(sino, pg, ctx=cpu())
+    halves = ctrecon.fbp_backproject(f, pg, ctx=cpu())
+    ref = ctrecon.fbp_backproject_reference(f, pg)
+    assert np.abs(full - halves).max() <= 1e-5 * np.abs(full).max()
+    assert np.abs(halves - ref).max() <= 1e-5 * np.abs(ref).max()
+    res, counts = ctrecon.fbp(sino, pg, return_counts=True, ctx=cpu())
+    assert same(res, full) and counts["input"] == 0
+    bad = sino.copy()
+    bad[0, 0, 0] = np.nan
+    with pytest.raises(ctrecon.FormatError, match="strict"):
+        ctrecon.fbp(bad, pg, strict=True, ctx=cpu())
+    _, counts = ctrecon.fbp(bad, pg, return_counts=True, ctx=cpu())
+    assert counts["input"] == 1
+
+
+def test_flatfield_against_numpy():
+    pg, sino = parallel_case()
+    flat = np.full((3, 40), 1000.0, np.float32)
+    dark = np.full((3, 40), 10.0, np.float32)
+    proj = (dark + (flat - dark) * np.exp(-sino.transpose(1, 0, 2))).astype(np.float32)
+    s, clamped = ctrecon.flatfield_sinograms(proj, flat, dark)
+    want = -np.log(np.maximum((proj - dark) / (flat - dark), 1e-6)).transpose(1, 0, 2)
+    # float32 -log of the same quotient: a few ulps of the largest value
+    assert clamped == 0 and np.abs(s - want).max() <= 1e-5 * np.abs(want).max()
+    rec = ctrecon.fbp_projections(proj, pg, flat, dark, ctx=cpu())
+    rec2 = ctrecon.fbp(s, pg, ctx=cpu())
+    assert np.abs(rec - rec2).max() <= 1e-4 * np.abs(rec2).max()
+    imgs = np.stack([flat, flat + 2])
+    assert np.allclose(ctrecon.flatfield_average(imgs), flat + 1)
+
+
+def test_corrections():
+    pg, sino = parallel_case(axis=20.5)
+    axis, method = ctrecon.center_find(sino, pg, method="vo")
+    # the phantom's sinogram is consistent about 20.5 bins: found within half a bin
+    assert method == "vo" and abs(axis - 20.5) <= 0.5
+    spiky = sino.copy()
+    spiky[1, 10, 20] += 50.0
+    c = ctrecon.Corrections(dezinger=5.0)
+    out, n = ctrecon.sinogram_dezinger(spiky, c, ctx=cpu())
+    assert out is spiky and n >= 1 and out[1, 10, 20] < 10.0
+    # a stripe (a detector bin 0.5 too high at every angle) on a smooth sinogram
+    smooth = np.tile(np.linspace(1.0, 2.0, 40, dtype=np.float32), (2, 50, 1))
+    striped = smooth.copy()
+    striped[:, :, 15] += 0.5
+    ctrecon.sinogram_remove_stripes(striped, ctrecon.Corrections(stripe="sorting"), ctx=cpu())
+    assert np.abs(striped - smooth)[:, :, 15].max() < 0.05
+    c = ctrecon.Corrections(paganin_delta_beta=100.0, energy_kev=20.0, distance_mm=100.0)
+    assert ctrecon.paganin_response(c, 0.001, 0.0, 0.0) == 1.0
+    assert ctrecon.paganin_response(c, 0.001, 0.25, 0.0) < 1.0
+    assert ctrecon.paganin_margin(c, 0.001) > 0 and ctrecon.paganin_margin(ctrecon.Corrections(), 0.001) == 0
+    with pytest.raises(ValueError, match="stripe"):
+        ctrecon.Corrections(stripe="rings")._c()
+
+
+def test_stitch_360():
+    angles = np.arange(0, 360, 4.0)
+    pg = ctrecon.ParallelGeometry(30, angles=angles, axis=26.0)
+    sino = ctrecon.Phantom.shepp_logan(20.0).sinogram(pg, [0.0])
+    s2, g2 = ctrecon.stitch_360(sino, pg)
+    assert g2.nangles == 45 and s2.shape == (1, 45, g2.nbins) and g2.nbins > 30
+
+
+# ---- iterative --------------------------------------------------------------------
+
+def test_projector_adjoint_identity():
+    for geom, kw in ((small_geometry(), {}), (ctrecon.ParallelGeometry(24, 18), {"nslices": 3})):
+        pr = ctrecon.Projector(geom, ctx=cpu(), **kw)
+        rng = np.random.default_rng(2)
+        x = rng.random(pr.volume_shape, dtype=np.float32)
+        y = rng.random(pr.projection_shape, dtype=np.float32)
+        ax = pr.forward(x)
+        aty = pr.adjoint(y)
+        lhs, rhs = np.vdot(ax.astype(np.float64), y), np.vdot(x.astype(np.float64), aty)
+        # matched pair: equal to float rounding of sums of ~1e4 terms
+        assert lhs == pytest.approx(rhs, rel=1e-5)
+    assert pr.matched and not ctrecon.Projector(small_geometry(), pair="fast", ctx=cpu()).matched
+
+
+def test_iterate_callback_checkpoint_and_plan(tmp_path):
+    g = small_geometry()
+    ph = ctrecon.Phantom.shepp_logan(7.0)
+    p = ph.project(g, ctx=cpu())
+    truth = ph.voxelize(g, ctx=cpu())
+    pr = ctrecon.Projector(g, ctx=cpu())
+    infos = []
+    vol, rep = ctrecon.iterate(pr, p, iterations=10, truth=truth, return_report=True,
+                               callback=lambda i: (infos.append(i), i["iteration"] == 3)[1])
+    assert rep["stop"] == "callback" and rep["iterations"] == 3 and len(infos) == 3
+    assert infos[-1]["error"] < infos[0]["error"] < 1.0
+    straight = ctrecon.iterate(pr, p, algorithm="cgls", iterations=4)
+    ck = tmp_path / "run.ckpt"
+    ctrecon.iterate(pr, p, algorithm="cgls", iterations=2, checkpoint=ck)
+    resumed, rep = ctrecon.iterate(pr, p, algorithm="cgls", iterations=4, checkpoint=ck,
+                                   resume=True, return_report=True)
+    assert rep["resumed"] == 2 and same(resumed, straight)
+    start = ctrecon.iterate(pr, p, iterations=1, init=straight)
+    assert not same(start, ctrecon.iterate(pr, p, iterations=1))
+    plan = ctrecon.plan_iterate(pr, host_budget="1G")
+    assert plan["placement"] == "host" and plan["description"]
+    ctrecon.iterate_plot(tmp_path / "conv.png", [1.0, 0.5, 0.25], [1.0, 0.7, 0.6], "test")
+    assert (tmp_path / "conv.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---- PET ----------------------------------------------------------------------------
+
+def test_pet_pieces(tmp_path):
+    system = ctrecon.PetSystem(40, 40, 8, 8.0, 6, 1)
+    assert system.nviews == 6 and system.image_shape == (8, 40, 40) and system.kernel_invariant
+    info = system.view_info(0)
+    assert info["support"] > 0 and len(info["dir"]) == 3
+    assert system.radial_fwhm(0.0) == pytest.approx(5.8)
+    phantom = ctrecon.PetPhantom.with_spheres(4.0)
+    assert len(phantom.spheres) == 6
+    img = phantom.voxelize(system, 2)
+    m = ctrecon.pet_metrics(system, phantom, img)
+    # the truth's CRC: 1 up to partial volume of 10 mm spheres on 8 mm voxels
+    assert 0.2 < m["crc"] <= 1.05 and len(m["crc_sphere"]) == 6
+    pp = ctrecon.PetProjector(system, ctx=cpu())
+    rng = np.random.default_rng(3)
+    x = rng.random(system.image_shape, dtype=np.float32)
+    y = rng.random(system.image_shape, dtype=np.float32)
+    lhs = np.vdot(pp.forward(2, x).astype(np.float64), y)
+    rhs = np.vdot(x.astype(np.float64), pp.back(2, y))
+    assert lhs == pytest.approx(rhs, rel=1e-5)  # the exact adjoint, float rounding
+    h = ctrecon.pet_simulate(system, phantom, events=5e4, ctx=cpu())
+    seen = []
+    out, t = ctrecon.pet_reconstruct(pp, h, iterations=3, return_timings=True,
+                                     callback=lambda it, im: seen.append(float(im.sum())))
+    assert len(seen) == 3 and out.shape == system.image_shape and t["total"] >= 0
+    ctrecon.pet_plot_crc_noise(tmp_path / "crc.png", [0.1, 0.2], [0.5, 0.6], "crc")
+    assert (tmp_path / "crc.png").exists()
+    hh = ctrecon.PetHisto.create(system, with_factors=True)
+    assert hh.counts.shape == (6, 8, 40, 40) and hh.factors is not None and not hh.counts.any()
+
+
+# ---- RabbitCT -----------------------------------------------------------------------
+
+def test_rabbitct_round_trip(tmp_path):
+    rng = np.random.default_rng(4)
+    mats = rng.random((3, 12))
+    imgs = rng.random((3, 6, 5), dtype=np.float32)
+    ref = rng.integers(0, 4000, (16, 16, 16)).astype(np.uint16)
+    path = tmp_path / "r.rct"
+    with ctrecon.RabbitCTWriter(path, width=5, height=6, nviews=3, hu0=1000, hu1=-1000,
+                                ref_sizes=[16]) as w:
+        for m, im in zip(mats, imgs):
+            w.write_view(m, im)
+        w.write_reference(16, ref)
+    with ctrecon.RabbitCTFile(path) as r:
+        h = r.header
+        assert (h["width"], h["height"], h["nviews"], h["ref_sizes"]) == (5, 6, 3, [16])
+        for i in range(3):
+            m, im = r.read_view(i)
+            assert same(m, mats[i]) and same(im, imgs[i])
+        assert same(r.read_reference(16), ref)
+    w = ctrecon.RabbitCTWriter(tmp_path / "gone.rct", width=5, height=6, nviews=3)
+    w.abort()
+    assert not (tmp_path / "gone.rct").exists()
+    assert ctrecon.rabbitct_weight(mats[0]) == pytest.approx(1.0 / mats[0][11] ** 2)
+    f = np.array([[[-1.0, 0.5, 10.0]]], np.float32)
+    assert same(ctrecon.rabbitct_to_hu(f, 1000, 24), np.array([[[0, 524, 4095]]], np.uint16))
+    vol = np.full((4, 4, 4), 1.0, np.float32)
+    s = ctrecon.rabbitct_score(vol, ctrecon.rabbitct_to_hu(vol, 1000, 0), 1000, 0)
+    assert s["rmse"] == 0.0 and s["max_error"] == 0.0
+
+
+def test_rabbitct_geometry_matches_matrices():
+    # a RabbitCT matrix A (column-major 3x4) is the projection matrix itself
+    g = small_geometry(nviews=4, n=8)
+    P = g.matrices
+    A = np.stack([m.T.ravel() for m in P])  # element (r, c) at c * 3 + r
+    gr = ctrecon.ConeGeometry.rabbitct(A, width=32, height=28, L=8, R_L=1.0, O_L=-3.5)
+    assert gr.nviews == 4 and gr.volume_shape == (8, 8, 8)
+    pr = ctrecon.Projector(gr, ctx=cpu())
+    assert pr.projection_shape == (4, 28, 32)
+
+
+# ---- file I/O -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["a.raw", "a.tif", "a_%03d.tif", "a.nrrd", "a.nhdr"])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint16, np.float16])
+def test_io_round_trip(tmp_path, name, dtype):
+    if name == "a.tif" and dtype == np.float16:
+        pytest.skip("TIFF stores float32 and uint16")
+    rng = np.random.default_rng(5)
+    a = (rng.random((3, 7, 5)) * 1000).astype(dtype)
+    path = str(tmp_path / name)
+    raw = dict(raw_shape=a.shape, raw_dtype=dtype) if name.endswith(".raw") else {}
+    try:
+        io.save(path, a, spacing=(0.5, 0.5, 2.0))
+    except ctrecon.UnsupportedError:
+        pytest.skip(f"{name} does not store {np.dtype(dtype).name}")
+    b, info = io.load(path, with_info=True, **raw)
+    assert same(b, a) and info.shape == a.shape and info.dtype == np.dtype(dtype).name
+    with io.StackReader(path, **raw) as r:
+        assert same(r.read_rows(2, 3, first=1, n=2, dtype=None), a[1:3, 2:5])
+        assert same(r.read(1, 1, np.float32), a[1:2].astype(np.float32))
+
+
+def test_stack_writer_commit_and_abort(tmp_path):
+    info = io.StackInfo(width=4, height=3, count=2, dtype="float32")
+    with io.StackWriter(tmp_path / "w.nrrd", info) as w:
+        w.write(1, np.ones((3, 4)))
+        w.write(0, np.zeros((1, 3, 4)))
+    assert same(io.load(tmp_path / "w.nrrd"), np.stack([np.zeros((3, 4)), np.ones((3, 4))]).astype(np.float32))
+    with pytest.raises(RuntimeError):
+        with io.StackWriter(tmp_path / "x.nrrd", info) as w:
+            w.write(0, np.ones((3, 4)))
+            raise RuntimeError("stop")
+    assert not (tmp_path / "x.nrrd").exists()
+    assert io.format_guess("a_%04d.tif") == "tiff-stack" and io.format_guess("b.nhdr") == "nrrd"
+
+
+def test_png(tmp_path):
+    vol = np.random.default_rng(6).random((6, 7, 8), dtype=np.float32)
+    io.png_preview(tmp_path / "v", vol)
+    io.png_preview_planes(tmp_path / "p", vol[3], vol[:, 3], vol[:, :, 4])
+    io.png_write_gray(tmp_path / "g.png", vol[0], 0.0, 1.0)
+    for f in ("v_xy.png", "v_xz.png", "v_yz.png", "p_xy.png", "g.png"):
+        assert (tmp_path / f).read_bytes()[:4] == b"\x89PNG"
