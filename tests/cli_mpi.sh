@@ -10,7 +10,8 @@
 # Skipped (77) when this ctrecon has no MPI or mpirun is missing.
 # Usage: bash cli_mpi.sh path/to/ctrecon   (the test build: it has the hooks)
 set -u
-. "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/lib_cli.sh" "$@"
 unset CTRECON_INJECT_STOP_AFTER_SLABS CTRECON_INJECT_KILL_AFTER_SLABS CTRECON_INJECT_HANG \
   CTRECON_INJECT_RANK CTRECON_INJECT_DELAY_MS CTRECON_INJECT_ENOSPC_AFTER
 MPIRUN=$(command -v mpirun || command -v mpiexec || true)
@@ -22,6 +23,13 @@ fi
 # single-copy shared memory (ptrace is often forbidden there).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+# In the sanitizer build: Open MPI's own leaks at MPI_Finalize suppressed by
+# library (tests/lsan-openmpi.supp); the slow unwinder gives the whole stack
+# to match them against (the fast one stops at Open MPI's first frame).
+if [ -n "${ASAN_OPTIONS:-}" ]; then
+  export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
+  export LSAN_OPTIONS="${LSAN_OPTIONS:-}:suppressions=$HERE/lsan-openmpi.supp:print_suppressions=0"
+fi
 # mpi N ARGS...: ctrecon ARGS on N ranks, one thread each; stdout/stderr/rc as run().
 mpi() {
   local n=$1; shift

@@ -198,6 +198,36 @@ static void test_journals(void) {
   CHECK_OK(ctr__journal_read_rank(P("none.journal"), 1, "resume", &got)); /* none: none */
   CHECK(got.n == 0);
   free(rp);
+  /* counts a resume loops over and slice ranges it adds up are bounded: a
+   * master naming 2^40 ranks (or no generation) is damaged, and slab lines
+   * whose z0 + nz would overflow are not slabs */
+  static const char *const bad_heads[] = {
+      "generation 1 ranks 1099511627776 previous 0 ranks 0 unit 0",
+      "generation 0 ranks 2 previous 0 ranks 0 unit 0",
+      "generation 2 ranks 2 previous 2 ranks 1 unit 0",
+      "generation 2 ranks 2 previous 1 ranks -1 unit 0",
+      "generation 1 ranks 2 previous 0 ranks 0 unit -8"};
+  for (size_t k = 0; k < sizeof bad_heads / sizeof *bad_heads; k++) {
+    f = fopen(m, "w");
+    CHECK(f && fprintf(f, "ctrecon-distributed-journal 1\nfingerprint %016llx\n%s\n",
+                       0xfeedull, bad_heads[k]) > 0);
+    if (f) fclose(f);
+    memset(&got, 0, sizeof got);
+    CHECK_FAILS(ctr__journal_read_ranges(m, 0xfeedull, "resume", &got), CTR_E_FORMAT,
+                "is not a ctrecon journal");
+    ctr__journal_ranges_free(&got);
+  }
+  f = fopen(m, "w");
+  CHECK(f && fprintf(f, "ctrecon-distributed-journal 1\nfingerprint %016llx\n"
+                        "generation 1 ranks 2 previous 0 ranks 0 unit 0\n"
+                        "slab 0 9223372036854775000 1000 crc32 0 range 0 1 clamped 0 0 done\n"
+                        "slab 1 0 9223372036854775000 crc32 0 range 0 1 clamped 0 0 done\n"
+                        "slab 2 8 4 crc32 0 range 0 1 clamped 0 0 done\n", 0xfeedull) > 0);
+  if (f) fclose(f);
+  memset(&got, 0, sizeof got);
+  CHECK_OK(ctr__journal_read_ranges(m, 0xfeedull, "resume", &got));
+  CHECK_MSG(got.n == 1 && got.r[0].z0 == 8 && got.r[0].nz == 4, "%lld ranges", (long long)got.n);
+  ctr__journal_ranges_free(&got);
 }
 
 /* The ledger of a cluster of one: pieces in order, claims inside them. */

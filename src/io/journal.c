@@ -65,6 +65,11 @@ static ctr_status append(ctr__journal *j, const char *line) {
   return CTR_OK;
 }
 
+/* Bounds of what a journal may say: slice numbers and counts (2^40, far
+ * beyond any volume, so that z0 + nz cannot overflow) and rank counts. */
+#define CTR__JOURNAL_MAX (1LL << 40)
+#define CTR__JOURNAL_MAX_RANKS (1LL << 20)
+
 /* A complete "slab" line (a torn one, cut by a crash, is not). */
 static int parse_slab(const char *line, ctr__journal_range *g) {
   long long idx, z0, nz, below, above;
@@ -73,7 +78,8 @@ static int parse_slab(const char *line, ctr__journal_range *g) {
   char end[8];
   if (sscanf(line, "slab %lld %lld %lld crc32 %x range %lf %lf clamped %lld %lld %7s", &idx, &z0,
              &nz, &crc, &mn, &mx, &below, &above, end) != 9 ||
-      strcmp(end, "done") != 0 || idx < 0 || z0 < 0 || nz < 1)
+      strcmp(end, "done") != 0 || idx < 0 || z0 < 0 || nz < 1 || idx > CTR__JOURNAL_MAX ||
+      z0 > CTR__JOURNAL_MAX || nz > CTR__JOURNAL_MAX)
     return 0;
   g->index = idx;
   g->z0 = z0;
@@ -252,6 +258,13 @@ ctr_status ctr__journal_read_ranges(const char *path, uint64_t fingerprint, cons
   }
   if (fp != fingerprint) {
     st = another_run(path, resume);
+    goto cleanup;
+  }
+  /* a master's counts are read back as loop bounds and file names: bounded */
+  if (master && (gen < 1 || ranks < 1 || ranks > CTR__JOURNAL_MAX_RANKS || prev < 0 ||
+                 prev >= gen || prev_ranks < 0 || prev_ranks > CTR__JOURNAL_MAX_RANKS ||
+                 unit < 0 || unit > CTR__JOURNAL_MAX)) {
+    st = not_a_journal(path, resume);
     goto cleanup;
   }
   out->generation = gen;
