@@ -341,16 +341,22 @@ const char *cli_bytes(double bytes, char *buf, size_t n) {
   return buf;
 }
 
-/* A text file of numbers (one or more per line, '#' comments). */
+/* A text file of numbers (one or more per line, '#' comments); lines of any
+ * length (getline: a number is never cut at a buffer's edge). */
 int cli_read_numbers(const char *cmd, const char *path, const char *what, int64_t expect,
                      double **out) {
   FILE *f = fopen(path, "r");
   if (!f) return cli_error(cmd, CLI_EXIT_INPUT, "cannot open %s file '%s'", what, path);
   int64_t n = 0, cap = 1024;
   double *v = malloc(sizeof(double) * (size_t)cap);
-  char line[512];
+  char *line = NULL;
+  size_t line_cap = 0;
   int rc = 0;
-  while (v && fgets(line, sizeof line, f)) {
+  if (!v) {
+    rc = cli_error(cmd, CLI_EXIT_RUNTIME, "out of memory reading '%s'", path);
+    goto done;
+  }
+  while (getline(&line, &line_cap, f) >= 0) {
     char *p = strchr(line, '#');
     if (p) *p = '\0';
     for (char *s = strtok(line, " \t\r\n,"); s; s = strtok(NULL, " \t\r\n,")) {
@@ -361,19 +367,29 @@ int cli_read_numbers(const char *cmd, const char *path, const char *what, int64_
                        path, s);
         goto done;
       }
+      if (n == expect) {
+        rc = cli_error(cmd, CLI_EXIT_INPUT, "%s file '%s' holds more than %lld numbers (one per "
+                       "projection)", what, path, (long long)expect);
+        goto done;
+      }
       if (n == cap) {
         double *w = realloc(v, sizeof(double) * (size_t)(cap *= 2));
-        if (!w) break;
+        if (!w) {
+          rc = cli_error(cmd, CLI_EXIT_RUNTIME, "out of memory reading '%s'", path);
+          goto done;
+        }
         v = w;
       }
       v[n++] = x;
     }
   }
-  if (!v) rc = cli_error(cmd, CLI_EXIT_RUNTIME, "out of memory reading '%s'", path);
+  if (ferror(f))
+    rc = cli_error(cmd, CLI_EXIT_INPUT, "cannot read %s file '%s': %s", what, path, strerror(errno));
   else if (n != expect)
     rc = cli_error(cmd, CLI_EXIT_INPUT, "%s file '%s' holds %lld numbers, expected %lld (one per "
                    "projection)", what, path, (long long)n, (long long)expect);
 done:
+  free(line);
   fclose(f);
   if (rc) {
     free(v);

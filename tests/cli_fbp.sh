@@ -51,6 +51,11 @@ fi
 awk 'BEGIN { for (a = 0; a < 180; a++) printf "%.17g\n", a * 180 / 180 }' > angles.txt
 step "fbp --angles" "${FBP[@]}" --angles angles.txt --out ra.raw
 cmp -s r.raw ra.raw && ok "angle file = uniform angles" || bad "angle file result differs"
+# The same angles on one line of 3500 characters (numbers cut at a read
+# buffer's edge were read as two before).
+awk 'BEGIN { for (a = 0; a < 180; a++) printf "%022.15f, ", a * 180 / 180; print "" }' > angles1.txt
+step "fbp --angles, all on one long line" "${FBP[@]}" --angles angles1.txt --out ra1.raw
+cmp -s r.raw ra1.raw && ok "one-line angle file = uniform angles" || bad "one-line angle file result differs"
 
 echo "# errors"
 exits 2 "both --sinograms and --projections" fbp --sinograms pd/sinograms.tif --projections x.tif --out e.raw
@@ -58,6 +63,12 @@ exits 2 "neither input" fbp --out e.raw
 head -5 angles.txt > short.txt
 exits 3 "angle file with 5 of 180 angles" "${FBP[@]}" --angles short.txt --out e.raw
 grep -q "180" "$ERR" && ok "the message states the expected count" || bad "no count in the message"
+{ cat angles.txt; echo 180; } > long.txt
+exits 3 "angle file with 181 of 180 angles" "${FBP[@]}" --angles long.txt --out e.raw
+grep -q "long.txt' holds more than 180 numbers" "$ERR" && ok "the message names the file and the count" || bad "too many angles: $(cat "$ERR")"
+{ head -3 angles.txt; echo "1.5x"; } > nan.txt
+exits 3 "angle file with a word" "${FBP[@]}" --angles nan.txt --out e.raw
+grep -q "'1.5x' is not a finite number" "$ERR" && ok "the message names the bad entry" || bad "bad entry: $(cat "$ERR")"
 exits 2 "--interp cubic" "${FBP[@]}" --interp cubic --out e.raw
 exits 1 "output directory missing" "${FBP[@]}" --out nodir/e.raw
 [ ! -e e.raw ] && ok "no output after errors" || bad "e.raw exists"
