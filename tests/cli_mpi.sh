@@ -205,6 +205,16 @@ mpi 2 geometry --out x.json
 [ "$rc" -ne 0 ] && grep -q "runs in one process: start it without mpirun" "$ERR" &&
   [ "$(grep -c 'error:' "$ERR")" -eq 1 ] && ok "geometry refuses several ranks, once" ||
   bad "geometry on 2 ranks: exit $rc: $(cat "$ERR")"
+for o in v.h5 v.tif; do
+  mpi 2 "${FDK[@]}" --out $o
+  [ "$rc" -eq 4 ] && grep -q "'$o' (.*): a distributed run writes raw, nrrd or a TIFF stack pattern" "$ERR" &&
+    grep -q "write raw or NRRD and convert afterwards" "$ERR" && [ ! -e $o ] &&
+    ok "fdk --out $o (written in order by one process) is refused, the fallback named" ||
+    bad "fdk --out $o under mpirun: exit $rc: $(cat "$ERR")"
+  mpi 2 "${FBP[@]}" --out $o
+  [ "$rc" -eq 4 ] && grep -q "'$o' (.*): a distributed run writes raw, nrrd or a TIFF stack pattern" "$ERR" &&
+    [ ! -e $o ] && ok "fbp --out $o is refused" || bad "fbp --out $o under mpirun: exit $rc: $(cat "$ERR")"
+done
 mpi 2 "${FDK[@]}" --out pv.raw --preview pv
 [ "$rc" -eq 2 ] && grep -q -e "--preview needs the whole volume" "$ERR" && ok "--preview is refused under mpirun" ||
   bad "--preview under mpirun: exit $rc"

@@ -88,8 +88,9 @@ static ctr_status check_local(ctr_context *ctx, const ctr_geometry *g,
   if (*fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, fmt));
   if (*fmt != CTR_FORMAT_RAW && *fmt != CTR_FORMAT_NRRD && *fmt != CTR_FORMAT_TIFF_STACK)
     CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes raw, nrrd or a TIFF stack "
-             "pattern such as 'vol_%%04d.tif' (its ranks write their slices in place; a "
-             "multi-page TIFF is written in order by one process)", out, ctr_format_name(*fmt));
+             "pattern such as 'vol_%%04d.tif' (its ranks write their slices in place; "
+             "multi-page TIFF and HDF5 are written in order by one process: write raw or NRRD "
+             "and convert afterwards)", out, ctr_format_name(*fmt));
   CTR_CHECK(ctr__fdk_stream_fingerprint(g, opts, ctx, in, out, *fmt, 0, &fp[0]));
   return ctr__fdk_stream_fingerprint(g, opts, ctx, in, out, *fmt, 1, &fp[1]);
 }

@@ -177,7 +177,8 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
       fmt != CTR_FORMAT_TIFF_STACK)
     st = ctr__error_set(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes raw, nrrd or a "
                         "TIFF stack pattern such as 'rec_%%04d.tif' (its ranks write their slices "
-                        "in place; multi-page TIFF and HDF5 are written in order by one process)",
+                        "in place; multi-page TIFF and HDF5 are written in order by one process: "
+                        "write raw or NRRD and convert afterwards)",
                         out, ctr_format_name(fmt));
   /* rank 0: the bands (an interrupted run's) and the centre */
   uint64_t fp[2] = {0, 0}, journal_fp = 0;
