@@ -69,6 +69,20 @@ exits 2 "--tv-weight without fista-tv" "${IT[@]}" --tv-weight 0.1 --out x.raw
 exits 2 "unknown algorithm" "${IT[@]}" --algorithm art --out x.raw
 exits 2 "--relaxation 2" "${IT[@]}" --relaxation 2 --out x.raw
 exits 2 "--angles with cone beam" "${IT[@]}" --angle-range 90 --out x.raw
+# Options that would do nothing with the others given: refused, naming them.
+# has TEXT DESC: the last error names TEXT.
+has() { grep -q -- "$1" "$ERR" && ok "$2" || bad "$2: no '$1' in the message"; }
+exits 2 "--axis with cone beam" "${IT[@]}" --axis 5 --out x.raw
+has "describe parallel beam" "--axis: the message says it is parallel beam"
+exits 2 "--size with cone beam" "${IT[@]}" --size 64 --out x.raw
+has "describe parallel beam" "--size: the message says it is parallel beam"
+exits 2 "--tv-iterations without --tv-weight" "${IT[@]}" --algorithm fista-tv --tv-iterations 5 --out x.raw
+has "only with --tv-weight" "--tv-iterations: the message names --tv-weight"
+exits 2 "--keep-checkpoint with --checkpoint-every 0" "${IT[@]}" --keep-checkpoint --checkpoint-every 0 --out x.raw
+has "keep-checkpoint: --checkpoint-every 0 writes no checkpoint" "--keep-checkpoint: the message names both"
+exits 2 "--checkpoint with --checkpoint-every 0" "${IT[@]}" --checkpoint c.ck --checkpoint-every 0 --out x.raw
+has "checkpoint: --checkpoint-every 0 writes no checkpoint" "--checkpoint: the message names both"
+[ ! -e x.raw ] && ok "no output from the refused runs" || bad "x.raw written"
 exits 3 "projections of another geometry" iterate --geometry g.json --projections pd/sinograms.tif \
   --out x.raw --device cpu
 grep -q "expected 24 of 40 x 40" "$ERR" && ok "the error names the expected size" || bad "size error text"
