@@ -241,10 +241,7 @@ static int make_params(const fbp_args *a, fbp_run *r, ctr_parallel_params *p) {
   p->axis_shift = r->shifts;
   p->axis = a->axis_given ? a->axis : CTR_AXIS_AUTO;
   /* Unusual, not impossible: a warning. */
-  if (a->axis_given && a->axis != CTR_AXIS_AUTO &&
-      !(a->axis >= 0 && a->axis <= (double)(r->nbins - 1)))
-    cli_warn("fbp", "--axis %g lies outside the detector's bins 0 .. %lld: the rotation axis is "
-             "never seen; check --axis (bins, not mm)", a->axis, (long long)(r->nbins - 1));
+  if (a->axis_given && a->axis != CTR_AXIS_AUTO) cli_warn_axis("fbp", a->axis, r->nbins);
   if (a->size_given) {
     p->nx = a->size[0];
     p->ny = a->size[1];

@@ -222,7 +222,7 @@ static int parallel_geometry(const it_args *a, int64_t nbins, int64_t nangles,
   if (!rc) {
     p.angles_deg = angles;
     p.axis_shift = shifts;
-    if (a->axis_given) p.axis = a->axis;
+    if (a->axis_given) p.axis = a->axis, cli_warn_axis("iterate", a->axis, nbins);
     if (a->size_given) p.nx = a->size[0], p.ny = a->size[1];
     p.voxel = a->voxel;
     p.pixel_size = a->pixel;
@@ -542,6 +542,7 @@ int cmd_iterate(int argc, char **argv) {
       rc = cli_exit_code(st);
     } else {
       rc = cli_fail_file(cmd, st, a.resume ? ckpath : a.sinograms ? a.sinograms : a.projections);
+      if (checkpoints && !a.resume && stat(ckpath, &sb) != 0) remove(r.log_path); /* no state */
     }
     goto cleanup;
   }

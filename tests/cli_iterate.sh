@@ -61,6 +61,21 @@ step "iterate --sinograms" iterate --sinograms pd/sinograms.tif --pixel-size "$P
   --iterations 3 --out ps.nrrd --device cpu
 [ "$(grep -c '^iteration ' "$OUT")" -eq 3 ] && ok "parallel: 3 iterations" || bad "parallel iterations"
 
+# An axis or a slice grid that no ray meets: an error naming the cause, not
+# a blank volume with exit 0 (cgls stopped at once as "converged"), and
+# nothing left behind (the iterations' table neither).
+for alg in sirt cgls; do
+  exits 3 "$alg: --axis 1e9, no ray crosses the volume" iterate --sinograms pd/sinograms.tif \
+    --algorithm $alg --axis 1e9 --iterations 2 --out pn.raw --device cpu
+  grep -q "no ray of the projections crosses the volume" "$ERR" && grep -q -- "--axis 1e+09 lies outside" "$ERR" &&
+    ok "$alg: the message says no ray crosses the volume, the warning names --axis" || bad "$alg: --axis 1e9 message"
+  [ -z "$(ls pn.raw* 2>/dev/null)" ] && ok "$alg: nothing left behind" || bad "$alg: left $(ls pn.raw*)"
+done
+exits 3 "--voxel 1e300" iterate --sinograms pd/sinograms.tif --algorithm cgls --voxel 1e300 \
+  --iterations 2 --out pn.raw --device cpu
+grep -q "expected a voxel of 1e-6 .. 1e6 bins" "$ERR" && ok "the message names the voxel's bounds" ||
+  bad "--voxel 1e300 message"
+
 # Usage errors.
 exits 2 "no geometry nor sinograms" iterate --out x.raw
 exits 2 "cgls with --nonneg" "${IT[@]}" --algorithm cgls --nonneg --out x.raw
