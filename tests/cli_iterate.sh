@@ -52,6 +52,24 @@ for alg in sirt fista-tv; do
     bad "$alg: part.csv has $(wc -l < part.csv) lines"
   [ ! -e part.raw.checkpoint ] && ok "$alg: checkpoint removed" || bad "$alg: checkpoint left"
 done
+# --resume with other data or another geometry of the same sizes: refused
+# (the checkpoint's state belongs to another problem; cgls would even return
+# the old data's solution), the checkpoint kept for the right run.
+step "geometry of another source distance" geometry --out g2.json --volume 24 --voxel 2.5 --views 24 \
+  --nu 40 --nv 40 --du 2.4 --dv 2.4 --sid 800
+step "its projections" phantom --geometry g2.json --out proj2.nrrd --device cpu --quiet
+step "cgls: 2 iterations, checkpoint kept" "${IT[@]}" --algorithm cgls --iterations 2 --out o.raw \
+  --keep-checkpoint --quiet
+exits 3 "--resume with other projections" iterate --geometry g.json --projections proj2.nrrd \
+  --device cpu --algorithm cgls --iterations 4 --out o.raw --resume
+grep -q "o.raw.checkpoint' belongs to another run: its projections checksum differs" "$ERR" &&
+  ok "the message names the checkpoint and the projections" || bad "other projections: $(cat "$ERR")"
+exits 3 "--resume with another geometry" iterate --geometry g2.json --projections proj.nrrd \
+  --device cpu --algorithm cgls --iterations 4 --out o.raw --resume
+grep -q "belongs to another run: its geometry checksum differs" "$ERR" &&
+  ok "the message names the geometry" || bad "other geometry: $(cat "$ERR")"
+[ -s o.raw.checkpoint ] && ok "the checkpoint kept" || bad "checkpoint lost"
+step "--resume with the same data" "${IT[@]}" --algorithm cgls --iterations 4 --out o.raw --resume --quiet
 exits 2 "--resume without a checkpoint" "${IT[@]}" --iterations 3 --out none.raw --resume
 
 # Parallel beam: the sinograms of `demo --parallel`.

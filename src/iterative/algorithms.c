@@ -222,7 +222,7 @@ static ctr_status init_x(run *R, const float *proj, float *vol, ctr__vec *x) {
   return x->data == vol ? CTR_OK : ctr__vec_upload(P, x, vol);
 }
 
-static void fingerprint(run *R) {
+static void fingerprint(run *R, const float *proj) {
   const ctr_projector *P = R->P;
   ctr__it_fingerprint *f = &R->fp;
   memset(f, 0, sizeof *f);
@@ -238,6 +238,9 @@ static void fingerprint(run *R) {
   f->tv_weight = R->o.tv_weight;
   f->lower = R->o.box ? R->o.lower : 0;
   f->upper = R->o.box ? R->o.upper : 0;
+  f->geometry = ctr__it_checksum(P->views, (int64_t)sizeof(ctr__it_view) * P->nviews) ^
+                (ctr__it_checksum(P->vox, (int64_t)sizeof P->vox) << 32);
+  f->data = ctr__it_checksum(proj, (int64_t)sizeof(float) * ctr__proj_proj_count(P));
 }
 
 /* Reads the checkpoint into the state when resuming; R->k0 gets its
@@ -701,7 +704,7 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
     if ((float)R.o.lower > R.lo) R.lo = (float)R.o.lower;
     R.hi = (float)R.o.upper;
   }
-  fingerprint(&R);
+  if (R.o.checkpoint) fingerprint(&R, proj);
   p->seconds_forward = p->seconds_adjoint = 0;
   p->views_forward = p->views_adjoint = 0;
   char plan[512];
