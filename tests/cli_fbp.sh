@@ -79,6 +79,25 @@ grep -q -- "--pixel-size 1e-300: expected .* --pixel-size of 1e-9 .. 1e9 mm" "$E
 exits 3 "--angle-range 1e308" "${FBP[@]}" --angle-range 1e308 --out e.raw
 grep -q -- "--angle-range 1e+308: expected values within" "$ERR" &&
   ok "the message names --angle-range" || bad "--angle-range 1e308: $(cat "$ERR")"
+# Options that would do nothing with the others given: refused, naming them.
+# refused DESC TEXT ARGS...: exit 2 and the message holds TEXT.
+refused() {
+  local desc=$1 text=$2; shift 2
+  exits 2 "$desc" "$@"
+  grep -q -- "$text" "$ERR" && ok "$desc: the message says '$text'" || bad "$desc: $(cat "$ERR")"
+}
+refused "--angle-range with --angles" "the angles come from --angles" "${FBP[@]}" --angles angles.txt \
+  --angle-range 90 --out e.raw
+refused "--ring-size without --rings" "--ring-size applies to --rings sorting" "${FBP[@]}" --ring-size 5 --out e.raw
+refused "--ring-level with --rings sorting" "--ring-level applies to --rings wavelet" "${FBP[@]}" \
+  --rings sorting --ring-level 2 --out e.raw
+refused "--ring-sigma without --rings" "--ring-sigma applies to --rings wavelet" "${FBP[@]}" --ring-sigma 2 --out e.raw
+refused "--ring-wavelet with --rings sorting" "--ring-wavelet applies to --rings wavelet" "${FBP[@]}" \
+  --rings sorting --ring-wavelet 3 --out e.raw
+refused "--dezinger-size without --dezinger" "--dezinger-size applies to --dezinger" "${FBP[@]}" \
+  --dezinger-size 5 --out e.raw
+refused "--center-row with --axis" "--center-row chooses the row .* --axis 40 gives it" "${FBP[@]}" \
+  --axis 40 --center-row 2 --out e.raw
 exits 2 "--interp cubic" "${FBP[@]}" --interp cubic --out e.raw
 exits 1 "output directory missing" "${FBP[@]}" --out nodir/e.raw
 [ ! -e e.raw ] && ok "no output after errors" || bad "e.raw exists"
