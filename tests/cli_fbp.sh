@@ -74,7 +74,7 @@ exits 3 "--voxel 1e300" "${FBP[@]}" --voxel 1e300 --out e.raw
 grep -q "voxel 1e+300, --pixel-size .*: expected a voxel of 1e-6 .. 1e6 bins" "$ERR" &&
   ok "the message names --voxel and its bounds" || bad "--voxel 1e300: $(cat "$ERR")"
 exits 3 "--pixel-size 1e-300" "${FBP[@]}" --pixel-size 1e-300 --out e.raw
-grep -q -- "--pixel-size 1e-300: expected .* --pixel-size of 1e-9 .. 1e9 mm" "$ERR" &&
+grep -q -- "--pixel-size 1e-300: expected .* --pixel-size of 1e-30 .. 1e9 mm" "$ERR" &&
   ok "the message names --pixel-size and its bounds" || bad "--pixel-size 1e-300: $(cat "$ERR")"
 exits 3 "--angle-range 1e308" "${FBP[@]}" --angle-range 1e308 --out e.raw
 grep -q -- "--angle-range 1e+308: expected values within" "$ERR" &&

@@ -62,9 +62,9 @@ ctr_status ctr_parallel_create(const ctr_parallel_params *p, ctr_parallel_geomet
              (long long)p->nx, (long long)p->ny);
   /* 0 = 1; beyond these bounds the slices miss the detector or their values overflow */
   if (!(p->voxel == 0 || (p->voxel >= 1e-6 && p->voxel <= 1e6)) ||
-      !(p->pixel_size == 0 || (p->pixel_size >= 1e-9 && p->pixel_size <= 1e9)))
+      !(p->pixel_size == 0 || (p->pixel_size >= 1e-30 && p->pixel_size <= 1e9)))
     CTR_FAIL(CTR_E_GEOMETRY, "voxel %g, pixel_size %g: expected a voxel of 1e-6 .. 1e6 bins and a "
-             "pixel_size of 1e-9 .. 1e9 mm (0 = 1)", p->voxel, p->pixel_size);
+             "pixel_size of 1e-30 .. 1e9 mm (0 = 1)", p->voxel, p->pixel_size);
   if (p->axis != CTR_AXIS_CENTER && !isfinite(p->axis))
     CTR_FAIL(CTR_E_GEOMETRY, "axis %g: expected a finite bin position", p->axis);
   if (!p->angles_deg && (!(fabs(p->angle_start_deg) <= 1e9) || !(fabs(p->angle_range_deg) <= 1e9) ||
