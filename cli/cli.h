@@ -245,6 +245,9 @@ double cli_warn_coverage(const char *cmd, const ctr_geometry *g);
  * ctr_geometry_coverage). */
 void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c);
 
+/* Parallel beam: warns that --axis `axis` lies outside the detector's nbins
+ * bins (unusual, not impossible). */
+void cli_warn_axis(const char *cmd, double axis, int64_t nbins);
 /* Checked allocation of n floats (n * 4 bytes) for projections and volumes;
  * the error message names `what`. Release with cli_free_floats (accepts
  * NULL): the one place to switch these buffers to pinned host memory. */

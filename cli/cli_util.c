@@ -244,6 +244,12 @@ void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c) {
   }
 }
 
+void cli_warn_axis(const char *cmd, double axis, int64_t nbins) {
+  if (!(axis >= 0 && axis <= (double)(nbins - 1)))
+    cli_warn(cmd, "--axis %g lies outside the detector's bins 0 .. %lld: the rotation axis is "
+             "never seen; check --axis (bins, not mm)", axis, (long long)(nbins - 1));
+}
+
 float *cli_alloc_floats(const char *cmd, int64_t n, const char *what, int *rc) {
   char b[32];
   if (n <= 0 || (uint64_t)n > SIZE_MAX / sizeof(float)) {

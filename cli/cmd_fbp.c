@@ -42,6 +42,8 @@ typedef struct fbp_args {
   int batch_given;
   int rows_given, axis_given, size_given, out_scale_given, out_range_given, subset_given;
   int center_range_given, bin_given, resume, timings;
+  int uniform_given, center_row_given, dezinger_size_given, ring_size_given, ring_level_given,
+      ring_sigma_given, ring_wavelet_given;
   double center_range[2], out_range[2];
   uint64_t host_mem;
   ctr_fbp_options fbp;
@@ -241,10 +243,7 @@ static int make_params(const fbp_args *a, fbp_run *r, ctr_parallel_params *p) {
   p->axis_shift = r->shifts;
   p->axis = a->axis_given ? a->axis : CTR_AXIS_AUTO;
   /* Unusual, not impossible: a warning. */
-  if (a->axis_given && a->axis != CTR_AXIS_AUTO &&
-      !(a->axis >= 0 && a->axis <= (double)(r->nbins - 1)))
-    cli_warn("fbp", "--axis %g lies outside the detector's bins 0 .. %lld: the rotation axis is "
-             "never seen; check --axis (bins, not mm)", a->axis, (long long)(r->nbins - 1));
+  if (a->axis_given && a->axis != CTR_AXIS_AUTO) cli_warn_axis("fbp", a->axis, r->nbins);
   if (a->size_given) {
     p->nx = a->size[0];
     p->ny = a->size[1];
@@ -395,9 +394,9 @@ int cmd_fbp(int argc, char **argv) {
       {"--angles", "FILE", "projection angles in degrees, one per projection (default: uniform)",
        cli_parse_string, &a.angles, NULL},
       {"--angle-start", "DEG", "first angle of a uniform scan (default 0)", cli_parse_double,
-       &a.angle_start, NULL},
+       &a.angle_start, &a.uniform_given},
       {"--angle-range", "DEG", "range of a uniform scan (default 180)", cli_parse_double,
-       &a.angle_range, NULL},
+       &a.angle_range, &a.uniform_given},
       {"--axis", "BIN|auto", "rotation axis position in bins of the projections (default auto: "
        "found from the data and printed)", parse_axis, &a.axis, &a.axis_given},
       {"--center-method", "auto|vo|correlation", "how auto finds the axis: Vo et al. 2014, or "
@@ -406,24 +405,24 @@ int cmd_fbp(int argc, char **argv) {
       {"--center-range", "LO:HI", "bins the axis is searched in (default: the whole detector; vo: "
        "its middle half)", cli_parse_range, a.center_range, &a.center_range_given},
       {"--center-row", "R", "the detector row whose band finds the axis (default: the middle "
-       "one)", cli_parse_offset, &a.center_row, NULL},
+       "one)", cli_parse_offset, &a.center_row, &a.center_row_given},
       {"--axis-shift", "FILE", "per-projection axis correction in bins (default none)",
        cli_parse_string, &a.shifts, NULL},
       {"--dezinger", "T", "replace sinogram values that differ from their neighbourhood's median "
        "by more than T (-log units) (default: off)", parse_nonneg, &a.corr.dezinger, NULL},
       {"--dezinger-size", "N", "the neighbourhood, N x N, odd (default 3)", parse_int,
-       &a.corr.dezinger_size, NULL},
+       &a.corr.dezinger_size, &a.dezinger_size_given},
       {"--rings", "none|sorting|wavelet", "stripe (ring) removal: Vo et al. 2018's sorting "
        "filter or Muench et al. 2009's wavelet-FFT filter (default none)", parse_rings,
        &a.corr.stripe, NULL},
       {"--ring-size", "N", "sorting: median width across bins, odd (default 21)", parse_int,
-       &a.corr.stripe_size, NULL},
+       &a.corr.stripe_size, &a.ring_size_given},
       {"--ring-level", "N", "wavelet: decomposition levels (default 3)", parse_int,
-       &a.corr.stripe_level, NULL},
+       &a.corr.stripe_level, &a.ring_level_given},
       {"--ring-sigma", "S", "wavelet: damping width (default 1)", cli_parse_positive,
-       &a.corr.stripe_sigma, NULL},
+       &a.corr.stripe_sigma, &a.ring_sigma_given},
       {"--ring-wavelet", "N", "wavelet: Daubechies order 1 .. 10 (default 5)", parse_int,
-       &a.corr.stripe_wavelet, NULL},
+       &a.corr.stripe_wavelet, &a.ring_wavelet_given},
       {"--paganin", "DELTA/BETA", "Paganin et al. 2002 phase retrieval with this delta / beta "
        "(needs --energy, --distance, --pixel-size) (default: off)", parse_nonneg,
        &a.corr.paganin_delta_beta, NULL},
@@ -494,6 +493,22 @@ int cmd_fbp(int argc, char **argv) {
   if ((a.corr.energy_kev > 0 || a.corr.distance_mm > 0) && !(a.corr.paganin_delta_beta > 0))
     return cli_usage_error("fbp", "--energy and --distance apply to --paganin only: add --paganin "
                            "DELTA/BETA or drop them");
+  if (a.uniform_given && (a.angles || (a.projections && is_h5(a.projections))))
+    return cli_usage_error("fbp", "--angle-start and --angle-range describe a uniform scan; the "
+                           "angles come from %s: drop them", a.angles ? "--angles" :
+                           "the DXchange file's /exchange/theta");
+  if (a.dezinger_size_given && !(a.corr.dezinger > 0))
+    return cli_usage_error("fbp", "--dezinger-size applies to --dezinger T: add it or drop "
+                           "--dezinger-size");
+  if (a.ring_size_given && a.corr.stripe != CTR_STRIPE_SORTING)
+    return cli_usage_error("fbp", "--ring-size applies to --rings sorting");
+  if ((a.ring_level_given || a.ring_sigma_given || a.ring_wavelet_given) &&
+      a.corr.stripe != CTR_STRIPE_WAVELET)
+    return cli_usage_error("fbp", "%s applies to --rings wavelet", a.ring_level_given ?
+                           "--ring-level" : a.ring_sigma_given ? "--ring-sigma" : "--ring-wavelet");
+  if (a.center_row_given && a.axis_given && a.axis != CTR_AXIS_AUTO)
+    return cli_usage_error("fbp", "--center-row chooses the row the axis is found in; --axis %g "
+                           "gives it: drop one", a.axis);
   if (a.center_range_given) {
     a.corr.center_min = a.center_range[0];
     a.corr.center_max = a.center_range[1];

@@ -222,7 +222,7 @@ static int parallel_geometry(const it_args *a, int64_t nbins, int64_t nangles,
   if (!rc) {
     p.angles_deg = angles;
     p.axis_shift = shifts;
-    if (a->axis_given) p.axis = a->axis;
+    if (a->axis_given) p.axis = a->axis, cli_warn_axis("iterate", a->axis, nbins);
     if (a->size_given) p.nx = a->size[0], p.ny = a->size[1];
     p.voxel = a->voxel;
     p.pixel_size = a->pixel;
@@ -248,7 +248,7 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
   if (a->sinograms && a->projections)
     return cli_usage_error(cmd, "--projections goes with --geometry (cone beam); parallel-beam "
                            "data come as --sinograms");
-  if (a->geometry && a->parallel_given)
+  if (a->geometry && (a->parallel_given || a->axis_given || a->size_given))
     return cli_usage_error(cmd, "--angles, --angle-start, --angle-range, --axis, --axis-shift, "
                            "--size, --voxel and --pixel-size describe parallel beam "
                            "(--sinograms): the geometry file describes cone beam");
@@ -261,6 +261,10 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
     return cli_usage_error(cmd, "--subsets applies to --algorithm os-sart");
   if (a->tv_given && o->algorithm != CTR_ITERATE_FISTA_TV)
     return cli_usage_error(cmd, "--tv-weight and --tv-iterations apply to --algorithm fista-tv");
+  if (a->tv_iterations && !(a->tv_weight > 0))
+    return cli_usage_error(cmd, "--tv-iterations %lld: the TV step runs only with --tv-weight W > 0 "
+                           "(W = 0 is FISTA without TV): add --tv-weight or drop --tv-iterations",
+                           (long long)a->tv_iterations);
   if (a->relax_given && o->algorithm != CTR_ITERATE_SIRT && o->algorithm != CTR_ITERATE_OS_SART)
     return cli_usage_error(cmd, "--relaxation applies to sirt and os-sart");
   if (a->relax_given && !(a->relaxation > 0 && a->relaxation < 2))
@@ -271,6 +275,9 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
                            a->nonneg ? "--nonneg" : "--box");
   if (a->resume && !a->checkpoint_every && a->every_given)
     return cli_usage_error(cmd, "--resume needs the checkpoint: drop --checkpoint-every 0");
+  if (!a->checkpoint_every && (a->checkpoint || a->keep_checkpoint))
+    return cli_usage_error(cmd, "%s: --checkpoint-every 0 writes no checkpoint: drop one of them",
+                           a->checkpoint ? "--checkpoint" : "--keep-checkpoint");
   if (ctr_projector_pair_parse(a->pair, &(ctr_projector_pair){0}) != CTR_OK)
     return cli_usage_error(cmd, "--pair '%s': expected matched or fast", a->pair);
   return cli_resolve_format(cmd, "--out", "--out-format", a->out, a->out_format, &a->out_format);
@@ -535,6 +542,7 @@ int cmd_iterate(int argc, char **argv) {
       rc = cli_exit_code(st);
     } else {
       rc = cli_fail_file(cmd, st, a.resume ? ckpath : a.sinograms ? a.sinograms : a.projections);
+      if (checkpoints && !a.resume && stat(ckpath, &sb) != 0) remove(r.log_path); /* no state */
     }
     goto cleanup;
   }

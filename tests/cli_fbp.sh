@@ -69,6 +69,35 @@ grep -q "long.txt' holds more than 180 numbers" "$ERR" && ok "the message names 
 { head -3 angles.txt; echo "1.5x"; } > nan.txt
 exits 3 "angle file with a word" "${FBP[@]}" --angles nan.txt --out e.raw
 grep -q "'1.5x' is not a finite number" "$ERR" && ok "the message names the bad entry" || bad "bad entry: $(cat "$ERR")"
+# Sizes beyond sense: refused, not a blank or constant image with exit 0.
+exits 3 "--voxel 1e300" "${FBP[@]}" --voxel 1e300 --out e.raw
+grep -q "voxel 1e+300, --pixel-size .*: expected a voxel of 1e-6 .. 1e6 bins" "$ERR" &&
+  ok "the message names --voxel and its bounds" || bad "--voxel 1e300: $(cat "$ERR")"
+exits 3 "--pixel-size 1e-300" "${FBP[@]}" --pixel-size 1e-300 --out e.raw
+grep -q -- "--pixel-size 1e-300: expected .* --pixel-size of 1e-30 .. 1e9 mm" "$ERR" &&
+  ok "the message names --pixel-size and its bounds" || bad "--pixel-size 1e-300: $(cat "$ERR")"
+exits 3 "--angle-range 1e308" "${FBP[@]}" --angle-range 1e308 --out e.raw
+grep -q -- "--angle-range 1e+308: expected values within" "$ERR" &&
+  ok "the message names --angle-range" || bad "--angle-range 1e308: $(cat "$ERR")"
+# Options that would do nothing with the others given: refused, naming them.
+# refused DESC TEXT ARGS...: exit 2 and the message holds TEXT.
+refused() {
+  local desc=$1 text=$2; shift 2
+  exits 2 "$desc" "$@"
+  grep -q -- "$text" "$ERR" && ok "$desc: the message says '$text'" || bad "$desc: $(cat "$ERR")"
+}
+refused "--angle-range with --angles" "the angles come from --angles" "${FBP[@]}" --angles angles.txt \
+  --angle-range 90 --out e.raw
+refused "--ring-size without --rings" "--ring-size applies to --rings sorting" "${FBP[@]}" --ring-size 5 --out e.raw
+refused "--ring-level with --rings sorting" "--ring-level applies to --rings wavelet" "${FBP[@]}" \
+  --rings sorting --ring-level 2 --out e.raw
+refused "--ring-sigma without --rings" "--ring-sigma applies to --rings wavelet" "${FBP[@]}" --ring-sigma 2 --out e.raw
+refused "--ring-wavelet with --rings sorting" "--ring-wavelet applies to --rings wavelet" "${FBP[@]}" \
+  --rings sorting --ring-wavelet 3 --out e.raw
+refused "--dezinger-size without --dezinger" "--dezinger-size applies to --dezinger" "${FBP[@]}" \
+  --dezinger-size 5 --out e.raw
+refused "--center-row with --axis" "--center-row chooses the row .* --axis 40 gives it" "${FBP[@]}" \
+  --axis 40 --center-row 2 --out e.raw
 exits 2 "--interp cubic" "${FBP[@]}" --interp cubic --out e.raw
 exits 1 "output directory missing" "${FBP[@]}" --out nodir/e.raw
 [ ! -e e.raw ] && ok "no output after errors" || bad "e.raw exists"

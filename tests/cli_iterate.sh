@@ -52,6 +52,24 @@ for alg in sirt fista-tv; do
     bad "$alg: part.csv has $(wc -l < part.csv) lines"
   [ ! -e part.raw.checkpoint ] && ok "$alg: checkpoint removed" || bad "$alg: checkpoint left"
 done
+# --resume with other data or another geometry of the same sizes: refused
+# (the checkpoint's state belongs to another problem; cgls would even return
+# the old data's solution), the checkpoint kept for the right run.
+step "geometry of another source distance" geometry --out g2.json --volume 24 --voxel 2.5 --views 24 \
+  --nu 40 --nv 40 --du 2.4 --dv 2.4 --sid 800
+step "its projections" phantom --geometry g2.json --out proj2.nrrd --device cpu --quiet
+step "cgls: 2 iterations, checkpoint kept" "${IT[@]}" --algorithm cgls --iterations 2 --out o.raw \
+  --keep-checkpoint --quiet
+exits 3 "--resume with other projections" iterate --geometry g.json --projections proj2.nrrd \
+  --device cpu --algorithm cgls --iterations 4 --out o.raw --resume
+grep -q "o.raw.checkpoint' belongs to another run: its projections checksum differs" "$ERR" &&
+  ok "the message names the checkpoint and the projections" || bad "other projections: $(cat "$ERR")"
+exits 3 "--resume with another geometry" iterate --geometry g2.json --projections proj.nrrd \
+  --device cpu --algorithm cgls --iterations 4 --out o.raw --resume
+grep -q "belongs to another run: its geometry checksum differs" "$ERR" &&
+  ok "the message names the geometry" || bad "other geometry: $(cat "$ERR")"
+[ -s o.raw.checkpoint ] && ok "the checkpoint kept" || bad "checkpoint lost"
+step "--resume with the same data" "${IT[@]}" --algorithm cgls --iterations 4 --out o.raw --resume --quiet
 exits 2 "--resume without a checkpoint" "${IT[@]}" --iterations 3 --out none.raw --resume
 
 # Parallel beam: the sinograms of `demo --parallel`.
@@ -61,6 +79,21 @@ step "iterate --sinograms" iterate --sinograms pd/sinograms.tif --pixel-size "$P
   --iterations 3 --out ps.nrrd --device cpu
 [ "$(grep -c '^iteration ' "$OUT")" -eq 3 ] && ok "parallel: 3 iterations" || bad "parallel iterations"
 
+# An axis or a slice grid that no ray meets: an error naming the cause, not
+# a blank volume with exit 0 (cgls stopped at once as "converged"), and
+# nothing left behind (the iterations' table neither).
+for alg in sirt cgls; do
+  exits 3 "$alg: --axis 1e9, no ray crosses the volume" iterate --sinograms pd/sinograms.tif \
+    --algorithm $alg --axis 1e9 --iterations 2 --out pn.raw --device cpu
+  grep -q "no ray of the projections crosses the volume" "$ERR" && grep -q -- "--axis 1e+09 lies outside" "$ERR" &&
+    ok "$alg: the message says no ray crosses the volume, the warning names --axis" || bad "$alg: --axis 1e9 message"
+  [ -z "$(ls pn.raw* 2>/dev/null)" ] && ok "$alg: nothing left behind" || bad "$alg: left $(ls pn.raw*)"
+done
+exits 3 "--voxel 1e300" iterate --sinograms pd/sinograms.tif --algorithm cgls --voxel 1e300 \
+  --iterations 2 --out pn.raw --device cpu
+grep -q "expected a voxel of 1e-6 .. 1e6 bins" "$ERR" && ok "the message names the voxel's bounds" ||
+  bad "--voxel 1e300 message"
+
 # Usage errors.
 exits 2 "no geometry nor sinograms" iterate --out x.raw
 exits 2 "cgls with --nonneg" "${IT[@]}" --algorithm cgls --nonneg --out x.raw
@@ -69,6 +102,20 @@ exits 2 "--tv-weight without fista-tv" "${IT[@]}" --tv-weight 0.1 --out x.raw
 exits 2 "unknown algorithm" "${IT[@]}" --algorithm art --out x.raw
 exits 2 "--relaxation 2" "${IT[@]}" --relaxation 2 --out x.raw
 exits 2 "--angles with cone beam" "${IT[@]}" --angle-range 90 --out x.raw
+# Options that would do nothing with the others given: refused, naming them.
+# has TEXT DESC: the last error names TEXT.
+has() { grep -q -- "$1" "$ERR" && ok "$2" || bad "$2: no '$1' in the message"; }
+exits 2 "--axis with cone beam" "${IT[@]}" --axis 5 --out x.raw
+has "describe parallel beam" "--axis: the message says it is parallel beam"
+exits 2 "--size with cone beam" "${IT[@]}" --size 64 --out x.raw
+has "describe parallel beam" "--size: the message says it is parallel beam"
+exits 2 "--tv-iterations without --tv-weight" "${IT[@]}" --algorithm fista-tv --tv-iterations 5 --out x.raw
+has "only with --tv-weight" "--tv-iterations: the message names --tv-weight"
+exits 2 "--keep-checkpoint with --checkpoint-every 0" "${IT[@]}" --keep-checkpoint --checkpoint-every 0 --out x.raw
+has "keep-checkpoint: --checkpoint-every 0 writes no checkpoint" "--keep-checkpoint: the message names both"
+exits 2 "--checkpoint with --checkpoint-every 0" "${IT[@]}" --checkpoint c.ck --checkpoint-every 0 --out x.raw
+has "checkpoint: --checkpoint-every 0 writes no checkpoint" "--checkpoint: the message names both"
+[ ! -e x.raw ] && ok "no output from the refused runs" || bad "x.raw written"
 exits 3 "projections of another geometry" iterate --geometry g.json --projections pd/sinograms.tif \
   --out x.raw --device cpu
 grep -q "expected 24 of 40 x 40" "$ERR" && ok "the error names the expected size" || bad "size error text"

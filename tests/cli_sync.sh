@@ -47,6 +47,11 @@ step "fbp --rings wavelet, uint16 --out-range, HDF5 out" "${F[@]}" --axis 34.8 -
 head -c 8 r.h5 | od -c | grep -q 'H   D   F' && ok "r.h5 is HDF5" || bad "r.h5 signature"
 grep -q "from 45 angles" "$OUT" && ok "--angle-subset 0:90:2 used 45 projections" || bad "subset"
 
+# the angles of a DXchange file are its theta: a uniform --angle-range would do nothing
+run "${F[@]}" --axis 34.8 --angle-range 90 --out u.raw
+[ "$rc" -eq 2 ] && grep -q "the angles come from the DXchange file's /exchange/theta" "$ERR" && [ ! -e u.raw ] &&
+  ok "--angle-range with a DXchange file refused, naming theta" || bad "--angle-range with DXchange: exit $rc"
+
 # a 360-degree scan with the axis near the right edge, stitched
 "$MAKE" s360.h5 48 4 240 40.3 360 22 && ok "360-degree DXchange file made" || bad "make_dxchange 360"
 step "fbp --stitch-360, axis found" fbp --projections s360.h5 --device cpu --stitch-360 --out s.nrrd

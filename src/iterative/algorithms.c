@@ -222,7 +222,7 @@ static ctr_status init_x(run *R, const float *proj, float *vol, ctr__vec *x) {
   return x->data == vol ? CTR_OK : ctr__vec_upload(P, x, vol);
 }
 
-static void fingerprint(run *R) {
+static void fingerprint(run *R, const float *proj) {
   const ctr_projector *P = R->P;
   ctr__it_fingerprint *f = &R->fp;
   memset(f, 0, sizeof *f);
@@ -238,6 +238,9 @@ static void fingerprint(run *R) {
   f->tv_weight = R->o.tv_weight;
   f->lower = R->o.box ? R->o.lower : 0;
   f->upper = R->o.box ? R->o.upper : 0;
+  f->geometry = ctr__it_checksum(P->views, (int64_t)sizeof(ctr__it_view) * P->nviews) ^
+                (ctr__it_checksum(P->vox, (int64_t)sizeof P->vox) << 32);
+  f->data = ctr__it_checksum(proj, (int64_t)sizeof(float) * ctr__proj_proj_count(P));
 }
 
 /* Reads the checkpoint into the state when resuming; R->k0 gets its
@@ -292,6 +295,16 @@ static ctr_status epilogue(run *R, int64_t k, double res, const ctr__vec *x) {
   return ctr__progress(P->ctx, "iterate", (double)k / (double)R->o.iterations);
 }
 
+/* A 1 (the projection of a volume of ones) has norm^2 a2: 0 (or not a
+ * number) when no ray crosses the volume, where every algorithm would stop
+ * at once or keep x0 and return it as the result. */
+static ctr_status check_seen(double a2) {
+  if (!(a2 > 0 && isfinite(a2)))
+    CTR_FAIL(CTR_E_GEOMETRY, "no ray of the projections crosses the volume (A 1 is %s): check "
+             "the geometry (rotation axis, detector pixel and voxel sizes)", a2 == 0 ? "0" : "not finite");
+  return CTR_OK;
+}
+
 /* ---- SIRT ------------------------------------------------------------------------ */
 
 /* Rays shorter than half the smallest voxel get no weight (their 1 / length
@@ -312,6 +325,9 @@ static ctr_status weights(run *R, ctr__vec *Rw, ctr__vec *C, ctr__vec *tmp_v, ct
   if (Rw) {
     CTR_CHECK(ctr__vec_fill(P, tmp_v, 1.0f));
     CTR_CHECK(ctr__proj_forward(P, tmp_v, tmp_p, 0, P->nviews));
+    double a2;
+    CTR_CHECK(ctr__vec_dot(P, tmp_p, tmp_p, &a2));
+    CTR_CHECK(check_seen(a2));
     CTR_CHECK(ctr__vec_recip(P, Rw, tmp_p, row_threshold(P)));
   }
   ctr__vec rows = ctr__vec_part(tmp_p, w0 * npix, (w1 - w0) * npix);
@@ -483,6 +499,13 @@ static ctr_status cgls(run *R, const float *proj, float *vol) {
     CTR_CHECK_GOTO(st, ctr__vec_copy(P, &pv, &s));
     CTR_CHECK_GOTO(st, ctr__vec_dot(P, &s, &s, &gamma));
     CTR_CHECK_GOTO(st, norm(R, &r, &R->rep.initial_residual));
+    if (!(gamma > 0 && isfinite(gamma)) && R->rep.initial_residual != 0) { /* solved, or blind? */
+      double a2;
+      CTR_CHECK_GOTO(st, ctr__vec_fill(P, &s, 1.0f));
+      CTR_CHECK_GOTO(st, forward(R, &s, &q));
+      CTR_CHECK_GOTO(st, ctr__vec_dot(P, &q, &q, &a2));
+      CTR_CHECK_GOTO(st, check_seen(a2));
+    }
   }
   R->state.scalars[1] = R->rep.initial_residual;
   R->rep.residual = R->rep.initial_residual;
@@ -542,8 +565,7 @@ static ctr_status lipschitz(run *R, ctr__vec *Z, ctr__vec *G, ctr__vec *y, doubl
     CTR_CHECK(forward(R, Z, y));
     CTR_CHECK(adjoint(R, y, G));
     CTR_CHECK(norm(R, G, &gn));
-    if (!(gn > 0 && zn > 0))
-      CTR_FAIL(CTR_E_GEOMETRY, "the projector sees no voxel (A^T A of ones is 0)");
+    CTR_CHECK(check_seen(gn * gn * zn)); /* A^T A 1 = 0 exactly when A 1 = 0 */
     est = gn / zn;
     CTR_CHECK(ctr__vec_comb(P, Z, (float)(1.0 / gn), G, 0.0f, NULL));
   }
@@ -682,7 +704,7 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
     if ((float)R.o.lower > R.lo) R.lo = (float)R.o.lower;
     R.hi = (float)R.o.upper;
   }
-  fingerprint(&R);
+  if (R.o.checkpoint) fingerprint(&R, proj);
   p->seconds_forward = p->seconds_adjoint = 0;
   p->views_forward = p->views_adjoint = 0;
   char plan[512];

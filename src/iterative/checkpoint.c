@@ -5,7 +5,8 @@
  * every option that changes the mathematics) and that its bytes are intact
  * (CRC-32).
  *
- * Layout (little-endian): "CTRITER1", the fingerprint (14 int64, 4
+ * Layout (little-endian): "CTRITER1", the fingerprint (14 int64: the
+ * sizes, options, and checksums of the geometry and the projections; 4
  * double), the finished iterations, the vector count, CTR__IT_SCALARS
  * doubles, each vector's length (int64), the vectors (float32), the CRC-32
  * of everything before it (uint32). */
@@ -31,10 +32,25 @@ typedef struct header {
 static void fill_fp(const ctr__it_fingerprint *fp, header *h) {
   const int64_t ints[14] = {fp->algorithm, fp->n[0], fp->n[1], fp->n[2], fp->nu, fp->nv,
                             fp->nviews, fp->subsets, fp->tv_iterations, fp->nonneg, fp->box,
-                            fp->pair, 0, 0};
+                            fp->pair, fp->geometry, fp->data};
   const double reals[4] = {fp->relaxation, fp->tv_weight, fp->lower, fp->upper};
   memcpy(h->ints, ints, sizeof ints);
   memcpy(h->reals, reals, sizeof reals);
+}
+
+int64_t ctr__it_checksum(const void *data, int64_t n) {
+  const int64_t block = (int64_t)1 << 18, blocks = 1024;
+  const unsigned char *b = data;
+  uLong crc = crc32(0L, Z_NULL, 0);
+  if (n <= block * blocks) {
+    for (int64_t a = 0; a < n; a += block)
+      crc = crc32(crc, b + a, (uInt)(n - a < block ? n - a : block));
+  } else {
+    for (int64_t i = 0; i < blocks; i++) /* block i starts at i (n - block) / (blocks - 1) */
+      crc = crc32(crc, b + (int64_t)((double)i * (double)(n - block) / (double)(blocks - 1)),
+                  (uInt)block);
+  }
+  return (int64_t)crc;
 }
 
 ctr_status ctr__it_checkpoint_write(ctr_projector *p, const char *path,
@@ -77,7 +93,7 @@ cleanup:
 
 static const char *const FP_NAMES[14] = {
     "algorithm", "nx", "ny", "nz", "nu", "nv", "views", "subsets", "tv_iterations", "nonneg",
-    "box", "pair", "-", "-"};
+    "box", "pair", "geometry checksum", "projections checksum"};
 static const char *const FP_REAL_NAMES[4] = {"relaxation", "tv_weight", "lower", "upper"};
 
 ctr_status ctr__it_checkpoint_read(ctr_projector *p, const char *path,
@@ -96,7 +112,11 @@ ctr_status ctr__it_checkpoint_read(ctr_projector *p, const char *path,
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' is not a ctrecon iterate checkpoint", path);
   memset(&want, 0, sizeof want);
   fill_fp(fp, &want);
-  for (int i = 0; i < 14; i++)
+  for (int i = 12; i < 14; i++)
+    if (h.ints[i] != want.ints[i])
+      CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s' belongs to another run: its %s differs from "
+                    "this run's (other %s)", path, FP_NAMES[i], i == 12 ? "geometry" : "data");
+  for (int i = 0; i < 12; i++)
     if (h.ints[i] != want.ints[i])
       CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s' belongs to another run: its %s is %lld, this "
                     "run's %lld", path, FP_NAMES[i], (long long)h.ints[i], (long long)want.ints[i]);

@@ -224,7 +224,13 @@ int64_t ctr__it_max_slab(const ctr_projector *p);
 typedef struct ctr__it_fingerprint {
   int64_t algorithm, n[3], nu, nv, nviews, subsets, tv_iterations, nonneg, box, pair;
   double relaxation, tv_weight, lower, upper;
+  int64_t geometry, data; /* checksums of the views' rays and of the projections */
 } ctr__it_fingerprint;
+
+/* CRC-32 of n bytes; beyond 256 MiB, of 1024 evenly spaced blocks of 256 KiB
+ * (a different data set differs there; a sum of everything would cost a
+ * pass over up to the whole projections). */
+int64_t ctr__it_checksum(const void *data, int64_t n);
 
 #define CTR__IT_MAX_STATE 8
 #define CTR__IT_SCALARS 8
