@@ -41,6 +41,12 @@ int cli_exit_code(ctr_status st);
 const char *cli_library_text(const char *text, char *buf, size_t n);
 const char *cli_detail(void);
 
+/* What a failed call says, option names in place of API fields:
+ * "interrupted" where the tool's own progress callback cancelled it (Ctrl-C,
+ * a stop request), else the library's detail (another rank's failure
+ * included) or the status's message. */
+const char *cli_status_text(ctr_status st);
+
 /* "ctrecon <cmd>: error: <detail>"; returns cli_exit_code(st). */
 int cli_fail(const char *cmd, ctr_status st);
 /* Same, but makes sure the message names `path` (prefixing "'path': " when

@@ -147,6 +147,15 @@ static void keep_error(const char *text) {
   g_last_error[n] = '\0';
 }
 
+const char *cli_status_text(ctr_status st) {
+  const char *d = cli_detail();
+  /* the library's wording of the tool's own cancel (the progress callback
+   * said stop); a detail that says more (another rank's) is kept */
+  if (st == CTR_E_CANCELLED && (!*d || strstr(d, "cancelled by the progress callback")))
+    return "interrupted";
+  return status_text(st);
+}
+
 static void print_error(const char *cmd, const char *text) {
   keep_error(text);
   fprintf(stderr, "ctrecon %s: error: %s\n", cmd, text);

@@ -344,7 +344,7 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   if (r->report.resumable) {
     const int code = cli_exit_code(st);
     fprintf(stderr, "ctrecon fbp: error: %s\n",
-            st == CTR_E_CANCELLED && !*ctr_error_detail() ? "interrupted" : ctr_error_detail());
+            cli_status_text(st));
     fprintf(stderr, "ctrecon fbp: '%s' was not written; its finished bands are kept in %s.partial "
             "(journal %s.partial.journal): repeat the command with --resume to continue\n",
             a->out, a->out, a->out);

@@ -244,7 +244,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
       const int rc = cli_exit_code(st);
       cli_progress_end(&r->session);
       fprintf(stderr, "ctrecon fdk: error: %s\n",
-              st == CTR_E_CANCELLED && !*cli_detail() ? "interrupted" : cli_detail());
+              cli_status_text(st));
       fprintf(stderr, "ctrecon fdk: '%s' was not written; its finished subvolumes are kept in "
               "%s.partial%s (journal %s): repeat the command with --resume to continue\n",
               a->out, a->out, r->out_fmt == CTR_FORMAT_TIFF_STACK ? " files" : "", journal);

@@ -535,7 +535,7 @@ int cmd_iterate(int argc, char **argv) {
   if (st != CTR_OK) {
     if (checkpoints && rep.iterations > 0 && st != CTR_E_INVALID_ARGUMENT && st != CTR_E_FORMAT) {
       fprintf(stderr, "ctrecon iterate: error: %s\n",
-              st == CTR_E_CANCELLED && !*ctr_error_detail() ? "interrupted" : ctr_error_detail());
+              cli_status_text(st));
       fprintf(stderr, "ctrecon iterate: '%s' was not written; the state after iteration %lld is "
               "in %s: repeat the command with --resume to continue\n", a.out,
               (long long)rep.iterations, ckpath);

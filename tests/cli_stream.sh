@@ -136,6 +136,8 @@ else
   [ ! -e b.raw.out.raw ] && [ -f b.raw.out.raw.partial ] && [ -f b.raw.out.raw.partial.journal ] &&
     ok "SIGINT leaves the partial output and its journal" || bad "after SIGINT: $(ls)"
   has_err '--resume' "the interrupted run mentions --resume"
+  has_err 'error: interrupted$' "it says 'interrupted'"
+  grep -q 'progress callback' "$ERR" && bad "the library's wording: $(cat "$ERR")" || ok "not the library's wording"
   echo "     $(grep -c 'done$' b.raw.out.raw.partial.journal) of 32 subvolumes were journalled"
   step "--resume after SIGINT" "${BIG[@]}" --out b.raw.out.raw --resume
   same b.raw.out.raw b_full.raw "resumed after SIGINT equals the uninterrupted run"
