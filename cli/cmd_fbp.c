@@ -177,6 +177,11 @@ static int open_input(const fbp_args *a, fbp_run *r) {
     return cli_usage_error("fbp", "--angle-subset %lld:%lld: '%s' has %lld projections",
                            (long long)a->subset[0], (long long)a->subset[1], path,
                            (long long)r->nangles);
+  if (a->subset_given && (a->subset[1] - a->subset[0] + a->subset[2] - 1) / a->subset[2] < 2)
+    return cli_usage_error("fbp", "--angle-subset %lld:%lld:%lld selects 1 projection of the "
+                           "%lld: a reconstruction needs at least 2", (long long)a->subset[0],
+                           (long long)a->subset[1], (long long)a->subset[2],
+                           (long long)r->nangles);
   return 0;
 }
 

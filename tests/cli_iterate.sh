@@ -26,6 +26,15 @@ for alg in sirt cgls os-sart fista-tv; do
     ok "$alg: no checkpoint left after a complete run" || bad "$alg: checkpoint left"
 done
 
+# CGLS with the unmatched pair runs, with a warning naming --pair; SIRT does not warn.
+step "iterate cgls --pair fast" "${IT[@]}" --algorithm cgls --pair fast --iterations 2 --out rf.nrrd \
+  --checkpoint-every 0
+grep -q "warning: cgls with the fast (unmatched) pair.*set --pair to matched" "$ERR" &&
+  ok "cgls --pair fast warns, naming --pair" || bad "cgls --pair fast: $(cat "$ERR")"
+step "iterate sirt --pair fast" "${IT[@]}" --algorithm sirt --pair fast --iterations 2 --out rs.nrrd \
+  --checkpoint-every 0
+grep -q "unmatched" "$ERR" && bad "sirt --pair fast warns: $(cat "$ERR")" || ok "sirt --pair fast: no warning"
+
 # The plot and the table.
 step "iterate --plot --residuals" "${IT[@]}" --algorithm cgls --iterations 5 --out r.nrrd \
   --plot conv.png --residuals res.csv --truth truth.nrrd --quiet --checkpoint-every 0

@@ -47,6 +47,18 @@ step "fbp --rings wavelet, uint16 --out-range, HDF5 out" "${F[@]}" --axis 34.8 -
 head -c 8 r.h5 | od -c | grep -q 'H   D   F' && ok "r.h5 is HDF5" || bad "r.h5 signature"
 grep -q "from 45 angles" "$OUT" && ok "--angle-subset 0:90:2 used 45 projections" || bad "subset"
 
+# binning that leaves rows or columns over says so; one projection is refused
+step "fbp --bin 5x5 (12 rows, 64 columns)" "${F[@]}" --axis 34.8 --bin 5x5 --out bin5.raw
+grep -q "the last 2 of the 12 rows reconstructed do not fill a bin and are left out" "$ERR" &&
+  ok "the 2 rows left over by --bin are named" || bad "rows left over: $(cat "$ERR")"
+grep -q "the last 4 of the 64 detector columns do not fill a bin and are left out" "$ERR" &&
+  ok "the 4 columns left over by --bin are named" || bad "columns left over: $(cat "$ERR")"
+[ "$(wc -c < bin5.raw)" -eq $((12 * 12 * 2 * 4)) ] && ok "2 slices of 12^2 from 12 rows binned by 5" ||
+  bad "bin5.raw size $(wc -c < bin5.raw)"
+run "${F[@]}" --axis 34.8 --angle-subset 0:40:100 --out one.raw
+[ "$rc" -eq 2 ] && grep -q "angle-subset 0:40:100 selects 1 projection of the 90: a reconstruction needs at least 2" "$ERR" &&
+  [ ! -e one.raw ] && ok "--angle-subset selecting 1 projection is refused" || bad "one projection: exit $rc: $(cat "$ERR")"
+
 # the angles of a DXchange file are its theta: a uniform --angle-range would do nothing
 run "${F[@]}" --axis 34.8 --angle-range 90 --out u.raw
 [ "$rc" -eq 2 ] && grep -q "the angles come from the DXchange file's /exchange/theta" "$ERR" && [ ! -e u.raw ] &&

@@ -679,6 +679,11 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   R.rep = report_defaults;
   R.t0 = ctr__now_s();
   CTR_CHECK(resolve(p, opts, &R.o));
+  if (R.o.algorithm == CTR_ITERATE_CGLS && p->o.pair == CTR_PAIR_FAST)
+    ctr__log(p->ctx, CTR_LOG_WARNING, "cgls with the fast (unmatched) pair: CGLS assumes the "
+             "backprojector is the exact transpose of the projector, and with an approximate one "
+             "its residual need not decrease (set ctr_projector_options.pair to matched, or use sirt or "
+             "fista-tv, which tolerate it)");
   R.nvol = ctr__proj_vol_count(p);
   R.nproj = ctr__proj_proj_count(p);
   uint64_t gpu_budget = R.o.gpu_budget, host_budget = R.o.host_budget;

@@ -93,6 +93,11 @@ static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
   if (r->nslices < 1)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.bin_y = %d exceeds the %lld rows "
              "reconstructed", r->by, (long long)r->nrows);
+  if (r->nrows % r->by)
+    ctr__log(r->ctx, CTR_LOG_WARNING, "binning %d rows into a slice: the last %lld of the %lld "
+             "rows reconstructed do not fill a bin and are left out (choose rows in multiples of "
+             "ctr_corrections.bin_y = %d)", r->by, (long long)(r->nrows % r->by),
+             (long long)r->nrows, r->by);
   r->nrows = r->nslices * r->by; /* rows left over by the binning are dropped */
   /* projections */
   const int64_t step = r->o.angle_step ? r->o.angle_step : 1;
@@ -107,6 +112,11 @@ static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
                (long long)r->o.angle_first, (long long)step, (long long)avail);
     avail = r->o.angle_count;
   }
+  if (avail < 2)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "the projections selected (ctr_fbp_stream_options."
+             "angle_first = %lld, angle_step = %lld) are %lld of the %lld: a reconstruction needs "
+             "at least 2", (long long)r->o.angle_first, (long long)step, (long long)avail,
+             (long long)r->NP);
   r->nsel = avail;
   r->sel = ctr__malloc(sizeof(int64_t) * (size_t)r->nsel, "projection list");
   double *ang = ctr__malloc(sizeof(double) * (size_t)r->nsel * 2, "angles");
@@ -133,6 +143,10 @@ static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
   r->axis_in = gin->p.axis;
   /* binned: bin j covers input bins [j bx, j bx + bx) */
   r->nbins_b = r->W / r->bx;
+  if (r->W % r->bx)
+    ctr__log(r->ctx, CTR_LOG_WARNING, "binning %d columns into a bin: the last %lld of the %lld "
+             "detector columns do not fill a bin and are left out", r->bx,
+             (long long)(r->W % r->bx), (long long)r->W);
   ctr_parallel_params q = gin->p;
   q.nbins = r->nbins_b;
   q.nangles = r->nsel;
