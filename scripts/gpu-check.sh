@@ -20,7 +20,9 @@
 # JSON), and ASTRA's FP3D/SIRT3D/CGLS3D on case A's data when astra is among the stages
 # (needs the fp-A case in the same call). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
-# bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/.
+# bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/. Open MPI and
+# HDF5 (the mpi and sync stages) come from .carry/sys-debs.tar.xz (scripts/carry-sys.sh)
+# when the image lacks them.
 set -uo pipefail
 OUT=${1:?usage: scripts/gpu-check.sh RESULTS_DIR [STAGES]}
 STAGES=${2:-build,test,sanitize,floors,benchA,benchB,astra,rabbitct,ooc,fbp,pet,iterative}
@@ -77,6 +79,22 @@ if [ -d "$ROOT/.deps/usr" ]; then
     -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath-link,$LIBDIRS")
   export LD_LIBRARY_PATH=$RUNLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   say "carried libraries exposed: $(ls "$RUNLIBS" | tr '\n' ' ')"
+fi
+
+# Open MPI and HDF5 where the image lacks them (.carry/sys-debs.tar.xz, made by
+# scripts/carry-sys.sh): Debian 12's packages unpacked into / without replacing
+# any file the image has; the build then finds them where Debian puts them.
+if [ -f "$ROOT/.carry/sys-debs.tar.xz" ] && { ! command -v mpirun > /dev/null ||
+     { [ ! -e /usr/include/hdf5/serial/hdf5.h ] && [ ! -e /usr/include/hdf5.h ]; }; }; then
+  t=$(mktemp -d /tmp/ctr_sys.XXXX)
+  tar -C "$t" -xJf "$ROOT/.carry/sys-debs.tar.xz"
+  for d in lib bin sbin; do  # a merged /usr: /lib is a link to usr/lib
+    if [ -L "/$d" ] && [ -d "$t/$d" ]; then cp -an "$t/$d/." "$t/usr/$d/"; rm -rf "${t:?}/$d"; fi
+  done
+  cp -an "$t/." / 2>> "$LOGS/carry-sys.log"
+  ldconfig 2>> "$LOGS/carry-sys.log"
+  rm -rf "$t"
+  say "carried Open MPI and HDF5 unpacked into / (no file replaced): mpirun $(command -v mpirun || echo missing), $(mpirun --version 2>&1 | head -1), hdf5.h $(ls /usr/include/hdf5/serial/hdf5.h 2>/dev/null || echo missing)"
 fi
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv \
