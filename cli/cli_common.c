@@ -168,7 +168,9 @@ int cli_fail(const char *cmd, ctr_status st) {
 
 int cli_fail_file(const char *cmd, ctr_status st, const char *path) {
   const char *text = status_text(st);
-  if (st != CTR_E_CANCELLED && path && !strstr(text, path)) {
+  /* a detail that starts with an option is about that option, not the file */
+  const int about_option = text[0] == '-' && text[1] == '-';
+  if (st != CTR_E_CANCELLED && path && !about_option && !strstr(text, path)) {
     char buf[8192];
     snprintf(buf, sizeof buf, "'%s': %s", path, text);
     print_error(cmd, buf);

@@ -96,6 +96,10 @@ refused "--ring-wavelet with --rings sorting" "--ring-wavelet applies to --rings
   --rings sorting --ring-wavelet 3 --out e.raw
 refused "--dezinger-size without --dezinger" "--dezinger-size applies to --dezinger" "${FBP[@]}" \
   --dezinger-size 5 --out e.raw
+# a bad option value the library finds is blamed on the option, not on the input file
+run "${FBP[@]}" --rings sorting --ring-size 4 --out e.raw
+[ "$rc" -ne 0 ] && grep -q "^ctrecon fbp: error: --ring-size = 4: expected an odd width" "$ERR" &&
+  ok "--ring-size 4: the message starts with the option" || bad "--ring-size 4: exit $rc: $(cat "$ERR")"
 refused "--center-row with --axis" "--center-row chooses the row .* --axis 40 gives it" "${FBP[@]}" \
   --axis 40 --center-row 2 --out e.raw
 exits 2 "--interp cubic" "${FBP[@]}" --interp cubic --out e.raw
