@@ -177,7 +177,7 @@ static void test_files(ctr_context *cpu, ctr_context *gpu) {
   }
   /* Interrupted after k subvolumes, then resumed. */
   for (int k = 1; k <= 5; k += 2) {
-    char stop[8];
+    char stop[16];
     snprintf(stop, sizeof stop, "%d", k);
     setenv("CTRECON_INJECT_STOP_AFTER_SLABS", stop, 1);
     CHECK(ctr_fdk_stream(gpu, g, &so, r, P("res.raw"), CTR_FORMAT_AUTO, &rep) == CTR_E_CANCELLED);

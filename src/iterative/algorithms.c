@@ -238,8 +238,10 @@ static void fingerprint(run *R, const float *proj) {
   f->tv_weight = R->o.tv_weight;
   f->lower = R->o.box ? R->o.lower : 0;
   f->upper = R->o.box ? R->o.upper : 0;
-  f->geometry = ctr__it_checksum(P->views, (int64_t)sizeof(ctr__it_view) * P->nviews) ^
-                (ctr__it_checksum(P->vox, (int64_t)sizeof P->vox) << 32);
+  /* the two 32-bit checksums side by side (unsigned: a shift into the sign bit is undefined) */
+  const uint64_t rays = (uint64_t)ctr__it_checksum(P->views, (int64_t)sizeof(ctr__it_view) * P->nviews);
+  const uint64_t vox = (uint64_t)ctr__it_checksum(P->vox, (int64_t)sizeof P->vox);
+  f->geometry = (int64_t)(rays ^ (vox << 32));
   f->data = ctr__it_checksum(proj, (int64_t)sizeof(float) * ctr__proj_proj_count(P));
 }
 

@@ -74,9 +74,11 @@ int ctr__corrections_any(const ctr_corrections *c) {
          c->stitch_360 || c->bin_x > 1 || c->bin_y > 1;
 }
 
+#if CTR_HAVE_CUDA
 static int on_gpu(const ctr_context *ctx) {
   return ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA;
 }
+#endif
 
 static ctr_status check_sino(const char *fn, int64_t nb, int64_t na, int64_t ns, const void *p) {
   if (nb < 1 || na < 1 || ns < 1 || !p)
