@@ -7,7 +7,8 @@
 #
 # BUILD_TARGETS (optional): build only these targets.
 # STAGES is a comma list of build,test,sanitize,floors,benchA,benchB,astra,rabbitct,rabbitsweep,hostxfer,ooc,fbp,pet,
-# iterative,sync,mpi (default: all but sync and mpi). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
+# iterative,sync,mpi,python (default: all but sync, mpi and python). python: the Python
+# package built there, its GPU tests (CuPy) and the binding's overhead (issue 22). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
 # default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). sync: the synchrotron
 # pipeline file to file (issue 24) against the disk's concurrent read-and-write floor
 # (SYNC_DIR, default /tmp/ctr_sync; SYNC_N 2048: needs ~50 GB free, deleted at the end).
@@ -593,6 +594,30 @@ if has mpi; then
   grep -E "^(case|  rank|cpu|cuda)" "$LOGS/bench_mpi.log" | tee -a "$LOGS/summary.txt"
   "$BUILD/bench/bench_mpi" --model --json "$OUT/mpi_model.json" >> "$LOGS/summary.txt" 2>&1
   rm -rf "${MPI_DIR:-/tmp/ctr_mpi}"
+fi
+
+if has python; then
+  # The Python package (issue 22) on the GPU: built here with the image's
+  # scikit-build-core, CMake and CuPy, cffi and pycparser from .whl/ (the image
+  # lacks them), into /tmp/ctr_py; then the GPU tests (CuPy arrays in place:
+  # pointer check, same bits as the host path) and the binding's overhead on
+  # FDK at 512^3 against the C benchmark.
+  say "python: package build, GPU tests (CuPy), binding overhead"
+  PYSITE=/tmp/ctr_py
+  rm -rf "$PYSITE" && mkdir -p "$PYSITE"
+  python3 -m pip install -q --no-index --no-deps --target "$PYSITE" "$ROOT"/.whl/cffi-*.whl \
+    "$ROOT"/.whl/pycparser-*.whl > "$LOGS/python_build.log" 2>&1
+  PYTHONPATH=$PYSITE CMAKE_ARGS="${CMAKE_EXTRA[*]} -DCMAKE_CUDA_ARCHITECTURES=90" \
+    python3 -m pip install -v --no-index --no-deps --no-build-isolation --target "$PYSITE" \
+    "$ROOT" >> "$LOGS/python_build.log" 2>&1
+  say "python build rc=$? ($(PYTHONPATH=$PYSITE python3 -c 'import ctrecon; print(ctrecon.__version__, ctrecon.features(), ctrecon.cuda_device_count(), "GPU(s)")' 2>&1 | tail -1))"
+  (cd "$ROOT/python/tests" && PYTHONPATH=$PYSITE python3 -m pytest -v -p no:cacheprovider \
+    test_gpu.py test_docs.py) > "$LOGS/python_gpu_tests.log" 2>&1
+  say "python GPU tests rc=$? : $(tail -1 "$LOGS/python_gpu_tests.log")"
+  PYTHONPATH=$PYSITE python3 "$ROOT/python/bench/binding_overhead.py" --repeats 7 \
+    ${BUILD:+--c-bench "$BUILD/bench/bench_fdk_cuda"} > "$OUT/python_overhead.json" \
+    2> "$LOGS/python_overhead.log"
+  say "python overhead rc=$? : $(tr -d '\n' < "$OUT/python_overhead.json" | cut -c1-400)"
 fi
 
 cp "$LOGS/summary.txt" "$OUT/summary.txt"
