@@ -73,15 +73,16 @@ import sys
 import time
 import warnings
 
-import numpy as np
-
 try:
     import algotom.prep.calculation as acalc
     import algotom.prep.removal as arem
     import algotom.util.utility as autil
-except ImportError:
-    print("algotom_compare: algotom is not installed (pip install 'algotom>=1.7,<1.8'): skipped")
+except ImportError as e:
+    print(f"algotom_compare: algotom is not installed ({e}; pip install 'algotom>=1.7,<1.8'):"
+          " skipped")
     sys.exit(0)
+import numpy as np
+
 import ctrecon
 
 NB, NA = 1280, 900
