@@ -187,32 +187,84 @@ static ctr_status wavelet_make(int order, wavelet *w) {
   return CTR_OK;
 }
 
-/* One periodic analysis step of n (even) values x[i * stride]: lows into
- * the first n/2, highs into the last n/2 (through tmp). */
-static void dwt_step(const wavelet *w, float *x, int64_t n, int64_t stride, double *tmp) {
+/* One periodic analysis step of n (even) values x[i * stride], for nc
+ * neighbouring columns at once (x + c, c < nc: rows of nc contiguous values,
+ * so a column pass reads whole cache lines): lows into the first n/2, highs
+ * into the last n/2 (through tmp, n x nc). Each output sums its len products
+ * in k order (the same arithmetic for every nc); the wrap-around of the
+ * period is taken only by the last outputs, whose taps pass n. */
+static void dwt_step(const wavelet *w, float *x, int64_t n, int64_t stride, int64_t nc,
+                     double *tmp) {
   const int64_t h = n / 2;
   for (int64_t i = 0; i < h; i++) {
-    double a = 0, d = 0;
+    double *a = tmp + i * nc, *d = tmp + (h + i) * nc;
+    for (int64_t c = 0; c < nc; c++) a[c] = d[c] = 0;
     for (int k = 0; k < w->len; k++) {
-      const double v = x[((2 * i + k) % n) * stride];
-      a += w->lo[k] * v;
-      d += w->hi[k] * v;
+      int64_t j = 2 * i + k;
+      while (j >= n) j -= n; /* the period wraps (more than once where n < len) */
+      const float *v = x + j * stride;
+      const double lo = w->lo[k], hi = w->hi[k];
+      for (int64_t c = 0; c < nc; c++) {
+        a[c] += lo * v[c];
+        d[c] += hi * v[c];
+      }
     }
-    tmp[i] = a;
-    tmp[h + i] = d;
   }
-  for (int64_t i = 0; i < n; i++) x[i * stride] = (float)tmp[i];
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t c = 0; c < nc; c++) x[i * stride + c] = (float)tmp[i * nc + c];
 }
 
-/* Its inverse (the transform is orthogonal: the transpose). */
-static void idwt_step(const wavelet *w, float *x, int64_t n, int64_t stride, double *tmp) {
+/* Its inverse (the transform is orthogonal: the transpose), the same way. */
+static void idwt_step(const wavelet *w, float *x, int64_t n, int64_t stride, int64_t nc,
+                      double *tmp) {
   const int64_t h = n / 2;
-  for (int64_t i = 0; i < n; i++) tmp[i] = 0;
+  for (int64_t i = 0; i < n * nc; i++) tmp[i] = 0;
   for (int64_t i = 0; i < h; i++) {
-    const double a = x[i * stride], d = x[(h + i) * stride];
-    for (int k = 0; k < w->len; k++) tmp[(2 * i + k) % n] += w->lo[k] * a + w->hi[k] * d;
+    const float *a = x + i * stride, *d = x + (h + i) * stride;
+    for (int k = 0; k < w->len; k++) {
+      int64_t j = 2 * i + k;
+      while (j >= n) j -= n;
+      double *t = tmp + j * nc;
+      const double lo = w->lo[k], hi = w->hi[k];
+      for (int64_t c = 0; c < nc; c++) t[c] += lo * a[c] + hi * d[c];
+    }
   }
-  for (int64_t i = 0; i < n; i++) x[i * stride] = (float)tmp[i];
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t c = 0; c < nc; c++) x[i * stride + c] = (float)tmp[i * nc + c];
+}
+
+/* Columns a pass transforms together: 16 floats, one 64-byte line a row. */
+#define WAVELET_COLUMNS 16
+
+/* The row pass (each row alone) and the column pass (in blocks of columns)
+ * of one level over the h x wd corner of x (row pitch N1). */
+static void dwt_level(const ctr_context *ctx, const wavelet *w, float *x, int64_t h, int64_t wd,
+                      int64_t N1, int inverse) {
+  const int64_t blocks = (wd + WAVELET_COLUMNS - 1) / WAVELET_COLUMNS;
+#pragma omp parallel num_threads(ctr__num_threads(ctx))
+  {
+    const int64_t longest = h > wd ? h : wd;
+    double *tmp = malloc(sizeof(double) * (size_t)(longest * WAVELET_COLUMNS));
+    if (!inverse) {
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < h; r++)
+        if (tmp) dwt_step(w, x + r * N1, wd, 1, 1, tmp);
+    }
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; b++) {
+      const int64_t c0 = b * WAVELET_COLUMNS;
+      const int64_t nc = wd - c0 < WAVELET_COLUMNS ? wd - c0 : WAVELET_COLUMNS;
+      if (!tmp) continue;
+      if (inverse) idwt_step(w, x + c0, h, N1, nc, tmp);
+      else dwt_step(w, x + c0, h, N1, nc, tmp);
+    }
+    if (inverse) {
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < h; r++)
+        if (tmp) idwt_step(w, x + r * N1, wd, 1, 1, tmp);
+    }
+    free(tmp);
+  }
 }
 
 /* Levels of the 2D transform of an N0 (angles) x N1 (bins) array, x
@@ -224,67 +276,63 @@ static ctr_status wavelet_slice(const ctr_context *ctx, const ctr_corrections *c
   ctr_status st = CTR_OK;
   const int L = c->stripe_level;
   int64_t h = N0, wd = N1;
-  for (int l = 0; l < L; l++, h /= 2, wd /= 2) {
-#pragma omp parallel num_threads(ctr__num_threads(ctx))
-    {
-      double *tmp = malloc(sizeof(double) * (size_t)(N0 > N1 ? N0 : N1));
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < h; r++)
-        if (tmp) dwt_step(w, x + r * N1, wd, 1, tmp);
-#pragma omp for schedule(static)
-      for (int64_t col = 0; col < wd; col++)
-        if (tmp) dwt_step(w, x + col, h, N1, tmp);
-      free(tmp);
-    }
-  }
-  /* the notch on each level's band rows [0, h/2), columns [w/2, w) */
+  for (int l = 0; l < L; l++, h /= 2, wd /= 2) dwt_level(ctx, w, x, h, wd, N1, 0);
+  /* the notch on each level's band rows [0, h/2), columns [w/2, w): one plan
+   * a level, executed on each thread's own (equally aligned) buffers */
   h = N0;
   wd = N1;
   for (int l = 0; l < L; l++, h /= 2, wd /= 2) {
     const int64_t m = h / 2, nf = m / 2 + 1;
-    float *in = fftwf_malloc(sizeof(float) * (size_t)m);
-    fftwf_complex *out = fftwf_malloc(sizeof(fftwf_complex) * (size_t)nf);
+    float *gain = malloc(sizeof(float) * (size_t)nf);
+    float *pin = fftwf_malloc(sizeof(float) * (size_t)m);
+    fftwf_complex *pout = fftwf_malloc(sizeof(fftwf_complex) * (size_t)nf);
     ctr__fftw_lock();
-    fftwf_plan fw = in && out ? fftwf_plan_dft_r2c_1d((int)m, in, out, FFTW_ESTIMATE) : NULL;
-    fftwf_plan bw = in && out ? fftwf_plan_dft_c2r_1d((int)m, out, in, FFTW_ESTIMATE) : NULL;
+    fftwf_plan fw = pin && pout ? fftwf_plan_dft_r2c_1d((int)m, pin, pout, FFTW_ESTIMATE) : NULL;
+    fftwf_plan bw = pin && pout ? fftwf_plan_dft_c2r_1d((int)m, pout, pin, FFTW_ESTIMATE) : NULL;
     ctr__fftw_unlock();
-    if (!fw || !bw) st = ctr__error_set(CTR_E_FFT, "FFTW could not plan transforms of length %lld",
-                                        (long long)m);
-    for (int64_t col = wd / 2; st == CTR_OK && col < wd; col++) {
-      for (int64_t r = 0; r < m; r++) in[r] = x[r * N1 + col];
-      fftwf_execute(fw);
-      for (int64_t k = 0; k < nf; k++) {
-        const float g = (float)(-expm1(-(double)(k * k) / (2.0 * c->stripe_sigma * c->stripe_sigma)) /
-                                (double)m);
-        out[k][0] *= g;
-        out[k][1] *= g;
+    if (!gain) st = ctr__error_set(CTR_E_OUT_OF_MEMORY, "stripe removal: a notch of %lld values",
+                                   (long long)nf);
+    else if (!fw || !bw)
+      st = ctr__error_set(CTR_E_FFT, "FFTW could not plan transforms of length %lld", (long long)m);
+    for (int64_t k = 0; st == CTR_OK && k < nf; k++)
+      gain[k] = (float)(-expm1(-(double)(k * k) / (2.0 * c->stripe_sigma * c->stripe_sigma)) /
+                        (double)m);
+    int failed = 0;
+    if (st == CTR_OK) {
+#pragma omp parallel num_threads(ctr__num_threads(ctx)) reduction(| : failed)
+      {
+        float *in = fftwf_malloc(sizeof(float) * (size_t)m);
+        fftwf_complex *out = fftwf_malloc(sizeof(fftwf_complex) * (size_t)nf);
+        failed = !in || !out;
+#pragma omp for schedule(static)
+        for (int64_t col = wd / 2; col < wd; col++) {
+          if (failed) continue;
+          for (int64_t r = 0; r < m; r++) in[r] = x[r * N1 + col];
+          fftwf_execute_dft_r2c(fw, in, out);
+          for (int64_t k = 0; k < nf; k++) {
+            out[k][0] *= gain[k];
+            out[k][1] *= gain[k];
+          }
+          fftwf_execute_dft_c2r(bw, out, in);
+          for (int64_t r = 0; r < m; r++) x[r * N1 + col] = in[r];
+        }
+        fftwf_free(in);
+        fftwf_free(out);
       }
-      fftwf_execute(bw);
-      for (int64_t r = 0; r < m; r++) x[r * N1 + col] = in[r];
+      if (failed) st = ctr__error_set(CTR_E_OUT_OF_MEMORY, "stripe removal: FFT buffers of %lld values",
+                                      (long long)m);
     }
     ctr__fftw_lock();
     if (fw) fftwf_destroy_plan(fw);
     if (bw) fftwf_destroy_plan(bw);
     ctr__fftw_unlock();
-    fftwf_free(in);
-    fftwf_free(out);
+    fftwf_free(pin);
+    fftwf_free(pout);
+    free(gain);
     if (st != CTR_OK) return st;
   }
   /* back up the levels */
-  for (int l = L - 1; l >= 0; l--) {
-    const int64_t hl = N0 >> l, wl = N1 >> l;
-#pragma omp parallel num_threads(ctr__num_threads(ctx))
-    {
-      double *tmp = malloc(sizeof(double) * (size_t)(N0 > N1 ? N0 : N1));
-#pragma omp for schedule(static)
-      for (int64_t col = 0; col < wl; col++)
-        if (tmp) idwt_step(w, x + col, hl, N1, tmp);
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < hl; r++)
-        if (tmp) idwt_step(w, x + r * N1, wl, 1, tmp);
-      free(tmp);
-    }
-  }
+  for (int l = L - 1; l >= 0; l--) dwt_level(ctx, w, x, N0 >> l, N1 >> l, N1, 1);
   return CTR_OK;
 }
 
