@@ -541,7 +541,11 @@ int cmd_iterate(int argc, char **argv) {
               (long long)rep.iterations, ckpath);
       rc = cli_exit_code(st);
     } else {
-      rc = cli_fail_file(cmd, st, a.resume ? ckpath : a.sinograms ? a.sinograms : a.projections);
+      /* the file the failure is about: the checkpoint, the start volume, or the data */
+      const char *about = a.resume ? ckpath
+                          : init_file && strstr(ctr_error_detail(), "the initial volume") ? a.init
+                          : a.sinograms ? a.sinograms : a.projections;
+      rc = cli_fail_file(cmd, st, about);
       if (checkpoints && !a.resume && stat(ckpath, &sb) != 0) remove(r.log_path); /* no state */
     }
     goto cleanup;

@@ -203,7 +203,14 @@ static ctr_status load_b(run *R, const float *proj, ctr__vec *b) {
 static ctr_status init_x(run *R, const float *proj, float *vol, ctr__vec *x) {
   ctr_projector *P = R->P;
   if (R->o.init == CTR_ITERATE_INIT_ZERO) return ctr__vec_fill(P, x, 0.0f);
-  if (R->o.init == CTR_ITERATE_INIT_GIVEN && x->data == vol) return CTR_OK;
+  if (R->o.init == CTR_ITERATE_INIT_GIVEN) {
+    /* the caller's start under the data policy, as the projections are: a
+     * value beyond float arithmetic's reach would make every residual NaN */
+    if (x->data != vol) CTR_CHECK(ctr__vec_upload(P, x, vol));
+    int64_t bad = 0;
+    CTR_CHECK(ctr__vec_sanitize(P, x, &bad));
+    return ctr__values_report(P->ctx, R->o.strict, bad, "the initial volume");
+  }
   if (R->o.init == CTR_ITERATE_INIT_FDK) {
     int64_t pd[3], vd[3] = {P->n[0], P->n[1], P->n[2]};
     ctr_projector_get_projection_dims(P, pd);
@@ -264,6 +271,12 @@ static ctr_status maybe_resume(run *R) {
  * stopping tests, cancellation. */
 static ctr_status epilogue(run *R, int64_t k, double res, const ctr__vec *x) {
   ctr_projector *P = R->P;
+  /* inputs are finite and bounded (the data policy), so this is a defect or
+   * an overflow of float arithmetic: stop rather than iterate on NaN */
+  if (!isfinite(res))
+    CTR_FAIL(CTR_E_INTERNAL, "%s, iteration %lld: the residual is %g (not finite): stopped; the "
+             "projections and the start hold values too large for float arithmetic, or this is a "
+             "defect to report", ctr_iterate_algorithm_name(R->o.algorithm), (long long)k, res);
   R->rep.iterations = k;
   R->rep.residual = res;
   ctr_iterate_info info;
@@ -501,7 +514,12 @@ static ctr_status cgls(run *R, const float *proj, float *vol) {
     CTR_CHECK_GOTO(st, ctr__vec_copy(P, &pv, &s));
     CTR_CHECK_GOTO(st, ctr__vec_dot(P, &s, &s, &gamma));
     CTR_CHECK_GOTO(st, norm(R, &r, &R->rep.initial_residual));
-    if (!(gamma > 0 && isfinite(gamma)) && R->rep.initial_residual != 0) { /* solved, or blind? */
+    if (!isfinite(gamma) || !isfinite(R->rep.initial_residual))
+      CTR_FAIL_GOTO(st, CTR_E_INTERNAL, "cgls: the first residual (%g) or gradient (%g) is not "
+                    "finite: stopped; the projections and the start hold values too large for "
+                    "float arithmetic, or this is a defect to report", R->rep.initial_residual,
+                    gamma);
+    if (!(gamma > 0) && R->rep.initial_residual != 0) { /* solved, or blind? */
       double a2;
       CTR_CHECK_GOTO(st, ctr__vec_fill(P, &s, 1.0f));
       CTR_CHECK_GOTO(st, forward(R, &s, &q));
