@@ -273,6 +273,18 @@ static void test_ledger(void) {
 }
 
 /* ctr_fdk_stream on a cluster of one, interrupted and resumed across. */
+/* ctr_fdk_stream into out, stopped by the test hook after `after` journalled
+ * subvolumes: it must fail as cancelled, saying so. */
+static void fdk_stopped(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *o,
+                        ctr_stack_reader *in, const char *out, const char *after,
+                        ctr_stream_report *rep) {
+  char said[32];
+  snprintf(said, sizeof said, "stopped after %s", after);
+  setenv("CTRECON_INJECT_STOP_AFTER_SLABS", after, 1);
+  CHECK_FAILS(ctr_fdk_stream(ctx, g, o, in, out, CTR_FORMAT_AUTO, rep), CTR_E_CANCELLED, said);
+  unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
+}
+
 static void test_stream_local(void) {
   ctr_geometry *g = geometry(16, 28, 24, 21, 0);
   REQUIRE(g);
@@ -305,11 +317,8 @@ static void test_stream_local(void) {
   CHECK(!exists(P("dist.raw.partial")) && !exists(P("dist.raw.partial.journal")) &&
         !exists(P("dist.raw.partial.journal.1.0")));
   /* interrupted on a cluster (of one), resumed without one */
-  setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "2", 1);
   ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
-  CHECK_FAILS(ctr_fdk_stream(ctx, g, &o, in, P("r.raw"), CTR_FORMAT_AUTO, &rep), CTR_E_CANCELLED,
-              "stopped after 2");
-  unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
+  fdk_stopped(ctx, g, &o, in, P("r.raw"), "2", &rep);
   CHECK(rep.resumable == 1 && strstr(rep.journal, "r.raw.partial.journal"));
   CHECK(ctr__journal_kind(P("r.raw.partial.journal")) == 2);
   CHECK(ctr__dist_output_is_distributed(P("r.raw")));
@@ -321,10 +330,7 @@ static void test_stream_local(void) {
   CHECK(same_files(P("one.raw"), P("r.raw")));
   /* a one-process run interrupted, resumed on a cluster */
   o.resume = 0;
-  setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "1", 1);
-  CHECK_FAILS(ctr_fdk_stream(ctx, g, &o, in, P("s.raw"), CTR_FORMAT_AUTO, NULL), CTR_E_CANCELLED,
-              "stopped after 1");
-  unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
+  fdk_stopped(ctx, g, &o, in, P("s.raw"), "1", NULL);
   CHECK(ctr__journal_kind(P("s.raw.partial.journal")) == 1);
   o.resume = 1;
   o.cluster = c;
@@ -332,10 +338,7 @@ static void test_stream_local(void) {
   CHECK(same_files(P("one.raw"), P("s.raw")));
   /* a fresh distributed run over an interrupted one is refused */
   o.resume = 0;
-  setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "1", 1);
-  CHECK_FAILS(ctr_fdk_stream(ctx, g, &o, in, P("t.raw"), CTR_FORMAT_AUTO, NULL), CTR_E_CANCELLED,
-              "stopped after 1");
-  unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
+  fdk_stopped(ctx, g, &o, in, P("t.raw"), "1", NULL);
   CHECK_FAILS(ctr_fdk_stream(ctx, g, &o, in, P("t.raw"), CTR_FORMAT_AUTO, NULL),
               CTR_E_INVALID_ARGUMENT, "holds an interrupted run");
   /* a distributed run writes raw, nrrd or a TIFF stack */
