@@ -24,7 +24,10 @@
  *       --read-rate/--write-rate: sequential rates, for the older "read time
  *       + write time" figure, kept as extra fields.
  *   bench_ooc memory [--n 1024 --views 1200 --det 1024] [--repeats 3] [--json FILE]
- *       pinned arrays in memory: ctr_fdk_stream_memory, wall time with set-up. */
+ *       pinned arrays in memory: ctr_fdk_stream_memory, wall time with set-up.
+ *   Every mode that reconstructs: --gpus N (GPUs 0 .. N-1; 0, the default:
+ *   every visible one), --split auto|volume|projections, --workers W (0: one
+ *   a GPU; --gpus 1 --workers 2: two workers sharing one GPU). */
 #include "bench_common.h"
 #include "ctrecon.h"
 
@@ -160,8 +163,9 @@ static int on_progress(void *user, const char *stage, double f) {
   return 0;
 }
 
-/* --gpus N: the context's GPUs are 0 .. N-1 (0: every visible one); --split. */
-static int g_gpus;
+/* --gpus N: the context's GPUs are 0 .. N-1 (0: every visible one); --split;
+ * --workers W (0: one a GPU; 2 on one GPU: the scheduler's overhead). */
+static int g_gpus, g_workers;
 static ctr_split g_split = CTR_SPLIT_AUTO;
 
 static ctr_context *gpu_context(void) {
@@ -175,6 +179,20 @@ static ctr_context *gpu_context(void) {
   ctr_context *ctx = NULL;
   if (ctr_context_create(&co, &ctx)) DIE("%s", ctr_error_detail());
   return ctx;
+}
+
+/* "workers": each worker's busy times of the last run (Okitsu et al. 2010,
+ * Fig. 4: the per-GPU breakdown). */
+static void json_workers(FILE *f, const ctr_stream_report *rep) {
+  fprintf(f, "\"workers\": [");
+  for (int w = 0; w < rep->workers && w < CTR_MAX_WORKERS; w++) {
+    const ctr_stream_timings *t = &rep->worker_timings[w];
+    fprintf(f, "%s{\"device\": %d, \"upload\": %.4f, \"filter\": %.4f, \"store\": %.4f, "
+            "\"reload\": %.4f, \"backproject\": %.4f, \"download\": %.4f, \"reduce\": %.4f, "
+            "\"wait\": %.4f}", w ? ", " : "", rep->worker_device[w], t->upload, t->filter, t->store,
+            t->reload, t->backproject, t->download, t->reduce, t->wait);
+  }
+  fprintf(f, "]");
 }
 
 static FILE *open_json(const args *a, const char *command) {
@@ -206,6 +224,8 @@ static void run(const args *a) {
   so.out_dtype = a->u16 ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32;
   so.input_scale = a->u16 ? 1000.0 : 1.0;
   so.out_scale = 1000.0;
+  so.split = g_split;
+  so.workers = g_workers;
   const char *out = path_in(a, "vol.nrrd");
   ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
   const double t0 = now_s();
@@ -250,7 +270,7 @@ static void run(const args *a) {
             "   \"views_per_batch\": %lld, \"store\": \"%s\", \"pair\": %d, \"gups\": %.1f,\n"
             "   \"busy\": {\"read\": %.3f, \"upload\": %.3f, \"filter\": %.3f, \"store\": %.3f, "
             "\"reload\": %.3f, \"backproject\": %.3f, \"download\": %.3f, \"write\": %.3f, "
-            "\"setup\": %.3f, \"total\": %.3f}}\n ]}\n",
+            "\"setup\": %.3f, \"total\": %.3f},\n   \"gpus\": %d, \"worker_count\": %d, \"split\": \"%s\", ",
             a->name, wall, floor_s, floor_s > 0 ? wall / floor_s : 0, sum_s,
             sum_s > 0 ? wall / sum_s : 0, a->read_rate, a->write_rate, floor_ref, wall / floor_ref,
             (long long)vol.nx, (long long)hint.count, (long long)nu, ctr_dtype_name(hint.dtype),
@@ -258,7 +278,10 @@ static void run(const args *a) {
             (long long)rep.plan.nslabs, (long long)rep.plan.slab_slices,
             (long long)rep.plan.views_per_batch, ctr_store_name(rep.plan.store), rep.plan.pair, gups,
             t->read, t->upload, t->filter, t->store, t->reload, t->backproject, t->download, t->write,
-            t->setup, t->total);
+            t->setup, t->total, ctr_context_get_device_count(ctx), rep.workers,
+            ctr_split_name(rep.plan.split));
+    json_workers(f, &rep);
+    fprintf(f, "}\n ]}\n");
     fclose(f);
   }
   unlink(out);
@@ -424,6 +447,7 @@ static void memory(const args *a) {
   ctr_context *ctx = gpu_context();
   ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
   so.split = g_split;
+  so.workers = g_workers;
   const int reps = a->repeats;
   double bp[16], runs[16];
   ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
@@ -448,23 +472,16 @@ static void memory(const args *a) {
     fprintf(f,
             "  {\"name\": \"memory-%lld\", \"seconds\": %.4f, "
             "\"backproject_seconds\": %.4f, \"n\": %lld, \"views\": %lld, "
-            "\"det\": %lld, \"repeats\": %d, \"plan\": \"%s\", \"gpus\": %d, \"split\": \"%s\", "
-            "\"split_requested\": \"%s\", \"model_seconds\": {\"volume\": %.4f, "
+            "\"det\": %lld, \"repeats\": %d, \"plan\": \"%s\", \"gpus\": %d, \"worker_count\": %d, \"split\": \"%s\", "
+            "\"split_requested\": \"%s\", \"workers_requested\": %d, \"model_seconds\": {\"volume\": %.4f, "
             "\"projections\": %.4f}, ",
             (long long)a->n, ms, bp_med, (long long)a->n,
-            (long long)a->views, (long long)a->det, reps, plan, rep.workers,
-            ctr_split_name(rep.plan.split), ctr_split_name(g_split),
+            (long long)a->views, (long long)a->det, reps, plan, ctr_context_get_device_count(ctx),
+            rep.workers,
+            ctr_split_name(rep.plan.split), ctr_split_name(g_split), g_workers,
             rep.plan.seconds[CTR_SPLIT_VOLUME], rep.plan.seconds[CTR_SPLIT_PROJECTIONS]);
-    /* each worker's busy times of the last run (Okitsu et al. 2010, Fig. 4) */
-    fprintf(f, "\"workers\": [");
-    for (int w = 0; w < rep.workers && w < CTR_MAX_WORKERS; w++) {
-      const ctr_stream_timings *t = &rep.worker_timings[w];
-      fprintf(f, "%s{\"device\": %d, \"upload\": %.4f, \"filter\": %.4f, \"store\": %.4f, "
-              "\"reload\": %.4f, \"backproject\": %.4f, \"download\": %.4f, \"reduce\": %.4f, "
-              "\"wait\": %.4f}", w ? ", " : "", rep.worker_device[w], t->upload, t->filter, t->store,
-              t->reload, t->backproject, t->download, t->reduce, t->wait);
-    }
-    fprintf(f, "], \"read\": %.4f, \"write\": %.4f, ", rep.timings.read, rep.timings.write);
+    json_workers(f, &rep);
+    fprintf(f, ", \"read\": %.4f, \"write\": %.4f, ", rep.timings.read, rep.timings.write);
     bench_json_runs(f, runs, reps);
     fprintf(f, "}\n ]}\n");
     fclose(f);
@@ -503,6 +520,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--det")) { a.det = atoll(v); det_given = 1; }
     else if (!strcmp(k, "--repeats")) a.repeats = atoi(v);
     else if (!strcmp(k, "--gpus")) g_gpus = atoi(v);
+    else if (!strcmp(k, "--workers")) g_workers = atoi(v);
     else if (!strcmp(k, "--split")) { if (ctr_split_parse(v, &g_split)) DIE("%s", ctr_error_detail()); }
     else if (!strcmp(k, "--read-rate")) a.read_rate = atof(v);
     else if (!strcmp(k, "--write-rate")) a.write_rate = atof(v);

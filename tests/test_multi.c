@@ -101,6 +101,9 @@ static void test_planner(void) {
           /* a subset each at least */
           CHECK_MSG(p.workers == (w < p.nbatches ? w : p.nbatches), "projections: %d workers of %d, "
                     "%lld subsets", p.workers, w, (long long)p.nbatches);
+          /* automatic batches: as many for each worker (no worker idle at the end) */
+          CHECK_MSG(p.nbatches % p.workers == 0, "projections: %lld subsets of %lld views for %d "
+                    "workers", (long long)p.nbatches, (long long)p.views_per_batch, p.workers);
           /* all workers on the same subvolumes: as many as one worker needs */
           if (fits) CHECK_MSG(p.nslabs == 1 && p.pair, "projections in core: %lld subvolumes, pair %d",
                               (long long)p.nslabs, p.pair);
@@ -290,6 +293,59 @@ static void test_memory(void) {
   free(one);
 }
 
+#ifdef CTR_TEST_CUDA
+/* Several real GPUs where the machine has them (a worker each, peer or host
+ * copies between devices): the volume split bit-identical to one worker, the
+ * projection split within the summation-order bound. Skipped, and said, on
+ * one GPU. */
+static void test_devices(void) {
+  const int have = ctr_cuda_get_device_count();
+  if (have < 2) {
+    printf("several GPUs: SKIPPED (%d GPU visible)\n", have);
+    return;
+  }
+  const int nd = have < 4 ? have : 4;
+  int devices[4] = {0, 1, 2, 3};
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = CTR_DEVICE_CUDA;
+  co.devices = devices;
+  co.ndevices = nd;
+  ctr_context *ctx = NULL;
+  CHECK_OK(ctr_context_create(&co, &ctx));
+  if (!ctx) return;
+  CHECK(ctr_context_get_device_count(ctx) == nd);
+  const int64_t pd[3] = {NU, NV, NVIEWS}, vd[3] = {N, N, N};
+  ctr_array pa = ctr_array_make(g_proj, CTR_DTYPE_FLOAT32, 3, pd);
+  float *vol = malloc(NVOX * sizeof(float)), *one = malloc(NVOX * sizeof(float));
+  ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array va1 = ctr_array_make(one, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  ctr_stream_options o = multi_opts(nd, CTR_SPLIT_VOLUME, 6, CTR_STORE_AUTO);
+  memset(vol, 0xff, NVOX * sizeof(float));
+  CHECK_OK(ctr_fdk_stream_memory(ctx, g_geom, &o, &pa, &va, &rep));
+  CHECK_MSG(rep.workers == nd && rep.plan.split == CTR_SPLIT_VOLUME, "%d GPUs, volume split: %d "
+            "workers, %s", nd, rep.workers, ctr_split_name(rep.plan.split));
+  CHECK_MSG(!memcmp(vol, g_one, NVOX * sizeof(float)),
+            "volume split on %d GPUs: not bit-identical to one worker", nd);
+  for (int i = 0; i < rep.workers; i++)
+    CHECK_MSG(rep.worker_timings[i].backproject > 0, "GPU worker %d did not backproject", i);
+  o = multi_opts(1, CTR_SPLIT_AUTO, 0, CTR_STORE_HOST);
+  CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va1, &rep));
+  o = multi_opts(nd, CTR_SPLIT_PROJECTIONS, 0, CTR_STORE_HOST);
+  memset(vol, 0xff, NVOX * sizeof(float));
+  CHECK_OK(ctr_fdk_stream_memory(ctx, g_geom, &o, &pa, &va, &rep));
+  CHECK_MSG(rep.workers == nd && rep.plan.split == CTR_SPLIT_PROJECTIONS && rep.timings.reduce > 0,
+            "%d GPUs, projection split: %d workers, %s", nd, rep.workers,
+            ctr_split_name(rep.plan.split));
+  char what[64];
+  snprintf(what, sizeof what, "projection split on %d GPUs", nd);
+  within_order_bound(vol, one, what);
+  free(vol);
+  free(one);
+  ctr_context_free(ctx);
+}
+#endif
+
 /* Progress with several workers: reported from the calling thread after
  * every subset; a cancellation stops them all. */
 static int g_calls, g_cancel_at;
@@ -429,6 +485,9 @@ int main(void) {
   if (!scratch_open("multi")) return 1;
   if (setup()) {
     test_memory();
+#ifdef CTR_TEST_CUDA
+    test_devices();
+#endif
     test_files();
   }
   free(g_proj);
