@@ -596,10 +596,7 @@ static ctr_status deliver(worker *w, int64_t s, int64_t z, int64_t nz, int64_t k
       return st;
     }
     /* the chunk's range (bad voxels are 0 by now) */
-    for (int64_t i = 0; i < (c1 - c0) * slice; i++) {
-      rec.min = fminf(rec.min, data[i]);
-      rec.max = fmaxf(rec.max, data[i]);
-    }
+    ctr__slab_range(&rec, data, (c1 - c0) * slice);
     if (r->opts.on_slab) r->opts.on_slab(r->opts.user, r->plan.z0 + z + c0, c1 - c0, data);
     if (w->stage) {
       int64_t below = 0, above = 0;

@@ -533,10 +533,7 @@ uint64_t ctr__fbp_fingerprint(const srun *r, const ctr_parallel_params *p, const
 static void deliver(srun *r, const float *v, int64_t n, void *dst, ctr__slab_record *rec) {
   rec->min = INFINITY;
   rec->max = -INFINITY;
-  for (int64_t i = 0; i < n; i++) {
-    rec->min = fminf(rec->min, v[i]);
-    rec->max = fmaxf(rec->max, v[i]);
-  }
+  ctr__slab_range(rec, v, n);
   if (r->o.out_dtype == CTR_DTYPE_FLOAT32) {
     if (dst != v) memcpy(dst, v, sizeof(float) * (size_t)n);
   } else if (r->o.out_dtype == CTR_DTYPE_FLOAT16) {
