@@ -125,7 +125,9 @@ put() { printf "$(echo "$3" | sed 's/\(..\)/\\x\1/g')" | dd of="$1" bs=1 seek="$
 NAN=0000c07f INF=0000807f HUGE=6666667f # NaN, +Inf, 0.9 FLT_MAX (finite: overflows the filter)
 cp p.raw vals.raw
 put vals.raw 400 $NAN; put vals.raw 40000 $INF; put vals.raw 80000 $HUGE
-fails 3 "fdk --strict: NaN, Inf, near-FLT_MAX projections" "'vals.raw': 3 values NaN, infinite or beyond|strict" \
+# (strict stops at the first batch holding one: on several GPUs that batch
+# may hold fewer than the file's 3, so the count is not part of the check)
+fails 3 "fdk --strict: NaN, Inf, near-FLT_MAX projections" "'vals.raw': |values NaN, infinite or beyond|strict" \
   $FDK --projections vals.raw --strict
 run $FDK --projections vals.raw --out-dtype uint16
 if [ "$rc" -eq 0 ] && [ "$(grep -c warning "$ERR")" -eq 1 ] &&

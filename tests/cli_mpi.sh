@@ -170,6 +170,24 @@ CTRECON_INJECT_RANK=0 CTRECON_INJECT_DELAY_MS=700 mpi 3 "${FBP[@]}" --out fslow.
 same fslow.raw fplain.raw "fbp with rank 0 slowed down = one process"
 clean "balancing"
 
+# resumable NAME OUT: after a failed run, either nothing is left behind or
+# (when ranks finished subvolumes before the failure reached them, as on a
+# fast machine) exactly the resumable set: OUT.partial with its journals, and
+# the message says --resume. Then removed.
+resumable() {
+  local left
+  left=$(find . -name '*.partial*' -o -name '*.scratch.*' -o -name '*.tmp.*' | sort)
+  if [ -z "$left" ]; then
+    ok "$1: nothing left behind"
+  elif ! grep -qvE "^\./$2\.partial(\.journal(\.[0-9]+\.[0-9]+)?)?$" <<< "$left" &&
+       grep -q "^\./$2\.partial\.journal$" <<< "$left" && grep -q -e '--resume' "$ERR"; then
+    ok "$1: only the resumable partial output and its journals are left, and --resume is named"
+    rm -f "$2".partial*
+  else
+    bad "$1: left behind: $left"
+  fi
+}
+
 echo "# faults: a bad input seen by one rank only"
 # a NaN in detector row 38 of view 0: rows 17..39 are rank 1's (rank 0, slowed, takes none)
 cp p.raw bad.raw && printf '\x00\x00\xc0\x7f' | dd of=bad.raw conv=notrunc bs=1 seek=$(((38 * NU + 20) * 4)) 2>/dev/null
@@ -179,7 +197,7 @@ CTRECON_INJECT_RANK=0 CTRECON_INJECT_DELAY_MS=500 mpi_rc 2 fdk --geometry g.json
   ok "every rank exits non-zero ($(cat rc.0), $(cat rc.1))" || bad "ranks' exits: $(cat rc.* 2>/dev/null)"
 one_error fdk "rank 1 of 2 (.*): 'bad.raw': 1 values NaN" "one message naming rank 1 and the bad value"
 [ ! -e bad.out.raw ] && ok "no final file" || bad "bad.out.raw exists"
-clean "bad input"
+resumable "bad input" bad.out.raw
 rm -f rc.*
 OMPI_MCA_orte_abort_on_non_zero_status=0 \
 "$MPIRUN" --oversubscribe -np 2 bash rankrc.sh "$CTR" fdk --geometry g.json --projections p.raw \
@@ -191,7 +209,7 @@ rc=$?
   bad "missing file: ranks' exits: $(cat rc.* 2>/dev/null | tr '\n' ' ')"
 one_error fdk "rank 2 of 3 (.*): cannot open 'missing.raw'" "one message naming rank 2 and the file"
 [ ! -e m.raw ] && ok "no final file" || bad "m.raw exists"
-clean "missing file"
+resumable "missing file" m.raw
 
 echo "# faults: a hung rank (the --rank-timeout)"
 CTRECON_INJECT_RANK=1 CTRECON_INJECT_HANG=1 mpi 3 "${FDK[@]}" --out h.raw --rank-timeout 2

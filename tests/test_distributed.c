@@ -182,7 +182,7 @@ static void test_journals(void) {
   char *rp = ctr__journal_rank_path(m, 4, 2);
   CHECK(rp && strstr(rp, "j.partial.journal.4.2"));
   ctr__journal j;
-  const ctr__journal_layout layout = {1, 1, 0, 0, 1};
+  const ctr__journal_layout layout = {1, 1, 0, 0, 1, 0, 1};
   CHECK_OK(ctr__journal_create(&j, rp, 0xfeedull, &layout));
   CHECK_OK(ctr__journal_mark(&j, 0, 30, 4, &r[0].rec));
   CHECK_OK(ctr__journal_mark(&j, 9, 34, 2, &r[1].rec)); /* index beyond the layout: a range */

@@ -422,6 +422,34 @@ static void test_files(void) {
     CHECK(!exists(P("resumed.raw.partial")) && !exists(P("resumed.raw.partial.journal")));
     unlink(out);
   }
+  /* A multi-page TIFF takes its pages in order: several workers asked for
+   * are refused, naming the formats that take them (left automatic on
+   * several GPUs, one worker writes it). */
+  o = multi_opts(2, CTR_SPLIT_VOLUME, 6, CTR_STORE_AUTO);
+  CHECK_FAILS(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("multi.tif"), CTR_FORMAT_AUTO, &rep),
+              CTR_E_UNSUPPORTED, "TIFF stack pattern");
+  CHECK(!exists(P("multi.tif")));
+  /* A projection split interrupted on 3 workers and resumed with the split
+   * and workers left automatic: the journal's split on as many workers (its
+   * sums depend on them), the same bytes as the uninterrupted run. */
+  {
+    const char *out = P("resumed3.raw");
+    o = multi_opts(3, CTR_SPLIT_PROJECTIONS, 6, CTR_STORE_HOST);
+    setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "2", 1);
+    const ctr_status st = ctr_fdk_stream(g_ctx, g_geom, &o, rd, out, CTR_FORMAT_AUTO, &rep);
+    unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
+    CHECK_MSG(st == CTR_E_CANCELLED, "projection split interrupted: %s", ctr_status_name(st));
+    o = multi_opts(0, CTR_SPLIT_AUTO, 0, CTR_STORE_AUTO);
+    o.resume = 1;
+    CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, rd, out, CTR_FORMAT_AUTO, &rep));
+    CHECK_MSG(rep.slabs_resumed == 2 && rep.workers == 3 &&
+                  rep.plan.split == CTR_SPLIT_PROJECTIONS,
+              "resumed %lld subvolumes on %d workers, %s split", (long long)rep.slabs_resumed,
+              rep.workers, ctr_split_name(rep.plan.split));
+    CHECK_MSG(same_files(out, P("proj3.raw")),
+              "projection split on 3 workers interrupted and resumed: bytes differ");
+    unlink(out);
+  }
   /* Progress and cancellation with three workers. */
   {
     ctr_context *cctx = NULL;

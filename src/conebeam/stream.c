@@ -221,12 +221,22 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
   q.store = r->opts.store;
   q.input_in_memory = q.output_in_memory = in_memory;
   if (resumed) {
-    /* the interrupted run's decomposition, whatever the workers now: the
-     * volume split's result does not depend on them */
+    /* the interrupted run's decomposition. A volume split's result does not
+     * depend on the workers; a projection split's sums do (each worker's
+     * share of the views): the same split on as many workers as before
+     * (sharing the GPUs there are now) gives the same bytes. A split given
+     * now overrides (its subvolumes then differ within the summation-order
+     * bound, docs/multi-gpu.md). */
     q.views_per_batch = resumed->views_per_batch;
     q.max_slab_slices = resumed->slab_slices;
     q.store = (ctr_store)resumed->store;
-    if (q.split == CTR_SPLIT_AUTO) q.split = CTR_SPLIT_VOLUME;
+    if (q.split == CTR_SPLIT_AUTO) {
+      q.split = resumed->split == CTR_SPLIT_PROJECTIONS ? CTR_SPLIT_PROJECTIONS : CTR_SPLIT_VOLUME;
+      if (q.split == CTR_SPLIT_PROJECTIONS && r->opts.workers <= 0) {
+        q.workers = resumed->workers;
+        CTR_CHECK(worker_gpu_budget(r, q.workers, &q.gpu_budget));
+      }
+    }
   }
   r->plan = (ctr_plan)CTR_PLAN_INIT;
   CTR_CHECK(ctr_plan_fdk(r->g, &q, &r->plan));
@@ -1050,6 +1060,18 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
              projections->path, ctr_dtype_name(r.in_dtype));
   if (out_format == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, &out_format));
   resumable = out_format != CTR_FORMAT_TIFF;
+  /* A multi-page TIFF takes its pages in order; several workers finish
+   * subvolumes (or their shares of one) in any order: one worker. */
+  if (out_format == CTR_FORMAT_TIFF && requested_workers(&r) > 1) {
+    if (r.opts.workers > 1)
+      CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': a multi-page TIFF is written page after page, by one "
+               "worker (ctr_stream_options.workers is %d): write a TIFF stack pattern such as "
+               "'vol_%%04d.tif', raw or NRRD to use several", out, r.opts.workers);
+    ctr__log(ctx, CTR_LOG_INFO, "'%s': a multi-page TIFF is written page after page: one GPU "
+             "reconstructs it (a TIFF stack pattern such as 'vol_%%04d.tif', raw or NRRD use "
+             "every GPU)", out);
+    r.opts.workers = 1;
+  }
   uint64_t fp = 0;
   CTR_CHECK(fingerprint(&r, out, out_format, 1, &fp));
   jpath = ctr__io_sprintf("%s.partial.journal", out);
@@ -1117,7 +1139,8 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
    * failed setup leaves nothing that asks for --resume. */
   if (resumable && !have_journal) {
     const ctr__journal_layout layout = {r.plan.slab_slices, r.plan.views_per_batch,
-                                        (int)r.plan.store, r.plan.pair, r.plan.nslabs};
+                                        (int)r.plan.store, r.plan.pair, r.plan.nslabs,
+                                        (int)r.plan.split, r.plan.workers};
     CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &layout));
     have_journal = 1;
   }

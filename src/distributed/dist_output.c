@@ -189,7 +189,7 @@ ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_statu
   if (st == CTR_OK && rank != 0) st = ctr__stack_create_partial(out, fmt, info, 1, NULL, &o->w);
   if (st == CTR_OK) {
     char *p = ctr__journal_rank_path(o->master, o->generation, rank);
-    const ctr__journal_layout layout = {1, 1, 0, 0, 1}; /* ranges: no decomposition */
+    const ctr__journal_layout layout = {1, 1, 0, 0, 1, 0, 1}; /* ranges: no decomposition */
     st = p ? ctr__journal_create(&o->journal, p, fp, &layout) : CTR_E_OUT_OF_MEMORY;
     o->have_journal = st == CTR_OK;
     free(p);

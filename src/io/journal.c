@@ -117,6 +117,8 @@ ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t finge
   j->store = plan->store;
   j->pair = plan->pair;
   j->nslabs = plan->nslabs;
+  j->split = plan->split;
+  j->workers = plan->workers > 0 ? plan->workers : 1;
   j->done = ctr__calloc((size_t)plan->nslabs, 1, "journal");
   j->rec = ctr__calloc((size_t)plan->nslabs, sizeof *j->rec, "journal");
   if (!j->done || !j->rec) return CTR_E_OUT_OF_MEMORY;
@@ -125,10 +127,10 @@ ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t finge
     CTR_FAIL(CTR_E_IO, "cannot create the journal '%s': %s", path, strerror(errno));
   char line[512];
   snprintf(line, sizeof line,
-           MAGIC "\nfingerprint %016llx\nplan %lld %lld %d %d %lld\n",
+           MAGIC "\nfingerprint %016llx\nplan %lld %lld %d %d %lld %d %d\n",
            (unsigned long long)fingerprint, (long long)plan->slab_slices,
            (long long)plan->views_per_batch, plan->store, plan->pair,
-           (long long)plan->nslabs);
+           (long long)plan->nslabs, j->split, j->workers);
   return append(j, line);
 }
 
@@ -144,12 +146,15 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
   char line[512];
   unsigned long long fp = 0;
   long long zs = 0, nb = 0, ns = 0;
-  int store = 0, pair = 0;
+  int store = 0, pair = 0, split = 0, workers = 1, nf = 0;
   if (!fgets(line, sizeof line, f) || strncmp(line, MAGIC, strlen(MAGIC)) != 0 ||
       !fgets(line, sizeof line, f) || sscanf(line, "fingerprint %llx", &fp) != 1 ||
       !fgets(line, sizeof line, f) ||
-      sscanf(line, "plan %lld %lld %d %d %lld", &zs, &nb, &store, &pair, &ns) != 5 || zs <= 0 ||
-      nb <= 0 || ns <= 0) {
+      ((nf = sscanf(line, "plan %lld %lld %d %d %lld %d %d", &zs, &nb, &store, &pair, &ns, &split,
+                    &workers)) != 5 &&
+       nf != 7) ||
+      zs <= 0 || nb <= 0 || ns <= 0 || split < 0 || split > 2 || workers < 1 ||
+      workers > CTR_MAX_WORKERS) {
     st = not_a_journal(path, resume);
     goto cleanup;
   }
@@ -163,6 +168,8 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
   j->store = store;
   j->pair = pair;
   j->nslabs = ns;
+  j->split = nf == 7 ? split : 0;
+  j->workers = nf == 7 ? workers : 1;
   j->done = ctr__calloc((size_t)ns, 1, "journal");
   j->rec = ctr__calloc((size_t)ns, sizeof *j->rec, "journal");
   if (!j->done || !j->rec) {

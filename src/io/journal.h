@@ -39,6 +39,7 @@ typedef struct ctr__journal {
   int64_t slab_slices, views_per_batch;
   int store, pair;
   int64_t nslabs;
+  int split, workers; /* FDK: a projection split's workers (its sums depend on them) */
   unsigned char *done; /* per subvolume */
   ctr__slab_record *rec; /* per subvolume, valid where done */
 } ctr__journal;
@@ -46,11 +47,13 @@ typedef struct ctr__journal {
 /* The decomposition a journal records (a resumed run repeats it): the
  * slices of a subvolume (a slab, a band), and three numbers the executor
  * interprets (FDK: views per subset, the filtered projections' store, the
- * pair flag; FBP: the projections used, 0, 0). */
+ * pair flag; FBP: the projections used, 0, 0), and FDK's split and workers
+ * (a journal without them, older or not FDK's: 0 and 1, the volume split). */
 typedef struct ctr__journal_layout {
   int64_t slab_slices, views_per_batch;
   int store, pair;
   int64_t nslabs;
+  int split, workers;
 } ctr__journal_layout;
 
 /* Creates (truncating) a journal for a fresh run. */

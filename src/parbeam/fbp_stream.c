@@ -884,7 +884,7 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
     }
 #endif
     if (resumable && !have_journal) {
-      const ctr__journal_layout layout = {r.band_slices, r.nsel, 0, 0, r.nbands};
+      const ctr__journal_layout layout = {r.band_slices, r.nsel, 0, 0, r.nbands, 0, 1};
       CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &layout));
       have_journal = 1;
     }

@@ -10,6 +10,7 @@
 #include "conebeam/cuda/engine_cuda_model.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -354,6 +355,27 @@ __global__ void add_kernel(float *__restrict__ dst, const float *__restrict__ sr
     dst[i] += src[i];
 }
 
+/* Whether `device` (current) reads `peer`'s memory in place: peer access
+ * enabled once per ordered pair in the process (it lasts as long as the
+ * process; enabling it again is an API error that compute-sanitizer counts,
+ * one per reduction before this table). */
+static int peer_access(int device, int peer) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static signed char state[CTR__MAX_DEVICES][CTR__MAX_DEVICES]; /* 0 unknown, 1 yes, -1 no */
+  if (device < 0 || peer < 0 || device >= CTR__MAX_DEVICES || peer >= CTR__MAX_DEVICES) return 0;
+  pthread_mutex_lock(&mu);
+  if (!state[device][peer]) {
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) can = 0;
+    cudaError_t pe = can ? cudaDeviceEnablePeerAccess(peer, 0) : cudaErrorPeerAccessUnsupported;
+    if (can && pe != cudaSuccess) cudaGetLastError(); /* enabled elsewhere (the caller's), or refused */
+    state[device][peer] = can && (pe == cudaSuccess || pe == cudaErrorPeerAccessAlreadyEnabled) ? 1 : -1;
+  }
+  const int ok = state[device][peer] > 0;
+  pthread_mutex_unlock(&mu);
+  return ok;
+}
+
 /* dst's slices [k0, k1) += src's: read in place where this device can (the
  * same device, or peer access), else copied over in chunks first. */
 static ctr_status cu_add_from(ctr__engine *e, ctr__engine *src, int64_t k0, int64_t k1) {
@@ -363,16 +385,8 @@ static ctr_status cu_add_from(ctr__engine *e, ctr__engine *src, int64_t k0, int6
   ctr_status st = CTR_OK;
   const size_t slice = (size_t)(c->g->vol.nx * c->g->vol.ny) * sizeof(float);
   const size_t off = (size_t)k0 * slice, len = (size_t)(k1 - k0) * slice;
-  int direct = s->device == c->device;
+  const int direct = s->device == c->device || peer_access(c->device, s->device);
   int64_t t = 0;
-  if (!direct) {
-    int can = 0;
-    if (cudaDeviceCanAccessPeer(&can, c->device, s->device) == cudaSuccess && can) {
-      const cudaError_t pe = cudaDeviceEnablePeerAccess(s->device, 0);
-      direct = pe == cudaSuccess || pe == cudaErrorPeerAccessAlreadyEnabled;
-    }
-    cudaGetLastError(); /* a refused or repeated enable is not an error here */
-  }
   if (k1 <= k0) return CTR_OK;
   CTR_CHECK_GOTO(st, ev_begin(c, T_REDUCE, c->comp, &t));
   if (direct) {
