@@ -844,6 +844,31 @@ static void worker_batches(const stream_run *r, int i, int64_t *b0, int64_t *b1)
   }
 }
 
+/* Worker w's engine: its device, its views (a projection split's share). */
+static ctr_status create_engine(worker *w, const ctr__engine_backend *be) {
+  stream_run *r = w->r;
+  const int64_t v0 = w->b0 * r->plan.views_per_batch;
+  const int64_t v1 = w->b1 * r->plan.views_per_batch < r->g->nviews
+                         ? w->b1 * r->plan.views_per_batch
+                         : r->g->nviews;
+  return be->create(r->ctx, w->device, r->g, &r->fdk, &r->plan, r->opts.input_scale, v0, v1,
+                    &w->eng);
+}
+
+typedef struct create_job {
+  worker *w;
+  const ctr__engine_backend *be;
+  ctr_status st;
+  char detail[1024]; /* the thread's error detail */
+} create_job;
+
+static void *create_main(void *p) {
+  create_job *j = p;
+  j->st = create_engine(j->w, j->be);
+  if (j->st != CTR_OK) snprintf(j->detail, sizeof j->detail, "%s", ctr_error_detail());
+  return NULL;
+}
+
 /* Shared state, buffers, the reader (started at once when a first pass is
  * due, so that the backends' setup overlaps the first reads) and one engine
  * per worker, on the context's devices in turn. */
@@ -905,13 +930,23 @@ static ctr_status setup(stream_run *r, const char *out, int start_reading) {
   for (int i = 0; i < r->nw; i++) {
     worker *w = &r->w[i];
     w->device = ndev > 0 ? ctr_context_get_device_ordinal(r->ctx, i % ndev) : 0;
-    const int64_t v0 = w->b0 * r->plan.views_per_batch;
-    const int64_t v1 = w->b1 * r->plan.views_per_batch < r->g->nviews
-                           ? w->b1 * r->plan.views_per_batch
-                           : r->g->nviews;
-    CTR_CHECK(be->create(r->ctx, w->device, r->g, &r->fdk, &r->plan, r->opts.input_scale, v0, v1,
-                         &w->eng));
   }
+  /* The engines at once, one thread each: on several GPUs each allocates a
+   * (sub)volume and its views, which one after the other cost every GPU's
+   * allocation in turn before any of them starts. */
+  if (r->nw == 1) return create_engine(&r->w[0], be);
+  pthread_t th[CTR_MAX_WORKERS];
+  int started[CTR_MAX_WORKERS] = {0};
+  create_job jobs[CTR_MAX_WORKERS];
+  for (int i = 0; i < r->nw; i++) {
+    jobs[i] = (create_job){&r->w[i], be, CTR_OK, {0}};
+    started[i] = pthread_create(&th[i], NULL, create_main, &jobs[i]) == 0;
+    if (!started[i]) create_main(&jobs[i]); /* no thread: on this one */
+  }
+  for (int i = 0; i < r->nw; i++)
+    if (started[i]) pthread_join(th[i], NULL);
+  for (int i = 0; i < r->nw; i++) /* the first failure in worker order */
+    if (jobs[i].st != CTR_OK) return ctr__error_set(jobs[i].st, "%s", jobs[i].detail);
   return CTR_OK;
 }
 
