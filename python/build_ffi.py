@@ -53,9 +53,15 @@ def declarations(cc, include):
     with tempfile.TemporaryDirectory() as fake:
         for h in ("stddef.h", "stdint.h"):
             open(os.path.join(fake, h), "w").close()
-        cmd = [cc, "-E", "-P", "-dD", "-nostdinc", "-isystem", fake, "-I", include,
+        # The empty headers come first: -nostdinc leaves the directories of
+        # CPATH and C_INCLUDE_PATH, which are searched like -I ones (a GPU
+        # machine's CPATH put GCC 13's own stddef.h, max_align_t and its
+        # __attribute__, in front of an -isystem fake); they are dropped too.
+        cmd = [cc, "-E", "-P", "-dD", "-nostdinc", "-I", fake, "-I", include,
                "-U__GNUC__", "-U__clang__", os.path.join(include, "ctrecon.h")]
-        text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH")}
+        text = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     decls, consts = [], []
     for line in text.splitlines():
         if line.startswith("#"):

@@ -24,7 +24,7 @@ step() { # step DESC COMMAND...: output shown on failure
 }
 step "virtual environment ($($py --version 2>&1))" "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
-step "pip install numpy pytest h5py tqdm" "${pip[@]}" install -q numpy pytest h5py tqdm
+step "pip install numpy pytest h5py tqdm cffi" "${pip[@]}" install -q numpy pytest h5py tqdm cffi
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 step "pip wheel (library + extension, CTRECON_CUDA=off)" "${pip[@]}" wheel -q --no-deps \
   -w "$work/wheel" --config-settings=cmake.define.CTRECON_CUDA=off \
