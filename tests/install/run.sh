@@ -79,7 +79,7 @@ if command -v pkg-config >/dev/null; then
   # shellcheck disable=SC2086
   step "compile with pkg-config" "$work/pc_build.log" \
     "$cc" -std=c11 $flags "$here/fdk_check.c" -o "$work/fdk_check_pc" $pc &&
-    step "fdk_check (pkg-config)" "$work/run_pc.log" env LD_LIBRARY_PATH="$libdir" "$work/fdk_check_pc"
+    step "fdk_check (pkg-config)" "$work/run_pc.log" env LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/fdk_check_pc"
 else
   bad "pkg-config is not installed"
 fi
