@@ -198,6 +198,35 @@ static void test_journals(void) {
   CHECK_OK(ctr__journal_read_rank(P("none.journal"), 1, "resume", &got)); /* none: none */
   CHECK(got.n == 0);
   free(rp);
+  /* A one-process journal's plan line: its split and workers (a projection
+   * split resumes on as many), absent in an older journal (the volume
+   * split, one worker), refused beyond the bounds a resume relies on. */
+  {
+    const char *jp = P("plan.journal");
+    const ctr__journal_layout proj = {8, 16, 2, 0, 3, 2, 3};
+    CHECK_OK(ctr__journal_create(&j, jp, 0xfeedull, &proj));
+    ctr__journal_close(&j, 0);
+    CHECK_OK(ctr__journal_resume(&j, jp, 0xfeedull, "resume"));
+    CHECK_MSG(j.split == 2 && j.workers == 3 && j.nslabs == 3, "split %d workers %d", j.split,
+              j.workers);
+    ctr__journal_close(&j, 0);
+    const char *lines[3] = {"plan 8 16 2 0 3\n", "plan 8 16 2 0 3 2 99\n", "plan 8 16 2 0 3 7 2\n"};
+    for (int k = 0; k < 3; k++) {
+      FILE *pf = fopen(jp, "w");
+      CHECK(pf && fprintf(pf, "ctrecon-journal 2\nfingerprint 00000000000feed\n%s", lines[k]) > 0);
+      if (pf) fclose(pf);
+      if (k == 0) {
+        CHECK_OK(ctr__journal_resume(&j, jp, 0xfeedull, "resume"));
+        CHECK_MSG(j.split == 0 && j.workers == 1, "older journal: split %d workers %d", j.split,
+                  j.workers);
+      } else {
+        CHECK_FAILS(ctr__journal_resume(&j, jp, 0xfeedull, "resume"), CTR_E_FORMAT,
+                    "plan.journal' is not a ctrecon journal");
+      }
+      ctr__journal_close(&j, 0);
+    }
+    remove(jp);
+  }
   /* counts a resume loops over and slice ranges it adds up are bounded: a
    * master naming 2^40 ranks (or no generation) is damaged, and slab lines
    * whose z0 + nz would overflow are not slabs */

@@ -16,6 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ctr__journal j;
   if (ctr__journal_resume(&j, path, FZ_FINGERPRINT, "ctr_stream_options.resume") == CTR_OK) {
     for (int64_t i = 0; i < j.nslabs && i < 4; i++) (void)j.done[i];
+    /* what a resume takes over as its split and worker count */
+    if (j.split < 0 || j.split > 2 || j.workers < 1 || j.workers > CTR_MAX_WORKERS) __builtin_trap();
     /* marking appends and syncs: one input in 16 (by size, as a replay) */
     if (size % 16 == 0) {
       const ctr__slab_record rec = {0x12345678u, -1.0f, 2.0f, 0, 0};

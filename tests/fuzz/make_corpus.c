@@ -327,6 +327,10 @@ static void journal(void) {
   ctr__journal_close(&j, 0);
   put_text("journal", "other-run",
            "ctrecon-journal 2\nfingerprint 00000000000000aa\nplan 8 16 2 0 3\n");
+  /* a projection split on 3 workers (the plan line's split and workers) */
+  put_text("journal", "projection-split",
+           "ctrecon-journal 2\nfingerprint 0123456789abcdef\nplan 8 16 2 0 3 2 3\n"
+           "slab 1 8 8 crc32 2144df1c range -0x1p-1 0x1p+1 clamped 0 0 done\n");
   /* the format before per-subvolume checksums: refused */
   put_text("journal", "format-1",
            "ctrecon-journal 1\nfingerprint 0123456789abcdef\nplan 8 16 2 0 3\nslab 0 0 8 done\n");
