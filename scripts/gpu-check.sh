@@ -23,7 +23,7 @@
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
 # bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/. Open MPI and
 # HDF5 (the mpi and sync stages) come from .carry/sys-debs.tar.xz (scripts/carry-sys.sh)
-# when the image lacks them.
+# when the image lacks them. On several GPUs the tests use all, the benchmarks GPU 0 (BENCH_GPUS).
 set -uo pipefail
 OUT=${1:?usage: scripts/gpu-check.sh RESULTS_DIR [STAGES]}
 STAGES=${2:-build,test,sanitize,floors,benchA,benchB,astra,rabbitct,ooc,fbp,pet,iterative}
@@ -139,6 +139,14 @@ if has sanitize; then
   say "memcheck rc=$? : $(grep -E 'tests passed|tests failed' "$LOGS/sanitizer.log" | tail -1)"
   grep -E "Memory checking results|Defects|ERROR SUMMARY|Failed|\*\*\*" "$LOGS/sanitizer.log" \
     | tee -a "$LOGS/summary.txt" | head -40
+fi
+
+# The benchmarks below are single-GPU figures: on a machine of several GPUs
+# they see GPU 0 alone (BENCH_GPUS: another list; the tests above used every
+# GPU; scripts/scaling.sh measures several).
+if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -gt 1 ]; then
+  export CUDA_VISIBLE_DEVICES=${BENCH_GPUS:-0}
+  say "benchmarks on GPU(s) $CUDA_VISIBLE_DEVICES of $(nvidia-smi -L | wc -l)"
 fi
 
 # Issue 26: every figure against a floor measured in the same run, every peer
