@@ -113,9 +113,9 @@ int main(void) {
   co.device = TEST_DEVICE;
   co.progress = progress;
   /* The kernel's static default, no tuning: the test counts every byte the
-   * process reads (/proc/self/io), and the automatic choice reads its cache
-   * file (fbp-kernels.json) on every GPU for every band, which on four GPUs
-   * and a machine's well-filled cache came to 0.1-1.2 MB. */
+   * process reads (/proc/self/io), and the automatic choice reads the
+   * machine's kernel cache (fbp-kernels.json; once per context since
+   * 2026-11-26, once per GPU and band before: 0.1-1.2 MB on four GPUs). */
   ctr_tuning tuning;
   CHECK_OK(ctr_tuning_init(&tuning, CTR_TUNING_VERSION));
   tuning.tune = -1;

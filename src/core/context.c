@@ -168,8 +168,39 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
     }
   }
   c->opts.tuning = &c->tuning;
+  pthread_mutex_init(&c->memo.mu, NULL);
   *out = c;
   return CTR_OK;
+}
+
+int ctr__context_memo_get(const ctr_context *ctx, const char *key, char *value, size_t n) {
+  if (!ctx) return 0;
+  ctr__memo *m = (ctr__memo *)&ctx->memo; /* a cache: logically const */
+  int found = 0;
+  pthread_mutex_lock(&m->mu);
+  for (int i = 0; i < m->n && !found; i++)
+    if (!strcmp(m->key[i], key) && strlen(m->value[i]) < n) {
+      snprintf(value, n, "%s", m->value[i]);
+      found = 1;
+    }
+  pthread_mutex_unlock(&m->mu);
+  return found;
+}
+
+void ctr__context_memo_put(const ctr_context *ctx, const char *key, const char *value) {
+  if (!ctx || strlen(key) >= sizeof ctx->memo.key[0] || strlen(value) >= sizeof ctx->memo.value[0])
+    return;
+  ctr__memo *m = (ctr__memo *)&ctx->memo;
+  pthread_mutex_lock(&m->mu);
+  int i = 0;
+  while (i < m->n && strcmp(m->key[i], key)) i++;
+  if (i == m->n) { /* a new key: the next slot, the oldest once full */
+    i = m->n < CTR__MEMO_SLOTS ? m->n++ : m->next;
+    m->next = (i + 1) % CTR__MEMO_SLOTS;
+    snprintf(m->key[i], sizeof m->key[i], "%s", key);
+  }
+  snprintf(m->value[i], sizeof m->value[i], "%s", value);
+  pthread_mutex_unlock(&m->mu);
 }
 
 int ctr_context_get_device_count(const ctr_context *ctx) { return ctx ? ctx->ndevices : 0; }
@@ -183,7 +214,9 @@ int ctr__context_gpu(const ctr_context *ctx, int i) {
 }
 
 void ctr_context_free(ctr_context *ctx) {
+  if (!ctx) return;
   ctr__tuning_release(ctx);
+  pthread_mutex_destroy(&ctx->memo.mu);
   free(ctx);
 }
 

@@ -5,6 +5,7 @@
 
 #include "ctrecon.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +62,16 @@ double ctr__now_s(void);
 
 /* Context internals. */
 #define CTR__MAX_DEVICES 64
+/* Choices a context makes once and keeps (the FBP kernel for a GPU and a
+ * size: every GPU's pipeline asks for it once a band): a string key and a
+ * short value, the oldest replaced when full. */
+#define CTR__MEMO_SLOTS 16
+typedef struct ctr__memo {
+  pthread_mutex_t mu;
+  int n, next;
+  char key[CTR__MEMO_SLOTS][320];
+  char value[CTR__MEMO_SLOTS][32];
+} ctr__memo;
 struct ctr_context {
   ctr_context_options opts; /* opts.tuning points to `tuning`; opts.devices points nowhere:
                                the list is copied below */
@@ -76,7 +87,14 @@ struct ctr_context {
    * CTR_E_CANCELLED once another rank stopped the run. NULL otherwise. */
   ctr_status (*progress_hook)(void *user, double *fraction);
   void *progress_hook_user;
+  ctr__memo memo;
 };
+
+/* The context's memo (ctx NULL: nothing kept). get: 1 and the value in
+ * `value` (n bytes) when `key` was put; put: keeps key -> value (a longer
+ * key or value is not kept). Thread-safe. */
+int ctr__context_memo_get(const ctr_context *ctx, const char *key, char *value, size_t n);
+void ctr__context_memo_put(const ctr_context *ctx, const char *key, const char *value);
 
 /* Ordinal of the context's i-th CUDA device (0 for a CPU context, a NULL
  * context or i out of range): every GPU entry point takes its device from

@@ -167,11 +167,18 @@ ctr_status ctr__fbp_tune_choose(const ctr_context *ctx, const ctr__fbp_tune_key 
   const ctr_tuning *t = ctr__tuning(ctx);
   *chosen = -1;
   if (t->tune < 0 || n < 1) return CTR_OK;
-  char name[32];
-  if (ctr__fbp_tune_lookup(t->cache_dir, k, name, sizeof name))
+  /* Once per context and key: every GPU's pipeline asks once a band, and a
+   * cache that cannot be written would be timed again each time. */
+  char memo_key[320], name[32];
+  snprintf(memo_key, sizeof memo_key, "fbp-kernel|%s|%lld|%lld|%lld|%lld|%d|%d", k->gpu,
+           (long long)k->nbins, (long long)k->nangles, (long long)k->nx, (long long)k->ny,
+           k->interp, k->multi);
+  if (ctr__context_memo_get(ctx, memo_key, name, sizeof name) ||
+      ctr__fbp_tune_lookup(t->cache_dir, k, name, sizeof name))
     for (int i = 0; i < n; i++)
       if (!strcmp(name, names[i])) {
         *chosen = i;
+        ctr__context_memo_put(ctx, memo_key, names[i]);
         return CTR_OK;
       }
   ctr_error_clear();
@@ -186,7 +193,8 @@ ctr_status ctr__fbp_tune_choose(const ctr_context *ctx, const ctr__fbp_tune_key 
     }
   }
   *chosen = best;
-  /* A cache that cannot be written costs a re-tune next time, nothing more. */
+  ctr__context_memo_put(ctx, memo_key, names[best]);
+  /* A cache that cannot be written costs a re-tune in the next context, nothing more. */
   const double gups = (double)k->nangles * (double)(k->nx * k->ny) / (best_ms * 1e-3) / 1e9;
   if (ctr__fbp_tune_store(t->cache_dir, k, names[best], gups) != CTR_OK) ctr_error_clear();
   return CTR_OK;

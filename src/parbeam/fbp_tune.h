@@ -34,9 +34,10 @@ ctr_status ctr__fbp_tune_store(const char *dir, const ctr__fbp_tune_key *k, cons
 typedef ctr_status (*ctr__fbp_time_fn)(void *user, int i, double *ms);
 /* The automatic choice among the kernels names[0 .. n): *chosen = -1 when
  * the context's ctr_tuning.tune is -1 (nothing read, timed or written);
- * else the candidate the cache holds for k, else the fastest by `time`,
- * then recorded in the cache (one that cannot be written costs a re-tune
- * next time). Errors of `time` are returned. */
+ * else the candidate this context chose for k before (kept in the context:
+ * nothing read), else the one the cache holds for k, else the fastest by
+ * `time`, then recorded in the cache (one that cannot be written costs a
+ * re-tune in the next context). Errors of `time` are returned. */
 ctr_status ctr__fbp_tune_choose(const ctr_context *ctx, const ctr__fbp_tune_key *k,
                                 const char *const *names, int n, ctr__fbp_time_fn time,
                                 void *user, int *chosen);
