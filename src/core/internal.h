@@ -66,10 +66,11 @@ double ctr__now_s(void);
  * size: every GPU's pipeline asks for it once a band): a string key and a
  * short value, the oldest replaced when full. */
 #define CTR__MEMO_SLOTS 16
+#define CTR__MEMO_KEY 320 /* bytes of a key, its terminating 0 included */
 typedef struct ctr__memo {
   pthread_mutex_t mu;
   int n, next;
-  char key[CTR__MEMO_SLOTS][320];
+  char key[CTR__MEMO_SLOTS][CTR__MEMO_KEY];
   char value[CTR__MEMO_SLOTS][32];
 } ctr__memo;
 struct ctr_context {

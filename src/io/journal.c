@@ -168,8 +168,8 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
   j->store = store;
   j->pair = pair;
   j->nslabs = ns;
-  j->split = nf == 7 ? split : 0;
-  j->workers = nf == 7 ? workers : 1;
+  j->split = split; /* an older 5-field line left them at 0 and 1 */
+  j->workers = workers;
   j->done = ctr__calloc((size_t)ns, 1, "journal");
   j->rec = ctr__calloc((size_t)ns, sizeof *j->rec, "journal");
   if (!j->done || !j->rec) {

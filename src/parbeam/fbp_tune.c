@@ -169,16 +169,16 @@ ctr_status ctr__fbp_tune_choose(const ctr_context *ctx, const ctr__fbp_tune_key 
   if (t->tune < 0 || n < 1) return CTR_OK;
   /* Once per context and key: every GPU's pipeline asks once a band, and a
    * cache that cannot be written would be timed again each time. */
-  char memo_key[320], name[32];
+  char memo_key[CTR__MEMO_KEY], name[32];
   snprintf(memo_key, sizeof memo_key, "fbp-kernel|%s|%lld|%lld|%lld|%lld|%d|%d", k->gpu,
            (long long)k->nbins, (long long)k->nangles, (long long)k->nx, (long long)k->ny,
            k->interp, k->multi);
-  if (ctr__context_memo_get(ctx, memo_key, name, sizeof name) ||
-      ctr__fbp_tune_lookup(t->cache_dir, k, name, sizeof name))
+  const int kept = ctr__context_memo_get(ctx, memo_key, name, sizeof name);
+  if (kept || ctr__fbp_tune_lookup(t->cache_dir, k, name, sizeof name))
     for (int i = 0; i < n; i++)
       if (!strcmp(name, names[i])) {
         *chosen = i;
-        ctr__context_memo_put(ctx, memo_key, names[i]);
+        if (!kept) ctr__context_memo_put(ctx, memo_key, names[i]);
         return CTR_OK;
       }
   ctr_error_clear();
