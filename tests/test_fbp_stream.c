@@ -11,6 +11,7 @@
  * computing (the reference ctr_fbp_projections then runs on the GPU too). */
 #include "harness.h"
 #include "scratch_dir.h"
+#include "read_count.h"
 #include "io/io_internal.h"
 
 #include <stdio.h>
@@ -156,9 +157,9 @@ int main(void) {
     const char *ins[2] = {P("p.nrrd"), P("p.tif")};
     for (int k = 0; k < 2; k++) {
       ctr_fbp_stream_report rep = CTR_FBP_STREAM_REPORT_INIT;
-      const int64_t before = bytes_read();
+      CHECK(read_count_start(ins[k]));
       CHECK_OK(stream(ctx, ins[k], &o, AXIS, P("s.nrrd"), &rep));
-      const int64_t got = bytes_read() - before, data = (int64_t)sizeof(uint16_t) * W * H * NP;
+      const int64_t got = read_count_bytes(), data = (int64_t)sizeof(uint16_t) * W * H * NP;
       float *s = load(P("s.nrrd"), npx);
       CHECK_MSG(same(s, ref, npx), "%s, batch %lld: the stream differs from ctr_fbp_projections",
                 ins[k], (long long)o.batch);

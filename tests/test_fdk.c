@@ -6,6 +6,9 @@
  * CTR_TEST_CUDA as test_gpu_fdk_foundation, where every ctr_fdk call runs
  * on the GPU (exit 77, skipped, without one). */
 #include "harness.h"
+#if defined(CTR_TEST_CUDA) && CTR_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "conebeam/cpu/backproject.h"
 #include "filter/filter.h"
@@ -307,6 +310,71 @@ static void test_split_equivalence(void) {
   ctr_geometry_free(g);
 }
 
+#if defined(CTR_TEST_CUDA) && CTR_HAVE_CUDA
+/* Arrays in GPU memory (ctr_fdk's contract): read and written in place, the
+ * same bits as from host memory (the same kernels on the same values), in one
+ * subvolume and in several, float32 and uint16, either array on the GPU; a CPU
+ * context refuses them, naming the array. */
+static void test_gpu_arrays(void) {
+  const int64_t n = 32, nviews = 40, det = 56, nvox = n * n * n, npx = det * det * nviews;
+  ctr_geometry *g = circular(n, nviews, 360, det, 1.0, CTR_ROTATION_CCW);
+  REQUIRE(g != NULL);
+  uint16_t *p16 = malloc(sizeof(uint16_t) * (size_t)npx);
+  float *pf = malloc(sizeof(float) * (size_t)npx);
+  for (int64_t i = 0; i < npx; i++) {
+    p16[i] = (uint16_t)th_uniform(0, 4000);
+    pf[i] = (float)th_uniform(0, 2);
+  }
+  float *host = malloc(sizeof(float) * (size_t)nvox), *back = malloc(sizeof(float) * (size_t)nvox);
+  float *dpf = NULL, *dvol = NULL;
+  uint16_t *dp16 = NULL;
+  REQUIRE(cudaMalloc((void **)&dpf, sizeof(float) * (size_t)npx) == cudaSuccess);
+  REQUIRE(cudaMalloc((void **)&dp16, sizeof(uint16_t) * (size_t)npx) == cudaSuccess);
+  REQUIRE(cudaMalloc((void **)&dvol, sizeof(float) * (size_t)nvox) == cudaSuccess);
+  REQUIRE(cudaMemcpy(dpf, pf, sizeof(float) * (size_t)npx, cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaMemcpy(dp16, p16, sizeof(uint16_t) * (size_t)npx, cudaMemcpyHostToDevice) == cudaSuccess);
+  const int64_t pd[3] = {det, det, nviews}, vd[3] = {n, n, n};
+  for (int k = 0; k < 4; k++) {
+    /* k: 0 float32 in one subvolume, 1 uint16, 2 subvolumes of 7 slices,
+     * 3 the projections on the GPU and the volume on the host */
+    const int u16 = k == 1;
+    ctr_array hp = ctr_array_make(u16 ? (void *)p16 : (void *)pf, u16 ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32, 3, pd);
+    ctr_array dp = ctr_array_make(u16 ? (void *)dp16 : (void *)dpf, hp.dtype, 3, pd);
+    ctr_array hv = ctr_array_make(host, CTR_DTYPE_FLOAT32, 3, vd);
+    ctr_array dv = ctr_array_make(k == 3 ? back : dvol, CTR_DTYPE_FLOAT32, 3, vd);
+    ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+    if (k == 2) so.max_slab_slices = 7;
+    CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &hp, &hv, NULL));
+    REQUIRE(cudaMemset(dvol, 0xff, sizeof(float) * (size_t)nvox) == cudaSuccess); /* NaN */
+    ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+    CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &dp, &dv, &rep));
+    if (k != 3) REQUIRE(cudaMemcpy(back, dvol, sizeof(float) * (size_t)nvox, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK_MSG(memcmp(back, host, sizeof(float) * (size_t)nvox) == 0,
+              "case %d: FDK of GPU arrays differs from FDK of host arrays", k);
+    CHECK_MSG(k != 2 || rep.plan.nslabs > 1, "case 2: %lld subvolume(s), expected several",
+              (long long)rep.plan.nslabs);
+  }
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = CTR_DEVICE_CPU;
+  ctr_context *cpu = NULL;
+  CHECK_OK(ctr_context_create(&co, &cpu));
+  ctr_array dp = ctr_array_make(dpf, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array hv = ctr_array_make(host, CTR_DTYPE_FLOAT32, 3, vd), dv = ctr_array_make(dvol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array hp = ctr_array_make(pf, CTR_DTYPE_FLOAT32, 3, pd);
+  CHECK_FAILS(ctr_fdk(cpu, g, NULL, &dp, &hv), CTR_E_INVALID_ARGUMENT, "projections array is in the memory of GPU");
+  CHECK_FAILS(ctr_fdk(cpu, g, NULL, &hp, &dv), CTR_E_INVALID_ARGUMENT, "a CPU context cannot read");
+  ctr_context_free(cpu);
+  cudaFree(dpf);
+  cudaFree(dp16);
+  cudaFree(dvol);
+  free(p16);
+  free(pf);
+  free(host);
+  free(back);
+  ctr_geometry_free(g);
+}
+#endif
+
 int main(void) {
 #ifdef CTR_TEST_CUDA
   if (ctr_cuda_get_device_count() < 1) {
@@ -325,6 +393,9 @@ int main(void) {
   test_units();
   test_shepp_logan();
   test_short_scan();
+#if defined(CTR_TEST_CUDA) && CTR_HAVE_CUDA
+  test_gpu_arrays();
+#endif
   ctr_context_free(g_ctx);
 #ifdef CTR_TEST_CUDA
   return th_finish("test_gpu_fdk_foundation");

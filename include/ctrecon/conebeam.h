@@ -48,7 +48,12 @@ CTR_API ctr_status ctr_fdk_options_init(ctr_fdk_options *s, unsigned version);
 /* FDK reconstruction. proj: float32 nu x nv x nviews line integrals (uint16
  * is accepted and converted). vol: float32 nx x ny x nz_out where nz_out is
  * opts->nz (or the volume's nz), overwritten. The result is in the units of
- * the line integrals per mm (a Shepp-Logan phantom gives its own values). */
+ * the line integrals per mm (a Shepp-Logan phantom gives its own values).
+ * With a CUDA context either array may be in GPU memory (cudaMalloc, managed,
+ * CuPy or PyTorch buffers): it is read or written in place on the GPU, with
+ * no copy through the host; the library waits for that GPU's streams before
+ * it starts and has written the volume when it returns. A CPU context refuses
+ * GPU arrays (CTR_E_INVALID_ARGUMENT). */
 CTR_API ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
                            const ctr_array *proj, ctr_array *vol);
 
@@ -227,7 +232,8 @@ typedef struct ctr_stream_timings {
   double backproject; /* (6) */
   double download;    /* (7) subvolume device -> host */
   double write;       /* (8) host -> storage: writer thread busy (incl. flushes) */
-  double total;       /* wall time, setup to the last byte flushed */
+  double total;       /* wall time of the whole call: set-up, the last byte
+                         flushed, and freeing the buffers */
   double setup;       /* allocations and plans before the first read */
   double reduce;      /* (9) projection split: adding the workers' partial sums */
   double wait;        /* a worker's time waiting for filtered views of other workers */
@@ -335,8 +341,8 @@ CTR_API ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g,
                                   ctr_stream_report *report);
 
 /* The same pipeline between arrays in memory (proj: nu x nv x nviews float32
- * or uint16; vol: nx x ny x nz float32). ctr_fdk is this with default
- * budgets. */
+ * or uint16; vol: nx x ny x nz float32), in host or GPU memory as for
+ * ctr_fdk. ctr_fdk is this with default budgets. */
 CTR_API ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
                                          const ctr_stream_options *opts, const ctr_array *proj,
                                          ctr_array *vol, ctr_stream_report *report);

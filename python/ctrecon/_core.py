@@ -482,7 +482,7 @@ def asarray(a: Any, name: str) -> np.ndarray:
     """np.asarray of a host array; a GPU array is a TypeError naming `name`."""
     if is_gpu_array(a):
         raise TypeError(f"{name} is a GPU array: this function takes host (numpy) arrays; "
-                        "GPU arrays are used in place by Projector.forward and "
+                        "GPU arrays are used in place by fdk, Projector.forward and "
                         "Projector.adjoint (copy to the host first, e.g. cupy.asnumpy)")
     return np.asarray(a)
 

@@ -10,7 +10,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from ._ctrecon import ffi
+from ._ctrecon import ffi, lib
 
 _KDL_CUDA, _KDL_CUDA_MANAGED = 2, 13
 
@@ -91,3 +91,14 @@ def device_out(out: Any, like: Any, shape: Tuple[int, ...], name: str = "out") -
 def check_shape(d: DeviceArray, shape: Tuple[int, ...], name: str) -> None:
     if d.shape != tuple(shape):
         raise ValueError(f"{name} has shape {d.shape}: expected {tuple(shape)}")
+
+
+def carray(d: DeviceArray) -> Any:
+    """A ctr_array describing a float32 GPU array (dims reversed from its shape)."""
+    a = ffi.new("ctr_array *")
+    a.data = ffi.cast("void *", d.ptr)
+    a.dtype = lib.CTR_DTYPE_FLOAT32  # the only dtype accepted on the GPU
+    a.ndim = len(d.shape)
+    for i, n in enumerate(reversed(d.shape)):
+        a.dims[i] = n
+    return a

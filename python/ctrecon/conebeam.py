@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core
+from . import _core, _gpu
 from ._core import check, context, cstr, ffi, lib, new_struct
 from .geometry import ConeGeometry
 from .io import StackReader, file_format
@@ -84,17 +84,32 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
     gpu_budget, host_budget (bytes or "8G"), max_slab_slices, store, workers,
     split, or return_report runs the planned pipeline between arrays
     (ctr_fdk_stream_memory), which ctr_fdk is with default budgets;
-    return_report=True returns (volume, report dict)."""
+    return_report=True returns (volume, report dict).
+
+    GPU arrays (CuPy, or any __cuda_array_interface__ / DLPack float32
+    C-contiguous array) are used in place on a CUDA context: projections on
+    the GPU give the volume on the GPU (a new CuPy array, or `out`), with no
+    copy through the host."""
     nzo = _nz(geometry, z0, nz)
-    proj = _core.host_in(projections, "projections", geometry.projection_shape,
-                         (np.float32, np.uint16))
-    vol = _core.host_out(out, (nzo, geometry.volume.ny, geometry.volume.nx))
+    vshape = (nzo, geometry.volume.ny, geometry.volume.nx)
+    if _core.is_gpu_array(projections) or (out is not None and _core.is_gpu_array(out)):
+        if not _core.is_gpu_array(projections):
+            raise TypeError("out is a GPU array but projections are not: pass both on the GPU "
+                            "(e.g. cupy.asarray(projections)) or both on the host")
+        d = _gpu.device_array(projections, "projections")
+        _gpu.check_shape(d, geometry.projection_shape, "projections")
+        vol, dv = _gpu.device_out(out, projections, vshape)
+        proj_a, vol_a = _gpu.carray(d), _gpu.carray(dv)
+    else:
+        proj = _core.host_in(projections, "projections", geometry.projection_shape,
+                             (np.float32, np.uint16))
+        vol = _core.host_out(out, vshape)
+        proj_a, vol_a = _core.carray(proj), _core.carray(vol)
     planned = (gpu_budget is not None or host_budget is not None or max_slab_slices or
                store != "auto" or workers or split != "auto" or return_report)
     if not planned:
         o = _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict)
-        _core.call(progress, lib.ctr_fdk, context(ctx).ptr, geometry._ptr, o, _core.carray(proj),
-                   _core.carray(vol))
+        _core.call(progress, lib.ctr_fdk, context(ctx).ptr, geometry._ptr, o, proj_a, vol_a)
         return vol
     so = new_struct("ctr_stream_options", lib.ctr_stream_options_init, lib.CTR_STREAM_OPTIONS_VERSION)
     _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict, so.fdk)
@@ -105,7 +120,7 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
                     workers=workers, split=split, keep=keep)
     rep = new_struct("ctr_stream_report", lib.ctr_stream_report_init, lib.CTR_STREAM_REPORT_VERSION)
     _core.call(progress, lib.ctr_fdk_stream_memory, context(ctx).ptr, geometry._ptr, so,
-               _core.carray(proj), _core.carray(vol), rep)
+               proj_a, vol_a, rep)
     return (vol, _report(rep)) if return_report else vol
 
 

@@ -1207,7 +1207,8 @@ cleanup:
   release(&r);
   /* Keep the partial output for --resume only if a subvolume of it is done. */
   ctr__journal_end_output(&journal, have_journal, w, resumable);
-  if (report) { /* a journal left behind, and whether a resume can continue it */
+  if (report) { /* the whole call: freeing the buffers and the engines counts too */
+    report->timings.total = ctr__now_s() - t_start;
     if (st != CTR_OK && jpath && ctr__file_exists(jpath) &&
         strlen(jpath) < sizeof report->journal) {
       report->resumable = !unusable;
@@ -1218,6 +1219,24 @@ cleanup:
   free(done_images);
   free(jpath);
   return st;
+}
+
+/* Arrays in GPU memory (device or managed: CuPy, PyTorch, cudaMalloc) are
+ * used in place by a CUDA context: the engines copy from and to them on the
+ * GPU, nothing passes through the host. A CPU context cannot read them. Their
+ * producers, on any stream, finish first. */
+static ctr_status check_gpu_arrays(ctr_context *ctx, const ctr_array *proj, const ctr_array *vol) {
+  const int dev[2] = {ctr__gpu_memory_device(proj->data), ctr__gpu_memory_device(vol->data)};
+  const char *name[2] = {"projections", "volume"};
+  for (int i = 0; i < 2; i++) {
+    if (dev[i] < 0) continue;
+    if (ctr_context_get_device(ctx) != CTR_DEVICE_CUDA)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "FDK: the %s array is in the memory of GPU %d, which a CPU "
+               "context cannot read: create the context with device CTR_DEVICE_CUDA (ctrecon: "
+               "--device cuda), or copy the array to host memory", name[i], dev[i]);
+    if (i == 0 || dev[1] != dev[0]) CTR_CHECK(ctr__gpu_wait_for(dev[i]));
+  }
+  return CTR_OK;
 }
 
 ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
@@ -1235,6 +1254,7 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   r.g = g;
   CTR_CHECK(resolve_options(g, opts, &r));
   CTR_CHECK(ctr__check_fdk_arrays(g, &r.fdk, proj, vol));
+  CTR_CHECK(check_gpu_arrays(ctx, proj, vol));
   r.in_mem = proj->data;
   r.in_dtype = proj->dtype;
   r.vol_mem = vol->data;
@@ -1246,9 +1266,12 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   report_values(&r);
   if (r.opts.on_slab) r.opts.on_slab(r.opts.user, r.plan.z0, r.plan.nz, r.vol_mem);
   finish_report(&r, t_start, t_setup, report);
-  if (report) ctr__struct_store(&ctr__struct_stream_report, report_out, report);
 cleanup:
   release(&r);
+  if (st == CTR_OK && report) { /* the whole call: freeing the engines counts too */
+    report->timings.total = ctr__now_s() - t_start;
+    ctr__struct_store(&ctr__struct_stream_report, report_out, report);
+  }
   return st;
 }
 

@@ -15,6 +15,14 @@
 int ctr__cuda_device_count(void);
 #if !CTR_HAVE_CUDA
 int ctr__cuda_device_count(void) { return 0; }
+int ctr__gpu_memory_device(const void *p) {
+  (void)p;
+  return -1;
+}
+ctr_status ctr__gpu_wait_for(int device) {
+  (void)device;
+  return CTR_OK;
+}
 #endif
 
 const char *ctr_version_string(void) { return CTR_VERSION_STRING; }

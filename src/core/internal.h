@@ -101,6 +101,12 @@ void ctr__context_memo_put(const ctr_context *ctx, const char *key, const char *
  * context or i out of range): every GPU entry point takes its device from
  * here, never from the options. */
 int ctr__context_gpu(const ctr_context *ctx, int i);
+/* Arrays the caller holds in GPU memory: the CUDA ordinal p belongs to when it
+ * is device or managed memory, -1 for host memory (pinned or not) and in a
+ * build without CUDA. ctr__gpu_wait_for(device) waits for every stream of
+ * that GPU (the producers of such an array, in any library). */
+int ctr__gpu_memory_device(const void *p);
+ctr_status ctr__gpu_wait_for(int device);
 
 /* The tuning table (src/core/tuning.c, docs/tuning.md): the context's
  * copy, or the defaults (no cache directory) for ctx NULL. */

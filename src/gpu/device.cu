@@ -41,6 +41,27 @@ extern "C" int ctr__cuda_device_count(void) {
 
 extern "C" int ctr_cuda_get_device_count(void) { return ctr__cuda_device_count(); }
 
+extern "C" int ctr__gpu_memory_device(const void *p) {
+  if (!p || ctr__cuda_device_count() < 1) return -1;
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError(); /* a host pointer may leave an error behind */
+    return -1;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
+}
+
+extern "C" ctr_status ctr__gpu_wait_for(int device) {
+  ctr_status st = CTR_OK;
+  int prev = 0;
+  CU(cudaGetDevice(&prev));
+  CU(cudaSetDevice(device));
+  CU(cudaDeviceSynchronize());
+  CU(cudaSetDevice(prev));
+cleanup:
+  return st;
+}
+
 extern "C" ctr_status ctr_cuda_get_device_info(int index, ctr_device_info *info) {
   CTR_CHECK(ctr__struct_check(&ctr__struct_device_info, info));
   int n = ctr__cuda_device_count();

@@ -168,7 +168,7 @@ static ctr_status cu_slab_begin(ctr__engine *e, int64_t z0, int64_t nz, float *t
   c->target = target;
   c->kslices = ctr__grid_slices(&c->dv, nz);
   c->first_held = c->batch_end;
-  if (target && is_resident(c) && ctr__host_pinned(target)) {
+  if (target && is_resident(c) && ctr__gpu_direct(target)) {
     const double bp_s = (double)c->plan.views_per_batch * (double)(c->g->vol.nx * c->g->vol.ny * nz) / EST_GUPS;
     const double dl_s = (double)(c->g->vol.nx * c->g->vol.ny * nz) * 4.0 / EST_D2H_BYTES_PER_S;
     int64_t held = (int64_t)ceil(dl_s / bp_s);
@@ -190,7 +190,7 @@ static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void
   const size_t fbytes = (size_t)(n * c->g->nu * c->g->nv) * sizeof(float);
   const void *src = raw;
   int64_t t;
-  const int pinned = ctr__host_pinned(raw);
+  const int pinned = ctr__gpu_direct(raw); /* pinned host, or the caller's GPU array */
   /* Resident views are filtered straight into the layout unless the host
    * wants them too (then through the staging buffer, as for the other
    * stores). */
@@ -207,7 +207,7 @@ static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void
   }
   CU(cudaStreamWaitEvent(c->up, c->ev_raw_free[i], 0));
   CTR_CHECK(ev_begin(c, T_UPLOAD, c->up, &t));
-  CU(cudaMemcpyAsync(c->d_raw[i], src, bytes, cudaMemcpyHostToDevice, c->up));
+  CU(cudaMemcpyAsync(c->d_raw[i], src, bytes, cudaMemcpyDefault, c->up));
   CTR_CHECK(ev_end(c, t, c->up));
   CU(cudaEventRecord(c->ev_up[i], c->up));
   CU(cudaStreamWaitEvent(c->comp, c->ev_up[i], 0));
@@ -295,8 +295,8 @@ static ctr_status copy_out(cuda_engine *c, int64_t k0, int64_t k1, float *dst, i
   CU(cudaEventRecord(done, c->comp));
   CU(cudaStreamWaitEvent(c->down, done, 0));
   CTR_CHECK_GOTO(st, ev_begin(c, T_DOWNLOAD, c->down, &t));
-  if (ctr__host_pinned(dst)) {
-    CU(cudaMemcpyAsync(dst, (char *)c->d_vol + off, len, cudaMemcpyDeviceToHost, c->down));
+  if (ctr__gpu_direct(dst)) { /* pinned host, or the caller's GPU array */
+    CU(cudaMemcpyAsync(dst, (char *)c->d_vol + off, len, cudaMemcpyDefault, c->down));
   } else {
     const size_t chunk = (size_t)64 << 20;
     if (!c->h_vol_stage) CU(cudaMallocHost(&c->h_vol_stage, chunk));

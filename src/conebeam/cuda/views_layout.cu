@@ -318,6 +318,16 @@ int ctr__host_pinned(const void *p) {
   return attr.type == cudaMemoryTypeHost;
 }
 
+int ctr__gpu_direct(const void *p) {
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return attr.type == cudaMemoryTypeHost || attr.type == cudaMemoryTypeDevice ||
+         attr.type == cudaMemoryTypeManaged;
+}
+
 /* Parallel host copy (staging pageable memory through pinned buffers): one
  * piece per thread, at least 256 KiB, in 64 KiB multiples (a single 5 MB
  * view in 4 MiB pieces kept all but two threads idle). */
