@@ -399,10 +399,10 @@ if has sync; then
   F32=$(( N * N * N * 4 )) U16=$(( N * N * N * 2 ))
   FLOOR32=$(sync_floor $F32) FLOOR16=$(sync_floor $U16)
   say "sync floor (concurrent read $IN B + write, direct I/O, median of 3): float32 ${FLOOR32} s, uint16 ${FLOOR16} s"
-  sync_case() { # NAME ARGS...: median of 3 runs of ctrecon fbp, seconds
-    local name=$1 t
-    shift
-    for i in 1 2 3; do
+  sync_case() { # RUNS NAME ARGS...: median of RUNS runs of ctrecon fbp, seconds
+    local runs=$1 name=$2 t
+    shift 2
+    for i in $(seq "$runs"); do
       sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
       rm -f "$D"/rec.* "$D"/rec.raw.partial*
       t=$(date +%s.%N)
@@ -411,7 +411,7 @@ if has sync; then
         --out "$D/rec.raw" --quiet --timings "$@" 2>> "$LOGS/sync.log" || echo "$name failed" >> "$LOGS/sync.log"
       awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", b - a }'
       rm -f "$D/rec.raw"
-    done | sort -n | sed -n 2p
+    done | sort -n | sed -n "$(( (runs + 1) / 2 ))p"
   }
   : > "$LOGS/sync_cases.txt"
   for c in "f32" "u16 --out-dtype uint16 --out-range -0.01:0.05" \
@@ -420,10 +420,13 @@ if has sync; then
     set -- $c
     name=$1
     shift
-    t=$(sync_case "$name" "$@")
+    # SYNC_RUNS runs of the plain cases (default 3), SYNC_RUNS_CORR of those with
+    # corrections (default 3; 1 keeps the stage within one 10-minute call)
+    case $name in *-*) runs=${SYNC_RUNS_CORR:-3} ;; *) runs=${SYNC_RUNS:-3} ;; esac
+    t=$(sync_case "$runs" "$name" "$@")
     case $name in u16*) fl=$FLOOR16 ;; *) fl=$FLOOR32 ;; esac
     say "sync $name: ${t} s, floor ${fl} s, ratio $(awk -v a="$t" -v b="$fl" 'BEGIN { if (b > 0) printf "%.3f", a / b }')"
-    echo "$name $t $fl $*" >> "$LOGS/sync_cases.txt"
+    echo "$name $t $fl $runs $*" >> "$LOGS/sync_cases.txt"
   done
   rm -rf "$D"
   python3 - "$LOGS/sync_cases.txt" "$OUT/sync.json" "$N" "$IN" "$(tail -n +2 "$LOGS/gpu.txt" | head -1)" <<'PY'
@@ -433,8 +436,9 @@ for line in open(sys.argv[1]):
     f = line.split()
     if len(f) < 3: continue
     t, fl = float(f[1] or "nan"), float(f[2] or "nan")
-    cases.append({"name": f[0], "seconds_median_of_3": t, "floor_seconds_median_of_3": fl,
-                  "ratio_to_floor": t / fl if fl > 0 else None, "options": " ".join(f[3:])})
+    cases.append({"name": f[0], "seconds_median": t, "runs": int(f[3]),
+                  "floor_seconds_median_of_3": fl,
+                  "ratio_to_floor": t / fl if fl > 0 else None, "options": " ".join(f[4:])})
 n = int(sys.argv[3])
 json.dump({"gpu": sys.argv[5], "date": datetime.date.today().isoformat(),
            "revision": os.environ.get("CTR_GIT_REVISION", "unknown"),
