@@ -701,6 +701,67 @@ static void test_damaged_chunks(void) {
 
 #endif /* TEST_HDF5 */
 
+/* Tiny chunks: HDF5 allocates per chunk a read touches, so reads are split to
+ * at most 65536 chunks (io_hdf5.c): 1 x 1 x 1 chunks of 40 images of 64 x 64
+ * (4096 chunks an image) are read in pieces and equal the data; 1 x 1 x 1
+ * chunks of 260 x 260 images (67600 an image) are refused, naming h5repack. */
+static void test_tiny_chunks(void) {
+  enum { TN = 40, TY = 64, TX = 64, BY = 260, BX = 260 };
+  uint16_t *d = malloc(sizeof(uint16_t) * TN * TY * TX), *got = malloc(sizeof(uint16_t) * TN * TY * TX);
+  uint16_t *big = calloc(BY * BX, sizeof(uint16_t));
+  REQUIRE(d && got && big);
+  for (int i = 0; i < TN * TY * TX; i++) d[i] = (uint16_t)(i * 7 + 3);
+  hid_t f = H5Fcreate(P("tiny.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  REQUIRE(f >= 0);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  const hsize_t one[3] = {1, 1, 1}, td[3] = {TN, TY, TX}, bd[3] = {1, BY, BX};
+  H5Pset_chunk(dcpl, 3, one);
+  put(f, "/tiny", H5T_STD_U16LE, H5T_NATIVE_UINT16, 3, td, d, dcpl);
+  put(f, "/big", H5T_STD_U16LE, H5T_NATIVE_UINT16, 3, bd, big, dcpl);
+  H5Pclose(dcpl);
+  /* a whole-dataset read (vectors, PET histo-images) of more chunks is refused */
+  enum { NV = 70000 };
+  double *vec = calloc(NV, sizeof(double));
+  REQUIRE(vec);
+  hid_t vcpl = H5Pcreate(H5P_DATASET_CREATE);
+  const hsize_t vone[1] = {1}, vd[1] = {NV};
+  H5Pset_chunk(vcpl, 1, vone);
+  put(f, "/vec", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 1, vd, vec, vcpl);
+  H5Pclose(vcpl);
+  free(vec);
+  H5Fclose(f);
+  char path[700];
+  snprintf(path, sizeof path, "%s:/tiny", P("tiny.h5"));
+  ctr_stack_reader *r = NULL;
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (r) {
+    memset(got, 0, sizeof(uint16_t) * TN * TY * TX);
+    CHECK_OK(ctr_stack_read(r, 0, TN, CTR_DTYPE_UINT16, got));
+    CHECK_MSG(!memcmp(got, d, sizeof(uint16_t) * TN * TY * TX), "tiny chunks: the split read differs");
+    memset(got, 0, sizeof(uint16_t) * TN * TY * TX);
+    CHECK_OK(ctr_stack_read_rows(r, 3, TN - 3, 5, 9, CTR_DTYPE_UINT16, got));
+    int bad = 0;
+    for (int i = 0; i < TN - 3; i++)
+      bad += memcmp(got + i * 9 * TX, d + ((3 + i) * TY + 5) * TX, sizeof(uint16_t) * 9 * TX) != 0;
+    CHECK_MSG(bad == 0, "tiny chunks: %d images of a row band differ", bad);
+    ctr_stack_close(r);
+  }
+  snprintf(path, sizeof path, "%s:/big", P("tiny.h5"));
+  r = NULL;
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (r) {
+    CHECK_FAILS(ctr_stack_read(r, 0, 1, CTR_DTYPE_UINT16, big), CTR_E_FORMAT, "h5repack");
+    ctr_stack_close(r);
+  }
+  double *v = NULL;
+  int64_t nv = 0;
+  CHECK_FAILS(ctr_hdf5_read_vector(P("tiny.h5"), "/vec", &v, &nv), CTR_E_FORMAT, "70000 chunks");
+  free(v);
+  free(d);
+  free(got);
+  free(big);
+}
+
 int main(void) {
   if (!scratch_open("ctr_test_hdf5")) return 1;
   const int have = (ctr_features() & CTR_FEATURE_HDF5) != 0;
@@ -723,6 +784,7 @@ int main(void) {
     test_concurrent();
     test_vector();
     test_damaged_chunks();
+    test_tiny_chunks();
   }
   scratch_close();
   return th_finish("test_hdf5");

@@ -74,18 +74,34 @@ const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback) {
  * 0). Checked here before every read, for the chunks the read touches
  * (start/count; NULL: the whole dataset): each stored chunk lies after the
  * superblock, inside the file, and (unfiltered) holds exactly one chunk of
- * elements. Filtered chunks are left to the filter, which sizes its output. */
+ * elements. Filtered chunks are left to the filter, which sizes its output.
+ * HDF5 1.10 finds a chunk's address by walking every chunk of the dataset
+ * (H5Dget_chunk_info_by_coord): checking a read of a dataset of many chunks
+ * took minutes (a band of rows over 40 images of 1-element chunks: 6 min).
+ * Past CTR__H5_ADDR_CHUNKS chunks in the dataset only the size is checked,
+ * through the index lookup (H5Dget_chunk_storage_size). */
+#define CTR__H5_ADDR_CHUNKS 4096
+/* The most chunks one H5Dread may touch (the stack reader splits its reads to
+ * stay below; a whole-dataset read, start NULL, of more is refused here). */
+#define CTR__H5_READ_CHUNKS 65536
 typedef struct chunk_bounds {
   haddr_t lo;  /* first byte after the superblock */
   hsize_t eof; /* file size */
   hsize_t want; /* bytes of an unfiltered chunk; 0 = filtered (any size) */
 } chunk_bounds;
 
-static int chunk_ok(hid_t dset, const hsize_t *off, const chunk_bounds *b, haddr_t *addr,
-                    hsize_t *got) {
+static int chunk_ok(hid_t dset, const hsize_t *off, const chunk_bounds *b, int size_only,
+                    haddr_t *addr, hsize_t *got) {
   unsigned mask = 0;
   *addr = HADDR_UNDEF;
   *got = 0;
+  if (size_only) {
+    if (H5Dget_chunk_storage_size(dset, off, got) < 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return 1; /* H5Dread reports what is wrong */
+    }
+    return *got == 0 || (*got <= b->eof && (b->want == 0 || *got == b->want));
+  }
   if (H5Dget_chunk_info_by_coord(dset, off, &mask, addr, got) < 0) {
     H5Eclear2(H5E_DEFAULT);
     return 1; /* no such chunk: H5Dread reports what is wrong */
@@ -125,16 +141,23 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
     b.lo = fi.super.super_size;
     hsize_t lo[H5S_MAX_RANK], hi[H5S_MAX_RANK], off[H5S_MAX_RANK], got = 0;
     haddr_t addr = HADDR_UNDEF;
+    double nchunks = 1;
     for (int i = 0; i < rank; i++) {
       if (cdims[i] == 0) goto cleanup;
+      nchunks *= ceil((double)dims[i] / (double)cdims[i]);
       b.want *= cdims[i];
       lo[i] = (start ? start[i] : 0) / cdims[i] * cdims[i];
       hi[i] = start ? start[i] + count[i] : dims[i];
       if (hi[i] <= lo[i]) goto cleanup; /* empty selection */
       off[i] = lo[i];
     }
+    if (!start && nchunks > CTR__H5_READ_CHUNKS)
+      CTR_FAIL_GOTO(st, CTR_E_FORMAT,
+                    "dataset '%s' of HDF5 file '%s' is stored in %.0f chunks, more than the %d a "
+                    "read may touch (HDF5 allocates for each); rewrite it with larger chunks "
+                    "(h5repack -l %s:CONTI IN OUT)", name, file, nchunks, CTR__H5_READ_CHUNKS, name);
     for (;;) { /* every chunk the selection touches, last axis fastest */
-      if (!chunk_ok(dset, off, &b, &addr, &got))
+      if (!chunk_ok(dset, off, &b, nchunks > CTR__H5_ADDR_CHUNKS, &addr, &got))
         CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                       "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
                       "axis 0 is stored at byte %llu with %llu bytes; expected %s%llu bytes "
@@ -435,10 +458,53 @@ static void h5_free(h5_reader *h) {
   free(h);
 }
 
-/* Rows [row0, row0 + nrows) of images [first, first + n): one hyperslab. */
+/* HDF5 builds a selection for every chunk a read touches (H5D__chunk_io_init):
+ * a file cut into tiny chunks made one read allocate gigabytes (fuzz_hdf5, a
+ * 1 x 1 x 1-element chunking over large images). A read touches at most
+ * CTR__H5_READ_CHUNKS chunks: reads are split over images, and a band of one
+ * image that alone touches more is refused. DXchange files (a chunk per
+ * image, or per row band of an image) touch one to a few hundred an image. */
+
+static ctr_status h5_read_hyperslab(h5_reader *h, const ctr_stack_reader *r, int64_t first,
+                                    int64_t n, int64_t row0, int64_t nrows, void *buf);
+
+/* Rows [row0, row0 + nrows) of images [first, first + n): hyperslabs of at
+ * most CTR__H5_READ_CHUNKS chunks each. */
 static ctr_status h5_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, int64_t row0,
                                int64_t nrows, void *buf) {
   h5_reader *h = r->impl;
+  int64_t step = n;
+  if (h->chunked && n > 0 && nrows > 0) {
+    const uint64_t c0 = h->cdims[0] ? h->cdims[0] : 1, c1 = h->cdims[1] ? h->cdims[1] : 1,
+                   c2 = h->cdims[2] ? h->cdims[2] : 1;
+    const uint64_t rows = (uint64_t)(row0 + nrows - 1) / c1 - (uint64_t)row0 / c1 + 1;
+    const uint64_t per_image = rows * (((uint64_t)r->info.width + c2 - 1) / c2);
+    if (per_image > CTR__H5_READ_CHUNKS)
+      CTR_FAIL(CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is chunked in pieces of %llu x %llu x "
+               "%llu elements: rows [%lld, %lld) of one image lie in %llu chunks, more than the "
+               "%d a read may touch; rewrite it with larger chunks, e.g. one per image: h5repack "
+               "-l %s:CHUNK=1x%lldx%lld IN OUT", h->dset_name, h->file_name,
+               (unsigned long long)c0, (unsigned long long)c1, (unsigned long long)c2,
+               (long long)row0, (long long)(row0 + nrows), (unsigned long long)per_image,
+               CTR__H5_READ_CHUNKS, h->dset_name, (long long)r->info.height,
+               (long long)r->info.width);
+    /* whole chunks along the image axis per read (a chunk's images plus one
+     * partial chunk at each end) */
+    const uint64_t chunks0 = CTR__H5_READ_CHUNKS / per_image;
+    const uint64_t images = chunks0 > 2 ? (chunks0 - 1) * c0 : 1;
+    if (images < (uint64_t)n) step = (int64_t)images;
+  }
+  const size_t image_bytes = (size_t)nrows * (size_t)r->info.width * ctr_dtype_size(r->info.dtype);
+  for (int64_t i = 0; i < n; i += step) {
+    const int64_t k = n - i < step ? n - i : step;
+    CTR_CHECK(h5_read_hyperslab(h, r, first + i, k, row0, nrows, (char *)buf + (size_t)i * image_bytes));
+  }
+  return CTR_OK;
+}
+
+/* One hyperslab: rows [row0, row0 + nrows) of images [first, first + n). */
+static ctr_status h5_read_hyperslab(h5_reader *h, const ctr_stack_reader *r, int64_t first,
+                                    int64_t n, int64_t row0, int64_t nrows, void *buf) {
   ctr_status st = CTR_OK;
   ctr__h5_guard g;
   ctr__h5_msg m;
