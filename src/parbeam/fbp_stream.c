@@ -529,32 +529,52 @@ uint64_t ctr__fbp_fingerprint(const srun *r, const ctr_parallel_params *p, const
 /* ---- The run -------------------------------------------------------------------- */
 
 /* Slices of a band into the writer's buffer in the file's dtype, with the
- * range and the uint16 clamps. */
+ * range and the uint16 clamps. On the compute thread between two bands, so
+ * in pieces over every core: one thread converted 2048^3 to uint16 at
+ * ~0.3 G values/s and took a file-to-file run from 1.08x to 2.8x its disk
+ * floor. Each value's conversion is the sequential one; min, max and the
+ * clamp counts do not depend on the order. In place (dst == v, memory
+ * output), a narrower dtype is written behind the reads: sequential. */
 static void deliver(srun *r, const float *v, int64_t n, void *dst, ctr__slab_record *rec) {
-  rec->min = INFINITY;
-  rec->max = -INFINITY;
-  ctr__slab_range(rec, v, n);
-  if (r->o.out_dtype == CTR_DTYPE_FLOAT32) {
-    if (dst != v) memcpy(dst, v, sizeof(float) * (size_t)n);
-  } else if (r->o.out_dtype == CTR_DTYPE_FLOAT16) {
-    uint16_t *o = dst;
-    for (int64_t i = 0; i < n; i++) o[i] = ctr__float_to_half(v[i]);
-  } else {
-    uint16_t *o = dst;
-    int64_t lo = 0, hi = 0;
-    for (int64_t i = 0; i < n; i++) {
-      double x = ((double)v[i] - r->o.out_offset) * r->o.out_scale;
-      if (!(x >= -0.5)) {
-        x = 0.0;
-        lo++;
-      } else if (x > 65535.5) {
-        x = 65535.0;
-        hi++;
+  const int64_t piece = (int64_t)1 << 16, npieces = (n + piece - 1) / piece;
+  const ctr_dtype dt = r->o.out_dtype;
+  const double off = r->o.out_offset, scale = r->o.out_scale;
+  const int parallel = npieces > 1 && ((const void *)v != dst || dt == CTR_DTYPE_FLOAT32);
+  float lo = INFINITY, hi = -INFINITY;
+  int64_t below = 0, above = 0;
+#pragma omp parallel for schedule(static) reduction(min : lo) reduction(max : hi) \
+    reduction(+ : below, above) if (parallel)
+  for (int64_t p = 0; p < npieces; p++) {
+    const int64_t i0 = p * piece, i1 = i0 + piece < n ? i0 + piece : n;
+    ctr__slab_record part = {0, INFINITY, -INFINITY, 0, 0};
+    ctr__slab_range(&part, v + i0, i1 - i0);
+    lo = part.min < lo ? part.min : lo;
+    hi = part.max > hi ? part.max : hi;
+    if (dt == CTR_DTYPE_FLOAT32) {
+      if (dst != v) memcpy((float *)dst + i0, v + i0, sizeof(float) * (size_t)(i1 - i0));
+    } else if (dt == CTR_DTYPE_FLOAT16) {
+      uint16_t *o = dst;
+      for (int64_t i = i0; i < i1; i++) o[i] = ctr__float_to_half(v[i]);
+    } else {
+      uint16_t *o = dst;
+      for (int64_t i = i0; i < i1; i++) {
+        double x = ((double)v[i] - off) * scale;
+        if (!(x >= -0.5)) {
+          x = 0.0;
+          below++;
+        } else if (x > 65535.5) {
+          x = 65535.0;
+          above++;
+        }
+        o[i] = ctr__float_to_u16((float)x);
       }
-      o[i] = ctr__float_to_u16((float)x);
     }
-    rec->below = lo;
-    rec->above = hi;
+  }
+  rec->min = lo;
+  rec->max = hi;
+  if (dt == CTR_DTYPE_UINT16) {
+    rec->below = below;
+    rec->above = above;
   }
 }
 
