@@ -11,5 +11,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   double *theta = NULL;
   int64_t n = 0;
   if (ctr_hdf5_read_vector(file, "/exchange/theta", &theta, &n) == CTR_OK) free(theta);
+  fz_hdf5_all_closed();
   return 0;
 }

@@ -9,5 +9,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fz_write_file(path, data, size);
   ctr_pet_histo *h = NULL;
   if (ctr_pet_histo_load(path, &h) == CTR_OK) ctr_pet_histo_free(h);
+  fz_hdf5_all_closed();
   return 0;
 }
