@@ -50,6 +50,15 @@ ssize_t rc_read(int fd, void *buf, size_t n) __asm__("read");
 ssize_t rc_pread(int fd, void *buf, size_t n, long long off) __asm__("pread");
 ssize_t rc_pread64(int fd, void *buf, size_t n, long long off) __asm__("pread64");
 
+/* libc's function of that name (resolved once), its result counted. */
+static ssize_t rc_pread_via(rc_pread_fn *real, const char *name, int fd, void *buf, size_t n,
+                            long long off) {
+  if (!*real) *real = (rc_pread_fn)dlsym(RTLD_NEXT, name);
+  const ssize_t k = (*real)(fd, buf, n, off);
+  rc_count(fd, k);
+  return k;
+}
+
 ssize_t rc_read(int fd, void *buf, size_t n) {
   static rc_read_fn real;
   if (!real) real = (rc_read_fn)dlsym(RTLD_NEXT, "read");
@@ -60,18 +69,12 @@ ssize_t rc_read(int fd, void *buf, size_t n) {
 
 ssize_t rc_pread(int fd, void *buf, size_t n, long long off) {
   static rc_pread_fn real;
-  if (!real) real = (rc_pread_fn)dlsym(RTLD_NEXT, "pread");
-  const ssize_t k = real(fd, buf, n, off);
-  rc_count(fd, k);
-  return k;
+  return rc_pread_via(&real, "pread", fd, buf, n, off);
 }
 
 ssize_t rc_pread64(int fd, void *buf, size_t n, long long off) {
   static rc_pread_fn real;
-  if (!real) real = (rc_pread_fn)dlsym(RTLD_NEXT, "pread64");
-  const ssize_t k = real(fd, buf, n, off);
-  rc_count(fd, k);
-  return k;
+  return rc_pread_via(&real, "pread64", fd, buf, n, off);
 }
 
 #endif

@@ -15,21 +15,26 @@ pytestmark = [pytest.mark.gpu,
 
 
 class Recorder:
-    """Stands for the extension's lib in ctrecon.iterative: records the
-    pointers of the calls it forwards."""
+    """Stands for the extension's lib in a module: records, for the calls it
+    forwards whose names `record` accepts, the pointers `pointers(args)`
+    gives."""
 
-    def __init__(self, lib):
-        self.lib, self.calls = lib, []
+    def __init__(self, lib, record, pointers):
+        self.lib, self.record, self.pointers, self.calls = lib, record, pointers, []
 
     def __getattr__(self, name):
         fn = getattr(self.lib, name)
-        if not name.startswith("ctr_projector_"):
+        if not self.record(name):
             return fn
 
         def rec(*args):
-            self.calls.append((name, [int(iterative.ffi.cast("uintptr_t", a)) for a in args[1:]]))
+            self.calls.append((name, self.pointers(args)))
             return fn(*args)
         return rec
+
+
+def _ptr(ffi, p):
+    return int(ffi.cast("uintptr_t", p))
 
 
 @pytest.mark.parametrize("parallel", [False, True])
@@ -47,15 +52,16 @@ def test_cupy_in_place(parallel, monkeypatch):
     back_host = pr.adjoint(y_host)
     x = cupy.asarray(x_host)
     y = cupy.empty(pr.projection_shape, cupy.float32)
-    rec = Recorder(iterative.lib)
+    # the calls that move data (the others ask for shapes)
+    rec = Recorder(iterative.lib, lambda n: n.endswith("_device"),
+                   lambda args: [_ptr(iterative.ffi, a) for a in args[1:]])
     monkeypatch.setattr(iterative, "lib", rec)
     out = pr.forward(x, out=y)
     back = pr.adjoint(y)
     assert out is y and isinstance(back, cupy.ndarray)
-    # the calls that move data (the others ask for shapes) get the CuPy arrays' own pointers
-    moved = [c for c in rec.calls if c[0].endswith("_device")]
-    assert moved == [("ctr_projector_forward_device", [x.data.ptr, y.data.ptr]),
-                     ("ctr_projector_adjoint_device", [y.data.ptr, back.data.ptr])]
+    # they get the CuPy arrays' own pointers
+    assert rec.calls == [("ctr_projector_forward_device", [x.data.ptr, y.data.ptr]),
+                         ("ctr_projector_adjoint_device", [y.data.ptr, back.data.ptr])]
     assert cupy.asnumpy(y).tobytes() == y_host.tobytes()
     assert cupy.asnumpy(back).tobytes() == back_host.tobytes()
 
@@ -94,23 +100,12 @@ def test_fdk_cupy_in_place(slabs, monkeypatch):
     kw = {"max_slab_slices": slabs} if slabs else {}
     vol_host = ctrecon.fdk(proj_host, g, ctx=ctx, progress=False, **kw)
     proj = cupy.asarray(proj_host)
-    calls = []
-
-    class Rec:
-        def __getattr__(self, name):
-            fn = getattr(conebeam._core.lib, name)
-            if name not in ("ctr_fdk", "ctr_fdk_stream_memory"):
-                return fn
-
-            def rec(*args):
-                calls.append([int(ffi.cast("uintptr_t", a.data)) for a in args[3:5]])
-                return fn(*args)
-            return rec
-    ffi = conebeam.ffi
-    monkeypatch.setattr(conebeam, "lib", Rec())
+    rec = Recorder(conebeam.lib, lambda n: n in ("ctr_fdk", "ctr_fdk_stream_memory"),
+                   lambda args: [_ptr(conebeam.ffi, a.data) for a in args[3:5]])
+    monkeypatch.setattr(conebeam, "lib", rec)
     vol = ctrecon.fdk(proj, g, ctx=ctx, progress=False, **kw)
     assert isinstance(vol, cupy.ndarray) and vol.shape == g.volume_shape
-    assert calls == [[proj.data.ptr, vol.data.ptr]]
+    assert [p for _, p in rec.calls] == [[proj.data.ptr, vol.data.ptr]]
     assert cupy.asnumpy(vol).tobytes() == vol_host.tobytes()
     out = cupy.full(g.volume_shape, cupy.nan, cupy.float32)
     assert ctrecon.fdk(proj, g, ctx=ctx, out=out, progress=False, **kw) is out

@@ -465,8 +465,33 @@ static void h5_free(h5_reader *h) {
  * image that alone touches more is refused. DXchange files (a chunk per
  * image, or per row band of an image) touch one to a few hundred an image. */
 
+/* One hyperslab: rows [row0, row0 + nrows) of images [first, first + n). */
 static ctr_status h5_read_hyperslab(h5_reader *h, const ctr_stack_reader *r, int64_t first,
-                                    int64_t n, int64_t row0, int64_t nrows, void *buf);
+                                    int64_t n, int64_t row0, int64_t nrows, void *buf) {
+  ctr_status st = CTR_OK;
+  ctr__h5_guard g;
+  ctr__h5_msg m;
+  const hsize_t start[3] = {(hsize_t)first, (hsize_t)row0, 0};
+  const hsize_t count[3] = {(hsize_t)n, (hsize_t)nrows, (hsize_t)r->info.width};
+  ctr__h5_enter(&g);
+  st = ctr__h5_check_storage(h->dset, h->file_name, h->dset_name, start, count);
+  if (st != CTR_OK) {
+    ctr__h5_leave(&g);
+    return st;
+  }
+  hid_t fs = H5Dget_space(h->dset);
+  hid_t ms = H5Screate_simple(3, count, NULL);
+  if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+      H5Dread(h->dset, h->memtype, ms, fs, H5P_DEFAULT, buf) < 0)
+    st = ctr__error_set(CTR_E_IO, "cannot read rows [%lld, %lld) of images [%lld, %lld) of "
+                        "dataset '%s' in HDF5 file '%s': %s", (long long)row0,
+                        (long long)(row0 + nrows), (long long)first, (long long)(first + n),
+                        h->dset_name, h->file_name, ctr__h5_detail(&m, "read failed"));
+  if (ms >= 0) H5Sclose(ms);
+  if (fs >= 0) H5Sclose(fs);
+  ctr__h5_leave(&g);
+  return st;
+}
 
 /* Rows [row0, row0 + nrows) of images [first, first + n): hyperslabs of at
  * most CTR__H5_READ_CHUNKS chunks each. */
@@ -500,34 +525,6 @@ static ctr_status h5_read_rows(ctr_stack_reader *r, int64_t first, int64_t n, in
     CTR_CHECK(h5_read_hyperslab(h, r, first + i, k, row0, nrows, (char *)buf + (size_t)i * image_bytes));
   }
   return CTR_OK;
-}
-
-/* One hyperslab: rows [row0, row0 + nrows) of images [first, first + n). */
-static ctr_status h5_read_hyperslab(h5_reader *h, const ctr_stack_reader *r, int64_t first,
-                                    int64_t n, int64_t row0, int64_t nrows, void *buf) {
-  ctr_status st = CTR_OK;
-  ctr__h5_guard g;
-  ctr__h5_msg m;
-  const hsize_t start[3] = {(hsize_t)first, (hsize_t)row0, 0};
-  const hsize_t count[3] = {(hsize_t)n, (hsize_t)nrows, (hsize_t)r->info.width};
-  ctr__h5_enter(&g);
-  st = ctr__h5_check_storage(h->dset, h->file_name, h->dset_name, start, count);
-  if (st != CTR_OK) {
-    ctr__h5_leave(&g);
-    return st;
-  }
-  hid_t fs = H5Dget_space(h->dset);
-  hid_t ms = H5Screate_simple(3, count, NULL);
-  if (fs < 0 || ms < 0 || H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
-      H5Dread(h->dset, h->memtype, ms, fs, H5P_DEFAULT, buf) < 0)
-    st = ctr__error_set(CTR_E_IO, "cannot read rows [%lld, %lld) of images [%lld, %lld) of "
-                        "dataset '%s' in HDF5 file '%s': %s", (long long)row0,
-                        (long long)(row0 + nrows), (long long)first, (long long)(first + n),
-                        h->dset_name, h->file_name, ctr__h5_detail(&m, "read failed"));
-  if (ms >= 0) H5Sclose(ms);
-  if (fs >= 0) H5Sclose(fs);
-  ctr__h5_leave(&g);
-  return st;
 }
 
 static ctr_status h5_read(ctr_stack_reader *r, int64_t first, int64_t n, void *buf) {
