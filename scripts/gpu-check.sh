@@ -20,7 +20,8 @@
 # ITER_2048=1 adds the 2048^3 CGLS, about 10 minutes and 120 GB of host memory, in its own
 # JSON), and ASTRA's FP3D/SIRT3D/CGLS3D on case A's data when astra is among the stages
 # (needs the fp-A case in the same call). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
-# libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (see
+# libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (made by
+# scripts/carry-deps.sh with .whl/ and .carry/; see
 # bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/. Open MPI and
 # HDF5 (the mpi and sync stages) come from .carry/sys-debs.tar.xz (scripts/carry-sys.sh)
 # when the image lacks them. On several GPUs the tests use all, the benchmarks GPU 0 (BENCH_GPUS).

@@ -29,6 +29,16 @@ REPS=${SCALE_REPEATS:-3}
 PARTS=${SCALE_PARTS:-workers incore fbp ooc}
 DEADLINE=${SCALE_DEADLINE:-0}
 mkdir -p "$OUT"
+# The carried libraries gpu-check.sh exposed (its LD_LIBRARY_PATH ends with it),
+# and a benchmark that cannot start stops the run with the loader's message
+# instead of printing nothing through the greps below.
+[ -d /tmp/ctr_runlibs ] && export LD_LIBRARY_PATH=/tmp/ctr_runlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+for b in bench_ooc bench_fbp; do
+  "$B/bench/$b" --help > /dev/null 2> "$OUT/start_$b.txt" ||
+    { grep -q -i "error while loading\|not found" "$OUT/start_$b.txt" &&
+      { echo "scaling.sh: $B/bench/$b cannot start:"; cat "$OUT/start_$b.txt"; exit 1; }; }
+  rm -f "$OUT/start_$b.txt"
+done
 have=$(nvidia-smi -L 2>/dev/null | wc -l)
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 # fits SECONDS WHAT: 0 when WHAT can still finish before the deadline
