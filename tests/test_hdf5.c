@@ -697,6 +697,16 @@ static void test_damaged_chunks(void) {
                 "is stored at byte 0 with 24 bytes; expected 24 bytes between the superblock");
     ctr_stack_close(r);
   }
+
+  /* the fuzzer's input: chunks of rank 2 for 2 x 3 x 4 data (HDF5 1.14 read
+   * past its chunk buffer on it) */
+  snprintf(path, sizeof path, "%s/hdf5/regress-chunk-rank.h5:/exchange/data", CTR_TEST_FUZZ_CORPUS);
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r));
+  if (r) {
+    CHECK_FAILS(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, img), CTR_E_FORMAT,
+                "is damaged: its chunks have 2 dimensions, its data 3");
+    ctr_stack_close(r);
+  }
 }
 
 #endif /* TEST_HDF5 */
