@@ -118,7 +118,10 @@ typedef struct ctr__engine_backend {
   /* The incremental backprojector of ctr_backprojector_* (the backend's
    * state behind a void pointer): create (o resolved; g and ctx outlive it),
    * add n views (checked by the caller), read the volume (nx x ny x o->nz
-   * floats), reset to zero, free (accepts NULL). */
+   * floats), reset to zero, free (accepts NULL). Images and the volume read
+   * are host memory; the CUDA backend also takes GPU memory for both (no
+   * host round trip: the fast projector pair's device path) and returns
+   * when add has finished reading the images and read's copy is complete. */
   ctr_status (*bpj_create)(ctr_context *ctx, int device, const ctr_geometry *g,
                            const ctr_fdk_options *o, void **out);
   ctr_status (*bpj_add)(void *b, int64_t n, const int64_t *views, const float *const *images,

@@ -128,6 +128,15 @@ ctr_status ctr__it_cuda_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y
                                 int64_t w1);
 ctr_status ctr__it_cuda_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
                                 int64_t w1);
+/* The fast pair's weighting of n <= CTR__IT_FAST_CHUNK views on the device:
+ * out[k] = y[k] * W (ctr__it_fast_weight of views[k]), both n x nu x nv
+ * floats in the projector's GPU memory; returns when out is complete. */
+ctr_status ctr__it_cuda_fast_weight(ctr_projector *p, const float *y, float *out, int64_t n,
+                                    const ctr__it_fast_view *views);
+/* Waits for every queued operation on the projector's GPU (the producers
+ * of device vectors), before the backprojector's non-blocking streams read
+ * or write them. */
+ctr_status ctr__it_cuda_fast_sync(ctr_projector *p);
 /* Frees the backend's buffers; accepts NULL. */
 void ctr__it_cuda_release(ctr_projector *p);
 /* The public device entry points' arguments: a and b must be GPU memory

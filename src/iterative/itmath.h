@@ -328,6 +328,32 @@ CTR_HD void ctr__it_gather_column(const float P[12], const float *line, const fl
   }
 }
 
+/* ---- The fast pair's view weights ------------------------------------------ */
+
+/* Views the fast pair's adjoint weights and backprojects at a time (the
+ * CUDA backend's kernel takes their inverses and scales as arguments). */
+#define CTR__IT_FAST_CHUNK 32
+
+/* One view of the fast pair: the inverse of its world matrix M (the 3 x 3
+ * part of the projection matrix, row-major) and scale = V |det M| (voxel
+ * volume V, mm^3). */
+typedef struct ctr__it_fast_view {
+  double inv[9];
+  double scale;
+} ctr__it_fast_view;
+
+/* The fast pair's weight W(u, v) = V |det M| |M^-1 (u, v, 1)| of pixel (u, v)
+ * (projector.c): the same double operations, rounded to float once, on the
+ * host and the device. */
+CTR_HD float ctr__it_fast_weight(const ctr__it_fast_view *w, double u, double v) {
+  const double *m = w->inv;
+  const double dx = CTR__DADD(CTR__DADD(CTR__DMUL(m[0], u), CTR__DMUL(m[1], v)), m[2]);
+  const double dy = CTR__DADD(CTR__DADD(CTR__DMUL(m[3], u), CTR__DMUL(m[4], v)), m[5]);
+  const double dz = CTR__DADD(CTR__DADD(CTR__DMUL(m[6], u), CTR__DMUL(m[7], v)), m[8]);
+  const double n2 = CTR__DADD(CTR__DADD(CTR__DMUL(dx, dx), CTR__DMUL(dy, dy)), CTR__DMUL(dz, dz));
+  return (float)CTR__DMUL(w->scale, CTR__DSQRT(n2));
+}
+
 /* ---- Elementwise steps of the algorithms (host and device alike) ---------- */
 
 CTR_HD float ctr__it_comb(float a, float x, float b, float y) {

@@ -62,9 +62,12 @@ int64_t ctr__it_max_slab(const ctr_projector *p) {
 
 /* The fast pair's backprojector (ctr_backprojector) on a slab: its volume
  * and two launches' worth of views in each of its layouts (the CUDA
- * backend's exact layouts hold 16 bytes a pixel, its staging 4). */
+ * backend's exact layouts hold 16 bytes a pixel, its staging 4), and the
+ * weighted views of one chunk when the projections are on the GPU
+ * (projector.c fast_adjoint). */
 static uint64_t fast_bytes(const ctr_projector *p, int64_t zs) {
-  return slab_bytes(p, zs) + 2u * 32u * view_bytes(p) * 5u;
+  return slab_bytes(p, zs) + 2u * 32u * view_bytes(p) * 5u +
+         (uint64_t)CTR__IT_FAST_CHUNK * view_bytes(p);
 }
 
 void ctr__it_vectors(const ctr_iterate_options *o, int64_t *volumes, int64_t *projections) {

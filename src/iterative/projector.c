@@ -318,23 +318,43 @@ ctr_status ctr__proj_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, i
  * (world matrix M of the view, voxel volume V): the Joseph projector's
  * column sums at a voxel are about V / (c^2 |det M^-1| / |M^-1 (u, v, 1)|),
  * the ray density there, so B approximates A^T (docs/iterative.md). */
-#define FAST_CHUNK 32
+#define FAST_CHUNK CTR__IT_FAST_CHUNK
 
+/* The fast pair's weighting of geometry view `view` (itmath.h). */
+static ctr_status fast_view(const ctr_projector *p, int64_t view, ctr__it_fast_view *w) {
+  double Pw[12], M[9], det;
+  ctr_geometry_get_matrix(p->g, view, Pw);
+  for (int r = 0; r < 3; r++)
+    for (int a = 0; a < 3; a++) M[3 * r + a] = Pw[4 * r + a];
+  if (!invert3(M, w->inv, &det))
+    CTR_FAIL(CTR_E_GEOMETRY, "view %lld: singular matrix", (long long)view);
+  w->scale = p->vox[0] * p->vox[1] * p->vox[2] * fabs(det);
+  return CTR_OK;
+}
+
+/* Where the views of a chunk are weighted: projections on the device are
+ * weighted there into `dstage` (CUDA backend) and handed to the
+ * backprojector as device images; host ones are downloaded into `stage`
+ * and weighted in place. Slabs of a volume on the device are copied into
+ * it on the device (the backprojector reads into GPU memory). Either way
+ * nothing crosses PCIe that the placement does not ask for. */
 static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
                                int64_t w1) {
   ctr_status st = CTR_OK;
   const int64_t nu = p->nu, nv = p->nv, npix = nu * nv, plane = p->n[0] * p->n[1];
-  const double vvox = p->vox[0] * p->vox[1] * p->vox[2];
-  float *stage = ctr_host_alloc(sizeof(float) * (size_t)(npix * FAST_CHUNK));
-  float *slab = NULL;
+  float *stage = NULL;
+  ctr__vec dstage = {NULL, 0, 1};
   ctr_backprojector *bp = NULL;
-  if (!stage) return CTR_E_OUT_OF_MEMORY;
-  const int64_t zs = p->slab_slices;
-  if (x->device) {
-    slab = ctr_host_alloc(sizeof(float) * (size_t)(plane * zs));
-    if (!slab) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "fast backprojection: slab of %lld slices",
-                             (long long)zs);
+#if CTR_HAVE_CUDA
+  if (x->device || y->device) CTR_CHECK(ctr__it_cuda_fast_sync(p));
+#endif
+  if (y->device) {
+    CTR_CHECK(ctr__vec_alloc(p, npix * FAST_CHUNK, 1, &dstage));
+  } else {
+    stage = ctr_host_alloc(sizeof(float) * (size_t)(npix * FAST_CHUNK));
+    if (!stage) return CTR_E_OUT_OF_MEMORY;
   }
+  const int64_t zs = p->slab_slices;
   for (int64_t z0 = 0; z0 < p->n[2]; z0 += zs) {
     const int64_t z1 = z0 + zs < p->n[2] ? z0 + zs : p->n[2];
     ctr_fdk_options fo = CTR_FDK_OPTIONS_INIT;
@@ -345,43 +365,42 @@ static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x,
       const int64_t nc = c0 + FAST_CHUNK < w1 ? FAST_CHUNK : w1 - c0;
       int64_t views[FAST_CHUNK];
       const float *images[FAST_CHUNK];
-      ctr__vec part = ctr__vec_part(y, c0 * npix, nc * npix);
-      CTR_CHECK_GOTO(st, ctr__vec_download(p, stage, &part));
+      ctr__it_fast_view fw[FAST_CHUNK];
       for (int64_t k = 0; k < nc; k++) {
-        const int64_t view = p->order[c0 + k];
-        double Pw[12], M[9], inv[9], det;
-        ctr_geometry_get_matrix(p->g, view, Pw);
-        for (int r = 0; r < 3; r++)
-          for (int a = 0; a < 3; a++) M[3 * r + a] = Pw[4 * r + a];
-        if (!invert3(M, inv, &det)) CTR_FAIL_GOTO(st, CTR_E_GEOMETRY, "view %lld: singular matrix",
-                                                  (long long)view);
-        const double scale = vvox * fabs(det);
-        float *img = stage + k * npix;
+        views[k] = p->order[c0 + k];
+        CTR_CHECK_GOTO(st, fast_view(p, views[k], &fw[k]));
+      }
+      if (y->device) {
+#if CTR_HAVE_CUDA
+        CTR_CHECK_GOTO(st, ctr__it_cuda_fast_weight(p, y->data + c0 * npix, dstage.data, nc, fw));
+        for (int64_t k = 0; k < nc; k++) images[k] = dstage.data + k * npix;
+#else
+        CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED, "this ctrecon was built without CUDA");
+#endif
+      } else {
+        ctr__vec part = ctr__vec_part(y, c0 * npix, nc * npix);
+        CTR_CHECK_GOTO(st, ctr__vec_download(p, stage, &part));
+        for (int64_t k = 0; k < nc; k++) {
+          float *img = stage + k * npix;
+          const ctr__it_fast_view *w = &fw[k];
 #pragma omp parallel for num_threads(ctr__num_threads(p->ctx))
-        for (int64_t v = 0; v < nv; v++)
-          for (int64_t u = 0; u < nu; u++) {
-            const double dx = inv[0] * u + inv[1] * v + inv[2], dy = inv[3] * u + inv[4] * v + inv[5],
-                         dz = inv[6] * u + inv[7] * v + inv[8];
-            img[v * nu + u] *= (float)(scale * sqrt(dx * dx + dy * dy + dz * dz));
-          }
-        views[k] = view;
-        images[k] = img;
+          for (int64_t v = 0; v < nv; v++)
+            for (int64_t u = 0; u < nu; u++)
+              img[v * nu + u] *= ctr__it_fast_weight(w, (double)u, (double)v);
+          images[k] = img;
+        }
       }
       CTR_CHECK_GOTO(st, ctr_backprojector_add(bp, nc, views, images, NULL));
     }
+    /* A device volume: the backprojector copies the slab on the device. */
     ctr__vec out = ctr__vec_part(x, z0 * plane, (z1 - z0) * plane);
-    if (x->device) {
-      CTR_CHECK_GOTO(st, ctr_backprojector_read(bp, slab));
-      CTR_CHECK_GOTO(st, ctr__vec_upload(p, &out, slab));
-    } else {
-      CTR_CHECK_GOTO(st, ctr_backprojector_read(bp, out.data));
-    }
+    CTR_CHECK_GOTO(st, ctr_backprojector_read(bp, out.data));
     ctr_backprojector_free(bp);
     bp = NULL;
   }
 cleanup:
   ctr_backprojector_free(bp);
-  ctr_host_free(slab);
+  ctr__vec_free(p, &dstage);
   ctr_host_free(stage);
   return st;
 }

@@ -6,7 +6,11 @@
  * else through pinned staging) and stores it into one of two alternating
  * slot sets of the variant's layout; the compute stream backprojects it, so
  * chunk c+1 uploads and is stored while chunk c is backprojected. A call
- * returns when all its views are in the volume. Per-view weights scale the
+ * returns when all its views are in the volume. Views in GPU memory (the
+ * fast projector pair's device path, src/iterative/projector.c) take no
+ * upload: one chunk per launch, stored from where they are (contiguous on
+ * this GPU) or copied over on the device first; read likewise copies into
+ * GPU memory on the device. Per-view weights scale the
  * view's matrix (same u, v; weight x 1 / alpha^2 with alpha =
  * 1 / sqrt(weight)). */
 #include "conebeam/cuda/views_layout.cuh"
@@ -201,6 +205,23 @@ static int split_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *a, int64_t
   return 2;
 }
 
+/* 1 if every image is device memory (any GPU; *here: all on `device`, one
+ * after the other, so the layout's store reads them in place). */
+static int device_images(const float *const *images, int64_t n, int64_t view_floats, int device,
+                         int *here) {
+  *here = 1;
+  for (int64_t k = 0; k < n; k++) {
+    cudaPointerAttributes attr;
+    if (cudaPointerGetAttributes(&attr, images[k]) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    if (attr.type != cudaMemoryTypeDevice) return 0;
+    if (attr.device != device || images[k] != images[0] + k * view_floats) *here = 0;
+  }
+  return n > 0;
+}
+
 ctr_status ctr__cuda_bpj_add(void *self, int64_t n, const int64_t *views,
                              const float *const *images, const float *weights) {
   ctr__cuda_bpj *b = (ctr__cuda_bpj *)self;
@@ -209,8 +230,13 @@ ctr_status ctr__cuda_bpj_add(void *self, int64_t n, const int64_t *views,
   const ctr_geometry *g = b->g;
   const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
   int64_t first, rest, sa[SPLIT_LEVELS], sz[SPLIT_LEVELS];
-  const int levels = split_schedule(b, n, sa, sz);
-  if (levels > 0) first = rest = n; /* one chunk, split */
+  int in_place = 0;
+  const int on_gpu = device_images(images, n, g->nu * g->nv, b->device, &in_place);
+  /* Views on the GPU: no upload to hide, so neither early launches nor
+   * small chunks (each costs a pass over the volume). */
+  const int levels = on_gpu ? 0 : split_schedule(b, n, sa, sz);
+  if (on_gpu) first = rest = n < b->cfg.views_per_launch ? n : b->cfg.views_per_launch;
+  else if (levels > 0) first = rest = n; /* one chunk, split */
   else chunk_schedule(b, n, &first, &rest);
   const int64_t nzs = ctr__grid_slices(&b->dv, b->o.nz);
   const int threads = ctr__num_threads(b->ctx);
@@ -232,9 +258,13 @@ ctr_status ctr__cuda_bpj_add(void *self, int64_t n, const int64_t *views,
      * pinned staging buffer, view by view, so that each view's upload
      * overlaps the next one's host copy. */
     int pinned = 1;
-    for (int64_t k = 0; k < m && pinned; k++) pinned = ctr__host_pinned(images[c0 + k]);
+    for (int64_t k = 0; k < m && pinned && !on_gpu; k++) pinned = ctr__host_pinned(images[c0 + k]);
     if (!pinned) CU(cudaEventSynchronize(b->ev_up[i])); /* the upload out of h_stage[i] two chunks ago */
-    for (int64_t k = 0; k < m; k++) {
+    /* The chunk's views, contiguous on this GPU: the layout's store reads
+     * them in place (they stay valid until the call returns); else they go
+     * to d_src[i] (on the device when they are GPU memory). */
+    const float *src_views = in_place ? images[c0] : b->d_src[i];
+    for (int64_t k = 0; k < m && !in_place; k++) {
       const void *src = images[c0 + k];
       if (!pinned) {
         char *stage = (char *)b->h_stage[i] + k * view_bytes;
@@ -242,7 +272,7 @@ ctr_status ctr__cuda_bpj_add(void *self, int64_t n, const int64_t *views,
         src = stage;
       }
       CU(cudaMemcpyAsync((char *)b->d_src[i] + k * view_bytes, src, view_bytes,
-                         cudaMemcpyHostToDevice, b->s_copy));
+                         on_gpu ? cudaMemcpyDefault : cudaMemcpyHostToDevice, b->s_copy));
       for (int j = 0; j < levels; j++) {
         if (k + 1 != sa[j]) continue;
         /* early launch j: views [0, sa[j]) into its slices once they are up */
@@ -260,7 +290,7 @@ ctr_status ctr__cuda_bpj_add(void *self, int64_t n, const int64_t *views,
     CU(cudaEventRecord(b->ev_up[i], b->s_copy));
     CU(cudaStreamWaitEvent(b->s_copy, b->ev_done[i], 0)); /* chunk c-2 is out of slot set i */
     const ctr__gpu_store dst = ctr__views_target(&b->dv, slot0 + a);
-    CTR_CHECK_GOTO(st, ctr__gpu_store_views(b->d_src[i] + a * g->nu * g->nv, g->nu, g->nv, m - a,
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(src_views + a * g->nu * g->nv, g->nu, g->nv, m - a,
                                             &dst, b->s_copy));
     CU(cudaEventRecord(b->ev_ready[i], b->s_copy));
     CU(cudaStreamWaitEvent(b->s_comp, b->ev_ready[i], 0));
@@ -285,8 +315,9 @@ ctr_status ctr__cuda_bpj_read(void *self, float *vol) {
   ctr__cuda_bpj *b = (ctr__cuda_bpj *)self;
   CU_DEVICE(b->device);
   ctr_status st = CTR_OK;
+  /* vol: host memory, or GPU memory (a device-to-device copy) */
+  CU(cudaMemcpyAsync(vol, b->d_vol, b->vol_bytes, cudaMemcpyDefault, b->s_comp));
   CU(cudaStreamSynchronize(b->s_comp));
-  CU(cudaMemcpy(vol, b->d_vol, b->vol_bytes, cudaMemcpyDeviceToHost));
 cleanup:
   return st;
 }
