@@ -318,7 +318,6 @@ ctr_status ctr__proj_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, i
  * (world matrix M of the view, voxel volume V): the Joseph projector's
  * column sums at a voxel are about V / (c^2 |det M^-1| / |M^-1 (u, v, 1)|),
  * the ray density there, so B approximates A^T (docs/iterative.md). */
-#define FAST_CHUNK CTR__IT_FAST_CHUNK
 
 /* The fast pair's weighting of geometry view `view` (itmath.h). */
 static ctr_status fast_view(const ctr_projector *p, int64_t view, ctr__it_fast_view *w) {
@@ -349,9 +348,9 @@ static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x,
   if (x->device || y->device) CTR_CHECK(ctr__it_cuda_fast_sync(p));
 #endif
   if (y->device) {
-    CTR_CHECK(ctr__vec_alloc(p, npix * FAST_CHUNK, 1, &dstage));
+    CTR_CHECK(ctr__vec_alloc(p, npix * CTR__IT_FAST_CHUNK, 1, &dstage));
   } else {
-    stage = ctr_host_alloc(sizeof(float) * (size_t)(npix * FAST_CHUNK));
+    stage = ctr_host_alloc(sizeof(float) * (size_t)(npix * CTR__IT_FAST_CHUNK));
     if (!stage) return CTR_E_OUT_OF_MEMORY;
   }
   const int64_t zs = p->slab_slices;
@@ -361,11 +360,11 @@ static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x,
     fo.z0 = z0;
     fo.nz = z1 - z0;
     CTR_CHECK_GOTO(st, ctr_backprojector_create(p->ctx, p->g, &fo, &bp));
-    for (int64_t c0 = w0; c0 < w1; c0 += FAST_CHUNK) {
-      const int64_t nc = c0 + FAST_CHUNK < w1 ? FAST_CHUNK : w1 - c0;
-      int64_t views[FAST_CHUNK];
-      const float *images[FAST_CHUNK];
-      ctr__it_fast_view fw[FAST_CHUNK];
+    for (int64_t c0 = w0; c0 < w1; c0 += CTR__IT_FAST_CHUNK) {
+      const int64_t nc = c0 + CTR__IT_FAST_CHUNK < w1 ? CTR__IT_FAST_CHUNK : w1 - c0;
+      int64_t views[CTR__IT_FAST_CHUNK];
+      const float *images[CTR__IT_FAST_CHUNK];
+      ctr__it_fast_view fw[CTR__IT_FAST_CHUNK];
       for (int64_t k = 0; k < nc; k++) {
         views[k] = p->order[c0 + k];
         CTR_CHECK_GOTO(st, fast_view(p, views[k], &fw[k]));
