@@ -26,10 +26,12 @@ static uint64_t host_available(void) {
   return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
 }
 
-ctr_status ctr__device_budget(int device, uint64_t *budget) {
+ctr_status ctr__device_budget(ctr_context *ctx, int device, uint64_t *budget) {
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
   CTR_CHECK(ctr_cuda_get_device_info(device, &info));
-  *budget = info.free_memory > GPU_RESERVE ? info.free_memory - GPU_RESERVE : 0;
+  /* the buffers the context keeps from its last run are reused: free to plan with */
+  const uint64_t free_mem = info.free_memory + ctr__gpu_cached_bytes(ctx, device);
+  *budget = free_mem > GPU_RESERVE ? free_mem - GPU_RESERVE : 0;
   return CTR_OK;
 }
 
@@ -37,7 +39,7 @@ ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget, uint
   if (gpu_budget) {
     *gpu_budget = 0;
     if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA)
-      CTR_CHECK(ctr__device_budget(ctr__context_gpu(ctx, 0), gpu_budget));
+      CTR_CHECK(ctr__device_budget(ctx, ctr__context_gpu(ctx, 0), gpu_budget));
   }
   if (host_budget) {
     const uint64_t avail = host_available();

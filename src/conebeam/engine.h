@@ -51,6 +51,14 @@ typedef struct ctr__engine_ops {
    * workers); returns when done. Only this engine's slices [k0, k1) change,
    * so several engines may add from each other's other slices at once. */
   ctr_status (*add_from)(ctr__engine *e, ctr__engine *src, int64_t k0, int64_t k1);
+  /* Optional (NULL: the executor calls add_from for each source in order,
+   * then download). Slices [k0, k1) of this engine's finished subvolume plus
+   * those of srcs[0..n) in that order (as add_from would add them), copied
+   * into dst (host) as download does; the sums and the copies pipelined in
+   * pieces, so that the copy of one piece overlaps the sums of the next.
+   * Returns when dst holds them; the sources' slices are no longer read. */
+  ctr_status (*sum_download)(ctr__engine *e, ctr__engine *const *srcs, int n, int64_t k0,
+                             int64_t k1, float *dst);
   /* Adds the backend's step times (upload, filter, store, reload,
    * backproject, download) to t. */
   void (*timings)(ctr__engine *e, ctr_stream_timings *t);
@@ -63,6 +71,10 @@ typedef struct ctr__engine_ops {
   /* Smallest and largest value of every subvolume finished so far (bad
    * values taken as the 0 they are stored as; +inf / -inf if none). */
   void (*range)(ctr__engine *e, float *min, float *max);
+  /* Waits for the engine's work and frees it; its large device buffers go
+   * back to the context, which keeps them for its next run (internal.h).
+   * Engines of different devices may be destroyed on different threads at
+   * once. */
   void (*destroy)(ctr__engine *e);
 } ctr__engine_ops;
 

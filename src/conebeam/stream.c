@@ -190,7 +190,7 @@ static ctr_status worker_gpu_budget(stream_run *r, int workers, uint64_t *out) {
   uint64_t budget[CTR_MAX_WORKERS];
   for (int d = 0; d < ndev && d < workers && d < CTR_MAX_WORKERS; d++) {
     budget[d] = r->opts.gpu_budget;
-    if (!budget[d]) CTR_CHECK(ctr__device_budget(ctr_context_get_device_ordinal(r->ctx, d), &budget[d]));
+    if (!budget[d]) CTR_CHECK(ctr__device_budget(r->ctx, ctr_context_get_device_ordinal(r->ctx, d), &budget[d]));
   }
   *out = ctr__split_gpu_budget(budget, ndev < CTR_MAX_WORKERS ? ndev : CTR_MAX_WORKERS, workers);
   return CTR_OK;
@@ -497,6 +497,21 @@ static void transit_release(stream_run *r, int slot) {
  * the others backproject that copy. No worker passes the first subset not
  * yet filtered, so a worker is at most one subset ahead of the slowest and
  * CTR__TRANSIT_SLOTS buffers never run out for good. */
+/* A timeline of the in-memory run's steps on stderr, for the multi-GPU
+ * breakdown (docs/multi-gpu.md): built with -DCTR_STREAM_TRACE only. */
+#ifdef CTR_STREAM_TRACE
+static double tr_t0;
+#define TR_START(t) (tr_t0 = (t))
+#define TR(...)                                                  \
+  do {                                                           \
+    fprintf(stderr, "TRACE %8.4f ", ctr__now_s() - tr_t0);       \
+    fprintf(stderr, __VA_ARGS__);                                \
+    fputc('\n', stderr);                                         \
+  } while (0)
+#else
+#define TR_START(t) ((void)0)
+#define TR(...) ((void)0)
+#endif
 static ctr_status first_pass(worker *w) {
   stream_run *r = w->r;
   const int shared = r->participants > 1;
@@ -663,10 +678,14 @@ static ctr_status run_volume(worker *w) {
     const int64_t z = s * r->plan.slab_slices, nz = slab_len(r, s);
     float *target = r->vol_mem ? r->vol_mem + z * slice : NULL;
     CTR_CHECK(w->eng->ops->slab_begin(w->eng, r->plan.z0 + z, nz, target));
+    TR("v%d start", w->index);
     CTR_CHECK(first ? first_pass(w) : reuse_pass(w));
     first = 0;
+    TR("v%d queued", w->index);
     CTR_CHECK(w->eng->ops->slab_end(w->eng));
+    TR("v%d slab_end", w->index);
     CTR_CHECK(deliver(w, s, z, nz, 0, nz));
+    TR("v%d delivered", w->index);
   }
   return CTR_OK;
 }
@@ -678,15 +697,34 @@ static ctr_status run_projections(worker *w) {
   for (int64_t i = 0; i < r->ntodo; i++) {
     const int64_t s = r->todo[i], z = s * r->plan.slab_slices, nz = slab_len(r, s);
     CTR_CHECK(w->eng->ops->slab_begin(w->eng, r->plan.z0 + z, nz, NULL));
+    TR("w%d start", w->index);
     CTR_CHECK(i == 0 ? first_pass_own(w) : reuse_pass(w));
+    TR("w%d queued", w->index);
     CTR_CHECK(w->eng->ops->slab_end(w->eng));
+    TR("w%d bp done", w->index);
     CTR_CHECK(barrier(r)); /* every partial sum is complete */
+    TR("w%d barrier1", w->index);
     const int64_t k0 = nz * w->index / r->nw, k1 = nz * (w->index + 1) / r->nw;
     /* the sum in worker order, whichever worker holds it */
+    if (r->vol_mem && w->eng->ops->sum_download) { /* the sums and the download at once */
+      ctr__engine *src[CTR_MAX_WORKERS];
+      int n = 0;
+      for (int u = 0; u < r->nw; u++)
+        if (u != w->index) src[n++] = r->w[u].eng;
+      CTR_CHECK(w->eng->ops->sum_download(w->eng, src, n, k0, k1,
+                                          r->vol_mem + (z + k0) * r->g->vol.nx * r->g->vol.ny));
+      CTR_CHECK(check_output(w));
+      TR("w%d summed and delivered", w->index);
+      CTR_CHECK(barrier(r)); /* nobody reads a partial any more */
+      continue;
+    }
     for (int u = 0; u < r->nw; u++)
       if (u != w->index) CTR_CHECK(w->eng->ops->add_from(w->eng, r->w[u].eng, k0, k1));
+    TR("w%d reduced", w->index);
     CTR_CHECK(barrier(r)); /* nobody reads a partial any more */
+    TR("w%d barrier2", w->index);
     CTR_CHECK(deliver(w, s, z, nz, k0, k1));
+    TR("w%d delivered", w->index);
   }
   return CTR_OK;
 }
@@ -864,7 +902,9 @@ typedef struct create_job {
 
 static void *create_main(void *p) {
   create_job *j = p;
+  TR("create w%d begin", j->w->index);
   j->st = create_engine(j->w, j->be);
+  TR("create w%d end", j->w->index);
   if (j->st != CTR_OK) snprintf(j->detail, sizeof j->detail, "%s", ctr_error_detail());
   return NULL;
 }
@@ -989,9 +1029,24 @@ static void finish_report(stream_run *r, double t_start, double t_setup, ctr_str
   rep->out_nonfinite = r->out_bad;
 }
 
+static void *free_engine_main(void *p) {
+  worker *w = p;
+  ctr__engine_free(w->eng);
+  w->eng = NULL;
+  return NULL;
+}
+
 static void release(stream_run *r) {
   if (r->have_ring) ctr__ring_free(&r->ring);
   if (r->have_writer) ctr__writer_free(&r->writer);
+  /* The engines at once, one thread each, as they were made: on several GPUs
+   * each waits for its device and gives its buffers back (setup). */
+  pthread_t th[CTR_MAX_WORKERS];
+  int started[CTR_MAX_WORKERS] = {0};
+  for (int i = 0; r->nw > 1 && i < r->nw && i < CTR_MAX_WORKERS; i++)
+    if (r->w[i].eng) started[i] = pthread_create(&th[i], NULL, free_engine_main, &r->w[i]) == 0;
+  for (int i = 0; i < CTR_MAX_WORKERS; i++)
+    if (started[i]) pthread_join(th[i], NULL);
   for (int i = 0; i < CTR_MAX_WORKERS; i++) {
     worker *w = &r->w[i];
     if (w->have_sring) ctr__ring_free(&w->sring);
@@ -1243,6 +1298,7 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
                                  const ctr_stream_options *opts, const ctr_array *proj,
                                  ctr_array *vol, ctr_stream_report *report_out) {
   const double t_start = ctr__now_s();
+  TR_START(t_start);
   ctr_status st = CTR_OK;
   stream_run r;
   memset(&r, 0, sizeof r);
@@ -1253,21 +1309,27 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   r.ctx = ctx;
   r.g = g;
   CTR_CHECK(resolve_options(g, opts, &r));
+  TR("options");
   CTR_CHECK(ctr__check_fdk_arrays(g, &r.fdk, proj, vol));
   CTR_CHECK(check_gpu_arrays(ctx, proj, vol));
   r.in_mem = proj->data;
   r.in_dtype = proj->dtype;
   r.vol_mem = vol->data;
   CTR_CHECK(make_plan(&r, 1, NULL));
+  TR("planned");
   CTR_CHECK_GOTO(st, setup(&r, NULL, 1));
+  TR("setup");
   const double t_setup = ctr__now_s() - t_start;
   CTR_CHECK_GOTO(st, run_workers(&r, NULL));
+  TR("workers");
   CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
   report_values(&r);
   if (r.opts.on_slab) r.opts.on_slab(r.opts.user, r.plan.z0, r.plan.nz, r.vol_mem);
   finish_report(&r, t_start, t_setup, report);
+  TR("reported");
 cleanup:
   release(&r);
+  TR("released");
   if (st == CTR_OK && report) { /* the whole call: freeing the engines counts too */
     report->timings.total = ctr__now_s() - t_start;
     ctr__struct_store(&ctr__struct_stream_report, report_out, report);

@@ -23,6 +23,12 @@ ctr_status ctr__gpu_wait_for(int device) {
   (void)device;
   return CTR_OK;
 }
+uint64_t ctr__gpu_cached_bytes(ctr_context *ctx, int device) {
+  (void)ctx;
+  (void)device;
+  return 0;
+}
+void ctr__gpu_cache_release(ctr_context *ctx) { (void)ctx; }
 #endif
 
 const char *ctr_version_string(void) { return CTR_VERSION_STRING; }
@@ -177,6 +183,7 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
   }
   c->opts.tuning = &c->tuning;
   pthread_mutex_init(&c->memo.mu, NULL);
+  pthread_mutex_init(&c->gpu_cache.mu, NULL);
   *out = c;
   return CTR_OK;
 }
@@ -224,6 +231,8 @@ int ctr__context_gpu(const ctr_context *ctx, int i) {
 void ctr_context_free(ctr_context *ctx) {
   if (!ctx) return;
   ctr__tuning_release(ctx);
+  ctr__gpu_cache_release(ctx);
+  pthread_mutex_destroy(&ctx->gpu_cache.mu);
   pthread_mutex_destroy(&ctx->memo.mu);
   free(ctx);
 }

@@ -73,6 +73,21 @@ typedef struct ctr__memo {
   char key[CTR__MEMO_SLOTS][CTR__MEMO_KEY];
   char value[CTR__MEMO_SLOTS][32];
 } ctr__memo;
+/* GPU buffers a context keeps between its runs (device.cu): allocating a
+ * volume-sized buffer costs milliseconds, more once peer access maps every
+ * allocation on the other GPUs (12 ms for 6.5 GiB with one peer, 30 ms with
+ * three: bench/experiments/peer_alloc.cu), and freeing it as much again.
+ * Released by ctr_context_free, and by an allocation that finds the GPU full. */
+#define CTR__GPU_CACHE_SLOTS 24
+typedef struct ctr__gpu_cache {
+  pthread_mutex_t mu;
+  int n;
+  struct {
+    int device;
+    void *ptr;
+    size_t bytes;
+  } slot[CTR__GPU_CACHE_SLOTS];
+} ctr__gpu_cache;
 struct ctr_context {
   ctr_context_options opts; /* opts.tuning points to `tuning`; opts.devices points nowhere:
                                the list is copied below */
@@ -89,7 +104,23 @@ struct ctr_context {
   ctr_status (*progress_hook)(void *user, double *fraction);
   void *progress_hook_user;
   ctr__memo memo;
+  ctr__gpu_cache gpu_cache;
 };
+
+/* A device buffer of at least `bytes` on `device` (the current device): one
+ * the context kept, within 1/8 of the size, else cudaMalloc'ed (after giving
+ * the kept ones of this device back when the GPU is full). ctx NULL: plain
+ * cudaMalloc. *out is NULL on failure (CTR_E_DEVICE_OUT_OF_MEMORY or
+ * CTR_E_DEVICE, detail set). */
+ctr_status ctr__gpu_buffer_get(ctr_context *ctx, int device, size_t bytes, void **out);
+/* Gives back a buffer of ctr__gpu_buffer_get (the `bytes` asked for): kept
+ * for the context's next run, or freed when its slots are full (ctx NULL:
+ * freed). The buffer's users must be done with it (the stream synchronised). */
+void ctr__gpu_buffer_put(ctr_context *ctx, int device, void *p, size_t bytes);
+/* Bytes the context keeps on `device` (free to a plan: they are reused). */
+uint64_t ctr__gpu_cached_bytes(ctr_context *ctx, int device);
+/* Frees every kept buffer (ctr_context_free). */
+void ctr__gpu_cache_release(ctr_context *ctx);
 
 /* The context's memo (ctx NULL: nothing kept). get: 1 and the value in
  * `value` (n bytes) when `key` was put; put: keeps key -> value (a longer

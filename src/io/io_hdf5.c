@@ -67,28 +67,63 @@ const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback) {
   return m->text;
 }
 
-/* HDF5 (1.10) trusts where and how large a dataset's raw data are stored: a
- * compact layout message or an unfiltered chunk shorter than the elements
+/* HDF5 (1.10 and 1.14) trusts where and how large a dataset's raw data are
+ * stored: a compact layout message or a chunk shorter than its elements
  * need, or a chunk placed inside the superblock, makes H5Dread copy past the
  * end of a heap buffer (found by tests/fuzz/fuzz_hdf5.c: a chunk at address
- * 0). Checked here before every read, for the chunks the read touches
- * (start/count; NULL: the whole dataset): each stored chunk lies after the
- * superblock, inside the file, and (unfiltered) holds exactly one chunk of
- * elements. Filtered chunks are left to the filter, which sizes its output.
- * HDF5 1.10 finds a chunk's address by walking every chunk of the dataset
- * (H5Dget_chunk_info_by_coord): checking a read of a dataset of many chunks
- * took minutes (a band of rows over 40 images of 1-element chunks: 6 min).
- * Past CTR__H5_ADDR_CHUNKS chunks in the dataset only the size is checked,
- * through the index lookup (H5Dget_chunk_storage_size). */
+ * 0; by the 1.14 long runs: an unfiltered chunk whose index entry cannot be
+ * read, a chunk whose filter mask skips the dataset's only filter, a
+ * Fletcher-32 chunk 4 bytes short). Checked here before every read, for the
+ * chunks the read touches (start/count; NULL: the whole dataset): each
+ * stored chunk lies after the superblock, inside the file, and holds the
+ * bytes its filters give back: exactly one chunk of elements when no filter
+ * applies to it (its filter mask says which do), that plus 4 bytes when
+ * Fletcher-32 is the only one that changes the size (shuffle does not).
+ * Behind a compressing filter (deflate, szip, ...) the size cannot be known
+ * without decompressing, and HDF5 1.14 does not check what the filter gives
+ * back: such a chunk that inflates short is read past its buffer inside HDF5
+ * (tests/fuzz/README.md, "Long runs"). HDF5 finds a chunk's address by
+ * walking every chunk of the dataset (H5Dget_chunk_info_by_coord): checking
+ * a read of a dataset of many chunks took minutes (a band of rows over 40
+ * images of 1-element chunks: 6 min). Past CTR__H5_ADDR_CHUNKS chunks in the
+ * dataset one walk over them all (H5Dchunk_iter, HDF5 1.14) checks the
+ * chunks in the selection, up to CTR__H5_WALK_CHUNKS; beyond that (or with
+ * HDF5 1.10) only the size of each is checked, through the index lookup
+ * (H5Dget_chunk_storage_size, which cannot tell a missing chunk from an
+ * unreadable entry). */
 #define CTR__H5_ADDR_CHUNKS 4096
+#define CTR__H5_WALK_CHUNKS 1048576
 /* The most chunks one H5Dread may touch (the stack reader splits its reads to
  * stay below; a whole-dataset read, start NULL, of more is refused here). */
 #define CTR__H5_READ_CHUNKS 65536
+#define CTR__H5_MAX_FILTERS 32
 typedef struct chunk_bounds {
   haddr_t lo;  /* first byte after the superblock */
   hsize_t eof; /* file size */
-  hsize_t want; /* bytes of an unfiltered chunk; 0 = filtered (any size) */
+  hsize_t raw; /* bytes of a chunk's elements */
+  int nfilters;
+  H5Z_filter_t filter[CTR__H5_MAX_FILTERS]; /* the pipeline, in the order of the mask bits */
 } chunk_bounds;
+
+/* The stored size a chunk with this filter mask must have; 0: any (a
+ * compressing filter applies). */
+static hsize_t chunk_want(const chunk_bounds *b, unsigned mask) {
+  hsize_t want = b->raw;
+  for (int i = 0; i < b->nfilters; i++) {
+    if (i < 32 && (mask >> i) & 1u) continue; /* skipped for this chunk */
+    if (b->filter[i] == H5Z_FILTER_SHUFFLE) continue;
+    if (b->filter[i] == H5Z_FILTER_FLETCHER32) want += 4;
+    else return 0;
+  }
+  return want;
+}
+
+static int chunk_fits(const chunk_bounds *b, unsigned mask, haddr_t addr, hsize_t got) {
+  if (addr == HADDR_UNDEF) return 1; /* not written: the fill value */
+  const hsize_t want = chunk_want(b, mask);
+  return addr >= b->lo && got <= b->eof && addr <= b->eof - got && got > 0 &&
+         (want == 0 || got == want);
+}
 
 static int chunk_ok(hid_t dset, const hsize_t *off, const chunk_bounds *b, int size_only,
                     haddr_t *addr, hsize_t *got) {
@@ -98,18 +133,42 @@ static int chunk_ok(hid_t dset, const hsize_t *off, const chunk_bounds *b, int s
   if (size_only) {
     if (H5Dget_chunk_storage_size(dset, off, got) < 0) {
       H5Eclear2(H5E_DEFAULT);
-      return 1; /* H5Dread reports what is wrong */
+      return 1; /* not written (or an entry the lookup cannot read) */
     }
-    return *got == 0 || (*got <= b->eof && (b->want == 0 || *got == b->want));
+    const hsize_t want = chunk_want(b, 0);
+    return *got == 0 || (*got <= b->eof && (want == 0 || *got == want));
   }
+  /* A chunk that was never written has no address, and the lookup succeeds;
+   * a lookup that fails is an index entry HDF5 cannot read, and H5Dread
+   * then reads past its buffers (HDF5 1.14). */
   if (H5Dget_chunk_info_by_coord(dset, off, &mask, addr, got) < 0) {
     H5Eclear2(H5E_DEFAULT);
-    return 1; /* no such chunk: H5Dread reports what is wrong */
+    return 0;
   }
-  if (*addr == HADDR_UNDEF) return 1; /* not written: the fill value */
-  return *addr >= b->lo && *got <= b->eof && *addr <= b->eof - *got &&
-         (b->want == 0 || *got == b->want);
+  return chunk_fits(b, mask, *addr, *got);
 }
+
+#if H5_VERSION_GE(1, 14, 0)
+typedef struct chunk_walk {
+  const chunk_bounds *b;
+  int rank;
+  const hsize_t *lo, *hi; /* the selection's chunk-aligned box */
+  int bad;
+  hsize_t off0, addr, size; /* the first bad chunk */
+} chunk_walk;
+
+static int walk_one(const hsize_t *offset, unsigned mask, haddr_t addr, hsize_t size, void *op) {
+  chunk_walk *w = op;
+  for (int i = 0; i < w->rank; i++)
+    if (offset[i] < w->lo[i] || offset[i] >= w->hi[i]) return H5_ITER_CONT;
+  if (chunk_fits(w->b, mask, addr, size)) return H5_ITER_CONT;
+  w->bad = 1;
+  w->off0 = offset[0];
+  w->addr = addr;
+  w->size = size;
+  return H5_ITER_STOP;
+}
+#endif
 
 ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
                                  const hsize_t *start, const hsize_t *count) {
@@ -138,7 +197,19 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
       CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                     "dataset '%s' of HDF5 file '%s' is damaged: its chunks have %d dimensions, "
                     "its data %d; write the file again", name, file, crank, rank);
-    chunk_bounds b = {0, 0, H5Pget_nfilters(dcpl) == 0 ? elem : 0};
+    chunk_bounds b;
+    memset(&b, 0, sizeof b);
+    b.raw = elem;
+    b.nfilters = H5Pget_nfilters(dcpl);
+    if (b.nfilters < 0 || b.nfilters > CTR__H5_MAX_FILTERS)
+      CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is damaged: its filter "
+                    "pipeline has %d filters (at most %d are read); write the file again",
+                    name, file, b.nfilters, CTR__H5_MAX_FILTERS);
+    for (int i = 0; i < b.nfilters; i++) {
+      unsigned flags = 0, cd[8];
+      size_t ncd = 8;
+      b.filter[i] = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, 0, NULL, NULL);
+    }
     hid_t fid = H5Iget_file_id(dset);
     H5F_info2_t fi;
     if (fid < 0 || H5Fget_info2(fid, &fi) < 0 || H5Fget_filesize(fid, &b.eof) < 0) {
@@ -153,7 +224,7 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
     for (int i = 0; i < rank; i++) {
       if (cdims[i] == 0) goto cleanup;
       nchunks *= ceil((double)dims[i] / (double)cdims[i]);
-      b.want *= cdims[i];
+      b.raw *= cdims[i];
       lo[i] = (start ? start[i] : 0) / cdims[i] * cdims[i];
       hi[i] = start ? start[i] + count[i] : dims[i];
       if (hi[i] <= lo[i]) goto cleanup; /* empty selection */
@@ -164,21 +235,41 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
                     "dataset '%s' of HDF5 file '%s' is stored in %.0f chunks, more than the %d a "
                     "read may touch (HDF5 allocates for each); rewrite it with larger chunks "
                     "(h5repack -l %s:CONTI IN OUT)", name, file, nchunks, CTR__H5_READ_CHUNKS, name);
-    for (;;) { /* every chunk the selection touches, last axis fastest */
-      if (!chunk_ok(dset, off, &b, nchunks > CTR__H5_ADDR_CHUNKS, &addr, &got))
-        CTR_FAIL_GOTO(st, CTR_E_FORMAT,
-                      "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
-                      "axis 0 is stored at byte %llu with %llu bytes; expected %s%llu bytes "
-                      "between the superblock (%llu bytes) and the end of the file (%llu "
-                      "bytes); write the file again",
-                      name, file, (unsigned long long)off[0], (unsigned long long)addr,
-                      (unsigned long long)got, b.want ? "" : "at most ",
-                      (unsigned long long)(b.want ? b.want : b.eof), (unsigned long long)b.lo,
-                      (unsigned long long)b.eof);
-      int i = rank - 1;
-      while (i >= 0 && (off[i] += cdims[i]) >= hi[i]) off[i] = lo[i], i--;
-      if (i < 0) break;
-    }
+    int bad = 0;
+    hsize_t bad_off0 = 0;
+#if H5_VERSION_GE(1, 14, 0)
+    if (nchunks > CTR__H5_ADDR_CHUNKS && nchunks <= CTR__H5_WALK_CHUNKS) {
+      chunk_walk w = {&b, rank, lo, hi, 0, 0, HADDR_UNDEF, 0};
+      if (H5Dchunk_iter(dset, H5P_DEFAULT, walk_one, &w) < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is damaged: its chunk "
+                      "index cannot be read; write the file again", name, file);
+      }
+      bad = w.bad;
+      bad_off0 = w.off0;
+      addr = w.addr;
+      got = w.size;
+    } else
+#endif
+      for (;;) { /* every chunk the selection touches, last axis fastest */
+        if (!chunk_ok(dset, off, &b, nchunks > CTR__H5_ADDR_CHUNKS, &addr, &got)) {
+          bad = 1;
+          bad_off0 = off[0];
+          break;
+        }
+        int i = rank - 1;
+        while (i >= 0 && (off[i] += cdims[i]) >= hi[i]) off[i] = lo[i], i--;
+        if (i < 0) break;
+      }
+    if (bad)
+      CTR_FAIL_GOTO(st, CTR_E_FORMAT,
+                    "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
+                    "axis 0 (stored at byte %llu with %llu bytes) does not fit: its elements "
+                    "take %llu bytes before its %d filter(s), the file ends at byte %llu and its "
+                    "superblock takes %llu; write the file again",
+                    name, file, (unsigned long long)bad_off0, (unsigned long long)addr,
+                    (unsigned long long)got, (unsigned long long)b.raw, b.nfilters,
+                    (unsigned long long)b.eof, (unsigned long long)b.lo);
   }
 cleanup:
   H5Eclear2(H5E_DEFAULT);

@@ -34,7 +34,8 @@ typedef struct ev_pair {
 } ev_pair;
 
 typedef struct cuda_engine {
-  const ctr_context *ctx;
+  ctr_context *ctx; /* keeps the large buffers between runs (internal.h) */
+  size_t raw_bytes, filt_bytes, vol_bytes;
   int device; /* the ordinal every operation makes current first */
   const ctr_geometry *g;
   ctr_plan plan;
@@ -376,12 +377,10 @@ static int peer_access(int device, int peer) {
   return ok;
 }
 
-/* dst's slices [k0, k1) += src's: read in place where this device can (the
- * same device, or peer access), else copied over in chunks first. */
-static ctr_status cu_add_from(ctr__engine *e, ctr__engine *src, int64_t k0, int64_t k1) {
-  cuda_engine *c = (cuda_engine *)e->impl;
-  const cuda_engine *s = (const cuda_engine *)src->impl;
-  CU_DEVICE(c->device);
+/* Queues dst's slices [k0, k1) += src's on dst's compute stream: read in
+ * place where this device can (the same device, or peer access), else copied
+ * over in chunks first. The caller has made dst's device current. */
+static ctr_status queue_add(cuda_engine *c, const cuda_engine *s, int64_t k0, int64_t k1) {
   ctr_status st = CTR_OK;
   const size_t slice = (size_t)(c->g->vol.nx * c->g->vol.ny) * sizeof(float);
   const size_t off = (size_t)k0 * slice, len = (size_t)(k1 - k0) * slice;
@@ -406,7 +405,43 @@ static ctr_status cu_add_from(ctr__engine *e, ctr__engine *src, int64_t k0, int6
     }
   }
   CTR_CHECK_GOTO(st, ev_end(c, t, c->comp));
+cleanup:
+  return st;
+}
+
+static ctr_status cu_add_from(ctr__engine *e, ctr__engine *src, int64_t k0, int64_t k1) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  CU_DEVICE(c->device);
+  ctr_status st = CTR_OK;
+  CTR_CHECK_GOTO(st, queue_add(c, (const cuda_engine *)src->impl, k0, k1));
   CU(cudaStreamSynchronize(c->comp));
+cleanup:
+  return st;
+}
+
+/* The projection split's reduction and download in pieces of SUM_PIECE_BYTES:
+ * the download of one piece (host link, ~50 GB/s) runs on `down` while the
+ * next piece is summed over the peer links on `comp`. */
+#define SUM_PIECE_BYTES ((size_t)128 << 20)
+static ctr_status cu_sum_download(ctr__engine *e, ctr__engine *const *srcs, int n, int64_t k0,
+                                  int64_t k1, float *dst) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  if (k0 < 0 || k1 > c->nz || k0 > k1)
+    CTR_FAIL(CTR_E_INTERNAL, "sum of slices [%lld, %lld) of a %lld-slice subvolume",
+             (long long)k0, (long long)k1, (long long)c->nz);
+  CU_DEVICE(c->device);
+  ctr_status st = CTR_OK;
+  const int64_t slice = c->g->vol.nx * c->g->vol.ny;
+  int64_t piece = (int64_t)(SUM_PIECE_BYTES / ((size_t)slice * sizeof(float)));
+  if (piece < 1) piece = 1;
+  for (int64_t p0 = k0; p0 < k1; p0 += piece) {
+    const int64_t p1 = p0 + piece < k1 ? p0 + piece : k1;
+    for (int i = 0; i < n; i++)
+      CTR_CHECK_GOTO(st, queue_add(c, (const cuda_engine *)srcs[i]->impl, p0, p1));
+    CTR_CHECK_GOTO(st, copy_out(c, p0, p1, dst + (p0 - k0) * slice, 0));
+  }
+  CU(cudaStreamSynchronize(c->comp));
+  CU(cudaStreamSynchronize(c->down));
 cleanup:
   return st;
 }
@@ -469,15 +504,15 @@ static void cu_destroy(ctr__engine *e) {
   }
   free(c->evs);
   for (int i = 0; i < 2; i++) {
-    cudaFree(c->d_raw[i]);
-    cudaFree(c->d_filt[i]);
+    ctr__gpu_buffer_put(c->ctx, c->device, c->d_raw[i], c->raw_bytes);
+    ctr__gpu_buffer_put(c->ctx, c->device, c->d_filt[i], c->filt_bytes);
     cudaFreeHost(c->h_stage[i]);
     cudaEvent_t *evs[4] = {&c->ev_up[i], &c->ev_raw_free[i], &c->ev_filt_free[i], &c->ev_filt_ready[i]};
     for (int k = 0; k < 4; k++)
       if (*evs[k]) cudaEventDestroy(*evs[k]);
   }
   cudaFreeHost(c->h_vol_stage);
-  cudaFree(c->d_vol);
+  ctr__gpu_buffer_put(c->ctx, c->device, c->d_vol, c->vol_bytes);
   cudaFree(c->d_add);
   cudaFree(c->d_bad);
   cudaFree(c->d_range);
@@ -493,6 +528,7 @@ static void cu_destroy(ctr__engine *e) {
 static const ctr__engine_ops cuda_ops = {
     .slab_begin = cu_slab_begin, .filter_bp = cu_filter_bp, .bp = cu_bp,
     .slab_end = cu_slab_end,     .download = cu_download,   .add_from = cu_add_from,
+    .sum_download = cu_sum_download,
     .timings = cu_timings,       .nonfinite = cu_nonfinite, .out_nonfinite = cu_out_nonfinite,
     .range = cu_range,           .destroy = cu_destroy};
 
@@ -557,8 +593,11 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
     CU(cudaEventCreateWithFlags(&c->ev_raw_free[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&c->ev_filt_free[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&c->ev_filt_ready[i], cudaEventDisableTiming));
-    CU(cudaMalloc(&c->d_raw[i], model.raw));
-    if (model.filtered) CU(cudaMalloc(&c->d_filt[i], model.filtered));
+    c->raw_bytes = model.raw;
+    c->filt_bytes = model.filtered;
+    CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, model.raw, &c->d_raw[i]));
+    if (model.filtered)
+      CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, model.filtered, (void **)&c->d_filt[i]));
   }
   {
     const int64_t slots = plan->store == CTR_STORE_DEVICE ? view_end - view_begin : 2 * nb;
@@ -581,7 +620,8 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
   CU(cudaMemset(c->d_bad, 0, 2 * sizeof(unsigned long long)));
   c->gf.in_scale = (float)(1.0 / input_scale);
   c->gf.d_nonfinite = c->d_bad;
-  CU(cudaMalloc(&c->d_vol, model.slice * (size_t)plan->slab_slices));
+  c->vol_bytes = model.slice * (size_t)plan->slab_slices;
+  CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, c->vol_bytes, (void **)&c->d_vol));
   CU(cudaDeviceSynchronize());
   *out = e;
   return CTR_OK;
