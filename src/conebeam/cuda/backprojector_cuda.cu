@@ -209,7 +209,11 @@ static int split_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *a, int64_t
  * after the other, so the layout's store reads them in place). */
 static int device_images(const float *const *images, int64_t n, int64_t view_floats, int device,
                          int *here) {
-  *here = 1;
+  /* *here only when every image is on the GPU: host images (this function
+   * returning 0) are never read in place (a host pointer handed to a kernel:
+   * test_gpu_fdk under compute-sanitizer, 2026-11-27) */
+  *here = 0;
+  int same = 1;
   for (int64_t k = 0; k < n; k++) {
     cudaPointerAttributes attr;
     if (cudaPointerGetAttributes(&attr, images[k]) != cudaSuccess) {
@@ -217,8 +221,9 @@ static int device_images(const float *const *images, int64_t n, int64_t view_flo
       return 0;
     }
     if (attr.type != cudaMemoryTypeDevice) return 0;
-    if (attr.device != device || images[k] != images[0] + k * view_floats) *here = 0;
+    if (attr.device != device || images[k] != images[0] + k * view_floats) same = 0;
   }
+  *here = n > 0 && same;
   return n > 0;
 }
 
