@@ -227,7 +227,11 @@ typedef struct ctr_context ctr_context;
 /* Creates a context; *out owned by the caller, release with ctr_context_free.
  * opts may be NULL (defaults). */
 CTR_API ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out);
-/* Frees a context; accepts NULL. */
+/* Frees a context; accepts NULL. A CUDA context keeps the large GPU buffers
+ * of its cone-beam runs (volume, views) for its next run, which then skips
+ * their allocation (milliseconds each, more with several GPUs); they are
+ * freed here, or as soon as an allocation finds the GPU full. Free the
+ * context to give that GPU memory back to other users. */
 CTR_API void ctr_context_free(ctr_context *ctx);
 /* The CUDA devices a context uses (0 for a CPU context) and the ordinal of the
  * i-th (-1 if there is none); the first is the device of single-GPU work. */

@@ -370,7 +370,10 @@ class Context(Handle):
     tuning switches (docs/tuning.md; the keys of ctr_tuning_set, e.g.
     ``{"bp_slices": 8}``). Progress and log messages of the calls made with
     it reach the call's ``progress`` argument and the logger "ctrecon".
-    One call at a time uses a context; the default context is per thread."""
+    One call at a time uses a context; the default context is per thread.
+    A CUDA context keeps the large GPU buffers of its last cone-beam run for
+    the next one (a repeated reconstruction skips their allocation);
+    ``close()`` gives them back, as does a run that finds the GPU full."""
 
     def __init__(self, device: str = "auto", *, device_index: int = -1,
                  devices: Optional[Sequence[int]] = None, threads: int = 0,
