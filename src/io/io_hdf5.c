@@ -71,26 +71,26 @@ const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback) {
  * stored: a compact layout message or a chunk shorter than its elements
  * need, or a chunk placed inside the superblock, makes H5Dread copy past the
  * end of a heap buffer (found by tests/fuzz/fuzz_hdf5.c: a chunk at address
- * 0; by the 1.14 long runs: an unfiltered chunk whose index entry cannot be
- * read, a chunk whose filter mask skips the dataset's only filter, a
- * Fletcher-32 chunk 4 bytes short). Checked here before every read, for the
- * chunks the read touches (start/count; NULL: the whole dataset): each
- * stored chunk lies after the superblock, inside the file, and holds the
+ * 0; by the 1.14 long runs: a chunk whose filter mask skips the dataset's
+ * only filter, a Fletcher-32 chunk 4 bytes short, a second index entry for a
+ * chunk at address 0, which HDF5's read found for another chunk). Checked
+ * here before every read: with HDF5 1.14, every entry of the chunk index in
+ * one walk (H5Dchunk_iter, up to CTR__H5_WALK_CHUNKS chunks); else the chunks
+ * the read touches (start/count; NULL: the whole dataset), one lookup each.
+ * Each stored chunk lies after the superblock, inside the file, and holds the
  * bytes its filters give back: exactly one chunk of elements when no filter
  * applies to it (its filter mask says which do), that plus 4 bytes when
  * Fletcher-32 is the only one that changes the size (shuffle does not).
  * Behind a compressing filter (deflate, szip, ...) the size cannot be known
  * without decompressing, and HDF5 1.14 does not check what the filter gives
  * back: such a chunk that inflates short is read past its buffer inside HDF5
- * (tests/fuzz/README.md, "Long runs"). HDF5 finds a chunk's address by
+ * (tests/fuzz/README.md, "Long runs"). HDF5 1.10 finds a chunk's address by
  * walking every chunk of the dataset (H5Dget_chunk_info_by_coord): checking
  * a read of a dataset of many chunks took minutes (a band of rows over 40
- * images of 1-element chunks: 6 min). Past CTR__H5_ADDR_CHUNKS chunks in the
- * dataset one walk over them all (H5Dchunk_iter, HDF5 1.14) checks the
- * chunks in the selection, up to CTR__H5_WALK_CHUNKS; beyond that (or with
- * HDF5 1.10) only the size of each is checked, through the index lookup
- * (H5Dget_chunk_storage_size, which cannot tell a missing chunk from an
- * unreadable entry). */
+ * images of 1-element chunks: 6 min). Without the walk, past
+ * CTR__H5_ADDR_CHUNKS chunks in the dataset only the size of each is
+ * checked, through the index lookup (H5Dget_chunk_storage_size, which cannot
+ * tell a missing chunk from an unreadable entry). */
 #define CTR__H5_ADDR_CHUNKS 4096
 #define CTR__H5_WALK_CHUNKS 1048576
 /* The most chunks one H5Dread may touch (the stack reader splits its reads to
@@ -151,16 +151,14 @@ static int chunk_ok(hid_t dset, const hsize_t *off, const chunk_bounds *b, int s
 #if H5_VERSION_GE(1, 14, 0)
 typedef struct chunk_walk {
   const chunk_bounds *b;
-  int rank;
-  const hsize_t *lo, *hi; /* the selection's chunk-aligned box */
   int bad;
   hsize_t off0, addr, size; /* the first bad chunk */
 } chunk_walk;
 
+/* Every entry of the index, not only the selection's: a damaged entry can be
+ * where HDF5's own lookup for another chunk lands. */
 static int walk_one(const hsize_t *offset, unsigned mask, haddr_t addr, hsize_t size, void *op) {
   chunk_walk *w = op;
-  for (int i = 0; i < w->rank; i++)
-    if (offset[i] < w->lo[i] || offset[i] >= w->hi[i]) return H5_ITER_CONT;
   if (chunk_fits(w->b, mask, addr, size)) return H5_ITER_CONT;
   w->bad = 1;
   w->off0 = offset[0];
@@ -238,8 +236,8 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
     int bad = 0;
     hsize_t bad_off0 = 0;
 #if H5_VERSION_GE(1, 14, 0)
-    if (nchunks > CTR__H5_ADDR_CHUNKS && nchunks <= CTR__H5_WALK_CHUNKS) {
-      chunk_walk w = {&b, rank, lo, hi, 0, 0, HADDR_UNDEF, 0};
+    if (nchunks <= CTR__H5_WALK_CHUNKS) {
+      chunk_walk w = {&b, 0, 0, HADDR_UNDEF, 0};
       if (H5Dchunk_iter(dset, H5P_DEFAULT, walk_one, &w) < 0) {
         H5Eclear2(H5E_DEFAULT);
         CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is damaged: its chunk "
