@@ -210,8 +210,9 @@ CTR_API ctr_status ctr_plan_init(ctr_plan *s, unsigned version);
  * works. */
 CTR_API ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *req, ctr_plan *out);
 /* Budgets from the machine: free GPU memory of ctx's device less 1 GiB (0
- * for a CPU context) and available host memory less 10 % (at least 1 GiB
- * kept free). */
+ * for a CPU context; the GPU buffers the context kept from an earlier run,
+ * ctr_context_free, are given back first) and available host memory less
+ * 10 % (at least 1 GiB kept free). */
 CTR_API ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget,
                                             uint64_t *host_budget);
 /* One line describing the plan ("4 subvolumes of 512 slices, ..."). Returns

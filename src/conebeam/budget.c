@@ -38,8 +38,12 @@ ctr_status ctr__device_budget(ctr_context *ctx, int device, uint64_t *budget) {
 ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget, uint64_t *host_budget) {
   if (gpu_budget) {
     *gpu_budget = 0;
-    if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA)
+    if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
+      /* what a new allocation can get: the buffers the context kept from a
+       * cone-beam run go back first (the caller's work does not reuse them) */
+      ctr__gpu_cache_release(ctx);
       CTR_CHECK(ctr__device_budget(ctx, ctr__context_gpu(ctx, 0), gpu_budget));
+    }
   }
   if (host_budget) {
     const uint64_t avail = host_available();

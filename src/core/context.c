@@ -23,12 +23,12 @@ ctr_status ctr__gpu_wait_for(int device) {
   (void)device;
   return CTR_OK;
 }
-uint64_t ctr__gpu_cached_bytes(ctr_context *ctx, int device) {
+uint64_t ctr__gpu_cached_bytes(const ctr_context *ctx, int device) {
   (void)ctx;
   (void)device;
   return 0;
 }
-void ctr__gpu_cache_release(ctr_context *ctx) { (void)ctx; }
+void ctr__gpu_cache_release(const ctr_context *ctx) { (void)ctx; }
 #endif
 
 const char *ctr_version_string(void) { return CTR_VERSION_STRING; }

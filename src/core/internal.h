@@ -118,9 +118,12 @@ ctr_status ctr__gpu_buffer_get(ctr_context *ctx, int device, size_t bytes, void 
  * freed). The buffer's users must be done with it (the stream synchronised). */
 void ctr__gpu_buffer_put(ctr_context *ctx, int device, void *p, size_t bytes);
 /* Bytes the context keeps on `device` (free to a plan: they are reused). */
-uint64_t ctr__gpu_cached_bytes(ctr_context *ctx, int device);
-/* Frees every kept buffer (ctr_context_free). */
-void ctr__gpu_cache_release(ctr_context *ctx);
+uint64_t ctr__gpu_cached_bytes(const ctr_context *ctx, int device);
+/* Frees every kept buffer: ctr_context_free, and every GPU entry point that
+ * sizes its work by the free memory without reusing them (the public budget,
+ * the incremental backprojector, PET), so that a context's earlier cone-beam
+ * run costs them nothing. A cache, so logically const. */
+void ctr__gpu_cache_release(const ctr_context *ctx);
 
 /* The context's memo (ctx NULL: nothing kept). get: 1 and the value in
  * `value` (n bytes) when `key` was put; put: keeps key -> value (a longer

@@ -190,9 +190,9 @@ extern "C" void ctr__gpu_buffer_put(ctr_context *ctx, int device, void *p, size_
   cudaFree(p);
 }
 
-extern "C" uint64_t ctr__gpu_cached_bytes(ctr_context *ctx, int device) {
+extern "C" uint64_t ctr__gpu_cached_bytes(const ctr_context *ctx, int device) {
   if (!ctx) return 0;
-  ctr__gpu_cache *c = &ctx->gpu_cache;
+  ctr__gpu_cache *c = (ctr__gpu_cache *)&ctx->gpu_cache; /* a cache: logically const */
   uint64_t n = 0;
   pthread_mutex_lock(&c->mu);
   for (int i = 0; i < c->n; i++)
@@ -201,9 +201,9 @@ extern "C" uint64_t ctr__gpu_cached_bytes(ctr_context *ctx, int device) {
   return n;
 }
 
-extern "C" void ctr__gpu_cache_release(ctr_context *ctx) {
+extern "C" void ctr__gpu_cache_release(const ctr_context *ctx) {
   if (!ctx) return;
-  ctr__gpu_cache *c = &ctx->gpu_cache;
+  ctr__gpu_cache *c = (ctr__gpu_cache *)&ctx->gpu_cache; /* a cache: logically const */
   pthread_mutex_lock(&c->mu);
   int prev = -1;
   if (c->n > 0 && cudaGetDevice(&prev) != cudaSuccess) prev = -1;
