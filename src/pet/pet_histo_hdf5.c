@@ -247,6 +247,14 @@ static ctr_status read_dataset(const char *file, hid_t grp, const char *name,
   if (cls != H5T_FLOAT && cls != H5T_INTEGER)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s': dataset /pet/%s does not hold numbers (expected "
                   "float32)", file, name);
+  /* a number of another size is a damaged datatype message (a 252-byte
+   * float behind deflate made HDF5 1.14 read past its chunk buffer: the
+   * 2026-11-27 long run) */
+  const size_t tsize = H5Tget_size(t);
+  if (!(tsize == 1 || tsize == 2 || tsize == 4 || tsize == 8) || (cls == H5T_FLOAT && tsize < 2))
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s': dataset /pet/%s holds %zu-byte %s, not a number "
+                  "type HDF5 writes (expected float32); the file is damaged", file, name, tsize,
+                  cls == H5T_FLOAT ? "floats" : "integers");
   char dname[16];
   snprintf(dname, sizeof dname, "/pet/%s", name);
   CTR_CHECK_GOTO(st, ctr__h5_check_storage(d, file, dname, NULL, NULL));
