@@ -636,23 +636,37 @@ static void test_vector(void) {
 /* HDF5 copies a chunk's elements out of however many bytes the file stores
  * for it: a short unfiltered chunk, or one placed inside the superblock,
  * made H5Dread read past a heap buffer and return garbage as data. */
-static void test_damaged_chunks(void) {
-  const char *file = P("short_chunk.h5");
-  const hsize_t dims[3] = {2, 3, 4}, chunk[3] = {1, 3, 4}, off0[3] = {0, 0, 0},
-                off1[3] = {1, 0, 0};
-  uint16_t v[12];
-  for (int i = 0; i < 12; i++) v[i] = (uint16_t)(i + 1);
+/* file:/data, uint16 of dims (3D) with dcpl's layout, whose chunks are
+ * written as they are (H5Dwrite_chunk: filter mask, offset and byte count
+ * each), as a damaged writer would leave them. */
+typedef struct raw_chunk {
+  unsigned mask;
+  hsize_t off[3];
+  size_t bytes;
+} raw_chunk;
+static void write_raw_chunks(const char *file, const hsize_t *dims, hid_t dcpl, int n,
+                             const raw_chunk *c, const void *data) {
   hid_t fid = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  hid_t sp = H5Screate_simple(3, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  H5Pset_chunk(dcpl, 3, chunk);
+  hid_t sp = H5Screate_simple(3, dims, NULL);
   hid_t d = H5Dcreate2(fid, "/data", H5T_STD_U16LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   CHECK(d >= 0);
-  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, off0, sizeof v, v) >= 0);
-  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, off1, 8, v) >= 0); /* 8 of 24 bytes */
-  H5Dclose(d);
-  H5Pclose(dcpl);
+  for (int i = 0; i < n && d >= 0; i++)
+    CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, c[i].mask, c[i].off, c[i].bytes, data) >= 0);
+  if (d >= 0) H5Dclose(d);
   H5Sclose(sp);
   H5Fclose(fid);
+}
+
+static void test_damaged_chunks(void) {
+  const char *file = P("short_chunk.h5");
+  const hsize_t dims[3] = {2, 3, 4}, chunk[3] = {1, 3, 4};
+  uint16_t v[12];
+  for (int i = 0; i < 12; i++) v[i] = (uint16_t)(i + 1);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 3, chunk);
+  const raw_chunk chunks[2] = {{0, {0, 0, 0}, sizeof v}, {0, {1, 0, 0}, 8}}; /* 8 of 24 bytes */
+  write_raw_chunks(file, dims, dcpl, 2, chunks, v);
+  H5Pclose(dcpl);
   char path[600];
   snprintf(path, sizeof path, "%s:/data", file);
   ctr_stack_reader *r = NULL;
@@ -671,11 +685,11 @@ static void test_damaged_chunks(void) {
   double *vec = NULL;
   int64_t n = 0;
   hsize_t one = 4, c1 = 2;
-  fid = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
-  sp = H5Screate_simple(1, &one, NULL);
+  hid_t fid = H5Fopen(file, H5F_ACC_RDWR, H5P_DEFAULT);
+  hid_t sp = H5Screate_simple(1, &one, NULL);
   dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_chunk(dcpl, 1, &c1);
-  d = H5Dcreate2(fid, "/theta", H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  hid_t d = H5Dcreate2(fid, "/theta", H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   const double th[2] = {1, 2};
   const hsize_t t0 = 0, t1 = 2;
   CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, &t0, sizeof th, th) >= 0);
@@ -726,29 +740,21 @@ static void test_damaged_chunks(void) {
  * elements plus 4 bytes; a compressing filter -> any size. Built here with
  * H5Dwrite_chunk, as a damaged writer would leave them. */
 static void test_filtered_chunk_sizes(void) {
-  const hsize_t dims[3] = {3, 2, 4}, chunk[3] = {1, 2, 4}, o0[3] = {0, 0, 0}, o1[3] = {1, 0, 0},
-                o2[3] = {2, 0, 0};
+  const hsize_t dims[3] = {3, 2, 4}, chunk[3] = {1, 2, 4};
   uint16_t v[10];
   for (int i = 0; i < 10; i++) v[i] = (uint16_t)(i + 1);
   const char *file = P("filtered_chunks.h5");
-  hid_t fid = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  hid_t sp = H5Screate_simple(3, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_chunk(dcpl, 3, chunk);
   H5Pset_shuffle(dcpl);
   H5Pset_fletcher32(dcpl);
-  hid_t d = H5Dcreate2(fid, "/data", H5T_STD_U16LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-  CHECK(d >= 0);
   /* chunk 0: shuffle skipped (mask bit 0), Fletcher-32 applied: 16 + 4 bytes
    * expected, and given (the checksum is not verified here: HDF5 does); chunk
    * 1: both skipped, 16 bytes: fine; chunk 2: Fletcher-32 applied, 16 bytes:
    * 4 short */
-  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 1u, o0, 20, v) >= 0);
-  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 3u, o1, 16, v) >= 0);
-  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0u, o2, 16, v) >= 0);
-  H5Dclose(d);
+  const raw_chunk chunks[3] = {{1u, {0, 0, 0}, 20}, {3u, {1, 0, 0}, 16}, {0u, {2, 0, 0}, 16}};
+  write_raw_chunks(file, dims, dcpl, 3, chunks, v);
   H5Pclose(dcpl);
-  H5Sclose(sp);
-  H5Fclose(fid);
   char path[600];
   snprintf(path, sizeof path, "%s:/data", file);
   ctr_stack_reader *r = NULL;

@@ -39,58 +39,43 @@ static int cmp(const void *a, const void *b) {
 /* Median over r rounds of: allocate the two buffers, touch them (the first
  * touch is where a lazy mapping would show), free them; milliseconds for
  * each phase. */
-static void measure(const char *label, size_t vol, size_t views, int r) {
-  double ta[64], tt[64], tf[64];
-  for (int i = 0; i < r; i++) {
-    void *a = NULL, *b = NULL;
-    CU(cudaDeviceSynchronize());
-    double t0 = now();
-    CU(cudaMalloc(&a, vol));
-    CU(cudaMalloc(&b, views));
-    double t1 = now();
-    CU(cudaMemset(a, 0, vol));
-    CU(cudaMemset(b, 0, views));
-    CU(cudaDeviceSynchronize());
-    double t2 = now();
-    CU(cudaFree(a));
-    CU(cudaFree(b));
-    double t3 = now();
-    ta[i] = 1e3 * (t1 - t0);
-    tt[i] = 1e3 * (t2 - t1);
-    tf[i] = 1e3 * (t3 - t2);
-  }
-  qsort(ta, r, sizeof *ta, cmp);
-  qsort(tt, r, sizeof *tt, cmp);
-  qsort(tf, r, sizeof *tf, cmp);
-  printf("%-28s malloc %8.2f ms  first touch %8.2f ms  free %8.2f ms  (medians of %d)\n", label,
-         ta[r / 2], tt[r / 2], tf[r / 2], r);
-}
-
-/* The same with the stream-ordered allocator (cudaMallocAsync from the
- * device's default pool): pool memory is mapped on a peer only where
- * cudaMemPoolSetAccess grants it, whatever cudaDeviceEnablePeerAccess says. */
-static void measure_pool(const char *label, size_t vol, size_t views, int r) {
+static void measure(const char *label, size_t vol, size_t views, int r, int pool) {
   double ta[64], tt[64], tf[64];
   cudaStream_t s;
   CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaMemPool_t pool;
-  CU(cudaDeviceGetDefaultMemPool(&pool, 0));
-  unsigned long long zero = 0; /* give the memory back at every free, as cudaFree does */
-  CU(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &zero));
+  if (pool) {
+    /* the stream-ordered allocator (cudaMallocAsync from the device's default
+     * pool): pool memory is mapped on a peer only where cudaMemPoolSetAccess
+     * grants it, whatever cudaDeviceEnablePeerAccess says */
+    cudaMemPool_t mp;
+    CU(cudaDeviceGetDefaultMemPool(&mp, 0));
+    unsigned long long zero = 0; /* give the memory back at every free, as cudaFree does */
+    CU(cudaMemPoolSetAttribute(mp, cudaMemPoolAttrReleaseThreshold, &zero));
+  }
   for (int i = 0; i < r; i++) {
     void *a = NULL, *b = NULL;
     CU(cudaDeviceSynchronize());
     double t0 = now();
-    CU(cudaMallocAsync(&a, vol, s));
-    CU(cudaMallocAsync(&b, views, s));
+    if (pool) {
+      CU(cudaMallocAsync(&a, vol, s));
+      CU(cudaMallocAsync(&b, views, s));
+    } else {
+      CU(cudaMalloc(&a, vol));
+      CU(cudaMalloc(&b, views));
+    }
     CU(cudaStreamSynchronize(s));
     double t1 = now();
     CU(cudaMemsetAsync(a, 0, vol, s));
     CU(cudaMemsetAsync(b, 0, views, s));
     CU(cudaStreamSynchronize(s));
     double t2 = now();
-    CU(cudaFreeAsync(a, s));
-    CU(cudaFreeAsync(b, s));
+    if (pool) {
+      CU(cudaFreeAsync(a, s));
+      CU(cudaFreeAsync(b, s));
+    } else {
+      CU(cudaFree(a));
+      CU(cudaFree(b));
+    }
     CU(cudaStreamSynchronize(s));
     double t3 = now();
     ta[i] = 1e3 * (t1 - t0);
@@ -145,8 +130,8 @@ int main(int argc, char **argv) {
     CU(cudaSetDevice(d));
     CU(cudaFree(0));
   }
-  measure("GPU 0, no peer access", vol, views, r);
-  measure_pool("GPU 0, pool, no peer access", vol, views, r);
+  measure("GPU 0, no peer access", vol, views, r, 0);
+  measure("GPU 0, pool, no peer access", vol, views, r, 1);
   if (n < 2) {
     printf("one GPU: no peer access to compare\n");
     return 0;
@@ -163,8 +148,8 @@ int main(int argc, char **argv) {
   CU(cudaDeviceEnablePeerAccess(0, 0));
   CU(cudaSetDevice(0));
   CU(cudaDeviceEnablePeerAccess(1, 0));
-  measure("GPU 0, peer access 0<->1", vol, views, r);
-  measure_pool("GPU 0, pool, peer 0<->1", vol, views, r);
+  measure("GPU 0, peer access 0<->1", vol, views, r, 0);
+  measure("GPU 0, pool, peer 0<->1", vol, views, r, 1);
   peer_copy("copy, peer access 0<->1", r);
   if (n > 2) { /* every GPU maps GPU 0's memory, as a reduction over all does */
     for (int d = 2; d < n; d++) {
@@ -178,7 +163,7 @@ int main(int argc, char **argv) {
     }
     char label[64];
     snprintf(label, sizeof label, "GPU 0, peer access 0<->all %d", n);
-    measure(label, vol, views, r);
+    measure(label, vol, views, r, 0);
   }
   return 0;
 }
