@@ -59,6 +59,25 @@ typedef struct ctr__engine_ops {
    * Returns when dst holds them; the sources' slices are no longer read. */
   ctr_status (*sum_download)(ctr__engine *e, ctr__engine *const *srcs, int n, int64_t k0,
                              int64_t k1, float *dst);
+  /* Optional, all three or none: the projection split's end of a subvolume in
+   * memory on several engines, the sums and the download of each slab of the
+   * last batches overlapping the backprojection of the next (Okitsu et al.
+   * 2010 overlap the reduction likewise). tail_hold, right after slab_begin:
+   * 1 when the engine holds its last batches back for the tail (their views
+   * filtered and kept, not yet backprojected), 0 when it cannot (then the
+   * caller uses slab_end and the sums as usual); share_slices is the size of
+   * this engine's share of the sums. tail_queue, after the last subset
+   * (instead of slab_end): queues the held batches slab by slab and returns
+   * without waiting; every engine calls it before any calls tail_sum (the
+   * engines wait on each other's queued work). tail_sum: slices [k0, k1) of
+   * this engine's subvolume plus those of every other engine of all[0..nw)
+   * in worker order (self is this engine's index), into dst (host) as
+   * download does; returns when dst holds them and every queued step of this
+   * engine is done. */
+  int (*tail_hold)(ctr__engine *e, int64_t share_slices);
+  ctr_status (*tail_queue)(ctr__engine *e, int nw);
+  ctr_status (*tail_sum)(ctr__engine *e, ctr__engine *const *all, int nw, int self, int64_t k0,
+                         int64_t k1, float *dst);
   /* Adds the backend's step times (upload, filter, store, reload,
    * backproject, download) to t. */
   void (*timings)(ctr__engine *e, ctr_stream_timings *t);

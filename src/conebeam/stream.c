@@ -697,14 +697,32 @@ static ctr_status run_projections(worker *w) {
   for (int64_t i = 0; i < r->ntodo; i++) {
     const int64_t s = r->todo[i], z = s * r->plan.slab_slices, nz = slab_len(r, s);
     CTR_CHECK(w->eng->ops->slab_begin(w->eng, r->plan.z0 + z, nz, NULL));
+    const int64_t k0 = nz * w->index / r->nw, k1 = nz * (w->index + 1) / r->nw;
+    /* In memory, the last batches' slabs summed and delivered as they finish
+     * (engine.h, tail_*). Every engine must hold or none: each has two
+     * batches or more, and what else tail_hold asks (the store, the slices)
+     * is the plan's, the same for all. */
+    const int tail = r->vol_mem && w->eng->ops->tail_hold && r->plan.nbatches >= 2 * r->nw &&
+                     w->eng->ops->tail_hold(w->eng, k1 - k0);
     TR("w%d start", w->index);
     CTR_CHECK(i == 0 ? first_pass_own(w) : reuse_pass(w));
     TR("w%d queued", w->index);
+    if (tail) {
+      CTR_CHECK(w->eng->ops->tail_queue(w->eng, r->nw));
+      CTR_CHECK(barrier(r)); /* every engine's tail is queued: its events exist */
+      ctr__engine *all[CTR_MAX_WORKERS];
+      for (int u = 0; u < r->nw; u++) all[u] = r->w[u].eng;
+      CTR_CHECK(w->eng->ops->tail_sum(w->eng, all, r->nw, w->index, k0, k1,
+                                      r->vol_mem + (z + k0) * r->g->vol.nx * r->g->vol.ny));
+      CTR_CHECK(check_output(w));
+      TR("w%d tail summed and delivered", w->index);
+      CTR_CHECK(barrier(r)); /* nobody reads a partial any more */
+      continue;
+    }
     CTR_CHECK(w->eng->ops->slab_end(w->eng));
     TR("w%d bp done", w->index);
     CTR_CHECK(barrier(r)); /* every partial sum is complete */
     TR("w%d barrier1", w->index);
-    const int64_t k0 = nz * w->index / r->nw, k1 = nz * (w->index + 1) / r->nw;
     /* the sum in worker order, whichever worker holds it */
     if (r->vol_mem && w->eng->ops->sum_download) { /* the sums and the download at once */
       ctr__engine *src[CTR_MAX_WORKERS];

@@ -19,6 +19,10 @@
  * volume: the last batches run slab by slab, each slab downloaded while the
  * next is computed (estimates as in fdk_cuda.cu). */
 #define TAIL_SLABS 8
+/* The projection split's tail (tail_hold / tail_queue / tail_sum): the held
+ * batches run in SHARED_TAIL_SLABS slabs, each slab's sums and download
+ * starting once every engine has finished it. */
+#define SHARED_TAIL_SLABS 16
 #define EST_GUPS 1.5e12
 #define EST_D2H_BYTES_PER_S 45e9
 
@@ -45,6 +49,9 @@ typedef struct cuda_engine {
   ctr__gpu_filter gf;
   ctr__dev_views dv;
   cudaStream_t up, comp, down;
+  cudaStream_t sum;      /* the projection split's tail: sums of finished slabs */
+  cudaEvent_t ev_tail[SHARED_TAIL_SLABS]; /* slab s of the held batches is backprojected */
+  int tailing;           /* tail_hold took the held batches for tail_queue / tail_sum */
   void *d_raw[2];
   void *h_stage[2];      /* pinned staging for pageable raw input */
   float *d_filt[2];      /* filtered subsets, unpadded (non-resident stores) */
@@ -279,7 +286,8 @@ cleanup:
 
 /* Copies slices [k0, k1) of the device subvolume to dst on `down` after
  * everything queued on `comp`; staged through pinned memory if dst is not. */
-static ctr_status copy_out(cuda_engine *c, int64_t k0, int64_t k1, float *dst, int wait) {
+static ctr_status copy_out_on(cuda_engine *c, cudaStream_t on, int64_t k0, int64_t k1, float *dst,
+                              int wait) {
   ctr_status st = CTR_OK;
   const size_t slice = (size_t)(c->g->vol.nx * c->g->vol.ny) * sizeof(float);
   const size_t off = (size_t)k0 * slice, len = (size_t)(k1 - k0) * slice;
@@ -288,12 +296,12 @@ static ctr_status copy_out(cuda_engine *c, int64_t k0, int64_t k1, float *dst, i
   CU(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   /* The data policy: no bad voxel leaves the device. */
   CTR_CHECK_GOTO(st, ctr__gpu_sanitize((float *)((char *)c->d_vol + off),
-                                       (long long)(len / sizeof(float)), c->d_bad + 1, c->comp));
+                                       (long long)(len / sizeof(float)), c->d_bad + 1, on));
   /* the range of what is delivered (bad voxels are 0 by now) */
-  range_kernel<<<1024, 256, 0, c->comp>>>((const float *)((char *)c->d_vol + off),
-                                          (long long)(len / sizeof(float)), c->d_range);
+  range_kernel<<<1024, 256, 0, on>>>((const float *)((char *)c->d_vol + off),
+                                     (long long)(len / sizeof(float)), c->d_range);
   CU_LAUNCHED("range_kernel");
-  CU(cudaEventRecord(done, c->comp));
+  CU(cudaEventRecord(done, on));
   CU(cudaStreamWaitEvent(c->down, done, 0));
   CTR_CHECK_GOTO(st, ev_begin(c, T_DOWNLOAD, c->down, &t));
   if (ctr__gpu_direct(dst)) { /* pinned host, or the caller's GPU array */
@@ -313,6 +321,11 @@ static ctr_status copy_out(cuda_engine *c, int64_t k0, int64_t k1, float *dst, i
 cleanup:
   if (done) cudaEventDestroy(done);
   return st;
+}
+
+/* Copies slices [k0, k1) after everything queued on `comp`. */
+static ctr_status copy_out(cuda_engine *c, int64_t k0, int64_t k1, float *dst, int wait) {
+  return copy_out_on(c, c->comp, k0, k1, dst, wait);
 }
 
 static ctr_status cu_slab_end(ctr__engine *e) {
@@ -380,16 +393,17 @@ static int peer_access(int device, int peer) {
 /* Queues dst's slices [k0, k1) += src's on dst's compute stream: read in
  * place where this device can (the same device, or peer access), else copied
  * over in chunks first. The caller has made dst's device current. */
-static ctr_status queue_add(cuda_engine *c, const cuda_engine *s, int64_t k0, int64_t k1) {
+static ctr_status queue_add(cuda_engine *c, cudaStream_t on, const cuda_engine *s, int64_t k0,
+                            int64_t k1) {
   ctr_status st = CTR_OK;
   const size_t slice = (size_t)(c->g->vol.nx * c->g->vol.ny) * sizeof(float);
   const size_t off = (size_t)k0 * slice, len = (size_t)(k1 - k0) * slice;
   const int direct = s->device == c->device || peer_access(c->device, s->device);
   int64_t t = 0;
   if (k1 <= k0) return CTR_OK;
-  CTR_CHECK_GOTO(st, ev_begin(c, T_REDUCE, c->comp, &t));
+  CTR_CHECK_GOTO(st, ev_begin(c, T_REDUCE, on, &t));
   if (direct) {
-    add_kernel<<<2048, 256, 0, c->comp>>>((float *)((char *)c->d_vol + off),
+    add_kernel<<<2048, 256, 0, on>>>((float *)((char *)c->d_vol + off),
                                           (const float *)((const char *)s->d_vol + off),
                                           (long long)(len / sizeof(float)));
     CU_LAUNCHED("add_kernel");
@@ -398,13 +412,13 @@ static ctr_status queue_add(cuda_engine *c, const cuda_engine *s, int64_t k0, in
     for (size_t o = 0; o < len; o += ADD_CHUNK_BYTES) {
       const size_t l = len - o < ADD_CHUNK_BYTES ? len - o : ADD_CHUNK_BYTES;
       CU(cudaMemcpyPeerAsync(c->d_add, c->device, (const char *)s->d_vol + off + o, s->device, l,
-                             c->comp));
-      add_kernel<<<2048, 256, 0, c->comp>>>((float *)((char *)c->d_vol + off + o), c->d_add,
-                                            (long long)(l / sizeof(float)));
+                             on));
+      add_kernel<<<2048, 256, 0, on>>>((float *)((char *)c->d_vol + off + o), c->d_add,
+                                       (long long)(l / sizeof(float)));
       CU_LAUNCHED("add_kernel");
     }
   }
-  CTR_CHECK_GOTO(st, ev_end(c, t, c->comp));
+  CTR_CHECK_GOTO(st, ev_end(c, t, on));
 cleanup:
   return st;
 }
@@ -413,7 +427,7 @@ static ctr_status cu_add_from(ctr__engine *e, ctr__engine *src, int64_t k0, int6
   cuda_engine *c = (cuda_engine *)e->impl;
   CU_DEVICE(c->device);
   ctr_status st = CTR_OK;
-  CTR_CHECK_GOTO(st, queue_add(c, (const cuda_engine *)src->impl, k0, k1));
+  CTR_CHECK_GOTO(st, queue_add(c, c->comp, (const cuda_engine *)src->impl, k0, k1));
   CU(cudaStreamSynchronize(c->comp));
 cleanup:
   return st;
@@ -437,11 +451,122 @@ static ctr_status cu_sum_download(ctr__engine *e, ctr__engine *const *srcs, int 
   for (int64_t p0 = k0; p0 < k1; p0 += piece) {
     const int64_t p1 = p0 + piece < k1 ? p0 + piece : k1;
     for (int i = 0; i < n; i++)
-      CTR_CHECK_GOTO(st, queue_add(c, (const cuda_engine *)srcs[i]->impl, p0, p1));
+      CTR_CHECK_GOTO(st, queue_add(c, c->comp, (const cuda_engine *)srcs[i]->impl, p0, p1));
     CTR_CHECK_GOTO(st, copy_out(c, p0, p1, dst + (p0 - k0) * slice, 0));
   }
   CU(cudaStreamSynchronize(c->comp));
   CU(cudaStreamSynchronize(c->down));
+cleanup:
+  return st;
+}
+
+/* ---- The projection split's tail -------------------------------------------- */
+
+/* Slab s of the tail: grid slices [k0, k1) of kslices. */
+static void tail_slab(const cuda_engine *c, int s, int64_t *k0, int64_t *k1) {
+  *k0 = c->kslices * s / SHARED_TAIL_SLABS;
+  *k1 = c->kslices * (s + 1) / SHARED_TAIL_SLABS;
+}
+
+/* The order the slabs run in, the same on every engine: round robin over the
+ * workers whose share holds the slab's first slice, so that every share's
+ * sums start early rather than the first share's first. */
+static void tail_order(const cuda_engine *c, int nw, int order[SHARED_TAIL_SLABS]) {
+  int owner[SHARED_TAIL_SLABS], taken[SHARED_TAIL_SLABS] = {0}, n = 0;
+  for (int s = 0; s < SHARED_TAIL_SLABS; s++) {
+    int64_t k0, k1;
+    tail_slab(c, s, &k0, &k1);
+    owner[s] = (int)(k0 * nw / c->nz); /* share w: slices [nz w / nw, nz (w + 1) / nw) */
+    if (owner[s] >= nw) owner[s] = nw - 1;
+  }
+  while (n < SHARED_TAIL_SLABS)
+    for (int w = 0; w < nw; w++)
+      for (int s = 0; s < SHARED_TAIL_SLABS; s++)
+        if (!taken[s] && owner[s] == w) {
+          taken[s] = 1;
+          order[n++] = s;
+          break;
+        }
+}
+
+static int cu_tail_hold(ctr__engine *e, int64_t share_slices) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  c->tailing = 0;
+  /* the same answer on every engine of a plan (the caller has checked that
+   * each has two batches or more) */
+  const int64_t nb = c->batch_end - c->batch_begin;
+  if (!is_resident(c) || c->kslices < SHARED_TAIL_SLABS || nb < 2) return 0;
+  const double slice = (double)(c->g->vol.nx * c->g->vol.ny);
+  const double bp_s = (double)c->plan.views_per_batch * slice * (double)c->nz / EST_GUPS;
+  const double dl_s = (double)share_slices * slice * 4.0 / EST_D2H_BYTES_PER_S;
+  int64_t held = (int64_t)ceil(dl_s / bp_s);
+  if (held < 1) held = 1;
+  if (held > nb - 1) held = nb - 1;
+  c->first_held = c->batch_end - held;
+  c->tailing = 1;
+  return 1;
+}
+
+static ctr_status cu_tail_queue(ctr__engine *e, int nw) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  if (!c->tailing) CTR_FAIL(CTR_E_INTERNAL, "tail_queue without tail_hold");
+  CU_DEVICE(c->device);
+  ctr_status st = CTR_OK;
+  int order[SHARED_TAIL_SLABS];
+  tail_order(c, nw, order);
+  for (int i = 0; i < SHARED_TAIL_SLABS; i++) {
+    int64_t k0, k1, t;
+    tail_slab(c, order[i], &k0, &k1);
+    CTR_CHECK(ev_begin(c, T_BP, c->comp, &t));
+    for (int64_t b = c->first_held; b < c->batch_end; b++) {
+      const int64_t v0 = b * c->plan.views_per_batch;
+      const int64_t n = c->g->nviews - v0 < c->plan.views_per_batch ? c->g->nviews - v0 : c->plan.views_per_batch;
+      if (k1 > k0) CTR_CHECK(bp_views(c, v0, n, k0, k1));
+    }
+    CTR_CHECK(ev_end(c, t, c->comp));
+    CU(cudaEventRecord(c->ev_tail[order[i]], c->comp));
+  }
+cleanup:
+  return st;
+}
+
+static ctr_status cu_tail_sum(ctr__engine *e, ctr__engine *const *all, int nw, int self, int64_t k0,
+                              int64_t k1, float *dst) {
+  cuda_engine *c = (cuda_engine *)e->impl;
+  if (!c->tailing) CTR_FAIL(CTR_E_INTERNAL, "tail_sum without tail_hold");
+  CU_DEVICE(c->device);
+  ctr_status st = CTR_OK;
+  const int64_t slice = c->g->vol.nx * c->g->vol.ny;
+  int order[SHARED_TAIL_SLABS];
+  tail_order(c, nw, order);
+  for (int i = 0; i < SHARED_TAIL_SLABS; i++) {
+    const int s = order[i];
+    int64_t a, b;
+    tail_slab(c, s, &a, &b);
+    /* the slab's slices: [a, b), and with mirrored pairs [nz - b, nz - a)
+     * (its middle slice, for odd nz, counted once) */
+    int64_t r[2][2] = {{a, b}, {0, 0}};
+    if (c->dv.pair) r[1][0] = c->nz - b > b ? c->nz - b : b, r[1][1] = c->nz - a;
+    int waited = 0;
+    for (int j = 0; j < 2; j++) {
+      const int64_t p0 = r[j][0] > k0 ? r[j][0] : k0, p1 = r[j][1] < k1 ? r[j][1] : k1;
+      if (p1 <= p0) continue;
+      if (!waited) { /* every engine has finished slab s */
+        for (int u = 0; u < nw; u++)
+          CU(cudaStreamWaitEvent(c->sum, ((const cuda_engine *)all[u]->impl)->ev_tail[s], 0));
+        waited = 1;
+      }
+      for (int u = 0; u < nw; u++) /* the sum in worker order, as add_from's */
+        if (u != self)
+          CTR_CHECK_GOTO(st, queue_add(c, c->sum, (const cuda_engine *)all[u]->impl, p0, p1));
+      CTR_CHECK_GOTO(st, copy_out_on(c, c->sum, p0, p1, dst + (p0 - k0) * slice, 0));
+    }
+  }
+  CU(cudaStreamSynchronize(c->comp));
+  CU(cudaStreamSynchronize(c->sum));
+  CU(cudaStreamSynchronize(c->down));
+  c->first_held = c->batch_end;
+  c->tailing = 0;
 cleanup:
   return st;
 }
@@ -522,13 +647,17 @@ static void cu_destroy(ctr__engine *e) {
   if (c->up) cudaStreamDestroy(c->up);
   if (c->comp) cudaStreamDestroy(c->comp);
   if (c->down) cudaStreamDestroy(c->down);
+  if (c->sum) cudaStreamDestroy(c->sum);
+  for (int i = 0; i < SHARED_TAIL_SLABS; i++)
+    if (c->ev_tail[i]) cudaEventDestroy(c->ev_tail[i]);
   free(c);
 }
 
 static const ctr__engine_ops cuda_ops = {
     .slab_begin = cu_slab_begin, .filter_bp = cu_filter_bp, .bp = cu_bp,
     .slab_end = cu_slab_end,     .download = cu_download,   .add_from = cu_add_from,
-    .sum_download = cu_sum_download,
+    .sum_download = cu_sum_download, .tail_hold = cu_tail_hold, .tail_queue = cu_tail_queue,
+    .tail_sum = cu_tail_sum,
     .timings = cu_timings,       .nonfinite = cu_nonfinite, .out_nonfinite = cu_out_nonfinite,
     .range = cu_range,           .destroy = cu_destroy};
 
@@ -588,6 +717,9 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
   CU(cudaStreamCreateWithFlags(&c->up, cudaStreamNonBlocking));
   CU(cudaStreamCreateWithFlags(&c->comp, cudaStreamNonBlocking));
   CU(cudaStreamCreateWithFlags(&c->down, cudaStreamNonBlocking));
+  CU(cudaStreamCreateWithFlags(&c->sum, cudaStreamNonBlocking));
+  for (int i = 0; i < SHARED_TAIL_SLABS; i++)
+    CU(cudaEventCreateWithFlags(&c->ev_tail[i], cudaEventDisableTiming));
   for (int i = 0; i < 2; i++) {
     CU(cudaEventCreateWithFlags(&c->ev_up[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&c->ev_raw_free[i], cudaEventDisableTiming));
