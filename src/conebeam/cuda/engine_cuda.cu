@@ -142,6 +142,17 @@ static int64_t slot_of(const cuda_engine *c, int64_t v0) {
                         : ((v0 / c->plan.views_per_batch) & 1) * c->plan.views_per_batch;
 }
 
+/* Where slab s of nslabs starts in the grid's slices: a multiple of the
+ * kernel's slices per thread, so that every thread's run of slices starts
+ * where the whole-volume launch starts it (the precise kernels anchor a
+ * column's position at a thread's first slice: another anchor gives other
+ * bits); slabs may be empty. */
+static int64_t slab_edge(const cuda_engine *c, int s, int nslabs) {
+  const int64_t zp = c->cfg.slices_per_thread > 0 ? c->cfg.slices_per_thread : 1;
+  if (s >= nslabs) return c->kslices;
+  return c->kslices * s / nslabs / zp * zp;
+}
+
 static ctr_status bp_views(cuda_engine *c, int64_t v0, int64_t n, int64_t k0, int64_t k1) {
   const int64_t slot = slot_of(c, v0);
   for (int64_t k = 0; k < n; k += c->cfg.views_per_launch) {
@@ -337,7 +348,7 @@ static ctr_status cu_slab_end(ctr__engine *e) {
     /* Held-back batches slab by slab; each slab's slices go home while the
      * next slab is computed. */
     for (int s = 0; s < TAIL_SLABS; s++) {
-      const int64_t k0 = c->kslices * s / TAIL_SLABS, k1 = c->kslices * (s + 1) / TAIL_SLABS;
+      const int64_t k0 = slab_edge(c, s, TAIL_SLABS), k1 = slab_edge(c, s + 1, TAIL_SLABS);
       if (k1 <= k0) continue;
       int64_t t;
       CTR_CHECK(ev_begin(c, T_BP, c->comp, &t));
@@ -464,8 +475,8 @@ cleanup:
 
 /* Slab s of the tail: grid slices [k0, k1) of kslices. */
 static void tail_slab(const cuda_engine *c, int s, int64_t *k0, int64_t *k1) {
-  *k0 = c->kslices * s / SHARED_TAIL_SLABS;
-  *k1 = c->kslices * (s + 1) / SHARED_TAIL_SLABS;
+  *k0 = slab_edge(c, s, SHARED_TAIL_SLABS);
+  *k1 = slab_edge(c, s + 1, SHARED_TAIL_SLABS);
 }
 
 /* The order the slabs run in, the same on every engine: round robin over the
