@@ -209,7 +209,7 @@ def test_iterate_cupy_in_place(parallel, algorithm, init, placement, monkeypatch
     t = truth if placement == "device" else None  # a truth is one volume more in the plan
     ref, rep_host = iterative.iterate(pr, y_host, init=start if init == "array" else init,
                                       truth=t, **kw)
-    assert rep_host["plan"]["placement"] == placement
+    assert rep_host["plan"]["description"].startswith(f"GPU, {placement}:")
     y = cupy.asarray(y_host)
     rec = Recorder(iterative.lib, lambda n: n == "ctr_iterate",
                    lambda args: [_ptr(iterative.ffi, a) for a in args[2:4]])
