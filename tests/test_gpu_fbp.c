@@ -164,7 +164,7 @@ static void one_case(ctr_context *ctx, int kind) {
       ctr_context *run = kc[k].key ? tuned_context(kc[k].key, kc[k].value) : ctx;
       if (!run) continue;
       memset(out, 0xff, sizeof(float) * (size_t)(plane * ns));
-      CHECK_OK(ctr__fbp_bp_cuda(run, g, &o, ns, sino, out));
+      CHECK_OK(ctr__fbp_bp_cuda(run, g, &o, ns, sino, out, NULL));
       if (run != ctx) ctr_context_free(run);
       const double e = rel_rms(out, kc[k].os ? ref_os : ref, plane * ns);
       const double bound = interp ? kc[k].nearest : kc[k].linear;
@@ -179,7 +179,7 @@ static void one_case(ctr_context *ctx, int kind) {
         for (size_t j = 0; j < nkc; j++)
           if (!kc[j].key && !strcmp(kc[j].name, kc[k].name)) {
             o.kernel = kc[j].name;
-            CHECK_OK(ctr__fbp_bp_cuda(ctx, g, &o, ns, sino, first));
+            CHECK_OK(ctr__fbp_bp_cuda(ctx, g, &o, ns, sino, first, NULL));
             break;
           }
         const double d = max_rel_diff(out, first, plane * ns);
@@ -193,7 +193,7 @@ static void one_case(ctr_context *ctx, int kind) {
   /* An unknown kernel name is an argument error naming it. */
   ctr_fbp_options bad = CTR_FBP_OPTIONS_INIT;
   bad.kernel = "warp-drive";
-  CHECK(ctr__fbp_bp_cuda(ctx, g, &bad, 1, sino, out) == CTR_E_INVALID_ARGUMENT);
+  CHECK(ctr__fbp_bp_cuda(ctx, g, &bad, 1, sino, out, NULL) == CTR_E_INVALID_ARGUMENT);
   CHECK(strstr(ctr_error_detail(), "warp-drive") != NULL);
   free(angles);
   free(shift);
@@ -322,7 +322,7 @@ static void test_autotune(void) {
     ctr_fbp_options o = CTR_FBP_OPTIONS_INIT; /* kernel NULL: automatic */
     ctr_context *ctx = tuned_context(NULL, NULL);
     if (!ctx) break;
-    CHECK_OK(ctr__fbp_bp_cuda(ctx, g, &o, ns, sino, out));
+    CHECK_OK(ctr__fbp_bp_cuda(ctx, g, &o, ns, sino, out, NULL));
     ctr_context_free(ctx);
     const double e = rel_rms(out, ref, nb * nb * ns);
     FILE *f = fopen(path, "r");

@@ -169,8 +169,9 @@ typedef struct ctr_iterate_options {
   int box;                   /* clamp x to [lower, upper] after each update (ditto) */
   double lower, upper;
   ctr_iterate_init init;
-  const float *truth;        /* optional reference volume (host, the volume's layout):
-                                ctr_iterate_info.error each iteration */
+  const float *truth;        /* optional reference volume (the volume's layout; host or GPU
+                                memory as ctr_iterate's vol): ctr_iterate_info.error each
+                                iteration */
   ctr_iterate_fn on_iteration;
   void *user;
   uint64_t gpu_budget;       /* 0 = free memory of the context's GPU less 1 GiB */
@@ -253,7 +254,24 @@ CTR_API int ctr_iterate_plan_describe(const ctr_iterate_plan *p, char *buf, size
  * ctr_projector_forward); vol: the volume, overwritten (read first with
  * CTR_ITERATE_INIT_GIVEN). report may be NULL. On cancellation through the
  * context's progress callback the call returns CTR_E_CANCELLED; finished
- * iterations are in the checkpoint when one was asked for. */
+ * iterations are in the checkpoint when one was asked for.
+ *
+ * Memory: with a CUDA projector, proj, vol and o->truth may each be host
+ * memory or GPU memory (device or managed: cudaMalloc, CuPy, PyTorch) of
+ * the projector's GPU, detected per pointer; another GPU's memory is
+ * CTR_E_INVALID_ARGUMENT naming the array, and so is any GPU array on a
+ * CPU projector. The producers of GPU arrays, on any stream, finish first;
+ * the call returns when vol is written. Nothing passes through host memory
+ * when the plan keeps volumes and projections on the GPU
+ * (CTR_PLACE_DEVICE): a GPU vol is itself the iterate (no copy; with
+ * CTR_ITERATE_INIT_GIVEN its values are the start), GPU projections are
+ * copied (parallel beam: transposed) into the run's device vectors on the
+ * GPU. With the slab-wise placements (PROJ_DEVICE, STREAMED), whose vectors
+ * are in host memory, GPU arrays are simply copied with cudaMemcpyDefault
+ * (projections once in, the volume once in with CTR_ITERATE_INIT_GIVEN and
+ * once out). With a checkpoint, GPU projections are also copied to host
+ * memory once for its fingerprint. The result has the same bits as from
+ * host arrays. */
 CTR_API ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *o, const float *proj,
                                float *vol, ctr_iterate_report *report);
 

@@ -134,20 +134,41 @@ CTR_API ctr_status ctr_fbp_options_init(ctr_fbp_options *s, unsigned version);
  * that ctr_fbp_backproject of the result is the reconstruction. Bad values
  * follow opts->strict (replaced by 0 first, or an error before anything
  * changes); ctr_fbp, ctr_fbp_projections and ctr_fbp_backproject check their
- * slices the same way. */
+ * slices the same way. Memory: the filter runs on the host on every
+ * context; sino must be host memory (GPU memory is CTR_E_INVALID_ARGUMENT
+ * naming sino). */
 CTR_API ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
                                   const ctr_fbp_options *opts, int64_t nslices, float *sino);
 /* slices (nx x ny x nslices floats, overwritten) = the weighted
- * backprojection of nslices filtered sinograms. */
+ * backprojection of nslices filtered sinograms. Memory: on a CUDA context
+ * sino and slices may each be host or GPU memory (device or managed, of any
+ * of the context's GPUs; detected per pointer): sino is copied to the GPU
+ * with cudaMemcpyDefault (device to device for GPU memory, no pinned
+ * staging), the data policy runs on the device, the slices are copied into
+ * place the same way; the producers of GPU arrays, on any stream, finish
+ * first, and the call returns when the slices are written. The same bits
+ * as from host arrays. A CPU context refuses a GPU array
+ * (CTR_E_INVALID_ARGUMENT naming it). */
 CTR_API ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
                                        const ctr_fbp_options *opts, int64_t nslices,
                                        const float *sino, float *slices);
 /* Filter + backprojection of nbins x nangles x nslices sinograms (float32)
- * into nx x ny x nslices slices. */
+ * into nx x ny x nslices slices. Memory: on a CUDA context sinograms and
+ * slices may each be host or GPU memory (device or managed: cudaMalloc,
+ * CuPy, PyTorch; detected per pointer). Sinograms in the memory of the GPU
+ * that runs a chunk are read in place (no upload, no staging); host memory
+ * or another GPU's is copied with cudaMemcpyDefault. The slices are copied
+ * from the GPU's work buffer into place with cudaMemcpyDefault (device to
+ * device for GPU memory): nothing passes through host memory. The producers
+ * of GPU arrays, on any stream, finish first (the device is synchronised),
+ * and the call returns when the slices are written. The result has the same
+ * bits as from host arrays. A CPU context (or ctx NULL) refuses a GPU array
+ * with CTR_E_INVALID_ARGUMENT naming it ("sinograms" or "slices"). */
 CTR_API ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g,
                            const ctr_fbp_options *opts, const ctr_array *sinograms,
                            ctr_array *slices);
-/* Projections to slices in one call: flat/dark correction and -log as
+/* Projections to slices in one call (host memory only: a GPU array is
+ * CTR_E_INVALID_ARGUMENT naming it): flat/dark correction and -log as
  * ctr_flatfield_sinograms, transposition, filter, backprojection. proj is
  * nbins x nrows x nangles (float32 or uint16, bins fastest); flat and dark
  * are nbins x nrows float32 (dark may be NULL); detector rows [row0, row0 +

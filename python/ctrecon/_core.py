@@ -485,8 +485,9 @@ def asarray(a: Any, name: str) -> np.ndarray:
     """np.asarray of a host array; a GPU array is a TypeError naming `name`."""
     if is_gpu_array(a):
         raise TypeError(f"{name} is a GPU array: this function takes host (numpy) arrays; "
-                        "GPU arrays are used in place by fdk, Projector.forward and "
-                        "Projector.adjoint (copy to the host first, e.g. cupy.asnumpy)")
+                        "GPU arrays are used in place by fdk, fbp, fbp_backproject, iterate, "
+                        "Projector.forward and Projector.adjoint (copy to the host first, e.g. "
+                        "cupy.asnumpy)")
     return np.asarray(a)
 
 

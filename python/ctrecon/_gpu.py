@@ -10,6 +10,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
+from ._core import is_gpu_array
 from ._ctrecon import ffi, lib
 
 _KDL_CUDA, _KDL_CUDA_MANAGED = 2, 13
@@ -70,6 +71,19 @@ def device_array(a: Any, name: str) -> DeviceArray:
     return DeviceArray(ptr, shape, False, (a, capsule))
 
 
+def gpu_input(a: Any, out: Any, name: str) -> Optional[DeviceArray]:
+    """For a function of one input array and one result: None when neither
+    `a` nor `out` is a GPU array (the host path), else the device view of
+    `a`. A GPU `out` with a host input is a TypeError (both on the GPU, or
+    both on the host)."""
+    if not (is_gpu_array(a) or (out is not None and is_gpu_array(out))):
+        return None
+    if not is_gpu_array(a):
+        raise TypeError(f"out is a GPU array but {name} are not: pass both on the GPU "
+                        f"(e.g. cupy.asarray({name})) or both on the host")
+    return device_array(a, name)
+
+
 def device_out(out: Any, like: Any, shape: Tuple[int, ...], name: str = "out") -> Tuple[Any, DeviceArray]:
     """The GPU array a result goes to: `out` checked, or a new CuPy array."""
     shape = tuple(int(s) for s in shape)
@@ -86,6 +100,16 @@ def device_out(out: Any, like: Any, shape: Tuple[int, ...], name: str = "out") -
     if d.readonly:
         raise ValueError(f"{name} is read-only")
     return out, d
+
+
+def copy_into(dst: Any, src: Any, shape: Tuple[int, ...], name: str) -> None:
+    """dst (a GPU array) = src (a GPU or host array of `shape`), on the GPU
+    (CuPy views dst without a copy)."""
+    import cupy
+    have = tuple(src.shape) if is_gpu_array(src) else np.shape(src)
+    if have != tuple(shape):
+        raise ValueError(f"{name} has shape {have}: expected {tuple(shape)}")
+    cupy.asarray(dst)[...] = cupy.asarray(src, dtype=cupy.float32)
 
 
 def check_shape(d: DeviceArray, shape: Tuple[int, ...], name: str) -> None:

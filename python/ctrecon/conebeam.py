@@ -92,11 +92,8 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
     copy through the host."""
     nzo = _nz(geometry, z0, nz)
     vshape = (nzo, geometry.volume.ny, geometry.volume.nx)
-    if _core.is_gpu_array(projections) or (out is not None and _core.is_gpu_array(out)):
-        if not _core.is_gpu_array(projections):
-            raise TypeError("out is a GPU array but projections are not: pass both on the GPU "
-                            "(e.g. cupy.asarray(projections)) or both on the host")
-        d = _gpu.device_array(projections, "projections")
+    d = _gpu.gpu_input(projections, out, "projections")
+    if d is not None:
         _gpu.check_shape(d, geometry.projection_shape, "projections")
         vol, dv = _gpu.device_out(out, projections, vshape)
         proj_a, vol_a = _gpu.carray(d), _gpu.carray(dv)

@@ -157,21 +157,43 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
     truth: a reference volume for the per-iteration error; callback(info
     dict) after each iteration, returning True stops the run; checkpoint /
     resume: a file of the state after finished iterations, resumed bit for
-    bit. Returns the volume, or (volume, report dict) with return_report."""
-    p = _core.host_in(projections, "projections", projector.projection_shape)
-    vol = _core.host_out(out, projector.volume_shape)
+    bit. Returns the volume, or (volume, report dict) with return_report.
+
+    GPU arrays (CuPy, or any __cuda_array_interface__ / DLPack float32
+    C-contiguous array) are used in place with a CUDA projector: projections
+    on the GPU give the volume on the GPU (a new CuPy array, or `out`, which
+    is itself the iterate when the plan keeps volumes on the GPU), with the
+    bits of the numpy path; init and truth may then be GPU arrays too."""
+    vshape = projector.volume_shape
+    d = _gpu.gpu_input(projections, out, "projections")
+    if d is not None:
+        _gpu.check_shape(d, projector.projection_shape, "projections")
+        vol, dv = _gpu.device_out(out, projections, vshape)
+        p_ptr, v_ptr = d.cptr(), dv.cptr()
+    else:
+        p = _core.host_in(projections, "projections", projector.projection_shape)
+        vol = _core.host_out(out, vshape)
+        p_ptr, v_ptr = _core.ptr(p), _core.wptr(vol)
     if isinstance(init, str):
         init_v = _core.enum_value(_INIT, init, "init")
     else:
-        vol[...] = _core.host_in(init, "init", projector.volume_shape)
+        if d is not None:
+            _gpu.copy_into(vol, init, vshape, "init")
+        else:
+            vol[...] = _core.host_in(init, "init", vshape)
         init_v = lib.CTR_ITERATE_INIT_GIVEN
     keep: list = []
     o = _iterate_options(algorithm, iterations, tolerance, subsets, relaxation, tv_weight,
                          tv_iterations, power_iterations, nonneg, box, init_v, gpu_budget,
                          host_budget, max_slab_slices, checkpoint, checkpoint_every, resume,
                          strict, keep)
-    if truth is not None:
-        t = _core.host_in(truth, "truth", projector.volume_shape)
+    if truth is not None and _core.is_gpu_array(truth):
+        dt = _gpu.device_array(truth, "truth")
+        _gpu.check_shape(dt, vshape, "truth")
+        keep.append(dt)
+        o.truth = dt.cptr()
+    elif truth is not None:
+        t = _core.host_in(truth, "truth", vshape)
         keep.append(t)
         o.truth = _core.ptr(t)
     if callback is not None:
@@ -180,7 +202,7 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
         o.on_iteration, o.user = lib.ctrpy_iterate, h
     rep = new_struct("ctr_iterate_report", lib.ctr_iterate_report_init,
                      lib.CTR_ITERATE_REPORT_VERSION)
-    _core.call(progress, lib.ctr_iterate, projector._ptr, o, _core.ptr(p), _core.wptr(vol), rep)
+    _core.call(progress, lib.ctr_iterate, projector._ptr, o, p_ptr, v_ptr, rep)
     if not return_report:
         return vol
     d = _core.struct_dict(rep)

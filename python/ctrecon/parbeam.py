@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core
+from . import _core, _gpu
 from ._core import check, context, cstr, ffi, lib, new_struct
 from .conebeam import window as _window
 from .geometry import ParallelGeometry, parallel_params
@@ -46,10 +46,29 @@ def _counts():
     return new_struct("ctr_value_counts", lib.ctr_value_counts_init, lib.CTR_VALUE_COUNTS_VERSION)
 
 
-def _nslices(a: np.ndarray, name: str) -> int:
-    if a.ndim != 3:
-        raise ValueError(f"{name} has shape {a.shape}: expected 3 dimensions")
+def _nslices(a: Any, name: str) -> int:
+    """The first of 3 dimensions of a numpy array or a GPU array's view."""
+    if len(a.shape) != 3:
+        raise ValueError(f"{name} has shape {tuple(a.shape)}: expected 3 dimensions")
     return a.shape[0]
+
+
+def _sino_io(a: Any, out: Any, name: str, geometry: ParallelGeometry):
+    """Sinograms in, slices out: (slices, ctr_array of the sinograms and of
+    the slices, nslices, the input's owner to keep alive). GPU arrays in place
+    when either is one (a GPU `out` with host sinograms: TypeError), else
+    numpy arrays (the host rule)."""
+    d = _gpu.gpu_input(a, out, name)
+    if d is not None:
+        ns = _nslices(d, name)
+        _gpu.check_shape(d, geometry.sinogram_shape(ns), name)
+        res, dv = _gpu.device_out(out, a, geometry.slice_shape(ns))
+        return res, _gpu.carray(d), _gpu.carray(dv), ns, d
+    s = _core.asarray(a, name)
+    ns = _nslices(s, name)
+    s = _core.host_in(s, name, geometry.sinogram_shape(ns))
+    res = _core.host_out(out, geometry.slice_shape(ns))
+    return res, _core.carray(s), _core.carray(res), ns, s
 
 
 def fbp(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram-lak",
@@ -61,16 +80,17 @@ def fbp(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram-lak",
     filter's; interp "linear" or "nearest"; kernel: a GPU kernel name
     (docs/parallel-beam.md; None = tuned automatically); strict: bad values
     are an error. return_counts=True returns (slices, counts of bad values
-    met, a dict of ctr_value_counts) and logs no warning."""
-    s = _core.asarray(sinograms, "sinograms")
-    ns = _nslices(s, "sinograms")
-    s = _core.host_in(s, "sinograms", geometry.sinogram_shape(ns))
-    res = _core.host_out(out, geometry.slice_shape(ns))
-    keep: list = []
+    met, a dict of ctr_value_counts) and logs no warning.
+
+    GPU arrays (CuPy, or any __cuda_array_interface__ / DLPack float32
+    C-contiguous array) are used in place on a CUDA context: sinograms on the
+    GPU give the slices on the GPU (a new CuPy array, or `out`), with no copy
+    through the host and the bits of the numpy path."""
+    res, s_a, v_a, ns, owner = _sino_io(sinograms, out, "sinograms", geometry)
+    keep: list = [owner]
     counts = _counts() if return_counts else None
     o = _fbp_options(window, cutoff, interp, kernel, strict, keep, counts)
-    _core.call(progress, lib.ctr_fbp, context(ctx).ptr, geometry._ptr, o, _core.carray(s),
-               _core.carray(res))
+    _core.call(progress, lib.ctr_fbp, context(ctx).ptr, geometry._ptr, o, s_a, v_a)
     return (res, _core.struct_dict(counts)) if return_counts else res
 
 
@@ -97,15 +117,13 @@ def fbp_filter(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram
 def fbp_backproject(filtered: Any, geometry: ParallelGeometry, *, interp: Any = "linear",
                     kernel: Optional[str] = None, strict: bool = False,
                     out: Optional[np.ndarray] = None, ctx=None) -> np.ndarray:
-    """The weighted backprojection of filtered sinograms (ctr_fbp_backproject)."""
-    a = _core.asarray(filtered, "filtered")
-    ns = _nslices(a, "filtered")
-    f = _core.host_in(a, "filtered", geometry.sinogram_shape(ns))
-    res = _core.host_out(out, geometry.slice_shape(ns))
-    keep: list = []
+    """The weighted backprojection of filtered sinograms
+    (ctr_fbp_backproject); GPU arrays in place on a CUDA context, as fbp."""
+    res, f_a, v_a, ns, owner = _sino_io(filtered, out, "filtered", geometry)
+    keep: list = [owner]
     o = _fbp_options("ram-lak", 1.0, interp, kernel, strict, keep)
-    check(lib.ctr_fbp_backproject(context(ctx).ptr, geometry._ptr, o, ns, _core.ptr(f),
-                                  _core.wptr(res)))
+    check(lib.ctr_fbp_backproject(context(ctx).ptr, geometry._ptr, o, ns,
+                                  ffi.cast("float *", f_a.data), ffi.cast("float *", v_a.data)))
     return res
 
 

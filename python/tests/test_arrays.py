@@ -76,5 +76,11 @@ def test_gpu_array_refused_by_host_functions(setup):
     class FakeGpu:  # what the binding sees of a CuPy array
         __cuda_array_interface__ = {"shape": (3, 24, 32), "typestr": "<f4", "data": (0, False),
                                     "version": 3}
+    # fbp takes GPU arrays now (test_gpu.py); fbp_filter and center_find still refuse them
     with pytest.raises(TypeError, match="sinograms is a GPU array"):
-        ctrecon.fbp(FakeGpu(), pg)
+        ctrecon.fbp_filter(FakeGpu(), pg)
+    with pytest.raises(TypeError, match="sinograms is a GPU array"):
+        ctrecon.center_find(FakeGpu(), pg)
+    # a GPU out with host sinograms is refused before anything runs
+    with pytest.raises(TypeError, match="out is a GPU array but sinograms are not"):
+        ctrecon.fbp(sino, pg, out=FakeGpu())

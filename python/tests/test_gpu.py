@@ -1,7 +1,7 @@
 """GPU-machine checks (marker gpu; skipped without CuPy and a CUDA GPU):
-CuPy arrays in and out of the projector and of FDK without a host copy (the
-pointers the library receives are the CuPy arrays' own), the same bits as the
-host path. The binding's overhead is a benchmark, not a test
+CuPy arrays in and out of the projector, FDK, FBP and the iterative
+algorithms without a host copy (the pointers the library receives are the
+CuPy arrays' own), the same bits as the host path. The binding's overhead is a benchmark, not a test
 (python/bench/binding_overhead.py, against the C benchmark)."""
 import numpy as np
 import pytest
@@ -37,15 +37,21 @@ def _ptr(ffi, p):
     return int(ffi.cast("uintptr_t", p))
 
 
-@pytest.mark.parametrize("parallel", [False, True])
-def test_cupy_in_place(parallel, monkeypatch):
+def _projector(parallel, nu, nviews, nslices, n):
+    """A CUDA projector: parallel beam (nu bins, nviews angles, nslices
+    slices) or a circular cone beam onto an n^3 volume."""
     ctx = ctrecon.Context("cuda")
     if parallel:
-        pr = ctrecon.Projector(ctrecon.ParallelGeometry(96, 60), nslices=5, ctx=ctx)
-    else:
-        g = ctrecon.ConeGeometry.circular(sid=300, sdd=450, nu=96, nv=80, nviews=60,
-                                          volume=ctrecon.Volume.cube(48))
-        pr = ctrecon.Projector(g, ctx=ctx)
+        return ctrecon.Projector(ctrecon.ParallelGeometry(nu, nviews), nslices=nslices, ctx=ctx)
+    sid = 3.0 * nu + 12.0
+    g = ctrecon.ConeGeometry.circular(sid=sid, sdd=1.5 * sid, nu=nu, nv=nu, nviews=nviews,
+                                      volume=ctrecon.Volume.cube(n))
+    return ctrecon.Projector(g, ctx=ctx)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_cupy_in_place(parallel, monkeypatch):
+    pr = _projector(parallel, 96, 60, 5, 48)
     rng = np.random.default_rng(7)
     x_host = rng.random(pr.volume_shape, dtype=np.float32)
     y_host = pr.forward(x_host)
@@ -86,8 +92,9 @@ def test_dlpack_and_errors():
         pr.forward(x.astype(cupy.float64))
     with pytest.raises(ValueError, match="C-contiguous"):
         pr.forward(cupy.ones(pr.volume_shape[::-1], cupy.float32).T)
+    # host-only functions keep refusing GPU arrays
     with pytest.raises(TypeError, match="GPU array"):
-        ctrecon.fbp(cupy.ones((2, 20, 32), cupy.float32), ctrecon.ParallelGeometry(32, 20))
+        ctrecon.fbp_filter(cupy.ones((2, 20, 32), cupy.float32), ctrecon.ParallelGeometry(32, 20))
 
 
 @pytest.mark.parametrize("slabs", [0, 6])
@@ -114,3 +121,130 @@ def test_fdk_cupy_in_place(slabs, monkeypatch):
         ctrecon.fdk(proj_host, g, ctx=ctx, out=out)
     with pytest.raises(ctrecon.InvalidArgumentError, match="CPU context cannot read"):
         ctrecon.fdk(proj, g, ctx=ctrecon.Context("cpu"))
+
+
+def _sinograms(g, ns, seed=3):
+    return np.random.default_rng(seed).random(g.sinogram_shape(ns), dtype=np.float32)
+
+
+@pytest.mark.parametrize("given_out", [False, True])
+def test_fbp_cupy_in_place(given_out, monkeypatch):
+    from ctrecon import parbeam
+    ctx = ctrecon.Context("cuda")
+    g = ctrecon.ParallelGeometry(64, 90, nx=48, ny=48)
+    s_host = _sinograms(g, 20)  # two chunks of the GPU pipeline
+    ref = ctrecon.fbp(s_host, g, ctx=ctx, kernel="alu", progress=False)
+    s = cupy.asarray(s_host)
+    out = cupy.full(g.slice_shape(20), cupy.nan, cupy.float32) if given_out else None
+    rec = Recorder(parbeam.lib, lambda n: n == "ctr_fbp",
+                   lambda args: [_ptr(parbeam.ffi, a.data) for a in args[3:5]])
+    monkeypatch.setattr(parbeam, "lib", rec)
+    res = ctrecon.fbp(s, g, ctx=ctx, kernel="alu", out=out, progress=False)
+    assert isinstance(res, cupy.ndarray) and res.shape == g.slice_shape(20)
+    assert out is None or res is out
+    assert rec.calls == [("ctr_fbp", [s.data.ptr, res.data.ptr])]
+    assert cupy.asnumpy(res).tobytes() == ref.tobytes()
+    monkeypatch.undo()
+    # counts from the device's data policy, as on the host
+    bad = s.copy()
+    bad[0, 0, 0] = cupy.nan
+    bad_host = cupy.asnumpy(bad)
+    _, c_host = ctrecon.fbp(bad_host, g, ctx=ctx, kernel="alu", return_counts=True, progress=False)
+    r, c = ctrecon.fbp(bad, g, ctx=ctx, kernel="alu", return_counts=True, progress=False)
+    assert isinstance(r, cupy.ndarray) and c == c_host and c["input"] == 1
+    with pytest.raises(TypeError, match="out is a GPU array"):
+        ctrecon.fbp(s_host, g, ctx=ctx, out=res)
+    with pytest.raises(ctrecon.InvalidArgumentError, match="CPU context cannot read"):
+        ctrecon.fbp(s, g, ctx=ctrecon.Context("cpu"))
+    with pytest.raises(TypeError, match="float32"):
+        ctrecon.fbp(s.astype(cupy.float64), g, ctx=ctx)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        ctrecon.fbp(cupy.asfortranarray(s), g, ctx=ctx)
+    with pytest.raises(ValueError, match="expected"):
+        ctrecon.fbp(s[:, :, :32].copy(), g, ctx=ctx)
+
+
+def test_fbp_backproject_cupy():
+    ctx = ctrecon.Context("cuda")
+    g = ctrecon.ParallelGeometry(64, 90, nx=48, ny=48)
+    f_host = ctrecon.fbp_filter(_sinograms(g, 3), g)
+    ref = ctrecon.fbp_backproject(f_host, g, ctx=ctx, kernel="alu")
+    res = ctrecon.fbp_backproject(cupy.asarray(f_host), g, ctx=ctx, kernel="alu")
+    assert isinstance(res, cupy.ndarray)
+    assert cupy.asnumpy(res).tobytes() == ref.tobytes()
+
+
+def _budget_for(pr, placement):
+    """A GPU budget whose SIRT plan (slabs of 2 slices) has `placement`."""
+    b = 1 << 16
+    while b < 1 << 32:
+        try:
+            d = iterative.plan_iterate(pr, device="cuda", gpu_budget=b, algorithm="sirt",
+                                       max_slab_slices=2)
+            if d["placement"] == placement:
+                return b
+        except ctrecon.CtreconError:
+            pass
+        b += b // 8
+    raise AssertionError(f"no GPU budget gives placement {placement}")
+
+
+@pytest.mark.parametrize("parallel,algorithm,init,placement", [
+    (True, "sirt", "zero", "device"), (True, "cgls", "fdk", "device"),
+    (True, "fista-tv", "array", "device"), (False, "os-sart", "array", "device"),
+    (False, "cgls", "zero", "device"), (False, "sirt", "fdk", "device"),
+    (True, "sirt", "array", "streamed"), (False, "sirt", "zero", "streamed"),
+    (True, "sirt", "fdk", "projections on the device"),
+    (False, "sirt", "array", "projections on the device")])
+def test_iterate_cupy_in_place(parallel, algorithm, init, placement, monkeypatch):
+    pr = _projector(parallel, 40, 30, 3, 24)
+    rng = np.random.default_rng(5)
+    truth = rng.random(pr.volume_shape, dtype=np.float32) * np.float32(0.02)
+    y_host = pr.forward(truth)
+    start = rng.random(pr.volume_shape, dtype=np.float32) * np.float32(0.01)
+    kw = dict(algorithm=algorithm, iterations=3, subsets=3, tv_weight=1e-3,
+              nonneg=algorithm != "cgls", return_report=True, progress=False)
+    if placement != "device":  # the slab-wise placements: GPU arrays copied (cudaMemcpyDefault)
+        kw.update(gpu_budget=_budget_for(pr, placement), max_slab_slices=2)
+    t = truth if placement == "device" else None  # a truth is one volume more in the plan
+    ref, rep_host = iterative.iterate(pr, y_host, init=start if init == "array" else init,
+                                      truth=t, **kw)
+    assert rep_host["plan"]["description"].startswith(f"GPU, {placement}:")
+    y = cupy.asarray(y_host)
+    rec = Recorder(iterative.lib, lambda n: n == "ctr_iterate",
+                   lambda args: [_ptr(iterative.ffi, a) for a in args[2:4]])
+    monkeypatch.setattr(iterative, "lib", rec)
+    vol, rep = iterative.iterate(pr, y, init=cupy.asarray(start) if init == "array" else init,
+                                 truth=None if t is None else cupy.asarray(t), **kw)
+    assert isinstance(vol, cupy.ndarray) and vol.shape == pr.volume_shape
+    assert rec.calls == [("ctr_iterate", [y.data.ptr, vol.data.ptr])]
+    assert cupy.asnumpy(vol).tobytes() == ref.tobytes()
+    assert rep["plan"]["placement"] == rep_host["plan"]["placement"]
+    assert rep["residual"] == rep_host["residual"]
+    out = cupy.full(pr.volume_shape, cupy.nan, cupy.float32)
+    assert iterative.iterate(pr, y, init=cupy.asarray(start) if init == "array" else init,
+                             out=out, **{**kw, "return_report": False}) is out
+    assert cupy.asnumpy(out).tobytes() == ref.tobytes()
+
+
+def test_iterate_cupy_errors():
+    ctx = ctrecon.Context("cuda")
+    pr = ctrecon.Projector(ctrecon.ParallelGeometry(40, 30), nslices=3, ctx=ctx)
+    y = cupy.ones(pr.projection_shape, cupy.float32)
+    with pytest.raises(TypeError, match="float32"):
+        iterative.iterate(pr, y.astype(cupy.float64))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        iterative.iterate(pr, cupy.asfortranarray(y))
+    with pytest.raises(TypeError, match="out is a GPU array"):
+        iterative.iterate(pr, cupy.asnumpy(y), out=cupy.empty(pr.volume_shape, cupy.float32))
+    with pytest.raises(ValueError, match="init has shape"):
+        iterative.iterate(pr, y, init=cupy.zeros((2, 2, 2), cupy.float32))
+    cpu = ctrecon.Projector(ctrecon.ParallelGeometry(40, 30), nslices=3,
+                            ctx=ctrecon.Context("cpu"))
+    with pytest.raises(ctrecon.InvalidArgumentError, match="CPU context cannot read"):
+        iterative.iterate(cpu, y)
+    # fbp_projections still takes host arrays only
+    assert "GPU array" in str(pytest.raises(TypeError, ctrecon.fbp_projections,
+                                            cupy.ones((30, 3, 40), cupy.float32),
+                                            ctrecon.ParallelGeometry(40, 30),
+                                            np.ones((3, 40), np.float32)).value)

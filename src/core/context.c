@@ -228,6 +228,29 @@ int ctr__context_gpu(const ctr_context *ctx, int i) {
   return ctx && i >= 0 && i < ctx->ndevices ? ctx->devices[i] : 0;
 }
 
+ctr_status ctr__gpu_arrays(const ctr_context *ctx, const char *fn, int gpu_ok, int n,
+                          const void *const ptr[], const char *const name[], int gpu[]) {
+  const int cuda = ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA;
+  for (int i = 0; i < n; i++) gpu[i] = ctr__gpu_memory_device(ptr[i]);
+  for (int i = 0; i < n; i++) {
+    if (gpu[i] < 0) continue;
+    if (!cuda)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: the %s array is in the memory of GPU %d, which a CPU "
+               "context cannot read: create the context with device CTR_DEVICE_CUDA (ctrecon: "
+               "--device cuda), or copy the array to host memory", fn, name[i], gpu[i]);
+    if (!gpu_ok)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: the %s array is in the memory of GPU %d: this "
+               "function reads and writes host memory only (copy the array to host memory)", fn,
+               name[i], gpu[i]);
+  }
+  for (int i = 0; i < n; i++) { /* each GPU once */
+    int seen = 0;
+    for (int j = 0; j < i; j++) seen |= gpu[j] == gpu[i];
+    if (gpu[i] >= 0 && !seen) CTR_CHECK(ctr__gpu_wait_for(gpu[i]));
+  }
+  return CTR_OK;
+}
+
 void ctr_context_free(ctr_context *ctx) {
   if (!ctx) return;
   ctr__tuning_release(ctx);

@@ -141,6 +141,15 @@ int ctr__context_gpu(const ctr_context *ctx, int i);
  * that GPU (the producers of such an array, in any library). */
 int ctr__gpu_memory_device(const void *p);
 ctr_status ctr__gpu_wait_for(int device);
+/* The arrays of entry point `fn` that callers may pass in GPU memory: n
+ * pointers (NULL ones are host memory) named name[i] in the errors. gpu[i]
+ * gets the ordinal of array i's GPU, or -1 for host memory. A GPU array is
+ * CTR_E_INVALID_ARGUMENT naming it on a CPU context (or ctx NULL), and also
+ * on a CUDA one when gpu_ok is 0 (an entry point that reads host memory
+ * only); otherwise the producers of each array's GPU, on any stream,
+ * finish first (ctr__gpu_wait_for). */
+ctr_status ctr__gpu_arrays(const ctr_context *ctx, const char *fn, int gpu_ok, int n,
+                          const void *const ptr[], const char *const name[], int gpu[]);
 
 /* The tuning table (src/core/tuning.c, docs/tuning.md): the context's
  * copy, or the defaults (no cache directory) for ctx NULL. */

@@ -115,6 +115,7 @@ typedef struct run {
   ctr__it_fingerprint fp;
   int vdev, pdev;       /* volumes / projections on the device */
   int64_t nvol, nproj;
+  ctr__vec uproj, uvol, utruth; /* the caller's arrays, host or GPU memory (device set) */
   ctr__vec truth;
   double norm_truth;
   double t0;
@@ -132,13 +133,13 @@ static ctr_status proj_vec(run *R, ctr__vec *v) {
   return ctr__vec_alloc(R->P, R->nproj, R->pdev, v);
 }
 
-/* The iterate: the caller's volume itself when volumes live in host memory
- * (one volume less; 2048^3 CGLS fits a 128 GB host), else a device vector. */
+/* The iterate: the caller's volume itself when it is where the plan keeps
+ * volumes (host memory: one volume less, 2048^3 CGLS fits a 128 GB host;
+ * GPU memory: the caller's GPU array), else a vector of the plan's. */
 static ctr_status x_vec(run *R, float *vol, ctr__vec *v) {
-  if (R->vdev) return vol_vec(R, v);
-  v->data = vol;
-  v->n = R->nvol;
-  v->device = 0;
+  (void)vol; /* R->uvol.data */
+  if (R->vdev != R->uvol.device) return vol_vec(R, v);
+  *v = R->uvol;
   return CTR_OK;
 }
 
@@ -149,7 +150,7 @@ static void vfree(run *R, ctr__vec *v, const float *vol) {
 
 /* The result into the caller's volume (nothing to do when it is there). */
 static ctr_status x_out(run *R, const ctr__vec *x, float *vol) {
-  return x->data == vol ? CTR_OK : ctr__vec_download(R->P, vol, x);
+  return x->data == vol ? CTR_OK : ctr__vec_copy(R->P, &R->uvol, x);
 }
 
 static ctr_status forward(run *R, const ctr__vec *x, ctr__vec *y) {
@@ -164,16 +165,22 @@ static ctr_status norm(run *R, const ctr__vec *v, double *out) {
   return CTR_OK;
 }
 
-/* b in slot order from the caller's projections (one view at a time through
- * a staging view), bad values replaced and counted; ||b||. */
+/* b in slot order from the caller's projections (cone beam: view by view;
+ * parallel beam: transposed, host ones through a staging view, GPU ones by
+ * the GPU's copies), bad values replaced and counted; ||b||. */
 static ctr_status load_b(run *R, const float *proj, ctr__vec *b) {
   ctr_projector *P = R->P;
   const int64_t npix = P->nu * P->nv;
   if (!P->parallel) {
     for (int64_t w = 0; w < P->nviews; w++) {
       ctr__vec part = ctr__vec_part(b, w * npix, npix);
-      CTR_CHECK(ctr__vec_upload(P, &part, proj + P->order[w] * npix));
+      const ctr__vec view = ctr__vec_part(&R->uproj, P->order[w] * npix, npix);
+      CTR_CHECK(ctr__vec_copy(P, &part, &view));
     }
+  } else if (R->uproj.device) {
+#if CTR_HAVE_CUDA
+    CTR_CHECK(ctr__it_cuda_slots_device(P, (float *)proj, b->data, 1));
+#endif
   } else if (!b->device) {
     ctr__proj_to_slots(P, proj, b->data);
   } else {
@@ -206,7 +213,7 @@ static ctr_status init_x(run *R, const float *proj, float *vol, ctr__vec *x) {
   if (R->o.init == CTR_ITERATE_INIT_GIVEN) {
     /* the caller's start under the data policy, as the projections are: a
      * value beyond float arithmetic's reach would make every residual NaN */
-    if (x->data != vol) CTR_CHECK(ctr__vec_upload(P, x, vol));
+    if (x->data != vol) CTR_CHECK(ctr__vec_copy(P, x, &R->uvol));
     int64_t bad = 0;
     CTR_CHECK(ctr__vec_sanitize(P, x, &bad));
     return ctr__values_report(P->ctx, R->o.strict, bad, "the initial volume");
@@ -226,11 +233,11 @@ static ctr_status init_x(run *R, const float *proj, float *vol, ctr__vec *x) {
       CTR_CHECK(ctr_fbp(P->ctx, P->pg, &fo, &pa, &va));
     }
   }
-  return x->data == vol ? CTR_OK : ctr__vec_upload(P, x, vol);
+  return x->data == vol ? CTR_OK : ctr__vec_copy(P, x, &R->uvol);
 }
 
-static void fingerprint(run *R, const float *proj) {
-  const ctr_projector *P = R->P;
+static ctr_status fingerprint(run *R, const float *proj) {
+  ctr_projector *P = R->P;
   ctr__it_fingerprint *f = &R->fp;
   memset(f, 0, sizeof *f);
   f->algorithm = R->o.algorithm;
@@ -249,7 +256,18 @@ static void fingerprint(run *R, const float *proj) {
   const uint64_t rays = (uint64_t)ctr__it_checksum(P->views, (int64_t)sizeof(ctr__it_view) * P->nviews);
   const uint64_t vox = (uint64_t)ctr__it_checksum(P->vox, (int64_t)sizeof P->vox);
   f->geometry = (int64_t)(rays ^ (vox << 32));
-  f->data = ctr__it_checksum(proj, (int64_t)sizeof(float) * ctr__proj_proj_count(P));
+  const int64_t bytes = (int64_t)sizeof(float) * R->nproj;
+  if (!R->uproj.device) {
+    f->data = ctr__it_checksum(proj, bytes);
+    return CTR_OK;
+  }
+  /* GPU projections: checksummed from a host copy (checkpoints only) */
+  ctr__vec h = {ctr__malloc((size_t)bytes, "projections' checksum"), R->nproj, 0};
+  if (!h.data) return CTR_E_OUT_OF_MEMORY;
+  const ctr_status st = ctr__vec_copy(P, &h, &R->uproj);
+  if (st == CTR_OK) f->data = ctr__it_checksum(h.data, bytes);
+  free(h.data);
+  return st;
 }
 
 /* Reads the checkpoint into the state when resuming; R->k0 gets its
@@ -689,6 +707,25 @@ cleanup:
 
 /* ---- Entry point ------------------------------------------------------------------------ */
 
+/* The caller's projections, volume and truth as vectors: each in host
+ * memory or in GPU memory of the projector's GPU (ctr_iterate's memory
+ * rule; a CPU context refuses GPU memory). */
+static ctr_status user_arrays(run *R, const float *proj, float *vol) {
+  const ctr_projector *p = R->P;
+  const void *ptr[3] = {proj, vol, R->o.truth};
+  const char *const name[3] = {"projections", "volume", "truth"};
+  int gpu[3];
+  CTR_CHECK(ctr__gpu_arrays(p->ctx, "ctr_iterate", 1, 3, ptr, name, gpu));
+  for (int i = 0; i < 3; i++)
+    if (gpu[i] >= 0 && gpu[i] != p->gpu)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate: the %s array is in the memory of GPU %d: "
+               "expected host memory or GPU %d (the projector's context)", name[i], gpu[i], p->gpu);
+  R->uproj = (ctr__vec){(float *)proj, R->nproj, gpu[0] >= 0};
+  R->uvol = (ctr__vec){vol, R->nvol, gpu[1] >= 0};
+  R->utruth = (ctr__vec){(float *)R->o.truth, R->nvol, gpu[2] >= 0};
+  return CTR_OK;
+}
+
 ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const float *proj,
                        float *vol, ctr_iterate_report *report) {
   if (!p || !proj || !vol) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate: NULL argument");
@@ -699,13 +736,14 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   R.rep = report_defaults;
   R.t0 = ctr__now_s();
   CTR_CHECK(resolve(p, opts, &R.o));
+  R.nvol = ctr__proj_vol_count(p);
+  R.nproj = ctr__proj_proj_count(p);
+  CTR_CHECK(user_arrays(&R, proj, vol));
   if (R.o.algorithm == CTR_ITERATE_CGLS && p->o.pair == CTR_PAIR_FAST)
     ctr__log(p->ctx, CTR_LOG_WARNING, "cgls with the fast (unmatched) pair: CGLS assumes the "
              "backprojector is the exact transpose of the projector, and with an approximate one "
              "its residual need not decrease (set ctr_projector_options.pair to matched, or use sirt or "
              "fista-tv, which tolerate it)");
-  R.nvol = ctr__proj_vol_count(p);
-  R.nproj = ctr__proj_proj_count(p);
   uint64_t gpu_budget = R.o.gpu_budget, host_budget = R.o.host_budget;
   if ((p->device == CTR_DEVICE_CUDA && !gpu_budget) || !host_budget) {
     uint64_t g = 0, h = 0;
@@ -729,7 +767,7 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
     if ((float)R.o.lower > R.lo) R.lo = (float)R.o.lower;
     R.hi = (float)R.o.upper;
   }
-  if (R.o.checkpoint) fingerprint(&R, proj);
+  if (R.o.checkpoint) CTR_CHECK(fingerprint(&R, proj));
   p->seconds_forward = p->seconds_adjoint = 0;
   p->views_forward = p->views_adjoint = 0;
   char plan[512];
@@ -740,12 +778,12 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   int pinned = 0;
   /* The caller's volume is the iterate when volumes stay in host memory:
    * pinned for the run, its slabs move at full speed. */
-  if (p->device == CTR_DEVICE_CUDA && !R.vdev)
+  if (p->device == CTR_DEVICE_CUDA && !R.vdev && !R.uvol.device)
     pinned = ctr__it_cuda_pin(p, vol, sizeof(float) * (size_t)R.nvol);
 #endif
   if (R.o.truth) {
     CTR_CHECK_GOTO(st, vol_vec(&R, &R.truth));
-    CTR_CHECK_GOTO(st, ctr__vec_upload(p, &R.truth, R.o.truth));
+    CTR_CHECK_GOTO(st, ctr__vec_copy(p, &R.truth, &R.utruth));
     CTR_CHECK_GOTO(st, norm(&R, &R.truth, &R.norm_truth));
   }
   switch (R.o.algorithm) {
@@ -754,8 +792,8 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   case CTR_ITERATE_OS_SART: st = os_sart(&R, proj, vol); break;
   case CTR_ITERATE_FISTA_TV: st = fista(&R, proj, vol); break;
   }
+  if (st == CTR_OK) st = ctr__vec_sanitize(p, &R.uvol, &R.rep.out_nonfinite);
   if (st == CTR_OK) {
-    R.rep.out_nonfinite = ctr__values_sanitize(vol, R.nvol);
     st = ctr__values_report(p->ctx, R.o.strict, R.rep.out_nonfinite, "the reconstruction");
   }
 cleanup:

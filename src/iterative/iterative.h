@@ -146,7 +146,8 @@ void ctr__it_cuda_release(ctr_projector *p);
 ctr_status ctr__it_cuda_device_args(ctr_projector *p, const char *fn, const void *a,
                                     const char *a_name, const void *b, const char *b_name);
 /* Between the API's parallel-beam layout and the slots (ctr__proj_to_slots
- * and ctr__proj_from_slots), both arrays in GPU memory. */
+ * and ctr__proj_from_slots): user in GPU memory, slots in GPU or host memory
+ * (cudaMemcpyDefault). */
 ctr_status ctr__it_cuda_slots_device(ctr_projector *p, float *user, float *slots, int to_slots);
 /* Pins the caller's host memory for the run (1) unless it is pinned
  * already or cannot be (0: it is used as it is); unpin what pin pinned. */

@@ -81,6 +81,10 @@ static ctr_status check_slices(const ctr_context *ctx, const char *fn, const ctr
 }
 
 #if CTR_HAVE_CUDA
+static int on_cuda(const ctr_context *ctx) {
+  return ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA;
+}
+
 /* The GPU ran the data policy on the device (no host pass over the data):
  * bad[0] input values and bad[1] slice values it replaced by 0. */
 static ctr_status gpu_counts(const ctr_context *ctx, const char *fn, const ctr_fbp_options *o,
@@ -126,12 +130,23 @@ static ctr_status filter_rows(const ctr_context *ctx, const ctr__ramp *r, int64_
   return CTR_OK;
 }
 
+/* The GPU-memory rule of entry point fn for its arrays a and b (b may be
+ * absent: bname NULL): gpu_ok says whether a CUDA context takes them. */
+static ctr_status gpu_rule(const ctr_context *ctx, const char *fn, int gpu_ok, const void *a,
+                           const char *aname, const void *b, const char *bname) {
+  const void *ptr[2] = {a, b};
+  const char *const name[2] = {aname, bname};
+  int gpu[2];
+  return ctr__gpu_arrays(ctx, fn, gpu_ok, bname ? 2 : 1, ptr, name, gpu);
+}
+
 ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
                           const ctr_fbp_options *opts, int64_t nslices, float *sino) {
   static const char fn[] = "ctr_fbp_filter";
   ctr_fbp_options o;
   CTR_CHECK(check_call(fn, g, nslices, sino, "sino", NULL, NULL));
   CTR_CHECK(resolve_options(fn, opts, &o));
+  CTR_CHECK(gpu_rule(ctx, fn, 0, sino, "sino", NULL, NULL)); /* filters on the host */
   /* The data policy: bad values would spread over whole rows. */
   const int64_t n = nslices * g->p.nangles * g->p.nbins;
   const int64_t bad = ctr__values_count(sino, n);
@@ -145,17 +160,6 @@ ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
   return st;
 }
 
-static ctr_status backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
-                              const ctr_fbp_options *o, int64_t nslices, const float *sino,
-                              float *slices) {
-#if CTR_HAVE_CUDA
-  if (ctr_context_get_device(ctx) == CTR_DEVICE_CUDA)
-    return ctr__fbp_bp_cuda(ctx, g, o, nslices, sino, slices);
-#endif
-  ctr__fbp_bp_cpu(ctx, g, o->interp, nslices, sino, slices);
-  return CTR_OK;
-}
-
 ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
                                const ctr_fbp_options *opts, int64_t nslices, const float *sino,
                                float *slices) {
@@ -163,7 +167,15 @@ ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
   ctr_fbp_options o;
   CTR_CHECK(check_call(fn, g, nslices, sino, "sino", slices, "slices"));
   CTR_CHECK(resolve_options(fn, opts, &o));
-  CTR_CHECK(backproject(ctx, g, &o, nslices, sino, slices));
+  CTR_CHECK(gpu_rule(ctx, fn, 1, sino, "sino", slices, "slices"));
+#if CTR_HAVE_CUDA
+  if (on_cuda(ctx)) { /* the data policy on the device: slices may be GPU memory */
+    int64_t bad[2] = {0, 0};
+    CTR_CHECK(ctr__fbp_bp_cuda(ctx, g, &o, nslices, sino, slices, &bad[1]));
+    return gpu_counts(ctx, fn, &o, bad);
+  }
+#endif
+  ctr__fbp_bp_cpu(ctx, g, o.interp, nslices, sino, slices);
   return check_slices(ctx, fn, &o, slices, g->p.nx * g->p.ny * nslices);
 }
 
@@ -201,9 +213,10 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
   CTR_CHECK(check_array("sinograms", sinograms, "nbins x nangles x nslices", nb, na, -1));
   const int64_t ns = sinograms->dims[2];
   CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
+  CTR_CHECK(gpu_rule(ctx, "ctr_fbp", 1, sinograms->data, "sinograms", slices->data, "slices"));
   const int64_t per_slice = nb * na;
 #if CTR_HAVE_CUDA
-  if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
+  if (on_cuda(ctx)) {
     int64_t bad[2] = {0, 0};
     CTR_CHECK(ctr__fbp_sinograms_cuda(ctx, g, &o, sinograms->data, ns, slices->data, bad));
     return gpu_counts(ctx, "ctr_fbp", &o, bad);
@@ -230,7 +243,7 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
     memcpy(work, src + s0 * per_slice, sizeof(float) * (size_t)(n * per_slice));
     if (bad) ctr__values_sanitize(work, n * per_slice);
     CTR_CHECK_GOTO(st, filter_rows(ctx, r, n * na, nb, work));
-    CTR_CHECK_GOTO(st, backproject(ctx, g, &o, n, work, dst + s0 * nx * ny));
+    ctr__fbp_bp_cpu(ctx, g, o.interp, n, work, dst + s0 * nx * ny);
     CTR_CHECK_GOTO(st, check_slices(ctx, "ctr_fbp", &o, dst + s0 * nx * ny, n * nx * ny));
     CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp", (double)(s0 + n) / (double)ns));
   }
@@ -259,6 +272,12 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
              (long long)proj->dims[1], (long long)proj->dims[2], (long long)nb, (long long)na);
   if (!flat) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: flat is NULL");
   CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", g->p.nx, g->p.ny, -1));
+  {
+    const void *ptr[4] = {proj->data, flat, dark, slices->data};
+    const char *const name[4] = {"projections", "flat", "dark", "slices"};
+    int gpu[4];
+    CTR_CHECK(ctr__gpu_arrays(ctx, "ctr_fbp_projections", 0, 4, ptr, name, gpu));
+  }
   const int64_t ns = slices->dims[2];
   if (row0 < 0 || row0 + ns > nrows)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: rows [%lld, %lld) outside the "
@@ -270,7 +289,7 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
                    "pixels with flat <= dark or a non-finite flat or dark", "their sinogram "
                    "values set to 0"));
 #if CTR_HAVE_CUDA
-  if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
+  if (on_cuda(ctx)) {
     int64_t bad[2] = {0, 0};
     CTR_CHECK(ctr__fbp_projections_cuda(ctx, g, &o, proj->data, proj->dtype, nrows, flat, dark,
                                         row0, ns, slices->data, bad));

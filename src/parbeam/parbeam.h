@@ -37,11 +37,12 @@ void ctr__fbp_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr
 int64_t ctr__flat_bad_pixels(const float *flat, const float *dark, int64_t n);
 
 #if defined(CTR_HAVE_CUDA) && CTR_HAVE_CUDA
-/* GPU backprojection (host in, host out) with the named kernel (NULL:
- * default). */
+/* GPU backprojection with the named kernel (NULL: default); sino and
+ * slices in host or GPU memory (cudaMemcpyDefault). bad not NULL: the data
+ * policy on the device, bad slice values replaced by 0 and counted there. */
 ctr_status ctr__fbp_bp_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                             const ctr_fbp_options *o, int64_t nslices, const float *sino,
-                            float *slices);
+                            float *slices, int64_t *bad);
 /* ctr_fbp_projections on the GPU (arguments checked by the caller). The
  * data policy runs on the device: bad[0] counts input values replaced by 0
  * (-log values of infinite projections), bad[1] slice values replaced by 0. */
@@ -49,9 +50,12 @@ ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx, const ctr_parallel_
                                      const ctr_fbp_options *o, const void *proj, ctr_dtype dtype,
                                      int64_t nrows, const float *flat, const float *dark,
                                      int64_t row0, int64_t nslices, float *slices, int64_t bad[2]);
-/* ctr_fbp on the GPU: sinograms (host) filtered with cuFFT and
- * backprojected on the device, chunk by chunk on two streams; bad[0] counts
- * the sinogram values replaced by 0, bad[1] the slice values. */
+/* ctr_fbp on the GPU: sinograms filtered with cuFFT and backprojected on
+ * the device, chunk by chunk on two streams; bad[0] counts the sinogram
+ * values replaced by 0, bad[1] the slice values. sino and slices may be
+ * host or GPU memory (read in place on the GPU that runs a chunk, else
+ * copied with cudaMemcpyDefault); the caller has waited for their
+ * producers. */
 ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                                    const ctr_fbp_options *o, const float *sino, int64_t nslices,
                                    float *slices, int64_t bad[2]);

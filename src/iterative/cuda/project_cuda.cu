@@ -519,9 +519,9 @@ ctr_status ctr__it_cuda_slots_device(ctr_projector *p, float *user, float *slots
     for (int64_t w = 0; w < na; w++) {
       float *u = user + p->order[w] * nu, *s = slots + w * nv * nu;
       if (to_slots)
-        CU(cudaMemcpy2DAsync(s, row, u, user_pitch, row, (size_t)nv, cudaMemcpyDeviceToDevice, c->s));
+        CU(cudaMemcpy2DAsync(s, row, u, user_pitch, row, (size_t)nv, cudaMemcpyDefault, c->s));
       else
-        CU(cudaMemcpy2DAsync(u, user_pitch, s, row, row, (size_t)nv, cudaMemcpyDeviceToDevice, c->s));
+        CU(cudaMemcpy2DAsync(u, user_pitch, s, row, row, (size_t)nv, cudaMemcpyDefault, c->s));
     }
     CU(cudaStreamSynchronize(c->s));
   }

@@ -45,9 +45,9 @@ ctr_status ctr__it_cuda_copy(ctr_projector *p, float *dst, int dst_device, const
                              int src_device, int64_t n) {
   CU_DEVICE(p->gpu);
   ctr_status st = CTR_OK;
-  const cudaMemcpyKind kind = dst_device ? (src_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
-                                         : (src_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
-  CU(cudaMemcpy(dst, src, sizeof(float) * (size_t)n, kind));
+  (void)dst_device;
+  (void)src_device; /* the caller's arrays too: host or GPU memory, UVA tells */
+  CU(cudaMemcpy(dst, src, sizeof(float) * (size_t)n, cudaMemcpyDefault));
 cleanup:
   return st;
 }

@@ -1101,7 +1101,8 @@ static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geome
   CU(cudaMalloc(&f->d_sino, sizeof(float) * (size_t)(nb * na * nslices)));
   CU(cudaMalloc(&f->d_out, sizeof(float) * (size_t)(plane * nslices)));
   CU(cudaMalloc(&f->d_w, sizeof(float) * (size_t)na));
-  CU(cudaMemcpy(f->d_sino, sino, sizeof(float) * (size_t)(nb * na * nslices), cudaMemcpyHostToDevice));
+  /* sino: host or GPU memory */
+  CU(cudaMemcpy(f->d_sino, sino, sizeof(float) * (size_t)(nb * na * nslices), cudaMemcpyDefault));
   w = (float *)malloc(sizeof(float) * (size_t)na);
   if (!w) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "angle weights");
   for (int64_t a = 0; a < na; a++) w[a] = (float)g->weight[a];
@@ -1119,16 +1120,24 @@ cleanup:
 
 extern "C" ctr_status ctr__fbp_bp_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                                        const ctr_fbp_options *o, int64_t nslices,
-                                       const float *sino, float *slices) {
+                                       const float *sino, float *slices, int64_t *bad) {
   fbp_gpu f;
+  unsigned long long *d_bad = NULL, h_bad = 0;
+  const long long n = (long long)(g->p.nx * g->p.ny * nslices);
   CTR_CHECK(fbp_gpu_setup(ctx, g, o, nslices, sino, &f));
   ctr_status st = fbp_gpu_run(&f, nslices, 1, NULL);
-  if (st == CTR_OK) {
-    const size_t bytes = sizeof(float) * (size_t)(g->p.nx * g->p.ny * nslices);
-    if (cudaMemcpy(slices, f.d_out, bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
-      st = ctr__error_set(CTR_E_DEVICE, "copying the slices to the host: %s",
-                          cudaGetErrorString(cudaGetLastError()));
+  if (st != CTR_OK) goto cleanup;
+  if (bad) { /* the data policy on the device */
+    CU(cudaMalloc(&d_bad, sizeof h_bad));
+    CU(cudaMemset(d_bad, 0, sizeof h_bad));
+    CTR_CHECK_GOTO(st, ctr__gpu_sanitize(f.d_out, n, d_bad, 0));
+    CU(cudaMemcpy(&h_bad, d_bad, sizeof h_bad, cudaMemcpyDeviceToHost));
+    *bad = (int64_t)h_bad;
   }
+  /* slices: host or GPU memory */
+  CU(cudaMemcpy(slices, f.d_out, sizeof(float) * (size_t)n, cudaMemcpyDefault));
+cleanup:
+  cudaFree(d_bad);
   ctr__fbp_gpu_free(&f);
   return st;
 }

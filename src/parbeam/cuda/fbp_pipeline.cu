@@ -142,6 +142,8 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
   ctr__ramp *ramp = NULL;
   float *kern = NULL, *d_kern = NULL, *d_w = NULL, *d_flat = NULL, *d_dark = NULL, *w = NULL;
   unsigned long long *d_bad = NULL, h_bad[2] = {0, 0};
+  /* Sinograms in this GPU's memory are read where they are (no upload). */
+  const int in_place = !flat && ctr__gpu_memory_device(proj) == dev;
   chunk_bufs cb[2];
   memset(cb, 0, sizeof cb);
   int64_t padded = 0, ld = 0, nf = 0;
@@ -179,7 +181,7 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
      * between launches, so the two buffer sets share one stream. */
     if (i == 1 && na > MAX_CONST_ANGLES) c->s = cb[0].s;
     else CU(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
-    CU(cudaMalloc(&c->d_raw, es * (size_t)(nb * na * S)));
+    if (!in_place) CU(cudaMalloc(&c->d_raw, es * (size_t)(nb * na * S)));
     CU(cudaMalloc(&c->d_rows, sizeof(float) * (size_t)(ld * na * S)));
     CU(cudaMalloc(&c->f.d_sino, sizeof(float) * (size_t)(nb * na * S)));
     CU(cudaMalloc(&c->f.d_out, sizeof(float) * (size_t)(plane * S)));
@@ -216,11 +218,16 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
     if (!queue) CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", (double)s0 / (double)nslices));
     const dim3 gr((unsigned)((ld + 255) / 256), (unsigned)na, (unsigned)n);
     if (!flat) {
-      /* Sinograms: one contiguous copy, then zero-padded rows. */
-      CU(cudaMemcpyAsync(c->d_raw, (const float *)proj + s0 * nb * na, sizeof(float) * (size_t)(n * nb * na),
-                         cudaMemcpyHostToDevice, c->s));
-      pad_rows<<<gr, 256, 0, c->s>>>((const float *)c->d_raw, (int)nb, (int)na, (int)ld, c->d_rows,
-                                     d_bad);
+      /* Sinograms: one contiguous copy (none when they are in this GPU's
+       * memory; host or another GPU's memory: cudaMemcpyDefault), then
+       * zero-padded rows. */
+      const float *src = (const float *)proj + s0 * nb * na;
+      if (!in_place) {
+        CU(cudaMemcpyAsync(c->d_raw, src, sizeof(float) * (size_t)(n * nb * na), cudaMemcpyDefault,
+                           c->s));
+        src = (const float *)c->d_raw;
+      }
+      pad_rows<<<gr, 256, 0, c->s>>>(src, (int)nb, (int)na, (int)ld, c->d_rows, d_bad);
       CU_LAUNCHED("pad_rows");
     } else {
       /* Rows [row0 + s0, + n) of every projection: one strided copy (the
@@ -275,8 +282,9 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
       j += count;
     }
     CTR_CHECK_GOTO(st, ctr__gpu_sanitize(c->f.d_out, (long long)(plane * n), d_bad + 1, c->s));
+    /* to host or GPU memory (any GPU's) alike */
     CU(cudaMemcpyAsync(slices + s0 * plane, c->f.d_out, sizeof(float) * (size_t)(plane * n),
-                       cudaMemcpyDeviceToHost, c->s));
+                       cudaMemcpyDefault, c->s));
   }
   CU(cudaDeviceSynchronize());
   CU(cudaMemcpy(h_bad, d_bad, sizeof h_bad, cudaMemcpyDeviceToHost));
