@@ -11,7 +11,8 @@
 # package built there, its GPU tests (CuPy) and the binding's overhead (issue 22). ooc: the out-of-core benchmark on the local disk (OOC_DIR,
 # default /tmp/ctr_ooc; needs ~55 GB free, deleted at the end). sync: the synchrotron
 # pipeline file to file (issue 24) against the disk's concurrent read-and-write floor
-# (SYNC_DIR, default /tmp/ctr_sync; SYNC_N 2048: needs ~50 GB free, deleted at the end).
+# (SYNC_DIR, default /tmp/ctr_sync; SYNC_N 2048: needs ~50 GB free, deleted at the end;
+# SYNC_CASES picks the cases by name).
 # mpi: the distributed FDK (issue 21, scripts/bench-mpi.sh): 1, 2, 4, 8 ranks on the CPU
 # against one process with the same cores, 1 process vs 2 ranks on the GPU, the bytes each
 # rank read against the ideal (MPI_SIZE 512, MPI_DIR /tmp/ctr_mpi: 2 GiB; needs Open MPI).
@@ -415,12 +416,20 @@ if has sync; then
     done | sort -n | sed -n "$(( (runs + 1) / 2 ))p"
   }
   : > "$LOGS/sync_cases.txt"
+  # SYNC_CASES (comma list of names, default all but u16-b256) picks the cases, so
+  # that the stage can be split over calls. u16-b256 tests the read-size
+  # hypothesis of bench/NOTES.md (uint16 out: 64-row bands read 256 KiB out of
+  # each projection's chunk; 256-row bands read 1 MiB).
   for c in "f32" "u16 --out-dtype uint16 --out-range -0.01:0.05" \
+           "u16-b256 --out-dtype uint16 --out-range -0.01:0.05 --batch 256" \
            "f32-rings --rings sorting" "f32-paganin --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065" \
            "u16-rings-paganin --out-dtype uint16 --out-range -0.01:0.05 --rings sorting --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065"; do
     set -- $c
     name=$1
     shift
+    if [[ ",${SYNC_CASES:-f32,u16,f32-rings,f32-paganin,u16-rings-paganin}," != *",$name,"* ]]; then
+      continue
+    fi
     # SYNC_RUNS runs of the plain cases (default 3), SYNC_RUNS_CORR of those with
     # corrections (default 3; 1 keeps the stage within one 10-minute call)
     case $name in *-*) runs=${SYNC_RUNS_CORR:-3} ;; *) runs=${SYNC_RUNS:-3} ;; esac
