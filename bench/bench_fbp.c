@@ -48,7 +48,8 @@ enum { E2E_MAX_REPEATS = 16 };
  * input and output, both touched before timing (as numpy arrays holding data);
  * otherwise pinned (ctr_host_alloc). */
 static double e2e_kind(ctr_context *ctx, const ctr_parallel_geometry *g, int64_t n, int64_t na,
-                       int64_t ns, int pageable, int repeats, double *runs, double *fill_s) {
+                       int64_t ns, int pageable, int repeats, double *runs, double *fill_s,
+                       ctr_fbp_timings *med_timings) {
   const int64_t rows = ns, npix = n * rows, plane = n * n;
   const size_t proj_bytes = sizeof(uint16_t) * (size_t)(npix * na), out_bytes = sizeof(float) * (size_t)(plane * ns);
   uint16_t *proj = pageable ? malloc(proj_bytes) : ctr_host_alloc(proj_bytes);
@@ -80,11 +81,21 @@ static double e2e_kind(ctr_context *ctx, const ctr_parallel_geometry *g, int64_t
   const int64_t wd[3] = {n, n, 16 < ns ? 16 : ns}, vd[3] = {n, n, ns};
   ctr_array wa = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, wd), va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
   if (ctr_fbp_projections(ctx, g, &fo, &pa, flat, dark, 0, &wa)) DIE("%s", ctr_error_detail());
+  /* each run's per-GPU busy times (events on the GPUs' streams); those of
+   * the median run are reported */
+  static ctr_fbp_timings tims[E2E_MAX_REPEATS];
   for (int r = 0; r < repeats; r++) {
+    ctr_fbp_timings_init(&tims[r], CTR_FBP_TIMINGS_VERSION);
+    fo.timings = &tims[r];
     const double t1 = now_s();
     if (ctr_fbp_projections(ctx, g, &fo, &pa, flat, dark, 0, &va)) DIE("%s", ctr_error_detail());
     runs[r] = now_s() - t1;
   }
+  const double med = bench_median(runs, repeats);
+  int at = 0; /* the run nearest the median (an even count averages two) */
+  for (int r = 1; r < repeats; r++)
+    if (fabs(runs[r] - med) < fabs(runs[at] - med)) at = r;
+  *med_timings = tims[at];
   if (pageable) {
     free(proj);
     free(out);
@@ -94,7 +105,7 @@ static double e2e_kind(ctr_context *ctx, const ctr_parallel_geometry *g, int64_t
   }
   free(flat);
   free(dark);
-  return bench_median(runs, repeats);
+  return med;
 }
 
 /* memory: "pinned", "pageable" or "both" (pinned first; each kind's buffers
@@ -138,12 +149,18 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *memory, int repeat
     if (!kinds[k]) continue;
     const char *kind = k ? "pageable" : "pinned";
     double runs[E2E_MAX_REPEATS], fill_s = 0;
-    const double secs = e2e_kind(ctx, g, n, na, ns, k, repeats, runs, &fill_s);
+    ctr_fbp_timings tim = CTR_FBP_TIMINGS_INIT;
+    const double secs = e2e_kind(ctx, g, n, na, ns, k, repeats, runs, &fill_s, &tim);
     const double gups = (double)na * (double)(n * n) * (double)ns / secs / 1e9;
     printf("end to end: %lld slices of %lld^2 from %lld uint16 projections of %lld x %lld in %s "
            "host memory: %.3f s, median of %d (%.0f GUPS overall; input filled in %.1f s)\n",
            (long long)ns, (long long)n, (long long)na, (long long)n, (long long)ns, kind, secs, repeats,
            gups, fill_s);
+    for (int d = 0; d < tim.ndevices; d++) /* Okitsu et al. 2010, Fig. 4 */
+      printf("  GPU %d busy (median run): %lld chunks, upload %.3f s, filter %.3f s, backprojection "
+             "%.3f s, download %.3f s\n", tim.device[d].device, (long long)tim.device[d].chunks,
+             tim.device[d].upload, tim.device[d].filter, tim.device[d].backproject,
+             tim.device[d].download);
     if (f) {
       fprintf(f, "%s  {\"name\": \"e2e-uint16-%s\", \"memory\": \"%s\", \"seconds\": %.3f, \"gups\": %.1f, "
                  "\"n\": %lld, \"angles\": %lld, \"slices\": %lld, \"kernel\": \"auto\", \"setup_included\": true, "
@@ -151,7 +168,14 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *memory, int repeat
               first ? "" : ",\n", kind, kind, secs, gups, (long long)n, (long long)na, (long long)ns,
               repeats, ctr_context_get_device_count(ctx));
       bench_json_runs(f, runs, repeats);
-      fprintf(f, "}");
+      fprintf(f, ", \"workers\": [");
+      for (int d = 0; d < tim.ndevices; d++)
+        fprintf(f, "%s{\"device\": %d, \"chunks\": %lld, \"upload\": %.4f, \"filter\": %.4f, "
+                   "\"backproject\": %.4f, \"download\": %.4f}",
+                d ? ", " : "", tim.device[d].device, (long long)tim.device[d].chunks,
+                tim.device[d].upload, tim.device[d].filter, tim.device[d].backproject,
+                tim.device[d].download);
+      fprintf(f, "]}");
       first = 0;
     }
   }

@@ -105,7 +105,33 @@ typedef struct ctr_value_counts {
 /* The defaults in the layout of `version`, 1 .. CTR_VALUE_COUNTS_VERSION (core.h). */
 CTR_API ctr_status ctr_value_counts_init(ctr_value_counts *s, unsigned version);
 
-#define CTR_FBP_OPTIONS_VERSION 2u /* 2: strict, counts */
+/* Per-GPU busy times of ctr_fbp and ctr_fbp_projections on a CUDA context
+ * (the breakdown of Okitsu et al. 2010, Fig. 4), measured with CUDA events
+ * on each GPU's streams around each step of each chunk of slices. The steps
+ * of the two chunks a GPU has in flight overlap one another, so a GPU's
+ * times may add up to more than the call's wall time. */
+#define CTR_FBP_MAX_DEVICES 16
+typedef struct ctr_fbp_device_times {
+  int device;         /* CUDA ordinal */
+  int64_t chunks;     /* chunks of slices this GPU reconstructed */
+  double upload;      /* projections or sinograms copied to the GPU, seconds */
+  double filter;      /* flat/dark correction, -log and transposition, ramp filter, weights */
+  double backproject; /* backprojection and the output's data policy (the first chunk
+                         also times the automatic kernel choice, when it runs) */
+  double download;    /* slices copied into place (host or GPU memory) */
+} ctr_fbp_device_times;
+
+#define CTR_FBP_TIMINGS_VERSION 1u
+typedef struct ctr_fbp_timings {
+  unsigned version;
+  int ndevices;       /* entries of device[] in use: the GPUs that took chunks */
+  ctr_fbp_device_times device[CTR_FBP_MAX_DEVICES];
+} ctr_fbp_timings;
+#define CTR_FBP_TIMINGS_INIT { CTR_FBP_TIMINGS_VERSION, 0, { { 0, 0, 0.0, 0.0, 0.0, 0.0 } } }
+/* The defaults (zeros) in the layout of `version` (core.h). */
+CTR_API ctr_status ctr_fbp_timings_init(ctr_fbp_timings *s, unsigned version);
+
+#define CTR_FBP_OPTIONS_VERSION 3u /* 2: strict, counts; 3: timings */
 typedef struct ctr_fbp_options {
   unsigned version;
   ctr_window window;
@@ -123,10 +149,16 @@ typedef struct ctr_fbp_options {
                                context's log; 1 = any of them is a CTR_E_FORMAT error */
   ctr_value_counts *counts; /* optional: the counts are added here and no warning is logged
                                (for callers that report once over many calls) */
+  ctr_fbp_timings *timings; /* optional, CUDA contexts (a CPU context leaves it as it is): each
+                               GPU's busy times are added to the entry of its position in
+                               the context (device[i] for the context's GPU i; ndevices
+                               raised to cover it), so a caller timing several calls
+                               zeroes it first (ctr_fbp_timings_init). Asking for them adds
+                               events to the GPUs' streams, nothing else */
 } ctr_fbp_options;
 
 #define CTR_FBP_OPTIONS_INIT \
-  { CTR_FBP_OPTIONS_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL, 0, NULL }
+  { CTR_FBP_OPTIONS_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL, 0, NULL, NULL }
 /* The defaults in the layout of `version`, 1 .. CTR_FBP_OPTIONS_VERSION (core.h). */
 CTR_API ctr_status ctr_fbp_options_init(ctr_fbp_options *s, unsigned version);
 

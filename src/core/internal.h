@@ -273,6 +273,7 @@ extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_
     ctr__struct_pet_view_info, ctr__struct_pet_recon_timings, ctr__struct_pet_metrics,
     ctr__struct_tuning, ctr__struct_corrections, ctr__struct_fbp_stream_options,
     ctr__struct_fbp_stream_report, ctr__struct_projector_options, ctr__struct_iterate_options,
+    ctr__struct_fbp_timings,
     ctr__struct_iterate_plan, ctr__struct_iterate_report, ctr__struct_cluster_options;
 
 /* Human sizes: "1.5 GiB" into buf. */

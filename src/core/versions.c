@@ -253,10 +253,12 @@ CTR__STRUCT_DEFINE_V1(parallel_params, CTR_PARALLEL_PARAMS_VERSION, CTR_PARALLEL
 
 static const ctr_fbp_options fbp_options_defaults = CTR_FBP_OPTIONS_INIT;
 static const ctr__struct_version fbp_options_versions[] = {
-    CTR__V_UPTO(ctr_fbp_options, strict), /* 1 */
-    CTR__V_ALL(ctr_fbp_options),          /* 2: strict, counts */
+    CTR__V_UPTO(ctr_fbp_options, strict),  /* 1 */
+    CTR__V_UPTO(ctr_fbp_options, timings), /* 2: strict, counts */
+    CTR__V_ALL(ctr_fbp_options),           /* 3: timings */
 };
 CTR__STRUCT_DEFINE(fbp_options, CTR_FBP_OPTIONS_VERSION)
+CTR__STRUCT_DEFINE_V1(fbp_timings, CTR_FBP_TIMINGS_VERSION, CTR_FBP_TIMINGS_INIT)
 
 CTR__STRUCT_DEFINE_V1(value_counts, CTR_VALUE_COUNTS_VERSION, CTR_VALUE_COUNTS_INIT)
 
@@ -316,4 +318,4 @@ const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_plan, &ctr__struct_stream_timings, &ctr__struct_stream_report,
     &ctr__struct_value_counts, &ctr__struct_pet_view_info, &ctr__struct_pet_recon_timings,
     &ctr__struct_pet_metrics, &ctr__struct_tuning, &ctr__struct_fbp_stream_report,
-    &ctr__struct_iterate_plan, &ctr__struct_iterate_report, NULL};
+    &ctr__struct_iterate_plan, &ctr__struct_iterate_report, &ctr__struct_fbp_timings, NULL};

@@ -121,7 +121,35 @@ typedef struct chunk_bufs {
   cufftHandle plan_f, plan_i;
   int have_f, have_i;
   fbp_gpu f;       /* d_sino / d_out of this chunk */
+  /* With timings asked for: events before the upload, after it, after the
+   * filter, after the backprojection, after the download; `pending`: the
+   * chunk last run on these buffers has not been counted yet. */
+  cudaEvent_t ev[5];
+  int have_ev, pending;
 } chunk_bufs;
+
+/* Adds the steps of the chunk last run on c to t (waits for it). */
+static ctr_status count_chunk(chunk_bufs *c, ctr_fbp_device_times *t) {
+  ctr_status st = CTR_OK;
+  float ms[4] = {0, 0, 0, 0};
+  if (!c->pending) return CTR_OK;
+  CU(cudaEventSynchronize(c->ev[4]));
+  for (int i = 0; i < 4; i++) CU(cudaEventElapsedTime(&ms[i], c->ev[i], c->ev[i + 1]));
+  t->upload += 1e-3 * ms[0];
+  t->filter += 1e-3 * ms[1];
+  t->backproject += 1e-3 * ms[2];
+  t->download += 1e-3 * ms[3];
+  t->chunks++;
+  c->pending = 0;
+cleanup:
+  return st;
+}
+
+/* Records step boundary i of the chunk on c (timings asked for). */
+#define MARK(c, i)                                         \
+  do {                                                     \
+    if ((c)->have_ev) CU(cudaEventRecord((c)->ev[i], (c)->s)); \
+  } while (0)
 
 /* The pipeline from projections (flat != NULL: rows [row0, row0 + nslices)
  * of nrows-row projections, flat-field corrected) or from sinograms (flat ==
@@ -133,7 +161,7 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
                                const ctr_parallel_geometry *g, const ctr_fbp_options *o,
                                const void *proj, ctr_dtype dtype, int64_t nrows, const float *flat,
                                const float *dark, int64_t row0, int64_t nslices, float *slices,
-                               int64_t bad[2]) {
+                               int64_t bad[2], ctr_fbp_device_times *tm) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &g->p;
   const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
@@ -202,7 +230,12 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
     c->have_i = 1;
     cufftSetStream(c->plan_f, c->s);
     cufftSetStream(c->plan_i, c->s);
+    if (tm) {
+      for (int e = 0; e < 5; e++) CU(cudaEventCreate(&c->ev[e]));
+      c->have_ev = 1;
+    }
   }
+  if (tm) tm->device = dev;
   for (int64_t k = 0, chunk;; k++) {
     /* With several GPUs, a chunk is taken only when its buffer set is free
      * (the chunk two back has finished): the host enqueues asynchronously, so
@@ -212,11 +245,13 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
     chunk = queue ? take_chunk(queue) : k;
     if (chunk < 0 || chunk * S >= nslices) break;
     chunk_bufs *c = &cb[k & 1];
+    if (tm) CTR_CHECK_GOTO(st, count_chunk(c, tm)); /* the chunk two back */
     const int64_t s0 = chunk * S;
     const int64_t n = nslices - s0 < S ? nslices - s0 : S;
     /* several GPUs: the caller reports progress as chunks finish */
     if (!queue) CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", (double)s0 / (double)nslices));
     const dim3 gr((unsigned)((ld + 255) / 256), (unsigned)na, (unsigned)n);
+    MARK(c, 0);
     if (!flat) {
       /* Sinograms: one contiguous copy (none when they are in this GPU's
        * memory; host or another GPU's memory: cudaMemcpyDefault), then
@@ -227,6 +262,7 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
                            c->s));
         src = (const float *)c->d_raw;
       }
+      MARK(c, 1);
       pad_rows<<<gr, 256, 0, c->s>>>(src, (int)nb, (int)na, (int)ld, c->d_rows, d_bad);
       CU_LAUNCHED("pad_rows");
     } else {
@@ -235,6 +271,7 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
       CU(cudaMemcpy2DAsync(c->d_raw, es * (size_t)(nb * n), (const char *)proj + es * (size_t)((row0 + s0) * nb),
                            es * (size_t)(nb * nrows), es * (size_t)(nb * n), (size_t)na,
                            cudaMemcpyHostToDevice, c->s));
+      MARK(c, 1);
       if (dtype == CTR_DTYPE_UINT16)
         flatfield_transpose<uint16_t><<<gr, 256, 0, c->s>>>((const uint16_t *)c->d_raw, d_flat + s0 * nb,
                                                             d_dark ? d_dark + s0 * nb : NULL, (int)nb,
@@ -262,6 +299,7 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
       extract_weighted<<<ge, 256, 0, c->s>>>(c->d_rows, (int)ld, (int)nb, (int)na, d_w, c->f.d_sino);
       CU_LAUNCHED("extract_weighted");
     }
+    MARK(c, 2);
     if (c->f.auto_kernel) {
       /* First chunk: choose the kernel (cached per GPU and size), then both
        * buffer sets use it. */
@@ -282,11 +320,16 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
       j += count;
     }
     CTR_CHECK_GOTO(st, ctr__gpu_sanitize(c->f.d_out, (long long)(plane * n), d_bad + 1, c->s));
+    MARK(c, 3);
     /* to host or GPU memory (any GPU's) alike */
     CU(cudaMemcpyAsync(slices + s0 * plane, c->f.d_out, sizeof(float) * (size_t)(plane * n),
                        cudaMemcpyDefault, c->s));
+    MARK(c, 4);
+    c->pending = c->have_ev;
   }
   CU(cudaDeviceSynchronize());
+  if (tm)
+    for (int i = 0; i < 2; i++) CTR_CHECK_GOTO(st, count_chunk(&cb[i], tm));
   CU(cudaMemcpy(h_bad, d_bad, sizeof h_bad, cudaMemcpyDeviceToHost));
   bad[0] = (int64_t)h_bad[0];
   bad[1] = (int64_t)h_bad[1];
@@ -300,6 +343,8 @@ cleanup:
     cudaFree(c->d_raw);
     cudaFree(c->d_rows);
     ctr__fbp_gpu_free(&c->f);
+    if (c->have_ev)
+      for (int e = 0; e < 5; e++) cudaEventDestroy(c->ev[e]);
     if (c->s && !(i == 1 && c->s == cb[0].s)) cudaStreamDestroy(c->s);
   }
   cudaFree(d_kern);
@@ -325,14 +370,29 @@ typedef struct fbp_worker {
   const float *flat, *dark;
   float *slices;
   int64_t bad[2];
+  ctr_fbp_device_times tm; /* with timings asked for */
   ctr_status st;
   char detail[1024];
 } fbp_worker;
 
+/* Adds one GPU's times (position i in the context) to the caller's. */
+static void add_times(const ctr_fbp_options *o, int i, const ctr_fbp_device_times *t) {
+  if (!o || !o->timings || i >= CTR_FBP_MAX_DEVICES) return;
+  ctr_fbp_device_times *d = &o->timings->device[i];
+  d->device = t->device;
+  d->chunks += t->chunks;
+  d->upload += t->upload;
+  d->filter += t->filter;
+  d->backproject += t->backproject;
+  d->download += t->download;
+  if (o->timings->ndevices < i + 1) o->timings->ndevices = i + 1;
+}
+
 static void *fbp_worker_main(void *arg) {
   fbp_worker *w = (fbp_worker *)arg;
   w->st = run_pipeline(w->ctx, w->dev, w->q, w->g, w->o, w->proj, w->dtype, w->nrows, w->flat,
-                       w->dark, w->row0, w->nslices, w->slices, w->bad);
+                       w->dark, w->row0, w->nslices, w->slices, w->bad,
+                       w->o && w->o->timings ? &w->tm : NULL);
   if (w->st != CTR_OK) {
     snprintf(w->detail, sizeof w->detail, "%s", ctr_error_detail());
     queue_stop(w->q);
@@ -353,9 +413,14 @@ static ctr_status run_devices(const ctr_context *ctx, const ctr_parallel_geometr
   int ndev = ctr_context_get_device_count(ctx);
   const int64_t chunks = (nslices + CHUNK_SLICES - 1) / CHUNK_SLICES;
   if (ndev > chunks) ndev = (int)chunks;
-  if (ndev <= 1)
-    return run_pipeline(ctx, ctr__context_gpu(ctx, 0), NULL, g, o, proj, dtype, nrows, flat, dark,
-                        row0, nslices, slices, bad);
+  if (ndev <= 1) {
+    ctr_fbp_device_times t;
+    memset(&t, 0, sizeof t);
+    CTR_CHECK(run_pipeline(ctx, ctr__context_gpu(ctx, 0), NULL, g, o, proj, dtype, nrows, flat,
+                           dark, row0, nslices, slices, bad, o && o->timings ? &t : NULL));
+    add_times(o, 0, &t);
+    return CTR_OK;
+  }
   chunk_queue q;
   memset(&q, 0, sizeof q);
   pthread_mutex_init(&q.mu, NULL);
@@ -370,7 +435,7 @@ static ctr_status run_devices(const ctr_context *ctx, const ctr_parallel_geometr
     fbp_worker *x = &w[i];
     memset(x, 0, sizeof *x);
     *x = (fbp_worker){ctx, ctr__context_gpu(ctx, i), &q, g, o, proj, dtype, nrows, row0, nslices,
-                      flat, dark, slices, {0, 0}, CTR_OK, {0}};
+                      flat, dark, slices, {0, 0}, {0, 0, 0.0, 0.0, 0.0, 0.0}, CTR_OK, {0}};
     pthread_mutex_lock(&q.mu);
     q.running++;
     pthread_mutex_unlock(&q.mu);
@@ -416,6 +481,7 @@ static ctr_status run_devices(const ctr_context *ctx, const ctr_parallel_geometr
       return ctr__error_set(w[i].st, "GPU %d: %s", w[i].dev, w[i].detail);
     bad[0] += w[i].bad[0];
     bad[1] += w[i].bad[1];
+    add_times(o, i, &w[i].tm);
   }
   for (int i = 0; i < started; i++)
     if (w[i].st != CTR_OK) return ctr__error_set(w[i].st, "GPU %d: %s", w[i].dev, w[i].detail);
