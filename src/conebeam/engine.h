@@ -66,7 +66,7 @@ typedef struct ctr__engine_ops {
    * 1 when the engine holds its last batches back for the tail (their views
    * filtered and kept, not yet backprojected), 0 when it cannot (then the
    * caller uses slab_end and the sums as usual); share_slices is the size of
-   * this engine's share of the sums. tail_queue, after the last subset
+   * this engine's share of the sums, nw the engines summed. tail_queue, after the last subset
    * (instead of slab_end): queues the held batches slab by slab and returns
    * without waiting; every engine calls it before any calls tail_sum (the
    * engines wait on each other's queued work). tail_sum: slices [k0, k1) of
@@ -74,7 +74,7 @@ typedef struct ctr__engine_ops {
    * in worker order (self is this engine's index), into dst (host) as
    * download does; returns when dst holds them and every queued step of this
    * engine is done. */
-  int (*tail_hold)(ctr__engine *e, int64_t share_slices);
+  int (*tail_hold)(ctr__engine *e, int64_t share_slices, int nw);
   ctr_status (*tail_queue)(ctr__engine *e, int nw);
   ctr_status (*tail_sum)(ctr__engine *e, ctr__engine *const *all, int nw, int self, int64_t k0,
                          int64_t k1, float *dst);

@@ -703,7 +703,7 @@ static ctr_status run_projections(worker *w) {
      * batches or more, and what else tail_hold asks (the store, the slices)
      * is the plan's, the same for all. */
     const int tail = r->vol_mem && w->eng->ops->tail_hold && r->plan.nbatches >= 2 * r->nw &&
-                     w->eng->ops->tail_hold(w->eng, k1 - k0);
+                     w->eng->ops->tail_hold(w->eng, k1 - k0, r->nw);
     TR("w%d start", w->index);
     CTR_CHECK(i == 0 ? first_pass_own(w) : reuse_pass(w));
     TR("w%d queued", w->index);

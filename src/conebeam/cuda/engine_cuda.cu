@@ -25,6 +25,9 @@
 #define SHARED_TAIL_SLABS 16
 #define EST_GUPS 1.5e12
 #define EST_D2H_BYTES_PER_S 45e9
+/* The projection split's sums read the peers' copies: four H200s read 3 GiB
+ * from three peers in 26-31 ms (2026-11-27), ~110 GB/s. */
+#define EST_PEER_BYTES_PER_S 110e9
 
 enum { T_UPLOAD, T_FILTER, T_STORE, T_RELOAD, T_BP, T_DOWNLOAD, T_REDUCE, T_COUNT };
 
@@ -500,7 +503,7 @@ static void tail_order(const cuda_engine *c, int nw, int order[SHARED_TAIL_SLABS
         }
 }
 
-static int cu_tail_hold(ctr__engine *e, int64_t share_slices) {
+static int cu_tail_hold(ctr__engine *e, int64_t share_slices, int nw) {
   cuda_engine *c = (cuda_engine *)e->impl;
   c->tailing = 0;
   /* the same answer on every engine of a plan (the caller has checked that
@@ -509,7 +512,10 @@ static int cu_tail_hold(ctr__engine *e, int64_t share_slices) {
   if (!is_resident(c) || c->kslices < SHARED_TAIL_SLABS || nb < 2) return 0;
   const double slice = (double)(c->g->vol.nx * c->g->vol.ny);
   const double bp_s = (double)c->plan.views_per_batch * slice * (double)c->nz / EST_GUPS;
-  const double dl_s = (double)share_slices * slice * 4.0 / EST_D2H_BYTES_PER_S;
+  /* what the held batches must hide: the share's download and its sums,
+   * reads of the other nw - 1 engines' copies of the share */
+  const double share_bytes = (double)share_slices * slice * 4.0;
+  const double dl_s = share_bytes / EST_D2H_BYTES_PER_S + (nw - 1) * share_bytes / EST_PEER_BYTES_PER_S;
   int64_t held = (int64_t)ceil(dl_s / bp_s);
   if (held < 1) held = 1;
   if (held > nb - 1) held = nb - 1;
