@@ -37,6 +37,23 @@ static inline ctr_pet_kernel_params pet_test_kernel_variant(void) {
   return k;
 }
 
+/* The coarse sphere study of test_pet_recon: an n x n x nz lattice of 8 mm
+ * voxels spanning the 350 mm cylinder, n_azimuth views in one co-polar
+ * interval, kernels of 8 mm (centre) to 12 mm (edge) radial and 8 mm axial
+ * FWHM, the spheres phantom (contrast 4) with its spheres enlarged to 40 mm
+ * so they are several voxels wide and the cylinder as long as the lattice. */
+static inline void pet_test_spheres(int64_t n, int64_t nz, int n_azimuth, ctr_pet_params *p,
+                                    ctr_pet_kernel_params *k, ctr_pet_phantom *ph) {
+  *p = pet_test_params(n, n, nz, 8.0);
+  p->n_azimuth = n_azimuth, p->n_copolar = 1;
+  const ctr_pet_kernel_params k0 = CTR_PET_KERNEL_PARAMS_INIT;
+  *k = k0;
+  k->radial_fwhm_center_mm = 8, k->radial_fwhm_edge_mm = 12, k->axial_fwhm_mm = 8;
+  ctr_pet_phantom_spheres(ph, 4.0);
+  for (int i = 0; i < ph->nspheres; i++) ph->spheres[i].diameter = 40;
+  ph->cylinder_length = (double)nz * p->voxel;
+}
+
 static inline void pet_test_random(float *x, int64_t n, unsigned seed) {
   unsigned long long s = 0x9E3779B97F4A7C15ull * (seed + 1);
   for (int64_t i = 0; i < n; i++) {

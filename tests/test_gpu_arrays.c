@@ -5,9 +5,13 @@
  * same data-policy counts and reports) as from host memory, in every
  * placement of the iterative plan; a CPU context refuses a GPU array with
  * CTR_E_INVALID_ARGUMENT naming it; ctr_fbp_filter and ctr_fbp_projections
- * (host memory only) refuse one on any context. Exits 77 without CUDA or a
- * GPU. */
+ * (host memory only) refuse one on any context. PET: ctr_pet_reconstruct's
+ * image (start and result), ctr_pet_project's and ctr_pet_project_fft's in
+ * and out on a CUDA projector / context, the same bits as host arrays; CPU
+ * ones refuse them by name, and so does ctr_pet_simulate (host only) its
+ * activity. Exits 77 without CUDA or a GPU. */
 #include "harness.h"
+#include "pet_test_util.h"
 
 #if CTR_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -292,6 +296,173 @@ static void test_iterate(ctr_context *gpu, ctr_context *cpu) {
   free(ctruth);
 }
 
+/* ---- PET ------------------------------------------------------------------------ */
+
+typedef struct pet_calls {
+  const float *image; /* the pointer every call got */
+  int n;
+} pet_calls;
+
+static int pet_on_iteration(void *user, int it, const float *image) {
+  pet_calls *c = user;
+  if (c->n++ == 0) c->image = image;
+  else if (c->image != image) c->image = NULL;
+  return 0;
+}
+
+/* ctr_pet_reconstruct with image in host memory and in GPU memory (device,
+ * or managed): the same bits and status, and on_iteration gets the caller's
+ * GPU array. start NULL: the uniform start (all 0). */
+static void pet_recon_both(ctr_pet_projector *pr, const ctr_pet_histo *h,
+                           ctr_pet_recon_options *o, const float *start, int64_t n,
+                           const char *what) {
+  float *host = calloc((size_t)n, sizeof(float));
+  REQUIRE(host);
+  if (start) memcpy(host, start, sizeof(float) * (size_t)n);
+  const ctr_status sh = ctr_pet_reconstruct(pr, h, o, host, NULL);
+  for (int managed = 0; managed < 2; managed++) {
+    float *d = gpu_copy(host, n, managed); /* any values: overwritten below */
+    REQUIRE(d);
+    if (start) CHECK(cudaMemcpy(d, start, sizeof(float) * (size_t)n, cudaMemcpyDefault) == cudaSuccess);
+    else CHECK(cudaMemset(d, 0, sizeof(float) * (size_t)n) == cudaSuccess);
+    pet_calls calls = {NULL, 0};
+    o->on_iteration = pet_on_iteration, o->user = &calls;
+    const ctr_status sd = ctr_pet_reconstruct(pr, h, o, d, NULL);
+    o->on_iteration = NULL, o->user = NULL;
+    CHECK_MSG(sd == sh, "%s (%s): status %s, host %s", what, managed ? "managed" : "device",
+              ctr_status_name(sd), ctr_status_name(sh));
+    CHECK_MSG(same_bits(d, host, n), "%s (%s): a GPU image gives another result than a host one",
+              what, managed ? "managed" : "device");
+    CHECK_MSG(calls.n == o->iterations && calls.image == d,
+              "%s: on_iteration called %d times (expected %d), with the GPU image %s", what,
+              calls.n, o->iterations, calls.image == d ? "each time" : "not each time");
+    cudaFree(d);
+  }
+  free(host);
+}
+
+/* ctr_pet_project (p) or ctr_pet_project_fft (fft_ctx and fft_sys, p NULL)
+ * of in: host arrays against GPU arrays, each or both, device or managed. */
+static void pet_project_both(ctr_pet_projector *p, ctr_context *fft_ctx, ctr_pet_system *fft_sys,
+                             ctr_pet_direction dir, int64_t view, const float *in, int64_t n,
+                             const char *what) {
+  float *ref = malloc(sizeof(float) * (size_t)n), *host = malloc(sizeof(float) * (size_t)n);
+  REQUIRE(ref && host);
+#define PET_RUN(a, b) (p ? ctr_pet_project(p, dir, view, (a), (b)) \
+                         : ctr_pet_project_fft(fft_ctx, fft_sys, view, 2, (a), (b)))
+  CHECK_OK(PET_RUN(in, ref));
+  for (int k = 0; k < 4; k++) {
+    /* k: 0 both in device memory, 1 in on the GPU, 2 out on the GPU, 3 both managed */
+    float *di = k == 2 ? NULL : gpu_copy(in, n, k == 3);
+    float *dout = k == 1 ? NULL : gpu_copy(NULL, n, k == 3);
+    REQUIRE((k == 2 || di) && (k == 1 || dout));
+    memset(host, 0xff, sizeof(float) * (size_t)n);
+    CHECK_OK(PET_RUN(di ? di : in, dout ? dout : host));
+    CHECK_MSG(dout ? same_bits(dout, ref, n) : !memcmp(host, ref, sizeof(float) * (size_t)n),
+              "%s case %d: GPU arrays give another result than host arrays", what, k);
+    cudaFree(di);
+    cudaFree(dout);
+  }
+#undef PET_RUN
+  free(ref);
+  free(host);
+}
+
+static void test_pet(ctr_context *gpu, ctr_context *cpu) {
+  ctr_pet_params p;
+  ctr_pet_kernel_params k;
+  ctr_pet_phantom ph;
+  pet_test_spheres(32, 6, 6, &p, &k, &ph); /* test_pet_recon's study, smaller */
+  ctr_pet_system *s = NULL;
+  ctr_pet_projector *pr = NULL, *cpu_pr = NULL;
+  ctr_pet_histo *h = NULL;
+  CHECK_OK(ctr_pet_system_create(&p, &k, &s));
+  REQUIRE(s);
+  CHECK_OK(ctr_pet_projector_create(gpu, s, &pr));
+  CHECK_OK(ctr_pet_projector_create(cpu, s, &cpu_pr));
+  ctr_pet_sim_options so = CTR_PET_SIM_OPTIONS_INIT;
+  so.events = 3e5, so.seed = 11, so.attenuation = 1; /* with factors */
+  CHECK_OK(ctr_pet_simulate(cpu, s, &ph, &so, &h));
+  REQUIRE(pr && cpu_pr && h && h->factors);
+  const int64_t n = p.nx * p.ny * p.nz;
+  float *start = malloc(sizeof(float) * (size_t)n), *in = malloc(sizeof(float) * (size_t)n);
+  REQUIRE(start && in);
+  for (int64_t i = 0; i < n; i++) start[i] = (float)th_uniform(0.5, 2);
+  for (int64_t i = 0; i < n; i++) in[i] = (float)th_uniform(0, 1);
+  /* every algorithm, from the uniform start and from the caller's */
+  char what[96];
+  for (int a = 0; a < 3; a++) {
+    ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
+    o.algorithm = (ctr_pet_algorithm)a;
+    o.iterations = 2;
+    for (int given = 0; given < 2; given++) {
+      snprintf(what, sizeof what, "ctr_pet_reconstruct %s, %s start", ctr_pet_algorithm_name(o.algorithm),
+               given ? "given" : "uniform");
+      pet_recon_both(pr, h, &o, given ? start : NULL, n, what);
+    }
+  }
+  /* the data policy on the result, on the device: a NaN start voxel spreads;
+   * stored as 0 (the same bits), or strict, the same error */
+  start[n / 2 + 3] = NAN;
+  ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
+  o.algorithm = CTR_PET_OSEM, o.iterations = 1;
+  pet_recon_both(pr, h, &o, start, n, "ctr_pet_reconstruct with a NaN start voxel");
+  o.strict = 1;
+  pet_recon_both(pr, h, &o, start, n, "ctr_pet_reconstruct with a NaN start voxel, strict");
+  float *dimg = gpu_copy(start, n, 0);
+  REQUIRE(dimg);
+  CHECK_FAILS(ctr_pet_reconstruct(pr, h, &o, dimg, NULL), CTR_E_FORMAT, "the reconstructed image");
+  /* per-view projections both ways, first and last view */
+  const int64_t nv = ctr_pet_system_get_view_count(s);
+  for (int64_t v = 0; v < nv; v += nv - 1)
+    for (int d = 0; d < 2; d++) {
+      snprintf(what, sizeof what, "ctr_pet_project %s view %lld", d ? "back" : "forward",
+               (long long)v);
+      pet_project_both(pr, NULL, NULL, (ctr_pet_direction)d, v, in, n, what);
+    }
+  /* the FFT reference (invariant kernels) */
+  ctr_pet_kernel_params ki = k;
+  ki.radial_fwhm_edge_mm = ki.radial_fwhm_center_mm;
+  ctr_pet_system *si = NULL;
+  CHECK_OK(ctr_pet_system_create(&p, &ki, &si));
+  if (si) pet_project_both(NULL, gpu, si, CTR_PET_FORWARD, 1, in, n, "ctr_pet_project_fft");
+  /* CPU projectors and contexts cannot read GPU arrays; the simulation reads
+   * host memory only */
+  float *dio = gpu_copy(in, n, 0), *hout = malloc(sizeof(float) * (size_t)n);
+  REQUIRE(dio && hout);
+  CHECK_FAILS(ctr_pet_project(cpu_pr, CTR_PET_FORWARD, 0, dio, hout), CTR_E_INVALID_ARGUMENT,
+              "ctr_pet_project: the in array is in the memory of GPU");
+  CHECK_FAILS(ctr_pet_project(cpu_pr, CTR_PET_BACK, 0, in, dio), CTR_E_INVALID_ARGUMENT,
+              "ctr_pet_project: the out array is in the memory of GPU");
+  o.strict = 0;
+  CHECK_FAILS(ctr_pet_reconstruct(cpu_pr, h, &o, dimg, NULL), CTR_E_INVALID_ARGUMENT,
+              "ctr_pet_reconstruct: the image array is in the memory of GPU");
+  ctr_pet_projector *none = NULL;
+  CHECK_OK(ctr_pet_projector_create(NULL, s, &none));
+  if (none)
+    CHECK_FAILS(ctr_pet_reconstruct(none, h, &o, dimg, NULL), CTR_E_INVALID_ARGUMENT,
+                "a CPU context cannot read");
+  if (si)
+    CHECK_FAILS(ctr_pet_project_fft(cpu, si, 0, 2, dio, hout), CTR_E_INVALID_ARGUMENT,
+                "ctr_pet_project_fft: the in array is in the memory of GPU");
+  ctr_pet_histo *h2 = NULL;
+  so.activity = dio;
+  CHECK_FAILS(ctr_pet_simulate(gpu, s, NULL, &so, &h2), CTR_E_INVALID_ARGUMENT,
+              "ctr_pet_simulate: the activity array is in the memory of GPU");
+  CHECK(h2 == NULL);
+  cudaFree(dimg);
+  cudaFree(dio);
+  free(hout);
+  free(start);
+  free(in);
+  ctr_pet_projector_free(none);
+  ctr_pet_projector_free(cpu_pr);
+  ctr_pet_projector_free(pr);
+  ctr_pet_histo_free(h);
+  ctr_pet_system_free(si);
+  ctr_pet_system_free(s);
+}
+
 int main(void) {
   if (ctr_cuda_get_device_count() < 1) {
     printf("test_gpu_arrays: SKIPPED (no usable GPU)\n");
@@ -306,6 +477,7 @@ int main(void) {
   if (gpu && cpu) {
     test_fbp(gpu, cpu);
     test_iterate(gpu, cpu);
+    test_pet(gpu, cpu);
   }
   ctr_context_free(gpu);
   ctr_context_free(cpu);

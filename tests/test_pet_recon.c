@@ -24,16 +24,10 @@ static int on_iter(void *user, int it, const float *image) {
 int main(void) {
   ctr_context *ctx = NULL;
   if (pet_test_context(&ctx, PET_TEST_BACKEND) != CTR_OK) return 77;
-  /* 8 mm voxels spanning the 350 mm cylinder; spheres enlarged to 40 mm so
-   * they are several voxels wide */
-  ctr_pet_params p = pet_test_params(48, 48, 6, 8.0);
-  p.n_azimuth = 12, p.n_copolar = 1;
-  ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT;
-  k.radial_fwhm_center_mm = 8, k.radial_fwhm_edge_mm = 12, k.axial_fwhm_mm = 8;
+  ctr_pet_params p;
+  ctr_pet_kernel_params k;
   ctr_pet_phantom ph;
-  ctr_pet_phantom_spheres(&ph, 4.0);
-  for (int i = 0; i < ph.nspheres; i++) ph.spheres[i].diameter = 40;
-  ph.cylinder_length = p.nz * p.voxel;
+  pet_test_spheres(48, 6, 12, &p, &k, &ph);
   ctr_pet_system *s = NULL;
   ctr_pet_projector *pr = NULL;
   ctr_pet_histo *h = NULL;

@@ -173,7 +173,8 @@ CTR_API void ctr_pet_phantom_spheres(ctr_pet_phantom *ph, double contrast);
 /* Three point sources along y (0, 60, 120 mm) at z = 2 mm, no cylinder. */
 CTR_API void ctr_pet_phantom_points(ctr_pet_phantom *ph);
 /* The phantom's activity on the lattice, each voxel the mean of
- * supersample^3 point samples (points go to their voxel). */
+ * supersample^3 point samples (points go to their voxel). image: host
+ * memory. */
 CTR_API ctr_status ctr_pet_phantom_voxelize(const ctr_pet_phantom *ph, const ctr_pet_params *p,
                                             int supersample, float *image);
 
@@ -201,7 +202,9 @@ CTR_API ctr_status ctr_pet_sim_options_init(ctr_pet_sim_options *s, unsigned ver
  * acceptance (uniform in azimuth and in sin(tilt)), with a TOF error drawn
  * from the system's TOF resolution along the LOR and detector blur across
  * it, optionally attenuated; each event is deposited into the nearest voxel
- * of its view's histo-image. */
+ * of its view's histo-image. Memory: the simulation runs on the host on
+ * every context and its histo-images are host memory; opts->activity must be
+ * host memory (GPU memory is CTR_E_INVALID_ARGUMENT naming activity). */
 CTR_API ctr_status ctr_pet_simulate(ctr_context *ctx, const ctr_pet_system *s,
                                     const ctr_pet_phantom *ph, const ctr_pet_sim_options *opts,
                                     ctr_pet_histo **out);
@@ -217,14 +220,24 @@ typedef enum ctr_pet_direction { CTR_PET_FORWARD = 0, CTR_PET_BACK = 1 } ctr_pet
 CTR_API ctr_status ctr_pet_projector_create(ctr_context *ctx, ctr_pet_system *s,
                                             ctr_pet_projector **out);
 CTR_API void ctr_pet_projector_free(ctr_pet_projector *p);
-/* in and out: nx ny nz floats in host memory; out is overwritten. A projector
- * serves one thread at a time (it keeps its scratch buffers). */
+/* in and out: nx ny nz floats; out is overwritten. A projector serves one
+ * thread at a time (it keeps its scratch buffers). Memory: on a CUDA
+ * projector (created on a CUDA context) in and out may each be host or GPU
+ * memory (device or managed: cudaMalloc, CuPy, PyTorch; detected per
+ * pointer), copied into and out of the projector's device buffers with
+ * cudaMemcpyDefault (device to device for GPU memory: nothing passes
+ * through host memory); the producers of GPU arrays, on any stream, finish
+ * first, and the call returns when out is written. The same bits as from
+ * host arrays. A CPU projector refuses a GPU array (CTR_E_INVALID_ARGUMENT
+ * naming in or out). */
 CTR_API ctr_status ctr_pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t view,
                                    const float *in, float *out);
 /* FFT reference for symmetric invariant kernels (error otherwise): the same
  * kernel untruncated, applied as a cyclic convolution on the lattice zero
  * padded by `pad` voxels on each side (FFTW on the CPU, cuFFT on a CUDA
- * context). Forward and back are the same operation. */
+ * context). Forward and back are the same operation. Memory: as
+ * ctr_pet_project's, for ctx (host or GPU memory on a CUDA context; a GPU
+ * array is CTR_E_INVALID_ARGUMENT naming in or out on a CPU context). */
 CTR_API ctr_status ctr_pet_project_fft(ctr_context *ctx, ctr_pet_system *s, int64_t view,
                                        int64_t pad, const float *in, float *out);
 
@@ -237,7 +250,8 @@ CTR_API const char *ctr_pet_algorithm_name(ctr_pet_algorithm a);
 CTR_API ctr_status ctr_pet_algorithm_parse(const char *name, ctr_pet_algorithm *out);
 
 /* Called after each iteration with the current image (nx ny nz floats, valid
- * during the call). Return non-zero to stop. */
+ * during the call): the image array given to ctr_pet_reconstruct, so GPU
+ * memory when that is. Return non-zero to stop. */
 typedef int (*ctr_pet_iteration_fn)(void *user, int iteration, const float *image);
 
 #define CTR_PET_RECON_OPTIONS_VERSION 2u /* 2: strict */
@@ -275,7 +289,18 @@ CTR_API ctr_status ctr_pet_recon_timings_init(ctr_pet_recon_timings *s, unsigned
  * the projector's system). image: nx ny nz floats; on entry the initial
  * estimate (all > 0) or, if every value is 0, a uniform start; on return the
  * result. timings may be NULL. On a CUDA context the image, the data and the
- * tables stay on the GPU; discrepancy and update run there. */
+ * tables stay on the GPU; discrepancy and update run there.
+ * Memory: h is a host object (counts and factors in host memory, uploaded
+ * once on a CUDA context). On a CUDA projector image may be host or GPU
+ * memory (device or managed: cudaMalloc, CuPy, PyTorch; detected by
+ * pointer): it is copied to the GPU with cudaMemcpyDefault (device to device
+ * for GPU memory), the uniform start (image all 0) and the data policy on
+ * the result run on the device, and the result is copied into image the same
+ * way: nothing of the image passes through host memory (on_iteration gets
+ * image itself, updated). The producers of a GPU image, on any stream,
+ * finish first; the call returns when image is written, with the same bits
+ * as from a host image. A CPU projector refuses a GPU image
+ * (CTR_E_INVALID_ARGUMENT naming image). */
 CTR_API ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
                                        const ctr_pet_recon_options *opts, float *image,
                                        ctr_pet_recon_timings *timings);
@@ -300,6 +325,7 @@ typedef struct ctr_pet_metrics {
 /* The defaults in the layout of `version`, 1 .. CTR_PET_METRICS_VERSION (core.h). */
 CTR_API ctr_status ctr_pet_metrics_init(ctr_pet_metrics *s, unsigned version);
 
+/* image: host memory. */
 CTR_API ctr_status ctr_pet_metrics_compute(const ctr_pet_params *p, const ctr_pet_phantom *ph,
                                            const float *image, ctr_pet_metrics *out);
 /* A CRC-versus-noise plot (PNG, axes with ticks and labels, one line with a

@@ -486,8 +486,9 @@ def asarray(a: Any, name: str) -> np.ndarray:
     if is_gpu_array(a):
         raise TypeError(f"{name} is a GPU array: this function takes host (numpy) arrays; "
                         "GPU arrays are used in place by fdk, fbp, fbp_backproject, iterate, "
-                        "Projector.forward and Projector.adjoint (copy to the host first, e.g. "
-                        "cupy.asnumpy)")
+                        "Projector.forward and Projector.adjoint, PetProjector.forward and "
+                        "PetProjector.back, pet_project_fft and pet_reconstruct (copy to the host "
+                        "first, e.g. cupy.asnumpy)")
     return np.asarray(a)
 
 

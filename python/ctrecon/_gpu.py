@@ -112,6 +112,29 @@ def copy_into(dst: Any, src: Any, shape: Tuple[int, ...], name: str) -> None:
     cupy.asarray(dst)[...] = cupy.asarray(src, dtype=cupy.float32)
 
 
+def fill(dst: Any, value: float) -> None:
+    """Every element of dst (a GPU array) = value, on the GPU."""
+    import cupy
+    cupy.asarray(dst).fill(value)
+
+
+def float_io(a: Any, out: Any, name: str, in_shape: Tuple[int, ...],
+             out_shape: Tuple[int, ...]) -> Tuple[Any, Any, Any, Any]:
+    """One float32 input and one result for a C function of (const float *,
+    float *): GPU arrays in place when either is one (gpu_input's rule; the
+    result a new CuPy array or `out`), else numpy arrays. Returns (result,
+    input pointer, result pointer, the input's owner to keep alive)."""
+    from . import _core
+    d = gpu_input(a, out, name)
+    if d is not None:
+        check_shape(d, in_shape, name)
+        res, dv = device_out(out, a, out_shape)
+        return res, d.cptr(), dv.cptr(), d
+    x = _core.host_in(a, name, in_shape)
+    res = _core.host_out(out, out_shape)
+    return res, _core.ptr(x), _core.wptr(res), x
+
+
 def check_shape(d: DeviceArray, shape: Tuple[int, ...], name: str) -> None:
     if d.shape != tuple(shape):
         raise ValueError(f"{name} has shape {d.shape}: expected {tuple(shape)}")

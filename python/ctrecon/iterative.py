@@ -165,24 +165,17 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
     is itself the iterate when the plan keeps volumes on the GPU), with the
     bits of the numpy path; init and truth may then be GPU arrays too."""
     vshape = projector.volume_shape
-    d = _gpu.gpu_input(projections, out, "projections")
-    if d is not None:
-        _gpu.check_shape(d, projector.projection_shape, "projections")
-        vol, dv = _gpu.device_out(out, projections, vshape)
-        p_ptr, v_ptr = d.cptr(), dv.cptr()
-    else:
-        p = _core.host_in(projections, "projections", projector.projection_shape)
-        vol = _core.host_out(out, vshape)
-        p_ptr, v_ptr = _core.ptr(p), _core.wptr(vol)
+    vol, p_ptr, v_ptr, p_owner = _gpu.float_io(projections, out, "projections",
+                                               projector.projection_shape, vshape)
     if isinstance(init, str):
         init_v = _core.enum_value(_INIT, init, "init")
     else:
-        if d is not None:
+        if _core.is_gpu_array(vol):
             _gpu.copy_into(vol, init, vshape, "init")
         else:
             vol[...] = _core.host_in(init, "init", vshape)
         init_v = lib.CTR_ITERATE_INIT_GIVEN
-    keep: list = []
+    keep: list = [p_owner]
     o = _iterate_options(algorithm, iterations, tolerance, subsets, relaxation, tv_weight,
                          tv_iterations, power_iterations, nonneg, box, init_v, gpu_budget,
                          host_budget, max_slab_slices, checkpoint, checkpoint_every, resume,

@@ -2,7 +2,15 @@
 system (lattice, views, system-response kernels), phantoms, list-mode
 simulation, the per-view projectors, RAMLA / OSEM / MLEM and the CRC and
 noise metrics. Images are (nz, ny, nx) float32; histo-images (nviews, nz,
-ny, nx)."""
+ny, nx).
+
+GPU arrays (CuPy, or any __cuda_array_interface__ / DLPack float32
+C-contiguous array) are used in place on a CUDA context by the projectors
+(PetProjector.forward / back), pet_project_fft and pet_reconstruct (the
+start and the result image; the histo-images stay a host object): results
+come back on the GPU (a new CuPy array, or `out`) with the bits of the numpy
+path and no copy through the host. The simulation, the phantoms and the
+metrics take host arrays only."""
 from __future__ import annotations
 
 import os
@@ -11,7 +19,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core
+from . import _core, _gpu
 from ._core import check, context, cstr, ffi, lib, new_struct
 
 __all__ = ["PetSystem", "PetPhantom", "PetHisto", "PetProjector", "pet_simulate",
@@ -237,20 +245,21 @@ class PetProjector:
         check(lib.ctr_pet_projector_create(self.ctx.ptr, system._ptr, out))
         self._ptr = ffi.gc(out[0], lib.ctr_pet_projector_free)
 
-    def _project(self, direction: int, view: int, image: Any, out: Any) -> np.ndarray:
+    def _project(self, direction: int, view: int, a: Any, out: Any, name: str) -> Any:
         shape = self.system.image_shape
-        a = _core.host_in(image, "image", shape)
-        res = _core.host_out(out, shape)
-        check(lib.ctr_pet_project(self._ptr, direction, view, _core.ptr(a), _core.wptr(res)))
+        res, in_ptr, out_ptr, owner = _gpu.float_io(a, out, name, shape, shape)
+        check(lib.ctr_pet_project(self._ptr, direction, view, in_ptr, out_ptr))
+        del owner
         return res
 
-    def forward(self, view: int, image: Any, out: Any = None) -> np.ndarray:
-        """The view's histo-image of an image (its spatially variant kernels)."""
-        return self._project(lib.CTR_PET_FORWARD, view, image, out)
+    def forward(self, view: int, image: Any, out: Any = None) -> Any:
+        """The view's histo-image of an image (its spatially variant kernels);
+        numpy in and out, or GPU arrays in place on a CUDA context."""
+        return self._project(lib.CTR_PET_FORWARD, view, image, out, "image")
 
-    def back(self, view: int, histo_image: Any, out: Any = None) -> np.ndarray:
-        """The exact adjoint of forward."""
-        return self._project(lib.CTR_PET_BACK, view, histo_image, out)
+    def back(self, view: int, histo_image: Any, out: Any = None) -> Any:
+        """The exact adjoint of forward; numpy or GPU arrays as forward."""
+        return self._project(lib.CTR_PET_BACK, view, histo_image, out, "histo_image")
 
     def reconstruct(self, histo: PetHisto, **options: Any) -> Any:
         """pet_reconstruct with this projector."""
@@ -258,20 +267,22 @@ class PetProjector:
 
 
 def pet_project_fft(system: PetSystem, view: int, image: Any, *, pad: int = 0,
-                    ctx=None) -> np.ndarray:
+                    out: Any = None, ctx=None) -> Any:
     """The FFT reference projection of invariant symmetric kernels
-    (ctr_pet_project_fft)."""
-    a = _core.host_in(image, "image", system.image_shape)
-    res = np.empty(system.image_shape, np.float32)
-    check(lib.ctr_pet_project_fft(context(ctx).ptr, system._ptr, view, pad, _core.ptr(a),
-                                  _core.wptr(res)))
+    (ctr_pet_project_fft); GPU arrays in place on a CUDA context."""
+    shape = system.image_shape
+    res, in_ptr, out_ptr, owner = _gpu.float_io(image, out, "image", shape, shape)
+    check(lib.ctr_pet_project_fft(context(ctx).ptr, system._ptr, view, pad, in_ptr, out_ptr))
+    del owner
     return res
 
 
 @ffi.def_extern(onerror=_core.callback_onerror)
 def ctrpy_pet_iteration(user, iteration, image):
-    cb, shape = ffi.from_handle(user)
-    img = np.frombuffer(ffi.buffer(image, 4 * int(np.prod(shape))), np.float32).reshape(shape)
+    cb, shape, gpu_image = ffi.from_handle(user)
+    # the library passes the caller's image: on the GPU, the result array itself
+    img = gpu_image if gpu_image is not None else \
+        np.frombuffer(ffi.buffer(image, 4 * int(np.prod(shape))), np.float32).reshape(shape)
     try:
         return 1 if cb(iteration, img) else 0
     except BaseException as e:
@@ -282,32 +293,60 @@ def ctrpy_pet_iteration(user, iteration, image):
 
 
 
+def _start_image(image: Any, out: Any, shape: Tuple[int, ...]) -> Tuple[Any, Any]:
+    """The array pet_reconstruct works in, holding the start (0: uniform), and
+    its pointer: on the GPU when `image` or `out` is a GPU array (a GPU
+    `image` must be float32 C-contiguous), else numpy."""
+    if (image is not None and _core.is_gpu_array(image)) or \
+            (out is not None and _core.is_gpu_array(out)):
+        res, d = _gpu.device_out(out, image, shape)
+        if image is None:
+            _gpu.fill(res, 0.0)
+        else:
+            if _core.is_gpu_array(image):
+                _gpu.check_shape(_gpu.device_array(image, "image"), shape, "image")
+            _gpu.copy_into(res, image, shape, "image")
+        return res, d.cptr()
+    res = _core.host_out(out, shape, zero=True)
+    if image is not None:
+        res[...] = _core.host_in(image, "image", shape)
+    elif out is not None:
+        res[...] = 0
+    return res, _core.wptr(res)
+
+
 def pet_reconstruct(projector: PetProjector, histo: PetHisto, *, algorithm: str = "ramla",
                     iterations: int = 10, relax0: float = 0.1, relax_decay: float = 0.1,
                     callback: Optional[Callable[[int, np.ndarray], Any]] = None,
-                    strict: bool = False, image: Any = None, return_timings: bool = False,
-                    progress: Any = "auto") -> Any:
+                    strict: bool = False, image: Any = None, out: Any = None,
+                    return_timings: bool = False, progress: Any = "auto") -> Any:
     """The activity from histo-images (ctr_pet_reconstruct): algorithm
     "ramla" | "osem" | "mlem"; defaults are ctr_pet_recon_options'.
-    ``image``: the start (all > 0; default uniform); callback(iteration,
-    image) after each iteration (the image is valid during the call only:
-    copy it to keep it), returning True stops. Returns the image, or (image,
-    timings dict) with return_timings."""
+    ``image``: the start (all > 0; default uniform; not modified); the result
+    goes to a new array or ``out``; callback(iteration, image) after each
+    iteration (the image is valid during the call only: copy it to keep it),
+    returning True stops. Returns the image, or (image, timings dict) with
+    return_timings.
+
+    On a CUDA context a GPU ``image`` or ``out`` (CuPy, or any
+    __cuda_array_interface__ / DLPack float32 C-contiguous array) keeps the
+    image on the GPU: the result is a CuPy array (or ``out``) that the
+    library reads and writes in place, with the bits of the numpy path; the
+    callback then gets that GPU array. The histo-images stay host data."""
     o = new_struct("ctr_pet_recon_options", lib.ctr_pet_recon_options_init,
                    lib.CTR_PET_RECON_OPTIONS_VERSION)
     o.algorithm = _core.parsed(lib.ctr_pet_algorithm_parse, "ctr_pet_algorithm", algorithm)
     o.iterations, o.relax0, o.relax_decay = iterations, relax0, relax_decay
     o.strict = int(bool(strict))
     shape = projector.system.image_shape
+    img, img_ptr = _start_image(image, out, shape)
     keep = None
     if callback is not None:
-        keep = ffi.new_handle((callback, shape))
+        keep = ffi.new_handle((callback, shape, img if _core.is_gpu_array(img) else None))
         o.on_iteration, o.user = lib.ctrpy_pet_iteration, keep
-    img = np.zeros(shape, np.float32) if image is None else \
-        np.array(_core.host_in(image, "image", shape), np.float32, copy=True)
     t = new_struct("ctr_pet_recon_timings", lib.ctr_pet_recon_timings_init,
                    lib.CTR_PET_RECON_TIMINGS_VERSION)
-    _core.call(progress, lib.ctr_pet_reconstruct, projector._ptr, histo._ptr, o, _core.wptr(img), t)
+    _core.call(progress, lib.ctr_pet_reconstruct, projector._ptr, histo._ptr, o, img_ptr, t)
     del keep
     return (img, _core.struct_dict(t)) if return_timings else img
 

@@ -266,6 +266,16 @@ def test_pet_pieces(tmp_path):
     out, t = ctrecon.pet_reconstruct(pp, h, iterations=3, return_timings=True,
                                      callback=lambda it, im: seen.append(float(im.sum())))
     assert len(seen) == 3 and out.shape == system.image_shape and t["total"] >= 0
+    # out= gets the result (from the uniform start, as without it); a start is not modified
+    buf = np.full(system.image_shape, np.nan, np.float32)
+    assert ctrecon.pet_reconstruct(pp, h, iterations=3, out=buf) is buf
+    assert buf.tobytes() == out.tobytes()
+    start = np.ones(system.image_shape, np.float32)
+    res = ctrecon.pet_reconstruct(pp, h, iterations=1, image=start, out=buf)
+    assert res is buf and (start == 1).all()
+    fft = ctrecon.pet_project_fft(system, 1, x, pad=2, ctx=cpu())
+    assert ctrecon.pet_project_fft(system, 1, x, pad=2, out=buf, ctx=cpu()) is buf
+    assert buf.tobytes() == fft.tobytes()
     ctrecon.pet_plot_crc_noise(tmp_path / "crc.png", [0.1, 0.2], [0.5, 0.6], "crc")
     assert (tmp_path / "crc.png").exists()
     hh = ctrecon.PetHisto.create(system, with_factors=True)

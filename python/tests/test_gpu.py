@@ -1,6 +1,7 @@
 """GPU-machine checks (marker gpu; skipped without CuPy and a CUDA GPU):
-CuPy arrays in and out of the projector, FDK, FBP and the iterative
-algorithms without a host copy (the pointers the library receives are the
+CuPy arrays in and out of the projector, FDK, FBP, the iterative
+algorithms and PET (projectors, FFT reference, reconstruction) without a
+host copy (the pointers the library receives are the
 CuPy arrays' own), the same bits as the host path. The binding's overhead is a benchmark, not a test
 (python/bench/binding_overhead.py, against the C benchmark)."""
 import numpy as np
@@ -248,3 +249,107 @@ def test_iterate_cupy_errors():
                                             cupy.ones((30, 3, 40), cupy.float32),
                                             ctrecon.ParallelGeometry(40, 30),
                                             np.ones((3, 40), np.float32)).value)
+
+
+# ---- PET ----------------------------------------------------------------------------
+
+def _pet(ctx):
+    """A small system (6 views), simulated data with factors, and its
+    projector on ctx."""
+    system = ctrecon.PetSystem(32, 32, 6, 8.0, n_azimuth=6, n_copolar=1,
+                               radial_fwhm_center_mm=8, radial_fwhm_edge_mm=12,
+                               edge_radius_mm=100, axial_fwhm_mm=8)
+    histo = ctrecon.pet_simulate(system, ctrecon.PetPhantom.with_spheres(4.0), events=3e5,
+                                 attenuation=True, seed=11, progress=False)
+    assert histo.factors is not None
+    return system, histo, ctrecon.PetProjector(system, ctx=ctx)
+
+
+@pytest.mark.parametrize("given_out", [False, True])
+def test_pet_project_cupy_in_place(given_out, monkeypatch):
+    from ctrecon import pet
+    system, _, pr = _pet(ctrecon.Context("cuda"))
+    x_host = np.random.default_rng(3).random(system.image_shape, dtype=np.float32)
+    y_host = pr.forward(5, x_host)
+    b_host = pr.back(5, y_host)
+    x = cupy.asarray(x_host)
+    out = cupy.full(system.image_shape, cupy.nan, cupy.float32) if given_out else None
+    rec = Recorder(pet.lib, lambda n: n == "ctr_pet_project",
+                   lambda args: [_ptr(pet.ffi, a) for a in args[3:5]])
+    monkeypatch.setattr(pet, "lib", rec)
+    y = pr.forward(5, x, out=out)
+    b = pr.back(5, y)
+    assert out is None or y is out
+    # the library gets the CuPy arrays' own pointers, and gives the host path's bits
+    assert [p for _, p in rec.calls] == [[x.data.ptr, y.data.ptr], [y.data.ptr, b.data.ptr]]
+    for got, want in ((y, y_host), (b, b_host)):
+        assert isinstance(got, cupy.ndarray) and cupy.asnumpy(got).tobytes() == want.tobytes()
+
+
+def test_pet_project_fft_cupy():
+    ctx = ctrecon.Context("cuda")
+    system = ctrecon.PetSystem(32, 32, 6, 8.0, n_azimuth=6, n_copolar=1)  # invariant kernels
+    x_host = np.random.default_rng(4).random(system.image_shape, dtype=np.float32)
+    ref = ctrecon.pet_project_fft(system, 1, x_host, pad=2, ctx=ctx)
+    res = ctrecon.pet_project_fft(system, 1, cupy.asarray(x_host), pad=2, ctx=ctx)
+    assert isinstance(res, cupy.ndarray) and cupy.asnumpy(res).tobytes() == ref.tobytes()
+
+
+@pytest.mark.parametrize("algorithm", ["ramla", "osem", "mlem"])
+def test_pet_reconstruct_cupy_in_place(algorithm, monkeypatch):
+    from ctrecon import pet
+    system, histo, pr = _pet(ctrecon.Context("cuda"))
+    start_host = np.random.default_rng(5).random(system.image_shape, dtype=np.float32) + \
+        np.float32(0.5)
+    kw = dict(algorithm=algorithm, iterations=2, progress=False)
+    ref = ctrecon.pet_reconstruct(pr, histo, **kw)  # the uniform start
+    ref_start = ctrecon.pet_reconstruct(pr, histo, image=start_host, **kw)
+    start = cupy.asarray(start_host)
+    seen = []
+    rec = Recorder(pet.lib, lambda n: n == "ctr_pet_reconstruct",
+                   lambda args: [_ptr(pet.ffi, args[3])])
+    monkeypatch.setattr(pet, "lib", rec)
+    img = ctrecon.pet_reconstruct(pr, histo, image=start,
+                                  callback=lambda it, im: seen.append((it, im)), **kw)
+    assert isinstance(img, cupy.ndarray) and img is not start
+    assert rec.calls == [("ctr_pet_reconstruct", [img.data.ptr])]
+    # the callback gets the result array itself, on the GPU
+    assert [it for it, _ in seen] == [1, 2] and all(im is img for _, im in seen)
+    assert cupy.asnumpy(img).tobytes() == ref_start.tobytes()
+    assert cupy.asnumpy(start).tobytes() == start_host.tobytes()  # the start is not modified
+    out = cupy.full(system.image_shape, cupy.nan, cupy.float32)
+    assert ctrecon.pet_reconstruct(pr, histo, out=out, **kw) is out  # uniform start, on the GPU
+    assert cupy.asnumpy(out).tobytes() == ref.tobytes()
+    # a host start into a GPU result
+    res = ctrecon.pet_reconstruct(pr, histo, image=start_host, out=out, **kw)
+    assert res is out and cupy.asnumpy(out).tobytes() == ref_start.tobytes()
+
+
+def test_pet_cupy_errors():
+    system, histo, pr = _pet(ctrecon.Context("cuda"))
+    x = cupy.ones(system.image_shape, cupy.float32)
+    with pytest.raises(TypeError, match="float32"):
+        pr.forward(0, x.astype(cupy.float64))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        pr.back(0, cupy.asfortranarray(x))
+    with pytest.raises(TypeError, match="out is a GPU array"):
+        pr.forward(0, cupy.asnumpy(x), out=cupy.empty_like(x))
+    with pytest.raises(ValueError, match="image has shape"):
+        pr.forward(0, cupy.ones((2, 2, 2), cupy.float32))
+    with pytest.raises(TypeError, match="float32"):
+        ctrecon.pet_reconstruct(pr, histo, image=x.astype(cupy.float64), progress=False)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        ctrecon.pet_reconstruct(pr, histo, image=cupy.asfortranarray(x), progress=False)
+    with pytest.raises(ValueError, match="out has shape"):
+        ctrecon.pet_reconstruct(pr, histo, out=cupy.ones((2, 2, 2), cupy.float32), progress=False)
+    cpu = ctrecon.PetProjector(system, ctx=ctrecon.Context("cpu"))
+    with pytest.raises(ctrecon.InvalidArgumentError, match="the in array .*CPU context cannot read"):
+        cpu.forward(0, x)
+    with pytest.raises(ctrecon.InvalidArgumentError,
+                       match="ctr_pet_reconstruct: the image array .*CPU context cannot read"):
+        ctrecon.pet_reconstruct(cpu, histo, image=x, iterations=1, progress=False)
+    # the simulation and the metrics take host arrays only
+    with pytest.raises(TypeError, match="activity is a GPU array"):
+        ctrecon.pet_simulate(system, ctrecon.PetPhantom(), activity=x, progress=False)
+    with pytest.raises(TypeError, match="image is a GPU array"):
+        ctrecon.pet_metrics(system, ctrecon.PetPhantom.with_spheres(), x)

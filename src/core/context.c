@@ -251,6 +251,14 @@ ctr_status ctr__gpu_arrays(const ctr_context *ctx, const char *fn, int gpu_ok, i
   return CTR_OK;
 }
 
+ctr_status ctr__gpu_rule(const ctr_context *ctx, const char *fn, int gpu_ok, const void *a,
+                         const char *aname, const void *b, const char *bname) {
+  const void *ptr[2] = {a, b};
+  const char *const name[2] = {aname, bname};
+  int gpu[2];
+  return ctr__gpu_arrays(ctx, fn, gpu_ok, bname ? 2 : 1, ptr, name, gpu);
+}
+
 void ctr_context_free(ctr_context *ctx) {
   if (!ctx) return;
   ctr__tuning_release(ctx);

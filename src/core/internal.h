@@ -150,6 +150,10 @@ ctr_status ctr__gpu_wait_for(int device);
  * finish first (ctr__gpu_wait_for). */
 ctr_status ctr__gpu_arrays(const ctr_context *ctx, const char *fn, int gpu_ok, int n,
                           const void *const ptr[], const char *const name[], int gpu[]);
+/* The same for one array a, or two (b absent: bname NULL), without the
+ * ordinals. */
+ctr_status ctr__gpu_rule(const ctr_context *ctx, const char *fn, int gpu_ok, const void *a,
+                         const char *aname, const void *b, const char *bname);
 
 /* The tuning table (src/core/tuning.c, docs/tuning.md): the context's
  * copy, or the defaults (no cache directory) for ctx NULL. */

@@ -130,23 +130,13 @@ static ctr_status filter_rows(const ctr_context *ctx, const ctr__ramp *r, int64_
   return CTR_OK;
 }
 
-/* The GPU-memory rule of entry point fn for its arrays a and b (b may be
- * absent: bname NULL): gpu_ok says whether a CUDA context takes them. */
-static ctr_status gpu_rule(const ctr_context *ctx, const char *fn, int gpu_ok, const void *a,
-                           const char *aname, const void *b, const char *bname) {
-  const void *ptr[2] = {a, b};
-  const char *const name[2] = {aname, bname};
-  int gpu[2];
-  return ctr__gpu_arrays(ctx, fn, gpu_ok, bname ? 2 : 1, ptr, name, gpu);
-}
-
 ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
                           const ctr_fbp_options *opts, int64_t nslices, float *sino) {
   static const char fn[] = "ctr_fbp_filter";
   ctr_fbp_options o;
   CTR_CHECK(check_call(fn, g, nslices, sino, "sino", NULL, NULL));
   CTR_CHECK(resolve_options(fn, opts, &o));
-  CTR_CHECK(gpu_rule(ctx, fn, 0, sino, "sino", NULL, NULL)); /* filters on the host */
+  CTR_CHECK(ctr__gpu_rule(ctx, fn, 0, sino, "sino", NULL, NULL)); /* filters on the host */
   /* The data policy: bad values would spread over whole rows. */
   const int64_t n = nslices * g->p.nangles * g->p.nbins;
   const int64_t bad = ctr__values_count(sino, n);
@@ -167,7 +157,7 @@ ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
   ctr_fbp_options o;
   CTR_CHECK(check_call(fn, g, nslices, sino, "sino", slices, "slices"));
   CTR_CHECK(resolve_options(fn, opts, &o));
-  CTR_CHECK(gpu_rule(ctx, fn, 1, sino, "sino", slices, "slices"));
+  CTR_CHECK(ctr__gpu_rule(ctx, fn, 1, sino, "sino", slices, "slices"));
 #if CTR_HAVE_CUDA
   if (on_cuda(ctx)) { /* the data policy on the device: slices may be GPU memory */
     int64_t bad[2] = {0, 0};
@@ -213,7 +203,7 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
   CTR_CHECK(check_array("sinograms", sinograms, "nbins x nangles x nslices", nb, na, -1));
   const int64_t ns = sinograms->dims[2];
   CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
-  CTR_CHECK(gpu_rule(ctx, "ctr_fbp", 1, sinograms->data, "sinograms", slices->data, "slices"));
+  CTR_CHECK(ctr__gpu_rule(ctx, "ctr_fbp", 1, sinograms->data, "sinograms", slices->data, "slices"));
   const int64_t per_slice = nb * na;
 #if CTR_HAVE_CUDA
   if (on_cuda(ctx)) {

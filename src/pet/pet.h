@@ -104,10 +104,15 @@ ctr_status ctr__pet_project_cpu(const ctr_pet_system *s, const ctr__pet_lut *L,
 /* Voxels of the lattice padded by the system's halo on every side. */
 int64_t ctr__pet_padded_voxels(const ctr_pet_system *s);
 
-/* Argument checks of ctr_pet_reconstruct, and its uniform start. */
+/* Argument checks of ctr_pet_reconstruct, and the value of its uniform
+ * start (for an image that is all 0). */
 ctr_status ctr__pet_recon_check(const ctr_pet_system *s, const ctr_pet_histo *h,
                                 const ctr_pet_recon_options *o, const float *image);
-void ctr__pet_initial_image(const ctr_pet_histo *h, int64_t nvox, float *image);
+float ctr__pet_uniform_value(const ctr_pet_histo *h, int64_t nvox);
+/* ctr_pet_project after its checks (arrays in host memory on a CPU
+ * projector). */
+ctr_status ctr__pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t view,
+                            const float *in, float *out);
 
 #if CTR_HAVE_CUDA
 /* CUDA backend (src/pet/cuda/pet_cuda.cu): device-resident padded image and
@@ -116,12 +121,17 @@ typedef struct ctr__pet_cuda ctr__pet_cuda;
 ctr_status ctr__pet_cuda_create(ctr_context *ctx, int device, ctr_pet_system *s,
                                 ctr__pet_cuda **out);
 void ctr__pet_cuda_free(ctr__pet_cuda *c);
+/* in and out: host or GPU memory (copied with cudaMemcpyDefault). */
 ctr_status ctr__pet_cuda_project(ctr__pet_cuda *c, ctr_pet_direction dir, int64_t view,
                                  const float *in, float *out);
+/* image: host or GPU memory (copied with cudaMemcpyDefault); its uniform
+ * start and the data policy on the result run on the device; *bad gets the
+ * count of result voxels stored as 0. */
 ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
                                      const ctr_pet_recon_options *opts, float *image,
-                                     ctr_pet_recon_timings *t);
-/* cuFFT reference convolution (same contract as ctr_pet_project_fft). */
+                                     ctr_pet_recon_timings *t, int64_t *bad);
+/* cuFFT reference convolution (same contract as ctr_pet_project_fft; in and
+ * out host or GPU memory). */
 ctr_status ctr__pet_cuda_fft(int device, ctr_pet_system *s, int64_t view, int64_t pad,
                              const float *in, float *out);
 #endif

@@ -43,6 +43,12 @@ ctr_status ctr_pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t 
   if (view < 0 || view >= p->sys->nviews)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "view %lld: expected 0..%lld", (long long)view,
              (long long)p->sys->nviews - 1);
+  CTR_CHECK(ctr__gpu_rule(p->ctx, "ctr_pet_project", 1, in, "in", out, "out"));
+  return ctr__pet_project(p, dir, view, in, out);
+}
+
+ctr_status ctr__pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t view,
+                            const float *in, float *out) {
 #if CTR_HAVE_CUDA
   if (p->cuda) return ctr__pet_cuda_project(p->cuda, dir, view, in, out);
 #endif

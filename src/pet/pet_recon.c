@@ -49,26 +49,34 @@ ctr_status ctr__pet_recon_check(const ctr_pet_system *s, const ctr_pet_histo *h,
   return CTR_OK;
 }
 
-/* Uniform start (total activity of the data spread evenly) when image is 0. */
-void ctr__pet_initial_image(const ctr_pet_histo *h, int64_t nvox, float *image) {
-  for (int64_t i = 0; i < nvox; i++)
-    if (image[i] != 0) return;
+/* The uniform start: the total activity of the data spread evenly (1 when
+ * there is none). */
+float ctr__pet_uniform_value(const ctr_pet_histo *h, int64_t nvox) {
   double total = 0;
   for (int64_t i = 0; i < nvox * h->nviews; i++) total += h->counts[i];
-  float v = total > 0 ? (float)(total / (double)nvox) : 1.0f;
+  return total > 0 ? (float)(total / (double)nvox) : 1.0f;
+}
+
+/* The uniform start in a host image that is all 0. */
+static void initial_image(const ctr_pet_histo *h, int64_t nvox, float *image) {
+  for (int64_t i = 0; i < nvox; i++)
+    if (image[i] != 0) return;
+  const float v = ctr__pet_uniform_value(h, nvox);
   for (int64_t i = 0; i < nvox; i++) image[i] = v;
 }
 
 static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
                               const ctr_pet_recon_options *opts, float *image,
-                              ctr_pet_recon_timings *timings);
+                              ctr_pet_recon_timings *timings, int64_t *out_bad);
 
 #define CTR__BAD_COUNTS "counts or factors NaN, infinite, negative or beyond +-1e+24"
 
-/* The data policy (src/core/values.c) around the reconstruction, in host
- * code for both backends: bad counts or factors are used as 0 (on a cleaned
- * copy: the caller's data are const) or, strict, an error; a non-finite
- * result voxel is stored as 0 or, strict, an error. */
+/* The data policy (src/core/values.c) around the reconstruction: bad counts
+ * or factors (host data on both backends) are used as 0 (on a cleaned copy:
+ * the caller's data are const) or, strict, an error; a non-finite result
+ * voxel is stored as 0 by the backend, where the image is (on the GPU for
+ * CUDA), and reported here (strict: an error). The image may be GPU memory
+ * on a CUDA projector (ctr__gpu_arrays). */
 ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
                                const ctr_pet_recon_options *opts, float *image,
                                ctr_pet_recon_timings *timings) {
@@ -77,6 +85,7 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
   CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_recon_options, &o, opts));
   if (timings) CTR_CHECK(ctr__struct_check(&ctr__struct_pet_recon_timings, timings));
   CTR_CHECK(ctr__pet_recon_check(p->sys, h, &o, image));
+  CTR_CHECK(ctr__gpu_rule(p->ctx, "ctr_pet_reconstruct", 1, image, "image", NULL, NULL));
   if (o.strict && h->replaced > 0)
     CTR_FAIL(CTR_E_FORMAT, "histo-images: %lld " CTR__BAD_COUNTS " were replaced by 0 when loaded: "
              "expected none (strict mode); fix the data, or drop strict mode to accept them",
@@ -108,33 +117,30 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
     h = &clean;
   }
   ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
-  ctr_status st = reconstruct(p, h, &o, image, &t);
+  int64_t out_bad = 0;
+  ctr_status st = reconstruct(p, h, &o, image, &t, &out_bad);
   if (timings) ctr__struct_store(&ctr__struct_pet_recon_timings, timings, &t);
   free(cc);
   free(cf);
   if (st != CTR_OK) return st;
-  const int64_t nvox = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz;
-  const int64_t out_bad = ctr__values_count(image, nvox);
-  CTR_CHECK(ctr__values_report_kind(p->ctx, o.strict, out_bad, "the reconstructed image",
-                                    "voxels NaN, infinite or beyond +-1e+24", "stored as 0"));
-  ctr__values_sanitize(image, nvox);
-  return CTR_OK;
+  return ctr__values_report_kind(p->ctx, o.strict, out_bad, "the reconstructed image",
+                                 "voxels NaN, infinite or beyond +-1e+24", "stored as 0");
 }
 
 static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
                               const ctr_pet_recon_options *opts, float *image,
-                              ctr_pet_recon_timings *timings) {
+                              ctr_pet_recon_timings *timings, int64_t *out_bad) {
   const ctr_pet_recon_options o = *opts;
   ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
   const int64_t nvox = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz, nv = h->nviews;
-  ctr__pet_initial_image(h, nvox, image);
 #if CTR_HAVE_CUDA
   if (p->cuda) {
-    ctr_status st = ctr__pet_cuda_reconstruct(p->cuda, h, &o, image, &t);
+    ctr_status st = ctr__pet_cuda_reconstruct(p->cuda, h, &o, image, &t, out_bad);
     if (timings) *timings = t;
     return st;
   }
 #endif
+  initial_image(h, nvox, image);
   ctr_status st = CTR_OK;
   double t0 = ctr__now_s(), t1;
   float *sens = ctr__malloc((size_t)(nvox * nv) * sizeof(float), "PET sensitivities");
@@ -147,7 +153,7 @@ static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
   for (int64_t i = 0; i < nvox; i++) ones[i] = 1.0f;
   for (int64_t v = 0; v < nv; v++) {
     const float *nfac = h->factors ? h->factors + v * nvox : ones;
-    CTR_CHECK_GOTO(st, ctr_pet_project(p, CTR_PET_BACK, v, nfac, sens + v * nvox));
+    CTR_CHECK_GOTO(st, ctr__pet_project(p, CTR_PET_BACK, v, nfac, sens + v * nvox));
     for (int64_t i = 0; i < nvox; i++) total[i] += sens[v * nvox + i];
     CTR_CHECK_GOTO(st, ctr__progress(p->ctx, "sensitivity", (v + 1.0) / nv));
   }
@@ -157,12 +163,12 @@ static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
     for (int64_t v = 0; v < nv; v++) {
       const float *hv = h->counts + v * nvox, *nfac = h->factors ? h->factors + v * nvox : NULL;
       t1 = ctr__now_s();
-      CTR_CHECK_GOTO(st, ctr_pet_project(p, CTR_PET_FORWARD, v, image, y));
+      CTR_CHECK_GOTO(st, ctr__pet_project(p, CTR_PET_FORWARD, v, image, y));
       t.forward += ctr__now_s() - t1, t1 = ctr__now_s();
 #pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < nvox; i++) y[i] = ctr__pet_ratio(hv[i], nfac ? nfac[i] : 1.0f, y[i]);
       t.discrepancy += ctr__now_s() - t1, t1 = ctr__now_s();
-      CTR_CHECK_GOTO(st, ctr_pet_project(p, CTR_PET_BACK, v, y, b));
+      CTR_CHECK_GOTO(st, ctr__pet_project(p, CTR_PET_BACK, v, y, b));
       t.back += ctr__now_s() - t1, t1 = ctr__now_s();
       const float *sv = sens + v * nvox;
       if (o.algorithm == CTR_PET_MLEM) {
@@ -189,6 +195,7 @@ static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
     }
     if (o.on_iteration && o.on_iteration(o.user, it + 1, image)) break;
   }
+  if (st == CTR_OK) *out_bad = ctr__values_sanitize(image, nvox);
 cleanup:
   t.total = ctr__now_s() - t0;
   if (timings) *timings = t;

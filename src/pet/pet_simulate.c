@@ -373,6 +373,8 @@ ctr_status ctr_pet_simulate(ctr_context *ctx, const ctr_pet_system *s, const ctr
   CTR_CHECK(ctr__struct_copy(&ctr__struct_pet_sim_options, &o_, opts));
   const ctr_pet_sim_options *o = &o_;
   CTR_CHECK(check_args(s, ph, o, out));
+  /* simulated on the host into host histo-images */
+  CTR_CHECK(ctr__gpu_rule(ctx, "ctr_pet_simulate", 0, o->activity, "activity", NULL, NULL));
   const ctr_pet_params *p = ctr_pet_system_get_params(s);
   const ctr_pet_kernel_params *k = ctr_pet_system_get_kernel(s);
   ctr_status st = CTR_OK;

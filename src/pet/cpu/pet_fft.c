@@ -71,6 +71,7 @@ cleanup:
 ctr_status ctr_pet_project_fft(ctr_context *ctx, ctr_pet_system *s, int64_t view, int64_t pad,
                                const float *in, float *out) {
   CTR_CHECK(check(s, view, pad, in, out));
+  CTR_CHECK(ctr__gpu_rule(ctx, "ctr_pet_project_fft", 1, in, "in", out, "out"));
 #if CTR_HAVE_CUDA
   if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
     int dev = ctr__context_gpu(ctx, 0);

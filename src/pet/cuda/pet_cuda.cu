@@ -1,6 +1,6 @@
 /* CUDA backend of the DIRECT projectors and reconstruction: the padded
  * image, the per-view tables uploaded on first use, projections of one view
- * from host arrays, and the whole reconstruction on the device (data,
+ * from host or GPU arrays, and the whole reconstruction on the device (data,
  * sensitivities, discrepancy and update stay on the GPU). */
 #include "gpu/cuda_timing.cuh"
 #include "pet/cuda/pet_cuda.cuh"
@@ -213,11 +213,12 @@ ctr_status ctr__pet_cuda_project(ctr__pet_cuda *c, ctr_pet_direction dir, int64_
   ctr_status st = CTR_OK;
   const size_t bytes = (size_t)c->nvox * sizeof(float);
   CU(cudaSetDevice(c->device));
-  CU(cudaMemcpyAsync(c->d_tmp, in, bytes, cudaMemcpyHostToDevice, c->stream));
+  /* host memory, or a GPU array copied on the GPU (no host round trip) */
+  CU(cudaMemcpyAsync(c->d_tmp, in, bytes, cudaMemcpyDefault, c->stream));
   ctr__pet_pad_device(c, c->d_tmp, c->d_in);
   CU_LAUNCHED("pet_pad_kernel");
   CTR_CHECK_GOTO(st, ctr__pet_project_device(c, dir, view, c->d_in, c->d_out));
-  CU(cudaMemcpyAsync(out, c->d_out, bytes, cudaMemcpyDeviceToHost, c->stream));
+  CU(cudaMemcpyAsync(out, c->d_out, bytes, cudaMemcpyDefault, c->stream));
   CU(cudaStreamSynchronize(c->stream));
 cleanup:
   return st;

@@ -98,9 +98,10 @@ ctr_status ctr__pet_cuda_fft(int device, ctr_pet_system *s, int64_t view, int64_
   const size_t bytes = (size_t)(p->nx * p->ny * p->nz) * sizeof(float);
   CU(cudaSetDevice(device));
   CTR_CHECK_GOTO(st, fft_setup(s, view, pad, &f));
-  CU(cudaMemcpy(f.img, in, bytes, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(f.img, in, bytes, cudaMemcpyDefault)); /* host or GPU memory */
   CTR_CHECK_GOTO(st, fft_apply(p, pad, &f));
-  CU(cudaMemcpy(out, f.img, bytes, cudaMemcpyDeviceToHost));
+  CU(cudaMemcpy(out, f.img, bytes, cudaMemcpyDefault));
+  CU(cudaStreamSynchronize(0)); /* a device-to-device copy returns before it ends */
 cleanup:
   fft_free(&f);
   return st;

@@ -1,7 +1,10 @@
 /* DIRECT reconstruction on the GPU (the steps of pet_recon.c): histo-images,
  * factors, per-view sensitivities and the image stay on the device; each
  * sub-iteration is forward projection, discrepancy, back projection and
- * update, all on one stream. Per-step device times come from events. */
+ * update, all on one stream. Per-step device times come from events. The
+ * caller's image, host or GPU memory, is copied in and out with
+ * cudaMemcpyDefault (device to device for a GPU array); its uniform start
+ * and the data policy on the result run on the device. */
 #include "pet/cuda/pet_cuda.cuh"
 #include "pet/pet_update.h"
 
@@ -60,11 +63,19 @@ __global__ void pet_fill_kernel(float *p, float v, long long n) {
   if (i < n) p[i] = v;
 }
 
+/* *nonzero = 1 when some value of p is not 0 (NaN included, as on the host). */
+__global__ void pet_nonzero_kernel(const float *__restrict__ p, long long n,
+                                   unsigned long long *nonzero) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && p[i] != 0.0f) *nonzero = 1;
+}
+
 enum { PH_FWD, PH_RATIO, PH_BACK, PH_UPDATE, PH_N };
 
 typedef struct recon_bufs {
   float *h, *n, *sens, *total, *acc, *f, *ones;
-  cudaEvent_t *ev; /* (PH_N + 1) per view */
+  unsigned long long *count; /* a flag or a count read back by the host */
+  cudaEvent_t *ev;           /* (PH_N + 1) per view */
 } recon_bufs;
 
 static ctr_status check_memory(const ctr__pet_cuda *c, const ctr_pet_histo *h) {
@@ -128,11 +139,53 @@ cleanup:
   return st;
 }
 
-static ctr_status download_image(ctr__pet_cuda *c, const recon_bufs *b, float *image) {
+/* The value b->count holds after the work queued on c->stream. */
+static ctr_status read_count(ctr__pet_cuda *c, const recon_bufs *b, unsigned long long *out) {
+  ctr_status st = CTR_OK;
+  CU(cudaMemcpyAsync(out, b->count, sizeof *out, cudaMemcpyDeviceToHost, c->stream));
+  CU(cudaStreamSynchronize(c->stream));
+cleanup:
+  return st;
+}
+
+/* The caller's image (host or GPU memory) in the padded b->f, the uniform
+ * start when it is all 0. */
+static ctr_status upload_image(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_bufs *b,
+                               const float *image) {
+  ctr_status st = CTR_OK;
+  const long long nv = c->nvox;
+  unsigned long long nonzero = 0;
+  CU(cudaMemcpyAsync(c->d_tmp, image, (size_t)nv * sizeof(float), cudaMemcpyDefault, c->stream));
+  CU(cudaMemsetAsync(b->count, 0, sizeof *b->count, c->stream));
+  pet_nonzero_kernel<<<(unsigned)((nv + 255) / 256), 256, 0, c->stream>>>(c->d_tmp, nv, b->count);
+  CU_LAUNCHED("pet_nonzero_kernel");
+  CTR_CHECK_GOTO(st, read_count(c, b, &nonzero));
+  if (!nonzero) {
+    pet_fill_kernel<<<(unsigned)((nv + 255) / 256), 256, 0, c->stream>>>(
+        c->d_tmp, ctr__pet_uniform_value(h, nv), nv);
+    CU_LAUNCHED("pet_fill_kernel");
+  }
+  ctr__pet_pad_device(c, c->d_tmp, b->f);
+  CU_LAUNCHED("pet_pad_kernel");
+cleanup:
+  return st;
+}
+
+/* The current image into the caller's (host or GPU memory); bad: NULL, or
+ * the data policy first, *bad getting the count of voxels stored as 0. */
+static ctr_status download_image(ctr__pet_cuda *c, const recon_bufs *b, float *image,
+                                 int64_t *bad) {
   ctr_status st = CTR_OK;
   pet_unpad_kernel<<<GRID3(c), 128, 0, c->stream>>>(b->f, c->d_tmp, GEOM(c));
   CU_LAUNCHED("pet_unpad_kernel");
-  CU(cudaMemcpyAsync(image, c->d_tmp, (size_t)c->nvox * sizeof(float), cudaMemcpyDeviceToHost,
+  if (bad) {
+    unsigned long long n = 0;
+    CU(cudaMemsetAsync(b->count, 0, sizeof *b->count, c->stream));
+    CTR_CHECK_GOTO(st, ctr__gpu_sanitize(c->d_tmp, c->nvox, b->count, c->stream));
+    CTR_CHECK_GOTO(st, read_count(c, b, &n));
+    *bad = (int64_t)n;
+  }
+  CU(cudaMemcpyAsync(image, c->d_tmp, (size_t)c->nvox * sizeof(float), cudaMemcpyDefault,
                      c->stream));
   CU(cudaStreamSynchronize(c->stream));
 cleanup:
@@ -141,7 +194,7 @@ cleanup:
 
 ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
                                      const ctr_pet_recon_options *o, float *image,
-                                     ctr_pet_recon_timings *t) {
+                                     ctr_pet_recon_timings *t, int64_t *bad) {
   ctr_status st = CTR_OK;
   recon_bufs b;
   memset(&b, 0, sizeof b);
@@ -163,6 +216,7 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   CU(cudaMalloc(&b.acc, vb));
   CU(cudaMalloc(&b.ones, vb));
   CU(cudaMalloc(&b.f, (size_t)c->npad * sizeof(float)));
+  CU(cudaMalloc(&b.count, sizeof *b.count));
   CU(cudaMemsetAsync(b.f, 0, (size_t)c->npad * sizeof(float), c->stream));
   CU(cudaMemsetAsync(b.total, 0, vb, c->stream));
   CU(cudaMemsetAsync(b.acc, 0, vb, c->stream));
@@ -176,10 +230,8 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   CU(cudaEventRecord(t0, c->stream));
   CU(cudaMemcpyAsync(b.h, h->counts, hb, cudaMemcpyHostToDevice, c->stream));
   if (h->factors) CU(cudaMemcpyAsync(b.n, h->factors, hb, cudaMemcpyHostToDevice, c->stream));
-  CU(cudaMemcpyAsync(c->d_tmp, image, vb, cudaMemcpyHostToDevice, c->stream));
+  CTR_CHECK_GOTO(st, upload_image(c, h, &b, image));
   CU(cudaEventRecord(t1, c->stream));
-  ctr__pet_pad_device(c, c->d_tmp, b.f);
-  CU_LAUNCHED("pet_pad_kernel");
   CU(cudaEventSynchronize(t1));
   CU(cudaEventElapsedTime(&ms, t0, t1));
   t->upload = ms * 1e-3;
@@ -210,13 +262,13 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
     }
     CTR_CHECK_GOTO(st, ctr__progress(c->ctx, "reconstruct", (it + 1.0) / o->iterations));
     if (o->on_iteration) {
-      CTR_CHECK_GOTO(st, download_image(c, &b, image));
+      CTR_CHECK_GOTO(st, download_image(c, &b, image, NULL));
       if (o->on_iteration(o->user, it + 1, image)) break;
     }
   }
   {
     double d0 = ctr__now_s();
-    CTR_CHECK_GOTO(st, download_image(c, &b, image));
+    CTR_CHECK_GOTO(st, download_image(c, &b, image, bad));
     t->download = ctr__now_s() - d0;
   }
 cleanup:
@@ -226,7 +278,7 @@ cleanup:
       if (b.ev[i]) cudaEventDestroy(b.ev[i]);
   free(b.ev);
   cudaFree(b.h), cudaFree(b.n), cudaFree(b.sens), cudaFree(b.total), cudaFree(b.acc);
-  cudaFree(b.ones), cudaFree(b.f);
+  cudaFree(b.ones), cudaFree(b.f), cudaFree(b.count);
   if (t0) cudaEventDestroy(t0);
   if (t1) cudaEventDestroy(t1);
   t->total = ctr__now_s() - start;
