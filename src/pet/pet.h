@@ -108,7 +108,13 @@ int64_t ctr__pet_padded_voxels(const ctr_pet_system *s);
  * start (for an image that is all 0). */
 ctr_status ctr__pet_recon_check(const ctr_pet_system *s, const ctr_pet_histo *h,
                                 const ctr_pet_recon_options *o, const float *image);
-float ctr__pet_uniform_value(const ctr_pet_histo *h, int64_t nvox);
+/* The uniform start: the total activity of the data spread evenly (1 when
+ * there is none); inline, for the CPU and the CUDA reconstructions alike. */
+static inline float ctr__pet_uniform_value(const ctr_pet_histo *h, int64_t nvox) {
+  double total = 0;
+  for (int64_t i = 0; i < nvox * h->nviews; i++) total += h->counts[i];
+  return total > 0 ? (float)(total / (double)nvox) : 1.0f;
+}
 /* ctr_pet_project after its checks (arrays in host memory on a CPU
  * projector). */
 ctr_status ctr__pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t view,

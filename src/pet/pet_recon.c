@@ -49,14 +49,6 @@ ctr_status ctr__pet_recon_check(const ctr_pet_system *s, const ctr_pet_histo *h,
   return CTR_OK;
 }
 
-/* The uniform start: the total activity of the data spread evenly (1 when
- * there is none). */
-float ctr__pet_uniform_value(const ctr_pet_histo *h, int64_t nvox) {
-  double total = 0;
-  for (int64_t i = 0; i < nvox * h->nviews; i++) total += h->counts[i];
-  return total > 0 ? (float)(total / (double)nvox) : 1.0f;
-}
-
 /* The uniform start in a host image that is all 0. */
 static void initial_image(const ctr_pet_histo *h, int64_t nvox, float *image) {
   for (int64_t i = 0; i < nvox; i++)
