@@ -1298,20 +1298,6 @@ cleanup:
  * used in place by a CUDA context: the engines copy from and to them on the
  * GPU, nothing passes through the host. A CPU context cannot read them. Their
  * producers, on any stream, finish first. */
-static ctr_status check_gpu_arrays(ctr_context *ctx, const ctr_array *proj, const ctr_array *vol) {
-  const int dev[2] = {ctr__gpu_memory_device(proj->data), ctr__gpu_memory_device(vol->data)};
-  const char *name[2] = {"projections", "volume"};
-  for (int i = 0; i < 2; i++) {
-    if (dev[i] < 0) continue;
-    if (ctr_context_get_device(ctx) != CTR_DEVICE_CUDA)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "FDK: the %s array is in the memory of GPU %d, which a CPU "
-               "context cannot read: create the context with device CTR_DEVICE_CUDA (ctrecon: "
-               "--device cuda), or copy the array to host memory", name[i], dev[i]);
-    if (i == 0 || dev[1] != dev[0]) CTR_CHECK(ctr__gpu_wait_for(dev[i]));
-  }
-  return CTR_OK;
-}
-
 ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
                                  const ctr_stream_options *opts, const ctr_array *proj,
                                  ctr_array *vol, ctr_stream_report *report_out) {
@@ -1329,7 +1315,7 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   CTR_CHECK(resolve_options(g, opts, &r));
   TR("options");
   CTR_CHECK(ctr__check_fdk_arrays(g, &r.fdk, proj, vol));
-  CTR_CHECK(check_gpu_arrays(ctx, proj, vol));
+  CTR_CHECK(ctr__gpu_rule(ctx, "FDK", 1, proj->data, "projections", vol->data, "volume"));
   r.in_mem = proj->data;
   r.in_dtype = proj->dtype;
   r.vol_mem = vol->data;
