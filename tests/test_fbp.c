@@ -856,6 +856,19 @@ static void test_arguments(void) {
   o.version = 999;
   CHECK_FAILS(ctr_fbp(g_ctx, g, &o, &sa, &va), CTR_E_INVALID_ARGUMENT, "version");
   CHECK_FAILS(ctr_fbp_filter(g_ctx, g, &o, 3, sino), CTR_E_INVALID_ARGUMENT, "version");
+  /* the per-GPU timings a caller hands in: a version the library knows */
+  ctr_fbp_timings tm = CTR_FBP_TIMINGS_INIT;
+  tm.version = 0;
+  o = (ctr_fbp_options)CTR_FBP_OPTIONS_INIT;
+  o.timings = &tm;
+  CHECK_FAILS(ctr_fbp(g_ctx, g, &o, &sa, &va), CTR_E_INVALID_ARGUMENT, "ctr_fbp_timings");
+  tm.version = CTR_FBP_TIMINGS_VERSION;
+  CHECK_OK(ctr_fbp(g_ctx, g, &o, &sa, &va));
+#ifdef CTR_TEST_CUDA
+  CHECK(tm.ndevices == 1 && tm.device[0].chunks == 1); /* 3 slices: one chunk */
+#else
+  CHECK(tm.ndevices == 0); /* a CPU context leaves them as they are */
+#endif
   o = (ctr_fbp_options)CTR_FBP_OPTIONS_INIT;
   o.cutoff = 0;
   CHECK_FAILS(ctr_fbp(g_ctx, g, &o, &sa, &va), CTR_E_INVALID_ARGUMENT, "cutoff");

@@ -30,6 +30,7 @@ static ctr_status resolve_options(const char *fn, const ctr_fbp_options *opts, c
   CTR_CHECK(ctr__struct_copy(&ctr__struct_fbp_options, o, opts));
   opts = o;
   if (o->counts) CTR_CHECK(ctr__struct_check(&ctr__struct_value_counts, o->counts));
+  if (o->timings) CTR_CHECK(ctr__struct_check(&ctr__struct_fbp_timings, o->timings));
   if (!strcmp(ctr_window_name(opts->window), "unknown"))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT,
              "%s: ctr_fbp_options.window = %d, expected ram-lak, shepp-logan, cosine, hamming or "
