@@ -17,6 +17,7 @@
 
 #if defined(CTR_HAVE_HDF5) && CTR_HAVE_HDF5
 #include <hdf5.h>
+#include <zlib.h>
 #define TEST_HDF5 1
 #else
 #define TEST_HDF5 0
@@ -774,6 +775,64 @@ static void test_filtered_chunk_sizes(void) {
   }
 }
 
+
+/* Behind deflate a chunk must inflate to exactly its elements (HDF5 1.14 copies
+ * a whole chunk out of what the filter gave back: the 1.14 long runs' 1216 of
+ * 130176 bytes). Chunks built here with zlib and H5Dwrite_chunk: chunk 0
+ * deflates its 16 bytes (reads), chunk 1 deflates 10 (short), chunk 2 deflates
+ * 20 (long), chunk 3 is 12 bytes that are no zlib stream. */
+static void test_inflate_sizes(void) {
+  const hsize_t dims[3] = {4, 2, 4}, chunk[3] = {1, 2, 4};
+  uint16_t v[10];
+  for (int i = 0; i < 10; i++) v[i] = (uint16_t)(100 + i);
+  const char *file = P("inflate_chunks.h5");
+  hid_t fid = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t sp = H5Screate_simple(3, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 3, chunk);
+  H5Pset_deflate(dcpl, 1);
+  hid_t d = H5Dcreate2(fid, "/data", H5T_STD_U16LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  REQUIRE(d >= 0);
+  const size_t plain[3] = {16, 10, 20};
+  unsigned char z[3][64];
+  for (int c = 0; c < 3; c++) {
+    uLongf n = sizeof z[c];
+    REQUIRE(compress2(z[c], &n, (const Bytef *)v, plain[c], 1) == Z_OK);
+    const hsize_t off[3] = {(hsize_t)c, 0, 0};
+    CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, off, n, z[c]) >= 0);
+  }
+  const hsize_t off3[3] = {3, 0, 0};
+  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, off3, 12, v) >= 0);
+  H5Dclose(d);
+  H5Pclose(dcpl);
+  H5Sclose(sp);
+  H5Fclose(fid);
+  char path[600];
+  snprintf(path, sizeof path, "%s:/data", file);
+  ctr_stack_reader *r = NULL;
+  float img[8];
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r));
+  if (r) {
+    CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, img));
+    CHECK(img[0] == 100.0f && img[7] == 107.0f);
+    const char *want[3] = {"the chunk at element 1 of axis 0 (", "the chunk at element 2 of axis 0 (",
+                           "the chunk at element 3 of axis 0 ("};
+    for (int i = 1; i <= 3; i++) {
+      CHECK_FAILS(ctr_stack_read(r, (size_t)i, 1, CTR_DTYPE_FLOAT32, img), CTR_E_FORMAT, want[i - 1]);
+      CHECK(strstr(ctr_error_detail(), "does not inflate to its elements' 16 bytes") &&
+            strstr(ctr_error_detail(), file));
+    }
+    ctr_stack_close(r);
+  }
+  /* the 1.14 long run's input: (1, 4, 8, 1017) chunks of 2 x 4 x 8 x 8 data,
+   * the first inflating to 1216 bytes */
+  ctr_pet_histo *h = NULL;
+  snprintf(path, sizeof path, "%s/pet_hdf5/regress-inflate-short.h5", CTR_TEST_FUZZ_CORPUS);
+  CHECK_FAILS(ctr_pet_histo_load(path, &h), CTR_E_FORMAT, "dataset '/pet/counts'");
+  CHECK(strstr(ctr_error_detail(), "its chunks are 1017 long on axis 3, longer than the axis "
+                                   "(at most 8)"));
+  CHECK(h == NULL);
+}
+
 #endif /* TEST_HDF5 */
 
 /* Tiny chunks: HDF5 allocates per chunk a read touches, so reads are split to
@@ -860,6 +919,7 @@ int main(void) {
     test_vector();
     test_damaged_chunks();
     test_filtered_chunk_sizes();
+    test_inflate_sizes();
     test_tiny_chunks();
   }
   scratch_close();

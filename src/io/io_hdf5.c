@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* "file.h5:/dataset": the split is at the last ':' followed by '/'. */
 #define CTR__HDF5_SYNTAX "'file.h5:/group/dataset', e.g. 'scan.h5:/exchange/data'"
@@ -81,10 +82,14 @@ const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback) {
  * bytes its filters give back: exactly one chunk of elements when no filter
  * applies to it (its filter mask says which do), that plus 4 bytes when
  * Fletcher-32 is the only one that changes the size (shuffle does not).
- * Behind a compressing filter (deflate, szip, ...) the size cannot be known
- * without decompressing, and HDF5 1.14 does not check what the filter gives
- * back: such a chunk that inflates short is read past its buffer inside HDF5
- * (tests/fuzz/README.md, "Long runs"). HDF5 1.10 finds a chunk's address by
+ * Behind deflate (the compressing filter HDF5 always has, and the one
+ * ctrecon writes) each chunk a read touches is inflated here once to count
+ * the bytes it gives back, since HDF5 1.14 does not check what a filter
+ * returns: a chunk that inflates short is read past its buffer inside HDF5
+ * (found by the 1.14 long runs: 1216 of a chunk's 130176 bytes). That costs
+ * a second inflate of each chunk read; behind any other compressing filter
+ * (szip, plugins) the size cannot be known without that filter, and is not
+ * checked (tests/fuzz/README.md, "Long runs"). HDF5 1.10 finds a chunk's address by
  * walking every chunk of the dataset (H5Dget_chunk_info_by_coord): checking
  * a read of a dataset of many chunks took minutes (a band of rows over 40
  * images of 1-element chunks: 6 min). Without the walk, past
@@ -101,6 +106,9 @@ const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback) {
 #else
 #define CTR__H5_LOOKUP_INDEXED 0
 #endif
+/* The most index entries one walk visits (stored entries, however many chunks
+ * the dataspace has: a file holds few); past it the read's own chunks are
+ * looked up one by one. */
 #define CTR__H5_WALK_CHUNKS 1048576
 /* The most chunks one H5Dread may touch (the stack reader splits its reads to
  * stay below; a whole-dataset read, start NULL, of more is refused here). */
@@ -113,6 +121,104 @@ typedef struct chunk_bounds {
   int nfilters;
   H5Z_filter_t filter[CTR__H5_MAX_FILTERS]; /* the pipeline, in the order of the mask bits */
 } chunk_bounds;
+
+/* 1: the pipeline a chunk with this mask went through has deflate in it and
+ * nothing else that changes sizes but Fletcher-32 (then its stored bytes can
+ * be taken back to the chunk's elements here). */
+static int chunk_inflatable(const chunk_bounds *b, unsigned mask) {
+  int deflate = 0;
+  for (int i = 0; i < b->nfilters; i++) {
+    if (i < 32 && (mask >> i) & 1u) continue;
+    if (b->filter[i] == H5Z_FILTER_DEFLATE) deflate = 1;
+    else if (b->filter[i] != H5Z_FILTER_SHUFFLE && b->filter[i] != H5Z_FILTER_FLETCHER32)
+      return 0;
+  }
+  return deflate;
+}
+
+/* Inflates src (n bytes, zlib format, as HDF5's deflate filter writes) into
+ * dst of cap bytes; the bytes it gives, or cap + 1 when there are more, or
+ * -1 when the stream is damaged or ends early. */
+static long long inflate_count(const unsigned char *src, hsize_t n, unsigned char *dst,
+                               hsize_t cap) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  if (inflateInit(&z) != Z_OK) return -1;
+  hsize_t in = 0, out = 0;
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    /* zlib counts in uInt: feed and drain in pieces below 1 GiB */
+    const hsize_t piece = (hsize_t)1 << 30;
+    if (z.avail_in == 0 && in < n) {
+      z.next_in = (unsigned char *)src + in;
+      z.avail_in = (uInt)(n - in < piece ? n - in : piece);
+      in += z.avail_in;
+    }
+    if (out == cap) {
+      unsigned char extra;
+      z.next_out = &extra;
+      z.avail_out = 1;
+      rc = inflate(&z, Z_NO_FLUSH);
+      const int more = z.avail_out == 0;
+      inflateEnd(&z);
+      return more ? (long long)cap + 1 : (rc == Z_STREAM_END ? (long long)cap : -1);
+    }
+    z.next_out = dst + out;
+    z.avail_out = (uInt)(cap - out < piece ? cap - out : piece);
+    const uInt before = z.avail_out;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out += before - z.avail_out;
+    if (rc == Z_BUF_ERROR && z.avail_in == 0 && in == n) break; /* input ran out */
+    if (rc == Z_BUF_ERROR) rc = Z_OK;
+  }
+  inflateEnd(&z);
+  return rc == Z_STREAM_END ? (long long)out : -1;
+}
+
+/* 1: the stored chunk at off (got bytes) gives back exactly a chunk of
+ * elements through its filters, undone here in reverse order as HDF5 would:
+ * Fletcher-32 drops its 4 bytes, shuffle keeps the size, deflate inflates. */
+static int chunk_inflates_ok(hid_t dset, const hsize_t *off, const chunk_bounds *b,
+                             hsize_t got) {
+  /* an intermediate stage is at most a deflate of the elements (their size
+   * plus zlib's worst-case growth) plus the checksums */
+  const hsize_t cap = b->raw + b->raw / 1000 + 64 + 4 * (hsize_t)b->nfilters;
+  const hsize_t size = got > cap ? got : cap;
+  if (got == 0 || (size_t)size != size) return 0;
+  unsigned char *cur = malloc((size_t)size), *next = malloc((size_t)size);
+  uint32_t mask = 0;
+  int ok = 0;
+  if (!cur || !next || H5Dread_chunk(dset, H5P_DEFAULT, off, &mask, cur) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    goto done;
+  }
+  if (!chunk_inflatable(b, mask)) { /* deflate skipped, or another compressor */
+    ok = 1;
+    goto done;
+  }
+  hsize_t n = got;
+  for (int i = b->nfilters - 1; i >= 0; i--) {
+    if (i < 32 && (mask >> i) & 1u) continue;
+    if (b->filter[i] == H5Z_FILTER_FLETCHER32) {
+      if (n < 4) goto done;
+      n -= 4;
+    } else if (b->filter[i] == H5Z_FILTER_DEFLATE) {
+      const long long m = inflate_count(cur, n, next, cap);
+      if (m < 0 || (hsize_t)m > cap) goto done;
+      n = (hsize_t)m;
+      unsigned char *t = cur;
+      cur = next;
+      next = t;
+    } else if (b->filter[i] != H5Z_FILTER_SHUFFLE) {
+      goto done; /* chunk_inflatable said no such filter */
+    }
+  }
+  ok = n == b->raw;
+done:
+  free(cur);
+  free(next);
+  return ok;
+}
 
 /* The stored size a chunk with this filter mask must have; 0: any (a
  * compressing filter applies). */
@@ -160,7 +266,8 @@ static int chunk_ok(hid_t dset, const hsize_t *off, const chunk_bounds *b, int s
 #if H5_VERSION_GE(1, 14, 0)
 typedef struct chunk_walk {
   const chunk_bounds *b;
-  int bad;
+  int bad, capped;
+  hsize_t seen;
   hsize_t off0, addr, size; /* the first bad chunk */
 } chunk_walk;
 
@@ -168,6 +275,10 @@ typedef struct chunk_walk {
  * where HDF5's own lookup for another chunk lands. */
 static int walk_one(const hsize_t *offset, unsigned mask, haddr_t addr, hsize_t size, void *op) {
   chunk_walk *w = op;
+  if (++w->seen > CTR__H5_WALK_CHUNKS) {
+    w->capped = 1;
+    return H5_ITER_STOP;
+  }
   if (chunk_fits(w->b, mask, addr, size)) return H5_ITER_CONT;
   w->bad = 1;
   w->off0 = offset[0];
@@ -183,8 +294,8 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
   hid_t dcpl = H5Dget_create_plist(dset), sp = H5Dget_space(dset), t = H5Dget_type(dset);
   const H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
   const size_t elem = t >= 0 ? H5Tget_size(t) : 0;
-  hsize_t dims[H5S_MAX_RANK], cdims[H5S_MAX_RANK];
-  const int rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, NULL) : -1;
+  hsize_t dims[H5S_MAX_RANK], maxdims[H5S_MAX_RANK], cdims[H5S_MAX_RANK];
+  const int rank = sp >= 0 ? H5Sget_simple_extent_dims(sp, dims, maxdims) : -1;
   if (layout == H5D_COMPACT) {
     const hssize_t npoints = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
     const hsize_t stored = H5Dget_storage_size(dset);
@@ -204,6 +315,15 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
       CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                     "dataset '%s' of HDF5 file '%s' is damaged: its chunks have %d dimensions, "
                     "its data %d; write the file again", name, file, crank, rank);
+    /* HDF5 creates no chunk longer than a fixed dimension (found by the 1.14
+     * long runs: (1, 4, 8, 1017) chunks over 2 x 4 x 8 x 8 data) */
+    for (int i = 0; i < rank; i++)
+      if (maxdims[i] != H5S_UNLIMITED && cdims[i] > maxdims[i])
+        CTR_FAIL_GOTO(st, CTR_E_FORMAT,
+                      "dataset '%s' of HDF5 file '%s' is damaged: its chunks are %llu long on "
+                      "axis %d, longer than the axis (at most %llu); write the file again",
+                      name, file, (unsigned long long)cdims[i], i,
+                      (unsigned long long)maxdims[i]);
     chunk_bounds b;
     memset(&b, 0, sizeof b);
     b.raw = elem;
@@ -242,33 +362,46 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
                     "dataset '%s' of HDF5 file '%s' is stored in %.0f chunks, more than the %d a "
                     "read may touch (HDF5 allocates for each); rewrite it with larger chunks "
                     "(h5repack -l %s:CONTI IN OUT)", name, file, nchunks, CTR__H5_READ_CHUNKS, name);
-    int bad = 0;
+    int bad = 0, walked = 0, deflate = 0;
     hsize_t bad_off0 = 0;
+    for (int i = 0; i < b.nfilters; i++) deflate |= b.filter[i] == H5Z_FILTER_DEFLATE;
 #if H5_VERSION_GE(1, 14, 0)
-    if (nchunks <= CTR__H5_WALK_CHUNKS) {
-      chunk_walk w = {&b, 0, 0, HADDR_UNDEF, 0};
-      if (H5Dchunk_iter(dset, H5P_DEFAULT, walk_one, &w) < 0) {
-        H5Eclear2(H5E_DEFAULT);
-        CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is damaged: its chunk "
-                      "index cannot be read; write the file again", name, file);
-      }
-      bad = w.bad;
-      bad_off0 = w.off0;
-      addr = w.addr;
-      got = w.size;
-    } else
+    /* every stored entry, up to CTR__H5_WALK_CHUNKS of them, however many
+     * chunks the dataspace has (a healthy entry for a chunk next to a damaged
+     * duplicate: the 1.14 long runs, a dataset of 2^41 chunks) */
+    chunk_walk w = {&b, 0, 0, 0, 0, HADDR_UNDEF, 0};
+    if (H5Dchunk_iter(dset, H5P_DEFAULT, walk_one, &w) < 0 && !w.capped) {
+      H5Eclear2(H5E_DEFAULT);
+      CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is damaged: its chunk "
+                    "index cannot be read; write the file again", name, file);
+    }
+    H5Eclear2(H5E_DEFAULT);
+    bad = w.bad;
+    bad_off0 = w.off0;
+    addr = w.addr;
+    got = w.size;
+    walked = !w.capped;
 #endif
-      for (;;) { /* every chunk the selection touches, last axis fastest */
-        if (!chunk_ok(dset, off, &b, !CTR__H5_LOOKUP_INDEXED && nchunks > CTR__H5_ADDR_CHUNKS,
-                      &addr, &got)) {
-          bad = 1;
-          bad_off0 = off[0];
-          break;
-        }
-        int i = rank - 1;
-        while (i >= 0 && (off[i] += cdims[i]) >= hi[i]) off[i] = lo[i], i--;
-        if (i < 0) break;
+    /* every chunk the selection touches, last axis fastest: looked up when
+     * the walk did not cover the index, inflated when deflate applies */
+    while (!bad && (!walked || deflate)) {
+      if (!chunk_ok(dset, off, &b, !CTR__H5_LOOKUP_INDEXED && nchunks > CTR__H5_ADDR_CHUNKS,
+                    &addr, &got)) {
+        bad = 1;
+        bad_off0 = off[0];
+        break;
       }
+      if (deflate && got > 0 && !chunk_inflates_ok(dset, off, &b, got))
+        CTR_FAIL_GOTO(st, CTR_E_FORMAT,
+                      "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
+                      "axis 0 (%llu bytes stored) does not inflate to its elements' %llu bytes "
+                      "through its %d filter(s); write the file again",
+                      name, file, (unsigned long long)off[0], (unsigned long long)got,
+                      (unsigned long long)b.raw, b.nfilters);
+      int i = rank - 1;
+      while (i >= 0 && (off[i] += cdims[i]) >= hi[i]) off[i] = lo[i], i--;
+      if (i < 0) break;
+    }
     if (bad)
       CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                     "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
