@@ -821,6 +821,14 @@ static void test_inflate_sizes(void) {
       CHECK(strstr(ctr_error_detail(), "does not inflate to its elements' 16 bytes") &&
             strstr(ctr_error_detail(), file));
     }
+    /* row by row (each chunk read in two pieces, the checked ones kept): the
+     * healthy chunk reads again, the short one fails again */
+    for (int row = 0; row < 2; row++) {
+      CHECK_OK(ctr_stack_read_rows(r, 0, 1, row, 1, CTR_DTYPE_FLOAT32, img));
+      CHECK(img[0] == (float)(100 + 4 * row));
+      CHECK_FAILS(ctr_stack_read_rows(r, 1, 1, row, 1, CTR_DTYPE_FLOAT32, img), CTR_E_FORMAT,
+                  "does not inflate to its elements' 16 bytes");
+    }
     ctr_stack_close(r);
   }
   /* the 1.14 long run's input: (1, 4, 8, 1017) chunks of 2 x 4 x 8 x 8 data,

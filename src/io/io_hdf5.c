@@ -87,9 +87,10 @@ const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback) {
  * the bytes it gives back, since HDF5 1.14 does not check what a filter
  * returns: a chunk that inflates short is read past its buffer inside HDF5
  * (found by the 1.14 long runs: 1216 of a chunk's 130176 bytes). That costs
- * a second inflate of each chunk read; behind any other compressing filter
- * (szip, plugins) the size cannot be known without that filter, and is not
- * checked (tests/fuzz/README.md, "Long runs"). HDF5 1.10 finds a chunk's address by
+ * a second inflate of each chunk read (once per stack reader, which keeps a
+ * memo of the chunks checked, however many row bands read a chunk); behind
+ * any other compressing filter (szip, plugins) the size cannot be known
+ * without that filter, and is not checked (tests/fuzz/README.md, "Long runs"). HDF5 1.10 finds a chunk's address by
  * walking every chunk of the dataset (H5Dget_chunk_info_by_coord): checking
  * a read of a dataset of many chunks took minutes (a band of rows over 40
  * images of 1-element chunks: 6 min). Without the walk, past
@@ -288,8 +289,35 @@ static int walk_one(const hsize_t *offset, unsigned mask, haddr_t addr, hsize_t 
 }
 #endif
 
+void ctr__h5_memo_free(ctr__h5_memo *memo) {
+  free(memo->bits);
+  memo->bits = NULL;
+  memo->nchunks = 0;
+}
+
+/* The memo's bit for the chunk at off (NULL: none kept, or too many chunks). */
+#define CTR__H5_MEMO_CHUNKS ((size_t)1 << 27) /* 16 MiB of bits at most */
+static unsigned char *memo_byte(ctr__h5_memo *memo, double nchunks, int rank,
+                                const hsize_t *dims, const hsize_t *cdims, const hsize_t *off,
+                                unsigned *bit) {
+  if (!memo || nchunks > (double)CTR__H5_MEMO_CHUNKS) return NULL;
+  if (memo->nchunks != (size_t)nchunks) {
+    free(memo->bits);
+    memo->nchunks = (size_t)nchunks;
+    memo->bits = calloc((memo->nchunks + 7) / 8, 1);
+    if (!memo->bits) memo->nchunks = 0;
+  }
+  if (!memo->bits) return NULL;
+  size_t k = 0;
+  for (int i = 0; i < rank; i++)
+    k = k * (size_t)((dims[i] + cdims[i] - 1) / cdims[i]) + (size_t)(off[i] / cdims[i]);
+  if (k >= memo->nchunks) return NULL;
+  *bit = 1u << (k % 8);
+  return memo->bits + k / 8;
+}
+
 ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
-                                 const hsize_t *start, const hsize_t *count) {
+                                 const hsize_t *start, const hsize_t *count, ctr__h5_memo *memo) {
   ctr_status st = CTR_OK;
   hid_t dcpl = H5Dget_create_plist(dset), sp = H5Dget_space(dset), t = H5Dget_type(dset);
   const H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
@@ -391,13 +419,18 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
         bad_off0 = off[0];
         break;
       }
-      if (deflate && got > 0 && !chunk_inflates_ok(dset, off, &b, got))
+      unsigned bit = 0;
+      unsigned char *seen = deflate && got > 0
+                                ? memo_byte(memo, nchunks, rank, dims, cdims, off, &bit) : NULL;
+      if (deflate && got > 0 && !(seen && (*seen & bit)) &&
+          !chunk_inflates_ok(dset, off, &b, got))
         CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                       "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
                       "axis 0 (%llu bytes stored) does not inflate to its elements' %llu bytes "
                       "through its %d filter(s); write the file again",
                       name, file, (unsigned long long)off[0], (unsigned long long)got,
                       (unsigned long long)b.raw, b.nfilters);
+      if (seen) *seen |= (unsigned char)bit;
       int i = rank - 1;
       while (i >= 0 && (off[i] += cdims[i]) >= hi[i]) off[i] = lo[i], i--;
       if (i < 0) break;
@@ -684,6 +717,7 @@ typedef struct h5_reader {
   char *file_name, *dset_name;
   int chunked, filtered; /* layout of the dataset */
   hsize_t cdims[3];      /* chunk dims when chunked */
+  ctr__h5_memo inflated; /* the chunks checked behind deflate */
 } h5_reader;
 
 static void h5_free(h5_reader *h) {
@@ -695,6 +729,7 @@ static void h5_free(h5_reader *h) {
   ctr__h5_leave(&g);
   free(h->file_name);
   free(h->dset_name);
+  ctr__h5_memo_free(&h->inflated);
   free(h);
 }
 
@@ -714,7 +749,7 @@ static ctr_status h5_read_hyperslab(h5_reader *h, const ctr_stack_reader *r, int
   const hsize_t start[3] = {(hsize_t)first, (hsize_t)row0, 0};
   const hsize_t count[3] = {(hsize_t)n, (hsize_t)nrows, (hsize_t)r->info.width};
   ctr__h5_enter(&g);
-  st = ctr__h5_check_storage(h->dset, h->file_name, h->dset_name, start, count);
+  st = ctr__h5_check_storage(h->dset, h->file_name, h->dset_name, start, count, &h->inflated);
   if (st != CTR_OK) {
     ctr__h5_leave(&g);
     return st;
@@ -943,7 +978,7 @@ ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double *
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is empty", dataset, file);
   if (dim > (hsize_t)(SIZE_MAX / sizeof(double)) || dim > (hsize_t)INT64_MAX)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is too large", dataset, file);
-  CTR_CHECK_GOTO(st, ctr__h5_check_storage(did, file, dataset, NULL, NULL));
+  CTR_CHECK_GOTO(st, ctr__h5_check_storage(did, file, dataset, NULL, NULL, NULL));
   v = ctr__malloc((size_t)dim * sizeof *v, "HDF5 vector");
   if (!v) {
     st = CTR_E_OUT_OF_MEMORY;

@@ -28,7 +28,16 @@ const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback);
  * fewer bytes than it needs: a short compact layout or an unfiltered chunk
  * of the wrong size, where HDF5 itself would read past a buffer. Call inside
  * ctr__h5_enter, before H5Dread. */
+/* Chunks behind deflate are inflated once each to be checked; a reader that
+ * reads a chunk in several pieces (row bands) keeps this memo of the chunks
+ * already checked (zeroed before the first call, ctr__h5_memo_free after the
+ * last); NULL: none kept. */
+typedef struct ctr__h5_memo {
+  unsigned char *bits; /* one bit per chunk of the dataspace, last axis fastest */
+  size_t nchunks;
+} ctr__h5_memo;
 ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
-                                 const hsize_t *start, const hsize_t *count);
+                                 const hsize_t *start, const hsize_t *count, ctr__h5_memo *memo);
+void ctr__h5_memo_free(ctr__h5_memo *memo);
 
 #endif
