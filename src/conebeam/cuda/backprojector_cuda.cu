@@ -38,7 +38,7 @@ typedef struct ctr__cuda_bpj {
   ctr__dev_views dv; /* 2 x N' slots */
   float *d_vol;
   float *d_src[2];
-  float *h_stage[2]; /* pinned staging of pageable views (allocated on first use) */
+  float *h_stage[2]; /* pinned staging of pageable views */
   cudaStream_t s_copy, s_comp;
   cudaEvent_t ev_up[2], ev_ready[2], ev_done[2];
   cudaEvent_t ev_level[SPLIT_LEVELS]; /* a split's early launches: their views are up */
@@ -119,6 +119,9 @@ ctr_status ctr__cuda_bpj_create(ctr_context *ctx, int device, const ctr_geometry
     CU(cudaEventCreateWithFlags(&b->ev_ready[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&b->ev_done[i], cudaEventDisableTiming));
     CU(cudaMalloc(&b->d_src[i], np * view_bytes));
+    /* pinned staging of pageable views, made here rather than at the first
+     * add: RabbitCT times the adds, not the creation */
+    CU(cudaMallocHost(&b->h_stage[i], np * view_bytes));
   }
   CTR_CHECK_GOTO(st, ctr__views_create(g, b->cfg.variant, np, 2 * np, prop.maxTexture2DLayered[2],
                                        &b->dv));
@@ -277,8 +280,6 @@ ctr_status ctr__cuda_bpj_add(void *self, int64_t n, const int64_t *views,
     int pinned = 1;
     for (int64_t k = 0; k < m && pinned && !on_gpu; k++) pinned = ctr__host_pinned(images[c0 + k]);
     if (!pinned) CU(cudaEventSynchronize(b->ev_up[i])); /* the upload out of h_stage[i] two chunks ago */
-    if (!pinned && !b->h_stage[i]) /* pageable views: staging on first use */
-      CU(cudaMallocHost(&b->h_stage[i], b->cfg.views_per_launch * view_bytes));
     /* The chunk's views, contiguous on this GPU: the layout's store reads
      * them in place (they stay valid until the call returns); else they go
      * to d_src[i] (on the device when they are GPU memory). */
