@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "conebeam/backprojector.h"
 #include "conebeam/engine.h"
 #include "conebeam/fdk_internal.h"
 
@@ -76,6 +77,41 @@ ctr_status ctr_backprojector_read(ctr_backprojector *b, float *vol) {
 ctr_status ctr_backprojector_reset(ctr_backprojector *b) {
   if (!b) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_backprojector_reset: backprojector is NULL");
   return b->be->bpj_reset(b->impl);
+}
+
+/* ---- Kept across slabs and calls (backprojector.h) ---------------------------- */
+
+ctr_status ctr__backprojector_slab(ctr_backprojector *b, int64_t z0, int64_t nz) {
+  CTR_CHECK(b->be->bpj_slab(b->impl, z0, nz));
+  b->o.z0 = z0;
+  b->o.nz = nz;
+  return CTR_OK;
+}
+
+static ctr_status queued(const ctr_backprojector *b, int have) {
+  if (have) return CTR_OK;
+  CTR_FAIL(CTR_E_UNSUPPORTED, "queued backprojection needs the CUDA backend (this one is %s)",
+           b->be->name);
+}
+
+ctr_status ctr__backprojector_queue(ctr_backprojector *b, int64_t n, const int64_t *views,
+                                    const float *images, void *ready, void *consumed) {
+  CTR_CHECK(queued(b, b->be->bpj_queue != NULL));
+  for (int64_t k = 0; k < n; k++)
+    if (views[k] < 0 || views[k] >= b->g->nviews)
+      CTR_FAIL(CTR_E_INTERNAL, "views[%lld] = %lld: expected 0 .. %lld", (long long)k,
+               (long long)views[k], (long long)(b->g->nviews - 1));
+  return b->be->bpj_queue(b->impl, n, views, images, ready, consumed);
+}
+
+ctr_status ctr__backprojector_read_queued(ctr_backprojector *b, float *vol) {
+  CTR_CHECK(queued(b, b->be->bpj_read_queued != NULL));
+  return b->be->bpj_read_queued(b->impl, vol);
+}
+
+ctr_status ctr__backprojector_wait(ctr_backprojector *b) {
+  CTR_CHECK(queued(b, b->be->bpj_wait != NULL));
+  return b->be->bpj_wait(b->impl);
 }
 
 ctr_status ctr_fdk_backproject_reference(ctr_context *ctx, const ctr_geometry *g, int64_t n,

@@ -160,6 +160,31 @@ typedef struct ctr__engine_backend {
   ctr_status (*bpj_read)(void *b, float *vol);
   ctr_status (*bpj_reset)(void *b);
   void (*bpj_free)(void *b);
+  /* For a backprojector kept across slabs and calls (the fast projector
+   * pair, src/iterative/projector.c), through backprojector.h:
+   * bpj_slab moves it to slices [z0, z0 + nz) of g's volume, nz at most the
+   * o->nz it was created with, and zeroes its volume; its kernels are then
+   * those bpj_create chooses for that slab (the CUDA backend rebuilds its
+   * views' layout when they need another), so what follows gives the bits a
+   * fresh backprojector of that slab would. The CUDA backend queues the
+   * zeroing and returns without waiting.
+   * bpj_queue (CUDA; NULL on the CPU) queues the backprojection of n views,
+   * weights 1, held one after the other from `images` in GPU memory of its
+   * device (n at most the views of one launch): its streams first wait for
+   * event `ready` (a cudaEvent_t the caller recorded after the images'
+   * producers), then record `consumed` (a cudaEvent_t) once they no longer
+   * read the images; returns without waiting. Consecutive calls alternate
+   * its two slot sets, so one call's backprojection overlaps the next
+   * call's store; each is one launch, as bpj_add with the same views.
+   * bpj_read_queued (CUDA) queues the copy of the volume into `vol` (GPU
+   * memory of its device), after every view queued before; the caller
+   * orders vol's other users before those views' `ready` events.
+   * bpj_wait (CUDA) returns when everything queued has finished. */
+  ctr_status (*bpj_slab)(void *b, int64_t z0, int64_t nz);
+  ctr_status (*bpj_queue)(void *b, int64_t n, const int64_t *views, const float *images,
+                          void *ready, void *consumed);
+  ctr_status (*bpj_read_queued)(void *b, float *vol);
+  ctr_status (*bpj_wait)(void *b);
   /* vol (host, nx x ny x nzs doubles) += the double-precision backprojection
    * of slices [z0, z0 + nzs) (ctr_fdk_backproject_reference). */
   ctr_status (*reference)(ctr_context *ctx, int device, const ctr_geometry *g, int64_t n,

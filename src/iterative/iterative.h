@@ -42,6 +42,10 @@ struct ctr_projector {
   int64_t block_views;        /* views per block when both spaces are in host memory */
   int64_t batch_views;        /* views per adjoint batch */
   void *cuda;                 /* the CUDA backend's buffers (NULL until first used) */
+  ctr_backprojector *fast_bp; /* the fast pair's backprojector (NULL until first used), kept
+                                 for the projector's lifetime: slabs of up to fast_nz slices */
+  int64_t fast_nz;
+  void *cuda_fast;            /* the CUDA backend's fast-pair chunk buffer and events */
   int order_changed;          /* the CUDA backend's copy of the views is stale */
   /* Accounting for the report. */
   double seconds_forward, seconds_adjoint;
@@ -70,6 +74,9 @@ ctr_status ctr__proj_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y, i
  * projector is unmatched). */
 ctr_status ctr__proj_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
                              int64_t w1);
+/* The fast pair's weighting of geometry view `view` (itmath.h
+ * ctr__it_fast_weight; cone beam). */
+ctr_status ctr__proj_fast_view(const ctr_projector *p, int64_t view, ctr__it_fast_view *w);
 /* From the API's projection layout to the slots and back (slot w holds
  * view order[w]; the other views of `user` are untouched). */
 void ctr__proj_to_slots(const ctr_projector *p, const float *user, float *slots);
@@ -128,15 +135,20 @@ ctr_status ctr__it_cuda_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y
                                 int64_t w1);
 ctr_status ctr__it_cuda_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
                                 int64_t w1);
-/* The fast pair's weighting of n <= CTR__IT_FAST_CHUNK views on the device:
- * out[k] = y[k] * W (ctr__it_fast_weight of views[k]), both n x nu x nv
- * floats in the projector's GPU memory; returns when out is complete. */
-ctr_status ctr__it_cuda_fast_weight(ctr_projector *p, const float *y, float *out, int64_t n,
-                                    const ctr__it_fast_view *views);
+/* The fast pair's chunk of n <= CTR__IT_FAST_CHUNK views of y (n x nu x nv
+ * floats in the projector's GPU memory, geometry views `views`), queued:
+ * weighted (out[k] = y[k] * W, ctr__it_fast_weight of fw[k]) into the
+ * backend's chunk buffer on the default stream, after y's producers and
+ * once bp has stored the previous chunk out of the buffer, then queued on
+ * bp (ctr__backprojector_queue); returns without waiting. */
+ctr_status ctr__it_cuda_fast_queue(ctr_projector *p, ctr_backprojector *bp, const float *y,
+                                   int64_t n, const int64_t *views, const ctr__it_fast_view *fw);
 /* Waits for every queued operation on the projector's GPU (the producers
  * of device vectors), before the backprojector's non-blocking streams read
  * or write them. */
 ctr_status ctr__it_cuda_fast_sync(ctr_projector *p);
+/* Frees the fast pair's chunk buffer and events; accepts NULL state. */
+void ctr__it_cuda_fast_release(ctr_projector *p);
 /* Frees the backend's buffers; accepts NULL. */
 void ctr__it_cuda_release(ctr_projector *p);
 /* The public device entry points' arguments: a and b must be GPU memory

@@ -2,6 +2,7 @@
  * index space, the slot order, the dispatch of forward and adjoint
  * projections to the CPU or CUDA backend slab by slab, and the fast
  * unmatched pair through the public ctr_backprojector. */
+#include "conebeam/backprojector.h"
 #include "iterative/iterative.h"
 
 #include <math.h>
@@ -221,7 +222,9 @@ cleanup:
 
 void ctr_projector_free(ctr_projector *p) {
   if (!p) return;
+  ctr_backprojector_free(p->fast_bp); /* waits for its queued work */
 #if CTR_HAVE_CUDA
+  ctr__it_cuda_fast_release(p);
   ctr__it_cuda_release(p);
 #endif
   ctr_geometry_free(p->g);
@@ -319,8 +322,7 @@ ctr_status ctr__proj_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, i
  * column sums at a voxel are about V / (c^2 |det M^-1| / |M^-1 (u, v, 1)|),
  * the ray density there, so B approximates A^T (docs/iterative.md). */
 
-/* The fast pair's weighting of geometry view `view` (itmath.h). */
-static ctr_status fast_view(const ctr_projector *p, int64_t view, ctr__it_fast_view *w) {
+ctr_status ctr__proj_fast_view(const ctr_projector *p, int64_t view, ctr__it_fast_view *w) {
   double Pw[12], M[9], det;
   ctr_geometry_get_matrix(p->g, view, Pw);
   for (int r = 0; r < 3; r++)
@@ -331,35 +333,59 @@ static ctr_status fast_view(const ctr_projector *p, int64_t view, ctr__it_fast_v
   return CTR_OK;
 }
 
+/* The projector's backprojector, kept for its lifetime: created on first
+ * use for slabs of the plan's thickness, again only when a later plan's
+ * slabs are thicker (then freed with the projector). */
+static ctr_status fast_backprojector(ctr_projector *p, int64_t zs, ctr_backprojector **out) {
+  if (!p->fast_bp || p->fast_nz < zs) {
+    ctr_backprojector_free(p->fast_bp);
+    p->fast_bp = NULL;
+    p->fast_nz = 0;
+    ctr_fdk_options fo = CTR_FDK_OPTIONS_INIT;
+    fo.z0 = 0;
+    fo.nz = zs;
+    CTR_CHECK(ctr_backprojector_create(p->ctx, p->g, &fo, &p->fast_bp));
+    p->fast_nz = zs;
+  }
+  *out = p->fast_bp;
+  return CTR_OK;
+}
+
 /* Where the views of a chunk are weighted: projections on the device are
- * weighted there into `dstage` (CUDA backend) and handed to the
- * backprojector as device images; host ones are downloaded into `stage`
- * and weighted in place. Slabs of a volume on the device are copied into
- * it on the device (the backprojector reads into GPU memory). Either way
- * nothing crosses PCIe that the placement does not ask for. */
+ * weighted there into the CUDA backend's chunk buffer and queued on the
+ * backprojector (no host wait per chunk: ctr__it_cuda_fast_queue); host
+ * ones are downloaded into `stage` and weighted in place, then added (each
+ * add returns when its views are in). Slabs of a volume on the device are
+ * copied into it on the device, queued; the host waits once, at the end.
+ * Either way nothing crosses PCIe that the placement does not ask for.
+ * Per slab the same chunks, launches and arithmetic as a backprojector
+ * created for it (ctr__backprojector_slab), so the bits do not depend on
+ * the backprojector being kept. */
 static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
                                int64_t w1) {
   ctr_status st = CTR_OK;
   const int64_t nu = p->nu, nv = p->nv, npix = nu * nv, plane = p->n[0] * p->n[1];
+  const int64_t zs = p->slab_slices < p->n[2] ? p->slab_slices : p->n[2];
   float *stage = NULL;
-  ctr__vec dstage = {NULL, 0, 1};
-  ctr_backprojector *bp = NULL;
+  ctr_backprojector *bp;
+  CTR_CHECK(fast_backprojector(p, zs, &bp));
+  /* Views on the device are queued after their producers (the default
+   * stream's order, ctr__it_cuda_fast_queue), and so is the copy into a
+   * device volume; without a chunk to order it, or with host views, the
+   * host waits for the device volume's producers first. */
+  const int queue = y->device;
 #if CTR_HAVE_CUDA
-  if (x->device || y->device) CTR_CHECK(ctr__it_cuda_fast_sync(p));
+  if (x->device && (!queue || w1 <= w0)) CTR_CHECK(ctr__it_cuda_fast_sync(p));
+#else
+  if (queue) CTR_FAIL(CTR_E_UNSUPPORTED, "this ctrecon was built without CUDA");
 #endif
-  if (y->device) {
-    CTR_CHECK(ctr__vec_alloc(p, npix * CTR__IT_FAST_CHUNK, 1, &dstage));
-  } else {
+  if (!queue) {
     stage = ctr_host_alloc(sizeof(float) * (size_t)(npix * CTR__IT_FAST_CHUNK));
     if (!stage) return CTR_E_OUT_OF_MEMORY;
   }
-  const int64_t zs = p->slab_slices;
   for (int64_t z0 = 0; z0 < p->n[2]; z0 += zs) {
     const int64_t z1 = z0 + zs < p->n[2] ? z0 + zs : p->n[2];
-    ctr_fdk_options fo = CTR_FDK_OPTIONS_INIT;
-    fo.z0 = z0;
-    fo.nz = z1 - z0;
-    CTR_CHECK_GOTO(st, ctr_backprojector_create(p->ctx, p->g, &fo, &bp));
+    CTR_CHECK_GOTO(st, ctr__backprojector_slab(bp, z0, z1 - z0));
     for (int64_t c0 = w0; c0 < w1; c0 += CTR__IT_FAST_CHUNK) {
       const int64_t nc = c0 + CTR__IT_FAST_CHUNK < w1 ? CTR__IT_FAST_CHUNK : w1 - c0;
       int64_t views[CTR__IT_FAST_CHUNK];
@@ -367,39 +393,38 @@ static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x,
       ctr__it_fast_view fw[CTR__IT_FAST_CHUNK];
       for (int64_t k = 0; k < nc; k++) {
         views[k] = p->order[c0 + k];
-        CTR_CHECK_GOTO(st, fast_view(p, views[k], &fw[k]));
+        CTR_CHECK_GOTO(st, ctr__proj_fast_view(p, views[k], &fw[k]));
       }
-      if (y->device) {
+      if (queue) {
 #if CTR_HAVE_CUDA
-        CTR_CHECK_GOTO(st, ctr__it_cuda_fast_weight(p, y->data + c0 * npix, dstage.data, nc, fw));
-        for (int64_t k = 0; k < nc; k++) images[k] = dstage.data + k * npix;
-#else
-        CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED, "this ctrecon was built without CUDA");
+        CTR_CHECK_GOTO(st, ctr__it_cuda_fast_queue(p, bp, y->data + c0 * npix, nc, views, fw));
 #endif
-      } else {
-        ctr__vec part = ctr__vec_part(y, c0 * npix, nc * npix);
-        CTR_CHECK_GOTO(st, ctr__vec_download(p, stage, &part));
-        for (int64_t k = 0; k < nc; k++) {
-          float *img = stage + k * npix;
-          const ctr__it_fast_view *w = &fw[k];
+        continue;
+      }
+      ctr__vec part = ctr__vec_part(y, c0 * npix, nc * npix);
+      CTR_CHECK_GOTO(st, ctr__vec_download(p, stage, &part));
+      for (int64_t k = 0; k < nc; k++) {
+        float *img = stage + k * npix;
+        const ctr__it_fast_view *w = &fw[k];
 #pragma omp parallel for num_threads(ctr__num_threads(p->ctx))
-          for (int64_t v = 0; v < nv; v++)
-            for (int64_t u = 0; u < nu; u++)
-              img[v * nu + u] *= ctr__it_fast_weight(w, (double)u, (double)v);
-          images[k] = img;
-        }
+        for (int64_t v = 0; v < nv; v++)
+          for (int64_t u = 0; u < nu; u++)
+            img[v * nu + u] *= ctr__it_fast_weight(w, (double)u, (double)v);
+        images[k] = img;
       }
       CTR_CHECK_GOTO(st, ctr_backprojector_add(bp, nc, views, images, NULL));
     }
-    /* A device volume: the backprojector copies the slab on the device. */
     ctr__vec out = ctr__vec_part(x, z0 * plane, (z1 - z0) * plane);
-    CTR_CHECK_GOTO(st, ctr_backprojector_read(bp, out.data));
-    ctr_backprojector_free(bp);
-    bp = NULL;
+    if (x->device) /* copied on the device, queued */
+      CTR_CHECK_GOTO(st, ctr__backprojector_read_queued(bp, out.data));
+    else
+      CTR_CHECK_GOTO(st, ctr_backprojector_read(bp, out.data));
   }
 cleanup:
-  ctr_backprojector_free(bp);
-  ctr__vec_free(p, &dstage);
+  if (x->device || queue) { /* also after an error: nothing queued outlives the call */
+    const ctr_status ws = ctr__backprojector_wait(bp);
+    if (st == CTR_OK) st = ws;
+  }
   ctr_host_free(stage);
   return st;
 }

@@ -15,6 +15,7 @@ typedef struct cpu_bpj {
   const ctr_geometry *g;
   ctr_fdk_options o;
   float *vol; /* nx x ny x o.nz */
+  int64_t nz_cap; /* its slices (o.nz at creation) */
   float *pad; /* one batch of padded views */
 } cpu_bpj;
 
@@ -35,6 +36,7 @@ ctr_status ctr__cpu_bpj_create(ctr_context *ctx, int device, const ctr_geometry 
   b->ctx = ctx;
   b->g = g;
   b->o = *o;
+  b->nz_cap = o->nz;
   if (o->interp == CTR_INTERP_TEXTURE)
     ctr__log(ctx, CTR_LOG_WARNING, "texture interpolation needs a GPU; the CPU uses exact interpolation");
   const size_t nvox = (size_t)(g->vol.nx * g->vol.ny * o->nz);
@@ -78,6 +80,17 @@ ctr_status ctr__cpu_bpj_reset(void *self) {
   cpu_bpj *b = self;
   memset(b->vol, 0, (size_t)(b->g->vol.nx * b->g->vol.ny * b->o.nz) * sizeof(float));
   return CTR_OK;
+}
+
+ctr_status ctr__cpu_bpj_slab(void *self, int64_t z0, int64_t nz) {
+  cpu_bpj *b = self;
+  if (nz < 1 || nz > b->nz_cap || z0 < 0 || z0 + nz > b->g->vol.nz)
+    CTR_FAIL(CTR_E_INTERNAL, "backprojector slab [%lld, %lld): expected within 0 .. %lld and at "
+             "most %lld slices", (long long)z0, (long long)(z0 + nz), (long long)b->g->vol.nz,
+             (long long)b->nz_cap);
+  b->o.z0 = z0;
+  b->o.nz = nz;
+  return ctr__cpu_bpj_reset(b);
 }
 
 ctr_status ctr__cpu_reference(ctr_context *ctx, int device, const ctr_geometry *g, int64_t n,

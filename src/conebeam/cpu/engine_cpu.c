@@ -229,5 +229,6 @@ const ctr__engine_backend ctr__engine_backend_cpu = {
     .bpj_read = ctr__cpu_bpj_read,
     .bpj_reset = ctr__cpu_bpj_reset,
     .bpj_free = ctr__cpu_bpj_free,
+    .bpj_slab = ctr__cpu_bpj_slab,
     .reference = ctr__cpu_reference,
 };

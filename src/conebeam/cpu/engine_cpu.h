@@ -12,6 +12,7 @@ ctr_status ctr__cpu_bpj_add(void *b, int64_t n, const int64_t *views, const floa
 ctr_status ctr__cpu_bpj_read(void *b, float *vol);
 ctr_status ctr__cpu_bpj_reset(void *b);
 void ctr__cpu_bpj_free(void *b);
+ctr_status ctr__cpu_bpj_slab(void *b, int64_t z0, int64_t nz);
 ctr_status ctr__cpu_reference(ctr_context *ctx, int device, const ctr_geometry *g, int64_t n,
                               const int64_t *views, const float *const *images,
                               const double *weights, double *vol, int64_t z0, int64_t nzs);

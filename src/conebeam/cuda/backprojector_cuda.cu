@@ -38,11 +38,14 @@ typedef struct ctr__cuda_bpj {
   ctr__dev_views dv; /* 2 x N' slots */
   float *d_vol;
   float *d_src[2];
-  float *h_stage[2];
+  float *h_stage[2]; /* pinned staging of pageable views */
   cudaStream_t s_copy, s_comp;
   cudaEvent_t ev_up[2], ev_ready[2], ev_done[2];
   cudaEvent_t ev_level[SPLIT_LEVELS]; /* a split's early launches: their views are up */
-  size_t vol_bytes;
+  size_t vol_bytes;  /* the current slab's volume */
+  int64_t nz_cap;    /* slices of d_vol (o.nz at creation) */
+  int max_layers;    /* the device's layered texture limit */
+  int next_set;      /* slot set of the next queued call (ctr__cuda_bpj_queue) */
 } ctr__cuda_bpj;
 
 void ctr__cuda_bpj_free(void *self) {
@@ -66,6 +69,24 @@ void ctr__cuda_bpj_free(void *self) {
   free(b);
 }
 
+/* The kernels of a backprojector of slab o (create and ctr__cuda_bpj_slab). */
+static ctr__bp_config configure(const ctr_context *ctx, const ctr_geometry *g,
+                                const ctr_fdk_options *o) {
+  const ctr_tuning *t = ctr__tuning(ctx);
+  const ctr__bp_config tuned = ctr__bp_config_tuned(ctx, NULL);
+  ctr__bp_config cfg = ctr__bp_config_resolve(g, o, &tuned);
+  if (!ctr__is_tex(cfg.variant) && cfg.variant != CTR__BP_PRECISE_GENERAL &&
+      t->bp_slices <= 0 && t->bp_block_x <= 0) {
+    /* Software interpolation on the RabbitCT module's views (non-circular, a
+     * subset per call): 16 slices per thread in 32 x 4 blocks measured best
+     * (L = 512 precise: 192 -> 163 ms; bench/NOTES.md, issue 7). */
+    ctr__bp_config req = cfg;
+    req.slices_per_thread = 16, req.block_x = 32, req.block_y = 4;
+    cfg = ctr__bp_config_resolve(g, o, &req);
+  }
+  return cfg;
+}
+
 ctr_status ctr__cuda_bpj_create(ctr_context *ctx, int device, const ctr_geometry *g,
                                 const ctr_fdk_options *o, void **out) {
   ctr_status st = CTR_OK;
@@ -80,18 +101,9 @@ ctr_status ctr__cuda_bpj_create(ctr_context *ctx, int device, const ctr_geometry
   b->device = device;
   b->g = g;
   b->o = *o;
-  const ctr_tuning *t = ctr__tuning(ctx);
-  const ctr__bp_config tuned = ctr__bp_config_tuned(ctx, NULL);
-  b->cfg = ctr__bp_config_resolve(g, o, &tuned);
-  if (!ctr__is_tex(b->cfg.variant) && b->cfg.variant != CTR__BP_PRECISE_GENERAL &&
-      t->bp_slices <= 0 && t->bp_block_x <= 0) {
-    /* Software interpolation on the RabbitCT module's views (non-circular, a
-     * subset per call): 16 slices per thread in 32 x 4 blocks measured best
-     * (L = 512 precise: 192 -> 163 ms; bench/NOTES.md, issue 7). */
-    ctr__bp_config req = b->cfg;
-    req.slices_per_thread = 16, req.block_x = 32, req.block_y = 4;
-    b->cfg = ctr__bp_config_resolve(g, o, &req);
-  }
+  b->cfg = configure(ctx, g, o);
+  b->nz_cap = o->nz;
+  b->max_layers = prop.maxTexture2DLayered[2];
   const int64_t np = b->cfg.views_per_launch;
   const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
   b->vol_bytes = (size_t)(g->vol.nx * g->vol.ny * o->nz) * sizeof(float);
@@ -107,6 +119,8 @@ ctr_status ctr__cuda_bpj_create(ctr_context *ctx, int device, const ctr_geometry
     CU(cudaEventCreateWithFlags(&b->ev_ready[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&b->ev_done[i], cudaEventDisableTiming));
     CU(cudaMalloc(&b->d_src[i], np * view_bytes));
+    /* pinned staging of pageable views, made here rather than at the first
+     * add: RabbitCT times the adds, not the creation */
     CU(cudaMallocHost(&b->h_stage[i], np * view_bytes));
   }
   CTR_CHECK_GOTO(st, ctr__views_create(g, b->cfg.variant, np, 2 * np, prop.maxTexture2DLayered[2],
@@ -333,6 +347,103 @@ ctr_status ctr__cuda_bpj_reset(void *self) {
   CU_DEVICE(b->device);
   ctr_status st = CTR_OK;
   CU(cudaMemsetAsync(b->d_vol, 0, b->vol_bytes, b->s_comp));
+  CU(cudaStreamSynchronize(b->s_comp));
+cleanup:
+  return st;
+}
+
+/* The queued operations of a kept backprojector (engine.h: bpj_slab,
+ * bpj_queue, bpj_read_queued, bpj_wait). */
+ctr_status ctr__cuda_bpj_slab(void *self, int64_t z0, int64_t nz) {
+  ctr__cuda_bpj *b = (ctr__cuda_bpj *)self;
+  CU_DEVICE(b->device);
+  ctr_status st = CTR_OK;
+  const ctr_geometry *g = b->g;
+  if (nz < 1 || nz > b->nz_cap || z0 < 0 || z0 + nz > g->vol.nz)
+    CTR_FAIL(CTR_E_INTERNAL, "backprojector slab [%lld, %lld): expected within 0 .. %lld and at "
+             "most %lld slices", (long long)z0, (long long)(z0 + nz), (long long)g->vol.nz,
+             (long long)b->nz_cap);
+  {
+    ctr_fdk_options o = b->o;
+    o.z0 = z0;
+    o.nz = nz;
+    const ctr__bp_config cfg = configure(b->ctx, g, &o);
+    if (cfg.views_per_launch != b->cfg.views_per_launch)
+      CTR_FAIL(CTR_E_INTERNAL, "backprojector slab: %d views a launch, created with %d",
+               cfg.views_per_launch, b->cfg.views_per_launch);
+    if (cfg.variant != b->cfg.variant) {
+      /* another layout (a slab symmetric about the source plane or not):
+       * rebuilt once the work queued on the old one has finished */
+      const int64_t np = cfg.views_per_launch;
+      size_t free_bytes = 0, total = 0;
+      CU(cudaStreamSynchronize(b->s_copy));
+      CU(cudaStreamSynchronize(b->s_comp));
+      ctr__views_free(&b->dv);
+      CU(cudaMemGetInfo(&free_bytes, &total));
+      CTR_CHECK_GOTO(st, ctr__check_memory(ctr__views_bytes(g, cfg.variant, 2 * np), free_bytes,
+                                           "the backprojector"));
+      CTR_CHECK_GOTO(st, ctr__views_create(g, cfg.variant, np, 2 * np, b->max_layers, &b->dv));
+    }
+    b->cfg = cfg;
+    b->o = o;
+    b->vol_bytes = (size_t)(g->vol.nx * g->vol.ny * nz) * sizeof(float);
+    CU(cudaMemsetAsync(b->d_vol, 0, b->vol_bytes, b->s_comp));
+  }
+cleanup:
+  return st;
+}
+
+ctr_status ctr__cuda_bpj_queue(void *self, int64_t n, const int64_t *views, const float *images,
+                               void *ready, void *consumed) {
+  ctr__cuda_bpj *b = (ctr__cuda_bpj *)self;
+  CU_DEVICE(b->device);
+  ctr_status st = CTR_OK;
+  const ctr_geometry *g = b->g;
+  if (n < 0 || n > b->cfg.views_per_launch)
+    CTR_FAIL(CTR_E_INTERNAL, "backprojector queue of %lld views: at most %d", (long long)n,
+             b->cfg.views_per_launch);
+  {
+    /* bpj_add's path for one chunk of views contiguous on this GPU (stored
+     * from where they are, all slices, weights 1), without its wait */
+    const int i = b->next_set;
+    const int64_t slot0 = i * b->cfg.views_per_launch;
+    double alpha[CTR__BP_MAX_VIEWS];
+    for (int64_t k = 0; k < n; k++) alpha[k] = 1.0;
+    if (ready) CU(cudaStreamWaitEvent(b->s_copy, (cudaEvent_t)ready, 0));
+    if (n > 0) {
+      b->next_set ^= 1;
+      CU(cudaStreamWaitEvent(b->s_copy, b->ev_done[i], 0)); /* the call before last is out of set i */
+      const ctr__gpu_store dst = ctr__views_target(&b->dv, slot0);
+      CTR_CHECK_GOTO(st, ctr__gpu_store_views(images, g->nu, g->nv, n, &dst, b->s_copy));
+    }
+    if (consumed) CU(cudaEventRecord((cudaEvent_t)consumed, b->s_copy));
+    if (n > 0) {
+      CU(cudaEventRecord(b->ev_ready[i], b->s_copy));
+      CU(cudaStreamWaitEvent(b->s_comp, b->ev_ready[i], 0));
+      CTR_CHECK_GOTO(st, ctr__views_backproject(g, &b->dv, &b->cfg, views, alpha, slot0, n,
+                                                b->d_vol, b->o.z0, b->o.nz, 0,
+                                                ctr__grid_slices(&b->dv, b->o.nz), b->s_comp));
+      CU(cudaEventRecord(b->ev_done[i], b->s_comp));
+    }
+  }
+cleanup:
+  return st;
+}
+
+ctr_status ctr__cuda_bpj_read_queued(void *self, float *vol) {
+  ctr__cuda_bpj *b = (ctr__cuda_bpj *)self;
+  CU_DEVICE(b->device);
+  ctr_status st = CTR_OK;
+  CU(cudaMemcpyAsync(vol, b->d_vol, b->vol_bytes, cudaMemcpyDeviceToDevice, b->s_comp));
+cleanup:
+  return st;
+}
+
+ctr_status ctr__cuda_bpj_wait(void *self) {
+  ctr__cuda_bpj *b = (ctr__cuda_bpj *)self;
+  CU_DEVICE(b->device);
+  ctr_status st = CTR_OK;
+  CU(cudaStreamSynchronize(b->s_copy));
   CU(cudaStreamSynchronize(b->s_comp));
 cleanup:
   return st;

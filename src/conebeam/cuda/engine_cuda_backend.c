@@ -44,5 +44,9 @@ const ctr__engine_backend ctr__engine_backend_cuda = {
     .bpj_read = CUDA_OR_NULL(ctr__cuda_bpj_read),
     .bpj_reset = CUDA_OR_NULL(ctr__cuda_bpj_reset),
     .bpj_free = CUDA_OR_NULL(ctr__cuda_bpj_free),
+    .bpj_slab = CUDA_OR_NULL(ctr__cuda_bpj_slab),
+    .bpj_queue = CUDA_OR_NULL(ctr__cuda_bpj_queue),
+    .bpj_read_queued = CUDA_OR_NULL(ctr__cuda_bpj_read_queued),
+    .bpj_wait = CUDA_OR_NULL(ctr__cuda_bpj_wait),
     .reference = CUDA_OR_NULL(ctr__cuda_bp_reference),
 };
