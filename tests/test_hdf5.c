@@ -814,23 +814,53 @@ static void test_inflate_sizes(void) {
   if (r) {
     CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, img));
     CHECK(img[0] == 100.0f && img[7] == 107.0f);
-    const char *want[3] = {"the chunk at element 1 of axis 0 (", "the chunk at element 2 of axis 0 (",
-                           "the chunk at element 3 of axis 0 ("};
+    const char *want[3] = {"does not decode to its elements' size (10 bytes: 16 expected)",
+                           "does not decode to its elements' size (20 bytes: 16 expected)",
+                           "is no zlib stream of at most its elements' size (deflate)"};
     for (int i = 1; i <= 3; i++) {
-      CHECK_FAILS(ctr_stack_read(r, (size_t)i, 1, CTR_DTYPE_FLOAT32, img), CTR_E_FORMAT, want[i - 1]);
-      CHECK(strstr(ctr_error_detail(), "does not inflate to its elements' 16 bytes") &&
-            strstr(ctr_error_detail(), file));
+      char where[64];
+      snprintf(where, sizeof where, "is damaged: the chunk at element %d of axis 0 (", i);
+      CHECK_FAILS(ctr_stack_read(r, (size_t)i, 1, CTR_DTYPE_FLOAT32, img), CTR_E_FORMAT, where);
+      CHECK_MSG(strstr(ctr_error_detail(), want[i - 1]) && strstr(ctr_error_detail(), file),
+                "chunk %d: %s", i, ctr_error_detail());
     }
-    /* row by row (each chunk read in two pieces, the checked ones kept): the
-     * healthy chunk reads again, the short one fails again */
+    /* row by row (each chunk read in two pieces): the healthy chunk reads,
+     * the short one fails each time */
     for (int row = 0; row < 2; row++) {
       CHECK_OK(ctr_stack_read_rows(r, 0, 1, row, 1, CTR_DTYPE_FLOAT32, img));
       CHECK(img[0] == (float)(100 + 4 * row));
       CHECK_FAILS(ctr_stack_read_rows(r, 1, 1, row, 1, CTR_DTYPE_FLOAT32, img), CTR_E_FORMAT,
-                  "does not inflate to its elements' 16 bytes");
+                  "(10 bytes: 16 expected)");
     }
     ctr_stack_close(r);
   }
+  /* the whole-dataset readers check such chunks before HDF5 reads them */
+  const hsize_t vdims[1] = {8}, vchunk[1] = {4};
+  const double th[4] = {0.5, 1.5, 2.5, 3.5};
+  fid = H5Fcreate(P("inflate_vector.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  sp = H5Screate_simple(1, vdims, NULL);
+  dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 1, vchunk);
+  H5Pset_deflate(dcpl, 1);
+  d = H5Dcreate2(fid, "/theta", H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  REQUIRE(d >= 0);
+  for (int c = 0; c < 2; c++) {
+    unsigned char zz[96];
+    uLongf n = sizeof zz;
+    REQUIRE(compress2(zz, &n, (const Bytef *)th, c ? 24 : 32, 1) == Z_OK); /* 3 of 4 values */
+    const hsize_t off[1] = {(hsize_t)(4 * c)};
+    CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, off, n, zz) >= 0);
+  }
+  H5Dclose(d);
+  H5Pclose(dcpl);
+  H5Sclose(sp);
+  H5Fclose(fid);
+  double *vec = NULL;
+  int64_t nvec = 0;
+  CHECK_FAILS(ctr__hdf5_read_vector(P("inflate_vector.h5"), "/theta", &vec, &nvec), CTR_E_FORMAT,
+              "the chunk at element 4 of axis 0");
+  CHECK(strstr(ctr_error_detail(), "does not decode to its elements' 32 bytes") && vec == NULL);
+
   /* the 1.14 long run's input: (1, 4, 8, 1017) chunks of 2 x 4 x 8 x 8 data,
    * the first inflating to 1216 bytes */
   ctr_pet_histo *h = NULL;
@@ -839,6 +869,117 @@ static void test_inflate_sizes(void) {
   CHECK(strstr(ctr_error_detail(), "its chunks are 1017 long on axis 3, longer than the axis "
                                    "(at most 8)"));
   CHECK(h == NULL);
+}
+
+
+/* Chunks decoded by ctrecon (io_hdf5_chunks.c) against HDF5's own writer:
+ * deflate alone, shuffle + deflate, shuffle + deflate + Fletcher-32, and
+ * Fletcher-32 alone, over uint16, big-endian int16 and float64 (converted),
+ * 5 x 7 x 9 data in 2 x 3 x 4 chunks (partial chunks at every edge), one
+ * chunk never written (fill value 7): whole reads and bands of 2 rows equal
+ * the data. Then a Fletcher-32 chunk whose checksum is wrong. */
+static void test_decoded_chunks(void) {
+  enum { Z = 5, Y = 7, X = 9 };
+  const hsize_t dims[3] = {Z, Y, X}, chunk[3] = {2, 3, 4};
+  double v[Z * Y * X];
+  for (int i = 0; i < Z * Y * X; i++) v[i] = (double)((i * 37) % 1000) - (i % 3 ? 0 : 300);
+  const hid_t types[3] = {H5T_STD_U16LE, H5T_STD_I16BE, H5T_IEEE_F64LE};
+  for (int pipeline = 0; pipeline < 4; pipeline++)
+    for (int t = 0; t < 3; t++) {
+      char file[64];
+      snprintf(file, sizeof file, "decoded_%d_%d.h5", pipeline, t);
+      hid_t fid = H5Fcreate(P(file), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+      hid_t sp = H5Screate_simple(3, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+      H5Pset_chunk(dcpl, 3, chunk);
+      if (pipeline == 1 || pipeline == 2) H5Pset_shuffle(dcpl);
+      if (pipeline < 3) H5Pset_deflate(dcpl, 4);
+      if (pipeline >= 2) H5Pset_fletcher32(dcpl);
+      const double fill = 7;
+      H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &fill);
+      hid_t d = H5Dcreate2(fid, "/data", types[t], sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+      REQUIRE(d >= 0);
+      /* everything but chunk (2, 1, 1): images 4, rows 3-5, columns 4-7 */
+      double w[Z * Y * X];
+      for (int i = 0; i < Z * Y * X; i++) {
+        const int z = i / (Y * X), y = i / X % Y, x = i % X;
+        const int hole = z == 4 && y >= 3 && y < 6 && x >= 4 && x < 8;
+        w[i] = t == 0 && v[i] < 0 ? -v[i] : v[i]; /* uint16 holds no negatives */
+        if (hole) w[i] = fill;
+      }
+      const hsize_t s0[3] = {0, 0, 0}, c0[3] = {4, Y, X};
+      hsize_t s1[3] = {4, 0, 0}, c1[3] = {1, 3, X};
+      H5Sselect_hyperslab(sp, H5S_SELECT_SET, s0, NULL, c0, NULL);
+      H5Sselect_hyperslab(sp, H5S_SELECT_OR, s1, NULL, c1, NULL);
+      s1[1] = 6;
+      c1[1] = 1;
+      H5Sselect_hyperslab(sp, H5S_SELECT_OR, s1, NULL, c1, NULL);
+      const hsize_t s2[3] = {4, 3, 0}, c2[3] = {1, 3, 4}, s3[3] = {4, 3, 8}, c3[3] = {1, 3, 1};
+      H5Sselect_hyperslab(sp, H5S_SELECT_OR, s2, NULL, c2, NULL);
+      H5Sselect_hyperslab(sp, H5S_SELECT_OR, s3, NULL, c3, NULL);
+      CHECK(H5Dwrite(d, H5T_NATIVE_DOUBLE, sp, sp, H5P_DEFAULT, w) >= 0);
+      hsize_t hole_bytes = 1;
+      const hsize_t hole_off[3] = {4, 3, 4};
+      CHECK(H5Dget_chunk_storage_size(d, hole_off, &hole_bytes) >= 0 || hole_bytes == 0);
+      H5Eclear2(H5E_DEFAULT);
+      H5Dclose(d);
+      H5Pclose(dcpl);
+      H5Sclose(sp);
+      H5Fclose(fid);
+      char path[600];
+      snprintf(path, sizeof path, "%s:/data", P(file));
+      ctr_stack_reader *r = NULL;
+      CHECK_OK(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r));
+      if (!r) continue;
+      float got[Z * Y * X], band[Z * 2 * X];
+      int bad = 0;
+      CHECK_OK(ctr_stack_read(r, 0, Z, CTR_DTYPE_FLOAT32, got));
+      for (int i = 0; i < Z * Y * X; i++) bad += got[i] != (float)w[i];
+      for (int row = 0; row < Y; row += 2) {
+        const int rows = Y - row < 2 ? Y - row : 2;
+        CHECK_OK(ctr_stack_read_rows(r, 1, Z - 1, row, rows, CTR_DTYPE_FLOAT32, band));
+        for (int z = 1; z < Z; z++)
+          for (int y = 0; y < rows; y++)
+            for (int x = 0; x < X; x++)
+              bad += band[((z - 1) * rows + y) * X + x] != (float)w[(z * Y + row + y) * X + x];
+      }
+      CHECK_MSG(bad == 0, "pipeline %d, type %d: %d values differ", pipeline, t, bad);
+      ctr_stack_close(r);
+    }
+  /* Fletcher-32 alone: chunk 0's checksum right (HDF5 wrote it), chunk 1's
+   * last byte changed */
+  const hsize_t fd[3] = {2, 2, 4}, fc[3] = {1, 2, 4};
+  uint16_t u[16];
+  for (int i = 0; i < 16; i++) u[i] = (uint16_t)(3 * i + 1);
+  hid_t fid = H5Fcreate(P("fletcher.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t sp = H5Screate_simple(3, fd, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 3, fc);
+  H5Pset_fletcher32(dcpl);
+  hid_t d = H5Dcreate2(fid, "/data", H5T_STD_U16LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  REQUIRE(d >= 0);
+  CHECK(H5Dwrite(d, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, u) >= 0);
+  unsigned char rawc[20];
+  uint32_t mask = 0;
+  const hsize_t c1off[3] = {1, 0, 0};
+  CHECK(H5Dread_chunk(d, H5P_DEFAULT, c1off, &mask, rawc) >= 0);
+  rawc[19] ^= 0x5a;
+  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, c1off, sizeof rawc, rawc) >= 0);
+  H5Dclose(d);
+  H5Pclose(dcpl);
+  H5Sclose(sp);
+  H5Fclose(fid);
+  char path[600];
+  snprintf(path, sizeof path, "%s:/data", P("fletcher.h5"));
+  ctr_stack_reader *r = NULL;
+  float img[8];
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r));
+  if (r) {
+    CHECK_OK(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, img));
+    CHECK(img[0] == 1.0f && img[7] == 22.0f);
+    CHECK_FAILS(ctr_stack_read(r, 1, 1, CTR_DTYPE_FLOAT32, img), CTR_E_FORMAT,
+                "the chunk at element 1 of axis 0 (20 bytes stored) fails its Fletcher-32 "
+                "checksum");
+    ctr_stack_close(r);
+  }
 }
 
 #endif /* TEST_HDF5 */
@@ -928,6 +1069,7 @@ int main(void) {
     test_damaged_chunks();
     test_filtered_chunk_sizes();
     test_inflate_sizes();
+    test_decoded_chunks();
     test_tiny_chunks();
   }
   scratch_close();

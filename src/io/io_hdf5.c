@@ -26,47 +26,6 @@
 
 #include "io/io_hdf5_guard.h"
 
-#include <pthread.h>
-
-/* ---- Entering and leaving the library ----------------------------------- */
-
-static pthread_mutex_t g_h5_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void ctr__h5_enter(ctr__h5_guard *g) {
-  pthread_mutex_lock(&g_h5_lock);
-  g->func = NULL;
-  g->data = NULL;
-  H5Eget_auto2(H5E_DEFAULT, &g->func, &g->data);
-  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-  H5Eclear2(H5E_DEFAULT);
-}
-
-void ctr__h5_leave(ctr__h5_guard *g) {
-  H5Eclear2(H5E_DEFAULT);
-  H5Eset_auto2(H5E_DEFAULT, g->func, g->data);
-  pthread_mutex_unlock(&g_h5_lock);
-}
-
-static herr_t walk_first(unsigned n, const H5E_error2_t *e, void *data) {
-  ctr__h5_msg *m = data;
-  if (n != 0 || !e) return 0;
-  char minor[128] = "";
-  if (H5Eget_msg(e->min_num, NULL, minor, sizeof minor) < 0) minor[0] = '\0';
-  const char *desc = e->desc ? e->desc : "";
-  if (*desc && *minor)
-    snprintf(m->text, sizeof m->text, "HDF5: %s (%s)", desc, minor);
-  else if (*desc || *minor)
-    snprintf(m->text, sizeof m->text, "HDF5: %s", *desc ? desc : minor);
-  return 0;
-}
-
-const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback) {
-  m->text[0] = '\0';
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_first, m);
-  H5Eclear2(H5E_DEFAULT);
-  if (!m->text[0]) snprintf(m->text, sizeof m->text, "%s", fallback);
-  return m->text;
-}
 
 /* HDF5 (1.10 and 1.14) trusts where and how large a dataset's raw data are
  * stored: a compact layout message or a chunk shorter than its elements
@@ -83,12 +42,13 @@ const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback) {
  * applies to it (its filter mask says which do), that plus 4 bytes when
  * Fletcher-32 is the only one that changes the size (shuffle does not).
  * Behind deflate (the compressing filter HDF5 always has, and the one
- * ctrecon writes) each chunk a read touches is inflated here once to count
- * the bytes it gives back, since HDF5 1.14 does not check what a filter
- * returns: a chunk that inflates short is read past its buffer inside HDF5
- * (found by the 1.14 long runs: 1216 of a chunk's 130176 bytes). That costs
- * a second inflate of each chunk read (once per stack reader, which keeps a
- * memo of the chunks checked, however many row bands read a chunk); behind
+ * ctrecon writes), HDF5 1.14 does not check what a filter returns: a chunk
+ * that inflates short is read past its buffer inside HDF5 (found by the 1.14
+ * long runs: 1216 of a chunk's 130176 bytes). The stack reader therefore
+ * decodes chunks behind deflate, shuffle and Fletcher-32 itself
+ * (io_hdf5_chunks.c: each stored byte read once, each chunk held to exactly
+ * its elements); the whole-dataset readers (vectors, PET) decode each such
+ * chunk here to check it before H5Dread (a second read and inflate). Behind
  * any other compressing filter (szip, plugins) the size cannot be known
  * without that filter, and is not checked (tests/fuzz/README.md, "Long runs"). HDF5 1.10 finds a chunk's address by
  * walking every chunk of the dataset (H5Dget_chunk_info_by_coord): checking
@@ -123,101 +83,21 @@ typedef struct chunk_bounds {
   H5Z_filter_t filter[CTR__H5_MAX_FILTERS]; /* the pipeline, in the order of the mask bits */
 } chunk_bounds;
 
-/* 1: the pipeline a chunk with this mask went through has deflate in it and
- * nothing else that changes sizes but Fletcher-32 (then its stored bytes can
- * be taken back to the chunk's elements here). */
-static int chunk_inflatable(const chunk_bounds *b, unsigned mask) {
-  int deflate = 0;
-  for (int i = 0; i < b->nfilters; i++) {
-    if (i < 32 && (mask >> i) & 1u) continue;
-    if (b->filter[i] == H5Z_FILTER_DEFLATE) deflate = 1;
-    else if (b->filter[i] != H5Z_FILTER_SHUFFLE && b->filter[i] != H5Z_FILTER_FLETCHER32)
-      return 0;
-  }
-  return deflate;
-}
-
-/* Inflates src (n bytes, zlib format, as HDF5's deflate filter writes) into
- * dst of cap bytes; the bytes it gives, or cap + 1 when there are more, or
- * -1 when the stream is damaged or ends early. */
-static long long inflate_count(const unsigned char *src, hsize_t n, unsigned char *dst,
-                               hsize_t cap) {
-  z_stream z;
-  memset(&z, 0, sizeof z);
-  if (inflateInit(&z) != Z_OK) return -1;
-  hsize_t in = 0, out = 0;
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    /* zlib counts in uInt: feed and drain in pieces below 1 GiB */
-    const hsize_t piece = (hsize_t)1 << 30;
-    if (z.avail_in == 0 && in < n) {
-      z.next_in = (unsigned char *)src + in;
-      z.avail_in = (uInt)(n - in < piece ? n - in : piece);
-      in += z.avail_in;
-    }
-    if (out == cap) {
-      unsigned char extra;
-      z.next_out = &extra;
-      z.avail_out = 1;
-      rc = inflate(&z, Z_NO_FLUSH);
-      const int more = z.avail_out == 0;
-      inflateEnd(&z);
-      return more ? (long long)cap + 1 : (rc == Z_STREAM_END ? (long long)cap : -1);
-    }
-    z.next_out = dst + out;
-    z.avail_out = (uInt)(cap - out < piece ? cap - out : piece);
-    const uInt before = z.avail_out;
-    rc = inflate(&z, Z_NO_FLUSH);
-    out += before - z.avail_out;
-    if (rc == Z_BUF_ERROR && z.avail_in == 0 && in == n) break; /* input ran out */
-    if (rc == Z_BUF_ERROR) rc = Z_OK;
-  }
-  inflateEnd(&z);
-  return rc == Z_STREAM_END ? (long long)out : -1;
-}
-
-/* 1: the stored chunk at off (got bytes) gives back exactly a chunk of
- * elements through its filters, undone here in reverse order as HDF5 would:
- * Fletcher-32 drops its 4 bytes, shuffle keeps the size, deflate inflates. */
-static int chunk_inflates_ok(hid_t dset, const hsize_t *off, const chunk_bounds *b,
-                             hsize_t got) {
-  /* an intermediate stage is at most a deflate of the elements (their size
-   * plus zlib's worst-case growth) plus the checksums */
-  const hsize_t cap = b->raw + b->raw / 1000 + 64 + 4 * (hsize_t)b->nfilters;
+/* 1: the stored chunk at off (got bytes) decodes to exactly its elements
+ * (raw bytes) through its filters (io_hdf5_chunks.c). */
+static int chunk_decodes_ok(hid_t dset, const hsize_t *off, const ctr__h5_pipeline *p,
+                            hsize_t raw, hsize_t got) {
+  const hsize_t cap = raw + raw / 1000 + 64 + 4 * (hsize_t)p->n;
   const hsize_t size = got > cap ? got : cap;
   if (got == 0 || (size_t)size != size) return 0;
-  unsigned char *cur = malloc((size_t)size), *next = malloc((size_t)size);
+  unsigned char *cur = malloc((size_t)size), *spare = malloc((size_t)size);
   uint32_t mask = 0;
-  int ok = 0;
-  if (!cur || !next || H5Dread_chunk(dset, H5P_DEFAULT, off, &mask, cur) < 0) {
-    H5Eclear2(H5E_DEFAULT);
-    goto done;
-  }
-  if (!chunk_inflatable(b, mask)) { /* deflate skipped, or another compressor */
-    ok = 1;
-    goto done;
-  }
-  hsize_t n = got;
-  for (int i = b->nfilters - 1; i >= 0; i--) {
-    if (i < 32 && (mask >> i) & 1u) continue;
-    if (b->filter[i] == H5Z_FILTER_FLETCHER32) {
-      if (n < 4) goto done;
-      n -= 4;
-    } else if (b->filter[i] == H5Z_FILTER_DEFLATE) {
-      const long long m = inflate_count(cur, n, next, cap);
-      if (m < 0 || (hsize_t)m > cap) goto done;
-      n = (hsize_t)m;
-      unsigned char *t = cur;
-      cur = next;
-      next = t;
-    } else if (b->filter[i] != H5Z_FILTER_SHUFFLE) {
-      goto done; /* chunk_inflatable said no such filter */
-    }
-  }
-  ok = n == b->raw;
-done:
+  size_t n = (size_t)got;
+  int ok = cur && spare && H5Dread_chunk(dset, H5P_DEFAULT, off, &mask, cur) >= 0 &&
+           !ctr__h5_chunk_decode(p, mask, &cur, &spare, (size_t)cap, &n) && n == raw;
+  H5Eclear2(H5E_DEFAULT);
   free(cur);
-  free(next);
+  free(spare);
   return ok;
 }
 
@@ -289,35 +169,8 @@ static int walk_one(const hsize_t *offset, unsigned mask, haddr_t addr, hsize_t 
 }
 #endif
 
-void ctr__h5_memo_free(ctr__h5_memo *memo) {
-  free(memo->bits);
-  memo->bits = NULL;
-  memo->nchunks = 0;
-}
-
-/* The memo's bit for the chunk at off (NULL: none kept, or too many chunks). */
-#define CTR__H5_MEMO_CHUNKS ((size_t)1 << 27) /* 16 MiB of bits at most */
-static unsigned char *memo_byte(ctr__h5_memo *memo, double nchunks, int rank,
-                                const hsize_t *dims, const hsize_t *cdims, const hsize_t *off,
-                                unsigned *bit) {
-  if (!memo || nchunks > (double)CTR__H5_MEMO_CHUNKS) return NULL;
-  if (memo->nchunks != (size_t)nchunks) {
-    free(memo->bits);
-    memo->nchunks = (size_t)nchunks;
-    memo->bits = calloc((memo->nchunks + 7) / 8, 1);
-    if (!memo->bits) memo->nchunks = 0;
-  }
-  if (!memo->bits) return NULL;
-  size_t k = 0;
-  for (int i = 0; i < rank; i++)
-    k = k * (size_t)((dims[i] + cdims[i] - 1) / cdims[i]) + (size_t)(off[i] / cdims[i]);
-  if (k >= memo->nchunks) return NULL;
-  *bit = 1u << (k % 8);
-  return memo->bits + k / 8;
-}
-
 ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
-                                 const hsize_t *start, const hsize_t *count, ctr__h5_memo *memo) {
+                                 const hsize_t *start, const hsize_t *count, int check_decode) {
   ctr_status st = CTR_OK;
   hid_t dcpl = H5Dget_create_plist(dset), sp = H5Dget_space(dset), t = H5Dget_type(dset);
   const H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
@@ -390,9 +243,10 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
                     "dataset '%s' of HDF5 file '%s' is stored in %.0f chunks, more than the %d a "
                     "read may touch (HDF5 allocates for each); rewrite it with larger chunks "
                     "(h5repack -l %s:CONTI IN OUT)", name, file, nchunks, CTR__H5_READ_CHUNKS, name);
-    int bad = 0, walked = 0, deflate = 0;
+    int bad = 0, walked = 0;
     hsize_t bad_off0 = 0;
-    for (int i = 0; i < b.nfilters; i++) deflate |= b.filter[i] == H5Z_FILTER_DEFLATE;
+    ctr__h5_pipeline pipe;
+    const int decode = check_decode && ctr__h5_pipeline_get(dcpl, &pipe) && pipe.deflate > 0;
 #if H5_VERSION_GE(1, 14, 0)
     /* every stored entry, up to CTR__H5_WALK_CHUNKS of them, however many
      * chunks the dataspace has (a healthy entry for a chunk next to a damaged
@@ -411,26 +265,21 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
     walked = !w.capped;
 #endif
     /* every chunk the selection touches, last axis fastest: looked up when
-     * the walk did not cover the index, inflated when deflate applies */
-    while (!bad && (!walked || deflate)) {
+     * the walk did not cover the index, decoded when deflate applies */
+    while (!bad && (!walked || decode)) {
       if (!chunk_ok(dset, off, &b, !CTR__H5_LOOKUP_INDEXED && nchunks > CTR__H5_ADDR_CHUNKS,
                     &addr, &got)) {
         bad = 1;
         bad_off0 = off[0];
         break;
       }
-      unsigned bit = 0;
-      unsigned char *seen = deflate && got > 0
-                                ? memo_byte(memo, nchunks, rank, dims, cdims, off, &bit) : NULL;
-      if (deflate && got > 0 && !(seen && (*seen & bit)) &&
-          !chunk_inflates_ok(dset, off, &b, got))
+      if (decode && got > 0 && !chunk_decodes_ok(dset, off, &pipe, b.raw, got))
         CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                       "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
-                      "axis 0 (%llu bytes stored) does not inflate to its elements' %llu bytes "
+                      "axis 0 (%llu bytes stored) does not decode to its elements' %llu bytes "
                       "through its %d filter(s); write the file again",
                       name, file, (unsigned long long)off[0], (unsigned long long)got,
                       (unsigned long long)b.raw, b.nfilters);
-      if (seen) *seen |= (unsigned char)bit;
       int i = rank - 1;
       while (i >= 0 && (off[i] += cdims[i]) >= hi[i]) off[i] = lo[i], i--;
       if (i < 0) break;
@@ -717,7 +566,7 @@ typedef struct h5_reader {
   char *file_name, *dset_name;
   int chunked, filtered; /* layout of the dataset */
   hsize_t cdims[3];      /* chunk dims when chunked */
-  ctr__h5_memo inflated; /* the chunks checked behind deflate */
+  ctr__h5_pipeline pipe;  /* its filters; pipe.ours: decoded by ctrecon */
 } h5_reader;
 
 static void h5_free(h5_reader *h) {
@@ -729,7 +578,6 @@ static void h5_free(h5_reader *h) {
   ctr__h5_leave(&g);
   free(h->file_name);
   free(h->dset_name);
-  ctr__h5_memo_free(&h->inflated);
   free(h);
 }
 
@@ -749,8 +597,12 @@ static ctr_status h5_read_hyperslab(h5_reader *h, const ctr_stack_reader *r, int
   const hsize_t start[3] = {(hsize_t)first, (hsize_t)row0, 0};
   const hsize_t count[3] = {(hsize_t)n, (hsize_t)nrows, (hsize_t)r->info.width};
   ctr__h5_enter(&g);
-  st = ctr__h5_check_storage(h->dset, h->file_name, h->dset_name, start, count, &h->inflated);
-  if (st != CTR_OK) {
+  const int own = h->chunked && h->filtered && h->pipe.ours;
+  st = ctr__h5_check_storage(h->dset, h->file_name, h->dset_name, start, count, !own);
+  if (st == CTR_OK && own)
+    st = ctr__h5_read_decoded(h->dset, h->memtype, &h->pipe, h->file_name, h->dset_name, start,
+                              count, buf);
+  if (st != CTR_OK || own) {
     ctr__h5_leave(&g);
     return st;
   }
@@ -916,6 +768,7 @@ ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
         h->cdims[0] > 0 && h->cdims[1] > 0 && h->cdims[2] > 0) {
       h->chunked = 1;
       h->filtered = H5Pget_nfilters(dcpl) > 0;
+      ctr__h5_pipeline_get(dcpl, &h->pipe);
     }
     if (dcpl >= 0) H5Pclose(dcpl);
     H5Eclear2(H5E_DEFAULT);
@@ -978,7 +831,7 @@ ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double *
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is empty", dataset, file);
   if (dim > (hsize_t)(SIZE_MAX / sizeof(double)) || dim > (hsize_t)INT64_MAX)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is too large", dataset, file);
-  CTR_CHECK_GOTO(st, ctr__h5_check_storage(did, file, dataset, NULL, NULL, NULL));
+  CTR_CHECK_GOTO(st, ctr__h5_check_storage(did, file, dataset, NULL, NULL, 1));
   v = ctr__malloc((size_t)dim * sizeof *v, "HDF5 vector");
   if (!v) {
     st = CTR_E_OUT_OF_MEMORY;

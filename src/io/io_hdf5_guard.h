@@ -28,16 +28,39 @@ const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback);
  * fewer bytes than it needs: a short compact layout or an unfiltered chunk
  * of the wrong size, where HDF5 itself would read past a buffer. Call inside
  * ctr__h5_enter, before H5Dread. */
-/* Chunks behind deflate are inflated once each to be checked; a reader that
- * reads a chunk in several pieces (row bands) keeps this memo of the chunks
- * already checked (zeroed before the first call, ctr__h5_memo_free after the
- * last); NULL: none kept. */
-typedef struct ctr__h5_memo {
-  unsigned char *bits; /* one bit per chunk of the dataspace, last axis fastest */
-  size_t nchunks;
-} ctr__h5_memo;
+/* check_decode: chunks behind deflate are also decoded (io_hdf5_chunks.c),
+ * and must give back exactly their elements; 0 where the caller reads them
+ * through ctr__h5_read_decoded, which checks as it decodes. */
 ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
-                                 const hsize_t *start, const hsize_t *count, ctr__h5_memo *memo);
-void ctr__h5_memo_free(ctr__h5_memo *memo);
+                                 const hsize_t *start, const hsize_t *count, int check_decode);
+
+/* ---- Chunks decoded by ctrecon (io_hdf5_chunks.c) ---- */
+#define CTR__H5_PIPELINE_MAX 32
+typedef struct ctr__h5_pipeline {
+  int n;       /* filters, in the order of the chunks' mask bits */
+  int ours;    /* 1: every one is deflate, shuffle or Fletcher-32 */
+  int deflate; /* how many are deflate */
+  H5Z_filter_t id[CTR__H5_PIPELINE_MAX];
+  unsigned elem[CTR__H5_PIPELINE_MAX]; /* each filter's first client value (shuffle: element size) */
+} ctr__h5_pipeline;
+/* The dataset's filter pipeline into p; returns p->ours (0 also for more
+ * than CTR__H5_PIPELINE_MAX filters). */
+int ctr__h5_pipeline_get(hid_t dcpl, ctr__h5_pipeline *p);
+/* Undoes the filters of a chunk with filter mask `mask` whose n stored bytes
+ * are in *buf; *spare is a second buffer; both hold cap bytes (a stage
+ * giving more fails). The decoded bytes end in *buf (the two may be
+ * swapped), their count in *n. NULL when it decoded, else what is wrong
+ * with it ("fails its Fletcher-32 checksum", ...). */
+const char *ctr__h5_chunk_decode(const ctr__h5_pipeline *p, unsigned mask, unsigned char **buf,
+                                 unsigned char **spare, size_t cap, size_t *n);
+/* Reads the 3D selection [start, start + count) of a chunked dataset whose
+ * pipeline is ours into out (count[0] x count[1] x count[2] elements of
+ * memtype, last axis fastest): each chunk it touches read raw once, decoded,
+ * held to exactly its elements (CTR_E_FORMAT naming file, dataset and chunk
+ * otherwise), converted, copied; unwritten chunks give the fill value. Call
+ * inside ctr__h5_enter, after ctr__h5_check_storage(..., 0). */
+ctr_status ctr__h5_read_decoded(hid_t dset, hid_t memtype, const ctr__h5_pipeline *p,
+                                const char *file, const char *name, const hsize_t start[3],
+                                const hsize_t count[3], void *out);
 
 #endif

@@ -257,7 +257,7 @@ static ctr_status read_dataset(const char *file, hid_t grp, const char *name,
                   cls == H5T_FLOAT ? "floats" : "integers");
   char dname[16];
   snprintf(dname, sizeof dname, "/pet/%s", name);
-  CTR_CHECK_GOTO(st, ctr__h5_check_storage(d, file, dname, NULL, NULL, NULL));
+  CTR_CHECK_GOTO(st, ctr__h5_check_storage(d, file, dname, NULL, NULL, 1));
   if (H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0)
     CTR_FAIL_GOTO(st, CTR_E_IO, "'%s': cannot read dataset /pet/%s: %s", file, name,
                   ctr__h5_detail(&m, "read failed"));
