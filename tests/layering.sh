@@ -35,7 +35,8 @@ declare -A layer=(
   [io]=2 [gpu]=2
   [geometry]=3 [distributed]=3
   [filter]=4 [phantom]=4
-  [conebeam]=5 [parbeam]=5 [pet]=5 [rabbitct]=5 [iterative]=5
+  [conebeam]=5 [parbeam]=5 [pet]=5 [rabbitct]=5
+  [iterative]=6 # its fast pair's adjoint is the cone-beam backprojector (conebeam/backprojector.h)
 )
 backend_dirs=" cpu cuda "
 
