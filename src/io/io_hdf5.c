@@ -62,11 +62,7 @@
  * read's chunks are then checked with their addresses however many the
  * dataset has (found by the 1.14 long runs: a dataset of 390 M chunks, the
  * touched ones unreadable entries, copied out of 8-byte buffers). */
-#if H5_VERSION_GE(1, 14, 0)
-#define CTR__H5_LOOKUP_INDEXED 1
-#else
-#define CTR__H5_LOOKUP_INDEXED 0
-#endif
+/* (CTR__H5_LOOKUP_INDEXED, io_hdf5_guard.h) */
 /* The most index entries one walk visits (stored entries, however many chunks
  * the dataspace has: a file holds few); past it the read's own chunks are
  * looked up one by one. */

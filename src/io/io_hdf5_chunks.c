@@ -191,16 +191,26 @@ ctr_status ctr__h5_read_decoded(hid_t dset, hid_t memtype, const ctr__h5_pipelin
     if (hi[i] <= start[i]) goto cleanup; /* nothing selected */
   }
   for (;;) { /* every chunk the selection touches, last axis fastest */
+    hsize_t got = 0;
+    int written = 0;
+#if CTR__H5_LOOKUP_INDEXED
     unsigned mask = 0;
     haddr_t addr = HADDR_UNDEF;
-    hsize_t got = 0;
     if (H5Dget_chunk_info_by_coord(dset, off, &mask, &addr, &got) < 0)
       CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is damaged: the chunk at "
                     "element %llu of axis 0 has an index entry HDF5 cannot read (%s); write the "
                     "file again", name, file, (unsigned long long)off[0],
                     ctr__h5_detail(&m, "lookup failed"));
+    written = addr != HADDR_UNDEF;
+#else
+    /* fails, or gives 0, for a chunk never written (ctr__h5_check_storage
+     * has held each one to the file) */
+    if (H5Dget_chunk_storage_size(dset, off, &got) < 0) got = 0;
+    H5Eclear2(H5E_DEFAULT);
+    written = got > 0;
+#endif
     const unsigned char *src = NULL; /* the chunk's elements, in memtype */
-    if (addr != HADDR_UNDEF) {
+    if (written) {
       if (got == 0 || got > bytes)
         CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is damaged: the chunk at "
                       "element %llu of axis 0 is stored in %llu bytes, its elements take %zu "

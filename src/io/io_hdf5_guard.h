@@ -9,6 +9,15 @@
 
 #include <hdf5.h>
 
+/* 1: H5Dget_chunk_info_by_coord asks the chunk index (HDF5 1.14); HDF5 1.10
+ * walks every chunk of the dataset for it (a read of many chunks took
+ * minutes), and H5Dget_chunk_storage_size is the lookup that asks the index. */
+#if H5_VERSION_GE(1, 14, 0)
+#define CTR__H5_LOOKUP_INDEXED 1
+#else
+#define CTR__H5_LOOKUP_INDEXED 0
+#endif
+
 typedef struct ctr__h5_guard {
   H5E_auto2_t func;
   void *data;
