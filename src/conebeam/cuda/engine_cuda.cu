@@ -1,26 +1,9 @@
 /* The CUDA engine of the streamed FDK pipeline (conebeam/engine.h). Streams:
- * `up` uploads raw or filtered subsets, `filt` filters them and writes every
- * view into the kernels' layout, `comp` backprojects (and sums), `down`
- * returns filtered subsets and subvolumes. Filtering batch b + 1 on `filt`
- * thus overlaps backprojecting batch b on `comp`. Raw and staged filtered
+ * `up` uploads raw or filtered subsets, `comp` filters and backprojects,
+ * `down` returns filtered subsets and subvolumes. Raw and staged filtered
  * subsets are double buffered on the device and guarded by events; with
  * CTR_STORE_DEVICE every filtered view stays resident in the kernels'
- * layout, otherwise views pass through a two-batch ring of slots.
- *
- * The events of buffer i (batch b, i = b mod 2) and their hazards:
- * - ev_up[i] (up): raw batch b is on the device; `filt` waits before filtering.
- * - ev_raw_free[i] (filt): the filter has read d_raw[i]; the upload of b + 2 waits.
- * - ev_filt_ready[i] (filt, or up for a reload): d_filt[i] holds batch b;
- *   `down` (the host's copy) or `filt` (the store into the layout) waits.
- * - ev_filt_free[i] (filt): the store has read d_filt[i]; a reload into it waits.
- * - ev_views[i] (filt): batch b's views are in the layout; `comp` waits
- *   before backprojecting (or holding back) batch b, so whatever `comp`
- *   queues later (slab_end's held batches, tail_queue) follows every filter.
- * - ev_slots_free[i] (comp): the backprojection of batch b has read its ring
- *   slots; the store of batch b + 2 into the same slots waits (non-resident
- *   stores only: resident batches have slots of their own).
- * Nothing is reordered on `comp`: the backprojections add into the volume in
- * the same order as with one stream, from the same filtered values. */
+ * layout, otherwise views pass through a two-batch ring of slots. */
 #include "conebeam/cuda/bp_kernels.cuh"
 #include "conebeam/cuda/filter_cuda.cuh"
 #include "conebeam/cuda/views_layout.cuh"
@@ -69,10 +52,6 @@ typedef struct cuda_engine {
   ctr__gpu_filter gf;
   ctr__dev_views dv;
   cudaStream_t up, comp, down;
-  /* the filter and every write into the layout (the half layout's d_max
-   * scratch too); the filter's own scratch (gf.d_rows, gf.d_spec) is shared
-   * by consecutive batches, safe because one stream orders them */
-  cudaStream_t filt;
   cudaStream_t sum;      /* the projection split's tail: sums of finished slabs */
   cudaEvent_t ev_tail[SHARED_TAIL_SLABS]; /* slab s of the held batches is backprojected */
   int tailing;           /* tail_hold took the held batches for tail_queue / tail_sum */
@@ -80,7 +59,6 @@ typedef struct cuda_engine {
   void *h_stage[2];      /* pinned staging for pageable raw input */
   float *d_filt[2];      /* filtered subsets, unpadded (non-resident stores) */
   cudaEvent_t ev_up[2], ev_raw_free[2], ev_filt_free[2], ev_filt_ready[2];
-  cudaEvent_t ev_views[2], ev_slots_free[2]; /* see the top of this file */
   float *d_vol;
   float *d_add;          /* add_from's scratch (a source it cannot read in place) */
   unsigned long long *d_bad; /* [0] input values, [1] output voxels replaced by 0 */
@@ -200,32 +178,6 @@ static ctr_status bp_or_hold(cuda_engine *c, int64_t v0, int64_t n) {
   return ev_end(c, t, c->comp);
 }
 
-/* Stores the staged views d_filt[i] of batch v0 into their slots, on `filt`
- * (after whatever made d_filt[i] ready on `filt` or was waited for there).
- * Ring slots are those of batch b - 2: written only once its backprojection
- * has read them (batches are held back only with resident stores). */
-static ctr_status store_staged(cuda_engine *c, int i, int64_t v0, int64_t n) {
-  ctr_status st = CTR_OK;
-  const ctr__gpu_store slots = ctr__views_target(&c->dv, slot_of(c, v0));
-  if (!is_resident(c)) CU(cudaStreamWaitEvent(c->filt, c->ev_slots_free[i], 0));
-  CTR_CHECK_GOTO(st, ctr__gpu_store_views(c->d_filt[i], c->g->nu, c->g->nv, n, &slots, c->filt));
-  CU(cudaEventRecord(c->ev_filt_free[i], c->filt));
-cleanup:
-  return st;
-}
-
-/* Backprojects (or holds back) batch v0 on `comp` once everything queued on
- * `filt` so far (its views among it) is done; then its ring slots are free. */
-static ctr_status bp_filtered(cuda_engine *c, int i, int64_t v0, int64_t n) {
-  ctr_status st = CTR_OK;
-  CU(cudaEventRecord(c->ev_views[i], c->filt));
-  CU(cudaStreamWaitEvent(c->comp, c->ev_views[i], 0));
-  CTR_CHECK(bp_or_hold(c, v0, n));
-  CU(cudaEventRecord(c->ev_slots_free[i], c->comp));
-cleanup:
-  return st;
-}
-
 static ctr_status cu_slab_begin(ctr__engine *e, int64_t z0, int64_t nz, float *target) {
   cuda_engine *c = (cuda_engine *)e->impl;
   CU_DEVICE(c->device);
@@ -280,14 +232,11 @@ static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void
   CU(cudaMemcpyAsync(c->d_raw[i], src, bytes, cudaMemcpyDefault, c->up));
   CTR_CHECK(ev_end(c, t, c->up));
   CU(cudaEventRecord(c->ev_up[i], c->up));
-  CU(cudaStreamWaitEvent(c->filt, c->ev_up[i], 0));
-  /* The filter writes its own resident slots (direct) or d_filt[i], last
-   * read by the store of batch b - 2 on `filt` and by the host's copy on
-   * `down`, which this function waited for before returning. */
-  CTR_CHECK(ev_begin(c, T_FILTER, c->filt, &t));
+  CU(cudaStreamWaitEvent(c->comp, c->ev_up[i], 0));
+  CTR_CHECK(ev_begin(c, T_FILTER, c->comp, &t));
   if (direct) {
     const ctr__gpu_store dst = ctr__views_target(&c->dv, slot_of(c, v0));
-    CTR_CHECK_GOTO(st, ctr__gpu_filter_run(&c->gf, c->d_raw[i], dtype, v0, n, &dst, c->filt));
+    CTR_CHECK_GOTO(st, ctr__gpu_filter_run(&c->gf, c->d_raw[i], dtype, v0, n, &dst, c->comp));
   } else {
     ctr__gpu_store dst;
     memset(&dst, 0, sizeof dst);
@@ -295,21 +244,23 @@ static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void
     dst.base = c->d_filt[i];
     dst.view_stride = (long long)(c->g->nu * c->g->nv);
     dst.pitch = (int)c->g->nu;
-    CTR_CHECK_GOTO(st, ctr__gpu_filter_run(&c->gf, c->d_raw[i], dtype, v0, n, &dst, c->filt));
+    CTR_CHECK_GOTO(st, ctr__gpu_filter_run(&c->gf, c->d_raw[i], dtype, v0, n, &dst, c->comp));
   }
-  CTR_CHECK(ev_end(c, t, c->filt));
-  CU(cudaEventRecord(c->ev_raw_free[i], c->filt));
+  CTR_CHECK(ev_end(c, t, c->comp));
+  CU(cudaEventRecord(c->ev_raw_free[i], c->comp));
   if (!direct) {
-    if (keep) { /* the host's copy waits for the filter, not the backprojection */
-      CU(cudaEventRecord(c->ev_filt_ready[i], c->filt));
+    if (keep) {
+      CU(cudaEventRecord(c->ev_filt_ready[i], c->comp));
       CU(cudaStreamWaitEvent(c->down, c->ev_filt_ready[i], 0));
       CTR_CHECK(ev_begin(c, T_STORE, c->down, &t));
       CU(cudaMemcpyAsync(keep, c->d_filt[i], fbytes, cudaMemcpyDeviceToHost, c->down));
       CTR_CHECK(ev_end(c, t, c->down));
     }
-    CTR_CHECK(store_staged(c, i, v0, n));
+    const ctr__gpu_store slots = ctr__views_target(&c->dv, slot_of(c, v0));
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(c->d_filt[i], c->g->nu, c->g->nv, n, &slots, c->comp));
+    CU(cudaEventRecord(c->ev_filt_free[i], c->comp));
   }
-  CTR_CHECK(bp_filtered(c, i, v0, n));
+  CTR_CHECK(bp_or_hold(c, v0, n));
   /* The caller may reuse raw and read keep when this returns. */
   if (pinned) CU(cudaEventSynchronize(c->ev_up[i]));
   if (keep) CU(cudaStreamSynchronize(c->down));
@@ -321,13 +272,13 @@ static ctr_status cu_bp(ctr__engine *e, int64_t v0, int64_t n, const float *filt
   cuda_engine *c = (cuda_engine *)e->impl;
   CU_DEVICE(c->device);
   ctr_status st = CTR_OK;
-  const int i = (int)((v0 / c->plan.views_per_batch) & 1);
-  if (!filtered) { /* resident views, written on `filt` by an earlier call */
+  if (!filtered) {
     if (!is_resident(c)) CTR_FAIL(CTR_E_INTERNAL, "no resident filtered views");
-    return bp_filtered(c, i, v0, n);
+    return bp_or_hold(c, v0, n);
   }
   if (!c->d_filt[0]) CTR_FAIL(CTR_E_INTERNAL, "filtered views from the host, but the plan gave "
                               "no staging buffer");
+  const int i = (int)((v0 / c->plan.views_per_batch) & 1);
   const size_t fbytes = (size_t)(n * c->g->nu * c->g->nv) * sizeof(float);
   int64_t t;
   CU(cudaStreamWaitEvent(c->up, c->ev_filt_free[i], 0));
@@ -335,11 +286,13 @@ static ctr_status cu_bp(ctr__engine *e, int64_t v0, int64_t n, const float *filt
   CU(cudaMemcpyAsync(c->d_filt[i], filtered, fbytes, cudaMemcpyHostToDevice, c->up));
   CTR_CHECK(ev_end(c, t, c->up));
   CU(cudaEventRecord(c->ev_filt_ready[i], c->up));
-  /* stored on `filt` like a filtered batch: the layout (and the half
-   * layout's d_max) is written on one stream only */
-  CU(cudaStreamWaitEvent(c->filt, c->ev_filt_ready[i], 0));
-  CTR_CHECK(store_staged(c, i, v0, n));
-  CTR_CHECK(bp_filtered(c, i, v0, n));
+  CU(cudaStreamWaitEvent(c->comp, c->ev_filt_ready[i], 0));
+  {
+    const ctr__gpu_store slots = ctr__views_target(&c->dv, slot_of(c, v0));
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(c->d_filt[i], c->g->nu, c->g->nv, n, &slots, c->comp));
+  }
+  CU(cudaEventRecord(c->ev_filt_free[i], c->comp));
+  CTR_CHECK(bp_or_hold(c, v0, n));
   CU(cudaEventSynchronize(c->ev_filt_ready[i])); /* `filtered` may be reused */
 cleanup:
   return st;
@@ -396,8 +349,7 @@ static ctr_status cu_slab_end(ctr__engine *e) {
   const int64_t slice = c->g->vol.nx * c->g->vol.ny;
   if (c->first_held < c->batch_end) {
     /* Held-back batches slab by slab; each slab's slices go home while the
-     * next slab is computed. Their views are in the layout: `comp` waited
-     * for them (bp_filtered) before holding them back. */
+     * next slab is computed. */
     for (int s = 0; s < TAIL_SLABS; s++) {
       const int64_t k0 = slab_edge(c, s, TAIL_SLABS), k1 = slab_edge(c, s + 1, TAIL_SLABS);
       if (k1 <= k0) continue;
@@ -579,8 +531,6 @@ static ctr_status cu_tail_queue(ctr__engine *e, int nw) {
   ctr_status st = CTR_OK;
   int order[SHARED_TAIL_SLABS];
   tail_order(c, nw, order);
-  /* the held batches' views are in the layout: `comp` waited for them
-   * (bp_filtered) before holding them back */
   for (int i = 0; i < SHARED_TAIL_SLABS; i++) {
     int64_t k0, k1, t;
     tail_slab(c, order[i], &k0, &k1);
@@ -699,9 +649,8 @@ static void cu_destroy(ctr__engine *e) {
     ctr__gpu_buffer_put(c->ctx, c->device, c->d_raw[i], c->raw_bytes);
     ctr__gpu_buffer_put(c->ctx, c->device, c->d_filt[i], c->filt_bytes);
     cudaFreeHost(c->h_stage[i]);
-    cudaEvent_t *evs[6] = {&c->ev_up[i],         &c->ev_raw_free[i], &c->ev_filt_free[i],
-                           &c->ev_filt_ready[i], &c->ev_views[i],    &c->ev_slots_free[i]};
-    for (int k = 0; k < 6; k++)
+    cudaEvent_t *evs[4] = {&c->ev_up[i], &c->ev_raw_free[i], &c->ev_filt_free[i], &c->ev_filt_ready[i]};
+    for (int k = 0; k < 4; k++)
       if (*evs[k]) cudaEventDestroy(*evs[k]);
   }
   cudaFreeHost(c->h_vol_stage);
@@ -714,7 +663,6 @@ static void cu_destroy(ctr__engine *e) {
   if (c->have_filter) ctr__fdk_filter_free(&c->f);
   if (c->up) cudaStreamDestroy(c->up);
   if (c->comp) cudaStreamDestroy(c->comp);
-  if (c->filt) cudaStreamDestroy(c->filt);
   if (c->down) cudaStreamDestroy(c->down);
   if (c->sum) cudaStreamDestroy(c->sum);
   for (int i = 0; i < SHARED_TAIL_SLABS; i++)
@@ -785,7 +733,6 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
   c->have_filter = 1;
   CU(cudaStreamCreateWithFlags(&c->up, cudaStreamNonBlocking));
   CU(cudaStreamCreateWithFlags(&c->comp, cudaStreamNonBlocking));
-  CU(cudaStreamCreateWithFlags(&c->filt, cudaStreamNonBlocking));
   CU(cudaStreamCreateWithFlags(&c->down, cudaStreamNonBlocking));
   CU(cudaStreamCreateWithFlags(&c->sum, cudaStreamNonBlocking));
   for (int i = 0; i < SHARED_TAIL_SLABS; i++)
@@ -795,8 +742,6 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
     CU(cudaEventCreateWithFlags(&c->ev_raw_free[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&c->ev_filt_free[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&c->ev_filt_ready[i], cudaEventDisableTiming));
-    CU(cudaEventCreateWithFlags(&c->ev_views[i], cudaEventDisableTiming));
-    CU(cudaEventCreateWithFlags(&c->ev_slots_free[i], cudaEventDisableTiming));
     c->raw_bytes = model.raw;
     c->filt_bytes = model.filtered;
     CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, model.raw, &c->d_raw[i]));
@@ -814,8 +759,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
   CTR_CHECK_GOTO(st, ctr__views_create(g, c->cfg.variant, nb,
                                        plan->store == CTR_STORE_DEVICE ? view_end - view_begin : 2 * nb,
                                        prop.maxTexture2DLayered[2], &c->dv));
-  /* the cuFFT plans run on the filter's stream (cufftSetStream in there) */
-  CTR_CHECK_GOTO(st, ctr__gpu_filter_create(&c->f, nb, c->filt, &c->gf));
+  CTR_CHECK_GOTO(st, ctr__gpu_filter_create(&c->f, nb, c->comp, &c->gf));
   CU(cudaMalloc(&c->d_range, 2 * sizeof(unsigned int)));
   {
     const unsigned int init[2] = {0xffffffffu, 0u};
