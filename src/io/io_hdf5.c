@@ -79,24 +79,6 @@ typedef struct chunk_bounds {
   H5Z_filter_t filter[CTR__H5_MAX_FILTERS]; /* the pipeline, in the order of the mask bits */
 } chunk_bounds;
 
-/* 1: the stored chunk at off (got bytes) decodes to exactly its elements
- * (raw bytes) through its filters (io_hdf5_chunks.c). */
-static int chunk_decodes_ok(hid_t dset, const hsize_t *off, const ctr__h5_pipeline *p,
-                            hsize_t raw, hsize_t got) {
-  const hsize_t cap = raw + raw / 1000 + 64 + 4 * (hsize_t)p->n;
-  const hsize_t size = got > cap ? got : cap;
-  if (got == 0 || (size_t)size != size) return 0;
-  unsigned char *cur = malloc((size_t)size), *spare = malloc((size_t)size);
-  uint32_t mask = 0;
-  size_t n = (size_t)got;
-  int ok = cur && spare && H5Dread_chunk(dset, H5P_DEFAULT, off, &mask, cur) >= 0 &&
-           !ctr__h5_chunk_decode(p, mask, &cur, &spare, (size_t)cap, &n) && n == raw;
-  H5Eclear2(H5E_DEFAULT);
-  free(cur);
-  free(spare);
-  return ok;
-}
-
 /* The stored size a chunk with this filter mask must have; 0: any (a
  * compressing filter applies). */
 static hsize_t chunk_want(const chunk_bounds *b, unsigned mask) {
@@ -269,7 +251,7 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
         bad_off0 = off[0];
         break;
       }
-      if (decode && got > 0 && !chunk_decodes_ok(dset, off, &pipe, b.raw, got))
+      if (decode && got > 0 && !ctr__h5_chunk_check(dset, off, &pipe, b.raw, got))
         CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                       "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
                       "axis 0 (%llu bytes stored) does not decode to its elements' %llu bytes "

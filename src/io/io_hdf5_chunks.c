@@ -110,8 +110,13 @@ static long long inflate_all(const unsigned char *src, size_t n, unsigned char *
   return rc == Z_STREAM_END ? (long long)out : -1;
 }
 
-const char *ctr__h5_chunk_decode(const ctr__h5_pipeline *p, unsigned mask, unsigned char **buf,
-                                 unsigned char **spare, size_t cap, size_t *n) {
+/* Undoes the filters of a chunk with filter mask `mask` whose n stored bytes
+ * are in *buf; *spare is a second buffer; both hold cap bytes (a stage
+ * giving more fails). The decoded bytes end in *buf (the two may be
+ * swapped), their count in *n. NULL when it decoded, else what is wrong
+ * with it ("fails its Fletcher-32 checksum", ...). */
+static const char *chunk_decode(const ctr__h5_pipeline *p, unsigned mask, unsigned char **buf,
+                                unsigned char **spare, size_t cap, size_t *n) {
   for (int i = p->n - 1; i >= 0; i--) {
     if (i < 32 && (mask >> i) & 1u) continue;
     if (p->id[i] == H5Z_FILTER_FLETCHER32) {
@@ -150,6 +155,43 @@ const char *ctr__h5_chunk_decode(const ctr__h5_pipeline *p, unsigned mask, unsig
   return NULL;
 }
 
+/* The bytes a stage between filters may take: at most a deflate of the
+ * elements (raw bytes plus zlib's worst-case growth, 0.1 % + 64) plus the
+ * checksums. */
+static size_t stage_cap(const ctr__h5_pipeline *p, size_t raw) {
+  return raw + raw / 1000 + 64 + 4 * (size_t)p->n;
+}
+
+/* Reads the stored chunk at off (got bytes, at most cap) into *buf and
+ * decodes it; NULL when that gave exactly raw bytes (in *buf), else what is
+ * wrong with it; *n the bytes it gave. */
+static const char *chunk_load(hid_t dset, const hsize_t *off, const ctr__h5_pipeline *p,
+                              size_t raw, hsize_t got, unsigned char **buf, unsigned char **spare,
+                              size_t cap, size_t *n) {
+  uint32_t mask = 0;
+  *n = (size_t)got;
+  if (got == 0 || got > cap) return "is stored in more bytes than its elements could take";
+  if (H5Dread_chunk(dset, H5P_DEFAULT, off, &mask, *buf) < 0) {
+    *n = 0; /* the caller reports HDF5's message */
+    return NULL;
+  }
+  const char *why = chunk_decode(p, mask, buf, spare, cap, n);
+  return why ? why : *n != raw ? "does not decode to its elements' size" : NULL;
+}
+
+int ctr__h5_chunk_check(hid_t dset, const hsize_t *off, const ctr__h5_pipeline *p, hsize_t raw,
+                        hsize_t got) {
+  const size_t cap = stage_cap(p, (size_t)raw);
+  if ((hsize_t)(size_t)raw != raw || got == 0 || got > cap) return 0;
+  unsigned char *a = malloc(cap), *b = malloc(cap);
+  size_t n = 0;
+  int ok = a && b && !chunk_load(dset, off, p, (size_t)raw, got, &a, &b, cap, &n) && n == raw;
+  H5Eclear2(H5E_DEFAULT);
+  free(a);
+  free(b);
+  return ok;
+}
+
 ctr_status ctr__h5_read_decoded(hid_t dset, hid_t memtype, const ctr__h5_pipeline *p,
                                 const char *file, const char *name, const hsize_t start[3],
                                 const hsize_t count[3], void *out) {
@@ -174,10 +216,7 @@ ctr_status ctr__h5_read_decoded(hid_t dset, hid_t memtype, const ctr__h5_pipelin
       !ctr__mul_size(elems, (size_t)cd[2], &elems) || !ctr__mul_size(elems, fsize, &raw) ||
       !ctr__mul_size(elems, fsize > msize ? fsize : msize, &conv))
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s': chunks too large", name, file);
-  /* a stage between filters is at most a deflate of the elements (their size
-   * plus zlib's worst-case growth, 0.1 % + 64) plus the checksums */
-  const size_t cap = raw + raw / 1000 + 64 + 4 * (size_t)p->n;
-  const size_t bytes = cap > conv ? cap : conv;
+  const size_t cap = stage_cap(p, raw), bytes = cap > conv ? cap : conv;
   a = malloc(bytes);
   b = malloc(bytes);
   if (!a || !b)
@@ -211,19 +250,12 @@ ctr_status ctr__h5_read_decoded(hid_t dset, hid_t memtype, const ctr__h5_pipelin
 #endif
     const unsigned char *src = NULL; /* the chunk's elements, in memtype */
     if (written) {
-      if (got == 0 || got > bytes)
-        CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is damaged: the chunk at "
-                      "element %llu of axis 0 is stored in %llu bytes, its elements take %zu "
-                      "before its %d filter(s); write the file again", name, file,
-                      (unsigned long long)off[0], (unsigned long long)got, raw, p->n);
-      uint32_t mask2 = 0;
-      if (H5Dread_chunk(dset, H5P_DEFAULT, off, &mask2, a) < 0)
+      size_t n = 0;
+      const char *why = chunk_load(dset, off, p, raw, got, &a, &b, cap, &n);
+      if (!why && n == 0)
         CTR_FAIL_GOTO(st, CTR_E_IO, "cannot read the chunk at element %llu of axis 0 of dataset "
                       "'%s' in HDF5 file '%s': %s", (unsigned long long)off[0], name, file,
                       ctr__h5_detail(&m, "read failed"));
-      size_t n = (size_t)got;
-      const char *why = ctr__h5_chunk_decode(p, mask2, &a, &b, cap, &n);
-      if (!why && n != raw) why = "does not decode to its elements' size";
       if (why)
         CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is damaged: the chunk at "
                       "element %llu of axis 0 (%llu bytes stored) %s (%zu bytes: %zu expected); "

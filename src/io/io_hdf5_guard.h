@@ -55,13 +55,10 @@ typedef struct ctr__h5_pipeline {
 /* The dataset's filter pipeline into p; returns p->ours (0 also for more
  * than CTR__H5_PIPELINE_MAX filters). */
 int ctr__h5_pipeline_get(hid_t dcpl, ctr__h5_pipeline *p);
-/* Undoes the filters of a chunk with filter mask `mask` whose n stored bytes
- * are in *buf; *spare is a second buffer; both hold cap bytes (a stage
- * giving more fails). The decoded bytes end in *buf (the two may be
- * swapped), their count in *n. NULL when it decoded, else what is wrong
- * with it ("fails its Fletcher-32 checksum", ...). */
-const char *ctr__h5_chunk_decode(const ctr__h5_pipeline *p, unsigned mask, unsigned char **buf,
-                                 unsigned char **spare, size_t cap, size_t *n);
+/* 1: the stored chunk at off (got bytes) decodes through p to exactly raw
+ * bytes (read with H5Dread_chunk, its filters undone here). */
+int ctr__h5_chunk_check(hid_t dset, const hsize_t *off, const ctr__h5_pipeline *p, hsize_t raw,
+                        hsize_t got);
 /* Reads the 3D selection [start, start + count) of a chunked dataset whose
  * pipeline is ours into out (count[0] x count[1] x count[2] elements of
  * memtype, last axis fastest): each chunk it touches read raw once, decoded,
