@@ -40,6 +40,7 @@ typedef struct fbp_args {
   double angle_start, angle_range, axis, voxel, pixel;
   int64_t size[2], rows[2], batch, subset[3], center_row, bin[2];
   int batch_given;
+  int64_t read_ahead;
   int rows_given, axis_given, size_given, out_scale_given, out_range_given, subset_given;
   int center_range_given, bin_given, resume, timings;
   int uniform_given, center_row_given, dezinger_size_given, ring_size_given, ring_level_given,
@@ -329,6 +330,7 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   so.out_scale = a->out_scale;
   so.out_offset = a->out_offset;
   so.batch = a->batch_given ? a->batch : 0;
+  so.read_ahead = (int)a->read_ahead;
   so.host_budget = a->host_mem;
   so.resume = a->resume;
   so.cluster = r->cluster;
@@ -455,6 +457,8 @@ int cmd_fbp(int argc, char **argv) {
        "(default auto: the fastest exact one, tuned on first use and cached; docs/parallel-beam.md)", cli_parse_string, &a.kernel, NULL},
       {"--batch", "N", "slices per band (default 16 on the CPU, 64 per GPU)", cli_parse_count,
        &a.batch, &a.batch_given},
+      {"--read-ahead", "N", "bands the reader may hold ahead of the one being reconstructed, 1 "
+       "to 16, a band buffer each (default 2)", cli_parse_count, &a.read_ahead, NULL},
       {"--host-mem", "SIZE", "host memory for the band buffers, e.g. 16G (default: available "
        "memory less 10 %)", cli_parse_mem, &a.host_mem, NULL},
       {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; the "

@@ -416,12 +416,13 @@ if has sync; then
     done | sort -n | sed -n "$(( (runs + 1) / 2 ))p"
   }
   : > "$LOGS/sync_cases.txt"
-  # SYNC_CASES (comma list of names, default all but u16-b256) picks the cases, so
-  # that the stage can be split over calls. u16-b256 tests the read-size
-  # hypothesis of bench/NOTES.md (uint16 out: 64-row bands read 256 KiB out of
-  # each projection's chunk; 256-row bands read 1 MiB).
+  # SYNC_CASES (comma list of names, default all but u16-b256 and u16-ra6) picks
+  # the cases, so that the stage can be split over calls. u16-b256 tested the
+  # read-size hypothesis of bench/NOTES.md (refuted, 2026-11-27 fourth session);
+  # u16-ra6 tests the next one (six bands read ahead instead of two).
   for c in "f32" "u16 --out-dtype uint16 --out-range -0.01:0.05" \
            "u16-b256 --out-dtype uint16 --out-range -0.01:0.05 --batch 256" \
+           "u16-ra6 --out-dtype uint16 --out-range -0.01:0.05 --read-ahead 6" \
            "f32-rings --rings sorting" "f32-paganin --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065" \
            "u16-rings-paganin --out-dtype uint16 --out-range -0.01:0.05 --rings sorting --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065"; do
     set -- $c

@@ -168,6 +168,22 @@ int main(void) {
       free(s);
     }
   }
+  /* the reader's depth does not change the bits: 1 and 16 bands ahead (the
+   * default 2 above); outside 1 .. 16 refused, naming the option */
+  const int aheads[2] = {1, 16};
+  for (int k = 0; k < 2; k++) {
+    o.batch = 2;
+    o.read_ahead = aheads[k];
+    CHECK_OK(stream(ctx, P("p.nrrd"), &o, AXIS, P("s.nrrd"), NULL));
+    float *s = load(P("s.nrrd"), npx);
+    CHECK_MSG(same(s, ref, npx), "read_ahead %d: the stream differs from ctr_fbp_projections",
+              aheads[k]);
+    free(s);
+  }
+  o.read_ahead = 17;
+  CHECK_FAILS(stream(ctx, P("p.nrrd"), &o, AXIS, P("s2.nrrd"), NULL), CTR_E_INVALID_ARGUMENT,
+              "ctr_fbp_stream_options.read_ahead = 17: expected 1 to 16");
+  o.read_ahead = 0;
 #if CTR_HAVE_HDF5
   {
     /* DXchange: /exchange/data */

@@ -145,8 +145,8 @@ CTR_API ctr_status ctr_stitch_360(const ctr_parallel_geometry *g, const ctr_para
 typedef void (*ctr_slices_fn)(void *user, int64_t z0, int64_t n, int64_t nx, int64_t ny,
                               const float *slices);
 
-/* Version 2 adds cluster. */
-#define CTR_FBP_STREAM_OPTIONS_VERSION 2u
+/* Version 2 adds cluster, version 3 read_ahead. */
+#define CTR_FBP_STREAM_OPTIONS_VERSION 3u
 typedef struct ctr_fbp_stream_options {
   unsigned version;
   const ctr_fbp_options *fbp;          /* filter, interpolation, GPU kernel, strict; NULL = the
@@ -174,11 +174,14 @@ typedef struct ctr_fbp_stream_options {
                                           ctr_fbp_stream with the same arguments and
                                           reconstructs a share of the bands into the one
                                           output (docs/distributed.md) */
+  int read_ahead;                      /* bands the reader may hold ahead of the one being
+                                          reconstructed, 1 to 16 (each a band buffer of host
+                                          memory); 0 = 2 */
 } ctr_fbp_stream_options;
 
 #define CTR_FBP_STREAM_OPTIONS_INIT \
   { CTR_FBP_STREAM_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, 0, -1, CTR_DTYPE_FLOAT32, 1.0, 0.0, \
-    0, 0, 0, NULL, NULL, NULL }
+    0, 0, 0, NULL, NULL, NULL, 0 }
 CTR_API ctr_status ctr_fbp_stream_options_init(ctr_fbp_stream_options *s, unsigned version);
 
 #define CTR_FBP_STREAM_REPORT_VERSION 1u

@@ -344,6 +344,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
                rows: Tuple[int, int] = (0, 0), angle_subset: Tuple[int, int, int] = (0, 0, 1),
                center_row: int = -1, out_format: Any = "auto", out_dtype: Any = "float32",
                out_scale: float = 1.0, out_offset: float = 0.0, batch: int = 0,
+               read_ahead: int = 0,
                host_budget: Union[int, str, None] = None, resume: bool = False,
                window: Any = "ram-lak", cutoff: float = 1.0, interp: Any = "linear",
                kernel: Optional[str] = None, strict: bool = False,
@@ -366,7 +367,8 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     (flat None: the projections are transmissions); rows: (row0, nrows)
     (nrows 0: to the last); angle_subset: (first, count, step) (count 0:
     all); out_dtype "float32" | "float16" | "uint16" (round((v - out_offset)
-    * out_scale)). The other options are fbp()'s and ctr_fbp_stream_options'."""
+    * out_scale)); read_ahead: bands the reader may hold ahead, 1 to 16 (0:
+    2). The other options are fbp()'s and ctr_fbp_stream_options'."""
     if isinstance(input, (str, os.PathLike)):
         input = StackReader(input)
     keep: list = []
@@ -396,6 +398,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     o.center_row = center_row
     o.out_dtype = _core.ctr_dtype(out_dtype)
     o.out_scale, o.out_offset, o.batch = out_scale, out_offset, batch
+    o.read_ahead = read_ahead
     o.host_budget = _core.budget(host_budget)
     o.resume = int(bool(resume))
     f = d = None

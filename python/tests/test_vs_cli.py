@@ -82,6 +82,12 @@ def test_fbp_sinograms(tmp_path, cli, cpu):
     ctrecon.fbp_stream(tmp_path / "sino.nrrd", tmp_path / "py.nrrd", sinograms=True, axis=23.5,
                        window="shepp-logan", ctx=cpu)
     assert same(io.load(tmp_path / "py.nrrd"), want)
+    # the reader's depth, as the CLI's --read-ahead: same bits
+    slices, _ = ctrecon.fbp_stream(sino, sinograms=True, axis=23.5, window="shepp-logan",
+                                   batch=1, read_ahead=5, ctx=cpu)
+    assert same(slices, want)
+    with pytest.raises(ctrecon.InvalidArgumentError, match="read_ahead = 17"):
+        ctrecon.fbp_stream(sino, sinograms=True, axis=23.5, read_ahead=17, ctx=cpu)
 
 
 def _dxchange(path, nangles=90, nrows=6, nbins=64):

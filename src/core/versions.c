@@ -267,8 +267,9 @@ CTR__STRUCT_DEFINE_V1(corrections, CTR_CORRECTIONS_VERSION, CTR_CORRECTIONS_INIT
 /* (its fbp member is a pointer to a versioned struct, read by ctr__struct_copy on its own) */
 static const ctr_fbp_stream_options fbp_stream_options_defaults = CTR_FBP_STREAM_OPTIONS_INIT;
 static const ctr__struct_version fbp_stream_options_versions[] = {
-    CTR__V_UPTO(ctr_fbp_stream_options, cluster), /* 1 */
-    CTR__V_ALL(ctr_fbp_stream_options),           /* 2: cluster */
+    CTR__V_UPTO(ctr_fbp_stream_options, cluster),    /* 1 */
+    CTR__V_UPTO(ctr_fbp_stream_options, read_ahead), /* 2: cluster */
+    CTR__V_ALL(ctr_fbp_stream_options),              /* 3: read_ahead */
 };
 CTR__STRUCT_DEFINE(fbp_stream_options, CTR_FBP_STREAM_OPTIONS_VERSION)
 CTR__STRUCT_DEFINE_V1(fbp_stream_report, CTR_FBP_STREAM_REPORT_VERSION,

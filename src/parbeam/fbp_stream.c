@@ -63,6 +63,10 @@ ctr_status ctr__fbp_resolve(srun *r, const ctr_fbp_stream_options *opts) {
       r->o.angle_count < 0 || r->o.angle_step < 0)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options: batch, row0, nrows, angle_first, "
              "angle_count and angle_step must be >= 0");
+  if (r->o.read_ahead < 0 || r->o.read_ahead > 16)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.read_ahead = %d: expected 1 to 16 "
+             "bands (0: the default, 2)", r->o.read_ahead);
+  if (!r->o.read_ahead) r->o.read_ahead = 2;
   if (r->sino && (r->c.paganin_delta_beta > 0 || r->c.bin_y > 1))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.sinograms: %s applies to "
              "projections only", r->c.paganin_delta_beta > 0 ? "ctr_corrections.paganin_delta_beta"
@@ -208,6 +212,9 @@ static int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
+/* Band buffers in the reader's ring (plan_bands counts them). */
+static int ring_slots(const srun *r) { return r->o.read_ahead + 1 + (r->margin ? 2 : 0); }
+
 /* Rows per band: the batch of slices times bin_y, a multiple of the reader's
  * row block, at least Paganin's margin, within the host budget. */
 static ctr_status plan_bands(srun *r, int64_t resumed_slices) {
@@ -224,10 +231,11 @@ static ctr_status plan_bands(srun *r, int64_t resumed_slices) {
   rows = (rows + unit - 1) / unit * unit;
   if (resumed_slices > 0) rows = resumed_slices * r->by; /* the interrupted run's bands */
   if (rows > r->nrows) rows = r->nrows;
-  /* the ring: 3 raw bands (5 with Paganin: two neighbours held), the
-   * sinograms, the slices and the writer's 3 buffers */
+  /* the ring: the band computed and read_ahead more (two more with Paganin:
+   * its neighbours held), the sinograms, the slices and the writer's 3
+   * buffers */
   const size_t es = r->sino ? sizeof(float) : ctr_dtype_size(r->dtype);
-  const int nbuf = r->margin ? 5 : 3;
+  const int nbuf = ring_slots(r);
   for (;;) {
     const double raw = (double)rows * (double)r->W * (double)(r->sino ? r->NP : r->nsel) * (double)es;
     const double sl = (double)(rows / r->by) * (double)(r->gout ? r->gout->p.nx * r->gout->p.ny : r->nbins_b * r->nbins_b);
@@ -599,7 +607,7 @@ ctr_status ctr__fbp_run_bands(srun *r, const unsigned char *done, float *vol) {
   int64_t total = 0;
   for (int64_t k = k0; k < k1; k++) total += !done || !done[k];
   if (!r->nitems) return CTR_OK;
-  CTR_CHECK(ctr__ring_init(&r->ring, pag ? 5 : 3, r->band_bytes, fill, r));
+  CTR_CHECK(ctr__ring_init(&r->ring, ring_slots(r), r->band_bytes, fill, r));
   r->have_ring = 1;
   CTR_CHECK(ctr__ring_start(&r->ring, 0, r->nitems));
   int64_t computed = 0;
