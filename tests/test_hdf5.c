@@ -644,6 +644,7 @@ typedef struct raw_chunk {
   unsigned mask;
   hsize_t off[3];
   size_t bytes;
+  const void *data; /* NULL: write_raw_chunks' data */
 } raw_chunk;
 static void write_raw_chunks(const char *file, const hsize_t *dims, hid_t dcpl, int n,
                              const raw_chunk *c, const void *data) {
@@ -652,7 +653,8 @@ static void write_raw_chunks(const char *file, const hsize_t *dims, hid_t dcpl, 
   hid_t d = H5Dcreate2(fid, "/data", H5T_STD_U16LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   CHECK(d >= 0);
   for (int i = 0; i < n && d >= 0; i++)
-    CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, c[i].mask, c[i].off, c[i].bytes, data) >= 0);
+    CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, c[i].mask, c[i].off, c[i].bytes,
+                         c[i].data ? c[i].data : data) >= 0);
   if (d >= 0) H5Dclose(d);
   H5Sclose(sp);
   H5Fclose(fid);
@@ -665,7 +667,7 @@ static void test_damaged_chunks(void) {
   for (int i = 0; i < 12; i++) v[i] = (uint16_t)(i + 1);
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_chunk(dcpl, 3, chunk);
-  const raw_chunk chunks[2] = {{0, {0, 0, 0}, sizeof v}, {0, {1, 0, 0}, 8}}; /* 8 of 24 bytes */
+  const raw_chunk chunks[2] = {{0, {0, 0, 0}, sizeof v, NULL}, {0, {1, 0, 0}, 8, NULL}}; /* 8 of 24 bytes */
   write_raw_chunks(file, dims, dcpl, 2, chunks, v);
   H5Pclose(dcpl);
   char path[600];
@@ -753,7 +755,8 @@ static void test_filtered_chunk_sizes(void) {
    * expected, and given (the checksum is not verified here: HDF5 does); chunk
    * 1: both skipped, 16 bytes: fine; chunk 2: Fletcher-32 applied, 16 bytes:
    * 4 short */
-  const raw_chunk chunks[3] = {{1u, {0, 0, 0}, 20}, {3u, {1, 0, 0}, 16}, {0u, {2, 0, 0}, 16}};
+  const raw_chunk chunks[3] = {{1u, {0, 0, 0}, 20, NULL}, {3u, {1, 0, 0}, 16, NULL},
+                               {0u, {2, 0, 0}, 16, NULL}};
   write_raw_chunks(file, dims, dcpl, 3, chunks, v);
   H5Pclose(dcpl);
   char path[600];
@@ -786,26 +789,19 @@ static void test_inflate_sizes(void) {
   uint16_t v[10];
   for (int i = 0; i < 10; i++) v[i] = (uint16_t)(100 + i);
   const char *file = P("inflate_chunks.h5");
-  hid_t fid = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  hid_t sp = H5Screate_simple(3, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_chunk(dcpl, 3, chunk);
   H5Pset_deflate(dcpl, 1);
-  hid_t d = H5Dcreate2(fid, "/data", H5T_STD_U16LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-  REQUIRE(d >= 0);
   const size_t plain[3] = {16, 10, 20};
   unsigned char z[3][64];
+  raw_chunk chunks[4] = {{0, {3, 0, 0}, 12, NULL}};
   for (int c = 0; c < 3; c++) {
     uLongf n = sizeof z[c];
     REQUIRE(compress2(z[c], &n, (const Bytef *)v, plain[c], 1) == Z_OK);
-    const hsize_t off[3] = {(hsize_t)c, 0, 0};
-    CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, off, n, z[c]) >= 0);
+    chunks[c + 1] = (raw_chunk){0, {(hsize_t)c, 0, 0}, n, z[c]};
   }
-  const hsize_t off3[3] = {3, 0, 0};
-  CHECK(H5Dwrite_chunk(d, H5P_DEFAULT, 0, off3, 12, v) >= 0);
-  H5Dclose(d);
+  write_raw_chunks(file, dims, dcpl, 4, chunks, v);
   H5Pclose(dcpl);
-  H5Sclose(sp);
-  H5Fclose(fid);
   char path[600];
   snprintf(path, sizeof path, "%s:/data", file);
   ctr_stack_reader *r = NULL;
@@ -837,12 +833,12 @@ static void test_inflate_sizes(void) {
   /* the whole-dataset readers check such chunks before HDF5 reads them */
   const hsize_t vdims[1] = {8}, vchunk[1] = {4};
   const double th[4] = {0.5, 1.5, 2.5, 3.5};
-  fid = H5Fcreate(P("inflate_vector.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  sp = H5Screate_simple(1, vdims, NULL);
+  hid_t fid = H5Fcreate(P("inflate_vector.h5"), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t sp = H5Screate_simple(1, vdims, NULL);
   dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_chunk(dcpl, 1, vchunk);
   H5Pset_deflate(dcpl, 1);
-  d = H5Dcreate2(fid, "/theta", H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  hid_t d = H5Dcreate2(fid, "/theta", H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   REQUIRE(d >= 0);
   for (int c = 0; c < 2; c++) {
     unsigned char zz[96];

@@ -70,23 +70,21 @@
 /* The most chunks one H5Dread may touch (the stack reader splits its reads to
  * stay below; a whole-dataset read, start NULL, of more is refused here). */
 #define CTR__H5_READ_CHUNKS 65536
-#define CTR__H5_MAX_FILTERS 32
 typedef struct chunk_bounds {
-  haddr_t lo;  /* first byte after the superblock */
-  hsize_t eof; /* file size */
-  hsize_t raw; /* bytes of a chunk's elements */
-  int nfilters;
-  H5Z_filter_t filter[CTR__H5_MAX_FILTERS]; /* the pipeline, in the order of the mask bits */
+  haddr_t lo;            /* first byte after the superblock */
+  hsize_t eof;           /* file size */
+  hsize_t raw;           /* bytes of a chunk's elements */
+  ctr__h5_pipeline pipe; /* the filters, in the order of the mask bits */
 } chunk_bounds;
 
 /* The stored size a chunk with this filter mask must have; 0: any (a
  * compressing filter applies). */
 static hsize_t chunk_want(const chunk_bounds *b, unsigned mask) {
   hsize_t want = b->raw;
-  for (int i = 0; i < b->nfilters; i++) {
+  for (int i = 0; i < b->pipe.n; i++) {
     if (i < 32 && (mask >> i) & 1u) continue; /* skipped for this chunk */
-    if (b->filter[i] == H5Z_FILTER_SHUFFLE) continue;
-    if (b->filter[i] == H5Z_FILTER_FLETCHER32) want += 4;
+    if (b->pipe.id[i] == H5Z_FILTER_SHUFFLE) continue;
+    if (b->pipe.id[i] == H5Z_FILTER_FLETCHER32) want += 4;
     else return 0;
   }
   return want;
@@ -186,16 +184,12 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
     chunk_bounds b;
     memset(&b, 0, sizeof b);
     b.raw = elem;
-    b.nfilters = H5Pget_nfilters(dcpl);
-    if (b.nfilters < 0 || b.nfilters > CTR__H5_MAX_FILTERS)
+    const int nfilters = H5Pget_nfilters(dcpl);
+    if (nfilters < 0 || nfilters > CTR__H5_PIPELINE_MAX)
       CTR_FAIL_GOTO(st, CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s' is damaged: its filter "
                     "pipeline has %d filters (at most %d are read); write the file again",
-                    name, file, b.nfilters, CTR__H5_MAX_FILTERS);
-    for (int i = 0; i < b.nfilters; i++) {
-      unsigned flags = 0, cd[8];
-      size_t ncd = 8;
-      b.filter[i] = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, 0, NULL, NULL);
-    }
+                    name, file, nfilters, CTR__H5_PIPELINE_MAX);
+    ctr__h5_pipeline_get(dcpl, &b.pipe);
     hid_t fid = H5Iget_file_id(dset);
     H5F_info2_t fi;
     if (fid < 0 || H5Fget_info2(fid, &fi) < 0 || H5Fget_filesize(fid, &b.eof) < 0) {
@@ -223,8 +217,7 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
                     "(h5repack -l %s:CONTI IN OUT)", name, file, nchunks, CTR__H5_READ_CHUNKS, name);
     int bad = 0, walked = 0;
     hsize_t bad_off0 = 0;
-    ctr__h5_pipeline pipe;
-    const int decode = check_decode && ctr__h5_pipeline_get(dcpl, &pipe) && pipe.deflate > 0;
+    const int decode = check_decode && b.pipe.ours && b.pipe.deflate > 0;
 #if H5_VERSION_GE(1, 14, 0)
     /* every stored entry, up to CTR__H5_WALK_CHUNKS of them, however many
      * chunks the dataspace has (a healthy entry for a chunk next to a damaged
@@ -251,13 +244,13 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
         bad_off0 = off[0];
         break;
       }
-      if (decode && got > 0 && !ctr__h5_chunk_check(dset, off, &pipe, b.raw, got))
+      if (decode && got > 0 && !ctr__h5_chunk_check(dset, off, &b.pipe, b.raw, got))
         CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                       "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
                       "axis 0 (%llu bytes stored) does not decode to its elements' %llu bytes "
                       "through its %d filter(s); write the file again",
                       name, file, (unsigned long long)off[0], (unsigned long long)got,
-                      (unsigned long long)b.raw, b.nfilters);
+                      (unsigned long long)b.raw, b.pipe.n);
       int i = rank - 1;
       while (i >= 0 && (off[i] += cdims[i]) >= hi[i]) off[i] = lo[i], i--;
       if (i < 0) break;
@@ -269,7 +262,7 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
                     "take %llu bytes before its %d filter(s), the file ends at byte %llu and its "
                     "superblock takes %llu; write the file again",
                     name, file, (unsigned long long)bad_off0, (unsigned long long)addr,
-                    (unsigned long long)got, (unsigned long long)b.raw, b.nfilters,
+                    (unsigned long long)got, (unsigned long long)b.raw, b.pipe.n,
                     (unsigned long long)b.eof, (unsigned long long)b.lo);
   }
 cleanup:
