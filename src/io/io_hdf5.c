@@ -244,12 +244,14 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
         bad_off0 = off[0];
         break;
       }
-      if (decode && got > 0 && !ctr__h5_chunk_check(dset, off, &b.pipe, b.raw, got))
+      const char *why = decode && got > 0 ? ctr__h5_chunk_check(dset, off, &b.pipe, b.raw, got)
+                                          : NULL;
+      if (why)
         CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                       "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
-                      "axis 0 (%llu bytes stored) does not decode to its elements' %llu bytes "
-                      "through its %d filter(s); write the file again",
-                      name, file, (unsigned long long)off[0], (unsigned long long)got,
+                      "axis 0 (%llu bytes stored) %s (its elements take %llu bytes; %d "
+                      "filter(s)); write the file again",
+                      name, file, (unsigned long long)off[0], (unsigned long long)got, why,
                       (unsigned long long)b.raw, b.pipe.n);
       int i = rank - 1;
       while (i >= 0 && (off[i] += cdims[i]) >= hi[i]) off[i] = lo[i], i--;

@@ -169,8 +169,19 @@ static const char *chunk_load(hid_t dset, const hsize_t *off, const ctr__h5_pipe
                               size_t raw, hsize_t got, unsigned char **buf, unsigned char **spare,
                               size_t cap, size_t *n) {
   uint32_t mask = 0;
+  hsize_t will = 0;
   *n = (size_t)got;
   if (got == 0 || got > cap) return "is stored in more bytes than its elements could take";
+  /* H5Dread_chunk reads as many bytes as the index lookup gives (that of
+   * H5Dget_chunk_storage_size), which in a damaged index can differ from
+   * the size the caller was given for the chunk (the HDF5 1.14 long runs,
+   * 2026-11-27: 38 bytes by H5Dget_chunk_info_by_coord, 1840 by the lookup,
+   * read into a buffer of 1093) */
+  if (H5Dget_chunk_storage_size(dset, off, &will) < 0 || will != got) {
+    H5Eclear2(H5E_DEFAULT);
+    *n = (size_t)will;
+    return "has index entries that disagree on its stored size";
+  }
   if (H5Dread_chunk(dset, H5P_DEFAULT, off, &mask, *buf) < 0) {
     *n = 0; /* the caller reports HDF5's message */
     return NULL;
@@ -179,17 +190,20 @@ static const char *chunk_load(hid_t dset, const hsize_t *off, const ctr__h5_pipe
   return why ? why : *n != raw ? "does not decode to its elements' size" : NULL;
 }
 
-int ctr__h5_chunk_check(hid_t dset, const hsize_t *off, const ctr__h5_pipeline *p, hsize_t raw,
-                        hsize_t got) {
+const char *ctr__h5_chunk_check(hid_t dset, const hsize_t *off, const ctr__h5_pipeline *p,
+                                hsize_t raw, hsize_t got) {
+  static const char *const wrong_size = "does not decode to its elements' size";
   const size_t cap = stage_cap(p, (size_t)raw);
-  if ((hsize_t)(size_t)raw != raw || got == 0 || got > cap) return 0;
+  if ((hsize_t)(size_t)raw != raw || got == 0 || got > cap) return wrong_size;
   unsigned char *a = malloc(cap), *b = malloc(cap);
   size_t n = 0;
-  int ok = a && b && !chunk_load(dset, off, p, (size_t)raw, got, &a, &b, cap, &n) && n == raw;
+  const char *why = !a || !b ? "cannot be checked (out of host memory)"
+                             : chunk_load(dset, off, p, (size_t)raw, got, &a, &b, cap, &n);
+  if (!why && n != raw) why = n == 0 ? "cannot be read" : wrong_size;
   H5Eclear2(H5E_DEFAULT);
   free(a);
   free(b);
-  return ok;
+  return why;
 }
 
 ctr_status ctr__h5_read_decoded(hid_t dset, hid_t memtype, const ctr__h5_pipeline *p,

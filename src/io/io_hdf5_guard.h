@@ -55,10 +55,11 @@ typedef struct ctr__h5_pipeline {
 /* The dataset's filter pipeline into p; returns p->ours (0 also for more
  * than CTR__H5_PIPELINE_MAX filters). */
 int ctr__h5_pipeline_get(hid_t dcpl, ctr__h5_pipeline *p);
-/* 1: the stored chunk at off (got bytes) decodes through p to exactly raw
- * bytes (read with H5Dread_chunk, its filters undone here). */
-int ctr__h5_chunk_check(hid_t dset, const hsize_t *off, const ctr__h5_pipeline *p, hsize_t raw,
-                        hsize_t got);
+/* NULL: the stored chunk at off (got bytes) decodes through p to exactly raw
+ * bytes (read with H5Dread_chunk, its filters undone here); else what is
+ * wrong with it, worded to follow "the chunk ... ". */
+const char *ctr__h5_chunk_check(hid_t dset, const hsize_t *off, const ctr__h5_pipeline *p,
+                                hsize_t raw, hsize_t got);
 /* Reads the 3D selection [start, start + count) of a chunked dataset whose
  * pipeline is ours into out (count[0] x count[1] x count[2] elements of
  * memtype, last axis fastest): each chunk it touches read raw once, decoded,
