@@ -235,6 +235,12 @@ bundle() {
 # (crashes logged and skipped), the options of tests/fuzz/hdf5-114.sh run.
 set -euo pipefail
 t=\$1 secs=\$2 jobs=\$3 res=\$4
+# A machine lent again may keep an earlier run's RESULTS (2026-11-27: the
+# artifacts of two sessions before, mistaken at first for this run's).
+if [ -n "\$(ls -A "\$res/art" 2>/dev/null)" ]; then
+  echo "run.sh: \$res/art already holds findings of an earlier run: give a new RESULTS folder" >&2
+  exit 2
+fi
 mkdir -p "\$res/art" "\$res/tmp-\$t" "\$res/corpus-\$t"
 cp -rn $at/corpus/\$t/* "\$res/corpus-\$t/"
 printf 'leak:H5\\n' > "\$res/lsan.supp"
