@@ -192,14 +192,13 @@ static const char *chunk_load(hid_t dset, const hsize_t *off, const ctr__h5_pipe
 
 const char *ctr__h5_chunk_check(hid_t dset, const hsize_t *off, const ctr__h5_pipeline *p,
                                 hsize_t raw, hsize_t got) {
-  static const char *const wrong_size = "does not decode to its elements' size";
+  if ((hsize_t)(size_t)raw != raw) return "is larger than this machine can address";
   const size_t cap = stage_cap(p, (size_t)raw);
-  if ((hsize_t)(size_t)raw != raw || got == 0 || got > cap) return wrong_size;
   unsigned char *a = malloc(cap), *b = malloc(cap);
   size_t n = 0;
   const char *why = !a || !b ? "cannot be checked (out of host memory)"
                              : chunk_load(dset, off, p, (size_t)raw, got, &a, &b, cap, &n);
-  if (!why && n != raw) why = n == 0 ? "cannot be read" : wrong_size;
+  if (!why && n == 0) why = "cannot be read"; /* chunk_load: HDF5's read failed */
   H5Eclear2(H5E_DEFAULT);
   free(a);
   free(b);
