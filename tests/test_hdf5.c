@@ -855,7 +855,9 @@ static void test_inflate_sizes(void) {
   int64_t nvec = 0;
   CHECK_FAILS(ctr__hdf5_read_vector(P("inflate_vector.h5"), "/theta", &vec, &nvec), CTR_E_FORMAT,
               "the chunk at element 4 of axis 0");
-  CHECK(strstr(ctr_error_detail(), "does not decode to its elements' size (its elements take 32 bytes") && vec == NULL);
+  CHECK(strstr(ctr_error_detail(),
+               "does not decode to its elements' size (its elements take 32 bytes") &&
+        vec == NULL);
 
   /* the 1.14 long run's input: (1, 4, 8, 1017) chunks of 2 x 4 x 8 x 8 data,
    * the first inflating to 1216 bytes */

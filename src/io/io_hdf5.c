@@ -98,14 +98,14 @@ static int chunk_fits(const chunk_bounds *b, unsigned mask, haddr_t addr, hsize_
 }
 
 /* 1: the chunk at off is fine (or not written); 0: not, with *addr and *got
- * what its index entry says, and *read (when not 0) the other size that the
- * lookup H5Dread reads by gives for it. */
+ * what its index entry says, and *disagree set when the lookup H5Dread reads
+ * by gives it another size. */
 static int chunk_ok(hid_t dset, const hsize_t *off, const chunk_bounds *b, int size_only,
-                    haddr_t *addr, hsize_t *got, hsize_t *read) {
+                    haddr_t *addr, hsize_t *got, int *disagree) {
   unsigned mask = 0;
   *addr = HADDR_UNDEF;
   *got = 0;
-  *read = 0;
+  *disagree = 0;
   if (size_only) {
     if (H5Dget_chunk_storage_size(dset, off, got) < 0) {
       H5Eclear2(H5E_DEFAULT);
@@ -132,7 +132,7 @@ static int chunk_ok(hid_t dset, const hsize_t *off, const chunk_bounds *b, int s
     hsize_t will = 0;
     if (H5Dget_chunk_storage_size(dset, off, &will) < 0 || will != *got) {
       H5Eclear2(H5E_DEFAULT);
-      *read = will ? will : 1; /* not 0: "disagree" (0 from a failed lookup) */
+      *disagree = 1;
       return 0;
     }
   }
@@ -217,7 +217,7 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
     }
     H5Fclose(fid);
     b.lo = fi.super.super_size;
-    hsize_t lo[H5S_MAX_RANK], hi[H5S_MAX_RANK], off[H5S_MAX_RANK], got = 0, read = 0;
+    hsize_t lo[H5S_MAX_RANK], hi[H5S_MAX_RANK], off[H5S_MAX_RANK], got = 0;
     haddr_t addr = HADDR_UNDEF;
     double nchunks = 1;
     for (int i = 0; i < rank; i++) {
@@ -234,7 +234,7 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
                     "dataset '%s' of HDF5 file '%s' is stored in %.0f chunks, more than the %d a "
                     "read may touch (HDF5 allocates for each); rewrite it with larger chunks "
                     "(h5repack -l %s:CONTI IN OUT)", name, file, nchunks, CTR__H5_READ_CHUNKS, name);
-    int bad = 0, walked = 0;
+    int bad = 0, walked = 0, disagree = 0;
     hsize_t bad_off0 = 0;
     const int decode = check_decode && b.pipe.ours && b.pipe.deflate > 0;
 #if H5_VERSION_GE(1, 14, 0)
@@ -258,7 +258,7 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
      * the walk did not cover the index, decoded when deflate applies */
     while (!bad && (!walked || decode)) {
       if (!chunk_ok(dset, off, &b, !CTR__H5_LOOKUP_INDEXED && nchunks > CTR__H5_ADDR_CHUNKS,
-                    &addr, &got, &read)) {
+                    &addr, &got, &disagree)) {
         bad = 1;
         bad_off0 = off[0];
         break;
@@ -276,7 +276,7 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
       while (i >= 0 && (off[i] += cdims[i]) >= hi[i]) off[i] = lo[i], i--;
       if (i < 0) break;
     }
-    if (bad && read)
+    if (bad && disagree)
       CTR_FAIL_GOTO(st, CTR_E_FORMAT,
                     "dataset '%s' of HDF5 file '%s' is damaged: the chunk at element %llu of "
                     "axis 0 (%llu bytes stored) has index entries that disagree on its stored "
