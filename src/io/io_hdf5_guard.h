@@ -55,6 +55,14 @@ typedef struct ctr__h5_pipeline {
 /* The dataset's filter pipeline into p; returns p->ours (0 also for more
  * than CTR__H5_PIPELINE_MAX filters). */
 int ctr__h5_pipeline_get(hid_t dcpl, ctr__h5_pipeline *p);
+/* 1: the index lookup that H5Dread and H5Dread_chunk read a chunk by
+ * (H5Dget_chunk_storage_size) gives the chunk at off the size got; in a
+ * damaged index it can name another entry (the HDF5 1.14 long runs,
+ * 2026-11-27: 38 bytes by H5Dget_chunk_info_by_coord, 1840 by the lookup,
+ * read into a buffer of 1093; regress-chunk-sizes-disagree.h5). Only for a
+ * chunk stored with a filter or one whose size was checked: an unfiltered
+ * chunk's lookup gives its elements' size, not what is stored. */
+int ctr__h5_chunk_size_agrees(hid_t dset, const hsize_t *off, hsize_t got);
 /* NULL: the stored chunk at off (got bytes) decodes through p to exactly raw
  * bytes (read with H5Dread_chunk, its filters undone here); else what is
  * wrong with it, worded to follow "the chunk ... ". */
