@@ -2,6 +2,7 @@
  * GPU, with the data ASTRA gets (bench/astra_iterative.py).
  *
  *   bench_iterative [--cases LIST] [--repeats R] [--json FILE] [--dump DIR]
+ *                   [--pairs matched|fast|both] [--forward-only]
  *
  * Cases (comma list; default fp-A,fp-B,iter-A,cgls-B20,fista-256):
  *  fp-A       forward projection of 512^3 (0.5 mm) to 496 views of 1248 x 960, and the
@@ -16,6 +17,9 @@
  *             time (needs about 120 GB of host memory; about 10 minutes)
  *  fista-256  FISTA-TV against FDK at 60 views of 256^3 from exact Shepp-Logan line
  *             integrals: the relative errors and the margin
+ * --pairs matched|fast|both (default both) picks the pairs iter-A, cgls-B20 and cgls-2048
+ * run (cgls-2048: matched unless fast alone is named); --forward-only leaves the adjoints
+ * out of fp-A and fp-B (the forward projector's own runs).
  * Medians of R repeats after a warm-up. With --dump DIR, case A's volume, projections and
  * geometry go to DIR for the ASTRA comparison. Writes the benchmark JSON of
  * docs/design.md. */
@@ -37,6 +41,8 @@ static const geo_case CASE_F = {"F", 256, 384, 384, 60, 1.0, 750.0, 1200.0, 1.0}
 
 static bench_json json;
 static int repeats = 3;
+static int pairs = 3;        /* bit 0: matched, bit 1: fast */
+static int forward_only = 0; /* fp cases: no adjoints */
 
 static ctr_phantom *head(const geo_case *c) {
   ctr_phantom *ph = NULL;
@@ -83,7 +89,8 @@ static void bench_projector(ctr_context *ctx, const geo_case *c, const char *dum
     double t0 = ctr__now_s();
     if (ctr__proj_forward(p, &x, &y, 0, c->nviews)) BENCH_DIE("forward: %s", ctr_error_detail());
     const double t1 = ctr__now_s();
-    if (ctr__proj_adjoint(p, &y, &x, 0, c->nviews)) BENCH_DIE("adjoint: %s", ctr_error_detail());
+    if (!forward_only && ctr__proj_adjoint(p, &y, &x, 0, c->nviews))
+      BENCH_DIE("adjoint: %s", ctr_error_detail());
     const double t2 = ctr__now_s();
     if (r > 0) tf[r - 1] = t1 - t0, ta[r - 1] = t2 - t1;
     if (r == 0 && dump) { /* the forward projection of the voxelised head, for ASTRA */
@@ -100,13 +107,17 @@ static void bench_projector(ctr_context *ctx, const geo_case *c, const char *dum
   }
   const double sf = bench_median(tf, repeats), sa = bench_median(ta, repeats);
   const double ups = (double)c->nviews * (double)nvox;
-  printf("case %s: forward %.4f s (%.1f GUPS), adjoint %.4f s (%.1f GUPS)\n", c->name, sf,
-         ups / sf / 1e9, sa, ups / sa / 1e9);
+  if (forward_only)
+    printf("case %s: forward %.4f s (%.1f GUPS)\n", c->name, sf, ups / sf / 1e9);
+  else
+    printf("case %s: forward %.4f s (%.1f GUPS), adjoint %.4f s (%.1f GUPS)\n", c->name, sf,
+           ups / sf / 1e9, sa, ups / sa / 1e9);
   bench_json_case(&json, "\"name\": \"%s/forward\", \"seconds\": %.6f, \"gups\": %.2f, \"volume\": %lld, "
             "\"views\": %lld, \"detector\": [%lld, %lld]", c->name, sf, ups / sf / 1e9,
             (long long)c->n, (long long)c->nviews, (long long)c->nu, (long long)c->nv);
-  bench_json_case(&json, "\"name\": \"%s/adjoint\", \"seconds\": %.6f, \"gups\": %.2f, \"pair\": \"matched\"",
-            c->name, sa, ups / sa / 1e9);
+  if (!forward_only)
+    bench_json_case(&json, "\"name\": \"%s/adjoint\", \"seconds\": %.6f, \"gups\": %.2f, \"pair\": \"matched\"",
+              c->name, sa, ups / sa / 1e9);
   /* The public call, host arrays in and out (what ASTRA's FP3D_CUDA times). */
   {
     float *proj = ctr_host_alloc(sizeof(float) * (size_t)nproj);
@@ -126,6 +137,7 @@ static void bench_projector(ctr_context *ctx, const geo_case *c, const char *dum
   }
   /* The fast pair's backprojection (host round trip included: the public
    * ctr_backprojector takes host images). */
+  if (forward_only) goto out;
   ctr_projector_options po = CTR_PROJECTOR_OPTIONS_INIT;
   po.pair = CTR_PAIR_FAST;
   ctr_projector *pf = NULL;
@@ -142,9 +154,10 @@ static void bench_projector(ctr_context *ctx, const geo_case *c, const char *dum
          ups / sb / 1e9);
   bench_json_case(&json, "\"name\": \"%s/adjoint-fast\", \"seconds\": %.6f, \"gups\": %.2f, \"pair\": \"fast\"",
             c->name, sb, ups / sb / 1e9);
+  ctr_projector_free(pf);
+out:
   ctr__vec_free(p, &x);
   ctr__vec_free(p, &y);
-  ctr_projector_free(pf);
   ctr_projector_free(p);
   ctr_host_free(vol);
   ctr_phantom_free(ph);
@@ -199,6 +212,7 @@ static void bench_iterations(ctr_context *ctx, const geo_case *c, int64_t iterat
   fprintf(stderr, "case %s: exact projections of the head...\n", c->name);
   if (ctr_phantom_project(NULL, ph, g, 1, &pa)) BENCH_DIE("project: %s", ctr_error_detail());
   for (int pair = 0; pair < 2; pair++) {
+    if (!(pairs >> pair & 1)) continue;
     ctr_projector_options po = CTR_PROJECTOR_OPTIONS_INIT;
     po.pair = pair ? CTR_PAIR_FAST : CTR_PAIR_MATCHED;
     ctr_projector *p = NULL;
@@ -244,7 +258,9 @@ static void bench_2048(ctr_context *ctx) {
   ctr_geometry *g = bench_cone_geometry(c);
   ctr_phantom *ph = head(c);
   ctr_projector *p = NULL;
-  if (ctr_projector_create_cone(ctx, g, NULL, &p)) BENCH_DIE("projector: %s", ctr_error_detail());
+  ctr_projector_options po = CTR_PROJECTOR_OPTIONS_INIT;
+  po.pair = pairs == 2 ? CTR_PAIR_FAST : CTR_PAIR_MATCHED;
+  if (ctr_projector_create_cone(ctx, g, &po, &p)) BENCH_DIE("projector: %s", ctr_error_detail());
   ctr_iterate_options o = CTR_ITERATE_OPTIONS_INIT;
   o.algorithm = CTR_ITERATE_CGLS;
   o.iterations = 2;
@@ -280,13 +296,14 @@ static void bench_2048(ctr_context *ctx) {
   const double total = ctr__now_s() - t0;
   const double per = l.n >= 2 ? l.t[1] - l.t[0] : total;
   ctr_iterate_plan_describe(&rep.plan, text, sizeof text);
-  printf("case 2048: forward projection (host in/out, slab-wise) %.1f s; CGLS 2 iterations %.1f s "
-         "in all, %.1f s per iteration (forward %.1f s, adjoint %.1f s in all); plan: %s\n", tfwd,
-         total, per, rep.seconds_forward, rep.seconds_adjoint, text);
-  bench_json_case(&json, "\"name\": \"2048/cgls/2-iterations\", \"seconds\": %.3f, \"seconds_per_iteration\": "
+  printf("case 2048: forward projection (host in/out, slab-wise) %.1f s; CGLS (%s pair) 2 iterations "
+         "%.1f s in all, %.1f s per iteration (forward %.1f s, adjoint %.1f s in all); plan: %s\n",
+         tfwd, ctr_projector_pair_name(po.pair), total, per, rep.seconds_forward, rep.seconds_adjoint,
+         text);
+  bench_json_case(&json, "\"name\": \"2048/cgls/%s/2-iterations\", \"seconds\": %.3f, \"seconds_per_iteration\": "
             "%.3f, \"forward_seconds\": %.3f, \"adjoint_seconds\": %.3f, \"placement\": \"%s\", "
             "\"slabs\": %lld, \"gpu_bytes\": %llu, \"host_bytes\": %llu, \"volume\": 2048, "
-            "\"views\": 1200, \"detector\": [2048, 2048]", total, per, rep.seconds_forward,
+            "\"views\": 1200, \"detector\": [2048, 2048]", ctr_projector_pair_name(po.pair), total, per, rep.seconds_forward,
             rep.seconds_adjoint, ctr_iterate_placement_name(rep.plan.placement),
             (long long)rep.plan.nslabs, (unsigned long long)rep.plan.gpu_bytes,
             (unsigned long long)rep.plan.host_bytes);
@@ -357,7 +374,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
-    else BENCH_DIE("usage: %s [--cases LIST] [--repeats R] [--json FILE] [--dump DIR]", argv[0]);
+    else if (!strcmp(argv[i], "--forward-only")) forward_only = 1;
+    else if (!strcmp(argv[i], "--pairs") && i + 1 < argc) {
+      const char *w = argv[++i];
+      pairs = !strcmp(w, "matched") ? 1 : !strcmp(w, "fast") ? 2 : !strcmp(w, "both") ? 3 : 0;
+      if (!pairs) BENCH_DIE("--pairs: matched, fast or both, not \"%s\"", w);
+    } else
+      BENCH_DIE("usage: %s [--cases LIST] [--repeats R] [--json FILE] [--dump DIR] "
+                "[--pairs matched|fast|both] [--forward-only]", argv[0]);
   }
   if (repeats < 1 || repeats > 15) BENCH_DIE("--repeats: 1 .. 15");
   if (ctr_cuda_get_device_count() < 1) BENCH_DIE("no usable GPU");
@@ -371,8 +395,9 @@ int main(int argc, char **argv) {
     char date[32];
     bench_date(date, sizeof date);
     fprintf(json.f, "{\n  \"gpu\": \"%s\",\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n  "
-            "\"command\": \"bench_iterative --cases %s --repeats %d\",\n  \"cases\": [\n",
-            info.name, date, bench_revision(), cases, repeats);
+            "\"command\": \"bench_iterative --cases %s --repeats %d --pairs %s%s\",\n  \"cases\": [\n",
+            info.name, date, bench_revision(), cases, repeats,
+            pairs == 1 ? "matched" : pairs == 2 ? "fast" : "both", forward_only ? " --forward-only" : "");
   }
   if (bench_listed(cases, "fp-A")) bench_projector(ctx, &CASE_A, dump);
   if (bench_listed(cases, "fp-B")) bench_projector(ctx, &CASE_B, NULL);
