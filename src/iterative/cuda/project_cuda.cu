@@ -27,6 +27,14 @@
 /* Views of one adjoint launch (their matrices sit in shared memory). */
 #define ADJ_MAX_BATCH 64
 #define MAX_GRID_Z 65535
+/* Views whose blocks of one detector tile the forward launch places next to
+ * each other (blockIdx.x: the view within its group fastest, then the tile's
+ * column), so that they run at once and read the same planes' rows through
+ * L2: neighbouring views' rays of one pixel lie within a few voxels of each
+ * other. With the view in blockIdx.z the GPU held a fraction of one view at a
+ * time and each view streamed the plane stack from HBM again (bench/NOTES.md,
+ * "Forward projection"). Each ray is computed as before: the same bits. */
+#define FWD_VIEWS 8
 
 typedef struct it_cuda {
   cudaStream_t s;
@@ -193,12 +201,13 @@ cleanup:
  * its ray for the grid box. Returns 0 for threads outside the detector.
  * Blocks of FWD_BX x FWD_BY threads. */
 __device__ int block_ray(const ctr__it_view *__restrict__ views, long long w, ctr__it_view *view,
-                         int nu, int nv, const it_grid &grid, int *u, int *v, ctr__it_ray *r) {
+                         int nu, int nv, const it_grid &grid, int tile_u, int *u, int *v,
+                         ctr__it_ray *r) {
   const int t = threadIdx.y * FWD_BX + threadIdx.x;
   if (t < (int)(sizeof(ctr__it_view) / sizeof(int)))
     ((int *)view)[t] = ((const int *)(views + w))[t];
   __syncthreads();
-  *u = blockIdx.x * FWD_BX + threadIdx.x;
+  *u = tile_u * FWD_BX + threadIdx.x;
   *v = blockIdx.y * FWD_BY + threadIdx.y;
   if (*u >= nu || *v >= nv) return 0;
   const int64_t b0[3] = {grid.b0[0], grid.b0[1], grid.b0[2]};
@@ -207,17 +216,21 @@ __device__ int block_ray(const ctr__it_view *__restrict__ views, long long w, ct
   return 1;
 }
 
-/* One ray per thread: slots [w_launch, ...) of blockIdx.z; y holds slots
- * from y_first on. The stacks are of slab [z0, z0 + zs). */
+/* One ray per thread: slots [w_launch, w_end), FWD_VIEWS of them a group
+ * (blockIdx.z), the view within its group blockIdx.x % FWD_VIEWS and the
+ * detector column tile blockIdx.x / FWD_VIEWS; y holds slots from y_first on.
+ * The stacks are of slab [z0, z0 + zs). */
 __global__ void __launch_bounds__(FWD_BX *FWD_BY)
-    k_forward(const ctr__it_view *__restrict__ views, long long w_launch, long long y_first, int nu,
-              int nv, it_grid grid, const float *__restrict__ sz, const float *__restrict__ sx,
-              int nxp, int nyp, int z0, float *__restrict__ y, int accumulate) {
+    k_forward(const ctr__it_view *__restrict__ views, long long w_launch, long long w_end,
+              long long y_first, int nu, int nv, it_grid grid, const float *__restrict__ sz,
+              const float *__restrict__ sx, int nxp, int nyp, int z0, float *__restrict__ y,
+              int accumulate) {
   __shared__ ctr__it_view view;
-  const long long w = w_launch + blockIdx.z;
+  const long long w = w_launch + (long long)blockIdx.z * FWD_VIEWS + blockIdx.x % FWD_VIEWS;
+  if (w >= w_end) return; /* the last group's missing views: whole blocks */
   int u, v;
   ctr__it_ray r;
-  if (!block_ray(views, w, &view, nu, nv, grid, &u, &v, &r)) return;
+  if (!block_ray(views, w, &view, nu, nv, grid, (int)(blockIdx.x / FWD_VIEWS), &u, &v, &r)) return;
   float sum = 0.0f;
   if (r.lo <= r.hi) {
     const long long pitch_z = (long long)nxp * nyp;
@@ -256,13 +269,15 @@ static ctr_status launch_forward(ctr_projector *p, it_cuda *c, int64_t z0, int64
   const int nx = (int)p->n[0], ny = (int)p->n[1], nxp = nx + PADS, nyp = ny + PADS;
   const size_t per = (size_t)nxp * nyp * (size_t)(zs + PADS);
   const it_grid g = grid_of(p, z0, z0 + zs);
-  for (int64_t a = w0; a < w1; a += MAX_GRID_Z) {
-    const int64_t n = w1 - a < MAX_GRID_Z ? w1 - a : MAX_GRID_Z;
-    const dim3 blocks((unsigned)((p->nu + FWD_BX - 1) / FWD_BX), (unsigned)((p->nv + FWD_BY - 1) / FWD_BY),
-                      (unsigned)n);
+  const int64_t most = (int64_t)MAX_GRID_Z * FWD_VIEWS; /* views of one launch */
+  for (int64_t a = w0; a < w1; a += most) {
+    const int64_t n = w1 - a < most ? w1 - a : most;
+    const dim3 blocks((unsigned)((p->nu + FWD_BX - 1) / FWD_BX * FWD_VIEWS),
+                      (unsigned)((p->nv + FWD_BY - 1) / FWD_BY),
+                      (unsigned)((n + FWD_VIEWS - 1) / FWD_VIEWS));
     k_forward<<<blocks, dim3(FWD_BX, FWD_BY), 0, c->s>>>(
-        c->d_views, a, y_first, (int)p->nu, (int)p->nv, g, c->d_stacks, c->d_stacks + per, nxp,
-        nyp, (int)z0, y, accumulate);
+        c->d_views, a, a + n, y_first, (int)p->nu, (int)p->nv, g, c->d_stacks, c->d_stacks + per,
+        nxp, nyp, (int)z0, y, accumulate);
     CU_LAUNCHED("k_forward");
   }
 cleanup:
@@ -338,7 +353,7 @@ __global__ void k_tables(const ctr__it_view *__restrict__ views, long long w_fir
   const long long k = blockIdx.z, w = w_first + k;
   int u, v;
   ctr__it_ray r;
-  if (!block_ray(views, w, &view, nu, nv, grid, &u, &v, &r)) return;
+  if (!block_ray(views, w, &view, nu, nv, grid, (int)blockIdx.x, &u, &v, &r)) return;
   const int f = r.lo <= r.hi ? r.f : 3;
   const long long i = (k * nv + v) * (long long)nu + u;
   line[i] = make_float4(r.A[0], r.B[0], r.A[1], r.B[1]);
