@@ -18,6 +18,7 @@
 # rank read against the ideal (MPI_SIZE 512, MPI_DIR /tmp/ctr_mpi: 2 GiB; needs Open MPI).
 # iterative: the iterative CT tests and memcheck (ITER_TESTS=0 skips them), its benchmark
 # (issue 23; ITER_CASES picks the cases, default all but cgls-2048, "none" for none;
+# ITER_ARGS: more bench_iterative options, e.g. "--pairs fast";
 # ITER_2048=1 adds the 2048^3 CGLS, about 10 minutes and 120 GB of host memory, in its own
 # JSON), and ASTRA's FP3D/SIRT3D/CGLS3D on case A's data when astra is among the stages
 # (needs the fp-A case in the same call). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
@@ -498,13 +499,13 @@ if has iterative; then
   if [ "$cases" != none ]; then
     say "bench_iterative --cases $cases"
     "$BUILD/bench/bench_iterative" --cases "$cases" --repeats 3 --json "$OUT/bench_iterative.json" \
-      --dump "$dump" > "$LOGS/bench_iterative.log" 2>&1
+      --dump "$dump" ${ITER_ARGS:-} > "$LOGS/bench_iterative.log" 2>&1
     say "bench_iterative rc=$?"
     grep -E "^case" "$LOGS/bench_iterative.log" | tee -a "$LOGS/summary.txt"
   fi
   if [ "${ITER_2048:-0}" = 1 ]; then
     say "bench_iterative --cases cgls-2048"
-    "$BUILD/bench/bench_iterative" --cases cgls-2048 --json "$OUT/bench_iterative_2048.json" \
+    "$BUILD/bench/bench_iterative" --cases cgls-2048 --json "$OUT/bench_iterative_2048.json" ${ITER_ARGS:-} \
       > "$LOGS/bench_iterative_2048.log" 2>&1
     say "bench_iterative 2048 rc=$?"
     grep -E "^case" "$LOGS/bench_iterative_2048.log" | tee -a "$LOGS/summary.txt"
