@@ -34,7 +34,7 @@
  * other. With the view in blockIdx.z the GPU held a fraction of one view at a
  * time and each view streamed the plane stack from HBM again (bench/NOTES.md,
  * "Forward projection"). Each ray is computed as before: the same bits. */
-#define FWD_VIEWS 8
+#define FWD_VIEWS 16
 
 typedef struct it_cuda {
   cudaStream_t s;
