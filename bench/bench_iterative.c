@@ -2,7 +2,7 @@
  * GPU, with the data ASTRA gets (bench/astra_iterative.py).
  *
  *   bench_iterative [--cases LIST] [--repeats R] [--json FILE] [--dump DIR]
- *                   [--pairs matched|fast|both] [--forward-only]
+ *                   [--pairs matched|fast|both] [--forward-only] [--gpu-budget-gb G]
  *
  * Cases (comma list; default fp-A,fp-B,iter-A,cgls-B20,fista-256):
  *  fp-A       forward projection of 512^3 (0.5 mm) to 496 views of 1248 x 960, and the
@@ -19,7 +19,9 @@
  *             integrals: the relative errors and the margin
  * --pairs matched|fast|both (default both) picks the pairs iter-A, cgls-B20 and cgls-2048
  * run (cgls-2048: matched unless fast alone is named); --forward-only leaves the adjoints
- * out of fp-A and fp-B (the forward projector's own runs).
+ * out of fp-A and fp-B (the forward projector's own runs). --gpu-budget-gb G caps
+ * cgls-2048's GPU budget at G x 1e9 bytes (80: plan as on an 80 GB H100 when the card is
+ * larger).
  * Medians of R repeats after a warm-up. With --dump DIR, case A's volume, projections and
  * geometry go to DIR for the ASTRA comparison. Writes the benchmark JSON of
  * docs/design.md. */
@@ -43,6 +45,7 @@ static bench_json json;
 static int repeats = 3;
 static int pairs = 3;        /* bit 0: matched, bit 1: fast */
 static int forward_only = 0; /* fp cases: no adjoints */
+static double gpu_budget_gb = 0; /* cgls-2048: cap on the GPU budget, GB (0: the card's) */
 
 static ctr_phantom *head(const geo_case *c) {
   ctr_phantom *ph = NULL;
@@ -266,6 +269,8 @@ static void bench_2048(ctr_context *ctx) {
   o.iterations = 2;
   uint64_t gb = 0, hb = 0;
   ctr_plan_default_budgets(ctx, &gb, &hb);
+  if (gpu_budget_gb > 0 && gb > (uint64_t)(gpu_budget_gb * 1e9)) gb = (uint64_t)(gpu_budget_gb * 1e9);
+  o.gpu_budget = gb;
   ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
   if (ctr_plan_iterate(p, &o, CTR_DEVICE_CUDA, gb, hb, &plan)) BENCH_DIE("plan: %s", ctr_error_detail());
   char text[512];
@@ -375,13 +380,17 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
     else if (!strcmp(argv[i], "--forward-only")) forward_only = 1;
+    else if (!strcmp(argv[i], "--gpu-budget-gb") && i + 1 < argc) {
+      gpu_budget_gb = atof(argv[++i]);
+      if (!(gpu_budget_gb >= 1 && gpu_budget_gb <= 1e4)) BENCH_DIE("--gpu-budget-gb: 1 .. 10000 (GB)");
+    }
     else if (!strcmp(argv[i], "--pairs") && i + 1 < argc) {
       const char *w = argv[++i];
       pairs = !strcmp(w, "matched") ? 1 : !strcmp(w, "fast") ? 2 : !strcmp(w, "both") ? 3 : 0;
       if (!pairs) BENCH_DIE("--pairs: matched, fast or both, not \"%s\"", w);
     } else
       BENCH_DIE("usage: %s [--cases LIST] [--repeats R] [--json FILE] [--dump DIR] "
-                "[--pairs matched|fast|both] [--forward-only]", argv[0]);
+                "[--pairs matched|fast|both] [--forward-only] [--gpu-budget-gb G]", argv[0]);
   }
   if (repeats < 1 || repeats > 15) BENCH_DIE("--repeats: 1 .. 15");
   if (ctr_cuda_get_device_count() < 1) BENCH_DIE("no usable GPU");
@@ -394,10 +403,13 @@ int main(int argc, char **argv) {
     if (!json.f) BENCH_DIE("cannot write %s", json_path);
     char date[32];
     bench_date(date, sizeof date);
+    char budget[48] = "";
+    if (gpu_budget_gb > 0) snprintf(budget, sizeof budget, " --gpu-budget-gb %g", gpu_budget_gb);
     fprintf(json.f, "{\n  \"gpu\": \"%s\",\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n  "
-            "\"command\": \"bench_iterative --cases %s --repeats %d --pairs %s%s\",\n  \"cases\": [\n",
+            "\"command\": \"bench_iterative --cases %s --repeats %d --pairs %s%s%s\",\n  \"cases\": [\n",
             info.name, date, bench_revision(), cases, repeats,
-            pairs == 1 ? "matched" : pairs == 2 ? "fast" : "both", forward_only ? " --forward-only" : "");
+            pairs == 1 ? "matched" : pairs == 2 ? "fast" : "both", forward_only ? " --forward-only" : "",
+            budget);
   }
   if (bench_listed(cases, "fp-A")) bench_projector(ctx, &CASE_A, dump);
   if (bench_listed(cases, "fp-B")) bench_projector(ctx, &CASE_B, NULL);
