@@ -738,6 +738,112 @@ static void test_damaged_chunks(void) {
   }
 }
 
+/* ---- Damaged structures: the checked file driver (io_hdf5_driver.c) ----------- */
+
+static unsigned char *slurp(const char *file, size_t *n) {
+  FILE *f = fopen(file, "rb");
+  unsigned char *b = NULL;
+  *n = 0;
+  if (f && fseek(f, 0, SEEK_END) == 0) {
+    const long len = ftell(f);
+    b = len > 0 ? malloc((size_t)len) : NULL;
+    if (b && (fseek(f, 0, SEEK_SET) != 0 || fread(b, 1, (size_t)len, f) != (size_t)len)) {
+      free(b);
+      b = NULL;
+    }
+    if (b) *n = (size_t)len;
+  }
+  if (f) fclose(f);
+  CHECK_MSG(b != NULL, "cannot read %s", file);
+  return b;
+}
+
+static void spit(const char *file, const unsigned char *b, size_t n) {
+  FILE *f = fopen(file, "wb");
+  CHECK(f && fwrite(b, 1, n, f) == n);
+  if (f) fclose(f);
+}
+
+static uint64_t le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+static void put_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Every local heap of a copy of `src` (the symbol tables' name heaps of a
+ * file with HDF5's earliest format, the default), changed by `how`:
+ * 0: a free list whose block points to itself (HDF5 walks it allocating a
+ * node per step, without end); 1: a data segment claiming four times the
+ * file's size. Returns how many heaps were changed. */
+static int damage_heaps(const char *src, const char *dst, int how) {
+  size_t n = 0;
+  unsigned char *b = slurp(src, &n);
+  int changed = 0;
+  /* superblock version 0 at byte 0 with 8-byte addresses and lengths */
+  if (!b || n < 64 || b[8] != 0 || b[13] != 8 || b[14] != 8) {
+    CHECK_MSG(0, "%s: expected a version-0 superblock with 8-byte addresses and lengths", src);
+    free(b);
+    return 0;
+  }
+  for (size_t i = 0; i + 32 <= n; i++) {
+    if (memcmp(b + i, "HEAP", 4) != 0 || b[i + 4] != 0) continue;
+    const uint64_t len = le64(b + i + 8), seg = le64(b + i + 24);
+    if (how == 1) {
+      put_le64(b + i + 8, 4 * (uint64_t)n);
+      changed++;
+    } else if (len >= 24 && seg + len <= n) {
+      put_le64(b + i + 16, 8);    /* head of the free list: offset 8 */
+      put_le64(b + seg + 8, 8);   /* its next block: itself */
+      put_le64(b + seg + 16, 16); /* its size */
+      changed++;
+    }
+  }
+  spit(dst, b, n);
+  free(b);
+  return changed;
+}
+
+static void test_damaged_structures(void) {
+  char path[600];
+  ctr_stack_reader *r = NULL;
+  /* a loop in a local heap's free list: before the driver, HDF5 grew until
+   * out of memory inside H5Oopen (the 1.14 long runs, 2.2 GB) */
+  CHECK(damage_heaps(P("scan.h5"), P("heap-loop.h5"), 0) > 0);
+  snprintf(path, sizeof path, "%s:/exchange/data", P("heap-loop.h5"));
+  CHECK_FAILS(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r), CTR_E_FORMAT,
+              "is damaged (looking for dataset '/exchange/data')");
+  CHECK(strstr(ctr_error_detail(), "its free list loops") && strstr(ctr_error_detail(), "heap-loop.h5"));
+  CHECK(r == NULL);
+  double *vec = NULL;
+  int64_t nv = 0;
+  CHECK_FAILS(ctr__hdf5_read_vector(P("heap-loop.h5"), "/exchange/theta", &vec, &nv), CTR_E_FORMAT,
+              "free list loops");
+  /* a heap larger than the file: sec2 gave HDF5 zeros past the end */
+  CHECK(damage_heaps(P("scan.h5"), P("heap-big.h5"), 1) > 0);
+  snprintf(path, sizeof path, "%s:/exchange/data", P("heap-big.h5"));
+  CHECK_FAILS(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r), CTR_E_FORMAT,
+              "lies past the end of the file");
+  /* a truncated file: its structures claim more bytes than it has */
+  size_t n = 0;
+  unsigned char *b = slurp(P("scan.h5"), &n);
+  if (b) spit(P("cut.h5"), b, n * 2 / 3);
+  free(b);
+  snprintf(path, sizeof path, "%s:/exchange/data", P("cut.h5"));
+  CHECK_FAILS(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r), CTR_E_FORMAT, "truncated");
+  /* the same for the PET histo-image reader, on the fuzzer's inputs
+   * (fuzz_pet_hdf5: 4 of the 1.14 runs' out-of-memory inputs) */
+  static const char *pet[] = {"regress-heap-loop-1.h5", "regress-heap-loop-2.h5"};
+  for (int i = 0; i < 2; i++) {
+    ctr_pet_histo *h = NULL;
+    snprintf(path, sizeof path, "%s/pet_hdf5/%s", CTR_TEST_FUZZ_CORPUS, pet[i]);
+    CHECK_FAILS(ctr_pet_histo_load(path, &h), CTR_E_FORMAT, "free list loops");
+    CHECK(h == NULL);
+  }
+}
+
 /* A chunk's size against its filters (its filter mask says which applied):
  * none applied -> exactly its elements; shuffle and Fletcher-32 only -> its
  * elements plus 4 bytes; a compressing filter -> any size. Built here with
@@ -1076,6 +1182,7 @@ int main(void) {
     test_concurrent();
     test_vector();
     test_damaged_chunks();
+    test_damaged_structures();
     test_filtered_chunk_sizes();
     test_inflate_sizes();
     test_decoded_chunks();

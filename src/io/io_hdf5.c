@@ -388,27 +388,6 @@ static const char *list_3d(hid_t file, ds_list *l) {
 
 /* ---- Opening ------------------------------------------------------------ */
 
-/* Opens `file` read-only; on failure m gets HDF5's reason. */
-static hid_t file_open(const char *file, ctr__h5_msg *m) {
-  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  if (fapl < 0) {
-    ctr__h5_detail(m, "cannot create a file access property list");
-    return -1;
-  }
-#if (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 12, 0)) || H5_VERSION_GE(1, 12, 1)
-  /* Lock where the file system can; read anyway where it cannot (NFS). */
-  H5Pset_file_locking(fapl, 1, 1);
-#endif
-  /* No sieve buffer: a read of contiguous (or unfiltered, uncached chunked)
-   * data fetches exactly the selected bytes, not 64 KiB around them; the
-   * row blocks of ctr_stack_read_rows then read every byte once. */
-  H5Pset_sieve_buf_size(fapl, 0);
-  hid_t f = H5Fopen(file, H5F_ACC_RDONLY, fapl);
-  if (f < 0) ctr__h5_detail(m, "not an HDF5 file"); /* before H5Pclose clears the stack */
-  H5Pclose(fapl);
-  return f;
-}
-
 /* Opens `file` and its dataset `dset`; errors name both. The file must
  * exist (CTR_E_IO) and be HDF5 (CTR_E_FORMAT); the object must exist and be
  * a dataset (CTR_E_FORMAT, listing the file's 3D datasets). */
@@ -426,13 +405,19 @@ static ctr_status open_dataset(const char *file, const char *dset, hid_t *fid, h
   if (access(file, R_OK) != 0)
     CTR_FAIL(CTR_E_IO, "cannot open HDF5 file '%s' (for dataset '%s'): %s", file, dset,
              strerror(errno));
-  *fid = file_open(file, &m);
+  *fid = ctr__h5_open_read(file, &m);
   if (*fid < 0)
     CTR_FAIL(CTR_E_FORMAT, "cannot open '%s' (for dataset '%s') as an HDF5 file: %s", file, dset,
              m.text);
+  const unsigned long refused = ctr__h5_driver_refusals();
   hid_t obj = H5Oopen(*fid, dset, H5P_DEFAULT);
   if (obj < 0) {
     ctr__h5_detail(&m, "not found");
+    if (ctr__h5_driver_refusals() != refused) { /* not missing: the path runs through damage */
+      ctr__error_set(CTR_E_FORMAT, "HDF5 file '%s' is damaged (looking for dataset '%s'): %s", file,
+                     dset, m.text);
+      goto fail;
+    }
     ctr__error_set(CTR_E_FORMAT, "HDF5 file '%s' has no dataset '%s' (%s)%s", file, dset, m.text,
                    list_3d(*fid, &l));
     goto fail;
@@ -537,7 +522,7 @@ static ctr_status no_dataset_error(const char *path, const char *file) {
   ctr__h5_enter(&g);
   if (stat(file, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
     ctr__h5_msg m;
-    hid_t f = file_open(file, &m);
+    hid_t f = ctr__h5_open_read(file, &m);
     if (f >= 0) {
       list_3d(f, &l);
       H5Fclose(f);

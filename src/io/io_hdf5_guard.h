@@ -32,6 +32,17 @@ void ctr__h5_leave(ctr__h5_guard *g);
 /* "HDF5: <innermost message>" of the current error stack (then cleared), or
  * `fallback`; the text lives in m. */
 const char *ctr__h5_detail(ctr__h5_msg *m, const char *fallback);
+
+/* Opens `file` read-only for ctrecon's readers (io_hdf5_driver.c): through
+ * the checked file driver (reads and structures held to the file's size,
+ * local heaps checked before HDF5 decodes them), file locking where the
+ * file system has it, no sieve buffer. On failure -1, and m gets HDF5's
+ * reason. Call inside ctr__h5_enter. */
+hid_t ctr__h5_open_read(const char *file, ctr__h5_msg *m);
+/* How many times the checked driver has refused a read or a structure so far
+ * (a count that changes across a failed call: the file is damaged, not
+ * merely missing what was asked). */
+unsigned long ctr__h5_driver_refusals(void);
 /* CTR_E_FORMAT (naming file and dataset) when the raw data a read of
  * [start, start + count) would touch (NULL: the whole dataset) is stored in
  * fewer bytes than it needs: a short compact layout or an unfiltered chunk

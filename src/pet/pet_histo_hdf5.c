@@ -24,7 +24,7 @@
 #include "io/io_hdf5_guard.h"
 
 /* File access: lock where the file system can, go on where it cannot (NFS),
- * as io_hdf5.c does. */
+ * as ctr__h5_open_read does for reading. */
 static hid_t access_list(void) {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
 #if (H5_VERSION_GE(1, 10, 7) && !H5_VERSION_GE(1, 12, 0)) || H5_VERSION_GE(1, 12, 1)
@@ -278,16 +278,17 @@ ctr_status ctr__pet_histo_load_hdf5(const char *path, ctr_pet_histo **out) {
   ctr__h5_guard g;
   ctr__h5_msg m;
   ctr__h5_enter(&g);
-  hid_t fapl = access_list();
-  hid_t fid = H5Fopen(path, H5F_ACC_RDONLY, fapl), grp = -1;
+  hid_t fid = ctr__h5_open_read(path, &m), grp = -1;
   if (fid < 0)
-    st = ctr__error_set(CTR_E_FORMAT,
-                        "cannot open '%s' as HDF5 (%s): expected a histo-image file written by "
-                        "ctr_pet_histo_save",
-                        path, ctr__h5_detail(&m, "not an HDF5 file"));
-  access_close(fapl);
-  if (fid < 0) goto cleanup;
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT,
+                  "cannot open '%s' as HDF5 (%s): expected a histo-image file written by "
+                  "ctr_pet_histo_save",
+                  path, m.text);
+  const unsigned long refused = ctr__h5_driver_refusals();
   grp = H5Gopen2(fid, "pet", H5P_DEFAULT);
+  if (grp < 0 && ctr__h5_driver_refusals() != refused)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' is damaged (opening group /pet): %s", path,
+                  ctr__h5_detail(&m, "unknown error"));
   if (grp < 0) {
     H5Eclear2(H5E_DEFAULT);
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s': group /pet is missing (expected a ctrecon histo-image "
