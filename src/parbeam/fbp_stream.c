@@ -679,6 +679,7 @@ void ctr__fbp_release(srun *r) {
   free(r->items);
   ctr__aligned_free(r->sbuf);
   ctr__aligned_free(r->sino2);
+  if (r->trans_pinned) ctr_host_unregister(r->trans);
   ctr__aligned_free(r->trans);
   ctr__aligned_free(r->slices);
   ctr__aligned_free(r->ones);
@@ -710,6 +711,10 @@ ctr_status ctr__fbp_prepare(srun *r, const ctr_parallel_params *params, int64_t 
   if (r->transmission) {
     r->trans = ctr__aligned_alloc(sizeof(float) * (size_t)(rows_b * r->nsel * nb), "band transmissions");
     if (!r->trans) return CTR_E_OUT_OF_MEMORY;
+    /* Paganin's filter on the GPU copies the window up and down for every
+     * band: pinned, at full speed and asynchronously (a failure only slows) */
+    if (r->c.paganin_delta_beta > 0 && ctr_context_get_device(r->ctx) == CTR_DEVICE_CUDA)
+      r->trans_pinned = ctr_host_register(r->trans, sizeof(float) * (size_t)(rows_b * r->nsel * nb)) == CTR_OK;
   }
   if (r->axis_found && !r->centre_known) CTR_CHECK(find_centre(r));
   CTR_CHECK(output_geometry(r, params));

@@ -49,6 +49,7 @@ typedef struct ctr__fbp_run {
   int have_writer;
   /* work buffers */
   float *sbuf, *sino2, *trans, *slices;
+  int trans_pinned; /* trans is page-locked (ctr_host_register): Paganin's copies to the GPU */
   void *window;
   /* statistics */
   float min, max;
