@@ -417,13 +417,18 @@ if has sync; then
     done | sort -n | sed -n "$(( (runs + 1) / 2 ))p"
   }
   : > "$LOGS/sync_cases.txt"
-  # SYNC_CASES (comma list of names, default all but u16-b256 and u16-ra6) picks
-  # the cases, so that the stage can be split over calls. u16-b256 tested the
-  # read-size hypothesis of bench/NOTES.md (refuted, 2026-11-27 fourth session);
-  # u16-ra6 tests the next one (six bands read ahead instead of two).
+  # SYNC_CASES (comma list of names, default all but u16-b256, u16-ra6, u16-pr8
+  # and u16-pr1) picks the cases, so that the stage can be split over calls.
+  # u16-b256 tested the read-size hypothesis of bench/NOTES.md (refuted,
+  # 2026-11-27 fourth session); u16-ra6 the next one (six bands read ahead
+  # instead of two: refuted). u16-pr8 / u16-pr1: the HDF5 band read by 8
+  # threads of pread (the default since read_threads) / through one H5Dread
+  # (before it), on the same machine.
   for c in "f32" "u16 --out-dtype uint16 --out-range -0.01:0.05" \
            "u16-b256 --out-dtype uint16 --out-range -0.01:0.05 --batch 256" \
            "u16-ra6 --out-dtype uint16 --out-range -0.01:0.05 --read-ahead 6" \
+           "u16-pr8 --out-dtype uint16 --out-range -0.01:0.05 --tune read_threads=8" \
+           "u16-pr1 --out-dtype uint16 --out-range -0.01:0.05 --tune read_threads=1" \
            "f32-rings --rings sorting" "f32-paganin --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065" \
            "u16-rings-paganin --out-dtype uint16 --out-range -0.01:0.05 --rings sorting --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065"; do
     set -- $c

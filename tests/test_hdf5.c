@@ -18,6 +18,7 @@
 #if defined(CTR_HAVE_HDF5) && CTR_HAVE_HDF5
 #include <hdf5.h>
 #include <zlib.h>
+#include "read_count.h"
 #define TEST_HDF5 1
 #else
 #define TEST_HDF5 0
@@ -1160,6 +1161,232 @@ static void test_tiny_chunks(void) {
   free(big);
 }
 
+/* ---- Row bands read with threads (io_hdf5_pread.c) ------------------------------ */
+
+/* Images of 70 rows of 1000 columns: a band of all 26 images is 3.6 MB of
+ * uint16, enough for eight threads of 256 KiB. */
+enum { BN = 26, BH = 70, BW = 1000 };
+#define BPIX ((size_t)BN * BH * BW)
+
+/* bands.h5: the same numbers stored every way the threads read or leave to
+ * H5Dread. */
+static void make_bands(const char *file, const uint16_t *u, const float *f) {
+  hid_t fid = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  REQUIRE(fid >= 0);
+  const hsize_t dims[3] = {BN, BH, BW}, image[3] = {1, BH, BW}, tile[3] = {4, 16, 300};
+  hid_t img = H5Pcreate(H5P_DATASET_CREATE), til = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(img, 3, image);
+  H5Pset_chunk(til, 3, tile);
+  put(fid, "/u16", H5T_STD_U16LE, H5T_NATIVE_UINT16, 3, dims, u, img);
+  put(fid, "/u16be", H5T_STD_U16BE, H5T_NATIVE_UINT16, 3, dims, u, img);
+  put(fid, "/f32", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 3, dims, f, img);
+  put(fid, "/f32be", H5T_IEEE_F32BE, H5T_NATIVE_FLOAT, 3, dims, f, img);
+  put(fid, "/contig", H5T_STD_U16LE, H5T_NATIVE_UINT16, 3, dims, u, H5P_DEFAULT);
+  put(fid, "/tiles", H5T_STD_U16LE, H5T_NATIVE_UINT16, 3, dims, u, til);
+  if (g_have_deflate) {
+    hid_t z = H5Pcopy(img);
+    H5Pset_deflate(z, 1);
+    put(fid, "/deflate", H5T_STD_U16LE, H5T_NATIVE_UINT16, 3, dims, u, z);
+    H5Pclose(z);
+  }
+  /* images [0, 8) written, the chunks of the others never (the fill value) */
+  const uint16_t fill = 7;
+  H5Pset_fill_value(til, H5T_NATIVE_UINT16, &fill);
+  hid_t sp = H5Screate_simple(3, dims, NULL);
+  hid_t d = H5Dcreate2(fid, "/holes", H5T_STD_U16LE, sp, H5P_DEFAULT, til, H5P_DEFAULT);
+  const hsize_t start[3] = {0, 0, 0}, part[3] = {8, BH, BW};
+  hid_t ms = H5Screate_simple(3, part, NULL);
+  H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, part, NULL);
+  CHECK(d >= 0 && H5Dwrite(d, H5T_NATIVE_UINT16, ms, sp, H5P_DEFAULT, u) >= 0);
+  H5Sclose(ms);
+  H5Sclose(sp);
+  if (d >= 0) H5Dclose(d);
+  H5Pclose(img);
+  H5Pclose(til);
+  H5Fclose(fid);
+}
+
+typedef struct band_case {
+  int64_t first, n, row0, nrows;
+} band_case;
+static const band_case g_bands[] = {
+    {0, BN, 0, 16},  {0, BN, 16, 16}, {0, BN, 64, 6}, /* the last, partial band */
+    {0, BN, 0, BH},  {3, 17, 5, 23},  {1, 24, 30, 33}, {25, 1, 69, 1}, {0, 8, 10, 40}};
+
+/* Every band of g_bands through H5Dread (read_threads 1) and through the
+ * threads (the default): the same bytes, those of truth (BPIX elements of
+ * es bytes; NULL: not compared). *other: the bytes threads other than the
+ * caller read from the file. */
+static void compare_bands(const char *file, const char *dset, const void *truth, size_t es,
+                          long long *other) {
+  char path[700];
+  snprintf(path, sizeof path, "%s:%s", file, dset);
+  ctr_stack_reader *r1 = NULL, *rn = NULL;
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r1));
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &rn));
+  unsigned char *a = malloc(BPIX * es), *b = malloc(BPIX * es);
+  REQUIRE(a && b);
+  *other = 0;
+  if (r1 && rn) {
+    ctr_stack_reader_set_read_threads(r1, 1);
+    const ctr_dtype dt = ctr_stack_reader_get_info(r1)->dtype;
+    for (size_t k = 0; k < sizeof g_bands / sizeof g_bands[0]; k++) {
+      const band_case *c = &g_bands[k];
+      const size_t row = (size_t)BW * es, bytes = (size_t)(c->n * c->nrows) * row;
+      memset(a, 0x11, bytes);
+      memset(b, 0x22, bytes);
+      CHECK_OK(ctr_stack_read_rows(r1, c->first, c->n, c->row0, c->nrows, dt, a));
+      read_count_start(file);
+      CHECK_OK(ctr_stack_read_rows(rn, c->first, c->n, c->row0, c->nrows, dt, b));
+      *other += read_count_other();
+      CHECK_MSG(!memcmp(a, b, bytes), "%s: rows [%lld, %lld) of images [%lld, %lld) differ "
+                "between H5Dread and the threads", dset, (long long)c->row0,
+                (long long)(c->row0 + c->nrows), (long long)c->first, (long long)(c->first + c->n));
+      int bad = 0;
+      for (int64_t i = 0; truth && i < c->n; i++)
+        bad += memcmp(b + (size_t)(i * c->nrows) * row,
+                      (const unsigned char *)truth + ((size_t)(c->first + i) * BH + (size_t)c->row0) * row,
+                      (size_t)c->nrows * row) != 0;
+      CHECK_MSG(bad == 0, "%s: %d images of rows [%lld, %lld) differ from the data", dset, bad,
+                (long long)c->row0, (long long)(c->row0 + c->nrows));
+    }
+  }
+  ctr_stack_close(r1);
+  ctr_stack_close(rn);
+  free(a);
+  free(b);
+}
+
+/* All rows of dset in bands of `rows` through the threads: the bytes read
+ * from the file are its data once (plus HDF5's index: 2 % + 16 KiB). */
+static void check_read_once(const char *file, const char *dset, int64_t rows) {
+  char path[700];
+  snprintf(path, sizeof path, "%s:%s", file, dset);
+  ctr_stack_reader *r = NULL;
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r));
+  uint16_t *buf = malloc(sizeof(uint16_t) * BN * (size_t)rows * BW);
+  REQUIRE(buf);
+  if (r) {
+    CHECK_OK(ctr__stack_prepare_rows(r, BN, rows));
+    read_count_start(file);
+    for (int64_t r0 = 0; r0 < BH; r0 += rows)
+      CHECK_OK(ctr_stack_read_rows(r, 0, BN, r0, BH - r0 < rows ? BH - r0 : rows,
+                                   CTR_DTYPE_UINT16, buf));
+    const long long got = read_count_bytes(), data = (long long)(BPIX * sizeof(uint16_t));
+    CHECK_MSG(got >= data && got <= data + data / 50 + 16384 && read_count_other() > 0,
+              "%s: %lld bytes read (%lld by other threads) in bands of %lld rows for %lld bytes "
+              "of data", dset, got, read_count_other(), (long long)rows, data);
+    printf("  %s in bands of %lld rows: %lld bytes read for %lld of data, %lld by other "
+           "threads\n", dset, (long long)rows, got, data, read_count_other());
+    ctr_stack_close(r);
+  }
+  free(buf);
+}
+
+/* The address of chunk `off` of dset in file replaced, where the chunk index
+ * holds it, by one past the end of the file; 0 if it cannot be found once. */
+static int move_chunk_past_eof(const char *file, const char *dset, const hsize_t *off) {
+  hid_t fid = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t d = fid >= 0 ? H5Dopen2(fid, dset, H5P_DEFAULT) : -1;
+  haddr_t addr = HADDR_UNDEF;
+  hsize_t size = 0;
+  unsigned mask = 0;
+  if (d < 0 || H5Dget_chunk_info_by_coord(d, off, &mask, &addr, &size) < 0) addr = HADDR_UNDEF;
+  if (d >= 0) H5Dclose(d);
+  if (fid >= 0) H5Fclose(fid);
+  FILE *f = fopen(file, "r+b");
+  if (!f || addr == HADDR_UNDEF) {
+    if (f) fclose(f);
+    return 0;
+  }
+  fseek(f, 0, SEEK_END);
+  const long len = ftell(f);
+  unsigned char *all = malloc((size_t)len), want[8], past[8];
+  const uint64_t moved = (uint64_t)len + 4096;
+  for (int i = 0; i < 8; i++) {
+    want[i] = (unsigned char)((uint64_t)addr >> (8 * i));
+    past[i] = (unsigned char)(moved >> (8 * i));
+  }
+  long at = -1, hits = 0;
+  rewind(f);
+  if (all && fread(all, 1, (size_t)len, f) == (size_t)len)
+    for (long i = 0; i + 8 <= len; i++)
+      if (!memcmp(all + i, want, 8)) at = i, hits++;
+  int ok = hits == 1 && fseek(f, at, SEEK_SET) == 0 && fwrite(past, 1, 8, f) == 8;
+  ok &= fclose(f) == 0;
+  free(all);
+  return ok;
+}
+
+static void test_pread_bands(void) {
+  uint16_t *u = malloc(sizeof(uint16_t) * BPIX), *fills = malloc(sizeof(uint16_t) * BPIX);
+  float *f = malloc(sizeof(float) * BPIX);
+  REQUIRE(u && f && fills);
+  for (size_t i = 0; i < BPIX; i++) {
+    u[i] = (uint16_t)((i * 2654435761u) >> 13);
+    f[i] = (float)th_uniform(-1e4, 1e4);
+  }
+  f[5] = NAN;
+  f[6] = -0.0f;
+  f[7] = 1e-42f;
+  const char *file = P("bands.h5");
+  make_bands(file, u, f);
+  long long other = 0;
+  /* through the threads: chunked per image, float32, contiguous, chunks of 4
+   * images x 16 rows x 300 columns (edge chunks partial on every axis), and
+   * big-endian uint16 (swapped here) */
+  const char *fast[] = {"/u16", "/f32", "/contig", "/tiles", "/u16be"};
+  for (int i = 0; i < 5; i++) {
+    compare_bands(file, fast[i], i == 1 ? (const void *)f : u, i == 1 ? 4 : 2, &other);
+    CHECK_MSG(other > 0, "%s: no byte read by another thread", fast[i]);
+  }
+  /* left to HDF5: big-endian floats (converted), deflate, and chunks never
+   * written (the bands that touch them) */
+  compare_bands(file, "/f32be", f, 4, &other);
+  CHECK_MSG(other == 0, "/f32be: %lld bytes read by other threads", other);
+  if (g_have_deflate) {
+    compare_bands(file, "/deflate", u, 2, &other);
+    CHECK_MSG(other == 0, "/deflate: %lld bytes read by other threads", other);
+  }
+  for (size_t i = 0; i < BPIX; i++) fills[i] = i < 8 * (size_t)BH * BW ? u[i] : 7;
+  compare_bands(file, "/holes", fills, 2, &other);
+  CHECK_MSG(other > 0, "/holes: images [0, 8) are written: no byte read by another thread");
+
+  /* each byte read once */
+  check_read_once(file, "/u16", 16);
+  check_read_once(file, "/contig", 16);
+  check_read_once(file, "/tiles", 20);
+
+  /* a damaged file: a chunk's index entry past the end of the file is the
+   * check's error, through either path */
+  const char *bad = P("bands_past_eof.h5");
+  const hsize_t off[3] = {5, 0, 0};
+  {
+    FILE *in = fopen(file, "rb"), *out = fopen(bad, "wb");
+    char chunk[1 << 16];
+    size_t k;
+    while (in && out && (k = fread(chunk, 1, sizeof chunk, in)) > 0) fwrite(chunk, 1, k, out);
+    if (in) fclose(in);
+    if (out) fclose(out);
+  }
+  CHECK_MSG(move_chunk_past_eof(bad, "/u16", off), "cannot move a chunk of %s", bad);
+  char path[700];
+  snprintf(path, sizeof path, "%s:/u16", bad);
+  for (int threads = 0; threads <= 1; threads++) {
+    ctr_stack_reader *r = NULL;
+    CHECK_OK(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r));
+    if (!r) continue;
+    ctr_stack_reader_set_read_threads(r, threads);
+    CHECK_FAILS(ctr_stack_read_rows(r, 0, BN, 0, 16, CTR_DTYPE_UINT16, fills), CTR_E_FORMAT,
+                "is damaged: the chunk at element 5 of axis 0");
+    CHECK(strstr(ctr_error_detail(), "does not fit") && strstr(ctr_error_detail(), bad));
+    ctr_stack_close(r);
+  }
+  free(u);
+  free(f);
+  free(fills);
+}
+
 int main(void) {
   if (!scratch_open("ctr_test_hdf5")) return 1;
   const int have = (ctr_features() & CTR_FEATURE_HDF5) != 0;
@@ -1187,6 +1414,7 @@ int main(void) {
     test_inflate_sizes();
     test_decoded_chunks();
     test_tiny_chunks();
+    test_pread_bands();
   }
   scratch_close();
   return th_finish("test_hdf5");

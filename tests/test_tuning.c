@@ -27,7 +27,8 @@ static int all_default(const ctr_tuning *t) {
                    t->bp_split_slices[0], t->bp_split_slices[1], t->pet_z,
                    t->pet_lc,             t->pet_block_x,        t->pet_block_y,
                    t->pet_split,          t->pet_const,          t->fbp_hybrid_tex,
-                   t->fbp_tex_chunk,      t->tune,               t->direct_io};
+                   t->fbp_tex_chunk,      t->tune,               t->direct_io,
+                   t->read_threads};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (f[i]) return 0;
   return t->version == CTR_TUNING_VERSION;
@@ -95,6 +96,12 @@ static void test_text(void) {
   CHECK(t.direct_io == -1);
   t = set1("direct_io", "on");
   CHECK(t.direct_io == 1);
+  t = set1("read_threads", "1"); /* through H5Dread, as before version 2 */
+  CHECK(t.read_threads == 1);
+  t = set1("read_threads", "16");
+  CHECK(t.read_threads == 16);
+  CHECK_OK(ctr_tuning_set(&t, "read_threads", "auto"));
+  CHECK(t.read_threads == 0);
   t = set1("cache_dir", "/some/dir");
   CHECK(t.cache_dir && !strcmp(t.cache_dir, "/some/dir"));
   /* auto restores a default, for compound settings too */
@@ -122,6 +129,17 @@ static void test_text(void) {
   CHECK_FAILS(ctr_tuning_set(&u, "pet_split", "9"), CTR_E_INVALID_ARGUMENT, "1 .. 8");
   CHECK_FAILS(ctr_tuning_set(&u, "tune", "maybe"), CTR_E_INVALID_ARGUMENT, "on or off");
   CHECK_FAILS(ctr_tuning_set(&u, "fbp_tex_chunk", "-3"), CTR_E_INVALID_ARGUMENT, "fbp_tex_chunk");
+  CHECK_FAILS(ctr_tuning_set(&u, "read_threads", "65"), CTR_E_INVALID_ARGUMENT, "1 .. 64");
+  CHECK_FAILS(ctr_tuning_set(&u, "read_threads", "-1"), CTR_E_INVALID_ARGUMENT, "read_threads is -1");
+  /* a version-1 table has no read_threads: the key is refused, nothing past
+   * the version-1 prefix is written */
+  ctr_tuning v1;
+  memset(&v1, 0x5a, sizeof v1);
+  CHECK_OK(ctr_tuning_init(&v1, 1));
+  CHECK(v1.read_threads == 0x5a5a5a5a);
+  CHECK_FAILS(ctr_tuning_set(&v1, "read_threads", "4"), CTR_E_INVALID_ARGUMENT, "read_threads");
+  CHECK_OK(ctr_tuning_set(&v1, "direct_io", "off"));
+  CHECK(v1.direct_io == -1 && v1.read_threads == 0x5a5a5a5a);
   CHECK(u.bp_slices == 8 && u.bp_block_x == 0 && u.bp_chunk_rest == 0 && u.bp_split == 0 &&
         u.pet_z == 0 && u.pet_block_x == 0 && u.pet_split == 0 && u.tune == 0 &&
         u.fbp_tex_chunk == 0); /* unchanged by the refusals */
@@ -169,6 +187,9 @@ static void test_context(void) {
   t.direct_io = 2;
   CHECK_FAILS(make_context(&t, &ctx), CTR_E_INVALID_ARGUMENT, "ctr_tuning.direct_io is 2");
   t.direct_io = 0;
+  t.read_threads = 100;
+  CHECK_FAILS(make_context(&t, &ctx), CTR_E_INVALID_ARGUMENT, "ctr_tuning.read_threads is 100");
+  t.read_threads = 0;
   t.version = 7;
   CHECK_FAILS(make_context(&t, &ctx), CTR_E_INVALID_ARGUMENT, "ctr_tuning.version is 7");
   CHECK(ctx == NULL);

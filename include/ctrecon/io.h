@@ -91,6 +91,17 @@ CTR_API void ctr_stack_abort(ctr_stack_writer *w);        /* frees w; accepts NU
 CTR_API void ctr_stack_reader_set_direct_io(ctr_stack_reader *r, int on);
 CTR_API void ctr_stack_writer_set_direct_io(ctr_stack_writer *w, int on);
 
+/* Threads reading the pieces of one read (ctr_stack_read, ctr_stack_read_rows)
+ * of an HDF5 stack stored without filters (contiguous, or chunked with no
+ * filter), each with pread(2): n >= 2 up to n threads (at most 64; fewer for
+ * small reads), 1 none: the pieces go through H5Dread one after the other,
+ * 0 (or less) the default, 8. The data read are the same. Filtered,
+ * compact, virtual and external datasets and element types HDF5 converts
+ * are always read through HDF5. No effect on other formats; not while a read
+ * on the same reader is in flight. ctr_fbp_stream and ctr_fdk_stream set it
+ * from their context's ctr_tuning.read_threads. */
+CTR_API void ctr_stack_reader_set_read_threads(ctr_stack_reader *r, int n);
+
 /* Whole-array convenience wrappers. */
 CTR_API ctr_status ctr_stack_load(const char *path, ctr_file_format fmt, const ctr_stack_info *hint,
                                   ctr_dtype dtype, ctr_stack_info *info_out, void **data_out);

@@ -23,7 +23,7 @@ extern "C" {
 
 /* Version of ctr_tuning; bump when the struct grows (fields are only ever
  * added at the end). */
-#define CTR_TUNING_VERSION 1u
+#define CTR_TUNING_VERSION 2u
 
 struct ctr_tuning {
   unsigned version; /* CTR_TUNING_VERSION (ctr_tuning_init sets it) */
@@ -71,11 +71,17 @@ struct ctr_tuning {
   int direct_io;              /* O_DIRECT for aligned raw and NRRD transfers of the stacks
                                  ctr_fdk_stream reads and writes: 0 = on, -1 = off (see
                                  ctr_stack_reader_set_direct_io) */
+
+  /* Version 2. */
+  int read_threads;           /* threads reading one read of an unfiltered HDF5 stack that
+                                 ctr_fbp_stream or ctr_fdk_stream reads (pread): 0 = 8, 1 =
+                                 none (H5Dread, as before version 2), 2 .. 64 (see
+                                 ctr_stack_reader_set_read_threads) */
 };
 
 /* The defaults (every field 0), for a struct on the stack. */
 #define CTR_TUNING_INIT \
-  { CTR_TUNING_VERSION, 0, 0, 0, 0, 0, 0, 0, {0, 0}, {0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0 }
+  { CTR_TUNING_VERSION, 0, 0, 0, 0, 0, 0, 0, {0, 0}, {0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0 }
 
 /* Fills *t with the defaults of `version` (1 .. CTR_TUNING_VERSION; pass
  * CTR_TUNING_VERSION): every field 0, version set. CTR_E_INVALID_ARGUMENT
@@ -88,7 +94,8 @@ CTR_API ctr_status ctr_tuning_init(ctr_tuning *t, unsigned version);
  *   bp_slices N | bp_block XxY | bp_regs 64|80 | bp_chunks FIRST,REST |
  *   bp_split off|0|auto|A0,Z0[,A1,Z1] | pet_z N | pet_lc 4|8 | pet_block XxY |
  *   pet_split N | pet_const on|off | fbp_hybrid_tex N (0 = none) |
- *   fbp_tex_chunk N (0 = none) | tune on|off | cache_dir DIR | direct_io on|off
+ *   fbp_tex_chunk N (0 = none) | tune on|off | cache_dir DIR | direct_io on|off |
+ *   read_threads N (1 .. 64; 1 = H5Dread)
  * where on|off also accepts 1|0, yes|no, true|false, and "auto" (or "")
  * restores a key's default (cache_dir: "" does). cache_dir keeps the
  * pointer `value` (copied at ctr_context_create). CTR_E_INVALID_ARGUMENT naming the key and the

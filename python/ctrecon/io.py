@@ -126,6 +126,11 @@ class StackReader(_core.Handle):
     def set_direct_io(self, on: bool) -> None:
         lib.ctr_stack_reader_set_direct_io(self._ptr, int(bool(on)))
 
+    def set_read_threads(self, n: int) -> None:
+        """Threads reading an unfiltered HDF5 stack (pread); 1: through
+        H5Dread, 0: the default (8). No effect on other formats."""
+        lib.ctr_stack_reader_set_read_threads(self._ptr, int(n))
+
 
 class StackWriter(_core.Writer):
     """A stack being written (ctr_stack_create): data goes to a temporary

@@ -1155,6 +1155,7 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   r.in = projections;
   const int direct_io = ctr__tuning(ctx)->direct_io >= 0; /* ctr_tuning.direct_io */
   if (!direct_io) ctr_stack_reader_set_direct_io(projections, 0);
+  ctr_stack_reader_set_read_threads(projections, ctr__tuning(ctx)->read_threads);
   CTR_CHECK(resolve_options(g, opts, &r));
   const ctr_stack_info *pi = ctr_stack_reader_get_info(projections);
   if (pi->width != g->nu || pi->height != g->nv || pi->count != g->nviews)

@@ -128,6 +128,7 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   if (st == CTR_OK) st = ctr__fdk_options_resolve(g, &o.fdk, &fdk);
   if (st == CTR_OK) st = check_local(ctx, g, opts, projections, out, &out_format, fp);
   if (st == CTR_OK && ctr__tuning(ctx)->direct_io < 0) ctr_stack_reader_set_direct_io(projections, 0);
+  if (st == CTR_OK) ctr_stack_reader_set_read_threads(projections, ctr__tuning(ctx)->read_threads);
   /* the same run everywhere; rank 0's fingerprint (with its input) names the journals */
   uint64_t journal_fp = 0;
   st = ctr__dist_same_run(d, st, fp, &journal_fp);

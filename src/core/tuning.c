@@ -76,6 +76,9 @@ static ctr_status check_fields(const ctr_tuning *t) {
   if (t->fbp_tex_chunk < -1)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_tuning.fbp_tex_chunk is %d, expected >= -1 (-1 = none, "
              "0 = the default)", t->fbp_tex_chunk);
+  if (t->read_threads < 0 || t->read_threads > 64)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_tuning.read_threads is %d, expected 1 .. 64 (1 = "
+             "through H5Dread, 0 = the default, 8)", t->read_threads);
   static const char *const tri[] = {"pet_const", "tune", "direct_io"};
   const int triv[] = {t->pet_const, t->tune, t->direct_io};
   for (int i = 0; i < 3; i++)
@@ -163,6 +166,7 @@ static const key_def k_keys[] = {
     {"tune", K_SWITCH, F(tune), 0, "on or off"},
     {"cache_dir", K_STRING, F(cache_dir), 0, "a directory"},
     {"direct_io", K_SWITCH, F(direct_io), 0, "on or off"},
+    {"read_threads", K_INT, F(read_threads), 0, "1 .. 64 (1: through H5Dread)"},
 };
 #undef F
 #define NKEYS (sizeof k_keys / sizeof k_keys[0])
@@ -222,16 +226,22 @@ ctr_status ctr_tuning_set(ctr_tuning *t, const char *key, const char *value) {
                k_keys[i].key);
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "unknown tuning key '%s': expected one of %s", key, list);
   }
-  /* the caller's version of the struct: only its prefix is read or written */
-  const size_t size = ctr__struct_size(&ctr__struct_tuning, t->version);
-  ctr_tuning c = k_defaults;
-  memcpy(&c, t, size);
-  if (d->off >= size || !parse_value(d, value, &c))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "tuning %s = '%s': expected %s (or auto for the default)",
-             key, value, d->syntax);
+  /* the caller's version of the struct: only its members are read or
+   * written (not the padding after its last one, where a later version's
+   * field may lie: read_threads after version 1's direct_io) */
+  ctr_tuning c;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_tuning, &c, t));
+  const size_t fsize = d->kind == K_STRING ? sizeof(const char *) : sizeof(int);
+  if (!ctr__struct_holds(&ctr__struct_tuning, t, d->off, fsize) ||
+      (d->off2 && !ctr__struct_holds(&ctr__struct_tuning, t, d->off2, fsize)) ||
+      !parse_value(d, value, &c))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "tuning %s = '%s': expected %s (or auto for the default)%s",
+             key, value, d->syntax,
+             ctr__struct_holds(&ctr__struct_tuning, t, d->off, fsize)
+                 ? "" : "; this version of ctr_tuning has no such field (fill it with "
+                        "ctr_tuning_init(&t, CTR_TUNING_VERSION))");
   CTR_CHECK(check_fields(&c));
-  memcpy(t, &c, size);
-  return CTR_OK;
+  return ctr__struct_store(&ctr__struct_tuning, t, &c);
 }
 
 ctr_status ctr_tuning_set_env(ctr_tuning *t, char *const *envp) {

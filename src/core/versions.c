@@ -288,7 +288,12 @@ static const ctr__struct_version pet_recon_options_versions[] = {
 };
 CTR__STRUCT_DEFINE(pet_recon_options, CTR_PET_RECON_OPTIONS_VERSION)
 
-CTR__STRUCT_DEFINE_V1(tuning, CTR_TUNING_VERSION, CTR_TUNING_INIT)
+static const ctr_tuning tuning_defaults = CTR_TUNING_INIT;
+static const ctr__struct_version tuning_versions[] = {
+    CTR__V_UPTO(ctr_tuning, read_threads), /* 1 */
+    CTR__V_ALL(ctr_tuning),                /* 2: read_threads */
+};
+CTR__STRUCT_DEFINE(tuning, CTR_TUNING_VERSION)
 CTR__STRUCT_DEFINE_V1(pet_view_info, CTR_PET_VIEW_INFO_VERSION, CTR_PET_VIEW_INFO_INIT)
 CTR__STRUCT_DEFINE_V1(pet_recon_timings, CTR_PET_RECON_TIMINGS_VERSION,
                       CTR_PET_RECON_TIMINGS_INIT)

@@ -158,7 +158,15 @@ static int walk_one(const hsize_t *offset, unsigned mask, haddr_t addr, hsize_t 
 
 ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
                                  const hsize_t *start, const hsize_t *count, int check_decode) {
+  return ctr__h5_check_storage_at(dset, file, name, start, count, check_decode, NULL, 0, NULL);
+}
+
+ctr_status ctr__h5_check_storage_at(hid_t dset, const char *file, const char *name,
+                                    const hsize_t *start, const hsize_t *count, int check_decode,
+                                    haddr_t *addrs, size_t naddrs, int *addressed) {
   ctr_status st = CTR_OK;
+  if (addressed) *addressed = 0;
+  if (!start) addrs = NULL;
   hid_t dcpl = H5Dget_create_plist(dset), sp = H5Dget_space(dset), t = H5Dget_type(dset);
   const H5D_layout_t layout = dcpl >= 0 ? H5Pget_layout(dcpl) : H5D_LAYOUT_ERROR;
   const size_t elem = t >= 0 ? H5Tget_size(t) : 0;
@@ -247,14 +255,19 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
     walked = !w.capped;
 #endif
     /* every chunk the selection touches, last axis fastest: looked up when
-     * the walk did not cover the index, decoded when deflate applies */
-    while (!bad && (!walked || decode)) {
-      if (!chunk_ok(dset, off, &b, !CTR__H5_LOOKUP_INDEXED && nchunks > CTR__H5_ADDR_CHUNKS,
-                    &addr, &got, &disagree)) {
+     * the walk did not cover the index or the caller wants the addresses,
+     * decoded when deflate applies */
+    const int size_only = !CTR__H5_LOOKUP_INDEXED && nchunks > CTR__H5_ADDR_CHUNKS;
+    const int want = addrs && !size_only;
+    size_t k = 0;
+    while (!bad && (!walked || decode || want)) {
+      if (!chunk_ok(dset, off, &b, size_only, &addr, &got, &disagree)) {
         bad = 1;
         bad_off0 = off[0];
         break;
       }
+      if (want && k < naddrs) addrs[k] = addr;
+      k++;
       const char *why = decode && got > 0 ? ctr__h5_chunk_check(dset, off, &b.pipe, b.raw, got)
                                           : NULL;
       if (why)
@@ -283,6 +296,7 @@ ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
                     name, file, (unsigned long long)bad_off0, (unsigned long long)addr,
                     (unsigned long long)got, (unsigned long long)b.raw, b.pipe.n,
                     (unsigned long long)b.eof, (unsigned long long)b.lo);
+    if (want && addressed && k == naddrs) *addressed = 1;
   }
 cleanup:
   H5Eclear2(H5E_DEFAULT);
@@ -542,6 +556,7 @@ typedef struct h5_reader {
   int chunked, filtered; /* layout of the dataset */
   hsize_t cdims[3];      /* chunk dims when chunked */
   ctr__h5_pipeline pipe;  /* its filters; pipe.ours: decoded by ctrecon */
+  ctr__h5_pread pread;    /* row bands of unfiltered data read with threads */
 } h5_reader;
 
 static void h5_free(h5_reader *h) {
@@ -551,6 +566,7 @@ static void h5_free(h5_reader *h) {
   if (h->dset >= 0) H5Dclose(h->dset);
   if (h->file >= 0) H5Fclose(h->file);
   ctr__h5_leave(&g);
+  ctr__h5_pread_close(&h->pread);
   free(h->file_name);
   free(h->dset_name);
   free(h);
@@ -563,7 +579,10 @@ static void h5_free(h5_reader *h) {
  * image that alone touches more is refused. DXchange files (a chunk per
  * image, or per row band of an image) touch one to a few hundred an image. */
 
-/* One hyperslab: rows [row0, row0 + nrows) of images [first, first + n). */
+/* One hyperslab: rows [row0, row0 + nrows) of images [first, first + n).
+ * Unfiltered data go through io_hdf5_pread.c's threads (the reader's
+ * read_threads, not 1) when its chunks were all written and their addresses
+ * checked; everything else through H5Dread (or ctr__h5_read_decoded). */
 static ctr_status h5_read_hyperslab(h5_reader *h, const ctr_stack_reader *r, int64_t first,
                                     int64_t n, int64_t row0, int64_t nrows, void *buf) {
   ctr_status st = CTR_OK;
@@ -571,9 +590,25 @@ static ctr_status h5_read_hyperslab(h5_reader *h, const ctr_stack_reader *r, int
   ctr__h5_msg m;
   const hsize_t start[3] = {(hsize_t)first, (hsize_t)row0, 0};
   const hsize_t count[3] = {(hsize_t)n, (hsize_t)nrows, (hsize_t)r->info.width};
+  const size_t nchunks = h->pread.usable && r->read_threads != 1
+                             ? ctr__h5_pread_chunks(&h->pread, start, count) : 0;
+  haddr_t *addrs = nchunks ? malloc(nchunks * sizeof *addrs) : NULL; /* none: H5Dread */
+  int addressed = !h->pread.chunked;
   ctr__h5_enter(&g);
   const int own = h->chunked && h->filtered && h->pipe.ours;
-  st = ctr__h5_check_storage(h->dset, h->file_name, h->dset_name, start, count, !own);
+  st = ctr__h5_check_storage_at(h->dset, h->file_name, h->dset_name, start, count, !own, addrs,
+                                nchunks, addrs && h->pread.chunked ? &addressed : NULL);
+  int direct = st == CTR_OK && addrs && addressed;
+  for (size_t i = 0; direct && h->pread.chunked && i < nchunks; i++)
+    direct = addrs[i] != HADDR_UNDEF; /* never written: H5Dread gives the fill value */
+  if (direct) {
+    ctr__h5_leave(&g);
+    st = ctr__h5_pread_read(&h->pread, addrs, start, count, r->read_threads, buf, h->file_name,
+                            h->dset_name);
+    free(addrs);
+    return st;
+  }
+  free(addrs);
   if (st == CTR_OK && own)
     st = ctr__h5_read_decoded(h->dset, h->memtype, &h->pipe, h->file_name, h->dset_name, start,
                               count, buf);
@@ -713,6 +748,7 @@ ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
     return CTR_E_OUT_OF_MEMORY;
   }
   h->file = h->dset = -1;
+  h->pread.fd = -1;
   h->file_name = file;
   h->dset_name = dset;
   ctr__h5_enter(&g);
@@ -748,6 +784,7 @@ ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
     if (dcpl >= 0) H5Pclose(dcpl);
     H5Eclear2(H5E_DEFAULT);
   }
+  ctr__h5_pread_open(&h->pread, h->file, h->dset, h->memtype, file);
   ctr__h5_leave(&g);
   entered = 0;
   if (dims[0] > (hsize_t)INT64_MAX || dims[1] > (hsize_t)INT64_MAX || dims[2] > (hsize_t)INT64_MAX)

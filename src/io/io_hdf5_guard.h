@@ -53,6 +53,17 @@ unsigned long ctr__h5_driver_refusals(void);
  * through ctr__h5_read_decoded, which checks as it decodes. */
 ctr_status ctr__h5_check_storage(hid_t dset, const char *file, const char *name,
                                  const hsize_t *start, const hsize_t *count, int check_decode);
+/* The same, and for a chunked dataset the address of every chunk the
+ * selection touches (last axis fastest; HADDR_UNDEF: never written) into
+ * addrs, which has room for naddrs (ctr__h5_pread_chunks), each one checked as
+ * above: after the superblock, inside the file, its stored size what its
+ * filters give (without filters, exactly its elements). *addressed is 1 when
+ * all naddrs were filled, 0 when the check could not look them up (HDF5 1.10,
+ * more than CTR__H5_ADDR_CHUNKS chunks in the dataset: sizes only) or the
+ * dataset is not chunked. start and count must be given. */
+ctr_status ctr__h5_check_storage_at(hid_t dset, const char *file, const char *name,
+                                    const hsize_t *start, const hsize_t *count, int check_decode,
+                                    haddr_t *addrs, size_t naddrs, int *addressed);
 
 /* ---- Chunks decoded by ctrecon (io_hdf5_chunks.c) ---- */
 #define CTR__H5_PIPELINE_MAX 32
@@ -88,5 +99,38 @@ const char *ctr__h5_chunk_check(hid_t dset, const hsize_t *off, const ctr__h5_pi
 ctr_status ctr__h5_read_decoded(hid_t dset, hid_t memtype, const ctr__h5_pipeline *p,
                                 const char *file, const char *name, const hsize_t start[3],
                                 const hsize_t count[3], void *out);
+
+/* ---- Unfiltered data read by ctrecon with threads (io_hdf5_pread.c) ---- */
+typedef struct ctr__h5_pread {
+  int usable;     /* 1: this dataset's row bands can be read here */
+  int chunked;    /* 0: contiguous, one "chunk" of the whole dataset at addr */
+  int swap;       /* integers stored in the other byte order */
+  size_t elem;    /* bytes of an element */
+  hsize_t cd[3];  /* chunk dims (contiguous: the dataset's dims) */
+  haddr_t addr;   /* contiguous: where the data start (checked to lie in the file) */
+  int fd;         /* our own descriptor of the file (-1: none) */
+} ctr__h5_pread;
+/* Decides whether dataset dset of file fid (opened by HDF5 from `file`),
+ * read as memtype, can be read here (p->usable; io_hdf5_pread.c says when)
+ * and opens the descriptor. Never fails: p->usable is 0 instead. Call inside
+ * ctr__h5_enter. */
+void ctr__h5_pread_open(ctr__h5_pread *p, hid_t fid, hid_t dset, hid_t memtype,
+                        const char *file);
+void ctr__h5_pread_close(ctr__h5_pread *p);
+/* The chunks [start, start + count) touches (1 for contiguous data; 0 for
+ * an empty selection or too many to count). */
+size_t ctr__h5_pread_chunks(const ctr__h5_pread *p, const hsize_t start[3],
+                            const hsize_t count[3]);
+/* Threads a read uses for a reader setting (0: the default, 8). */
+int ctr__h5_read_threads(int setting);
+/* Reads [start, start + count) (whole rows of the selection's columns) into
+ * out as memtype, with up to ctr__h5_read_threads(threads) threads (fewer
+ * for small reads), each chunk from its address in addrs (as
+ * ctr__h5_check_storage_at gave them; every one written). No HDF5 call:
+ * call outside ctr__h5_enter. CTR_E_IO naming file, dataset, rows and
+ * images when a read fails or the file ends early. */
+ctr_status ctr__h5_pread_read(const ctr__h5_pread *p, const haddr_t *addrs,
+                              const hsize_t start[3], const hsize_t count[3], int threads,
+                              void *out, const char *file, const char *name);
 
 #endif

@@ -146,6 +146,7 @@ struct ctr_stack_reader {
   ctr_stack_info info; /* dtype is the file's */
   char *path;
   int swap; /* file byte order differs from the host's */
+  int read_threads; /* ctr_stack_reader_set_read_threads (0: the default) */
   const ctr__reader_ops *ops;
   void *impl;
 };

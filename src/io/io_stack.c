@@ -165,6 +165,11 @@ cleanup:
   return st;
 }
 
+/* Read by the backends that read with threads (HDF5, io_hdf5_pread.c). */
+void ctr_stack_reader_set_read_threads(ctr_stack_reader *r, int n) {
+  if (r) r->read_threads = n > 0 ? n : 0;
+}
+
 int64_t ctr__stack_row_block(const ctr_stack_reader *r) {
   const int64_t b = r && r->ops && r->ops->row_block ? r->ops->row_block(r) : 1;
   return b > 0 ? b : 1;

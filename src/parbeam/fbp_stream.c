@@ -782,6 +782,7 @@ ctr_status ctr__fbp_open_input(srun *r, ctr_stack_reader *input, const float *fl
                                const float *dark) {
   r->in = input;
   if (ctr__tuning(r->ctx)->direct_io < 0) ctr_stack_reader_set_direct_io(input, 0);
+  ctr_stack_reader_set_read_threads(input, ctr__tuning(r->ctx)->read_threads);
   const ctr_stack_info *ii = ctr_stack_reader_get_info(input);
   r->W = ii->width;
   if (r->sino) {
