@@ -319,6 +319,8 @@ static hid_t g_driver = -1;
 
 unsigned long ctr__h5_driver_refusals(void) { return g_refusals; }
 
+int ctr__h5_is_checked_driver(hid_t driver) { return driver >= 0 && g_driver >= 0 && driver == g_driver; }
+
 hid_t ctr__h5_open_read(const char *file, ctr__h5_msg *m) {
   /* registered once per opening of the library (H5close invalidates ids) */
   if (g_driver < 0 || H5Iis_valid(g_driver) <= 0) g_driver = H5FDregister(&CHECKED);

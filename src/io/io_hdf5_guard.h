@@ -43,6 +43,9 @@ hid_t ctr__h5_open_read(const char *file, ctr__h5_msg *m);
  * (a count that changes across a failed call: the file is damaged, not
  * merely missing what was asked). */
 unsigned long ctr__h5_driver_refusals(void);
+/* 1: `driver` (H5Pget_driver) is the checked driver; its handle
+ * (H5Fget_vfd_handle) is an int file descriptor, as sec2's. */
+int ctr__h5_is_checked_driver(hid_t driver);
 /* CTR_E_FORMAT (naming file and dataset) when the raw data a read of
  * [start, start + count) would touch (NULL: the whole dataset) is stored in
  * fewer bytes than it needs: a short compact layout or an unfiltered chunk

@@ -53,14 +53,17 @@ int ctr__h5_read_threads(int setting) {
   return setting < CTR__H5_READ_THREADS_MAX ? setting : CTR__H5_READ_THREADS_MAX;
 }
 
-/* 1: the file HDF5 reads `fid` from through the sec2 driver is the one
+/* 1: the file HDF5 reads `fid` from through ctrecon's checked driver
+ * (io_hdf5_driver.c, every file ctrecon opens for reading) or the sec2
+ * driver (both pread a descriptor of their own, their handle) is the one
  * behind `fd`; 0 for another driver or file. */
 static int same_file(hid_t fid, int fd) {
   int same = 0;
   hid_t fapl = H5Fget_access_plist(fid);
   void *handle = NULL;
   struct stat a, b;
-  if (fapl >= 0 && H5Pget_driver(fapl) == H5FD_SEC2 &&
+  const hid_t driver = fapl >= 0 ? H5Pget_driver(fapl) : -1;
+  if ((driver == H5FD_SEC2 || ctr__h5_is_checked_driver(driver)) &&
       H5Fget_vfd_handle(fid, fapl, &handle) >= 0 && handle && fstat(*(int *)handle, &a) == 0 &&
       fstat(fd, &b) == 0)
     same = a.st_dev == b.st_dev && a.st_ino == b.st_ino;
