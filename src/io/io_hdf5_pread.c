@@ -12,7 +12,8 @@
  * filter, its elements are the memory type as stored or, for integers, the
  * same in the other byte order (swapped here, as HDF5's conversion does),
  * the file has no user block (chunk addresses are then file offsets) and
- * HDF5 reads it through the sec2 driver from the file our descriptor opens.
+ * HDF5 reads it through the checked driver (io_hdf5_driver.c) or sec2 from
+ * the file our descriptor opens.
  * Everything else (filters, compact and virtual layouts, conversions,
  * big-endian floats) stays on H5Dread. The chunk addresses are those
  * ctr__h5_check_storage_at checked for the read (after the superblock,
