@@ -464,8 +464,8 @@ int cmd_fbp(int argc, char **argv) {
       {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; the "
        "result is bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume,
        NULL},
-      {"--timings", NULL, "print the reader's, computation's and writer's busy times on stderr "
-       "(default: off)", cli_set_flag, &a.timings, NULL},
+      {"--timings", NULL, "print the reader's, computation's and writer's busy times and the "
+       "time before and after the run on stderr (default: off)", cli_set_flag, &a.timings, NULL},
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
        &a.preview, NULL},
       CLI_STRICT_OPTION(&a.fbp.strict),
@@ -547,9 +547,12 @@ int cmd_fbp(int argc, char **argv) {
   if (r.cluster && a.preview)
     rc = cli_usage_error("fbp", "--preview needs every slice in one process: make the previews "
                          "from the output of a distributed run");
+  const double t_start = cli_now();
   if (!rc) rc = open_input(&a, &r);
   if (!rc && a.projections) rc = load_projections(&a, &r);
+  const double t_input = cli_now();
   if (!rc) rc = cli_context_create(&r.session, "fbp", &a.common, &r.ctx);
+  const double t_context = cli_now();
   if (!rc && r.session.direct_io < 0) ctr_stack_reader_set_direct_io(r.in, 0); /* --tune direct_io */
   if (!rc) ctr_stack_reader_set_read_threads(r.in, r.session.read_threads); /* --tune read_threads */
   if (!rc && a.kernel && ctr_context_get_device(r.ctx) != CTR_DEVICE_CUDA)
@@ -570,10 +573,11 @@ int cmd_fbp(int argc, char **argv) {
              method_name(rep->center_method));
   if (!rc && a.timings)
     fprintf(stderr, "fbp: %lld bands of %lld slices%s; busy: read %.3f s, compute %.3f s, write "
-            "%.3f s; setup %.3f s, total %.3f s\n", (long long)rep->bands,
-            (long long)rep->band_slices, rep->bands_resumed ? " (some resumed)" : "",
-            rep->seconds_read, rep->seconds_compute, rep->seconds_write, rep->seconds_setup,
-            rep->seconds_total);
+            "%.3f s; setup %.3f s, total %.3f s; before it: input and flats %.3f s, context %.3f s\n",
+            (long long)rep->bands, (long long)rep->band_slices,
+            rep->bands_resumed ? " (some resumed)" : "", rep->seconds_read, rep->seconds_compute,
+            rep->seconds_write, rep->seconds_setup, rep->seconds_total, t_input - t_start,
+            t_context - t_input);
   if (!rc) {
     const double ups = (double)rep->nangles * (double)(rep->nx * rep->ny) * (double)rep->nslices;
     cli_info(&r.session, "fbp: %lld slices of %lld x %lld from %lld angles x %lld bins, %.2f s "
@@ -581,8 +585,11 @@ int cmd_fbp(int argc, char **argv) {
              (long long)rep->ny, (long long)rep->nangles, (long long)rep->nbins, seconds,
              ups / (seconds > 1e-9 ? seconds : 1e-9) / 1e9, a.out);
   }
+  const double t_end = cli_now();
   ctr_stack_close(r.in);
   ctr_context_free(r.ctx);
+  if (!rc && a.timings)
+    fprintf(stderr, "fbp: after it: %.3f s (closing the input and the context)\n", cli_now() - t_end);
   cli_free_floats(r.flat);
   cli_free_floats(r.dark);
   free(r.xy);
