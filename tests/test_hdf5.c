@@ -741,24 +741,6 @@ static void test_damaged_chunks(void) {
 
 /* ---- Damaged structures: the checked file driver (io_hdf5_driver.c) ----------- */
 
-static unsigned char *slurp(const char *file, size_t *n) {
-  FILE *f = fopen(file, "rb");
-  unsigned char *b = NULL;
-  *n = 0;
-  if (f && fseek(f, 0, SEEK_END) == 0) {
-    const long len = ftell(f);
-    b = len > 0 ? malloc((size_t)len) : NULL;
-    if (b && (fseek(f, 0, SEEK_SET) != 0 || fread(b, 1, (size_t)len, f) != (size_t)len)) {
-      free(b);
-      b = NULL;
-    }
-    if (b) *n = (size_t)len;
-  }
-  if (f) fclose(f);
-  CHECK_MSG(b != NULL, "cannot read %s", file);
-  return b;
-}
-
 static void spit(const char *file, const unsigned char *b, size_t n) {
   FILE *f = fopen(file, "wb");
   CHECK(f && fwrite(b, 1, n, f) == n);
@@ -780,8 +762,9 @@ static void put_le64(unsigned char *p, uint64_t v) {
  * node per step, without end); 1: a data segment claiming four times the
  * file's size. Returns how many heaps were changed. */
 static int damage_heaps(const char *src, const char *dst, int how) {
-  size_t n = 0;
-  unsigned char *b = slurp(src, &n);
+  long long len = 0;
+  unsigned char *b = read_all(src, &len);
+  const size_t n = b ? (size_t)len : 0;
   int changed = 0;
   /* superblock version 0 at byte 0 with 8-byte addresses and lengths */
   if (!b || n < 64 || b[8] != 0 || b[13] != 8 || b[14] != 8) {
@@ -828,9 +811,10 @@ static void test_damaged_structures(void) {
   CHECK_FAILS(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r), CTR_E_FORMAT,
               "lies past the end of the file");
   /* a truncated file: its structures claim more bytes than it has */
-  size_t n = 0;
-  unsigned char *b = slurp(P("scan.h5"), &n);
-  if (b) spit(P("cut.h5"), b, n * 2 / 3);
+  long long n = 0;
+  unsigned char *b = read_all(P("scan.h5"), &n);
+  CHECK(b != NULL);
+  if (b) spit(P("cut.h5"), b, (size_t)n * 2 / 3);
   free(b);
   snprintf(path, sizeof path, "%s:/exchange/data", P("cut.h5"));
   CHECK_FAILS(ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r), CTR_E_FORMAT, "truncated");

@@ -53,6 +53,7 @@ typedef struct checked_file {
   int have_base;
   haddr_t base;
   unsigned sizeof_addr, sizeof_size;
+  char path[]; /* for messages */
 } checked_file;
 
 static unsigned long g_refusals; /* under the HDF5 mutex */
@@ -75,20 +76,11 @@ static uint64_t decode(const unsigned char *p, unsigned n) {
   return v;
 }
 
-/* n bytes at absolute address a, all inside the file */
+/* n bytes at absolute address a, all inside the file (io_file.c's loop;
+ * its message, naming the file, in ctr_error_detail) */
 static int read_exact(const checked_file *f, haddr_t a, void *buf, size_t n) {
   if (a > f->eof || n > f->eof - a) return -1;
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t got = pread(f->fd, (char *)buf + done, n - done, (off_t)(a + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) {
-      if (got == 0) errno = 0; /* short: the file shrank */
-      return -1;
-    }
-    done += (size_t)got;
-  }
-  return 0;
+  return ctr__pread_full(f->fd, buf, n, (int64_t)a, f->path) == CTR_OK ? 0 : -1;
 }
 
 /* The superblock, as HDF5 reads it (format versions 0-3): its location and
@@ -171,12 +163,13 @@ static H5FD_t *d_open(const char *name, unsigned flags, hid_t fapl, haddr_t maxa
     close(fd);
     FAILV(NULL, H5E_CANTOPENFILE, "%s: %s", name, strerror(errno));
   }
-  checked_file *f = calloc(1, sizeof *f);
+  checked_file *f = calloc(1, sizeof *f + strlen(name) + 1);
   if (!f) {
     close(fd);
     FAILV(NULL, H5E_CANTALLOC, "%s: out of memory", name);
   }
   f->fd = fd;
+  memcpy(f->path, name, strlen(name) + 1);
   f->eof = (haddr_t)sb.st_size;
   f->dev = sb.st_dev;
   f->ino = sb.st_ino;
@@ -242,8 +235,7 @@ static herr_t d_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, si
      * gives, so that HDF5 says it found no signature */
     memset(buf, 0, size);
     if (addr < f->eof && read_exact(f, addr, buf, (size_t)(f->eof - addr)) != 0)
-      FAILV(-1, H5E_READERROR, "read of %zu bytes at byte %llu: %s", size,
-            (unsigned long long)addr, errno ? strerror(errno) : "short read");
+      FAILV(-1, H5E_READERROR, "%s", ctr_error_detail());
     return 0;
   }
   if (addr > f->eof || size > f->eof - addr)
@@ -251,9 +243,7 @@ static herr_t d_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr, si
           "read of %zu bytes at byte %llu reaches past the end of the file (%llu bytes): it is "
           "truncated or damaged",
           size, (unsigned long long)addr, (unsigned long long)f->eof);
-  if (read_exact(f, addr, buf, size) != 0)
-    FAILV(-1, H5E_READERROR, "read of %zu bytes at byte %llu: %s", size, (unsigned long long)addr,
-          errno ? strerror(errno) : "short read");
+  if (read_exact(f, addr, buf, size) != 0) FAILV(-1, H5E_READERROR, "%s", ctr_error_detail());
   if (type == H5FD_MEM_SUPER) note_superblock(f, addr, size, buf);
   if (type == H5FD_MEM_LHEAP && size >= 4 && memcmp(buf, "HEAP", 4) == 0 &&
       check_local_heap(f, addr, size, buf) != 0)

@@ -172,33 +172,24 @@ typedef struct band {
   atomic_size_t next;
   atomic_int failed;
   pthread_mutex_t lock; /* guards the first failure below */
-  int err;              /* errno; 0 with `failed`: the file ended */
-  unsigned long long at, bytes;
+  ctr_status status;    /* the first failure's, and its message */
+  char detail[512];
+  const char *file;
 } band;
 
-static void fail(band *b, int err, unsigned long long at, unsigned long long bytes) {
-  pthread_mutex_lock(&b->lock);
-  if (!atomic_load(&b->failed)) {
-    b->err = err;
-    b->at = at;
-    b->bytes = bytes;
-    atomic_store(&b->failed, 1);
-  }
-  pthread_mutex_unlock(&b->lock);
-}
-
-/* n bytes at file offset `at` into dst; 0 on failure (recorded in b). */
+/* n bytes at file offset `at` into dst (io_file.c's loop); 0 on failure,
+ * the first one's status and message (the worker's own) kept in b. */
 static int piece(band *b, unsigned char *dst, size_t n, unsigned long long at) {
-  size_t done = 0;
-  while (done < n) {
-    const size_t ask = n - done < ((size_t)1 << 30) ? n - done : (size_t)1 << 30;
-    const ssize_t k = pread(b->p->fd, dst + done, ask, (off_t)(at + done));
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) {
-      fail(b, k < 0 ? errno : 0, at, n);
-      return 0;
+  const ctr_status st = ctr__pread_full(b->p->fd, dst, n, (int64_t)at, b->file);
+  if (st != CTR_OK) {
+    pthread_mutex_lock(&b->lock);
+    if (!atomic_load(&b->failed)) {
+      b->status = st;
+      snprintf(b->detail, sizeof b->detail, "%s", ctr_error_detail());
+      atomic_store(&b->failed, 1);
     }
-    done += (size_t)k;
+    pthread_mutex_unlock(&b->lock);
+    return 0;
   }
   if (b->p->swap) ctr__byteswap(dst, b->p->elem, n / b->p->elem);
   return 1;
@@ -243,6 +234,7 @@ ctr_status ctr__h5_pread_read(const ctr__h5_pread *p, const haddr_t *addrs,
   band b;
   memset(&b, 0, sizeof b);
   b.p = p;
+  b.file = file;
   b.addrs = p->chunked ? addrs : &p->addr;
   memcpy(b.start, start, sizeof b.start);
   memcpy(b.count, count, sizeof b.count);
@@ -270,14 +262,9 @@ ctr_status ctr__h5_pread_read(const ctr__h5_pread *p, const haddr_t *addrs,
   pthread_mutex_destroy(&b.lock);
   if (!atomic_load(&b.failed)) return CTR_OK;
   const long long r0 = (long long)start[1], i0 = (long long)start[0];
-  if (b.err)
-    CTR_FAIL(CTR_E_IO, "cannot read rows [%lld, %lld) of images [%lld, %lld) of dataset '%s' in "
-             "HDF5 file '%s': %llu bytes at byte %llu: %s", r0, r0 + (long long)count[1], i0,
-             i0 + (long long)count[0], name, file, b.bytes, b.at, strerror(b.err));
-  CTR_FAIL(CTR_E_IO, "cannot read rows [%lld, %lld) of images [%lld, %lld) of dataset '%s' in "
-           "HDF5 file '%s': the file ends before byte %llu (%llu bytes at byte %llu; was it "
-           "shortened while open?)", r0, r0 + (long long)count[1], i0, i0 + (long long)count[0],
-           name, file, b.at + b.bytes, b.bytes, b.at);
+  CTR_FAIL(CTR_E_IO, "cannot read rows [%lld, %lld) of images [%lld, %lld) of dataset '%s': %s%s",
+           r0, r0 + (long long)count[1], i0, i0 + (long long)count[0], name, b.detail,
+           b.status == CTR_E_SIZE_MISMATCH ? " (was it shortened while open?)" : "");
 }
 
 #endif /* CTR_HAVE_HDF5 */
