@@ -402,14 +402,14 @@ if has sync; then
   F32=$(( N * N * N * 4 )) U16=$(( N * N * N * 2 ))
   FLOOR32=$(sync_floor $F32) FLOOR16=$(sync_floor $U16)
   say "sync floor (concurrent read $IN B + write, direct I/O, median of 3): float32 ${FLOOR32} s, uint16 ${FLOOR16} s"
-  sync_case() { # RUNS NAME ARGS...: median of RUNS runs of ctrecon fbp, seconds
-    local runs=$1 name=$2 t
-    shift 2
+  sync_case() { # BIN RUNS NAME ARGS...: median of RUNS runs of BIN fbp, seconds
+    local bin=$1 runs=$2 name=$3 t
+    shift 3
     for i in $(seq "$runs"); do
       sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null
       rm -f "$D"/rec.* "$D"/rec.raw.partial*
       t=$(date +%s.%N)
-      "$BUILD/ctrecon" fbp --projections "$D/scan.h5:/exchange/data" --flat "$D/flat.h5:/data" \
+      "$bin" fbp --projections "$D/scan.h5:/exchange/data" --flat "$D/flat.h5:/data" \
         --dark "$D/dark.h5:/data" --angles "$D/angles.txt" --axis $(( (N - 1) / 2 )).5 \
         --out "$D/rec.raw" --quiet --timings "$@" 2>> "$LOGS/sync.log" || echo "$name failed" >> "$LOGS/sync.log"
       awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", b - a }'
@@ -417,35 +417,44 @@ if has sync; then
     done | sort -n | sed -n "$(( (runs + 1) / 2 ))p"
   }
   : > "$LOGS/sync_cases.txt"
-  # SYNC_CASES (comma list of names, default all but u16-b256, u16-ra6, u16-pr8
-  # and u16-pr1) picks the cases, so that the stage can be split over calls.
-  # u16-b256 tested the read-size hypothesis of bench/NOTES.md (refuted,
-  # 2026-11-27 fourth session); u16-ra6 the next one (six bands read ahead
-  # instead of two: refuted). u16-pr8 / u16-pr1: the HDF5 band read by 8
-  # threads of pread (the default since read_threads) / through one H5Dread
-  # (before it), on the same machine.
-  for c in "f32" "u16 --out-dtype uint16 --out-range -0.01:0.05" \
-           "u16-b256 --out-dtype uint16 --out-range -0.01:0.05 --batch 256" \
-           "u16-ra6 --out-dtype uint16 --out-range -0.01:0.05 --read-ahead 6" \
-           "u16-pr8 --out-dtype uint16 --out-range -0.01:0.05 --tune read_threads=8" \
-           "u16-pr1 --out-dtype uint16 --out-range -0.01:0.05 --tune read_threads=1" \
-           "f32-rings --rings sorting" "f32-paganin --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065" \
-           "u16-rings-paganin --out-dtype uint16 --out-range -0.01:0.05 --rings sorting --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065"; do
-    set -- $c
-    name=$1
-    shift
-    if [[ ",${SYNC_CASES:-f32,u16,f32-rings,f32-paganin,u16-rings-paganin}," != *",$name,"* ]]; then
-      continue
-    fi
-    # SYNC_RUNS runs of the plain cases (default 3), SYNC_RUNS_CORR of those with
-    # corrections (default 3; 1 keeps the stage within one 10-minute call)
-    # (by their options: u16-pr8's name has a dash too, and got one run on 2026-11-27)
-    case " $* " in *" --rings "*|*" --paganin "*) runs=${SYNC_RUNS_CORR:-3} ;; *) runs=${SYNC_RUNS:-3} ;; esac
-    t=$(sync_case "$runs" "$name" "$@")
-    case $name in u16*) fl=$FLOOR16 ;; *) fl=$FLOOR32 ;; esac
-    say "sync $name: ${t} s, floor ${fl} s, ratio $(awk -v a="$t" -v b="$fl" 'BEGIN { if (b > 0) printf "%.3f", a / b }')"
-    echo "$name $t $fl $runs $*" >> "$LOGS/sync_cases.txt"
-  done
+  # sync_cases BIN SUFFIX CASES: the named cases by BIN, recorded as NAME+SUFFIX.
+  # SYNC_BASE (a build folder, optional) runs SYNC_BASE_CASES (default f32) by its
+  # ctrecon too, named NAME@base: a branch against the code it started from,
+  # on the same data, disk and floor.
+  sync_cases() {
+    local bin=$1 suffix=$2 wanted=$3
+    # SYNC_CASES (comma list of names, default all but u16-b256, u16-ra6, u16-pr8
+    # and u16-pr1) picks the cases, so that the stage can be split over calls.
+    # u16-b256 tested the read-size hypothesis of bench/NOTES.md (refuted,
+    # 2026-11-27 fourth session); u16-ra6 the next one (six bands read ahead
+    # instead of two: refuted). u16-pr8 / u16-pr1: the HDF5 band read by 8
+    # threads of pread (the default since read_threads) / through one H5Dread
+    # (before it), on the same machine.
+    for c in "f32" "u16 --out-dtype uint16 --out-range -0.01:0.05" \
+             "u16-b256 --out-dtype uint16 --out-range -0.01:0.05 --batch 256" \
+             "u16-ra6 --out-dtype uint16 --out-range -0.01:0.05 --read-ahead 6" \
+             "u16-pr8 --out-dtype uint16 --out-range -0.01:0.05 --tune read_threads=8" \
+             "u16-pr1 --out-dtype uint16 --out-range -0.01:0.05 --tune read_threads=1" \
+             "f32-rings --rings sorting" "f32-paganin --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065" \
+             "u16-rings-paganin --out-dtype uint16 --out-range -0.01:0.05 --rings sorting --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065"; do
+      set -- $c
+      name=$1
+      shift
+      if [[ ",$wanted," != *",$name,"* ]]; then
+        continue
+      fi
+      # SYNC_RUNS runs of the plain cases (default 3), SYNC_RUNS_CORR of those with
+      # corrections (default 3; 1 keeps the stage within one 10-minute call)
+      # (by their options: u16-pr8's name has a dash too, and got one run on 2026-11-27)
+      case " $* " in *" --rings "*|*" --paganin "*) runs=${SYNC_RUNS_CORR:-3} ;; *) runs=${SYNC_RUNS:-3} ;; esac
+      t=$(sync_case "$bin" "$runs" "$name$suffix" "$@")
+      case $name in u16*) fl=$FLOOR16 ;; *) fl=$FLOOR32 ;; esac
+      say "sync $name$suffix: ${t} s, floor ${fl} s, ratio $(awk -v a="$t" -v b="$fl" 'BEGIN { if (b > 0) printf "%.3f", a / b }')"
+      echo "$name$suffix $t $fl $runs $*" >> "$LOGS/sync_cases.txt"
+    done
+  }
+  sync_cases "$BUILD/ctrecon" "" "${SYNC_CASES:-f32,u16,f32-rings,f32-paganin,u16-rings-paganin}"
+  [ -n "${SYNC_BASE:-}" ] && sync_cases "$SYNC_BASE/ctrecon" @base "${SYNC_BASE_CASES:-f32}"
   rm -rf "$D"
   python3 - "$LOGS/sync_cases.txt" "$OUT/sync.json" "$N" "$IN" "$(tail -n +2 "$LOGS/gpu.txt" | head -1)" <<'PY'
 import json, sys, datetime, os
