@@ -419,7 +419,7 @@ if has sync; then
   : > "$LOGS/sync_cases.txt"
   # sync_cases BIN SUFFIX CASES: the named cases by BIN, recorded as NAME+SUFFIX.
   # SYNC_BASE (a build folder, optional) runs SYNC_BASE_CASES (default f32) by its
-  # ctrecon too, named NAME@base: a branch against the code it started from,
+  # ctrecon too, SYNC_BASE_RUNS times (default: as the others), named NAME@base: a branch against the code it started from,
   # on the same data, disk and floor.
   sync_cases() {
     local bin=$1 suffix=$2 wanted=$3
@@ -447,6 +447,7 @@ if has sync; then
       # corrections (default 3; 1 keeps the stage within one 10-minute call)
       # (by their options: u16-pr8's name has a dash too, and got one run on 2026-11-27)
       case " $* " in *" --rings "*|*" --paganin "*) runs=${SYNC_RUNS_CORR:-3} ;; *) runs=${SYNC_RUNS:-3} ;; esac
+      [ -n "$suffix" ] && runs=${SYNC_BASE_RUNS:-$runs}
       t=$(sync_case "$bin" "$runs" "$name$suffix" "$@")
       case $name in u16*) fl=$FLOOR16 ;; *) fl=$FLOOR32 ;; esac
       say "sync $name$suffix: ${t} s, floor ${fl} s, ratio $(awk -v a="$t" -v b="$fl" 'BEGIN { if (b > 0) printf "%.3f", a / b }')"
