@@ -411,8 +411,10 @@ if has sync; then
       t=$(date +%s.%N)
       "$bin" fbp --projections "$D/scan.h5:/exchange/data" --flat "$D/flat.h5:/data" \
         --dark "$D/dark.h5:/data" --angles "$D/angles.txt" --axis $(( (N - 1) / 2 )).5 \
-        --out "$D/rec.raw" --quiet --timings "$@" 2>> "$LOGS/sync.log" || echo "$name failed" >> "$LOGS/sync.log"
+        --out "$D/rec.raw" --quiet --timings "$@" 2> "$LOGS/sync_run.err" || echo "$name failed" >> "$LOGS/sync_run.err"
       awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f\n", b - a }'
+      # each run's --timings in OUT as it ends (a run cut short keeps the earlier ones)
+      sed "s/^/$name run $i: /" "$LOGS/sync_run.err" | tee -a "$LOGS/sync.log" >> "$OUT/sync_timings.txt"
       rm -f "$D/rec.raw"
     done | sort -n | sed -n "$(( (runs + 1) / 2 ))p"
   }
