@@ -32,7 +32,8 @@ __device__ static inline long long mirror(long long i, long long n) {
 }
 
 /* The median of v[0 .. n) (n odd, at most 255): the value with as many
- * values below as above, by counting (no sort of the window). */
+ * values below as above, by counting (no sort of the window); a zero
+ * unsigned, as the CPU's (ctr__zero_unsigned). */
 __device__ static float window_median(const float *v, int n) {
   const int k = n / 2;
   for (int i = 0; i < n; i++) {
@@ -41,9 +42,9 @@ __device__ static float window_median(const float *v, int n) {
       below += v[j] < v[i];
       equal += v[j] == v[i];
     }
-    if (below <= k && k < below + equal) return v[i];
+    if (below <= k && k < below + equal) return ctr__zero_unsigned(v[i]);
   }
-  return v[k];
+  return ctr__zero_unsigned(v[k]);
 }
 
 /* ---- Dezinger -------------------------------------------------------------------- */
@@ -106,7 +107,7 @@ __global__ static void sort_keys(const float *__restrict__ x, int nb, int na, lo
   const long long per = (long long)na * nb, s = i / per, rem = i % per;
   const int a = (int)(rem / nb), b = (int)(rem % nb);
   const long long col = s * nb + b;
-  key[col * na + a] = x[i] + 0.0f;
+  key[col * na + a] = ctr__zero_unsigned(x[i]);
   ang[col * na + a] = a;
   if (a == 0) off[col] = (int)(col * na);
   if (i == n - 1) off[n / na] = (int)n;
