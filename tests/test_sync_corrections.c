@@ -215,6 +215,31 @@ static void test_stripes(void) {
 
 /* Paganin's filter on a bump far from the edges equals its formula applied
  * on a canvas 6.4 times as large (where the padding cannot matter). */
+#ifdef CTR_TEST_CUDA
+/* The sorting filter picks values (sorts and medians, no arithmetic): the
+ * GPU's must give the CPU's bits, for several sinograms in one call (the GPU
+ * sorts them in batches) with ties and signed zeros (ordered by angle, as
+ * the CPU's comparison finds -0 and +0 equal). */
+static void test_sorting_bits(void) {
+  const int64_t nb = 37, na = 29, ns = 5, n = nb * na * ns;
+  float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+  REQUIRE(a && b);
+  for (int64_t i = 0; i < n; i++) {
+    const double u = th_uniform(0.0, 1.0);
+    /* a few levels only: many ties; some -0 and +0 */
+    a[i] = u < 0.1 ? -0.0f : u < 0.2 ? 0.0f : (float)((int)(u * 7.0) - 3) * 0.25f;
+  }
+  memcpy(b, a, sizeof(float) * (size_t)n);
+  ctr_corrections c = CTR_CORRECTIONS_INIT;
+  c.stripe = CTR_STRIPE_SORTING;
+  CHECK_OK(ctr_sinogram_remove_stripes(g_cpu, &c, nb, na, ns, a));
+  CHECK_OK(ctr_sinogram_remove_stripes(g_ctx, &c, nb, na, ns, b));
+  CHECK_MSG(!memcmp(a, b, sizeof(float) * (size_t)n), "sorting filter: the GPU's values differ from the CPU's");
+  free(a);
+  free(b);
+}
+#endif
+
 static void test_paganin(void) {
   ctr_corrections c = CTR_CORRECTIONS_INIT;
   c.paganin_delta_beta = 300;
@@ -339,6 +364,9 @@ int main(void) {
   test_center();
   test_dezinger();
   test_stripes();
+  #ifdef CTR_TEST_CUDA
+  test_sorting_bits();
+#endif
   test_paganin();
   test_stitch();
   ctr_context_free(g_ctx);

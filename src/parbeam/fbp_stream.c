@@ -677,6 +677,7 @@ void ctr__fbp_release(srun *r) {
   ctr_parallel_free(r->gout);
   free(r->sel);
   free(r->items);
+  if (r->sbuf_pinned) ctr_host_unregister(r->sbuf);
   ctr__aligned_free(r->sbuf);
   ctr__aligned_free(r->sino2);
   if (r->trans_pinned) ctr_host_unregister(r->trans);
@@ -708,6 +709,11 @@ ctr_status ctr__fbp_prepare(srun *r, const ctr_parallel_params *params, int64_t 
   if (rows_b < CENTRE_ROWS) rows_b = CENTRE_ROWS;
   r->sbuf = ctr__aligned_alloc(sizeof(float) * (size_t)(smax * r->nsel * nb), "band sinograms");
   if (!r->sbuf) return CTR_E_OUT_OF_MEMORY;
+  /* the sorting filter on the GPU copies the band's sinograms up and down:
+   * pinned, at full speed and asynchronously (a failure only slows) */
+  if (r->c.stripe == CTR_STRIPE_SORTING && ctr_context_get_device(r->ctx) == CTR_DEVICE_CUDA)
+    r->sbuf_pinned =
+        ctr_host_register(r->sbuf, sizeof(float) * (size_t)(smax * r->nsel * nb)) == CTR_OK;
   if (r->transmission) {
     r->trans = ctr__aligned_alloc(sizeof(float) * (size_t)(rows_b * r->nsel * nb), "band transmissions");
     if (!r->trans) return CTR_E_OUT_OF_MEMORY;

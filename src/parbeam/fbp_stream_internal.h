@@ -50,6 +50,7 @@ typedef struct ctr__fbp_run {
   /* work buffers */
   float *sbuf, *sino2, *trans, *slices;
   int trans_pinned; /* trans is page-locked (ctr_host_register): Paganin's copies to the GPU */
+  int sbuf_pinned;  /* sbuf is page-locked: the sorting filter's copies to the GPU */
   void *window;
   /* statistics */
   float min, max;

@@ -84,7 +84,7 @@ static float median_of(float *v, int n) {
     else if (k >= i) lo = i;
     else break;
   }
-  return v[k];
+  return ctr__zero_unsigned(v[k]);
 }
 
 static inline int64_t clampi(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }

@@ -4,11 +4,24 @@
 #ifndef CTR_PARBEAM_SYNC_H
 #define CTR_PARBEAM_SYNC_H
 
+#include "core/projmath.h"
 #include "parbeam/parbeam.h"
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* v with a zero's sign dropped (-0 -> +0), for the medians of the sorting
+ * and dezinger filters on the CPU and the GPU. Among equal values the CPU's
+ * quickselect and the GPU's count pick different elements; -0 and +0 are the
+ * only equal values with different bits (NaN aside), so both return this and
+ * agree bit for bit. By the bits, not `v + 0.0f`, which fast math may drop. */
+CTR_HD float ctr__zero_unsigned(float v) {
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  return (u << 1) == 0 ? 0.0f : v;
+}
 
 /* ctr_corrections with every default filled in and checked; errors name
  * the ctr_corrections member. */

@@ -2,8 +2,9 @@
  * algorithms as the CPU's (src/parbeam/stripes.c, corrections.c;
  * docs/synchrotron.md): dezinger, stripe removal by sorting (Vo et al. 2018)
  * and by the Fourier-wavelet filter (Muench et al. 2009), Paganin's filter
- * (Paganin et al. 2002) with cuFFT. Host arrays in and out, a slice (or an
- * image) at a time on one stream. */
+ * (Paganin et al. 2002) with cuFFT. Host arrays in and out: the sorting
+ * filter and Paganin's in batches of slices (images) with asynchronous
+ * copies, the others a slice at a time. */
 #include "gpu/cuda_util.h"
 #include "filter/filter.h"
 #include "parbeam/sync.h"
@@ -12,11 +13,7 @@
 /* No NVTX ranges in thrust/CUB: NVTX's loader reads the environment
  * (NVTX_INJECTION64_PATH), and the library reads none (tests/check_no_hooks.sh). */
 #define CCCL_DISABLE_NVTX
-#include <thrust/device_ptr.h>
-#include <thrust/execution_policy.h>
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/sort.h>
-#include <thrust/tuple.h>
+#include <cub/device/device_segmented_sort.cuh>
 
 __device__ static inline int clampi(int i, int n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
 
@@ -35,7 +32,8 @@ __device__ static inline long long mirror(long long i, long long n) {
 }
 
 /* The median of v[0 .. n) (n odd, at most 255): the value with as many
- * values below as above, by counting (no sort of the window). */
+ * values below as above, by counting (no sort of the window); a zero
+ * unsigned, as the CPU's (ctr__zero_unsigned). */
 __device__ static float window_median(const float *v, int n) {
   const int k = n / 2;
   for (int i = 0; i < n; i++) {
@@ -44,9 +42,9 @@ __device__ static float window_median(const float *v, int n) {
       below += v[j] < v[i];
       equal += v[j] == v[i];
     }
-    if (below <= k && k < below + equal) return v[i];
+    if (below <= k && k < below + equal) return ctr__zero_unsigned(v[i]);
   }
-  return v[k];
+  return ctr__zero_unsigned(v[k]);
 }
 
 /* ---- Dezinger -------------------------------------------------------------------- */
@@ -98,21 +96,42 @@ cleanup:
 
 /* ---- Sorting-based stripe removal --------------------------------------------------- */
 
-__global__ static void sort_keys(const float *__restrict__ x, int nb, long long n, float *val,
-                                 int *col, int *ang) {
+/* A batch of sinograms (x: (s, angle, bin), bins fastest) as columns for
+ * the segmented sort: key[(s nb + b) na + a] = x's value (-0 as +0: the
+ * CPU's comparison finds them equal and orders them by angle, as the
+ * stable sort does here), the angle as payload; off[c] = c na. */
+__global__ static void sort_keys(const float *__restrict__ x, int nb, int na, long long n,
+                                 float *__restrict__ key, int *__restrict__ ang, int *__restrict__ off) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  val[i] = x[i];
-  col[i] = (int)(i % nb);
-  ang[i] = (int)(i / nb);
+  const long long per = (long long)na * nb, s = i / per, rem = i % per;
+  const int a = (int)(rem / nb), b = (int)(rem % nb);
+  const long long col = s * nb + b;
+  key[col * na + a] = ctr__zero_unsigned(x[i]);
+  ang[col * na + a] = a;
+  if (a == 0) off[col] = (int)(col * na);
+  if (i == n - 1) off[n / na] = (int)n;
+}
+
+/* The sorted values of each column, from the sinograms by their angles (the
+ * values themselves, -0 included, as the CPU's sort keeps them). */
+__global__ static void sorted_values(const float *__restrict__ x, const int *__restrict__ ang, int nb,
+                                     int na, long long n, float *__restrict__ val) {
+  const long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  const long long col = j / na, s = col / nb, b = col % nb;
+  val[j] = x[(s * na + ang[j]) * nb + b];
 }
 
 /* sorted values of bin b at [b * na, (b + 1) * na); the median across bins
- * of rank k, into filtered[k * nb + b] */
+ * of rank k, into filtered[k * nb + b]; sinogram blockIdx.z of the batch */
 __global__ static void rank_median(const float *__restrict__ sorted, int nb, int na, int r,
                                    float *__restrict__ filtered) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y;
   if (b >= nb) return;
+  const long long off = (long long)blockIdx.z * na * nb;
+  sorted += off;
+  filtered += off;
   float win[255];
   int n = 0;
   for (int d = -r; d <= r; d++) win[n++] = sorted[reflect_edge(b + d, nb) * na + k];
@@ -123,46 +142,81 @@ __global__ static void unsort(const float *__restrict__ filtered, const int *__r
                               int nb, int na, float *__restrict__ x) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y;
   if (b >= nb) return;
+  const long long off = (long long)blockIdx.z * na * nb;
+  filtered += off;
+  ang += off;
+  x += off;
   x[(long long)ang[(long long)b * na + k] * nb + b] = filtered[(long long)k * nb + b];
 }
 
+/* Vo et al. 2018's sorting filter on the GPU, sinograms in batches: one
+ * stable segmented sort (a column of na angles a segment, sorted in shared
+ * memory) sorts every column of the batch (two global stable sorts of a
+ * sinogram's values a sinogram before); copies asynchronous, from pinned
+ * memory where the caller pinned it (the streamed FBP pins its band). */
+#define SORTING_BATCH_BYTES (1536ull << 20)
 static ctr_status sorting_cuda(const ctr_corrections *c, int64_t nb, int64_t na, int64_t ns,
                                float *sino) {
   ctr_status st = CTR_OK;
-  const long long n = nb * na;
-  float *d_x = NULL, *d_val = NULL, *d_f = NULL;
-  int *d_col = NULL, *d_ang = NULL;
-  const dim3 grid((unsigned)((nb + 63) / 64), (unsigned)na);
-  CU(cudaMalloc(&d_x, sizeof(float) * (size_t)n));
-  CU(cudaMalloc(&d_val, sizeof(float) * (size_t)n));
-  CU(cudaMalloc(&d_f, sizeof(float) * (size_t)n));
-  CU(cudaMalloc(&d_col, sizeof(int) * (size_t)n));
-  CU(cudaMalloc(&d_ang, sizeof(int) * (size_t)n));
-  for (int64_t s = 0; s < ns; s++) {
-    CU(cudaMemcpy(d_x, sino + s * n, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice));
-    sort_keys<<<(unsigned)((n + 255) / 256), 256>>>(d_x, (int)nb, n, d_val, d_col, d_ang);
-    CU_LAUNCHED("sort_keys");
-    {
-      /* by value (ties keep the angle order), then stably by bin: each bin's
-       * values in order, as the CPU's (value, angle) sort */
-      thrust::device_ptr<float> v(d_val);
-      thrust::device_ptr<int> cl(d_col), an(d_ang);
-      thrust::stable_sort_by_key(thrust::device, v, v + n, thrust::make_zip_iterator(thrust::make_tuple(cl, an)));
-      thrust::stable_sort_by_key(thrust::device, cl, cl + n, thrust::make_zip_iterator(thrust::make_tuple(v, an)));
-    }
-    CU(cudaGetLastError());
-    rank_median<<<grid, 64>>>(d_val, (int)nb, (int)na, c->stripe_size / 2, d_f);
-    CU_LAUNCHED("rank_median");
-    unsort<<<grid, 64>>>(d_f, d_ang, (int)nb, (int)na, d_x);
-    CU_LAUNCHED("unsort");
-    CU(cudaMemcpy(sino + s * n, d_x, sizeof(float) * (size_t)n, cudaMemcpyDeviceToHost));
+  const long long per = nb * na;
+  /* per element: the sinogram, keys and angles in and out, the sorted and
+   * the filtered values: 28 bytes */
+  int64_t batch = (int64_t)(SORTING_BATCH_BYTES / (28ull * (unsigned long long)per));
+  if (batch < 1) batch = 1;
+  if (batch > ns) batch = ns;
+  if (batch > 65535) batch = 65535;
+  const long long nmax = batch * per;
+  if (nmax > 0x7fffffffLL)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "sorting stripe filter on the GPU: a sinogram of %lld x %lld "
+             "values is more than it sorts at once (2^31)", (long long)nb, (long long)na);
+  float *d_x = NULL, *d_val = NULL, *d_f = NULL, *d_key[2] = {NULL, NULL};
+  int *d_ang[2] = {NULL, NULL}, *d_off = NULL;
+  void *d_tmp = NULL;
+  size_t tmp_bytes = 0;
+  cudaStream_t s = NULL;
+  CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CU(cudaMalloc(&d_x, sizeof(float) * (size_t)nmax));
+  CU(cudaMalloc(&d_val, sizeof(float) * (size_t)nmax));
+  CU(cudaMalloc(&d_f, sizeof(float) * (size_t)nmax));
+  CU(cudaMalloc(&d_off, sizeof(int) * (size_t)(batch * nb + 1)));
+  for (int k = 0; k < 2; k++) {
+    CU(cudaMalloc(&d_key[k], sizeof(float) * (size_t)nmax));
+    CU(cudaMalloc(&d_ang[k], sizeof(int) * (size_t)nmax));
   }
+  CU(cub::DeviceSegmentedSort::StableSortPairs(NULL, tmp_bytes, d_key[0], d_key[1], d_ang[0], d_ang[1],
+                                               nmax, batch * nb, d_off, d_off + 1, s));
+  CU(cudaMalloc(&d_tmp, tmp_bytes));
+  for (int64_t s0 = 0; s0 < ns; s0 += batch) {
+    const int64_t nsl = ns - s0 < batch ? ns - s0 : batch;
+    const long long n = nsl * per;
+    CU(cudaMemcpyAsync(d_x, sino + s0 * per, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice, s));
+    sort_keys<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(d_x, (int)nb, (int)na, n, d_key[0], d_ang[0],
+                                                         d_off);
+    CU_LAUNCHED("sort_keys");
+    CU(cub::DeviceSegmentedSort::StableSortPairs(d_tmp, tmp_bytes, d_key[0], d_key[1], d_ang[0], d_ang[1],
+                                                 n, nsl * nb, d_off, d_off + 1, s));
+    sorted_values<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(d_x, d_ang[1], (int)nb, (int)na, n, d_val);
+    CU_LAUNCHED("sorted_values");
+    const dim3 grid((unsigned)((nb + 63) / 64), (unsigned)na, (unsigned)nsl);
+    rank_median<<<grid, 64, 0, s>>>(d_val, (int)nb, (int)na, c->stripe_size / 2, d_f);
+    CU_LAUNCHED("rank_median");
+    unsort<<<grid, 64, 0, s>>>(d_f, d_ang[1], (int)nb, (int)na, d_x);
+    CU_LAUNCHED("unsort");
+    CU(cudaMemcpyAsync(sino + s0 * per, d_x, sizeof(float) * (size_t)n, cudaMemcpyDeviceToHost, s));
+  }
+  CU(cudaStreamSynchronize(s));
 cleanup:
+  if (s) cudaStreamSynchronize(s);
   cudaFree(d_x);
   cudaFree(d_val);
   cudaFree(d_f);
-  cudaFree(d_col);
-  cudaFree(d_ang);
+  cudaFree(d_off);
+  for (int k = 0; k < 2; k++) {
+    cudaFree(d_key[k]);
+    cudaFree(d_ang[k]);
+  }
+  cudaFree(d_tmp);
+  if (s) cudaStreamDestroy(s);
   return st;
 }
 
