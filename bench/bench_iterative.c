@@ -3,6 +3,7 @@
  *
  *   bench_iterative [--cases LIST] [--repeats R] [--json FILE] [--dump DIR]
  *                   [--pairs matched|fast|both] [--forward-only] [--gpu-budget-gb G]
+ *                   [--tune KEY=VALUE]...
  *
  * Cases (comma list; default fp-A,fp-B,iter-A,cgls-B20,fista-256):
  *  fp-A       forward projection of 512^3 (0.5 mm) to 496 views of 1248 x 960, and the
@@ -21,7 +22,9 @@
  * run (cgls-2048: matched unless fast alone is named); --forward-only leaves the adjoints
  * out of fp-A and fp-B (the forward projector's own runs). --gpu-budget-gb G caps
  * cgls-2048's GPU budget at G x 1e9 bytes (80: plan as on an 80 GB H100 when the card is
- * larger).
+ * larger). --tune sets a key of the context's tuning table (ctr_tuning_set). With
+ * --pairs fast, fp-A and fp-B time the fast pair's projector (its forward is the matched
+ * one's kernel; the branches fwd-hybrid and fwd-half changed it, bench/NOTES.md).
  * Medians of R repeats after a warm-up. With --dump DIR, case A's volume, projections and
  * geometry go to DIR for the ASTRA comparison. Writes the benchmark JSON of
  * docs/design.md. */
@@ -75,12 +78,17 @@ static void bench_projector(ctr_context *ctx, const geo_case *c, const char *dum
   ctr_phantom *ph = head(c);
   float *vol = voxelised(c, g, ph);
   ctr_projector *p = NULL;
-  if (ctr_projector_create_cone(ctx, g, NULL, &p)) BENCH_DIE("projector: %s", ctr_error_detail());
+  /* the matched pair, or with --pairs fast the fast pair */
+  ctr_projector_options po = CTR_PROJECTOR_OPTIONS_INIT;
+  po.pair = pairs == 2 ? CTR_PAIR_FAST : CTR_PAIR_MATCHED;
+  const char *pair = ctr_projector_pair_name(po.pair);
+  if (ctr_projector_create_cone(ctx, g, &po, &p)) BENCH_DIE("projector: %s", ctr_error_detail());
   const int64_t nvox = c->n * c->n * c->n, nproj = c->nu * c->nv * c->nviews;
   ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
   uint64_t budget = 0;
   ctr_plan_default_budgets(ctx, &budget, NULL);
-  if (ctr__it_plan(p, 1, 1, 0, CTR_DEVICE_CUDA, budget, 0, 0, &plan)) BENCH_DIE("plan: %s", ctr_error_detail());
+  if (ctr__it_plan(p, 1, 1, po.pair == CTR_PAIR_FAST, CTR_DEVICE_CUDA, budget, 0, 0, &plan))
+    BENCH_DIE("plan: %s", ctr_error_detail());
   if (plan.placement != CTR_PLACE_DEVICE) BENCH_DIE("case %s does not fit the GPU", c->name);
   ctr__proj_use(p, &plan);
   ctr__vec x, y;
@@ -111,16 +119,16 @@ static void bench_projector(ctr_context *ctx, const geo_case *c, const char *dum
   const double sf = bench_median(tf, repeats), sa = bench_median(ta, repeats);
   const double ups = (double)c->nviews * (double)nvox;
   if (forward_only)
-    printf("case %s: forward %.4f s (%.1f GUPS)\n", c->name, sf, ups / sf / 1e9);
+    printf("case %s (%s pair): forward %.4f s (%.1f GUPS)\n", c->name, pair, sf, ups / sf / 1e9);
   else
-    printf("case %s: forward %.4f s (%.1f GUPS), adjoint %.4f s (%.1f GUPS)\n", c->name, sf,
-           ups / sf / 1e9, sa, ups / sa / 1e9);
+    printf("case %s (%s pair): forward %.4f s (%.1f GUPS), adjoint %.4f s (%.1f GUPS)\n", c->name,
+           pair, sf, ups / sf / 1e9, sa, ups / sa / 1e9);
   bench_json_case(&json, "\"name\": \"%s/forward\", \"seconds\": %.6f, \"gups\": %.2f, \"volume\": %lld, "
-            "\"views\": %lld, \"detector\": [%lld, %lld]", c->name, sf, ups / sf / 1e9,
-            (long long)c->n, (long long)c->nviews, (long long)c->nu, (long long)c->nv);
+            "\"views\": %lld, \"detector\": [%lld, %lld], \"pair\": \"%s\"", c->name, sf, ups / sf / 1e9,
+            (long long)c->n, (long long)c->nviews, (long long)c->nu, (long long)c->nv, pair);
   if (!forward_only)
-    bench_json_case(&json, "\"name\": \"%s/adjoint\", \"seconds\": %.6f, \"gups\": %.2f, \"pair\": \"matched\"",
-              c->name, sa, ups / sa / 1e9);
+    bench_json_case(&json, "\"name\": \"%s/adjoint\", \"seconds\": %.6f, \"gups\": %.2f, \"pair\": \"%s\"",
+              c->name, sa, ups / sa / 1e9, pair);
   /* The public call, host arrays in and out (what ASTRA's FP3D_CUDA times). */
   {
     float *proj = ctr_host_alloc(sizeof(float) * (size_t)nproj);
@@ -132,19 +140,19 @@ static void bench_projector(ctr_context *ctx, const geo_case *c, const char *dum
       if (r > 0) th[r - 1] = ctr__now_s() - t0;
     }
     const double sh = bench_median(th, repeats);
-    printf("case %s: forward, host arrays in and out, %.4f s\n", c->name, sh);
-    bench_json_case(&json, "\"name\": \"%s/forward-host\", \"seconds\": %.6f, \"gups\": %.2f", c->name, sh,
-              ups / sh / 1e9);
+    printf("case %s (%s pair): forward, host arrays in and out, %.4f s\n", c->name, pair, sh);
+    bench_json_case(&json, "\"name\": \"%s/forward-host\", \"seconds\": %.6f, \"gups\": %.2f, \"pair\": \"%s\"",
+              c->name, sh, ups / sh / 1e9, pair);
     ctr_host_free(proj);
     ctr__proj_use(p, &plan);
   }
   /* The fast pair's backprojection (host round trip included: the public
    * ctr_backprojector takes host images). */
   if (forward_only) goto out;
-  ctr_projector_options po = CTR_PROJECTOR_OPTIONS_INIT;
-  po.pair = CTR_PAIR_FAST;
+  ctr_projector_options pfo = CTR_PROJECTOR_OPTIONS_INIT;
+  pfo.pair = CTR_PAIR_FAST;
   ctr_projector *pf = NULL;
-  if (ctr_projector_create_cone(ctx, g, &po, &pf)) BENCH_DIE("fast projector: %s", ctr_error_detail());
+  if (ctr_projector_create_cone(ctx, g, &pfo, &pf)) BENCH_DIE("fast projector: %s", ctr_error_detail());
   ctr__proj_use(pf, &plan);
   double tb[16];
   for (int r = 0; r <= repeats && r < 16; r++) {
@@ -374,13 +382,23 @@ static void bench_fista(ctr_context *ctx) {
 
 int main(int argc, char **argv) {
   const char *json_path = NULL, *dump = NULL, *cases = "fp-A,fp-B,iter-A,cgls-B20,fista-256";
+  const char *kv[16];
+  char kvbuf[8][128];
+  int nkv = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--cases") && i + 1 < argc) cases = argv[++i];
     else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
     else if (!strcmp(argv[i], "--forward-only")) forward_only = 1;
-    else if (!strcmp(argv[i], "--gpu-budget-gb") && i + 1 < argc) {
+    else if (!strcmp(argv[i], "--tune") && i + 1 < argc) {
+      const char *a = argv[++i], *eq = strchr(a, '=');
+      if (!eq || nkv >= 8 || (size_t)(eq - a) >= sizeof kvbuf[0]) BENCH_DIE("--tune KEY=VALUE (at most 8), not \"%s\"", a);
+      snprintf(kvbuf[nkv], sizeof kvbuf[nkv], "%.*s", (int)(eq - a), a);
+      kv[2 * nkv] = kvbuf[nkv];
+      kv[2 * nkv + 1] = eq + 1;
+      nkv++;
+    } else if (!strcmp(argv[i], "--gpu-budget-gb") && i + 1 < argc) {
       gpu_budget_gb = atof(argv[++i]);
       if (!(gpu_budget_gb >= 1 && gpu_budget_gb <= 1e4)) BENCH_DIE("--gpu-budget-gb: 1 .. 10000 (GB)");
     }
@@ -390,21 +408,23 @@ int main(int argc, char **argv) {
       if (!pairs) BENCH_DIE("--pairs: matched, fast or both, not \"%s\"", w);
     } else
       BENCH_DIE("usage: %s [--cases LIST] [--repeats R] [--json FILE] [--dump DIR] "
-                "[--pairs matched|fast|both] [--forward-only] [--gpu-budget-gb G]", argv[0]);
+                "[--pairs matched|fast|both] [--forward-only] [--gpu-budget-gb G] [--tune KEY=VALUE]", argv[0]);
   }
   if (repeats < 1 || repeats > 15) BENCH_DIE("--repeats: 1 .. 15");
   if (ctr_cuda_get_device_count() < 1) BENCH_DIE("no usable GPU");
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
   if (ctr_cuda_get_device_info(0, &info)) BENCH_DIE("%s", ctr_error_detail());
-  ctr_context *ctx = bench_context(CTR_DEVICE_CUDA, NULL, 0);
+  ctr_context *ctx = bench_context(CTR_DEVICE_CUDA, kv, nkv);
   if (!ctx) return 1;
   if (json_path) {
     json.f = fopen(json_path, "w");
     if (!json.f) BENCH_DIE("cannot write %s", json_path);
     char date[32];
     bench_date(date, sizeof date);
-    char budget[48] = "";
+    char budget[512] = "";
     if (gpu_budget_gb > 0) snprintf(budget, sizeof budget, " --gpu-budget-gb %g", gpu_budget_gb);
+    for (int k = 0; k < nkv; k++)
+      snprintf(budget + strlen(budget), sizeof budget - strlen(budget), " --tune %s=%s", kv[2 * k], kv[2 * k + 1]);
     fprintf(json.f, "{\n  \"gpu\": \"%s\",\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n  "
             "\"command\": \"bench_iterative --cases %s --repeats %d --pairs %s%s%s\",\n  \"cases\": [\n",
             info.name, date, bench_revision(), cases, repeats,
