@@ -549,6 +549,7 @@ int cmd_fbp(int argc, char **argv) {
                          "from the output of a distributed run");
   const double t_start = cli_now();
   if (!rc) rc = open_input(&a, &r);
+  const double t_open = cli_now();
   if (!rc && a.projections) rc = load_projections(&a, &r);
   const double t_input = cli_now();
   if (!rc) rc = cli_context_create(&r.session, "fbp", &a.common, &r.ctx);
@@ -573,11 +574,12 @@ int cmd_fbp(int argc, char **argv) {
              method_name(rep->center_method));
   if (!rc && a.timings)
     fprintf(stderr, "fbp: %lld bands of %lld slices%s; busy: read %.3f s, compute %.3f s, write "
-            "%.3f s; setup %.3f s, total %.3f s; before it: input and flats %.3f s, context %.3f s\n",
+            "%.3f s; setup %.3f s, total %.3f s; before it: opening the input %.3f s, flats and "
+            "darks %.3f s, context %.3f s\n",
             (long long)rep->bands, (long long)rep->band_slices,
             rep->bands_resumed ? " (some resumed)" : "", rep->seconds_read, rep->seconds_compute,
-            rep->seconds_write, rep->seconds_setup, rep->seconds_total, t_input - t_start,
-            t_context - t_input);
+            rep->seconds_write, rep->seconds_setup, rep->seconds_total, t_open - t_start,
+            t_input - t_open, t_context - t_input);
   if (!rc) {
     const double ups = (double)rep->nangles * (double)(rep->nx * rep->ny) * (double)rep->nslices;
     cli_info(&r.session, "fbp: %lld slices of %lld x %lld from %lld angles x %lld bins, %.2f s "
