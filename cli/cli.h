@@ -193,10 +193,6 @@ typedef struct cli_session {
   double last_draw;
   double rate_total; /* units of the whole stage (0: no throughput shown) */
   const char *rate_unit; /* e.g. "GB" (rate_total in those units) */
-  int direct_io; /* ctr_tuning.direct_io of the context: -1 = off for the stacks the
-                    command reads and writes itself (ctr_stack_*_set_direct_io) */
-  int read_threads; /* ctr_tuning.read_threads of the context, for the stacks the command
-                       reads itself (ctr_stack_reader_set_read_threads) */
 } cli_session;
 
 /* Creates the context for `s` (callbacks wired to the session) and, unless

@@ -192,8 +192,6 @@ int cli_context_create(cli_session *s, const char *cmd, const cli_common *common
   o.tuning = &tuning;
   ctr_status st = ctr_context_create(&o, out);
   if (st != CTR_OK) return cli_fail(cmd, st);
-  s->direct_io = tuning.direct_io;
-  s->read_threads = tuning.read_threads;
   describe_backend(s, *out);
   describe_launch(s);
   return 0;

@@ -554,8 +554,6 @@ int cmd_fbp(int argc, char **argv) {
   const double t_input = cli_now();
   if (!rc) rc = cli_context_create(&r.session, "fbp", &a.common, &r.ctx);
   const double t_context = cli_now();
-  if (!rc && r.session.direct_io < 0) ctr_stack_reader_set_direct_io(r.in, 0); /* --tune direct_io */
-  if (!rc) ctr_stack_reader_set_read_threads(r.in, r.session.read_threads); /* --tune read_threads */
   if (!rc && a.kernel && ctr_context_get_device(r.ctx) != CTR_DEVICE_CUDA)
     rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "
                          "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",

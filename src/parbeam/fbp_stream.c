@@ -670,6 +670,20 @@ ctr_status ctr__fbp_run_bands(srun *r, const unsigned char *done, float *vol) {
   return progress(r, 1.0);
 }
 
+/* A band buffer of n floats, page-locked when `pin` (a GPU correction copies
+ * it up and down every band: at full speed and asynchronously; a failure to
+ * pin only slows, *pinned says which). NULL when out of memory. */
+static float *band_buffer(int64_t n, const char *what, int pin, int *pinned) {
+  float *b = ctr__aligned_alloc(sizeof(float) * (size_t)n, what);
+  *pinned = b && pin && ctr_host_register(b, sizeof(float) * (size_t)n) == CTR_OK;
+  return b;
+}
+
+static void band_buffer_free(float *b, int pinned) {
+  if (pinned) ctr_host_unregister(b);
+  ctr__aligned_free(b);
+}
+
 void ctr__fbp_release(srun *r) {
   if (r->have_ring) ctr__ring_free(&r->ring);
   if (r->have_writer) ctr__writer_free(&r->writer);
@@ -677,11 +691,9 @@ void ctr__fbp_release(srun *r) {
   ctr_parallel_free(r->gout);
   free(r->sel);
   free(r->items);
-  if (r->sbuf_pinned) ctr_host_unregister(r->sbuf);
-  ctr__aligned_free(r->sbuf);
+  band_buffer_free(r->sbuf, r->sbuf_pinned);
   ctr__aligned_free(r->sino2);
-  if (r->trans_pinned) ctr_host_unregister(r->trans);
-  ctr__aligned_free(r->trans);
+  band_buffer_free(r->trans, r->trans_pinned);
   ctr__aligned_free(r->slices);
   ctr__aligned_free(r->ones);
 }
@@ -707,20 +719,16 @@ ctr_status ctr__fbp_prepare(srun *r, const ctr_parallel_params *params, int64_t 
   int64_t rows_b = r->band_rows / r->by + 2 * r->margin, nb = r->nbins_b;
   const int64_t smax = r->band_slices > CENTRE_ROWS ? r->band_slices : CENTRE_ROWS;
   if (rows_b < CENTRE_ROWS) rows_b = CENTRE_ROWS;
-  r->sbuf = ctr__aligned_alloc(sizeof(float) * (size_t)(smax * r->nsel * nb), "band sinograms");
+  /* pinned for the GPU's sorting filter (the band's sinograms) and Paganin's
+   * (the window of transmissions) */
+  const int gpu = ctr_context_get_device(r->ctx) == CTR_DEVICE_CUDA;
+  r->sbuf = band_buffer(smax * r->nsel * nb, "band sinograms",
+                        gpu && r->c.stripe == CTR_STRIPE_SORTING, &r->sbuf_pinned);
   if (!r->sbuf) return CTR_E_OUT_OF_MEMORY;
-  /* the sorting filter on the GPU copies the band's sinograms up and down:
-   * pinned, at full speed and asynchronously (a failure only slows) */
-  if (r->c.stripe == CTR_STRIPE_SORTING && ctr_context_get_device(r->ctx) == CTR_DEVICE_CUDA)
-    r->sbuf_pinned =
-        ctr_host_register(r->sbuf, sizeof(float) * (size_t)(smax * r->nsel * nb)) == CTR_OK;
   if (r->transmission) {
-    r->trans = ctr__aligned_alloc(sizeof(float) * (size_t)(rows_b * r->nsel * nb), "band transmissions");
+    r->trans = band_buffer(rows_b * r->nsel * nb, "band transmissions",
+                           gpu && r->c.paganin_delta_beta > 0, &r->trans_pinned);
     if (!r->trans) return CTR_E_OUT_OF_MEMORY;
-    /* Paganin's filter on the GPU copies the window up and down for every
-     * band: pinned, at full speed and asynchronously (a failure only slows) */
-    if (r->c.paganin_delta_beta > 0 && ctr_context_get_device(r->ctx) == CTR_DEVICE_CUDA)
-      r->trans_pinned = ctr_host_register(r->trans, sizeof(float) * (size_t)(rows_b * r->nsel * nb)) == CTR_OK;
   }
   if (r->axis_found && !r->centre_known) CTR_CHECK(find_centre(r));
   CTR_CHECK(output_geometry(r, params));
