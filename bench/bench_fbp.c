@@ -4,7 +4,10 @@
  * against the double-precision CPU reference on the first slice.
  *
  *   bench_fbp [--n 2048] [--angles 2048] [--slices 8] [--repeats 5]
- *             [--kernels tex,tex2,alu,alu2] [--hybrid-tex 0,1,2] [--json FILE]
+ *             [--kernels tex,tex2,alu,alu2] [--hybrid-tex 0,1,2] [--json FILE] [--check]
+ *       --check: exit 2 when a kernel's relative RMS against its double
+ *       reference exceeds 1e-2 (the approximate modes stay below 5e-3;
+ *       wrong angles give 0.6-1.0), and 3 when a kernel failed
  *       --hybrid-tex: the hybrid kernel once per value of its texture blocks
  *       per SM (ctr_tuning.fbp_hybrid_tex; -1 = none), cases named hybrid-tN
  *   bench_fbp --e2e [--n 2048] [--angles 2048] [--slices 2048]
@@ -192,12 +195,14 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *memory, int repeat
 int main(int argc, char **argv) {
 #if CTR_HAVE_CUDA
   int64_t n = 2048, na = 2048, ns = 8;
-  int repeats = -1, end_to_end = 0;
+  int repeats = -1, end_to_end = 0, check = 0, failures = 0;
+  double worst = 0;
   const char *kernels = "tex,tex2,tex-mp,tex4h,alu,alu2,alu2-h,hybrid,alu-os,alu2-os";
   const char *json = NULL, *dump = NULL, *hybrid_tex = NULL, *memory = "pinned";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--e2e")) { end_to_end = 1; continue; }
     if (!strcmp(argv[i], "--pageable")) { memory = "pageable"; continue; }
+    if (!strcmp(argv[i], "--check")) { check = 1; continue; }
     if (i + 1 >= argc) DIE("%s needs a value", argv[i]);
     if (!strcmp(argv[i], "--n")) n = atoll(argv[i + 1]);
     else if (!strcmp(argv[i], "--angles")) na = atoll(argv[i + 1]);
@@ -287,6 +292,7 @@ int main(int argc, char **argv) {
       if (run != ctx) ctr_context_free(run);
       if (failed) {
         printf("%-9s %-7s failed: %s\n", label, interp ? "nearest" : "linear", ctr_error_detail());
+        failures++;
         continue;
       }
       double e = 0, el = 0, r = 0;
@@ -296,6 +302,7 @@ int main(int argc, char **argv) {
         r += ref_lin[i] * ref_lin[i];
       }
       const double rel = sqrt(e / r), rel_lin = sqrt(el / r);
+      worst = fmax(worst, rel);
       const double gups = (double)na * (double)plane * (double)ns / (ms * 1e-3) / 1e9;
       if (dump && interp == 0 && !strcmp(k, "alu2"))
         bench_save_raw(dump, "ours.raw", out, sizeof(float) * (size_t)(plane * ns));
@@ -326,6 +333,15 @@ int main(int argc, char **argv) {
   free(ref);
   free(ref_lin);
   free(z);
+  if (check && failures) {
+    printf("check: %d kernel runs failed\n", failures);
+    return 3;
+  }
+  if (check && !(worst <= 1e-2)) {
+    printf("check: worst relative RMS %.2e against the double reference exceeds 1e-2\n", worst);
+    return 2;
+  }
+  if (check) printf("check: every kernel within 1e-2 of its double reference (worst %.2e)\n", worst);
   return 0;
 #else
   (void)argc;

@@ -354,6 +354,12 @@ if has fbp; then
       --json "$OUT/fbp_kernels_1024.json" > "$LOGS/fbp_1024.log" 2>&1
     say "fbp 1024 rc=$?"
     tee -a "$LOGS/summary.txt" < "$LOGS/fbp_1024.log"
+    # Past the 2048 layers of one texture (issue 41: every kernel was wrong there
+    # until 2026-12): each kernel's accuracy at 3000 angles, rc 2 if any is off.
+    "$BUILD/bench/bench_fbp" --n 1024 --angles 3000 --slices 4 --repeats 3 --check \
+      --json "$OUT/fbp_kernels_3000.json" > "$LOGS/fbp_3000.log" 2>&1
+    say "fbp 3000 angles rc=$?"
+    tee -a "$LOGS/summary.txt" < "$LOGS/fbp_3000.log"
   fi
   if [ "${FBP_E2E:-1}" = 1 ]; then
     "$BUILD/bench/bench_fbp" --e2e --n 2048 --angles 2048 --slices 2048 --memory both --repeats 3 \

@@ -10,6 +10,7 @@
 #include "parbeam/sync.h"
 
 #include <math.h>
+#include <string.h>
 /* No NVTX ranges in thrust/CUB: NVTX's loader reads the environment
  * (NVTX_INJECTION64_PATH), and the library reads none (tests/check_no_hooks.sh). */
 #define CCCL_DISABLE_NVTX
@@ -222,13 +223,19 @@ cleanup:
 
 /* ---- Fourier-wavelet stripe removal ---------------------------------------------------- */
 
-__constant__ static double c_lo[20], c_hi[20];
+/* The wavelet's filter taps, a kernel parameter (constant bank, fixed at
+ * launch): a __constant__ table would be shared by every run of the process
+ * and rewritten by one run while another's kernels read it. */
+struct dwt_taps {
+  double lo[20], hi[20];
+};
 
 /* One periodic analysis step along rows (stride 1, len wd, h rows) or along
  * columns (stride N1, len h, wd columns) of the region at x (row pitch N1):
  * out gets lows then highs, copied back by copy_region. */
-__global__ static void dwt_rows(const float *__restrict__ x, float *__restrict__ y, int N1, int h,
-                                int wd, int len, int along_cols) {
+__global__ static void dwt_rows(const __grid_constant__ dwt_taps w, const float *__restrict__ x,
+                                float *__restrict__ y, int N1, int h, int wd, int len,
+                                int along_cols) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x, line = blockIdx.y;
   const int n = along_cols ? h : wd, half = n / 2;
   if (i >= half || line >= (along_cols ? wd : h)) return;
@@ -236,8 +243,8 @@ __global__ static void dwt_rows(const float *__restrict__ x, float *__restrict__
   for (int k = 0; k < len; k++) {
     const int j = (2 * i + k) % n;
     const float v = along_cols ? x[(long long)j * N1 + line] : x[(long long)line * N1 + j];
-    a += c_lo[k] * v;
-    d += c_hi[k] * v;
+    a += w.lo[k] * v;
+    d += w.hi[k] * v;
   }
   if (along_cols) {
     y[(long long)i * N1 + line] = (float)a;
@@ -250,8 +257,9 @@ __global__ static void dwt_rows(const float *__restrict__ x, float *__restrict__
 
 /* The inverse step: output sample j gathers the coefficients whose taps
  * reach it. */
-__global__ static void idwt_rows(const float *__restrict__ x, float *__restrict__ y, int N1, int h,
-                                 int wd, int len, int along_cols) {
+__global__ static void idwt_rows(const __grid_constant__ dwt_taps w, const float *__restrict__ x,
+                                 float *__restrict__ y, int N1, int h, int wd, int len,
+                                 int along_cols) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x, line = blockIdx.y;
   const int n = along_cols ? h : wd, half = n / 2;
   if (j >= n || line >= (along_cols ? wd : h)) return;
@@ -263,7 +271,7 @@ __global__ static void idwt_rows(const float *__restrict__ x, float *__restrict_
     const int i = t / 2;
     const float a = along_cols ? x[(long long)i * N1 + line] : x[(long long)line * N1 + i];
     const float d = along_cols ? x[(long long)(half + i) * N1 + line] : x[(long long)line * N1 + half + i];
-    v += c_lo[k] * a + c_hi[k] * d;
+    v += w.lo[k] * a + w.hi[k] * d;
   }
   if (along_cols) y[(long long)j * N1 + line] = (float)v;
   else y[(long long)line * N1 + j] = (float)v;
@@ -312,7 +320,7 @@ __global__ static void crop(const float *__restrict__ x, float *__restrict__ s, 
 static ctr_status wavelet_cuda(const ctr_corrections *c, int64_t nb, int64_t na, int64_t ns,
                                float *sino) {
   ctr_status st = CTR_OK;
-  double lo[20], hi[20];
+  dwt_taps w;
   const int len = 2 * c->stripe_wavelet, L = c->stripe_level;
   const int64_t q = (int64_t)1 << L;
   /* as stripes.c: the angles mirrored to a period of 2 na, the bins reflected */
@@ -321,10 +329,9 @@ static ctr_status wavelet_cuda(const ctr_corrections *c, int64_t nb, int64_t na,
   cufftComplex *d_spec = NULL;
   cufftHandle plans[2 * 8];
   int nplans = 0;
-  CTR_CHECK(ctr__daubechies(c->stripe_wavelet, lo));
-  for (int k = 0; k < len; k++) hi[k] = (k % 2 ? -1.0 : 1.0) * lo[len - 1 - k];
-  CU(cudaMemcpyToSymbol(c_lo, lo, sizeof(double) * (size_t)len));
-  CU(cudaMemcpyToSymbol(c_hi, hi, sizeof(double) * (size_t)len));
+  memset(&w, 0, sizeof w);
+  CTR_CHECK(ctr__daubechies(c->stripe_wavelet, w.lo));
+  for (int k = 0; k < len; k++) w.hi[k] = (k % 2 ? -1.0 : 1.0) * w.lo[len - 1 - k];
   CU(cudaMalloc(&d_s, sizeof(float) * (size_t)(nb * na)));
   CU(cudaMalloc(&d_x, sizeof(float) * (size_t)(N0 * N1)));
   CU(cudaMalloc(&d_y, sizeof(float) * (size_t)(N0 * N1)));
@@ -346,11 +353,11 @@ static ctr_status wavelet_cuda(const ctr_corrections *c, int64_t nb, int64_t na,
     CU_LAUNCHED("pad_reflect");
     for (int l = 0; l < L; l++) {
       const int h = (int)(N0 >> l), wd = (int)(N1 >> l);
-      dwt_rows<<<dim3((unsigned)((wd / 2 + 127) / 128), (unsigned)h), 128>>>(d_x, d_y, (int)N1, h, wd, len, 0);
+      dwt_rows<<<dim3((unsigned)((wd / 2 + 127) / 128), (unsigned)h), 128>>>(w, d_x, d_y, (int)N1, h, wd, len, 0);
       CU_LAUNCHED("dwt rows");
       copy_region<<<dim3((unsigned)((wd + 127) / 128), (unsigned)h), 128>>>(d_y, d_x, (int)N1, h, wd);
       CU_LAUNCHED("copy_region");
-      dwt_rows<<<dim3((unsigned)((h / 2 + 127) / 128), (unsigned)wd), 128>>>(d_x, d_y, (int)N1, h, wd, len, 1);
+      dwt_rows<<<dim3((unsigned)((h / 2 + 127) / 128), (unsigned)wd), 128>>>(w, d_x, d_y, (int)N1, h, wd, len, 1);
       CU_LAUNCHED("dwt columns");
       copy_region<<<dim3((unsigned)((wd + 127) / 128), (unsigned)h), 128>>>(d_y, d_x, (int)N1, h, wd);
       CU_LAUNCHED("copy_region");
@@ -370,11 +377,11 @@ static ctr_status wavelet_cuda(const ctr_corrections *c, int64_t nb, int64_t na,
     }
     for (int l = L - 1; l >= 0; l--) {
       const int h = (int)(N0 >> l), wd = (int)(N1 >> l);
-      idwt_rows<<<dim3((unsigned)((h + 127) / 128), (unsigned)wd), 128>>>(d_x, d_y, (int)N1, h, wd, len, 1);
+      idwt_rows<<<dim3((unsigned)((h + 127) / 128), (unsigned)wd), 128>>>(w, d_x, d_y, (int)N1, h, wd, len, 1);
       CU_LAUNCHED("idwt columns");
       copy_region<<<dim3((unsigned)((wd + 127) / 128), (unsigned)h), 128>>>(d_y, d_x, (int)N1, h, wd);
       CU_LAUNCHED("copy_region");
-      idwt_rows<<<dim3((unsigned)((wd + 127) / 128), (unsigned)h), 128>>>(d_x, d_y, (int)N1, h, wd, len, 0);
+      idwt_rows<<<dim3((unsigned)((wd + 127) / 128), (unsigned)h), 128>>>(w, d_x, d_y, (int)N1, h, wd, len, 0);
       CU_LAUNCHED("idwt rows");
       copy_region<<<dim3((unsigned)((wd + 127) / 128), (unsigned)h), 128>>>(d_y, d_x, (int)N1, h, wd);
       CU_LAUNCHED("copy_region");

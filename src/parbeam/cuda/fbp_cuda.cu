@@ -39,10 +39,15 @@
 #define ROUND_MAGIC 12582912.0f      /* 1.5 x 2^23 */
 #define ROUND_MAGIC_BITS 0x4B400000  /* its bits */
 
-/* Per angle: c, s (per pixel step), t0 (bin of pixel (0, 0)), unused. */
-__constant__ float4 c_angle[MAX_CONST_ANGLES];
-/* Per angle, double: t0 for the ALU kernel's block origins. */
-__constant__ double c_t0d[MAX_CONST_ANGLES];
+/* Per-angle constants live in device memory owned by each fbp_gpu
+ * (fbp_gpu.d_ang: c, s (per pixel step), t0 (bin of pixel (0, 0)), unused;
+ * fbp_gpu.d_t0d: t0 in double for the ALU kernel's block origins), passed to
+ * every kernel as a pointer to the launch's first angle. They once sat in a
+ * __constant__ bank of 2048 angles shared by every context of the process and
+ * rewritten between launches without waiting for the kernels still reading it:
+ * more than 2048 angles, or two runs at once, backprojected with another
+ * chunk's angles. A warp reads one angle at a time (a uniform address): one
+ * L1 transaction, broadcast. */
 
 /* ---- Half-precision data (tex4h, alu2-h) ---------------------------------- */
 
@@ -138,16 +143,17 @@ __device__ __forceinline__ void tex_add(cudaTextureObject_t tex, float x, int a,
  * of the loaded constants: the launcher walks the angles in L2-sized
  * chunks (tex_chunk). */
 template <int NS, int NEAREST, int DJ>
-__device__ __forceinline__ void tex_pixels(cudaTextureObject_t tex, int ab, int na, int i, int j,
-                                           int nx, int ny, float *__restrict__ out,
-                                           long long plane, int nsl, float inv) {
+__device__ __forceinline__ void tex_pixels(cudaTextureObject_t tex, const float4 *__restrict__ ang,
+                                           int ab, int na, int i, int j, int nx, int ny,
+                                           float *__restrict__ out, long long plane, int nsl,
+                                           float inv) {
   float acc[NS], bcc[NS];
 #pragma unroll
   for (int k = 0; k < NS; k++) acc[k] = bcc[k] = 0.0f;
   const float fi = (float)i, fj = (float)j;
 #pragma unroll 8
   for (int a = ab; a < na; a++) {
-    const float4 k = c_angle[a];
+    const float4 k = __ldg(ang + a);
     float t = k.z + fi * k.x + fj * k.y;
     float u = fmaf((float)DJ, k.y, t);
     if (NEAREST) {
@@ -179,7 +185,8 @@ __device__ __forceinline__ void tex_pixels(cudaTextureObject_t tex, int ab, int 
  * fetch at the half4 fetch rate (950 G/s, docs/design.md), so up to 4x tex's
  * updates per fetch, for the price of half-precision data. */
 template <int NS, int NEAREST>
-__global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, int ab, int na, int nx, int ny,
+__global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, const float4 *__restrict__ ang,
+                                               int ab, int na, int nx, int ny,
                                                float *__restrict__ out, long long plane, int nsl,
                                                const unsigned *__restrict__ amax) {
   int mx, my;
@@ -189,7 +196,7 @@ __global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, int ab, i
     float sc;
     half_scale(*amax, &sc, &inv);
   }
-  tex_pixels<NS, NEAREST, 8>(tex, ab, na, blockIdx.x * 16 + mx, blockIdx.y * 16 + my, nx, ny, out,
+  tex_pixels<NS, NEAREST, 8>(tex, ang, ab, na, blockIdx.x * 16 + mx, blockIdx.y * 16 + my, nx, ny, out,
                              plane, nsl, inv);
 }
 
@@ -212,8 +219,9 @@ static_assert(MP_GROUPS * 64 == 256 && MP_PIX * 4 == 16, "bp_tex_mp's thread map
  * writes its tile row by row (coalesced). Single slice; nearest or hardware
  * linear (8-bit weights) as tex. */
 template <int NEAREST>
-__global__ void __launch_bounds__(256) bp_tex_mp(cudaTextureObject_t tex, int ab, int na, int nx,
-                                                  int ny, float *__restrict__ out) {
+__global__ void __launch_bounds__(256) bp_tex_mp(cudaTextureObject_t tex,
+                                                  const float4 *__restrict__ ang, int ab, int na,
+                                                  int nx, int ny, float *__restrict__ out) {
   __shared__ float red[MP_GROUPS][256];
   const int t = threadIdx.x, g = t >> 6, l = t & 63;
   const int px = (l & 1) | ((l >> 1) & 2) | ((l >> 2) & 12); /* Z-order x, then the square */
@@ -225,7 +233,7 @@ __global__ void __launch_bounds__(256) bp_tex_mp(cudaTextureObject_t tex, int ab
   for (int q = 0; q < MP_PIX; q++) acc[q] = 0.0f;
 #pragma unroll 4
   for (int a = ab + g; a < na; a += MP_GROUPS) {
-    const float4 k = c_angle[a];
+    const float4 k = __ldg(ang + a);
     const float t0 = k.z + fi * k.x + fj * k.y;
     const float step = 4.0f * k.y;
 #pragma unroll
@@ -248,9 +256,10 @@ __global__ void __launch_bounds__(256) bp_tex_mp(cudaTextureObject_t tex, int ab
 /* Per projection a of a block with origin (bx, by): (c, s, the origin's
  * bin relative to hm, hm) with hm one below the smallest bin the block
  * touches; the origin's position in double. */
-__device__ __forceinline__ float4 block_konst(int a, int bx, int by) {
-  const float4 k = c_angle[a];
-  const double t0 = c_t0d[a] + (double)bx * k.x + (double)by * k.y;
+__device__ __forceinline__ float4 block_konst(const float4 *__restrict__ ang,
+                                              const double *__restrict__ t0d, int a, int bx, int by) {
+  const float4 k = __ldg(ang + a);
+  const double t0 = __ldg(t0d + a) + (double)bx * k.x + (double)by * k.y;
   const float span = (float)(ALU_AREA - 1);
   const float lo = fminf(0.0f, span * k.x) + fminf(0.0f, span * k.y);
   const double hm = floor(t0 + (double)lo) - 1.0;
@@ -413,10 +422,13 @@ template <class C> static size_t alu_shm(int per) {
  * after them from its neighbour by a shuffle). Dynamic shared memory:
  * alu_shm<C>. Thread (tx, ty) owns column bx + tx and rows by + ty +
  * ALU_ROWS q of each slice; slice k's sinogram is sino + k * sino_stride,
- * its output out + k * plane. HALF: values scaled by half_scale(*amax)
+ * its output out + k * plane; ang and t0d the constants of its first
+ * projection. HALF: values scaled by half_scale(*amax)
  * before rounding, sums unscaled. */
 template <class C>
-__device__ __forceinline__ void alu_tile(const float *__restrict__ sino, long long sino_stride,
+__device__ __forceinline__ void alu_tile(const float4 *__restrict__ ang,
+                                         const double *__restrict__ t0d,
+                                         const float *__restrict__ sino, long long sino_stride,
                                          int nbins, int na, int nx, int ny, int per,
                                          float *__restrict__ out, long long plane, int bx, int by,
                                          const unsigned *__restrict__ amax) {
@@ -440,7 +452,7 @@ __device__ __forceinline__ void alu_tile(const float *__restrict__ sino, long lo
   for (int a0 = 0; a0 < na; a0 += ALU_PROJ) {
     const int np = na - a0 < ALU_PROJ ? na - a0 : ALU_PROJ;
     __syncthreads();
-    if (tid < np) konst[tid] = block_konst(a0 + tid, bx, by);
+    if (tid < np) konst[tid] = block_konst(ang, t0d, a0 + tid, bx, by);
     __syncthreads();
     {
       /* Every lane takes part in the shuffle; lanes of a missing projection
@@ -501,9 +513,10 @@ __device__ __forceinline__ void alu_tile(const float *__restrict__ sino, long lo
 /* alu, alu2, alu2-h (pair_cache), nearest and oversampling (sample_cache). */
 template <class C>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
-bp_alu(const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
+bp_alu(const float4 *__restrict__ ang, const double *__restrict__ t0d,
+       const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
        int per, float *__restrict__ out, long long plane, const unsigned *__restrict__ amax) {
-  alu_tile<C>(sino, sino_stride, nbins, na, nx, ny, per, out, plane, blockIdx.x * ALU_AREA,
+  alu_tile<C>(ang, t0d, sino, sino_stride, nbins, na, nx, ny, per, out, plane, blockIdx.x * ALU_AREA,
               blockIdx.y * ALU_AREA, amax);
 }
 
@@ -553,7 +566,8 @@ __device__ int hyb_claim(unsigned long long *q, int ntiles, int tile) {
  * rest is exact; nearest: exact. */
 template <int S, int NEAREST>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
-bp_hybrid(cudaTextureObject_t tex, const float *__restrict__ sino, long long sino_stride, int nbins,
+bp_hybrid(cudaTextureObject_t tex, const float4 *__restrict__ ang, const double *__restrict__ t0d,
+          const float *__restrict__ sino, long long sino_stride, int nbins,
           int na, int nx, int ny, int per, float *__restrict__ out, long long plane,
           unsigned long long *queue, unsigned *sm_count, int blocks_per_sm, int tex_per_sm,
           int tiles_x, int ntiles) {
@@ -586,7 +600,7 @@ bp_hybrid(cudaTextureObject_t tex, const float *__restrict__ sino, long long sin
     if (kind < 0) break;
     if (kind == 0) {
       const int bx = (idx % tiles_x) * ALU_AREA, by = (idx / tiles_x) * ALU_AREA;
-      alu_tile<typename hybrid_cache<S, NEAREST>::T>(sino, sino_stride, nbins, na, nx, ny, per, out,
+      alu_tile<typename hybrid_cache<S, NEAREST>::T>(ang, t0d, sino, sino_stride, nbins, na, nx, ny, per, out,
                                                      plane, bx, by, NULL);
     } else {
       const int tile = idx / HYB_UNITS, sub = idx % HYB_UNITS;
@@ -596,7 +610,7 @@ bp_hybrid(cudaTextureObject_t tex, const float *__restrict__ sino, long long sin
         /* 8-bit Z-order over 16 x 16 (a warp: 8 x 4 pixels), rows y and y + 16 */
         const int mx = (tid & 1) | ((tid >> 1) & 2) | ((tid >> 2) & 4) | ((tid >> 3) & 8);
         const int my = ((tid >> 1) & 1) | ((tid >> 2) & 2) | ((tid >> 3) & 4) | ((tid >> 4) & 8);
-        tex_pixels<S, NEAREST, 16>(tex, 0, na, ux + mx, uy + my, nx, ny, out, plane, S, 1.0f);
+        tex_pixels<S, NEAREST, 16>(tex, ang, 0, na, ux + mx, uy + my, nx, ny, out, plane, S, 1.0f);
       }
     }
   }
@@ -632,9 +646,12 @@ ctr_status ctr__fbp_parse_kernel(const char *name, int nearest, fbp_kernel *k) {
            "4x oversampled bins, nearest sample)", name);
 }
 
-/* Uploads per-angle constants for angles [a0, a0 + n). */
-static ctr_status upload_angles(const ctr_parallel_geometry *g, int64_t a0, int64_t n) {
+/* f->d_ang and f->d_t0d for every angle of the geometry, once per fbp_gpu,
+ * on stream s (waited for: the host arrays are freed here). */
+static ctr_status upload_angles(fbp_gpu *f, cudaStream_t s) {
   ctr_status st = CTR_OK;
+  const int64_t n = f->g->p.nangles;
+  if (f->d_ang) return CTR_OK;
   ctr__par_angle *pa = (ctr__par_angle *)malloc(sizeof *pa * (size_t)n);
   float4 *k = (float4 *)malloc(sizeof *k * (size_t)n);
   double *t0 = (double *)malloc(sizeof *t0 * (size_t)n);
@@ -642,13 +659,16 @@ static ctr_status upload_angles(const ctr_parallel_geometry *g, int64_t a0, int6
     st = ctr__error_set(CTR_E_OUT_OF_MEMORY, "angle constants");
     goto cleanup;
   }
-  ctr__par_angles(g, a0, n, pa);
+  ctr__par_angles(f->g, 0, n, pa);
   for (int64_t i = 0; i < n; i++) {
     k[i] = make_float4((float)pa[i].c, (float)pa[i].s, (float)pa[i].t0, 0.0f);
     t0[i] = pa[i].t0;
   }
-  CU(cudaMemcpyToSymbol(c_angle, k, sizeof *k * (size_t)n));
-  CU(cudaMemcpyToSymbol(c_t0d, t0, sizeof *t0 * (size_t)n));
+  CU(cudaMalloc(&f->d_ang, sizeof *k * (size_t)n));
+  CU(cudaMalloc(&f->d_t0d, sizeof *t0 * (size_t)n));
+  CU(cudaMemcpyAsync(f->d_ang, k, sizeof *k * (size_t)n, cudaMemcpyHostToDevice, s));
+  CU(cudaMemcpyAsync(f->d_t0d, t0, sizeof *t0 * (size_t)n, cudaMemcpyHostToDevice, s));
+  CU(cudaStreamSynchronize(s));
 cleanup:
   free(pa);
   free(k);
@@ -693,7 +713,7 @@ static ctr_status make_texture(fbp_gpu *f, int kind, int64_t s0, int count, int6
   cudaChannelFormatDesc desc = kind == TEXK_HALF4    ? cudaCreateChannelDescHalf4()
                                : kind == TEXK_FLOAT2 ? cudaCreateChannelDesc<float2>()
                                                      : cudaCreateChannelDesc<float>();
-  const size_t layers = (size_t)MAX_CONST_ANGLES < (size_t)nat ? (size_t)MAX_CONST_ANGLES : (size_t)nat;
+  const size_t layers = (size_t)MAX_TEX_LAYERS < (size_t)nat ? (size_t)MAX_TEX_LAYERS : (size_t)nat;
   if (f->tex) {
     CU(cudaStreamSynchronize(stream)); /* the previous launch may still read it */
     cudaDestroyTextureObject(f->tex);
@@ -757,6 +777,8 @@ static int alu_per(const ctr_parallel_params *p) {
 /* Where the ALU and hybrid kernels read and write for slices from s0 and
  * angles from a0, and their sample-cache width. */
 struct alu_span {
+  const float4 *ang; /* angle a0's constants */
+  const double *t0d;
   const float *sino; /* row a0 of slice s0's sinogram */
   float *out;        /* slice s0 of the output */
   long long stride, plane; /* floats between slices: sinograms, output */
@@ -765,7 +787,7 @@ struct alu_span {
 static alu_span alu_span_of(const fbp_gpu *f, int64_t s0, int64_t a0) {
   const ctr_parallel_params *p = &f->g->p;
   const long long stride = (long long)(p->nbins * p->nangles), plane = (long long)(p->nx * p->ny);
-  return {f->d_sino + s0 * stride + a0 * p->nbins, f->d_out + s0 * plane, stride, plane, alu_per(p)};
+  return {f->d_ang + a0, f->d_t0d + a0, f->d_sino + s0 * stride + a0 * p->nbins, f->d_out + s0 * plane, stride, plane, alu_per(p)};
 }
 
 /* bp_alu with cache C on slices [s0, s0 + C::S), angles [a0, a0 + n) whose
@@ -785,7 +807,7 @@ static ctr_status launch_alu_cache(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n
   if (C::HALF) CTR_CHECK_GOTO(st, data_amax(f, s0, C::S, a0, n, s));
   if (shm > 48 * 1024)
     CU(cudaFuncSetAttribute(bp_alu<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
-  bp_alu<C><<<grid, block, shm, s>>>(w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx,
+  bp_alu<C><<<grid, block, shm, s>>>(w.ang, w.t0d, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx,
                                      (int)p->ny, w.per, w.out, w.plane, f->d_amax);
   CU_LAUNCHED("bp_alu");
 cleanup:
@@ -853,7 +875,7 @@ static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, c
     unsigned long long *queue = (unsigned long long *)f->d_hyb;
     unsigned *sm_count = (unsigned *)(queue + 1);
     bp_hybrid<S, NEAREST><<<(unsigned)(nsm * bps), block, shm, s>>>(
-        f->tex, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx, (int)p->ny, w.per, w.out, w.plane,
+        f->tex, w.ang, w.t0d, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx, (int)p->ny, w.per, w.out, w.plane,
         queue, sm_count, bps, hybrid_tex_blocks(f, bps), (int)tiles_x, (int)(tiles_x * tiles_y));
     CU_LAUNCHED("bp_hybrid");
   }
@@ -884,13 +906,13 @@ ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s
   if (count < 1 || count > ctr__fbp_kernel_slices(f->kernel))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "backprojection kernel %s: %d slices per launch (1 .. %d)",
              kernel_names[f->kernel], count, ctr__fbp_kernel_slices(f->kernel));
-  for (int64_t a0 = 0; a0 < na; a0 += MAX_CONST_ANGLES) {
-    const int64_t n = na - a0 < MAX_CONST_ANGLES ? na - a0 : MAX_CONST_ANGLES;
+  CTR_CHECK(upload_angles(f, s));
+  /* Launches over at most MAX_TEX_LAYERS angles: the texture kernels' layered
+   * textures hold that many (the ALU kernels follow the same chunks). */
+  for (int64_t a0 = 0; a0 < na; a0 += MAX_TEX_LAYERS) {
+    const int64_t n = na - a0 < MAX_TEX_LAYERS ? na - a0 : MAX_TEX_LAYERS;
     const dim3 grid16((unsigned)((p->nx + 15) / 16), (unsigned)((p->ny + 15) / 16));
-    if (f->angles_loaded != a0) {
-      CTR_CHECK(upload_angles(f->g, a0, n));
-      f->angles_loaded = a0;
-    }
+    const float4 *ang = f->d_ang + a0;
     switch (f->kernel) {
     case K_ALU: case K_ALU2: case K_ALU_OS: case K_ALU2_OS: case K_ALU2_H:
       CTR_CHECK(launch_alu(f, s0, count, a0, n, s));
@@ -907,8 +929,8 @@ ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s
       const int chunk = tex_chunk(f, p->nbins, 4, (int)n);
       for (int ab = 0; ab < (int)n; ab += chunk) {
         const int ae = ab + chunk < (int)n ? ab + chunk : (int)n;
-        if (nearest) bp_tex_mp<1><<<grid16, 256, 0, s>>>(f->tex, ab, ae, (int)p->nx, (int)p->ny, out);
-        else bp_tex_mp<0><<<grid16, 256, 0, s>>>(f->tex, ab, ae, (int)p->nx, (int)p->ny, out);
+        if (nearest) bp_tex_mp<1><<<grid16, 256, 0, s>>>(f->tex, ang, ab, ae, (int)p->nx, (int)p->ny, out);
+        else bp_tex_mp<0><<<grid16, 256, 0, s>>>(f->tex, ang, ab, ae, (int)p->nx, (int)p->ny, out);
         CU_LAUNCHED("bp_tex_mp");
       }
     } break;
@@ -920,7 +942,7 @@ ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s
       for (int ab = 0; ab < (int)n; ab += chunk) {
         const int ae = ab + chunk < (int)n ? ab + chunk : (int)n;
 #define CTR__TEX_LAUNCH(NS, N)                                                                    \
-  bp_tex<NS, N><<<grid16, block, 0, s>>>(f->tex, ab, ae, (int)p->nx, (int)p->ny, out, plane,     \
+  bp_tex<NS, N><<<grid16, block, 0, s>>>(f->tex, ang, ab, ae, (int)p->nx, (int)p->ny, out, plane,     \
                                          count, f->d_amax)
         if (ns == 4 && nearest) CTR__TEX_LAUNCH(4, 1);
         else if (ns == 4) CTR__TEX_LAUNCH(4, 0);
@@ -1033,6 +1055,8 @@ void ctr__fbp_gpu_free(fbp_gpu *f) {
   cudaFree(f->d_stage);
   cudaFree(f->d_amax);
   cudaFree(f->d_hyb);
+  cudaFree(f->d_ang);
+  cudaFree(f->d_t0d);
   memset(f, 0, sizeof *f);
 }
 
@@ -1092,7 +1116,6 @@ static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geome
   memset(f, 0, sizeof *f);
   f->ctx = ctx;
   f->g = g;
-  f->angles_loaded = -1;
   f->nearest = o && o->interp == CTR_FBP_NEAREST;
   CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, f->nearest, &f->kernel));
   f->auto_kernel = !o || !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");

@@ -6,8 +6,9 @@
 #include "gpu/cuda_util.h"
 #include "parbeam/parbeam.h"
 
-/* Angles whose constants one launch holds (constant memory). */
-#define MAX_CONST_ANGLES 2048
+/* Angles one launch backprojects at most: the layers of a 1D layered texture
+ * (maxTexture1DLayered[1] is 2048 on every GPU since Fermi). */
+#define MAX_TEX_LAYERS 2048
 
 typedef enum fbp_kernel {
   K_TEX = 0, K_TEX2 = 1, K_ALU = 2, K_ALU2 = 3, K_ALU_OS = 4, K_ALU2_OS = 5,
@@ -45,7 +46,8 @@ typedef struct fbp_gpu {
   unsigned *d_amax;       /* tex4h, alu2-h: bits of the largest |value| of the launch's data */
   void *d_hyb;            /* hybrid: work queue and per-SM block counters, cleared per launch */
   cudaTextureObject_t tex;
-  int64_t angles_loaded;  /* first angle of the constants in constant memory; -1: none */
+  float4 *d_ang;          /* every angle's (c, s, t0, 0), uploaded on the first launch */
+  double *d_t0d;          /* every angle's t0 in double (the ALU kernels' block origins) */
   int auto_kernel;        /* the kernel is to be chosen by ctr__fbp_autotune */
 } fbp_gpu;
 

@@ -205,10 +205,7 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
   }
   for (int i = 0; i < 2; i++) {
     chunk_bufs *c = &cb[i];
-    /* More angles than one constant bank holds: the banks are rewritten
-     * between launches, so the two buffer sets share one stream. */
-    if (i == 1 && na > MAX_CONST_ANGLES) c->s = cb[0].s;
-    else CU(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
+    CU(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
     if (!in_place) CU(cudaMalloc(&c->d_raw, es * (size_t)(nb * na * S)));
     CU(cudaMalloc(&c->d_rows, sizeof(float) * (size_t)(ld * na * S)));
     CU(cudaMalloc(&c->f.d_sino, sizeof(float) * (size_t)(nb * na * S)));
@@ -218,7 +215,6 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
     c->f.kernel = kernel;
     c->f.nearest = nearest;
     c->f.auto_kernel = !o || !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");
-    c->f.angles_loaded = -1;
     int n[1] = {(int)padded}, inembed[1] = {(int)ld}, onembed[1] = {(int)nf};
     if (cufftPlanMany(&c->plan_f, 1, n, inembed, 1, (int)ld, onembed, 1, (int)nf, CUFFT_R2C,
                       (int)(na * S)) != CUFFT_SUCCESS)
@@ -345,7 +341,7 @@ cleanup:
     ctr__fbp_gpu_free(&c->f);
     if (c->have_ev)
       for (int e = 0; e < 5; e++) cudaEventDestroy(c->ev[e]);
-    if (c->s && !(i == 1 && c->s == cb[0].s)) cudaStreamDestroy(c->s);
+    if (c->s) cudaStreamDestroy(c->s);
   }
   cudaFree(d_kern);
   cudaFree(d_w);

@@ -6,6 +6,7 @@
 #include "pet/cuda/pet_cuda.cuh"
 #include "pet/cuda/pet_kernels.cuh"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +46,20 @@ static void pet_launch_choice(ctr__pet_cuda *c) {
   }
 }
 
-/* Which view's runs sit in constant memory, per device (tags are unique). */
-static unsigned long long g_tag_next = 1, g_const_tag[64];
+/* The constant-memory bank of runs (c_pet_cols) is one per device for the
+ * whole process, shared by every projector on it, each on its own stream.
+ * Per device: which view's runs it holds (tags are unique to a projector's
+ * view) and an event after the last launch that read it. A projector that
+ * needs other runs there makes its stream wait for that event before its
+ * upload, and every launch that reads the bank records the event, all under
+ * g_bank_lock, so no upload overwrites runs a kernel may still read
+ * (launches and uploads are queued, not waited for, while it is held). */
+static unsigned long long g_tag_next = 1;
+static struct {
+  unsigned long long tag;
+  cudaEvent_t last; /* NULL until the bank's first use on that device */
+} g_bank[64];
+static pthread_mutex_t g_bank_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static ctr_status upload_view(ctr__pet_cuda *c, int64_t v, dev_view **out) {
   dev_view *dv = &c->views[v];
@@ -130,23 +143,47 @@ static void launch_lc(const ctr__pet_cuda *c, const dev_view *dv, bool cc, bool 
   }
 }
 
+/* The launch of ctr__pet_project_device with dv's runs in the device's
+ * constant bank; the caller holds g_bank_lock. */
+static ctr_status launch_from_bank(ctr__pet_cuda *c, const dev_view *dv, bool fwd,
+                                   const float *d_pin, float *d_out) {
+  ctr_status st = CTR_OK;
+  const int slot = c->device & 63;
+  if (!g_bank[slot].last) CU(cudaEventCreateWithFlags(&g_bank[slot].last, cudaEventDisableTiming));
+  if (g_bank[slot].tag != dv->tag) {
+    CU(cudaStreamWaitEvent(c->stream, g_bank[slot].last, 0));
+    g_bank[slot].tag = 0; /* unknown until the copy is queued */
+    CU(cudaMemcpyToSymbolAsync(c_pet_cols, dv->hcols, (size_t)dv->ncols * sizeof(int3), 0,
+                               cudaMemcpyHostToDevice, c->stream));
+    g_bank[slot].tag = dv->tag;
+  }
+  if (c->LC == 8)
+    launch_lc<8>(c, dv, true, fwd, d_pin, d_out);
+  else
+    launch_lc<4>(c, dv, true, fwd, d_pin, d_out);
+  CU_LAUNCHED("pet_project_kernel");
+  CU(cudaEventRecord(g_bank[slot].last, c->stream));
+cleanup:
+  return st;
+}
+
 /* out (unpadded, device) = A_v in or A_v^T in, in padded on the device. */
 ctr_status ctr__pet_project_device(ctr__pet_cuda *c, ctr_pet_direction dir, int64_t v,
                                  const float *d_pin, float *d_out) {
   ctr_status st = CTR_OK;
   dev_view *dv = NULL;
   CTR_CHECK(upload_view(c, v, &dv));
-  bool cc = c->const_runs && dv->ncols <= PET_CONST_COLS;
-  unsigned long long *owner = &g_const_tag[c->device & 63];
-  if (cc && *owner != dv->tag) {
-    CU(cudaMemcpyToSymbolAsync(c_pet_cols, dv->hcols, (size_t)dv->ncols * sizeof(int3), 0,
-                               cudaMemcpyHostToDevice, c->stream));
-    *owner = dv->tag;
+  const bool cc = c->const_runs && dv->ncols <= PET_CONST_COLS;
+  if (cc) {
+    pthread_mutex_lock(&g_bank_lock);
+    st = launch_from_bank(c, dv, dir == CTR_PET_FORWARD, d_pin, d_out);
+    pthread_mutex_unlock(&g_bank_lock);
+    return st;
   }
   if (c->LC == 8)
-    launch_lc<8>(c, dv, cc, dir == CTR_PET_FORWARD, d_pin, d_out);
+    launch_lc<8>(c, dv, false, dir == CTR_PET_FORWARD, d_pin, d_out);
   else
-    launch_lc<4>(c, dv, cc, dir == CTR_PET_FORWARD, d_pin, d_out);
+    launch_lc<4>(c, dv, false, dir == CTR_PET_FORWARD, d_pin, d_out);
   CU_LAUNCHED("pet_project_kernel");
 cleanup:
   return st;
