@@ -1,12 +1,16 @@
 /* The CUDA DIRECT backend against the CPU backend: projections of untilted
  * and tilted views with variant and asymmetric kernels on lattices that are
  * not whole thread blocks, a support too large for constant memory, the
- * cuFFT reference against FFTW, and RAMLA / OSEM / MLEM reconstructions.
+ * cuFFT reference against FFTW, RAMLA / OSEM / MLEM reconstructions, and two
+ * projectors of different systems on two threads at once, each taking turns
+ * of its views' runs through the device's one constant bank.
  * (test_gpu_pet_project runs the adjoint and shape tests on the GPU.)
  * Exits 77 without a GPU. */
 #include "harness.h"
 #include "pet/pet.h"
 #include "pet_test_util.h"
+
+#include <pthread.h>
 
 static ctr_context *g_cpu, *g_gpu, *g_shape; /* g_shape: a launch shape forced */
 
@@ -133,6 +137,79 @@ done:
   ctr_pet_system_free(s);
 }
 
+/* One thread's projector: its own CUDA context and system, `rounds` passes
+ * forward over its views, each against the CPU's projection made before. */
+#define PT_VIEWS 4
+typedef struct pet_thread {
+  ctr_pet_system *s;
+  int64_t views[PT_VIEWS];
+  const float *x;
+  float *ref[PT_VIEWS];
+  int64_t n;
+  int rounds;
+  double worst;
+  int failed;
+} pet_thread;
+
+static void *pet_thread_run(void *arg) {
+  pet_thread *t = (pet_thread *)arg;
+  ctr_context *ctx = NULL;
+  ctr_pet_projector *pg = NULL;
+  float *b = malloc((size_t)t->n * sizeof(float));
+  t->failed = pet_test_context(&ctx, 2) != CTR_OK || ctr_pet_projector_create(ctx, t->s, &pg) != CTR_OK;
+  for (int r = 0; r < t->rounds && !t->failed; r++)
+    for (int i = 0; i < PT_VIEWS && !t->failed; i++) {
+      if (ctr_pet_project(pg, CTR_PET_FORWARD, t->views[i], t->x, b) != CTR_OK) t->failed = 1;
+      else t->worst = fmax(t->worst, rel_rms_ff(b, t->ref[i], t->n));
+    }
+  free(b);
+  ctr_pet_projector_free(pg);
+  ctr_context_free(ctx);
+  return NULL;
+}
+
+static void test_two_threads(void) {
+  pet_thread t[2];
+  memset(t, 0, sizeof t);
+  const ctr_pet_params p[2] = {pet_test_params(37, 29, 13, 4.0), pet_test_params(33, 31, 11, 4.0)};
+  ctr_pet_kernel_params k = pet_test_kernel_variant();
+  float *x[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++) {
+    const int64_t views[PT_VIEWS] = {3 + i, 17 + i, 40 + 9 * i, 80 + 5 * i};
+    ctr_pet_projector *pc = NULL;
+    CHECK_OK(ctr_pet_system_create(&p[i], &k, &t[i].s));
+    CHECK_OK(ctr_pet_projector_create(g_cpu, t[i].s, &pc));
+    t[i].n = p[i].nx * p[i].ny * p[i].nz;
+    t[i].rounds = 25;
+    x[i] = malloc((size_t)t[i].n * sizeof(float));
+    pet_test_random(x[i], t[i].n, 31 + (unsigned)i);
+    t[i].x = x[i];
+    for (int v = 0; v < PT_VIEWS; v++) {
+      t[i].views[v] = views[v];
+      t[i].ref[v] = malloc((size_t)t[i].n * sizeof(float));
+      if (pc) CHECK_OK(ctr_pet_project(pc, CTR_PET_FORWARD, views[v], x[i], t[i].ref[v]));
+    }
+    ctr_pet_projector_free(pc);
+  }
+  pthread_t th[2];
+  if (t[0].s && t[1].s) {
+    for (int i = 0; i < 2; i++) REQUIRE(pthread_create(&th[i], NULL, pet_thread_run, &t[i]) == 0);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+      printf("two threads, projector %d: worst GPU vs CPU relative RMS of %d x %d views %.2e\n", i,
+             t[i].rounds, PT_VIEWS, t[i].worst);
+      CHECK_MSG(!t[i].failed, "two threads, projector %d failed: %s", i, ctr_error_detail());
+      CHECK_MSG(t[i].worst <= 2e-6, "two threads, projector %d: GPU vs CPU relative RMS %.3g", i,
+                t[i].worst);
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    for (int v = 0; v < PT_VIEWS; v++) free(t[i].ref[v]);
+    free(x[i]);
+    ctr_pet_system_free(t[i].s);
+  }
+}
+
 int main(void) {
   if (pet_test_context(&g_gpu, 2) != CTR_OK) return 77;
   CHECK_OK(pet_test_context(&g_cpu, 1));
@@ -149,6 +226,7 @@ int main(void) {
   compare_projectors("wide kernels at 2 mm", pet_test_params(22, 20, 6, 2.0), big, v2, 2, 2e-6);
   test_fft();
   test_recon();
+  test_two_threads();
   ctr_context_free(g_cpu);
   ctr_context_free(g_gpu);
   return th_finish("test_gpu_pet");
