@@ -47,7 +47,15 @@
  * rewritten between launches without waiting for the kernels still reading it:
  * more than 2048 angles, or two runs at once, backprojected with another
  * chunk's angles. A warp reads one angle at a time (a uniform address): one
- * L1 transaction, broadcast. */
+ * L1 transaction, broadcast. The texture kernels, whose every two fetches
+ * read an angle's constants, get them as a kernel parameter instead
+ * (tex_angles: the constant bank of the launch, fixed when it starts): the
+ * loads from global memory shared the texture pipe and cost tex 8 %,
+ * tex2 4 % (H200, 2048 angles of 2048 bins). */
+#define TEX_PARAM_ANGLES 1024 /* 16 KiB of float4: kernel parameters hold up to 32764 bytes */
+struct tex_angles {
+  float4 k[TEX_PARAM_ANGLES];
+};
 
 /* ---- Half-precision data (tex4h, alu2-h) ---------------------------------- */
 
@@ -139,9 +147,9 @@ __device__ __forceinline__ void tex_add(cudaTextureObject_t tex, float x, int a,
  * (the kernel waits on texture latency, not on the texture units). Slice k
  * (k < nsl) goes to out + k * plane, times inv (1, or tex4h's 1 / scale).
  * One layer per projection: a 1D bilinear fetch reads 2 texels, not the
- * 2 x 2 of a 2D texture with a zero-weight second row. Projections [ab, na)
- * of the loaded constants: the launcher walks the angles in L2-sized
- * chunks (tex_chunk). */
+ * 2 x 2 of a 2D texture with a zero-weight second row. Layers [ab, na) of
+ * the texture, ang[a - ab] the constants of layer a: the launcher walks the
+ * angles in L2-sized chunks (tex_chunk). */
 template <int NS, int NEAREST, int DJ>
 __device__ __forceinline__ void tex_pixels(cudaTextureObject_t tex, const float4 *__restrict__ ang,
                                            int ab, int na, int i, int j, int nx, int ny,
@@ -153,7 +161,7 @@ __device__ __forceinline__ void tex_pixels(cudaTextureObject_t tex, const float4
   const float fi = (float)i, fj = (float)j;
 #pragma unroll 8
   for (int a = ab; a < na; a++) {
-    const float4 k = __ldg(ang + a);
+    const float4 k = ang[a - ab];
     float t = k.z + fi * k.x + fj * k.y;
     float u = fmaf((float)DJ, k.y, t);
     if (NEAREST) {
@@ -185,7 +193,7 @@ __device__ __forceinline__ void tex_pixels(cudaTextureObject_t tex, const float4
  * fetch at the half4 fetch rate (950 G/s, docs/design.md), so up to 4x tex's
  * updates per fetch, for the price of half-precision data. */
 template <int NS, int NEAREST>
-__global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, const float4 *__restrict__ ang,
+__global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, const __grid_constant__ tex_angles ang,
                                                int ab, int na, int nx, int ny,
                                                float *__restrict__ out, long long plane, int nsl,
                                                const unsigned *__restrict__ amax) {
@@ -196,7 +204,7 @@ __global__ void __launch_bounds__(128) bp_tex(cudaTextureObject_t tex, const flo
     float sc;
     half_scale(*amax, &sc, &inv);
   }
-  tex_pixels<NS, NEAREST, 8>(tex, ang, ab, na, blockIdx.x * 16 + mx, blockIdx.y * 16 + my, nx, ny, out,
+  tex_pixels<NS, NEAREST, 8>(tex, ang.k, ab, na, blockIdx.x * 16 + mx, blockIdx.y * 16 + my, nx, ny, out,
                              plane, nsl, inv);
 }
 
@@ -220,7 +228,7 @@ static_assert(MP_GROUPS * 64 == 256 && MP_PIX * 4 == 16, "bp_tex_mp's thread map
  * linear (8-bit weights) as tex. */
 template <int NEAREST>
 __global__ void __launch_bounds__(256) bp_tex_mp(cudaTextureObject_t tex,
-                                                  const float4 *__restrict__ ang, int ab, int na,
+                                                  const __grid_constant__ tex_angles ang, int ab, int na,
                                                   int nx, int ny, float *__restrict__ out) {
   __shared__ float red[MP_GROUPS][256];
   const int t = threadIdx.x, g = t >> 6, l = t & 63;
@@ -233,7 +241,7 @@ __global__ void __launch_bounds__(256) bp_tex_mp(cudaTextureObject_t tex,
   for (int q = 0; q < MP_PIX; q++) acc[q] = 0.0f;
 #pragma unroll 4
   for (int a = ab + g; a < na; a += MP_GROUPS) {
-    const float4 k = __ldg(ang + a);
+    const float4 k = ang.k[a - ab];
     const float t0 = k.z + fi * k.x + fj * k.y;
     const float step = 4.0f * k.y;
 #pragma unroll
@@ -652,6 +660,8 @@ static ctr_status upload_angles(fbp_gpu *f, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const int64_t n = f->g->p.nangles;
   if (f->d_ang) return CTR_OK;
+  free(f->h_ang);
+  f->h_ang = NULL;
   ctr__par_angle *pa = (ctr__par_angle *)malloc(sizeof *pa * (size_t)n);
   float4 *k = (float4 *)malloc(sizeof *k * (size_t)n);
   double *t0 = (double *)malloc(sizeof *t0 * (size_t)n);
@@ -669,11 +679,21 @@ static ctr_status upload_angles(fbp_gpu *f, cudaStream_t s) {
   CU(cudaMemcpyAsync(f->d_ang, k, sizeof *k * (size_t)n, cudaMemcpyHostToDevice, s));
   CU(cudaMemcpyAsync(f->d_t0d, t0, sizeof *t0 * (size_t)n, cudaMemcpyHostToDevice, s));
   CU(cudaStreamSynchronize(s));
+  f->h_ang = k; /* the texture kernels' parameters */
+  k = NULL;
 cleanup:
   free(pa);
   free(k);
   free(t0);
   return st;
+}
+
+/* The texture kernels' parameter: the constants of angles [a, a + n) of
+ * f->h_ang, n <= TEX_PARAM_ANGLES. */
+static tex_angles tex_params(const fbp_gpu *f, int64_t a, int n) {
+  tex_angles t;
+  memcpy(t.k, f->h_ang + a, sizeof(float4) * (size_t)n);
+  return t;
 }
 
 /* Blocks of 256 threads for the grid-stride helpers over n values. */
@@ -894,6 +914,7 @@ static int tex_chunk(const fbp_gpu *f, int64_t nbins, int texel_bytes, int n) {
   const int e = ctr__tuning(f->ctx)->fbp_tex_chunk;
   long c = e > 0 ? e : e < 0 ? 0 : (long)((4L << 20) / ((long)nbins * texel_bytes));
   if (c <= 0 || c > n) c = n;
+  if (c > TEX_PARAM_ANGLES) c = TEX_PARAM_ANGLES; /* the constants a launch's parameter holds */
   return c < 32 && n > 32 ? 32 : (int)c;
 }
 
@@ -912,7 +933,6 @@ ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s
   for (int64_t a0 = 0; a0 < na; a0 += MAX_TEX_LAYERS) {
     const int64_t n = na - a0 < MAX_TEX_LAYERS ? na - a0 : MAX_TEX_LAYERS;
     const dim3 grid16((unsigned)((p->nx + 15) / 16), (unsigned)((p->ny + 15) / 16));
-    const float4 *ang = f->d_ang + a0;
     switch (f->kernel) {
     case K_ALU: case K_ALU2: case K_ALU_OS: case K_ALU2_OS: case K_ALU2_H:
       CTR_CHECK(launch_alu(f, s0, count, a0, n, s));
@@ -929,8 +949,9 @@ ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s
       const int chunk = tex_chunk(f, p->nbins, 4, (int)n);
       for (int ab = 0; ab < (int)n; ab += chunk) {
         const int ae = ab + chunk < (int)n ? ab + chunk : (int)n;
-        if (nearest) bp_tex_mp<1><<<grid16, 256, 0, s>>>(f->tex, ang, ab, ae, (int)p->nx, (int)p->ny, out);
-        else bp_tex_mp<0><<<grid16, 256, 0, s>>>(f->tex, ang, ab, ae, (int)p->nx, (int)p->ny, out);
+        const tex_angles ta = tex_params(f, a0 + ab, ae - ab);
+        if (nearest) bp_tex_mp<1><<<grid16, 256, 0, s>>>(f->tex, ta, ab, ae, (int)p->nx, (int)p->ny, out);
+        else bp_tex_mp<0><<<grid16, 256, 0, s>>>(f->tex, ta, ab, ae, (int)p->nx, (int)p->ny, out);
         CU_LAUNCHED("bp_tex_mp");
       }
     } break;
@@ -941,8 +962,9 @@ ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s
       const int chunk = tex_chunk(f, p->nbins, ns == 1 ? 4 : 8, (int)n);
       for (int ab = 0; ab < (int)n; ab += chunk) {
         const int ae = ab + chunk < (int)n ? ab + chunk : (int)n;
+        const tex_angles ta = tex_params(f, a0 + ab, ae - ab);
 #define CTR__TEX_LAUNCH(NS, N)                                                                    \
-  bp_tex<NS, N><<<grid16, block, 0, s>>>(f->tex, ang, ab, ae, (int)p->nx, (int)p->ny, out, plane,     \
+  bp_tex<NS, N><<<grid16, block, 0, s>>>(f->tex, ta, ab, ae, (int)p->nx, (int)p->ny, out, plane,     \
                                          count, f->d_amax)
         if (ns == 4 && nearest) CTR__TEX_LAUNCH(4, 1);
         else if (ns == 4) CTR__TEX_LAUNCH(4, 0);
@@ -1056,6 +1078,7 @@ void ctr__fbp_gpu_free(fbp_gpu *f) {
   cudaFree(f->d_amax);
   cudaFree(f->d_hyb);
   cudaFree(f->d_ang);
+  free(f->h_ang);
   cudaFree(f->d_t0d);
   memset(f, 0, sizeof *f);
 }

@@ -48,6 +48,7 @@ typedef struct fbp_gpu {
   cudaTextureObject_t tex;
   float4 *d_ang;          /* every angle's (c, s, t0, 0), uploaded on the first launch */
   double *d_t0d;          /* every angle's t0 in double (the ALU kernels' block origins) */
+  float4 *h_ang;          /* d_ang's host copy (the texture kernels' parameters) */
   int auto_kernel;        /* the kernel is to be chosen by ctr__fbp_autotune */
 } fbp_gpu;
 
