@@ -8,7 +8,11 @@
 #include "conebeam/cuda/bp_kernels.cuh"
 #include "conebeam/cuda/filter_cuda.cuh"
 
-#define MAX_ARRAYS 64
+/* Layered textures of one layout: each holds at most the device's layer limit
+ * (2048) of views, so resident views in texture variants number at most
+ * MAX_ARRAYS x 2048 (2M; 64 arrays, 131072 views, refused FDK of longer
+ * scans with texture interpolation). */
+#define MAX_ARRAYS 1024
 
 typedef struct ctr__dev_views {
   ctr__bp_variant variant;

@@ -26,7 +26,10 @@
 #define ADJ_BY 4
 /* Views of one adjoint launch (their matrices sit in shared memory). */
 #define ADJ_MAX_BATCH 64
+/* Grid limits: launches with more blocks along y or z than these go in
+ * several parts (the volume's and detector's sizes reach 2^20). */
 #define MAX_GRID_Z 65535
+#define MAX_GRID_Y 65535
 /* Views whose blocks of one detector tile the forward launch places next to
  * each other (blockIdx.x: the view within its group fastest, then the tile's
  * column), so that they run at once and read the same planes' rows through
@@ -152,11 +155,13 @@ static ctr_status reserve(void **buf, size_t *cap, size_t n, size_t size, const 
 /* sz: x fastest, then y, then z, zero-bordered on every axis. */
 __global__ void k_stack_z(const float *__restrict__ x, float *__restrict__ sz, int nx, int ny, int zs,
                           int nxp, int nyp) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x, j = blockIdx.y, k = blockIdx.z;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.z;
   if (i >= nxp) return;
-  const int xi = i - PAD, yj = j - PAD, zk = k - PAD;
-  const bool in = xi >= 0 && xi < nx && yj >= 0 && yj < ny && zk >= 0 && zk < zs;
-  sz[((long long)k * nyp + j) * nxp + i] = in ? x[((long long)zk * ny + yj) * nx + xi] : 0.0f;
+  for (int j = blockIdx.y; j < nyp; j += gridDim.y) { /* nyp may exceed the grid's y limit */
+    const int xi = i - PAD, yj = j - PAD, zk = k - PAD;
+    const bool in = xi >= 0 && xi < nx && yj >= 0 && yj < ny && zk >= 0 && zk < zs;
+    sz[((long long)k * nyp + j) * nxp + i] = in ? x[((long long)zk * ny + yj) * nx + xi] : 0.0f;
+  }
 }
 
 /* sx: y fastest, then x, then z (the transpose of each slice), zero-bordered;
@@ -184,7 +189,7 @@ static ctr_status build_stacks(ctr_projector *p, it_cuda *c, const float *slab, 
   const int nxp = nx + PADS, nyp = ny + PADS, nzp = (int)zs + PADS;
   const size_t per = (size_t)nxp * nyp * nzp;
   CTR_CHECK(reserve((void **)&c->d_stacks, &c->stacks_cap, 2 * per, sizeof(float), "plane stacks"));
-  k_stack_z<<<dim3((nxp + 127) / 128, nyp, nzp), 128, 0, c->s>>>(slab, c->d_stacks, nx, ny, (int)zs,
+  k_stack_z<<<dim3((nxp + 127) / 128, nyp < MAX_GRID_Y ? nyp : MAX_GRID_Y, nzp), 128, 0, c->s>>>(slab, c->d_stacks, nx, ny, (int)zs,
                                                                   nxp, nyp);
   CU_LAUNCHED("k_stack_z");
   k_stack_x<<<dim3((nyp + 31) / 32, (nxp + 31) / 32, nzp), dim3(32, 8), 0, c->s>>>(
@@ -201,14 +206,14 @@ cleanup:
  * its ray for the grid box. Returns 0 for threads outside the detector.
  * Blocks of FWD_BX x FWD_BY threads. */
 __device__ int block_ray(const ctr__it_view *__restrict__ views, long long w, ctr__it_view *view,
-                         int nu, int nv, const it_grid &grid, int tile_u, int *u, int *v,
-                         ctr__it_ray *r) {
+                         int nu, int nv, int v_first, const it_grid &grid, int tile_u, int *u,
+                         int *v, ctr__it_ray *r) {
   const int t = threadIdx.y * FWD_BX + threadIdx.x;
   if (t < (int)(sizeof(ctr__it_view) / sizeof(int)))
     ((int *)view)[t] = ((const int *)(views + w))[t];
   __syncthreads();
   *u = tile_u * FWD_BX + threadIdx.x;
-  *v = blockIdx.y * FWD_BY + threadIdx.y;
+  *v = v_first + blockIdx.y * FWD_BY + threadIdx.y;
   if (*u >= nu || *v >= nv) return 0;
   const int64_t b0[3] = {grid.b0[0], grid.b0[1], grid.b0[2]};
   const int64_t b1[3] = {grid.b1[0], grid.b1[1], grid.b1[2]};
@@ -222,7 +227,8 @@ __device__ int block_ray(const ctr__it_view *__restrict__ views, long long w, ct
  * The stacks are of slab [z0, z0 + zs). */
 __global__ void __launch_bounds__(FWD_BX *FWD_BY)
     k_forward(const ctr__it_view *__restrict__ views, long long w_launch, long long w_end,
-              long long y_first, int nu, int nv, it_grid grid, const float *__restrict__ sz,
+              long long y_first, int nu, int nv, int v_first, it_grid grid,
+              const float *__restrict__ sz,
               const float *__restrict__ sx, int nxp, int nyp, int z0, float *__restrict__ y,
               int accumulate) {
   __shared__ ctr__it_view view;
@@ -230,7 +236,8 @@ __global__ void __launch_bounds__(FWD_BX *FWD_BY)
   if (w >= w_end) return; /* the last group's missing views: whole blocks */
   int u, v;
   ctr__it_ray r;
-  if (!block_ray(views, w, &view, nu, nv, grid, (int)(blockIdx.x / FWD_VIEWS), &u, &v, &r)) return;
+  if (!block_ray(views, w, &view, nu, nv, v_first, grid, (int)(blockIdx.x / FWD_VIEWS), &u, &v, &r))
+    return;
   float sum = 0.0f;
   if (r.lo <= r.hi) {
     const long long pitch_z = (long long)nxp * nyp;
@@ -270,15 +277,19 @@ static ctr_status launch_forward(ctr_projector *p, it_cuda *c, int64_t z0, int64
   const size_t per = (size_t)nxp * nyp * (size_t)(zs + PADS);
   const it_grid g = grid_of(p, z0, z0 + zs);
   const int64_t most = (int64_t)MAX_GRID_Z * FWD_VIEWS; /* views of one launch */
+  const int64_t rows = (int64_t)MAX_GRID_Y * FWD_BY;     /* detector rows of one launch */
   for (int64_t a = w0; a < w1; a += most) {
     const int64_t n = w1 - a < most ? w1 - a : most;
-    const dim3 blocks((unsigned)((p->nu + FWD_BX - 1) / FWD_BX * FWD_VIEWS),
-                      (unsigned)((p->nv + FWD_BY - 1) / FWD_BY),
-                      (unsigned)((n + FWD_VIEWS - 1) / FWD_VIEWS));
-    k_forward<<<blocks, dim3(FWD_BX, FWD_BY), 0, c->s>>>(
-        c->d_views, a, a + n, y_first, (int)p->nu, (int)p->nv, g, c->d_stacks, c->d_stacks + per,
-        nxp, nyp, (int)z0, y, accumulate);
-    CU_LAUNCHED("k_forward");
+    for (int64_t v0 = 0; v0 < p->nv; v0 += rows) {
+      const int64_t nr = p->nv - v0 < rows ? p->nv - v0 : rows;
+      const dim3 blocks((unsigned)((p->nu + FWD_BX - 1) / FWD_BX * FWD_VIEWS),
+                        (unsigned)((nr + FWD_BY - 1) / FWD_BY),
+                        (unsigned)((n + FWD_VIEWS - 1) / FWD_VIEWS));
+      k_forward<<<blocks, dim3(FWD_BX, FWD_BY), 0, c->s>>>(
+          c->d_views, a, a + n, y_first, (int)p->nu, (int)p->nv, (int)v0, g, c->d_stacks,
+          c->d_stacks + per, nxp, nyp, (int)z0, y, accumulate);
+      CU_LAUNCHED("k_forward");
+    }
   }
 cleanup:
   return st;
@@ -347,13 +358,13 @@ cleanup:
  * B_q) and (Y = y len, f) with f = 3 for a ray that weighs no voxel, per view
  * the families present. y holds slots from y_first on. */
 __global__ void k_tables(const ctr__it_view *__restrict__ views, long long w_first, long long y_first,
-                         int nu, int nv, it_grid grid, const float *__restrict__ y,
+                         int nu, int nv, int v_first, it_grid grid, const float *__restrict__ y,
                          float4 *__restrict__ line, float2 *__restrict__ yf, int *__restrict__ fam) {
   __shared__ ctr__it_view view;
   const long long k = blockIdx.z, w = w_first + k;
   int u, v;
   ctr__it_ray r;
-  if (!block_ray(views, w, &view, nu, nv, grid, (int)blockIdx.x, &u, &v, &r)) return;
+  if (!block_ray(views, w, &view, nu, nv, v_first, grid, (int)blockIdx.x, &u, &v, &r)) return;
   const int f = r.lo <= r.hi ? r.f : 3;
   const long long i = (k * nv + v) * (long long)nu + u;
   line[i] = make_float4(r.A[0], r.B[0], r.A[1], r.B[1]);
@@ -370,8 +381,8 @@ __global__ void k_tables(const ctr__it_view *__restrict__ views, long long w_fir
 __global__ void __launch_bounds__(ADJ_BX *ADJ_BY)
     k_adjoint(const ctr__it_view *__restrict__ views, long long w_first, int nb,
               const float4 *__restrict__ line, const float2 *__restrict__ yf,
-              const int *__restrict__ fam, int nu, int nv, int nx, int ny, int zo, int z1,
-              int z_out, float *__restrict__ out, int accumulate) {
+              const int *__restrict__ fam, int nu, int nv, int nx, int ny, int j_first, int zo,
+              int z1, int z_out, float *__restrict__ out, int accumulate) {
   __shared__ float P[ADJ_MAX_BATCH][12];
   __shared__ int F[ADJ_MAX_BATCH];
   __shared__ float acc[ADJ_ZT][ADJ_BX * ADJ_BY];
@@ -379,7 +390,7 @@ __global__ void __launch_bounds__(ADJ_BX *ADJ_BY)
   for (int e = t; e < nb * 12; e += ADJ_BX * ADJ_BY) P[e / 12][e % 12] = views[w_first + e / 12].P[e % 12];
   for (int e = t; e < nb; e += ADJ_BX * ADJ_BY) F[e] = fam[e];
   __syncthreads();
-  const int i = blockIdx.x * ADJ_BX + threadIdx.x, j = blockIdx.y * ADJ_BY + threadIdx.y;
+  const int i = blockIdx.x * ADJ_BX + threadIdx.x, j = j_first + blockIdx.y * ADJ_BY + threadIdx.y;
   const int k0 = zo + blockIdx.z * ADJ_ZT, nk = z1 - k0 < ADJ_ZT ? z1 - k0 : ADJ_ZT;
   if (i >= nx || j >= ny) return;
   float *o = out + ((long long)(k0 - z_out) * ny + j) * nx + i;
@@ -412,22 +423,29 @@ static ctr_status adjoint_batch(ctr_projector *p, it_cuda *c, const float *y, in
   CU(cudaMemsetAsync(c->d_fam, 0, sizeof(int) * (size_t)nb, c->s));
   {
     const it_grid g = grid_of(p, 0, p->n[2]);
-    const dim3 blocks((unsigned)((p->nu + FWD_BX - 1) / FWD_BX), (unsigned)((p->nv + FWD_BY - 1) / FWD_BY),
-                      (unsigned)nb);
-    k_tables<<<blocks, dim3(FWD_BX, FWD_BY), 0, c->s>>>(c->d_views, b, y_first, (int)p->nu,
-                                                        (int)p->nv, g, y, c->d_line, c->d_yf,
-                                                        c->d_fam);
-    CU_LAUNCHED("k_tables");
+    const int64_t rows = (int64_t)MAX_GRID_Y * FWD_BY; /* detector rows of one launch */
+    for (int64_t v0 = 0; v0 < p->nv; v0 += rows) {
+      const int64_t nr = p->nv - v0 < rows ? p->nv - v0 : rows;
+      const dim3 blocks((unsigned)((p->nu + FWD_BX - 1) / FWD_BX), (unsigned)((nr + FWD_BY - 1) / FWD_BY),
+                        (unsigned)nb);
+      k_tables<<<blocks, dim3(FWD_BX, FWD_BY), 0, c->s>>>(c->d_views, b, y_first, (int)p->nu,
+                                                          (int)p->nv, (int)v0, g, y, c->d_line,
+                                                          c->d_yf, c->d_fam);
+      CU_LAUNCHED("k_tables");
+    }
   }
   for (int64_t a = z0; a < z1; a += (int64_t)MAX_GRID_Z * ADJ_ZT) {
     const int64_t e = z1 - a < (int64_t)MAX_GRID_Z * ADJ_ZT ? z1 : a + (int64_t)MAX_GRID_Z * ADJ_ZT;
-    const dim3 blocks((unsigned)((p->n[0] + ADJ_BX - 1) / ADJ_BX),
-                      (unsigned)((p->n[1] + ADJ_BY - 1) / ADJ_BY),
-                      (unsigned)((e - a + ADJ_ZT - 1) / ADJ_ZT));
-    k_adjoint<<<blocks, dim3(ADJ_BX, ADJ_BY), 0, c->s>>>(
-        c->d_views, b, (int)nb, c->d_line, c->d_yf, c->d_fam, (int)p->nu, (int)p->nv, (int)p->n[0],
-        (int)p->n[1], (int)a, (int)e, (int)z_out, out, accumulate);
-    CU_LAUNCHED("k_adjoint");
+    const int64_t rows = (int64_t)MAX_GRID_Y * ADJ_BY; /* volume rows of one launch */
+    for (int64_t j0 = 0; j0 < p->n[1]; j0 += rows) {
+      const int64_t nr = p->n[1] - j0 < rows ? p->n[1] - j0 : rows;
+      const dim3 blocks((unsigned)((p->n[0] + ADJ_BX - 1) / ADJ_BX), (unsigned)((nr + ADJ_BY - 1) / ADJ_BY),
+                        (unsigned)((e - a + ADJ_ZT - 1) / ADJ_ZT));
+      k_adjoint<<<blocks, dim3(ADJ_BX, ADJ_BY), 0, c->s>>>(
+          c->d_views, b, (int)nb, c->d_line, c->d_yf, c->d_fam, (int)p->nu, (int)p->nv,
+          (int)p->n[0], (int)p->n[1], (int)j0, (int)a, (int)e, (int)z_out, out, accumulate);
+      CU_LAUNCHED("k_adjoint");
+    }
   }
 cleanup:
   return st;
