@@ -6,7 +6,7 @@
  *   bench_fbp [--n 2048] [--angles 2048] [--slices 8] [--repeats 5]
  *             [--kernels tex,tex2,alu,alu2] [--hybrid-tex 0,1,2] [--json FILE] [--check]
  *       --check: exit 2 when a kernel's relative RMS against its double
- *       reference exceeds 1e-2 (the approximate modes stay below 5e-3;
+ *       reference exceeds 5e-2 (the approximate modes stay below 1e-2;
  *       wrong angles give 0.6-1.0), and 3 when a kernel failed
  *       --hybrid-tex: the hybrid kernel once per value of its texture blocks
  *       per SM (ctr_tuning.fbp_hybrid_tex; -1 = none), cases named hybrid-tN
@@ -337,11 +337,11 @@ int main(int argc, char **argv) {
     printf("check: %d kernel runs failed\n", failures);
     return 3;
   }
-  if (check && !(worst <= 1e-2)) {
-    printf("check: worst relative RMS %.2e against the double reference exceeds 1e-2\n", worst);
+  if (check && !(worst <= 5e-2)) {
+    printf("check: worst relative RMS %.2e against the double reference exceeds 5e-2\n", worst);
     return 2;
   }
-  if (check) printf("check: every kernel within 1e-2 of its double reference (worst %.2e)\n", worst);
+  if (check) printf("check: every kernel within 5e-2 of its double reference (worst %.2e)\n", worst);
   return 0;
 #else
   (void)argc;
