@@ -574,7 +574,8 @@ __device__ int hyb_claim(unsigned long long *q, int ntiles, int tile) {
  * rest is exact; nearest: exact. */
 template <int S, int NEAREST>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
-bp_hybrid(cudaTextureObject_t tex, const float4 *__restrict__ ang, const double *__restrict__ t0d,
+bp_hybrid(cudaTextureObject_t tex, const __grid_constant__ tex_angles tang, int ab,
+          const float4 *__restrict__ ang, const double *__restrict__ t0d,
           const float *__restrict__ sino, long long sino_stride, int nbins,
           int na, int nx, int ny, int per, float *__restrict__ out, long long plane,
           unsigned long long *queue, unsigned *sm_count, int blocks_per_sm, int tex_per_sm,
@@ -618,7 +619,7 @@ bp_hybrid(cudaTextureObject_t tex, const float4 *__restrict__ ang, const double 
         /* 8-bit Z-order over 16 x 16 (a warp: 8 x 4 pixels), rows y and y + 16 */
         const int mx = (tid & 1) | ((tid >> 1) & 2) | ((tid >> 2) & 4) | ((tid >> 3) & 8);
         const int my = ((tid >> 1) & 1) | ((tid >> 2) & 2) | ((tid >> 3) & 4) | ((tid >> 4) & 8);
-        tex_pixels<S, NEAREST, 16>(tex, ang, 0, na, ux + mx, uy + my, nx, ny, out, plane, S, 1.0f);
+        tex_pixels<S, NEAREST, 16>(tex, tang.k, ab, ab + na, ux + mx, uy + my, nx, ny, out, plane, S, 1.0f);
       }
     }
   }
@@ -864,13 +865,15 @@ static int hybrid_tex_blocks(const fbp_gpu *f, int blocks_per_sm) {
 }
 
 /* The hybrid kernel (f->tex made for the same slices and angles) on a
- * persistent grid: as many blocks as fit on the GPU at once. */
+ * persistent grid: as many blocks as fit on the GPU at once, a launch for
+ * every TEX_PARAM_ANGLES angles (its texture units' constants are a kernel
+ * parameter, as the texture kernels'; the ALU tiles read theirs from
+ * f->d_ang once a projection). */
 template <int S, int NEAREST>
 static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &f->g->p;
-  const alu_span w = alu_span_of(f, s0, a0);
-  const size_t shm = alu_shm<typename hybrid_cache<S, NEAREST>::T>(w.per);
+  const size_t shm = alu_shm<typename hybrid_cache<S, NEAREST>::T>(alu_per(p));
   const int64_t tiles_x = (p->nx + ALU_AREA - 1) / ALU_AREA, tiles_y = (p->ny + ALU_AREA - 1) / ALU_AREA;
   const size_t work_bytes = sizeof(unsigned long long) + sizeof(unsigned) * HYB_SM_SLOTS;
   int dev = 0, nsm = 0, bps = 0;
@@ -883,20 +886,23 @@ static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, c
              "pixels are too many; use the kernel alu2 (ctr_fbp_options.kernel)", (long long)p->nx,
              (long long)p->ny);
   if (!f->d_hyb) CU(cudaMalloc(&f->d_hyb, work_bytes));
-  CU(cudaMemsetAsync(f->d_hyb, 0, work_bytes, s));
   CU(cudaGetDevice(&dev));
   CU(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
   if (shm > 48 * 1024)
     CU(cudaFuncSetAttribute(bp_hybrid<S, NEAREST>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
   CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, bp_hybrid<S, NEAREST>, ALU_AREA * ALU_ROWS, shm));
   if (bps < 1 || nsm < 1) CTR_FAIL_GOTO(st, CTR_E_DEVICE, "the hybrid kernel fits no block on an SM");
-  {
+  for (int64_t ab = 0; ab < n; ab += TEX_PARAM_ANGLES) {
+    const int m = (int)(n - ab < TEX_PARAM_ANGLES ? n - ab : TEX_PARAM_ANGLES);
+    const alu_span w = alu_span_of(f, s0, a0 + ab);
+    const tex_angles ta = tex_params(f, a0 + ab, m);
     const dim3 block(ALU_AREA, ALU_ROWS);
     unsigned long long *queue = (unsigned long long *)f->d_hyb;
     unsigned *sm_count = (unsigned *)(queue + 1);
+    CU(cudaMemsetAsync(f->d_hyb, 0, work_bytes, s));
     bp_hybrid<S, NEAREST><<<(unsigned)(nsm * bps), block, shm, s>>>(
-        f->tex, w.ang, w.t0d, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx, (int)p->ny, w.per, w.out, w.plane,
-        queue, sm_count, bps, hybrid_tex_blocks(f, bps), (int)tiles_x, (int)(tiles_x * tiles_y));
+        f->tex, ta, (int)ab, w.ang, w.t0d, w.sino, w.stride, (int)p->nbins, m, (int)p->nx, (int)p->ny, w.per,
+        w.out, w.plane, queue, sm_count, bps, hybrid_tex_blocks(f, bps), (int)tiles_x, (int)(tiles_x * tiles_y));
     CU_LAUNCHED("bp_hybrid");
   }
 cleanup:
