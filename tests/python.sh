@@ -6,10 +6,24 @@
 # build's), the wheel installed with numpy, pytest, h5py and tqdm from PyPI,
 # `import ctrecon` from outside the tree, then python/tests against the
 # tool of this build (CTRECON_CLI: identical arrays).
-# Usage: bash python.sh SOURCE_DIR BUILD_DIR CTRECON_TOOL
+#
+# With --asan (ctest python_asan of the sanitizer build, make test-sanitize):
+# the package over this build's AddressSanitizer library instead of a wheel's.
+# The cffi extension is compiled here, instrumented too, against
+# BUILD/libctrecon.so.0, the package's modules are copied from python/ctrecon
+# into BUILD/python-asan/pkg, and python/tests run with libasan in
+# LD_PRELOAD (python itself is not instrumented: the runtime must come first)
+# and detect_leaks=0 (python keeps objects at exit by design), so that a
+# use-after-free or overflow of library memory through the package is a
+# sanitizer report. Exits 77 (skipped) when it cannot run here: no libasan
+# of the C compiler ($CC, else cc), no Python.h, or no packages from PyPI.
+# Usage: bash python.sh SOURCE_DIR BUILD_DIR CTRECON_TOOL [--asan]
 set -u
 src=$(cd "$1" && pwd) build=$(cd "$2" && pwd) tool=$(readlink -f "$3")
+asan=0
+[ "${4:-}" = --asan ] && asan=1
 work=$build/python-check
+[ "$asan" = 1 ] && work=$build/python-asan
 venv=$work/venv
 rm -rf "$work" && mkdir -p "$work"
 py=${PYTHON:-python3}
@@ -22,6 +36,41 @@ step() { # step DESC COMMAND...: output shown on failure
   fi
   echo "ok - $desc"
 }
+skip() { # skip WHY: this run cannot happen here (ctest counts 77 as skipped)
+  echo "SKIP - $*"; exit 77
+}
+cc=${CC:-cc}
+if [ "$asan" = 1 ]; then
+  libasan=$("$cc" -print-file-name=libasan.so 2>/dev/null)
+  case $libasan in /*) [ -e "$libasan" ] || skip "no libasan.so of $cc" ;;
+                   *) skip "$cc has no libasan.so (gcc's AddressSanitizer runtime)" ;; esac
+  [ -e "$build/libctrecon.so.0" ] || skip "no $build/libctrecon.so.0"
+  pyinc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+  [ -e "$pyinc/Python.h" ] || skip "no Python.h for $py (python3-dev)"
+  "$py" -m venv "$venv" >"$work/step.log" 2>&1 || skip "$py -m venv failed: $(tail -n 1 "$work/step.log")"
+  "$venv/bin/python" -m pip --disable-pip-version-check install -q numpy pytest h5py tqdm cffi \
+    >"$work/step.log" 2>&1 || skip "pip install from PyPI failed: $(tail -n 1 "$work/step.log")"
+  echo "ok - virtual environment and packages ($($py --version 2>&1))"
+  pkg=$work/pkg/ctrecon
+  mkdir -p "$pkg" && cp "$src"/python/ctrecon/*.py "$src"/python/ctrecon/py.typed "$pkg"/
+  ext=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  step "cffi source of ctrecon._ctrecon" "$venv/bin/python" "$src/python/build_ffi.py" --cc "$cc" \
+    --include "$src/include" --out "$work/_ctrecon.c"
+  step "extension over $build/libctrecon.so.0 (AddressSanitizer)" "$cc" -shared -fPIC -O1 -g -w \
+    -fsanitize=address,undefined -I"$pyinc" -I"$src/include" "$work/_ctrecon.c" \
+    -o "$pkg/_ctrecon$ext" "$build/libctrecon.so.0" -Wl,-rpath,"$build"
+  export LD_PRELOAD=$libasan ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" PYTHONPATH=$work/pkg
+  cd "$work" || exit 1
+  # the package of pkg/ over the sanitized library, not another one
+  step "import ctrecon (the sanitized library)" "$venv/bin/python" -c "
+import ctrecon, os
+assert os.path.dirname(ctrecon.__file__) == '$pkg', ctrecon.__file__
+maps = open('/proc/self/maps').read()
+assert '$(readlink -f "$build/libctrecon.so.0")' in maps and 'libasan' in maps, 'not the ASan library'
+print(ctrecon.version(), sorted(ctrecon.features()))"
+  cat "$work/step.log"
+  CTRECON_CLI=$tool exec "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$src/python/tests"
+fi
 step "virtual environment ($($py --version 2>&1))" "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 step "pip install numpy pytest h5py tqdm cffi" "${pip[@]}" install -q numpy pytest h5py tqdm cffi

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import threading
 from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Union
@@ -77,9 +78,49 @@ _ERRORS = {c.status: c for c in (
 FileIOError.__init__ = CtreconError.__init__  # type: ignore[method-assign]
 
 
+# The library's detail text names the C API (struct fields, enum constants);
+# Python errors name the keyword arguments and values the caller wrote. The
+# fields that a keyword of another name sets, per struct, and the object whose
+# keyword it is where that is not the call itself:
+_KEYWORDS = {
+    ("ctr_context_options", "num_threads"): "threads",
+    ("ctr_context_options", "ndevices"): "devices",
+    ("ctr_iterate_options", "lower"): "box", ("ctr_iterate_options", "upper"): "box",
+    ("ctr_parallel_params", "angles_deg"): "angles",
+    ("ctr_parallel_params", "angle_start_deg"): "angle_start",
+    ("ctr_parallel_params", "angle_range_deg"): "angle_range",
+    ("ctr_fbp_stream_options", "row0"): "rows", ("ctr_fbp_stream_options", "nrows"): "rows",
+    ("ctr_fbp_stream_options", "angle_first"): "angle_subset",
+    ("ctr_fbp_stream_options", "angle_count"): "angle_subset",
+    ("ctr_fbp_stream_options", "angle_step"): "angle_subset",
+}
+_OWNERS = {"ctr_context_options": "Context's ", "ctr_tuning": "Context's tuning key ",
+           "ctr_corrections": "Corrections' ", "ctr_parallel_params": "ParallelGeometry's ",
+           "ctr_circular_params": "ConeGeometry.circular's ", "ctr_pet_params": "PetSystem's ",
+           "ctr_pet_kernel_params": "PetSystem's ", "ctr_cluster_options": "cluster option "}
+_C_FIELD = re.compile(r"\b(ctr_[a-z0-9_]+)\.([a-z0-9_]+)")
+_C_ENUM = re.compile(r"\bCTR_(?:ITERATE_INIT|ITERATE|SHORT_SCAN|INTERP|STORE|DEVICE|PAIR|FBP|"
+                     r"STRIPE|CENTER|AXIS|FORMAT|PET|ROTATION|SPLIT|PLACE)_([A-Z0-9_]+)\b")
+_C_FUNCTION = re.compile(r"\bctr_([a-z0-9_]+)(?=: )")
+
+
+def python_words(text: str) -> str:
+    """A library message in the words of the Python interface: a struct field
+    as the keyword argument that sets it (Context's / Corrections' ... for
+    those objects' keywords), an enum constant as its name in quotes, a
+    leading C function name as the Python function's."""
+    def field(m: "re.Match") -> str:
+        struct, name = m.group(1), m.group(2)
+        return _OWNERS.get(struct, "") + _KEYWORDS.get((struct, name), name)
+    text = _C_FIELD.sub(field, text)
+    text = _C_ENUM.sub(lambda m: "'" + m.group(1).lower().replace("_", "-") + "'", text)
+    return _C_FUNCTION.sub(lambda m: m.group(1), text)
+
+
 def error_for(status: int) -> CtreconError:
-    """The exception of a failed call (its detail read now, on this thread)."""
-    detail = ffi.string(lib.ctr_error_detail()).decode(errors="replace")
+    """The exception of a failed call (its detail read now, on this thread, in
+    the words of the Python interface: python_words)."""
+    detail = python_words(ffi.string(lib.ctr_error_detail()).decode(errors="replace"))
     cls = _ERRORS.get(status)
     return cls(detail) if cls else CtreconError(detail, status)
 
@@ -150,22 +191,50 @@ def kept_cstr(keep: list, s: Optional[Union[str, os.PathLike]]) -> Any:
 
 
 def enum_value(table: dict, value: Any, what: str) -> int:
-    """A name of `table` (case-insensitive, '_' or '-') or an int already."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return int(value)
-    key = str(value).lower().replace("_", "-")
+    """A name of `table` (case-insensitive, '_' or '-'); anything but a str is
+    a TypeError naming `what` (a number would pass any value through)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what}={value!r}: expected a name, one of {', '.join(sorted(table))}")
+    key = value.lower().replace("_", "-")
     if key not in table:
-        raise ValueError(f"{what} {value!r}: expected one of {', '.join(sorted(table))}")
+        raise ValueError(f"{what}={value!r}: expected one of {', '.join(sorted(table))}")
     return table[key]
 
 
-def parsed(parse: Callable, ctype: str, value: Any) -> int:
-    """An enum value through the library's own parser (its names, its error)."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return int(value)
+def parsed(parse: Callable, ctype: str, value: Any, what: str) -> int:
+    """An enum value of a name through the library's own parser (its names;
+    errors name `what`, the keyword); anything but a str is a TypeError."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what}={value!r}: expected a name (a str)")
     out = ffi.new(ctype + " *")
-    check(parse(str(value).encode(), out))
+    try:
+        check(parse(value.encode(), out))
+    except CtreconError as e:
+        raise type(e)(e.detail if e.detail.startswith(what) else f"{what}: {e.detail}") from None
     return out[0]
+
+
+def assign(o: Any, names: Optional[dict] = None, **fields: Any) -> None:
+    """Sets the fields of the struct `o` (o.FIELD = value); a value the field
+    cannot take is a TypeError (wrong type) or ValueError (out of range)
+    naming the keyword argument (names.get(FIELD, FIELD)) and what it takes."""
+    t = ffi.typeof(o)
+    types = dict((t.item if t.kind == "pointer" else t).fields)
+    for field, value in fields.items():
+        kw = (names or {}).get(field, field)
+        t = types[field].type
+        integer = t.kind == "primitive" and t.cname not in ("float", "double")
+        if integer and (isinstance(value, float) or not isinstance(value, (int, np.integer))):
+            raise TypeError(f"{kw}={value!r}: expected an integer")
+        try:
+            setattr(o, field, value)
+        except OverflowError:
+            bits = 8 * ffi.sizeof(t)
+            signed = ffi.cast(t.cname, -1) < 0
+            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+            raise ValueError(f"{kw}={value!r}: expected an integer from {lo} to {hi}") from None
+        except TypeError:
+            raise TypeError(f"{kw}={value!r}: expected a number") from None
 
 
 # ---------------------------------------------------------------------------
@@ -381,8 +450,7 @@ class Context(Handle):
         o = new_struct("ctr_context_options", lib.ctr_context_options_init,
                        lib.CTR_CONTEXT_OPTIONS_VERSION)
         o.device = enum_value(_DEVICES, device, "device")
-        o.device_index = device_index
-        o.num_threads = threads
+        assign(o, {"num_threads": "threads"}, device_index=device_index, num_threads=threads)
         o.progress = lib.ctrpy_progress
         o.log = lib.ctrpy_log
         keep = []
@@ -434,7 +502,13 @@ def default_context() -> Context:
 
 
 def context(ctx: Optional[Context]) -> Context:
-    return default_context() if ctx is None else ctx
+    """ctx= of a call: a Context, or None for this thread's default."""
+    if ctx is None:
+        return default_context()
+    if not isinstance(ctx, Context):
+        raise TypeError(f"ctx={ctx!r}: expected a ctrecon.Context (e.g. ctrecon.Context(\"cpu\")) "
+                        "or None (this thread's default context)")
+    return ctx
 
 
 # ---------------------------------------------------------------------------
@@ -458,7 +532,7 @@ _NP_OF = {v: k for k, v in _DTYPES.items()}
 def ctr_dtype(dt: Any) -> int:
     """The ctr_dtype of a numpy dtype or a name ("float32", "u16", ...)."""
     if isinstance(dt, str):
-        return parsed(lib.ctr_dtype_parse, "ctr_dtype", dt)
+        return parsed(lib.ctr_dtype_parse, "ctr_dtype", dt, "dtype")
     d = np.dtype(dt)
     if d not in _DTYPES:
         raise TypeError(f"dtype {d}: ctrecon stores float32, uint16 and float16")
@@ -525,6 +599,52 @@ def host_out(out: Optional[np.ndarray], shape: Tuple[int, ...], name: str = "out
     return out
 
 
+class _Owned:
+    """The base of an array over library memory: numpy keeps it (and so
+    `owner`, the object that frees that memory) alive as long as the array
+    or any view of it lives."""
+
+    def __init__(self, p: Any, shape: Tuple[int, ...], dtype: Any, owner: Any):
+        self.owner = owner
+        self.__array_interface__ = {
+            "version": 3, "shape": tuple(int(n) for n in shape),
+            "typestr": np.dtype(dtype).str,
+            "data": (int(ffi.cast("uintptr_t", p)), False)}
+
+
+def owned_view(p: Any, shape: Tuple[int, ...], dtype: Any, owner: Any) -> np.ndarray:
+    """A writable C-contiguous array over library memory at `p` (no copy)
+    that keeps `owner` alive (numpy's base chain: array -> _Owned -> owner)."""
+    return np.asarray(_Owned(p, shape, dtype, owner))
+
+
+def distinct(out: Any, out_name: str, *inputs: Tuple[str, Any]) -> None:
+    """ValueError when the result array `out` shares memory with an input
+    (name, array) that the library reads while it writes `out`: the result
+    would be computed from partly overwritten data. Host (numpy) arrays and
+    GPU arrays alike (their address ranges)."""
+    lo, hi = _extent(out)
+    for name, a in inputs:
+        if a is None:
+            continue
+        alo, ahi = _extent(a)
+        if alo < hi and lo < ahi:
+            raise ValueError(f"{out_name} shares memory with {name}: the result would overwrite "
+                             f"{name} while it is read; pass an {out_name} array of its own "
+                             f"(or {out_name}=None for a new one)")
+
+
+def _extent(a: Any) -> Tuple[int, int]:
+    """The byte address range [lo, hi) an array's elements span."""
+    if isinstance(a, np.ndarray):
+        lo, hi = np.lib.array_utils.byte_bounds(a) if hasattr(np.lib, "array_utils") \
+            else np.byte_bounds(a)
+        return int(lo), int(hi)
+    from . import _gpu
+    d = a if isinstance(a, _gpu.DeviceArray) else _gpu.device_array(a, "array")
+    return d.ptr, d.ptr + 4 * int(np.prod(d.shape))
+
+
 def ptr(arr: np.ndarray, ctype: str = "float") -> Any:
     """A pointer to an array's data (no copy; the cdata keeps it alive)."""
     return ffi.from_buffer(ctype + "[]", arr, require_writable=False)
@@ -555,14 +675,17 @@ def doubles(values: Optional[Sequence[float]], name: str, n: Optional[int] = Non
     return ffi.new("double[]", v.tolist())
 
 
-def budget(value: Union[int, str, None]) -> int:
-    """A byte count: an int, or text as "8G", "512MiB" (ctr_size_parse)."""
+def budget(value: Union[int, str, None], what: str) -> int:
+    """A byte count: an int >= 0, or text as "8G", "512MiB" (the library's
+    parser); errors name `what`, the keyword."""
     if value is None:
         return 0
     if isinstance(value, str):
-        out = ffi.new("uint64_t *")
-        check(lib.ctr_size_parse(value.encode(), out))
-        return int(out[0])
+        return parsed(lib.ctr_size_parse, "uint64_t", value, what)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what}={value!r}: expected a byte count (an int, or text as \"8G\")")
+    if not 0 <= value < 1 << 64:
+        raise ValueError(f"{what}={value!r}: expected a byte count >= 0 (0: the default)")
     return int(value)
 
 

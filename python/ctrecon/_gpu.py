@@ -112,6 +112,12 @@ def copy_into(dst: Any, src: Any, shape: Tuple[int, ...], name: str) -> None:
     cupy.asarray(dst)[...] = cupy.asarray(src, dtype=cupy.float32)
 
 
+def copy(a: Any) -> Any:
+    """A new CuPy array holding a copy of a GPU array, on the GPU."""
+    import cupy
+    return cupy.array(a, dtype=cupy.float32, copy=True)
+
+
 def fill(dst: Any, value: float) -> None:
     """Every element of dst (a GPU array) = value, on the GPU."""
     import cupy
@@ -129,9 +135,11 @@ def float_io(a: Any, out: Any, name: str, in_shape: Tuple[int, ...],
     if d is not None:
         check_shape(d, in_shape, name)
         res, dv = device_out(out, a, out_shape)
+        _core.distinct(dv, "out", (name, d))
         return res, d.cptr(), dv.cptr(), d
     x = _core.host_in(a, name, in_shape)
     res = _core.host_out(out, out_shape)
+    _core.distinct(res, "out", (name, x))
     return res, _core.ptr(x), _core.wptr(res), x
 
 

@@ -29,7 +29,7 @@ _DEVICE = {"cpu": lib.CTR_DEVICE_CPU, "cuda": lib.CTR_DEVICE_CUDA}
 def window(w: Any) -> int:
     """A ctr_window from its name ("ram-lak", "shepp-logan", "cosine",
     "hamming", "hann") through the library's parser."""
-    return _core.parsed(lib.ctr_window_parse, "ctr_window", w)
+    return _core.parsed(lib.ctr_window_parse, "ctr_window", w, "window")
 
 
 def ramp_response(window_name: Any, cutoff: float, f: float) -> float:
@@ -42,10 +42,10 @@ def _fdk_options(window_name, cutoff, short_scan, interp, z0, nz, views_per_batc
     o = into if into is not None else new_struct("ctr_fdk_options", lib.ctr_fdk_options_init,
                                                  lib.CTR_FDK_OPTIONS_VERSION)
     o.window = window(window_name)
-    o.cutoff = cutoff
     o.short_scan = _core.enum_value(_SHORT_SCAN, short_scan, "short_scan")
     o.interp = _core.enum_value(_INTERP, interp, "interp")
-    o.z0, o.nz, o.views_per_batch, o.strict = z0, nz, views_per_batch, int(bool(strict))
+    _core.assign(o, cutoff=cutoff, z0=z0, nz=nz, views_per_batch=views_per_batch)
+    o.strict = int(bool(strict))
     return o
 
 
@@ -55,17 +55,15 @@ def _nz(geometry: ConeGeometry, z0: int, nz: int) -> int:
 
 def _stream_options(o, *, gpu_budget, host_budget, max_slab_slices, store, scratch_dir,
                     input_scale, out_dtype, out_scale, resume, workers, split, keep):
-    o.gpu_budget = _core.budget(gpu_budget)
-    o.host_budget = _core.budget(host_budget)
-    o.max_slab_slices = max_slab_slices
+    o.gpu_budget = _core.budget(gpu_budget, "gpu_budget")
+    o.host_budget = _core.budget(host_budget, "host_budget")
     o.store = _core.enum_value(_STORE, store, "store")
     o.scratch_dir = _core.kept_cstr(keep, scratch_dir)
-    o.input_scale = input_scale
     o.out_dtype = _core.ctr_dtype(out_dtype)
-    o.out_scale = out_scale
+    _core.assign(o, max_slab_slices=max_slab_slices, input_scale=input_scale,
+                 out_scale=out_scale, workers=workers)
     o.resume = int(bool(resume))
-    o.workers = workers
-    o.split = _core.parsed(lib.ctr_split_parse, "ctr_split", split)
+    o.split = _core.parsed(lib.ctr_split_parse, "ctr_split", split, "split")
 
 
 def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
@@ -77,10 +75,10 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
         progress: Any = "auto") -> Any:
     """FDK reconstruction in memory (ctr_fdk). projections: (nviews, nv, nu)
     float32 or uint16; the result: slices [z0, z0 + nz) (nz 0: all), shape
-    (nz, ny, nx), in the projections' units per mm. Options and defaults are
-    ctr_fdk_options' (window, cutoff fraction of Nyquist, short_scan "auto" |
+    (nz, ny, nx), in the projections' units per mm. Options (defaults: the
+    signature's): window, cutoff (fraction of Nyquist), short_scan "auto" |
     "off" | "parker", interp "default" | "exact" | "texture" | "precise",
-    strict: bad values are an error instead of replaced by 0). Any of
+    strict: bad values are an error instead of replaced by 0. Any of
     gpu_budget, host_budget (bytes or "8G"), max_slab_slices, store, workers,
     split, or return_report runs the planned pipeline between arrays
     (ctr_fdk_stream_memory), which ctr_fdk is with default budgets;
@@ -96,11 +94,13 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
     if d is not None:
         _gpu.check_shape(d, geometry.projection_shape, "projections")
         vol, dv = _gpu.device_out(out, projections, vshape)
+        _core.distinct(dv, "out", ("projections", d))
         proj_a, vol_a = _gpu.carray(d), _gpu.carray(dv)
     else:
         proj = _core.host_in(projections, "projections", geometry.projection_shape,
                              (np.float32, np.uint16))
         vol = _core.host_out(out, vshape)
+        _core.distinct(vol, "out", ("projections", proj))
         proj_a, vol_a = _core.carray(proj), _core.carray(vol)
     planned = (gpu_budget is not None or host_budget is not None or max_slab_slices or
                store != "auto" or workers or split != "auto" or return_report)
@@ -199,6 +199,7 @@ def fdk_backproject(filtered: Any, geometry: ConeGeometry, *, v0: int = 0, z0: i
     f = _core.host_in(f, "filtered", (n, nv, nu))
     nzo = _nz(geometry, z0, nz)
     vol = _core.host_out(out, (nzo, geometry.volume.ny, geometry.volume.nx), zero=True)
+    _core.distinct(vol, "out", ("filtered", f))
     o = _fdk_options("ram-lak", 1.0, "auto", interp, z0, nz, 0, False)
     check(lib.ctr_fdk_backproject(context(ctx).ptr, geometry._ptr, o, v0, n, _core.ptr(f),
                                   _core.carray(vol)))
@@ -215,14 +216,15 @@ def plan_fdk(geometry: ConeGeometry, *, device: str = "cpu", gpu_budget: Union[i
     pure function): a dict of ctr_plan's members and its ``description``."""
     r = new_struct("ctr_plan_request", lib.ctr_plan_request_init, lib.CTR_PLAN_REQUEST_VERSION)
     r.device = _core.enum_value(_DEVICE, device, "device")
-    r.gpu_budget, r.host_budget = _core.budget(gpu_budget), _core.budget(host_budget)
+    r.gpu_budget = _core.budget(gpu_budget, "gpu_budget")
+    r.host_budget = _core.budget(host_budget, "host_budget")
     r.proj_dtype, r.vol_dtype = _core.ctr_dtype(proj_dtype), _core.ctr_dtype(vol_dtype)
     r.interp = _core.enum_value(_INTERP, interp, "interp")
-    r.z0, r.nz, r.views_per_batch, r.max_slab_slices = z0, nz, views_per_batch, max_slab_slices
+    _core.assign(r, z0=z0, nz=nz, views_per_batch=views_per_batch,
+                 max_slab_slices=max_slab_slices, workers=workers)
     r.store = _core.enum_value(_STORE, store, "store")
     r.input_in_memory, r.output_in_memory = int(input_in_memory), int(output_in_memory)
-    r.workers = workers
-    r.split = _core.parsed(lib.ctr_split_parse, "ctr_split", split)
+    r.split = _core.parsed(lib.ctr_split_parse, "ctr_split", split, "split")
     p = new_struct("ctr_plan", lib.ctr_plan_init, lib.CTR_PLAN_VERSION)
     check(lib.ctr_plan_fdk(geometry._ptr, r, p))
     d = _core.struct_dict(p)
@@ -285,6 +287,7 @@ def backproject_reference(geometry: ConeGeometry, views: Sequence[int], images: 
     ptrs = ffi.new("const float *[]", [_core.ptr(img[i]) for i in range(v.size)])
     w = _core.doubles(weights, "weights", v.size)
     vol = _core.host_out(out, geometry.volume_shape, dtype=np.float64, zero=True)
+    _core.distinct(vol, "out", ("images", img))
     check(lib.ctr_fdk_backproject_reference(context(ctx).ptr, geometry._ptr, v.size,
                                             _core.ptr(v, "int64_t"), ptrs, w,
                                             _core.wptr(vol, "double")))

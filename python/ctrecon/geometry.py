@@ -19,12 +19,12 @@ __all__ = ["Volume", "ConeGeometry", "ParallelGeometry"]
 Triple = Union[float, Tuple[float, float, float]]
 
 
-def _triple(v: Triple) -> Tuple[float, float, float]:
+def _triple(v: Triple, name: str) -> Tuple[float, float, float]:
     if np.ndim(v) == 0:
         return (float(v),) * 3  # type: ignore[return-value]
     t = tuple(float(x) for x in v)  # type: ignore[union-attr]
     if len(t) != 3:
-        raise ValueError(f"expected one value or three (x, y, z), got {v!r}")
+        raise ValueError(f"{name}={v!r}: expected one value or three (x, y, z)")
     return t  # type: ignore[return-value]
 
 
@@ -42,11 +42,11 @@ class Volume:
     @classmethod
     def cube(cls, n: int, voxel: Triple = 1.0, offset: Triple = 0.0) -> "Volume":
         """n x n x n voxels."""
-        return cls(n, n, n, _triple(voxel), _triple(offset))
+        return cls(n, n, n, _triple(voxel, "voxel"), _triple(offset, "offset"))
 
     def __post_init__(self):
-        object.__setattr__(self, "voxel", _triple(self.voxel))
-        object.__setattr__(self, "offset", _triple(self.offset))
+        object.__setattr__(self, "voxel", _triple(self.voxel, "voxel"))
+        object.__setattr__(self, "offset", _triple(self.offset, "offset"))
 
     @property
     def shape(self) -> Tuple[int, int, int]:
@@ -54,7 +54,8 @@ class Volume:
 
     def _c(self):
         v = ffi.new("ctr_volume_geometry *")
-        v.nx, v.ny, v.nz = self.nx, self.ny, self.nz
+        _core.assign(v, {"nx": "Volume.nx", "ny": "Volume.ny", "nz": "Volume.nz"},
+                     nx=self.nx, ny=self.ny, nz=self.nz)
         v.voxel_x, v.voxel_y, v.voxel_z = self.voxel
         v.offset_x, v.offset_y, v.offset_z = self.offset
         return v
@@ -95,8 +96,8 @@ class ConeGeometry:
         ("ccw" or "cw")."""
         p = new_struct("ctr_circular_params", lib.ctr_circular_params_init,
                        lib.CTR_CIRCULAR_PARAMS_VERSION)
-        p.sid, p.sdd, p.nu, p.nv, p.du, p.dv = sid, sdd, nu, nv, du, dv
-        p.offset_u, p.offset_v = offset_u, offset_v
+        _core.assign(p, sid=sid, sdd=sdd, nu=nu, nv=nv, du=du, dv=dv, offset_u=offset_u,
+                     offset_v=offset_v)
         keep = None
         if angles is not None:
             keep = doubles(angles, "angles")
@@ -107,8 +108,9 @@ class ConeGeometry:
         elif nviews is None:
             raise ValueError("give nviews or angles")
         else:
-            p.nviews = nviews
-        p.angle_start_deg, p.angle_range_deg = angle_start, angle_range
+            _core.assign(p, nviews=nviews)
+        _core.assign(p, {"angle_start_deg": "angle_start", "angle_range_deg": "angle_range"},
+                     angle_start_deg=angle_start, angle_range_deg=angle_range)
         p.direction = _core.enum_value(_ROTATION, direction, "direction")
         return cls._make(lib.ctr_geometry_create_circular, p, volume._c())
 
@@ -242,7 +244,7 @@ def parallel_params(nbins: int, nangles: Optional[int], angles, angle_start: flo
     p = new_struct("ctr_parallel_params", lib.ctr_parallel_params_init,
                    lib.CTR_PARALLEL_PARAMS_VERSION)
     keep = []
-    p.nbins = nbins
+    _core.assign(p, nbins=nbins)
     if angles is not None:
         a = doubles(angles, "angles")
         keep.append(a)
@@ -254,14 +256,15 @@ def parallel_params(nbins: int, nangles: Optional[int], angles, angle_start: flo
     else:
         if nangles is None:
             raise ValueError("give nangles or angles")
-        p.nangles = nangles
-    p.angle_start_deg, p.angle_range_deg = angle_start, angle_range
+        _core.assign(p, nangles=nangles)
+    _core.assign(p, {"angle_start_deg": "angle_start", "angle_range_deg": "angle_range"},
+                 angle_start_deg=angle_start, angle_range_deg=angle_range)
     p.axis = axis_value(axis)
     if axis_shift is not None:
         s = doubles(axis_shift, "axis_shift", p.nangles)
         keep.append(s)
         p.axis_shift = s
-    p.nx, p.ny, p.voxel, p.pixel_size = nx, ny, voxel, pixel_size
+    _core.assign(p, nx=nx, ny=ny, voxel=voxel, pixel_size=pixel_size)
     return p, keep
 
 

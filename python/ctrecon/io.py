@@ -29,7 +29,7 @@ def file_format(f: Any) -> int:
     "nrrd", "hdf5") through the library's parser, or a value."""
     if isinstance(f, str) and f.lower() == "auto":
         return lib.CTR_FORMAT_AUTO
-    return _core.parsed(lib.ctr_format_parse, "ctr_file_format", f)
+    return _core.parsed(lib.ctr_format_parse, "ctr_file_format", f, "format")
 
 
 def format_guess(path: Path) -> str:
@@ -57,7 +57,7 @@ class StackInfo:
 
     def _c(self):
         s = new_struct("ctr_stack_info", lib.ctr_stack_info_init, lib.CTR_STACK_INFO_VERSION)
-        s.width, s.height, s.count = self.width, self.height, self.count
+        _core.assign(s, width=self.width, height=self.height, count=self.count)
         if self.dtype is not None:
             s.dtype = _core.ctr_dtype(self.dtype)
         for i in range(3):

@@ -21,6 +21,7 @@ from .geometry import ConeGeometry, ParallelGeometry
 
 __all__ = ["Projector", "iterate", "plan_iterate", "iterate_plot"]
 
+# "given" is named so that the error can say how to give the start volume
 _INIT = {"zero": lib.CTR_ITERATE_INIT_ZERO, "fdk": lib.CTR_ITERATE_INIT_FDK,
          "fbp": lib.CTR_ITERATE_INIT_FDK, "given": lib.CTR_ITERATE_INIT_GIVEN}
 _STOP = {lib.CTR_ITERATE_STOP_ITERATIONS: "iterations", lib.CTR_ITERATE_STOP_TOLERANCE: "tolerance",
@@ -33,16 +34,17 @@ class Projector:
     ``nslices`` slices for a parallel-beam geometry; pair "matched" (the
     exact adjoint) or "fast" (the FDK backprojector, cone beam only);
     gpu_budget (bytes or "8G"; 0: free memory less 1 GiB) and
-    max_slab_slices as ctr_projector_options."""
+    max_slab_slices (at most that many slices a slab, forcing slab-wise
+    projection; 0: as the budget allows)."""
 
     def __init__(self, geometry: Union[ConeGeometry, ParallelGeometry], *,
                  nslices: Optional[int] = None, pair: str = "matched",
                  gpu_budget: Union[int, str] = 0, max_slab_slices: int = 0, ctx=None):
         o = new_struct("ctr_projector_options", lib.ctr_projector_options_init,
                        lib.CTR_PROJECTOR_OPTIONS_VERSION)
-        o.pair = _core.parsed(lib.ctr_projector_pair_parse, "ctr_projector_pair", pair)
-        o.gpu_budget = _core.budget(gpu_budget)
-        o.max_slab_slices = max_slab_slices
+        o.pair = _core.parsed(lib.ctr_projector_pair_parse, "ctr_projector_pair", pair, "pair")
+        o.gpu_budget = _core.budget(gpu_budget, "gpu_budget")
+        _core.assign(o, max_slab_slices=max_slab_slices)
         self.ctx = context(ctx)
         self.geometry = geometry
         out = ffi.new("ctr_projector **")
@@ -80,11 +82,13 @@ class Projector:
             d = _gpu.device_array(a, in_name)
             _gpu.check_shape(d, in_shape, in_name)
             res, o = _gpu.device_out(out, a, out_shape)
+            _core.distinct(o, "out", (in_name, d))
             fn = lib.ctr_projector_forward_device if forward else lib.ctr_projector_adjoint_device
             _core.call(progress, fn, self._ptr, d.cptr(), o.cptr())
             return res
         x = _core.host_in(a, in_name, in_shape)
         res = _core.host_out(out, out_shape)
+        _core.distinct(res, "out", (in_name, x))
         fn = lib.ctr_projector_forward if forward else lib.ctr_projector_adjoint
         _core.call(progress, fn, self._ptr, _core.ptr(x), _core.wptr(res))
         return res
@@ -106,17 +110,23 @@ def _iterate_options(algorithm, iterations, tolerance, subsets, relaxation, tv_w
                      keep):
     o = new_struct("ctr_iterate_options", lib.ctr_iterate_options_init,
                    lib.CTR_ITERATE_OPTIONS_VERSION)
-    o.algorithm = _core.parsed(lib.ctr_iterate_algorithm_parse, "ctr_iterate_algorithm", algorithm)
-    o.iterations, o.tolerance, o.subsets, o.relaxation = iterations, tolerance, subsets, relaxation
-    o.tv_weight, o.tv_iterations, o.power_iterations = tv_weight, tv_iterations, power_iterations
+    o.algorithm = _core.parsed(lib.ctr_iterate_algorithm_parse, "ctr_iterate_algorithm", algorithm,
+                                 "algorithm")
+    _core.assign(o, iterations=iterations, tolerance=tolerance, subsets=subsets,
+                 relaxation=relaxation, tv_weight=tv_weight, tv_iterations=tv_iterations,
+                 power_iterations=power_iterations, max_slab_slices=max_slab_slices,
+                 checkpoint_every=checkpoint_every)
     o.nonneg = int(bool(nonneg))
     if box is not None:
-        o.box, (o.lower, o.upper) = 1, box
+        if len(box) != 2:
+            raise ValueError(f"box={box!r}: expected (lower, upper)")
+        o.box = 1
+        _core.assign(o, {"lower": "box", "upper": "box"}, lower=box[0], upper=box[1])
     o.init = init
-    o.gpu_budget, o.host_budget = _core.budget(gpu_budget), _core.budget(host_budget)
-    o.max_slab_slices = max_slab_slices
+    o.gpu_budget = _core.budget(gpu_budget, "gpu_budget")
+    o.host_budget = _core.budget(host_budget, "host_budget")
     o.checkpoint = _core.kept_cstr(keep, checkpoint)
-    o.checkpoint_every, o.resume, o.strict = checkpoint_every, int(bool(resume)), int(bool(strict))
+    o.resume, o.strict = int(bool(resume)), int(bool(strict))
     return o
 
 
@@ -150,9 +160,10 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
             progress: Any = "auto") -> Any:
     """Reconstructs a volume from projections on the projector's geometry and
     backend (ctr_iterate). algorithm "sirt" | "cgls" | "os-sart" |
-    "fista-tv"; the other options and their defaults are
-    ctr_iterate_options' (0 = the library's default: subsets 10, relaxation
-    1, tv_iterations 10, power_iterations 15); box=(lower, upper) clamps;
+    "fista-tv"; ``iterations`` 1 .. 1e9, ``tolerance`` (stop when the
+    relative residual is below it; 0: never), subsets, relaxation,
+    tv_weight, tv_iterations, power_iterations (0 = the library's default:
+    subsets 10, relaxation 1, tv_iterations 10, power_iterations 15); box=(lower, upper) clamps;
     init "zero", "fdk" (FDK or FBP start) or an array (the start volume);
     truth: a reference volume for the per-iteration error; callback(info
     dict) after each iteration, returning True stops the run; checkpoint /
@@ -169,6 +180,9 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
                                                projector.projection_shape, vshape)
     if isinstance(init, str):
         init_v = _core.enum_value(_INIT, init, "init")
+        if init_v == lib.CTR_ITERATE_INIT_GIVEN:
+            raise ValueError("init='given' needs the start volume: pass it as init=ARRAY "
+                             f"(shape {tuple(vshape)})")
     else:
         if _core.is_gpu_array(vol):
             _gpu.copy_into(vol, init, vshape, "init")
@@ -183,10 +197,12 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
     if truth is not None and _core.is_gpu_array(truth):
         dt = _gpu.device_array(truth, "truth")
         _gpu.check_shape(dt, vshape, "truth")
+        _core.distinct(vol, "out", ("truth", dt))
         keep.append(dt)
         o.truth = dt.cptr()
     elif truth is not None:
         t = _core.host_in(truth, "truth", vshape)
+        _core.distinct(vol, "out", ("truth", t))
         keep.append(t)
         o.truth = _core.ptr(t)
     if callback is not None:
@@ -219,7 +235,8 @@ def plan_iterate(projector: Projector, *, device: str = "cpu", gpu_budget: Union
                          max_slab_slices, None, 0, False, False, [])
     p = new_struct("ctr_iterate_plan", lib.ctr_iterate_plan_init, lib.CTR_ITERATE_PLAN_VERSION)
     check(lib.ctr_plan_iterate(projector._ptr, o, _core.enum_value(_DEVICE, device, "device"),
-                               _core.budget(gpu_budget), _core.budget(host_budget), p))
+                               _core.budget(gpu_budget, "gpu_budget"),
+                               _core.budget(host_budget, "host_budget"), p))
     d = _core.struct_dict(p)
     d["placement"] = ffi.string(lib.ctr_iterate_placement_name(p.placement)).decode()
     d["description"] = _describe(p)

@@ -25,4 +25,4 @@ def volume_compare(reconstruction: Any, truth: Any, margin: int = 0) -> dict:
 
 def size_parse(text: str) -> int:
     """Bytes of a size with an optional suffix: "8G", "512MiB", "1.5T"."""
-    return _core.budget(text)
+    return _core.budget(text, "text")

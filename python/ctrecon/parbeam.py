@@ -33,7 +33,7 @@ _STRIPE = {"none": lib.CTR_STRIPE_NONE, "sorting": lib.CTR_STRIPE_SORTING,
 def _fbp_options(window, cutoff, interp, kernel, strict, keep, counts=None):
     o = new_struct("ctr_fbp_options", lib.ctr_fbp_options_init, lib.CTR_FBP_OPTIONS_VERSION)
     o.window = _window(window)
-    o.cutoff = cutoff
+    _core.assign(o, cutoff=cutoff)
     o.interp = _core.enum_value(_FBP_INTERP, interp, "interp")
     o.kernel = _core.kept_cstr(keep, kernel)
     o.strict = int(bool(strict))
@@ -63,11 +63,13 @@ def _sino_io(a: Any, out: Any, name: str, geometry: ParallelGeometry):
         ns = _nslices(d, name)
         _gpu.check_shape(d, geometry.sinogram_shape(ns), name)
         res, dv = _gpu.device_out(out, a, geometry.slice_shape(ns))
+        _core.distinct(dv, "out", (name, d))
         return res, _gpu.carray(d), _gpu.carray(dv), ns, d
     s = _core.asarray(a, name)
     ns = _nslices(s, name)
     s = _core.host_in(s, name, geometry.sinogram_shape(ns))
     res = _core.host_out(out, geometry.slice_shape(ns))
+    _core.distinct(res, "out", (name, s))
     return res, _core.carray(s), _core.carray(res), ns, s
 
 
@@ -164,6 +166,7 @@ def fbp_projections(projections: Any, geometry: ParallelGeometry, flat: Any,
     f, d = _flat_dark(flat, dark, nrows, nb)
     ns = nrows - row0 if nslices is None else nslices
     res = _core.host_out(out, geometry.slice_shape(ns))
+    _core.distinct(res, "out", ("projections", p), ("flat", f), ("dark", d))
     keep: list = []
     o = _fbp_options(window, cutoff, interp, kernel, strict, keep)
     _core.call(progress, lib.ctr_fbp_projections, context(ctx).ptr, geometry._ptr, o,
@@ -249,7 +252,7 @@ class Corrections:
                 v = _core.enum_value(_STRIPE, v, "stripe")
             elif isinstance(v, bool):
                 v = int(v)
-            setattr(c, f.name, v)
+            _core.assign(c, {f.name: "Corrections." + f.name}, **{f.name: v})
         return c
 
 
@@ -368,7 +371,10 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     (nrows 0: to the last); angle_subset: (first, count, step) (count 0:
     all); out_dtype "float32" | "float16" | "uint16" (round((v - out_offset)
     * out_scale)); read_ahead: bands the reader may hold ahead, 1 to 16 (0:
-    2). The other options are fbp()'s and ctr_fbp_stream_options'."""
+    2); center_row: the row whose band finds the centre (-1: the middle of
+    the rows); batch: slices per band (0: 16 on the CPU, 64 per GPU);
+    host_budget: memory for the band buffers (0: 90 % of what is free). The
+    other options are fbp()'s."""
     if isinstance(input, (str, os.PathLike)):
         input = StackReader(input)
     keep: list = []
@@ -393,13 +399,17 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     o = new_struct("ctr_fbp_stream_options", lib.ctr_fbp_stream_options_init,
                    lib.CTR_FBP_STREAM_OPTIONS_VERSION)
     o.fbp, o.corrections, o.sinograms = fo, corr, int(bool(sinograms))
-    o.row0, o.nrows = rows
-    o.angle_first, o.angle_count, o.angle_step = angle_subset
-    o.center_row = center_row
+    if len(rows) != 2 or len(angle_subset) != 3:
+        raise ValueError(f"rows={rows!r}, angle_subset={angle_subset!r}: expected (row0, nrows) "
+                         "and (first, count, step)")
+    _core.assign(o, {"row0": "rows", "nrows": "rows"}, row0=rows[0], nrows=rows[1])
+    _core.assign(o, {"angle_first": "angle_subset", "angle_count": "angle_subset",
+                     "angle_step": "angle_subset"}, angle_first=angle_subset[0],
+                 angle_count=angle_subset[1], angle_step=angle_subset[2])
     o.out_dtype = _core.ctr_dtype(out_dtype)
-    o.out_scale, o.out_offset, o.batch = out_scale, out_offset, batch
-    o.read_ahead = read_ahead
-    o.host_budget = _core.budget(host_budget)
+    _core.assign(o, center_row=center_row, out_scale=out_scale, out_offset=out_offset,
+                 batch=batch, read_ahead=read_ahead)
+    o.host_budget = _core.budget(host_budget, "host_budget")
     o.resume = int(bool(resume))
     f = d = None
     if flat is not None and not sinograms:
@@ -441,6 +451,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     else:
         found = None
         out_array = _core.host_out(out_array, out_array.shape, "out_array")
+        _core.distinct(out_array, "out_array", ("input", arr), ("flat", f), ("dark", d))
     rep2 = new_struct("ctr_fbp_stream_report", lib.ctr_fbp_stream_report_init,
                       lib.CTR_FBP_STREAM_REPORT_VERSION)
     _core.call(progress, lib.ctr_fbp_stream_memory, c, p, o, _core.carray(arr), fp, dp,

@@ -35,13 +35,12 @@ def ctrpy_pet_kernel(user, tof, radial, axial, rho):
 
 class PetSystem:
     """The lattice, the views and the SR kernels (ctr_pet_system_create).
-    Lattice and views: ctr_pet_params (nx, ny, nz, voxel mm, n_azimuth,
-    n_copolar, acceptance_deg); kernels: ctr_pet_kernel_params (TOF
-    resolution in ps, LOR-radial FWHM at the centre and the edge,
+    Lattice and views: nx, ny, nz, voxel (mm), n_azimuth, n_copolar,
+    acceptance_deg; kernels: the TOF resolution in ps, LOR-radial FWHM at the centre and the edge,
     radial_table of (radius, fwhm) pairs, axial FWHM, asymmetric kernels,
     cut_k, epsilon_mm, or ``custom(tof, radial, axial, rho)`` with its
     support ``custom_extent_mm`` — a Python kernel is called once per table
-    entry, slowly). Defaults: the library's (Ha et al. 2013's system)."""
+    entry, slowly). Defaults (the signature's): Ha et al. 2013's system."""
 
     def __init__(self, nx: int = 144, ny: int = 144, nz: int = 48, voxel: float = 4.0,
                  n_azimuth: int = 40, n_copolar: int = 3, acceptance_deg: float = 10.0, *,
@@ -53,19 +52,20 @@ class PetSystem:
                  custom: Optional[Callable[[float, float, float, float], float]] = None,
                  custom_extent_mm: Tuple[float, float, float] = (0.0, 0.0, 0.0)):
         p = new_struct("ctr_pet_params", lib.ctr_pet_params_init, lib.CTR_PET_PARAMS_VERSION)
-        p.nx, p.ny, p.nz, p.voxel = nx, ny, nz, voxel
-        p.n_azimuth, p.n_copolar, p.acceptance_deg = n_azimuth, n_copolar, acceptance_deg
+        _core.assign(p, nx=nx, ny=ny, nz=nz, voxel=voxel, n_azimuth=n_azimuth,
+                     n_copolar=n_copolar, acceptance_deg=acceptance_deg)
         k = new_struct("ctr_pet_kernel_params", lib.ctr_pet_kernel_params_init,
                        lib.CTR_PET_KERNEL_PARAMS_VERSION)
-        k.tof_fwhm_ps, k.radial_fwhm_center_mm = tof_fwhm_ps, radial_fwhm_center_mm
-        k.radial_fwhm_edge_mm, k.edge_radius_mm = radial_fwhm_edge_mm, edge_radius_mm
+        _core.assign(k, tof_fwhm_ps=tof_fwhm_ps, radial_fwhm_center_mm=radial_fwhm_center_mm,
+                     radial_fwhm_edge_mm=radial_fwhm_edge_mm, edge_radius_mm=edge_radius_mm,
+                     axial_fwhm_mm=axial_fwhm_mm, asym_weight=asym_weight,
+                     asym_shift_sigma=asym_shift_sigma, cut_k=cut_k, epsilon_mm=epsilon_mm)
         keep = []
         if radial_table is not None:
             t = _core.doubles(np.asarray(radial_table, np.float64).ravel(), "radial_table")
             keep.append(t)
             k.radial_table, k.radial_table_n = t, len(t) // 2
-        k.axial_fwhm_mm, k.asymmetric, k.asym_weight = axial_fwhm_mm, int(asymmetric), asym_weight
-        k.asym_shift_sigma, k.cut_k, k.epsilon_mm = asym_shift_sigma, cut_k, epsilon_mm
+        k.asymmetric = int(asymmetric)
         self._custom = None
         if custom is not None:
             self._custom = ffi.new_handle(custom)  # lives as long as the system
@@ -169,8 +169,9 @@ class PetPhantom:
 
 class PetHisto:
     """Histo-images of every view (ctr_pet_histo): ``counts`` (nviews, nz,
-    ny, nx) and ``factors`` (the same, or None: all 1) are numpy arrays over
-    the library's memory (valid while this object lives); ``events``,
+    ny, nx) and ``factors`` (the same, or None: all 1) are writable numpy
+    arrays over the library's memory (no copy; each array keeps this object
+    alive, so it stays valid when the histo is dropped); ``events``,
     ``tof_fwhm_ps`` and ``replaced`` (bad values of a loaded file)."""
 
     def __init__(self, _ptr):
@@ -198,8 +199,7 @@ class PetHisto:
             return None
         q = self._ptr.params
         shape = (self._ptr.nviews, q.nz, q.ny, q.nx)
-        a = np.frombuffer(ffi.buffer(p, 4 * int(np.prod(shape))), np.float32).reshape(shape)
-        return a
+        return _core.owned_view(p, shape, np.float32, self)
 
     @property
     def counts(self) -> np.ndarray:
@@ -220,13 +220,15 @@ def pet_simulate(system: PetSystem, phantom: PetPhantom, *, events: float = 2.0e
                  attenuation: bool = False, detector_blur: bool = True, seed: int = 1,
                  activity: Any = None, with_factors: bool = True, ctx=None,
                  progress: Any = "auto") -> PetHisto:
-    """List-mode simulation into histo-images (ctr_pet_simulate); options and
-    defaults are ctr_pet_sim_options'; ``activity`` a voxel phantom (nz, ny,
-    nx) replacing the analytic one."""
+    """List-mode simulation into histo-images (ctr_pet_simulate): ``events``
+    detected, with ``attenuation`` and ``detector_blur``, the random
+    ``seed``, ``with_factors`` (the attenuation factors too); ``activity`` a
+    voxel phantom (nz, ny, nx) replacing the analytic one."""
     o = new_struct("ctr_pet_sim_options", lib.ctr_pet_sim_options_init,
                    lib.CTR_PET_SIM_OPTIONS_VERSION)
-    o.events, o.attenuation, o.detector_blur = events, int(attenuation), int(detector_blur)
-    o.seed, o.with_factors = seed, int(with_factors)
+    _core.assign(o, events=events, seed=seed)
+    o.attenuation, o.detector_blur = int(attenuation), int(detector_blur)
+    o.with_factors = int(with_factors)
     if activity is not None:
         a = _core.host_in(activity, "activity", system.image_shape)
         o.activity = _core.ptr(a)
@@ -280,9 +282,11 @@ def pet_project_fft(system: PetSystem, view: int, image: Any, *, pad: int = 0,
 @ffi.def_extern(onerror=_core.callback_onerror)
 def ctrpy_pet_iteration(user, iteration, image):
     cb, shape, gpu_image = ffi.from_handle(user)
-    # the library passes the caller's image: on the GPU, the result array itself
-    img = gpu_image if gpu_image is not None else \
-        np.frombuffer(ffi.buffer(image, 4 * int(np.prod(shape))), np.float32).reshape(shape)
+    # the library passes the image it works in: the callback gets a copy of
+    # it (its own to keep; the work array changes after the call and may be
+    # freed with the result)
+    img = _gpu.copy(gpu_image) if gpu_image is not None else \
+        np.frombuffer(ffi.buffer(image, 4 * int(np.prod(shape))), np.float32).reshape(shape).copy()
     try:
         return 1 if cb(iteration, img) else 0
     except BaseException as e:
@@ -321,24 +325,28 @@ def pet_reconstruct(projector: PetProjector, histo: PetHisto, *, algorithm: str 
                     strict: bool = False, image: Any = None, out: Any = None,
                     return_timings: bool = False, progress: Any = "auto") -> Any:
     """The activity from histo-images (ctr_pet_reconstruct): algorithm
-    "ramla" | "osem" | "mlem"; defaults are ctr_pet_recon_options'.
+    "ramla" | "osem" | "mlem", ``iterations``, the relaxation relax0 /
+    (1 + relax_decay * k) of RAMLA, ``strict`` (bad histo values an error).
     ``image``: the start (all > 0; default uniform; not modified); the result
     goes to a new array or ``out``; callback(iteration, image) after each
-    iteration (the image is valid during the call only: copy it to keep it),
-    returning True stops. Returns the image, or (image, timings dict) with
+    iteration (the image is a copy of that iteration's, the callback's to
+    keep), returning True stops. Returns the image, or (image, timings dict) with
     return_timings.
 
     On a CUDA context a GPU ``image`` or ``out`` (CuPy, or any
     __cuda_array_interface__ / DLPack float32 C-contiguous array) keeps the
     image on the GPU: the result is a CuPy array (or ``out``) that the
     library reads and writes in place, with the bits of the numpy path; the
-    callback then gets that GPU array. The histo-images stay host data."""
+    callback then gets a GPU copy of it. The histo-images stay host data."""
     o = new_struct("ctr_pet_recon_options", lib.ctr_pet_recon_options_init,
                    lib.CTR_PET_RECON_OPTIONS_VERSION)
-    o.algorithm = _core.parsed(lib.ctr_pet_algorithm_parse, "ctr_pet_algorithm", algorithm)
-    o.iterations, o.relax0, o.relax_decay = iterations, relax0, relax_decay
+    o.algorithm = _core.parsed(lib.ctr_pet_algorithm_parse, "ctr_pet_algorithm", algorithm,
+                                 "algorithm")
+    _core.assign(o, iterations=iterations, relax0=relax0, relax_decay=relax_decay)
     o.strict = int(bool(strict))
     shape = projector.system.image_shape
+    if isinstance(out, np.ndarray):
+        _core.distinct(out, "out", ("histo.counts", histo.counts), ("histo.factors", histo.factors))
     img, img_ptr = _start_image(image, out, shape)
     keep = None
     if callback is not None:

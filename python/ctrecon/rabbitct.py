@@ -61,7 +61,7 @@ class RabbitCTWriter(_core.Writer):
     def __init__(self, path: Path, *, width: int, height: int, nviews: int, hu0: float = 0.0,
                  hu1: float = 0.0, ref_sizes: Sequence[int] = ()):
         h = ffi.new("ctr_rabbitct_header *")
-        h.width, h.height, h.nviews, h.hu0, h.hu1 = width, height, nviews, hu0, hu1
+        _core.assign(h, width=width, height=height, nviews=nviews, hu0=hu0, hu1=hu1)
         if len(ref_sizes) > 8:
             raise ValueError("at most 8 reference volumes")
         h.nref = len(ref_sizes)

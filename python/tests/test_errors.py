@@ -1,5 +1,8 @@
 """Library errors become exceptions: one class per ctr_status, the detail
 text (file, field, expected value) in the message."""
+import re
+
+import numpy as np
 import pytest
 
 import ctrecon
@@ -55,3 +58,104 @@ def test_unsupported_device_arrays_on_cpu():
     y = ffi.new("float[]", 8 * 16 * 16)
     with pytest.raises(ctrecon.UnsupportedError, match="CUDA context"):
         ctrecon._core.check(lib.ctr_projector_forward_device(pr._ptr, x, y))
+
+
+# ---- keyword arguments: errors name them, in Python's words -------------------------
+
+C_WORDS = re.compile(r"\bctr_[a-z_]+|\bCTR_[A-Z_]+")
+
+
+def _small():
+    pg = ctrecon.ParallelGeometry(16, 12)
+    P = ctrecon.Projector(pg, nslices=2, ctx=ctrecon.Context("cpu"))
+    return pg, P, P.forward(np.ones(P.volume_shape, np.float32), progress=None)
+
+
+@pytest.mark.parametrize("kwargs, cls, text", [
+    ({"iterations": 2.5}, TypeError, r"iterations=2.5: expected an integer"),
+    ({"iterations": 2 ** 70}, ValueError, r"iterations=1180591620717411303424: expected an integer"),
+    ({"iterations": 0}, ValueError, r"iterations is 0: expected 1 .. 1e9"),
+    ({"host_budget": -5}, ValueError, r"host_budget=-5: expected a byte count >= 0"),
+    ({"gpu_budget": 1.5}, TypeError, r"gpu_budget=1.5: expected a byte count"),
+    ({"host_budget": "lots"}, ValueError, r"host_budget"),
+    ({"tolerance": "a"}, TypeError, r"tolerance='a': expected a number"),
+    ({"relaxation": 5.0}, ValueError, r"relaxation is 5: expected 0 < lambda < 2"),
+    ({"resume": True}, ValueError, r"resume needs checkpoint"),
+    ({"algorithm": 3}, TypeError, r"algorithm=3: expected a name"),
+    ({"algorithm": "x"}, ValueError, r"algorithm 'x': expected sirt"),
+    ({"box": (0.0, 1.0, 2.0)}, ValueError, r"box=\(0.0, 1.0, 2.0\): expected \(lower, upper\)"),
+    ({"ctx": "cpu"}, TypeError, None),  # not an iterate keyword: Projector's
+])
+def test_iterate_keywords_named(kwargs, cls, text):
+    _, P, p = _small()
+    if "ctx" in kwargs:
+        with pytest.raises(TypeError, match=r"ctx='cpu': expected a ctrecon.Context"):
+            ctrecon.Projector(P.geometry, nslices=2, ctx="cpu")
+        return
+    with pytest.raises(cls, match=text) as e:
+        ctrecon.iterate(P, p, progress=None, **kwargs)
+    assert not C_WORDS.search(str(e.value)), str(e.value)
+
+
+@pytest.mark.parametrize("call, cls, text", [
+    (lambda pg, s: ctrecon.fbp(s, pg, window=3), TypeError, r"window=3: expected a name"),
+    (lambda pg, s: ctrecon.fbp(s, pg, window="x"), ValueError, r"window: unknown filter window 'x'"),
+    (lambda pg, s: ctrecon.fbp(s, pg, cutoff=2.0), ValueError, r"cutoff = 2, expected 0 < cutoff"),
+    (lambda pg, s: ctrecon.fbp(s, pg, interp=1), TypeError, r"interp=1: expected a name"),
+    (lambda pg, s: ctrecon.fbp(s, pg, ctx="cpu"), TypeError, r"ctx='cpu': expected a ctrecon"),
+    (lambda pg, s: ctrecon.Context("cpu", threads=1.5), TypeError, r"threads=1.5: expected an integer"),
+    (lambda pg, s: ctrecon.Context(0), TypeError, r"device=0: expected a name"),
+    (lambda pg, s: ctrecon.Projector(pg, nslices=1, pair="fast"), ctrecon.UnsupportedError,
+     r"pair = 'fast': the fast pair is cone beam only"),
+    (lambda pg, s: ctrecon.fbp_stream(s, sinograms=True, rows=(0,)), ValueError,
+     r"rows=\(0,\).*expected \(row0, nrows\)"),
+    (lambda pg, s: ctrecon.fbp_stream(s, sinograms=True, read_ahead=2.5), TypeError,
+     r"read_ahead=2.5: expected an integer"),
+    (lambda pg, s: ctrecon.ParallelGeometry(16, 12.0), TypeError, r"nangles=12.0: expected an integer"),
+    (lambda pg, s: ctrecon.ConeGeometry.circular(sid=100, sdd=150, nu=8.5, nv=8, nviews=4,
+                                                 volume=ctrecon.Volume.cube(4)),
+     TypeError, r"nu=8.5: expected an integer"),
+    (lambda pg, s: ctrecon.Volume.cube(4, voxel=(1, 2)), ValueError,
+     r"voxel=\(1, 2\): expected one value or three"),
+    (lambda pg, s: ctrecon.fbp_stream(s, sinograms=True,
+                                      corrections=ctrecon.Corrections(stripe_size=2.5)),
+     TypeError, r"Corrections.stripe_size=2.5: expected an integer"),
+    (lambda pg, s: ctrecon.fbp_stream(s, sinograms=True,
+                                      corrections=ctrecon.Corrections(stripe_level=99)),
+     ValueError, r"Corrections' stripe_level = 99: expected 1 .. 8"),
+])
+def test_keywords_named(call, cls, text):
+    pg = ctrecon.ParallelGeometry(16, 12)
+    s = np.zeros((1, 12, 16), np.float32)
+    with pytest.raises(cls, match=text) as e:
+        call(pg, s)
+    assert not C_WORDS.search(str(e.value)), str(e.value)
+
+
+def test_library_messages_in_python_words():
+    # the texts of the C API, as the library writes them, in the words of the keywords
+    from ctrecon._core import python_words
+    assert python_words("smaller lattice, or the CPU (ctr_context_options.device = CTR_DEVICE_CPU)") \
+        == "smaller lattice, or the CPU (Context's device = 'cpu')"
+    assert python_words("ctr_iterate_options.resume needs ctr_iterate_options.checkpoint") == \
+        "resume needs checkpoint"
+    assert python_words("ctr_fbp: ctr_fbp_options.interp = 3, expected CTR_FBP_LINEAR or "
+                        "CTR_FBP_NEAREST") == "fbp: interp = 3, expected 'linear' or 'nearest'"
+    assert python_words("ctr_corrections.stripe = 7: expected CTR_STRIPE_NONE") == \
+        "Corrections' stripe = 7: expected 'none'"
+    assert python_words("ctr_context_options.num_threads is -1") == "Context's threads is -1"
+    assert python_words("(ctr_stream_options.resume)") == "(resume)"
+    if "cuda" not in ctrecon.features():
+        with pytest.raises(ctrecon.UnsupportedError) as e:
+            ctrecon.Context("cuda")
+        assert "Context's device = 'cpu'" in str(e.value) and not C_WORDS.search(str(e.value))
+
+
+def test_docstrings_name_no_c_fields():
+    # the defaults and meanings of keywords are said in Python's words, not as a struct's
+    import inspect
+    for name in ctrecon.__all__:
+        obj = getattr(ctrecon, name)
+        doc = inspect.getdoc(obj) or ""
+        assert not re.search(r"ctr_[a-z_]+(options|params)'|as ctr_[a-z_]+(options|params)\b",
+                             doc), f"{name}: {doc}"

@@ -313,8 +313,11 @@ def test_pet_reconstruct_cupy_in_place(algorithm, monkeypatch):
                                   callback=lambda it, im: seen.append((it, im)), **kw)
     assert isinstance(img, cupy.ndarray) and img is not start
     assert rec.calls == [("ctr_pet_reconstruct", [img.data.ptr])]
-    # the callback gets the result array itself, on the GPU
-    assert [it for it, _ in seen] == [1, 2] and all(im is img for _, im in seen)
+    # the callback gets a GPU copy of each iteration's image (its own to keep)
+    assert [it for it, _ in seen] == [1, 2]
+    assert all(isinstance(im, cupy.ndarray) and im is not img for _, im in seen)
+    assert cupy.asnumpy(seen[1][1]).tobytes() == cupy.asnumpy(img).tobytes()
+    assert cupy.asnumpy(seen[0][1]).tobytes() != cupy.asnumpy(seen[1][1]).tobytes()
     assert cupy.asnumpy(img).tobytes() == ref_start.tobytes()
     assert cupy.asnumpy(start).tobytes() == start_host.tobytes()  # the start is not modified
     out = cupy.full(system.image_shape, cupy.nan, cupy.float32)
