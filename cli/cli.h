@@ -182,6 +182,13 @@ int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t);
    "results are an error (default: replaced by 0 with a warning giving the count)",  \
    cli_set_flag, (flag), NULL}
 
+/* --input-scale, one option for fdk, fbp and iterate: the input values are
+ * divided by F (data stored as value x F, e.g. `phantom --dtype uint16
+ * --uint16-scale F`); each command's summary states the scale used. */
+#define CLI_INPUT_SCALE_OPTION(scale)                                                \
+  {"--input-scale", "F", "divide the input values by F, e.g. the uint16 scale of "   \
+   "phantom --uint16-scale F (default 1)", cli_parse_positive, (scale), NULL}
+
 /* The state behind the context's log and progress callbacks. */
 typedef struct cli_session {
   const char *cmd;
@@ -249,6 +256,13 @@ double cli_warn_coverage(const char *cmd, const ctr_geometry *g);
  * ctr_geometry_coverage). */
 void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c);
 
+/* A raw file must hold exactly offset + w x h x n values of dtype: a longer
+ * or shorter one usually means the wrong --raw-dtype (float32 read as
+ * uint16) or the wrong sizes. The error names the file (`option`), its size,
+ * the expected size and where w, h and n came from (`dims`, e.g. "nu x nv x
+ * views of 'geom.json'"). Returns 0 or an exit code. */
+int cli_check_raw_size(const char *cmd, const char *option, const char *path, int64_t w, int64_t h,
+                       int64_t n, ctr_dtype dtype, int64_t offset, const char *dims);
 /* Parallel beam: warns that --axis `axis` lies outside the detector's nbins
  * bins (unusual, not impossible). */
 void cli_warn_axis(const char *cmd, double axis, int64_t nbins);

@@ -244,6 +244,22 @@ void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c) {
   }
 }
 
+int cli_check_raw_size(const char *cmd, const char *option, const char *path, int64_t w, int64_t h,
+                       int64_t n, ctr_dtype dtype, int64_t offset, const char *dims) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return cli_error(cmd, CLI_EXIT_RUNTIME, "%s: cannot open '%s': %s", option, path,
+                     strerror(errno));
+  const int64_t need = offset + w * h * n * (int64_t)ctr_dtype_size(dtype);
+  if ((int64_t)st.st_size == need) return 0;
+  return cli_error(cmd, CLI_EXIT_INPUT,
+                   "%s: '%s' holds %lld bytes, expected %lld for %lld x %lld x %lld %s (%s)%s%.0lld%s; "
+                   "check --raw-dtype and the sizes",
+                   option, path, (long long)st.st_size, (long long)need, (long long)w, (long long)h,
+                   (long long)n, ctr_dtype_name(dtype), dims, offset ? " + " : "",
+                   (long long)offset, offset ? " offset bytes" : "");
+}
+
 void cli_warn_axis(const char *cmd, double axis, int64_t nbins) {
   if (!(axis >= 0 && axis <= (double)(nbins - 1)))
     cli_warn(cmd, "--axis %g lies outside the detector's bins 0 .. %lld: the rotation axis is "
