@@ -359,8 +359,13 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   }
   /* the input named: bad values in it are the likely cause (a distributed
    * run's message names the rank and what failed there) */
-  if (r->cluster) return cli_fail("fbp", st);
-  return cli_fail_file("fbp", st, a->sinograms ? a->sinograms : a->projections);
+  const int blank = strstr(ctr_error_detail(), "no rotation axis can be found") != NULL;
+  const int code = r->cluster ? cli_fail("fbp", st)
+                              : cli_fail_file("fbp", st, a->sinograms ? a->sinograms : a->projections);
+  if (blank)
+    fprintf(stderr, "ctrecon fbp: the rotation axis cannot be found from these data: give it with "
+            "--axis BIN (or check the input and its --rows / --center-row)\n");
+  return code;
 }
 
 int cmd_fbp(int argc, char **argv) {

@@ -105,4 +105,19 @@ refused "--center-row with --axis" "--center-row chooses the row .* --axis 40 gi
 exits 2 "--interp cubic" "${FBP[@]}" --interp cubic --out e.raw
 exits 1 "output directory missing" "${FBP[@]}" --out nodir/e.raw
 [ ! -e e.raw ] && ok "no output after errors" || bad "e.raw exists"
+# A blank (all-zero) scan has no rotation axis to find: it "found" 63.5 with exit 0, and
+# --stitch-360 then widened the slices. An error naming --axis now, and no output.
+python3 -c "
+hdr = b'NRRD0004\ntype: float\ndimension: 3\nsizes: 64 90 2\nendian: little\nencoding: raw\n\n'
+open('blank.nrrd', 'wb').write(hdr + bytes(4 * 64 * 90 * 2))"
+for extra in "" --stitch-360; do
+  exits 3 "a blank scan ${extra:-(auto axis)}" fbp --sinograms blank.nrrd --angle-range 360 $extra \
+    --out blank.raw --device cpu
+  grep -q "no rotation axis can be found" "$ERR" && grep -q -- "--axis BIN" "$ERR" && [ ! -e blank.raw ] &&
+    ok "blank ${extra:-scan}: no axis found, --axis named, no output" || bad "blank scan: $(cat "$ERR")"
+done
+exits 0 "--center-range 40:41" fbp --sinograms pd/sinograms.tif --center-range 40:41 --out cr.raw --device cpu
+axis=$(awk '/^rotation axis:/ {print $3}' "$OUT")
+awk -v a="$axis" 'BEGIN { exit !(a != "" && a >= 40 && a <= 41) }' &&
+  ok "--center-range 40:41: the axis found ($axis) lies in the range" || bad "axis '$axis' outside 40:41"
 finish

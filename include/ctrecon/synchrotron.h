@@ -94,8 +94,10 @@ CTR_API ctr_status ctr_corrections_init(ctr_corrections *s, unsigned version);
 /* The rotation axis (bins) of nslices sinograms (nbins x nangles each, the
  * geometry's angles and nbins; its axis is not used), by `method`
  * (CTR_CENTER_AUTO chooses as documented) within [lo, hi] (both 0: the
- * whole detector); the sinograms are averaged first. *used gets the method
- * that ran (may be NULL). CPU (it runs once per reconstruction). */
+ * whole detector; the axis returned lies in it); the sinograms are averaged
+ * first. Sinograms constant along the detector in every projection (a blank
+ * scan) have no axis to find: CTR_E_GEOMETRY. *used gets the method that
+ * ran (may be NULL). CPU (it runs once per reconstruction). */
 CTR_API ctr_status ctr_center_find(ctr_context *ctx, const ctr_parallel_geometry *g,
                                    ctr_center_method method, double lo, double hi,
                                    int64_t nslices, const float *sino, double *axis,
