@@ -263,6 +263,29 @@ void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c);
  * views of 'geom.json'"). Returns 0 or an exit code. */
 int cli_check_raw_size(const char *cmd, const char *option, const char *path, int64_t w, int64_t h,
                        int64_t n, ctr_dtype dtype, int64_t offset, const char *dims);
+/* --angle-units deg|rad (fbp, iterate): the units of --angles, --angle-start
+ * and --angle-range (and of a DXchange theta without a units attribute).
+ * CLI_ANGLES_UNSAID when not given: degrees, and a scan that looks like
+ * radians gets a warning. */
+enum { CLI_ANGLES_UNSAID = 0, CLI_ANGLES_DEG = 1, CLI_ANGLES_RAD = 2 };
+int cli_parse_angle_units(const char *cmd, const char *name, const char *value, void *dst);
+#define CLI_ANGLE_UNITS_OPTION(units)                                                \
+  {"--angle-units", "deg|rad", "units of --angles, --angle-start and --angle-range, " \
+   "and of a DXchange theta without a units attribute (default deg; a scan spanning " \
+   "under 6.3 degrees gets a warning that it looks like radians)",                   \
+   cli_parse_angle_units, (units), NULL}
+/* Applies --angle-units to n angles (NULL: none) and a uniform start and
+ * range (either may be NULL): radians become degrees. Then, unless the
+ * units were said (`units` or `said`, e.g. a units attribute), warns when
+ * the scan looks like radians (ctr_angles_look_like_radians), naming where
+ * the angles came from (`from`). */
+void cli_angles_in_degrees(const char *cmd, int units, int said, double *angles, int64_t n,
+                           double *start, double *range, const char *from);
+/* The angles of a parallel-beam scan of n angles in degrees: the --angles
+ * file `path` read into *list, or (path NULL) the uniform *start and
+ * *range; both through cli_angles_in_degrees. Returns 0 or an exit code. */
+int cli_parallel_angles(const char *cmd, const char *path, int units, int64_t n, double **list,
+                        double *start, double *range);
 /* Parallel beam: warns that --axis `axis` lies outside the detector's nbins
  * bins (unusual, not impossible). */
 void cli_warn_axis(const char *cmd, double axis, int64_t nbins);

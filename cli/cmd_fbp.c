@@ -42,7 +42,7 @@ typedef struct fbp_args {
   int batch_given;
   int64_t read_ahead;
   int rows_given, axis_given, size_given, out_scale_given, out_range_given, subset_given;
-  int center_range_given, bin_given, resume, timings;
+  int center_range_given, bin_given, resume, timings, angle_units;
   int uniform_given, center_row_given, dezinger_size_given, ring_size_given, ring_level_given,
       ring_sigma_given, ring_wavelet_given;
   double center_range[2], out_range[2];
@@ -232,16 +232,24 @@ static int make_params(const fbp_args *a, fbp_run *r, ctr_parallel_params *p) {
   p->angle_start_deg = a->angle_start;
   p->angle_range_deg = a->angle_range;
   int rc = 0;
-  if (a->angles) {
-    rc = cli_read_numbers("fbp", a->angles, "angles", r->nangles, &r->angles);
-  } else if (a->projections && is_h5(a->projections)) {
-    /* DXchange: the angles (degrees) come with the data. */
+  if (a->angles || !a->projections || !is_h5(a->projections)) {
+    rc = cli_parallel_angles("fbp", a->angles, a->angle_units, r->nangles, &r->angles,
+                             &p->angle_start_deg, &p->angle_range_deg);
+  } else {
+    /* DXchange: the angles come with the data, in the units of theta's
+     * units attribute (else --angle-units, else degrees). */
     int64_t n = 0;
-    ctr_status st = ctr_hdf5_read_vector(a->projections, "/exchange/theta", &r->angles, &n);
+    int said = 0;
+    ctr_status st = ctr_hdf5_read_angles(a->projections, "/exchange/theta", &r->angles, &n, &said);
     if (st != CTR_OK) return cli_fail_file("fbp", st, a->projections);
     if (n != r->nangles)
       return cli_error("fbp", CLI_EXIT_INPUT, "'%s': /exchange/theta holds %lld angles for %lld "
                        "projections", a->projections, (long long)n, (long long)r->nangles);
+    char from[4200];
+    snprintf(from, sizeof from, "/exchange/theta of '%s', without a units attribute: units=\"rad\" "
+             "or \"deg\" there says which", a->projections);
+    cli_angles_in_degrees("fbp", said ? CLI_ANGLES_DEG : a->angle_units, said, r->angles, n, NULL,
+                          NULL, from);
   }
   if (!rc && a->shifts) rc = cli_read_numbers("fbp", a->shifts, "axis shift", r->nangles, &r->shifts);
   if (rc) return rc;
@@ -409,6 +417,7 @@ int cmd_fbp(int argc, char **argv) {
        &a.angle_start, &a.uniform_given},
       {"--angle-range", "DEG", "range of a uniform scan (default 180)", cli_parse_double,
        &a.angle_range, &a.uniform_given},
+      CLI_ANGLE_UNITS_OPTION(&a.angle_units),
       {"--axis", "BIN|auto", "rotation axis position in bins of the projections (default auto: "
        "found from the data and printed)", parse_axis, &a.axis, &a.axis_given},
       {"--center-method", "auto|vo|correlation", "how auto finds the axis: Vo et al. 2014, or "

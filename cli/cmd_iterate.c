@@ -48,7 +48,7 @@ typedef struct it_args {
   int64_t size[2], iterations, subsets, tv_iterations, checkpoint_every, slab;
   double tolerance, relaxation, tv_weight;
   int box_given, axis_given, size_given, nonneg, resume, keep_checkpoint, strict, subsets_given,
-      tv_given, every_given, relax_given, parallel_given, raw_given;
+      tv_given, every_given, relax_given, parallel_given, raw_given, angle_units;
   uint64_t gpu_mem, host_mem;
   cli_common common;
 } it_args;
@@ -230,7 +230,8 @@ static int parallel_geometry(const it_args *a, int64_t nbins, int64_t nangles,
   p.angle_start_deg = a->angle_start;
   p.angle_range_deg = a->angle_range;
   int rc = 0;
-  if (a->angles) rc = cli_read_numbers("iterate", a->angles, "angles", nangles, &angles);
+  rc = cli_parallel_angles("iterate", a->angles, a->angle_units, nangles, &angles,
+                           &p.angle_start_deg, &p.angle_range_deg);
   if (!rc && a->shifts) rc = cli_read_numbers("iterate", a->shifts, "axis shift", nangles, &shifts);
   if (!rc) {
     p.angles_deg = angles;
@@ -261,8 +262,9 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
   if (a->sinograms && a->projections)
     return cli_usage_error(cmd, "--projections goes with --geometry (cone beam); parallel-beam "
                            "data come as --sinograms");
-  if (a->geometry && (a->parallel_given || a->axis_given || a->size_given))
-    return cli_usage_error(cmd, "--angles, --angle-start, --angle-range, --axis, --axis-shift, "
+  if (a->geometry && (a->parallel_given || a->axis_given || a->size_given || a->angle_units))
+    return cli_usage_error(cmd, "--angles, --angle-start, --angle-range, --angle-units, --axis, "
+                           "--axis-shift, "
                            "--size, --voxel and --pixel-size describe parallel beam "
                            "(--sinograms): the geometry file describes cone beam");
   if (a->sinograms && a->raw_given)
@@ -324,6 +326,7 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_double, &a.angle_start, &a.parallel_given},
       {"--angle-range", "DEG", "parallel beam: range of a uniform scan (default 180)",
        cli_parse_double, &a.angle_range, &a.parallel_given},
+      CLI_ANGLE_UNITS_OPTION(&a.angle_units),
       {"--axis", "BIN", "parallel beam: rotation axis in bins (default the detector centre)",
        cli_parse_double, &a.axis, &a.axis_given},
       {"--axis-shift", "FILE", "parallel beam: per-projection axis correction, bins (default "

@@ -120,4 +120,33 @@ exits 0 "--center-range 40:41" fbp --sinograms pd/sinograms.tif --center-range 4
 axis=$(awk '/^rotation axis:/ {print $3}' "$OUT")
 awk -v a="$axis" 'BEGIN { exit !(a != "" && a >= 40 && a <= 41) }' &&
   ok "--center-range 40:41: the axis found ($axis) lies in the range" || bad "axis '$axis' outside 40:41"
+# Angles in radians given as degrees (--angle-range 3.14159): a warning naming radians and
+# --angle-units; --angle-units rad reads them as radians (the slices of --angle-range 180),
+# --angle-units deg says they are degrees (no warning). The same for an --angles file.
+S=(fbp --sinograms pd/sinograms.tif --axis 47.5 --device cpu)
+step "--angle-range 180" "${S[@]}" --angle-range 180 --out a180.raw
+step "--angle-range 3.14159" "${S[@]}" --angle-range 3.14159 --out api.raw
+grep -q "warning: the 180 angles (--angle-range 3.14159) span only 3.124 degrees: they look like radians.*--angle-units rad.*--angle-units deg" "$ERR" &&
+  ok "--angle-range 3.14159 warns of radians, naming --angle-units" || bad "no radians warning: $(cat "$ERR")"
+step "--angle-range 3.14159265358979 --angle-units rad" "${S[@]}" --angle-range 3.14159265358979 \
+  --angle-units rad --out arad.raw
+grep -q "radians" "$ERR" && bad "--angle-units rad warned" || ok "--angle-units rad: no warning"
+python3 -c "
+import struct, sys
+a = open('a180.raw', 'rb').read(); b = open('arad.raw', 'rb').read()
+n = len(a) // 4
+x = struct.unpack('<%df' % n, a); y = struct.unpack('<%df' % n, b)
+m = max(abs(v) for v in x)
+sys.exit(not (len(a) == len(b) and max(abs(u - v) for u, v in zip(x, y)) <= 1e-4 * m))" &&
+  ok "--angle-units rad: the slices of --angle-range 180" || bad "--angle-units rad slices differ"
+step "--angle-units deg" "${S[@]}" --angle-range 3.14159 --angle-units deg --out adeg.raw
+grep -q "radians" "$ERR" && bad "--angle-units deg warned" || ok "--angle-units deg: no warning"
+python3 -c "
+import math
+print('\n'.join(repr(math.pi * a / 180) for a in range(180)))" > rad.txt
+step "--angles in radians" "${S[@]}" --angles rad.txt --out afile.raw
+grep -q "warning: the 180 angles (--angles 'rad.txt') span only 3.124 degrees: they look like radians" "$ERR" &&
+  ok "an --angles file in radians warns" || bad "--angles radians: $(cat "$ERR")"
+exits 2 "--angle-units grad" "${S[@]}" --angle-units grad --out x.raw
+grep -q -- "--angle-units 'grad': expected deg or rad" "$ERR" && ok "bad --angle-units named" || bad "grad: $(cat "$ERR")"
 finish

@@ -157,6 +157,17 @@ step "iterate --sinograms" iterate --sinograms pd/sinograms.tif --pixel-size "$P
   --iterations 3 --out ps.nrrd --device cpu
 [ "$(grep -c '^iteration ' "$OUT")" -eq 3 ] && ok "parallel: 3 iterations" || bad "parallel iterations"
 
+# Radians given as degrees: warned as in fbp (the one library check), --angle-units says which.
+step "iterate --angle-range 3.14159" iterate --sinograms pd/sinograms.tif --pixel-size "$P" \
+  --angle-range 3.14159 --algorithm cgls --iterations 1 --out pr.raw --device cpu --checkpoint-every 0
+grep -q "warning: the 40 angles (--angle-range 3.14159) span only 3.063 degrees: they look like radians" "$ERR" &&
+  ok "iterate: radians warned" || bad "iterate radians: $(cat "$ERR")"
+step "iterate --angle-units rad" iterate --sinograms pd/sinograms.tif --pixel-size "$P" \
+  --angle-range 3.14159265358979 --angle-units rad --algorithm cgls --iterations 1 --out pr2.raw \
+  --device cpu --checkpoint-every 0
+grep -q "radians" "$ERR" && bad "iterate --angle-units rad warned" || ok "iterate --angle-units rad: no warning"
+exits 2 "--angle-units with cone beam" "${IT[@]}" --angle-units rad --out x.raw
+
 # An axis or a slice grid that no ray meets: an error naming the cause, not
 # a blank volume with exit 0 (cgls stopped at once as "converged"), and
 # nothing left behind (the iterations' table neither).

@@ -348,6 +348,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
                host_budget: Union[int, str, None] = None, resume: bool = False,
                window: Any = "ram-lak", cutoff: float = 1.0, interp: Any = "linear",
                kernel: Optional[str] = None, strict: bool = False,
+               angle_units: Optional[str] = None,
                out_array: Optional[np.ndarray] = None, ctx=None,
                progress: Any = "auto") -> Any:
     """The synchrotron pipeline (ctr_fbp_stream; docs/synchrotron.md):
@@ -361,8 +362,10 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     run) and the report (a dict) is returned; without it, (slices, report)
     with slices (nslices, ny, nx) float32 in memory.
 
-    The angles: ``angles`` (degrees) or angle_start + i * angle_range /
-    nangles; ``axis``: "auto" (found from the data, the report gives it),
+    The angles: ``angles`` or angle_start + i * angle_range / nangles, in
+    degrees (``angle_units="rad"``: radians; None warns for a scan that
+    looks like radians, as ParallelGeometry); ``axis``: "auto" (found from
+    the data, the report gives it),
     "center" or a value in bins; flat/dark: (nrows, nbins) averaged beams
     (flat None: the projections are transmissions); rows: (row0, nrows)
     (nrows 0: to the last); angle_subset: (first, count, step) (count 0:
@@ -386,7 +389,8 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
         nbins = arr.shape[2]
         nangles, height = (arr.shape[1], arr.shape[0]) if sinograms else (arr.shape[0], arr.shape[1])
     p, pk = parallel_params(nbins, None if angles is not None else nangles, angles, angle_start,
-                            angle_range, axis, axis_shift, nx, ny, voxel, pixel_size)
+                            angle_range, axis, axis_shift, nx, ny, voxel, pixel_size, angle_units,
+                            "fbp_stream")
     keep += pk
     fo = _fbp_options(window, cutoff, interp, kernel, strict, keep)
     corr = _corr(corrections)
