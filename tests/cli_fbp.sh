@@ -131,13 +131,7 @@ grep -q "warning: the 180 angles (--angle-range 3.14159) span only 3.124 degrees
 step "--angle-range 3.14159265358979 --angle-units rad" "${S[@]}" --angle-range 3.14159265358979 \
   --angle-units rad --out arad.raw
 grep -q "radians" "$ERR" && bad "--angle-units rad warned" || ok "--angle-units rad: no warning"
-python3 -c "
-import struct, sys
-a = open('a180.raw', 'rb').read(); b = open('arad.raw', 'rb').read()
-n = len(a) // 4
-x = struct.unpack('<%df' % n, a); y = struct.unpack('<%df' % n, b)
-m = max(abs(v) for v in x)
-sys.exit(not (len(a) == len(b) and max(abs(u - v) for u, v in zip(x, y)) <= 1e-4 * m))" &&
+close_raw a180.raw arad.raw 1e-4 &&
   ok "--angle-units rad: the slices of --angle-range 180" || bad "--angle-units rad slices differ"
 step "--angle-units deg" "${S[@]}" --angle-range 3.14159 --angle-units deg --out adeg.raw
 grep -q "radians" "$ERR" && bad "--angle-units deg warned" || ok "--angle-units deg: no warning"

@@ -142,12 +142,7 @@ step "iterate uint16 --input-scale 900" iterate --geometry g.json --projections 
   --input-scale 900 --device cpu --algorithm cgls --iterations 2 --out u16.raw --checkpoint-every 0
 grep -q "(input scale 900)" "$OUT" && ok "the summary states the input scale" ||
   bad "no input scale in: $(cat "$OUT")"
-python3 -c "
-import struct, sys
-a = struct.unpack('<13824f', open('f32.raw', 'rb').read())
-b = struct.unpack('<13824f', open('u16.raw', 'rb').read())
-m = max(abs(x) for x in a)
-sys.exit(not (m > 0 and max(abs(x - y) for x, y in zip(a, b)) < 0.01 * m))" &&
+close_raw f32.raw u16.raw 0.01 &&
   ok "uint16 / 900 reconstructs as the float32 data" || bad "uint16 --input-scale 900 differs"
 
 # Parallel beam: the sinograms of `demo --parallel`.

@@ -80,13 +80,7 @@ step "degrees file, axis given" "${F[@]}" --axis 34.8 --out tdeg.raw
 "$MAKE" trad.h5 64 12 90 34.8 180 0 rad && ok "DXchange file with theta in radians" || bad "make rad"
 step "theta units=rad" fbp --projections trad.h5 --device cpu --pixel-size 0.01 --axis 34.8 --out trad.raw
 grep -q "radians" "$ERR" && bad "units=rad warned: $(cat "$ERR")" || ok "units=rad: no warning"
-python3 -c "
-import struct, sys
-a = open('tdeg.raw', 'rb').read(); b = open('trad.raw', 'rb').read()
-n = len(a) // 4
-x = struct.unpack('<%df' % n, a); y = struct.unpack('<%df' % n, b)
-m = max(abs(v) for v in x)
-sys.exit(not (len(a) == len(b) and max(abs(u - v) for u, v in zip(x, y)) <= 1e-4 * m))" &&
+close_raw tdeg.raw trad.raw 1e-4 &&
   ok "theta in radians with units=rad gives the degrees file's slices" || bad "units=rad slices differ"
 "$MAKE" tnone.h5 64 12 90 34.8 3.14159 && ok "DXchange file of a 3.14-unit theta, no units" || bad "make none"
 step "theta spanning 3.1 'degrees', no units" fbp --projections tnone.h5 --device cpu --axis 34.8 --out tn.raw
