@@ -50,7 +50,7 @@ typedef struct fbp_args {
   ctr_fbp_options fbp;
   ctr_corrections corr;
   ctr_dtype out_dtype;
-  double out_scale, out_offset;
+  double out_scale, out_offset, input_scale;
   double rank_timeout;
   cli_common common;
 } fbp_args;
@@ -336,6 +336,7 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   so.center_row = a->center_row;
   so.out_dtype = a->out_dtype;
   so.out_scale = a->out_scale;
+  so.input_scale = a->input_scale;
   so.out_offset = a->out_offset;
   so.batch = a->batch_given ? a->batch : 0;
   so.read_ahead = (int)a->read_ahead;
@@ -384,6 +385,7 @@ int cmd_fbp(int argc, char **argv) {
   a.corr = (ctr_corrections)CTR_CORRECTIONS_INIT;
   a.out_dtype = CTR_DTYPE_FLOAT32;
   a.out_scale = 1000.0;
+  a.input_scale = 1.0;
   a.center_row = -1;
   a.common = (cli_common)CLI_COMMON_INIT;
   const cli_opt opts[] = {
@@ -391,6 +393,7 @@ int cmd_fbp(int argc, char **argv) {
        cli_parse_string, &a.sinograms, NULL},
       {"--projections", "FILE", "stack of projections, nbins x nrows each, or a DXchange .h5 "
        "(this or --sinograms)", cli_parse_string, &a.projections, NULL},
+      CLI_INPUT_SCALE_OPTION(&a.input_scale),
       {"--flat", "FILE", "flat (white) fields, averaged (default: DXchange's, else none)",
        cli_parse_string, &a.flat, NULL},
       {"--dark", "FILE", "dark fields, averaged (default: DXchange's, else 0)", cli_parse_string,
@@ -502,6 +505,9 @@ int cmd_fbp(int argc, char **argv) {
     return cli_usage_error("fbp", "--out-scale, --out-offset and --out-range apply to --out-dtype "
                            "uint16 only (float32 and float16 store the values as they are): drop "
                            "them, or add --out-dtype uint16");
+  if (a.input_scale != 1.0 && !a.sinograms)
+    return cli_usage_error("fbp", "--input-scale applies to --sinograms: the flat-field "
+                           "correction of --projections cancels their scale");
   if (a.out_range_given && a.out_scale_given)
     return cli_usage_error("fbp", "--out-range sets --out-scale and --out-offset: give one or the "
                            "others");
@@ -594,10 +600,10 @@ int cmd_fbp(int argc, char **argv) {
             t_input - t_open, t_context - t_input);
   if (!rc) {
     const double ups = (double)rep->nangles * (double)(rep->nx * rep->ny) * (double)rep->nslices;
-    cli_info(&r.session, "fbp: %lld slices of %lld x %lld from %lld angles x %lld bins, %.2f s "
-             "(%.1f GUPS, I/O included)\nwrote %s\n", (long long)rep->nslices, (long long)rep->nx,
-             (long long)rep->ny, (long long)rep->nangles, (long long)rep->nbins, seconds,
-             ups / (seconds > 1e-9 ? seconds : 1e-9) / 1e9, a.out);
+    cli_info(&r.session, "fbp: %lld slices of %lld x %lld from %lld angles x %lld bins (input scale "
+             "%g), %.2f s (%.1f GUPS, I/O included)\nwrote %s\n", (long long)rep->nslices,
+             (long long)rep->nx, (long long)rep->ny, (long long)rep->nangles, (long long)rep->nbins,
+             a.input_scale, seconds, ups / (seconds > 1e-9 ? seconds : 1e-9) / 1e9, a.out);
   }
   const double t_end = cli_now();
   ctr_stack_close(r.in);

@@ -143,4 +143,24 @@ grep -q "warning: the 180 angles (--angles 'rad.txt') span only 3.124 degrees: t
   ok "an --angles file in radians warns" || bad "--angles radians: $(cat "$ERR")"
 exits 2 "--angle-units grad" "${S[@]}" --angle-units grad --out x.raw
 grep -q -- "--angle-units 'grad': expected deg or rad" "$ERR" && ok "bad --angle-units named" || bad "grad: $(cat "$ERR")"
+# --input-scale, as in fdk and iterate: uint16 sinograms stored as value x 900 reconstruct as the
+# float32 ones (fbp had no input scale), the scale stated in the summary; refused for projections.
+python3 -c "
+import math, struct
+nb, na, ns = 64, 90, 2
+v = [2 * math.sqrt(max(0.0, 20.0 ** 2 - (b - 31.5) ** 2)) * 0.05 for b in range(nb)] * (na * ns)
+def nrrd(name, kind, data):
+    hdr = 'NRRD0004\ntype: %s\ndimension: 3\nsizes: %d %d %d\nendian: little\nencoding: raw\n\n' % (kind, nb, na, ns)
+    open(name, 'wb').write(hdr.encode() + data)
+nrrd('disc.nrrd', 'float', struct.pack('<%df' % len(v), *v))
+nrrd('disc16.nrrd', 'ushort', struct.pack('<%dH' % len(v), *[round(x * 900) for x in v]))"
+step "fbp float32 sinograms" fbp --sinograms disc.nrrd --axis 31.5 --out d32.raw --device cpu
+step "fbp uint16 sinograms --input-scale 900" fbp --sinograms disc16.nrrd --axis 31.5 --input-scale 900 \
+  --out d16.raw --device cpu
+grep -q "(input scale 900)" "$OUT" && ok "the summary states the input scale" || bad "no input scale: $(cat "$OUT")"
+close_raw d32.raw d16.raw 0.01 && ok "uint16 / 900 reconstructs as the float32 sinograms" ||
+  bad "--input-scale 900 differs"
+exits 2 "--input-scale with --projections" "${PP[@]}" --input-scale 900 --out x.raw
+grep -q -- "--input-scale applies to --sinograms" "$ERR" && ok "the refusal names --sinograms" ||
+  bad "--input-scale projections: $(cat "$ERR")"
 finish

@@ -348,7 +348,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
                host_budget: Union[int, str, None] = None, resume: bool = False,
                window: Any = "ram-lak", cutoff: float = 1.0, interp: Any = "linear",
                kernel: Optional[str] = None, strict: bool = False,
-               angle_units: Optional[str] = None,
+               angle_units: Optional[str] = None, input_scale: float = 1.0,
                out_array: Optional[np.ndarray] = None, ctx=None,
                progress: Any = "auto") -> Any:
     """The synchrotron pipeline (ctr_fbp_stream; docs/synchrotron.md):
@@ -370,7 +370,8 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     (flat None: the projections are transmissions); rows: (row0, nrows)
     (nrows 0: to the last); angle_subset: (first, count, step) (count 0:
     all); out_dtype "float32" | "float16" | "uint16" (round((v - out_offset)
-    * out_scale)); read_ahead: bands the reader may hold ahead, 1 to 16 (0:
+    * out_scale)); input_scale: sinograms are divided by it (e.g. a uint16
+    scale; projections take none); read_ahead: bands the reader may hold ahead, 1 to 16 (0:
     2). The other options are fbp()'s and ctr_fbp_stream_options'."""
     if isinstance(input, (str, os.PathLike)):
         input = StackReader(input)
@@ -402,6 +403,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     o.center_row = center_row
     o.out_dtype = _core.ctr_dtype(out_dtype)
     o.out_scale, o.out_offset, o.batch = out_scale, out_offset, batch
+    o.input_scale = input_scale
     o.read_ahead = read_ahead
     o.host_budget = _core.budget(host_budget)
     o.resume = int(bool(resume))
