@@ -131,7 +131,7 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   if (st == CTR_OK) ctr_stack_reader_set_read_threads(projections, ctr__tuning(ctx)->read_threads);
   /* the same run everywhere; rank 0's fingerprint (with its input) names the journals */
   uint64_t journal_fp = 0;
-  if (st == CTR_OK && size > 1) st = ctr__stack_content_hash(projections, &fp[2]);
+  if (st == CTR_OK && size > 1) st = ctr__dist_input_hash(projections, &fp[2]);
   st = ctr__dist_same_run(d, st, fp, projections ? projections->path : "", &journal_fp);
   if (st != CTR_OK) goto end;
   /* ranks on one host share its memory */

@@ -212,12 +212,6 @@ ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double *
 ctr_status ctr__hdf5_read_attr_string(const char *file, const char *dataset, const char *name,
                                       char *buf, size_t n);
 
-/* A fingerprint of what r reads: its sizes, its dtype and the bytes of up
- * to 16 rows at the start of its first image and at the end of its last
- * (ranks reading node-local copies compare it: a copy that differs differs
- * there as a rule, and a whole pass over the data would cost a read of it). */
-ctr_status ctr__stack_content_hash(ctr_stack_reader *r, uint64_t *out);
-
 ctr_status ctr__raw_create(ctr_stack_writer *w);
 /* Raw image data in `data_path`, after `prefix` (written at offset 0). A
  * `companion` file with the given text (a detached header) is committed after

@@ -2,7 +2,6 @@
  * backends, dtype conversion and byte swapping through a bounded buffer, and
  * the bookkeeping that lets commit refuse incomplete output. */
 #include "io/io_internal.h"
-#include "io/journal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -366,23 +365,6 @@ ctr_status ctr_hdf5_read_vector(const char *file, const char *dataset, double **
   if (!file || !dataset || !out || !n)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_hdf5_read_vector: NULL argument");
   return ctr__hdf5_read_vector(file, dataset, out, n);
-}
-
-ctr_status ctr__stack_content_hash(ctr_stack_reader *r, uint64_t *out) {
-  const ctr_stack_info *i = &r->info;
-  const int64_t rows = i->height < 16 ? i->height : 16;
-  const size_t bytes = (size_t)(rows * i->width) * ctr_dtype_size(i->dtype);
-  const int64_t dims[4] = {i->width, i->height, i->count, (int64_t)i->dtype};
-  uint64_t h = ctr__fnv1a(CTR__FNV_SEED, dims, sizeof dims);
-  unsigned char *buf = ctr__malloc(bytes, "the input's fingerprint");
-  if (!buf) return CTR_E_OUT_OF_MEMORY;
-  ctr_status st = ctr_stack_read_rows(r, 0, 1, 0, rows, i->dtype, buf);
-  if (st == CTR_OK) h = ctr__fnv1a(h, buf, bytes);
-  if (st == CTR_OK) st = ctr_stack_read_rows(r, i->count - 1, 1, i->height - rows, rows, i->dtype, buf);
-  if (st == CTR_OK) h = ctr__fnv1a(h, buf, bytes);
-  free(buf);
-  *out = h;
-  return st;
 }
 
 /* The units an angle dataset may name, and degrees per unit. */

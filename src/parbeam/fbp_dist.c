@@ -206,7 +206,7 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
     fp[0] = ctr__fbp_fingerprint(&r, params, out, fmt, 0);
     fp[1] = ctr__fbp_fingerprint(&r, params, out, fmt, 1);
   }
-  if (st == CTR_OK && input && ctr__dist_size(d) > 1) st = ctr__stack_content_hash(input, &fp[2]);
+  if (st == CTR_OK && input && ctr__dist_size(d) > 1) st = ctr__dist_input_hash(input, &fp[2]);
   st = ctr__dist_same_run(d, st, fp, input ? input->path : "", &journal_fp);
   if (st != CTR_OK) goto end;
   {
