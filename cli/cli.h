@@ -182,6 +182,13 @@ int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t);
    "results are an error (default: replaced by 0 with a warning giving the count)",  \
    cli_set_flag, (flag), NULL}
 
+/* --input-scale, one option for fdk, fbp and iterate: the input values are
+ * divided by F (data stored as value x F, e.g. `phantom --dtype uint16
+ * --uint16-scale F`); each command's summary states the scale used. */
+#define CLI_INPUT_SCALE_OPTION(scale)                                                \
+  {"--input-scale", "F", "divide the input values by F, e.g. the uint16 scale of "   \
+   "phantom --uint16-scale F (default 1)", cli_parse_positive, (scale), NULL}
+
 /* The state behind the context's log and progress callbacks. */
 typedef struct cli_session {
   const char *cmd;
@@ -249,6 +256,36 @@ double cli_warn_coverage(const char *cmd, const ctr_geometry *g);
  * ctr_geometry_coverage). */
 void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c);
 
+/* A raw file must hold exactly offset + w x h x n values of dtype: a longer
+ * or shorter one usually means the wrong --raw-dtype (float32 read as
+ * uint16) or the wrong sizes. The error names the file (`option`), its size,
+ * the expected size and where w, h and n came from (`dims`, e.g. "nu x nv x
+ * views of 'geom.json'"). Returns 0 or an exit code. */
+int cli_check_raw_size(const char *cmd, const char *option, const char *path, int64_t w, int64_t h,
+                       int64_t n, ctr_dtype dtype, int64_t offset, const char *dims);
+/* --angle-units deg|rad (fbp, iterate): the units of --angles, --angle-start
+ * and --angle-range (and of a DXchange theta without a units attribute).
+ * CLI_ANGLES_UNSAID when not given: degrees, and a scan that looks like
+ * radians gets a warning. */
+enum { CLI_ANGLES_UNSAID = 0, CLI_ANGLES_DEG = 1, CLI_ANGLES_RAD = 2 };
+int cli_parse_angle_units(const char *cmd, const char *name, const char *value, void *dst);
+#define CLI_ANGLE_UNITS_OPTION(units)                                                \
+  {"--angle-units", "deg|rad", "units of --angles, --angle-start and --angle-range, " \
+   "and of a DXchange theta without a units attribute (default deg; a scan spanning " \
+   "under 6.3 degrees gets a warning that it looks like radians)",                   \
+   cli_parse_angle_units, (units), NULL}
+/* Applies --angle-units to n angles (NULL: none) and a uniform start and
+ * range (either may be NULL): radians become degrees. Then, unless the
+ * units were said (`units` or `said`, e.g. a units attribute), warns when
+ * the scan looks like radians (ctr_angles_look_like_radians), naming where
+ * the angles came from (`from`). */
+void cli_angles_in_degrees(const char *cmd, int units, int said, double *angles, int64_t n,
+                           double *start, double *range, const char *from);
+/* The angles of a parallel-beam scan of n angles in degrees: the --angles
+ * file `path` read into *list, or (path NULL) the uniform *start and
+ * *range; both through cli_angles_in_degrees. Returns 0 or an exit code. */
+int cli_parallel_angles(const char *cmd, const char *path, int units, int64_t n, double **list,
+                        double *start, double *range);
 /* Parallel beam: warns that --axis `axis` lies outside the detector's nbins
  * bins (unusual, not impossible). */
 void cli_warn_axis(const char *cmd, double axis, int64_t nbins);

@@ -244,6 +244,61 @@ void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c) {
   }
 }
 
+int cli_check_raw_size(const char *cmd, const char *option, const char *path, int64_t w, int64_t h,
+                       int64_t n, ctr_dtype dtype, int64_t offset, const char *dims) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return cli_error(cmd, CLI_EXIT_RUNTIME, "%s: cannot open '%s': %s", option, path,
+                     strerror(errno));
+  const int64_t need = offset + w * h * n * (int64_t)ctr_dtype_size(dtype);
+  if ((int64_t)st.st_size == need) return 0;
+  return cli_error(cmd, CLI_EXIT_INPUT,
+                   "%s: '%s' holds %lld bytes, expected %lld for %lld x %lld x %lld %s (%s)%s%.0lld%s; "
+                   "check --raw-dtype and the sizes",
+                   option, path, (long long)st.st_size, (long long)need, (long long)w, (long long)h,
+                   (long long)n, ctr_dtype_name(dtype), dims, offset ? " + " : "",
+                   (long long)offset, offset ? " offset bytes" : "");
+}
+
+int cli_parse_angle_units(const char *cmd, const char *name, const char *value, void *dst) {
+  if (!strcmp(value, "deg"))
+    *(int *)dst = CLI_ANGLES_DEG;
+  else if (!strcmp(value, "rad"))
+    *(int *)dst = CLI_ANGLES_RAD;
+  else
+    return cli_usage_error(cmd, "%s '%s': expected deg or rad", name, value);
+  return 0;
+}
+
+void cli_angles_in_degrees(const char *cmd, int units, int said, double *angles, int64_t n,
+                           double *start, double *range, const char *from) {
+  const double k = units == CLI_ANGLES_RAD ? 180.0 / CLI_PI : 1.0;
+  for (int64_t i = 0; angles && i < n; i++) angles[i] *= k;
+  if (start) *start *= k;
+  if (range) *range *= k;
+  double span = 0;
+  if (units != CLI_ANGLES_UNSAID || said ||
+      !ctr_angles_look_like_radians(angles, n, range ? *range : 0.0, &span))
+    return;
+  cli_warn(cmd, "the %lld angles (%s) span only %.4g degrees: they look like radians, and "
+           "ctrecon reads degrees; say --angle-units rad if they are radians, --angle-units deg "
+           "if they are degrees", (long long)n, from, span);
+}
+
+int cli_parallel_angles(const char *cmd, const char *path, int units, int64_t n, double **list,
+                        double *start, double *range) {
+  char from[4200];
+  if (!path) {
+    snprintf(from, sizeof from, "--angle-range %g", *range);
+    cli_angles_in_degrees(cmd, units, 0, NULL, n, start, range, from);
+    return 0;
+  }
+  int rc = cli_read_numbers(cmd, path, "angles", n, list);
+  snprintf(from, sizeof from, "--angles '%s'", path);
+  if (!rc) cli_angles_in_degrees(cmd, units, 0, *list, n, NULL, NULL, from);
+  return rc;
+}
+
 void cli_warn_axis(const char *cmd, double axis, int64_t nbins) {
   if (!(axis >= 0 && axis <= (double)(nbins - 1)))
     cli_warn(cmd, "--axis %g lies outside the detector's bins 0 .. %lld: the rotation axis is "

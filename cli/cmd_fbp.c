@@ -42,7 +42,7 @@ typedef struct fbp_args {
   int batch_given;
   int64_t read_ahead;
   int rows_given, axis_given, size_given, out_scale_given, out_range_given, subset_given;
-  int center_range_given, bin_given, resume, timings;
+  int center_range_given, bin_given, resume, timings, angle_units;
   int uniform_given, center_row_given, dezinger_size_given, ring_size_given, ring_level_given,
       ring_sigma_given, ring_wavelet_given;
   double center_range[2], out_range[2];
@@ -50,7 +50,7 @@ typedef struct fbp_args {
   ctr_fbp_options fbp;
   ctr_corrections corr;
   ctr_dtype out_dtype;
-  double out_scale, out_offset;
+  double out_scale, out_offset, input_scale;
   double rank_timeout;
   cli_common common;
 } fbp_args;
@@ -232,16 +232,24 @@ static int make_params(const fbp_args *a, fbp_run *r, ctr_parallel_params *p) {
   p->angle_start_deg = a->angle_start;
   p->angle_range_deg = a->angle_range;
   int rc = 0;
-  if (a->angles) {
-    rc = cli_read_numbers("fbp", a->angles, "angles", r->nangles, &r->angles);
-  } else if (a->projections && is_h5(a->projections)) {
-    /* DXchange: the angles (degrees) come with the data. */
+  if (a->angles || !a->projections || !is_h5(a->projections)) {
+    rc = cli_parallel_angles("fbp", a->angles, a->angle_units, r->nangles, &r->angles,
+                             &p->angle_start_deg, &p->angle_range_deg);
+  } else {
+    /* DXchange: the angles come with the data, in the units of theta's
+     * units attribute (else --angle-units, else degrees). */
     int64_t n = 0;
-    ctr_status st = ctr_hdf5_read_vector(a->projections, "/exchange/theta", &r->angles, &n);
+    int said = 0;
+    ctr_status st = ctr_hdf5_read_angles(a->projections, "/exchange/theta", &r->angles, &n, &said);
     if (st != CTR_OK) return cli_fail_file("fbp", st, a->projections);
     if (n != r->nangles)
       return cli_error("fbp", CLI_EXIT_INPUT, "'%s': /exchange/theta holds %lld angles for %lld "
                        "projections", a->projections, (long long)n, (long long)r->nangles);
+    char from[4200];
+    snprintf(from, sizeof from, "/exchange/theta of '%s', without a units attribute: units=\"rad\" "
+             "or \"deg\" there says which", a->projections);
+    cli_angles_in_degrees("fbp", said ? CLI_ANGLES_DEG : a->angle_units, said, r->angles, n, NULL,
+                          NULL, from);
   }
   if (!rc && a->shifts) rc = cli_read_numbers("fbp", a->shifts, "axis shift", r->nangles, &r->shifts);
   if (rc) return rc;
@@ -328,6 +336,7 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   so.center_row = a->center_row;
   so.out_dtype = a->out_dtype;
   so.out_scale = a->out_scale;
+  so.input_scale = a->input_scale;
   so.out_offset = a->out_offset;
   so.batch = a->batch_given ? a->batch : 0;
   so.read_ahead = (int)a->read_ahead;
@@ -359,8 +368,13 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   }
   /* the input named: bad values in it are the likely cause (a distributed
    * run's message names the rank and what failed there) */
-  if (r->cluster) return cli_fail("fbp", st);
-  return cli_fail_file("fbp", st, a->sinograms ? a->sinograms : a->projections);
+  const int blank = strstr(ctr_error_detail(), "no rotation axis can be found") != NULL;
+  const int code = r->cluster ? cli_fail("fbp", st)
+                              : cli_fail_file("fbp", st, a->sinograms ? a->sinograms : a->projections);
+  if (blank)
+    fprintf(stderr, "ctrecon fbp: the rotation axis cannot be found from these data: give it with "
+            "--axis BIN (or check the input and its --rows / --center-row)\n");
+  return code;
 }
 
 int cmd_fbp(int argc, char **argv) {
@@ -371,6 +385,7 @@ int cmd_fbp(int argc, char **argv) {
   a.corr = (ctr_corrections)CTR_CORRECTIONS_INIT;
   a.out_dtype = CTR_DTYPE_FLOAT32;
   a.out_scale = 1000.0;
+  a.input_scale = 1.0;
   a.center_row = -1;
   a.common = (cli_common)CLI_COMMON_INIT;
   const cli_opt opts[] = {
@@ -378,6 +393,7 @@ int cmd_fbp(int argc, char **argv) {
        cli_parse_string, &a.sinograms, NULL},
       {"--projections", "FILE", "stack of projections, nbins x nrows each, or a DXchange .h5 "
        "(this or --sinograms)", cli_parse_string, &a.projections, NULL},
+      CLI_INPUT_SCALE_OPTION(&a.input_scale),
       {"--flat", "FILE", "flat (white) fields, averaged (default: DXchange's, else none)",
        cli_parse_string, &a.flat, NULL},
       {"--dark", "FILE", "dark fields, averaged (default: DXchange's, else 0)", cli_parse_string,
@@ -404,6 +420,7 @@ int cmd_fbp(int argc, char **argv) {
        &a.angle_start, &a.uniform_given},
       {"--angle-range", "DEG", "range of a uniform scan (default 180)", cli_parse_double,
        &a.angle_range, &a.uniform_given},
+      CLI_ANGLE_UNITS_OPTION(&a.angle_units),
       {"--axis", "BIN|auto", "rotation axis position in bins of the projections (default auto: "
        "found from the data and printed)", parse_axis, &a.axis, &a.axis_given},
       {"--center-method", "auto|vo|correlation", "how auto finds the axis: Vo et al. 2014, or "
@@ -488,6 +505,9 @@ int cmd_fbp(int argc, char **argv) {
     return cli_usage_error("fbp", "--out-scale, --out-offset and --out-range apply to --out-dtype "
                            "uint16 only (float32 and float16 store the values as they are): drop "
                            "them, or add --out-dtype uint16");
+  if (a.input_scale != 1.0 && !a.sinograms)
+    return cli_usage_error("fbp", "--input-scale applies to --sinograms: the flat-field "
+                           "correction of --projections cancels their scale");
   if (a.out_range_given && a.out_scale_given)
     return cli_usage_error("fbp", "--out-range sets --out-scale and --out-offset: give one or the "
                            "others");
@@ -580,10 +600,10 @@ int cmd_fbp(int argc, char **argv) {
             t_input - t_open, t_context - t_input);
   if (!rc) {
     const double ups = (double)rep->nangles * (double)(rep->nx * rep->ny) * (double)rep->nslices;
-    cli_info(&r.session, "fbp: %lld slices of %lld x %lld from %lld angles x %lld bins, %.2f s "
-             "(%.1f GUPS, I/O included)\nwrote %s\n", (long long)rep->nslices, (long long)rep->nx,
-             (long long)rep->ny, (long long)rep->nangles, (long long)rep->nbins, seconds,
-             ups / (seconds > 1e-9 ? seconds : 1e-9) / 1e9, a.out);
+    cli_info(&r.session, "fbp: %lld slices of %lld x %lld from %lld angles x %lld bins (input scale "
+             "%g), %.2f s (%.1f GUPS, I/O included)\nwrote %s\n", (long long)rep->nslices,
+             (long long)rep->nx, (long long)rep->ny, (long long)rep->nangles, (long long)rep->nbins,
+             a.input_scale, seconds, ups / (seconds > 1e-9 ? seconds : 1e-9) / 1e9, a.out);
   }
   const double t_end = cli_now();
   ctr_stack_close(r.in);

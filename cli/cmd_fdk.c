@@ -125,22 +125,12 @@ typedef struct fdk_run {
   ctr_cluster *cluster; /* under mpirun or srun with several ranks */
 } fdk_run;
 
-/* A raw file must hold exactly the geometry's projections: a longer one
- * usually means the wrong --raw-dtype (float32 read as uint16). */
+/* A raw file must hold exactly the geometry's projections. */
 static int check_raw_size(const fdk_args *a, const fdk_run *r) {
-  struct stat st;
-  if (stat(a->projections, &st) != 0)
-    return cli_error("fdk", CLI_EXIT_RUNTIME, "cannot open '%s': %s", a->projections,
-                     strerror(errno));
-  const int64_t need =
-      a->raw_offset + r->nu * r->nv * r->nviews * (int64_t)ctr_dtype_size(a->raw_dtype);
-  if ((int64_t)st.st_size == need) return 0;
-  return cli_error("fdk", CLI_EXIT_INPUT,
-                   "'%s' holds %lld bytes, expected %lld for %lld x %lld x %lld %s (nu x nv x "
-                   "views of '%s') + %lld offset bytes; check --raw-dtype and the geometry",
-                   a->projections, (long long)st.st_size, (long long)need, (long long)r->nu,
-                   (long long)r->nv, (long long)r->nviews, ctr_dtype_name(a->raw_dtype),
-                   a->geometry, (long long)a->raw_offset);
+  char dims[4200];
+  snprintf(dims, sizeof dims, "nu x nv x views of '%s'", a->geometry);
+  return cli_check_raw_size("fdk", "--projections", a->projections, r->nu, r->nv, r->nviews,
+                            a->raw_dtype, a->raw_offset, dims);
 }
 
 /* Header-described files: compare their dims with the geometry ourselves so
@@ -325,7 +315,8 @@ static void print_summary(const fdk_args *a, const fdk_run *r, double seconds) {
   if (a->slices_given)
     cli_info(s, " (slices %lld..%lld of %lld)", (long long)a->slices[0],
              (long long)a->slices[1] - 1, (long long)vol.nz);
-  cli_info(s, ", %s filter (cutoff %g)", ctr_window_name(a->fdk.window), a->fdk.cutoff);
+  cli_info(s, ", %s filter (cutoff %g), input scale %g", ctr_window_name(a->fdk.window),
+           a->fdk.cutoff, a->input_scale);
   /* After --resume the time is this run's, and so is the work it is set
    * against; the value range is the whole output's. */
   const int64_t resumed = r->report.slices_resumed;
@@ -431,8 +422,7 @@ int cmd_fdk(int argc, char **argv) {
        cli_parse_dtype, &a.raw_dtype, &a.raw_given},
       {"--raw-offset", "BYTES", "header bytes to skip in raw projections (default 0)",
        cli_parse_offset, &a.raw_offset, &a.raw_given},
-      {"--input-scale", "F", "divide projection values by F, e.g. a uint16 scale (default 1)",
-       cli_parse_positive, &a.input_scale, NULL},
+      CLI_INPUT_SCALE_OPTION(&a.input_scale),
       {"--filter", "NAME", "ram-lak, shepp-logan, cosine, hamming, hann (default hann)",
        parse_window, &a.fdk.window, NULL},
       {"--cutoff", "F", "filter cut-off as a fraction of Nyquist, 0 < F <= 1 (default 1)",

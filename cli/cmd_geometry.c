@@ -173,6 +173,11 @@ static int run_write(const geometry_args *a) {
   ctr_geometry *g = NULL;
   ctr_status st = ctr_geometry_create_circular(&a->p, &vol, &g);
   if (st != CTR_OK) return cli_fail("geometry", st);
+  double span = 0;
+  if (ctr_angles_look_like_radians(NULL, a->p.nviews, a->p.angle_range_deg, &span))
+    cli_warn("geometry", "--range %g: the %lld views span only %.4g degrees: this looks like "
+             "radians, and --range takes degrees (360 for a full turn)", a->p.angle_range_deg,
+             (long long)a->p.nviews, span);
   const cli_file out[] = {{"--out", a->out}, {0}};
   int rc = cli_check_files("geometry", NULL, out);
   if (!rc) {

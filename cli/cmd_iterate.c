@@ -44,11 +44,11 @@ typedef struct it_args {
   const char *preview, *init, *angles, *shifts, *algorithm, *pair;
   ctr_file_format out_format;
   ctr_dtype raw_dtype;
-  double box[2], angle_start, angle_range, axis, voxel, pixel;
+  double box[2], angle_start, angle_range, axis, voxel, pixel, input_scale;
   int64_t size[2], iterations, subsets, tv_iterations, checkpoint_every, slab;
   double tolerance, relaxation, tv_weight;
   int box_given, axis_given, size_given, nonneg, resume, keep_checkpoint, strict, subsets_given,
-      tv_given, every_given, relax_given, parallel_given, raw_given;
+      tv_given, every_given, relax_given, parallel_given, raw_given, angle_units;
   uint64_t gpu_mem, host_mem;
   cli_common common;
 } it_args;
@@ -182,6 +182,16 @@ static int on_iteration(void *user, const ctr_iterate_info *i) {
   return 0;
 }
 
+/* A resume refused for another slab size: the CLI's words for it. */
+static void slab_hint(int resume) {
+  const char *at = resume ? strstr(ctr_error_detail(), "its slab_slices is ") : NULL;
+  long long n = 0;
+  if (at && sscanf(at, "its slab_slices is %lld", &n) == 1)
+    fprintf(stderr, "ctrecon iterate: the checkpoint was made with --slab-slices %lld (another "
+            "slab size changes the result's last bits): repeat the command with --slab-slices "
+            "%lld\n", n, n);
+}
+
 /* ---- Data ------------------------------------------------------------------------- */
 
 /* A stack of images of exactly w x h x n float32 values (a raw file needs
@@ -191,6 +201,9 @@ static int load_stack(const char *path, const char *option, int64_t w, int64_t h
   ctr_file_format fmt;
   int rc = cli_resolve_format("iterate", option, NULL, path, CTR_FORMAT_AUTO, &fmt);
   if (rc) return rc;
+  if (fmt == CTR_FORMAT_RAW && (rc = cli_check_raw_size("iterate", option, path, w, h, n, raw_dtype,
+                                                        0, what)))
+    return rc;
   ctr_stack_info hint = CTR_STACK_INFO_INIT, info = CTR_STACK_INFO_INIT;
   hint.width = w, hint.height = h, hint.count = n, hint.dtype = raw_dtype;
   void *data = NULL;
@@ -217,7 +230,8 @@ static int parallel_geometry(const it_args *a, int64_t nbins, int64_t nangles,
   p.angle_start_deg = a->angle_start;
   p.angle_range_deg = a->angle_range;
   int rc = 0;
-  if (a->angles) rc = cli_read_numbers("iterate", a->angles, "angles", nangles, &angles);
+  rc = cli_parallel_angles("iterate", a->angles, a->angle_units, nangles, &angles,
+                           &p.angle_start_deg, &p.angle_range_deg);
   if (!rc && a->shifts) rc = cli_read_numbers("iterate", a->shifts, "axis shift", nangles, &shifts);
   if (!rc) {
     p.angles_deg = angles;
@@ -248,8 +262,9 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
   if (a->sinograms && a->projections)
     return cli_usage_error(cmd, "--projections goes with --geometry (cone beam); parallel-beam "
                            "data come as --sinograms");
-  if (a->geometry && (a->parallel_given || a->axis_given || a->size_given))
-    return cli_usage_error(cmd, "--angles, --angle-start, --angle-range, --axis, --axis-shift, "
+  if (a->geometry && (a->parallel_given || a->axis_given || a->size_given || a->angle_units))
+    return cli_usage_error(cmd, "--angles, --angle-start, --angle-range, --angle-units, --axis, "
+                           "--axis-shift, "
                            "--size, --voxel and --pixel-size describe parallel beam "
                            "(--sinograms): the geometry file describes cone beam");
   if (a->sinograms && a->raw_given)
@@ -293,6 +308,7 @@ int cmd_iterate(int argc, char **argv) {
   a.angle_range = 180.0;
   a.checkpoint_every = 1;
   a.raw_dtype = CTR_DTYPE_FLOAT32;
+  a.input_scale = 1.0;
   a.common = (cli_common)CLI_COMMON_INIT;
   const cli_opt opts[] = {
       {"--geometry", "FILE", "cone-beam geometry (JSON, ctrecon geometry)", cli_parse_string,
@@ -303,12 +319,14 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_dtype, &a.raw_dtype, &a.raw_given},
       {"--sinograms", "FILE", "parallel-beam sinograms, nbins x nangles x slices",
        cli_parse_string, &a.sinograms, NULL},
+      CLI_INPUT_SCALE_OPTION(&a.input_scale),
       {"--angles", "FILE", "parallel beam: angles in degrees, one per projection (default "
        "uniform)", cli_parse_string, &a.angles, &a.parallel_given},
       {"--angle-start", "DEG", "parallel beam: first angle of a uniform scan (default 0)",
        cli_parse_double, &a.angle_start, &a.parallel_given},
       {"--angle-range", "DEG", "parallel beam: range of a uniform scan (default 180)",
        cli_parse_double, &a.angle_range, &a.parallel_given},
+      CLI_ANGLE_UNITS_OPTION(&a.angle_units),
       {"--axis", "BIN", "parallel beam: rotation axis in bins (default the detector centre)",
        cli_parse_double, &a.axis, &a.axis_given},
       {"--axis-shift", "FILE", "parallel beam: per-projection axis correction, bins (default "
@@ -458,8 +476,13 @@ int cmd_iterate(int argc, char **argv) {
     rc = cli_fail(cmd, st);
     goto cleanup;
   }
-  int64_t vd[3];
+  int64_t vd[3], pdims[3];
   ctr_projector_get_volume_dims(p, vd);
+  ctr_projector_get_projection_dims(p, pdims);
+  if (a.input_scale != 1.0) {
+    const float inv = (float)(1.0 / a.input_scale);
+    for (int64_t i = 0, n = pdims[0] * pdims[1] * pdims[2]; i < n; i++) proj[i] *= inv;
+  }
   const int64_t nvol = vd[0] * vd[1] * vd[2];
   vol = cli_alloc_floats(cmd, nvol, "the volume", &rc);
   if (!vol) goto cleanup;
@@ -509,13 +532,12 @@ int cmd_iterate(int argc, char **argv) {
       goto cleanup;
     }
     char text[512];
-    int64_t pd[3];
-    ctr_projector_get_projection_dims(p, pd);
     ctr_iterate_plan_describe(&plan, text, sizeof text);
     cli_info(&r.session, "iterate: %s, %lld iterations, %s pair; %lld x %lld x %lld projections "
-             "-> %lld x %lld x %lld voxels\nplan: %s\n", ctr_iterate_algorithm_name(o.algorithm),
-             (long long)o.iterations, a.pair, (long long)pd[0], (long long)pd[1], (long long)pd[2],
-             (long long)vd[0], (long long)vd[1], (long long)vd[2], text);
+             "(input scale %g) -> %lld x %lld x %lld voxels\nplan: %s\n",
+             ctr_iterate_algorithm_name(o.algorithm), (long long)o.iterations, a.pair,
+             (long long)pdims[0], (long long)pdims[1], (long long)pdims[2], a.input_scale, (long long)vd[0],
+             (long long)vd[1], (long long)vd[2], text);
   }
   if (checkpoints) {
     if (a.resume && (rc = history_load(&r, a.iterations))) goto cleanup;
@@ -546,6 +568,7 @@ int cmd_iterate(int argc, char **argv) {
                           : init_file && strstr(ctr_error_detail(), "the initial volume") ? a.init
                           : a.sinograms ? a.sinograms : a.projections;
       rc = cli_fail_file(cmd, st, about);
+      slab_hint(a.resume);
       if (checkpoints && !a.resume && stat(ckpath, &sb) != 0) remove(r.log_path); /* no state */
     }
     goto cleanup;

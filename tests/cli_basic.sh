@@ -120,6 +120,10 @@ expect 0 "geometry with --opt=value, lists, cw, short scan" geometry --out=s.jso
   --du 9 --dv 12 --views 20 --range 220 --direction cw --volume 32,32,16 --voxel 8,8,16 \
   --vol-offset 0,0,10 --start -30 --offset-u 2 --quiet
 if [ ! -s "$OUT" ]; then ok "geometry --quiet prints nothing"; else bad "geometry --quiet printed"; fi
+expect 0 "geometry --range 6.28 (radians)" geometry --out r.json $G --range 6.2832 --quiet
+has "$ERR" "--range 6.2832: the 30 views span only 6.074 degrees: this looks like radians" \
+  "--range in radians warns, naming --range"
+rm -f r.json
 expect 0 "geometry --check of the short scan" geometry --check s.json
 has "$OUT" "short scan" "check: short scan recognised"
 has "$OUT" "cw" "check: clockwise"

@@ -105,4 +105,62 @@ refused "--center-row with --axis" "--center-row chooses the row .* --axis 40 gi
 exits 2 "--interp cubic" "${FBP[@]}" --interp cubic --out e.raw
 exits 1 "output directory missing" "${FBP[@]}" --out nodir/e.raw
 [ ! -e e.raw ] && ok "no output after errors" || bad "e.raw exists"
+# A blank (all-zero) scan has no rotation axis to find: it "found" 63.5 with exit 0, and
+# --stitch-360 then widened the slices. An error naming --axis now, and no output.
+python3 -c "
+hdr = b'NRRD0004\ntype: float\ndimension: 3\nsizes: 64 90 2\nendian: little\nencoding: raw\n\n'
+open('blank.nrrd', 'wb').write(hdr + bytes(4 * 64 * 90 * 2))"
+for extra in "" --stitch-360; do
+  exits 3 "a blank scan ${extra:-(auto axis)}" fbp --sinograms blank.nrrd --angle-range 360 $extra \
+    --out blank.raw --device cpu
+  grep -q "no rotation axis can be found" "$ERR" && grep -q -- "--axis BIN" "$ERR" && [ ! -e blank.raw ] &&
+    ok "blank ${extra:-scan}: no axis found, --axis named, no output" || bad "blank scan: $(cat "$ERR")"
+done
+exits 0 "--center-range 40:41" fbp --sinograms pd/sinograms.tif --center-range 40:41 --out cr.raw --device cpu
+axis=$(awk '/^rotation axis:/ {print $3}' "$OUT")
+awk -v a="$axis" 'BEGIN { exit !(a != "" && a >= 40 && a <= 41) }' &&
+  ok "--center-range 40:41: the axis found ($axis) lies in the range" || bad "axis '$axis' outside 40:41"
+# Angles in radians given as degrees (--angle-range 3.14159): a warning naming radians and
+# --angle-units; --angle-units rad reads them as radians (the slices of --angle-range 180),
+# --angle-units deg says they are degrees (no warning). The same for an --angles file.
+S=(fbp --sinograms pd/sinograms.tif --axis 47.5 --device cpu)
+step "--angle-range 180" "${S[@]}" --angle-range 180 --out a180.raw
+step "--angle-range 3.14159" "${S[@]}" --angle-range 3.14159 --out api.raw
+grep -q "warning: the 180 angles (--angle-range 3.14159) span only 3.124 degrees: they look like radians.*--angle-units rad.*--angle-units deg" "$ERR" &&
+  ok "--angle-range 3.14159 warns of radians, naming --angle-units" || bad "no radians warning: $(cat "$ERR")"
+step "--angle-range 3.14159265358979 --angle-units rad" "${S[@]}" --angle-range 3.14159265358979 \
+  --angle-units rad --out arad.raw
+grep -q "radians" "$ERR" && bad "--angle-units rad warned" || ok "--angle-units rad: no warning"
+close_raw a180.raw arad.raw 1e-4 &&
+  ok "--angle-units rad: the slices of --angle-range 180" || bad "--angle-units rad slices differ"
+step "--angle-units deg" "${S[@]}" --angle-range 3.14159 --angle-units deg --out adeg.raw
+grep -q "radians" "$ERR" && bad "--angle-units deg warned" || ok "--angle-units deg: no warning"
+python3 -c "
+import math
+print('\n'.join(repr(math.pi * a / 180) for a in range(180)))" > rad.txt
+step "--angles in radians" "${S[@]}" --angles rad.txt --out afile.raw
+grep -q "warning: the 180 angles (--angles 'rad.txt') span only 3.124 degrees: they look like radians" "$ERR" &&
+  ok "an --angles file in radians warns" || bad "--angles radians: $(cat "$ERR")"
+exits 2 "--angle-units grad" "${S[@]}" --angle-units grad --out x.raw
+grep -q -- "--angle-units 'grad': expected deg or rad" "$ERR" && ok "bad --angle-units named" || bad "grad: $(cat "$ERR")"
+# --input-scale, as in fdk and iterate: uint16 sinograms stored as value x 900 reconstruct as the
+# float32 ones (fbp had no input scale), the scale stated in the summary; refused for projections.
+python3 -c "
+import math, struct
+nb, na, ns = 64, 90, 2
+v = [2 * math.sqrt(max(0.0, 20.0 ** 2 - (b - 31.5) ** 2)) * 0.05 for b in range(nb)] * (na * ns)
+def nrrd(name, kind, data):
+    hdr = 'NRRD0004\ntype: %s\ndimension: 3\nsizes: %d %d %d\nendian: little\nencoding: raw\n\n' % (kind, nb, na, ns)
+    open(name, 'wb').write(hdr.encode() + data)
+nrrd('disc.nrrd', 'float', struct.pack('<%df' % len(v), *v))
+nrrd('disc16.nrrd', 'ushort', struct.pack('<%dH' % len(v), *[round(x * 900) for x in v]))"
+step "fbp float32 sinograms" fbp --sinograms disc.nrrd --axis 31.5 --out d32.raw --device cpu
+step "fbp uint16 sinograms --input-scale 900" fbp --sinograms disc16.nrrd --axis 31.5 --input-scale 900 \
+  --out d16.raw --device cpu
+grep -q "(input scale 900)" "$OUT" && ok "the summary states the input scale" || bad "no input scale: $(cat "$OUT")"
+close_raw d32.raw d16.raw 0.01 && ok "uint16 / 900 reconstructs as the float32 sinograms" ||
+  bad "--input-scale 900 differs"
+exits 2 "--input-scale with --projections" "${PP[@]}" --input-scale 900 --out x.raw
+grep -q -- "--input-scale applies to --sinograms" "$ERR" && ok "the refusal names --sinograms" ||
+  bad "--input-scale projections: $(cat "$ERR")"
 finish

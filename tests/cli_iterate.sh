@@ -99,7 +99,51 @@ grep -q "belongs to another run: its geometry checksum differs" "$ERR" &&
   ok "the message names the geometry" || bad "other geometry: $(cat "$ERR")"
 [ -s o.raw.checkpoint ] && ok "the checkpoint kept" || bad "checkpoint lost"
 step "--resume with the same data" "${IT[@]}" --algorithm cgls --iterations 4 --out o.raw --resume --quiet
+# --resume with another --slab-slices: the forward sums in another order and the result
+# differed in its last bits; refused, naming --slab-slices and the checkpoint's value.
+step "cgls: 2 iterations in slabs of 8" "${IT[@]}" --algorithm cgls --iterations 2 --out sl.raw \
+  --slab-slices 8 --keep-checkpoint --quiet
+exits 3 "--resume with --slab-slices 5" "${IT[@]}" --algorithm cgls --iterations 4 --out sl.raw \
+  --slab-slices 5 --resume
+grep -q "made with --slab-slices 8" "$ERR" && ok "the message names --slab-slices 8" ||
+  bad "other slab: $(cat "$ERR")"
+step "--resume with --slab-slices 8" "${IT[@]}" --algorithm cgls --iterations 4 --out sl.raw \
+  --slab-slices 8 --resume --quiet
 exits 2 "--resume without a checkpoint" "${IT[@]}" --iterations 3 --out none.raw --resume
+
+# Raw files must hold exactly the sizes expected (as fdk checks): one 40 bytes too long, and
+# float32 data read as uint16, ran with exit 0; the same for --init and --truth.
+step "raw projections" phantom --geometry g.json --out proj.raw --device cpu --quiet
+cp proj.raw long.raw && head -c 40 /dev/zero >> long.raw
+exits 3 "raw projections 40 bytes too long" iterate --geometry g.json --projections long.raw \
+  --device cpu --iterations 1 --out x.raw --checkpoint-every 0
+grep -q -- "--projections: 'long.raw' holds 153640 bytes, expected 153600 for 40 x 40 x 24 float32" "$ERR" &&
+  ok "the error names the file, its size and the expected size" || bad "long raw: $(cat "$ERR")"
+exits 3 "float32 projections read as uint16" iterate --geometry g.json --projections proj.raw \
+  --raw-dtype uint16 --device cpu --iterations 1 --out x.raw --checkpoint-every 0
+grep -q "'proj.raw' holds 153600 bytes, expected 76800 .* uint16" "$ERR" &&
+  ok "the error names the uint16 size" || bad "uint16: $(cat "$ERR")"
+step "a raw volume" "${IT[@]}" --iterations 1 --out v.raw --checkpoint-every 0 --quiet
+cp v.raw vlong.raw && head -c 40 /dev/zero >> vlong.raw
+for opt in --init --truth; do
+  exits 3 "$opt raw 40 bytes too long" "${IT[@]}" --iterations 1 $opt vlong.raw --out x.raw \
+    --checkpoint-every 0
+  grep -q -- "$opt: 'vlong.raw' holds 55336 bytes, expected 55296" "$ERR" &&
+    ok "$opt: the error names the file and both sizes" || bad "$opt long raw: $(cat "$ERR")"
+done
+[ ! -e x.raw ] && ok "no output from the refused raw files" || bad "x.raw written"
+
+# uint16 projections stored as value x 900 (phantom --uint16-scale 900) read back with
+# --input-scale 900, the scale stated in the summary; they came out 900 x too large.
+step "uint16 projections x 900" phantom --geometry g.json --out q.raw --dtype uint16 \
+  --uint16-scale 900 --device cpu --quiet
+step "iterate float32" "${IT[@]}" --algorithm cgls --iterations 2 --out f32.raw --checkpoint-every 0
+step "iterate uint16 --input-scale 900" iterate --geometry g.json --projections q.raw --raw-dtype uint16 \
+  --input-scale 900 --device cpu --algorithm cgls --iterations 2 --out u16.raw --checkpoint-every 0
+grep -q "(input scale 900)" "$OUT" && ok "the summary states the input scale" ||
+  bad "no input scale in: $(cat "$OUT")"
+close_raw f32.raw u16.raw 0.01 &&
+  ok "uint16 / 900 reconstructs as the float32 data" || bad "uint16 --input-scale 900 differs"
 
 # Parallel beam: the sinograms of `demo --parallel`.
 step "demo --parallel" demo --parallel --size 32 --views 40 --slices 3 --out-dir pd --device cpu --quiet
@@ -107,6 +151,17 @@ P=$(awk 'BEGIN { printf "%.17g", 256 / 32 }')
 step "iterate --sinograms" iterate --sinograms pd/sinograms.tif --pixel-size "$P" --algorithm cgls \
   --iterations 3 --out ps.nrrd --device cpu
 [ "$(grep -c '^iteration ' "$OUT")" -eq 3 ] && ok "parallel: 3 iterations" || bad "parallel iterations"
+
+# Radians given as degrees: warned as in fbp (the one library check), --angle-units says which.
+step "iterate --angle-range 3.14159" iterate --sinograms pd/sinograms.tif --pixel-size "$P" \
+  --angle-range 3.14159 --algorithm cgls --iterations 1 --out pr.raw --device cpu --checkpoint-every 0
+grep -q "warning: the 40 angles (--angle-range 3.14159) span only 3.063 degrees: they look like radians" "$ERR" &&
+  ok "iterate: radians warned" || bad "iterate radians: $(cat "$ERR")"
+step "iterate --angle-units rad" iterate --sinograms pd/sinograms.tif --pixel-size "$P" \
+  --angle-range 3.14159265358979 --angle-units rad --algorithm cgls --iterations 1 --out pr2.raw \
+  --device cpu --checkpoint-every 0
+grep -q "radians" "$ERR" && bad "iterate --angle-units rad warned" || ok "iterate --angle-units rad: no warning"
+exits 2 "--angle-units with cone beam" "${IT[@]}" --angle-units rad --out x.raw
 
 # An axis or a slice grid that no ray meets: an error naming the cause, not
 # a blank volume with exit 0 (cgls stopped at once as "converged"), and

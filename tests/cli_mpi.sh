@@ -188,6 +188,17 @@ resumable() {
   fi
 }
 
+# rank2_reads OUT FILE: fdk on 3 ranks, ranks 0 and 1 reading p.raw, rank 2 FILE (its own copy);
+# each rank's status in rc.R.
+rank2_reads() {
+  rm -f rc.*
+  OMPI_MCA_orte_abort_on_non_zero_status=0 \
+  "$MPIRUN" --oversubscribe -np 2 bash rankrc.sh "$CTR" fdk --geometry g.json --projections p.raw \
+    --device cpu --out "$1" --threads 1 : -np 1 bash rankrc.sh "$CTR" fdk --geometry g.json \
+    --projections "$2" --device cpu --out "$1" --threads 1 >"$OUT" 2>"$ERR"
+  rc=$?
+}
+
 echo "# faults: a bad input seen by one rank only"
 # a NaN in detector row 38 of view 0: rows 17..39 are rank 1's (rank 0, slowed, takes none)
 cp p.raw bad.raw && printf '\x00\x00\xc0\x7f' | dd of=bad.raw conv=notrunc bs=1 seek=$(((38 * NU + 20) * 4)) 2>/dev/null
@@ -198,18 +209,31 @@ CTRECON_INJECT_RANK=0 CTRECON_INJECT_DELAY_MS=500 mpi_rc 2 fdk --geometry g.json
 one_error fdk "rank 1 of 2 (.*): 'bad.raw': 1 values NaN" "one message naming rank 1 and the bad value"
 [ ! -e bad.out.raw ] && ok "no final file" || bad "bad.out.raw exists"
 resumable "bad input" bad.out.raw
-rm -f rc.*
-OMPI_MCA_orte_abort_on_non_zero_status=0 \
-"$MPIRUN" --oversubscribe -np 2 bash rankrc.sh "$CTR" fdk --geometry g.json --projections p.raw \
-  --device cpu --out m.raw --threads 1 : -np 1 bash rankrc.sh "$CTR" fdk --geometry g.json \
-  --projections missing.raw --device cpu --out m.raw --threads 1 >"$OUT" 2>"$ERR"
-rc=$?
+rank2_reads m.raw missing.raw
 [ "$(cat rc.0 2>/dev/null)" -ne 0 ] && [ "$(cat rc.1 2>/dev/null)" -ne 0 ] &&
   [ "$(cat rc.2 2>/dev/null)" -ne 0 ] && ok "a file missing on rank 2: every rank exits non-zero" ||
   bad "missing file: ranks' exits: $(cat rc.* 2>/dev/null | tr '\n' ' ')"
-one_error fdk "rank 2 of 3 (.*): cannot open 'missing.raw'" "one message naming rank 2 and the file"
+one_error fdk "rank 2 of 3 (.*): --projections: cannot open 'missing.raw'" "one message naming rank 2 and the file"
 [ ! -e m.raw ] && ok "no final file" || bad "m.raw exists"
 resumable "missing file" m.raw
+
+echo "# faults: node-local copies of the input that differ (same size)"
+# Each rank reads its own copy: an equal copy runs (the output is one process's); one whose
+# data differ (one value in the first rows of view 0) made a mixed volume with exit 0; the
+# ranks agree on a fingerprint of what they read now: every rank stops, one message naming
+# the rank and its file.
+cp p.raw same.raw
+cp p.raw other.raw && printf '\x00\x00\x80\x3f' | dd of=other.raw conv=notrunc bs=1 seek=$(((3 * NU + 20) * 4)) 2>/dev/null
+rank2_reads c_same.raw same.raw
+same c_same.raw plain.raw "an equal node-local copy on rank 2: the output is one process's"
+rank2_reads c_other.raw other.raw
+[ "$(cat rc.0 2>/dev/null)" -ne 0 ] && [ "$(cat rc.1 2>/dev/null)" -ne 0 ] &&
+  [ "$(cat rc.2 2>/dev/null)" -ne 0 ] && ok "a differing copy on rank 2: every rank exits non-zero" ||
+  bad "differing copy: ranks' exits: $(cat rc.* 2>/dev/null | tr '\n' ' ')"
+one_error fdk "rank 2 of 3 (.*): the input 'other.raw' it reads differs from rank 0's" \
+  "one message naming rank 2 and its copy"
+[ ! -e c_other.raw ] && ok "no final file from differing copies" || bad "c_other.raw exists"
+rm -f c_other.raw.partial*
 
 echo "# faults: a hung rank (the --rank-timeout)"
 CTRECON_INJECT_RANK=1 CTRECON_INJECT_HANG=1 mpi 3 "${FDK[@]}" --out h.raw --rank-timeout 2

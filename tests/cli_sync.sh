@@ -72,4 +72,25 @@ near "$axis" 40.3 0.25 && ok "360 axis found: $axis (true 40.3)" || bad "360 axi
 grep -q "correlation" "$OUT" && ok "found by the correlation of opposite projections" || bad "method"
 grep -Eq '^sizes: 82 82 4' s.nrrd && ok "stitched field of view: 82 bins" ||
   bad "s.nrrd sizes: $(grep -a '^sizes' s.nrrd)"
+# theta in radians: with units="rad" (h5py's variable-length string) read as radians, the
+# same slices as the degrees file (it was read as degrees: 57 x too small, a wrong volume with
+# exit 0); without a units attribute a warning naming radians and how to say the units;
+# units="deg" silences it; an unknown unit is an error naming the dataset.
+step "degrees file, axis given" "${F[@]}" --axis 34.8 --out tdeg.raw
+"$MAKE" trad.h5 64 12 90 34.8 180 0 rad && ok "DXchange file with theta in radians" || bad "make rad"
+step "theta units=rad" fbp --projections trad.h5 --device cpu --pixel-size 0.01 --axis 34.8 --out trad.raw
+grep -q "radians" "$ERR" && bad "units=rad warned: $(cat "$ERR")" || ok "units=rad: no warning"
+close_raw tdeg.raw trad.raw 1e-4 &&
+  ok "theta in radians with units=rad gives the degrees file's slices" || bad "units=rad slices differ"
+"$MAKE" tnone.h5 64 12 90 34.8 3.14159 && ok "DXchange file of a 3.14-unit theta, no units" || bad "make none"
+step "theta spanning 3.1 'degrees', no units" fbp --projections tnone.h5 --device cpu --axis 34.8 --out tn.raw
+grep -q "warning: the 90 angles (/exchange/theta of 'tnone.h5', without a units attribute: units=\"rad\" or \"deg\" there says which) span only 3.1.* degrees: they look like radians" "$ERR" &&
+  ok "warned: looks like radians, names theta and its units attribute" || bad "no radians warning: $(cat "$ERR")"
+"$MAKE" tdeg.h5 64 12 90 34.8 3.14159 0 deg && ok "DXchange file, units=deg" || bad "make deg"
+step "theta units=deg" fbp --projections tdeg.h5 --device cpu --axis 34.8 --out td.raw
+grep -q "radians" "$ERR" && bad "units=deg warned" || ok "units=deg: no warning"
+"$MAKE" tgon.h5 64 12 90 34.8 180 0 gon && ok "DXchange file, units=gon" || bad "make gon"
+exits 3 "theta units=gon" fbp --projections tgon.h5 --device cpu --axis 34.8 --out tg.raw
+grep -q "dataset '/exchange/theta' of HDF5 file 'tgon.h5': units 'gon': expected deg, degree, degrees, rad, radian or radians" "$ERR" &&
+  [ ! -e tg.raw ] && ok "unknown unit: error naming the dataset" || bad "units=gon: $(cat "$ERR")"
 finish

@@ -43,6 +43,18 @@ clean() {
   left=$(find . -name '*.partial*' -o -name '*.scratch.*' -o -name '*.tmp.*')
   if [ -z "$left" ]; then ok "$1: nothing left behind"; else bad "$1: left behind: $left"; fi
 }
+# close_raw A B REL: float32 raw files A and B of one size, differing by at most REL x the
+# largest |value| of A (which is not all zero).
+close_raw() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import struct, sys
+a, b = (open(f, 'rb').read() for f in sys.argv[1:3])
+n = len(a) // 4
+x, y = struct.unpack('<%df' % n, a), struct.unpack('<%df' % n, b[:4 * n])
+m = max(abs(v) for v in x)
+sys.exit(not (len(a) == len(b) and m > 0 and max(abs(u - v) for u, v in zip(x, y)) <= float(sys.argv[3]) * m))
+PY
+}
 finish() {
   echo "$pass passed, $fail failed"
   [ "$fail" -eq 0 ]

@@ -286,8 +286,8 @@ static void test_ledger(void) {
   CHECK(got == 1 && p.z0 == 20 && p.nz == 6);
   CHECK_OK(ctr__dist_next(d, &p, &got));
   CHECK(got == 0);
-  uint64_t fp[2] = {7, 8}, root = 0;
-  CHECK_OK(ctr__dist_same_run(d, CTR_OK, fp, &root));
+  uint64_t fp[3] = {7, 8, 9}, root = 0;
+  CHECK_OK(ctr__dist_same_run(d, CTR_OK, fp, "in.raw", &root));
   CHECK(root == 8);
   ctr_error_clear();
   CHECK(ctr__dist_gather(d, CTR_E_IO, NULL, 0, NULL) == CTR_E_IO);

@@ -274,9 +274,17 @@ static void test_resume(void) {
     CHECK_MSG(w.n == 2 && w.res[1] == t.res[5], "%s: residuals differ",
               ctr_iterate_algorithm_name((ctr_iterate_algorithm)alg));
     /* The checkpoint of another problem is refused, naming what differs. */
+    const double relaxation = o.relaxation;
     o.relaxation = 1.5;
     if (alg != CTR_ITERATE_CGLS && alg != CTR_ITERATE_FISTA_TV)
       CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, b, NULL), CTR_E_FORMAT, "relaxation");
+    /* Another slab size sums the forward projection in another order (the
+     * result differs in its last bits): refused, naming both sizes. */
+    o.relaxation = relaxation;
+    o.max_slab_slices = 5;
+    CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, b, NULL), CTR_E_FORMAT,
+                "its slab_slices is 20, this run's 5");
+    o.max_slab_slices = 0;
   }
   /* A damaged checkpoint is refused. */
   FILE *f = fopen(ck, "r+b");

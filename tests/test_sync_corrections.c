@@ -111,6 +111,37 @@ static void test_center(void) {
   ctr_phantom_free(ph);
 }
 
+/* The axis found lies in the search range, even when the range misses the
+ * true axis (--center-range 60:61 returned 62.25); a blank or all-zero scan
+ * has no axis to find: an error, not the detector's centre. */
+static void test_center_limits(void) {
+  ctr_phantom *ph = NULL;
+  CHECK_OK(ctr_phantom_shepp_logan(40.0, 1.0, &ph));
+  if (!ph) return;
+  const ctr_center_method methods[2] = {CTR_CENTER_VO, CTR_CENTER_CORRELATION};
+  const double ranges[3][2] = {{60, 61}, {70, 70.5}, {60, 60}};
+  for (int k = 0; k < 2; k++) {
+    ctr_parallel_geometry *g = geometry(128, 360, methods[k] == CTR_CENTER_VO ? 180.0 : 360.0, 66.8);
+    if (!g) continue;
+    float *s = sinogram(g, ph);
+    for (int r = 0; r < 3; r++) {
+      double found = -1;
+      CHECK_OK(ctr_center_find(g_ctx, g, methods[k], ranges[r][0], ranges[r][1], 1, s, &found, NULL));
+      CHECK_MSG(found >= ranges[r][0] && found <= ranges[r][1], "%s in [%g, %g]: found %.3f",
+                k ? "correlation" : "VO", ranges[r][0], ranges[r][1], found);
+    }
+    for (int blank = 0; blank < 2; blank++) { /* all zero; a flat beam varying per angle */
+      for (int64_t i = 0; i < 128 * 360; i++) s[i] = blank ? (float)(0.1 * (double)(i / 128 % 7)) : 0.0f;
+      double found = -1;
+      CHECK_FAILS(ctr_center_find(g_ctx, g, methods[k], 0, 0, 1, s, &found, NULL), CTR_E_GEOMETRY,
+                  "no rotation axis can be found");
+    }
+    free(s);
+    ctr_parallel_free(g);
+  }
+  ctr_phantom_free(ph);
+}
+
 static void test_dezinger(void) {
   ctr_phantom *ph = NULL;
   CHECK_OK(ctr_phantom_shepp_logan(40.0, 0.02, &ph));
@@ -381,6 +412,7 @@ int main(void) {
   CHECK_OK(ctr_context_create(&co, &g_cpu));
   test_daubechies();
   test_center();
+  test_center_limits();
   test_dezinger();
   test_stripes();
   test_zero_sign();

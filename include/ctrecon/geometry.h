@@ -84,6 +84,16 @@ CTR_API void ctr_geometry_get_matrix(const ctr_geometry *g, int64_t i, double ou
 CTR_API void ctr_geometry_get_source(const ctr_geometry *g, int64_t i, double out[3]);
 /* 1 for a circular orbit (u, c independent of z), else 0. */
 CTR_API int ctr_geometry_is_circular(const ctr_geometry *g);
+/* Angles meant as degrees that look like radians: n >= 2 angles (the list
+ * angles_deg, or if NULL a uniform scan of n angles over range_deg) whose
+ * whole span (largest - smallest) is below CTR_RADIANS_SPAN_DEG = 2 pi +
+ * 0.01 "degrees": a scan in radians read as degrees (no CT scan covers
+ * 6.3 degrees). 1 if so (*span_deg, if not NULL, gets the span), else 0.
+ * The one check behind every interface's warning (CLI, Python). */
+#define CTR_RADIANS_SPAN_DEG 6.2931853071795862
+CTR_API int ctr_angles_look_like_radians(const double *angles_deg, int64_t n, double range_deg,
+                                         double *span_deg);
+
 /* Fraction of the voxel centres inside the volume's inscribed cylinder (about
  * the z axis through the volume centre) that project inside the detector in
  * every view (1.0 = the field of view is fully covered). */

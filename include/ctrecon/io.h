@@ -59,6 +59,14 @@ CTR_API ctr_status ctr_stack_read(ctr_stack_reader *r, int64_t first, int64_t n,
  * CTR_FEATURE_HDF5; errors name the file and dataset. */
 CTR_API ctr_status ctr_hdf5_read_vector(const char *file, const char *dataset, double **out,
                                         int64_t *n);
+/* Projection angles in degrees from a 1D dataset of an HDF5 file (e.g.
+ * DXchange's /exchange/theta), honouring its string attribute "units":
+ * rad, radian or radians (converted to degrees), deg, degree or degrees, or
+ * absent (degrees); another unit is CTR_E_FORMAT naming the file, the
+ * dataset and the unit. *units_given (may be NULL) is 1 when the attribute
+ * says which. *out as for ctr_hdf5_read_vector. */
+CTR_API ctr_status ctr_hdf5_read_angles(const char *file, const char *dataset, double **out,
+                                        int64_t *n, int *units_given);
 /* Rows [row0, row0 + nrows) of images [first, first+n), converted to
  * `dtype`, into out (n x nrows x width, image after image): a block of
  * detector rows of every projection without reading whole images where the

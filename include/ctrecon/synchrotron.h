@@ -94,8 +94,10 @@ CTR_API ctr_status ctr_corrections_init(ctr_corrections *s, unsigned version);
 /* The rotation axis (bins) of nslices sinograms (nbins x nangles each, the
  * geometry's angles and nbins; its axis is not used), by `method`
  * (CTR_CENTER_AUTO chooses as documented) within [lo, hi] (both 0: the
- * whole detector); the sinograms are averaged first. *used gets the method
- * that ran (may be NULL). CPU (it runs once per reconstruction). */
+ * whole detector; the axis returned lies in it); the sinograms are averaged
+ * first. Sinograms constant along the detector in every projection (a blank
+ * scan) have no axis to find: CTR_E_GEOMETRY. *used gets the method that
+ * ran (may be NULL). CPU (it runs once per reconstruction). */
 CTR_API ctr_status ctr_center_find(ctr_context *ctx, const ctr_parallel_geometry *g,
                                    ctr_center_method method, double lo, double hi,
                                    int64_t nslices, const float *sino, double *axis,
@@ -146,7 +148,7 @@ typedef void (*ctr_slices_fn)(void *user, int64_t z0, int64_t n, int64_t nx, int
                               const float *slices);
 
 /* Version 2 adds cluster, version 3 read_ahead. */
-#define CTR_FBP_STREAM_OPTIONS_VERSION 3u
+#define CTR_FBP_STREAM_OPTIONS_VERSION 4u
 typedef struct ctr_fbp_stream_options {
   unsigned version;
   const ctr_fbp_options *fbp;          /* filter, interpolation, GPU kernel, strict; NULL = the
@@ -177,11 +179,14 @@ typedef struct ctr_fbp_stream_options {
   int read_ahead;                      /* bands the reader may hold ahead of the one being
                                           reconstructed, 1 to 16 (each a band buffer of host
                                           memory); 0 = 2 */
+  double input_scale;                  /* sinograms: their values are divided by it (data stored
+                                          as value x F, e.g. uint16); 0 = 1. Projections take
+                                          none: the flat-field ratio cancels their scale */
 } ctr_fbp_stream_options;
 
 #define CTR_FBP_STREAM_OPTIONS_INIT \
   { CTR_FBP_STREAM_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, 0, -1, CTR_DTYPE_FLOAT32, 1.0, 0.0, \
-    0, 0, 0, NULL, NULL, NULL, 0 }
+    0, 0, 0, NULL, NULL, NULL, 0, 1.0 }
 CTR_API ctr_status ctr_fbp_stream_options_init(ctr_fbp_stream_options *s, unsigned version);
 
 #define CTR_FBP_STREAM_REPORT_VERSION 1u

@@ -6,6 +6,7 @@ sinograms (nslices, nangles, nbins)."""
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple, Union
 
@@ -88,12 +89,16 @@ class ConeGeometry:
                  du: float = 1.0, dv: float = 1.0, offset_u: float = 0.0, offset_v: float = 0.0,
                  nviews: Optional[int] = None, angles: Optional[Sequence[float]] = None,
                  angle_start: float = 0.0, angle_range: float = 360.0,
-                 direction: str = "ccw") -> "ConeGeometry":
+                 direction: str = "ccw", angle_units: Optional[str] = None) -> "ConeGeometry":
         """A circular orbit (ctr_circular_params): source at sid mm from the
         axis, detector at sdd mm from the source, nu x nv pixels of du x dv mm
-        shifted by offset_u/v mm; either ``angles`` (degrees) or ``nviews``
-        views spread over ``angle_range`` from ``angle_start`` in ``direction``
-        ("ccw" or "cw")."""
+        shifted by offset_u/v mm; either ``angles`` or ``nviews`` views spread
+        over ``angle_range`` from ``angle_start`` in ``direction`` ("ccw" or
+        "cw"). Angles are degrees; ``angle_units="rad"`` takes radians, and
+        with None a scan spanning under 6.3 degrees warns that it looks like
+        radians ("deg" says it is degrees)."""
+        angles, angle_start, angle_range = angles_in_degrees(
+            angles, angle_start, angle_range, nviews, angle_units, "ConeGeometry.circular")
         p = new_struct("ctr_circular_params", lib.ctr_circular_params_init,
                        lib.CTR_CIRCULAR_PARAMS_VERSION)
         _core.assign(p, sid=sid, sdd=sdd, nu=nu, nv=nv, du=du, dv=dv, offset_u=offset_u,
@@ -229,6 +234,31 @@ AXIS_CENTER = "center"
 AXIS_AUTO = "auto"
 
 
+def angles_in_degrees(angles, angle_start: float, angle_range: float, n: Optional[int],
+                      angle_units: Optional[str], who: str):
+    """(angles, angle_start, angle_range) in degrees: ``angle_units`` "rad"
+    converts them, "deg" keeps them, None keeps them and warns when the scan
+    looks like radians (ctr_angles_look_like_radians, the one check of every
+    interface)."""
+    if angle_units not in (None, "deg", "rad"):
+        raise ValueError(f"angle_units={angle_units!r}: expected 'deg', 'rad' or None")
+    if angles is not None:
+        angles = np.asarray(angles, dtype=np.float64).ravel()
+    if angle_units == "rad":
+        k = 180.0 / np.pi
+        return (None if angles is None else angles * k), angle_start * k, angle_range * k
+    if angle_units is None:
+        span = ffi.new("double *")
+        count = len(angles) if angles is not None else (n or 0)
+        a = ffi.NULL if angles is None else ffi.cast("double *", angles.ctypes.data)
+        if lib.ctr_angles_look_like_radians(a, count, angle_range, span):
+            warnings.warn(f"{who}: the {count} angles span only {span[0]:.4g} degrees: they look "
+                          "like radians, and ctrecon reads degrees; pass angle_units='rad' if "
+                          "they are radians, angle_units='deg' if they are degrees",
+                          UserWarning, stacklevel=4)
+    return angles, angle_start, angle_range
+
+
 def axis_value(axis) -> float:
     if axis is None or axis == AXIS_CENTER:
         return lib.CTR_AXIS_CENTER
@@ -239,8 +269,11 @@ def axis_value(axis) -> float:
 
 def parallel_params(nbins: int, nangles: Optional[int], angles, angle_start: float,
                     angle_range: float, axis, axis_shift, nx: int, ny: int, voxel: float,
-                    pixel_size: float):
+                    pixel_size: float, angle_units: Optional[str] = None,
+                    who: str = "ParallelGeometry"):
     """A ctr_parallel_params and the arrays it points to (keep both)."""
+    angles, angle_start, angle_range = angles_in_degrees(angles, angle_start, angle_range,
+                                                         nangles, angle_units, who)
     p = new_struct("ctr_parallel_params", lib.ctr_parallel_params_init,
                    lib.CTR_PARALLEL_PARAMS_VERSION)
     keep = []
@@ -270,8 +303,10 @@ def parallel_params(nbins: int, nangles: Optional[int], angles, angle_start: flo
 
 class ParallelGeometry:
     """A parallel-beam geometry (ctr_parallel_params, docs/parallel-beam.md):
-    nbins detector bins, the angles (degrees: a list, or ``nangles`` over
-    ``angle_range`` from ``angle_start``), the rotation ``axis`` in bins
+    nbins detector bins, the angles (degrees, or radians with
+    ``angle_units="rad"``: a list, or ``nangles`` over ``angle_range`` from
+    ``angle_start``; with angle_units None a scan spanning under 6.3 degrees
+    warns that it looks like radians), the rotation ``axis`` in bins
     (None or "center": (nbins - 1) / 2), an optional per-angle
     ``axis_shift``, the slice grid nx x ny (0: nbins) of ``voxel`` bins
     (0: 1) and ``pixel_size`` mm per bin (0: 1)."""
@@ -280,10 +315,11 @@ class ParallelGeometry:
                  angles: Optional[Sequence[float]] = None, angle_start: float = 0.0,
                  angle_range: float = 180.0, axis: Union[None, str, float] = None,
                  axis_shift: Optional[Sequence[float]] = None, nx: int = 0, ny: int = 0,
-                 voxel: float = 0.0, pixel_size: float = 0.0, _ptr=None):
+                 voxel: float = 0.0, pixel_size: float = 0.0,
+                 angle_units: Optional[str] = None, _ptr=None):
         if _ptr is None:
             p, keep = parallel_params(nbins, nangles, angles, angle_start, angle_range, axis,
-                                      axis_shift, nx, ny, voxel, pixel_size)
+                                      axis_shift, nx, ny, voxel, pixel_size, angle_units)
             out = ffi.new("ctr_parallel_geometry **")
             check(lib.ctr_parallel_create(p, out))
             _ptr = out[0]

@@ -208,6 +208,19 @@ def hdf5_read_vector(file: Path, dataset: str) -> np.ndarray:
         lib.free(out[0])
 
 
+def hdf5_read_angles(file: Path, dataset: str = "/exchange/theta") -> np.ndarray:
+    """Projection angles in degrees from a 1D dataset of an HDF5 file
+    (ctr_hdf5_read_angles): its "units" attribute (rad, radian, radians,
+    deg, degree, degrees; absent: degrees) honoured, another unit a
+    FormatError naming the dataset."""
+    out, n = ffi.new("double **"), ffi.new("int64_t *")
+    check(lib.ctr_hdf5_read_angles(cstr(file), cstr(dataset), out, n, ffi.NULL))
+    try:
+        return np.frombuffer(ffi.buffer(out[0], 8 * n[0]), np.float64).copy()
+    finally:
+        lib.free(out[0])
+
+
 def png_preview(prefix: Path, volume: Any, lo: float = 0.0, hi: float = 0.0) -> None:
     """<prefix>_xy.png, _xz.png, _yz.png: the central slices of a volume
     (nz, ny, nx), [lo, hi] mapped to 0..255 (lo == hi: its percentiles)."""

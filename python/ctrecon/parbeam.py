@@ -351,6 +351,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
                host_budget: Union[int, str, None] = None, resume: bool = False,
                window: Any = "ram-lak", cutoff: float = 1.0, interp: Any = "linear",
                kernel: Optional[str] = None, strict: bool = False,
+               angle_units: Optional[str] = None, input_scale: float = 1.0,
                out_array: Optional[np.ndarray] = None, ctx=None,
                progress: Any = "auto") -> Any:
     """The synchrotron pipeline (ctr_fbp_stream; docs/synchrotron.md):
@@ -364,17 +365,20 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     run) and the report (a dict) is returned; without it, (slices, report)
     with slices (nslices, ny, nx) float32 in memory.
 
-    The angles: ``angles`` (degrees) or angle_start + i * angle_range /
-    nangles; ``axis``: "auto" (found from the data, the report gives it),
+    The angles: ``angles`` or angle_start + i * angle_range / nangles, in
+    degrees (``angle_units="rad"``: radians; None warns for a scan that
+    looks like radians, as ParallelGeometry); ``axis``: "auto" (found from
+    the data, the report gives it),
     "center" or a value in bins; flat/dark: (nrows, nbins) averaged beams
     (flat None: the projections are transmissions); rows: (row0, nrows)
     (nrows 0: to the last); angle_subset: (first, count, step) (count 0:
     all); out_dtype "float32" | "float16" | "uint16" (round((v - out_offset)
-    * out_scale)); read_ahead: bands the reader may hold ahead, 1 to 16 (0:
-    2); center_row: the row whose band finds the centre (-1: the middle of
-    the rows); batch: slices per band (0: 16 on the CPU, 64 per GPU);
-    host_budget: memory for the band buffers (0: 90 % of what is free). The
-    other options are fbp()'s."""
+    * out_scale)); input_scale: sinograms are divided by it (e.g. a uint16
+    scale; projections take none); read_ahead: bands the reader may hold
+    ahead, 1 to 16 (0: 2); center_row: the row whose band finds the centre
+    (-1: the middle of the rows); batch: slices per band (0: 16 on the CPU,
+    64 per GPU); host_budget: memory for the band buffers (0: 90 % of what is
+    free). The other options are fbp()'s."""
     if isinstance(input, (str, os.PathLike)):
         input = StackReader(input)
     keep: list = []
@@ -392,7 +396,8 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
         nbins = arr.shape[2]
         nangles, height = (arr.shape[1], arr.shape[0]) if sinograms else (arr.shape[0], arr.shape[1])
     p, pk = parallel_params(nbins, None if angles is not None else nangles, angles, angle_start,
-                            angle_range, axis, axis_shift, nx, ny, voxel, pixel_size)
+                            angle_range, axis, axis_shift, nx, ny, voxel, pixel_size, angle_units,
+                            "fbp_stream")
     keep += pk
     fo = _fbp_options(window, cutoff, interp, kernel, strict, keep)
     corr = _corr(corrections)
@@ -408,7 +413,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
                  angle_count=angle_subset[1], angle_step=angle_subset[2])
     o.out_dtype = _core.ctr_dtype(out_dtype)
     _core.assign(o, center_row=center_row, out_scale=out_scale, out_offset=out_offset,
-                 batch=batch, read_ahead=read_ahead)
+                 batch=batch, read_ahead=read_ahead, input_scale=input_scale)
     o.host_budget = _core.budget(host_budget, "host_budget")
     o.resume = int(bool(resume))
     f = d = None

@@ -367,3 +367,34 @@ def test_png(tmp_path):
     io.png_write_gray(tmp_path / "g.png", vol[0], 0.0, 1.0)
     for f in ("v_xy.png", "v_xz.png", "v_yz.png", "p_xy.png", "g.png"):
         assert (tmp_path / f).read_bytes()[:4] == b"\x89PNG"
+
+
+# ---- angles in radians (the library's one check, ctr_angles_look_like_radians) ----
+
+def test_angles_in_radians_warn_and_convert():
+    import warnings
+    rad = np.linspace(0, np.pi, 90, endpoint=False)
+    with pytest.warns(UserWarning, match=r"ParallelGeometry: the 90 angles span only 3.107 degrees: "
+                                         r"they look like radians.*angle_units='rad'.*angle_units='deg'"):
+        ctrecon.ParallelGeometry(64, angles=rad)
+    with pytest.warns(UserWarning, match="look like radians"):
+        ctrecon.ParallelGeometry(64, 90, angle_range=3.14159)
+    with pytest.warns(UserWarning, match="ConeGeometry.circular: .* look like radians"):
+        ctrecon.ConeGeometry.circular(sid=80, sdd=120, nu=32, nv=28, volume=ctrecon.Volume.cube(16),
+                                      angles=np.linspace(0, 2 * np.pi, 24, endpoint=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = ctrecon.ParallelGeometry(64, angles=rad, angle_units="rad")
+        assert np.allclose(g.angles, np.linspace(0, 180, 90, endpoint=False))
+        g = ctrecon.ParallelGeometry(64, 90, angle_range=np.pi, angle_units="rad")
+        assert np.allclose(g.angles, np.linspace(0, 180, 90, endpoint=False))
+        ctrecon.ParallelGeometry(64, 90, angle_range=3.14159, angle_units="deg")
+        ctrecon.ParallelGeometry(64, angles=np.linspace(0, 180, 90))
+        c = ctrecon.ConeGeometry.circular(sid=80, sdd=120, nu=32, nv=28,
+                                          volume=ctrecon.Volume.cube(16), angle_units="rad",
+                                          angles=np.linspace(0, 2 * np.pi, 24, endpoint=False))
+        d = ctrecon.ConeGeometry.circular(sid=80, sdd=120, nu=32, nv=28, nviews=24,
+                                          volume=ctrecon.Volume.cube(16))
+        assert np.allclose(c.matrices, d.matrices)
+    with pytest.raises(ValueError, match="angle_units='grad'"):
+        ctrecon.ParallelGeometry(64, 9, angle_units="grad")

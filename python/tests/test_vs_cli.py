@@ -88,6 +88,10 @@ def test_fbp_sinograms(tmp_path, cli, cpu):
     assert same(slices, want)
     with pytest.raises(ctrecon.InvalidArgumentError, match="read_ahead = 17"):
         ctrecon.fbp_stream(sino, sinograms=True, axis=23.5, read_ahead=17, ctx=cpu)
+    # input_scale, as the CLI's --input-scale: sinograms stored as value x 900
+    scaled, _ = ctrecon.fbp_stream(sino * np.float32(900), sinograms=True, axis=23.5,
+                                   window="shepp-logan", input_scale=900, ctx=cpu)
+    assert np.allclose(scaled, want, rtol=0, atol=1e-5 * float(np.abs(want).max()))
 
 
 def _dxchange(path, nangles=90, nrows=6, nbins=64):

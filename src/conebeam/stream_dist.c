@@ -123,7 +123,7 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   const int rank = ctr__dist_rank(d), size = ctr__dist_size(d);
   ctr_stream_options o;
   ctr_fdk_options fdk;
-  uint64_t fp[2] = {0, 0};
+  uint64_t fp[3] = {0, 0, 0};
   st = ctr__struct_copy(&ctr__struct_stream_options, &o, opts);
   if (st == CTR_OK) st = ctr__fdk_options_resolve(g, &o.fdk, &fdk);
   if (st == CTR_OK) st = check_local(ctx, g, opts, projections, out, &out_format, fp);
@@ -131,7 +131,8 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   if (st == CTR_OK) ctr_stack_reader_set_read_threads(projections, ctr__tuning(ctx)->read_threads);
   /* the same run everywhere; rank 0's fingerprint (with its input) names the journals */
   uint64_t journal_fp = 0;
-  st = ctr__dist_same_run(d, st, fp, &journal_fp);
+  if (st == CTR_OK && size > 1) st = ctr__dist_input_hash(projections, &fp[2]);
+  st = ctr__dist_same_run(d, st, fp, projections ? projections->path : "", &journal_fp);
   if (st != CTR_OK) goto end;
   /* ranks on one host share its memory */
   if (!o.host_budget) {

@@ -269,7 +269,8 @@ static const ctr_fbp_stream_options fbp_stream_options_defaults = CTR_FBP_STREAM
 static const ctr__struct_version fbp_stream_options_versions[] = {
     CTR__V_UPTO(ctr_fbp_stream_options, cluster),    /* 1 */
     CTR__V_UPTO(ctr_fbp_stream_options, read_ahead), /* 2: cluster */
-    CTR__V_ALL(ctr_fbp_stream_options),              /* 3: read_ahead */
+    CTR__V_UPTO(ctr_fbp_stream_options, input_scale), /* 3: read_ahead */
+    CTR__V_ALL(ctr_fbp_stream_options),               /* 4: input_scale */
 };
 CTR__STRUCT_DEFINE(fbp_stream_options, CTR_FBP_STREAM_OPTIONS_VERSION)
 CTR__STRUCT_DEFINE_V1(fbp_stream_report, CTR_FBP_STREAM_REPORT_VERSION,

@@ -878,17 +878,29 @@ ctr_status ctr__dist_share(ctr__dist *d, ctr_status st, void **blob, size_t *n) 
   return st;
 }
 
-ctr_status ctr__dist_same_run(ctr__dist *d, ctr_status st, const uint64_t fp[2], uint64_t *root) {
+ctr_status ctr__dist_same_run(ctr__dist *d, ctr_status st, const uint64_t fp[3], const char *input,
+                              uint64_t *root) {
   *root = 0;
-  uint64_t *all = ctr__calloc((size_t)d->size, 2 * sizeof *all, "ranks' fingerprints");
+  uint64_t *all = ctr__calloc((size_t)d->size, 3 * sizeof *all, "ranks' fingerprints");
   if (!all && st == CTR_OK) st = CTR_E_OUT_OF_MEMORY;
-  st = ctr__dist_gather(d, st, fp, 2 * sizeof *fp, all);
+  st = ctr__dist_gather(d, st, fp, 3 * sizeof *fp, all);
   for (int r = 1; st == CTR_OK && r < d->size; r++)
-    if (all[2 * r] != all[0])
+    if (all[3 * r] != all[0])
       st = ctr__error_set(CTR_E_INVALID_ARGUMENT, "rank %d of %d (%s): its geometry, options or "
                           "output differ from rank 0's: every rank of a distributed run gives "
                           "the same arguments", r, d->size, ctr__cluster_host(d->c, r));
   if (all) *root = all[1];
+  /* the input: the rank whose copy differs names it (its path is its own) */
+  if (st == CTR_OK && d->size > 1) {
+    const ctr_status mine =
+        all[3 * d->rank + 2] == all[2]
+            ? CTR_OK
+            : ctr__error_set(CTR_E_FORMAT, "the input '%s' it reads differs from rank 0's (its "
+                             "sizes or the data of its first or last image): every rank must "
+                             "read the same data (a node-local copy that is not the same would "
+                             "mix two data sets in the output)", input);
+    st = ctr__dist_gather(d, mine, NULL, 0, NULL);
+  }
   free(all);
   return st;
 }

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -285,5 +286,22 @@ ctr_status ctr__dist_output_finish(ctr__dist_output *o, ctr_status st,
   free(o->out);
   free(o->master);
   o->out = o->master = NULL;
+  return st;
+}
+
+ctr_status ctr__dist_input_hash(ctr_stack_reader *r, uint64_t *out) {
+  const ctr_stack_info *i = &r->info;
+  const int64_t rows = i->height < 16 ? i->height : 16;
+  const size_t bytes = (size_t)(rows * i->width) * ctr_dtype_size(i->dtype);
+  const int64_t dims[4] = {i->width, i->height, i->count, (int64_t)i->dtype};
+  uint64_t h = ctr__fnv1a(CTR__FNV_SEED, dims, sizeof dims);
+  unsigned char *buf = ctr__malloc(bytes, "the input's fingerprint");
+  if (!buf) return CTR_E_OUT_OF_MEMORY;
+  ctr_status st = ctr_stack_read_rows(r, 0, 1, 0, rows, i->dtype, buf);
+  if (st == CTR_OK) h = ctr__fnv1a(h, buf, bytes);
+  if (st == CTR_OK) st = ctr_stack_read_rows(r, i->count - 1, 1, i->height - rows, rows, i->dtype, buf);
+  if (st == CTR_OK) h = ctr__fnv1a(h, buf, bytes);
+  free(buf);
+  *out = h;
   return st;
 }

@@ -84,4 +84,11 @@ ctr_status ctr__dist_output_finish(ctr__dist_output *o, ctr_status st,
  * a one-process call resumes it as a run of one rank. */
 int ctr__dist_output_is_distributed(const char *out);
 
+/* A fingerprint of what r reads (ctr__dist_same_run's fp[2]): its sizes,
+ * its dtype and the bytes of up to 16 rows at the start of its first image
+ * and at the end of its last. Ranks reading node-local copies compare it: a
+ * copy that differs differs there as a rule, and a whole pass over the data
+ * would cost a read of it. */
+ctr_status ctr__dist_input_hash(ctr_stack_reader *r, uint64_t *out);
+
 #endif

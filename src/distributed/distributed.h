@@ -61,9 +61,12 @@ ctr_status ctr__dist_share(ctr__dist *d, ctr_status st, void **blob, size_t *n);
 
 /* A step that checks that every rank runs the same: fp[0] is the run's
  * fingerprint without the input's identity (ranks may read node-local
- * copies), fp[1] with it. An error naming the first rank whose fp[0] differs
- * from rank 0's; *root gets rank 0's fp[1] (the journals' fingerprint). */
-ctr_status ctr__dist_same_run(ctr__dist *d, ctr_status st, const uint64_t fp[2], uint64_t *root);
+ * copies), fp[1] with it, fp[2] the content of what the rank reads
+ * (ctr__dist_input_hash of `input`, its path; 0 when alone). An error
+ * naming the first rank whose fp[0] or fp[2] differs from rank 0's; *root
+ * gets rank 0's fp[1] (the journals' fingerprint). */
+ctr_status ctr__dist_same_run(ctr__dist *d, ctr_status st, const uint64_t fp[3], const char *input,
+                              uint64_t *root);
 
 /* ---- The run phase ----------------------------------------------------- */
 

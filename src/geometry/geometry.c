@@ -211,6 +211,23 @@ static ctr_status circular_validate(const ctr_circular_params *p) {
   return CTR_OK;
 }
 
+int ctr_angles_look_like_radians(const double *angles_deg, int64_t n, double range_deg,
+                                 double *span_deg) {
+  if (n < 2) return 0;
+  double span = fabs(range_deg) * (double)(n - 1) / (double)n;
+  if (angles_deg) {
+    double lo = angles_deg[0], hi = angles_deg[0];
+    for (int64_t i = 1; i < n; i++) {
+      lo = fmin(lo, angles_deg[i]);
+      hi = fmax(hi, angles_deg[i]);
+    }
+    span = hi - lo;
+  }
+  if (!(span < CTR_RADIANS_SPAN_DEG)) return 0;
+  if (span_deg) *span_deg = span;
+  return 1;
+}
+
 /* Canonical matrix of a circular orbit at angle t (derivation in
  * docs/geometry.md). */
 static void circular_matrix(const ctr_circular_params *p, double t, double P[12]) {

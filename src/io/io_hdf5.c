@@ -864,6 +864,62 @@ cleanup:
   return st;
 }
 
+/* One string (fixed or variable length, scalar or of one element) of the
+ * open attribute `a` into buf. */
+static ctr_status attr_string(hid_t a, const char *where, char *buf, size_t n) {
+  hid_t t = H5Aget_type(a), sp = H5Aget_space(a), mt = -1;
+  ctr_status st = CTR_OK;
+  const hssize_t count = sp >= 0 ? H5Sget_simple_extent_npoints(sp) : -1;
+  if (t < 0 || H5Tget_class(t) != H5T_STRING || count != 1)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "%s: expected one string", where);
+  mt = H5Tcopy(H5T_C_S1);
+  if (H5Tis_variable_str(t) > 0) {
+    char *v = NULL;
+    H5Tset_size(mt, H5T_VARIABLE);
+    if (H5Aread(a, mt, &v) < 0 || !v) CTR_FAIL_GOTO(st, CTR_E_FORMAT, "%s: cannot be read", where);
+    snprintf(buf, n, "%s", v);
+    H5free_memory(v);
+  } else {
+    const size_t len = H5Tget_size(t);
+    char *v = calloc(len + 1, 1);
+    if (!v) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", where);
+    H5Tset_size(mt, len);
+    const herr_t e = H5Aread(a, mt, v);
+    snprintf(buf, n, "%s", v);
+    free(v);
+    if (e < 0) CTR_FAIL_GOTO(st, CTR_E_FORMAT, "%s: cannot be read", where);
+  }
+cleanup:
+  if (mt >= 0) H5Tclose(mt);
+  if (sp >= 0) H5Sclose(sp);
+  if (t >= 0) H5Tclose(t);
+  return st;
+}
+
+ctr_status ctr__hdf5_read_attr_string(const char *file, const char *dataset, const char *name,
+                                      char *buf, size_t n) {
+  ctr_status st = CTR_OK;
+  ctr__h5_guard g;
+  hid_t fid = -1, did = -1, a = -1;
+  char where[600];
+  *buf = '\0';
+  snprintf(where, sizeof where, "attribute '%s' of dataset '%s' of HDF5 file '%s'", name, dataset,
+           file);
+  ctr__h5_enter(&g);
+  CTR_CHECK_GOTO(st, open_dataset(file, dataset, &fid, &did));
+  if (H5Aexists(did, name) > 0) {
+    a = H5Aopen(did, name, H5P_DEFAULT);
+    if (a < 0) CTR_FAIL_GOTO(st, CTR_E_FORMAT, "%s: cannot be opened", where);
+    CTR_CHECK_GOTO(st, attr_string(a, where, buf, n));
+  }
+cleanup:
+  if (a >= 0) H5Aclose(a);
+  if (did >= 0) H5Dclose(did);
+  if (fid >= 0) H5Fclose(fid);
+  ctr__h5_leave(&g);
+  return st;
+}
+
 
 /* ---- Writer -------------------------------------------------------------- */
 
@@ -1044,6 +1100,14 @@ ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
 
 ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   CTR_FAIL(CTR_E_UNSUPPORTED, "cannot write '%s': " CTR__NO_HDF5, w->path);
+}
+
+ctr_status ctr__hdf5_read_attr_string(const char *file, const char *dataset, const char *name,
+                                      char *buf, size_t n) {
+  (void)name;
+  if (buf && n) *buf = '\0';
+  CTR_FAIL(CTR_E_UNSUPPORTED, "cannot read dataset '%s' of '%s': " CTR__NO_HDF5,
+           dataset ? dataset : "(null)", file ? file : "(null)");
 }
 
 ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double **out,

@@ -207,6 +207,10 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w);
  * the file and dataset; CTR_E_UNSUPPORTED in builds without HDF5. */
 ctr_status ctr__hdf5_read_vector(const char *file, const char *dataset, double **out,
                                  int64_t *n);
+/* The string attribute `name` of that dataset into buf (n bytes), "" when
+ * it has none; CTR_E_FORMAT naming it when it is not one string. */
+ctr_status ctr__hdf5_read_attr_string(const char *file, const char *dataset, const char *name,
+                                      char *buf, size_t n);
 
 ctr_status ctr__raw_create(ctr_stack_writer *w);
 /* Raw image data in `data_path`, after `prefix` (written at offset 0). A

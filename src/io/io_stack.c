@@ -3,7 +3,9 @@
  * the bookkeeping that lets commit refuse incomplete output. */
 #include "io/io_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Conversion buffers hold whole images, about this many bytes, so that a
  * converted slab never costs a second copy of the slab. */
@@ -363,4 +365,39 @@ ctr_status ctr_hdf5_read_vector(const char *file, const char *dataset, double **
   if (!file || !dataset || !out || !n)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_hdf5_read_vector: NULL argument");
   return ctr__hdf5_read_vector(file, dataset, out, n);
+}
+
+/* The units an angle dataset may name, and degrees per unit. */
+static const struct {
+  const char *name;
+  double deg;
+} k_angle_units[] = {{"deg", 1.0},
+                     {"degree", 1.0},
+                     {"degrees", 1.0},
+                     {"rad", 57.295779513082320876798},
+                     {"radian", 57.295779513082320876798},
+                     {"radians", 57.295779513082320876798}};
+
+ctr_status ctr_hdf5_read_angles(const char *file, const char *dataset, double **out, int64_t *n,
+                                int *units_given) {
+  char units[64];
+  if (units_given) *units_given = 0;
+  CTR_CHECK(ctr_hdf5_read_vector(file, dataset, out, n));
+  ctr_status st = ctr__hdf5_read_attr_string(file, dataset, "units", units, sizeof units);
+  double scale = 0.0;
+  for (size_t k = 0; st == CTR_OK && *units && k < sizeof k_angle_units / sizeof *k_angle_units; k++)
+    if (!strcasecmp(units, k_angle_units[k].name)) scale = k_angle_units[k].deg;
+  if (st == CTR_OK && *units && scale == 0.0)
+    st = ctr__error_set(CTR_E_FORMAT, "dataset '%s' of HDF5 file '%s': units '%s': expected deg, "
+                        "degree, degrees, rad, radian or radians", dataset, file, units);
+  if (st != CTR_OK) {
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return st;
+  }
+  if (*units && scale != 1.0)
+    for (int64_t i = 0; i < *n; i++) (*out)[i] *= scale;
+  if (units_given) *units_given = *units != '\0';
+  return CTR_OK;
 }

@@ -252,6 +252,7 @@ static ctr_status fingerprint(run *R, const float *proj) {
   f->tv_weight = R->o.tv_weight;
   f->lower = R->o.box ? R->o.lower : 0;
   f->upper = R->o.box ? R->o.upper : 0;
+  f->slab_slices = R->plan.slab_slices;
   /* the two 32-bit checksums side by side (unsigned: a shift into the sign bit is undefined) */
   const uint64_t rays = (uint64_t)ctr__it_checksum(P->views, (int64_t)sizeof(ctr__it_view) * P->nviews);
   const uint64_t vox = (uint64_t)ctr__it_checksum(P->vox, (int64_t)sizeof P->vox);

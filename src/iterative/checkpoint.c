@@ -5,9 +5,9 @@
  * every option that changes the mathematics) and that its bytes are intact
  * (CRC-32).
  *
- * Layout (little-endian): "CTRITER1", the fingerprint (14 int64: the
- * sizes, options, and checksums of the geometry and the projections; 4
- * double), the finished iterations, the vector count, CTR__IT_SCALARS
+ * Layout (little-endian): "CTRITER1", the fingerprint (15 int64: the
+ * sizes, options, checksums of the geometry and the projections, and the
+ * slab size; 4 double), the finished iterations, the vector count, CTR__IT_SCALARS
  * doubles, each vector's length (int64), the vectors (float32), the CRC-32
  * of everything before it (uint32). */
 #include "iterative/iterative.h"
@@ -22,7 +22,7 @@
 
 typedef struct header {
   char magic[8];
-  int64_t ints[14];
+  int64_t ints[15];
   double reals[4];
   int64_t iteration, nvec;
   double scalars[CTR__IT_SCALARS];
@@ -30,9 +30,9 @@ typedef struct header {
 } header;
 
 static void fill_fp(const ctr__it_fingerprint *fp, header *h) {
-  const int64_t ints[14] = {fp->algorithm, fp->n[0], fp->n[1], fp->n[2], fp->nu, fp->nv,
+  const int64_t ints[15] = {fp->algorithm, fp->n[0], fp->n[1], fp->n[2], fp->nu, fp->nv,
                             fp->nviews, fp->subsets, fp->tv_iterations, fp->nonneg, fp->box,
-                            fp->pair, fp->geometry, fp->data};
+                            fp->pair, fp->geometry, fp->data, fp->slab_slices};
   const double reals[4] = {fp->relaxation, fp->tv_weight, fp->lower, fp->upper};
   memcpy(h->ints, ints, sizeof ints);
   memcpy(h->reals, reals, sizeof reals);
@@ -91,9 +91,9 @@ cleanup:
   return st;
 }
 
-static const char *const FP_NAMES[14] = {
+static const char *const FP_NAMES[15] = {
     "algorithm", "nx", "ny", "nz", "nu", "nv", "views", "subsets", "tv_iterations", "nonneg",
-    "box", "pair", "geometry checksum", "projections checksum"};
+    "box", "pair", "geometry checksum", "projections checksum", "slab_slices"};
 static const char *const FP_REAL_NAMES[4] = {"relaxation", "tv_weight", "lower", "upper"};
 
 ctr_status ctr__it_checkpoint_read(ctr_projector *p, const char *path,
@@ -116,8 +116,8 @@ ctr_status ctr__it_checkpoint_read(ctr_projector *p, const char *path,
     if (h.ints[i] != want.ints[i])
       CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s' belongs to another run: its %s differs from "
                     "this run's (other %s)", path, FP_NAMES[i], i == 12 ? "geometry" : "data");
-  for (int i = 0; i < 12; i++)
-    if (h.ints[i] != want.ints[i])
+  for (int i = 0; i < 15; i++)
+    if (i != 12 && i != 13 && h.ints[i] != want.ints[i])
       CTR_FAIL_GOTO(st, CTR_E_FORMAT, "checkpoint '%s' belongs to another run: its %s is %lld, this "
                     "run's %lld", path, FP_NAMES[i], (long long)h.ints[i], (long long)want.ints[i]);
   for (int i = 0; i < 4; i++)

@@ -247,6 +247,7 @@ typedef struct ctr__it_fingerprint {
   int64_t algorithm, n[3], nu, nv, nviews, subsets, tv_iterations, nonneg, box, pair;
   double relaxation, tv_weight, lower, upper;
   int64_t geometry, data; /* checksums of the views' rays and of the projections */
+  int64_t slab_slices;    /* the plan's slab: another one sums the forward in another order */
 } ctr__it_fingerprint;
 
 /* CRC-32 of n bytes; beyond 256 MiB, of 1024 evenly spaced blocks of 256 KiB

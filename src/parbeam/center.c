@@ -120,11 +120,15 @@ static double vo_metric(vo *v, double c) {
   return count ? sum / (double)count : 0.0;
 }
 
-/* Least metric over c = c0 + i * step, i = 0 .. n - 1. */
-static double vo_search(vo *v, double c0, double step, int64_t n, double *best_metric) {
-  double best = c0, bm = INFINITY;
+/* Least metric over c = c0 + i * step, i = 0 .. n - 1, within [lo, hi]
+ * (the search range: a refinement never leaves it). */
+static double vo_search(vo *v, double c0, double step, int64_t n, double lo, double hi,
+                        double *best_metric) {
+  double best = fmin(fmax(c0, lo), hi), bm = INFINITY;
   for (int64_t i = 0; i < n; i++) {
-    const double c = c0 + (double)i * step, m = vo_metric(v, c);
+    const double c = c0 + (double)i * step;
+    if (c < lo || c > hi) continue;
+    const double m = vo_metric(v, c);
     if (m < bm) {
       bm = m;
       best = c;
@@ -174,16 +178,17 @@ static ctr_status center_vo(const double *s, int64_t na, int64_t nb, double lo, 
     /* candidates in coarse bins: position x = (c - (d - 1) / 2) / d */
     const double x0 = ceil((lo - 0.5 * (double)(d - 1)) / (double)d);
     const double x1 = floor((hi - 0.5 * (double)(d - 1)) / (double)d);
-    const double x = vo_search(&v, x0, 1.0, (int64_t)(x1 - x0) + 1, NULL);
+    const double x = vo_search(&v, x0, 1.0, (int64_t)(x1 - x0) + 1, x0, x1, NULL);
     c = x * (double)d + 0.5 * (double)(d - 1);
     vo_free(&v);
     st = vo_init(&v, sr, nr, nb);
   }
   if (st == CTR_OK) {
-    if (d > 1) c = vo_search(&v, c - (double)d, 1.0, 2 * d + 1, NULL);
-    c = vo_search(&v, c - 1.0, 0.25, 9, NULL);
+    if (d > 1) c = vo_search(&v, c - (double)d, 1.0, 2 * d + 1, lo, hi, NULL);
+    c = vo_search(&v, c - 1.0, 0.25, 9, lo, hi, NULL);
     const double h = 0.25;
     c = parabola(c, h, vo_metric(&v, c - h), vo_metric(&v, c), vo_metric(&v, c + h));
+    c = fmin(fmax(c, lo), hi);
     vo_free(&v);
   }
   free(sd);
@@ -274,7 +279,7 @@ static ctr_status center_correlation(const double *s, int64_t na, int64_t nb, co
   if (bs > -(nb - 1) && bs < nb - 1 && isfinite(msd[bs + nb - 2]) && isfinite(msd[bs + nb]))
     sub = parabola((double)bs, 1.0, msd[bs + nb - 2], msd[bs + nb - 1], msd[bs + nb]);
   free(msd);
-  *axis = 0.5 * ((double)(nb - 1) - sub);
+  *axis = fmin(fmax(0.5 * ((double)(nb - 1) - sub), lo), hi);
 cleanup:
   ctr__fftw_lock();
   if (fw) fftw_destroy_plan(fw);
@@ -290,6 +295,22 @@ cleanup:
 }
 
 /* ---- Dispatch ------------------------------------------------------------------------ */
+
+/* Whether every row of s (na x nb) is constant along its bins (to 1e-9 of
+ * the largest value): the data hold no trace of the rotation axis. */
+static int flat_rows(const double *s, int64_t na, int64_t nb) {
+  double top = 0, spread = 0;
+  for (int64_t a = 0; a < na; a++) {
+    double lo = s[a * nb], hi = lo;
+    for (int64_t b = 1; b < nb; b++) {
+      lo = fmin(lo, s[a * nb + b]);
+      hi = fmax(hi, s[a * nb + b]);
+    }
+    top = fmax(top, fmax(fabs(lo), fabs(hi)));
+    spread = fmax(spread, hi - lo);
+  }
+  return !(spread > 1e-9 * top);
+}
 
 static int by_angle(const void *x, const void *y) {
   const double a = ((const double *)x)[0], b = ((const double *)y)[0];
@@ -329,6 +350,10 @@ ctr_status ctr_center_find(ctr_context *ctx, const ctr_parallel_geometry *g,
       const float v = sino[k * na * nb + i];
       s[i] += isfinite(v) ? (double)v / (double)nslices : 0.0;
     }
+  if (flat_rows(s, na, nb))
+    CTR_FAIL_GOTO(st, CTR_E_GEOMETRY, "ctr_center_find: the sinograms are constant along the "
+                  "detector in every projection (a blank or all-zero scan): no rotation axis can "
+                  "be found from them; give the axis");
   /* opposite pairs: theta_b = theta_a + 180 within a quarter of the mean step */
   const double tol = fmax(1e-3, 0.25 * fabs(g->angles_deg[na - 1] - g->angles_deg[0]) / (double)(na > 1 ? na - 1 : 1));
   for (int64_t a = 0; a < na; a++) {

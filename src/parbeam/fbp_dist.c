@@ -181,7 +181,7 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
                         "write raw or NRRD and convert afterwards)",
                         out, ctr_format_name(fmt));
   /* rank 0: the bands (an interrupted run's) and the centre */
-  uint64_t fp[2] = {0, 0}, journal_fp = 0;
+  uint64_t fp[3] = {0, 0, 0}, journal_fp = 0;
   shared_plan plan = {0, 0, 0};
   if (st == CTR_OK && rank == 0) {
     char *master = ctr__io_sprintf("%s.partial.journal", out);
@@ -206,7 +206,8 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
     fp[0] = ctr__fbp_fingerprint(&r, params, out, fmt, 0);
     fp[1] = ctr__fbp_fingerprint(&r, params, out, fmt, 1);
   }
-  st = ctr__dist_same_run(d, st, fp, &journal_fp);
+  if (st == CTR_OK && input && ctr__dist_size(d) > 1) st = ctr__dist_input_hash(input, &fp[2]);
+  st = ctr__dist_same_run(d, st, fp, input ? input->path : "", &journal_fp);
   if (st != CTR_OK) goto end;
   {
     dist_fbp f = {plan.band_slices};

@@ -67,6 +67,14 @@ ctr_status ctr__fbp_resolve(srun *r, const ctr_fbp_stream_options *opts) {
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.read_ahead = %d: expected 1 to 16 "
              "bands (0: the default, 2)", r->o.read_ahead);
   if (!r->o.read_ahead) r->o.read_ahead = 2;
+  if (r->o.input_scale == 0) r->o.input_scale = 1.0;
+  if (!(r->o.input_scale > 0) || !isfinite(r->o.input_scale))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.input_scale = %g: expected a finite "
+             "scale > 0", r->o.input_scale);
+  if (!r->sino && r->o.input_scale != 1.0)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.input_scale = %g applies to sinograms "
+             "(sinograms = 1): the flat-field ratio cancels a scale of the projections",
+             r->o.input_scale);
   if (r->sino && (r->c.paganin_delta_beta > 0 || r->c.bin_y > 1))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.sinograms: %s applies to "
              "projections only", r->c.paganin_delta_beta > 0 ? "ctr_corrections.paganin_delta_beta"
@@ -358,7 +366,7 @@ static ctr_status band_sinograms(srun *r, int64_t r0, int64_t n, const seg segs[
         for (int64_t j = 0; j < nb; j++) {
           double acc = 0;
           for (int dx = 0; dx < r->bx; dx++) acc += src[(s * r->NP + r->sel[i]) * r->W + j * r->bx + dx];
-          r->sbuf[(s * na + i) * nb + j] = (float)(acc / r->bx);
+          r->sbuf[(s * na + i) * nb + j] = (float)(acc / (r->bx * r->o.input_scale));
         }
   } else if (!r->transmission) {
     CTR_CHECK(ctr_flatfield_sinograms(segs[1].p, r->dtype, r->W, n, na, r->flat + r0 * r->W,
@@ -416,7 +424,7 @@ static ctr_status band_reconstruct(srun *r, int64_t k, void *const bufs[3], floa
     return ctr_fbp_projections(r->ctx, r->gout, &r->fbp, &pa, r->flat + r0 * r->W,
                                r->dark ? r->dark + r0 * r->W : NULL, 0, &va);
   }
-  if (r->sino && !r->sino_corr && r->bx == 1 && r->nsel == r->NP) {
+  if (r->sino && !r->sino_corr && r->bx == 1 && r->nsel == r->NP && r->o.input_scale == 1.0) {
     const int64_t sd[3] = {r->W, r->NP, ns};
     const ctr_array sa = ctr_array_make(bufs[1], CTR_DTYPE_FLOAT32, 3, sd);
     return ctr_fbp(r->ctx, r->gout, &r->fbp, &sa, &va);
@@ -488,7 +496,7 @@ uint64_t ctr__fbp_fingerprint(const srun *r, const ctr_parallel_params *p, const
   const double d[10] = {p->axis, p->pixel_size, p->voxel, r->fbp.cutoff, r->o.out_scale,
                         r->o.out_offset, r->c.dezinger, r->c.stripe_sigma,
                         r->c.paganin_delta_beta, r->c.energy_kev};
-  const double d2[3] = {r->c.distance_mm, 0, 0};
+  const double d2[3] = {r->c.distance_mm, r->o.input_scale != 1.0 ? r->o.input_scale : 0, 0};
   const int64_t i[22] = {r->W, r->H, r->NP, r->dtype, r->sino, r->row0, r->nrows, r->nsel,
                          r->sel[0], r->nsel > 1 ? r->sel[1] : 0, p->nx, p->ny, r->fbp.window,
                          r->fbp.interp, r->o.out_dtype, fmt, ctr_context_get_device(r->ctx),

@@ -1,15 +1,19 @@
 /* A small DXchange file for the CLI tests (tests/cli_sync.sh): a Shepp-Logan
  * head scanned in parallel beam, uint16 counts with flat and dark fields.
- *   make_dxchange OUT.h5 WIDTH ROWS PROJECTIONS AXIS RANGE_DEG [RADIUS]
+ *   make_dxchange OUT.h5 WIDTH ROWS PROJECTIONS AXIS RANGE_DEG [RADIUS [UNITS]]
  * writes /exchange/data (PROJECTIONS x ROWS x WIDTH uint16),
  * /exchange/data_white and /exchange/data_dark (2 x ROWS x WIDTH uint16)
  * and /exchange/theta (degrees). A bin is 1 mm; RADIUS (mm, default 0.3 x
- * WIDTH) sizes the head. */
+ * WIDTH; 0 = the default) sizes the head. UNITS: theta's "units" attribute
+ * (default none): "rad" stores theta in radians with units = "rad" (a
+ * variable-length string, as h5py writes), any other word is stored as a
+ * fixed-length string with theta in degrees. */
 #include <ctrecon.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int put(hid_t f, const char *name, hid_t type, int rank, const hsize_t *dims, const void *v) {
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
@@ -24,6 +28,20 @@ static int put(hid_t f, const char *name, hid_t type, int rank, const hsize_t *d
   return ok;
 }
 
+/* theta's "units" attribute: a variable-length string (h5py's) or a fixed one. */
+static int put_units(hid_t f, const char *units, int variable) {
+  hid_t d = H5Dopen2(f, "/exchange/theta", H5P_DEFAULT), t = H5Tcopy(H5T_C_S1);
+  hid_t sp = H5Screate(H5S_SCALAR);
+  H5Tset_size(t, variable ? H5T_VARIABLE : strlen(units));
+  hid_t a = H5Acreate2(d, "units", t, sp, H5P_DEFAULT, H5P_DEFAULT);
+  const int ok = a >= 0 && (variable ? H5Awrite(a, t, &units) : H5Awrite(a, t, units)) >= 0;
+  if (a >= 0) H5Aclose(a);
+  H5Sclose(sp);
+  H5Tclose(t);
+  H5Dclose(d);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   if (argc < 7) {
     fprintf(stderr, "usage: make_dxchange OUT.h5 WIDTH ROWS PROJECTIONS AXIS RANGE_DEG [RADIUS]\n");
@@ -31,7 +49,9 @@ int main(int argc, char **argv) {
   }
   const int w = atoi(argv[2]), h = atoi(argv[3]), np = atoi(argv[4]);
   const double axis = atof(argv[5]), range = atof(argv[6]);
-  const double radius = argc > 7 ? atof(argv[7]) : 0.3 * w;
+  const double radius = argc > 7 && atof(argv[7]) > 0 ? atof(argv[7]) : 0.3 * w;
+  const char *units = argc > 8 ? argv[8] : NULL;
+  const int rad = units && !strcmp(units, "rad");
   ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
   p.nbins = w;
   p.nangles = np;
@@ -47,7 +67,7 @@ int main(int argc, char **argv) {
   uint16_t *white = malloc(sizeof(uint16_t) * (size_t)w * h * 2), *dark = malloc(sizeof(uint16_t) * (size_t)w * h * 2);
   for (int s = 0; s < h; s++) z[s] = (s - 0.5 * (h - 1)) * 0.5 * radius / h;
   if (ctr_phantom_sinogram(ph, g, h, z, 2, sino) != CTR_OK) return 1;
-  for (int a = 0; a < np; a++) theta[a] = range * a / np;
+  for (int a = 0; a < np; a++) theta[a] = range * a / np * (rad ? M_PI / 180.0 : 1.0);
   for (int k = 0; k < 2; k++)
     for (int i = 0; i < w * h; i++) {
       white[k * w * h + i] = (uint16_t)(20000 + (i * 7 + k) % 13);
@@ -65,7 +85,8 @@ int main(int argc, char **argv) {
   const int ok = f >= 0 && put(f, "/exchange/data", H5T_NATIVE_UINT16, 3, dd, data) &&
                  put(f, "/exchange/data_white", H5T_NATIVE_UINT16, 3, fd, white) &&
                  put(f, "/exchange/data_dark", H5T_NATIVE_UINT16, 3, fd, dark) &&
-                 put(f, "/exchange/theta", H5T_NATIVE_DOUBLE, 1, td, theta);
+                 put(f, "/exchange/theta", H5T_NATIVE_DOUBLE, 1, td, theta) &&
+                 (!units || put_units(f, units, rad));
   if (f >= 0) H5Fclose(f);
   free(sino);
   free(z);
