@@ -155,4 +155,41 @@ run "${FDK[@]}" --out r.raw --resume
 grep -q "cannot be resumed" "$ERR" && ! grep -q "repeat the command with --resume" "$ERR" &&
   grep -q "run without --resume to start over" "$ERR" &&
   ok "it says to start over, not to --resume" || bad "truncated: $(cat "$ERR")"
+
+echo "# iterate: the history in the checkpoint, no file it was not asked to write"
+IT=(iterate --geometry g.json --projections p.nrrd --device cpu --quiet)
+lines() { wc -l < "$1" | tr -d ' '; }
+printf 'mine\n' > conv.csv
+printf 'mine\n' > ck.raw.checkpoint.csv
+run "${IT[@]}" --iterations 2 --out ck.raw --checkpoint conv --residuals ck.raw.checkpoint.csv
+[ "$rc" -eq 0 ] && [ "$(cat conv.csv)" = mine ] && ok "--checkpoint conv leaves conv.csv alone" ||
+  bad "conv.csv: exit $rc, '$(head -2 conv.csv)'"
+[ -f ck.raw.checkpoint.csv ] && [ "$(lines ck.raw.checkpoint.csv)" -eq 3 ] &&
+  ok "--residuals OUT.checkpoint.csv is written and kept" || bad "--residuals OUT.checkpoint.csv: $(ls ck.raw*)"
+[ ! -e conv ] && ok "the checkpoint is removed after the run" || bad "conv left behind"
+refuses 2 "--residuals that is the checkpoint" "--residuals 'conv'|--checkpoint 'conv'|same file" \
+  "${IT[@]}" --iterations 2 --out ck.raw --checkpoint conv --residuals conv
+# a straight run of 5, for the history's figures
+run "${IT[@]}" --iterations 5 --out h5.raw --residuals straight.csv --checkpoint-every 0
+cut -d, -f1-4 straight.csv > straight4.csv
+# 5 iterations, a checkpoint every 2: the disk fills at the second one (iteration 4)
+CTRECON_INJECT_ENOSPC_AFTER=200000 run "${IT[@]}" --iterations 5 --out h.raw --checkpoint-every 2
+[ "$rc" -ne 0 ] && grep -qF "the state after iteration 2 is in h.raw.checkpoint" "$ERR" &&
+  ok "disk full at iteration 4: the message names iteration 2, what the checkpoint holds" ||
+  bad "disk full at iteration 4: exit $rc, $(cat "$ERR")"
+# a refused resume (another algorithm) keeps the checkpoint and its history, and names the algorithms
+refuses 3 "--resume with another algorithm" "its algorithm is sirt, this run's cgls" \
+  "${IT[@]}" --iterations 5 --out h.raw --resume --algorithm cgls
+run "${IT[@]}" --iterations 5 --out h.raw --checkpoint-every 2 --resume --residuals resumed.csv
+cut -d, -f1-4 resumed.csv > resumed4.csv
+[ "$rc" -eq 0 ] && [ "$(lines resumed.csv)" -eq 6 ] && cmp -s straight4.csv resumed4.csv &&
+  ok "the resumed run's --residuals holds iterations 1..5, those of the straight run" ||
+  bad "resumed table: exit $rc, $(cat resumed.csv)"
+cmp -s h5.raw h.raw && ok "the resumed volume = the straight one" || bad "resumed volume differs"
+# the disk fills at the first checkpoint: there is none, and the message says so
+CTRECON_INJECT_ENOSPC_AFTER=1000 run "${IT[@]}" --iterations 3 --out h1.raw
+[ "$rc" -ne 0 ] && grep -qF "no checkpoint was" "$ERR" && ! grep -q "state after iteration" "$ERR" &&
+  ok "disk full at the first checkpoint: the message says there is none" ||
+  bad "disk full at iteration 1: exit $rc, $(cat "$ERR")"
+[ ! -e h1.raw.checkpoint ] && ok "no checkpoint left" || bad "h1.raw.checkpoint exists"
 finish

@@ -74,10 +74,14 @@ typedef struct trace {
   int n;
   double res[MAXIT], err[MAXIT];
   int stop_at; /* > 0: ask to stop after this iteration */
+  int replayed; /* calls for iterations of an earlier call (info.resumed) */
+  int out_of_order; /* calls whose iteration is not the one after the last */
 } trace;
 
 static int record(void *user, const ctr_iterate_info *i) {
   trace *t = user;
+  t->replayed += i->resumed;
+  t->out_of_order += i->iteration != t->n + 1;
   if (t->n < MAXIT) {
     t->res[t->n] = i->residual;
     t->err[t->n] = i->error;
@@ -261,17 +265,21 @@ static void test_resume(void) {
     o.user = &u;
     u.stop_at = 4;
     o.checkpoint = ck;
-    CHECK_OK(ctr_iterate(q.p, &o, q.proj, b, NULL));
-    o.user = &w;
-    o.resume = 1;
     ctr_iterate_report r = CTR_ITERATE_REPORT_INIT;
     CHECK_OK(ctr_iterate(q.p, &o, q.proj, b, &r));
-    CHECK_MSG(r.resumed == 4 && r.iterations == 6 && w.n == 2, "%s: resumed %lld, %lld iterations",
-              ctr_iterate_algorithm_name((ctr_iterate_algorithm)alg), (long long)r.resumed,
-              (long long)r.iterations);
+    CHECK(r.checkpointed == 4 && u.replayed == 0);
+    o.user = &w;
+    o.resume = 1;
+    CHECK_OK(ctr_iterate(q.p, &o, q.proj, b, &r));
+    /* the callback sees the whole run: iterations 1..4 from the checkpoint's
+       history (info.resumed), then 5 and 6 */
+    CHECK_MSG(r.resumed == 4 && r.iterations == 6 && r.checkpointed == 6 && w.n == 6 &&
+              w.replayed == 4 && w.out_of_order == 0, "%s: resumed %lld, %lld iterations, "
+              "%d calls, %d replayed", ctr_iterate_algorithm_name((ctr_iterate_algorithm)alg),
+              (long long)r.resumed, (long long)r.iterations, w.n, w.replayed);
     CHECK_MSG(!memcmp(a, b, sizeof(float) * (size_t)q.nvol), "%s: resumed run differs",
               ctr_iterate_algorithm_name((ctr_iterate_algorithm)alg));
-    CHECK_MSG(w.n == 2 && w.res[1] == t.res[5], "%s: residuals differ",
+    CHECK_MSG(w.n == 6 && !memcmp(w.res, t.res, 6 * sizeof(double)), "%s: residuals differ",
               ctr_iterate_algorithm_name((ctr_iterate_algorithm)alg));
     /* The checkpoint of another problem is refused, naming what differs. */
     o.relaxation = 1.5;

@@ -124,6 +124,7 @@ typedef struct run {
   ctr__it_state state;  /* what a checkpoint holds */
   int64_t k0;           /* iterations done before this call (resume) */
   int stop;             /* 1: the epilogue ended the run */
+  int no_history;       /* 1: resumed from a checkpoint without the history */
 } run;
 
 static ctr_status vol_vec(run *R, ctr__vec *v) {
@@ -270,6 +271,46 @@ static ctr_status fingerprint(run *R, const float *proj) {
   return st;
 }
 
+/* The callback of a resumed run sees the iterations of the checkpoint's
+ * history first (info.resumed, return value ignored). A history that does
+ * not reach the checkpoint's iteration (a checkpoint of an older ctrecon)
+ * is not reported, nor continued. */
+static void replay(run *R) {
+  ctr__it_state *s = &R->state;
+  if (s->nhist != s->iteration) {
+    s->nhist = 0;
+    R->no_history = 1;
+    return;
+  }
+  for (int64_t k = 0; k < s->nhist && R->o.on_iteration; k++) {
+    const double *h = s->hist + CTR__IT_HIST * k;
+    ctr_iterate_info info;
+    memset(&info, 0, sizeof info);
+    info.iteration = k + 1;
+    info.iterations = R->o.iterations;
+    info.residual = h[0], info.relative_residual = h[1], info.error = h[2], info.seconds = h[3];
+    info.resumed = 1;
+    (void)R->o.on_iteration(R->o.user, &info);
+  }
+}
+
+/* Appends iteration k's record to the state's history (the run's seconds:
+ * those of the resumed part, then this call's). */
+static ctr_status history_add(run *R, const ctr_iterate_info *i) {
+  ctr__it_state *s = &R->state;
+  if (R->no_history || s->nhist != i->iteration - 1) return CTR_OK;
+  if (s->nhist == s->hist_cap) {
+    const int64_t cap = s->hist_cap ? 2 * s->hist_cap : 64;
+    double *h = realloc(s->hist, sizeof(double) * CTR__IT_HIST * (size_t)cap);
+    if (!h) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "the iteration history (%lld iterations)", (long long)cap);
+    s->hist = h, s->hist_cap = cap;
+  }
+  double *h = s->hist + CTR__IT_HIST * s->nhist++;
+  const double sec0 = R->k0 > 0 ? s->hist[CTR__IT_HIST * R->k0 - 1] : 0; /* the resumed part's */
+  h[0] = i->residual, h[1] = i->relative_residual, h[2] = i->error, h[3] = sec0 + i->seconds;
+  return CTR_OK;
+}
+
 /* Reads the checkpoint into the state when resuming; R->k0 gets its
  * iteration. */
 static ctr_status maybe_resume(run *R) {
@@ -282,6 +323,8 @@ static ctr_status maybe_resume(run *R) {
   R->k0 = R->state.iteration;
   R->rep.resumed = R->k0;
   R->rep.iterations = R->k0;
+  R->rep.checkpointed = R->k0;
+  replay(R);
   return CTR_OK;
 }
 
@@ -309,6 +352,8 @@ static ctr_status epilogue(run *R, int64_t k, double res, const ctr__vec *x) {
     info.error = R->norm_truth > 0 ? sqrt(d2) / R->norm_truth : sqrt(d2);
   }
   info.seconds = ctr__now_s() - R->t0;
+  info.resumed = 0;
+  if (R->o.checkpoint) CTR_CHECK(history_add(R, &info));
   if (R->o.on_iteration && R->o.on_iteration(R->o.user, &info)) {
     R->stop = 1;
     R->rep.stop = CTR_ITERATE_STOP_CALLBACK;
@@ -324,6 +369,7 @@ static ctr_status epilogue(run *R, int64_t k, double res, const ctr__vec *x) {
   if (R->o.checkpoint && (k % R->o.checkpoint_every == 0 || R->stop)) {
     R->state.iteration = k;
     CTR_CHECK(ctr__it_checkpoint_write(P, R->o.checkpoint, &R->fp, &R->state));
+    R->rep.checkpointed = k;
   }
   return ctr__progress(P->ctx, "iterate", (double)k / (double)R->o.iterations);
 }
@@ -801,6 +847,7 @@ cleanup:
   if (pinned) ctr__it_cuda_unpin(p, vol);
 #endif
   ctr__vec_free(p, &R.truth);
+  free(R.state.hist);
   R.rep.seconds_forward = p->seconds_forward;
   R.rep.seconds_adjoint = p->seconds_adjoint;
   R.rep.forward_calls = p->views_forward / (p->nviews > 0 ? p->nviews : 1);
