@@ -197,6 +197,15 @@ int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *out
   return 0;
 }
 
+long cli_lock_holder(const char *path) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  const int got = fcntl(fd, F_GETLK, &l);
+  close(fd);
+  return got == 0 && l.l_type != F_UNLCK ? (long)l.l_pid : 0;
+}
+
 int cli_resolve_format(const char *cmd, const char *path_option, const char *format_option,
                        const char *path, ctr_file_format given, ctr_file_format *out) {
   if (given != CTR_FORMAT_AUTO) {

@@ -353,11 +353,12 @@ int cmd_iterate(int argc, char **argv) {
   if (rc) return rc < 0 ? 0 : rc;
   ctr_iterate_options o = CTR_ITERATE_OPTIONS_INIT;
   if ((rc = check_args(&a, opts, &o))) return rc;
-  char ckpath[4200];
+  char ckpath[4200], lockpath[4300];
   const int checkpoints = a.checkpoint_every > 0;
   if (checkpoints) {
     if (a.checkpoint) snprintf(ckpath, sizeof ckpath, "%s", a.checkpoint);
     else snprintf(ckpath, sizeof ckpath, "%s.checkpoint", a.out);
+    snprintf(lockpath, sizeof lockpath, "%s.lock", ckpath); /* the library's run lock */
   }
   const int init_file = a.init && strcmp(a.init, "zero") && strcmp(a.init, "fdk");
   const cli_file in[] = {{"--geometry", a.geometry},  {"--projections", a.projections},
@@ -370,9 +371,15 @@ int cmd_iterate(int argc, char **argv) {
                            {"--preview", a.preview},
                            {a.checkpoint ? "--checkpoint" : "the checkpoint",
                             checkpoints ? ckpath : NULL},
+                           {"the checkpoint's lock", checkpoints ? lockpath : NULL},
                            {0}};
   if ((rc = cli_check_files(cmd, in, outf))) return rc;
   struct stat sb;
+  const long holder = checkpoints ? cli_lock_holder(lockpath) : 0;
+  if (holder) /* before the advice below, which is for a run that ended */
+    return cli_error(cmd, CLI_EXIT_INPUT, "'%s' is in use by process %ld (another run with this "
+                     "checkpoint, still going): wait for it to end, or give another --out or "
+                     "--checkpoint", ckpath, holder);
   if (checkpoints && !a.resume && stat(ckpath, &sb) == 0)
     return cli_usage_error(cmd, "the checkpoint '%s' of an earlier run exists: add --resume to "
                            "continue that run, or delete it to start over", ckpath);

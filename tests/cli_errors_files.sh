@@ -156,17 +156,56 @@ grep -q "cannot be resumed" "$ERR" && ! grep -q "repeat the command with --resum
   grep -q "run without --resume to start over" "$ERR" &&
   ok "it says to start over, not to --resume" || bad "truncated: $(cat "$ERR")"
 
+echo "# a run still going holds its output: a second one names its process"
+# hold FILE: a process that holds a write lock (fcntl, the run lock) on FILE
+# until release; HOLDER is its pid
+hold() {
+  rm -f held.flag
+  python3 -c 'import fcntl, sys, time
+f = open(sys.argv[1], "a"); fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+open("held.flag", "w").close(); time.sleep(120)' "$1" &
+  HOLDER=$!
+  for _ in $(seq 100); do [ -e held.flag ] && break; sleep 0.1; done
+}
+release() { kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null; }
+if command -v python3 > /dev/null; then
+  CTRECON_INJECT_STOP_AFTER_SLABS=2 run "${FDK[@]}" --out lk.raw
+  before=$(sum lk.raw.partial)
+  hold lk.raw.partial.journal
+  refuses 3 "fdk over a run still going" "lk.raw.partial.journal' is in use by process $HOLDER" \
+    "${FDK[@]}" --out lk.raw
+  grep -q "delete" "$ERR" && bad "it says to delete the live run's files" || ok "no advice to delete"
+  refuses 3 "fdk --resume of a run still going" "in use by process $HOLDER" "${FDK[@]}" --out lk.raw --resume
+  grep -q "delete\|repeat the command" "$ERR" && bad "--resume: advice for a run that ended" ||
+    ok "--resume: no advice to delete or resume"
+  [ "$(sum lk.raw.partial)" = "$before" ] && ok "the live run's partial output is untouched" ||
+    bad "partial output changed"
+  release
+  refuses 3 "fdk over a stale partial: the advice to resume or delete" "--resume|delete" "${FDK[@]}" --out lk.raw
+  step "fdk --resume once the lock is free" "${FDK[@]}" --out lk.raw --resume
+  hold it.raw.checkpoint.lock
+  refuses 3 "iterate over a run still going" "it.raw.checkpoint' is in use by process $HOLDER" \
+    iterate --geometry g.json --projections p.nrrd --device cpu --quiet --iterations 2 --out it.raw
+  release
+  step "iterate once the lock is free" iterate --geometry g.json --projections p.nrrd --device cpu \
+    --quiet --iterations 2 --out it.raw
+  [ ! -e it.raw.checkpoint.lock ] && [ ! -e it.raw.checkpoint ] && ok "no lock or checkpoint left" ||
+    bad "left: $(ls it.raw*)"
+else
+  echo "skip - no python3 to hold a lock"
+fi
+
 echo "# iterate: the history in the checkpoint, no file it was not asked to write"
 IT=(iterate --geometry g.json --projections p.nrrd --device cpu --quiet)
 lines() { wc -l < "$1" | tr -d ' '; }
 printf 'mine\n' > conv.csv
-printf 'mine\n' > ck.raw.checkpoint.csv
-run "${IT[@]}" --iterations 2 --out ck.raw --checkpoint conv --residuals ck.raw.checkpoint.csv
+run "${IT[@]}" --iterations 2 --out ck.raw --checkpoint conv
 [ "$rc" -eq 0 ] && [ "$(cat conv.csv)" = mine ] && ok "--checkpoint conv leaves conv.csv alone" ||
   bad "conv.csv: exit $rc, '$(head -2 conv.csv)'"
-[ -f ck.raw.checkpoint.csv ] && [ "$(lines ck.raw.checkpoint.csv)" -eq 3 ] &&
-  ok "--residuals OUT.checkpoint.csv is written and kept" || bad "--residuals OUT.checkpoint.csv: $(ls ck.raw*)"
 [ ! -e conv ] && ok "the checkpoint is removed after the run" || bad "conv left behind"
+run "${IT[@]}" --iterations 2 --out ck.raw --residuals ck.raw.checkpoint.csv
+[ "$rc" -eq 0 ] && [ -f ck.raw.checkpoint.csv ] && [ "$(lines ck.raw.checkpoint.csv)" -eq 3 ] &&
+  ok "--residuals OUT.checkpoint.csv is written and kept" || bad "--residuals OUT.checkpoint.csv: exit $rc, $(ls ck.raw*)"
 refuses 2 "--residuals that is the checkpoint" "--residuals 'conv'|--checkpoint 'conv'|same file" \
   "${IT[@]}" --iterations 2 --out ck.raw --checkpoint conv --residuals conv
 # a straight run of 5, for the history's figures

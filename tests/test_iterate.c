@@ -7,6 +7,7 @@
  * Built twice: as test_iterate on the CPU backend and with CTR_TEST_CUDA as
  * test_gpu_iterate on the GPU (exit 77, skipped, without one). */
 #include "harness.h"
+#include "lock_holder.h"
 #include "scratch_dir.h"
 
 #include "iterative/iterative.h"
@@ -240,6 +241,41 @@ static void test_constraints(void) {
   CHECK_OK(ctr_iterate(q.p, &o, q.proj, x, &r));
   CHECK(r.stop == CTR_ITERATE_STOP_CALLBACK && r.iterations == 3 && e.n == 3);
   free(x);
+  unmake(&q);
+}
+
+/* ---- The run lock ---------------------------------------------------------------------------- */
+
+/* A run holds its checkpoint's lock from the start: another process holding
+ * it (a run still going) makes a second run fail naming that process, before
+ * it writes anything; a lock file nobody holds (a killed run's) is taken
+ * over, and a finished run removes it. */
+static void test_lock(void) {
+  problem q;
+  make(&q, 20, 16, NULL);
+  REQUIRE(q.p);
+  REQUIRE(scratch_open("ctr_iterate_lock"));
+  const char *ck = P("locked.checkpoint"), *lock = P("locked.checkpoint.lock");
+  float *x = calloc((size_t)q.nvol, sizeof(float));
+  trace t = {0};
+  ctr_iterate_options o = opts(CTR_ITERATE_SIRT, 2, &t, NULL);
+  o.checkpoint = ck;
+  lock_holder h = lock_holder_start(lock);
+  CHECK_MSG(h.pid > 0, "the lock holder did not start");
+  if (h.pid > 0) {
+    char want[64];
+    snprintf(want, sizeof want, "in use by process %ld", (long)h.pid);
+    CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT, want);
+    CHECK(strstr(ctr_error_detail(), "locked.checkpoint") != NULL);
+    CHECK(t.n == 0 && !exists(ck) && exists(lock));
+    lock_holder_end(&h);
+  }
+  CHECK(exists(lock)); /* stale: nobody holds it */
+  CHECK_OK(ctr_iterate(q.p, &o, q.proj, x, NULL));
+  CHECK(t.n == 2 && exists(ck) && !exists(lock));
+  remove(ck);
+  free(x);
+  scratch_close();
   unmake(&q);
 }
 
@@ -657,6 +693,7 @@ int main(void) {
   test_fista_beats_fdk();
   test_constraints();
   test_resume();
+  test_lock();
   test_slab_iterates();
   test_fast_pair();
   test_fast_kept();

@@ -814,6 +814,8 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
     R.hi = (float)R.o.upper;
   }
   if (R.o.checkpoint) CTR_CHECK(fingerprint(&R, proj));
+  int lock = -1;
+  if (R.o.checkpoint) CTR_CHECK(ctr__it_checkpoint_lock(R.o.checkpoint, &lock));
   p->seconds_forward = p->seconds_adjoint = 0;
   p->views_forward = p->views_adjoint = 0;
   char plan[512];
@@ -848,6 +850,7 @@ cleanup:
 #endif
   ctr__vec_free(p, &R.truth);
   free(R.state.hist);
+  ctr__it_checkpoint_unlock(R.o.checkpoint, lock);
   R.rep.seconds_forward = p->seconds_forward;
   R.rep.seconds_adjoint = p->seconds_adjoint;
   R.rep.forward_calls = p->views_forward / (p->nviews > 0 ? p->nviews : 1);

@@ -271,6 +271,13 @@ typedef struct ctr__it_state {
 /* Writes the state to `path` atomically (a temporary renamed into place). */
 ctr_status ctr__it_checkpoint_write(ctr_projector *p, const char *path,
                                     const ctr__it_fingerprint *fp, const ctr__it_state *s);
+/* The run's lock on its checkpoint, held from the start (before there is a
+ * checkpoint) to the end: a write lock (ctr__file_lock) on
+ * "<checkpoint>.lock", created if missing (one left by a killed run is
+ * taken over). Another run holding it: CTR_E_INVALID_ARGUMENT "... is in use
+ * by process N". Unlock removes the file and closes *fd. */
+ctr_status ctr__it_checkpoint_lock(const char *checkpoint, int *fd);
+void ctr__it_checkpoint_unlock(const char *checkpoint, int fd);
 /* Reads a checkpoint into the state's vectors (their sizes must match),
  * scalars and history (s->hist replaced: malloc'd, or NULL for a checkpoint
  * without one); errors name the file and the field that differs. */
