@@ -67,7 +67,23 @@ run demo --parallel --size 32 --views 24 --slices 2 --device cpu --quiet
 run demo --size 32 --views 24 --det 32 --device cpu --quiet
 [ "$rc" -eq 0 ] && [ -f demo-out/recon.nrrd ] && [ ! -e demo-out/sinograms.tif ] &&
   ok "demo writes demo-out/ alone" || bad "demo: exit $rc, $(ls demo-out)"
-rm -rf demo-out demo-parallel-out
+# one --out-dir for two demos: the second is refused (their files would mix),
+# the first's files kept; the same demo again is fine; --force overrides
+run demo --parallel --size 32 --views 24 --slices 2 --device cpu --quiet --out-dir demo-out
+[ "$rc" -eq 2 ] && grep -qF -- "--out-dir 'demo-out' holds" "$ERR" && grep -qF -- "--force" "$ERR" &&
+  grep -qF "(of \`ctrecon demo\`)" "$ERR" && ok "demo --parallel into demo's folder: refused, naming it" ||
+  bad "demo --parallel into demo-out: exit $rc, $(cat "$ERR")"
+[ ! -e demo-out/sinograms.tif ] && [ -f demo-out/geometry.json ] && ok "nothing written there" ||
+  bad "demo-out: $(ls demo-out)"
+step "demo again into its own folder" demo --size 32 --views 24 --det 32 --device cpu --quiet
+mkdir -p mine && echo keep > mine/notes.txt
+run demo --size 32 --views 24 --det 32 --device cpu --quiet --out-dir mine
+[ "$rc" -eq 2 ] && grep -qF "'notes.txt'" "$ERR" && [ ! -e mine/recon.nrrd ] &&
+  ok "a folder of other files: refused" || bad "mine: exit $rc, $(cat "$ERR")"
+step "--force writes there anyway" demo --size 32 --views 24 --det 32 --device cpu --quiet --out-dir mine --force
+[ -f mine/recon.nrrd ] && [ "$(cat mine/notes.txt)" = keep ] && ok "--force: written, other files kept" ||
+  bad "--force: $(ls mine)"
+rm -rf demo-out demo-parallel-out mine
 
 echo "# temporaries: SIGTERM, and those of a killed process"
 "$CTR" geometry --out big.json --nu 200 --nv 160 --du 2.2 --dv 2.2 --volume 160 --voxel 1.6 \
