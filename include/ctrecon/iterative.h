@@ -180,7 +180,10 @@ typedef struct ctr_iterate_options {
   uint64_t gpu_budget;       /* 0 = free memory of the context's GPU less 1 GiB */
   uint64_t host_budget;      /* 0 = available host memory less 10 % */
   int64_t max_slab_slices;   /* force slab-wise projection (tests); 0 = as budgets allow */
-  const char *checkpoint;    /* file for the state after finished iterations (NULL = none) */
+  const char *checkpoint;    /* file for the state after finished iterations and their history
+                                (NULL = none); the call holds an fcntl lock on
+                                "<checkpoint>.lock" (removed at the end): another process's
+                                call on the same checkpoint fails, "... is in use by process N" */
   int64_t checkpoint_every;  /* write it every N iterations and after the last (0 = 1) */
   int resume;                /* continue from `checkpoint`: the run then gives the volume an
                                 uninterrupted run gives (bit for bit on the CPU) */

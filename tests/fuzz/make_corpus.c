@@ -367,7 +367,7 @@ static void it_checkpoint(void) {
   free(b);
   fp.algorithm = CTR_ITERATE_SIRT;
   check(ctr__it_checkpoint_write(p, path_in("it_checkpoint", "other-run"), &fp, &s), "checkpoint");
-  s.hist = NULL;
+  for (int i = 0; i < FZ_CK_NVEC; i++) ctr__vec_free(p, &v[i]);
 }
 
 int main(int argc, char **argv) {
