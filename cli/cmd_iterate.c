@@ -521,7 +521,7 @@ int cmd_iterate(int argc, char **argv) {
       rc = cli_exit_code(st);
     } else {
       /* the file the failure is about: the checkpoint, the start volume, or the data */
-      const char *about = a.resume ? ckpath
+      const char *about = a.resume || (checkpoints && strstr(ctr_error_detail(), ckpath)) ? ckpath
                           : init_file && strstr(ctr_error_detail(), "the initial volume") ? a.init
                           : a.sinograms ? a.sinograms : a.projections;
       rc = cli_fail_file(cmd, st, about);

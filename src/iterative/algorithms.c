@@ -11,19 +11,6 @@
 
 static const ctr_iterate_report report_defaults = CTR_ITERATE_REPORT_INIT;
 
-static const char *const ALGORITHM_NAMES[] = {"sirt", "cgls", "os-sart", "fista-tv"};
-
-const char *ctr_iterate_algorithm_name(ctr_iterate_algorithm a) {
-  return (unsigned)a < 4 ? ALGORITHM_NAMES[a] : "unknown";
-}
-
-ctr_status ctr_iterate_algorithm_parse(const char *name, ctr_iterate_algorithm *out) {
-  for (int i = 0; name && out && i < 4; i++)
-    if (!strcmp(name, ALGORITHM_NAMES[i])) return *out = (ctr_iterate_algorithm)i, CTR_OK;
-  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "algorithm '%s': expected sirt, cgls, os-sart or fista-tv",
-           name ? name : "(null)");
-}
-
 /* ---- Options ------------------------------------------------------------------ */
 
 #define DEFAULT_SUBSETS 10
