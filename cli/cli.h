@@ -241,6 +241,9 @@ typedef struct cli_file {
  * st_dev and st_ino), "file.h5:/dataset" counting as file.h5 - else a usage
  * error naming both options. Returns 0 or an exit code. */
 int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *outputs);
+/* The process holding a write lock on `path` (the run lock the library
+ * takes on a journal or a checkpoint's lock file), 0 if none or no file. */
+long cli_lock_holder(const char *path);
 /* File format from the format option (`given`, unless AUTO) or the
  * extension of the path given to `path_option`; usage error if unknown.
  * `format_option` (may be NULL) is named in the hint. */

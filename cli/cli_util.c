@@ -155,12 +155,29 @@ static int check_writable(const char *cmd, const char *option, const char *path)
   return 0;
 }
 
+/* An HDF5 output "file.h5:/dataset" goes into an existing file beside its
+ * other datasets: a dataset of that name already there is refused up front
+ * (the library refuses it too, but only once the run has got that far). */
+static int check_new_dataset(const char *cmd, const char *option, const char *path,
+                             const char *file) {
+  ctr_file_format fmt;
+  ctr_stack_reader *r = NULL;
+  if (ctr_format_guess(path, &fmt) != CTR_OK || fmt != CTR_FORMAT_HDF5 || access(file, F_OK) ||
+      ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r) != CTR_OK)
+    return 0;
+  ctr_stack_close(r);
+  return cli_usage_error(cmd, "%s '%s': the file already holds that dataset, which is kept: name "
+                         "another dataset or file (or delete that dataset first)",
+                         option ? option : "the output", path);
+}
+
 int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *outputs) {
   for (const cli_file *o = outputs; o && o->option; o++) {
     if (!o->path) continue;
     char out[4096], other[4096];
     int rc = check_writable(cmd, o->option, o->path);
     if (!rc) rc = file_part(cmd, o->path, out, sizeof out);
+    if (!rc) rc = check_new_dataset(cmd, o->option, o->path, out);
     if (rc) return rc;
     for (const cli_file *i = inputs; i && i->option; i++) {
       if (!i->path || file_part(cmd, i->path, other, sizeof other) || !same_file(out, other))
@@ -178,6 +195,15 @@ int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *out
     }
   }
   return 0;
+}
+
+long cli_lock_holder(const char *path) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  const int got = fcntl(fd, F_GETLK, &l);
+  close(fd);
+  return got == 0 && l.l_type != F_UNLCK ? (long)l.l_pid : 0;
 }
 
 int cli_resolve_format(const char *cmd, const char *path_option, const char *format_option,

@@ -2,6 +2,7 @@
  * head, FDK, comparison with the voxelised phantom, files to look at. */
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,7 @@ typedef struct demo_args {
   ctr_interp interp;
   cli_common common;
   int pet;
+  int force; /* --force: write into an --out-dir that holds other files */
 } demo_args;
 
 typedef struct demo_run {
@@ -57,6 +59,52 @@ typedef struct demo_run {
   ctr_volume_error err;
   char path[4096];
 } demo_run;
+
+/* The files each demo writes: a folder holding others (another demo's, or
+ * files not ours) is refused unless --force, so that two demos never mix
+ * their files in one folder (recon.nrrd, recon_xy.png are in both CT demos). */
+static const char *const CONE_FILES[] = {
+    "geometry.json", "recon.nrrd",   "recon_xy.png", "recon_xz.png", "recon_yz.png",
+    "truth_xy.png",  "truth_xz.png", "truth_yz.png", NULL};
+static const char *const PARALLEL_FILES[] = {
+    "projections.tif", "flat.tif",     "dark.tif", "sinograms.tif",
+    "recon.nrrd",      "recon_xy.png", "truth_xy.png", NULL};
+static const char *const PET_FILES[] = {
+    "pet_image.nrrd",    "pet_image_xy.png",  "pet_image_xz.png", "pet_image_yz.png",
+    "pet_truth_xy.png",  "pet_truth_xz.png",  "pet_truth_yz.png", "pet_crc.csv",
+    "pet_crc.png",       NULL};
+
+/* One of the demo's files, or a temporary of one (NAME.tmp.PID.N, left by a
+ * killed run: removed by cli_check_files) or the writability probe. */
+static int demo_file(const char *name, const char *const *files) {
+  if (!strncmp(name, ".ctrecon-probe.", 15)) return 1;
+  for (const char *const *f = files; *f; f++) {
+    const size_t n = strlen(*f);
+    if (!strncmp(name, *f, n) && (!name[n] || !strncmp(name + n, ".tmp.", 5))) return 1;
+  }
+  return 0;
+}
+
+static int check_own_dir(const char *dir, const char *const *files, const char *kind) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  char other[256] = "";
+  int n = 0;
+  for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || demo_file(e->d_name, files))
+      continue;
+    if (!n++) snprintf(other, sizeof other, "%s", e->d_name);
+  }
+  closedir(d);
+  if (!n) return 0;
+  const char *whose = demo_file(other, CONE_FILES)       ? " (of `ctrecon demo`)"
+                      : demo_file(other, PARALLEL_FILES) ? " (of `ctrecon demo --parallel`)"
+                      : demo_file(other, PET_FILES)      ? " (of `ctrecon demo --pet`)"
+                                                         : "";
+  return cli_usage_error("demo", "--out-dir '%s' holds %d file%s that %s does not write, e.g. "
+                         "'%s'%s: give an empty or new --out-dir, or add --force to write there "
+                         "anyway", dir, n, n == 1 ? "" : "s", kind, other, whose);
+}
 
 /* mkdir -p: the output directory and its missing parents. */
 static int make_dirs(const char *dir) {
@@ -236,7 +284,7 @@ static int run(const demo_args *a, demo_run *r) {
 }
 
 int cmd_demo(int argc, char **argv) {
-  demo_args a = {256, 360, 256, NULL, 0, 0, 16, CTR_INTERP_DEFAULT, CLI_COMMON_INIT, 0};
+  demo_args a = {256, 360, 256, NULL, 0, 0, 16, CTR_INTERP_DEFAULT, CLI_COMMON_INIT, 0, 0};
   const cli_opt opts[] = {
       {"--size", "N", "volume size N^3 over 256 mm (default 256)", cli_parse_count, &a.size, NULL},
       {"--views", "N", "projections over 360 deg (default 360)", cli_parse_count, &a.views, NULL},
@@ -248,6 +296,9 @@ int cmd_demo(int argc, char **argv) {
        cli_parse_string, &a.out_dir, NULL},
       {"--no-volume", NULL, "do not write recon.nrrd (previews only)", cli_set_flag, &a.no_volume,
        NULL},
+      {"--force", NULL, "write into an --out-dir that holds files this demo does not write "
+       "(another demo's: the names they share are replaced) (default: refused)", cli_set_flag,
+       &a.force, NULL},
       {"--interp", "MODE",
        "backprojection interpolation: auto, exact, precise or texture (default auto: texture on "
        "a GPU, exact on the CPU)",
@@ -269,6 +320,10 @@ int cmd_demo(int argc, char **argv) {
   if (a.pet && a.parallel) return cli_usage_error("demo", "give --parallel or --pet, not both");
   /* One folder per demo: their files share names (recon.nrrd, recon_xy.png). */
   if (!a.out_dir) a.out_dir = a.pet ? "demo-pet-out" : a.parallel ? "demo-parallel-out" : "demo-out";
+  if (!a.force &&
+      (rc = check_own_dir(a.out_dir, a.pet ? PET_FILES : a.parallel ? PARALLEL_FILES : CONE_FILES,
+                          a.pet ? "demo --pet" : a.parallel ? "demo --parallel" : "demo")))
+    return rc;
   if (a.pet) {
     rc = make_dirs(a.out_dir);
     return rc ? rc : cmd_demo_pet(a.out_dir, a.no_volume, &a.common);

@@ -62,12 +62,9 @@ typedef struct history {
 typedef struct it_run {
   const it_args *a;
   cli_session session;
-  history h;
-  FILE *log;        /* "<checkpoint>.csv": the history beside the checkpoint */
-  char log_path[4300];
-  int64_t first;    /* iterations done before this call */
-  int64_t base;     /* the iteration before the history's first (0 unless a resumed run lost
-                       the history beside its checkpoint) */
+  history h;        /* resumed iterations (from the checkpoint's history) too */
+  int64_t base;     /* the iteration before the history's first (0 unless a resumed run's
+                       checkpoint has no history: one of an older ctrecon) */
   double sec0;      /* seconds of the resumed part */
   int rc;
 } it_run;
@@ -104,38 +101,6 @@ static int history_add(const char *cmd, history *h, double res, double rel, doub
 
 #define CSV_HEADER "iteration,residual,relative_residual,error,seconds\n"
 
-/* The history of the iterations a checkpoint holds, from the table beside
- * it (absent: the plot and table of a resumed run start where it resumes). */
-static int history_load(it_run *r, int64_t upto) {
-  FILE *f = fopen(r->log_path, "r");
-  if (!f) return 0;
-  char line[512];
-  int rc = 0;
-  while (!rc && fgets(line, sizeof line, f)) {
-    long long it;
-    double res, rel, err, sec;
-    if (sscanf(line, "%lld,%lf,%lf,%lf,%lf", &it, &res, &rel, &err, &sec) != 5) continue;
-    if (it == r->h.n + 1 && it <= upto) rc = history_add("iterate", &r->h, res, rel, err, sec);
-  }
-  fclose(f);
-  return rc;
-}
-
-/* Rewrites the history table beside the checkpoint (the resumed part) and
- * keeps it open for the new iterations. */
-static int history_open(it_run *r) {
-  r->log = fopen(r->log_path, "w");
-  if (!r->log)
-    return cli_error("iterate", CLI_EXIT_RUNTIME, "cannot write '%s': %s", r->log_path,
-                     strerror(errno));
-  fputs(CSV_HEADER, r->log);
-  for (int64_t i = 0; i < r->h.n; i++)
-    fprintf(r->log, "%lld,%.9g,%.9g,%.9g,%.6f\n", (long long)(r->base + i + 1), r->h.res[i],
-            r->h.rel[i], r->h.err[i], r->h.sec[i]);
-  fflush(r->log);
-  return 0;
-}
-
 /* The table (--residuals): written under a temporary name, then renamed. */
 static int write_table(const char *path, const history *h, int64_t base) {
   char tmp[4300];
@@ -157,6 +122,11 @@ static int write_table(const char *path, const history *h, int64_t base) {
 
 static int on_iteration(void *user, const ctr_iterate_info *i) {
   it_run *r = user;
+  if (i->resumed) { /* the checkpoint's history, before the first new iteration */
+    r->sec0 = i->seconds;
+    return (r->rc = history_add("iterate", &r->h, i->residual, i->relative_residual, i->error,
+                                i->seconds));
+  }
   if (r->base + r->h.n != i->iteration - 1) { /* resumed without the history: start it here */
     r->h.n = 0;
     r->base = i->iteration - 1;
@@ -165,11 +135,6 @@ static int on_iteration(void *user, const ctr_iterate_info *i) {
   const double sec = r->sec0 + i->seconds;
   if ((r->rc = history_add("iterate", &r->h, i->residual, i->relative_residual, i->error, sec)))
     return 1;
-  if (r->log) {
-    fprintf(r->log, "%lld,%.9g,%.9g,%.9g,%.6f\n", (long long)i->iteration, i->residual,
-            i->relative_residual, i->error, sec);
-    fflush(r->log);
-  }
   cli_progress_end(&r->session);
   if (i->error >= 0)
     cli_info(&r->session, "iteration %4lld/%lld: residual %.6g (%.4g of ||b||), error %.4g, %.2f s\n",
@@ -249,6 +214,20 @@ static int parallel_geometry(const it_args *a, int64_t nbins, int64_t nangles,
 }
 
 /* ---- The command ---------------------------------------------------------------------- */
+
+/* After a failure past the start: what the checkpoint holds now (the
+ * report says), and how to go on. */
+static void checkpoint_advice(const it_args *a, const char *ckpath, const ctr_iterate_report *rep) {
+  if (rep->checkpointed > 0)
+    fprintf(stderr, "ctrecon iterate: '%s' was not written; the state after iteration %lld is in "
+            "%s: repeat the command with --resume to continue%s\n", a->out,
+            (long long)rep->checkpointed, ckpath,
+            rep->checkpointed < rep->iterations ? " (the iterations after it are repeated)" : "");
+  else
+    fprintf(stderr, "ctrecon iterate: '%s' was not written, and no checkpoint was: %lld "
+            "iterations finished and none was saved; repeat the command to start over\n", a->out,
+            (long long)rep->iterations);
+}
 
 static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
   const char *cmd = "iterate";
@@ -392,11 +371,12 @@ int cmd_iterate(int argc, char **argv) {
   if (rc) return rc < 0 ? 0 : rc;
   ctr_iterate_options o = CTR_ITERATE_OPTIONS_INIT;
   if ((rc = check_args(&a, opts, &o))) return rc;
-  char ckpath[4200];
+  char ckpath[4200], lockpath[4300];
   const int checkpoints = a.checkpoint_every > 0;
   if (checkpoints) {
     if (a.checkpoint) snprintf(ckpath, sizeof ckpath, "%s", a.checkpoint);
     else snprintf(ckpath, sizeof ckpath, "%s.checkpoint", a.out);
+    snprintf(lockpath, sizeof lockpath, "%s.lock", ckpath); /* the library's run lock */
   }
   const int init_file = a.init && strcmp(a.init, "zero") && strcmp(a.init, "fdk");
   const cli_file in[] = {{"--geometry", a.geometry},  {"--projections", a.projections},
@@ -407,10 +387,17 @@ int cmd_iterate(int argc, char **argv) {
                            {"--plot", a.plot},
                            {"--residuals", a.residuals},
                            {"--preview", a.preview},
-                           {"--checkpoint", checkpoints && !a.resume ? ckpath : NULL},
+                           {a.checkpoint ? "--checkpoint" : "the checkpoint",
+                            checkpoints ? ckpath : NULL},
+                           {"the checkpoint's lock", checkpoints ? lockpath : NULL},
                            {0}};
   if ((rc = cli_check_files(cmd, in, outf))) return rc;
   struct stat sb;
+  const long holder = checkpoints ? cli_lock_holder(lockpath) : 0;
+  if (holder) /* before the advice below, which is for a run that ended */
+    return cli_error(cmd, CLI_EXIT_INPUT, "'%s' is in use by process %ld (another run with this "
+                     "checkpoint, still going): wait for it to end, or give another --out or "
+                     "--checkpoint", ckpath, holder);
   if (checkpoints && !a.resume && stat(ckpath, &sb) == 0)
     return cli_usage_error(cmd, "the checkpoint '%s' of an earlier run exists: add --resume to "
                            "continue that run, or delete it to start over", ckpath);
@@ -519,7 +506,6 @@ int cmd_iterate(int argc, char **argv) {
     o.checkpoint = ckpath;
     o.checkpoint_every = a.checkpoint_every;
     o.resume = a.resume;
-    snprintf(r.log_path, sizeof r.log_path, "%s.csv", ckpath);
   }
   /* The plan, up front. */
   {
@@ -539,12 +525,6 @@ int cmd_iterate(int argc, char **argv) {
              (long long)pdims[0], (long long)pdims[1], (long long)pdims[2], a.input_scale, (long long)vd[0],
              (long long)vd[1], (long long)vd[2], text);
   }
-  if (checkpoints) {
-    if (a.resume && (rc = history_load(&r, a.iterations))) goto cleanup;
-    r.first = r.h.n;
-    r.sec0 = r.h.n > 0 ? r.h.sec[r.h.n - 1] : 0.0;
-    if ((rc = history_open(&r))) goto cleanup;
-  }
   ctr_iterate_report rep = CTR_ITERATE_REPORT_INIT;
   const double t0 = cli_now();
   st = ctr_iterate(p, &o, proj, vol, &rep);
@@ -555,21 +535,19 @@ int cmd_iterate(int argc, char **argv) {
     goto cleanup;
   }
   if (st != CTR_OK) {
-    if (checkpoints && rep.iterations > 0 && st != CTR_E_INVALID_ARGUMENT && st != CTR_E_FORMAT) {
+    if (checkpoints && (rep.iterations > 0 || rep.checkpointed > 0) &&
+        st != CTR_E_INVALID_ARGUMENT && st != CTR_E_FORMAT) {
       fprintf(stderr, "ctrecon iterate: error: %s\n",
               cli_status_text(st));
-      fprintf(stderr, "ctrecon iterate: '%s' was not written; the state after iteration %lld is "
-              "in %s: repeat the command with --resume to continue\n", a.out,
-              (long long)rep.iterations, ckpath);
+      checkpoint_advice(&a, ckpath, &rep);
       rc = cli_exit_code(st);
     } else {
       /* the file the failure is about: the checkpoint, the start volume, or the data */
-      const char *about = a.resume ? ckpath
+      const char *about = a.resume || (checkpoints && strstr(ctr_error_detail(), ckpath)) ? ckpath
                           : init_file && strstr(ctr_error_detail(), "the initial volume") ? a.init
                           : a.sinograms ? a.sinograms : a.projections;
       rc = cli_fail_file(cmd, st, about);
       slab_hint(a.resume);
-      if (checkpoints && !a.resume && stat(ckpath, &sb) != 0) remove(r.log_path); /* no state */
     }
     goto cleanup;
   }
@@ -603,14 +581,7 @@ int cmd_iterate(int argc, char **argv) {
     }
   }
   if (a.residuals && (rc = write_table(a.residuals, &r.h, r.base))) goto cleanup;
-  if (r.log) {
-    fclose(r.log);
-    r.log = NULL;
-  }
-  if (checkpoints && !a.keep_checkpoint) {
-    remove(ckpath);
-    remove(r.log_path);
-  }
+  if (checkpoints && !a.keep_checkpoint) remove(ckpath);
   const int64_t done = rep.iterations - rep.resumed;
   const char *why = rep.stop == CTR_ITERATE_STOP_TOLERANCE   ? " (tolerance reached)"
                     : rep.stop == CTR_ITERATE_STOP_CONVERGED ? " (converged: the gradient vanished)"
@@ -627,7 +598,6 @@ int cmd_iterate(int argc, char **argv) {
   cli_info(&r.session, "\n");
 cleanup:
   cli_progress_end(&r.session);
-  if (r.log) fclose(r.log);
   free(r.h.res);
   ctr_projector_free(p);
   ctr_context_free(ctx);

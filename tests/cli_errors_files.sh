@@ -67,7 +67,23 @@ run demo --parallel --size 32 --views 24 --slices 2 --device cpu --quiet
 run demo --size 32 --views 24 --det 32 --device cpu --quiet
 [ "$rc" -eq 0 ] && [ -f demo-out/recon.nrrd ] && [ ! -e demo-out/sinograms.tif ] &&
   ok "demo writes demo-out/ alone" || bad "demo: exit $rc, $(ls demo-out)"
-rm -rf demo-out demo-parallel-out
+# one --out-dir for two demos: the second is refused (their files would mix),
+# the first's files kept; the same demo again is fine; --force overrides
+run demo --parallel --size 32 --views 24 --slices 2 --device cpu --quiet --out-dir demo-out
+[ "$rc" -eq 2 ] && grep -qF -- "--out-dir 'demo-out' holds" "$ERR" && grep -qF -- "--force" "$ERR" &&
+  grep -qF "(of \`ctrecon demo\`)" "$ERR" && ok "demo --parallel into demo's folder: refused, naming it" ||
+  bad "demo --parallel into demo-out: exit $rc, $(cat "$ERR")"
+[ ! -e demo-out/sinograms.tif ] && [ -f demo-out/geometry.json ] && ok "nothing written there" ||
+  bad "demo-out: $(ls demo-out)"
+step "demo again into its own folder" demo --size 32 --views 24 --det 32 --device cpu --quiet
+mkdir -p mine && echo keep > mine/notes.txt
+run demo --size 32 --views 24 --det 32 --device cpu --quiet --out-dir mine
+[ "$rc" -eq 2 ] && grep -qF "'notes.txt'" "$ERR" && [ ! -e mine/recon.nrrd ] &&
+  ok "a folder of other files: refused" || bad "mine: exit $rc, $(cat "$ERR")"
+step "--force writes there anyway" demo --size 32 --views 24 --det 32 --device cpu --quiet --out-dir mine --force
+[ -f mine/recon.nrrd ] && [ "$(cat mine/notes.txt)" = keep ] && ok "--force: written, other files kept" ||
+  bad "--force: $(ls mine)"
+rm -rf demo-out demo-parallel-out mine
 
 echo "# temporaries: SIGTERM, and those of a killed process"
 "$CTR" geometry --out big.json --nu 200 --nv 160 --du 2.2 --dv 2.2 --volume 160 --voxel 1.6 \
@@ -155,4 +171,80 @@ run "${FDK[@]}" --out r.raw --resume
 grep -q "cannot be resumed" "$ERR" && ! grep -q "repeat the command with --resume" "$ERR" &&
   grep -q "run without --resume to start over" "$ERR" &&
   ok "it says to start over, not to --resume" || bad "truncated: $(cat "$ERR")"
+
+echo "# a run still going holds its output: a second one names its process"
+# hold FILE: a process that holds a write lock (fcntl, the run lock) on FILE
+# until release; HOLDER is its pid
+hold() {
+  rm -f held.flag
+  python3 -c 'import fcntl, sys, time
+f = open(sys.argv[1], "a"); fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+open("held.flag", "w").close(); time.sleep(120)' "$1" &
+  HOLDER=$!
+  for _ in $(seq 100); do [ -e held.flag ] && break; sleep 0.1; done
+}
+release() { kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null; }
+if command -v python3 > /dev/null; then
+  CTRECON_INJECT_STOP_AFTER_SLABS=2 run "${FDK[@]}" --out lk.raw
+  before=$(sum lk.raw.partial)
+  hold lk.raw.partial.journal
+  refuses 3 "fdk over a run still going" "lk.raw.partial.journal' is in use by process $HOLDER" \
+    "${FDK[@]}" --out lk.raw
+  grep -q "delete" "$ERR" && bad "it says to delete the live run's files" || ok "no advice to delete"
+  refuses 3 "fdk --resume of a run still going" "in use by process $HOLDER" "${FDK[@]}" --out lk.raw --resume
+  grep -q "delete\|repeat the command" "$ERR" && bad "--resume: advice for a run that ended" ||
+    ok "--resume: no advice to delete or resume"
+  [ "$(sum lk.raw.partial)" = "$before" ] && ok "the live run's partial output is untouched" ||
+    bad "partial output changed"
+  release
+  refuses 3 "fdk over a stale partial: the advice to resume or delete" "--resume|delete" "${FDK[@]}" --out lk.raw
+  step "fdk --resume once the lock is free" "${FDK[@]}" --out lk.raw --resume
+  hold it.raw.checkpoint.lock
+  refuses 3 "iterate over a run still going" "it.raw.checkpoint' is in use by process $HOLDER" \
+    iterate --geometry g.json --projections p.nrrd --device cpu --quiet --iterations 2 --out it.raw
+  release
+  step "iterate once the lock is free" iterate --geometry g.json --projections p.nrrd --device cpu \
+    --quiet --iterations 2 --out it.raw
+  [ ! -e it.raw.checkpoint.lock ] && [ ! -e it.raw.checkpoint ] && ok "no lock or checkpoint left" ||
+    bad "left: $(ls it.raw*)"
+else
+  echo "skip - no python3 to hold a lock"
+fi
+
+echo "# iterate: the history in the checkpoint, no file it was not asked to write"
+IT=(iterate --geometry g.json --projections p.nrrd --device cpu --quiet)
+lines() { wc -l < "$1" | tr -d ' '; }
+printf 'mine\n' > conv.csv
+run "${IT[@]}" --iterations 2 --out ck.raw --checkpoint conv
+[ "$rc" -eq 0 ] && [ "$(cat conv.csv)" = mine ] && ok "--checkpoint conv leaves conv.csv alone" ||
+  bad "conv.csv: exit $rc, '$(head -2 conv.csv)'"
+[ ! -e conv ] && ok "the checkpoint is removed after the run" || bad "conv left behind"
+run "${IT[@]}" --iterations 2 --out ck.raw --residuals ck.raw.checkpoint.csv
+[ "$rc" -eq 0 ] && [ -f ck.raw.checkpoint.csv ] && [ "$(lines ck.raw.checkpoint.csv)" -eq 3 ] &&
+  ok "--residuals OUT.checkpoint.csv is written and kept" || bad "--residuals OUT.checkpoint.csv: exit $rc, $(ls ck.raw*)"
+refuses 2 "--residuals that is the checkpoint" "--residuals 'conv'|--checkpoint 'conv'|same file" \
+  "${IT[@]}" --iterations 2 --out ck.raw --checkpoint conv --residuals conv
+# a straight run of 5, for the history's figures
+run "${IT[@]}" --iterations 5 --out h5.raw --residuals straight.csv --checkpoint-every 0
+cut -d, -f1-4 straight.csv > straight4.csv
+# 5 iterations, a checkpoint every 2: the disk fills at the second one (iteration 4)
+CTRECON_INJECT_ENOSPC_AFTER=200000 run "${IT[@]}" --iterations 5 --out h.raw --checkpoint-every 2
+[ "$rc" -ne 0 ] && grep -qF "the state after iteration 2 is in h.raw.checkpoint" "$ERR" &&
+  ok "disk full at iteration 4: the message names iteration 2, what the checkpoint holds" ||
+  bad "disk full at iteration 4: exit $rc, $(cat "$ERR")"
+# a refused resume (another algorithm) keeps the checkpoint and its history, and names the algorithms
+refuses 3 "--resume with another algorithm" "its algorithm is sirt, this run's cgls" \
+  "${IT[@]}" --iterations 5 --out h.raw --resume --algorithm cgls
+run "${IT[@]}" --iterations 5 --out h.raw --checkpoint-every 2 --resume --residuals resumed.csv
+cut -d, -f1-4 resumed.csv > resumed4.csv
+[ "$rc" -eq 0 ] && [ "$(lines resumed.csv)" -eq 6 ] && cmp -s straight4.csv resumed4.csv &&
+  ok "the resumed run's --residuals holds iterations 1..5, those of the straight run" ||
+  bad "resumed table: exit $rc, $(cat resumed.csv)"
+cmp -s h5.raw h.raw && ok "the resumed volume = the straight one" || bad "resumed volume differs"
+# the disk fills at the first checkpoint: there is none, and the message says so
+CTRECON_INJECT_ENOSPC_AFTER=1000 run "${IT[@]}" --iterations 3 --out h1.raw
+[ "$rc" -ne 0 ] && grep -qF "no checkpoint was" "$ERR" && ! grep -q "state after iteration" "$ERR" &&
+  ok "disk full at the first checkpoint: the message says there is none" ||
+  bad "disk full at iteration 1: exit $rc, $(cat "$ERR")"
+[ ! -e h1.raw.checkpoint ] && ok "no checkpoint left" || bad "h1.raw.checkpoint exists"
 finish

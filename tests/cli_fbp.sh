@@ -45,6 +45,22 @@ if "$CTR" info | grep -Eq '^ +hdf5 +yes'; then
   head -c 8 rec.h5 | od -c | grep -q 'H   D   F' && ok "rec.h5 is HDF5" || bad "rec.h5 signature"
   [ "$(wc -c < rec.h5)" -gt $((96 * 96 * 6 * 4)) ] && ok "rec.h5 holds the slices" || bad "rec.h5 size"
   ls rec.h5.tmp.* > /dev/null 2>&1 && bad "temporary left behind" || ok "no temporary left"
+  # A second dataset goes into the same file beside the first, which stays
+  # as it was; the same dataset again is refused and the file kept.
+  RE=(fbp --sinograms 'rec.h5:/exchange/recon' --device cpu --quiet)
+  step "fbp reads rec.h5:/exchange/recon" "${RE[@]}" --out re1.raw
+  step "fbp, a second dataset into rec.h5" "${FBP[@]}" --out 'rec.h5:/other/recon' --quiet
+  step "the first dataset is still there" "${RE[@]}" --out re2.raw
+  same re1.raw re2.raw "the first dataset is unchanged by the second"
+  step "the second dataset is there" fbp --sinograms 'rec.h5:/other/recon' --device cpu --quiet --out re3.raw
+  same re1.raw re3.raw "the second dataset holds the same slices"
+  cp rec.h5 rec-before.h5
+  exits 2 "fbp into a dataset that exists" "${FBP[@]}" --out 'rec.h5:/exchange/recon' --quiet
+  grep -q "\-\-out 'rec.h5:/exchange/recon': the file already holds that dataset" "$ERR" &&
+    ok "the refusal names --out and the dataset" ||
+    bad "refusal: $(cat "$ERR")"
+  same rec.h5 rec-before.h5 "the refused run left rec.h5 as it was"
+  ls rec.h5.tmp.* > /dev/null 2>&1 && bad "temporary left behind" || ok "no temporary left"
 fi
 
 # An explicit angle list equal to the uniform one gives the same bytes.

@@ -111,6 +111,55 @@ static void test_write(int have) {
   CHECK(count_temporaries() == 0);
 }
 
+#if TEST_HDF5
+/* Writing into an existing HDF5 file adds the dataset and keeps the file's
+ * other datasets; a dataset already there is refused and left as it was; a
+ * writer abandoned half way leaves the file as it was (no dataset, nothing
+ * half written); a file that is not HDF5 is refused and kept. */
+static void test_write_adds(void) {
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
+  info.width = 4, info.height = 2, info.count = 3, info.dtype = CTR_DTYPE_FLOAT32;
+  float a[24], b[24];
+  for (int i = 0; i < 24; i++) a[i] = (float)i, b[i] = 100.0f - (float)i;
+  CHECK_OK(ctr_stack_save(P("multi.h5:/exchange/data"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, a));
+  CHECK_OK(ctr_stack_save(P("multi.h5:/exchange/recon"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, b));
+  static const char *names[] = {"multi.h5:/exchange/data", "multi.h5:/exchange/recon"};
+  const float *want[] = {a, b};
+  for (int k = 0; k < 2; k++) {
+    ctr_stack_info got = CTR_STACK_INFO_INIT;
+    float *back = NULL;
+    CHECK_OK(ctr_stack_load(P(names[k]), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &got,
+                            (void **)&back));
+    CHECK_MSG(back && got.count == 3 && !memcmp(back, want[k], sizeof a), "%s lost", names[k]);
+    free(back);
+  }
+  CHECK_FAILS(ctr_stack_save(P("multi.h5:/exchange/recon"), CTR_FORMAT_AUTO, &info,
+                             CTR_DTYPE_FLOAT32, a), CTR_E_INVALID_ARGUMENT, "already holds");
+  CHECK(strstr(ctr_error_detail(), "/exchange/recon") != NULL);
+  ctr_stack_writer *w = NULL;
+  CHECK_OK(ctr_stack_create(P("multi.h5:/more"), CTR_FORMAT_AUTO, &info, &w));
+  if (w) {
+    CHECK_OK(ctr_stack_write(w, 0, 1, CTR_DTYPE_FLOAT32, a));
+    ctr_stack_abort(w);
+  }
+  ctr_stack_reader *r = NULL;
+  CHECK_FAILS(ctr_stack_open(P("multi.h5:/more"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT, "/more");
+  float *back = NULL;
+  ctr_stack_info got = CTR_STACK_INFO_INIT;
+  CHECK_OK(ctr_stack_load(P("multi.h5:/exchange/recon"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32,
+                          &got, (void **)&back));
+  CHECK(back && !memcmp(back, b, sizeof b));
+  free(back);
+  FILE *f = fopen(P("text.h5"), "w");
+  CHECK(f != NULL);
+  if (f) fputs("not hdf5\n", f), fclose(f);
+  CHECK_FAILS(ctr_stack_save(P("text.h5:/data"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, a),
+              CTR_E_IO, "is not an HDF5 file");
+  CHECK(file_size(P("text.h5")) == 9);
+  CHECK(count_temporaries() == 0);
+}
+#endif
+
 /* A build without HDF5 says so; one with it names the missing file. */
 static void test_missing_file(int have) {
   ctr_stack_reader *r = NULL;
@@ -1399,6 +1448,7 @@ int main(void) {
     test_decoded_chunks();
     test_tiny_chunks();
     test_pread_bands();
+    test_write_adds();
   }
   scratch_close();
   return th_finish("test_hdf5");

@@ -7,6 +7,7 @@
  * Built twice: as test_iterate on the CPU backend and with CTR_TEST_CUDA as
  * test_gpu_iterate on the GPU (exit 77, skipped, without one). */
 #include "harness.h"
+#include "lock_holder.h"
 #include "scratch_dir.h"
 
 #include "iterative/iterative.h"
@@ -74,10 +75,14 @@ typedef struct trace {
   int n;
   double res[MAXIT], err[MAXIT];
   int stop_at; /* > 0: ask to stop after this iteration */
+  int replayed; /* calls for iterations of an earlier call (info.resumed) */
+  int out_of_order; /* calls whose iteration is not the one after the last */
 } trace;
 
 static int record(void *user, const ctr_iterate_info *i) {
   trace *t = user;
+  t->replayed += i->resumed;
+  t->out_of_order += i->iteration != t->n + 1;
   if (t->n < MAXIT) {
     t->res[t->n] = i->residual;
     t->err[t->n] = i->error;
@@ -239,6 +244,41 @@ static void test_constraints(void) {
   unmake(&q);
 }
 
+/* ---- The run lock ---------------------------------------------------------------------------- */
+
+/* A run holds its checkpoint's lock from the start: another process holding
+ * it (a run still going) makes a second run fail naming that process, before
+ * it writes anything; a lock file nobody holds (a killed run's) is taken
+ * over, and a finished run removes it. */
+static void test_lock(void) {
+  problem q;
+  make(&q, 20, 16, NULL);
+  REQUIRE(q.p);
+  REQUIRE(scratch_open("ctr_iterate_lock"));
+  const char *ck = P("locked.checkpoint"), *lock = P("locked.checkpoint.lock");
+  float *x = calloc((size_t)q.nvol, sizeof(float));
+  trace t = {0};
+  ctr_iterate_options o = opts(CTR_ITERATE_SIRT, 2, &t, NULL);
+  o.checkpoint = ck;
+  lock_holder h = lock_holder_start(lock);
+  CHECK_MSG(h.pid > 0, "the lock holder did not start");
+  if (h.pid > 0) {
+    char want[64];
+    snprintf(want, sizeof want, "in use by process %ld", (long)h.pid);
+    CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT, want);
+    CHECK(strstr(ctr_error_detail(), "locked.checkpoint") != NULL);
+    CHECK(t.n == 0 && !exists(ck) && exists(lock));
+    lock_holder_end(&h);
+  }
+  CHECK(exists(lock)); /* stale: nobody holds it */
+  CHECK_OK(ctr_iterate(q.p, &o, q.proj, x, NULL));
+  CHECK(t.n == 2 && exists(ck) && !exists(lock));
+  remove(ck);
+  free(x);
+  scratch_close();
+  unmake(&q);
+}
+
 /* ---- Resume ---------------------------------------------------------------------------------- */
 
 /* A run cut after k iterations and resumed from its checkpoint gives the
@@ -261,17 +301,21 @@ static void test_resume(void) {
     o.user = &u;
     u.stop_at = 4;
     o.checkpoint = ck;
-    CHECK_OK(ctr_iterate(q.p, &o, q.proj, b, NULL));
-    o.user = &w;
-    o.resume = 1;
     ctr_iterate_report r = CTR_ITERATE_REPORT_INIT;
     CHECK_OK(ctr_iterate(q.p, &o, q.proj, b, &r));
-    CHECK_MSG(r.resumed == 4 && r.iterations == 6 && w.n == 2, "%s: resumed %lld, %lld iterations",
-              ctr_iterate_algorithm_name((ctr_iterate_algorithm)alg), (long long)r.resumed,
-              (long long)r.iterations);
+    CHECK(r.checkpointed == 4 && u.replayed == 0);
+    o.user = &w;
+    o.resume = 1;
+    CHECK_OK(ctr_iterate(q.p, &o, q.proj, b, &r));
+    /* the callback sees the whole run: iterations 1..4 from the checkpoint's
+       history (info.resumed), then 5 and 6 */
+    CHECK_MSG(r.resumed == 4 && r.iterations == 6 && r.checkpointed == 6 && w.n == 6 &&
+              w.replayed == 4 && w.out_of_order == 0, "%s: resumed %lld, %lld iterations, "
+              "%d calls, %d replayed", ctr_iterate_algorithm_name((ctr_iterate_algorithm)alg),
+              (long long)r.resumed, (long long)r.iterations, w.n, w.replayed);
     CHECK_MSG(!memcmp(a, b, sizeof(float) * (size_t)q.nvol), "%s: resumed run differs",
               ctr_iterate_algorithm_name((ctr_iterate_algorithm)alg));
-    CHECK_MSG(w.n == 2 && w.res[1] == t.res[5], "%s: residuals differ",
+    CHECK_MSG(w.n == 6 && !memcmp(w.res, t.res, 6 * sizeof(double)), "%s: residuals differ",
               ctr_iterate_algorithm_name((ctr_iterate_algorithm)alg));
     /* The checkpoint of another problem is refused, naming what differs. */
     const double relaxation = o.relaxation;
@@ -657,6 +701,7 @@ int main(void) {
   test_fista_beats_fdk();
   test_constraints();
   test_resume();
+  test_lock();
   test_slab_iterates();
   test_fast_pair();
   test_fast_kept();

@@ -6,6 +6,7 @@
  * truncated projections, a full disk). Runs in a fresh directory under /tmp
  * that is removed at the end. */
 #include "harness.h"
+#include "lock_holder.h"
 #include "scratch_dir.h"
 
 #include "io/stack_partial.h"
@@ -637,6 +638,43 @@ static void test_resume(void) {
             "damaged journal: report resumable %d, journal '%s'", rep.resumable, rep.journal);
   unlink(P("dam.raw.partial.journal"));
   unlink(P("dam.raw.partial"));
+  /* The journal of a run still going (its lock held by another process):
+   * a second run, fresh or --resume, fails naming that process and leaves
+   * the partial output and the journal as they are; once the lock is free
+   * (the run ended), the usual advice, and a resume works. A fresh run's
+   * journal is locked before the partial output is touched. */
+  setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "2", 1);
+  CHECK_FAILS(run_raw(rd, P("lk.raw"), 0, CTR_WINDOW_RAM_LAK, &rep), CTR_E_CANCELLED, "");
+  unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
+  {
+    const uint64_t part = file_hash(P("lk.raw.partial")), jour = file_hash(P("lk.raw.partial.journal"));
+    lock_holder h = lock_holder_start(P("lk.raw.partial.journal"));
+    CHECK_MSG(h.pid > 0, "the lock holder did not start");
+    char want[64];
+    snprintf(want, sizeof want, "in use by process %ld", (long)h.pid);
+    for (int resume = 0; resume < 2 && h.pid > 0; resume++) {
+      CHECK_FAILS(run_raw(rd, P("lk.raw"), resume, CTR_WINDOW_RAM_LAK, &rep),
+                  CTR_E_INVALID_ARGUMENT, want);
+      CHECK(!strstr(ctr_error_detail(), "delete"));
+      CHECK(file_hash(P("lk.raw.partial")) == part && file_hash(P("lk.raw.partial.journal")) == jour);
+    }
+    lock_holder_end(&h);
+    CHECK_FAILS(run_raw(rd, P("lk.raw"), 0, CTR_WINDOW_RAM_LAK, &rep), CTR_E_INVALID_ARGUMENT,
+                "delete");
+    CHECK_OK(run_raw(rd, P("lk.raw"), 1, CTR_WINDOW_RAM_LAK, &rep));
+    CHECK(same_files(P("lk.raw"), P("full.raw")) && !exists(P("lk.raw.partial.journal")));
+    unlink(P("lk.raw"));
+    /* nothing there yet: a fresh run whose journal name is locked stops
+       before it creates the partial output */
+    h = lock_holder_start(P("new.raw.partial.journal"));
+    if (h.pid > 0) {
+      snprintf(want, sizeof want, "in use by process %ld", (long)h.pid);
+      CHECK_FAILS(run_raw(rd, P("new.raw"), 0, CTR_WINDOW_RAM_LAK, &rep), CTR_E_INVALID_ARGUMENT, want);
+      CHECK(!exists(P("new.raw.partial")) && !exists(P("new.raw")));
+      lock_holder_end(&h);
+      unlink(P("new.raw.partial.journal"));
+    }
+  }
   /* Resume after the output is complete: nothing to resume. */
   CHECK_FAILS(run_raw(rd, P("full.raw"), 1, CTR_WINDOW_RAM_LAK, &rep), CTR_E_IO, "journal");
   CHECK(file_hash(P("full.raw")) == full_hash);

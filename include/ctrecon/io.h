@@ -77,7 +77,10 @@ CTR_API void ctr_stack_close(ctr_stack_reader *r);
 
 /* Creates a writer. Data goes to a temporary name beside the target and is
  * renamed into place by ctr_stack_commit only when every image was written
- * and flushed; ctr_stack_abort (or freeing without commit) removes it. */
+ * and flushed; ctr_stack_abort (or freeing without commit) removes it.
+ * HDF5 ("file.h5:/dataset"): an existing file.h5 keeps its other datasets
+ * (the temporary starts as a copy of it); a dataset of that name already in
+ * it is CTR_E_INVALID_ARGUMENT, and a file.h5 that is not HDF5 CTR_E_IO. */
 CTR_API ctr_status ctr_stack_create(const char *path, ctr_file_format fmt,
                                     const ctr_stack_info *info, ctr_stack_writer **out);
 /* Writes images [first, first+n) from `data` (dtype `dtype`, converted to the

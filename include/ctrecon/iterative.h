@@ -146,7 +146,10 @@ typedef struct ctr_iterate_info {
                                sqrt of the sum of their squares) */
   double relative_residual; /* residual / ||b|| */
   double error;             /* ||x_k - truth|| / ||truth|| with a truth, else -1 */
-  double seconds;           /* since the call started */
+  double seconds;           /* since the call started (resumed: since the run's first call) */
+  int resumed;              /* 1: an iteration finished by an earlier call, reported again from
+                               the checkpoint's history before this call's first (a resumed
+                               run's callback sees the whole run; the return value is ignored) */
 } ctr_iterate_info;
 
 /* Return non-zero to stop after this iteration (the run then ends normally
@@ -177,7 +180,10 @@ typedef struct ctr_iterate_options {
   uint64_t gpu_budget;       /* 0 = free memory of the context's GPU less 1 GiB */
   uint64_t host_budget;      /* 0 = available host memory less 10 % */
   int64_t max_slab_slices;   /* force slab-wise projection (tests); 0 = as budgets allow */
-  const char *checkpoint;    /* file for the state after finished iterations (NULL = none) */
+  const char *checkpoint;    /* file for the state after finished iterations and their history
+                                (NULL = none); the call holds an fcntl lock on
+                                "<checkpoint>.lock" (removed at the end): another process's
+                                call on the same checkpoint fails, "... is in use by process N" */
   int64_t checkpoint_every;  /* write it every N iterations and after the last (0 = 1) */
   int resume;                /* continue from `checkpoint`: the run then gives the volume an
                                 uninterrupted run gives (bit for bit on the CPU) */
@@ -217,7 +223,7 @@ typedef enum ctr_iterate_stop {
   CTR_ITERATE_STOP_CONVERGED = 3   /* CGLS: the gradient vanished (exact solution) */
 } ctr_iterate_stop;
 
-#define CTR_ITERATE_REPORT_VERSION 1u
+#define CTR_ITERATE_REPORT_VERSION 2u
 typedef struct ctr_iterate_report {
   unsigned version;
   ctr_iterate_plan plan;
@@ -232,10 +238,14 @@ typedef struct ctr_iterate_report {
   int64_t out_nonfinite;     /* voxels replaced by 0 in the result */
   int64_t forward_calls, adjoint_calls; /* projections of all views' worth */
   double seconds_forward, seconds_adjoint, seconds_total;
+  /* version 2 */
+  int64_t checkpointed;      /* the finished iterations the checkpoint file holds when the call
+                                returns, failed or not (0: none written
+                                or resumed by this call) */
 } ctr_iterate_report;
 
 #define CTR_ITERATE_REPORT_INIT \
-  { CTR_ITERATE_REPORT_VERSION, CTR_ITERATE_PLAN_INIT, 0, 0, CTR_ITERATE_STOP_ITERATIONS, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { CTR_ITERATE_REPORT_VERSION, CTR_ITERATE_PLAN_INIT, 0, 0, CTR_ITERATE_STOP_ITERATIONS, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 CTR_API ctr_status ctr_iterate_report_init(ctr_iterate_report *s, unsigned version);
 
 /* The plan ctr_iterate would make for projector p and options o within the

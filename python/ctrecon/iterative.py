@@ -139,7 +139,8 @@ def ctrpy_iterate(user, info):
     try:
         stop = cb({"iteration": info.iteration, "iterations": info.iterations,
                    "residual": info.residual, "relative_residual": info.relative_residual,
-                   "error": info.error, "seconds": info.seconds})
+                   "error": info.error, "seconds": info.seconds,
+                   "resumed": bool(info.resumed)})
     except BaseException as e:
         if run is not None:
             run.exc = e
@@ -167,8 +168,9 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
     init "zero", "fdk" (FDK or FBP start) or an array (the start volume);
     truth: a reference volume for the per-iteration error; callback(info
     dict) after each iteration, returning True stops the run; checkpoint /
-    resume: a file of the state after finished iterations, resumed bit for
-    bit. Returns the volume, or (volume, report dict) with return_report.
+    resume: a file of the state after finished iterations and their history,
+    resumed bit for bit (the callback first sees the checkpoint's iterations
+    again, with info["resumed"] True). Returns the volume, or (volume, report dict) with return_report.
 
     GPU arrays (CuPy, or any __cuda_array_interface__ / DLPack float32
     C-contiguous array) are used in place with a CUDA projector: projections

@@ -229,9 +229,13 @@ def test_iterate_callback_checkpoint_and_plan(tmp_path):
     straight = ctrecon.iterate(pr, p, algorithm="cgls", iterations=4)
     ck = tmp_path / "run.ckpt"
     ctrecon.iterate(pr, p, algorithm="cgls", iterations=2, checkpoint=ck)
+    again = []
     resumed, rep = ctrecon.iterate(pr, p, algorithm="cgls", iterations=4, checkpoint=ck,
-                                   resume=True, return_report=True)
+                                   resume=True, return_report=True, callback=again.append)
     assert rep["resumed"] == 2 and same(resumed, straight)
+    # the checkpoint's history first, then the new iterations
+    assert [(i["iteration"], i["resumed"]) for i in again] == [(1, True), (2, True), (3, False),
+                                                                (4, False)]
     start = ctrecon.iterate(pr, p, iterations=1, init=straight)
     assert not same(start, ctrecon.iterate(pr, p, iterations=1))
     plan = ctrecon.plan_iterate(pr, host_budget="1G")

@@ -1138,7 +1138,7 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   ctr__journal journal;
   memset(&journal, 0, sizeof journal);
   journal.fd = -1;
-  int have_journal = 0, resumable = 0, unusable = 0;
+  int have_journal = 0, resumable = 0, unusable = 0, fresh_journal = 0;
   ctr_stack_writer *w = NULL;
   unsigned char *done_images = NULL;
   char *jpath = NULL;
@@ -1195,12 +1195,23 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
     }
     have_journal = 1;
   } else if (ctr__file_exists(jpath)) {
+    CTR_CHECK_GOTO(st, ctr__file_lock_check(jpath, "the run of this journal's output"));
     CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
                   "'%s' holds an interrupted run of this output: set ctr_stream_options.resume to "
                   "continue it, or "
                   "delete '%s' and '%s.partial' to start over", jpath, jpath, out);
   }
   CTR_CHECK_GOTO(st, make_plan(&r, 0, have_journal ? &journal : NULL));
+  /* A fresh run's journal, locked before the partial output is touched: a
+   * second run of the same output stops here. It is removed again unless a
+   * subvolume gets done. */
+  if (resumable && !have_journal) {
+    const ctr__journal_layout layout = {r.plan.slab_slices, r.plan.views_per_batch,
+                                        (int)r.plan.store, r.plan.pair, r.plan.nslabs,
+                                        (int)r.plan.split, r.plan.workers};
+    CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &layout));
+    fresh_journal = 1;
+  }
   /* The output, under its partial name. */
   {
     const ctr_stack_info info = ctr__fdk_stream_info(g, r.plan.z0, r.plan.nz, r.opts.out_dtype);
@@ -1244,15 +1255,9 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
 #ifdef CTR_FAULT_INJECTION
   r.writer.stop_after = env_int("CTRECON_INJECT_STOP_AFTER_SLABS");
 #endif
-  /* The journal of a fresh run exists only once everything is set up: a
-   * failed setup leaves nothing that asks for --resume. */
-  if (resumable && !have_journal) {
-    const ctr__journal_layout layout = {r.plan.slab_slices, r.plan.views_per_batch,
-                                        (int)r.plan.store, r.plan.pair, r.plan.nslabs,
-                                        (int)r.plan.split, r.plan.workers};
-    CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &layout));
-    have_journal = 1;
-  }
+  /* The journal of a fresh run counts once everything is set up: a failed
+   * setup leaves nothing that asks for --resume. */
+  if (fresh_journal) have_journal = 1;
   r.writer.journal = have_journal ? &journal : NULL;
   CTR_CHECK_GOTO(st, ctr__writer_start(&r.writer));
   t_setup = ctr__now_s() - t_start;
@@ -1280,6 +1285,7 @@ cleanup:
   }
   release(&r);
   /* Keep the partial output for --resume only if a subvolume of it is done. */
+  if (fresh_journal && !have_journal && journal.path) ctr__journal_close(&journal, 1);
   ctr__journal_end_output(&journal, have_journal, w, resumable);
   if (report) { /* the whole call: freeing the buffers and the engines counts too */
     report->timings.total = ctr__now_s() - t_start;

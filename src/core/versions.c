@@ -307,7 +307,8 @@ CTR__STRUCT_DEFINE_V1(iterate_plan, CTR_ITERATE_PLAN_VERSION, CTR_ITERATE_PLAN_I
 
 static const ctr_iterate_report iterate_report_defaults = CTR_ITERATE_REPORT_INIT;
 static const ctr__struct_version iterate_report_versions[] = {
-    {sizeof(ctr_iterate_report), {1}}, /* 1: ctr_iterate_plan 1 */
+    {offsetof(ctr_iterate_report, checkpointed), {1}}, /* 1: ctr_iterate_plan 1 */
+    {sizeof(ctr_iterate_report), {1}},                 /* 2: checkpointed */
 };
 CTR__STRUCT_DEFINE_NESTED(iterate_report, CTR_ITERATE_REPORT_VERSION, 1,
                           {offsetof(ctr_iterate_report, plan)}, {"plan"},

@@ -56,6 +56,39 @@ int ctr__file_exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
+/* ---- Run locks ------------------------------------------------------------ */
+
+static ctr_status in_use(const char *path, const char *what, long pid) {
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "'%s' is in use by process %ld (%s, still going): wait for it "
+           "to end, or write to another name", path, pid, what);
+}
+
+/* The process holding a lock that conflicts with a write lock on fd; 0: none. */
+static long lock_holder(int fd) {
+  struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  if (fcntl(fd, F_GETLK, &l) != 0 || l.l_type == F_UNLCK) return 0;
+  return (long)l.l_pid;
+}
+
+ctr_status ctr__file_lock(int fd, const char *path, const char *what) {
+  struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  if (fcntl(fd, F_SETLK, &l) == 0) return CTR_OK;
+  if (errno == EACCES || errno == EAGAIN) {
+    const long pid = lock_holder(fd);
+    return in_use(path, what, pid > 0 ? pid : -1);
+  }
+  /* a file system without locks (some network mounts): run unlocked */
+  return CTR_OK;
+}
+
+ctr_status ctr__file_lock_check(const char *path, const char *what) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return CTR_OK;
+  const long pid = lock_holder(fd);
+  close(fd);
+  return pid > 0 && pid != (long)getpid() ? in_use(path, what, pid) : CTR_OK;
+}
+
 /* ---- Transfers ---------------------------------------------------------- */
 
 /* The pread/pwrite loop behind the transfer functions; *moved gets the bytes

@@ -925,7 +925,10 @@ cleanup:
 
 /* "file.h5[:/dataset]" as a 3D dataset (images x height x width, float32 or
  * uint16, one chunk per image), default dataset "/data"; written into a
- * temporary file renamed onto file.h5 when complete. Not resumable. */
+ * temporary file renamed onto file.h5 when complete. An existing file.h5
+ * keeps its other datasets: the temporary starts as a copy of it and gets
+ * the dataset added (a dataset of that name already there is refused), so
+ * that a failed or killed run leaves the file as it was. Not resumable. */
 typedef struct h5_writer {
   ctr__atomic_file f;
   char *file, *dset;
@@ -1029,6 +1032,91 @@ static void h5w_abort(ctr_stack_writer *w) {
 static const ctr__writer_ops h5_writer_ops = {h5w_write, h5w_commit, h5w_abort, h5w_flush, NULL,
                                                NULL};
 
+/* Copies the existing `file` into the open temporary f (copy_file_range:
+ * a reflink where the file system has them). */
+static ctr_status copy_existing(const char *file, ctr__atomic_file *f) {
+  int in = -1;
+  int64_t size = 0, off = 0;
+  ctr_status st = ctr__file_open_read(file, &in, &size);
+  if (st != CTR_OK) return st;
+  char *buf = NULL;
+  int ranges = 1;
+  while (off < size) {
+    if (ranges) {
+      loff_t a = off, b = off;
+      const ssize_t n = copy_file_range(in, &a, f->fd, &b, (size_t)(size - off), 0);
+      if (n > 0) {
+        off += n;
+        continue;
+      }
+      if (n < 0 && errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
+        CTR_FAIL_GOTO(st, CTR_E_IO, "cannot copy HDF5 file '%s' to add a dataset to it: %s", file,
+                      strerror(errno));
+      ranges = 0; /* not here: read and write */
+    }
+    const size_t block = (size_t)1 << 22;
+    if (!buf && !(buf = ctr__malloc(block, "HDF5 file copy")))
+      CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "HDF5 file copy");
+    const size_t m = size - off < (int64_t)block ? (size_t)(size - off) : block;
+    CTR_CHECK_GOTO(st, ctr__pread_full(in, buf, m, off, file));
+    CTR_CHECK_GOTO(st, ctr__pwrite_full(f->fd, buf, m, off, f->tmp));
+    off += (int64_t)m;
+  }
+cleanup:
+  free(buf);
+  close(in);
+  return st;
+}
+
+/* Whether the link `path` ("/a/b/c") exists in the file, each group on the
+ * way too (H5Lexists needs the parents). -1: a failure. */
+static int link_exists(hid_t fid, const char *path) {
+  char *p = strdup(path);
+  if (!p) return -1;
+  int r = 1;
+  for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
+    if (s) *s = '\0';
+    const htri_t e = H5Lexists(fid, p, H5P_DEFAULT);
+    if (e <= 0) {
+      r = e < 0 ? -1 : 0;
+      break;
+    }
+    if (!s) break;
+    *s = '/';
+  }
+  free(p);
+  return r;
+}
+
+/* The file the dataset goes into: a new one, or a copy of the existing
+ * file.h5 (which must not hold the dataset yet). */
+static ctr_status h5w_open_file(h5_writer *h) {
+  ctr__h5_msg m;
+  if (!ctr__file_exists(h->file)) {
+    h->fid = H5Fcreate(h->f.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (h->fid < 0)
+      CTR_FAIL(CTR_E_IO, "cannot create HDF5 file '%s': %s", h->file,
+               ctr__h5_detail(&m, "create failed"));
+    return CTR_OK;
+  }
+  if (H5Fis_hdf5(h->file) <= 0)
+    CTR_FAIL(CTR_E_IO, "'%s' exists and is not an HDF5 file: the dataset '%s' cannot be added to "
+             "it; write to another file or delete it", h->file, h->dset);
+  h->fid = H5Fopen(h->f.tmp, H5F_ACC_RDWR, H5P_DEFAULT);
+  if (h->fid < 0)
+    CTR_FAIL(CTR_E_IO, "cannot open HDF5 file '%s' to add dataset '%s' to it: %s", h->file,
+             h->dset, ctr__h5_detail(&m, "open failed"));
+  const int e = link_exists(h->fid, h->dset);
+  if (e < 0)
+    CTR_FAIL(CTR_E_IO, "cannot look for dataset '%s' in HDF5 file '%s': %s", h->dset, h->file,
+             ctr__h5_detail(&m, "lookup failed"));
+  if (e)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "HDF5 file '%s' already holds '%s': it is kept; write the "
+             "output to another dataset name or file (or delete that dataset first)", h->file,
+             h->dset);
+  return CTR_OK;
+}
+
 ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   ctr_status st = CTR_OK;
   if (w->mode != CTR__OUT_TEMP)
@@ -1045,6 +1133,7 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   if (!h->dset && !(h->dset = strdup("/data")))
     CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot copy a dataset name");
   CTR_CHECK_GOTO(st, ctr__atomic_create(&h->f, h->file));
+  if (ctr__file_exists(h->file)) CTR_CHECK_GOTO(st, copy_existing(h->file, &h->f));
   CTR_CHECK_GOTO(st, ctr__atomic_close(&h->f));
   ctr__h5_enter(&g);
   entered = 1;
@@ -1054,8 +1143,8 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   if (w->info.dtype == CTR_DTYPE_FLOAT16 && (h->half = half_type()) < 0)
     CTR_FAIL_GOTO(st, CTR_E_IO, "cannot make the float16 type of HDF5 file '%s': %s", h->file,
                   ctr__h5_detail(&m, "type failed"));
-  h->fid = H5Fcreate(h->f.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (h->fid >= 0) {
+  CTR_CHECK_GOTO(st, h5w_open_file(h));
+  {
     space = H5Screate_simple(3, dims, NULL);
     lcpl = H5Pcreate(H5P_LINK_CREATE);
     dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -1071,7 +1160,7 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   if (space >= 0) H5Sclose(space);
   if (lcpl >= 0) H5Pclose(lcpl);
   if (dcpl >= 0) H5Pclose(dcpl);
-  if (h->fid < 0 || h->did < 0)
+  if (h->did < 0)
     CTR_FAIL_GOTO(st, CTR_E_IO, "cannot create dataset '%s' in HDF5 file '%s': %s", h->dset,
                   h->file, ctr__h5_detail(&m, "create failed"));
   ctr__h5_leave(&g);

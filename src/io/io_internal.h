@@ -38,6 +38,16 @@ ctr_status ctr__pwrite_direct(int fd, const void *buf, size_t n, int64_t off, co
 void ctr__sync_parent_dir(const char *path);
 /* 1 if `path` exists (any file type). */
 int ctr__file_exists(const char *path);
+/* The run lock of an output: a whole-file write lock (fcntl F_SETLK) on the
+ * open descriptor fd of `path`, held until the process closes a descriptor
+ * of that file (any: fcntl locks are per process and file). Held by another
+ * process: CTR_E_INVALID_ARGUMENT "'path' is in use by process N: ...",
+ * where `what` names the run ("a run writing 'rec.nrrd'"). */
+ctr_status ctr__file_lock(int fd, const char *path, const char *what);
+/* The same refusal when another process holds the lock of `path` now; CTR_OK
+ * when the file is missing or nobody holds it (a stale file of a run that
+ * ended). Opens and closes `path`: not for a file this process has locked. */
+ctr_status ctr__file_lock_check(const char *path, const char *what);
 /* printf into a new malloc'd string; NULL (CTR_E_OUT_OF_MEMORY raised) on
  * failure. */
 char *ctr__io_sprintf(const char *fmt, ...) CTR__PRINTF(1, 2);

@@ -122,8 +122,17 @@ ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t finge
   j->done = ctr__calloc((size_t)plan->nslabs, 1, "journal");
   j->rec = ctr__calloc((size_t)plan->nslabs, sizeof *j->rec, "journal");
   if (!j->done || !j->rec) return CTR_E_OUT_OF_MEMORY;
-  j->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  /* locked before it is emptied: a run that holds it keeps it */
+  j->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
   if (j->fd < 0)
+    CTR_FAIL(CTR_E_IO, "cannot create the journal '%s': %s", path, strerror(errno));
+  ctr_status st = ctr__file_lock(j->fd, path, "the run of this journal's output");
+  if (st != CTR_OK) {
+    close(j->fd);
+    j->fd = -1;
+    return st;
+  }
+  if (ftruncate(j->fd, 0) != 0)
     CTR_FAIL(CTR_E_IO, "cannot create the journal '%s': %s", path, strerror(errno));
   char line[512];
   snprintf(line, sizeof line,
@@ -138,7 +147,10 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
                                const char *resume) {
   ctr_status st = CTR_OK;
   CTR_CHECK(init(j, path));
-  FILE *f = fopen(path, "r");
+  FILE *f = NULL;
+  /* the journal of a run still going is not read, nor judged */
+  CTR_CHECK_GOTO(st, ctr__file_lock_check(path, "the run of this journal's output"));
+  f = fopen(path, "r");
   if (!f)
     CTR_FAIL_GOTO(st, CTR_E_IO,
                   "cannot resume: no journal '%s' (%s); run without %s to start over", path,
@@ -188,6 +200,7 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
   f = NULL;
   j->fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
   if (j->fd < 0) CTR_FAIL_GOTO(st, CTR_E_IO, "cannot append to the journal '%s': %s", path, strerror(errno));
+  CTR_CHECK_GOTO(st, ctr__file_lock(j->fd, path, "the run of this journal's output"));
   return CTR_OK;
 cleanup:
   if (f) fclose(f);

@@ -11,19 +11,6 @@
 
 static const ctr_iterate_report report_defaults = CTR_ITERATE_REPORT_INIT;
 
-static const char *const ALGORITHM_NAMES[] = {"sirt", "cgls", "os-sart", "fista-tv"};
-
-const char *ctr_iterate_algorithm_name(ctr_iterate_algorithm a) {
-  return (unsigned)a < 4 ? ALGORITHM_NAMES[a] : "unknown";
-}
-
-ctr_status ctr_iterate_algorithm_parse(const char *name, ctr_iterate_algorithm *out) {
-  for (int i = 0; name && out && i < 4; i++)
-    if (!strcmp(name, ALGORITHM_NAMES[i])) return *out = (ctr_iterate_algorithm)i, CTR_OK;
-  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "algorithm '%s': expected sirt, cgls, os-sart or fista-tv",
-           name ? name : "(null)");
-}
-
 /* ---- Options ------------------------------------------------------------------ */
 
 #define DEFAULT_SUBSETS 10
@@ -124,6 +111,7 @@ typedef struct run {
   ctr__it_state state;  /* what a checkpoint holds */
   int64_t k0;           /* iterations done before this call (resume) */
   int stop;             /* 1: the epilogue ended the run */
+  int no_history;       /* 1: resumed from a checkpoint without the history */
 } run;
 
 static ctr_status vol_vec(run *R, ctr__vec *v) {
@@ -271,6 +259,46 @@ static ctr_status fingerprint(run *R, const float *proj) {
   return st;
 }
 
+/* The callback of a resumed run sees the iterations of the checkpoint's
+ * history first (info.resumed, return value ignored). A history that does
+ * not reach the checkpoint's iteration (a checkpoint of an older ctrecon)
+ * is not reported, nor continued. */
+static void replay(run *R) {
+  ctr__it_state *s = &R->state;
+  if (s->nhist != s->iteration) {
+    s->nhist = 0;
+    R->no_history = 1;
+    return;
+  }
+  for (int64_t k = 0; k < s->nhist && R->o.on_iteration; k++) {
+    const double *h = s->hist + CTR__IT_HIST * k;
+    ctr_iterate_info info;
+    memset(&info, 0, sizeof info);
+    info.iteration = k + 1;
+    info.iterations = R->o.iterations;
+    info.residual = h[0], info.relative_residual = h[1], info.error = h[2], info.seconds = h[3];
+    info.resumed = 1;
+    (void)R->o.on_iteration(R->o.user, &info);
+  }
+}
+
+/* Appends iteration k's record to the state's history (the run's seconds:
+ * those of the resumed part, then this call's). */
+static ctr_status history_add(run *R, const ctr_iterate_info *i) {
+  ctr__it_state *s = &R->state;
+  if (R->no_history || s->nhist != i->iteration - 1) return CTR_OK;
+  if (s->nhist == s->hist_cap) {
+    const int64_t cap = s->hist_cap ? 2 * s->hist_cap : 64;
+    double *h = realloc(s->hist, sizeof(double) * CTR__IT_HIST * (size_t)cap);
+    if (!h) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "the iteration history (%lld iterations)", (long long)cap);
+    s->hist = h, s->hist_cap = cap;
+  }
+  double *h = s->hist + CTR__IT_HIST * s->nhist++;
+  const double sec0 = R->k0 > 0 ? s->hist[CTR__IT_HIST * R->k0 - 1] : 0; /* the resumed part's */
+  h[0] = i->residual, h[1] = i->relative_residual, h[2] = i->error, h[3] = sec0 + i->seconds;
+  return CTR_OK;
+}
+
 /* Reads the checkpoint into the state when resuming; R->k0 gets its
  * iteration. */
 static ctr_status maybe_resume(run *R) {
@@ -283,6 +311,8 @@ static ctr_status maybe_resume(run *R) {
   R->k0 = R->state.iteration;
   R->rep.resumed = R->k0;
   R->rep.iterations = R->k0;
+  R->rep.checkpointed = R->k0;
+  replay(R);
   return CTR_OK;
 }
 
@@ -310,6 +340,8 @@ static ctr_status epilogue(run *R, int64_t k, double res, const ctr__vec *x) {
     info.error = R->norm_truth > 0 ? sqrt(d2) / R->norm_truth : sqrt(d2);
   }
   info.seconds = ctr__now_s() - R->t0;
+  info.resumed = 0;
+  if (R->o.checkpoint) CTR_CHECK(history_add(R, &info));
   if (R->o.on_iteration && R->o.on_iteration(R->o.user, &info)) {
     R->stop = 1;
     R->rep.stop = CTR_ITERATE_STOP_CALLBACK;
@@ -325,6 +357,7 @@ static ctr_status epilogue(run *R, int64_t k, double res, const ctr__vec *x) {
   if (R->o.checkpoint && (k % R->o.checkpoint_every == 0 || R->stop)) {
     R->state.iteration = k;
     CTR_CHECK(ctr__it_checkpoint_write(P, R->o.checkpoint, &R->fp, &R->state));
+    R->rep.checkpointed = k;
   }
   return ctr__progress(P->ctx, "iterate", (double)k / (double)R->o.iterations);
 }
@@ -769,6 +802,8 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
     R.hi = (float)R.o.upper;
   }
   if (R.o.checkpoint) CTR_CHECK(fingerprint(&R, proj));
+  int lock = -1;
+  if (R.o.checkpoint) CTR_CHECK(ctr__it_checkpoint_lock(R.o.checkpoint, &lock));
   p->seconds_forward = p->seconds_adjoint = 0;
   p->views_forward = p->views_adjoint = 0;
   char plan[512];
@@ -802,6 +837,8 @@ cleanup:
   if (pinned) ctr__it_cuda_unpin(p, vol);
 #endif
   ctr__vec_free(p, &R.truth);
+  free(R.state.hist);
+  ctr__it_checkpoint_unlock(R.o.checkpoint, lock);
   R.rep.seconds_forward = p->seconds_forward;
   R.rep.seconds_adjoint = p->seconds_adjoint;
   R.rep.forward_calls = p->views_forward / (p->nviews > 0 ? p->nviews : 1);

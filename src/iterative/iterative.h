@@ -262,13 +262,26 @@ typedef struct ctr__it_state {
   double scalars[CTR__IT_SCALARS];     /* the algorithm's (step sizes, norms) */
   int nvec;
   ctr__vec *vec[CTR__IT_MAX_STATE];    /* the vectors of the state, in order */
+  /* the history: CTR__IT_HIST doubles per finished iteration from the first
+     (residual, relative residual, error or -1, seconds since the run's start) */
+  double *hist;
+  int64_t nhist, hist_cap;
 } ctr__it_state;
+#define CTR__IT_HIST 4
 
 /* Writes the state to `path` atomically (a temporary renamed into place). */
 ctr_status ctr__it_checkpoint_write(ctr_projector *p, const char *path,
                                     const ctr__it_fingerprint *fp, const ctr__it_state *s);
-/* Reads a checkpoint into the state's vectors (their sizes must match) and
- * scalars; errors name the file and the field that differs. */
+/* The run's lock on its checkpoint, held from the start (before there is a
+ * checkpoint) to the end: a write lock (ctr__file_lock) on
+ * "<checkpoint>.lock", created if missing (one left by a killed run is
+ * taken over). Another run holding it: CTR_E_INVALID_ARGUMENT "... is in use
+ * by process N". Unlock removes the file and closes *fd. */
+ctr_status ctr__it_checkpoint_lock(const char *checkpoint, int *fd);
+void ctr__it_checkpoint_unlock(const char *checkpoint, int fd);
+/* Reads a checkpoint into the state's vectors (their sizes must match),
+ * scalars and history (s->hist replaced: malloc'd, or NULL for a checkpoint
+ * without one); errors name the file and the field that differs. */
 ctr_status ctr__it_checkpoint_read(ctr_projector *p, const char *path,
                                    const ctr__it_fingerprint *fp, ctr__it_state *s);
 

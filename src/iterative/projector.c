@@ -9,17 +9,6 @@
 #include <string.h>
 
 
-const char *ctr_projector_pair_name(ctr_projector_pair p) {
-  return p == CTR_PAIR_MATCHED ? "matched" : p == CTR_PAIR_FAST ? "fast" : "unknown";
-}
-
-ctr_status ctr_projector_pair_parse(const char *name, ctr_projector_pair *out) {
-  if (name && out && !strcmp(name, "matched")) return *out = CTR_PAIR_MATCHED, CTR_OK;
-  if (name && out && !strcmp(name, "fast")) return *out = CTR_PAIR_FAST, CTR_OK;
-  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "projector pair '%s': expected matched or fast",
-           name ? name : "(null)");
-}
-
 static ctr_status options_copy(const ctr_projector_options *in, ctr_projector_options *o) {
   /* the caller's version read into the current layout (NULL: the defaults) */
   CTR_CHECK(ctr__struct_copy(&ctr__struct_projector_options, o, in));

@@ -868,7 +868,7 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
   ctr__journal journal;
   memset(&journal, 0, sizeof journal);
   journal.fd = -1;
-  int have_journal = 0, resumable = 0;
+  int have_journal = 0, resumable = 0, fresh_journal = 0;
   ctr_stack_writer *w = NULL;
   unsigned char *done = NULL;
   char *jpath = NULL;
@@ -896,6 +896,7 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
     CTR_CHECK_GOTO(st, ctr__journal_resume(&journal, jpath, fp, "ctr_fbp_stream_options.resume"));
     have_journal = 1;
   } else if (ctr__file_exists(jpath)) {
+    CTR_CHECK_GOTO(st, ctr__file_lock_check(jpath, "the run of this journal's output"));
     CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
                   "'%s' holds an interrupted run of this output: set ctr_fbp_stream_options.resume "
                   "to continue it, or delete '%s' and '%s.partial' to start over", jpath, jpath, out);
@@ -907,6 +908,14 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
                   "cannot resume: '%s' records %lld bands of %lld slices, this run makes %lld",
                   jpath, (long long)journal.nslabs, (long long)journal.slab_slices,
                   (long long)r.nbands);
+  /* A fresh run's journal, locked before the partial output is touched: a
+   * second run of the same output stops here. It is removed again unless a
+   * band gets done. */
+  if (resumable && !have_journal) {
+    const ctr__journal_layout layout = {r.band_slices, r.nsel, 0, 0, r.nbands, 0, 1};
+    CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &layout));
+    fresh_journal = 1;
+  }
   {
     const ctr_stack_info info = ctr__fbp_output_info(&r);
     if (resumable) {
@@ -939,11 +948,7 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
       r.writer.stop_after = v && *v ? strtoll(v, NULL, 10) : 0;
     }
 #endif
-    if (resumable && !have_journal) {
-      const ctr__journal_layout layout = {r.band_slices, r.nsel, 0, 0, r.nbands, 0, 1};
-      CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &layout));
-      have_journal = 1;
-    }
+    if (fresh_journal) have_journal = 1; /* it counts once everything is set up */
     r.writer.journal = have_journal ? &journal : NULL;
     CTR_CHECK_GOTO(st, ctr__writer_start(&r.writer));
   }
@@ -979,6 +984,7 @@ cleanup:
     ctr__fbp_release(&r);
     if (st != CTR_OK) ctr__error_set(st, "%s", detail);
   }
+  if (fresh_journal && !have_journal && journal.path) ctr__journal_close(&journal, 1);
   const int journalled = ctr__journal_end_output(&journal, have_journal, w, resumable);
   if (report) {
     report->resumable = st != CTR_OK && resumable && journalled;

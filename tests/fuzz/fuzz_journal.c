@@ -3,7 +3,8 @@
  * run's readers, as its rank 0 reads them on a resume (src/distributed/
  * dist_output.c): the kind, the master journal (or a one-process journal)
  * and the ranks' journals it names, here the same bytes, and the unit.
- * The run's fingerprint is fixed; the seeds carry it. */
+ * The run's fingerprint is fixed; the seeds carry it. A resume takes the
+ * run's lock on the journal (fcntl; released when the journal is closed). */
 #include "fuzz_util.h"
 
 #include "io/journal.h"

@@ -14,6 +14,7 @@
 
 #include "parbeam/fbp_tune.h"
 #include "io/journal.h"
+#include "fuzz_checkpoint.h"
 
 #define SPLIT "\n#CTRFUZZ#\n" /* fuzz_util.h's FZ_SPLIT */
 
@@ -336,6 +337,39 @@ static void journal(void) {
            "ctrecon-journal 1\nfingerprint 0123456789abcdef\nplan 8 16 2 0 3\nslab 0 0 8 done\n");
 }
 
+/* Checkpoints of the problem of fuzz_checkpoint.h: 3 iterations with their
+ * history; 2 without one; another run's (sirt); the layout before the
+ * history (CTRITER1, built from a history-less one: magic, no count, CRC). */
+static void it_checkpoint(void) {
+  ctr__it_state s;
+  ctr__vec v[FZ_CK_NVEC];
+  ctr_projector *p = fz_ck_projector(&s, v);
+  if (!p) die("checkpoint projector");
+  for (int i = 0; i < FZ_CK_NVEC; i++)
+    for (int64_t k = 0; k < v[i].n; k++) v[i].data[k] = 0.125f * (float)(k + 7 * i);
+  s.scalars[0] = 2.5, s.scalars[1] = 40.0;
+  double hist[3 * CTR__IT_HIST] = {30, 0.75, -1, 0.01, 20, 0.5, -1, 0.02, 12, 0.3, -1, 0.03};
+  s.hist = hist, s.nhist = s.hist_cap = 3, s.iteration = 3;
+  ctr__it_fingerprint fp = fz_ck_fingerprint();
+  check(ctr__it_checkpoint_write(p, path_in("it_checkpoint", "cgls-3-iterations"), &fp, &s), "checkpoint");
+  s.nhist = 0, s.iteration = 2;
+  const char *bare = path_in("it_checkpoint", "no-history");
+  check(ctr__it_checkpoint_write(p, bare, &fp, &s), "checkpoint");
+  size_t n = 0;
+  char *b = slurp(bare, &n);
+  memcpy(b, "CTRITER1", 8); /* drop the history's count (8 zero bytes before the CRC) */
+  memmove(b + n - 12, b + n - 4, 4);
+  const uint32_t crc = ctr__crc32(0, b, n - 12);
+  memcpy(b + n - 12, &crc, 4);
+  const void *parts[] = {b};
+  const size_t sizes[] = {n - 8};
+  put("it_checkpoint", "format-1", 1, parts, sizes);
+  free(b);
+  fp.algorithm = CTR_ITERATE_SIRT;
+  check(ctr__it_checkpoint_write(p, path_in("it_checkpoint", "other-run"), &fp, &s), "checkpoint");
+  for (int i = 0; i < FZ_CK_NVEC; i++) ctr__vec_free(p, &v[i]);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_corpus DIR\n");
@@ -350,5 +384,6 @@ int main(int argc, char **argv) {
   rabbitct();
   fbp_tune();
   journal();
+  it_checkpoint();
   return 0;
 }
