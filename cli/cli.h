@@ -58,6 +58,11 @@ const char *cli_last_error(void);
 int cli_error(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
 /* Usage error: message plus "(see 'ctrecon <cmd> --help')"; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* The usage error for an unknown `what` ("option", "command") `name`, with
+ * "did you mean '<nearest>'?" when one of `names` (n) is a typo away
+ * (ctr_nearest_name, as the JSON readers suggest). */
+int cli_unknown_name(const char *cmd, const char *what, const char *name,
+                     const char *const *names, int n);
 void cli_warn(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 
 /* ---- Option tables -------------------------------------------------------- */
@@ -177,10 +182,10 @@ int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t);
 /* --strict, for the commands that read data under the data policy
  * (docs/cli.md, "Bad values"): bad values become an error instead of a
  * warning with their count. */
-#define CLI_STRICT_OPTION(flag)                                                      \
-  {"--strict", NULL, "NaN, infinite or out-of-range input values and non-finite "    \
-   "results are an error (default: replaced by 0 with a warning giving the count)",  \
-   cli_set_flag, (flag), NULL}
+#define CLI_STRICT_HELP                                                              \
+  "NaN, infinite or out-of-range input values and non-finite results are an error "  \
+  "(default: replaced by 0 with a warning giving the count)"
+#define CLI_STRICT_OPTION(flag) {"--strict", NULL, CLI_STRICT_HELP, cli_set_flag, (flag), NULL}
 
 /* The state behind the context's log and progress callbacks. */
 typedef struct cli_session {

@@ -87,6 +87,8 @@ static const struct {
     {"ctr_cluster_options.timeout", "--rank-timeout"},
     {"ctr_fbp_options.kernel", "--bp-kernel"},
     {"ctr_fdk_options.nz", "--slices"},
+    {"ctr_fdk_options.strict", "--strict"},
+    {"ctr_iterate", "ctrecon iterate"},
     {"pixel_size", "--pixel-size"},
     {"angle_start", "--angle-start"},
     {"angle_range", "--angle-range"},
@@ -242,6 +244,29 @@ static const cli_opt *find_opt(const cli_opt *opts, const char *name, size_t len
   return NULL;
 }
 
+int cli_unknown_name(const char *cmd, const char *what, const char *name,
+                     const char *const *names, int n) {
+  int d;
+  const char *near = ctr_nearest_name(name, names, n, &d);
+  /* a typo: a few edits, fewer for short names */
+  if (n > 0 && d <= 1 + (int)strlen(name) / 4)
+    return cli_usage_error(cmd, "unknown %s '%s'; did you mean '%s'?", what, name, near);
+  return cli_usage_error(cmd, "unknown %s '%s'", what, name);
+}
+
+/* The unknown option of arg (its first len bytes), near which known one. */
+static int unknown_option(const cli_command *cmd, const cli_opt *opts, const char *arg,
+                          size_t len) {
+  enum { MAX_NAMES = 256 };
+  const char *names[MAX_NAMES];
+  char name[128];
+  int n = 0;
+  names[n++] = "--help";
+  for (const cli_opt *o = opts; o->name && n < MAX_NAMES; o++) names[n++] = o->name;
+  snprintf(name, sizeof name, "%.*s", (int)len, arg);
+  return cli_unknown_name(cmd->name, "option", name, names, n);
+}
+
 static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
 
 /* One argument (and maybe its value); advances *i past what it used. */
@@ -252,7 +277,7 @@ static int parse_one(const cli_command *cmd, const cli_opt *opts, int argc, char
   const char *eq = strchr(arg, '=');
   const size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
   const cli_opt *o = find_opt(opts, arg, len);
-  if (!o) return cli_usage_error(cmd->name, "unknown option '%.*s'", (int)len, arg);
+  if (!o) return unknown_option(cmd, opts, arg, len);
   const char *value = NULL;
   if (o->metavar) {
     if (eq) {

@@ -254,6 +254,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   /* Bad values name the projections (cli_fail_file adds a name only when
    * the detail lacks it). */
   if (st != CTR_OK && r->cluster) return cli_fail("fdk", st); /* it names the rank */
+  if (st == CTR_E_GEOMETRY) return cli_fail_file("fdk", st, a->geometry); /* --strict */
   if (st != CTR_OK)
     return cli_fail_file("fdk", st,
                          strstr(cli_detail(), a->projections) ? a->projections : a->out);
@@ -489,7 +490,10 @@ int cmd_fdk(int argc, char **argv) {
        "engines sharing the run: on GPUs, spread over --gpus in turn (several per GPU when N "
        "exceeds them); on the CPU, engines sharing the cores (default: one per GPU, 1 on the CPU)",
        cli_parse_count, &a.workers, NULL},
-      CLI_STRICT_OPTION(&a.fdk.strict),
+      {"--strict", NULL,
+       CLI_STRICT_HELP "; so is a geometry FDK cannot reconstruct (not a circular orbit, less "
+       "than a short scan, an offset detector: default a warning; docs/geometry.md)",
+       cli_set_flag, &a.fdk.strict, NULL},
       CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
       CLI_COMMON_OPTIONS(&a.common),
       {0},

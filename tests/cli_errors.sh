@@ -48,6 +48,11 @@ fails 3 "tiff stack with 29 of 30 views" "views/p_%03d.tif|29 images|expected 30
 fails 3 "multi-page tiff of 29 views" "p29.tif|29 images|expected 30 views" $FDK --projections p29.tif
 fails 3 "nrrd of another geometry" "p.nrrd|30 images|expected 29 views|g29.json" fdk --geometry g29.json --projections p.nrrd --out r.nrrd
 
+echo "# flag typos name the nearest flag, as JSON key typos do (exit 2, issue 41)"
+fails 2 "fdk --filtr" "unknown option '--filtr'; did you mean '--filter'?" $FDK --projections p.raw --filtr hann
+fails 2 "iterate --iteratons" "unknown option '--iteratons'; did you mean '--iterations'?" iterate --iteratons 3
+fails 2 "fbp --angle-rnage=180" "unknown option '--angle-rnage'; did you mean '--angle-range'?" fbp --angle-rnage=180
+
 echo "# truncated and malformed files (exit 3)"
 head -c 50000 p.nrrd >trunc.nrrd
 fails 3 "truncated nrrd" "trunc.nrrd|50000" $FDK --projections trunc.nrrd
@@ -152,6 +157,29 @@ warns() {
   if [ "$rc" -eq 0 ] && grep -qF -- "$needle" "$ERR" && [ -s "$out" ]; then ok "$desc"; else bad "$desc: exit $rc"; fi
   rm -f "$out"
 }
+echo "# geometries FDK cannot reconstruct: warned, refused by --strict (issue 41)"
+"$CTR" geometry --out arc120.json $GEO --views $NVIEWS --range 120 2>/dev/null || exit 1
+"$CTR" phantom --geometry arc120.json --out arc120.raw --quiet || exit 1
+fails 3 "fdk --strict: a 120 deg orbit" \
+  "'arc120.json': FDK cannot reconstruct|less than a short scan|refused: --strict|ctrecon iterate" \
+  fdk --geometry arc120.json --projections arc120.raw --out r.nrrd --strict
+# the detector's left edge 2 pixels (18 mm) left of the axis: a half-fan scan
+"$CTR" geometry --out half.json $GEO --views $NVIEWS --offset-u 198 2>/dev/null || exit 1
+"$CTR" phantom --geometry half.json --out half.raw --quiet 2>/dev/null || exit 1
+warns "fdk: an offset (half-fan) detector warns and names the iterative solvers" \
+  "warning: FDK cannot reconstruct this geometry, the volume will be wrong: " r.nrrd \
+  fdk --geometry half.json --projections half.raw --out r.nrrd
+run fdk --geometry half.json --projections half.raw --out r.nrrd --strict
+if [ "$rc" -eq 3 ] && [ ! -e r.nrrd ] &&
+   grep -q "^ctrecon fdk: error: 'half.json': FDK cannot reconstruct .*offset (half-fan) detector.*use an iterative solver instead (ctrecon iterate)$" "$ERR"; then
+  ok "fdk --strict: an offset (half-fan) detector is refused (exit 3)"
+else
+  bad "fdk --strict on a half-fan detector: exit $rc"
+fi
+run fdk --geometry g.json --projections p.raw --out r.nrrd --strict
+if [ "$rc" -eq 0 ] && ! grep -q "FDK cannot" "$ERR"; then ok "fdk --strict: a full circle passes"
+else bad "fdk --strict on a full circle: exit $rc"; fi
+rm -f r.nrrd
 nrrd sino.nrrd 16 20 2; put sino.nrrd.dat 100 $NAN; finish_nrrd sino.nrrd
 FBPS="fbp --sinograms sino.nrrd --out s.nrrd --device cpu --quiet"
 fails 3 "fbp --strict: a NaN sinogram value" "sino.nrrd|1 values NaN|strict" $FBPS --strict
