@@ -107,20 +107,13 @@ static int parse_rings(const char *cmd, const char *name, const char *value, voi
 static int parse_int(const char *cmd, const char *name, const char *value, void *dst) {
   char *end;
   const long v = strtol(value, &end, 10);
-  if (*end || end == value || v < 0 || v > 100000)
-    return cli_usage_error(cmd, "%s '%s': expected a whole number", name, value);
+  /* 0 would select the library's default: each of these is documented from 1 */
+  if (*end || end == value || v < 1 || v > 100000)
+    return cli_usage_error(cmd, "%s '%s': expected a whole number >= 1", name, value);
   *(int *)dst = (int)v;
   return 0;
 }
 
-static int parse_nonneg(const char *cmd, const char *name, const char *value, void *dst) {
-  char *end;
-  const double v = strtod(value, &end);
-  if (*end || end == value || !(v >= 0) || !isfinite(v))
-    return cli_usage_error(cmd, "%s '%s': expected a number >= 0", name, value);
-  *(double *)dst = v;
-  return 0;
-}
 
 /* --angle-subset A0:A1[:STEP] */
 static int parse_subset(const char *cmd, const char *name, const char *value, void *dst) {
@@ -416,7 +409,7 @@ int cmd_fbp(int argc, char **argv) {
       {"--axis-shift", "FILE", "per-projection axis correction in bins (default none)",
        cli_parse_string, &a.shifts, NULL},
       {"--dezinger", "T", "replace sinogram values that differ from their neighbourhood's median "
-       "by more than T (-log units) (default: off)", parse_nonneg, &a.corr.dezinger, NULL},
+       "by more than T (-log units) (default: off)", cli_parse_nonneg, &a.corr.dezinger, NULL},
       {"--dezinger-size", "N", "the neighbourhood, N x N, odd (default 3)", parse_int,
        &a.corr.dezinger_size, &a.dezinger_size_given},
       {"--rings", "none|sorting|wavelet", "stripe (ring) removal: Vo et al. 2018's sorting "
@@ -431,7 +424,7 @@ int cmd_fbp(int argc, char **argv) {
       {"--ring-wavelet", "N", "wavelet: Daubechies order 1 .. 10 (default 5)", parse_int,
        &a.corr.stripe_wavelet, &a.ring_wavelet_given},
       {"--paganin", "DELTA/BETA", "Paganin et al. 2002 phase retrieval with this delta / beta "
-       "(needs --energy, --distance, --pixel-size) (default: off)", parse_nonneg,
+       "(needs --energy, --distance, --pixel-size) (default: off)", cli_parse_nonneg,
        &a.corr.paganin_delta_beta, NULL},
       {"--energy", "KEV", "photon energy for --paganin", cli_parse_positive, &a.corr.energy_kev,
        NULL},
@@ -538,7 +531,7 @@ int cmd_fbp(int argc, char **argv) {
                          {0}};
   const cli_file out[] = {{"--out", a.out}, {"--preview", a.preview}, {0}};
   if (!rc) rc = cli_check_files("fbp", in, out);
-  if (rc) return rc;
+  if (rc) return cli_launch_early_error("fbp", rc);
   fbp_run r;
   memset(&r, 0, sizeof r);
   double seconds = 0;

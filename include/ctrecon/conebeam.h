@@ -64,6 +64,8 @@ CTR_API ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fd
 
 /* The two halves of FDK on the CPU backend, for callers that pipeline them
  * (ctr_backprojector is the incremental backprojection on either backend).
+ * They do not check the geometry (each call would): such callers ask
+ * ctr_geometry_fdk_check once.
  * Filters views
  * [v0, v0+n) of proj (float32, contiguous, n views) in place: Parker and cosine
  * weights, ramp filter, angular weight. Bad values (NaN, infinite, beyond

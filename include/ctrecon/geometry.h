@@ -90,7 +90,7 @@ CTR_API int ctr_geometry_is_circular(const ctr_geometry *g);
 CTR_API double ctr_geometry_coverage(const ctr_geometry *g);
 /* Whether FDK can reconstruct g (docs/geometry.md, "What FDK can
  * reconstruct"): every source on one circle about the z axis in one plane
- * (heights and distances from the axis equal to 0.1 % of that distance), and
+ * (heights and distances from the axis equal to 1 % of that distance), and
  * every sampled voxel centre of the field of view inside the fan of views
  * spanning 180 degrees plus the detector's fan angle (less half a view's
  * step). *ok = 1 when it can; else *ok = 0 and `why` (cap bytes,

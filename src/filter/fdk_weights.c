@@ -24,7 +24,8 @@ ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
   }
   if (f->parker) {
     /* Less than 180 degrees plus the fan is ctr__fdk_geometry_report's
-     * warning (every FDK entry point); less than 180 has no weights. */
+     * warning (ctr_fdk, ctr_fdk_stream*; callers of the halves ask
+     * ctr_geometry_fdk_check); less than 180 has no weights. */
     if (f->scan.range < CTR__PI_D) {
       ctr__fdk_filter_free(f);
       CTR_FAIL(CTR_E_GEOMETRY, "short scan covers %.1f degrees: Parker weighting needs at least 180",
@@ -110,7 +111,6 @@ ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk
   if (!g || !proj) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_filter: NULL geometry or data");
   ctr_fdk_options o;
   CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_options, &o, opts));
-  CTR_CHECK(ctr__fdk_geometry_report(ctx, g, &o));
   if (v0 < 0 || n < 0 || v0 + n > g->nviews)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "views [%lld, %lld): expected a range inside [0, %lld)",
              (long long)v0, (long long)(v0 + n), (long long)g->nviews);

@@ -644,8 +644,10 @@ int ctr__bp_pair_possible(const ctr_geometry *g, int64_t z0, int64_t nz) {
 /* ---- What FDK can reconstruct (ctr_geometry_fdk_check) -------------------- */
 
 /* Source heights and distances from the z axis agree to this fraction of the
- * mean distance on a circular-planar orbit. */
-#define CTR__ORBIT_TOL 1e-3
+ * mean distance on a circular-planar orbit: a C-arm's orbit wobbles by a
+ * millimetre or two at 750 mm (RabbitCT), which FDK's matrices absorb; a
+ * helix climbs by a detector's height per turn. */
+#define CTR__ORBIT_TOL 1e-2
 /* Samples across the field of view (x, y) and along z for the fan test. */
 #define CTR__FAN_SAMPLES 15
 #define CTR__FAN_SAMPLES_Z 3
