@@ -334,9 +334,14 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
     so.user = r;
   }
   r->report = (ctr_fbp_stream_report)CTR_FBP_STREAM_REPORT_INIT;
+  /* the counts come back in the report: the library says nothing, report_counts names
+   * the files once */
+  ctr_value_counts counts = CTR_VALUE_COUNTS_INIT;
+  a->fbp.counts = &counts;
   const double t0 = cli_now();
   ctr_status st = ctr_fbp_stream(r->ctx, &p, &so, r->in, r->flat, r->dark, a->out, a->out_format,
                                  &r->report);
+  a->fbp.counts = NULL;
   *seconds = cli_now() - t0;
   cli_cluster_settle(r->cluster);
   cli_progress_end(&r->session);

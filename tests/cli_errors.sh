@@ -235,6 +235,13 @@ FBPP="fbp --projections proj.nrrd --flat flat.nrrd --dark dark.nrrd --out s.nrrd
 fails 3 "fbp --strict: flat = 0, NaN flat, dark > flat" "flat/dark: 3 pixels with flat <= dark|strict" $FBPP --strict
 warns "fbp: uncalibrated flat/dark pixels counted in a warning" \
   "warning: 'flat.nrrd' / 'dark.nrrd': 3 pixels with flat <= dark or a non-finite flat or dark" s.nrrd $FBPP
+# each warning once: the tool's (naming the files), not the library's as well (issue 41)
+for args in "$FBPP" "$FBPS"; do
+  run $args
+  [ "$rc" -eq 0 ] && [ "$(grep -c 'warning:' "$ERR")" -eq 1 ] && ok "fbp: one warning line ($args)" ||
+    bad "fbp warnings not once: exit $rc, $(grep -c 'warning:' "$ERR") lines ($args)"
+  rm -f s.nrrd
+done
 warns "fbp: --axis outside the detector warns" "warning: --axis 40 lies outside the detector's bins 0 .. 15" \
   s.nrrd $FBPS --axis 40
 fails 2 "fbp --paganin with --sinograms" "--paganin applies to --projections only" $FBPS --paganin 100 --energy 20 --distance 100 --pixel-size 0.001
