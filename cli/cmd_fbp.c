@@ -151,6 +151,17 @@ static int is_h5(const char *path) {
          (!strcmp(dot, ".h5") || !strcmp(dot, ".hdf5") || !strcmp(dot, ".nxs"));
 }
 
+/* DXchange's angles: 1 and the angles (degrees) of /exchange/theta in *out
+ * when `path` holds it, 0 when it has none (nothing kept), -1 (printed)
+ * when it cannot be read. */
+static int dxchange_theta(const char *path, double **out, int64_t *n) {
+  ctr_status st = ctr_hdf5_read_vector(path, "/exchange/theta", out, n);
+  if (st == CTR_OK) return 1;
+  if (st == CTR_E_FORMAT && strstr(ctr_error_detail(), "has no dataset")) return 0;
+  cli_fail_file("fbp", st, path);
+  return -1;
+}
+
 static int open_input(const fbp_args *a, fbp_run *r) {
   const char *path = a->sinograms ? a->sinograms : a->projections;
   char buf[4200];
@@ -228,11 +239,15 @@ static int make_params(const fbp_args *a, fbp_run *r, ctr_parallel_params *p) {
   if (a->angles) {
     rc = cli_read_numbers("fbp", a->angles, "angles", r->nangles, &r->angles);
   } else if (a->projections && is_h5(a->projections)) {
-    /* DXchange: the angles (degrees) come with the data. */
+    /* DXchange: the angles (degrees) come with the data, where it has them */
     int64_t n = 0;
-    ctr_status st = ctr_hdf5_read_vector(a->projections, "/exchange/theta", &r->angles, &n);
-    if (st != CTR_OK) return cli_fail_file("fbp", st, a->projections);
-    if (n != r->nangles)
+    const int has = dxchange_theta(a->projections, &r->angles, &n);
+    if (has < 0) return CLI_EXIT_INPUT;
+    if (!has && !a->uniform_given)
+      return cli_error("fbp", CLI_EXIT_INPUT, "'%s' has no /exchange/theta: give the angles with "
+                       "--angles FILE, or --angle-start and --angle-range for a uniform scan",
+                       a->projections);
+    if (has && n != r->nangles)
       return cli_error("fbp", CLI_EXIT_INPUT, "'%s': /exchange/theta holds %lld angles for %lld "
                        "projections", a->projections, (long long)n, (long long)r->nangles);
   }
@@ -500,10 +515,20 @@ int cmd_fbp(int argc, char **argv) {
   if ((a.corr.energy_kev > 0 || a.corr.distance_mm > 0) && !(a.corr.paganin_delta_beta > 0))
     return cli_usage_error("fbp", "--energy and --distance apply to --paganin only: add --paganin "
                            "DELTA/BETA or drop them");
-  if (a.uniform_given && (a.angles || (a.projections && is_h5(a.projections))))
+  if (a.uniform_given && a.angles)
     return cli_usage_error("fbp", "--angle-start and --angle-range describe a uniform scan; the "
-                           "angles come from %s: drop them", a.angles ? "--angles" :
-                           "the DXchange file's /exchange/theta");
+                           "angles come from --angles: drop them");
+  if (a.uniform_given && a.projections && is_h5(a.projections)) {
+    double *theta = NULL;
+    int64_t n = 0;
+    const int has = dxchange_theta(a.projections, &theta, &n);
+    free(theta);
+    if (has < 0) return CLI_EXIT_INPUT;
+    if (has)
+      return cli_usage_error("fbp", "--angle-start and --angle-range describe a uniform scan; "
+                             "the angles come from '%s':/exchange/theta: drop them",
+                             a.projections);
+  }
   if (a.dezinger_size_given && !(a.corr.dezinger > 0))
     return cli_usage_error("fbp", "--dezinger-size applies to --dezinger T: add it or drop "
                            "--dezinger-size");

@@ -4,7 +4,8 @@
  * writes /exchange/data (PROJECTIONS x ROWS x WIDTH uint16),
  * /exchange/data_white and /exchange/data_dark (2 x ROWS x WIDTH uint16)
  * and /exchange/theta (degrees). A bin is 1 mm; RADIUS (mm, default 0.3 x
- * WIDTH) sizes the head. */
+ * WIDTH) sizes the head. CTRECON_NO_THETA=1 in the environment leaves
+ * /exchange/theta out (a file whose angles come from the command line). */
 #include <ctrecon.h>
 #include <hdf5.h>
 #include <math.h>
@@ -65,7 +66,8 @@ int main(int argc, char **argv) {
   const int ok = f >= 0 && put(f, "/exchange/data", H5T_NATIVE_UINT16, 3, dd, data) &&
                  put(f, "/exchange/data_white", H5T_NATIVE_UINT16, 3, fd, white) &&
                  put(f, "/exchange/data_dark", H5T_NATIVE_UINT16, 3, fd, dark) &&
-                 put(f, "/exchange/theta", H5T_NATIVE_DOUBLE, 1, td, theta);
+                 (getenv("CTRECON_NO_THETA") ||
+                  put(f, "/exchange/theta", H5T_NATIVE_DOUBLE, 1, td, theta));
   if (f >= 0) H5Fclose(f);
   free(sino);
   free(z);
