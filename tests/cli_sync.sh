@@ -35,6 +35,14 @@ run fbp --projections notheta.h5 --device cpu --pixel-size 0.01 --angle-range 18
   ok "no /exchange/theta: --angle-range gives the angles (the same slices as theta's)" ||
   bad "no theta with --angle-range: exit $rc"
 rm -f t.nrrd t2.nrrd
+echo "# an HDF5 filter plugin that is not installed: named, with how to get it (issue 41)"
+CTRECON_LZF=1 "$MAKE" lzf.h5 64 12 90 34.8 180 || bad "make_dxchange with LZF"
+run fbp --projections lzf.h5 --device cpu --pixel-size 0.01 --out t.nrrd --quiet
+[ "$rc" -eq 4 ] && [ "$(wc -l <"$ERR")" -eq 1 ] &&
+  grep -q "'/exchange/data' of HDF5 file 'lzf.h5' is compressed with the LZF filter (HDF5 filter 32000)" "$ERR" &&
+  grep -q "pip install hdf5plugin" "$ERR" && grep -q "HDF5_PLUGIN_PATH" "$ERR" && ! grep -qi "directory" "$ERR" &&
+  [ ! -e t.nrrd ] && ok "a missing LZF plugin: named, with hdf5plugin and HDF5_PLUGIN_PATH (exit 4)" ||
+  bad "missing LZF plugin: exit $rc"
 
 step "fbp of a DXchange file, axis found" "${F[@]}" --out rec.nrrd
 axis=$(awk '/^rotation axis:/ {print $3}' "$OUT")
