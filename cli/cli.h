@@ -58,6 +58,11 @@ const char *cli_last_error(void);
 int cli_error(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
 /* Usage error: message plus "(see 'ctrecon <cmd> --help')"; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* The usage error for an unknown `what` ("option", "command") `name`, with
+ * "did you mean '<nearest>'?" when one of `names` (n) is a typo away
+ * (ctr_nearest_name, as the JSON readers suggest). */
+int cli_unknown_name(const char *cmd, const char *what, const char *name,
+                     const char *const *names, int n);
 void cli_warn(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 
 /* ---- Option tables -------------------------------------------------------- */
@@ -101,8 +106,17 @@ int cli_parse_count(const char *cmd, const char *name, const char *value,
                     void *dst); /* int64 >= 1 */
 int cli_parse_supersample(const char *cmd, const char *name, const char *value,
                           void *dst); /* int 1..64 */
-int cli_parse_double(const char *cmd, const char *name, const char *value, void *dst); /* finite */
+/* Real option values: 0 or of magnitude CLI_REAL_MIN .. CLI_REAL_MAX. The
+ * computations run in float (1.2e-38 .. 3.4e38), where a weight or scale
+ * beyond these (or its inverse) overflows into Inf and NaN. */
+#define CLI_REAL_MAX 1e30
+#define CLI_REAL_MIN 1e-30
+#define CLI_REAL_RANGE "0 or a magnitude of 1e-30 .. 1e+30"
+/* strtod over the whole of s, within the real range above; 0 on success. */
+int cli_to_real(const char *s, double *out);
+int cli_parse_double(const char *cmd, const char *name, const char *value, void *dst); /* real */
 int cli_parse_positive(const char *cmd, const char *name, const char *value, void *dst); /* > 0 */
+int cli_parse_nonneg(const char *cmd, const char *name, const char *value, void *dst); /* >= 0 */
 int cli_parse_size3(const char *cmd, const char *name, const char *value, void *dst); /* int64[3] */
 int cli_parse_voxel3(const char *cmd, const char *name, const char *value,
                      void *dst); /* double[3] > 0 */
@@ -177,10 +191,10 @@ int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t);
 /* --strict, for the commands that read data under the data policy
  * (docs/cli.md, "Bad values"): bad values become an error instead of a
  * warning with their count. */
-#define CLI_STRICT_OPTION(flag)                                                      \
-  {"--strict", NULL, "NaN, infinite or out-of-range input values and non-finite "    \
-   "results are an error (default: replaced by 0 with a warning giving the count)",  \
-   cli_set_flag, (flag), NULL}
+#define CLI_STRICT_HELP                                                              \
+  "NaN, infinite or out-of-range input values and non-finite results are an error "  \
+  "(default: replaced by 0 with a warning giving the count)"
+#define CLI_STRICT_OPTION(flag) {"--strict", NULL, CLI_STRICT_HELP, cli_set_flag, (flag), NULL}
 
 /* --input-scale, one option for fdk, fbp and iterate: the input values are
  * divided by F (data stored as value x F, e.g. `phantom --dtype uint16
@@ -324,6 +338,12 @@ int cli_launch_size(void);
 void cli_launch_init(void);
 /* This rank speaks for the job from now on (after a run lost rank 0). */
 void cli_launch_speak(void);
+/* A check that failed before the ranks could agree (no cluster yet; the
+ * launcher ends the job as this rank exits): a rank other than 0 says it
+ * itself, with its rank and host ("rank 2 of 4 (node7): cannot write ..."),
+ * when it may hold on this node only (not a usage error, which every rank
+ * meets alike and rank 0 prints). Returns rc. */
+int cli_launch_early_error(const char *cmd, int rc);
 /* --rank-timeout, for the commands that distribute their work. */
 #define CLI_RANK_TIMEOUT_OPTION(dst)                                                 \
   {"--rank-timeout", "S", "under mpirun or srun: stop every rank when one makes no " \

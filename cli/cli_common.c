@@ -87,6 +87,33 @@ static const struct {
     {"ctr_cluster_options.timeout", "--rank-timeout"},
     {"ctr_fbp_options.kernel", "--bp-kernel"},
     {"ctr_fdk_options.nz", "--slices"},
+    {"ctr_fdk_options.strict", "--strict"},
+    {"ctr_iterate", "ctrecon iterate"},
+    {"ctr_fbp_options.strict", "--strict"},
+    {"ctr_fbp_options.window", "--filter"},
+    {"ctr_fbp_options.cutoff", "--cutoff"},
+    {"ctr_fbp_options.interp", "--interp"},
+    {"ctr_fbp_stream_options.read_ahead", "--read-ahead"},
+    {"ctr_stream_options.workers", "--workers"},
+    {"ctr_stream_options.out_dtype", "--out-dtype"},
+    {"ctr_iterate_options.algorithm", "--algorithm"},
+    {"ctr_iterate_options.init", "--init"},
+    {"ctr_context_options.device_index", "--gpus"},
+    {"ctr_context_options.ndevices", "--gpus"},
+    {"ctr_context_options.devices", "--gpus"},
+    {"CTR_ITERATE_SIRT, _CGLS, _OS_SART, _FISTA_TV", "sirt, cgls, os-sart or fista-tv"},
+    {"CTR_CENTER_AUTO", "--center-method auto"},
+    {"CTR_CENTER_VO", "--center-method vo"},
+    {"CTR_CENTER_CORRELATION", "--center-method correlation"},
+    {"CTR_STRIPE_NONE", "--rings none"},
+    {"CTR_STRIPE_SORTING", "--rings sorting"},
+    {"CTR_STRIPE_WAVELET", "--rings wavelet"},
+    {"CTR_FBP_LINEAR", "--interp linear"},
+    {"CTR_FBP_NEAREST", "--interp nearest"},
+    {"CTR_PAIR_MATCHED", "--pair matched"},
+    {"CTR_PAIR_FAST", "--pair fast"},
+    {"CTR_DEVICE_CUDA", "--device cuda"},
+    {"CTR_DEVICE_CPU", "--device cpu"},
     {"pixel_size", "--pixel-size"},
     {"angle_start", "--angle-start"},
     {"angle_range", "--angle-range"},
@@ -96,6 +123,44 @@ static const struct {
 };
 
 static int word_char(char c) { return c == '_' || isalnum((unsigned char)c); }
+
+/* The options of the command being run (cli_parse): where the table has no
+ * entry, a field named in a message is the option of its name if the
+ * command has one. */
+static const cli_opt *g_command_opts;
+
+/* A field the table lacks, at p: "ctr_<struct>.<field>" (*len bytes) as
+ * the command's option "--<field>" (underscores as dashes) when it has one,
+ * else as the bare field name: never the C struct. 0 when p holds none. */
+static int struct_field(const char *p, char *out, size_t n, size_t *len) {
+  if (strncmp(p, "ctr_", 4) != 0) return 0;
+  size_t i = 4;
+  while (word_char(p[i])) i++;
+  if (p[i] != '.' || !word_char(p[i + 1])) return 0;
+  const char *field = p + i + 1;
+  size_t f = 0;
+  while (word_char(field[f])) f++;
+  *len = i + 1 + f;
+  char flag[96];
+  size_t k = (size_t)snprintf(flag, sizeof flag, "--%.*s", (int)f, field);
+  for (size_t j = 2; j < k && j < sizeof flag; j++)
+    if (flag[j] == '_') flag[j] = '-';
+  for (const cli_opt *o = g_command_opts; o && o->name; o++)
+    if (!strcmp(o->name, flag)) return snprintf(out, n, "%s", flag), 1;
+  snprintf(out, n, "%.*s", (int)f, field);
+  return 1;
+}
+
+/* "ctr_<function>: " at p, a message's prefix naming the API call (*len
+ * bytes with the colon and space); 0 when p holds none. */
+static int api_function(const char *p, size_t *len) {
+  if (strncmp(p, "ctr_", 4) != 0) return 0;
+  size_t i = 4;
+  while (word_char(p[i])) i++;
+  if (p[i] != ':' || p[i + 1] != ' ') return 0;
+  *len = i + 2;
+  return 1;
+}
 
 const char *cli_library_text(const char *text, char *buf, size_t n) {
   size_t o = 0;
@@ -111,6 +176,13 @@ const char *cli_library_text(const char *text, char *buf, size_t n) {
             !(p[len] == '.' && word_char(p[len + 1])))
           option = k_field_options[i].option;
       }
+    char field[96];
+    if (!option && (p == text || !word_char(p[-1])) && struct_field(p, field, sizeof field, &len))
+      option = field;
+    if (!option && (p == text || !word_char(p[-1])) && api_function(p, &len)) {
+      p += len; /* the API call that failed: the tool's user did not make it */
+      continue;
+    }
     if (option) {
       o += (size_t)snprintf(buf + o, n - o, "%s", option);
       if (o >= n) o = n - 1;
@@ -242,6 +314,29 @@ static const cli_opt *find_opt(const cli_opt *opts, const char *name, size_t len
   return NULL;
 }
 
+int cli_unknown_name(const char *cmd, const char *what, const char *name,
+                     const char *const *names, int n) {
+  int d;
+  const char *near = ctr_nearest_name(name, names, n, &d);
+  /* a typo: a few edits, fewer for short names */
+  if (n > 0 && d <= 1 + (int)strlen(name) / 4)
+    return cli_usage_error(cmd, "unknown %s '%s'; did you mean '%s'?", what, name, near);
+  return cli_usage_error(cmd, "unknown %s '%s'", what, name);
+}
+
+/* The unknown option of arg (its first len bytes), near which known one. */
+static int unknown_option(const cli_command *cmd, const cli_opt *opts, const char *arg,
+                          size_t len) {
+  enum { MAX_NAMES = 256 };
+  const char *names[MAX_NAMES];
+  char name[128];
+  int n = 0;
+  names[n++] = "--help";
+  for (const cli_opt *o = opts; o->name && n < MAX_NAMES; o++) names[n++] = o->name;
+  snprintf(name, sizeof name, "%.*s", (int)len, arg);
+  return cli_unknown_name(cmd->name, "option", name, names, n);
+}
+
 static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
 
 /* One argument (and maybe its value); advances *i past what it used. */
@@ -252,7 +347,7 @@ static int parse_one(const cli_command *cmd, const cli_opt *opts, int argc, char
   const char *eq = strchr(arg, '=');
   const size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
   const cli_opt *o = find_opt(opts, arg, len);
-  if (!o) return cli_usage_error(cmd->name, "unknown option '%.*s'", (int)len, arg);
+  if (!o) return unknown_option(cmd, opts, arg, len);
   const char *value = NULL;
   if (o->metavar) {
     if (eq) {
@@ -272,6 +367,7 @@ static int parse_one(const cli_command *cmd, const cli_opt *opts, int argc, char
 }
 
 int cli_parse(const cli_command *cmd, const cli_opt *opts, int argc, char **argv) {
+  g_command_opts = opts;
   /* --help wins wherever it is, so that "ctrecon fdk --bad --help" helps. */
   for (int i = 1; i < argc; i++)
     if (is_help(argv[i])) {
@@ -314,14 +410,16 @@ static int to_int64(const char *s, int64_t *out) {
   return 0;
 }
 
-static int to_double(const char *s, double *out) {
+int cli_to_real(const char *s, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
   if (end == s || *end || errno == ERANGE || !isfinite(v)) return -1;
+  if (v != 0 && !(fabs(v) >= CLI_REAL_MIN && fabs(v) <= CLI_REAL_MAX)) return -1;
   *out = v;
   return 0;
 }
+#define to_double cli_to_real
 
 int cli_parse_count(const char *cmd, const char *name, const char *value, void *dst) {
   int64_t v;
@@ -349,14 +447,24 @@ int cli_parse_offset(const char *cmd, const char *name, const char *value, void 
 
 int cli_parse_double(const char *cmd, const char *name, const char *value, void *dst) {
   if (to_double(value, (double *)dst))
-    return cli_usage_error(cmd, "%s '%s': expected a finite number", name, value);
+    return cli_usage_error(cmd, "%s '%s': expected a number (" CLI_REAL_RANGE ")", name, value);
   return 0;
 }
 
 int cli_parse_positive(const char *cmd, const char *name, const char *value, void *dst) {
   double v;
   if (to_double(value, &v) || !(v > 0))
-    return cli_usage_error(cmd, "%s '%s': expected a finite number > 0", name, value);
+    return cli_usage_error(cmd, "%s '%s': expected a number > 0 (" CLI_REAL_RANGE ")", name,
+                           value);
+  *(double *)dst = v;
+  return 0;
+}
+
+int cli_parse_nonneg(const char *cmd, const char *name, const char *value, void *dst) {
+  double v;
+  if (to_double(value, &v) || !(v >= 0))
+    return cli_usage_error(cmd, "%s '%s': expected a number >= 0 (" CLI_REAL_RANGE ")", name,
+                           value);
   *(double *)dst = v;
   return 0;
 }
@@ -549,7 +657,7 @@ int cli_parse_tune(const char *cmd, const char *name, const char *value, void *d
   if (!strchr(value, '='))
     return cli_usage_error(cmd, "%s '%s': expected KEY=VALUE (docs/tuning.md)", name, value);
   if (apply_tune(&t, value) != CTR_OK)
-    return cli_usage_error(cmd, "%s '%s': %s", name, value, ctr_error_detail());
+    return cli_usage_error(cmd, "%s '%s': %s", name, value, cli_detail());
   if (c->ntune >= CLI_MAX_TUNE)
     return cli_usage_error(cmd, "%s: at most %d settings", name, CLI_MAX_TUNE);
   c->tune[c->ntune++] = value;

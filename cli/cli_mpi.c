@@ -70,6 +70,17 @@ void cli_launch_speak(void) {
     }
 }
 
+int cli_launch_early_error(const char *cmd, int rc) {
+  if (!rc || rc == CLI_EXIT_USAGE || cli_launch_size() <= 1 || cli_launch_rank() == 0) return rc;
+  char host[256] = "?";
+  if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
+  host[sizeof host - 1] = '\0';
+  cli_launch_speak();
+  fprintf(stderr, "ctrecon %s: error: rank %d of %d (%s): %s\n", cmd, cli_launch_rank(),
+          cli_launch_size(), host, cli_last_error());
+  return rc;
+}
+
 int cli_cluster_create(const char *cmd, double timeout, ctr_cluster **out) {
   *out = NULL;
   if (cli_launch_size() <= 1) return 0;

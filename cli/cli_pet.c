@@ -13,14 +13,7 @@
 
 /* ---- Option parsers ---------------------------------------------------------- */
 
-static int to_double(const char *s, double *out) {
-  char *end;
-  errno = 0;
-  const double v = strtod(s, &end);
-  if (end == s || *end || errno == ERANGE || !isfinite(v)) return -1;
-  *out = v;
-  return 0;
-}
+#define to_double cli_to_real
 
 /* "A" or "A:B" into doubles; -1 when malformed. */
 static int split_pair(const char *value, double *a, double *b, int *has_b) {
@@ -97,14 +90,6 @@ int pet_parse_seed(const char *cmd, const char *name, const char *value, void *d
   if (end == value || *end || errno || value[0] == '-')
     return cli_usage_error(cmd, "%s '%s': expected an unsigned integer", name, value);
   *(uint64_t *)dst = (uint64_t)v;
-  return 0;
-}
-
-int pet_parse_nonneg(const char *cmd, const char *name, const char *value, void *dst) {
-  double v;
-  if (to_double(value, &v) || !(v >= 0))
-    return cli_usage_error(cmd, "%s '%s': expected a finite number >= 0", name, value);
-  *(double *)dst = v;
   return 0;
 }
 

@@ -25,7 +25,6 @@ int pet_parse_int(const char *cmd, const char *name, const char *value, void *ds
 /* An unsigned 64-bit seed. */
 int pet_parse_seed(const char *cmd, const char *name, const char *value, void *dst);
 /* A double >= 0 (--acceptance, --edge-radius). */
-int pet_parse_nonneg(const char *cmd, const char *name, const char *value, void *dst);
 
 /* --phantom spheres|points */
 typedef enum pet_phantom_kind { PET_PHANTOM_SPHERES = 0, PET_PHANTOM_POINTS = 1 } pet_phantom_kind;

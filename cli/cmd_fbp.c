@@ -107,20 +107,13 @@ static int parse_rings(const char *cmd, const char *name, const char *value, voi
 static int parse_int(const char *cmd, const char *name, const char *value, void *dst) {
   char *end;
   const long v = strtol(value, &end, 10);
-  if (*end || end == value || v < 0 || v > 100000)
-    return cli_usage_error(cmd, "%s '%s': expected a whole number", name, value);
+  /* 0 would select the library's default: each of these is documented from 1 */
+  if (*end || end == value || v < 1 || v > 100000)
+    return cli_usage_error(cmd, "%s '%s': expected a whole number >= 1", name, value);
   *(int *)dst = (int)v;
   return 0;
 }
 
-static int parse_nonneg(const char *cmd, const char *name, const char *value, void *dst) {
-  char *end;
-  const double v = strtod(value, &end);
-  if (*end || end == value || !(v >= 0) || !isfinite(v))
-    return cli_usage_error(cmd, "%s '%s': expected a number >= 0", name, value);
-  *(double *)dst = v;
-  return 0;
-}
 
 /* --angle-subset A0:A1[:STEP] */
 static int parse_subset(const char *cmd, const char *name, const char *value, void *dst) {
@@ -156,6 +149,17 @@ static int is_h5(const char *path) {
   const char *dot = strrchr(path, '.');
   return dot && !strchr(dot, ':') &&
          (!strcmp(dot, ".h5") || !strcmp(dot, ".hdf5") || !strcmp(dot, ".nxs"));
+}
+
+/* DXchange's angles: 1 and the angles (degrees) of /exchange/theta in *out
+ * when `path` holds it, 0 when it has none (nothing kept), -1 (printed)
+ * when it cannot be read. */
+static int dxchange_theta(const char *path, double **out, int64_t *n, int *said) {
+  ctr_status st = ctr_hdf5_read_angles(path, "/exchange/theta", out, n, said);
+  if (st == CTR_OK) return 1;
+  if (st == CTR_E_FORMAT && strstr(ctr_error_detail(), "has no dataset")) return 0;
+  cli_fail_file("fbp", st, path);
+  return -1;
 }
 
 static int open_input(const fbp_args *a, fbp_run *r) {
@@ -236,20 +240,29 @@ static int make_params(const fbp_args *a, fbp_run *r, ctr_parallel_params *p) {
     rc = cli_parallel_angles("fbp", a->angles, a->angle_units, r->nangles, &r->angles,
                              &p->angle_start_deg, &p->angle_range_deg);
   } else {
-    /* DXchange: the angles come with the data, in the units of theta's
-     * units attribute (else --angle-units, else degrees). */
+    /* DXchange: the angles come with the data, where it has them, in the
+     * units of theta's units attribute (else --angle-units, else degrees). */
     int64_t n = 0;
     int said = 0;
-    ctr_status st = ctr_hdf5_read_angles(a->projections, "/exchange/theta", &r->angles, &n, &said);
-    if (st != CTR_OK) return cli_fail_file("fbp", st, a->projections);
-    if (n != r->nangles)
-      return cli_error("fbp", CLI_EXIT_INPUT, "'%s': /exchange/theta holds %lld angles for %lld "
-                       "projections", a->projections, (long long)n, (long long)r->nangles);
-    char from[4200];
-    snprintf(from, sizeof from, "/exchange/theta of '%s', without a units attribute: units=\"rad\" "
-             "or \"deg\" there says which", a->projections);
-    cli_angles_in_degrees("fbp", said ? CLI_ANGLES_DEG : a->angle_units, said, r->angles, n, NULL,
-                          NULL, from);
+    const int has = dxchange_theta(a->projections, &r->angles, &n, &said);
+    if (has < 0) return CLI_EXIT_INPUT;
+    if (!has && !a->uniform_given)
+      return cli_error("fbp", CLI_EXIT_INPUT, "'%s' has no /exchange/theta: give the angles with "
+                       "--angles FILE, or --angle-start and --angle-range for a uniform scan",
+                       a->projections);
+    if (!has) {
+      rc = cli_parallel_angles("fbp", NULL, a->angle_units, r->nangles, &r->angles,
+                               &p->angle_start_deg, &p->angle_range_deg);
+    } else {
+      if (n != r->nangles)
+        return cli_error("fbp", CLI_EXIT_INPUT, "'%s': /exchange/theta holds %lld angles for %lld "
+                         "projections", a->projections, (long long)n, (long long)r->nangles);
+      char from[4200];
+      snprintf(from, sizeof from, "/exchange/theta of '%s', without a units attribute: "
+               "units=\"rad\" or \"deg\" there says which", a->projections);
+      cli_angles_in_degrees("fbp", said ? CLI_ANGLES_DEG : a->angle_units, said, r->angles, n,
+                            NULL, NULL, from);
+    }
   }
   if (!rc && a->shifts) rc = cli_read_numbers("fbp", a->shifts, "axis shift", r->nangles, &r->shifts);
   if (rc) return rc;
@@ -350,9 +363,14 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
     so.user = r;
   }
   r->report = (ctr_fbp_stream_report)CTR_FBP_STREAM_REPORT_INIT;
+  /* the counts come back in the report: the library says nothing, report_counts names
+   * the files once */
+  ctr_value_counts counts = CTR_VALUE_COUNTS_INIT;
+  a->fbp.counts = &counts;
   const double t0 = cli_now();
   ctr_status st = ctr_fbp_stream(r->ctx, &p, &so, r->in, r->flat, r->dark, a->out, a->out_format,
                                  &r->report);
+  a->fbp.counts = NULL;
   *seconds = cli_now() - t0;
   cli_cluster_settle(r->cluster);
   cli_progress_end(&r->session);
@@ -433,7 +451,7 @@ int cmd_fbp(int argc, char **argv) {
       {"--axis-shift", "FILE", "per-projection axis correction in bins (default none)",
        cli_parse_string, &a.shifts, NULL},
       {"--dezinger", "T", "replace sinogram values that differ from their neighbourhood's median "
-       "by more than T (-log units) (default: off)", parse_nonneg, &a.corr.dezinger, NULL},
+       "by more than T (-log units) (default: off)", cli_parse_nonneg, &a.corr.dezinger, NULL},
       {"--dezinger-size", "N", "the neighbourhood, N x N, odd (default 3)", parse_int,
        &a.corr.dezinger_size, &a.dezinger_size_given},
       {"--rings", "none|sorting|wavelet", "stripe (ring) removal: Vo et al. 2018's sorting "
@@ -448,7 +466,7 @@ int cmd_fbp(int argc, char **argv) {
       {"--ring-wavelet", "N", "wavelet: Daubechies order 1 .. 10 (default 5)", parse_int,
        &a.corr.stripe_wavelet, &a.ring_wavelet_given},
       {"--paganin", "DELTA/BETA", "Paganin et al. 2002 phase retrieval with this delta / beta "
-       "(needs --energy, --distance, --pixel-size) (default: off)", parse_nonneg,
+       "(needs --energy, --distance, --pixel-size) (default: off)", cli_parse_nonneg,
        &a.corr.paganin_delta_beta, NULL},
       {"--energy", "KEV", "photon energy for --paganin", cli_parse_positive, &a.corr.energy_kev,
        NULL},
@@ -522,10 +540,20 @@ int cmd_fbp(int argc, char **argv) {
   if ((a.corr.energy_kev > 0 || a.corr.distance_mm > 0) && !(a.corr.paganin_delta_beta > 0))
     return cli_usage_error("fbp", "--energy and --distance apply to --paganin only: add --paganin "
                            "DELTA/BETA or drop them");
-  if (a.uniform_given && (a.angles || (a.projections && is_h5(a.projections))))
+  if (a.uniform_given && a.angles)
     return cli_usage_error("fbp", "--angle-start and --angle-range describe a uniform scan; the "
-                           "angles come from %s: drop them", a.angles ? "--angles" :
-                           "the DXchange file's /exchange/theta");
+                           "angles come from --angles: drop them");
+  if (a.uniform_given && a.projections && is_h5(a.projections)) {
+    double *theta = NULL;
+    int64_t n = 0;
+    const int has = dxchange_theta(a.projections, &theta, &n);
+    free(theta);
+    if (has < 0) return CLI_EXIT_INPUT;
+    if (has)
+      return cli_usage_error("fbp", "--angle-start and --angle-range describe a uniform scan; "
+                             "the angles come from '%s':/exchange/theta: drop them",
+                             a.projections);
+  }
   if (a.dezinger_size_given && !(a.corr.dezinger > 0))
     return cli_usage_error("fbp", "--dezinger-size applies to --dezinger T: add it or drop "
                            "--dezinger-size");
@@ -558,7 +586,7 @@ int cmd_fbp(int argc, char **argv) {
                          {0}};
   const cli_file out[] = {{"--out", a.out}, {"--preview", a.preview}, {0}};
   if (!rc) rc = cli_check_files("fbp", in, out);
-  if (rc) return rc;
+  if (rc) return cli_launch_early_error("fbp", rc);
   fbp_run r;
   memset(&r, 0, sizeof r);
   double seconds = 0;

@@ -66,6 +66,17 @@ static int parse_window(const char *cmd, const char *name, const char *value, vo
   return 0;
 }
 
+static int parse_workers(const char *cmd, const char *name, const char *value, void *dst) {
+  int64_t v = 0;
+  const int rc = cli_parse_count(cmd, name, value, &v);
+  if (rc) return rc;
+  if (v > CTR_MAX_WORKERS)
+    return cli_usage_error(cmd, "%s '%s': expected 1 .. %d engines", name, value,
+                           CTR_MAX_WORKERS);
+  *(int64_t *)dst = v;
+  return 0;
+}
+
 static int parse_cutoff(const char *cmd, const char *name, const char *value, void *dst) {
   char *end;
   double v = strtod(value, &end);
@@ -244,6 +255,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   /* Bad values name the projections (cli_fail_file adds a name only when
    * the detail lacks it). */
   if (st != CTR_OK && r->cluster) return cli_fail("fdk", st); /* it names the rank */
+  if (st == CTR_E_GEOMETRY) return cli_fail_file("fdk", st, a->geometry); /* --strict */
   if (st != CTR_OK)
     return cli_fail_file("fdk", st,
                          strstr(cli_detail(), a->projections) ? a->projections : a->out);
@@ -477,9 +489,12 @@ int cmd_fdk(int argc, char **argv) {
        parse_split, &a.split, NULL},
       {"--workers", "N",
        "engines sharing the run: on GPUs, spread over --gpus in turn (several per GPU when N "
-       "exceeds them); on the CPU, engines sharing the cores (default: one per GPU, 1 on the CPU)",
-       cli_parse_count, &a.workers, NULL},
-      CLI_STRICT_OPTION(&a.fdk.strict),
+       "exceeds them); on the CPU, engines sharing the cores; 1 .. 16 (default: one per GPU, 1 "
+       "on the CPU)", parse_workers, &a.workers, NULL},
+      {"--strict", NULL,
+       CLI_STRICT_HELP "; so is a geometry FDK cannot reconstruct (not a circular orbit, less "
+       "than a short scan, an offset detector: default a warning; docs/geometry.md)",
+       cli_set_flag, &a.fdk.strict, NULL},
       CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
@@ -488,7 +503,7 @@ int cmd_fdk(int argc, char **argv) {
   if (rc) return rc < 0 ? 0 : rc;
   fdk_run r;
   memset(&r, 0, sizeof r);
-  rc = check_args(&a, opts, &r);
+  rc = cli_launch_early_error("fdk", check_args(&a, opts, &r));
   if (!rc) rc = run(&a, &r);
   cli_progress_end(&r.session);
   ctr_stack_close(r.reader);

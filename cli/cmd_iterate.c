@@ -71,14 +71,6 @@ typedef struct it_run {
 
 /* ---- Option parsers ------------------------------------------------------- */
 
-static int parse_nonneg_double(const char *cmd, const char *name, const char *value, void *dst) {
-  char *end;
-  const double v = strtod(value, &end);
-  if (end == value || *end || !isfinite(v) || v < 0)
-    return cli_usage_error(cmd, "%s '%s': expected a number >= 0", name, value);
-  *(double *)dst = v;
-  return 0;
-}
 
 /* ---- History ---------------------------------------------------------------- */
 
@@ -324,13 +316,13 @@ int cmd_iterate(int argc, char **argv) {
        &a.algorithm, NULL},
       {"--iterations", "N", "iterations (default 20)", cli_parse_count, &a.iterations, NULL},
       {"--tolerance", "T", "stop early once ||b - A x|| <= T ||b|| (default 0: never)",
-       parse_nonneg_double, &a.tolerance, NULL},
+       cli_parse_nonneg, &a.tolerance, NULL},
       {"--subsets", "S", "os-sart: ordered subsets of interleaved views (default 10)",
        cli_parse_count, &a.subsets, &a.subsets_given},
       {"--relaxation", "L", "sirt, os-sart: step in (0, 2) (default 1)", cli_parse_positive,
        &a.relaxation, &a.relax_given},
       {"--tv-weight", "W", "fista-tv: TV weight in the volume's units; each iteration denoises "
-       "by W (default 0: no TV)", parse_nonneg_double, &a.tv_weight, &a.tv_given},
+       "by W (default 0: no TV)", cli_parse_nonneg, &a.tv_weight, &a.tv_given},
       {"--tv-iterations", "N", "fista-tv: inner iterations of the TV step (default 10)",
        cli_parse_count, &a.tv_iterations, &a.tv_given},
       {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv)", cli_set_flag,
@@ -546,7 +538,8 @@ int cmd_iterate(int argc, char **argv) {
       const char *about = a.resume || (checkpoints && strstr(ctr_error_detail(), ckpath)) ? ckpath
                           : init_file && strstr(ctr_error_detail(), "the initial volume") ? a.init
                           : a.sinograms ? a.sinograms : a.projections;
-      rc = cli_fail_file(cmd, st, about);
+      /* a fault of the arithmetic (a non-finite residual) is not the file's */
+      rc = st == CTR_E_INTERNAL ? cli_fail(cmd, st) : cli_fail_file(cmd, st, about);
       slab_hint(a.resume);
     }
     goto cleanup;

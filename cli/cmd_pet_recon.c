@@ -220,16 +220,16 @@ int cmd_pet_recon(int argc, char **argv) {
       {"--radial-fwhm", "C[:E]", "LOR-radial FWHM in mm at the axis [and at the edge radius] "
        "(default 5.8)", pet_parse_fwhm_pair, &a.radial, NULL},
       {"--edge-radius", "MM", "radius where the radial FWHM reaches E (default 0: half the "
-       "lattice width)", pet_parse_nonneg, &a.edge_radius, NULL},
+       "lattice width)", cli_parse_nonneg, &a.edge_radius, NULL},
       {"--radial-table", "FILE", "CSV of 'radius_mm,fwhm_mm' lines, radii ascending: radial FWHM "
        "piecewise linear (replaces --radial-fwhm)", cli_parse_string, &a.radial_table, NULL},
       {"--axial-fwhm", "MM", "LOR-axial FWHM (default 5.8)", cli_parse_positive, &a.axial, NULL},
       {"--asymmetric", NULL, "asymmetric kernels: a second Gaussian twice as wide, shifted "
        "towards the axis (default off)", cli_set_flag, &a.asymmetric, NULL},
-      {"--asym-weight", "W", "weight of the wide Gaussian (default 0.5)", pet_parse_nonneg,
+      {"--asym-weight", "W", "weight of the wide Gaussian (default 0.5)", cli_parse_nonneg,
        &a.asym_weight, NULL},
       {"--asym-shift", "S", "its shift towards the axis, in narrow sigmas (default 1)",
-       pet_parse_nonneg, &a.asym_shift, NULL},
+       cli_parse_nonneg, &a.asym_shift, NULL},
       {"--kernel-cut", "K", "kernel support: K sigma in each direction (default 3)",
        cli_parse_positive, &a.cut, NULL},
       {"--epsilon", "MM", "LORmap step of the kernels' radial position (default 2)",

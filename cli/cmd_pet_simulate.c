@@ -121,7 +121,7 @@ int cmd_pet_simulate(int argc, char **argv) {
       {"--radial-fwhm", "C[:E]", "LOR-radial detector blur FWHM in mm at the axis [and at the "
        "edge radius] (default 5.8)", pet_parse_fwhm_pair, &a.radial, NULL},
       {"--edge-radius", "MM", "radius where the radial FWHM reaches E (default 0: half the "
-       "lattice width)", pet_parse_nonneg, &a.edge_radius, NULL},
+       "lattice width)", cli_parse_nonneg, &a.edge_radius, NULL},
       {"--axial-fwhm", "MM", "LOR-axial detector blur FWHM (default 5.8)", cli_parse_positive,
        &a.axial, NULL},
       {"--no-blur", NULL, "no detector blur (TOF error only)", cli_set_flag, &a.no_blur, NULL},
@@ -132,7 +132,7 @@ int cmd_pet_simulate(int argc, char **argv) {
       {"--voxel", "MM", "cubic voxel size (default 4)", cli_parse_positive, &a.voxel, NULL},
       {"--views", "NAxNC", "azimuthal x co-polar view intervals (default 40x3)", pet_parse_views,
        a.views, NULL},
-      {"--acceptance", "DEG", "axial acceptance half-angle (default 10)", pet_parse_nonneg,
+      {"--acceptance", "DEG", "axial acceptance half-angle (default 10)", cli_parse_nonneg,
        &a.acceptance, NULL},
       {"--seed", "N", "random seed: the same seed gives the same data (default 1)",
        pet_parse_seed, &a.seed, NULL},

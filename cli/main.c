@@ -19,6 +19,13 @@ static const cli_subcommand *find_command(const char *name) {
   return NULL;
 }
 
+/* The usage error for an unknown command, with the nearest one. */
+static int unknown_command(const char *name) {
+  const char *names[N_COMMANDS];
+  for (size_t i = 0; i < N_COMMANDS; i++) names[i] = g_commands[i].info->name;
+  return cli_unknown_name(NULL, "command", name, names, (int)N_COMMANDS);
+}
+
 static void print_global_help(void) {
   printf(
       "usage: ctrecon [--version] [--help] <command> [options]\n"
@@ -61,7 +68,7 @@ static int run_help(int argc, char **argv) {
     return 0;
   }
   const cli_subcommand *c = find_command(argv[1]);
-  if (!c) return cli_usage_error(NULL, "help: unknown command '%s'", argv[1]);
+  if (!c) return unknown_command(argv[1]);
   char *args[] = {argv[1], "--help", NULL};
   return c->run(2, args);
 }
@@ -92,6 +99,6 @@ int main(int argc, char **argv) {
   if (!strcmp(first, "help")) return run_help(argc - 1, argv + 1);
   if (first[0] == '-') return cli_usage_error(NULL, "unknown option '%s'", first);
   const cli_subcommand *c = find_command(first);
-  if (!c) return cli_usage_error(NULL, "unknown command '%s'", first);
+  if (!c) return unknown_command(first);
   return c->run(argc - 1, argv + 1);
 }

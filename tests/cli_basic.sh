@@ -72,6 +72,12 @@ usage_error "no command" "no command"
 usage_error "unknown command" "unknown command 'frobnicate'" frobnicate
 usage_error "unknown global option" "unknown option '--frob'" --frob
 usage_error "help of an unknown command" "unknown command 'nope'" help nope
+usage_error "command typo: the nearest command" "unknown command 'fdx'; did you mean 'fdk'?" fdx
+usage_error "help of a command typo" "unknown command 'phantm'; did you mean 'phantom'?" help phantm
+run fdk --zzzzzzzzzz
+if [ "$rc" -eq 2 ] && grep -qF "unknown option '--zzzzzzzzzz'" "$ERR" && ! grep -q "did you mean" "$ERR"; then
+  ok "an option far from every known one gets no suggestion"
+else bad "--zzzzzzzzzz: exit $rc"; fi
 for cmd in info geometry phantom fdk demo; do
   usage_error "$cmd: unknown option" "unknown option '--frob'" "$cmd" --frob
 done

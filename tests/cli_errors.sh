@@ -48,6 +48,20 @@ fails 3 "tiff stack with 29 of 30 views" "views/p_%03d.tif|29 images|expected 30
 fails 3 "multi-page tiff of 29 views" "p29.tif|29 images|expected 30 views" $FDK --projections p29.tif
 fails 3 "nrrd of another geometry" "p.nrrd|30 images|expected 29 views|g29.json" fdk --geometry g29.json --projections p.nrrd --out r.nrrd
 
+echo "# flag typos name the nearest flag, as JSON key typos do (exit 2, issue 41)"
+fails 2 "fdk --filtr" "unknown option '--filtr'; did you mean '--filter'?" $FDK --projections p.raw --filtr hann
+fails 2 "iterate --iteratons" "unknown option '--iteratons'; did you mean '--iterations'?" iterate --iteratons 3
+fails 2 "fbp --angle-rnage=180" "unknown option '--angle-rnage'; did you mean '--angle-range'?" fbp --angle-rnage=180
+
+echo "# real options beyond what float arithmetic holds are refused up front (exit 2, issue 41)"
+fails 2 "iterate --tv-weight 1e39" "--tv-weight '1e39'|1e-30 .. 1e+30" \
+  iterate --geometry g.json --projections p.raw --out r.nrrd --algorithm fista-tv --tv-weight 1e39
+fails 2 "iterate --tv-weight 1e-40" "--tv-weight '1e-40'|1e-30 .. 1e+30" \
+  iterate --geometry g.json --projections p.raw --out r.nrrd --algorithm fista-tv --tv-weight 1e-40
+fails 2 "fdk --input-scale 1e39" "--input-scale '1e39'|1e-30 .. 1e+30" $FDK --projections p.raw --input-scale 1e39
+fails 2 "phantom --uint16-scale 1e31" "--uint16-scale '1e31'|1e-30 .. 1e+30" \
+  phantom --geometry g.json --out q.raw --dtype uint16 --uint16-scale 1e31
+
 echo "# truncated and malformed files (exit 3)"
 head -c 50000 p.nrrd >trunc.nrrd
 fails 3 "truncated nrrd" "trunc.nrrd|50000" $FDK --projections trunc.nrrd
@@ -84,10 +98,10 @@ fails 2 "slices beyond the volume" "--slices 20:40|32|g.json" $FDK --projections
 echo "# tuning switches (docs/tuning.md): --tune exit 2, CTRECON_<KEY> exit 3"
 fails 2 "unknown tuning key" "--tune 'bp_slice=8'|unknown tuning key 'bp_slice'|bp_slices" \
   $FDK --projections p.raw --tune bp_slice=8
-fails 2 "tuning value out of range" "--tune 'bp_slices=3'|ctr_tuning.bp_slices is 3" \
+fails 2 "tuning value out of range" "--tune 'bp_slices=3'|bp_slices is 3" \
   $FDK --projections p.raw --tune bp_slices=3
 fails 2 "tuning switch without a value" "--tune 'tune'|KEY=VALUE" $FDK --projections p.raw --tune tune
-CTRECON_PET_Z=7 fails 3 "bad tuning variable" "environment variable CTRECON_PET_Z|ctr_tuning.pet_z is 7" \
+CTRECON_PET_Z=7 fails 3 "bad tuning variable" "environment variable CTRECON_PET_Z|pet_z is 7" \
   $FDK --projections p.raw
 run $FDK --projections p.raw --out plain.nrrd --quiet
 run $FDK --projections p.raw --out tuned.nrrd --quiet --tune direct_io=off --tune tune=off \
@@ -152,12 +166,66 @@ warns() {
   if [ "$rc" -eq 0 ] && grep -qF -- "$needle" "$ERR" && [ -s "$out" ]; then ok "$desc"; else bad "$desc: exit $rc"; fi
   rm -f "$out"
 }
+echo "# geometries FDK cannot reconstruct: warned, refused by --strict (issue 41)"
+"$CTR" geometry --out arc120.json $GEO --views $NVIEWS --range 120 2>/dev/null || exit 1
+"$CTR" phantom --geometry arc120.json --out arc120.raw --quiet || exit 1
+fails 3 "fdk --strict: a 120 deg orbit" \
+  "'arc120.json': FDK cannot reconstruct|less than a short scan|refused: --strict|ctrecon iterate" \
+  fdk --geometry arc120.json --projections arc120.raw --out r.nrrd --strict
+# the detector's left edge 2 pixels (18 mm) left of the axis: a half-fan scan
+"$CTR" geometry --out half.json $GEO --views $NVIEWS --offset-u 198 2>/dev/null || exit 1
+"$CTR" phantom --geometry half.json --out half.raw --quiet 2>/dev/null || exit 1
+warns "fdk: an offset (half-fan) detector warns and names the iterative solvers" \
+  "warning: FDK cannot reconstruct this geometry, the volume will be wrong: " r.nrrd \
+  fdk --geometry half.json --projections half.raw --out r.nrrd
+run fdk --geometry half.json --projections half.raw --out r.nrrd --strict
+if [ "$rc" -eq 3 ] && [ ! -e r.nrrd ] &&
+   grep -q "^ctrecon fdk: error: 'half.json': FDK cannot reconstruct .*offset (half-fan) detector.*use an iterative solver instead (ctrecon iterate)$" "$ERR"; then
+  ok "fdk --strict: an offset (half-fan) detector is refused (exit 3)"
+else
+  bad "fdk --strict on a half-fan detector: exit $rc"
+fi
+run fdk --geometry g.json --projections p.raw --out r.nrrd --strict
+if [ "$rc" -eq 0 ] && ! grep -q "FDK cannot" "$ERR"; then ok "fdk --strict: a full circle passes"
+else bad "fdk --strict on a full circle: exit $rc"; fi
+rm -f r.nrrd
 nrrd sino.nrrd 16 20 2; put sino.nrrd.dat 100 $NAN; finish_nrrd sino.nrrd
 # --axis: the data are blank apart from the NaN (zeros: no axis can be found from them)
 FBPS="fbp --sinograms sino.nrrd --out s.nrrd --device cpu --quiet --axis 7.5"
 fails 3 "fbp --strict: a NaN sinogram value" "sino.nrrd|1 values NaN|strict" $FBPS --strict
 warns "fbp: a NaN sinogram value replaced with a warning" \
   "warning: 'sino.nrrd': 1 sinogram values NaN, infinite or beyond +-1e24 replaced by 0" s.nrrd $FBPS
+echo "# library errors reach the tool in its words: flags, not C fields or enums (issue 41)"
+# Each fails with one error line that names the flag, and no ctr_... or CTR_...
+# identifier (the table of cli_common.c, and its fallbacks, translate them).
+IT="iterate --geometry g.json --projections p.raw --out r.nrrd --device cpu --quiet"
+no_c_names() { # NEEDLE ARGS...: an error naming NEEDLE, in the tool's words
+  local needle=$1; shift
+  run "$@"
+  if [ "$rc" -ne 0 ] && [ -s "$ERR" ] && grep -qF -- "$needle" "$ERR" &&
+     ! grep -Eq 'ctr_[a-z]|CTR_[A-Z]' "$ERR" && [ ! -e r.nrrd ] && [ ! -e s.nrrd ]; then
+    ok "in the tool's words: $* -> $(head -1 "$ERR")"
+  else
+    bad "C names or no '$needle' in the error of: $* (exit $rc)"
+  fi
+}
+no_c_names "--read-ahead = 17" $FBPS --read-ahead 17
+no_c_names "--ring-wavelet = 11" $FBPS --rings wavelet --ring-wavelet 11
+no_c_names "--ring-level = 9" $FBPS --rings wavelet --ring-level 9
+no_c_names "--ring-size = 4" $FBPS --rings sorting --ring-size 4
+no_c_names "--dezinger-size = 4" $FBPS --dezinger 1 --dezinger-size 4
+no_c_names "--center-method correlation needs: use --center-method vo" $FBPS --center-method correlation
+no_c_names "--iterations is 2000000000" $IT --iterations 2000000000
+no_c_names "--tv-iterations 200000" $IT --algorithm fista-tv --tv-weight 1 --tv-iterations 200000
+no_c_names "--nonneg" $IT --algorithm cgls --nonneg
+no_c_names "--workers '17'" $FDK --projections p.raw --workers 17
+no_c_names "--strict" fdk --geometry arc120.json --projections arc120.raw --out r.nrrd --strict
+rm -f r.nrrd s.nrrd
+echo "# integer options documented from 1 refuse 0 (it would select a default; issue 41)"
+for opt in --ring-size --ring-level --ring-wavelet --dezinger-size; do
+  fails 2 "fbp $opt 0" "$opt '0'|expected a whole number >= 1" $FBPS $opt 0
+done
+fails 2 "fdk --workers 0" "--workers '0'|positive integer" $FDK --projections p.raw --workers 0
 nrrd proj.nrrd 16 2 20
 for i in $(seq 0 639); do printf '\x00\x00\x7a\x44'; done >proj.nrrd.dat # 1000.0 everywhere
 finish_nrrd proj.nrrd
@@ -168,6 +236,13 @@ FBPP="fbp --projections proj.nrrd --flat flat.nrrd --dark dark.nrrd --out s.nrrd
 fails 3 "fbp --strict: flat = 0, NaN flat, dark > flat" "flat/dark: 3 pixels with flat <= dark|strict" $FBPP --strict
 warns "fbp: uncalibrated flat/dark pixels counted in a warning" \
   "warning: 'flat.nrrd' / 'dark.nrrd': 3 pixels with flat <= dark or a non-finite flat or dark" s.nrrd $FBPP
+# each warning once: the tool's (naming the files), not the library's as well (issue 41)
+for args in "$FBPP" "$FBPS"; do
+  run $args
+  [ "$rc" -eq 0 ] && [ "$(grep -c 'warning:' "$ERR")" -eq 1 ] && ok "fbp: one warning line ($args)" ||
+    bad "fbp warnings not once: exit $rc, $(grep -c 'warning:' "$ERR") lines ($args)"
+  rm -f s.nrrd
+done
 warns "fbp: --axis outside the detector warns" "warning: --axis 40 lies outside the detector's bins 0 .. 15" \
   s.nrrd $FBPS --axis 40
 fails 2 "fbp --paganin with --sinograms" "--paganin applies to --projections only" $FBPS --paganin 100 --energy 20 --distance 100 --pixel-size 0.001

@@ -86,15 +86,21 @@ grep -q "long.txt' holds more than 180 numbers" "$ERR" && ok "the message names 
 exits 3 "angle file with a word" "${FBP[@]}" --angles nan.txt --out e.raw
 grep -q "'1.5x' is not a finite number" "$ERR" && ok "the message names the bad entry" || bad "bad entry: $(cat "$ERR")"
 # Sizes beyond sense: refused, not a blank or constant image with exit 0.
-exits 3 "--voxel 1e300" "${FBP[@]}" --voxel 1e300 --out e.raw
-grep -q "voxel 1e+300, --pixel-size .*: expected a voxel of 1e-6 .. 1e6 bins" "$ERR" &&
-  ok "the message names --voxel and its bounds" || bad "--voxel 1e300: $(cat "$ERR")"
-exits 3 "--pixel-size 1e-300" "${FBP[@]}" --pixel-size 1e-300 --out e.raw
-grep -q -- "--pixel-size 1e-300: expected .* --pixel-size of 1e-30 .. 1e9 mm" "$ERR" &&
-  ok "the message names --pixel-size and its bounds" || bad "--pixel-size 1e-300: $(cat "$ERR")"
-exits 3 "--angle-range 1e308" "${FBP[@]}" --angle-range 1e308 --out e.raw
-grep -q -- "--angle-range 1e+308: expected values within" "$ERR" &&
-  ok "the message names --angle-range" || bad "--angle-range 1e308: $(cat "$ERR")"
+exits 3 "--voxel 1e20" "${FBP[@]}" --voxel 1e20 --out e.raw
+grep -q "voxel 1e+20, --pixel-size .*: expected a voxel of 1e-6 .. 1e6 bins" "$ERR" &&
+  ok "the message names --voxel and its bounds" || bad "--voxel 1e20: $(cat "$ERR")"
+exits 3 "--pixel-size 1e12" "${FBP[@]}" --pixel-size 1e12 --out e.raw
+grep -q -- "--pixel-size 1e+12: expected .* --pixel-size of 1e-30 .. 1e9 mm" "$ERR" &&
+  ok "the message names --pixel-size and its bounds" || bad "--pixel-size 1e12: $(cat "$ERR")"
+exits 3 "--angle-range 1e29" "${FBP[@]}" --angle-range 1e29 --out e.raw
+grep -q -- "--angle-range 1e+29: expected values within" "$ERR" &&
+  ok "the message names --angle-range" || bad "--angle-range 1e29: $(cat "$ERR")"
+# Beyond what float arithmetic holds: refused as usage, before any work (issue 41).
+for v in "--voxel 1e300" "--pixel-size 1e-300" "--angle-range 1e308"; do
+  exits 2 "$v" "${FBP[@]}" $v --out e.raw
+  grep -q -- "${v% *} '${v#* }': expected a number.*1e-30 .. 1e+30" "$ERR" &&
+    ok "$v: the message names the option and the range" || bad "$v: $(cat "$ERR")"
+done
 # Options that would do nothing with the others given: refused, naming them.
 # refused DESC TEXT ARGS...: exit 2 and the message holds TEXT.
 refused() {

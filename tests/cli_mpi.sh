@@ -234,6 +234,22 @@ one_error fdk "rank 2 of 3 (.*): the input 'other.raw' it reads differs from ran
   "one message naming rank 2 and its copy"
 [ ! -e c_other.raw ] && ok "no final file from differing copies" || bad "c_other.raw exists"
 rm -f c_other.raw.partial*
+echo "# faults: an output folder missing on one rank's node (issue 41)"
+# rank 1 runs in node1/, which lacks the folder of the relative --out: the
+# job ends as that rank exits, so that rank names itself, its host and the path
+mkdir -p node0/out node1
+for cmd in fdk fbp; do
+  if [ $cmd = fdk ]; then args=(fdk --geometry "$PWD/g.json" --projections "$PWD/p.raw")
+  else args=(fbp --projections "$PWD/demo-parallel-out/projections.tif"); fi
+  "$MPIRUN" --oversubscribe -np 1 -wdir "$PWD/node0" "$CTR" "${args[@]}" --device cpu \
+    --out out/n.raw --threads 1 : -np 1 -wdir "$PWD/node1" "$CTR" "${args[@]}" --device cpu \
+    --out out/n.raw --threads 1 >"$OUT" 2>"$ERR"
+  rc=$?
+  [ "$rc" -ne 0 ] && ok "$cmd: the job exits non-zero ($rc)" || bad "$cmd: exit 0 without rank 1's folder"
+  one_error $cmd "rank 1 of 2 ($(hostname)): cannot write --out 'out/n.raw': directory 'out': No such file" \
+    "$cmd: one message naming rank 1, its host and the path"
+  [ ! -e node0/out/n.raw ] && ok "$cmd: no final file" || bad "$cmd: node0/out/n.raw exists"
+done
 
 echo "# faults: a hung rank (the --rank-timeout)"
 CTRECON_INJECT_RANK=1 CTRECON_INJECT_HANG=1 mpi 3 "${FDK[@]}" --out h.raw --rank-timeout 2

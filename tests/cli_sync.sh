@@ -21,6 +21,29 @@ near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d
 "$MAKE" scan.h5 64 12 90 34.8 180 && ok "DXchange file made" || bad "make_dxchange"
 F=(fbp --projections scan.h5 --device cpu --pixel-size 0.01)
 
+echo "# /exchange/theta: named only where the file has it (issue 41)"
+run "${F[@]}" --angle-range 180 --out t.nrrd --quiet
+[ "$rc" -eq 2 ] && grep -q "the angles come from 'scan.h5':/exchange/theta: drop them" "$ERR" &&
+  ok "a uniform scan's options with /exchange/theta: refused, naming it" || bad "theta and --angle-range: exit $rc"
+CTRECON_NO_THETA=1 "$MAKE" notheta.h5 64 12 90 34.8 180 || bad "make_dxchange without theta"
+run fbp --projections notheta.h5 --device cpu --pixel-size 0.01 --out t.nrrd --quiet
+[ "$rc" -eq 3 ] && grep -q "'notheta.h5' has no /exchange/theta: give the angles with --angles FILE, or --angle-start and --angle-range" "$ERR" &&
+  ! grep -q "angles come from" "$ERR" && ok "no /exchange/theta and no angles: says so" ||
+  bad "no theta, no angles: exit $rc"
+run fbp --projections notheta.h5 --device cpu --pixel-size 0.01 --angle-range 180 --out t.nrrd --quiet
+[ "$rc" -eq 0 ] && [ -s t.nrrd ] && run "${F[@]}" --out t2.nrrd --quiet && cmp -s t.nrrd t2.nrrd &&
+  ok "no /exchange/theta: --angle-range gives the angles (the same slices as theta's)" ||
+  bad "no theta with --angle-range: exit $rc"
+rm -f t.nrrd t2.nrrd
+echo "# an HDF5 filter plugin that is not installed: named, with how to get it (issue 41)"
+CTRECON_LZF=1 "$MAKE" lzf.h5 64 12 90 34.8 180 || bad "make_dxchange with LZF"
+run fbp --projections lzf.h5 --device cpu --pixel-size 0.01 --out t.nrrd --quiet
+[ "$rc" -eq 4 ] && [ "$(wc -l <"$ERR")" -eq 1 ] &&
+  grep -q "'/exchange/data' of HDF5 file 'lzf.h5' is compressed with the LZF filter (HDF5 filter 32000)" "$ERR" &&
+  grep -q "pip install hdf5plugin" "$ERR" && grep -q "HDF5_PLUGIN_PATH" "$ERR" && ! grep -qi "directory" "$ERR" &&
+  [ ! -e t.nrrd ] && ok "a missing LZF plugin: named, with hdf5plugin and HDF5_PLUGIN_PATH (exit 4)" ||
+  bad "missing LZF plugin: exit $rc"
+
 step "fbp of a DXchange file, axis found" "${F[@]}" --out rec.nrrd
 axis=$(awk '/^rotation axis:/ {print $3}' "$OUT")
 near "$axis" 34.8 0.25 && ok "axis found and printed: $axis (true 34.8)" || bad "axis '$axis'"
@@ -61,7 +84,7 @@ run "${F[@]}" --axis 34.8 --angle-subset 0:40:100 --out one.raw
 
 # the angles of a DXchange file are its theta: a uniform --angle-range would do nothing
 run "${F[@]}" --axis 34.8 --angle-range 90 --out u.raw
-[ "$rc" -eq 2 ] && grep -q "the angles come from the DXchange file's /exchange/theta" "$ERR" && [ ! -e u.raw ] &&
+[ "$rc" -eq 2 ] && grep -q "the angles come from 'scan.h5':/exchange/theta" "$ERR" && [ ! -e u.raw ] &&
   ok "--angle-range with a DXchange file refused, naming theta" || bad "--angle-range with DXchange: exit $rc"
 
 # a 360-degree scan with the axis near the right edge, stitched

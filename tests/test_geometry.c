@@ -12,6 +12,11 @@
 
 static char tmpdir[256];
 
+static void count_warnings(void *user, ctr_log_level level, const char *message) {
+  (void)message;
+  if (level == CTR_LOG_WARNING) ++*(int *)user;
+}
+
 static ctr_volume_geometry cube(int64_t n, double vox) {
   ctr_volume_geometry v = {n, n, n, vox, vox, vox, 0, 0, 0};
   return v;
@@ -403,6 +408,120 @@ static void test_coverage_circular_exact(void) {
             partial);
 }
 
+
+/* ---- What FDK can reconstruct ---------------------------------------------- */
+
+/* The small orbit of the FDK checks: sid 400, sdd 800, 64 x 16 pixels of
+ * 2 mm; a 48 mm wide volume inside the fan. */
+static ctr_circular_params fdk_orbit(void) {
+  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+  p.sid = 400;
+  p.sdd = 800;
+  p.nu = 64;
+  p.nv = 16;
+  p.du = p.dv = 2.0;
+  p.nviews = 180;
+  return p;
+}
+
+static int fdk_check(const ctr_geometry *g, char *why, size_t cap) {
+  int ok = -1;
+  CHECK_OK(ctr_geometry_fdk_check(g, &ok, why, cap));
+  return ok;
+}
+
+static void check_fdk_circular(const ctr_circular_params *p, int want, const char *needle) {
+  ctr_volume_geometry vol = {24, 24, 8, 2.0, 2.0, 2.0, 0, 0, 0};
+  ctr_geometry *g = NULL;
+  char why[1024] = "";
+  CHECK_OK(ctr_geometry_create_circular(p, &vol, &g));
+  if (!g) return;
+  const int ok = fdk_check(g, why, sizeof why);
+  CHECK_MSG(ok == want, "range %g deg, offset_u %g: ok %d, expected %d (%s)",
+            p->angle_range_deg, p->offset_u, ok, want, why);
+  if (needle) CHECK_MSG(strstr(why, needle) != NULL, "'%s' lacks '%s'", why, needle);
+  if (needle) CHECK_MSG(strstr(why, "iterative") != NULL, "'%s' names no alternative", why);
+  ctr_geometry_free(g);
+}
+
+/* A full circle and a short scan of exactly 180 deg plus the fan pass; a
+ * short scan two views short of that, and an offset detector that sees
+ * little of the field of view in every view (each voxel is seen over more
+ * than 180 deg plus its fan, but FDK's weights count on every view), do
+ * not. */
+static void test_fdk_check_circular(void) {
+  ctr_circular_params p = fdk_orbit();
+  check_fdk_circular(&p, 1, NULL);
+  const double fan = 2.0 * atan(0.5 * (double)p.nu * p.du / p.sdd) * 180.0 / PI;
+  p.angle_range_deg = 180.0 + fan;
+  check_fdk_circular(&p, 1, NULL);
+  p.angle_range_deg = 180.0 + fan - 2.0 * (180.0 + fan) / (double)p.nviews;
+  check_fdk_circular(&p, 0, "less than a short scan");
+  /* half-fan: the detector's left edge 4 pixels left of the axis */
+  p = fdk_orbit();
+  p.offset_u = (0.5 * (double)p.nu - 4.0) * p.du;
+  check_fdk_circular(&p, 0, "half-fan");
+}
+
+/* A helix given as per-view matrices: the circular orbit's matrices, each
+ * shifted along z by the pitch. */
+static void test_fdk_check_helix(void) {
+  ctr_circular_params p = fdk_orbit();
+  p.angle_range_deg = 720;
+  p.nviews = 360;
+  ctr_volume_geometry vol = {24, 24, 8, 2.0, 2.0, 2.0, 0, 0, 0};
+  ctr_geometry *g = NULL, *h = NULL;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+  if (!g) return;
+  double *M = malloc((size_t)p.nviews * 12 * sizeof *M);
+  for (int64_t i = 0; i < p.nviews; i++) {
+    double *P = M + 12 * i;
+    ctr_geometry_get_matrix(g, i, P);
+    const double dz = -8.0 + 16.0 * (double)i / (double)p.nviews; /* 8 mm per turn */
+    for (int r = 0; r < 3; r++) P[4 * r + 3] -= P[4 * r + 2] * dz; /* x -> x - (0, 0, dz) */
+  }
+  CHECK_OK(ctr_geometry_create_matrices(p.nu, p.nv, p.du, p.dv, p.nviews, M, &vol, &h));
+  char why[1024] = "";
+  CHECK(fdk_check(g, why, sizeof why) == 1);
+  if (h) {
+    CHECK(fdk_check(h, why, sizeof why) == 0);
+    CHECK_MSG(strstr(why, "not on one circle") && strstr(why, "helix") &&
+                  strstr(why, "iterative"), "helix: '%s'", why);
+  }
+  /* FDK itself: a warning through the log; strict refuses */
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = CTR_DEVICE_CPU;
+  co.log = count_warnings;
+  int warnings = 0;
+  co.user = &warnings;
+  ctr_context *ctx = NULL;
+  CHECK_OK(ctr_context_create(&co, &ctx));
+  float *proj = calloc((size_t)(p.nu * p.nv * p.nviews), sizeof *proj);
+  float *vox = calloc((size_t)(vol.nx * vol.ny * vol.nz), sizeof *vox);
+  const int64_t pd[3] = {p.nu, p.nv, p.nviews}, vd[3] = {vol.nx, vol.ny, vol.nz};
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(vox, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_fdk_options fo = CTR_FDK_OPTIONS_INIT;
+  if (ctx && h) {
+    CHECK_OK(ctr_fdk(ctx, g, &fo, &pa, &va));
+    CHECK_MSG(warnings == 0, "circular orbit: %d warnings", warnings);
+    CHECK_OK(ctr_fdk(ctx, h, &fo, &pa, &va));
+    CHECK_MSG(warnings == 1, "helix: %d warnings, expected 1", warnings);
+    fo.geometry_checked = 1;
+    CHECK_OK(ctr_fdk(ctx, h, &fo, &pa, &va));
+    CHECK_MSG(warnings == 1, "helix, checked by the caller: %d warnings, expected 1", warnings);
+    fo.geometry_checked = 0;
+    fo.strict = 1;
+    CHECK_FAILS(ctr_fdk(ctx, h, &fo, &pa, &va), CTR_E_GEOMETRY, "iterative solver");
+  }
+  ctr_context_free(ctx);
+  free(proj);
+  free(vox);
+  free(M);
+  ctr_geometry_free(h);
+  ctr_geometry_free(g);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/ctr_geom_XXXXXX");
   if (!mkdtemp(tmpdir)) return 1;
@@ -413,6 +532,8 @@ int main(void) {
   test_validation();
   test_scan_and_parker();
   test_coverage_circular_exact();
+  test_fdk_check_circular();
+  test_fdk_check_helix();
   rmdir(tmpdir);
   return th_finish("test_geometry");
 }

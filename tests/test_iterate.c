@@ -660,6 +660,15 @@ static void test_arguments(void) {
   o = (ctr_iterate_options)CTR_ITERATE_OPTIONS_INIT;
   o.resume = 1;
   CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT, "checkpoint");
+  /* TV weights the float TV step cannot hold (mu = W, tau = 1 / (12 W)) */
+  const double tv_bad[2] = {1e39, 1e-40};
+  for (int i = 0; i < 2; i++) {
+    o = (ctr_iterate_options)CTR_ITERATE_OPTIONS_INIT;
+    o.algorithm = CTR_ITERATE_FISTA_TV;
+    o.tv_weight = tv_bad[i];
+    CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT,
+                "ctr_iterate_options.tv_weight is");
+  }
   o = (ctr_iterate_options)CTR_ITERATE_OPTIONS_INIT;
   o.version = 0;
   CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT, "version");

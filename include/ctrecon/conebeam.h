@@ -23,7 +23,7 @@ typedef enum ctr_interp {
                              GPU (slower); the CPU treats it as exact */
 } ctr_interp;
 
-#define CTR_FDK_OPTIONS_VERSION 2u /* 2: strict */
+#define CTR_FDK_OPTIONS_VERSION 3u /* 2: strict; 3: geometry_checked */
 typedef struct ctr_fdk_options {
   unsigned version;
   ctr_window window;
@@ -36,12 +36,17 @@ typedef struct ctr_fdk_options {
                               values that are NaN, infinite or beyond +-1e24 and non-finite
                               voxels are replaced by 0 and counted (ctr_stream_report, a
                               warning through the context's log); 1 = any such value is a
-                              CTR_E_FORMAT error */
+                              CTR_E_FORMAT error, and so is a geometry FDK cannot reconstruct
+                              (ctr_geometry_fdk_check: CTR_E_GEOMETRY; else a warning) */
+  int geometry_checked;    /* 1: the caller has run ctr_geometry_fdk_check and told the user
+                              what it found (or refused): FDK neither checks nor warns again;
+                              0 (default): FDK checks the geometry itself (ctr_fdk,
+                              ctr_fdk_stream, ctr_fdk_stream_memory) */
 } ctr_fdk_options;
 
 #define CTR_FDK_OPTIONS_INIT                                                                \
   { CTR_FDK_OPTIONS_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, \
-    0, 0, 0, 0 }
+    0, 0, 0, 0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_FDK_OPTIONS_VERSION (core.h). */
 CTR_API ctr_status ctr_fdk_options_init(ctr_fdk_options *s, unsigned version);
 
@@ -59,6 +64,8 @@ CTR_API ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fd
 
 /* The two halves of FDK on the CPU backend, for callers that pipeline them
  * (ctr_backprojector is the incremental backprojection on either backend).
+ * They do not check the geometry (each call would): such callers ask
+ * ctr_geometry_fdk_check once.
  * Filters views
  * [v0, v0+n) of proj (float32, contiguous, n views) in place: Parker and cosine
  * weights, ramp filter, angular weight. Bad values (NaN, infinite, beyond
@@ -251,7 +258,7 @@ typedef void (*ctr_slab_fn)(void *user, int64_t z0, int64_t nz, const float *sla
 /* Version 1 held ctr_fdk_options version 1 (without strict); version 2 holds
  * version 2, and workers and split; version 3 adds cluster. The embedded fdk options keep their
  * own version field: any version up to the one the stream options' version holds. */
-#define CTR_STREAM_OPTIONS_VERSION 3u
+#define CTR_STREAM_OPTIONS_VERSION 4u /* 4: ctr_fdk_options version 3 inside */
 typedef struct ctr_stream_options {
   unsigned version;
   ctr_fdk_options fdk;   /* filter, interpolation, slices (z0, nz) */

@@ -104,6 +104,12 @@ enum {
   CTR_FEATURE_PNG = 1u << 5
 };
 CTR_API const char *ctr_version_string(void);
+/* The name of `names` (n of them) nearest to s by edit distance (Levenshtein,
+ * in bytes; the first of equals; "" when n is 0), the distance in *distance
+ * (NULL: not wanted). What the JSON readers suggest for an unknown field and
+ * the tool for an unknown option or command ("did you mean ...?"). */
+CTR_API const char *ctr_nearest_name(const char *s, const char *const *names, int n,
+                                     int *distance);
 /* Bit set of CTR_FEATURE_* compiled into this build. */
 CTR_API unsigned ctr_features(void);
 

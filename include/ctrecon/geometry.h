@@ -98,6 +98,15 @@ CTR_API int ctr_angles_look_like_radians(const double *angles_deg, int64_t n, do
  * the z axis through the volume centre) that project inside the detector in
  * every view (1.0 = the field of view is fully covered). */
 CTR_API double ctr_geometry_coverage(const ctr_geometry *g);
+/* Whether FDK can reconstruct g (docs/geometry.md, "What FDK can
+ * reconstruct"): every source on one circle about the z axis in one plane
+ * (heights and distances from the axis equal to 1 % of that distance), and
+ * every sampled voxel centre of the field of view inside the fan of views
+ * spanning 180 degrees plus the detector's fan angle (less half a view's
+ * step). *ok = 1 when it can; else *ok = 0 and `why` (cap bytes,
+ * NUL-terminated; NULL: not written) says what fails and what to use
+ * instead. CTR_E_OUT_OF_MEMORY when the scan cannot be analysed. */
+CTR_API ctr_status ctr_geometry_fdk_check(const ctr_geometry *g, int *ok, char *why, size_t cap);
 
 #ifdef __cplusplus
 }

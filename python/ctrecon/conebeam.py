@@ -5,6 +5,7 @@ line integrals, float32 or uint16; volumes (nz, ny, nx) float32."""
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -14,7 +15,7 @@ from ._core import check, context, cstr, ffi, lib, new_struct
 from .geometry import ConeGeometry
 from .io import StackReader, file_format
 
-__all__ = ["fdk", "fdk_file", "fdk_filter", "fdk_backproject", "plan_fdk", "default_budgets",
+__all__ = ["FdkGeometryWarning", "fdk", "fdk_file", "fdk_filter", "fdk_backproject", "plan_fdk", "default_budgets",
            "Backprojector", "backproject_reference", "ramp_response"]
 
 _SHORT_SCAN = {"auto": lib.CTR_SHORT_SCAN_AUTO, "off": lib.CTR_SHORT_SCAN_OFF,
@@ -37,6 +38,30 @@ def ramp_response(window_name: Any, cutoff: float, f: float) -> float:
     return lib.ctr_ramp_response(window(window_name), cutoff, f)
 
 
+class FdkGeometryWarning(RuntimeWarning):
+    """FDK cannot reconstruct the geometry (ctr_geometry_fdk_check, docs/geometry.md):
+    not a circular orbit, less than a short scan, or a detector that misses part of
+    the field of view in some views. The volume will be wrong; ctrecon.iterate
+    reconstructs such scans. fdk(..., strict=True) refuses them instead."""
+
+
+def _check_geometry(geometry: ConeGeometry, strict: bool) -> None:
+    """What FDK does with a geometry it cannot reconstruct: a FdkGeometryWarning,
+    or with strict a GeometryError. The options then tell the library it was
+    checked (ctr_fdk_options.geometry_checked), so it is said once."""
+    ok = ffi.new("int *")
+    why = ffi.new("char[1024]")
+    check(lib.ctr_geometry_fdk_check(geometry._ptr, ok, why, len(why)))
+    if ok[0]:
+        return
+    text = ffi.string(why).decode().replace("(ctr_iterate)", "(ctrecon.iterate)")
+    if strict:
+        raise _core.GeometryError(f"geometry: FDK cannot reconstruct it (refused: strict=True): "
+                                  f"{text}")
+    warnings.warn(f"FDK cannot reconstruct this geometry, the volume will be wrong: {text}",
+                  FdkGeometryWarning, stacklevel=3)
+
+
 def _fdk_options(window_name, cutoff, short_scan, interp, z0, nz, views_per_batch, strict,
                  into=None):
     o = into if into is not None else new_struct("ctr_fdk_options", lib.ctr_fdk_options_init,
@@ -46,6 +71,7 @@ def _fdk_options(window_name, cutoff, short_scan, interp, z0, nz, views_per_batc
     o.interp = _core.enum_value(_INTERP, interp, "interp")
     _core.assign(o, cutoff=cutoff, z0=z0, nz=nz, views_per_batch=views_per_batch)
     o.strict = int(bool(strict))
+    o.geometry_checked = 1  # fdk and fdk_file: _check_geometry
     return o
 
 
@@ -78,7 +104,8 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
     (nz, ny, nx), in the projections' units per mm. Options (defaults: the
     signature's): window, cutoff (fraction of Nyquist), short_scan "auto" |
     "off" | "parker", interp "default" | "exact" | "texture" | "precise",
-    strict: bad values are an error instead of replaced by 0. Any of
+    strict: bad values are an error instead of replaced by 0, and so is a
+    geometry FDK cannot reconstruct, else a FdkGeometryWarning). Any of
     gpu_budget, host_budget (bytes or "8G"), max_slab_slices, store, workers,
     split, or return_report runs the planned pipeline between arrays
     (ctr_fdk_stream_memory), which ctr_fdk is with default budgets;
@@ -88,6 +115,7 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
     C-contiguous array) are used in place on a CUDA context: projections on
     the GPU give the volume on the GPU (a new CuPy array, or `out`), with no
     copy through the host."""
+    _check_geometry(geometry, strict)
     nzo = _nz(geometry, z0, nz)
     vshape = (nzo, geometry.volume.ny, geometry.volume.nx)
     d = _gpu.gpu_input(projections, out, "projections")
@@ -149,7 +177,10 @@ def fdk_file(projections: Union[str, os.PathLike, StackReader], geometry: ConeGe
     a failed or cancelled run (Ctrl-C) keeps `out`.partial and its journal,
     and ``resume=True`` with the same arguments finishes it. Returns the
     report (plan, timings, value counts). On failure the exception's
-    ``report`` attribute holds the report (``resumable``, ``journal``)."""
+    ``report`` attribute holds the report (``resumable``, ``journal``). A
+    geometry FDK cannot reconstruct warns (FdkGeometryWarning), or with
+    ``strict=True`` is refused (GeometryError), as in fdk."""
+    _check_geometry(geometry, strict)
     reader = projections if isinstance(projections, StackReader) else StackReader(projections)
     so = new_struct("ctr_stream_options", lib.ctr_stream_options_init, lib.CTR_STREAM_OPTIONS_VERSION)
     _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict, so.fdk)
@@ -173,7 +204,9 @@ def fdk_filter(projections: Any, geometry: ConeGeometry, *, v0: int = 0, window:
                out: Optional[np.ndarray] = None, ctx=None) -> np.ndarray:
     """The filtering half of FDK on the CPU (ctr_fdk_filter): views [v0, v0 +
     n) of the geometry, given as (n, nv, nu), weighted and ramp-filtered.
-    Writes into ``out`` (default: a copy); out may be the input array."""
+    Writes into ``out`` (default: a copy); out may be the input array. A
+    geometry FDK cannot reconstruct warns or, with strict, is refused, as in fdk."""
+    _check_geometry(geometry, strict)
     nu, nv, _, _ = geometry.detector
     a = _core.asarray(projections, "projections")
     n = a.shape[0] if a.ndim == 3 else -1

@@ -1320,6 +1320,7 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   r.ctx = ctx;
   r.g = g;
   CTR_CHECK(resolve_options(g, opts, &r));
+  CTR_CHECK(ctr__fdk_geometry_report(ctx, g, &r.fdk));
   TR("options");
   CTR_CHECK(ctr__check_fdk_arrays(g, &r.fdk, proj, vol));
   CTR_CHECK(ctr__gpu_rule(ctx, "FDK", 1, proj->data, "projections", vol->data, "volume"));

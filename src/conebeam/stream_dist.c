@@ -239,6 +239,7 @@ ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_str
    * run of one rank) */
   ctr_stream_options o;
   CTR_CHECK(ctr__struct_copy(&ctr__struct_stream_options, &o, opts));
+  if (g) CTR_CHECK(ctr__fdk_geometry_report(ctx, g, &o.fdk));
   if (o.cluster || (o.resume && out && ctr__dist_output_is_distributed(out)))
     return fdk_stream_dist(ctx, g, opts, o.cluster, projections, out, out_format, report);
   return ctr__fdk_stream_local(ctx, g, opts, projections, out, out_format, report);

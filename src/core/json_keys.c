@@ -27,16 +27,17 @@ int ctr__edit_distance(const char *a, const char *b) {
   return row[lb] < 255 ? row[lb] : 255;
 }
 
-const char *ctr__nearest_name(const char *s, const char *const *names, int n) {
-  const char *best = n > 0 ? names[0] : "";
+const char *ctr_nearest_name(const char *s, const char *const *names, int n, int *distance) {
+  const char *best = "";
   int dbest = 1 << 30;
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; s && names && i < n; i++) {
     const int d = ctr__edit_distance(s, names[i]);
     if (d < dbest) {
       dbest = d;
       best = names[i];
     }
   }
+  if (distance) *distance = n > 0 ? dbest : 0;
   return best;
 }
 
@@ -52,7 +53,7 @@ ctr_status ctr__json_check_members(const char *file, const char *where, const cJ
       for (int i = 0; i < n && len < sizeof list; i++)
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", allowed[i]);
       CTR_FAIL(CTR_E_FORMAT, "%s: %s%s%s: unknown field; did you mean '%s'? (expected one of: %s)",
-               file, where, *where ? "." : "", key, ctr__nearest_name(key, allowed, n), list);
+               file, where, *where ? "." : "", key, ctr_nearest_name(key, allowed, n, NULL), list);
     }
     for (const cJSON *o = obj->child; o != it; o = o->next)
       if (o->string && !strcmp(o->string, key))

@@ -10,9 +10,6 @@ struct cJSON;
 
 /* Levenshtein distance between a and b (bytes), capped at 255. */
 int ctr__edit_distance(const char *a, const char *b);
-/* The name of `names` (n of them) nearest to s by edit distance (the first
- * of equals). */
-const char *ctr__nearest_name(const char *s, const char *const *names, int n);
 /* CTR_E_FORMAT for the first member of obj that is not one of `allowed`
  * ("<file>: <where>.<key>: unknown field; did you mean '<nearest>'?
  * (expected one of: ...)") or appears twice. `where` is the JSON path of the

@@ -219,8 +219,9 @@ CTR__STRUCT_DEFINE_V1(circular_params, CTR_CIRCULAR_PARAMS_VERSION, CTR_CIRCULAR
 
 static const ctr_fdk_options fdk_options_defaults = CTR_FDK_OPTIONS_INIT;
 static const ctr__struct_version fdk_options_versions[] = {
-    CTR__V_UPTO(ctr_fdk_options, strict), /* 1 */
-    CTR__V_ALL(ctr_fdk_options),          /* 2: strict */
+    CTR__V_UPTO(ctr_fdk_options, strict),           /* 1 */
+    CTR__V_UPTO(ctr_fdk_options, geometry_checked), /* 2: strict */
+    CTR__V_ALL(ctr_fdk_options),                    /* 3: geometry_checked */
 };
 CTR__STRUCT_DEFINE(fdk_options, CTR_FDK_OPTIONS_VERSION)
 
@@ -232,6 +233,7 @@ static const ctr__struct_version stream_options_versions[] = {
     {offsetof(ctr_stream_options, cluster), {2}}, /* 2: ctr_fdk_options version 2 inside;
                                                      workers, split */
     {sizeof(ctr_stream_options), {2}},            /* 3: cluster */
+    {sizeof(ctr_stream_options), {3}},            /* 4: ctr_fdk_options version 3 inside */
 };
 CTR__STRUCT_DEFINE_NESTED(stream_options, CTR_STREAM_OPTIONS_VERSION, 1,
                           {offsetof(ctr_stream_options, fdk)}, {"fdk"},

@@ -23,19 +23,9 @@ ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
       CTR_FAIL(CTR_E_INVALID_ARGUMENT, "short_scan = %d: expected auto, off or parker", (int)o->short_scan);
   }
   if (f->parker) {
-    /* The short scan must cover 180 degrees plus the fan angle. */
-    double fan = 0.0;
-    for (int64_t i = 0; i < g->nviews; i++) {
-      const ctr__view *v = &g->views[i];
-      double a = fmax(fabs(-0.5 - v->u0), fabs((double)g->nu - 0.5 - v->u0));
-      fan = fmax(fan, atan(a / v->fu));
-    }
-    double need = CTR__PI_D + 2.0 * fan;
-    if (f->scan.range < need - 1e-9)
-      ctr__log(ctx, CTR_LOG_WARNING,
-               "short scan covers %.1f degrees but 180 + fan angle = %.1f degrees are needed: "
-               "the reconstruction will have artefacts",
-               f->scan.range * 180.0 / CTR__PI_D, need * 180.0 / CTR__PI_D);
+    /* Less than 180 degrees plus the fan is ctr__fdk_geometry_report's
+     * warning (ctr_fdk, ctr_fdk_stream*; callers of the halves ask
+     * ctr_geometry_fdk_check); less than 180 has no weights. */
     if (f->scan.range < CTR__PI_D) {
       ctr__fdk_filter_free(f);
       CTR_FAIL(CTR_E_GEOMETRY, "short scan covers %.1f degrees: Parker weighting needs at least 180",

@@ -445,6 +445,15 @@ static int seen_in_view(const ctr_geometry *g, const ctr__view *v, const double 
   return c > 0 && u >= -0.5 && u <= (double)g->nu - 0.5 && w >= -0.5 && w <= (double)g->nv - 0.5;
 }
 
+/* The same across the detector only (u): whether the fan of view v holds p,
+ * whatever the rows. */
+static int seen_in_fan(const ctr_geometry *g, const ctr__view *v, const double p[3]) {
+  const double *P = v->P;
+  const double c = P[8] * p[0] + P[9] * p[1] + P[10] * p[2] + P[11];
+  const double u = (P[0] * p[0] + P[1] * p[1] + P[2] * p[2] + P[3]) / c;
+  return c > 0 && u >= -0.5 && u <= (double)g->nu - 0.5;
+}
+
 static int seen_in_every_view(const ctr_geometry *g, const double p[3]) {
   for (int64_t v = 0; v < g->nviews; v++)
     if (!seen_in_view(g, &g->views[v], p)) return 0;
@@ -501,11 +510,33 @@ static int seen_circular(const ctr_geometry *g, const orbit_angle *a, const doub
   return 1;
 }
 
+/* Sample idx of an m[0] x m[1] x m[2] grid spread over the volume's voxel
+ * centres (corners included): its position p (mm); 1 when p lies in the
+ * field of view, the volume's inscribed cylinder about z. */
+static int fov_sample(const ctr_volume_geometry *vol, const int64_t m[3], const int64_t idx[3],
+                      double p[3]) {
+  const int64_t n[3] = {vol->nx, vol->ny, vol->nz};
+  const double s[3] = {vol->voxel_x, vol->voxel_y, vol->voxel_z};
+  const double o[3] = {vol->offset_x, vol->offset_y, vol->offset_z};
+  for (int a = 0; a < 3; a++) {
+    const int64_t vi = m[a] > 1 ? idx[a] * (n[a] - 1) / (m[a] - 1) : 0;
+    p[a] = ctr__voxel_coord(vi, n[a], s[a], o[a]);
+  }
+  const double rx = 0.5 * (double)n[0] * s[0], ry = 0.5 * (double)n[1] * s[1];
+  const double dx = (p[0] - o[0]) / rx, dy = (p[1] - o[1]) / ry;
+  return dx * dx + dy * dy <= 1.0;
+}
+
+/* The sample grid's size along each axis: n voxels, at most `most` samples. */
+static void fov_grid(const ctr_volume_geometry *vol, int64_t most, int64_t m[3]) {
+  const int64_t n[3] = {vol->nx, vol->ny, vol->nz};
+  for (int a = 0; a < 3; a++) m[a] = n[a] < most ? n[a] : most;
+}
+
 double ctr_geometry_coverage(const ctr_geometry *g) {
   const ctr_volume_geometry *vol = &g->vol;
-  const int64_t n[3] = {vol->nx, vol->ny, vol->nz};
   int64_t m[3];
-  for (int a = 0; a < 3; a++) m[a] = n[a] < 17 ? n[a] : 17;
+  fov_grid(vol, 17, m);
   /* Circular orbits: the sorted azimuths (views in any order and count,
    * angle lists included); without memory for them, every view is checked. */
   orbit_angle *orbit = NULL;
@@ -524,17 +555,9 @@ double ctr_geometry_coverage(const ctr_geometry *g) {
   for (int64_t k = 0; k < m[2]; k++)
     for (int64_t j = 0; j < m[1]; j++)
       for (int64_t i = 0; i < m[0]; i++) {
-        int64_t idx[3] = {i, j, k};
+        const int64_t idx[3] = {i, j, k};
         double p[3];
-        for (int a = 0; a < 3; a++) {
-          int64_t vi = m[a] > 1 ? idx[a] * (n[a] - 1) / (m[a] - 1) : 0;
-          double s = a == 0 ? vol->voxel_x : a == 1 ? vol->voxel_y : vol->voxel_z;
-          double o = a == 0 ? vol->offset_x : a == 1 ? vol->offset_y : vol->offset_z;
-          p[a] = ctr__voxel_coord(vi, n[a], s, o);
-        }
-        const double rx = 0.5 * (double)n[0] * vol->voxel_x, ry = 0.5 * (double)n[1] * vol->voxel_y;
-        const double dx = (p[0] - vol->offset_x) / rx, dy = (p[1] - vol->offset_y) / ry;
-        if (dx * dx + dy * dy > 1.0) continue;
+        if (!fov_sample(vol, m, idx, p)) continue;
         inside += orbit ? seen_circular(g, orbit, p) : seen_in_every_view(g, p);
         total++;
       }
@@ -633,4 +656,131 @@ int ctr__pair_mirror(const ctr_geometry *g) {
 int ctr__bp_pair_possible(const ctr_geometry *g, int64_t z0, int64_t nz) {
   return ctr_geometry_is_circular(g) && g->vol.offset_z == 0.0 && z0 == 0 && nz == g->vol.nz &&
          ctr__pair_mirror(g) >= 0;
+}
+
+/* ---- What FDK can reconstruct (ctr_geometry_fdk_check) -------------------- */
+
+/* Source heights and distances from the z axis agree to this fraction of the
+ * mean distance on a circular-planar orbit: a C-arm's orbit wobbles by a
+ * millimetre or two at 750 mm (RabbitCT), which FDK's matrices absorb; a
+ * helix climbs by a detector's height per turn. */
+#define CTR__ORBIT_TOL 1e-2
+/* Samples across the field of view (x, y) and along z for the fan test. */
+#define CTR__FAN_SAMPLES 15
+#define CTR__FAN_SAMPLES_Z 3
+#define CTR__FDK_INSTEAD "use an iterative solver instead (ctr_iterate)"
+
+/* 1 when every source lies on one circle about the z axis in one plane;
+ * else 0 and the spread in why. */
+static int orbit_circular_planar(const ctr_geometry *g, char *why, size_t cap) {
+  double zmin = INFINITY, zmax = -INFINITY, rmin = INFINITY, rmax = -INFINITY;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    const double *s = g->views[i].src, r = hypot(s[0], s[1]);
+    zmin = fmin(zmin, s[2]);
+    zmax = fmax(zmax, s[2]);
+    rmin = fmin(rmin, r);
+    rmax = fmax(rmax, r);
+  }
+  const double tol = CTR__ORBIT_TOL * 0.5 * (rmin + rmax);
+  if (zmax - zmin <= tol && rmax - rmin <= tol) return 1;
+  snprintf(why, cap,
+           "the sources are not on one circle in one plane about the z axis (source z %.4g .. "
+           "%.4g mm, distance from the axis %.4g .. %.4g mm: a helix or another non-circular "
+           "orbit), and FDK reconstructs circular orbits only: " CTR__FDK_INSTEAD,
+           zmin, zmax, rmin, rmax);
+  return 0;
+}
+
+double ctr__geometry_fan(const ctr_geometry *g) {
+  double half = 0.0;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    const ctr__view *v = &g->views[i];
+    const double a = fmax(fabs(-0.5 - v->u0), fabs((double)g->nu - 0.5 - v->u0));
+    half = fmax(half, atan(a / fabs(v->fu)));
+  }
+  return 2.0 * half;
+}
+
+/* The angle over which the sources see p in their fan: the angular weights
+ * of the views whose fan holds it (radians). */
+static double fan_arc(const ctr_geometry *g, const ctr__scan *sc, const double p[3]) {
+  double arc = 0.0;
+  for (int64_t i = 0; i < g->nviews; i++)
+    if (seen_in_fan(g, &g->views[i], p)) arc += sc->dbeta[i];
+  return arc;
+}
+
+/* 1 when the orbit spans a short scan (180 deg plus the fan, half a step
+ * spared) and every sample of the field of view is in the fan of every view
+ * (the views FDK's weights count on); else 0 and what fails in why. */
+static int fov_short_scan(const ctr_geometry *g, const ctr__scan *sc, char *why, size_t cap) {
+  double step = 0.0, total = 0.0;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    step = fmax(step, sc->dbeta[i]);
+    total += sc->dbeta[i];
+  }
+  const double fan = ctr__geometry_fan(g), spare = 0.5 * step + 1e-9, deg = 180.0 / CTR__PI;
+  if (!sc->full && sc->range < CTR__PI + fan - spare) {
+    snprintf(why, cap,
+             "the orbit covers %.1f deg, less than a short scan (180 deg plus the fan angle, "
+             "180 + %.1f deg), and FDK needs a short scan's data: " CTR__FDK_INSTEAD,
+             sc->range * deg, fan * deg);
+    return 0;
+  }
+  int64_t m[3], lacking = 0, total_samples = 0;
+  fov_grid(&g->vol, CTR__FAN_SAMPLES, m);
+  if (m[2] > CTR__FAN_SAMPLES_Z) m[2] = CTR__FAN_SAMPLES_Z;
+  double least = INFINITY;
+  for (int64_t k = 0; k < m[2]; k++)
+    for (int64_t j = 0; j < m[1]; j++)
+      for (int64_t i = 0; i < m[0]; i++) {
+        const int64_t idx[3] = {i, j, k};
+        double p[3];
+        if (!fov_sample(&g->vol, m, idx, p)) continue;
+        const double arc = fan_arc(g, sc, p);
+        least = fmin(least, arc);
+        lacking += arc < total - spare;
+        total_samples++;
+      }
+  if (!lacking) return 1;
+  snprintf(why, cap,
+           "%.1f %% of the field of view is outside the detector's fan in some views (the "
+           "least seen part in %.1f of the orbit's %.1f deg): an offset (half-fan) detector, "
+           "or one narrower than the volume, and FDK's weights need every voxel in every view "
+           "of a circle or short scan: " CTR__FDK_INSTEAD,
+           100.0 * (double)lacking / (double)total_samples, least * deg, total * deg);
+  return 0;
+}
+
+ctr_status ctr_geometry_fdk_check(const ctr_geometry *g, int *ok, char *why, size_t cap) {
+  char none[1];
+  if (!g || !ok)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_fdk_check: geometry and ok are required");
+  if (!why || !cap) {
+    why = none;
+    cap = sizeof none;
+  }
+  why[0] = '\0';
+  *ok = orbit_circular_planar(g, why, cap);
+  if (!*ok) return CTR_OK;
+  ctr__scan sc;
+  CTR_CHECK(ctr__scan_analyse(g, &sc));
+  *ok = fov_short_scan(g, &sc, why, cap);
+  ctr__scan_free(&sc);
+  return CTR_OK;
+}
+
+ctr_status ctr__fdk_geometry_report(const ctr_context *ctx, const ctr_geometry *g,
+                                    const ctr_fdk_options *o) {
+  if (o->geometry_checked) return CTR_OK;
+  int ok;
+  char why[768];
+  CTR_CHECK(ctr_geometry_fdk_check(g, &ok, why, sizeof why));
+  if (ok) return CTR_OK;
+  if (o->strict)
+    CTR_FAIL(CTR_E_GEOMETRY, "FDK cannot reconstruct this geometry (refused: "
+             "ctr_fdk_options.strict): %s", why);
+  ctr__log(ctx, CTR_LOG_WARNING, "FDK cannot reconstruct this geometry, the volume will be "
+           "wrong: %s", why);
+  return CTR_OK;
 }

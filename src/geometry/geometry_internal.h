@@ -63,6 +63,15 @@ int ctr__pair_mirror(const ctr_geometry *g);
 int ctr__bp_pair_possible(const ctr_geometry *g, int64_t z0, int64_t nz);
 
 ctr_status ctr__scan_analyse(const ctr_geometry *g, ctr__scan *out);
+/* The fan angle a short scan needs beyond 180 degrees (radians): twice the
+ * widest angle between a view's principal ray and a detector edge. */
+double ctr__geometry_fan(const ctr_geometry *g);
+/* What FDK does with a geometry it cannot reconstruct (ctr_geometry_fdk_check):
+ * unless o->geometry_checked, a warning through ctx's log, or with o->strict
+ * a CTR_E_GEOMETRY error. ctr_fdk, ctr_fdk_stream and ctr_fdk_stream_memory call it
+ * once a run. */
+ctr_status ctr__fdk_geometry_report(const ctr_context *ctx, const ctr_geometry *g,
+                                    const ctr_fdk_options *o);
 void ctr__scan_free(ctr__scan *s);
 
 /* The detector rows a backprojection of slices [z0, z0 + nz) samples:

@@ -402,6 +402,51 @@ static const char *list_3d(hid_t file, ds_list *l) {
 
 /* ---- Opening ------------------------------------------------------------ */
 
+/* The names of the filter plugins HDF5 files from h5py and the beamlines
+ * use most (their ids registered with The HDF Group), for messages. */
+static const struct {
+  int id;
+  const char *name;
+} k_plugin_filters[] = {{32000, "LZF"},   {32001, "Blosc"}, {32004, "LZ4"},   {32008, "Bitshuffle"},
+                        {32015, "Zstandard"}, {32026, "Blosc2"}, {307, "BZip2"}, {4, "SZIP"}};
+
+static const char *filter_name(int id, const char *stored) {
+  for (size_t i = 0; i < sizeof k_plugin_filters / sizeof k_plugin_filters[0]; i++)
+    if (k_plugin_filters[i].id == id) return k_plugin_filters[i].name;
+  return *stored ? stored : "an unknown";
+}
+
+/* CTR_E_UNSUPPORTED naming the first filter of the dataset's pipeline this
+ * HDF5 cannot apply (a plugin that is not installed), and how to get it;
+ * else CTR_OK. HDF5 itself says only that its plugin folder is missing. */
+static ctr_status check_filters(hid_t did, const char *file, const char *dset) {
+  const hid_t dcpl = H5Dget_create_plist(did);
+  if (dcpl < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return CTR_OK; /* the read says what is wrong */
+  }
+  ctr_status st = CTR_OK;
+  const int n = H5Pget_nfilters(dcpl);
+  for (int i = 0; i < n && st == CTR_OK; i++) {
+    unsigned flags = 0, cd[8], config = 0;
+    size_t ncd = 8;
+    char stored[64] = "";
+    const H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof stored,
+                                           stored, &config);
+    if (id < 0 || (flags & H5Z_FLAG_OPTIONAL) || H5Zfilter_avail(id) > 0) continue;
+    st = ctr__error_set(CTR_E_UNSUPPORTED,
+                        "dataset '%s' of HDF5 file '%s' is compressed with the %s filter (HDF5 "
+                        "filter %d), which this HDF5 library lacks: install the filter plugins "
+                        "(pip install hdf5plugin) and point HDF5_PLUGIN_PATH at them (the folder "
+                        "python -c 'import hdf5plugin; print(hdf5plugin.PLUGIN_PATH)' prints), "
+                        "or rewrite the file without it (h5repack -f NONE)",
+                        dset, file, filter_name((int)id, stored), (int)id);
+  }
+  H5Pclose(dcpl);
+  H5Eclear2(H5E_DEFAULT);
+  return st;
+}
+
 /* Opens `file` and its dataset `dset`; errors name both. The file must
  * exist (CTR_E_IO) and be HDF5 (CTR_E_FORMAT); the object must exist and be
  * a dataset (CTR_E_FORMAT, listing the file's 3D datasets). */
@@ -450,6 +495,14 @@ static ctr_status open_dataset(const char *file, const char *dset, hid_t *fid, h
     ctr__error_set(CTR_E_FORMAT, "cannot open dataset '%s' of HDF5 file '%s': %s", dset, file,
                    ctr__h5_detail(&m, "unknown error"));
     goto fail;
+  }
+  const ctr_status fst = check_filters(*did, file, dset);
+  if (fst != CTR_OK) {
+    H5Dclose(*did);
+    *did = -1;
+    H5Fclose(*fid);
+    *fid = -1;
+    return fst;
   }
   return CTR_OK;
 fail:

@@ -19,6 +19,11 @@ static const ctr_iterate_report report_defaults = CTR_ITERATE_REPORT_INIT;
 /* The power iteration approaches ||A||^2 from below: the step uses 5 % more. */
 #define LIPSCHITZ_MARGIN 1.05
 
+/* The TV weights the float TV step holds: mu = W and tau = 1 / (12 W) stay
+ * normal floats (1.2e-38 .. 3.4e38) with room for the sums they enter. */
+#define TV_WEIGHT_MIN 1e-30
+#define TV_WEIGHT_MAX 1e30
+
 static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
                           ctr_iterate_options *o) {
   if (!in) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate: options are NULL");
@@ -46,9 +51,10 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
   if (!(o->relaxation > 0 && o->relaxation < 2))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.relaxation is %g: expected 0 < lambda < 2",
              o->relaxation);
-  if (!(o->tv_weight >= 0 && isfinite(o->tv_weight)))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tv_weight is %g: expected >= 0",
-             o->tv_weight);
+  if (!(o->tv_weight == 0 || (o->tv_weight >= TV_WEIGHT_MIN && o->tv_weight <= TV_WEIGHT_MAX)))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tv_weight is %g: expected 0 or "
+             "%g .. %g (the TV step computes W and 1 / (12 W) in float)", o->tv_weight,
+             TV_WEIGHT_MIN, TV_WEIGHT_MAX);
   if (o->algorithm != CTR_ITERATE_FISTA_TV) o->tv_weight = 0;
   if (o->tv_iterations == 0) o->tv_iterations = DEFAULT_TV_ITERATIONS;
   if (o->power_iterations == 0) o->power_iterations = DEFAULT_POWER_ITERATIONS;
@@ -324,8 +330,11 @@ static ctr_status epilogue(run *R, int64_t k, double res, const ctr__vec *x) {
    * an overflow of float arithmetic: stop rather than iterate on NaN */
   if (!isfinite(res))
     CTR_FAIL(CTR_E_INTERNAL, "%s, iteration %lld: the residual is %g (not finite): stopped; the "
-             "projections and the start hold values too large for float arithmetic, or this is a "
-             "defect to report", ctr_iterate_algorithm_name(R->o.algorithm), (long long)k, res);
+             "projections and the start were finite and within +-1e24 (the data policy), so the "
+             "float arithmetic overflowed on the options (ctr_iterate_options.relaxation %g, "
+             "ctr_iterate_options.tv_weight %g) or the data's scale, or this is a defect to "
+             "report", ctr_iterate_algorithm_name(R->o.algorithm), (long long)k, res,
+             R->o.relaxation, R->o.tv_weight);
   R->rep.iterations = k;
   R->rep.residual = res;
   ctr_iterate_info info;

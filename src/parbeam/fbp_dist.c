@@ -258,7 +258,7 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
     r.dezingered = a->count[N_DEZINGERED];
     r.t_compute = mine.seconds; /* this rank's pieces, wall time */
     if (st == CTR_OK && rank == ctr_cluster_get_reporter(cluster))
-      ctr__fbp_report_values(ctx, &r.counts, input->path);
+      ctr__fbp_report_values(&r, &r.counts, input->path);
   }
 end:
   if (have_r) {

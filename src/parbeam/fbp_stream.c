@@ -47,6 +47,7 @@ ctr_status ctr__fbp_resolve(srun *r, const ctr_fbp_stream_options *opts) {
   CTR_CHECK(ctr__struct_copy(&ctr__struct_fbp_stream_options, &r->o, opts));
   CTR_CHECK(ctr__struct_copy(&ctr__struct_fbp_options, &r->fbp, r->o.fbp));
   r->counts = (ctr_value_counts)CTR_VALUE_COUNTS_INIT;
+  r->caller_counts = r->fbp.counts;
   r->fbp.counts = &r->counts;
   CTR_CHECK(ctr__corrections_resolve(r->o.corrections, &r->c));
   r->sino = r->o.sinograms != 0;
@@ -777,7 +778,16 @@ void ctr__fbp_report_fill(const srun *r, ctr_fbp_stream_report *rep) {
 }
 
 /* The warnings of the data policy, once per run. */
-void ctr__fbp_report_values(const ctr_context *ctx, const ctr_value_counts *c, const char *name) {
+void ctr__fbp_report_values(const ctr__fbp_run *r, const ctr_value_counts *c, const char *name) {
+  const ctr_context *ctx = r->ctx;
+  ctr_value_counts *to = r->caller_counts;
+  if (to) {
+    to->input += c->input;
+    to->calibration += c->calibration;
+    to->clamped += c->clamped;
+    to->output += c->output;
+    return;
+  }
   ctr__values_report_kind(ctx, 0, c->input, name, CTR__BAD_VALUES, "replaced by 0");
   ctr__values_report_kind(ctx, 0, c->calibration, "flat/dark",
                           "pixels with flat <= dark or a non-finite flat or dark",
@@ -958,7 +968,7 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
   if (r.fbp.strict && r.counts.output)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
                   (long long)r.counts.output);
-  ctr__fbp_report_values(ctx, &r.counts, input->path);
+  ctr__fbp_report_values(&r, &r.counts, input->path);
   r.writer.out = NULL;
   st = ctr_stack_commit(w);
   w = NULL;
@@ -1044,7 +1054,7 @@ ctr_status ctr_fbp_stream_memory(ctr_context *ctx, const ctr_parallel_params *pa
   if (r.fbp.strict && r.counts.output)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
                   (long long)r.counts.output);
-  ctr__fbp_report_values(ctx, &r.counts, "projections");
+  ctr__fbp_report_values(&r, &r.counts, "projections");
 cleanup:
   ctr__fbp_report_fill(&r, report);
   if (report) report->seconds_total = ctr__now_s() - t_start;

@@ -17,6 +17,7 @@ typedef struct ctr__fbp_run {
   ctr_fbp_options fbp;
   ctr_corrections c;
   ctr_value_counts counts;
+  ctr_value_counts *caller_counts; /* the caller's ctr_fbp_options.counts: added to, no warning */
   int transmission;           /* binning or Paganin: corrections on transmissions */
   int sino_corr;              /* dezinger, stripes or stitching */
   /* input */
@@ -88,8 +89,10 @@ ctr_status ctr__fbp_writer_setup(ctr__fbp_run *r, ctr_stack_writer *w);
  * NULL: none) into the writer, or into vol. */
 ctr_status ctr__fbp_run_bands(ctr__fbp_run *r, const unsigned char *done, float *vol);
 void ctr__fbp_report_fill(const ctr__fbp_run *r, ctr_fbp_stream_report *rep);
-/* The data policy's warnings, once per run (`name`: the input). */
-void ctr__fbp_report_values(const ctr_context *ctx, const ctr_value_counts *c, const char *name);
+/* The data policy's warnings, once per run (`name`: the input); none when
+ * the caller gave ctr_fbp_options.counts (r->caller_counts): the counts are
+ * added there, for the caller to report in its own words. */
+void ctr__fbp_report_values(const ctr__fbp_run *r, const ctr_value_counts *c, const char *name);
 void ctr__fbp_release(ctr__fbp_run *r);
 /* ctr_fbp_stream of one process; ctr_fbp_stream (fbp_dist.c) hands a run
  * with a cluster, or the resume of a distributed run's output, to the

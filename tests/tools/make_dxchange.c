@@ -7,7 +7,11 @@
  * WIDTH; 0 = the default) sizes the head. UNITS: theta's "units" attribute
  * (default none): "rad" stores theta in radians with units = "rad" (a
  * variable-length string, as h5py writes), any other word is stored as a
- * fixed-length string with theta in degrees. */
+ * fixed-length string with theta in degrees. CTRECON_NO_THETA=1 in the
+ * environment leaves /exchange/theta out (a file whose angles come from the
+ * command line); CTRECON_LZF=1 stores the 3D datasets through HDF5 filter 32000, the LZF
+ * plugin's id, here a pass-through registered for the writing only (a file
+ * a reader without the plugin cannot decode). */
 #include <ctrecon.h>
 #include <hdf5.h>
 #include <math.h>
@@ -15,12 +19,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define LZF_ID 32000
+
+static size_t pass_through(unsigned flags, size_t nelmts, const unsigned cd[], size_t nbytes,
+                           size_t *buf_size, void **buf) {
+  (void)flags, (void)nelmts, (void)cd, (void)buf_size, (void)buf;
+  return nbytes;
+}
+
 static int put(hid_t f, const char *name, hid_t type, int rank, const hsize_t *dims, const void *v) {
-  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_create_intermediate_group(lcpl, 1);
+  if (rank == 3 && getenv("CTRECON_LZF")) {
+    const hsize_t chunk[3] = {1, dims[1], dims[2]};
+    H5Pset_chunk(dcpl, 3, chunk);
+    H5Pset_filter(dcpl, LZF_ID, H5Z_FLAG_MANDATORY, 0, NULL);
+  }
   hid_t sp = H5Screate_simple(rank, dims, NULL);
   hid_t d = H5Dcreate2(f, name, type == H5T_NATIVE_DOUBLE ? H5T_IEEE_F64LE : H5T_STD_U16LE, sp, lcpl,
-                       H5P_DEFAULT, H5P_DEFAULT);
+                       dcpl, H5P_DEFAULT);
+  H5Pclose(dcpl);
   const int ok = d >= 0 && H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0;
   if (d >= 0) H5Dclose(d);
   H5Sclose(sp);
@@ -79,14 +97,19 @@ int main(int argc, char **argv) {
         const double t = exp(-sino[((size_t)y * np + a) * w + b]);
         data[((size_t)a * h + y) * w + b] = (uint16_t)lround(100.0 + 19906.0 * t + (a * 13 + b) % 9 - 4);
       }
+  if (getenv("CTRECON_LZF")) {
+    const H5Z_class2_t lzf = {H5Z_CLASS_T_VERS, LZF_ID, 1, 1, "lzf", NULL, NULL, pass_through};
+    H5Zregister(&lzf);
+  }
   hid_t f = H5Fcreate(argv[1], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   const hsize_t dd[3] = {(hsize_t)np, (hsize_t)h, (hsize_t)w}, fd[3] = {2, (hsize_t)h, (hsize_t)w};
   const hsize_t td[1] = {(hsize_t)np};
   const int ok = f >= 0 && put(f, "/exchange/data", H5T_NATIVE_UINT16, 3, dd, data) &&
                  put(f, "/exchange/data_white", H5T_NATIVE_UINT16, 3, fd, white) &&
                  put(f, "/exchange/data_dark", H5T_NATIVE_UINT16, 3, fd, dark) &&
-                 put(f, "/exchange/theta", H5T_NATIVE_DOUBLE, 1, td, theta) &&
-                 (!units || put_units(f, units, rad));
+                 (getenv("CTRECON_NO_THETA") ||
+                  (put(f, "/exchange/theta", H5T_NATIVE_DOUBLE, 1, td, theta) &&
+                   (!units || put_units(f, units, rad))));
   if (f >= 0) H5Fclose(f);
   free(sino);
   free(z);
