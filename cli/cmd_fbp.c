@@ -546,7 +546,7 @@ int cmd_fbp(int argc, char **argv) {
   if (a.uniform_given && a.projections && is_h5(a.projections)) {
     double *theta = NULL;
     int64_t n = 0;
-    const int has = dxchange_theta(a.projections, &theta, &n);
+    const int has = dxchange_theta(a.projections, &theta, &n, NULL);
     free(theta);
     if (has < 0) return CLI_EXIT_INPUT;
     if (has)
