@@ -349,7 +349,7 @@ def test_pet_cupy_errors():
     with pytest.raises(ctrecon.InvalidArgumentError, match="the in array .*CPU context cannot read"):
         cpu.forward(0, x)
     with pytest.raises(ctrecon.InvalidArgumentError,
-                       match="ctr_pet_reconstruct: the image array .*CPU context cannot read"):
+                       match="pet_reconstruct: the image array .*CPU context cannot read"):
         ctrecon.pet_reconstruct(cpu, histo, image=x, iterations=1, progress=False)
     # the simulation and the metrics take host arrays only
     with pytest.raises(TypeError, match="activity is a GPU array"):
