@@ -214,7 +214,11 @@ no_c_names "--ring-wavelet = 11" $FBPS --rings wavelet --ring-wavelet 11
 no_c_names "--ring-level = 9" $FBPS --rings wavelet --ring-level 9
 no_c_names "--ring-size = 4" $FBPS --rings sorting --ring-size 4
 no_c_names "--dezinger-size = 4" $FBPS --dezinger 1 --dezinger-size 4
-no_c_names "--center-method correlation needs: use --center-method vo" $FBPS --center-method correlation
+# a sinogram with a feature (a blank one has no axis to find at all)
+nrrd feat.nrrd 16 20 2; for o in 100 164 228 292 356; do put feat.nrrd.dat $o 0000803f; done
+finish_nrrd feat.nrrd
+no_c_names "--center-method correlation needs: use --center-method vo" \
+  fbp --sinograms feat.nrrd --out s.nrrd --device cpu --quiet --center-method correlation
 no_c_names "--iterations is 2000000000" $IT --iterations 2000000000
 no_c_names "--tv-iterations 200000" $IT --algorithm fista-tv --tv-weight 1 --tv-iterations 200000
 no_c_names "--nonneg" $IT --algorithm cgls --nonneg

@@ -272,12 +272,14 @@ def parallel_params(nbins: int, nangles: Optional[int], angles, angle_start: flo
                     pixel_size: float, angle_units: Optional[str] = None,
                     who: str = "ParallelGeometry"):
     """A ctr_parallel_params and the arrays it points to (keep both)."""
-    angles, angle_start, angle_range = angles_in_degrees(angles, angle_start, angle_range,
-                                                         nangles, angle_units, who)
     p = new_struct("ctr_parallel_params", lib.ctr_parallel_params_init,
                    lib.CTR_PARALLEL_PARAMS_VERSION)
     keep = []
     _core.assign(p, nbins=nbins)
+    if angles is None and nangles is not None:
+        _core.assign(p, nangles=nangles)  # checked before the radians check counts them
+    angles, angle_start, angle_range = angles_in_degrees(angles, angle_start, angle_range,
+                                                         nangles, angle_units, who)
     if angles is not None:
         a = doubles(angles, "angles")
         keep.append(a)
