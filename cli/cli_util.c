@@ -228,7 +228,13 @@ int cli_resolve_format(const char *cmd, const char *path_option, const char *for
 
 int cli_load_geometry(const char *cmd, const char *path, ctr_geometry **out) {
   ctr_status st = ctr_geometry_load_json(path, out);
-  return st == CTR_OK ? 0 : cli_fail_file(cmd, st, path);
+  if (st != CTR_OK) return cli_fail_file(cmd, st, path);
+  double span = 0;
+  if (ctr_geometry_angles_look_like_radians(*out, &span))
+    cli_warn(cmd, "'%s': the %lld views span only %.4g degrees: its angles look like radians, "
+             "and \"angles_deg\" and \"range_deg\" take degrees (360 for a full turn)", path,
+             (long long)ctr_geometry_get_view_count(*out), span);
+  return 0;
 }
 
 /* Half of the cone angle (degrees) at which FDK's approximation is poor

@@ -130,6 +130,12 @@ expect 0 "geometry --range 6.28 (radians)" geometry --out r.json $G --range 6.28
 has "$ERR" "--range 6.2832: the 30 views span only 6.074 degrees: this looks like radians" \
   "--range in radians warns, naming --range"
 rm -f r.json
+# a JSON geometry written in radians: every command that loads it says so
+sed 's/"range_deg":[[:space:]]*[0-9.]*/"range_deg": 3.14159/' s.json > rad.json
+expect 0 "geometry --check of a JSON range in radians" geometry --check rad.json
+has "$ERR" "'rad.json': the 20 views span only 2.985 degrees: its angles look like radians" \
+  "a JSON geometry in radians warns, naming the file"
+rm -f rad.json
 expect 0 "geometry --check of the short scan" geometry --check s.json
 has "$OUT" "short scan" "check: short scan recognised"
 has "$OUT" "cw" "check: clockwise"

@@ -522,6 +522,40 @@ static void test_fdk_check_helix(void) {
   ctr_geometry_free(g);
 }
 
+/* A circular orbit whose angles were written in radians (a JSON
+ * "angles_deg" list or "range_deg" of pi) is recognised from the geometry;
+ * degrees, a short scan in degrees, and matrices are not. */
+static void test_json_radians(void) {
+  static const char *const cases[][2] = {
+      {"{\"type\": \"circular\", \"sid\": 500, \"sdd\": 1000, \"detector\": {\"nu\": 16, \"nv\": 8, "
+       "\"du\": 1, \"dv\": 1}, \"volume\": {\"size\": [8, 8, 8], \"voxel_mm\": 1}, \"angles_deg\": [0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]}", "1"},
+      {"{\"type\": \"circular\", \"sid\": 500, \"sdd\": 1000, \"detector\": {\"nu\": 16, \"nv\": 8, "
+       "\"du\": 1, \"dv\": 1}, \"volume\": {\"size\": [8, 8, 8], \"voxel_mm\": 1}, \"angles\": {\"count\": 90, \"range_deg\": 6.2832}}", "1"},
+      {"{\"type\": \"circular\", \"sid\": 500, \"sdd\": 1000, \"detector\": {\"nu\": 16, \"nv\": 8, "
+       "\"du\": 1, \"dv\": 1}, \"volume\": {\"size\": [8, 8, 8], \"voxel_mm\": 1}, \"angles\": {\"count\": 90, \"range_deg\": 360}}", "0"},
+      {"{\"type\": \"circular\", \"sid\": 500, \"sdd\": 1000, \"detector\": {\"nu\": 16, \"nv\": 8, "
+       "\"du\": 1, \"dv\": 1}, \"volume\": {\"size\": [8, 8, 8], \"voxel_mm\": 1}, \"angles\": {\"count\": 90, \"range_deg\": 200, \"start_deg\": 170}}", "0"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ctr_geometry *g = NULL;
+    CHECK_OK(ctr_geometry_from_json_string(cases[i][0], "radians.json", &g));
+    if (!g) continue;
+    double span = -1;
+    const int r = ctr_geometry_angles_look_like_radians(g, &span);
+    CHECK_MSG(r == (cases[i][1][0] == '1'), "case %zu: looks like radians %d (span %g)", i, r, span);
+    if (r) CHECK_MSG(span > 2.9 && span < 6.3, "case %zu: span %g degrees", i, span);
+    ctr_geometry_free(g);
+  }
+  /* matrices: no orbit to measure */
+  const double P[24] = {1000, 0, 8, 0, 0, 1000, 4, 0, 0, 0, 1, 500,
+                        1000, 0, 8, 0, 0, 1000, 4, 0, 0, 0, 1, 500};
+  ctr_volume_geometry vol = {8, 8, 8, 1, 1, 1, 0, 0, 0};
+  ctr_geometry *m = NULL;
+  CHECK_OK(ctr_geometry_create_matrices(16, 8, 1, 1, 2, P, &vol, &m));
+  if (m) CHECK(ctr_geometry_angles_look_like_radians(m, NULL) == 0);
+  ctr_geometry_free(m);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/ctr_geom_XXXXXX");
   if (!mkdtemp(tmpdir)) return 1;
@@ -534,6 +568,7 @@ int main(void) {
   test_coverage_circular_exact();
   test_fdk_check_circular();
   test_fdk_check_helix();
+  test_json_radians();
   rmdir(tmpdir);
   return th_finish("test_geometry");
 }

@@ -93,6 +93,11 @@ CTR_API int ctr_geometry_is_circular(const ctr_geometry *g);
 #define CTR_RADIANS_SPAN_DEG 6.2931853071795862
 CTR_API int ctr_angles_look_like_radians(const double *angles_deg, int64_t n, double range_deg,
                                          double *span_deg);
+/* The same check on a geometry: a circular orbit (ctr_geometry_is_circular)
+ * whose sources, seen from the rotation axis, span less than
+ * CTR_RADIANS_SPAN_DEG (a JSON "angles_deg" list or "range_deg" written in
+ * radians). 1 if so (*span_deg gets the span), else 0; 0 for matrices. */
+CTR_API int ctr_geometry_angles_look_like_radians(const ctr_geometry *g, double *span_deg);
 
 /* Fraction of the voxel centres inside the volume's inscribed cylinder (about
  * the z axis through the volume centre) that project inside the detector in

@@ -146,12 +146,22 @@ class ConeGeometry:
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike]) -> "ConeGeometry":
-        """A JSON geometry file (docs/geometry.md)."""
-        return cls._make(lib.ctr_geometry_load_json, cstr(path))
+        """A JSON geometry file (docs/geometry.md); a circular orbit whose
+        angles look like radians warns (UserWarning)."""
+        return cls._make(lib.ctr_geometry_load_json, cstr(path))._warn_radians(os.fspath(path))
 
     @classmethod
     def from_json(cls, text: str, name: str = "<string>") -> "ConeGeometry":
-        return cls._make(lib.ctr_geometry_from_json_string, cstr(text), cstr(name))
+        return cls._make(lib.ctr_geometry_from_json_string, cstr(text), cstr(name))._warn_radians(name)
+
+    def _warn_radians(self, name: str) -> "ConeGeometry":
+        span = ffi.new("double *")
+        if lib.ctr_geometry_angles_look_like_radians(self._ptr, span):
+            warnings.warn(f"{name}: the {lib.ctr_geometry_get_view_count(self._ptr)} views span "
+                          f"only {span[0]:.4g} degrees: its angles look like radians, and "
+                          "\"angles_deg\" and \"range_deg\" take degrees (360 for a full turn)",
+                          UserWarning, stacklevel=3)
+        return self
 
     def save(self, path: Union[str, os.PathLike]) -> None:
         check(lib.ctr_geometry_save_json(self._ptr, cstr(path)))

@@ -402,3 +402,13 @@ def test_angles_in_radians_warn_and_convert():
         assert np.allclose(c.matrices, d.matrices)
     with pytest.raises(ValueError, match="angle_units='grad'"):
         ctrecon.ParallelGeometry(64, 9, angle_units="grad")
+    # a JSON geometry written in radians (its own units are degrees)
+    text = ('{"type": "circular", "sid": 500, "sdd": 1000, "detector": {"nu": 16, "nv": 8, '
+            '"du": 1, "dv": 1}, "volume": {"size": [8, 8, 8], "voxel_mm": 1}, '
+            '"angles": {"count": 90, "range_deg": %s}}')
+    with pytest.warns(UserWarning, match=r"g.json: the 90 views span only 6.2\d* degrees: its angles "
+                                         r"look like radians"):
+        ctrecon.ConeGeometry.from_json(text % "6.2832", "g.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ctrecon.ConeGeometry.from_json(text % "360", "g.json")

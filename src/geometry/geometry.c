@@ -228,6 +228,26 @@ int ctr_angles_look_like_radians(const double *angles_deg, int64_t n, double ran
   return 1;
 }
 
+int ctr_geometry_angles_look_like_radians(const ctr_geometry *g, double *span_deg) {
+  const int64_t n = g ? ctr_geometry_get_view_count(g) : 0;
+  if (!g || !ctr_geometry_is_circular(g) || n < 2) return 0;
+  /* each source's angle about the axis, unwrapped from view to view (a scan
+   * read from radians moves by a small fraction of a degree a view) */
+  double s[3], prev = 0, a = 0, lo = 0, hi = 0;
+  for (int64_t i = 0; i < n; i++) {
+    ctr_geometry_get_source(g, i, s);
+    const double t = atan2(s[1], s[0]) * 57.295779513082320876798; /* degrees */
+    if (i == 0) a = t;
+    else a += remainder(t - prev, 360.0);
+    prev = t;
+    lo = i ? fmin(lo, a) : a;
+    hi = i ? fmax(hi, a) : a;
+  }
+  if (!(hi - lo < CTR_RADIANS_SPAN_DEG)) return 0;
+  if (span_deg) *span_deg = hi - lo;
+  return 1;
+}
+
 /* Canonical matrix of a circular orbit at angle t (derivation in
  * docs/geometry.md). */
 static void circular_matrix(const ctr_circular_params *p, double t, double P[12]) {
