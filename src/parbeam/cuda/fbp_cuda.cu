@@ -532,6 +532,7 @@ bp_alu(const float4 *__restrict__ ang, const double *__restrict__ t0d,
 
 #define HYB_UNITS 8          /* texture units (16 x 32 pixels) per 64 x 64 tile */
 #define HYB_SM_SLOTS 1024    /* per-SM block counters (%smid < %nsmid <= this on current GPUs) */
+#define HYB_ANG_TILE (ALU_AREA * ALU_ROWS) /* angles a texture unit stages at a time (one a thread) */
 
 /* The ALU tiles' cache: alu2's pairs (linear) or one sample per bin
  * (nearest), as bp_alu's for the same interpolation. */
@@ -574,8 +575,7 @@ __device__ int hyb_claim(unsigned long long *q, int ntiles, int tile) {
  * rest is exact; nearest: exact. */
 template <int S, int NEAREST>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
-bp_hybrid(cudaTextureObject_t tex, const __grid_constant__ tex_angles tang, int ab,
-          const float4 *__restrict__ ang, const double *__restrict__ t0d,
+bp_hybrid(cudaTextureObject_t tex, const float4 *__restrict__ ang, const double *__restrict__ t0d,
           const float *__restrict__ sino, long long sino_stride, int nbins,
           int na, int nx, int ny, int per, float *__restrict__ out, long long plane,
           unsigned long long *queue, unsigned *sm_count, int blocks_per_sm, int tex_per_sm,
@@ -619,7 +619,19 @@ bp_hybrid(cudaTextureObject_t tex, const __grid_constant__ tex_angles tang, int 
         /* 8-bit Z-order over 16 x 16 (a warp: 8 x 4 pixels), rows y and y + 16 */
         const int mx = (tid & 1) | ((tid >> 1) & 2) | ((tid >> 2) & 4) | ((tid >> 3) & 8);
         const int my = ((tid >> 1) & 1) | ((tid >> 2) & 2) | ((tid >> 3) & 4) | ((tid >> 4) & 8);
-        tex_pixels<S, NEAREST, 16>(tex, tang.k, ab, ab + na, ux + mx, uy + my, nx, ny, out, plane, S, 1.0f);
+        /* the angles' constants staged in shared memory (the ALU cache's
+         * space: a block does one kind of work at a time), HYB_ANG_TILE at a
+         * time: read from global memory every two fetches they would share
+         * the texture pipe */
+        extern __shared__ float4 hyb_shm[];
+        for (int t0 = 0; t0 < na; t0 += HYB_ANG_TILE) {
+          const int m = na - t0 < HYB_ANG_TILE ? na - t0 : HYB_ANG_TILE;
+          __syncthreads();
+          if (tid < m) hyb_shm[tid] = ang[t0 + tid];
+          __syncthreads();
+          tex_pixels<S, NEAREST, 16>(tex, hyb_shm, t0, t0 + m, ux + mx, uy + my, nx, ny, out, plane, S,
+                                     1.0f);
+        }
       }
     }
   }
@@ -865,15 +877,13 @@ static int hybrid_tex_blocks(const fbp_gpu *f, int blocks_per_sm) {
 }
 
 /* The hybrid kernel (f->tex made for the same slices and angles) on a
- * persistent grid: as many blocks as fit on the GPU at once, a launch for
- * every TEX_PARAM_ANGLES angles (its texture units' constants are a kernel
- * parameter, as the texture kernels'; the ALU tiles read theirs from
- * f->d_ang once a projection). */
+ * persistent grid: as many blocks as fit on the GPU at once. */
 template <int S, int NEAREST>
 static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &f->g->p;
-  const size_t shm = alu_shm<typename hybrid_cache<S, NEAREST>::T>(alu_per(p));
+  const size_t cache = alu_shm<typename hybrid_cache<S, NEAREST>::T>(alu_per(p));
+  const size_t shm = cache > sizeof(float4) * HYB_ANG_TILE ? cache : sizeof(float4) * HYB_ANG_TILE;
   const int64_t tiles_x = (p->nx + ALU_AREA - 1) / ALU_AREA, tiles_y = (p->ny + ALU_AREA - 1) / ALU_AREA;
   const size_t work_bytes = sizeof(unsigned long long) + sizeof(unsigned) * HYB_SM_SLOTS;
   int dev = 0, nsm = 0, bps = 0;
@@ -892,16 +902,14 @@ static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, c
     CU(cudaFuncSetAttribute(bp_hybrid<S, NEAREST>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
   CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, bp_hybrid<S, NEAREST>, ALU_AREA * ALU_ROWS, shm));
   if (bps < 1 || nsm < 1) CTR_FAIL_GOTO(st, CTR_E_DEVICE, "the hybrid kernel fits no block on an SM");
-  for (int64_t ab = 0; ab < n; ab += TEX_PARAM_ANGLES) {
-    const int m = (int)(n - ab < TEX_PARAM_ANGLES ? n - ab : TEX_PARAM_ANGLES);
-    const alu_span w = alu_span_of(f, s0, a0 + ab);
-    const tex_angles ta = tex_params(f, a0 + ab, m);
+  {
+    const alu_span w = alu_span_of(f, s0, a0);
     const dim3 block(ALU_AREA, ALU_ROWS);
     unsigned long long *queue = (unsigned long long *)f->d_hyb;
     unsigned *sm_count = (unsigned *)(queue + 1);
     CU(cudaMemsetAsync(f->d_hyb, 0, work_bytes, s));
     bp_hybrid<S, NEAREST><<<(unsigned)(nsm * bps), block, shm, s>>>(
-        f->tex, ta, (int)ab, w.ang, w.t0d, w.sino, w.stride, (int)p->nbins, m, (int)p->nx, (int)p->ny, w.per,
+        f->tex, w.ang, w.t0d, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx, (int)p->ny, w.per,
         w.out, w.plane, queue, sm_count, bps, hybrid_tex_blocks(f, bps), (int)tiles_x, (int)(tiles_x * tiles_y));
     CU_LAUNCHED("bp_hybrid");
   }
