@@ -111,6 +111,8 @@ static ctr_status init(ctr__journal *j, const char *path) {
 ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t fingerprint,
                                const ctr__journal_layout *plan) {
   CTR_CHECK(init(j, path));
+  ctr_status st = CTR_OK;
+  int owned = 0; /* locked by this run: removed again if the rest fails */
   j->fingerprint = fingerprint;
   j->slab_slices = plan->slab_slices;
   j->views_per_batch = plan->views_per_batch;
@@ -121,26 +123,34 @@ ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t finge
   j->workers = plan->workers > 0 ? plan->workers : 1;
   j->done = ctr__calloc((size_t)plan->nslabs, 1, "journal");
   j->rec = ctr__calloc((size_t)plan->nslabs, sizeof *j->rec, "journal");
-  if (!j->done || !j->rec) return CTR_E_OUT_OF_MEMORY;
+  if (!j->done || !j->rec) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto fail;
+  }
   /* locked before it is emptied: a run that holds it keeps it */
   j->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-  if (j->fd < 0)
-    CTR_FAIL(CTR_E_IO, "cannot create the journal '%s': %s", path, strerror(errno));
-  ctr_status st = ctr__file_lock(j->fd, path, "the run of this journal's output");
-  if (st != CTR_OK) {
-    close(j->fd);
-    j->fd = -1;
-    return st;
+  if (j->fd < 0) {
+    st = ctr__error_set(CTR_E_IO, "cannot create the journal '%s': %s", path, strerror(errno));
+    goto fail;
   }
-  if (ftruncate(j->fd, 0) != 0)
-    CTR_FAIL(CTR_E_IO, "cannot create the journal '%s': %s", path, strerror(errno));
+  st = ctr__file_lock(j->fd, path, "the run of this journal's output");
+  if (st != CTR_OK) goto fail;
+  owned = 1;
+  if (ftruncate(j->fd, 0) != 0) {
+    st = ctr__error_set(CTR_E_IO, "cannot create the journal '%s': %s", path, strerror(errno));
+    goto fail;
+  }
   char line[512];
   snprintf(line, sizeof line,
            MAGIC "\nfingerprint %016llx\nplan %lld %lld %d %d %lld %d %d\n",
            (unsigned long long)fingerprint, (long long)plan->slab_slices,
            (long long)plan->views_per_batch, plan->store, plan->pair,
            (long long)plan->nslabs, j->split, j->workers);
-  return append(j, line);
+  st = append(j, line);
+  if (st == CTR_OK) return CTR_OK;
+fail: /* nothing of this journal stays: its memory, and its file if it was ours */
+  ctr__journal_close(j, owned);
+  return st;
 }
 
 ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t fingerprint,
