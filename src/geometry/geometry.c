@@ -211,6 +211,14 @@ static ctr_status circular_validate(const ctr_circular_params *p) {
   return CTR_OK;
 }
 
+/* 1 when a scan spanning `span` degrees is radians read as degrees (*out
+ * gets the span), else 0. */
+static int span_says_radians(double span, double *out) {
+  if (!(span < CTR_RADIANS_SPAN_DEG)) return 0;
+  if (out) *out = span;
+  return 1;
+}
+
 int ctr_angles_look_like_radians(const double *angles_deg, int64_t n, double range_deg,
                                  double *span_deg) {
   if (n < 2) return 0;
@@ -223,9 +231,7 @@ int ctr_angles_look_like_radians(const double *angles_deg, int64_t n, double ran
     }
     span = hi - lo;
   }
-  if (!(span < CTR_RADIANS_SPAN_DEG)) return 0;
-  if (span_deg) *span_deg = span;
-  return 1;
+  return span_says_radians(span, span_deg);
 }
 
 int ctr_geometry_angles_look_like_radians(const ctr_geometry *g, double *span_deg) {
@@ -243,9 +249,7 @@ int ctr_geometry_angles_look_like_radians(const ctr_geometry *g, double *span_de
     lo = i ? fmin(lo, a) : a;
     hi = i ? fmax(hi, a) : a;
   }
-  if (!(hi - lo < CTR_RADIANS_SPAN_DEG)) return 0;
-  if (span_deg) *span_deg = hi - lo;
-  return 1;
+  return span_says_radians(hi - lo, span_deg);
 }
 
 /* Canonical matrix of a circular orbit at angle t (derivation in

@@ -1141,25 +1141,20 @@ static int link_exists(hid_t fid, const char *path) {
   return r;
 }
 
-/* The file the dataset goes into: a new one, or a copy of the existing
- * file.h5 (which must not hold the dataset yet). */
-static ctr_status h5w_open_file(h5_writer *h) {
+/* An existing file.h5 the dataset is to be added to: it must be HDF5 and
+ * must not hold the dataset yet, checked on the file itself before it is
+ * copied. The caller holds the HDF5 guard. */
+static ctr_status h5w_check_existing(const h5_writer *h) {
   ctr__h5_msg m;
-  if (!ctr__file_exists(h->file)) {
-    h->fid = H5Fcreate(h->f.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (h->fid < 0)
-      CTR_FAIL(CTR_E_IO, "cannot create HDF5 file '%s': %s", h->file,
-               ctr__h5_detail(&m, "create failed"));
-    return CTR_OK;
-  }
   if (H5Fis_hdf5(h->file) <= 0)
     CTR_FAIL(CTR_E_IO, "'%s' exists and is not an HDF5 file: the dataset '%s' cannot be added to "
              "it; write to another file or delete it", h->file, h->dset);
-  h->fid = H5Fopen(h->f.tmp, H5F_ACC_RDWR, H5P_DEFAULT);
-  if (h->fid < 0)
+  const hid_t fid = H5Fopen(h->file, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (fid < 0)
     CTR_FAIL(CTR_E_IO, "cannot open HDF5 file '%s' to add dataset '%s' to it: %s", h->file,
              h->dset, ctr__h5_detail(&m, "open failed"));
-  const int e = link_exists(h->fid, h->dset);
+  const int e = link_exists(fid, h->dset);
+  H5Fclose(fid);
   if (e < 0)
     CTR_FAIL(CTR_E_IO, "cannot look for dataset '%s' in HDF5 file '%s': %s", h->dset, h->file,
              ctr__h5_detail(&m, "lookup failed"));
@@ -1167,6 +1162,18 @@ static ctr_status h5w_open_file(h5_writer *h) {
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "HDF5 file '%s' already holds '%s': it is kept; write the "
              "output to another dataset name or file (or delete that dataset first)", h->file,
              h->dset);
+  return CTR_OK;
+}
+
+/* The file the dataset goes into: a new one, or the copy of the existing
+ * file.h5 (h5w_check_existing). */
+static ctr_status h5w_open_file(h5_writer *h, int existing) {
+  ctr__h5_msg m;
+  h->fid = existing ? H5Fopen(h->f.tmp, H5F_ACC_RDWR, H5P_DEFAULT)
+                    : H5Fcreate(h->f.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (h->fid < 0)
+    CTR_FAIL(CTR_E_IO, "cannot %s HDF5 file '%s': %s", existing ? "open the copy of" : "create",
+             h->file, ctr__h5_detail(&m, "open failed"));
   return CTR_OK;
 }
 
@@ -1185,8 +1192,15 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   CTR_CHECK_GOTO(st, split_path(w->path, &h->file, &h->dset));
   if (!h->dset && !(h->dset = strdup("/data")))
     CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot copy a dataset name");
+  const int existing = ctr__file_exists(h->file);
+  if (existing) { /* checked before the copy; the guard is not held while copying */
+    ctr__h5_enter(&g);
+    st = h5w_check_existing(h);
+    ctr__h5_leave(&g);
+    if (st != CTR_OK) goto cleanup;
+  }
   CTR_CHECK_GOTO(st, ctr__atomic_create(&h->f, h->file));
-  if (ctr__file_exists(h->file)) CTR_CHECK_GOTO(st, copy_existing(h->file, &h->f));
+  if (existing) CTR_CHECK_GOTO(st, copy_existing(h->file, &h->f));
   CTR_CHECK_GOTO(st, ctr__atomic_close(&h->f));
   ctr__h5_enter(&g);
   entered = 1;
@@ -1196,7 +1210,7 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   if (w->info.dtype == CTR_DTYPE_FLOAT16 && (h->half = half_type()) < 0)
     CTR_FAIL_GOTO(st, CTR_E_IO, "cannot make the float16 type of HDF5 file '%s': %s", h->file,
                   ctr__h5_detail(&m, "type failed"));
-  CTR_CHECK_GOTO(st, h5w_open_file(h));
+  CTR_CHECK_GOTO(st, h5w_open_file(h, existing));
   {
     space = H5Screate_simple(3, dims, NULL);
     lcpl = H5Pcreate(H5P_LINK_CREATE);
