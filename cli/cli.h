@@ -29,6 +29,10 @@ enum {
 
 /* The one place where a library status becomes an exit code. */
 int cli_exit_code(ctr_status st);
+/* buf = the name of a file beside output `out` that belongs to it: OUT.SUFFIX,
+ * or for an HDF5 dataset "file.h5:/group/data" file.h5.group.data.SUFFIX (a
+ * file, one per dataset). Non-zero (reported) when it does not fit. */
+int cli_beside_output(const char *cmd, const char *out, const char *suffix, char *buf, size_t n);
 
 /* ---- Messages (all on stderr, one line each) ----------------------------- */
 
@@ -112,6 +116,7 @@ int cli_parse_supersample(const char *cmd, const char *name, const char *value,
 #define CLI_REAL_MAX 1e30
 #define CLI_REAL_MIN 1e-30
 #define CLI_REAL_RANGE "0 or a magnitude of 1e-30 .. 1e+30"
+#define CLI_POSITIVE_RANGE "1e-30 .. 1e+30" /* the same for options > 0 */
 /* strtod over the whole of s, within the real range above; 0 on success. */
 int cli_to_real(const char *s, double *out);
 int cli_parse_double(const char *cmd, const char *name, const char *value, void *dst); /* real */

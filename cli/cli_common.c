@@ -454,7 +454,7 @@ int cli_parse_double(const char *cmd, const char *name, const char *value, void 
 int cli_parse_positive(const char *cmd, const char *name, const char *value, void *dst) {
   double v;
   if (to_double(value, &v) || !(v > 0))
-    return cli_usage_error(cmd, "%s '%s': expected a number > 0 (" CLI_REAL_RANGE ")", name,
+    return cli_usage_error(cmd, "%s '%s': expected a number > 0 (" CLI_POSITIVE_RANGE ")", name,
                            value);
   *(double *)dst = v;
   return 0;

@@ -26,6 +26,20 @@ static int file_part(const char *cmd, const char *path, char *buf, size_t n) {
   return 0;
 }
 
+int cli_beside_output(const char *cmd, const char *out, const char *suffix, char *buf, size_t n) {
+  char file[4096], tail[4096];
+  int rc = file_part(cmd, out, file, sizeof file);
+  if (rc) return rc;
+  /* "file.h5:/group/data" -> file.h5.group.data.SUFFIX: one per dataset */
+  size_t k = 0;
+  for (const char *d = out + strlen(file); *d && k + 1 < sizeof tail; d++)
+    if (*d != ':') tail[k++] = *d == '/' ? '.' : *d;
+  tail[k] = '\0';
+  if ((size_t)snprintf(buf, n, "%s%s.%s", file, tail, suffix) >= n)
+    return cli_error(cmd, CLI_EXIT_RUNTIME, "'%s': path too long", out);
+  return 0;
+}
+
 /* Splits a file path into its directory ("." when none) and its name. */
 static void split_dir(const char *file, char *dir, size_t n, const char **base) {
   const char *slash = strrchr(file, '/');

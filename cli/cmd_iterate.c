@@ -367,7 +367,7 @@ int cmd_iterate(int argc, char **argv) {
   const int checkpoints = a.checkpoint_every > 0;
   if (checkpoints) {
     if (a.checkpoint) snprintf(ckpath, sizeof ckpath, "%s", a.checkpoint);
-    else snprintf(ckpath, sizeof ckpath, "%s.checkpoint", a.out);
+    else if ((rc = cli_beside_output(cmd, a.out, "checkpoint", ckpath, sizeof ckpath))) return rc;
     snprintf(lockpath, sizeof lockpath, "%s.lock", ckpath); /* the library's run lock */
   }
   const int init_file = a.init && strcmp(a.init, "zero") && strcmp(a.init, "fdk");

@@ -203,4 +203,18 @@ has "checkpoint: --checkpoint-every 0 writes no checkpoint" "--checkpoint: the m
 exits 3 "projections of another geometry" iterate --geometry g.json --projections pd/sinograms.tif \
   --out x.raw --device cpu
 grep -q "expected 24 of 40 x 40" "$ERR" && ok "the error names the expected size" || bad "size error text"
+
+# An HDF5 dataset as --out with the default checkpoint: the checkpoint is a file beside
+# file.h5, one per dataset (OUT.checkpoint was "r.h5:/a.checkpoint", refused as the output's
+# own file); two datasets of one file, each run complete, no checkpoint left.
+if "$CTR" info | grep -Eq '^ +hdf5 +yes'; then
+  for d in /recon/a /recon/b; do
+    step "iterate --out r.h5:$d (default checkpoint)" "${IT[@]}" --algorithm sirt --iterations 2 \
+      --out "r.h5:$d"
+  done
+  [ ! -e r.h5.recon.a.checkpoint ] && [ ! -e r.h5.recon.b.checkpoint ] &&
+    ok "no checkpoint left beside r.h5" || bad "checkpoint left: $(ls r.h5.* 2>/dev/null)"
+  step "read back r.h5:/recon/a" iterate --geometry g.json --projections proj.nrrd --device cpu \
+    --algorithm sirt --iterations 1 --init 'r.h5:/recon/a' --out rb.nrrd --checkpoint-every 0
+fi
 finish
