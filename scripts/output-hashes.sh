@@ -23,6 +23,9 @@ q fbp --device cpu --projections demo-parallel-out/projections.tif --flat demo-p
 q fbp --device cpu --projections demo-parallel-out/projections.tif --flat demo-parallel-out/flat.tif --dark demo-parallel-out/dark.tif --out rec-n.nrrd --interp nearest --filter shepp-logan --rows 1:5 --batch 3 --axis 23.5
 q pet simulate --device cpu --out data.json --events 2e5 --lattice 32x32x8 --views 8x1
 q pet recon --device cpu --data data.json --out pet.nrrd --iterations 2
+q iterate --device cpu --geometry g.json --projections proj.nrrd --out it-sirt.nrrd --algorithm sirt --iterations 3
+q iterate --device cpu --geometry g.json --projections proj.nrrd --out it-cgls.raw --algorithm cgls --iterations 3 --pair fast
+q iterate --device cpu --sinograms demo-parallel-out/sinograms.tif --out it-par.nrrd --algorithm os-sart --iterations 2 --subsets 4 --axis 23.5
 q rabbitct-make --out r.rct --views 24 --width 64 --height 48 --sizes 16
 q rabbitct r.rct --size 16 --device cpu --json rabbit.json
 for f in $(find . -type f \( -name '*.nrrd' -o -name '*.raw' -o -name '*.tif' -o -name '*.json' -o -name '*.rct' \) | sort); do
