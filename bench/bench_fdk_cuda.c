@@ -164,17 +164,17 @@ int main(int argc, char **argv) {
   memset(volume_pg, 0, nvox * sizeof(float));
   for (int q = 0; q < 2; q++) {
     for (int m = 0; m < 2; m++) {
-      ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+      ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
       so.fdk = o;
       so.fdk.interp = q == 0 ? CTR_INTERP_TEXTURE : CTR_INTERP_EXACT;
       const int64_t pd[3] = {c->nu, c->nv, c->nviews}, vd[3] = {c->n, c->n, c->n};
       ctr_array pa = ctr_array_make(m == 0 ? proj : proj_pg, CTR_DTYPE_FLOAT32, 3, pd);
       ctr_array va = ctr_array_make(m == 0 ? volume : volume_pg, CTR_DTYPE_FLOAT32, 3, vd);
       double tot[16] = {0};
-      ctr_stream_report tm[16];
+      ctr_fdk_stream_report tm[16];
       const int r_count = repeats < 16 ? repeats : 16;
       for (int r = -1; r < r_count; r++) {
-        ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+        ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
         if (ctr_fdk_stream_memory(gctx, g, &so, &pa, &va, &rep)) BENCH_DIE("fdk: %s", ctr_error_detail());
         if (r >= 0) {
           tm[r] = rep;
@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
         for (int s = 0; s < r_count; s++) below += tot[s] < tot[r];
         if (below == r_count / 2) med = r;
       }
-      const ctr_stream_timings *t = &tm[med].timings;
+      const ctr_fdk_stream_timings *t = &tm[med].timings;
       const char *mode = q == 0 ? "texture" : "exact", *mem = m == 0 ? "pinned" : "pageable";
       printf("end to end %-8s %-8s: %.1f ms (set-up %.1f ms included), median of %d | busy: upload %.1f, "
              "filter %.1f, backprojection %.1f (%.0f GUPS), download %.1f ms\n",

@@ -280,7 +280,7 @@ static void bench_2048(ctr_context *ctx) {
   if (gpu_budget_gb > 0 && gb > (uint64_t)(gpu_budget_gb * 1e9)) gb = (uint64_t)(gpu_budget_gb * 1e9);
   o.gpu_budget = gb;
   ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
-  if (ctr_plan_iterate(p, &o, CTR_DEVICE_CUDA, gb, hb, &plan)) BENCH_DIE("plan: %s", ctr_error_detail());
+  if (ctr_iterate_plan_compute(p, &o, CTR_DEVICE_CUDA, gb, hb, &plan)) BENCH_DIE("plan: %s", ctr_error_detail());
   char text[512];
   ctr_iterate_plan_describe(&plan, text, sizeof text);
   const int64_t nproj = c->nu * c->nv * c->nviews, nvox = c->n * c->n * c->n;

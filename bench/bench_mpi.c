@@ -204,7 +204,7 @@ static void run(const args *a) {
     if (c && ctr_cluster_agree(c, CTR_OK, NULL)) BENCH_DIE("agree: %s", ctr_error_detail());
     const long long b0 = rchar();
     const double t0 = now_s(), c0 = cpu_s();
-    ctr_stream_options o = CTR_STREAM_OPTIONS_INIT;
+    ctr_fdk_stream_options o = CTR_FDK_STREAM_OPTIONS_INIT;
     o.cluster = c;
     ctr_status st = ctr_fdk_stream(ctx, g, &o, in, out, CTR_FORMAT_RAW, NULL);
     if (c) st = ctr_cluster_agree(c, st, NULL); /* the last rank's end */

@@ -166,7 +166,7 @@ static int on_progress(void *user, const char *stage, double f) {
 /* --gpus N: the context's GPUs are 0 .. N-1 (0: every visible one); --split;
  * --workers W (0: one a GPU; 2 on one GPU: the scheduler's overhead). */
 static int g_gpus, g_workers;
-static ctr_split g_split = CTR_SPLIT_AUTO;
+static ctr_fdk_split g_split = CTR_FDK_SPLIT_AUTO;
 
 static ctr_context *gpu_context(void) {
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
@@ -183,10 +183,10 @@ static ctr_context *gpu_context(void) {
 
 /* "workers": each worker's busy times of the last run (Okitsu et al. 2010,
  * Fig. 4: the per-GPU breakdown). */
-static void json_workers(FILE *f, const ctr_stream_report *rep) {
+static void json_workers(FILE *f, const ctr_fdk_stream_report *rep) {
   fprintf(f, "\"workers\": [");
   for (int w = 0; w < rep->workers && w < CTR_MAX_WORKERS; w++) {
-    const ctr_stream_timings *t = &rep->worker_timings[w];
+    const ctr_fdk_stream_timings *t = &rep->worker_timings[w];
     fprintf(f, "%s{\"device\": %d, \"upload\": %.4f, \"filter\": %.4f, \"store\": %.4f, "
             "\"reload\": %.4f, \"backproject\": %.4f, \"download\": %.4f, \"reduce\": %.4f, "
             "\"wait\": %.4f}", w ? ", " : "", rep->worker_device[w], t->upload, t->filter, t->store,
@@ -219,7 +219,7 @@ static void run(const args *a) {
   ctr_context *ctx = gpu_context();
   ctr_stack_reader *r = NULL;
   if (ctr_stack_open(path_in(a, "proj.raw"), CTR_FORMAT_RAW, &hint, 0, &r)) DIE("%s", ctr_error_detail());
-  ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
   so.gpu_budget = a->gpu_mem;
   so.out_dtype = a->u16 ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32;
   so.input_scale = a->u16 ? 1000.0 : 1.0;
@@ -227,7 +227,7 @@ static void run(const args *a) {
   so.split = g_split;
   so.workers = g_workers;
   const char *out = path_in(a, "vol.nrrd");
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   const double t0 = now_s();
   if (ctr_fdk_stream(ctx, g, &so, r, out, CTR_FORMAT_NRRD, &rep)) DIE("run: %s", ctr_error_detail());
   const double wall = now_s() - t0;
@@ -243,8 +243,8 @@ static void run(const args *a) {
                            ? in_bytes / a->read_rate + out_bytes / a->write_rate : 0;
   const double floor_ref = in_bytes / 1.8e9 + out_bytes / 1.4e9;
   char plan[512];
-  ctr_plan_describe(&rep.plan, plan, sizeof plan);
-  const ctr_stream_timings *t = &rep.timings;
+  ctr_fdk_plan_describe(&rep.plan, plan, sizeof plan);
+  const ctr_fdk_stream_timings *t = &rep.timings;
   const double gups = (double)hint.count * (double)(vol.nx * vol.ny * vol.nz) / t->backproject / 1e9;
   printf("%s: %s\n  wall %.2f s, disk floor (concurrent read + write) %.2f s (%.3fx); "
          "read time + write time at the sequential rates %.2f s (%.3fx), at 1.8/1.4 GB/s %.2f s "
@@ -276,10 +276,10 @@ static void run(const args *a) {
             (long long)vol.nx, (long long)hint.count, (long long)nu, ctr_dtype_name(hint.dtype),
             ctr_dtype_name(so.out_dtype), in_bytes, out_bytes, (unsigned long long)a->gpu_mem, plan,
             (long long)rep.plan.nslabs, (long long)rep.plan.slab_slices,
-            (long long)rep.plan.views_per_batch, ctr_store_name(rep.plan.store), rep.plan.pair, gups,
+            (long long)rep.plan.views_per_batch, ctr_fdk_store_name(rep.plan.store), rep.plan.pair, gups,
             t->read, t->upload, t->filter, t->store, t->reload, t->backproject, t->download, t->write,
             t->setup, t->total, ctr_context_get_device_count(ctx), rep.workers,
-            ctr_split_name(rep.plan.split));
+            ctr_fdk_split_name(rep.plan.split));
     json_workers(f, &rep);
     fprintf(f, "}\n ]}\n");
     fclose(f);
@@ -445,12 +445,12 @@ static void memory(const args *a) {
   ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
   ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_context *ctx = gpu_context();
-  ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
   so.split = g_split;
   so.workers = g_workers;
   const int reps = a->repeats;
   double bp[16], runs[16], cold = 0;
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   for (int i = -1; i < reps; i++) { /* i = -1 warms up */
     double t0 = now_s();
     if (ctr_fdk_stream_memory(ctx, g, &so, &pa, &va, &rep)) DIE("stream: %s", ctr_error_detail());
@@ -463,12 +463,12 @@ static void memory(const args *a) {
   }
   const double ms = bench_median(runs, reps), bp_med = bench_median(bp, reps);
   char plan[512];
-  ctr_plan_describe(&rep.plan, plan, sizeof plan);
+  ctr_fdk_plan_describe(&rep.plan, plan, sizeof plan);
   printf("memory %lld^3 from %lld x %lld^2 on %d worker(s), %s split: %.3f s (first run %.3f s) (%s), "
          "backprojection %.3f s; model: volume %.3f s, projections %.3f s\n", (long long)a->n,
-         (long long)a->views, (long long)a->det, rep.workers, ctr_split_name(rep.plan.split), ms,
+         (long long)a->views, (long long)a->det, rep.workers, ctr_fdk_split_name(rep.plan.split), ms,
          cold, plan, bp_med,
-         rep.plan.seconds[CTR_SPLIT_VOLUME], rep.plan.seconds[CTR_SPLIT_PROJECTIONS]);
+         rep.plan.seconds[CTR_FDK_SPLIT_VOLUME], rep.plan.seconds[CTR_FDK_SPLIT_PROJECTIONS]);
   FILE *f = open_json(a, "bench_ooc memory");
   if (f) {
     fprintf(f,
@@ -480,8 +480,8 @@ static void memory(const args *a) {
             (long long)a->n, ms, bp_med, (long long)a->n,
             (long long)a->views, (long long)a->det, reps, plan, ctr_context_get_device_count(ctx),
             rep.workers,
-            ctr_split_name(rep.plan.split), ctr_split_name(g_split), g_workers,
-            rep.plan.seconds[CTR_SPLIT_VOLUME], rep.plan.seconds[CTR_SPLIT_PROJECTIONS]);
+            ctr_fdk_split_name(rep.plan.split), ctr_fdk_split_name(g_split), g_workers,
+            rep.plan.seconds[CTR_FDK_SPLIT_VOLUME], rep.plan.seconds[CTR_FDK_SPLIT_PROJECTIONS]);
     json_workers(f, &rep);
     fprintf(f, ", \"read\": %.4f, \"write\": %.4f, \"setup\": %.4f, \"first_run_seconds\": %.4f, ",
             rep.timings.read, rep.timings.write, rep.timings.setup, cold);
@@ -524,7 +524,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(k, "--repeats")) a.repeats = atoi(v);
     else if (!strcmp(k, "--gpus")) g_gpus = atoi(v);
     else if (!strcmp(k, "--workers")) g_workers = atoi(v);
-    else if (!strcmp(k, "--split")) { if (ctr_split_parse(v, &g_split)) DIE("%s", ctr_error_detail()); }
+    else if (!strcmp(k, "--split")) { if (ctr_fdk_split_parse(v, &g_split)) DIE("%s", ctr_error_detail()); }
     else if (!strcmp(k, "--read-rate")) a.read_rate = atof(v);
     else if (!strcmp(k, "--write-rate")) a.write_rate = atof(v);
     else if (!strcmp(k, "--floor")) a.floor = atof(v);

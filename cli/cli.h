@@ -36,7 +36,7 @@ int cli_beside_output(const char *cmd, const char *out, const char *suffix, char
 
 /* ---- Messages (all on stderr, one line each) ----------------------------- */
 
-/* Library messages name API fields ("gpu_budget", "ctr_stream_options.resume");
+/* Library messages name API fields ("gpu_budget", "ctr_fdk_stream_options.resume");
  * the user of the tool knows them as its options. cli_library_text copies
  * `text` into buf with every field that has an option replaced by the option
  * (one table, cli_common.c) and returns buf; cli_detail is that of

@@ -44,8 +44,8 @@ int cli_exit_code(ctr_status st) {
 static const struct {
   const char *field, *option;
 } k_field_options[] = {
-    {"set ctr_stream_options.resume", "add --resume"},
-    {"ctr_stream_options.resume", "--resume"},
+    {"set ctr_fdk_stream_options.resume", "add --resume"},
+    {"ctr_fdk_stream_options.resume", "--resume"},
     {"set ctr_fbp_stream_options.resume", "add --resume"},
     {"ctr_fbp_stream_options.resume", "--resume"},
     {"ctr_fbp_stream_options.out_dtype", "--out-dtype"},
@@ -94,8 +94,8 @@ static const struct {
     {"ctr_fbp_options.cutoff", "--cutoff"},
     {"ctr_fbp_options.interp", "--interp"},
     {"ctr_fbp_stream_options.read_ahead", "--read-ahead"},
-    {"ctr_stream_options.workers", "--workers"},
-    {"ctr_stream_options.out_dtype", "--out-dtype"},
+    {"ctr_fdk_stream_options.workers", "--workers"},
+    {"ctr_fdk_stream_options.out_dtype", "--out-dtype"},
     {"ctr_iterate_options.algorithm", "--algorithm"},
     {"ctr_iterate_options.init", "--init"},
     {"ctr_context_options.device_index", "--gpus"},

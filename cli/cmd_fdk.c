@@ -42,10 +42,10 @@ typedef struct fdk_args {
   int slices_given, window_given, raw_given, out_scale_given;
   uint64_t gpu_mem, host_mem;
   int64_t max_slab;
-  ctr_store store;
+  ctr_fdk_store store;
   const char *scratch_dir;
   int resume, timings;
-  ctr_split split;
+  ctr_fdk_split split;
   int64_t workers;
   double rank_timeout;
   cli_common common;
@@ -54,7 +54,7 @@ typedef struct fdk_args {
 /* ---- Option parsers ------------------------------------------------------- */
 
 static int parse_split(const char *cmd, const char *name, const char *value, void *dst) {
-  if (ctr_split_parse(value, (ctr_split *)dst) != CTR_OK)
+  if (ctr_fdk_split_parse(value, (ctr_fdk_split *)dst) != CTR_OK)
     return cli_usage_error(cmd, "%s '%s': expected auto, volume or projections", name, value);
   return 0;
 }
@@ -115,7 +115,7 @@ static int parse_store(const char *cmd, const char *name, const char *value, voi
   static const char *names[] = {"auto", "device", "host", "scratch"};
   for (int i = 0; i < 4; i++)
     if (!strcmp(value, names[i])) {
-      *(ctr_store *)dst = (ctr_store)i;
+      *(ctr_fdk_store *)dst = (ctr_fdk_store)i;
       return 0;
     }
   return cli_usage_error(cmd, "%s '%s': expected auto, device, host or scratch", name, value);
@@ -132,7 +132,7 @@ typedef struct fdk_run {
   int64_t nu, nv, nviews, nz_out;
   float *xy, *xz, *yz; /* preview planes, filled as subvolumes finish */
   int64_t nx, ny, mid_z;
-  ctr_stream_report report;
+  ctr_fdk_stream_report report;
   ctr_cluster *cluster; /* under mpirun or srun with several ranks */
 } fdk_run;
 
@@ -194,7 +194,7 @@ static void collect_planes(void *user, int64_t z0, int64_t nz, const float *slab
 }
 
 static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
-  ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
   so.fdk = a->fdk;
   so.gpu_budget = a->gpu_mem;
   so.host_budget = a->host_mem;
@@ -224,7 +224,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   r->session.rate_total = bytes / 1e9; /* file bytes in and out */
   r->session.rate_unit = "GB";
   const double t0 = cli_now();
-  r->report = (ctr_stream_report)CTR_STREAM_REPORT_INIT;
+  r->report = (ctr_fdk_stream_report)CTR_FDK_STREAM_REPORT_INIT;
   ctr_status st = ctr_fdk_stream(r->ctx, r->g, &so, r->reader, a->out, r->out_fmt, &r->report);
   *seconds = cli_now() - t0;
   cli_cluster_settle(r->cluster);
@@ -280,9 +280,9 @@ static int write_previews(const fdk_args *a, const fdk_run *r) {
 /* The plan, each step's busy time and, with several workers, each one's (the
  * breakdown of Okitsu et al. 2010, Fig. 4). */
 static void print_timings(const fdk_run *r) {
-  const ctr_stream_timings *t = &r->report.timings;
+  const ctr_fdk_stream_timings *t = &r->report.timings;
   char plan[512];
-  ctr_plan_describe(&r->report.plan, plan, sizeof plan);
+  ctr_fdk_plan_describe(&r->report.plan, plan, sizeof plan);
   fprintf(stderr,
           "plan: %s\n"
           "step (Lu et al. 2016, Fig. 3)            busy s\n"
@@ -299,13 +299,13 @@ static void print_timings(const fdk_run *r) {
           "total, overlapped (wall)               %9.3f\n",
           plan, t->read, t->upload, t->filter, t->store, t->reload, t->backproject, t->download,
           t->write, t->reduce, t->setup, t->total);
-  const ctr_stream_report *rep = &r->report;
+  const ctr_fdk_stream_report *rep = &r->report;
   if (rep->workers <= 1) return;
   fprintf(stderr, "per worker, busy s (%s split):\n"
           "worker device   upload   filter    store   reload  backproj download   reduce     wait\n",
-          ctr_split_name(rep->plan.split));
+          ctr_fdk_split_name(rep->plan.split));
   for (int i = 0; i < rep->workers && i < CTR_MAX_WORKERS; i++) {
-    const ctr_stream_timings *w = &rep->worker_timings[i];
+    const ctr_fdk_stream_timings *w = &rep->worker_timings[i];
     char dev[16];
     if (rep->worker_device[i] >= 0) snprintf(dev, sizeof dev, "cuda:%d", rep->worker_device[i]);
     else snprintf(dev, sizeof dev, "cpu");

@@ -504,7 +504,7 @@ int cmd_iterate(int argc, char **argv) {
     uint64_t gb = a.gpu_mem, hb = a.host_mem, dg = 0, dh = 0;
     ctr_plan_default_budgets(ctx, ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? &dg : NULL, &dh);
     ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
-    st = ctr_plan_iterate(p, &o, ctr_context_get_device(ctx), gb ? gb : dg, hb ? hb : dh, &plan);
+    st = ctr_iterate_plan_compute(p, &o, ctr_context_get_device(ctx), gb ? gb : dg, hb ? hb : dh, &plan);
     if (st != CTR_OK) {
       rc = cli_fail(cmd, st);
       goto cleanup;

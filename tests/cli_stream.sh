@@ -68,7 +68,7 @@ has_err '--resume' "the interruption mentions --resume"
 run "${RES[@]}"
 [ "$rc" -ne 0 ] && ok "a second run without --resume fails ($rc)" || bad "second run without --resume exit 0"
 has_err 'add --resume to continue it' "the refusal mentions --resume"
-grep -q 'ctr_stream_options' "$ERR" && bad "the refusal names the API field: $(cat "$ERR")" ||
+grep -q 'ctr_fdk_stream_options' "$ERR" && bad "the refusal names the API field: $(cat "$ERR")" ||
   ok "the library's field name is mapped to the option"
 [ ! -e r.raw ] && [ -f r.raw.partial ] && [ -f r.raw.partial.journal ] &&
   ok "the refusal keeps the partial output" || bad "refusal changed files: $(ls)"

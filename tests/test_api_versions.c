@@ -1,6 +1,6 @@
 /* The versioned structs through the public API, as a program built against
  * an older header would use them: version 1 of ctr_context_options,
- * ctr_fdk_options (no strict), ctr_stream_options (ctr_fdk_options version 1
+ * ctr_fdk_options (no strict), ctr_fdk_stream_options (ctr_fdk_options version 1
  * inside, so every later member sits 8 bytes earlier), ctr_fbp_options and
  * ctr_pet_recon_options, each written out here as its own C struct. A
  * version-1 struct must give the same result as the current one with the
@@ -40,7 +40,7 @@ typedef struct stream_options_v1 {
   uint64_t gpu_budget;
   uint64_t host_budget;
   int64_t max_slab_slices;
-  ctr_store store;
+  ctr_fdk_store store;
   const char *scratch_dir;
   double input_scale;
   ctr_dtype out_dtype;
@@ -72,11 +72,11 @@ typedef struct pet_recon_options_v1 {
 static void test_layouts(void) {
   CHECK(ctr__struct_size(&ctr__struct_context_options, 1) == sizeof(context_options_v1));
   CHECK(ctr__struct_size(&ctr__struct_fdk_options, 1) == sizeof(fdk_options_v1));
-  CHECK(ctr__struct_size(&ctr__struct_stream_options, 1) == sizeof(stream_options_v1));
+  CHECK(ctr__struct_size(&ctr__struct_fdk_stream_options, 1) == sizeof(stream_options_v1));
   CHECK(ctr__struct_size(&ctr__struct_fbp_options, 1) == sizeof(fbp_options_v1));
   CHECK(ctr__struct_size(&ctr__struct_pet_recon_options, 1) == sizeof(pet_recon_options_v1));
-  CHECK(sizeof(stream_options_v1) < sizeof(ctr_stream_options));
-  CHECK(offsetof(stream_options_v1, gpu_budget) < offsetof(ctr_stream_options, gpu_budget));
+  CHECK(sizeof(stream_options_v1) < sizeof(ctr_fdk_stream_options));
+  CHECK(offsetof(stream_options_v1, gpu_budget) < offsetof(ctr_fdk_stream_options, gpu_budget));
 }
 
 /* ---- Every init function ------------------------------------------------------ */
@@ -113,8 +113,8 @@ static void test_init_all(void) {
   ctr_fdk_options f;
   CHECK_OK(ctr_fdk_options_init(&f, CTR_FDK_OPTIONS_VERSION));
   CHECK(f.version == CTR_FDK_OPTIONS_VERSION && f.cutoff == 1.0 && f.strict == 0);
-  ctr_stream_options so;
-  CHECK_OK(ctr_stream_options_init(&so, 1));
+  ctr_fdk_stream_options so;
+  CHECK_OK(ctr_fdk_stream_options_init(&so, 1));
   const stream_options_v1 *s1 = (const stream_options_v1 *)&so;
   CHECK(s1->version == 1 && s1->fdk.version == 1 && s1->fdk.cutoff == 1.0 &&
         s1->input_scale == 1.0 && s1->out_scale == 1.0 && s1->out_dtype == CTR_DTYPE_FLOAT32);
@@ -175,21 +175,21 @@ static void test_fdk(ctr_context *ctx, ctr_geometry *g, const float *proj) {
   s1.version = 1;
   s1.fdk = f1;
   s1.max_slab_slices = 3;
-  s1.store = CTR_STORE_HOST;
+  s1.store = CTR_FDK_STORE_HOST;
   s1.input_scale = 2.0;
   s1.out_dtype = CTR_DTYPE_FLOAT32;
   s1.out_scale = 1.0;
-  ctr_stream_options s2 = CTR_STREAM_OPTIONS_INIT;
+  ctr_fdk_stream_options s2 = CTR_FDK_STREAM_OPTIONS_INIT;
   s2.fdk = f2;
   s2.max_slab_slices = 3;
-  s2.store = CTR_STORE_HOST;
+  s2.store = CTR_FDK_STORE_HOST;
   s2.input_scale = 2.0;
-  ctr_stream_report r1 = CTR_STREAM_REPORT_INIT, r2 = CTR_STREAM_REPORT_INIT;
+  ctr_fdk_stream_report r1 = CTR_FDK_STREAM_REPORT_INIT, r2 = CTR_FDK_STREAM_REPORT_INIT;
   memset(a, 0, nvox * sizeof(float));
   memset(b, 0, nvox * sizeof(float));
-  CHECK_OK(ctr_fdk_stream_memory(ctx, g, (const ctr_stream_options *)&s1, &pa, &va, &r1));
+  CHECK_OK(ctr_fdk_stream_memory(ctx, g, (const ctr_fdk_stream_options *)&s1, &pa, &va, &r1));
   CHECK_OK(ctr_fdk_stream_memory(ctx, g, &s2, &pa, &vb, &r2));
-  CHECK(r1.plan.slab_slices == 3 && r1.plan.nslabs == 4 && r1.plan.store == CTR_STORE_HOST);
+  CHECK(r1.plan.slab_slices == 3 && r1.plan.nslabs == 4 && r1.plan.store == CTR_FDK_STORE_HOST);
   CHECK(r2.plan.slab_slices == 3 && r1.plan.views_per_batch == 7);
   CHECK(!memcmp(a, b, nvox * sizeof(float)));
   double half = 0;
@@ -197,13 +197,13 @@ static void test_fdk(ctr_context *ctx, ctr_geometry *g, const float *proj) {
   CHECK_NEAR(half, 0.5 * sum, 1e-3 * sum); /* input_scale 2 arrived */
   /* an FDK options version the stream options' version does not hold */
   s1.fdk.version = 2;
-  CHECK_FAILS(ctr_fdk_stream_memory(ctx, g, (const ctr_stream_options *)&s1, &pa, &va, NULL),
+  CHECK_FAILS(ctr_fdk_stream_memory(ctx, g, (const ctr_fdk_stream_options *)&s1, &pa, &va, NULL),
               CTR_E_INVALID_ARGUMENT,
-              "ctr_stream_options.fdk.version is 2: this library accepts ctr_fdk_options "
+              "ctr_fdk_stream_options.fdk.version is 2: this library accepts ctr_fdk_options "
               "versions 1 to 1");
   s2.version = 0;
   CHECK_FAILS(ctr_fdk_stream_memory(ctx, g, &s2, &pa, &vb, NULL), CTR_E_INVALID_ARGUMENT,
-              "ctr_stream_options.version is 0");
+              "ctr_fdk_stream_options.version is 0");
   free(a);
   free(b);
 }

@@ -304,9 +304,9 @@ static void test_ledger(void) {
 /* ctr_fdk_stream on a cluster of one, interrupted and resumed across. */
 /* ctr_fdk_stream into out, stopped by the test hook after `after` journalled
  * subvolumes: it must fail as cancelled, saying so. */
-static void fdk_stopped(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *o,
+static void fdk_stopped(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_stream_options *o,
                         ctr_stack_reader *in, const char *out, const char *after,
-                        ctr_stream_report *rep) {
+                        ctr_fdk_stream_report *rep) {
   char said[32];
   snprintf(said, sizeof said, "stopped after %s", after);
   setenv("CTRECON_INJECT_STOP_AFTER_SLABS", after, 1);
@@ -337,7 +337,7 @@ static void test_stream_local(void) {
   ctr_cluster *c = NULL;
   CHECK_OK(ctr__cluster_local(&c));
   REQUIRE(in && ctx && c);
-  ctr_stream_options o = CTR_STREAM_OPTIONS_INIT;
+  ctr_fdk_stream_options o = CTR_FDK_STREAM_OPTIONS_INIT;
   o.max_slab_slices = 4;
   CHECK_OK(ctr_fdk_stream(ctx, g, &o, in, P("one.raw"), CTR_FORMAT_AUTO, NULL));
   o.cluster = c;
@@ -346,14 +346,14 @@ static void test_stream_local(void) {
   CHECK(!exists(P("dist.raw.partial")) && !exists(P("dist.raw.partial.journal")) &&
         !exists(P("dist.raw.partial.journal.1.0")));
   /* interrupted on a cluster (of one), resumed without one */
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   fdk_stopped(ctx, g, &o, in, P("r.raw"), "2", &rep);
   CHECK(rep.resumable == 1 && strstr(rep.journal, "r.raw.partial.journal"));
   CHECK(ctr__journal_kind(P("r.raw.partial.journal")) == 2);
   CHECK(ctr__dist_output_is_distributed(P("r.raw")));
   o.cluster = NULL;
   o.resume = 1;
-  rep = (ctr_stream_report)CTR_STREAM_REPORT_INIT;
+  rep = (ctr_fdk_stream_report)CTR_FDK_STREAM_REPORT_INIT;
   CHECK_OK(ctr_fdk_stream(ctx, g, &o, in, P("r.raw"), CTR_FORMAT_AUTO, &rep));
   CHECK_MSG(rep.slices_resumed == 8, "%lld slices resumed", (long long)rep.slices_resumed);
   CHECK(same_files(P("one.raw"), P("r.raw")));

@@ -342,11 +342,11 @@ static void test_gpu_arrays(void) {
     ctr_array dp = ctr_array_make(u16 ? (void *)dp16 : (void *)dpf, hp.dtype, 3, pd);
     ctr_array hv = ctr_array_make(host, CTR_DTYPE_FLOAT32, 3, vd);
     ctr_array dv = ctr_array_make(k == 3 ? back : dvol, CTR_DTYPE_FLOAT32, 3, vd);
-    ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+    ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
     if (k == 2) so.max_slab_slices = 7;
     CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &hp, &hv, NULL));
     REQUIRE(cudaMemset(dvol, 0xff, sizeof(float) * (size_t)nvox) == cudaSuccess); /* NaN */
-    ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+    ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
     CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &dp, &dv, &rep));
     if (k != 3) REQUIRE(cudaMemcpy(back, dvol, sizeof(float) * (size_t)nvox, cudaMemcpyDeviceToHost) == cudaSuccess);
     CHECK_MSG(memcmp(back, host, sizeof(float) * (size_t)nvox) == 0,

@@ -179,7 +179,7 @@ static uint64_t budget_for(const ctr_projector *p, const ctr_iterate_options *o,
                            ctr_iterate_placement want) {
   for (uint64_t b = 1 << 16; b < ((uint64_t)1 << 32); b += b / 8) {
     ctr_iterate_plan pl = CTR_ITERATE_PLAN_INIT;
-    if (ctr_plan_iterate(p, o, CTR_DEVICE_CUDA, b, (uint64_t)1 << 32, &pl) == CTR_OK &&
+    if (ctr_iterate_plan_compute(p, o, CTR_DEVICE_CUDA, b, (uint64_t)1 << 32, &pl) == CTR_OK &&
         pl.placement == want)
       return b;
   }

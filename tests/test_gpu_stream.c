@@ -53,7 +53,7 @@ static ctr_context *context(ctr_device_kind d) {
 typedef struct plan_case {
   const char *name;
   int64_t max_slab, per_batch;
-  ctr_store store;
+  ctr_fdk_store store;
 } plan_case;
 
 static void test_plans(ctr_context *cpu, ctr_context *gpu, int symmetric) {
@@ -71,30 +71,30 @@ static void test_plans(ctr_context *cpu, ctr_context *gpu, int symmetric) {
   ctr_array wa = ctr_array_make(whole, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
-  ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
   so.fdk.interp = CTR_INTERP_EXACT;
   CHECK_OK(ctr_fdk_stream_memory(cpu, g, &so, &pa, &ra, NULL));
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   CHECK_OK(ctr_fdk_stream_memory(gpu, g, &so, &pa, &wa, &rep));
   printf("%s geometry, default plan: %lld subvolume(s), store %s, pairs %d\n",
          symmetric ? "symmetric" : "offset", (long long)rep.plan.nslabs,
-         ctr_store_name(rep.plan.store), rep.plan.pair);
-  CHECK(rep.plan.nslabs == 1 && rep.plan.store == CTR_STORE_DEVICE);
+         ctr_fdk_store_name(rep.plan.store), rep.plan.pair);
+  CHECK(rep.plan.nslabs == 1 && rep.plan.store == CTR_FDK_STORE_DEVICE);
   CHECK(rep.plan.pair == symmetric);
   double e = rel_rms(whole, ref, nvox);
   printf("  one subvolume: GPU vs CPU relative RMS %.2e\n", e);
   CHECK_MSG(e < 2e-5, "GPU one-subvolume vs CPU: %g", e);
   const plan_case cases[] = {
-      {"resident, 7-slice subvolumes", 7, 0, CTR_STORE_DEVICE},
-      {"host store, 5 slices", 5, 0, CTR_STORE_HOST},
-      {"resident, 1-slice subvolumes", 1, 0, CTR_STORE_DEVICE},
-      {"host store, 5 slices, N'=6", 5, 6, CTR_STORE_HOST},
-      {"scratch store, 9 slices, N'=13", 9, 13, CTR_STORE_SCRATCH},
-      {"not kept, one subvolume, N'=17", 0, 17, CTR_STORE_NONE},
+      {"resident, 7-slice subvolumes", 7, 0, CTR_FDK_STORE_DEVICE},
+      {"host store, 5 slices", 5, 0, CTR_FDK_STORE_HOST},
+      {"resident, 1-slice subvolumes", 1, 0, CTR_FDK_STORE_DEVICE},
+      {"host store, 5 slices, N'=6", 5, 6, CTR_FDK_STORE_HOST},
+      {"scratch store, 9 slices, N'=13", 9, 13, CTR_FDK_STORE_SCRATCH},
+      {"not kept, one subvolume, N'=17", 0, 17, CTR_FDK_STORE_NONE},
   };
   float *first = NULL;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    ctr_stream_options o = so;
+    ctr_fdk_stream_options o = so;
     o.max_slab_slices = cases[i].max_slab;
     o.fdk.views_per_batch = cases[i].per_batch;
     o.store = cases[i].store;
@@ -119,11 +119,11 @@ static void test_plans(ctr_context *cpu, ctr_context *gpu, int symmetric) {
     }
   }
   /* Texture interpolation, split and unsplit: within texture accuracy. */
-  ctr_stream_options t = so;
+  ctr_fdk_stream_options t = so;
   t.fdk.interp = CTR_INTERP_TEXTURE;
   CHECK_OK(ctr_fdk_stream_memory(gpu, g, &t, &pa, &wa, NULL));
   t.max_slab_slices = 6;
-  t.store = CTR_STORE_HOST;
+  t.store = CTR_FDK_STORE_HOST;
   CHECK_OK(ctr_fdk_stream_memory(gpu, g, &t, &pa, &va, NULL));
   printf("  texture: one subvolume %.2e, 6-slice host plan %.2e vs CPU\n", rel_rms(whole, ref, nvox),
          rel_rms(vol, ref, nvox));
@@ -154,11 +154,11 @@ static void test_files(ctr_context *cpu, ctr_context *gpu) {
   proj[np / 2] = INFINITY;
   ctr_stack_info info = {CTR_STACK_INFO_VERSION, NU, NV, NVIEWS, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
   CHECK_OK(ctr_stack_save(P("p.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, proj));
-  ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
   so.fdk.interp = CTR_INTERP_EXACT;
   so.max_slab_slices = 6;
-  so.store = CTR_STORE_HOST;
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  so.store = CTR_FDK_STORE_HOST;
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   ctr_stack_reader *r = NULL;
   /* Uninterrupted GPU and CPU runs. */
   CHECK_OK(ctr_stack_open(P("p.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r));
@@ -184,7 +184,7 @@ static void test_files(ctr_context *cpu, ctr_context *gpu) {
     unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
     CHECK(!exists(P("res.raw")) && exists(P("res.raw.partial")) &&
           exists(P("res.raw.partial.journal")));
-    ctr_stream_options ro = so;
+    ctr_fdk_stream_options ro = so;
     ro.resume = 1;
     CHECK_OK(ctr_fdk_stream(gpu, g, &ro, r, P("res.raw"), CTR_FORMAT_AUTO, &rep));
     CHECK_MSG(rep.slabs_resumed == k, "resumed %lld subvolumes, expected %d",
@@ -239,7 +239,7 @@ static void test_budget(ctr_context *gpu) {
   float *vol = malloc(sizeof(float) * N * N * N);
   ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
   ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
   so.gpu_budget = 4096;
   CHECK(ctr_fdk_stream_memory(gpu, g, &so, &pa, &va, NULL) == CTR_E_DEVICE_OUT_OF_MEMORY);
   CHECK(strstr(ctr_error_detail(), "(gpu_budget)") != NULL);

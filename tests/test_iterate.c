@@ -614,30 +614,30 @@ static void test_plan(void) {
   o.algorithm = CTR_ITERATE_CGLS;
   ctr_iterate_plan pl = CTR_ITERATE_PLAN_INIT;
   char text[512];
-  CHECK_OK(ctr_plan_iterate(p1, &o, CTR_DEVICE_CUDA, gpu, host, &pl));
+  CHECK_OK(ctr_iterate_plan_compute(p1, &o, CTR_DEVICE_CUDA, gpu, host, &pl));
   ctr_iterate_plan_describe(&pl, text, sizeof text);
   printf("1024^3 CGLS: %s\n", text);
   CHECK(pl.placement == CTR_PLACE_DEVICE && pl.nslabs == 1 && pl.gpu_bytes <= gpu);
-  CHECK_OK(ctr_plan_iterate(p2, &o, CTR_DEVICE_CUDA, gpu, host, &pl));
+  CHECK_OK(ctr_iterate_plan_compute(p2, &o, CTR_DEVICE_CUDA, gpu, host, &pl));
   ctr_iterate_plan_describe(&pl, text, sizeof text);
   printf("2048^3 CGLS: %s\n", text);
   CHECK(pl.placement == CTR_PLACE_PROJ_DEVICE && pl.gpu_bytes <= gpu && pl.host_bytes <= host &&
         pl.nslabs > 1);
   /* A smaller GPU streams the projections too; a tiny one cannot. */
-  CHECK_OK(ctr_plan_iterate(p2, &o, CTR_DEVICE_CUDA, 16 * GB, 200 * GB, &pl));
+  CHECK_OK(ctr_iterate_plan_compute(p2, &o, CTR_DEVICE_CUDA, 16 * GB, 200 * GB, &pl));
   CHECK(pl.placement == CTR_PLACE_STREAMED && pl.gpu_bytes <= 16 * GB && pl.nblocks > 1);
-  CHECK_FAILS(ctr_plan_iterate(p2, &o, CTR_DEVICE_CUDA, 1 << 20, host, &pl),
+  CHECK_FAILS(ctr_iterate_plan_compute(p2, &o, CTR_DEVICE_CUDA, 1 << 20, host, &pl),
               CTR_E_DEVICE_OUT_OF_MEMORY, "smallest");
-  CHECK_FAILS(ctr_plan_iterate(p2, &o, CTR_DEVICE_CUDA, gpu, 50 * GB, &pl), CTR_E_OUT_OF_MEMORY,
+  CHECK_FAILS(ctr_iterate_plan_compute(p2, &o, CTR_DEVICE_CUDA, gpu, 50 * GB, &pl), CTR_E_OUT_OF_MEMORY,
               "host_budget");
   /* Memory per algorithm: FISTA-TV keeps six volumes, OS-SART 2 + S. */
   o.algorithm = CTR_ITERATE_FISTA_TV;
   o.tv_weight = 1;
-  CHECK_OK(ctr_plan_iterate(p1, &o, CTR_DEVICE_CUDA, gpu, host, &pl));
+  CHECK_OK(ctr_iterate_plan_compute(p1, &o, CTR_DEVICE_CUDA, gpu, host, &pl));
   CHECK(pl.volumes == 6 && pl.projections == 3);
   o.algorithm = CTR_ITERATE_OS_SART;
   o.subsets = 8;
-  CHECK_OK(ctr_plan_iterate(p1, &o, CTR_DEVICE_CPU, 0, 0, &pl));
+  CHECK_OK(ctr_iterate_plan_compute(p1, &o, CTR_DEVICE_CPU, 0, 0, &pl));
   CHECK(pl.volumes == 10 && pl.placement == CTR_PLACE_HOST);
   ctr_projector_free(p1);
   ctr_projector_free(p2);

@@ -72,28 +72,28 @@ static void test_planner(void) {
   for (int w = 1; w <= 8; w++) {
     for (int s = 0; s < 3; s++) {
       for (int fits = 0; fits < 2; fits++) {
-        ctr_plan_request q = CTR_PLAN_REQUEST_INIT;
+        ctr_fdk_plan_request q = CTR_FDK_PLAN_REQUEST_INIT;
         q.device = CTR_DEVICE_CUDA;
         q.workers = w;
-        q.split = (ctr_split)s;
+        q.split = (ctr_fdk_split)s;
         q.interp = CTR_INTERP_TEXTURE;
         q.host_budget = 64ull << 30;
         /* 512 MiB volume + 360 MiB of views resident: 3 GiB fits one device;
          * 700 MiB does not hold the volume */
         q.gpu_budget = fits ? (3ull << 30) : (700ull << 20);
-        ctr_plan p = CTR_PLAN_INIT;
-        const ctr_status st = ctr_plan_fdk(g, &q, &p);
-        CHECK_MSG(st == CTR_OK, "workers %d split %s %s: %s", w, ctr_split_name(q.split),
+        ctr_fdk_plan p = CTR_FDK_PLAN_INIT;
+        const ctr_status st = ctr_fdk_plan_compute(g, &q, &p);
+        CHECK_MSG(st == CTR_OK, "workers %d split %s %s: %s", w, ctr_fdk_split_name(q.split),
                   fits ? "fits" : "out of core", ctr_error_detail());
         if (st != CTR_OK) continue;
         CHECK(p.gpu_bytes <= q.gpu_budget && p.host_bytes <= q.host_budget);
         if (w == 1) {
-          CHECK_MSG(p.workers == 1 && p.split == CTR_SPLIT_VOLUME, "one worker: %d %s", p.workers,
-                    ctr_split_name(p.split));
+          CHECK_MSG(p.workers == 1 && p.split == CTR_FDK_SPLIT_VOLUME, "one worker: %d %s", p.workers,
+                    ctr_fdk_split_name(p.split));
           continue;
         }
-        if (q.split != CTR_SPLIT_AUTO) CHECK(p.split == q.split);
-        if (p.split == CTR_SPLIT_VOLUME) {
+        if (q.split != CTR_FDK_SPLIT_AUTO) CHECK(p.split == q.split);
+        if (p.split == CTR_FDK_SPLIT_VOLUME) {
           /* every worker gets a subvolume; no mirrored pairs once split */
           CHECK_MSG(p.nslabs >= w && p.workers == w && !p.pair, "volume: %lld subvolumes, %d "
                     "workers, pair %d", (long long)p.nslabs, p.workers, p.pair);
@@ -108,12 +108,12 @@ static void test_planner(void) {
           if (fits) CHECK_MSG(p.nslabs == 1 && p.pair, "projections in core: %lld subvolumes, pair %d",
                               (long long)p.nslabs, p.pair);
         }
-        if (q.split == CTR_SPLIT_AUTO) {
-          const double tv = p.seconds[CTR_SPLIT_VOLUME], tp = p.seconds[CTR_SPLIT_PROJECTIONS];
+        if (q.split == CTR_FDK_SPLIT_AUTO) {
+          const double tv = p.seconds[CTR_FDK_SPLIT_VOLUME], tp = p.seconds[CTR_FDK_SPLIT_PROJECTIONS];
           CHECK_MSG(tv > 0 && tp > 0, "both schemes costed: %g %g", tv, tp);
-          CHECK_MSG(p.split == (tv <= tp ? CTR_SPLIT_VOLUME : CTR_SPLIT_PROJECTIONS),
+          CHECK_MSG(p.split == (tv <= tp ? CTR_FDK_SPLIT_VOLUME : CTR_FDK_SPLIT_PROJECTIONS),
                     "the cheaper scheme: volume %g s, projections %g s, chose %s", tv, tp,
-                    ctr_split_name(p.split));
+                    ctr_fdk_split_name(p.split));
         }
       }
     }
@@ -122,24 +122,24 @@ static void test_planner(void) {
    * cheaper on 2 GPUs; out of core (no pairs either way, reductions per
    * subvolume) the volume split is. More workers never cost more. */
   {
-    ctr_plan_request q = CTR_PLAN_REQUEST_INIT;
+    ctr_fdk_plan_request q = CTR_FDK_PLAN_REQUEST_INIT;
     q.device = CTR_DEVICE_CUDA;
     q.workers = 2;
     q.host_budget = 64ull << 30;
     q.gpu_budget = 3ull << 30;
-    ctr_plan p = CTR_PLAN_INIT;
-    CHECK_OK(ctr_plan_fdk(g, &q, &p));
-    CHECK_MSG(p.split == CTR_SPLIT_PROJECTIONS, "in core on 2: %s (volume %g s, projections %g s)",
-              ctr_split_name(p.split), p.seconds[1], p.seconds[2]);
+    ctr_fdk_plan p = CTR_FDK_PLAN_INIT;
+    CHECK_OK(ctr_fdk_plan_compute(g, &q, &p));
+    CHECK_MSG(p.split == CTR_FDK_SPLIT_PROJECTIONS, "in core on 2: %s (volume %g s, projections %g s)",
+              ctr_fdk_split_name(p.split), p.seconds[1], p.seconds[2]);
     q.gpu_budget = 700ull << 20;
-    CHECK_OK(ctr_plan_fdk(g, &q, &p));
-    CHECK_MSG(p.split == CTR_SPLIT_VOLUME, "out of core on 2: %s (volume %g s, projections %g s)",
-              ctr_split_name(p.split), p.seconds[1], p.seconds[2]);
+    CHECK_OK(ctr_fdk_plan_compute(g, &q, &p));
+    CHECK_MSG(p.split == CTR_FDK_SPLIT_VOLUME, "out of core on 2: %s (volume %g s, projections %g s)",
+              ctr_fdk_split_name(p.split), p.seconds[1], p.seconds[2]);
     double prev = 1e30;
     for (int w = 1; w <= 8; w *= 2) {
       q.workers = w;
       q.gpu_budget = 3ull << 30;
-      CHECK_OK(ctr_plan_fdk(g, &q, &p));
+      CHECK_OK(ctr_fdk_plan_compute(g, &q, &p));
       const double t = p.seconds[p.split];
       CHECK_MSG(t > 0 && t <= prev, "%d workers: %g s after %g s", w, t, prev);
       prev = t;
@@ -147,15 +147,15 @@ static void test_planner(void) {
   }
   /* A budget too small for any plan: the error names the budget. */
   {
-    ctr_plan_request q = CTR_PLAN_REQUEST_INIT;
+    ctr_fdk_plan_request q = CTR_FDK_PLAN_REQUEST_INIT;
     q.device = CTR_DEVICE_CUDA;
     q.workers = 4;
     q.host_budget = 64ull << 30;
     q.gpu_budget = 200ull << 20; /* below the reserve the model keeps */
-    ctr_plan p = CTR_PLAN_INIT;
-    CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_DEVICE_OUT_OF_MEMORY, "GPU");
+    ctr_fdk_plan p = CTR_FDK_PLAN_INIT;
+    CHECK_FAILS(ctr_fdk_plan_compute(g, &q, &p), CTR_E_DEVICE_OUT_OF_MEMORY, "GPU");
     q.workers = 99;
-    CHECK_FAILS(ctr_plan_fdk(g, &q, &p), CTR_E_INVALID_ARGUMENT, "workers");
+    CHECK_FAILS(ctr_fdk_plan_compute(g, &q, &p), CTR_E_INVALID_ARGUMENT, "workers");
   }
   ctr_geometry_free(g);
 }
@@ -164,8 +164,8 @@ static void test_planner(void) {
 
 /* The options of every run here: the same N' (the GPU kernels add a launch's
  * views in registers, so N' is part of the summation order). */
-static ctr_stream_options multi_opts(int workers, ctr_split split, int64_t max_slab, ctr_store store) {
-  ctr_stream_options o = CTR_STREAM_OPTIONS_INIT;
+static ctr_fdk_stream_options multi_opts(int workers, ctr_fdk_split split, int64_t max_slab, ctr_fdk_store store) {
+  ctr_fdk_stream_options o = CTR_FDK_STREAM_OPTIONS_INIT;
   o.fdk.interp = TEST_INTERP;
   o.fdk.views_per_batch = 8;
   o.workers = workers;
@@ -208,8 +208,8 @@ static int setup(void) {
   ctr_array va = ctr_array_make(g_one, CTR_DTYPE_FLOAT32, 3, vd);
   CHECK_OK(ctr_phantom_project(NULL, ph, g_geom, 1, &pa));
   ctr_phantom_free(ph);
-  ctr_stream_options so = multi_opts(1, CTR_SPLIT_AUTO, 6, CTR_STORE_AUTO);
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  ctr_fdk_stream_options so = multi_opts(1, CTR_FDK_SPLIT_AUTO, 6, CTR_FDK_STORE_AUTO);
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &so, &pa, &va, &rep));
   CHECK(rep.workers == 1 && rep.plan.nslabs == 6);
   /* The bound of a different summation order: both orders add the same K
@@ -258,19 +258,19 @@ static void test_memory(void) {
   float *vol = malloc(NVOX * sizeof(float)), *one = malloc(NVOX * sizeof(float));
   ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_array va1 = ctr_array_make(one, CTR_DTYPE_FLOAT32, 3, vd);
-  const ctr_store stores[3] = {CTR_STORE_AUTO, CTR_STORE_HOST, CTR_STORE_SCRATCH};
+  const ctr_fdk_store stores[3] = {CTR_FDK_STORE_AUTO, CTR_FDK_STORE_HOST, CTR_FDK_STORE_SCRATCH};
   for (int w = 2; w <= 4; w++) {
     for (int si = 0; si < 3; si++) {
-      ctr_stream_options o = multi_opts(w, CTR_SPLIT_VOLUME, 6, stores[si]);
-      ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+      ctr_fdk_stream_options o = multi_opts(w, CTR_FDK_SPLIT_VOLUME, 6, stores[si]);
+      ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
       memset(vol, 0xff, NVOX * sizeof(float));
       CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep));
-      CHECK_MSG(rep.workers == w && rep.plan.split == CTR_SPLIT_VOLUME && rep.plan.nslabs == 6,
+      CHECK_MSG(rep.workers == w && rep.plan.split == CTR_FDK_SPLIT_VOLUME && rep.plan.nslabs == 6,
                 "volume split on %d: %d workers, %s, %lld subvolumes", w, rep.workers,
-                ctr_split_name(rep.plan.split), (long long)rep.plan.nslabs);
+                ctr_fdk_split_name(rep.plan.split), (long long)rep.plan.nslabs);
       CHECK_MSG(!memcmp(vol, g_one, NVOX * sizeof(float)),
                 "volume split on %d workers, store %s: not bit-identical to one worker", w,
-                ctr_store_name(stores[si]));
+                ctr_fdk_store_name(stores[si]));
       /* each worker reports its own times; every one backprojected */
       for (int i = 0; i < rep.workers; i++) CHECK(rep.worker_timings[i].backproject > 0);
     }
@@ -279,13 +279,13 @@ static void test_memory(void) {
      * volume uses the mirrored-pair kernels, whose terms differ) */
     const int64_t slabs[2] = {0, 7};
     for (int k = 0; k < 2; k++) {
-      ctr_stream_options o = multi_opts(1, CTR_SPLIT_AUTO, slabs[k], CTR_STORE_HOST);
-      ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+      ctr_fdk_stream_options o = multi_opts(1, CTR_FDK_SPLIT_AUTO, slabs[k], CTR_FDK_STORE_HOST);
+      ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
       CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va1, &rep));
-      o = multi_opts(w, CTR_SPLIT_PROJECTIONS, slabs[k], CTR_STORE_HOST);
+      o = multi_opts(w, CTR_FDK_SPLIT_PROJECTIONS, slabs[k], CTR_FDK_STORE_HOST);
       memset(vol, 0xff, NVOX * sizeof(float));
       CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep));
-      CHECK(rep.workers == w && rep.plan.split == CTR_SPLIT_PROJECTIONS &&
+      CHECK(rep.workers == w && rep.plan.split == CTR_FDK_SPLIT_PROJECTIONS &&
             rep.plan.nslabs == (k ? 5 : 1));
       CHECK(rep.timings.reduce > 0);
       char what[64];
@@ -304,14 +304,14 @@ static void test_memory(void) {
         float *tail = malloc(NVOX * sizeof(float)), *dev1 = malloc(NVOX * sizeof(float));
         ctr_array ta = ctr_array_make(tail, CTR_DTYPE_FLOAT32, 3, vd);
         ctr_array d1 = ctr_array_make(dev1, CTR_DTYPE_FLOAT32, 3, vd);
-        o = multi_opts(1, CTR_SPLIT_AUTO, 0, CTR_STORE_DEVICE);
+        o = multi_opts(1, CTR_FDK_SPLIT_AUTO, 0, CTR_FDK_STORE_DEVICE);
         CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &d1, &rep));
         const int pair = rep.plan.pair;
-        CHECK(rep.plan.store == CTR_STORE_DEVICE && rep.plan.nslabs == 1 && pair == 1);
-        o = multi_opts(w, CTR_SPLIT_PROJECTIONS, 0, CTR_STORE_DEVICE);
+        CHECK(rep.plan.store == CTR_FDK_STORE_DEVICE && rep.plan.nslabs == 1 && pair == 1);
+        o = multi_opts(w, CTR_FDK_SPLIT_PROJECTIONS, 0, CTR_FDK_STORE_DEVICE);
         memset(tail, 0xff, NVOX * sizeof(float));
         CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &ta, &rep));
-        CHECK(rep.workers == w && rep.plan.store == CTR_STORE_DEVICE && rep.plan.pair == pair &&
+        CHECK(rep.workers == w && rep.plan.store == CTR_FDK_STORE_DEVICE && rep.plan.pair == pair &&
               rep.plan.nbatches >= 2 * w);
         snprintf(what, sizeof what, "projection split on %d workers, views kept on the GPU", w);
         within_order_bound(tail, dev1, what);
@@ -322,10 +322,10 @@ static void test_memory(void) {
          * (no tail): the same sums as with views on the host */
         float *dev = malloc(NVOX * sizeof(float));
         ctr_array da = ctr_array_make(dev, CTR_DTYPE_FLOAT32, 3, vd);
-        o = multi_opts(w, CTR_SPLIT_PROJECTIONS, slabs[k], CTR_STORE_DEVICE);
+        o = multi_opts(w, CTR_FDK_SPLIT_PROJECTIONS, slabs[k], CTR_FDK_STORE_DEVICE);
         memset(dev, 0xff, NVOX * sizeof(float));
         CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &da, &rep));
-        CHECK(rep.workers == w && rep.plan.store == CTR_STORE_DEVICE && rep.plan.nslabs == 5);
+        CHECK(rep.workers == w && rep.plan.store == CTR_FDK_STORE_DEVICE && rep.plan.nslabs == 5);
         snprintf(what, sizeof what, "projection split on %d workers, views on the GPU, 5 subvolumes", w);
         within_order_bound(dev, one, what);
         CHECK_MSG(!memcmp(dev, vol, NVOX * sizeof(float)),
@@ -365,24 +365,24 @@ static void test_devices(void) {
   float *vol = malloc(NVOX * sizeof(float)), *one = malloc(NVOX * sizeof(float));
   ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_array va1 = ctr_array_make(one, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
-  ctr_stream_options o = multi_opts(nd, CTR_SPLIT_VOLUME, 6, CTR_STORE_AUTO);
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
+  ctr_fdk_stream_options o = multi_opts(nd, CTR_FDK_SPLIT_VOLUME, 6, CTR_FDK_STORE_AUTO);
   memset(vol, 0xff, NVOX * sizeof(float));
   CHECK_OK(ctr_fdk_stream_memory(ctx, g_geom, &o, &pa, &va, &rep));
-  CHECK_MSG(rep.workers == nd && rep.plan.split == CTR_SPLIT_VOLUME, "%d GPUs, volume split: %d "
-            "workers, %s", nd, rep.workers, ctr_split_name(rep.plan.split));
+  CHECK_MSG(rep.workers == nd && rep.plan.split == CTR_FDK_SPLIT_VOLUME, "%d GPUs, volume split: %d "
+            "workers, %s", nd, rep.workers, ctr_fdk_split_name(rep.plan.split));
   CHECK_MSG(!memcmp(vol, g_one, NVOX * sizeof(float)),
             "volume split on %d GPUs: not bit-identical to one worker", nd);
   for (int i = 0; i < rep.workers; i++)
     CHECK_MSG(rep.worker_timings[i].backproject > 0, "GPU worker %d did not backproject", i);
-  o = multi_opts(1, CTR_SPLIT_AUTO, 0, CTR_STORE_HOST);
+  o = multi_opts(1, CTR_FDK_SPLIT_AUTO, 0, CTR_FDK_STORE_HOST);
   CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va1, &rep));
-  o = multi_opts(nd, CTR_SPLIT_PROJECTIONS, 0, CTR_STORE_HOST);
+  o = multi_opts(nd, CTR_FDK_SPLIT_PROJECTIONS, 0, CTR_FDK_STORE_HOST);
   memset(vol, 0xff, NVOX * sizeof(float));
   CHECK_OK(ctr_fdk_stream_memory(ctx, g_geom, &o, &pa, &va, &rep));
-  CHECK_MSG(rep.workers == nd && rep.plan.split == CTR_SPLIT_PROJECTIONS && rep.timings.reduce > 0,
+  CHECK_MSG(rep.workers == nd && rep.plan.split == CTR_FDK_SPLIT_PROJECTIONS && rep.timings.reduce > 0,
             "%d GPUs, projection split: %d workers, %s", nd, rep.workers,
-            ctr_split_name(rep.plan.split));
+            ctr_fdk_split_name(rep.plan.split));
   char what[64];
   snprintf(what, sizeof what, "projection split on %d GPUs", nd);
   within_order_bound(vol, one, what);
@@ -392,15 +392,15 @@ static void test_devices(void) {
    * sharing one GPU */
   float *tail = malloc(NVOX * sizeof(float));
   ctr_array ta = ctr_array_make(tail, CTR_DTYPE_FLOAT32, 3, vd);
-  o = multi_opts(1, CTR_SPLIT_AUTO, 0, CTR_STORE_DEVICE);
+  o = multi_opts(1, CTR_FDK_SPLIT_AUTO, 0, CTR_FDK_STORE_DEVICE);
   CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va1, &rep));
-  o = multi_opts(nd, CTR_SPLIT_PROJECTIONS, 0, CTR_STORE_DEVICE);
+  o = multi_opts(nd, CTR_FDK_SPLIT_PROJECTIONS, 0, CTR_FDK_STORE_DEVICE);
   memset(vol, 0xff, NVOX * sizeof(float));
   CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep));
-  const ctr_plan shared = rep.plan;
+  const ctr_fdk_plan shared = rep.plan;
   memset(tail, 0xff, NVOX * sizeof(float));
   CHECK_OK(ctr_fdk_stream_memory(ctx, g_geom, &o, &pa, &ta, &rep));
-  CHECK(rep.workers == nd && rep.plan.store == CTR_STORE_DEVICE && rep.plan.nbatches >= 2 * nd &&
+  CHECK(rep.workers == nd && rep.plan.store == CTR_FDK_STORE_DEVICE && rep.plan.nbatches >= 2 * nd &&
         rep.plan.pair && rep.plan.views_per_batch == shared.views_per_batch &&
         rep.plan.pair == shared.pair);
   snprintf(what, sizeof what, "projection split on %d GPUs, views kept on them", nd);
@@ -441,21 +441,21 @@ static void test_files(void) {
   CHECK_OK(ctr_stack_open(in, CTR_FORMAT_RAW, &hint, 0, &rd));
   if (!rd) return;
   /* one worker, file to file: the reference bytes */
-  ctr_stream_options o = multi_opts(1, CTR_SPLIT_AUTO, 6, CTR_STORE_AUTO);
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  ctr_fdk_stream_options o = multi_opts(1, CTR_FDK_SPLIT_AUTO, 6, CTR_FDK_STORE_AUTO);
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("one.raw"), CTR_FORMAT_AUTO, &rep));
-  const ctr_store stores[3] = {CTR_STORE_AUTO, CTR_STORE_HOST, CTR_STORE_SCRATCH};
+  const ctr_fdk_store stores[3] = {CTR_FDK_STORE_AUTO, CTR_FDK_STORE_HOST, CTR_FDK_STORE_SCRATCH};
   for (int w = 2; w <= 3; w++)
     for (int si = 0; si < 3; si++) {
-      o = multi_opts(w, CTR_SPLIT_VOLUME, 6, stores[si]);
+      o = multi_opts(w, CTR_FDK_SPLIT_VOLUME, 6, stores[si]);
       CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("multi.raw"), CTR_FORMAT_AUTO, &rep));
       CHECK_MSG(same_files(P("multi.raw"), P("one.raw")),
                 "file to file on %d workers, store %s: bytes differ from one worker", w,
-                ctr_store_name(stores[si]));
+                ctr_fdk_store_name(stores[si]));
     }
   /* projection split to a file (each worker writes its share of the
    * slices of every subvolume; the journal joins their checksums) */
-  o = multi_opts(3, CTR_SPLIT_PROJECTIONS, 6, CTR_STORE_HOST);
+  o = multi_opts(3, CTR_FDK_SPLIT_PROJECTIONS, 6, CTR_FDK_STORE_HOST);
   CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("proj3.raw"), CTR_FORMAT_AUTO, &rep));
   {
     ctr_stack_info vh = {CTR_STACK_INFO_VERSION, N, N, N, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}},
@@ -472,7 +472,7 @@ static void test_files(void) {
   const int first[2] = {2, 1}, second[2] = {1, 3};
   for (int k = 0; k < 2; k++) {
     const char *out = P("resumed.raw");
-    o = multi_opts(first[k], CTR_SPLIT_VOLUME, 6, CTR_STORE_AUTO);
+    o = multi_opts(first[k], CTR_FDK_SPLIT_VOLUME, 6, CTR_FDK_STORE_AUTO);
     setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "2", 1);
     const ctr_status st = ctr_fdk_stream(g_ctx, g_geom, &o, rd, out, CTR_FORMAT_AUTO, &rep);
     unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
@@ -480,7 +480,7 @@ static void test_files(void) {
               "interrupted on %d: %s (%s)", first[k], ctr_status_name(st), ctr_error_detail());
     CHECK_MSG(journal_lines(P("resumed.raw.partial.journal")) == 2, "%lld journalled",
               (long long)journal_lines(P("resumed.raw.partial.journal")));
-    o = multi_opts(second[k], CTR_SPLIT_AUTO, 0, CTR_STORE_AUTO);
+    o = multi_opts(second[k], CTR_FDK_SPLIT_AUTO, 0, CTR_FDK_STORE_AUTO);
     o.resume = 1;
     CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, rd, out, CTR_FORMAT_AUTO, &rep));
     CHECK_MSG(rep.slabs_resumed == 2 && rep.plan.nslabs == 6, "resumed %lld of %lld",
@@ -493,7 +493,7 @@ static void test_files(void) {
   /* A multi-page TIFF takes its pages in order: several workers asked for
    * are refused, naming the formats that take them (left automatic on
    * several GPUs, one worker writes it). */
-  o = multi_opts(2, CTR_SPLIT_VOLUME, 6, CTR_STORE_AUTO);
+  o = multi_opts(2, CTR_FDK_SPLIT_VOLUME, 6, CTR_FDK_STORE_AUTO);
   CHECK_FAILS(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("multi.tif"), CTR_FORMAT_AUTO, &rep),
               CTR_E_UNSUPPORTED, "TIFF stack pattern");
   CHECK(!exists(P("multi.tif")));
@@ -502,18 +502,18 @@ static void test_files(void) {
    * sums depend on them), the same bytes as the uninterrupted run. */
   {
     const char *out = P("resumed3.raw");
-    o = multi_opts(3, CTR_SPLIT_PROJECTIONS, 6, CTR_STORE_HOST);
+    o = multi_opts(3, CTR_FDK_SPLIT_PROJECTIONS, 6, CTR_FDK_STORE_HOST);
     setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "2", 1);
     const ctr_status st = ctr_fdk_stream(g_ctx, g_geom, &o, rd, out, CTR_FORMAT_AUTO, &rep);
     unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
     CHECK_MSG(st == CTR_E_CANCELLED, "projection split interrupted: %s", ctr_status_name(st));
-    o = multi_opts(0, CTR_SPLIT_AUTO, 0, CTR_STORE_AUTO);
+    o = multi_opts(0, CTR_FDK_SPLIT_AUTO, 0, CTR_FDK_STORE_AUTO);
     o.resume = 1;
     CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, rd, out, CTR_FORMAT_AUTO, &rep));
     CHECK_MSG(rep.slabs_resumed == 2 && rep.workers == 3 &&
-                  rep.plan.split == CTR_SPLIT_PROJECTIONS,
+                  rep.plan.split == CTR_FDK_SPLIT_PROJECTIONS,
               "resumed %lld subvolumes on %d workers, %s split", (long long)rep.slabs_resumed,
-              rep.workers, ctr_split_name(rep.plan.split));
+              rep.workers, ctr_fdk_split_name(rep.plan.split));
     CHECK_MSG(same_files(out, P("proj3.raw")),
               "projection split on 3 workers interrupted and resumed: bytes differ");
     unlink(out);
@@ -531,7 +531,7 @@ static void test_files(void) {
     co.progress = count_progress;
     CHECK_OK(ctr_context_create(&co, &cctx));
     if (cctx) {
-      o = multi_opts(3, CTR_SPLIT_VOLUME, 6, CTR_STORE_AUTO);
+      o = multi_opts(3, CTR_FDK_SPLIT_VOLUME, 6, CTR_FDK_STORE_AUTO);
       g_calls = 0;
       g_cancel_at = -1;
       CHECK_OK(ctr_fdk_stream(cctx, g_geom, &o, rd, P("progress.raw"), CTR_FORMAT_AUTO, &rep));
@@ -559,7 +559,7 @@ static void test_files(void) {
     const ctr_status st = ctr_stack_open(P("short.raw"), CTR_FORMAT_RAW, &hint, 0, &sr);
     /* refused at open (size checked) or at the read: either names the file */
     if (st == CTR_OK) {
-      o = multi_opts(3, CTR_SPLIT_VOLUME, 6, CTR_STORE_AUTO);
+      o = multi_opts(3, CTR_FDK_SPLIT_VOLUME, 6, CTR_FDK_STORE_AUTO);
       CHECK_FAILS(ctr_fdk_stream(g_ctx, g_geom, &o, sr, P("short_out.raw"), CTR_FORMAT_AUTO, &rep),
                   CTR_E_IO, "short.raw");
       ctr_stack_close(sr);

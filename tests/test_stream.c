@@ -89,8 +89,8 @@ static int close_volumes(const float *a, const float *ref, size_t n, const char 
   return bad == 0 && mx > 0;
 }
 
-static ctr_stream_options stream_opts(int64_t max_slab, int64_t vpb, ctr_store store) {
-  ctr_stream_options o = CTR_STREAM_OPTIONS_INIT;
+static ctr_fdk_stream_options stream_opts(int64_t max_slab, int64_t vpb, ctr_fdk_store store) {
+  ctr_fdk_stream_options o = CTR_FDK_STREAM_OPTIONS_INIT;
   o.max_slab_slices = max_slab;
   o.fdk.views_per_batch = vpb;
   o.store = store;
@@ -182,7 +182,7 @@ static int setup(void) {
   CHECK(pmax > 10 && pmax * U16_SCALE < 65535);
   ctr_fdk_options fo = CTR_FDK_OPTIONS_INIT;
   CHECK_OK(ctr_fdk(g_ctx, g_geom, &fo, &pa, &va));
-  ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
   so.input_scale = U16_SCALE;
   CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &so, &pa16, &va16, NULL));
   /* Sanity of the reference: the Shepp-Logan skull (1.0) and brain (0.2). */
@@ -219,24 +219,24 @@ static void test_memory_splits(void) {
   ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   const int64_t slabs[] = {0, 1, 5, 7};
   const int64_t vpbs[] = {0, 3, 7};
-  const ctr_store stores[] = {CTR_STORE_AUTO, CTR_STORE_HOST, CTR_STORE_SCRATCH, CTR_STORE_NONE};
+  const ctr_fdk_store stores[] = {CTR_FDK_STORE_AUTO, CTR_FDK_STORE_HOST, CTR_FDK_STORE_SCRATCH, CTR_FDK_STORE_NONE};
   int runs = 0;
   for (int a = 0; a < 4; a++)
     for (int b = 0; b < 3; b++)
       for (int c = 0; c < 4; c++) {
         char what[96];
         snprintf(what, sizeof what, "memory max_slab %lld vpb %lld store %s", (long long)slabs[a],
-                 (long long)vpbs[b], ctr_store_name(stores[c]));
-        ctr_stream_options o = stream_opts(slabs[a], vpbs[b], stores[c]);
+                 (long long)vpbs[b], ctr_fdk_store_name(stores[c]));
+        ctr_fdk_stream_options o = stream_opts(slabs[a], vpbs[b], stores[c]);
         o.on_slab = on_slab_memory;
         const int64_t nslabs = nslabs_for(N, slabs[a]);
         for (size_t i = 0; i < NVOX; i++) vol[i] = NAN;
         g_slab_calls = 0;
         g_scratch_seen = -1;
-        ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+        ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
         ctr_error_clear();
         ctr_status st = ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep);
-        if (stores[c] == CTR_STORE_NONE && nslabs > 1) {
+        if (stores[c] == CTR_FDK_STORE_NONE && nslabs > 1) {
           /* "none" keeps nothing: it cannot serve several subvolumes. */
           CHECK_MSG(st != CTR_OK, "%s: accepted", what);
           continue;
@@ -245,12 +245,12 @@ static void test_memory_splits(void) {
         if (st != CTR_OK) continue;
         runs++;
         close_volumes(vol, g_ref, NVOX, what);
-        const ctr_store want = stores[c] != CTR_STORE_AUTO ? stores[c]
-                               : nslabs > 1                ? CTR_STORE_HOST
-                                                           : CTR_STORE_NONE;
+        const ctr_fdk_store want = stores[c] != CTR_FDK_STORE_AUTO ? stores[c]
+                               : nslabs > 1                ? CTR_FDK_STORE_HOST
+                                                           : CTR_FDK_STORE_NONE;
         CHECK_MSG(rep.plan.nslabs == nslabs && rep.plan.store == want,
                   "%s: plan %lld subvolumes, store %s", what, (long long)rep.plan.nslabs,
-                  ctr_store_name(rep.plan.store));
+                  ctr_fdk_store_name(rep.plan.store));
         CHECK_MSG(rep.plan.views_per_batch == (vpbs[b] ? vpbs[b] : 32), "%s: N' %lld", what,
                   (long long)rep.plan.views_per_batch);
         CHECK_MSG(rep.plan.read_buffers == 0 && rep.plan.host_slab_buffers == 0,
@@ -266,39 +266,39 @@ static void test_memory_splits(void) {
         CHECK_MSG(g_slab_calls == 1 && !memcmp(g_slab_seen, vol, NVOX * sizeof(float)),
                   "%s: on_slab called %d times", what, g_slab_calls);
         /* The scratch file exists in scratch_dir during a scratch run only. */
-        CHECK_MSG(g_scratch_seen == (rep.plan.store == CTR_STORE_SCRATCH),
+        CHECK_MSG(g_scratch_seen == (rep.plan.store == CTR_FDK_STORE_SCRATCH),
                   "%s: %d scratch files seen in %s during the run", what, g_scratch_seen, g_dir);
         CHECK_MSG(count_entries(".scratch.") == 0, "%s: scratch file left", what);
       }
   CHECK(runs == 4 * 3 * 4 - 3 * 3); /* all but "none" with several subvolumes */
 
   /* A slab of slices [5, 25) in subvolumes of 6, uint16 input with a scale. */
-  ctr_stream_options o = stream_opts(6, 7, CTR_STORE_HOST);
+  ctr_fdk_stream_options o = stream_opts(6, 7, CTR_FDK_STORE_HOST);
   o.fdk.z0 = 5;
   o.fdk.nz = 20;
   int64_t sd[3] = {N, N, 20};
   ctr_array sa = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, sd);
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &sa, &rep));
   CHECK(rep.plan.z0 == 5 && rep.plan.nz == 20 && rep.plan.nslabs == 4);
   close_volumes(vol, g_ref + 5 * NSLICE, 20 * NSLICE, "memory slab [5, 25)");
   ctr_array pa16 = ctr_array_make(g_proj16, CTR_DTYPE_UINT16, 3, pd);
   for (int c = 0; c < 2; c++) {
-    o = stream_opts(7, 3, c ? CTR_STORE_SCRATCH : CTR_STORE_HOST);
+    o = stream_opts(7, 3, c ? CTR_FDK_STORE_SCRATCH : CTR_FDK_STORE_HOST);
     o.input_scale = U16_SCALE;
     CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa16, &va, &rep));
     close_volumes(vol, g_ref16, NVOX, "memory uint16 input, subvolumes of 7");
   }
   /* A host budget too small for any plan is refused, naming --host-mem. */
-  o = stream_opts(0, 0, CTR_STORE_AUTO);
+  o = stream_opts(0, 0, CTR_FDK_STORE_AUTO);
   o.host_budget = 1024;
   CHECK_FAILS(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep), CTR_E_OUT_OF_MEMORY,
               "(host_budget)");
-  o = stream_opts(0, 0, CTR_STORE_AUTO);
+  o = stream_opts(0, 0, CTR_FDK_STORE_AUTO);
   o.version = 0;
   CHECK_FAILS(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep), CTR_E_INVALID_ARGUMENT,
               "version");
-  o = stream_opts(0, 0, CTR_STORE_AUTO);
+  o = stream_opts(0, 0, CTR_FDK_STORE_AUTO);
   o.input_scale = -1;
   CHECK_FAILS(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep), CTR_E_INVALID_ARGUMENT,
               "input_scale");
@@ -360,12 +360,12 @@ static void test_file_formats(void) {
   static const struct {
     const char *out;
     int needs_tiff;
-    ctr_store store;
+    ctr_fdk_store store;
     int64_t max_slab, vpb;
   } outs[] = {
-      {"v.raw", 0, CTR_STORE_HOST, 5, 7},     {"v.nrrd", 0, CTR_STORE_SCRATCH, 7, 3},
-      {"v.nhdr", 0, CTR_STORE_HOST, 1, 3},    {"ts/v_%03d.tif", 1, CTR_STORE_SCRATCH, 5, 7},
-      {"v.tif", 1, CTR_STORE_HOST, 7, 7},     {"v1.raw", 0, CTR_STORE_AUTO, 0, 0},
+      {"v.raw", 0, CTR_FDK_STORE_HOST, 5, 7},     {"v.nrrd", 0, CTR_FDK_STORE_SCRATCH, 7, 3},
+      {"v.nhdr", 0, CTR_FDK_STORE_HOST, 1, 3},    {"ts/v_%03d.tif", 1, CTR_FDK_STORE_SCRATCH, 5, 7},
+      {"v.tif", 1, CTR_FDK_STORE_HOST, 7, 7},     {"v1.raw", 0, CTR_FDK_STORE_AUTO, 0, 0},
   };
   for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
     if (outs[i].needs_tiff && !tiff) {
@@ -384,7 +384,7 @@ static void test_file_formats(void) {
         snprintf(name, sizeof name, "%s%s", prefix, outs[i].out);
       snprintf(what, sizeof what, "%s from %s", name,
                src == 0 ? "p.raw" : src == 1 ? "p.nrrd" : "q.raw (uint16)");
-      ctr_stream_options o = stream_opts(outs[i].max_slab, outs[i].vpb, outs[i].store);
+      ctr_fdk_stream_options o = stream_opts(outs[i].max_slab, outs[i].vpb, outs[i].store);
       o.scratch_dir = NULL; /* default: beside the output */
       if (src == 2) o.input_scale = U16_SCALE;
       o.on_slab = on_slab_file;
@@ -397,21 +397,21 @@ static void test_file_formats(void) {
       static char probe[600];
       snprintf(probe, sizeof probe, "%s", P(strchr(name, '/') ? "ts" : "."));
       g_scratch_probe_dir = probe;
-      ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+      ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
       ctr_stack_reader *rd = src == 0 ? praw : src == 1 ? pnrrd : qraw;
       ctr_status st = ctr_fdk_stream(g_ctx, g_geom, &o, rd, P(name), CTR_FORMAT_AUTO, &rep);
       CHECK_MSG(st == CTR_OK, "%s: %s: %s", what, ctr_status_name(st), ctr_error_detail());
       if (st != CTR_OK) continue;
       const int64_t nslabs = nslabs_for(N, outs[i].max_slab);
       CHECK_MSG(rep.plan.nslabs == nslabs, "%s: %lld subvolumes", what, (long long)rep.plan.nslabs);
-      if (outs[i].store != CTR_STORE_AUTO) CHECK(rep.plan.store == outs[i].store);
+      if (outs[i].store != CTR_FDK_STORE_AUTO) CHECK(rep.plan.store == outs[i].store);
       CHECK_MSG(rep.plan.read_buffers > 0 && rep.plan.host_slab_buffers > 0,
                 "%s: no read/write buffers", what);
       int all_once = 1;
       for (int z = 0; z < N; z++) all_once &= g_seen[z] == 1;
       CHECK_MSG(all_once && g_on_slab_bad == 0, "%s: on_slab slices wrong (%d bad)", what,
                 g_on_slab_bad);
-      CHECK_MSG(g_scratch_in_dir == (rep.plan.store == CTR_STORE_SCRATCH),
+      CHECK_MSG(g_scratch_in_dir == (rep.plan.store == CTR_FDK_STORE_SCRATCH),
                 "%s: scratch file beside the output during the run: %d", what, g_scratch_in_dir);
       CHECK_MSG(leftovers() == 0, "%s: %d leftovers (partial, journal, scratch)", what,
                 leftovers());
@@ -435,7 +435,7 @@ static void test_file_formats(void) {
   }
   /* The scratch file goes to scratch_dir when one is given. */
   {
-    ctr_stream_options o = stream_opts(5, 7, CTR_STORE_SCRATCH);
+    ctr_fdk_stream_options o = stream_opts(5, 7, CTR_FDK_STORE_SCRATCH);
     o.scratch_dir = P("sd");
     o.on_slab = on_slab_file;
     g_expect = NULL;
@@ -456,10 +456,10 @@ done:
   g_expect = NULL;
   /* A slab [5, 25) to NRRD: 20 slices whose origin is slice 5's. */
   if (praw) {
-    ctr_stream_options o = stream_opts(6, 7, CTR_STORE_HOST);
+    ctr_fdk_stream_options o = stream_opts(6, 7, CTR_FDK_STORE_HOST);
     o.fdk.z0 = 5;
     o.fdk.nz = 20;
-    ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+    ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
     CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, praw, P("slab.nrrd"), CTR_FORMAT_AUTO, &rep));
     CHECK(rep.plan.nslabs == 4 && rep.plan.z0 == 5 && rep.plan.nz == 20);
     ctr_stack_info info = CTR_STACK_INFO_INIT;
@@ -470,7 +470,7 @@ done:
     }
     free(v);
     /* uint16 output: value x out_scale, rounded, clamped at 0. */
-    o = stream_opts(5, 7, CTR_STORE_SCRATCH);
+    o = stream_opts(5, 7, CTR_FDK_STORE_SCRATCH);
     o.out_dtype = CTR_DTYPE_UINT16;
     o.out_scale = 1000;
     CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, praw, P("v16.raw"), CTR_FORMAT_AUTO, &rep));
@@ -502,8 +502,8 @@ done:
 /* ---- Interruption and resume ------------------------------------------------------------ */
 
 static ctr_status run_raw(ctr_stack_reader *rd, const char *out, int resume, ctr_window w,
-                          ctr_stream_report *rep) {
-  ctr_stream_options o = stream_opts(5, 7, CTR_STORE_HOST);
+                          ctr_fdk_stream_report *rep) {
+  ctr_fdk_stream_options o = stream_opts(5, 7, CTR_FDK_STORE_HOST);
   o.resume = resume;
   o.fdk.window = w;
   ctr_error_clear();
@@ -540,7 +540,7 @@ static int cancel_progress(void *user, const char *stage, double fraction) {
 static void test_resume(void) {
   ctr_stack_reader *rd = open_raw(P("p.raw"), CTR_DTYPE_FLOAT32);
   if (!rd) return;
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   CHECK_OK(run_raw(rd, P("full.raw"), 0, CTR_WINDOW_RAM_LAK, &rep));
   const int64_t nslabs = rep.plan.nslabs;
   CHECK(nslabs == 7);
@@ -574,7 +574,7 @@ static void test_resume(void) {
     if (k == 2) {
       /* Refusals leave the interrupted run intact (and resumable). */
       CHECK_FAILS(run_raw(rd, out, 0, CTR_WINDOW_RAM_LAK, &rep), CTR_E_INVALID_ARGUMENT,
-                  "set ctr_stream_options.resume");
+                  "set ctr_fdk_stream_options.resume");
       CHECK(!exists(out) && exists(partial_of(out)) && exists(journal_of(out)));
       CHECK(journal_slabs(journal_of(out)) == 2);
       CHECK(rep.resumable == 1 && !strcmp(rep.journal, journal_of(out)));
@@ -599,16 +599,16 @@ static void test_resume(void) {
     } else if (k == 1) {
       /* The decomposition comes from the journal: other subvolume / batch
        * sizes and store in the resuming call do not matter. */
-      ctr_stream_options o = stream_opts(3, 3, CTR_STORE_SCRATCH);
+      ctr_fdk_stream_options o = stream_opts(3, 3, CTR_FDK_STORE_SCRATCH);
       o.resume = 1;
       o.scratch_dir = NULL;
       st = ctr_fdk_stream(g_ctx, g_geom, &o, rd, out, CTR_FORMAT_AUTO, &rep);
       CHECK_MSG(st == CTR_OK && rep.slabs_resumed == 1 && rep.plan.slab_slices == 5 &&
-                    rep.plan.views_per_batch == 7 && rep.plan.store == CTR_STORE_HOST,
+                    rep.plan.views_per_batch == 7 && rep.plan.store == CTR_FDK_STORE_HOST,
                 "resume with other sizes: %s (%s), %lld resumed, plan %lld / %lld / %s",
                 ctr_status_name(st), ctr_error_detail(), (long long)rep.slabs_resumed,
                 (long long)rep.plan.slab_slices, (long long)rep.plan.views_per_batch,
-                ctr_store_name(rep.plan.store));
+                ctr_fdk_store_name(rep.plan.store));
     } else {
       st = run_raw(rd, out, 1, CTR_WINDOW_RAM_LAK, &rep);
       CHECK_MSG(st == CTR_OK && rep.slabs_resumed == k, "resume after %lld: %s (%s), %lld resumed",
@@ -691,7 +691,7 @@ static void test_resume(void) {
     if (cctx) {
       g_progress_calls = 0;
       g_cancel_after = 18;
-      ctr_stream_options o = stream_opts(5, 7, CTR_STORE_HOST);
+      ctr_fdk_stream_options o = stream_opts(5, 7, CTR_FDK_STORE_HOST);
       ctr_status st = ctr_fdk_stream(cctx, g_geom, &o, rd, P("c.raw"), CTR_FORMAT_AUTO, &rep);
       CHECK_MSG(st == CTR_E_CANCELLED, "progress cancel: %s", ctr_status_name(st));
       CHECK(!exists(P("c.raw")) && exists(P("c.raw.partial")) && exists(P("c.raw.partial.journal")));
@@ -725,7 +725,7 @@ static void test_resume_formats(void) {
     snprintf(out, sizeof out, "%s", P(outs[i]));
     char *dot = strrchr(out, '/');
     dot[1] = 'x'; /* another name in the same directory */
-    ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+    ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
     CHECK_OK(run_raw(rd, full, 0, CTR_WINDOW_RAM_LAK, &rep));
     setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "2", 1);
     ctr_status st = run_raw(rd, out, 0, CTR_WINDOW_RAM_LAK, &rep);
@@ -765,7 +765,7 @@ static void test_resume_formats(void) {
   if (tiff) {
     /* Multi-page TIFF: an interrupted run leaves nothing; resume refused. */
     setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "2", 1);
-    ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+    ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
     ctr_status st = run_raw(rd, P("m.tif"), 0, CTR_WINDOW_RAM_LAK, &rep);
     unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
     CHECK_MSG(st == CTR_E_CANCELLED, "multi-page TIFF interrupted: %s", ctr_status_name(st));
@@ -781,14 +781,14 @@ static void test_resume_formats(void) {
 static void test_errors(void) {
   ctr_stack_reader *rd = open_raw(P("p.raw"), CTR_DTYPE_FLOAT32);
   if (!rd) return;
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   /* Output in a directory that does not exist: CTR_E_IO naming it, nothing
    * created. */
   const int before = count_entries(NULL);
   for (int i = 0; i < 3; i++) {
     const char *name = i == 0 ? "nodir/v.raw" : i == 1 ? "nodir/v.nrrd" : "nodir/v_%03d.tif";
     if (i == 2 && !(ctr_features() & CTR_FEATURE_TIFF)) continue;
-    ctr_stream_options o = stream_opts(5, 7, CTR_STORE_SCRATCH);
+    ctr_fdk_stream_options o = stream_opts(5, 7, CTR_FDK_STORE_SCRATCH);
     o.scratch_dir = NULL;
     ctr_error_clear();
     ctr_status st = ctr_fdk_stream(g_ctx, g_geom, &o, rd, P(name), CTR_FORMAT_AUTO, &rep);
@@ -826,7 +826,7 @@ static void test_errors(void) {
       CHECK(truncate(P("t.raw"), (off_t)(NPROJ * 4 / 2 + 100)) == 0);
       for (int s = 0; s < 2; s++) {
         const char *out = s ? P("tr2.raw") : P("tr.raw");
-        ctr_stream_options o = stream_opts(5, 7, s ? CTR_STORE_SCRATCH : CTR_STORE_HOST);
+        ctr_fdk_stream_options o = stream_opts(5, 7, s ? CTR_FDK_STORE_SCRATCH : CTR_FDK_STORE_HOST);
         o.scratch_dir = NULL;
         ctr_error_clear();
         ctr_status st = ctr_fdk_stream(g_ctx, g_geom, &o, tr, out, CTR_FORMAT_AUTO, &rep);
@@ -872,7 +872,7 @@ static void test_errors(void) {
   {
     setenv("CTRECON_INJECT_ENOSPC_AFTER", "30000", 1);
     ctr__io_fault_reset();
-    ctr_stream_options o = stream_opts(5, 7, CTR_STORE_SCRATCH);
+    ctr_fdk_stream_options o = stream_opts(5, 7, CTR_FDK_STORE_SCRATCH);
     o.scratch_dir = NULL;
     ctr_error_clear();
     ctr_status st = ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("es.raw"), CTR_FORMAT_AUTO, &rep);
@@ -891,11 +891,11 @@ static void test_errors(void) {
   CHECK_FAILS(ctr_fdk_stream(g_ctx, g_geom, NULL, rd, "", CTR_FORMAT_AUTO, &rep),
               CTR_E_INVALID_ARGUMENT, "required");
   {
-    ctr_stream_options o = stream_opts(5, 7, CTR_STORE_HOST);
+    ctr_fdk_stream_options o = stream_opts(5, 7, CTR_FDK_STORE_HOST);
     o.out_scale = -2;
     CHECK_FAILS(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("x.raw"), CTR_FORMAT_AUTO, &rep),
                 CTR_E_INVALID_ARGUMENT, "out_scale");
-    o = stream_opts(5, 7, CTR_STORE_HOST);
+    o = stream_opts(5, 7, CTR_FDK_STORE_HOST);
     o.host_budget = 1024;
     CHECK_FAILS(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("x.raw"), CTR_FORMAT_AUTO, &rep),
                 CTR_E_OUT_OF_MEMORY, "(host_budget)");

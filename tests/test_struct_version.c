@@ -1,7 +1,7 @@
 /* The versioned-struct helpers of core/internal.h (ctr__struct_copy, _store,
  * _init, _check) on a made-up struct with three versions, the second of
  * which embeds an older, shorter version of another versioned struct (as
- * ctr_stream_options embeds ctr_fdk_options): every version's layout is
+ * ctr_fdk_stream_options embeds ctr_fdk_options): every version's layout is
  * written out here as its own C struct, so the offsets the helpers compute
  * are checked against the compiler's. Then every descriptor of the public
  * API (ctr__structs) against the rules. */

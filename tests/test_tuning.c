@@ -362,7 +362,7 @@ static void stream_run(const ctr_geometry *g, int direct_io, const char *out, lo
   if (posix_memalign(&img, CTR__IO_ALIGN, DU * DV * 2) != 0) img = NULL;
   *moved = *after = -1;
   if (ctx && r && img) {
-    ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
+    ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
     so.fdk.nz = DNZ;
     so.max_slab_slices = 4;
     int64_t before = ctr__io_direct_bytes();

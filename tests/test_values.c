@@ -88,8 +88,8 @@ static void test_fdk(ctr_context *ctx) {
   const int64_t pd[3] = {det, det, nviews}, vd[3] = {n, n, n};
   const ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
   ctr_array va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
-  ctr_stream_options so = CTR_STREAM_OPTIONS_INIT;
-  ctr_stream_report rep = CTR_STREAM_REPORT_INIT;
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   reset_log();
   CHECK_OK(ctr_fdk_stream_memory(ctx, g, &so, &pa, &va, &rep));
   CHECK_MSG(count_nonfinite(out, nv) == 0, "%lld non-finite voxels",

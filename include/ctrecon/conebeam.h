@@ -34,7 +34,7 @@ typedef struct ctr_fdk_options {
   int64_t views_per_batch; /* views filtered per batch (memory); 0 = automatic */
   int strict;              /* data policy (docs/architecture.md, "Bad values"): 0 = projection
                               values that are NaN, infinite or beyond +-1e24 and non-finite
-                              voxels are replaced by 0 and counted (ctr_stream_report, a
+                              voxels are replaced by 0 and counted (ctr_fdk_stream_report, a
                               warning through the context's log); 1 = any such value is a
                               CTR_E_FORMAT error, and so is a geometry FDK cannot reconstruct
                               (ctr_geometry_fdk_check: CTR_E_GEOMETRY; else a warning) */
@@ -116,42 +116,42 @@ CTR_API void ctr_backprojector_free(ctr_backprojector *b);
 
 /* Where filtered projections wait between subvolumes (each projection is
  * filtered once; later subvolumes reuse the filtered copy). */
-typedef enum ctr_store {
-  CTR_STORE_AUTO = 0,
-  CTR_STORE_DEVICE = 1,  /* resident in GPU memory (CUDA only) */
-  CTR_STORE_HOST = 2,    /* host memory, uploaded again for each later subvolume */
-  CTR_STORE_SCRATCH = 3, /* a scratch file, read back for each later subvolume */
-  CTR_STORE_NONE = 4     /* not kept: one subvolume needs each filtered view once */
-} ctr_store;
+typedef enum ctr_fdk_store {
+  CTR_FDK_STORE_AUTO = 0,
+  CTR_FDK_STORE_DEVICE = 1,  /* resident in GPU memory (CUDA only) */
+  CTR_FDK_STORE_HOST = 2,    /* host memory, uploaded again for each later subvolume */
+  CTR_FDK_STORE_SCRATCH = 3, /* a scratch file, read back for each later subvolume */
+  CTR_FDK_STORE_NONE = 4     /* not kept: one subvolume needs each filtered view once */
+} ctr_fdk_store;
 
-CTR_API const char *ctr_store_name(ctr_store s);
+CTR_API const char *ctr_fdk_store_name(ctr_fdk_store s);
 
 /* How several workers (GPUs, or CPU engines) share one FDK run (Okitsu et
  * al. 2010; docs/multi-gpu.md). */
-typedef enum ctr_split {
-  CTR_SPLIT_AUTO = 0,       /* the planner's cost model chooses */
-  CTR_SPLIT_VOLUME = 1,     /* voxel parallelism: each worker reconstructs whole subvolumes from
+typedef enum ctr_fdk_split {
+  CTR_FDK_SPLIT_AUTO = 0,       /* the planner's cost model chooses */
+  CTR_FDK_SPLIT_VOLUME = 1,     /* voxel parallelism: each worker reconstructs whole subvolumes from
                                every view; the result does not depend on the worker count */
-  CTR_SPLIT_PROJECTIONS = 2 /* projection parallelism: each worker backprojects a share of the
+  CTR_FDK_SPLIT_PROJECTIONS = 2 /* projection parallelism: each worker backprojects a share of the
                                views into every subvolume; the partial sums are added */
-} ctr_split;
+} ctr_fdk_split;
 
-CTR_API const char *ctr_split_name(ctr_split s);
+CTR_API const char *ctr_fdk_split_name(ctr_fdk_split s);
 /* "auto", "volume", "projections". */
-CTR_API ctr_status ctr_split_parse(const char *name, ctr_split *out);
+CTR_API ctr_status ctr_fdk_split_parse(const char *name, ctr_fdk_split *out);
 
 /* Rates the cost model of the split uses (per worker; 0 = the built-in H100 figures,
  * docs/multi-gpu.md). */
-typedef struct ctr_split_rates {
+typedef struct ctr_fdk_split_rates {
   double upload, download;    /* host <-> device, bytes/s */
   double peer;                /* device <-> device (the reduction), bytes/s */
   double host_add;            /* the host's reduction of partial sums (CPU workers), bytes/s */
   double updates, pair_updates; /* backprojection, voxel updates/s (single, mirrored pairs) */
   double filter;              /* ramp filter, detector pixels/s */
-} ctr_split_rates;
+} ctr_fdk_split_rates;
 
-#define CTR_PLAN_REQUEST_VERSION 1u
-typedef struct ctr_plan_request {
+#define CTR_FDK_PLAN_REQUEST_VERSION 1u
+typedef struct ctr_fdk_plan_request {
   unsigned version;
   ctr_device_kind device;  /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
   uint64_t gpu_budget;     /* bytes of GPU memory the run may use (CUDA) */
@@ -162,51 +162,51 @@ typedef struct ctr_plan_request {
   int64_t z0, nz;          /* slices to reconstruct; nz = 0: all */
   int64_t views_per_batch; /* N'; 0 = automatic */
   int64_t max_slab_slices; /* upper bound on Z' (e.g. to force many subvolumes); 0 = none */
-  ctr_store store;         /* CTR_STORE_AUTO: the cheapest that fits */
+  ctr_fdk_store store;         /* CTR_FDK_STORE_AUTO: the cheapest that fits */
   int input_in_memory;     /* projections come from the caller's array (no read buffers) */
   int output_in_memory;    /* the volume goes to the caller's array (no write buffers) */
   int workers;             /* engines sharing the run (GPUs, or CPU engines); 0 = 1. Each gets
                               gpu_budget of its own device; host_budget is shared */
-  ctr_split split;         /* how they share it; AUTO = the cheaper by the cost model */
-  ctr_split_rates rates;   /* the cost model's rates; zeros = the built-in figures */
-} ctr_plan_request;
+  ctr_fdk_split split;         /* how they share it; AUTO = the cheaper by the cost model */
+  ctr_fdk_split_rates rates;   /* the cost model's rates; zeros = the built-in figures */
+} ctr_fdk_plan_request;
 
-#define CTR_PLAN_REQUEST_INIT                                                                \
-  { CTR_PLAN_REQUEST_VERSION, CTR_DEVICE_CPU, 0, 0, CTR_DTYPE_FLOAT32, CTR_DTYPE_FLOAT32,   \
-    CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0, 0, CTR_SPLIT_AUTO,                 \
+#define CTR_FDK_PLAN_REQUEST_INIT                                                                \
+  { CTR_FDK_PLAN_REQUEST_VERSION, CTR_DEVICE_CPU, 0, 0, CTR_DTYPE_FLOAT32, CTR_DTYPE_FLOAT32,   \
+    CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_FDK_STORE_AUTO, 0, 0, 0, CTR_FDK_SPLIT_AUTO,                 \
     { 0, 0, 0, 0, 0, 0, 0 } }
-/* The defaults in the layout of `version`, 1 .. CTR_PLAN_REQUEST_VERSION (core.h). */
-CTR_API ctr_status ctr_plan_request_init(ctr_plan_request *s, unsigned version);
+/* The defaults in the layout of `version`, 1 .. CTR_FDK_PLAN_REQUEST_VERSION (core.h). */
+CTR_API ctr_status ctr_fdk_plan_request_init(ctr_fdk_plan_request *s, unsigned version);
 
 /* A decomposition of one FDK run (Lu et al. 2016, Alg. 2): the volume slices
  * [z0, z0+nz) in nslabs subvolumes of slab_slices slices (the last may be
  * shorter), the views in batches of views_per_batch, the filtered views kept
  * in `store`, and the buffers the executor allocates. */
-#define CTR_PLAN_VERSION 1u
-typedef struct ctr_plan {
+#define CTR_FDK_PLAN_VERSION 1u
+typedef struct ctr_fdk_plan {
   unsigned version;
   ctr_device_kind device;
   int64_t z0, nz;
   int64_t slab_slices, nslabs;    /* Z' and the number of subvolumes */
   int64_t views_per_batch, nbatches; /* N' and the number of projection subsets */
-  ctr_store store;
+  ctr_fdk_store store;
   int pair;                /* CUDA: mirrored-pair kernels (one symmetric subvolume) */
   int read_buffers;        /* host buffers of N' views between the reader and the GPU */
   int host_slab_buffers;   /* host buffers between the backend and the writer thread */
   int64_t chunk_slices;    /* slices per such buffer (a subvolume is written in chunks) */
   uint64_t gpu_bytes;      /* peak GPU memory of the plan */
   uint64_t host_bytes;     /* peak host memory of the plan */
-  uint64_t scratch_bytes;  /* scratch file size (CTR_STORE_SCRATCH) */
+  uint64_t scratch_bytes;  /* scratch file size (CTR_FDK_STORE_SCRATCH) */
   int workers;             /* engines sharing the run (gpu_bytes is each one's) */
-  ctr_split split;         /* VOLUME with one worker */
-  double seconds[3];       /* the cost model's estimate per split ([CTR_SPLIT_VOLUME],
-                              [CTR_SPLIT_PROJECTIONS]; 0 where not considered) */
-} ctr_plan;
-#define CTR_PLAN_INIT                                                                        \
-  { CTR_PLAN_VERSION, CTR_DEVICE_CPU, 0, 0, 0, 0, 0, 0, CTR_STORE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0, \
-    CTR_SPLIT_AUTO, { 0, 0, 0 } }
-/* The defaults in the layout of `version`, 1 .. CTR_PLAN_VERSION (core.h). */
-CTR_API ctr_status ctr_plan_init(ctr_plan *s, unsigned version);
+  ctr_fdk_split split;         /* VOLUME with one worker */
+  double seconds[3];       /* the cost model's estimate per split ([CTR_FDK_SPLIT_VOLUME],
+                              [CTR_FDK_SPLIT_PROJECTIONS]; 0 where not considered) */
+} ctr_fdk_plan;
+#define CTR_FDK_PLAN_INIT                                                                        \
+  { CTR_FDK_PLAN_VERSION, CTR_DEVICE_CPU, 0, 0, 0, 0, 0, 0, CTR_FDK_STORE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0, \
+    CTR_FDK_SPLIT_AUTO, { 0, 0, 0 } }
+/* The defaults in the layout of `version`, 1 .. CTR_FDK_PLAN_VERSION (core.h). */
+CTR_API ctr_status ctr_fdk_plan_init(ctr_fdk_plan *s, unsigned version);
 
 /* Chooses the decomposition for geometry g within the request's budgets (a
  * pure function: no GPU, no allocation). Prefers, in order: the whole volume
@@ -215,7 +215,7 @@ CTR_API ctr_status ctr_plan_init(ctr_plan *s, unsigned version);
  * A budget too small for any plan is CTR_E_OUT_OF_MEMORY (GPU budget:
  * CTR_E_DEVICE_OUT_OF_MEMORY) whose detail gives the smallest budget that
  * works. */
-CTR_API ctr_status ctr_plan_fdk(const ctr_geometry *g, const ctr_plan_request *req, ctr_plan *out);
+CTR_API ctr_status ctr_fdk_plan_compute(const ctr_geometry *g, const ctr_fdk_plan_request *req, ctr_fdk_plan *out);
 /* Budgets from the machine: free GPU memory of ctx's device less 1 GiB (0
  * for a CPU context; the GPU buffers the context kept from an earlier run,
  * ctr_context_free, are given back first) and available host memory less
@@ -225,12 +225,12 @@ CTR_API ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budg
 /* One line describing the plan ("4 subvolumes of 512 slices, ..."). Returns
  * the length snprintf would have written; -1 (detail set) for a plan whose
  * version this library does not accept. */
-CTR_API int ctr_plan_describe(const ctr_plan *p, char *buf, size_t n);
+CTR_API int ctr_fdk_plan_describe(const ctr_fdk_plan *p, char *buf, size_t n);
 
 /* Busy time of each step of the streamed pipeline (Lu et al. 2016, Fig. 3,
  * Table 4), in seconds. The steps overlap, so they add up to more than total. */
-#define CTR_STREAM_TIMINGS_VERSION 1u
-typedef struct ctr_stream_timings {
+#define CTR_FDK_STREAM_TIMINGS_VERSION 1u
+typedef struct ctr_fdk_stream_timings {
   unsigned version;
   double read;        /* (1) storage -> host: reader thread busy */
   double upload;      /* (2) host -> device: raw projections */
@@ -245,10 +245,10 @@ typedef struct ctr_stream_timings {
   double setup;       /* allocations and plans before the first read */
   double reduce;      /* (9) projection split: adding the workers' partial sums */
   double wait;        /* a worker's time waiting for filtered views of other workers */
-} ctr_stream_timings;
-#define CTR_STREAM_TIMINGS_INIT { CTR_STREAM_TIMINGS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-/* The defaults in the layout of `version`, 1 .. CTR_STREAM_TIMINGS_VERSION (core.h). */
-CTR_API ctr_status ctr_stream_timings_init(ctr_stream_timings *s, unsigned version);
+} ctr_fdk_stream_timings;
+#define CTR_FDK_STREAM_TIMINGS_INIT { CTR_FDK_STREAM_TIMINGS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_FDK_STREAM_TIMINGS_VERSION (core.h). */
+CTR_API ctr_status ctr_fdk_stream_timings_init(ctr_fdk_stream_timings *s, unsigned version);
 
 /* Called with each finished piece of subvolume (float32, nx x ny x nz slices
  * from slice z0 of the run) before it is written. With several workers it is
@@ -258,15 +258,15 @@ typedef void (*ctr_slab_fn)(void *user, int64_t z0, int64_t nz, const float *sla
 /* Version 1 held ctr_fdk_options version 1 (without strict); version 2 holds
  * version 2, and workers and split; version 3 adds cluster. The embedded fdk options keep their
  * own version field: any version up to the one the stream options' version holds. */
-#define CTR_STREAM_OPTIONS_VERSION 4u /* 4: ctr_fdk_options version 3 inside */
-typedef struct ctr_stream_options {
+#define CTR_FDK_STREAM_OPTIONS_VERSION 4u /* 4: ctr_fdk_options version 3 inside */
+typedef struct ctr_fdk_stream_options {
   unsigned version;
   ctr_fdk_options fdk;   /* filter, interpolation, slices (z0, nz) */
   uint64_t gpu_budget;   /* 0 = detected (ctr_plan_default_budgets) */
   uint64_t host_budget;  /* 0 = detected */
   int64_t max_slab_slices; /* force smaller subvolumes; 0 = as the budgets allow */
-  ctr_store store;       /* force where filtered views wait; AUTO = planner's choice */
-  const char *scratch_dir; /* for CTR_STORE_SCRATCH; NULL = beside the output */
+  ctr_fdk_store store;       /* force where filtered views wait; AUTO = planner's choice */
+  const char *scratch_dir; /* for CTR_FDK_STORE_SCRATCH; NULL = beside the output */
   double input_scale;    /* projections are divided by this (0 = 1) */
   ctr_dtype out_dtype;   /* volume file dtype (0 = float32) */
   double out_scale;      /* uint16 stores value x out_scale, rounded, clamped (0 = 1) */
@@ -277,29 +277,29 @@ typedef struct ctr_stream_options {
                             1 on the CPU; N > 0: N engines, on a CUDA context spread over its
                             devices in turn (several on one GPU when N exceeds them), on the
                             CPU sharing its cores (at most CTR_MAX_WORKERS) */
-  ctr_split split;       /* AUTO = the planner's cost model chooses (one worker: VOLUME) */
+  ctr_fdk_split split;       /* AUTO = the planner's cost model chooses (one worker: VOLUME) */
   const ctr_cluster *cluster; /* NULL: this process alone; else every rank of the cluster calls
                                  ctr_fdk_stream with the same arguments and reconstructs a share
                                  of the slices into the one output (docs/distributed.md) */
-} ctr_stream_options;
+} ctr_fdk_stream_options;
 
-#define CTR_STREAM_OPTIONS_INIT                                                           \
-  { CTR_STREAM_OPTIONS_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_STORE_AUTO, NULL, 1.0,   \
-    CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL, 0, CTR_SPLIT_AUTO, NULL }
-/* The defaults in the layout of `version`, 1 .. CTR_STREAM_OPTIONS_VERSION (core.h). */
-CTR_API ctr_status ctr_stream_options_init(ctr_stream_options *s, unsigned version);
+#define CTR_FDK_STREAM_OPTIONS_INIT                                                           \
+  { CTR_FDK_STREAM_OPTIONS_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_FDK_STORE_AUTO, NULL, 1.0,   \
+    CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL, 0, CTR_FDK_SPLIT_AUTO, NULL }
+/* The defaults in the layout of `version`, 1 .. CTR_FDK_STREAM_OPTIONS_VERSION (core.h). */
+CTR_API ctr_status ctr_fdk_stream_options_init(ctr_fdk_stream_options *s, unsigned version);
 
-/* Engines one run can use (ctr_stream_options.workers). */
+/* Engines one run can use (ctr_fdk_stream_options.workers). */
 #define CTR_MAX_WORKERS 16
 
 /* What a streamed run did. Filled by the library in the version the caller
- * set (ctr_stream_report_init or CTR_STREAM_REPORT_INIT), with the plan and
+ * set (ctr_fdk_stream_report_init or CTR_FDK_STREAM_REPORT_INIT), with the plan and
  * timings in the versions that version holds. */
-#define CTR_STREAM_REPORT_VERSION 1u
-typedef struct ctr_stream_report {
+#define CTR_FDK_STREAM_REPORT_VERSION 1u
+typedef struct ctr_fdk_stream_report {
   unsigned version;
-  ctr_plan plan;
-  ctr_stream_timings timings;
+  ctr_fdk_plan plan;
+  ctr_fdk_stream_timings timings;
   int64_t nonfinite;        /* projection values NaN, infinite or beyond +-1e24, replaced by 0 */
   int64_t out_nonfinite;    /* voxels NaN, infinite or beyond +-1e24, replaced by 0 before writing */
   int64_t below, above;     /* uint16 output: voxels clamped to 0 / 65535 */
@@ -317,15 +317,15 @@ typedef struct ctr_stream_report {
   char journal[4096];
   int workers;              /* engines that ran (plan.workers) */
   int worker_device[CTR_MAX_WORKERS];     /* the GPU ordinal of each (-1: CPU) */
-  ctr_stream_timings worker_timings[CTR_MAX_WORKERS]; /* each one's busy times (upload, filter,
+  ctr_fdk_stream_timings worker_timings[CTR_MAX_WORKERS]; /* each one's busy times (upload, filter,
                                                          store, reload, backproject, download,
                                                          reduce, wait); `timings` sums them */
-} ctr_stream_report;
-#define CTR_STREAM_REPORT_INIT                                                                 \
-  { CTR_STREAM_REPORT_VERSION, CTR_PLAN_INIT, CTR_STREAM_TIMINGS_INIT, 0, 0, 0, 0, 0, 0, 0, 0, \
-    0, "", 0, { 0 }, { CTR_STREAM_TIMINGS_INIT } }
-/* The defaults in the layout of `version`, 1 .. CTR_STREAM_REPORT_VERSION (core.h). */
-CTR_API ctr_status ctr_stream_report_init(ctr_stream_report *s, unsigned version);
+} ctr_fdk_stream_report;
+#define CTR_FDK_STREAM_REPORT_INIT                                                                 \
+  { CTR_FDK_STREAM_REPORT_VERSION, CTR_FDK_PLAN_INIT, CTR_FDK_STREAM_TIMINGS_INIT, 0, 0, 0, 0, 0, 0, 0, 0, \
+    0, "", 0, { 0 }, { CTR_FDK_STREAM_TIMINGS_INIT } }
+/* The defaults in the layout of `version`, 1 .. CTR_FDK_STREAM_REPORT_VERSION (core.h). */
+CTR_API ctr_status ctr_fdk_stream_report_init(ctr_fdk_stream_report *s, unsigned version);
 
 /* Streamed FDK from a projection file to a volume file (Lu et al. 2016, Alg. 2):
  * a reader thread loads projection subsets, the backend filters each
@@ -344,16 +344,16 @@ CTR_API ctr_status ctr_stream_report_init(ctr_stream_report *s, unsigned version
  * report may be NULL; on failure it says whether the run can be resumed
  * and where its journal is. */
 CTR_API ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g,
-                                  const ctr_stream_options *opts, ctr_stack_reader *projections,
+                                  const ctr_fdk_stream_options *opts, ctr_stack_reader *projections,
                                   const char *out, ctr_file_format out_format,
-                                  ctr_stream_report *report);
+                                  ctr_fdk_stream_report *report);
 
 /* The same pipeline between arrays in memory (proj: nu x nv x nviews float32
  * or uint16; vol: nx x ny x nz float32), in host or GPU memory as for
  * ctr_fdk. ctr_fdk is this with default budgets. */
 CTR_API ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
-                                         const ctr_stream_options *opts, const ctr_array *proj,
-                                         ctr_array *vol, ctr_stream_report *report);
+                                         const ctr_fdk_stream_options *opts, const ctr_array *proj,
+                                         ctr_array *vol, ctr_fdk_stream_report *report);
 
 #ifdef __cplusplus
 }

@@ -251,7 +251,7 @@ CTR_API ctr_device_kind ctr_context_get_device(const ctr_context *ctx);
 /* ------------------------------------------------------------------------- */
 
 /* The processes of one MPI job (docs/distributed.md). A streamed run given a
- * cluster (ctr_stream_options.cluster, ctr_fbp_stream_options.cluster) is
+ * cluster (ctr_fdk_stream_options.cluster, ctr_fbp_stream_options.cluster) is
  * shared by its ranks: every rank calls the same function with the same
  * arguments, reconstructs its own slices and writes them into the one
  * output. */

@@ -253,7 +253,7 @@ CTR_API ctr_status ctr_iterate_report_init(ctr_iterate_report *s, unsigned versi
  * backend to plan for). Prefers DEVICE, then PROJ_DEVICE, then STREAMED,
  * slabs as thick as the budgets allow. A budget too small for any plan is
  * CTR_E_DEVICE_OUT_OF_MEMORY or CTR_E_OUT_OF_MEMORY naming what would fit. */
-CTR_API ctr_status ctr_plan_iterate(const ctr_projector *p, const ctr_iterate_options *o,
+CTR_API ctr_status ctr_iterate_plan_compute(const ctr_projector *p, const ctr_iterate_options *o,
                                     ctr_device_kind device, uint64_t gpu_budget,
                                     uint64_t host_budget, ctr_iterate_plan *out);
 /* One line describing the plan. Returns what snprintf would have written. */

@@ -5,7 +5,7 @@
 
 For each repeat it times ctrecon.fdk(...) from numpy (pageable) arrays in
 Python (perf_counter around the call) and reads the library's own wall time
-of the same call (ctr_stream_report.timings.total, set-up included): the
+of the same call (ctr_fdk_stream_report.timings.total, set-up included): the
 difference is what the binding adds (argument checks, struct set-up, the
 GIL release, the progress callbacks). With --c-bench it also runs the C
 benchmark and prints its end-to-end pageable figure (texture), the same

@@ -22,8 +22,8 @@ _SHORT_SCAN = {"auto": lib.CTR_SHORT_SCAN_AUTO, "off": lib.CTR_SHORT_SCAN_OFF,
                "parker": lib.CTR_SHORT_SCAN_PARKER}
 _INTERP = {"default": lib.CTR_INTERP_DEFAULT, "exact": lib.CTR_INTERP_EXACT,
            "texture": lib.CTR_INTERP_TEXTURE, "precise": lib.CTR_INTERP_PRECISE}
-_STORE = {"auto": lib.CTR_STORE_AUTO, "device": lib.CTR_STORE_DEVICE, "host": lib.CTR_STORE_HOST,
-          "scratch": lib.CTR_STORE_SCRATCH, "none": lib.CTR_STORE_NONE}
+_STORE = {"auto": lib.CTR_FDK_STORE_AUTO, "device": lib.CTR_FDK_STORE_DEVICE, "host": lib.CTR_FDK_STORE_HOST,
+          "scratch": lib.CTR_FDK_STORE_SCRATCH, "none": lib.CTR_FDK_STORE_NONE}
 _DEVICE = {"cpu": lib.CTR_DEVICE_CPU, "cuda": lib.CTR_DEVICE_CUDA}
 
 
@@ -89,7 +89,7 @@ def _stream_options(o, *, gpu_budget, host_budget, max_slab_slices, store, scrat
     _core.assign(o, max_slab_slices=max_slab_slices, input_scale=input_scale,
                  out_scale=out_scale, workers=workers)
     o.resume = int(bool(resume))
-    o.split = _core.parsed(lib.ctr_split_parse, "ctr_split", split, "split")
+    o.split = _core.parsed(lib.ctr_fdk_split_parse, "ctr_fdk_split", split, "split")
 
 
 def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
@@ -136,14 +136,14 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
         o = _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict)
         _core.call(progress, lib.ctr_fdk, context(ctx).ptr, geometry._ptr, o, proj_a, vol_a)
         return vol
-    so = new_struct("ctr_stream_options", lib.ctr_stream_options_init, lib.CTR_STREAM_OPTIONS_VERSION)
+    so = new_struct("ctr_fdk_stream_options", lib.ctr_fdk_stream_options_init, lib.CTR_FDK_STREAM_OPTIONS_VERSION)
     _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict, so.fdk)
     keep: list = []
     _stream_options(so, gpu_budget=gpu_budget, host_budget=host_budget,
                     max_slab_slices=max_slab_slices, store=store, scratch_dir=None,
                     input_scale=1.0, out_dtype="float32", out_scale=1.0, resume=False,
                     workers=workers, split=split, keep=keep)
-    rep = new_struct("ctr_stream_report", lib.ctr_stream_report_init, lib.CTR_STREAM_REPORT_VERSION)
+    rep = new_struct("ctr_fdk_stream_report", lib.ctr_fdk_stream_report_init, lib.CTR_FDK_STREAM_REPORT_VERSION)
     _core.call(progress, lib.ctr_fdk_stream_memory, context(ctx).ptr, geometry._ptr, so,
                proj_a, vol_a, rep)
     return (vol, _report(rep)) if return_report else vol
@@ -156,9 +156,9 @@ def _report(rep) -> dict:
 
 
 def _describe(plan) -> str:
-    """ctr_plan_describe of a ctr_plan pointer."""
-    buf = ffi.new("char[]", max(lib.ctr_plan_describe(plan, ffi.NULL, 0), 0) + 1)
-    lib.ctr_plan_describe(plan, buf, len(buf))
+    """ctr_fdk_plan_describe of a ctr_fdk_plan pointer."""
+    buf = ffi.new("char[]", max(lib.ctr_fdk_plan_describe(plan, ffi.NULL, 0), 0) + 1)
+    lib.ctr_fdk_plan_describe(plan, buf, len(buf))
     return ffi.string(buf).decode()
 
 
@@ -182,14 +182,14 @@ def fdk_file(projections: Union[str, os.PathLike, StackReader], geometry: ConeGe
     ``strict=True`` is refused (GeometryError), as in fdk."""
     _check_geometry(geometry, strict)
     reader = projections if isinstance(projections, StackReader) else StackReader(projections)
-    so = new_struct("ctr_stream_options", lib.ctr_stream_options_init, lib.CTR_STREAM_OPTIONS_VERSION)
+    so = new_struct("ctr_fdk_stream_options", lib.ctr_fdk_stream_options_init, lib.CTR_FDK_STREAM_OPTIONS_VERSION)
     _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict, so.fdk)
     keep: list = []
     _stream_options(so, gpu_budget=gpu_budget, host_budget=host_budget,
                     max_slab_slices=max_slab_slices, store=store, scratch_dir=scratch_dir,
                     input_scale=input_scale, out_dtype=out_dtype, out_scale=out_scale,
                     resume=resume, workers=workers, split=split, keep=keep)
-    rep = new_struct("ctr_stream_report", lib.ctr_stream_report_init, lib.CTR_STREAM_REPORT_VERSION)
+    rep = new_struct("ctr_fdk_stream_report", lib.ctr_fdk_stream_report_init, lib.CTR_FDK_STREAM_REPORT_VERSION)
     try:
         _core.call(progress, lib.ctr_fdk_stream, context(ctx).ptr, geometry._ptr, so, reader._ptr,
                    cstr(out), file_format(out_format), rep)
@@ -245,9 +245,9 @@ def plan_fdk(geometry: ConeGeometry, *, device: str = "cpu", gpu_budget: Union[i
              views_per_batch: int = 0, max_slab_slices: int = 0, store: Any = "auto",
              input_in_memory: bool = False, output_in_memory: bool = False, workers: int = 0,
              split: Any = "auto") -> dict:
-    """The decomposition of an FDK run within the budgets (ctr_plan_fdk, a
-    pure function): a dict of ctr_plan's members and its ``description``."""
-    r = new_struct("ctr_plan_request", lib.ctr_plan_request_init, lib.CTR_PLAN_REQUEST_VERSION)
+    """The decomposition of an FDK run within the budgets (ctr_fdk_plan_compute, a
+    pure function): a dict of ctr_fdk_plan's members and its ``description``."""
+    r = new_struct("ctr_fdk_plan_request", lib.ctr_fdk_plan_request_init, lib.CTR_FDK_PLAN_REQUEST_VERSION)
     r.device = _core.enum_value(_DEVICE, device, "device")
     r.gpu_budget = _core.budget(gpu_budget, "gpu_budget")
     r.host_budget = _core.budget(host_budget, "host_budget")
@@ -257,9 +257,9 @@ def plan_fdk(geometry: ConeGeometry, *, device: str = "cpu", gpu_budget: Union[i
                  max_slab_slices=max_slab_slices, workers=workers)
     r.store = _core.enum_value(_STORE, store, "store")
     r.input_in_memory, r.output_in_memory = int(input_in_memory), int(output_in_memory)
-    r.split = _core.parsed(lib.ctr_split_parse, "ctr_split", split, "split")
-    p = new_struct("ctr_plan", lib.ctr_plan_init, lib.CTR_PLAN_VERSION)
-    check(lib.ctr_plan_fdk(geometry._ptr, r, p))
+    r.split = _core.parsed(lib.ctr_fdk_split_parse, "ctr_fdk_split", split, "split")
+    p = new_struct("ctr_fdk_plan", lib.ctr_fdk_plan_init, lib.CTR_FDK_PLAN_VERSION)
+    check(lib.ctr_fdk_plan_compute(geometry._ptr, r, p))
     d = _core.struct_dict(p)
     d["description"] = _describe(p)
     return d

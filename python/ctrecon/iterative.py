@@ -231,12 +231,12 @@ def _describe(plan) -> str:
 def plan_iterate(projector: Projector, *, device: str = "cpu", gpu_budget: Union[int, str] = 0,
                  host_budget: Union[int, str] = 0, algorithm: str = "sirt",
                  max_slab_slices: int = 0) -> dict:
-    """The plan ctr_iterate would make (ctr_plan_iterate, a pure function):
+    """The plan ctr_iterate would make (ctr_iterate_plan_compute, a pure function):
     placement, slabs, blocks, memory, and its ``description``."""
     o = _iterate_options(algorithm, 10, 0.0, 0, 0.0, 0.0, 0, 0, False, None, 0, 0, 0,
                          max_slab_slices, None, 0, False, False, [])
     p = new_struct("ctr_iterate_plan", lib.ctr_iterate_plan_init, lib.CTR_ITERATE_PLAN_VERSION)
-    check(lib.ctr_plan_iterate(projector._ptr, o, _core.enum_value(_DEVICE, device, "device"),
+    check(lib.ctr_iterate_plan_compute(projector._ptr, o, _core.enum_value(_DEVICE, device, "device"),
                                _core.budget(gpu_budget, "gpu_budget"),
                                _core.budget(host_budget, "host_budget"), p))
     d = _core.struct_dict(p)

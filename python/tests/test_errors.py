@@ -144,7 +144,7 @@ def test_library_messages_in_python_words():
     assert python_words("ctr_corrections.stripe = 7: expected CTR_STRIPE_NONE") == \
         "Corrections' stripe = 7: expected 'none'"
     assert python_words("ctr_context_options.num_threads is -1") == "Context's threads is -1"
-    assert python_words("(ctr_stream_options.resume)") == "(resume)"
+    assert python_words("(ctr_fdk_stream_options.resume)") == "(resume)"
     if "cuda" not in ctrecon.features():
         with pytest.raises(ctrecon.UnsupportedError) as e:
             ctrecon.Context("cuda")

@@ -35,7 +35,7 @@ typedef struct ctr__engine_ops {
                           float *filtered_out);
   /* Backprojects filtered views [v0, v0 + n) into the subvolume: from
    * `filtered` (host, unpadded float32), or, when NULL, from the copy the
-   * backend kept (CTR_STORE_DEVICE). Returns when `filtered` may be reused. */
+   * backend kept (CTR_FDK_STORE_DEVICE). Returns when `filtered` may be reused. */
   ctr_status (*bp)(ctr__engine *e, int64_t v0, int64_t n, const float *filtered);
   /* Finishes the subvolume (into `target` if one was given, overlapping the
    * transfer with the last backprojections); returns when it is complete. */
@@ -80,7 +80,7 @@ typedef struct ctr__engine_ops {
                          int64_t k1, float *dst);
   /* Adds the backend's step times (upload, filter, store, reload,
    * backproject, download) to t. */
-  void (*timings)(ctr__engine *e, ctr_stream_timings *t);
+  void (*timings)(ctr__engine *e, ctr_fdk_stream_timings *t);
   /* Input values (raw views) counted and set to 0 so far. */
   int64_t (*nonfinite)(ctr__engine *e);
   /* Output voxels replaced by 0 so far (the data policy: NaN, infinite or
@@ -106,12 +106,12 @@ struct ctr__engine {
  * dtypes, interpolation, slices) and the candidate's N', store and mirrored
  * pairs. */
 typedef struct ctr__plan_candidate {
-  const ctr_plan_request *req;
+  const ctr_fdk_plan_request *req;
   int64_t views_per_batch;
-  ctr_store store;
+  ctr_fdk_store store;
   int pair;
   int workers;     /* engines sharing the run */
-  ctr_split split; /* how (VOLUME for one) */
+  ctr_fdk_split split; /* how (VOLUME for one) */
   int64_t views;   /* views one engine sees (all, or a projection split's share) */
   int shared;      /* filtered views also arrive from other engines (multi-worker volume
                       split): a device-resident store needs staging buffers too */
@@ -129,7 +129,7 @@ typedef struct ctr__engine_backend {
   ctr_device_kind kind; /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
   /* N' the planner tries first for g (halved while memory is short). */
   int64_t (*first_batch)(const ctr_geometry *g);
-  /* 1 if the backend can keep every filtered view resident (CTR_STORE_DEVICE)
+  /* 1 if the backend can keep every filtered view resident (CTR_FDK_STORE_DEVICE)
    * and backproject mirrored pairs. */
   int device_store;
   /* 1 if its engines take a geometry that sees a window of the detector's
@@ -144,7 +144,7 @@ typedef struct ctr__engine_backend {
    * views [view_begin, view_end) (projection split: its share; else all).
    * NULL when this build lacks the backend. */
   ctr_status (*create)(ctr_context *ctx, int device, const ctr_geometry *g,
-                       const ctr_fdk_options *o, const ctr_plan *plan, double input_scale,
+                       const ctr_fdk_options *o, const ctr_fdk_plan *plan, double input_scale,
                        int64_t view_begin, int64_t view_end, ctr__engine **out);
   /* The incremental backprojector of ctr_backprojector_* (the backend's
    * state behind a void pointer): create (o resolved; g and ctx outlive it),

@@ -20,8 +20,8 @@
 
 static double or_default(double v, double d) { return v > 0 ? v : d; }
 
-ctr_split_rates ctr__split_rates(const ctr_plan_request *r) {
-  ctr_split_rates d;
+ctr_fdk_split_rates ctr__split_rates(const ctr_fdk_plan_request *r) {
+  ctr_fdk_split_rates d;
   if (r->device == CTR_DEVICE_CUDA) {
     /* H100 (docs/design.md, bench/NOTES.md): PCIe 5.0 pinned ~50 GB/s each
      * way; device-to-device over NVLink or PCIe peer copies, a conservative
@@ -29,14 +29,14 @@ ctr_split_rates ctr__split_rates(const ctr_plan_request *r) {
      * ~1.9 T; software bilinear 0.7 / 1.3 T; the ramp filter ~9e10 pixels/s
      * (2048^2 in 0.045 ms). */
     const int sw = r->interp == CTR_INTERP_EXACT || r->interp == CTR_INTERP_PRECISE;
-    d = (ctr_split_rates){50e9, 45e9, 100e9, 10e9, sw ? 0.7e12 : 1.0e12, sw ? 1.3e12 : 1.9e12,
+    d = (ctr_fdk_split_rates){50e9, 45e9, 100e9, 10e9, sw ? 0.7e12 : 1.0e12, sw ? 1.3e12 : 1.9e12,
                           9e10};
   } else {
     /* one CPU engine sharing the cores with the others: memory copies at
      * ~10 GB/s, ~1e9 updates/s, ~2e8 filtered pixels/s */
-    d = (ctr_split_rates){10e9, 10e9, 10e9, 10e9, 1e9, 1e9, 2e8};
+    d = (ctr_fdk_split_rates){10e9, 10e9, 10e9, 10e9, 1e9, 1e9, 2e8};
   }
-  const ctr_split_rates *q = &r->rates;
+  const ctr_fdk_split_rates *q = &r->rates;
   d.upload = or_default(q->upload, d.upload);
   d.download = or_default(q->download, d.download);
   d.peer = or_default(q->peer, d.peer);
@@ -47,19 +47,19 @@ ctr_split_rates ctr__split_rates(const ctr_plan_request *r) {
   return d;
 }
 
-double ctr__plan_seconds(const ctr_geometry *g, const ctr_plan_request *r, const ctr_plan *p) {
-  const ctr_split_rates R = ctr__split_rates(r);
+double ctr__plan_seconds(const ctr_geometry *g, const ctr_fdk_plan_request *r, const ctr_fdk_plan *p) {
+  const ctr_fdk_split_rates R = ctr__split_rates(r);
   const double K = (double)g->nviews, P = (double)g->nu * (double)g->nv;
   const double V = (double)g->vol.nx * (double)g->vol.ny * (double)p->nz;
   const double W = p->workers > 1 ? p->workers : 1, B = (double)p->nslabs;
   const double esize = (double)ctr_dtype_size(r->proj_dtype), fbytes = K * P * 4.0;
   const double rate = p->pair ? R.pair_updates : R.updates;
-  const int resident = p->store == CTR_STORE_DEVICE;
+  const int resident = p->store == CTR_FDK_STORE_DEVICE;
   /* raw views go up to a GPU (a CPU engine reads them where they are) */
   const double filter = K / W * P / R.filter;
   const double up = r->device == CTR_DEVICE_CUDA ? K / W * P * esize / R.upload : 0.0;
   double bp, reload, reduce = 0, share = 0;
-  if (p->split == CTR_SPLIT_PROJECTIONS && W > 1) {
+  if (p->split == CTR_FDK_SPLIT_PROJECTIONS && W > 1) {
     bp = K / W * V / rate;
     reload = resident ? 0 : (B - 1) * fbytes / W / R.upload;
     const double add = r->device == CTR_DEVICE_CUDA ? R.peer : R.host_add;

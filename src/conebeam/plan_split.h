@@ -7,11 +7,11 @@
 
 /* The rates the model uses for a request: its own, zeros replaced by the
  * built-in figures of its device kind. */
-ctr_split_rates ctr__split_rates(const ctr_plan_request *r);
+ctr_fdk_split_rates ctr__split_rates(const ctr_fdk_plan_request *r);
 /* Estimated seconds of plan p (made for request r: its workers, split,
  * interpolation) on one worker, the slowest: transfers overlap the
  * filtering and backprojection; a projection split's reduction does not. */
-double ctr__plan_seconds(const ctr_geometry *g, const ctr_plan_request *r, const ctr_plan *p);
+double ctr__plan_seconds(const ctr_geometry *g, const ctr_fdk_plan_request *r, const ctr_fdk_plan *p);
 
 /* The GPU budget of each of `workers` engines placed on ndevices devices in
  * turn (worker i on device i mod ndevices), device d offering device_budget[d]

@@ -72,9 +72,9 @@ typedef struct worker {
 struct stream_run {
   ctr_context *ctx;
   const ctr_geometry *g;
-  ctr_stream_options opts;
+  ctr_fdk_stream_options opts;
   ctr_fdk_options fdk;
-  ctr_plan plan;
+  ctr_fdk_plan plan;
   int nw;                   /* workers */
   worker w[CTR_MAX_WORKERS];
   /* source */
@@ -84,7 +84,7 @@ struct stream_run {
   ctr__ring ring;           /* raw reads, shared by the workers (get/put by subset) */
   int have_ring;
   int ring_started;         /* the first pass's reads began during setup */
-  float **store;            /* host store (CTR_STORE_HOST, or the volume split's shared copies):
+  float **store;            /* host store (CTR_FDK_STORE_HOST, or the volume split's shared copies):
                                one pinned buffer per subset, allocated during the first pass */
   int scratch_fd;
   char *scratch_path;
@@ -161,9 +161,9 @@ static ctr_status fill_scratch(void *user, int64_t b, void *buf) {
 
 /* ---- Options and plan ----------------------------------------------------- */
 
-static ctr_status resolve_options(const ctr_geometry *g, const ctr_stream_options *in,
+static ctr_status resolve_options(const ctr_geometry *g, const ctr_fdk_stream_options *in,
                                   stream_run *r) {
-  CTR_CHECK(ctr__struct_copy(&ctr__struct_stream_options, &r->opts, in));
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_stream_options, &r->opts, in));
   CTR_CHECK(ctr__fdk_options_resolve(g, &r->opts.fdk, &r->fdk));
   if (r->opts.input_scale == 0) r->opts.input_scale = 1.0;
   if (r->opts.out_scale == 0) r->opts.out_scale = 1.0;
@@ -175,7 +175,7 @@ static ctr_status resolve_options(const ctr_geometry *g, const ctr_stream_option
              r->opts.out_scale);
   if (!r->opts.out_dtype) r->opts.out_dtype = CTR_DTYPE_FLOAT32;
   if (r->opts.out_dtype != CTR_DTYPE_FLOAT32 && r->opts.out_dtype != CTR_DTYPE_UINT16)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_stream_options.out_dtype %d (%s): FDK writes float32 "
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream_options.out_dtype %d (%s): FDK writes float32 "
              "or uint16", (int)r->opts.out_dtype, ctr_dtype_name(r->opts.out_dtype));
   return CTR_OK;
 }
@@ -203,7 +203,7 @@ static int requested_workers(const stream_run *r) {
 }
 
 static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *resumed) {
-  ctr_plan_request q = CTR_PLAN_REQUEST_INIT;
+  ctr_fdk_plan_request q = CTR_FDK_PLAN_REQUEST_INIT;
   q.device = ctr_context_get_device(r->ctx);
   q.workers = requested_workers(r);
   q.split = r->opts.split;
@@ -229,17 +229,17 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
      * bound, docs/multi-gpu.md). */
     q.views_per_batch = resumed->views_per_batch;
     q.max_slab_slices = resumed->slab_slices;
-    q.store = (ctr_store)resumed->store;
-    if (q.split == CTR_SPLIT_AUTO) {
-      q.split = resumed->split == CTR_SPLIT_PROJECTIONS ? CTR_SPLIT_PROJECTIONS : CTR_SPLIT_VOLUME;
-      if (q.split == CTR_SPLIT_PROJECTIONS && r->opts.workers <= 0) {
+    q.store = (ctr_fdk_store)resumed->store;
+    if (q.split == CTR_FDK_SPLIT_AUTO) {
+      q.split = resumed->split == CTR_FDK_SPLIT_PROJECTIONS ? CTR_FDK_SPLIT_PROJECTIONS : CTR_FDK_SPLIT_VOLUME;
+      if (q.split == CTR_FDK_SPLIT_PROJECTIONS && r->opts.workers <= 0) {
         q.workers = resumed->workers;
         CTR_CHECK(worker_gpu_budget(r, q.workers, &q.gpu_budget));
       }
     }
   }
-  r->plan = (ctr_plan)CTR_PLAN_INIT;
-  CTR_CHECK(ctr_plan_fdk(r->g, &q, &r->plan));
+  r->plan = (ctr_fdk_plan)CTR_FDK_PLAN_INIT;
+  CTR_CHECK(ctr_fdk_plan_compute(r->g, &q, &r->plan));
   if (resumed && (r->plan.slab_slices != resumed->slab_slices || r->plan.pair != resumed->pair))
     CTR_FAIL(CTR_E_OUT_OF_MEMORY,
              "cannot resume: the interrupted run used subvolumes of %lld slices, the memory "
@@ -515,14 +515,14 @@ static double tr_t0;
 static ctr_status first_pass(worker *w) {
   stream_run *r = w->r;
   const int shared = r->participants > 1;
-  const ctr_store store = r->plan.store;
-  const int transit = shared && store != CTR_STORE_HOST && store != CTR_STORE_SCRATCH;
+  const ctr_fdk_store store = r->plan.store;
+  const int transit = shared && store != CTR_FDK_STORE_HOST && store != CTR_FDK_STORE_SCRATCH;
   for (int64_t b = 0; b < r->plan.nbatches; b++) {
     if (r->stop) return stopped(r);
     if (b % r->participants == w->rank) {
       float *keep = NULL;
-      if (store == CTR_STORE_SCRATCH) keep = w->bounce;
-      else if (store == CTR_STORE_HOST) CTR_CHECK(host_copy_of(r, b, &keep));
+      if (store == CTR_FDK_STORE_SCRATCH) keep = w->bounce;
+      else if (store == CTR_FDK_STORE_HOST) CTR_CHECK(host_copy_of(r, b, &keep));
       else if (transit) {
         int slot = -1;
         CTR_CHECK(transit_claim(r, r->participants - 1, &slot));
@@ -530,14 +530,14 @@ static ctr_status first_pass(worker *w) {
         r->ready_slot[b] = slot;
       }
       CTR_CHECK(filter_subset(w, b, keep));
-      if (store == CTR_STORE_SCRATCH) CTR_CHECK(scratch_write(w, b, keep));
+      if (store == CTR_FDK_STORE_SCRATCH) CTR_CHECK(scratch_write(w, b, keep));
       if (shared) mark_ready(r, b);
     } else {
       CTR_CHECK(wait_ready(w, b));
       const float *src = NULL;
-      if (store == CTR_STORE_HOST) src = r->store[b];
+      if (store == CTR_FDK_STORE_HOST) src = r->store[b];
       else if (transit) src = r->transit[r->ready_slot[b]];
-      if (store == CTR_STORE_SCRATCH) {
+      if (store == CTR_FDK_STORE_SCRATCH) {
         const size_t bytes = view_px(r) * sizeof(float);
         const double t0 = ctr__now_s();
         CTR_CHECK(ctr__pread_full(r->scratch_fd, w->fetch, bytes * (size_t)batch_len(r, b),
@@ -562,10 +562,10 @@ static ctr_status first_pass_own(worker *w) {
   for (int64_t b = w->b0; b < w->b1; b++) {
     if (r->stop) return stopped(r);
     float *keep = NULL;
-    if (r->plan.store == CTR_STORE_SCRATCH) keep = w->bounce;
-    else if (r->plan.store == CTR_STORE_HOST) CTR_CHECK(host_copy_of(r, b, &keep));
+    if (r->plan.store == CTR_FDK_STORE_SCRATCH) keep = w->bounce;
+    else if (r->plan.store == CTR_FDK_STORE_HOST) CTR_CHECK(host_copy_of(r, b, &keep));
     CTR_CHECK(filter_subset(w, b, keep));
-    if (r->plan.store == CTR_STORE_SCRATCH) CTR_CHECK(scratch_write(w, b, keep));
+    if (r->plan.store == CTR_FDK_STORE_SCRATCH) CTR_CHECK(scratch_write(w, b, keep));
     CTR_CHECK(work_done(r));
   }
   return CTR_OK;
@@ -574,14 +574,14 @@ static ctr_status first_pass_own(worker *w) {
 /* A later pass: backproject the kept filtered copies of subsets [b0, b1). */
 static ctr_status reuse_pass(worker *w) {
   stream_run *r = w->r;
-  if (r->plan.store == CTR_STORE_SCRATCH) CTR_CHECK(ctr__ring_start(&w->sring, w->b0, w->b1 - w->b0));
+  if (r->plan.store == CTR_FDK_STORE_SCRATCH) CTR_CHECK(ctr__ring_start(&w->sring, w->b0, w->b1 - w->b0));
   for (int64_t b = w->b0; b < w->b1; b++) {
     if (r->stop) return stopped(r);
     const int64_t v0 = b * r->plan.views_per_batch, n = batch_len(r, b);
     const float *src = NULL;
     void *buf = NULL;
-    if (r->plan.store == CTR_STORE_HOST) src = r->store[b];
-    if (r->plan.store == CTR_STORE_SCRATCH) {
+    if (r->plan.store == CTR_FDK_STORE_HOST) src = r->store[b];
+    if (r->plan.store == CTR_FDK_STORE_SCRATCH) {
       CTR_CHECK(ctr__ring_next(&w->sring, &buf));
       src = buf;
     }
@@ -604,7 +604,7 @@ static ctr_status deliver(worker *w, int64_t s, int64_t z, int64_t nz, int64_t k
   if (r->vol_mem) {
     /* projection split: the summed slices; else the engine wrote them at
      * slab_end */
-    if (r->plan.split == CTR_SPLIT_PROJECTIONS && r->nw > 1)
+    if (r->plan.split == CTR_FDK_SPLIT_PROJECTIONS && r->nw > 1)
       CTR_CHECK(w->eng->ops->download(w->eng, k0, k1, r->vol_mem + (z + k0) * slice));
     return check_output(w);
   }
@@ -750,7 +750,7 @@ static ctr_status run_projections(worker *w) {
 static void *worker_main(void *arg) {
   worker *w = arg;
   stream_run *r = w->r;
-  const ctr_status st = r->plan.split == CTR_SPLIT_PROJECTIONS && r->nw > 1 ? run_projections(w)
+  const ctr_status st = r->plan.split == CTR_FDK_SPLIT_PROJECTIONS && r->nw > 1 ? run_projections(w)
                                                                             : run_volume(w);
   w->status = st;
   if (st != CTR_OK) {
@@ -771,7 +771,7 @@ static ctr_status run_workers(stream_run *r, const unsigned char *done) {
   r->ntodo = 0;
   for (int64_t s = 0; s < r->plan.nslabs; s++)
     if (!done || !done[s]) r->todo[r->ntodo++] = s;
-  const int proj = r->plan.split == CTR_SPLIT_PROJECTIONS && r->nw > 1;
+  const int proj = r->plan.split == CTR_FDK_SPLIT_PROJECTIONS && r->nw > 1;
   r->work_total = r->ntodo * r->plan.nbatches;
   r->work_done = 0;
   /* volume split: each worker's first subvolume; the rest form the queue */
@@ -891,7 +891,7 @@ static ctr_status open_scratch(stream_run *r, const char *out) {
 /* Subsets [b0, b1) of worker i (projection split: a contiguous share; else
  * all). */
 static void worker_batches(const stream_run *r, int i, int64_t *b0, int64_t *b1) {
-  if (r->plan.split == CTR_SPLIT_PROJECTIONS && r->nw > 1) {
+  if (r->plan.split == CTR_FDK_SPLIT_PROJECTIONS && r->nw > 1) {
     *b0 = r->plan.nbatches * i / r->nw;
     *b1 = r->plan.nbatches * (i + 1) / r->nw;
   } else {
@@ -934,7 +934,7 @@ static ctr_status setup(stream_run *r, const char *out, int start_reading) {
   const size_t px = view_px(r), batch_floats = px * (size_t)r->plan.views_per_batch;
   const int64_t slice = r->g->vol.nx * r->g->vol.ny;
   r->nw = r->plan.workers > 0 ? r->plan.workers : 1;
-  const int shared = r->nw > 1 && r->plan.split == CTR_SPLIT_VOLUME;
+  const int shared = r->nw > 1 && r->plan.split == CTR_FDK_SPLIT_VOLUME;
   pthread_mutex_init(&r->mu, NULL);
   pthread_cond_init(&r->cv, NULL);
   pthread_mutex_init(&r->claim_mu, NULL);
@@ -943,19 +943,19 @@ static ctr_status setup(stream_run *r, const char *out, int start_reading) {
   r->ready_slot = ctr__calloc((size_t)r->plan.nbatches, sizeof *r->ready_slot, "subset flags");
   r->todo = ctr__calloc((size_t)r->plan.nslabs, sizeof *r->todo, "subvolume queue");
   if (!r->ready || !r->ready_slot || !r->todo) return CTR_E_OUT_OF_MEMORY;
-  if (shared && r->plan.store != CTR_STORE_HOST && r->plan.store != CTR_STORE_SCRATCH)
+  if (shared && r->plan.store != CTR_FDK_STORE_HOST && r->plan.store != CTR_FDK_STORE_SCRATCH)
     r->ntransit = CTR__TRANSIT_SLOTS(r->nw);
-  if (r->plan.store == CTR_STORE_HOST) {
+  if (r->plan.store == CTR_FDK_STORE_HOST) {
     r->store = ctr__calloc((size_t)r->plan.nbatches, sizeof *r->store, "filtered projection store");
     if (!r->store) return CTR_E_OUT_OF_MEMORY;
   }
-  if (r->plan.store == CTR_STORE_SCRATCH) CTR_CHECK(open_scratch(r, out ? out : "ctrecon"));
+  if (r->plan.store == CTR_FDK_STORE_SCRATCH) CTR_CHECK(open_scratch(r, out ? out : "ctrecon"));
   for (int i = 0; i < r->nw; i++) {
     worker *w = &r->w[i];
     w->r = r;
     w->index = i;
     worker_batches(r, i, &w->b0, &w->b1);
-    if (r->plan.store == CTR_STORE_SCRATCH) {
+    if (r->plan.store == CTR_FDK_STORE_SCRATCH) {
       w->bounce = ctr_host_alloc(batch_floats * sizeof(float));
       if (!w->bounce) return CTR_E_OUT_OF_MEMORY;
       if (shared) {
@@ -1008,16 +1008,16 @@ static ctr_status setup(stream_run *r, const char *out, int start_reading) {
   return CTR_OK;
 }
 
-static void finish_report(stream_run *r, double t_start, double t_setup, ctr_stream_report *rep) {
+static void finish_report(stream_run *r, double t_start, double t_setup, ctr_fdk_stream_report *rep) {
   if (!rep) return;
-  ctr_stream_timings *t = &rep->timings;
+  ctr_fdk_stream_timings *t = &rep->timings;
   memset(t, 0, sizeof *t);
   rep->min = INFINITY;
   rep->max = -INFINITY;
   rep->workers = r->nw;
   for (int i = 0; i < r->nw && i < CTR_MAX_WORKERS; i++) {
     worker *w = &r->w[i];
-    ctr_stream_timings *wt = &rep->worker_timings[i];
+    ctr_fdk_stream_timings *wt = &rep->worker_timings[i];
     memset(wt, 0, sizeof *wt);
     rep->worker_device[i] = ctr_context_get_device(r->ctx) == CTR_DEVICE_CUDA ? w->device : -1;
     if (w->eng) {
@@ -1119,17 +1119,17 @@ static int resume_unusable(ctr_status st) {
 
 /* The caller's report: checked first and zeroed, filled (in its version)
  * from the run's own at the end. */
-static ctr_status report_begin(ctr_stream_report *caller, ctr_stream_report *full) {
+static ctr_status report_begin(ctr_fdk_stream_report *caller, ctr_fdk_stream_report *full) {
   memset(full, 0, sizeof *full);
   if (!caller) return CTR_OK;
-  CTR_CHECK(ctr__struct_check(&ctr__struct_stream_report, caller));
-  return ctr__struct_store(&ctr__struct_stream_report, caller, full);
+  CTR_CHECK(ctr__struct_check(&ctr__struct_fdk_stream_report, caller));
+  return ctr__struct_store(&ctr__struct_fdk_stream_report, caller, full);
 }
 
 ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
-                                 const ctr_stream_options *opts, ctr_stack_reader *projections,
+                                 const ctr_fdk_stream_options *opts, ctr_stack_reader *projections,
                                  const char *out, ctr_file_format out_format,
-                                 ctr_stream_report *report_out) {
+                                 ctr_fdk_stream_report *report_out) {
   const double t_start = ctr__now_s();
   ctr_status st = CTR_OK;
   stream_run r;
@@ -1145,7 +1145,7 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   double t_setup = 0;
   ctr__slab_record kept = {0, INFINITY, -INFINITY, 0, 0}; /* resumed subvolumes */
   int64_t nkept = 0, kept_slices = 0;
-  ctr_stream_report full_report, *report = report_out ? &full_report : NULL;
+  ctr_fdk_stream_report full_report, *report = report_out ? &full_report : NULL;
   CTR_CHECK(report_begin(report_out, &full_report));
   CTR_CHECK(check_geometry(g));
   if (!projections || !out || !*out)
@@ -1174,7 +1174,7 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   if (out_format == CTR_FORMAT_TIFF && requested_workers(&r) > 1) {
     if (r.opts.workers > 1)
       CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': a multi-page TIFF is written page after page, by one "
-               "worker (ctr_stream_options.workers is %d): write a TIFF stack pattern such as "
+               "worker (ctr_fdk_stream_options.workers is %d): write a TIFF stack pattern such as "
                "'vol_%%04d.tif', raw or NRRD to use several", out, r.opts.workers);
     ctr__log(ctx, CTR_LOG_INFO, "'%s': a multi-page TIFF is written page after page: one GPU "
              "reconstructs it (a TIFF stack pattern such as 'vol_%%04d.tif', raw or NRRD use "
@@ -1189,7 +1189,7 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
     if (!resumable)
       CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED, "cannot resume into the multi-page TIFF '%s': write "
                     "raw, nrrd or a TIFF stack pattern to make a run resumable", out);
-    if ((st = ctr__journal_resume(&journal, jpath, fp, "ctr_stream_options.resume")) != CTR_OK) {
+    if ((st = ctr__journal_resume(&journal, jpath, fp, "ctr_fdk_stream_options.resume")) != CTR_OK) {
       unusable = resume_unusable(st);
       goto cleanup;
     }
@@ -1197,7 +1197,7 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   } else if (ctr__file_exists(jpath)) {
     CTR_CHECK_GOTO(st, ctr__file_lock_check(jpath, "the run of this journal's output"));
     CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
-                  "'%s' holds an interrupted run of this output: set ctr_stream_options.resume to "
+                  "'%s' holds an interrupted run of this output: set ctr_fdk_stream_options.resume to "
                   "continue it, or "
                   "delete '%s' and '%s.partial' to start over", jpath, jpath, out);
   }
@@ -1294,7 +1294,7 @@ cleanup:
       report->resumable = !unusable;
       memcpy(report->journal, jpath, strlen(jpath) + 1);
     }
-    ctr__struct_store(&ctr__struct_stream_report, report_out, report);
+    ctr__struct_store(&ctr__struct_fdk_stream_report, report_out, report);
   }
   free(done_images);
   free(jpath);
@@ -1306,15 +1306,15 @@ cleanup:
  * GPU, nothing passes through the host. A CPU context cannot read them. Their
  * producers, on any stream, finish first. */
 ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
-                                 const ctr_stream_options *opts, const ctr_array *proj,
-                                 ctr_array *vol, ctr_stream_report *report_out) {
+                                 const ctr_fdk_stream_options *opts, const ctr_array *proj,
+                                 ctr_array *vol, ctr_fdk_stream_report *report_out) {
   const double t_start = ctr__now_s();
   TR_START(t_start);
   ctr_status st = CTR_OK;
   stream_run r;
   memset(&r, 0, sizeof r);
   r.scratch_fd = -1;
-  ctr_stream_report full_report, *report = report_out ? &full_report : NULL;
+  ctr_fdk_stream_report full_report, *report = report_out ? &full_report : NULL;
   CTR_CHECK(report_begin(report_out, &full_report));
   CTR_CHECK(check_geometry(g));
   r.ctx = ctx;
@@ -1344,7 +1344,7 @@ cleanup:
   TR("released");
   if (st == CTR_OK && report) { /* the whole call: freeing the engines counts too */
     report->timings.total = ctr__now_s() - t_start;
-    ctr__struct_store(&ctr__struct_stream_report, report_out, report);
+    ctr__struct_store(&ctr__struct_fdk_stream_report, report_out, report);
   }
   return st;
 }
@@ -1368,7 +1368,7 @@ ctr_stack_info ctr__fdk_stream_info(const ctr_geometry *g, int64_t z0, int64_t n
   return info;
 }
 
-ctr_status ctr__fdk_stream_fingerprint(const ctr_geometry *g, const ctr_stream_options *opts,
+ctr_status ctr__fdk_stream_fingerprint(const ctr_geometry *g, const ctr_fdk_stream_options *opts,
                                        ctr_context *ctx, ctr_stack_reader *projections,
                                        const char *out, ctr_file_format fmt, int with_input,
                                        uint64_t *fp) {
@@ -1384,7 +1384,7 @@ ctr_status ctr__fdk_stream_fingerprint(const ctr_geometry *g, const ctr_stream_o
 
 
 ctr_status ctr__fdk_stream_piece(ctr_context *ctx, const ctr_geometry *g,
-                                 const ctr_stream_options *opts, ctr_stack_reader *projections,
+                                 const ctr_fdk_stream_options *opts, ctr_stack_reader *projections,
                                  ctr__fdk_piece *p) {
   const double t_start = ctr__now_s();
   ctr_status st = CTR_OK;
@@ -1401,7 +1401,7 @@ ctr_status ctr__fdk_stream_piece(ctr_context *ctx, const ctr_geometry *g,
   if (p->max_slab > 0 && (!r.opts.max_slab_slices || p->max_slab < r.opts.max_slab_slices))
     r.opts.max_slab_slices = p->max_slab;
   if (p->host_budget) r.opts.host_budget = p->host_budget;
-  r.opts.split = CTR_SPLIT_VOLUME; /* subvolumes claimed one by one */
+  r.opts.split = CTR_FDK_SPLIT_VOLUME; /* subvolumes claimed one by one */
   r.in_dtype = ctr_stack_reader_get_info(projections)->dtype;
   /* the rows this piece's slices project onto: the engines see only these
    * where the backend takes a window of rows */
@@ -1434,7 +1434,7 @@ ctr_status ctr__fdk_stream_piece(ctr_context *ctx, const ctr_geometry *g,
 cleanup:
   if (st != CTR_OK && r.have_writer) ctr__writer_settle(&r.writer, st);
   {
-    ctr_stream_report rep;
+    ctr_fdk_stream_report rep;
     finish_report(&r, t_start, 0, &rep);
     p->slices = r.slices_granted;
     p->journalled = r.have_writer && p->journal ? r.writer.slabs_written : 0;

@@ -72,7 +72,7 @@ static ctr_status plan_work(void *user, ctr__dist *d, const unsigned char *done,
  * geometry, options and output are rank 0's (the input's identity aside:
  * ranks may read node-local copies). */
 static ctr_status check_local(ctr_context *ctx, const ctr_geometry *g,
-                              const ctr_stream_options *opts, ctr_stack_reader *in,
+                              const ctr_fdk_stream_options *opts, ctr_stack_reader *in,
                               const char *out, ctr_file_format *fmt, uint64_t fp[2]) {
   if (!g || !in || !out || !*out)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream: geometry, projections and out are required");
@@ -95,19 +95,19 @@ static ctr_status check_local(ctr_context *ctx, const ctr_geometry *g,
   return ctr__fdk_stream_fingerprint(g, opts, ctx, in, out, *fmt, 1, &fp[1]);
 }
 
-static ctr_status report_check(ctr_stream_report *caller, ctr_stream_report *full) {
+static ctr_status report_check(ctr_fdk_stream_report *caller, ctr_fdk_stream_report *full) {
   memset(full, 0, sizeof *full);
   full->min = INFINITY;
   full->max = -INFINITY;
-  return caller ? ctr__struct_check(&ctr__struct_stream_report, caller) : CTR_OK;
+  return caller ? ctr__struct_check(&ctr__struct_fdk_stream_report, caller) : CTR_OK;
 }
 
 static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
-                                  const ctr_stream_options *opts, const ctr_cluster *cluster,
+                                  const ctr_fdk_stream_options *opts, const ctr_cluster *cluster,
                                   ctr_stack_reader *projections, const char *out,
-                                  ctr_file_format out_format, ctr_stream_report *report_out) {
+                                  ctr_file_format out_format, ctr_fdk_stream_report *report_out) {
   const double t_start = ctr__now_s();
-  ctr_stream_report rep;
+  ctr_fdk_stream_report rep;
   CTR_CHECK(report_check(report_out, &rep));
   ctr_cluster *local = NULL;
   if (!cluster) {
@@ -121,10 +121,10 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
     return st;
   }
   const int rank = ctr__dist_rank(d), size = ctr__dist_size(d);
-  ctr_stream_options o;
+  ctr_fdk_stream_options o;
   ctr_fdk_options fdk;
   uint64_t fp[3] = {0, 0, 0};
-  st = ctr__struct_copy(&ctr__struct_stream_options, &o, opts);
+  st = ctr__struct_copy(&ctr__struct_fdk_stream_options, &o, opts);
   if (st == CTR_OK) st = ctr__fdk_options_resolve(g, &o.fdk, &fdk);
   if (st == CTR_OK) st = check_local(ctx, g, opts, projections, out, &out_format, fp);
   if (st == CTR_OK && ctr__tuning(ctx)->direct_io < 0) ctr_stack_reader_set_direct_io(projections, 0);
@@ -145,7 +145,7 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   const ctr_stack_info info = ctr__fdk_stream_info(g, fdk.z0, fdk.nz, o.out_dtype ? o.out_dtype
                                                                          : CTR_DTYPE_FLOAT32);
   st = ctr__dist_output_open(d, ctx, st, out, out_format, &info, journal_fp, o.resume,
-                             "ctr_stream_options.resume", "subvolume", 16, 0, plan_work, &f, &dout);
+                             "ctr_fdk_stream_options.resume", "subvolume", 16, 0, plan_work, &f, &dout);
   if (st != CTR_OK) goto end;
   ctr__dist_stats mine = {{0}, INFINITY, -INFINITY, 0, 0, 0, 0, 0};
   const double view_bytes = (double)(g->nu * ctr_dtype_size(ctr_stack_reader_get_info(projections)->dtype));
@@ -182,7 +182,7 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
     mine.journalled += p.journalled;
     before += (double)p.slices;
     rep.plan = p.plan;
-    ctr_stream_timings *t = &rep.timings, *u = &p.timings;
+    ctr_fdk_stream_timings *t = &rep.timings, *u = &p.timings;
     t->read += u->read;
     t->upload += u->upload;
     t->filter += u->filter;
@@ -226,19 +226,19 @@ end:
     snprintf(detail, sizeof detail, "%s", ctr_error_detail());
     ctr__dist_end(d);
     ctr_cluster_free(local);
-    if (report_out) ctr__struct_store(&ctr__struct_stream_report, report_out, &rep);
+    if (report_out) ctr__struct_store(&ctr__struct_fdk_stream_report, report_out, &rep);
     if (st != CTR_OK) ctr__error_set(st, "%s", detail);
   }
   return st;
 }
 
-ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_stream_options *opts,
+ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_stream_options *opts,
                           ctr_stack_reader *projections, const char *out,
-                          ctr_file_format out_format, ctr_stream_report *report) {
+                          ctr_file_format out_format, ctr_fdk_stream_report *report) {
   /* shared by the ranks of a cluster, or resuming such a run's output (as a
    * run of one rank) */
-  ctr_stream_options o;
-  CTR_CHECK(ctr__struct_copy(&ctr__struct_stream_options, &o, opts));
+  ctr_fdk_stream_options o;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_stream_options, &o, opts));
   if (g) CTR_CHECK(ctr__fdk_geometry_report(ctx, g, &o.fdk));
   if (o.cluster || (o.resume && out && ctr__dist_output_is_distributed(out)))
     return fdk_stream_dist(ctx, g, opts, o.cluster, projections, out, out_format, report);

@@ -25,8 +25,8 @@ typedef struct ctr__fdk_piece {
   int64_t journalled;    /* subvolumes journalled */
   int64_t nonfinite, out_bad, below, above;
   float min, max;
-  ctr_plan plan;
-  ctr_stream_timings timings;
+  ctr_fdk_plan plan;
+  ctr_fdk_stream_timings timings;
 } ctr__fdk_piece;
 
 /* Runs piece p of the streamed FDK of g (opts: the caller's options; their
@@ -35,12 +35,12 @@ typedef struct ctr__fdk_piece {
  * subvolume claimed from the run's ledger before it is computed and
  * journalled in p->journal once written. */
 ctr_status ctr__fdk_stream_piece(ctr_context *ctx, const ctr_geometry *g,
-                                 const ctr_stream_options *opts, ctr_stack_reader *projections,
+                                 const ctr_fdk_stream_options *opts, ctr_stack_reader *projections,
                                  ctr__fdk_piece *p);
 /* The fingerprint of a streamed FDK into `out` (stream.c): what decides the
  * output's bytes; `with_input` adds the input file's identity (the journal's
  * fingerprint; ranks reading node-local copies compare without it). */
-ctr_status ctr__fdk_stream_fingerprint(const ctr_geometry *g, const ctr_stream_options *opts,
+ctr_status ctr__fdk_stream_fingerprint(const ctr_geometry *g, const ctr_fdk_stream_options *opts,
                                        ctr_context *ctx, ctr_stack_reader *projections,
                                        const char *out, ctr_file_format fmt, int with_input,
                                        uint64_t *fp);
@@ -57,8 +57,8 @@ void ctr__fdk_stream_warn(const ctr_context *ctx, const char *path, int64_t in_b
  * (stream_dist.c) hands a run with a cluster, or the resume of a distributed
  * run's output, to the distributed FDK instead. */
 ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
-                                 const ctr_stream_options *opts, ctr_stack_reader *projections,
+                                 const ctr_fdk_stream_options *opts, ctr_stack_reader *projections,
                                  const char *out, ctr_file_format out_format,
-                                 ctr_stream_report *report);
+                                 ctr_fdk_stream_report *report);
 
 #endif

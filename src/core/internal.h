@@ -205,7 +205,7 @@ ctr_status ctr__values_report_kind(const ctr_context *ctx, int strict, int64_t b
  * A version is described by where it ends in the current layout (offsetof
  * the first member it lacks; sizeof for the current version): its layout is
  * that prefix of the current one, except that a versioned struct embedded by
- * value (ctr_stream_options.fdk, ctr_stream_report.plan) may have been at an
+ * value (ctr_fdk_stream_options.fdk, ctr_fdk_stream_report.plan) may have been at an
  * older, shorter version then: `nested` gives the version each embedded one
  * had. Rules the tables keep (ctr__struct_desc_check; test_struct_version):
  * an embedded versioned struct embeds none itself and has the alignment of
@@ -269,11 +269,11 @@ ctr_status ctr__struct_desc_check(const ctr__struct_desc *d);
 /* Every public versioned struct's descriptor, NULL-terminated. */
 extern const ctr__struct_desc *const ctr__structs[];
 extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_params,
-    ctr__struct_fdk_options, ctr__struct_plan_request, ctr__struct_stream_options,
+    ctr__struct_fdk_options, ctr__struct_fdk_plan_request, ctr__struct_fdk_stream_options,
     ctr__struct_parallel_params, ctr__struct_fbp_options, ctr__struct_pet_params,
     ctr__struct_pet_kernel_params, ctr__struct_pet_sim_options, ctr__struct_pet_recon_options,
-    ctr__struct_device_info, ctr__struct_volume_error, ctr__struct_stack_info, ctr__struct_plan,
-    ctr__struct_stream_timings, ctr__struct_stream_report, ctr__struct_value_counts,
+    ctr__struct_device_info, ctr__struct_volume_error, ctr__struct_stack_info, ctr__struct_fdk_plan,
+    ctr__struct_fdk_stream_timings, ctr__struct_fdk_stream_report, ctr__struct_value_counts,
     ctr__struct_pet_view_info, ctr__struct_pet_recon_timings, ctr__struct_pet_metrics,
     ctr__struct_tuning, ctr__struct_corrections, ctr__struct_fbp_stream_options,
     ctr__struct_fbp_stream_report, ctr__struct_projector_options, ctr__struct_iterate_options,

@@ -225,30 +225,30 @@ static const ctr__struct_version fdk_options_versions[] = {
 };
 CTR__STRUCT_DEFINE(fdk_options, CTR_FDK_OPTIONS_VERSION)
 
-CTR__STRUCT_DEFINE_V1(plan_request, CTR_PLAN_REQUEST_VERSION, CTR_PLAN_REQUEST_INIT)
+CTR__STRUCT_DEFINE_V1(fdk_plan_request, CTR_FDK_PLAN_REQUEST_VERSION, CTR_FDK_PLAN_REQUEST_INIT)
 
-static const ctr_stream_options stream_options_defaults = CTR_STREAM_OPTIONS_INIT;
-static const ctr__struct_version stream_options_versions[] = {
-    {offsetof(ctr_stream_options, workers), {1}}, /* 1: ctr_fdk_options version 1 inside */
-    {offsetof(ctr_stream_options, cluster), {2}}, /* 2: ctr_fdk_options version 2 inside;
+static const ctr_fdk_stream_options fdk_stream_options_defaults = CTR_FDK_STREAM_OPTIONS_INIT;
+static const ctr__struct_version fdk_stream_options_versions[] = {
+    {offsetof(ctr_fdk_stream_options, workers), {1}}, /* 1: ctr_fdk_options version 1 inside */
+    {offsetof(ctr_fdk_stream_options, cluster), {2}}, /* 2: ctr_fdk_options version 2 inside;
                                                      workers, split */
-    {sizeof(ctr_stream_options), {2}},            /* 3: cluster */
-    {sizeof(ctr_stream_options), {3}},            /* 4: ctr_fdk_options version 3 inside */
+    {sizeof(ctr_fdk_stream_options), {2}},            /* 3: cluster */
+    {sizeof(ctr_fdk_stream_options), {3}},            /* 4: ctr_fdk_options version 3 inside */
 };
-CTR__STRUCT_DEFINE_NESTED(stream_options, CTR_STREAM_OPTIONS_VERSION, 1,
-                          {offsetof(ctr_stream_options, fdk)}, {"fdk"},
+CTR__STRUCT_DEFINE_NESTED(fdk_stream_options, CTR_FDK_STREAM_OPTIONS_VERSION, 1,
+                          {offsetof(ctr_fdk_stream_options, fdk)}, {"fdk"},
                           {&ctr__struct_fdk_options})
 
-CTR__STRUCT_DEFINE_V1(plan, CTR_PLAN_VERSION, CTR_PLAN_INIT)
-CTR__STRUCT_DEFINE_V1(stream_timings, CTR_STREAM_TIMINGS_VERSION, CTR_STREAM_TIMINGS_INIT)
+CTR__STRUCT_DEFINE_V1(fdk_plan, CTR_FDK_PLAN_VERSION, CTR_FDK_PLAN_INIT)
+CTR__STRUCT_DEFINE_V1(fdk_stream_timings, CTR_FDK_STREAM_TIMINGS_VERSION, CTR_FDK_STREAM_TIMINGS_INIT)
 
-static const ctr_stream_report stream_report_defaults = CTR_STREAM_REPORT_INIT;
-static const ctr__struct_version stream_report_versions[] = {
-    {sizeof(ctr_stream_report), {1, 1}}, /* 1: ctr_plan 1, ctr_stream_timings 1 */
+static const ctr_fdk_stream_report fdk_stream_report_defaults = CTR_FDK_STREAM_REPORT_INIT;
+static const ctr__struct_version fdk_stream_report_versions[] = {
+    {sizeof(ctr_fdk_stream_report), {1, 1}}, /* 1: ctr_fdk_plan 1, ctr_fdk_stream_timings 1 */
 };
-CTR__STRUCT_DEFINE_NESTED(stream_report, CTR_STREAM_REPORT_VERSION, 2,
-                          {offsetof(ctr_stream_report, plan), offsetof(ctr_stream_report, timings)},
-                          {"plan", "timings"}, {&ctr__struct_plan, &ctr__struct_stream_timings})
+CTR__STRUCT_DEFINE_NESTED(fdk_stream_report, CTR_FDK_STREAM_REPORT_VERSION, 2,
+                          {offsetof(ctr_fdk_stream_report, plan), offsetof(ctr_fdk_stream_report, timings)},
+                          {"plan", "timings"}, {&ctr__struct_fdk_plan, &ctr__struct_fdk_stream_timings})
 
 /* Parallel beam */
 CTR__STRUCT_DEFINE_V1(parallel_params, CTR_PARALLEL_PARAMS_VERSION, CTR_PARALLEL_PARAMS_INIT)
@@ -318,14 +318,14 @@ CTR__STRUCT_DEFINE_NESTED(iterate_report, CTR_ITERATE_REPORT_VERSION, 1,
 
 const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_context_options, &ctr__struct_circular_params, &ctr__struct_fdk_options,
-    &ctr__struct_plan_request,    &ctr__struct_stream_options,  &ctr__struct_parallel_params,
+    &ctr__struct_fdk_plan_request,    &ctr__struct_fdk_stream_options,  &ctr__struct_parallel_params,
     &ctr__struct_fbp_options,     &ctr__struct_pet_params,      &ctr__struct_pet_kernel_params,
     &ctr__struct_pet_sim_options, &ctr__struct_pet_recon_options, &ctr__struct_corrections,
     &ctr__struct_fbp_stream_options, &ctr__struct_projector_options, &ctr__struct_iterate_options,
     &ctr__struct_cluster_options,
     /* filled by the library (or both ways: ctr_stack_info, ctr_value_counts) */
     &ctr__struct_device_info, &ctr__struct_volume_error, &ctr__struct_stack_info,
-    &ctr__struct_plan, &ctr__struct_stream_timings, &ctr__struct_stream_report,
+    &ctr__struct_fdk_plan, &ctr__struct_fdk_stream_timings, &ctr__struct_fdk_stream_report,
     &ctr__struct_value_counts, &ctr__struct_pet_view_info, &ctr__struct_pet_recon_timings,
     &ctr__struct_pet_metrics, &ctr__struct_tuning, &ctr__struct_fbp_stream_report,
     &ctr__struct_iterate_plan, &ctr__struct_iterate_report, &ctr__struct_fbp_timings, NULL};

@@ -62,7 +62,7 @@ ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t finge
 /* Opens an existing journal for --resume: checks the fingerprint (a
  * different run is CTR_E_INVALID_ARGUMENT naming what to do) and reads the
  * plan and the finished subvolumes. `resume` names the caller's resume
- * option in messages ("ctr_stream_options.resume"). */
+ * option in messages ("ctr_fdk_stream_options.resume"). */
 ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t fingerprint,
                                const char *resume);
 /* Records subvolume `index` [z0, z0 + nz) as complete (appended, synced). */

@@ -84,10 +84,10 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
   return CTR_OK;
 }
 
-ctr_status ctr_plan_iterate(const ctr_projector *p, const ctr_iterate_options *opts,
+ctr_status ctr_iterate_plan_compute(const ctr_projector *p, const ctr_iterate_options *opts,
                             ctr_device_kind device, uint64_t gpu_budget, uint64_t host_budget,
                             ctr_iterate_plan *out) {
-  if (!p || !out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_plan_iterate: NULL argument");
+  if (!p || !out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_plan_compute: NULL argument");
   CTR_CHECK(ctr__struct_check(&ctr__struct_iterate_plan, out));
   ctr_iterate_options o;
   CTR_CHECK(resolve(p, opts, &o));

@@ -226,7 +226,7 @@ ctr_status ctr__vec_tv_dual(ctr_projector *p, ctr__vec *P, const ctr__vec *z, fl
 
 /* Vectors of each space an algorithm keeps (options resolved). */
 void ctr__it_vectors(const ctr_iterate_options *o, int64_t *volumes, int64_t *projections);
-/* The plan for n_vol / n_proj vectors (ctr_plan_iterate with explicit
+/* The plan for n_vol / n_proj vectors (ctr_iterate_plan_compute with explicit
  * counts: the projector's own forward and adjoint calls use 1 and 1). */
 ctr_status ctr__it_plan(const ctr_projector *p, int64_t volumes, int64_t projections, int fast,
                         ctr_device_kind device, uint64_t gpu_budget, uint64_t host_budget,

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = fz_path(0, "vol.raw.partial.journal");
   fz_write_file(path, data, size);
   ctr__journal j;
-  if (ctr__journal_resume(&j, path, FZ_FINGERPRINT, "ctr_stream_options.resume") == CTR_OK) {
+  if (ctr__journal_resume(&j, path, FZ_FINGERPRINT, "ctr_fdk_stream_options.resume") == CTR_OK) {
     for (int64_t i = 0; i < j.nslabs && i < 4; i++) (void)j.done[i];
     /* what a resume takes over as its split and worker count */
     if (j.split < 0 || j.split > 2 || j.workers < 1 || j.workers > CTR_MAX_WORKERS) __builtin_trap();

@@ -319,7 +319,7 @@ static void fbp_tune(void) {
 
 static void journal(void) {
   const char *path = path_in("journal", "three-slabs");
-  const ctr__journal_layout plan = {8, 16, (int)CTR_STORE_HOST, 0, 3, 0, 1};
+  const ctr__journal_layout plan = {8, 16, (int)CTR_FDK_STORE_HOST, 0, 3, 0, 1};
   ctr__journal j;
   check(ctr__journal_create(&j, path, 0x0123456789abcdefull, &plan), "journal"); /* FZ_FINGERPRINT */
   const ctr__slab_record r0 = {0x9ae0daafu, -0.5f, 1.5f, 0, 0}, r2 = {0x2144df1cu, -0.5f, 2.0f, 3, 7};

@@ -121,7 +121,7 @@ static ctr_status cpu_add_from(ctr__engine *e, ctr__engine *src, int64_t k0, int
   return CTR_OK;
 }
 
-static void cpu_timings(ctr__engine *e, ctr_stream_timings *t) {
+static void cpu_timings(ctr__engine *e, ctr_fdk_stream_timings *t) {
   cpu_engine *c = e->impl;
   t->filter += c->t_filter;
   t->backproject += c->t_bp;
@@ -147,7 +147,7 @@ static const ctr__engine_ops cpu_ops = {
     .range = cpu_range,           .destroy = cpu_destroy};
 
 static ctr_status cpu_create(ctr_context *ctx, int device, const ctr_geometry *g,
-                             const ctr_fdk_options *o, const ctr_plan *plan, double input_scale,
+                             const ctr_fdk_options *o, const ctr_fdk_plan *plan, double input_scale,
                              int64_t view_begin, int64_t view_end, ctr__engine **out) {
   ctr_status st = CTR_OK;
   (void)device;
@@ -175,7 +175,7 @@ static ctr_status cpu_create(ctr_context *ctx, int device, const ctr_geometry *g
   c->batch = ctr__aligned_alloc((size_t)(c->nb * ctr__padded_size(g->nu, g->nv)) * sizeof(float),
                                 "padded projection batch");
   /* its own subvolume: for a file, or for a projection split's partial sums */
-  const int own = plan->host_slab_buffers || (plan->workers > 1 && plan->split == CTR_SPLIT_PROJECTIONS);
+  const int own = plan->host_slab_buffers || (plan->workers > 1 && plan->split == CTR_FDK_SPLIT_PROJECTIONS);
   if (own)
     c->own = ctr__aligned_alloc((size_t)(g->vol.nx * g->vol.ny * c->cap) * sizeof(float),
                                 "subvolume");
@@ -212,7 +212,7 @@ static int64_t cpu_first_batch(const ctr_geometry *g) {
 static void cpu_cost(const ctr_geometry *g, const ctr__plan_candidate *c, ctr__engine_cost *out) {
   memset(out, 0, sizeof *out);
   out->host_fixed = (uint64_t)ctr__padded_size(g->nu, g->nv) * 4u * (uint64_t)c->views_per_batch;
-  if (!c->req->output_in_memory || (c->workers > 1 && c->split == CTR_SPLIT_PROJECTIONS))
+  if (!c->req->output_in_memory || (c->workers > 1 && c->split == CTR_FDK_SPLIT_PROJECTIONS))
     out->host_per_slice = (uint64_t)g->vol.nx * (uint64_t)g->vol.ny * 4u;
 }
 

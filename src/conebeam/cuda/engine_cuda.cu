@@ -2,7 +2,7 @@
  * `up` uploads raw or filtered subsets, `comp` filters and backprojects,
  * `down` returns filtered subsets and subvolumes. Raw and staged filtered
  * subsets are double buffered on the device and guarded by events; with
- * CTR_STORE_DEVICE every filtered view stays resident in the kernels'
+ * CTR_FDK_STORE_DEVICE every filtered view stays resident in the kernels'
  * layout, otherwise views pass through a two-batch ring of slots. */
 #include "conebeam/cuda/bp_kernels.cuh"
 #include "conebeam/cuda/filter_cuda.cuh"
@@ -45,7 +45,7 @@ typedef struct cuda_engine {
   size_t raw_bytes, filt_bytes, vol_bytes;
   int device; /* the ordinal every operation makes current first */
   const ctr_geometry *g;
-  ctr_plan plan;
+  ctr_fdk_plan plan;
   ctr__bp_config cfg;
   ctr__fdk_filter f;
   int have_filter;
@@ -136,7 +136,7 @@ __global__ void range_kernel(const float *__restrict__ v, long long n, unsigned 
   }
 }
 
-static int is_resident(const cuda_engine *c) { return c->plan.store == CTR_STORE_DEVICE; }
+static int is_resident(const cuda_engine *c) { return c->plan.store == CTR_FDK_STORE_DEVICE; }
 
 /* The slot of view v0 in the layout: resident views sit at their index in
  * the engine's share, others in a two-batch ring. */
@@ -606,7 +606,7 @@ static ctr_status cu_download(ctr__engine *e, int64_t k0, int64_t k1, float *dst
   return copy_out(c, k0, k1, dst, 1);
 }
 
-static void cu_timings(ctr__engine *e, ctr_stream_timings *t) {
+static void cu_timings(ctr__engine *e, ctr_fdk_stream_timings *t) {
   cuda_engine *c = (cuda_engine *)e->impl;
   double sum[T_COUNT] = {0};
   cudaSetDevice(c->device);
@@ -689,7 +689,7 @@ static ctr__bp_variant unpaired(ctr__bp_variant v) {
 }
 
 extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, const ctr_geometry *g,
-                                              const ctr_fdk_options *o, const ctr_plan *plan,
+                                              const ctr_fdk_options *o, const ctr_fdk_plan *plan,
                                               double input_scale, int64_t view_begin,
                                               int64_t view_end, ctr__engine **out) {
   ctr_status st = CTR_OK;
@@ -717,7 +717,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
   /* The buffers are those of the backend's memory model, which the planner
    * used (engine_cuda_model.c). */
   ctr__cuda_bytes model;
-  const int shared = plan->workers > 1 && plan->split == CTR_SPLIT_VOLUME;
+  const int shared = plan->workers > 1 && plan->split == CTR_FDK_SPLIT_VOLUME;
   ctr__cuda_engine_bytes(g, o->interp, nb, plan->store, plan->pair, view_end - view_begin, shared,
                          &model);
   CTR_CHECK_GOTO(st, ctr__device_setup(device, &prop, &free_bytes));
@@ -749,7 +749,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
       CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, model.filtered, (void **)&c->d_filt[i]));
   }
   {
-    const int64_t slots = plan->store == CTR_STORE_DEVICE ? view_end - view_begin : 2 * nb;
+    const int64_t slots = plan->store == CTR_FDK_STORE_DEVICE ? view_end - view_begin : 2 * nb;
     if (ctr__views_bytes(g, c->cfg.variant, slots) > model.layout)
       CTR_FAIL_GOTO(st, CTR_E_INTERNAL, "the %s layout of %lld views takes %zu bytes, more than "
                     "the memory model's %llu (engine_cuda_model.c)",
@@ -757,7 +757,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
                     ctr__views_bytes(g, c->cfg.variant, slots), (unsigned long long)model.layout);
   }
   CTR_CHECK_GOTO(st, ctr__views_create(g, c->cfg.variant, nb,
-                                       plan->store == CTR_STORE_DEVICE ? view_end - view_begin : 2 * nb,
+                                       plan->store == CTR_FDK_STORE_DEVICE ? view_end - view_begin : 2 * nb,
                                        prop.maxTexture2DLayered[2], &c->dv));
   CTR_CHECK_GOTO(st, ctr__gpu_filter_create(&c->f, nb, c->comp, &c->gf));
   CU(cudaMalloc(&c->d_range, 2 * sizeof(unsigned int)));

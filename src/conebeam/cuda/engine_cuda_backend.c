@@ -14,7 +14,7 @@ static void cuda_cost(const ctr_geometry *g, const ctr__plan_candidate *c, ctr__
   memset(out, 0, sizeof *out);
   /* two raw and two staged filtered buffers (double buffering) */
   out->device_fixed = 2u * b.raw + 2u * b.filtered + b.layout + b.filter + CTR__CUDA_MARGIN_BYTES;
-  if (c->workers > 1 && c->split == CTR_SPLIT_PROJECTIONS)
+  if (c->workers > 1 && c->split == CTR_FDK_SPLIT_PROJECTIONS)
     out->device_fixed += CTR__CUDA_ADD_CHUNK_BYTES;
   out->device_per_slice = b.slice;
   /* pinned staging of pageable input arrays (two raw batches) */

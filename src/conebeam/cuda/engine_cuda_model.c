@@ -33,15 +33,15 @@ static uint64_t filter_bytes(const ctr_geometry *g, int64_t n) {
          (uint64_t)g->nviews * 128u + (uint64_t)padded * 4u;
 }
 
-void ctr__cuda_engine_bytes(const ctr_geometry *g, ctr_interp interp, int64_t nb, ctr_store store,
+void ctr__cuda_engine_bytes(const ctr_geometry *g, ctr_interp interp, int64_t nb, ctr_fdk_store store,
                             int pair, int64_t views, int shared, ctr__cuda_bytes *out) {
   memset(out, 0, sizeof *out);
   const uint64_t view = (uint64_t)g->nu * (uint64_t)g->nv * 4u;
   out->raw = view * (uint64_t)nb; /* float32 or smaller */
   /* staged filtered batches: reloads, and others' views when shared */
-  out->filtered = store == CTR_STORE_DEVICE && !shared ? 0 : view * (uint64_t)nb;
+  out->filtered = store == CTR_FDK_STORE_DEVICE && !shared ? 0 : view * (uint64_t)nb;
   out->layout = ctr__cuda_layout_view_bytes(g, interp, pair) *
-                (store == CTR_STORE_DEVICE ? (uint64_t)views : 2u * (uint64_t)nb);
+                (store == CTR_FDK_STORE_DEVICE ? (uint64_t)views : 2u * (uint64_t)nb);
   out->filter = filter_bytes(g, nb);
   out->slice = (uint64_t)g->vol.nx * (uint64_t)g->vol.ny * 4u;
 }

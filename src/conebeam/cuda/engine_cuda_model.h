@@ -18,7 +18,7 @@ extern "C" {
 #define CTR__CUDA_DEFAULT_BATCH 64
 
 /* The engine's device buffers for a plan: each raw and each staged filtered
- * batch buffer (two of each; no staged buffers with CTR_STORE_DEVICE unless
+ * batch buffer (two of each; no staged buffers with CTR_FDK_STORE_DEVICE unless
  * filtered views also come from other engines), the views' layout (`views`
  * resident views, or two batches), the filter's working set and one
  * subvolume slice. */
@@ -26,14 +26,14 @@ typedef struct ctr__cuda_bytes {
   uint64_t raw, filtered, layout, filter, slice;
 } ctr__cuda_bytes;
 
-void ctr__cuda_engine_bytes(const ctr_geometry *g, ctr_interp interp, int64_t nb, ctr_store store,
+void ctr__cuda_engine_bytes(const ctr_geometry *g, ctr_interp interp, int64_t nb, ctr_fdk_store store,
                             int pair, int64_t views, int shared, ctr__cuda_bytes *out);
 /* Upper bound of one view's bytes in the layout an interpolation uses. */
 uint64_t ctr__cuda_layout_view_bytes(const ctr_geometry *g, ctr_interp interp, int pair);
 
 /* The engine (engine_cuda.cu): the backend's `create`. */
 ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, const ctr_geometry *g,
-                                   const ctr_fdk_options *o, const ctr_plan *plan,
+                                   const ctr_fdk_options *o, const ctr_fdk_plan *plan,
                                    double input_scale, int64_t view_begin, int64_t view_end,
                                    ctr__engine **out);
 
