@@ -86,7 +86,7 @@ static void bench_projector(ctr_context *ctx, const geo_case *c, const char *dum
   const int64_t nvox = c->n * c->n * c->n, nproj = c->nu * c->nv * c->nviews;
   ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
   uint64_t budget = 0;
-  ctr_plan_default_budgets(ctx, &budget, NULL);
+  ctr_context_get_memory_budgets(ctx, &budget, NULL);
   if (ctr__it_plan(p, 1, 1, po.pair == CTR_PAIR_FAST, CTR_DEVICE_CUDA, budget, 0, 0, &plan))
     BENCH_DIE("plan: %s", ctr_error_detail());
   if (plan.placement != CTR_PLACE_DEVICE) BENCH_DIE("case %s does not fit the GPU", c->name);
@@ -276,7 +276,7 @@ static void bench_2048(ctr_context *ctx) {
   o.algorithm = CTR_ITERATE_CGLS;
   o.iterations = 2;
   uint64_t gb = 0, hb = 0;
-  ctr_plan_default_budgets(ctx, &gb, &hb);
+  ctr_context_get_memory_budgets(ctx, &gb, &hb);
   if (gpu_budget_gb > 0 && gb > (uint64_t)(gpu_budget_gb * 1e9)) gb = (uint64_t)(gpu_budget_gb * 1e9);
   o.gpu_budget = gb;
   ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;

@@ -502,7 +502,7 @@ int cmd_iterate(int argc, char **argv) {
   /* The plan, up front. */
   {
     uint64_t gb = a.gpu_mem, hb = a.host_mem, dg = 0, dh = 0;
-    ctr_plan_default_budgets(ctx, ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? &dg : NULL, &dh);
+    ctr_context_get_memory_budgets(ctx, ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? &dg : NULL, &dh);
     ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
     st = ctr_iterate_plan_compute(p, &o, ctr_context_get_device(ctx), gb ? gb : dg, hb ? hb : dh, &plan);
     if (st != CTR_OK) {

@@ -615,7 +615,7 @@ static void test_errors(void) {
   co.device = CTR_DEVICE_CPU;
   CHECK_OK(ctr_context_create(&co, &ctx));
   uint64_t gb = 99, hb = 0;
-  CHECK_OK(ctr_plan_default_budgets(ctx, &gb, &hb));
+  CHECK_OK(ctr_context_get_memory_budgets(ctx, &gb, &hb));
   CHECK(gb == 0 && hb > 0);
   ctr_context_free(ctx);
 

@@ -216,12 +216,6 @@ CTR_API ctr_status ctr_fdk_plan_init(ctr_fdk_plan *s, unsigned version);
  * CTR_E_DEVICE_OUT_OF_MEMORY) whose detail gives the smallest budget that
  * works. */
 CTR_API ctr_status ctr_fdk_plan_compute(const ctr_geometry *g, const ctr_fdk_plan_request *req, ctr_fdk_plan *out);
-/* Budgets from the machine: free GPU memory of ctx's device less 1 GiB (0
- * for a CPU context; the GPU buffers the context kept from an earlier run,
- * ctr_context_free, are given back first) and available host memory less
- * 10 % (at least 1 GiB kept free). */
-CTR_API ctr_status ctr_plan_default_budgets(ctr_context *ctx, uint64_t *gpu_budget,
-                                            uint64_t *host_budget);
 /* One line describing the plan ("4 subvolumes of 512 slices, ..."). Returns
  * the length snprintf would have written; -1 (detail set) for a plan whose
  * version this library does not accept. */
@@ -262,7 +256,7 @@ typedef void (*ctr_slab_fn)(void *user, int64_t z0, int64_t nz, const float *sla
 typedef struct ctr_fdk_stream_options {
   unsigned version;
   ctr_fdk_options fdk;   /* filter, interpolation, slices (z0, nz) */
-  uint64_t gpu_budget;   /* 0 = detected (ctr_plan_default_budgets) */
+  uint64_t gpu_budget;   /* 0 = detected (ctr_context_get_memory_budgets) */
   uint64_t host_budget;  /* 0 = detected */
   int64_t max_slab_slices; /* force smaller subvolumes; 0 = as the budgets allow */
   ctr_fdk_store store;       /* force where filtered views wait; AUTO = planner's choice */

@@ -234,10 +234,10 @@ typedef struct ctr_context ctr_context;
  * opts may be NULL (defaults). */
 CTR_API ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out);
 /* Frees a context; accepts NULL. A CUDA context keeps the large GPU buffers
- * of its cone-beam runs (volume, views) for its next run, which then skips
- * their allocation (milliseconds each, more with several GPUs); they are
- * freed here, or as soon as an allocation finds the GPU full. Free the
- * context to give that GPU memory back to other users. */
+ * of its runs (volume, views, FBP's chunk buffers) for its next run, which
+ * then skips their allocation (milliseconds each, more with several GPUs);
+ * they are freed here, by ctr_context_release_memory, or as soon as an
+ * allocation finds the GPU full. */
 CTR_API void ctr_context_free(ctr_context *ctx);
 /* The CUDA devices a context uses (0 for a CPU context) and the ordinal of the
  * i-th (-1 if there is none); the first is the device of single-GPU work. */
@@ -245,6 +245,23 @@ CTR_API int ctr_context_get_device_count(const ctr_context *ctx);
 CTR_API int ctr_context_get_device_ordinal(const ctr_context *ctx, int i);
 /* The backend a context resolved to (CTR_DEVICE_CPU or CTR_DEVICE_CUDA). */
 CTR_API ctr_device_kind ctr_context_get_device(const ctr_context *ctx);
+/* Memory budgets from the machine, the one rule behind every budget of the
+ * library that is 0 ("detected": ctr_fdk_plan_request, ctr_fdk_stream_options,
+ * ctr_fbp_stream_options, ctr_projector_options, ctr_iterate_options):
+ *  - GPU: free memory of the context's first GPU less 1 GiB (the CUDA
+ *    context, cuFFT's and the kernels' work areas and other processes are in
+ *    no plan); 0 for a CPU context. The GPU buffers the context keeps from
+ *    earlier runs (ctr_context_release_memory) are given back first;
+ *  - host: available memory (MemAvailable) less 10 % of it, at least 1 GiB.
+ * Either pointer may be NULL (not wanted). Thread-safe. */
+CTR_API ctr_status ctr_context_get_memory_budgets(ctr_context *ctx, uint64_t *gpu_budget,
+                                                  uint64_t *host_budget);
+/* Frees the GPU buffers a CUDA context keeps between its runs (the large
+ * buffers of cone-beam and parallel-beam runs: their next run on the same
+ * sizes skips the allocation) and gives that memory back to other users
+ * without freeing the context; ctr_context_free does it too. Nothing for a
+ * CPU context or NULL. Call it with no run of the context in progress. */
+CTR_API void ctr_context_release_memory(ctr_context *ctx);
 
 /* ------------------------------------------------------------------------- */
 /* Distributed runs (MPI)                                                    */

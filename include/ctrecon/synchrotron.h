@@ -168,7 +168,7 @@ typedef struct ctr_fbp_stream_options {
   int64_t batch;                       /* slices per band; 0 = 16 on the CPU, 64 per GPU (raised
                                           to cover Paganin's margin and the reader's row block) */
   uint64_t host_budget;                /* host memory for the band buffers; 0 = 90 % of what is
-                                          available (ctr_plan_default_budgets) */
+                                          available (ctr_context_get_memory_budgets) */
   int resume;                          /* continue an interrupted run of the same output */
   ctr_slices_fn on_slices;             /* optional, called on the calling thread */
   void *user;

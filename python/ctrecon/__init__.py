@@ -14,9 +14,9 @@ from ._core import (CancelledError, Context, CtreconError, DeviceError, DeviceOu
                     FFTError, FileIOError, FormatError, GeometryError, InternalError,
                     InvalidArgumentError, NoDeviceError, OutOfMemoryError, SizeMismatchError,
                     UnsupportedError, cuda_device_count, cuda_device_info, default_context,
-                    features, logger, version)
+                    features, logger, memory_budgets, version)
 from . import io
-from .conebeam import (Backprojector, backproject_reference, default_budgets, fdk, fdk_backproject,
+from .conebeam import (Backprojector, backproject_reference, fdk, fdk_backproject,
                        fdk_file, fdk_filter, plan_fdk, ramp_response)
 from .geometry import ConeGeometry, ParallelGeometry, Volume
 from .iterative import Projector, iterate, iterate_plot, plan_iterate

@@ -24,7 +24,7 @@ __all__ = [
     "SizeMismatchError", "GeometryError", "UnsupportedError", "NoDeviceError", "DeviceError",
     "DeviceOutOfMemoryError", "FFTError", "CancelledError", "InternalError", "Context",
     "version", "features", "cuda_device_count", "cuda_device_info", "default_context",
-    "logger",
+    "logger", "memory_budgets",
 ]
 
 logger = logging.getLogger("ctrecon")
@@ -489,8 +489,27 @@ class Context(Handle):
         n = lib.ctr_context_get_device_count(self.ptr)
         return [lib.ctr_context_get_device_ordinal(self.ptr, i) for i in range(n)]
 
+    def memory_budgets(self) -> Tuple[int, int]:
+        """(gpu_budget, host_budget) in bytes: what every budget left at 0 is
+        (ctr_context_get_memory_budgets: free GPU memory less 1 GiB, 0 on the
+        CPU; available host memory less 10 %, at least 1 GiB)."""
+        g, h = ffi.new("uint64_t *"), ffi.new("uint64_t *")
+        check(lib.ctr_context_get_memory_budgets(self.ptr, g, h))
+        return int(g[0]), int(h[0])
+
+    def release_memory(self) -> None:
+        """Frees the GPU buffers the context keeps between its runs
+        (ctr_context_release_memory)."""
+        lib.ctr_context_release_memory(self.ptr)
+
     def __repr__(self) -> str:
         return f"Context(device={self.device!r}, devices={self.devices})" if self._ptr else "Context(closed)"
+
+
+def memory_budgets(ctx: Optional[Context] = None) -> Tuple[int, int]:
+    """(gpu_budget, host_budget) in bytes from the machine for ctx (None: this
+    thread's default context): Context.memory_budgets."""
+    return context(ctx).memory_budgets()
 
 
 def default_context() -> Context:

@@ -15,7 +15,7 @@ from ._core import check, context, cstr, ffi, lib, new_struct
 from .geometry import ConeGeometry
 from .io import StackReader, file_format
 
-__all__ = ["FdkGeometryWarning", "fdk", "fdk_file", "fdk_filter", "fdk_backproject", "plan_fdk", "default_budgets",
+__all__ = ["FdkGeometryWarning", "fdk", "fdk_file", "fdk_filter", "fdk_backproject", "plan_fdk",
            "Backprojector", "backproject_reference", "ramp_response"]
 
 _SHORT_SCAN = {"auto": lib.CTR_SHORT_SCAN_AUTO, "off": lib.CTR_SHORT_SCAN_OFF,
@@ -263,14 +263,6 @@ def plan_fdk(geometry: ConeGeometry, *, device: str = "cpu", gpu_budget: Union[i
     d = _core.struct_dict(p)
     d["description"] = _describe(p)
     return d
-
-
-def default_budgets(ctx=None) -> Tuple[int, int]:
-    """(gpu_budget, host_budget) in bytes from the machine
-    (ctr_plan_default_budgets)."""
-    g, h = ffi.new("uint64_t *"), ffi.new("uint64_t *")
-    check(lib.ctr_plan_default_budgets(context(ctx).ptr, g, h))
-    return int(g[0]), int(h[0])
 
 
 class Backprojector:

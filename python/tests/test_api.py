@@ -120,8 +120,9 @@ def test_plans_and_budgets():
     assert plan["nslabs"] == 4 and "subvolume" in plan["description"]
     with pytest.raises(ctrecon.OutOfMemoryError, match="host"):
         ctrecon.plan_fdk(g, host_budget=1000)
-    gpu, host = ctrecon.default_budgets(cpu())
-    assert gpu == 0 and host > 0
+    gpu, host = ctrecon.memory_budgets(cpu())
+    assert gpu == 0 and host > 0 and cpu().memory_budgets()[1] > 0
+    cpu().release_memory()  # nothing kept on the CPU: a no-op
     assert ctrecon.ramp_response("ram-lak", 1.0, 0.25) > ctrecon.ramp_response("hann", 1.0, 0.25)
 
 

@@ -10,9 +10,6 @@
  * volume. */
 ctr_status ctr__fdk_options_resolve(const ctr_geometry *g, const ctr_fdk_options *opts,
                                     ctr_fdk_options *o);
-/* The default GPU budget of device ordinal `device`: its free memory less a
- * reserve (budget.c, ctr_plan_default_budgets). */
-ctr_status ctr__device_budget(ctr_context *ctx, int device, uint64_t *budget);
 /* Checks the volume array of an FDK run (float32, nx x ny x o->nz). */
 ctr_status ctr__check_fdk_volume(const ctr_geometry *g, const ctr_fdk_options *o,
                                  const ctr_array *vol);

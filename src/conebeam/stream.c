@@ -190,7 +190,7 @@ static ctr_status worker_gpu_budget(stream_run *r, int workers, uint64_t *out) {
   uint64_t budget[CTR_MAX_WORKERS];
   for (int d = 0; d < ndev && d < workers && d < CTR_MAX_WORKERS; d++) {
     budget[d] = r->opts.gpu_budget;
-    if (!budget[d]) CTR_CHECK(ctr__device_budget(r->ctx, ctr_context_get_device_ordinal(r->ctx, d), &budget[d]));
+    if (!budget[d]) CTR_CHECK(ctr__gpu_budget_detect(r->ctx, ctr_context_get_device_ordinal(r->ctx, d), &budget[d]));
   }
   *out = ctr__split_gpu_budget(budget, ndev < CTR_MAX_WORKERS ? ndev : CTR_MAX_WORKERS, workers);
   return CTR_OK;
@@ -207,10 +207,9 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
   q.device = ctr_context_get_device(r->ctx);
   q.workers = requested_workers(r);
   q.split = r->opts.split;
-  uint64_t host = 0;
-  if (!r->opts.host_budget) CTR_CHECK(ctr_plan_default_budgets(r->ctx, NULL, &host));
+  q.host_budget = r->opts.host_budget;
+  CTR_CHECK(ctr__budgets_resolve(r->ctx, NULL, &q.host_budget));
   CTR_CHECK(worker_gpu_budget(r, q.workers, &q.gpu_budget));
-  q.host_budget = r->opts.host_budget ? r->opts.host_budget : host;
   q.proj_dtype = r->in_dtype;
   q.vol_dtype = r->opts.out_dtype;
   q.interp = r->fdk.interp;

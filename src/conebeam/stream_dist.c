@@ -136,9 +136,8 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   if (st != CTR_OK) goto end;
   /* ranks on one host share its memory */
   if (!o.host_budget) {
-    uint64_t host = 0;
-    st = ctr_plan_default_budgets(ctx, NULL, &host);
-    o.host_budget = host / (uint64_t)ctr__cluster_ranks_on_host(cluster, rank);
+    st = ctr__budgets_resolve(ctx, NULL, &o.host_budget);
+    o.host_budget /= (uint64_t)ctr__cluster_ranks_on_host(cluster, rank);
   }
   ctr__dist_output dout;
   dist_fdk f = {fdk.z0};

@@ -125,6 +125,17 @@ uint64_t ctr__gpu_cached_bytes(const ctr_context *ctx, int device);
  * run costs them nothing. A cache, so logically const. */
 void ctr__gpu_cache_release(const ctr_context *ctx);
 
+/* The memory rule (memory.c, ctr_context_get_memory_budgets): the detected
+ * budget of GPU ordinal `device` (its free memory and the bytes the context
+ * keeps there, less the reserve; the kept buffers are not released) and of
+ * host memory. */
+ctr_status ctr__gpu_budget_detect(const ctr_context *ctx, int device, uint64_t *budget);
+uint64_t ctr__host_budget_detect(void);
+/* "0 = detected" for a caller's budgets: each non-NULL one that is 0 becomes
+ * what ctr_context_get_memory_budgets gives (the GPU one 0 on a CPU
+ * context); given ones stay. Every budget option resolves through it. */
+ctr_status ctr__budgets_resolve(ctr_context *ctx, uint64_t *gpu_budget, uint64_t *host_budget);
+
 /* The context's memo (ctx NULL: nothing kept). get: 1 and the value in
  * `value` (n bytes) when `key` was put; put: keeps key -> value (a longer
  * key or value is not kept). Thread-safe. */

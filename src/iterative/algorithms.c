@@ -788,12 +788,8 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
              "its residual need not decrease (set ctr_projector_options.pair to matched, or use sirt or "
              "fista-tv, which tolerate it)");
   uint64_t gpu_budget = R.o.gpu_budget, host_budget = R.o.host_budget;
-  if ((p->device == CTR_DEVICE_CUDA && !gpu_budget) || !host_budget) {
-    uint64_t g = 0, h = 0;
-    CTR_CHECK(ctr_plan_default_budgets(p->ctx, p->device == CTR_DEVICE_CUDA ? &g : NULL, &h));
-    if (!gpu_budget) gpu_budget = g;
-    if (!host_budget) host_budget = h;
-  }
+  CTR_CHECK(ctr__budgets_resolve(p->ctx, p->device == CTR_DEVICE_CUDA ? &gpu_budget : NULL,
+                                 &host_budget));
   int64_t nv, nq;
   ctr__it_vectors(&R.o, &nv, &nq);
   const int64_t max_slab = R.o.max_slab_slices ? R.o.max_slab_slices : p->o.max_slab_slices;

@@ -30,8 +30,10 @@ const char *ctr_iterate_placement_name(ctr_iterate_placement p) {
 /* A STREAMED plan's slabs have at least this many slices (when they fit)
  * before its blocks of views grow. */
 #define STREAM_SLAB 16
-/* Device bytes the planner keeps back for reductions, views and launches:
- * 64 MiB, or an eighth of a smaller budget (tests force tiny ones). */
+/* Device bytes the planner keeps back inside a budget (given or detected) for
+ * what its model does not count: reductions, views and launches. 64 MiB, or
+ * an eighth of a smaller budget (tests force tiny ones). Part of the cost
+ * model, not a reserve of the detected budget (core/memory.c has the one). */
 #define DEVICE_RESERVE_MAX ((uint64_t)64 << 20)
 
 static uint64_t vol_bytes(const ctr_projector *p) { return 4u * (uint64_t)ctr__proj_vol_count(p); }

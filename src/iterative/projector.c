@@ -453,8 +453,7 @@ static ctr_status public_call(ctr_projector *p, int forward, const float *vol_in
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_%s: NULL array", forward ? "forward" : "adjoint");
   ctr_status st = CTR_OK;
   uint64_t gpu_budget = p->o.gpu_budget;
-  if (p->device == CTR_DEVICE_CUDA && gpu_budget == 0)
-    CTR_CHECK(ctr_plan_default_budgets(p->ctx, &gpu_budget, NULL));
+  if (p->device == CTR_DEVICE_CUDA) CTR_CHECK(ctr__budgets_resolve(p->ctx, &gpu_budget, NULL));
   ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
   CTR_CHECK(ctr__it_plan(p, 1, 1, p->o.pair == CTR_PAIR_FAST, p->device, gpu_budget, 0,
                          p->o.max_slab_slices, &plan));
@@ -522,7 +521,7 @@ static ctr_status device_call(ctr_projector *p, int forward, const float *in, fl
   CTR_CHECK(ctr__it_cuda_device_args(p, fn, in, forward ? "vol" : "proj", out,
                                      forward ? "proj" : "vol"));
   uint64_t gpu_budget = p->o.gpu_budget;
-  if (gpu_budget == 0) CTR_CHECK(ctr_plan_default_budgets(p->ctx, &gpu_budget, NULL));
+  CTR_CHECK(ctr__budgets_resolve(p->ctx, &gpu_budget, NULL));
   ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
   CTR_CHECK(ctr__it_plan(p, 1, 1, p->o.pair == CTR_PAIR_FAST, p->device, gpu_budget, 0,
                          p->o.max_slab_slices, &plan));

@@ -168,9 +168,8 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
   st = ctr__struct_copy(&ctr__struct_fbp_stream_options, &o, opts);
   o.cluster = NULL;
   if (st == CTR_OK && !o.host_budget) { /* ranks on one host share its memory */
-    uint64_t host = 0;
-    st = ctr_plan_default_budgets(ctx, NULL, &host);
-    o.host_budget = host / (uint64_t)ctr__cluster_ranks_on_host(cluster, rank);
+    st = ctr__budgets_resolve(ctx, NULL, &o.host_budget);
+    o.host_budget /= (uint64_t)ctr__cluster_ranks_on_host(cluster, rank);
   }
   if (st == CTR_OK && fmt == CTR_FORMAT_AUTO) st = ctr_format_guess(out, &fmt);
   if (st == CTR_OK && fmt != CTR_FORMAT_RAW && fmt != CTR_FORMAT_NRRD &&

@@ -250,7 +250,7 @@ static ctr_status plan_bands(srun *r, int64_t resumed_slices) {
     const double sl = (double)(rows / r->by) * (double)(r->gout ? r->gout->p.nx * r->gout->p.ny : r->nbins_b * r->nbins_b);
     const double need = nbuf * raw + 4.0 * raw * 4.0 / (double)es + 4.0 * 4.0 * sl;
     uint64_t budget = r->o.host_budget;
-    if (!budget) CTR_CHECK(ctr_plan_default_budgets(r->ctx, NULL, &budget));
+    CTR_CHECK(ctr__budgets_resolve(r->ctx, NULL, &budget));
     if (need <= (double)budget || rows <= unit || resumed_slices > 0) break;
     rows = (rows / 2 + unit - 1) / unit * unit;
   }

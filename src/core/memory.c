@@ -1,0 +1,74 @@
+/* Memory budgets: the one rule by which every "0 = detected" budget of the
+ * library (GPU and host) is resolved (core.h, ctr_context_get_memory_budgets;
+ * docs/out-of-core.md, "Budgets"). GPU memory is asked of the CUDA backend
+ * through the public device query (src/gpu when built, a stub otherwise). */
+#include "core/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* GPU: free memory less this (the CUDA context, cuFFT and library work areas
+ * and other processes' growth are not in any plan). */
+#define GPU_RESERVE ((uint64_t)1 << 30)
+/* Host: available memory less a tenth of it, and at least this. */
+#define HOST_KEEP_MIN ((uint64_t)1 << 30)
+
+/* MemAvailable from /proc/meminfo (bytes), else physical pages x page size. */
+static uint64_t host_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[256];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+        fclose(f);
+        return (uint64_t)kb * 1024u;
+      }
+    fclose(f);
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+}
+
+uint64_t ctr__host_budget_detect(void) {
+  const uint64_t avail = host_available();
+  uint64_t keep = avail / 10;
+  if (keep < HOST_KEEP_MIN) keep = HOST_KEEP_MIN;
+  return avail > keep ? avail - keep : 0;
+}
+
+ctr_status ctr__gpu_budget_detect(const ctr_context *ctx, int device, uint64_t *budget) {
+  ctr_device_info info = CTR_DEVICE_INFO_INIT;
+  *budget = 0;
+  CTR_CHECK(ctr_cuda_get_device_info(device, &info));
+  /* the buffers the context keeps are reused or given back by an allocation
+   * that finds the GPU full (ctr__gpu_buffer_get): free to plan with */
+  const uint64_t free_mem = info.free_memory + ctr__gpu_cached_bytes(ctx, device);
+  *budget = free_mem > GPU_RESERVE ? free_mem - GPU_RESERVE : 0;
+  return CTR_OK;
+}
+
+ctr_status ctr_context_get_memory_budgets(ctr_context *ctx, uint64_t *gpu_budget,
+                                          uint64_t *host_budget) {
+  if (gpu_budget) {
+    *gpu_budget = 0;
+    if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
+      /* what a new allocation can get: the buffers the context kept go back
+       * first (not every caller's allocations reuse them) */
+      ctr_context_release_memory(ctx);
+      CTR_CHECK(ctr__gpu_budget_detect(ctx, ctr__context_gpu(ctx, 0), gpu_budget));
+    }
+  }
+  if (host_budget) *host_budget = ctr__host_budget_detect();
+  return CTR_OK;
+}
+
+ctr_status ctr__budgets_resolve(ctr_context *ctx, uint64_t *gpu_budget, uint64_t *host_budget) {
+  const int gpu = gpu_budget && *gpu_budget == 0;
+  const int host = host_budget && *host_budget == 0;
+  if (!gpu && !host) return CTR_OK;
+  return ctr_context_get_memory_budgets(ctx, gpu ? gpu_budget : NULL, host ? host_budget : NULL);
+}
+
+void ctr_context_release_memory(ctr_context *ctx) { ctr__gpu_cache_release(ctx); }
