@@ -118,6 +118,8 @@ static const struct {
     {"angle_start", "--angle-start"},
     {"angle_range", "--angle-range"},
     {"gpu_budget", "--gpu-mem"},
+    {"ctr_fbp_stream_options.gpu_budget", "--gpu-mem"},
+    {"ctr_fbp_options.gpu_budget", "--gpu-mem"},
     {"host_budget", "--host-mem"},
     {"scratch_dir", "--scratch-dir"},
 };

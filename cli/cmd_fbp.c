@@ -46,7 +46,7 @@ typedef struct fbp_args {
   int uniform_given, center_row_given, dezinger_size_given, ring_size_given, ring_level_given,
       ring_sigma_given, ring_wavelet_given;
   double center_range[2], out_range[2];
-  uint64_t host_mem;
+  uint64_t host_mem, gpu_mem;
   ctr_fbp_options fbp;
   ctr_corrections corr;
   ctr_dtype out_dtype;
@@ -354,6 +354,7 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   so.batch = a->batch_given ? a->batch : 0;
   so.read_ahead = (int)a->read_ahead;
   so.host_budget = a->host_mem;
+  so.gpu_budget = a->gpu_mem;
   so.resume = a->resume;
   so.cluster = r->cluster;
   const int64_t rows = so.nrows ? so.nrows : r->height - so.row0;
@@ -496,6 +497,8 @@ int cmd_fbp(int argc, char **argv) {
        "to 16, a band buffer each (default 2)", cli_parse_count, &a.read_ahead, NULL},
       {"--host-mem", "SIZE", "host memory for the band buffers, e.g. 16G (default: available "
        "memory less 10 %)", cli_parse_mem, &a.host_mem, NULL},
+      {"--gpu-mem", "SIZE", "GPU memory each GPU's pipeline may use, e.g. 4G (default: free "
+       "memory less 1 GiB)", cli_parse_mem, &a.gpu_mem, NULL},
       {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; the "
        "result is bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume,
        NULL},

@@ -131,7 +131,7 @@ typedef struct ctr_fbp_timings {
 /* The defaults (zeros) in the layout of `version` (core.h). */
 CTR_API ctr_status ctr_fbp_timings_init(ctr_fbp_timings *s, unsigned version);
 
-#define CTR_FBP_OPTIONS_VERSION 3u /* 2: strict, counts; 3: timings */
+#define CTR_FBP_OPTIONS_VERSION 4u /* 2: strict, counts; 3: timings; 4: gpu_budget */
 typedef struct ctr_fbp_options {
   unsigned version;
   ctr_window window;
@@ -155,10 +155,15 @@ typedef struct ctr_fbp_options {
                                raised to cover it), so a caller timing several calls
                                zeroes it first (ctr_fbp_timings_init). Asking for them adds
                                events to the GPUs' streams, nothing else */
+  uint64_t gpu_budget;      /* CUDA: bytes of GPU memory the call may use on each GPU; 0 =
+                               detected (ctr_context_get_memory_budgets). The pipeline's
+                               chunks (16 slices) shrink to fit; a budget too small for chunks
+                               of one slice is CTR_E_DEVICE_OUT_OF_MEMORY naming what the
+                               smallest needs. The CPU ignores it */
 } ctr_fbp_options;
 
 #define CTR_FBP_OPTIONS_INIT \
-  { CTR_FBP_OPTIONS_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL, 0, NULL, NULL }
+  { CTR_FBP_OPTIONS_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_FBP_LINEAR, NULL, 0, NULL, NULL, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_FBP_OPTIONS_VERSION (core.h). */
 CTR_API ctr_status ctr_fbp_options_init(ctr_fbp_options *s, unsigned version);
 

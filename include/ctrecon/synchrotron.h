@@ -148,7 +148,7 @@ typedef void (*ctr_slices_fn)(void *user, int64_t z0, int64_t n, int64_t nx, int
                               const float *slices);
 
 /* Version 2 adds cluster, version 3 read_ahead. */
-#define CTR_FBP_STREAM_OPTIONS_VERSION 4u
+#define CTR_FBP_STREAM_OPTIONS_VERSION 5u /* 5: gpu_budget */
 typedef struct ctr_fbp_stream_options {
   unsigned version;
   const ctr_fbp_options *fbp;          /* filter, interpolation, GPU kernel, strict; NULL = the
@@ -182,11 +182,16 @@ typedef struct ctr_fbp_stream_options {
   double input_scale;                  /* sinograms: their values are divided by it (data stored
                                           as value x F, e.g. uint16); 0 = 1. Projections take
                                           none: the flat-field ratio cancels their scale */
+  uint64_t gpu_budget;                 /* CUDA: GPU memory each GPU's pipeline may use (its
+                                          chunk buffers, filter and textures); 0 = detected
+                                          (ctr_context_get_memory_budgets). Given, it replaces
+                                          fbp->gpu_budget; too small for chunks of one slice:
+                                          CTR_E_DEVICE_OUT_OF_MEMORY before anything is read */
 } ctr_fbp_stream_options;
 
 #define CTR_FBP_STREAM_OPTIONS_INIT \
   { CTR_FBP_STREAM_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, 0, -1, CTR_DTYPE_FLOAT32, 1.0, 0.0, \
-    0, 0, 0, NULL, NULL, NULL, 0, 1.0 }
+    0, 0, 0, NULL, NULL, NULL, 0, 1.0, 0 }
 CTR_API ctr_status ctr_fbp_stream_options_init(ctr_fbp_stream_options *s, unsigned version);
 
 #define CTR_FBP_STREAM_REPORT_VERSION 1u

@@ -348,7 +348,8 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
                center_row: int = -1, out_format: Any = "auto", out_dtype: Any = "float32",
                out_scale: float = 1.0, out_offset: float = 0.0, batch: int = 0,
                read_ahead: int = 0,
-               host_budget: Union[int, str, None] = None, resume: bool = False,
+               host_budget: Union[int, str, None] = None,
+               gpu_budget: Union[int, str, None] = None, resume: bool = False,
                window: Any = "ram-lak", cutoff: float = 1.0, interp: Any = "linear",
                kernel: Optional[str] = None, strict: bool = False,
                angle_units: Optional[str] = None, input_scale: float = 1.0,
@@ -378,7 +379,9 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     ahead, 1 to 16 (0: 2); center_row: the row whose band finds the centre
     (-1: the middle of the rows); batch: slices per band (0: 16 on the CPU,
     64 per GPU); host_budget: memory for the band buffers (0: 90 % of what is
-    free). The other options are fbp()'s."""
+    free); gpu_budget: GPU memory each GPU's pipeline may use (bytes or "4G";
+    0: free memory less 1 GiB; too small for chunks of one slice:
+    DeviceOutOfMemoryError). The other options are fbp()'s."""
     if isinstance(input, (str, os.PathLike)):
         input = StackReader(input)
     keep: list = []
@@ -415,6 +418,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     _core.assign(o, center_row=center_row, out_scale=out_scale, out_offset=out_offset,
                  batch=batch, read_ahead=read_ahead, input_scale=input_scale)
     o.host_budget = _core.budget(host_budget, "host_budget")
+    o.gpu_budget = _core.budget(gpu_budget, "gpu_budget")
     o.resume = int(bool(resume))
     f = d = None
     if flat is not None and not sinograms:

@@ -29,6 +29,10 @@ uint64_t ctr__gpu_cached_bytes(const ctr_context *ctx, int device) {
   return 0;
 }
 void ctr__gpu_cache_release(const ctr_context *ctx) { (void)ctx; }
+ctr_status ctr__cuda_free_memory(int device, uint64_t *free_bytes) {
+  *free_bytes = 0;
+  CTR_FAIL(CTR_E_UNSUPPORTED, "CUDA device %d: this build has no CUDA backend", device);
+}
 #endif
 
 const char *ctr_version_string(void) { return CTR_VERSION_STRING; }
@@ -259,10 +263,13 @@ ctr_status ctr__gpu_rule(const ctr_context *ctx, const char *fn, int gpu_ok, con
   return ctr__gpu_arrays(ctx, fn, gpu_ok, bname ? 2 : 1, ptr, name, gpu);
 }
 
+/* The one caller of the cache's release (src/gpu/gpu_buffers.h). */
+void ctr_context_release_memory(ctr_context *ctx) { ctr__gpu_cache_release(ctx); }
+
 void ctr_context_free(ctr_context *ctx) {
   if (!ctx) return;
   ctr__tuning_release(ctx);
-  ctr__gpu_cache_release(ctx);
+  ctr_context_release_memory(ctx);
   pthread_mutex_destroy(&ctx->gpu_cache.mu);
   pthread_mutex_destroy(&ctx->memo.mu);
   free(ctx);

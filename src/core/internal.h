@@ -73,12 +73,10 @@ typedef struct ctr__memo {
   char key[CTR__MEMO_SLOTS][CTR__MEMO_KEY];
   char value[CTR__MEMO_SLOTS][32];
 } ctr__memo;
-/* GPU buffers a context keeps between its runs (device.cu): allocating a
- * volume-sized buffer costs milliseconds, more once peer access maps every
- * allocation on the other GPUs (12 ms for 6.5 GiB with one peer, 30 ms with
- * three: bench/experiments/peer_alloc.cu), and freeing it as much again.
- * Released by ctr_context_free, and by an allocation that finds the GPU full. */
-#define CTR__GPU_CACHE_SLOTS 24
+/* GPU buffers a context keeps between its runs: the cache of
+ * src/gpu/gpu_buffers.h (its allocator, policy and thread contract; peer
+ * access makes allocations dearer: bench/experiments/peer_alloc.cu). */
+#define CTR__GPU_CACHE_SLOTS 64
 typedef struct ctr__gpu_cache {
   pthread_mutex_t mu;
   int n;
@@ -107,23 +105,15 @@ struct ctr_context {
   ctr__gpu_cache gpu_cache;
 };
 
-/* A device buffer of at least `bytes` on `device` (the current device): one
- * the context kept, within 1/8 of the size, else cudaMalloc'ed (after giving
- * the kept ones of this device back when the GPU is full). ctx NULL: plain
- * cudaMalloc. *out is NULL on failure (CTR_E_DEVICE_OUT_OF_MEMORY or
- * CTR_E_DEVICE, detail set). */
-ctr_status ctr__gpu_buffer_get(ctr_context *ctx, int device, size_t bytes, void **out);
-/* Gives back a buffer of ctr__gpu_buffer_get (the `bytes` asked for): kept
- * for the context's next run, or freed when its slots are full (ctx NULL:
- * freed). The buffer's users must be done with it (the stream synchronised). */
-void ctr__gpu_buffer_put(ctr_context *ctx, int device, void *p, size_t bytes);
-/* Bytes the context keeps on `device` (free to a plan: they are reused). */
+/* Implemented by the cache (src/gpu/gpu_buffers.cu; stubs without CUDA),
+ * called up from core: the bytes the context keeps on `device` (free to a
+ * plan: they are reused) and the release of every kept buffer
+ * (ctr_context_release_memory, the one caller). Thread-safe. */
 uint64_t ctr__gpu_cached_bytes(const ctr_context *ctx, int device);
-/* Frees every kept buffer: ctr_context_free, and every GPU entry point that
- * sizes its work by the free memory without reusing them (the public budget,
- * the incremental backprojector, PET), so that a context's earlier cone-beam
- * run costs them nothing. A cache, so logically const. */
 void ctr__gpu_cache_release(const ctr_context *ctx);
+/* Free memory of CUDA device `device` (src/gpu/device.cu; a CPU build:
+ * CTR_E_UNSUPPORTED). */
+ctr_status ctr__cuda_free_memory(int device, uint64_t *free_bytes);
 
 /* The memory rule (memory.c, ctr_context_get_memory_budgets): the detected
  * budget of GPU ordinal `device` (its free memory and the bytes the context

@@ -1,7 +1,8 @@
 /* Memory budgets: the one rule by which every "0 = detected" budget of the
  * library (GPU and host) is resolved (core.h, ctr_context_get_memory_budgets;
- * docs/out-of-core.md, "Budgets"). GPU memory is asked of the CUDA backend
- * through the public device query (src/gpu when built, a stub otherwise). */
+ * docs/out-of-core.md, "Budgets"). Free GPU memory is asked of the CUDA
+ * backend through a declaration (src/gpu/device.cu when built, a stub in
+ * context.c otherwise), as context.c counts devices. */
 #include "core/internal.h"
 
 #include <stdio.h>
@@ -39,12 +40,12 @@ uint64_t ctr__host_budget_detect(void) {
 }
 
 ctr_status ctr__gpu_budget_detect(const ctr_context *ctx, int device, uint64_t *budget) {
-  ctr_device_info info = CTR_DEVICE_INFO_INIT;
+  uint64_t free_mem = 0;
   *budget = 0;
-  CTR_CHECK(ctr_cuda_get_device_info(device, &info));
+  CTR_CHECK(ctr__cuda_free_memory(device, &free_mem));
   /* the buffers the context keeps are reused or given back by an allocation
-   * that finds the GPU full (ctr__gpu_buffer_get): free to plan with */
-  const uint64_t free_mem = info.free_memory + ctr__gpu_cached_bytes(ctx, device);
+   * that finds the GPU full (src/gpu/gpu_buffers.h): free to plan with */
+  free_mem += ctr__gpu_cached_bytes(ctx, device);
   *budget = free_mem > GPU_RESERVE ? free_mem - GPU_RESERVE : 0;
   return CTR_OK;
 }
@@ -70,5 +71,3 @@ ctr_status ctr__budgets_resolve(ctr_context *ctx, uint64_t *gpu_budget, uint64_t
   if (!gpu && !host) return CTR_OK;
   return ctr_context_get_memory_budgets(ctx, gpu ? gpu_budget : NULL, host ? host_budget : NULL);
 }
-
-void ctr_context_release_memory(ctr_context *ctx) { ctr__gpu_cache_release(ctx); }

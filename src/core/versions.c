@@ -257,7 +257,8 @@ static const ctr_fbp_options fbp_options_defaults = CTR_FBP_OPTIONS_INIT;
 static const ctr__struct_version fbp_options_versions[] = {
     CTR__V_UPTO(ctr_fbp_options, strict),  /* 1 */
     CTR__V_UPTO(ctr_fbp_options, timings), /* 2: strict, counts */
-    CTR__V_ALL(ctr_fbp_options),           /* 3: timings */
+    CTR__V_UPTO(ctr_fbp_options, gpu_budget), /* 3: timings */
+    CTR__V_ALL(ctr_fbp_options),              /* 4: gpu_budget */
 };
 CTR__STRUCT_DEFINE(fbp_options, CTR_FBP_OPTIONS_VERSION)
 CTR__STRUCT_DEFINE_V1(fbp_timings, CTR_FBP_TIMINGS_VERSION, CTR_FBP_TIMINGS_INIT)
@@ -272,7 +273,8 @@ static const ctr__struct_version fbp_stream_options_versions[] = {
     CTR__V_UPTO(ctr_fbp_stream_options, cluster),    /* 1 */
     CTR__V_UPTO(ctr_fbp_stream_options, read_ahead), /* 2: cluster */
     CTR__V_UPTO(ctr_fbp_stream_options, input_scale), /* 3: read_ahead */
-    CTR__V_ALL(ctr_fbp_stream_options),               /* 4: input_scale */
+    CTR__V_UPTO(ctr_fbp_stream_options, gpu_budget),  /* 4: input_scale */
+    CTR__V_ALL(ctr_fbp_stream_options),               /* 5: gpu_budget */
 };
 CTR__STRUCT_DEFINE(fbp_stream_options, CTR_FBP_STREAM_OPTIONS_VERSION)
 CTR__STRUCT_DEFINE_V1(fbp_stream_report, CTR_FBP_STREAM_REPORT_VERSION,

@@ -49,6 +49,7 @@ ctr_status ctr__fbp_resolve(srun *r, const ctr_fbp_stream_options *opts) {
   r->counts = (ctr_value_counts)CTR_VALUE_COUNTS_INIT;
   r->caller_counts = r->fbp.counts;
   r->fbp.counts = &r->counts;
+  if (r->o.gpu_budget) r->fbp.gpu_budget = r->o.gpu_budget; /* each band's pipeline's */
   CTR_CHECK(ctr__corrections_resolve(r->o.corrections, &r->c));
   r->sino = r->o.sinograms != 0;
   if (!r->o.out_dtype) r->o.out_dtype = CTR_DTYPE_FLOAT32;
@@ -741,6 +742,13 @@ ctr_status ctr__fbp_prepare(srun *r, const ctr_parallel_params *params, int64_t 
   }
   if (r->axis_found && !r->centre_known) CTR_CHECK(find_centre(r));
   CTR_CHECK(output_geometry(r, params));
+  if (gpu && r->o.gpu_budget) { /* refused before anything is read (band_reconstruct's calls) */
+    const int proj = !r->sino && !r->transmission && !r->sino_corr;
+    int64_t chunk = 0;
+    CTR_CHECK(ctr__fbp_gpu_chunk(&r->gout->p, proj ? ctr_dtype_size(r->dtype) : sizeof(float),
+                                 proj ? r->band_slices : 0, r->band_slices, r->o.gpu_budget,
+                                 "ctr_fbp_stream_options.gpu_budget", &chunk));
+  }
   if (r->c.stitch_360) {
     r->sino2 = ctr__aligned_alloc(sizeof(float) * (size_t)(r->band_slices * r->gout->p.nbins *
                                                            r->gout->p.nangles), "stitched sinograms");

@@ -36,6 +36,26 @@ void ctr__fbp_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr
  * n; dark may be NULL (0). Their sinogram values are 0 on every backend. */
 int64_t ctr__flat_bad_pixels(const float *flat, const float *dark, int64_t n);
 
+/* The GPU FBP pipeline's memory model (fbp_gpu_memory.c), a pure function of
+ * sizes. Slices a chunk holds at most (two chunks' buffer sets alternate on
+ * two streams per GPU) and angles a texture launch holds at most. */
+#define CTR__FBP_GPU_CHUNK 16
+#define CTR__FBP_TEX_LAYERS 2048
+/* Device bytes the pipeline allocates on one GPU for params p (resolved: nx,
+ * ny set), input elements of raw_elem bytes (0: sinograms read in place),
+ * calib_rows rows of flat and dark (0: sinograms), chunks of `chunk` slices. */
+uint64_t ctr__fbp_gpu_bytes(const ctr_parallel_params *p, size_t raw_elem, int64_t calib_rows,
+                            int64_t chunk);
+/* Slices per chunk within `budget` bytes per GPU: CTR__FBP_GPU_CHUNK, or fewer
+ * (at least 1; never more than nslices). `what` names a budget the caller
+ * gave ("ctr_fbp_stream_options.gpu_budget"): one that cannot hold chunks of
+ * one slice is CTR_E_DEVICE_OUT_OF_MEMORY naming it, the size and what the
+ * smallest working set needs. what NULL (a detected budget): never refused,
+ * the allocation has the last word. */
+ctr_status ctr__fbp_gpu_chunk(const ctr_parallel_params *p, size_t raw_elem, int64_t calib_rows,
+                              int64_t nslices, uint64_t budget, const char *what,
+                              int64_t *chunk);
+
 #if defined(CTR_HAVE_CUDA) && CTR_HAVE_CUDA
 /* GPU backprojection with the named kernel (NULL: default); sino and
  * slices in host or GPU memory (cudaMemcpyDefault). bad not NULL: the data

@@ -93,7 +93,7 @@ ctr_status ctr__cuda_bpj_create(ctr_context *ctx, int device, const ctr_geometry
   *out = NULL;
   cudaDeviceProp prop;
   size_t free_bytes = 0;
-  ctr__gpu_cache_release(ctx); /* a streamed run's kept buffers (internal.h) */
+  ctr_context_release_memory(ctx); /* sized by the free memory: the kept buffers go back */
   CTR_CHECK(ctr__device_setup(device, &prop, &free_bytes));
   ctr__cuda_bpj *b = (ctr__cuda_bpj *)ctr__calloc(1, sizeof *b, "backprojector");
   if (!b) return CTR_E_OUT_OF_MEMORY;

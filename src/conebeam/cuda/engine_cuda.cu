@@ -8,6 +8,7 @@
 #include "conebeam/cuda/filter_cuda.cuh"
 #include "conebeam/cuda/views_layout.cuh"
 #include "conebeam/cuda/engine_cuda_model.h"
+#include "gpu/gpu_buffers.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -744,9 +745,10 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
     CU(cudaEventCreateWithFlags(&c->ev_filt_ready[i], cudaEventDisableTiming));
     c->raw_bytes = model.raw;
     c->filt_bytes = model.filtered;
-    CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, model.raw, &c->d_raw[i]));
+    CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, model.raw, "FDK projection batch", &c->d_raw[i]));
     if (model.filtered)
-      CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, model.filtered, (void **)&c->d_filt[i]));
+      CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, model.filtered, "FDK filtered batch",
+                                                  (void **)&c->d_filt[i]));
   }
   {
     const int64_t slots = plan->store == CTR_FDK_STORE_DEVICE ? view_end - view_begin : 2 * nb;
@@ -770,7 +772,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
   c->gf.in_scale = (float)(1.0 / input_scale);
   c->gf.d_nonfinite = c->d_bad;
   c->vol_bytes = model.slice * (size_t)plan->slab_slices;
-  CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, c->vol_bytes, (void **)&c->d_vol));
+  CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, c->vol_bytes, "FDK subvolume", (void **)&c->d_vol));
   CU(cudaDeviceSynchronize());
   *out = e;
   return CTR_OK;

@@ -8,7 +8,7 @@
 
 /* Angles one launch backprojects at most: the layers of a 1D layered texture
  * (maxTexture1DLayered[1] is 2048 on every GPU since Fermi). */
-#define MAX_TEX_LAYERS 2048
+#define MAX_TEX_LAYERS CTR__FBP_TEX_LAYERS
 
 typedef enum fbp_kernel {
   K_TEX = 0, K_TEX2 = 1, K_ALU = 2, K_ALU2 = 3, K_ALU_OS = 4, K_ALU2_OS = 5,

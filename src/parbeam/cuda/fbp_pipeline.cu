@@ -9,6 +9,7 @@
 #include "parbeam/cuda/fbp_cuda.cuh"
 #include "core/projmath.h"
 #include "filter/filter.h"
+#include "gpu/gpu_buffers.h"
 
 #include <cufft.h>
 #include <math.h>
@@ -16,9 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHUNK_SLICES 16
-
-/* Chunks of CHUNK_SLICES slices handed out to the GPUs of a context (one
+/* Chunks of S slices (CTR__FBP_GPU_CHUNK, fewer in a small budget) handed out to the GPUs of a context (one
  * worker thread each): a GPU that finishes a chunk takes the next, so faster
  * ones take more. The calling thread reports progress and relays a
  * cancellation. One worker runs on the calling thread itself. */
@@ -117,6 +116,7 @@ __global__ void extract_weighted(const float *__restrict__ rows, int ld, int nb,
 typedef struct chunk_bufs {
   void *d_raw;
   float *d_rows;   /* in-place FFT rows of ld = padded + 2 floats */
+  size_t raw_bytes, rows_bytes, sino_bytes, out_bytes; /* as allocated (the cache's keys) */
   cudaStream_t s;
   cufftHandle plan_f, plan_i;
   int have_f, have_i;
@@ -151,207 +151,326 @@ cleanup:
     if ((c)->have_ev) CU(cudaEventRecord((c)->ev[i], (c)->s)); \
   } while (0)
 
-/* The pipeline from projections (flat != NULL: rows [row0, row0 + nslices)
- * of nrows-row projections, flat-field corrected) or from sinograms (flat ==
- * NULL: nslices float32 sinograms, already -log'ed). The data policy on the
- * device: bad input values (sinogram values, or -log values of infinite
- * projections) become 0 before the filter, bad slice values 0 before the
- * download; bad[0] and bad[1] get their counts. */
-static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *queue,
-                               const ctr_parallel_geometry *g, const ctr_fbp_options *o,
-                               const void *proj, ctr_dtype dtype, int64_t nrows, const float *flat,
-                               const float *dark, int64_t row0, int64_t nslices, float *slices,
-                               int64_t bad[2], ctr_fbp_device_times *tm) {
-  ctr_status st = CTR_OK;
-  const ctr_parallel_params *p = &g->p;
-  const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
-  const size_t es = ctr_dtype_size(dtype);
-  const int64_t S = nslices < CHUNK_SLICES ? nslices : CHUNK_SLICES;
-  ctr__ramp *ramp = NULL;
-  float *kern = NULL, *d_kern = NULL, *d_w = NULL, *d_flat = NULL, *d_dark = NULL, *w = NULL;
-  unsigned long long *d_bad = NULL, h_bad[2] = {0, 0};
-  /* Sinograms in this GPU's memory are read where they are (no upload). */
-  const int in_place = !flat && ctr__gpu_memory_device(proj) == dev;
-  chunk_bufs cb[2];
-  memset(cb, 0, sizeof cb);
-  int64_t padded = 0, ld = 0, nf = 0;
-  const int nearest = o && o->interp == CTR_FBP_NEAREST;
+/* One GPU's pipeline from projections (flat != NULL: rows [row0, row0 +
+ * nslices) of nrows-row projections, flat-field corrected) or from
+ * sinograms (flat == NULL: nslices float32 sinograms, already -log'ed), in
+ * chunks of S slices: what its chunks share and its two buffer sets. Device
+ * buffers come from the context's GPU buffer cache (gpu/gpu_buffers.h) and
+ * go back to it. */
+typedef struct pipeline {
+  const ctr_context *ctx;
+  int dev;
+  chunk_queue *queue;        /* several GPUs; NULL: this GPU takes every chunk */
+  const ctr_parallel_geometry *g;
+  const ctr_fbp_options *o;
+  const void *proj;
+  ctr_dtype dtype;
+  size_t es;                 /* bytes of an input element */
+  int64_t nrows, row0, nslices, S;
+  const float *flat, *dark;
+  float *slices;
+  ctr_fbp_device_times *tm;  /* with timings asked for */
+  int in_place;              /* sinograms in this GPU's memory: read where they are */
+  int nearest;
+  int64_t nb, na, plane, padded, nf, ld;
   fbp_kernel kernel;
-  CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, nearest, &kernel));
-  CU(cudaSetDevice(dev));
-  CTR_CHECK_GOTO(st, ctr__ramp_create(nb, o ? o->window : CTR_WINDOW_RAM_LAK, o ? o->cutoff : 1.0, &ramp));
-  padded = ctr__ramp_padded(ramp);
-  nf = padded / 2 + 1;
-  ld = 2 * nf;
-  kern = (float *)malloc(sizeof(float) * (size_t)nf);
-  w = (float *)malloc(sizeof(float) * (size_t)na);
+  float *d_kern, *d_w, *d_flat, *d_dark;
+  unsigned long long *d_bad;
+  chunk_bufs cb[2];
+} pipeline;
+
+static ctr_status pl_alloc(pipeline *pl, size_t bytes, const char *what, void **out) {
+  return ctr__gpu_buffer_get(pl->ctx, pl->dev, bytes, what, out);
+}
+static void pl_release(pipeline *pl, void *p, size_t bytes) {
+  ctr__gpu_buffer_put(pl->ctx, pl->dev, p, bytes);
+}
+
+/* The filter's kernel and the angular weights on the device, the data
+ * policy's counters, the flat and dark rows of the whole range. */
+static ctr_status pipeline_tables(pipeline *pl, const ctr__ramp *ramp) {
+  ctr_status st = CTR_OK;
+  const int64_t nb = pl->nb, na = pl->na, ns = pl->nslices;
+  float *kern = (float *)malloc(sizeof(float) * (size_t)pl->nf);
+  float *w = (float *)malloc(sizeof(float) * (size_t)na);
   if (!kern || !w) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "filter kernel");
   ctr__ramp_copy_kernel(ramp, kern);
-  for (int64_t a = 0; a < na; a++) w[a] = (float)g->weight[a];
-  CU(cudaMalloc(&d_kern, sizeof(float) * (size_t)nf));
-  CU(cudaMalloc(&d_w, sizeof(float) * (size_t)na));
-  CU(cudaMemcpy(d_kern, kern, sizeof(float) * (size_t)nf, cudaMemcpyHostToDevice));
-  CU(cudaMemcpy(d_w, w, sizeof(float) * (size_t)na, cudaMemcpyHostToDevice));
-  CU(cudaMalloc(&d_bad, sizeof h_bad));
-  CU(cudaMemset(d_bad, 0, sizeof h_bad));
-  /* Flat and dark rows of the whole range. */
-  if (flat) {
-    CU(cudaMalloc(&d_flat, sizeof(float) * (size_t)(nb * nslices)));
-    CU(cudaMemcpy(d_flat, flat + row0 * nb, sizeof(float) * (size_t)(nb * nslices), cudaMemcpyHostToDevice));
+  for (int64_t a = 0; a < na; a++) w[a] = (float)pl->g->weight[a];
+  CTR_CHECK_GOTO(st, pl_alloc(pl, sizeof(float) * (size_t)pl->nf, "FBP filter kernel", (void **)&pl->d_kern));
+  CTR_CHECK_GOTO(st, pl_alloc(pl, sizeof(float) * (size_t)na, "FBP angular weights", (void **)&pl->d_w));
+  CU(cudaMemcpy(pl->d_kern, kern, sizeof(float) * (size_t)pl->nf, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(pl->d_w, w, sizeof(float) * (size_t)na, cudaMemcpyHostToDevice));
+  CTR_CHECK_GOTO(st, pl_alloc(pl, 2 * sizeof(unsigned long long), "FBP value counters", (void **)&pl->d_bad));
+  CU(cudaMemset(pl->d_bad, 0, 2 * sizeof(unsigned long long)));
+  if (pl->flat) {
+    CTR_CHECK_GOTO(st, pl_alloc(pl, sizeof(float) * (size_t)(nb * ns), "FBP flat rows", (void **)&pl->d_flat));
+    CU(cudaMemcpy(pl->d_flat, pl->flat + pl->row0 * nb, sizeof(float) * (size_t)(nb * ns), cudaMemcpyHostToDevice));
   }
-  if (dark) {
-    CU(cudaMalloc(&d_dark, sizeof(float) * (size_t)(nb * nslices)));
-    CU(cudaMemcpy(d_dark, dark + row0 * nb, sizeof(float) * (size_t)(nb * nslices), cudaMemcpyHostToDevice));
+  if (pl->dark) {
+    CTR_CHECK_GOTO(st, pl_alloc(pl, sizeof(float) * (size_t)(nb * ns), "FBP dark rows", (void **)&pl->d_dark));
+    CU(cudaMemcpy(pl->d_dark, pl->dark + pl->row0 * nb, sizeof(float) * (size_t)(nb * ns), cudaMemcpyHostToDevice));
   }
-  for (int i = 0; i < 2; i++) {
-    chunk_bufs *c = &cb[i];
-    CU(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
-    if (!in_place) CU(cudaMalloc(&c->d_raw, es * (size_t)(nb * na * S)));
-    CU(cudaMalloc(&c->d_rows, sizeof(float) * (size_t)(ld * na * S)));
-    CU(cudaMalloc(&c->f.d_sino, sizeof(float) * (size_t)(nb * na * S)));
-    CU(cudaMalloc(&c->f.d_out, sizeof(float) * (size_t)(plane * S)));
-    c->f.ctx = ctx;
-    c->f.g = g;
-    c->f.kernel = kernel;
-    c->f.nearest = nearest;
-    c->f.auto_kernel = !o || !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");
-    int n[1] = {(int)padded}, inembed[1] = {(int)ld}, onembed[1] = {(int)nf};
+cleanup:
+  free(kern);
+  free(w);
+  return st;
+}
+
+/* A buffer set for chunks of S slices: its stream, buffers, cuFFT plans
+ * (batched, in place) and, with timings, its events. */
+static ctr_status chunk_bufs_create(pipeline *pl, chunk_bufs *c) {
+  ctr_status st = CTR_OK;
+  const int64_t nb = pl->nb, na = pl->na, S = pl->S, ld = pl->ld, nf = pl->nf;
+  const ctr_fbp_options *o = pl->o;
+  CU(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
+  c->raw_bytes = pl->in_place ? 0 : pl->es * (size_t)(nb * na * S);
+  c->rows_bytes = sizeof(float) * (size_t)(ld * na * S);
+  c->sino_bytes = sizeof(float) * (size_t)(nb * na * S);
+  c->out_bytes = sizeof(float) * (size_t)(pl->plane * S);
+  if (!pl->in_place) CTR_CHECK_GOTO(st, pl_alloc(pl, c->raw_bytes, "FBP input chunk", &c->d_raw));
+  CTR_CHECK_GOTO(st, pl_alloc(pl, c->rows_bytes, "FBP filter rows", (void **)&c->d_rows));
+  CTR_CHECK_GOTO(st, pl_alloc(pl, c->sino_bytes, "FBP filtered sinograms", (void **)&c->f.d_sino));
+  CTR_CHECK_GOTO(st, pl_alloc(pl, c->out_bytes, "FBP slices", (void **)&c->f.d_out));
+  c->f.ctx = pl->ctx;
+  c->f.g = pl->g;
+  c->f.kernel = pl->kernel;
+  c->f.nearest = pl->nearest;
+  c->f.auto_kernel = !o || !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");
+  {
+    int n[1] = {(int)pl->padded}, inembed[1] = {(int)ld}, onembed[1] = {(int)nf};
     if (cufftPlanMany(&c->plan_f, 1, n, inembed, 1, (int)ld, onembed, 1, (int)nf, CUFFT_R2C,
                       (int)(na * S)) != CUFFT_SUCCESS)
-      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT plan of %lld rows of %lld", (long long)(na * S), (long long)padded);
+      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT plan of %lld rows of %lld", (long long)(na * S), (long long)pl->padded);
     c->have_f = 1;
     if (cufftPlanMany(&c->plan_i, 1, n, onembed, 1, (int)nf, inembed, 1, (int)ld, CUFFT_C2R,
                       (int)(na * S)) != CUFFT_SUCCESS)
-      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT plan of %lld rows of %lld", (long long)(na * S), (long long)padded);
+      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT plan of %lld rows of %lld", (long long)(na * S), (long long)pl->padded);
     c->have_i = 1;
-    cufftSetStream(c->plan_f, c->s);
-    cufftSetStream(c->plan_i, c->s);
-    if (tm) {
-      for (int e = 0; e < 5; e++) CU(cudaEventCreate(&c->ev[e]));
-      c->have_ev = 1;
-    }
   }
-  if (tm) tm->device = dev;
+  cufftSetStream(c->plan_f, c->s);
+  cufftSetStream(c->plan_i, c->s);
+  if (pl->tm) {
+    for (int e = 0; e < 5; e++) CU(cudaEventCreate(&c->ev[e]));
+    c->have_ev = 1;
+  }
+cleanup:
+  return st;
+}
+
+/* Slices [s0, s0 + n) into c->d_rows as zero-padded rows: sinograms (one
+ * contiguous copy, none when they are in this GPU's memory; host or another
+ * GPU's memory: cudaMemcpyDefault) or rows of every projection (one strided
+ * copy, then flat/dark correction, -log and transposition). */
+static ctr_status chunk_upload(pipeline *pl, chunk_bufs *c, int64_t s0, int64_t n) {
+  ctr_status st = CTR_OK;
+  const int64_t nb = pl->nb, na = pl->na;
+  const size_t es = pl->es;
+  const dim3 gr((unsigned)((pl->ld + 255) / 256), (unsigned)na, (unsigned)n);
+  MARK(c, 0);
+  if (!pl->flat) {
+    const float *src = (const float *)pl->proj + s0 * nb * na;
+    if (!pl->in_place) {
+      CU(cudaMemcpyAsync(c->d_raw, src, sizeof(float) * (size_t)(n * nb * na), cudaMemcpyDefault,
+                         c->s));
+      src = (const float *)c->d_raw;
+    }
+    MARK(c, 1);
+    pad_rows<<<gr, 256, 0, c->s>>>(src, (int)nb, (int)na, (int)pl->ld, c->d_rows, pl->d_bad);
+    CU_LAUNCHED("pad_rows");
+  } else {
+    /* the stream orders the copy after the chunk two back that used the buffers */
+    CU(cudaMemcpy2DAsync(c->d_raw, es * (size_t)(nb * n),
+                         (const char *)pl->proj + es * (size_t)((pl->row0 + s0) * nb),
+                         es * (size_t)(nb * pl->nrows), es * (size_t)(nb * n), (size_t)na,
+                         cudaMemcpyHostToDevice, c->s));
+    MARK(c, 1);
+    const float *dark = pl->d_dark ? pl->d_dark + s0 * nb : NULL;
+    if (pl->dtype == CTR_DTYPE_UINT16)
+      flatfield_transpose<uint16_t><<<gr, 256, 0, c->s>>>((const uint16_t *)c->d_raw, pl->d_flat + s0 * nb,
+                                                          dark, (int)nb, (int)n, (int)na,
+                                                          (int)pl->ld, c->d_rows, pl->d_bad);
+    else
+      flatfield_transpose<float><<<gr, 256, 0, c->s>>>((const float *)c->d_raw, pl->d_flat + s0 * nb,
+                                                       dark, (int)nb, (int)n, (int)na, (int)pl->ld,
+                                                       c->d_rows, pl->d_bad);
+    CU_LAUNCHED("flatfield_transpose");
+  }
+cleanup:
+  return st;
+}
+
+/* The ramp filter of the chunk's rows (cuFFT in place) and the angular
+ * weights, into the chunk's sinograms. */
+static ctr_status chunk_filter(pipeline *pl, chunk_bufs *c, int64_t n) {
+  ctr_status st = CTR_OK;
+  const int64_t nb = pl->nb, na = pl->na;
+  if (cufftExecR2C(c->plan_f, c->d_rows, (cufftComplex *)c->d_rows) != CUFFT_SUCCESS)
+    CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT forward transform failed");
+  {
+    const long long rows = (long long)na * n;
+    const dim3 gm((unsigned)((pl->nf + 255) / 256), (unsigned)na, (unsigned)n);
+    multiply_spectrum<<<gm, 256, 0, c->s>>>((cufftComplex *)c->d_rows, pl->d_kern, (int)pl->nf, rows);
+    CU_LAUNCHED("multiply_spectrum");
+  }
+  if (cufftExecC2R(c->plan_i, (cufftComplex *)c->d_rows, c->d_rows) != CUFFT_SUCCESS)
+    CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT inverse transform failed");
+  {
+    const dim3 ge((unsigned)((nb + 255) / 256), (unsigned)na, (unsigned)n);
+    extract_weighted<<<ge, 256, 0, c->s>>>(c->d_rows, (int)pl->ld, (int)nb, (int)na, pl->d_w, c->f.d_sino);
+    CU_LAUNCHED("extract_weighted");
+  }
+  MARK(c, 2);
+cleanup:
+  return st;
+}
+
+/* The chunk's backprojection (the kernel chosen on the first chunk), the
+ * data policy on its slices and their download to host or GPU memory. */
+static ctr_status chunk_backproject(pipeline *pl, chunk_bufs *c, int64_t s0, int64_t n) {
+  ctr_status st = CTR_OK;
+  const int64_t plane = pl->plane;
+  if (c->f.auto_kernel) {
+    /* First chunk: choose the kernel (cached per GPU and size), then both
+     * buffer sets use it. */
+    CTR_CHECK_GOTO(st, ctr__fbp_autotune(&c->f, n, c->s));
+    pl->kernel = c->f.kernel;
+    pl->cb[0].f.kernel = pl->cb[1].f.kernel = pl->kernel;
+    pl->cb[0].f.auto_kernel = pl->cb[1].f.auto_kernel = 0;
+  }
+  CU(cudaMemsetAsync(c->f.d_out, 0, sizeof(float) * (size_t)(plane * n), c->s));
+  for (int64_t j = 0; j < n;) {
+    /* as many slices per launch as the kernel takes (tex2/alu2: 2, tex4h: 4).
+     * Angle constants live in one constant bank: the two streams must not
+     * interleave their uploads (ctr__fbp_run_slices uploads when needed;
+     * every chunk uses the same angles, loaded once per buffer set). */
+    const int group = ctr__fbp_kernel_slices(pl->kernel);
+    const int count = n - j < group ? (int)(n - j) : group;
+    CTR_CHECK_GOTO(st, ctr__fbp_run_slices(&c->f, j, count, c->s));
+    j += count;
+  }
+  CTR_CHECK_GOTO(st, ctr__gpu_sanitize(c->f.d_out, (long long)(plane * n), pl->d_bad + 1, c->s));
+  MARK(c, 3);
+  /* to host or GPU memory (any GPU's) alike */
+  CU(cudaMemcpyAsync(pl->slices + s0 * plane, c->f.d_out, sizeof(float) * (size_t)(plane * n),
+                     cudaMemcpyDefault, c->s));
+  MARK(c, 4);
+  c->pending = c->have_ev;
+cleanup:
+  return st;
+}
+
+/* Waits for the device and gives everything back (buffers to the cache). */
+static void pipeline_free(pipeline *pl) {
+  cudaDeviceSynchronize();
+  for (int i = 0; i < 2; i++) {
+    chunk_bufs *c = &pl->cb[i];
+    if (c->have_f) cufftDestroy(c->plan_f);
+    if (c->have_i) cufftDestroy(c->plan_i);
+    pl_release(pl, c->d_raw, c->raw_bytes);
+    pl_release(pl, c->d_rows, c->rows_bytes);
+    pl_release(pl, c->f.d_sino, c->sino_bytes);
+    pl_release(pl, c->f.d_out, c->out_bytes);
+    c->f.d_sino = c->f.d_out = NULL;
+    ctr__fbp_gpu_free(&c->f); /* its textures and tables */
+    if (c->have_ev)
+      for (int e = 0; e < 5; e++) cudaEventDestroy(c->ev[e]);
+    if (c->s) cudaStreamDestroy(c->s);
+  }
+  pl_release(pl, pl->d_kern, sizeof(float) * (size_t)pl->nf);
+  pl_release(pl, pl->d_w, sizeof(float) * (size_t)pl->na);
+  pl_release(pl, pl->d_bad, 2 * sizeof(unsigned long long));
+  pl_release(pl, pl->d_flat, sizeof(float) * (size_t)(pl->nb * pl->nslices));
+  pl_release(pl, pl->d_dark, sizeof(float) * (size_t)(pl->nb * pl->nslices));
+}
+
+/* Every chunk this GPU takes (the queue's, or all of them), two in flight on
+ * the two buffer sets; then the data policy's counts into bad[]. */
+static ctr_status pipeline_chunks(pipeline *pl, int64_t bad[2]) {
+  ctr_status st = CTR_OK;
+  unsigned long long h_bad[2] = {0, 0};
+  const int64_t S = pl->S, ns = pl->nslices;
   for (int64_t k = 0, chunk;; k++) {
     /* With several GPUs, a chunk is taken only when its buffer set is free
      * (the chunk two back has finished): the host enqueues asynchronously, so
      * taking first would let one GPU claim every chunk before the others
      * have set up. */
-    if (queue && k >= 2) CU(cudaStreamSynchronize(cb[k & 1].s));
-    chunk = queue ? take_chunk(queue) : k;
-    if (chunk < 0 || chunk * S >= nslices) break;
-    chunk_bufs *c = &cb[k & 1];
-    if (tm) CTR_CHECK_GOTO(st, count_chunk(c, tm)); /* the chunk two back */
+    if (pl->queue && k >= 2) CU(cudaStreamSynchronize(pl->cb[k & 1].s));
+    chunk = pl->queue ? take_chunk(pl->queue) : k;
+    if (chunk < 0 || chunk * S >= ns) break;
+    chunk_bufs *c = &pl->cb[k & 1];
+    if (pl->tm) CTR_CHECK_GOTO(st, count_chunk(c, pl->tm)); /* the chunk two back */
     const int64_t s0 = chunk * S;
-    const int64_t n = nslices - s0 < S ? nslices - s0 : S;
+    const int64_t n = ns - s0 < S ? ns - s0 : S;
     /* several GPUs: the caller reports progress as chunks finish */
-    if (!queue) CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", (double)s0 / (double)nslices));
-    const dim3 gr((unsigned)((ld + 255) / 256), (unsigned)na, (unsigned)n);
-    MARK(c, 0);
-    if (!flat) {
-      /* Sinograms: one contiguous copy (none when they are in this GPU's
-       * memory; host or another GPU's memory: cudaMemcpyDefault), then
-       * zero-padded rows. */
-      const float *src = (const float *)proj + s0 * nb * na;
-      if (!in_place) {
-        CU(cudaMemcpyAsync(c->d_raw, src, sizeof(float) * (size_t)(n * nb * na), cudaMemcpyDefault,
-                           c->s));
-        src = (const float *)c->d_raw;
-      }
-      MARK(c, 1);
-      pad_rows<<<gr, 256, 0, c->s>>>(src, (int)nb, (int)na, (int)ld, c->d_rows, d_bad);
-      CU_LAUNCHED("pad_rows");
-    } else {
-      /* Rows [row0 + s0, + n) of every projection: one strided copy (the
-       * stream orders it after the chunk two back that used the buffers). */
-      CU(cudaMemcpy2DAsync(c->d_raw, es * (size_t)(nb * n), (const char *)proj + es * (size_t)((row0 + s0) * nb),
-                           es * (size_t)(nb * nrows), es * (size_t)(nb * n), (size_t)na,
-                           cudaMemcpyHostToDevice, c->s));
-      MARK(c, 1);
-      if (dtype == CTR_DTYPE_UINT16)
-        flatfield_transpose<uint16_t><<<gr, 256, 0, c->s>>>((const uint16_t *)c->d_raw, d_flat + s0 * nb,
-                                                            d_dark ? d_dark + s0 * nb : NULL, (int)nb,
-                                                            (int)n, (int)na, (int)ld, c->d_rows,
-                                                            d_bad);
-      else
-        flatfield_transpose<float><<<gr, 256, 0, c->s>>>((const float *)c->d_raw, d_flat + s0 * nb,
-                                                         d_dark ? d_dark + s0 * nb : NULL, (int)nb,
-                                                         (int)n, (int)na, (int)ld, c->d_rows,
-                                                         d_bad);
-      CU_LAUNCHED("flatfield_transpose");
-    }
-    if (cufftExecR2C(c->plan_f, c->d_rows, (cufftComplex *)c->d_rows) != CUFFT_SUCCESS)
-      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT forward transform failed");
-    {
-      const long long rows = (long long)na * n;
-      const dim3 gm((unsigned)((nf + 255) / 256), (unsigned)na, (unsigned)n);
-      multiply_spectrum<<<gm, 256, 0, c->s>>>((cufftComplex *)c->d_rows, d_kern, (int)nf, rows);
-      CU_LAUNCHED("multiply_spectrum");
-    }
-    if (cufftExecC2R(c->plan_i, (cufftComplex *)c->d_rows, c->d_rows) != CUFFT_SUCCESS)
-      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT inverse transform failed");
-    {
-      const dim3 ge((unsigned)((nb + 255) / 256), (unsigned)na, (unsigned)n);
-      extract_weighted<<<ge, 256, 0, c->s>>>(c->d_rows, (int)ld, (int)nb, (int)na, d_w, c->f.d_sino);
-      CU_LAUNCHED("extract_weighted");
-    }
-    MARK(c, 2);
-    if (c->f.auto_kernel) {
-      /* First chunk: choose the kernel (cached per GPU and size), then both
-       * buffer sets use it. */
-      CTR_CHECK_GOTO(st, ctr__fbp_autotune(&c->f, n, c->s));
-      kernel = c->f.kernel;
-      cb[0].f.kernel = cb[1].f.kernel = kernel;
-      cb[0].f.auto_kernel = cb[1].f.auto_kernel = 0;
-    }
-    CU(cudaMemsetAsync(c->f.d_out, 0, sizeof(float) * (size_t)(plane * n), c->s));
-    for (int64_t j = 0; j < n;) {
-      /* as many slices per launch as the kernel takes (tex2/alu2: 2, tex4h: 4).
-       * Angle constants live in one constant bank: the two streams must not
-       * interleave their uploads (ctr__fbp_run_slices uploads when needed;
-       * every chunk uses the same angles, loaded once per buffer set). */
-      const int group = ctr__fbp_kernel_slices(kernel);
-      const int count = n - j < group ? (int)(n - j) : group;
-      CTR_CHECK_GOTO(st, ctr__fbp_run_slices(&c->f, j, count, c->s));
-      j += count;
-    }
-    CTR_CHECK_GOTO(st, ctr__gpu_sanitize(c->f.d_out, (long long)(plane * n), d_bad + 1, c->s));
-    MARK(c, 3);
-    /* to host or GPU memory (any GPU's) alike */
-    CU(cudaMemcpyAsync(slices + s0 * plane, c->f.d_out, sizeof(float) * (size_t)(plane * n),
-                       cudaMemcpyDefault, c->s));
-    MARK(c, 4);
-    c->pending = c->have_ev;
+    if (!pl->queue) CTR_CHECK_GOTO(st, ctr__progress(pl->ctx, "fbp (cuda)", (double)s0 / (double)ns));
+    CTR_CHECK_GOTO(st, chunk_upload(pl, c, s0, n));
+    CTR_CHECK_GOTO(st, chunk_filter(pl, c, n));
+    CTR_CHECK_GOTO(st, chunk_backproject(pl, c, s0, n));
   }
   CU(cudaDeviceSynchronize());
-  if (tm)
-    for (int i = 0; i < 2; i++) CTR_CHECK_GOTO(st, count_chunk(&cb[i], tm));
-  CU(cudaMemcpy(h_bad, d_bad, sizeof h_bad, cudaMemcpyDeviceToHost));
+  if (pl->tm)
+    for (int i = 0; i < 2; i++) CTR_CHECK_GOTO(st, count_chunk(&pl->cb[i], pl->tm));
+  CU(cudaMemcpy(h_bad, pl->d_bad, sizeof h_bad, cudaMemcpyDeviceToHost));
   bad[0] = (int64_t)h_bad[0];
   bad[1] = (int64_t)h_bad[1];
-  if (!queue) CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp (cuda)", 1.0));
+  if (!pl->queue) CTR_CHECK_GOTO(st, ctr__progress(pl->ctx, "fbp (cuda)", 1.0));
 cleanup:
-  cudaDeviceSynchronize();
-  for (int i = 0; i < 2; i++) {
-    chunk_bufs *c = &cb[i];
-    if (c->have_f) cufftDestroy(c->plan_f);
-    if (c->have_i) cufftDestroy(c->plan_i);
-    cudaFree(c->d_raw);
-    cudaFree(c->d_rows);
-    ctr__fbp_gpu_free(&c->f);
-    if (c->have_ev)
-      for (int e = 0; e < 5; e++) cudaEventDestroy(c->ev[e]);
-    if (c->s) cudaStreamDestroy(c->s);
-  }
-  cudaFree(d_kern);
-  cudaFree(d_w);
-  cudaFree(d_bad);
-  cudaFree(d_flat);
-  cudaFree(d_dark);
-  free(kern);
-  free(w);
+  return st;
+}
+
+/* The pipeline on GPU dev (pipeline above) in chunks of S slices. The data
+ * policy on the device: bad input values (sinogram values, or -log values of
+ * infinite projections) become 0 before the filter, bad slice values 0
+ * before the download; bad[0] and bad[1] get their counts. */
+static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *queue,
+                               const ctr_parallel_geometry *g, const ctr_fbp_options *o,
+                               const void *proj, ctr_dtype dtype, int64_t nrows, const float *flat,
+                               const float *dark, int64_t row0, int64_t nslices, int64_t S,
+                               float *slices, int64_t bad[2], ctr_fbp_device_times *tm) {
+  ctr_status st = CTR_OK;
+  ctr__ramp *ramp = NULL;
+  pipeline pl;
+  memset(&pl, 0, sizeof pl);
+  pl.ctx = ctx, pl.dev = dev, pl.queue = queue, pl.g = g, pl.o = o, pl.proj = proj;
+  pl.dtype = dtype, pl.es = ctr_dtype_size(dtype), pl.nrows = nrows, pl.row0 = row0;
+  pl.nslices = nslices, pl.S = nslices < S ? nslices : S, pl.flat = flat, pl.dark = dark;
+  pl.slices = slices, pl.tm = tm;
+  pl.nb = g->p.nbins, pl.na = g->p.nangles, pl.plane = g->p.nx * g->p.ny;
+  pl.in_place = !flat && ctr__gpu_memory_device(proj) == dev;
+  pl.nearest = o && o->interp == CTR_FBP_NEAREST;
+  CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, pl.nearest, &pl.kernel));
+  CU(cudaSetDevice(dev));
+  CTR_CHECK_GOTO(st, ctr__ramp_create(pl.nb, o ? o->window : CTR_WINDOW_RAM_LAK, o ? o->cutoff : 1.0, &ramp));
+  pl.padded = ctr__ramp_padded(ramp);
+  pl.nf = pl.padded / 2 + 1;
+  pl.ld = 2 * pl.nf;
+  CTR_CHECK_GOTO(st, pipeline_tables(&pl, ramp));
+  for (int i = 0; i < 2; i++) CTR_CHECK_GOTO(st, chunk_bufs_create(&pl, &pl.cb[i]));
+  if (tm) tm->device = dev;
+  CTR_CHECK_GOTO(st, pipeline_chunks(&pl, bad));
+cleanup:
+  pipeline_free(&pl);
   ctr__ramp_free(ramp);
   return st;
+}
+
+/* Slices per chunk on the context's first ndev GPUs: CTR__FBP_GPU_CHUNK, or
+ * fewer within ctr_fbp_options.gpu_budget (given: refused when chunks of one
+ * slice do not fit) or the smallest detected budget of those GPUs. */
+static ctr_status chunk_slices(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                               const ctr_fbp_options *o, int ndev, size_t raw_elem,
+                               int64_t calib_rows, int64_t nslices, int64_t *S) {
+  uint64_t budget = o ? o->gpu_budget : 0;
+  if (!budget) {
+    budget = UINT64_MAX;
+    for (int i = 0; i < (ndev < 1 ? 1 : ndev); i++) {
+      uint64_t b = 0;
+      CTR_CHECK(ctr__gpu_budget_detect(ctx, ctr__context_gpu(ctx, i), &b));
+      if (b < budget) budget = b;
+    }
+  }
+  return ctr__fbp_gpu_chunk(&g->p, raw_elem, calib_rows, nslices, budget,
+                            o && o->gpu_budget ? "ctr_fbp_options.gpu_budget" : NULL, S);
 }
 
 typedef struct fbp_worker {
@@ -362,7 +481,7 @@ typedef struct fbp_worker {
   const ctr_fbp_options *o;
   const void *proj;
   ctr_dtype dtype;
-  int64_t nrows, row0, nslices;
+  int64_t nrows, row0, nslices, S;
   const float *flat, *dark;
   float *slices;
   int64_t bad[2];
@@ -387,7 +506,7 @@ static void add_times(const ctr_fbp_options *o, int i, const ctr_fbp_device_time
 static void *fbp_worker_main(void *arg) {
   fbp_worker *w = (fbp_worker *)arg;
   w->st = run_pipeline(w->ctx, w->dev, w->q, w->g, w->o, w->proj, w->dtype, w->nrows, w->flat,
-                       w->dark, w->row0, w->nslices, w->slices, w->bad,
+                       w->dark, w->row0, w->nslices, w->S, w->slices, w->bad,
                        w->o && w->o->timings ? &w->tm : NULL);
   if (w->st != CTR_OK) {
     snprintf(w->detail, sizeof w->detail, "%s", ctr_error_detail());
@@ -407,13 +526,18 @@ static ctr_status run_devices(const ctr_context *ctx, const ctr_parallel_geometr
                               int64_t nrows, const float *flat, const float *dark, int64_t row0,
                               int64_t nslices, float *slices, int64_t bad[2]) {
   int ndev = ctr_context_get_device_count(ctx);
-  const int64_t chunks = (nslices + CHUNK_SLICES - 1) / CHUNK_SLICES;
+  int64_t S = CTR__FBP_GPU_CHUNK;
+  /* sinograms in the memory of the one GPU that runs: read in place */
+  const int raw = flat || ndev > 1 || ctr__gpu_memory_device(proj) != ctr__context_gpu(ctx, 0);
+  CTR_CHECK(chunk_slices(ctx, g, o, ndev, raw ? ctr_dtype_size(dtype) : 0, flat ? nslices : 0,
+                         nslices, &S));
+  const int64_t chunks = (nslices + S - 1) / S;
   if (ndev > chunks) ndev = (int)chunks;
   if (ndev <= 1) {
     ctr_fbp_device_times t;
     memset(&t, 0, sizeof t);
     CTR_CHECK(run_pipeline(ctx, ctr__context_gpu(ctx, 0), NULL, g, o, proj, dtype, nrows, flat,
-                           dark, row0, nslices, slices, bad, o && o->timings ? &t : NULL));
+                           dark, row0, nslices, S, slices, bad, o && o->timings ? &t : NULL));
     add_times(o, 0, &t);
     return CTR_OK;
   }
@@ -431,7 +555,7 @@ static ctr_status run_devices(const ctr_context *ctx, const ctr_parallel_geometr
     fbp_worker *x = &w[i];
     memset(x, 0, sizeof *x);
     *x = (fbp_worker){ctx, ctr__context_gpu(ctx, i), &q, g, o, proj, dtype, nrows, row0, nslices,
-                      flat, dark, slices, {0, 0}, {0, 0, 0.0, 0.0, 0.0, 0.0}, CTR_OK, {0}};
+                      S, flat, dark, slices, {0, 0}, {0, 0, 0.0, 0.0, 0.0, 0.0}, CTR_OK, {0}};
     pthread_mutex_lock(&q.mu);
     q.running++;
     pthread_mutex_unlock(&q.mu);

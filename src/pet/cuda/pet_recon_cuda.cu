@@ -81,7 +81,7 @@ typedef struct recon_bufs {
 static ctr_status check_memory(const ctr__pet_cuda *c, const ctr_pet_histo *h) {
   ctr_status st = CTR_OK;
   size_t free_b = 0, total_b = 0;
-  ctr__gpu_cache_release(c->ctx); /* a cone-beam run's kept buffers (internal.h) */
+  ctr_context_release_memory(c->ctx); /* sized by the free memory: the kept buffers go back */
   CU(cudaMemGetInfo(&free_b, &total_b));
   {
     double per_view = (double)c->nvox * sizeof(float) * (h->factors ? 3 : 2);

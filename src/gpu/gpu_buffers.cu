@@ -1,0 +1,96 @@
+/* The GPU buffer cache of a context (gpu_buffers.h). */
+#include <cuda_runtime.h>
+
+#include "gpu/gpu_buffers.h"
+
+/* A cache: logically const (the context's mutex guards it). */
+static ctr__gpu_cache *cache_of(const ctr_context *ctx) { return (ctr__gpu_cache *)&ctx->gpu_cache; }
+
+extern "C" ctr_status ctr__gpu_buffer_get(const ctr_context *ctx, int device, size_t bytes,
+                                          const char *what, void **out) {
+  *out = NULL;
+  if (bytes == 0) bytes = 1;
+  if (ctx) {
+    ctr__gpu_cache *c = cache_of(ctx);
+    pthread_mutex_lock(&c->mu);
+    int best = -1;
+    for (int i = 0; i < c->n; i++)
+      if (c->slot[i].device == device && c->slot[i].bytes >= bytes &&
+          c->slot[i].bytes - bytes <= bytes / 8 &&
+          (best < 0 || c->slot[i].bytes < c->slot[best].bytes))
+        best = i;
+    if (best >= 0) {
+      *out = c->slot[best].ptr;
+      c->slot[best] = c->slot[--c->n];
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (*out) return CTR_OK;
+  }
+  cudaError_t e = cudaMalloc(out, bytes);
+  if (e == cudaErrorMemoryAllocation && ctx && ctr__gpu_cached_bytes(ctx, device) > 0) {
+    cudaGetLastError();
+    ctr__gpu_cache *c = cache_of(ctx); /* this GPU's kept buffers back, then again */
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->n;) {
+      if (c->slot[i].device == device) {
+        cudaFree(c->slot[i].ptr);
+        c->slot[i] = c->slot[--c->n];
+      } else {
+        i++;
+      }
+    }
+    pthread_mutex_unlock(&c->mu);
+    e = cudaMalloc(out, bytes);
+  }
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    *out = NULL;
+    char b[32];
+    return ctr__error_set(e == cudaErrorMemoryAllocation ? CTR_E_DEVICE_OUT_OF_MEMORY : CTR_E_DEVICE,
+                          "%s: cudaMalloc of %s on GPU %d: %s", what ? what : "GPU buffer",
+                          ctr__format_bytes((double)bytes, b, sizeof b), device,
+                          cudaGetErrorString(e));
+  }
+  return CTR_OK;
+}
+
+extern "C" void ctr__gpu_buffer_put(const ctr_context *ctx, int device, void *p, size_t bytes) {
+  if (!p) return;
+  if (bytes == 0) bytes = 1;
+  if (ctx && bytes >= CTR__GPU_KEEP_MIN) {
+    ctr__gpu_cache *c = cache_of(ctx);
+    pthread_mutex_lock(&c->mu);
+    const int kept = c->n < CTR__GPU_CACHE_SLOTS;
+    if (kept) c->slot[c->n++] = {device, p, bytes};
+    pthread_mutex_unlock(&c->mu);
+    if (kept) return;
+  }
+  cudaFree(p);
+}
+
+extern "C" uint64_t ctr__gpu_cached_bytes(const ctr_context *ctx, int device) {
+  if (!ctx) return 0;
+  ctr__gpu_cache *c = cache_of(ctx);
+  uint64_t n = 0;
+  pthread_mutex_lock(&c->mu);
+  for (int i = 0; i < c->n; i++)
+    if (c->slot[i].device == device) n += c->slot[i].bytes;
+  pthread_mutex_unlock(&c->mu);
+  return n;
+}
+
+extern "C" void ctr__gpu_cache_release(const ctr_context *ctx) {
+  if (!ctx) return;
+  ctr__gpu_cache *c = cache_of(ctx);
+  pthread_mutex_lock(&c->mu);
+  int prev = -1;
+  if (c->n > 0 && cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+  for (int i = 0; i < c->n; i++) {
+    cudaSetDevice(c->slot[i].device);
+    cudaFree(c->slot[i].ptr);
+  }
+  if (prev >= 0) cudaSetDevice(prev);
+  c->n = 0;
+  pthread_mutex_unlock(&c->mu);
+  cudaGetLastError();
+}

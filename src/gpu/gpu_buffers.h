@@ -1,0 +1,45 @@
+/* The GPU buffer cache of a context: the one device allocator of the
+ * modalities' large buffers (cone-beam engines, the FBP pipeline), keyed by
+ * device. Allocating a volume-sized buffer costs milliseconds, more once
+ * peer access maps every allocation on the other GPUs, and freeing it as
+ * much again; a context keeps the buffers its runs give back (at least
+ * CTR__GPU_KEEP_MIN bytes, CTR__GPU_CACHE_SLOTS of them) for its next run.
+ *
+ * Release: ctr_context_release_memory (public; ctr_context_get_memory_budgets
+ * and ctr_context_free call it) frees every kept buffer; an allocation that
+ * finds the GPU full frees the kept buffers of its device and tries again.
+ * Budgets count kept bytes as free (core/memory.c).
+ *
+ * Threads: every function is thread-safe (one mutex per context, held only
+ * around the list, never across a CUDA call but the frees); buffers in use
+ * are never in the list, so a release while runs go on frees only what no
+ * run holds. A buffer is given back only when the work that used it has
+ * finished (its stream synchronised). */
+#ifndef CTR_GPU_BUFFERS_H
+#define CTR_GPU_BUFFERS_H
+
+#include "core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Buffers smaller than this are freed when given back, not kept. */
+#define CTR__GPU_KEEP_MIN ((size_t)1 << 20)
+
+/* A device buffer of at least `bytes` on `device` (the current device): one
+ * the context kept, within 1/8 of the size, else cudaMalloc'ed (after giving
+ * the kept ones of this device back when the GPU is full). ctx NULL: plain
+ * cudaMalloc. *out is NULL on failure: CTR_E_DEVICE_OUT_OF_MEMORY (or
+ * CTR_E_DEVICE) whose detail names `what`, the size and the GPU. */
+ctr_status ctr__gpu_buffer_get(const ctr_context *ctx, int device, size_t bytes, const char *what,
+                               void **out);
+/* Gives back a buffer of ctr__gpu_buffer_get (the `bytes` asked for; p NULL:
+ * nothing): kept for the context's next run, or freed (small, slots full,
+ * ctx NULL). */
+void ctr__gpu_buffer_put(const ctr_context *ctx, int device, void *p, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

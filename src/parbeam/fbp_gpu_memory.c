@@ -1,0 +1,43 @@
+/* The device memory model of the GPU FBP pipeline (cuda/fbp_pipeline.cu): a
+ * pure function of sizes (no GPU is touched), so its plans and refusals can
+ * be made and tested anywhere; the pipeline allocates what it counts. */
+#include "parbeam/parbeam.h"
+#include "filter/filter.h"
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+uint64_t ctr__fbp_gpu_bytes(const ctr_parallel_params *p, size_t raw_elem, int64_t calib_rows,
+                            int64_t chunk) {
+  const uint64_t nb = (uint64_t)p->nbins, na = (uint64_t)p->nangles, S = (uint64_t)chunk;
+  const uint64_t nf = (uint64_t)ctr__ramp_padded_length(p->nbins) / 2 + 1, ld = 2 * nf;
+  const uint64_t layers = (uint64_t)min64(CTR__FBP_TEX_LAYERS, p->nangles);
+  /* one buffer set: raw rows (none when read in place), the padded FFT
+   * rows and cuFFT's work areas for them (counted as large as the rows),
+   * the filtered sinograms, the slices, the backprojector's texture array
+   * and staging (8-byte texels at most) and its angle tables */
+  const uint64_t set = raw_elem * nb * na * S + 2u * 4u * ld * na * S + 4u * nb * na * S +
+                       4u * (uint64_t)(p->nx * p->ny) * S + 2u * 8u * nb * layers + 24u * na;
+  /* the filter's kernel, the weights, the counters, flat and dark rows */
+  const uint64_t fixed = 4u * nf + 4u * na + 16u + 2u * 4u * nb * (uint64_t)calib_rows;
+  return fixed + 2u * set; /* two sets alternate on two streams */
+}
+
+ctr_status ctr__fbp_gpu_chunk(const ctr_parallel_params *p, size_t raw_elem, int64_t calib_rows,
+                              int64_t nslices, uint64_t budget, const char *what,
+                              int64_t *chunk) {
+  int64_t S = min64(CTR__FBP_GPU_CHUNK, nslices < 1 ? 1 : nslices);
+  while (S > 1 && ctr__fbp_gpu_bytes(p, raw_elem, calib_rows, S) > budget) S--;
+  *chunk = S;
+  const uint64_t least = ctr__fbp_gpu_bytes(p, raw_elem, calib_rows, 1);
+  if (what && least > budget) {
+    char b1[32], b2[32];
+    CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
+             "%s of %s is too small for FBP of %lld bins x %lld angles into %lld x %lld slices: "
+             "the smallest working set (chunks of one slice%s) needs %s of GPU memory per GPU",
+             what, ctr__format_bytes((double)budget, b1, sizeof b1), (long long)p->nbins,
+             (long long)p->nangles, (long long)p->nx, (long long)p->ny,
+             calib_rows ? ", flat and dark rows of the range" : "",
+             ctr__format_bytes((double)least, b2, sizeof b2));
+  }
+  return CTR_OK;
+}
