@@ -6,10 +6,20 @@
 /* A cache: logically const (the context's mutex guards it). */
 static ctr__gpu_cache *cache_of(const ctr_context *ctx) { return (ctr__gpu_cache *)&ctx->gpu_cache; }
 
+/* device -1: the current one */
+static int device_of(int device) {
+  if (device < 0 && cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    device = 0;
+  }
+  return device;
+}
+
 extern "C" ctr_status ctr__gpu_buffer_get(const ctr_context *ctx, int device, size_t bytes,
                                           const char *what, void **out) {
   *out = NULL;
   if (bytes == 0) bytes = 1;
+  device = device_of(device);
   if (ctx) {
     ctr__gpu_cache *c = cache_of(ctx);
     pthread_mutex_lock(&c->mu);
@@ -56,7 +66,7 @@ extern "C" ctr_status ctr__gpu_buffer_get(const ctr_context *ctx, int device, si
 
 extern "C" void ctr__gpu_buffer_put(const ctr_context *ctx, int device, void *p, size_t bytes) {
   if (!p) return;
-  if (bytes == 0) bytes = 1;
+  device = device_of(device);
   if (ctx && bytes >= CTR__GPU_KEEP_MIN) {
     ctr__gpu_cache *c = cache_of(ctx);
     pthread_mutex_lock(&c->mu);

@@ -27,7 +27,8 @@ extern "C" {
 /* Buffers smaller than this are freed when given back, not kept. */
 #define CTR__GPU_KEEP_MIN ((size_t)1 << 20)
 
-/* A device buffer of at least `bytes` on `device` (the current device): one
+/* A device buffer of at least `bytes` on `device` (the current device; -1:
+ * whichever is current): one
  * the context kept, within 1/8 of the size, else cudaMalloc'ed (after giving
  * the kept ones of this device back when the GPU is full). ctx NULL: plain
  * cudaMalloc. *out is NULL on failure: CTR_E_DEVICE_OUT_OF_MEMORY (or
@@ -38,6 +39,14 @@ ctr_status ctr__gpu_buffer_get(const ctr_context *ctx, int device, size_t bytes,
  * nothing): kept for the context's next run, or freed (small, slots full,
  * ctx NULL). */
 void ctr__gpu_buffer_put(const ctr_context *ctx, int device, void *p, size_t bytes);
+
+/* The two in functions with a `ctr_status st` and a `cleanup:` label (as
+ * cuda_util.h's CU), on the current device: `ptr` gets a buffer of `bytes`
+ * (an allocation error names `what`); GPU_PUT gives it back (NULL: nothing),
+ * the same `bytes`. */
+#define GPU_GET(ctx, ptr, bytes, what) \
+  CTR_CHECK_GOTO(st, ctr__gpu_buffer_get((ctx), -1, (bytes), (what), (void **)&(ptr)))
+#define GPU_PUT(ctx, ptr, bytes) ctr__gpu_buffer_put((ctx), -1, (ptr), (bytes))
 
 #ifdef __cplusplus
 }

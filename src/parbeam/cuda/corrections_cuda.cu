@@ -6,6 +6,7 @@
  * filter and Paganin's in batches of slices (images) with asynchronous
  * copies, the others a slice at a time. */
 #include "gpu/cuda_util.h"
+#include "gpu/gpu_buffers.h"
 #include "filter/filter.h"
 #include "parbeam/sync.h"
 
@@ -76,9 +77,9 @@ extern "C" ctr_status ctr__dezinger_cuda(const ctr_context *ctx, double threshol
   const size_t bytes = sizeof(float) * (size_t)(nb * na);
   const dim3 grid((unsigned)((nb + 127) / 128), (unsigned)na);
   CU_DEVICE(ctr__context_gpu(ctx, 0));
-  CU(cudaMalloc(&d_in, bytes));
-  CU(cudaMalloc(&d_out, bytes));
-  CU(cudaMalloc(&d_count, sizeof *d_count));
+  GPU_GET(ctx, d_in, bytes, "dezinger input sinogram");
+  GPU_GET(ctx, d_out, bytes, "dezinger output sinogram");
+  GPU_GET(ctx, d_count, sizeof *d_count, "dezinger counter");
   CU(cudaMemset(d_count, 0, sizeof *d_count));
   for (int64_t s = 0; s < ns; s++) {
     CU(cudaMemcpy(d_in, sino + s * nb * na, bytes, cudaMemcpyHostToDevice));
@@ -89,9 +90,10 @@ extern "C" ctr_status ctr__dezinger_cuda(const ctr_context *ctx, double threshol
   CU(cudaMemcpy(&h_count, d_count, sizeof h_count, cudaMemcpyDeviceToHost));
   *replaced = (int64_t)h_count;
 cleanup:
-  cudaFree(d_in);
-  cudaFree(d_out);
-  cudaFree(d_count);
+  cudaDeviceSynchronize(); /* the buffers go back unused */
+  GPU_PUT(ctx, d_in, bytes);
+  GPU_PUT(ctx, d_out, bytes);
+  GPU_PUT(ctx, d_count, sizeof *d_count);
   return st;
 }
 
@@ -156,8 +158,8 @@ __global__ static void unsort(const float *__restrict__ filtered, const int *__r
  * sinogram's values a sinogram before); copies asynchronous, from pinned
  * memory where the caller pinned it (the streamed FBP pins its band). */
 #define SORTING_BATCH_BYTES (1536ull << 20)
-static ctr_status sorting_cuda(const ctr_corrections *c, int64_t nb, int64_t na, int64_t ns,
-                               float *sino) {
+static ctr_status sorting_cuda(const ctr_context *ctx, const ctr_corrections *c, int64_t nb,
+                               int64_t na, int64_t ns, float *sino) {
   ctr_status st = CTR_OK;
   const long long per = nb * na;
   /* per element: the sinogram, keys and angles in and out, the sorted and
@@ -176,17 +178,17 @@ static ctr_status sorting_cuda(const ctr_corrections *c, int64_t nb, int64_t na,
   size_t tmp_bytes = 0;
   cudaStream_t s = NULL;
   CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  CU(cudaMalloc(&d_x, sizeof(float) * (size_t)nmax));
-  CU(cudaMalloc(&d_val, sizeof(float) * (size_t)nmax));
-  CU(cudaMalloc(&d_f, sizeof(float) * (size_t)nmax));
-  CU(cudaMalloc(&d_off, sizeof(int) * (size_t)(batch * nb + 1)));
+  GPU_GET(ctx, d_x, sizeof(float) * (size_t)nmax, "stripe filter sinograms");
+  GPU_GET(ctx, d_val, sizeof(float) * (size_t)nmax, "stripe filter sorted values");
+  GPU_GET(ctx, d_f, sizeof(float) * (size_t)nmax, "stripe filter filtered values");
+  GPU_GET(ctx, d_off, sizeof(int) * (size_t)(batch * nb + 1), "stripe filter column offsets");
   for (int k = 0; k < 2; k++) {
-    CU(cudaMalloc(&d_key[k], sizeof(float) * (size_t)nmax));
-    CU(cudaMalloc(&d_ang[k], sizeof(int) * (size_t)nmax));
+    GPU_GET(ctx, d_key[k], sizeof(float) * (size_t)nmax, "stripe filter sort keys");
+    GPU_GET(ctx, d_ang[k], sizeof(int) * (size_t)nmax, "stripe filter sort angles");
   }
   CU(cub::DeviceSegmentedSort::StableSortPairs(NULL, tmp_bytes, d_key[0], d_key[1], d_ang[0], d_ang[1],
                                                nmax, batch * nb, d_off, d_off + 1, s));
-  CU(cudaMalloc(&d_tmp, tmp_bytes));
+  GPU_GET(ctx, d_tmp, tmp_bytes, "stripe filter sort work area");
   for (int64_t s0 = 0; s0 < ns; s0 += batch) {
     const int64_t nsl = ns - s0 < batch ? ns - s0 : batch;
     const long long n = nsl * per;
@@ -208,15 +210,15 @@ static ctr_status sorting_cuda(const ctr_corrections *c, int64_t nb, int64_t na,
   CU(cudaStreamSynchronize(s));
 cleanup:
   if (s) cudaStreamSynchronize(s);
-  cudaFree(d_x);
-  cudaFree(d_val);
-  cudaFree(d_f);
-  cudaFree(d_off);
+  GPU_PUT(ctx, d_x, sizeof(float) * (size_t)nmax);
+  GPU_PUT(ctx, d_val, sizeof(float) * (size_t)nmax);
+  GPU_PUT(ctx, d_f, sizeof(float) * (size_t)nmax);
+  GPU_PUT(ctx, d_off, sizeof(int) * (size_t)(batch * nb + 1));
   for (int k = 0; k < 2; k++) {
-    cudaFree(d_key[k]);
-    cudaFree(d_ang[k]);
+    GPU_PUT(ctx, d_key[k], sizeof(float) * (size_t)nmax);
+    GPU_PUT(ctx, d_ang[k], sizeof(int) * (size_t)nmax);
   }
-  cudaFree(d_tmp);
+  GPU_PUT(ctx, d_tmp, tmp_bytes);
   if (s) cudaStreamDestroy(s);
   return st;
 }
@@ -317,8 +319,8 @@ __global__ static void crop(const float *__restrict__ x, float *__restrict__ s, 
   if (b < nb && r < na) s[(long long)r * nb + b] = x[(long long)r * N1 + left + b];
 }
 
-static ctr_status wavelet_cuda(const ctr_corrections *c, int64_t nb, int64_t na, int64_t ns,
-                               float *sino) {
+static ctr_status wavelet_cuda(const ctr_context *ctx, const ctr_corrections *c, int64_t nb,
+                               int64_t na, int64_t ns, float *sino) {
   ctr_status st = CTR_OK;
   dwt_taps w;
   const int len = 2 * c->stripe_wavelet, L = c->stripe_level;
@@ -332,11 +334,11 @@ static ctr_status wavelet_cuda(const ctr_corrections *c, int64_t nb, int64_t na,
   memset(&w, 0, sizeof w);
   CTR_CHECK(ctr__daubechies(c->stripe_wavelet, w.lo));
   for (int k = 0; k < len; k++) w.hi[k] = (k % 2 ? -1.0 : 1.0) * w.lo[len - 1 - k];
-  CU(cudaMalloc(&d_s, sizeof(float) * (size_t)(nb * na)));
-  CU(cudaMalloc(&d_x, sizeof(float) * (size_t)(N0 * N1)));
-  CU(cudaMalloc(&d_y, sizeof(float) * (size_t)(N0 * N1)));
-  CU(cudaMalloc(&d_col, sizeof(float) * (size_t)(N0 * N1)));
-  CU(cudaMalloc(&d_spec, sizeof(cufftComplex) * (size_t)((N0 / 2 + 1) * N1)));
+  GPU_GET(ctx, d_s, sizeof(float) * (size_t)(nb * na), "wavelet filter sinogram");
+  GPU_GET(ctx, d_x, sizeof(float) * (size_t)(N0 * N1), "wavelet filter padded sinogram");
+  GPU_GET(ctx, d_y, sizeof(float) * (size_t)(N0 * N1), "wavelet filter coefficients");
+  GPU_GET(ctx, d_col, sizeof(float) * (size_t)(N0 * N1), "wavelet filter columns");
+  GPU_GET(ctx, d_spec, sizeof(cufftComplex) * (size_t)((N0 / 2 + 1) * N1), "wavelet filter spectra");
   /* per level: forward and inverse plans of the band's columns (length
    * h / 2, w / 2 of them) */
   for (int l = 0; l < L; l++) {
@@ -391,20 +393,21 @@ static ctr_status wavelet_cuda(const ctr_corrections *c, int64_t nb, int64_t na,
     CU(cudaMemcpy(sino + s * nb * na, d_s, sizeof(float) * (size_t)(nb * na), cudaMemcpyDeviceToHost));
   }
 cleanup:
+  cudaDeviceSynchronize(); /* the buffers go back unused */
   for (int i = 0; i < nplans; i++) cufftDestroy(plans[i]);
-  cudaFree(d_s);
-  cudaFree(d_x);
-  cudaFree(d_y);
-  cudaFree(d_col);
-  cudaFree(d_spec);
+  GPU_PUT(ctx, d_s, sizeof(float) * (size_t)(nb * na));
+  GPU_PUT(ctx, d_x, sizeof(float) * (size_t)(N0 * N1));
+  GPU_PUT(ctx, d_y, sizeof(float) * (size_t)(N0 * N1));
+  GPU_PUT(ctx, d_col, sizeof(float) * (size_t)(N0 * N1));
+  GPU_PUT(ctx, d_spec, sizeof(cufftComplex) * (size_t)((N0 / 2 + 1) * N1));
   return st;
 }
 
 extern "C" ctr_status ctr__stripes_cuda(const ctr_context *ctx, const ctr_corrections *c,
                                         int64_t nb, int64_t na, int64_t ns, float *sino) {
   CU_DEVICE(ctr__context_gpu(ctx, 0));
-  if (c->stripe == CTR_STRIPE_SORTING) return sorting_cuda(c, nb, na, ns, sino);
-  if (c->stripe == CTR_STRIPE_WAVELET) return wavelet_cuda(c, nb, na, ns, sino);
+  if (c->stripe == CTR_STRIPE_SORTING) return sorting_cuda(ctx, c, nb, na, ns, sino);
+  if (c->stripe == CTR_STRIPE_WAVELET) return wavelet_cuda(ctx, c, nb, na, ns, sino);
   return CTR_OK;
 }
 
@@ -474,8 +477,8 @@ extern "C" ctr_status ctr__paganin_cuda(const ctr_context *ctx, const ctr_correc
   CU_DEVICE(ctr__context_gpu(ctx, 0));
   for (int k = 0; k < sets; k++) {
     CU(cudaStreamCreateWithFlags(&s[k], cudaStreamNonBlocking));
-    CU(cudaMalloc(&d_im[k], sizeof(float) * (size_t)(w * h * batch)));
-    CU(cudaMalloc(&d_buf[k], sizeof(cufftComplex) * (size_t)(H * nf * batch)));
+    GPU_GET(ctx, d_im[k], sizeof(float) * (size_t)(w * h * batch), "Paganin images");
+    GPU_GET(ctx, d_buf[k], sizeof(cufftComplex) * (size_t)(H * nf * batch), "Paganin spectra");
     /* in place: rows of the real planes padded to 2 (W / 2 + 1) floats */
     CUFFT(cufftPlanMany(&fw[k], 2, dims, real_embed, 1, (int)(H * 2 * nf), spec_embed, 1, (int)(H * nf),
                         CUFFT_R2C, (int)batch));
@@ -511,8 +514,8 @@ cleanup:
     if (s[k]) cudaStreamSynchronize(s[k]);
     if (have_f[k]) cufftDestroy(fw[k]);
     if (have_b[k]) cufftDestroy(bw[k]);
-    cudaFree(d_im[k]);
-    cudaFree(d_buf[k]);
+    GPU_PUT(ctx, d_im[k], sizeof(float) * (size_t)(w * h * batch));
+    GPU_PUT(ctx, d_buf[k], sizeof(cufftComplex) * (size_t)(H * nf * batch));
     if (s[k]) cudaStreamDestroy(s[k]);
   }
   return st;

@@ -687,8 +687,8 @@ static ctr_status upload_angles(fbp_gpu *f, cudaStream_t s) {
     k[i] = make_float4((float)pa[i].c, (float)pa[i].s, (float)pa[i].t0, 0.0f);
     t0[i] = pa[i].t0;
   }
-  CU(cudaMalloc(&f->d_ang, sizeof *k * (size_t)n));
-  CU(cudaMalloc(&f->d_t0d, sizeof *t0 * (size_t)n));
+  GPU_GET(f->ctx, f->d_ang, sizeof *k * (size_t)n, "FBP angle constants");
+  GPU_GET(f->ctx, f->d_t0d, sizeof *t0 * (size_t)n, "FBP angle origins");
   CU(cudaMemcpyAsync(f->d_ang, k, sizeof *k * (size_t)n, cudaMemcpyHostToDevice, s));
   CU(cudaMemcpyAsync(f->d_t0d, t0, sizeof *t0 * (size_t)n, cudaMemcpyHostToDevice, s));
   CU(cudaStreamSynchronize(s));
@@ -721,7 +721,7 @@ static ctr_status data_amax(fbp_gpu *f, int64_t s0, int count, int64_t a0, int64
                             cudaStream_t stream) {
   ctr_status st = CTR_OK;
   const int64_t nb = f->g->p.nbins, nat = f->g->p.nangles;
-  if (!f->d_amax) CU(cudaMalloc(&f->d_amax, sizeof(unsigned)));
+  if (!f->d_amax) GPU_GET(f->ctx, f->d_amax, sizeof(unsigned), "FBP data maximum");
   CU(cudaMemsetAsync(f->d_amax, 0, sizeof(unsigned), stream));
   abs_max<<<helper_blocks(nb * na), 256, 0, stream>>>(f->d_sino + s0 * nb * nat + a0 * nb,
                                                        (long long)(nb * nat), count,
@@ -759,7 +759,8 @@ static ctr_status make_texture(fbp_gpu *f, int kind, int64_t s0, int count, int6
   if (!f->arr) CU(cudaMalloc3DArray(&f->arr, &desc, make_cudaExtent((size_t)nb, 0, layers), cudaArrayLayered));
   f->arr_kind = kind;
   /* float2 and half4 texels are 8 bytes: one staging buffer serves both. */
-  if (kind != TEXK_FLOAT && !f->d_stage) CU(cudaMalloc(&f->d_stage, 8 * (size_t)nb * layers));
+  if (kind != TEXK_FLOAT && !f->d_stage)
+    GPU_GET(f->ctx, f->d_stage, 8 * (size_t)nb * layers, "FBP texture staging");
   if (kind == TEXK_FLOAT2) {
     /* Interleave the two slices' values into float2 through a device buffer. */
     CU(cudaMemcpy2DAsync(f->d_stage, sizeof(float2), src, sizeof(float), sizeof(float),
@@ -895,7 +896,7 @@ static ctr_status launch_hybrid(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, c
     CTR_FAIL(CTR_E_UNSUPPORTED, "the hybrid kernel's work queue holds < 2^31 units: %lld x %lld "
              "pixels are too many; use the kernel alu2 (ctr_fbp_options.kernel)", (long long)p->nx,
              (long long)p->ny);
-  if (!f->d_hyb) CU(cudaMalloc(&f->d_hyb, work_bytes));
+  if (!f->d_hyb) GPU_GET(f->ctx, f->d_hyb, work_bytes, "FBP hybrid kernel's work queue");
   CU(cudaGetDevice(&dev));
   CU(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
   if (shm > 48 * 1024)
@@ -1083,17 +1084,20 @@ ctr_status ctr__fbp_autotune(fbp_gpu *f, int64_t nslices, cudaStream_t s) {
 }
 
 void ctr__fbp_gpu_free(fbp_gpu *f) {
+  cudaDeviceSynchronize(); /* as cudaFree did: the buffers go back unused */
   if (f->tex) cudaDestroyTextureObject(f->tex);
   if (f->arr) cudaFreeArray(f->arr);
-  cudaFree(f->d_sino);
-  cudaFree(f->d_out);
-  cudaFree(f->d_w);
-  cudaFree(f->d_stage);
-  cudaFree(f->d_amax);
-  cudaFree(f->d_hyb);
-  cudaFree(f->d_ang);
+  const int64_t nb = f->g ? f->g->p.nbins : 0, na = f->g ? f->g->p.nangles : 0;
+  const int64_t layers = MAX_TEX_LAYERS < na ? MAX_TEX_LAYERS : na;
+  GPU_PUT(f->ctx, f->d_sino, f->sino_bytes);
+  GPU_PUT(f->ctx, f->d_out, f->out_bytes);
+  GPU_PUT(f->ctx, f->d_w, sizeof(float) * (size_t)na);
+  GPU_PUT(f->ctx, f->d_stage, 8 * (size_t)nb * (size_t)layers);
+  GPU_PUT(f->ctx, f->d_amax, sizeof(unsigned));
+  GPU_PUT(f->ctx, f->d_hyb, sizeof(unsigned long long) + sizeof(unsigned) * HYB_SM_SLOTS);
+  GPU_PUT(f->ctx, f->d_ang, sizeof(float4) * (size_t)na);
   free(f->h_ang);
-  cudaFree(f->d_t0d);
+  GPU_PUT(f->ctx, f->d_t0d, sizeof(double) * (size_t)na);
   memset(f, 0, sizeof *f);
 }
 
@@ -1158,9 +1162,11 @@ static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geome
   f->auto_kernel = !o || !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");
   const int dev = ctr__context_gpu(ctx, 0);
   CU(cudaSetDevice(dev));
-  CU(cudaMalloc(&f->d_sino, sizeof(float) * (size_t)(nb * na * nslices)));
-  CU(cudaMalloc(&f->d_out, sizeof(float) * (size_t)(plane * nslices)));
-  CU(cudaMalloc(&f->d_w, sizeof(float) * (size_t)na));
+  f->sino_bytes = sizeof(float) * (size_t)(nb * na * nslices);
+  f->out_bytes = sizeof(float) * (size_t)(plane * nslices);
+  GPU_GET(ctx, f->d_sino, f->sino_bytes, "FBP sinograms");
+  GPU_GET(ctx, f->d_out, f->out_bytes, "FBP slices");
+  GPU_GET(ctx, f->d_w, sizeof(float) * (size_t)na, "FBP angular weights");
   /* sino: host or GPU memory */
   CU(cudaMemcpy(f->d_sino, sino, sizeof(float) * (size_t)(nb * na * nslices), cudaMemcpyDefault));
   w = (float *)malloc(sizeof(float) * (size_t)na);
@@ -1188,7 +1194,7 @@ extern "C" ctr_status ctr__fbp_bp_cuda(const ctr_context *ctx, const ctr_paralle
   ctr_status st = fbp_gpu_run(&f, nslices, 1, NULL);
   if (st != CTR_OK) goto cleanup;
   if (bad) { /* the data policy on the device */
-    CU(cudaMalloc(&d_bad, sizeof h_bad));
+    GPU_GET(ctx, d_bad, sizeof h_bad, "FBP value counter");
     CU(cudaMemset(d_bad, 0, sizeof h_bad));
     CTR_CHECK_GOTO(st, ctr__gpu_sanitize(f.d_out, n, d_bad, 0));
     CU(cudaMemcpy(&h_bad, d_bad, sizeof h_bad, cudaMemcpyDeviceToHost));
@@ -1197,7 +1203,8 @@ extern "C" ctr_status ctr__fbp_bp_cuda(const ctr_context *ctx, const ctr_paralle
   /* slices: host or GPU memory */
   CU(cudaMemcpy(slices, f.d_out, sizeof(float) * (size_t)n, cudaMemcpyDefault));
 cleanup:
-  cudaFree(d_bad);
+  cudaDeviceSynchronize(); /* the buffers go back unused */
+  GPU_PUT(ctx, d_bad, sizeof h_bad);
   ctr__fbp_gpu_free(&f);
   return st;
 }

@@ -4,6 +4,7 @@
 #define CTR_FBP_CUDA_CUH
 
 #include "gpu/cuda_util.h"
+#include "gpu/gpu_buffers.h"
 #include "parbeam/parbeam.h"
 
 /* Angles one launch backprojects at most: the layers of a 1D layered texture
@@ -39,6 +40,8 @@ typedef struct fbp_gpu {
   int nearest;
   float *d_sino;  /* nslices filtered, weighted sinograms */
   float *d_out;   /* nslices slices */
+  size_t sino_bytes, out_bytes; /* d_sino's and d_out's sizes (the GPU buffer cache's keys: every
+                                   device buffer of f comes from it and goes back to it) */
   float *d_w;
   cudaArray_t arr;
   int arr_kind;           /* texel of arr: 0 float, 1 float2 (tex2, hybrid), 2 half4 (tex4h) */
@@ -63,7 +66,9 @@ ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s)
  * or a short timing run of the exact candidates on slices 0 (and 1) of
  * f->d_sino (f->d_out is clobbered), recorded in the cache (fbp_tune.h). */
 ctr_status ctr__fbp_autotune(fbp_gpu *f, int64_t nslices, cudaStream_t s);
-/* Frees what f owns (d_sino, d_out, d_w, textures, scratch) and zeroes it. */
+/* Gives back what f owns (d_sino, d_out, d_w, textures, scratch: the buffers
+ * to f->ctx's GPU buffer cache) and zeroes it. The device is current and
+ * done with them. */
 void ctr__fbp_gpu_free(fbp_gpu *f);
 
 #endif

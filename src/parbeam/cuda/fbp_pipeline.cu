@@ -9,7 +9,6 @@
 #include "parbeam/cuda/fbp_cuda.cuh"
 #include "core/projmath.h"
 #include "filter/filter.h"
-#include "gpu/gpu_buffers.h"
 
 #include <cufft.h>
 #include <math.h>
@@ -116,7 +115,7 @@ __global__ void extract_weighted(const float *__restrict__ rows, int ld, int nb,
 typedef struct chunk_bufs {
   void *d_raw;
   float *d_rows;   /* in-place FFT rows of ld = padded + 2 floats */
-  size_t raw_bytes, rows_bytes, sino_bytes, out_bytes; /* as allocated (the cache's keys) */
+  size_t raw_bytes, rows_bytes; /* as allocated (the cache's keys) */
   cudaStream_t s;
   cufftHandle plan_f, plan_i;
   int have_f, have_i;
@@ -225,12 +224,12 @@ static ctr_status chunk_bufs_create(pipeline *pl, chunk_bufs *c) {
   CU(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
   c->raw_bytes = pl->in_place ? 0 : pl->es * (size_t)(nb * na * S);
   c->rows_bytes = sizeof(float) * (size_t)(ld * na * S);
-  c->sino_bytes = sizeof(float) * (size_t)(nb * na * S);
-  c->out_bytes = sizeof(float) * (size_t)(pl->plane * S);
+  c->f.sino_bytes = sizeof(float) * (size_t)(nb * na * S);
+  c->f.out_bytes = sizeof(float) * (size_t)(pl->plane * S);
   if (!pl->in_place) CTR_CHECK_GOTO(st, pl_alloc(pl, c->raw_bytes, "FBP input chunk", &c->d_raw));
   CTR_CHECK_GOTO(st, pl_alloc(pl, c->rows_bytes, "FBP filter rows", (void **)&c->d_rows));
-  CTR_CHECK_GOTO(st, pl_alloc(pl, c->sino_bytes, "FBP filtered sinograms", (void **)&c->f.d_sino));
-  CTR_CHECK_GOTO(st, pl_alloc(pl, c->out_bytes, "FBP slices", (void **)&c->f.d_out));
+  CTR_CHECK_GOTO(st, pl_alloc(pl, c->f.sino_bytes, "FBP filtered sinograms", (void **)&c->f.d_sino));
+  CTR_CHECK_GOTO(st, pl_alloc(pl, c->f.out_bytes, "FBP slices", (void **)&c->f.d_out));
   c->f.ctx = pl->ctx;
   c->f.g = pl->g;
   c->f.kernel = pl->kernel;
@@ -368,10 +367,7 @@ static void pipeline_free(pipeline *pl) {
     if (c->have_i) cufftDestroy(c->plan_i);
     pl_release(pl, c->d_raw, c->raw_bytes);
     pl_release(pl, c->d_rows, c->rows_bytes);
-    pl_release(pl, c->f.d_sino, c->sino_bytes);
-    pl_release(pl, c->f.d_out, c->out_bytes);
-    c->f.d_sino = c->f.d_out = NULL;
-    ctr__fbp_gpu_free(&c->f); /* its textures and tables */
+    ctr__fbp_gpu_free(&c->f); /* its sinograms, slices, textures and tables */
     if (c->have_ev)
       for (int e = 0; e < 5; e++) cudaEventDestroy(c->ev[e]);
     if (c->s) cudaStreamDestroy(c->s);
