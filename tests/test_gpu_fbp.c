@@ -335,6 +335,46 @@ static void test_autotune(void) {
   ctr_parallel_free(g);
 }
 
+/* ctr_fbp_options.gpu_budget: a budget that holds chunks of 3 slices (not
+ * the pipeline's 16) gives the slices of the default budget, and one too
+ * small for chunks of one slice is refused naming the option. The kernel is
+ * fixed: the automatic choice is made per chunk size. */
+static void test_small_budget(ctr_context *ctx) {
+  const int64_t nb = 120, na = 90, ns = 40;
+  ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
+  p.nbins = nb;
+  p.nangles = na;
+  ctr_parallel_geometry *g = NULL;
+  CHECK_OK(ctr_parallel_create(&p, &g));
+  if (!g) return;
+  const ctr_parallel_params *r = ctr_parallel_get_params(g);
+  const int64_t plane = r->nx * r->ny;
+  float *sino = malloc(sizeof(float) * (size_t)(nb * na * ns));
+  float *a = malloc(sizeof(float) * (size_t)(plane * ns)), *b = malloc(sizeof(float) * (size_t)(plane * ns));
+  for (int64_t k = 0; k < nb * na * ns; k++)
+    sino[k] = (float)((k % nb) > 30 && (k % nb) < 90) * (float)(1 + (k / (nb * na)) % 7);
+  const int64_t sd[3] = {nb, na, ns}, od[3] = {r->nx, r->ny, ns};
+  const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array aa = ctr_array_make(a, CTR_DTYPE_FLOAT32, 3, od), ab = ctr_array_make(b, CTR_DTYPE_FLOAT32, 3, od);
+  ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
+  o.kernel = "alu";
+  CHECK_OK(ctr_fbp(ctx, g, &o, &sa, &aa));
+  o.gpu_budget = ctr__fbp_gpu_bytes(r, sizeof(float), 0, 3);
+  int64_t chunk = 0;
+  CHECK_OK(ctr__fbp_gpu_chunk(r, sizeof(float), 0, ns, o.gpu_budget, "x", &chunk));
+  CHECK(chunk == 3);
+  CHECK_OK(ctr_fbp(ctx, g, &o, &sa, &ab));
+  const double d = max_rel_diff(b, a, plane * ns);
+  printf("gpu_budget for chunks of 3 slices: max relative difference %.2e\n", d);
+  CHECK(d < 1e-6 && a[plane * 5 + plane / 2 + r->nx / 2] != 0);
+  o.gpu_budget = ctr__fbp_gpu_bytes(r, sizeof(float), 0, 1) - 1;
+  CHECK_FAILS(ctr_fbp(ctx, g, &o, &sa, &ab), CTR_E_DEVICE_OUT_OF_MEMORY, "ctr_fbp_options.gpu_budget");
+  free(sino);
+  free(a);
+  free(b);
+  ctr_parallel_free(g);
+}
+
 int main(void) {
   if (ctr_cuda_get_device_count() < 1) {
     printf("no usable GPU: skipped\n");
@@ -350,6 +390,7 @@ int main(void) {
   if (!ctx) return th_finish("test_gpu_fbp");
   for (int kind = 0; kind < 3; kind++) one_case(ctx, kind);
   test_autotune();
+  test_small_budget(ctx);
   ctx_pair c = {NULL, ctx};
   co.device = CTR_DEVICE_CPU;
   CHECK_OK(ctr_context_create(&co, &c.cpu));
