@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The layering rule of docs/architecture.md ("Layers"), checked two ways:
+# The layering rule of docs/architecture.md ("Layers"), checked in three ways:
 #  1. every #include "..." of src/, cli/, modules/ and include/ against the
 #     folder rule (a folder includes its own headers and folders of lower
 #     layers only; a modality's cpu/ and cuda/ include their parent and lower
@@ -9,6 +9,9 @@
 #     nm: an edge A -> B when A uses a symbol that B defines; a cycle between
 #     object files fails, and the CLI and the module must not use the
 #     library's internal (ctr__) symbols.
+#  3. the memory policy: host memory measured in src/core/memory.c only, the
+#     GPU buffer cache released through ctr_context_release_memory only, and
+#     cudaMalloc only in the cache and the files listed there (a ratchet).
 # Known exceptions are listed one edge a line in ALLOWLIST: each one met is
 # printed as a note, and an entry that no longer occurs fails the test (so
 # the list cannot rot). Needs bash, awk, coreutils (tsort, realpath) and nm.
@@ -266,6 +269,39 @@ while [ $# -gt 0 ]; do
     *) echo "FAIL: unknown argument '$1'"; exit 1 ;;
   esac
 done
+
+# ---- 3. Memory policy (docs/out-of-core.md, "Budgets") ----------------------
+# One budget rule: host memory is measured in src/core/memory.c alone. One GPU
+# buffer cache: the context's release (ctr__gpu_cache_release) is called only
+# by ctr_context_release_memory (src/core/context.c); device buffers come from
+# the cache (src/gpu/gpu_buffers.h), and the files below, not yet moved onto
+# it, are the only others that call cudaMalloc (a file that no longer does
+# fails here until it leaves the list).
+raw_alloc_files=" src/conebeam/cuda/backprojector_cuda.cu src/conebeam/cuda/engine_cuda.cu
+  src/conebeam/cuda/filter_cuda.cu src/conebeam/cuda/kernel_harness.cu
+  src/conebeam/cuda/views_layout.cu src/iterative/cuda/fast_cuda.cu
+  src/iterative/cuda/project_cuda.cu src/iterative/cuda/vecops_cuda.cu src/pet/cuda/pet_cuda.cu
+  src/pet/cuda/pet_fft_cuda.cu src/pet/cuda/pet_recon_cuda.cu "
+raw_alloc_files=$(echo $raw_alloc_files)
+found_raw=$(cd "$src" && grep -rlE 'cudaMalloc(Async)?\(' src | grep -vx 'src/gpu/gpu_buffers.cu' | sort)
+for f in $found_raw; do
+  case " $raw_alloc_files " in
+    *" $f "*) ;;
+    *) failure "$f calls cudaMalloc: allocate through the context's GPU buffer cache (src/gpu/gpu_buffers.h, GPU_GET/GPU_PUT)" ;;
+  esac
+done
+for f in $raw_alloc_files; do
+  grep -qx "$f" <<<"$found_raw" ||
+    failure "$f no longer calls cudaMalloc: remove it from raw_alloc_files in tests/layering.sh"
+done
+while IFS=: read -r file line _; do
+  [ "$file" = src/core/context.c ] || [ "$file" = src/gpu/gpu_buffers.cu ] || [ "$file" = src/core/internal.h ] ||
+    failure "$file:$line: calls ctr__gpu_cache_release: release through ctr_context_release_memory"
+done < <(cd "$src" && grep -rn 'ctr__gpu_cache_release' src cli modules)
+while IFS=: read -r file line _; do
+  [ "$file" = src/core/memory.c ] ||
+    failure "$file:$line: measures host memory: budgets come from ctr_context_get_memory_budgets (src/core/memory.c)"
+done < <(cd "$src" && grep -rnE 'MemAvailable|_SC_AVPHYS_PAGES|_SC_PHYS_PAGES' src cli modules)
 
 # ---- Stale allowlist entries -----------------------------------------------
 while read -r kind a b; do
