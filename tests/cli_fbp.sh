@@ -37,6 +37,8 @@ grep -Eq '^fbp: 6 slices of 96 x 96 from 180 angles x 96 bins' "$OUT" && ok "fbp
 for s in xy xz yz; do head -c 8 "prev_$s.png" | grep -q PNG && ok "prev_$s.png" || bad "prev_$s.png"; done
 step "fbp in batches of 4" "${FBP[@]}" --out r4.raw --batch 4
 cmp -s r.raw r4.raw && ok "batched run is byte-identical" || bad "batched run differs"
+step "fbp with --gpu-mem on the CPU (the GPU pipeline's budget)" "${FBP[@]}" --out rg.raw --gpu-mem 1M
+cmp -s r.raw rg.raw && ok "--gpu-mem leaves a CPU run as it is" || bad "--gpu-mem changed a CPU run"
 mkdir -p st
 step "fbp, nearest, tiff stack out" "${FBP[@]}" --interp nearest --out 'st/s_%02d.tif' --quiet
 [ "$(ls st | wc -l)" -eq 6 ] && ok "6 slice files" || bad "slice files: $(ls st | wc -l)"

@@ -111,6 +111,8 @@ def test_iterate_keywords_named(kwargs, cls, text):
      r"rows=\(0,\).*expected \(row0, nrows\)"),
     (lambda pg, s: ctrecon.fbp_stream(s, sinograms=True, read_ahead=2.5), TypeError,
      r"read_ahead=2.5: expected an integer"),
+    (lambda pg, s: ctrecon.fbp_stream(s, sinograms=True, gpu_budget=-5), ValueError,
+     r"gpu_budget=-5"),
     (lambda pg, s: ctrecon.ParallelGeometry(16, 12.0), TypeError, r"nangles=12.0: expected an integer"),
     (lambda pg, s: ctrecon.ConeGeometry.circular(sid=100, sdd=150, nu=8.5, nv=8, nviews=4,
                                                  volume=ctrecon.Volume.cube(4)),

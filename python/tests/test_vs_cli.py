@@ -86,6 +86,10 @@ def test_fbp_sinograms(tmp_path, cli, cpu):
     slices, _ = ctrecon.fbp_stream(sino, sinograms=True, axis=23.5, window="shepp-logan",
                                    batch=1, read_ahead=5, ctx=cpu)
     assert same(slices, want)
+    # a GPU budget (the CLI's --gpu-mem) is the GPU pipeline's: a CPU context ignores it
+    slices, _ = ctrecon.fbp_stream(sino, sinograms=True, axis=23.5, window="shepp-logan",
+                                   gpu_budget="1K", ctx=cpu)
+    assert same(slices, want)
     with pytest.raises(ctrecon.InvalidArgumentError, match="read_ahead = 17"):
         ctrecon.fbp_stream(sino, sinograms=True, axis=23.5, read_ahead=17, ctx=cpu)
     # input_scale, as the CLI's --input-scale: sinograms stored as value x 900
