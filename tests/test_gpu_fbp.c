@@ -283,6 +283,17 @@ static void test_projections(ctx_pair c) {
   ctr_parallel_free(g);
 }
 
+/* nb bins, na angles over 180 degrees, the default axis and slices (NULL on
+ * failure, counted). */
+static ctr_parallel_geometry *plain_geometry(int64_t nb, int64_t na) {
+  ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
+  p.nbins = nb;
+  p.nangles = na;
+  ctr_parallel_geometry *g = NULL;
+  CHECK_OK(ctr_parallel_create(&p, &g));
+  return g;
+}
+
 /* The automatic kernel choice: a tuning run on first use writes the cache,
  * the next run reads it; a corrupt cache is re-tuned, not fatal. */
 /* Each run in a new context: a context keeps its choice (ctr__context_memo),
@@ -290,11 +301,7 @@ static void test_projections(ctx_pair c) {
  * replaced by a fresh timing. */
 static void test_autotune(void) {
   const int64_t nb = 128, na = 90, ns = 2;
-  ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
-  p.nbins = nb;
-  p.nangles = na;
-  ctr_parallel_geometry *g = NULL;
-  CHECK_OK(ctr_parallel_create(&p, &g));
+  ctr_parallel_geometry *g = plain_geometry(nb, na);
   if (!g) return;
   float *sino = malloc(sizeof(float) * (size_t)(nb * na * ns));
   float *out = malloc(sizeof(float) * (size_t)(nb * nb * ns));
@@ -341,11 +348,7 @@ static void test_autotune(void) {
  * fixed: the automatic choice is made per chunk size. */
 static void test_small_budget(ctr_context *ctx) {
   const int64_t nb = 120, na = 90, ns = 40;
-  ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
-  p.nbins = nb;
-  p.nangles = na;
-  ctr_parallel_geometry *g = NULL;
-  CHECK_OK(ctr_parallel_create(&p, &g));
+  ctr_parallel_geometry *g = plain_geometry(nb, na);
   if (!g) return;
   const ctr_parallel_params *r = ctr_parallel_get_params(g);
   const int64_t plane = r->nx * r->ny;
