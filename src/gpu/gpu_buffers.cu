@@ -37,19 +37,8 @@ extern "C" ctr_status ctr__gpu_buffer_get(const ctr_context *ctx, int device, si
     if (*out) return CTR_OK;
   }
   cudaError_t e = cudaMalloc(out, bytes);
-  if (e == cudaErrorMemoryAllocation && ctx && ctr__gpu_cached_bytes(ctx, device) > 0) {
-    cudaGetLastError();
-    ctr__gpu_cache *c = cache_of(ctx); /* this GPU's kept buffers back, then again */
-    pthread_mutex_lock(&c->mu);
-    for (int i = 0; i < c->n;) {
-      if (c->slot[i].device == device) {
-        cudaFree(c->slot[i].ptr);
-        c->slot[i] = c->slot[--c->n];
-      } else {
-        i++;
-      }
-    }
-    pthread_mutex_unlock(&c->mu);
+  if (e == cudaErrorMemoryAllocation && ctr__gpu_buffer_trim(ctx, device)) {
+    cudaGetLastError(); /* this GPU's kept buffers back, then again */
     e = cudaMalloc(out, bytes);
   }
   if (e != cudaSuccess) {
@@ -62,6 +51,25 @@ extern "C" ctr_status ctr__gpu_buffer_get(const ctr_context *ctx, int device, si
                           cudaGetErrorString(e));
   }
   return CTR_OK;
+}
+
+extern "C" int ctr__gpu_buffer_trim(const ctr_context *ctx, int device) {
+  if (!ctx) return 0;
+  device = device_of(device);
+  ctr__gpu_cache *c = cache_of(ctx);
+  int freed = 0;
+  pthread_mutex_lock(&c->mu);
+  for (int i = 0; i < c->n;) {
+    if (c->slot[i].device == device) {
+      cudaFree(c->slot[i].ptr);
+      c->slot[i] = c->slot[--c->n];
+      freed = 1;
+    } else {
+      i++;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+  return freed;
 }
 
 extern "C" void ctr__gpu_buffer_put(const ctr_context *ctx, int device, void *p, size_t bytes) {

@@ -7,8 +7,9 @@
  *
  * Release: ctr_context_release_memory (public; ctr_context_get_memory_budgets
  * and ctr_context_free call it) frees every kept buffer; an allocation that
- * finds the GPU full frees the kept buffers of its device and tries again.
- * Budgets count kept bytes as free (core/memory.c).
+ * finds the GPU full frees the kept buffers of its device and tries again,
+ * through the cache or (cuFFT plans, texture arrays) ctr__gpu_retry. Budgets
+ * count kept bytes as free (core/memory.c).
  *
  * Threads: every function is thread-safe (one mutex per context, held only
  * around the list, never across a CUDA call but the frees); buffers in use
@@ -40,6 +41,12 @@ ctr_status ctr__gpu_buffer_get(const ctr_context *ctx, int device, size_t bytes,
  * ctx NULL). */
 void ctr__gpu_buffer_put(const ctr_context *ctx, int device, void *p, size_t bytes);
 
+/* Frees the kept buffers of `device` (-1: the current one); 1 when there
+ * were any: an allocation outside the cache that found the GPU full (a cuFFT
+ * plan's work area, a texture array) may then be tried again
+ * (ctr__gpu_retry). */
+int ctr__gpu_buffer_trim(const ctr_context *ctx, int device);
+
 /* The two in functions with a `ctr_status st` and a `cleanup:` label (as
  * cuda_util.h's CU), on the current device: `ptr` gets a buffer of `bytes`
  * (an allocation error names `what`); GPU_PUT gives it back (NULL: nothing),
@@ -49,6 +56,19 @@ void ctr__gpu_buffer_put(const ctr_context *ctx, int device, void *p, size_t byt
 #define GPU_PUT(ctx, ptr, bytes) ctr__gpu_buffer_put((ctx), -1, (ptr), (bytes))
 
 #ifdef __cplusplus
+}
+
+/* call() (an allocation outside the cache: a cuFFT plan, a texture array);
+ * when it does not return ok and ctx kept buffers on the current device,
+ * they are freed and call() runs once more. Its result. */
+template <typename R, typename F>
+static inline R ctr__gpu_retry(const ctr_context *ctx, R ok, F call) {
+  R r = call();
+  if (r != ok && ctr__gpu_buffer_trim(ctx, -1)) {
+    cudaGetLastError();
+    r = call();
+  }
+  return r;
 }
 #endif
 #endif

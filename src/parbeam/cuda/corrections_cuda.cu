@@ -343,9 +343,13 @@ static ctr_status wavelet_cuda(const ctr_context *ctx, const ctr_corrections *c,
    * h / 2, w / 2 of them) */
   for (int l = 0; l < L; l++) {
     int m = (int)((N0 >> l) / 2), ncols = (int)((N1 >> l) / 2), nf = m / 2 + 1;
-    CUFFT(cufftPlanMany(&plans[2 * l], 1, &m, NULL, 1, m, NULL, 1, nf, CUFFT_R2C, ncols));
+    CUFFT(ctr__gpu_retry(ctx, CUFFT_SUCCESS, [&] {
+      return cufftPlanMany(&plans[2 * l], 1, &m, NULL, 1, m, NULL, 1, nf, CUFFT_R2C, ncols);
+    }));
     nplans++;
-    CUFFT(cufftPlanMany(&plans[2 * l + 1], 1, &m, NULL, 1, nf, NULL, 1, m, CUFFT_C2R, ncols));
+    CUFFT(ctr__gpu_retry(ctx, CUFFT_SUCCESS, [&] {
+      return cufftPlanMany(&plans[2 * l + 1], 1, &m, NULL, 1, nf, NULL, 1, m, CUFFT_C2R, ncols);
+    }));
     nplans++;
   }
   for (int64_t s = 0; s < ns; s++) {
@@ -480,11 +484,15 @@ extern "C" ctr_status ctr__paganin_cuda(const ctr_context *ctx, const ctr_correc
     GPU_GET(ctx, d_im[k], sizeof(float) * (size_t)(w * h * batch), "Paganin images");
     GPU_GET(ctx, d_buf[k], sizeof(cufftComplex) * (size_t)(H * nf * batch), "Paganin spectra");
     /* in place: rows of the real planes padded to 2 (W / 2 + 1) floats */
-    CUFFT(cufftPlanMany(&fw[k], 2, dims, real_embed, 1, (int)(H * 2 * nf), spec_embed, 1, (int)(H * nf),
-                        CUFFT_R2C, (int)batch));
+    CUFFT(ctr__gpu_retry(ctx, CUFFT_SUCCESS, [&] {
+      return cufftPlanMany(&fw[k], 2, dims, real_embed, 1, (int)(H * 2 * nf), spec_embed, 1,
+                           (int)(H * nf), CUFFT_R2C, (int)batch);
+    }));
     have_f[k] = 1;
-    CUFFT(cufftPlanMany(&bw[k], 2, dims, spec_embed, 1, (int)(H * nf), real_embed, 1, (int)(H * 2 * nf),
-                        CUFFT_C2R, (int)batch));
+    CUFFT(ctr__gpu_retry(ctx, CUFFT_SUCCESS, [&] {
+      return cufftPlanMany(&bw[k], 2, dims, spec_embed, 1, (int)(H * nf), real_embed, 1,
+                           (int)(H * 2 * nf), CUFFT_C2R, (int)batch);
+    }));
     have_b[k] = 1;
     CUFFT(cufftSetStream(fw[k], s[k]));
     CUFFT(cufftSetStream(bw[k], s[k]));

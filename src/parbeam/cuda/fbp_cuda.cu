@@ -756,7 +756,10 @@ static ctr_status make_texture(fbp_gpu *f, int kind, int64_t s0, int count, int6
     cudaFreeArray(f->arr);
     f->arr = NULL;
   }
-  if (!f->arr) CU(cudaMalloc3DArray(&f->arr, &desc, make_cudaExtent((size_t)nb, 0, layers), cudaArrayLayered));
+  if (!f->arr)
+    CU(ctr__gpu_retry(f->ctx, cudaSuccess, [&] {
+      return cudaMalloc3DArray(&f->arr, &desc, make_cudaExtent((size_t)nb, 0, layers), cudaArrayLayered);
+    }));
   f->arr_kind = kind;
   /* float2 and half4 texels are 8 bytes: one staging buffer serves both. */
   if (kind != TEXK_FLOAT && !f->d_stage)

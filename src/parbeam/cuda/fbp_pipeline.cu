@@ -237,12 +237,16 @@ static ctr_status chunk_bufs_create(pipeline *pl, chunk_bufs *c) {
   c->f.auto_kernel = !o || !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");
   {
     int n[1] = {(int)pl->padded}, inembed[1] = {(int)ld}, onembed[1] = {(int)nf};
-    if (cufftPlanMany(&c->plan_f, 1, n, inembed, 1, (int)ld, onembed, 1, (int)nf, CUFFT_R2C,
-                      (int)(na * S)) != CUFFT_SUCCESS)
+    if (ctr__gpu_retry(pl->ctx, CUFFT_SUCCESS, [&] {
+          return cufftPlanMany(&c->plan_f, 1, n, inembed, 1, (int)ld, onembed, 1, (int)nf,
+                               CUFFT_R2C, (int)(na * S));
+        }) != CUFFT_SUCCESS)
       CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT plan of %lld rows of %lld", (long long)(na * S), (long long)pl->padded);
     c->have_f = 1;
-    if (cufftPlanMany(&c->plan_i, 1, n, onembed, 1, (int)nf, inembed, 1, (int)ld, CUFFT_C2R,
-                      (int)(na * S)) != CUFFT_SUCCESS)
+    if (ctr__gpu_retry(pl->ctx, CUFFT_SUCCESS, [&] {
+          return cufftPlanMany(&c->plan_i, 1, n, onembed, 1, (int)nf, inembed, 1, (int)ld,
+                               CUFFT_C2R, (int)(na * S));
+        }) != CUFFT_SUCCESS)
       CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT plan of %lld rows of %lld", (long long)(na * S), (long long)pl->padded);
     c->have_i = 1;
   }
