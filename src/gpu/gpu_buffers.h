@@ -5,8 +5,10 @@
  * much again; a context keeps the buffers its runs give back (at least
  * CTR__GPU_KEEP_MIN bytes, CTR__GPU_CACHE_SLOTS of them) for its next run.
  *
- * Release: ctr_context_release_memory (public; ctr_context_get_memory_budgets
- * and ctr_context_free call it) frees every kept buffer; an allocation that
+ * Release: ctr_context_release_memory (public; ctr_context_free,
+ * ctr_context_get_memory_budgets and the GPU entry points whose buffers are
+ * not yet the cache's - ctr_iterate, PET, the incremental backprojector -
+ * call it) frees every kept buffer; an allocation that
  * finds the GPU full frees the kept buffers of its device and tries again,
  * through the cache or (cuFFT plans, texture arrays) ctr__gpu_retry. Budgets
  * count kept bytes as free (core/memory.c).
