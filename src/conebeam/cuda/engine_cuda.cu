@@ -42,7 +42,7 @@ typedef struct ev_pair {
 } ev_pair;
 
 typedef struct cuda_engine {
-  ctr_context *ctx; /* keeps the large buffers between runs (internal.h) */
+  ctr_context *ctx; /* its buffers come from the context's cache (gpu/gpu_buffers.h) */
   size_t raw_bytes, filt_bytes, vol_bytes;
   int device; /* the ordinal every operation makes current first */
   const ctr_geometry *g;
@@ -423,7 +423,9 @@ static ctr_status queue_add(cuda_engine *c, cudaStream_t on, const cuda_engine *
                                           (long long)(len / sizeof(float)));
     CU_LAUNCHED("add_kernel");
   } else {
-    if (!c->d_add) CU(cudaMalloc(&c->d_add, ADD_CHUNK_BYTES));
+    if (!c->d_add)
+      CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(c->ctx, c->device, ADD_CHUNK_BYTES,
+                                             "FDK subvolume merge chunk", (void **)&c->d_add));
     for (size_t o = 0; o < len; o += ADD_CHUNK_BYTES) {
       const size_t l = len - o < ADD_CHUNK_BYTES ? len - o : ADD_CHUNK_BYTES;
       CU(cudaMemcpyPeerAsync(c->d_add, c->device, (const char *)s->d_vol + off + o, s->device, l,
@@ -656,9 +658,9 @@ static void cu_destroy(ctr__engine *e) {
   }
   cudaFreeHost(c->h_vol_stage);
   ctr__gpu_buffer_put(c->ctx, c->device, c->d_vol, c->vol_bytes);
-  cudaFree(c->d_add);
-  cudaFree(c->d_bad);
-  cudaFree(c->d_range);
+  ctr__gpu_buffer_put(c->ctx, c->device, c->d_add, ADD_CHUNK_BYTES);
+  ctr__gpu_buffer_put(c->ctx, c->device, c->d_bad, 2 * sizeof(unsigned long long));
+  ctr__gpu_buffer_put(c->ctx, c->device, c->d_range, 2 * sizeof(unsigned int));
   ctr__gpu_filter_free(&c->gf);
   ctr__views_free(&c->dv);
   if (c->have_filter) ctr__fdk_filter_free(&c->f);
@@ -762,12 +764,14 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
                                        plan->store == CTR_FDK_STORE_DEVICE ? view_end - view_begin : 2 * nb,
                                        prop.maxTexture2DLayered[2], &c->dv));
   CTR_CHECK_GOTO(st, ctr__gpu_filter_create(&c->f, nb, c->comp, &c->gf));
-  CU(cudaMalloc(&c->d_range, 2 * sizeof(unsigned int)));
+  CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, 2 * sizeof(unsigned int), "FDK value range",
+                                         (void **)&c->d_range));
   {
     const unsigned int init[2] = {0xffffffffu, 0u};
     CU(cudaMemcpy(c->d_range, init, sizeof init, cudaMemcpyHostToDevice));
   }
-  CU(cudaMalloc(&c->d_bad, 2 * sizeof(unsigned long long)));
+  CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, 2 * sizeof(unsigned long long),
+                                         "FDK value counters", (void **)&c->d_bad));
   CU(cudaMemset(c->d_bad, 0, 2 * sizeof(unsigned long long)));
   c->gf.in_scale = (float)(1.0 / input_scale);
   c->gf.d_nonfinite = c->d_bad;
