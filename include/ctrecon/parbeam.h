@@ -155,11 +155,13 @@ typedef struct ctr_fbp_options {
                                raised to cover it), so a caller timing several calls
                                zeroes it first (ctr_fbp_timings_init). Asking for them adds
                                events to the GPUs' streams, nothing else */
-  uint64_t gpu_budget;      /* CUDA: bytes of GPU memory the call may use on each GPU; 0 =
-                               detected (ctr_context_get_memory_budgets). The pipeline's
-                               chunks (16 slices) shrink to fit; a budget too small for chunks
-                               of one slice is CTR_E_DEVICE_OUT_OF_MEMORY naming what the
-                               smallest needs. The CPU ignores it */
+  uint64_t gpu_budget;      /* CUDA, ctr_fbp and ctr_fbp_projections: bytes of GPU memory the
+                               call may use on each GPU; 0 = detected
+                               (ctr_context_get_memory_budgets). The pipeline's chunks (16
+                               slices) shrink to fit; a budget too small for chunks of one
+                               slice is CTR_E_DEVICE_OUT_OF_MEMORY naming what the smallest
+                               needs. The CPU and ctr_fbp_backproject (all its slices at
+                               once) ignore it */
 } ctr_fbp_options;
 
 #define CTR_FBP_OPTIONS_INIT \
