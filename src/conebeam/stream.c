@@ -1168,17 +1168,20 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
     CTR_FAIL(CTR_E_FORMAT, "'%s' holds %s projections: FDK reads float32 or uint16",
              projections->path, ctr_dtype_name(r.in_dtype));
   if (out_format == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, &out_format));
-  resumable = out_format != CTR_FORMAT_TIFF;
-  /* A multi-page TIFF takes its pages in order; several workers finish
-   * subvolumes (or their shares of one) in any order: one worker. */
-  if (out_format == CTR_FORMAT_TIFF && requested_workers(&r) > 1) {
+  const ctr_file_format_info *caps = ctr__format_info(out_format);
+  if (!caps) return CTR_E_INVALID_ARGUMENT;
+  resumable = caps->resumable;
+  /* A format written image after image (multi-page TIFF) takes its images
+   * in order; several workers finish subvolumes (or their shares of one) in
+   * any order: one worker. */
+  if (caps->in_order && requested_workers(&r) > 1) {
     if (r.opts.workers > 1)
-      CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': a multi-page TIFF is written page after page, by one "
-               "worker (ctr_fdk_stream_options.workers is %d): write a TIFF stack pattern such as "
-               "'vol_%%04d.tif', raw or NRRD to use several", out, r.opts.workers);
-    ctr__log(ctx, CTR_LOG_INFO, "'%s': a multi-page TIFF is written page after page: one GPU "
-             "reconstructs it (a TIFF stack pattern such as 'vol_%%04d.tif', raw or NRRD use "
-             "every GPU)", out);
+      CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s) is written image after image, by one worker "
+               "(ctr_fdk_stream_options.workers is %d): write a TIFF stack pattern such as "
+               "'vol_%%04d.tif', raw or NRRD to use several", out, caps->name, r.opts.workers);
+    ctr__log(ctx, CTR_LOG_INFO, "'%s' (%s) is written image after image: one GPU reconstructs "
+             "it (a TIFF stack pattern such as 'vol_%%04d.tif', raw or NRRD use every GPU)", out,
+             caps->name);
     r.opts.workers = 1;
   }
   uint64_t fp = 0;
@@ -1187,8 +1190,9 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   if (!jpath) return CTR_E_OUT_OF_MEMORY;
   if (r.opts.resume) {
     if (!resumable)
-      CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED, "cannot resume into the multi-page TIFF '%s': write "
-                    "raw, nrrd or a TIFF stack pattern to make a run resumable", out);
+      CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED, "ctr_fdk_stream_options.resume: '%s' (%s) cannot be "
+                    "resumed: write raw, nrrd or a TIFF stack pattern to make a run resumable",
+                    out, caps->name);
     if ((st = ctr__journal_resume(&journal, jpath, fp, "ctr_fdk_stream_options.resume")) != CTR_OK) {
       unusable = resume_unusable(st);
       goto cleanup;

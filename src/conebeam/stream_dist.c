@@ -86,7 +86,9 @@ static ctr_status check_local(ctr_context *ctx, const ctr_geometry *g,
     CTR_FAIL(CTR_E_FORMAT, "'%s' holds %s projections: FDK reads float32 or uint16", in->path,
              ctr_dtype_name(pi->dtype));
   if (*fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, fmt));
-  if (*fmt != CTR_FORMAT_RAW && *fmt != CTR_FORMAT_NRRD && *fmt != CTR_FORMAT_TIFF_STACK)
+  const ctr_file_format_info *caps = ctr__format_info(*fmt);
+  if (!caps) return CTR_E_INVALID_ARGUMENT;
+  if (!caps->many_ranks)
     CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes raw, nrrd or a TIFF stack "
              "pattern such as 'vol_%%04d.tif' (its ranks write their slices in place; "
              "multi-page TIFF and HDF5 are written in order by one process: write raw or NRRD "

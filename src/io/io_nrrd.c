@@ -426,3 +426,10 @@ cleanup:
   free(data_path);
   return st;
 }
+
+void ctr__nrrd_remove_partial(const char *path, int64_t count) {
+  char *data = NULL;
+  ctr__raw_remove_partial(path, count);
+  if (ctr__nrrd_data_path(path, &data) == CTR_OK && data) ctr__raw_remove_partial(data, count);
+  free(data);
+}

@@ -106,6 +106,13 @@ char *ctr__tiff_stack_file(const char *pat, int64_t index) {
   return name;
 }
 
+char *ctr__tiff_stack_partial_name(const char *pat) {
+  char *first = ctr__tiff_stack_file(pat, 0);
+  char *name = first ? ctr__partial_path(first) : NULL;
+  free(first);
+  return name;
+}
+
 void ctr__tiff_stack_remove_partial(const char *pat, int64_t count) {
   pattern p;
   if (pattern_parse(pat, &p) != CTR_OK) return;

@@ -173,8 +173,9 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
     o.host_budget = host / (uint64_t)ctr__cluster_ranks_on_host(cluster, rank);
   }
   if (st == CTR_OK && fmt == CTR_FORMAT_AUTO) st = ctr_format_guess(out, &fmt);
-  if (st == CTR_OK && fmt != CTR_FORMAT_RAW && fmt != CTR_FORMAT_NRRD &&
-      fmt != CTR_FORMAT_TIFF_STACK)
+  const ctr_file_format_info *caps = st == CTR_OK ? ctr__format_info(fmt) : NULL;
+  if (st == CTR_OK && !caps) st = CTR_E_INVALID_ARGUMENT;
+  if (st == CTR_OK && !caps->many_ranks)
     st = ctr__error_set(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes raw, nrrd or a "
                         "TIFF stack pattern such as 'rec_%%04d.tif' (its ranks write their slices "
                         "in place; multi-page TIFF and HDF5 are written in order by one process: "

@@ -893,7 +893,9 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
   CTR_CHECK(ctr__fbp_resolve(&r, opts));
   CTR_CHECK(ctr__fbp_open_input(&r, input, flat, dark));
   if (out_format == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, &out_format));
-  resumable = out_format != CTR_FORMAT_TIFF && out_format != CTR_FORMAT_HDF5;
+  const ctr_file_format_info *caps = ctr__format_info(out_format);
+  if (!caps) return CTR_E_INVALID_ARGUMENT;
+  resumable = caps->resumable;
   jpath = ctr__io_sprintf("%s.partial.journal", out);
   if (!jpath) return CTR_E_OUT_OF_MEMORY;
   CTR_CHECK_GOTO(st, ctr__fbp_prepare_input(&r, params));
