@@ -15,7 +15,7 @@
 #include "conebeam/engine.h"
 #include "conebeam/fdk_internal.h"
 #include "conebeam/stream_internal.h"
-#include "distributed/dist_output.h"
+#include "stream/dist_output.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 
 #include "distributed/distributed.h"
 #include "geometry/geometry_internal.h"
-#include "io/journal.h"
+#include "stream/journal.h"
 
 typedef struct ctr__fdk_piece {
   /* in */

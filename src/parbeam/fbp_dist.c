@@ -9,7 +9,7 @@
  * over bands of the slowest (distributed.h). A slice is computed from its
  * own rows whatever band holds it (tested), so the output is byte-identical
  * to one process's. */
-#include "distributed/dist_output.h"
+#include "stream/dist_output.h"
 #include "parbeam/fbp_stream_internal.h"
 
 #include <math.h>

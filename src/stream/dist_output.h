@@ -17,7 +17,7 @@
 
 #include "distributed/distributed.h"
 #include "io/io_internal.h"
-#include "io/journal.h"
+#include "stream/journal.h"
 
 /* What a rank adds to the whole run's summary (gathered at the end). */
 #define CTR__DIST_COUNTS 8

@@ -1,5 +1,5 @@
 /* The one output of a distributed run and its journals (dist_output.h). */
-#include "distributed/dist_output.h"
+#include "stream/dist_output.h"
 
 #include <math.h>
 #include <stdio.h>
