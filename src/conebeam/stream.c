@@ -1075,9 +1075,8 @@ static ctr_status check_geometry(const ctr_geometry *g) {
   return CTR_OK;
 }
 
-/* The projections must be the geometry's views, in float32 or uint16. */
-static ctr_status check_projections(const ctr_geometry *g, const ctr_stack_reader *in,
-                                    ctr_dtype *dtype) {
+ctr_status ctr__fdk_check_projections(const ctr_geometry *g, const ctr_stack_reader *in,
+                                     ctr_dtype *dtype) {
   const ctr_stack_info *pi = ctr_stack_reader_get_info(in);
   if (pi->width != g->nu || pi->height != g->nv || pi->count != g->nviews)
     CTR_FAIL(CTR_E_SIZE_MISMATCH,
@@ -1139,7 +1138,7 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   if (ctr__tuning(ctx)->direct_io < 0) ctr_stack_reader_set_direct_io(projections, 0);
   ctr_stack_reader_set_read_threads(projections, ctr__tuning(ctx)->read_threads);
   CTR_CHECK(resolve_options(g, opts, &r));
-  CTR_CHECK(check_projections(g, projections, &r.in_dtype));
+  CTR_CHECK(ctr__fdk_check_projections(g, projections, &r.in_dtype));
   st = ctr__stream_output_init(&o, out, out_format, "ctr_fdk_stream_options.resume");
   if (st == CTR_OK) st = one_worker_in_order(&r, &o);
   if (st != CTR_OK) {
