@@ -61,11 +61,24 @@ static const ctr__format_row k_rows[] = {
 };
 #define NROWS (sizeof k_rows / sizeof k_rows[0])
 
+/* "raw, tiff, tiff-stack, nrrd or hdf5" (with_auto: "..., hdf5 or auto"). */
+static const char *format_names(char *buf, size_t n, int with_auto) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (size_t i = 1; i <= NROWS && len < n; i++) {
+    const char *name = i < NROWS ? k_rows[i].info.name : with_auto ? k_rows[0].info.name : NULL;
+    if (!name) break;
+    const int last = i == NROWS || (i == NROWS - 1 && !with_auto);
+    len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 1 ? "" : last ? " or " : ", ", name);
+  }
+  return buf;
+}
+
 const ctr__format_row *ctr__format_row_of(ctr_file_format f) {
   if ((unsigned)f < NROWS && f != CTR_FORMAT_AUTO) return &k_rows[f];
-  ctr__error_set(CTR_E_INVALID_ARGUMENT,
-                 "file format %d (%s): expected raw, tiff, tiff-stack, nrrd or hdf5", (int)f,
-                 ctr_format_name(f));
+  char names[256];
+  ctr__error_set(CTR_E_INVALID_ARGUMENT, "file format %d (%s): expected %s", (int)f,
+                 ctr_format_name(f), format_names(names, sizeof names, 0));
   return NULL;
 }
 
@@ -95,9 +108,9 @@ ctr_status ctr_format_parse(const char *name, ctr_file_format *out) {
       *out = k_rows[i].fmt;
       return CTR_OK;
     }
-  CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-           "unknown file format '%s': expected raw, tiff, tiff-stack, nrrd, hdf5 or auto",
-           name ? name : "(null)");
+  char names[256];
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "unknown file format '%s': expected %s",
+           name ? name : "(null)", format_names(names, sizeof names, 1));
 }
 
 /* A printf integer conversion ("%d", "%04d", ...) marks a TIFF stack
