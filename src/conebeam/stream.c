@@ -35,7 +35,7 @@
 #include "conebeam/plan_split.h"
 #include "stream/ring.h"
 #include "stream/writer.h"
-#include "stream/output.h"
+#include "stream/executor.h"
 #include "conebeam/stream_internal.h"
 
 #include <errno.h>
@@ -109,6 +109,7 @@ struct stream_run {
   int64_t barrier_count, barrier_gen;
   /* sink */
   float *vol_mem;           /* memory sink, or */
+  const char *out;          /* the file's name (ctr__stream_execute) */
   ctr__writer writer;
   int have_writer;
   int64_t below, above;     /* uint16 output: clamped voxels */
@@ -1116,12 +1117,64 @@ static ctr_status report_begin(ctr_fdk_stream_report *caller, ctr_fdk_stream_rep
   return ctr__struct_store(&ctr__struct_fdk_stream_report, caller, full);
 }
 
+/* ---- The modality's side of the streamed executor (stream/executor.h) ---- */
+
+static ctr_status op_fingerprint(void *self, const ctr__stream_output *o, uint64_t *fp) {
+  stream_run *r = self;
+  return fingerprint(r, o->out, o->fmt, 1, fp);
+}
+
+static ctr_status op_prepare(void *self, const ctr__stream_output *o) {
+  return one_worker_in_order(self, o);
+}
+
+static ctr_status op_plan(void *self, const ctr__journal *resumed, ctr__journal_layout *layout,
+                          ctr_stack_info *info, ctr__stream_units *units) {
+  stream_run *r = self;
+  CTR_CHECK(make_plan(r, 0, resumed));
+  *layout = (ctr__journal_layout){r->plan.slab_slices, r->plan.views_per_batch,
+                                  (int)r->plan.store, r->plan.pair, r->plan.nslabs,
+                                  (int)r->plan.split, r->plan.workers};
+  *info = ctr__fdk_stream_info(r->g, r->plan.z0, r->plan.nz, r->opts.out_dtype);
+  *units = (ctr__stream_units){"subvolume", r->plan.slab_slices, r->plan.z0,
+                               r->plan.chunk_slices};
+  return CTR_OK;
+}
+
+static ctr_status op_setup(void *self, const unsigned char *done, ctr__writer **writer) {
+  stream_run *r = self;
+  const ctr_geometry *g = r->g;
+  int todo = 0;
+  for (int64_t s = 0; s < r->plan.nslabs; s++) todo |= !done || !done[s];
+  CTR_CHECK(setup(r, r->out, todo));
+  CTR_CHECK(ctr__writer_init(&r->writer, r->plan.host_slab_buffers,
+                             (size_t)(r->plan.chunk_slices * g->vol.nx * g->vol.ny) *
+                                 ctr_dtype_size(r->opts.out_dtype),
+                             r->plan.nslabs));
+  r->have_writer = 1;
+  r->writer.dtype = r->opts.out_dtype;
+  r->writer.slice_bytes = (size_t)(g->vol.nx * g->vol.ny) * ctr_dtype_size(r->opts.out_dtype);
+  *writer = &r->writer;
+  return CTR_OK;
+}
+
+static ctr_status op_run(void *self, const unsigned char *done) { return run_workers(self, done); }
+
+static ctr_status op_finish(void *self) {
+  stream_run *r = self;
+  CTR_CHECK(ctr__progress(r->ctx, "fdk", 1.0));
+  report_values(r);
+  return CTR_OK;
+}
+
+static const ctr__stream_ops k_fdk_ops = {"ctr_fdk_stream_options.resume", op_prepare,
+                                          op_fingerprint, op_plan, op_setup, op_run, op_finish};
+
 ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
                                  const ctr_fdk_stream_options *opts, ctr_stack_reader *projections,
                                  const char *out, ctr_file_format out_format,
                                  ctr_fdk_stream_report *report_out) {
   const double t_start = ctr__now_s();
-  ctr_status st = CTR_OK;
   stream_run r;
   memset(&r, 0, sizeof r);
   r.scratch_fd = -1;
@@ -1135,50 +1188,14 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   r.ctx = ctx;
   r.g = g;
   r.in = projections;
+  r.out = out;
   if (ctr__tuning(ctx)->direct_io < 0) ctr_stack_reader_set_direct_io(projections, 0);
   ctr_stack_reader_set_read_threads(projections, ctr__tuning(ctx)->read_threads);
   CTR_CHECK(resolve_options(g, opts, &r));
   CTR_CHECK(ctr__fdk_check_projections(g, projections, &r.in_dtype));
-  st = ctr__stream_output_init(&o, out, out_format, "ctr_fdk_stream_options.resume");
-  if (st == CTR_OK) st = one_worker_in_order(&r, &o);
-  if (st != CTR_OK) {
-    ctr__stream_output_free(&o);
-    return st;
-  }
-  uint64_t fp = 0;
-  CTR_CHECK_GOTO(st, fingerprint(&r, out, o.fmt, 1, &fp));
-  CTR_CHECK_GOTO(st, ctr__stream_output_resume(&o, r.opts.resume, fp));
-  CTR_CHECK_GOTO(st, make_plan(&r, 0, o.have_journal ? &o.journal : NULL));
-  {
-    const ctr__journal_layout layout = {r.plan.slab_slices, r.plan.views_per_batch,
-                                        (int)r.plan.store, r.plan.pair, r.plan.nslabs,
-                                        (int)r.plan.split, r.plan.workers};
-    const ctr_stack_info info = ctr__fdk_stream_info(g, r.plan.z0, r.plan.nz, r.opts.out_dtype);
-    const ctr__stream_units units = {"subvolume", r.plan.slab_slices, r.plan.z0,
-                                     r.plan.chunk_slices};
-    CTR_CHECK_GOTO(st, ctr__stream_output_open(&o, ctx, fp, &layout, &info, &units));
-  }
-  const unsigned char *done = ctr__stream_output_done_units(&o);
-  int todo = 0;
-  for (int64_t s = 0; s < r.plan.nslabs; s++) todo |= !done || !done[s];
-  CTR_CHECK_GOTO(st, setup(&r, out, todo));
-  CTR_CHECK_GOTO(st, ctr__writer_init(&r.writer, r.plan.host_slab_buffers,
-                                      (size_t)(r.plan.chunk_slices * g->vol.nx * g->vol.ny) *
-                                          ctr_dtype_size(r.opts.out_dtype),
-                                      r.plan.nslabs));
-  r.have_writer = 1;
-  r.writer.dtype = r.opts.out_dtype;
-  r.writer.slice_bytes = (size_t)(g->vol.nx * g->vol.ny) * ctr_dtype_size(r.opts.out_dtype);
-  ctr__stream_output_attach(&o, &r.writer);
-  CTR_CHECK_GOTO(st, ctr__writer_start(&r.writer));
-  t_setup = ctr__now_s() - t_start;
-  CTR_CHECK_GOTO(st, run_workers(&r, ctr__stream_output_done_units(&o)));
-  CTR_CHECK_GOTO(st, ctr__writer_drain(&r.writer));
-  CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
-  report_values(&r);
-  st = ctr__stream_output_commit(&o, &r.writer);
-cleanup:
-  if (st != CTR_OK && r.have_writer) ctr__writer_settle(&r.writer, st);
+  const ctr_status st = ctr__stream_execute(&k_fdk_ops, &r, ctx, out, out_format, r.opts.resume,
+                                            &o, &t_setup);
+  if (t_setup > 0) t_setup -= t_start;
   finish_report(&r, t_start, t_setup, report);
   if (report) { /* the whole output: what this run computed and what it resumed */
     report->slabs_resumed = o.nkept;
@@ -1193,7 +1210,8 @@ cleanup:
   ctr__stream_output_end(&o);
   if (report) { /* the whole call: freeing the buffers and the engines counts too */
     report->timings.total = ctr__now_s() - t_start;
-    if (st != CTR_OK && ctr__file_exists(o.jpath) && strlen(o.jpath) < sizeof report->journal) {
+    if (st != CTR_OK && o.jpath && ctr__file_exists(o.jpath) &&
+        strlen(o.jpath) < sizeof report->journal) {
       report->resumable = !o.unusable;
       memcpy(report->journal, o.jpath, strlen(o.jpath) + 1);
     }

@@ -843,12 +843,74 @@ ctr_status ctr__fbp_writer_setup(srun *r, ctr_stack_writer *w) {
   return CTR_OK;
 }
 
+/* ---- The modality's side of the streamed executor (stream/executor.h) ---- */
+
+/* The run and the parameters it was called with. */
+typedef struct fbp_exec {
+  srun *r;
+  const ctr_parallel_params *params;
+} fbp_exec;
+
+static ctr_status op_fingerprint(void *self, const ctr__stream_output *o, uint64_t *fp) {
+  const fbp_exec *e = self;
+  *fp = ctr__fbp_fingerprint(e->r, e->params, o->out, o->fmt, 1);
+  return CTR_OK;
+}
+
+static ctr_status op_prepare(void *self, const ctr__stream_output *o) {
+  const fbp_exec *e = self;
+  (void)o;
+  return ctr__fbp_prepare_input(e->r, e->params);
+}
+
+static ctr_status op_plan(void *self, const ctr__journal *resumed, ctr__journal_layout *layout,
+                          ctr_stack_info *info, ctr__stream_units *units) {
+  const fbp_exec *e = self;
+  srun *r = e->r;
+  /* a resumed run repeats the interrupted run's bands */
+  CTR_CHECK(ctr__fbp_prepare(r, e->params, resumed ? resumed->slab_slices : 0));
+  if (resumed && (resumed->nslabs != r->nbands || resumed->views_per_batch != r->nsel))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "cannot resume: '%s' records %lld bands of %lld slices, this run makes %lld",
+             resumed->path, (long long)resumed->nslabs, (long long)resumed->slab_slices,
+             (long long)r->nbands);
+  *layout = (ctr__journal_layout){r->band_slices, r->nsel, 0, 0, r->nbands, 0, 1};
+  *info = ctr__fbp_output_info(r);
+  *units = (ctr__stream_units){"band", r->band_slices, 0, r->band_slices};
+  return CTR_OK;
+}
+
+static ctr_status op_setup(void *self, const unsigned char *done, ctr__writer **writer) {
+  const fbp_exec *e = self;
+  (void)done;
+  CTR_CHECK(ctr__fbp_writer_setup(e->r, NULL));
+  *writer = &e->r->writer;
+  return CTR_OK;
+}
+
+static ctr_status op_run(void *self, const unsigned char *done) {
+  const fbp_exec *e = self;
+  return ctr__fbp_run_bands(e->r, done, NULL);
+}
+
+static ctr_status op_finish(void *self) {
+  const fbp_exec *e = self;
+  srun *r = e->r;
+  if (r->fbp.strict && r->counts.output)
+    CTR_FAIL(CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
+             (long long)r->counts.output);
+  ctr__fbp_report_values(r, &r->counts, r->in->path);
+  return CTR_OK;
+}
+
+static const ctr__stream_ops k_fbp_ops = {"ctr_fbp_stream_options.resume", op_prepare, op_fingerprint,
+                                          op_plan, op_setup, op_run, op_finish};
+
 ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *params,
                                  const ctr_fbp_stream_options *opts, ctr_stack_reader *input,
                                  const float *flat, const float *dark, const char *out,
                                  ctr_file_format out_format, ctr_fbp_stream_report *report_out) {
   const double t_start = ctr__now_s();
-  ctr_status st = CTR_OK;
   srun r;
   memset(&r, 0, sizeof r);
   r.min = INFINITY;
@@ -862,40 +924,10 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
   r.ctx = ctx;
   CTR_CHECK(ctr__fbp_resolve(&r, opts));
   CTR_CHECK(ctr__fbp_open_input(&r, input, flat, dark));
-  st = ctr__stream_output_init(&o, out, out_format, "ctr_fbp_stream_options.resume");
-  if (st != CTR_OK) {
-    ctr__stream_output_free(&o);
-    return st;
-  }
-  CTR_CHECK_GOTO(st, ctr__fbp_prepare_input(&r, params));
-  const uint64_t fp = ctr__fbp_fingerprint(&r, params, out, o.fmt, 1);
-  CTR_CHECK_GOTO(st, ctr__stream_output_resume(&o, r.o.resume, fp));
-  /* a resumed run repeats the interrupted run's bands */
-  CTR_CHECK_GOTO(st, ctr__fbp_prepare(&r, params, o.have_journal ? o.journal.slab_slices : 0));
-  if (o.have_journal && (o.journal.nslabs != r.nbands || o.journal.views_per_batch != r.nsel))
-    CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
-                  "cannot resume: '%s' records %lld bands of %lld slices, this run makes %lld",
-                  o.jpath, (long long)o.journal.nslabs, (long long)o.journal.slab_slices,
-                  (long long)r.nbands);
-  {
-    const ctr__journal_layout layout = {r.band_slices, r.nsel, 0, 0, r.nbands, 0, 1};
-    const ctr_stack_info info = ctr__fbp_output_info(&r);
-    const ctr__stream_units units = {"band", r.band_slices, 0, r.band_slices};
-    CTR_CHECK_GOTO(st, ctr__stream_output_open(&o, ctx, fp, &layout, &info, &units));
-  }
-  CTR_CHECK_GOTO(st, ctr__fbp_writer_setup(&r, o.w));
-  ctr__stream_output_attach(&o, &r.writer);
-  CTR_CHECK_GOTO(st, ctr__writer_start(&r.writer));
-  t_setup = ctr__now_s() - t_start;
-  CTR_CHECK_GOTO(st, ctr__fbp_run_bands(&r, ctr__stream_output_done_units(&o), NULL));
-  CTR_CHECK_GOTO(st, ctr__writer_drain(&r.writer));
-  if (r.fbp.strict && r.counts.output)
-    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
-                  (long long)r.counts.output);
-  ctr__fbp_report_values(&r, &r.counts, input->path);
-  st = ctr__stream_output_commit(&o, &r.writer);
-cleanup:
-  if (st != CTR_OK && r.have_writer) ctr__writer_settle(&r.writer, st);
+  fbp_exec e = {&r, params};
+  const ctr_status st = ctr__stream_execute(&k_fbp_ops, &e, ctx, out, out_format, r.o.resume, &o,
+                                            &t_setup);
+  if (t_setup > 0) t_setup -= t_start;
   ctr__fbp_report_fill(&r, report);
   if (report) {
     report->bands_resumed = o.nkept;

@@ -9,7 +9,7 @@
 #include "stream/journal.h"
 #include "stream/ring.h"
 #include "stream/writer.h"
-#include "stream/output.h"
+#include "stream/executor.h"
 #include "parbeam/sync.h"
 
 typedef struct ctr__fbp_run {
