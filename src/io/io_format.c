@@ -12,24 +12,6 @@
 #define DT(d) (1u << (d))
 #define ALL_DTYPES (DT(CTR_DTYPE_FLOAT32) | DT(CTR_DTYPE_UINT16) | DT(CTR_DTYPE_FLOAT16))
 
-/* The readers' common signature: only raw takes the hint and the offset. */
-static ctr_status open_nrrd(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t off) {
-  (void)hint, (void)off;
-  return ctr__nrrd_open(r);
-}
-static ctr_status open_tiff(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t off) {
-  (void)hint, (void)off;
-  return ctr__tiff_open(r);
-}
-static ctr_status open_tiff_stack(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t off) {
-  (void)hint, (void)off;
-  return ctr__tiff_stack_open(r);
-}
-static ctr_status open_hdf5(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t off) {
-  (void)hint, (void)off;
-  return ctr__hdf5_open(r);
-}
-
 /* Rows in ctr_file_format order, CTR_FORMAT_AUTO first (no backend). The
  * tests check each row against what its writer does. */
 static const ctr__format_row k_rows[] = {
@@ -43,21 +25,21 @@ static const ctr__format_row k_rows[] = {
     {CTR_FORMAT_TIFF,
      {CTR_FILE_FORMAT_INFO_VERSION, "tiff", ".tif .tiff", 0, ALL_DTYPES, CTR_FEATURE_TIFF, 1, 0,
       0, 0, NULL},
-     "; tiff-stack with a %d pattern", 0, open_tiff, ctr__tiff_create, NULL, NULL},
+     "; tiff-stack with a %d pattern", 0, ctr__tiff_open, ctr__tiff_create, NULL, NULL},
     {CTR_FORMAT_TIFF_STACK,
      {CTR_FILE_FORMAT_INFO_VERSION, "tiff-stack", ".tif .tiff", 1, ALL_DTYPES, CTR_FEATURE_TIFF,
       0, 1, 1, 0, "each image's FILE.partial"},
-     NULL, 0, open_tiff_stack, ctr__tiff_stack_create, ctr__tiff_stack_partial_name,
+     NULL, 0, ctr__tiff_stack_open, ctr__tiff_stack_create, ctr__tiff_stack_partial_name,
      ctr__tiff_stack_remove_partial},
     {CTR_FORMAT_NRRD,
      {CTR_FILE_FORMAT_INFO_VERSION, "nrrd", ".nrrd .nhdr", 0,
       DT(CTR_DTYPE_FLOAT32) | DT(CTR_DTYPE_UINT16), 0u, 0, 1, 1, 0,
       "OUT.partial (a detached header's data file: DATA.partial too)"},
-     "", 0, open_nrrd, ctr__nrrd_create, ctr__partial_path, ctr__nrrd_remove_partial},
+     "", 0, ctr__nrrd_open, ctr__nrrd_create, ctr__partial_path, ctr__nrrd_remove_partial},
     {CTR_FORMAT_HDF5,
      {CTR_FILE_FORMAT_INFO_VERSION, "hdf5", ".h5 .hdf5 .hdf .nxs", 0, ALL_DTYPES,
       CTR_FEATURE_HDF5, 0, 0, 0, 1, NULL},
-     ", as 'file.h5:/group/dataset'", 1, open_hdf5, ctr__hdf5_create, NULL, NULL},
+     ", as 'file.h5:/group/dataset'", 1, ctr__hdf5_open, ctr__hdf5_create, NULL, NULL},
 };
 #define NROWS (sizeof k_rows / sizeof k_rows[0])
 

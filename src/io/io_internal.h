@@ -198,18 +198,19 @@ ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const c
 void ctr__stack_writer_free(ctr_stack_writer *w);
 
 /* Each open/create fills r->info, r->ops, r->impl (and r->swap) from r->path,
- * or raises and leaves nothing open. */
+ * or raises and leaves nothing open. The opens share raw's signature (the
+ * format table's): the others ignore the hint and the offset. */
 ctr_status ctr__raw_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t offset);
 /* Serves r (info already set) from `fd` (taken over, closed on failure) at
  * `offset`; checks that data_path is long enough. */
 ctr_status ctr__raw_reader_init(ctr_stack_reader *r, int fd, int64_t file_size,
                                 const char *data_path, int64_t offset);
-ctr_status ctr__nrrd_open(ctr_stack_reader *r);
-ctr_status ctr__tiff_open(ctr_stack_reader *r);
-ctr_status ctr__tiff_stack_open(ctr_stack_reader *r);
+ctr_status ctr__nrrd_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
+ctr_status ctr__tiff_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
+ctr_status ctr__tiff_stack_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
 /* "file.h5:/group/dataset" (io_hdf5.c): a 3D dataset read by hyperslab;
  * CTR_E_UNSUPPORTED in builds without HDF5. */
-ctr_status ctr__hdf5_open(ctr_stack_reader *r);
+ctr_status ctr__hdf5_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
 /* The HDF5 writer of w->path ("file.h5[:/dataset]", default dataset /data). */
 ctr_status ctr__hdf5_create(ctr_stack_writer *w);
 /* A 1D numeric dataset (e.g. "/exchange/theta") of HDF5 file `file` as

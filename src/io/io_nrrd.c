@@ -265,7 +265,8 @@ static ctr_status longer_than_header(const ctr_stack_reader *r, const char *data
            ctr__stack_describe(&r->info, d, sizeof d), (long long)(have - need));
 }
 
-ctr_status ctr__nrrd_open(ctr_stack_reader *r) {
+ctr_status ctr__nrrd_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset) {
+  (void)hint, (void)raw_offset; /* the format table's common signature: raw's */
   ctr_status st = CTR_OK;
   char *text = NULL, *data_path = NULL;
   int fd = -1, dfd = -1;
