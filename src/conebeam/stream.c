@@ -25,7 +25,9 @@
  * bounds the difference).
  *
  * Workers run on threads of their own; the calling thread reports progress
- * and relays a cancellation. */
+ * and relays a cancellation. A file to file run is this modality's side of
+ * the streamed executor (src/stream/executor.h: the output, its journal and
+ * resume, the writer thread); the ops are at the end of this file. */
 #include "io/io_internal.h"
 #include "io/stack_partial.h"
 #include "conebeam/engine.h"

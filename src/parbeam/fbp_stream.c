@@ -1,6 +1,7 @@
-/* The streamed parallel-beam FBP (docs/synchrotron.md), the twin of the
- * cone-beam executor (src/conebeam/stream.c), with its reader ring, writer
- * thread and journal (src/io):
+/* The streamed parallel-beam FBP (docs/synchrotron.md): the parallel-beam
+ * side of the streamed executor (src/stream/executor.h: its output,
+ * journal, resume, reader ring and writer thread; the cone-beam side is
+ * src/conebeam/stream.c):
  *
  *  - the input is cut into bands of detector rows (sinograms); the reader
  *    thread reads each band's rows of every projection used once
@@ -13,8 +14,8 @@
  *    band's 16-slice chunks go to the context's GPUs through the work queue
  *    of fbp_pipeline.cu and the result is that of ctr_fbp_projections;
  *  - the writer thread writes finished bands (float32, float16 or uint16)
- *    to `out`.partial, journals each one with its CRC-32 and the file is
- *    renamed when complete.
+ *    to `out`.partial (a resumable format), journals each one with its
+ *    CRC-32 and the file is renamed when complete.
  *
  * Paganin's filter needs rows beyond a band: a band is filtered in a window
  * of `margin` rows more on each side, taken from the neighbouring bands in
