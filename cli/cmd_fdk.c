@@ -193,12 +193,6 @@ static void collect_planes(void *user, int64_t z0, int64_t nz, const float *slab
   }
 }
 
-/* " files" when the output is one file per image (so is its partial). */
-static const char *partial_files(ctr_file_format fmt) {
-  ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
-  return ctr_file_format_get_info(fmt, &fi) == CTR_OK && fi.stack_of_files ? " files" : "";
-}
-
 static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
   so.fdk = a->fdk;
@@ -244,7 +238,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
       cli_progress_end(&r->session);
       fprintf(stderr, "ctrecon fdk: error: %s; delete %s.partial%s and %s and run without "
               "--resume to start over\n", cli_detail(), a->out,
-              partial_files(r->out_fmt), journal);
+              cli_format_is_stack(r->out_fmt) ? " files" : "", journal);
       return cli_exit_code(st);
     }
     if (r->report.resumable && st != CTR_E_INVALID_ARGUMENT) {
@@ -254,7 +248,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
               cli_status_text(st));
       fprintf(stderr, "ctrecon fdk: '%s' was not written; its finished subvolumes are kept in "
               "%s.partial%s (journal %s): repeat the command with --resume to continue\n",
-              a->out, a->out, partial_files(r->out_fmt), journal);
+              a->out, a->out, cli_format_is_stack(r->out_fmt) ? " files" : "", journal);
       return rc;
     }
   }
