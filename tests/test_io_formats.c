@@ -30,11 +30,7 @@ static void list_formats(void) {
 static float g_data[NX * NY * NZ];
 
 static ctr_stack_info make_info(ctr_dtype dt) {
-  ctr_stack_info info = CTR_STACK_INFO_INIT;
-  info.width = NX;
-  info.height = NY;
-  info.count = NZ;
-  info.dtype = dt;
+  const ctr_stack_info info = {CTR_STACK_INFO_VERSION, NX, NY, NZ, dt, {0, 0, 0}, {0, 0, 0}};
   return info;
 }
 
