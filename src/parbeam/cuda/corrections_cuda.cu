@@ -7,7 +7,7 @@
  * copies, the others a slice at a time. */
 #include "gpu/cuda_util.h"
 #include "filter/filter.h"
-#include "parbeam/sync.h"
+#include "parbeam/cuda/parbeam_cuda.h"
 
 #include <math.h>
 #include <string.h>
