@@ -9,9 +9,11 @@
  * or GPU memory where an operation says so (copied with cudaMemcpyDefault
  * or read in place), runs on the context's GPUs and returns when its
  * results are complete in the caller's arrays. Threading: the operations
- * keep no state between calls (the CUDA backend's buffers come from the
- * context's cache, internal.h): any thread may call them, and several at
- * once on one context (fbp_stream.c's workers do). */
+ * keep no state between calls (a GPU run owns its buffers and angle
+ * tables; FFTW plans are made under the library's plan lock): any thread
+ * may call them; on the CPU several at once on one context
+ * (tests/test_backends.c), on the GPU runs of different contexts at once
+ * (tests/test_gpu_fbp_angles.c). */
 #ifndef CTR_PARBEAM_BACKEND_H
 #define CTR_PARBEAM_BACKEND_H
 

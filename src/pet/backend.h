@@ -8,9 +8,11 @@
  * or GPU memory alike (copied with cudaMemcpyDefault) and returns when its
  * results are in them. Threading: one projector is driven by one thread at
  * a time (its state holds scratch buffers and, on the GPU, the views'
- * tables built so far); projectors of one system may run on different
- * threads at once (the system's tables are built under its lock). fft
- * keeps no state: any thread, any time. */
+ * tables uploaded so far); projectors may run on different threads at
+ * once, of one system too (its tables are built under its lock; tested on
+ * the CPU by tests/test_backends.c) and on one GPU (the device's constant
+ * bank of runs is shared under a lock, pet_cuda.cu; tests/test_gpu_pet.c
+ * runs two). fft keeps no state: any thread, any time. */
 #ifndef CTR_PET_BACKEND_H
 #define CTR_PET_BACKEND_H
 
