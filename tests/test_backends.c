@@ -19,19 +19,17 @@
 /* ---- Registries and tables -------------------------------------------------------- */
 
 static void test_iterative_table(void) {
-  const ctr__it_backend *cpu = ctr__it_backend_find(CTR_DEVICE_CPU);
-  const ctr__it_backend *cuda = ctr__it_backend_find(CTR_DEVICE_CUDA);
-  REQUIRE(cpu && cuda);
-  CHECK(!strcmp(cpu->name, "cpu") && cpu->built);
-  CHECK(!strcmp(cuda->name, "cuda") && cuda->built == CTR_HAVE_CUDA);
-  CHECK(ctr__it_backend_find((ctr_device_kind)99) == NULL);
+  const ctr__it_backend *cpu = &ctr__it_backend_cpu, *cuda = &ctr__it_backend_cuda;
+  CHECK(!strcmp(cpu->head.name, "cpu") && cpu->head.kind == CTR_DEVICE_CPU && cpu->head.built);
+  CHECK(!strcmp(cuda->head.name, "cuda") && cuda->head.kind == CTR_DEVICE_CUDA &&
+        cuda->head.built == CTR_HAVE_CUDA);
   /* host vectors: every vector operation; no device memory, so none of
    * the device-memory operations */
   CHECK(cpu->forward && cpu->adjoint && cpu->copy && cpu->fill && cpu->comb && cpu->mul &&
         cpu->recip && cpu->clip && cpu->dot && cpu->sanitize && cpu->tv_primal && cpu->tv_dual);
   CHECK(!cpu->alloc && !cpu->free && !cpu->fast_queue && !cpu->fast_sync && !cpu->device_args &&
         !cpu->slots_device && !cpu->pin && !cpu->unpin);
-  if (cuda->built) /* a backend with device memory has every operation */
+  if (cuda->head.built) /* a backend with device memory has every operation */
     CHECK(cuda->forward && cuda->adjoint && cuda->release && cuda->fast_queue &&
           cuda->fast_sync && cuda->device_args && cuda->slots_device && cuda->pin &&
           cuda->unpin && cuda->alloc && cuda->free && cuda->copy && cuda->fill && cuda->comb &&
@@ -53,12 +51,13 @@ static void test_parbeam_table(void) {
   const ctr__par_backend *cpu = NULL;
   CHECK_OK(ctr__par_backend_of(NULL, &cpu)); /* no context: the CPU */
   REQUIRE(cpu);
-  CHECK(!strcmp(cpu->name, "cpu") && cpu->built && cpu == &ctr__par_backend_cpu);
+  CHECK(!strcmp(cpu->head.name, "cpu") && cpu->head.built && cpu == &ctr__par_backend_cpu);
   CHECK(cpu->backproject && cpu->dezinger && cpu->stripes && cpu->paganin);
   CHECK(!cpu->sinograms && !cpu->projections); /* fbp.c's host drivers */
   const ctr__par_backend *cuda = &ctr__par_backend_cuda;
-  CHECK(!strcmp(cuda->name, "cuda") && cuda->built == CTR_HAVE_CUDA);
-  if (cuda->built)
+  CHECK(!strcmp(cuda->head.name, "cuda") && cuda->head.kind == CTR_DEVICE_CUDA &&
+        cuda->head.built == CTR_HAVE_CUDA);
+  if (cuda->head.built)
     CHECK(cuda->backproject && cuda->sinograms && cuda->projections && cuda->dezinger &&
           cuda->stripes && cuda->paganin);
   else
@@ -69,12 +68,13 @@ static void test_pet_table(void) {
   const ctr__pet_backend *cpu = NULL;
   CHECK_OK(ctr__pet_backend_of(NULL, &cpu));
   REQUIRE(cpu);
-  CHECK(!strcmp(cpu->name, "cpu") && cpu->built && cpu == &ctr__pet_backend_cpu);
+  CHECK(!strcmp(cpu->head.name, "cpu") && cpu->head.built && cpu == &ctr__pet_backend_cpu);
   CHECK(cpu->create && cpu->destroy && cpu->project && cpu->fft);
   CHECK(!cpu->reconstruct); /* pet_recon.c's host iterations */
   const ctr__pet_backend *cuda = &ctr__pet_backend_cuda;
-  CHECK(!strcmp(cuda->name, "cuda") && cuda->built == CTR_HAVE_CUDA);
-  if (cuda->built)
+  CHECK(!strcmp(cuda->head.name, "cuda") && cuda->head.kind == CTR_DEVICE_CUDA &&
+        cuda->head.built == CTR_HAVE_CUDA);
+  if (cuda->head.built)
     CHECK(cuda->create && cuda->destroy && cuda->project && cuda->reconstruct && cuda->fft);
   else
     CHECK(!cuda->create && !cuda->project);

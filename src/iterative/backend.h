@@ -30,10 +30,7 @@ extern "C" {
 #endif
 
 typedef struct ctr__it_backend {
-  const char *name;     /* "cpu", "cuda" */
-  ctr_device_kind kind; /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
-  /* 0: known but not part of this build (every operation NULL). */
-  int built;
+  ctr__backend_head head; /* name, device kind, built (core/internal.h) */
 
   /* ---- The projector (projector.c) ---- */
   /* y[w0, w1) = A x (forward) and x = A^T y over slots [w0, w1) (adjoint,
@@ -109,8 +106,6 @@ typedef struct ctr__it_backend {
 extern const ctr__it_backend ctr__it_backend_cpu;
 extern const ctr__it_backend ctr__it_backend_cuda;
 
-/* The backend of a device kind; NULL for an unknown kind. */
-const ctr__it_backend *ctr__it_backend_find(ctr_device_kind kind);
 /* The backend of a context's resolved device kind; CTR_E_UNSUPPORTED when
  * the build lacks it. */
 ctr_status ctr__it_backend_of(const ctr_context *ctx, const ctr__it_backend **out);

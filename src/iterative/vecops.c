@@ -16,7 +16,7 @@ ctr_status ctr__vec_alloc(ctr_projector *p, int64_t n, int device, ctr__vec *out
   if (device) {
     if (!p->be->alloc)
       CTR_FAIL(CTR_E_UNSUPPORTED, "the %s backend keeps no vectors in device memory",
-               p->be->name);
+               p->be->head.name);
     return p->be->alloc(p, n, out);
   }
   out->data = p->device == CTR_DEVICE_CUDA ? ctr_host_alloc(sizeof(float) * (size_t)n)

@@ -24,9 +24,7 @@ extern "C" {
 #endif
 
 typedef struct ctr__par_backend {
-  const char *name;     /* "cpu", "cuda" */
-  ctr_device_kind kind; /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
-  int built;            /* 0: known but not part of this build (every operation NULL) */
+  ctr__backend_head head; /* name, device kind, built (core/internal.h) */
   /* ctr_fbp_backproject after its checks (o resolved): nslices filtered
    * sinograms (nbins x nangles each) into slices (nx x ny each); on CUDA
    * host or GPU memory. Bad slice values are replaced by 0, *bad gets their

@@ -23,9 +23,7 @@ extern "C" {
 #endif
 
 typedef struct ctr__pet_backend {
-  const char *name;     /* "cpu", "cuda" */
-  ctr_device_kind kind; /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
-  int built;            /* 0: known but not part of this build (every operation NULL) */
+  ctr__backend_head head; /* name, device kind, built (core/internal.h) */
   /* A projector's state for system s (which outlives it) on device ordinal
    * `device` (ignored by the CPU); *out freed by destroy (accepts NULL). */
   ctr_status (*create)(ctr_context *ctx, int device, ctr_pet_system *s, void **out);

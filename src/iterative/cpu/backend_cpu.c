@@ -87,9 +87,7 @@ static ctr_status cpu_tv_dual(ctr_projector *p, float *P, const float *z, float 
 }
 
 const ctr__it_backend ctr__it_backend_cpu = {
-    .name = "cpu",
-    .kind = CTR_DEVICE_CPU,
-    .built = 1,
+    .head = {"cpu", CTR_DEVICE_CPU, 1},
     .forward = cpu_forward,
     .adjoint = cpu_adjoint,
     .copy = cpu_copy,

@@ -12,9 +12,7 @@ static void cuda_release(ctr_projector *p) {
 }
 
 const ctr__it_backend ctr__it_backend_cuda = {
-    .name = "cuda",
-    .kind = CTR_DEVICE_CUDA,
-    .built = 1,
+    .head = {"cuda", CTR_DEVICE_CUDA, 1},
     .forward = ctr__it_cuda_forward,
     .adjoint = ctr__it_cuda_adjoint,
     .release = cuda_release,
@@ -38,5 +36,5 @@ const ctr__it_backend ctr__it_backend_cuda = {
     .tv_dual = ctr__it_cuda_tv_dual,
 };
 #else
-const ctr__it_backend ctr__it_backend_cuda = {.name = "cuda", .kind = CTR_DEVICE_CUDA};
+const ctr__it_backend ctr__it_backend_cuda = {.head = {"cuda", CTR_DEVICE_CUDA, 0}};
 #endif

@@ -21,9 +21,7 @@ static ctr_status cpu_dezinger(const ctr_context *ctx, double threshold, int siz
 }
 
 const ctr__par_backend ctr__par_backend_cpu = {
-    .name = "cpu",
-    .kind = CTR_DEVICE_CPU,
-    .built = 1,
+    .head = {"cpu", CTR_DEVICE_CPU, 1},
     .backproject = cpu_backproject,
     .dezinger = cpu_dezinger,
     .stripes = ctr__stripes_cpu,

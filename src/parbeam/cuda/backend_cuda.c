@@ -6,9 +6,7 @@
 
 #if CTR_HAVE_CUDA
 const ctr__par_backend ctr__par_backend_cuda = {
-    .name = "cuda",
-    .kind = CTR_DEVICE_CUDA,
-    .built = 1,
+    .head = {"cuda", CTR_DEVICE_CUDA, 1},
     .backproject = ctr__fbp_bp_cuda,
     .sinograms = ctr__fbp_sinograms_cuda,
     .projections = ctr__fbp_projections_cuda,
@@ -17,5 +15,5 @@ const ctr__par_backend ctr__par_backend_cuda = {
     .paganin = ctr__paganin_cuda,
 };
 #else
-const ctr__par_backend ctr__par_backend_cuda = {.name = "cuda", .kind = CTR_DEVICE_CUDA};
+const ctr__par_backend ctr__par_backend_cuda = {.head = {"cuda", CTR_DEVICE_CUDA, 0}};
 #endif

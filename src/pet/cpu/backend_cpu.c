@@ -48,9 +48,7 @@ static ctr_status cpu_fft(int device, ctr_pet_system *s, int64_t view, int64_t p
 }
 
 const ctr__pet_backend ctr__pet_backend_cpu = {
-    .name = "cpu",
-    .kind = CTR_DEVICE_CPU,
-    .built = 1,
+    .head = {"cpu", CTR_DEVICE_CPU, 1},
     .create = cpu_create,
     .destroy = cpu_destroy,
     .project = cpu_project,

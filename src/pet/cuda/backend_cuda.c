@@ -26,9 +26,7 @@ static ctr_status cuda_reconstruct(void *impl, const ctr_pet_histo *h,
 }
 
 const ctr__pet_backend ctr__pet_backend_cuda = {
-    .name = "cuda",
-    .kind = CTR_DEVICE_CUDA,
-    .built = 1,
+    .head = {"cuda", CTR_DEVICE_CUDA, 1},
     .create = cuda_create,
     .destroy = cuda_destroy,
     .project = cuda_project,
@@ -36,5 +34,5 @@ const ctr__pet_backend ctr__pet_backend_cuda = {
     .fft = ctr__pet_cuda_fft,
 };
 #else
-const ctr__pet_backend ctr__pet_backend_cuda = {.name = "cuda", .kind = CTR_DEVICE_CUDA};
+const ctr__pet_backend ctr__pet_backend_cuda = {.head = {"cuda", CTR_DEVICE_CUDA, 0}};
 #endif
