@@ -1,7 +1,7 @@
 /* The backend seam of iterative reconstruction, in the manner of
  * conebeam/engine.h. A backend (CPU, CUDA) is a ctr__it_backend found by
- * device kind (backends.c, the only file of this folder that knows which
- * backends the build has): the projector's forward and adjoint projections,
+ * device kind (registry backends.c; the table in cuda/ has no operations in
+ * a build without CUDA): the projector's forward and adjoint projections,
  * the fast pair's device path, the public device entry points' helpers and
  * the algorithms' vector operations in the backend's memory.
  *

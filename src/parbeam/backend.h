@@ -1,9 +1,9 @@
 /* The backend seam of parallel-beam reconstruction and the synchrotron
  * corrections, in the manner of conebeam/engine.h. A backend (CPU, CUDA) is
- * a ctr__par_backend found by device kind (backends.c, the only file of
- * this folder that knows which backends the build has); the array
- * functions (fbp.c, corrections.c) check their arguments, resolve the
- * options and call the context's backend.
+ * a ctr__par_backend found by device kind (registry backends.c; the table
+ * in cuda/ has no operations in a build without CUDA); the array functions
+ * (fbp.c, corrections.c) check their arguments, resolve the options and
+ * call the context's backend.
  *
  * Memory: arrays are host memory on the CPU; the CUDA backend takes host
  * or GPU memory where an operation says so (copied with cudaMemcpyDefault

@@ -1,7 +1,7 @@
 /* The backend seam of TOF-PET DIRECT, in the manner of conebeam/engine.h.
  * A backend (CPU, CUDA) is a ctr__pet_backend found by device kind
- * (backends.c, the only file of this folder that knows which backends the
- * build has). A projector (struct ctr_pet_projector, pet.h) holds its
+ * (registry backends.c; the table in cuda/ has no operations in a build
+ * without CUDA). A projector (struct ctr_pet_projector, pet.h) holds its
  * context's backend and the state that backend created for it.
  *
  * Memory: arrays are host memory on the CPU; the CUDA backend takes host
