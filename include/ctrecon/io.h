@@ -42,6 +42,9 @@ typedef struct ctr_stack_info {
 /* The defaults in the layout of `version`, 1 .. CTR_STACK_INFO_VERSION (core.h). */
 CTR_API ctr_status ctr_stack_info_init(ctr_stack_info *s, unsigned version);
 
+/* Threads: a reader or writer serves one thread at a time (each keeps its
+ * file and buffers; a reader's own pread threads are its business).
+ * Different readers and writers work at once, on different files. */
 typedef struct ctr_stack_reader ctr_stack_reader;
 typedef struct ctr_stack_writer ctr_stack_writer;
 
