@@ -2,10 +2,10 @@
  * registry finds the CPU backend and names the CUDA one, built exactly when
  * this build has CUDA; a built backend has the operations its table says it
  * has (the CPU's optional ones NULL, so that the parents' host paths run);
- * and the threading each backend.h states holds on the CPU: work started on
- * two threads at once gives the bits of the same work done one after the
- * other (parallel-beam array functions on one context, PET projectors of one
- * system, iterative projectors of two contexts). */
+ * and the PET seam's threading on the CPU: projectors of two systems on two
+ * threads at once, building their views' tables at once, give the bits of
+ * the same work done alone. (Parallel beam and the iterative projectors on
+ * threads: tests/test_threads.c.) */
 #include "harness.h"
 
 #include "iterative/backend.h"
@@ -128,66 +128,8 @@ static void run_pair(const char *what, job j[2], void *const serial_arg[2]) {
   }
 }
 
-/* parbeam/backend.h: any thread may call the operations, several at once
- * on one context (CPU). */
-typedef struct par_job {
-  ctr_context *ctx;
-  ctr_parallel_geometry *g;
-  float *sino;
-  ctr_corrections c;
-} par_job;
-
-static int par_run(void *arg, float *out) {
-  par_job *p = arg;
-  const ctr_parallel_params *q = ctr_parallel_get_params(p->g);
-  const int64_t nsino = q->nbins * q->nangles * 2;
-  if (ctr_fbp_backproject(p->ctx, p->g, NULL, 2, p->sino, out) != CTR_OK) return 1;
-  /* Paganin's filter (FFTW plans under the library's lock) on a copy of
-   * the sinograms, after the slices */
-  float *img = out + q->nx * q->ny * 2;
-  memcpy(img, p->sino, sizeof(float) * (size_t)nsino);
-  return ctr_paganin_filter(p->ctx, &p->c, 0.05, q->nbins, q->nangles, 2, img) != CTR_OK;
-}
-
-static void test_parbeam_threads(void) {
-  ctr_context *ctx = NULL;
-  ctr_context_options o = CTR_CONTEXT_OPTIONS_INIT;
-  o.device = CTR_DEVICE_CPU;
-  o.num_threads = 2;
-  CHECK_OK(ctr_context_create(&o, &ctx));
-  REQUIRE(ctx);
-  par_job pj[2];
-  job j[2];
-  memset(j, 0, sizeof j);
-  for (int i = 0; i < 2; i++) {
-    ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
-    p.nbins = 48 + 16 * i;
-    p.nangles = 60 + 30 * i;
-    pj[i].ctx = ctx;
-    pj[i].g = NULL;
-    CHECK_OK(ctr_parallel_create(&p, &pj[i].g));
-    REQUIRE(pj[i].g);
-    const int64_t nsino = p.nbins * p.nangles * 2;
-    pj[i].sino = malloc(sizeof(float) * (size_t)nsino);
-    REQUIRE(pj[i].sino);
-    pet_test_random(pj[i].sino, nsino, 7 + (unsigned)i);
-    pj[i].c = (ctr_corrections)CTR_CORRECTIONS_INIT;
-    pj[i].c.paganin_delta_beta = 200 + 100 * i;
-    pj[i].c.energy_kev = 20;
-    pj[i].c.distance_mm = 100;
-    const ctr_parallel_params *q = ctr_parallel_get_params(pj[i].g);
-    j[i] = (job){par_run, &pj[i], q->nx * q->ny * 2 + nsino, 20, NULL, NULL, 0, 0};
-  }
-  run_pair("parbeam: ctr_fbp_backproject and ctr_paganin_filter on one context", j, NULL);
-  for (int i = 0; i < 2; i++) {
-    free(pj[i].sino);
-    ctr_parallel_free(pj[i].g);
-  }
-  ctr_context_free(ctx);
-}
-
-/* pet/backend.h: projectors of one system on different threads at once
- * (the views' tables built on first use, under the system's lock). */
+/* pet/backend.h: projectors of different systems on different threads
+ * at once (each system builds its views' tables on first use). */
 typedef struct pet_job {
   ctr_pet_projector *pr;
   const float *x;
@@ -211,94 +153,40 @@ static void test_pet_threads(void) {
   REQUIRE(ctx);
   const ctr_pet_params p = pet_test_params(21, 19, 7, 8.0);
   const ctr_pet_kernel_params k = pet_test_kernel_variant();
-  /* the serial results on one system, the concurrent ones on a fresh one:
-   * the threads' first round builds its views' tables at once, views 30
-   * and 77 on both threads */
-  ctr_pet_system *s[2] = {NULL, NULL};
-  for (int i = 0; i < 2; i++) CHECK_OK(ctr_pet_system_create(&p, &k, &s[i]));
-  REQUIRE(s[0] && s[1]);
   const int64_t n = p.nx * p.ny * p.nz;
   float *x = malloc(sizeof(float) * (size_t)n);
   REQUIRE(x);
   pet_test_random(x, n, 3);
-  pet_job serial[2] = {{NULL, x, n, {1, 30, 77}}, {NULL, x, n, {2, 30, 77}}};
+  /* the serial results on systems of their own, the concurrent ones on
+   * fresh systems: the threads' first round builds their tables at once */
+  ctr_pet_system *s[4] = {NULL, NULL, NULL, NULL};
+  pet_job serial[2] = {{NULL, x, n, {1, 30, 77}}, {NULL, x, n, {2, 30, 76}}};
   pet_job shared[2] = {serial[0], serial[1]};
   job j[2];
   for (int i = 0; i < 2; i++) {
-    CHECK_OK(ctr_pet_projector_create(ctx, s[0], &serial[i].pr));
-    CHECK_OK(ctr_pet_projector_create(ctx, s[1], &shared[i].pr));
+    CHECK_OK(ctr_pet_system_create(&p, &k, &s[i]));
+    CHECK_OK(ctr_pet_system_create(&p, &k, &s[2 + i]));
+    REQUIRE(s[i] && s[2 + i]);
+    CHECK_OK(ctr_pet_projector_create(ctx, s[i], &serial[i].pr));
+    CHECK_OK(ctr_pet_projector_create(ctx, s[2 + i], &shared[i].pr));
     REQUIRE(serial[i].pr && shared[i].pr);
     j[i] = (job){pet_run, &shared[i], 6 * n, 4, NULL, NULL, 0, 0};
   }
   void *const serial_arg[2] = {&serial[0], &serial[1]};
-  run_pair("pet: two projectors of one system", j, serial_arg);
+  run_pair("pet: projectors of two systems", j, serial_arg);
   for (int i = 0; i < 2; i++) {
     ctr_pet_projector_free(serial[i].pr);
     ctr_pet_projector_free(shared[i].pr);
-    ctr_pet_system_free(s[i]);
   }
+  for (int i = 0; i < 4; i++) ctr_pet_system_free(s[i]);
   free(x);
   ctr_context_free(ctx);
-}
-
-/* iterative/backend.h: projectors of different contexts on different
- * threads at once. */
-typedef struct it_job {
-  ctr_projector *pr;
-  const float *vol;
-  int64_t nvol, nproj;
-} it_job;
-
-static int it_run(void *arg, float *out) {
-  it_job *p = arg;
-  return ctr_projector_forward(p->pr, p->vol, out) != CTR_OK ||
-         ctr_projector_adjoint(p->pr, out, out + p->nproj) != CTR_OK;
-}
-
-static void test_iterative_threads(void) {
-  ctr_context *ctx[2] = {NULL, NULL};
-  ctr_parallel_geometry *g[2] = {NULL, NULL};
-  it_job ij[2];
-  job j[2];
-  float *vol[2] = {NULL, NULL};
-  for (int i = 0; i < 2; i++) {
-    ctr_context_options o = CTR_CONTEXT_OPTIONS_INIT;
-    o.device = CTR_DEVICE_CPU;
-    CHECK_OK(ctr_context_create(&o, &ctx[i]));
-    ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
-    p.nbins = 40 + 8 * i;
-    p.nangles = 36 + 12 * i;
-    CHECK_OK(ctr_parallel_create(&p, &g[i]));
-    REQUIRE(ctx[i] && g[i]);
-    ij[i].pr = NULL;
-    CHECK_OK(ctr_projector_create_parallel(ctx[i], g[i], 3, NULL, &ij[i].pr));
-    REQUIRE(ij[i].pr);
-    int64_t vd[3], pd[3];
-    ctr_projector_get_volume_dims(ij[i].pr, vd);
-    ctr_projector_get_projection_dims(ij[i].pr, pd);
-    ij[i].nvol = vd[0] * vd[1] * vd[2];
-    ij[i].nproj = pd[0] * pd[1] * pd[2];
-    vol[i] = malloc(sizeof(float) * (size_t)ij[i].nvol);
-    REQUIRE(vol[i]);
-    pet_test_random(vol[i], ij[i].nvol, 11 + (unsigned)i);
-    ij[i].vol = vol[i];
-    j[i] = (job){it_run, &ij[i], ij[i].nproj + ij[i].nvol, 6, NULL, NULL, 0, 0};
-  }
-  run_pair("iterative: projectors of two contexts", j, NULL);
-  for (int i = 0; i < 2; i++) {
-    ctr_projector_free(ij[i].pr);
-    ctr_parallel_free(g[i]);
-    ctr_context_free(ctx[i]);
-    free(vol[i]);
-  }
 }
 
 int main(void) {
   test_iterative_table();
   test_parbeam_table();
   test_pet_table();
-  test_parbeam_threads();
   test_pet_threads();
-  test_iterative_threads();
   return th_finish("test_backends");
 }

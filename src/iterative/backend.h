@@ -13,9 +13,9 @@
  *
  * Threading: a projector and its vectors are driven by one thread at a
  * time (the backend keeps per-projector state in it: p->cuda,
- * p->cuda_fast, the slot order); projectors of different contexts may run
- * at once on different threads (tested on the CPU by
- * tests/test_backends.c). Every operation returns when its results are
+ * p->cuda_fast, the slot order); several projectors may run at once on
+ * different threads, on one context too (tests/test_threads.c and
+ * test_gpu_threads). Every operation returns when its results are
  * complete in host memory or, for results in GPU memory, when they are
  * ordered on the device before any later operation of the same projector
  * (the CUDA backend's default stream); fast_queue alone returns with its

@@ -11,8 +11,8 @@
  * results are complete in the caller's arrays. Threading: the operations
  * keep no state between calls (a GPU run owns its buffers and angle
  * tables; FFTW plans are made under the library's plan lock): any thread
- * may call them; on the CPU several at once on one context
- * (tests/test_backends.c), on the GPU runs of different contexts at once
+ * may call them, several at once on one context (tests/test_threads.c and
+ * test_gpu_threads: ctr_fbp from four threads), on different contexts too
  * (tests/test_gpu_fbp_angles.c). */
 #ifndef CTR_PARBEAM_BACKEND_H
 #define CTR_PARBEAM_BACKEND_H

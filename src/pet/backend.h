@@ -6,13 +6,14 @@
  *
  * Memory: arrays are host memory on the CPU; the CUDA backend takes host
  * or GPU memory alike (copied with cudaMemcpyDefault) and returns when its
- * results are in them. Threading: one projector is driven by one thread at
- * a time (its state holds scratch buffers and, on the GPU, the views'
- * tables uploaded so far); projectors may run on different threads at
- * once, of one system too (its tables are built under its lock; tested on
- * the CPU by tests/test_backends.c) and on one GPU (the device's constant
- * bank of runs is shared under a lock, pet_cuda.cu; tests/test_gpu_pet.c
- * runs two). fft keeps no state: any thread, any time. */
+ * results are in them. Threading: a system and the projectors made from it
+ * serve one thread at a time (include/ctrecon/pet.h; a projector's state
+ * holds scratch buffers and, on the GPU, the views' tables uploaded so
+ * far); projectors of different systems may run on different threads at
+ * once (tests/test_backends.c on the CPU), on one GPU too (the device's
+ * constant bank of runs is shared under a lock, pet_cuda.cu;
+ * tests/test_gpu_pet.c). fft keeps no state but the system's tables (the
+ * system's rule applies). */
 #ifndef CTR_PET_BACKEND_H
 #define CTR_PET_BACKEND_H
 
