@@ -33,7 +33,7 @@ int ctr__corrections_any(const ctr_corrections *c);
  * sum sqrt(2), by spectral factorisation (Daubechies 1988). */
 ctr_status ctr__daubechies(int n, double *h);
 
-/* CPU kernels (OpenMP over slices). */
+/* CPU kernels (OpenMP over slices; cpu/stripes_cpu.c, cpu/paganin_cpu.c). */
 int64_t ctr__dezinger_cpu(const ctr_context *ctx, double threshold, int size, int64_t nb,
                           int64_t na, int64_t ns, float *sino);
 ctr_status ctr__stripes_cpu(const ctr_context *ctx, const ctr_corrections *c, int64_t nb,

@@ -1,6 +1,6 @@
 /* The CPU backend's entry in the backend table (parbeam/backend.h): the
  * backprojector of fbp_cpu.c, the dezinger and stripe filters of
- * stripes.c and Paganin's filter of paganin_cpu.c; ctr_fbp and
+ * stripes_cpu.c and Paganin's filter of paganin_cpu.c; ctr_fbp and
  * ctr_fbp_projections by fbp.c's host drivers. */
 #include "parbeam/backend.h"
 
