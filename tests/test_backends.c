@@ -128,8 +128,8 @@ static void run_pair(const char *what, job j[2], void *const serial_arg[2]) {
   }
 }
 
-/* pet/backend.h: projectors of different systems on different threads
- * at once (each system builds its views' tables on first use). */
+/* pet/backend.h: two projectors of one system on different threads at once
+ * (the system builds each view's tables on first use, under its lock). */
 typedef struct pet_job {
   ctr_pet_projector *pr;
   const float *x;
@@ -157,8 +157,9 @@ static void test_pet_threads(void) {
   float *x = malloc(sizeof(float) * (size_t)n);
   REQUIRE(x);
   pet_test_random(x, n, 3);
-  /* the serial results on systems of their own, the concurrent ones on
-   * fresh systems: the threads' first round builds their tables at once */
+  /* the serial results on systems of their own, the concurrent ones on one
+   * fresh system: both threads' first round builds its tables at once (view
+   * 30 by both) */
   ctr_pet_system *s[4] = {NULL, NULL, NULL, NULL};
   pet_job serial[2] = {{NULL, x, n, {1, 30, 77}}, {NULL, x, n, {2, 30, 76}}};
   pet_job shared[2] = {serial[0], serial[1]};
@@ -168,12 +169,12 @@ static void test_pet_threads(void) {
     CHECK_OK(ctr_pet_system_create(&p, &k, &s[2 + i]));
     REQUIRE(s[i] && s[2 + i]);
     CHECK_OK(ctr_pet_projector_create(ctx, s[i], &serial[i].pr));
-    CHECK_OK(ctr_pet_projector_create(ctx, s[2 + i], &shared[i].pr));
+    CHECK_OK(ctr_pet_projector_create(ctx, s[2], &shared[i].pr));
     REQUIRE(serial[i].pr && shared[i].pr);
     j[i] = (job){pet_run, &shared[i], 6 * n, 4, NULL, NULL, 0, 0};
   }
   void *const serial_arg[2] = {&serial[0], &serial[1]};
-  run_pair("pet: projectors of two systems", j, serial_arg);
+  run_pair("pet: two projectors of one system", j, serial_arg);
   for (int i = 0; i < 2; i++) {
     ctr_pet_projector_free(serial[i].pr);
     ctr_pet_projector_free(shared[i].pr);

@@ -6,11 +6,11 @@
  *
  * Memory: arrays are host memory on the CPU; the CUDA backend takes host
  * or GPU memory alike (copied with cudaMemcpyDefault) and returns when its
- * results are in them. Threading: a system and the projectors made from it
- * serve one thread at a time (include/ctrecon/pet.h; a projector's state
- * holds scratch buffers and, on the GPU, the views' tables uploaded so
- * far); projectors of different systems may run on different threads at
- * once (tests/test_backends.c on the CPU), on one GPU too (the device's
+ * results are in them. Threading: a projector serves one thread at a time
+ * (include/ctrecon/pet.h; its state holds scratch buffers and, on the GPU,
+ * the views' tables uploaded so far); projectors, of one system or several,
+ * may run on different threads at once (the system builds each view's
+ * tables under its lock; tests/test_backends.c on the CPU), on one GPU too (the device's
  * constant bank of runs is shared under a lock, pet_cuda.cu;
  * tests/test_gpu_pet.c). fft keeps no state but the system's tables (the
  * system's rule applies). */
