@@ -5,7 +5,7 @@
 
 #include "gpu/cuda_util.h"
 #include "gpu/gpu_buffers.h"
-#include "parbeam/parbeam.h"
+#include "parbeam/cuda/parbeam_cuda.h"
 
 /* Angles one launch backprojects at most: the layers of a 1D layered texture
  * (maxTexture1DLayered[1] is 2048 on every GPU since Fermi). */
