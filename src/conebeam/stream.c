@@ -175,8 +175,9 @@ static ctr_status resolve_options(const ctr_geometry *g, const ctr_fdk_stream_op
              r->opts.out_scale);
   if (!r->opts.out_dtype) r->opts.out_dtype = CTR_DTYPE_FLOAT32;
   if (r->opts.out_dtype != CTR_DTYPE_FLOAT32 && r->opts.out_dtype != CTR_DTYPE_UINT16)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream_options.out_dtype %d (%s): FDK writes float32 "
-             "or uint16", (int)r->opts.out_dtype, ctr_dtype_name(r->opts.out_dtype));
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream_options.out_dtype",
+                   "ctr_fdk_stream_options.out_dtype %d (%s): FDK writes float32 "
+                   "or uint16", (int)r->opts.out_dtype, ctr_dtype_name(r->opts.out_dtype));
   return CTR_OK;
 }
 
@@ -241,7 +242,7 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
   r->plan = (ctr_fdk_plan)CTR_FDK_PLAN_INIT;
   CTR_CHECK(ctr_fdk_plan_compute(r->g, &q, &r->plan));
   if (resumed && (r->plan.slab_slices != resumed->slab_slices || r->plan.pair != resumed->pair))
-    CTR_FAIL(CTR_E_OUT_OF_MEMORY,
+    CTR_FAIL_FIELD(CTR_E_OUT_OF_MEMORY, "gpu_budget",
              "cannot resume: the interrupted run used subvolumes of %lld slices, the memory "
              "budgets now allow only %lld; give the budgets of the interrupted run (gpu_budget, "
              "host_budget)",
@@ -876,14 +877,14 @@ static ctr_status open_scratch(stream_run *r, const char *out) {
   }
   if (r->scratch_fd < 0) {
     free(r->scratch_path);
-    const ctr_status st = ctr__error_set(CTR_E_IO, "cannot create a scratch file for filtered projections in '%s': %s "
+    const ctr_status st = ctr__error_set_field(CTR_E_IO, "scratch_dir", "cannot create a scratch file for filtered projections in '%s': %s "
                                          "(choose another directory with scratch_dir)",
                                          dir ? dir : out, strerror(errno));
     r->scratch_path = NULL;
     return st;
   }
   if (0)
-    CTR_FAIL(CTR_E_IO, "cannot create the scratch file '%s' for filtered projections: %s "
+    CTR_FAIL_FIELD(CTR_E_IO, "scratch_dir", "cannot create the scratch file '%s' for filtered projections: %s "
              "(choose another directory with scratch_dir)", r->scratch_path, strerror(errno));
   return CTR_OK;
 }
@@ -1173,7 +1174,8 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
    * subvolumes (or their shares of one) in any order: one worker. */
   if (out_format == CTR_FORMAT_TIFF && requested_workers(&r) > 1) {
     if (r.opts.workers > 1)
-      CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': a multi-page TIFF is written page after page, by one "
+      CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_fdk_stream_options.workers",
+               "'%s': a multi-page TIFF is written page after page, by one "
                "worker (ctr_fdk_stream_options.workers is %d): write a TIFF stack pattern such as "
                "'vol_%%04d.tif', raw or NRRD to use several", out, r.opts.workers);
     ctr__log(ctx, CTR_LOG_INFO, "'%s': a multi-page TIFF is written page after page: one GPU "
@@ -1196,7 +1198,7 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
     have_journal = 1;
   } else if (ctr__file_exists(jpath)) {
     CTR_CHECK_GOTO(st, ctr__file_lock_check(jpath, "the run of this journal's output"));
-    CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
+    CTR_FAIL_FIELD_GOTO(st, CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream_options.resume",
                   "'%s' holds an interrupted run of this output: set ctr_fdk_stream_options.resume to "
                   "continue it, or "
                   "delete '%s' and '%s.partial' to start over", jpath, jpath, out);
