@@ -96,8 +96,8 @@ CTR_API const char *ctr_error_detail(void);
  * "scratch_dir"). The detail names the field too; a binding or tool maps
  * this name to its own (a flag, a keyword) instead of reading the detail's
  * words (docs/api.md, "Library messages name API fields"). Valid as long as
- * ctr_error_detail; an error raised again or wrapped (ctr_cluster_agree's
- * "rank R of N (HOST): ...") on the same thread keeps it. */
+ * ctr_error_detail; a detail raised again or wrapped on the same thread
+ * ("rank R of N (HOST): ...") keeps it. */
 CTR_API const char *ctr_error_get_field(void);
 /* Clears the detail and the field. */
 CTR_API void ctr_error_clear(void);

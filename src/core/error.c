@@ -49,12 +49,12 @@ void ctr_error_clear(void) {
 ctr_status ctr__error_setv(ctr_status status, const char *fmt, va_list ap) {
   char detail[sizeof g_detail];
   vsnprintf(detail, sizeof detail, fmt, ap); /* fmt's arguments may be g_detail */
-  memcpy(g_detail, detail, sizeof g_detail);
   /* a detail raised again, or wrapped ("rank 1 of 2 (host): ..."), keeps the
-   * field it still names (the member may be named alone); any other error is
-   * about no field */
-  const char *member = strchr(g_field, '.');
-  if (g_field[0] && !strstr(g_detail, member ? member + 1 : g_field)) g_field[0] = '\0';
+   * field of the error it holds, as does one that names the field; any other
+   * error is about no field */
+  if (g_field[0] && !(g_detail[0] && strstr(detail, g_detail)) && !strstr(detail, g_field))
+    g_field[0] = '\0';
+  memcpy(g_detail, detail, sizeof g_detail);
   return status;
 }
 
