@@ -177,7 +177,8 @@ static size_t put_field(render *r, const cli_field *f, const char *p) {
     r->o -= 2; /* the same flag again */
     return 0;
   }
-  if (f->sw && r->o >= 4 && !strncmp(r->buf + r->o - 4, "set ", 4)) memcpy(r->buf + r->o - 4, "add ", 4);
+  if (f->sw && r->o >= 4 && !strncmp(r->buf + r->o - 4, "set ", 4))
+    memcpy(r->buf + r->o - 4, "add ", 4);
   size_t used = 0;
   if (!strncmp(p, " = CTR_", 7)) {
     size_t k = 3;

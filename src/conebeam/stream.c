@@ -877,14 +877,16 @@ static ctr_status open_scratch(stream_run *r, const char *out) {
   }
   if (r->scratch_fd < 0) {
     free(r->scratch_path);
-    const ctr_status st = ctr__error_set_field(CTR_E_IO, "scratch_dir", "cannot create a scratch file for filtered projections in '%s': %s "
+    const ctr_status st = ctr__error_set_field(CTR_E_IO, "scratch_dir",
+                                               "cannot create a scratch file for filtered projections in '%s': %s "
                                          "(choose another directory with scratch_dir)",
                                          dir ? dir : out, strerror(errno));
     r->scratch_path = NULL;
     return st;
   }
   if (0)
-    CTR_FAIL_FIELD(CTR_E_IO, "scratch_dir", "cannot create the scratch file '%s' for filtered projections: %s "
+    CTR_FAIL_FIELD(CTR_E_IO, "scratch_dir",
+                   "cannot create the scratch file '%s' for filtered projections: %s "
              "(choose another directory with scratch_dir)", r->scratch_path, strerror(errno));
   return CTR_OK;
 }

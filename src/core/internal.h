@@ -47,7 +47,8 @@ ctr_status ctr__error_set_field(ctr_status status, const char *field, const char
 /* The same about an API field (ctr__error_set_field):
  * CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.subsets",
  *                "ctr_iterate_options.subsets is %lld: expected >= 0", n) */
-#define CTR_FAIL_FIELD(status, field, ...) return ctr__error_set_field((status), (field), __VA_ARGS__)
+#define CTR_FAIL_FIELD(status, field, ...) \
+  return ctr__error_set_field((status), (field), __VA_ARGS__)
 #define CTR_FAIL_FIELD_GOTO(st, status, field, ...)           \
   do {                                                        \
     (st) = ctr__error_set_field((status), (field), __VA_ARGS__); \

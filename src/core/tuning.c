@@ -34,12 +34,13 @@ static int block_ok(int x, int y, int lo, int whole_warps) {
 static ctr_status check_fields(const ctr_tuning *t) {
   const int s = t->bp_slices;
   if (!(s == 0 || s == 1 || s == 2 || s == 4 || s == 8 || s == 16 || s == 32))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_tuning.bp_slices is %d, expected 1, 2, 4, 8, 16 or 32 (0 = the default)", s);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.bp_slices",
+                   "ctr_tuning.bp_slices is %d, expected 1, 2, 4, 8, 16 or 32 (0 = the default)",
+                   s);
   if (!block_ok(t->bp_block_x, t->bp_block_y, 32, 0))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_tuning.bp_block_x x bp_block_y is %d x %d, expected 32 .. 256 threads (both 0 = "
-             "the default)", t->bp_block_x, t->bp_block_y);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.bp_block_x",
+                   "ctr_tuning.bp_block_x x bp_block_y is %d x %d, expected 32 .. 256 threads "
+                   "(both 0 = the default)", t->bp_block_x, t->bp_block_y);
   if (!(t->bp_regs == 0 || t->bp_regs == 64 || t->bp_regs == 80))
     CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.bp_regs",
                    "ctr_tuning.bp_regs is %d, expected 64 or 80 (0 = chosen per "
@@ -63,15 +64,15 @@ static ctr_status check_fields(const ctr_tuning *t) {
                      t->bp_split_slices[j]);
   }
   if (!(t->pet_z == 0 || t->pet_z == 1 || t->pet_z == 8 || t->pet_z == 16 || t->pet_z == 24))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_tuning.pet_z is %d, expected 1, 8, 16 or 24 (0 = the default)", t->pet_z);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.pet_z",
+                   "ctr_tuning.pet_z is %d, expected 1, 8, 16 or 24 (0 = the default)", t->pet_z);
   if (!(t->pet_lc == 0 || t->pet_lc == 4 || t->pet_lc == 8))
     CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.pet_lc",
                    "ctr_tuning.pet_lc is %d, expected 4 or 8 (0 = 4)", t->pet_lc);
   if (!block_ok(t->pet_block_x, t->pet_block_y, 32, 1))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-             "ctr_tuning.pet_block_x x pet_block_y is %d x %d, expected whole warps, at most 256 "
-             "threads (both 0 = the default)", t->pet_block_x, t->pet_block_y);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.pet_block_x",
+                   "ctr_tuning.pet_block_x x pet_block_y is %d x %d, expected whole warps, at "
+                   "most 256 threads (both 0 = the default)", t->pet_block_x, t->pet_block_y);
   if (t->pet_split < 0 || t->pet_split > 8)
     CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.pet_split",
                    "ctr_tuning.pet_split is %d, expected 1 .. 8 (0 = the "

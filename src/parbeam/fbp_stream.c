@@ -266,8 +266,10 @@ static ctr_status plan_bands(srun *r, int64_t resumed_slices) {
     rows = (rows / 2 + unit - 1) / unit * unit;
   }
   if (r->margin && rows < r->margin * r->by && rows < r->nrows)
-    CTR_FAIL_FIELD(CTR_E_OUT_OF_MEMORY, "host_budget", "Paganin's filter needs bands of at least %lld rows (its margin) "
-             "and host_budget allows only %lld", (long long)(r->margin * r->by), (long long)rows);
+    CTR_FAIL_FIELD(CTR_E_OUT_OF_MEMORY, "host_budget",
+                   "Paganin's filter needs bands of at least %lld rows (its margin) "
+                   "and host_budget allows only %lld", (long long)(r->margin * r->by),
+                   (long long)rows);
   r->band_rows = rows;
   r->band_slices = rows / r->by;
   r->nbands = (r->nrows + rows - 1) / rows;
@@ -409,8 +411,9 @@ static ctr_status band_sinograms(srun *r, int64_t r0, int64_t n, const seg segs[
         centre ? 0 : ctr__flat_bad_pixels(r->flat + r0 * r->W, r->dark ? r->dark + r0 * r->W : NULL, n * r->W);
     if (!centre) r->counts.clamped += clamped;
     if (!centre && clamped && r->fbp.strict)
-      CTR_FAIL_FIELD(CTR_E_FORMAT, "ctr_fbp_options.strict", "projections: %lld transmissions (p - dark) / (flat - dark) below "
-               "1e-6 or NaN (ctr_fbp_options.strict)", (long long)clamped);
+      CTR_FAIL_FIELD(CTR_E_FORMAT, "ctr_fbp_options.strict",
+                     "projections: %lld transmissions (p - dark) / (flat - dark) below "
+                     "1e-6 or NaN (ctr_fbp_options.strict)", (long long)clamped);
   }
   if (r->c.dezinger > 0) {
     int64_t rep = 0;

@@ -71,8 +71,9 @@ ctr_status ctr_parallel_create(const ctr_parallel_params *p, ctr_parallel_geomet
     CTR_FAIL(CTR_E_GEOMETRY, "axis %g: expected a finite bin position", p->axis);
   if (!p->angles_deg && (!(fabs(p->angle_start_deg) <= 1e9) || !(fabs(p->angle_range_deg) <= 1e9) ||
                          p->angle_range_deg == 0))
-    CTR_FAIL_FIELD(CTR_E_GEOMETRY, fabs(p->angle_start_deg) <= 1e9 ? "ctr_parallel_params.angle_range_deg"
-                                                                    : "ctr_parallel_params.angle_start_deg",
+    CTR_FAIL_FIELD(CTR_E_GEOMETRY,
+                   fabs(p->angle_start_deg) <= 1e9 ? "ctr_parallel_params.angle_range_deg"
+                                                   : "ctr_parallel_params.angle_start_deg",
              "angle_start_deg %g, angle_range_deg %g: expected values within +-1e9 "
              "degrees, range != 0",
              p->angle_start_deg, p->angle_range_deg);
