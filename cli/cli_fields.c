@@ -100,6 +100,10 @@ static const struct {
     {"CTR_PAIR_FAST", "--pair fast"},
     {"CTR_DEVICE_CUDA", "--device cuda"},
     {"CTR_DEVICE_CPU", "--device cpu"},
+    {"CTR_ITERATE_SIRT", "sirt"},
+    {"CTR_ITERATE_CGLS", "cgls"},
+    {"CTR_ITERATE_OS_SART", "os-sart"},
+    {"CTR_ITERATE_FISTA_TV", "fista-tv"},
     {"ctr_iterate", "ctrecon iterate"},
 };
 

@@ -51,6 +51,9 @@ static void test_rules(void) {
               "ctr_iterate_options.resume", "--resume needs --checkpoint");
   CHECK_WORDS("apart, as CTR_CENTER_CORRELATION needs: use CTR_CENTER_VO", NULL,
               "apart, as --center-method correlation needs: use --center-method vo");
+  CHECK_WORDS("ctr_iterate_options.algorithm is 9: expected CTR_ITERATE_SIRT, CTR_ITERATE_CGLS, "
+              "CTR_ITERATE_OS_SART or CTR_ITERATE_FISTA_TV", "ctr_iterate_options.algorithm",
+              "--algorithm is 9: expected sirt, cgls, os-sart or fista-tv");
   CHECK_WORDS("use an iterative solver instead (ctr_iterate)", NULL,
               "use an iterative solver instead (ctrecon iterate)");
   /* log messages (no field); unique fields; fields without a row */

@@ -31,8 +31,9 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
   CTR_CHECK(ctr__struct_copy(&ctr__struct_iterate_options, o, in));
   if ((unsigned)o->algorithm > CTR_ITERATE_FISTA_TV)
     CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.algorithm",
-                   "ctr_iterate_options.algorithm is %d: expected one of "
-                   "CTR_ITERATE_SIRT, _CGLS, _OS_SART, _FISTA_TV", (int)o->algorithm);
+                   "ctr_iterate_options.algorithm is %d: expected CTR_ITERATE_SIRT, "
+                   "CTR_ITERATE_CGLS, CTR_ITERATE_OS_SART or CTR_ITERATE_FISTA_TV",
+                   (int)o->algorithm);
   if (o->iterations < 1 || o->iterations > 1000000000)
     CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.iterations",
                    "ctr_iterate_options.iterations is %lld: expected 1 .. 1e9",
