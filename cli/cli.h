@@ -280,6 +280,8 @@ int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *out
 /* The process holding a write lock on `path` (the run lock the library
  * takes on a journal or a checkpoint's lock file), 0 if none or no file. */
 long cli_lock_holder(const char *path);
+/* 1 when `fmt` is one file per image (the format table's stack_of_files). */
+int cli_format_is_stack(ctr_file_format fmt);
 /* File format from the format option (`given`, unless AUTO) or the
  * extension of the path given to `path_option`; usage error if unknown.
  * `format_option` (may be NULL) is named in the hint. */

@@ -220,6 +220,11 @@ long cli_lock_holder(const char *path) {
   return got == 0 && l.l_type != F_UNLCK ? (long)l.l_pid : 0;
 }
 
+int cli_format_is_stack(ctr_file_format fmt) {
+  ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
+  return ctr_file_format_get_info(fmt, &fi) == CTR_OK && fi.stack_of_files;
+}
+
 int cli_resolve_format(const char *cmd, const char *path_option, const char *format_option,
                        const char *path, ctr_file_format given, ctr_file_format *out) {
   if (given != CTR_FORMAT_AUTO) {
@@ -232,7 +237,7 @@ int cli_resolve_format(const char *cmd, const char *path_option, const char *for
                            format_option ? format_option : "");
   }
   /* One file per image needs a place for the image number in the name. */
-  if (*out == CTR_FORMAT_TIFF_STACK && !strchr(path, '%'))
+  if (cli_format_is_stack(*out) && !strchr(path, '%'))
     return cli_usage_error(cmd,
                            "%s '%s': a TIFF stack needs a file name pattern with %%d, "
                            "e.g. 'views/proj_%%04d.tif'",

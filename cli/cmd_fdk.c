@@ -238,7 +238,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
       cli_progress_end(&r->session);
       fprintf(stderr, "ctrecon fdk: error: %s; delete %s.partial%s and %s and run without "
               "--resume to start over\n", cli_detail(), a->out,
-              r->out_fmt == CTR_FORMAT_TIFF_STACK ? " files" : "", journal);
+              cli_format_is_stack(r->out_fmt) ? " files" : "", journal);
       return cli_exit_code(st);
     }
     if (r->report.resumable && st != CTR_E_INVALID_ARGUMENT) {
@@ -248,7 +248,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
               cli_status_text(st));
       fprintf(stderr, "ctrecon fdk: '%s' was not written; its finished subvolumes are kept in "
               "%s.partial%s (journal %s): repeat the command with --resume to continue\n",
-              a->out, a->out, r->out_fmt == CTR_FORMAT_TIFF_STACK ? " files" : "", journal);
+              a->out, a->out, cli_format_is_stack(r->out_fmt) ? " files" : "", journal);
       return rc;
     }
   }

@@ -10,7 +10,8 @@
 # users run in both trees), parallel-beam FBP end to end (2048 slices of
 # 2048^2 from 2048 uint16 projections, pinned memory: bench_fbp --e2e) and
 # the PET benchmark (bench_pet: per-view projectors and one block-RAMLA
-# iteration). RESULTS_DIR/before_after.json: every run and, per case, the
+# iteration) and iterative CT (bench_iterative fp-A, iter-A: case A's matched
+# and fast pairs, 4 SIRT and 4 CGLS iterations; BA_ITER_CASES overrides). RESULTS_DIR/before_after.json: every run and, per case, the
 # median of the rounds for each build and their ratio.
 set -uo pipefail
 BASE=${1:?usage: before-after.sh BASE_BUILD NEW_BUILD RESULTS_DIR [ROUNDS]}
@@ -33,6 +34,9 @@ for r in $(seq 1 "$ROUNDS"); do
     "$B/bench/bench_pet" --repeats 3 --json "$OUT/runs/pet_${side}_$r.json" \
       > "$OUT/runs/pet_${side}_$r.log" 2>&1
     echo "round $r $side pet rc=$?"
+    "$B/bench/bench_iterative" --cases "${BA_ITER_CASES:-fp-A,iter-A}" --pairs both --repeats 1 \
+      --json "$OUT/runs/iter_${side}_$r.json" > "$OUT/runs/iter_${side}_$r.log" 2>&1
+    echo "round $r $side iter rc=$?"
   done
 done
 python3 - "$OUT" "$ROUNDS" <<'PY'
@@ -53,7 +57,7 @@ def cases(path):
             res[name] = s
     return res
 table, runs = {}, {}
-for bench in ("fdk", "fbp", "pet"):
+for bench in ("fdk", "fbp", "pet", "iter"):
     for side in ("base", "new"):
         for r in range(1, rounds + 1):
             for name, s in cases(f"{out}/runs/{bench}_{side}_{r}.json").items():

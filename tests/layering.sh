@@ -33,8 +33,8 @@ src=$(cd "$src" && pwd) || exit 1
 declare -A layer=(
   [core]=1
   [io]=2 [gpu]=2
-  [geometry]=3 [distributed]=3
-  [filter]=4 [phantom]=4
+  [geometry]=3 [distributed]=3 [plot]=3
+  [filter]=4 [phantom]=4 [stream]=4
   [conebeam]=5 [parbeam]=5 [pet]=5 [rabbitct]=5
   [iterative]=6 # its fast pair's adjoint is the cone-beam backprojector (conebeam/backprojector.h)
 )

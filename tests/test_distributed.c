@@ -14,7 +14,7 @@
 #include "scratch_dir.h"
 
 #include "conebeam/cpu/backproject.h"
-#include "distributed/dist_output.h"
+#include "stream/dist_output.h"
 #include "filter/filter.h"
 #include "geometry/geometry_internal.h"
 

@@ -4,7 +4,7 @@
  * finely-sampled reference, background-only images, noise of known
  * standard deviation, errors, and the PNG read back with libpng. */
 #include "harness.h"
-#include "io/plot.h"
+#include "plot/plot.h"
 
 #include <png.h>
 #include <stdint.h>

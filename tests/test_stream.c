@@ -10,7 +10,7 @@
 #include "scratch_dir.h"
 
 #include "io/stack_partial.h"
-#include "io/journal.h"
+#include "stream/journal.h"
 
 #include <dirent.h>
 #include <ftw.h>

@@ -89,6 +89,8 @@ CTR_API ctr_status ctr_fdk_backproject(ctr_context *ctx, const ctr_geometry *g,
  * a volume the backend keeps (GPU memory for CUDA). Views may come in any
  * order and any number of calls; each call returns when its views are
  * backprojected. opts: interp, z0 / nz (may be NULL). */
+/* Threads: a backprojector serves one thread at a time (it accumulates);
+ * several on one context work at once. */
 typedef struct ctr_backprojector ctr_backprojector;
 
 CTR_API ctr_status ctr_backprojector_create(ctr_context *ctx, const ctr_geometry *g,

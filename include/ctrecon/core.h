@@ -239,6 +239,13 @@ typedef struct ctr_context_options {
 /* The defaults in the layout of `version`, 1 .. CTR_CONTEXT_OPTIONS_VERSION (core.h). */
 CTR_API ctr_status ctr_context_options_init(ctr_context_options *s, unsigned version);
 
+/* Threads (docs/api.md, "Threads"). A context may serve several threads at
+ * once: calls on one context from different threads run concurrently and
+ * give the bits each gives alone (the buffers and memo it keeps are locked;
+ * tests/test_threads.c). Free it only when no call on it runs. Its progress
+ * callback runs on the thread of the call that reports; its log callback
+ * may run on the worker threads of a call (reader, writer, one per GPU), so
+ * it must be thread-safe. The error detail (ctr_error_detail) is per thread. */
 typedef struct ctr_context ctr_context;
 
 /* Creates a context; *out owned by the caller, release with ctr_context_free.
@@ -266,6 +273,7 @@ CTR_API ctr_device_kind ctr_context_get_device(const ctr_context *ctx);
  * shared by its ranks: every rank calls the same function with the same
  * arguments, reconstructs its own slices and writes them into the one
  * output. */
+/* Threads: a cluster serves one thread at a time (its steps are collective). */
 typedef struct ctr_cluster ctr_cluster;
 
 #define CTR_CLUSTER_OPTIONS_VERSION 1u

@@ -46,6 +46,9 @@ typedef struct ctr_circular_params {
 /* The defaults in the layout of `version`, 1 .. CTR_CIRCULAR_PARAMS_VERSION (core.h). */
 CTR_API ctr_status ctr_circular_params_init(ctr_circular_params *s, unsigned version);
 
+/* Threads: a geometry does not change under the calls that take it const;
+ * any number of threads may use one at once. The setters
+ * (ctr_geometry_set_*) need it to themselves. */
 typedef struct ctr_geometry ctr_geometry;
 
 /* Builds the canonical geometry of a circular orbit. Validates every field

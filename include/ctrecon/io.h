@@ -19,8 +19,39 @@ typedef enum ctr_file_format {
   CTR_FORMAT_TIFF_STACK = 3, /* one TIFF per image: printf pattern "dir/img_%04d.tif" */
   CTR_FORMAT_NRRD = 4,       /* .nrrd (attached) or .nhdr + .raw (detached), raw encoding */
   CTR_FORMAT_HDF5 = 5        /* "file.h5:/dataset" (3D dataset, the last index fastest); needs
-                                CTR_FEATURE_HDF5. Reading only. */
+                                CTR_FEATURE_HDF5 */
 } ctr_file_format;
+
+/* What a file format can do: one row of the library's format table, the one
+ * place that answers these questions (the streamed commands, the distributed
+ * runs and the bindings ask it). Filled by ctr_file_format_get_info; the
+ * strings are static. */
+#define CTR_FILE_FORMAT_INFO_VERSION 1u
+typedef struct ctr_file_format_info {
+  unsigned version;
+  const char *name;       /* as ctr_format_parse takes it and ctr_format_name gives it */
+  const char *extensions; /* the endings ctr_format_guess maps to it, space separated */
+  int stack_of_files;     /* 1: one file per image, named by a printf pattern; 0: one 3D file */
+  unsigned dtypes;        /* the dtypes it stores: bit (1u << d) for each ctr_dtype d */
+  unsigned feature;       /* the CTR_FEATURE_* bit a build needs for it; 0: always there */
+  int in_order;           /* 1: images are written first to last, by one writer at a time */
+  int resumable;          /* 1: a streamed run writes it under fixed partial names with a
+                             journal, so that ctr_fdk_stream_options.resume and
+                             ctr_fbp_stream_options.resume can continue an interrupted run;
+                             0: written to a temporary name, and a resume is refused */
+  int many_ranks;         /* 1: the ranks of a distributed run write their images into one
+                             output at once */
+  int adds_to_file;       /* 1: an output added to an existing file keeps the file's other
+                             contents (HDF5 datasets); 0: the file is replaced */
+  const char *partial;    /* how a resumable run names the partial output of OUT; NULL: none */
+} ctr_file_format_info;
+#define CTR_FILE_FORMAT_INFO_INIT \
+  { CTR_FILE_FORMAT_INFO_VERSION, NULL, NULL, 0, 0u, 0u, 0, 0, 0, 0, NULL }
+/* The defaults in the layout of `version`, 1 .. CTR_FILE_FORMAT_INFO_VERSION (core.h). */
+CTR_API ctr_status ctr_file_format_info_init(ctr_file_format_info *s, unsigned version);
+/* The row of `fmt` (a format, not CTR_FORMAT_AUTO: resolve a path's with
+ * ctr_format_guess) into *info, in info->version's layout. */
+CTR_API ctr_status ctr_file_format_get_info(ctr_file_format fmt, ctr_file_format_info *info);
 
 CTR_API const char *ctr_format_name(ctr_file_format f);
 CTR_API ctr_status ctr_format_parse(const char *name, ctr_file_format *out);
@@ -42,6 +73,9 @@ typedef struct ctr_stack_info {
 /* The defaults in the layout of `version`, 1 .. CTR_STACK_INFO_VERSION (core.h). */
 CTR_API ctr_status ctr_stack_info_init(ctr_stack_info *s, unsigned version);
 
+/* Threads: a reader or writer serves one thread at a time (each keeps its
+ * file and buffers; a reader's own pread threads are its business).
+ * Different readers and writers work at once, on different files. */
 typedef struct ctr_stack_reader ctr_stack_reader;
 typedef struct ctr_stack_writer ctr_stack_writer;
 

@@ -59,6 +59,9 @@ CTR_API ctr_status ctr_projector_options_init(ctr_projector_options *s, unsigned
  * projections are nu x nv x nviews (u fastest, then v, then the view) as
  * everywhere in ctrecon; parallel-beam projections are sinograms, nbins x
  * nangles x nslices (bins fastest), and the volume nx x ny x nslices. */
+/* Threads: a projector serves one thread at a time (it keeps scratch
+ * vectors and GPU buffers); several projectors on one context work at
+ * once and give the bits each gives alone (tests/test_threads.c). */
 typedef struct ctr_projector ctr_projector;
 
 /* A projector for a cone-beam geometry (circular orbit or per-view

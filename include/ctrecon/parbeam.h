@@ -46,6 +46,7 @@ typedef struct ctr_parallel_params {
 /* The defaults in the layout of `version`, 1 .. CTR_PARALLEL_PARAMS_VERSION (core.h). */
 CTR_API ctr_status ctr_parallel_params_init(ctr_parallel_params *s, unsigned version);
 
+/* Threads: immutable once created; any number of threads may share one. */
 typedef struct ctr_parallel_geometry ctr_parallel_geometry;
 
 /* Validates and copies (angles, shifts). Errors name the field. */

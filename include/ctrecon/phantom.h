@@ -21,6 +21,8 @@ typedef struct ctr_ellipsoid {
   double phi_deg, theta_deg, psi_deg;
 } ctr_ellipsoid;
 
+/* Threads: a phantom does not change under the calls that take it const;
+ * any number of threads may use one at once. */
 typedef struct ctr_phantom ctr_phantom;
 
 /* The 3D modified (high-contrast) Shepp-Logan head scaled so that its unit

@@ -37,6 +37,7 @@ typedef struct ctr_rabbitct_header {
   int64_t ref_sizes[8];   /* their L, ascending (128, 256, ...) */
 } ctr_rabbitct_header;
 
+/* Threads: a RabbitCT file or writer serves one thread at a time. */
 typedef struct ctr_rabbitct ctr_rabbitct;
 typedef struct ctr_rabbitct_writer ctr_rabbitct_writer;
 

@@ -15,14 +15,10 @@ from . import _core
 from ._core import check, cstr, ffi, lib, new_struct
 
 __all__ = ["StackInfo", "StackReader", "StackWriter", "load", "save", "info", "format_guess",
+           "format_info",
            "hdf5_read_vector", "png_preview", "png_preview_planes", "png_write_gray"]
 
 Path = Union[str, os.PathLike]
-
-_FORMATS = {"auto": lib.CTR_FORMAT_AUTO, "raw": lib.CTR_FORMAT_RAW, "tiff": lib.CTR_FORMAT_TIFF,
-            "tiff-stack": lib.CTR_FORMAT_TIFF_STACK, "nrrd": lib.CTR_FORMAT_NRRD,
-            "hdf5": lib.CTR_FORMAT_HDF5}
-
 
 def file_format(f: Any) -> int:
     """A ctr_file_format from a name ("auto", "raw", "tiff", "tiff-stack",
@@ -37,6 +33,25 @@ def format_guess(path: Path) -> str:
     out = ffi.new("ctr_file_format *")
     check(lib.ctr_format_guess(cstr(path), out))
     return ffi.string(lib.ctr_format_name(out[0])).decode()
+
+
+def format_info(f: Any) -> dict:
+    """What a file format can do (its row of the library's format table,
+    ctr_file_format_info): name, extensions, stack_of_files, dtypes (names),
+    feature (the build feature it needs, or None), in_order, resumable,
+    many_ranks, adds_to_file, partial (how a resumable run names the partial
+    output of OUT, or None)."""
+    fi = new_struct("ctr_file_format_info", lib.ctr_file_format_info_init,
+                    lib.CTR_FILE_FORMAT_INFO_VERSION)
+    check(lib.ctr_file_format_get_info(file_format(f), fi))
+    text = lambda p: ffi.string(p).decode() if p != ffi.NULL else None
+    dtypes = [n for n, d in (("float32", lib.CTR_DTYPE_FLOAT32), ("uint16", lib.CTR_DTYPE_UINT16),
+                             ("float16", lib.CTR_DTYPE_FLOAT16)) if fi.dtypes & (1 << d)]
+    return {"name": text(fi.name), "extensions": text(fi.extensions).split(),
+            "stack_of_files": bool(fi.stack_of_files), "dtypes": dtypes,
+            "feature": fi.feature or None, "in_order": bool(fi.in_order),
+            "resumable": bool(fi.resumable), "many_ranks": bool(fi.many_ranks),
+            "adds_to_file": bool(fi.adds_to_file), "partial": text(fi.partial)}
 
 
 @dataclass

@@ -364,6 +364,20 @@ def test_stack_writer_commit_and_abort(tmp_path):
     assert io.format_guess("a_%04d.tif") == "tiff-stack" and io.format_guess("b.nhdr") == "nrrd"
 
 
+def test_format_info():
+    raw, tiff = io.format_info("raw"), io.format_info("tiff")
+    assert raw["name"] == "raw" and ".raw" in raw["extensions"] and raw["resumable"]
+    assert raw["many_ranks"] and not raw["stack_of_files"] and "float16" in raw["dtypes"]
+    assert raw["partial"] == "OUT.partial"
+    assert tiff["in_order"] and not tiff["resumable"] and tiff["partial"] is None
+    assert io.format_info("tiff-stack")["stack_of_files"]
+    assert io.format_info("nrrd")["dtypes"] == ["float32", "uint16"]
+    h5 = io.format_info("hdf5")
+    assert h5["adds_to_file"] and not h5["resumable"] and not h5["many_ranks"]
+    with pytest.raises(ctrecon.CtreconError, match="expected a format"):
+        io.format_info("auto")
+
+
 def test_png(tmp_path):
     vol = np.random.default_rng(6).random((6, 7, 8), dtype=np.float32)
     io.png_preview(tmp_path / "v", vol)

@@ -25,16 +25,19 @@
  * bounds the difference).
  *
  * Workers run on threads of their own; the calling thread reports progress
- * and relays a cancellation. */
+ * and relays a cancellation. A file to file run is this modality's side of
+ * the streamed executor (src/stream/executor.h: the output, its journal and
+ * resume, the writer thread); the ops are at the end of this file. */
 #include "io/io_internal.h"
 #include "io/stack_partial.h"
 #include "conebeam/engine.h"
-#include "io/journal.h"
+#include "stream/journal.h"
 #include "conebeam/fdk_internal.h"
 #include "conebeam/plan_costs.h"
 #include "conebeam/plan_split.h"
-#include "io/stream_ring.h"
-#include "io/stream_writer.h"
+#include "stream/ring.h"
+#include "stream/writer.h"
+#include "stream/executor.h"
 #include "conebeam/stream_internal.h"
 
 #include <errno.h>
@@ -108,6 +111,7 @@ struct stream_run {
   int64_t barrier_count, barrier_gen;
   /* sink */
   float *vol_mem;           /* memory sink, or */
+  const char *out;          /* the file's name (ctr__stream_execute) */
   ctr__writer writer;
   int have_writer;
   int64_t below, above;     /* uint16 output: clamped voxels */
@@ -265,28 +269,8 @@ static ctr_status fingerprint(const stream_run *r, const char *out, ctr_file_for
                         (int64_t)ctr_context_get_device(r->ctx), (int64_t)r->in_dtype};
   h = ctr__fnv1a(h, d, sizeof d);
   h = ctr__fnv1a(h, i, sizeof i);
-  if (r->in && with_input) {
-    struct stat s;
-    char *real = realpath(r->in->path, NULL);
-    const char *name = real ? real : r->in->path;
-    h = ctr__fnv1a(h, name, strlen(name));
-    free(real);
-    if (stat(r->in->path, &s) == 0) {
-      const int64_t id[3] = {(int64_t)s.st_size, (int64_t)s.st_mtim.tv_sec,
-                             (int64_t)s.st_mtim.tv_nsec};
-      h = ctr__fnv1a(h, id, sizeof id);
-    }
-  }
-  /* The output by its directory's real path: "./r.raw" resumes "r.raw". */
-  const char *slash = strrchr(out, '/');
-  char *dir = slash ? strndup(out, (size_t)(slash - out + 1)) : strdup(".");
-  char *real = dir ? realpath(dir, NULL) : NULL;
-  if (real) h = ctr__fnv1a(h, real, strlen(real));
-  else h = ctr__fnv1a(h, out, strlen(out));
-  const char *base = slash ? slash + 1 : out;
-  h = ctr__fnv1a(h, base, strlen(base));
-  free(real);
-  free(dir);
+  if (r->in && with_input) h = ctr__stream_fp_input(h, r->in->path);
+  h = ctr__stream_fp_output(h, out); /* "./r.raw" resumes "r.raw" */
   *fp = h;
   return CTR_OK;
 }
@@ -878,16 +862,17 @@ static ctr_status open_scratch(stream_run *r, const char *out) {
   if (r->scratch_fd < 0) {
     free(r->scratch_path);
     const ctr_status st = ctr__error_set_field(CTR_E_IO, "scratch_dir",
-                                               "cannot create a scratch file for filtered projections in '%s': %s "
-                                         "(choose another directory with scratch_dir)",
-                                         dir ? dir : out, strerror(errno));
+                                               "cannot create a scratch file for filtered "
+                                               "projections in '%s': %s (choose another "
+                                               "directory with scratch_dir)",
+                                               dir ? dir : out, strerror(errno));
     r->scratch_path = NULL;
     return st;
   }
   if (0)
     CTR_FAIL_FIELD(CTR_E_IO, "scratch_dir",
                    "cannot create the scratch file '%s' for filtered projections: %s "
-             "(choose another directory with scratch_dir)", r->scratch_path, strerror(errno));
+                   "(choose another directory with scratch_dir)", r->scratch_path, strerror(errno));
   return CTR_OK;
 }
 
@@ -1097,27 +1082,37 @@ static ctr_status check_geometry(const ctr_geometry *g) {
   return CTR_OK;
 }
 
-#ifdef CTR_FAULT_INJECTION /* test builds only (CMakeLists.txt) */
-static int64_t env_int(const char *name) {
-  const char *v = getenv(name);
-  return v && *v ? strtoll(v, NULL, 10) : 0;
-}
-#endif
-
-/* The journalled subvolumes whose bytes the partial output still holds
- * (ctr__journal_verify); the others are computed again. */
-static ctr_status verify_resumed(stream_run *r, ctr__journal *j, ctr_stack_writer *w,
-                                 const char *out, ctr__slab_record *kept, int64_t *nkept,
-                                 int64_t *kept_slices) {
-  const size_t slice = (size_t)(r->g->vol.nx * r->g->vol.ny) * ctr_dtype_size(r->opts.out_dtype);
-  return ctr__journal_verify(r->ctx, j, w, out, "subvolume", r->plan.slab_slices, r->plan.nz,
-                             r->plan.z0, slice, r->plan.chunk_slices, kept, nkept, kept_slices);
+ctr_status ctr__fdk_check_projections(const ctr_geometry *g, const ctr_stack_reader *in,
+                                     ctr_dtype *dtype) {
+  const ctr_stack_info *pi = ctr_stack_reader_get_info(in);
+  if (pi->width != g->nu || pi->height != g->nv || pi->count != g->nviews)
+    CTR_FAIL(CTR_E_SIZE_MISMATCH,
+             "'%s' holds %lld images of %lld x %lld pixels, the geometry expects %lld views of "
+             "%lld x %lld", in->path, (long long)pi->count, (long long)pi->width,
+             (long long)pi->height, (long long)g->nviews, (long long)g->nu, (long long)g->nv);
+  if (pi->dtype != CTR_DTYPE_FLOAT32 && pi->dtype != CTR_DTYPE_UINT16)
+    CTR_FAIL(CTR_E_FORMAT, "'%s' holds %s projections: FDK reads float32 or uint16", in->path,
+             ctr_dtype_name(pi->dtype));
+  *dtype = pi->dtype;
+  return CTR_OK;
 }
 
-/* A resume that fails on these found the journal or the partial output
- * damaged, truncated or gone: resuming again cannot help. */
-static int resume_unusable(ctr_status st) {
-  return st == CTR_E_FORMAT || st == CTR_E_SIZE_MISMATCH || st == CTR_E_IO;
+/* A format written image after image (multi-page TIFF) takes its images in
+ * order; several workers finish subvolumes (or their shares of one) in any
+ * order: one worker. */
+static ctr_status one_worker_in_order(stream_run *r, const ctr__stream_output *o) {
+  if (!o->caps->in_order || requested_workers(r) <= 1) return CTR_OK;
+  if (r->opts.workers > 1)
+    CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_fdk_stream_options.workers",
+                   "'%s' (%s) is written image after image, by one worker "
+                   "(ctr_fdk_stream_options.workers is %d): write a TIFF stack pattern such as "
+                   "'vol_%%04d.tif', raw or NRRD to use several", o->out, o->caps->name,
+                   r->opts.workers);
+  ctr__log(r->ctx, CTR_LOG_INFO, "'%s' (%s) is written image after image: one GPU reconstructs "
+           "it (a TIFF stack pattern such as 'vol_%%04d.tif', raw or NRRD use every GPU)", o->out,
+           o->caps->name);
+  r->opts.workers = 1;
+  return CTR_OK;
 }
 
 /* The caller's report: checked first and zeroed, filled (in its version)
@@ -1129,25 +1124,69 @@ static ctr_status report_begin(ctr_fdk_stream_report *caller, ctr_fdk_stream_rep
   return ctr__struct_store(&ctr__struct_fdk_stream_report, caller, full);
 }
 
+/* ---- The modality's side of the streamed executor (stream/executor.h) ---- */
+
+static ctr_status op_fingerprint(void *self, const ctr__stream_output *o, uint64_t *fp) {
+  stream_run *r = self;
+  return fingerprint(r, o->out, o->fmt, 1, fp);
+}
+
+static ctr_status op_prepare(void *self, const ctr__stream_output *o) {
+  return one_worker_in_order(self, o);
+}
+
+static ctr_status op_plan(void *self, const ctr__journal *resumed, ctr__journal_layout *layout,
+                          ctr_stack_info *info, ctr__stream_units *units) {
+  stream_run *r = self;
+  CTR_CHECK(make_plan(r, 0, resumed));
+  *layout = (ctr__journal_layout){r->plan.slab_slices, r->plan.views_per_batch,
+                                  (int)r->plan.store, r->plan.pair, r->plan.nslabs,
+                                  (int)r->plan.split, r->plan.workers};
+  *info = ctr__fdk_stream_info(r->g, r->plan.z0, r->plan.nz, r->opts.out_dtype);
+  *units = (ctr__stream_units){"subvolume", r->plan.slab_slices, r->plan.z0,
+                               r->plan.chunk_slices};
+  return CTR_OK;
+}
+
+static ctr_status op_setup(void *self, const unsigned char *done, ctr__writer **writer) {
+  stream_run *r = self;
+  const ctr_geometry *g = r->g;
+  int todo = 0;
+  for (int64_t s = 0; s < r->plan.nslabs; s++) todo |= !done || !done[s];
+  CTR_CHECK(setup(r, r->out, todo));
+  CTR_CHECK(ctr__writer_init(&r->writer, r->plan.host_slab_buffers,
+                             (size_t)(r->plan.chunk_slices * g->vol.nx * g->vol.ny) *
+                                 ctr_dtype_size(r->opts.out_dtype),
+                             r->plan.nslabs));
+  r->have_writer = 1;
+  r->writer.dtype = r->opts.out_dtype;
+  r->writer.slice_bytes = (size_t)(g->vol.nx * g->vol.ny) * ctr_dtype_size(r->opts.out_dtype);
+  *writer = &r->writer;
+  return CTR_OK;
+}
+
+static ctr_status op_run(void *self, const unsigned char *done) { return run_workers(self, done); }
+
+static ctr_status op_finish(void *self) {
+  stream_run *r = self;
+  CTR_CHECK(ctr__progress(r->ctx, "fdk", 1.0));
+  report_values(r);
+  return CTR_OK;
+}
+
+static const ctr__stream_ops k_fdk_ops = {"ctr_fdk_stream_options.resume", op_prepare,
+                                          op_fingerprint, op_plan, op_setup, op_run, op_finish};
+
 ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
                                  const ctr_fdk_stream_options *opts, ctr_stack_reader *projections,
                                  const char *out, ctr_file_format out_format,
                                  ctr_fdk_stream_report *report_out) {
   const double t_start = ctr__now_s();
-  ctr_status st = CTR_OK;
   stream_run r;
   memset(&r, 0, sizeof r);
   r.scratch_fd = -1;
-  ctr__journal journal;
-  memset(&journal, 0, sizeof journal);
-  journal.fd = -1;
-  int have_journal = 0, resumable = 0, unusable = 0, fresh_journal = 0;
-  ctr_stack_writer *w = NULL;
-  unsigned char *done_images = NULL;
-  char *jpath = NULL;
+  ctr__stream_output o;
   double t_setup = 0;
-  ctr__slab_record kept = {0, INFINITY, -INFINITY, 0, 0}; /* resumed subvolumes */
-  int64_t nkept = 0, kept_slices = 0;
   ctr_fdk_stream_report full_report, *report = report_out ? &full_report : NULL;
   CTR_CHECK(report_begin(report_out, &full_report));
   CTR_CHECK(check_geometry(g));
@@ -1156,152 +1195,36 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   r.ctx = ctx;
   r.g = g;
   r.in = projections;
-  const int direct_io = ctr__tuning(ctx)->direct_io >= 0; /* ctr_tuning.direct_io */
-  if (!direct_io) ctr_stack_reader_set_direct_io(projections, 0);
+  r.out = out;
+  if (ctr__tuning(ctx)->direct_io < 0) ctr_stack_reader_set_direct_io(projections, 0);
   ctr_stack_reader_set_read_threads(projections, ctr__tuning(ctx)->read_threads);
   CTR_CHECK(resolve_options(g, opts, &r));
-  const ctr_stack_info *pi = ctr_stack_reader_get_info(projections);
-  if (pi->width != g->nu || pi->height != g->nv || pi->count != g->nviews)
-    CTR_FAIL(CTR_E_SIZE_MISMATCH,
-             "'%s' holds %lld images of %lld x %lld pixels, the geometry expects %lld views of "
-             "%lld x %lld", projections->path, (long long)pi->count, (long long)pi->width,
-             (long long)pi->height, (long long)g->nviews, (long long)g->nu, (long long)g->nv);
-  r.in_dtype = pi->dtype;
-  if (r.in_dtype != CTR_DTYPE_FLOAT32 && r.in_dtype != CTR_DTYPE_UINT16)
-    CTR_FAIL(CTR_E_FORMAT, "'%s' holds %s projections: FDK reads float32 or uint16",
-             projections->path, ctr_dtype_name(r.in_dtype));
-  if (out_format == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, &out_format));
-  resumable = out_format != CTR_FORMAT_TIFF;
-  /* A multi-page TIFF takes its pages in order; several workers finish
-   * subvolumes (or their shares of one) in any order: one worker. */
-  if (out_format == CTR_FORMAT_TIFF && requested_workers(&r) > 1) {
-    if (r.opts.workers > 1)
-      CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_fdk_stream_options.workers",
-               "'%s': a multi-page TIFF is written page after page, by one "
-               "worker (ctr_fdk_stream_options.workers is %d): write a TIFF stack pattern such as "
-               "'vol_%%04d.tif', raw or NRRD to use several", out, r.opts.workers);
-    ctr__log(ctx, CTR_LOG_INFO, "'%s': a multi-page TIFF is written page after page: one GPU "
-             "reconstructs it (a TIFF stack pattern such as 'vol_%%04d.tif', raw or NRRD use "
-             "every GPU)", out);
-    r.opts.workers = 1;
-  }
-  uint64_t fp = 0;
-  CTR_CHECK(fingerprint(&r, out, out_format, 1, &fp));
-  jpath = ctr__io_sprintf("%s.partial.journal", out);
-  if (!jpath) return CTR_E_OUT_OF_MEMORY;
-  if (r.opts.resume) {
-    if (!resumable)
-      CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED, "cannot resume into the multi-page TIFF '%s': write "
-                    "raw, nrrd or a TIFF stack pattern to make a run resumable", out);
-    if ((st = ctr__journal_resume(&journal, jpath, fp, "ctr_fdk_stream_options.resume")) != CTR_OK) {
-      unusable = resume_unusable(st);
-      goto cleanup;
-    }
-    have_journal = 1;
-  } else if (ctr__file_exists(jpath)) {
-    CTR_CHECK_GOTO(st, ctr__file_lock_check(jpath, "the run of this journal's output"));
-    CTR_FAIL_FIELD_GOTO(st, CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream_options.resume",
-                  "'%s' holds an interrupted run of this output: set ctr_fdk_stream_options.resume to "
-                  "continue it, or "
-                  "delete '%s' and '%s.partial' to start over", jpath, jpath, out);
-  }
-  CTR_CHECK_GOTO(st, make_plan(&r, 0, have_journal ? &journal : NULL));
-  /* A fresh run's journal, locked before the partial output is touched: a
-   * second run of the same output stops here. It is removed again unless a
-   * subvolume gets done. */
-  if (resumable && !have_journal) {
-    const ctr__journal_layout layout = {r.plan.slab_slices, r.plan.views_per_batch,
-                                        (int)r.plan.store, r.plan.pair, r.plan.nslabs,
-                                        (int)r.plan.split, r.plan.workers};
-    CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &layout));
-    fresh_journal = 1;
-  }
-  /* The output, under its partial name. */
-  {
-    const ctr_stack_info info = ctr__fdk_stream_info(g, r.plan.z0, r.plan.nz, r.opts.out_dtype);
-    if (resumable) {
-      if (have_journal) {
-        done_images = ctr__calloc((size_t)r.plan.nz, 1, "resume flags");
-        if (!done_images) {
-          st = CTR_E_OUT_OF_MEMORY;
-          goto cleanup;
-        }
-        for (int64_t s = 0; s < r.plan.nslabs; s++) {
-          if (!journal.done[s]) continue;
-          const int64_t z = s * r.plan.slab_slices;
-          const int64_t nz = r.plan.nz - z < r.plan.slab_slices ? r.plan.nz - z : r.plan.slab_slices;
-          memset(done_images + z, 1, (size_t)nz);
-        }
-      }
-      st = ctr__stack_create_partial(out, out_format, &info, have_journal, done_images, &w);
-      if (st == CTR_OK && have_journal)
-        st = verify_resumed(&r, &journal, w, out, &kept, &nkept, &kept_slices);
-      if (st != CTR_OK) {
-        unusable = have_journal && resume_unusable(st);
-        goto cleanup;
-      }
-    } else {
-      CTR_CHECK_GOTO(st, ctr_stack_create(out, out_format, &info, &w));
-    }
-    if (!direct_io) ctr_stack_writer_set_direct_io(w, 0);
-  }
-  int todo = 0;
-  for (int64_t s = 0; s < r.plan.nslabs; s++) todo |= !have_journal || !journal.done[s];
-  CTR_CHECK_GOTO(st, setup(&r, out, todo));
-  CTR_CHECK_GOTO(st, ctr__writer_init(&r.writer, r.plan.host_slab_buffers,
-                                      (size_t)(r.plan.chunk_slices * g->vol.nx * g->vol.ny) *
-                                          ctr_dtype_size(r.opts.out_dtype),
-                                      r.plan.nslabs));
-  r.have_writer = 1;
-  r.writer.out = w;
-  r.writer.dtype = r.opts.out_dtype;
-  r.writer.slice_bytes = (size_t)(g->vol.nx * g->vol.ny) * ctr_dtype_size(r.opts.out_dtype);
-#ifdef CTR_FAULT_INJECTION
-  r.writer.stop_after = env_int("CTRECON_INJECT_STOP_AFTER_SLABS");
-#endif
-  /* The journal of a fresh run counts once everything is set up: a failed
-   * setup leaves nothing that asks for --resume. */
-  if (fresh_journal) have_journal = 1;
-  r.writer.journal = have_journal ? &journal : NULL;
-  CTR_CHECK_GOTO(st, ctr__writer_start(&r.writer));
-  t_setup = ctr__now_s() - t_start;
-  CTR_CHECK_GOTO(st, run_workers(&r, have_journal ? journal.done : NULL));
-  CTR_CHECK_GOTO(st, ctr__writer_drain(&r.writer));
-  CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
-  report_values(&r);
-  r.writer.out = NULL;
-  st = ctr_stack_commit(w); /* frees w */
-  w = NULL;
-  if (st == CTR_OK && have_journal) {
-    ctr__journal_close(&journal, 1);
-    have_journal = 0;
-  }
-cleanup:
-  if (st != CTR_OK && r.have_writer) ctr__writer_settle(&r.writer, st);
+  CTR_CHECK(ctr__fdk_check_projections(g, projections, &r.in_dtype));
+  const ctr_status st = ctr__stream_execute(&k_fdk_ops, &r, ctx, out, out_format, r.opts.resume,
+                                            &o, &t_setup);
+  if (t_setup > 0) t_setup -= t_start;
   finish_report(&r, t_start, t_setup, report);
   if (report) { /* the whole output: what this run computed and what it resumed */
-    report->slabs_resumed = nkept;
-    report->slices_resumed = kept_slices;
-    report->min = fminf(report->min, kept.min);
-    report->max = fmaxf(report->max, kept.max);
-    report->below += kept.below;
-    report->above += kept.above;
+    report->slabs_resumed = o.nkept;
+    report->slices_resumed = o.kept_slices;
+    report->min = fminf(report->min, o.kept.min);
+    report->max = fmaxf(report->max, o.kept.max);
+    report->below += o.kept.below;
+    report->above += o.kept.above;
   }
   release(&r);
   /* Keep the partial output for --resume only if a subvolume of it is done. */
-  if (fresh_journal && !have_journal && journal.path) ctr__journal_close(&journal, 1);
-  ctr__journal_end_output(&journal, have_journal, w, resumable);
+  ctr__stream_output_end(&o);
   if (report) { /* the whole call: freeing the buffers and the engines counts too */
     report->timings.total = ctr__now_s() - t_start;
-    if (st != CTR_OK && jpath && ctr__file_exists(jpath) &&
-        strlen(jpath) < sizeof report->journal) {
-      report->resumable = !unusable;
-      memcpy(report->journal, jpath, strlen(jpath) + 1);
+    if (st != CTR_OK && o.jpath && ctr__file_exists(o.jpath) &&
+        strlen(o.jpath) < sizeof report->journal) {
+      report->resumable = !o.unusable;
+      memcpy(report->journal, o.jpath, strlen(o.jpath) + 1);
     }
     ctr__struct_store(&ctr__struct_fdk_stream_report, report_out, report);
   }
-  free(done_images);
-  free(jpath);
+  ctr__stream_output_free(&o);
   return st;
 }
 

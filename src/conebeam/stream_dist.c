@@ -15,7 +15,7 @@
 #include "conebeam/engine.h"
 #include "conebeam/fdk_internal.h"
 #include "conebeam/stream_internal.h"
-#include "distributed/dist_output.h"
+#include "stream/dist_output.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -76,21 +76,9 @@ static ctr_status check_local(ctr_context *ctx, const ctr_geometry *g,
                               const char *out, ctr_file_format *fmt, uint64_t fp[2]) {
   if (!g || !in || !out || !*out)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream: geometry, projections and out are required");
-  const ctr_stack_info *pi = ctr_stack_reader_get_info(in);
-  if (pi->width != g->nu || pi->height != g->nv || pi->count != g->nviews)
-    CTR_FAIL(CTR_E_SIZE_MISMATCH,
-             "'%s' holds %lld images of %lld x %lld pixels, the geometry expects %lld views of "
-             "%lld x %lld", in->path, (long long)pi->count, (long long)pi->width,
-             (long long)pi->height, (long long)g->nviews, (long long)g->nu, (long long)g->nv);
-  if (pi->dtype != CTR_DTYPE_FLOAT32 && pi->dtype != CTR_DTYPE_UINT16)
-    CTR_FAIL(CTR_E_FORMAT, "'%s' holds %s projections: FDK reads float32 or uint16", in->path,
-             ctr_dtype_name(pi->dtype));
-  if (*fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, fmt));
-  if (*fmt != CTR_FORMAT_RAW && *fmt != CTR_FORMAT_NRRD && *fmt != CTR_FORMAT_TIFF_STACK)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes raw, nrrd or a TIFF stack "
-             "pattern such as 'vol_%%04d.tif' (its ranks write their slices in place; "
-             "multi-page TIFF and HDF5 are written in order by one process: write raw or NRRD "
-             "and convert afterwards)", out, ctr_format_name(*fmt));
+  ctr_dtype dtype;
+  CTR_CHECK(ctr__fdk_check_projections(g, in, &dtype));
+  CTR_CHECK(ctr__dist_output_format(out, fmt, "vol_%04d.tif"));
   CTR_CHECK(ctr__fdk_stream_fingerprint(g, opts, ctx, in, out, *fmt, 0, &fp[0]));
   return ctr__fdk_stream_fingerprint(g, opts, ctx, in, out, *fmt, 1, &fp[1]);
 }
@@ -109,18 +97,11 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   const double t_start = ctr__now_s();
   ctr_fdk_stream_report rep;
   CTR_CHECK(report_check(report_out, &rep));
-  ctr_cluster *local = NULL;
-  if (!cluster) {
-    CTR_CHECK(ctr__cluster_local(&local));
-    cluster = local;
-  }
-  ctr__dist *d = NULL;
-  ctr_status st = ctr__dist_begin(cluster, ctx, "fdk", &d);
-  if (st != CTR_OK) {
-    ctr_cluster_free(local);
-    return st;
-  }
-  const int rank = ctr__dist_rank(d), size = ctr__dist_size(d);
+  ctr__stream_dist sd;
+  ctr_status st = ctr__stream_dist_begin(&sd, cluster, ctx, "fdk");
+  if (st != CTR_OK) return st;
+  ctr__dist *d = sd.d;
+  const int rank = sd.rank, size = sd.size;
   ctr_fdk_stream_options o;
   ctr_fdk_options fdk;
   uint64_t fp[3] = {0, 0, 0};
@@ -135,11 +116,7 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   st = ctr__dist_same_run(d, st, fp, projections ? projections->path : "", &journal_fp);
   if (st != CTR_OK) goto end;
   /* ranks on one host share its memory */
-  if (!o.host_budget) {
-    uint64_t host = 0;
-    st = ctr_plan_default_budgets(ctx, NULL, &host);
-    o.host_budget = host / (uint64_t)ctr__cluster_ranks_on_host(cluster, rank);
-  }
+  st = ctr__stream_dist_host_budget(&sd, ctx, o.host_budget, &o.host_budget);
   ctr__dist_output dout;
   dist_fdk f = {fdk.z0};
   const ctr_stack_info info = ctr__fdk_stream_info(g, fdk.z0, fdk.nz, o.out_dtype ? o.out_dtype
@@ -217,18 +194,12 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
       free(j);
     }
   }
-  if (st == CTR_OK && rank == ctr_cluster_get_reporter(cluster))
+  if (st == CTR_OK && rank == ctr_cluster_get_reporter(sd.cluster))
     ctr__fdk_stream_warn(ctx, projections->path, rep.nonfinite, rep.out_nonfinite);
 end:
   rep.timings.total = ctr__now_s() - t_start;
-  {
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    ctr__dist_end(d);
-    ctr_cluster_free(local);
-    if (report_out) ctr__struct_store(&ctr__struct_fdk_stream_report, report_out, &rep);
-    if (st != CTR_OK) ctr__error_set(st, "%s", detail);
-  }
+  if (report_out) ctr__struct_store(&ctr__struct_fdk_stream_report, report_out, &rep);
+  ctr__stream_dist_end(&sd, st);
   return st;
 }
 

@@ -7,7 +7,7 @@
 
 #include "distributed/distributed.h"
 #include "geometry/geometry_internal.h"
-#include "io/journal.h"
+#include "stream/journal.h"
 
 typedef struct ctr__fdk_piece {
   /* in */
@@ -44,6 +44,10 @@ ctr_status ctr__fdk_stream_fingerprint(const ctr_geometry *g, const ctr_fdk_stre
                                        ctr_context *ctx, ctr_stack_reader *projections,
                                        const char *out, ctr_file_format fmt, int with_input,
                                        uint64_t *fp);
+/* The projections must be g's views, in float32 or uint16 (*dtype: theirs);
+ * CTR_E_SIZE_MISMATCH / CTR_E_FORMAT naming the file. */
+ctr_status ctr__fdk_check_projections(const ctr_geometry *g, const ctr_stack_reader *in,
+                                      ctr_dtype *dtype);
 /* The output's description: slices [z0, z0 + nz) of g's volume in dtype
  * (spacing, origin). */
 ctr_stack_info ctr__fdk_stream_info(const ctr_geometry *g, int64_t z0, int64_t nz,

@@ -296,7 +296,8 @@ extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_
     ctr__struct_tuning, ctr__struct_corrections, ctr__struct_fbp_stream_options,
     ctr__struct_fbp_stream_report, ctr__struct_projector_options, ctr__struct_iterate_options,
     ctr__struct_fbp_timings,
-    ctr__struct_iterate_plan, ctr__struct_iterate_report, ctr__struct_cluster_options;
+    ctr__struct_iterate_plan, ctr__struct_iterate_report, ctr__struct_cluster_options,
+    ctr__struct_file_format_info;
 
 /* Human sizes: "1.5 GiB" into buf. */
 const char *ctr__format_bytes(double bytes, char *buf, size_t n);

@@ -213,6 +213,7 @@ CTR__STRUCT_DEFINE_V1(cluster_options, CTR_CLUSTER_OPTIONS_VERSION, CTR_CLUSTER_
 
 /* File I/O */
 CTR__STRUCT_DEFINE_V1(stack_info, CTR_STACK_INFO_VERSION, CTR_STACK_INFO_INIT)
+CTR__STRUCT_DEFINE_V1(file_format_info, CTR_FILE_FORMAT_INFO_VERSION, CTR_FILE_FORMAT_INFO_INIT)
 
 /* Cone-beam geometry and FDK */
 CTR__STRUCT_DEFINE_V1(circular_params, CTR_CIRCULAR_PARAMS_VERSION, CTR_CIRCULAR_PARAMS_INIT)
@@ -328,4 +329,5 @@ const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_fdk_plan, &ctr__struct_fdk_stream_timings, &ctr__struct_fdk_stream_report,
     &ctr__struct_value_counts, &ctr__struct_pet_view_info, &ctr__struct_pet_recon_timings,
     &ctr__struct_pet_metrics, &ctr__struct_tuning, &ctr__struct_fbp_stream_report,
-    &ctr__struct_iterate_plan, &ctr__struct_iterate_report, &ctr__struct_fbp_timings, NULL};
+    &ctr__struct_iterate_plan, &ctr__struct_iterate_report, &ctr__struct_fbp_timings,
+    &ctr__struct_file_format_info, NULL};

@@ -783,7 +783,8 @@ static void h5_close(ctr_stack_reader *r) {
 static const ctr__reader_ops h5_reader_ops = {h5_read, h5_close, h5_read_rows, h5_row_block,
                                                h5_prepare_rows};
 
-ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
+ctr_status ctr__hdf5_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset) {
+  (void)hint, (void)raw_offset; /* the format table's common signature: raw's */
   ctr_status st = CTR_OK;
   char *file = NULL, *dset = NULL;
   ctr__h5_guard g;
@@ -1250,7 +1251,8 @@ cleanup:
   "this build of ctrecon has no HDF5 support (install libhdf5-dev and configure with "       \
   "-DCTRECON_HDF5=on, or convert the data to tiff-stack, raw or nrrd)"
 
-ctr_status ctr__hdf5_open(ctr_stack_reader *r) {
+ctr_status ctr__hdf5_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset) {
+  (void)hint, (void)raw_offset; /* the format table's common signature: raw's */
   CTR_FAIL(CTR_E_UNSUPPORTED, "cannot read '%s': " CTR__NO_HDF5, r->path);
 }
 

@@ -198,18 +198,19 @@ ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const c
 void ctr__stack_writer_free(ctr_stack_writer *w);
 
 /* Each open/create fills r->info, r->ops, r->impl (and r->swap) from r->path,
- * or raises and leaves nothing open. */
+ * or raises and leaves nothing open. The opens share raw's signature (the
+ * format table's): the others ignore the hint and the offset. */
 ctr_status ctr__raw_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t offset);
 /* Serves r (info already set) from `fd` (taken over, closed on failure) at
  * `offset`; checks that data_path is long enough. */
 ctr_status ctr__raw_reader_init(ctr_stack_reader *r, int fd, int64_t file_size,
                                 const char *data_path, int64_t offset);
-ctr_status ctr__nrrd_open(ctr_stack_reader *r);
-ctr_status ctr__tiff_open(ctr_stack_reader *r);
-ctr_status ctr__tiff_stack_open(ctr_stack_reader *r);
+ctr_status ctr__nrrd_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
+ctr_status ctr__tiff_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
+ctr_status ctr__tiff_stack_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
 /* "file.h5:/group/dataset" (io_hdf5.c): a 3D dataset read by hyperslab;
  * CTR_E_UNSUPPORTED in builds without HDF5. */
-ctr_status ctr__hdf5_open(ctr_stack_reader *r);
+ctr_status ctr__hdf5_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
 /* The HDF5 writer of w->path ("file.h5[:/dataset]", default dataset /data). */
 ctr_status ctr__hdf5_create(ctr_stack_writer *w);
 /* A 1D numeric dataset (e.g. "/exchange/theta") of HDF5 file `file` as
@@ -240,6 +241,39 @@ ctr_status ctr__tiff_stack_create(ctr_stack_writer *w);
 char *ctr__tiff_stack_file(const char *pattern, int64_t index);
 /* Removes "<file>.partial" of images [0, count) of the pattern. */
 void ctr__tiff_stack_remove_partial(const char *pattern, int64_t count);
+
+/* The partial name of image 0 of a TIFF stack pattern (malloc'd; NULL with
+ * the error raised). */
+char *ctr__tiff_stack_partial_name(const char *pattern);
+/* Remove the partial files a resumable raw / NRRD writer of `path` may have
+ * left (count: unused, the table's common signature). */
+void ctr__raw_remove_partial(const char *path, int64_t count);
+void ctr__nrrd_remove_partial(const char *path, int64_t count);
+
+/* ---- The format table (io_format.c) ------------------------------------- */
+
+/* One format: its capabilities (the public row), how ctr_format_guess
+ * recognises it and the backends that io_stack.c and io_partial.c call. */
+typedef struct ctr__format_row {
+  ctr_file_format fmt;
+  ctr_file_format_info info;
+  /* For the message of an unknown ending: what follows the name after the
+   * row's endings ("; tiff-stack with a %d pattern"); NULL: the row shares
+   * another's endings and is named there. */
+  const char *guess_note;
+  int dataset_path; /* 1: "file.ext:/dataset" paths (HDF5) */
+  /* Fill r (or w) from its path or raise (ctr__raw_open and friends). */
+  ctr_status (*open)(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
+  ctr_status (*create)(ctr_stack_writer *w);
+  /* Resumable formats (info.resumable): the name of the main partial file
+   * of OUT (malloc'd), and removing every partial file a run left. */
+  char *(*partial_name)(const char *path);
+  void (*remove_partial)(const char *path, int64_t count);
+} ctr__format_row;
+
+/* The row of a format (not CTR_FORMAT_AUTO); NULL with
+ * CTR_E_INVALID_ARGUMENT raised for another value. */
+const ctr__format_row *ctr__format_row_of(ctr_file_format f);
 
 /* 8-bit PNG of w x h pixels with 1 (grey) or 3 (RGB) channels, rows top
  * first, written to a temporary name and renamed when complete. */

@@ -265,7 +265,8 @@ static ctr_status longer_than_header(const ctr_stack_reader *r, const char *data
            ctr__stack_describe(&r->info, d, sizeof d), (long long)(have - need));
 }
 
-ctr_status ctr__nrrd_open(ctr_stack_reader *r) {
+ctr_status ctr__nrrd_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset) {
+  (void)hint, (void)raw_offset; /* the format table's common signature: raw's */
   ctr_status st = CTR_OK;
   char *text = NULL, *data_path = NULL;
   int fd = -1, dfd = -1;
@@ -425,4 +426,11 @@ cleanup:
   free(header);
   free(data_path);
   return st;
+}
+
+void ctr__nrrd_remove_partial(const char *path, int64_t count) {
+  char *data = NULL;
+  ctr__raw_remove_partial(path, count);
+  if (ctr__nrrd_data_path(path, &data) == CTR_OK && data) ctr__raw_remove_partial(data, count);
+  free(data);
 }

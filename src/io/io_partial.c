@@ -3,8 +3,25 @@
  * The backends name their files through ctr__output_create (io_output.c). */
 #include "io/io_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The row of a resumable format into *out; CTR_E_UNSUPPORTED naming `path`
+ * and the formats that are resumable for the others. */
+static ctr_status resumable_row(const char *path, ctr_file_format fmt,
+                                const ctr__format_row **out) {
+  if (fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(path, &fmt));
+  const ctr__format_row *row = ctr__format_row_of(fmt);
+  if (!row) return CTR_E_INVALID_ARGUMENT;
+  if (!row->info.resumable)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s) cannot be written resumably (%s): use raw, nrrd "
+             "or a TIFF stack pattern such as 'img_%%04d.tif'", path, row->info.name,
+             row->info.in_order ? "its images are written in order"
+                                : "it is written to a temporary name");
+  *out = row;
+  return CTR_OK;
+}
 
 ctr_status ctr__stack_create_partial(const char *path, ctr_file_format fmt,
                                      const ctr_stack_info *info, int resume,
@@ -15,11 +32,8 @@ ctr_status ctr__stack_create_partial(const char *path, ctr_file_format fmt,
   if (!info)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr__stack_create_partial '%s': info is NULL", path);
   if (fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(path, &fmt));
-  if (fmt == CTR_FORMAT_TIFF)
-    CTR_FAIL(CTR_E_UNSUPPORTED,
-             "multi-page TIFF '%s' cannot be written resumably (its pages are appended in "
-             "order): use raw, nrrd or a TIFF stack pattern such as 'img_%%04d.tif'",
-             path);
+  const ctr__format_row *row = NULL;
+  CTR_CHECK(resumable_row(path, fmt, &row));
   return ctr__stack_writer_open(path, fmt, info,
                                 resume ? CTR__OUT_PARTIAL_RESUME : CTR__OUT_PARTIAL_NEW,
                                 resume ? done : NULL, out);
@@ -55,51 +69,19 @@ void ctr__stack_forget(ctr_stack_writer *w, int64_t first, int64_t n) {
 }
 
 void ctr__stack_remove_partial(const char *path, ctr_file_format fmt, int64_t count) {
-  char *partial = NULL, *data = NULL, *data_partial = NULL;
+  const ctr__format_row *row = NULL;
   if (!path || !*path) return;
-  if (fmt == CTR_FORMAT_AUTO && ctr_format_guess(path, &fmt) != CTR_OK) return;
-  switch (fmt) {
-    case CTR_FORMAT_RAW:
-    case CTR_FORMAT_NRRD:
-      partial = ctr__partial_path(path);
-      if (partial) unlink(partial);
-      if (fmt == CTR_FORMAT_NRRD && ctr__nrrd_data_path(path, &data) == CTR_OK && data) {
-        data_partial = ctr__partial_path(data);
-        if (data_partial) unlink(data_partial);
-      }
-      break;
-    case CTR_FORMAT_TIFF_STACK: ctr__tiff_stack_remove_partial(path, count); break;
-    default: break; /* multi-page TIFF: never partial */
-  }
-  free(partial);
-  free(data);
-  free(data_partial);
+  char saved[1024]; /* a cleanup: the caller's error stays */
+  snprintf(saved, sizeof saved, "%s", ctr_error_detail());
+  if (resumable_row(path, fmt, &row) == CTR_OK) row->remove_partial(path, count);
+  else ctr__error_set(CTR_OK, "%s", saved);
 }
 
 char *ctr__stack_partial_name(const char *path, ctr_file_format fmt) {
-  char *first = NULL, *name = NULL;
   if (!path || !*path) {
     ctr__error_set(CTR_E_INVALID_ARGUMENT, "ctr__stack_partial_name: empty path");
     return NULL;
   }
-  if (fmt == CTR_FORMAT_AUTO && ctr_format_guess(path, &fmt) != CTR_OK) return NULL;
-  switch (fmt) {
-    case CTR_FORMAT_RAW:
-    case CTR_FORMAT_NRRD: name = ctr__partial_path(path); break;
-    case CTR_FORMAT_TIFF_STACK:
-      first = ctr__tiff_stack_file(path, 0);
-      if (first) name = ctr__partial_path(first);
-      break;
-    case CTR_FORMAT_TIFF:
-      ctr__error_set(CTR_E_UNSUPPORTED, "multi-page TIFF '%s' has no partial file: use raw, "
-                     "nrrd or a TIFF stack pattern", path);
-      break;
-    default:
-      ctr__error_set(CTR_E_INVALID_ARGUMENT,
-                     "'%s': unknown file format %d: expected raw, tiff-stack or nrrd", path,
-                     (int)fmt);
-      break;
-  }
-  free(first);
-  return name;
+  const ctr__format_row *row = NULL;
+  return resumable_row(path, fmt, &row) == CTR_OK ? row->partial_name(path) : NULL;
 }

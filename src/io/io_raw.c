@@ -364,3 +364,10 @@ cleanup:
 ctr_status ctr__raw_create(ctr_stack_writer *w) {
   return ctr__raw_writer_init(w, w->path, NULL, NULL, NULL);
 }
+
+void ctr__raw_remove_partial(const char *path, int64_t count) {
+  (void)count;
+  char *partial = ctr__partial_path(path);
+  if (partial) unlink(partial);
+  free(partial);
+}

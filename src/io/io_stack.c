@@ -70,6 +70,8 @@ ctr_status ctr_stack_open(const char *path, ctr_file_format fmt, const ctr_stack
   }
   if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_stack_open: empty path");
   if (fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(path, &fmt));
+  const ctr__format_row *row = ctr__format_row_of(fmt);
+  if (!row) return CTR_E_INVALID_ARGUMENT;
   if (fmt != CTR_FORMAT_RAW && raw_offset != 0)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "'%s': raw_offset %lld applies to raw files only, not %s",
              path, (long long)raw_offset, ctr_format_name(fmt));
@@ -77,17 +79,7 @@ ctr_status ctr_stack_open(const char *path, ctr_file_format fmt, const ctr_stack
   if (!r) return CTR_E_OUT_OF_MEMORY;
   r->path = strdup(path);
   if (!r->path) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot copy path '%s'", path);
-  switch (fmt) {
-    case CTR_FORMAT_RAW: st = ctr__raw_open(r, hint, raw_offset); break;
-    case CTR_FORMAT_NRRD: st = ctr__nrrd_open(r); break;
-    case CTR_FORMAT_TIFF: st = ctr__tiff_open(r); break;
-    case CTR_FORMAT_TIFF_STACK: st = ctr__tiff_stack_open(r); break;
-    case CTR_FORMAT_HDF5: st = ctr__hdf5_open(r); break;
-    default:
-      CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
-                    "'%s': unknown file format %d: expected raw, tiff, tiff-stack, nrrd or hdf5",
-                    path, (int)fmt);
-  }
+  st = row->open(r, hint, raw_offset);
   if (st != CTR_OK) goto cleanup;
   if (hint && fmt != CTR_FORMAT_RAW) CTR_CHECK_GOTO(st, check_hint(r, hint));
   r->info.version = CTR_STACK_INFO_VERSION; /* what ctr_stack_reader_get_info gives */
@@ -207,6 +199,8 @@ ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const c
   if (!info) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_stack_create '%s': info is NULL", path);
   CTR_CHECK(ctr__stack_info_check(info, path, CTR_E_INVALID_ARGUMENT));
   if (fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(path, &fmt));
+  const ctr__format_row *row = ctr__format_row_of(fmt);
+  if (!row) return CTR_E_INVALID_ARGUMENT;
   w = ctr__calloc(1, sizeof *w, "stack writer");
   if (!w) return CTR_E_OUT_OF_MEMORY;
   w->info = *info;
@@ -216,17 +210,7 @@ ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const c
   if (!w->path || !w->written)
     CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot allocate the writer for '%s'", path);
   for (int64_t i = 0; done && i < info->count; i++) w->written[i] = done[i] != 0;
-  switch (fmt) {
-    case CTR_FORMAT_RAW: st = ctr__raw_create(w); break;
-    case CTR_FORMAT_NRRD: st = ctr__nrrd_create(w); break;
-    case CTR_FORMAT_TIFF: st = ctr__tiff_create(w); break;
-    case CTR_FORMAT_TIFF_STACK: st = ctr__tiff_stack_create(w); break;
-    case CTR_FORMAT_HDF5: st = ctr__hdf5_create(w); break;
-    default:
-      CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
-                    "'%s': unknown file format %d: expected raw, tiff, tiff-stack or nrrd", path,
-                    (int)fmt);
-  }
+  st = row->create(w);
   if (st != CTR_OK) goto cleanup;
   *out = w;
   return CTR_OK;

@@ -467,7 +467,8 @@ static ctr_status tiff_read(ctr_stack_reader *r, int64_t first, int64_t n, void 
 static const ctr__reader_ops tiff_reader_ops = {tiff_read, tiff_close, tiff_read_rows,
                                                  tiff_row_block, NULL};
 
-ctr_status ctr__tiff_open(ctr_stack_reader *r) {
+ctr_status ctr__tiff_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset) {
+  (void)hint, (void)raw_offset; /* the format table's common signature: raw's */
   ctr_status st = CTR_OK;
   tiff_in *in = ctr__calloc(1, sizeof *in, "TIFF reader");
   if (!in) return CTR_E_OUT_OF_MEMORY;

@@ -106,6 +106,13 @@ char *ctr__tiff_stack_file(const char *pat, int64_t index) {
   return name;
 }
 
+char *ctr__tiff_stack_partial_name(const char *pat) {
+  char *first = ctr__tiff_stack_file(pat, 0);
+  char *name = first ? ctr__partial_path(first) : NULL;
+  free(first);
+  return name;
+}
+
 void ctr__tiff_stack_remove_partial(const char *pat, int64_t count) {
   pattern p;
   if (pattern_parse(pat, &p) != CTR_OK) return;
@@ -262,7 +269,8 @@ static int64_t stack_row_block(const ctr_stack_reader *r) {
 static const ctr__reader_ops stack_reader_ops = {stack_read, stack_close, stack_read_rows,
                                                   stack_row_block, NULL};
 
-ctr_status ctr__tiff_stack_open(ctr_stack_reader *r) {
+ctr_status ctr__tiff_stack_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset) {
+  (void)hint, (void)raw_offset; /* the format table's common signature: raw's */
   ctr_status st = CTR_OK;
   char *name = NULL, *second = NULL;
   stack_in *in = ctr__calloc(1, sizeof *in, "TIFF stack reader");

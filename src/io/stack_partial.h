@@ -71,6 +71,11 @@ void ctr__stack_remove_partial(const char *path, ctr_file_format fmt, int64_t co
  * a multi-page TIFF, an unknown format or no memory. */
 char *ctr__stack_partial_name(const char *path, ctr_file_format fmt);
 
+/* The capabilities of a format (its row of the format table, io_format.c):
+ * what the executors ask instead of listing formats. NULL with
+ * CTR_E_INVALID_ARGUMENT raised for CTR_FORMAT_AUTO or an unknown value. */
+const ctr_file_format_info *ctr__format_info(ctr_file_format fmt);
+
 /* ---- Test hooks --------------------------------------------------------- */
 
 /* Test builds only (the library compiled with CTR_FAULT_INJECTION, which

@@ -1,7 +1,7 @@
 /* The convergence plot of an iterative run: the relative residual and,
  * when known, the relative error per iteration on a logarithmic axis, drawn
  * by the line plots of src/io (io/plot.h). */
-#include "io/plot.h"
+#include "plot/plot.h"
 #include "iterative/iterative.h"
 
 #include <math.h>

@@ -9,7 +9,7 @@
  * over bands of the slowest (distributed.h). A slice is computed from its
  * own rows whatever band holds it (tested), so the output is byte-identical
  * to one process's. */
-#include "distributed/dist_output.h"
+#include "stream/dist_output.h"
 #include "parbeam/fbp_stream_internal.h"
 
 #include <math.h>
@@ -150,37 +150,20 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
   if (report_out) CTR_CHECK(ctr__struct_check(&ctr__struct_fbp_stream_report, report_out));
   if (!input || !out || !*out)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream: input and out are required");
-  ctr_cluster *local = NULL;
-  if (!cluster) {
-    CTR_CHECK(ctr__cluster_local(&local));
-    cluster = local;
-  }
-  ctr__dist *d = NULL;
-  ctr_status st = ctr__dist_begin(cluster, ctx, "fbp", &d);
-  if (st != CTR_OK) {
-    ctr_cluster_free(local);
-    return st;
-  }
-  const int rank = ctr__dist_rank(d);
+  ctr__stream_dist sd;
+  ctr_status st = ctr__stream_dist_begin(&sd, cluster, ctx, "fbp");
+  if (st != CTR_OK) return st;
+  ctr__dist *d = sd.d;
+  const int rank = sd.rank;
   ctr__fbp_run r;
   ctr_fbp_stream_options o;
   ctr__dist_output dout;
   int have_r = 0, have_out = 0;
   st = ctr__struct_copy(&ctr__struct_fbp_stream_options, &o, opts);
   o.cluster = NULL;
-  if (st == CTR_OK && !o.host_budget) { /* ranks on one host share its memory */
-    uint64_t host = 0;
-    st = ctr_plan_default_budgets(ctx, NULL, &host);
-    o.host_budget = host / (uint64_t)ctr__cluster_ranks_on_host(cluster, rank);
-  }
-  if (st == CTR_OK && fmt == CTR_FORMAT_AUTO) st = ctr_format_guess(out, &fmt);
-  if (st == CTR_OK && fmt != CTR_FORMAT_RAW && fmt != CTR_FORMAT_NRRD &&
-      fmt != CTR_FORMAT_TIFF_STACK)
-    st = ctr__error_set(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes raw, nrrd or a "
-                        "TIFF stack pattern such as 'rec_%%04d.tif' (its ranks write their slices "
-                        "in place; multi-page TIFF and HDF5 are written in order by one process: "
-                        "write raw or NRRD and convert afterwards)",
-                        out, ctr_format_name(fmt));
+  /* ranks on one host share its memory */
+  if (st == CTR_OK) st = ctr__stream_dist_host_budget(&sd, ctx, o.host_budget, &o.host_budget);
+  if (st == CTR_OK) st = ctr__dist_output_format(out, &fmt, "rec_%04d.tif");
   /* rank 0: the bands (an interrupted run's) and the centre */
   uint64_t fp[3] = {0, 0, 0}, journal_fp = 0;
   shared_plan plan = {0, 0, 0};
@@ -258,7 +241,7 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
     r.above = a->count[N_ABOVE] + dout.kept.above;
     r.dezingered = a->count[N_DEZINGERED];
     r.t_compute = mine.seconds; /* this rank's pieces, wall time */
-    if (st == CTR_OK && rank == ctr_cluster_get_reporter(cluster))
+    if (st == CTR_OK && rank == ctr_cluster_get_reporter(sd.cluster))
       ctr__fbp_report_values(&r, &r.counts, input->path);
   }
 end:
@@ -268,15 +251,14 @@ end:
     rep.resumable = st != CTR_OK && have_out && dout.resumable;
   }
   rep.seconds_total = ctr__now_s() - t_start;
-  {
+  if (have_r) {
     char detail[1024];
     snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    if (have_r) ctr__fbp_release(&r);
-    ctr__dist_end(d);
-    ctr_cluster_free(local);
-    if (report_out) ctr__struct_store(&ctr__struct_fbp_stream_report, report_out, &rep);
+    ctr__fbp_release(&r);
     if (st != CTR_OK) ctr__error_set(st, "%s", detail);
   }
+  if (report_out) ctr__struct_store(&ctr__struct_fbp_stream_report, report_out, &rep);
+  ctr__stream_dist_end(&sd, st);
   return st;
 }
 

@@ -1,6 +1,7 @@
-/* The streamed parallel-beam FBP (docs/synchrotron.md), the twin of the
- * cone-beam executor (src/conebeam/stream.c), with its reader ring, writer
- * thread and journal (src/io):
+/* The streamed parallel-beam FBP (docs/synchrotron.md): the parallel-beam
+ * side of the streamed executor (src/stream/executor.h: its output,
+ * journal, resume, reader ring and writer thread; the cone-beam side is
+ * src/conebeam/stream.c):
  *
  *  - the input is cut into bands of detector rows (sinograms); the reader
  *    thread reads each band's rows of every projection used once
@@ -13,8 +14,8 @@
  *    band's 16-slice chunks go to the context's GPUs through the work queue
  *    of fbp_pipeline.cu and the result is that of ctr_fbp_projections;
  *  - the writer thread writes finished bands (float32, float16 or uint16)
- *    to `out`.partial, journals each one with its CRC-32 and the file is
- *    renamed when complete.
+ *    to `out`.partial (a resumable format), journals each one with its
+ *    CRC-32 and the file is renamed when complete.
  *
  * Paganin's filter needs rows beyond a band: a band is filtered in a window
  * of `margin` rows more on each side, taken from the neighbouring bands in
@@ -531,30 +532,8 @@ uint64_t ctr__fbp_fingerprint(const srun *r, const ctr_parallel_params *p, const
   if (r->flat && r->flat != r->ones)
     h = ctr__fnv1a(h, r->flat + r->row0 * r->W, sizeof(float) * (size_t)(r->nrows * r->W));
   if (r->dark) h = ctr__fnv1a(h, r->dark + r->row0 * r->W, sizeof(float) * (size_t)(r->nrows * r->W));
-  if (r->in && with_input) {
-    char *real = realpath(r->in->path, NULL);
-    const char *name = real ? real : r->in->path;
-    h = ctr__fnv1a(h, name, strlen(name));
-    free(real);
-    /* "file.h5:/dataset": the file part's identity */
-    char *file = strdup(r->in->path);
-    char *colon = file ? strstr(file, ":/") : NULL;
-    if (colon) *colon = '\0';
-    struct stat s;
-    if (file && stat(file, &s) == 0) {
-      const int64_t id[3] = {(int64_t)s.st_size, (int64_t)s.st_mtim.tv_sec, (int64_t)s.st_mtim.tv_nsec};
-      h = ctr__fnv1a(h, id, sizeof id);
-    }
-    free(file);
-  }
-  const char *slash = strrchr(out, '/');
-  char *dir = slash ? strndup(out, (size_t)(slash - out + 1)) : strdup(".");
-  char *real = dir ? realpath(dir, NULL) : NULL;
-  h = real ? ctr__fnv1a(h, real, strlen(real)) : ctr__fnv1a(h, out, strlen(out));
-  const char *base = slash ? slash + 1 : out;
-  h = ctr__fnv1a(h, base, strlen(base));
-  free(real);
-  free(dir);
+  if (r->in && with_input) h = ctr__stream_fp_input(h, r->in->path);
+  h = ctr__stream_fp_output(h, out);
   return h;
 }
 
@@ -880,26 +859,80 @@ ctr_status ctr__fbp_writer_setup(srun *r, ctr_stack_writer *w) {
   return CTR_OK;
 }
 
+/* ---- The modality's side of the streamed executor (stream/executor.h) ---- */
+
+/* The run and the parameters it was called with. */
+typedef struct fbp_exec {
+  srun *r;
+  const ctr_parallel_params *params;
+} fbp_exec;
+
+static ctr_status op_fingerprint(void *self, const ctr__stream_output *o, uint64_t *fp) {
+  const fbp_exec *e = self;
+  *fp = ctr__fbp_fingerprint(e->r, e->params, o->out, o->fmt, 1);
+  return CTR_OK;
+}
+
+static ctr_status op_prepare(void *self, const ctr__stream_output *o) {
+  const fbp_exec *e = self;
+  (void)o;
+  return ctr__fbp_prepare_input(e->r, e->params);
+}
+
+static ctr_status op_plan(void *self, const ctr__journal *resumed, ctr__journal_layout *layout,
+                          ctr_stack_info *info, ctr__stream_units *units) {
+  const fbp_exec *e = self;
+  srun *r = e->r;
+  /* a resumed run repeats the interrupted run's bands */
+  CTR_CHECK(ctr__fbp_prepare(r, e->params, resumed ? resumed->slab_slices : 0));
+  if (resumed && (resumed->nslabs != r->nbands || resumed->views_per_batch != r->nsel))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "cannot resume: '%s' records %lld bands of %lld slices, this run makes %lld",
+             resumed->path, (long long)resumed->nslabs, (long long)resumed->slab_slices,
+             (long long)r->nbands);
+  *layout = (ctr__journal_layout){r->band_slices, r->nsel, 0, 0, r->nbands, 0, 1};
+  *info = ctr__fbp_output_info(r);
+  *units = (ctr__stream_units){"band", r->band_slices, 0, r->band_slices};
+  return CTR_OK;
+}
+
+static ctr_status op_setup(void *self, const unsigned char *done, ctr__writer **writer) {
+  const fbp_exec *e = self;
+  (void)done;
+  CTR_CHECK(ctr__fbp_writer_setup(e->r, NULL));
+  *writer = &e->r->writer;
+  return CTR_OK;
+}
+
+static ctr_status op_run(void *self, const unsigned char *done) {
+  const fbp_exec *e = self;
+  return ctr__fbp_run_bands(e->r, done, NULL);
+}
+
+static ctr_status op_finish(void *self) {
+  const fbp_exec *e = self;
+  srun *r = e->r;
+  if (r->fbp.strict && r->counts.output)
+    CTR_FAIL(CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
+             (long long)r->counts.output);
+  ctr__fbp_report_values(r, &r->counts, r->in->path);
+  return CTR_OK;
+}
+
+static const ctr__stream_ops k_fbp_ops = {"ctr_fbp_stream_options.resume", op_prepare, op_fingerprint,
+                                          op_plan, op_setup, op_run, op_finish};
+
 ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *params,
                                  const ctr_fbp_stream_options *opts, ctr_stack_reader *input,
                                  const float *flat, const float *dark, const char *out,
                                  ctr_file_format out_format, ctr_fbp_stream_report *report_out) {
   const double t_start = ctr__now_s();
-  ctr_status st = CTR_OK;
   srun r;
   memset(&r, 0, sizeof r);
   r.min = INFINITY;
   r.max = -INFINITY;
-  ctr__journal journal;
-  memset(&journal, 0, sizeof journal);
-  journal.fd = -1;
-  int have_journal = 0, resumable = 0, fresh_journal = 0;
-  ctr_stack_writer *w = NULL;
-  unsigned char *done = NULL;
-  char *jpath = NULL;
+  ctr__stream_output o;
   double t_setup = 0;
-  ctr__slab_record kept = {0, INFINITY, -INFINITY, 0, 0};
-  int64_t nkept = 0, kept_slices = 0;
   ctr_fbp_stream_report full, *report;
   CTR_CHECK(report_begin(report_out, &full, &report));
   if (!input || !out || !*out)
@@ -907,101 +940,17 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
   r.ctx = ctx;
   CTR_CHECK(ctr__fbp_resolve(&r, opts));
   CTR_CHECK(ctr__fbp_open_input(&r, input, flat, dark));
-  if (out_format == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, &out_format));
-  resumable = out_format != CTR_FORMAT_TIFF && out_format != CTR_FORMAT_HDF5;
-  jpath = ctr__io_sprintf("%s.partial.journal", out);
-  if (!jpath) return CTR_E_OUT_OF_MEMORY;
-  CTR_CHECK_GOTO(st, ctr__fbp_prepare_input(&r, params));
-  const uint64_t fp = ctr__fbp_fingerprint(&r, params, out, out_format, 1);
-  if (r.o.resume) {
-    if (!resumable)
-      CTR_FAIL_FIELD_GOTO(st, CTR_E_UNSUPPORTED, "ctr_fbp_stream_options.resume",
-                          "ctr_fbp_stream_options.resume: '%s' (%s) cannot be "
-                          "resumed: write raw, nrrd or a TIFF stack pattern to make a run resumable",
-                          out, ctr_format_name(out_format));
-    CTR_CHECK_GOTO(st, ctr__journal_resume(&journal, jpath, fp, "ctr_fbp_stream_options.resume"));
-    have_journal = 1;
-  } else if (ctr__file_exists(jpath)) {
-    CTR_CHECK_GOTO(st, ctr__file_lock_check(jpath, "the run of this journal's output"));
-    CTR_FAIL_FIELD_GOTO(st, CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.resume",
-                  "'%s' holds an interrupted run of this output: set ctr_fbp_stream_options.resume "
-                  "to continue it, or delete '%s' and '%s.partial' to start over", jpath, jpath, out);
-  }
-  /* a resumed run repeats the interrupted run's bands */
-  CTR_CHECK_GOTO(st, ctr__fbp_prepare(&r, params, have_journal ? journal.slab_slices : 0));
-  if (have_journal && (journal.nslabs != r.nbands || journal.views_per_batch != r.nsel))
-    CTR_FAIL_GOTO(st, CTR_E_INVALID_ARGUMENT,
-                  "cannot resume: '%s' records %lld bands of %lld slices, this run makes %lld",
-                  jpath, (long long)journal.nslabs, (long long)journal.slab_slices,
-                  (long long)r.nbands);
-  /* A fresh run's journal, locked before the partial output is touched: a
-   * second run of the same output stops here. It is removed again unless a
-   * band gets done. */
-  if (resumable && !have_journal) {
-    const ctr__journal_layout layout = {r.band_slices, r.nsel, 0, 0, r.nbands, 0, 1};
-    CTR_CHECK_GOTO(st, ctr__journal_create(&journal, jpath, fp, &layout));
-    fresh_journal = 1;
-  }
-  {
-    const ctr_stack_info info = ctr__fbp_output_info(&r);
-    if (resumable) {
-      if (have_journal) {
-        done = ctr__calloc((size_t)r.nslices, 1, "resume flags");
-        if (!done) {
-          st = CTR_E_OUT_OF_MEMORY;
-          goto cleanup;
-        }
-        for (int64_t k = 0; k < r.nbands; k++)
-          if (journal.done[k]) memset(done + k * r.band_slices, 1, (size_t)(band_len(&r, k) / r.by));
-      }
-      CTR_CHECK_GOTO(st, ctr__stack_create_partial(out, out_format, &info, have_journal, done, &w));
-      if (have_journal)
-        CTR_CHECK_GOTO(st, ctr__journal_verify(ctx, &journal, w, out, "band", r.band_slices,
-                                               r.nslices, 0,
-                                               (size_t)(info.width * info.height) *
-                                                   ctr_dtype_size(info.dtype),
-                                               r.band_slices, &kept, &nkept, &kept_slices));
-    } else {
-      CTR_CHECK_GOTO(st, ctr_stack_create(out, out_format, &info, &w));
-    }
-    if (ctr__tuning(ctx)->direct_io < 0) ctr_stack_writer_set_direct_io(w, 0);
-  }
-  {
-    CTR_CHECK_GOTO(st, ctr__fbp_writer_setup(&r, w));
-#ifdef CTR_FAULT_INJECTION
-    {
-      const char *v = getenv("CTRECON_INJECT_STOP_AFTER_SLABS");
-      r.writer.stop_after = v && *v ? strtoll(v, NULL, 10) : 0;
-    }
-#endif
-    if (fresh_journal) have_journal = 1; /* it counts once everything is set up */
-    r.writer.journal = have_journal ? &journal : NULL;
-    CTR_CHECK_GOTO(st, ctr__writer_start(&r.writer));
-  }
-  t_setup = ctr__now_s() - t_start;
-  CTR_CHECK_GOTO(st, ctr__fbp_run_bands(&r, have_journal ? journal.done : NULL, NULL));
-  CTR_CHECK_GOTO(st, ctr__writer_drain(&r.writer));
-  if (r.fbp.strict && r.counts.output)
-    CTR_FAIL_FIELD_GOTO(st, CTR_E_FORMAT, "ctr_fbp_options.strict",
-                        "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
-                  (long long)r.counts.output);
-  ctr__fbp_report_values(&r, &r.counts, input->path);
-  r.writer.out = NULL;
-  st = ctr_stack_commit(w);
-  w = NULL;
-  if (st == CTR_OK && have_journal) {
-    ctr__journal_close(&journal, 1);
-    have_journal = 0;
-  }
-cleanup:
-  if (st != CTR_OK && r.have_writer) ctr__writer_settle(&r.writer, st);
+  fbp_exec e = {&r, params};
+  const ctr_status st = ctr__stream_execute(&k_fbp_ops, &e, ctx, out, out_format, r.o.resume, &o,
+                                            &t_setup);
+  if (t_setup > 0) t_setup -= t_start;
   ctr__fbp_report_fill(&r, report);
   if (report) {
-    report->bands_resumed = nkept;
-    report->min = fminf(report->min, kept.min);
-    report->max = fmaxf(report->max, kept.max);
-    report->below += kept.below;
-    report->above += kept.above;
+    report->bands_resumed = o.nkept;
+    report->min = fminf(report->min, o.kept.min);
+    report->max = fmaxf(report->max, o.kept.max);
+    report->below += o.kept.below;
+    report->above += o.kept.above;
     report->seconds_setup = t_setup;
     report->seconds_total = ctr__now_s() - t_start;
   }
@@ -1011,14 +960,12 @@ cleanup:
     ctr__fbp_release(&r);
     if (st != CTR_OK) ctr__error_set(st, "%s", detail);
   }
-  if (fresh_journal && !have_journal && journal.path) ctr__journal_close(&journal, 1);
-  const int journalled = ctr__journal_end_output(&journal, have_journal, w, resumable);
+  const int journalled = ctr__stream_output_end(&o);
   if (report) {
-    report->resumable = st != CTR_OK && resumable && journalled;
+    report->resumable = st != CTR_OK && o.caps && o.caps->resumable && journalled;
     ctr__struct_store(&ctr__struct_fbp_stream_report, report_out, report);
   }
-  free(done);
-  free(jpath);
+  ctr__stream_output_free(&o);
   return st;
 }
 

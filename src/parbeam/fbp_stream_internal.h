@@ -6,9 +6,10 @@
 
 #include "distributed/distributed.h"
 #include "io/io_internal.h"
-#include "io/journal.h"
-#include "io/stream_ring.h"
-#include "io/stream_writer.h"
+#include "stream/journal.h"
+#include "stream/ring.h"
+#include "stream/writer.h"
+#include "stream/executor.h"
 #include "parbeam/sync.h"
 
 typedef struct ctr__fbp_run {

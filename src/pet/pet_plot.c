@@ -2,7 +2,7 @@
  * points in order with a marker on each, noise in percent against CRC, drawn
  * by the line plots of src/io (io/plot.h). */
 #include "core/internal.h"
-#include "io/plot.h"
+#include "plot/plot.h"
 
 #include <math.h>
 

@@ -1,4 +1,4 @@
-/* The journals of streamed runs (src/io/journal.c): ctr__journal_resume, as
+/* The journals of streamed runs (src/stream/journal.c): ctr__journal_resume, as
  * `ctrecon fdk --resume` opens "<out>.partial.journal"; and a distributed
  * run's readers, as its rank 0 reads them on a resume (src/distributed/
  * dist_output.c): the kind, the master journal (or a one-process journal)
@@ -7,7 +7,7 @@
  * run's lock on the journal (fcntl; released when the journal is closed). */
 #include "fuzz_util.h"
 
-#include "io/journal.h"
+#include "stream/journal.h"
 
 #define FZ_FINGERPRINT 0x0123456789abcdefull
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "parbeam/fbp_tune.h"
-#include "io/journal.h"
+#include "stream/journal.h"
 #include "fuzz_checkpoint.h"
 
 #define SPLIT "\n#CTRFUZZ#\n" /* fuzz_util.h's FZ_SPLIT */

@@ -17,7 +17,7 @@
 
 /* Held-back batches of a subvolume that goes straight into the caller's
  * volume: the last batches run slab by slab, each slab downloaded while the
- * next is computed (estimates as in fdk_cuda.cu). */
+ * next is computed. */
 #define TAIL_SLABS 8
 /* The projection split's tail (tail_hold / tail_queue / tail_sum): the held
  * batches run in SHARED_TAIL_SLABS slabs, each slab's sums and download

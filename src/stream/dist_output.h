@@ -17,7 +17,7 @@
 
 #include "distributed/distributed.h"
 #include "io/io_internal.h"
-#include "io/journal.h"
+#include "stream/journal.h"
 
 /* What a rank adds to the whole run's summary (gathered at the end). */
 #define CTR__DIST_COUNTS 8
@@ -90,5 +90,33 @@ int ctr__dist_output_is_distributed(const char *out);
  * copy that differs differs there as a rule, and a whole pass over the data
  * would cost a read of it. */
 ctr_status ctr__dist_input_hash(ctr_stack_reader *r, uint64_t *out);
+
+/* ---- The distributed wrapper's common part --------------------------------
+ * A distributed streamed run (FDK's ctr_fdk_stream, FBP's ctr_fbp_stream
+ * with a cluster, or resuming such a run's output): its cluster (a local
+ * one of one process when the caller gave none) and its control. */
+typedef struct ctr__stream_dist {
+  ctr__dist *d;
+  const ctr_cluster *cluster; /* the caller's, or `local` */
+  ctr_cluster *local;
+  int rank, size;
+} ctr__stream_dist;
+
+/* Begins the run `what` ("fdk", "fbp") on every rank (collective); on
+ * failure nothing is left to end. */
+ctr_status ctr__stream_dist_begin(ctr__stream_dist *s, const ctr_cluster *cluster,
+                                  ctr_context *ctx, const char *what);
+/* Ends it (collective) and frees the local cluster; a failed run's error
+ * detail (st != CTR_OK) stays the calling thread's. */
+void ctr__stream_dist_end(ctr__stream_dist *s, ctr_status st);
+/* The output format of a distributed run (CTR_FORMAT_AUTO: from `out`):
+ * one its ranks write at once (the format table's many_ranks), else
+ * CTR_E_UNSUPPORTED naming out and its format; `pattern` is an example
+ * TIFF stack pattern for the message ("vol_%%04d.tif"). */
+ctr_status ctr__dist_output_format(const char *out, ctr_file_format *fmt, const char *pattern);
+/* The host memory budget of one rank: `given`, or (0) the host's default
+ * shared by the ranks on this rank's host. */
+ctr_status ctr__stream_dist_host_budget(const ctr__stream_dist *s, ctr_context *ctx,
+                                        uint64_t given, uint64_t *out);
 
 #endif

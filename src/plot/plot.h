@@ -1,10 +1,10 @@
-/* Line plots as PNG (io_plot.c: axes with ticks and labels, a title, lines
+/* Line plots as PNG (line_plot.c: axes with ticks and labels, a title, lines
  * with optional markers, a legend, linear or logarithmic y) and the tiny
- * 5 x 7 bitmap font of their labels (io_font.c: digits, letters, the
+ * 5 x 7 bitmap font of their labels (font.c: digits, letters, the
  * punctuation of axis labels and titles). Used by the PET CRC-noise plot
  * and the iterative convergence plot. Not installed. */
-#ifndef CTR_IO_PLOT_H
-#define CTR_IO_PLOT_H
+#ifndef CTR_PLOT_PLOT_H
+#define CTR_PLOT_PLOT_H
 
 #include "core/internal.h"
 

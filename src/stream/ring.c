@@ -1,5 +1,5 @@
-/* The reader ring of the streamed pipeline (see stream_ring.h). */
-#include "io/stream_ring.h"
+/* The reader ring of the streamed pipeline (see ring.h). */
+#include "stream/ring.h"
 
 #include <stdio.h>
 #include <string.h>

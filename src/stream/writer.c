@@ -1,6 +1,6 @@
-/* The writer thread of the streamed pipeline (see stream_writer.h). */
+/* The writer thread of the streamed pipeline (see writer.h). */
 #include "io/stack_partial.h"
-#include "io/stream_writer.h"
+#include "stream/writer.h"
 
 #include <math.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 /* The one output of a distributed run and its journals (dist_output.h). */
-#include "distributed/dist_output.h"
+#include "stream/dist_output.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,14 +20,15 @@ static ctr_status read_state(ctr__dist_output *o, int resume) {
   const int kind = ctr__journal_kind(o->master);
   if (!resume) {
     if (kind != 0)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "'%s' holds an interrupted run of this output: set %s to "
-               "continue it, or delete '%s' and '%s.partial' to start over", o->master,
-               o->resume_name, o->master, o->out);
+      CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, o->resume_name,
+                     "'%s' holds an interrupted run of this output: set %s to continue it, or "
+                     "delete '%s' and '%s.partial' to start over", o->master, o->resume_name,
+                     o->master, o->out);
     return CTR_OK;
   }
   if (kind == 0)
-    CTR_FAIL(CTR_E_IO, "cannot resume: no journal '%s'; run without %s to start over", o->master,
-             o->resume_name);
+    CTR_FAIL_FIELD(CTR_E_IO, o->resume_name, "cannot resume: no journal '%s'; run without %s to "
+                   "start over", o->master, o->resume_name);
   CTR_CHECK(ctr__journal_read_ranges(o->master, o->fp, o->resume_name, &o->state));
   for (int64_t r = 0; o->state.master && r < o->state.ranks; r++) {
     char *p = ctr__journal_rank_path(o->master, o->state.generation, (int)r);
@@ -303,5 +304,57 @@ ctr_status ctr__dist_input_hash(ctr_stack_reader *r, uint64_t *out) {
   if (st == CTR_OK) h = ctr__fnv1a(h, buf, bytes);
   free(buf);
   *out = h;
+  return st;
+}
+
+/* ---- The distributed wrapper's common part ------------------------------------ */
+
+ctr_status ctr__stream_dist_begin(ctr__stream_dist *s, const ctr_cluster *cluster,
+                                  ctr_context *ctx, const char *what) {
+  memset(s, 0, sizeof *s);
+  if (!cluster) {
+    CTR_CHECK(ctr__cluster_local(&s->local));
+    cluster = s->local;
+  }
+  s->cluster = cluster;
+  const ctr_status st = ctr__dist_begin(cluster, ctx, what, &s->d);
+  if (st != CTR_OK) {
+    ctr_cluster_free(s->local);
+    s->local = NULL;
+    return st;
+  }
+  s->rank = ctr__dist_rank(s->d);
+  s->size = ctr__dist_size(s->d);
+  return CTR_OK;
+}
+
+void ctr__stream_dist_end(ctr__stream_dist *s, ctr_status st) {
+  char detail[1024];
+  snprintf(detail, sizeof detail, "%s", ctr_error_detail());
+  ctr__dist_end(s->d);
+  ctr_cluster_free(s->local);
+  memset(s, 0, sizeof *s);
+  if (st != CTR_OK) ctr__error_set(st, "%s", detail);
+}
+
+ctr_status ctr__dist_output_format(const char *out, ctr_file_format *fmt, const char *pattern) {
+  if (*fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, fmt));
+  const ctr_file_format_info *caps = ctr__format_info(*fmt);
+  if (!caps) return CTR_E_INVALID_ARGUMENT;
+  if (!caps->many_ranks)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes raw, nrrd or a TIFF stack "
+             "pattern such as '%s' (its ranks write their slices in place; multi-page TIFF and "
+             "HDF5 are written in order by one process: write raw or NRRD and convert "
+             "afterwards)", out, caps->name, pattern);
+  return CTR_OK;
+}
+
+ctr_status ctr__stream_dist_host_budget(const ctr__stream_dist *s, ctr_context *ctx,
+                                        uint64_t given, uint64_t *out) {
+  *out = given;
+  if (given) return CTR_OK;
+  uint64_t host = 0;
+  const ctr_status st = ctr_plan_default_budgets(ctx, NULL, &host);
+  *out = host / (uint64_t)ctr__cluster_ranks_on_host(s->cluster, s->rank);
   return st;
 }

@@ -1,6 +1,6 @@
-/* The 5 x 7 glyphs of the plots' labels (io/plot.h), hand-drawn: one glyph
+/* The 5 x 7 glyphs of the plots' labels (plot/plot.h), hand-drawn: one glyph
  * per line, its seven rows of five pixels from the top ('#' ink). */
-#include "io/plot.h"
+#include "plot/plot.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #define CTR_STREAM_WRITER_H
 
 #include "core/internal.h"
-#include "io/journal.h"
+#include "stream/journal.h"
 
 #include <pthread.h>
 

@@ -1,6 +1,6 @@
 /* Journal of finished subvolumes (see journal.h). */
 #include "io/io_internal.h"
-#include "io/journal.h"
+#include "stream/journal.h"
 
 #include <math.h>
 

@@ -1,11 +1,11 @@
-/* Line plots as 640 x 480 RGB PNGs (io/plot.h): white background, a framed
+/* Line plots as 640 x 480 RGB PNGs (plot/plot.h): white background, a framed
  * plot area with grid lines, ticks with numeric labels (decades 1e<k> on a
  * logarithmic axis), the axis titles, an optional title, lines through each
  * series' points in order with optional markers, and a legend of the
- * labelled series. Labels use the 5 x 7 font of io_font.c; the PNG goes to a
+ * labelled series. Labels use the 5 x 7 font of font.c; the PNG goes to a
  * temporary name and is renamed. */
 #include "io/io_internal.h"
-#include "io/plot.h"
+#include "plot/plot.h"
 
 #include <math.h>
 #include <stdio.h>

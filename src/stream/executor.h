@@ -1,0 +1,51 @@
+/* The streamed executor: the one orchestration of a one-process streamed
+ * run (FDK's ctr__fdk_stream_local, FBP's ctr__fbp_stream_local). It owns
+ * the output's side (output.h: format capabilities, journal, partial
+ * output, resume and its verification, commit) and the writer thread's
+ * life (writer.h); a modality says what a unit of the output is and how it
+ * is computed through the operations below. ctr__stream_execute calls them
+ * in this order, each after the previous one succeeded:
+ *   prepare       (optional) the output's format is known (o->caps): adapt
+ *                 to it or refuse it (FDK: one worker for in-order formats),
+ *                 and prepare what the fingerprint needs (FBP: the input)
+ *   fingerprint   what decides the output's bytes
+ *   plan          the units (repeating a resumed journal's)
+ *   setup         buffers, engines, the writer thread's buffers
+ *   run           computes the units not done and hands them to the writer
+ *   finish        after the writer drained, before the commit: final checks
+ *                 and the report's values
+ * Every operation runs on the caller's thread; `self` is the modality's run
+ * state, owned by the caller (it releases it after ctr__stream_execute
+ * returns, then calls ctr__stream_output_end and _free on o). */
+#ifndef CTR_STREAM_EXECUTOR_H
+#define CTR_STREAM_EXECUTOR_H
+
+#include "stream/output.h"
+
+typedef struct ctr__stream_ops {
+  const char *resume_option; /* "ctr_fdk_stream_options.resume": named in messages */
+  ctr_status (*prepare)(void *self, const ctr__stream_output *o);
+  /* The journal's fingerprint (the output's format: o->fmt). */
+  ctr_status (*fingerprint)(void *self, const ctr__stream_output *o, uint64_t *fp);
+  /* Plans the run; resumed: the interrupted run's journal (repeat its
+   * units, or refuse naming it), NULL for a fresh run. Fills the journal's
+   * layout, the output's description and its units. */
+  ctr_status (*plan)(void *self, const ctr__journal *resumed, ctr__journal_layout *layout,
+                     ctr_stack_info *info, ctr__stream_units *units);
+  /* Sets up the run (done: per unit, 1 when resumed; NULL: none) and the
+   * writer thread's buffers, dtype and slice size: *writer is set as soon
+   * as it is initialised (the executor settles it when a later step fails). */
+  ctr_status (*setup)(void *self, const unsigned char *done, ctr__writer **writer);
+  ctr_status (*run)(void *self, const unsigned char *done);
+  ctr_status (*finish)(void *self);
+} ctr__stream_ops;
+
+/* Runs the modality `self` into `out` (fmt; CTR_FORMAT_AUTO: from the
+ * name), resuming an interrupted run when `resume`. o is initialised here
+ * (whatever happens: the caller ends and frees it); *t_setup gets the
+ * moment (ctr__now_s) the writer thread started, 0 when it did not. */
+ctr_status ctr__stream_execute(const ctr__stream_ops *ops, void *self, const ctr_context *ctx,
+                               const char *out, ctr_file_format fmt, int resume,
+                               ctr__stream_output *o, double *t_setup);
+
+#endif
