@@ -210,6 +210,20 @@ ctr_status ctr__values_report_kind(const ctr_context *ctx, int strict, int64_t b
                                    const char *what, const char *kind, const char *fate);
 #define CTR__BAD_VALUES "values NaN, infinite or beyond +-1e+24"
 
+/* ---- Backend tables (backend.c) --------------------------------------------
+ * The first member of every modality's backend table (iterative/backend.h,
+ * parbeam/backend.h, pet/backend.h): what the registries look up. */
+typedef struct ctr__backend_head {
+  const char *name;     /* "cpu", "cuda" */
+  ctr_device_kind kind; /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
+  int built;            /* 0: known but not part of this build (every operation NULL) */
+} ctr__backend_head;
+/* The table among all[0, n) (pointers to their heads) of ctx's resolved
+ * device kind (a NULL ctx: the CPU); CTR_E_UNSUPPORTED naming the kind when
+ * none of them is built. */
+ctr_status ctr__backend_pick(const ctr_context *ctx, const ctr__backend_head *const *all, int n,
+                             const ctr__backend_head **out);
+
 /* ---- Versioned public structs --------------------------------------------
  * A public struct that a caller fills, or that the library fills and that
  * may grow, starts with `unsigned version` and grows only at its end

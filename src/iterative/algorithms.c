@@ -4,7 +4,7 @@
  * run: options resolved, a plan, the vectors, b (the projections, in slot
  * order, bad values replaced), x0, the iterations with their report,
  * callback, checkpoint and stopping tests, x back into the caller's volume. */
-#include "iterative/iterative.h"
+#include "iterative/backend.h"
 
 #include <math.h>
 #include <string.h>
@@ -187,9 +187,7 @@ static ctr_status load_b(run *R, const float *proj, ctr__vec *b) {
       CTR_CHECK(ctr__vec_copy(P, &part, &view));
     }
   } else if (R->uproj.device) {
-#if CTR_HAVE_CUDA
-    CTR_CHECK(ctr__it_cuda_slots_device(P, (float *)proj, b->data, 1));
-#endif
+    CTR_CHECK(P->be->slots_device(P, (float *)proj, b->data, 1));
   } else if (!b->device) {
     ctr__proj_to_slots(P, proj, b->data);
   } else {
@@ -834,13 +832,11 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   ctr_iterate_plan_describe(&R.plan, plan, sizeof plan);
   ctr__log(p->ctx, CTR_LOG_DEBUG, "%s: %s", ctr_iterate_algorithm_name(R.o.algorithm), plan);
   ctr_status st = CTR_OK;
-#if CTR_HAVE_CUDA
   int pinned = 0;
   /* The caller's volume is the iterate when volumes stay in host memory:
    * pinned for the run, its slabs move at full speed. */
-  if (p->device == CTR_DEVICE_CUDA && !R.vdev && !R.uvol.device)
-    pinned = ctr__it_cuda_pin(p, vol, sizeof(float) * (size_t)R.nvol);
-#endif
+  if (p->be->pin && !R.vdev && !R.uvol.device)
+    pinned = p->be->pin(p, vol, sizeof(float) * (size_t)R.nvol);
   if (R.o.truth) {
     CTR_CHECK_GOTO(st, vol_vec(&R, &R.truth));
     CTR_CHECK_GOTO(st, ctr__vec_copy(p, &R.truth, &R.utruth));
@@ -857,9 +853,7 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
     st = ctr__values_report(p->ctx, R.o.strict, R.rep.out_nonfinite, "the reconstruction");
   }
 cleanup:
-#if CTR_HAVE_CUDA
-  if (pinned) ctr__it_cuda_unpin(p, vol);
-#endif
+  if (pinned) p->be->unpin(p, vol);
   ctr__vec_free(p, &R.truth);
   free(R.state.hist);
   ctr__it_checkpoint_unlock(R.o.checkpoint, lock);
