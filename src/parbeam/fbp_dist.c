@@ -130,8 +130,9 @@ static ctr_status run_piece(ctr__fbp_run *q, ctr__dist *d, ctr__dist_output *o, 
   if (st == CTR_OK) st = ctr__fbp_run_bands(q, NULL, NULL);
   if (st == CTR_OK) st = ctr__writer_drain(&q->writer);
   if (st == CTR_OK && q->fbp.strict && q->counts.output)
-    st = ctr__error_set(CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES
-                        " (ctr_fbp_options.strict)", (long long)q->counts.output);
+    st = ctr__error_set_field(CTR_E_FORMAT, "ctr_fbp_options.strict",
+                              "the slices: %lld " CTR__BAD_VALUES
+                              " (ctr_fbp_options.strict)", (long long)q->counts.output);
   if (st != CTR_OK && q->have_writer) ctr__writer_settle(&q->writer, st);
   int64_t slices = 0; /* the slices this piece wrote */
   for (int64_t k = 0; q->have_writer && k < q->nbands; k++) slices += q->writer.slabs[k].slices;
