@@ -756,6 +756,13 @@ void ctr__fbp_report_fill(const srun *r, ctr_fbp_stream_report *rep) {
   rep->seconds_compute = r->t_compute;
 }
 
+ctr_status ctr__fbp_strict(const srun *r) {
+  if (r->fbp.strict && r->counts.output)
+    CTR_FAIL(CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
+             (long long)r->counts.output);
+  return CTR_OK;
+}
+
 /* The warnings of the data policy, once per run. */
 void ctr__fbp_report_values(const ctr__fbp_run *r, const ctr_value_counts *c, const char *name) {
   const ctr_context *ctx = r->ctx;
@@ -824,7 +831,7 @@ ctr_stack_info ctr__fbp_output_info(const srun *r) {
   return info;
 }
 
-ctr_status ctr__fbp_writer_setup(srun *r, ctr_stack_writer *w) {
+ctr_status ctr__fbp_writer_setup(srun *r) {
   const int64_t px = r->gout->p.nx * r->gout->p.ny;
   if (r->o.out_dtype != CTR_DTYPE_FLOAT32) {
     r->slices = ctr__aligned_alloc(sizeof(float) * (size_t)(r->band_slices * px), "band slices");
@@ -834,13 +841,8 @@ ctr_status ctr__fbp_writer_setup(srun *r, ctr_stack_writer *w) {
                                                 ctr_dtype_size(r->o.out_dtype),
                              r->nbands));
   r->have_writer = 1;
-  r->writer.out = w;
   r->writer.dtype = r->o.out_dtype;
   r->writer.slice_bytes = (size_t)px * ctr_dtype_size(r->o.out_dtype);
-#ifdef CTR_FAULT_INJECTION
-  if (r->dist) ctr__writer_inject(&r->writer, ctr__dist_rank(r->dist));
-  if (r->dist && r->writer.delay_s > 0) ctr__dist_set_delay(r->dist, r->writer.delay_s);
-#endif
   return CTR_OK;
 }
 
@@ -884,7 +886,7 @@ static ctr_status op_plan(void *self, const ctr__journal *resumed, ctr__journal_
 static ctr_status op_setup(void *self, const unsigned char *done, ctr__writer **writer) {
   const fbp_exec *e = self;
   (void)done;
-  CTR_CHECK(ctr__fbp_writer_setup(e->r, NULL));
+  CTR_CHECK(ctr__fbp_writer_setup(e->r));
   *writer = &e->r->writer;
   return CTR_OK;
 }
@@ -897,9 +899,7 @@ static ctr_status op_run(void *self, const unsigned char *done) {
 static ctr_status op_finish(void *self) {
   const fbp_exec *e = self;
   srun *r = e->r;
-  if (r->fbp.strict && r->counts.output)
-    CTR_FAIL(CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
-             (long long)r->counts.output);
+  CTR_CHECK(ctr__fbp_strict(r));
   ctr__fbp_report_values(r, &r->counts, r->in->path);
   return CTR_OK;
 }
@@ -1000,9 +1000,7 @@ ctr_status ctr_fbp_stream_memory(ctr_context *ctx, const ctr_parallel_params *pa
                   (long long)slices->dims[1], (long long)slices->dims[2], (long long)want[0],
                   (long long)want[1], (long long)want[2]);
   CTR_CHECK_GOTO(st, ctr__fbp_run_bands(&r, NULL, slices->data));
-  if (r.fbp.strict && r.counts.output)
-    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
-                  (long long)r.counts.output);
+  CTR_CHECK_GOTO(st, ctr__fbp_strict(&r));
   ctr__fbp_report_values(&r, &r.counts, "projections");
 cleanup:
   ctr__fbp_report_fill(&r, report);

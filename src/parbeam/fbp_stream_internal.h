@@ -83,12 +83,14 @@ uint64_t ctr__fbp_fingerprint(const ctr__fbp_run *r, const ctr_parallel_params *
                               const char *out, ctr_file_format fmt, int with_input);
 /* The output's description. */
 ctr_stack_info ctr__fbp_output_info(const ctr__fbp_run *r);
-/* The writer thread's state for output w (not started; a distributed
- * rank's: with the test build's hooks). */
-ctr_status ctr__fbp_writer_setup(ctr__fbp_run *r, ctr_stack_writer *w);
+/* The writer thread's buffers, dtype and slice size (not started; the
+ * executor gives it the output). */
+ctr_status ctr__fbp_writer_setup(ctr__fbp_run *r);
 /* Bands [k0, k1) (all without a piece) not done (done[k]: journalled;
  * NULL: none) into the writer, or into vol. */
 ctr_status ctr__fbp_run_bands(ctr__fbp_run *r, const unsigned char *done, float *vol);
+/* ctr_fbp_options.strict: CTR_E_FORMAT when a slice value was not finite. */
+ctr_status ctr__fbp_strict(const ctr__fbp_run *r);
 void ctr__fbp_report_fill(const ctr__fbp_run *r, ctr_fbp_stream_report *rep);
 /* The data policy's warnings, once per run (`name`: the input); none when
  * the caller gave ctr_fbp_options.counts (r->caller_counts): the counts are
