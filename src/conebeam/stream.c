@@ -992,6 +992,19 @@ static ctr_status setup(stream_run *r, const char *out, int start_reading) {
   return CTR_OK;
 }
 
+/* Adds u's steps on the workers' threads (upload to wait: not the reader's
+ * and writer's, nor total and setup) to t. */
+static void add_steps(ctr_fdk_stream_timings *t, const ctr_fdk_stream_timings *u) {
+  t->upload += u->upload;
+  t->filter += u->filter;
+  t->store += u->store;
+  t->reload += u->reload;
+  t->backproject += u->backproject;
+  t->download += u->download;
+  t->reduce += u->reduce;
+  t->wait += u->wait;
+}
+
 static void finish_report(stream_run *r, double t_start, double t_setup, ctr_fdk_stream_report *rep) {
   if (!rep) return;
   ctr_fdk_stream_timings *t = &rep->timings;
@@ -1011,14 +1024,7 @@ static void finish_report(stream_run *r, double t_start, double t_setup, ctr_fdk
     if (w->have_sring) wt->reload += w->sring.busy;
     wt->store += w->t_store;
     wt->wait += w->t_wait;
-    t->upload += wt->upload;
-    t->filter += wt->filter;
-    t->store += wt->store;
-    t->reload += wt->reload;
-    t->backproject += wt->backproject;
-    t->download += wt->download;
-    t->reduce += wt->reduce;
-    t->wait += wt->wait;
+    add_steps(t, wt);
   }
   if (r->have_ring) t->read = r->ring.busy;
   if (r->have_writer) t->write = r->writer.busy_s;
@@ -1256,8 +1262,7 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   const double t_setup = ctr__now_s() - t_start;
   CTR_CHECK_GOTO(st, run_workers(&r, NULL));
   TR("workers");
-  CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
-  report_values(&r);
+  CTR_CHECK_GOTO(st, op_finish(&r));
   if (r.opts.on_slab) r.opts.on_slab(r.opts.user, r.plan.z0, r.plan.nz, r.vol_mem);
   finish_report(&r, t_start, t_setup, report);
   TR("reported");
@@ -1383,17 +1388,9 @@ static void piece_end(void *self, ctr_status st, ctr__dist_stats *mine) {
   mine->min = fmin(mine->min, rep.min);
   mine->max = fmax(mine->max, rep.max);
   pc->plan = rep.plan;
-  ctr_fdk_stream_timings *t = &pc->timings, *u = &rep.timings;
-  t->read += u->read;
-  t->upload += u->upload;
-  t->filter += u->filter;
-  t->store += u->store;
-  t->reload += u->reload;
-  t->backproject += u->backproject;
-  t->download += u->download;
-  t->write += u->write;
-  t->reduce += u->reduce;
-  t->wait += u->wait;
+  pc->timings.read += rep.timings.read;
+  pc->timings.write += rep.timings.write;
+  add_steps(&pc->timings, &rep.timings);
   release(r);
   ctr_geometry_free(pr->gw);
   pr->gw = NULL;

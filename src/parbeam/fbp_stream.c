@@ -896,12 +896,16 @@ static ctr_status op_run(void *self, const unsigned char *done) {
   return ctr__fbp_run_bands(e->r, done, NULL);
 }
 
+/* After the bands (file or memory): the strict check and the warnings. */
+static ctr_status finish_values(const srun *r) {
+  CTR_CHECK(ctr__fbp_strict(r));
+  ctr__fbp_report_values(r, &r->counts, r->in ? r->in->path : "projections");
+  return CTR_OK;
+}
+
 static ctr_status op_finish(void *self) {
   const fbp_exec *e = self;
-  srun *r = e->r;
-  CTR_CHECK(ctr__fbp_strict(r));
-  ctr__fbp_report_values(r, &r->counts, r->in->path);
-  return CTR_OK;
+  return finish_values(e->r);
 }
 
 static const ctr__stream_ops k_fbp_ops = {"ctr_fbp_stream_options.resume", op_prepare, op_fingerprint,
@@ -1000,8 +1004,7 @@ ctr_status ctr_fbp_stream_memory(ctr_context *ctx, const ctr_parallel_params *pa
                   (long long)slices->dims[1], (long long)slices->dims[2], (long long)want[0],
                   (long long)want[1], (long long)want[2]);
   CTR_CHECK_GOTO(st, ctr__fbp_run_bands(&r, NULL, slices->data));
-  CTR_CHECK_GOTO(st, ctr__fbp_strict(&r));
-  ctr__fbp_report_values(&r, &r.counts, "projections");
+  CTR_CHECK_GOTO(st, finish_values(&r));
 cleanup:
   ctr__fbp_report_fill(&r, report);
   if (report) report->seconds_total = ctr__now_s() - t_start;
