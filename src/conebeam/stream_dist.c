@@ -1,7 +1,8 @@
 /* The distributed FDK (docs/distributed.md): ctr_fdk_stream called by every
  * rank of a cluster with the same arguments. Rank 0 cuts the slices still
  * to do into one contiguous share per rank (equal counts); each rank runs
- * its share as pieces of the streamed executor (stream.c), each piece
+ * its share as pieces (the executor's distributed entry,
+ * stream/executor.h, over stream.c's piece ops), each piece
  * reading only the detector rows its slices project onto (ramp filtering
  * is along rows, so a row filtered alone is the row filtered with the rest),
  * with its own reader and writer threads, claiming subvolume after
@@ -12,7 +13,6 @@
  * not depend on the subvolumes it was computed in (docs/architecture.md),
  * so the output is byte-identical to one process's whatever the rank count,
  * the balancing and a resume with another rank count. */
-#include "conebeam/engine.h"
 #include "conebeam/fdk_internal.h"
 #include "conebeam/stream_internal.h"
 #include "stream/dist_output.h"

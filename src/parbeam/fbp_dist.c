@@ -2,9 +2,11 @@
  * rank of a cluster with the same arguments. Rank 0 plans the bands (its
  * host budget's, or the interrupted run's) and finds the rotation centre
  * once; the bands still to do are cut into one contiguous share per rank;
- * each rank runs its share with the streamed FBP (fbp_stream.c), reading
- * only its bands' sinogram rows (and, with Paganin, a neighbouring band on
- * each side of its share), with its own reader and writer threads, claiming
+ * each rank runs its share as pieces (the executor's distributed entry,
+ * stream/executor.h, over the piece ops below) of the streamed FBP
+ * (fbp_stream.c), reading only its bands' sinogram rows (and, with Paganin,
+ * a neighbouring band on each side of its share), with its own reader and
+ * writer threads, claiming
  * band after band from rank 0's ledger; a rank that runs out of work takes
  * over bands of the slowest (distributed.h). A slice is computed from its
  * own rows whatever band holds it (tested), so the output is byte-identical
@@ -232,9 +234,10 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
     if (st != CTR_OK) goto end;
     have_out = 1;
   }
-  fbp_pieces f = {ctx, params, &o, input, flat, dark, &plan, d, &rep, {0}};
+  fbp_pieces pieces = {ctx, params, &o, input, flat, dark, &plan, d, &rep, {0}};
   ctr__dist_stats mine;
-  st = ctr__stream_dist_execute(&k_fbp_piece_ops, &f, &dout, (double)rows_bytes(&r, r.H), &mine);
+  st = ctr__stream_dist_execute(&k_fbp_piece_ops, &pieces, &dout, (double)rows_bytes(&r, r.H),
+                                &mine);
   {
     const ctr__dist_stats *a = &dout.total;
     const ctr_value_counts c = {CTR_VALUE_COUNTS_VERSION, a->count[N_INPUT],
