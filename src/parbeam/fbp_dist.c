@@ -160,13 +160,12 @@ static ctr_status piece_finish(void *self) {
 static void piece_end(void *self, ctr_status st, ctr__dist_stats *mine) {
   fbp_pieces *f = self;
   ctr__fbp_run *q = &f->q;
-  (void)st;
   int64_t slices = 0; /* the slices this piece wrote */
   for (int64_t k = 0; q->have_writer && k < q->nbands; k++) slices += q->writer.slabs[k].slices;
   add_counts(mine, q, slices);
   f->rep->seconds_read += q->have_ring ? q->ring.busy : 0;
   f->rep->seconds_write += q->have_writer ? q->writer.busy_s : 0;
-  ctr__fbp_release(q);
+  ctr__fbp_release(q, st);
 }
 
 static const ctr__stream_piece_ops k_fbp_piece_ops = {piece_setup, piece_run, piece_finish,
@@ -260,12 +259,7 @@ end:
     rep.resumable = st != CTR_OK && have_out && dout.resumable;
   }
   rep.seconds_total = ctr__now_s() - t_start;
-  if (have_r) {
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    ctr__fbp_release(&r);
-    if (st != CTR_OK) ctr__error_set(st, "%s", detail);
-  }
+  if (have_r) ctr__fbp_release(&r, st);
   if (report_out) ctr__struct_store(&ctr__struct_fbp_stream_report, report_out, &rep);
   ctr__stream_dist_end(&sd, st);
   return st;

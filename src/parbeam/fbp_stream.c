@@ -672,7 +672,9 @@ static void band_buffer_free(float *b, int pinned) {
   ctr__aligned_free(b);
 }
 
-void ctr__fbp_release(srun *r) {
+void ctr__fbp_release(srun *r, ctr_status st) {
+  char detail[1024];
+  snprintf(detail, sizeof detail, "%s", ctr_error_detail());
   if (r->have_ring) ctr__ring_free(&r->ring);
   if (r->have_writer) ctr__writer_free(&r->writer);
   ctr_parallel_free(r->gsel);
@@ -684,6 +686,7 @@ void ctr__fbp_release(srun *r) {
   band_buffer_free(r->trans, r->trans_pinned);
   ctr__aligned_free(r->slices);
   ctr__aligned_free(r->ones);
+  if (st != CTR_OK) ctr__error_set(st, "%s", detail);
 }
 
 /* The geometry of what is read, and a flat field of ones when none is
@@ -943,12 +946,7 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
     report->seconds_setup = t_setup;
     report->seconds_total = ctr__now_s() - t_start;
   }
-  {
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    ctr__fbp_release(&r);
-    if (st != CTR_OK) ctr__error_set(st, "%s", detail);
-  }
+  ctr__fbp_release(&r, st);
   const int journalled = ctr__stream_output_end(&o);
   if (report) {
     report->resumable = st != CTR_OK && o.caps && o.caps->resumable && journalled;
@@ -1008,12 +1006,7 @@ ctr_status ctr_fbp_stream_memory(ctr_context *ctx, const ctr_parallel_params *pa
 cleanup:
   ctr__fbp_report_fill(&r, report);
   if (report) report->seconds_total = ctr__now_s() - t_start;
-  {
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    ctr__fbp_release(&r);
-    if (st != CTR_OK) ctr__error_set(st, "%s", detail);
-  }
+  ctr__fbp_release(&r, st);
   if (report) ctr__struct_store(&ctr__struct_fbp_stream_report, report_out, report);
   return st;
 }
