@@ -21,7 +21,7 @@
  *       pageable). The input is a synthetic attenuation pattern. */
 #include "bench_common.h"
 #include "ctrecon.h"
-#include "parbeam/parbeam.h"
+#include "parbeam/cuda/parbeam_cuda.h"
 
 #include <math.h>
 #include <stdio.h>

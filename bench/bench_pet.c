@@ -12,6 +12,9 @@
  * Writes JSON (the benchmark form of docs/design.md) with --json FILE. */
 #include "bench_common.h"
 #include "pet/pet.h"
+#if CTR_HAVE_CUDA
+#include "pet/cuda/pet_cuda.h"
+#endif
 
 #include <math.h>
 #include <stdarg.h>
@@ -88,10 +91,10 @@ static int bench_projectors(ctr_context *ctx, int reps) {
       if (!sctx) return 1;
       ctr_pet_projector *pr = NULL;
       if ((st = ctr_pet_projector_create(sctx, s, &pr))) return fail("projector", st);
-      if ((st = ctr__pet_cuda_set_input(pr->cuda, img))) return fail("input", st);
+      if ((st = ctr__pet_cuda_set_input((ctr__pet_cuda *)pr->impl, img))) return fail("input", st);
       double ms[2];
       for (int d = 0; d < 2; d++)
-        if ((st = ctr__pet_cuda_time_view(pr->cuda, d ? CTR_PET_BACK : CTR_PET_FORWARD, views[vi],
+        if ((st = ctr__pet_cuda_time_view((ctr__pet_cuda *)pr->impl, d ? CTR_PET_BACK : CTR_PET_FORWARD, views[vi],
                                           reps, &ms[d])))
           return fail("time", st);
       double worst = fmax(ms[0], ms[1]), macs = (double)info.support * n;
@@ -198,8 +201,8 @@ static int bench_fft(ctr_context *ctx, int reps) {
       for (int64_t j = 0; j < n; j++) img[j] = (float)((j * 2654435761u) % 1000) * 1e-3f;
       int64_t padv = pad ? s->halo[0] : 0;
       double sp, ff;
-      if ((st = ctr__pet_cuda_set_input(pr->cuda, img)) ||
-          (st = ctr__pet_cuda_time_view(pr->cuda, CTR_PET_FORWARD, 10, reps, &sp)) ||
+      if ((st = ctr__pet_cuda_set_input((ctr__pet_cuda *)pr->impl, img)) ||
+          (st = ctr__pet_cuda_time_view((ctr__pet_cuda *)pr->impl, CTR_PET_FORWARD, 10, reps, &sp)) ||
           (st = ctr__pet_cuda_fft_time(0, s, 10, padv, img, reps, &ff)))
         return fail("time", st);
       printf("  TOF %3.0f ps, FFT padding %2lld: spatial %.3f ms, cuFFT %.3f ms\n", tofs[i],

@@ -36,13 +36,26 @@ int cli_beside_output(const char *cmd, const char *out, const char *suffix, char
 
 /* ---- Messages (all on stderr, one line each) ----------------------------- */
 
-/* Library messages name API fields ("gpu_budget", "ctr_fdk_stream_options.resume");
- * the user of the tool knows them as its options. cli_library_text copies
- * `text` into buf with every field that has an option replaced by the option
- * (one table, cli_common.c) and returns buf; cli_detail is that of
- * ctr_error_detail(). Every library message the tool prints goes through one
- * of them (the errors here, the log callback in cli_session.c). */
-const char *cli_library_text(const char *text, char *buf, size_t n);
+/* Library messages name API fields ("gpu_budget", "ctr_fdk_stream_options.resume")
+ * and constants (CTR_DEVICE_CPU); the user of the tool knows them as its
+ * flags and values. A field, as the library names it, and its flag; `sw`
+ * for a flag without a value. */
+typedef struct cli_field {
+  const char *field, *flag;
+  int sw;
+} cli_field;
+/* The table (cli_fields.c; ends with a row of NULLs) and one row of it
+ * (NULL: the field has no row). */
+const cli_field *cli_fields(void);
+const cli_field *cli_field_find(const char *field);
+/* `text` in the tool's words, into buf (returned): `field` (the error's
+ * field, ctr_error_get_field; NULL or "" for none) and every API field
+ * and constant the text names become flags and values ("--resume", "--device
+ * cpu"), a leading "ctr_<function>: " is dropped. cli_detail is that of
+ * ctr_error_detail() and ctr_error_get_field(). Every library message the
+ * tool prints goes through one of them (the errors here, the log callback
+ * in cli_session.c). */
+const char *cli_library_text(const char *text, const char *field, char *buf, size_t n);
 const char *cli_detail(void);
 
 /* What a failed call says, option names in place of API fields:
@@ -83,6 +96,10 @@ typedef struct cli_opt {
   void *dst;
   int *seen; /* optional: set to 1 when the option is given */
 } cli_opt;
+
+/* The options of the command being run: a field without a row is named by
+ * the option of its member's name where the command has one (cli_parse). */
+void cli_fields_command(const cli_opt *opts);
 
 /* What --help prints around the option list. */
 typedef struct cli_command {

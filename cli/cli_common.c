@@ -2,7 +2,6 @@
  * every subcommand. */
 #include "cli.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -35,169 +34,6 @@ int cli_exit_code(ctr_status st) {
     case CTR_E_INTERNAL: return CLI_EXIT_RUNTIME;
   }
   return CLI_EXIT_RUNTIME; /* statuses added to the library later */
-}
-
-/* ---- Library messages ------------------------------------------------------ */
-
-/* API fields that library messages name, and the options that set them.
- * Longer phrases first: the first match at a position wins. */
-static const struct {
-  const char *field, *option;
-} k_field_options[] = {
-    {"set ctr_fdk_stream_options.resume", "add --resume"},
-    {"ctr_fdk_stream_options.resume", "--resume"},
-    {"set ctr_fbp_stream_options.resume", "add --resume"},
-    {"ctr_fbp_stream_options.resume", "--resume"},
-    {"ctr_fbp_stream_options.out_dtype", "--out-dtype"},
-    {"ctr_fbp_stream_options.out_scale, out_offset", "--out-scale, --out-offset"},
-    {"ctr_fbp_stream_options.sinograms", "--sinograms"},
-    {"ctr_fbp_stream_options.row0, nrows", "--rows"},
-    {"ctr_fbp_stream_options.angle_first", "--angle-subset's first projection"},
-    {"ctr_fbp_stream_options.angle_count", "--angle-subset's count"},
-    {"ctr_fbp_stream_options.center_row", "--center-row"},
-    {"ctr_iterate_options.resume needs ctr_iterate_options.checkpoint", "--resume needs --checkpoint"},
-    {"ctr_iterate_options.iterations", "--iterations"},
-    {"ctr_iterate_options.tolerance", "--tolerance"},
-    {"ctr_iterate_options.subsets", "--subsets"},
-    {"ctr_iterate_options.relaxation", "--relaxation"},
-    {"ctr_iterate_options.tv_weight", "--tv-weight"},
-    {"ctr_iterate_options.tv_iterations", "--tv-iterations"},
-    {"ctr_iterate_options.box", "--box"},
-    {"ctr_iterate_options.checkpoint_every", "--checkpoint-every"},
-    {"ctr_iterate_options.checkpoint", "--checkpoint"},
-    {"ctr_iterate_options.max_slab_slices", "--slab-slices"},
-    {"ctr_projector_options.max_slab_slices", "--slab-slices"},
-    {"ctr_projector_options.pair = CTR_PAIR_FAST", "--pair fast"},
-    {"ctr_projector_options.pair", "--pair"},
-    {"ctr_corrections.center_method", "--center-method"},
-    {"ctr_corrections.center_min, center_max", "--center-range"},
-    {"ctr_corrections.dezinger_size", "--dezinger-size"},
-    {"ctr_corrections.dezinger", "--dezinger"},
-    {"ctr_corrections.stripe_size", "--ring-size"},
-    {"ctr_corrections.stripe_level", "--ring-level"},
-    {"ctr_corrections.stripe_sigma", "--ring-sigma"},
-    {"ctr_corrections.stripe_wavelet", "--ring-wavelet"},
-    {"ctr_corrections.stripe", "--rings"},
-    {"ctr_corrections.paganin_delta_beta", "--paganin"},
-    {"ctr_corrections.energy_kev, distance_mm", "--energy, --distance"},
-    {"ctr_corrections.stitch_360", "--stitch-360"},
-    {"ctr_corrections.bin_x, bin_y", "--bin"},
-    {"ctr_corrections.bin_y", "--bin's NY"},
-    {"ctr_context_options.device = CTR_DEVICE_CPU", "--device cpu"},
-    {"ctr_cluster_options.timeout", "--rank-timeout"},
-    {"ctr_fbp_options.kernel", "--bp-kernel"},
-    {"ctr_fdk_options.nz", "--slices"},
-    {"ctr_fdk_options.strict", "--strict"},
-    {"ctr_iterate", "ctrecon iterate"},
-    {"ctr_fbp_options.strict", "--strict"},
-    {"ctr_fbp_options.window", "--filter"},
-    {"ctr_fbp_options.cutoff", "--cutoff"},
-    {"ctr_fbp_options.interp", "--interp"},
-    {"ctr_fbp_stream_options.read_ahead", "--read-ahead"},
-    {"ctr_fdk_stream_options.workers", "--workers"},
-    {"ctr_fdk_stream_options.out_dtype", "--out-dtype"},
-    {"ctr_iterate_options.algorithm", "--algorithm"},
-    {"ctr_iterate_options.init", "--init"},
-    {"ctr_context_options.device_index", "--gpus"},
-    {"ctr_context_options.ndevices", "--gpus"},
-    {"ctr_context_options.devices", "--gpus"},
-    {"CTR_ITERATE_SIRT, _CGLS, _OS_SART, _FISTA_TV", "sirt, cgls, os-sart or fista-tv"},
-    {"CTR_CENTER_AUTO", "--center-method auto"},
-    {"CTR_CENTER_VO", "--center-method vo"},
-    {"CTR_CENTER_CORRELATION", "--center-method correlation"},
-    {"CTR_STRIPE_NONE", "--rings none"},
-    {"CTR_STRIPE_SORTING", "--rings sorting"},
-    {"CTR_STRIPE_WAVELET", "--rings wavelet"},
-    {"CTR_FBP_LINEAR", "--interp linear"},
-    {"CTR_FBP_NEAREST", "--interp nearest"},
-    {"CTR_PAIR_MATCHED", "--pair matched"},
-    {"CTR_PAIR_FAST", "--pair fast"},
-    {"CTR_DEVICE_CUDA", "--device cuda"},
-    {"CTR_DEVICE_CPU", "--device cpu"},
-    {"pixel_size", "--pixel-size"},
-    {"angle_start", "--angle-start"},
-    {"angle_range", "--angle-range"},
-    {"gpu_budget", "--gpu-mem"},
-    {"host_budget", "--host-mem"},
-    {"scratch_dir", "--scratch-dir"},
-};
-
-static int word_char(char c) { return c == '_' || isalnum((unsigned char)c); }
-
-/* The options of the command being run (cli_parse): where the table has no
- * entry, a field named in a message is the option of its name if the
- * command has one. */
-static const cli_opt *g_command_opts;
-
-/* A field the table lacks, at p: "ctr_<struct>.<field>" (*len bytes) as
- * the command's option "--<field>" (underscores as dashes) when it has one,
- * else as the bare field name: never the C struct. 0 when p holds none. */
-static int struct_field(const char *p, char *out, size_t n, size_t *len) {
-  if (strncmp(p, "ctr_", 4) != 0) return 0;
-  size_t i = 4;
-  while (word_char(p[i])) i++;
-  if (p[i] != '.' || !word_char(p[i + 1])) return 0;
-  const char *field = p + i + 1;
-  size_t f = 0;
-  while (word_char(field[f])) f++;
-  *len = i + 1 + f;
-  char flag[96];
-  size_t k = (size_t)snprintf(flag, sizeof flag, "--%.*s", (int)f, field);
-  for (size_t j = 2; j < k && j < sizeof flag; j++)
-    if (flag[j] == '_') flag[j] = '-';
-  for (const cli_opt *o = g_command_opts; o && o->name; o++)
-    if (!strcmp(o->name, flag)) return snprintf(out, n, "%s", flag), 1;
-  snprintf(out, n, "%.*s", (int)f, field);
-  return 1;
-}
-
-/* "ctr_<function>: " at p, a message's prefix naming the API call (*len
- * bytes with the colon and space); 0 when p holds none. */
-static int api_function(const char *p, size_t *len) {
-  if (strncmp(p, "ctr_", 4) != 0) return 0;
-  size_t i = 4;
-  while (word_char(p[i])) i++;
-  if (p[i] != ':' || p[i + 1] != ' ') return 0;
-  *len = i + 2;
-  return 1;
-}
-
-const char *cli_library_text(const char *text, char *buf, size_t n) {
-  size_t o = 0;
-  if (!n) return buf;
-  for (const char *p = text ? text : ""; *p && o + 1 < n;) {
-    const char *option = NULL;
-    size_t len = 0;
-    /* whole names only: not inside a longer name, nor a member of another struct */
-    if (p == text || (!word_char(p[-1]) && p[-1] != '.'))
-      for (size_t i = 0; !option && i < sizeof k_field_options / sizeof k_field_options[0]; i++) {
-        len = strlen(k_field_options[i].field);
-        if (!strncmp(p, k_field_options[i].field, len) && !word_char(p[len]) &&
-            !(p[len] == '.' && word_char(p[len + 1])))
-          option = k_field_options[i].option;
-      }
-    char field[96];
-    if (!option && (p == text || !word_char(p[-1])) && struct_field(p, field, sizeof field, &len))
-      option = field;
-    if (!option && (p == text || !word_char(p[-1])) && api_function(p, &len)) {
-      p += len; /* the API call that failed: the tool's user did not make it */
-      continue;
-    }
-    if (option) {
-      o += (size_t)snprintf(buf + o, n - o, "%s", option);
-      if (o >= n) o = n - 1;
-      p += len;
-    } else {
-      buf[o++] = *p++;
-    }
-  }
-  buf[o] = '\0';
-  return buf;
-}
-
-const char *cli_detail(void) {
-  static char buf[2048];
-  return cli_library_text(ctr_error_detail(), buf, sizeof buf);
 }
 
 /* The library detail, or the generic message when a call left none. */
@@ -367,7 +203,7 @@ static int parse_one(const cli_command *cmd, const cli_opt *opts, int argc, char
 }
 
 int cli_parse(const cli_command *cmd, const cli_opt *opts, int argc, char **argv) {
-  g_command_opts = opts;
+  cli_fields_command(opts);
   /* --help wins wherever it is, so that "ctrecon fdk --bad --help" helps. */
   for (int i = 1; i < argc; i++)
     if (is_help(argv[i])) {

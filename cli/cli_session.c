@@ -123,7 +123,7 @@ static void on_log(void *user, ctr_log_level level, const char *message) {
                                                 : "info";
   char text[2048];
   fprintf(stderr, "ctrecon %s: %s: %s\n", s->cmd, kind,
-          cli_library_text(message, text, sizeof text));
+          cli_library_text(message, NULL, text, sizeof text));
 }
 
 void cli_info(const cli_session *s, const char *fmt, ...) {

@@ -142,6 +142,8 @@ typedef struct fbp_run {
   double *angles, *shifts;
   ctr_fbp_stream_report report;
   ctr_cluster *cluster; /* under mpirun or srun with several ranks */
+  double seconds;       /* the run's */
+  double t_start, t_open, t_input, t_context; /* cli_now() before and after the steps before it */
 } fbp_run;
 
 /* A bare HDF5 file name (no ":/dataset" part): the DXchange layout. */
@@ -395,17 +397,217 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   return code;
 }
 
+/* The inputs and outputs: options that would do nothing are errors, not
+ * silently ignored. */
+static int check_inputs(fbp_args *a) {
+  if (!a->sinograms == !a->projections)
+    return cli_usage_error("fbp", "give exactly one of --sinograms and --projections");
+  /* Options that would do nothing are errors, not silently ignored. */
+  if (a->sinograms && (a->flat || a->dark || a->corr.paganin_delta_beta > 0 || (a->bin_given && a->bin[1] > 1)))
+    return cli_usage_error("fbp", "%s applies to --projections only (sinograms are already "
+                           "flat-fielded, one per row): drop it, or give --projections",
+                           a->flat ? "--flat" : a->dark ? "--dark" : a->corr.paganin_delta_beta > 0
+                           ? "--paganin" : "--bin NXxNY with NY > 1");
+  if ((a->out_scale_given || a->out_range_given) && a->out_dtype != CTR_DTYPE_UINT16)
+    return cli_usage_error("fbp", "--out-scale, --out-offset and --out-range apply to --out-dtype "
+                           "uint16 only (float32 and float16 store the values as they are): drop "
+                           "them, or add --out-dtype uint16");
+  if (a->input_scale != 1.0 && !a->sinograms)
+    return cli_usage_error("fbp", "--input-scale applies to --sinograms: the flat-field "
+                           "correction of --projections cancels their scale");
+  if (a->out_range_given && a->out_scale_given)
+    return cli_usage_error("fbp", "--out-range sets --out-scale and --out-offset: give one or the "
+                           "others");
+  if (a->out_range_given) {
+    a->out_offset = a->out_range[0];
+    a->out_scale = 65535.0 / (a->out_range[1] - a->out_range[0]);
+  }
+  if (a->corr.paganin_delta_beta > 0 && (!(a->corr.energy_kev > 0) || !(a->corr.distance_mm > 0) ||
+                                        !(a->pixel > 0)))
+    return cli_usage_error("fbp", "--paganin needs --energy KEV, --distance MM and --pixel-size MM "
+                           "(the detector pixel)");
+  if ((a->corr.energy_kev > 0 || a->corr.distance_mm > 0) && !(a->corr.paganin_delta_beta > 0))
+    return cli_usage_error("fbp", "--energy and --distance apply to --paganin only: add --paganin "
+                           "DELTA/BETA or drop them");
+  if (a->uniform_given && a->angles)
+    return cli_usage_error("fbp", "--angle-start and --angle-range describe a uniform scan; the "
+                           "angles come from --angles: drop them");
+  if (a->uniform_given && a->projections && is_h5(a->projections)) {
+    double *theta = NULL;
+    int64_t n = 0;
+    const int has = dxchange_theta(a->projections, &theta, &n, NULL);
+    free(theta);
+    if (has < 0) return CLI_EXIT_INPUT;
+    if (has)
+      return cli_usage_error("fbp", "--angle-start and --angle-range describe a uniform scan; "
+                             "the angles come from '%s':/exchange/theta: drop them",
+                             a->projections);
+  }
+  return 0;
+}
+
+/* The corrections' options, each with what it applies to; their values
+ * into a->corr. */
+static int check_corrections(fbp_args *a) {
+  if (a->dezinger_size_given && !(a->corr.dezinger > 0))
+    return cli_usage_error("fbp", "--dezinger-size applies to --dezinger T: add it or drop "
+                           "--dezinger-size");
+  if (a->ring_size_given && a->corr.stripe != CTR_STRIPE_SORTING)
+    return cli_usage_error("fbp", "--ring-size applies to --rings sorting");
+  if ((a->ring_level_given || a->ring_sigma_given || a->ring_wavelet_given) &&
+      a->corr.stripe != CTR_STRIPE_WAVELET)
+    return cli_usage_error("fbp", "%s applies to --rings wavelet", a->ring_level_given ?
+                           "--ring-level" : a->ring_sigma_given ? "--ring-sigma" : "--ring-wavelet");
+  if (a->center_row_given && a->axis_given && a->axis != CTR_AXIS_AUTO)
+    return cli_usage_error("fbp", "--center-row chooses the row the axis is found in; --axis %g "
+                           "gives it: drop one", a->axis);
+  if (a->center_range_given) {
+    a->corr.center_min = a->center_range[0];
+    a->corr.center_max = a->center_range[1];
+  }
+  if ((a->center_range_given || a->corr.center_method != CTR_CENTER_AUTO) && a->axis_given &&
+      a->axis != CTR_AXIS_AUTO)
+    return cli_usage_error("fbp", "--center-method and --center-range choose how the axis is found; "
+                           "--axis %g gives it: drop one", a->axis);
+  if (a->bin_given) {
+    a->corr.bin_x = (int)a->bin[0];
+    a->corr.bin_y = (int)a->bin[1];
+  }
+  return 0;
+}
+
+static int check_files(fbp_args *a, const cli_opt *opts) {
+  int rc = cli_require("fbp", opts, "--out", a->out);
+  if (!rc)
+    rc = cli_resolve_format("fbp", "--out", "--out-format", a->out, a->out_format,
+                            &a->out_format);
+  const cli_file in[] = {{"--sinograms", a->sinograms}, {"--projections", a->projections},
+                         {"--flat", a->flat},           {"--dark", a->dark},
+                         {"--angles", a->angles},       {"--axis-shift", a->shifts},
+                         {0}};
+  const cli_file out[] = {{"--out", a->out}, {"--preview", a->preview}, {0}};
+  if (!rc) rc = cli_check_files("fbp", in, out);
+  return rc;
+}
+
+/* The input, flats and darks, the context, each rank's agreement that it
+ * prepared its part; then the run. */
+static int run(fbp_args *a, fbp_run *r) {
+  int rc = cli_cluster_create("fbp", a->rank_timeout, &r->cluster);
+  if (rc) return rc;
+  if (r->cluster && a->preview)
+    rc = cli_usage_error("fbp", "--preview needs every slice in one process: make the previews "
+                         "from the output of a distributed run");
+  r->t_start = cli_now();
+  if (!rc) rc = open_input(a, r);
+  r->t_open = cli_now();
+  if (!rc && a->projections) rc = load_projections(a, r);
+  r->t_input = cli_now();
+  if (!rc) rc = cli_context_create(&r->session, "fbp", &a->common, &r->ctx);
+  r->t_context = cli_now();
+  if (!rc && a->kernel && ctr_context_get_device(r->ctx) != CTR_DEVICE_CUDA)
+    rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "
+                         "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",
+                         a->kernel);
+  rc = cli_cluster_agree("fbp", r->cluster, rc); /* every rank prepared its part */
+  if (!rc) rc = reconstruct(a, r, &r->seconds);
+  cli_progress_end(&r->session);
+  return rc;
+}
+
+/* After a run: the values replaced, the previews, the axis found, the
+ * timings and the summary. */
+static int finish(const fbp_args *a, fbp_run *r) {
+  const ctr_fbp_stream_report *rep = &r->report;
+  report_counts(a, rep);
+  if (a->preview && r->xy) {
+    ctr_status st = ctr_png_preview_planes(a->preview, r->xy, r->xz, r->yz, r->nx, r->ny,
+                                           r->nslices, 0, 0);
+    if (st != CTR_OK) return cli_fail_file("fbp", st, a->preview);
+  }
+  if (rep->axis_found)
+    cli_info(&r->session, "rotation axis: %.2f bins (found by %s)\n", rep->axis,
+             method_name(rep->center_method));
+  if (a->timings)
+    fprintf(stderr, "fbp: %lld bands of %lld slices%s; busy: read %.3f s, compute %.3f s, write "
+            "%.3f s; setup %.3f s, total %.3f s; before it: opening the input %.3f s, flats and "
+            "darks %.3f s, context %.3f s\n",
+            (long long)rep->bands, (long long)rep->band_slices,
+            rep->bands_resumed ? " (some resumed)" : "", rep->seconds_read, rep->seconds_compute,
+            rep->seconds_write, rep->seconds_setup, rep->seconds_total, r->t_open - r->t_start,
+            r->t_input - r->t_open, r->t_context - r->t_input);
+  const double seconds = r->seconds;
+  const double ups = (double)rep->nangles * (double)(rep->nx * rep->ny) * (double)rep->nslices;
+  cli_info(&r->session, "fbp: %lld slices of %lld x %lld from %lld angles x %lld bins (input scale "
+           "%g), %.2f s (%.1f GUPS, I/O included)\nwrote %s\n", (long long)rep->nslices,
+           (long long)rep->nx, (long long)rep->ny, (long long)rep->nangles, (long long)rep->nbins,
+           a->input_scale, seconds, ups / (seconds > 1e-9 ? seconds : 1e-9) / 1e9, a->out);
+  return 0;
+}
+
+static void free_run(const fbp_args *a, fbp_run *r, int rc) {
+  const double t_end = cli_now();
+  ctr_stack_close(r->in);
+  ctr_context_free(r->ctx);
+  if (!rc && a->timings)
+    fprintf(stderr, "fbp: after it: %.3f s (closing the input and the context)\n",
+            cli_now() - t_end);
+  cli_free_floats(r->flat);
+  cli_free_floats(r->dark);
+  free(r->xy);
+  free(r->xz);
+  free(r->yz);
+  free(r->angles);
+  free(r->shifts);
+  ctr_cluster_free(r->cluster);
+}
+
+/* The corrections of the projections or sinograms (ctr_corrections), rows of
+ * cmd_fbp's option table; a: the fbp_args. */
+#define FBP_CORRECTION_OPTIONS(a) \
+  {"--dezinger", "T", "replace sinogram values that differ from their neighbourhood's median "  \
+   "by more than T (-log units) (default: off)", cli_parse_nonneg, &(a)->corr.dezinger, NULL},  \
+  {"--dezinger-size", "N", "the neighbourhood, N x N, odd (default 3)", parse_int,              \
+   &(a)->corr.dezinger_size, &(a)->dezinger_size_given},                                        \
+  {"--rings", "none|sorting|wavelet", "stripe (ring) removal: Vo et al. 2018's sorting "        \
+   "filter or Muench et al. 2009's wavelet-FFT filter (default none)", parse_rings,             \
+   &(a)->corr.stripe, NULL},                                                                    \
+  {"--ring-size", "N", "sorting: median width across bins, odd (default 21)", parse_int,        \
+   &(a)->corr.stripe_size, &(a)->ring_size_given},                                              \
+  {"--ring-level", "N", "wavelet: decomposition levels (default 3)", parse_int,                 \
+   &(a)->corr.stripe_level, &(a)->ring_level_given},                                            \
+  {"--ring-sigma", "S", "wavelet: damping width (default 1)", cli_parse_positive,               \
+   &(a)->corr.stripe_sigma, &(a)->ring_sigma_given},                                            \
+  {"--ring-wavelet", "N", "wavelet: Daubechies order 1 .. 10 (default 5)", parse_int,           \
+   &(a)->corr.stripe_wavelet, &(a)->ring_wavelet_given},                                        \
+  {"--paganin", "DELTA/BETA", "Paganin et al. 2002 phase retrieval with this delta / beta "     \
+   "(needs --energy, --distance, --pixel-size) (default: off)", cli_parse_nonneg,               \
+   &(a)->corr.paganin_delta_beta, NULL},                                                        \
+  {"--energy", "KEV", "photon energy for --paganin", cli_parse_positive, &(a)->corr.energy_kev, \
+   NULL},                                                                                       \
+  {"--distance", "MM", "sample to detector distance for --paganin", cli_parse_positive,         \
+   &(a)->corr.distance_mm, NULL},                                                               \
+  {"--stitch-360", NULL, "a 360-degree scan with the axis off centre: join opposite "           \
+   "projections into a doubled field of view (default: off)", cli_set_flag,                     \
+   &(a)->corr.stitch_360, NULL},                                                                \
+  {"--bin", "N|NXxNY", "detector binning: NX columns x NY rows averaged (default 1)",           \
+   cli_parse_size2, (a)->bin, &(a)->bin_given}
+
+static void init_args(fbp_args *a) {
+  memset(a, 0, sizeof *a);
+  a->angle_range = 180.0;
+  a->fbp = (ctr_fbp_options)CTR_FBP_OPTIONS_INIT;
+  a->corr = (ctr_corrections)CTR_CORRECTIONS_INIT;
+  a->out_dtype = CTR_DTYPE_FLOAT32;
+  a->out_scale = 1000.0;
+  a->input_scale = 1.0;
+  a->center_row = -1;
+  a->common = (cli_common)CLI_COMMON_INIT;
+}
+
 int cmd_fbp(int argc, char **argv) {
   fbp_args a;
-  memset(&a, 0, sizeof a);
-  a.angle_range = 180.0;
-  a.fbp = (ctr_fbp_options)CTR_FBP_OPTIONS_INIT;
-  a.corr = (ctr_corrections)CTR_CORRECTIONS_INIT;
-  a.out_dtype = CTR_DTYPE_FLOAT32;
-  a.out_scale = 1000.0;
-  a.input_scale = 1.0;
-  a.center_row = -1;
-  a.common = (cli_common)CLI_COMMON_INIT;
+  init_args(&a);
   const cli_opt opts[] = {
       {"--sinograms", "FILE", "stack of sinograms, nbins x nangles each (this or --projections)",
        cli_parse_string, &a.sinograms, NULL},
@@ -450,33 +652,7 @@ int cmd_fbp(int argc, char **argv) {
        "one)", cli_parse_offset, &a.center_row, &a.center_row_given},
       {"--axis-shift", "FILE", "per-projection axis correction in bins (default none)",
        cli_parse_string, &a.shifts, NULL},
-      {"--dezinger", "T", "replace sinogram values that differ from their neighbourhood's median "
-       "by more than T (-log units) (default: off)", cli_parse_nonneg, &a.corr.dezinger, NULL},
-      {"--dezinger-size", "N", "the neighbourhood, N x N, odd (default 3)", parse_int,
-       &a.corr.dezinger_size, &a.dezinger_size_given},
-      {"--rings", "none|sorting|wavelet", "stripe (ring) removal: Vo et al. 2018's sorting "
-       "filter or Muench et al. 2009's wavelet-FFT filter (default none)", parse_rings,
-       &a.corr.stripe, NULL},
-      {"--ring-size", "N", "sorting: median width across bins, odd (default 21)", parse_int,
-       &a.corr.stripe_size, &a.ring_size_given},
-      {"--ring-level", "N", "wavelet: decomposition levels (default 3)", parse_int,
-       &a.corr.stripe_level, &a.ring_level_given},
-      {"--ring-sigma", "S", "wavelet: damping width (default 1)", cli_parse_positive,
-       &a.corr.stripe_sigma, &a.ring_sigma_given},
-      {"--ring-wavelet", "N", "wavelet: Daubechies order 1 .. 10 (default 5)", parse_int,
-       &a.corr.stripe_wavelet, &a.ring_wavelet_given},
-      {"--paganin", "DELTA/BETA", "Paganin et al. 2002 phase retrieval with this delta / beta "
-       "(needs --energy, --distance, --pixel-size) (default: off)", cli_parse_nonneg,
-       &a.corr.paganin_delta_beta, NULL},
-      {"--energy", "KEV", "photon energy for --paganin", cli_parse_positive, &a.corr.energy_kev,
-       NULL},
-      {"--distance", "MM", "sample to detector distance for --paganin", cli_parse_positive,
-       &a.corr.distance_mm, NULL},
-      {"--stitch-360", NULL, "a 360-degree scan with the axis off centre: join opposite "
-       "projections into a doubled field of view (default: off)", cli_set_flag,
-       &a.corr.stitch_360, NULL},
-      {"--bin", "N|NXxNY", "detector binning: NX columns x NY rows averaged (default 1)",
-       cli_parse_size2, a.bin, &a.bin_given},
+      FBP_CORRECTION_OPTIONS(&a),
       {"--size", "N|NXxNY", "slice size in pixels (default: the sinograms' bins)", cli_parse_size2,
        a.size, &a.size_given},
       {"--voxel", "BINS", "slice pixel size in detector bins (default 1)", cli_parse_positive,
@@ -511,140 +687,12 @@ int cmd_fbp(int argc, char **argv) {
   int rc = cli_parse(&cli_cmd_fbp, opts, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
   a.fbp.kernel = a.kernel;
-  if (!a.sinograms == !a.projections)
-    return cli_usage_error("fbp", "give exactly one of --sinograms and --projections");
-  /* Options that would do nothing are errors, not silently ignored. */
-  if (a.sinograms && (a.flat || a.dark || a.corr.paganin_delta_beta > 0 || (a.bin_given && a.bin[1] > 1)))
-    return cli_usage_error("fbp", "%s applies to --projections only (sinograms are already "
-                           "flat-fielded, one per row): drop it, or give --projections",
-                           a.flat ? "--flat" : a.dark ? "--dark" : a.corr.paganin_delta_beta > 0
-                           ? "--paganin" : "--bin NXxNY with NY > 1");
-  if ((a.out_scale_given || a.out_range_given) && a.out_dtype != CTR_DTYPE_UINT16)
-    return cli_usage_error("fbp", "--out-scale, --out-offset and --out-range apply to --out-dtype "
-                           "uint16 only (float32 and float16 store the values as they are): drop "
-                           "them, or add --out-dtype uint16");
-  if (a.input_scale != 1.0 && !a.sinograms)
-    return cli_usage_error("fbp", "--input-scale applies to --sinograms: the flat-field "
-                           "correction of --projections cancels their scale");
-  if (a.out_range_given && a.out_scale_given)
-    return cli_usage_error("fbp", "--out-range sets --out-scale and --out-offset: give one or the "
-                           "others");
-  if (a.out_range_given) {
-    a.out_offset = a.out_range[0];
-    a.out_scale = 65535.0 / (a.out_range[1] - a.out_range[0]);
-  }
-  if (a.corr.paganin_delta_beta > 0 && (!(a.corr.energy_kev > 0) || !(a.corr.distance_mm > 0) ||
-                                        !(a.pixel > 0)))
-    return cli_usage_error("fbp", "--paganin needs --energy KEV, --distance MM and --pixel-size MM "
-                           "(the detector pixel)");
-  if ((a.corr.energy_kev > 0 || a.corr.distance_mm > 0) && !(a.corr.paganin_delta_beta > 0))
-    return cli_usage_error("fbp", "--energy and --distance apply to --paganin only: add --paganin "
-                           "DELTA/BETA or drop them");
-  if (a.uniform_given && a.angles)
-    return cli_usage_error("fbp", "--angle-start and --angle-range describe a uniform scan; the "
-                           "angles come from --angles: drop them");
-  if (a.uniform_given && a.projections && is_h5(a.projections)) {
-    double *theta = NULL;
-    int64_t n = 0;
-    const int has = dxchange_theta(a.projections, &theta, &n, NULL);
-    free(theta);
-    if (has < 0) return CLI_EXIT_INPUT;
-    if (has)
-      return cli_usage_error("fbp", "--angle-start and --angle-range describe a uniform scan; "
-                             "the angles come from '%s':/exchange/theta: drop them",
-                             a.projections);
-  }
-  if (a.dezinger_size_given && !(a.corr.dezinger > 0))
-    return cli_usage_error("fbp", "--dezinger-size applies to --dezinger T: add it or drop "
-                           "--dezinger-size");
-  if (a.ring_size_given && a.corr.stripe != CTR_STRIPE_SORTING)
-    return cli_usage_error("fbp", "--ring-size applies to --rings sorting");
-  if ((a.ring_level_given || a.ring_sigma_given || a.ring_wavelet_given) &&
-      a.corr.stripe != CTR_STRIPE_WAVELET)
-    return cli_usage_error("fbp", "%s applies to --rings wavelet", a.ring_level_given ?
-                           "--ring-level" : a.ring_sigma_given ? "--ring-sigma" : "--ring-wavelet");
-  if (a.center_row_given && a.axis_given && a.axis != CTR_AXIS_AUTO)
-    return cli_usage_error("fbp", "--center-row chooses the row the axis is found in; --axis %g "
-                           "gives it: drop one", a.axis);
-  if (a.center_range_given) {
-    a.corr.center_min = a.center_range[0];
-    a.corr.center_max = a.center_range[1];
-  }
-  if ((a.center_range_given || a.corr.center_method != CTR_CENTER_AUTO) && a.axis_given &&
-      a.axis != CTR_AXIS_AUTO)
-    return cli_usage_error("fbp", "--center-method and --center-range choose how the axis is found; "
-                           "--axis %g gives it: drop one", a.axis);
-  if (a.bin_given) {
-    a.corr.bin_x = (int)a.bin[0];
-    a.corr.bin_y = (int)a.bin[1];
-  }
-  rc = cli_require("fbp", opts, "--out", a.out);
-  if (!rc) rc = cli_resolve_format("fbp", "--out", "--out-format", a.out, a.out_format, &a.out_format);
-  const cli_file in[] = {{"--sinograms", a.sinograms}, {"--projections", a.projections},
-                         {"--flat", a.flat},           {"--dark", a.dark},
-                         {"--angles", a.angles},       {"--axis-shift", a.shifts},
-                         {0}};
-  const cli_file out[] = {{"--out", a.out}, {"--preview", a.preview}, {0}};
-  if (!rc) rc = cli_check_files("fbp", in, out);
-  if (rc) return cli_launch_early_error("fbp", rc);
+  if ((rc = check_inputs(&a)) || (rc = check_corrections(&a))) return rc;
+  if ((rc = check_files(&a, opts))) return cli_launch_early_error("fbp", rc);
   fbp_run r;
   memset(&r, 0, sizeof r);
-  double seconds = 0;
-  rc = cli_cluster_create("fbp", a.rank_timeout, &r.cluster);
-  if (rc) return rc;
-  if (r.cluster && a.preview)
-    rc = cli_usage_error("fbp", "--preview needs every slice in one process: make the previews "
-                         "from the output of a distributed run");
-  const double t_start = cli_now();
-  if (!rc) rc = open_input(&a, &r);
-  const double t_open = cli_now();
-  if (!rc && a.projections) rc = load_projections(&a, &r);
-  const double t_input = cli_now();
-  if (!rc) rc = cli_context_create(&r.session, "fbp", &a.common, &r.ctx);
-  const double t_context = cli_now();
-  if (!rc && a.kernel && ctr_context_get_device(r.ctx) != CTR_DEVICE_CUDA)
-    rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "
-                         "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",
-                         a.kernel);
-  rc = cli_cluster_agree("fbp", r.cluster, rc); /* every rank prepared its part */
-  if (!rc) rc = reconstruct(&a, &r, &seconds);
-  cli_progress_end(&r.session);
-  const ctr_fbp_stream_report *rep = &r.report;
-  if (!rc) report_counts(&a, rep);
-  if (!rc && a.preview && r.xy) {
-    ctr_status st = ctr_png_preview_planes(a.preview, r.xy, r.xz, r.yz, r.nx, r.ny, r.nslices, 0, 0);
-    if (st != CTR_OK) rc = cli_fail_file("fbp", st, a.preview);
-  }
-  if (!rc && rep->axis_found)
-    cli_info(&r.session, "rotation axis: %.2f bins (found by %s)\n", rep->axis,
-             method_name(rep->center_method));
-  if (!rc && a.timings)
-    fprintf(stderr, "fbp: %lld bands of %lld slices%s; busy: read %.3f s, compute %.3f s, write "
-            "%.3f s; setup %.3f s, total %.3f s; before it: opening the input %.3f s, flats and "
-            "darks %.3f s, context %.3f s\n",
-            (long long)rep->bands, (long long)rep->band_slices,
-            rep->bands_resumed ? " (some resumed)" : "", rep->seconds_read, rep->seconds_compute,
-            rep->seconds_write, rep->seconds_setup, rep->seconds_total, t_open - t_start,
-            t_input - t_open, t_context - t_input);
-  if (!rc) {
-    const double ups = (double)rep->nangles * (double)(rep->nx * rep->ny) * (double)rep->nslices;
-    cli_info(&r.session, "fbp: %lld slices of %lld x %lld from %lld angles x %lld bins (input scale "
-             "%g), %.2f s (%.1f GUPS, I/O included)\nwrote %s\n", (long long)rep->nslices,
-             (long long)rep->nx, (long long)rep->ny, (long long)rep->nangles, (long long)rep->nbins,
-             a.input_scale, seconds, ups / (seconds > 1e-9 ? seconds : 1e-9) / 1e9, a.out);
-  }
-  const double t_end = cli_now();
-  ctr_stack_close(r.in);
-  ctr_context_free(r.ctx);
-  if (!rc && a.timings)
-    fprintf(stderr, "fbp: after it: %.3f s (closing the input and the context)\n", cli_now() - t_end);
-  cli_free_floats(r.flat);
-  cli_free_floats(r.dark);
-  free(r.xy);
-  free(r.xz);
-  free(r.yz);
-  free(r.angles);
-  free(r.shifts);
-  ctr_cluster_free(r.cluster);
+  rc = run(&a, &r);
+  if (!rc) rc = finish(&a, &r);
+  free_run(&a, &r, rc);
   return rc;
 }

@@ -67,6 +67,20 @@ typedef struct it_run {
                        checkpoint has no history: one of an older ctrecon) */
   double sec0;      /* seconds of the resumed part */
   int rc;
+  /* the checkpoint (when checkpoints) and its run lock; --init FILE */
+  char ckpath[4200], lockpath[4300];
+  int checkpoints, init_file;
+  /* the data, the geometry (one of g, pg) and the projector */
+  ctr_geometry *g;
+  ctr_parallel_geometry *pg;
+  ctr_context *ctx;
+  ctr_projector *p;
+  float *proj, *vol, *truth;
+  int64_t nslices, vd[3], pdims[3];
+  ctr_stack_info out_info;
+  ctr_iterate_options o;
+  ctr_iterate_report rep;
+  double seconds;
 } it_run;
 
 /* ---- Option parsers ------------------------------------------------------- */
@@ -269,18 +283,297 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
   return cli_resolve_format(cmd, "--out", "--out-format", a->out, a->out_format, &a->out_format);
 }
 
-int cmd_iterate(int argc, char **argv) {
+/* The checkpoint's path and lock, the files' check, and a checkpoint that
+ * is in use, left by an earlier run, or missing for --resume. */
+static int check_checkpoint(const it_args *a, it_run *r) {
   const char *cmd = "iterate";
+  int rc;
+  r->checkpoints = a->checkpoint_every > 0;
+  if (r->checkpoints) {
+    if (a->checkpoint) snprintf(r->ckpath, sizeof r->ckpath, "%s", a->checkpoint);
+    else if ((rc = cli_beside_output(cmd, a->out, "checkpoint", r->ckpath, sizeof r->ckpath)))
+      return rc;
+    snprintf(r->lockpath, sizeof r->lockpath, "%s.lock", r->ckpath); /* the library's run lock */
+  }
+  r->init_file = a->init && strcmp(a->init, "zero") && strcmp(a->init, "fdk");
+  const cli_file in[] = {{"--geometry", a->geometry},  {"--projections", a->projections},
+                         {"--sinograms", a->sinograms}, {"--truth", a->truth},
+                         {"--angles", a->angles},      {"--axis-shift", a->shifts},
+                         {"--init", r->init_file ? a->init : NULL}, {0}};
+  const cli_file outf[] = {{"--out", a->out},
+                           {"--plot", a->plot},
+                           {"--residuals", a->residuals},
+                           {"--preview", a->preview},
+                           {a->checkpoint ? "--checkpoint" : "the checkpoint",
+                            r->checkpoints ? r->ckpath : NULL},
+                           {"the checkpoint's lock", r->checkpoints ? r->lockpath : NULL},
+                           {0}};
+  if ((rc = cli_check_files(cmd, in, outf))) return rc;
+  struct stat sb;
+  const long holder = r->checkpoints ? cli_lock_holder(r->lockpath) : 0;
+  if (holder) /* before the advice below, which is for a run that ended */
+    return cli_error(cmd, CLI_EXIT_INPUT, "'%s' is in use by process %ld (another run with this "
+                     "checkpoint, still going): wait for it to end, or give another --out or "
+                     "--checkpoint", r->ckpath, holder);
+  if (r->checkpoints && !a->resume && stat(r->ckpath, &sb) == 0)
+    return cli_usage_error(cmd, "the checkpoint '%s' of an earlier run exists: add --resume to "
+                           "continue that run, or delete it to start over", r->ckpath);
+  if (a->resume && (!r->checkpoints || stat(r->ckpath, &sb) != 0))
+    return cli_usage_error(cmd, "--resume: no checkpoint '%s' to continue from",
+                           r->checkpoints ? r->ckpath : "(none)");
+  return 0;
+}
+
+/* Cone beam: the geometry file and its projections. */
+static int load_cone(const it_args *a, it_run *r) {
+  int rc = cli_load_geometry("iterate", a->geometry, &r->g);
+  if (rc) return rc;
+  cli_warn_coverage("iterate", r->g);
+  int64_t nu, nv;
+  ctr_geometry_get_detector(r->g, &nu, &nv, NULL, NULL);
+  if ((rc = load_stack(a->projections, "--projections", nu, nv, ctr_geometry_get_view_count(r->g),
+                       a->raw_dtype, "views of the geometry", &r->proj)))
+    return rc;
+  const ctr_volume_geometry vg = ctr_geometry_get_volume(r->g);
+  r->out_info = cli_volume_info(&vg, 0, vg.nz, CTR_DTYPE_FLOAT32);
+  return 0;
+}
+
+/* Parallel beam: the sinograms, and the geometry of the options. */
+static int load_parallel(const it_args *a, it_run *r) {
+  const char *cmd = "iterate";
+  ctr_file_format fmt;
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
+  void *data = NULL;
+  int rc = cli_resolve_format(cmd, "--sinograms", NULL, a->sinograms, CTR_FORMAT_AUTO, &fmt);
+  if (rc) return rc;
+  if (fmt == CTR_FORMAT_RAW)
+    return cli_usage_error(cmd, "--sinograms: a raw file has no sizes; give a TIFF, NRRD or HDF5 "
+                           "stack");
+  ctr_status st = ctr_stack_load(a->sinograms, fmt, NULL, CTR_DTYPE_FLOAT32, &info, &data);
+  if (st != CTR_OK) return cli_fail_file(cmd, st, a->sinograms);
+  r->proj = data;
+  r->nslices = info.count;
+  if ((rc = parallel_geometry(a, info.width, info.height, &r->pg))) return rc;
+  const ctr_parallel_params *pp = ctr_parallel_get_params(r->pg);
+  r->out_info.width = pp->nx;
+  r->out_info.height = pp->ny;
+  r->out_info.count = r->nslices;
+  r->out_info.dtype = CTR_DTYPE_FLOAT32;
+  r->out_info.spacing[0] = r->out_info.spacing[1] = pp->voxel * pp->pixel_size;
+  r->out_info.spacing[2] = pp->pixel_size;
+  return 0;
+}
+
+/* The context and the projector of the data; the projections scaled. */
+static int make_projector(const it_args *a, it_run *r) {
+  int rc = cli_context_create(&r->session, "iterate", &a->common, &r->ctx);
+  if (rc) return rc;
+  ctr_projector_options po = CTR_PROJECTOR_OPTIONS_INIT;
+  ctr_projector_pair_parse(a->pair, &po.pair);
+  po.gpu_budget = a->gpu_mem;
+  po.max_slab_slices = a->slab;
+  ctr_status st = r->g ? ctr_projector_create_cone(r->ctx, r->g, &po, &r->p)
+                       : ctr_projector_create_parallel(r->ctx, r->pg, r->nslices, &po, &r->p);
+  if (st != CTR_OK) return cli_fail("iterate", st);
+  ctr_projector_get_volume_dims(r->p, r->vd);
+  ctr_projector_get_projection_dims(r->p, r->pdims);
+  if (a->input_scale != 1.0) {
+    const float inv = (float)(1.0 / a->input_scale);
+    for (int64_t i = 0, n = r->pdims[0] * r->pdims[1] * r->pdims[2]; i < n; i++) r->proj[i] *= inv;
+  }
+  return 0;
+}
+
+/* The volume (zero, or --init FILE), --truth, and o.init. */
+static int make_volume(const it_args *a, it_run *r) {
+  const int64_t *vd = r->vd, nvol = vd[0] * vd[1] * vd[2];
+  int rc = 0;
+  r->vol = cli_alloc_floats("iterate", nvol, "the volume", &rc);
+  if (!r->vol) return rc;
+  memset(r->vol, 0, sizeof(float) * (size_t)nvol);
+  if (a->truth && (rc = load_stack(a->truth, "--truth", vd[0], vd[1], vd[2], CTR_DTYPE_FLOAT32,
+                                   "the volume", &r->truth)))
+    return rc;
+  r->o.init = CTR_ITERATE_INIT_ZERO;
+  if (a->init && !strcmp(a->init, "fdk")) r->o.init = CTR_ITERATE_INIT_FDK;
+  if (r->init_file) {
+    float *x0 = NULL;
+    if ((rc = load_stack(a->init, "--init", vd[0], vd[1], vd[2], CTR_DTYPE_FLOAT32, "the volume",
+                         &x0)))
+      return rc;
+    memcpy(r->vol, x0, sizeof(float) * (size_t)nvol);
+    free(x0);
+    r->o.init = CTR_ITERATE_INIT_GIVEN;
+  }
+  return 0;
+}
+
+/* The options of the run (the algorithm is check_args's). */
+static void fill_options(const it_args *a, it_run *r) {
+  ctr_iterate_options *o = &r->o;
+  o->iterations = a->iterations;
+  o->tolerance = a->tolerance;
+  o->subsets = a->subsets;
+  if (a->relax_given) o->relaxation = a->relaxation;
+  o->tv_weight = a->tv_weight;
+  o->tv_iterations = a->tv_iterations;
+  o->nonneg = a->nonneg;
+  if (a->box_given) o->box = 1, o->lower = a->box[0], o->upper = a->box[1];
+  o->truth = r->truth;
+  o->on_iteration = on_iteration;
+  o->user = r;
+  o->gpu_budget = a->gpu_mem;
+  o->host_budget = a->host_mem;
+  o->max_slab_slices = a->slab;
+  o->strict = a->strict;
+  if (r->checkpoints) {
+    o->checkpoint = r->ckpath;
+    o->checkpoint_every = a->checkpoint_every;
+    o->resume = a->resume;
+  }
+}
+
+/* The plan, up front: refused ones stop here, the others are printed. */
+static int print_plan(const it_args *a, it_run *r) {
+  uint64_t gb = a->gpu_mem, hb = a->host_mem, dg = 0, dh = 0;
+  const ctr_device_kind dev = ctr_context_get_device(r->ctx);
+  ctr_plan_default_budgets(r->ctx, dev == CTR_DEVICE_CUDA ? &dg : NULL, &dh);
+  ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
+  ctr_status st = ctr_iterate_plan_compute(r->p, &r->o, dev, gb ? gb : dg, hb ? hb : dh, &plan);
+  if (st != CTR_OK) return cli_fail("iterate", st);
+  char text[512];
+  const int64_t *pd = r->pdims, *vd = r->vd;
+  ctr_iterate_plan_describe(&plan, text, sizeof text);
+  cli_info(&r->session, "iterate: %s, %lld iterations, %s pair; %lld x %lld x %lld projections "
+           "(input scale %g) -> %lld x %lld x %lld voxels\nplan: %s\n",
+           ctr_iterate_algorithm_name(r->o.algorithm), (long long)r->o.iterations, a->pair,
+           (long long)pd[0], (long long)pd[1], (long long)pd[2], a->input_scale, (long long)vd[0],
+           (long long)vd[1], (long long)vd[2], text);
+  return 0;
+}
+
+/* The iterations; a failure names the file it is about and, after some
+ * progress, what the checkpoint holds. */
+static int iterate(const it_args *a, it_run *r) {
+  const char *cmd = "iterate";
+  r->rep = (ctr_iterate_report)CTR_ITERATE_REPORT_INIT;
+  const double t0 = cli_now();
+  ctr_status st = ctr_iterate(r->p, &r->o, r->proj, r->vol, &r->rep);
+  r->seconds = cli_now() - t0;
+  cli_progress_end(&r->session);
+  if (r->rc) return r->rc;
+  if (st == CTR_OK) return 0;
+  if (r->checkpoints && (r->rep.iterations > 0 || r->rep.checkpointed > 0) &&
+      st != CTR_E_INVALID_ARGUMENT && st != CTR_E_FORMAT) {
+    fprintf(stderr, "ctrecon iterate: error: %s\n",
+            cli_status_text(st));
+    checkpoint_advice(a, r->ckpath, &r->rep);
+    return cli_exit_code(st);
+  }
+  /* the file the failure is about: the checkpoint, the start volume, or the data */
+  const char *about = a->resume || (r->checkpoints && strstr(ctr_error_detail(), r->ckpath))
+                          ? r->ckpath
+                      : r->init_file && strstr(ctr_error_detail(), "the initial volume") ? a->init
+                      : a->sinograms ? a->sinograms : a->projections;
+  /* a fault of the arithmetic (a non-finite residual) is not the file's */
+  const int rc = st == CTR_E_INTERNAL ? cli_fail(cmd, st) : cli_fail_file(cmd, st, about);
+  slab_hint(a->resume);
+  return rc;
+}
+
+/* The convergence plot (--plot). */
+static int write_plot(const it_args *a, const it_run *r) {
+  char title[200];
+  const char *name = ctr_iterate_algorithm_name(r->o.algorithm);
+  if (r->base)
+    snprintf(title, sizeof title, "%s, iterations %lld to %lld (numbered from 1)", name,
+             (long long)(r->base + 1), (long long)(r->base + r->h.n));
+  else
+    snprintf(title, sizeof title, "%s, %lld iterations", name, (long long)r->h.n);
+  ctr_status st = ctr_iterate_plot(a->plot, r->h.rel, r->truth ? r->h.err : NULL, r->h.n, title);
+  return st != CTR_OK ? cli_fail_file("iterate", st, a->plot) : 0;
+}
+
+/* The volume, its previews, the plot and the table; the checkpoint of a
+ * complete run goes unless kept. */
+static int write_outputs(const it_args *a, it_run *r) {
+  const char *cmd = "iterate";
+  if (r->rep.resumed)
+    cli_info(&r->session, "resumed after iteration %lld of '%s'\n", (long long)r->rep.resumed,
+             r->ckpath);
+  ctr_status st = ctr_stack_save(a->out, a->out_format, &r->out_info, CTR_DTYPE_FLOAT32, r->vol);
+  if (st != CTR_OK) return cli_fail_file(cmd, st, a->out);
+  if (a->preview) {
+    st = ctr_png_preview(a->preview, r->vol, r->vd[0], r->vd[1], r->vd[2], 0.0f, 0.0f);
+    if (st != CTR_OK) return cli_fail_file(cmd, st, a->preview);
+  }
+  int rc;
+  if (a->plot && r->h.n > 0 && (rc = write_plot(a, r))) return rc;
+  if (a->residuals && (rc = write_table(a->residuals, &r->h, r->base))) return rc;
+  if (r->checkpoints && !a->keep_checkpoint) remove(r->ckpath);
+  return 0;
+}
+
+static void print_summary(const it_args *a, it_run *r) {
+  const ctr_iterate_report *rep = &r->rep;
+  const int64_t done = rep->iterations - rep->resumed;
+  const char *why = rep->stop == CTR_ITERATE_STOP_TOLERANCE   ? " (tolerance reached)"
+                    : rep->stop == CTR_ITERATE_STOP_CONVERGED ? " (converged: the gradient vanished)"
+                                                              : "";
+  cli_info(&r->session, "%s: %lld iterations%s in %.2f s (%.3f s each: forward %.3f s, adjoint "
+           "%.3f s in all); residual %.6g = %.4g of ||b||\nwrote %s",
+           ctr_iterate_algorithm_name(r->o.algorithm), (long long)rep->iterations, why, r->seconds,
+           done > 0 ? r->seconds / (double)done : 0.0, rep->seconds_forward, rep->seconds_adjoint,
+           rep->residual, rep->norm_b > 0 ? rep->residual / rep->norm_b : 0.0, a->out);
+  if (a->preview) cli_info(&r->session, ", %s_{xy,xz,yz}.png", a->preview);
+  if (a->plot) cli_info(&r->session, ", %s", a->plot);
+  if (a->residuals) cli_info(&r->session, ", %s", a->residuals);
+  if (r->checkpoints && a->keep_checkpoint) cli_info(&r->session, ", %s", r->ckpath);
+  cli_info(&r->session, "\n");
+}
+
+static int run(const it_args *a, it_run *r) {
+  int rc = check_checkpoint(a, r);
+  if (!rc) rc = a->geometry ? load_cone(a, r) : load_parallel(a, r);
+  if (!rc) rc = make_projector(a, r);
+  if (!rc) rc = make_volume(a, r);
+  if (rc) return rc;
+  fill_options(a, r);
+  rc = print_plan(a, r);
+  if (!rc) rc = iterate(a, r);
+  if (!rc) rc = write_outputs(a, r);
+  if (!rc) print_summary(a, r);
+  return rc;
+}
+
+static void free_run(it_run *r) {
+  cli_progress_end(&r->session);
+  free(r->h.res);
+  ctr_projector_free(r->p);
+  ctr_context_free(r->ctx);
+  ctr_geometry_free(r->g);
+  ctr_parallel_free(r->pg);
+  free(r->proj);
+  free(r->truth);
+  cli_free_floats(r->vol);
+}
+
+static void init_args(it_args *a) {
+  memset(a, 0, sizeof *a);
+  a->algorithm = "sirt";
+  a->pair = "matched";
+  a->iterations = 20;
+  a->angle_range = 180.0;
+  a->checkpoint_every = 1;
+  a->raw_dtype = CTR_DTYPE_FLOAT32;
+  a->input_scale = 1.0;
+  a->common = (cli_common)CLI_COMMON_INIT;
+}
+
+int cmd_iterate(int argc, char **argv) {
   it_args a;
-  memset(&a, 0, sizeof a);
-  a.algorithm = "sirt";
-  a.pair = "matched";
-  a.iterations = 20;
-  a.angle_range = 180.0;
-  a.checkpoint_every = 1;
-  a.raw_dtype = CTR_DTYPE_FLOAT32;
-  a.input_scale = 1.0;
-  a.common = (cli_common)CLI_COMMON_INIT;
+  init_args(&a);
   const cli_opt opts[] = {
       {"--geometry", "FILE", "cone-beam geometry (JSON, ctrecon geometry)", cli_parse_string,
        &a.geometry, NULL},
@@ -361,243 +654,13 @@ int cmd_iterate(int argc, char **argv) {
   };
   int rc = cli_parse(&cli_cmd_iterate, opts, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
-  ctr_iterate_options o = CTR_ITERATE_OPTIONS_INIT;
-  if ((rc = check_args(&a, opts, &o))) return rc;
-  char ckpath[4200], lockpath[4300];
-  const int checkpoints = a.checkpoint_every > 0;
-  if (checkpoints) {
-    if (a.checkpoint) snprintf(ckpath, sizeof ckpath, "%s", a.checkpoint);
-    else if ((rc = cli_beside_output(cmd, a.out, "checkpoint", ckpath, sizeof ckpath))) return rc;
-    snprintf(lockpath, sizeof lockpath, "%s.lock", ckpath); /* the library's run lock */
-  }
-  const int init_file = a.init && strcmp(a.init, "zero") && strcmp(a.init, "fdk");
-  const cli_file in[] = {{"--geometry", a.geometry},  {"--projections", a.projections},
-                         {"--sinograms", a.sinograms}, {"--truth", a.truth},
-                         {"--angles", a.angles},      {"--axis-shift", a.shifts},
-                         {"--init", init_file ? a.init : NULL}, {0}};
-  const cli_file outf[] = {{"--out", a.out},
-                           {"--plot", a.plot},
-                           {"--residuals", a.residuals},
-                           {"--preview", a.preview},
-                           {a.checkpoint ? "--checkpoint" : "the checkpoint",
-                            checkpoints ? ckpath : NULL},
-                           {"the checkpoint's lock", checkpoints ? lockpath : NULL},
-                           {0}};
-  if ((rc = cli_check_files(cmd, in, outf))) return rc;
-  struct stat sb;
-  const long holder = checkpoints ? cli_lock_holder(lockpath) : 0;
-  if (holder) /* before the advice below, which is for a run that ended */
-    return cli_error(cmd, CLI_EXIT_INPUT, "'%s' is in use by process %ld (another run with this "
-                     "checkpoint, still going): wait for it to end, or give another --out or "
-                     "--checkpoint", ckpath, holder);
-  if (checkpoints && !a.resume && stat(ckpath, &sb) == 0)
-    return cli_usage_error(cmd, "the checkpoint '%s' of an earlier run exists: add --resume to "
-                           "continue that run, or delete it to start over", ckpath);
-  if (a.resume && (!checkpoints || stat(ckpath, &sb) != 0))
-    return cli_usage_error(cmd, "--resume: no checkpoint '%s' to continue from", checkpoints ? ckpath : "(none)");
-
   it_run r;
   memset(&r, 0, sizeof r);
   r.a = &a;
-  ctr_geometry *g = NULL;
-  ctr_parallel_geometry *pg = NULL;
-  ctr_context *ctx = NULL;
-  ctr_projector *p = NULL;
-  float *proj = NULL, *vol = NULL, *truth = NULL;
-  int64_t nslices = 0;
-  ctr_stack_info out_info = CTR_STACK_INFO_INIT;
-  /* The data and the geometry. */
-  if (a.geometry) {
-    if ((rc = cli_load_geometry(cmd, a.geometry, &g))) goto cleanup;
-    cli_warn_coverage(cmd, g);
-    int64_t nu, nv;
-    ctr_geometry_get_detector(g, &nu, &nv, NULL, NULL);
-    if ((rc = load_stack(a.projections, "--projections", nu, nv, ctr_geometry_get_view_count(g), a.raw_dtype,
-                         "views of the geometry", &proj)))
-      goto cleanup;
-    const ctr_volume_geometry vg = ctr_geometry_get_volume(g);
-    out_info = cli_volume_info(&vg, 0, vg.nz, CTR_DTYPE_FLOAT32);
-  } else {
-    ctr_file_format fmt;
-    ctr_stack_info info = CTR_STACK_INFO_INIT;
-    void *data = NULL;
-    if ((rc = cli_resolve_format(cmd, "--sinograms", NULL, a.sinograms, CTR_FORMAT_AUTO, &fmt)))
-      goto cleanup;
-    if (fmt == CTR_FORMAT_RAW) {
-      rc = cli_usage_error(cmd, "--sinograms: a raw file has no sizes; give a TIFF, NRRD or HDF5 "
-                           "stack");
-      goto cleanup;
-    }
-    ctr_status st = ctr_stack_load(a.sinograms, fmt, NULL, CTR_DTYPE_FLOAT32, &info, &data);
-    if (st != CTR_OK) {
-      rc = cli_fail_file(cmd, st, a.sinograms);
-      goto cleanup;
-    }
-    proj = data;
-    nslices = info.count;
-    if ((rc = parallel_geometry(&a, info.width, info.height, &pg))) goto cleanup;
-    const ctr_parallel_params *pp = ctr_parallel_get_params(pg);
-    out_info.width = pp->nx;
-    out_info.height = pp->ny;
-    out_info.count = nslices;
-    out_info.dtype = CTR_DTYPE_FLOAT32;
-    out_info.spacing[0] = out_info.spacing[1] = pp->voxel * pp->pixel_size;
-    out_info.spacing[2] = pp->pixel_size;
-  }
-  if ((rc = cli_context_create(&r.session, cmd, &a.common, &ctx))) goto cleanup;
-  ctr_projector_options po = CTR_PROJECTOR_OPTIONS_INIT;
-  ctr_projector_pair_parse(a.pair, &po.pair);
-  po.gpu_budget = a.gpu_mem;
-  po.max_slab_slices = a.slab;
-  ctr_status st = g ? ctr_projector_create_cone(ctx, g, &po, &p)
-                    : ctr_projector_create_parallel(ctx, pg, nslices, &po, &p);
-  if (st != CTR_OK) {
-    rc = cli_fail(cmd, st);
-    goto cleanup;
-  }
-  int64_t vd[3], pdims[3];
-  ctr_projector_get_volume_dims(p, vd);
-  ctr_projector_get_projection_dims(p, pdims);
-  if (a.input_scale != 1.0) {
-    const float inv = (float)(1.0 / a.input_scale);
-    for (int64_t i = 0, n = pdims[0] * pdims[1] * pdims[2]; i < n; i++) proj[i] *= inv;
-  }
-  const int64_t nvol = vd[0] * vd[1] * vd[2];
-  vol = cli_alloc_floats(cmd, nvol, "the volume", &rc);
-  if (!vol) goto cleanup;
-  memset(vol, 0, sizeof(float) * (size_t)nvol);
-  if (a.truth &&
-      (rc = load_stack(a.truth, "--truth", vd[0], vd[1], vd[2], CTR_DTYPE_FLOAT32, "the volume", &truth)))
-    goto cleanup;
-  o.init = CTR_ITERATE_INIT_ZERO;
-  if (a.init && !strcmp(a.init, "fdk")) o.init = CTR_ITERATE_INIT_FDK;
-  if (init_file) {
-    float *x0 = NULL;
-    if ((rc = load_stack(a.init, "--init", vd[0], vd[1], vd[2], CTR_DTYPE_FLOAT32, "the volume", &x0)))
-      goto cleanup;
-    memcpy(vol, x0, sizeof(float) * (size_t)nvol);
-    free(x0);
-    o.init = CTR_ITERATE_INIT_GIVEN;
-  }
-  o.iterations = a.iterations;
-  o.tolerance = a.tolerance;
-  o.subsets = a.subsets;
-  if (a.relax_given) o.relaxation = a.relaxation;
-  o.tv_weight = a.tv_weight;
-  o.tv_iterations = a.tv_iterations;
-  o.nonneg = a.nonneg;
-  if (a.box_given) o.box = 1, o.lower = a.box[0], o.upper = a.box[1];
-  o.truth = truth;
-  o.on_iteration = on_iteration;
-  o.user = &r;
-  o.gpu_budget = a.gpu_mem;
-  o.host_budget = a.host_mem;
-  o.max_slab_slices = a.slab;
-  o.strict = a.strict;
-  if (checkpoints) {
-    o.checkpoint = ckpath;
-    o.checkpoint_every = a.checkpoint_every;
-    o.resume = a.resume;
-  }
-  /* The plan, up front. */
-  {
-    uint64_t gb = a.gpu_mem, hb = a.host_mem, dg = 0, dh = 0;
-    ctr_plan_default_budgets(ctx, ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? &dg : NULL, &dh);
-    ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
-    st = ctr_iterate_plan_compute(p, &o, ctr_context_get_device(ctx), gb ? gb : dg, hb ? hb : dh, &plan);
-    if (st != CTR_OK) {
-      rc = cli_fail(cmd, st);
-      goto cleanup;
-    }
-    char text[512];
-    ctr_iterate_plan_describe(&plan, text, sizeof text);
-    cli_info(&r.session, "iterate: %s, %lld iterations, %s pair; %lld x %lld x %lld projections "
-             "(input scale %g) -> %lld x %lld x %lld voxels\nplan: %s\n",
-             ctr_iterate_algorithm_name(o.algorithm), (long long)o.iterations, a.pair,
-             (long long)pdims[0], (long long)pdims[1], (long long)pdims[2], a.input_scale, (long long)vd[0],
-             (long long)vd[1], (long long)vd[2], text);
-  }
-  ctr_iterate_report rep = CTR_ITERATE_REPORT_INIT;
-  const double t0 = cli_now();
-  st = ctr_iterate(p, &o, proj, vol, &rep);
-  const double seconds = cli_now() - t0;
-  cli_progress_end(&r.session);
-  if (r.rc) {
-    rc = r.rc;
-    goto cleanup;
-  }
-  if (st != CTR_OK) {
-    if (checkpoints && (rep.iterations > 0 || rep.checkpointed > 0) &&
-        st != CTR_E_INVALID_ARGUMENT && st != CTR_E_FORMAT) {
-      fprintf(stderr, "ctrecon iterate: error: %s\n",
-              cli_status_text(st));
-      checkpoint_advice(&a, ckpath, &rep);
-      rc = cli_exit_code(st);
-    } else {
-      /* the file the failure is about: the checkpoint, the start volume, or the data */
-      const char *about = a.resume || (checkpoints && strstr(ctr_error_detail(), ckpath)) ? ckpath
-                          : init_file && strstr(ctr_error_detail(), "the initial volume") ? a.init
-                          : a.sinograms ? a.sinograms : a.projections;
-      /* a fault of the arithmetic (a non-finite residual) is not the file's */
-      rc = st == CTR_E_INTERNAL ? cli_fail(cmd, st) : cli_fail_file(cmd, st, about);
-      slab_hint(a.resume);
-    }
-    goto cleanup;
-  }
-  if (rep.resumed)
-    cli_info(&r.session, "resumed after iteration %lld of '%s'\n", (long long)rep.resumed, ckpath);
-  st = ctr_stack_save(a.out, a.out_format, &out_info, CTR_DTYPE_FLOAT32, vol);
-  if (st != CTR_OK) {
-    rc = cli_fail_file(cmd, st, a.out);
-    goto cleanup;
-  }
-  if (a.preview) {
-    st = ctr_png_preview(a.preview, vol, vd[0], vd[1], vd[2], 0.0f, 0.0f);
-    if (st != CTR_OK) {
-      rc = cli_fail_file(cmd, st, a.preview);
-      goto cleanup;
-    }
-  }
-  if (a.plot && r.h.n > 0) {
-    char title[200];
-    if (r.base)
-      snprintf(title, sizeof title, "%s, iterations %lld to %lld (numbered from 1)",
-               ctr_iterate_algorithm_name(o.algorithm), (long long)(r.base + 1),
-               (long long)(r.base + r.h.n));
-    else
-      snprintf(title, sizeof title, "%s, %lld iterations", ctr_iterate_algorithm_name(o.algorithm),
-               (long long)r.h.n);
-    st = ctr_iterate_plot(a.plot, r.h.rel, truth ? r.h.err : NULL, r.h.n, title);
-    if (st != CTR_OK) {
-      rc = cli_fail_file(cmd, st, a.plot);
-      goto cleanup;
-    }
-  }
-  if (a.residuals && (rc = write_table(a.residuals, &r.h, r.base))) goto cleanup;
-  if (checkpoints && !a.keep_checkpoint) remove(ckpath);
-  const int64_t done = rep.iterations - rep.resumed;
-  const char *why = rep.stop == CTR_ITERATE_STOP_TOLERANCE   ? " (tolerance reached)"
-                    : rep.stop == CTR_ITERATE_STOP_CONVERGED ? " (converged: the gradient vanished)"
-                                                             : "";
-  cli_info(&r.session, "%s: %lld iterations%s in %.2f s (%.3f s each: forward %.3f s, adjoint "
-           "%.3f s in all); residual %.6g = %.4g of ||b||\nwrote %s", ctr_iterate_algorithm_name(o.algorithm),
-           (long long)rep.iterations, why, seconds, done > 0 ? seconds / (double)done : 0.0,
-           rep.seconds_forward, rep.seconds_adjoint, rep.residual,
-           rep.norm_b > 0 ? rep.residual / rep.norm_b : 0.0, a.out);
-  if (a.preview) cli_info(&r.session, ", %s_{xy,xz,yz}.png", a.preview);
-  if (a.plot) cli_info(&r.session, ", %s", a.plot);
-  if (a.residuals) cli_info(&r.session, ", %s", a.residuals);
-  if (checkpoints && a.keep_checkpoint) cli_info(&r.session, ", %s", ckpath);
-  cli_info(&r.session, "\n");
-cleanup:
-  cli_progress_end(&r.session);
-  free(r.h.res);
-  ctr_projector_free(p);
-  ctr_context_free(ctx);
-  ctr_geometry_free(g);
-  ctr_parallel_free(pg);
-  free(proj);
-  free(truth);
-  cli_free_floats(vol);
+  r.o = (ctr_iterate_options)CTR_ITERATE_OPTIONS_INIT;
+  r.out_info = (ctr_stack_info)CTR_STACK_INFO_INIT;
+  rc = check_args(&a, opts, &r.o);
+  if (!rc) rc = run(&a, &r);
+  free_run(&r);
   return rc;
 }

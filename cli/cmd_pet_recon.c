@@ -45,6 +45,7 @@ typedef struct recon_args {
   pet_phantom_kind phantom;
   cli_common common;
   int strict; /* --strict: the data policy's bad values are errors */
+  char prefix[4200]; /* --iter-prefix's default */
 } recon_args;
 
 /* State of the per-iteration callback. */
@@ -58,6 +59,17 @@ typedef struct recon_run {
   char ext[16]; /* extension of the per-iteration images */
   int rc;       /* an error inside the callback (exit code) */
   double t_start; /* cli_now() when the iterations began */
+  /* the data, the system of its kernels, the projector and the image */
+  ctr_pet_histo *h;
+  ctr_pet_kernel_params k;
+  ctr_pet_system *s;
+  ctr_pet_projector *proj;
+  ctr_context *ctx;
+  double *table; /* --radial-table's (radius, FWHM) pairs */
+  int table_n;
+  float *image;
+  double t_load, t_recon;
+  ctr_pet_recon_timings t;
 } recon_run;
 
 static int parse_algorithm(const char *cmd, const char *name, const char *value, void *dst) {
@@ -182,26 +194,219 @@ static int check_outputs(const char *cmd, const recon_args *a) {
   return cli_check_files(cmd, in, out);
 }
 
-int cmd_pet_recon(int argc, char **argv) {
-  const char *cmd = "pet recon";
+static int check_args(const char *cmd, recon_args *a, const cli_opt *opts) {
+  int rc = cli_require(cmd, opts, "--data", a->data);
+  if (!rc) rc = cli_require(cmd, opts, "--out", a->out);
+  if (!rc)
+    rc = cli_resolve_format(cmd, "--out", "--out-format", a->out, a->out_format, &a->out_format);
+  if (rc) return rc;
+  if (a->iter_prefix && !a->every)
+    return cli_usage_error(cmd, "--iter-prefix needs --every N");
+  if ((a->metrics || a->plot) && a->phantom != PET_PHANTOM_SPHERES)
+    return cli_usage_error(cmd, "--metrics/--plot need --phantom spheres (CRC is measured on "
+                           "spheres)");
+  if (a->out_format == CTR_FORMAT_TIFF_STACK && a->every)
+    return cli_usage_error(cmd, "--every: per-iteration images need a single-file --out "
+                           "(.nrrd, .raw or .tif)");
+  if (a->every && !a->iter_prefix)
+    a->iter_prefix = pet_replace_ext(a->out, "", a->prefix, sizeof a->prefix);
+  return check_outputs(cmd, a);
+}
+
+/* --radial-table, and the histo-images under the data policy for what
+ * loading replaced (docs/cli.md, "Bad values"). */
+static int load_data(const char *cmd, const recon_args *a, recon_run *r) {
+  if (a->radial_table) {
+    int rc = read_radial_table(cmd, a->radial_table, &r->table, &r->table_n);
+    if (rc) return rc;
+  }
+  const double t_load0 = cli_now();
+  ctr_status st = ctr_pet_histo_load(a->data, &r->h);
+  r->t_load = cli_now() - t_load0;
+  if (st != CTR_OK) return cli_fail_file(cmd, st, a->data);
+  const ctr_pet_histo *h = r->h;
+  if (h->replaced && a->strict)
+    return cli_error(cmd, CLI_EXIT_INPUT, "'%s': %lld counts or factors NaN, infinite, negative "
+                     "or beyond 1e24: expected none (--strict); fix the data, or drop --strict to "
+                     "use them as 0", a->data, (long long)h->replaced);
+  if (h->replaced)
+    cli_warn(cmd, "'%s': %lld counts or factors NaN, infinite, negative or beyond 1e24 used as 0 "
+             "(--strict makes this an error)", a->data, (long long)h->replaced);
+  r->p = &h->params;
+  return 0;
+}
+
+/* The kernels of the options (TOF: the data's unless --tof-ps) and their
+ * system; the phantom --metrics measures. */
+static int make_system(const char *cmd, const recon_args *a, recon_run *r) {
+  ctr_pet_kernel_params *k = &r->k;
+  *k = (ctr_pet_kernel_params)CTR_PET_KERNEL_PARAMS_INIT;
+  k->tof_fwhm_ps = a->tof_given || !(r->h->tof_fwhm_ps > 0) ? a->tof_ps : r->h->tof_fwhm_ps;
+  k->radial_fwhm_center_mm = a->radial.a;
+  k->radial_fwhm_edge_mm = a->radial.b;
+  k->edge_radius_mm = a->edge_radius;
+  k->radial_table = r->table;
+  k->radial_table_n = r->table_n;
+  k->axial_fwhm_mm = a->axial;
+  k->asymmetric = a->asymmetric;
+  k->asym_weight = a->asym_weight;
+  k->asym_shift_sigma = a->asym_shift;
+  k->cut_k = a->cut;
+  k->epsilon_mm = a->epsilon;
+  ctr_status st = ctr_pet_system_create(&r->h->params, k, &r->s);
+  if (st != CTR_OK) return cli_fail(cmd, st);
+  if (a->metrics || a->plot) {
+    r->want_metrics = 1;
+    pet_make_phantom(a->phantom, a->contrast, &r->ph);
+  }
+  return 0;
+}
+
+/* The data, the kernels and, up front, the work ahead (Ha et al.'s size on
+ * two CPU cores: minutes). */
+static void print_setup(const recon_args *a, recon_run *r) {
+  const ctr_pet_params *p = r->p;
+  const ctr_pet_kernel_params *k = &r->k;
+  const ctr_pet_histo *h = r->h;
+  char radial[200];
+  if (a->radial_table)
+    snprintf(radial, sizeof radial, "from '%s' (%d points)", a->radial_table, r->table_n);
+  else if (k->radial_fwhm_edge_mm == k->radial_fwhm_center_mm)
+    snprintf(radial, sizeof radial, "%g mm", k->radial_fwhm_center_mm);
+  else
+    snprintf(radial, sizeof radial, "%g mm at the axis to %g mm at %g mm",
+             k->radial_fwhm_center_mm, k->radial_fwhm_edge_mm,
+             k->edge_radius_mm > 0 ? k->edge_radius_mm : 0.5 * (double)p->nx * p->voxel);
+  cli_info(&r->session,
+           "%s: %lld views (%d x %d, +-%g deg) of %lld x %lld x %lld voxels of %g mm, %.0f "
+           "events\nkernels (FWHM): TOF %g ps%s, radial %s, axial %g mm%s, cut at %g sigma\n",
+           a->data, (long long)h->nviews, p->n_azimuth, p->n_copolar, p->acceptance_deg,
+           (long long)p->nx, (long long)p->ny, (long long)p->nz, p->voxel, h->events,
+           k->tof_fwhm_ps, a->tof_given || !(h->tof_fwhm_ps > 0) ? "" : " (the data's)", radial,
+           k->axial_fwhm_mm, a->asymmetric ? ", asymmetric" : "", k->cut_k);
+  const int gpu = ctr_context_get_device(r->ctx) == CTR_DEVICE_CUDA;
+  cli_info(&r->session, "%d iterations over %lld views on the %s: %s; each iteration is reported\n",
+           a->iterations, (long long)h->nviews, gpu ? "GPU" : "CPU",
+           gpu ? "seconds"
+               : "minutes at the default sizes on a few cores (fewer --iterations are quicker)");
+}
+
+/* The context, the image (0: the library's uniform start), and the
+ * iterations. */
+static int reconstruct(const char *cmd, const recon_args *a, recon_run *r) {
+  int rc = cli_context_create(&r->session, cmd, &a->common, &r->ctx);
+  if (rc) return rc;
+  const ctr_pet_params *p = r->p;
+  const int64_t nvox = p->nx * p->ny * p->nz;
+  r->image = cli_alloc_floats(cmd, nvox, "the image", &rc);
+  if (!r->image) return rc;
+  memset(r->image, 0, sizeof(float) * (size_t)nvox);
+  print_setup(a, r);
+  r->t_start = cli_now();
+  const double t0 = cli_now();
+  ctr_status st = ctr_pet_projector_create(r->ctx, r->s, &r->proj);
+  if (st != CTR_OK) {
+    cli_progress_end(&r->session);
+    return cli_fail(cmd, st);
+  }
+  ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
+  o.algorithm = a->algorithm;
+  o.iterations = a->iterations;
+  o.relax0 = a->relax.a;
+  if (a->relax.has_b) o.relax_decay = a->relax.b;
+  o.on_iteration = on_iteration;
+  o.user = r;
+  o.strict = a->strict;
+  r->t = (ctr_pet_recon_timings)CTR_PET_RECON_TIMINGS_INIT;
+  st = ctr_pet_reconstruct(r->proj, r->h, &o, r->image, &r->t);
+  r->t_recon = cli_now() - t0;
+  cli_progress_end(&r->session);
+  if (r->rc) return r->rc;
+  if (st != CTR_OK) return cli_fail(cmd, st);
+  if (cli_interrupted()) return cli_fail(cmd, CTR_E_CANCELLED);
+  return 0;
+}
+
+/* The CRC-versus-noise plot (--plot). */
+static int write_plot(const char *cmd, const recon_args *a, const recon_run *r) {
+  char title[160], name[16];
+  snprintf(name, sizeof name, "%s", ctr_pet_algorithm_name(a->algorithm));
+  for (char *c = name; *c; c++)
+    if (*c >= 'a' && *c <= 'z') *c = (char)(*c - 'a' + 'A');
+  snprintf(title, sizeof title, "%s, %d x %d views, TOF %g ps: CRC vs noise", name,
+           r->p->n_azimuth, r->p->n_copolar, r->k.tof_fwhm_ps);
+  ctr_status st = ctr_pet_plot_crc_noise(a->plot, r->curve.noise, r->curve.crc, r->curve.n, title);
+  return st != CTR_OK ? cli_fail_file(cmd, st, a->plot) : 0;
+}
+
+static int write_outputs(const char *cmd, const recon_args *a, const recon_run *r) {
+  const ctr_pet_params *p = r->p;
+  const ctr_stack_info info = pet_image_info(p);
+  ctr_status st = ctr_stack_save(a->out, a->out_format, &info, CTR_DTYPE_FLOAT32, r->image);
+  if (st != CTR_OK) return cli_fail_file(cmd, st, a->out);
+  if (a->preview) {
+    st = ctr_png_preview(a->preview, r->image, p->nx, p->ny, p->nz, 0.0f, 0.0f);
+    if (st != CTR_OK) return cli_fail_file(cmd, st, a->preview);
+  }
+  int rc;
+  if (a->metrics && (rc = pet_curve_write_csv(cmd, &r->curve, a->metrics))) return rc;
+  return a->plot ? write_plot(cmd, a, r) : 0;
+}
+
+static void print_summary(const recon_args *a, recon_run *r) {
+  const ctr_pet_recon_timings *t = &r->t;
+  cli_info(&r->session, "%s: %d iterations of %lld views, %.2f s (%.3f s per iteration)\n",
+           ctr_pet_algorithm_name(a->algorithm), a->iterations, (long long)r->h->nviews,
+           r->t_recon, r->t_recon / a->iterations);
+  if (a->timings)
+    cli_info(&r->session,
+             "timings (s): load %.3f, forward %.3f, back %.3f (sensitivity included), "
+             "discrepancy %.3f, update %.3f, upload %.3f, download %.3f, total %.3f\n",
+             r->t_load, t->forward, t->back, t->discrepancy, t->update, t->upload, t->download,
+             t->total);
+  cli_info(&r->session, "wrote %s", a->out);
+  if (a->preview) cli_info(&r->session, ", %s_{xy,xz,yz}.png", a->preview);
+  if (a->metrics) cli_info(&r->session, ", %s", a->metrics);
+  if (a->plot) cli_info(&r->session, ", %s", a->plot);
+  if (a->every) cli_info(&r->session, ", %s_iterNNN%s", a->iter_prefix, r->ext);
+  cli_info(&r->session, "\n");
+}
+
+static int run(const char *cmd, const recon_args *a, recon_run *r) {
+  const char *slash = strrchr(a->out, '/'), *dot = strrchr(a->out, '.');
+  if (dot && (!slash || dot > slash) && strlen(dot) < sizeof r->ext) strcpy(r->ext, dot);
+  int rc = load_data(cmd, a, r);
+  if (!rc) rc = make_system(cmd, a, r);
+  if (!rc) rc = reconstruct(cmd, a, r);
+  if (!rc) rc = write_outputs(cmd, a, r);
+  if (!rc) print_summary(a, r);
+  return rc;
+}
+
+static void init_args(recon_args *a) {
   const ctr_pet_kernel_params kd = CTR_PET_KERNEL_PARAMS_INIT;
   const ctr_pet_recon_options od = CTR_PET_RECON_OPTIONS_INIT;
+  memset(a, 0, sizeof *a);
+  a->algorithm = od.algorithm;
+  a->iterations = od.iterations;
+  a->relax = (pet_pair){od.relax0, od.relax_decay, 1};
+  a->tof_ps = kd.tof_fwhm_ps;
+  a->radial = (pet_pair){kd.radial_fwhm_center_mm, kd.radial_fwhm_edge_mm, 0};
+  a->axial = kd.axial_fwhm_mm;
+  a->edge_radius = kd.edge_radius_mm;
+  a->asym_weight = kd.asym_weight;
+  a->asym_shift = kd.asym_shift_sigma;
+  a->cut = kd.cut_k;
+  a->epsilon = kd.epsilon_mm;
+  a->contrast = 4.0;
+  a->phantom = PET_PHANTOM_SPHERES;
+  a->common = (cli_common)CLI_COMMON_INIT;
+}
+
+int cmd_pet_recon(int argc, char **argv) {
+  const char *cmd = "pet recon";
   recon_args a;
-  memset(&a, 0, sizeof a);
-  a.algorithm = od.algorithm;
-  a.iterations = od.iterations;
-  a.relax = (pet_pair){od.relax0, od.relax_decay, 1};
-  a.tof_ps = kd.tof_fwhm_ps;
-  a.radial = (pet_pair){kd.radial_fwhm_center_mm, kd.radial_fwhm_edge_mm, 0};
-  a.axial = kd.axial_fwhm_mm;
-  a.edge_radius = kd.edge_radius_mm;
-  a.asym_weight = kd.asym_weight;
-  a.asym_shift = kd.asym_shift_sigma;
-  a.cut = kd.cut_k;
-  a.epsilon = kd.epsilon_mm;
-  a.contrast = 4.0;
-  a.phantom = PET_PHANTOM_SPHERES;
-  a.common = (cli_common)CLI_COMMON_INIT;
+  init_args(&a);
   const cli_opt opts[] = {
       {"--data", "FILE", "histo-images from 'pet simulate' (.json or .h5; required)",
        cli_parse_string, &a.data, NULL},
@@ -256,193 +461,18 @@ int cmd_pet_recon(int argc, char **argv) {
   };
   int rc = cli_parse(&cli_cmd_pet_recon, opts, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
-  rc = cli_require(cmd, opts, "--data", a.data);
-  if (!rc) rc = cli_require(cmd, opts, "--out", a.out);
-  if (!rc)
-    rc = cli_resolve_format(cmd, "--out", "--out-format", a.out, a.out_format, &a.out_format);
-  if (rc) return rc;
-  if (a.iter_prefix && !a.every)
-    return cli_usage_error(cmd, "--iter-prefix needs --every N");
-  if ((a.metrics || a.plot) && a.phantom != PET_PHANTOM_SPHERES)
-    return cli_usage_error(cmd, "--metrics/--plot need --phantom spheres (CRC is measured on "
-                           "spheres)");
-  if (a.out_format == CTR_FORMAT_TIFF_STACK && a.every)
-    return cli_usage_error(cmd, "--every: per-iteration images need a single-file --out "
-                           "(.nrrd, .raw or .tif)");
-  char prefix[4200];
-  if (a.every && !a.iter_prefix) a.iter_prefix = pet_replace_ext(a.out, "", prefix, sizeof prefix);
-  rc = check_outputs(cmd, &a);
-  if (rc) return rc;
-
+  if ((rc = check_args(cmd, &a, opts))) return rc;
   recon_run r;
   memset(&r, 0, sizeof r);
   r.a = &a;
-  {
-    const char *slash = strrchr(a.out, '/'), *dot = strrchr(a.out, '.');
-    if (dot && (!slash || dot > slash) && strlen(dot) < sizeof r.ext) strcpy(r.ext, dot);
-  }
-  ctr_pet_histo *h = NULL;
-  ctr_pet_system *s = NULL;
-  ctr_pet_projector *proj = NULL;
-  ctr_context *ctx = NULL;
-  double *table = NULL;
-  float *image = NULL;
-  int table_n = 0;
-  if (a.radial_table) {
-    rc = read_radial_table(cmd, a.radial_table, &table, &table_n);
-    if (rc) return rc;
-  }
-  const double t_load0 = cli_now();
-  ctr_status st = ctr_pet_histo_load(a.data, &h);
-  const double t_load = cli_now() - t_load0;
-  if (st != CTR_OK) {
-    rc = cli_fail_file(cmd, st, a.data);
-    goto cleanup;
-  }
-  /* The data policy for what loading replaced (docs/cli.md, "Bad values"). */
-  if (h->replaced && a.strict) {
-    rc = cli_error(cmd, CLI_EXIT_INPUT, "'%s': %lld counts or factors NaN, infinite, negative or "
-                   "beyond 1e24: expected none (--strict); fix the data, or drop --strict to use "
-                   "them as 0", a.data, (long long)h->replaced);
-    goto cleanup;
-  }
-  if (h->replaced)
-    cli_warn(cmd, "'%s': %lld counts or factors NaN, infinite, negative or beyond 1e24 used as 0 "
-             "(--strict makes this an error)", a.data, (long long)h->replaced);
-  r.p = &h->params;
-  ctr_pet_kernel_params k = kd;
-  k.tof_fwhm_ps = a.tof_given || !(h->tof_fwhm_ps > 0) ? a.tof_ps : h->tof_fwhm_ps;
-  k.radial_fwhm_center_mm = a.radial.a;
-  k.radial_fwhm_edge_mm = a.radial.b;
-  k.edge_radius_mm = a.edge_radius;
-  k.radial_table = table;
-  k.radial_table_n = table_n;
-  k.axial_fwhm_mm = a.axial;
-  k.asymmetric = a.asymmetric;
-  k.asym_weight = a.asym_weight;
-  k.asym_shift_sigma = a.asym_shift;
-  k.cut_k = a.cut;
-  k.epsilon_mm = a.epsilon;
-  st = ctr_pet_system_create(&h->params, &k, &s);
-  if (st != CTR_OK) {
-    rc = cli_fail(cmd, st);
-    goto cleanup;
-  }
-  if (a.metrics || a.plot) {
-    r.want_metrics = 1;
-    pet_make_phantom(a.phantom, a.contrast, &r.ph);
-  }
-  rc = cli_context_create(&r.session, cmd, &a.common, &ctx);
-  if (rc) goto cleanup;
-  const ctr_pet_params *p = &h->params;
-  const int64_t nvox = p->nx * p->ny * p->nz;
-  image = cli_alloc_floats(cmd, nvox, "the image", &rc);
-  if (!image) goto cleanup;
-  memset(image, 0, sizeof(float) * (size_t)nvox); /* 0: the library's uniform start */
-  char radial[200];
-  if (a.radial_table)
-    snprintf(radial, sizeof radial, "from '%s' (%d points)", a.radial_table, table_n);
-  else if (k.radial_fwhm_edge_mm == k.radial_fwhm_center_mm)
-    snprintf(radial, sizeof radial, "%g mm", k.radial_fwhm_center_mm);
-  else
-    snprintf(radial, sizeof radial, "%g mm at the axis to %g mm at %g mm",
-             k.radial_fwhm_center_mm, k.radial_fwhm_edge_mm,
-             k.edge_radius_mm > 0 ? k.edge_radius_mm : 0.5 * (double)p->nx * p->voxel);
-  cli_info(&r.session,
-           "%s: %lld views (%d x %d, +-%g deg) of %lld x %lld x %lld voxels of %g mm, %.0f "
-           "events\nkernels (FWHM): TOF %g ps%s, radial %s, axial %g mm%s, cut at %g sigma\n",
-           a.data, (long long)h->nviews, p->n_azimuth, p->n_copolar, p->acceptance_deg,
-           (long long)p->nx, (long long)p->ny, (long long)p->nz, p->voxel, h->events,
-           k.tof_fwhm_ps, a.tof_given || !(h->tof_fwhm_ps > 0) ? "" : " (the data's)", radial,
-           k.axial_fwhm_mm, a.asymmetric ? ", asymmetric" : "", k.cut_k);
-  /* Up front: the work ahead (Ha et al.'s size on two CPU cores: minutes). */
-  cli_info(&r.session, "%d iterations over %lld views on the %s: %s; each iteration is reported\n",
-           a.iterations, (long long)h->nviews,
-           ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? "GPU" : "CPU",
-           ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? "seconds"
-                                                      : "minutes at the default sizes on a few "
-                                                        "cores (fewer --iterations are quicker)");
-  r.t_start = cli_now();
-  const double t0 = cli_now();
-  st = ctr_pet_projector_create(ctx, s, &proj);
-  if (st != CTR_OK) {
-    cli_progress_end(&r.session);
-    rc = cli_fail(cmd, st);
-    goto cleanup;
-  }
-  ctr_pet_recon_options o = od;
-  o.algorithm = a.algorithm;
-  o.iterations = a.iterations;
-  o.relax0 = a.relax.a;
-  if (a.relax.has_b) o.relax_decay = a.relax.b;
-  o.on_iteration = on_iteration;
-  o.user = &r;
-  o.strict = a.strict;
-  ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
-  st = ctr_pet_reconstruct(proj, h, &o, image, &t);
-  const double t_recon = cli_now() - t0;
-  cli_progress_end(&r.session);
-  if (r.rc) {
-    rc = r.rc;
-    goto cleanup;
-  }
-  if (st != CTR_OK) {
-    rc = cli_fail(cmd, st);
-    goto cleanup;
-  }
-  if (cli_interrupted()) {
-    rc = cli_fail(cmd, CTR_E_CANCELLED);
-    goto cleanup;
-  }
-  const ctr_stack_info info = pet_image_info(p);
-  st = ctr_stack_save(a.out, a.out_format, &info, CTR_DTYPE_FLOAT32, image);
-  if (st != CTR_OK) {
-    rc = cli_fail_file(cmd, st, a.out);
-    goto cleanup;
-  }
-  if (a.preview) {
-    st = ctr_png_preview(a.preview, image, p->nx, p->ny, p->nz, 0.0f, 0.0f);
-    if (st != CTR_OK) {
-      rc = cli_fail_file(cmd, st, a.preview);
-      goto cleanup;
-    }
-  }
-  if (a.metrics && (rc = pet_curve_write_csv(cmd, &r.curve, a.metrics))) goto cleanup;
-  if (a.plot) {
-    char title[160], name[16];
-    snprintf(name, sizeof name, "%s", ctr_pet_algorithm_name(a.algorithm));
-    for (char *c = name; *c; c++)
-      if (*c >= 'a' && *c <= 'z') *c = (char)(*c - 'a' + 'A');
-    snprintf(title, sizeof title, "%s, %d x %d views, TOF %g ps: CRC vs noise", name,
-             p->n_azimuth, p->n_copolar, k.tof_fwhm_ps);
-    st = ctr_pet_plot_crc_noise(a.plot, r.curve.noise, r.curve.crc, r.curve.n, title);
-    if (st != CTR_OK) {
-      rc = cli_fail_file(cmd, st, a.plot);
-      goto cleanup;
-    }
-  }
-  cli_info(&r.session, "%s: %d iterations of %lld views, %.2f s (%.3f s per iteration)\n",
-           ctr_pet_algorithm_name(a.algorithm), a.iterations, (long long)h->nviews, t_recon,
-           t_recon / a.iterations);
-  if (a.timings)
-    cli_info(&r.session,
-             "timings (s): load %.3f, forward %.3f, back %.3f (sensitivity included), "
-             "discrepancy %.3f, update %.3f, upload %.3f, download %.3f, total %.3f\n",
-             t_load, t.forward, t.back, t.discrepancy, t.update, t.upload, t.download, t.total);
-  cli_info(&r.session, "wrote %s", a.out);
-  if (a.preview) cli_info(&r.session, ", %s_{xy,xz,yz}.png", a.preview);
-  if (a.metrics) cli_info(&r.session, ", %s", a.metrics);
-  if (a.plot) cli_info(&r.session, ", %s", a.plot);
-  if (a.every) cli_info(&r.session, ", %s_iterNNN%s", a.iter_prefix, r.ext);
-  cli_info(&r.session, "\n");
-cleanup:
+  rc = run(cmd, &a, &r);
   cli_progress_end(&r.session);
   pet_curve_free(&r.curve);
-  cli_free_floats(image);
-  ctr_pet_projector_free(proj);
-  ctr_pet_system_free(s);
-  ctr_pet_histo_free(h);
-  ctr_context_free(ctx);
-  free(table);
+  cli_free_floats(r.image);
+  ctr_pet_projector_free(r.proj);
+  ctr_pet_system_free(r.s);
+  ctr_pet_histo_free(r.h);
+  ctr_context_free(r.ctx);
+  free(r.table);
   return rc;
 }

@@ -197,7 +197,7 @@ warns "fbp: a NaN sinogram value replaced with a warning" \
   "warning: 'sino.nrrd': 1 sinogram values NaN, infinite or beyond +-1e24 replaced by 0" s.nrrd $FBPS
 echo "# library errors reach the tool in its words: flags, not C fields or enums (issue 41)"
 # Each fails with one error line that names the flag, and no ctr_... or CTR_...
-# identifier (the table of cli_common.c, and its fallbacks, translate them).
+# identifier (the table of cli_fields.c, and its fallbacks, translate them).
 IT="iterate --geometry g.json --projections p.raw --out r.nrrd --device cpu --quiet"
 no_c_names() { # NEEDLE ARGS...: an error naming NEEDLE, in the tool's words
   local needle=$1; shift

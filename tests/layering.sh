@@ -8,7 +8,12 @@
 #  2. the object files of the library, the CLI and the RabbitCT module with
 #     nm: an edge A -> B when A uses a symbol that B defines; a cycle between
 #     object files fails, and the CLI and the module must not use the
-#     library's internal (ctr__) symbols.
+#     library's internal (ctr__) symbols;
+#  3. the seam rule: CTR_HAVE_CUDA (which backends the build has) is said
+#     only in cuda/ folders, the backend registries and core's device probe
+#     (cuda_allowed below); everywhere else a modality reaches its backends
+#     through its ops table (conebeam/engine.h, iterative/backend.h,
+#     parbeam/backend.h, pet/backend.h).
 # Known exceptions are listed one edge a line in ALLOWLIST: each one met is
 # printed as a note, and an entry that no longer occurs fails the test (so
 # the list cannot rot). Needs bash, awk, coreutils (tsort, realpath) and nm.
@@ -266,6 +271,32 @@ while [ $# -gt 0 ]; do
     *) echo "FAIL: unknown argument '$1'"; exit 1 ;;
   esac
 done
+
+# ---- 3. The seam rule -------------------------------------------------------
+
+# The files outside cuda/ folders that may say CTR_HAVE_CUDA: core's device
+# probe and each modality's backend registry. A file named here must exist
+# (a rename updates this list).
+cuda_allowed=(
+  src/core/context.c
+  src/conebeam/engines.c
+  src/iterative/backends.c
+  src/parbeam/backends.c
+  src/pet/backends.c
+)
+for f in "${cuda_allowed[@]}"; do
+  [ -f "$src/$f" ] || failure "$f is allowed to say CTR_HAVE_CUDA (tests/layering.sh) but is no file"
+done
+ncuda=0
+while IFS=: read -r file line _; do
+  ncuda=$((ncuda + 1))
+  case $file in src/*/cuda/*) continue ;; esac
+  ok=0
+  for f in "${cuda_allowed[@]}"; do [ "$file" = "$f" ] && ok=1; done
+  [ "$ok" = 1 ] && continue
+  failure "$file:$line: says CTR_HAVE_CUDA: only cuda/ folders, the backend registries and src/core/context.c (the device probe) do; dispatch through the modality's backend table"
+done < <(cd "$src" && xargs -a "$tmp/files" grep -nw CTR_HAVE_CUDA /dev/null)
+echo "seam rule: $ncuda mention(s) of CTR_HAVE_CUDA checked"
 
 # ---- Stale allowlist entries -----------------------------------------------
 while read -r kind a b; do

@@ -11,7 +11,7 @@
 
 #if CTR_HAVE_CUDA
 #include "fbp_reference.h"
-#include "parbeam/parbeam.h"
+#include "parbeam/cuda/parbeam_cuda.h"
 
 typedef struct ctx_pair {
   ctr_context *cpu, *gpu;

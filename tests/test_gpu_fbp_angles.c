@@ -18,7 +18,7 @@
 
 #if CTR_HAVE_CUDA
 #include "fbp_reference.h"
-#include "parbeam/parbeam.h"
+#include "parbeam/cuda/parbeam_cuda.h"
 
 static const int64_t k_angles[] = {1, 2047, 2048, 2049, 3000, 6144, 10000};
 enum { NB = 48, NXY = 40, NS = 2 };

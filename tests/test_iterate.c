@@ -654,12 +654,18 @@ static void test_arguments(void) {
   o.algorithm = CTR_ITERATE_CGLS;
   o.nonneg = 1;
   CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT, "unconstrained");
+  /* the field each error is about (ctr_error_get_field), not its words */
+  CHECK(!strcmp(ctr_error_get_field(), "ctr_iterate_options.nonneg"));
   o = (ctr_iterate_options)CTR_ITERATE_OPTIONS_INIT;
   o.relaxation = 2.5;
   CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT, "relaxation");
+  CHECK(!strcmp(ctr_error_get_field(), "ctr_iterate_options.relaxation"));
+  ctr_error_clear();
+  CHECK(!*ctr_error_get_field() && !*ctr_error_detail());
   o = (ctr_iterate_options)CTR_ITERATE_OPTIONS_INIT;
   o.resume = 1;
   CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT, "checkpoint");
+  CHECK(!strcmp(ctr_error_get_field(), "ctr_iterate_options.resume"));
   /* TV weights the float TV step cannot hold (mu = W, tau = 1 / (12 W)) */
   const double tv_bad[2] = {1e39, 1e-40};
   for (int i = 0; i < 2; i++) {
@@ -672,6 +678,7 @@ static void test_arguments(void) {
   o = (ctr_iterate_options)CTR_ITERATE_OPTIONS_INIT;
   o.version = 0;
   CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT, "version");
+  CHECK(!*ctr_error_get_field()); /* an error about no field leaves none of the last one */
   o = (ctr_iterate_options)CTR_ITERATE_OPTIONS_INIT;
   o.strict = 1;
   q.proj[5] = NAN;

@@ -89,6 +89,17 @@ CTR_API const char *ctr_status_message(ctr_status s);
 /* Detail of the last error raised on this thread ("" if none). Valid until the
  * next library call on this thread. */
 CTR_API const char *ctr_error_detail(void);
+/* The API field the last error on this thread is about, "" when it is about
+ * none (or about several): the C name of a struct member,
+ * "ctr_<struct>.<member>" ("ctr_iterate_options.subsets"), or the member
+ * alone where the name is unique in the API ("gpu_budget", "host_budget",
+ * "scratch_dir"). The detail names the field too; a binding or tool maps
+ * this name to its own (a flag, a keyword) instead of reading the detail's
+ * words (docs/api.md, "Library messages name API fields"). Valid as long as
+ * ctr_error_detail; a detail raised again or wrapped on the same thread
+ * ("rank R of N (HOST): ...") keeps it. */
+CTR_API const char *ctr_error_get_field(void);
+/* Clears the detail and the field. */
 CTR_API void ctr_error_clear(void);
 
 /* ------------------------------------------------------------------------- */

@@ -84,9 +84,10 @@ CTR_API ctr_status ctr_pet_kernel_params_init(ctr_pet_kernel_params *s, unsigned
 
 /* Lattice, views and the SR-kernel look-up tables of every view (LORmap,
  * mSR, mSRval; built on first use of a view and kept). */
-/* Threads: a system builds a view's tables on its first use and keeps
- * them, without a lock: use a system, and the projectors made from it, from
- * one thread at a time. Different systems work at once. */
+/* Threads: a system builds a view's tables on their first use, under its
+ * lock, and keeps them: any number of threads and projectors may share one.
+ * A projector serves one thread at a time (tests/test_backends.c: two
+ * projectors of one system on two threads). */
 typedef struct ctr_pet_system ctr_pet_system;
 
 #define CTR_PET_VIEW_INFO_VERSION 1u

@@ -37,15 +37,21 @@ logger = logging.getLogger("ctrecon")
 class CtreconError(Exception):
     """A library error. ``status`` is the ctr_status value, ``name`` its name
     (``"CTR_E_IO"``), ``detail`` the library's detail text (file, field, what
-    was expected); the message holds all three."""
+    was expected); the message holds all three. ``field`` is the API field
+    the error is about as the C API names it (ctr_error_get_field:
+    ``"ctr_iterate_options.subsets"``, ``"gpu_budget"``) and ``keyword`` the
+    keyword argument that sets it (``"subsets"``); both ``""`` when the error
+    is about no one field."""
 
     status: int = 0
 
-    def __init__(self, detail: str = "", status: Optional[int] = None):
+    def __init__(self, detail: str = "", status: Optional[int] = None, field: str = ""):
         if status is not None:
             self.status = status
         self.name = ffi.string(lib.ctr_status_name(self.status)).decode()
         self.detail = detail
+        self.field = field
+        self.keyword = python_keyword(field)
         msg = ffi.string(lib.ctr_status_message(self.status)).decode()
         super().__init__(f"{msg}: {detail}" if detail else msg)
 
@@ -117,12 +123,21 @@ def python_words(text: str) -> str:
     return _C_FUNCTION.sub(lambda m: m.group(1), text)
 
 
+def python_keyword(field: str) -> str:
+    """The keyword argument that sets an API field (ctr_error_get_field's
+    name: "ctr_<struct>.<member>" or a member unique in the API); "" for
+    none."""
+    struct, _, name = field.rpartition(".")
+    return _KEYWORDS.get((struct, name), name)
+
+
 def error_for(status: int) -> CtreconError:
-    """The exception of a failed call (its detail read now, on this thread, in
-    the words of the Python interface: python_words)."""
+    """The exception of a failed call (its detail and field read now, on this
+    thread; the detail in the words of the Python interface: python_words)."""
     detail = python_words(ffi.string(lib.ctr_error_detail()).decode(errors="replace"))
+    field = ffi.string(lib.ctr_error_get_field()).decode(errors="replace")
     cls = _ERRORS.get(status)
-    return cls(detail) if cls else CtreconError(detail, status)
+    return cls(detail, field=field) if cls else CtreconError(detail, status, field)
 
 
 def check(status: int) -> None:
@@ -210,7 +225,8 @@ def parsed(parse: Callable, ctype: str, value: Any, what: str) -> int:
     try:
         check(parse(value.encode(), out))
     except CtreconError as e:
-        raise type(e)(e.detail if e.detail.startswith(what) else f"{what}: {e.detail}") from None
+        raise type(e)(e.detail if e.detail.startswith(what) else f"{what}: {e.detail}",
+                      e.status if type(e) is CtreconError else None, e.field) from None
     return out[0]
 
 

@@ -132,6 +132,31 @@ def test_keywords_named(call, cls, text):
     assert not C_WORDS.search(str(e.value)), str(e.value)
 
 
+@pytest.mark.parametrize("kwargs, field, keyword", [
+    ({"relaxation": 5.0}, "ctr_iterate_options.relaxation", "relaxation"),
+    ({"resume": True}, "ctr_iterate_options.resume", "resume"),
+    ({"host_budget": 1024}, "host_budget", "host_budget"),
+])
+def test_error_field_and_keyword(kwargs, field, keyword):
+    # the field an error is about travels beside the detail (ctr_error_get_field)
+    _, P, p = _small()
+    with pytest.raises(ctrecon.CtreconError) as e:
+        ctrecon.iterate(P, p, progress=None, **kwargs)
+    assert (e.value.field, e.value.keyword) == (field, keyword), str(e.value)
+
+
+def test_error_keyword_of_a_field_named_otherwise():
+    from ctrecon._core import python_keyword
+    assert python_keyword("ctr_fbp_stream_options.row0") == "rows"
+    assert python_keyword("ctr_parallel_params.angle_start_deg") == "angle_start"
+    assert python_keyword("gpu_budget") == "gpu_budget" and python_keyword("") == ""
+    with pytest.raises(ctrecon.CtreconError) as e:
+        ctrecon.fbp_stream(np.zeros((1, 12, 16), np.float32), sinograms=True, rows=(0, 5))
+    assert (e.value.field, e.value.keyword) == ("ctr_fbp_stream_options.row0", "rows"), str(e.value)
+    e = ctrecon.InvalidArgumentError("some detail")
+    assert e.field == "" and e.keyword == ""
+
+
 def test_library_messages_in_python_words():
     # the texts of the C API, as the library writes them, in the words of the keywords
     from ctrecon._core import python_words

@@ -179,8 +179,9 @@ static ctr_status resolve_options(const ctr_geometry *g, const ctr_fdk_stream_op
              r->opts.out_scale);
   if (!r->opts.out_dtype) r->opts.out_dtype = CTR_DTYPE_FLOAT32;
   if (r->opts.out_dtype != CTR_DTYPE_FLOAT32 && r->opts.out_dtype != CTR_DTYPE_UINT16)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream_options.out_dtype %d (%s): FDK writes float32 "
-             "or uint16", (int)r->opts.out_dtype, ctr_dtype_name(r->opts.out_dtype));
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream_options.out_dtype",
+                   "ctr_fdk_stream_options.out_dtype %d (%s): FDK writes float32 "
+                   "or uint16", (int)r->opts.out_dtype, ctr_dtype_name(r->opts.out_dtype));
   return CTR_OK;
 }
 
@@ -245,7 +246,7 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
   r->plan = (ctr_fdk_plan)CTR_FDK_PLAN_INIT;
   CTR_CHECK(ctr_fdk_plan_compute(r->g, &q, &r->plan));
   if (resumed && (r->plan.slab_slices != resumed->slab_slices || r->plan.pair != resumed->pair))
-    CTR_FAIL(CTR_E_OUT_OF_MEMORY,
+    CTR_FAIL_FIELD(CTR_E_OUT_OF_MEMORY, "gpu_budget",
              "cannot resume: the interrupted run used subvolumes of %lld slices, the memory "
              "budgets now allow only %lld; give the budgets of the interrupted run (gpu_budget, "
              "host_budget)",
@@ -860,15 +861,18 @@ static ctr_status open_scratch(stream_run *r, const char *out) {
   }
   if (r->scratch_fd < 0) {
     free(r->scratch_path);
-    const ctr_status st = ctr__error_set(CTR_E_IO, "cannot create a scratch file for filtered projections in '%s': %s "
-                                         "(choose another directory with scratch_dir)",
-                                         dir ? dir : out, strerror(errno));
+    const ctr_status st = ctr__error_set_field(CTR_E_IO, "scratch_dir",
+                                               "cannot create a scratch file for filtered "
+                                               "projections in '%s': %s (choose another "
+                                               "directory with scratch_dir)",
+                                               dir ? dir : out, strerror(errno));
     r->scratch_path = NULL;
     return st;
   }
   if (0)
-    CTR_FAIL(CTR_E_IO, "cannot create the scratch file '%s' for filtered projections: %s "
-             "(choose another directory with scratch_dir)", r->scratch_path, strerror(errno));
+    CTR_FAIL_FIELD(CTR_E_IO, "scratch_dir",
+                   "cannot create the scratch file '%s' for filtered projections: %s "
+                   "(choose another directory with scratch_dir)", r->scratch_path, strerror(errno));
   return CTR_OK;
 }
 
@@ -1105,10 +1109,11 @@ ctr_status ctr__fdk_check_projections(const ctr_geometry *g, const ctr_stack_rea
 static ctr_status one_worker_in_order(stream_run *r, const ctr__stream_output *o) {
   if (!o->caps->in_order || requested_workers(r) <= 1) return CTR_OK;
   if (r->opts.workers > 1)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s) is written image after image, by one worker "
-             "(ctr_fdk_stream_options.workers is %d): write a TIFF stack pattern such as "
-             "'vol_%%04d.tif', raw or NRRD to use several", o->out, o->caps->name,
-             r->opts.workers);
+    CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_fdk_stream_options.workers",
+                   "'%s' (%s) is written image after image, by one worker "
+                   "(ctr_fdk_stream_options.workers is %d): write a TIFF stack pattern such as "
+                   "'vol_%%04d.tif', raw or NRRD to use several", o->out, o->caps->name,
+                   r->opts.workers);
   ctr__log(r->ctx, CTR_LOG_INFO, "'%s' (%s) is written image after image: one GPU reconstructs "
            "it (a TIFF stack pattern such as 'vol_%%04d.tif', raw or NRRD use every GPU)", o->out,
            o->caps->name);

@@ -12,6 +12,8 @@
 #endif
 
 static CTR__TLS char g_detail[1024];
+/* The API field the error is about (ctr_error_get_field); "" for none. */
+static CTR__TLS char g_field[128];
 
 const char *ctr_status_name(ctr_status s) {
   switch (s) {
@@ -37,10 +39,31 @@ const char *ctr_status_message(ctr_status s) {
 
 const char *ctr_error_detail(void) { return g_detail; }
 
-void ctr_error_clear(void) { g_detail[0] = '\0'; }
+const char *ctr_error_get_field(void) { return g_field; }
+
+void ctr_error_clear(void) {
+  g_detail[0] = '\0';
+  g_field[0] = '\0';
+}
 
 ctr_status ctr__error_setv(ctr_status status, const char *fmt, va_list ap) {
-  vsnprintf(g_detail, sizeof g_detail, fmt, ap);
+  char detail[sizeof g_detail];
+  vsnprintf(detail, sizeof detail, fmt, ap); /* fmt's arguments may be g_detail */
+  /* a detail raised again, or wrapped ("rank 1 of 2 (host): ..."), keeps the
+   * field of the error it holds, as does one that names the field; any other
+   * error is about no field */
+  if (g_field[0] && !(g_detail[0] && strstr(detail, g_detail)) && !strstr(detail, g_field))
+    g_field[0] = '\0';
+  memcpy(g_detail, detail, sizeof g_detail);
+  return status;
+}
+
+ctr_status ctr__error_set_field(ctr_status status, const char *field, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ctr__error_setv(status, fmt, ap);
+  va_end(ap);
+  snprintf(g_field, sizeof g_field, "%s", field ? field : "");
   return status;
 }
 

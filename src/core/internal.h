@@ -28,6 +28,14 @@ extern "C" {
 ctr_status ctr__error_set(ctr_status status, const char *fmt, ...) CTR__PRINTF(2, 3);
 ctr_status ctr__error_setv(ctr_status status, const char *fmt, va_list ap);
 
+/* ctr__error_set for an error about one API field (ctr_error_get_field):
+ * `field` is its C name, "ctr_<struct>.<member>", or the member alone where
+ * it is unique in the API ("gpu_budget"); the detail names it too (for C
+ * callers). The CLI and Python map `field` to their flag and keyword
+ * (tests/error_fields.sh checks the CLI's table against these sites). */
+ctr_status ctr__error_set_field(ctr_status status, const char *field, const char *fmt, ...)
+    CTR__PRINTF(3, 4);
+
 /* Raise and return: CTR_FAIL(CTR_E_IO, "cannot open '%s': %s", path, strerror(errno)) */
 #define CTR_FAIL(status, ...) return ctr__error_set((status), __VA_ARGS__)
 /* Raise, store in `st` and jump to cleanup (one cleanup label per function). */
@@ -35,6 +43,16 @@ ctr_status ctr__error_setv(ctr_status status, const char *fmt, va_list ap);
   do {                                           \
     (st) = ctr__error_set((status), __VA_ARGS__); \
     goto cleanup;                                \
+  } while (0)
+/* The same about an API field (ctr__error_set_field):
+ * CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.subsets",
+ *                "ctr_iterate_options.subsets is %lld: expected >= 0", n) */
+#define CTR_FAIL_FIELD(status, field, ...) \
+  return ctr__error_set_field((status), (field), __VA_ARGS__)
+#define CTR_FAIL_FIELD_GOTO(st, status, field, ...)           \
+  do {                                                        \
+    (st) = ctr__error_set_field((status), (field), __VA_ARGS__); \
+    goto cleanup;                                             \
   } while (0)
 /* Propagate a failing status (detail already set). */
 #define CTR_CHECK(expr)                 \
@@ -191,6 +209,20 @@ ctr_status ctr__values_report(const ctr_context *ctx, int strict, int64_t bad, c
 ctr_status ctr__values_report_kind(const ctr_context *ctx, int strict, int64_t bad,
                                    const char *what, const char *kind, const char *fate);
 #define CTR__BAD_VALUES "values NaN, infinite or beyond +-1e+24"
+
+/* ---- Backend tables (backend.c) --------------------------------------------
+ * The first member of every modality's backend table (iterative/backend.h,
+ * parbeam/backend.h, pet/backend.h): what the registries look up. */
+typedef struct ctr__backend_head {
+  const char *name;     /* "cpu", "cuda" */
+  ctr_device_kind kind; /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
+  int built;            /* 0: known but not part of this build (every operation NULL) */
+} ctr__backend_head;
+/* The table among all[0, n) (pointers to their heads) of ctx's resolved
+ * device kind (a NULL ctx: the CPU); CTR_E_UNSUPPORTED naming the kind when
+ * none of them is built. */
+ctr_status ctr__backend_pick(const ctr_context *ctx, const ctr__backend_head *const *all, int n,
+                             const ctr__backend_head **out);
 
 /* ---- Versioned public structs --------------------------------------------
  * A public struct that a caller fills, or that the library fills and that

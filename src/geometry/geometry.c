@@ -802,7 +802,8 @@ ctr_status ctr__fdk_geometry_report(const ctr_context *ctx, const ctr_geometry *
   CTR_CHECK(ctr_geometry_fdk_check(g, &ok, why, sizeof why));
   if (ok) return CTR_OK;
   if (o->strict)
-    CTR_FAIL(CTR_E_GEOMETRY, "FDK cannot reconstruct this geometry (refused: "
+    CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_fdk_options.strict",
+                   "FDK cannot reconstruct this geometry (refused: "
              "ctr_fdk_options.strict): %s", why);
   ctr__log(ctx, CTR_LOG_WARNING, "FDK cannot reconstruct this geometry, the volume will be "
            "wrong: %s", why);

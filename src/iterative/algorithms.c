@@ -4,7 +4,7 @@
  * run: options resolved, a plan, the vectors, b (the projections, in slot
  * order, bad values replaced), x0, the iterations with their report,
  * callback, checkpoint and stopping tests, x back into the caller's volume. */
-#include "iterative/iterative.h"
+#include "iterative/backend.h"
 
 #include <math.h>
 #include <string.h>
@@ -30,17 +30,22 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
   /* the caller's version read into the current layout */
   CTR_CHECK(ctr__struct_copy(&ctr__struct_iterate_options, o, in));
   if ((unsigned)o->algorithm > CTR_ITERATE_FISTA_TV)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.algorithm is %d: expected one of "
-             "CTR_ITERATE_SIRT, _CGLS, _OS_SART, _FISTA_TV", (int)o->algorithm);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.algorithm",
+                   "ctr_iterate_options.algorithm is %d: expected CTR_ITERATE_SIRT, "
+                   "CTR_ITERATE_CGLS, CTR_ITERATE_OS_SART or CTR_ITERATE_FISTA_TV",
+                   (int)o->algorithm);
   if (o->iterations < 1 || o->iterations > 1000000000)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.iterations is %lld: expected 1 .. 1e9",
-             (long long)o->iterations);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.iterations",
+                   "ctr_iterate_options.iterations is %lld: expected 1 .. 1e9",
+                   (long long)o->iterations);
   if (!(o->tolerance >= 0 && isfinite(o->tolerance)))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tolerance is %g: expected >= 0",
-             o->tolerance);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tolerance",
+                   "ctr_iterate_options.tolerance is %g: expected >= 0",
+                   o->tolerance);
   if (o->subsets < 0)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.subsets is %lld: expected >= 0 (0 = %d)",
-             (long long)o->subsets, DEFAULT_SUBSETS);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.subsets",
+                   "ctr_iterate_options.subsets is %lld: expected >= 0 (0 = %d)",
+                   (long long)o->subsets, DEFAULT_SUBSETS);
   if (o->algorithm == CTR_ITERATE_OS_SART) {
     if (o->subsets == 0) o->subsets = DEFAULT_SUBSETS;
     if (o->subsets > p->nviews) o->subsets = p->nviews;
@@ -49,38 +54,48 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
   }
   if (o->relaxation == 0) o->relaxation = 1.0;
   if (!(o->relaxation > 0 && o->relaxation < 2))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.relaxation is %g: expected 0 < lambda < 2",
-             o->relaxation);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.relaxation",
+                   "ctr_iterate_options.relaxation is %g: expected 0 < lambda < 2",
+                   o->relaxation);
   if (!(o->tv_weight == 0 || (o->tv_weight >= TV_WEIGHT_MIN && o->tv_weight <= TV_WEIGHT_MAX)))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tv_weight is %g: expected 0 or "
-             "%g .. %g (the TV step computes W and 1 / (12 W) in float)", o->tv_weight,
-             TV_WEIGHT_MIN, TV_WEIGHT_MAX);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tv_weight",
+                   "ctr_iterate_options.tv_weight is %g: expected 0 or "
+                   "%g .. %g (the TV step computes W and 1 / (12 W) in float)", o->tv_weight,
+                   TV_WEIGHT_MIN, TV_WEIGHT_MAX);
   if (o->algorithm != CTR_ITERATE_FISTA_TV) o->tv_weight = 0;
   if (o->tv_iterations == 0) o->tv_iterations = DEFAULT_TV_ITERATIONS;
   if (o->power_iterations == 0) o->power_iterations = DEFAULT_POWER_ITERATIONS;
   if (o->tv_iterations < 1 || o->tv_iterations > 100000 || o->power_iterations < 1 ||
       o->power_iterations > 100000)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tv_iterations %lld, power_iterations "
-             "%lld: expected 1 .. 100000 (0 = the defaults)", (long long)o->tv_iterations,
-             (long long)o->power_iterations);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tv_iterations",
+                   "ctr_iterate_options.tv_iterations %lld, power_iterations "
+                   "%lld: expected 1 .. 100000 (0 = the defaults)", (long long)o->tv_iterations,
+                   (long long)o->power_iterations);
   if (o->box && !(isfinite(o->lower) && isfinite(o->upper) && o->lower < o->upper))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.box: lower %g, upper %g: expected finite "
-             "lower < upper", o->lower, o->upper);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.box",
+                   "ctr_iterate_options.box: lower %g, upper %g: expected finite "
+                   "lower < upper", o->lower, o->upper);
   if (o->algorithm == CTR_ITERATE_CGLS && (o->nonneg || o->box))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.%s: CGLS is unconstrained (a projection "
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, o->nonneg ? "ctr_iterate_options.nonneg"
+                                                     : "ctr_iterate_options.box",
+             "ctr_iterate_options.%s: CGLS is unconstrained (a projection "
              "would break its conjugate directions); use SIRT, OS-SART or FISTA-TV for constraints",
              o->nonneg ? "nonneg" : "box");
   if ((unsigned)o->init > CTR_ITERATE_INIT_GIVEN)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.init is %d", (int)o->init);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.init",
+                   "ctr_iterate_options.init is %d", (int)o->init);
   if (o->checkpoint_every < 0)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.checkpoint_every is %lld: expected >= 0",
-             (long long)o->checkpoint_every);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.checkpoint_every",
+                   "ctr_iterate_options.checkpoint_every is %lld: expected >= 0",
+                   (long long)o->checkpoint_every);
   if (o->checkpoint_every == 0) o->checkpoint_every = 1;
   if (o->resume && !o->checkpoint)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.resume needs ctr_iterate_options.checkpoint");
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.resume",
+                   "ctr_iterate_options.resume needs ctr_iterate_options.checkpoint");
   if (o->max_slab_slices < 0)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.max_slab_slices is %lld: expected >= 0",
-             (long long)o->max_slab_slices);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.max_slab_slices",
+                   "ctr_iterate_options.max_slab_slices is %lld: expected >= 0",
+                   (long long)o->max_slab_slices);
   return CTR_OK;
 }
 
@@ -172,9 +187,7 @@ static ctr_status load_b(run *R, const float *proj, ctr__vec *b) {
       CTR_CHECK(ctr__vec_copy(P, &part, &view));
     }
   } else if (R->uproj.device) {
-#if CTR_HAVE_CUDA
-    CTR_CHECK(ctr__it_cuda_slots_device(P, (float *)proj, b->data, 1));
-#endif
+    CTR_CHECK(P->be->slots_device(P, (float *)proj, b->data, 1));
   } else if (!b->device) {
     ctr__proj_to_slots(P, proj, b->data);
   } else {
@@ -819,13 +832,11 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   ctr_iterate_plan_describe(&R.plan, plan, sizeof plan);
   ctr__log(p->ctx, CTR_LOG_DEBUG, "%s: %s", ctr_iterate_algorithm_name(R.o.algorithm), plan);
   ctr_status st = CTR_OK;
-#if CTR_HAVE_CUDA
   int pinned = 0;
   /* The caller's volume is the iterate when volumes stay in host memory:
    * pinned for the run, its slabs move at full speed. */
-  if (p->device == CTR_DEVICE_CUDA && !R.vdev && !R.uvol.device)
-    pinned = ctr__it_cuda_pin(p, vol, sizeof(float) * (size_t)R.nvol);
-#endif
+  if (p->be->pin && !R.vdev && !R.uvol.device)
+    pinned = p->be->pin(p, vol, sizeof(float) * (size_t)R.nvol);
   if (R.o.truth) {
     CTR_CHECK_GOTO(st, vol_vec(&R, &R.truth));
     CTR_CHECK_GOTO(st, ctr__vec_copy(p, &R.truth, &R.utruth));
@@ -842,9 +853,7 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
     st = ctr__values_report(p->ctx, R.o.strict, R.rep.out_nonfinite, "the reconstruction");
   }
 cleanup:
-#if CTR_HAVE_CUDA
-  if (pinned) ctr__it_cuda_unpin(p, vol);
-#endif
+  if (pinned) p->be->unpin(p, vol);
   ctr__vec_free(p, &R.truth);
   free(R.state.hist);
   ctr__it_checkpoint_unlock(R.o.checkpoint, lock);

@@ -1,9 +1,9 @@
 /* The projector object (public API): cone-beam and parallel-beam views in
  * index space, the slot order, the dispatch of forward and adjoint
- * projections to the CPU or CUDA backend slab by slab, and the fast
- * unmatched pair through the public ctr_backprojector. */
+ * projections to the context's backend (backend.h), and the fast unmatched
+ * pair through the public ctr_backprojector. */
 #include "conebeam/backprojector.h"
-#include "iterative/iterative.h"
+#include "iterative/backend.h"
 
 #include <math.h>
 #include <string.h>
@@ -13,11 +13,13 @@ static ctr_status options_copy(const ctr_projector_options *in, ctr_projector_op
   /* the caller's version read into the current layout (NULL: the defaults) */
   CTR_CHECK(ctr__struct_copy(&ctr__struct_projector_options, o, in));
   if (o->pair != CTR_PAIR_MATCHED && o->pair != CTR_PAIR_FAST)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_options.pair is %d: expected CTR_PAIR_MATCHED or "
-             "CTR_PAIR_FAST", (int)o->pair);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_projector_options.pair",
+                   "ctr_projector_options.pair is %d: expected CTR_PAIR_MATCHED or "
+                   "CTR_PAIR_FAST", (int)o->pair);
   if (o->max_slab_slices < 0)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_options.max_slab_slices is %lld: expected >= 0",
-             (long long)o->max_slab_slices);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_projector_options.max_slab_slices",
+                   "ctr_projector_options.max_slab_slices is %lld: expected >= 0",
+                   (long long)o->max_slab_slices);
   return CTR_OK;
 }
 
@@ -118,7 +120,8 @@ static ctr_status projector_new(ctr_context *ctx, const ctr_projector_options *o
   p->ctx = ctx;
   p->device = ctr_context_get_device(ctx);
   p->gpu = ctr__context_gpu(ctx, 0);
-  ctr_status st = options_copy(opts, &p->o);
+  ctr_status st = ctr__it_backend_of(ctx, &p->be);
+  if (st == CTR_OK) st = options_copy(opts, &p->o);
   if (st != CTR_OK) {
     free(p);
     return st;
@@ -186,8 +189,9 @@ ctr_status ctr_projector_create_parallel(ctr_context *ctx, const ctr_parallel_ge
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_create_parallel: nslices %lld: expected 1 .. "
              "1048576", (long long)nslices);
   if (opts && opts->pair == CTR_PAIR_FAST)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "ctr_projector_options.pair = CTR_PAIR_FAST: the fast pair is "
-             "cone beam only (it uses the FDK backprojector); parallel beam has the matched pair");
+    CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_projector_options.pair",
+                   "ctr_projector_options.pair = CTR_PAIR_FAST: the fast pair is "
+                   "cone beam only (it uses the FDK backprojector); parallel beam has the matched pair");
   const ctr_parallel_params *pp = ctr_parallel_get_params(g);
   ctr_projector *p;
   CTR_CHECK(projector_new(ctx, opts, &p));
@@ -212,10 +216,7 @@ cleanup:
 void ctr_projector_free(ctr_projector *p) {
   if (!p) return;
   ctr_backprojector_free(p->fast_bp); /* waits for its queued work */
-#if CTR_HAVE_CUDA
-  ctr__it_cuda_fast_release(p);
-  ctr__it_cuda_release(p);
-#endif
+  if (p->be && p->be->release) p->be->release(p);
   ctr_geometry_free(p->g);
   ctr_parallel_free(p->pg);
   free(p->views);
@@ -265,8 +266,7 @@ static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x,
                                int64_t w1);
 
 /* A forward projection (x -> y) or an adjoint (y -> x) of slots [w0, w1) on
- * the context's backend: the CUDA backend takes care of its placements; on
- * the CPU slab by slab (the forward projection adds each slab's part). */
+ * the context's backend (the unmatched adjoint: the fast pair). */
 static ctr_status project(ctr_projector *p, int forward, ctr__vec *x, ctr__vec *y, int64_t w0,
                           int64_t w1) {
   CTR_CHECK(check_slots(p, w0, w1));
@@ -274,19 +274,8 @@ static ctr_status project(ctr_projector *p, int forward, ctr__vec *x, ctr__vec *
   ctr_status st = CTR_OK;
   if (!forward && p->o.pair == CTR_PAIR_FAST) {
     st = fast_adjoint(p, y, x, w0, w1);
-  } else if (p->device == CTR_DEVICE_CUDA) {
-#if CTR_HAVE_CUDA
-    st = forward ? ctr__it_cuda_forward(p, x, y, w0, w1) : ctr__it_cuda_adjoint(p, y, x, w0, w1);
-#else
-    st = ctr__error_set(CTR_E_UNSUPPORTED, "this ctrecon was built without CUDA");
-#endif
   } else {
-    const int64_t plane = p->n[0] * p->n[1], zs = p->slab_slices;
-    for (int64_t z0 = 0; z0 < p->n[2] && st == CTR_OK; z0 += zs) {
-      const int64_t z1 = z0 + zs < p->n[2] ? z0 + zs : p->n[2];
-      st = forward ? ctr__it_cpu_forward(p, x->data + z0 * plane, z0, z1, y->data, w0, w1, z0 > 0)
-                   : ctr__it_cpu_adjoint(p, y->data, w0, w1, x->data + z0 * plane, z0, z1, 0);
-    }
+    st = forward ? p->be->forward(p, x, y, w0, w1) : p->be->adjoint(p, y, x, w0, w1);
   }
   *(forward ? &p->seconds_forward : &p->seconds_adjoint) += ctr__now_s() - t0;
   *(forward ? &p->views_forward : &p->views_adjoint) += w1 - w0;
@@ -361,13 +350,11 @@ static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x,
   /* Views on the device are queued after their producers (the default
    * stream's order, ctr__it_cuda_fast_queue), and so is the copy into a
    * device volume; without a chunk to order it, or with host views, the
-   * host waits for the device volume's producers first. */
+   * host waits for the device volume's producers first. (Device vectors
+   * are the projector's backend's, which then has the fast pair's device
+   * path: backend.h.) */
   const int queue = y->device;
-#if CTR_HAVE_CUDA
-  if (x->device && (!queue || w1 <= w0)) CTR_CHECK(ctr__it_cuda_fast_sync(p));
-#else
-  if (queue) CTR_FAIL(CTR_E_UNSUPPORTED, "this ctrecon was built without CUDA");
-#endif
+  if (x->device && (!queue || w1 <= w0)) CTR_CHECK(p->be->fast_sync(p));
   if (!queue) {
     stage = ctr_host_alloc(sizeof(float) * (size_t)(npix * CTR__IT_FAST_CHUNK));
     if (!stage) return CTR_E_OUT_OF_MEMORY;
@@ -385,9 +372,7 @@ static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x,
         CTR_CHECK_GOTO(st, ctr__proj_fast_view(p, views[k], &fw[k]));
       }
       if (queue) {
-#if CTR_HAVE_CUDA
-        CTR_CHECK_GOTO(st, ctr__it_cuda_fast_queue(p, bp, y->data + c0 * npix, nc, views, fw));
-#endif
+        CTR_CHECK_GOTO(st, p->be->fast_queue(p, bp, y->data + c0 * npix, nc, views, fw));
         continue;
       }
       ctr__vec part = ctr__vec_part(y, c0 * npix, nc * npix);
@@ -513,14 +498,10 @@ static ctr_status device_call(ctr_projector *p, int forward, const float *in, fl
   const char *fn = forward ? "ctr_projector_forward_device" : "ctr_projector_adjoint_device";
   if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: projector is NULL", fn);
   if (!in || !out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: NULL array", fn);
-  if (p->device != CTR_DEVICE_CUDA)
+  if (!p->be->device_args)
     CTR_FAIL(CTR_E_UNSUPPORTED, "%s: the projector's context runs on the CPU: arrays in GPU memory "
              "need a CUDA context (ctr_context_options.device)", fn);
-#if !CTR_HAVE_CUDA
-  CTR_FAIL(CTR_E_UNSUPPORTED, "%s: this ctrecon was built without CUDA", fn);
-#else
-  CTR_CHECK(ctr__it_cuda_device_args(p, fn, in, forward ? "vol" : "proj", out,
-                                     forward ? "proj" : "vol"));
+  CTR_CHECK(p->be->device_args(p, fn, in, forward ? "vol" : "proj", out, forward ? "proj" : "vol"));
   uint64_t gpu_budget = p->o.gpu_budget;
   if (gpu_budget == 0) CTR_CHECK(ctr_plan_default_budgets(p->ctx, &gpu_budget, NULL));
   ctr_iterate_plan plan = CTR_ITERATE_PLAN_INIT;
@@ -535,19 +516,18 @@ static ctr_status device_call(ctr_projector *p, int forward, const float *in, fl
   ctr__vec slots = {NULL, 0, 0};
   if (p->parallel) {
     CTR_CHECK(ctr__vec_alloc(p, nproj, 1, &slots));
-    if (!forward) CTR_CHECK_GOTO(st, ctr__it_cuda_slots_device(p, (float *)in, slots.data, 1));
+    if (!forward) CTR_CHECK_GOTO(st, p->be->slots_device(p, (float *)in, slots.data, 1));
   }
   ctr__vec *Y = p->parallel ? &slots : &y;
   if (forward) {
     CTR_CHECK_GOTO(st, ctr__proj_forward(p, &x, Y, 0, p->nviews));
-    if (p->parallel) CTR_CHECK_GOTO(st, ctr__it_cuda_slots_device(p, out, slots.data, 0));
+    if (p->parallel) CTR_CHECK_GOTO(st, p->be->slots_device(p, out, slots.data, 0));
   } else {
     CTR_CHECK_GOTO(st, ctr__proj_adjoint(p, Y, &x, 0, p->nviews));
   }
 cleanup:
   ctr__vec_free(p, &slots);
   return st;
-#endif
 }
 
 ctr_status ctr_projector_forward_device(ctr_projector *p, const float *vol, float *proj) {

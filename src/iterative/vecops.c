@@ -1,28 +1,23 @@
 /* The algorithms' vectors: allocation and operations, dispatched to the
- * host (cpu/vecops_cpu.c) or the GPU (cuda/vecops_cuda.cu) by where each
- * vector lives. Operands of one operation live in one place. */
-#include "iterative/iterative.h"
+ * backend that holds each vector (backend.h): the projector's for vectors
+ * in its memory, the CPU's for host vectors. Operands of one operation live
+ * in one place. */
+#include "iterative/backend.h"
 
-#include <string.h>
-
-#if CTR_HAVE_CUDA
-#define ON_DEVICE(v) ((v)->device)
-#else
-#define ON_DEVICE(v) 0
-#endif
-
-static int nt(const ctr_projector *p) { return ctr__num_threads(p->ctx); }
+/* Device vectors come from the projector's backend only (ctr__vec_alloc). */
+static const ctr__it_backend *of(const ctr_projector *p, const ctr__vec *v) {
+  return v->device ? p->be : &ctr__it_backend_cpu;
+}
 
 ctr_status ctr__vec_alloc(ctr_projector *p, int64_t n, int device, ctr__vec *out) {
   out->data = NULL;
   out->n = n;
   out->device = device;
   if (device) {
-#if CTR_HAVE_CUDA
-    return ctr__it_cuda_alloc(p, n, out);
-#else
-    CTR_FAIL(CTR_E_UNSUPPORTED, "this ctrecon was built without CUDA");
-#endif
+    if (!p->be->alloc)
+      CTR_FAIL(CTR_E_UNSUPPORTED, "the %s backend keeps no vectors in device memory",
+               p->be->head.name);
+    return p->be->alloc(p, n, out);
   }
   out->data = p->device == CTR_DEVICE_CUDA ? ctr_host_alloc(sizeof(float) * (size_t)n)
                                            : ctr__aligned_alloc(sizeof(float) * (size_t)n, "vector");
@@ -31,21 +26,18 @@ ctr_status ctr__vec_alloc(ctr_projector *p, int64_t n, int device, ctr__vec *out
     CTR_FAIL(CTR_E_OUT_OF_MEMORY, "a vector of %s of host memory",
              ctr__format_bytes(4.0 * (double)n, b, sizeof b));
   }
-  ctr__hvec_fill(nt(p), out->data, n, 0.0f);
+  ctr__hvec_fill(ctr__num_threads(p->ctx), out->data, n, 0.0f);
   return CTR_OK;
 }
 
 void ctr__vec_free(ctr_projector *p, ctr__vec *v) {
   if (!v || !v->data) return;
-  if (v->device) {
-#if CTR_HAVE_CUDA
-    ctr__it_cuda_free(p, v);
-#endif
-  } else if (p->device == CTR_DEVICE_CUDA) {
+  if (v->device)
+    p->be->free(p, v);
+  else if (p->device == CTR_DEVICE_CUDA)
     ctr_host_free(v->data);
-  } else {
+  else
     ctr__aligned_free(v->data);
-  }
   v->data = NULL;
 }
 
@@ -55,33 +47,13 @@ ctr__vec ctr__vec_part(const ctr__vec *v, int64_t off, int64_t n) {
 }
 
 ctr_status ctr__vec_fill(ctr_projector *p, ctr__vec *y, float c) {
-#if CTR_HAVE_CUDA
-  if (ON_DEVICE(y)) return ctr__it_cuda_fill(p, y->data, y->n, c);
-#endif
-  ctr__hvec_fill(nt(p), y->data, y->n, c);
-  return CTR_OK;
+  return of(p, y)->fill(p, y->data, y->n, c);
 }
 
-/* Host-to-host copies in parallel chunks. */
-static void host_copy(const ctr_projector *p, float *dst, const float *src, int64_t n) {
-  const int64_t nc = (n + CTR__VEC_CHUNK - 1) / CTR__VEC_CHUNK;
-#pragma omp parallel for schedule(static) num_threads(nt(p))
-  for (int64_t c = 0; c < nc; c++) {
-    const int64_t i0 = c * CTR__VEC_CHUNK, m = i0 + CTR__VEC_CHUNK < n ? CTR__VEC_CHUNK : n - i0;
-    memcpy(dst + i0, src + i0, sizeof(float) * (size_t)m);
-  }
-}
-
+/* Host to host on the CPU; any other on the projector's backend. */
 static ctr_status copy(ctr_projector *p, float *dst, int dd, const float *src, int sd, int64_t n) {
-  if (!dd && !sd) {
-    host_copy(p, dst, src, n);
-    return CTR_OK;
-  }
-#if CTR_HAVE_CUDA
-  return ctr__it_cuda_copy(p, dst, dd, src, sd, n);
-#else
-  CTR_FAIL(CTR_E_UNSUPPORTED, "this ctrecon was built without CUDA");
-#endif
+  const ctr__it_backend *be = dd || sd ? p->be : &ctr__it_backend_cpu;
+  return be->copy(p, dst, dd, src, sd, n);
 }
 
 ctr_status ctr__vec_copy(ctr_projector *p, ctr__vec *dst, const ctr__vec *src) {
@@ -101,74 +73,38 @@ ctr_status ctr__vec_download(ctr_projector *p, float *dst, const ctr__vec *src) 
 ctr_status ctr__vec_comb(ctr_projector *p, ctr__vec *z, float a, const ctr__vec *x, float b,
                          const ctr__vec *y) {
   const float *yd = y && b != 0.0f ? y->data : NULL;
-#if CTR_HAVE_CUDA
-  if (ON_DEVICE(z)) return ctr__it_cuda_comb(p, z->data, z->n, a, x->data, b, yd);
-#endif
-  ctr__hvec_comb(nt(p), z->data, z->n, a, x->data, b, yd);
-  return CTR_OK;
+  return of(p, z)->comb(p, z->data, z->n, a, x->data, b, yd);
 }
 
 ctr_status ctr__vec_mul(ctr_projector *p, ctr__vec *z, const ctr__vec *x, const ctr__vec *y) {
-#if CTR_HAVE_CUDA
-  if (ON_DEVICE(z)) return ctr__it_cuda_mul(p, z->data, z->n, x->data, y->data);
-#endif
-  ctr__hvec_mul(nt(p), z->data, z->n, x->data, y->data);
-  return CTR_OK;
+  return of(p, z)->mul(p, z->data, z->n, x->data, y->data);
 }
 
 ctr_status ctr__vec_recip(ctr_projector *p, ctr__vec *y, const ctr__vec *x, float threshold) {
-#if CTR_HAVE_CUDA
-  if (ON_DEVICE(y)) return ctr__it_cuda_recip(p, y->data, y->n, x->data, threshold);
-#endif
-  ctr__hvec_recip(nt(p), y->data, y->n, x->data, threshold);
-  return CTR_OK;
+  return of(p, y)->recip(p, y->data, y->n, x->data, threshold);
 }
 
 ctr_status ctr__vec_clip(ctr_projector *p, ctr__vec *y, float lo, float hi) {
-#if CTR_HAVE_CUDA
-  if (ON_DEVICE(y)) return ctr__it_cuda_clip(p, y->data, y->n, lo, hi);
-#endif
-  ctr__hvec_clip(nt(p), y->data, y->n, lo, hi);
-  return CTR_OK;
+  return of(p, y)->clip(p, y->data, y->n, lo, hi);
 }
 
 ctr_status ctr__vec_dot(ctr_projector *p, const ctr__vec *x, const ctr__vec *y, double *out) {
-#if CTR_HAVE_CUDA
-  if (ON_DEVICE(x)) return ctr__it_cuda_dot(p, x->data, y->data, x->n, 0, out);
-#endif
-  *out = ctr__hvec_dot(nt(p), x->data, y->data, x->n);
-  return CTR_OK;
+  return of(p, x)->dot(p, x->data, y->data, x->n, 0, out);
 }
 
 ctr_status ctr__vec_dist2(ctr_projector *p, const ctr__vec *x, const ctr__vec *y, double *out) {
-#if CTR_HAVE_CUDA
-  if (ON_DEVICE(x)) return ctr__it_cuda_dot(p, x->data, y->data, x->n, 1, out);
-#endif
-  *out = ctr__hvec_dist2(nt(p), x->data, y->data, x->n);
-  return CTR_OK;
+  return of(p, x)->dot(p, x->data, y->data, x->n, 1, out);
 }
 
 ctr_status ctr__vec_sanitize(ctr_projector *p, ctr__vec *v, int64_t *bad) {
-#if CTR_HAVE_CUDA
-  if (ON_DEVICE(v)) return ctr__it_cuda_sanitize(p, v->data, v->n, bad);
-#endif
-  *bad += ctr__values_sanitize(v->data, v->n);
-  return CTR_OK;
+  return of(p, v)->sanitize(p, v->data, v->n, bad);
 }
 
 ctr_status ctr__vec_tv_primal(ctr_projector *p, ctr__vec *z, const ctr__vec *g, const ctr__vec *P,
                               float mu, float lo, float hi) {
-#if CTR_HAVE_CUDA
-  if (ON_DEVICE(z)) return ctr__it_cuda_tv_primal(p, z->data, g->data, P->data, mu, lo, hi);
-#endif
-  ctr__hvec_tv_primal(nt(p), z->data, g->data, P->data, p->n, mu, lo, hi);
-  return CTR_OK;
+  return of(p, z)->tv_primal(p, z->data, g->data, P->data, mu, lo, hi);
 }
 
 ctr_status ctr__vec_tv_dual(ctr_projector *p, ctr__vec *P, const ctr__vec *z, float tau) {
-#if CTR_HAVE_CUDA
-  if (ON_DEVICE(P)) return ctr__it_cuda_tv_dual(p, P->data, z->data, tau);
-#endif
-  ctr__hvec_tv_dual(nt(p), P->data, z->data, p->n, tau);
-  return CTR_OK;
+  return of(p, P)->tv_dual(p, P->data, z->data, tau);
 }

@@ -1,17 +1,12 @@
-/* The corrections' options, their array functions (dispatch to the CPU or
- * the GPU), Paganin's filter on the CPU (Paganin et al. 2002) and 360-degree
- * stitching (docs/synchrotron.md). */
-#include "filter/filter.h"
-#include "parbeam/sync.h"
+/* The corrections' options, their array functions (dispatch to the
+ * context's backend, backend.h) and 360-degree stitching
+ * (docs/synchrotron.md). */
+#include "parbeam/backend.h"
 
-#include <fftw3.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define PI 3.14159265358979323846
-/* h c in mm keV: lambda = HC_MM_KEV / E */
-#define HC_MM_KEV 1.23984198e-6
 
 /* ---- Options ---------------------------------------------------------------- */
 
@@ -19,53 +14,66 @@ ctr_status ctr__corrections_resolve(const ctr_corrections *in, ctr_corrections *
   /* the caller's version read into the current layout (NULL: the defaults) */
   CTR_CHECK(ctr__struct_copy(&ctr__struct_corrections, o, in));
   if (o->center_method < CTR_CENTER_AUTO || o->center_method > CTR_CENTER_CORRELATION)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.center_method = %d: expected "
-             "CTR_CENTER_AUTO, CTR_CENTER_VO or CTR_CENTER_CORRELATION", (int)o->center_method);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.center_method",
+                   "ctr_corrections.center_method = %d: expected "
+                   "CTR_CENTER_AUTO, CTR_CENTER_VO or CTR_CENTER_CORRELATION", (int)o->center_method);
   if (!isfinite(o->center_min) || !isfinite(o->center_max) || o->center_max < o->center_min)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.center_min, center_max = %g, %g: expected "
-             "finite bins, min <= max (both 0: the whole detector)", o->center_min, o->center_max);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.center_min",
+                   "ctr_corrections.center_min, center_max = %g, %g: expected "
+                   "finite bins, min <= max (both 0: the whole detector)", o->center_min, o->center_max);
   if (!(o->dezinger >= 0) || !isfinite(o->dezinger))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.dezinger = %g: expected a threshold >= 0 "
-             "(-log units; 0 = off)", o->dezinger);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.dezinger",
+                   "ctr_corrections.dezinger = %g: expected a threshold >= 0 "
+                   "(-log units; 0 = off)", o->dezinger);
   if (!o->dezinger_size) o->dezinger_size = 3;
   if (o->dezinger_size < 3 || o->dezinger_size > 15 || o->dezinger_size % 2 == 0)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.dezinger_size = %d: expected an odd size "
-             "3 .. 15", o->dezinger_size);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.dezinger_size",
+                   "ctr_corrections.dezinger_size = %d: expected an odd size "
+                   "3 .. 15", o->dezinger_size);
   if (o->stripe < CTR_STRIPE_NONE || o->stripe > CTR_STRIPE_WAVELET)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe = %d: expected CTR_STRIPE_NONE, "
-             "CTR_STRIPE_SORTING or CTR_STRIPE_WAVELET", (int)o->stripe);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe",
+                   "ctr_corrections.stripe = %d: expected CTR_STRIPE_NONE, "
+                   "CTR_STRIPE_SORTING or CTR_STRIPE_WAVELET", (int)o->stripe);
   if (!o->stripe_size) o->stripe_size = 21;
   if (o->stripe_size < 3 || o->stripe_size > 255 || o->stripe_size % 2 == 0)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_size = %d: expected an odd width "
-             "3 .. 255", o->stripe_size);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_size",
+                   "ctr_corrections.stripe_size = %d: expected an odd width "
+                   "3 .. 255", o->stripe_size);
   if (!o->stripe_level) o->stripe_level = 3;
   if (o->stripe_level < 1 || o->stripe_level > 8)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_level = %d: expected 1 .. 8",
-             o->stripe_level);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_level",
+                   "ctr_corrections.stripe_level = %d: expected 1 .. 8",
+                   o->stripe_level);
   if (o->stripe_sigma == 0) o->stripe_sigma = 1.0;
   if (!(o->stripe_sigma > 0) || !isfinite(o->stripe_sigma))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_sigma = %g: expected > 0",
-             o->stripe_sigma);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_sigma",
+                   "ctr_corrections.stripe_sigma = %g: expected > 0",
+                   o->stripe_sigma);
   if (!o->stripe_wavelet) o->stripe_wavelet = 5;
   if (o->stripe_wavelet < 1 || o->stripe_wavelet > 10)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_wavelet = %d: expected a Daubechies "
-             "order 1 .. 10", o->stripe_wavelet);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_wavelet",
+                   "ctr_corrections.stripe_wavelet = %d: expected a Daubechies "
+                   "order 1 .. 10", o->stripe_wavelet);
   if (!(o->paganin_delta_beta >= 0) || !isfinite(o->paganin_delta_beta))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.paganin_delta_beta = %g: expected >= 0 "
-             "(0 = off)", o->paganin_delta_beta);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.paganin_delta_beta",
+                   "ctr_corrections.paganin_delta_beta = %g: expected >= 0 "
+                   "(0 = off)", o->paganin_delta_beta);
   if (o->paganin_delta_beta > 0 && (!(o->energy_kev > 0) || !isfinite(o->energy_kev) ||
                                     !(o->distance_mm > 0) || !isfinite(o->distance_mm)))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.energy_kev = %g, distance_mm = %g: "
-             "Paganin's filter needs a photon energy and a sample-detector distance > 0",
-             o->energy_kev, o->distance_mm);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.energy_kev",
+                   "ctr_corrections.energy_kev = %g, distance_mm = %g: "
+                   "Paganin's filter needs a photon energy and a sample-detector distance > 0",
+                   o->energy_kev, o->distance_mm);
   if (o->stitch_360 != 0 && o->stitch_360 != 1)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stitch_360 = %d: expected 0 or 1",
-             o->stitch_360);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stitch_360",
+                   "ctr_corrections.stitch_360 = %d: expected 0 or 1",
+                   o->stitch_360);
   if (o->bin_x == 0) o->bin_x = 1;
   if (o->bin_y == 0) o->bin_y = 1;
   if (o->bin_x < 1 || o->bin_y < 1 || o->bin_x > 64 || o->bin_y > 64)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.bin_x, bin_y = %d, %d: expected 1 .. 64",
-             o->bin_x, o->bin_y);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.bin_x",
+                   "ctr_corrections.bin_x, bin_y = %d, %d: expected 1 .. 64",
+                   o->bin_x, o->bin_y);
   return CTR_OK;
 }
 
@@ -73,12 +81,6 @@ int ctr__corrections_any(const ctr_corrections *c) {
   return c->dezinger > 0 || c->stripe != CTR_STRIPE_NONE || c->paganin_delta_beta > 0 ||
          c->stitch_360 || c->bin_x > 1 || c->bin_y > 1;
 }
-
-#if CTR_HAVE_CUDA
-static int on_gpu(const ctr_context *ctx) {
-  return ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA;
-}
-#endif
 
 static ctr_status check_sino(const char *fn, int64_t nb, int64_t na, int64_t ns, const void *p) {
   if (nb < 1 || na < 1 || ns < 1 || !p)
@@ -97,16 +99,10 @@ ctr_status ctr_sinogram_dezinger(ctr_context *ctx, const ctr_corrections *c, int
   CTR_CHECK(ctr__corrections_resolve(c, &o));
   CTR_CHECK(check_sino("ctr_sinogram_dezinger", nbins, nangles, nslices, sino));
   if (!(o.dezinger > 0)) return CTR_OK;
+  const ctr__par_backend *be;
+  CTR_CHECK(ctr__par_backend_of(ctx, &be));
   int64_t n = 0;
-#if CTR_HAVE_CUDA
-  if (on_gpu(ctx)) {
-    CTR_CHECK(ctr__dezinger_cuda(ctx, o.dezinger, o.dezinger_size, nbins, nangles, nslices, sino, &n));
-    if (replaced) *replaced = n;
-    return CTR_OK;
-  }
-#endif
-  n = ctr__dezinger_cpu(ctx, o.dezinger, o.dezinger_size, nbins, nangles, nslices, sino);
-  if (n < 0) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "ctr_sinogram_dezinger: no memory for a sinogram copy");
+  CTR_CHECK(be->dezinger(ctx, o.dezinger, o.dezinger_size, nbins, nangles, nslices, sino, &n));
   if (replaced) *replaced = n;
   return CTR_OK;
 }
@@ -117,101 +113,12 @@ ctr_status ctr_sinogram_remove_stripes(ctr_context *ctx, const ctr_corrections *
   CTR_CHECK(ctr__corrections_resolve(c, &o));
   CTR_CHECK(check_sino("ctr_sinogram_remove_stripes", nbins, nangles, nslices, sino));
   if (o.stripe == CTR_STRIPE_NONE) return CTR_OK;
-#if CTR_HAVE_CUDA
-  if (on_gpu(ctx)) return ctr__stripes_cuda(ctx, &o, nbins, nangles, nslices, sino);
-#endif
-  return ctr__stripes_cpu(ctx, &o, nbins, nangles, nslices, sino);
+  const ctr__par_backend *be;
+  CTR_CHECK(ctr__par_backend_of(ctx, &be));
+  return be->stripes(ctx, &o, nbins, nangles, nslices, sino);
 }
 
 /* ---- Paganin ------------------------------------------------------------------- */
-
-/* pi lambda z delta / beta in mm^2 */
-static double paganin_a(const ctr_corrections *c) {
-  return PI * HC_MM_KEV / c->energy_kev * c->distance_mm * c->paganin_delta_beta;
-}
-
-double ctr_paganin_response(const ctr_corrections *c, double pixel_mm, double fx, double fy) {
-  if (!c || !(c->paganin_delta_beta > 0) || !(pixel_mm > 0)) return 1.0;
-  return 1.0 / (1.0 + paganin_a(c) * (fx * fx + fy * fy) / (pixel_mm * pixel_mm));
-}
-
-int64_t ctr_paganin_margin(const ctr_corrections *c, double pixel_mm) {
-  if (!c || !(c->paganin_delta_beta > 0) || !(c->energy_kev > 0) || !(c->distance_mm > 0) ||
-      !(pixel_mm > 0))
-    return 0;
-  /* 1 / (1 + L^2 |k|^2), k in radians per mm: the kernel decays as
-   * exp(-r / L); 8 L leaves below 3e-4 of it */
-  const double L = sqrt(paganin_a(c) / (4.0 * PI * PI));
-  const double m = ceil(8.0 * L / pixel_mm);
-  return m < 1 ? 1 : m > 1e6 ? 1000000 : (int64_t)m;
-}
-
-/* The padded size of one side: the image plus the margin on both sides,
- * rounded up to a size FFTW transforms fast. */
-static int64_t padded(int64_t n, int64_t margin) { return ctr__fft_good_size(n + 2 * margin); }
-
-ctr_status ctr__paganin_cpu(const ctr_context *ctx, const ctr_corrections *c, double pixel_mm,
-                            int64_t w, int64_t h, int64_t n, float *img) {
-  ctr_status st = CTR_OK;
-  const int64_t m = ctr_paganin_margin(c, pixel_mm);
-  const int64_t W = padded(w, m), H = padded(h, m), nf = W / 2 + 1;
-  const int64_t ox = (W - w) / 2, oy = (H - h) / 2;
-  float *filt = malloc(sizeof(float) * (size_t)(nf * H));
-  if (!filt) return ctr__error_set(CTR_E_OUT_OF_MEMORY, "Paganin filter of %lld x %lld", (long long)W, (long long)H);
-  for (int64_t y = 0; y < H; y++) {
-    const double fy = (double)(y <= H / 2 ? y : y - H) / (double)H;
-    for (int64_t x = 0; x < nf; x++)
-      filt[y * nf + x] = (float)(ctr_paganin_response(c, pixel_mm, (double)x / (double)W, fy) /
-                                 ((double)W * (double)H));
-  }
-  float *buf = fftwf_malloc(sizeof(float) * (size_t)(H * 2 * nf));
-  fftwf_plan fw = NULL, bw = NULL;
-  if (buf) {
-    ctr__fftw_lock();
-    fw = fftwf_plan_dft_r2c_2d((int)H, (int)W, buf, (fftwf_complex *)buf, FFTW_ESTIMATE);
-    bw = fftwf_plan_dft_c2r_2d((int)H, (int)W, (fftwf_complex *)buf, buf, FFTW_ESTIMATE);
-    ctr__fftw_unlock();
-  }
-  if (!buf || !fw || !bw) {
-    st = ctr__error_set(CTR_E_FFT, "FFTW could not plan Paganin's %lld x %lld transforms",
-                        (long long)W, (long long)H);
-    goto cleanup;
-  }
-  const int threads = ctr__num_threads(ctx);
-  for (int64_t i = 0; i < n; i++) {
-    float *im = img + i * w * h;
-    /* reflected into the padded plane (rows of 2 nf floats, in place) */
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t y = 0; y < H; y++) {
-      int64_t sy = y - oy;
-      while (sy < 0 || sy >= h) sy = sy < 0 ? -sy - 1 : 2 * h - 1 - sy;
-      for (int64_t x = 0; x < W; x++) {
-        int64_t sx = x - ox;
-        while (sx < 0 || sx >= w) sx = sx < 0 ? -sx - 1 : 2 * w - 1 - sx;
-        buf[y * 2 * nf + x] = im[sy * w + sx];
-      }
-    }
-    fftwf_execute(fw);
-    fftwf_complex *spec = (fftwf_complex *)buf;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t k = 0; k < H * nf; k++) {
-      spec[k][0] *= filt[k];
-      spec[k][1] *= filt[k];
-    }
-    fftwf_execute(bw);
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int64_t y = 0; y < h; y++)
-      memcpy(im + y * w, buf + (y + oy) * 2 * nf + ox, sizeof(float) * (size_t)w);
-  }
-cleanup:
-  ctr__fftw_lock();
-  if (fw) fftwf_destroy_plan(fw);
-  if (bw) fftwf_destroy_plan(bw);
-  ctr__fftw_unlock();
-  fftwf_free(buf);
-  free(filt);
-  return st;
-}
 
 ctr_status ctr_paganin_filter(ctr_context *ctx, const ctr_corrections *c, double pixel_mm,
                               int64_t width, int64_t height, int64_t n, float *images) {
@@ -225,12 +132,9 @@ ctr_status ctr_paganin_filter(ctr_context *ctx, const ctr_corrections *c, double
   if (!(pixel_mm > 0) || !isfinite(pixel_mm))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_paganin_filter: pixel_mm = %g, expected the detector "
              "pixel in mm (> 0)", pixel_mm);
-#if CTR_HAVE_CUDA
-  if (on_gpu(ctx))
-    return ctr__paganin_cuda(ctx, &o, pixel_mm, ctr_paganin_margin(&o, pixel_mm), width, height, n,
-                             images);
-#endif
-  return ctr__paganin_cpu(ctx, &o, pixel_mm, width, height, n, images);
+  const ctr__par_backend *be;
+  CTR_CHECK(ctr__par_backend_of(ctx, &be));
+  return be->paganin(ctx, &o, pixel_mm, ctr_paganin_margin(&o, pixel_mm), width, height, n, images);
 }
 
 /* ---- 360-degree stitching -------------------------------------------------------- */

@@ -1,8 +1,8 @@
 /* Parallel-beam filtered back projection: options, the ramp filter of
- * sinogram rows, backend dispatch and the chunked driver
- * (docs/parallel-beam.md). */
+ * sinogram rows, dispatch to the context's backend (backend.h) and the
+ * chunked host drivers (docs/parallel-beam.md). */
 #include "filter/filter.h"
-#include "parbeam/parbeam.h"
+#include "parbeam/backend.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -32,16 +32,16 @@ static ctr_status resolve_options(const char *fn, const ctr_fbp_options *opts, c
   if (o->counts) CTR_CHECK(ctr__struct_check(&ctr__struct_value_counts, o->counts));
   if (o->timings) CTR_CHECK(ctr__struct_check(&ctr__struct_fbp_timings, o->timings));
   if (!strcmp(ctr_window_name(opts->window), "unknown"))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_options.window",
              "%s: ctr_fbp_options.window = %d, expected ram-lak, shepp-logan, cosine, hamming or "
              "hann",
              fn, (int)opts->window);
   if (!(opts->cutoff > 0.0 && opts->cutoff <= 1.0))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_options.cutoff",
              "%s: ctr_fbp_options.cutoff = %g, expected 0 < cutoff <= 1 (fraction of Nyquist)", fn,
              opts->cutoff);
   if (opts->interp != CTR_FBP_LINEAR && opts->interp != CTR_FBP_NEAREST)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_options.interp",
              "%s: ctr_fbp_options.interp = %d, expected CTR_FBP_LINEAR or CTR_FBP_NEAREST", fn,
              (int)opts->interp);
   *o = *opts;
@@ -71,32 +71,17 @@ static int64_t *count_of(const ctr_fbp_options *o, size_t offset) {
 }
 #define CTR__COUNT(o, field) count_of((o), offsetof(ctr_value_counts, field))
 
-/* Non-finite slices: replaced by 0 and reported, so nothing non-finite leaves
- * the library. */
-static ctr_status check_slices(const ctr_context *ctx, const char *fn, const ctr_fbp_options *o,
-                               float *slices, int64_t n) {
-  char what[64];
-  snprintf(what, sizeof what, "%s: slices", fn);
-  return policy(ctx, o, ctr__values_sanitize(slices, n), CTR__COUNT(o, output), what,
-                CTR__BAD_VALUES, "replaced by 0");
-}
-
-#if CTR_HAVE_CUDA
-static int on_cuda(const ctr_context *ctx) {
-  return ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA;
-}
-
-/* The GPU ran the data policy on the device (no host pass over the data):
- * bad[0] input values and bad[1] slice values it replaced by 0. */
-static ctr_status gpu_counts(const ctr_context *ctx, const char *fn, const ctr_fbp_options *o,
-                             const int64_t bad[2]) {
+/* The backend ran the data policy (non-finite values replaced by 0, so
+ * nothing non-finite leaves the library): bad[0] input values and bad[1]
+ * slice values it replaced, reported. */
+static ctr_status counts(const ctr_context *ctx, const char *fn, const ctr_fbp_options *o,
+                         const int64_t bad[2]) {
   char what[64];
   snprintf(what, sizeof what, "%s: sinograms", fn);
   CTR_CHECK(policy(ctx, o, bad[0], CTR__COUNT(o, input), what, CTR__BAD_VALUES, "replaced by 0"));
   snprintf(what, sizeof what, "%s: slices", fn);
   return policy(ctx, o, bad[1], CTR__COUNT(o, output), what, CTR__BAD_VALUES, "replaced by 0");
 }
-#endif
 
 static ctr_status check_call(const char *fn, const ctr_parallel_geometry *g, int64_t nslices,
                              const void *a, const char *aname, const void *b, const char *bname) {
@@ -159,15 +144,11 @@ ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
   CTR_CHECK(check_call(fn, g, nslices, sino, "sino", slices, "slices"));
   CTR_CHECK(resolve_options(fn, opts, &o));
   CTR_CHECK(ctr__gpu_rule(ctx, fn, 1, sino, "sino", slices, "slices"));
-#if CTR_HAVE_CUDA
-  if (on_cuda(ctx)) { /* the data policy on the device: slices may be GPU memory */
-    int64_t bad[2] = {0, 0};
-    CTR_CHECK(ctr__fbp_bp_cuda(ctx, g, &o, nslices, sino, slices, &bad[1]));
-    return gpu_counts(ctx, fn, &o, bad);
-  }
-#endif
-  ctr__fbp_bp_cpu(ctx, g, o.interp, nslices, sino, slices);
-  return check_slices(ctx, fn, &o, slices, g->p.nx * g->p.ny * nslices);
+  const ctr__par_backend *be;
+  CTR_CHECK(ctr__par_backend_of(ctx, &be));
+  int64_t bad[2] = {0, 0}; /* the data policy on the backend: slices may be GPU memory */
+  CTR_CHECK(be->backproject(ctx, g, &o, nslices, sino, slices, &bad[1]));
+  return counts(ctx, fn, &o, bad);
 }
 
 /* A 3D float32 contiguous array of d0 x d1 x d2 (d2 < 0: any >= 1);
@@ -194,28 +175,18 @@ static ctr_status check_array(const char *what, const ctr_array *a, const char *
   return CTR_OK;
 }
 
-ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_fbp_options *opts,
-                   const ctr_array *sinograms, ctr_array *slices) {
+/* ctr_fbp's host driver: chunks of sinograms filtered on the host and
+ * backprojected by the backend. */
+static ctr_status fbp_host(ctr_context *ctx, const ctr_parallel_geometry *g,
+                           const ctr_fbp_options *opts, const ctr__par_backend *be,
+                           const float *src, int64_t ns, float *dst) {
   ctr_status st = CTR_OK;
-  ctr_fbp_options o;
-  if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp: geometry is NULL");
-  CTR_CHECK(resolve_options("ctr_fbp", opts, &o));
+  const ctr_fbp_options o = *opts;
   const int64_t nb = g->p.nbins, na = g->p.nangles, nx = g->p.nx, ny = g->p.ny;
-  CTR_CHECK(check_array("sinograms", sinograms, "nbins x nangles x nslices", nb, na, -1));
-  const int64_t ns = sinograms->dims[2];
-  CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
-  CTR_CHECK(ctr__gpu_rule(ctx, "ctr_fbp", 1, sinograms->data, "sinograms", slices->data, "slices"));
   const int64_t per_slice = nb * na;
-#if CTR_HAVE_CUDA
-  if (on_cuda(ctx)) {
-    int64_t bad[2] = {0, 0};
-    CTR_CHECK(ctr__fbp_sinograms_cuda(ctx, g, &o, sinograms->data, ns, slices->data, bad));
-    return gpu_counts(ctx, "ctr_fbp", &o, bad);
-  }
-#endif
   /* The data policy: bad sinogram values would spread over whole rows in
-   * the filter (the GPU replaces them on the device). */
-  const int64_t bad = ctr__values_count(sinograms->data, ns * per_slice);
+   * the filter (a backend with its own ctr_fbp replaces them itself). */
+  const int64_t bad = ctr__values_count(src, ns * per_slice);
   CTR_CHECK(policy(ctx, &o, bad, CTR__COUNT(&o, input), "ctr_fbp: sinograms", CTR__BAD_VALUES,
                    "replaced by 0"));
   int64_t chunk = CTR__FBP_CHUNK_BYTES / (per_slice * (int64_t)sizeof(float));
@@ -227,21 +198,40 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
   if (!work) return CTR_E_OUT_OF_MEMORY;
   CTR_CHECK_GOTO(st, ctr__ramp_create(nb, o.window, o.cutoff, &r));
   CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp", 0.0));
-  const float *src = sinograms->data;
-  float *dst = slices->data;
   for (int64_t s0 = 0; s0 < ns; s0 += chunk) {
     const int64_t n = ns - s0 < chunk ? ns - s0 : chunk;
     memcpy(work, src + s0 * per_slice, sizeof(float) * (size_t)(n * per_slice));
     if (bad) ctr__values_sanitize(work, n * per_slice);
     CTR_CHECK_GOTO(st, filter_rows(ctx, r, n * na, nb, work));
-    ctr__fbp_bp_cpu(ctx, g, o.interp, n, work, dst + s0 * nx * ny);
-    CTR_CHECK_GOTO(st, check_slices(ctx, "ctr_fbp", &o, dst + s0 * nx * ny, n * nx * ny));
+    int64_t out_bad[2] = {0, 0};
+    CTR_CHECK_GOTO(st, be->backproject(ctx, g, &o, n, work, dst + s0 * nx * ny, &out_bad[1]));
+    CTR_CHECK_GOTO(st, counts(ctx, "ctr_fbp", &o, out_bad));
     CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp", (double)(s0 + n) / (double)ns));
   }
 cleanup:
   ctr__ramp_free(r);
   ctr__aligned_free(work);
   return st;
+}
+
+ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_fbp_options *opts,
+                   const ctr_array *sinograms, ctr_array *slices) {
+  ctr_fbp_options o;
+  if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp: geometry is NULL");
+  CTR_CHECK(resolve_options("ctr_fbp", opts, &o));
+  const int64_t nb = g->p.nbins, na = g->p.nangles, nx = g->p.nx, ny = g->p.ny;
+  CTR_CHECK(check_array("sinograms", sinograms, "nbins x nangles x nslices", nb, na, -1));
+  const int64_t ns = sinograms->dims[2];
+  CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
+  CTR_CHECK(ctr__gpu_rule(ctx, "ctr_fbp", 1, sinograms->data, "sinograms", slices->data, "slices"));
+  const ctr__par_backend *be;
+  CTR_CHECK(ctr__par_backend_of(ctx, &be));
+  if (be->sinograms) {
+    int64_t bad[2] = {0, 0};
+    CTR_CHECK(be->sinograms(ctx, g, &o, sinograms->data, ns, slices->data, bad));
+    return counts(ctx, "ctr_fbp", &o, bad);
+  }
+  return fbp_host(ctx, g, &o, be, sinograms->data, ns, slices->data);
 }
 
 ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
@@ -279,15 +269,15 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
                    CTR__COUNT(&o, calibration), "ctr_fbp_projections: flat/dark",
                    "pixels with flat <= dark or a non-finite flat or dark", "their sinogram "
                    "values set to 0"));
-#if CTR_HAVE_CUDA
-  if (on_cuda(ctx)) {
+  const ctr__par_backend *be;
+  CTR_CHECK(ctr__par_backend_of(ctx, &be));
+  if (be->projections) {
     int64_t bad[2] = {0, 0};
-    CTR_CHECK(ctr__fbp_projections_cuda(ctx, g, &o, proj->data, proj->dtype, nrows, flat, dark,
-                                        row0, ns, slices->data, bad));
-    return gpu_counts(ctx, "ctr_fbp_projections", &o, bad);
+    CTR_CHECK(be->projections(ctx, g, &o, proj->data, proj->dtype, nrows, flat, dark, row0, ns,
+                              slices->data, bad));
+    return counts(ctx, "ctr_fbp_projections", &o, bad);
   }
-#endif
-  /* CPU: chunks of rows through sinograms in host memory. */
+  /* The host driver: chunks of rows through sinograms in host memory. */
   int64_t chunk = CTR__FBP_CHUNK_BYTES / (nb * na * (int64_t)sizeof(float));
   if (chunk > CTR__FBP_CHUNK_SLICES) chunk = CTR__FBP_CHUNK_SLICES;
   if (chunk < 1) chunk = 1;

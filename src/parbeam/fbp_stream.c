@@ -55,32 +55,38 @@ ctr_status ctr__fbp_resolve(srun *r, const ctr_fbp_stream_options *opts) {
   if (!r->o.out_dtype) r->o.out_dtype = CTR_DTYPE_FLOAT32;
   if (r->o.out_dtype != CTR_DTYPE_FLOAT32 && r->o.out_dtype != CTR_DTYPE_FLOAT16 &&
       r->o.out_dtype != CTR_DTYPE_UINT16)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.out_dtype = %d: expected float32, "
-             "float16 or uint16", (int)r->o.out_dtype);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.out_dtype",
+                   "ctr_fbp_stream_options.out_dtype = %d: expected float32, "
+                   "float16 or uint16", (int)r->o.out_dtype);
   if (r->o.out_scale == 0) r->o.out_scale = 1.0;
   if (!(r->o.out_scale > 0) || !isfinite(r->o.out_scale) || !isfinite(r->o.out_offset))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.out_scale, out_offset = %g, %g: "
-             "expected a finite scale > 0 and a finite offset", r->o.out_scale, r->o.out_offset);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.out_scale",
+                   "ctr_fbp_stream_options.out_scale, out_offset = %g, %g: "
+                   "expected a finite scale > 0 and a finite offset", r->o.out_scale, r->o.out_offset);
   if (r->o.batch < 0 || r->o.row0 < 0 || r->o.nrows < 0 || r->o.angle_first < 0 ||
       r->o.angle_count < 0 || r->o.angle_step < 0)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options: batch, row0, nrows, angle_first, "
              "angle_count and angle_step must be >= 0");
   if (r->o.read_ahead < 0 || r->o.read_ahead > 16)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.read_ahead = %d: expected 1 to 16 "
-             "bands (0: the default, 2)", r->o.read_ahead);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.read_ahead",
+                   "ctr_fbp_stream_options.read_ahead = %d: expected 1 to 16 "
+                   "bands (0: the default, 2)", r->o.read_ahead);
   if (!r->o.read_ahead) r->o.read_ahead = 2;
   if (r->o.input_scale == 0) r->o.input_scale = 1.0;
   if (!(r->o.input_scale > 0) || !isfinite(r->o.input_scale))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.input_scale = %g: expected a finite "
-             "scale > 0", r->o.input_scale);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.input_scale",
+                   "ctr_fbp_stream_options.input_scale = %g: expected a finite "
+                   "scale > 0", r->o.input_scale);
   if (!r->sino && r->o.input_scale != 1.0)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.input_scale = %g applies to sinograms "
-             "(sinograms = 1): the flat-field ratio cancels a scale of the projections",
-             r->o.input_scale);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.input_scale",
+                   "ctr_fbp_stream_options.input_scale = %g applies to sinograms "
+                   "(sinograms = 1): the flat-field ratio cancels a scale of the projections",
+                   r->o.input_scale);
   if (r->sino && (r->c.paganin_delta_beta > 0 || r->c.bin_y > 1))
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.sinograms: %s applies to "
-             "projections only", r->c.paganin_delta_beta > 0 ? "ctr_corrections.paganin_delta_beta"
-                                                             : "ctr_corrections.bin_y");
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.sinograms",
+                   "ctr_fbp_stream_options.sinograms: %s applies to "
+                   "projections only", r->c.paganin_delta_beta > 0 ? "ctr_corrections.paganin_delta_beta"
+                                                                   : "ctr_corrections.bin_y");
   r->bx = r->c.bin_x;
   r->by = r->c.bin_y;
   r->transmission = r->c.paganin_delta_beta > 0 || r->bx > 1 || r->by > 1;
@@ -93,20 +99,23 @@ ctr_status ctr__fbp_resolve(srun *r, const ctr_fbp_stream_options *opts) {
 static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
   if (!params) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream: params is NULL");
   if (params->nbins != r->W || params->nangles != r->NP)
-    CTR_FAIL(CTR_E_SIZE_MISMATCH, "ctr_parallel_params.nbins, nangles = %lld, %lld; the input "
-             "holds %lld bins x %lld %s", (long long)params->nbins, (long long)params->nangles,
-             (long long)r->W, (long long)r->NP, r->sino ? "angles" : "projections");
+    CTR_FAIL_FIELD(CTR_E_SIZE_MISMATCH, "ctr_parallel_params.nbins",
+                   "ctr_parallel_params.nbins, nangles = %lld, %lld; the input "
+                   "holds %lld bins x %lld %s", (long long)params->nbins, (long long)params->nangles,
+                   (long long)r->W, (long long)r->NP, r->sino ? "angles" : "projections");
   /* rows */
   r->row0 = r->o.row0;
   r->nrows = r->o.nrows ? r->o.nrows : r->H - r->row0;
   if (r->row0 >= r->H || r->nrows < 1 || r->row0 + r->nrows > r->H)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.row0, nrows = %lld, %lld: the input "
-             "has %s [0, %lld)", (long long)r->o.row0, (long long)r->o.nrows,
-             r->sino ? "sinograms" : "rows", (long long)r->H);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.row0",
+                   "ctr_fbp_stream_options.row0, nrows = %lld, %lld: the input "
+                   "has %s [0, %lld)", (long long)r->o.row0, (long long)r->o.nrows,
+                   r->sino ? "sinograms" : "rows", (long long)r->H);
   r->nslices = r->nrows / r->by;
   if (r->nslices < 1)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_corrections.bin_y = %d exceeds the %lld rows "
-             "reconstructed", r->by, (long long)r->nrows);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.bin_y",
+                   "ctr_corrections.bin_y = %d exceeds the %lld rows "
+                   "reconstructed", r->by, (long long)r->nrows);
   if (r->nrows % r->by)
     ctr__log(r->ctx, CTR_LOG_WARNING, "binning %d rows into a slice: the last %lld of the %lld "
              "rows reconstructed do not fill a bin and are left out (choose rows in multiples of "
@@ -116,14 +125,16 @@ static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
   /* projections */
   const int64_t step = r->o.angle_step ? r->o.angle_step : 1;
   if (r->o.angle_first >= r->NP)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.angle_first = %lld: the input has "
-             "%lld projections", (long long)r->o.angle_first, (long long)r->NP);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.angle_first",
+                   "ctr_fbp_stream_options.angle_first = %lld: the input has "
+                   "%lld projections", (long long)r->o.angle_first, (long long)r->NP);
   int64_t avail = (r->NP - r->o.angle_first + step - 1) / step;
   if (r->o.angle_count) {
     if (r->o.angle_count > avail)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.angle_count = %lld: from "
-               "projection %lld in steps of %lld there are %lld", (long long)r->o.angle_count,
-               (long long)r->o.angle_first, (long long)step, (long long)avail);
+      CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.angle_count",
+                     "ctr_fbp_stream_options.angle_count = %lld: from "
+                     "projection %lld in steps of %lld there are %lld", (long long)r->o.angle_count,
+                     (long long)r->o.angle_first, (long long)step, (long long)avail);
     avail = r->o.angle_count;
   }
   if (avail < 2)
@@ -256,8 +267,10 @@ static ctr_status plan_bands(srun *r, int64_t resumed_slices) {
     rows = (rows / 2 + unit - 1) / unit * unit;
   }
   if (r->margin && rows < r->margin * r->by && rows < r->nrows)
-    CTR_FAIL(CTR_E_OUT_OF_MEMORY, "Paganin's filter needs bands of at least %lld rows (its margin) "
-             "and host_budget allows only %lld", (long long)(r->margin * r->by), (long long)rows);
+    CTR_FAIL_FIELD(CTR_E_OUT_OF_MEMORY, "host_budget",
+                   "Paganin's filter needs bands of at least %lld rows (its margin) "
+                   "and host_budget allows only %lld", (long long)(r->margin * r->by),
+                   (long long)rows);
   r->band_rows = rows;
   r->band_slices = rows / r->by;
   r->nbands = (r->nrows + rows - 1) / rows;
@@ -399,8 +412,9 @@ static ctr_status band_sinograms(srun *r, int64_t r0, int64_t n, const seg segs[
         centre ? 0 : ctr__flat_bad_pixels(r->flat + r0 * r->W, r->dark ? r->dark + r0 * r->W : NULL, n * r->W);
     if (!centre) r->counts.clamped += clamped;
     if (!centre && clamped && r->fbp.strict)
-      CTR_FAIL(CTR_E_FORMAT, "projections: %lld transmissions (p - dark) / (flat - dark) below "
-               "1e-6 or NaN (ctr_fbp_options.strict)", (long long)clamped);
+      CTR_FAIL_FIELD(CTR_E_FORMAT, "ctr_fbp_options.strict",
+                     "projections: %lld transmissions (p - dark) / (flat - dark) below "
+                     "1e-6 or NaN (ctr_fbp_options.strict)", (long long)clamped);
   }
   if (r->c.dezinger > 0) {
     int64_t rep = 0;
@@ -456,9 +470,10 @@ static ctr_status band_reconstruct(srun *r, int64_t k, void *const bufs[3], floa
 static ctr_status find_centre(srun *r) {
   const int64_t row = r->o.center_row >= 0 ? r->o.center_row : r->H / 2;
   if (row >= r->H)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.center_row = %lld: the input has "
-             "%s [0, %lld)", (long long)r->o.center_row, r->sino ? "sinograms" : "rows",
-             (long long)r->H);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.center_row",
+                   "ctr_fbp_stream_options.center_row = %lld: the input has "
+                   "%s [0, %lld)", (long long)r->o.center_row, r->sino ? "sinograms" : "rows",
+                   (long long)r->H);
   int64_t n = CENTRE_ROWS * r->by;
   if (n > r->H) n = r->H / r->by * r->by;
   int64_t w0 = row - n / 2;
@@ -761,8 +776,9 @@ void ctr__fbp_report_fill(const srun *r, ctr_fbp_stream_report *rep) {
 
 ctr_status ctr__fbp_strict(const srun *r) {
   if (r->fbp.strict && r->counts.output)
-    CTR_FAIL(CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
-             (long long)r->counts.output);
+    CTR_FAIL_FIELD(CTR_E_FORMAT, "ctr_fbp_options.strict",
+                   "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
+                   (long long)r->counts.output);
   return CTR_OK;
 }
 

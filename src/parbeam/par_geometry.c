@@ -63,13 +63,18 @@ ctr_status ctr_parallel_create(const ctr_parallel_params *p, ctr_parallel_geomet
   /* 0 = 1; beyond these bounds the slices miss the detector or their values overflow */
   if (!(p->voxel == 0 || (p->voxel >= 1e-6 && p->voxel <= 1e6)) ||
       !(p->pixel_size == 0 || (p->pixel_size >= 1e-30 && p->pixel_size <= 1e9)))
-    CTR_FAIL(CTR_E_GEOMETRY, "voxel %g, pixel_size %g: expected a voxel of 1e-6 .. 1e6 bins and a "
+    CTR_FAIL_FIELD(CTR_E_GEOMETRY, p->voxel == 0 || (p->voxel >= 1e-6 && p->voxel <= 1e6)
+                                   ? "ctr_parallel_params.pixel_size" : "ctr_parallel_params.voxel",
+             "voxel %g, pixel_size %g: expected a voxel of 1e-6 .. 1e6 bins and a "
              "pixel_size of 1e-30 .. 1e9 mm (0 = 1)", p->voxel, p->pixel_size);
   if (p->axis != CTR_AXIS_CENTER && !isfinite(p->axis))
     CTR_FAIL(CTR_E_GEOMETRY, "axis %g: expected a finite bin position", p->axis);
   if (!p->angles_deg && (!(fabs(p->angle_start_deg) <= 1e9) || !(fabs(p->angle_range_deg) <= 1e9) ||
                          p->angle_range_deg == 0))
-    CTR_FAIL(CTR_E_GEOMETRY, "angle_start %g, angle_range %g: expected values within +-1e9 "
+    CTR_FAIL_FIELD(CTR_E_GEOMETRY,
+                   fabs(p->angle_start_deg) <= 1e9 ? "ctr_parallel_params.angle_range_deg"
+                                                   : "ctr_parallel_params.angle_start_deg",
+             "angle_start_deg %g, angle_range_deg %g: expected values within +-1e9 "
              "degrees, range != 0",
              p->angle_start_deg, p->angle_range_deg);
   ctr_parallel_geometry *g = ctr__calloc(1, sizeof *g, "parallel geometry");

@@ -1,5 +1,7 @@
 /* Parallel-beam internals shared by the CPU and CUDA backends: the resolved
- * geometry, per-angle constants, and the backends' entry points. */
+ * geometry, per-angle constants and the CPU backprojector (the backends are
+ * reached through their tables, backend.h; the CUDA entry points are
+ * declared in cuda/parbeam_cuda.h). */
 #ifndef CTR_PARBEAM_H
 #define CTR_PARBEAM_H
 
@@ -35,37 +37,6 @@ void ctr__fbp_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr
 /* Flat / dark pixels that do not calibrate (non-finite, flat <= dark) among
  * n; dark may be NULL (0). Their sinogram values are 0 on every backend. */
 int64_t ctr__flat_bad_pixels(const float *flat, const float *dark, int64_t n);
-
-#if defined(CTR_HAVE_CUDA) && CTR_HAVE_CUDA
-/* GPU backprojection with the named kernel (NULL: default); sino and
- * slices in host or GPU memory (cudaMemcpyDefault). bad not NULL: the data
- * policy on the device, bad slice values replaced by 0 and counted there. */
-ctr_status ctr__fbp_bp_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
-                            const ctr_fbp_options *o, int64_t nslices, const float *sino,
-                            float *slices, int64_t *bad);
-/* ctr_fbp_projections on the GPU (arguments checked by the caller). The
- * data policy runs on the device: bad[0] counts input values replaced by 0
- * (-log values of infinite projections), bad[1] slice values replaced by 0. */
-ctr_status ctr__fbp_projections_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
-                                     const ctr_fbp_options *o, const void *proj, ctr_dtype dtype,
-                                     int64_t nrows, const float *flat, const float *dark,
-                                     int64_t row0, int64_t nslices, float *slices, int64_t bad[2]);
-/* ctr_fbp on the GPU: sinograms filtered with cuFFT and backprojected on
- * the device, chunk by chunk on two streams; bad[0] counts the sinogram
- * values replaced by 0, bad[1] the slice values. sino and slices may be
- * host or GPU memory (read in place on the GPU that runs a chunk, else
- * copied with cudaMemcpyDefault); the caller has waited for their
- * producers. */
-ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
-                                   const ctr_fbp_options *o, const float *sino, int64_t nslices,
-                                   float *slices, int64_t bad[2]);
-/* Benchmark: the same with the sinograms resident on the device, `repeats`
- * timed passes after a warm-up; the median pass in *median_ms; slices (may
- * be NULL) get the result. */
-ctr_status ctr__fbp_bench_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
-                               const ctr_fbp_options *o, int64_t nslices, const float *sino,
-                               float *slices, int repeats, double *median_ms);
-#endif
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* The synchrotron pipeline's internals (include/ctrecon/synchrotron.h):
- * resolved corrections, the CPU kernels shared by the streamed executor and
- * the array functions, and the GPU entry points. */
+ * resolved corrections and the CPU kernels (the CPU backend's, backend.h;
+ * the GPU's are declared in cuda/parbeam_cuda.h). */
 #ifndef CTR_PARBEAM_SYNC_H
 #define CTR_PARBEAM_SYNC_H
 
@@ -33,13 +33,14 @@ int ctr__corrections_any(const ctr_corrections *c);
  * sum sqrt(2), by spectral factorisation (Daubechies 1988). */
 ctr_status ctr__daubechies(int n, double *h);
 
-/* CPU kernels (OpenMP over slices). */
+/* CPU kernels (OpenMP over slices; cpu/stripes_cpu.c, cpu/paganin_cpu.c). */
 int64_t ctr__dezinger_cpu(const ctr_context *ctx, double threshold, int size, int64_t nb,
                           int64_t na, int64_t ns, float *sino);
 ctr_status ctr__stripes_cpu(const ctr_context *ctx, const ctr_corrections *c, int64_t nb,
                             int64_t na, int64_t ns, float *sino);
+/* margin: ctr_paganin_margin (paganin.c) */
 ctr_status ctr__paganin_cpu(const ctr_context *ctx, const ctr_corrections *c, double pixel_mm,
-                            int64_t w, int64_t h, int64_t n, float *img);
+                            int64_t margin, int64_t w, int64_t h, int64_t n, float *img);
 /* Keys' cubic interpolation of r (n samples) at x in [0, n - 1]. */
 double ctr__cubic(const float *r, int64_t n, double x);
 /* The 360-degree stitch of one sinogram row set (CPU; the GPU has its own). */
@@ -49,17 +50,6 @@ void ctr__stitch_rows(const ctr_parallel_geometry *g, const ctr_parallel_geometr
  * (1 outside the overlap on its side, 0 on the mirrored side). */
 double ctr__stitch_weight(const ctr_parallel_geometry *g, const ctr_parallel_geometry *out,
                           double t_out);
-
-#if defined(CTR_HAVE_CUDA) && CTR_HAVE_CUDA
-/* GPU versions on the context's first GPU (host arrays in and out). */
-ctr_status ctr__dezinger_cuda(const ctr_context *ctx, double threshold, int size, int64_t nb,
-                              int64_t na, int64_t ns, float *sino, int64_t *replaced);
-ctr_status ctr__stripes_cuda(const ctr_context *ctx, const ctr_corrections *c, int64_t nb,
-                             int64_t na, int64_t ns, float *sino);
-/* margin: ctr_paganin_margin (the caller's: corrections.c calls down here) */
-ctr_status ctr__paganin_cuda(const ctr_context *ctx, const ctr_corrections *c, double pixel_mm,
-                             int64_t margin, int64_t w, int64_t h, int64_t n, float *img);
-#endif
 
 #ifdef __cplusplus
 }

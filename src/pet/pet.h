@@ -120,35 +120,18 @@ static inline float ctr__pet_uniform_value(const ctr_pet_histo *h, int64_t nvox)
 ctr_status ctr__pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t view,
                             const float *in, float *out);
 
-#if CTR_HAVE_CUDA
-/* CUDA backend (src/pet/cuda/pet_cuda.cu): device-resident padded image and
- * histo-image buffers and the tables of the views used so far. */
-typedef struct ctr__pet_cuda ctr__pet_cuda;
-ctr_status ctr__pet_cuda_create(ctr_context *ctx, int device, ctr_pet_system *s,
-                                ctr__pet_cuda **out);
-void ctr__pet_cuda_free(ctr__pet_cuda *c);
-/* in and out: host or GPU memory (copied with cudaMemcpyDefault). */
-ctr_status ctr__pet_cuda_project(ctr__pet_cuda *c, ctr_pet_direction dir, int64_t view,
-                                 const float *in, float *out);
-/* image: host or GPU memory (copied with cudaMemcpyDefault); its uniform
- * start and the data policy on the result run on the device; *bad gets the
- * count of result voxels stored as 0. */
-ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
-                                     const ctr_pet_recon_options *opts, float *image,
-                                     ctr_pet_recon_timings *t, int64_t *bad);
-/* cuFFT reference convolution (same contract as ctr_pet_project_fft; in and
- * out host or GPU memory). */
-ctr_status ctr__pet_cuda_fft(int device, ctr_pet_system *s, int64_t view, int64_t pad,
-                             const float *in, float *out);
-#endif
+/* The CPU's FFT reference (cpu/pet_fft.c; arguments checked by
+ * ctr_pet_project_fft). */
+ctr_status ctr__pet_fft_cpu(ctr_pet_system *s, int64_t view, int64_t pad, const float *in,
+                            float *out);
+
+struct ctr__pet_backend;
 
 struct ctr_pet_projector {
   ctr_context *ctx;
   ctr_pet_system *sys;
-  float *cpu_pad; /* CPU backend's padded input (zero halo), allocated on first use */
-#if CTR_HAVE_CUDA
-  ctr__pet_cuda *cuda;
-#endif
+  const struct ctr__pet_backend *be; /* the context's backend (backend.h) */
+  void *impl;                        /* its state (be->create) */
 };
 
 /* The kernel of an invariant system sampled at every offset of a cyclic

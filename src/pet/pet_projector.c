@@ -1,6 +1,6 @@
-/* The projector object: argument checks and dispatch to the CPU or CUDA
- * backend. */
-#include "pet/pet.h"
+/* The projector object and the FFT reference: argument checks and dispatch
+ * to the context's backend (backend.h). */
+#include "pet/backend.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,26 +11,19 @@ ctr_status ctr_pet_projector_create(ctr_context *ctx, ctr_pet_system *s, ctr_pet
   ctr_pet_projector *p = ctr__calloc(1, sizeof *p, "PET projector");
   if (!p) return CTR_E_OUT_OF_MEMORY;
   p->ctx = ctx, p->sys = s;
-#if CTR_HAVE_CUDA
-  if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
-    int dev = ctr__context_gpu(ctx, 0);
-    ctr_status st = ctr__pet_cuda_create(ctx, dev, s, &p->cuda);
-    if (st != CTR_OK) {
-      free(p);
-      return st;
-    }
+  ctr_status st = ctr__pet_backend_of(ctx, &p->be);
+  if (st == CTR_OK) st = p->be->create(ctx, ctr__context_gpu(ctx, 0), s, &p->impl);
+  if (st != CTR_OK) {
+    free(p);
+    return st;
   }
-#endif
   *out = p;
   return CTR_OK;
 }
 
 void ctr_pet_projector_free(ctr_pet_projector *p) {
   if (!p) return;
-#if CTR_HAVE_CUDA
-  ctr__pet_cuda_free(p->cuda);
-#endif
-  free(p->cpu_pad);
+  p->be->destroy(p->impl);
   free(p);
 }
 
@@ -49,14 +42,30 @@ ctr_status ctr_pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t 
 
 ctr_status ctr__pet_project(ctr_pet_projector *p, ctr_pet_direction dir, int64_t view,
                             const float *in, float *out) {
-#if CTR_HAVE_CUDA
-  if (p->cuda) return ctr__pet_cuda_project(p->cuda, dir, view, in, out);
-#endif
-  const ctr__pet_lut *L = ctr__pet_lut_get(p->sys, view);
-  if (!L) return CTR_E_OUT_OF_MEMORY;
-  if (!p->cpu_pad &&
-      !(p->cpu_pad = ctr__calloc((size_t)ctr__pet_padded_voxels(p->sys), sizeof(float),
-                                 "PET padded image")))
-    return CTR_E_OUT_OF_MEMORY;
-  return ctr__pet_project_cpu(p->sys, L, dir, in, p->cpu_pad, out);
+  return p->be->project(p->impl, dir, view, in, out);
+}
+
+static ctr_status check(ctr_pet_system *s, int64_t view, int64_t pad, const float *in,
+                        const float *out) {
+  if (!s || !in || !out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_project_fft: NULL argument");
+  if (view < 0 || view >= s->nviews)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "view %lld: expected 0..%lld", (long long)view,
+             (long long)s->nviews - 1);
+  if (pad < 0 || pad > 4096)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "FFT zero padding %lld voxels: expected 0..4096",
+             (long long)pad);
+  if (!ctr_pet_system_is_kernel_invariant(s))
+    CTR_FAIL(CTR_E_UNSUPPORTED,
+             "the FFT reference needs symmetric invariant kernels (same LOR-radial FWHM at "
+             "centre and edge, not asymmetric, not custom)");
+  return CTR_OK;
+}
+
+ctr_status ctr_pet_project_fft(ctr_context *ctx, ctr_pet_system *s, int64_t view, int64_t pad,
+                               const float *in, float *out) {
+  CTR_CHECK(check(s, view, pad, in, out));
+  CTR_CHECK(ctr__gpu_rule(ctx, "ctr_pet_project_fft", 1, in, "in", out, "out"));
+  const ctr__pet_backend *be;
+  CTR_CHECK(ctr__pet_backend_of(ctx, &be));
+  return be->fft(ctr__context_gpu(ctx, 0), s, view, pad, in, out);
 }

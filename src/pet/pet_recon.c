@@ -9,8 +9,9 @@
  *   MLEM      f <- f sum_v A_v^T q_v / S
  *   RAMLA     f <- f + lambda_k f (A_v^T q_v - s_v) / (S / V)
  * with lambda_k = relax0 / (1 + relax_decay k) for pass k and V views, and
- * f kept >= 0. The shared per-voxel steps are in pet_update.h. */
-#include "pet/pet.h"
+ * f kept >= 0. The shared per-voxel steps are in pet_update.h. A backend
+ * with its own reconstruction (backend.h) runs it instead. */
+#include "pet/backend.h"
 #include "pet/pet_update.h"
 
 #include <math.h>
@@ -125,13 +126,11 @@ static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
   const ctr_pet_recon_options o = *opts;
   ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
   const int64_t nvox = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz, nv = h->nviews;
-#if CTR_HAVE_CUDA
-  if (p->cuda) {
-    ctr_status st = ctr__pet_cuda_reconstruct(p->cuda, h, &o, image, &t, out_bad);
+  if (p->be->reconstruct) {
+    ctr_status st = p->be->reconstruct(p->impl, h, &o, image, &t, out_bad);
     if (timings) *timings = t;
     return st;
   }
-#endif
   initial_image(h, nvox, image);
   ctr_status st = CTR_OK;
   double t0 = ctr__now_s(), t1;

@@ -20,14 +20,15 @@ static ctr_status read_state(ctr__dist_output *o, int resume) {
   const int kind = ctr__journal_kind(o->master);
   if (!resume) {
     if (kind != 0)
-      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "'%s' holds an interrupted run of this output: set %s to "
-               "continue it, or delete '%s' and '%s.partial' to start over", o->master,
-               o->resume_name, o->master, o->out);
+      CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, o->resume_name,
+                     "'%s' holds an interrupted run of this output: set %s to continue it, or "
+                     "delete '%s' and '%s.partial' to start over", o->master, o->resume_name,
+                     o->master, o->out);
     return CTR_OK;
   }
   if (kind == 0)
-    CTR_FAIL(CTR_E_IO, "cannot resume: no journal '%s'; run without %s to start over", o->master,
-             o->resume_name);
+    CTR_FAIL_FIELD(CTR_E_IO, o->resume_name, "cannot resume: no journal '%s'; run without %s to "
+                   "start over", o->master, o->resume_name);
   CTR_CHECK(ctr__journal_read_ranges(o->master, o->fp, o->resume_name, &o->state));
   for (int64_t r = 0; o->state.master && r < o->state.ranks; r++) {
     char *p = ctr__journal_rank_path(o->master, o->state.generation, (int)r);

@@ -89,12 +89,12 @@ static int parse_slab(const char *line, ctr__journal_range *g) {
 }
 
 static ctr_status not_a_journal(const char *path, const char *resume) {
-  CTR_FAIL(CTR_E_FORMAT, "'%s' is not a ctrecon journal (or is damaged); delete the partial "
-           "output and run without %s", path, resume);
+  CTR_FAIL_FIELD(CTR_E_FORMAT, resume, "'%s' is not a ctrecon journal (or is damaged); delete "
+                 "the partial output and run without %s", path, resume);
 }
 
 static ctr_status another_run(const char *path, const char *resume) {
-  CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+  CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, resume,
            "cannot resume: '%s' belongs to a run with other inputs or options (geometry, "
            "projections, filter, slices, device or output type differ); repeat the interrupted "
            "run with %s, or run without %s to start over", path, resume, resume);
@@ -162,7 +162,7 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
   CTR_CHECK_GOTO(st, ctr__file_lock_check(path, "the run of this journal's output"));
   f = fopen(path, "r");
   if (!f)
-    CTR_FAIL_GOTO(st, CTR_E_IO,
+    CTR_FAIL_FIELD_GOTO(st, CTR_E_IO, resume,
                   "cannot resume: no journal '%s' (%s); run without %s to start over", path,
                   strerror(errno), resume);
   char line[512];
@@ -271,8 +271,8 @@ ctr_status ctr__journal_read_ranges(const char *path, uint64_t fingerprint, cons
   ctr_status st = CTR_OK;
   FILE *f = fopen(path, "r");
   if (!f)
-    CTR_FAIL(CTR_E_IO, "cannot resume: cannot read the journal '%s' (%s); run without %s to start "
-             "over", path, strerror(errno), resume);
+    CTR_FAIL_FIELD(CTR_E_IO, resume, "cannot resume: cannot read the journal '%s' (%s); run "
+                   "without %s to start over", path, strerror(errno), resume);
   char line[512];
   unsigned long long fp = 0;
   long long gen = 0, ranks = 0, prev = 0, prev_ranks = 0, unit = 0;

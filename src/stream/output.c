@@ -31,8 +31,10 @@ static int resume_unusable(ctr_status st) {
 ctr_status ctr__stream_output_resume(ctr__stream_output *o, int resume, uint64_t fp) {
   if (resume) {
     if (!o->caps->resumable)
-      CTR_FAIL(CTR_E_UNSUPPORTED, "%s: '%s' (%s) cannot be resumed: write raw, nrrd or a TIFF "
-               "stack pattern to make a run resumable", o->resume_option, o->out, o->caps->name);
+      CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, o->resume_option,
+                     "%s: '%s' (%s) cannot be resumed: write raw, nrrd or a TIFF "
+                     "stack pattern to make a run resumable", o->resume_option, o->out,
+                     o->caps->name);
     const ctr_status st = ctr__journal_resume(&o->journal, o->jpath, fp, o->resume_option);
     if (st != CTR_OK) {
       o->unusable = resume_unusable(st);
@@ -41,9 +43,10 @@ ctr_status ctr__stream_output_resume(ctr__stream_output *o, int resume, uint64_t
     o->have_journal = 1;
   } else if (ctr__file_exists(o->jpath)) {
     CTR_CHECK(ctr__file_lock_check(o->jpath, "the run of this journal's output"));
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "'%s' holds an interrupted run of this output: set %s to "
-             "continue it, or delete '%s' and '%s.partial' to start over", o->jpath,
-             o->resume_option, o->jpath, o->out);
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, o->resume_option,
+                   "'%s' holds an interrupted run of this output: set %s to continue it, or "
+                   "delete '%s' and '%s.partial' to start over", o->jpath, o->resume_option,
+                   o->jpath, o->out);
   }
   return CTR_OK;
 }

@@ -5,10 +5,21 @@
 #include "iterative/iterative.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void ctr__hvec_fill(int nt, float *y, int64_t n, float c) {
 #pragma omp parallel for schedule(static) num_threads(nt)
   for (int64_t i = 0; i < n; i++) y[i] = c;
+}
+
+/* In parallel chunks of CTR__VEC_CHUNK elements. */
+void ctr__hvec_copy(int nt, float *dst, const float *src, int64_t n) {
+  const int64_t nc = (n + CTR__VEC_CHUNK - 1) / CTR__VEC_CHUNK;
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int64_t c = 0; c < nc; c++) {
+    const int64_t i0 = c * CTR__VEC_CHUNK, m = i0 + CTR__VEC_CHUNK < n ? CTR__VEC_CHUNK : n - i0;
+    memcpy(dst + i0, src + i0, sizeof(float) * (size_t)m);
+  }
 }
 
 void ctr__hvec_comb(int nt, float *z, int64_t n, float a, const float *x, float b, const float *y) {

@@ -11,7 +11,7 @@
 
 #include "gpu/cuda_util.h"
 #include "conebeam/backprojector.h"
-#include "iterative/iterative.h"
+#include "iterative/cuda/iterative_cuda.h"
 
 #define THREADS 256
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "gpu/cuda_util.h"
-#include "iterative/iterative.h"
+#include "iterative/cuda/iterative_cuda.h"
 
 /* Threads per block of the projection kernels: 32 detector columns x 4 rows
  * (forward: a warp's rays cross neighbouring voxels of each plane, so its

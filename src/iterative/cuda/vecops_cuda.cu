@@ -6,7 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu/cuda_util.h"
-#include "iterative/iterative.h"
+#include "iterative/cuda/iterative_cuda.h"
 
 #define THREADS 256
 #define RED_BLOCKS CTR__IT_RED_BLOCKS

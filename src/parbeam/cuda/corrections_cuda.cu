@@ -1,5 +1,5 @@
 /* The synchrotron corrections on the GPU (the context's first GPU), the same
- * algorithms as the CPU's (src/parbeam/stripes.c, corrections.c;
+ * algorithms as the CPU's (src/parbeam/cpu/stripes_cpu.c, paganin_cpu.c;
  * docs/synchrotron.md): dezinger, stripe removal by sorting (Vo et al. 2018)
  * and by the Fourier-wavelet filter (Muench et al. 2009), Paganin's filter
  * (Paganin et al. 2002) with cuFFT. Host arrays in and out: the sorting
@@ -7,7 +7,7 @@
  * copies, the others a slice at a time. */
 #include "gpu/cuda_util.h"
 #include "filter/filter.h"
-#include "parbeam/sync.h"
+#include "parbeam/cuda/parbeam_cuda.h"
 
 #include <math.h>
 #include <string.h>
@@ -25,7 +25,7 @@ __device__ static inline long long reflect_edge(long long i, long long n) {
 }
 
 /* Index i of the periodic even extension of n samples (period 2n, mirrored
- * between samples), as stripes.c's mirror(). */
+ * between samples), as stripes_cpu.c's mirror(). */
 __device__ static inline long long mirror(long long i, long long n) {
   i %= 2 * n;
   if (i < 0) i += 2 * n;
@@ -323,7 +323,7 @@ static ctr_status wavelet_cuda(const ctr_corrections *c, int64_t nb, int64_t na,
   dwt_taps w;
   const int len = 2 * c->stripe_wavelet, L = c->stripe_level;
   const int64_t q = (int64_t)1 << L;
-  /* as stripes.c: the angles mirrored to a period of 2 na, the bins reflected */
+  /* as stripes_cpu.c: the angles mirrored to a period of 2 na, the bins reflected */
   const int64_t N0 = (2 * na + q - 1) / q * q, N1 = (nb + nb / 4 + q - 1) / q * q, left = (N1 - nb) / 2;
   float *d_s = NULL, *d_x = NULL, *d_y = NULL, *d_col = NULL;
   cufftComplex *d_spec = NULL;

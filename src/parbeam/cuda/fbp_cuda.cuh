@@ -4,7 +4,7 @@
 #define CTR_FBP_CUDA_CUH
 
 #include "gpu/cuda_util.h"
-#include "parbeam/parbeam.h"
+#include "parbeam/cuda/parbeam_cuda.h"
 
 /* Angles one launch backprojects at most: the layers of a 1D layered texture
  * (maxTexture1DLayered[1] is 2048 on every GPU since Fermi). */

@@ -1,31 +1,16 @@
-/* FFT reference for symmetric invariant kernels (Ha et al. 2013's baseline): the
- * view's kernel, untruncated but with the truncated kernel's normalisation,
- * applied as a cyclic convolution on the zero-padded lattice with FFTW
- * (cuFFT on a CUDA context). */
+/* The CPU's FFT reference for symmetric invariant kernels (Ha et al. 2013's
+ * baseline): the view's kernel, untruncated but with the truncated kernel's
+ * normalisation, applied as a cyclic convolution on the zero-padded lattice
+ * with FFTW (the CUDA backend's with cuFFT; ctr_pet_project_fft, in
+ * pet_projector.c, checks the arguments and dispatches). */
 #include "pet/pet.h"
 
 #include <fftw3.h>
 #include <stdlib.h>
 #include <string.h>
 
-static ctr_status check(ctr_pet_system *s, int64_t view, int64_t pad, const float *in,
-                        const float *out) {
-  if (!s || !in || !out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_project_fft: NULL argument");
-  if (view < 0 || view >= s->nviews)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "view %lld: expected 0..%lld", (long long)view,
-             (long long)s->nviews - 1);
-  if (pad < 0 || pad > 4096)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "FFT zero padding %lld voxels: expected 0..4096",
-             (long long)pad);
-  if (!ctr_pet_system_is_kernel_invariant(s))
-    CTR_FAIL(CTR_E_UNSUPPORTED,
-             "the FFT reference needs symmetric invariant kernels (same LOR-radial FWHM at "
-             "centre and edge, not asymmetric, not custom)");
-  return CTR_OK;
-}
-
-static ctr_status fft_cpu(ctr_pet_system *s, int64_t view, int64_t pad, const float *in,
-                          float *out) {
+ctr_status ctr__pet_fft_cpu(ctr_pet_system *s, int64_t view, int64_t pad, const float *in,
+                            float *out) {
   const ctr_pet_params *p = &s->p;
   const int64_t n[3] = {p->nx + 2 * pad, p->ny + 2 * pad, p->nz + 2 * pad};
   const int64_t nr = n[0] * n[1] * n[2], nc = (n[0] / 2 + 1) * n[1] * n[2];
@@ -66,17 +51,4 @@ cleanup:
   if (bx) fftw_destroy_plan(bx);
   fftw_free(k), fftw_free(x), fftw_free(K), fftw_free(X);
   return st;
-}
-
-ctr_status ctr_pet_project_fft(ctr_context *ctx, ctr_pet_system *s, int64_t view, int64_t pad,
-                               const float *in, float *out) {
-  CTR_CHECK(check(s, view, pad, in, out));
-  CTR_CHECK(ctr__gpu_rule(ctx, "ctr_pet_project_fft", 1, in, "in", out, "out"));
-#if CTR_HAVE_CUDA
-  if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
-    int dev = ctr__context_gpu(ctx, 0);
-    return ctr__pet_cuda_fft(dev, s, view, pad, in, out);
-  }
-#endif
-  return fft_cpu(s, view, pad, in, out);
 }

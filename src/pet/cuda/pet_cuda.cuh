@@ -4,7 +4,7 @@
 #define CTR_PET_CUDA_CUH
 
 #include "gpu/cuda_util.h"
-#include "pet/pet.h"
+#include "pet/cuda/pet_cuda.h"
 
 #define PET_MAX_SPLIT 8
 

@@ -2,7 +2,7 @@
  * of pet_fft.c): the kernel's spectrum is computed once per call, then
  * forward transform of the zero-padded image, product, inverse transform. */
 #include "gpu/cuda_timing.cuh"
-#include "pet/pet.h"
+#include "pet/cuda/pet_cuda.h"
 
 #include <stdlib.h>
 

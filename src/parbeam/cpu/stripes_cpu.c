@@ -1,67 +1,16 @@
 /* Sinogram corrections on the CPU (docs/synchrotron.md): dezinger, stripe
  * (ring) removal by sorting (Vo et al. 2018, algorithm 3) and by the
  * Fourier-wavelet filter (Muench et al. 2009), with the Daubechies filters
- * computed by spectral factorisation (Daubechies 1988). The wavelet
- * transform is written here: Debian's C wavelet library (GSL's gsl_wavelet)
- * takes power-of-two lengths only and is GPL, and the GPU needs the same
- * transform in CUDA anyway. */
+ * of daubechies.c. The wavelet transform is written here: Debian's C
+ * wavelet library (GSL's gsl_wavelet) takes power-of-two lengths only and is
+ * GPL, and the GPU needs the same transform in CUDA anyway. */
 #include "filter/filter.h"
 #include "parbeam/sync.h"
 
-#include <fftw3.h> /* before complex.h: fftw_complex stays double[2] */
-#include <complex.h>
+#include <fftw3.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- Daubechies filters ------------------------------------------------------ */
-
-ctr_status ctr__daubechies(int n, double *h) {
-  if (n < 1 || n > 10) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "Daubechies order %d: expected 1 .. 10", n);
-  /* P(y) = sum_k C(n - 1 + k, k) y^k; its roots y_j give the zeros z_j of the
-   * filter inside the unit circle through y = (2 - z - 1/z) / 4. */
-  double p[10];
-  for (int k = 0; k < n; k++) {
-    double c = 1.0;
-    for (int i = 1; i <= k; i++) c = c * (double)(n - 1 + i) / (double)i;
-    p[k] = c;
-  }
-  const int deg = n - 1;
-  double complex root[10];
-  /* Durand-Kerner on the monic polynomial */
-  for (int j = 0; j < deg; j++) root[j] = cpow(0.4 + 0.9 * I, j);
-  for (int it = 0; it < 500; it++) {
-    double moved = 0;
-    for (int j = 0; j < deg; j++) {
-      double complex v = 1.0;
-      for (int k = deg - 1; k >= 0; k--) v = v * root[j] + p[k] / p[deg];
-      double complex d = 1.0;
-      for (int i = 0; i < deg; i++)
-        if (i != j) d *= root[j] - root[i];
-      const double complex step = v / d;
-      root[j] -= step;
-      moved = fmax(moved, cabs(step));
-    }
-    if (moved < 1e-15) break;
-  }
-  /* (1 + z)^n prod (z - z_j), ascending powers */
-  double complex c[21] = {1.0};
-  int len = 1;
-  for (int k = 0; k < n; k++, len++)
-    for (int i = len; i > 0; i--) c[i] += c[i - 1];
-  for (int j = 0; j < deg; j++) {
-    const double complex b = 1.0 - 2.0 * root[j], s = csqrt(b * b - 1.0);
-    double complex z = b + s;
-    if (cabs(z) > 1.0) z = b - s;
-    for (int i = len; i > 0; i--) c[i] = c[i - 1] - z * c[i];
-    c[0] = -z * c[0];
-    len++;
-  }
-  double sum = 0;
-  for (int i = 0; i < 2 * n; i++) sum += creal(c[i]);
-  for (int i = 0; i < 2 * n; i++) h[i] = creal(c[i]) * sqrt(2.0) / sum;
-  return CTR_OK;
-}
 
 /* ---- Dezinger ----------------------------------------------------------------- */
 

@@ -1,0 +1,60 @@
+/* The backend seam of TOF-PET DIRECT, in the manner of conebeam/engine.h.
+ * A backend (CPU, CUDA) is a ctr__pet_backend found by device kind
+ * (registry backends.c; the table in cuda/ has no operations in a build
+ * without CUDA). A projector (struct ctr_pet_projector, pet.h) holds its
+ * context's backend and the state that backend created for it.
+ *
+ * Memory: arrays are host memory on the CPU; the CUDA backend takes host
+ * or GPU memory alike (copied with cudaMemcpyDefault) and returns when its
+ * results are in them. Threading: a projector serves one thread at a time
+ * (include/ctrecon/pet.h; its state holds scratch buffers and, on the GPU,
+ * the views' tables uploaded so far); projectors, of one system or several,
+ * may run on different threads at once (the system builds each view's
+ * tables under its lock; tests/test_backends.c on the CPU), on one GPU too (the device's
+ * constant bank of runs is shared under a lock, pet_cuda.cu;
+ * tests/test_gpu_pet.c). fft keeps no state but the system's tables (the
+ * system's rule applies). */
+#ifndef CTR_PET_BACKEND_H
+#define CTR_PET_BACKEND_H
+
+#include "pet/pet.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ctr__pet_backend {
+  ctr__backend_head head; /* name, device kind, built (core/internal.h) */
+  /* A projector's state for system s (which outlives it) on device ordinal
+   * `device` (ignored by the CPU); *out freed by destroy (accepts NULL). */
+  ctr_status (*create)(ctr_context *ctx, int device, ctr_pet_system *s, void **out);
+  void (*destroy)(void *impl);
+  /* ctr_pet_project after its checks: view `view` of the system, forward
+   * (image -> histo-image) or back; in and out nx x ny x nz floats. */
+  ctr_status (*project)(void *impl, ctr_pet_direction dir, int64_t view, const float *in,
+                        float *out);
+  /* Optional (NULL: pet_recon.c's host iterations over `project`): the
+   * whole reconstruction of ctr_pet_reconstruct after its checks, image in
+   * and out (nx x ny x nz floats), the uniform start and the data policy
+   * included: *bad gets the count of result voxels stored as 0; t gets the
+   * step times. */
+  ctr_status (*reconstruct)(void *impl, const ctr_pet_histo *h, const ctr_pet_recon_options *o,
+                            float *image, ctr_pet_recon_timings *t, int64_t *bad);
+  /* ctr_pet_project_fft after its checks, on device ordinal `device`
+   * (ignored by the CPU). */
+  ctr_status (*fft)(int device, ctr_pet_system *s, int64_t view, int64_t pad, const float *in,
+                    float *out);
+} ctr__pet_backend;
+
+/* The backends of this library, defined by each backend's folder. */
+extern const ctr__pet_backend ctr__pet_backend_cpu;
+extern const ctr__pet_backend ctr__pet_backend_cuda;
+
+/* The backend of a context's resolved device kind (a NULL context: the
+ * CPU); CTR_E_UNSUPPORTED when the build lacks it. */
+ctr_status ctr__pet_backend_of(const ctr_context *ctx, const ctr__pet_backend **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
