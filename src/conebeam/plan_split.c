@@ -23,17 +23,18 @@ static double or_default(double v, double d) { return v > 0 ? v : d; }
 ctr_fdk_split_rates ctr__split_rates(const ctr_fdk_plan_request *r) {
   ctr_fdk_split_rates d;
   if (r->device == CTR_DEVICE_CUDA) {
-    /* H100 (docs/design.md, bench/NOTES.md): PCIe 5.0 pinned ~50 GB/s each
-     * way; device-to-device over NVLink or PCIe peer copies, a conservative
-     * 100 GB/s; the texture kernel ~1.0 T updates/s, mirrored half2 pairs
-     * ~1.9 T; software bilinear 0.7 / 1.3 T; the ramp filter ~9e10 pixels/s
-     * (2048^2 in 0.045 ms). */
+    /* The measured ceilings of docs/design.md, in the order of
+     * ctr_fdk_split_rates: PCIe pinned each way, device-to-device
+     * (conservative for NVLink or PCIe peer copies), the texture kernel and
+     * mirrored half2 pairs (software bilinear where exact interpolation is
+     * asked for), the ramp filter in pixels/s. */
     const int sw = r->interp == CTR_INTERP_EXACT || r->interp == CTR_INTERP_PRECISE;
     d = (ctr_fdk_split_rates){50e9, 45e9, 100e9, 10e9, sw ? 0.7e12 : 1.0e12, sw ? 1.3e12 : 1.9e12,
                           9e10};
   } else {
-    /* one CPU engine sharing the cores with the others: memory copies at
-     * ~10 GB/s, ~1e9 updates/s, ~2e8 filtered pixels/s */
+    /* one CPU engine sharing the cores with the others: copies, updates and
+     * filtered pixels per second of the same order as docs/design.md's CPU
+     * figures */
     d = (ctr_fdk_split_rates){10e9, 10e9, 10e9, 10e9, 1e9, 1e9, 2e8};
   }
   const ctr_fdk_split_rates *q = &r->rates;

@@ -118,7 +118,7 @@ struct stream_run {
   int64_t out_bad;          /* bad voxels replaced by 0 (the data policy) */
   /* progress */
   int64_t work_total, work_done;
-  /* a distributed rank's piece (ctr__fdk_stream_piece) */
+  /* a distributed rank's piece (ctr__fdk_stream_pieces) */
   int64_t read_row0, read_rows; /* rows of the file's images read (read_rows 0: all) */
   ctr__dist *dist;              /* claims each subvolume before computing it (NULL: none) */
   pthread_mutex_t claim_mu;     /* subvolumes taken and claimed in order */
@@ -995,6 +995,19 @@ static ctr_status setup(stream_run *r, const char *out, int start_reading) {
   return CTR_OK;
 }
 
+/* Adds u's steps on the workers' threads (upload to wait: not the reader's
+ * and writer's, nor total and setup) to t. */
+static void add_steps(ctr_fdk_stream_timings *t, const ctr_fdk_stream_timings *u) {
+  t->upload += u->upload;
+  t->filter += u->filter;
+  t->store += u->store;
+  t->reload += u->reload;
+  t->backproject += u->backproject;
+  t->download += u->download;
+  t->reduce += u->reduce;
+  t->wait += u->wait;
+}
+
 static void finish_report(stream_run *r, double t_start, double t_setup, ctr_fdk_stream_report *rep) {
   if (!rep) return;
   ctr_fdk_stream_timings *t = &rep->timings;
@@ -1014,14 +1027,7 @@ static void finish_report(stream_run *r, double t_start, double t_setup, ctr_fdk
     if (w->have_sring) wt->reload += w->sring.busy;
     wt->store += w->t_store;
     wt->wait += w->t_wait;
-    t->upload += wt->upload;
-    t->filter += wt->filter;
-    t->store += wt->store;
-    t->reload += wt->reload;
-    t->backproject += wt->backproject;
-    t->download += wt->download;
-    t->reduce += wt->reduce;
-    t->wait += wt->wait;
+    add_steps(t, wt);
   }
   if (r->have_ring) t->read = r->ring.busy;
   if (r->have_writer) t->write = r->writer.busy_s;
@@ -1260,8 +1266,7 @@ ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
   const double t_setup = ctr__now_s() - t_start;
   CTR_CHECK_GOTO(st, run_workers(&r, NULL));
   TR("workers");
-  CTR_CHECK_GOTO(st, ctr__progress(ctx, "fdk", 1.0));
-  report_values(&r);
+  CTR_CHECK_GOTO(st, op_finish(&r));
   if (r.opts.on_slab) r.opts.on_slab(r.opts.user, r.plan.z0, r.plan.nz, r.vol_mem);
   finish_report(&r, t_start, t_setup, report);
   TR("reported");
@@ -1309,76 +1314,102 @@ ctr_status ctr__fdk_stream_fingerprint(const ctr_geometry *g, const ctr_fdk_stre
 }
 
 
-ctr_status ctr__fdk_stream_piece(ctr_context *ctx, const ctr_geometry *g,
-                                 const ctr_fdk_stream_options *opts, ctr_stack_reader *projections,
-                                 ctr__fdk_piece *p) {
-  const double t_start = ctr__now_s();
-  ctr_status st = CTR_OK;
+/* One piece of a distributed rank: its run, and the detector rows it reads
+ * (gw: the geometry of those rows where the backend takes a window). */
+typedef struct piece_run {
+  ctr__fdk_pieces *pc;
+  ctr__dist *d;
   stream_run r;
-  memset(&r, 0, sizeof r);
-  r.scratch_fd = -1;
-  ctr_geometry *gw = NULL;
-  r.ctx = ctx;
-  r.in = projections;
-  r.dist = p->dist;
-  CTR_CHECK(resolve_options(g, opts, &r));
-  r.fdk.z0 = p->z0;
-  r.fdk.nz = p->nz;
-  if (p->max_slab > 0 && (!r.opts.max_slab_slices || p->max_slab < r.opts.max_slab_slices))
-    r.opts.max_slab_slices = p->max_slab;
-  if (p->host_budget) r.opts.host_budget = p->host_budget;
-  r.opts.split = CTR_FDK_SPLIT_VOLUME; /* subvolumes claimed one by one */
-  r.in_dtype = ctr_stack_reader_get_info(projections)->dtype;
+  ctr_geometry *gw;
+  int64_t row0, rows;
+  double view_bytes; /* of one projection's row in the file */
+  double t_start;
+} piece_run;
+
+static ctr_status piece_setup(void *self, ctr__piece piece, ctr__writer **writer) {
+  piece_run *pr = self;
+  const ctr__fdk_pieces *pc = pr->pc;
+  const ctr_geometry *g = pc->g;
+  stream_run *r = &pr->r;
+  pr->t_start = ctr__now_s();
+  memset(r, 0, sizeof *r);
+  r->scratch_fd = -1;
+  pr->gw = NULL;
+  pr->rows = 0;
+  r->ctx = pc->ctx;
+  r->in = pc->projections;
+  r->dist = pr->d;
+  CTR_CHECK(resolve_options(g, pc->opts, r));
+  r->fdk.z0 = piece.z0;
+  r->fdk.nz = piece.nz;
+  const int64_t max_slab = pc->subvolumes > 0 ? (piece.nz + pc->subvolumes - 1) / pc->subvolumes : 0;
+  if (max_slab > 0 && (!r->opts.max_slab_slices || max_slab < r->opts.max_slab_slices))
+    r->opts.max_slab_slices = max_slab;
+  if (pc->host_budget) r->opts.host_budget = pc->host_budget;
+  r->opts.split = CTR_FDK_SPLIT_VOLUME; /* subvolumes claimed one by one */
+  r->in_dtype = ctr_stack_reader_get_info(pc->projections)->dtype;
   /* the rows this piece's slices project onto: the engines see only these
    * where the backend takes a window of rows */
-  ctr__geometry_row_band(g, p->z0, p->nz, &p->row0, &p->rows);
+  ctr__geometry_row_band(g, piece.z0, piece.nz, &pr->row0, &pr->rows);
   const ctr__engine_backend *be;
-  CTR_CHECK(ctr__engine_backend_of(ctx, &be));
-  if (be->row_window) CTR_CHECK(ctr__geometry_rows(g, p->row0, p->rows, &gw));
-  r.g = gw ? gw : g;
-  r.read_row0 = p->row0;
-  r.read_rows = p->rows;
-  CTR_CHECK_GOTO(st, make_plan(&r, 0, NULL));
-  CTR_CHECK_GOTO(st, setup(&r, p->out_path, 1));
-  CTR_CHECK_GOTO(st, ctr__writer_init(&r.writer, r.plan.host_slab_buffers,
-                                      (size_t)(r.plan.chunk_slices * g->vol.nx * g->vol.ny) *
-                                          ctr_dtype_size(r.opts.out_dtype),
-                                      r.plan.nslabs));
-  r.have_writer = 1;
-  r.writer.out = p->out;
-  r.writer.z_offset = p->z0 - p->out_z0;
-  r.writer.dtype = r.opts.out_dtype;
-  r.writer.slice_bytes = (size_t)(g->vol.nx * g->vol.ny) * ctr_dtype_size(r.opts.out_dtype);
-  r.writer.journal = p->journal;
-#ifdef CTR_FAULT_INJECTION
-  ctr__writer_inject(&r.writer, ctr__dist_rank(p->dist));
-  if (r.writer.delay_s > 0) ctr__dist_set_delay(p->dist, r.writer.delay_s);
-#endif
-  CTR_CHECK_GOTO(st, ctr__writer_start(&r.writer));
-  CTR_CHECK_GOTO(st, run_workers(&r, NULL));
-  CTR_CHECK_GOTO(st, ctr__writer_drain(&r.writer));
-cleanup:
-  if (st != CTR_OK && r.have_writer) ctr__writer_settle(&r.writer, st);
-  {
-    ctr_fdk_stream_report rep;
-    finish_report(&r, t_start, 0, &rep);
-    p->slices = r.slices_granted;
-    p->journalled = r.have_writer && p->journal ? r.writer.slabs_written : 0;
-    p->nonfinite = rep.nonfinite;
-    p->out_bad = rep.out_nonfinite;
-    p->below = rep.below;
-    p->above = rep.above;
-    p->min = rep.min;
-    p->max = rep.max;
-    p->plan = rep.plan;
-    p->timings = rep.timings;
-  }
-  {
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    release(&r);
-    ctr_geometry_free(gw);
-    if (st != CTR_OK) ctr__error_set(st, "%s", detail);
-  }
-  return st;
+  CTR_CHECK(ctr__engine_backend_of(pc->ctx, &be));
+  if (be->row_window) CTR_CHECK(ctr__geometry_rows(g, pr->row0, pr->rows, &pr->gw));
+  r->g = pr->gw ? pr->gw : g;
+  r->read_row0 = pr->row0;
+  r->read_rows = pr->rows;
+  CTR_CHECK(make_plan(r, 0, NULL));
+  CTR_CHECK(setup(r, pc->out_path, 1));
+  CTR_CHECK(ctr__writer_init(&r->writer, r->plan.host_slab_buffers,
+                             (size_t)(r->plan.chunk_slices * g->vol.nx * g->vol.ny) *
+                                 ctr_dtype_size(r->opts.out_dtype),
+                             r->plan.nslabs));
+  r->have_writer = 1;
+  r->writer.z_offset = piece.z0 - pc->out_z0;
+  r->writer.dtype = r->opts.out_dtype;
+  r->writer.slice_bytes = (size_t)(g->vol.nx * g->vol.ny) * ctr_dtype_size(r->opts.out_dtype);
+  *writer = &r->writer;
+  return CTR_OK;
+}
+
+static ctr_status piece_run_op(void *self) {
+  piece_run *pr = self;
+  return run_workers(&pr->r, NULL);
+}
+
+static void piece_end(void *self, ctr_status st, ctr__dist_stats *mine) {
+  piece_run *pr = self;
+  ctr__fdk_pieces *pc = pr->pc;
+  stream_run *r = &pr->r;
+  (void)st;
+  ctr_fdk_stream_report rep;
+  finish_report(r, pr->t_start, 0, &rep);
+  mine->count[CTR__FDK_NONFINITE] += rep.nonfinite;
+  mine->count[CTR__FDK_OUT_BAD] += rep.out_nonfinite;
+  mine->count[CTR__FDK_BELOW] += rep.below;
+  mine->count[CTR__FDK_ABOVE] += rep.above;
+  mine->slices += r->slices_granted;
+  mine->bytes_read += (int64_t)((double)pr->rows * pr->view_bytes) * pc->g->nviews;
+  mine->min = fmin(mine->min, rep.min);
+  mine->max = fmax(mine->max, rep.max);
+  pc->plan = rep.plan;
+  pc->timings.read += rep.timings.read;
+  pc->timings.write += rep.timings.write;
+  add_steps(&pc->timings, &rep.timings);
+  release(r);
+  ctr_geometry_free(pr->gw);
+  pr->gw = NULL;
+}
+
+static const ctr__stream_piece_ops k_fdk_piece_ops = {piece_setup, piece_run_op, NULL, piece_end};
+
+ctr_status ctr__fdk_stream_pieces(ctr__fdk_pieces *pc, ctr__dist_output *o, ctr__dist_stats *mine) {
+  const ctr_geometry *g = pc->g;
+  piece_run pr;
+  memset(&pr, 0, sizeof pr);
+  pr.pc = pc;
+  pr.d = o->d;
+  pr.view_bytes =
+      (double)(g->nu * ctr_dtype_size(ctr_stack_reader_get_info(pc->projections)->dtype));
+  return ctr__stream_dist_execute(&k_fdk_piece_ops, &pr, o,
+                                  pr.view_bytes * (double)g->nv * (double)g->nviews, mine);
 }

@@ -1,7 +1,8 @@
 /* The distributed FDK (docs/distributed.md): ctr_fdk_stream called by every
  * rank of a cluster with the same arguments. Rank 0 cuts the slices still
  * to do into one contiguous share per rank (equal counts); each rank runs
- * its share as pieces of the streamed executor (stream.c), each piece
+ * its share as pieces (the executor's distributed entry,
+ * stream/executor.h, over stream.c's piece ops), each piece
  * reading only the detector rows its slices project onto (ramp filtering
  * is along rows, so a row filtered alone is the row filtered with the rest),
  * with its own reader and writer threads, claiming subvolume after
@@ -12,7 +13,6 @@
  * not depend on the subvolumes it was computed in (docs/architecture.md),
  * so the output is byte-identical to one process's whatever the rank count,
  * the balancing and a resume with another rank count. */
-#include "conebeam/engine.h"
 #include "conebeam/fdk_internal.h"
 #include "conebeam/stream_internal.h"
 #include "stream/dist_output.h"
@@ -27,9 +27,6 @@
  * price of keeping the filtered rows between subvolumes (host memory or the
  * scratch file) where one subvolume would have needed none. */
 #define CTR__DIST_SUBVOLUMES 4
-
-/* The counts a rank adds to the summary (ctr__dist_stats.count). */
-enum { N_NONFINITE, N_OUT_BAD, N_BELOW, N_ABOVE };
 
 typedef struct dist_fdk {
   int64_t z0; /* the run's first slice (the output's image 0) */
@@ -124,62 +121,18 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   st = ctr__dist_output_open(d, ctx, st, out, out_format, &info, journal_fp, o.resume,
                              "ctr_fdk_stream_options.resume", "subvolume", 16, 0, plan_work, &f, &dout);
   if (st != CTR_OK) goto end;
-  ctr__dist_stats mine = {{0}, INFINITY, -INFINITY, 0, 0, 0, 0, 0};
-  const double view_bytes = (double)(g->nu * ctr_dtype_size(ctr_stack_reader_get_info(projections)->dtype));
-  double before = 0;
-  for (;;) {
-    ctr__piece piece;
-    int got = 0;
-    st = ctr__dist_next(d, &piece, &got);
-    if (st != CTR_OK || !got) break;
-    ctr__dist_piece_progress(d, before, (double)piece.nz);
-    ctr__fdk_piece p;
-    memset(&p, 0, sizeof p);
-    p.out = dout.w;
-    p.out_z0 = fdk.z0;
-    p.out_path = out;
-    p.journal = &dout.journal;
-    p.dist = d;
-    p.z0 = piece.z0;
-    p.nz = piece.nz;
-    p.max_slab = size > 1 ? (piece.nz + CTR__DIST_SUBVOLUMES - 1) / CTR__DIST_SUBVOLUMES : 0;
-    p.host_budget = o.host_budget;
-    const double t0 = ctr__now_s();
-    st = ctr__fdk_stream_piece(ctx, g, opts, projections, &p);
-    mine.seconds += ctr__now_s() - t0;
-    mine.count[N_NONFINITE] += p.nonfinite;
-    mine.count[N_OUT_BAD] += p.out_bad;
-    mine.count[N_BELOW] += p.below;
-    mine.count[N_ABOVE] += p.above;
-    mine.slices += p.slices;
-    mine.pieces++;
-    mine.bytes_read += (int64_t)((double)p.rows * view_bytes) * g->nviews;
-    mine.min = fmin(mine.min, p.min);
-    mine.max = fmax(mine.max, p.max);
-    mine.journalled += p.journalled;
-    before += (double)p.slices;
-    rep.plan = p.plan;
-    ctr_fdk_stream_timings *t = &rep.timings, *u = &p.timings;
-    t->read += u->read;
-    t->upload += u->upload;
-    t->filter += u->filter;
-    t->store += u->store;
-    t->reload += u->reload;
-    t->backproject += u->backproject;
-    t->download += u->download;
-    t->write += u->write;
-    t->reduce += u->reduce;
-    t->wait += u->wait;
-    if (st != CTR_OK) break;
-  }
-  ctr__dist_fail(d, st);
-  st = ctr__dist_output_finish(&dout, st, &mine, view_bytes * (double)g->nv * (double)g->nviews);
+  ctr__fdk_pieces pc = {ctx, g, opts, projections, fdk.z0, out,
+                        size > 1 ? CTR__DIST_SUBVOLUMES : 0, o.host_budget, {0}, {0}};
+  ctr__dist_stats mine;
+  st = ctr__fdk_stream_pieces(&pc, &dout, &mine);
+  rep.plan = pc.plan;
+  rep.timings = pc.timings;
   {
     const ctr__dist_stats *a = &dout.total;
-    rep.nonfinite = a->count[N_NONFINITE];
-    rep.out_nonfinite = a->count[N_OUT_BAD];
-    rep.below = a->count[N_BELOW] + dout.kept.below;
-    rep.above = a->count[N_ABOVE] + dout.kept.above;
+    rep.nonfinite = a->count[CTR__FDK_NONFINITE];
+    rep.out_nonfinite = a->count[CTR__FDK_OUT_BAD];
+    rep.below = a->count[CTR__FDK_BELOW] + dout.kept.below;
+    rep.above = a->count[CTR__FDK_ABOVE] + dout.kept.above;
     rep.min = fminf((float)a->min, dout.kept.min);
     rep.max = fmaxf((float)a->max, dout.kept.max);
     rep.slabs_resumed = dout.nkept;

@@ -7,36 +7,37 @@
 
 #include "distributed/distributed.h"
 #include "geometry/geometry_internal.h"
+#include "stream/dist_output.h"
 #include "stream/journal.h"
 
-typedef struct ctr__fdk_piece {
+/* The counts a rank adds to the distributed run's summary
+ * (ctr__dist_stats.count). */
+enum { CTR__FDK_NONFINITE, CTR__FDK_OUT_BAD, CTR__FDK_BELOW, CTR__FDK_ABOVE };
+
+/* What a rank's pieces share. */
+typedef struct ctr__fdk_pieces {
   /* in */
-  ctr_stack_writer *out; /* the whole output (its image 0 is slice out_z0 of the volume) */
-  int64_t out_z0;
+  ctr_context *ctx;
+  const ctr_geometry *g;
+  const ctr_fdk_stream_options *opts; /* the caller's: z0/nz are replaced by each piece's */
+  ctr_stack_reader *projections;
+  int64_t out_z0;        /* the output's image 0 is slice out_z0 of the volume */
   const char *out_path;  /* names the scratch file */
-  ctr__journal *journal; /* the rank's */
-  ctr__dist *dist;       /* claims each subvolume */
-  int64_t z0, nz;        /* the piece's slices of the volume */
-  int64_t max_slab;      /* subvolumes of at most this many slices (0: as the budgets allow) */
+  int subvolumes;        /* a piece is cut into at least this many (0: as the budgets allow) */
   uint64_t host_budget;  /* 0: the options' */
-  /* out: what this piece did */
-  int64_t row0, rows;    /* detector rows read */
-  int64_t slices;        /* slices computed (the subvolumes this rank was granted) */
-  int64_t journalled;    /* subvolumes journalled */
-  int64_t nonfinite, out_bad, below, above;
-  float min, max;
+  /* out: the last piece's plan, the pieces' timings summed */
   ctr_fdk_plan plan;
   ctr_fdk_stream_timings timings;
-} ctr__fdk_piece;
+} ctr__fdk_pieces;
 
-/* Runs piece p of the streamed FDK of g (opts: the caller's options; their
- * z0/nz are replaced by the piece's): rows [p->row0, p->row0 + p->rows) of
- * every projection read once (ctr__geometry_row_band), filtered once, each
- * subvolume claimed from the run's ledger before it is computed and
- * journalled in p->journal once written. */
-ctr_status ctr__fdk_stream_piece(ctr_context *ctx, const ctr_geometry *g,
-                                 const ctr_fdk_stream_options *opts, ctr_stack_reader *projections,
-                                 ctr__fdk_piece *p);
+/* Runs this rank's pieces of the streamed FDK into the distributed output o
+ * (stream/executor.h, ctr__stream_dist_execute): each piece reads rows of
+ * every projection once (those its slices project onto:
+ * ctr__geometry_row_band), filters them once, claims each subvolume from
+ * the run's ledger before computing it; the writer journals it in the
+ * rank's journal once written. *mine: what this rank did (counts indexed by
+ * the enum above). Returns the run's status (collective). */
+ctr_status ctr__fdk_stream_pieces(ctr__fdk_pieces *pc, ctr__dist_output *o, ctr__dist_stats *mine);
 /* The fingerprint of a streamed FDK into `out` (stream.c): what decides the
  * output's bytes; `with_input` adds the input file's identity (the journal's
  * fingerprint; ranks reading node-local copies compare without it). */

@@ -2,9 +2,11 @@
  * rank of a cluster with the same arguments. Rank 0 plans the bands (its
  * host budget's, or the interrupted run's) and finds the rotation centre
  * once; the bands still to do are cut into one contiguous share per rank;
- * each rank runs its share with the streamed FBP (fbp_stream.c), reading
- * only its bands' sinogram rows (and, with Paganin, a neighbouring band on
- * each side of its share), with its own reader and writer threads, claiming
+ * each rank runs its share as pieces (the executor's distributed entry,
+ * stream/executor.h, over the piece ops below) of the streamed FBP
+ * (fbp_stream.c), reading only its bands' sinogram rows (and, with Paganin,
+ * a neighbouring band on each side of its share), with its own reader and
+ * writer threads, claiming
  * band after band from rank 0's ledger; a rank that runs out of work takes
  * over bands of the slowest (distributed.h). A slice is computed from its
  * own rows whatever band holds it (tested), so the output is byte-identical
@@ -105,7 +107,6 @@ static void add_counts(ctr__dist_stats *m, const ctr__fbp_run *q, int64_t slices
   m->count[N_BELOW] += q->below;
   m->count[N_ABOVE] += q->above;
   m->slices += slices;
-  m->pieces++;
   /* the bands the reader was given: with Paganin one more on each side */
   for (int64_t i = 0; i < q->nitems; i++) {
     const int64_t k = q->items[i], r0 = q->row0 + k * q->band_rows;
@@ -114,31 +115,61 @@ static void add_counts(ctr__dist_stats *m, const ctr__fbp_run *q, int64_t slices
   }
   m->min = fmin(m->min, q->min);
   m->max = fmax(m->max, q->max);
-  m->journalled += q->have_writer ? q->writer.slabs_written : 0;
 }
 
-/* One piece (slices [p.z0, p.z0 + p.nz), whole bands) of this rank. */
-static ctr_status run_piece(ctr__fbp_run *q, ctr__dist *d, ctr__dist_output *o, ctr__piece p,
-                            ctr__dist_stats *mine) {
+/* ---- This rank's pieces: the modality's side of the streamed executor's
+ * distributed entry (stream/executor.h) ---- */
+
+/* The run's arguments and rank 0's plan; q: the piece's own run. */
+typedef struct fbp_pieces {
+  ctr_context *ctx;
+  const ctr_parallel_params *params;
+  const ctr_fbp_stream_options *o;
+  ctr_stack_reader *input;
+  const float *flat, *dark;
+  const shared_plan *plan;
+  ctr__dist *d;
+  ctr_fbp_stream_report *rep; /* the pieces' read and write times summed */
+  ctr__fbp_run q;
+} fbp_pieces;
+
+/* Piece p: slices [p.z0, p.z0 + p.nz), whole bands. */
+static ctr_status piece_setup(void *self, ctr__piece p, ctr__writer **writer) {
+  fbp_pieces *f = self;
+  ctr__fbp_run *q = &f->q;
+  CTR_CHECK(setup(q, f->ctx, f->params, f->o, f->input, f->flat, f->dark, f->plan, 0));
   const int64_t bs = q->band_slices;
   q->k0 = p.z0 / bs;
   q->k1 = (p.z0 + p.nz + bs - 1) / bs;
-  q->dist = d;
-  ctr_status st = ctr__fbp_writer_setup(q, o->w);
-  q->writer.journal = &o->journal;
-  if (st == CTR_OK) st = ctr__writer_start(&q->writer);
-  if (st == CTR_OK) st = ctr__fbp_run_bands(q, NULL, NULL);
-  if (st == CTR_OK) st = ctr__writer_drain(&q->writer);
-  if (st == CTR_OK && q->fbp.strict && q->counts.output)
-    st = ctr__error_set_field(CTR_E_FORMAT, "ctr_fbp_options.strict",
-                              "the slices: %lld " CTR__BAD_VALUES
-                              " (ctr_fbp_options.strict)", (long long)q->counts.output);
-  if (st != CTR_OK && q->have_writer) ctr__writer_settle(&q->writer, st);
+  q->dist = f->d;
+  CTR_CHECK(ctr__fbp_writer_setup(q));
+  *writer = &q->writer;
+  return CTR_OK;
+}
+
+static ctr_status piece_run(void *self) {
+  fbp_pieces *f = self;
+  return ctr__fbp_run_bands(&f->q, NULL, NULL);
+}
+
+static ctr_status piece_finish(void *self) {
+  const fbp_pieces *f = self;
+  return ctr__fbp_strict(&f->q);
+}
+
+static void piece_end(void *self, ctr_status st, ctr__dist_stats *mine) {
+  fbp_pieces *f = self;
+  ctr__fbp_run *q = &f->q;
   int64_t slices = 0; /* the slices this piece wrote */
   for (int64_t k = 0; q->have_writer && k < q->nbands; k++) slices += q->writer.slabs[k].slices;
   add_counts(mine, q, slices);
-  return st;
+  f->rep->seconds_read += q->have_ring ? q->ring.busy : 0;
+  f->rep->seconds_write += q->have_writer ? q->writer.busy_s : 0;
+  ctr__fbp_release(q, st);
 }
+
+static const ctr__stream_piece_ops k_fbp_piece_ops = {piece_setup, piece_run, piece_finish,
+                                                      piece_end};
 
 static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *params,
                                   const ctr_fbp_stream_options *opts, const ctr_cluster *cluster,
@@ -202,33 +233,10 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
     if (st != CTR_OK) goto end;
     have_out = 1;
   }
-  ctr__dist_stats mine = {{0}, INFINITY, -INFINITY, 0, 0, 0, 0, 0};
-  double before = 0;
-  for (;;) {
-    ctr__piece p;
-    int got = 0;
-    st = ctr__dist_next(d, &p, &got);
-    if (st != CTR_OK || !got) break;
-    ctr__dist_piece_progress(d, before, (double)p.nz);
-    ctr__fbp_run q;
-    st = setup(&q, ctx, params, &o, input, flat, dark, &plan, 0);
-    const int64_t slices0 = mine.slices;
-    const double t0 = ctr__now_s();
-    if (st == CTR_OK) st = run_piece(&q, d, &dout, p, &mine);
-    mine.seconds += ctr__now_s() - t0;
-    before += (double)(mine.slices - slices0);
-    rep.seconds_read += q.have_ring ? q.ring.busy : 0;
-    rep.seconds_write += q.have_writer ? q.writer.busy_s : 0;
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    ctr__fbp_release(&q);
-    if (st != CTR_OK) {
-      ctr__error_set(st, "%s", detail);
-      break;
-    }
-  }
-  ctr__dist_fail(d, st);
-  st = ctr__dist_output_finish(&dout, st, &mine, (double)rows_bytes(&r, r.H));
+  fbp_pieces pieces = {ctx, params, &o, input, flat, dark, &plan, d, &rep, {0}};
+  ctr__dist_stats mine;
+  st = ctr__stream_dist_execute(&k_fbp_piece_ops, &pieces, &dout, (double)rows_bytes(&r, r.H),
+                                &mine);
   {
     const ctr__dist_stats *a = &dout.total;
     const ctr_value_counts c = {CTR_VALUE_COUNTS_VERSION, a->count[N_INPUT],
@@ -251,12 +259,7 @@ end:
     rep.resumable = st != CTR_OK && have_out && dout.resumable;
   }
   rep.seconds_total = ctr__now_s() - t_start;
-  if (have_r) {
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    ctr__fbp_release(&r);
-    if (st != CTR_OK) ctr__error_set(st, "%s", detail);
-  }
+  if (have_r) ctr__fbp_release(&r, st);
   if (report_out) ctr__struct_store(&ctr__struct_fbp_stream_report, report_out, &rep);
   ctr__stream_dist_end(&sd, st);
   return st;

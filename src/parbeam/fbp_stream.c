@@ -688,7 +688,9 @@ static void band_buffer_free(float *b, int pinned) {
   ctr__aligned_free(b);
 }
 
-void ctr__fbp_release(srun *r) {
+void ctr__fbp_release(srun *r, ctr_status st) {
+  char detail[1024];
+  snprintf(detail, sizeof detail, "%s", ctr_error_detail());
   if (r->have_ring) ctr__ring_free(&r->ring);
   if (r->have_writer) ctr__writer_free(&r->writer);
   ctr_parallel_free(r->gsel);
@@ -700,6 +702,7 @@ void ctr__fbp_release(srun *r) {
   band_buffer_free(r->trans, r->trans_pinned);
   ctr__aligned_free(r->slices);
   ctr__aligned_free(r->ones);
+  if (st != CTR_OK) ctr__error_set(st, "%s", detail);
 }
 
 /* The geometry of what is read, and a flat field of ones when none is
@@ -779,6 +782,14 @@ void ctr__fbp_report_fill(const srun *r, ctr_fbp_stream_report *rep) {
   rep->seconds_compute = r->t_compute;
 }
 
+ctr_status ctr__fbp_strict(const srun *r) {
+  if (r->fbp.strict && r->counts.output)
+    CTR_FAIL_FIELD(CTR_E_FORMAT, "ctr_fbp_options.strict",
+                   "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
+                   (long long)r->counts.output);
+  return CTR_OK;
+}
+
 /* The warnings of the data policy, once per run. */
 void ctr__fbp_report_values(const ctr__fbp_run *r, const ctr_value_counts *c, const char *name) {
   const ctr_context *ctx = r->ctx;
@@ -847,7 +858,7 @@ ctr_stack_info ctr__fbp_output_info(const srun *r) {
   return info;
 }
 
-ctr_status ctr__fbp_writer_setup(srun *r, ctr_stack_writer *w) {
+ctr_status ctr__fbp_writer_setup(srun *r) {
   const int64_t px = r->gout->p.nx * r->gout->p.ny;
   if (r->o.out_dtype != CTR_DTYPE_FLOAT32) {
     r->slices = ctr__aligned_alloc(sizeof(float) * (size_t)(r->band_slices * px), "band slices");
@@ -857,13 +868,8 @@ ctr_status ctr__fbp_writer_setup(srun *r, ctr_stack_writer *w) {
                                                 ctr_dtype_size(r->o.out_dtype),
                              r->nbands));
   r->have_writer = 1;
-  r->writer.out = w;
   r->writer.dtype = r->o.out_dtype;
   r->writer.slice_bytes = (size_t)px * ctr_dtype_size(r->o.out_dtype);
-#ifdef CTR_FAULT_INJECTION
-  if (r->dist) ctr__writer_inject(&r->writer, ctr__dist_rank(r->dist));
-  if (r->dist && r->writer.delay_s > 0) ctr__dist_set_delay(r->dist, r->writer.delay_s);
-#endif
   return CTR_OK;
 }
 
@@ -907,7 +913,7 @@ static ctr_status op_plan(void *self, const ctr__journal *resumed, ctr__journal_
 static ctr_status op_setup(void *self, const unsigned char *done, ctr__writer **writer) {
   const fbp_exec *e = self;
   (void)done;
-  CTR_CHECK(ctr__fbp_writer_setup(e->r, NULL));
+  CTR_CHECK(ctr__fbp_writer_setup(e->r));
   *writer = &e->r->writer;
   return CTR_OK;
 }
@@ -917,14 +923,16 @@ static ctr_status op_run(void *self, const unsigned char *done) {
   return ctr__fbp_run_bands(e->r, done, NULL);
 }
 
+/* After the bands (file or memory): the strict check and the warnings. */
+static ctr_status finish_values(const srun *r) {
+  CTR_CHECK(ctr__fbp_strict(r));
+  ctr__fbp_report_values(r, &r->counts, r->in ? r->in->path : "projections");
+  return CTR_OK;
+}
+
 static ctr_status op_finish(void *self) {
   const fbp_exec *e = self;
-  srun *r = e->r;
-  if (r->fbp.strict && r->counts.output)
-    CTR_FAIL(CTR_E_FORMAT, "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
-             (long long)r->counts.output);
-  ctr__fbp_report_values(r, &r->counts, r->in->path);
-  return CTR_OK;
+  return finish_values(e->r);
 }
 
 static const ctr__stream_ops k_fbp_ops = {"ctr_fbp_stream_options.resume", op_prepare, op_fingerprint,
@@ -962,12 +970,7 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
     report->seconds_setup = t_setup;
     report->seconds_total = ctr__now_s() - t_start;
   }
-  {
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    ctr__fbp_release(&r);
-    if (st != CTR_OK) ctr__error_set(st, "%s", detail);
-  }
+  ctr__fbp_release(&r, st);
   const int journalled = ctr__stream_output_end(&o);
   if (report) {
     report->resumable = st != CTR_OK && o.caps && o.caps->resumable && journalled;
@@ -1023,20 +1026,11 @@ ctr_status ctr_fbp_stream_memory(ctr_context *ctx, const ctr_parallel_params *pa
                   (long long)slices->dims[1], (long long)slices->dims[2], (long long)want[0],
                   (long long)want[1], (long long)want[2]);
   CTR_CHECK_GOTO(st, ctr__fbp_run_bands(&r, NULL, slices->data));
-  if (r.fbp.strict && r.counts.output)
-    CTR_FAIL_FIELD_GOTO(st, CTR_E_FORMAT, "ctr_fbp_options.strict",
-                        "the slices: %lld " CTR__BAD_VALUES " (ctr_fbp_options.strict)",
-                  (long long)r.counts.output);
-  ctr__fbp_report_values(&r, &r.counts, "projections");
+  CTR_CHECK_GOTO(st, finish_values(&r));
 cleanup:
   ctr__fbp_report_fill(&r, report);
   if (report) report->seconds_total = ctr__now_s() - t_start;
-  {
-    char detail[1024];
-    snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    ctr__fbp_release(&r);
-    if (st != CTR_OK) ctr__error_set(st, "%s", detail);
-  }
+  ctr__fbp_release(&r, st);
   if (report) ctr__struct_store(&ctr__struct_fbp_stream_report, report_out, report);
   return st;
 }

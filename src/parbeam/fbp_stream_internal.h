@@ -62,7 +62,6 @@ typedef struct ctr__fbp_run {
   int64_t k0, k1;             /* the piece's bands [k0, k1) (k1 0: all) */
   ctr__dist *dist;            /* claims each band before computing it (NULL: none) */
   int centre_known;           /* axis_in holds the axis rank 0 found: not found again */
-  int64_t bands_journalled;
 } ctr__fbp_run;
 
 /* The steps of ctr__fbp_stream_local, in order. The options (opts: the
@@ -83,18 +82,22 @@ uint64_t ctr__fbp_fingerprint(const ctr__fbp_run *r, const ctr_parallel_params *
                               const char *out, ctr_file_format fmt, int with_input);
 /* The output's description. */
 ctr_stack_info ctr__fbp_output_info(const ctr__fbp_run *r);
-/* The writer thread's state for output w (not started; a distributed
- * rank's: with the test build's hooks). */
-ctr_status ctr__fbp_writer_setup(ctr__fbp_run *r, ctr_stack_writer *w);
+/* The writer thread's buffers, dtype and slice size (not started; the
+ * executor gives it the output). */
+ctr_status ctr__fbp_writer_setup(ctr__fbp_run *r);
 /* Bands [k0, k1) (all without a piece) not done (done[k]: journalled;
  * NULL: none) into the writer, or into vol. */
 ctr_status ctr__fbp_run_bands(ctr__fbp_run *r, const unsigned char *done, float *vol);
+/* ctr_fbp_options.strict: CTR_E_FORMAT when a slice value was not finite. */
+ctr_status ctr__fbp_strict(const ctr__fbp_run *r);
 void ctr__fbp_report_fill(const ctr__fbp_run *r, ctr_fbp_stream_report *rep);
 /* The data policy's warnings, once per run (`name`: the input); none when
  * the caller gave ctr_fbp_options.counts (r->caller_counts): the counts are
  * added there, for the caller to report in its own words. */
 void ctr__fbp_report_values(const ctr__fbp_run *r, const ctr_value_counts *c, const char *name);
-void ctr__fbp_release(ctr__fbp_run *r);
+/* Frees r's buffers, threads and geometry; a failed run's (st) error
+ * detail stays the calling thread's. */
+void ctr__fbp_release(ctr__fbp_run *r, ctr_status st);
 /* ctr_fbp_stream of one process; ctr_fbp_stream (fbp_dist.c) hands a run
  * with a cluster, or the resume of a distributed run's output, to the
  * distributed FBP. */

@@ -1,5 +1,6 @@
-/* The streamed executor: the one orchestration of a one-process streamed
- * run (FDK's ctr__fdk_stream_local, FBP's ctr__fbp_stream_local). It owns
+/* The streamed executor: the one orchestration of a streamed run, of one
+ * process (FDK's ctr__fdk_stream_local, FBP's ctr__fbp_stream_local) or of
+ * a distributed rank's pieces (ctr__stream_dist_execute, below). It owns
  * the output's side (output.h: format capabilities, journal, partial
  * output, resume and its verification, commit) and the writer thread's
  * life (writer.h); a modality says what a unit of the output is and how it
@@ -20,6 +21,7 @@
 #ifndef CTR_STREAM_EXECUTOR_H
 #define CTR_STREAM_EXECUTOR_H
 
+#include "stream/dist_output.h"
 #include "stream/output.h"
 
 typedef struct ctr__stream_ops {
@@ -47,5 +49,43 @@ typedef struct ctr__stream_ops {
 ctr_status ctr__stream_execute(const ctr__stream_ops *ops, void *self, const ctr_context *ctx,
                                const char *out, ctr_file_format fmt, int resume,
                                ctr__stream_output *o, double *t_setup);
+
+/* ---- A distributed rank's pieces --------------------------------------------
+ * The rank runs the pieces rank 0's ledger hands it (ctr__dist_next) into
+ * the run's one output o (opened: ctr__dist_output_open), each as
+ *   setup    piece p of the output: its plan, buffers and engines, the
+ *            writer thread's buffers, dtype, slice size and z_offset (its
+ *            jobs' slices relative to o's image 0); *writer is set as soon
+ *            as it is initialised
+ *   (the executor hands the writer o's partial output and this rank's
+ *    journal, in test builds the fault hooks (ctr__writer_inject), and
+ *    starts it)
+ *   run      computes the piece's units, claiming each from the ledger
+ *            (ctr__dist_claim: the piece ends early when another rank took
+ *            the rest over), and hands them to the writer
+ *   (the writer drains)
+ *   finish   (optional) the piece's final checks
+ *   (a failed piece's writer settles)
+ *   end      whatever happened (st: the piece's status): adds the piece's
+ *            slices, counts, value range and bytes read to *mine and
+ *            releases the piece's state (the executor keeps st's detail)
+ * Every operation runs on the caller's thread; `self` is the modality's,
+ * owned by the caller. */
+typedef struct ctr__stream_piece_ops {
+  ctr_status (*setup)(void *self, ctr__piece p, ctr__writer **writer);
+  ctr_status (*run)(void *self);
+  ctr_status (*finish)(void *self);
+  void (*end)(void *self, ctr_status st, ctr__dist_stats *mine);
+} ctr__stream_piece_ops;
+
+/* Collective: this rank's pieces, one after the other until the ledger has
+ * none or one failed, then the run's end (ctr__dist_fail,
+ * ctr__dist_output_finish with input_bytes: the whole input's size, for the
+ * ranks' log). *mine gets what this rank did (its pieces, their time, the
+ * units it journalled and what `end` added); o->total the whole run's.
+ * Returns the run's status (the first failing rank's on every rank). */
+ctr_status ctr__stream_dist_execute(const ctr__stream_piece_ops *ops, void *self,
+                                    ctr__dist_output *o, double input_bytes,
+                                    ctr__dist_stats *mine);
 
 #endif

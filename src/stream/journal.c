@@ -20,9 +20,9 @@ uint32_t ctr__crc32_combine(uint32_t crc1, uint32_t crc2, int64_t len2) {
 }
 
 uint32_t ctr__crc32(uint32_t crc, const void *data, size_t n) {
-  /* One core runs zlib's CRC-32 at 2-3 GB/s, slower than the writer's disk
-   * on a large run: pieces of 4 MiB in parallel, joined by crc32_combine
-   * (the same value as one pass). */
+  /* One core's zlib CRC-32 is slower than the writer's disk on a large
+   * run: pieces of 4 MiB in parallel, joined by crc32_combine (the same
+   * value as one pass). */
   enum { PIECE = 4 << 20 };
   const unsigned char *p = data;
   const int64_t np = (int64_t)((n + PIECE - 1) / PIECE);

@@ -19,9 +19,8 @@ typedef struct ctr__slab_record {
 } ctr__slab_record;
 
 /* Widens rec's range by n values. Comparisons, not fminf/fmaxf: the same
- * result (a NaN never wins either way), but the loop vectorises: 8 GB/s on
- * one core against 1.2 GB/s, which on a 32 GiB volume is 4 s against 27 s on
- * the thread that hands slices to the writer. */
+ * result (a NaN never wins either way), but the loop vectorises, several
+ * times faster on the thread that hands slices to the writer. */
 static inline void ctr__slab_range(ctr__slab_record *rec, const float *v, int64_t n) {
   float lo = rec->min, hi = rec->max;
   for (int64_t i = 0; i < n; i++) {

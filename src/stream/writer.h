@@ -58,7 +58,7 @@ typedef struct ctr__writer {
   ctr__writer_slab *slabs;   /* per subvolume */
   int64_t nslabs;
   int64_t slabs_written;
-  int64_t stop_after;        /* fault injection (test builds, stream.c): fail after this many
+  int64_t stop_after;        /* fault injection (test builds): fail after this many
                                 subvolumes (0 = never) */
   int64_t kill_after;        /* fault injection (test builds): the process dies (SIGKILL) after
                                 journalling this many (0 = never) */

@@ -79,7 +79,7 @@ static ctr__bp_config configure(const ctr_context *ctx, const ctr_geometry *g,
       t->bp_slices <= 0 && t->bp_block_x <= 0) {
     /* Software interpolation on the RabbitCT module's views (non-circular, a
      * subset per call): 16 slices per thread in 32 x 4 blocks measured best
-     * (L = 512 precise: 192 -> 163 ms; bench/NOTES.md, issue 7). */
+     * (bench/NOTES.md, issue 7). */
     ctr__bp_config req = cfg;
     req.slices_per_thread = 16, req.block_x = 32, req.block_y = 4;
     cfg = ctr__bp_config_resolve(g, o, &req);
@@ -150,8 +150,8 @@ static est_rates rates(const ctr__cuda_bpj *b) {
  * chunks shorten both but cost a read-modify-write pass over the volume
  * each. The choice simulates the two streams (uploads back to back; a
  * launch starts when its views are up and the previous launch is done, and
- * lasts its volume pass plus its updates: measured additive, L = 512:
- * 0.45 / 0.81 / 5.8 ms for 1 / 4 / 32 views) with the EST_ rates, over
+ * lasts its volume pass plus its updates: measured additive, bench/NOTES.md
+ * issue 7) with the EST_ rates, over
  * powers of two. ctr_tuning.bp_chunk_first, bp_chunk_rest override it
  * (experiments, bench/NOTES.md). */
 static void chunk_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *first, int64_t *rest) {
@@ -188,8 +188,8 @@ static void chunk_schedule(const ctr__cuda_bpj *b, int64_t n, int64_t *first, in
  * GPU busy during the upload at the cost of one more read-modify-write of
  * their slices only (the chunk schedule's first chunk costs a pass over the
  * whole volume). Worth it where a view's updates take several times its
- * upload (RabbitCT L = 1024: 470 -> 441 ms; at L = 512, where they take
- * about as long, every split measured slower than the chunk schedule):
+ * upload (RabbitCT L = 1024; at L = 512, where they take about as long,
+ * every split measured slower than the chunk schedule: bench/NOTES.md):
  * there two levels, the first n/16 views into the lowest eighth of the
  * slab, the first n/4 into the next quarter (measured best among one and
  * two levels, bench/NOTES.md). Returns the number of levels (0: none).

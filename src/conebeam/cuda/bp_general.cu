@@ -259,13 +259,13 @@ __global__ void __launch_bounds__(256, MINB) bpg_kernel(const ctr__bp_args a,
  * kernel's loads hit L1, and the default launch (32 x 4 blocks, 16 slices
  * per thread: ctr__bp_config.default_shape) runs with 64 registers, 8 blocks
  * per SM instead of 6, to keep more of them in flight: RabbitCT L = 1024
- * 2 % faster, while at L = 512 (voxels ~2.5 pixels apart) the extra blocks'
- * working sets crowd L1 and it is 2-5 % slower (bench/NOTES.md, issue 7).
+ * faster, while at L = 512 (voxels ~2.5 pixels apart) the extra blocks'
+ * working sets crowd L1 and it is slower (bench/NOTES.md, issue 7).
  * ctr_tuning.bp_regs = 64 or 80 forces a form (experiments, tests). Launches of
  * sparser views keep 80 registers and take blocks of SPARSE_BLOCK_Y rows:
  * rows ~2.5 pixels apart share cache lines, so 8 rows fetch fewer lines per
- * update than 4 (RabbitCT L = 512: 97-99 against 102 ms; at L = 1024 taller
- * blocks are 4 % slower, bench/NOTES.md). */
+ * update than 4 (faster at RabbitCT L = 512, slower at L = 1024:
+ * bench/NOTES.md, issue 7). */
 #define DENSE_PIXELS 1.6
 #define SPARSE_BLOCK_Y 8
 static int dense_views(const ctr__bp_args *a, const ctr__bp_views *bv) {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 
-/* Tuned defaults (bench/NOTES.md, H200 sweep of case A): texture kernels
+/* Tuned defaults (the kernel sweep of bench/NOTES.md): texture kernels
  * like long warps along x, the exact kernels' scattered loads like 8x8
  * tiles. */
 #define DEFAULT_VIEWS_PER_LAUNCH 64
