@@ -26,8 +26,8 @@
 #define SHARED_TAIL_SLABS 16
 #define EST_GUPS 1.5e12
 #define EST_D2H_BYTES_PER_S 45e9
-/* The projection split's sums read the peers' copies: four H200s read 3 GiB
- * from three peers in 26-31 ms (2026-11-27), ~110 GB/s. */
+/* The projection split's sums read the peers' copies: the peer-read rate
+ * measured on four GPUs of one host (bench/NOTES.md, the multi-GPU runs). */
 #define EST_PEER_BYTES_PER_S 110e9
 
 enum { T_UPLOAD, T_FILTER, T_STORE, T_RELOAD, T_BP, T_DOWNLOAD, T_REDUCE, T_COUNT };

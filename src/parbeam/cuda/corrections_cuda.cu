@@ -453,9 +453,8 @@ __global__ static void paganin_crop(const float *__restrict__ buf, float *__rest
 /* Paganin's filter of n images: batches of images, each copied up, padded,
  * transformed (one batched R2C and C2R), filtered, cropped and copied down,
  * on two streams that take the batches in turn, so that one batch's
- * transfers overlap the other's transforms. A call per image with
- * synchronous copies from pageable memory cost 0.7 ms an image window, 22 ms
- * a projection over a 2048-row detector's bands (bench/NOTES.md). img is
+ * transfers overlap the other's transforms (a call per image with
+ * synchronous copies from pageable memory cost far more: bench/NOTES.md). img is
  * fastest pinned (ctr_host_register): the streamed FBP pins its window. */
 #define PAGANIN_SET_BYTES (512ull << 20) /* device bytes of one stream's batch */
 extern "C" ctr_status ctr__paganin_cuda(const ctr_context *ctx, const ctr_corrections *c,

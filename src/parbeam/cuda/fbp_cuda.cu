@@ -50,8 +50,8 @@
  * L1 transaction, broadcast. The texture kernels, whose every two fetches
  * read an angle's constants, get them as a kernel parameter instead
  * (tex_angles: the constant bank of the launch, fixed when it starts): the
- * loads from global memory shared the texture pipe and cost tex 8 %,
- * tex2 4 % (H200, 2048 angles of 2048 bins). */
+ * loads from global memory shared the texture pipe and cost the texture
+ * kernels measurably (bench/NOTES.md, issue 41). */
 #define TEX_PARAM_ANGLES 1024 /* 16 KiB of float4: kernel parameters hold up to 32764 bytes */
 struct tex_angles {
   float4 k[TEX_PARAM_ANGLES];
@@ -923,9 +923,9 @@ cleanup:
 
 /* Angles per texture-kernel launch. Every block walks all the angles of a
  * launch, so a whole launch streams the sinogram through L2 once per wave of
- * blocks; ncu on tex-mp at 2048 angles x 2048 bins (16 MB per slice) showed a
- * 49 % L2 hit rate, 427 GB/s from DRAM and the texture pipe only 81 % busy,
- * against 97 % busy with 4 MB at 1024^2. Launches over chunks of about 4 MB of
+ * blocks; at 2048 angles x 2048 bins (16 MB per slice) the profile showed
+ * the L2 missing half the time and the texture pipe waiting on DRAM, unlike
+ * 1024^2 (bench/NOTES.md). Launches over chunks of about 4 MB of
  * sinogram rows keep the rows in L2 (ctr_tuning.fbp_tex_chunk = N: N angles,
  * for experiments; -1: no chunks). */
 static int tex_chunk(const fbp_gpu *f, int64_t nbins, int texel_bytes, int n) {
