@@ -1,4 +1,5 @@
-/* The backend seams of iterative, parbeam and pet (their backend.h): each
+/* The backend seams of cone beam (engine.h), iterative, parbeam and pet
+ * (their backend.h): each
  * registry finds the CPU backend and names the CUDA one, built exactly when
  * this build has CUDA; a built backend has the operations its table says it
  * has (the CPU's optional ones NULL, so that the parents' host paths run);
@@ -8,6 +9,7 @@
  * threads: tests/test_threads.c.) */
 #include "harness.h"
 
+#include "conebeam/engine.h"
 #include "iterative/backend.h"
 #include "parbeam/backend.h"
 #include "pet/backend.h"
@@ -17,6 +19,19 @@
 #include <string.h>
 
 /* ---- Registries and tables -------------------------------------------------------- */
+
+static void test_conebeam_table(void) {
+  const ctr__engine_backend *cpu = NULL, *cuda = &ctr__engine_backend_cuda;
+  CHECK_OK(ctr__engine_backend_of(NULL, &cpu)); /* no context: the CPU */
+  REQUIRE(cpu);
+  CHECK(cpu == &ctr__engine_backend_cpu && !strcmp(cpu->head.name, "cpu") && cpu->head.built);
+  CHECK(cpu->create && cpu->cost && cpu->bpj_create);
+  CHECK(!strcmp(cuda->head.name, "cuda") && cuda->head.kind == CTR_DEVICE_CUDA &&
+        cuda->head.built == CTR_HAVE_CUDA);
+  CHECK((cuda->create != NULL) == CTR_HAVE_CUDA); /* built exactly when it can create */
+  CHECK(cuda->cost != NULL);                       /* the memory model: in every build */
+  CHECK(ctr__engine_backend_find(CTR_DEVICE_CUDA) == cuda);
+}
 
 static void test_iterative_table(void) {
   const ctr__it_backend *cpu = &ctr__it_backend_cpu, *cuda = &ctr__it_backend_cuda;
@@ -185,6 +200,7 @@ static void test_pet_threads(void) {
 }
 
 int main(void) {
+  test_conebeam_table();
   test_iterative_table();
   test_parbeam_table();
   test_pet_table();

@@ -91,7 +91,7 @@ ctr_status ctr__backprojector_slab(ctr_backprojector *b, int64_t z0, int64_t nz)
 static ctr_status queued(const ctr_backprojector *b, int have) {
   if (have) return CTR_OK;
   CTR_FAIL(CTR_E_UNSUPPORTED, "queued backprojection needs the CUDA backend (this one is %s)",
-           b->be->name);
+           b->be->head.name);
 }
 
 ctr_status ctr__backprojector_queue(ctr_backprojector *b, int64_t n, const int64_t *views,

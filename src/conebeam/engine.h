@@ -125,8 +125,8 @@ typedef struct ctr__engine_cost {
 } ctr__engine_cost;
 
 typedef struct ctr__engine_backend {
-  const char *name;     /* "cpu", "cuda" */
-  ctr_device_kind kind; /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
+  ctr__backend_head head; /* name, kind, built (core/internal.h): first, as in every
+                             modality's table (ctr__backend_pick) */
   /* N' the planner tries first for g (halved while memory is short). */
   int64_t (*first_batch)(const ctr_geometry *g);
   /* 1 if the backend can keep every filtered view resident (CTR_FDK_STORE_DEVICE)

@@ -7,17 +7,16 @@ static const ctr__engine_backend *const backends[] = {&ctr__engine_backend_cpu,
 
 const ctr__engine_backend *ctr__engine_backend_find(ctr_device_kind kind) {
   for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
-    if (backends[i]->kind == kind) return backends[i];
+    if (backends[i]->head.kind == kind) return backends[i];
   return NULL;
 }
 
 ctr_status ctr__engine_backend_of(const ctr_context *ctx, const ctr__engine_backend **out) {
-  const ctr_device_kind kind = ctr_context_get_device(ctx);
-  const ctr__engine_backend *be = ctr__engine_backend_find(kind);
-  if (!be || !be->create)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "the %s backend is not part of this build",
-             be ? be->name : "requested");
-  *out = be;
+  static const ctr__backend_head *const all[] = {&ctr__engine_backend_cpu.head,
+                                                 &ctr__engine_backend_cuda.head};
+  const ctr__backend_head *h;
+  CTR_CHECK(ctr__backend_pick(ctx, all, (int)(sizeof all / sizeof all[0]), &h));
+  *out = (const ctr__engine_backend *)h; /* the head is the table's first member */
   return CTR_OK;
 }
 

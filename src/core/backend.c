@@ -1,5 +1,6 @@
-/* The lookup every backend registry shares (iterative/backends.c,
- * parbeam/backends.c, pet/backends.c): a table by the context's device kind. */
+/* The lookup every backend registry shares (conebeam/engines.c,
+ * iterative/backends.c, parbeam/backends.c, pet/backends.c): a table by the
+ * context's device kind. */
 #include "core/internal.h"
 
 ctr_status ctr__backend_pick(const ctr_context *ctx, const ctr__backend_head *const *all, int n,

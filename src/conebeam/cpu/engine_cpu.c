@@ -217,8 +217,7 @@ static void cpu_cost(const ctr_geometry *g, const ctr__plan_candidate *c, ctr__e
 }
 
 const ctr__engine_backend ctr__engine_backend_cpu = {
-    .name = "cpu",
-    .kind = CTR_DEVICE_CPU,
+    .head = {"cpu", CTR_DEVICE_CPU, 1},
     .first_batch = cpu_first_batch,
     .device_store = 0,
     .row_window = 1,

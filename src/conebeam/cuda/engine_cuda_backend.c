@@ -28,13 +28,14 @@ static int64_t cuda_first_batch(const ctr_geometry *g) {
 
 #if CTR_HAVE_CUDA
 #define CUDA_OR_NULL(f) f
+#define CUDA_BUILT 1
 #else
 #define CUDA_OR_NULL(f) NULL
+#define CUDA_BUILT 0
 #endif
 
 const ctr__engine_backend ctr__engine_backend_cuda = {
-    .name = "cuda",
-    .kind = CTR_DEVICE_CUDA,
+    .head = {"cuda", CTR_DEVICE_CUDA, CUDA_BUILT},
     .first_batch = cuda_first_batch,
     .device_store = 1,
     .cost = cuda_cost,
