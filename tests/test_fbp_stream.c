@@ -12,6 +12,7 @@
 #include "harness.h"
 #include "scratch_dir.h"
 #include "read_count.h"
+#include "distributed/distributed.h"
 #include "io/io_internal.h"
 
 #include <stdio.h>
@@ -184,6 +185,28 @@ int main(void) {
   CHECK_FAILS(stream(ctx, P("p.nrrd"), &o, AXIS, P("s2.nrrd"), NULL), CTR_E_INVALID_ARGUMENT,
               "ctr_fbp_stream_options.read_ahead = 17: expected 1 to 16");
   o.read_ahead = 0;
+  /* a cluster of one (the distributed path, src/stream's pieces): the bits of
+   * one process, and the report's reader and writer times summed over its
+   * pieces (the end of the run once overwrote them with 0) */
+  {
+    ctr_cluster *c = NULL;
+    CHECK_OK(ctr__cluster_local(&c));
+    o.batch = 3;
+    o.cluster = c;
+    ctr_fbp_stream_report rep = CTR_FBP_STREAM_REPORT_INIT;
+    CHECK_OK(stream(ctx, P("p.nrrd"), &o, AXIS, P("c.raw"), &rep));
+    ctr_stack_info ci = {CTR_STACK_INFO_VERSION, W, W, H, CTR_DTYPE_FLOAT32, {1, 1, 1}, {0, 0, 0}};
+    void *data = NULL;
+    CHECK_OK(ctr_stack_load(P("c.raw"), CTR_FORMAT_RAW, &ci, CTR_DTYPE_FLOAT32, NULL, &data));
+    CHECK_MSG(same(data, ref, npx), "cluster of one: the stream differs from ctr_fbp_projections");
+    CHECK_MSG(rep.seconds_read > 0 && rep.seconds_write > 0,
+              "cluster of one: the report's reader %g s and writer %g s", rep.seconds_read,
+              rep.seconds_write);
+    free(data);
+    o.cluster = NULL;
+    o.batch = 0;
+    ctr_cluster_free(c);
+  }
 #if CTR_HAVE_HDF5
   {
     /* DXchange: /exchange/data */

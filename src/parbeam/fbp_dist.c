@@ -254,7 +254,12 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
   }
 end:
   if (have_r) {
+    /* the reader's and writer's times are the pieces' sums (piece_end):
+     * the fill's whole-run figures are those of a one-process run */
+    const double t_read = rep.seconds_read, t_write = rep.seconds_write;
     ctr__fbp_report_fill(&r, &rep);
+    rep.seconds_read = t_read;
+    rep.seconds_write = t_write;
     rep.bands_resumed = have_out ? dout.nkept : 0;
     rep.resumable = st != CTR_OK && have_out && dout.resumable;
   }
