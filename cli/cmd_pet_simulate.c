@@ -81,29 +81,154 @@ static int load_activity(const char *cmd, const char *path, const ctr_pet_params
   return 0;
 }
 
-int cmd_pet_simulate(int argc, char **argv) {
-  const char *cmd = "pet simulate";
+/* State of one run: the lattice and kernels of the options, their system,
+ * the context, the activity and the histo-images. */
+typedef struct sim_run {
+  cli_session session;
+  ctr_pet_params p;
+  ctr_pet_kernel_params k;
+  ctr_pet_system *s;
+  ctr_pet_histo *h;
+  ctr_context *ctx;
+  float *activity;
+  double t_sim;
+} sim_run;
+
+static void init_args(sim_args *a) {
   const ctr_pet_params pd = CTR_PET_PARAMS_INIT;
   const ctr_pet_kernel_params kd = CTR_PET_KERNEL_PARAMS_INIT;
   const ctr_pet_sim_options sd = CTR_PET_SIM_OPTIONS_INIT;
+  memset(a, 0, sizeof *a);
+  a->phantom = PET_PHANTOM_SPHERES;
+  a->contrast = 4.0;
+  a->events = sd.events;
+  a->tof_ps = kd.tof_fwhm_ps;
+  a->radial = (pet_pair){kd.radial_fwhm_center_mm, kd.radial_fwhm_edge_mm, 0};
+  a->axial = kd.axial_fwhm_mm;
+  a->edge_radius = kd.edge_radius_mm;
+  a->lattice[0] = pd.nx;
+  a->lattice[1] = pd.ny;
+  a->lattice[2] = pd.nz;
+  a->voxel = pd.voxel;
+  a->views[0] = pd.n_azimuth;
+  a->views[1] = pd.n_copolar;
+  a->acceptance = pd.acceptance_deg;
+  a->seed = sd.seed;
+  a->common = (cli_common)CLI_COMMON_INIT;
+}
+
+/* --out is given, a .json (or .h5 with HDF5) whose folder takes files, no
+ * output is an input, and the acceptance is an angle below 90 degrees. */
+static int check_args(const char *cmd, const sim_args *a, const cli_opt *opts) {
+  int rc = cli_require(cmd, opts, "--out", a->out);
+  const cli_file in[] = {{"--activity", a->activity}, {0}};
+  const cli_file out[] = {{"--out", a->out}, {0}};
+  if (!rc) rc = cli_check_files(cmd, in, out);
+  if (rc) return rc;
+  const char *dot = strrchr(a->out, '.');
+  const int h5 = dot && (!strcmp(dot, ".h5") || !strcmp(dot, ".hdf5"));
+  if (h5 && !(ctr_features() & CTR_FEATURE_HDF5))
+    return cli_error(cmd, CLI_EXIT_UNSUPPORTED, "--out '%s': this ctrecon is built without HDF5; "
+                     "write FILE.json instead", a->out);
+  if (!h5 && !(dot && !strcmp(dot, ".json")))
+    return cli_usage_error(cmd, "--out '%s': expected a name ending in .json or .h5", a->out);
+  if (a->acceptance >= 90)
+    return cli_usage_error(cmd, "--acceptance %g: expected an angle in 0 .. 90 degrees",
+                           a->acceptance);
+  return 0;
+}
+
+/* The lattice and kernels of the options and their system. */
+static int make_system(const char *cmd, const sim_args *a, sim_run *r) {
+  ctr_pet_params *p = &r->p;
+  *p = (ctr_pet_params)CTR_PET_PARAMS_INIT;
+  p->nx = a->lattice[0];
+  p->ny = a->lattice[1];
+  p->nz = a->lattice[2];
+  p->voxel = a->voxel;
+  p->n_azimuth = a->views[0];
+  p->n_copolar = a->views[1];
+  p->acceptance_deg = a->acceptance;
+  ctr_pet_kernel_params *k = &r->k;
+  *k = (ctr_pet_kernel_params)CTR_PET_KERNEL_PARAMS_INIT;
+  k->tof_fwhm_ps = a->tof_ps;
+  k->radial_fwhm_center_mm = a->radial.a;
+  k->radial_fwhm_edge_mm = a->radial.b;
+  k->edge_radius_mm = a->edge_radius;
+  k->axial_fwhm_mm = a->axial;
+  ctr_status st = ctr_pet_system_create(p, k, &r->s);
+  return st != CTR_OK ? cli_fail(cmd, st) : 0;
+}
+
+/* Up front: what it writes and what takes the time (1e8 events at the
+ * default sizes: about 40 s on 2 CPU cores). */
+static void print_work(const sim_args *a, sim_run *r) {
+  const ctr_pet_params *p = &r->p;
+  char b[32];
+  const double nviews = (double)p->n_azimuth * (double)p->n_copolar;
+  cli_info(&r->session, "simulating %g events into %.0f views of %lld x %lld x %lld voxels: "
+           "writes about %s; the time grows with --events (about 0.4 s per 1e6 on a CPU "
+           "core)\n", a->events, nviews, (long long)p->nx, (long long)p->ny, (long long)p->nz,
+           cli_bytes(4.0 * (double)(p->nx * p->ny * p->nz) * nviews * (a->attenuation ? 2.0 : 1.0),
+                     b, sizeof b));
+}
+
+/* The activity (--activity), the context, and the events. */
+static int simulate(const char *cmd, const sim_args *a, sim_run *r) {
+  int rc = 0;
+  if (a->activity) rc = load_activity(cmd, a->activity, &r->p, &r->activity);
+  if (!rc) rc = cli_context_create(&r->session, cmd, &a->common, &r->ctx);
+  if (rc) return rc;
+  ctr_pet_phantom ph;
+  pet_make_phantom(a->phantom, a->contrast, &ph);
+  ctr_pet_sim_options o = CTR_PET_SIM_OPTIONS_INIT;
+  o.events = a->events;
+  o.attenuation = a->attenuation;
+  o.detector_blur = !a->no_blur;
+  o.seed = a->seed;
+  o.activity = r->activity;
+  o.with_factors = a->attenuation;
+  print_work(a, r);
+  const double t0 = cli_now();
+  ctr_status st = ctr_pet_simulate(r->ctx, r->s, &ph, &o, &r->h);
+  r->t_sim = cli_now() - t0;
+  cli_progress_end(&r->session);
+  return st != CTR_OK ? cli_fail(cmd, st) : 0;
+}
+
+static int write_outputs(const char *cmd, const sim_args *a, const sim_run *r) {
+  ctr_status st = ctr_pet_histo_save(a->out, r->h);
+  return st != CTR_OK ? cli_fail_file(cmd, st, a->out) : 0;
+}
+
+static void print_summary(const sim_args *a, sim_run *r) {
+  const ctr_pet_params *p = &r->p;
+  const ctr_pet_histo *h = r->h;
+  char size[32];
+  const double bytes = 4.0 * (double)(p->nx * p->ny * p->nz) * (double)h->nviews *
+                       (h->factors ? 2.0 : 1.0);
+  cli_info(&r->session,
+           "simulated %g events (expected) of the %s, %.0f deposited on the lattice, into %lld "
+           "views (%d x %d, +-%g deg) of %lld x %lld x %lld voxels of %g mm, TOF %g ps, %.2f s\n"
+           "wrote %s (%s of histo-images%s)\n",
+           a->events, a->activity ? a->activity : pet_phantom_name(a->phantom), h->events,
+           (long long)h->nviews, p->n_azimuth, p->n_copolar, p->acceptance_deg, (long long)p->nx,
+           (long long)p->ny, (long long)p->nz, p->voxel, r->k.tof_fwhm_ps, r->t_sim, a->out,
+           cli_bytes(bytes, size, sizeof size), h->factors ? " and factors" : "");
+}
+
+static int run(const char *cmd, const sim_args *a, sim_run *r) {
+  int rc = make_system(cmd, a, r);
+  if (!rc) rc = simulate(cmd, a, r);
+  if (!rc) rc = write_outputs(cmd, a, r);
+  if (!rc) print_summary(a, r);
+  return rc;
+}
+
+int cmd_pet_simulate(int argc, char **argv) {
+  const char *cmd = "pet simulate";
   sim_args a;
-  memset(&a, 0, sizeof a);
-  a.phantom = PET_PHANTOM_SPHERES;
-  a.contrast = 4.0;
-  a.events = sd.events;
-  a.tof_ps = kd.tof_fwhm_ps;
-  a.radial = (pet_pair){kd.radial_fwhm_center_mm, kd.radial_fwhm_edge_mm, 0};
-  a.axial = kd.axial_fwhm_mm;
-  a.edge_radius = kd.edge_radius_mm;
-  a.lattice[0] = pd.nx;
-  a.lattice[1] = pd.ny;
-  a.lattice[2] = pd.nz;
-  a.voxel = pd.voxel;
-  a.views[0] = pd.n_azimuth;
-  a.views[1] = pd.n_copolar;
-  a.acceptance = pd.acceptance_deg;
-  a.seed = sd.seed;
-  a.common = (cli_common)CLI_COMMON_INIT;
+  init_args(&a);
   const cli_opt opts[] = {
       {"--out", "FILE", "histo-image file: FILE.json (+ raw data files) or FILE.h5 (required)",
        cli_parse_string, &a.out, NULL},
@@ -141,100 +266,14 @@ int cmd_pet_simulate(int argc, char **argv) {
   };
   int rc = cli_parse(&cli_cmd_pet_simulate, opts, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
-  rc = cli_require(cmd, opts, "--out", a.out);
-  const cli_file in[] = {{"--activity", a.activity}, {0}};
-  const cli_file out[] = {{"--out", a.out}, {0}};
-  if (!rc) rc = cli_check_files(cmd, in, out);
-  if (rc) return rc;
-  const char *dot = strrchr(a.out, '.');
-  const int h5 = dot && (!strcmp(dot, ".h5") || !strcmp(dot, ".hdf5"));
-  if (h5 && !(ctr_features() & CTR_FEATURE_HDF5))
-    return cli_error(cmd, CLI_EXIT_UNSUPPORTED, "--out '%s': this ctrecon is built without HDF5; "
-                     "write FILE.json instead", a.out);
-  if (!h5 && !(dot && !strcmp(dot, ".json")))
-    return cli_usage_error(cmd, "--out '%s': expected a name ending in .json or .h5", a.out);
-  if (a.acceptance >= 90)
-    return cli_usage_error(cmd, "--acceptance %g: expected an angle in 0 .. 90 degrees",
-                           a.acceptance);
-
-  ctr_pet_params p = pd;
-  p.nx = a.lattice[0];
-  p.ny = a.lattice[1];
-  p.nz = a.lattice[2];
-  p.voxel = a.voxel;
-  p.n_azimuth = a.views[0];
-  p.n_copolar = a.views[1];
-  p.acceptance_deg = a.acceptance;
-  ctr_pet_kernel_params k = kd;
-  k.tof_fwhm_ps = a.tof_ps;
-  k.radial_fwhm_center_mm = a.radial.a;
-  k.radial_fwhm_edge_mm = a.radial.b;
-  k.edge_radius_mm = a.edge_radius;
-  k.axial_fwhm_mm = a.axial;
-
-  ctr_pet_system *s = NULL;
-  ctr_pet_histo *h = NULL;
-  ctr_context *ctx = NULL;
-  float *activity = NULL;
-  cli_session session;
-  memset(&session, 0, sizeof session);
-  ctr_status st = ctr_pet_system_create(&p, &k, &s);
-  if (st != CTR_OK) {
-    rc = cli_fail(cmd, st);
-    goto cleanup;
-  }
-  if (a.activity) rc = load_activity(cmd, a.activity, &p, &activity);
-  if (!rc) rc = cli_context_create(&session, cmd, &a.common, &ctx);
-  if (rc) goto cleanup;
-  ctr_pet_phantom ph;
-  pet_make_phantom(a.phantom, a.contrast, &ph);
-  ctr_pet_sim_options o = sd;
-  o.events = a.events;
-  o.attenuation = a.attenuation;
-  o.detector_blur = !a.no_blur;
-  o.seed = a.seed;
-  o.activity = activity;
-  o.with_factors = a.attenuation;
-  {
-    /* Up front: what it writes and what takes the time (1e8 events at the
-     * default sizes: about 40 s on 2 CPU cores). */
-    char b[32];
-    const double nviews = (double)p.n_azimuth * (double)p.n_copolar;
-    cli_info(&session, "simulating %g events into %.0f views of %lld x %lld x %lld voxels: "
-             "writes about %s; the time grows with --events (about 0.4 s per 1e6 on a CPU "
-             "core)\n", a.events, nviews, (long long)p.nx, (long long)p.ny, (long long)p.nz,
-             cli_bytes(4.0 * (double)(p.nx * p.ny * p.nz) * nviews * (a.attenuation ? 2.0 : 1.0),
-                       b, sizeof b));
-  }
-  const double t0 = cli_now();
-  st = ctr_pet_simulate(ctx, s, &ph, &o, &h);
-  const double t_sim = cli_now() - t0;
-  cli_progress_end(&session);
-  if (st != CTR_OK) {
-    rc = cli_fail(cmd, st);
-    goto cleanup;
-  }
-  st = ctr_pet_histo_save(a.out, h);
-  if (st != CTR_OK) {
-    rc = cli_fail_file(cmd, st, a.out);
-    goto cleanup;
-  }
-  char size[32];
-  const double bytes = 4.0 * (double)(p.nx * p.ny * p.nz) * (double)h->nviews *
-                       (h->factors ? 2.0 : 1.0);
-  cli_info(&session,
-           "simulated %g events (expected) of the %s, %.0f deposited on the lattice, into %lld "
-           "views (%d x %d, +-%g deg) of %lld x %lld x %lld voxels of %g mm, TOF %g ps, %.2f s\n"
-           "wrote %s (%s of histo-images%s)\n",
-           a.events, a.activity ? a.activity : pet_phantom_name(a.phantom), h->events,
-           (long long)h->nviews, p.n_azimuth, p.n_copolar, p.acceptance_deg, (long long)p.nx,
-           (long long)p.ny, (long long)p.nz, p.voxel, k.tof_fwhm_ps, t_sim, a.out,
-           cli_bytes(bytes, size, sizeof size), h->factors ? " and factors" : "");
-cleanup:
-  cli_progress_end(&session);
-  free(activity);
-  ctr_pet_histo_free(h);
-  ctr_pet_system_free(s);
-  ctr_context_free(ctx);
+  if ((rc = check_args(cmd, &a, opts))) return rc;
+  sim_run r;
+  memset(&r, 0, sizeof r);
+  rc = run(cmd, &a, &r);
+  cli_progress_end(&r.session);
+  free(r.activity);
+  ctr_pet_histo_free(r.h);
+  ctr_pet_system_free(r.s);
+  ctr_context_free(r.ctx);
   return rc;
 }
