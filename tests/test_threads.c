@@ -33,12 +33,47 @@ static int same_bits(const float *a, const float *b, size_t n) {
 enum { CN = 24, CU = 40, CV = 32, CVIEWS = 36 };
 static ctr_geometry *g_cone;
 
+/* One thread's work: the call, its input and output. */
+typedef ctr_status (*call_fn)(const float *in, float *out);
 typedef struct job {
-  int id;
+  call_fn call;
   float *in, *out;
   ctr_status st;
   char detail[256];
 } job;
+
+static void *job_main(void *arg) {
+  job *j = arg;
+  for (int rep = 0; rep < 3 && j->st == CTR_OK; rep++) j->st = j->call(j->in, j->out);
+  snprintf(j->detail, sizeof j->detail, "%s", ctr_error_detail());
+  return NULL;
+}
+
+/* NT threads make `call` at once on one context, each on inputs of its own
+ * (nin floats from seed + thread); each result must have the bits of the
+ * same call made alone. */
+static void check_shared(const char *what, call_fn call, size_t nin, size_t nout, unsigned seed) {
+  job jobs[NT];
+  float *alone = malloc(NT * nout * sizeof(float));
+  REQUIRE(alone);
+  for (int t = 0; t < NT; t++) {
+    jobs[t] = (job){call, malloc(nin * sizeof(float)), calloc(nout, sizeof(float)), CTR_OK, ""};
+    REQUIRE(jobs[t].in && jobs[t].out);
+    fill(jobs[t].in, nin, seed + (unsigned)t);
+    CHECK_OK(call(jobs[t].in, alone + t * nout));
+  }
+  pthread_t th[NT];
+  for (int t = 0; t < NT; t++) CHECK(pthread_create(&th[t], NULL, job_main, &jobs[t]) == 0);
+  for (int t = 0; t < NT; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < NT; t++) {
+    CHECK_MSG(jobs[t].st == CTR_OK, "%s, thread %d: %s", what, t, jobs[t].detail);
+    CHECK_MSG(same_bits(jobs[t].out, alone + t * nout, nout),
+              "thread %d: %s on a shared context differs from the same call alone", t, what);
+    free(jobs[t].in);
+    free(jobs[t].out);
+  }
+  free(alone);
+}
 
 static ctr_status run_fdk(const float *proj, float *vol) {
   const int64_t pd[3] = {CU, CV, CVIEWS}, vd[3] = {CN, CN, CN};
@@ -46,13 +81,6 @@ static ctr_status run_fdk(const float *proj, float *vol) {
   ctr_array v = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
   ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
   return ctr_fdk(g_ctx, g_cone, &o, &p, &v);
-}
-
-static void *fdk_main(void *arg) {
-  job *j = arg;
-  for (int rep = 0; rep < 3 && j->st == CTR_OK; rep++) j->st = run_fdk(j->in, j->out);
-  snprintf(j->detail, sizeof j->detail, "%s", ctr_error_detail());
-  return NULL;
 }
 
 static void test_fdk_shared_context(void) {
@@ -66,27 +94,7 @@ static void test_fdk_shared_context(void) {
   const ctr_volume_geometry vg = {CN, CN, CN, 1, 1, 1, 0, 0, 0};
   CHECK_OK(ctr_geometry_create_circular(&c, &vg, &g_cone));
   REQUIRE(g_cone);
-  const size_t np = (size_t)CU * CV * CVIEWS, nv = (size_t)CN * CN * CN;
-  job jobs[NT];
-  float *alone = malloc(NT * nv * sizeof(float));
-  REQUIRE(alone);
-  for (int t = 0; t < NT; t++) {
-    jobs[t] = (job){t, malloc(np * sizeof(float)), calloc(nv, sizeof(float)), CTR_OK, ""};
-    REQUIRE(jobs[t].in && jobs[t].out);
-    fill(jobs[t].in, np, (unsigned)t);
-    CHECK_OK(run_fdk(jobs[t].in, alone + t * nv));
-  }
-  pthread_t th[NT];
-  for (int t = 0; t < NT; t++) CHECK(pthread_create(&th[t], NULL, fdk_main, &jobs[t]) == 0);
-  for (int t = 0; t < NT; t++) pthread_join(th[t], NULL);
-  for (int t = 0; t < NT; t++) {
-    CHECK_MSG(jobs[t].st == CTR_OK, "thread %d: %s", t, jobs[t].detail);
-    CHECK_MSG(same_bits(jobs[t].out, alone + t * nv, nv),
-              "thread %d: FDK on a shared context differs from the same call alone", t);
-    free(jobs[t].in);
-    free(jobs[t].out);
-  }
-  free(alone);
+  check_shared("FDK", run_fdk, (size_t)CU * CV * CVIEWS, (size_t)CN * CN * CN, 0);
 }
 
 /* ---- parallel-beam FBP on one shared context and geometry ------------------- */
@@ -102,40 +110,13 @@ static ctr_status run_fbp(const float *sino, float *slices) {
   return ctr_fbp(g_ctx, g_par, &o, &s, &v);
 }
 
-static void *fbp_main(void *arg) {
-  job *j = arg;
-  for (int rep = 0; rep < 3 && j->st == CTR_OK; rep++) j->st = run_fbp(j->in, j->out);
-  snprintf(j->detail, sizeof j->detail, "%s", ctr_error_detail());
-  return NULL;
-}
-
 static void test_fbp_shared_context(void) {
   ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
   p.nbins = PB;
   p.nangles = PA;
   CHECK_OK(ctr_parallel_create(&p, &g_par));
   REQUIRE(g_par);
-  const size_t ns = (size_t)PB * PA * PS, nv = (size_t)PB * PB * PS;
-  job jobs[NT];
-  float *alone = malloc(NT * nv * sizeof(float));
-  REQUIRE(alone);
-  for (int t = 0; t < NT; t++) {
-    jobs[t] = (job){t, malloc(ns * sizeof(float)), calloc(nv, sizeof(float)), CTR_OK, ""};
-    REQUIRE(jobs[t].in && jobs[t].out);
-    fill(jobs[t].in, ns, 100u + (unsigned)t);
-    CHECK_OK(run_fbp(jobs[t].in, alone + t * nv));
-  }
-  pthread_t th[NT];
-  for (int t = 0; t < NT; t++) CHECK(pthread_create(&th[t], NULL, fbp_main, &jobs[t]) == 0);
-  for (int t = 0; t < NT; t++) pthread_join(th[t], NULL);
-  for (int t = 0; t < NT; t++) {
-    CHECK_MSG(jobs[t].st == CTR_OK, "thread %d: %s", t, jobs[t].detail);
-    CHECK_MSG(same_bits(jobs[t].out, alone + t * nv, nv),
-              "thread %d: FBP on a shared context differs from the same call alone", t);
-    free(jobs[t].in);
-    free(jobs[t].out);
-  }
-  free(alone);
+  check_shared("FBP", run_fbp, (size_t)PB * PA * PS, (size_t)PB * PB * PS, 100);
 }
 
 /* ---- iterative: one projector per thread, one context ----------------------- */
