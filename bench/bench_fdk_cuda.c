@@ -1,7 +1,7 @@
 /* CUDA FDK benchmark (issue: CUDA cone-beam FDK).
  *
  *   bench_fdk_cuda --case A|B [--sweep] [--variants tex,exact-pair,...] [--repeats R]
- *                  [--json FILE] [--dump DIR]
+ *                  [--json FILE] [--dump DIR] [--host auto,staged,registered,driver]
  *
  * Case A: RabbitCT-sized, 512^3 (0.5 mm) from 496 views of 1248 x 960.
  * Case B: Lu et al. 2016's medium, 1024^3 (0.25 mm) from 1200 views of 1024^2.
@@ -13,7 +13,9 @@
  *  - end to end (host projections -> host volume, set-up included) through
  *    the streamed pipeline users run, texture and exact, from pinned and
  *    from pageable (malloc'd) memory, median of R, with the per-stage
- *    breakdown;
+ *    breakdown; the pageable runs once per --host setting (ctr_tuning
+ *    host_transfer: the host-transfer layer's path, default auto), named
+ *    ".../pageable" for auto and ".../pageable-SETTING" for the others;
  *  - with --dump, the projections, geometry and our volumes for the ASTRA
  *    comparison (bench/astra_compare.py).
  * Writes the benchmark JSON of docs/design.md. */
@@ -60,7 +62,7 @@ static void time_config(const bench_case *c, const ctr_geometry *g, const ctr_co
 int main(int argc, char **argv) {
   const bench_case *c = &CASES[0];
   int sweep = 0, repeats = 3;
-  const char *json_path = NULL, *dump = NULL, *only = NULL;
+  const char *json_path = NULL, *dump = NULL, *only = NULL, *hosts = "auto";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--case") && i + 1 < argc) {
       const char *n = argv[++i];
@@ -70,7 +72,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--variants") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
-    else BENCH_DIE("usage: %s --case A|B [--sweep] [--variants a,b] [--repeats R] [--json FILE] [--dump DIR]", argv[0]);
+    else if (!strcmp(argv[i], "--host") && i + 1 < argc) hosts = argv[++i];
+    else BENCH_DIE("usage: %s --case A|B [--sweep] [--variants a,b] [--repeats R] [--json FILE] [--dump DIR] "
+                   "[--host auto,staged,registered,driver]", argv[0]);
   }
   if (ctr_cuda_get_device_count() < 1) BENCH_DIE("no usable GPU");
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
@@ -162,8 +166,13 @@ int main(int argc, char **argv) {
   if (!proj_pg || !volume_pg) BENCH_DIE("out of host memory (pageable copies)");
   memcpy(proj_pg, proj, np * sizeof(float));
   memset(volume_pg, 0, nvox * sizeof(float));
+  static const char *const host_settings[] = {"auto", "staged", "registered", "driver"};
   for (int q = 0; q < 2; q++) {
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < 5; m++) { /* pinned, then pageable under each host setting */
+      if (m > 0 && !bench_listed(hosts, host_settings[m - 1])) continue;
+      const char *kv[2] = {"host_transfer", m > 1 ? host_settings[m - 1] : "auto"};
+      ctr_context *ectx = m > 1 ? bench_context(CTR_DEVICE_CUDA, kv, 1) : gctx;
+      if (!ectx) BENCH_DIE("context for --host %s", kv[1]);
       ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
       so.fdk = o;
       so.fdk.interp = q == 0 ? CTR_INTERP_TEXTURE : CTR_INTERP_EXACT;
@@ -175,7 +184,7 @@ int main(int argc, char **argv) {
       const int r_count = repeats < 16 ? repeats : 16;
       for (int r = -1; r < r_count; r++) {
         ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
-        if (ctr_fdk_stream_memory(gctx, g, &so, &pa, &va, &rep)) BENCH_DIE("fdk: %s", ctr_error_detail());
+        if (ctr_fdk_stream_memory(ectx, g, &so, &pa, &va, &rep)) BENCH_DIE("fdk: %s", ctr_error_detail());
         if (r >= 0) {
           tm[r] = rep;
           tot[r] = rep.timings.total;
@@ -188,7 +197,11 @@ int main(int argc, char **argv) {
         if (below == r_count / 2) med = r;
       }
       const ctr_fdk_stream_timings *t = &tm[med].timings;
-      const char *mode = q == 0 ? "texture" : "exact", *mem = m == 0 ? "pinned" : "pageable";
+      if (ectx != gctx) ctr_context_free(ectx);
+      char mem[48];
+      snprintf(mem, sizeof mem, "%s%s%s", m == 0 ? "pinned" : "pageable", m > 1 ? "-" : "",
+               m > 1 ? host_settings[m - 1] : "");
+      const char *mode = q == 0 ? "texture" : "exact";
       printf("end to end %-8s %-8s: %.1f ms (set-up %.1f ms included), median of %d | busy: upload %.1f, "
              "filter %.1f, backprojection %.1f (%.0f GUPS), download %.1f ms\n",
              mode, mem, t->total * 1e3, t->setup * 1e3, r_count, t->upload * 1e3, t->filter * 1e3,

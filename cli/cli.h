@@ -236,6 +236,7 @@ typedef struct cli_session {
   double last_draw;
   double rate_total; /* units of the whole stage (0: no throughput shown) */
   const char *rate_unit; /* e.g. "GB" (rate_total in those units) */
+  int debug_log; /* show the library's debug messages (--timings: plans, host-transfer paths) */
 } cli_session;
 
 /* Creates the context for `s` (callbacks wired to the session) and, unless

@@ -115,12 +115,13 @@ int cli_progress(cli_session *s, const char *stage, double fraction) {
 
 static void on_log(void *user, ctr_log_level level, const char *message) {
   cli_session *s = user;
-  if (level == CTR_LOG_DEBUG) return;
+  if (level == CTR_LOG_DEBUG && !s->debug_log) return;
   if (level == CTR_LOG_INFO && s->common.quiet) return;
   cli_progress_end(s); /* never write into the middle of a bar */
   const char *kind = level == CTR_LOG_ERROR     ? "error"
                      : level == CTR_LOG_WARNING ? "warning"
-                                                : "info";
+                     : level == CTR_LOG_INFO    ? "info"
+                                                : "debug";
   char text[2048];
   fprintf(stderr, "ctrecon %s: %s: %s\n", s->cmd, kind,
           cli_library_text(message, NULL, text, sizeof text));

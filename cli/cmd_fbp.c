@@ -505,6 +505,7 @@ static int run(fbp_args *a, fbp_run *r) {
   if (!rc && a->projections) rc = load_projections(a, r);
   r->t_input = cli_now();
   if (!rc) rc = cli_context_create(&r->session, "fbp", &a->common, &r->ctx);
+  r->session.debug_log = a->timings;
   r->t_context = cli_now();
   if (!rc && a->kernel && ctr_context_get_device(r->ctx) != CTR_DEVICE_CUDA)
     rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "

@@ -377,6 +377,7 @@ static int prepare(fdk_args *a, fdk_run *r) {
   r->mid_z = a->fdk.z0 + r->nz_out / 2;
   rc = open_projections(a, r);
   if (!rc) rc = cli_context_create(&r->session, "fdk", &a->common, &r->ctx);
+  r->session.debug_log = a->timings;
   return rc;
 }
 

@@ -295,6 +295,7 @@ static void print_setup(const recon_args *a, recon_run *r) {
  * iterations. */
 static int reconstruct(const char *cmd, const recon_args *a, recon_run *r) {
   int rc = cli_context_create(&r->session, cmd, &a->common, &r->ctx);
+  r->session.debug_log = a->timings;
   if (rc) return rc;
   const ctr_pet_params *p = r->p;
   const int64_t nvox = p->nx * p->ny * p->nz;

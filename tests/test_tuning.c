@@ -28,7 +28,8 @@ static int all_default(const ctr_tuning *t) {
                    t->pet_lc,             t->pet_block_x,        t->pet_block_y,
                    t->pet_split,          t->pet_const,          t->fbp_hybrid_tex,
                    t->fbp_tex_chunk,      t->tune,               t->direct_io,
-                   t->read_threads};
+                   t->read_threads,       t->host_transfer,      t->host_threads,
+                   t->host_stage_kib};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (f[i]) return 0;
   return t->version == CTR_TUNING_VERSION;
@@ -131,6 +132,36 @@ static void test_text(void) {
   CHECK_FAILS(ctr_tuning_set(&u, "fbp_tex_chunk", "-3"), CTR_E_INVALID_ARGUMENT, "fbp_tex_chunk");
   CHECK_FAILS(ctr_tuning_set(&u, "read_threads", "65"), CTR_E_INVALID_ARGUMENT, "1 .. 64");
   CHECK_FAILS(ctr_tuning_set(&u, "read_threads", "-1"), CTR_E_INVALID_ARGUMENT, "read_threads is -1");
+  /* version 3: the host-transfer switches */
+  {
+    static const char *const words[] = {"staged", "registered", "driver"};
+    for (int i = 0; i < 3; i++) {
+      ctr_tuning h = set1("host_transfer", words[i]);
+      CHECK(h.host_transfer == i + 1);
+      CHECK_OK(ctr_tuning_set(&h, "host_transfer", "auto"));
+      CHECK(h.host_transfer == 0);
+    }
+    ctr_tuning h = set1("host_threads", "12");
+    CHECK(h.host_threads == 12);
+    h = set1("host_stage_kib", "64");
+    CHECK(h.host_stage_kib == 64);
+    CHECK_FAILS(ctr_tuning_set(&h, "host_transfer", "pinned"), CTR_E_INVALID_ARGUMENT,
+                "staged, registered or driver");
+    CHECK_FAILS(ctr_tuning_set(&h, "host_threads", "257"), CTR_E_INVALID_ARGUMENT, "1 .. 256");
+    CHECK_FAILS(ctr_tuning_set(&h, "host_stage_kib", "63"), CTR_E_INVALID_ARGUMENT, "64 .. 1048576");
+    CHECK(h.host_stage_kib == 64); /* unchanged by the refusals */
+    h.host_transfer = 4;
+    ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+    co.tuning = &h;
+    ctr_context *ctx = NULL;
+    CHECK_FAILS(ctr_context_create(&co, &ctx), CTR_E_INVALID_ARGUMENT, "host_transfer is 4");
+    /* a version-2 table has none of them */
+    ctr_tuning v2;
+    memset(&v2, 0x5a, sizeof v2);
+    CHECK_OK(ctr_tuning_init(&v2, 2));
+    CHECK_FAILS(ctr_tuning_set(&v2, "host_threads", "4"), CTR_E_INVALID_ARGUMENT, "host_threads");
+    CHECK(v2.host_threads == 0x5a5a5a5a);
+  }
   /* a version-1 table has no read_threads: the key is refused, nothing past
    * the version-1 prefix is written */
   ctr_tuning v1;

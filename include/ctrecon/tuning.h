@@ -23,7 +23,7 @@ extern "C" {
 
 /* Version of ctr_tuning; bump when the struct grows (fields are only ever
  * added at the end). */
-#define CTR_TUNING_VERSION 2u
+#define CTR_TUNING_VERSION 3u
 
 struct ctr_tuning {
   unsigned version; /* CTR_TUNING_VERSION (ctr_tuning_init sets it) */
@@ -77,11 +77,21 @@ struct ctr_tuning {
                                  ctr_fbp_stream or ctr_fdk_stream reads (pread): 0 = 8, 1 =
                                  none (H5Dread, as before version 2), 2 .. 64 (see
                                  ctr_stack_reader_set_read_threads) */
+
+  /* Version 3: host <-> GPU transfers of memory the library did not
+     allocate (docs/design.md, "Host transfers"). */
+  int host_transfer;          /* 0 = chosen per transfer from the measured costs; 1 = staged
+                                 through pinned slots, 2 = registered in place
+                                 (cudaHostRegister), 3 = the driver's pageable copy (pinned
+                                 memory always goes direct) */
+  int host_threads;           /* threads of the staged path's host copy; 0 = the context's */
+  int host_stage_kib;         /* the staged path's slot, KiB (64 .. 1048576); 0 = 16384 */
 };
 
 /* The defaults (every field 0), for a struct on the stack. */
 #define CTR_TUNING_INIT \
-  { CTR_TUNING_VERSION, 0, 0, 0, 0, 0, 0, 0, {0, 0}, {0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0 }
+  { CTR_TUNING_VERSION, 0, 0, 0, 0, 0, 0, 0, {0, 0}, {0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, \
+    0, 0, 0 }
 
 /* Fills *t with the defaults of `version` (1 .. CTR_TUNING_VERSION; pass
  * CTR_TUNING_VERSION): every field 0, version set. CTR_E_INVALID_ARGUMENT
@@ -95,7 +105,9 @@ CTR_API ctr_status ctr_tuning_init(ctr_tuning *t, unsigned version);
  *   bp_split off|0|auto|A0,Z0[,A1,Z1] | pet_z N | pet_lc 4|8 | pet_block XxY |
  *   pet_split N | pet_const on|off | fbp_hybrid_tex N (0 = none) |
  *   fbp_tex_chunk N (0 = none) | tune on|off | cache_dir DIR | direct_io on|off |
- *   read_threads N (1 .. 64; 1 = H5Dread)
+ *   read_threads N (1 .. 64; 1 = H5Dread) |
+ *   host_transfer auto|staged|registered|driver | host_threads N (1 .. 256) |
+ *   host_stage_kib N (64 .. 1048576)
  * where on|off also accepts 1|0, yes|no, true|false, and "auto" (or "")
  * restores a key's default (cache_dir: "" does). cache_dir keeps the
  * pointer `value` (copied at ctr_context_create). CTR_E_INVALID_ARGUMENT naming the key and the

@@ -89,6 +89,18 @@ static ctr_status check_fields(const ctr_tuning *t) {
     CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.read_threads",
                    "ctr_tuning.read_threads is %d, expected 1 .. 64 (1 = "
                    "through H5Dread, 0 = the default, 8)", t->read_threads);
+  if (t->host_transfer < 0 || t->host_transfer > 3)
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_transfer",
+                   "ctr_tuning.host_transfer is %d, expected 0 (auto), 1 (staged), 2 "
+                   "(registered) or 3 (driver)", t->host_transfer);
+  if (t->host_threads < 0 || t->host_threads > 256)
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_threads",
+                   "ctr_tuning.host_threads is %d, expected 1 .. 256 (0 = the context's)",
+                   t->host_threads);
+  if (t->host_stage_kib != 0 && (t->host_stage_kib < 64 || t->host_stage_kib > 1048576))
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_stage_kib",
+                   "ctr_tuning.host_stage_kib is %d, expected 64 .. 1048576 (0 = 16384)",
+                   t->host_stage_kib);
   static const char *const tri[] = {"pet_const", "tune", "direct_io"};
   const int triv[] = {t->pet_const, t->tune, t->direct_io};
   for (int i = 0; i < 3; i++)
@@ -148,7 +160,7 @@ static int parse_count_or_none(const char *v, int *out) {
   return 1;
 }
 
-typedef enum { K_INT, K_PAIR_X, K_PAIR_COMMA, K_SPLIT, K_SWITCH, K_COUNT, K_STRING } key_kind;
+typedef enum { K_INT, K_PAIR_X, K_PAIR_COMMA, K_SPLIT, K_SWITCH, K_COUNT, K_WORD, K_STRING } key_kind;
 
 /* The keys of the text form: one per setting, named as the variables
  * CTRECON_<KEY> that came before the table. */
@@ -177,6 +189,9 @@ static const key_def k_keys[] = {
     {"cache_dir", K_STRING, F(cache_dir), 0, "a directory"},
     {"direct_io", K_SWITCH, F(direct_io), 0, "on or off"},
     {"read_threads", K_INT, F(read_threads), 0, "1 .. 64 (1: through H5Dread)"},
+    {"host_transfer", K_WORD, F(host_transfer), 0, "staged, registered or driver"},
+    {"host_threads", K_INT, F(host_threads), 0, "1 .. 256"},
+    {"host_stage_kib", K_INT, F(host_stage_kib), 0, "64 .. 1048576"},
 };
 #undef F
 #define NKEYS (sizeof k_keys / sizeof k_keys[0])
@@ -216,6 +231,12 @@ static int parse_value(const key_def *d, const char *v, ctr_tuning *t) {
         t->bp_split_slices[j] = j < n / 2 ? x[2 * j + 1] : 0;
       }
       return 1;
+    }
+    case K_WORD: {
+      static const char *const words[] = {"staged", "registered", "driver"};
+      for (int i = 0; i < 3; i++)
+        if (!strcasecmp(v, words[i])) return *a = i + 1, 1;
+      return 0;
     }
     case K_STRING: break;
   }

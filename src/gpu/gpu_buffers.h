@@ -43,6 +43,14 @@ ctr_status ctr__gpu_buffer_get(const ctr_context *ctx, int device, size_t bytes,
  * ctx NULL). */
 void ctr__gpu_buffer_put(const ctr_context *ctx, int device, void *p, size_t bytes);
 
+/* The cache's list itself, for the pinned host buffers of host_transfer.h
+ * too (key CTR__PINNED_HOST): take gives a kept buffer of at least `bytes`
+ * (within 1/8) and returns 1, else 0; keep files one (1) or says it cannot
+ * (0: ctx NULL, small, slots full): the caller frees it. */
+#define CTR__PINNED_HOST (-2)
+int ctr__gpu_buffer_take(const ctr_context *ctx, int device, size_t bytes, void **out);
+int ctr__gpu_buffer_keep(const ctr_context *ctx, int device, void *p, size_t bytes);
+
 /* Frees the kept buffers of `device` (-1: the current one); 1 when there
  * were any: an allocation outside the cache that found the GPU full (a cuFFT
  * plan's work area, a texture array) may then be tried again

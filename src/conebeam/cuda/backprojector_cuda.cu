@@ -14,6 +14,7 @@
  * view's matrix (same u, v; weight x 1 / alpha^2 with alpha =
  * 1 / sqrt(weight)). */
 #include "conebeam/cuda/views_layout.cuh"
+#include "gpu/host_transfer.h"
 
 #include <stdio.h>
 #include <math.h>

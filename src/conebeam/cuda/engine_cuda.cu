@@ -9,6 +9,7 @@
 #include "conebeam/cuda/views_layout.cuh"
 #include "conebeam/cuda/engine_cuda_model.h"
 #include "gpu/gpu_buffers.h"
+#include "gpu/host_transfer.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -57,20 +58,18 @@ typedef struct cuda_engine {
   cudaEvent_t ev_tail[SHARED_TAIL_SLABS]; /* slab s of the held batches is backprojected */
   int tailing;           /* tail_hold took the held batches for tail_queue / tail_sum */
   void *d_raw[2];
-  void *h_stage[2];      /* pinned staging for pageable raw input */
   float *d_filt[2];      /* filtered subsets, unpadded (non-resident stores) */
   cudaEvent_t ev_up[2], ev_raw_free[2], ev_filt_free[2], ev_filt_ready[2];
   float *d_vol;
   float *d_add;          /* add_from's scratch (a source it cannot read in place) */
   unsigned long long *d_bad; /* [0] input values, [1] output voxels replaced by 0 */
-  float *h_vol_stage;    /* pinned staging for pageable targets */
+  ctr__xfer xf;          /* host transfers of the caller's memory (gpu/host_transfer.h) */
   unsigned int *d_range; /* order-preserving bits of the smallest and largest value */
   int64_t z0, nz, batch_index;
   float *target;
   int64_t first_held, kslices;
   int64_t view_begin, view_end;   /* the views this engine sees */
   int64_t batch_begin, batch_end; /* their batches */
-  int threads;
   /* step timings */
   ev_pair *evs;
   int64_t nevs, cap_evs;
@@ -191,7 +190,7 @@ static ctr_status cu_slab_begin(ctr__engine *e, int64_t z0, int64_t nz, float *t
   c->target = target;
   c->kslices = ctr__grid_slices(&c->dv, nz);
   c->first_held = c->batch_end;
-  if (target && is_resident(c) && ctr__gpu_direct(target)) {
+  if (target && is_resident(c) && ctr__xfer_choose(&c->xf, target, 1, 1) == CTR__XFER_DIRECT) {
     const double bp_s = (double)c->plan.views_per_batch * (double)(c->g->vol.nx * c->g->vol.ny * nz) / EST_GUPS;
     const double dl_s = (double)(c->g->vol.nx * c->g->vol.ny * nz) * 4.0 / EST_D2H_BYTES_PER_S;
     int64_t held = (int64_t)ceil(dl_s / bp_s);
@@ -211,9 +210,12 @@ static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void
   const int i = (int)((v0 / c->plan.views_per_batch) & 1);
   const size_t bytes = (size_t)(n * c->g->nu * c->g->nv) * ctr_dtype_size(dtype);
   const size_t fbytes = (size_t)(n * c->g->nu * c->g->nv) * sizeof(float);
-  const void *src = raw;
   int64_t t;
-  const int pinned = ctr__gpu_direct(raw); /* pinned host, or the caller's GPU array */
+  /* pinned host, or the caller's GPU array: the copy is queued and waited
+   * for at the end; pageable memory is staged (the call returns when raw
+   * may be reused) */
+  const ctr__xfer_path path = ctr__xfer_choose(&c->xf, raw, bytes, 1);
+  const int pinned = path == CTR__XFER_DIRECT;
   /* Resident views are filtered straight into the layout unless the host
    * wants them too (then through the staging buffer, as for the other
    * stores). */
@@ -221,16 +223,9 @@ static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void
   if (keep && !c->d_filt[i])
     CTR_FAIL(CTR_E_INTERNAL, "filtered views wanted on the host, but the plan gave no staging "
              "buffer");
-  if (!pinned) {
-    /* Pageable input goes through pinned staging, allocated at first need. */
-    if (!c->h_stage[i]) CU(cudaMallocHost(&c->h_stage[i], (size_t)c->plan.views_per_batch * (size_t)(c->g->nu * c->g->nv) * sizeof(float)));
-    CU(cudaEventSynchronize(c->ev_up[i])); /* the previous upload out of h_stage[i] is done */
-    ctr__host_copy(c->h_stage[i], raw, bytes, c->threads);
-    src = c->h_stage[i];
-  }
   CU(cudaStreamWaitEvent(c->up, c->ev_raw_free[i], 0));
   CTR_CHECK(ev_begin(c, T_UPLOAD, c->up, &t));
-  CU(cudaMemcpyAsync(c->d_raw[i], src, bytes, cudaMemcpyDefault, c->up));
+  CTR_CHECK(ctr__xfer_h2d_on(&c->xf, path, c->d_raw[i], raw, bytes, c->up, 0));
   CTR_CHECK(ev_end(c, t, c->up));
   CU(cudaEventRecord(c->ev_up[i], c->up));
   CU(cudaStreamWaitEvent(c->comp, c->ev_up[i], 0));
@@ -319,18 +314,8 @@ static ctr_status copy_out_on(cuda_engine *c, cudaStream_t on, int64_t k0, int64
   CU(cudaEventRecord(done, on));
   CU(cudaStreamWaitEvent(c->down, done, 0));
   CTR_CHECK_GOTO(st, ev_begin(c, T_DOWNLOAD, c->down, &t));
-  if (ctr__gpu_direct(dst)) { /* pinned host, or the caller's GPU array */
-    CU(cudaMemcpyAsync(dst, (char *)c->d_vol + off, len, cudaMemcpyDefault, c->down));
-  } else {
-    const size_t chunk = (size_t)64 << 20;
-    if (!c->h_vol_stage) CU(cudaMallocHost(&c->h_vol_stage, chunk));
-    for (size_t o = 0; o < len; o += chunk) {
-      const size_t l = len - o < chunk ? len - o : chunk;
-      CU(cudaMemcpyAsync(c->h_vol_stage, (char *)c->d_vol + off + o, l, cudaMemcpyDeviceToHost, c->down));
-      CU(cudaStreamSynchronize(c->down));
-      ctr__host_copy((char *)dst + o, c->h_vol_stage, l, c->threads);
-    }
-  }
+  /* pinned host or the caller's GPU array: queued; pageable: staged */
+  CTR_CHECK_GOTO(st, ctr__xfer_d2h(&c->xf, dst, (char *)c->d_vol + off, len, c->down, 0, NULL));
   CTR_CHECK_GOTO(st, ev_end(c, t, c->down));
   if (wait) CU(cudaStreamSynchronize(c->down));
 cleanup:
@@ -651,12 +636,14 @@ static void cu_destroy(ctr__engine *e) {
   for (int i = 0; i < 2; i++) {
     ctr__gpu_buffer_put(c->ctx, c->device, c->d_raw[i], c->raw_bytes);
     ctr__gpu_buffer_put(c->ctx, c->device, c->d_filt[i], c->filt_bytes);
-    cudaFreeHost(c->h_stage[i]);
     cudaEvent_t *evs[4] = {&c->ev_up[i], &c->ev_raw_free[i], &c->ev_filt_free[i], &c->ev_filt_ready[i]};
     for (int k = 0; k < 4; k++)
       if (*evs[k]) cudaEventDestroy(*evs[k]);
   }
-  cudaFreeHost(c->h_vol_stage);
+  char who[32];
+  snprintf(who, sizeof who, "fdk (GPU %d)", c->device);
+  ctr__xfer_log(&c->xf, who);
+  ctr__xfer_free(&c->xf);
   ctr__gpu_buffer_put(c->ctx, c->device, c->d_vol, c->vol_bytes);
   ctr__gpu_buffer_put(c->ctx, c->device, c->d_add, ADD_CHUNK_BYTES);
   ctr__gpu_buffer_put(c->ctx, c->device, c->d_bad, 2 * sizeof(unsigned long long));
@@ -711,7 +698,6 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
   c->device = device;
   c->g = g;
   c->plan = *plan;
-  c->threads = ctr__num_threads(ctx);
   const int64_t nb = plan->views_per_batch;
   c->view_begin = view_begin;
   c->view_end = view_end;
@@ -724,6 +710,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
   ctr__cuda_engine_bytes(g, o->interp, nb, plan->store, plan->pair, view_end - view_begin, shared,
                          &model);
   CTR_CHECK_GOTO(st, ctr__device_setup(device, &prop, &free_bytes));
+  CTR_CHECK_GOTO(st, ctr__xfer_init(&c->xf, ctx));
   {
     ctr__bp_config req;
     memset(&req, 0, sizeof req);

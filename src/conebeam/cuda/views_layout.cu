@@ -318,28 +318,5 @@ int ctr__host_pinned(const void *p) {
   return attr.type == cudaMemoryTypeHost;
 }
 
-int ctr__gpu_direct(const void *p) {
-  cudaPointerAttributes attr;
-  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return attr.type == cudaMemoryTypeHost || attr.type == cudaMemoryTypeDevice ||
-         attr.type == cudaMemoryTypeManaged;
-}
 
-/* Parallel host copy (staging pageable memory through pinned buffers): one
- * piece per thread, at least 256 KiB, in 64 KiB multiples (a single 5 MB
- * view in 4 MiB pieces kept all but two threads idle). */
-void ctr__host_copy(void *dst, const void *src, size_t bytes, int threads) {
-  const size_t quantum = (size_t)64 << 10, per = bytes / (size_t)(threads > 1 ? threads : 1);
-  size_t chunk = (per + quantum - 1) / quantum * quantum;
-  if (chunk < ((size_t)256 << 10)) chunk = (size_t)256 << 10;
-  const int64_t n = (int64_t)((bytes + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static) num_threads(threads) if (n > 1)
-  for (int64_t i = 0; i < n; i++) {
-    const size_t off = (size_t)i * chunk, len = bytes - off < chunk ? bytes - off : chunk;
-    memcpy((char *)dst + off, (const char *)src + off, len);
-  }
-}
 

@@ -64,10 +64,5 @@ ctr_status ctr__device_setup(int device, cudaDeviceProp *prop, size_t *free_byte
 /* CTR_E_DEVICE_OUT_OF_MEMORY naming `what`, the bytes needed and free. */
 ctr_status ctr__check_memory(size_t need, size_t free_bytes, const char *what);
 int ctr__host_pinned(const void *p);
-/* 1 when cudaMemcpy reaches p without staging: pinned host memory, or GPU
- * memory (device or managed: the caller's arrays of ctr_fdk on the GPU). */
-int ctr__gpu_direct(const void *p);
-/* Parallel host copy (staging pageable memory through pinned buffers). */
-void ctr__host_copy(void *dst, const void *src, size_t bytes, int threads);
 
 #endif

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu/cuda_util.h"
+#include "gpu/host_transfer.h"
 #include "iterative/cuda/iterative_cuda.h"
 
 #define THREADS 256
@@ -45,9 +46,20 @@ ctr_status ctr__it_cuda_copy(ctr_projector *p, float *dst, int dst_device, const
                              int src_device, int64_t n) {
   CU_DEVICE(p->gpu);
   ctr_status st = CTR_OK;
-  (void)dst_device;
-  (void)src_device; /* the caller's arrays too: host or GPU memory, UVA tells */
-  CU(cudaMemcpy(dst, src, sizeof(float) * (size_t)n, cudaMemcpyDefault));
+  /* flag 0: host memory as far as the backend knows (a caller's array may
+   * still be GPU memory: the layer's direct path, UVA tells) */
+  /* a host side through the host-transfer layer (staged when pageable) */
+  const size_t bytes = sizeof(float) * (size_t)n;
+  if (!dst_device != !src_device) {
+    ctr__xfer x;
+    CTR_CHECK_GOTO(st, ctr__xfer_init(&x, p->ctx));
+    st = !src_device ? ctr__xfer_h2d(&x, dst, src, bytes, 0, 1, NULL)
+                        : ctr__xfer_d2h(&x, dst, src, bytes, 0, 1, NULL);
+    if (st == CTR_OK) CU(cudaStreamSynchronize(0));
+    ctr__xfer_free(&x);
+    goto cleanup;
+  }
+  CU(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 cleanup:
   return st;
 }

@@ -8,6 +8,7 @@
  * the transfers of one overlap the work of the other. */
 #include "parbeam/cuda/fbp_cuda.cuh"
 #include "core/projmath.h"
+#include "gpu/host_transfer.h"
 #include "filter/filter.h"
 
 #include <cufft.h>
@@ -125,6 +126,7 @@ typedef struct chunk_bufs {
    * chunk last run on these buffers has not been counted yet. */
   cudaEvent_t ev[5];
   int have_ev, pending;
+  int64_t out_s0, out_n; /* a download left to the host (pageable slices): out_n > 0 */
 } chunk_bufs;
 
 /* Adds the steps of the chunk last run on c to t (waits for it). */
@@ -176,6 +178,9 @@ typedef struct pipeline {
   float *d_kern, *d_w, *d_flat, *d_dark;
   unsigned long long *d_bad;
   chunk_bufs cb[2];
+  ctr__xfer xf;              /* host transfers (gpu/host_transfer.h) */
+  int staged_out;            /* slices in pageable memory: downloaded by the host thread while
+                                the next chunk computes */
 } pipeline;
 
 static ctr_status pl_alloc(pipeline *pl, size_t bytes, const char *what, void **out) {
@@ -273,8 +278,8 @@ static ctr_status chunk_upload(pipeline *pl, chunk_bufs *c, int64_t s0, int64_t 
   if (!pl->flat) {
     const float *src = (const float *)pl->proj + s0 * nb * na;
     if (!pl->in_place) {
-      CU(cudaMemcpyAsync(c->d_raw, src, sizeof(float) * (size_t)(n * nb * na), cudaMemcpyDefault,
-                         c->s));
+      CTR_CHECK_GOTO(st, ctr__xfer_h2d(&pl->xf, c->d_raw, src, sizeof(float) * (size_t)(n * nb * na),
+                                       c->s, 0, NULL));
       src = (const float *)c->d_raw;
     }
     MARK(c, 1);
@@ -282,10 +287,10 @@ static ctr_status chunk_upload(pipeline *pl, chunk_bufs *c, int64_t s0, int64_t 
     CU_LAUNCHED("pad_rows");
   } else {
     /* the stream orders the copy after the chunk two back that used the buffers */
-    CU(cudaMemcpy2DAsync(c->d_raw, es * (size_t)(nb * n),
-                         (const char *)pl->proj + es * (size_t)((pl->row0 + s0) * nb),
-                         es * (size_t)(nb * pl->nrows), es * (size_t)(nb * n), (size_t)na,
-                         cudaMemcpyHostToDevice, c->s));
+    CTR_CHECK_GOTO(st, ctr__xfer_h2d_2d(&pl->xf, c->d_raw, es * (size_t)(nb * n),
+                                        (const char *)pl->proj + es * (size_t)((pl->row0 + s0) * nb),
+                                        es * (size_t)(nb * pl->nrows), es * (size_t)(nb * n),
+                                        (size_t)na, c->s, 0, NULL));
     MARK(c, 1);
     const float *dark = pl->d_dark ? pl->d_dark + s0 * nb : NULL;
     if (pl->dtype == CTR_DTYPE_UINT16)
@@ -327,6 +332,20 @@ cleanup:
   return st;
 }
 
+/* The slices of the chunk last backprojected on c into pl->slices (after its
+ * work on c->s; pageable slices: staged, returns when they are there). */
+static ctr_status chunk_download(pipeline *pl, chunk_bufs *c) {
+  ctr_status st = CTR_OK;
+  if (c->out_n <= 0) return CTR_OK;
+  CTR_CHECK_GOTO(st, ctr__xfer_d2h(&pl->xf, pl->slices + c->out_s0 * pl->plane, c->f.d_out,
+                                   sizeof(float) * (size_t)(pl->plane * c->out_n), c->s, 0, NULL));
+  MARK(c, 4);
+  c->pending = c->have_ev;
+  c->out_n = 0;
+cleanup:
+  return st;
+}
+
 /* The chunk's backprojection (the kernel chosen on the first chunk), the
  * data policy on its slices and their download to host or GPU memory. */
 static ctr_status chunk_backproject(pipeline *pl, chunk_bufs *c, int64_t s0, int64_t n) {
@@ -353,11 +372,10 @@ static ctr_status chunk_backproject(pipeline *pl, chunk_bufs *c, int64_t s0, int
   }
   CTR_CHECK_GOTO(st, ctr__gpu_sanitize(c->f.d_out, (long long)(plane * n), pl->d_bad + 1, c->s));
   MARK(c, 3);
-  /* to host or GPU memory (any GPU's) alike */
-  CU(cudaMemcpyAsync(pl->slices + s0 * plane, c->f.d_out, sizeof(float) * (size_t)(plane * n),
-                     cudaMemcpyDefault, c->s));
-  MARK(c, 4);
-  c->pending = c->have_ev;
+  c->out_s0 = s0, c->out_n = n;
+  /* pinned host or GPU memory (any GPU's): queued now; pageable: by the
+   * host thread once the next chunk is queued (pipeline_chunks) */
+  if (!pl->staged_out) CTR_CHECK_GOTO(st, chunk_download(pl, c));
 cleanup:
   return st;
 }
@@ -365,6 +383,10 @@ cleanup:
 /* Waits for the device and gives everything back (buffers to the cache). */
 static void pipeline_free(pipeline *pl) {
   cudaDeviceSynchronize();
+  char who[32];
+  snprintf(who, sizeof who, "fbp (GPU %d)", pl->dev);
+  ctr__xfer_log(&pl->xf, who);
+  ctr__xfer_free(&pl->xf);
   for (int i = 0; i < 2; i++) {
     chunk_bufs *c = &pl->cb[i];
     if (c->have_f) cufftDestroy(c->plan_f);
@@ -406,7 +428,10 @@ static ctr_status pipeline_chunks(pipeline *pl, int64_t bad[2]) {
     CTR_CHECK_GOTO(st, chunk_upload(pl, c, s0, n));
     CTR_CHECK_GOTO(st, chunk_filter(pl, c, n));
     CTR_CHECK_GOTO(st, chunk_backproject(pl, c, s0, n));
+    /* pageable slices: the previous chunk's, while this one computes */
+    if (pl->staged_out) CTR_CHECK_GOTO(st, chunk_download(pl, &pl->cb[(k + 1) & 1]));
   }
+  for (int64_t k = 0; k < 2; k++) CTR_CHECK_GOTO(st, chunk_download(pl, &pl->cb[k]));
   CU(cudaDeviceSynchronize());
   if (pl->tm)
     for (int i = 0; i < 2; i++) CTR_CHECK_GOTO(st, count_chunk(&pl->cb[i], pl->tm));
@@ -440,6 +465,8 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
   pl.nearest = o && o->interp == CTR_FBP_NEAREST;
   CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, pl.nearest, &pl.kernel));
   CU(cudaSetDevice(dev));
+  CTR_CHECK_GOTO(st, ctr__xfer_init(&pl.xf, ctx));
+  pl.staged_out = ctr__xfer_choose(&pl.xf, slices, 1, 1) != CTR__XFER_DIRECT;
   CTR_CHECK_GOTO(st, ctr__ramp_create(pl.nb, o ? o->window : CTR_WINDOW_RAM_LAK, o ? o->cutoff : 1.0, &ramp));
   pl.padded = ctr__ramp_padded(ramp);
   pl.nf = pl.padded / 2 + 1;

@@ -7,6 +7,7 @@
  * and the data policy on the result run on the device. */
 #include "pet/cuda/pet_cuda.cuh"
 #include "pet/pet_update.h"
+#include "gpu/host_transfer.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,7 @@ typedef struct recon_bufs {
   float *h, *n, *sens, *total, *acc, *f, *ones;
   unsigned long long *count; /* a flag or a count read back by the host */
   cudaEvent_t *ev;           /* (PH_N + 1) per view */
+  ctr__xfer xf;              /* the caller's histogram and image (gpu/host_transfer.h) */
 } recon_bufs;
 
 static ctr_status check_memory(const ctr__pet_cuda *c, const ctr_pet_histo *h) {
@@ -155,7 +157,8 @@ static ctr_status upload_image(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_b
   ctr_status st = CTR_OK;
   const long long nv = c->nvox;
   unsigned long long nonzero = 0;
-  CU(cudaMemcpyAsync(c->d_tmp, image, (size_t)nv * sizeof(float), cudaMemcpyDefault, c->stream));
+  CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b->xf, c->d_tmp, image, (size_t)nv * sizeof(float), c->stream,
+                                   0, NULL));
   CU(cudaMemsetAsync(b->count, 0, sizeof *b->count, c->stream));
   pet_nonzero_kernel<<<(unsigned)((nv + 255) / 256), 256, 0, c->stream>>>(c->d_tmp, nv, b->count);
   CU_LAUNCHED("pet_nonzero_kernel");
@@ -173,7 +176,7 @@ cleanup:
 
 /* The current image into the caller's (host or GPU memory); bad: NULL, or
  * the data policy first, *bad getting the count of voxels stored as 0. */
-static ctr_status download_image(ctr__pet_cuda *c, const recon_bufs *b, float *image,
+static ctr_status download_image(ctr__pet_cuda *c, recon_bufs *b, float *image,
                                  int64_t *bad) {
   ctr_status st = CTR_OK;
   pet_unpad_kernel<<<GRID3(c), 128, 0, c->stream>>>(b->f, c->d_tmp, GEOM(c));
@@ -185,9 +188,8 @@ static ctr_status download_image(ctr__pet_cuda *c, const recon_bufs *b, float *i
     CTR_CHECK_GOTO(st, read_count(c, b, &n));
     *bad = (int64_t)n;
   }
-  CU(cudaMemcpyAsync(image, c->d_tmp, (size_t)c->nvox * sizeof(float), cudaMemcpyDefault,
-                     c->stream));
-  CU(cudaStreamSynchronize(c->stream));
+  CTR_CHECK_GOTO(st, ctr__xfer_d2h(&b->xf, image, c->d_tmp, (size_t)c->nvox * sizeof(float),
+                                   c->stream, 1, NULL));
 cleanup:
   return st;
 }
@@ -206,6 +208,7 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   double start = ctr__now_s();
   memset(t, 0, sizeof *t);
   CU(cudaSetDevice(c->device));
+  CTR_CHECK_GOTO(st, ctr__xfer_init(&b.xf, c->ctx));
   CTR_CHECK_GOTO(st, check_memory(c, h));
   CU(cudaEventCreate(&t0));
   CU(cudaEventCreate(&t1));
@@ -228,8 +231,8 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   for (int64_t i = 0; i < h->nviews * (PH_N + 1); i++) CU(cudaEventCreate(&b.ev[i]));
   /* data and start image */
   CU(cudaEventRecord(t0, c->stream));
-  CU(cudaMemcpyAsync(b.h, h->counts, hb, cudaMemcpyHostToDevice, c->stream));
-  if (h->factors) CU(cudaMemcpyAsync(b.n, h->factors, hb, cudaMemcpyHostToDevice, c->stream));
+  CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.h, h->counts, hb, c->stream, 0, NULL));
+  if (h->factors) CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.n, h->factors, hb, c->stream, 0, NULL));
   CTR_CHECK_GOTO(st, upload_image(c, h, &b, image));
   CU(cudaEventRecord(t1, c->stream));
   CU(cudaEventSynchronize(t1));
@@ -277,6 +280,8 @@ cleanup:
     for (int64_t i = 0; i < h->nviews * (PH_N + 1); i++)
       if (b.ev[i]) cudaEventDestroy(b.ev[i]);
   free(b.ev);
+  ctr__xfer_log(&b.xf, "pet-recon");
+  ctr__xfer_free(&b.xf);
   cudaFree(b.h), cudaFree(b.n), cudaFree(b.sens), cudaFree(b.total), cudaFree(b.acc);
   cudaFree(b.ones), cudaFree(b.f), cudaFree(b.count);
   if (t0) cudaEventDestroy(t0);
