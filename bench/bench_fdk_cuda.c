@@ -30,6 +30,7 @@
 
 #if CTR_HAVE_CUDA
 #include "conebeam/cuda/bp_config.h"
+#include "bench_floor.h"
 
 typedef bench_cone bench_case;
 
@@ -167,7 +168,12 @@ int main(int argc, char **argv) {
   memcpy(proj_pg, proj, np * sizeof(float));
   memset(volume_pg, 0, nvox * sizeof(float));
   static const char *const host_settings[] = {"auto", "staged", "registered", "driver"};
+  bench_floor floor_rates;
+  if (bench_floor_measure(&floor_rates)) BENCH_DIE("floor: out of memory");
+  printf("floor rates: DMA %.1f GB/s up, %.1f down; staged host copy %.1f up, %.1f down (GB/s)\n",
+         floor_rates.dma_up, floor_rates.dma_down, floor_rates.copy_up, floor_rates.copy_down);
   for (int q = 0; q < 2; q++) {
+    double pinned_s = 0;
     for (int m = 0; m < 5; m++) { /* pinned, then pageable under each host setting */
       if (m > 0 && !bench_listed(hosts, host_settings[m - 1])) continue;
       const char *kv[2] = {"host_transfer", m > 1 ? host_settings[m - 1] : "auto"};
@@ -202,10 +208,12 @@ int main(int argc, char **argv) {
       snprintf(mem, sizeof mem, "%s%s%s", m == 0 ? "pinned" : "pageable", m > 1 ? "-" : "",
                m > 1 ? host_settings[m - 1] : "");
       const char *mode = q == 0 ? "texture" : "exact";
+      if (m == 0) pinned_s = t->total;
+      const double floor_s = bench_floor_seconds(&floor_rates, pinned_s, (double)np * 4.0, (double)nvox * 4.0);
       printf("end to end %-8s %-8s: %.1f ms (set-up %.1f ms included), median of %d | busy: upload %.1f, "
-             "filter %.1f, backprojection %.1f (%.0f GUPS), download %.1f ms\n",
+             "filter %.1f, backprojection %.1f (%.0f GUPS), download %.1f ms | pageable floor %.1f ms\n",
              mode, mem, t->total * 1e3, t->setup * 1e3, r_count, t->upload * 1e3, t->filter * 1e3,
-             t->backproject * 1e3, gups(c, t->backproject * 1e3), t->download * 1e3);
+             t->backproject * 1e3, gups(c, t->backproject * 1e3), t->download * 1e3, floor_s * 1e3);
       if (json.f) {
         char runs[16 * 16] = "";
         for (int r = 0, len = 0; r < r_count; r++)
@@ -214,10 +222,10 @@ int main(int argc, char **argv) {
                   "\"seconds\": %.6f, \"setup_seconds\": %.6f, \"setup_included\": true, "
                   "\"upload_ms\": %.3f, \"filter_ms\": %.3f, \"backprojection_ms\": %.3f, "
                   "\"download_ms\": %.3f, \"gups_in_pipeline\": %.1f, \"views_per_batch\": %lld, "
-                  "\"repeats\": %d, \"runs\": [%s]",
+                  "\"floor_seconds\": %.6f, \"repeats\": %d, \"runs\": [%s]",
                   c->name, mode, mem, mode, mem, t->total, t->setup, t->upload * 1e3, t->filter * 1e3,
                   t->backproject * 1e3, t->download * 1e3, gups(c, t->backproject * 1e3),
-                  (long long)tm[med].plan.views_per_batch, r_count, runs);
+                  (long long)tm[med].plan.views_per_batch, floor_s, r_count, runs);
       }
       if (dump && m == 0) {
         char name[64];

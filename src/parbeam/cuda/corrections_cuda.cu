@@ -7,6 +7,7 @@
  * copies, the others a slice at a time. */
 #include "gpu/cuda_util.h"
 #include "gpu/gpu_buffers.h"
+#include "gpu/host_transfer.h"
 #include "filter/filter.h"
 #include "parbeam/cuda/parbeam_cuda.h"
 
@@ -72,6 +73,8 @@ extern "C" ctr_status ctr__dezinger_cuda(const ctr_context *ctx, double threshol
                                          int64_t nb, int64_t na, int64_t ns, float *sino,
                                          int64_t *replaced) {
   ctr_status st = CTR_OK;
+  ctr__xfer xf; /* the caller's sinograms or images (gpu/host_transfer.h) */
+  memset(&xf, 0, sizeof xf);
   float *d_in = NULL, *d_out = NULL;
   unsigned long long *d_count = NULL, h_count = 0;
   const size_t bytes = sizeof(float) * (size_t)(nb * na);
@@ -81,15 +84,17 @@ extern "C" ctr_status ctr__dezinger_cuda(const ctr_context *ctx, double threshol
   GPU_GET(ctx, d_out, bytes, "dezinger output sinogram");
   GPU_GET(ctx, d_count, sizeof *d_count, "dezinger counter");
   CU(cudaMemset(d_count, 0, sizeof *d_count));
+  CTR_CHECK_GOTO(st, ctr__xfer_init(&xf, ctx));
   for (int64_t s = 0; s < ns; s++) {
-    CU(cudaMemcpy(d_in, sino + s * nb * na, bytes, cudaMemcpyHostToDevice));
+    CTR_CHECK_GOTO(st, ctr__xfer_h2d(&xf, d_in, sino + s * nb * na, bytes, 0, 0, NULL));
     dezinger_kernel<<<grid, 128>>>(d_in, d_out, (int)nb, (int)na, size / 2, (float)threshold, d_count);
     CU_LAUNCHED("dezinger_kernel");
-    CU(cudaMemcpy(sino + s * nb * na, d_out, bytes, cudaMemcpyDeviceToHost));
+    CTR_CHECK_GOTO(st, ctr__xfer_d2h(&xf, sino + s * nb * na, d_out, bytes, 0, 1, NULL));
   }
   CU(cudaMemcpy(&h_count, d_count, sizeof h_count, cudaMemcpyDeviceToHost));
   *replaced = (int64_t)h_count;
 cleanup:
+  ctr__xfer_free(&xf); /* after its DMAs */
   cudaDeviceSynchronize(); /* the buffers go back unused */
   GPU_PUT(ctx, d_in, bytes);
   GPU_PUT(ctx, d_out, bytes);
@@ -161,6 +166,8 @@ __global__ static void unsort(const float *__restrict__ filtered, const int *__r
 static ctr_status sorting_cuda(const ctr_context *ctx, const ctr_corrections *c, int64_t nb,
                                int64_t na, int64_t ns, float *sino) {
   ctr_status st = CTR_OK;
+  ctr__xfer xf; /* the caller's sinograms or images (gpu/host_transfer.h) */
+  memset(&xf, 0, sizeof xf);
   const long long per = nb * na;
   /* per element: the sinogram, keys and angles in and out, the sorted and
    * the filtered values: 28 bytes */
@@ -189,10 +196,11 @@ static ctr_status sorting_cuda(const ctr_context *ctx, const ctr_corrections *c,
   CU(cub::DeviceSegmentedSort::StableSortPairs(NULL, tmp_bytes, d_key[0], d_key[1], d_ang[0], d_ang[1],
                                                nmax, batch * nb, d_off, d_off + 1, s));
   GPU_GET(ctx, d_tmp, tmp_bytes, "stripe filter sort work area");
+  CTR_CHECK_GOTO(st, ctr__xfer_init(&xf, ctx));
   for (int64_t s0 = 0; s0 < ns; s0 += batch) {
     const int64_t nsl = ns - s0 < batch ? ns - s0 : batch;
     const long long n = nsl * per;
-    CU(cudaMemcpyAsync(d_x, sino + s0 * per, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice, s));
+    CTR_CHECK_GOTO(st, ctr__xfer_h2d(&xf, d_x, sino + s0 * per, sizeof(float) * (size_t)n, s, 0, NULL));
     sort_keys<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(d_x, (int)nb, (int)na, n, d_key[0], d_ang[0],
                                                          d_off);
     CU_LAUNCHED("sort_keys");
@@ -205,10 +213,11 @@ static ctr_status sorting_cuda(const ctr_context *ctx, const ctr_corrections *c,
     CU_LAUNCHED("rank_median");
     unsort<<<grid, 64, 0, s>>>(d_f, d_ang[1], (int)nb, (int)na, d_x);
     CU_LAUNCHED("unsort");
-    CU(cudaMemcpyAsync(sino + s0 * per, d_x, sizeof(float) * (size_t)n, cudaMemcpyDeviceToHost, s));
+    CTR_CHECK_GOTO(st, ctr__xfer_d2h(&xf, sino + s0 * per, d_x, sizeof(float) * (size_t)n, s, 0, NULL));
   }
   CU(cudaStreamSynchronize(s));
 cleanup:
+  ctr__xfer_free(&xf); /* after its DMAs */
   if (s) cudaStreamSynchronize(s);
   GPU_PUT(ctx, d_x, sizeof(float) * (size_t)nmax);
   GPU_PUT(ctx, d_val, sizeof(float) * (size_t)nmax);
@@ -322,6 +331,8 @@ __global__ static void crop(const float *__restrict__ x, float *__restrict__ s, 
 static ctr_status wavelet_cuda(const ctr_context *ctx, const ctr_corrections *c, int64_t nb,
                                int64_t na, int64_t ns, float *sino) {
   ctr_status st = CTR_OK;
+  ctr__xfer xf; /* the caller's sinograms or images (gpu/host_transfer.h) */
+  memset(&xf, 0, sizeof xf);
   dwt_taps w;
   const int len = 2 * c->stripe_wavelet, L = c->stripe_level;
   const int64_t q = (int64_t)1 << L;
@@ -352,8 +363,9 @@ static ctr_status wavelet_cuda(const ctr_context *ctx, const ctr_corrections *c,
     }));
     nplans++;
   }
+  CTR_CHECK_GOTO(st, ctr__xfer_init(&xf, ctx));
   for (int64_t s = 0; s < ns; s++) {
-    CU(cudaMemcpy(d_s, sino + s * nb * na, sizeof(float) * (size_t)(nb * na), cudaMemcpyHostToDevice));
+    CTR_CHECK_GOTO(st, ctr__xfer_h2d(&xf, d_s, sino + s * nb * na, sizeof(float) * (size_t)(nb * na), 0, 0, NULL));
     pad_reflect<<<dim3((unsigned)((N1 + 127) / 128), (unsigned)N0), 128>>>(d_s, d_x, (int)nb, (int)na,
                                                                            (int)N1, (int)N0, (int)left);
     CU_LAUNCHED("pad_reflect");
@@ -394,9 +406,10 @@ static ctr_status wavelet_cuda(const ctr_context *ctx, const ctr_corrections *c,
     }
     crop<<<dim3((unsigned)((nb + 127) / 128), (unsigned)na), 128>>>(d_x, d_s, (int)nb, (int)na, (int)N1, (int)left);
     CU_LAUNCHED("crop");
-    CU(cudaMemcpy(sino + s * nb * na, d_s, sizeof(float) * (size_t)(nb * na), cudaMemcpyDeviceToHost));
+    CTR_CHECK_GOTO(st, ctr__xfer_d2h(&xf, sino + s * nb * na, d_s, sizeof(float) * (size_t)(nb * na), 0, 1, NULL));
   }
 cleanup:
+  ctr__xfer_free(&xf); /* after its DMAs */
   cudaDeviceSynchronize(); /* the buffers go back unused */
   for (int i = 0; i < nplans; i++) cufftDestroy(plans[i]);
   GPU_PUT(ctx, d_s, sizeof(float) * (size_t)(nb * na));
@@ -461,6 +474,8 @@ extern "C" ctr_status ctr__paganin_cuda(const ctr_context *ctx, const ctr_correc
                                         double pixel_mm, int64_t m, int64_t w, int64_t h,
                                         int64_t n, float *img) {
   ctr_status st = CTR_OK;
+  ctr__xfer xf; /* the caller's sinograms or images (gpu/host_transfer.h) */
+  memset(&xf, 0, sizeof xf);
   const int64_t W = ctr__fft_good_size(w + 2 * m), H = ctr__fft_good_size(h + 2 * m), nf = W / 2 + 1;
   const int64_t ox = (W - w) / 2, oy = (H - h) / 2;
   /* ctr_paganin_response's a, in cycles per pixel */
@@ -496,11 +511,12 @@ extern "C" ctr_status ctr__paganin_cuda(const ctr_context *ctx, const ctr_correc
     CUFFT(cufftSetStream(fw[k], s[k]));
     CUFFT(cufftSetStream(bw[k], s[k]));
   }
+  CTR_CHECK_GOTO(st, ctr__xfer_init(&xf, ctx));
   for (int64_t i0 = 0, j = 0; i0 < n; i0 += batch, j++) {
     const int k = (int)(j % sets);
     const int64_t nb = n - i0 < batch ? n - i0 : batch; /* the last batch's other planes: unused */
-    CU(cudaMemcpyAsync(d_im[k], img + i0 * w * h, sizeof(float) * (size_t)(w * h * nb),
-                       cudaMemcpyHostToDevice, s[k]));
+    CTR_CHECK_GOTO(st, ctr__xfer_h2d(&xf, d_im[k], img + i0 * w * h, sizeof(float) * (size_t)(w * h * nb),
+                                     s[k], 0, NULL));
     paganin_pad<<<dim3((unsigned)((W + 127) / 128), (unsigned)H, (unsigned)nb), 128, 0, s[k]>>>(
         d_im[k], d_buf[k], (int)w, (int)h, (int)W, (int)H, (int)ox, (int)oy, (int)(2 * nf));
     CU_LAUNCHED("paganin_pad");
@@ -512,11 +528,12 @@ extern "C" ctr_status ctr__paganin_cuda(const ctr_context *ctx, const ctr_correc
     paganin_crop<<<dim3((unsigned)((w + 127) / 128), (unsigned)h, (unsigned)nb), 128, 0, s[k]>>>(
         d_buf[k], d_im[k], (int)w, (int)h, (int)H, (int)ox, (int)oy, (int)(2 * nf));
     CU_LAUNCHED("paganin_crop");
-    CU(cudaMemcpyAsync(img + i0 * w * h, d_im[k], sizeof(float) * (size_t)(w * h * nb),
-                       cudaMemcpyDeviceToHost, s[k]));
+    CTR_CHECK_GOTO(st, ctr__xfer_d2h(&xf, img + i0 * w * h, d_im[k], sizeof(float) * (size_t)(w * h * nb),
+                                     s[k], 0, NULL));
   }
   for (int k = 0; k < sets; k++) CU(cudaStreamSynchronize(s[k]));
 cleanup:
+  ctr__xfer_free(&xf); /* after its DMAs */
   for (int k = 0; k < 2; k++) {
     if (s[k]) cudaStreamSynchronize(s[k]);
     if (have_f[k]) cufftDestroy(fw[k]);
