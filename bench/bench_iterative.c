@@ -2,7 +2,8 @@
  * GPU, with the data ASTRA gets (bench/astra_iterative.py).
  *
  *   bench_iterative [--cases LIST] [--repeats R] [--json FILE] [--dump DIR]
- *                   [--pairs matched|fast|both] [--forward-only] [--gpu-budget-gb G]
+ *                   [--pairs matched|fast|both] [--memory pinned|pageable|both]
+ *                   [--forward-only] [--gpu-budget-gb G]
  *                   [--tune KEY=VALUE]...
  *
  * Cases (comma list; default fp-A,fp-B,iter-A,cgls-B20,fista-256):
@@ -47,6 +48,7 @@ static const geo_case CASE_F = {"F", 256, 384, 384, 60, 1.0, 750.0, 1200.0, 1.0}
 static bench_json json;
 static int repeats = 3;
 static int pairs = 3;        /* bit 0: matched, bit 1: fast */
+static int memories = 1;     /* iter-A, cgls-B20: bit 0 pinned arrays, bit 1 pageable (--memory) */
 static int forward_only = 0; /* fp cases: no adjoints */
 static double gpu_budget_gb = 0; /* cgls-2048: cap on the GPU budget, GB (0: the card's) */
 
@@ -228,27 +230,39 @@ static void bench_iterations(ctr_context *ctx, const geo_case *c, int64_t iterat
     po.pair = pair ? CTR_PAIR_FAST : CTR_PAIR_MATCHED;
     ctr_projector *p = NULL;
     if (ctr_projector_create_cone(ctx, g, &po, &p)) BENCH_DIE("projector: %s", ctr_error_detail());
-    for (int k = 0; k < nalgs; k++) {
+    for (int k = 0; k < nalgs; k++)
+    for (int m = 0; m < 2; m++) { /* the caller's arrays pinned, then pageable (malloc'd, touched) */
+      if (!(memories >> m & 1)) continue;
+      float *pp = proj, *pv = vol;
+      if (m) {
+        pp = malloc(sizeof(float) * (size_t)nproj);
+        pv = malloc(sizeof(float) * (size_t)(c->n * c->n * c->n));
+        if (!pp || !pv) BENCH_DIE("out of host memory (pageable arrays)");
+        memcpy(pp, proj, sizeof(float) * (size_t)nproj);
+        memcpy(pv, vol, sizeof(float) * (size_t)(c->n * c->n * c->n));
+      }
       double tot[16], per[16];
       ctr_iterate_report rep = CTR_ITERATE_REPORT_INIT;
       for (int r = warm ? -1 : 0; r < runs && r < 16; r++) {
         double t, q;
-        run_algorithm(p, algs[k], iterations, proj, vol, &t, &q, &rep);
+        run_algorithm(p, algs[k], iterations, pp, pv, &t, &q, &rep);
         if (r >= 0) tot[r] = t, per[r] = q;
       }
+      if (m) free(pp), free(pv);
       const double st = bench_median(tot, runs), sp = bench_median(per, runs);
       char plan[512];
       ctr_iterate_plan_describe(&rep.plan, plan, sizeof plan);
-      printf("case %s: %s (%s pair), %lld iterations: %.3f s in all, %.4f s per iteration; "
+      printf("case %s: %s (%s pair, %s arrays), %lld iterations: %.3f s in all, %.4f s per iteration; "
              "residual %.4g of ||b||; plan: %s\n", c->name, ctr_iterate_algorithm_name(algs[k]),
-             ctr_projector_pair_name(po.pair), (long long)iterations, st, sp,
+             ctr_projector_pair_name(po.pair), m ? "pageable" : "pinned", (long long)iterations, st, sp,
              rep.residual / rep.norm_b, plan);
-      bench_json_case(&json, "\"name\": \"%s/%s/%s/%lld-iterations\", \"seconds\": %.6f, "
+      bench_json_case(&json, "\"name\": \"%s/%s/%s/%lld-iterations%s\", \"memory\": \"%s\", \"seconds\": %.6f, "
                 "\"seconds_per_iteration\": %.6f, \"iterations\": %lld, \"pair\": \"%s\", "
                 "\"relative_residual\": %.6g, \"placement\": \"%s\", \"volume\": %lld, \"views\": "
                 "%lld, \"detector\": [%lld, %lld]",
                 c->name, ctr_iterate_algorithm_name(algs[k]), ctr_projector_pair_name(po.pair),
-                (long long)iterations, st, sp, (long long)iterations,
+                (long long)iterations, m ? "/pageable" : "", m ? "pageable" : "pinned", st, sp,
+                (long long)iterations,
                 ctr_projector_pair_name(po.pair), rep.residual / rep.norm_b,
                 ctr_iterate_placement_name(rep.plan.placement), (long long)c->n,
                 (long long)c->nviews, (long long)c->nu, (long long)c->nv);
@@ -402,13 +416,18 @@ int main(int argc, char **argv) {
       gpu_budget_gb = atof(argv[++i]);
       if (!(gpu_budget_gb >= 1 && gpu_budget_gb <= 1e4)) BENCH_DIE("--gpu-budget-gb: 1 .. 10000 (GB)");
     }
-    else if (!strcmp(argv[i], "--pairs") && i + 1 < argc) {
+    else if (!strcmp(argv[i], "--memory") && i + 1 < argc) {
+      const char *w = argv[++i];
+      memories = !strcmp(w, "pinned") ? 1 : !strcmp(w, "pageable") ? 2 : !strcmp(w, "both") ? 3 : 0;
+      if (!memories) BENCH_DIE("--memory: pinned, pageable or both, not \"%s\"", w);
+    } else if (!strcmp(argv[i], "--pairs") && i + 1 < argc) {
       const char *w = argv[++i];
       pairs = !strcmp(w, "matched") ? 1 : !strcmp(w, "fast") ? 2 : !strcmp(w, "both") ? 3 : 0;
       if (!pairs) BENCH_DIE("--pairs: matched, fast or both, not \"%s\"", w);
     } else
       BENCH_DIE("usage: %s [--cases LIST] [--repeats R] [--json FILE] [--dump DIR] "
-                "[--pairs matched|fast|both] [--forward-only] [--gpu-budget-gb G] [--tune KEY=VALUE]", argv[0]);
+                "[--pairs matched|fast|both] [--memory pinned|pageable|both] [--forward-only] [--gpu-budget-gb G] "
+                "[--tune KEY=VALUE]", argv[0]);
   }
   if (repeats < 1 || repeats > 15) BENCH_DIE("--repeats: 1 .. 15");
   if (ctr_cuda_get_device_count() < 1) BENCH_DIE("no usable GPU");

@@ -21,7 +21,9 @@
 # ITER_ARGS: more bench_iterative options, e.g. "--pairs fast";
 # ITER_2048=1 adds the 2048^3 CGLS, about 10 minutes and 120 GB of host memory, in its own
 # JSON), and ASTRA's FP3D/SIRT3D/CGLS3D on case A's data when astra is among the stages
-# (needs the fp-A case in the same call). benchA runs the full kernel sweep. The machine may lack FFTW, cJSON,
+# (needs the fp-A case in the same call). benchA runs the full kernel sweep (SWEEP=0: not);
+# FDK_HOST: bench_fdk_cuda --host settings for the pageable runs (e.g. auto,registered,driver);
+# FDK_VARIANTS: its kernel variants (none: the end-to-end runs only). The machine may lack FFTW, cJSON,
 # libtiff and libpng: a tree carrying unpacked Debian packages in .deps/ (made by
 # scripts/carry-deps.sh with .whl/ and .carry/; see
 # bench/NOTES.md) builds against those. ASTRA comes from wheels in .whl/. Open MPI and
@@ -162,10 +164,13 @@ fi
 # Each leaves at most 8 files in OUT (its JSON, progress.txt, summary.txt,
 # logs.tgz; bundle_results packs the JSON into results.tgz beyond that).
 if has floors; then
-  # PCIe floor: host to device and device to host, pinned and pageable,
-  # 16 MiB (a slice) and 1 GiB, median of 5 (~15 s).
-  say "floors: PCIe copies, pinned and pageable"
-  "$BUILD/bench/bench_pcie" --sizes 16M,1G --repeats 5 --json "$OUT/pcie.json" > "$LOGS/pcie.log" 2>&1
+  # The host transfer floor (bench/bench_pcie.c): one cudaMemcpy each way,
+  # pinned and pageable, 16 MiB (a slice) and 1 GiB; the staged host copy by
+  # threads and slot size; registration; the host-transfer layer's paths;
+  # median of 5 (~1.5 min; PCIE_STAGES picks stages, PCIE_THREADS threads).
+  say "floors: host transfers"
+  "$BUILD/bench/bench_pcie" --sizes 16M,1G --repeats 5 ${PCIE_STAGES:+--stages $PCIE_STAGES} \
+    ${PCIE_THREADS:+--threads $PCIE_THREADS} --json "$OUT/pcie.json" > "$LOGS/pcie.log" 2>&1
   say "pcie rc=$?"
   tee -a "$LOGS/summary.txt" < "$LOGS/pcie.log"
 fi
@@ -183,7 +188,8 @@ for c in A B; do
   mkdir -p "$dump"
   say "bench case $c $sweep"
   "$BUILD/bench/bench_fdk_cuda" --case $c $sweep --repeats 3 --json "$OUT/bench_$c.json" \
-    --dump "$dump" > "$LOGS/bench_$c.log" 2>&1
+    --dump "$dump" ${FDK_HOST:+--host $FDK_HOST} ${FDK_VARIANTS:+--variants $FDK_VARIANTS} \
+    > "$LOGS/bench_$c.log" 2>&1
   say "bench $c rc=$?"
   grep -E "end to end" "$LOGS/bench_$c.log" | tee -a "$LOGS/summary.txt"
   sort -t' ' -k1,1 "$LOGS/bench_$c.log" | awk '$NF ~ /^[0-9.]+$/ && NF == 6' | sort -k6 -n -r | head -8 \
