@@ -20,10 +20,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -239,25 +237,8 @@ ctr_status ctr__it_checkpoint_lock(const char *checkpoint, int *fd) {
   *fd = -1;
   char *path = ctr__io_sprintf("%s.lock", checkpoint);
   if (!path) return CTR_E_OUT_OF_MEMORY;
-  ctr_status st = CTR_OK;
-  /* a run that ends unlinks its lock file: one opened before that is no
-     longer the name's, and is taken again */
-  for (int tries = 0; tries < 100; tries++) {
-    const int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (f < 0)
-      CTR_FAIL_GOTO(st, CTR_E_IO, "cannot create the lock '%s' of checkpoint '%s': %s", path,
-                    checkpoint, strerror(errno));
-    st = ctr__file_lock(f, checkpoint, "another run with this checkpoint");
-    struct stat a, b;
-    if (st == CTR_OK && fstat(f, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
-        a.st_dev == b.st_dev) {
-      *fd = f;
-      break;
-    }
-    close(f);
-    if (st != CTR_OK) break;
-  }
-cleanup:
+  const ctr_status st = ctr__file_lock_open(path, O_RDWR | O_CREAT, checkpoint,
+                                            "another run with this checkpoint", fd);
   free(path);
   return st;
 }
@@ -265,7 +246,6 @@ cleanup:
 void ctr__it_checkpoint_unlock(const char *checkpoint, int fd) {
   if (fd < 0) return;
   char *path = ctr__io_sprintf("%s.lock", checkpoint);
-  if (path) unlink(path); /* while still held: the next run makes a new one */
+  ctr__file_unlock(path, fd, path != NULL);
   free(path);
-  close(fd);
 }
