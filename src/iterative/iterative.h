@@ -181,7 +181,8 @@ uint64_t ctr__it_table_bytes(const ctr_projector *p, int64_t nb);
  * in-plane offsets) and fit the GPU's launch grids. */
 int64_t ctr__it_max_slab(const ctr_projector *p);
 
-/* ---- Checkpoints (checkpoint.c) --------------------------------------------- */
+/* ---- Checkpoints (checkpoint.c) ---------------------------------------------
+ * A kind of the streamed executor's checkpoint (stream/checkpoint.h). */
 
 /* What identifies a run's mathematics: a checkpoint resumes only a run
  * that matches it field by field. */
@@ -215,7 +216,7 @@ typedef struct ctr__it_state {
 ctr_status ctr__it_checkpoint_write(ctr_projector *p, const char *path,
                                     const ctr__it_fingerprint *fp, const ctr__it_state *s);
 /* The run's lock on its checkpoint, held from the start (before there is a
- * checkpoint) to the end: a write lock (ctr__file_lock) on
+ * checkpoint) to the end (ctr__checkpoint_lock): a write lock on
  * "<checkpoint>.lock", created if missing (one left by a killed run is
  * taken over). Another run holding it: CTR_E_INVALID_ARGUMENT "... is in use
  * by process N". Unlock removes the file and closes *fd. */
@@ -223,7 +224,8 @@ ctr_status ctr__it_checkpoint_lock(const char *checkpoint, int *fd);
 void ctr__it_checkpoint_unlock(const char *checkpoint, int fd);
 /* Reads a checkpoint into the state's vectors (their sizes must match),
  * scalars and history (s->hist replaced: malloc'd, or NULL for a checkpoint
- * without one); errors name the file and the field that differs. */
+ * without one; all only when the whole file checked); errors name the file
+ * and the field that differs. */
 ctr_status ctr__it_checkpoint_read(ctr_projector *p, const char *path,
                                    const ctr__it_fingerprint *fp, ctr__it_state *s);
 
