@@ -1,6 +1,6 @@
 /* The iterative solvers' checkpoint: a kind of the streamed executor's
  * checkpoint (stream/checkpoint.h: the file, its fingerprint, CRC-32,
- * atomic write, the run's lock), with the state after
+ * atomic write, the run's lock and the resume rules), with the state after
  * a finished iteration as its payload. The history of the finished
  * iterations (residual, relative residual, error, seconds of each) travels
  * with the state, so that a resumed run reports the whole run's history.
@@ -188,10 +188,10 @@ ctr_status ctr__it_checkpoint_read(ctr_projector *p, const char *path,
   return CTR_OK;
 }
 
-ctr_status ctr__it_checkpoint_lock(const char *checkpoint, int *lock) {
-  return ctr__checkpoint_lock(checkpoint, lock);
+ctr_status ctr__it_checkpoint_begin(const char *checkpoint, int resume, int *lock) {
+  return ctr__checkpoint_begin(&k_ops, checkpoint, resume, lock);
 }
 
-void ctr__it_checkpoint_unlock(const char *checkpoint, int lock) {
-  ctr__checkpoint_unlock(checkpoint, lock);
+void ctr__it_checkpoint_end(const char *checkpoint, int lock) {
+  ctr__checkpoint_end(checkpoint, lock);
 }

@@ -3,6 +3,7 @@
 
 #include "io/io_internal.h"
 #include "stream/journal.h"
+#include "stream/output.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -150,17 +151,26 @@ cleanup:
 
 /* ---- The run ------------------------------------------------------------------ */
 
-ctr_status ctr__checkpoint_lock(const char *path, int *lock) {
+ctr_status ctr__checkpoint_begin(const ctr__checkpoint_ops *ops, const char *path, int resume,
+                                 int *lock) {
   *lock = -1;
   char *lock_path = ctr__io_sprintf("%s.lock", path);
   if (!lock_path) return CTR_E_OUT_OF_MEMORY;
-  const ctr_status st = ctr__file_lock_open(lock_path, O_RDWR | O_CREAT, path,
-                                            "another run with this checkpoint", lock);
+  ctr_status st = ctr__file_lock_open(lock_path, O_RDWR | O_CREAT, path,
+                                      "another run with this checkpoint", lock);
+  /* under the lock: no other run writes the checkpoint while it is judged */
+  if (st == CTR_OK)
+    st = ctr__stream_resume_rule(path, "checkpoint", "the state of an earlier run", NULL, resume,
+                                 ops->resume_option);
+  if (st != CTR_OK && *lock >= 0) {
+    ctr__file_unlock(lock_path, *lock, 1);
+    *lock = -1;
+  }
   free(lock_path);
   return st;
 }
 
-void ctr__checkpoint_unlock(const char *path, int lock) {
+void ctr__checkpoint_end(const char *path, int lock) {
   if (lock < 0) return;
   char *lock_path = ctr__io_sprintf("%s.lock", path);
   ctr__file_unlock(lock_path, lock, lock_path != NULL);

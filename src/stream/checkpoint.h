@@ -4,7 +4,8 @@
  * into place, so that the file on disk is always a whole state. A resume
  * checks that the checkpoint belongs to the same run, field by field of a
  * typed fingerprint whose every field has a name (a mismatch names it and
- * both values), and that its bytes are intact (CRC-32). Unlike a
+ * both values), and that its bytes are intact (CRC-32). Its resume
+ * semantics are the streamed outputs' (output.h, "Resume"); unlike a
  * journal, a checkpoint stays after a run that succeeded: it is the point
  * that a later call with more steps continues from.
  *
@@ -97,14 +98,18 @@ ctr_status ctr__checkpoint_write(const ctr__checkpoint_ops *ops, void *self, con
 ctr_status ctr__checkpoint_read(const ctr__checkpoint_ops *ops, void *self, const char *path,
                                 const int64_t *ints, const double *reals);
 
-/* The run's lock, held from the start (before there is a checkpoint) to
- * the end: a write lock (ctr__file_lock_open) on "<path>.lock" (the
+/* The start of a run that keeps checkpoint `path`: the run's lock, a write
+ * lock (ctr__file_lock_open) on "<path>.lock", held to the end (the
  * checkpoint itself is replaced at each write); a lock file left by a
  * killed run is taken over, one held by another process is
- * CTR_E_INVALID_ARGUMENT "'path' is in use by process N". *lock: the
- * lock's descriptor (-1 on failure). Unlock removes the lock file and
- * releases the lock (-1: none held). */
-ctr_status ctr__checkpoint_lock(const char *path, int *lock);
-void ctr__checkpoint_unlock(const char *path, int lock);
+ * CTR_E_INVALID_ARGUMENT "'path' is in use by process N". Then the resume
+ * rules (output.h, ctr__stream_resume_rule): resume needs the checkpoint,
+ * and a checkpoint there without resume is refused. *lock: the lock's
+ * descriptor (-1 on failure: nothing is held). */
+ctr_status ctr__checkpoint_begin(const ctr__checkpoint_ops *ops, const char *path, int resume,
+                                 int *lock);
+/* The end: the lock file removed, the lock released (-1: none held). The
+ * checkpoint stays. */
+void ctr__checkpoint_end(const char *path, int lock);
 
 #endif

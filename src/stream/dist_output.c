@@ -1,6 +1,8 @@
 /* The one output of a distributed run and its journals (dist_output.h). */
 #include "stream/dist_output.h"
 
+#include "stream/output.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,18 +19,9 @@ int ctr__dist_output_is_distributed(const char *out) {
 /* Rank 0: the journalled ranges of the interrupted run (resume), or the
  * refusal to start over one without being asked to. */
 static ctr_status read_state(ctr__dist_output *o, int resume) {
-  const int kind = ctr__journal_kind(o->master);
-  if (!resume) {
-    if (kind != 0)
-      CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, o->resume_name,
-                     "'%s' holds an interrupted run of this output: set %s to continue it, or "
-                     "delete '%s' and '%s.partial' to start over", o->master, o->resume_name,
-                     o->master, o->out);
-    return CTR_OK;
-  }
-  if (kind == 0)
-    CTR_FAIL_FIELD(CTR_E_IO, o->resume_name, "cannot resume: no journal '%s'; run without %s to "
-                   "start over", o->master, o->resume_name);
+  CTR_CHECK(ctr__stream_resume_rule(o->master, "journal", "an interrupted run of this output",
+                                    o->out, resume, o->resume_name));
+  if (!resume) return CTR_OK;
   CTR_CHECK(ctr__journal_read_ranges(o->master, o->fp, o->resume_name, &o->state));
   for (int64_t r = 0; o->state.master && r < o->state.ranks; r++) {
     char *p = ctr__journal_rank_path(o->master, o->state.generation, (int)r);

@@ -10,7 +10,7 @@
  *    resume option.
  * A run left by an interrupted one (its journal) is never overwritten
  * silently: without resume it is refused, naming the option and the files
- * to delete.
+ * to delete (the rules: "Resume", below).
  *
  * The steps, in order (each after the previous one succeeded; end always):
  *   ctr__stream_output_init     the format, its capabilities, the journal's name
@@ -36,6 +36,39 @@
 #include "stream/journal.h"
 #include "stream/writer.h"
 
+/* ---- Resume: one semantics for every command --------------------------------
+ * A run that can be continued keeps its state on disk: a streamed output
+ * (FDK, FBP, of one process or distributed) its partial output and the
+ * journal "<out>.partial.journal", an iterative run its checkpoint
+ * (checkpoint.h). Every command follows the same rules, and each refusal
+ * names the caller's resume option (raised with it as the error's field:
+ * the CLI says --resume):
+ *  - state there and no resume: refused (CTR_E_INVALID_ARGUMENT), naming
+ *    the option and the files to delete to start over; nothing is touched;
+ *  - resume and no state: refused (CTR_E_IO), naming the option and the
+ *    missing file;
+ *  - a resume of another run (its fingerprint differs) is refused naming
+ *    what differs (a journal: CTR_E_INVALID_ARGUMENT; a checkpoint, whose
+ *    fingerprint is typed: CTR_E_FORMAT naming the field and both values),
+ *    and damaged state is CTR_E_FORMAT; the state stays as it was;
+ *  - state whose run is still going (its lock held: the journal itself,
+ *    "<checkpoint>.lock") is refused naming that run's process instead
+ *    (ctr__file_lock);
+ *  - a resumed run gives the bits of an uninterrupted one.
+ * The one intended difference is what a run that succeeded leaves: a
+ * journal is transient (removed with the partial output once the output
+ * has its name), a checkpoint is a continuation point (it stays: a later
+ * call with resume and more iterations continues from it; a caller that
+ * does not want it deletes it, as the CLI does without --keep-checkpoint). */
+
+/* The rules above for the state file `path` of a run (noun: "journal",
+ * "checkpoint"): without resume, a file there is refused, "'path' holds
+ * HOLDS: set OPTION to continue it, or delete 'path' (and 'OUT.partial'
+ * when out is not NULL) to start over", unless the lock of a run still
+ * going is on it (ctr__file_lock_check: that run is named); with resume,
+ * a missing one is refused. */
+ctr_status ctr__stream_resume_rule(const char *path, const char *noun, const char *holds,
+                                   const char *out, int resume, const char *option);
 typedef struct ctr__stream_output {
   const char *out;                   /* the caller's target */
   ctr_file_format fmt;               /* resolved */
