@@ -9,9 +9,12 @@
  *  - a resume gives the bytes of an uninterrupted run;
  *  - the one intended difference: after success a journal is gone, a
  *    checkpoint stays (the point a later call with more iterations
- *    continues from).
- * A streamed run is interrupted by the test builds' hook
- * CTRECON_INJECT_STOP_AFTER_SLABS. */
+ *    continues from);
+ *  - the reports' `resumable` of FDK and FBP have one meaning: 1 after a
+ *    failed run with a journalled unit (stopped by the test builds' hook
+ *    CTRECON_INJECT_STOP_AFTER_SLABS) and after a refusal that left that
+ *    run's journal alone; 0 after success, with nothing to resume, and when
+ *    the journal is damaged. */
 #include "harness.h"
 #include "scratch_dir.h"
 
@@ -26,14 +29,14 @@ static ctr_parallel_params g_par; /* sinograms of NBINS x NANGLES, NSLICES of th
 
 /* ---- The commands ------------------------------------------------------------------ */
 
-/* A streamed command run into `out`: its status. */
+/* A streamed command run into `out`: its status, its report's `resumable`. */
 typedef struct streamed {
   const char *name;
   const char *option; /* its resume option */
-  ctr_status (*run)(const char *out, int resume);
+  ctr_status (*run)(const char *out, int resume, int *resumable);
 } streamed;
 
-static ctr_status run_fdk(const char *out, int resume) {
+static ctr_status run_fdk(const char *out, int resume, int *resumable) {
   ctr_stack_info hint = CTR_STACK_INFO_INIT;
   hint.width = hint.height = NU;
   hint.count = NVIEWS;
@@ -45,13 +48,16 @@ static ctr_status run_fdk(const char *out, int resume) {
   o.max_slab_slices = 4; /* 4 subvolumes */
   o.scratch_dir = g_dir;
   o.resume = resume;
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
+  rep.resumable = -1;
   ctr_error_clear();
-  st = ctr_fdk_stream(g_ctx, g_cone, &o, r, out, CTR_FORMAT_AUTO, NULL);
+  st = ctr_fdk_stream(g_ctx, g_cone, &o, r, out, CTR_FORMAT_AUTO, &rep);
+  *resumable = rep.resumable;
   ctr_stack_close(r);
   return st;
 }
 
-static ctr_status run_fbp(const char *out, int resume) {
+static ctr_status run_fbp(const char *out, int resume, int *resumable) {
   ctr_stack_reader *r = NULL;
   ctr_status st = ctr_stack_open(P("sino.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r);
   if (st != CTR_OK) return st;
@@ -59,8 +65,11 @@ static ctr_status run_fbp(const char *out, int resume) {
   o.sinograms = 1;
   o.batch = 2; /* 4 bands */
   o.resume = resume;
+  ctr_fbp_stream_report rep = CTR_FBP_STREAM_REPORT_INIT;
+  rep.resumable = -1;
   ctr_error_clear();
-  st = ctr_fbp_stream(g_ctx, &g_par, &o, r, NULL, NULL, out, CTR_FORMAT_AUTO, NULL);
+  st = ctr_fbp_stream(g_ctx, &g_par, &o, r, NULL, NULL, out, CTR_FORMAT_AUTO, &rep);
+  *resumable = rep.resumable;
   ctr_stack_close(r);
   return st;
 }
@@ -86,34 +95,52 @@ static void check_missing(const char *name, const char *option, const char *stat
 }
 
 static void test_streamed(const streamed *c) {
-  char out[512], again[512], journal[600];
-  snprintf(out, sizeof out, "%s.raw", P(c->name));
+  char out[512], again[512], dam[512], journal[600], djournal[600];
+  snprintf(out, sizeof out, "%s", P(c->name));
+  strcat(out, ".raw");
   snprintf(again, sizeof again, "%s.again.raw", P(c->name));
+  snprintf(dam, sizeof dam, "%s.damaged.raw", P(c->name));
   snprintf(journal, sizeof journal, "%s.partial.journal", again);
-  CHECK_OK(c->run(out, 0));
+  snprintf(djournal, sizeof djournal, "%s.partial.journal", dam);
+  int resumable = -1;
+  /* a run that succeeds: nothing to resume */
+  CHECK_OK(c->run(out, 0, &resumable));
+  CHECK_MSG(resumable == 0, "%s: success reports resumable %d", c->name, resumable);
   /* stopped after its first unit: kept for a resume */
   setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "1", 1);
-  ctr_status st = c->run(again, 0);
+  ctr_status st = c->run(again, 0, &resumable);
   unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
-  CHECK_MSG(st == CTR_E_CANCELLED && exists(journal) && !exists(again),
-            "%s: stopped: %s, journal %d", c->name, ctr_status_name(st), exists(journal));
+  CHECK_MSG(st == CTR_E_CANCELLED && resumable == 1 && exists(journal) && !exists(again),
+            "%s: stopped: %s, resumable %d, journal %d", c->name, ctr_status_name(st), resumable,
+            exists(journal));
   /* the interrupted run's journal is not overwritten without resume */
   long long n0 = 0, n1 = 0;
   unsigned char *before = read_all(journal, &n0);
-  CHECK_FAILS(c->run(again, 0), CTR_E_INVALID_ARGUMENT, "holds");
+  CHECK_FAILS(c->run(again, 0, &resumable), CTR_E_INVALID_ARGUMENT, "holds");
   check_refusal(c->name, c->option, journal);
   unsigned char *after = read_all(journal, &n1);
-  CHECK_MSG(before && after && n0 == n1 && !memcmp(before, after, (size_t)n0),
-            "%s: a refusal changed the journal", c->name);
+  CHECK_MSG(before && after && n0 == n1 && !memcmp(before, after, (size_t)n0) && resumable == 1,
+            "%s: a refusal changed the journal, or reports resumable %d", c->name, resumable);
   free(before);
   free(after);
   /* the resume: the uninterrupted bytes, and nothing left */
-  CHECK_OK(c->run(again, 1));
-  CHECK_MSG(same_files(out, again) && !exists(journal), "%s: resumed: same %d, journal %d",
-            c->name, same_files(out, again), exists(journal));
+  CHECK_OK(c->run(again, 1, &resumable));
+  CHECK_MSG(resumable == 0 && same_files(out, again) && !exists(journal),
+            "%s: resumed: resumable %d, same %d, journal %d", c->name, resumable,
+            same_files(out, again), exists(journal));
   /* resume and no journal */
-  CHECK_FAILS(c->run(again, 1), CTR_E_IO, "cannot resume");
+  CHECK_FAILS(c->run(again, 1, &resumable), CTR_E_IO, "cannot resume");
   check_missing(c->name, c->option, journal);
+  CHECK_MSG(resumable == 0, "%s: nothing to resume reports resumable %d", c->name, resumable);
+  /* a damaged journal: a resume cannot help */
+  setenv("CTRECON_INJECT_STOP_AFTER_SLABS", "1", 1);
+  st = c->run(dam, 0, &resumable);
+  unsetenv("CTRECON_INJECT_STOP_AFTER_SLABS");
+  FILE *f = fopen(djournal, "w");
+  if (f) fputs("not a journal\n", f), fclose(f);
+  CHECK_FAILS(c->run(dam, 1, &resumable), CTR_E_FORMAT, "journal");
+  CHECK_MSG(st == CTR_E_CANCELLED && resumable == 0, "%s: a damaged journal reports resumable %d",
+            c->name, resumable);
 }
 
 /* ---- Iterate ------------------------------------------------------------------------ */

@@ -137,7 +137,7 @@ cleanup:
 }
 
 typedef struct shared_state {
-  int64_t generation, nkept, kept_slices, below, above, unusable;
+  int64_t generation, nkept, kept_slices, below, above, unusable, created;
   double min, max;
 } shared_state;
 
@@ -166,7 +166,7 @@ ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_statu
   /* rank 0 first: the journals, the partial output, the plan */
   if (rank == 0 && st == CTR_OK) st = open_root(o, resume, what, chunk, unit, plan, plan_user);
   shared_state sh = {o->state.generation, o->nkept, o->kept_slices, o->kept.below,
-                     o->kept.above, o->unusable, o->kept.min, o->kept.max};
+                     o->kept.above, o->unusable, o->created, o->kept.min, o->kept.max};
   void *blob = &sh;
   size_t nb = sizeof sh;
   const ctr_status shared = ctr__dist_share(d, st, &blob, &nb);
@@ -176,6 +176,7 @@ ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_statu
     o->kept_slices = sh.kept_slices;
     o->kept = (ctr__slab_record){0, (float)sh.min, (float)sh.max, sh.below, sh.above};
     o->unusable = (int)sh.unusable;
+    o->created = (int)sh.created;
   }
   if (rank != 0) free(blob);
   o->generation = sh.generation;
@@ -271,7 +272,9 @@ ctr_status ctr__dist_output_finish(ctr__dist_output *o, ctr_status st,
         unlink(o->master);
       }
     }
-    o->resumable = keep && !o->unusable && ctr__journal_kind(o->master) == 2;
+    /* what this run created and removed is gone (rank 0 removes it: every
+       rank knows from `created`); a refused run leaves the other run's */
+    o->resumable = (keep || !o->created) && ctr__stream_resumable(st, o->unusable, o->master);
     ctr__error_set(st, "%s", detail);
   }
   free(all);

@@ -44,6 +44,11 @@ ctr_status ctr__stream_resume_rule(const char *path, const char *noun, const cha
   return CTR_OK;
 }
 
+int ctr__stream_resumable(ctr_status st, int unusable, const char *journal) {
+  const int kind = st != CTR_OK && !unusable && journal ? ctr__journal_kind(journal) : 0;
+  return kind == 1 || kind == 2;
+}
+
 ctr_status ctr__stream_output_resume(ctr__stream_output *o, int resume, uint64_t fp) {
   if (resume && !o->caps->resumable)
     CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, o->resume_option,
@@ -127,16 +132,16 @@ ctr_status ctr__stream_output_commit(ctr__stream_output *o, ctr__writer *writer)
   return st;
 }
 
-int ctr__stream_output_end(ctr__stream_output *o) {
+int ctr__stream_output_end(ctr__stream_output *o, ctr_status st) {
   /* a fresh journal that never counted goes, and so does the output */
   if (o->fresh_journal && !o->have_journal && o->journal.path) ctr__journal_close(&o->journal, 1);
-  const int kept = ctr__journal_end_output(&o->journal, o->have_journal, o->w, o->caps &&
-                                           o->caps->resumable);
+  const int resumable_format = o->caps && o->caps->resumable;
+  (void)ctr__journal_end_output(&o->journal, o->have_journal, o->w, resumable_format);
   o->w = NULL;
   o->have_journal = 0;
   free(o->done);
   o->done = NULL;
-  return kept;
+  return resumable_format && ctr__stream_resumable(st, o->unusable, o->jpath);
 }
 
 void ctr__stream_output_free(ctr__stream_output *o) {

@@ -24,7 +24,9 @@
  *   ctr__stream_output_commit   renames the output into place
  *   ctr__stream_output_end      keeps a failed run's partial output and
  *                               journal when a unit of it is done, else
- *                               removes them
+ *                               removes them; says whether a resume
+ *                               continues what is left (the report's
+ *                               `resumable`)
  *   ctr__stream_output_free     frees the journal's name
  * Not thread-safe: one thread (the run's) calls these; the writer thread
  * uses the output and the journal between attach and commit only. Not
@@ -59,7 +61,9 @@
  * journal is transient (removed with the partial output once the output
  * has its name), a checkpoint is a continuation point (it stays: a later
  * call with resume and more iterations continues from it; a caller that
- * does not want it deletes it, as the CLI does without --keep-checkpoint). */
+ * does not want it deletes it, as the CLI does without --keep-checkpoint).
+ * A failed streamed call's report says whether a call with resume
+ * continues what it left on disk: `resumable` (ctr__stream_resumable). */
 
 /* The rules above for the state file `path` of a run (noun: "journal",
  * "checkpoint"): without resume, a file there is refused, "'path' holds
@@ -69,6 +73,16 @@
  * a missing one is refused. */
 ctr_status ctr__stream_resume_rule(const char *path, const char *noun, const char *holds,
                                    const char *out, int resume, const char *option);
+/* The reports' `resumable` (ctr_fdk_stream_report, ctr_fbp_stream_report:
+ * one meaning), for a call that returned st: 1 when it failed and left on
+ * disk a partial output and its journal `journal` (a one-process run's or
+ * a distributed run's master: ctr__journal_kind) that a call with resume
+ * continues: the ones this call kept, or those of an interrupted run that
+ * it refused to overwrite, or to resume with other inputs or options. 0
+ * after success, with no journal on disk, and when this call found the
+ * journal or the partial output damaged (unusable: delete both). */
+int ctr__stream_resumable(ctr_status st, int unusable, const char *journal);
+
 typedef struct ctr__stream_output {
   const char *out;                   /* the caller's target */
   ctr_file_format fmt;               /* resolved */
@@ -123,10 +137,12 @@ const unsigned char *ctr__stream_output_done_units(const ctr__stream_output *o);
 void ctr__stream_output_attach(ctr__stream_output *o, ctr__writer *writer);
 /* Commits the output (its name in place) and removes the journal. */
 ctr_status ctr__stream_output_commit(ctr__stream_output *o, ctr__writer *writer);
-/* After a failure the output and journal are kept for a resume when a unit
- * is journalled, else removed. Returns 1 when they were kept. o->jpath
- * stays (for the caller's report) until ctr__stream_output_free. */
-int ctr__stream_output_end(ctr__stream_output *o);
+/* After a failure (st: the run's status) the output and journal are kept
+ * for a resume when a unit is journalled, else removed. Returns the
+ * report's `resumable` (ctr__stream_resumable; 0 for a format that is not
+ * resumable). o->jpath stays (for the caller's report) until
+ * ctr__stream_output_free. */
+int ctr__stream_output_end(ctr__stream_output *o, ctr_status st);
 void ctr__stream_output_free(ctr__stream_output *o);
 
 /* ---- Fingerprints ----------------------------------------------------------
