@@ -378,7 +378,8 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   cli_cluster_settle(r->cluster);
   cli_progress_end(&r->session);
   if (st == CTR_OK) return 0;
-  if (r->report.resumable) {
+  /* a refusal (an interrupted run there, another run's journal) says what to do itself */
+  if (r->report.resumable && st != CTR_E_INVALID_ARGUMENT) {
     const int code = cli_exit_code(st);
     fprintf(stderr, "ctrecon fbp: error: %s\n",
             cli_status_text(st));

@@ -232,9 +232,11 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   if (st != CTR_OK) {
     /* A journal left behind means finished subvolumes wait for --resume,
      * unless this was a resume that found them unusable: then --resume
-     * cannot help. */
+     * cannot help. A refusal (CTR_E_INVALID_ARGUMENT: an interrupted run
+     * there, another run's journal, a run still going) says what to do
+     * itself, as fbp's does. */
     const char *journal = r->report.journal;
-    if (*journal && !r->report.resumable) {
+    if (*journal && !r->report.resumable && st != CTR_E_INVALID_ARGUMENT) {
       cli_progress_end(&r->session);
       fprintf(stderr, "ctrecon fdk: error: %s; delete %s.partial%s and %s and run without "
               "--resume to start over\n", cli_detail(), a->out,

@@ -70,8 +70,15 @@ for alg in sirt fista-tv; do
   step "$alg: 3 iterations, checkpoint kept" "${IT[@]}" --algorithm $alg --iterations 3 --out part.raw \
     --keep-checkpoint "${extra[@]}" --quiet
   [ -s part.raw.checkpoint ] && ok "$alg: checkpoint kept" || bad "$alg: no checkpoint"
-  exits 2 "$alg: an existing checkpoint without --resume" "${IT[@]}" --algorithm $alg --iterations 7 \
+  # the library's resume rule (fdk's and fbp's for their journals): refused,
+  # naming --resume and the file to delete, the checkpoint left as it was
+  cp part.raw.checkpoint kept.checkpoint
+  exits 3 "$alg: an existing checkpoint without --resume" "${IT[@]}" --algorithm $alg --iterations 7 \
     --out part.raw "${extra[@]}"
+  grep -qF "'part.raw.checkpoint' holds the state of an earlier run: add --resume to continue it, or delete 'part.raw.checkpoint' to start over" "$ERR" &&
+    cmp -s part.raw.checkpoint kept.checkpoint && [ ! -e part.raw.checkpoint.lock ] &&
+    ok "$alg: the refusal names --resume and the checkpoint, which is kept" ||
+    bad "$alg: refusal: $(cat "$ERR")"
   step "$alg: --resume to 7" "${IT[@]}" --algorithm $alg --iterations 7 --out part.raw --resume \
     --residuals part.csv "${extra[@]}"
   grep -q 'resumed after iteration 3' "$OUT" && [ "$(grep -c '^iteration ' "$OUT")" -eq 4 ] &&
@@ -109,7 +116,10 @@ grep -q "made with --slab-slices 8" "$ERR" && ok "the message names --slab-slice
   bad "other slab: $(cat "$ERR")"
 step "--resume with --slab-slices 8" "${IT[@]}" --algorithm cgls --iterations 4 --out sl.raw \
   --slab-slices 8 --resume --quiet
-exits 2 "--resume without a checkpoint" "${IT[@]}" --iterations 3 --out none.raw --resume
+exits 1 "--resume without a checkpoint" "${IT[@]}" --iterations 3 --out none.raw --resume
+grep -qF "cannot resume: no checkpoint 'none.raw.checkpoint'; run without --resume to start over" "$ERR" &&
+  [ ! -e none.raw.checkpoint ] && [ ! -e none.raw ] &&
+  ok "--resume without a checkpoint names it and writes nothing" || bad "no checkpoint: $(cat "$ERR")"
 
 # Raw files must hold exactly the sizes expected (as fdk checks): one 40 bytes too long, and
 # float32 data read as uint16, ran with exit 0; the same for --init and --truth.

@@ -47,6 +47,10 @@ static void test_rules(void) {
               "ctr_context_options.device", "no usable GPU (use the CPU: --device cpu)");
   CHECK_WORDS("ctr_fbp: ctr_fbp_options.cutoff = 2, expected 0 < cutoff <= 1",
               "ctr_fbp_options.cutoff", "--cutoff = 2, expected 0 < cutoff <= 1");
+  CHECK_WORDS("'r.checkpoint' holds the state of an earlier run: set ctr_iterate_options.resume "
+              "to continue it, or delete 'r.checkpoint' to start over",
+              "ctr_iterate_options.resume", "'r.checkpoint' holds the state of an earlier run: "
+              "add --resume to continue it, or delete 'r.checkpoint' to start over");
   CHECK_WORDS("ctr_iterate_options.resume needs ctr_iterate_options.checkpoint",
               "ctr_iterate_options.resume", "--resume needs --checkpoint");
   CHECK_WORDS("apart, as CTR_CENTER_CORRELATION needs: use CTR_CENTER_VO", NULL,

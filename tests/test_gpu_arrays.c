@@ -154,6 +154,9 @@ static void iterate_both(ctr_projector *p, ctr_iterate_options *o, const float *
   ctr_iterate_report rh = CTR_ITERATE_REPORT_INIT, rd = CTR_ITERATE_REPORT_INIT;
   o->truth = truth;
   CHECK_OK(ctr_iterate(p, o, proj, host, &rh));
+  /* the GPU arrays' run is a fresh one: the first run's checkpoint would be
+     refused without resume (stream/output.h, "Resume") */
+  if (o->checkpoint) remove(o->checkpoint);
   float *dp = gpu_copy(proj, nproj, 0), *dv = gpu_copy(start, nvol, 0);
   float *dt = truth ? gpu_copy(truth, nvol, 0) : NULL;
   REQUIRE(dp && dv && (!truth || dt));

@@ -304,13 +304,16 @@ typedef struct ctr_fdk_stream_report {
   float min, max;           /* range of the reconstructed values: the whole output, resumed
                                subvolumes included (below, above too) */
   int64_t slices_resumed;   /* slices of those subvolumes; timings cover the others only */
-  /* ctr_fdk_stream that fails: the journal of the run's finished subvolumes
-   * when one is left on disk ("" when none is), and whether a call with
-   * opts->resume (and the same inputs and options) continues it: 0 when
-   * this call found the journal or the partial output damaged, truncated or
-   * gone (delete both to start over). Always 0 and "" after success. */
+  /* 1 when this call left a partial output and journal on disk that a call
+   * with resume (and the same inputs and options) continues: the ones it
+   * kept after failing, or an interrupted run's that it refused to
+   * overwrite, or to resume with other inputs or options. 0 after success,
+   * when none is left, and when the call found the journal or the partial
+   * output damaged, truncated or gone (delete both to start over). The same
+   * in ctr_fdk_stream_report and ctr_fbp_stream_report. */
   int resumable;
-  char journal[4096];
+  char journal[4096];       /* ctr_fdk_stream that fails: the journal left on disk, usable or
+                               not ("" when none is, and after success) */
   int workers;              /* engines that ran (plan.workers) */
   int worker_device[CTR_MAX_WORKERS];     /* the GPU ordinal of each (-1: CPU) */
   ctr_fdk_stream_timings worker_timings[CTR_MAX_WORKERS]; /* each one's busy times (upload, filter,

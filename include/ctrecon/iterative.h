@@ -186,10 +186,15 @@ typedef struct ctr_iterate_options {
   const char *checkpoint;    /* file for the state after finished iterations and their history
                                 (NULL = none); the call holds an fcntl lock on
                                 "<checkpoint>.lock" (removed at the end): another process's
-                                call on the same checkpoint fails, "... is in use by process N" */
+                                call on the same checkpoint fails, "... is in use by process N".
+                                It stays after the call (a later call with resume and more
+                                iterations continues from it) */
   int64_t checkpoint_every;  /* write it every N iterations and after the last (0 = 1) */
   int resume;                /* continue from `checkpoint`: the run then gives the volume an
-                                uninterrupted run gives (bit for bit on the CPU) */
+                                uninterrupted run gives (bit for bit on the CPU). The streamed
+                                FDK's and FBP's rules: without resume, a checkpoint there is
+                                refused (CTR_E_INVALID_ARGUMENT naming this field and the file
+                                to delete); with it, a missing one is (CTR_E_IO) */
   int strict;                /* data policy (docs/architecture.md, "Bad values") */
 } ctr_iterate_options;
 

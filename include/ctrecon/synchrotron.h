@@ -210,7 +210,14 @@ typedef struct ctr_fbp_stream_report {
                                      (ctr_value_counts' members) */
   int64_t dezingered;             /* values the dezinger replaced */
   double seconds_setup, seconds_read, seconds_compute, seconds_write, seconds_total;
-  int resumable;                  /* after a failure: a call with resume continues the run */
+  /* 1 when this call left a partial output and journal on disk that a call
+   * with resume (and the same inputs and options) continues: the ones it
+   * kept after failing, or an interrupted run's that it refused to
+   * overwrite, or to resume with other inputs or options. 0 after success,
+   * when none is left, and when the call found the journal or the partial
+   * output damaged, truncated or gone (delete both to start over). The same
+   * in ctr_fdk_stream_report and ctr_fbp_stream_report. */
+  int resumable;
 } ctr_fbp_stream_report;
 
 #define CTR_FBP_STREAM_REPORT_INIT \

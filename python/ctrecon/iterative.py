@@ -170,7 +170,10 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
     dict) after each iteration, returning True stops the run; checkpoint /
     resume: a file of the state after finished iterations and their history,
     resumed bit for bit (the callback first sees the checkpoint's iterations
-    again, with info["resumed"] True). Returns the volume, or (volume, report dict) with return_report.
+    again, with info["resumed"] True); the checkpoint stays after the call,
+    and as fdk_file's journal it is never overwritten: a checkpoint there
+    without resume is an InvalidArgumentError (keyword "resume"), resume
+    without one a FileIOError. Returns the volume, or (volume, report dict) with return_report.
 
     GPU arrays (CuPy, or any __cuda_array_interface__ / DLPack float32
     C-contiguous array) are used in place with a CUDA projector: projections

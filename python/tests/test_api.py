@@ -237,6 +237,17 @@ def test_iterate_callback_checkpoint_and_plan(tmp_path):
     # the checkpoint's history first, then the new iterations
     assert [(i["iteration"], i["resumed"]) for i in again] == [(1, True), (2, True), (3, False),
                                                                 (4, False)]
+    # one resume semantics (fdk's and fbp's journals too): the checkpoint stays after success;
+    # a run without resume is refused naming resume and the file, which it leaves alone; and
+    # resume without a checkpoint is refused naming it
+    kept = ck.read_bytes()
+    with pytest.raises(ctrecon.InvalidArgumentError, match="holds the state of an earlier run") as e:
+        ctrecon.iterate(pr, p, algorithm="cgls", iterations=4, checkpoint=ck)
+    assert e.value.keyword == "resume" and str(ck) in str(e.value) and ck.read_bytes() == kept
+    ck.unlink()
+    with pytest.raises(ctrecon.FileIOError, match="cannot resume: no checkpoint") as e:
+        ctrecon.iterate(pr, p, algorithm="cgls", iterations=4, checkpoint=ck, resume=True)
+    assert e.value.keyword == "resume" and not ck.exists()
     start = ctrecon.iterate(pr, p, iterations=1, init=straight)
     assert not same(start, ctrecon.iterate(pr, p, iterations=1))
     plan = ctrecon.plan_iterate(pr, host_budget="1G")

@@ -365,6 +365,14 @@ void ctr__fdk_stream_warn(const ctr_context *ctx, const char *path, int64_t in_b
   ctr__values_report_kind(ctx, 0, out_bad, "the reconstruction", CTR__BAD_VOXELS, "stored as 0");
 }
 
+void ctr__fdk_report_resume(ctr_fdk_stream_report *rep, ctr_status st, int resumable,
+                            const char *journal) {
+  rep->resumable = resumable;
+  rep->journal[0] = '\0';
+  if (st != CTR_OK && journal && ctr__file_exists(journal) && strlen(journal) < sizeof rep->journal)
+    memcpy(rep->journal, journal, strlen(journal) + 1);
+}
+
 static void report_values(stream_run *r) {
   ctr__fdk_stream_warn(r->ctx, r->in ? r->in->path : NULL, input_bad(r), r->out_bad);
 }
@@ -1219,14 +1227,10 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   }
   release(&r);
   /* Keep the partial output for --resume only if a subvolume of it is done. */
-  ctr__stream_output_end(&o);
+  const int resumable = ctr__stream_output_end(&o, st);
   if (report) { /* the whole call: freeing the buffers and the engines counts too */
     report->timings.total = ctr__now_s() - t_start;
-    if (st != CTR_OK && o.jpath && ctr__file_exists(o.jpath) &&
-        strlen(o.jpath) < sizeof report->journal) {
-      report->resumable = !o.unusable;
-      memcpy(report->journal, o.jpath, strlen(o.jpath) + 1);
-    }
+    ctr__fdk_report_resume(report, st, resumable, o.jpath);
     ctr__struct_store(&ctr__struct_fdk_stream_report, report_out, report);
   }
   ctr__stream_output_free(&o);

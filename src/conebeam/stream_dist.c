@@ -101,6 +101,8 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   const int rank = sd.rank, size = sd.size;
   ctr_fdk_stream_options o;
   ctr_fdk_options fdk;
+  ctr__dist_output dout;
+  int have_out = 0;
   uint64_t fp[3] = {0, 0, 0};
   st = ctr__struct_copy(&ctr__struct_fdk_stream_options, &o, opts);
   if (st == CTR_OK) st = ctr__fdk_options_resolve(g, &o.fdk, &fdk);
@@ -114,12 +116,12 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   if (st != CTR_OK) goto end;
   /* ranks on one host share its memory */
   st = ctr__stream_dist_host_budget(&sd, ctx, o.host_budget, &o.host_budget);
-  ctr__dist_output dout;
   dist_fdk f = {fdk.z0};
   const ctr_stack_info info = ctr__fdk_stream_info(g, fdk.z0, fdk.nz, o.out_dtype ? o.out_dtype
                                                                          : CTR_DTYPE_FLOAT32);
   st = ctr__dist_output_open(d, ctx, st, out, out_format, &info, journal_fp, o.resume,
                              "ctr_fdk_stream_options.resume", "subvolume", 16, 0, plan_work, &f, &dout);
+  have_out = 1; /* its resumable too when it failed */
   if (st != CTR_OK) goto end;
   ctr__fdk_pieces pc = {ctx, g, opts, projections, fdk.z0, out,
                         size > 1 ? CTR__DIST_SUBVOLUMES : 0, o.host_budget, {0}, {0}};
@@ -138,18 +140,15 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
     rep.slabs_resumed = dout.nkept;
     rep.slices_resumed = dout.kept_slices;
     rep.workers = 1;
-    if (st != CTR_OK && dout.resumable) {
-      char *j = ctr__io_sprintf("%s.partial.journal", out);
-      if (j && strlen(j) < sizeof rep.journal) {
-        memcpy(rep.journal, j, strlen(j) + 1);
-        rep.resumable = 1;
-      }
-      free(j);
-    }
   }
   if (st == CTR_OK && rank == ctr_cluster_get_reporter(sd.cluster))
     ctr__fdk_stream_warn(ctx, projections->path, rep.nonfinite, rep.out_nonfinite);
 end:
+  if (have_out) {
+    char *j = ctr__io_sprintf("%s.partial.journal", out);
+    ctr__fdk_report_resume(&rep, st, dout.resumable, j);
+    free(j);
+  }
   rep.timings.total = ctr__now_s() - t_start;
   if (report_out) ctr__struct_store(&ctr__struct_fdk_stream_report, report_out, &rep);
   ctr__stream_dist_end(&sd, st);

@@ -58,6 +58,11 @@ ctr_stack_info ctr__fdk_stream_info(const ctr_geometry *g, int64_t z0, int64_t n
  * replaced by 0. */
 void ctr__fdk_stream_warn(const ctr_context *ctx, const char *path, int64_t in_bad,
                           int64_t out_bad);
+/* The report's `resumable` (the executor's answer: ctr__stream_resumable)
+ * and `journal`: the journal's name when a failed call (st) leaves it on
+ * disk, usable or not ("" otherwise). */
+void ctr__fdk_report_resume(ctr_fdk_stream_report *rep, ctr_status st, int resumable,
+                            const char *journal);
 /* ctr_fdk_stream of one process (stream.c); ctr_fdk_stream itself
  * (stream_dist.c) hands a run with a cluster, or the resume of a distributed
  * run's output, to the distributed FDK instead. */

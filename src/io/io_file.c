@@ -81,6 +81,39 @@ ctr_status ctr__file_lock(int fd, const char *path, const char *what) {
   return CTR_OK;
 }
 
+ctr_status ctr__file_lock_open(const char *path, int flags, const char *name, const char *what,
+                               int *fd) {
+  *fd = -1;
+  ctr_status st = CTR_OK;
+  /* a run that ends removes the file it locked (ctr__file_unlock): a
+     descriptor opened before that is no longer the name's, and the name is
+     taken again */
+  for (int tries = 0; tries < 100; tries++) {
+    int f;
+    do {
+      f = open(path, flags | O_CLOEXEC, 0666);
+    } while (f < 0 && errno == EINTR);
+    if (f < 0)
+      CTR_FAIL(CTR_E_IO, "cannot %s '%s': %s", flags & O_CREAT ? "create" : "open", path,
+               strerror(errno));
+    st = ctr__file_lock(f, name, what);
+    struct stat a, b;
+    if (st == CTR_OK && fstat(f, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+        a.st_dev == b.st_dev) {
+      *fd = f;
+      return CTR_OK;
+    }
+    close(f);
+    if (st != CTR_OK) return st;
+  }
+  CTR_FAIL(CTR_E_IO, "cannot lock '%s': its file is replaced again and again", path);
+}
+
+void ctr__file_unlock(const char *path, int fd, int remove) {
+  if (remove && path) unlink(path); /* while still held: the next run makes a new one */
+  if (fd >= 0) close(fd);
+}
+
 ctr_status ctr__file_lock_check(const char *path, const char *what) {
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return CTR_OK;

@@ -44,6 +44,19 @@ int ctr__file_exists(const char *path);
  * process: CTR_E_INVALID_ARGUMENT "'path' is in use by process N: ...",
  * where `what` names the run ("a run writing 'rec.nrrd'"). */
 ctr_status ctr__file_lock(int fd, const char *path, const char *what);
+/* The run lock of `path` (a journal, a checkpoint's lock file): `path`
+ * opened with `flags` (O_CREAT: created when missing, mode 0666) and locked
+ * (ctr__file_lock; a refusal names `name` and `what`). A run that ends
+ * removes the file it locked (ctr__file_unlock): a descriptor opened before
+ * that belongs to no name any more, so the open and the lock are repeated
+ * until the locked file is the one the name holds. *fd: the locked
+ * descriptor, -1 on failure; CTR_E_IO names path when it cannot be opened. */
+ctr_status ctr__file_lock_open(const char *path, int flags, const char *name, const char *what,
+                               int *fd);
+/* The end of a run lock: `path` removed (with `remove`) while the lock is
+ * still held, so that a run waiting for the name finds a new file, then fd
+ * closed (-1: none). */
+void ctr__file_unlock(const char *path, int fd, int remove);
 /* The same refusal when another process holds the lock of `path` now; CTR_OK
  * when the file is missing or nobody holds it (a stale file of a run that
  * ended). Opens and closes `path`: not for a file this process has locked. */

@@ -823,7 +823,7 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   }
   if (R.o.checkpoint) CTR_CHECK(fingerprint(&R, proj));
   int lock = -1;
-  if (R.o.checkpoint) CTR_CHECK(ctr__it_checkpoint_lock(R.o.checkpoint, &lock));
+  if (R.o.checkpoint) CTR_CHECK(ctr__it_checkpoint_begin(R.o.checkpoint, R.o.resume, &lock));
   p->seconds_forward = p->seconds_adjoint = 0;
   p->views_forward = p->views_adjoint = 0;
   char plan[512];
@@ -854,7 +854,7 @@ cleanup:
   if (pinned) p->be->unpin(p, vol);
   ctr__vec_free(p, &R.truth);
   free(R.state.hist);
-  ctr__it_checkpoint_unlock(R.o.checkpoint, lock);
+  ctr__it_checkpoint_end(R.o.checkpoint, lock);
   R.rep.seconds_forward = p->seconds_forward;
   R.rep.seconds_adjoint = p->seconds_adjoint;
   R.rep.forward_calls = p->views_forward / (p->nviews > 0 ? p->nviews : 1);

@@ -181,7 +181,9 @@ uint64_t ctr__it_table_bytes(const ctr_projector *p, int64_t nb);
  * in-plane offsets) and fit the GPU's launch grids. */
 int64_t ctr__it_max_slab(const ctr_projector *p);
 
-/* ---- Checkpoints (checkpoint.c) --------------------------------------------- */
+/* ---- Checkpoints (checkpoint.c) ---------------------------------------------
+ * A kind of the streamed executor's checkpoint (stream/checkpoint.h); its
+ * resume semantics are every command's (stream/output.h, "Resume"). */
 
 /* What identifies a run's mathematics: a checkpoint resumes only a run
  * that matches it field by field. */
@@ -214,16 +216,18 @@ typedef struct ctr__it_state {
 /* Writes the state to `path` atomically (a temporary renamed into place). */
 ctr_status ctr__it_checkpoint_write(ctr_projector *p, const char *path,
                                     const ctr__it_fingerprint *fp, const ctr__it_state *s);
-/* The run's lock on its checkpoint, held from the start (before there is a
- * checkpoint) to the end: a write lock (ctr__file_lock) on
- * "<checkpoint>.lock", created if missing (one left by a killed run is
- * taken over). Another run holding it: CTR_E_INVALID_ARGUMENT "... is in use
- * by process N". Unlock removes the file and closes *fd. */
-ctr_status ctr__it_checkpoint_lock(const char *checkpoint, int *fd);
-void ctr__it_checkpoint_unlock(const char *checkpoint, int fd);
+/* The start of a run with a checkpoint (ctr__checkpoint_begin): the run's
+ * lock on "<checkpoint>.lock" (another process's run holding it:
+ * CTR_E_INVALID_ARGUMENT "... is in use by process N"), then the resume
+ * rules naming ctr_iterate_options.resume: a checkpoint there without
+ * resume is refused, and so is resume without one. End removes the lock
+ * file and releases the lock (lock -1: none); the checkpoint stays. */
+ctr_status ctr__it_checkpoint_begin(const char *checkpoint, int resume, int *lock);
+void ctr__it_checkpoint_end(const char *checkpoint, int lock);
 /* Reads a checkpoint into the state's vectors (their sizes must match),
  * scalars and history (s->hist replaced: malloc'd, or NULL for a checkpoint
- * without one); errors name the file and the field that differs. */
+ * without one; all only when the whole file checked); errors name the file
+ * and the field that differs. */
 ctr_status ctr__it_checkpoint_read(ctr_projector *p, const char *path,
                                    const ctr__it_fingerprint *fp, ctr__it_state *s);
 

@@ -189,7 +189,7 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
   ctr__fbp_run r;
   ctr_fbp_stream_options o;
   ctr__dist_output dout;
-  int have_r = 0, have_out = 0;
+  int have_r = 0, have_out = 0, tried_out = 0;
   st = ctr__struct_copy(&ctr__struct_fbp_stream_options, &o, opts);
   o.cluster = NULL;
   /* ranks on one host share its memory */
@@ -230,6 +230,7 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
     st = ctr__dist_output_open(d, ctx, st, out, fmt, &info, journal_fp, o.resume,
                                "ctr_fbp_stream_options.resume", "band", plan.band_slices,
                                plan.band_slices, plan_work, &f, &dout);
+    tried_out = 1; /* its resumable too when it failed */
     if (st != CTR_OK) goto end;
     have_out = 1;
   }
@@ -261,7 +262,7 @@ end:
     rep.seconds_read = t_read;
     rep.seconds_write = t_write;
     rep.bands_resumed = have_out ? dout.nkept : 0;
-    rep.resumable = st != CTR_OK && have_out && dout.resumable;
+    rep.resumable = tried_out && dout.resumable;
   }
   rep.seconds_total = ctr__now_s() - t_start;
   if (have_r) ctr__fbp_release(&r, st);

@@ -971,9 +971,9 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
     report->seconds_total = ctr__now_s() - t_start;
   }
   ctr__fbp_release(&r, st);
-  const int journalled = ctr__stream_output_end(&o);
+  const int resumable = ctr__stream_output_end(&o, st);
   if (report) {
-    report->resumable = st != CTR_OK && o.caps && o.caps->resumable && journalled;
+    report->resumable = resumable;
     ctr__struct_store(&ctr__struct_fbp_stream_report, report_out, report);
   }
   ctr__stream_output_free(&o);

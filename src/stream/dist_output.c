@@ -1,6 +1,8 @@
 /* The one output of a distributed run and its journals (dist_output.h). */
 #include "stream/dist_output.h"
 
+#include "stream/output.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,18 +19,9 @@ int ctr__dist_output_is_distributed(const char *out) {
 /* Rank 0: the journalled ranges of the interrupted run (resume), or the
  * refusal to start over one without being asked to. */
 static ctr_status read_state(ctr__dist_output *o, int resume) {
-  const int kind = ctr__journal_kind(o->master);
-  if (!resume) {
-    if (kind != 0)
-      CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, o->resume_name,
-                     "'%s' holds an interrupted run of this output: set %s to continue it, or "
-                     "delete '%s' and '%s.partial' to start over", o->master, o->resume_name,
-                     o->master, o->out);
-    return CTR_OK;
-  }
-  if (kind == 0)
-    CTR_FAIL_FIELD(CTR_E_IO, o->resume_name, "cannot resume: no journal '%s'; run without %s to "
-                   "start over", o->master, o->resume_name);
+  CTR_CHECK(ctr__stream_resume_rule(o->master, "journal", "an interrupted run of this output",
+                                    o->out, resume, o->resume_name));
+  if (!resume) return CTR_OK;
   CTR_CHECK(ctr__journal_read_ranges(o->master, o->fp, o->resume_name, &o->state));
   for (int64_t r = 0; o->state.master && r < o->state.ranks; r++) {
     char *p = ctr__journal_rank_path(o->master, o->state.generation, (int)r);
@@ -144,7 +137,7 @@ cleanup:
 }
 
 typedef struct shared_state {
-  int64_t generation, nkept, kept_slices, below, above, unusable;
+  int64_t generation, nkept, kept_slices, below, above, unusable, created;
   double min, max;
 } shared_state;
 
@@ -173,7 +166,7 @@ ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_statu
   /* rank 0 first: the journals, the partial output, the plan */
   if (rank == 0 && st == CTR_OK) st = open_root(o, resume, what, chunk, unit, plan, plan_user);
   shared_state sh = {o->state.generation, o->nkept, o->kept_slices, o->kept.below,
-                     o->kept.above, o->unusable, o->kept.min, o->kept.max};
+                     o->kept.above, o->unusable, o->created, o->kept.min, o->kept.max};
   void *blob = &sh;
   size_t nb = sizeof sh;
   const ctr_status shared = ctr__dist_share(d, st, &blob, &nb);
@@ -183,6 +176,7 @@ ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_statu
     o->kept_slices = sh.kept_slices;
     o->kept = (ctr__slab_record){0, (float)sh.min, (float)sh.max, sh.below, sh.above};
     o->unusable = (int)sh.unusable;
+    o->created = (int)sh.created;
   }
   if (rank != 0) free(blob);
   o->generation = sh.generation;
@@ -278,7 +272,9 @@ ctr_status ctr__dist_output_finish(ctr__dist_output *o, ctr_status st,
         unlink(o->master);
       }
     }
-    o->resumable = keep && !o->unusable && ctr__journal_kind(o->master) == 2;
+    /* what this run created and removed is gone (rank 0 removes it: every
+       rank knows from `created`); a refused run leaves the other run's */
+    o->resumable = (keep || !o->created) && ctr__stream_resumable(st, o->unusable, o->master);
     ctr__error_set(st, "%s", detail);
   }
   free(all);

@@ -49,14 +49,15 @@ typedef struct ctr__dist_output {
   ctr_stack_writer *w;     /* this rank's handle on the partial output */
   ctr__journal journal;    /* this rank's journal */
   int have_journal;
-  int created;             /* rank 0 created (or reopened) the partial output */
+  int created;             /* rank 0 created (or reopened) the partial output (every rank
+                              knows it after open) */
   int unusable;            /* a resume found the journal or the partial output damaged */
   /* the slices resumed (shared by rank 0) */
   ctr__slab_record kept;
   int64_t nkept, kept_slices;
   /* the whole run's summary (after finish) */
   ctr__dist_stats total;
-  int resumable;           /* after a failure: the partial output and journals are kept */
+  int resumable;           /* the reports' `resumable` (ctr__stream_resumable) */
 } ctr__dist_output;
 
 /* Collective: the partial output `out` (fmt, info: the whole output) of a
@@ -75,8 +76,10 @@ ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_statu
  * the rank that speaks for the job logs one line per rank (slices, pieces,
  * bytes of `input_bytes` read, time).
  * Returns the run's status (the first failing rank's error on every rank);
- * o->total gets the sums over the ranks, o->resumable whether a failed
- * run's partial output was kept. Frees what open allocated. */
+ * o->total gets the sums over the ranks, o->resumable whether a call with
+ * resume continues what the run left (ctr__stream_resumable: also set when
+ * ctr__dist_output_open fails, which finishes o). Frees what open
+ * allocated. */
 ctr_status ctr__dist_output_finish(ctr__dist_output *o, ctr_status st,
                                    const ctr__dist_stats *mine, double input_bytes);
 

@@ -128,12 +128,8 @@ ctr_status ctr__journal_create(ctr__journal *j, const char *path, uint64_t finge
     goto fail;
   }
   /* locked before it is emptied: a run that holds it keeps it */
-  j->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-  if (j->fd < 0) {
-    st = ctr__error_set(CTR_E_IO, "cannot create the journal '%s': %s", path, strerror(errno));
-    goto fail;
-  }
-  st = ctr__file_lock(j->fd, path, "the run of this journal's output");
+  st = ctr__file_lock_open(path, O_WRONLY | O_CREAT, path, "the run of this journal's output",
+                           &j->fd);
   if (st != CTR_OK) goto fail;
   owned = 1;
   if (ftruncate(j->fd, 0) != 0) {
@@ -208,9 +204,8 @@ ctr_status ctr__journal_resume(ctr__journal *j, const char *path, uint64_t finge
   }
   fclose(f);
   f = NULL;
-  j->fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (j->fd < 0) CTR_FAIL_GOTO(st, CTR_E_IO, "cannot append to the journal '%s': %s", path, strerror(errno));
-  CTR_CHECK_GOTO(st, ctr__file_lock(j->fd, path, "the run of this journal's output"));
+  CTR_CHECK_GOTO(st, ctr__file_lock_open(path, O_WRONLY | O_APPEND, path,
+                                         "the run of this journal's output", &j->fd));
   return CTR_OK;
 cleanup:
   if (f) fclose(f);
@@ -454,8 +449,7 @@ int ctr__journal_end_output(ctr__journal *j, int have_journal, ctr_stack_writer 
 }
 
 void ctr__journal_close(ctr__journal *j, int remove) {
-  if (j->fd >= 0) close(j->fd);
-  if (remove && j->path) unlink(j->path);
+  ctr__file_unlock(j->path, j->fd, remove);
   free(j->path);
   free(j->done);
   free(j->rec);

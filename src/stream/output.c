@@ -28,26 +28,42 @@ static int resume_unusable(ctr_status st) {
   return st == CTR_E_FORMAT || st == CTR_E_SIZE_MISMATCH || st == CTR_E_IO;
 }
 
-ctr_status ctr__stream_output_resume(ctr__stream_output *o, int resume, uint64_t fp) {
-  if (resume) {
-    if (!o->caps->resumable)
-      CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, o->resume_option,
-                     "%s: '%s' (%s) cannot be resumed: write raw, nrrd or a TIFF "
-                     "stack pattern to make a run resumable", o->resume_option, o->out,
-                     o->caps->name);
-    const ctr_status st = ctr__journal_resume(&o->journal, o->jpath, fp, o->resume_option);
-    if (st != CTR_OK) {
-      o->unusable = resume_unusable(st);
-      return st;
-    }
-    o->have_journal = 1;
-  } else if (ctr__file_exists(o->jpath)) {
-    CTR_CHECK(ctr__file_lock_check(o->jpath, "the run of this journal's output"));
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, o->resume_option,
-                   "'%s' holds an interrupted run of this output: set %s to continue it, or "
-                   "delete '%s' and '%s.partial' to start over", o->jpath, o->resume_option,
-                   o->jpath, o->out);
+ctr_status ctr__stream_resume_rule(const char *path, const char *noun, const char *holds,
+                                   const char *out, int resume, const char *option) {
+  const int there = ctr__file_exists(path);
+  if (resume && !there)
+    CTR_FAIL_FIELD(CTR_E_IO, option, "cannot resume: no %s '%s'; run without %s to start over",
+                   noun, path, option);
+  if (!resume && there) {
+    CTR_CHECK(ctr__file_lock_check(path, "the run writing it"));
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, option,
+                   "'%s' holds %s: set %s to continue it, or delete '%s'%s%s%s to start over",
+                   path, holds, option, path, out ? " and '" : "", out ? out : "",
+                   out ? ".partial'" : "");
   }
+  return CTR_OK;
+}
+
+int ctr__stream_resumable(ctr_status st, int unusable, const char *journal) {
+  const int kind = st != CTR_OK && !unusable && journal ? ctr__journal_kind(journal) : 0;
+  return kind == 1 || kind == 2;
+}
+
+ctr_status ctr__stream_output_resume(ctr__stream_output *o, int resume, uint64_t fp) {
+  if (resume && !o->caps->resumable)
+    CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, o->resume_option,
+                   "%s: '%s' (%s) cannot be resumed: write raw, nrrd or a TIFF "
+                   "stack pattern to make a run resumable", o->resume_option, o->out,
+                   o->caps->name);
+  CTR_CHECK(ctr__stream_resume_rule(o->jpath, "journal", "an interrupted run of this output",
+                                    o->out, resume, o->resume_option));
+  if (!resume) return CTR_OK;
+  const ctr_status st = ctr__journal_resume(&o->journal, o->jpath, fp, o->resume_option);
+  if (st != CTR_OK) {
+    o->unusable = resume_unusable(st);
+    return st;
+  }
+  o->have_journal = 1;
   return CTR_OK;
 }
 
@@ -116,16 +132,16 @@ ctr_status ctr__stream_output_commit(ctr__stream_output *o, ctr__writer *writer)
   return st;
 }
 
-int ctr__stream_output_end(ctr__stream_output *o) {
+int ctr__stream_output_end(ctr__stream_output *o, ctr_status st) {
   /* a fresh journal that never counted goes, and so does the output */
   if (o->fresh_journal && !o->have_journal && o->journal.path) ctr__journal_close(&o->journal, 1);
-  const int kept = ctr__journal_end_output(&o->journal, o->have_journal, o->w, o->caps &&
-                                           o->caps->resumable);
+  const int resumable_format = o->caps && o->caps->resumable;
+  (void)ctr__journal_end_output(&o->journal, o->have_journal, o->w, resumable_format);
   o->w = NULL;
   o->have_journal = 0;
   free(o->done);
   o->done = NULL;
-  return kept;
+  return resumable_format && ctr__stream_resumable(st, o->unusable, o->jpath);
 }
 
 void ctr__stream_output_free(ctr__stream_output *o) {

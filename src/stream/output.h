@@ -10,7 +10,7 @@
  *    resume option.
  * A run left by an interrupted one (its journal) is never overwritten
  * silently: without resume it is refused, naming the option and the files
- * to delete.
+ * to delete (the rules: "Resume", below).
  *
  * The steps, in order (each after the previous one succeeded; end always):
  *   ctr__stream_output_init     the format, its capabilities, the journal's name
@@ -24,7 +24,9 @@
  *   ctr__stream_output_commit   renames the output into place
  *   ctr__stream_output_end      keeps a failed run's partial output and
  *                               journal when a unit of it is done, else
- *                               removes them
+ *                               removes them; says whether a resume
+ *                               continues what is left (the report's
+ *                               `resumable`)
  *   ctr__stream_output_free     frees the journal's name
  * Not thread-safe: one thread (the run's) calls these; the writer thread
  * uses the output and the journal between attach and commit only. Not
@@ -35,6 +37,51 @@
 #include "io/io_internal.h"
 #include "stream/journal.h"
 #include "stream/writer.h"
+
+/* ---- Resume: one semantics for every command --------------------------------
+ * A run that can be continued keeps its state on disk: a streamed output
+ * (FDK, FBP, of one process or distributed) its partial output and the
+ * journal "<out>.partial.journal", an iterative run its checkpoint
+ * (checkpoint.h). Every command follows the same rules, and each refusal
+ * names the caller's resume option (raised with it as the error's field:
+ * the CLI says --resume):
+ *  - state there and no resume: refused (CTR_E_INVALID_ARGUMENT), naming
+ *    the option and the files to delete to start over; nothing is touched;
+ *  - resume and no state: refused (CTR_E_IO), naming the option and the
+ *    missing file;
+ *  - a resume of another run (its fingerprint differs) is refused naming
+ *    what differs (a journal: CTR_E_INVALID_ARGUMENT; a checkpoint, whose
+ *    fingerprint is typed: CTR_E_FORMAT naming the field and both values),
+ *    and damaged state is CTR_E_FORMAT; the state stays as it was;
+ *  - state whose run is still going (its lock held: the journal itself,
+ *    "<checkpoint>.lock") is refused naming that run's process instead
+ *    (ctr__file_lock);
+ *  - a resumed run gives the bits of an uninterrupted one.
+ * The one intended difference is what a run that succeeded leaves: a
+ * journal is transient (removed with the partial output once the output
+ * has its name), a checkpoint is a continuation point (it stays: a later
+ * call with resume and more iterations continues from it; a caller that
+ * does not want it deletes it, as the CLI does without --keep-checkpoint).
+ * A failed streamed call's report says whether a call with resume
+ * continues what it left on disk: `resumable` (ctr__stream_resumable). */
+
+/* The rules above for the state file `path` of a run (noun: "journal",
+ * "checkpoint"): without resume, a file there is refused, "'path' holds
+ * HOLDS: set OPTION to continue it, or delete 'path' (and 'OUT.partial'
+ * when out is not NULL) to start over", unless the lock of a run still
+ * going is on it (ctr__file_lock_check: that run is named); with resume,
+ * a missing one is refused. */
+ctr_status ctr__stream_resume_rule(const char *path, const char *noun, const char *holds,
+                                   const char *out, int resume, const char *option);
+/* The reports' `resumable` (ctr_fdk_stream_report, ctr_fbp_stream_report:
+ * one meaning), for a call that returned st: 1 when it failed and left on
+ * disk a partial output and its journal `journal` (a one-process run's or
+ * a distributed run's master: ctr__journal_kind) that a call with resume
+ * continues: the ones this call kept, or those of an interrupted run that
+ * it refused to overwrite, or to resume with other inputs or options. 0
+ * after success, with no journal on disk, and when this call found the
+ * journal or the partial output damaged (unusable: delete both). */
+int ctr__stream_resumable(ctr_status st, int unusable, const char *journal);
 
 typedef struct ctr__stream_output {
   const char *out;                   /* the caller's target */
@@ -90,10 +137,12 @@ const unsigned char *ctr__stream_output_done_units(const ctr__stream_output *o);
 void ctr__stream_output_attach(ctr__stream_output *o, ctr__writer *writer);
 /* Commits the output (its name in place) and removes the journal. */
 ctr_status ctr__stream_output_commit(ctr__stream_output *o, ctr__writer *writer);
-/* After a failure the output and journal are kept for a resume when a unit
- * is journalled, else removed. Returns 1 when they were kept. o->jpath
- * stays (for the caller's report) until ctr__stream_output_free. */
-int ctr__stream_output_end(ctr__stream_output *o);
+/* After a failure (st: the run's status) the output and journal are kept
+ * for a resume when a unit is journalled, else removed. Returns the
+ * report's `resumable` (ctr__stream_resumable; 0 for a format that is not
+ * resumable). o->jpath stays (for the caller's report) until
+ * ctr__stream_output_free. */
+int ctr__stream_output_end(ctr__stream_output *o, ctr_status st);
 void ctr__stream_output_free(ctr__stream_output *o);
 
 /* ---- Fingerprints ----------------------------------------------------------

@@ -1,6 +1,7 @@
-/* Checkpoints of iterative runs (src/iterative/checkpoint.c), as
- * `ctrecon iterate --resume` reads OUT.checkpoint: the run's lock taken (the
- * lock file beside it, as a run holds it), ctr__it_checkpoint_read into a
+/* Checkpoints of iterative runs (src/iterative/checkpoint.c over
+ * src/stream/checkpoint.c), as `ctrecon iterate --resume` reads
+ * OUT.checkpoint: the run's start (the lock file beside it, as a run holds
+ * it, and the resume rules), ctr__it_checkpoint_read into a
  * state of two vectors against a fixed fingerprint (fuzz_checkpoint.h; the
  * seeds carry it), the lock released. A checkpoint that reads back must hold
  * a history within its iterations, and one input in 16 (by size, as a
@@ -18,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = fz_path(0, "rec.raw.checkpoint");
   fz_write_file(path, data, size);
   int lock = -1;
-  if (ctr__it_checkpoint_lock(path, &lock) != CTR_OK) __builtin_trap(); /* nobody else holds it */
+  /* nobody else holds it, and the file is there for the resume */
+  if (ctr__it_checkpoint_begin(path, 1, &lock) != CTR_OK) __builtin_trap();
   if (ctr__it_checkpoint_read(p, path, &fp, &s) == CTR_OK) {
     if (s.iteration < 0 || s.nhist < 0 || s.nhist > s.iteration || (s.nhist && !s.hist))
       __builtin_trap();
@@ -32,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       unlink(again);
     }
   }
-  ctr__it_checkpoint_unlock(path, lock);
+  ctr__it_checkpoint_end(path, lock);
   free(s.hist);
   for (int i = 0; i < FZ_CK_NVEC; i++) ctr__vec_free(p, &v[i]);
   return 0;
