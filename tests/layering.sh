@@ -16,7 +16,7 @@
 #     parbeam/backend.h, pet/backend.h).
 #  4. the memory policy: host memory measured in src/core/memory.c only, the
 #     GPU buffer cache released through ctr_context_release_memory only, and
-#     cudaMalloc only in the cache and the files listed there (a ratchet).
+#     cudaMalloc only in the cache (src/gpu/gpu_buffers.cu).
 # Known exceptions are listed one edge a line in ALLOWLIST: each one met is
 # printed as a note, and an entry that no longer occurs fails the test (so
 # the list cannot rot). Needs bash, awk, coreutils (tsort, realpath) and nm.
@@ -304,27 +304,21 @@ echo "seam rule: $ncuda mention(s) of CTR_HAVE_CUDA checked"
 # ---- 4. Memory policy (docs/out-of-core.md, "Budgets") ----------------------
 # One budget rule: host memory is measured in src/core/memory.c alone. One GPU
 # buffer cache: the context's release (ctr__gpu_cache_release) is called only
-# by ctr_context_release_memory (src/core/context.c); device buffers come from
-# the cache (src/gpu/gpu_buffers.h), and the files below, not yet moved onto
-# it, are the only others that call cudaMalloc (a file that no longer does
-# fails here until it leaves the list).
-raw_alloc_files=" src/conebeam/cuda/backprojector_cuda.cu
-  src/conebeam/cuda/filter_cuda.cu src/conebeam/cuda/kernel_harness.cu
-  src/conebeam/cuda/views_layout.cu src/iterative/cuda/fast_cuda.cu
-  src/iterative/cuda/project_cuda.cu src/iterative/cuda/vecops_cuda.cu src/pet/cuda/pet_cuda.cu
-  src/pet/cuda/pet_fft_cuda.cu src/pet/cuda/pet_recon_cuda.cu "
-raw_alloc_files=$(echo $raw_alloc_files)
-found_raw=$(cd "$src" && grep -rlE 'cudaMalloc(Async)?\(' src | grep -vx 'src/gpu/gpu_buffers.cu' | sort)
-for f in $found_raw; do
-  case " $raw_alloc_files " in
-    *" $f "*) ;;
-    *) failure "$f calls cudaMalloc: allocate through the context's GPU buffer cache (src/gpu/gpu_buffers.h, GPU_GET/GPU_PUT)" ;;
-  esac
-done
-for f in $raw_alloc_files; do
-  grep -qx "$f" <<<"$found_raw" ||
-    failure "$f no longer calls cudaMalloc: remove it from raw_alloc_files in tests/layering.sh"
-done
+# by ctr_context_release_memory (src/core/context.c), and device buffers come
+# from the cache (src/gpu/gpu_buffers.h, GPU_GET / GPU_PUT), the only caller
+# of cudaMalloc. cuFFT plans and texture arrays, which CUDA allocates itself,
+# are made in the lambda of ctr__gpu_retry (gpu_buffers.h: the kept buffers
+# go back when the GPU is full): the call is that lambda's `return`.
+while IFS=: read -r file line _; do
+  failure "$file:$line: calls cudaMalloc: allocate through the context's GPU buffer cache (src/gpu/gpu_buffers.h, GPU_GET/GPU_PUT)"
+done < <(cd "$src" && grep -rnE 'cudaMalloc(Async|Managed|Pitch)?\(' src | grep -v '^src/gpu/gpu_buffers.cu:')
+nretry=0
+while IFS=: read -r file line text; do
+  nretry=$((nretry + 1))
+  [[ $text =~ ^[[:space:]]*return[[:space:]] ]] ||
+    failure "$file:$line: a cuFFT plan or texture array outside ctr__gpu_retry (src/gpu/gpu_buffers.h): make it in the lambda, as \`return cufftPlanMany(...)\`"
+done < <(cd "$src" && grep -rnE '(cudaMalloc3DArray|cudaMallocArray|cufftPlan(1d|2d|3d|Many)|cufftMakePlan[A-Za-z0-9]*)\(' src)
+echo "memory policy: $nretry cuFFT plan(s) and texture array(s) checked"
 while IFS=: read -r file line _; do
   [ "$file" = src/core/context.c ] || [ "$file" = src/gpu/gpu_buffers.cu ] || [ "$file" = src/core/internal.h ] ||
     failure "$file:$line: calls ctr__gpu_cache_release: release through ctr_context_release_memory"

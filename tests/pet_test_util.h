@@ -62,6 +62,22 @@ static inline void pet_test_random(float *x, int64_t n, unsigned seed) {
   }
 }
 
+/* Data for a reconstruction: h's factors random in [0.5, 1) (seed) and its
+ * counts the forward projections of x (n voxels) through pr, times `scale`
+ * and the factors. */
+static inline ctr_status pet_test_histo_fill(ctr_pet_projector *pr, ctr_pet_histo *h,
+                                             const float *x, int64_t n, unsigned seed,
+                                             float scale) {
+  pet_test_random(h->factors, n * h->nviews, seed);
+  for (int64_t i = 0; i < n * h->nviews; i++) h->factors[i] = 0.5f + 0.5f * h->factors[i];
+  for (int64_t v = 0; v < h->nviews; v++) {
+    const ctr_status st = ctr_pet_project(pr, CTR_PET_FORWARD, v, x, h->counts + v * n);
+    if (st != CTR_OK) return st;
+    for (int64_t i = 0; i < n; i++) h->counts[v * n + i] *= scale * h->factors[v * n + i];
+  }
+  return CTR_OK;
+}
+
 static inline double pet_test_dot(const float *a, const float *b, int64_t n) {
   double s = 0;
   for (int64_t i = 0; i < n; i++) s += (double)a[i] * b[i];

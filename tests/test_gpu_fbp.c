@@ -345,7 +345,13 @@ static void test_autotune(void) {
 /* ctr_fbp_options.gpu_budget: a budget that holds chunks of 3 slices (not
  * the pipeline's 16) gives the slices of the default budget, and one too
  * small for chunks of one slice is refused naming the option. The kernel is
- * fixed: the automatic choice is made per chunk size. */
+ * fixed: the automatic choice is made per chunk size. ctr_fbp_backproject
+ * takes all 40 slices at once without one; a budget that holds 13 makes
+ * chunks of 12, 12, 12 and 4 (multiples of 4: each launch of the 2- and
+ * 4-slice kernels takes the slices it takes in one pass) with the same bits
+ * and the data policy's count summed over the chunks. Not the hybrid
+ * kernel, whose units take tiles as they come (not bit-reproducible between
+ * two runs). */
 static void test_small_budget(ctr_context *ctx) {
   const int64_t nb = 120, na = 90, ns = 40;
   ctr_parallel_geometry *g = plain_geometry(nb, na);
@@ -372,6 +378,31 @@ static void test_small_budget(ctr_context *ctx) {
   CHECK(d < 1e-6 && a[plane * 5 + plane / 2 + r->nx / 2] != 0);
   o.gpu_budget = ctr__fbp_gpu_bytes(r, sizeof(float), 0, 1) - 1;
   CHECK_FAILS(ctr_fbp(ctx, g, &o, &sa, &ab), CTR_E_DEVICE_OUT_OF_MEMORY, "ctr_fbp_options.gpu_budget");
+  /* ctr_fbp_backproject */
+  sino[nb * na * 17 + 40] = NAN; /* one bad value, in the second chunk */
+  CHECK_OK(ctr__fbp_bp_gpu_chunk(r, ns, ctr__fbp_bp_gpu_bytes(r, 13), "x", &chunk));
+  CHECK(chunk == 12);
+  static const char *const kernels[] = {"alu", "alu2", "tex2", "tex4h", "alu2-h"};
+  for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+    ctr_value_counts ca = CTR_VALUE_COUNTS_INIT, cb = CTR_VALUE_COUNTS_INIT;
+    ctr_fbp_options ob = CTR_FBP_OPTIONS_INIT;
+    ob.kernel = kernels[k];
+    ob.counts = &ca;
+    CHECK_OK(ctr_fbp_backproject(ctx, g, &ob, ns, sino, a));
+    ob.gpu_budget = ctr__fbp_bp_gpu_bytes(r, 13);
+    ob.counts = &cb;
+    CHECK_OK(ctr_fbp_backproject(ctx, g, &ob, ns, sino, b));
+    CHECK_MSG(!memcmp(a, b, sizeof(float) * (size_t)(plane * ns)),
+              "ctr_fbp_backproject, kernel %s: chunks of 12 slices differ from one pass",
+              kernels[k]);
+    CHECK_MSG(ca.output == cb.output && ca.output > 0 && a[plane * 30 + plane / 2 + r->nx / 2] != 0,
+              "ctr_fbp_backproject, kernel %s: %lld and %lld bad slice values", kernels[k],
+              (long long)ca.output, (long long)cb.output);
+  }
+  o.gpu_budget = ctr__fbp_bp_gpu_bytes(r, 1) - 1;
+  CHECK_FAILS(ctr_fbp_backproject(ctx, g, &o, ns, sino, b), CTR_E_DEVICE_OUT_OF_MEMORY,
+              "ctr_fbp_options.gpu_budget");
+  CHECK(!strcmp(ctr_error_get_field(), "ctr_fbp_options.gpu_budget"));
   free(sino);
   free(a);
   free(b);

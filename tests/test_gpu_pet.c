@@ -112,12 +112,7 @@ static void test_recon(void) {
     int64_t n = p.nx * p.ny * p.nz;
     float *truth = malloc(n * sizeof(float)), *a = calloc(n, sizeof(float)), *b = calloc(n, sizeof(float));
     pet_test_random(truth, n, 8);
-    pet_test_random(h->factors, n * h->nviews, 9);
-    for (int64_t i = 0; i < n * h->nviews; i++) h->factors[i] = 0.5f + 0.5f * h->factors[i];
-    for (int64_t v = 0; v < h->nviews; v++) {
-      CHECK_OK(ctr_pet_project(pc, CTR_PET_FORWARD, v, truth, h->counts + v * n));
-      for (int64_t i = 0; i < n; i++) h->counts[v * n + i] *= 100.0f * h->factors[v * n + i];
-    }
+    CHECK_OK(pet_test_histo_fill(pc, h, truth, n, 9, 100.0f));
     for (int alg = 0; alg < 3; alg++) {
       ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
       o.algorithm = (ctr_pet_algorithm)alg, o.iterations = 3;

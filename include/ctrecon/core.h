@@ -251,11 +251,15 @@ typedef struct ctr_context ctr_context;
 /* Creates a context; *out owned by the caller, release with ctr_context_free.
  * opts may be NULL (defaults). */
 CTR_API ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out);
-/* Frees a context; accepts NULL. A CUDA context keeps the large GPU buffers
- * of its runs (volume, views, FBP's chunk buffers) for its next run, which
- * then skips their allocation (milliseconds each, more with several GPUs);
- * they are freed here, by ctr_context_release_memory, or as soon as an
- * allocation finds the GPU full. */
+/* Frees a context; accepts NULL. A CUDA context keeps the GPU buffers of its
+ * runs (every modality's: volumes, views, chunk buffers, vectors) for its
+ * next run, which then skips their allocation (milliseconds each, more with
+ * several GPUs); they are freed here, by ctr_context_release_memory, or as
+ * soon as an allocation finds the GPU full. The objects made on a context
+ * (ctr_projector, ctr_pet_projector, ctr_backprojector) use it until they
+ * are freed, when their GPU buffers go back to it: a context they outlive
+ * gives its kept buffers back here and the rest of it goes with the last of
+ * them (they may be freed after it, not used). */
 CTR_API void ctr_context_free(ctr_context *ctx);
 /* The CUDA devices a context uses (0 for a CPU context) and the ordinal of the
  * i-th (-1 if there is none); the first is the device of single-GPU work. */
@@ -265,20 +269,25 @@ CTR_API int ctr_context_get_device_ordinal(const ctr_context *ctx, int i);
 CTR_API ctr_device_kind ctr_context_get_device(const ctr_context *ctx);
 /* Memory budgets from the machine, the one rule behind every budget of the
  * library that is 0 ("detected": ctr_fdk_plan_request, ctr_fdk_stream_options,
- * ctr_fbp_stream_options, ctr_projector_options, ctr_iterate_options):
- *  - GPU: free memory of the context's first GPU less 1 GiB (the CUDA
- *    context, cuFFT's and the kernels' work areas and other processes are in
- *    no plan); 0 for a CPU context. The GPU buffers the context keeps from
- *    earlier runs (ctr_context_release_memory) are given back first;
+ * ctr_fbp_stream_options, ctr_fbp_options, ctr_projector_options,
+ * ctr_iterate_options) and every check of a GPU entry point:
+ *  - GPU: free memory of the context's first GPU and the buffers the context
+ *    keeps there, less 1 GiB (the CUDA context, cuFFT's and the kernels' work
+ *    areas and other processes are in no plan); 0 for a CPU context. The
+ *    library's runs reuse the kept buffers or give them back when the GPU is
+ *    full; this function, whose caller's own allocations cannot, gives them
+ *    back first (ctr_context_release_memory): the same figure;
  *  - host: available memory (MemAvailable) less 10 % of it, at least 1 GiB.
  * Either pointer may be NULL (not wanted). Thread-safe. */
 CTR_API ctr_status ctr_context_get_memory_budgets(ctr_context *ctx, uint64_t *gpu_budget,
                                                   uint64_t *host_budget);
-/* Frees the GPU buffers a CUDA context keeps between its runs (the large
- * buffers of cone-beam and parallel-beam runs: their next run on the same
- * sizes skips the allocation) and gives that memory back to other users
- * without freeing the context; ctr_context_free does it too. Nothing for a
- * CPU context or NULL. Call it with no run of the context in progress. */
+/* Frees the GPU buffers a CUDA context keeps between its runs (every
+ * modality's: their next run on the same sizes skips the allocation) and
+ * gives that memory back to other users without freeing the context;
+ * ctr_context_free does it too. The buffers of runs in progress and of live
+ * objects (projectors, backprojectors) are not kept ones: they stay (so it
+ * may be called while runs go on). No run of the library needs it first.
+ * Nothing for a CPU context or NULL. */
 CTR_API void ctr_context_release_memory(ctr_context *ctx);
 
 /* ------------------------------------------------------------------------- */

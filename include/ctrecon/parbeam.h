@@ -156,13 +156,14 @@ typedef struct ctr_fbp_options {
                                raised to cover it), so a caller timing several calls
                                zeroes it first (ctr_fbp_timings_init). Asking for them adds
                                events to the GPUs' streams, nothing else */
-  uint64_t gpu_budget;      /* CUDA, ctr_fbp and ctr_fbp_projections: bytes of GPU memory the
-                               call may use on each GPU; 0 = detected
-                               (ctr_context_get_memory_budgets). The pipeline's chunks (16
-                               slices) shrink to fit; a budget too small for chunks of one
-                               slice is CTR_E_DEVICE_OUT_OF_MEMORY naming what the smallest
-                               needs. The CPU and ctr_fbp_backproject (all its slices at
-                               once) ignore it */
+  uint64_t gpu_budget;      /* CUDA, ctr_fbp, ctr_fbp_projections and ctr_fbp_backproject:
+                               bytes of GPU memory the call may use on each GPU; 0 =
+                               detected (ctr_context_get_memory_budgets). The pipeline's
+                               chunks (16 slices) shrink to fit; ctr_fbp_backproject takes
+                               all its slices at once when they fit, else chunks of them (a
+                               multiple of 4 slices: the same bits); a budget too small for
+                               chunks of one slice is CTR_E_DEVICE_OUT_OF_MEMORY naming what
+                               the smallest needs. The CPU ignores it */
 } ctr_fbp_options;
 
 #define CTR_FBP_OPTIONS_INIT \
@@ -180,7 +181,8 @@ CTR_API ctr_status ctr_fbp_options_init(ctr_fbp_options *s, unsigned version);
 CTR_API ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
                                   const ctr_fbp_options *opts, int64_t nslices, float *sino);
 /* slices (nx x ny x nslices floats, overwritten) = the weighted
- * backprojection of nslices filtered sinograms. Memory: on a CUDA context
+ * backprojection of nslices filtered sinograms, on a CUDA context within
+ * opts->gpu_budget (chunks of slices when all do not fit). Memory: on a CUDA context
  * sino and slices may each be host or GPU memory (device or managed, of any
  * of the context's GPUs; detected per pointer): sino is copied to the GPU
  * with cudaMemcpyDefault (device to device for GPU memory, no pinned

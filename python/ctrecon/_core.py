@@ -456,9 +456,11 @@ class Context(Handle):
     ``{"bp_slices": 8}``). Progress and log messages of the calls made with
     it reach the call's ``progress`` argument and the logger "ctrecon".
     One call at a time uses a context; the default context is per thread.
-    A CUDA context keeps the large GPU buffers of its last cone-beam run for
+    A CUDA context keeps the GPU buffers of its runs (every modality's) for
     the next one (a repeated reconstruction skips their allocation);
-    ``close()`` gives them back, as does a run that finds the GPU full."""
+    ``release_memory()`` and ``close()`` give them back, as does a run that
+    finds the GPU full. Projectors and backprojectors made with it hold it:
+    closing it first frees the rest of it with the last of them."""
 
     def __init__(self, device: str = "auto", *, device_index: int = -1,
                  devices: Optional[Sequence[int]] = None, threads: int = 0,
@@ -507,8 +509,9 @@ class Context(Handle):
 
     def memory_budgets(self) -> Tuple[int, int]:
         """(gpu_budget, host_budget) in bytes: what every budget left at 0 is
-        (ctr_context_get_memory_budgets: free GPU memory less 1 GiB, 0 on the
-        CPU; available host memory less 10 %, at least 1 GiB)."""
+        (ctr_context_get_memory_budgets: free GPU memory and the buffers the
+        context keeps, which it gives back first, less 1 GiB, 0 on the CPU;
+        available host memory less 10 %, at least 1 GiB)."""
         g, h = ffi.new("uint64_t *"), ffi.new("uint64_t *")
         check(lib.ctr_context_get_memory_budgets(self.ptr, g, h))
         return int(g[0]), int(h[0])

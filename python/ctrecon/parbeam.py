@@ -30,13 +30,14 @@ _STRIPE = {"none": lib.CTR_STRIPE_NONE, "sorting": lib.CTR_STRIPE_SORTING,
            "wavelet": lib.CTR_STRIPE_WAVELET}
 
 
-def _fbp_options(window, cutoff, interp, kernel, strict, keep, counts=None):
+def _fbp_options(window, cutoff, interp, kernel, strict, keep, counts=None, gpu_budget=None):
     o = new_struct("ctr_fbp_options", lib.ctr_fbp_options_init, lib.CTR_FBP_OPTIONS_VERSION)
     o.window = _window(window)
     _core.assign(o, cutoff=cutoff)
     o.interp = _core.enum_value(_FBP_INTERP, interp, "interp")
     o.kernel = _core.kept_cstr(keep, kernel)
     o.strict = int(bool(strict))
+    o.gpu_budget = _core.budget(gpu_budget, "gpu_budget")
     if counts is not None:
         o.counts = counts
     return o
@@ -76,13 +77,17 @@ def _sino_io(a: Any, out: Any, name: str, geometry: ParallelGeometry):
 def fbp(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram-lak",
         cutoff: float = 1.0, interp: Any = "linear", kernel: Optional[str] = None,
         strict: bool = False, return_counts: bool = False, out: Optional[np.ndarray] = None,
-        ctx=None, progress: Any = "auto") -> Any:
+        gpu_budget: Union[int, str, None] = None, ctx=None, progress: Any = "auto") -> Any:
     """Filtered backprojection (ctr_fbp) of sinograms (nslices, nangles,
     nbins) into slices (nslices, ny, nx), in 1/mm. window / cutoff: the ramp
     filter's; interp "linear" or "nearest"; kernel: a GPU kernel name
     (docs/parallel-beam.md; None = tuned automatically); strict: bad values
     are an error. return_counts=True returns (slices, counts of bad values
-    met, a dict of ctr_value_counts) and logs no warning.
+    met, a dict of ctr_value_counts) and logs no warning. gpu_budget: GPU
+    memory the call may use on each GPU of a CUDA context (bytes or "4G";
+    None or 0: free memory less 1 GiB): the chunks of slices shrink to fit,
+    and one too small for chunks of one slice is a DeviceOutOfMemoryError
+    naming gpu_budget; the CPU ignores it.
 
     GPU arrays (CuPy, or any __cuda_array_interface__ / DLPack float32
     C-contiguous array) are used in place on a CUDA context: sinograms on the
@@ -91,7 +96,7 @@ def fbp(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram-lak",
     res, s_a, v_a, ns, owner = _sino_io(sinograms, out, "sinograms", geometry)
     keep: list = [owner]
     counts = _counts() if return_counts else None
-    o = _fbp_options(window, cutoff, interp, kernel, strict, keep, counts)
+    o = _fbp_options(window, cutoff, interp, kernel, strict, keep, counts, gpu_budget)
     _core.call(progress, lib.ctr_fbp, context(ctx).ptr, geometry._ptr, o, s_a, v_a)
     return (res, _core.struct_dict(counts)) if return_counts else res
 
@@ -118,12 +123,15 @@ def fbp_filter(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram
 
 def fbp_backproject(filtered: Any, geometry: ParallelGeometry, *, interp: Any = "linear",
                     kernel: Optional[str] = None, strict: bool = False,
-                    out: Optional[np.ndarray] = None, ctx=None) -> np.ndarray:
+                    out: Optional[np.ndarray] = None, gpu_budget: Union[int, str, None] = None,
+                    ctx=None) -> np.ndarray:
     """The weighted backprojection of filtered sinograms
-    (ctr_fbp_backproject); GPU arrays in place on a CUDA context, as fbp."""
+    (ctr_fbp_backproject); GPU arrays in place on a CUDA context, as fbp.
+    gpu_budget as fbp's: all slices at once when they fit in it, else chunks
+    of them (the same values)."""
     res, f_a, v_a, ns, owner = _sino_io(filtered, out, "filtered", geometry)
     keep: list = [owner]
-    o = _fbp_options("ram-lak", 1.0, interp, kernel, strict, keep)
+    o = _fbp_options("ram-lak", 1.0, interp, kernel, strict, keep, gpu_budget=gpu_budget)
     check(lib.ctr_fbp_backproject(context(ctx).ptr, geometry._ptr, o, ns,
                                   ffi.cast("float *", f_a.data), ffi.cast("float *", v_a.data)))
     return res
@@ -152,11 +160,13 @@ def fbp_projections(projections: Any, geometry: ParallelGeometry, flat: Any,
                     dark: Any = None, *, row0: int = 0, nslices: Optional[int] = None,
                     window: Any = "ram-lak", cutoff: float = 1.0, interp: Any = "linear",
                     kernel: Optional[str] = None, strict: bool = False,
-                    out: Optional[np.ndarray] = None, ctx=None, progress: Any = "auto") -> np.ndarray:
+                    out: Optional[np.ndarray] = None, gpu_budget: Union[int, str, None] = None,
+                    ctx=None, progress: Any = "auto") -> np.ndarray:
     """Projections (nangles, nrows, nbins; float32 or uint16) to slices in one
     call (ctr_fbp_projections): flat/dark correction and -log, filter,
     backprojection of detector rows [row0, row0 + nslices) (default: all
-    from row0). flat and dark: (nrows, nbins) averaged beams (dark None: 0)."""
+    from row0). flat and dark: (nrows, nbins) averaged beams (dark None: 0).
+    gpu_budget as fbp's."""
     p = _core.asarray(projections, "projections")
     if p.ndim != 3:
         raise ValueError(f"projections has shape {p.shape}: expected (nangles, nrows, nbins)")
@@ -168,7 +178,7 @@ def fbp_projections(projections: Any, geometry: ParallelGeometry, flat: Any,
     res = _core.host_out(out, geometry.slice_shape(ns))
     _core.distinct(res, "out", ("projections", p), ("flat", f), ("dark", d))
     keep: list = []
-    o = _fbp_options(window, cutoff, interp, kernel, strict, keep)
+    o = _fbp_options(window, cutoff, interp, kernel, strict, keep, gpu_budget=gpu_budget)
     _core.call(progress, lib.ctr_fbp_projections, context(ctx).ptr, geometry._ptr, o,
                _core.carray(p), _core.ptr(f), ffi.NULL if d is None else _core.ptr(d), row0,
                _core.carray(res))

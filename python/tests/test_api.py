@@ -152,6 +152,43 @@ def test_fbp_halves():
     assert counts["input"] == 1
 
 
+def test_fbp_gpu_budget(monkeypatch):
+    # fbp, fbp_backproject and fbp_projections take ctr_fbp_options.gpu_budget
+    # as fbp_stream does: the keyword reaches the options struct, bytes or text
+    from ctrecon import parbeam
+    pg, sino = parallel_case()
+    f = ctrecon.fbp_filter(sino, pg, ctx=cpu())
+    proj = np.ascontiguousarray(np.exp(-sino).transpose(1, 0, 2), np.float32)
+    flat = np.ones(proj.shape[1:], np.float32)
+    seen = []
+    real = parbeam._fbp_options
+
+    def spy(*args, **kwargs):
+        o = real(*args, **kwargs)
+        seen.append(int(o.gpu_budget))
+        return o
+    monkeypatch.setattr(parbeam, "_fbp_options", spy)
+    full = ctrecon.fbp(sino, pg, ctx=cpu())
+    halves = ctrecon.fbp_backproject(f, pg, ctx=cpu())
+    # the CPU ignores it: the same slices under a budget of one byte
+    assert same(ctrecon.fbp(sino, pg, gpu_budget=1, ctx=cpu()), full)
+    assert same(ctrecon.fbp_backproject(f, pg, gpu_budget="4G", ctx=cpu()), halves)
+    ctrecon.fbp_projections(proj, pg, flat, gpu_budget="512MiB", ctx=cpu())
+    ctrecon.fbp(sino, pg, gpu_budget=0, ctx=cpu())
+    assert seen == [0, 0, 1, 4 << 30, 512 << 20, 0]
+    # errors name the keyword
+    calls = [lambda **k: ctrecon.fbp(sino, pg, ctx=cpu(), **k),
+             lambda **k: ctrecon.fbp_backproject(f, pg, ctx=cpu(), **k),
+             lambda **k: ctrecon.fbp_projections(proj, pg, flat, ctx=cpu(), **k)]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"gpu_budget=-5: expected a byte count >= 0"):
+            call(gpu_budget=-5)
+        with pytest.raises(TypeError, match=r"gpu_budget=1.5: expected a byte count"):
+            call(gpu_budget=1.5)
+        with pytest.raises(ValueError, match=r"gpu_budget"):
+            call(gpu_budget="lots")
+
+
 def test_flatfield_against_numpy():
     pg, sino = parallel_case()
     flat = np.full((3, 40), 1000.0, np.float32)

@@ -20,6 +20,7 @@ void ctr_backprojector_free(ctr_backprojector *b) {
   if (!b) return;
   if (b->impl) b->be->bpj_free(b->impl);
   ctr_geometry_free(b->g);
+  ctr__context_drop(b->ctx);
   free(b);
 }
 
@@ -36,6 +37,7 @@ ctr_status ctr_backprojector_create(ctr_context *ctx, const ctr_geometry *g,
   ctr_status st = CTR_OK;
   b->be = be;
   b->ctx = ctx;
+  ctr__context_hold(ctx); /* its buffers go back to ctx's cache when it is freed */
   b->o = o;
   CTR_CHECK_GOTO(st, ctr_geometry_clone(g, &b->g));
   CTR_CHECK_GOTO(st, be->bpj_create(ctx, ctr__context_gpu(ctx, 0), b->g, &b->o, &b->impl));

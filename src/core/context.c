@@ -194,6 +194,7 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
   c->opts.tuning = &c->tuning;
   pthread_mutex_init(&c->memo.mu, NULL);
   pthread_mutex_init(&c->gpu_cache.mu, NULL);
+  c->refs = 1;
   *out = c;
   return CTR_OK;
 }
@@ -272,13 +273,28 @@ ctr_status ctr__gpu_rule(const ctr_context *ctx, const char *fn, int gpu_ok, con
 /* The one caller of the cache's release (src/gpu/gpu_buffers.h). */
 void ctr_context_release_memory(ctr_context *ctx) { ctr__gpu_cache_release(ctx); }
 
-void ctr_context_free(ctr_context *ctx) {
-  if (!ctx) return;
+static void context_destroy(ctr_context *ctx) {
   ctr__tuning_release(ctx);
   ctr_context_release_memory(ctx);
   pthread_mutex_destroy(&ctx->gpu_cache.mu);
   pthread_mutex_destroy(&ctx->memo.mu);
   free(ctx);
+}
+
+/* The count is the object's state, not the context's value: logically const. */
+void ctr__context_hold(const ctr_context *ctx) {
+  if (ctx) __atomic_add_fetch(&((ctr_context *)ctx)->refs, 1, __ATOMIC_RELAXED);
+}
+
+void ctr__context_drop(const ctr_context *ctx) {
+  if (ctx && __atomic_sub_fetch(&((ctr_context *)ctx)->refs, 1, __ATOMIC_ACQ_REL) == 0)
+    context_destroy((ctr_context *)ctx);
+}
+
+void ctr_context_free(ctr_context *ctx) {
+  if (!ctx) return;
+  ctr_context_release_memory(ctx); /* now, even while objects hold it */
+  ctr__context_drop(ctx);
 }
 
 ctr_device_kind ctr_context_get_device(const ctr_context *ctx) {

@@ -121,7 +121,18 @@ struct ctr_context {
   void *progress_hook_user;
   ctr__memo memo;
   ctr__gpu_cache gpu_cache;
+  int refs; /* 1 (the caller's) + the objects that hold it (ctr__context_hold) */
 };
+
+/* Objects made on a context that outlive a call (ctr_projector,
+ * ctr_pet_projector, ctr_backprojector) use it until they are freed: their
+ * free gives their GPU buffers back to its cache. They hold it (hold at
+ * creation, drop at the end of their free): ctr_context_free of a context
+ * that is held gives its kept GPU buffers back at once and leaves the rest
+ * to the last drop, so an object freed after its context (Python's
+ * Context.close) is safe. NULL: nothing. Thread-safe. */
+void ctr__context_hold(const ctr_context *ctx);
+void ctr__context_drop(const ctr_context *ctx);
 
 /* Implemented by the cache (src/gpu/gpu_buffers.cu; stubs without CUDA),
  * called up from core: the bytes the context keeps on `device` (free to a
@@ -141,7 +152,10 @@ ctr_status ctr__gpu_budget_detect(const ctr_context *ctx, int device, uint64_t *
 uint64_t ctr__host_budget_detect(void);
 /* "0 = detected" for a caller's budgets: each non-NULL one that is 0 becomes
  * what ctr_context_get_memory_budgets gives (the GPU one 0 on a CPU
- * context); given ones stay. Every budget option resolves through it. */
+ * context), by the same rule but without giving the kept buffers back
+ * (every device allocation of the library is the cache's: they are reused,
+ * or given back when the GPU is full); given ones stay. Every budget option
+ * resolves through it. */
 ctr_status ctr__budgets_resolve(ctr_context *ctx, uint64_t *gpu_budget, uint64_t *host_budget);
 
 /* The context's memo (ctx NULL: nothing kept). get: 1 and the value in

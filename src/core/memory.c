@@ -50,14 +50,14 @@ ctr_status ctr__gpu_budget_detect(const ctr_context *ctx, int device, uint64_t *
   return CTR_OK;
 }
 
-ctr_status ctr_context_get_memory_budgets(ctr_context *ctx, uint64_t *gpu_budget,
-                                          uint64_t *host_budget) {
+/* The GPU budget of ctx's first GPU (0 on a CPU context); release: give the
+ * kept buffers back first. */
+static ctr_status budgets(ctr_context *ctx, int release, uint64_t *gpu_budget,
+                          uint64_t *host_budget) {
   if (gpu_budget) {
     *gpu_budget = 0;
     if (ctx && ctr_context_get_device(ctx) == CTR_DEVICE_CUDA) {
-      /* what a new allocation can get: the buffers the context kept go back
-       * first (not every caller's allocations reuse them) */
-      ctr_context_release_memory(ctx);
+      if (release) ctr_context_release_memory(ctx);
       CTR_CHECK(ctr__gpu_budget_detect(ctx, ctr__context_gpu(ctx, 0), gpu_budget));
     }
   }
@@ -65,9 +65,18 @@ ctr_status ctr_context_get_memory_budgets(ctr_context *ctx, uint64_t *gpu_budget
   return CTR_OK;
 }
 
+ctr_status ctr_context_get_memory_budgets(ctr_context *ctx, uint64_t *gpu_budget,
+                                          uint64_t *host_budget) {
+  /* for the caller's own allocations, which are not the cache's: the kept
+   * buffers go back first (the same figure: they counted as free) */
+  return budgets(ctx, 1, gpu_budget, host_budget);
+}
+
 ctr_status ctr__budgets_resolve(ctr_context *ctx, uint64_t *gpu_budget, uint64_t *host_budget) {
   const int gpu = gpu_budget && *gpu_budget == 0;
   const int host = host_budget && *host_budget == 0;
   if (!gpu && !host) return CTR_OK;
-  return ctr_context_get_memory_budgets(ctx, gpu ? gpu_budget : NULL, host ? host_budget : NULL);
+  /* the library's allocations come from the cache, which reuses the kept
+   * buffers or gives them back when the GPU is full: they stay */
+  return budgets(ctx, 0, gpu ? gpu_budget : NULL, host ? host_budget : NULL);
 }

@@ -1,17 +1,28 @@
 /* The GPU buffer cache of a context: the one device allocator of the
- * modalities' large buffers (cone-beam engines, the FBP pipeline), keyed by
- * device. Allocating a volume-sized buffer costs milliseconds, more once
- * peer access maps every allocation on the other GPUs, and freeing it as
- * much again; a context keeps the buffers its runs give back (at least
- * CTR__GPU_KEEP_MIN bytes, CTR__GPU_CACHE_SLOTS of them) for its next run.
+ * library, keyed by device. Every modality's device buffers come from it
+ * (cone beam's engines, filter, layouts, incremental backprojector and FP64
+ * reference; the parallel-beam pipeline and backprojector; the iterative
+ * projectors' buffers and vectors; PET's projectors, view tables,
+ * reconstruction and FFT reference); cudaMalloc is called here only
+ * (tests/layering.sh, check 4). Allocating a volume-sized buffer costs
+ * milliseconds, more once peer access maps every allocation on the other
+ * GPUs, and freeing it as much again; a context keeps the buffers its runs
+ * give back (at least CTR__GPU_KEEP_MIN bytes, CTR__GPU_CACHE_SLOTS of them)
+ * for its next run. Objects that live across calls (the projectors, the
+ * incremental backprojector) hold theirs until they are freed, then give
+ * them back with the sizes they asked for; they hold their context
+ * meanwhile (ctr__context_hold, core/internal.h), so that it outlives them
+ * even when its owner frees it first (ctr_context_free,
+ * include/ctrecon/core.h).
  *
- * Release: ctr_context_release_memory (public; ctr_context_free,
- * ctr_context_get_memory_budgets and the GPU entry points whose buffers are
- * not yet the cache's - ctr_iterate, PET, the incremental backprojector -
- * call it) frees every kept buffer; an allocation that
- * finds the GPU full frees the kept buffers of its device and tries again,
- * through the cache or (cuFFT plans, texture arrays) ctr__gpu_retry. Budgets
- * count kept bytes as free (core/memory.c).
+ * Release: ctr_context_release_memory (public; ctr_context_free and
+ * ctr_context_get_memory_budgets, whose caller's own allocations are not the
+ * cache's, call it) frees every kept buffer; no entry point of the library
+ * needs it first. An allocation that finds the GPU full frees the kept
+ * buffers of its device and tries again, through the cache or (cuFFT plans,
+ * texture arrays) ctr__gpu_retry. Budgets count kept bytes as free: the one
+ * rule of core/memory.c, free memory and kept buffers less 1 GiB
+ * (ctr__gpu_budget_detect, ctr__budgets_resolve).
  *
  * Threads: every function is thread-safe (one mutex per context, held only
  * around the list, never across a CUDA call but the frees); buffers in use

@@ -801,8 +801,6 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
              "its residual need not decrease (set ctr_projector_options.pair to matched, or use sirt or "
              "fista-tv, which tolerate it)");
   uint64_t gpu_budget = R.o.gpu_budget, host_budget = R.o.host_budget;
-  /* its GPU buffers are not the context's cache's: the kept ones go back first */
-  if (p->device == CTR_DEVICE_CUDA) ctr_context_release_memory(p->ctx);
   CTR_CHECK(ctr__budgets_resolve(p->ctx, p->device == CTR_DEVICE_CUDA ? &gpu_budget : NULL,
                                  &host_budget));
   int64_t nv, nq;

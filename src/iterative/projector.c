@@ -118,12 +118,13 @@ static ctr_status projector_new(ctr_context *ctx, const ctr_projector_options *o
   ctr_projector *p = ctr__calloc(1, sizeof *p, "projector");
   if (!p) return CTR_E_OUT_OF_MEMORY;
   p->ctx = ctx;
+  ctr__context_hold(ctx); /* its buffers go back to ctx's cache when it is freed */
   p->device = ctr_context_get_device(ctx);
   p->gpu = ctr__context_gpu(ctx, 0);
   ctr_status st = ctr__it_backend_of(ctx, &p->be);
   if (st == CTR_OK) st = options_copy(opts, &p->o);
   if (st != CTR_OK) {
-    free(p);
+    ctr_projector_free(p);
     return st;
   }
   *out = p;
@@ -221,6 +222,7 @@ void ctr_projector_free(ctr_projector *p) {
   ctr_parallel_free(p->pg);
   free(p->views);
   free(p->order);
+  ctr__context_drop(p->ctx);
   free(p);
 }
 

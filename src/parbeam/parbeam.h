@@ -57,6 +57,20 @@ uint64_t ctr__fbp_gpu_bytes(const ctr_parallel_params *p, size_t raw_elem, int64
 ctr_status ctr__fbp_gpu_chunk(const ctr_parallel_params *p, size_t raw_elem, int64_t calib_rows,
                               int64_t nslices, uint64_t budget, const char *what,
                               int64_t *chunk);
+/* The GPU backprojection of filtered sinograms (ctr_fbp_backproject): the
+ * device bytes of chunks of `chunk` slices (sinograms and slices of the
+ * chunk; weights, angle tables, a texture array and its staging, and
+ * CTR__FBP_BP_SMALL for counters), and the slices per chunk within `budget`:
+ * all nslices when they fit (one pass, as without a budget), else the most
+ * that fit, rounded down to a multiple of CTR__FBP_BP_ALIGN (the slices of
+ * each launch of the 2- and 4-slice kernels, hence the bits, as in one
+ * pass) when there are that many, at least 1. `what` as
+ * ctr__fbp_gpu_chunk's ("ctr_fbp_options.gpu_budget"). */
+#define CTR__FBP_BP_SMALL ((uint64_t)8 << 10)
+#define CTR__FBP_BP_ALIGN 4
+uint64_t ctr__fbp_bp_gpu_bytes(const ctr_parallel_params *p, int64_t chunk);
+ctr_status ctr__fbp_bp_gpu_chunk(const ctr_parallel_params *p, int64_t nslices, uint64_t budget,
+                                 const char *what, int64_t *chunk);
 
 #ifdef __cplusplus
 }

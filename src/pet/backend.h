@@ -40,10 +40,11 @@ typedef struct ctr__pet_backend {
    * step times. */
   ctr_status (*reconstruct)(void *impl, const ctr_pet_histo *h, const ctr_pet_recon_options *o,
                             float *image, ctr_pet_recon_timings *t, int64_t *bad);
-  /* ctr_pet_project_fft after its checks, on device ordinal `device`
-   * (ignored by the CPU). */
-  ctr_status (*fft)(int device, ctr_pet_system *s, int64_t view, int64_t pad, const float *in,
-                    float *out);
+  /* ctr_pet_project_fft after its checks, on device ordinal `device` of
+   * ctx (whose GPU buffer cache lends its buffers; both ignored by the
+   * CPU). */
+  ctr_status (*fft)(const ctr_context *ctx, int device, ctr_pet_system *s, int64_t view,
+                    int64_t pad, const float *in, float *out);
 } ctr__pet_backend;
 
 /* The backends of this library, defined by each backend's folder. */

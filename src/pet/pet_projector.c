@@ -11,9 +11,11 @@ ctr_status ctr_pet_projector_create(ctr_context *ctx, ctr_pet_system *s, ctr_pet
   ctr_pet_projector *p = ctr__calloc(1, sizeof *p, "PET projector");
   if (!p) return CTR_E_OUT_OF_MEMORY;
   p->ctx = ctx, p->sys = s;
+  ctr__context_hold(ctx); /* its buffers go back to ctx's cache when it is freed */
   ctr_status st = ctr__pet_backend_of(ctx, &p->be);
   if (st == CTR_OK) st = p->be->create(ctx, ctr__context_gpu(ctx, 0), s, &p->impl);
   if (st != CTR_OK) {
+    ctr__context_drop(ctx);
     free(p);
     return st;
   }
@@ -24,6 +26,7 @@ ctr_status ctr_pet_projector_create(ctr_context *ctx, ctr_pet_system *s, ctr_pet
 void ctr_pet_projector_free(ctr_pet_projector *p) {
   if (!p) return;
   p->be->destroy(p->impl);
+  ctr__context_drop(p->ctx);
   free(p);
 }
 
@@ -67,5 +70,5 @@ ctr_status ctr_pet_project_fft(ctr_context *ctx, ctr_pet_system *s, int64_t view
   CTR_CHECK(ctr__gpu_rule(ctx, "ctr_pet_project_fft", 1, in, "in", out, "out"));
   const ctr__pet_backend *be;
   CTR_CHECK(ctr__pet_backend_of(ctx, &be));
-  return be->fft(ctr__context_gpu(ctx, 0), s, view, pad, in, out);
+  return be->fft(ctx, ctr__context_gpu(ctx, 0), s, view, pad, in, out);
 }

@@ -12,7 +12,12 @@
  * this GPU) or copied over on the device first; read likewise copies into
  * GPU memory on the device. Per-view weights scale the
  * view's matrix (same u, v; weight x 1 / alpha^2 with alpha =
- * 1 / sqrt(weight)). */
+ * 1 / sqrt(weight)).
+ *
+ * Memory: the device buffers (volume, upload buffers, the layout's) come
+ * from the context's GPU buffer cache (src/gpu/gpu_buffers.h) and go back to
+ * it when the backprojector is freed (which holds its context: core.h,
+ * ctr_context_free); the FP64 reference's for the length of its call. */
 #include "conebeam/cuda/views_layout.cuh"
 #include "gpu/host_transfer.h"
 
@@ -22,6 +27,7 @@
 #include <string.h>
 
 #include "conebeam/cuda/backprojector_cuda.h"
+#include "gpu/gpu_buffers.h"
 
 /* Rates for the chunk schedule (the H100 ceilings of docs/design.md; the update rate
  * is the general kernel's on RabbitCT, runs outside the detector skipped). */
@@ -44,6 +50,8 @@ typedef struct ctr__cuda_bpj {
   cudaEvent_t ev_up[2], ev_ready[2], ev_done[2];
   cudaEvent_t ev_level[SPLIT_LEVELS]; /* a split's early launches: their views are up */
   size_t vol_bytes;  /* the current slab's volume */
+  size_t vol_cap;    /* d_vol's size (o.nz slices at creation) */
+  size_t src_bytes;  /* each d_src's size */
   int64_t nz_cap;    /* slices of d_vol (o.nz at creation) */
   int max_layers;    /* the device's layered texture limit */
   int next_set;      /* slot set of the next queued call (ctr__cuda_bpj_queue) */
@@ -53,9 +61,9 @@ void ctr__cuda_bpj_free(void *self) {
   ctr__cuda_bpj *b = (ctr__cuda_bpj *)self;
   if (!b) return;
   cudaSetDevice(b->device);
-  cudaDeviceSynchronize();
+  cudaDeviceSynchronize(); /* the buffers go back unused */
   for (int i = 0; i < 2; i++) {
-    cudaFree(b->d_src[i]);
+    ctr__gpu_buffer_put(b->ctx, b->device, b->d_src[i], b->src_bytes);
     cudaFreeHost(b->h_stage[i]);
     if (b->ev_up[i]) cudaEventDestroy(b->ev_up[i]);
     if (b->ev_ready[i]) cudaEventDestroy(b->ev_ready[i]);
@@ -63,7 +71,7 @@ void ctr__cuda_bpj_free(void *self) {
   }
   for (int j = 0; j < SPLIT_LEVELS; j++)
     if (b->ev_level[j]) cudaEventDestroy(b->ev_level[j]);
-  cudaFree(b->d_vol);
+  ctr__gpu_buffer_put(b->ctx, b->device, b->d_vol, b->vol_cap);
   ctr__views_free(&b->dv);
   if (b->s_copy) cudaStreamDestroy(b->s_copy);
   if (b->s_comp) cudaStreamDestroy(b->s_comp);
@@ -93,9 +101,8 @@ ctr_status ctr__cuda_bpj_create(ctr_context *ctx, int device, const ctr_geometry
   ctr_status st = CTR_OK;
   *out = NULL;
   cudaDeviceProp prop;
-  size_t free_bytes = 0;
-  ctr_context_release_memory(ctx); /* sized by the free memory: the kept buffers go back */
-  CTR_CHECK(ctr__device_setup(device, &prop, &free_bytes));
+  uint64_t budget = 0;
+  CTR_CHECK(ctr__device_setup(ctx, device, &prop, &budget));
   ctr__cuda_bpj *b = (ctr__cuda_bpj *)ctr__calloc(1, sizeof *b, "backprojector");
   if (!b) return CTR_E_OUT_OF_MEMORY;
   b->ctx = ctx;
@@ -108,9 +115,11 @@ ctr_status ctr__cuda_bpj_create(ctr_context *ctx, int device, const ctr_geometry
   const int64_t np = b->cfg.views_per_launch;
   const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
   b->vol_bytes = (size_t)(g->vol.nx * g->vol.ny * o->nz) * sizeof(float);
+  b->vol_cap = b->vol_bytes;
+  b->src_bytes = np * view_bytes;
   CTR_CHECK_GOTO(st, ctr__check_memory(ctr__views_bytes(g, b->cfg.variant, 2 * np) + b->vol_bytes +
                                            2 * np * view_bytes,
-                                       free_bytes, "the backprojector"));
+                                       budget, "the backprojector"));
   CU(cudaStreamCreateWithFlags(&b->s_copy, cudaStreamNonBlocking));
   CU(cudaStreamCreateWithFlags(&b->s_comp, cudaStreamNonBlocking));
   for (int j = 0; j < SPLIT_LEVELS; j++)
@@ -119,14 +128,14 @@ ctr_status ctr__cuda_bpj_create(ctr_context *ctx, int device, const ctr_geometry
     CU(cudaEventCreateWithFlags(&b->ev_up[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&b->ev_ready[i], cudaEventDisableTiming));
     CU(cudaEventCreateWithFlags(&b->ev_done[i], cudaEventDisableTiming));
-    CU(cudaMalloc(&b->d_src[i], np * view_bytes));
+    GPU_GET(ctx, b->d_src[i], b->src_bytes, "backprojector views");
     /* pinned staging of pageable views, made here rather than at the first
      * add: RabbitCT times the adds, not the creation */
     CU(cudaMallocHost(&b->h_stage[i], np * view_bytes));
   }
-  CTR_CHECK_GOTO(st, ctr__views_create(g, b->cfg.variant, np, 2 * np, prop.maxTexture2DLayered[2],
-                                       &b->dv));
-  CU(cudaMalloc(&b->d_vol, b->vol_bytes));
+  CTR_CHECK_GOTO(st, ctr__views_create(ctx, g, b->cfg.variant, np, 2 * np,
+                                       prop.maxTexture2DLayered[2], &b->dv));
+  GPU_GET(ctx, b->d_vol, b->vol_cap, "backprojector volume");
   CU(cudaMemset(b->d_vol, 0, b->vol_bytes));
   *out = b;
 cleanup:
@@ -376,14 +385,15 @@ ctr_status ctr__cuda_bpj_slab(void *self, int64_t z0, int64_t nz) {
       /* another layout (a slab symmetric about the source plane or not):
        * rebuilt once the work queued on the old one has finished */
       const int64_t np = cfg.views_per_launch;
-      size_t free_bytes = 0, total = 0;
+      uint64_t budget = 0;
       CU(cudaStreamSynchronize(b->s_copy));
       CU(cudaStreamSynchronize(b->s_comp));
-      ctr__views_free(&b->dv);
-      CU(cudaMemGetInfo(&free_bytes, &total));
-      CTR_CHECK_GOTO(st, ctr__check_memory(ctr__views_bytes(g, cfg.variant, 2 * np), free_bytes,
+      ctr__views_free(&b->dv); /* its buffers count as free below: kept by the cache */
+      CTR_CHECK_GOTO(st, ctr__gpu_budget_detect(b->ctx, b->device, &budget));
+      CTR_CHECK_GOTO(st, ctr__check_memory(ctr__views_bytes(g, cfg.variant, 2 * np), budget,
                                            "the backprojector"));
-      CTR_CHECK_GOTO(st, ctr__views_create(g, cfg.variant, np, 2 * np, b->max_layers, &b->dv));
+      CTR_CHECK_GOTO(st, ctr__views_create(b->ctx, g, cfg.variant, np, 2 * np, b->max_layers,
+                                           &b->dv));
     }
     b->cfg = cfg;
     b->o = o;
@@ -484,7 +494,7 @@ ctr_status ctr__cuda_bp_reference(ctr_context *ctx, int device, const ctr_geomet
                                   const double *weights, double *vol, int64_t z0, int64_t nzs) {
   ctr_status st = CTR_OK;
   cudaDeviceProp prop;
-  size_t free_bytes = 0;
+  uint64_t budget = 0;
   const int64_t chunk = 64;
   const size_t view_bytes = (size_t)(g->nu * g->nv) * sizeof(float);
   const size_t vol_bytes = (size_t)(g->vol.nx * g->vol.ny * nzs) * sizeof(double);
@@ -493,13 +503,12 @@ ctr_status ctr__cuda_bp_reference(ctr_context *ctx, int device, const ctr_geomet
   double P[12 * 64], w[64];
   const ctr_volume_geometry *vg = &g->vol;
   ref_grid r;
-  (void)ctx;
-  CTR_CHECK(ctr__device_setup(device, &prop, &free_bytes));
-  CTR_CHECK(ctr__check_memory(vol_bytes + chunk * view_bytes, free_bytes, "the FP64 reference"));
-  CU(cudaMalloc(&d_img, chunk * view_bytes));
-  CU(cudaMalloc(&d_P, sizeof P));
-  CU(cudaMalloc(&d_w, sizeof w));
-  CU(cudaMalloc(&d_vol, vol_bytes));
+  CTR_CHECK(ctr__device_setup(ctx, device, &prop, &budget));
+  CTR_CHECK(ctr__check_memory(vol_bytes + chunk * view_bytes, budget, "the FP64 reference"));
+  GPU_GET(ctx, d_img, chunk * view_bytes, "reference views");
+  GPU_GET(ctx, d_P, sizeof P, "reference matrices");
+  GPU_GET(ctx, d_w, sizeof w, "reference weights");
+  GPU_GET(ctx, d_vol, vol_bytes, "reference volume");
   CU(cudaMemcpy(d_vol, vol, vol_bytes, cudaMemcpyHostToDevice));
   r.nx = (int)vg->nx;
   r.ny = (int)vg->ny;
@@ -529,9 +538,10 @@ ctr_status ctr__cuda_bp_reference(ctr_context *ctx, int device, const ctr_geomet
   }
   CU(cudaMemcpy(vol, d_vol, vol_bytes, cudaMemcpyDeviceToHost));
 cleanup:
-  cudaFree(d_img);
-  cudaFree(d_P);
-  cudaFree(d_w);
-  cudaFree(d_vol);
+  cudaDeviceSynchronize(); /* the buffers go back unused */
+  GPU_PUT(ctx, d_img, chunk * view_bytes);
+  GPU_PUT(ctx, d_P, sizeof P);
+  GPU_PUT(ctx, d_w, sizeof w);
+  GPU_PUT(ctx, d_vol, vol_bytes);
   return st;
 }

@@ -684,7 +684,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
                                               int64_t view_end, ctr__engine **out) {
   ctr_status st = CTR_OK;
   cudaDeviceProp prop;
-  size_t free_bytes = 0;
+  uint64_t budget = 0;
   ctr__engine *e = (ctr__engine *)ctr__calloc(1, sizeof *e, "CUDA backend");
   cuda_engine *c = (cuda_engine *)ctr__calloc(1, sizeof *c, "CUDA backend");
   if (!e || !c) {
@@ -709,7 +709,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
   const int shared = plan->workers > 1 && plan->split == CTR_FDK_SPLIT_VOLUME;
   ctr__cuda_engine_bytes(g, o->interp, nb, plan->store, plan->pair, view_end - view_begin, shared,
                          &model);
-  CTR_CHECK_GOTO(st, ctr__device_setup(device, &prop, &free_bytes));
+  CTR_CHECK_GOTO(st, ctr__device_setup(ctx, device, &prop, &budget));
   CTR_CHECK_GOTO(st, ctr__xfer_init(&c->xf, ctx));
   {
     ctr__bp_config req;
@@ -747,10 +747,10 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
                     ctr__bp_variant_name(c->cfg.variant), (long long)slots,
                     ctr__views_bytes(g, c->cfg.variant, slots), (unsigned long long)model.layout);
   }
-  CTR_CHECK_GOTO(st, ctr__views_create(g, c->cfg.variant, nb,
+  CTR_CHECK_GOTO(st, ctr__views_create(ctx, g, c->cfg.variant, nb,
                                        plan->store == CTR_FDK_STORE_DEVICE ? view_end - view_begin : 2 * nb,
                                        prop.maxTexture2DLayered[2], &c->dv));
-  CTR_CHECK_GOTO(st, ctr__gpu_filter_create(&c->f, nb, c->comp, &c->gf));
+  CTR_CHECK_GOTO(st, ctr__gpu_filter_create(ctx, &c->f, nb, c->comp, &c->gf));
   CTR_CHECK_GOTO(st, ctr__gpu_buffer_get(ctx, device, 2 * sizeof(unsigned int), "FDK value range",
                                          (void **)&c->d_range));
   {
@@ -771,10 +771,11 @@ cleanup:
   if (st == CTR_E_DEVICE_OUT_OF_MEMORY) {
     char detail[1024], planned[32], avail[32];
     snprintf(detail, sizeof detail, "%s", ctr_error_detail());
-    st = ctr__error_set(st, "%s (the plan expected %s of GPU memory on GPU %d, %s were free; "
+    st = ctr__error_set(st, "%s (the plan expected %s of GPU memory on GPU %d, whose budget "
+                        "was %s: free memory and the context's kept buffers less 1 GiB; "
                         "lower gpu_budget to plan for less)", detail,
                         ctr__format_bytes((double)plan->gpu_bytes, planned, sizeof planned),
-                        device, ctr__format_bytes((double)free_bytes, avail, sizeof avail));
+                        device, ctr__format_bytes((double)budget, avail, sizeof avail));
   }
   cu_destroy(e);
   free(e);

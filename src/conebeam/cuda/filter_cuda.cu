@@ -3,6 +3,7 @@
 #include "conebeam/cuda/filter_cuda.cuh"
 
 #include "conebeam/cuda/bp_general.cuh"
+#include "gpu/gpu_buffers.h"
 
 #include <cuda_fp16.h>
 #include <string.h>
@@ -178,17 +179,18 @@ void ctr__gpu_filter_free(ctr__gpu_filter *gf) {
   if (!gf) return;
   if (gf->have_fwd) cufftDestroy(gf->fwd);
   if (gf->have_inv) cufftDestroy(gf->inv);
-  cudaFree(gf->d_rows);
-  cudaFree(gf->d_spec);
-  cudaFree(gf->d_kernel);
-  cudaFree(gf->d_params);
+  ctr__gpu_buffer_put(gf->ctx, gf->device, gf->d_rows, gf->rows_bytes);
+  ctr__gpu_buffer_put(gf->ctx, gf->device, gf->d_spec, gf->spec_bytes);
+  ctr__gpu_buffer_put(gf->ctx, gf->device, gf->d_kernel, gf->kernel_bytes);
+  ctr__gpu_buffer_put(gf->ctx, gf->device, gf->d_params, gf->params_bytes);
   memset(gf, 0, sizeof *gf);
 }
 
-ctr_status ctr__gpu_filter_create(const ctr__fdk_filter *f, int64_t batch, cudaStream_t s,
-                                  ctr__gpu_filter *gf) {
+ctr_status ctr__gpu_filter_create(const ctr_context *ctx, const ctr__fdk_filter *f, int64_t batch,
+                                  cudaStream_t s, ctr__gpu_filter *gf) {
   memset(gf, 0, sizeof *gf);
   gf->in_scale = 1.0f;
+  gf->ctx = ctx;
   ctr_status st = CTR_OK;
   const ctr_geometry *g = f->g;
   float *kern = NULL;
@@ -200,10 +202,15 @@ ctr_status ctr__gpu_filter_create(const ctr__fdk_filter *f, int64_t batch, cudaS
   gf->batch = batch;
   const int64_t nf = gf->padded / 2 + 1, rows = batch * g->nv;
   int n = (int)gf->padded;
-  CU(cudaMalloc(&gf->d_rows, (size_t)(rows * gf->padded) * sizeof(float)));
-  CU(cudaMalloc(&gf->d_spec, (size_t)(rows * nf) * sizeof(cufftComplex)));
-  CU(cudaMalloc(&gf->d_kernel, (size_t)nf * sizeof(float)));
-  CU(cudaMalloc(&gf->d_params, (size_t)g->nviews * sizeof(ctr__fdk_view_params)));
+  CU(cudaGetDevice(&gf->device));
+  gf->rows_bytes = (size_t)(rows * gf->padded) * sizeof(float);
+  gf->spec_bytes = (size_t)(rows * nf) * sizeof(cufftComplex);
+  gf->kernel_bytes = (size_t)nf * sizeof(float);
+  gf->params_bytes = (size_t)g->nviews * sizeof(ctr__fdk_view_params);
+  GPU_GET(ctx, gf->d_rows, gf->rows_bytes, "FDK filter rows");
+  GPU_GET(ctx, gf->d_spec, gf->spec_bytes, "FDK filter spectra");
+  GPU_GET(ctx, gf->d_kernel, gf->kernel_bytes, "FDK filter kernel");
+  GPU_GET(ctx, gf->d_params, gf->params_bytes, "FDK view weights");
   /* The CPU filter's own kernel values (window, cut-off and 1/padded). */
   kern = (float *)ctr__malloc((size_t)nf * sizeof(float), "filter kernel");
   params = (ctr__fdk_view_params *)ctr__malloc((size_t)g->nviews * sizeof *params, "view params");
@@ -217,16 +224,23 @@ ctr_status ctr__gpu_filter_create(const ctr__fdk_filter *f, int64_t batch, cudaS
   CU(cudaMemcpyAsync(gf->d_params, params, (size_t)g->nviews * sizeof *params,
                      cudaMemcpyHostToDevice, s));
   CU(cudaStreamSynchronize(s)); /* the host buffers are freed below */
-  CUFFT(cufftPlanMany(&gf->fwd, 1, &n, NULL, 1, n, NULL, 1, (int)nf, CUFFT_R2C, (int)rows));
+  CUFFT(ctr__gpu_retry(ctx, CUFFT_SUCCESS, [&] {
+    return cufftPlanMany(&gf->fwd, 1, &n, NULL, 1, n, NULL, 1, (int)nf, CUFFT_R2C, (int)rows);
+  }));
   gf->have_fwd = 1;
-  CUFFT(cufftPlanMany(&gf->inv, 1, &n, NULL, 1, (int)nf, NULL, 1, n, CUFFT_C2R, (int)rows));
+  CUFFT(ctr__gpu_retry(ctx, CUFFT_SUCCESS, [&] {
+    return cufftPlanMany(&gf->inv, 1, &n, NULL, 1, (int)nf, NULL, 1, n, CUFFT_C2R, (int)rows);
+  }));
   gf->have_inv = 1;
   CUFFT(cufftSetStream(gf->fwd, s));
   CUFFT(cufftSetStream(gf->inv, s));
 cleanup:
   free(kern);
   free(params);
-  if (st != CTR_OK) ctr__gpu_filter_free(gf);
+  if (st != CTR_OK) {
+    cudaStreamSynchronize(s); /* the uploads into the buffers have finished */
+    ctr__gpu_filter_free(gf);
+  }
   return st;
 }
 

@@ -35,8 +35,14 @@ struct ctr__gpu_store {
   float gain;          /* bound on |stored| / |input|: the filter kernel's l1 norm, or 1 */
 };
 
+/* Its device buffers come from ctx's GPU buffer cache (src/gpu/gpu_buffers.h)
+ * and go back to it in ctr__gpu_filter_free; the cuFFT plans are made after
+ * the kept buffers when the GPU is full (ctr__gpu_retry). */
 struct ctr__gpu_filter {
+  const ctr_context *ctx;
+  int device;
   int64_t nu, nv, padded, batch;
+  size_t rows_bytes, spec_bytes, kernel_bytes, params_bytes; /* the buffers' sizes */
   cufftHandle fwd, inv;
   int have_fwd, have_inv;
   float *d_rows;           /* batch * nv rows of `padded` floats */
@@ -50,8 +56,11 @@ struct ctr__gpu_filter {
 
 /* Bytes of device memory a filter for `batch` views needs. */
 size_t ctr__gpu_filter_bytes(int64_t nu, int64_t nv, int64_t nviews, int64_t batch);
-ctr_status ctr__gpu_filter_create(const ctr__fdk_filter *f, int64_t batch, cudaStream_t s,
-                                  ctr__gpu_filter *out);
+/* A filter for batches of `batch` views on the current device, its buffers
+ * from ctx's cache (ctx outlives it). */
+ctr_status ctr__gpu_filter_create(const ctr_context *ctx, const ctr__fdk_filter *f, int64_t batch,
+                                  cudaStream_t s, ctr__gpu_filter *out);
+/* Gives its memory back once the work that used it has finished; zeroes gf. */
 void ctr__gpu_filter_free(ctr__gpu_filter *gf);
 /* Filters views [v0, v0 + n) (n <= batch) from d_raw (device, n unpadded
  * images of `dtype`) into `dst`. */

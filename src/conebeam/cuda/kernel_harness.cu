@@ -1,10 +1,12 @@
 /* Kernel-level entry points for tests and benchmarks (bp_config.h): the GPU
  * filter alone (host in, host out) and the backprojection kernels alone on
  * views already resident, timed with events. End-to-end work goes through
- * the engine (engine_cuda.cu), as users' runs do. */
+ * the engine (engine_cuda.cu), as users' runs do. Device buffers come from
+ * the context's GPU buffer cache for the length of a call. */
 #include "conebeam/cuda/bp_kernels.cuh"
 #include "conebeam/cuda/filter_cuda.cuh"
 #include "conebeam/cuda/views_layout.cuh"
+#include "gpu/gpu_buffers.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,19 +16,19 @@ extern "C" ctr_status ctr__cuda_fdk_filter(const ctr_context *ctx, const ctr_geo
                                            const float *in, float *out) {
   ctr_status st = CTR_OK;
   cudaDeviceProp prop;
-  size_t free_bytes;
+  uint64_t budget = 0;
   ctr__fdk_filter f;
   int have_filter = 0;
   ctr__gpu_filter gf;
   memset(&gf, 0, sizeof gf);
   float *d_in = NULL, *d_out = NULL;
   const size_t bytes = (size_t)(n * g->nu * g->nv) * sizeof(float);
-  CTR_CHECK_GOTO(st, ctr__device_setup(ctr__context_gpu(ctx, 0), &prop, &free_bytes));
+  CTR_CHECK_GOTO(st, ctr__device_setup(ctx, ctr__context_gpu(ctx, 0), &prop, &budget));
   CTR_CHECK_GOTO(st, ctr__fdk_filter_init(ctx, g, o, &f));
   have_filter = 1;
-  CTR_CHECK_GOTO(st, ctr__gpu_filter_create(&f, n, 0, &gf));
-  CU(cudaMalloc(&d_in, bytes));
-  CU(cudaMalloc(&d_out, bytes));
+  CTR_CHECK_GOTO(st, ctr__gpu_filter_create(ctx, &f, n, 0, &gf));
+  GPU_GET(ctx, d_in, bytes, "filter input");
+  GPU_GET(ctx, d_out, bytes, "filter output");
   CU(cudaMemcpy(d_in, in, bytes, cudaMemcpyHostToDevice));
   {
     ctr__gpu_store dst;
@@ -39,8 +41,9 @@ extern "C" ctr_status ctr__cuda_fdk_filter(const ctr_context *ctx, const ctr_geo
   }
   CU(cudaMemcpy(out, d_out, bytes, cudaMemcpyDeviceToHost));
 cleanup:
-  cudaFree(d_in);
-  cudaFree(d_out);
+  cudaDeviceSynchronize(); /* the buffers go back unused */
+  GPU_PUT(ctx, d_in, bytes);
+  GPU_PUT(ctx, d_out, bytes);
   ctr__gpu_filter_free(&gf);
   if (have_filter) ctr__fdk_filter_free(&f);
   return st;
@@ -61,20 +64,21 @@ extern "C" ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_ge
   const int64_t batch = cfg.views_per_launch, nu = g->nu, nv = g->nv;
   const size_t vol_bytes = (size_t)(g->vol.nx * g->vol.ny * o->nz) * sizeof(float);
   cudaDeviceProp prop;
-  size_t free_bytes;
+  uint64_t budget = 0;
   ctr__dev_views dv;
   memset(&dv, 0, sizeof dv);
   float *d_src = NULL, *d_vol = NULL;
   double *times = NULL;
   cudaEvent_t e0 = NULL, e1 = NULL;
   if (repeats < 1) repeats = 1;
-  CTR_CHECK_GOTO(st, ctr__device_setup(ctr__context_gpu(ctx, 0), &prop, &free_bytes));
+  const size_t src_bytes = (size_t)(batch * nu * nv) * sizeof(float);
+  CTR_CHECK_GOTO(st, ctr__device_setup(ctx, ctr__context_gpu(ctx, 0), &prop, &budget));
   CTR_CHECK_GOTO(st, ctr__check_memory(ctr__views_bytes(g, cfg.variant, g->nviews) + vol_bytes +
-                                      (size_t)(batch * nu * nv) * sizeof(float),
-                                  free_bytes, "backprojection"));
-  CTR_CHECK_GOTO(st, ctr__views_create(g, cfg.variant, batch, g->nviews, prop.maxTexture2DLayered[2], &dv));
-  CU(cudaMalloc(&d_src, (size_t)(batch * nu * nv) * sizeof(float)));
-  CU(cudaMalloc(&d_vol, vol_bytes));
+                                      src_bytes, budget, "backprojection"));
+  CTR_CHECK_GOTO(st, ctr__views_create(ctx, g, cfg.variant, batch, g->nviews,
+                                       prop.maxTexture2DLayered[2], &dv));
+  GPU_GET(ctx, d_src, src_bytes, "backprojection views");
+  GPU_GET(ctx, d_vol, vol_bytes, "backprojection volume");
   for (int64_t v0 = 0; v0 < g->nviews; v0 += batch) {
     const int64_t n = g->nviews - v0 < batch ? g->nviews - v0 : batch;
     CU(cudaMemcpy(d_src, filtered + v0 * nu * nv, (size_t)(n * nu * nv) * sizeof(float),
@@ -107,8 +111,9 @@ cleanup:
   if (e0) cudaEventDestroy(e0);
   if (e1) cudaEventDestroy(e1);
   free(times);
-  cudaFree(d_src);
-  cudaFree(d_vol);
+  cudaDeviceSynchronize(); /* the buffers go back unused */
+  GPU_PUT(ctx, d_src, src_bytes);
+  GPU_PUT(ctx, d_vol, vol_bytes);
   ctr__views_free(&dv);
   return st;
 }

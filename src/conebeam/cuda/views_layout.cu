@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "conebeam/cuda/views_layout.cuh"
 #include "conebeam/cuda/bp_general.cuh"
+#include "gpu/gpu_buffers.h"
 
 #include <math.h>
 #include <string.h>
@@ -135,16 +136,21 @@ void ctr__views_free(ctr__dev_views *dv) {
     if (dv->surf[a]) cudaDestroySurfaceObject(dv->surf[a]);
     if (dv->arr[a]) cudaFreeArray(dv->arr[a]);
   }
-  cudaFree(dv->d_wscale);
-  cudaFree(dv->d_max);
-  cudaFree(dv->d_pad);
+  ctr__gpu_buffer_put(dv->ctx, dv->device, dv->d_wscale, (size_t)dv->nviews * sizeof(float));
+  ctr__gpu_buffer_put(dv->ctx, dv->device, dv->d_max, sizeof(unsigned int));
+  ctr__gpu_buffer_put(dv->ctx, dv->device, dv->d_pad, dv->pad_bytes);
   memset(dv, 0, sizeof *dv);
 }
 
-ctr_status ctr__views_create(const ctr_geometry *g, ctr__bp_variant variant, int64_t batch,
-                             int64_t slots, int max_layers, ctr__dev_views *dv) {
+ctr_status ctr__views_create(const ctr_context *ctx, const ctr_geometry *g, ctr__bp_variant variant,
+                             int64_t batch, int64_t slots, int max_layers, ctr__dev_views *dv) {
   ctr_status st = CTR_OK;
   memset(dv, 0, sizeof *dv);
+  dv->ctx = ctx;
+  {
+    const cudaError_t e = cudaGetDevice(&dv->device); /* where the buffers go back */
+    if (e != cudaSuccess) return ctr__cuda_status(e, "cudaGetDevice");
+  }
   dv->variant = variant;
   dv->pair = ctr__is_pair(variant);
   dv->half = variant == CTR__BP_TEX_PAIR_HALF;
@@ -169,8 +175,10 @@ ctr_status ctr__views_create(const ctr_geometry *g, ctr__bp_variant variant, int
     for (int a = 0; a < dv->narrays; a++) {
       const int64_t layers = a < dv->narrays - 1 ? dv->layers_per_array
                                                  : slots - a * dv->layers_per_array;
-      CU(cudaMalloc3DArray(&dv->arr[a], &desc, make_cudaExtent(g->nu, g->nv, layers),
-                           cudaArrayLayered | cudaArraySurfaceLoadStore));
+      CU(ctr__gpu_retry(ctx, cudaSuccess, [&] {
+        return cudaMalloc3DArray(&dv->arr[a], &desc, make_cudaExtent(g->nu, g->nv, layers),
+                                 cudaArrayLayered | cudaArraySurfaceLoadStore);
+      }));
       cudaResourceDesc res;
       memset(&res, 0, sizeof res);
       res.resType = cudaResourceTypeArray;
@@ -185,13 +193,14 @@ ctr_status ctr__views_create(const ctr_geometry *g, ctr__bp_variant variant, int
       CU(cudaCreateSurfaceObject(&dv->surf[a], &res));
     }
     if (dv->half) {
-      CU(cudaMalloc(&dv->d_wscale, (size_t)slots * sizeof(float)));
-      CU(cudaMalloc(&dv->d_max, sizeof(unsigned int)));
+      GPU_GET(ctx, dv->d_wscale, (size_t)slots * sizeof(float), "view scales");
+      GPU_GET(ctx, dv->d_max, sizeof(unsigned int), "batch maximum");
     }
   } else {
     padded_layout(g, variant, &dv->pitch, &dv->view_stride);
-    CU(cudaMalloc(&dv->d_pad, (size_t)(slots * dv->view_stride) * e));
-    CU(cudaMemset(dv->d_pad, 0, (size_t)(slots * dv->view_stride) * e));
+    dv->pad_bytes = (size_t)(slots * dv->view_stride) * e;
+    GPU_GET(ctx, dv->d_pad, dv->pad_bytes, "resident filtered views");
+    CU(cudaMemset(dv->d_pad, 0, dv->pad_bytes)); /* the zero border (a kept buffer is not) */
   }
 cleanup:
   if (st != CTR_OK) ctr__views_free(dv);
@@ -287,26 +296,27 @@ ctr_status ctr__backproject_batch(const ctr_geometry *g, const ctr__dev_views *d
 /* Setup shared by the entry points                                          */
 /* ------------------------------------------------------------------------- */
 
-ctr_status ctr__device_setup(int device, cudaDeviceProp *prop, size_t *free_bytes) {
+ctr_status ctr__device_setup(const ctr_context *ctx, int device, cudaDeviceProp *prop,
+                             uint64_t *budget) {
   ctr_status st = CTR_OK;
-  size_t total = 0;
+  *budget = 0;
   CU(cudaSetDevice(device));
   CU(cudaGetDeviceProperties(prop, device));
-  CU(cudaMemGetInfo(free_bytes, &total));
+  CTR_CHECK_GOTO(st, ctr__gpu_budget_detect(ctx, device, budget));
 cleanup:
   return st;
 }
 
-ctr_status ctr__check_memory(size_t need, size_t free_bytes, const char *what) {
-  const size_t margin = (size_t)256 << 20;
-  if (need + margin <= free_bytes) return CTR_OK;
+ctr_status ctr__check_memory(size_t need, uint64_t budget, const char *what) {
+  if ((uint64_t)need <= budget) return CTR_OK;
   char a[32], b[32];
   CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
-           "%s needs %s of GPU memory but %s are free (256 MiB kept in reserve): it holds "
-           "the whole volume on the GPU; reconstruct a smaller volume, or use ctr_fdk / "
-           "ctr_fdk_stream, whose streamed pipeline splits the volume into subvolumes that fit",
+           "%s needs %s of GPU memory but the GPU's budget is %s (free memory and the context's "
+           "kept buffers less 1 GiB): it holds the whole volume on the GPU; reconstruct a smaller "
+           "volume, or use ctr_fdk / ctr_fdk_stream, whose streamed pipeline splits the volume "
+           "into subvolumes that fit",
            what, ctr__format_bytes((double)need, a, sizeof a),
-           ctr__format_bytes((double)free_bytes, b, sizeof b));
+           ctr__format_bytes((double)budget, b, sizeof b));
 }
 
 int ctr__host_pinned(const void *p) {

@@ -14,7 +14,13 @@
  * scans with texture interpolation). */
 #define MAX_ARRAYS 1024
 
+/* The device memory comes from the GPU buffer cache of ctx (the padded
+ * layouts' buffer, the half variant's scales; src/gpu/gpu_buffers.h) and
+ * goes back to it in ctr__views_free; texture arrays are allocated after
+ * the kept buffers when the GPU is full (ctr__gpu_retry). */
 typedef struct ctr__dev_views {
+  const ctr_context *ctx;
+  int device;
   ctr__bp_variant variant;
   int pair, mirror, half, nu, nv;
   int64_t nviews, batch;
@@ -28,6 +34,7 @@ typedef struct ctr__dev_views {
   unsigned int *d_max;   /* TEX_PAIR_HALF: batch maximum scratch */
   /* exact variants */
   void *d_pad;
+  size_t pad_bytes;
   long long view_stride;
   int pitch;
 } ctr__dev_views;
@@ -40,9 +47,12 @@ int ctr__is_quad(ctr__bp_variant v);
 size_t ctr__element_bytes(ctr__bp_variant v);
 /* Device bytes for `slots` views in a variant's layout. */
 size_t ctr__views_bytes(const ctr_geometry *g, ctr__bp_variant v, int64_t slots);
-/* Room for `slots` views; batches of `batch` never straddle two arrays. */
-ctr_status ctr__views_create(const ctr_geometry *g, ctr__bp_variant variant, int64_t batch,
-                             int64_t slots, int max_layers, ctr__dev_views *dv);
+/* Room for `slots` views on the current device, from ctx's GPU buffer
+ * cache (ctx outlives dv); batches of `batch` never straddle two arrays. */
+ctr_status ctr__views_create(const ctr_context *ctx, const ctr_geometry *g, ctr__bp_variant variant,
+                             int64_t batch, int64_t slots, int max_layers, ctr__dev_views *dv);
+/* Gives dv's memory back (its buffers to the cache) once the work that
+ * used it has finished; zeroes dv. */
 void ctr__views_free(ctr__dev_views *dv);
 /* Where the filter (or a plain copy) writes the views of slots [slot0, ...). */
 ctr__gpu_store ctr__views_target(const ctr__dev_views *dv, int64_t slot0);
@@ -58,11 +68,14 @@ ctr_status ctr__backproject_batch(const ctr_geometry *g, const ctr__dev_views *d
                                   int64_t z0, int64_t nzs, int64_t k_begin, int64_t k_end,
                                   cudaStream_t s);
 
-/* Makes device ordinal `device` current and reads its properties and free
- * memory. */
-ctr_status ctr__device_setup(int device, cudaDeviceProp *prop, size_t *free_bytes);
-/* CTR_E_DEVICE_OUT_OF_MEMORY naming `what`, the bytes needed and free. */
-ctr_status ctr__check_memory(size_t need, size_t free_bytes, const char *what);
+/* Makes device ordinal `device` current and reads its properties and its
+ * GPU budget by the one memory rule (core/memory.c, ctr__gpu_budget_detect:
+ * free memory and the buffers ctx keeps there, less 1 GiB). */
+ctr_status ctr__device_setup(const ctr_context *ctx, int device, cudaDeviceProp *prop,
+                             uint64_t *budget);
+/* need within the budget of ctr__device_setup, else CTR_E_DEVICE_OUT_OF_MEMORY
+ * naming `what`, the bytes needed and the budget. */
+ctr_status ctr__check_memory(size_t need, uint64_t budget, const char *what);
 int ctr__host_pinned(const void *p);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gpu/cuda_util.h"
+#include "gpu/gpu_buffers.h"
 #include "conebeam/backprojector.h"
 #include "iterative/cuda/iterative_cuda.h"
 
@@ -33,7 +34,9 @@ __global__ void k_fast_weight(const float *__restrict__ y, float *__restrict__ o
   }
 }
 
-/* The chunk buffer and its events, kept for the projector's lifetime. */
+/* The chunk buffer and its events, kept for the projector's lifetime (the
+ * buffer from the context's GPU buffer cache, given back when it grows and
+ * when the projector is freed). */
 typedef struct fast_state {
   float *d_stage;       /* one chunk of weighted views */
   size_t stage_cap;     /* floats */
@@ -45,7 +48,8 @@ extern "C" void ctr__it_cuda_fast_release(ctr_projector *p) {
   fast_state *f = (fast_state *)p->cuda_fast;
   if (!f) return;
   cudaSetDevice(p->gpu);
-  cudaFree(f->d_stage);
+  cudaDeviceSynchronize(); /* the buffer goes back unused */
+  ctr__gpu_buffer_put(p->ctx, p->gpu, f->d_stage, f->stage_cap * sizeof(float));
   if (f->weighted) cudaEventDestroy(f->weighted);
   if (f->consumed) cudaEventDestroy(f->consumed);
   free(f);
@@ -65,10 +69,10 @@ static ctr_status fast_state_get(ctr_projector *p, size_t floats, fast_state **o
   if (f->stage_cap < floats) {
     CU(cudaStreamWaitEvent(0, f->consumed, 0));
     CU(cudaStreamSynchronize(0)); /* the old buffer's last reader */
-    CU(cudaFree(f->d_stage));
+    ctr__gpu_buffer_put(p->ctx, p->gpu, f->d_stage, f->stage_cap * sizeof(float));
     f->d_stage = NULL;
     f->stage_cap = 0;
-    CU(cudaMalloc(&f->d_stage, floats * sizeof(float)));
+    GPU_GET(p->ctx, f->d_stage, floats * sizeof(float), "fast pair's weighted views");
     f->stage_cap = floats;
   }
   *out = f;

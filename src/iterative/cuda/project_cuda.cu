@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gpu/cuda_util.h"
+#include "gpu/gpu_buffers.h"
 #include "iterative/cuda/iterative_cuda.h"
 
 /* Threads per block of the projection kernels: 32 detector columns x 4 rows
@@ -39,6 +40,9 @@
  * "Forward projection"). Each ray is computed as before: the same bits. */
 #define FWD_VIEWS 16
 
+/* The device buffers come from the context's GPU buffer cache
+ * (src/gpu/gpu_buffers.h) and go back to it, with their sizes, when they
+ * grow and when the projector is freed (its context outlives it). */
 typedef struct it_cuda {
   cudaStream_t s;
   ctr__it_view *d_views; /* the projector's views in slot order */
@@ -65,19 +69,27 @@ typedef struct it_grid {
 
 /* ---- State ------------------------------------------------------------------------ */
 
+/* The fixed buffers' sizes. */
+static size_t views_bytes(const ctr_projector *p) { return sizeof(ctr__it_view) * (size_t)p->nviews; }
+#define PART_BYTES (sizeof(double) * CTR__IT_RED_BLOCKS)
+#define COUNT_BYTES sizeof(unsigned long long)
+#define FAM_BYTES (sizeof(int) * ADJ_MAX_BATCH)
+
 void ctr__it_cuda_release(ctr_projector *p) {
   it_cuda *c = (it_cuda *)p->cuda;
   if (!c) return;
   cudaSetDevice(p->gpu);
-  cudaFree(c->d_views);
-  cudaFree(c->d_stacks);
-  cudaFree(c->d_slab);
-  cudaFree(c->d_line);
-  cudaFree(c->d_yf);
-  cudaFree(c->d_fam);
-  cudaFree(c->d_block);
-  cudaFree(c->d_part);
-  cudaFree(c->d_count);
+  cudaDeviceSynchronize(); /* the buffers go back unused */
+  const ctr_context *ctx = p->ctx;
+  ctr__gpu_buffer_put(ctx, p->gpu, c->d_views, views_bytes(p));
+  ctr__gpu_buffer_put(ctx, p->gpu, c->d_stacks, c->stacks_cap * sizeof(float));
+  ctr__gpu_buffer_put(ctx, p->gpu, c->d_slab, c->slab_cap * sizeof(float));
+  ctr__gpu_buffer_put(ctx, p->gpu, c->d_line, c->table_cap * sizeof(float4));
+  ctr__gpu_buffer_put(ctx, p->gpu, c->d_yf, c->table_cap * sizeof(float2));
+  ctr__gpu_buffer_put(ctx, p->gpu, c->d_fam, FAM_BYTES);
+  ctr__gpu_buffer_put(ctx, p->gpu, c->d_block, c->block_cap * sizeof(float));
+  ctr__gpu_buffer_put(ctx, p->gpu, c->d_part, PART_BYTES);
+  ctr__gpu_buffer_put(ctx, p->gpu, c->d_count, COUNT_BYTES);
   if (c->s) cudaStreamDestroy(c->s);
   free(c);
   p->cuda = NULL;
@@ -93,9 +105,9 @@ static ctr_status state(ctr_projector *p, it_cuda **out) {
     /* A blocking stream: it waits for the vector operations of the default
      * stream and they wait for it. */
     CU(cudaStreamCreate(&c->s));
-    CU(cudaMalloc(&c->d_views, sizeof(ctr__it_view) * (size_t)p->nviews));
-    CU(cudaMalloc(&c->d_part, sizeof(double) * CTR__IT_RED_BLOCKS));
-    CU(cudaMalloc(&c->d_count, sizeof(unsigned long long)));
+    GPU_GET(p->ctx, c->d_views, views_bytes(p), "projector views");
+    GPU_GET(p->ctx, c->d_part, PART_BYTES, "reduction partial sums");
+    GPU_GET(p->ctx, c->d_count, COUNT_BYTES, "reduction counter");
   }
   if (!c->views_valid || p->order_changed) {
     ctr__it_view *h = (ctr__it_view *)ctr__malloc(sizeof(ctr__it_view) * (size_t)p->nviews, "views");
@@ -135,14 +147,20 @@ void ctr__it_cuda_unpin(ctr_projector *p, void *ptr) {
   if (cudaHostUnregister(ptr) != cudaSuccess) cudaGetLastError();
 }
 
-/* Grows a device buffer to hold n elements of `size` bytes. */
-static ctr_status reserve(void **buf, size_t *cap, size_t n, size_t size, const char *what) {
+/* Grows a device buffer of c (used on c->s only) to hold n elements of
+ * `size` bytes: the old one goes back to the cache once c->s is done with
+ * it, the new one comes from there. */
+static ctr_status reserve(const ctr_projector *p, const it_cuda *c, void **buf, size_t *cap,
+                          size_t n, size_t size, const char *what) {
   if (*cap >= n) return CTR_OK;
-  cudaFree(*buf);
+  if (*buf) {
+    const cudaError_t e = cudaStreamSynchronize(c->s);
+    if (e != cudaSuccess) return ctr__cuda_status(e, "cudaStreamSynchronize");
+  }
+  ctr__gpu_buffer_put(p->ctx, p->gpu, *buf, *cap * size);
   *buf = NULL;
   *cap = 0;
-  const cudaError_t e = cudaMalloc(buf, n * size);
-  if (e != cudaSuccess) return ctr__cuda_status(e, what);
+  CTR_CHECK(ctr__gpu_buffer_get(p->ctx, p->gpu, n * size, what, buf));
   *cap = n;
   return CTR_OK;
 }
@@ -188,7 +206,7 @@ static ctr_status build_stacks(ctr_projector *p, it_cuda *c, const float *slab, 
   const int nx = (int)p->n[0], ny = (int)p->n[1];
   const int nxp = nx + PADS, nyp = ny + PADS, nzp = (int)zs + PADS;
   const size_t per = (size_t)nxp * nyp * nzp;
-  CTR_CHECK(reserve((void **)&c->d_stacks, &c->stacks_cap, 2 * per, sizeof(float), "plane stacks"));
+  CTR_CHECK(reserve(p, c, (void **)&c->d_stacks, &c->stacks_cap, 2 * per, sizeof(float), "plane stacks"));
   k_stack_z<<<dim3((nxp + 127) / 128, nyp < MAX_GRID_Y ? nyp : MAX_GRID_Y, nzp), 128, 0, c->s>>>(slab, c->d_stacks, nx, ny, (int)zs,
                                                                   nxp, nyp);
   CU_LAUNCHED("k_stack_z");
@@ -305,7 +323,7 @@ static ctr_status slab_of(ctr_projector *p, it_cuda *c, const ctr__vec *x, int64
     return CTR_OK;
   }
   ctr_status st = CTR_OK;
-  CTR_CHECK(reserve((void **)&c->d_slab, &c->slab_cap, (size_t)(plane * zs), sizeof(float), "volume slab"));
+  CTR_CHECK(reserve(p, c, (void **)&c->d_slab, &c->slab_cap, (size_t)(plane * zs), sizeof(float), "volume slab"));
   CU(cudaMemcpyAsync(c->d_slab, x->data + z0 * plane, sizeof(float) * (size_t)(plane * zs),
                      cudaMemcpyHostToDevice, c->s));
   *out = c->d_slab;
@@ -331,7 +349,7 @@ ctr_status ctr__it_cuda_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y
     }
   } else {
     const int64_t bv = p->block_views;
-    CTR_CHECK(reserve((void **)&c->d_block, &c->block_cap, (size_t)(bv * npix), sizeof(float),
+    CTR_CHECK(reserve(p, c, (void **)&c->d_block, &c->block_cap, (size_t)(bv * npix), sizeof(float),
                       "block of views"));
     for (int64_t b0 = w0; b0 < w1; b0 += bv) {
       const int64_t b1 = b0 + bv < w1 ? b0 + bv : w1;
@@ -410,16 +428,24 @@ static ctr_status adjoint_batch(ctr_projector *p, it_cuda *c, const float *y, in
   ctr_status st = CTR_OK;
   const int64_t npix = p->nu * p->nv;
   if (c->table_cap < (size_t)(nb * npix)) {
-    cudaFree(c->d_line);
-    cudaFree(c->d_yf);
+    if (c->d_line) CU(cudaStreamSynchronize(c->s)); /* the old tables' last readers */
+    ctr__gpu_buffer_put(p->ctx, p->gpu, c->d_line, c->table_cap * sizeof(float4));
+    ctr__gpu_buffer_put(p->ctx, p->gpu, c->d_yf, c->table_cap * sizeof(float2));
     c->d_line = NULL;
     c->d_yf = NULL;
     c->table_cap = 0;
-    CU(cudaMalloc(&c->d_line, sizeof(float4) * (size_t)(nb * npix)));
-    CU(cudaMalloc(&c->d_yf, sizeof(float2) * (size_t)(nb * npix)));
+    /* the two tables share table_cap: both or neither */
+    GPU_GET(p->ctx, c->d_line, sizeof(float4) * (size_t)(nb * npix), "adjoint ray tables");
+    st = ctr__gpu_buffer_get(p->ctx, p->gpu, sizeof(float2) * (size_t)(nb * npix),
+                             "adjoint ray tables", (void **)&c->d_yf);
+    if (st != CTR_OK) {
+      ctr__gpu_buffer_put(p->ctx, p->gpu, c->d_line, sizeof(float4) * (size_t)(nb * npix));
+      c->d_line = NULL;
+      goto cleanup;
+    }
     c->table_cap = (size_t)(nb * npix);
   }
-  if (!c->d_fam) CU(cudaMalloc(&c->d_fam, sizeof(int) * ADJ_MAX_BATCH));
+  if (!c->d_fam) GPU_GET(p->ctx, c->d_fam, FAM_BYTES, "adjoint batch families");
   CU(cudaMemsetAsync(c->d_fam, 0, sizeof(int) * (size_t)nb, c->s));
   {
     const it_grid g = grid_of(p, 0, p->n[2]);
@@ -472,7 +498,7 @@ static ctr_status adjoint_into(ctr_projector *p, it_cuda *c, const ctr__vec *y, 
   }
   {
     const int64_t bv = p->block_views;
-    CTR_CHECK(reserve((void **)&c->d_block, &c->block_cap, (size_t)(bv * npix), sizeof(float),
+    CTR_CHECK(reserve(p, c, (void **)&c->d_block, &c->block_cap, (size_t)(bv * npix), sizeof(float),
                       "block of views"));
     for (int64_t b0 = w0; b0 < w1; b0 += bv) {
       const int64_t b1 = b0 + bv < w1 ? b0 + bv : w1;
@@ -498,7 +524,7 @@ ctr_status ctr__it_cuda_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x
     CTR_CHECK_GOTO(st, adjoint_into(p, c, y, w0, w1, x->data, 0, 0, nz));
   } else {
     const int64_t zs = p->slab_slices;
-    CTR_CHECK(reserve((void **)&c->d_slab, &c->slab_cap, (size_t)(plane * zs), sizeof(float), "volume slab"));
+    CTR_CHECK(reserve(p, c, (void **)&c->d_slab, &c->slab_cap, (size_t)(plane * zs), sizeof(float), "volume slab"));
     for (int64_t z0 = 0; z0 < nz; z0 += zs) {
       const int64_t z1 = z0 + zs < nz ? z0 + zs : nz;
       CTR_CHECK_GOTO(st, adjoint_into(p, c, y, w0, w1, c->d_slab, z0, z0, z1));

@@ -7,6 +7,7 @@
 
 #include "gpu/cuda_util.h"
 #include "gpu/host_transfer.h"
+#include "gpu/gpu_buffers.h"
 #include "iterative/cuda/iterative_cuda.h"
 
 #define THREADS 256
@@ -20,25 +21,34 @@ static unsigned blocks_for(int64_t n) {
 /* Vector operations run on the default stream; the projections' stream is
  * a blocking one, so the two wait for each other. */
 
+/* A vector's bytes: its buffer's size in the context's GPU buffer cache
+ * (src/gpu/gpu_buffers.h), asked for and given back alike. */
+static size_t vec_bytes(int64_t n) { return sizeof(float) * (size_t)(n > 0 ? n : 1); }
+
 ctr_status ctr__it_cuda_alloc(ctr_projector *p, int64_t n, ctr__vec *out) {
   CU_DEVICE(p->gpu);
   ctr_status st = CTR_OK;
   out->data = NULL;
   out->n = n;
   out->device = 1;
-  CU(cudaMalloc(&out->data, sizeof(float) * (size_t)(n > 0 ? n : 1)));
-  CU(cudaMemset(out->data, 0, sizeof(float) * (size_t)n));
+  GPU_GET(p->ctx, out->data, vec_bytes(n), "iterative vector");
+  CU(cudaMemset(out->data, 0, sizeof(float) * (size_t)n)); /* a kept buffer holds old values */
 cleanup:
   if (st != CTR_OK && out->data) {
-    cudaFree(out->data);
+    GPU_PUT(p->ctx, out->data, vec_bytes(n));
     out->data = NULL;
   }
   return st;
 }
 
 void ctr__it_cuda_free(ctr_projector *p, ctr__vec *v) {
+  if (!v->data) return;
   cudaSetDevice(p->gpu);
-  cudaFree(v->data);
+  /* the vector operations (default stream) and the projections (a
+   * blocking stream) that use it have finished before another run may get
+   * it from the cache (cudaFree waited likewise) */
+  cudaDeviceSynchronize();
+  ctr__gpu_buffer_put(p->ctx, p->gpu, v->data, vec_bytes(v->n));
   v->data = NULL;
 }
 

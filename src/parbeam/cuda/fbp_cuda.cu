@@ -1150,9 +1150,10 @@ cleanup:
   return st;
 }
 
+/* f's buffers for chunks of up to `nslices` slices on the context's first
+ * GPU, the angular weights uploaded. */
 static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geometry *g,
-                                const ctr_fbp_options *o, int64_t nslices, const float *sino,
-                                fbp_gpu *f) {
+                                const ctr_fbp_options *o, int64_t nslices, fbp_gpu *f) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &g->p;
   const int64_t nb = p->nbins, na = p->nangles, plane = p->nx * p->ny;
@@ -1170,20 +1171,28 @@ static ctr_status fbp_gpu_setup(const ctr_context *ctx, const ctr_parallel_geome
   GPU_GET(ctx, f->d_sino, f->sino_bytes, "FBP sinograms");
   GPU_GET(ctx, f->d_out, f->out_bytes, "FBP slices");
   GPU_GET(ctx, f->d_w, sizeof(float) * (size_t)na, "FBP angular weights");
-  /* sino: host or GPU memory */
-  CU(cudaMemcpy(f->d_sino, sino, sizeof(float) * (size_t)(nb * na * nslices), cudaMemcpyDefault));
   w = (float *)malloc(sizeof(float) * (size_t)na);
   if (!w) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "angle weights");
   for (int64_t a = 0; a < na; a++) w[a] = (float)g->weight[a];
   CU(cudaMemcpy(f->d_w, w, sizeof(float) * (size_t)na, cudaMemcpyHostToDevice));
-  {
-    const dim3 grid((unsigned)((nb + 255) / 256), (unsigned)na, (unsigned)nslices);
-    weight_rows<<<grid, 256>>>(f->d_sino, (int)nb, (int)na, (int)nslices, f->d_w);
-    CU_LAUNCHED("weight_rows");
-  }
 cleanup:
   free(w);
   if (st != CTR_OK) ctr__fbp_gpu_free(f);
+  return st;
+}
+
+/* n slices of filtered sinograms (host or GPU memory) into f->d_sino,
+ * weighted. */
+static ctr_status fbp_gpu_load(fbp_gpu *f, const float *sino, int64_t n) {
+  ctr_status st = CTR_OK;
+  const int64_t nb = f->g->p.nbins, na = f->g->p.nangles;
+  CU(cudaMemcpy(f->d_sino, sino, sizeof(float) * (size_t)(nb * na * n), cudaMemcpyDefault));
+  {
+    const dim3 grid((unsigned)((nb + 255) / 256), (unsigned)na, (unsigned)n);
+    weight_rows<<<grid, 256>>>(f->d_sino, (int)nb, (int)na, (int)n, f->d_w);
+    CU_LAUNCHED("weight_rows");
+  }
+cleanup:
   return st;
 }
 
@@ -1192,19 +1201,36 @@ extern "C" ctr_status ctr__fbp_bp_cuda(const ctr_context *ctx, const ctr_paralle
                                        const float *sino, float *slices, int64_t *bad) {
   fbp_gpu f;
   unsigned long long *d_bad = NULL, h_bad = 0;
-  const long long n = (long long)(g->p.nx * g->p.ny * nslices);
-  CTR_CHECK(fbp_gpu_setup(ctx, g, o, nslices, sino, &f));
-  ctr_status st = fbp_gpu_run(&f, nslices, 1, NULL);
-  if (st != CTR_OK) goto cleanup;
-  if (bad) { /* the data policy on the device */
+  const int64_t per_sino = g->p.nbins * g->p.nangles, plane = g->p.nx * g->p.ny;
+  /* chunks of slices within ctr_fbp_options.gpu_budget (given: refused when
+   * one slice does not fit) or the detected budget: all at once when they
+   * fit, which is the same work as without a budget (fbp_gpu_memory.c) */
+  const uint64_t given = o ? o->gpu_budget : 0;
+  uint64_t budget = given;
+  int64_t S = nslices;
+  CU_DEVICE(ctr__context_gpu(ctx, 0));
+  if (!budget) CTR_CHECK(ctr__gpu_budget_detect(ctx, ctr__context_gpu(ctx, 0), &budget));
+  CTR_CHECK(ctr__fbp_bp_gpu_chunk(&g->p, nslices, budget,
+                                  given ? "ctr_fbp_options.gpu_budget" : NULL, &S));
+  CTR_CHECK(fbp_gpu_setup(ctx, g, o, S, &f));
+  ctr_status st = CTR_OK;
+  if (bad) { /* the data policy on the device, counted over the chunks */
     GPU_GET(ctx, d_bad, sizeof h_bad, "FBP value counter");
     CU(cudaMemset(d_bad, 0, sizeof h_bad));
-    CTR_CHECK_GOTO(st, ctr__gpu_sanitize(f.d_out, n, d_bad, 0));
+  }
+  for (int64_t s0 = 0; s0 < nslices; s0 += S) {
+    const int64_t n = nslices - s0 < S ? nslices - s0 : S;
+    CTR_CHECK_GOTO(st, fbp_gpu_load(&f, sino + s0 * per_sino, n));
+    CTR_CHECK_GOTO(st, fbp_gpu_run(&f, n, 1, NULL));
+    if (bad) CTR_CHECK_GOTO(st, ctr__gpu_sanitize(f.d_out, (long long)(plane * n), d_bad, 0));
+    /* slices: host or GPU memory */
+    CU(cudaMemcpy(slices + s0 * plane, f.d_out, sizeof(float) * (size_t)(plane * n),
+                  cudaMemcpyDefault));
+  }
+  if (bad) {
     CU(cudaMemcpy(&h_bad, d_bad, sizeof h_bad, cudaMemcpyDeviceToHost));
     *bad = (int64_t)h_bad;
   }
-  /* slices: host or GPU memory */
-  CU(cudaMemcpy(slices, f.d_out, sizeof(float) * (size_t)n, cudaMemcpyDefault));
 cleanup:
   cudaDeviceSynchronize(); /* the buffers go back unused */
   GPU_PUT(ctx, d_bad, sizeof h_bad);
@@ -1217,8 +1243,9 @@ extern "C" ctr_status ctr__fbp_bench_cuda(const ctr_context *ctx, const ctr_para
                                           const float *sino, float *slices, int repeats,
                                           double *median_ms) {
   fbp_gpu f;
-  CTR_CHECK(fbp_gpu_setup(ctx, g, o, nslices, sino, &f));
-  ctr_status st = fbp_gpu_run(&f, nslices, 1, NULL); /* warm-up */
+  CTR_CHECK(fbp_gpu_setup(ctx, g, o, nslices, &f));
+  ctr_status st = fbp_gpu_load(&f, sino, nslices);
+  if (st == CTR_OK) st = fbp_gpu_run(&f, nslices, 1, NULL); /* warm-up */
   if (st == CTR_OK) st = fbp_gpu_run(&f, nslices, repeats, median_ms);
   if (st == CTR_OK && slices &&
       cudaMemcpy(slices, f.d_out, sizeof(float) * (size_t)(g->p.nx * g->p.ny * nslices),

@@ -41,8 +41,9 @@ static ctr_status cpu_project(void *impl, ctr_pet_direction dir, int64_t view, c
   return ctr__pet_project_cpu(c->sys, L, dir, in, c->pad, out);
 }
 
-static ctr_status cpu_fft(int device, ctr_pet_system *s, int64_t view, int64_t pad,
-                          const float *in, float *out) {
+static ctr_status cpu_fft(const ctr_context *ctx, int device, ctr_pet_system *s, int64_t view,
+                          int64_t pad, const float *in, float *out) {
+  (void)ctx;
   (void)device;
   return ctr__pet_fft_cpu(s, view, pad, in, out);
 }

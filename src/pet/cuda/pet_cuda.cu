@@ -61,6 +61,21 @@ static struct {
 } g_bank[64];
 static pthread_mutex_t g_bank_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The sizes of a view's device tables (their buffers' in the cache). */
+static size_t pid_bytes(const ctr__pet_cuda *c) { return (size_t)c->PX * c->PY * sizeof(int); }
+static size_t w_bytes(const dev_view *dv) { return (size_t)dv->nent * dv->nk * sizeof(float); }
+static size_t cols_bytes(const dev_view *dv) { return (size_t)dv->ncols * sizeof(int3); }
+
+/* Gives a view's tables back (the work that read them has finished). */
+static void view_free(const ctr__pet_cuda *c, dev_view *dv) {
+  ctr__gpu_buffer_put(c->ctx, c->device, dv->pid, pid_bytes(c));
+  ctr__gpu_buffer_put(c->ctx, c->device, dv->w, w_bytes(dv));
+  ctr__gpu_buffer_put(c->ctx, c->device, dv->cols, cols_bytes(dv));
+  free(dv->hcols);
+  dv->pid = NULL, dv->w = NULL, dv->cols = NULL, dv->hcols = NULL;
+  dv->ready = 0;
+}
+
 static ctr_status upload_view(ctr__pet_cuda *c, int64_t v, dev_view **out) {
   dev_view *dv = &c->views[v];
   ctr_status st = CTR_OK;
@@ -83,17 +98,19 @@ static ctr_status upload_view(ctr__pet_cuda *c, int64_t v, dev_view **out) {
     long long off = ((long long)col->dz0 * c->PY + col->dy) * c->PX + col->dx;
     dv->hcols[i] = make_int3((int)off, col->dy * c->PX + col->dx, col->e0 | ((int)col->len << 24));
   }
-  CU(cudaMalloc(&dv->pid, (size_t)c->PX * c->PY * sizeof(int)));
-  CU(cudaMalloc(&dv->w, (size_t)L->nent * L->nk * sizeof(float)));
-  CU(cudaMalloc(&dv->cols, (size_t)L->ncols * sizeof(int3)));
+  /* kept until the projector is freed (ctr__pet_cuda_free) */
+  GPU_GET(c->ctx, dv->pid, pid_bytes(c), "PET LORmap");
+  GPU_GET(c->ctx, dv->w, w_bytes(dv), "PET kernel values");
+  GPU_GET(c->ctx, dv->cols, cols_bytes(dv), "PET runs");
   /* the LUT's padded LORmap has exactly this layout (halo = the system's) */
-  CU(cudaMemcpy(dv->pid, L->pid, (size_t)c->PX * c->PY * sizeof(int), cudaMemcpyHostToDevice));
-  CU(cudaMemcpy(dv->w, L->w, (size_t)L->nent * L->nk * sizeof(float), cudaMemcpyHostToDevice));
-  CU(cudaMemcpy(dv->cols, dv->hcols, (size_t)L->ncols * sizeof(int3), cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(dv->pid, L->pid, pid_bytes(c), cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(dv->w, L->w, w_bytes(dv), cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(dv->cols, dv->hcols, cols_bytes(dv), cudaMemcpyHostToDevice));
   dv->tag = __atomic_fetch_add(&g_tag_next, 1, __ATOMIC_RELAXED);
   dv->ready = 1;
   *out = dv;
 cleanup:
+  if (st != CTR_OK) view_free(c, dv); /* synchronous copies: nothing reads them */
   return st;
 }
 
@@ -213,10 +230,10 @@ ctr_status ctr__pet_cuda_create(ctr_context *ctx, int device, ctr_pet_system *s,
   if (!c->views) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
   CU(cudaSetDevice(device));
   CU(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-  CU(cudaMalloc(&c->d_in, (size_t)c->npad * sizeof(float)));
-  CU(cudaMalloc(&c->d_out, (size_t)c->nvox * sizeof(float)));
-  CU(cudaMalloc(&c->d_tmp, (size_t)c->nvox * sizeof(float)));
-  CU(cudaMalloc(&c->d_part, (size_t)c->nvox * PET_MAX_SPLIT * sizeof(float)));
+  GPU_GET(ctx, c->d_in, (size_t)c->npad * sizeof(float), "PET padded image");
+  GPU_GET(ctx, c->d_out, (size_t)c->nvox * sizeof(float), "PET projection");
+  GPU_GET(ctx, c->d_tmp, (size_t)c->nvox * sizeof(float), "PET staging image");
+  GPU_GET(ctx, c->d_part, (size_t)c->nvox * PET_MAX_SPLIT * sizeof(float), "PET partial projections");
   CU(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, device));
   CU(cudaMemset(c->d_in, 0, (size_t)c->npad * sizeof(float)));
   *out = c;
@@ -229,18 +246,14 @@ cleanup:
 void ctr__pet_cuda_free(ctr__pet_cuda *c) {
   if (!c) return;
   cudaSetDevice(c->device);
+  cudaDeviceSynchronize(); /* the buffers go back unused */
   if (c->views)
-    for (int64_t v = 0; v < c->sys->nviews; v++) {
-      cudaFree(c->views[v].pid);
-      cudaFree(c->views[v].w);
-      cudaFree(c->views[v].cols);
-      free(c->views[v].hcols);
-    }
+    for (int64_t v = 0; v < c->sys->nviews; v++) view_free(c, &c->views[v]);
   free(c->views);
-  cudaFree(c->d_in);
-  cudaFree(c->d_out);
-  cudaFree(c->d_tmp);
-  cudaFree(c->d_part);
+  ctr__gpu_buffer_put(c->ctx, c->device, c->d_in, (size_t)c->npad * sizeof(float));
+  ctr__gpu_buffer_put(c->ctx, c->device, c->d_out, (size_t)c->nvox * sizeof(float));
+  ctr__gpu_buffer_put(c->ctx, c->device, c->d_tmp, (size_t)c->nvox * sizeof(float));
+  ctr__gpu_buffer_put(c->ctx, c->device, c->d_part, (size_t)c->nvox * PET_MAX_SPLIT * sizeof(float));
   if (c->stream) cudaStreamDestroy(c->stream);
   free(c);
 }

@@ -4,6 +4,7 @@
 #define CTR_PET_CUDA_CUH
 
 #include "gpu/cuda_util.h"
+#include "gpu/gpu_buffers.h"
 #include "pet/cuda/pet_cuda.h"
 
 #define PET_MAX_SPLIT 8
@@ -19,7 +20,7 @@ typedef struct dev_view {
 } dev_view;
 
 struct ctr__pet_cuda {
-  ctr_context *ctx; /* progress and cancellation */
+  ctr_context *ctx; /* progress and cancellation; the GPU buffer cache of every buffer below */
   int device;
   ctr_pet_system *sys;
   int nx, ny, nz, nzr;

@@ -12,7 +12,9 @@ extern "C" {
 #endif
 
 /* CUDA backend (src/pet/cuda/pet_cuda.cu): device-resident padded image and
- * histo-image buffers and the tables of the views used so far. */
+ * histo-image buffers and the tables of the views used so far, all from the
+ * context's GPU buffer cache (src/gpu/gpu_buffers.h) and given back by
+ * ctr__pet_cuda_free (the context outlives the projector). */
 typedef struct ctr__pet_cuda ctr__pet_cuda;
 ctr_status ctr__pet_cuda_create(ctr_context *ctx, int device, ctr_pet_system *s,
                                 ctr__pet_cuda **out);
@@ -27,9 +29,10 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
                                      const ctr_pet_recon_options *opts, float *image,
                                      ctr_pet_recon_timings *t, int64_t *bad);
 /* cuFFT reference convolution (same contract as ctr_pet_project_fft; in and
- * out host or GPU memory). */
-ctr_status ctr__pet_cuda_fft(int device, ctr_pet_system *s, int64_t view, int64_t pad,
-                             const float *in, float *out);
+ * out host or GPU memory) on GPU `device`, its buffers from ctx's GPU buffer
+ * cache (ctx NULL: allocated and freed). */
+ctr_status ctr__pet_cuda_fft(const ctr_context *ctx, int device, ctr_pet_system *s, int64_t view,
+                             int64_t pad, const float *in, float *out);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
  * of pet_fft.c): the kernel's spectrum is computed once per call, then
  * forward transform of the zero-padded image, product, inverse transform. */
 #include "gpu/cuda_timing.cuh"
+#include "gpu/gpu_buffers.h"
 #include "pet/cuda/pet_cuda.h"
 
 #include <stdlib.h>
@@ -27,9 +28,12 @@ __global__ void pet_fft_embed(float *grid, float *img, int nx, int ny, int nz, i
     img[ii] = grid[gi];
 }
 
+/* One call's buffers, from ctx's GPU buffer cache (ctx NULL: allocated and
+ * freed), and plans. */
 typedef struct fft_state {
+  const ctr_context *ctx;
   int n[3];
-  long long nr, nc;
+  long long nr, nc, nimg;
   float *grid, *img;
   cufftComplex *spec, *kspec;
   cufftHandle fwd, inv;
@@ -37,14 +41,21 @@ typedef struct fft_state {
 } fft_state;
 
 static void fft_free(fft_state *f) {
+  cudaDeviceSynchronize(); /* the buffers go back unused */
   if (f->have_fwd) cufftDestroy(f->fwd);
   if (f->have_inv) cufftDestroy(f->inv);
-  cudaFree(f->grid), cudaFree(f->img), cudaFree(f->spec), cudaFree(f->kspec);
+  GPU_PUT(f->ctx, f->grid, (size_t)f->nr * sizeof(float));
+  GPU_PUT(f->ctx, f->img, (size_t)f->nimg * sizeof(float));
+  GPU_PUT(f->ctx, f->spec, (size_t)f->nc * sizeof(cufftComplex));
+  GPU_PUT(f->ctx, f->kspec, (size_t)f->nc * sizeof(cufftComplex));
 }
 
-static ctr_status fft_setup(ctr_pet_system *s, int64_t view, int64_t pad, fft_state *f) {
+static ctr_status fft_setup(const ctr_context *ctx, ctr_pet_system *s, int64_t view, int64_t pad,
+                            fft_state *f) {
   ctr_status st = CTR_OK;
   const ctr_pet_params *p = &s->p;
+  f->ctx = ctx;
+  f->nimg = (long long)(p->nx * p->ny * p->nz);
   const int64_t n[3] = {p->nx + 2 * pad, p->ny + 2 * pad, p->nz + 2 * pad};
   float *hk = NULL;
   double *dk = NULL;
@@ -55,13 +66,18 @@ static ctr_status fft_setup(ctr_pet_system *s, int64_t view, int64_t pad, fft_st
   if (!dk || !hk) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
   CTR_CHECK_GOTO(st, ctr__pet_fft_kernel(s, view, n, dk));
   for (long long i = 0; i < f->nr; i++) hk[i] = (float)dk[i];
-  CU(cudaMalloc(&f->grid, (size_t)f->nr * sizeof(float)));
-  CU(cudaMalloc(&f->img, (size_t)(p->nx * p->ny * p->nz) * sizeof(float)));
-  CU(cudaMalloc(&f->spec, (size_t)f->nc * sizeof(cufftComplex)));
-  CU(cudaMalloc(&f->kspec, (size_t)f->nc * sizeof(cufftComplex)));
-  CUFFT(cufftPlan3d(&f->fwd, f->n[2], f->n[1], f->n[0], CUFFT_R2C));
+  GPU_GET(ctx, f->grid, (size_t)f->nr * sizeof(float), "PET FFT grid");
+  GPU_GET(ctx, f->img, (size_t)f->nimg * sizeof(float), "PET FFT image");
+  GPU_GET(ctx, f->spec, (size_t)f->nc * sizeof(cufftComplex), "PET FFT spectrum");
+  GPU_GET(ctx, f->kspec, (size_t)f->nc * sizeof(cufftComplex), "PET FFT kernel spectrum");
+  /* the plans' work areas: after the kept buffers when the GPU is full */
+  CUFFT(ctr__gpu_retry(ctx, CUFFT_SUCCESS, [&] {
+    return cufftPlan3d(&f->fwd, f->n[2], f->n[1], f->n[0], CUFFT_R2C);
+  }));
   f->have_fwd = 1;
-  CUFFT(cufftPlan3d(&f->inv, f->n[2], f->n[1], f->n[0], CUFFT_C2R));
+  CUFFT(ctr__gpu_retry(ctx, CUFFT_SUCCESS, [&] {
+    return cufftPlan3d(&f->inv, f->n[2], f->n[1], f->n[0], CUFFT_C2R);
+  }));
   f->have_inv = 1;
   CU(cudaMemcpy(f->grid, hk, (size_t)f->nr * sizeof(float), cudaMemcpyHostToDevice));
   CUFFT(cufftExecR2C(f->fwd, f->grid, f->kspec));
@@ -90,14 +106,14 @@ cleanup:
   return st;
 }
 
-ctr_status ctr__pet_cuda_fft(int device, ctr_pet_system *s, int64_t view, int64_t pad,
-                             const float *in, float *out) {
+ctr_status ctr__pet_cuda_fft(const ctr_context *ctx, int device, ctr_pet_system *s, int64_t view,
+                             int64_t pad, const float *in, float *out) {
   ctr_status st = CTR_OK;
   fft_state f = {};
   const ctr_pet_params *p = &s->p;
   const size_t bytes = (size_t)(p->nx * p->ny * p->nz) * sizeof(float);
-  CU(cudaSetDevice(device));
-  CTR_CHECK_GOTO(st, fft_setup(s, view, pad, &f));
+  CU_DEVICE(device);
+  CTR_CHECK_GOTO(st, fft_setup(ctx, s, view, pad, &f));
   CU(cudaMemcpy(f.img, in, bytes, cudaMemcpyDefault)); /* host or GPU memory */
   CTR_CHECK_GOTO(st, fft_apply(p, pad, &f));
   CU(cudaMemcpy(out, f.img, bytes, cudaMemcpyDefault));
@@ -119,15 +135,16 @@ static ctr_status fft_time_work(void *arg) {
 }
 
 /* Benchmark hook: median device time (ms) of one view's convolution with
- * the kernel spectrum ready and the image on the GPU. */
+ * the kernel spectrum ready and the image on the GPU (no context: its
+ * buffers are allocated and freed). */
 extern "C" ctr_status ctr__pet_cuda_fft_time(int device, ctr_pet_system *s, int64_t view,
                                              int64_t pad, const float *in, int reps, double *ms) {
   ctr_status st = CTR_OK;
   fft_state f = {};
   const ctr_pet_params *p = &s->p;
   fft_time_args a = {p, pad, &f};
-  CU(cudaSetDevice(device));
-  CTR_CHECK_GOTO(st, fft_setup(s, view, pad, &f));
+  CU_DEVICE(device);
+  CTR_CHECK_GOTO(st, fft_setup(NULL, s, view, pad, &f));
   CU(cudaMemcpy(f.img, in, (size_t)(p->nx * p->ny * p->nz) * sizeof(float), cudaMemcpyHostToDevice));
   st = ctr__cuda_median_ms(0, reps, fft_time_work, &a, ms);
 cleanup:

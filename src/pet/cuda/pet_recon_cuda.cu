@@ -80,26 +80,26 @@ typedef struct recon_bufs {
   ctr__xfer xf;              /* the caller's histogram and image (gpu/host_transfer.h) */
 } recon_bufs;
 
+/* The run's buffers against the GPU budget of the one memory rule
+ * (core/memory.c: free memory and the buffers the context keeps, less
+ * 1 GiB); they come from the context's GPU buffer cache, which gives the
+ * kept ones back when the GPU is full. */
 static ctr_status check_memory(const ctr__pet_cuda *c, const ctr_pet_histo *h) {
-  ctr_status st = CTR_OK;
-  size_t free_b = 0, total_b = 0;
-  ctr_context_release_memory(c->ctx); /* sized by the free memory: the kept buffers go back */
-  CU(cudaMemGetInfo(&free_b, &total_b));
-  {
-    double per_view = (double)c->nvox * sizeof(float) * (h->factors ? 3 : 2);
-    double need = per_view * h->nviews + (double)c->npad * sizeof(float) + 4.0 * c->nvox * 4;
-    if (need > 0.95 * free_b) {
-      char a[32], b[32];
-      CTR_FAIL_GOTO(st, CTR_E_DEVICE_OUT_OF_MEMORY,
-                    "DIRECT reconstruction of %lld views of %lld voxels needs %s of GPU memory "
-                    "(histo-images%s and sensitivities), %s are free: use fewer views or a "
-                    "smaller lattice, or the CPU (ctr_context_options.device = CTR_DEVICE_CPU)",
-                    (long long)h->nviews, c->nvox, ctr__format_bytes(need, a, sizeof a),
-                    h->factors ? ", factors" : "", ctr__format_bytes((double)free_b, b, sizeof b));
-    }
+  uint64_t budget = 0;
+  CTR_CHECK(ctr__gpu_budget_detect(c->ctx, c->device, &budget));
+  const double per_view = (double)c->nvox * sizeof(float) * (h->factors ? 3 : 2);
+  const double need = per_view * h->nviews + (double)c->npad * sizeof(float) + 4.0 * c->nvox * 4;
+  if (need > (double)budget) {
+    char a[32], b[32];
+    CTR_FAIL(CTR_E_DEVICE_OUT_OF_MEMORY,
+             "DIRECT reconstruction of %lld views of %lld voxels needs %s of GPU memory "
+             "(histo-images%s and sensitivities), the GPU's budget is %s (free memory and the "
+             "context's kept buffers less 1 GiB): use fewer views or a smaller lattice, or the "
+             "CPU (ctr_context_options.device = CTR_DEVICE_CPU)",
+             (long long)h->nviews, c->nvox, ctr__format_bytes(need, a, sizeof a),
+             h->factors ? ", factors" : "", ctr__format_bytes((double)budget, b, sizeof b));
   }
-cleanup:
-  return st;
+  return CTR_OK;
 }
 
 #define GRID3(c) dim3(((c)->nx + 127) / 128, (c)->ny, (c)->nz)
@@ -212,14 +212,14 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   CTR_CHECK_GOTO(st, check_memory(c, h));
   CU(cudaEventCreate(&t0));
   CU(cudaEventCreate(&t1));
-  CU(cudaMalloc(&b.h, hb));
-  if (h->factors) CU(cudaMalloc(&b.n, hb));
-  CU(cudaMalloc(&b.sens, hb));
-  CU(cudaMalloc(&b.total, vb));
-  CU(cudaMalloc(&b.acc, vb));
-  CU(cudaMalloc(&b.ones, vb));
-  CU(cudaMalloc(&b.f, (size_t)c->npad * sizeof(float)));
-  CU(cudaMalloc(&b.count, sizeof *b.count));
+  GPU_GET(c->ctx, b.h, hb, "PET histo-images");
+  if (h->factors) GPU_GET(c->ctx, b.n, hb, "PET factors");
+  GPU_GET(c->ctx, b.sens, hb, "PET sensitivities");
+  GPU_GET(c->ctx, b.total, vb, "PET total sensitivity");
+  GPU_GET(c->ctx, b.acc, vb, "PET update accumulator");
+  GPU_GET(c->ctx, b.ones, vb, "PET unit image");
+  GPU_GET(c->ctx, b.f, (size_t)c->npad * sizeof(float), "PET image");
+  GPU_GET(c->ctx, b.count, sizeof *b.count, "PET counter");
   CU(cudaMemsetAsync(b.f, 0, (size_t)c->npad * sizeof(float), c->stream));
   CU(cudaMemsetAsync(b.total, 0, vb, c->stream));
   CU(cudaMemsetAsync(b.acc, 0, vb, c->stream));
@@ -282,8 +282,13 @@ cleanup:
   free(b.ev);
   ctr__xfer_log(&b.xf, "pet-recon");
   ctr__xfer_free(&b.xf);
-  cudaFree(b.h), cudaFree(b.n), cudaFree(b.sens), cudaFree(b.total), cudaFree(b.acc);
-  cudaFree(b.ones), cudaFree(b.f), cudaFree(b.count);
+  /* after the stream's work (synchronised above): kept for the next run, on
+   * the projector's GPU (a callback may have made another one current) */
+  {
+    void *const bufs[8] = {b.h, b.n, b.sens, b.total, b.acc, b.ones, b.f, b.count};
+    const size_t sizes[8] = {hb, hb, hb, vb, vb, vb, (size_t)c->npad * sizeof(float), sizeof *b.count};
+    for (int i = 0; i < 8; i++) ctr__gpu_buffer_put(c->ctx, c->device, bufs[i], sizes[i]);
+  }
   if (t0) cudaEventDestroy(t0);
   if (t1) cudaEventDestroy(t1);
   t->total = ctr__now_s() - start;
