@@ -179,7 +179,8 @@ static ctr_status resolve_options(const ctr_geometry *g, const ctr_fdk_stream_op
              r->opts.out_scale);
   if (!r->opts.out_dtype) r->opts.out_dtype = CTR_DTYPE_FLOAT32;
   if (r->opts.out_dtype != CTR_DTYPE_FLOAT32 && r->opts.out_dtype != CTR_DTYPE_UINT16)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream_options.out_dtype",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream_options.out_dtype",
+                   CTR__V_INT(r->opts.out_dtype),
                    "ctr_fdk_stream_options.out_dtype %d (%s): FDK writes float32 "
                    "or uint16", (int)r->opts.out_dtype, ctr_dtype_name(r->opts.out_dtype));
   return CTR_OK;
@@ -1108,7 +1109,8 @@ ctr_status ctr__fdk_check_projections(const ctr_geometry *g, const ctr_stack_rea
 static ctr_status one_worker_in_order(stream_run *r, const ctr__stream_output *o) {
   if (!o->caps->in_order || requested_workers(r) <= 1) return CTR_OK;
   if (r->opts.workers > 1)
-    CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_fdk_stream_options.workers",
+    CTR_FAIL_FIELD_VALUE(CTR_E_UNSUPPORTED, "ctr_fdk_stream_options.workers",
+                   CTR__V_INT(r->opts.workers),
                    "'%s' (%s) is written image after image, by one worker "
                    "(ctr_fdk_stream_options.workers is %d): write a TIFF stack pattern such as "
                    "'vol_%%04d.tif', raw or NRRD to use several", o->out, o->caps->name,

@@ -31,7 +31,7 @@ ctr_status ctr__fbp_gpu_chunk(const ctr_parallel_params *p, size_t raw_elem, int
   const uint64_t least = ctr__fbp_gpu_bytes(p, raw_elem, calib_rows, 1);
   if (what && least > budget) {
     char b1[32], b2[32];
-    CTR_FAIL_FIELD(CTR_E_DEVICE_OUT_OF_MEMORY, what,
+    CTR_FAIL_FIELD_VALUE(CTR_E_DEVICE_OUT_OF_MEMORY, what, CTR__V_UINT(budget),
              "%s of %s is too small for FBP of %lld bins x %lld angles into %lld x %lld slices: "
              "the smallest working set (chunks of one slice%s) needs %s of GPU memory per GPU",
              what, ctr__format_bytes((double)budget, b1, sizeof b1), (long long)p->nbins,
