@@ -229,11 +229,10 @@ int cli_resolve_format(const char *cmd, const char *path_option, const char *for
                        const char *path, ctr_file_format given, ctr_file_format *out) {
   if (given != CTR_FORMAT_AUTO) {
     *out = given;
-  } else if (ctr_format_guess(path, out) != CTR_OK) {
-    return cli_usage_error(cmd,
-                           "%s '%s': unknown extension; use .raw, .tif, .nrrd or "
-                           "a %%04d pattern for a TIFF stack%s%s",
-                           path_option, path, format_option ? ", or give " : "",
+  } else if (ctr_format_guess(path, out) != CTR_OK) { /* the detail lists the known endings */
+    const char *known = strstr(cli_detail(), "known: ");
+    return cli_usage_error(cmd, "%s '%s': unknown extension; %s%s%s", path_option, path,
+                           known ? known : cli_detail(), format_option ? " with " : "",
                            format_option ? format_option : "");
   }
   /* One file per image needs a place for the image number in the name. */

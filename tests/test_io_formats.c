@@ -182,6 +182,39 @@ static void test_adds_to_file(void) {
   }
 }
 
+/* The lists of formats that messages give (ctr__format_list): every format
+ * with the capability once, one-file formats first, the wording messages
+ * had before the list came from the table. */
+static void test_lists(void) {
+  static const struct {
+    ctr__format_cap cap;
+    const char *stem, *today;
+  } k[] = {{CTR__CAP_RESUMABLE, NULL, "raw, nrrd or a TIFF stack pattern"},
+           {CTR__CAP_MANY_RANKS, "vol", "raw, nrrd or a TIFF stack pattern such as "
+                                        "'vol_%04d.tif'"},
+           {CTR__CAP_ANY_ORDER, NULL, "raw, nrrd, HDF5 or a TIFF stack pattern"}};
+  for (size_t c = 0; c < sizeof k / sizeof k[0]; c++) {
+    char list[256];
+    ctr__format_list(k[c].cap, k[c].stem, list, sizeof list);
+    CHECK_MSG(!strcmp(list, k[c].today), "capability %d: '%s'", (int)k[c].cap, list);
+    int with = 0, items = 1;
+    for (size_t i = 0; i < NFORMATS; i++) {
+      ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
+      CHECK_OK(ctr_file_format_get_info(k_formats[i], &fi));
+      with += k[c].cap == CTR__CAP_RESUMABLE    ? fi.resumable
+              : k[c].cap == CTR__CAP_MANY_RANKS ? fi.many_ranks
+                                                : !fi.in_order;
+    }
+    for (const char *p = list; (p = strpbrk(p, ",o")) != NULL; p++)
+      items += *p == ',' || !strncmp(p - 1, " or ", 4);
+    CHECK_MSG(items == with, "capability %d: %d formats have it, '%s' lists %d", (int)k[c].cap,
+              with, list, items);
+  }
+  char small[12];
+  ctr__format_list(CTR__CAP_RESUMABLE, NULL, small, sizeof small);
+  CHECK(strlen(small) == sizeof small - 1 && !strncmp(small, "raw, nrrd", 9));
+}
+
 int main(void) {
   if (!scratch_open("ctr_test_io_formats")) return 1;
   for (size_t k = 0; k < sizeof g_data / sizeof g_data[0]; k++) g_data[k] = (float)(k % 17);
@@ -190,6 +223,7 @@ int main(void) {
   test_writers();
   test_partials();
   test_adds_to_file();
+  test_lists();
   scratch_close();
   return th_finish("test_io_formats");
 }

@@ -1108,16 +1108,16 @@ ctr_status ctr__fdk_check_projections(const ctr_geometry *g, const ctr_stack_rea
  * order: one worker. */
 static ctr_status one_worker_in_order(stream_run *r, const ctr__stream_output *o) {
   if (!o->caps->in_order || requested_workers(r) <= 1) return CTR_OK;
+  char list[256];
+  ctr__format_list(CTR__CAP_ANY_ORDER, "vol", list, sizeof list);
   if (r->opts.workers > 1)
     CTR_FAIL_FIELD_VALUE(CTR_E_UNSUPPORTED, "ctr_fdk_stream_options.workers",
                    CTR__V_INT(r->opts.workers),
                    "'%s' (%s) is written image after image, by one worker "
-                   "(ctr_fdk_stream_options.workers is %d): write a TIFF stack pattern such as "
-                   "'vol_%%04d.tif', raw or NRRD to use several", o->out, o->caps->name,
-                   r->opts.workers);
+                   "(ctr_fdk_stream_options.workers is %d): write %s to use several", o->out,
+                   o->caps->name, r->opts.workers, list);
   ctr__log(r->ctx, CTR_LOG_INFO, "'%s' (%s) is written image after image: one GPU reconstructs "
-           "it (a TIFF stack pattern such as 'vol_%%04d.tif', raw or NRRD use every GPU)", o->out,
-           o->caps->name);
+           "it (%s use every GPU)", o->out, o->caps->name, list);
   r->opts.workers = 1;
   return CTR_OK;
 }

@@ -75,7 +75,7 @@ static ctr_status check_local(ctr_context *ctx, const ctr_geometry *g,
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream: geometry, projections and out are required");
   ctr_dtype dtype;
   CTR_CHECK(ctr__fdk_check_projections(g, in, &dtype));
-  CTR_CHECK(ctr__dist_output_format(out, fmt, "vol_%04d.tif"));
+  CTR_CHECK(ctr__dist_output_format(out, fmt, "vol"));
   CTR_CHECK(ctr__fdk_stream_fingerprint(g, opts, ctx, in, out, *fmt, 0, &fp[0]));
   return ctr__fdk_stream_fingerprint(g, opts, ctx, in, out, *fmt, 1, &fp[1]);
 }

@@ -1180,9 +1180,8 @@ static ctr_status h5w_open_file(h5_writer *h, int existing) {
 
 ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   ctr_status st = CTR_OK;
-  if (w->mode != CTR__OUT_TEMP)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': HDF5 output cannot be resumed: write raw, nrrd or "
-             "tiff-stack for a resumable run", w->path);
+  if (w->mode != CTR__OUT_TEMP) /* the format table's row says so: refused above (io_partial.c) */
+    CTR_FAIL(CTR_E_INTERNAL, "'%s': HDF5 output cannot be resumed", w->path);
   h5_writer *h = ctr__calloc(1, sizeof *h, "HDF5 writer");
   if (!h) return CTR_E_OUT_OF_MEMORY;
   h->f = (ctr__atomic_file)CTR__ATOMIC_FILE_INIT;

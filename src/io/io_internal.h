@@ -262,6 +262,10 @@ typedef struct ctr__format_row {
    * another's endings and is named there. */
   const char *guess_note;
   int dataset_path; /* 1: "file.ext:/dataset" paths (HDF5) */
+  /* How a message lists it among formats ("raw", "a TIFF stack pattern":
+   * ctr__format_list) and, for a stack of files, the ending of an example
+   * name after a stem ("_%04d.tif"; NULL: none). */
+  const char *listed, *example;
   /* Fill r (or w) from its path or raise (ctr__raw_open and friends). */
   ctr_status (*open)(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
   ctr_status (*create)(ctr_stack_writer *w);

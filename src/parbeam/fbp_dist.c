@@ -194,7 +194,7 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
   o.cluster = NULL;
   /* ranks on one host share its memory */
   if (st == CTR_OK) st = ctr__stream_dist_host_budget(&sd, ctx, o.host_budget, &o.host_budget);
-  if (st == CTR_OK) st = ctr__dist_output_format(out, &fmt, "rec_%04d.tif");
+  if (st == CTR_OK) st = ctr__dist_output_format(out, &fmt, "rec");
   /* rank 0: the bands (an interrupted run's) and the centre */
   uint64_t fp[3] = {0, 0, 0}, journal_fp = 0;
   shared_plan plan = {0, 0, 0};

@@ -337,15 +337,16 @@ void ctr__stream_dist_end(ctr__stream_dist *s, ctr_status st) {
   if (st != CTR_OK) ctr__error_set(st, "%s", detail);
 }
 
-ctr_status ctr__dist_output_format(const char *out, ctr_file_format *fmt, const char *pattern) {
+ctr_status ctr__dist_output_format(const char *out, ctr_file_format *fmt, const char *stem) {
   if (*fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, fmt));
   const ctr_file_format_info *caps = ctr__format_info(*fmt);
   if (!caps) return CTR_E_INVALID_ARGUMENT;
+  char list[256];
   if (!caps->many_ranks)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes raw, nrrd or a TIFF stack "
-             "pattern such as '%s' (its ranks write their slices in place; multi-page TIFF and "
-             "HDF5 are written in order by one process: write raw or NRRD and convert "
-             "afterwards)", out, caps->name, pattern);
+    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes %s (its ranks write their "
+             "slices in place; %s is written in order by one process: write one of those and "
+             "convert afterwards)", out, caps->name,
+             ctr__format_list(CTR__CAP_MANY_RANKS, stem, list, sizeof list), caps->name);
   return CTR_OK;
 }
 

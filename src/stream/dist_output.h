@@ -111,9 +111,9 @@ ctr_status ctr__stream_dist_begin(ctr__stream_dist *s, const ctr_cluster *cluste
 void ctr__stream_dist_end(ctr__stream_dist *s, ctr_status st);
 /* The output format of a distributed run (CTR_FORMAT_AUTO: from `out`):
  * one its ranks write at once (the format table's many_ranks), else
- * CTR_E_UNSUPPORTED naming out and its format; `pattern` is an example
- * TIFF stack pattern for the message ("vol_%%04d.tif"). */
-ctr_status ctr__dist_output_format(const char *out, ctr_file_format *fmt, const char *pattern);
+ * CTR_E_UNSUPPORTED naming out, its format and those a run writes
+ * (ctr__format_list; `stem` begins their example names: "vol"). */
+ctr_status ctr__dist_output_format(const char *out, ctr_file_format *fmt, const char *stem);
 /* The host memory budget of one rank: `given`, or (0) the host's default
  * shared by the ranks on this rank's host. */
 ctr_status ctr__stream_dist_host_budget(const ctr__stream_dist *s, ctr_context *ctx,

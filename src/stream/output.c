@@ -30,11 +30,12 @@ static int resume_unusable(ctr_status st) {
 
 ctr_status ctr__stream_output_resume(ctr__stream_output *o, int resume, uint64_t fp) {
   if (resume) {
+    char list[256];
     if (!o->caps->resumable)
       CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, o->resume_option,
-                     "%s: '%s' (%s) cannot be resumed: write raw, nrrd or a TIFF "
-                     "stack pattern to make a run resumable", o->resume_option, o->out,
-                     o->caps->name);
+                     "%s: '%s' (%s) cannot be resumed: write %s to make a run resumable",
+                     o->resume_option, o->out, o->caps->name,
+                     ctr__format_list(CTR__CAP_RESUMABLE, NULL, list, sizeof list));
     const ctr_status st = ctr__journal_resume(&o->journal, o->jpath, fp, o->resume_option);
     if (st != CTR_OK) {
       o->unusable = resume_unusable(st);
