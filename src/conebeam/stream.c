@@ -1208,7 +1208,7 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   CTR_CHECK(resolve_options(g, opts, &r));
   CTR_CHECK(ctr__fdk_check_projections(g, projections, &r.in_dtype));
   const ctr_status st = ctr__stream_execute(&k_fdk_ops, &r, ctx, out, out_format, r.opts.resume,
-                                            &o, &t_setup);
+                                            r.opts.overwrite, &o, &t_setup);
   if (t_setup > 0) t_setup -= t_start;
   finish_report(&r, t_start, t_setup, report);
   if (report) { /* the whole output: what this run computed and what it resumed */

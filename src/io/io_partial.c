@@ -38,7 +38,11 @@ ctr_status ctr__stack_create_partial(const char *path, ctr_file_format fmt,
   CTR_CHECK(resumable_row(path, fmt, &row));
   return ctr__stack_writer_open(path, fmt, info,
                                 resume ? CTR__OUT_PARTIAL_RESUME : CTR__OUT_PARTIAL_NEW,
-                                resume ? done : NULL, out);
+                                resume ? done : NULL, 0, out);
+}
+
+void ctr__stack_set_overwrite(ctr_stack_writer *w, int on) {
+  if (w) w->overwrite = on != 0;
 }
 
 ctr_status ctr__stack_flush(ctr_stack_writer *w) {

@@ -41,11 +41,18 @@ extern "C" {
  * ctr_stack_write / ctr_stack_commit / ctr_stack_abort work as for
  * ctr_stack_create: commit fsyncs, renames the partial names onto the targets
  * (data before header) and fsyncs the directory; abort removes the partial
- * files. An image rewritten after a failed write is undefined until written
- * again: clear its done flag first. */
+ * files. The commit keeps an existing target (its refusal is ctr_stack_create's)
+ * unless ctr__stack_set_overwrite said otherwise; whether one exists before
+ * the run is the caller's to check (ctr_stack_check_output). An image
+ * rewritten after a failed write is undefined until written again: clear its
+ * done flag first. */
 ctr_status ctr__stack_create_partial(const char *path, ctr_file_format fmt,
                                      const ctr_stack_info *info, int resume,
                                      const unsigned char *done, ctr_stack_writer **out);
+/* Whether w's commit may replace existing files of its output (a writer
+ * starts with ctr_stack_create's overwrite, a partial writer with 0): the
+ * caller's overwrite option, given before the commit. Accepts NULL. */
+void ctr__stack_set_overwrite(ctr_stack_writer *w, int on);
 /* Makes every image written so far durable (fdatasync of the data file(s);
  * the first flush of a resumable writer also syncs its partial files' names
  * into their directory); CTR_E_IO naming the file on failure. Works on any

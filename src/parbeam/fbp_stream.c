@@ -964,8 +964,8 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
   CTR_CHECK(ctr__fbp_resolve(&r, opts));
   CTR_CHECK(ctr__fbp_open_input(&r, input, flat, dark));
   fbp_exec e = {&r, params};
-  const ctr_status st = ctr__stream_execute(&k_fbp_ops, &e, ctx, out, out_format, r.o.resume, &o,
-                                            &t_setup);
+  const ctr_status st = ctr__stream_execute(&k_fbp_ops, &e, ctx, out, out_format, r.o.resume,
+                                            r.o.overwrite, &o, &t_setup);
   if (t_setup > 0) t_setup -= t_start;
   ctr__fbp_report_fill(&r, report);
   if (report) {

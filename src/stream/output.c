@@ -68,7 +68,7 @@ ctr_status ctr__stream_output_open(ctr__stream_output *o, const ctr_context *ctx
                                    const ctr__journal_layout *layout, const ctr_stack_info *info,
                                    const ctr__stream_units *units) {
   if (!o->caps->resumable) {
-    CTR_CHECK(ctr_stack_create(o->out, o->fmt, info, &o->w));
+    CTR_CHECK(ctr_stack_create(o->out, o->fmt, info, o->overwrite, &o->w));
   } else {
     if (!o->have_journal) {
       CTR_CHECK(ctr__journal_create(&o->journal, o->jpath, fp, layout));
@@ -108,6 +108,7 @@ void ctr__stream_output_attach(ctr__stream_output *o, ctr__writer *writer) {
 
 ctr_status ctr__stream_output_commit(ctr__stream_output *o, ctr__writer *writer) {
   if (writer) writer->out = NULL;
+  ctr__stack_set_overwrite(o->w, o->overwrite);
   const ctr_status st = ctr_stack_commit(o->w); /* frees it */
   o->w = NULL;
   if (st == CTR_OK && o->have_journal) {
