@@ -56,6 +56,10 @@ static void test_rules(void) {
               "--algorithm is 9: expected sirt, cgls, os-sart or fista-tv");
   CHECK_WORDS("use an iterative solver instead (ctr_iterate)", NULL,
               "use an iterative solver instead (ctrecon iterate)");
+  /* the one field of every writer: a switch named alone */
+  CHECK_WORDS("'v.nrrd' exists and is kept: set overwrite to replace it, or write the output to "
+              "another name", "overwrite", "'v.nrrd' exists and is kept: add --force to replace "
+              "it, or write the output to another name");
   /* log messages (no field); unique fields; fields without a row */
   CHECK_WORDS("lower gpu_budget to plan for less", NULL, "lower --gpu-mem to plan for less");
   CHECK_WORDS("ctr_parallel_params.nbins, nangles = 3, 4", NULL, "nbins, nangles = 3, 4");
