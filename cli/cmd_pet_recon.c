@@ -219,9 +219,9 @@ static int check_args(const char *cmd, recon_args *a, const cli_opt *opts) {
   if ((a->metrics || a->plot) && a->phantom != PET_PHANTOM_SPHERES)
     return cli_usage_error(cmd, "--metrics/--plot need --phantom spheres (CRC is measured on "
                            "spheres)");
-  if (a->out_format == CTR_FORMAT_TIFF_STACK && a->every)
-    return cli_usage_error(cmd, "--every: per-iteration images need a single-file --out "
-                           "(.nrrd, .raw or .tif)");
+  if (cli_format_is_stack(a->out_format) && a->every) /* the format table's stack_of_files */
+    return cli_usage_error(cmd, "--every: per-iteration images need a single-file --out, not "
+                           "'%s' (%s: one file per image)", a->out, ctr_format_name(a->out_format));
   if (a->every && !a->iter_prefix)
     a->iter_prefix = pet_replace_ext(a->out, "", a->prefix, sizeof a->prefix);
   return check_outputs(cmd, a);
