@@ -30,8 +30,9 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# --force: a second `make demo` replaces the first's files in demo-out/
 demo: build
-	./$(BUILD)/ctrecon demo
+	./$(BUILD)/ctrecon demo --force
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

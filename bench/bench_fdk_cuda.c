@@ -240,7 +240,7 @@ int main(int argc, char **argv) {
     char path[1024];
     snprintf(path, sizeof path, "%s/geometry.json", dump);
     bench_save_raw(dump, "proj.raw", proj, np * sizeof(float));
-    if (ctr_geometry_save_json(g, path))
+    if (ctr_geometry_save_json(g, path, 1))
       BENCH_DIE("cannot dump to %s: %s", dump, ctr_error_detail());
   }
   if (json.f) {

@@ -113,7 +113,7 @@ static void bench_projector(ctr_context *ctx, const geo_case *c, const char *dum
       bench_save_raw(dump, "vol.raw", vol, sizeof(float) * (size_t)nvox);
       char path[1024];
       snprintf(path, sizeof path, "%s/geometry.json", dump);
-      if (ctr_geometry_save_json(g, path)) BENCH_DIE("geometry: %s", ctr_error_detail());
+      if (ctr_geometry_save_json(g, path, 1)) BENCH_DIE("geometry: %s", ctr_error_detail());
       free(proj);
     }
     if (r == 0 && ctr__vec_upload(p, &x, vol)) BENCH_DIE("upload");

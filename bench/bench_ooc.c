@@ -109,7 +109,7 @@ static void gen(const args *a) {
   const double t0 = now_s();
   const int64_t coarse = a->det / 4;
   ctr_geometry *g = make_geometry(a, a->det), *gc = make_geometry(a, coarse);
-  if (ctr_geometry_save_json(g, path_in(a, "geom.json"))) DIE("%s", ctr_error_detail());
+  if (ctr_geometry_save_json(g, path_in(a, "geom.json"), 1)) DIE("%s", ctr_error_detail());
   ctr_phantom *ph = NULL;
   if (ctr_phantom_shepp_logan(120.0, 0.02, &ph)) DIE("%s", ctr_error_detail());
   const int64_t cpx = coarse * coarse, px = a->det * a->det;
@@ -121,7 +121,8 @@ static void gen(const args *a) {
   ctr_stack_info info = {CTR_STACK_INFO_VERSION, a->det, a->det, a->views, a->u16 ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32,
                          {0, 0, 0}, {0, 0, 0}};
   ctr_stack_writer *w = NULL;
-  if (ctr_stack_create(path_in(a, "proj.raw"), CTR_FORMAT_RAW, &info, &w)) DIE("%s", ctr_error_detail());
+  if (ctr_stack_create(path_in(a, "proj.raw"), CTR_FORMAT_RAW, &info, 1, &w))
+    DIE("%s", ctr_error_detail());
   const int64_t batch = 16;
   void *buf = NULL;
   if (posix_memalign(&buf, 4096, sizeof(float) * (size_t)(px * batch))) DIE("out of memory");
@@ -226,6 +227,7 @@ static void run(const args *a) {
   so.out_scale = 1000.0;
   so.split = g_split;
   so.workers = g_workers;
+  so.overwrite = 1; /* the volume of the last run */
   const char *out = path_in(a, "vol.nrrd");
   ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
   const double t0 = now_s();

@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
   ctr_stack_info info = {CTR_STACK_INFO_VERSION, n, rows, na, CTR_DTYPE_UINT16, {1, 1, 1}, {0, 0, 0}};
   ctr_stack_writer *w = NULL;
   snprintf(path, sizeof path, "%s/scan.h5:/exchange/data", dir);
-  ctr_status st = ctr_stack_create(path, CTR_FORMAT_HDF5, &info, &w);
+  ctr_status st = ctr_stack_create(path, CTR_FORMAT_HDF5, &info, 1, &w);
   const double c = 0.5 * (double)(n - 1), I0 = 20000.0, D = 100.0;
   for (int64_t a0 = 0; st == CTR_OK && a0 < na; a0 += batch) {
     const int64_t m = na - a0 < batch ? na - a0 : batch;
@@ -85,7 +85,7 @@ int main(int argc, char **argv) {
   for (int k = 0; st == CTR_OK && k < 2; k++) {
     for (int64_t i = 0; i < 2 * n * rows; i++) fd[i] = (float)(k ? D : D + I0);
     snprintf(path, sizeof path, "%s/%s.h5:/data", dir, k ? "dark" : "flat");
-    st = ctr_stack_save(path, CTR_FORMAT_HDF5, &fi, CTR_DTYPE_FLOAT32, fd);
+    st = ctr_stack_save(path, CTR_FORMAT_HDF5, &fi, CTR_DTYPE_FLOAT32, fd, 1);
   }
   snprintf(path, sizeof path, "%s/angles.txt", dir);
   FILE *af = st == CTR_OK ? fopen(path, "w") : NULL;

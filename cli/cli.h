@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(__GNUC__)
 #define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -262,11 +263,28 @@ int cli_interrupted(void);
 void cli_install_sigint(void);
 
 
+/* What an output path names (cli_output.kind). */
+enum {
+  CLI_OUT_DATA = 0,    /* images: a file or stack in the format its name says (a TIFF stack's
+                          files, an HDF5 dataset; another name is one file) */
+  CLI_OUT_FILE = 1,    /* one file of any kind (JSON, CSV, PNG) */
+  CLI_OUT_PREVIEW = 2, /* the prefix of a preview's PREFIX_xy.png, _xz.png, _yz.png */
+  CLI_OUT_UNCHECKED = 3 /* not refused here: state a run resumes from (a checkpoint and its
+                           lock: rewritten by design), or a prefix whose files the command
+                           checks itself (cli_check_new) */
+};
+
 /* A path option: "--out" and its value (NULL: not given). */
 typedef struct cli_file {
   const char *option;
   const char *path;
 } cli_file;
+/* An output path option and what it names (CLI_OUT_*). */
+typedef struct cli_output {
+  const char *option;
+  const char *path;
+  int kind;
+} cli_output;
 
 /* The one up-front check of a command's files, before any long work. For
  * every output (array ends at option NULL): its directory exists and takes
@@ -276,8 +294,30 @@ typedef struct cli_file {
  * warning; it is not the same file as an input or an earlier output - the
  * same path, or the same file through another name (symlink, hard link:
  * st_dev and st_ino), "file.h5:/dataset" counting as file.h5 - else a usage
- * error naming both options. Returns 0 or an exit code. */
-int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *outputs);
+ * error naming both options; and, unless `force` (--force), nothing of it
+ * exists (ctr_stack_check_output / ctr_file_check_output as its kind says:
+ * the library's refusal, naming the file and --force, exit 2). Returns 0
+ * or an exit code. */
+int cli_check_files(const char *cmd, const cli_file *inputs, const cli_output *outputs,
+                    int force);
+/* The same refusal for one more file a command writes (PREFIX_iter..., a
+ * histo-image's data files): 0, or the error printed for `option` and its
+ * exit code (2). */
+int cli_check_new(const char *cmd, const char *option, const char *path, int kind, int force);
+
+/* --force: every command that writes a file replaces an existing output
+ * only when asked (the library's overwrite). */
+#define CLI_FORCE_HELP                                                               \
+  "replace an existing output file (default: an existing output is refused and kept)"
+#define CLI_FORCE_OPTION(flag) {"--force", NULL, CLI_FORCE_HELP, cli_set_flag, (flag), NULL}
+/* A text file (a table, a report) written under "<path>.tmp.<pid>.0" and
+ * renamed onto `path` when complete: *f open for writing (tmp gets the
+ * temporary's name, n bytes), or the error printed and its exit code. */
+int cli_text_create(const char *cmd, const char *path, char *tmp, size_t n, FILE **f);
+/* Flushes, syncs and closes f and renames tmp onto path, keeping a file
+ * that appeared at path meanwhile unless `force` (the temporary is removed
+ * on any failure). 0, or the error printed and its exit code. */
+int cli_text_commit(const char *cmd, FILE *f, const char *tmp, const char *path, int force);
 /* The process holding a write lock on `path` (the run lock the library
  * takes on a journal or a checkpoint's lock file), 0 if none or no file. */
 long cli_lock_holder(const char *path);
@@ -409,7 +449,7 @@ int cmd_rabbitct(int argc, char **argv);      /* cmd_rabbitct.c */
 int cmd_fbp(int argc, char **argv);           /* cmd_fbp.c */
 /* `demo --parallel` (cmd_demo_parallel.c). */
 int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *out_dir,
-                      int no_volume, const cli_common *common);
+                      int no_volume, int force, const cli_common *common);
 /* `ctrecon pet simulate | recon | metrics` (cmd_pet.c, cmd_pet_*.c). */
 extern const cli_command cli_cmd_pet;
 int cmd_pet(int argc, char **argv);
@@ -417,6 +457,6 @@ int cmd_pet(int argc, char **argv);
 extern const cli_command cli_cmd_iterate;
 int cmd_iterate(int argc, char **argv);
 /* `demo --pet` (cmd_demo_pet.c). */
-int cmd_demo_pet(const char *out_dir, int no_volume, const cli_common *common);
+int cmd_demo_pet(const char *out_dir, int no_volume, int force, const cli_common *common);
 
 #endif /* CTRECON_CLI_H */

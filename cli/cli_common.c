@@ -400,9 +400,10 @@ int cli_parse_size2(const char *cmd, const char *name, const char *value, void *
 
 int cli_parse_format(const char *cmd, const char *name, const char *value, void *dst) {
   ctr_file_format f;
-  if (ctr_format_parse(value, &f) != CTR_OK)
-    return cli_usage_error(cmd, "%s '%s': expected raw, tiff, tiff-stack, nrrd or auto", name,
-                           value);
+  if (ctr_format_parse(value, &f) != CTR_OK) { /* the detail lists the format table's names */
+    const char *names = strstr(cli_detail(), "expected ");
+    return cli_usage_error(cmd, "%s '%s': %s", name, value, names ? names : cli_detail());
+  }
   *(ctr_file_format *)dst = f;
   return 0;
 }

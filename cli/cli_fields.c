@@ -81,6 +81,7 @@ static const cli_field k_fields[] = {
     {"ctr_projector_options.pair", "--pair", 0},
     {"gpu_budget", "--gpu-mem", 0},
     {"host_budget", "--host-mem", 0},
+    {"overwrite", "--force", 1},
     {"scratch_dir", "--scratch-dir", 0},
     {NULL, NULL, 0},
 };

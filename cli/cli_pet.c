@@ -181,12 +181,11 @@ void pet_curve_free(pet_curve *c) {
   memset(c, 0, sizeof *c);
 }
 
-int pet_curve_write_csv(const char *cmd, const pet_curve *c, const char *path) {
+int pet_curve_write_csv(const char *cmd, const pet_curve *c, const char *path, int force) {
   char tmp[4200];
-  /* NAME.tmp.PID.N as the library names its temporaries (cli_check_files) */
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.0", path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f) return cli_error(cmd, CLI_EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(errno));
+  FILE *f = NULL;
+  const int rc = cli_text_create(cmd, path, tmp, sizeof tmp, &f);
+  if (rc) return rc;
   fprintf(f, "iteration,noise,crc");
   for (int s = 0; s < c->nspheres; s++) fprintf(f, ",crc_sphere%d", s + 1);
   fputc('\n', f);
@@ -196,11 +195,5 @@ int pet_curve_write_csv(const char *cmd, const pet_curve *c, const char *path) {
       fprintf(f, ",%.9g", c->crc_sphere[(size_t)i * CTR_PET_MAX_SPHERES + (size_t)s]);
     fputc('\n', f);
   }
-  const int bad = ferror(f) | (fflush(f) != 0) | (fsync(fileno(f)) != 0);
-  if ((fclose(f) != 0) | bad || rename(tmp, path) != 0) {
-    const int e = errno;
-    unlink(tmp);
-    return cli_error(cmd, CLI_EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(e));
-  }
-  return 0;
+  return cli_text_commit(cmd, f, tmp, path, force);
 }

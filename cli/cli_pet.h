@@ -49,7 +49,7 @@ int pet_curve_add(const char *cmd, pet_curve *c, int iteration, const ctr_pet_me
 void pet_curve_free(pet_curve *c);
 /* CSV (iteration,noise,crc,crc_sphere1..n; noise as a fraction), written
  * to a temporary name beside `path` and renamed. Returns 0 or an exit code. */
-int pet_curve_write_csv(const char *cmd, const pet_curve *c, const char *path);
+int pet_curve_write_csv(const char *cmd, const pet_curve *c, const char *path, int force);
 
 /* A raw float32 image file must hold exactly nx ny nz values (the reader
  * would accept a longer one): exit 3 naming the file and the sizes. */

@@ -169,29 +169,38 @@ static int check_writable(const char *cmd, const char *option, const char *path)
   return 0;
 }
 
-/* An HDF5 output "file.h5:/dataset" goes into an existing file beside its
- * other datasets: a dataset of that name already there is refused up front
- * (the library refuses it too, but only once the run has got that far). */
-static int check_new_dataset(const char *cmd, const char *option, const char *path,
-                             const char *file) {
+/* An output that exists is refused up front unless --force (the library
+ * refuses it too, but only once the run has got that far): what exists is
+ * the library's to say for data (a TIFF stack's files, the dataset of an
+ * HDF5 file, which keeps its other datasets), for other files and a
+ * preview's three PNGs the files themselves. */
+int cli_check_new(const char *cmd, const char *option, const char *path, int kind, int force) {
   ctr_file_format fmt;
-  ctr_stack_reader *r = NULL;
-  if (ctr_format_guess(path, &fmt) != CTR_OK || fmt != CTR_FORMAT_HDF5 || access(file, F_OK) ||
-      ctr_stack_open(path, CTR_FORMAT_HDF5, NULL, 0, &r) != CTR_OK)
-    return 0;
-  ctr_stack_close(r);
-  return cli_usage_error(cmd, "%s '%s': the file already holds that dataset, which is kept: name "
-                         "another dataset or file (or delete that dataset first)",
-                         option ? option : "the output", path);
+  ctr_status st = CTR_OK;
+  if (force || kind == CLI_OUT_UNCHECKED) return 0;
+  if (kind == CLI_OUT_PREVIEW) {
+    static const char *const views[] = {"_xy.png", "_xz.png", "_yz.png"};
+    for (int i = 0; i < 3 && st == CTR_OK; i++) {
+      char name[4200];
+      snprintf(name, sizeof name, "%s%s", path, views[i]);
+      st = ctr_file_check_output(name, 0);
+    }
+  } else if (kind == CLI_OUT_DATA && ctr_format_guess(path, &fmt) == CTR_OK) {
+    st = ctr_stack_check_output(path, fmt, 0);
+  } else {
+    st = ctr_file_check_output(path, 0);
+  }
+  if (st == CTR_OK) return 0;
+  return cli_usage_error(cmd, "%s: %s", option ? option : "the output", cli_detail());
 }
 
-int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *outputs) {
-  for (const cli_file *o = outputs; o && o->option; o++) {
+int cli_check_files(const char *cmd, const cli_file *inputs, const cli_output *outputs,
+                    int force) {
+  for (const cli_output *o = outputs; o && o->option; o++) {
     if (!o->path) continue;
     char out[4096], other[4096];
     int rc = check_writable(cmd, o->option, o->path);
     if (!rc) rc = file_part(cmd, o->path, out, sizeof out);
-    if (!rc) rc = check_new_dataset(cmd, o->option, o->path, out);
     if (rc) return rc;
     for (const cli_file *i = inputs; i && i->option; i++) {
       if (!i->path || file_part(cmd, i->path, other, sizeof other) || !same_file(out, other))
@@ -200,13 +209,47 @@ int cli_check_files(const char *cmd, const cli_file *inputs, const cli_file *out
                              "would destroy the input; write the output elsewhere",
                              o->option, o->path, i->option, i->path);
     }
-    for (const cli_file *p = outputs; p < o; p++) {
+    for (const cli_output *p = outputs; p < o; p++) {
       if (!p->path || file_part(cmd, p->path, other, sizeof other) || !same_file(out, other))
         continue;
       return cli_usage_error(cmd, "%s '%s' and %s '%s' are the same file: one output would "
                              "overwrite the other; give them different names",
                              p->option, p->path, o->option, o->path);
     }
+  }
+  for (const cli_output *o = outputs; o && o->option; o++) {
+    const int rc = o->path ? cli_check_new(cmd, o->option, o->path, o->kind, force) : 0;
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int cli_text_create(const char *cmd, const char *path, char *tmp, size_t n, FILE **f) {
+  /* NAME.tmp.PID.N as the library names its temporaries (cli_check_files) */
+  snprintf(tmp, n, "%s.tmp.%ld.0", path, (long)getpid());
+  *f = fopen(tmp, "w");
+  return *f ? 0 : cli_error(cmd, CLI_EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(errno));
+}
+
+/* rename(2) that keeps an existing `to` (errno EEXIST): a hard link, or
+ * where the file system has none, a check just before the rename. */
+static int rename_new(const char *from, const char *to) {
+  if (link(from, to) == 0) return unlink(from), 0;
+  struct stat s;
+  if (errno == EEXIST || lstat(to, &s) == 0) return errno = EEXIST, -1;
+  return rename(from, to);
+}
+
+int cli_text_commit(const char *cmd, FILE *f, const char *tmp, const char *path, int force) {
+  const int bad = ferror(f) | (fflush(f) != 0) | (fsync(fileno(f)) != 0);
+  if ((fclose(f) != 0) | bad || (force ? rename(tmp, path) : rename_new(tmp, path)) != 0) {
+    const int e = errno;
+    unlink(tmp);
+    if (e == EEXIST && !force)
+      return cli_error(cmd, CLI_EXIT_INPUT, "'%s' appeared while it was written: it is kept and "
+                       "the output discarded: add --force to replace it, or write the output to "
+                       "another name", path);
+    return cli_error(cmd, CLI_EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(e));
   }
   return 0;
 }
@@ -229,11 +272,10 @@ int cli_resolve_format(const char *cmd, const char *path_option, const char *for
                        const char *path, ctr_file_format given, ctr_file_format *out) {
   if (given != CTR_FORMAT_AUTO) {
     *out = given;
-  } else if (ctr_format_guess(path, out) != CTR_OK) {
-    return cli_usage_error(cmd,
-                           "%s '%s': unknown extension; use .raw, .tif, .nrrd or "
-                           "a %%04d pattern for a TIFF stack%s%s",
-                           path_option, path, format_option ? ", or give " : "",
+  } else if (ctr_format_guess(path, out) != CTR_OK) { /* the detail lists the known endings */
+    const char *known = strstr(cli_detail(), "known: ");
+    return cli_usage_error(cmd, "%s '%s': unknown extension; %s%s%s", path_option, path,
+                           known ? known : cli_detail(), format_option ? " with " : "",
                            format_option ? format_option : "");
   }
   /* One file per image needs a place for the image number in the name. */

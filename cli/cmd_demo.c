@@ -46,7 +46,8 @@ typedef struct demo_args {
   ctr_interp interp;
   cli_common common;
   int pet;
-  int force; /* --force: write into an --out-dir that holds other files */
+  int force; /* --force: replace an earlier run's files, write into an --out-dir that holds
+                other files */
 } demo_args;
 
 typedef struct demo_run {
@@ -62,7 +63,8 @@ typedef struct demo_run {
 
 /* The files each demo writes: a folder holding others (another demo's, or
  * files not ours) is refused unless --force, so that two demos never mix
- * their files in one folder (recon.nrrd, recon_xy.png are in both CT demos). */
+ * their files in one folder (recon.nrrd, recon_xy.png are in both CT demos);
+ * so is one holding an earlier run's, which --force replaces. */
 static const char *const CONE_FILES[] = {
     "geometry.json", "recon.nrrd",   "recon_xy.png", "recon_xz.png", "recon_yz.png",
     "truth_xy.png",  "truth_xz.png", "truth_yz.png", NULL};
@@ -85,6 +87,20 @@ static int demo_file(const char *name, const char *const *files) {
   return 0;
 }
 
+/* An earlier run's files (its temporaries aside): replaced only with --force. */
+static int check_earlier_run(const char *dir, const char *const *files, const char *kind) {
+  for (const char *const *f = files; *f; f++) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, *f);
+    struct stat st;
+    if (stat(path, &st) == 0)
+      return cli_usage_error("demo", "--out-dir '%s' holds the files of an earlier run of %s, e.g. "
+                             "'%s': add --force to replace them, or give a new --out-dir", dir,
+                             kind, *f);
+  }
+  return 0;
+}
+
 static int check_own_dir(const char *dir, const char *const *files, const char *kind) {
   DIR *d = opendir(dir);
   if (!d) return 0;
@@ -96,7 +112,7 @@ static int check_own_dir(const char *dir, const char *const *files, const char *
     if (!n++) snprintf(other, sizeof other, "%s", e->d_name);
   }
   closedir(d);
-  if (!n) return 0;
+  if (!n) return check_earlier_run(dir, files, kind);
   const char *whose = demo_file(other, CONE_FILES)       ? " (of `ctrecon demo`)"
                       : demo_file(other, PARALLEL_FILES) ? " (of `ctrecon demo --parallel`)"
                       : demo_file(other, PET_FILES)      ? " (of `ctrecon demo --pet`)"
@@ -127,8 +143,8 @@ static int make_dirs(const char *dir) {
       if (end) {
         /* It must take files too (before minutes of computing). */
         snprintf(p, sizeof p, "%s/", dir);
-        const cli_file out[] = {{"--out-dir", p}, {0}};
-        return cli_check_files("demo", NULL, out);
+        const cli_output out[] = {{"--out-dir", p, CLI_OUT_UNCHECKED}, {0}};
+        return cli_check_files("demo", NULL, out, 0);
       }
       *c = '/';
     }
@@ -210,12 +226,14 @@ static int step_write(const demo_args *a, demo_run *r) {
     const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
     const ctr_stack_info info = cli_volume_info(&vol, 0, n, CTR_DTYPE_FLOAT32);
     st = ctr_stack_save(out_path(r, a, "recon.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_FLOAT32,
-                        r->rec);
+                        r->rec, a->force);
     if (st != CTR_OK) return cli_fail_file("demo", st, r->path);
   }
-  st = ctr_png_preview(out_path(r, a, "recon"), r->rec, n, n, n, DEMO_WINDOW_LO, DEMO_WINDOW_HI);
+  st = ctr_png_preview(out_path(r, a, "recon"), r->rec, n, n, n, DEMO_WINDOW_LO, DEMO_WINDOW_HI,
+                       a->force);
   if (st != CTR_OK) return cli_fail_file("demo", st, r->path);
-  st = ctr_png_preview(out_path(r, a, "truth"), r->truth, n, n, n, DEMO_WINDOW_LO, DEMO_WINDOW_HI);
+  st = ctr_png_preview(out_path(r, a, "truth"), r->truth, n, n, n, DEMO_WINDOW_LO, DEMO_WINDOW_HI,
+                       a->force);
   return st == CTR_OK ? 0 : cli_fail_file("demo", st, r->path);
 }
 
@@ -267,7 +285,7 @@ static int run(const demo_args *a, demo_run *r) {
   if (rc) return rc;
   ctr_status st = make_geometry(a, &r->g);
   if (st != CTR_OK) return cli_fail("demo", st);
-  st = ctr_geometry_save_json(r->g, out_path(r, a, "geometry.json"));
+  st = ctr_geometry_save_json(r->g, out_path(r, a, "geometry.json"), a->force);
   if (st != CTR_OK) return cli_fail_file("demo", st, r->path);
   st = ctr_phantom_shepp_logan(DEMO_RADIUS, 1.0, &r->ph);
   if (st != CTR_OK) return cli_fail("demo", st);
@@ -296,9 +314,9 @@ int cmd_demo(int argc, char **argv) {
        cli_parse_string, &a.out_dir, NULL},
       {"--no-volume", NULL, "do not write recon.nrrd (previews only)", cli_set_flag, &a.no_volume,
        NULL},
-      {"--force", NULL, "write into an --out-dir that holds files this demo does not write "
-       "(another demo's: the names they share are replaced) (default: refused)", cli_set_flag,
-       &a.force, NULL},
+      {"--force", NULL, "replace an existing output file: the files of an earlier run in "
+       "--out-dir, and write into one that holds files this demo does not write (another demo's: "
+       "the names they share are replaced) (default: refused)", cli_set_flag, &a.force, NULL},
       {"--interp", "MODE",
        "backprojection interpolation: auto, exact, precise or texture (default auto: texture on "
        "a GPU, exact on the CPU)",
@@ -326,13 +344,14 @@ int cmd_demo(int argc, char **argv) {
     return rc;
   if (a.pet) {
     rc = make_dirs(a.out_dir);
-    return rc ? rc : cmd_demo_pet(a.out_dir, a.no_volume, &a.common);
+    return rc ? rc : cmd_demo_pet(a.out_dir, a.no_volume, a.force, &a.common);
   }
   if (a.parallel) {
     if (a.size > 16384 || a.views > 100000 || a.slices > 4096)
       return cli_usage_error("demo", "--size <= 16384, --views <= 100000 and --slices <= 4096, please");
     rc = make_dirs(a.out_dir);
-    return rc ? rc : cmd_demo_parallel(a.size, a.views, a.slices, a.out_dir, a.no_volume, &a.common);
+    return rc ? rc : cmd_demo_parallel(a.size, a.views, a.slices, a.out_dir, a.no_volume,
+                                       a.force, &a.common);
   }
   if (a.size > 4096 || a.det > 16384 || a.views > 100000)
     return cli_usage_error("demo", "--size <= 4096, --det <= 16384 and --views <= 100000, please");

@@ -14,7 +14,7 @@
 #define PAR_MU 0.01                /* attenuation per unit of density, 1/mm (skull 0.01/mm) */
 
 int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *out_dir,
-                      int no_volume, const cli_common *common) {
+                      int no_volume, int force, const cli_common *common) {
   int rc = 0;
   ctr_context *ctx = NULL;
   cli_session session;
@@ -105,14 +105,14 @@ int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *o
     const ctr_stack_info pi = {CTR_STACK_INFO_VERSION, size, slices, views, CTR_DTYPE_UINT16, {pixel, pixel, 1}, {0, 0, 0}};
     const ctr_stack_info fi = {CTR_STACK_INFO_VERSION, size, slices, 1, CTR_DTYPE_FLOAT32, {pixel, pixel, 1}, {0, 0, 0}};
     snprintf(path, sizeof path, "%s/projections.tif", out_dir);
-    st = ctr_stack_save(path, CTR_FORMAT_TIFF, &pi, CTR_DTYPE_UINT16, proj);
+    st = ctr_stack_save(path, CTR_FORMAT_TIFF, &pi, CTR_DTYPE_UINT16, proj, force);
     if (st == CTR_OK) {
       snprintf(path, sizeof path, "%s/flat.tif", out_dir);
-      st = ctr_stack_save(path, CTR_FORMAT_TIFF, &fi, CTR_DTYPE_FLOAT32, flat);
+      st = ctr_stack_save(path, CTR_FORMAT_TIFF, &fi, CTR_DTYPE_FLOAT32, flat, force);
     }
     if (st == CTR_OK) {
       snprintf(path, sizeof path, "%s/dark.tif", out_dir);
-      st = ctr_stack_save(path, CTR_FORMAT_TIFF, &fi, CTR_DTYPE_FLOAT32, dark);
+      st = ctr_stack_save(path, CTR_FORMAT_TIFF, &fi, CTR_DTYPE_FLOAT32, dark, force);
     }
   }
   free(proj);
@@ -126,19 +126,19 @@ int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *o
   /* Files: the sinograms (input for `ctrecon fbp`), the slices, previews. */
   const ctr_stack_info si = {CTR_STACK_INFO_VERSION, size, views, slices, CTR_DTYPE_FLOAT32, {pixel, 180.0 / (double)views, pixel}, {0, 0, 0}};
   snprintf(path, sizeof path, "%s/sinograms.tif", out_dir);
-  st = ctr_stack_save(path, CTR_FORMAT_TIFF, &si, CTR_DTYPE_FLOAT32, sino);
+  st = ctr_stack_save(path, CTR_FORMAT_TIFF, &si, CTR_DTYPE_FLOAT32, sino, force);
   if (st == CTR_OK && !no_volume) {
     const ctr_stack_info vi = {CTR_STACK_INFO_VERSION, size, size, slices, CTR_DTYPE_FLOAT32, {pixel, pixel, pixel}, {0, 0, 0}};
     snprintf(path, sizeof path, "%s/recon.nrrd", out_dir);
-    st = ctr_stack_save(path, CTR_FORMAT_NRRD, &vi, CTR_DTYPE_FLOAT32, rec);
+    st = ctr_stack_save(path, CTR_FORMAT_NRRD, &vi, CTR_DTYPE_FLOAT32, rec, force);
   }
   if (st == CTR_OK) {
     snprintf(path, sizeof path, "%s/recon_xy.png", out_dir);
-    st = ctr_png_write_gray(path, rec + (slices / 2) * plane, size, size, 0.0f, 0.5f);
+    st = ctr_png_write_gray(path, rec + (slices / 2) * plane, size, size, 0.0f, 0.5f, force);
   }
   if (st == CTR_OK) {
     snprintf(path, sizeof path, "%s/truth_xy.png", out_dir);
-    st = ctr_png_write_gray(path, truth + (slices / 2) * plane, size, size, 0.0f, 0.5f);
+    st = ctr_png_write_gray(path, truth + (slices / 2) * plane, size, size, 0.0f, 0.5f, force);
   }
   if (st != CTR_OK) {
     rc = cli_fail_file("demo", st, path);

@@ -148,30 +148,30 @@ static int reconstruct(demo_pet_run *r) {
 }
 
 /* The image (NRRD unless no_volume), the previews, the CRC curve and plot. */
-static int write_files(const demo_pet_run *r, const char *out_dir, int no_volume) {
+static int write_files(const demo_pet_run *r, const char *out_dir, int no_volume, int force) {
   const ctr_pet_params *p = &r->p;
   char path[4200];
   ctr_status st = CTR_OK;
   const ctr_stack_info info = pet_image_info(p);
   if (!no_volume) {
     snprintf(path, sizeof path, "%s/pet_image.nrrd", out_dir);
-    st = ctr_stack_save(path, CTR_FORMAT_NRRD, &info, CTR_DTYPE_FLOAT32, r->image);
+    st = ctr_stack_save(path, CTR_FORMAT_NRRD, &info, CTR_DTYPE_FLOAT32, r->image, force);
     if (st != CTR_OK) return cli_fail_file("demo", st, path);
   }
   snprintf(path, sizeof path, "%s/pet_image", out_dir);
-  st = ctr_png_preview(path, r->image, p->nx, p->ny, p->nz, 0.0f, DEMO_HI);
+  st = ctr_png_preview(path, r->image, p->nx, p->ny, p->nz, 0.0f, DEMO_HI, force);
   if (st != CTR_OK) return cli_fail_file("demo", st, path);
   snprintf(path, sizeof path, "%s/pet_truth", out_dir);
-  st = ctr_png_preview(path, r->truth, p->nx, p->ny, p->nz, 0.0f, DEMO_HI);
+  st = ctr_png_preview(path, r->truth, p->nx, p->ny, p->nz, 0.0f, DEMO_HI, force);
   if (st != CTR_OK) return cli_fail_file("demo", st, path);
   snprintf(path, sizeof path, "%s/pet_crc.csv", out_dir);
-  int rc = pet_curve_write_csv("demo", &r->curve, path);
+  int rc = pet_curve_write_csv("demo", &r->curve, path, force);
   if (rc) return rc;
   snprintf(path, sizeof path, "%s/pet_crc.png", out_dir);
   char title[128];
   snprintf(title, sizeof title, "RAMLA, %d x %d views, TOF %g ps: CRC vs noise", p->n_azimuth,
            p->n_copolar, r->k.tof_fwhm_ps);
-  st = ctr_pet_plot_crc_noise(path, r->curve.noise, r->curve.crc, r->curve.n, title);
+  st = ctr_pet_plot_crc_noise(path, r->curve.noise, r->curve.crc, r->curve.n, title, force);
   return st != CTR_OK ? cli_fail_file("demo", st, path) : 0;
 }
 
@@ -188,14 +188,14 @@ static void print_summary(demo_pet_run *r, const char *out_dir, int no_volume) {
            out_dir, out_dir, (double)DEMO_HI, out_dir, out_dir);
 }
 
-int cmd_demo_pet(const char *out_dir, int no_volume, const cli_common *common) {
+int cmd_demo_pet(const char *out_dir, int no_volume, int force, const cli_common *common) {
   demo_pet_run r;
   memset(&r, 0, sizeof r);
   int rc = setup(&r, common);
   if (!rc) rc = simulate(&r);
   if (!rc) rc = make_images(&r);
   if (!rc) rc = reconstruct(&r);
-  if (!rc) rc = write_files(&r, out_dir, no_volume);
+  if (!rc) rc = write_files(&r, out_dir, no_volume, force);
   if (!rc) print_summary(&r, out_dir, no_volume);
   cli_progress_end(&r.session);
   pet_curve_free(&r.curve);

@@ -42,7 +42,7 @@ typedef struct fbp_args {
   int batch_given;
   int64_t read_ahead;
   int rows_given, axis_given, size_given, out_scale_given, out_range_given, subset_given;
-  int center_range_given, bin_given, resume, timings, angle_units;
+  int center_range_given, bin_given, resume, timings, angle_units, force;
   int uniform_given, center_row_given, dezinger_size_given, ring_size_given, ring_level_given,
       ring_sigma_given, ring_wavelet_given;
   double center_range[2], out_range[2];
@@ -358,6 +358,7 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   so.host_budget = a->host_mem;
   so.gpu_budget = a->gpu_mem;
   so.resume = a->resume;
+  so.overwrite = a->force;
   so.cluster = r->cluster;
   const int64_t rows = so.nrows ? so.nrows : r->height - so.row0;
   r->nslices = rows / (a->corr.bin_y > 1 ? a->corr.bin_y : 1);
@@ -487,8 +488,9 @@ static int check_files(fbp_args *a, const cli_opt *opts) {
                          {"--flat", a->flat},           {"--dark", a->dark},
                          {"--angles", a->angles},       {"--axis-shift", a->shifts},
                          {0}};
-  const cli_file out[] = {{"--out", a->out}, {"--preview", a->preview}, {0}};
-  if (!rc) rc = cli_check_files("fbp", in, out);
+  const cli_output out[] = {{"--out", a->out, CLI_OUT_DATA},
+                          {"--preview", a->preview, CLI_OUT_PREVIEW}, {0}};
+  if (!rc) rc = cli_check_files("fbp", in, out, a->force);
   return rc;
 }
 
@@ -525,7 +527,7 @@ static int finish(const fbp_args *a, fbp_run *r) {
   report_counts(a, rep);
   if (a->preview && r->xy) {
     ctr_status st = ctr_png_preview_planes(a->preview, r->xy, r->xz, r->yz, r->nx, r->ny,
-                                           r->nslices, 0, 0);
+                                           r->nslices, 0, 0, a->force);
     if (st != CTR_OK) return cli_fail_file("fbp", st, a->preview);
   }
   if (rep->axis_found)
@@ -680,6 +682,7 @@ int cmd_fbp(int argc, char **argv) {
       {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; the "
        "result is bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume,
        NULL},
+      CLI_FORCE_OPTION(&a.force),
       {"--timings", NULL, "print the reader's, computation's and writer's busy times and the "
        "time before and after the run on stderr (default: off)", cli_set_flag, &a.timings, NULL},
       {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,

@@ -44,7 +44,7 @@ typedef struct fdk_args {
   int64_t max_slab;
   ctr_fdk_store store;
   const char *scratch_dir;
-  int resume, timings;
+  int resume, timings, force;
   ctr_fdk_split split;
   int64_t workers;
   double rank_timeout;
@@ -205,6 +205,7 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
   so.out_dtype = a->out_dtype;
   so.out_scale = a->out_dtype == CTR_DTYPE_UINT16 ? a->out_scale : 1.0;
   so.resume = a->resume;
+  so.overwrite = a->force;
   so.split = a->split;
   so.workers = (int)a->workers;
   so.cluster = r->cluster;
@@ -275,7 +276,7 @@ static int write_previews(const fdk_args *a, const fdk_run *r) {
   const float lo = a->window_given ? (float)a->window[0] : 0.0f;
   const float hi = a->window_given ? (float)a->window[1] : 0.0f;
   ctr_status st = ctr_png_preview_planes(a->preview, r->xy, r->xz, r->yz, r->nx, r->ny, r->nz_out,
-                                         lo, hi);
+                                         lo, hi, a->force);
   return st == CTR_OK ? 0 : cli_fail_file("fdk", st, a->preview);
 }
 
@@ -405,8 +406,9 @@ static int check_args(const fdk_args *a, const cli_opt *opts, fdk_run *r) {
   if (!rc)
     rc = cli_resolve_format("fdk", "--out", "--out-format", a->out, a->out_format, &r->out_fmt);
   const cli_file in[] = {{"--geometry", a->geometry}, {"--projections", a->projections}, {0}};
-  const cli_file out[] = {{"--out", a->out}, {"--preview", a->preview}, {0}};
-  if (!rc) rc = cli_check_files("fdk", in, out);
+  const cli_output out[] = {{"--out", a->out, CLI_OUT_DATA},
+                          {"--preview", a->preview, CLI_OUT_PREVIEW}, {0}};
+  if (!rc) rc = cli_check_files("fdk", in, out, a->force);
   /* Options that would do nothing are errors, not silently ignored. */
   if (!rc && a->out_scale_given && a->out_dtype != CTR_DTYPE_UINT16)
     rc = cli_usage_error("fdk", "--out-scale applies to --out-dtype uint16 only (float32 stores "
@@ -483,6 +485,7 @@ int cmd_fdk(int argc, char **argv) {
       {"--resume", NULL,
        "continue an interrupted run from OUT.partial and its journal; the result is "
        "bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume, NULL},
+      CLI_FORCE_OPTION(&a.force),
       {"--timings", NULL, "print the plan and each pipeline step's busy time on stderr, per "
        "worker too with several (default: off)", cli_set_flag, &a.timings, NULL},
       {"--split", "auto|volume|projections",

@@ -162,7 +162,7 @@ typedef struct geometry_args {
   ctr_circular_params p;
   int64_t size[3];
   double voxel[3], offset[3];
-  int quiet;
+  int quiet, force;
   int write_opts; /* set by any option that only matters when writing */
 } geometry_args;
 
@@ -178,10 +178,10 @@ static int run_write(const geometry_args *a) {
     cli_warn("geometry", "--range %g: the %lld views span only %.4g degrees: this looks like "
              "radians, and --range takes degrees (360 for a full turn)", a->p.angle_range_deg,
              (long long)a->p.nviews, span);
-  const cli_file out[] = {{"--out", a->out}, {0}};
-  int rc = cli_check_files("geometry", NULL, out);
+  const cli_output out[] = {{"--out", a->out, CLI_OUT_FILE}, {0}};
+  int rc = cli_check_files("geometry", NULL, out, a->force);
   if (!rc) {
-    st = ctr_geometry_save_json(g, a->out);
+    st = ctr_geometry_save_json(g, a->out, a->force);
     if (st != CTR_OK) rc = cli_fail_file("geometry", st, a->out);
   }
   if (!rc) {
@@ -198,7 +198,7 @@ static int run_write(const geometry_args *a) {
 
 int cmd_geometry(int argc, char **argv) {
   geometry_args a = {NULL, NULL, CTR_CIRCULAR_PARAMS_INIT, {256, 256, 256}, {1, 1, 1}, {0, 0, 0},
-                     0,    0};
+                     0,    0,    0};
   a.p.sid = 1000;
   a.p.sdd = 1500;
   a.p.nu = a.p.nv = 256;
@@ -235,6 +235,7 @@ int cmd_geometry(int argc, char **argv) {
       {"--vol-offset", "X,Y,Z", "volume centre in mm (default 0,0,0)", cli_parse_vec3, a.offset,
        &a.write_opts},
       {"--quiet", NULL, "print nothing but errors and warnings", cli_set_flag, &a.quiet, NULL},
+      {"--force", NULL, CLI_FORCE_HELP, cli_set_flag, &a.force, &a.write_opts},
       {0},
   };
   int rc = cli_parse(&cli_cmd_geometry, opts, argc, argv);

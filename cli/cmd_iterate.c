@@ -47,7 +47,7 @@ typedef struct it_args {
   int64_t size[2], iterations, subsets, tv_iterations, checkpoint_every, slab;
   double tolerance, relaxation, tv_weight;
   int box_given, axis_given, size_given, nonneg, resume, keep_checkpoint, strict, subsets_given,
-      tv_given, every_given, relax_given, parallel_given, raw_given, angle_units;
+      tv_given, every_given, relax_given, parallel_given, raw_given, angle_units, force;
   uint64_t gpu_mem, host_mem;
   cli_common common;
 } it_args;
@@ -107,20 +107,16 @@ static int history_add(const char *cmd, history *h, double res, double rel, doub
 #define CSV_HEADER "iteration,residual,relative_residual,error,seconds\n"
 
 /* The table (--residuals): written under a temporary name, then renamed. */
-static int write_table(const char *path, const history *h, int64_t base) {
+static int write_table(const char *path, const history *h, int64_t base, int force) {
   char tmp[4300];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f) return cli_error("iterate", CLI_EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(errno));
+  FILE *f = NULL;
+  const int rc = cli_text_create("iterate", path, tmp, sizeof tmp, &f);
+  if (rc) return rc;
   fputs(CSV_HEADER, f);
   for (int64_t i = 0; i < h->n; i++)
     fprintf(f, "%lld,%.9g,%.9g,%.9g,%.6f\n", (long long)(base + i + 1), h->res[i], h->rel[i],
             h->err[i], h->sec[i]);
-  if (fclose(f) != 0 || rename(tmp, path) != 0) {
-    remove(tmp);
-    return cli_error("iterate", CLI_EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(errno));
-  }
-  return 0;
+  return cli_text_commit("iterate", f, tmp, path, force);
 }
 
 /* ---- Per iteration -------------------------------------------------------------- */
@@ -299,15 +295,16 @@ static int check_checkpoint(const it_args *a, it_run *r) {
                          {"--sinograms", a->sinograms}, {"--truth", a->truth},
                          {"--angles", a->angles},      {"--axis-shift", a->shifts},
                          {"--init", r->init_file ? a->init : NULL}, {0}};
-  const cli_file outf[] = {{"--out", a->out},
-                           {"--plot", a->plot},
-                           {"--residuals", a->residuals},
-                           {"--preview", a->preview},
+  const cli_output outf[] = {{"--out", a->out, CLI_OUT_DATA},
+                           {"--plot", a->plot, CLI_OUT_FILE},
+                           {"--residuals", a->residuals, CLI_OUT_FILE},
+                           {"--preview", a->preview, CLI_OUT_PREVIEW},
                            {a->checkpoint ? "--checkpoint" : "the checkpoint",
-                            r->checkpoints ? r->ckpath : NULL},
-                           {"the checkpoint's lock", r->checkpoints ? r->lockpath : NULL},
+                            r->checkpoints ? r->ckpath : NULL, CLI_OUT_UNCHECKED},
+                           {"the checkpoint's lock", r->checkpoints ? r->lockpath : NULL,
+                            CLI_OUT_UNCHECKED},
                            {0}};
-  if ((rc = cli_check_files(cmd, in, outf))) return rc;
+  if ((rc = cli_check_files(cmd, in, outf, a->force))) return rc;
   /* a run still going, named before the data are read (the library's lock
      would refuse it too, once they are) */
   const long holder = r->checkpoints ? cli_lock_holder(r->lockpath) : 0;
@@ -487,7 +484,8 @@ static int write_plot(const it_args *a, const it_run *r) {
              (long long)(r->base + 1), (long long)(r->base + r->h.n));
   else
     snprintf(title, sizeof title, "%s, %lld iterations", name, (long long)r->h.n);
-  ctr_status st = ctr_iterate_plot(a->plot, r->h.rel, r->truth ? r->h.err : NULL, r->h.n, title);
+  ctr_status st = ctr_iterate_plot(a->plot, r->h.rel, r->truth ? r->h.err : NULL, r->h.n, title,
+                                   a->force);
   return st != CTR_OK ? cli_fail_file("iterate", st, a->plot) : 0;
 }
 
@@ -498,15 +496,16 @@ static int write_outputs(const it_args *a, it_run *r) {
   if (r->rep.resumed)
     cli_info(&r->session, "resumed after iteration %lld of '%s'\n", (long long)r->rep.resumed,
              r->ckpath);
-  ctr_status st = ctr_stack_save(a->out, a->out_format, &r->out_info, CTR_DTYPE_FLOAT32, r->vol);
+  ctr_status st = ctr_stack_save(a->out, a->out_format, &r->out_info, CTR_DTYPE_FLOAT32, r->vol,
+                                 a->force);
   if (st != CTR_OK) return cli_fail_file(cmd, st, a->out);
   if (a->preview) {
-    st = ctr_png_preview(a->preview, r->vol, r->vd[0], r->vd[1], r->vd[2], 0.0f, 0.0f);
+    st = ctr_png_preview(a->preview, r->vol, r->vd[0], r->vd[1], r->vd[2], 0.0f, 0.0f, a->force);
     if (st != CTR_OK) return cli_fail_file(cmd, st, a->preview);
   }
   int rc;
   if (a->plot && r->h.n > 0 && (rc = write_plot(a, r))) return rc;
-  if (a->residuals && (rc = write_table(a->residuals, &r->h, r->base))) return rc;
+  if (a->residuals && (rc = write_table(a->residuals, &r->h, r->base, a->force))) return rc;
   if (r->checkpoints && !a->keep_checkpoint) remove(r->ckpath);
   return 0;
 }
@@ -636,6 +635,7 @@ int cmd_iterate(int argc, char **argv) {
        "0 = none (default 1)", cli_parse_offset, &a.checkpoint_every, &a.every_given},
       {"--resume", NULL, "continue the run of the checkpoint (same data and options)",
        cli_set_flag, &a.resume, NULL},
+      CLI_FORCE_OPTION(&a.force),
       {"--keep-checkpoint", NULL, "keep the checkpoint after a complete run (to continue it "
        "later with more --iterations)", cli_set_flag, &a.keep_checkpoint, NULL},
       {"--gpu-mem", "SIZE", "GPU memory the run may use, e.g. 8G (default: free memory less "

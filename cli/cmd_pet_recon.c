@@ -38,7 +38,7 @@ typedef struct recon_args {
   const char *data, *out, *radial_table, *iter_prefix, *metrics, *plot, *preview;
   ctr_file_format out_format;
   ctr_pet_algorithm algorithm;
-  int iterations, every, asymmetric, timings;
+  int iterations, every, asymmetric, timings, force;
   pet_pair relax, radial;
   double tof_ps, axial, edge_radius, asym_weight, asym_shift, cut, epsilon, contrast;
   int tof_given;
@@ -159,7 +159,7 @@ static int on_iteration(void *user, int it, const float *image) {
     char path[4200];
     const ctr_stack_info info = pet_image_info(r->p);
     ctr_status st = ctr_stack_save(iter_path(r, it, path, sizeof path), a->out_format, &info,
-                                   CTR_DTYPE_FLOAT32, image);
+                                   CTR_DTYPE_FLOAT32, image, a->force);
     if (st != CTR_OK) {
       cli_progress_end(&r->session);
       r->rc = cli_fail_file(r->session.cmd, st, path);
@@ -188,10 +188,24 @@ static int on_iteration(void *user, int it, const float *image) {
  * minutes of computing). */
 static int check_outputs(const char *cmd, const recon_args *a) {
   const cli_file in[] = {{"--data", a->data}, {"--radial-table", a->radial_table}, {0}};
-  const cli_file out[] = {{"--out", a->out},         {"--metrics", a->metrics},
-                          {"--plot", a->plot},       {"--preview", a->preview},
-                          {"--iter-prefix", a->iter_prefix}, {0}};
-  return cli_check_files(cmd, in, out);
+  const cli_output out[] = {{"--out", a->out, CLI_OUT_DATA},
+                          {"--metrics", a->metrics, CLI_OUT_FILE},
+                          {"--plot", a->plot, CLI_OUT_FILE},
+                          {"--preview", a->preview, CLI_OUT_PREVIEW},
+                          {"--iter-prefix", a->iter_prefix, CLI_OUT_UNCHECKED}, {0}};
+  return cli_check_files(cmd, in, out, a->force);
+}
+
+/* The per-iteration images --every writes (before the run). */
+static int check_iterations(const char *cmd, const recon_args *a, const recon_run *r) {
+  for (int it = 1; a->every && it <= a->iterations; it++) {
+    char path[4200];
+    if (it % a->every && it != a->iterations) continue;
+    const int rc = cli_check_new(cmd, "--iter-prefix", iter_path(r, it, path, sizeof path),
+                                 CLI_OUT_DATA, a->force);
+    if (rc) return rc;
+  }
+  return 0;
 }
 
 static int check_args(const char *cmd, recon_args *a, const cli_opt *opts) {
@@ -205,9 +219,9 @@ static int check_args(const char *cmd, recon_args *a, const cli_opt *opts) {
   if ((a->metrics || a->plot) && a->phantom != PET_PHANTOM_SPHERES)
     return cli_usage_error(cmd, "--metrics/--plot need --phantom spheres (CRC is measured on "
                            "spheres)");
-  if (a->out_format == CTR_FORMAT_TIFF_STACK && a->every)
-    return cli_usage_error(cmd, "--every: per-iteration images need a single-file --out "
-                           "(.nrrd, .raw or .tif)");
+  if (cli_format_is_stack(a->out_format) && a->every) /* the format table's stack_of_files */
+    return cli_usage_error(cmd, "--every: per-iteration images need a single-file --out, not "
+                           "'%s' (%s: one file per image)", a->out, ctr_format_name(a->out_format));
   if (a->every && !a->iter_prefix)
     a->iter_prefix = pet_replace_ext(a->out, "", a->prefix, sizeof a->prefix);
   return check_outputs(cmd, a);
@@ -336,21 +350,23 @@ static int write_plot(const char *cmd, const recon_args *a, const recon_run *r) 
     if (*c >= 'a' && *c <= 'z') *c = (char)(*c - 'a' + 'A');
   snprintf(title, sizeof title, "%s, %d x %d views, TOF %g ps: CRC vs noise", name,
            r->p->n_azimuth, r->p->n_copolar, r->k.tof_fwhm_ps);
-  ctr_status st = ctr_pet_plot_crc_noise(a->plot, r->curve.noise, r->curve.crc, r->curve.n, title);
+  ctr_status st = ctr_pet_plot_crc_noise(a->plot, r->curve.noise, r->curve.crc, r->curve.n, title,
+                                         a->force);
   return st != CTR_OK ? cli_fail_file(cmd, st, a->plot) : 0;
 }
 
 static int write_outputs(const char *cmd, const recon_args *a, const recon_run *r) {
   const ctr_pet_params *p = r->p;
   const ctr_stack_info info = pet_image_info(p);
-  ctr_status st = ctr_stack_save(a->out, a->out_format, &info, CTR_DTYPE_FLOAT32, r->image);
+  ctr_status st = ctr_stack_save(a->out, a->out_format, &info, CTR_DTYPE_FLOAT32, r->image,
+                                 a->force);
   if (st != CTR_OK) return cli_fail_file(cmd, st, a->out);
   if (a->preview) {
-    st = ctr_png_preview(a->preview, r->image, p->nx, p->ny, p->nz, 0.0f, 0.0f);
+    st = ctr_png_preview(a->preview, r->image, p->nx, p->ny, p->nz, 0.0f, 0.0f, a->force);
     if (st != CTR_OK) return cli_fail_file(cmd, st, a->preview);
   }
   int rc;
-  if (a->metrics && (rc = pet_curve_write_csv(cmd, &r->curve, a->metrics))) return rc;
+  if (a->metrics && (rc = pet_curve_write_csv(cmd, &r->curve, a->metrics, a->force))) return rc;
   return a->plot ? write_plot(cmd, a, r) : 0;
 }
 
@@ -376,7 +392,8 @@ static void print_summary(const recon_args *a, recon_run *r) {
 static int run(const char *cmd, const recon_args *a, recon_run *r) {
   const char *slash = strrchr(a->out, '/'), *dot = strrchr(a->out, '.');
   if (dot && (!slash || dot > slash) && strlen(dot) < sizeof r->ext) strcpy(r->ext, dot);
-  int rc = load_data(cmd, a, r);
+  int rc = check_iterations(cmd, a, r);
+  if (!rc) rc = load_data(cmd, a, r);
   if (!rc) rc = make_system(cmd, a, r);
   if (!rc) rc = reconstruct(cmd, a, r);
   if (!rc) rc = write_outputs(cmd, a, r);
@@ -456,6 +473,7 @@ int cmd_pet_recon(int argc, char **argv) {
        &a.preview, NULL},
       {"--timings", NULL, "print the time of each reconstruction step", cli_set_flag, &a.timings,
        NULL},
+      CLI_FORCE_OPTION(&a.force),
       CLI_STRICT_OPTION(&a.strict),
       CLI_COMMON_OPTIONS(&a.common),
       {0},

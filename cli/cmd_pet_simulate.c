@@ -39,7 +39,7 @@ typedef struct sim_args {
   pet_pair radial;
   int64_t lattice[3];
   int views[2];
-  int attenuation, no_blur;
+  int attenuation, no_blur, force;
   uint64_t seed;
   cli_common common;
 } sim_args;
@@ -122,8 +122,8 @@ static void init_args(sim_args *a) {
 static int check_args(const char *cmd, const sim_args *a, const cli_opt *opts) {
   int rc = cli_require(cmd, opts, "--out", a->out);
   const cli_file in[] = {{"--activity", a->activity}, {0}};
-  const cli_file out[] = {{"--out", a->out}, {0}};
-  if (!rc) rc = cli_check_files(cmd, in, out);
+  const cli_output out[] = {{"--out", a->out, CLI_OUT_FILE}, {0}};
+  if (!rc) rc = cli_check_files(cmd, in, out, a->force);
   if (rc) return rc;
   const char *dot = strrchr(a->out, '.');
   const int h5 = dot && (!strcmp(dot, ".h5") || !strcmp(dot, ".hdf5"));
@@ -132,6 +132,11 @@ static int check_args(const char *cmd, const sim_args *a, const cli_opt *opts) {
                      "write FILE.json instead", a->out);
   if (!h5 && !(dot && !strcmp(dot, ".json")))
     return cli_usage_error(cmd, "--out '%s': expected a name ending in .json or .h5", a->out);
+  for (int k = 0; !h5 && k < 1 + (a->attenuation != 0); k++) { /* FILE.json's data files */
+    char data[4200];
+    pet_replace_ext(a->out, k ? ".factors.raw" : ".counts.raw", data, sizeof data);
+    if ((rc = cli_check_new(cmd, "--out", data, CLI_OUT_FILE, a->force))) return rc;
+  }
   if (a->acceptance >= 90)
     return cli_usage_error(cmd, "--acceptance %g: expected an angle in 0 .. 90 degrees",
                            a->acceptance);
@@ -197,7 +202,7 @@ static int simulate(const char *cmd, const sim_args *a, sim_run *r) {
 }
 
 static int write_outputs(const char *cmd, const sim_args *a, const sim_run *r) {
-  ctr_status st = ctr_pet_histo_save(a->out, r->h);
+  ctr_status st = ctr_pet_histo_save(a->out, r->h, a->force);
   return st != CTR_OK ? cli_fail_file(cmd, st, a->out) : 0;
 }
 
@@ -261,6 +266,7 @@ int cmd_pet_simulate(int argc, char **argv) {
        &a.acceptance, NULL},
       {"--seed", "N", "random seed: the same seed gives the same data (default 1)",
        pet_parse_seed, &a.seed, NULL},
+      CLI_FORCE_OPTION(&a.force),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };

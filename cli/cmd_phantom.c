@@ -26,7 +26,7 @@ typedef struct phantom_args {
   double radius, scale, u16_scale;
   int supersample, truth_supersample;
   ctr_dtype dtype;
-  int radius_given;
+  int radius_given, force;
   cli_common common;
 } phantom_args;
 
@@ -61,8 +61,9 @@ static ctr_status make_phantom(const phantom_args *a, const ctr_volume_geometry 
 
 /* Creates a writer and writes all of `data`; on failure aborts it. */
 static int write_stack(const char *cmd, const char *path, ctr_file_format fmt,
-                       const ctr_stack_info *info, const float *data, ctr_stack_writer **out) {
-  ctr_status st = ctr_stack_create(path, fmt, info, out);
+                       const ctr_stack_info *info, const float *data, int force,
+                       ctr_stack_writer **out) {
+  ctr_status st = ctr_stack_create(path, fmt, info, force, out);
   if (st == CTR_OK) st = ctr_stack_write(*out, 0, info->count, CTR_DTYPE_FLOAT32, data);
   if (st == CTR_OK) return 0;
   const int rc = cli_fail_file(cmd, st, path);
@@ -126,11 +127,11 @@ static int write_outputs(const phantom_args *a, phantom_run *r, int64_t nu, int6
   info.dtype = a->dtype;
   info.spacing[0] = du;
   info.spacing[1] = dv;
-  int rc = write_stack("phantom", a->out, r->fmt, &info, r->proj, &r->wp);
+  int rc = write_stack("phantom", a->out, r->fmt, &info, r->proj, a->force, &r->wp);
   if (!rc && r->truth) {
     const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
     const ctr_stack_info ti = cli_volume_info(&vol, 0, vol.nz, CTR_DTYPE_FLOAT32);
-    rc = write_stack("phantom", a->truth, r->truth_fmt, &ti, r->truth, &r->wt);
+    rc = write_stack("phantom", a->truth, r->truth_fmt, &ti, r->truth, a->force, &r->wt);
   }
   if (rc) return rc;
   ctr_status st = ctr_stack_commit(r->wp);
@@ -219,14 +220,15 @@ static int check_args(phantom_args *a, const cli_opt *opts, phantom_run *r) {
     cli_warn("phantom", "--radius applies to --phantom shepp-logan only; ignored for '%s'",
              a->phantom);
   const cli_file in[] = {{"--geometry", a->geometry}, {"--phantom", a->phantom}, {0}};
-  const cli_file out[] = {{"--out", a->out}, {"--truth", a->truth}, {0}};
-  if (!rc) rc = cli_check_files("phantom", in, out);
+  const cli_output out[] = {{"--out", a->out, CLI_OUT_DATA}, {"--truth", a->truth, CLI_OUT_DATA},
+                          {0}};
+  if (!rc) rc = cli_check_files("phantom", in, out, a->force);
   return rc;
 }
 
 int cmd_phantom(int argc, char **argv) {
   phantom_args a = {NULL, NULL, "shepp-logan",     NULL, CTR_FORMAT_AUTO, 0.0, 1.0, 1000.0,
-                    1,    2,    CTR_DTYPE_FLOAT32, 0,    CLI_COMMON_INIT};
+                    1,    2,    CTR_DTYPE_FLOAT32, 0,    0,               CLI_COMMON_INIT};
   const cli_opt opts[] = {
       {"--geometry", "FILE", "geometry file (required)", cli_parse_string, &a.geometry, NULL},
       {"--out", "FILE", "projection stack to write (required)", cli_parse_string, &a.out, NULL},
@@ -247,6 +249,7 @@ int cmd_phantom(int argc, char **argv) {
        cli_parse_string, &a.truth, NULL},
       {"--truth-supersample", "N", "samples per voxel and axis for --truth (default 2)",
        cli_parse_supersample, &a.truth_supersample, NULL},
+      CLI_FORCE_OPTION(&a.force),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };

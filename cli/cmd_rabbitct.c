@@ -66,7 +66,7 @@ const cli_command cli_cmd_rabbitct = {
 typedef struct rct_args {
   const char *file, *module, *json, *device, *interp, *owner;
   int64_t size, buffers;
-  int buffers_given, prefetch, quiet, threads, threads_given;
+  int buffers_given, prefetch, quiet, threads, threads_given, force;
   cli_common tune; /* its --tune settings only */
 } rct_args;
 
@@ -563,10 +563,9 @@ static void json_number(FILE *f, int have, double v, const char *fmt) {
 static int write_json(const rct_run *r, int argc, char **argv) {
   const char *path = r->a->json;
   char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f)
-    return cli_error(RCT_CMD, CLI_EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(errno));
+  FILE *f = NULL;
+  int rc = cli_text_create(RCT_CMD, path, tmp, sizeof tmp, &f);
+  if (rc) return rc;
   char date[32], gpu[300] = "";
   const time_t t = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
@@ -627,12 +626,7 @@ static int write_json(const rct_run *r, int argc, char **argv) {
     fputc(']', f);
   }
   fputs("}\n  ]\n}\n", f);
-  const int bad = ferror(f);
-  if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-    const int e = errno;
-    remove(tmp);
-    return cli_error(RCT_CMD, CLI_EXIT_RUNTIME, "cannot write '%s': %s", path, strerror(e));
-  }
+  if ((rc = cli_text_commit(RCT_CMD, f, tmp, path, r->a->force))) return rc;
   cli_info(&r->session, "wrote %s\n", path);
   return 0;
 }
@@ -641,8 +635,8 @@ static int run(rct_run *r, int argc, char **argv) {
   const rct_args *a = r->a;
   int rc = 0;
   const cli_file in[] = {{"FILE", a->file}, {"--module", a->module}, {0}};
-  const cli_file out[] = {{"--json", a->json}, {0}};
-  rc = cli_check_files(RCT_CMD, in, out);
+  const cli_output out[] = {{"--json", a->json, CLI_OUT_FILE}, {0}};
+  rc = cli_check_files(RCT_CMD, in, out, a->force);
   if (!rc) rc = open_file(r);
   if (!rc) rc = load_module(r);
   if (!rc) rc = prepare_and_load(r);
@@ -691,6 +685,7 @@ int cmd_rabbitct(int argc, char **argv) {
        &a.interp, NULL},
       {"--json", "FILE", "also write the results as JSON, benchmark layout (default: none)",
        cli_parse_string, &a.json, NULL},
+      CLI_FORCE_OPTION(&a.force),
       {"--threads", "N",
        "OpenMP threads of the module's CPU code; 0 = OpenMP's default (default 0)",
        cli_parse_threads, &a.threads, &a.threads_given},

@@ -62,7 +62,7 @@ typedef struct make_args {
   const char *out;
   int64_t views, width, height;
   double range, sid, sdd, pitch;
-  int pitch_given, perturb;
+  int pitch_given, perturb, force;
   uint64_t seed;
   int64_t sizes[MK_MAX_SIZES];
   int nsizes;
@@ -306,7 +306,7 @@ static int step_write_views(const make_args *a, make_run *r) {
   h.hu1 = MK_HU1;
   h.nref = a->nsizes;
   for (int k = 0; k < a->nsizes; k++) h.ref_sizes[k] = a->sizes[k];
-  ctr_status st = ctr_rabbitct_create(a->out, &h, &r->writer);
+  ctr_status st = ctr_rabbitct_create(a->out, &h, a->force, &r->writer);
   if (st != CTR_OK) return cli_fail_file("rabbitct-make", st, a->out);
   const int64_t per_view = a->width * a->height;
   const double t0 = cli_now();
@@ -437,8 +437,8 @@ static void print_summary(const make_args *a, const make_run *r, double total) {
 
 static int run(const make_args *a, make_run *r) {
   const double t0 = cli_now();
-  const cli_file out[] = {{"--out", a->out}, {0}};
-  int rc = cli_check_files("rabbitct-make", NULL, out);
+  const cli_output out[] = {{"--out", a->out, CLI_OUT_FILE}, {0}};
+  int rc = cli_check_files("rabbitct-make", NULL, out, a->force);
   if (!rc) rc = make_geometry(a, r);
   if (rc) return rc;
   print_header(a);
@@ -493,6 +493,7 @@ int cmd_rabbitct_make(int argc, char **argv) {
        parse_sizes, &a, NULL},
       {"--window", "NAME", "ram-lak, shepp-logan, cosine, hamming, hann (default shepp-logan)",
        parse_window, &a.window, NULL},
+      CLI_FORCE_OPTION(&a.force),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };

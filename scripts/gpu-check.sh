@@ -568,7 +568,7 @@ rct_run() {
   local name=$1 L=$2 interp=$3
   shift 3
   "$BUILD/ctrecon" rabbitct $rct --size $L --device cuda --interp $interp "$@" \
-    --json "$LOGS/rabbitct_$name.json" > "$LOGS/rabbitct_$name.log" 2>&1
+    --json "$LOGS/rabbitct_$name.json" --force > "$LOGS/rabbitct_$name.log" 2>&1  # a rerun's replaces
   say "rabbitct $name (L=$L $interp $*) rc=$?"
   grep -iE "sum|GUPS|RMSE|first calls|buffers " "$LOGS/rabbitct_$name.log" | tee -a "$LOGS/summary.txt" "$OUT/progress.txt"
 }

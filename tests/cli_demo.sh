@@ -39,6 +39,19 @@ run demo --size 32 --views 40 --det 48 --out-dir Y --no-volume --quiet --threads
 if [ "$rc" -eq 0 ] && [ ! -s "$OUT" ] && [ ! -s "$ERR" ]; then ok "--quiet prints nothing"; else bad "--quiet: exit $rc"; fi
 [ ! -e Y/recon.nrrd ] && [ -s Y/recon_xy.png ] && ok "--no-volume: previews only" || bad "--no-volume"
 
+echo "# twice into one --out-dir: refused, then replaced with --force (make demo's way)"
+cp Y/recon_xy.png first_xy.png
+run demo --size 32 --views 40 --det 48 --out-dir Y --no-volume --quiet --threads 1 --interp precise
+[ "$rc" -eq 2 ] && grep -qF -- "holds the files of an earlier run of demo" "$ERR" &&
+  grep -qF -- "--force" "$ERR" && cmp -s Y/recon_xy.png first_xy.png &&
+  ok "a second demo into Y: refused, naming --force, the files kept" || bad "second demo: exit $rc"
+for i in 1 2; do
+  run demo --size 32 --views 40 --det 48 --out-dir Y --no-volume --quiet --threads 1 --force
+  [ "$rc" -eq 0 ] && ok "demo --force, run $i" || bad "demo --force, run $i: exit $rc $(cat "$ERR")"
+done
+leftover=$(find . -name '*.tmp.*' -o -name '*partial*')
+[ -z "$leftover" ] && ok "no temporaries after --force" || bad "temporaries: $leftover"
+
 echo "# unusable --out-dir"
 touch afile
 run demo --size 32 --views 40 --det 48 --out-dir afile/sub

@@ -303,9 +303,10 @@ run $FDK --projections p.nrrd --raw-dtype uint16 --quiet
   ok "--raw-dtype on a nrrd warns" || bad "--raw-dtype on nrrd"
 rm -f r.nrrd
 echo "previous result" >keep.nrrd
-run fdk --geometry g.json --projections short.raw --out keep.nrrd
+run fdk --geometry g.json --projections short.raw --out keep.nrrd --force
 [ "$rc" -eq 3 ] && [ "$(cat keep.nrrd)" = "previous result" ] &&
-  ok "a failed run leaves an existing output untouched" || bad "existing output changed"
+  ok "a failed run leaves an existing output untouched, even with --force" ||
+  bad "existing output changed"
 leftover=$(find . -name '*.tmp.*' -o -name '*partial*')
 [ -z "$leftover" ] && ok "no temporaries anywhere" || bad "temporaries: $leftover"
 

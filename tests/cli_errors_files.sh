@@ -68,14 +68,21 @@ run demo --size 32 --views 24 --det 32 --device cpu --quiet
 [ "$rc" -eq 0 ] && [ -f demo-out/recon.nrrd ] && [ ! -e demo-out/sinograms.tif ] &&
   ok "demo writes demo-out/ alone" || bad "demo: exit $rc, $(ls demo-out)"
 # one --out-dir for two demos: the second is refused (their files would mix),
-# the first's files kept; the same demo again is fine; --force overrides
+# the first's files kept; the same demo again is refused too (its files would
+# be replaced), naming --force; --force overrides both
 run demo --parallel --size 32 --views 24 --slices 2 --device cpu --quiet --out-dir demo-out
 [ "$rc" -eq 2 ] && grep -qF -- "--out-dir 'demo-out' holds" "$ERR" && grep -qF -- "--force" "$ERR" &&
   grep -qF "(of \`ctrecon demo\`)" "$ERR" && ok "demo --parallel into demo's folder: refused, naming it" ||
   bad "demo --parallel into demo-out: exit $rc, $(cat "$ERR")"
 [ ! -e demo-out/sinograms.tif ] && [ -f demo-out/geometry.json ] && ok "nothing written there" ||
   bad "demo-out: $(ls demo-out)"
-step "demo again into its own folder" demo --size 32 --views 24 --det 32 --device cpu --quiet
+cp demo-out/recon.nrrd first.nrrd
+run demo --size 32 --views 24 --det 32 --device cpu --quiet
+[ "$rc" -eq 2 ] && grep -qF -- "--out-dir 'demo-out' holds the files of an earlier run of demo" "$ERR" &&
+  grep -qF -- "add --force" "$ERR" && cmp -s demo-out/recon.nrrd first.nrrd &&
+  ok "demo again into its own folder: refused, naming --force, its files kept" ||
+  bad "demo again: exit $rc, $(cat "$ERR")"
+step "demo again with --force" demo --size 32 --views 24 --det 32 --device cpu --quiet --force
 mkdir -p mine && echo keep > mine/notes.txt
 run demo --size 32 --views 24 --det 32 --device cpu --quiet --out-dir mine
 [ "$rc" -eq 2 ] && grep -qF "'notes.txt'" "$ERR" && [ ! -e mine/recon.nrrd ] &&
@@ -219,7 +226,7 @@ run "${IT[@]}" --iterations 2 --out ck.raw --checkpoint conv
 [ "$rc" -eq 0 ] && [ "$(cat conv.csv)" = mine ] && ok "--checkpoint conv leaves conv.csv alone" ||
   bad "conv.csv: exit $rc, '$(head -2 conv.csv)'"
 [ ! -e conv ] && ok "the checkpoint is removed after the run" || bad "conv left behind"
-run "${IT[@]}" --iterations 2 --out ck.raw --residuals ck.raw.checkpoint.csv
+run "${IT[@]}" --iterations 2 --out ck.raw --residuals ck.raw.checkpoint.csv --force
 [ "$rc" -eq 0 ] && [ -f ck.raw.checkpoint.csv ] && [ "$(lines ck.raw.checkpoint.csv)" -eq 3 ] &&
   ok "--residuals OUT.checkpoint.csv is written and kept" || bad "--residuals OUT.checkpoint.csv: exit $rc, $(ls ck.raw*)"
 refuses 2 "--residuals that is the checkpoint" "--residuals 'conv'|--checkpoint 'conv'|same file" \

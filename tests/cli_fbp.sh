@@ -58,11 +58,18 @@ if "$CTR" info | grep -Eq '^ +hdf5 +yes'; then
   same re1.raw re3.raw "the second dataset holds the same slices"
   cp rec.h5 rec-before.h5
   exits 2 "fbp into a dataset that exists" "${FBP[@]}" --out 'rec.h5:/exchange/recon' --quiet
-  grep -q "\-\-out 'rec.h5:/exchange/recon': the file already holds that dataset" "$ERR" &&
-    ok "the refusal names --out and the dataset" ||
+  grep -q "\-\-out: 'rec.h5:/exchange/recon' exists and is kept: add --force" "$ERR" &&
+    ok "the refusal names --out, the dataset and --force" ||
     bad "refusal: $(cat "$ERR")"
   same rec.h5 rec-before.h5 "the refused run left rec.h5 as it was"
   ls rec.h5.tmp.* > /dev/null 2>&1 && bad "temporary left behind" || ok "no temporary left"
+  # --force replaces that dataset; the file's other one stays
+  step "fbp --force into a dataset that exists" "${FBP[@]}" --out 'rec.h5:/exchange/recon' --quiet \
+    --force --filter ram-lak
+  step "the replaced dataset" "${RE[@]}" --out re4.raw
+  cmp -s re1.raw re4.raw && bad "--force did not replace the dataset" || ok "--force replaced it"
+  step "the other dataset" fbp --sinograms 'rec.h5:/other/recon' --device cpu --quiet --out re5.raw
+  same re1.raw re5.raw "the other dataset is unchanged by --force"
 fi
 
 # An explicit angle list equal to the uniform one gives the same bytes.

@@ -63,30 +63,38 @@ head -c 8 conv.png | grep -q PNG && ok "conv.png is a PNG" || bad "conv.png"
   ok "res.csv: header and 5 rows" || bad "res.csv: $(wc -l < res.csv) lines"
 
 # --resume: 3 iterations kept, then continued to 7, equals 7 straight (bit for bit).
+# The 3 iterations' volume is there: continuing replaces it, with --force only.
 for alg in sirt fista-tv; do
   extra=()
   [ "$alg" = fista-tv ] && extra=(--tv-weight 0.0005 --nonneg)
-  step "$alg: 7 iterations" "${IT[@]}" --algorithm $alg --iterations 7 --out full.raw "${extra[@]}" --quiet
-  step "$alg: 3 iterations, checkpoint kept" "${IT[@]}" --algorithm $alg --iterations 3 --out part.raw \
+  part=part-$alg.raw
+  step "$alg: 7 iterations" "${IT[@]}" --algorithm $alg --iterations 7 --out full-$alg.raw \
+    "${extra[@]}" --quiet
+  step "$alg: 3 iterations, checkpoint kept" "${IT[@]}" --algorithm $alg --iterations 3 --out $part \
     --keep-checkpoint "${extra[@]}" --quiet
-  [ -s part.raw.checkpoint ] && ok "$alg: checkpoint kept" || bad "$alg: no checkpoint"
+  [ -s $part.checkpoint ] && ok "$alg: checkpoint kept" || bad "$alg: no checkpoint"
   # the library's resume rule (fdk's and fbp's for their journals): refused,
   # naming --resume and the file to delete, the checkpoint left as it was
-  cp part.raw.checkpoint kept.checkpoint
+  cp $part.checkpoint kept.checkpoint
   exits 3 "$alg: an existing checkpoint without --resume" "${IT[@]}" --algorithm $alg --iterations 7 \
-    --out part.raw "${extra[@]}"
-  grep -qF "'part.raw.checkpoint' holds the state of an earlier run: add --resume to continue it, or delete 'part.raw.checkpoint' to start over" "$ERR" &&
-    cmp -s part.raw.checkpoint kept.checkpoint && [ ! -e part.raw.checkpoint.lock ] &&
+    --out $part "${extra[@]}" --force
+  grep -qF "'$part.checkpoint' holds the state of an earlier run: add --resume to continue it, or delete '$part.checkpoint' to start over" "$ERR" &&
+    cmp -s $part.checkpoint kept.checkpoint && [ ! -e $part.checkpoint.lock ] &&
     ok "$alg: the refusal names --resume and the checkpoint, which is kept" ||
     bad "$alg: refusal: $(cat "$ERR")"
-  step "$alg: --resume to 7" "${IT[@]}" --algorithm $alg --iterations 7 --out part.raw --resume \
-    --residuals part.csv "${extra[@]}"
+  exits 2 "$alg: --resume without --force, the 3 iterations' volume there" "${IT[@]}" \
+    --algorithm $alg --iterations 7 --out $part --resume "${extra[@]}"
+  grep -qF -- "--out: '$part' exists and is kept: add --force" "$ERR" &&
+    ok "$alg: the refusal names --out and --force" || bad "$alg: refusal: $(cat "$ERR")"
+  step "$alg: --resume --force to 7" "${IT[@]}" --algorithm $alg --iterations 7 --out $part --resume \
+    --force --residuals part-$alg.csv "${extra[@]}"
   grep -q 'resumed after iteration 3' "$OUT" && [ "$(grep -c '^iteration ' "$OUT")" -eq 4 ] &&
     ok "$alg: resumed after iteration 3, 4 more" || bad "$alg: resume output"
-  cmp -s full.raw part.raw && ok "$alg: resumed run is byte-identical" || bad "$alg: resumed run differs"
-  [ "$(wc -l < part.csv)" -eq 8 ] && ok "$alg: the table covers all 7 iterations" ||
-    bad "$alg: part.csv has $(wc -l < part.csv) lines"
-  [ ! -e part.raw.checkpoint ] && ok "$alg: checkpoint removed" || bad "$alg: checkpoint left"
+  cmp -s full-$alg.raw $part && ok "$alg: resumed run is byte-identical" ||
+    bad "$alg: resumed run differs"
+  [ "$(wc -l < part-$alg.csv)" -eq 8 ] && ok "$alg: the table covers all 7 iterations" ||
+    bad "$alg: part-$alg.csv has $(wc -l < part-$alg.csv) lines"
+  [ ! -e $part.checkpoint ] && ok "$alg: checkpoint removed" || bad "$alg: checkpoint left"
 done
 # --resume with other data or another geometry of the same sizes: refused
 # (the checkpoint's state belongs to another problem; cgls would even return
@@ -97,25 +105,26 @@ step "its projections" phantom --geometry g2.json --out proj2.nrrd --device cpu 
 step "cgls: 2 iterations, checkpoint kept" "${IT[@]}" --algorithm cgls --iterations 2 --out o.raw \
   --keep-checkpoint --quiet
 exits 3 "--resume with other projections" iterate --geometry g.json --projections proj2.nrrd \
-  --device cpu --algorithm cgls --iterations 4 --out o.raw --resume
+  --device cpu --algorithm cgls --iterations 4 --out o.raw --resume --force
 grep -q "o.raw.checkpoint' belongs to another run: its projections checksum differs" "$ERR" &&
   ok "the message names the checkpoint and the projections" || bad "other projections: $(cat "$ERR")"
 exits 3 "--resume with another geometry" iterate --geometry g2.json --projections proj.nrrd \
-  --device cpu --algorithm cgls --iterations 4 --out o.raw --resume
+  --device cpu --algorithm cgls --iterations 4 --out o.raw --resume --force
 grep -q "belongs to another run: its geometry checksum differs" "$ERR" &&
   ok "the message names the geometry" || bad "other geometry: $(cat "$ERR")"
 [ -s o.raw.checkpoint ] && ok "the checkpoint kept" || bad "checkpoint lost"
-step "--resume with the same data" "${IT[@]}" --algorithm cgls --iterations 4 --out o.raw --resume --quiet
+step "--resume with the same data" "${IT[@]}" --algorithm cgls --iterations 4 --out o.raw --resume \
+  --force --quiet
 # --resume with another --slab-slices: the forward sums in another order and the result
 # differed in its last bits; refused, naming --slab-slices and the checkpoint's value.
 step "cgls: 2 iterations in slabs of 8" "${IT[@]}" --algorithm cgls --iterations 2 --out sl.raw \
   --slab-slices 8 --keep-checkpoint --quiet
 exits 3 "--resume with --slab-slices 5" "${IT[@]}" --algorithm cgls --iterations 4 --out sl.raw \
-  --slab-slices 5 --resume
+  --slab-slices 5 --resume --force
 grep -q "made with --slab-slices 8" "$ERR" && ok "the message names --slab-slices 8" ||
   bad "other slab: $(cat "$ERR")"
 step "--resume with --slab-slices 8" "${IT[@]}" --algorithm cgls --iterations 4 --out sl.raw \
-  --slab-slices 8 --resume --quiet
+  --slab-slices 8 --resume --force --quiet
 exits 1 "--resume without a checkpoint" "${IT[@]}" --iterations 3 --out none.raw --resume
 grep -qF "cannot resume: no checkpoint 'none.raw.checkpoint'; run without --resume to start over" "$ERR" &&
   [ ! -e none.raw.checkpoint ] && [ ! -e none.raw ] &&

@@ -266,7 +266,7 @@ mpi 2 geometry --out x.json
 for o in v.h5 v.tif; do
   mpi 2 "${FDK[@]}" --out $o
   [ "$rc" -eq 4 ] && grep -q "'$o' (.*): a distributed run writes raw, nrrd or a TIFF stack pattern" "$ERR" &&
-    grep -q "write raw or NRRD and convert afterwards" "$ERR" && [ ! -e $o ] &&
+    grep -q "write one of those and convert afterwards" "$ERR" && [ ! -e $o ] &&
     ok "fdk --out $o (written in order by one process) is refused, the fallback named" ||
     bad "fdk --out $o under mpirun: exit $rc: $(cat "$ERR")"
   mpi 2 "${FBP[@]}" --out $o

@@ -50,7 +50,7 @@ for line in "${lines[@]}"; do
   if [ "$rc" -eq 0 ]; then ok "${cmd#build/}"; else bad "${cmd#build/} (as: ${s#build/}): exit $rc"; fi
 done
 # What the lines promise exists.
-for f in g.json proj.tif truth.nrrd vol.nrrd vol_xy.png p128.tif it.nrrd conv.png demo-parallel-out/projections.tif rec.nrrd \
+for f in g.json proj.tif truth.nrrd vol.nrrd vol_xy.png vol8g.nrrd p128.tif it.nrrd conv.png demo-parallel-out/projections.tif rec.nrrd \
          r.rct data.json pet.nrrd crc.csv crc.png; do
   [ -s "$f" ] && ok "wrote $f" || bad "no $f"
 done

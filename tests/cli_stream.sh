@@ -47,7 +47,7 @@ for args in "--subvolume-slices 1 --store host --views-per-batch 3" \
             "--subvolume-slices 7 --store auto" "--subvolume-slices 32 --store scratch" \
             "--views-per-batch 1"; do
   # shellcheck disable=SC2086
-  step "fdk $args" "${FDK[@]}" --out v.raw $args --quiet
+  step "fdk $args" "${FDK[@]}" --out v.raw $args --quiet --force  # one output, replaced
   same v.raw plain.raw "fdk $args equals the plain run"
 done
 step "fdk to nrrd in subvolumes" "${FDK[@]}" --out v.nrrd --subvolume-slices 6 --quiet

@@ -7,7 +7,10 @@
 #     has no option of the member's name (then it names the member alone);
 #  2. every row's field is one the library raises, or names in a message
 #     (another field of the same error: "resume needs ... checkpoint",
-#     "bin_x, bin_y"): a row nothing produces fails.
+#     "bin_x, bin_y"): a row nothing produces fails;
+#  3. a site that raises about a field and prints that field's value in its
+#     message ("FIELD = %g", "FIELD is %d") carries the value too
+#     (CTR_FAIL_FIELD_VALUE: ctr_error_get_value), not the field alone.
 # Usage: bash error_fields.sh SOURCE_DIR
 set -u
 export LC_ALL=C
@@ -26,7 +29,7 @@ rows=$(awk '/^static const cli_field k_fields\[\]/ {on = 1; next} on && /^};/ {o
 # the fields the library raises errors about: a string literal that is a
 # field name alone (the field argument of CTR_FAIL_FIELD, ctr__error_set_field
 # or of a helper that raises with it, such as the journal's `resume`)
-raised=$(grep -rhoE '"(ctr_[a-z0-9_]+\.[a-z0-9_]+|gpu_budget|host_budget|scratch_dir)"' \
+raised=$(grep -rhoE '"(ctr_[a-z0-9_]+\.[a-z0-9_]+|gpu_budget|host_budget|scratch_dir|overwrite)"' \
            --include='*.c' --include='*.cu' --include='*.h' src | tr -d '"' | sort -u)
 # every string literal of the library (messages), one a line
 literals=$(grep -rhoE '"[^"]*"' --include='*.c' --include='*.cu' src)
@@ -60,5 +63,35 @@ while IFS=$'\t' read -r field flag; do
   bad "$table maps $field, which no library error raises or names"
 done <<<"$rows"
 echo "cli: $m rows"
+
+# 3: the calls of CTR_FAIL_FIELD, CTR_FAIL_FIELD_GOTO and ctr__error_set_field
+# (whole, string literals joined) whose first field literal is followed, in
+# the message, by " = %" or " is %"
+valueless=$(grep -rlE 'CTR_FAIL_FIELD|ctr__error_set_field' --include='*.c' --include='*.cu' src |
+  xargs perl -e '
+    local $/;
+    for my $f (@ARGV) {
+      open(my $h, "<", $f) or next;
+      my $t = <$h>;
+      while ($t =~ /\b(?:CTR_FAIL_FIELD(?:_GOTO)?|ctr__error_set_field)\(/g) {
+        my ($start, $depth, $i, $q) = (pos($t), 1, pos($t), 0);
+        for (; $i < length($t) && $depth > 0; $i++) {
+          my $c = substr($t, $i, 1);
+          if ($q) { if ($c eq "\\") { $i++ } elsif ($c eq "\"") { $q = 0 } next }
+          if ($c eq "\"") { $q = 1 } elsif ($c eq "(") { $depth++ } elsif ($c eq ")") { $depth-- }
+        }
+        my $call = substr($t, $start, $i - $start);
+        $call =~ s/"\s*\n\s*"//g;
+        next unless $call =~ /"((?:ctr_[a-z0-9_]+\.)?[a-z0-9_]+)"/;
+        my $field = $1;
+        next unless $field =~ /\.|^(gpu_budget|host_budget|scratch_dir|overwrite)$/;
+        print "$f: $field\n" if $call =~ /\Q$field\E(?:\[%d\])? (?:=|is) %/;
+      }
+    }')
+while IFS= read -r site; do
+  [ -n "$site" ] && bad "$site: the message prints the field's value, which the error does not carry (raise it with CTR_FAIL_FIELD_VALUE)"
+done <<<"$valueless"
+nvalue=$(grep -rhoE 'CTR_FAIL_FIELD_VALUE(_GOTO)?\(|ctr__error_set_value\(' --include='*.c' src | wc -l)
+echo "library: $nvalue sites raise with the value"
 [ "$fails" -eq 0 ] && echo "error_fields: ok" || echo "error_fields: $fails failure(s)"
 [ "$fails" -eq 0 ]

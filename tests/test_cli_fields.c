@@ -60,6 +60,10 @@ static void test_rules(void) {
               "--algorithm is 9: expected sirt, cgls, os-sart or fista-tv");
   CHECK_WORDS("use an iterative solver instead (ctr_iterate)", NULL,
               "use an iterative solver instead (ctrecon iterate)");
+  /* the one field of every writer: a switch named alone */
+  CHECK_WORDS("'v.nrrd' exists and is kept: set overwrite to replace it, or write the output to "
+              "another name", "overwrite", "'v.nrrd' exists and is kept: add --force to replace "
+              "it, or write the output to another name");
   /* log messages (no field); unique fields; fields without a row */
   CHECK_WORDS("lower gpu_budget to plan for less", NULL, "lower --gpu-mem to plan for less");
   CHECK_WORDS("ctr_parallel_params.nbins, nangles = 3, 4", NULL, "nbins, nangles = 3, 4");
@@ -95,16 +99,79 @@ static void test_library_field(void) {
   ctr_context *ctx = NULL;
   CHECK(ctr_context_create(&co, &ctx) == CTR_E_INVALID_ARGUMENT);
   CHECK_MSG(!strcmp(ctr_error_get_field(), "ctr_tuning.bp_regs"), "'%s'", ctr_error_get_field());
+  CHECK_MSG(!strcmp(ctr_error_get_value(), "63"), "'%s'", ctr_error_get_value());
   /* a field without a row: the member alone */
   CHECK(!strncmp(words(ctr_error_detail(), ctr_error_get_field()), "bp_regs is 63", 13));
   ctr_dtype d;
   CHECK(ctr_dtype_parse("int7", &d) != CTR_OK);
   CHECK(!*ctr_error_get_field());
+  CHECK(!*ctr_error_get_value());
+}
+
+/* The value of the field an error is about, as given (ctr_error_get_value):
+ * integers, reals in their shortest form, budgets in bytes; none for an
+ * error about a pair of members; cleared with the field. */
+static void test_library_value(void) {
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = CTR_DEVICE_CPU;
+  ctr_context *ctx = NULL;
+  CHECK(ctr_context_create(&co, &ctx) == CTR_OK);
+  ctr_parallel_geometry *g = NULL;
+  ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
+  p.nbins = 16;
+  p.nangles = 12;
+  p.voxel = 1e7;
+  CHECK(ctr_parallel_create(&p, &g) == CTR_E_GEOMETRY);
+  CHECK(!strcmp(ctr_error_get_field(), "ctr_parallel_params.voxel"));
+  CHECK_MSG(!strcmp(ctr_error_get_value(), "1e+07"), "'%s'", ctr_error_get_value());
+  p.voxel = 0;
+  p.pixel_size = 0.1;
+  p.angle_range_deg = 0;
+  CHECK(ctr_parallel_create(&p, &g) == CTR_E_GEOMETRY);
+  CHECK(!strcmp(ctr_error_get_field(), "ctr_parallel_params.angle_range_deg"));
+  CHECK_MSG(!strcmp(ctr_error_get_value(), "0"), "'%s'", ctr_error_get_value());
+  ctr_corrections c = CTR_CORRECTIONS_INIT;
+  c.stripe_sigma = -0.1;
+  p.angle_range_deg = 180;
+  CHECK(ctr_parallel_create(&p, &g) == CTR_OK);
+  float sino[16 * 12] = {0};
+  CHECK(ctr_sinogram_remove_stripes(ctx, &c, 16, 12, 1, sino) == CTR_E_INVALID_ARGUMENT);
+  CHECK(!strcmp(ctr_error_get_field(), "ctr_corrections.stripe_sigma"));
+  CHECK_MSG(!strcmp(ctr_error_get_value(), "-0.1"), "'%s'", ctr_error_get_value());
+  c = (ctr_corrections)CTR_CORRECTIONS_INIT;
+  c.bin_x = 99; /* bin_x, bin_y: a pair, no one value */
+  CHECK(ctr_sinogram_remove_stripes(ctx, &c, 16, 12, 1, sino) == CTR_E_INVALID_ARGUMENT);
+  CHECK(!strcmp(ctr_error_get_field(), "ctr_corrections.bin_x"));
+  CHECK(!*ctr_error_get_value());
+  /* a budget, in bytes */
+  ctr_fdk_plan_request req = CTR_FDK_PLAN_REQUEST_INIT;
+  req.host_budget = 1000;
+  ctr_geometry *cg = NULL;
+  ctr_circular_params cp = CTR_CIRCULAR_PARAMS_INIT;
+  ctr_volume_geometry vol = {16, 16, 16, 1, 1, 1, 0, 0, 0};
+  cp.sid = 100;
+  cp.sdd = 150;
+  cp.nu = cp.nv = 16;
+  cp.nviews = 8;
+  ctr_fdk_plan plan = CTR_FDK_PLAN_INIT;
+  if (ctr_geometry_create_circular(&cp, &vol, &cg) == CTR_OK) {
+    CHECK(ctr_fdk_plan_compute(cg, &req, &plan) == CTR_E_OUT_OF_MEMORY);
+    CHECK(!strcmp(ctr_error_get_field(), "host_budget"));
+    CHECK_MSG(!strcmp(ctr_error_get_value(), "1000"), "'%s'", ctr_error_get_value());
+  } else {
+    CHECK_MSG(0, "geometry: %s", ctr_error_detail());
+  }
+  ctr_error_clear();
+  CHECK(!*ctr_error_get_field() && !*ctr_error_get_value() && !*ctr_error_detail());
+  ctr_geometry_free(cg);
+  ctr_parallel_free(g);
+  ctr_context_free(ctx);
 }
 
 int main(void) {
   test_rules();
   test_every_row();
   test_library_field();
+  test_library_value();
   return th_finish("test_cli_fields");
 }

@@ -326,7 +326,7 @@ static void test_stream_local(void) {
   info.height = g->nv;
   info.count = g->nviews;
   info.dtype = CTR_DTYPE_FLOAT32;
-  CHECK_OK(ctr_stack_save(P("p.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_FLOAT32, proj));
+  CHECK_OK(ctr_stack_save(P("p.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_FLOAT32, proj, 0));
   free(proj);
   ctr_stack_reader *in = NULL;
   CHECK_OK(ctr_stack_open(P("p.raw"), CTR_FORMAT_RAW, &info, 0, &in));

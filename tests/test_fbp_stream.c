@@ -134,8 +134,8 @@ int main(void) {
   }
   make_data();
   const ctr_stack_info info = {CTR_STACK_INFO_VERSION, W, H, NP, CTR_DTYPE_UINT16, {1, 1, 1}, {0, 0, 0}};
-  CHECK_OK(ctr_stack_save(P("p.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, g_proj));
-  CHECK_OK(ctr_stack_save(P("p.tif"), CTR_FORMAT_TIFF, &info, CTR_DTYPE_UINT16, g_proj));
+  CHECK_OK(ctr_stack_save(P("p.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, g_proj, 0));
+  CHECK_OK(ctr_stack_save(P("p.tif"), CTR_FORMAT_TIFF, &info, CTR_DTYPE_UINT16, g_proj, 0));
   char rawpath[600];
   snprintf(rawpath, sizeof rawpath, "%s", P("p.nrrd"));
   const int64_t npx = (int64_t)W * W * H;
@@ -152,6 +152,7 @@ int main(void) {
 
   /* file to file = memory, every band size, raw and TIFF; bytes read once */
   ctr_fbp_stream_options o = CTR_FBP_STREAM_OPTIONS_INIT;
+  o.overwrite = 1; /* one output for every case */
   const int64_t batches[3] = {0, 5, 1};
   for (int b = 0; b < 3; b++) {
     o.batch = batches[b];
@@ -207,11 +208,49 @@ int main(void) {
     o.batch = 0;
     ctr_cluster_free(c);
   }
+  /* an output that exists is refused before a byte of the input is read,
+   * one process or a cluster, naming it (field "overwrite", the path as
+   * given), the file and its partial names as they were; overwrite replaces
+   * it. A resume of a run that is complete: nothing to resume. */
+  {
+    ctr_cluster *c = NULL;
+    CHECK_OK(ctr__cluster_local(&c));
+    const uint64_t before = file_size(P("c.raw"));
+    o.overwrite = 0;
+    ctr_stack_reader *r = NULL;
+    CHECK_OK(ctr_stack_open(P("p.nrrd"), CTR_FORMAT_AUTO, NULL, 0, &r));
+    const ctr_parallel_params p = params(AXIS);
+    for (int k = 0; r && k < 2; k++) {
+      o.cluster = k ? c : NULL;
+      CHECK(read_count_start(P("p.nrrd")));
+      CHECK_FAILS(ctr_fbp_stream(ctx, &p, &o, r, g_flat, g_dark, P("c.raw"), CTR_FORMAT_AUTO,
+                                 NULL), CTR_E_INVALID_ARGUMENT,
+                  "exists and is kept: set overwrite to replace it");
+      CHECK_MSG(!strcmp(ctr_error_get_field(), "overwrite") &&
+                    !strcmp(ctr_error_get_value(), P("c.raw")),
+                "cluster %d: field '%s', value '%s'", k, ctr_error_get_field(),
+                ctr_error_get_value());
+      CHECK_MSG(read_count_bytes() == 0, "cluster %d: %lld bytes read before the refusal", k,
+                (long long)read_count_bytes());
+      CHECK(file_size(P("c.raw")) == (long long)before && !exists(P("c.raw.partial")) &&
+            !exists(P("c.raw.partial.journal")) && count_temporaries() == 0);
+    }
+    ctr_stack_close(r);
+    o.resume = 1;
+    CHECK_FAILS(stream(ctx, P("p.nrrd"), &o, AXIS, P("c.raw"), NULL), CTR_E_IO, "journal");
+    o.resume = 0;
+    o.cluster = c;
+    o.overwrite = 1;
+    CHECK_OK(stream(ctx, P("p.nrrd"), &o, AXIS, P("c.raw"), NULL));
+    o.cluster = NULL;
+    ctr_cluster_free(c);
+  }
 #if CTR_HAVE_HDF5
   {
     /* DXchange: /exchange/data */
     ctr_stack_info hi = info;
-    CHECK_OK(ctr_stack_save(P("scan.h5:/exchange/data"), CTR_FORMAT_HDF5, &hi, CTR_DTYPE_UINT16, g_proj));
+    CHECK_OK(ctr_stack_save(P("scan.h5:/exchange/data"), CTR_FORMAT_HDF5, &hi, CTR_DTYPE_UINT16,
+                            g_proj, 0));
     o.batch = 4;
     CHECK_OK(stream(ctx, P("scan.h5:/exchange/data"), &o, AXIS, P("h.raw"), NULL));
     float *s = NULL;

@@ -153,7 +153,7 @@ static void test_files(ctr_context *cpu, ctr_context *gpu) {
   proj[5] = NAN;
   proj[np / 2] = INFINITY;
   ctr_stack_info info = {CTR_STACK_INFO_VERSION, NU, NV, NVIEWS, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
-  CHECK_OK(ctr_stack_save(P("p.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, proj));
+  CHECK_OK(ctr_stack_save(P("p.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, proj, 0));
   ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
   so.fdk.interp = CTR_INTERP_EXACT;
   so.max_slab_slices = 6;
@@ -204,7 +204,7 @@ static void test_files(ctr_context *cpu, ctr_context *gpu) {
   uint16_t *p16 = malloc(sizeof(uint16_t) * np);
   for (int64_t i = 0; i < np; i++) p16[i] = (uint16_t)lrint(fmin(65535.0, fmax(0.0, isfinite(proj[i]) ? proj[i] * 700.0 : 0.0)));
   info.dtype = CTR_DTYPE_UINT16;
-  CHECK_OK(ctr_stack_save(P("p16.raw"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, p16));
+  CHECK_OK(ctr_stack_save(P("p16.raw"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, p16, 0));
   CHECK_OK(ctr_stack_open(P("p16.raw"), CTR_FORMAT_RAW, &info, 0, &r));
   so.input_scale = 700.0;
   so.out_dtype = CTR_DTYPE_UINT16;

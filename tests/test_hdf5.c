@@ -72,7 +72,7 @@ static void test_write(int have) {
   uint16_t u16[60];
   for (int i = 0; i < 60; i++) data[i] = 0.25f * i - 3.0f, u16[i] = (uint16_t)(1000 + 7 * i);
   if (!have) {
-    CHECK_FAILS(ctr_stack_save(P("out.h5"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, data),
+    CHECK_FAILS(ctr_stack_save(P("out.h5"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, data, 0),
                 CTR_E_UNSUPPORTED, "no HDF5 support");
     CHECK(!exists(P("out.h5")));
     CHECK(count_temporaries() == 0);
@@ -81,7 +81,7 @@ static void test_write(int have) {
   const char *paths[] = {P("rec.h5:/exchange/recon"), P("plain.h5")};
   const char *reads[] = {P("rec.h5:/exchange/recon"), P("plain.h5:/data")};
   for (int k = 0; k < 2; k++) {
-    CHECK_OK(ctr_stack_save(paths[k], CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, data));
+    CHECK_OK(ctr_stack_save(paths[k], CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, data, 0));
     ctr_stack_info got = CTR_STACK_INFO_INIT;
     float *back = NULL;
     CHECK_OK(ctr_stack_load(reads[k], CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &got,
@@ -91,7 +91,7 @@ static void test_write(int have) {
     free(back);
   }
   info.dtype = CTR_DTYPE_UINT16;
-  CHECK_OK(ctr_stack_save(P("u16.h5:/volume"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, u16));
+  CHECK_OK(ctr_stack_save(P("u16.h5:/volume"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, u16, 0));
   ctr_stack_info got = CTR_STACK_INFO_INIT;
   uint16_t *ub = NULL;
   CHECK_OK(ctr_stack_load(P("u16.h5:/volume"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_UINT16, &got,
@@ -100,13 +100,14 @@ static void test_write(int have) {
   free(ub);
   /* a writer abandoned half way and a missing directory leave nothing */
   ctr_stack_writer *w = NULL;
-  CHECK_OK(ctr_stack_create(P("half.h5"), CTR_FORMAT_AUTO, &info, &w));
+  CHECK_OK(ctr_stack_create(P("half.h5"), CTR_FORMAT_AUTO, &info, 0, &w));
   if (w) {
     CHECK_OK(ctr_stack_write(w, 0, 1, CTR_DTYPE_UINT16, u16));
     ctr_stack_abort(w);
   }
   CHECK(!exists(P("half.h5")));
-  CHECK_FAILS(ctr_stack_save(P("no/such/dir/x.h5"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, u16),
+  CHECK_FAILS(ctr_stack_save(P("no/such/dir/x.h5"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, u16,
+                             0),
               CTR_E_IO, "no/such/dir");
   CHECK(count_temporaries() == 0);
 }
@@ -121,8 +122,10 @@ static void test_write_adds(void) {
   info.width = 4, info.height = 2, info.count = 3, info.dtype = CTR_DTYPE_FLOAT32;
   float a[24], b[24];
   for (int i = 0; i < 24; i++) a[i] = (float)i, b[i] = 100.0f - (float)i;
-  CHECK_OK(ctr_stack_save(P("multi.h5:/exchange/data"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, a));
-  CHECK_OK(ctr_stack_save(P("multi.h5:/exchange/recon"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, b));
+  CHECK_OK(ctr_stack_save(P("multi.h5:/exchange/data"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32,
+                          a, 0));
+  CHECK_OK(ctr_stack_save(P("multi.h5:/exchange/recon"), CTR_FORMAT_AUTO, &info,
+                          CTR_DTYPE_FLOAT32, b, 0));
   static const char *names[] = {"multi.h5:/exchange/data", "multi.h5:/exchange/recon"};
   const float *want[] = {a, b};
   for (int k = 0; k < 2; k++) {
@@ -134,10 +137,30 @@ static void test_write_adds(void) {
     free(back);
   }
   CHECK_FAILS(ctr_stack_save(P("multi.h5:/exchange/recon"), CTR_FORMAT_AUTO, &info,
-                             CTR_DTYPE_FLOAT32, a), CTR_E_INVALID_ARGUMENT, "already holds");
+                             CTR_DTYPE_FLOAT32, a, 0), CTR_E_INVALID_ARGUMENT,
+              "exists and is kept: set overwrite to replace it");
   CHECK(strstr(ctr_error_detail(), "/exchange/recon") != NULL);
+  CHECK(!strcmp(ctr_error_get_field(), "overwrite") &&
+        !strcmp(ctr_error_get_value(), P("multi.h5:/exchange/recon")));
+  /* overwrite replaces that dataset (another size), the file's others kept */
+  info.count = 2;
+  CHECK_OK(ctr_stack_save(P("multi.h5:/exchange/recon"), CTR_FORMAT_AUTO, &info,
+                          CTR_DTYPE_FLOAT32, a, 1));
+  for (int k = 0; k < 2; k++) {
+    ctr_stack_info got = CTR_STACK_INFO_INIT;
+    float *back = NULL;
+    CHECK_OK(ctr_stack_load(P(names[k]), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &got,
+                            (void **)&back));
+    CHECK_MSG(back && got.count == 3 - k &&
+                  !memcmp(back, a, sizeof(float) * 8 * (size_t)got.count),
+              "%s after replacing /exchange/recon", names[k]);
+    free(back);
+  }
+  info.count = 3;
+  CHECK_OK(ctr_stack_save(P("multi.h5:/exchange/recon"), CTR_FORMAT_AUTO, &info,
+                          CTR_DTYPE_FLOAT32, b, 1));
   ctr_stack_writer *w = NULL;
-  CHECK_OK(ctr_stack_create(P("multi.h5:/more"), CTR_FORMAT_AUTO, &info, &w));
+  CHECK_OK(ctr_stack_create(P("multi.h5:/more"), CTR_FORMAT_AUTO, &info, 0, &w));
   if (w) {
     CHECK_OK(ctr_stack_write(w, 0, 1, CTR_DTYPE_FLOAT32, a));
     ctr_stack_abort(w);
@@ -153,7 +176,7 @@ static void test_write_adds(void) {
   FILE *f = fopen(P("text.h5"), "w");
   CHECK(f != NULL);
   if (f) fputs("not hdf5\n", f), fclose(f);
-  CHECK_FAILS(ctr_stack_save(P("text.h5:/data"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, a),
+  CHECK_FAILS(ctr_stack_save(P("text.h5:/data"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, a, 0),
               CTR_E_IO, "is not an HDF5 file");
   CHECK(file_size(P("text.h5")) == 9);
   CHECK(count_temporaries() == 0);

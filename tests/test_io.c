@@ -109,7 +109,7 @@ static void round_trip(const char *name, ctr_file_format fmt, ctr_dtype dt) {
 
   /* Written as two slabs. */
   ctr_stack_writer *w = NULL;
-  CHECK_OK(ctr_stack_create(path, fmt, &info, &w));
+  CHECK_OK(ctr_stack_create(path, fmt, &info, 0, &w));
   if (!w) return;
   CHECK_OK(ctr_stack_write(w, 0, 2, dt, data));
   CHECK_OK(ctr_stack_write(w, 2, NZ - 2, dt, data + 2 * NPIX * es));
@@ -190,10 +190,16 @@ static void test_round_trips(void) {
   CHECK(exists(P("stack_uint16/img_000.tif")) && exists(P("stack_uint16/img_004.tif")) &&
         !exists(P("stack_uint16/img_005.tif")));
 
-  /* Whole-array wrappers, including overwriting an existing file. */
+  /* Whole-array wrappers, including overwriting an existing file: refused
+   * unless asked, the file kept as it was. */
   ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32), got = CTR_STACK_INFO_INIT;
   void *loaded = NULL;
-  CHECK_OK(ctr_stack_save(P("rt_float32.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, g_f32));
+  const int64_t before = file_size(P("rt_float32.nrrd"));
+  CHECK_FAILS(ctr_stack_save(P("rt_float32.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16,
+                             g_f32, 0), CTR_E_INVALID_ARGUMENT, "set overwrite to replace it");
+  CHECK(file_size(P("rt_float32.nrrd")) == before && count_temporaries() == 0);
+  CHECK_OK(ctr_stack_save(P("rt_float32.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, g_f32,
+                          1));
   CHECK_OK(ctr_stack_load(P("rt_float32.nrrd"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &got,
                           &loaded));
   CHECK(loaded && got.count == NZ && !memcmp(loaded, g_f32, NVOX * 4));
@@ -209,7 +215,7 @@ static void test_conversion(void) {
                                   65535};
   const int n = (int)(sizeof in / sizeof in[0]);
   ctr_stack_info info = {CTR_STACK_INFO_VERSION, n, 1, 1, CTR_DTYPE_UINT16, {0, 0, 0}, {0, 0, 0}};
-  CHECK_OK(ctr_stack_save(P("conv.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_FLOAT32, in));
+  CHECK_OK(ctr_stack_save(P("conv.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_FLOAT32, in, 0));
   uint16_t *out = NULL;
   CHECK_OK(ctr_stack_load(P("conv.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_UINT16, NULL,
                           (void **)&out));
@@ -224,7 +230,7 @@ static void test_conversion(void) {
 static void out_of_order(const char *name, ctr_file_format fmt) {
   ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
   ctr_stack_writer *w = NULL;
-  CHECK_OK(ctr_stack_create(P(name), fmt, &info, &w));
+  CHECK_OK(ctr_stack_create(P(name), fmt, &info, 0, &w));
   if (!w) return;
   /* Image 0 is first written wrong, then rewritten: the last write wins. */
   CHECK_OK(ctr_stack_write(w, 0, 1, CTR_DTYPE_UINT16, g_u16 + 4 * NPIX));
@@ -243,14 +249,14 @@ static void out_of_order(const char *name, ctr_file_format fmt) {
 static void test_slab_order(void) {
   out_of_order("ooo.raw", CTR_FORMAT_RAW);
   out_of_order("ooo.nrrd", CTR_FORMAT_NRRD);
-  out_of_order("ooo.nhdr", CTR_FORMAT_NRRD);
+  out_of_order("ood.nhdr", CTR_FORMAT_NRRD); /* its data file ood.raw: not ooo.raw */
   out_of_order("ooo_%02d.tif", CTR_FORMAT_TIFF_STACK);
 
   /* A multi-page TIFF refuses a gap, names the expected image, and still
    * accepts the right one afterwards. */
   ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32);
   ctr_stack_writer *w = NULL;
-  CHECK_OK(ctr_stack_create(P("order.tif"), CTR_FORMAT_TIFF, &info, &w));
+  CHECK_OK(ctr_stack_create(P("order.tif"), CTR_FORMAT_TIFF, &info, 0, &w));
   if (!w) return;
   CHECK_FAILS(ctr_stack_write(w, 1, 1, CTR_DTYPE_FLOAT32, g_f32 + NPIX), CTR_E_INVALID_ARGUMENT,
               "expected image 0");
@@ -275,7 +281,7 @@ static void test_commit_abort(void) {
   ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     ctr_stack_writer *w = NULL;
-    CHECK_OK(ctr_stack_create(P(cases[c].name), cases[c].fmt, &info, &w));
+    CHECK_OK(ctr_stack_create(P(cases[c].name), cases[c].fmt, &info, 0, &w));
     if (!w) continue;
     CHECK_OK(ctr_stack_write(w, 0, 2, CTR_DTYPE_UINT16, g_u16));
     if (cases[c].fmt != CTR_FORMAT_TIFF)
@@ -286,7 +292,7 @@ static void test_commit_abort(void) {
     CHECK_MSG(count_temporaries() == 0, "%s: temporaries left after a failed commit",
               cases[c].name);
 
-    CHECK_OK(ctr_stack_create(P(cases[c].name), cases[c].fmt, &info, &w));
+    CHECK_OK(ctr_stack_create(P(cases[c].name), cases[c].fmt, &info, 0, &w));
     if (!w) continue;
     CHECK_OK(ctr_stack_write(w, 0, 1, CTR_DTYPE_UINT16, g_u16));
     ctr_stack_abort(w);
@@ -301,18 +307,18 @@ static void test_commit_abort(void) {
                                   "nodir/x.nhdr", "nodir/x.nrrd"};
   for (int i = 0; i < 5; i++) {
     ctr_stack_writer *w = NULL;
-    CHECK_FAILS(ctr_stack_create(P(missing[i]), CTR_FORMAT_AUTO, &info, &w),
+    CHECK_FAILS(ctr_stack_create(P(missing[i]), CTR_FORMAT_AUTO, &info, 0, &w),
                 CTR_E_IO, "nodir/x");
     CHECK(w == NULL);
     CHECK_MSG(strstr(ctr_error_detail(), strerror(ENOENT)) != NULL, "%s: no strerror in '%s'",
               missing[i], ctr_error_detail());
   }
   ctr_stack_writer *w = NULL;
-  CHECK_FAILS(ctr_stack_create(P("bad.xyz"), CTR_FORMAT_AUTO, &info, &w), CTR_E_INVALID_ARGUMENT,
+  CHECK_FAILS(ctr_stack_create(P("bad.xyz"), CTR_FORMAT_AUTO, &info, 0, &w), CTR_E_INVALID_ARGUMENT,
               ".tiff");
   ctr_stack_info zero = info;
   zero.height = 0;
-  CHECK_FAILS(ctr_stack_create(P("zero.raw"), CTR_FORMAT_RAW, &zero, &w), CTR_E_INVALID_ARGUMENT,
+  CHECK_FAILS(ctr_stack_create(P("zero.raw"), CTR_FORMAT_RAW, &zero, 0, &w), CTR_E_INVALID_ARGUMENT,
               "must be > 0");
 }
 
@@ -325,7 +331,7 @@ static void test_write_error(void) {
   ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32);
   for (int i = 0; i < 4; i++) {
     ctr_stack_writer *w = NULL;
-    CHECK_OK(ctr_stack_create(P(names[i]), CTR_FORMAT_AUTO, &info, &w));
+    CHECK_OK(ctr_stack_create(P(names[i]), CTR_FORMAT_AUTO, &info, 0, &w));
     if (!w) continue;
     void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
     struct rlimit small = old;
@@ -370,7 +376,7 @@ static void test_read_errors(void) {
 
   /* Truncated NRRD: the header stays, the data is cut. */
   ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
-  CHECK_OK(ctr_stack_save(P("cut.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, g_u16));
+  CHECK_OK(ctr_stack_save(P("cut.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, g_u16, 0));
   const long long full = file_size(P("cut.nrrd"));
   CHECK(truncate(P("cut.nrrd"), full - 100) == 0);
   char needle[128];
@@ -379,7 +385,7 @@ static void test_read_errors(void) {
               needle);
 
   /* Hints that disagree with the file name both values. */
-  CHECK_OK(ctr_stack_save(P("h.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, g_u16));
+  CHECK_OK(ctr_stack_save(P("h.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, g_u16, 0));
   ctr_stack_info h = {CTR_STACK_INFO_VERSION, 40, 0, 0, 0, {0, 0, 0}, {0, 0, 0}};
   CHECK_FAILS(ctr_stack_open(P("h.nrrd"), CTR_FORMAT_AUTO, &h, 0, &r), CTR_E_SIZE_MISMATCH,
               "width 37, the hint expects width 40");
@@ -471,7 +477,7 @@ static void test_nrrd_headers(void) {
 
   /* The written header is what 3D Slicer and ITK expect. */
   ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
-  CHECK_OK(ctr_stack_save(P("hdr.nhdr"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16));
+  CHECK_OK(ctr_stack_save(P("hdr.nhdr"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16, 0));
   char text[2048] = {0};
   FILE *f = fopen(P("hdr.nhdr"), "rb");
   if (f) {
@@ -579,7 +585,7 @@ static void test_tiff_specifics(void) {
    * the old tail; a file of another size is refused. */
   ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
   mkdir(P("s"), 0777);
-  CHECK_OK(ctr_stack_save(P("s/a_%d.tif"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16));
+  CHECK_OK(ctr_stack_save(P("s/a_%d.tif"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16, 0));
   unlink(P("s/a_0.tif"));
   void *back = NULL;
   ctr_stack_info got = CTR_STACK_INFO_INIT;
@@ -587,7 +593,13 @@ static void test_tiff_specifics(void) {
   CHECK(got.count == NZ - 1 && back && !memcmp(back, g_u16 + NPIX, (NVOX - NPIX) * 2));
   free(back);
   info.count = 2;
-  CHECK_OK(ctr_stack_save(P("s/a_%d.tif"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16));
+  /* any file of the stack there is refused, the files kept; overwrite replaces */
+  CHECK_FAILS(ctr_stack_save(P("s/a_%d.tif"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16, 0),
+              CTR_E_INVALID_ARGUMENT, "(of the output '");
+  CHECK(!strcmp(ctr_error_get_field(), "overwrite") &&
+        !strcmp(ctr_error_get_value(), P("s/a_%d.tif")));
+  CHECK(exists(P("s/a_4.tif")) && !exists(P("s/a_0.tif")));
+  CHECK_OK(ctr_stack_save(P("s/a_%d.tif"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16, 1));
   CHECK(exists(P("s/a_1.tif")) && !exists(P("s/a_2.tif")) && !exists(P("s/a_4.tif")));
   CHECK(write_tiff_pages(P("s/a_2.tif"), "w", 1, 16, SAMPLEFORMAT_UINT, 1, 0));
   CHECK_FAILS(ctr_stack_open(P("s/a_%d.tif"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_SIZE_MISMATCH,
@@ -623,7 +635,7 @@ static void test_png(void) {
   float ramp[W * H];
   for (int y = 0; y < H; y++)
     for (int x = 0; x < W; x++) ramp[y * W + x] = (float)x;
-  CHECK_OK(ctr_png_write_gray(P("ramp.png"), ramp, W, H, 0.0f, 255.0f));
+  CHECK_OK(ctr_png_write_gray(P("ramp.png"), ramp, W, H, 0.0f, 255.0f, 0));
   unsigned char sig[8] = {0};
   FILE *f = fopen(P("ramp.png"), "rb");
   if (f) {
@@ -640,7 +652,7 @@ static void test_png(void) {
   free(px);
   /* Window [64, 191.5]: half of 255 per 63.75 units; NaN is black. */
   ramp[1] = NAN;
-  CHECK_OK(ctr_png_write_gray(P("ramp2.png"), ramp, W, H, 64.0f, 191.5f));
+  CHECK_OK(ctr_png_write_gray(P("ramp2.png"), ramp, W, H, 64.0f, 191.5f, 0));
   px = read_png(P("ramp2.png"), &w, &h);
   CHECK(px && px[0] == 0 && px[1] == 0 && px[64] == 0 && px[128] == 128 && px[191] == 254 &&
         px[192] == 255 && px[255] == 255);
@@ -648,20 +660,20 @@ static void test_png(void) {
   /* A constant image with the automatic window. */
   float flat[16];
   for (int i = 0; i < 16; i++) flat[i] = 3.0f;
-  CHECK_OK(ctr_png_write_gray(P("flat.png"), flat, 4, 4, 0.0f, 0.0f));
+  CHECK_OK(ctr_png_write_gray(P("flat.png"), flat, 4, 4, 0.0f, 0.0f, 0));
   px = read_png(P("flat.png"), &w, &h);
   CHECK(px && w == 4 && h == 4 && px[0] == px[15]);
   free(px);
-  CHECK_FAILS(ctr_png_write_gray(P("x.png"), flat, 4, 4, 2.0f, 1.0f), CTR_E_INVALID_ARGUMENT,
+  CHECK_FAILS(ctr_png_write_gray(P("x.png"), flat, 4, 4, 2.0f, 1.0f, 0), CTR_E_INVALID_ARGUMENT,
               "lo <= hi");
-  CHECK_FAILS(ctr_png_write_gray(P("nodir/x.png"), flat, 4, 4, 0, 1), CTR_E_IO, "nodir/x.png");
+  CHECK_FAILS(ctr_png_write_gray(P("nodir/x.png"), flat, 4, 4, 0, 1, 0), CTR_E_IO, "nodir/x.png");
 
   /* Preview of a volume whose value is its z index: one window (0..7) for
    * all three views, z pointing up in xz and yz. */
   enum { VX = 20, VY = 12, VZ = 8 };
   float *vol = malloc(sizeof(float) * VX * VY * VZ);
   for (int i = 0; i < VX * VY * VZ; i++) vol[i] = (float)(i / (VX * VY));
-  CHECK_OK(ctr_png_preview(P("prev"), vol, VX, VY, VZ, 0.0f, 0.0f));
+  CHECK_OK(ctr_png_preview(P("prev"), vol, VX, VY, VZ, 0.0f, 0.0f, 0));
   px = read_png(P("prev_xy.png"), &w, &h);
   CHECK(px && w == VX && h == VY && px[0] == 146 && px[VX * VY - 1] == 146);
   free(px);

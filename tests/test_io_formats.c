@@ -4,7 +4,9 @@
  * and the others refused, in-order formats refuse images out of order,
  * resumable formats take partial writers (named as the row says) and the
  * others refuse them, a format that adds to a file keeps the file's other
- * contents. Runs in a scratch directory under /tmp. */
+ * contents, every format refuses to replace an output unless asked (what
+ * exists found by its row: a stack's files, an HDF5 dataset) and keeps one
+ * that appears before its commit. Runs in a scratch directory under /tmp. */
 #include "harness.h"
 #include "scratch_dir.h"
 
@@ -90,10 +92,11 @@ static void test_names_and_guesses(void) {
 }
 
 /* Writes NZ images of dtype dt (image 1 first when out_of_order). */
-static ctr_status write_stack(const char *path, ctr_dtype dt, int out_of_order) {
+static ctr_status write_stack_as(const char *path, ctr_dtype dt, int out_of_order,
+                                 int overwrite) {
   const ctr_stack_info info = make_info(dt);
   ctr_stack_writer *w = NULL;
-  ctr_status st = ctr_stack_create(path, CTR_FORMAT_AUTO, &info, &w);
+  ctr_status st = ctr_stack_create(path, CTR_FORMAT_AUTO, &info, overwrite, &w);
   if (st != CTR_OK) return st;
   const int64_t order[NZ] = {out_of_order ? 1 : 0, out_of_order ? 0 : 1, 2};
   for (int k = 0; k < NZ && st == CTR_OK; k++)
@@ -103,6 +106,10 @@ static ctr_status write_stack(const char *path, ctr_dtype dt, int out_of_order) 
     return st;
   }
   return ctr_stack_commit(w);
+}
+
+static ctr_status write_stack(const char *path, ctr_dtype dt, int out_of_order) {
+  return write_stack_as(path, dt, out_of_order, 0);
 }
 
 static void test_writers(void) {
@@ -170,7 +177,7 @@ static void test_adds_to_file(void) {
       second = other;
     }
     CHECK_OK(write_stack(first, CTR_DTYPE_FLOAT32, 0));
-    CHECK_OK(write_stack(second, CTR_DTYPE_UINT16, 0));
+    CHECK_OK(write_stack_as(second, CTR_DTYPE_UINT16, 0, !fi.adds_to_file)); /* replaces it */
     ctr_stack_reader *r = NULL;
     CHECK_OK(ctr_stack_open(first, CTR_FORMAT_AUTO, NULL, 0, &r));
     if (!r) continue;
@@ -182,6 +189,133 @@ static void test_adds_to_file(void) {
   }
 }
 
+/* The lists of formats that messages give (ctr__format_list): every format
+ * with the capability once, one-file formats first, the wording messages
+ * had before the list came from the table. */
+static void test_lists(void) {
+  static const struct {
+    ctr__format_cap cap;
+    const char *stem, *today;
+  } k[] = {{CTR__CAP_RESUMABLE, NULL, "raw, nrrd or a TIFF stack pattern"},
+           {CTR__CAP_MANY_RANKS, "vol", "raw, nrrd or a TIFF stack pattern such as "
+                                        "'vol_%04d.tif'"},
+           {CTR__CAP_ANY_ORDER, NULL, "raw, nrrd, HDF5 or a TIFF stack pattern"}};
+  for (size_t c = 0; c < sizeof k / sizeof k[0]; c++) {
+    char list[256];
+    ctr__format_list(k[c].cap, k[c].stem, list, sizeof list);
+    CHECK_MSG(!strcmp(list, k[c].today), "capability %d: '%s'", (int)k[c].cap, list);
+    int with = 0, items = 1;
+    for (size_t i = 0; i < NFORMATS; i++) {
+      ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
+      CHECK_OK(ctr_file_format_get_info(k_formats[i], &fi));
+      with += k[c].cap == CTR__CAP_RESUMABLE    ? fi.resumable
+              : k[c].cap == CTR__CAP_MANY_RANKS ? fi.many_ranks
+                                                : !fi.in_order;
+    }
+    for (const char *p = list; (p = strpbrk(p, ",o")) != NULL; p++)
+      items += *p == ',' || !strncmp(p - 1, " or ", 4);
+    CHECK_MSG(items == with, "capability %d: %d formats have it, '%s' lists %d", (int)k[c].cap,
+              with, list, items);
+  }
+  char small[12];
+  ctr__format_list(CTR__CAP_RESUMABLE, NULL, small, sizeof small);
+  CHECK(strlen(small) == sizeof small - 1 && !strncmp(small, "raw, nrrd", 9));
+}
+
+/* The files an output of format fi at `path` consists of (a stack's three,
+ * a detached NRRD's data file, an HDF5 dataset's file), into names[]. */
+static int files_of(const ctr_file_format_info *fi, const char *path, char names[4][600]) {
+  int n = 0;
+  if (fi->stack_of_files) {
+    for (int k = 0; k < NZ; k++) snprintf(names[n++], 600, path, k);
+  } else if (!strcmp(fi->name, "hdf5")) {
+    snprintf(names[n++], 600, "%.*s", (int)(strrchr(path, ':') - path), path);
+  } else {
+    snprintf(names[n++], 600, "%s", path);
+  }
+  return n;
+}
+
+/* Keeps copies of an output's files; 1 if they are all as they were. */
+static int unchanged(int n, char names[4][600], const char *tag) {
+  int same = 1;
+  for (int k = 0; k < n; k++) {
+    char copy[700];
+    snprintf(copy, sizeof copy, "%s.%s", names[k], tag);
+    if (!exists(copy)) { /* the first call keeps them */
+      long long len;
+      unsigned char *b = read_all(names[k], &len);
+      FILE *f = b ? fopen(copy, "wb") : NULL;
+      same = f && fwrite(b, 1, (size_t)len, f) == (size_t)len && same;
+      if (f) fclose(f);
+      free(b);
+    } else {
+      same = same_files(names[k], copy) && same;
+    }
+  }
+  return same;
+}
+
+/* Outputs are never replaced unless asked: an existing one is refused at
+ * create (field "overwrite", value the path), its files byte-identical and
+ * no temporary left; overwrite replaces it. One that appears while a writer
+ * writes (another writer's commit) is kept, and the late commit leaves
+ * nothing of its own. */
+static void test_overwrite(void) {
+  for (size_t i = 0; i < NFORMATS; i++) {
+    ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
+    CHECK_OK(ctr_file_format_get_info(k_formats[i], &fi));
+    if (!built(&fi)) continue;
+    char names[4][600];
+    const char *path = path_of(&fi, "ow");
+    const int n = files_of(&fi, path, names);
+    CHECK_OK(ctr_stack_check_output(path, k_formats[i], 0));
+    CHECK_OK(write_stack(path, CTR_DTYPE_FLOAT32, 0));
+    CHECK(unchanged(n, names, "kept"));
+    CHECK_FAILS(ctr_stack_check_output(path, CTR_FORMAT_AUTO, 0), CTR_E_INVALID_ARGUMENT,
+                "set overwrite to replace it");
+    CHECK_OK(ctr_stack_check_output(path, CTR_FORMAT_AUTO, 1));
+    ctr_stack_writer *w = NULL;
+    const ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
+    CHECK_FAILS(ctr_stack_create(path, CTR_FORMAT_AUTO, &info, 0, &w), CTR_E_INVALID_ARGUMENT,
+                "exists and is kept");
+    CHECK_MSG(!strcmp(ctr_error_get_field(), "overwrite") && !strcmp(ctr_error_get_value(), path),
+              "%s: field '%s', value '%s'", fi.name, ctr_error_get_field(), ctr_error_get_value());
+    CHECK_MSG(!w && unchanged(n, names, "kept") && count_temporaries() == 0,
+              "%s: the refused create changed the output or left a temporary", fi.name);
+    CHECK_OK(write_stack_as(path, CTR_DTYPE_UINT16, 0, 1));
+    CHECK_MSG(!unchanged(n, names, "kept"), "%s: overwrite did not replace the output", fi.name);
+
+    /* two writers of one new output: the second commit finds the first's */
+    const char *late = path_of(&fi, "late");
+    ctr_stack_writer *a = NULL, *b = NULL;
+    CHECK_OK(ctr_stack_create(late, CTR_FORMAT_AUTO, &info, 0, &a));
+    CHECK_OK(ctr_stack_create(late, CTR_FORMAT_AUTO, &info, 0, &b));
+    if (!a || !b) {
+      ctr_stack_abort(a);
+      ctr_stack_abort(b);
+      continue;
+    }
+    for (int k = 0; k < NZ; k++) {
+      CHECK_OK(ctr_stack_write(a, k, 1, CTR_DTYPE_FLOAT32, g_data + k * NX * NY));
+      CHECK_OK(ctr_stack_write(b, k, 1, CTR_DTYPE_FLOAT32, g_data));
+    }
+    CHECK_OK(ctr_stack_commit(a));
+    const int m = files_of(&fi, late, names);
+    CHECK(unchanged(m, names, "first"));
+    CHECK_FAILS(ctr_stack_commit(b), CTR_E_INVALID_ARGUMENT, "appeared while the output was");
+    CHECK_MSG(!strcmp(ctr_error_get_field(), "overwrite"), "%s: field '%s'", fi.name,
+              ctr_error_get_field());
+    CHECK_MSG(unchanged(m, names, "first") && count_temporaries() == 0,
+              "%s: the late commit changed the first output or left a temporary", fi.name);
+  }
+  /* one file of any kind */
+  CHECK_OK(ctr_file_check_output(P("none.png"), 0));
+  CHECK_FAILS(ctr_file_check_output(path_of(&(ctr_file_format_info){CTR_FILE_FORMAT_INFO_VERSION,
+                                    "raw", ".raw", 0, 0, 0, 0, 0, 0, 0, NULL}, "ow"), 0),
+              CTR_E_INVALID_ARGUMENT, "exists and is kept");
+}
+
 int main(void) {
   if (!scratch_open("ctr_test_io_formats")) return 1;
   for (size_t k = 0; k < sizeof g_data / sizeof g_data[0]; k++) g_data[k] = (float)(k % 17);
@@ -190,6 +324,8 @@ int main(void) {
   test_writers();
   test_partials();
   test_adds_to_file();
+  test_lists();
+  test_overwrite();
   scratch_close();
   return th_finish("test_io_formats");
 }

@@ -106,7 +106,8 @@ static void write_reference(const format_case *c, ctr_dtype dt) {
   case_name(rel, sizeof rel, c->name, dt);
   snprintf(ref, sizeof ref, "ref/%s", rel);
   const ctr_stack_info info = make_info(dt, NX, NY, NZ);
-  CHECK_OK(ctr_stack_save(P(ref), CTR_FORMAT_AUTO, &info, dt, data_for(dt)));
+  /* the cases share targets: a .nhdr's data file is the .raw case's */
+  CHECK_OK(ctr_stack_save(P(ref), CTR_FORMAT_AUTO, &info, dt, data_for(dt), 1));
 }
 
 /* Half written, flushed, suspended; resumed and finished in another order. */
@@ -123,6 +124,7 @@ static void suspend_resume(const format_case *c, ctr_dtype dt) {
 
   ctr_stack_writer *w = NULL;
   CHECK_OK(ctr__stack_create_partial(path, CTR_FORMAT_AUTO, &info, 0, NULL, &w));
+  ctr__stack_set_overwrite(w, 1); /* the cases share targets */
   if (!w) return;
   CHECK_OK(ctr_stack_write(w, 0, 2, dt, data));
   /* One slab converted on the way (exact for uint16 <- float of integers). */
@@ -176,6 +178,7 @@ static void suspend_resume(const format_case *c, ctr_dtype dt) {
   unsigned char done[NZ] = {1, 1, 1, 0, 0, 0};
   w = NULL;
   CHECK_OK(ctr__stack_create_partial(path, CTR_FORMAT_AUTO, &info, 1, done, &w));
+  ctr__stack_set_overwrite(w, 1); /* the cases share targets */
   if (!w) return;
   CHECK_OK(ctr_stack_write(w, 5, 1, dt, data + 5 * img));
   CHECK_OK(ctr_stack_write(w, 3, 1, dt, data + 3 * img));
@@ -203,6 +206,7 @@ static void fresh_over_partial(const format_case *c, ctr_dtype dt) {
   snprintf(path, sizeof path, "%s", P(rel));
   ctr_stack_writer *w = NULL;
   CHECK_OK(ctr__stack_create_partial(path, CTR_FORMAT_AUTO, &info, 0, NULL, &w));
+  ctr__stack_set_overwrite(w, 1); /* the cases share targets */
   if (!w) return;
   for (int i = 0; i < NZ; i++) CHECK_OK(ctr_stack_write(w, i, 1, dt, data + (NZ - 1 - i) * img));
   CHECK_OK(ctr__stack_flush(w));
@@ -212,6 +216,7 @@ static void fresh_over_partial(const format_case *c, ctr_dtype dt) {
   w = NULL;
   unsigned char done[NZ] = {1, 1, 1, 1, 1, 1}; /* ignored when not resuming */
   CHECK_OK(ctr__stack_create_partial(path, CTR_FORMAT_AUTO, &info, 0, done, &w));
+  ctr__stack_set_overwrite(w, 1); /* the cases share targets */
   if (!w) return;
   /* Truncated: raw and .nhdr data empty, the .nrrd header alone; the TIFF
    * stack's old partial images removed. */
@@ -230,6 +235,7 @@ static void fresh_over_partial(const format_case *c, ctr_dtype dt) {
 
   w = NULL;
   CHECK_OK(ctr__stack_create_partial(path, CTR_FORMAT_AUTO, &info, 0, NULL, &w));
+  ctr__stack_set_overwrite(w, 1); /* the cases share targets */
   if (!w) return;
   CHECK_OK(ctr_stack_write(w, 0, NZ, dt, data));
   CHECK_OK(ctr_stack_commit(w));
@@ -251,6 +257,7 @@ static void commit_missing(const format_case *c, ctr_dtype dt) {
   }
   ctr_stack_writer *w = NULL;
   CHECK_OK(ctr__stack_create_partial(P(rel), CTR_FORMAT_AUTO, &info, 0, NULL, &w));
+  ctr__stack_set_overwrite(w, 1); /* the cases share targets */
   if (!w) return;
   CHECK_OK(ctr_stack_write(w, 0, 2, dt, data_for(dt)));
   CHECK_OK(ctr_stack_write(w, 3, 3, dt, data_for(dt) + 3 * img));
@@ -266,12 +273,14 @@ static void commit_missing(const format_case *c, ctr_dtype dt) {
   /* Abort of a resumed writer removes the partial files too. */
   w = NULL;
   CHECK_OK(ctr__stack_create_partial(P(rel), CTR_FORMAT_AUTO, &info, 0, NULL, &w));
+  ctr__stack_set_overwrite(w, 1); /* the cases share targets */
   if (!w) return;
   CHECK_OK(ctr_stack_write(w, 0, 1, dt, data_for(dt)));
   ctr__stack_suspend(w);
   unsigned char done[NZ] = {1, 0, 0, 0, 0, 0};
   w = NULL;
   CHECK_OK(ctr__stack_create_partial(P(rel), CTR_FORMAT_AUTO, &info, 1, done, &w));
+  ctr__stack_set_overwrite(w, 1); /* the cases share targets */
   ctr_stack_abort(w);
   CHECK_MSG(count_partials() == 0, "%s: partial files left after abort", what);
 }
@@ -409,7 +418,7 @@ static void test_refused_resume(void) {
 
 static void test_nrrd_alignment(void) {
   const ctr_stack_info info = make_info(CTR_DTYPE_UINT16, NX, NY, NZ);
-  CHECK_OK(ctr_stack_save(P("al.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16));
+  CHECK_OK(ctr_stack_save(P("al.nrrd"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_UINT16, g_u16, 0));
   long long size = 0;
   unsigned char *f = read_all(P("al.nrrd"), &size);
   CHECK(f && size == (long long)(4096 + NVOX * 2));
@@ -452,7 +461,7 @@ static long long big_round_trip(const char *name, const float *ref, float *align
   const ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32, BW, BH, BN);
   const int64_t before = ctr__io_direct_bytes();
   ctr_stack_writer *w = NULL;
-  CHECK_OK(ctr_stack_create(P(name), CTR_FORMAT_AUTO, &info, &w));
+  CHECK_OK(ctr_stack_create(P(name), CTR_FORMAT_AUTO, &info, 1, &w)); /* called again */
   if (!w) return -1;
   if (!direct_io) ctr_stack_writer_set_direct_io(w, 0);
   memcpy(aligned, ref, BN * img);
@@ -521,7 +530,7 @@ static void test_direct_io(void) {
   /* A uint16 file written from float32: the conversion buffer is aligned. */
   const ctr_stack_info u16 = make_info(CTR_DTYPE_UINT16, BW, BH, BN);
   int64_t before = ctr__io_direct_bytes();
-  CHECK_OK(ctr_stack_save(P("big16.raw"), CTR_FORMAT_AUTO, &u16, CTR_DTYPE_FLOAT32, ref));
+  CHECK_OK(ctr_stack_save(P("big16.raw"), CTR_FORMAT_AUTO, &u16, CTR_DTYPE_FLOAT32, ref, 0));
   if (direct) CHECK(ctr__io_direct_bytes() - before >= (int64_t)(BN * BPIX * 2));
   void *back = NULL;
   ctr_stack_info hint = u16;
@@ -559,7 +568,7 @@ static void test_direct_io(void) {
   /* Images of 37 x 23: never aligned, never direct. */
   before = ctr__io_direct_bytes();
   const ctr_stack_info small = make_info(CTR_DTYPE_FLOAT32, NX, NY, NZ);
-  CHECK_OK(ctr_stack_save(P("small.nrrd"), CTR_FORMAT_AUTO, &small, CTR_DTYPE_FLOAT32, g_f32));
+  CHECK_OK(ctr_stack_save(P("small.nrrd"), CTR_FORMAT_AUTO, &small, CTR_DTYPE_FLOAT32, g_f32, 0));
   back = NULL;
   CHECK_OK(ctr_stack_load(P("small.nrrd"), CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, NULL, &back));
   CHECK(back && !memcmp(back, g_f32, NVOX * 4));
@@ -590,7 +599,7 @@ static void test_enospc(void) {
   /* ctr_stack_create: the failing write names the file; abort leaves nothing. */
   set_enospc((long long)(2 * img + 10));
   ctr_stack_writer *w = NULL;
-  CHECK_OK(ctr_stack_create(P("full.raw"), CTR_FORMAT_AUTO, &info, &w));
+  CHECK_OK(ctr_stack_create(P("full.raw"), CTR_FORMAT_AUTO, &info, 0, &w));
   if (w) {
     CHECK_OK(ctr_stack_write(w, 0, 2, CTR_DTYPE_FLOAT32, g_f32));
     CHECK_FAILS(ctr_stack_write(w, 2, 2, CTR_DTYPE_FLOAT32, g_f32 + 2 * NPIX), CTR_E_IO,
@@ -661,7 +670,7 @@ static void test_enospc(void) {
   free(a);
 
   /* Injection off again: writes succeed. */
-  CHECK_OK(ctr_stack_save(P("after.raw"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, g_f32));
+  CHECK_OK(ctr_stack_save(P("after.raw"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, g_f32, 0));
 }
 
 int main(void) {

@@ -56,7 +56,8 @@ int main(void) {
                                      CTR_FORMAT_TIFF_STACK};
     mkdir(P("st"), 0777);
     for (int k = 0; k < 4; k++) {
-      CHECK_OK(ctr_stack_save(P(names[k]), fmts[k], &info, CTR_DTYPE_FLOAT32, f));
+      CHECK_OK(ctr_stack_save(P(names[k]), fmts[k], &info, CTR_DTYPE_FLOAT32, f,
+                              dt)); /* uint16 replaces */
       check_file(P(names[k]), fmts[k], &info);
     }
   }

@@ -433,9 +433,10 @@ static int64_t journal_lines(const char *path) {
 
 static void test_files(void) {
   const char *in = P("proj.raw");
-  CHECK_OK(ctr_stack_save(in, CTR_FORMAT_RAW, &(ctr_stack_info){CTR_STACK_INFO_VERSION, NU, NV, NVIEWS, CTR_DTYPE_FLOAT32,
+  CHECK_OK(ctr_stack_save(in, CTR_FORMAT_RAW, &(ctr_stack_info){CTR_STACK_INFO_VERSION, NU, NV,
+                          NVIEWS, CTR_DTYPE_FLOAT32,
                                                                {0, 0, 0}, {0, 0, 0}},
-                          CTR_DTYPE_FLOAT32, g_proj));
+                          CTR_DTYPE_FLOAT32, g_proj, 0));
   ctr_stack_info hint = {CTR_STACK_INFO_VERSION, NU, NV, NVIEWS, CTR_DTYPE_FLOAT32, {0, 0, 0}, {0, 0, 0}};
   ctr_stack_reader *rd = NULL;
   CHECK_OK(ctr_stack_open(in, CTR_FORMAT_RAW, &hint, 0, &rd));
@@ -448,6 +449,7 @@ static void test_files(void) {
   for (int w = 2; w <= 3; w++)
     for (int si = 0; si < 3; si++) {
       o = multi_opts(w, CTR_FDK_SPLIT_VOLUME, 6, stores[si]);
+      o.overwrite = 1; /* one output for every case */
       CHECK_OK(ctr_fdk_stream(g_ctx, g_geom, &o, rd, P("multi.raw"), CTR_FORMAT_AUTO, &rep));
       CHECK_MSG(same_files(P("multi.raw"), P("one.raw")),
                 "file to file on %d workers, store %s: bytes differ from one worker", w,

@@ -90,7 +90,7 @@ static void write_json(const char *path, cJSON *root) {
 static void test_json_roundtrip(void) {
   ctr_pet_histo *h = make_histo(1), *g = NULL;
   if (!h) return;
-  CHECK_OK(ctr_pet_histo_save(P("a.json"), h));
+  CHECK_OK(ctr_pet_histo_save(P("a.json"), h, 0));
   CHECK(exists(P("a.json")));
   CHECK(file_size(P("a.counts.raw")) == nvalues(h) * 4);
   CHECK(file_size(P("a.factors.raw")) == nvalues(h) * 4);
@@ -103,7 +103,7 @@ static void test_json_roundtrip(void) {
   /* Without factors; the description names no factors file. */
   free(h->factors);
   h->factors = NULL;
-  CHECK_OK(ctr_pet_histo_save(P("b.json"), h));
+  CHECK_OK(ctr_pet_histo_save(P("b.json"), h, 0));
   CHECK(!exists(P("b.factors.raw")));
   CHECK_OK(ctr_pet_histo_load(P("b.json"), &g));
   CHECK(g && g->factors == NULL && same_histo(h, g));
@@ -111,11 +111,18 @@ static void test_json_roundtrip(void) {
   g = NULL;
 
   /* A path without .json gets the raw files beside it under its full name;
-   * overwriting an existing set works. */
-  CHECK_OK(ctr_pet_histo_save(P("c.desc"), h));
+   * an existing set is refused (any of its files), kept as it was, unless
+   * overwrite. */
+  CHECK_OK(ctr_pet_histo_save(P("c.desc"), h, 0));
   CHECK(exists(P("c.desc.counts.raw")));
   h->counts[3] = 42.0f;
-  CHECK_OK(ctr_pet_histo_save(P("c.desc"), h));
+  CHECK_FAILS(ctr_pet_histo_save(P("c.desc"), h, 0), CTR_E_INVALID_ARGUMENT, "c.desc.counts.raw");
+  CHECK(!strcmp(ctr_error_get_field(), "overwrite"));
+  CHECK_OK(ctr_pet_histo_load(P("c.desc"), &g));
+  CHECK(g && g->counts[3] != 42.0f && count_temporaries() == 0);
+  ctr_pet_histo_free(g);
+  g = NULL;
+  CHECK_OK(ctr_pet_histo_save(P("c.desc"), h, 1));
   CHECK_OK(ctr_pet_histo_load(P("c.desc"), &g));
   CHECK(g && g->counts[3] == 42.0f && same_histo(h, g));
   ctr_pet_histo_free(g);
@@ -131,24 +138,24 @@ static void test_json_errors(void) {
   snprintf(want, sizeof want, "expected %lld", (long long)(n * 4));
 
   /* Truncated counts: the size found and the size expected. */
-  CHECK_OK(ctr_pet_histo_save(P("t.json"), h));
+  CHECK_OK(ctr_pet_histo_save(P("t.json"), h, 0));
   CHECK(truncate(P("t.counts.raw"), (off_t)(n * 4 - 4)) == 0);
   CHECK_FAILS(ctr_pet_histo_load(P("t.json"), &g), CTR_E_SIZE_MISMATCH, "truncated");
   CHECK_DETAIL(P("t.counts.raw"), want);
   CHECK(g == NULL);
   /* Truncated factors. */
-  CHECK_OK(ctr_pet_histo_save(P("t.json"), h));
+  CHECK_OK(ctr_pet_histo_save(P("t.json"), h, 1));
   CHECK(truncate(P("t.factors.raw"), 100) == 0);
   CHECK_FAILS(ctr_pet_histo_load(P("t.json"), &g), CTR_E_SIZE_MISMATCH, "has 100 bytes");
   CHECK_DETAIL(P("t.factors.raw"), want);
   /* Missing raw file. */
-  CHECK_OK(ctr_pet_histo_save(P("m.json"), h));
+  CHECK_OK(ctr_pet_histo_save(P("m.json"), h, 0));
   CHECK(unlink(P("m.counts.raw")) == 0);
   CHECK_FAILS(ctr_pet_histo_load(P("m.json"), &g), CTR_E_IO, "m.counts.raw");
   CHECK_DETAIL(P("m.json"), "counts");
 
   /* Edited descriptions. */
-  CHECK_OK(ctr_pet_histo_save(P("e.json"), h));
+  CHECK_OK(ctr_pet_histo_save(P("e.json"), h, 0));
   cJSON *root = read_json(P("e.json"));
   CHECK(root != NULL);
   if (root) {
@@ -215,7 +222,7 @@ static void test_json_errors(void) {
   /* The data policy: NaN, infinite, negative and beyond-1e24 counts load as
    * 0 and are counted in `replaced` (the caller reports them or, strict,
    * refuses them: test_values.c). */
-  CHECK_OK(ctr_pet_histo_save(P("n.json"), h));
+  CHECK_OK(ctr_pet_histo_save(P("n.json"), h, 1));
   const int64_t nvox = 6 * 5 * 4, at = 4 * nvox + (2 * 5 + 3) * 6 + 1; /* view 4, (1, 3, 2) */
   const float bad[4] = {NAN, INFINITY, -1.0f, 1e30f};
   for (int i = 0; i < 4; i++) {
@@ -229,7 +236,7 @@ static void test_json_errors(void) {
     ctr_pet_histo_free(g);
   }
   /* A NaN factor too. */
-  CHECK_OK(ctr_pet_histo_save(P("n.json"), h));
+  CHECK_OK(ctr_pet_histo_save(P("n.json"), h, 1));
   FILE *f = fopen(P("n.factors.raw"), "r+b");
   CHECK(f && fwrite(&bad[0], 4, 1, f) == 1);
   if (f) fclose(f);
@@ -238,7 +245,7 @@ static void test_json_errors(void) {
   CHECK(g && g->replaced == 1 && g->factors[0] == 0.0f);
   ctr_pet_histo_free(g);
   /* Clean data: nothing replaced. */
-  CHECK_OK(ctr_pet_histo_save(P("n.json"), h));
+  CHECK_OK(ctr_pet_histo_save(P("n.json"), h, 1));
   g = NULL;
   CHECK_OK(ctr_pet_histo_load(P("n.json"), &g));
   CHECK(g && g->replaced == 0);
@@ -247,14 +254,14 @@ static void test_json_errors(void) {
 
   /* Saving refuses what loading would refuse, and leaves nothing behind. */
   h->counts[5] = NAN;
-  CHECK_FAILS(ctr_pet_histo_save(P("s.json"), h), CTR_E_INVALID_ARGUMENT, "counts of view 0");
+  CHECK_FAILS(ctr_pet_histo_save(P("s.json"), h, 0), CTR_E_INVALID_ARGUMENT, "counts of view 0");
   h->counts[5] = 0;
   h->nviews = 5;
-  CHECK_FAILS(ctr_pet_histo_save(P("s.json"), h), CTR_E_INVALID_ARGUMENT, "nviews is 5");
+  CHECK_FAILS(ctr_pet_histo_save(P("s.json"), h, 0), CTR_E_INVALID_ARGUMENT, "nviews is 5");
   h->nviews = 6;
   CHECK(!exists(P("s.json")) && !exists(P("s.counts.raw")));
   /* A directory that does not exist. */
-  CHECK_FAILS(ctr_pet_histo_save(P("nodir/x.json"), h), CTR_E_IO, "nodir/x");
+  CHECK_FAILS(ctr_pet_histo_save(P("nodir/x.json"), h, 0), CTR_E_IO, "nodir/x");
   CHECK(count_temporaries() == 0);
   ctr_pet_histo_free(h);
 }
@@ -302,7 +309,7 @@ static void test_hdf5(void) {
   ctr_pet_histo *h = make_histo(1), *g = NULL;
   if (!h) return;
 #if CTR_HAVE_HDF5
-  CHECK_OK(ctr_pet_histo_save(P("a.h5"), h));
+  CHECK_OK(ctr_pet_histo_save(P("a.h5"), h, 0));
   CHECK(count_temporaries() == 0);
   CHECK_OK(ctr_pet_histo_load(P("a.h5"), &g));
   CHECK(g && same_histo(h, g));
@@ -310,7 +317,7 @@ static void test_hdf5(void) {
   g = NULL;
   float *f = h->factors;
   h->factors = NULL;
-  CHECK_OK(ctr_pet_histo_save(P("b.hdf5"), h));
+  CHECK_OK(ctr_pet_histo_save(P("b.hdf5"), h, 0));
   CHECK_OK(ctr_pet_histo_load(P("b.hdf5"), &g));
   CHECK(g && !g->factors && same_histo(h, g));
   ctr_pet_histo_free(g);
@@ -318,7 +325,7 @@ static void test_hdf5(void) {
   h->factors = f;
 
   /* Attributes that contradict the datasets. */
-  CHECK_OK(ctr_pet_histo_save(P("d.h5"), h));
+  CHECK_OK(ctr_pet_histo_save(P("d.h5"), h, 0));
   set_attr(P("d.h5"), "nx", 7);
   CHECK_FAILS(ctr_pet_histo_load(P("d.h5"), &g), CTR_E_FORMAT, "/pet/counts is 6 x 4 x 5 x 6");
   CHECK_DETAIL(P("d.h5"), "expected 6 x 4 x 5 x 7");
@@ -339,12 +346,12 @@ static void test_hdf5(void) {
   CHECK_DETAIL(P("y.h5"), "expected");
   /* A NaN in the data. */
   h->counts[0] = NAN;
-  CHECK_FAILS(ctr_pet_histo_save(P("z.h5"), h), CTR_E_INVALID_ARGUMENT, "counts of view 0");
+  CHECK_FAILS(ctr_pet_histo_save(P("z.h5"), h, 0), CTR_E_INVALID_ARGUMENT, "counts of view 0");
   CHECK(!exists(P("z.h5")));
   CHECK(g == NULL);
   CHECK(count_temporaries() == 0);
 #else
-  CHECK_FAILS(ctr_pet_histo_save(P("a.h5"), h), CTR_E_UNSUPPORTED, ".json");
+  CHECK_FAILS(ctr_pet_histo_save(P("a.h5"), h, 0), CTR_E_UNSUPPORTED, ".json");
   CHECK_FAILS(ctr_pet_histo_load(P("a.h5"), &g), CTR_E_UNSUPPORTED, ".json");
   CHECK(!exists(P("a.h5")) && count_temporaries() == 0);
 #endif

@@ -344,7 +344,7 @@ static void test_plot(void) {
     noise[i] = 0.03 + 0.012 * i;
     crc[i] = 0.9 * (1.0 - exp(-0.35 * (i + 1)));
   }
-  CHECK_OK(ctr_pet_plot_crc_noise(path, noise, crc, 12, "RAMLA, 40x3 views: CRC vs noise"));
+  CHECK_OK(ctr_pet_plot_crc_noise(path, noise, crc, 12, "RAMLA, 40x3 views: CRC vs noise", 1));
   rgb_image r;
   CHECK(read_png(path, &r));
   if (r.px) {
@@ -387,7 +387,7 @@ static void test_plot(void) {
    * pixels far outnumber the markers'). */
   {
     const double n2[2] = {0.01, 0.2}, c2[2] = {0.1, 0.9};
-    CHECK_OK(ctr_pet_plot_crc_noise(path, n2, c2, 2, NULL));
+    CHECK_OK(ctr_pet_plot_crc_noise(path, n2, c2, 2, NULL, 1));
     CHECK(read_png(path, &r));
     int64_t blue = 0;
     for (unsigned y = 0; r.px && y < r.img.height; y++)
@@ -398,18 +398,20 @@ static void test_plot(void) {
     CHECK_MSG(blue > 600, "%lld line/marker pixels for 2 points", (long long)blue);
     free(r.px);
   }
-  /* One point, no title, replacing the file. */
-  CHECK_OK(ctr_pet_plot_crc_noise(path, noise, crc, 1, NULL));
+  /* One point, no title: the file is kept unless replacing it is asked. */
+  CHECK_FAILS(ctr_pet_plot_crc_noise(path, noise, crc, 1, NULL, 0), CTR_E_INVALID_ARGUMENT,
+              "exists and is kept");
+  CHECK_OK(ctr_pet_plot_crc_noise(path, noise, crc, 1, NULL, 1));
   CHECK(read_png(path, &r) && r.img.width == 640);
   free(r.px);
   unlink(path);
   /* Errors: nothing is written. */
-  CHECK_FAILS(ctr_pet_plot_crc_noise(path, noise, crc, 0, NULL), CTR_E_INVALID_ARGUMENT, "points");
+  CHECK_FAILS(ctr_pet_plot_crc_noise(path, noise, crc, 0, NULL, 0), CTR_E_INVALID_ARGUMENT, "points");
   crc[3] = NAN;
-  CHECK_FAILS(ctr_pet_plot_crc_noise(path, noise, crc, 12, NULL), CTR_E_INVALID_ARGUMENT,
+  CHECK_FAILS(ctr_pet_plot_crc_noise(path, noise, crc, 12, NULL, 0), CTR_E_INVALID_ARGUMENT,
               "point 3");
   crc[3] = 0.5;
-  CHECK_FAILS(ctr_pet_plot_crc_noise("no-such-dir/p.png", noise, crc, 12, NULL), CTR_E_IO,
+  CHECK_FAILS(ctr_pet_plot_crc_noise("no-such-dir/p.png", noise, crc, 12, NULL, 0), CTR_E_IO,
               "no-such-dir/p.png");
   CHECK(access(path, F_OK) != 0);
 }

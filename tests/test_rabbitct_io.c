@@ -51,7 +51,7 @@ static ctr_rabbitct_header make_header(int nref, int64_t first_ref) {
 static ctr_status write_file(const char *path, int nref) {
   ctr_rabbitct_header h = make_header(nref, 16);
   ctr_rabbitct_writer *w;
-  ctr_status st = ctr_rabbitct_create(path, &h, &w);
+  ctr_status st = ctr_rabbitct_create(path, &h, 0, &w);
   if (st != CTR_OK) return st;
   for (int v = 0; v < NV && st == CTR_OK; v++) st = ctr_rabbitct_write_view(w, g_mat[v], g_img[v]);
   if (st == CTR_OK && nref > 0) st = ctr_rabbitct_write_reference(w, 16, g_ref16);
@@ -190,7 +190,7 @@ static void test_version_and_128(void) {
   uint16_t *vol = calloc((size_t)128 * 128 * 128, sizeof *vol);
   for (size_t i = 0; i < (size_t)128 * 128 * 128; i += 4099) vol[i] = (uint16_t)i;
   ctr_rabbitct_writer *w = NULL;
-  CHECK_OK(ctr_rabbitct_create(P("v7.rct"), &h, &w));
+  CHECK_OK(ctr_rabbitct_create(P("v7.rct"), &h, 0, &w));
   CHECK_OK(ctr_rabbitct_write_view(w, g_mat[0], img));
   CHECK_OK(ctr_rabbitct_write_reference(w, 128, vol));
   CHECK_OK(ctr_rabbitct_commit(w));
@@ -316,7 +316,7 @@ static void test_writer_errors(void) {
   uint16_t dummy[1] = {0};
 
   /* Order: references only after all views, in the declared order. */
-  CHECK_OK(ctr_rabbitct_create(P("order.rct"), &h, &w));
+  CHECK_OK(ctr_rabbitct_create(P("order.rct"), &h, 0, &w));
   CHECK_OK(ctr_rabbitct_write_view(w, g_mat[0], g_img[0]));
   CHECK_OK(ctr_rabbitct_write_view(w, g_mat[1], g_img[1]));
   CHECK_FAILS(ctr_rabbitct_write_reference(w, 16, g_ref16), CTR_E_INVALID_ARGUMENT,
@@ -335,7 +335,7 @@ static void test_writer_errors(void) {
   CHECK(files_equal(P("order.rct"), P("rt.rct")));
 
   /* A missing reference at commit: no file, no temporary. */
-  CHECK_OK(ctr_rabbitct_create(P("miss.rct"), &h, &w));
+  CHECK_OK(ctr_rabbitct_create(P("miss.rct"), &h, 0, &w));
   for (int v = 0; v < NV; v++) CHECK_OK(ctr_rabbitct_write_view(w, g_mat[v], g_img[v]));
   CHECK_OK(ctr_rabbitct_write_reference(w, 16, g_ref16));
   CHECK(count_temporaries() == 1);
@@ -343,20 +343,20 @@ static void test_writer_errors(void) {
   CHECK(!exists(P("miss.rct")) && count_temporaries() == 0);
 
   /* Missing views at commit. */
-  CHECK_OK(ctr_rabbitct_create(P("missv.rct"), &h, &w));
+  CHECK_OK(ctr_rabbitct_create(P("missv.rct"), &h, 0, &w));
   CHECK_OK(ctr_rabbitct_write_view(w, g_mat[0], g_img[0]));
   CHECK_FAILS(ctr_rabbitct_commit(w), CTR_E_INVALID_ARGUMENT, "views 1..4 of 5");
   CHECK(!exists(P("missv.rct")) && count_temporaries() == 0);
 
   /* Abort. */
-  CHECK_OK(ctr_rabbitct_create(P("abort.rct"), &h, &w));
+  CHECK_OK(ctr_rabbitct_create(P("abort.rct"), &h, 0, &w));
   CHECK_OK(ctr_rabbitct_write_view(w, g_mat[0], g_img[0]));
   ctr_rabbitct_abort(w);
   ctr_rabbitct_abort(NULL);
   CHECK(!exists(P("abort.rct")) && count_temporaries() == 0);
 
   /* Non-finite matrices are refused and the writer stays usable. */
-  CHECK_OK(ctr_rabbitct_create(P("inf.rct"), &h, &w));
+  CHECK_OK(ctr_rabbitct_create(P("inf.rct"), &h, 0, &w));
   double bad[12];
   memcpy(bad, g_mat[0], sizeof bad);
   bad[11] = INFINITY;
@@ -369,17 +369,17 @@ static void test_writer_errors(void) {
   w = (ctr_rabbitct_writer *)&w;
   ctr_rabbitct_header b = h;
   b.ref_sizes[1] = 64;
-  CHECK_FAILS(ctr_rabbitct_create(P("b.rct"), &b, &w), CTR_E_INVALID_ARGUMENT, "[16, 64]");
+  CHECK_FAILS(ctr_rabbitct_create(P("b.rct"), &b, 0, &w), CTR_E_INVALID_ARGUMENT, "[16, 64]");
   CHECK(w == NULL);
   b = make_header(1, 48);
-  CHECK_FAILS(ctr_rabbitct_create(P("b.rct"), &b, &w), CTR_E_INVALID_ARGUMENT, "[48]");
+  CHECK_FAILS(ctr_rabbitct_create(P("b.rct"), &b, 0, &w), CTR_E_INVALID_ARGUMENT, "[48]");
   b = make_header(0, 16);
   b.width = 0;
-  CHECK_FAILS(ctr_rabbitct_create(P("b.rct"), &b, &w), CTR_E_INVALID_ARGUMENT, "0 x 23 px");
+  CHECK_FAILS(ctr_rabbitct_create(P("b.rct"), &b, 0, &w), CTR_E_INVALID_ARGUMENT, "0 x 23 px");
   b = make_header(0, 16);
   b.hu1 = NAN;
-  CHECK_FAILS(ctr_rabbitct_create(P("b.rct"), &b, &w), CTR_E_INVALID_ARGUMENT, "finite hu");
-  CHECK_FAILS(ctr_rabbitct_create(P("nodir/x.rct"), &h, &w), CTR_E_IO, "nodir/x.rct");
+  CHECK_FAILS(ctr_rabbitct_create(P("b.rct"), &b, 0, &w), CTR_E_INVALID_ARGUMENT, "finite hu");
+  CHECK_FAILS(ctr_rabbitct_create(P("nodir/x.rct"), &h, 0, &w), CTR_E_IO, "nodir/x.rct");
   CHECK(!exists(P("b.rct")) && count_temporaries() == 0);
 }
 

@@ -146,7 +146,7 @@ static void check_float16(void) {
   const ctr_file_format fmts[] = {CTR_FORMAT_RAW, CTR_FORMAT_TIFF, CTR_FORMAT_TIFF_STACK,
                                   CTR_FORMAT_HDF5};
   for (int k = 0; k < (CTR_HAVE_HDF5 ? 4 : 3); k++) {
-    CHECK_OK(ctr_stack_save(P(names[k]), fmts[k], &info, CTR_DTYPE_FLOAT32, v));
+    CHECK_OK(ctr_stack_save(P(names[k]), fmts[k], &info, CTR_DTYPE_FLOAT32, v, 0));
     ctr_stack_info got = CTR_STACK_INFO_INIT;
     void *data = NULL;
     CHECK_OK(ctr_stack_load(P(names[k]), fmts[k], k == 0 ? &info : NULL, CTR_DTYPE_FLOAT32, &got,
@@ -158,7 +158,7 @@ static void check_float16(void) {
     for (int64_t i = 3; i < px; i++) ok &= fabsf(back[i] - v[i]) <= fabsf(v[i]) * 0x1p-11f;
     CHECK_MSG(ok, "float16 '%s': values do not come back within half's rounding", names[k]);
   }
-  CHECK(ctr_stack_save(P("h.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_FLOAT32, v) ==
+  CHECK(ctr_stack_save(P("h.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_FLOAT32, v, 0) ==
         CTR_E_UNSUPPORTED);
   CHECK(strstr(ctr_error_detail(), "float16") != NULL);
 }
@@ -171,10 +171,11 @@ int main(void) {
   const ctr_stack_info info = {CTR_STACK_INFO_VERSION, W, H, N, CTR_DTYPE_UINT16, {1, 1, 1}, {0, 0, 0}};
 
   /* ctrecon's own TIFF writers: uncompressed strips in order. */
-  CHECK_OK(ctr_stack_save(P("a.tif"), CTR_FORMAT_TIFF, &info, CTR_DTYPE_UINT16, v));
+  CHECK_OK(ctr_stack_save(P("a.tif"), CTR_FORMAT_TIFF, &info, CTR_DTYPE_UINT16, v, 0));
   check_once(P("a.tif"), CTR_FORMAT_TIFF, v, raw, 5);
   mkdir(P("st"), 0777);
-  CHECK_OK(ctr_stack_save(P("st/a_%03d.tif"), CTR_FORMAT_TIFF_STACK, &info, CTR_DTYPE_UINT16, v));
+  CHECK_OK(ctr_stack_save(P("st/a_%03d.tif"), CTR_FORMAT_TIFF_STACK, &info, CTR_DTYPE_UINT16, v,
+                          0));
   check_once(P("st/a_%03d.tif"), CTR_FORMAT_TIFF_STACK, v, raw, 5);
   /* compressed strips of 7 rows, and 16 x 16 tiles */
   CHECK(write_tiff(P("z.tif"), v, 0) == 0);

@@ -344,10 +344,10 @@ static void test_file_formats(void) {
   pinfo.height = NV;
   pinfo.count = NVIEWS;
   pinfo.dtype = CTR_DTYPE_FLOAT32;
-  CHECK_OK(ctr_stack_save(P("p.raw"), CTR_FORMAT_RAW, &pinfo, CTR_DTYPE_FLOAT32, g_proj));
-  CHECK_OK(ctr_stack_save(P("p.nrrd"), CTR_FORMAT_NRRD, &pinfo, CTR_DTYPE_FLOAT32, g_proj));
+  CHECK_OK(ctr_stack_save(P("p.raw"), CTR_FORMAT_RAW, &pinfo, CTR_DTYPE_FLOAT32, g_proj, 0));
+  CHECK_OK(ctr_stack_save(P("p.nrrd"), CTR_FORMAT_NRRD, &pinfo, CTR_DTYPE_FLOAT32, g_proj, 0));
   pinfo.dtype = CTR_DTYPE_UINT16;
-  CHECK_OK(ctr_stack_save(P("q.raw"), CTR_FORMAT_RAW, &pinfo, CTR_DTYPE_UINT16, g_proj16));
+  CHECK_OK(ctr_stack_save(P("q.raw"), CTR_FORMAT_RAW, &pinfo, CTR_DTYPE_UINT16, g_proj16, 0));
   CHECK(file_size(P("q.raw")) == (long long)(NPROJ * 2));
 
   ctr_stack_reader *praw = open_raw(P("p.raw"), CTR_DTYPE_FLOAT32);
@@ -364,7 +364,7 @@ static void test_file_formats(void) {
     int64_t max_slab, vpb;
   } outs[] = {
       {"v.raw", 0, CTR_FDK_STORE_HOST, 5, 7},     {"v.nrrd", 0, CTR_FDK_STORE_SCRATCH, 7, 3},
-      {"v.nhdr", 0, CTR_FDK_STORE_HOST, 1, 3},    {"ts/v_%03d.tif", 1, CTR_FDK_STORE_SCRATCH, 5, 7},
+      {"vh.nhdr", 0, CTR_FDK_STORE_HOST, 1, 3},   {"ts/v_%03d.tif", 1, CTR_FDK_STORE_SCRATCH, 5, 7},
       {"v.tif", 1, CTR_FDK_STORE_HOST, 7, 7},     {"v1.raw", 0, CTR_FDK_STORE_AUTO, 0, 0},
   };
   for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
@@ -709,6 +709,54 @@ static void test_resume(void) {
   CHECK_MSG(leftovers() == 0, "%d leftovers after the resume tests", leftovers());
 }
 
+/* An output that exists is never replaced unless asked: a second run is
+ * refused before anything is read or computed (no progress report), naming
+ * the file (field "overwrite", value the path as given), the file
+ * byte-identical and nothing partial, journalled or temporary left; with
+ * overwrite the run replaces it. Any file of the output counts (a detached
+ * NRRD header's data file). A run that has nothing to resume says so even
+ * when its output exists (test_resume). */
+static void test_overwrite(void) {
+  ctr_stack_reader *rd = open_raw(P("p.raw"), CTR_DTYPE_FLOAT32);
+  ctr_context *cctx = NULL;
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = CTR_DEVICE_CPU;
+  co.progress = cancel_progress;
+  CHECK_OK(ctr_context_create(&co, &cctx));
+  if (!rd || !cctx) {
+    ctr_stack_close(rd);
+    ctr_context_free(cctx);
+    return;
+  }
+  g_cancel_after = 1 << 30;
+  ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
+  ctr_fdk_stream_options o = stream_opts(5, 7, CTR_FDK_STORE_HOST);
+  CHECK_OK(ctr_fdk_stream(cctx, g_geom, &o, rd, P("ow.raw"), CTR_FORMAT_AUTO, &rep));
+  const uint64_t hash = file_hash(P("ow.raw"));
+  const char *outs[2] = {P("ow.raw"), P("ow.nhdr")}; /* ow.nhdr's data file is ow.raw */
+  for (int k = 0; k < 2; k++) {
+    char out[600];
+    snprintf(out, sizeof out, "%s", outs[k]);
+    g_progress_calls = 0;
+    o.fdk.window = CTR_WINDOW_HANN;
+    CHECK_FAILS(ctr_fdk_stream(cctx, g_geom, &o, rd, out, CTR_FORMAT_AUTO, &rep),
+                CTR_E_INVALID_ARGUMENT, "exists and is kept: set overwrite to replace it");
+    CHECK(strstr(ctr_error_detail(), P("ow.raw")) != NULL);
+    CHECK_MSG(!strcmp(ctr_error_get_field(), "overwrite") && !strcmp(ctr_error_get_value(), out),
+              "field '%s', value '%s'", ctr_error_get_field(), ctr_error_get_value());
+    CHECK_MSG(g_progress_calls == 0, "%s: %d progress reports before the refusal", out,
+              g_progress_calls);
+    CHECK(file_hash(P("ow.raw")) == hash && !exists(P("ow.nhdr")) && rep.resumable == 0);
+    CHECK_MSG(leftovers() == 0 && count_temporaries() == 0, "%s: left files behind", out);
+  }
+  o.overwrite = 1;
+  CHECK_OK(ctr_fdk_stream(cctx, g_geom, &o, rd, P("ow.raw"), CTR_FORMAT_AUTO, &rep));
+  CHECK(file_hash(P("ow.raw")) != hash && g_progress_calls > 0);
+  unlink(P("ow.raw"));
+  ctr_context_free(cctx);
+  ctr_stack_close(rd);
+}
+
 /* Interrupt and resume for the other resumable formats: NRRD (attached and
  * detached) and a TIFF stack; the multi-page TIFF cannot be resumed. */
 static void test_resume_formats(void) {
@@ -820,7 +868,7 @@ static void test_errors(void) {
     pinfo.height = NV;
     pinfo.count = NVIEWS;
     pinfo.dtype = CTR_DTYPE_FLOAT32;
-    CHECK_OK(ctr_stack_save(P("t.raw"), CTR_FORMAT_RAW, &pinfo, CTR_DTYPE_FLOAT32, g_proj));
+    CHECK_OK(ctr_stack_save(P("t.raw"), CTR_FORMAT_RAW, &pinfo, CTR_DTYPE_FLOAT32, g_proj, 0));
     ctr_stack_reader *tr = open_raw(P("t.raw"), CTR_DTYPE_FLOAT32);
     if (tr) {
       CHECK(truncate(P("t.raw"), (off_t)(NPROJ * 4 / 2 + 100)) == 0);
@@ -935,6 +983,7 @@ int main(void) {
     test_memory_splits();
     test_file_formats();
     test_resume();
+    test_overwrite();
     test_resume_formats();
     test_errors();
   }

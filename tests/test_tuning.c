@@ -431,7 +431,7 @@ static void test_direct_io(void) {
   info.height = DV;
   info.count = DVIEWS;
   info.dtype = CTR_DTYPE_UINT16;
-  CHECK_OK(ctr_stack_save(P("proj.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_UINT16, proj));
+  CHECK_OK(ctr_stack_save(P("proj.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_UINT16, proj, 0));
   free(proj);
   const int direct = direct_supported();
   long long on, on_after, off, off_after;

@@ -252,9 +252,10 @@ CTR_API ctr_status ctr_fdk_stream_timings_init(ctr_fdk_stream_timings *s, unsign
 typedef void (*ctr_slab_fn)(void *user, int64_t z0, int64_t nz, const float *slab);
 
 /* Version 1 held ctr_fdk_options version 1 (without strict); version 2 holds
- * version 2, and workers and split; version 3 adds cluster. The embedded fdk options keep their
+ * version 2, and workers and split; version 3 adds cluster; version 4 holds ctr_fdk_options
+ * version 3; version 5 adds overwrite. The embedded fdk options keep their
  * own version field: any version up to the one the stream options' version holds. */
-#define CTR_FDK_STREAM_OPTIONS_VERSION 4u /* 4: ctr_fdk_options version 3 inside */
+#define CTR_FDK_STREAM_OPTIONS_VERSION 5u /* 5: overwrite */
 typedef struct ctr_fdk_stream_options {
   unsigned version;
   ctr_fdk_options fdk;   /* filter, interpolation, slices (z0, nz) */
@@ -277,11 +278,15 @@ typedef struct ctr_fdk_stream_options {
   const ctr_cluster *cluster; /* NULL: this process alone; else every rank of the cluster calls
                                  ctr_fdk_stream with the same arguments and reconstructs a share
                                  of the slices into the one output (docs/distributed.md) */
+  int overwrite;         /* 1: replace an existing output (ctr_stack_create); 0 (default): an
+                            output that exists is refused before anything is read
+                            (CTR_E_INVALID_ARGUMENT naming it, field "overwrite"), and one that
+                            appears while the run writes is kept (the run fails at its end) */
 } ctr_fdk_stream_options;
 
 #define CTR_FDK_STREAM_OPTIONS_INIT                                                           \
   { CTR_FDK_STREAM_OPTIONS_VERSION, CTR_FDK_OPTIONS_INIT, 0, 0, 0, CTR_FDK_STORE_AUTO, NULL, 1.0,   \
-    CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL, 0, CTR_FDK_SPLIT_AUTO, NULL }
+    CTR_DTYPE_FLOAT32, 1.0, 0, NULL, NULL, 0, CTR_FDK_SPLIT_AUTO, NULL, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_FDK_STREAM_OPTIONS_VERSION (core.h). */
 CTR_API ctr_status ctr_fdk_stream_options_init(ctr_fdk_stream_options *s, unsigned version);
 
@@ -339,7 +344,9 @@ CTR_API ctr_status ctr_fdk_stream_report_init(ctr_fdk_stream_report *s, unsigned
  * bytes; a resume reads the journalled subvolumes back and computes again
  * (logging a warning that names it) any whose bytes changed on disk. The
  * volume has the geometry's nx x ny and the slices of opts->fdk (uint16 input
- * is converted; bad values follow opts->fdk.strict).
+ * is converted; bad values follow opts->fdk.strict). An `out` that exists is
+ * refused before anything is read, and one that appears meanwhile kept,
+ * unless opts->overwrite (docs/api.md).
  * report may be NULL; on failure it says whether the run can be resumed
  * and where its journal is. */
 CTR_API ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g,

@@ -99,7 +99,16 @@ CTR_API const char *ctr_error_detail(void);
  * ctr_error_detail; a detail raised again or wrapped on the same thread
  * ("rank R of N (HOST): ...") keeps it. */
 CTR_API const char *ctr_error_get_field(void);
-/* Clears the detail and the field. */
+/* The offending value of the field the last error on this thread is about,
+ * as the caller gave it, in text: a number ("0", "-3", "0.1", "1e+40",
+ * "nan"; sizes and budgets in bytes, enumerations as their number), a path
+ * or a name as given; "" when the error carries none (no field, or a value
+ * the error is not about one of, such as a pair of fields found
+ * inconsistent). Set and kept together with ctr_error_get_field: for a
+ * binding or tool to show or check the value without reading the detail
+ * (Python's exception .value). Valid as long as ctr_error_detail. */
+CTR_API const char *ctr_error_get_value(void);
+/* Clears the detail, the field and the value. */
 CTR_API void ctr_error_clear(void);
 
 /* ------------------------------------------------------------------------- */

@@ -67,9 +67,10 @@ CTR_API ctr_status ctr_geometry_clone(const ctr_geometry *g, ctr_geometry **out)
 CTR_API void ctr_geometry_free(ctr_geometry *g);
 
 /* Reads / writes a JSON geometry file (docs/geometry.md). Errors name the
- * file and the bad field. Save writes to a temporary name and renames. */
+ * file and the bad field. Save writes to a temporary name and renames; an
+ * existing path is refused unless overwrite (as ctr_stack_create). */
 CTR_API ctr_status ctr_geometry_load_json(const char *path, ctr_geometry **out);
-CTR_API ctr_status ctr_geometry_save_json(const ctr_geometry *g, const char *path);
+CTR_API ctr_status ctr_geometry_save_json(const ctr_geometry *g, const char *path, int overwrite);
 /* Same from / to a string (the caller frees the string with free()). */
 CTR_API ctr_status ctr_geometry_from_json_string(const char *json, const char *name,
                                                  ctr_geometry **out);

@@ -109,14 +109,41 @@ CTR_API ctr_status ctr_stack_read_rows(ctr_stack_reader *r, int64_t first, int64
                                        int64_t nrows, ctr_dtype dtype, void *out);
 CTR_API void ctr_stack_close(ctr_stack_reader *r);
 
+/* Outputs are never replaced unless the caller asks (`overwrite`, in every
+ * function that writes a file and in the options of the streamed runs):
+ * with overwrite 0, a writer refuses an output that exists before it
+ * writes anything, and its final rename keeps a file that appeared while it
+ * wrote (the output is then discarded); with 1 it replaces them. The
+ * refusal is CTR_E_INVALID_ARGUMENT whose detail names the file and says to
+ * set overwrite; ctr_error_get_field() is "overwrite" and
+ * ctr_error_get_value() the output's path as given. */
+
+/* Whether the output `path` (fmt; CTR_FORMAT_AUTO: from the path) may be
+ * written: CTR_OK when nothing of it exists, or when overwrite is 1;
+ * otherwise that refusal. "Anything of it": the file, a detached NRRD
+ * header's data file, any file the TIFF stack pattern names (a number of
+ * any width; a longer stack's extra files too), the dataset of
+ * "file.h5:/dataset" (the file itself may hold others: ctr_stack_create
+ * adds to it). For a program that checks before a long computation whose
+ * result it writes at the end; the writers check again. */
+CTR_API ctr_status ctr_stack_check_output(const char *path, ctr_file_format fmt, int overwrite);
+/* The same for an output of one file of any kind (a PNG, a JSON file). */
+CTR_API ctr_status ctr_file_check_output(const char *path, int overwrite);
+
 /* Creates a writer. Data goes to a temporary name beside the target and is
  * renamed into place by ctr_stack_commit only when every image was written
- * and flushed; ctr_stack_abort (or freeing without commit) removes it.
+ * and flushed; ctr_stack_abort (or freeing without commit) removes it. An
+ * output that exists is refused here (ctr_stack_check_output) and one that
+ * appears before the commit is kept (the commit fails with the same
+ * refusal), unless overwrite is 1: then they are replaced (a TIFF stack's
+ * files numbered past the new stack are removed).
  * HDF5 ("file.h5:/dataset"): an existing file.h5 keeps its other datasets
  * (the temporary starts as a copy of it); a dataset of that name already in
- * it is CTR_E_INVALID_ARGUMENT, and a file.h5 that is not HDF5 CTR_E_IO. */
+ * it is the refusal above (with overwrite, the dataset is replaced), and a
+ * file.h5 that is not HDF5 CTR_E_IO. */
 CTR_API ctr_status ctr_stack_create(const char *path, ctr_file_format fmt,
-                                    const ctr_stack_info *info, ctr_stack_writer **out);
+                                    const ctr_stack_info *info, int overwrite,
+                                    ctr_stack_writer **out);
 /* Writes images [first, first+n) from `data` (dtype `dtype`, converted to the
  * file's dtype; float -> uint16 rounds and clamps, NaN -> 0). RAW, NRRD and
  * TIFF stacks accept any order (pwrite at the slab's offset); a multi-page
@@ -151,23 +178,24 @@ CTR_API void ctr_stack_reader_set_read_threads(ctr_stack_reader *r, int n);
 CTR_API ctr_status ctr_stack_load(const char *path, ctr_file_format fmt, const ctr_stack_info *hint,
                                   ctr_dtype dtype, ctr_stack_info *info_out, void **data_out);
 CTR_API ctr_status ctr_stack_save(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
-                                  ctr_dtype dtype, const void *data);
+                                  ctr_dtype dtype, const void *data, int overwrite);
 
 /* PNG previews of the three central slices of a float32 volume (x fastest):
  * writes <prefix>_xy.png, <prefix>_xz.png, <prefix>_yz.png, 8-bit grey, the
  * window [lo, hi] mapped to 0..255 (lo == hi: the volume's 0.5/99.5 %
- * percentiles). */
+ * percentiles). Any of the three that exists is refused before one is
+ * written, unless overwrite (as ctr_stack_create). */
 CTR_API ctr_status ctr_png_preview(const char *prefix, const float *vol, int64_t nx, int64_t ny,
-                                   int64_t nz, float lo, float hi);
+                                   int64_t nz, float lo, float hi, int overwrite);
 /* The same previews from the three planes alone (for volumes that never sit
  * in memory whole): xy is nx x ny, xz is nx x nz and yz is ny x nz, the
  * first index fastest, z ascending; lo == hi: their 0.5/99.5 % percentiles. */
 CTR_API ctr_status ctr_png_preview_planes(const char *prefix, const float *xy, const float *xz,
                                           const float *yz, int64_t nx, int64_t ny, int64_t nz,
-                                          float lo, float hi);
-/* One 8-bit grey PNG of a float image. */
+                                          float lo, float hi, int overwrite);
+/* One 8-bit grey PNG of a float image (an existing one as ctr_stack_create). */
 CTR_API ctr_status ctr_png_write_gray(const char *path, const float *img, int64_t width,
-                                      int64_t height, float lo, float hi);
+                                      int64_t height, float lo, float hi, int overwrite);
 
 #ifdef __cplusplus
 }

@@ -295,9 +295,11 @@ CTR_API ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *o, c
 
 /* A convergence plot (PNG, 640 x 480): the relative residual of each
  * iteration and, when error is not NULL, the relative error, on a
- * logarithmic axis against the iteration number 1 .. n. */
+ * logarithmic axis against the iteration number 1 .. n. An existing path is
+ * refused unless overwrite (as ctr_stack_create). */
 CTR_API ctr_status ctr_iterate_plot(const char *path, const double *relative_residual,
-                                    const double *error, int64_t n, const char *title);
+                                    const double *error, int64_t n, const char *title,
+                                    int overwrite);
 
 #ifdef __cplusplus
 }

@@ -140,9 +140,10 @@ CTR_API void ctr_pet_histo_free(ctr_pet_histo *h);
 /* HDF5 when path ends in .h5/.hdf5 (and HDF5 is built): datasets /pet/counts
  * and /pet/factors with the parameters as attributes; otherwise <path> is a
  * JSON description next to raw float32 files <path minus .json>.counts.raw
- * (and .factors.raw). Written to temporary names and renamed when complete.
- * The file format is in docs/file-formats.md. */
-CTR_API ctr_status ctr_pet_histo_save(const char *path, const ctr_pet_histo *h);
+ * (and .factors.raw). Written to temporary names and renamed when complete;
+ * when any of these files exists, nothing is written unless overwrite (as
+ * ctr_stack_create). The file format is in docs/file-formats.md. */
+CTR_API ctr_status ctr_pet_histo_save(const char *path, const ctr_pet_histo *h, int overwrite);
 /* Reads either form; errors name the file and what was expected (sizes,
  * view counts, missing or unknown fields, truncated data). Counts or factors
  * that are NaN, infinite, negative or beyond 1e24 are replaced by 0 and
@@ -333,9 +334,10 @@ CTR_API ctr_status ctr_pet_metrics_init(ctr_pet_metrics *s, unsigned version);
 CTR_API ctr_status ctr_pet_metrics_compute(const ctr_pet_params *p, const ctr_pet_phantom *ph,
                                            const float *image, ctr_pet_metrics *out);
 /* A CRC-versus-noise plot (PNG, axes with ticks and labels, one line with a
- * marker per point in order): noise[i], crc[i] for i < n. */
+ * marker per point in order): noise[i], crc[i] for i < n. An existing path
+ * is refused unless overwrite (as ctr_stack_create). */
 CTR_API ctr_status ctr_pet_plot_crc_noise(const char *path, const double *noise, const double *crc,
-                                          int64_t n, const char *title);
+                                          int64_t n, const char *title, int overwrite);
 
 #ifdef __cplusplus
 }

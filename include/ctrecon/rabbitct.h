@@ -57,9 +57,11 @@ CTR_API void ctr_rabbitct_close(ctr_rabbitct *r);
 
 /* Writes a RabbitCT file (with the version word). h->nref / ref_sizes
  * declare the reference volumes that will follow. Views in order 0, 1, ...,
- * then references in the declared order; temporary name + rename on commit. */
+ * then references in the declared order; temporary name + rename on commit.
+ * An existing path is refused here, and one that appears before the commit
+ * kept, unless overwrite (as ctr_stack_create). */
 CTR_API ctr_status ctr_rabbitct_create(const char *path, const ctr_rabbitct_header *h,
-                                       ctr_rabbitct_writer **out);
+                                       int overwrite, ctr_rabbitct_writer **out);
 CTR_API ctr_status ctr_rabbitct_write_view(ctr_rabbitct_writer *w, const double matrix[12],
                                            const float *image);
 CTR_API ctr_status ctr_rabbitct_write_reference(ctr_rabbitct_writer *w, int64_t L,

@@ -147,8 +147,8 @@ CTR_API ctr_status ctr_stitch_360(const ctr_parallel_geometry *g, const ctr_para
 typedef void (*ctr_slices_fn)(void *user, int64_t z0, int64_t n, int64_t nx, int64_t ny,
                               const float *slices);
 
-/* Version 2 adds cluster, version 3 read_ahead. */
-#define CTR_FBP_STREAM_OPTIONS_VERSION 5u /* 5: gpu_budget */
+/* Version 2 adds cluster, version 3 read_ahead, 4 input_scale, 5 gpu_budget, 6 overwrite. */
+#define CTR_FBP_STREAM_OPTIONS_VERSION 6u /* 6: overwrite */
 typedef struct ctr_fbp_stream_options {
   unsigned version;
   const ctr_fbp_options *fbp;          /* filter, interpolation, GPU kernel, strict; NULL = the
@@ -187,11 +187,16 @@ typedef struct ctr_fbp_stream_options {
                                           (ctr_context_get_memory_budgets). Given, it replaces
                                           fbp->gpu_budget; too small for chunks of one slice:
                                           CTR_E_DEVICE_OUT_OF_MEMORY before anything is read */
+  int overwrite;                       /* 1: replace an existing output (ctr_stack_create); 0
+                                          (default): an output that exists is refused before
+                                          anything is read (CTR_E_INVALID_ARGUMENT naming it,
+                                          field "overwrite"), and one that appears while the
+                                          run writes is kept (the run fails at its end) */
 } ctr_fbp_stream_options;
 
 #define CTR_FBP_STREAM_OPTIONS_INIT \
   { CTR_FBP_STREAM_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, 0, -1, CTR_DTYPE_FLOAT32, 1.0, 0.0, \
-    0, 0, 0, NULL, NULL, NULL, 0, 1.0, 0 }
+    0, 0, 0, NULL, NULL, NULL, 0, 1.0, 0, 0 }
 CTR_API ctr_status ctr_fbp_stream_options_init(ctr_fbp_stream_options *s, unsigned version);
 
 #define CTR_FBP_STREAM_REPORT_VERSION 1u
@@ -241,7 +246,9 @@ CTR_API ctr_status ctr_fbp_stream_report_init(ctr_fbp_stream_report *s, unsigned
  * (dark may be NULL = 0; flat NULL: the projections are transmissions);
  * ignored for sinograms. The report (may be NULL; initialise it) tells
  * what ran. CTR_E_CANCELLED after the progress callback asked; journalled
- * bands then stay for resume. */
+ * bands then stay for resume. An `out` that exists is refused before
+ * anything is read, and one that appears meanwhile kept, unless
+ * opts->overwrite (docs/api.md). */
 CTR_API ctr_status ctr_fbp_stream(ctr_context *ctx, const ctr_parallel_params *params,
                                   const ctr_fbp_stream_options *opts, ctr_stack_reader *input,
                                   const float *flat, const float *dark, const char *out,

@@ -41,17 +41,21 @@ class CtreconError(Exception):
     the error is about as the C API names it (ctr_error_get_field:
     ``"ctr_iterate_options.subsets"``, ``"gpu_budget"``) and ``keyword`` the
     keyword argument that sets it (``"subsets"``); both ``""`` when the error
-    is about no one field."""
+    is about no one field. ``value`` is the offending value of that field as
+    it was given, in text (ctr_error_get_value: ``"0"``, ``"0.1"``, a path),
+    ``""`` when the error carries none."""
 
     status: int = 0
 
-    def __init__(self, detail: str = "", status: Optional[int] = None, field: str = ""):
+    def __init__(self, detail: str = "", status: Optional[int] = None, field: str = "",
+                 value: str = ""):
         if status is not None:
             self.status = status
         self.name = ffi.string(lib.ctr_status_name(self.status)).decode()
         self.detail = detail
         self.field = field
         self.keyword = python_keyword(field)
+        self.value = value
         msg = ffi.string(lib.ctr_status_message(self.status)).decode()
         super().__init__(f"{msg}: {detail}" if detail else msg)
 
@@ -136,8 +140,10 @@ def error_for(status: int) -> CtreconError:
     thread; the detail in the words of the Python interface: python_words)."""
     detail = python_words(ffi.string(lib.ctr_error_detail()).decode(errors="replace"))
     field = ffi.string(lib.ctr_error_get_field()).decode(errors="replace")
+    value = ffi.string(lib.ctr_error_get_value()).decode(errors="replace")
     cls = _ERRORS.get(status)
-    return cls(detail, field=field) if cls else CtreconError(detail, status, field)
+    return cls(detail, field=field, value=value) if cls else CtreconError(detail, status, field,
+                                                                          value)
 
 
 def check(status: int) -> None:
@@ -226,7 +232,7 @@ def parsed(parse: Callable, ctype: str, value: Any, what: str) -> int:
         check(parse(value.encode(), out))
     except CtreconError as e:
         raise type(e)(e.detail if e.detail.startswith(what) else f"{what}: {e.detail}",
-                      e.status if type(e) is CtreconError else None, e.field) from None
+                      e.status if type(e) is CtreconError else None, e.field, e.value) from None
     return out[0]
 
 

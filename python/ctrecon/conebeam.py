@@ -170,12 +170,15 @@ def fdk_file(projections: Union[str, os.PathLike, StackReader], geometry: ConeGe
              max_slab_slices: int = 0, store: Any = "auto",
              scratch_dir: Union[str, os.PathLike, None] = None, input_scale: float = 1.0,
              out_dtype: Any = "float32", out_scale: float = 1.0, resume: bool = False,
-             workers: int = 0, split: Any = "auto", ctx=None, progress: Any = "auto") -> dict:
+             overwrite: bool = False, workers: int = 0, split: Any = "auto", ctx=None,
+             progress: Any = "auto") -> dict:
     """Streamed FDK from a projection file (a path, or a StackReader for raw
     files) to a volume file (ctr_fdk_stream, docs/out-of-core.md): neither
     needs to fit in memory. The output appears at `out` only when complete;
     a failed or cancelled run (Ctrl-C) keeps `out`.partial and its journal,
-    and ``resume=True`` with the same arguments finishes it. Returns the
+    and ``resume=True`` with the same arguments finishes it. An `out` that
+    exists is refused before anything is read (InvalidArgumentError,
+    ``.keyword`` "overwrite"), unless ``overwrite=True``. Returns the
     report (plan, timings, value counts). On failure the exception's
     ``report`` attribute holds the report (``resumable``, ``journal``). A
     geometry FDK cannot reconstruct warns (FdkGeometryWarning), or with
@@ -189,6 +192,7 @@ def fdk_file(projections: Union[str, os.PathLike, StackReader], geometry: ConeGe
                     max_slab_slices=max_slab_slices, store=store, scratch_dir=scratch_dir,
                     input_scale=input_scale, out_dtype=out_dtype, out_scale=out_scale,
                     resume=resume, workers=workers, split=split, keep=keep)
+    so.overwrite = int(bool(overwrite))
     rep = new_struct("ctr_fdk_stream_report", lib.ctr_fdk_stream_report_init, lib.CTR_FDK_STREAM_REPORT_VERSION)
     try:
         _core.call(progress, lib.ctr_fdk_stream, context(ctx).ptr, geometry._ptr, so, reader._ptr,

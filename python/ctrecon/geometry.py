@@ -163,8 +163,10 @@ class ConeGeometry:
                           UserWarning, stacklevel=3)
         return self
 
-    def save(self, path: Union[str, os.PathLike]) -> None:
-        check(lib.ctr_geometry_save_json(self._ptr, cstr(path)))
+    def save(self, path: Union[str, os.PathLike], *, overwrite: bool = False) -> None:
+        """A JSON geometry file; an existing one is refused unless
+        ``overwrite=True``."""
+        check(lib.ctr_geometry_save_json(self._ptr, cstr(path), int(bool(overwrite))))
 
     def to_json(self) -> str:
         out = ffi.new("char **")

@@ -150,15 +150,20 @@ class StackReader(_core.Handle):
 class StackWriter(_core.Writer):
     """A stack being written (ctr_stack_create): data goes to a temporary
     name and appears at `path` only on ``commit()``; ``abort()``, an
-    exception in a ``with`` block or collection without commit removes it."""
+    exception in a ``with`` block or collection without commit removes it.
+    An output that exists is refused here, and one that appears before the
+    commit kept (InvalidArgumentError, ``.keyword`` "overwrite"), unless
+    ``overwrite=True``."""
 
     _commit = lib.ctr_stack_commit
 
-    def __init__(self, path: Path, info: StackInfo, format: Any = "auto"):
+    def __init__(self, path: Path, info: StackInfo, format: Any = "auto", *,
+                 overwrite: bool = False):
         if info.dtype is None:
             raise ValueError("StackInfo.dtype: the file's dtype is needed")
         out = ffi.new("ctr_stack_writer **")
-        check(lib.ctr_stack_create(cstr(path), file_format(format), info._c(), out))
+        check(lib.ctr_stack_create(cstr(path), file_format(format), info._c(), int(bool(overwrite)),
+                                   out))
         self._ptr = ffi.gc(out[0], lib.ctr_stack_abort)
         self.info = info
 
@@ -196,10 +201,13 @@ def load(path: Path, format: Any = "auto", *, dtype: Any = None,
 
 def save(path: Path, array: Any, format: Any = "auto", *, dtype: Any = None,
          spacing: Sequence[float] = (0.0, 0.0, 0.0),
-         origin: Sequence[float] = (0.0, 0.0, 0.0)) -> None:
+         origin: Sequence[float] = (0.0, 0.0, 0.0), overwrite: bool = False) -> None:
     """Writes a stack (shape (count, height, width), or (height, width)) in
     the file dtype ``dtype`` (default: the array's if float32, uint16 or
-    float16, else float32), written whole and renamed into place."""
+    float16, else float32), written whole and renamed into place. A file
+    that exists (any file of a TIFF stack, the dataset of an HDF5 file) is
+    kept and the call refused, InvalidArgumentError with ``.keyword``
+    "overwrite" and ``.value`` the path, unless ``overwrite=True``."""
     a = _core.asarray(array, "array")
     if a.ndim == 2:
         a = a[None]
@@ -209,7 +217,7 @@ def save(path: Path, array: Any, format: Any = "auto", *, dtype: Any = None,
     fdt = np.dtype(dtype) if dtype is not None else a.dtype
     i = StackInfo(a.shape[2], a.shape[1], a.shape[0], fdt.name, tuple(spacing), tuple(origin))
     check(lib.ctr_stack_save(cstr(path), file_format(format), i._c(), _core.ctr_dtype(a.dtype),
-                             ffi.cast("void *", _core.ptr(a, "char"))))
+                             ffi.cast("void *", _core.ptr(a, "char")), int(bool(overwrite))))
 
 
 def hdf5_read_vector(file: Path, dataset: str) -> np.ndarray:
@@ -236,18 +244,20 @@ def hdf5_read_angles(file: Path, dataset: str = "/exchange/theta") -> np.ndarray
         lib.free(out[0])
 
 
-def png_preview(prefix: Path, volume: Any, lo: float = 0.0, hi: float = 0.0) -> None:
+def png_preview(prefix: Path, volume: Any, lo: float = 0.0, hi: float = 0.0, *,
+                overwrite: bool = False) -> None:
     """<prefix>_xy.png, _xz.png, _yz.png: the central slices of a volume
-    (nz, ny, nx), [lo, hi] mapped to 0..255 (lo == hi: its percentiles)."""
+    (nz, ny, nx), [lo, hi] mapped to 0..255 (lo == hi: its percentiles).
+    Any of the three that exists is refused unless ``overwrite=True``."""
     v = _core.host_in(volume, "volume")
     if v.ndim != 3:
         raise ValueError(f"volume has shape {v.shape}: expected (nz, ny, nx)")
     nz, ny, nx = v.shape
-    check(lib.ctr_png_preview(cstr(prefix), _core.ptr(v), nx, ny, nz, lo, hi))
+    check(lib.ctr_png_preview(cstr(prefix), _core.ptr(v), nx, ny, nz, lo, hi, int(bool(overwrite))))
 
 
 def png_preview_planes(prefix: Path, xy: Any, xz: Any, yz: Any, lo: float = 0.0,
-                       hi: float = 0.0) -> None:
+                       hi: float = 0.0, *, overwrite: bool = False) -> None:
     """The same previews from the three planes: xy (ny, nx), xz (nz, nx),
     yz (nz, ny)."""
     a = _core.host_in(xy, "xy")
@@ -257,12 +267,15 @@ def png_preview_planes(prefix: Path, xy: Any, xz: Any, yz: Any, lo: float = 0.0,
     b = _core.host_in(b, "xz", (nz, nx))
     c = _core.host_in(yz, "yz", (nz, ny))
     check(lib.ctr_png_preview_planes(cstr(prefix), _core.ptr(a), _core.ptr(b), _core.ptr(c), nx,
-                                     ny, nz, lo, hi))
+                                     ny, nz, lo, hi, int(bool(overwrite))))
 
 
-def png_write_gray(path: Path, image: Any, lo: float = 0.0, hi: float = 0.0) -> None:
-    """One 8-bit grey PNG of an image (height, width)."""
+def png_write_gray(path: Path, image: Any, lo: float = 0.0, hi: float = 0.0, *,
+                   overwrite: bool = False) -> None:
+    """One 8-bit grey PNG of an image (height, width); an existing file is
+    refused unless ``overwrite=True``."""
     a = _core.host_in(image, "image")
     if a.ndim != 2:
         raise ValueError(f"image has shape {a.shape}: expected (height, width)")
-    check(lib.ctr_png_write_gray(cstr(path), _core.ptr(a), a.shape[1], a.shape[0], lo, hi))
+    check(lib.ctr_png_write_gray(cstr(path), _core.ptr(a), a.shape[1], a.shape[0], lo, hi,
+                                 int(bool(overwrite))))

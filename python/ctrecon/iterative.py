@@ -249,13 +249,15 @@ def plan_iterate(projector: Projector, *, device: str = "cpu", gpu_budget: Union
 
 
 def iterate_plot(path: Union[str, os.PathLike], relative_residual: Sequence[float],
-                 error: Optional[Sequence[float]] = None, title: str = "") -> None:
+                 error: Optional[Sequence[float]] = None, title: str = "", *,
+                 overwrite: bool = False) -> None:
     """A convergence plot (PNG) of the relative residual (and error) per
-    iteration (ctr_iterate_plot)."""
+    iteration (ctr_iterate_plot); an existing file is refused unless
+    ``overwrite=True``."""
     r = np.ascontiguousarray(relative_residual, np.float64)
     e = None if error is None else np.ascontiguousarray(error, np.float64)
     if e is not None and e.size != r.size:
         raise ValueError("error and relative_residual differ in length")
     check(lib.ctr_iterate_plot(cstr(path), _core.ptr(r, "double"),
                                ffi.NULL if e is None else _core.ptr(e, "double"), r.size,
-                               cstr(title)))
+                               cstr(title), int(bool(overwrite))))

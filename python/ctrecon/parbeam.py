@@ -360,6 +360,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
                read_ahead: int = 0,
                host_budget: Union[int, str, None] = None,
                gpu_budget: Union[int, str, None] = None, resume: bool = False,
+               overwrite: bool = False,
                window: Any = "ram-lak", cutoff: float = 1.0, interp: Any = "linear",
                kernel: Optional[str] = None, strict: bool = False,
                angle_units: Optional[str] = None, input_scale: float = 1.0,
@@ -373,7 +374,8 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     nrows, nbins) float32/uint16, or sinograms (nslices, nangles, nbins)
     with ``sinograms=True``). With ``out`` (a path) the slices go to that
     file (written whole and renamed; ``resume`` continues an interrupted
-    run) and the report (a dict) is returned; without it, (slices, report)
+    run; a file that exists is refused before anything is read unless
+    ``overwrite=True``) and the report (a dict) is returned; without it, (slices, report)
     with slices (nslices, ny, nx) float32 in memory.
 
     The angles: ``angles`` or angle_start + i * angle_range / nangles, in
@@ -430,6 +432,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     o.host_budget = _core.budget(host_budget, "host_budget")
     o.gpu_budget = _core.budget(gpu_budget, "gpu_budget")
     o.resume = int(bool(resume))
+    o.overwrite = int(bool(overwrite))
     f = d = None
     if flat is not None and not sinograms:
         f, d = _flat_dark(flat, dark, height, nbins)

@@ -191,8 +191,10 @@ class PetHisto:
         check(lib.ctr_pet_histo_load(cstr(path), out))
         return cls(out[0])
 
-    def save(self, path: Path) -> None:
-        check(lib.ctr_pet_histo_save(cstr(path), self._ptr))
+    def save(self, path: Path, *, overwrite: bool = False) -> None:
+        """HDF5 (.h5) or JSON + raw files; when any of them exists, nothing
+        is written unless ``overwrite=True``."""
+        check(lib.ctr_pet_histo_save(cstr(path), self._ptr, int(bool(overwrite))))
 
     def _view(self, p) -> Optional[np.ndarray]:
         if p == ffi.NULL:
@@ -372,11 +374,12 @@ def pet_metrics(system: PetSystem, phantom: PetPhantom, image: Any) -> dict:
 
 
 def pet_plot_crc_noise(path: Path, noise: Sequence[float], crc: Sequence[float],
-                       title: str = "") -> None:
-    """A CRC-versus-noise plot (PNG)."""
+                       title: str = "", *, overwrite: bool = False) -> None:
+    """A CRC-versus-noise plot (PNG); an existing file is refused unless
+    ``overwrite=True``."""
     n = np.ascontiguousarray(noise, np.float64)
     c = np.ascontiguousarray(crc, np.float64)
     if n.size != c.size:
         raise ValueError("noise and crc differ in length")
     check(lib.ctr_pet_plot_crc_noise(cstr(path), _core.ptr(n, "double"), _core.ptr(c, "double"),
-                                     n.size, cstr(title)))
+                                     n.size, cstr(title), int(bool(overwrite))))

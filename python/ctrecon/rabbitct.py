@@ -54,12 +54,13 @@ class RabbitCTFile(_core.Handle):
 class RabbitCTWriter(_core.Writer):
     """Writes a RabbitCT file (ctr_rabbitct_create): views in order, then the
     declared reference volumes; the file appears only on ``commit()`` (a
-    ``with`` block commits when it ends without an exception)."""
+    ``with`` block commits when it ends without an exception). An existing
+    file is refused unless ``overwrite=True``."""
 
     _commit = lib.ctr_rabbitct_commit
 
     def __init__(self, path: Path, *, width: int, height: int, nviews: int, hu0: float = 0.0,
-                 hu1: float = 0.0, ref_sizes: Sequence[int] = ()):
+                 hu1: float = 0.0, ref_sizes: Sequence[int] = (), overwrite: bool = False):
         h = ffi.new("ctr_rabbitct_header *")
         _core.assign(h, width=width, height=height, nviews=nviews, hu0=hu0, hu1=hu1)
         if len(ref_sizes) > 8:
@@ -69,7 +70,7 @@ class RabbitCTWriter(_core.Writer):
             h.ref_sizes[i] = L
         self.width, self.height = width, height
         out = ffi.new("ctr_rabbitct_writer **")
-        check(lib.ctr_rabbitct_create(cstr(path), h, out))
+        check(lib.ctr_rabbitct_create(cstr(path), h, int(bool(overwrite)), out))
         self._ptr = ffi.gc(out[0], lib.ctr_rabbitct_abort)
 
     def write_view(self, matrix: Sequence[float], image: Any) -> None:

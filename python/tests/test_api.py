@@ -436,6 +436,62 @@ def test_png(tmp_path):
         assert (tmp_path / f).read_bytes()[:4] == b"\x89PNG"
 
 
+# ---- outputs are never replaced unless asked (overwrite=True) -------------------------
+
+def _refused(call, path, *files):
+    """call() is refused because `path` exists: InvalidArgumentError whose
+    .keyword is "overwrite" and .value the path, naming it; every file of
+    `files` (default: path) byte-identical, no temporary left."""
+    files = files or (path,)
+    before = [f.read_bytes() for f in files]
+    with pytest.raises(ctrecon.InvalidArgumentError, match="set overwrite to replace it") as e:
+        call()
+    assert (e.value.field, e.value.keyword, e.value.value) == ("overwrite", "overwrite", str(path))
+    assert [f.read_bytes() for f in files] == before
+    assert not list(path.parent.glob("*.tmp.*"))
+
+
+def test_overwrite(tmp_path):
+    a = np.arange(3 * 7 * 5, dtype=np.float32).reshape(3, 7, 5)
+    for name in ("s.nrrd", "s.raw", "s.tif", "st_%02d.tif"):
+        path = tmp_path / name
+        io.save(path, a)
+        files = sorted(tmp_path.glob("st_*.tif")) if "%" in name else [path]
+        _refused(lambda: io.save(path, a + 1), path, *files)
+        _refused(lambda: io.StackWriter(path, io.StackInfo(5, 7, 3, "float32")), path, *files)
+        io.save(path, a + 1, overwrite=True)
+        raw = dict(raw_shape=a.shape, raw_dtype="float32") if name.endswith(".raw") else {}
+        assert same(io.load(path, **raw), a + 1)
+    g = small_geometry()
+    g.save(tmp_path / "g.json")
+    _refused(lambda: g.save(tmp_path / "g.json"), tmp_path / "g.json")
+    g.save(tmp_path / "g.json", overwrite=True)
+    io.png_write_gray(tmp_path / "g.png", a[0])
+    _refused(lambda: io.png_write_gray(tmp_path / "g.png", a[1]), tmp_path / "g.png")
+    io.png_write_gray(tmp_path / "g.png", a[1], overwrite=True)
+    ctrecon.iterate_plot(tmp_path / "c.png", [1.0, 0.5])
+    _refused(lambda: ctrecon.iterate_plot(tmp_path / "c.png", [1.0, 0.4]), tmp_path / "c.png")
+    # streamed FDK and FBP: refused before anything is read; replaced when asked
+    proj = ctrecon.Phantom.shepp_logan(6.0).project(g, progress=False)
+    io.save(tmp_path / "p.nrrd", proj)
+    ctrecon.fdk_file(tmp_path / "p.nrrd", g, tmp_path / "v.nrrd", ctx=cpu(), progress=False)
+    _refused(lambda: ctrecon.fdk_file(tmp_path / "p.nrrd", g, tmp_path / "v.nrrd", ctx=cpu(),
+                                      progress=False), tmp_path / "v.nrrd")
+    before = (tmp_path / "v.nrrd").read_bytes()
+    ctrecon.fdk_file(tmp_path / "p.nrrd", g, tmp_path / "v.nrrd", window="hann", overwrite=True,
+                     ctx=cpu(), progress=False)
+    assert (tmp_path / "v.nrrd").read_bytes() != before
+    sino = np.random.default_rng(3).random((2, 12, 16), dtype=np.float32)
+    io.save(tmp_path / "sino.nrrd", sino)
+    ctrecon.fbp_stream(tmp_path / "sino.nrrd", tmp_path / "r.raw", sinograms=True, axis="center",
+                       ctx=cpu(), progress=False)
+    _refused(lambda: ctrecon.fbp_stream(tmp_path / "sino.nrrd", tmp_path / "r.raw", sinograms=True,
+                                        axis="center", ctx=cpu(), progress=False),
+             tmp_path / "r.raw")
+    ctrecon.fbp_stream(tmp_path / "sino.nrrd", tmp_path / "r.raw", sinograms=True, axis="center",
+                       overwrite=True, ctx=cpu(), progress=False)
+
+
 # ---- angles in radians (the library's one check, ctr_angles_look_like_radians) ----
 
 def test_angles_in_radians_warn_and_convert():

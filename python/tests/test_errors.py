@@ -134,17 +134,20 @@ def test_keywords_named(call, cls, text):
     assert not C_WORDS.search(str(e.value)), str(e.value)
 
 
-@pytest.mark.parametrize("kwargs, field, keyword", [
-    ({"relaxation": 5.0}, "ctr_iterate_options.relaxation", "relaxation"),
-    ({"resume": True}, "ctr_iterate_options.resume", "resume"),
-    ({"host_budget": 1024}, "host_budget", "host_budget"),
+@pytest.mark.parametrize("kwargs, field, keyword, value", [
+    ({"relaxation": 5.0}, "ctr_iterate_options.relaxation", "relaxation", "5"),
+    ({"relaxation": 0.1 + 2}, "ctr_iterate_options.relaxation", "relaxation", "2.1"),
+    ({"resume": True}, "ctr_iterate_options.resume", "resume", ""),
+    ({"host_budget": 1024}, "host_budget", "host_budget", "1024"),
 ])
-def test_error_field_and_keyword(kwargs, field, keyword):
-    # the field an error is about travels beside the detail (ctr_error_get_field)
+def test_error_field_and_keyword(kwargs, field, keyword, value):
+    # the field an error is about travels beside the detail (ctr_error_get_field),
+    # and so does its value as given where the error is about one
     _, P, p = _small()
     with pytest.raises(ctrecon.CtreconError) as e:
         ctrecon.iterate(P, p, progress=None, **kwargs)
     assert (e.value.field, e.value.keyword) == (field, keyword), str(e.value)
+    assert e.value.value == value, str(e.value)
 
 
 def test_error_keyword_of_a_field_named_otherwise():
@@ -155,8 +158,12 @@ def test_error_keyword_of_a_field_named_otherwise():
     with pytest.raises(ctrecon.CtreconError) as e:
         ctrecon.fbp_stream(np.zeros((1, 12, 16), np.float32), sinograms=True, rows=(0, 5))
     assert (e.value.field, e.value.keyword) == ("ctr_fbp_stream_options.row0", "rows"), str(e.value)
+    assert e.value.value == ""  # a pair of members (row0, nrows): no one value
+    with pytest.raises(ctrecon.CtreconError) as e:
+        ctrecon.fbp_stream(np.zeros((1, 12, 16), np.float32), sinograms=True, read_ahead=40)
+    assert (e.value.keyword, e.value.value) == ("read_ahead", "40"), str(e.value)
     e = ctrecon.InvalidArgumentError("some detail")
-    assert e.field == "" and e.keyword == ""
+    assert e.field == "" and e.keyword == "" and e.value == ""
 
 
 def test_library_messages_in_python_words():

@@ -263,7 +263,7 @@ static ctr_status fail_budget(const ctr_geometry *g, const ctr_fdk_plan_request 
   if (gpu_short) {
     describe(&p, desc, sizeof desc);
     const uint64_t host_need = p.host_bytes;
-    CTR_FAIL_FIELD(CTR_E_DEVICE_OUT_OF_MEMORY, "gpu_budget",
+    CTR_FAIL_FIELD_VALUE(CTR_E_DEVICE_OUT_OF_MEMORY, "gpu_budget", CTR__V_UINT(r->gpu_budget),
              "a GPU budget of %s is too small for %lld x %lld projections and %lld x %lld slices: "
              "the smallest plan needs %s of GPU memory (gpu_budget)%s%s (%s)",
              size_text(r->gpu_budget, have, sizeof have), (long long)g->nu, (long long)g->nv,
@@ -275,7 +275,7 @@ static ctr_status fail_budget(const ctr_geometry *g, const ctr_fdk_plan_request 
   host_min = smallest_budget(g, r, z0, nz, 0, 0, &p);
   if (host_min == 0) host_min = smallest_budget(g, r, z0, nz, 0, 1, &p);
   describe(&p, desc, sizeof desc);
-  CTR_FAIL_FIELD(CTR_E_OUT_OF_MEMORY, "host_budget",
+  CTR_FAIL_FIELD_VALUE(CTR_E_OUT_OF_MEMORY, "host_budget", CTR__V_UINT(r->host_budget),
            "a host memory budget of %s is too small for %lld x %lld projections and %lld x %lld "
            "slices: the smallest plan needs %s of host memory (host_budget) (%s)",
            size_text(r->host_budget, have, sizeof have), (long long)g->nu, (long long)g->nv,

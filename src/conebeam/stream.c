@@ -179,7 +179,8 @@ static ctr_status resolve_options(const ctr_geometry *g, const ctr_fdk_stream_op
              r->opts.out_scale);
   if (!r->opts.out_dtype) r->opts.out_dtype = CTR_DTYPE_FLOAT32;
   if (r->opts.out_dtype != CTR_DTYPE_FLOAT32 && r->opts.out_dtype != CTR_DTYPE_UINT16)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream_options.out_dtype",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream_options.out_dtype",
+                   CTR__V_INT(r->opts.out_dtype),
                    "ctr_fdk_stream_options.out_dtype %d (%s): FDK writes float32 "
                    "or uint16", (int)r->opts.out_dtype, ctr_dtype_name(r->opts.out_dtype));
   return CTR_OK;
@@ -1115,15 +1116,16 @@ ctr_status ctr__fdk_check_projections(const ctr_geometry *g, const ctr_stack_rea
  * order: one worker. */
 static ctr_status one_worker_in_order(stream_run *r, const ctr__stream_output *o) {
   if (!o->caps->in_order || requested_workers(r) <= 1) return CTR_OK;
+  char list[256];
+  ctr__format_list(CTR__CAP_ANY_ORDER, "vol", list, sizeof list);
   if (r->opts.workers > 1)
-    CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_fdk_stream_options.workers",
+    CTR_FAIL_FIELD_VALUE(CTR_E_UNSUPPORTED, "ctr_fdk_stream_options.workers",
+                   CTR__V_INT(r->opts.workers),
                    "'%s' (%s) is written image after image, by one worker "
-                   "(ctr_fdk_stream_options.workers is %d): write a TIFF stack pattern such as "
-                   "'vol_%%04d.tif', raw or NRRD to use several", o->out, o->caps->name,
-                   r->opts.workers);
+                   "(ctr_fdk_stream_options.workers is %d): write %s to use several", o->out,
+                   o->caps->name, r->opts.workers, list);
   ctr__log(r->ctx, CTR_LOG_INFO, "'%s' (%s) is written image after image: one GPU reconstructs "
-           "it (a TIFF stack pattern such as 'vol_%%04d.tif', raw or NRRD use every GPU)", o->out,
-           o->caps->name);
+           "it (%s use every GPU)", o->out, o->caps->name, list);
   r->opts.workers = 1;
   return CTR_OK;
 }
@@ -1214,7 +1216,7 @@ ctr_status ctr__fdk_stream_local(ctr_context *ctx, const ctr_geometry *g,
   CTR_CHECK(resolve_options(g, opts, &r));
   CTR_CHECK(ctr__fdk_check_projections(g, projections, &r.in_dtype));
   const ctr_status st = ctr__stream_execute(&k_fdk_ops, &r, ctx, out, out_format, r.opts.resume,
-                                            &o, &t_setup);
+                                            r.opts.overwrite, &o, &t_setup);
   if (t_setup > 0) t_setup -= t_start;
   finish_report(&r, t_start, t_setup, report);
   if (report) { /* the whole output: what this run computed and what it resumed */

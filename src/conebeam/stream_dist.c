@@ -69,13 +69,14 @@ static ctr_status plan_work(void *user, ctr__dist *d, const unsigned char *done,
  * geometry, options and output are rank 0's (the input's identity aside:
  * ranks may read node-local copies). */
 static ctr_status check_local(ctr_context *ctx, const ctr_geometry *g,
-                              const ctr_fdk_stream_options *opts, ctr_stack_reader *in,
-                              const char *out, ctr_file_format *fmt, uint64_t fp[2]) {
+                              const ctr_fdk_stream_options *opts, int overwrite,
+                              ctr_stack_reader *in, const char *out, ctr_file_format *fmt,
+                              uint64_t fp[2]) {
   if (!g || !in || !out || !*out)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fdk_stream: geometry, projections and out are required");
   ctr_dtype dtype;
   CTR_CHECK(ctr__fdk_check_projections(g, in, &dtype));
-  CTR_CHECK(ctr__dist_output_format(out, fmt, "vol_%04d.tif"));
+  CTR_CHECK(ctr__dist_output_format(out, fmt, "vol", overwrite));
   CTR_CHECK(ctr__fdk_stream_fingerprint(g, opts, ctx, in, out, *fmt, 0, &fp[0]));
   return ctr__fdk_stream_fingerprint(g, opts, ctx, in, out, *fmt, 1, &fp[1]);
 }
@@ -106,7 +107,8 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   uint64_t fp[3] = {0, 0, 0};
   st = ctr__struct_copy(&ctr__struct_fdk_stream_options, &o, opts);
   if (st == CTR_OK) st = ctr__fdk_options_resolve(g, &o.fdk, &fdk);
-  if (st == CTR_OK) st = check_local(ctx, g, opts, projections, out, &out_format, fp);
+  if (st == CTR_OK)
+    st = check_local(ctx, g, opts, o.overwrite || o.resume, projections, out, &out_format, fp);
   if (st == CTR_OK && ctr__tuning(ctx)->direct_io < 0) ctr_stack_reader_set_direct_io(projections, 0);
   if (st == CTR_OK) ctr_stack_reader_set_read_threads(projections, ctr__tuning(ctx)->read_threads);
   /* the same run everywhere; rank 0's fingerprint (with its input) names the journals */
@@ -120,7 +122,8 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
   const ctr_stack_info info = ctr__fdk_stream_info(g, fdk.z0, fdk.nz, o.out_dtype ? o.out_dtype
                                                                          : CTR_DTYPE_FLOAT32);
   st = ctr__dist_output_open(d, ctx, st, out, out_format, &info, journal_fp, o.resume,
-                             "ctr_fdk_stream_options.resume", "subvolume", 16, 0, plan_work, &f, &dout);
+                             o.overwrite, "ctr_fdk_stream_options.resume", "subvolume", 16, 0,
+                             plan_work, &f, &dout);
   have_out = 1; /* its resumable too when it failed */
   if (st != CTR_OK) goto end;
   ctr__fdk_pieces pc = {ctx, g, opts, projections, fdk.z0, out,

@@ -109,30 +109,32 @@ int64_t ctr_array_get_element_count(const ctr_array *a) {
  * device_index alone, else every visible GPU. */
 static ctr_status resolve_devices(const ctr_context_options *o, int ndev, ctr_context *c) {
   if (o->ndevices < 0 || o->ndevices > CTR__MAX_DEVICES)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_context_options.ndevices",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_context_options.ndevices",
+                   CTR__V_INT(o->ndevices),
                    "ctr_context_options.ndevices is %d: expected 0 .. %d",
                    o->ndevices, CTR__MAX_DEVICES);
   if (o->ndevices > 0 && !o->devices)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_context_options.ndevices",
-                   "ctr_context_options.ndevices is %d but devices is NULL",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_context_options.ndevices",
+                   CTR__V_INT(o->ndevices), "ctr_context_options.ndevices is %d but devices is NULL",
                    o->ndevices);
   if (o->ndevices > 0) {
     for (int i = 0; i < o->ndevices; i++) {
       const int d = o->devices[i];
       if (d < 0 || d >= ndev)
-        CTR_FAIL_FIELD(CTR_E_NO_DEVICE, "ctr_context_options.devices",
+        CTR_FAIL_FIELD_VALUE(CTR_E_NO_DEVICE, "ctr_context_options.devices", CTR__V_INT(d),
                        "ctr_context_options.devices[%d] is GPU %d, but %d GPU%s visible "
                        "(ordinals 0 .. %d)", i, d, ndev, ndev == 1 ? " is" : "s are", ndev - 1);
       for (int k = 0; k < i; k++)
         if (o->devices[k] == d)
-          CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_context_options.devices",
+          CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_context_options.devices", CTR__V_INT(d),
                          "ctr_context_options.devices lists GPU %d twice", d);
       c->devices[i] = d;
     }
     c->ndevices = o->ndevices;
   } else if (o->device_index >= 0) {
     if (o->device_index >= ndev)
-      CTR_FAIL_FIELD(CTR_E_NO_DEVICE, "ctr_context_options.device_index",
+      CTR_FAIL_FIELD_VALUE(CTR_E_NO_DEVICE, "ctr_context_options.device_index",
+                     CTR__V_INT(o->device_index),
                      "ctr_context_options.device_index is GPU %d, but %d GPU%s visible",
                      o->device_index, ndev, ndev == 1 ? " is" : "s are");
     c->devices[0] = o->device_index;
@@ -158,12 +160,12 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
     case CTR_DEVICE_AUTO: resolved = ndev > 0 ? CTR_DEVICE_CUDA : CTR_DEVICE_CPU; break;
     case CTR_DEVICE_CUDA:
       if (!CTR_HAVE_CUDA)
-        CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_context_options.device",
+        CTR_FAIL_FIELD_VALUE(CTR_E_UNSUPPORTED, "ctr_context_options.device", CTR__V_INT(o.device),
                  "device cuda requested but this build has no CUDA backend "
                  "(rebuild with nvcc present and -DCTRECON_CUDA=on, or use the CPU: "
                  "ctr_context_options.device = CTR_DEVICE_CPU)");
       if (ndev <= 0)
-        CTR_FAIL_FIELD(CTR_E_NO_DEVICE, "ctr_context_options.device",
+        CTR_FAIL_FIELD_VALUE(CTR_E_NO_DEVICE, "ctr_context_options.device", CTR__V_INT(o.device),
                        "device cuda requested but no usable GPU was found "
                        "(use the CPU: ctr_context_options.device = CTR_DEVICE_CPU)");
       resolved = CTR_DEVICE_CUDA;

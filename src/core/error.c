@@ -12,8 +12,10 @@
 #endif
 
 static CTR__TLS char g_detail[1024];
-/* The API field the error is about (ctr_error_get_field); "" for none. */
+/* The API field the error is about (ctr_error_get_field) and its value as
+ * given (ctr_error_get_value); "" for none. */
 static CTR__TLS char g_field[128];
+static CTR__TLS char g_value[1024];
 
 const char *ctr_status_name(ctr_status s) {
   switch (s) {
@@ -41,21 +43,29 @@ const char *ctr_error_detail(void) { return g_detail; }
 
 const char *ctr_error_get_field(void) { return g_field; }
 
+const char *ctr_error_get_value(void) { return g_value; }
+
 void ctr_error_clear(void) {
   g_detail[0] = '\0';
   g_field[0] = '\0';
+  g_value[0] = '\0';
 }
 
 ctr_status ctr__error_setv(ctr_status status, const char *fmt, va_list ap) {
   char detail[sizeof g_detail];
   vsnprintf(detail, sizeof detail, fmt, ap); /* fmt's arguments may be g_detail */
   /* a detail raised again, or wrapped ("rank 1 of 2 (host): ..."), keeps the
-   * field of the error it holds, as does one that names the field; any other
-   * error is about no field */
+   * field (and value) of the error it holds, as does one that names the
+   * field; any other error is about no field */
   if (g_field[0] && !(g_detail[0] && strstr(detail, g_detail)) && !strstr(detail, g_field))
-    g_field[0] = '\0';
+    g_field[0] = g_value[0] = '\0';
   memcpy(g_detail, detail, sizeof g_detail);
   return status;
+}
+
+static void set_field(const char *field, const char *value) {
+  snprintf(g_field, sizeof g_field, "%s", field ? field : "");
+  snprintf(g_value, sizeof g_value, "%s", field && value ? value : "");
 }
 
 ctr_status ctr__error_set_field(ctr_status status, const char *field, const char *fmt, ...) {
@@ -63,8 +73,37 @@ ctr_status ctr__error_set_field(ctr_status status, const char *field, const char
   va_start(ap, fmt);
   ctr__error_setv(status, fmt, ap);
   va_end(ap);
-  snprintf(g_field, sizeof g_field, "%s", field ? field : "");
+  set_field(field, NULL);
   return status;
+}
+
+ctr_status ctr__error_set_value(ctr_status status, const char *field, const char *value,
+                                const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ctr__error_setv(status, fmt, ap);
+  va_end(ap);
+  set_field(field, value);
+  return status;
+}
+
+const char *ctr__value_int(char *buf, long long v) {
+  snprintf(buf, 24, "%lld", v);
+  return buf;
+}
+
+const char *ctr__value_uint(char *buf, unsigned long long v) {
+  snprintf(buf, 24, "%llu", v);
+  return buf;
+}
+
+const char *ctr__value_real(char *buf, double v) {
+  for (int digits = 1; digits < 17; digits++) { /* the shortest that reads back */
+    snprintf(buf, 32, "%.*g", digits, v);
+    if (strtod(buf, NULL) == v) return buf;
+  }
+  snprintf(buf, 32, "%.17g", v);
+  return buf;
 }
 
 ctr_status ctr__error_set(ctr_status status, const char *fmt, ...) {

@@ -35,6 +35,22 @@ ctr_status ctr__error_setv(ctr_status status, const char *fmt, va_list ap);
  * (tests/error_fields.sh checks the CLI's table against these sites). */
 ctr_status ctr__error_set_field(ctr_status status, const char *field, const char *fmt, ...)
     CTR__PRINTF(3, 4);
+/* The same with the offending value as the caller gave it
+ * (ctr_error_get_value): `value` is its text (NULL: none), made by
+ * CTR__V_INT, CTR__V_UINT or CTR__V_REAL, or a string (a path, a name) as
+ * it is. Raise with it wherever the value is at hand. */
+ctr_status ctr__error_set_value(ctr_status status, const char *field, const char *value,
+                                const char *fmt, ...) CTR__PRINTF(4, 5);
+/* The text of a value for ctr__error_set_value, in a buffer that lives to
+ * the end of the enclosing block (a compound literal: C only): integers in
+ * decimal, reals in the shortest form that reads back as the same double
+ * ("0.1", "1e+30", "nan"). */
+#define CTR__V_INT(v) ctr__value_int((char[24]){0}, (long long)(v))
+#define CTR__V_UINT(v) ctr__value_uint((char[24]){0}, (unsigned long long)(v))
+#define CTR__V_REAL(v) ctr__value_real((char[32]){0}, (double)(v))
+const char *ctr__value_int(char *buf, long long v);
+const char *ctr__value_uint(char *buf, unsigned long long v);
+const char *ctr__value_real(char *buf, double v);
 
 /* Raise and return: CTR_FAIL(CTR_E_IO, "cannot open '%s': %s", path, strerror(errno)) */
 #define CTR_FAIL(status, ...) return ctr__error_set((status), __VA_ARGS__)
@@ -53,6 +69,16 @@ ctr_status ctr__error_set_field(ctr_status status, const char *field, const char
   do {                                                        \
     (st) = ctr__error_set_field((status), (field), __VA_ARGS__); \
     goto cleanup;                                             \
+  } while (0)
+/* ... and its value (ctr__error_set_value):
+ * CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.subsets", CTR__V_INT(n),
+ *                      "ctr_iterate_options.subsets is %lld: expected >= 0", n) */
+#define CTR_FAIL_FIELD_VALUE(status, field, value, ...) \
+  return ctr__error_set_value((status), (field), (value), __VA_ARGS__)
+#define CTR_FAIL_FIELD_VALUE_GOTO(st, status, field, value, ...)           \
+  do {                                                                     \
+    (st) = ctr__error_set_value((status), (field), (value), __VA_ARGS__); \
+    goto cleanup;                                                          \
   } while (0)
 /* Propagate a failing status (detail already set). */
 #define CTR_CHECK(expr)                 \

@@ -34,7 +34,7 @@ static int block_ok(int x, int y, int lo, int whole_warps) {
 static ctr_status check_fields(const ctr_tuning *t) {
   const int s = t->bp_slices;
   if (!(s == 0 || s == 1 || s == 2 || s == 4 || s == 8 || s == 16 || s == 32))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.bp_slices",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.bp_slices", CTR__V_INT(s),
                    "ctr_tuning.bp_slices is %d, expected 1, 2, 4, 8, 16 or 32 (0 = the default)",
                    s);
   if (!block_ok(t->bp_block_x, t->bp_block_y, 32, 0))
@@ -42,7 +42,7 @@ static ctr_status check_fields(const ctr_tuning *t) {
                    "ctr_tuning.bp_block_x x bp_block_y is %d x %d, expected 32 .. 256 threads "
                    "(both 0 = the default)", t->bp_block_x, t->bp_block_y);
   if (!(t->bp_regs == 0 || t->bp_regs == 64 || t->bp_regs == 80))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.bp_regs",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.bp_regs", CTR__V_INT(t->bp_regs),
                    "ctr_tuning.bp_regs is %d, expected 64 or 80 (0 = chosen per "
                    "launch)", t->bp_regs);
   if (!((t->bp_chunk_first == 0 && t->bp_chunk_rest == 0) ||
@@ -52,7 +52,7 @@ static ctr_status check_fields(const ctr_tuning *t) {
                    "expected both > 0 (both 0 = the modelled schedule)", t->bp_chunk_first,
                    t->bp_chunk_rest);
   if (t->bp_split < -1 || t->bp_split > 2)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.bp_split",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.bp_split", CTR__V_INT(t->bp_split),
                    "ctr_tuning.bp_split is %d, expected -1 (off), 0 (modelled), "
                    "1 or 2 (levels)", t->bp_split);
   for (int j = 0; j < t->bp_split; j++) {
@@ -64,29 +64,32 @@ static ctr_status check_fields(const ctr_tuning *t) {
                      t->bp_split_slices[j]);
   }
   if (!(t->pet_z == 0 || t->pet_z == 1 || t->pet_z == 8 || t->pet_z == 16 || t->pet_z == 24))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.pet_z",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.pet_z", CTR__V_INT(t->pet_z),
                    "ctr_tuning.pet_z is %d, expected 1, 8, 16 or 24 (0 = the default)", t->pet_z);
   if (!(t->pet_lc == 0 || t->pet_lc == 4 || t->pet_lc == 8))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.pet_lc",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.pet_lc", CTR__V_INT(t->pet_lc),
                    "ctr_tuning.pet_lc is %d, expected 4 or 8 (0 = 4)", t->pet_lc);
   if (!block_ok(t->pet_block_x, t->pet_block_y, 32, 1))
     CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.pet_block_x",
                    "ctr_tuning.pet_block_x x pet_block_y is %d x %d, expected whole warps, at "
                    "most 256 threads (both 0 = the default)", t->pet_block_x, t->pet_block_y);
   if (t->pet_split < 0 || t->pet_split > 8)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.pet_split",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.pet_split", CTR__V_INT(t->pet_split),
                    "ctr_tuning.pet_split is %d, expected 1 .. 8 (0 = the "
                    "default)", t->pet_split);
   if (t->fbp_hybrid_tex < -1)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.fbp_hybrid_tex",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.fbp_hybrid_tex",
+                   CTR__V_INT(t->fbp_hybrid_tex),
                    "ctr_tuning.fbp_hybrid_tex is %d, expected >= -1 (-1 = none, "
                    "0 = the default)", t->fbp_hybrid_tex);
   if (t->fbp_tex_chunk < -1)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.fbp_tex_chunk",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.fbp_tex_chunk",
+                   CTR__V_INT(t->fbp_tex_chunk),
                    "ctr_tuning.fbp_tex_chunk is %d, expected >= -1 (-1 = none, "
                    "0 = the default)", t->fbp_tex_chunk);
   if (t->read_threads < 0 || t->read_threads > 64)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.read_threads",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.read_threads",
+                   CTR__V_INT(t->read_threads),
                    "ctr_tuning.read_threads is %d, expected 1 .. 64 (1 = "
                    "through H5Dread, 0 = the default, 8)", t->read_threads);
   if (t->host_transfer < 0 || t->host_transfer > 3)

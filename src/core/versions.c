@@ -233,8 +233,9 @@ static const ctr__struct_version fdk_stream_options_versions[] = {
     {offsetof(ctr_fdk_stream_options, workers), {1}}, /* 1: ctr_fdk_options version 1 inside */
     {offsetof(ctr_fdk_stream_options, cluster), {2}}, /* 2: ctr_fdk_options version 2 inside;
                                                      workers, split */
-    {sizeof(ctr_fdk_stream_options), {2}},            /* 3: cluster */
-    {sizeof(ctr_fdk_stream_options), {3}},            /* 4: ctr_fdk_options version 3 inside */
+    {offsetof(ctr_fdk_stream_options, overwrite), {2}}, /* 3: cluster */
+    {offsetof(ctr_fdk_stream_options, overwrite), {3}}, /* 4: ctr_fdk_options version 3 inside */
+    {sizeof(ctr_fdk_stream_options), {3}},              /* 5: overwrite */
 };
 CTR__STRUCT_DEFINE_NESTED(fdk_stream_options, CTR_FDK_STREAM_OPTIONS_VERSION, 1,
                           {offsetof(ctr_fdk_stream_options, fdk)}, {"fdk"},
@@ -275,7 +276,8 @@ static const ctr__struct_version fbp_stream_options_versions[] = {
     CTR__V_UPTO(ctr_fbp_stream_options, read_ahead), /* 2: cluster */
     CTR__V_UPTO(ctr_fbp_stream_options, input_scale), /* 3: read_ahead */
     CTR__V_UPTO(ctr_fbp_stream_options, gpu_budget),  /* 4: input_scale */
-    CTR__V_ALL(ctr_fbp_stream_options),               /* 5: gpu_budget */
+    CTR__V_UPTO(ctr_fbp_stream_options, overwrite),   /* 5: gpu_budget */
+    CTR__V_ALL(ctr_fbp_stream_options),               /* 6: overwrite */
 };
 CTR__STRUCT_DEFINE(fbp_stream_options, CTR_FBP_STREAM_OPTIONS_VERSION)
 CTR__STRUCT_DEFINE_V1(fbp_stream_report, CTR_FBP_STREAM_REPORT_VERSION,

@@ -20,7 +20,8 @@ static double resolve_timeout(const ctr_cluster_options *o) {
 static ctr_status check_options(const ctr_cluster_options *in, ctr_cluster_options *o) {
   CTR_CHECK(ctr__struct_copy(&ctr__struct_cluster_options, o, in));
   if (!(o->timeout >= 0) || o->timeout > 1e9)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_cluster_options.timeout",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_cluster_options.timeout",
+                   CTR__V_REAL(o->timeout),
                    "ctr_cluster_options.timeout = %g: expected seconds >= 0 "
                    "(0: %g)", o->timeout, CTR__RANK_TIMEOUT_S);
   return CTR_OK;

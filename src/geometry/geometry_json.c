@@ -3,6 +3,7 @@
 #include "geometry/geometry_internal.h"
 
 #include "core/json_keys.h"
+#include "io/io_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -353,29 +354,20 @@ ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
   return CTR_OK;
 }
 
-ctr_status ctr_geometry_save_json(const ctr_geometry *g, const char *path) {
-  if (!path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "geometry path is NULL");
+ctr_status ctr_geometry_save_json(const ctr_geometry *g, const char *path, int overwrite) {
+  if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "geometry path is empty");
+  CTR_CHECK(ctr_file_check_output(path, overwrite));
   char *text = NULL;
   CTR_CHECK(ctr_geometry_to_json_string(g, &text));
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  ctr_status st = CTR_OK;
-  FILE *f = fopen(tmp, "wb");
-  if (!f) CTR_FAIL_GOTO(st, CTR_E_IO, "cannot write geometry file '%s': %s", path, strerror(errno));
-  size_t n = strlen(text);
-  int ok = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF && fflush(f) == 0 &&
-           fsync(fileno(f)) == 0;
-  int err = errno;
-  if (fclose(f) != 0 && ok) {
-    ok = 0;
-    err = errno;
+  const size_t n = strlen(text);
+  char *line = realloc(text, n + 2); /* with its newline */
+  if (!line) {
+    free(text);
+    CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot print geometry JSON");
   }
-  if (!ok || rename(tmp, path) != 0) {
-    if (ok) err = errno;
-    unlink(tmp);
-    CTR_FAIL_GOTO(st, CTR_E_IO, "cannot write geometry file '%s': %s", path, strerror(err));
-  }
-cleanup:
-  free(text);
+  line[n] = '\n';
+  line[n + 1] = '\0';
+  const ctr_status st = ctr__file_save(path, line, n + 1, overwrite, "geometry file");
+  free(line);
   return st;
 }

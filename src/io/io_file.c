@@ -255,6 +255,7 @@ ctr_status ctr__atomic_create(ctr__atomic_file *f, const char *path) {
   ctr_status st = CTR_OK;
   f->path = f->tmp = NULL;
   f->fd = -1;
+  f->no_replace = 0;
   if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "output path is empty");
   f->path = strdup(path);
   if (!f->path) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot copy path '%s'", path);
@@ -288,6 +289,7 @@ ctr_status ctr__atomic_create_fixed(ctr__atomic_file *f, const char *path, const
   ctr_status st = CTR_OK;
   f->path = f->tmp = NULL;
   f->fd = -1;
+  f->no_replace = 0;
   if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "output path is empty");
   f->path = strdup(path);
   f->tmp = strdup(tmp);
@@ -357,13 +359,52 @@ void ctr__sync_parent_dir(const char *path) {
   free(dir);
 }
 
+ctr_status ctr__output_exists(const char *path, const char *found, int appeared) {
+  char of[4200] = "";
+  if (strcmp(found, path) != 0) snprintf(of, sizeof of, " (of the output '%s')", path);
+  return ctr__error_set_value(CTR_E_INVALID_ARGUMENT, "overwrite", path,
+                              "'%s'%s %s: set overwrite to replace it, or write the output to "
+                              "another name", found, of,
+                              appeared ? "appeared while the output was written: it is kept and "
+                                         "the output discarded"
+                                       : "exists and is kept");
+}
+
+/* rename(2) that keeps an existing target (errno EEXIST). */
+static int rename_new(const char *from, const char *to) {
+#ifdef RENAME_NOREPLACE
+  if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
+#endif
+  /* a file system without it: link() fails on an existing target too */
+  if (link(from, to) == 0) return unlink(from), 0;
+  if (errno == EEXIST) return -1;
+  /* nor hard links (FAT, some network file systems): check, then rename */
+  struct stat s;
+  if (lstat(to, &s) == 0) return errno = EEXIST, -1;
+  return rename(from, to);
+}
+
 ctr_status ctr__atomic_rename(ctr__atomic_file *f) {
   if (!f->tmp) CTR_FAIL(CTR_E_INTERNAL, "'%s' has no temporary file to rename", f->path);
-  if (rename(f->tmp, f->path) != 0)
+  if ((f->no_replace ? rename_new(f->tmp, f->path) : rename(f->tmp, f->path)) != 0) {
+    if (f->no_replace && errno == EEXIST) return ctr__output_exists(f->path, f->path, 1);
     CTR_FAIL(CTR_E_IO, "cannot rename '%s' to '%s': %s", f->tmp, f->path, strerror(errno));
+  }
   free(f->tmp);
   f->tmp = NULL;
   ctr__sync_parent_dir(f->path);
+  return CTR_OK;
+}
+
+ctr_status ctr__atomic_rename_all(ctr__atomic_file *files, int64_t n, int no_replace) {
+  for (int64_t i = 0; i < n; i++) files[i].no_replace = no_replace;
+  for (int64_t i = 0; i < n; i++) {
+    const ctr_status st = ctr__atomic_rename(&files[i]);
+    if (st == CTR_OK) continue;
+    for (int64_t k = 0; no_replace && k < i; k++) unlink(files[k].path);
+    return st;
+  }
   return CTR_OK;
 }
 

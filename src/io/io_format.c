@@ -17,29 +17,33 @@
 static const ctr__format_row k_rows[] = {
     {CTR_FORMAT_AUTO,
      {CTR_FILE_FORMAT_INFO_VERSION, "auto", "", 0, 0u, 0u, 0, 0, 0, 0, NULL},
-     NULL, 0, NULL, NULL, NULL, NULL},
+     NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     {CTR_FORMAT_RAW,
      {CTR_FILE_FORMAT_INFO_VERSION, "raw", ".raw .bin .dat", 0, ALL_DTYPES, 0u, 0, 1, 1, 0,
       "OUT.partial"},
-     "", 0, ctr__raw_open, ctr__raw_create, ctr__partial_path, ctr__raw_remove_partial},
+     "", 0, "raw", NULL, ctr__raw_open, ctr__raw_create, ctr__partial_path,
+     ctr__raw_remove_partial, ctr__file_existing},
     {CTR_FORMAT_TIFF,
      {CTR_FILE_FORMAT_INFO_VERSION, "tiff", ".tif .tiff", 0, ALL_DTYPES, CTR_FEATURE_TIFF, 1, 0,
       0, 0, NULL},
-     "; tiff-stack with a %d pattern", 0, ctr__tiff_open, ctr__tiff_create, NULL, NULL},
+     "; tiff-stack with a %d pattern", 0, "multi-page TIFF", NULL, ctr__tiff_open,
+     ctr__tiff_create, NULL, NULL, ctr__file_existing},
     {CTR_FORMAT_TIFF_STACK,
      {CTR_FILE_FORMAT_INFO_VERSION, "tiff-stack", ".tif .tiff", 1, ALL_DTYPES, CTR_FEATURE_TIFF,
       0, 1, 1, 0, "each image's FILE.partial"},
-     NULL, 0, ctr__tiff_stack_open, ctr__tiff_stack_create, ctr__tiff_stack_partial_name,
-     ctr__tiff_stack_remove_partial},
+     NULL, 0, "a TIFF stack pattern", "_%04d.tif", ctr__tiff_stack_open, ctr__tiff_stack_create,
+     ctr__tiff_stack_partial_name, ctr__tiff_stack_remove_partial, ctr__tiff_stack_existing},
     {CTR_FORMAT_NRRD,
      {CTR_FILE_FORMAT_INFO_VERSION, "nrrd", ".nrrd .nhdr", 0,
       DT(CTR_DTYPE_FLOAT32) | DT(CTR_DTYPE_UINT16), 0u, 0, 1, 1, 0,
       "OUT.partial (a detached header's data file: DATA.partial too)"},
-     "", 0, ctr__nrrd_open, ctr__nrrd_create, ctr__partial_path, ctr__nrrd_remove_partial},
+     "", 0, "nrrd", NULL, ctr__nrrd_open, ctr__nrrd_create, ctr__partial_path,
+     ctr__nrrd_remove_partial, ctr__nrrd_existing},
     {CTR_FORMAT_HDF5,
      {CTR_FILE_FORMAT_INFO_VERSION, "hdf5", ".h5 .hdf5 .hdf .nxs", 0, ALL_DTYPES,
       CTR_FEATURE_HDF5, 0, 0, 0, 1, NULL},
-     ", as 'file.h5:/group/dataset'", 1, ctr__hdf5_open, ctr__hdf5_create, NULL, NULL},
+     ", as 'file.h5:/group/dataset'", 1, "HDF5", NULL, ctr__hdf5_open, ctr__hdf5_create, NULL, NULL,
+     ctr__hdf5_existing},
 };
 #define NROWS (sizeof k_rows / sizeof k_rows[0])
 
@@ -52,6 +56,31 @@ static const char *format_names(char *buf, size_t n, int with_auto) {
     if (!name) break;
     const int last = i == NROWS || (i == NROWS - 1 && !with_auto);
     len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 1 ? "" : last ? " or " : ", ", name);
+  }
+  return buf;
+}
+
+static int has_cap(const ctr__format_row *row, ctr__format_cap cap) {
+  switch (cap) {
+    case CTR__CAP_RESUMABLE: return row->info.resumable;
+    case CTR__CAP_MANY_RANKS: return row->info.many_ranks;
+    case CTR__CAP_ANY_ORDER: return !row->info.in_order;
+  }
+  return 0;
+}
+
+const char *ctr__format_list(ctr__format_cap cap, const char *stem, char *buf, size_t n) {
+  const ctr__format_row *in[NROWS];
+  size_t k = 0, len = 0;
+  for (int stacks = 0; stacks < 2; stacks++) /* one-file formats first, then stacks of files */
+    for (size_t i = 1; i < NROWS; i++)
+      if (has_cap(&k_rows[i], cap) && k_rows[i].info.stack_of_files == stacks) in[k++] = &k_rows[i];
+  if (n) buf[0] = '\0';
+  for (size_t i = 0; i < k && len < n; i++) {
+    len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : i + 1 == k ? " or " : ", ",
+                            in[i]->listed);
+    if (stem && in[i]->example && len < n)
+      len += (size_t)snprintf(buf + len, n - len, " such as '%s%s'", stem, in[i]->example);
   }
   return buf;
 }

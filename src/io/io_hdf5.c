@@ -981,8 +981,9 @@ cleanup:
  * uint16, one chunk per image), default dataset "/data"; written into a
  * temporary file renamed onto file.h5 when complete. An existing file.h5
  * keeps its other datasets: the temporary starts as a copy of it and gets
- * the dataset added (a dataset of that name already there is refused), so
- * that a failed or killed run leaves the file as it was. Not resumable. */
+ * the dataset added (a dataset of that name already there is refused, or
+ * with overwrite replaced), so that a failed or killed run leaves the file
+ * as it was. Not resumable. */
 typedef struct h5_writer {
   ctr__atomic_file f;
   char *file, *dset;
@@ -1142,47 +1143,75 @@ static int link_exists(hid_t fid, const char *path) {
   return r;
 }
 
-/* An existing file.h5 the dataset is to be added to: it must be HDF5 and
- * must not hold the dataset yet, checked on the file itself before it is
- * copied. The caller holds the HDF5 guard. */
-static ctr_status h5w_check_existing(const h5_writer *h) {
+/* An existing `file` a dataset is to be added to: it must be HDF5; *holds
+ * says whether it holds `dset` already. The caller holds the HDF5 guard. */
+static ctr_status holds_dataset(const char *file, const char *dset, int *holds) {
   ctr__h5_msg m;
-  if (H5Fis_hdf5(h->file) <= 0)
+  if (H5Fis_hdf5(file) <= 0)
     CTR_FAIL(CTR_E_IO, "'%s' exists and is not an HDF5 file: the dataset '%s' cannot be added to "
-             "it; write to another file or delete it", h->file, h->dset);
-  const hid_t fid = H5Fopen(h->file, H5F_ACC_RDONLY, H5P_DEFAULT);
+             "it; write to another file or delete it", file, dset);
+  const hid_t fid = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (fid < 0)
-    CTR_FAIL(CTR_E_IO, "cannot open HDF5 file '%s' to add dataset '%s' to it: %s", h->file,
-             h->dset, ctr__h5_detail(&m, "open failed"));
-  const int e = link_exists(fid, h->dset);
+    CTR_FAIL(CTR_E_IO, "cannot open HDF5 file '%s' to add dataset '%s' to it: %s", file, dset,
+             ctr__h5_detail(&m, "open failed"));
+  const int e = link_exists(fid, dset);
   H5Fclose(fid);
   if (e < 0)
-    CTR_FAIL(CTR_E_IO, "cannot look for dataset '%s' in HDF5 file '%s': %s", h->dset, h->file,
+    CTR_FAIL(CTR_E_IO, "cannot look for dataset '%s' in HDF5 file '%s': %s", dset, file,
              ctr__h5_detail(&m, "lookup failed"));
-  if (e)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "HDF5 file '%s' already holds '%s': it is kept; write the "
-             "output to another dataset name or file (or delete that dataset first)", h->file,
-             h->dset);
+  *holds = e;
   return CTR_OK;
 }
 
+/* The output's dataset in an existing file (checked on the file itself
+ * before it is copied): refused unless the writer may replace it. The
+ * caller holds the HDF5 guard. */
+static ctr_status h5w_check_existing(const h5_writer *h, const ctr_stack_writer *w, int *holds) {
+  CTR_CHECK(holds_dataset(h->file, h->dset, holds));
+  if (*holds && !w->overwrite) return ctr__output_exists(w->path, w->path, 0);
+  return CTR_OK;
+}
+
+ctr_status ctr__hdf5_existing(const char *path, char **found) {
+  char *file = NULL, *dset = NULL;
+  *found = NULL;
+  CTR_CHECK(split_path(path, &file, &dset));
+  ctr_status st = CTR_OK;
+  int holds = 0;
+  if (ctr__file_exists(file)) {
+    ctr__h5_guard g;
+    ctr__h5_enter(&g);
+    st = holds_dataset(file, dset ? dset : "/data", &holds);
+    ctr__h5_leave(&g);
+  }
+  if (st == CTR_OK && holds && !(*found = strdup(path)))
+    st = ctr__error_set(CTR_E_OUT_OF_MEMORY, "cannot copy path '%s'", path);
+  free(file);
+  free(dset);
+  return st;
+}
+
 /* The file the dataset goes into: a new one, or the copy of the existing
- * file.h5 (h5w_check_existing). */
-static ctr_status h5w_open_file(h5_writer *h, int existing) {
+ * file.h5 (h5w_check_existing), without the dataset it held when the writer
+ * replaces it (`replace`; HDF5 keeps the old data's space until the file is
+ * repacked). */
+static ctr_status h5w_open_file(h5_writer *h, int existing, int replace) {
   ctr__h5_msg m;
   h->fid = existing ? H5Fopen(h->f.tmp, H5F_ACC_RDWR, H5P_DEFAULT)
                     : H5Fcreate(h->f.tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (h->fid < 0)
     CTR_FAIL(CTR_E_IO, "cannot %s HDF5 file '%s': %s", existing ? "open the copy of" : "create",
              h->file, ctr__h5_detail(&m, "open failed"));
+  if (replace && H5Ldelete(h->fid, h->dset, H5P_DEFAULT) < 0)
+    CTR_FAIL(CTR_E_IO, "cannot replace dataset '%s' of HDF5 file '%s': %s", h->dset, h->file,
+             ctr__h5_detail(&m, "delete failed"));
   return CTR_OK;
 }
 
 ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   ctr_status st = CTR_OK;
-  if (w->mode != CTR__OUT_TEMP)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': HDF5 output cannot be resumed: write raw, nrrd or "
-             "tiff-stack for a resumable run", w->path);
+  if (w->mode != CTR__OUT_TEMP) /* the format table's row says so: refused above (io_partial.c) */
+    CTR_FAIL(CTR_E_INTERNAL, "'%s': HDF5 output cannot be resumed", w->path);
   h5_writer *h = ctr__calloc(1, sizeof *h, "HDF5 writer");
   if (!h) return CTR_E_OUT_OF_MEMORY;
   h->f = (ctr__atomic_file)CTR__ATOMIC_FILE_INIT;
@@ -1194,13 +1223,17 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   if (!h->dset && !(h->dset = strdup("/data")))
     CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot copy a dataset name");
   const int existing = ctr__file_exists(h->file);
+  int holds = 0;
   if (existing) { /* checked before the copy; the guard is not held while copying */
     ctr__h5_enter(&g);
-    st = h5w_check_existing(h);
+    st = h5w_check_existing(h, w, &holds);
     ctr__h5_leave(&g);
     if (st != CTR_OK) goto cleanup;
   }
   CTR_CHECK_GOTO(st, ctr__atomic_create(&h->f, h->file));
+  /* a new file stays new: one that appears meanwhile is kept (overwrite 0); a
+   * copy replaces the file it copied */
+  h->f.no_replace = !existing && !w->overwrite;
   if (existing) CTR_CHECK_GOTO(st, copy_existing(h->file, &h->f));
   CTR_CHECK_GOTO(st, ctr__atomic_close(&h->f));
   ctr__h5_enter(&g);
@@ -1211,7 +1244,7 @@ ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   if (w->info.dtype == CTR_DTYPE_FLOAT16 && (h->half = half_type()) < 0)
     CTR_FAIL_GOTO(st, CTR_E_IO, "cannot make the float16 type of HDF5 file '%s': %s", h->file,
                   ctr__h5_detail(&m, "type failed"));
-  CTR_CHECK_GOTO(st, h5w_open_file(h, existing));
+  CTR_CHECK_GOTO(st, h5w_open_file(h, existing, holds));
   {
     space = H5Screate_simple(3, dims, NULL);
     lcpl = H5Pcreate(H5P_LINK_CREATE);
@@ -1258,6 +1291,12 @@ ctr_status ctr__hdf5_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64
 
 ctr_status ctr__hdf5_create(ctr_stack_writer *w) {
   CTR_FAIL(CTR_E_UNSUPPORTED, "cannot write '%s': " CTR__NO_HDF5, w->path);
+}
+
+ctr_status ctr__hdf5_existing(const char *path, char **found) {
+  (void)path; /* nothing to find: such a build writes no HDF5 */
+  *found = NULL;
+  return CTR_OK;
 }
 
 ctr_status ctr__hdf5_read_attr_string(const char *file, const char *dataset, const char *name,

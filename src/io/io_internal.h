@@ -61,6 +61,12 @@ void ctr__file_unlock(const char *path, int fd, int remove);
  * when the file is missing or nobody holds it (a stale file of a run that
  * ended). Opens and closes `path`: not for a file this process has locked. */
 ctr_status ctr__file_lock_check(const char *path, const char *what);
+/* The refusal to replace an existing output (ctr_error_get_field "overwrite",
+ * the value `path` as the caller gave it): CTR_E_INVALID_ARGUMENT naming
+ * `found`, the file that exists (a file of `path`'s stack, its data file, or
+ * `path` itself), and saying how to proceed. `appeared`: it appeared while
+ * the output was written (the rename found it). Returns the status. */
+ctr_status ctr__output_exists(const char *path, const char *found, int appeared);
 /* printf into a new malloc'd string; NULL (CTR_E_OUT_OF_MEMORY raised) on
  * failure. */
 char *ctr__io_sprintf(const char *fmt, ...) CTR__PRINTF(1, 2);
@@ -69,12 +75,15 @@ char *ctr__io_sprintf(const char *fmt, ...) CTR__PRINTF(1, 2);
  * ("<path>.tmp.<pid>.<n>", or a fixed "<path>.partial" for resumable output)
  * and renamed into place only when complete. */
 typedef struct ctr__atomic_file {
-  char *path; /* target */
-  char *tmp;  /* temporary name; NULL once renamed or discarded */
-  int fd;     /* -1 once closed */
+  char *path;     /* target */
+  char *tmp;      /* temporary name; NULL once renamed or discarded */
+  int fd;         /* -1 once closed */
+  int no_replace; /* 1: the rename never replaces a file at `path` (one that appeared while
+                     this one was written): the output was to be new (overwrite 0);
+                     0 after each create (set it after) */
 } ctr__atomic_file;
 
-#define CTR__ATOMIC_FILE_INIT {NULL, NULL, -1}
+#define CTR__ATOMIC_FILE_INIT {NULL, NULL, -1, 0}
 
 /* Creates the temporary file; CTR_E_IO names `path` and strerror when the
  * directory is missing or not writable. */
@@ -92,8 +101,17 @@ ctr_status ctr__atomic_sync(ctr__atomic_file *f, int name_too);
 void ctr__atomic_keep(ctr__atomic_file *f);
 /* fsync + close, keeping the temporary for a later ctr__atomic_rename. */
 ctr_status ctr__atomic_close(ctr__atomic_file *f);
-/* Renames a closed temporary onto its target and syncs the directory. */
+/* Renames a closed temporary onto its target and syncs the directory. With
+ * f->no_replace, a target that exists is kept (renameat2 RENAME_NOREPLACE,
+ * else link + unlink, else a check just before the rename where the file
+ * system has neither) and the rename fails with the refusal of
+ * ctr__output_exists, the temporary left for the caller to discard. */
 ctr_status ctr__atomic_rename(ctr__atomic_file *f);
+/* Renames the closed temporaries files[0 .. n) in order (ctr__atomic_rename,
+ * each with `no_replace`); when one fails, the targets renamed before it are
+ * removed again where they were new (no_replace), so that no part of a
+ * refused output stays. */
+ctr_status ctr__atomic_rename_all(ctr__atomic_file *files, int64_t n, int no_replace);
 /* close + rename. */
 ctr_status ctr__atomic_commit(ctr__atomic_file *f);
 /* Closes and removes the temporary (if any) and frees the names. Safe on an
@@ -135,8 +153,19 @@ typedef enum ctr__out_mode {
 
 /* "<target>.partial" (malloc'd; NULL with CTR_E_OUT_OF_MEMORY raised). */
 char *ctr__partial_path(const char *target);
-/* Creates (or, resuming, opens) the output file for `target` as `mode` says. */
+/* Creates (or, resuming, opens) the output file for `target` as `mode` says.
+ * A backend's commit sets its files' no_replace from w->overwrite before
+ * renaming them. */
 ctr_status ctr__output_create(ctr__atomic_file *f, const char *target, ctr__out_mode mode);
+/* Writes n bytes to `path` atomically (a temporary renamed when complete
+ * and flushed); an existing path is refused, and kept, unless overwrite
+ * (ctr_file_check_output). `what` names the file in errors ("geometry
+ * file"). */
+ctr_status ctr__file_save(const char *path, const void *data, size_t n, int overwrite,
+                          const char *what);
+/* A file that exists: *found = a copy of `path` (malloc'd), else NULL. The
+ * format table's `existing` of one-file formats. */
+ctr_status ctr__file_existing(const char *path, char **found);
 
 /* ---- Backends ----------------------------------------------------------- */
 
@@ -199,13 +228,17 @@ struct ctr_stack_writer {
   unsigned char *written; /* one flag per image; preset from `done` on resume */
   int failed;             /* a backend write failed: only abort is left */
   ctr__out_mode mode;     /* how the backend names its files */
+  int overwrite;          /* the commit may replace existing files of the output (ctr_stack_create's
+                             overwrite, ctr__stack_set_overwrite); 0: the backend's commit renames
+                             its files keeping a file that exists (ctr__atomic_file.no_replace) */
 };
 
 /* The writer behind ctr_stack_create (mode CTR__OUT_TEMP) and
  * ctr__stack_create_partial: checks the arguments, presets the written flags
- * from `done` (may be NULL) and creates the backend. */
+ * from `done` (may be NULL) and creates the backend, with w->overwrite set
+ * (the backends read it when they create and when they commit). */
 ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
-                                  ctr__out_mode mode, const unsigned char *done,
+                                  ctr__out_mode mode, const unsigned char *done, int overwrite,
                                   ctr_stack_writer **out);
 /* Frees the writer itself (the backend's impl must be gone). */
 void ctr__stack_writer_free(ctr_stack_writer *w);
@@ -226,6 +259,9 @@ ctr_status ctr__tiff_stack_open(ctr_stack_reader *r, const ctr_stack_info *hint,
 ctr_status ctr__hdf5_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
 /* The HDF5 writer of w->path ("file.h5[:/dataset]", default dataset /data). */
 ctr_status ctr__hdf5_create(ctr_stack_writer *w);
+/* The format table's `existing`: the dataset in an existing file (*found =
+ * a copy of path); a file there that is not HDF5 is CTR_E_IO. */
+ctr_status ctr__hdf5_existing(const char *path, char **found);
 /* A 1D numeric dataset (e.g. "/exchange/theta") of HDF5 file `file` as
  * doubles: *out (malloc'd, free with free) gets *n >= 1 values. Errors name
  * the file and dataset; CTR_E_UNSUPPORTED in builds without HDF5. */
@@ -254,6 +290,10 @@ ctr_status ctr__tiff_stack_create(ctr_stack_writer *w);
 char *ctr__tiff_stack_file(const char *pattern, int64_t index);
 /* Removes "<file>.partial" of images [0, count) of the pattern. */
 void ctr__tiff_stack_remove_partial(const char *pattern, int64_t count);
+/* The format table's `existing`: any file the pattern names (a number of
+ * any width where the conversion is; the directory is listed), *found the
+ * name of the lowest-numbered one (malloc'd), else NULL. */
+ctr_status ctr__tiff_stack_existing(const char *pattern, char **found);
 
 /* The partial name of image 0 of a TIFF stack pattern (malloc'd; NULL with
  * the error raised). */
@@ -262,6 +302,9 @@ char *ctr__tiff_stack_partial_name(const char *pattern);
  * left (count: unused, the table's common signature). */
 void ctr__raw_remove_partial(const char *path, int64_t count);
 void ctr__nrrd_remove_partial(const char *path, int64_t count);
+/* The format table's `existing` of NRRD: the header, or a detached
+ * header's data file. */
+ctr_status ctr__nrrd_existing(const char *path, char **found);
 
 /* ---- The format table (io_format.c) ------------------------------------- */
 
@@ -275,6 +318,10 @@ typedef struct ctr__format_row {
    * another's endings and is named there. */
   const char *guess_note;
   int dataset_path; /* 1: "file.ext:/dataset" paths (HDF5) */
+  /* How a message lists it among formats ("raw", "a TIFF stack pattern":
+   * ctr__format_list) and, for a stack of files, the ending of an example
+   * name after a stem ("_%04d.tif"; NULL: none). */
+  const char *listed, *example;
   /* Fill r (or w) from its path or raise (ctr__raw_open and friends). */
   ctr_status (*open)(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
   ctr_status (*create)(ctr_stack_writer *w);
@@ -282,6 +329,10 @@ typedef struct ctr__format_row {
    * of OUT (malloc'd), and removing every partial file a run left. */
   char *(*partial_name)(const char *path);
   void (*remove_partial)(const char *path, int64_t count);
+  /* A file of the output `path` that exists now (any file of a stack, a
+   * data file, an HDF5 dataset): *found its name (malloc'd), else NULL;
+   * what a writer replaces, refused unless asked (ctr_stack_check_output). */
+  ctr_status (*existing)(const char *path, char **found);
 } ctr__format_row;
 
 /* The row of a format (not CTR_FORMAT_AUTO); NULL with
@@ -289,8 +340,9 @@ typedef struct ctr__format_row {
 const ctr__format_row *ctr__format_row_of(ctr_file_format f);
 
 /* 8-bit PNG of w x h pixels with 1 (grey) or 3 (RGB) channels, rows top
- * first, written to a temporary name and renamed when complete. */
+ * first, written to a temporary name and renamed when complete; an existing
+ * path is refused, and kept, unless overwrite (ctr_file_check_output). */
 ctr_status ctr__png_save(const char *path, const uint8_t *pix, uint32_t w, uint32_t h,
-                         int channels);
+                         int channels, int overwrite);
 
 #endif

@@ -428,6 +428,15 @@ cleanup:
   return st;
 }
 
+ctr_status ctr__nrrd_existing(const char *path, char **found) {
+  CTR_CHECK(ctr__file_existing(path, found));
+  char *data = NULL;
+  if (!*found) CTR_CHECK(ctr__nrrd_data_path(path, &data));
+  ctr_status st = data ? ctr__file_existing(data, found) : CTR_OK;
+  free(data);
+  return st;
+}
+
 void ctr__nrrd_remove_partial(const char *path, int64_t count) {
   char *data = NULL;
   ctr__raw_remove_partial(path, count);

@@ -14,11 +14,13 @@ static ctr_status resumable_row(const char *path, ctr_file_format fmt,
   if (fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(path, &fmt));
   const ctr__format_row *row = ctr__format_row_of(fmt);
   if (!row) return CTR_E_INVALID_ARGUMENT;
-  if (!row->info.resumable)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s) cannot be written resumably (%s): use raw, nrrd "
-             "or a TIFF stack pattern such as 'img_%%04d.tif'", path, row->info.name,
-             row->info.in_order ? "its images are written in order"
-                                : "it is written to a temporary name");
+  if (!row->info.resumable) {
+    char list[256];
+    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s) cannot be written resumably (%s): use %s", path,
+             row->info.name, row->info.in_order ? "its images are written in order"
+                                                : "it is written to a temporary name",
+             ctr__format_list(CTR__CAP_RESUMABLE, "img", list, sizeof list));
+  }
   *out = row;
   return CTR_OK;
 }
@@ -36,7 +38,11 @@ ctr_status ctr__stack_create_partial(const char *path, ctr_file_format fmt,
   CTR_CHECK(resumable_row(path, fmt, &row));
   return ctr__stack_writer_open(path, fmt, info,
                                 resume ? CTR__OUT_PARTIAL_RESUME : CTR__OUT_PARTIAL_NEW,
-                                resume ? done : NULL, out);
+                                resume ? done : NULL, 0, out);
+}
+
+void ctr__stack_set_overwrite(ctr_stack_writer *w, int on) {
+  if (w) w->overwrite = on != 0;
 }
 
 ctr_status ctr__stack_flush(ctr_stack_writer *w) {

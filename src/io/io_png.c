@@ -5,6 +5,7 @@
 #include <png.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Percentiles come from at most this many evenly spaced samples, so a
  * preview of a huge volume neither copies nor sorts all of it. */
@@ -108,9 +109,11 @@ static ctr_status png_encode(png_sink *sink, const uint8_t *pix, uint32_t w, uin
 }
 
 ctr_status ctr__png_save(const char *path, const uint8_t *pix, uint32_t w, uint32_t h,
-                         int channels) {
+                         int channels, int overwrite) {
   ctr__atomic_file f = CTR__ATOMIC_FILE_INIT;
+  CTR_CHECK(ctr_file_check_output(path, overwrite));
   CTR_CHECK(ctr__atomic_create(&f, path));
+  f.no_replace = !overwrite;
   png_sink sink = {f.fd, 0, path, CTR_OK};
   ctr_status st = png_encode(&sink, pix, w, h, channels);
   if (st == CTR_OK) st = ctr__atomic_commit(&f);
@@ -123,7 +126,7 @@ ctr_status ctr__png_save(const char *path, const uint8_t *pix, uint32_t w, uint3
 /* Writes the w x h view whose pixel (c, r) is data[base + c * sx + r * sy]
  * (negative sy flips vertically), mapping [lo, hi] to 0..255. */
 static ctr_status write_view(const char *path, const float *data, int64_t base, int64_t sx,
-                             int64_t sy, int64_t w, int64_t h, float lo, float hi) {
+                             int64_t sy, int64_t w, int64_t h, float lo, float hi, int overwrite) {
   if (w > (int64_t)PNG_UINT_31_MAX || h > (int64_t)PNG_UINT_31_MAX)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "PNG '%s': %lld x %lld exceeds the PNG limit", path,
              (long long)w, (long long)h);
@@ -138,13 +141,13 @@ static ctr_status write_view(const char *path, const float *data, int64_t base, 
       /* !(t > 0) also sends NaN to black. */
       pix[r * w + c] = !(t > 0.0) ? 0 : t >= 255.0 ? 255 : (uint8_t)(t + 0.5);
     }
-  ctr_status st = ctr__png_save(path, pix, (uint32_t)w, (uint32_t)h, 1);
+  ctr_status st = ctr__png_save(path, pix, (uint32_t)w, (uint32_t)h, 1, overwrite);
   free(pix);
   return st;
 }
 
 ctr_status ctr_png_write_gray(const char *path, const float *img, int64_t width, int64_t height,
-                              float lo, float hi) {
+                              float lo, float hi, int overwrite) {
   if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_png_write_gray: empty path");
   if (!img) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "PNG '%s': image is NULL", path);
   if (width <= 0 || height <= 0)
@@ -152,13 +155,40 @@ ctr_status ctr_png_write_gray(const char *path, const float *img, int64_t width,
              (long long)width, (long long)height);
   CTR_CHECK(check_window(lo, hi, path));
   if (lo == hi) CTR_CHECK(auto_window(img, (size_t)width * (size_t)height, &lo, &hi));
-  return write_view(path, img, 0, 1, width, width, height, lo, hi);
+  return write_view(path, img, 0, 1, width, width, height, lo, hi, overwrite);
+}
+
+/* The three views of a preview, each "<prefix><suffix>". */
+typedef struct view {
+  const char *suffix;
+  const float *data;
+  int64_t base, sx, sy, w, h;
+} view;
+
+/* Writes the views, none when one of them exists (unless overwrite); one
+ * that fails removes those written before it that were new. */
+static ctr_status write_views(const char *prefix, const view v[3], float lo, float hi,
+                              int overwrite) {
+  ctr_status st = CTR_OK;
+  char *path[3] = {NULL, NULL, NULL};
+  int i = 0;
+  for (int k = 0; k < 3; k++)
+    if (!(path[k] = ctr__io_sprintf("%s%s", prefix, v[k].suffix))) {
+      st = CTR_E_OUT_OF_MEMORY;
+      goto cleanup;
+    }
+  for (int k = 0; k < 3; k++) CTR_CHECK_GOTO(st, ctr_file_check_output(path[k], overwrite));
+  for (; i < 3; i++)
+    CTR_CHECK_GOTO(st, write_view(path[i], v[i].data, v[i].base, v[i].sx, v[i].sy, v[i].w, v[i].h,
+                                  lo, hi, overwrite));
+cleanup:
+  for (int k = 0; st != CTR_OK && !overwrite && k < i; k++) unlink(path[k]);
+  for (int k = 0; k < 3; k++) free(path[k]);
+  return st;
 }
 
 ctr_status ctr_png_preview(const char *prefix, const float *vol, int64_t nx, int64_t ny,
-                           int64_t nz, float lo, float hi) {
-  ctr_status st = CTR_OK;
-  char *path = NULL;
+                           int64_t nz, float lo, float hi, int overwrite) {
   if (!prefix || !*prefix) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_png_preview: empty prefix");
   if (!vol) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "preview '%s': volume is NULL", prefix);
   if (nx <= 0 || ny <= 0 || nz <= 0)
@@ -168,32 +198,18 @@ ctr_status ctr_png_preview(const char *prefix, const float *vol, int64_t nx, int
   const int64_t plane = nx * ny, top = (nz - 1) * plane;
   if (lo == hi) CTR_CHECK(auto_window(vol, (size_t)plane * (size_t)nz, &lo, &hi));
   /* Central slices; in xz and yz, z points up (row 0 is the last slice). */
-  const struct {
-    const char *suffix;
-    int64_t base, sx, sy, w, h;
-  } views[3] = {
-      {"_xy.png", (nz / 2) * plane, 1, nx, nx, ny},
-      {"_xz.png", top + (ny / 2) * nx, 1, -plane, nx, nz},
-      {"_yz.png", top + nx / 2, nx, -plane, ny, nz},
+  const view views[3] = {
+      {"_xy.png", vol, (nz / 2) * plane, 1, nx, nx, ny},
+      {"_xz.png", vol, top + (ny / 2) * nx, 1, -plane, nx, nz},
+      {"_yz.png", vol, top + nx / 2, nx, -plane, ny, nz},
   };
-  for (int i = 0; i < 3; i++) {
-    path = ctr__io_sprintf("%s%s", prefix, views[i].suffix);
-    if (!path) return CTR_E_OUT_OF_MEMORY;
-    CTR_CHECK_GOTO(st, write_view(path, vol, views[i].base, views[i].sx, views[i].sy, views[i].w,
-                                  views[i].h, lo, hi));
-    free(path);
-    path = NULL;
-  }
-cleanup:
-  free(path);
-  return st;
+  return write_views(prefix, views, lo, hi, overwrite);
 }
 
 ctr_status ctr_png_preview_planes(const char *prefix, const float *xy, const float *xz,
                                   const float *yz, int64_t nx, int64_t ny, int64_t nz, float lo,
-                                  float hi) {
+                                  float hi, int overwrite) {
   ctr_status st = CTR_OK;
-  char *path = NULL;
   float *all = NULL;
   if (!prefix || !*prefix) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_png_preview_planes: empty prefix");
   if (!xy || !xz || !yz) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "preview '%s': a plane is NULL", prefix);
@@ -210,29 +226,16 @@ ctr_status ctr_png_preview_planes(const char *prefix, const float *xy, const flo
     memcpy(all + a + b, yz, c * sizeof(float));
     CTR_CHECK_GOTO(st, auto_window(all, a + b + c, &lo, &hi));
   }
-  /* In xz and yz, z points up (row 0 is the last slice), as ctr_png_preview. */
-  const struct {
-    const char *suffix;
-    const float *data;
-    int64_t base, sx, sy, w, h;
-  } views[3] = {
-      {"_xy.png", xy, 0, 1, nx, nx, ny},
-      {"_xz.png", xz, (nz - 1) * nx, 1, -nx, nx, nz},
-      {"_yz.png", yz, (nz - 1) * ny, 1, -ny, ny, nz},
-  };
-  for (int i = 0; i < 3; i++) {
-    path = ctr__io_sprintf("%s%s", prefix, views[i].suffix);
-    if (!path) {
-      st = CTR_E_OUT_OF_MEMORY;
-      goto cleanup;
-    }
-    CTR_CHECK_GOTO(st, write_view(path, views[i].data, views[i].base, views[i].sx, views[i].sy,
-                                  views[i].w, views[i].h, lo, hi));
-    free(path);
-    path = NULL;
+  {
+    /* In xz and yz, z points up (row 0 is the last slice), as ctr_png_preview. */
+    const view views[3] = {
+        {"_xy.png", xy, 0, 1, nx, nx, ny},
+        {"_xz.png", xz, (nz - 1) * nx, 1, -nx, nx, nz},
+        {"_yz.png", yz, (nz - 1) * ny, 1, -ny, ny, nz},
+    };
+    st = write_views(prefix, views, lo, hi, overwrite);
   }
 cleanup:
-  free(path);
   free(all);
   return st;
 }

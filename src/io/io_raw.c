@@ -215,10 +215,11 @@ static ctr_status raw_commit(ctr_stack_writer *w) {
   direct_close(&o->direct);
   /* Data first: a header must never point at data that is not there yet.
    * The fsync of the buffered descriptor covers the direct writes too. */
+  o->data.no_replace = o->companion.no_replace = !w->overwrite;
   ctr_status st = ctr__atomic_commit(&o->data);
   if (st == CTR_OK && o->companion.tmp) {
     st = ctr__atomic_commit(&o->companion);
-    if (st != CTR_OK) unlink(o->data.path);
+    if (st != CTR_OK) unlink(o->data.path); /* no header: no data either */
   }
   raw_abort(w);
   return st;

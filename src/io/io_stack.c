@@ -189,7 +189,7 @@ void ctr__stack_writer_free(ctr_stack_writer *w) {
 }
 
 ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
-                                  ctr__out_mode mode, const unsigned char *done,
+                                  ctr__out_mode mode, const unsigned char *done, int overwrite,
                                   ctr_stack_writer **out) {
   ctr_status st = CTR_OK;
   ctr_stack_writer *w = NULL;
@@ -205,6 +205,7 @@ ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const c
   if (!w) return CTR_E_OUT_OF_MEMORY;
   w->info = *info;
   w->mode = mode;
+  w->overwrite = overwrite != 0;
   w->path = strdup(path);
   w->written = ctr__calloc((size_t)info->count, 1, "written-image flags");
   if (!w->path || !w->written)
@@ -219,14 +220,30 @@ cleanup:
   return st;
 }
 
+ctr_status ctr_stack_check_output(const char *path, ctr_file_format fmt, int overwrite) {
+  if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_stack_check_output: empty path");
+  if (overwrite) return CTR_OK;
+  if (fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(path, &fmt));
+  const ctr__format_row *row = ctr__format_row_of(fmt);
+  if (!row) return CTR_E_INVALID_ARGUMENT;
+  char *found = NULL;
+  CTR_CHECK(row->existing(path, &found));
+  if (!found) return CTR_OK;
+  const ctr_status st = ctr__output_exists(path, found, 0);
+  free(found);
+  return st;
+}
+
 ctr_status ctr_stack_create(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
-                            ctr_stack_writer **out) {
+                            int overwrite, ctr_stack_writer **out) {
   ctr_stack_info ic;
+  if (out) *out = NULL;
   if (info) {
     CTR_CHECK(ctr__struct_copy(&ctr__struct_stack_info, &ic, info));
     info = &ic;
   }
-  return ctr__stack_writer_open(path, fmt, info, CTR__OUT_TEMP, NULL, out);
+  if (out && path && *path) CTR_CHECK(ctr_stack_check_output(path, fmt, overwrite));
+  return ctr__stack_writer_open(path, fmt, info, CTR__OUT_TEMP, NULL, overwrite, out);
 }
 
 static ctr_status write_converted(ctr_stack_writer *w, int64_t first, int64_t n, ctr_dtype dtype,
@@ -334,9 +351,9 @@ cleanup:
 }
 
 ctr_status ctr_stack_save(const char *path, ctr_file_format fmt, const ctr_stack_info *info,
-                          ctr_dtype dtype, const void *data) {
+                          ctr_dtype dtype, const void *data, int overwrite) {
   ctr_stack_writer *w = NULL;
-  CTR_CHECK(ctr_stack_create(path, fmt, info, &w));
+  CTR_CHECK(ctr_stack_create(path, fmt, info, overwrite, &w));
   ctr_status st = ctr_stack_write(w, 0, w->info.count, dtype, data);
   if (st != CTR_OK) {
     ctr_stack_abort(w);

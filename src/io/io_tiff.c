@@ -551,6 +551,7 @@ static ctr_status tiff_commit(ctr_stack_writer *w) {
   tiff_out *o = w->impl;
   ctr_status st = ctr__tiff_finish(o->tif, w->path);
   o->tif = NULL;
+  o->file.no_replace = !w->overwrite;
   if (st == CTR_OK) st = ctr__atomic_commit(&o->file);
   tiff_abort(w);
   return st;

@@ -2,6 +2,7 @@
  * pattern with one integer conversion ("dir/img_%04d.tif"). */
 #include "io/io_tiff.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,6 +112,63 @@ char *ctr__tiff_stack_partial_name(const char *pat) {
   char *name = first ? ctr__partial_path(first) : NULL;
   free(first);
   return name;
+}
+
+/* The length of the part of `name` that the pattern's conversion wrote: an
+ * integer as printf writes %d with p's width (blanks, or zeros, then
+ * digits); 0 when there is none. */
+static size_t number_length(const pattern *p, const char *name) {
+  size_t k = 0;
+  while (!p->zero_pad && name[k] == ' ') k++;
+  const size_t digits = strspn(name + k, "0123456789");
+  return digits ? k + digits : 0;
+}
+
+ctr_status ctr__tiff_stack_existing(const char *pat, char **found) {
+  pattern p;
+  *found = NULL;
+  CTR_CHECK(pattern_parse(pat, &p));
+  /* the directory the numbered names are in, the name's part before the
+   * number, and the part after it up to its end (or, when the number is in
+   * a directory's name, up to that directory's end: the rest is a path
+   * inside each such directory) */
+  const char *slash = strrchr(p.prefix, '/');
+  char *dir = slash ? strndup(p.prefix, slash == p.prefix ? 1 : (size_t)(slash - p.prefix))
+                    : strdup(".");
+  const char *head = slash ? slash + 1 : p.prefix, *rest = strchr(p.suffix, '/');
+  const size_t tail = rest ? (size_t)(rest - p.suffix) : strlen(p.suffix);
+  ctr_status st = dir ? CTR_OK : ctr__error_set(CTR_E_OUT_OF_MEMORY, "a TIFF stack's directory");
+  DIR *d = dir ? opendir(dir) : NULL;
+  unsigned long long least = 0; /* the lowest number found: the message names it */
+  for (struct dirent *e = d ? readdir(d) : NULL; e && st == CTR_OK; e = readdir(d)) {
+    const char *n = e->d_name;
+    if (strncmp(n, head, strlen(head)) != 0) continue;
+    n += strlen(head);
+    const size_t digits = number_length(&p, n);
+    if (!digits || strlen(n + digits) != tail || strncmp(n + digits, p.suffix, tail) != 0)
+      continue;
+    const unsigned long long number = strtoull(n, NULL, 10);
+    if (*found && number >= least) continue;
+    char *name = ctr__io_sprintf("%s%s%s%s", slash ? dir : "", slash && strcmp(dir, "/") ? "/" : "",
+                                 e->d_name, rest ? rest : "");
+    if (!name) {
+      st = CTR_E_OUT_OF_MEMORY;
+    } else if (ctr__file_exists(name)) {
+      free(*found);
+      *found = name;
+      least = number;
+    } else {
+      free(name);
+    }
+  }
+  if (d) closedir(d);
+  if (st != CTR_OK) {
+    free(*found);
+    *found = NULL;
+  }
+  free(dir);
+  pattern_free(&p);
+  return st;
 }
 
 void ctr__tiff_stack_remove_partial(const char *pat, int64_t count) {
@@ -414,10 +472,11 @@ static ctr_status stack_commit(ctr_stack_writer *w) {
   stack_out *o = w->impl;
   ctr_status st = CTR_OK;
   char *name = NULL;
-  for (int64_t i = 0; i < w->info.count; i++) CTR_CHECK_GOTO(st, ctr__atomic_rename(&o->files[i]));
+  CTR_CHECK_GOTO(st, ctr__atomic_rename_all(o->files, w->info.count, !w->overwrite));
   /* Files numbered past the new stack would make readers count a longer,
-   * mixed stack: they belong to the replaced one and go too. */
-  for (int64_t i = w->info.count;; i++) {
+   * mixed stack: they belong to the replaced one and go too (a stack that
+   * was to be new replaced none). */
+  for (int64_t i = w->info.count; w->overwrite; i++) {
     name = pattern_name(&o->pat, i);
     if (!name || !ctr__file_exists(name)) break;
     if (unlink(name) != 0)

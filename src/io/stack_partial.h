@@ -27,8 +27,8 @@ extern "C" {
  *  (the .raw);
  *  TIFF stack: each image "<file>.partial" (created when the image is
  *  written).
- * Multi-page TIFF cannot be resumed: CTR_E_UNSUPPORTED with a detail saying
- * to use raw, nrrd or a TIFF stack pattern.
+ * A format that cannot be resumed (multi-page TIFF, HDF5) is CTR_E_UNSUPPORTED
+ * with a detail naming those that can (ctr__format_list).
  * resume == 0: existing partial files are replaced (truncate / recreate).
  * resume == 1: the partial files are opened without truncation; a missing one
  * is CTR_E_IO naming it and saying the run cannot be resumed; images i with
@@ -41,11 +41,18 @@ extern "C" {
  * ctr_stack_write / ctr_stack_commit / ctr_stack_abort work as for
  * ctr_stack_create: commit fsyncs, renames the partial names onto the targets
  * (data before header) and fsyncs the directory; abort removes the partial
- * files. An image rewritten after a failed write is undefined until written
- * again: clear its done flag first. */
+ * files. The commit keeps an existing target (its refusal is ctr_stack_create's)
+ * unless ctr__stack_set_overwrite said otherwise; whether one exists before
+ * the run is the caller's to check (ctr_stack_check_output). An image
+ * rewritten after a failed write is undefined until written again: clear its
+ * done flag first. */
 ctr_status ctr__stack_create_partial(const char *path, ctr_file_format fmt,
                                      const ctr_stack_info *info, int resume,
                                      const unsigned char *done, ctr_stack_writer **out);
+/* Whether w's commit may replace existing files of its output (a writer
+ * starts with ctr_stack_create's overwrite, a partial writer with 0): the
+ * caller's overwrite option, given before the commit. Accepts NULL. */
+void ctr__stack_set_overwrite(ctr_stack_writer *w, int on);
 /* Makes every image written so far durable (fdatasync of the data file(s);
  * the first flush of a resumable writer also syncs its partial files' names
  * into their directory); CTR_E_IO naming the file on failure. Works on any
@@ -75,6 +82,19 @@ char *ctr__stack_partial_name(const char *path, ctr_file_format fmt);
  * what the executors ask instead of listing formats. NULL with
  * CTR_E_INVALID_ARGUMENT raised for CTR_FORMAT_AUTO or an unknown value. */
 const ctr_file_format_info *ctr__format_info(ctr_file_format fmt);
+/* What a format can do, for ctr__format_list. */
+typedef enum ctr__format_cap {
+  CTR__CAP_RESUMABLE = 1,  /* info.resumable */
+  CTR__CAP_MANY_RANKS = 2, /* info.many_ranks */
+  CTR__CAP_ANY_ORDER = 3   /* !info.in_order: images written in any order, by several writers */
+} ctr__format_cap;
+/* The formats that have `cap`, as a message lists them: "raw, nrrd or a
+ * TIFF stack pattern" (one-file formats in the table's order, then stacks of
+ * files; with `stem`, the stack's example name: "... or a TIFF stack
+ * pattern such as 'vol_%04d.tif'"). Into buf (n bytes, cut to fit);
+ * returns buf. The one place messages get such a list from: a new format
+ * is named in them by its row of the table (io_format.c). */
+const char *ctr__format_list(ctr__format_cap cap, const char *stem, char *buf, size_t n);
 
 /* ---- Test hooks --------------------------------------------------------- */
 

@@ -30,20 +30,24 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
   /* the caller's version read into the current layout */
   CTR_CHECK(ctr__struct_copy(&ctr__struct_iterate_options, o, in));
   if ((unsigned)o->algorithm > CTR_ITERATE_FISTA_TV)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.algorithm",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.algorithm",
+                   CTR__V_INT(o->algorithm),
                    "ctr_iterate_options.algorithm is %d: expected CTR_ITERATE_SIRT, "
                    "CTR_ITERATE_CGLS, CTR_ITERATE_OS_SART or CTR_ITERATE_FISTA_TV",
                    (int)o->algorithm);
   if (o->iterations < 1 || o->iterations > 1000000000)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.iterations",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.iterations",
+                   CTR__V_INT(o->iterations),
                    "ctr_iterate_options.iterations is %lld: expected 1 .. 1e9",
                    (long long)o->iterations);
   if (!(o->tolerance >= 0 && isfinite(o->tolerance)))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tolerance",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tolerance",
+                   CTR__V_REAL(o->tolerance),
                    "ctr_iterate_options.tolerance is %g: expected >= 0",
                    o->tolerance);
   if (o->subsets < 0)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.subsets",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.subsets",
+                   CTR__V_INT(o->subsets),
                    "ctr_iterate_options.subsets is %lld: expected >= 0 (0 = %d)",
                    (long long)o->subsets, DEFAULT_SUBSETS);
   if (o->algorithm == CTR_ITERATE_OS_SART) {
@@ -54,11 +58,13 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
   }
   if (o->relaxation == 0) o->relaxation = 1.0;
   if (!(o->relaxation > 0 && o->relaxation < 2))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.relaxation",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.relaxation",
+                   CTR__V_REAL(o->relaxation),
                    "ctr_iterate_options.relaxation is %g: expected 0 < lambda < 2",
                    o->relaxation);
   if (!(o->tv_weight == 0 || (o->tv_weight >= TV_WEIGHT_MIN && o->tv_weight <= TV_WEIGHT_MAX)))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tv_weight",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.tv_weight",
+                   CTR__V_REAL(o->tv_weight),
                    "ctr_iterate_options.tv_weight is %g: expected 0 or "
                    "%g .. %g (the TV step computes W and 1 / (12 W) in float)", o->tv_weight,
                    TV_WEIGHT_MIN, TV_WEIGHT_MAX);
@@ -76,16 +82,18 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
                    "ctr_iterate_options.box: lower %g, upper %g: expected finite "
                    "lower < upper", o->lower, o->upper);
   if (o->algorithm == CTR_ITERATE_CGLS && (o->nonneg || o->box))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, o->nonneg ? "ctr_iterate_options.nonneg"
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, o->nonneg ? "ctr_iterate_options.nonneg"
                                                      : "ctr_iterate_options.box",
+             CTR__V_INT(o->nonneg ? o->nonneg : o->box),
              "ctr_iterate_options.%s: CGLS is unconstrained (a projection "
              "would break its conjugate directions); use SIRT, OS-SART or FISTA-TV for constraints",
              o->nonneg ? "nonneg" : "box");
   if ((unsigned)o->init > CTR_ITERATE_INIT_GIVEN)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.init",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.init", CTR__V_INT(o->init),
                    "ctr_iterate_options.init is %d", (int)o->init);
   if (o->checkpoint_every < 0)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.checkpoint_every",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.checkpoint_every",
+                   CTR__V_INT(o->checkpoint_every),
                    "ctr_iterate_options.checkpoint_every is %lld: expected >= 0",
                    (long long)o->checkpoint_every);
   if (o->checkpoint_every == 0) o->checkpoint_every = 1;
@@ -93,7 +101,8 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
     CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.resume",
                    "ctr_iterate_options.resume needs ctr_iterate_options.checkpoint");
   if (o->max_slab_slices < 0)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.max_slab_slices",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.max_slab_slices",
+                   CTR__V_INT(o->max_slab_slices),
                    "ctr_iterate_options.max_slab_slices is %lld: expected >= 0",
                    (long long)o->max_slab_slices);
   return CTR_OK;

@@ -109,7 +109,7 @@ ctr_status ctr__it_plan(const ctr_projector *p, int64_t volumes, int64_t project
     r.slab_slices = zmax;
     r.host_bytes = Vh + Q + ctr__it_layout_bytes(p, zmax) + ctr__it_table_bytes(p, r.batch_views);
     if (host_budget && r.host_bytes > host_budget)
-      CTR_FAIL_FIELD(CTR_E_OUT_OF_MEMORY, "host_budget",
+      CTR_FAIL_FIELD_VALUE(CTR_E_OUT_OF_MEMORY, "host_budget", CTR__V_UINT(host_budget),
                "%lld volumes and %lld projection sets need %s of host memory; "
                "host_budget is %s", (long long)volumes, (long long)projections,
                ctr__format_bytes((double)r.host_bytes, b1, sizeof b1),
@@ -182,14 +182,14 @@ ctr_status ctr__it_plan(const ctr_projector *p, int64_t volumes, int64_t project
       const uint64_t least = (slab_bytes(p, 1) + ctr__it_layout_bytes(p, 1) +
                               ctr__it_table_bytes(p, 1) + view_bytes(p) +
                               (fast ? fast_bytes(p, 1) : 0)) * 8 / 7 + 1;
-      CTR_FAIL_FIELD(CTR_E_DEVICE_OUT_OF_MEMORY, "gpu_budget",
+      CTR_FAIL_FIELD_VALUE(CTR_E_DEVICE_OUT_OF_MEMORY, "gpu_budget", CTR__V_UINT(gpu_budget),
                "gpu_budget %s is too small for any plan: the smallest (slabs of one slice, "
                "blocks of one view) needs %s",
                ctr__format_bytes((double)gpu_budget, b1, sizeof b1),
                ctr__format_bytes((double)least, b2, sizeof b2));
     }
     if (host_budget && r.host_bytes > host_budget)
-      CTR_FAIL_FIELD(CTR_E_OUT_OF_MEMORY, "host_budget",
+      CTR_FAIL_FIELD_VALUE(CTR_E_OUT_OF_MEMORY, "host_budget", CTR__V_UINT(host_budget),
                "the plan (%s) needs %s of host memory for its vectors; host_budget is %s",
                ctr_iterate_placement_name(r.placement),
                ctr__format_bytes((double)r.host_bytes, b1, sizeof b1),

@@ -7,7 +7,7 @@
 #include <math.h>
 
 ctr_status ctr_iterate_plot(const char *path, const double *relative_residual, const double *error,
-                            int64_t n, const char *title) {
+                            int64_t n, const char *title, int overwrite) {
   if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate_plot: empty path");
   if (!relative_residual)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plot '%s': relative_residual is NULL", path);
@@ -39,7 +39,7 @@ ctr_status ctr_iterate_plot(const char *path, const double *relative_residual, c
   const ctr__plot_series s[2] = {
       {x, r, n, {31, 119, 180}, {12, 60, 120}, n <= 40, "residual"},
       {x, e, n, {214, 96, 24}, {140, 56, 10}, n <= 40, "error"}};
-  ctr_status st = ctr__plot_png(path, &plot, s, error ? 2 : 1);
+  ctr_status st = ctr__plot_png(path, &plot, s, error ? 2 : 1, overwrite);
   free(x);
   return st;
 }

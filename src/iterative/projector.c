@@ -13,11 +13,12 @@ static ctr_status options_copy(const ctr_projector_options *in, ctr_projector_op
   /* the caller's version read into the current layout (NULL: the defaults) */
   CTR_CHECK(ctr__struct_copy(&ctr__struct_projector_options, o, in));
   if (o->pair != CTR_PAIR_MATCHED && o->pair != CTR_PAIR_FAST)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_projector_options.pair",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_projector_options.pair", CTR__V_INT(o->pair),
                    "ctr_projector_options.pair is %d: expected CTR_PAIR_MATCHED or "
                    "CTR_PAIR_FAST", (int)o->pair);
   if (o->max_slab_slices < 0)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_projector_options.max_slab_slices",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_projector_options.max_slab_slices",
+                   CTR__V_INT(o->max_slab_slices),
                    "ctr_projector_options.max_slab_slices is %lld: expected >= 0",
                    (long long)o->max_slab_slices);
   return CTR_OK;
@@ -190,7 +191,7 @@ ctr_status ctr_projector_create_parallel(ctr_context *ctx, const ctr_parallel_ge
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_create_parallel: nslices %lld: expected 1 .. "
              "1048576", (long long)nslices);
   if (opts && opts->pair == CTR_PAIR_FAST)
-    CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_projector_options.pair",
+    CTR_FAIL_FIELD_VALUE(CTR_E_UNSUPPORTED, "ctr_projector_options.pair", CTR__V_INT(opts->pair),
                    "ctr_projector_options.pair = CTR_PAIR_FAST: the fast pair is "
                    "cone beam only (it uses the FDK backprojector); parallel beam has the matched pair");
   const ctr_parallel_params *pp = ctr_parallel_get_params(g);

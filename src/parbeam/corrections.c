@@ -14,7 +14,8 @@ ctr_status ctr__corrections_resolve(const ctr_corrections *in, ctr_corrections *
   /* the caller's version read into the current layout (NULL: the defaults) */
   CTR_CHECK(ctr__struct_copy(&ctr__struct_corrections, o, in));
   if (o->center_method < CTR_CENTER_AUTO || o->center_method > CTR_CENTER_CORRELATION)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.center_method",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_corrections.center_method",
+                   CTR__V_INT(o->center_method),
                    "ctr_corrections.center_method = %d: expected "
                    "CTR_CENTER_AUTO, CTR_CENTER_VO or CTR_CENTER_CORRELATION", (int)o->center_method);
   if (!isfinite(o->center_min) || !isfinite(o->center_max) || o->center_max < o->center_min)
@@ -22,50 +23,61 @@ ctr_status ctr__corrections_resolve(const ctr_corrections *in, ctr_corrections *
                    "ctr_corrections.center_min, center_max = %g, %g: expected "
                    "finite bins, min <= max (both 0: the whole detector)", o->center_min, o->center_max);
   if (!(o->dezinger >= 0) || !isfinite(o->dezinger))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.dezinger",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_corrections.dezinger",
+                   CTR__V_REAL(o->dezinger),
                    "ctr_corrections.dezinger = %g: expected a threshold >= 0 "
                    "(-log units; 0 = off)", o->dezinger);
   if (!o->dezinger_size) o->dezinger_size = 3;
   if (o->dezinger_size < 3 || o->dezinger_size > 15 || o->dezinger_size % 2 == 0)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.dezinger_size",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_corrections.dezinger_size",
+                   CTR__V_INT(o->dezinger_size),
                    "ctr_corrections.dezinger_size = %d: expected an odd size "
                    "3 .. 15", o->dezinger_size);
   if (o->stripe < CTR_STRIPE_NONE || o->stripe > CTR_STRIPE_WAVELET)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe", CTR__V_INT(o->stripe),
                    "ctr_corrections.stripe = %d: expected CTR_STRIPE_NONE, "
                    "CTR_STRIPE_SORTING or CTR_STRIPE_WAVELET", (int)o->stripe);
   if (!o->stripe_size) o->stripe_size = 21;
   if (o->stripe_size < 3 || o->stripe_size > 255 || o->stripe_size % 2 == 0)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_size",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_size",
+                   CTR__V_INT(o->stripe_size),
                    "ctr_corrections.stripe_size = %d: expected an odd width "
                    "3 .. 255", o->stripe_size);
   if (!o->stripe_level) o->stripe_level = 3;
   if (o->stripe_level < 1 || o->stripe_level > 8)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_level",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_level",
+                   CTR__V_INT(o->stripe_level),
                    "ctr_corrections.stripe_level = %d: expected 1 .. 8",
                    o->stripe_level);
   if (o->stripe_sigma == 0) o->stripe_sigma = 1.0;
   if (!(o->stripe_sigma > 0) || !isfinite(o->stripe_sigma))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_sigma",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_sigma",
+                   CTR__V_REAL(o->stripe_sigma),
                    "ctr_corrections.stripe_sigma = %g: expected > 0",
                    o->stripe_sigma);
   if (!o->stripe_wavelet) o->stripe_wavelet = 5;
   if (o->stripe_wavelet < 1 || o->stripe_wavelet > 10)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_wavelet",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stripe_wavelet",
+                   CTR__V_INT(o->stripe_wavelet),
                    "ctr_corrections.stripe_wavelet = %d: expected a Daubechies "
                    "order 1 .. 10", o->stripe_wavelet);
   if (!(o->paganin_delta_beta >= 0) || !isfinite(o->paganin_delta_beta))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.paganin_delta_beta",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_corrections.paganin_delta_beta",
+                   CTR__V_REAL(o->paganin_delta_beta),
                    "ctr_corrections.paganin_delta_beta = %g: expected >= 0 "
                    "(0 = off)", o->paganin_delta_beta);
-  if (o->paganin_delta_beta > 0 && (!(o->energy_kev > 0) || !isfinite(o->energy_kev) ||
-                                    !(o->distance_mm > 0) || !isfinite(o->distance_mm)))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.energy_kev",
+  const int energy_ok = o->energy_kev > 0 && isfinite(o->energy_kev);
+  if (o->paganin_delta_beta > 0 && (!energy_ok || !(o->distance_mm > 0) ||
+                                    !isfinite(o->distance_mm)))
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT,
+                   energy_ok ? "ctr_corrections.distance_mm" : "ctr_corrections.energy_kev",
+                   CTR__V_REAL(energy_ok ? o->distance_mm : o->energy_kev),
                    "ctr_corrections.energy_kev = %g, distance_mm = %g: "
                    "Paganin's filter needs a photon energy and a sample-detector distance > 0",
                    o->energy_kev, o->distance_mm);
   if (o->stitch_360 != 0 && o->stitch_360 != 1)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stitch_360",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_corrections.stitch_360",
+                   CTR__V_INT(o->stitch_360),
                    "ctr_corrections.stitch_360 = %d: expected 0 or 1",
                    o->stitch_360);
   if (o->bin_x == 0) o->bin_x = 1;

@@ -32,16 +32,17 @@ static ctr_status resolve_options(const char *fn, const ctr_fbp_options *opts, c
   if (o->counts) CTR_CHECK(ctr__struct_check(&ctr__struct_value_counts, o->counts));
   if (o->timings) CTR_CHECK(ctr__struct_check(&ctr__struct_fbp_timings, o->timings));
   if (!strcmp(ctr_window_name(opts->window), "unknown"))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_options.window",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fbp_options.window", CTR__V_INT(opts->window),
              "%s: ctr_fbp_options.window = %d, expected ram-lak, shepp-logan, cosine, hamming or "
              "hann",
              fn, (int)opts->window);
   if (!(opts->cutoff > 0.0 && opts->cutoff <= 1.0))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_options.cutoff",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fbp_options.cutoff",
+             CTR__V_REAL(opts->cutoff),
              "%s: ctr_fbp_options.cutoff = %g, expected 0 < cutoff <= 1 (fraction of Nyquist)", fn,
              opts->cutoff);
   if (opts->interp != CTR_FBP_LINEAR && opts->interp != CTR_FBP_NEAREST)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_options.interp",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fbp_options.interp", CTR__V_INT(opts->interp),
              "%s: ctr_fbp_options.interp = %d, expected CTR_FBP_LINEAR or CTR_FBP_NEAREST", fn,
              (int)opts->interp);
   *o = *opts;

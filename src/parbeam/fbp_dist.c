@@ -194,7 +194,7 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
   o.cluster = NULL;
   /* ranks on one host share its memory */
   if (st == CTR_OK) st = ctr__stream_dist_host_budget(&sd, ctx, o.host_budget, &o.host_budget);
-  if (st == CTR_OK) st = ctr__dist_output_format(out, &fmt, "rec_%04d.tif");
+  if (st == CTR_OK) st = ctr__dist_output_format(out, &fmt, "rec", o.overwrite || o.resume);
   /* rank 0: the bands (an interrupted run's) and the centre */
   uint64_t fp[3] = {0, 0, 0}, journal_fp = 0;
   shared_plan plan = {0, 0, 0};
@@ -227,7 +227,7 @@ static ctr_status fbp_stream_dist(ctr_context *ctx, const ctr_parallel_params *p
   {
     dist_fbp f = {plan.band_slices};
     const ctr_stack_info info = ctr__fbp_output_info(&r);
-    st = ctr__dist_output_open(d, ctx, st, out, fmt, &info, journal_fp, o.resume,
+    st = ctr__dist_output_open(d, ctx, st, out, fmt, &info, journal_fp, o.resume, o.overwrite,
                                "ctr_fbp_stream_options.resume", "band", plan.band_slices,
                                plan.band_slices, plan_work, &f, &dout);
     tried_out = 1; /* its resumable too when it failed */

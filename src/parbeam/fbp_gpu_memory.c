@@ -30,7 +30,7 @@ static ctr_status refuse(const ctr_parallel_params *p, uint64_t budget, uint64_t
                          const char *what, const char *kind, const char *set) {
   if (!what || least <= budget) return CTR_OK;
   char b1[32], b2[32];
-  CTR_FAIL_FIELD(CTR_E_DEVICE_OUT_OF_MEMORY, what,
+  CTR_FAIL_FIELD_VALUE(CTR_E_DEVICE_OUT_OF_MEMORY, what, CTR__V_UINT(budget),
                  "%s of %s is too small for %s of %lld bins x %lld angles into %lld x %lld "
                  "slices: the smallest working set (%s) needs %s of GPU memory per GPU",
                  what, ctr__format_bytes((double)budget, b1, sizeof b1), kind,

@@ -56,7 +56,8 @@ ctr_status ctr__fbp_resolve(srun *r, const ctr_fbp_stream_options *opts) {
   if (!r->o.out_dtype) r->o.out_dtype = CTR_DTYPE_FLOAT32;
   if (r->o.out_dtype != CTR_DTYPE_FLOAT32 && r->o.out_dtype != CTR_DTYPE_FLOAT16 &&
       r->o.out_dtype != CTR_DTYPE_UINT16)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.out_dtype",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.out_dtype",
+                   CTR__V_INT(r->o.out_dtype),
                    "ctr_fbp_stream_options.out_dtype = %d: expected float32, "
                    "float16 or uint16", (int)r->o.out_dtype);
   if (r->o.out_scale == 0) r->o.out_scale = 1.0;
@@ -69,17 +70,20 @@ ctr_status ctr__fbp_resolve(srun *r, const ctr_fbp_stream_options *opts) {
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options: batch, row0, nrows, angle_first, "
              "angle_count and angle_step must be >= 0");
   if (r->o.read_ahead < 0 || r->o.read_ahead > 16)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.read_ahead",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.read_ahead",
+                   CTR__V_INT(r->o.read_ahead),
                    "ctr_fbp_stream_options.read_ahead = %d: expected 1 to 16 "
                    "bands (0: the default, 2)", r->o.read_ahead);
   if (!r->o.read_ahead) r->o.read_ahead = 2;
   if (r->o.input_scale == 0) r->o.input_scale = 1.0;
   if (!(r->o.input_scale > 0) || !isfinite(r->o.input_scale))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.input_scale",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.input_scale",
+                   CTR__V_REAL(r->o.input_scale),
                    "ctr_fbp_stream_options.input_scale = %g: expected a finite "
                    "scale > 0", r->o.input_scale);
   if (!r->sino && r->o.input_scale != 1.0)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.input_scale",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.input_scale",
+                   CTR__V_REAL(r->o.input_scale),
                    "ctr_fbp_stream_options.input_scale = %g applies to sinograms "
                    "(sinograms = 1): the flat-field ratio cancels a scale of the projections",
                    r->o.input_scale);
@@ -114,7 +118,7 @@ static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
                    r->sino ? "sinograms" : "rows", (long long)r->H);
   r->nslices = r->nrows / r->by;
   if (r->nslices < 1)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_corrections.bin_y",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_corrections.bin_y", CTR__V_INT(r->by),
                    "ctr_corrections.bin_y = %d exceeds the %lld rows "
                    "reconstructed", r->by, (long long)r->nrows);
   if (r->nrows % r->by)
@@ -126,13 +130,15 @@ static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
   /* projections */
   const int64_t step = r->o.angle_step ? r->o.angle_step : 1;
   if (r->o.angle_first >= r->NP)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.angle_first",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.angle_first",
+                   CTR__V_INT(r->o.angle_first),
                    "ctr_fbp_stream_options.angle_first = %lld: the input has "
                    "%lld projections", (long long)r->o.angle_first, (long long)r->NP);
   int64_t avail = (r->NP - r->o.angle_first + step - 1) / step;
   if (r->o.angle_count) {
     if (r->o.angle_count > avail)
-      CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.angle_count",
+      CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.angle_count",
+                     CTR__V_INT(r->o.angle_count),
                      "ctr_fbp_stream_options.angle_count = %lld: from "
                      "projection %lld in steps of %lld there are %lld", (long long)r->o.angle_count,
                      (long long)r->o.angle_first, (long long)step, (long long)avail);
@@ -471,7 +477,8 @@ static ctr_status band_reconstruct(srun *r, int64_t k, void *const bufs[3], floa
 static ctr_status find_centre(srun *r) {
   const int64_t row = r->o.center_row >= 0 ? r->o.center_row : r->H / 2;
   if (row >= r->H)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.center_row",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.center_row",
+                   CTR__V_INT(r->o.center_row),
                    "ctr_fbp_stream_options.center_row = %lld: the input has "
                    "%s [0, %lld)", (long long)r->o.center_row, r->sino ? "sinograms" : "rows",
                    (long long)r->H);
@@ -957,8 +964,8 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
   CTR_CHECK(ctr__fbp_resolve(&r, opts));
   CTR_CHECK(ctr__fbp_open_input(&r, input, flat, dark));
   fbp_exec e = {&r, params};
-  const ctr_status st = ctr__stream_execute(&k_fbp_ops, &e, ctx, out, out_format, r.o.resume, &o,
-                                            &t_setup);
+  const ctr_status st = ctr__stream_execute(&k_fbp_ops, &e, ctx, out, out_format, r.o.resume,
+                                            r.o.overwrite, &o, &t_setup);
   if (t_setup > 0) t_setup -= t_start;
   ctr__fbp_report_fill(&r, report);
   if (report) {

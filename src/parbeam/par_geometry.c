@@ -61,22 +61,24 @@ ctr_status ctr_parallel_create(const ctr_parallel_params *p, ctr_parallel_geomet
     CTR_FAIL(CTR_E_GEOMETRY, "slice size %lld x %lld: expected 0 (= nbins) .. 1048576",
              (long long)p->nx, (long long)p->ny);
   /* 0 = 1; beyond these bounds the slices miss the detector or their values overflow */
-  if (!(p->voxel == 0 || (p->voxel >= 1e-6 && p->voxel <= 1e6)) ||
-      !(p->pixel_size == 0 || (p->pixel_size >= 1e-30 && p->pixel_size <= 1e9)))
-    CTR_FAIL_FIELD(CTR_E_GEOMETRY, p->voxel == 0 || (p->voxel >= 1e-6 && p->voxel <= 1e6)
-                                   ? "ctr_parallel_params.pixel_size" : "ctr_parallel_params.voxel",
-             "voxel %g, pixel_size %g: expected a voxel of 1e-6 .. 1e6 bins and a "
-             "pixel_size of 1e-30 .. 1e9 mm (0 = 1)", p->voxel, p->pixel_size);
+  const int voxel_ok = p->voxel == 0 || (p->voxel >= 1e-6 && p->voxel <= 1e6);
+  if (!voxel_ok || !(p->pixel_size == 0 || (p->pixel_size >= 1e-30 && p->pixel_size <= 1e9)))
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY,
+                         voxel_ok ? "ctr_parallel_params.pixel_size" : "ctr_parallel_params.voxel",
+                         CTR__V_REAL(voxel_ok ? p->pixel_size : p->voxel),
+                         "voxel %g, pixel_size %g: expected a voxel of 1e-6 .. 1e6 bins and a "
+                         "pixel_size of 1e-30 .. 1e9 mm (0 = 1)", p->voxel, p->pixel_size);
   if (p->axis != CTR_AXIS_CENTER && !isfinite(p->axis))
     CTR_FAIL(CTR_E_GEOMETRY, "axis %g: expected a finite bin position", p->axis);
-  if (!p->angles_deg && (!(fabs(p->angle_start_deg) <= 1e9) || !(fabs(p->angle_range_deg) <= 1e9) ||
+  const int start_ok = fabs(p->angle_start_deg) <= 1e9;
+  if (!p->angles_deg && (!start_ok || !(fabs(p->angle_range_deg) <= 1e9) ||
                          p->angle_range_deg == 0))
-    CTR_FAIL_FIELD(CTR_E_GEOMETRY,
-                   fabs(p->angle_start_deg) <= 1e9 ? "ctr_parallel_params.angle_range_deg"
-                                                   : "ctr_parallel_params.angle_start_deg",
-             "angle_start_deg %g, angle_range_deg %g: expected values within +-1e9 "
-             "degrees, range != 0",
-             p->angle_start_deg, p->angle_range_deg);
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY,
+                         start_ok ? "ctr_parallel_params.angle_range_deg"
+                                  : "ctr_parallel_params.angle_start_deg",
+                         CTR__V_REAL(start_ok ? p->angle_range_deg : p->angle_start_deg),
+                         "angle_start_deg %g, angle_range_deg %g: expected values within +-1e9 "
+                         "degrees, range != 0", p->angle_start_deg, p->angle_range_deg);
   ctr_parallel_geometry *g = ctr__calloc(1, sizeof *g, "parallel geometry");
   if (!g) return CTR_E_OUT_OF_MEMORY;
   g->p = *p;

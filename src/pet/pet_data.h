@@ -43,10 +43,10 @@ ctr_status ctr__pet_histo_check_values(const ctr_pet_histo *h, const char *file)
 void ctr__pet_histo_sanitize(ctr_pet_histo *h);
 /* JSON description + raw float32 arrays (pet_histo.c); the arguments are
  * checked already. */
-ctr_status ctr__pet_histo_save_json(const char *path, const ctr_pet_histo *h);
+ctr_status ctr__pet_histo_save_json(const char *path, const ctr_pet_histo *h, int overwrite);
 ctr_status ctr__pet_histo_load_json(const char *path, ctr_pet_histo **out);
 /* HDF5 form (CTR_E_UNSUPPORTED without HDF5 in the build). */
-ctr_status ctr__pet_histo_save_hdf5(const char *path, const ctr_pet_histo *h);
+ctr_status ctr__pet_histo_save_hdf5(const char *path, const ctr_pet_histo *h, int overwrite);
 ctr_status ctr__pet_histo_load_hdf5(const char *path, ctr_pet_histo **out);
 
 #ifdef __cplusplus

@@ -125,9 +125,10 @@ static int host_little_endian(void) {
 
 /* ---- Saving ------------------------------------------------------------------ */
 
-static ctr_status write_array(ctr__atomic_file *f, const char *path, const float *v, size_t n) {
+/* One file of the set: data (n bytes) under a temporary name, closed. */
+static ctr_status write_file(ctr__atomic_file *f, const char *path, const void *data, size_t n) {
   CTR_CHECK(ctr__atomic_create(f, path));
-  CTR_CHECK(ctr__pwrite_full(f->fd, v, n * sizeof(float), 0, f->tmp));
+  CTR_CHECK(ctr__pwrite_full(f->fd, data, n, 0, f->tmp));
   return ctr__atomic_close(f);
 }
 
@@ -159,35 +160,33 @@ static char *describe(const ctr_pet_histo *h, const char *counts, const char *fa
   return text;
 }
 
-ctr_status ctr__pet_histo_save_json(const char *path, const ctr_pet_histo *h) {
+ctr_status ctr__pet_histo_save_json(const char *path, const ctr_pet_histo *h, int overwrite) {
   ctr_status st = CTR_OK;
-  ctr__atomic_file fc = CTR__ATOMIC_FILE_INIT, ff = CTR__ATOMIC_FILE_INIT,
-                   fj = CTR__ATOMIC_FILE_INIT;
+  /* counts, factors (when there are), the description: renamed in this
+   * order, data first */
+  ctr__atomic_file f[3] = {CTR__ATOMIC_FILE_INIT, CTR__ATOMIC_FILE_INIT, CTR__ATOMIC_FILE_INIT};
   char *counts = raw_name(path, "counts");
   char *factors = h->factors ? raw_name(path, "factors") : NULL;
   char *text = NULL;
+  const int nf = factors ? 3 : 2;
   if (!counts || (h->factors && !factors)) {
     st = CTR_E_OUT_OF_MEMORY;
     goto cleanup;
   }
-  const size_t n = (size_t)(voxels_of(&h->params) * h->nviews);
-  CTR_CHECK_GOTO(st, write_array(&fc, counts, h->counts, n));
-  if (factors) CTR_CHECK_GOTO(st, write_array(&ff, factors, h->factors, n));
+  const char *names[3] = {counts, factors ? factors : path, path};
+  for (int i = 0; i < nf; i++) CTR_CHECK_GOTO(st, ctr_file_check_output(names[i], overwrite));
+  const size_t n = (size_t)(voxels_of(&h->params) * h->nviews) * sizeof(float);
+  CTR_CHECK_GOTO(st, write_file(&f[0], counts, h->counts, n));
+  if (factors) CTR_CHECK_GOTO(st, write_file(&f[1], factors, h->factors, n));
   text = describe(h, counts, factors);
   if (!text) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "cannot build the JSON of '%s'", path);
   const size_t len = strlen(text);
-  CTR_CHECK_GOTO(st, ctr__atomic_create(&fj, path));
-  CTR_CHECK_GOTO(st, ctr__pwrite_full(fj.fd, text, len, 0, fj.tmp));
-  CTR_CHECK_GOTO(st, ctr__pwrite_full(fj.fd, "\n", 1, (int64_t)len, fj.tmp));
-  CTR_CHECK_GOTO(st, ctr__atomic_close(&fj));
-  /* Data first, description last. */
-  CTR_CHECK_GOTO(st, ctr__atomic_rename(&fc));
-  if (factors) CTR_CHECK_GOTO(st, ctr__atomic_rename(&ff));
-  CTR_CHECK_GOTO(st, ctr__atomic_rename(&fj));
+  text[len] = '\n'; /* cJSON_Print's NUL becomes the newline: the length is len + 1 */
+  CTR_CHECK_GOTO(st, write_file(&f[nf - 1], path, text, len + 1));
+  text[len] = '\0';
+  CTR_CHECK_GOTO(st, ctr__atomic_rename_all(f, nf, !overwrite));
 cleanup:
-  ctr__atomic_discard(&fc);
-  ctr__atomic_discard(&ff);
-  ctr__atomic_discard(&fj);
+  for (int i = 0; i < 3; i++) ctr__atomic_discard(&f[i]);
   free(text);
   free(counts);
   free(factors);

@@ -34,11 +34,11 @@ static ctr_status check_histo(const ctr_pet_histo *h, const char *path) {
   return CTR_OK;
 }
 
-ctr_status ctr_pet_histo_save(const char *path, const ctr_pet_histo *h) {
+ctr_status ctr_pet_histo_save(const char *path, const ctr_pet_histo *h, int overwrite) {
   if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_histo_save: path is empty");
   CTR_CHECK(check_histo(h, path));
-  if (ctr__pet_histo_is_hdf5(path)) return ctr__pet_histo_save_hdf5(path, h);
-  return ctr__pet_histo_save_json(path, h);
+  if (ctr__pet_histo_is_hdf5(path)) return ctr__pet_histo_save_hdf5(path, h, overwrite);
+  return ctr__pet_histo_save_json(path, h, overwrite);
 }
 
 ctr_status ctr_pet_histo_load(const char *path, ctr_pet_histo **out) {

@@ -94,11 +94,13 @@ fail:
   return 0;
 }
 
-ctr_status ctr__pet_histo_save_hdf5(const char *path, const ctr_pet_histo *h) {
+ctr_status ctr__pet_histo_save_hdf5(const char *path, const ctr_pet_histo *h, int overwrite) {
   ctr_status st = CTR_OK;
   ctr__atomic_file f = CTR__ATOMIC_FILE_INIT;
+  CTR_CHECK(ctr_file_check_output(path, overwrite));
   /* The atomic file gives a unique temporary name; HDF5 then rewrites it. */
   CTR_CHECK(ctr__atomic_create(&f, path));
+  f.no_replace = !overwrite;
   CTR_CHECK_GOTO(st, ctr__atomic_close(&f));
   ctr__h5_guard g;
   ctr__h5_msg m;
@@ -321,8 +323,8 @@ cleanup:
   "this build of ctrecon has no HDF5 support; use a .json path instead (a JSON "          \
   "description beside raw float32 files), or configure with -DCTRECON_HDF5=on"
 
-ctr_status ctr__pet_histo_save_hdf5(const char *path, const ctr_pet_histo *h) {
-  (void)h;
+ctr_status ctr__pet_histo_save_hdf5(const char *path, const ctr_pet_histo *h, int overwrite) {
+  (void)h, (void)overwrite;
   CTR_FAIL(CTR_E_UNSUPPORTED, "cannot write '%s': " CTR__NO_HDF5_PET, path);
 }
 

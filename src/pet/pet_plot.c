@@ -9,7 +9,7 @@
 static const ctr__plot_series SERIES = {NULL, NULL, 0, {31, 119, 180}, {12, 60, 120}, 1, NULL};
 
 ctr_status ctr_pet_plot_crc_noise(const char *path, const double *noise, const double *crc,
-                                  int64_t n, const char *title) {
+                                  int64_t n, const char *title, int overwrite) {
   if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_pet_plot_crc_noise: empty path");
   if (!noise || !crc)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plot '%s': %s is NULL", path, !noise ? "noise" : "crc");
@@ -28,5 +28,5 @@ ctr_status ctr_pet_plot_crc_noise(const char *path, const double *noise, const d
   s.x = noise;
   s.y = crc;
   s.n = n;
-  return ctr__plot_png(path, &plot, &s, 1);
+  return ctr__plot_png(path, &plot, &s, 1, overwrite);
 }

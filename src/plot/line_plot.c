@@ -237,7 +237,9 @@ static void draw_legend(canvas *c, const ctr__plot_series *s, int ns) {
 
 static double value(const axis *a, double v, double scale) { return a->log ? log10(v) : v * scale; }
 
-ctr_status ctr__plot_png(const char *path, const ctr__plot *p, const ctr__plot_series *s, int ns) {
+ctr_status ctr__plot_png(const char *path, const ctr__plot *p, const ctr__plot_series *s, int ns,
+                         int overwrite) {
+  CTR_CHECK(ctr_file_check_output(path, overwrite)); /* before drawing */
   canvas c;
   c.px = ctr__malloc((size_t)PLOT_W * PLOT_H * 3, "plot pixels");
   if (!c.px) return CTR_E_OUT_OF_MEMORY;
@@ -259,7 +261,7 @@ ctr_status ctr__plot_png(const char *path, const ctr__plot *p, const ctr__plot_s
            MARKER_RADIUS, s[k].mark_rgb);
   }
   draw_legend(&c, s, ns);
-  ctr_status st = ctr__png_save(path, c.px, PLOT_W, PLOT_H, 3);
+  ctr_status st = ctr__png_save(path, c.px, PLOT_W, PLOT_H, 3, overwrite);
   free(c.px);
   return st;
 }

@@ -56,8 +56,11 @@ typedef struct ctr__plot {
 } ctr__plot;
 
 /* Draws the plot into a PNG at path (a temporary name, renamed when
- * complete). The caller has checked the values (finite; > 0 for log_y). */
-ctr_status ctr__plot_png(const char *path, const ctr__plot *p, const ctr__plot_series *s, int ns);
+ * complete; an existing path is refused unless overwrite, as
+ * ctr_stack_create). The caller has checked the values (finite; > 0 for
+ * log_y). */
+ctr_status ctr__plot_png(const char *path, const ctr__plot *p, const ctr__plot_series *s, int ns,
+                         int overwrite);
 
 #ifdef __cplusplus
 }

@@ -365,12 +365,13 @@ static ctr_status check_create_args(const char *path, const ctr_rabbitct_header 
   return CTR_OK;
 }
 
-ctr_status ctr_rabbitct_create(const char *path, const ctr_rabbitct_header *h,
+ctr_status ctr_rabbitct_create(const char *path, const ctr_rabbitct_header *h, int overwrite,
                                ctr_rabbitct_writer **out) {
   ctr_status st = CTR_OK;
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_rabbitct_create: out is NULL");
   *out = NULL;
   CTR_CHECK(check_create_args(path, h));
+  CTR_CHECK(ctr_file_check_output(path, overwrite));
   ctr_rabbitct_writer *w = ctr__calloc(1, sizeof *w, "RabbitCT writer");
   if (!w) return CTR_E_OUT_OF_MEMORY;
   w->f = (ctr__atomic_file)CTR__ATOMIC_FILE_INIT;
@@ -378,6 +379,7 @@ ctr_status ctr_rabbitct_create(const char *path, const ctr_rabbitct_header *h,
   if (w->h.version == 0) w->h.version = RCT_DEFAULT_VERSION;
   w->view_bytes = RCT_MATRIX_BYTES + h->width * h->height * (int64_t)sizeof(float);
   CTR_CHECK_GOTO(st, ctr__atomic_create(&w->f, path));
+  w->f.no_replace = !overwrite;
   unsigned char b[RCT_HEADER_V];
   put_u32(b, w->h.version);
   put_u32(b + 4, (uint32_t)h->width);

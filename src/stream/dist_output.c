@@ -23,6 +23,9 @@ static ctr_status read_state(ctr__dist_output *o, int resume) {
                                     o->out, resume, o->resume_name));
   if (!resume) return CTR_OK;
   CTR_CHECK(ctr__journal_read_ranges(o->master, o->fp, o->resume_name, &o->state));
+  /* a journal to resume: now the output that exists is refused (not before:
+   * a complete run's is "nothing to resume") */
+  CTR_CHECK(ctr_stack_check_output(o->out, o->fmt, o->overwrite));
   for (int64_t r = 0; o->state.master && r < o->state.ranks; r++) {
     char *p = ctr__journal_rank_path(o->master, o->state.generation, (int)r);
     if (!p) return CTR_E_OUT_OF_MEMORY;
@@ -143,7 +146,7 @@ typedef struct shared_state {
 
 ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_status st,
                                  const char *out, ctr_file_format fmt, const ctr_stack_info *info,
-                                 uint64_t fp, int resume, const char *resume_name,
+                                 uint64_t fp, int resume, int overwrite, const char *resume_name,
                                  const char *what, int64_t chunk, int64_t unit,
                                  ctr__dist_plan_fn plan, void *plan_user, ctr__dist_output *o) {
   memset(o, 0, sizeof *o);
@@ -153,6 +156,7 @@ ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_statu
   o->info = *info;
   o->fp = fp;
   o->resume_name = resume_name;
+  o->overwrite = overwrite;
   o->journal.fd = -1;
   o->kept = (ctr__slab_record){0, INFINITY, -INFINITY, 0, 0};
   o->total.min = INFINITY;
@@ -207,6 +211,7 @@ static ctr_status commit(ctr__dist_output *o) {
   ctr_status st = ctr__stack_create_partial(o->out, o->fmt, &o->info, 1, all, &w);
   free(all);
   CTR_CHECK(st);
+  ctr__stack_set_overwrite(w, o->overwrite);
   CTR_CHECK(ctr_stack_commit(w)); /* frees w */
   remove_rank_journals(o->master, o->generation, ctr__dist_size(o->d));
   unlink(o->master);
@@ -333,16 +338,18 @@ void ctr__stream_dist_end(ctr__stream_dist *s, ctr_status st) {
   if (st != CTR_OK) ctr__error_set(st, "%s", detail);
 }
 
-ctr_status ctr__dist_output_format(const char *out, ctr_file_format *fmt, const char *pattern) {
+ctr_status ctr__dist_output_format(const char *out, ctr_file_format *fmt, const char *stem,
+                                   int overwrite) {
   if (*fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(out, fmt));
   const ctr_file_format_info *caps = ctr__format_info(*fmt);
   if (!caps) return CTR_E_INVALID_ARGUMENT;
+  char list[256];
   if (!caps->many_ranks)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes raw, nrrd or a TIFF stack "
-             "pattern such as '%s' (its ranks write their slices in place; multi-page TIFF and "
-             "HDF5 are written in order by one process: write raw or NRRD and convert "
-             "afterwards)", out, caps->name, pattern);
-  return CTR_OK;
+    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s' (%s): a distributed run writes %s (its ranks write their "
+             "slices in place; %s is written in order by one process: write one of those and "
+             "convert afterwards)", out, caps->name,
+             ctr__format_list(CTR__CAP_MANY_RANKS, stem, list, sizeof list), caps->name);
+  return ctr_stack_check_output(out, *fmt, overwrite);
 }
 
 ctr_status ctr__stream_dist_host_budget(const ctr__stream_dist *s, ctr_context *ctx,

@@ -58,17 +58,19 @@ typedef struct ctr__dist_output {
   /* the whole run's summary (after finish) */
   ctr__dist_stats total;
   int resumable;           /* the reports' `resumable` (ctr__stream_resumable) */
+  int overwrite;           /* the commit may replace an existing output */
 } ctr__dist_output;
 
 /* Collective: the partial output `out` (fmt, info: the whole output) of a
- * run with fingerprint fp, fresh or resumed, and this rank's journal;
+ * run with fingerprint fp, fresh or resumed (its commit replaces an output
+ * that appeared meanwhile only with `overwrite`), and this rank's journal;
  * `what` names a journalled unit in warnings ("subvolume", "band"), `chunk`
  * slices are read back at a time to check them, `unit` is recorded in the
  * master journal (FBP: the band's slices; 0). `st` is the rank's status
  * so far (a failure of any rank fails the call on all). */
 ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_status st,
                                  const char *out, ctr_file_format fmt, const ctr_stack_info *info,
-                                 uint64_t fp, int resume, const char *resume_name,
+                                 uint64_t fp, int resume, int overwrite, const char *resume_name,
                                  const char *what, int64_t chunk, int64_t unit,
                                  ctr__dist_plan_fn plan, void *plan_user, ctr__dist_output *o);
 /* Collective end: every rank's status and stats; when all succeeded rank 0
@@ -114,9 +116,13 @@ ctr_status ctr__stream_dist_begin(ctr__stream_dist *s, const ctr_cluster *cluste
 void ctr__stream_dist_end(ctr__stream_dist *s, ctr_status st);
 /* The output format of a distributed run (CTR_FORMAT_AUTO: from `out`):
  * one its ranks write at once (the format table's many_ranks), else
- * CTR_E_UNSUPPORTED naming out and its format; `pattern` is an example
- * TIFF stack pattern for the message ("vol_%%04d.tif"). */
-ctr_status ctr__dist_output_format(const char *out, ctr_file_format *fmt, const char *pattern);
+ * CTR_E_UNSUPPORTED naming out, its format and those a run writes
+ * (ctr__format_list; `stem` begins their example names: "vol"); and an
+ * output that exists is refused unless `overwrite` (ctr_stack_check_output),
+ * before anything is read: callers pass 1 for a resumed run, whose output
+ * ctr__dist_output_open checks once it has found the journal. */
+ctr_status ctr__dist_output_format(const char *out, ctr_file_format *fmt, const char *stem,
+                                   int overwrite);
 /* The host memory budget of one rank: `given`, or (0) the host's default
  * shared by the ranks on this rank's host. */
 ctr_status ctr__stream_dist_host_budget(const ctr__stream_dist *s, ctr_context *ctx,

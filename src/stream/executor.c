@@ -5,15 +5,21 @@
 #include <stdio.h>
 
 ctr_status ctr__stream_execute(const ctr__stream_ops *ops, void *self, const ctr_context *ctx,
-                               const char *out, ctr_file_format fmt, int resume,
+                               const char *out, ctr_file_format fmt, int resume, int overwrite,
                                ctr__stream_output *o, double *t_setup) {
   ctr__writer *writer = NULL;
   uint64_t fp = 0;
   *t_setup = 0;
   ctr_status st = ctr__stream_output_init(o, out, fmt, ops->resume_option);
+  o->overwrite = overwrite;
+  /* an existing output is refused before anything is read or computed; a
+   * resumed run's once its journal is found (without one, nothing to resume
+   * is the error) */
+  if (st == CTR_OK && !resume) st = ctr_stack_check_output(out, o->fmt, overwrite);
   if (st == CTR_OK && ops->prepare) st = ops->prepare(self, o);
   if (st == CTR_OK) st = ops->fingerprint(self, o, &fp);
   if (st == CTR_OK) st = ctr__stream_output_resume(o, resume, fp);
+  if (st == CTR_OK && resume) st = ctr_stack_check_output(out, o->fmt, overwrite);
   if (st != CTR_OK) return st;
   {
     ctr__journal_layout layout;

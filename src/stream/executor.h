@@ -43,11 +43,13 @@ typedef struct ctr__stream_ops {
 } ctr__stream_ops;
 
 /* Runs the modality `self` into `out` (fmt; CTR_FORMAT_AUTO: from the
- * name), resuming an interrupted run when `resume`. o is initialised here
- * (whatever happens: the caller ends and frees it); *t_setup gets the
+ * name), resuming an interrupted run when `resume`. An output that exists
+ * is refused first, unless `overwrite` (then the commit replaces it);
+ * resuming concerns the partial names, not the output. o is initialised
+ * here (whatever happens: the caller ends and frees it); *t_setup gets the
  * moment (ctr__now_s) the writer thread started, 0 when it did not. */
 ctr_status ctr__stream_execute(const ctr__stream_ops *ops, void *self, const ctr_context *ctx,
-                               const char *out, ctr_file_format fmt, int resume,
+                               const char *out, ctr_file_format fmt, int resume, int overwrite,
                                ctr__stream_output *o, double *t_setup);
 
 /* ---- A distributed rank's pieces --------------------------------------------

@@ -50,11 +50,12 @@ int ctr__stream_resumable(ctr_status st, int unusable, const char *journal) {
 }
 
 ctr_status ctr__stream_output_resume(ctr__stream_output *o, int resume, uint64_t fp) {
+  char list[256];
   if (resume && !o->caps->resumable)
     CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, o->resume_option,
-                   "%s: '%s' (%s) cannot be resumed: write raw, nrrd or a TIFF "
-                   "stack pattern to make a run resumable", o->resume_option, o->out,
-                   o->caps->name);
+                   "%s: '%s' (%s) cannot be resumed: write %s to make a run resumable",
+                   o->resume_option, o->out, o->caps->name,
+                   ctr__format_list(CTR__CAP_RESUMABLE, NULL, list, sizeof list));
   CTR_CHECK(ctr__stream_resume_rule(o->jpath, "journal", "an interrupted run of this output",
                                     o->out, resume, o->resume_option));
   if (!resume) return CTR_OK;
@@ -83,7 +84,7 @@ ctr_status ctr__stream_output_open(ctr__stream_output *o, const ctr_context *ctx
                                    const ctr__journal_layout *layout, const ctr_stack_info *info,
                                    const ctr__stream_units *units) {
   if (!o->caps->resumable) {
-    CTR_CHECK(ctr_stack_create(o->out, o->fmt, info, &o->w));
+    CTR_CHECK(ctr_stack_create(o->out, o->fmt, info, o->overwrite, &o->w));
   } else {
     if (!o->have_journal) {
       CTR_CHECK(ctr__journal_create(&o->journal, o->jpath, fp, layout));
@@ -123,6 +124,7 @@ void ctr__stream_output_attach(ctr__stream_output *o, ctr__writer *writer) {
 
 ctr_status ctr__stream_output_commit(ctr__stream_output *o, ctr__writer *writer) {
   if (writer) writer->out = NULL;
+  ctr__stack_set_overwrite(o->w, o->overwrite);
   const ctr_status st = ctr_stack_commit(o->w); /* frees it */
   o->w = NULL;
   if (st == CTR_OK && o->have_journal) {

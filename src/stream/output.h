@@ -21,7 +21,8 @@
  *                               a resumed run's verification
  *   ctr__stream_output_attach   hands the output and the journal to the
  *                               writer thread
- *   ctr__stream_output_commit   renames the output into place
+ *   ctr__stream_output_commit   renames the output into place (keeping a file that
+ *                               appeared there unless o->overwrite)
  *   ctr__stream_output_end      keeps a failed run's partial output and
  *                               journal when a unit of it is done, else
  *                               removes them; says whether a resume
@@ -97,6 +98,8 @@ typedef struct ctr__stream_output {
   unsigned char *done;               /* per image: resumed and verified */
   ctr__slab_record kept;             /* what the resumed units recorded */
   int64_t nkept, kept_slices;
+  int overwrite;                     /* the caller's overwrite option: the commit may replace
+                                        an existing output (set after init) */
 } ctr__stream_output;
 
 /* Zeroes o, resolves fmt (CTR_FORMAT_AUTO: from `out`), its capabilities

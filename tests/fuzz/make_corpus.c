@@ -19,6 +19,8 @@
 #define SPLIT "\n#CTRFUZZ#\n" /* fuzz_util.h's FZ_SPLIT */
 
 static const char *root;
+/* The library's writers make this program's scratch files (tmp.*), which a
+ * run that stopped half-way may leave: they are replaced (overwrite 1). */
 
 static void die(const char *what) {
   fprintf(stderr, "make_corpus: %s: %s\n", what, ctr_error_detail());
@@ -152,16 +154,16 @@ static void stacks(void) {
   uint16_t u16[4 * 3 * 2];
   for (int i = 0; i < 24; i++) img[i] = (float)i * 0.5f, u16[i] = (uint16_t)(i * 100);
   ctr_stack_info info = {CTR_STACK_INFO_VERSION, 4, 3, 2, CTR_DTYPE_FLOAT32, {1, 1, 1}, {0, 0, 0}};
-  check(ctr_stack_save(tmp, CTR_FORMAT_TIFF, &info, CTR_DTYPE_FLOAT32, img), "tiff");
+  check(ctr_stack_save(tmp, CTR_FORMAT_TIFF, &info, CTR_DTYPE_FLOAT32, img, 1), "tiff");
   put_file("tiff", "float32-2pages.tif", tmp);
   info.dtype = CTR_DTYPE_UINT16;
-  check(ctr_stack_save(tmp, CTR_FORMAT_TIFF, &info, CTR_DTYPE_UINT16, u16), "tiff");
+  check(ctr_stack_save(tmp, CTR_FORMAT_TIFF, &info, CTR_DTYPE_UINT16, u16, 1), "tiff");
   put_file("tiff", "uint16-2pages.tif", tmp);
 
   /* TIFF stack: two single-page files joined by the split marker */
   const char *pat = path_in("tiff_stack", "tmp_%02d.tif");
   info.dtype = CTR_DTYPE_FLOAT32;
-  check(ctr_stack_save(pat, CTR_FORMAT_TIFF_STACK, &info, CTR_DTYPE_FLOAT32, img), "tiff stack");
+  check(ctr_stack_save(pat, CTR_FORMAT_TIFF_STACK, &info, CTR_DTYPE_FLOAT32, img, 1), "tiff stack");
   size_t n0, n1;
   char *a = slurp(path_in("tiff_stack", "tmp_00.tif"), &n0);
   char *b = slurp(path_in("tiff_stack", "tmp_01.tif"), &n1);
@@ -178,10 +180,10 @@ static void stacks(void) {
 
   /* NRRD, attached and detached (header + split + data) */
   tmp = path_in("nrrd", "tmp.nrrd");
-  check(ctr_stack_save(tmp, CTR_FORMAT_NRRD, &info, CTR_DTYPE_FLOAT32, img), "nrrd");
+  check(ctr_stack_save(tmp, CTR_FORMAT_NRRD, &info, CTR_DTYPE_FLOAT32, img, 1), "nrrd");
   put_file("nrrd", "float32.nrrd", tmp);
   info.dtype = CTR_DTYPE_UINT16;
-  check(ctr_stack_save(tmp, CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, u16), "nrrd");
+  check(ctr_stack_save(tmp, CTR_FORMAT_NRRD, &info, CTR_DTYPE_UINT16, u16, 1), "nrrd");
   put_file("nrrd", "uint16.nrrd", tmp);
   {
     static const char hdr[] =
@@ -215,10 +217,10 @@ static void stacks(void) {
   tmp = path_in("hdf5", "tmp.h5");
   char spec[4200];
   snprintf(spec, sizeof spec, "%s:/exchange/data", tmp);
-  check(ctr_stack_save(spec, CTR_FORMAT_HDF5, &info, CTR_DTYPE_UINT16, u16), "hdf5");
+  check(ctr_stack_save(spec, CTR_FORMAT_HDF5, &info, CTR_DTYPE_UINT16, u16, 1), "hdf5");
   put_file("hdf5", "uint16.h5", tmp);
   info.dtype = CTR_DTYPE_FLOAT32;
-  check(ctr_stack_save(spec, CTR_FORMAT_HDF5, &info, CTR_DTYPE_FLOAT32, img), "hdf5");
+  check(ctr_stack_save(spec, CTR_FORMAT_HDF5, &info, CTR_DTYPE_FLOAT32, img, 1), "hdf5");
   put_file("hdf5", "float32.h5", tmp);
 #endif
 }
@@ -237,12 +239,12 @@ static void pet(void) {
   h->events = 1000;
 #if CTR_FUZZ_HDF5
   const char *tmp = path_in("pet_hdf5", "tmp.h5");
-  check(ctr_pet_histo_save(tmp, h), "histo hdf5");
+  check(ctr_pet_histo_save(tmp, h, 1), "histo hdf5");
   put_file("pet_hdf5", "histo.h5", tmp);
 #endif
   /* JSON: the description names c.raw and f.raw (fuzz_pet_histo_json.c) */
   const char *json = path_in("pet_histo_json", "tmp.json");
-  check(ctr_pet_histo_save(json, h), "histo json");
+  check(ctr_pet_histo_save(json, h, 1), "histo json");
   size_t nj;
   char *text = slurp(json, &nj);
   unlink(json);
@@ -280,7 +282,7 @@ static void rabbitct(void) {
   h.ref_sizes[0] = 16;
   const char *tmp = path_in("rabbitct", "tmp.rctd");
   ctr_rabbitct_writer *w;
-  check(ctr_rabbitct_create(tmp, &h, &w), "rabbitct");
+  check(ctr_rabbitct_create(tmp, &h, 1, &w), "rabbitct");
   double m[12] = {1, 0, 0.001, 0, 1, 0.001, 0, 0, 0.001, 2, 2, 1};
   float img[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
   check(ctr_rabbitct_write_view(w, m, img), "rabbitct view");
@@ -291,7 +293,7 @@ static void rabbitct(void) {
   put_file("rabbitct", "v103-4x3x2-ref16.rctd", tmp);
   h.version = 0;
   h.nref = 0;
-  check(ctr_rabbitct_create(tmp, &h, &w), "rabbitct");
+  check(ctr_rabbitct_create(tmp, &h, 1, &w), "rabbitct");
   check(ctr_rabbitct_write_view(w, m, img), "rabbitct view");
   check(ctr_rabbitct_write_view(w, m, img), "rabbitct view");
   check(ctr_rabbitct_commit(w), "rabbitct commit");
