@@ -228,7 +228,7 @@ static int setup(void) {
   info.width = info.height = NU;
   info.count = NVIEWS;
   info.dtype = CTR_DTYPE_FLOAT32;
-  CHECK_OK(ctr_stack_save(P("cone.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_FLOAT32, g_proj));
+  CHECK_OK(ctr_stack_save(P("cone.raw"), CTR_FORMAT_RAW, &info, CTR_DTYPE_FLOAT32, g_proj, 0));
   /* sinograms of the same head's central slices */
   g_par = (ctr_parallel_params)CTR_PARALLEL_PARAMS_INIT;
   g_par.nbins = NBINS;
@@ -243,7 +243,7 @@ static int setup(void) {
   info.width = NBINS;
   info.height = NANGLES;
   info.count = NSLICES;
-  CHECK_OK(ctr_stack_save(P("sino.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_FLOAT32, sino));
+  CHECK_OK(ctr_stack_save(P("sino.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_FLOAT32, sino, 0));
   free(sino);
   ctr_parallel_free(pg);
   ctr_phantom_free(ph);
