@@ -93,15 +93,15 @@ static ctr_status check_fields(const ctr_tuning *t) {
                    "ctr_tuning.read_threads is %d, expected 1 .. 64 (1 = "
                    "through H5Dread, 0 = the default, 8)", t->read_threads);
   if (t->host_transfer < 0 || t->host_transfer > 3)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_transfer",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_transfer", CTR__V_INT(t->host_transfer),
                    "ctr_tuning.host_transfer is %d, expected 0 (auto), 1 (staged), 2 "
                    "(registered) or 3 (driver)", t->host_transfer);
   if (t->host_threads < 0 || t->host_threads > 256)
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_threads",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_threads", CTR__V_INT(t->host_threads),
                    "ctr_tuning.host_threads is %d, expected 1 .. 256 (0 = the context's)",
                    t->host_threads);
   if (t->host_stage_kib != 0 && (t->host_stage_kib < 64 || t->host_stage_kib > 1048576))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_stage_kib",
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_stage_kib", CTR__V_INT(t->host_stage_kib),
                    "ctr_tuning.host_stage_kib is %d, expected 64 .. 1048576 (0 = 16384)",
                    t->host_stage_kib);
   static const char *const tri[] = {"pet_const", "tune", "direct_io"};
