@@ -245,28 +245,39 @@ cleanup:
   return st;
 }
 
-extern "C" ctr_status ctr__xfer_h2d_on(ctr__xfer *x, ctr__xfer_path path, void *dst,
-                                       const void *src, size_t bytes, cudaStream_t stream,
-                                       int wait) {
+/* One transfer on `path` in direction `down` (0: host to device); a
+ * registration the pages refuse falls back to staging. *path gets the path
+ * that ran. */
+static ctr_status transfer(ctr__xfer *x, int down, ctr__xfer_path *path, void *dst,
+                           const void *src, size_t bytes, cudaStream_t stream, int wait) {
   if (bytes == 0) return CTR_OK;
   const double t0 = ctr__now_s();
   ctr_status st = CTR_OK;
-  if (path == CTR__XFER_REGISTERED) {
-    st = registered(dst, src, bytes, stream, 1, src);
-    if (st == CTR_E_UNSUPPORTED) path = CTR__XFER_STAGED;
+  if (*path == CTR__XFER_REGISTERED) {
+    st = registered(dst, src, bytes, stream, !down, down ? dst : src);
+    if (st == CTR_E_UNSUPPORTED) *path = CTR__XFER_STAGED;
   }
-  if (path == CTR__XFER_STAGED) st = staged_h2d(x, (char *)dst, (const char *)src, bytes, stream);
-  else if (path == CTR__XFER_DIRECT || path == CTR__XFER_DRIVER)
-    st = direct(dst, src, bytes, stream, wait || path == CTR__XFER_DRIVER);
-  if (st == CTR_OK) account(x, 0, path, bytes, t0);
+  if (*path == CTR__XFER_STAGED)
+    st = down ? staged_d2h(x, (char *)dst, (const char *)src, bytes, stream)
+              : staged_h2d(x, (char *)dst, (const char *)src, bytes, stream);
+  else if (*path == CTR__XFER_DIRECT || *path == CTR__XFER_DRIVER)
+    st = direct(dst, src, bytes, stream, wait || *path == CTR__XFER_DRIVER);
+  if (st == CTR_OK) account(x, down, *path, bytes, t0);
   return st;
+}
+
+extern "C" ctr_status ctr__xfer_h2d_on(ctr__xfer *x, ctr__xfer_path path, void *dst,
+                                       const void *src, size_t bytes, cudaStream_t stream,
+                                       int wait) {
+  return transfer(x, 0, &path, dst, src, bytes, stream, wait);
 }
 
 extern "C" ctr_status ctr__xfer_h2d(ctr__xfer *x, void *dst, const void *src, size_t bytes,
                                     cudaStream_t stream, int wait, ctr__xfer_path *path) {
-  const ctr__xfer_path p = ctr__xfer_choose(x, src, bytes, 1);
+  ctr__xfer_path p = ctr__xfer_choose(x, src, bytes, 1);
+  const ctr_status st = transfer(x, 0, &p, dst, src, bytes, stream, wait);
   if (path) *path = p;
-  return ctr__xfer_h2d_on(x, p, dst, src, bytes, stream, wait);
+  return st;
 }
 
 /* Rows gathered into the slots, as many whole rows as a slot holds (at
@@ -331,17 +342,7 @@ cleanup:
 extern "C" ctr_status ctr__xfer_d2h(ctr__xfer *x, void *dst, const void *src, size_t bytes,
                                     cudaStream_t stream, int wait, ctr__xfer_path *path) {
   ctr__xfer_path p = ctr__xfer_choose(x, dst, bytes, 1);
-  if (bytes == 0) return CTR_OK;
-  const double t0 = ctr__now_s();
-  ctr_status st = CTR_OK;
-  if (p == CTR__XFER_REGISTERED) {
-    st = registered(dst, src, bytes, stream, 0, dst);
-    if (st == CTR_E_UNSUPPORTED) p = CTR__XFER_STAGED;
-  }
-  if (p == CTR__XFER_STAGED) st = staged_d2h(x, (char *)dst, (const char *)src, bytes, stream);
-  else if (p == CTR__XFER_DIRECT || p == CTR__XFER_DRIVER)
-    st = direct(dst, src, bytes, stream, wait || p == CTR__XFER_DRIVER);
+  const ctr_status st = transfer(x, 1, &p, dst, src, bytes, stream, wait);
   if (path) *path = p;
-  if (st == CTR_OK) account(x, 1, p, bytes, t0);
   return st;
 }
