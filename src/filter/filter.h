@@ -50,6 +50,8 @@ typedef struct ctr__fdk_filter {
   const ctr_geometry *g;
   ctr__scan scan;
   int parker;
+  int offset;         /* Wang 2002 weights of an offset (half-fan) detector */
+  double offset_half; /* their transition's half-width, columns; 0: each view's whole overlap */
   double beta_shift; /* puts each view in the middle of its angular interval */
   ctr__ramp *ramp;
 } ctr__fdk_filter;
@@ -59,7 +61,7 @@ ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
 void ctr__fdk_filter_free(ctr__fdk_filter *f);
 /* Pre-weight parameters of view i (shared with the CUDA filter). */
 ctr__fdk_view_params ctr__fdk_view_params_of(const ctr__fdk_filter *f, int64_t i);
-/* Per-pixel pre-weights (cosine x Parker) of view i into w (nu x nv) and the
+/* Per-pixel pre-weights (cosine x Parker x offset) of view i into w (nu x nv) and the
  * post-filter scale (angular weight / isocentre pixel pitch). */
 void ctr__fdk_view_weights(const ctr__fdk_filter *f, int64_t i, float *w, float *scale);
 /* Filters views [v0, v0+n) in place: image k starts at proj + k * view_stride,

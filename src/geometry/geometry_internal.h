@@ -66,6 +66,8 @@ ctr_status ctr__scan_analyse(const ctr_geometry *g, ctr__scan *out);
 /* The fan angle a short scan needs beyond 180 degrees (radians): twice the
  * widest angle between a view's principal ray and a detector edge. */
 double ctr__geometry_fan(const ctr_geometry *g);
+/* ctr_geometry_offset_detector's rule on an analysed scan. */
+int ctr__offset_detector(const ctr_geometry *g, const ctr__scan *sc);
 /* What FDK does with a geometry it cannot reconstruct (ctr_geometry_fdk_check):
  * unless o->geometry_checked, a warning through ctx's log, or with o->strict
  * a CTR_E_GEOMETRY error. ctr_fdk, ctr_fdk_stream and ctr_fdk_stream_memory call it
