@@ -332,8 +332,7 @@ int cli_resolve_format(const char *cmd, const char *path_option, const char *for
 /* Loads a geometry file (errors name it). Returns 0 or an exit code. */
 int cli_load_geometry(const char *cmd, const char *path, ctr_geometry **out);
 /* Warns about a merely unusual geometry: a cone angle above 40 degrees, a
- * detector that misses part of the field of view (not an offset detector on a
- * full turn: ctr_geometry_offset_detector); returns the coverage. */
+ * detector that misses part of the field of view; returns the coverage. */
 double cli_warn_coverage(const char *cmd, const ctr_geometry *g);
 /* The same warnings for g with its coverage already computed (c from
  * ctr_geometry_coverage). */

@@ -328,9 +328,7 @@ void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c) {
                  "plane; check sid, sdd and dv", 2.0 * half, half, CLI_CONE_WARN_DEG);
     }
   }
-  /* An offset (half-fan) detector on a full turn sees each ray once or
-   * twice, which FDK weights (Wang 2002) and the solvers need not. */
-  if (c < 1.0 && !ctr_geometry_offset_detector(g)) {
+  if (c < 1.0) {
     const double outside = 100.0 * (1.0 - c);
     cli_warn(cmd,
              "detector does not cover the volume's field of view: %.*f %% of the field of "

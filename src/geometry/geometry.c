@@ -791,12 +791,16 @@ static int fov_short_scan(const ctr_geometry *g, const ctr__scan *sc, int offset
              sc->range * deg, fan * deg);
     return 0;
   }
-  const int offset = ctr__offset_detector(g, sc);
-  if (offset && offset_weights) return 1;
-  if (offset) {
+  /* Not accepted yet, weights or not: the ramp-filtered weighted rows are
+   * not zero beyond the narrow edge, and the backprojection reads zero
+   * there (docs/geometry.md, "Offset detectors": a virtual detector
+   * extended to the wide side's width is what is missing). */
+  if (ctr__offset_detector(g, sc)) {
     snprintf(why, cap,
-             "an offset (half-fan) detector on a full turn, and its redundancy weights are off "
-             "(ctr_fdk_options.offset_weight): set offset_weight to auto or wang");
+             "an offset (half-fan) detector on a full turn: FDK weights its redundancy%s "
+             "(Wang 2002) but does not yet extend the filtered rows beyond the narrow edge, "
+             "and the volume outside the overlap comes out wrong: " CTR__FDK_INSTEAD,
+             offset_weights ? "" : " when ctr_fdk_options.offset_weight is auto or wang");
     return 0;
   }
   int64_t m[3], lacking = 0, total_samples = 0;
