@@ -317,7 +317,6 @@ typedef struct ctr__format_row {
    * row's endings ("; tiff-stack with a %d pattern"); NULL: the row shares
    * another's endings and is named there. */
   const char *guess_note;
-  int dataset_path; /* 1: "file.ext:/dataset" paths (HDF5) */
   /* How a message lists it among formats ("raw", "a TIFF stack pattern":
    * ctr__format_list) and, for a stack of files, the ending of an example
    * name after a stem ("_%04d.tif"; NULL: none). */
