@@ -85,6 +85,36 @@ const char *ctr__format_list(ctr__format_cap cap, const char *stem, char *buf, s
   return buf;
 }
 
+/* "a, b or c" of n words. */
+static size_t add_word(char *buf, size_t n, size_t len, size_t i, size_t k, const char *word) {
+  if (len >= n) return len;
+  return len + (size_t)snprintf(buf + len, n - len, "%s%s",
+                                i == 0 ? "" : i + 1 == k ? " or " : ", ", word);
+}
+
+const char *ctr__format_names_storing(ctr_dtype d, char *buf, size_t n) {
+  size_t k = 0, len = 0;
+  for (size_t i = 1; i < NROWS; i++) k += (k_rows[i].info.dtypes & DT(d)) != 0;
+  if (n) buf[0] = '\0';
+  for (size_t i = 1, j = 0; i < NROWS; i++)
+    if (k_rows[i].info.dtypes & DT(d)) len = add_word(buf, n, len, j++, k, k_rows[i].info.name);
+  return buf;
+}
+
+ctr_status ctr__format_check_dtype(const ctr__format_row *row, ctr_dtype d, const char *path) {
+  if (row->info.dtypes & DT(d)) return CTR_OK;
+  char formats[256], dtypes[64];
+  size_t k = 0, len = 0;
+  for (int t = 0; t < 32; t++) k += (row->info.dtypes & DT(t)) != 0;
+  dtypes[0] = '\0';
+  for (int t = 0, j = 0; t < 32; t++)
+    if (row->info.dtypes & DT(t))
+      len = add_word(dtypes, sizeof dtypes, len, (size_t)j++, k, ctr_dtype_name((ctr_dtype)t));
+  CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': %s has no %s type: write %s as %s, or choose %s", path,
+           row->info.title, ctr_dtype_name(d), ctr_dtype_name(d),
+           ctr__format_names_storing(d, formats, sizeof formats), dtypes);
+}
+
 const ctr__format_row *ctr__format_row_of(ctr_file_format f) {
   if ((unsigned)f < NROWS && f != CTR_FORMAT_AUTO) return &k_rows[f];
   char names[256];
