@@ -323,6 +323,28 @@ int cli_text_commit(const char *cmd, FILE *f, const char *tmp, const char *path,
 long cli_lock_holder(const char *path);
 /* 1 when `fmt` is one file per image (the format table's stack_of_files). */
 int cli_format_is_stack(ctr_file_format fmt);
+/* 1 when reading `fmt` needs the sizes and dtype (the table's needs_hint: raw). */
+int cli_format_needs_hint(ctr_file_format fmt);
+
+/* The library's formats as words for help and messages, from its format
+ * table at run time (a new format appears without editing cli/). */
+typedef enum cli_format_words {
+  CLI_FORMAT_NAMES,  /* "raw", "tiff-stack": as --format takes them, in the table's order */
+  CLI_FORMAT_TITLES, /* "raw", "TIFF stack": the table's titles, in its order */
+  CLI_FORMAT_ENDINGS /* ".raw", ".h5[:/dataset]", then "a %04d TIFF stack": one-file
+                        formats first */
+} cli_format_words;
+/* The formats (needs_hint: -1 all, 0 those whose files say their sizes, 1
+ * those that need them) joined by `sep`, `last` before the last one
+ * ("raw|tiff|...|hdf5" with "|", "|"; "TIFF, NRRD or HDF5" with ", ",
+ * " or "), into buf; returns buf. */
+const char *cli_format_list(char *buf, size_t n, cli_format_words words, int needs_hint,
+                            const char *sep, const char *last);
+/* `text` with the format placeholders of help texts replaced (into buf,
+ * returned): {formats} the names as a metavar, "raw|tiff|tiff-stack|nrrd|hdf5";
+ * {titles} "raw, TIFF, TIFF stack, NRRD or HDF5"; {endings} the endings, ".raw, .tif, .nrrd, .h5[:/dataset] or a %04d TIFF
+ * stack". cli_print_help expands usage, description, metavars and help. */
+const char *cli_format_expand(const char *text, char *buf, size_t n);
 /* File format from the format option (`given`, unless AUTO) or the
  * extension of the path given to `path_option`; usage error if unknown.
  * `format_option` (may be NULL) is named in the hint. */

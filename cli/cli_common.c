@@ -121,21 +121,86 @@ void cli_warn(const char *cmd, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* ---- Formats in help texts ---------------------------------------------- */
+
+/* One format's word (into w). */
+static void format_word(const ctr_file_format_info *fi, cli_format_words words, char *w,
+                        size_t n) {
+  const int k = (int)strcspn(fi->extensions, " ");
+  if (words == CLI_FORMAT_NAMES) snprintf(w, n, "%s", fi->name);
+  else if (words == CLI_FORMAT_TITLES) snprintf(w, n, "%s", fi->title);
+  else if (fi->stack_of_files) snprintf(w, n, "a %%04d %s", fi->title);
+  else snprintf(w, n, "%.*s%s", k, fi->extensions, fi->dataset_path ? "[:/dataset]" : "");
+}
+
+const char *cli_format_list(char *buf, size_t n, cli_format_words words, int needs_hint,
+                            const char *sep, const char *last) {
+  /* The rows 1, 2, ... up to the first value the library does not name
+   * (ctr_format_name raises nothing, so a pending error detail is kept). */
+  ctr_file_format_info in[64];
+  int k = 0;
+  for (int pass = 0; pass < (words == CLI_FORMAT_ENDINGS ? 2 : 1); pass++)
+    for (int f = 1; f < 64 && strcmp(ctr_format_name((ctr_file_format)f), "unknown"); f++) {
+      ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
+      if (ctr_file_format_get_info((ctr_file_format)f, &fi) != CTR_OK) break;
+      if (needs_hint >= 0 && fi.needs_hint != needs_hint) continue;
+      if (words == CLI_FORMAT_ENDINGS && fi.stack_of_files != pass) continue;
+      in[k++] = fi;
+    }
+  size_t len = 0;
+  if (n) buf[0] = '\0';
+  for (int i = 0; i < k && len < n; i++) {
+    char w[128];
+    format_word(&in[i], words, w, sizeof w);
+    len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : i + 1 == k ? last : sep, w);
+  }
+  return buf;
+}
+
+const char *cli_format_expand(const char *text, char *buf, size_t n) {
+  static const struct {
+    const char *key;
+    cli_format_words words;
+    const char *sep, *last;
+  } keys[] = {{"{formats}", CLI_FORMAT_NAMES, "|", "|"},
+              {"{titles}", CLI_FORMAT_TITLES, ", ", " or "},
+              {"{endings}", CLI_FORMAT_ENDINGS, ", ", " or "}};
+  size_t len = 0;
+  if (n) buf[0] = '\0';
+  while (text && *text && len + 1 < n) {
+    size_t i = 0, nk = sizeof keys / sizeof keys[0];
+    while (i < nk && strncmp(text, keys[i].key, strlen(keys[i].key))) i++;
+    if (i == nk) {
+      buf[len++] = *text++;
+      buf[len] = '\0';
+      continue;
+    }
+    char list[512];
+    cli_format_list(list, sizeof list, keys[i].words, -1, keys[i].sep, keys[i].last);
+    len += (size_t)snprintf(buf + len, n - len, "%s", list);
+    text += strlen(keys[i].key);
+  }
+  return buf;
+}
+
 /* ---- Help ------------------------------------------------------------------ */
 
 void cli_print_help(const cli_command *cmd, const cli_opt *opts) {
-  printf("usage: %s\n\n%s\n", cmd->usage, cmd->description);
+  char usage[1024], text[8192];
+  printf("usage: %s\n\n", cli_format_expand(cmd->usage, usage, sizeof usage));
+  printf("%s\n", cli_format_expand(cmd->description, text, sizeof text));
   if (opts && opts[0].name) {
     printf("\noptions:\n");
     for (const cli_opt *o = opts; o->name; o++) {
-      char left[64];
+      char left[256], metavar[192];
       snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "",
-               o->metavar ? o->metavar : "");
+               o->metavar ? cli_format_expand(o->metavar, metavar, sizeof metavar) : "");
+      cli_format_expand(o->help, text, sizeof text);
       /* Long left columns get their own line so the help column stays put. */
       if (strlen(left) > 26)
-        printf("  %s\n  %-26s  %s\n", left, "", o->help);
+        printf("  %s\n  %-26s  %s\n", left, "", text);
       else
-        printf("  %-26s  %s\n", left, o->help);
+        printf("  %-26s  %s\n", left, text);
     }
   }
   printf("  %-26s  %s\n", "--help", "show this help and exit");
@@ -192,7 +257,9 @@ static int parse_one(const cli_command *cmd, const cli_opt *opts, int argc, char
       /* A following "--option" is a forgotten value, not a value. */
       value = argv[++*i];
     } else {
-      return cli_usage_error(cmd->name, "option %s needs a value (%s)", o->name, o->metavar);
+      char metavar[192];
+      return cli_usage_error(cmd->name, "option %s needs a value (%s)", o->name,
+                             cli_format_expand(o->metavar, metavar, sizeof metavar));
     }
     if (!*value) return cli_usage_error(cmd->name, "option %s: empty value", o->name);
   } else if (eq) {
@@ -220,8 +287,10 @@ int cli_parse(const cli_command *cmd, const cli_opt *opts, int argc, char **argv
 int cli_require(const char *cmd, const cli_opt *opts, const char *name, const void *value) {
   if (value) return 0;
   const cli_opt *o = find_opt(opts, name, strlen(name));
+  char metavar[192];
   return cli_usage_error(cmd, "missing required option %s%s%s", name, o && o->metavar ? " " : "",
-                         o && o->metavar ? o->metavar : "");
+                         o && o->metavar ? cli_format_expand(o->metavar, metavar, sizeof metavar)
+                                         : "");
 }
 
 /* ---- Value parsers --------------------------------------------------------- */

@@ -17,7 +17,9 @@
 static int file_part(const char *cmd, const char *path, char *buf, size_t n) {
   const char *end = path + strlen(path), *colon = NULL;
   ctr_file_format fmt;
-  if (ctr_format_guess(path, &fmt) == CTR_OK && fmt == CTR_FORMAT_HDF5)
+  ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
+  if (ctr_format_guess(path, &fmt) == CTR_OK && ctr_file_format_get_info(fmt, &fi) == CTR_OK &&
+      fi.dataset_path)
     for (const char *p = strstr(path, ":/"); p; p = strstr(p + 1, ":/")) colon = p;
   if (colon) end = colon;
   if ((size_t)(end - path) >= n) return cli_error(cmd, CLI_EXIT_RUNTIME, "'%s': path too long", path);
@@ -268,6 +270,11 @@ int cli_format_is_stack(ctr_file_format fmt) {
   return ctr_file_format_get_info(fmt, &fi) == CTR_OK && fi.stack_of_files;
 }
 
+int cli_format_needs_hint(ctr_file_format fmt) {
+  ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
+  return ctr_file_format_get_info(fmt, &fi) == CTR_OK && fi.needs_hint;
+}
+
 int cli_resolve_format(const char *cmd, const char *path_option, const char *format_option,
                        const char *path, ctr_file_format given, ctr_file_format *out) {
   if (given != CTR_FORMAT_AUTO) {
@@ -279,11 +286,13 @@ int cli_resolve_format(const char *cmd, const char *path_option, const char *for
                            format_option ? format_option : "");
   }
   /* One file per image needs a place for the image number in the name. */
-  if (cli_format_is_stack(*out) && !strchr(path, '%'))
+  ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
+  if (ctr_file_format_get_info(*out, &fi) == CTR_OK && fi.stack_of_files && !strchr(path, '%'))
     return cli_usage_error(cmd,
-                           "%s '%s': a TIFF stack needs a file name pattern with %%d, "
-                           "e.g. 'views/proj_%%04d.tif'",
-                           path_option, path);
+                           "%s '%s': a %s needs a file name pattern with %%d, "
+                           "e.g. 'views/proj_%%04d%.*s'",
+                           path_option, path, fi.title, (int)strcspn(fi.extensions, " "),
+                           fi.extensions);
   return 0;
 }
 

@@ -627,9 +627,8 @@ int cmd_fbp(int argc, char **argv) {
        a.rows, &a.rows_given},
       {"--angle-subset", "A0:A1[:STEP]", "use projections A0, A0 + STEP, ... below A1 (default: all)",
        parse_subset, a.subset, &a.subset_given},
-      {"--out", "FILE", "slices to write: .raw, .nrrd, .tif, a %04d TIFF stack or file.h5[:/dataset] "
-       "(required)", cli_parse_string, &a.out, NULL},
-      {"--out-format", "raw|tiff|tiff-stack|nrrd|hdf5", "slice file format (default: from the "
+      {"--out", "FILE", "slices to write: {endings} (required)", cli_parse_string, &a.out, NULL},
+      {"--out-format", "{formats}", "slice file format (default: from the "
        "extension)", cli_parse_format, &a.out_format, NULL},
       {"--out-dtype", "float32|float16|uint16", "slice data type (default float32)", cli_parse_dtype,
        &a.out_dtype, NULL},

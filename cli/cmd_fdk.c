@@ -20,8 +20,8 @@ const cli_command cli_cmd_fdk = {
     "default: it keeps noise and ringing down at a small cost in sharpness; use\n"
     "--filter ram-lak for the sharpest result), Parker weights for short scans and\n"
     "voxel-driven backprojection. The volume grid comes from the geometry; NRRD\n"
-    "output records its spacing and origin. Formats follow the extensions (.raw,\n"
-    ".tif, .nrrd, or a %04d pattern for one TIFF per image) unless --format or\n"
+    "output records its spacing and origin. Formats follow the extensions\n"
+    "({endings}) unless --format or\n"
     "--out-format say otherwise.",
     "  ctrecon fdk --geometry geom.json --projections proj.nrrd --out recon.nrrd\n"
     "  ctrecon fdk --geometry geom.json --projections proj.raw --raw-dtype uint16 \\\n"
@@ -171,7 +171,7 @@ static int check_dims(const fdk_args *a, const fdk_run *r) {
 
 static int open_projections(const fdk_args *a, fdk_run *r) {
   ctr_stack_info hint = CTR_STACK_INFO_INIT;
-  const int raw = r->fmt == CTR_FORMAT_RAW;
+  const int raw = cli_format_needs_hint(r->fmt); /* the sizes come from the geometry */
   if (raw) {
     int rc = check_raw_size(a, r);
     if (rc) return rc;
@@ -446,7 +446,7 @@ int cmd_fdk(int argc, char **argv) {
       {"--projections", "FILE", "projection stack, nu x nv x views (required)", cli_parse_string,
        &a.projections, NULL},
       {"--out", "FILE", "volume to write (required)", cli_parse_string, &a.out, NULL},
-      {"--format", "raw|tiff|tiff-stack|nrrd",
+      {"--format", "{formats}",
        "projection file format (default: from the extension)", cli_parse_format, &a.format, NULL},
       {"--raw-dtype", "float32|uint16", "data type of raw projections (default float32)",
        cli_parse_dtype, &a.raw_dtype, &a.raw_given},
@@ -475,7 +475,7 @@ int cmd_fdk(int argc, char **argv) {
        cli_parse_interp, &a.fdk.interp, NULL},
       {"--slices", "Z0:Z1", "reconstruct slices Z0 .. Z1-1 only (default: all)", parse_slices,
        a.slices, &a.slices_given},
-      {"--out-format", "raw|tiff|tiff-stack|nrrd",
+      {"--out-format", "{formats}",
        "volume file format (default: from the extension)", cli_parse_format, &a.out_format, NULL},
       {"--out-dtype", "float32|uint16", "volume data type (default float32)", cli_parse_dtype,
        &a.out_dtype, NULL},

@@ -2,25 +2,34 @@
  * --check loads one and summarises it. */
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PI 3.14159265358979323846
 
 const cli_command cli_cmd_geometry = {
     "geometry",
-    "write a circular cone-beam geometry file, or check one",
+    "write a circular or vector cone-beam geometry file, or check one",
     "ctrecon geometry --out FILE [options]\n"
+    "       ctrecon geometry --out FILE --from-vectors TEXT --nu N --nv N [volume options]\n"
     "       ctrecon geometry --check FILE",
     "Writes the JSON description (docs/geometry.md) of a circular cone-beam scan:\n"
     "source orbit, flat detector, projection angles and the volume grid. With\n"
+    "--from-vectors, the views are read from a text file of ASTRA cone_vec rows,\n"
+    "12 numbers a line (srcX srcY srcZ dX dY dZ uX uY uZ vX vY vZ, mm; spaces or\n"
+    "commas; '#' comments) and written as a \"vectors\" geometry (docs/geometry.md,\n"
+    "\"Vector geometries\"); --nu and --nv give the detector's size. With\n"
     "--check, loads a geometry file and prints a summary: views, angular coverage,\n"
     "detector, volume and how much of the volume's field of view the detector sees.",
     "  ctrecon geometry --out geom.json\n"
     "  ctrecon geometry --out small.json --nu 128 --nv 128 --du 3.5 --dv 3.5 \\\n"
     "      --views 180 --volume 128 --voxel 2\n"
     "  ctrecon geometry --out short.json --range 220    # short scan\n"
+    "  ctrecon geometry --out vec.json --from-vectors views.txt --nu 512 --nv 384 \\\n"
+    "      --volume 256 --voxel 0.5\n"
     "  ctrecon geometry --check geom.json\n",
 };
 
@@ -164,19 +173,87 @@ typedef struct geometry_args {
   ctr_circular_params p;
   int64_t size[3];
   double voxel[3], offset[3];
+  const char *vectors; /* --from-vectors */
   int quiet, force;
   int write_opts; /* set by any option that only matters when writing */
+  int orbit_opts; /* set by an option of the circular orbit (not with --from-vectors) */
 } geometry_args;
+
+/* --from-vectors: 12 numbers a line (spaces or commas), '#' comments and
+ * blank lines skipped; errors name the file and line. *out is malloc'ed. */
+static int read_vectors(const char *path, double **out, int64_t *n) {
+  FILE *f = fopen(path, "r");
+  if (!f) return cli_usage_error("geometry", "--from-vectors %s: cannot open: %s", path,
+                                 strerror(errno));
+  double *v = NULL;
+  int64_t cap = 0, count = 0, line_no = 0;
+  int rc = 0;
+  char line[4096];
+  while (!rc && fgets(line, sizeof line, f)) {
+    line_no++;
+    char *hash = strchr(line, '#'), *p = line;
+    if (hash) *hash = '\0';
+    for (char *c = line; *c; c++)
+      if (*c == ',') *c = ' ';
+    double row[12];
+    int k = 0;
+    for (char *end; k <= 12; p = end) {
+      const double x = strtod(p, &end);
+      if (end == p) break;
+      if (k < 12) row[k] = x;
+      k++;
+    }
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+    if (k == 0 && !*p) continue;
+    if (k != 12 || *p) {
+      rc = cli_usage_error("geometry", "--from-vectors %s:%lld: expected 12 numbers (srcX srcY "
+                           "srcZ dX dY dZ uX uY uZ vX vY vZ)", path, (long long)line_no);
+      break;
+    }
+    if (count == cap) {
+      cap = cap ? 2 * cap : 256;
+      double *w = realloc(v, sizeof(double) * 12 * (size_t)cap);
+      if (!w) {
+        rc = cli_fail("geometry", CTR_E_OUT_OF_MEMORY);
+        break;
+      }
+      v = w;
+    }
+    memcpy(v + 12 * count++, row, sizeof row);
+  }
+  fclose(f);
+  if (!rc && count == 0)
+    rc = cli_usage_error("geometry", "--from-vectors %s: no views (expected a line of 12 "
+                         "numbers a view)", path);
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *out = v;
+  *n = count;
+  return 0;
+}
 
 static int run_write(const geometry_args *a) {
   const ctr_volume_geometry vol = {a->size[0],   a->size[1],   a->size[2],
                                    a->voxel[0],  a->voxel[1],  a->voxel[2],
                                    a->offset[0], a->offset[1], a->offset[2]};
   ctr_geometry *g = NULL;
-  ctr_status st = ctr_geometry_create_circular(&a->p, &vol, &g);
-  if (st != CTR_OK) return cli_fail("geometry", st);
+  ctr_status st;
+  if (a->vectors) {
+    double *v = NULL;
+    int64_t n = 0;
+    int rc = read_vectors(a->vectors, &v, &n);
+    if (rc) return rc;
+    st = ctr_geometry_create_vectors(a->p.nu, a->p.nv, n, v, &vol, &g);
+    free(v);
+    if (st != CTR_OK) return cli_fail_file("geometry", st, a->vectors);
+  } else {
+    st = ctr_geometry_create_circular(&a->p, &vol, &g);
+    if (st != CTR_OK) return cli_fail("geometry", st);
+  }
   double span = 0;
-  if (ctr_angles_look_like_radians(NULL, a->p.nviews, a->p.angle_range_deg, &span))
+  if (!a->vectors && ctr_angles_look_like_radians(NULL, a->p.nviews, a->p.angle_range_deg, &span))
     cli_warn("geometry", "--range %g: the %lld views span only %.4g degrees: this looks like "
              "radians, and --range takes degrees (360 for a full turn)", a->p.angle_range_deg,
              (long long)a->p.nviews, span);
@@ -200,7 +277,7 @@ static int run_write(const geometry_args *a) {
 
 int cmd_geometry(int argc, char **argv) {
   geometry_args a = {NULL, NULL, CTR_CIRCULAR_PARAMS_INIT, {256, 256, 256}, {1, 1, 1}, {0, 0, 0},
-                     0,    0,    0};
+                     NULL, 0,    0,    0, 0};
   a.p.sid = 1000;
   a.p.sdd = 1500;
   a.p.nu = a.p.nv = 256;
@@ -212,30 +289,33 @@ int cmd_geometry(int argc, char **argv) {
       {"--check", "FILE", "load FILE and print a summary instead of writing", cli_parse_string,
        &a.check, NULL},
       {"--sid", "MM", "source to rotation axis distance (default 1000)", cli_parse_positive,
-       &a.p.sid, &a.write_opts},
+       &a.p.sid, &a.orbit_opts},
       {"--sdd", "MM", "source to detector distance (default 1500)", cli_parse_positive, &a.p.sdd,
-       &a.write_opts},
+       &a.orbit_opts},
       {"--nu", "N", "detector columns (default 256)", cli_parse_count, &a.p.nu, &a.write_opts},
       {"--nv", "N", "detector rows (default 256)", cli_parse_count, &a.p.nv, &a.write_opts},
-      {"--du", "MM", "column pitch (default 1.75)", cli_parse_positive, &a.p.du, &a.write_opts},
-      {"--dv", "MM", "row pitch (default 1.75)", cli_parse_positive, &a.p.dv, &a.write_opts},
+      {"--du", "MM", "column pitch (default 1.75)", cli_parse_positive, &a.p.du, &a.orbit_opts},
+      {"--dv", "MM", "row pitch (default 1.75)", cli_parse_positive, &a.p.dv, &a.orbit_opts},
       {"--offset-u", "MM", "detector shift along u (default 0)", cli_parse_double, &a.p.offset_u,
-       &a.write_opts},
+       &a.orbit_opts},
       {"--offset-v", "MM", "detector shift along v (default 0)", cli_parse_double, &a.p.offset_v,
-       &a.write_opts},
+       &a.orbit_opts},
       {"--views", "N", "number of projections (default 360)", cli_parse_count, &a.p.nviews,
-       &a.write_opts},
+       &a.orbit_opts},
       {"--start", "DEG", "angle of the first view (default 0)", cli_parse_double,
-       &a.p.angle_start_deg, &a.write_opts},
+       &a.p.angle_start_deg, &a.orbit_opts},
       {"--range", "DEG", "angle covered by the views, 0 < range <= 720 (default 360)",
-       cli_parse_positive, &a.p.angle_range_deg, &a.write_opts},
+       cli_parse_positive, &a.p.angle_range_deg, &a.orbit_opts},
       {"--direction", "ccw|cw", "rotation direction seen from +z (default ccw)", parse_direction,
-       &a.p.direction, &a.write_opts},
+       &a.p.direction, &a.orbit_opts},
       {"--volume", "N[,N,N]", "volume size in voxels (default 256)", cli_parse_size3, a.size,
        &a.write_opts},
       {"--voxel", "MM[,MM,MM]", "voxel size (default 1)", cli_parse_voxel3, a.voxel, &a.write_opts},
       {"--vol-offset", "X,Y,Z", "volume centre in mm (default 0,0,0)", cli_parse_vec3, a.offset,
        &a.write_opts},
+      {"--from-vectors", "TEXT",
+       "views as ASTRA cone_vec rows, 12 numbers a line (default: the circular orbit)",
+       cli_parse_string, &a.vectors, &a.write_opts},
       {"--quiet", NULL, "print nothing but errors and warnings", cli_set_flag, &a.quiet, NULL},
       {"--force", NULL, CLI_FORCE_HELP, cli_set_flag, &a.force, &a.write_opts},
       {0},
@@ -243,7 +323,11 @@ int cmd_geometry(int argc, char **argv) {
   int rc = cli_parse(&cli_cmd_geometry, opts, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
   if (a.check && a.out) return cli_usage_error("geometry", "--check and --out exclude each other");
-  if (a.check && a.write_opts)
+  if (a.vectors && a.orbit_opts)
+    return cli_usage_error("geometry", "--from-vectors takes the views from its file: the orbit's "
+                           "options (--sid, --sdd, --du, --dv, --offset-u, --offset-v, --views, "
+                           "--start, --range, --direction) do not apply");
+  if (a.check && (a.write_opts || a.orbit_opts))
     return cli_usage_error("geometry", "--check takes no geometry options (they apply to --out)");
   if (a.check) return run_check(a.check);
   rc = cli_require("geometry", opts, "--out", a.out);

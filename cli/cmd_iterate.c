@@ -167,13 +167,14 @@ static int load_stack(const char *path, const char *option, int64_t w, int64_t h
   ctr_file_format fmt;
   int rc = cli_resolve_format("iterate", option, NULL, path, CTR_FORMAT_AUTO, &fmt);
   if (rc) return rc;
-  if (fmt == CTR_FORMAT_RAW && (rc = cli_check_raw_size("iterate", option, path, w, h, n, raw_dtype,
+  const int raw = cli_format_needs_hint(fmt); /* the sizes come from the geometry */
+  if (raw && (rc = cli_check_raw_size("iterate", option, path, w, h, n, raw_dtype,
                                                         0, what)))
     return rc;
   ctr_stack_info hint = CTR_STACK_INFO_INIT, info = CTR_STACK_INFO_INIT;
   hint.width = w, hint.height = h, hint.count = n, hint.dtype = raw_dtype;
   void *data = NULL;
-  ctr_status st = ctr_stack_load(path, fmt, fmt == CTR_FORMAT_RAW ? &hint : NULL,
+  ctr_status st = ctr_stack_load(path, fmt, raw ? &hint : NULL,
                                  CTR_DTYPE_FLOAT32, &info, &data);
   if (st != CTR_OK) return cli_fail_file("iterate", st, path);
   if (info.width != w || info.height != h || info.count != n) {
@@ -340,9 +341,12 @@ static int load_parallel(const it_args *a, it_run *r) {
   void *data = NULL;
   int rc = cli_resolve_format(cmd, "--sinograms", NULL, a->sinograms, CTR_FORMAT_AUTO, &fmt);
   if (rc) return rc;
-  if (fmt == CTR_FORMAT_RAW)
-    return cli_usage_error(cmd, "--sinograms: a raw file has no sizes; give a TIFF, NRRD or HDF5 "
-                           "stack");
+  if (cli_format_needs_hint(fmt)) {
+    char sized[256];
+    return cli_usage_error(cmd, "--sinograms: a %s file has no sizes; give a %s stack",
+                           ctr_format_name(fmt),
+                           cli_format_list(sized, sizeof sized, CLI_FORMAT_TITLES, 0, ", ", " or "));
+  }
   ctr_status st = ctr_stack_load(a->sinograms, fmt, NULL, CTR_DTYPE_FLOAT32, &info, &data);
   if (st != CTR_OK) return cli_fail_file(cmd, st, a->sinograms);
   r->proj = data;
@@ -596,9 +600,9 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_positive, &a.voxel, &a.parallel_given},
       {"--pixel-size", "MM", "parallel beam: detector bin size, mm (default 1)",
        cli_parse_positive, &a.pixel, &a.parallel_given},
-      {"--out", "FILE", "the volume: .raw, .nrrd, .tif or a %04d TIFF stack (required)",
+      {"--out", "FILE", "the volume: {endings} (required)",
        cli_parse_string, &a.out, NULL},
-      {"--out-format", "raw|tiff|tiff-stack|nrrd", "volume file format (default: from the "
+      {"--out-format", "{formats}", "volume file format (default: from the "
        "extension)", cli_parse_format, &a.out_format, NULL},
       {"--algorithm", "NAME", "sirt, cgls, os-sart or fista-tv (default sirt)", cli_parse_string,
        &a.algorithm, NULL},

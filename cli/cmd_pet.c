@@ -59,7 +59,7 @@ int cmd_pet_metrics(int argc, char **argv) {
   int64_t lat[3] = {0, 0, 0};
   int lattice_given = 0, voxel_given = 0;
   const cli_opt opts[] = {
-      {"--image", "FILE", "reconstructed image: NRRD, TIFF or raw float32 (required)",
+      {"--image", "FILE", "reconstructed image: {titles}; raw as float32 (required)",
        cli_parse_string, &image, NULL},
       {"--phantom", "spheres", "phantom whose spheres are measured (default spheres: Ha et al.'s "
        "six 10 mm spheres at 75 mm)", pet_parse_phantom, &kind, NULL},
@@ -81,10 +81,11 @@ int cmd_pet_metrics(int argc, char **argv) {
   ctr_file_format fmt;
   rc = cli_resolve_format(cmd, "--image", NULL, image, CTR_FORMAT_AUTO, &fmt);
   if (rc) return rc;
-  if (fmt == CTR_FORMAT_RAW && !lattice_given)
-    return cli_usage_error(cmd, "--image '%s' is raw: give --lattice NXxNYxNZ (and --voxel MM)",
-                           image);
-  if (fmt == CTR_FORMAT_RAW && (rc = pet_check_raw_size(cmd, "--image", image, lat[0], lat[1],
+  const int raw = cli_format_needs_hint(fmt); /* no sizes in the file */
+  if (raw && !lattice_given)
+    return cli_usage_error(cmd, "--image '%s' is %s: give --lattice NXxNYxNZ (and --voxel MM)",
+                           image, ctr_format_name(fmt));
+  if (raw && (rc = pet_check_raw_size(cmd, "--image", image, lat[0], lat[1],
                                                         lat[2])))
     return rc;
   ctr_stack_info hint = CTR_STACK_INFO_INIT, info = CTR_STACK_INFO_INIT;

@@ -21,8 +21,9 @@ const cli_command cli_cmd_pet_recon = {
     "direction (--tof-ps; default the data's), LOR-radial (--radial-fwhm, varying\n"
     "linearly from the axis to --edge-radius, or through --radial-table) and\n"
     "LOR-axial (--axial-fwhm), optionally asymmetric (--asymmetric), cut at\n"
-    "--kernel-cut sigma. The image goes to IMAGE (NRRD, raw float32 or TIFF, with\n"
-    "the voxel size and origin in NRRD). --every N writes the image every N\n"
+    "--kernel-cut sigma. The image goes to IMAGE\n"
+    "({titles}; raw as float32,\n"
+    "with the voxel size and origin in NRRD). --every N writes the image every N\n"
     "iterations; --metrics/--plot record the CRC of the phantom's spheres and the\n"
     "noise after every iteration (as 'pet metrics' computes them) into a CSV\n"
     "(iteration,noise,crc,crc_sphere1..n; noise as a fraction) and a CRC-versus-\n"
@@ -428,9 +429,9 @@ int cmd_pet_recon(int argc, char **argv) {
   const cli_opt opts[] = {
       {"--data", "FILE", "histo-images from 'pet simulate' (.json or .h5; required)",
        cli_parse_string, &a.data, NULL},
-      {"--out", "FILE", "reconstructed image: .nrrd, .raw, .tif (required)", cli_parse_string,
+      {"--out", "FILE", "reconstructed image: {endings} (required)", cli_parse_string,
        &a.out, NULL},
-      {"--out-format", "raw|tiff|nrrd", "image file format (default: from the extension)",
+      {"--out-format", "{formats}", "image file format (default: from the extension)",
        cli_parse_format, &a.out_format, NULL},
       {"--algorithm", "ramla|osem|mlem", "block-RAMLA, OSEM (one view per subset) or MLEM "
        "(default ramla)", parse_algorithm, &a.algorithm, NULL},

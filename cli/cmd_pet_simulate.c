@@ -49,7 +49,7 @@ static int load_activity(const char *cmd, const char *path, const ctr_pet_params
                          float **out) {
   ctr_file_format fmt;
   int rc = cli_resolve_format(cmd, "--activity", NULL, path, CTR_FORMAT_AUTO, &fmt);
-  if (!rc && fmt == CTR_FORMAT_RAW)
+  if (!rc && cli_format_needs_hint(fmt)) /* no sizes in the file: the lattice's */
     rc = pet_check_raw_size(cmd, "--activity", path, p->nx, p->ny, p->nz);
   if (rc) return rc;
   ctr_stack_info hint = CTR_STACK_INFO_INIT, info = CTR_STACK_INFO_INIT;
@@ -241,7 +241,7 @@ int cmd_pet_simulate(int argc, char **argv) {
        &a.phantom, NULL},
       {"--contrast", "C", "sphere activity / background of the spheres phantom (default 4)",
        cli_parse_positive, &a.contrast, NULL},
-      {"--activity", "FILE", "voxel activity on the lattice instead (raw float32, NRRD, TIFF)",
+      {"--activity", "FILE", "voxel activity on the lattice instead ({titles}; raw as float32)",
        cli_parse_string, &a.activity, NULL},
       {"--events", "N", "expected number of emitted events (attenuation and the lattice's "
        "edges remove some), e.g. 2e7 (default 2e7)",

@@ -14,7 +14,7 @@ const cli_command cli_cmd_phantom = {
     "Shepp-Logan head, or a JSON list of ellipsoids, docs/phantoms.md) through\n"
     "every detector pixel of every view of the geometry, and writes them as a\n"
     "projection stack (nu x nv x views). The output format follows the extension\n"
-    "(.raw, .tif, .nrrd, or a %04d pattern for one TIFF per view) or --format.",
+    "({endings}) or --format.",
     "  ctrecon phantom --geometry geom.json --out proj.nrrd\n"
     "  ctrecon phantom --geometry geom.json --out proj.tif --dtype uint16 --uint16-scale 1000\n"
     "  ctrecon phantom --geometry geom.json --out views/p_%04d.tif --truth truth.nrrd\n",
@@ -232,7 +232,7 @@ int cmd_phantom(int argc, char **argv) {
   const cli_opt opts[] = {
       {"--geometry", "FILE", "geometry file (required)", cli_parse_string, &a.geometry, NULL},
       {"--out", "FILE", "projection stack to write (required)", cli_parse_string, &a.out, NULL},
-      {"--format", "raw|tiff|tiff-stack|nrrd", "output format (default: from the extension)",
+      {"--format", "{formats}", "output format (default: from the extension)",
        cli_parse_format, &a.format, NULL},
       {"--phantom", "shepp-logan|FILE.json", "phantom (default shepp-logan)", cli_parse_string,
        &a.phantom, NULL},

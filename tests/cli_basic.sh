@@ -51,6 +51,23 @@ for cmd in geometry phantom fdk demo; do
     END { check() }' "$OUT")
   if [ -z "$missing" ]; then ok "$cmd --help states every default"; else bad "$cmd --help: no default for $missing"; fi
 done
+# The format lists of the help come from the library's format table: every
+# format name is in --format / --out-format, no placeholder is left.
+names=$("$CTR" fdk --format nope 2>&1 | sed -n "s/.*expected \(.*\) or auto.*/\1/p" | sed 's/, / /g; s/ or / /')
+for cmd in phantom fdk iterate fbp "pet recon" "pet metrics" "pet simulate"; do
+  run $cmd --help
+  left=$(grep -o '{formats}\|{titles}\|{endings}' "$OUT" | head -1)
+  lacking=""
+  for n in $names; do
+    grep -Eq -- "--(out-)?format ([a-z0-9-]+\|)*$n(\||$)" "$OUT" || lacking="$lacking $n"
+  done
+  case "$cmd" in pet\ metrics|pet\ simulate) lacking="" ;; esac # no --format option
+  if [ -z "$left" ] && [ -n "$names" ] && [ -z "$lacking" ]; then
+    ok "$cmd --help lists the formats of the table"
+  else
+    bad "$cmd --help: placeholder '$left', formats missing:$lacking (table: $names)"
+  fi
+done
 for cmd in phantom fdk demo; do
   run "$cmd" --help
   if grep -q -- '--quiet' "$OUT" && grep -q -- '--threads' "$OUT" && grep -q -- '--device' "$OUT"; then

@@ -68,6 +68,15 @@ typedef struct pet_recon_options_v1 {
   void *user;
 } pet_recon_options_v1;
 
+typedef struct file_format_info_v1 {
+  unsigned version;
+  const char *name, *extensions;
+  int stack_of_files;
+  unsigned dtypes, feature;
+  int in_order, resumable, many_ranks, adds_to_file;
+  const char *partial;
+} file_format_info_v1;
+
 /* The tables' idea of the old layouts is the compiler's. */
 static void test_layouts(void) {
   CHECK(ctr__struct_size(&ctr__struct_context_options, 1) == sizeof(context_options_v1));
@@ -75,6 +84,7 @@ static void test_layouts(void) {
   CHECK(ctr__struct_size(&ctr__struct_fdk_stream_options, 1) == sizeof(stream_options_v1));
   CHECK(ctr__struct_size(&ctr__struct_fbp_options, 1) == sizeof(fbp_options_v1));
   CHECK(ctr__struct_size(&ctr__struct_pet_recon_options, 1) == sizeof(pet_recon_options_v1));
+  CHECK(ctr__struct_size(&ctr__struct_file_format_info, 1) == sizeof(file_format_info_v1));
   CHECK(sizeof(stream_options_v1) < sizeof(ctr_fdk_stream_options));
   CHECK(offsetof(stream_options_v1, gpu_budget) < offsetof(ctr_fdk_stream_options, gpu_budget));
 }
@@ -283,8 +293,29 @@ done:
   ctr_pet_system_free(s);
 }
 
+/* ctr_file_format_get_info fills a version-1 struct in its layout, not a
+ * byte beyond, with the values of the current one. */
+static void test_file_format_info(void) {
+  struct {
+    file_format_info_v1 v1;
+    unsigned char guard[64];
+  } old;
+  memset(&old, 0x5A, sizeof old);
+  old.v1.version = 1;
+  CHECK_OK(ctr_file_format_get_info(CTR_FORMAT_NRRD, (ctr_file_format_info *)&old.v1));
+  ctr_file_format_info cur = CTR_FILE_FORMAT_INFO_INIT;
+  CHECK_OK(ctr_file_format_get_info(CTR_FORMAT_NRRD, &cur));
+  CHECK(old.v1.version == 1 && !strcmp(old.v1.name, cur.name) &&
+        old.v1.resumable == cur.resumable && !strcmp(old.v1.partial, cur.partial));
+  int beyond = 0;
+  for (size_t i = 0; i < sizeof old.guard; i++) beyond += old.guard[i] != 0x5A;
+  CHECK_MSG(beyond == 0, "ctr_file_format_get_info wrote %d bytes beyond version 1", beyond);
+  CHECK(cur.title && !strcmp(cur.title, "NRRD") && !cur.needs_hint && !cur.dataset_path);
+}
+
 int main(void) {
   test_layouts();
+  test_file_format_info();
   test_init_all();
   test_context();
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;

@@ -43,7 +43,7 @@ static const char *path_of(const ctr_file_format_info *fi, const char *stem) {
   snprintf(ext, sizeof ext, "%.*s", (int)strcspn(fi->extensions, " "), fi->extensions);
   char name[128];
   if (fi->stack_of_files) snprintf(name, sizeof name, "%s_%%03d%s", stem, ext);
-  else if (!strcmp(fi->name, "hdf5")) snprintf(name, sizeof name, "%s%s:/%s", stem, ext, stem);
+  else if (fi->dataset_path) snprintf(name, sizeof name, "%s%s:/%s", stem, ext, stem);
   else snprintf(name, sizeof name, "%s%s", stem, ext);
   return P(name);
 }
@@ -78,6 +78,7 @@ static void test_names_and_guesses(void) {
     CHECK_MSG(!fi.resumable == !fi.partial, "%s: resumable %d, partial %s", fi.name,
               fi.resumable, fi.partial ? fi.partial : "(none)");
     CHECK_MSG(fi.dtypes & (1u << CTR_DTYPE_FLOAT32), "%s stores no float32", fi.name);
+    CHECK_MSG(fi.title && *fi.title, "%s has no title", fi.name);
   }
   ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
   CHECK_FAILS(ctr_file_format_get_info(CTR_FORMAT_AUTO, &fi), CTR_E_INVALID_ARGUMENT,
@@ -164,12 +165,33 @@ static void test_partials(void) {
   }
 }
 
+/* needs_hint: a format that says it opens without a hint does, one that
+ * needs one is refused without it and opens with it. */
+static void test_needs_hint(void) {
+  for (size_t i = 0; i < NFORMATS; i++) {
+    ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
+    CHECK_OK(ctr_file_format_get_info(k_formats[i], &fi));
+    if (!built(&fi)) continue;
+    const char *path = path_of(&fi, "hint");
+    CHECK_OK(write_stack(path, CTR_DTYPE_FLOAT32, 0));
+    const ctr_stack_info hint = make_info(CTR_DTYPE_FLOAT32);
+    ctr_stack_reader *r = NULL;
+    const ctr_status st = ctr_stack_open(path, k_formats[i], NULL, 0, &r);
+    CHECK_MSG((st == CTR_OK) == !fi.needs_hint, "%s: needs_hint %d, opened without one: %s",
+              fi.name, fi.needs_hint, ctr_status_name(st));
+    ctr_stack_close(r);
+    r = NULL;
+    CHECK_OK(ctr_stack_open(path, k_formats[i], &hint, 0, &r));
+    ctr_stack_close(r);
+  }
+}
+
 static void test_adds_to_file(void) {
   for (size_t i = 0; i < NFORMATS; i++) {
     ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
     CHECK_OK(ctr_file_format_get_info(k_formats[i], &fi));
     /* (raw has no header to say which output it holds) */
-    if (!built(&fi) || fi.stack_of_files || k_formats[i] == CTR_FORMAT_RAW) continue;
+    if (!built(&fi) || fi.stack_of_files || fi.needs_hint) continue;
     const char *first = path_of(&fi, "add"), *second = first;
     char other[512];
     if (fi.adds_to_file) { /* "add.h5:/add" then "add.h5:/more" */
@@ -228,7 +250,7 @@ static int files_of(const ctr_file_format_info *fi, const char *path, char names
   int n = 0;
   if (fi->stack_of_files) {
     for (int k = 0; k < NZ; k++) snprintf(names[n++], 600, path, k);
-  } else if (!strcmp(fi->name, "hdf5")) {
+  } else if (fi->dataset_path) {
     snprintf(names[n++], 600, "%.*s", (int)(strrchr(path, ':') - path), path);
   } else {
     snprintf(names[n++], 600, "%s", path);
@@ -312,7 +334,7 @@ static void test_overwrite(void) {
   /* one file of any kind */
   CHECK_OK(ctr_file_check_output(P("none.png"), 0));
   CHECK_FAILS(ctr_file_check_output(path_of(&(ctr_file_format_info){CTR_FILE_FORMAT_INFO_VERSION,
-                                    "raw", ".raw", 0, 0, 0, 0, 0, 0, 0, NULL}, "ow"), 0),
+                                    "raw", ".raw", 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, NULL}, "ow"), 0),
               CTR_E_INVALID_ARGUMENT, "exists and is kept");
 }
 
@@ -323,6 +345,7 @@ int main(void) {
   test_names_and_guesses();
   test_writers();
   test_partials();
+  test_needs_hint();
   test_adds_to_file();
   test_lists();
   test_overwrite();

@@ -161,6 +161,8 @@ static void check_float16(void) {
   CHECK(ctr_stack_save(P("h.nrrd"), CTR_FORMAT_NRRD, &info, CTR_DTYPE_FLOAT32, v, 0) ==
         CTR_E_UNSUPPORTED);
   CHECK(strstr(ctr_error_detail(), "float16") != NULL);
+  /* the formats that store it come from the table */
+  CHECK(strstr(ctr_error_detail(), "write float16 as raw, tiff, tiff-stack") != NULL);
 }
 
 int main(void) {

@@ -62,6 +62,31 @@ CTR_API ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
 CTR_API ctr_status ctr_geometry_create_matrices(int64_t nu, int64_t nv, double du, double dv,
                                                 int64_t nviews, const double *matrices,
                                                 const ctr_volume_geometry *vol, ctr_geometry **out);
+/* Builds the canonical geometry from per-view vectors with the meaning of
+ * ASTRA's `cone_vec` rows (docs/geometry.md, "Vector geometries"): 12 numbers
+ * a view, nviews * 12 doubles,
+ *   (srcX, srcY, srcZ, dX, dY, dZ, uX, uY, uZ, vX, vY, vZ)
+ * in world mm: the source, the centre of the detector, the vector from the
+ * centre of pixel (iu, iv) = (0, 0) to that of (1, 0) (u: along a row,
+ * pitch included) and from (0, 0) to (0, 1) (v: along a column). Pixel
+ * (iu, iv) is centred at d + (iu - (nu - 1)/2) u + (iv - (nv - 1)/2) v. Every
+ * view is validated (finite, u and v non-zero and not parallel, the source
+ * off the detector plane and outside the volume); errors carry the field
+ * "vectors" (nu, nv, nviews for those) and name the view. The matrices are
+ * derived exactly (P = [M^-1 | -M^-1 s] with M = [u v (pixel (0,0) - s)]);
+ * vectors that are, bit for bit, those ctr_geometry_get_vectors gives for a
+ * circular orbit build that circular orbit (the same matrices, the same
+ * results). The vectors are kept: ctr_geometry_get_vectors returns them and
+ * the JSON file is of type "vectors". du, dv are |u|, |v| of view 0. */
+CTR_API ctr_status ctr_geometry_create_vectors(int64_t nu, int64_t nv, int64_t nviews,
+                                               const double *vectors,
+                                               const ctr_volume_geometry *vol, ctr_geometry **out);
+/* View i as such a 12-number row: the vectors given to
+ * ctr_geometry_create_vectors; for a circular orbit those of the formulas in
+ * docs/geometry.md; for matrices derived from the matrix, with |u| = du when
+ * the pitch is known (du > 0), else the detector plane through the world
+ * origin. */
+CTR_API void ctr_geometry_get_vectors(const ctr_geometry *g, int64_t i, double out[12]);
 /* Deep copy. */
 CTR_API ctr_status ctr_geometry_clone(const ctr_geometry *g, ctr_geometry **out);
 CTR_API void ctr_geometry_free(ctr_geometry *g);

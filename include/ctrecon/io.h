@@ -26,7 +26,7 @@ typedef enum ctr_file_format {
  * place that answers these questions (the streamed commands, the distributed
  * runs and the bindings ask it). Filled by ctr_file_format_get_info; the
  * strings are static. */
-#define CTR_FILE_FORMAT_INFO_VERSION 1u
+#define CTR_FILE_FORMAT_INFO_VERSION 2u
 typedef struct ctr_file_format_info {
   unsigned version;
   const char *name;       /* as ctr_format_parse takes it and ctr_format_name gives it */
@@ -44,9 +44,14 @@ typedef struct ctr_file_format_info {
   int adds_to_file;       /* 1: an output added to an existing file keeps the file's other
                              contents (HDF5 datasets); 0: the file is replaced */
   const char *partial;    /* how a resumable run names the partial output of OUT; NULL: none */
+  /* version 2 */
+  int needs_hint;         /* 1: the file holds no sizes or dtype: reading it needs a
+                             ctr_stack_info hint (ctr_stack_open); 0: the file says them */
+  int dataset_path;       /* 1: a path names a dataset inside the file, "file.h5:/group/data" */
+  const char *title;      /* how a message names it: "raw", "TIFF", "TIFF stack", "NRRD" */
 } ctr_file_format_info;
 #define CTR_FILE_FORMAT_INFO_INIT \
-  { CTR_FILE_FORMAT_INFO_VERSION, NULL, NULL, 0, 0u, 0u, 0, 0, 0, 0, NULL }
+  { CTR_FILE_FORMAT_INFO_VERSION, NULL, NULL, 0, 0u, 0u, 0, 0, 0, 0, NULL, 0, 0, NULL }
 /* The defaults in the layout of `version`, 1 .. CTR_FILE_FORMAT_INFO_VERSION (core.h). */
 CTR_API ctr_status ctr_file_format_info_init(ctr_file_format_info *s, unsigned version);
 /* The row of `fmt` (a format, not CTR_FORMAT_AUTO: resolve a path's with

@@ -57,6 +57,29 @@ CTR_API const ctr_parallel_params *ctr_parallel_get_params(const ctr_parallel_ge
 /* Angle a's weight in the backprojection sum (radians). */
 CTR_API double ctr_parallel_get_weight(const ctr_parallel_geometry *g, int64_t a);
 
+/* The parallel-beam scan of ASTRA's `parallel3d_vec` rows, when
+ * ctr_parallel_params can hold it (docs/geometry.md, "Vector geometries"):
+ * 12 numbers a view, nviews * 12 doubles,
+ *   (rayX, rayY, rayZ, dX, dY, dZ, uX, uY, uZ, vX, vY, vZ)
+ * in world mm (the ray direction, the detector centre, the vectors from
+ * pixel (0, 0) to (1, 0) and to (0, 1)), a detector of nu columns and nv
+ * rows. Representable: rays perpendicular to the rotation axis z, u
+ * perpendicular to z and to the ray (|u| the same in every view), v along
+ * z, and the rows at the same heights in every view. Then each detector
+ * row is a slice: angles_deg[a] (nviews entries, the caller's) is the
+ * direction of u, axis_shift[a] (nviews, the caller's) the shift of the
+ * axis from axis = (nu - 1)/2 in bins, pixel_size = |u|; *out is filled
+ * (version CTR_PARALLEL_PARAMS_VERSION, angles_deg and axis_shift pointing
+ * at the caller's arrays, nx = ny = nbins, voxel 1 bin) and row_z (nv
+ * entries, NULL: not written) gets each row's height z in mm, the slice
+ * planes of ctr_phantom_sinogram. Any other view is CTR_E_UNSUPPORTED
+ * naming the view and what ctr_parallel_params cannot hold (field
+ * "vectors"); a non-finite number or a zero u or v is CTR_E_GEOMETRY. */
+CTR_API ctr_status ctr_parallel_params_from_vectors(int64_t nu, int64_t nv, int64_t nviews,
+                                                    const double *vectors, double *angles_deg,
+                                                    double *axis_shift, ctr_parallel_params *out,
+                                                    double *row_z);
+
 /* Exact parallel-beam line integrals of a phantom's ellipsoids through the
  * slice planes z = z[s] (mm; one bin = pixel_size mm), in density x mm:
  * out is nbins x nangles x nslices float32. Each value is the mean of

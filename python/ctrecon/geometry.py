@@ -131,6 +131,26 @@ class ConeGeometry:
                          _core.ptr(m, "double"), volume._c())
 
     @classmethod
+    def from_vectors(cls, vectors, *, nu: int, nv: int, volume: Volume) -> "ConeGeometry":
+        """A cone-beam geometry from ASTRA ``cone_vec`` rows
+        (ctr_geometry_create_vectors; docs/geometry.md, "Vector geometries").
+
+        ``vectors`` has shape (nviews, 12): per view the source (srcX, srcY,
+        srcZ), the detector centre (dX, dY, dZ), u = the vector from pixel
+        (0, 0) to (1, 0) (along a row, the column pitch included) and v =
+        from (0, 0) to (0, 1) (along a column), all in world mm. ``nu``,
+        ``nv`` are the detector's columns and rows: projections are
+        (nviews, nv, nu) arrays (ASTRA's are (nv, nviews, nu): transpose
+        with ``proj.transpose(1, 0, 2)``). Every view is validated
+        (GeometryError naming the view); rows that are exactly a circular
+        orbit's (``vectors`` of a circular geometry) build that orbit."""
+        v = np.ascontiguousarray(vectors, dtype=np.float64)
+        if v.ndim != 2 or v.shape[1] != 12:
+            raise ValueError(f"vectors has shape {v.shape}: expected (nviews, 12)")
+        return cls._make(lib.ctr_geometry_create_vectors, nu, nv, v.shape[0],
+                         _core.ptr(v, "double"), volume._c())
+
+    @classmethod
     def rabbitct(cls, matrices, *, width: int, height: int, L: int, R_L: float,
                  O_L: float) -> "ConeGeometry":
         """RabbitCT views (matrices (nviews, 12) in RabbitCT's order) with an
@@ -221,6 +241,17 @@ class ConeGeometry:
     def matrices(self) -> np.ndarray:
         """Every view's canonical matrix, shape (nviews, 3, 4)."""
         return np.stack([self.matrix(i) for i in range(self.nviews)])
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """Every view as an ASTRA ``cone_vec`` row, shape (nviews, 12)
+        (ctr_geometry_get_vectors): the rows a geometry was built from, a
+        circular orbit's by docs/geometry.md's formulas, else derived from
+        the matrix (|u| = du when the pitch is known)."""
+        out = np.empty((self.nviews, 12), np.float64)
+        for i in range(self.nviews):
+            lib.ctr_geometry_get_vectors(self._ptr, i, _core.wptr(out[i], "double"))
+        return out
 
     def source(self, i: int) -> np.ndarray:
         if not 0 <= i < self.nviews:
@@ -338,6 +369,31 @@ class ParallelGeometry:
             check(lib.ctr_parallel_create(p, out))
             _ptr = out[0]
         self._ptr = ffi.gc(_ptr, lib.ctr_parallel_free)
+
+    @classmethod
+    def from_vectors(cls, vectors, *, nu: int, nv: int):
+        """A parallel-beam geometry from ASTRA ``parallel3d_vec`` rows
+        (ctr_parallel_params_from_vectors), shape (nviews, 12): per view the
+        ray direction, the detector centre, u (pixel (0, 0) to (1, 0)) and v
+        ((0, 0) to (0, 1)), mm. Only scans of slices about z are
+        representable (rays and u perpendicular to z, u perpendicular to
+        the ray with one length, v along z, the rows at the same heights);
+        any other view raises (CTR_E_UNSUPPORTED) naming it. Returns
+        ``(geometry, row_z)``: each detector row is a slice, at height
+        ``row_z[r]`` mm."""
+        v = np.ascontiguousarray(vectors, dtype=np.float64)
+        if v.ndim != 2 or v.shape[1] != 12:
+            raise ValueError(f"vectors has shape {v.shape}: expected (nviews, 12)")
+        n = v.shape[0]
+        angles, shift = np.empty(n, np.float64), np.empty(n, np.float64)
+        row_z = np.empty(nv, np.float64)
+        p = ffi.new("ctr_parallel_params *")
+        check(lib.ctr_parallel_params_from_vectors(
+            nu, nv, n, _core.ptr(v, "double"), _core.wptr(angles, "double"),
+            _core.wptr(shift, "double"), p, _core.wptr(row_z, "double")))
+        out = ffi.new("ctr_parallel_geometry **")
+        check(lib.ctr_parallel_create(p, out))
+        return cls(0, _ptr=out[0]), row_z
 
     @property
     def _p(self):

@@ -40,7 +40,9 @@ def format_info(f: Any) -> dict:
     ctr_file_format_info): name, extensions, stack_of_files, dtypes (names),
     feature (the build feature it needs, or None), in_order, resumable,
     many_ranks, adds_to_file, partial (how a resumable run names the partial
-    output of OUT, or None)."""
+    output of OUT, or None), needs_hint (reading it needs raw_shape and
+    raw_dtype), dataset_path ("file.h5:/group/data" paths), title (how a
+    message names it)."""
     fi = new_struct("ctr_file_format_info", lib.ctr_file_format_info_init,
                     lib.CTR_FILE_FORMAT_INFO_VERSION)
     check(lib.ctr_file_format_get_info(file_format(f), fi))
@@ -51,7 +53,9 @@ def format_info(f: Any) -> dict:
             "stack_of_files": bool(fi.stack_of_files), "dtypes": dtypes,
             "feature": fi.feature or None, "in_order": bool(fi.in_order),
             "resumable": bool(fi.resumable), "many_ranks": bool(fi.many_ranks),
-            "adds_to_file": bool(fi.adds_to_file), "partial": text(fi.partial)}
+            "adds_to_file": bool(fi.adds_to_file), "partial": text(fi.partial),
+            "needs_hint": bool(fi.needs_hint), "dataset_path": bool(fi.dataset_path),
+            "title": text(fi.title)}
 
 
 @dataclass

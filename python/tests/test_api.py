@@ -423,6 +423,8 @@ def test_format_info():
     assert io.format_info("nrrd")["dtypes"] == ["float32", "uint16"]
     h5 = io.format_info("hdf5")
     assert h5["adds_to_file"] and not h5["resumable"] and not h5["many_ranks"]
+    assert raw["needs_hint"] and not tiff["needs_hint"] and h5["dataset_path"]
+    assert io.format_info("tiff-stack")["title"] == "TIFF stack"
     with pytest.raises(ctrecon.CtreconError, match="expected a format"):
         io.format_info("auto")
 

@@ -213,7 +213,12 @@ CTR__STRUCT_DEFINE_V1(cluster_options, CTR_CLUSTER_OPTIONS_VERSION, CTR_CLUSTER_
 
 /* File I/O */
 CTR__STRUCT_DEFINE_V1(stack_info, CTR_STACK_INFO_VERSION, CTR_STACK_INFO_INIT)
-CTR__STRUCT_DEFINE_V1(file_format_info, CTR_FILE_FORMAT_INFO_VERSION, CTR_FILE_FORMAT_INFO_INIT)
+static const ctr_file_format_info file_format_info_defaults = CTR_FILE_FORMAT_INFO_INIT;
+static const ctr__struct_version file_format_info_versions[] = {
+    CTR__V_UPTO(ctr_file_format_info, needs_hint), /* 1 */
+    CTR__V_ALL(ctr_file_format_info),              /* 2: needs_hint, dataset_path, title */
+};
+CTR__STRUCT_DEFINE(file_format_info, CTR_FILE_FORMAT_INFO_VERSION)
 
 /* Cone-beam geometry and FDK */
 CTR__STRUCT_DEFINE_V1(circular_params, CTR_CIRCULAR_PARAMS_VERSION, CTR_CIRCULAR_PARAMS_INIT)

@@ -329,6 +329,12 @@ ctr_status ctr_geometry_create_matrices(int64_t nu, int64_t nv, double du, doubl
   if (nviews < 1 || nviews > (1 << 24))
     CTR_FAIL(CTR_E_GEOMETRY, "nviews = %lld: expected 1 .. 16777216 views", (long long)nviews);
   if (!matrices) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "matrices is NULL");
+  return ctr__geometry_from_matrices(nu, nv, du, dv, nviews, matrices, "matrices", vol, out);
+}
+
+ctr_status ctr__geometry_from_matrices(int64_t nu, int64_t nv, double du, double dv,
+                                       int64_t nviews, const double *matrices, const char *label,
+                                       const ctr_volume_geometry *vol, ctr_geometry **out) {
   CTR_CHECK(ctr__volume_validate(vol));
   ctr_geometry *g = NULL;
   CTR_CHECK(geometry_alloc(nviews, &g));
@@ -336,9 +342,10 @@ ctr_status ctr_geometry_create_matrices(int64_t nu, int64_t nv, double du, doubl
   g->nv = nv;
   g->du = du;
   g->dv = dv;
+  const int brackets = !strcmp(label, "matrices");
   for (int64_t i = 0; i < nviews; i++) {
-    char what[48];
-    snprintf(what, sizeof what, "matrices[%lld]", (long long)i);
+    char what[64];
+    snprintf(what, sizeof what, brackets ? "%s[%lld]" : "%s: view %lld", label, (long long)i);
     ctr_status st = ctr__view_from_matrix(matrices + 12 * i, what, &g->views[i]);
     if (st != CTR_OK) {
       ctr_geometry_free(g);
@@ -357,6 +364,7 @@ ctr_status ctr_geometry_clone(const ctr_geometry *g, ctr_geometry **out) {
   *c = *g;
   c->views = views;
   c->angles_deg = NULL;
+  c->vectors = NULL;
   memcpy(c->views, g->views, (size_t)g->nviews * sizeof *g->views);
   if (g->angles_deg) {
     c->angles_deg = ctr__malloc((size_t)g->nviews * sizeof(double), "angle list");
@@ -366,6 +374,14 @@ ctr_status ctr_geometry_clone(const ctr_geometry *g, ctr_geometry **out) {
     }
     memcpy(c->angles_deg, g->angles_deg, (size_t)g->nviews * sizeof(double));
     c->circ.angles_deg = c->angles_deg;
+  }
+  if (g->vectors) {
+    c->vectors = ctr__malloc((size_t)g->nviews * 12 * sizeof(double), "geometry vectors");
+    if (!c->vectors) {
+      ctr_geometry_free(c);
+      return CTR_E_OUT_OF_MEMORY;
+    }
+    memcpy(c->vectors, g->vectors, (size_t)g->nviews * 12 * sizeof(double));
   }
   *out = c;
   return CTR_OK;
@@ -412,6 +428,8 @@ ctr_status ctr__geometry_rows(const ctr_geometry *g, int64_t row0, int64_t nrows
     CTR_FAIL(CTR_E_INTERNAL, "detector rows [%lld, %lld) outside [0, %lld)", (long long)row0,
              (long long)(row0 + nrows), (long long)g->nv);
   CTR_CHECK(ctr_geometry_clone(g, out));
+  free((*out)->vectors); /* they describe the whole detector */
+  (*out)->vectors = NULL;
   (*out)->row0 = g->row0 + row0;
   (*out)->nv = nrows;
   return CTR_OK;
@@ -421,6 +439,7 @@ void ctr_geometry_free(ctr_geometry *g) {
   if (!g) return;
   free(g->views);
   free(g->angles_deg);
+  free(g->vectors);
   free(g);
 }
 

@@ -30,12 +30,23 @@ struct ctr_geometry {
   int circular; /* built from ctr_circular_params */
   ctr_circular_params circ; /* copy (angles_deg points at `angles_deg` below) */
   double *angles_deg;       /* circular: per-view angle list */
+  double *vectors; /* built from vectors (ctr_geometry_create_vectors): their copy, nviews * 12;
+                      else NULL */
   ctr__view *views;
 };
 
 /* Fills a view from a raw matrix (any scale/sign); `what` names it in errors
  * ("view 12"). */
 ctr_status ctr__view_from_matrix(const double M[12], const char *what, ctr__view *out);
+/* The 12-number vector row of a circular orbit's view at angle a_deg
+ * (docs/geometry.md, "Vector geometries"): ctr_geometry_get_vectors of a
+ * circular geometry, and the form ctr_geometry_create_vectors recognises. */
+void ctr__circular_vectors(const ctr_circular_params *p, double a_deg, double out[12]);
+/* ctr_geometry_create_matrices after its argument checks: `label` names the
+ * views in errors ("matrices" -> "matrices[12]", else "LABEL: view 12"). */
+ctr_status ctr__geometry_from_matrices(int64_t nu, int64_t nv, double du, double dv,
+                                       int64_t nviews, const double *matrices, const char *label,
+                                       const ctr_volume_geometry *vol, ctr_geometry **out);
 /* Checks that the volume lies in front of every source and outside it. */
 ctr_status ctr__geometry_check_volume(const ctr_geometry *g, const ctr_volume_geometry *vol);
 ctr_status ctr__volume_validate(const ctr_volume_geometry *vol);

@@ -27,6 +27,8 @@ static ctr_status jerr(const jctx *j, const char *field, const char *expected) {
 static const char *const k_circular[] = {"type", "sid", "sdd", "detector", "angles", "angles_deg",
                                          "volume", "comment"};
 static const char *const k_matrices[] = {"type", "detector", "matrices", "volume", "comment"};
+static const char *const k_vectors[] = {"type", "detector", "vectors", "volume", "comment"};
+static const char *const k_det_vectors[] = {"nu", "nv"};
 static const char *const k_volume[] = {"size", "voxel_mm", "offset_mm"};
 static const char *const k_det_circular[] = {"nu", "nv", "du", "dv", "offset_u", "offset_v"};
 static const char *const k_det_matrices[] = {"nu", "nv", "du", "dv"};
@@ -224,6 +226,47 @@ cleanup:
   return st;
 }
 
+/* "vectors": ASTRA's cone_vec rows, 12 numbers a view (docs/geometry.md). */
+static ctr_status parse_vectors(const jctx *j, const cJSON *root, const ctr_volume_geometry *vol,
+                                ctr_geometry **out) {
+  const cJSON *det = cJSON_GetObjectItemCaseSensitive(root, "detector");
+  if (!cJSON_IsObject(det)) return jerr(j, "detector", "an object {\"nu\", \"nv\"}");
+  CTR_CHECK(ctr__json_check_members(j->name, "detector", det, k_det_vectors,
+                                    NKEYS(k_det_vectors)));
+  int64_t nu = 0, nv = 0;
+  CTR_CHECK(get_int(j, det, "nu", "detector.nu", &nu));
+  CTR_CHECK(get_int(j, det, "nv", "detector.nv", &nv));
+  const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "vectors");
+  if (!cJSON_IsArray(rows) || cJSON_GetArraySize(rows) < 1)
+    return jerr(j, "vectors", "a non-empty array of views, each 12 numbers (source, detector "
+                              "centre, u, v)");
+  const int64_t n = cJSON_GetArraySize(rows);
+  double *m = ctr__malloc((size_t)n * 12 * sizeof(double), "vectors");
+  if (!m) return CTR_E_OUT_OF_MEMORY;
+  ctr_status st = CTR_OK;
+  int64_t i = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, rows) {
+    int k = 0, ok = cJSON_IsArray(e) && cJSON_GetArraySize(e) == 12;
+    const cJSON *x;
+    if (ok) cJSON_ArrayForEach(x, e) {
+        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble)) { ok = 0; break; }
+        m[12 * i + k++] = x->valuedouble;
+      }
+    if (!ok) {
+      char path[64];
+      snprintf(path, sizeof path, "vectors[%lld]", (long long)i);
+      st = jerr(j, path, "12 finite numbers (srcX, srcY, srcZ, dX, dY, dZ, uX, uY, uZ, vX, vY, vZ)");
+      goto cleanup;
+    }
+    i++;
+  }
+  st = ctr_geometry_create_vectors(nu, nv, n, m, vol, out);
+cleanup:
+  free(m);
+  return st;
+}
+
 ctr_status ctr_geometry_from_json_string(const char *json, const char *name, ctr_geometry **out) {
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_from_json_string: out is NULL");
   *out = NULL;
@@ -239,21 +282,27 @@ ctr_status ctr_geometry_from_json_string(const char *json, const char *name, ctr
   ctr_status st = CTR_OK;
   ctr_volume_geometry vol;
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
+  static const char *const types = "\"circular\", \"matrices\" or \"vectors\"";
   if (!cJSON_IsString(type)) {
-    st = jerr(&j, "type", "\"circular\" or \"matrices\"");
+    st = jerr(&j, "type", types);
     goto cleanup;
   }
   const int circular = !strcmp(type->valuestring, "circular");
-  if (!circular && strcmp(type->valuestring, "matrices")) {
-    st = jerr(&j, "type", "\"circular\" or \"matrices\"");
+  const int vectors = !strcmp(type->valuestring, "vectors");
+  if (!circular && !vectors && strcmp(type->valuestring, "matrices")) {
+    st = jerr(&j, "type", types);
     goto cleanup;
   }
   CTR_CHECK_GOTO(st, circular ? ctr__json_check_members(j.name, "", root, k_circular,
                                                         NKEYS(k_circular))
-                              : ctr__json_check_members(j.name, "", root, k_matrices,
-                                                        NKEYS(k_matrices)));
+                     : vectors ? ctr__json_check_members(j.name, "", root, k_vectors,
+                                                         NKEYS(k_vectors))
+                               : ctr__json_check_members(j.name, "", root, k_matrices,
+                                                         NKEYS(k_matrices)));
   CTR_CHECK_GOTO(st, parse_volume(&j, root, &vol));
-  st = circular ? parse_circular(&j, root, &vol, out) : parse_matrices(&j, root, &vol, out);
+  st = circular  ? parse_circular(&j, root, &vol, out)
+       : vectors ? parse_vectors(&j, root, &vol, out)
+                 : parse_matrices(&j, root, &vol, out);
   if (st == CTR_E_GEOMETRY && !strstr(ctr_error_detail(), j.name)) {
     char detail[900];
     snprintf(detail, sizeof detail, "%s", ctr_error_detail());
@@ -307,6 +356,35 @@ static cJSON *vec3(double a, double b, double c) {
   return cJSON_CreateDoubleArray(v, 3);
 }
 
+static ctr_status volume_json_print(const ctr_geometry *g, cJSON *root, cJSON *vol, char **out);
+
+/* One view's row with 17 significant digits, which read back to the same
+ * bits (cJSON's own printing may drop the last one). */
+static cJSON *exact_row(const double *v) {
+  char text[12 * 26 + 4];
+  size_t o = 0;
+  text[o++] = '[';
+  for (int k = 0; k < 12; k++)
+    o += (size_t)snprintf(text + o, sizeof text - o, "%s%.17g", k ? ", " : "", v[k]);
+  snprintf(text + o, sizeof text - o, "]");
+  return cJSON_CreateRaw(text);
+}
+
+/* The "vectors" form: the vectors the geometry was built from, as given, to
+ * the bit. */
+static ctr_status vectors_json(const ctr_geometry *g, cJSON *root, cJSON *det, cJSON *vol,
+                               char **out) {
+  cJSON_AddItemToObject(root, "type", cJSON_CreateString("vectors"));
+  cJSON_AddItemToObject(root, "detector", det);
+  cJSON_AddNumberToObject(det, "nu", (double)g->nu);
+  cJSON_AddNumberToObject(det, "nv", (double)g->nv);
+  cJSON *rows = cJSON_CreateArray();
+  for (int64_t i = 0; i < g->nviews; i++)
+    cJSON_AddItemToArray(rows, exact_row(g->vectors + 12 * i));
+  cJSON_AddItemToObject(root, "vectors", rows);
+  return volume_json_print(g, root, vol, out);
+}
+
 ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
   if (!g || !out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_to_json_string: NULL argument");
   *out = NULL;
@@ -314,6 +392,7 @@ ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
   if (!root) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot build JSON");
   cJSON *det = cJSON_CreateObject();
   cJSON *vol = cJSON_CreateObject();
+  if (g->vectors) return vectors_json(g, root, det, vol, out);
   cJSON_AddItemToObject(root, "type", cJSON_CreateString(g->circular ? "circular" : "matrices"));
   if (g->circular) {
     cJSON_AddNumberToObject(root, "sid", g->circ.sid);
@@ -343,6 +422,11 @@ ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
       cJSON_AddItemToArray(mats, cJSON_CreateDoubleArray(g->views[i].P, 12));
     cJSON_AddItemToObject(root, "matrices", mats);
   }
+  return volume_json_print(g, root, vol, out);
+}
+
+/* Adds the volume and prints; frees root. */
+static ctr_status volume_json_print(const ctr_geometry *g, cJSON *root, cJSON *vol, char **out) {
   cJSON_AddItemToObject(root, "volume", vol);
   cJSON_AddItemToObject(vol, "size", vec3((double)g->vol.nx, (double)g->vol.ny, (double)g->vol.nz));
   cJSON_AddItemToObject(vol, "voxel_mm", vec3(g->vol.voxel_x, g->vol.voxel_y, g->vol.voxel_z));

@@ -16,33 +16,33 @@
  * tests check each row against what its writer does. */
 static const ctr__format_row k_rows[] = {
     {CTR_FORMAT_AUTO,
-     {CTR_FILE_FORMAT_INFO_VERSION, "auto", "", 0, 0u, 0u, 0, 0, 0, 0, NULL},
-     NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+     {CTR_FILE_FORMAT_INFO_VERSION, "auto", "", 0, 0u, 0u, 0, 0, 0, 0, NULL, 0, 0, "auto"},
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     {CTR_FORMAT_RAW,
      {CTR_FILE_FORMAT_INFO_VERSION, "raw", ".raw .bin .dat", 0, ALL_DTYPES, 0u, 0, 1, 1, 0,
-      "OUT.partial"},
-     "", 0, "raw", NULL, ctr__raw_open, ctr__raw_create, ctr__partial_path,
+      "OUT.partial", 1, 0, "raw"},
+     "", "raw", NULL, ctr__raw_open, ctr__raw_create, ctr__partial_path,
      ctr__raw_remove_partial, ctr__file_existing},
     {CTR_FORMAT_TIFF,
      {CTR_FILE_FORMAT_INFO_VERSION, "tiff", ".tif .tiff", 0, ALL_DTYPES, CTR_FEATURE_TIFF, 1, 0,
-      0, 0, NULL},
-     "; tiff-stack with a %d pattern", 0, "multi-page TIFF", NULL, ctr__tiff_open,
+      0, 0, NULL, 0, 0, "TIFF"},
+     "; tiff-stack with a %d pattern", "multi-page TIFF", NULL, ctr__tiff_open,
      ctr__tiff_create, NULL, NULL, ctr__file_existing},
     {CTR_FORMAT_TIFF_STACK,
      {CTR_FILE_FORMAT_INFO_VERSION, "tiff-stack", ".tif .tiff", 1, ALL_DTYPES, CTR_FEATURE_TIFF,
-      0, 1, 1, 0, "each image's FILE.partial"},
-     NULL, 0, "a TIFF stack pattern", "_%04d.tif", ctr__tiff_stack_open, ctr__tiff_stack_create,
+      0, 1, 1, 0, "each image's FILE.partial", 0, 0, "TIFF stack"},
+     NULL, "a TIFF stack pattern", "_%04d.tif", ctr__tiff_stack_open, ctr__tiff_stack_create,
      ctr__tiff_stack_partial_name, ctr__tiff_stack_remove_partial, ctr__tiff_stack_existing},
     {CTR_FORMAT_NRRD,
      {CTR_FILE_FORMAT_INFO_VERSION, "nrrd", ".nrrd .nhdr", 0,
       DT(CTR_DTYPE_FLOAT32) | DT(CTR_DTYPE_UINT16), 0u, 0, 1, 1, 0,
-      "OUT.partial (a detached header's data file: DATA.partial too)"},
-     "", 0, "nrrd", NULL, ctr__nrrd_open, ctr__nrrd_create, ctr__partial_path,
+      "OUT.partial (a detached header's data file: DATA.partial too)", 0, 0, "NRRD"},
+     "", "nrrd", NULL, ctr__nrrd_open, ctr__nrrd_create, ctr__partial_path,
      ctr__nrrd_remove_partial, ctr__nrrd_existing},
     {CTR_FORMAT_HDF5,
      {CTR_FILE_FORMAT_INFO_VERSION, "hdf5", ".h5 .hdf5 .hdf .nxs", 0, ALL_DTYPES,
-      CTR_FEATURE_HDF5, 0, 0, 0, 1, NULL},
-     ", as 'file.h5:/group/dataset'", 1, "HDF5", NULL, ctr__hdf5_open, ctr__hdf5_create, NULL, NULL,
+      CTR_FEATURE_HDF5, 0, 0, 0, 1, NULL, 0, 1, "HDF5"},
+     ", as 'file.h5:/group/dataset'", "HDF5", NULL, ctr__hdf5_open, ctr__hdf5_create, NULL, NULL,
      ctr__hdf5_existing},
 };
 #define NROWS (sizeof k_rows / sizeof k_rows[0])
@@ -83,6 +83,36 @@ const char *ctr__format_list(ctr__format_cap cap, const char *stem, char *buf, s
       len += (size_t)snprintf(buf + len, n - len, " such as '%s%s'", stem, in[i]->example);
   }
   return buf;
+}
+
+/* "a, b or c" of n words. */
+static size_t add_word(char *buf, size_t n, size_t len, size_t i, size_t k, const char *word) {
+  if (len >= n) return len;
+  return len + (size_t)snprintf(buf + len, n - len, "%s%s",
+                                i == 0 ? "" : i + 1 == k ? " or " : ", ", word);
+}
+
+const char *ctr__format_names_storing(ctr_dtype d, char *buf, size_t n) {
+  size_t k = 0, len = 0;
+  for (size_t i = 1; i < NROWS; i++) k += (k_rows[i].info.dtypes & DT(d)) != 0;
+  if (n) buf[0] = '\0';
+  for (size_t i = 1, j = 0; i < NROWS; i++)
+    if (k_rows[i].info.dtypes & DT(d)) len = add_word(buf, n, len, j++, k, k_rows[i].info.name);
+  return buf;
+}
+
+ctr_status ctr__format_check_dtype(const ctr__format_row *row, ctr_dtype d, const char *path) {
+  if (row->info.dtypes & DT(d)) return CTR_OK;
+  char formats[256], dtypes[64];
+  size_t k = 0, len = 0;
+  for (int t = 0; t < 32; t++) k += (row->info.dtypes & DT(t)) != 0;
+  dtypes[0] = '\0';
+  for (int t = 0, j = 0; t < 32; t++)
+    if (row->info.dtypes & DT(t))
+      len = add_word(dtypes, sizeof dtypes, len, (size_t)j++, k, ctr_dtype_name((ctr_dtype)t));
+  CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': %s has no %s type: write %s as %s, or choose %s", path,
+           row->info.title, ctr_dtype_name(d), ctr_dtype_name(d),
+           ctr__format_names_storing(d, formats, sizeof formats), dtypes);
 }
 
 const ctr__format_row *ctr__format_row_of(ctr_file_format f) {
@@ -195,7 +225,7 @@ ctr_status ctr_format_guess(const char *path, ctr_file_format *out) {
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_format_guess: out is NULL");
   if (!path || !*path) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "empty path: cannot guess its format");
   for (size_t i = 0; i < NROWS; i++)
-    if (k_rows[i].dataset_path && dataset_path_of(&k_rows[i], path)) {
+    if (k_rows[i].info.dataset_path && dataset_path_of(&k_rows[i], path)) {
       *out = k_rows[i].fmt;
       return CTR_OK;
     }
@@ -208,7 +238,7 @@ ctr_status ctr_format_guess(const char *path, ctr_file_format *out) {
   const int pattern = has_conversion(path);
   for (size_t i = 0; ext && i < NROWS; i++) {
     const ctr__format_row *row = &k_rows[i];
-    if (row->dataset_path || !takes_ending(row, ext)) continue;
+    if (row->info.dataset_path || !takes_ending(row, ext)) continue;
     if (!found || (row->info.stack_of_files == pattern && found->info.stack_of_files != pattern))
       found = row;
   }

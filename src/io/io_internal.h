@@ -317,7 +317,6 @@ typedef struct ctr__format_row {
    * row's endings ("; tiff-stack with a %d pattern"); NULL: the row shares
    * another's endings and is named there. */
   const char *guess_note;
-  int dataset_path; /* 1: "file.ext:/dataset" paths (HDF5) */
   /* How a message lists it among formats ("raw", "a TIFF stack pattern":
    * ctr__format_list) and, for a stack of files, the ending of an example
    * name after a stem ("_%04d.tif"; NULL: none). */
@@ -338,6 +337,12 @@ typedef struct ctr__format_row {
 /* The row of a format (not CTR_FORMAT_AUTO); NULL with
  * CTR_E_INVALID_ARGUMENT raised for another value. */
 const ctr__format_row *ctr__format_row_of(ctr_file_format f);
+/* The names of the formats that store dtype d: "raw, tiff, tiff-stack or
+ * hdf5" (into buf, returned). */
+const char *ctr__format_names_storing(ctr_dtype d, char *buf, size_t n);
+/* CTR_OK if the row's format stores d; else CTR_E_UNSUPPORTED naming `path`,
+ * the formats that store d and the dtypes this one stores. */
+ctr_status ctr__format_check_dtype(const ctr__format_row *row, ctr_dtype d, const char *path);
 
 /* 8-bit PNG of w x h pixels with 1 (grey) or 3 (RGB) channels, rows top
  * first, written to a temporary name and renamed when complete; an existing

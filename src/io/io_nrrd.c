@@ -405,9 +405,8 @@ ctr_status ctr__nrrd_data_path(const char *path, char **out) {
 ctr_status ctr__nrrd_create(ctr_stack_writer *w) {
   ctr_status st = CTR_OK;
   char *header = NULL, *data_path = NULL;
-  if (w->info.dtype == CTR_DTYPE_FLOAT16)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': NRRD has no 16-bit float type: write float16 as raw, "
-             "tiff, tiff-stack or hdf5, or choose float32 or uint16", w->path);
+  /* float16 (no NRRD type) is refused by ctr__stack_writer_open from the
+   * format table's dtypes, with the formats that store it */
   CTR_CHECK(ctr__nrrd_data_path(w->path, &data_path));
   if (data_path) {
     const char *base = strrchr(data_path, '/');

@@ -201,6 +201,7 @@ ctr_status ctr__stack_writer_open(const char *path, ctr_file_format fmt, const c
   if (fmt == CTR_FORMAT_AUTO) CTR_CHECK(ctr_format_guess(path, &fmt));
   const ctr__format_row *row = ctr__format_row_of(fmt);
   if (!row) return CTR_E_INVALID_ARGUMENT;
+  CTR_CHECK(ctr__format_check_dtype(row, info->dtype, path));
   w = ctr__calloc(1, sizeof *w, "stack writer");
   if (!w) return CTR_E_OUT_OF_MEMORY;
   w->info = *info;
