@@ -88,9 +88,33 @@ ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
   double bmax = 0.0;
   for (int64_t k = 0; k < g->nviews; k++) bmax = fmax(bmax, f->scan.beta[k]);
   f->beta_shift = 0.5 * (f->scan.range - bmax);
+  f->pad_lo = 0;
+  f->nu_ext = g->nu;
   st = ctr__ramp_create(g->nu, o->window, o->cutoff, &f->ramp);
   if (st != CTR_OK) ctr__fdk_filter_free(f);
   return st;
+}
+
+ctr_status ctr__fdk_filter_extend(const ctr_fdk_options *o, ctr__fdk_filter *f) {
+  if (!f->offset) return CTR_OK;
+  const ctr_geometry *g = f->g;
+  /* The mirror image about u0 of the wide side's farthest column centre: at
+   * 2 u0 - (nu - 1) when the wide side is high, at 2 u0 when it is low. */
+  double lo = 0.0, hi = 0.0;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    const double u0 = g->views[i].u0, up = (double)(g->nu - 1) - u0;
+    lo = fmax(lo, up - u0);
+    hi = fmax(hi, u0 - up);
+  }
+  const int64_t pad_lo = (int64_t)ceil(lo - 1e-6), pad_hi = (int64_t)ceil(hi - 1e-6);
+  if (!pad_lo && !pad_hi) return CTR_OK;
+  ctr__ramp *r = NULL;
+  CTR_CHECK(ctr__ramp_create(g->nu + pad_lo + pad_hi, o->window, o->cutoff, &r));
+  ctr__ramp_free(f->ramp);
+  f->ramp = r;
+  f->pad_lo = pad_lo;
+  f->nu_ext = g->nu + pad_lo + pad_hi;
+  return CTR_OK;
 }
 
 void ctr__fdk_filter_free(ctr__fdk_filter *f) {
@@ -128,17 +152,18 @@ ctr__fdk_view_params ctr__fdk_view_params_of(const ctr__fdk_filter *f, int64_t i
 }
 
 void ctr__fdk_view_weights(const ctr__fdk_filter *f, int64_t i, float *w, float *scale) {
-  const int64_t nu = f->g->nu, nv = f->g->nv;
+  const int64_t nu = f->nu_ext, nv = f->g->nv;
   const ctr__fdk_view_params p = ctr__fdk_view_params_of(f, i);
   for (int64_t iv = 0; iv < nv; iv++) /* rows of the detector: a window's start at row0 */
     for (int64_t iu = 0; iu < nu; iu++)
-      w[iv * nu + iu] = (float)ctr__fdk_pixel_weight(&p, (double)iu, (double)(f->g->row0 + iv));
+      w[iv * nu + iu] =
+          (float)ctr__fdk_pixel_weight(&p, (double)(iu - f->pad_lo), (double)(f->g->row0 + iv));
   *scale = p.scale;
 }
 
 ctr_status ctr__fdk_filter_run(const ctr_context *ctx, const ctr__fdk_filter *f, int64_t v0,
                                int64_t n, float *proj, int64_t view_stride, int64_t row_stride) {
-  const int64_t nu = f->g->nu, nv = f->g->nv;
+  const int64_t nu = f->nu_ext, nv = f->g->nv;
   int failed = 0;
 #pragma omp parallel num_threads(ctr__num_threads(ctx))
   {

@@ -435,6 +435,25 @@ ctr_status ctr__geometry_rows(const ctr_geometry *g, int64_t row0, int64_t nrows
   return CTR_OK;
 }
 
+ctr_status ctr__geometry_columns(const ctr_geometry *g, int64_t pad_lo, int64_t nu,
+                                 ctr_geometry **out) {
+  *out = NULL;
+  if (pad_lo < 0 || nu < pad_lo + g->nu)
+    CTR_FAIL(CTR_E_INTERNAL, "detector columns [%lld, %lld) do not hold [0, %lld)",
+             (long long)-pad_lo, (long long)(nu - pad_lo), (long long)g->nu);
+  CTR_CHECK(ctr_geometry_clone(g, out));
+  free((*out)->vectors); /* they describe the real detector */
+  (*out)->vectors = NULL;
+  (*out)->circular = 0; /* its parameters describe the real detector */
+  (*out)->nu = nu;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    ctr__view *v = &(*out)->views[i];
+    for (int q = 0; q < 4; q++) v->P[q] += (double)pad_lo * v->P[8 + q];
+    v->u0 += (double)pad_lo;
+  }
+  return CTR_OK;
+}
+
 void ctr_geometry_free(ctr_geometry *g) {
   if (!g) return;
   free(g->views);
