@@ -220,11 +220,14 @@ static double refdk(recon *r, const ctr_fdk_options *o) {
  * principal point 7.5 columns from the centre of the narrow side's last
  * column, sees the field of view of a centred 112-column detector (the same
  * total width: both reach 56 columns beyond the axis). Wang 2002's weights
- * (on by default) halve the error of unweighted FDK, but the issue's target
- * (RMSE within 1.2x of the centred detector's) is NOT met yet: the filtered
- * rows are not extended beyond the narrow edge (docs/geometry.md, "Offset
- * detectors"), so the measured ratio (about 70) is printed, not asserted,
- * and strict FDK refuses the geometry. */
+ * (on by default) with the rows extended beyond the narrow edge before the
+ * ramp filter (the CPU backend; docs/geometry.md, "Offset detectors") give
+ * 1.62x the centred detector's RMSE (70x without the extension); the issue's
+ * target of 1.2x is NOT met: the rest depends on the overlap's width (8
+ * columns: 1.9x, 3: 2.3x), not on the views (600: 1.62x) or a wider
+ * extension, so the bound checked is 1.8x. Strict FDK still refuses the
+ * geometry (the GPU and the kept filtered copies of a streamed run are not
+ * extended). */
 static void test_offset_detector(void) {
   const int64_t n = 64, views = 200;
   ctr_phantom *ph = NULL;
@@ -248,8 +251,9 @@ static void test_offset_detector(void) {
     CHECK(ctr_geometry_offset_detector(r.g) == 1);
     const double e = rmse_flat(r.vol, r.truth, n);
     printf("offset detector (wide side %+d): RMSE away from edges %.5f, centred 112 columns "
-           "%.5f, ratio %.3f (target 1.2: not met, rows not extended)\n", side, e, full_err,
-           e / full_err);
+           "%.5f, ratio %.3f (target 1.2, bound 1.8)\n", side, e, full_err, e / full_err);
+    CHECK_MSG(e <= 1.8 * full_err, "half-fan RMSE %g, %.3fx the centred detector's %g", e,
+              e / full_err, full_err);
     ctr_fdk_options forced = o;
     forced.offset_weight = CTR_OFFSET_WEIGHT_WANG;
     CHECK_NEAR(refdk(&r, &forced), e, 0.0); /* auto chose the same */
