@@ -11,6 +11,11 @@
 #include "harness.h"
 
 #include <float.h>
+#ifndef CTR_TEST_CUDA
+#include <omp.h>
+
+#include "core/internal.h"
+#endif
 
 #ifdef CTR_TEST_CUDA
 #define TEST_NAME "test_gpu_values"
@@ -372,6 +377,41 @@ static void test_pet(ctr_context *ctx) {
   ctr_pet_system_free(s);
 }
 
+#ifndef CTR_TEST_CUDA
+/* The counts' check and sum in one pass (PET's uniform start): bad values
+ * counted and summed as 0, the sum within double rounding of a long double
+ * reference and the same bits at 1 and 3 threads (pieces fixed by n). */
+static void test_count_nonneg_sum(void) {
+  const int64_t sizes[] = {0, 1, 4095, 4096, 4097, 1000003};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    const int64_t n = sizes[k];
+    float *v = malloc(sizeof(float) * (size_t)(n + 1));
+    long double ref = 0;
+    int64_t want_bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+      v[i] = (float)th_uniform(0.0, 1000.0);
+      if (i % 1009 == 7) v[i] = (i / 1009) % 3 == 0 ? NAN : (i / 1009) % 3 == 1 ? -1.0f : 2e24f;
+      const int ok = v[i] >= 0 && isfinite(v[i]) && v[i] <= 1e24f;
+      want_bad += !ok;
+      ref += ok ? v[i] : 0;
+    }
+    double s1 = -1, s3 = -2;
+    omp_set_num_threads(1);
+    const int64_t b1 = ctr__values_count_nonneg(v, n, &s1);
+    omp_set_num_threads(3);
+    const int64_t b3 = ctr__values_count_nonneg(v, n, &s3);
+    CHECK_MSG(b1 == want_bad && b3 == want_bad && ctr__values_count_nonneg(v, n, NULL) == want_bad,
+              "n %lld: %lld / %lld bad values, expected %lld", (long long)n, (long long)b1,
+              (long long)b3, (long long)want_bad);
+    CHECK_MSG(memcmp(&s1, &s3, sizeof s1) == 0, "n %lld: sum %.17g at 1 thread, %.17g at 3",
+              (long long)n, s1, s3);
+    CHECK_MSG(fabsl((long double)s1 - ref) <= 1e-12L * (ref > 1 ? ref : 1), "n %lld: sum %.17g, expected %.17Lg",
+              (long long)n, s1, ref);
+    free(v);
+  }
+}
+#endif
+
 int main(void) {
 #ifdef CTR_TEST_CUDA
   if (ctr_cuda_get_device_count() < 1) {
@@ -386,6 +426,9 @@ int main(void) {
   test_fbp_output(ctx);
   test_fbp_flatfield(ctx);
   test_pet(ctx);
+#ifndef CTR_TEST_CUDA
+  test_count_nonneg_sum();
+#endif
   ctr_context_free(ctx);
   return th_finish(TEST_NAME);
 }

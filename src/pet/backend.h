@@ -35,11 +35,11 @@ typedef struct ctr__pet_backend {
                         float *out);
   /* Optional (NULL: pet_recon.c's host iterations over `project`): the
    * whole reconstruction of ctr_pet_reconstruct after its checks, image in
-   * and out (nx x ny x nz floats), the uniform start and the data policy
-   * included: *bad gets the count of result voxels stored as 0; t gets the
-   * step times. */
+   * and out (nx x ny x nz floats), the data policy included: an image that
+   * is all 0 starts at `uniform` everywhere (ctr__pet_uniform_value); *bad
+   * gets the count of result voxels stored as 0; t gets the step times. */
   ctr_status (*reconstruct)(void *impl, const ctr_pet_histo *h, const ctr_pet_recon_options *o,
-                            float *image, ctr_pet_recon_timings *t, int64_t *bad);
+                            float uniform, float *image, ctr_pet_recon_timings *t, int64_t *bad);
   /* ctr_pet_project_fft after its checks, on device ordinal `device` of
    * ctx (whose GPU buffer cache lends its buffers; both ignored by the
    * CPU). */

@@ -51,15 +51,14 @@ ctr_status ctr__pet_recon_check(const ctr_pet_system *s, const ctr_pet_histo *h,
 }
 
 /* The uniform start in a host image that is all 0. */
-static void initial_image(const ctr_pet_histo *h, int64_t nvox, float *image) {
+static void initial_image(float uniform, int64_t nvox, float *image) {
   for (int64_t i = 0; i < nvox; i++)
     if (image[i] != 0) return;
-  const float v = ctr__pet_uniform_value(h, nvox);
-  for (int64_t i = 0; i < nvox; i++) image[i] = v;
+  for (int64_t i = 0; i < nvox; i++) image[i] = uniform;
 }
 
 static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
-                              const ctr_pet_recon_options *opts, float *image,
+                              const ctr_pet_recon_options *opts, float uniform, float *image,
                               ctr_pet_recon_timings *timings, int64_t *out_bad);
 
 #define CTR__BAD_COUNTS "counts or factors NaN, infinite, negative or beyond +-1e+24"
@@ -83,9 +82,11 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
     CTR_FAIL(CTR_E_FORMAT, "histo-images: %lld " CTR__BAD_COUNTS " were replaced by 0 when loaded: "
              "expected none (strict mode); fix the data, or drop strict mode to accept them",
              (long long)h->replaced);
-  const int64_t n = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz * h->nviews;
-  const int64_t bad = ctr__values_count_nonneg(h->counts, n) +
-                      (h->factors ? ctr__values_count_nonneg(h->factors, n) : 0);
+  const int64_t nvox = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz, n = nvox * h->nviews;
+  double total = 0; /* of the counts, bad ones as 0: the uniform start's */
+  const int64_t bad = ctr__values_count_nonneg(h->counts, n, &total) +
+                      (h->factors ? ctr__values_count_nonneg(h->factors, n, NULL) : 0);
+  const float uniform = ctr__pet_uniform_value(total, nvox);
   CTR_CHECK(ctr__values_report_kind(p->ctx, o.strict, bad, "histo-images", CTR__BAD_COUNTS,
                                     "used as 0"));
   ctr_pet_histo clean;
@@ -111,7 +112,7 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
   }
   ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
   int64_t out_bad = 0;
-  ctr_status st = reconstruct(p, h, &o, image, &t, &out_bad);
+  ctr_status st = reconstruct(p, h, &o, uniform, image, &t, &out_bad);
   if (timings) ctr__struct_store(&ctr__struct_pet_recon_timings, timings, &t);
   free(cc);
   free(cf);
@@ -121,17 +122,17 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
 }
 
 static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
-                              const ctr_pet_recon_options *opts, float *image,
+                              const ctr_pet_recon_options *opts, float uniform, float *image,
                               ctr_pet_recon_timings *timings, int64_t *out_bad) {
   const ctr_pet_recon_options o = *opts;
   ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
   const int64_t nvox = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz, nv = h->nviews;
   if (p->be->reconstruct) {
-    ctr_status st = p->be->reconstruct(p->impl, h, &o, image, &t, out_bad);
+    ctr_status st = p->be->reconstruct(p->impl, h, &o, uniform, image, &t, out_bad);
     if (timings) *timings = t;
     return st;
   }
-  initial_image(h, nvox, image);
+  initial_image(uniform, nvox, image);
   ctr_status st = CTR_OK;
   double t0 = ctr__now_s(), t1;
   float *sens = ctr__malloc((size_t)(nvox * nv) * sizeof(float), "PET sensitivities");

@@ -152,7 +152,7 @@ cleanup:
 
 /* The caller's image (host or GPU memory) in the padded b->f, the uniform
  * start when it is all 0. */
-static ctr_status upload_image(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_bufs *b,
+static ctr_status upload_image(ctr__pet_cuda *c, float uniform, recon_bufs *b,
                                const float *image) {
   ctr_status st = CTR_OK;
   const long long nv = c->nvox;
@@ -165,7 +165,7 @@ static ctr_status upload_image(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_b
   CTR_CHECK_GOTO(st, read_count(c, b, &nonzero));
   if (!nonzero) {
     pet_fill_kernel<<<(unsigned)((nv + 255) / 256), 256, 0, c->stream>>>(
-        c->d_tmp, ctr__pet_uniform_value(h, nv), nv);
+        c->d_tmp, uniform, nv);
     CU_LAUNCHED("pet_fill_kernel");
   }
   ctr__pet_pad_device(c, c->d_tmp, b->f);
@@ -195,7 +195,7 @@ cleanup:
 }
 
 ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
-                                     const ctr_pet_recon_options *o, float *image,
+                                     const ctr_pet_recon_options *o, float uniform, float *image,
                                      ctr_pet_recon_timings *t, int64_t *bad) {
   ctr_status st = CTR_OK;
   recon_bufs b;
@@ -233,7 +233,7 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   CU(cudaEventRecord(t0, c->stream));
   CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.h, h->counts, hb, c->stream, 0, NULL));
   if (h->factors) CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.n, h->factors, hb, c->stream, 0, NULL));
-  CTR_CHECK_GOTO(st, upload_image(c, h, &b, image));
+  CTR_CHECK_GOTO(st, upload_image(c, uniform, &b, image));
   CU(cudaEventRecord(t1, c->stream));
   CU(cudaEventSynchronize(t1));
   CU(cudaEventElapsedTime(&ms, t0, t1));
