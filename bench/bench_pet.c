@@ -197,7 +197,8 @@ static int bench_iteration(ctr_context *ctx, double events) {
   bench_floor rates;
   if (bench_floor_measure(&rates)) return fail("floor", CTR_E_OUT_OF_MEMORY);
   float *img = calloc(n, sizeof(float));
-  ctr_pet_recon_timings t1, t1p, t5 = CTR_PET_RECON_TIMINGS_INIT;
+  ctr_pet_recon_timings t1 = CTR_PET_RECON_TIMINGS_INIT, t1p = CTR_PET_RECON_TIMINGS_INIT,
+                        t5 = CTR_PET_RECON_TIMINGS_INIT;
   ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
   o.iterations = 1;
   if ((st = ctr_pet_reconstruct(pr, h, &o, img, &t1))) return fail("recon 1", st); /* warm-up */

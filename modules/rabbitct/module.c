@@ -71,6 +71,8 @@ typedef struct module_state {
   float **own_ptrs;
   float **given;                /* the runner's buffers pinned in Load */
   unsigned n_given;
+  int host_transfer; /* the tuning table's (ctr_tuning.host_transfer): the runner's buffers are
+                        pinned in place when it is 0 (auto) or 2 (registered) */
 } module_state;
 
 static module_state M;
@@ -119,6 +121,7 @@ static bool make_context(void) {
       ctr_tuning_set_env(&t, environ) != CTR_OK)
     return fail("tuning variables");
   co.tuning = &t;
+  M.host_transfer = t.host_transfer;
   return ctr_context_create(&co, &M.ctx) == CTR_OK || fail("cannot create a context");
 }
 
@@ -187,11 +190,14 @@ static void provide_buffers(RabbitCtGlobalData *r) {
 /* Pins the runner's n buffers in place (page-locks them) so that uploads
  * from them run at full speed: one registration for the block when they
  * are contiguous, as the published runner allocates them, else one each;
- * all or none (a buffer registered in part would upload as if pinned). */
+ * all or none (a buffer registered in part would upload as if pinned).
+ * Not when the tuning table's host_transfer asks for staging or the
+ * driver's copy (--tune host_transfer=staged): the library's host-transfer
+ * layer moves them then. */
 static void pin_runner_buffers(const RabbitCtGlobalData *r, unsigned n) {
   float *const *b = r->adv_pProjBuffers;
   const size_t bytes = view_bytes(r), floats = bytes / sizeof(float);
-  if (!b || n == 0 || M.given) return;
+  if (!b || n == 0 || M.given || (M.host_transfer != 0 && M.host_transfer != 2)) return;
   int contiguous = 1;
   for (unsigned k = 0; k < n && contiguous; k++) contiguous = b[k] && b[k] == b[0] + k * floats;
   M.given = calloc(n, sizeof *M.given);
