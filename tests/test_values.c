@@ -338,33 +338,38 @@ static void test_pet(ctr_context *ctx) {
   ctr_pet_histo *h = NULL;
   CHECK_OK(ctr_pet_system_create(&p, &k, &s));
   CHECK_OK(ctr_pet_projector_create(ctx, s, &pr));
-  CHECK_OK(ctr_pet_histo_create(&p, 0, &h));
+  CHECK_OK(ctr_pet_histo_create(&p, 1, &h));
   if (!pr || !h) return;
   const int64_t nvox = p.nx * p.ny * p.nz, n = nvox * h->nviews;
   for (int64_t i = 0; i < n; i++) h->counts[i] = (float)th_uniform(0.5, 2.0);
+  for (int64_t i = 0; i < n; i++) h->factors[i] = (float)th_uniform(0.8, 1.2);
   float *img = malloc(sizeof(float) * (size_t)nvox), *ref = malloc(sizeof(float) * (size_t)nvox);
   ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
   o.algorithm = CTR_PET_MLEM;
   o.iterations = 2;
   /* The reference: zeros where the bad values will be. */
-  h->counts[5] = h->counts[nvox + 100] = 0.0f;
+  const float factor = h->factors[2 * nvox + 7];
+  h->counts[5] = h->counts[nvox + 100] = h->factors[2 * nvox + 7] = 0.0f;
   memset(ref, 0, sizeof(float) * (size_t)nvox);
   CHECK_OK(ctr_pet_reconstruct(pr, h, &o, ref, NULL));
   h->counts[5] = NAN;
   h->counts[nvox + 100] = -3.0f;
+  h->factors[2 * nvox + 7] = INFINITY;
   reset_log();
   memset(img, 0, sizeof(float) * (size_t)nvox);
   CHECK_OK(ctr_pet_reconstruct(pr, h, &o, img, NULL));
   CHECK_MSG(count_nonfinite(img, nvox) == 0, "%lld non-finite voxels",
             (long long)count_nonfinite(img, nvox));
   CHECK(same(img, ref, nvox));
-  CHECK_MSG(g_warnings == 1 && strstr(g_warning, "histo-images: 2 counts or factors"),
+  CHECK_MSG(g_warnings == 1 && strstr(g_warning, "histo-images: 3 counts or factors"),
             "%d warnings, last '%s'", g_warnings, g_warning);
-  CHECK(isnan(h->counts[5])); /* the caller's data are left as they are */
+  /* the caller's data are left as they are */
+  CHECK(isnan(h->counts[5]) && h->counts[nvox + 100] == -3.0f && isinf(h->factors[2 * nvox + 7]));
   o.strict = 1;
   CHECK_FAILS(ctr_pet_reconstruct(pr, h, &o, img, NULL), CTR_E_FORMAT,
-              "histo-images: 2 counts or factors NaN, infinite, negative");
+              "histo-images: 3 counts or factors NaN, infinite, negative");
   h->counts[5] = h->counts[nvox + 100] = 0.0f;
+  h->factors[2 * nvox + 7] = factor;
   h->replaced = 3; /* as ctr_pet_histo_load reports replaced values */
   CHECK_FAILS(ctr_pet_reconstruct(pr, h, &o, img, NULL), CTR_E_FORMAT,
               "3 counts or factors NaN, infinite, negative or beyond +-1e+24 were replaced by 0 when loaded");

@@ -3,10 +3,12 @@
  * sub-iteration is forward projection, discrepancy, back projection and
  * update, all on one stream. Per-step device times come from events. The
  * caller's image, host or GPU memory, is copied in and out with
- * cudaMemcpyDefault (device to device for a GPU array); its uniform start
- * and the data policy on the result run on the device. */
+ * cudaMemcpyDefault (device to device for a GPU array); the data check of
+ * the histo-images, the uniform start and the data policy on the result run
+ * on the device. */
 #include "pet/cuda/pet_cuda.cuh"
 #include "pet/pet_update.h"
+#include "core/projmath.h"
 #include "gpu/host_transfer.h"
 
 #include <stdlib.h>
@@ -64,6 +66,44 @@ __global__ void pet_fill_kernel(float *p, float v, long long n) {
   if (i < n) p[i] = v;
 }
 
+/* The data check of the histo-images where they are (the rule of the host's
+ * ctr__values_count_nonneg, core/values.c): values NaN, infinite, negative or
+ * beyond the limit are replaced by 0 in place and counted, the others summed
+ * in double. A fixed grid, each thread in order over its stride and a fixed
+ * tree in each block, the blocks' parts summed in order on the host: the
+ * same bits on every run and every GPU. part[b], bad[b]: block b's. */
+enum { CHECK_BLOCKS = 1024, CHECK_THREADS = 256 };
+
+__global__ void __launch_bounds__(CHECK_THREADS)
+    pet_check_kernel(float *__restrict__ v, long long n, double *__restrict__ part,
+                     unsigned long long *__restrict__ bad) {
+  __shared__ double s[CHECK_THREADS];
+  __shared__ unsigned long long k[CHECK_THREADS];
+  double sum = 0;
+  unsigned long long count = 0;
+  const long long stride = (long long)CHECK_BLOCKS * CHECK_THREADS;
+  for (long long i = (long long)blockIdx.x * CHECK_THREADS + threadIdx.x; i < n; i += stride) {
+    const float x = v[i];
+    if (x >= 0.0f && ctr__value_ok(x)) {
+      sum += x;
+    } else {
+      v[i] = 0.0f;
+      count++;
+    }
+  }
+  s[threadIdx.x] = sum;
+  k[threadIdx.x] = count;
+  __syncthreads();
+  for (int h = CHECK_THREADS / 2; h > 0; h >>= 1) {
+    if (threadIdx.x < h) {
+      s[threadIdx.x] += s[threadIdx.x + h];
+      k[threadIdx.x] += k[threadIdx.x + h];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) part[blockIdx.x] = s[0], bad[blockIdx.x] = k[0];
+}
+
 /* *nonzero = 1 when some value of p is not 0 (NaN included, as on the host). */
 __global__ void pet_nonzero_kernel(const float *__restrict__ p, long long n,
                                    unsigned long long *nonzero) {
@@ -76,6 +116,7 @@ enum { PH_FWD, PH_RATIO, PH_BACK, PH_UPDATE, PH_N };
 typedef struct recon_bufs {
   float *h, *n, *sens, *total, *acc, *f, *ones;
   unsigned long long *count; /* a flag or a count read back by the host */
+  char *check;               /* the data check's parts: 2 x CHECK_BLOCKS doubles, then counts */
   cudaEvent_t *ev;           /* (PH_N + 1) per view */
   ctr__xfer xf;              /* the caller's histogram and image (gpu/host_transfer.h) */
 } recon_bufs;
@@ -150,6 +191,40 @@ cleanup:
   return st;
 }
 
+/* The data check of the uploaded histo-images and factors (bad values
+ * become 0 on the device) and the policy's word on it (backend.h). */
+static ctr_status check_data(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_bufs *b,
+                             ctr__pet_data_check check, void *user, float *uniform) {
+  ctr_status st = CTR_OK;
+  const long long n = c->nvox * h->nviews;
+  double part[2][CHECK_BLOCKS];
+  unsigned long long bad[2][CHECK_BLOCKS];
+  double *d_part = (double *)b->check;
+  unsigned long long *d_bad = (unsigned long long *)(b->check + sizeof part);
+  float *const data[2] = {b->h, h->factors ? b->n : NULL};
+  for (int k = 0; k < 2; k++) {
+    if (!data[k]) {
+      CU(cudaMemsetAsync(d_part + k * CHECK_BLOCKS, 0, sizeof part[k], c->stream));
+      CU(cudaMemsetAsync(d_bad + k * CHECK_BLOCKS, 0, sizeof bad[k], c->stream));
+      continue;
+    }
+    pet_check_kernel<<<CHECK_BLOCKS, CHECK_THREADS, 0, c->stream>>>(
+        data[k], n, d_part + k * CHECK_BLOCKS, d_bad + k * CHECK_BLOCKS);
+    CU_LAUNCHED("pet_check_kernel");
+  }
+  CU(cudaMemcpyAsync(part, d_part, sizeof part, cudaMemcpyDeviceToHost, c->stream));
+  CU(cudaMemcpyAsync(bad, d_bad, sizeof bad, cudaMemcpyDeviceToHost, c->stream));
+  CU(cudaStreamSynchronize(c->stream));
+  {
+    double total = 0;
+    unsigned long long count = 0;
+    for (int i = 0; i < CHECK_BLOCKS; i++) total += part[0][i], count += bad[0][i] + bad[1][i];
+    st = check(user, (int64_t)count, total, uniform);
+  }
+cleanup:
+  return st;
+}
+
 /* The caller's image (host or GPU memory) in the padded b->f, the uniform
  * start when it is all 0. */
 static ctr_status upload_image(ctr__pet_cuda *c, float uniform, recon_bufs *b,
@@ -195,8 +270,9 @@ cleanup:
 }
 
 ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
-                                     const ctr_pet_recon_options *o, float uniform, float *image,
-                                     ctr_pet_recon_timings *t, int64_t *bad) {
+                                     const ctr_pet_recon_options *o, ctr__pet_data_check check,
+                                     void *user, float *image, ctr_pet_recon_timings *t,
+                                     int64_t *bad) {
   ctr_status st = CTR_OK;
   recon_bufs b;
   memset(&b, 0, sizeof b);
@@ -204,7 +280,8 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   const size_t vb = (size_t)nv * sizeof(float), hb = vb * (size_t)h->nviews;
   const int mode = o->algorithm == CTR_PET_RAMLA ? 0 : (o->algorithm == CTR_PET_OSEM ? 1 : 2);
   cudaEvent_t t0 = NULL, t1 = NULL;
-  float ms = 0;
+  float ms = 0, uniform = 1;
+  const size_t check_bytes = 2 * CHECK_BLOCKS * (sizeof(double) + sizeof(unsigned long long));
   double start = ctr__now_s();
   memset(t, 0, sizeof *t);
   CU(cudaSetDevice(c->device));
@@ -220,6 +297,7 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   GPU_GET(c->ctx, b.ones, vb, "PET unit image");
   GPU_GET(c->ctx, b.f, (size_t)c->npad * sizeof(float), "PET image");
   GPU_GET(c->ctx, b.count, sizeof *b.count, "PET counter");
+  GPU_GET(c->ctx, b.check, check_bytes, "PET data check");
   CU(cudaMemsetAsync(b.f, 0, (size_t)c->npad * sizeof(float), c->stream));
   CU(cudaMemsetAsync(b.total, 0, vb, c->stream));
   CU(cudaMemsetAsync(b.acc, 0, vb, c->stream));
@@ -233,6 +311,7 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   CU(cudaEventRecord(t0, c->stream));
   CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.h, h->counts, hb, c->stream, 0, NULL));
   if (h->factors) CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.n, h->factors, hb, c->stream, 0, NULL));
+  CTR_CHECK_GOTO(st, check_data(c, h, &b, check, user, &uniform));
   CTR_CHECK_GOTO(st, upload_image(c, uniform, &b, image));
   CU(cudaEventRecord(t1, c->stream));
   CU(cudaEventSynchronize(t1));
@@ -285,9 +364,10 @@ cleanup:
   /* after the stream's work (synchronised above): kept for the next run, on
    * the projector's GPU (a callback may have made another one current) */
   {
-    void *const bufs[8] = {b.h, b.n, b.sens, b.total, b.acc, b.ones, b.f, b.count};
-    const size_t sizes[8] = {hb, hb, hb, vb, vb, vb, (size_t)c->npad * sizeof(float), sizeof *b.count};
-    for (int i = 0; i < 8; i++) ctr__gpu_buffer_put(c->ctx, c->device, bufs[i], sizes[i]);
+    void *const bufs[9] = {b.h, b.n, b.sens, b.total, b.acc, b.ones, b.f, b.count, b.check};
+    const size_t sizes[9] = {hb, hb, hb, vb, vb, vb, (size_t)c->npad * sizeof(float),
+                             sizeof *b.count, check_bytes};
+    for (int i = 0; i < 9; i++) ctr__gpu_buffer_put(c->ctx, c->device, bufs[i], sizes[i]);
   }
   if (t0) cudaEventDestroy(t0);
   if (t1) cudaEventDestroy(t1);
