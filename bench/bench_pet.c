@@ -214,7 +214,11 @@ static int bench_iteration(ctr_context *ctx, double events) {
   double per_iter = (t5.total - t1.total) / 4.0;
   /* the floor: the pinned call plus the host copies the DMA cannot hide */
   const double floor_s = bench_floor_seconds(&rates, wall1p, in_bytes, 0);
-  const double target = 1.5 * per_iter + in_bytes / (rates.dma_up * 1e9);
+  /* the issue's target: 1.5 x a later iteration plus the floor's upload time
+   * (the staged copy's or the DMA's, the slower); the DMA's alone beside it */
+  const double up_dma = in_bytes / (rates.dma_up * 1e9), up_copy = in_bytes / (rates.copy_up * 1e9);
+  const double target = 1.5 * per_iter + (up_copy > up_dma ? up_copy : up_dma);
+  const double target_dma = 1.5 * per_iter + up_dma;
   ctr_pet_metrics m = CTR_PET_METRICS_INIT;
   if ((st = ctr_pet_metrics_compute(&p, &ph, img, &m))) return fail("metrics", st);
   ctr_pet_view_info info = CTR_PET_VIEW_INFO_INIT;
@@ -225,8 +229,9 @@ static int bench_iteration(ctr_context *ctx, double events) {
   printf("floor rates: DMA %.1f GB/s up; staged host copy %.1f GB/s up; %.2f GB up\n", rates.dma_up,
          rates.copy_up, in_bytes / 1e9);
   printf("  1 iteration, the call (data check included), median of 3: pageable %.3f s, pinned %.3f "
-         "s, pageable floor %.3f s; target 1.5 x later + upload at the DMA rate = %.3f s\n",
-         wall1, wall1p, floor_s, target);
+         "s, pageable floor %.3f s; target 1.5 x later + the floor's upload = %.3f s (with the "
+         "DMA's upload alone %.3f s)\n",
+         wall1, wall1p, floor_s, target, target_dma);
   printf("  its steps (pageable): %.3f s (upload %.3f, sensitivities %.3f, forward %.3f, "
          "discrepancy %.4f, back %.3f, update %.4f, download %.4f); pinned upload %.3f\n",
          t1.total, t1.upload, t1.back - (t5.back - t1.back) / 4.0, t1.forward, t1.discrepancy,
@@ -236,12 +241,13 @@ static int bench_iteration(ctr_context *ctx, double events) {
   json_case("\"name\": \"pet_ramla_iteration_400ps_variant\", \"views\": %lld, \"support\": %lld, "
             "\"events\": %.6g, \"seconds\": %.6g, \"first_iteration_seconds\": %.6g, "
             "\"first_call_seconds\": %.6g, \"first_call_pinned_seconds\": %.6g, "
-            "\"floor_seconds\": %.6g, \"target_seconds\": %.6g, \"upload_bytes\": %.6g, "
+            "\"floor_seconds\": %.6g, \"target_seconds\": %.6g, \"target_dma_seconds\": %.6g, "
+            "\"upload_bytes\": %.6g, "
             "\"upload_seconds\": %.6g, \"upload_pinned_seconds\": %.6g, \"forward_seconds\": %.6g, "
             "\"back_seconds\": %.6g, \"crc_5\": %.4f, \"noise_5\": %.4f, "
             "\"seed_gtx285_seconds\": 22.43, \"seed_fft_invariant_seconds\": 21.48",
             (long long)ctr_pet_system_get_view_count(s), (long long)info.support, h->events,
-            per_iter, t1.total, wall1, wall1p, floor_s, target, in_bytes, t1.upload, t1p.upload,
+            per_iter, t1.total, wall1, wall1p, floor_s, target, target_dma, in_bytes, t1.upload, t1p.upload,
             (t5.forward - t1.forward) / 4.0, (t5.back - t1.back) / 4.0, m.crc, m.noise);
   free(img);
   ctr_pet_projector_free(pr);

@@ -1,7 +1,8 @@
 /* DIRECT reconstruction on the GPU (the steps of pet_recon.c): histo-images,
  * factors, per-view sensitivities and the image stay on the device; each
  * sub-iteration is forward projection, discrepancy, back projection and
- * update, all on one stream. Per-step device times come from events. The
+ * update, all on one stream (the counts' upload alone runs on a second one,
+ * beside the sensitivities). Per-step device times come from events. The
  * caller's image, host or GPU memory, is copied in and out with
  * cudaMemcpyDefault (device to device for a GPU array); the data check of
  * the histo-images, the uniform start and the data policy on the result run
@@ -118,6 +119,8 @@ typedef struct recon_bufs {
   unsigned long long *count; /* a flag or a count read back by the host */
   char *check;               /* the data check's parts: 2 x CHECK_BLOCKS doubles, then counts */
   cudaEvent_t *ev;           /* (PH_N + 1) per view */
+  cudaStream_t up;           /* the counts' upload, beside the sensitivities */
+  cudaEvent_t up0, up1;      /* its start and end */
   ctr__xfer xf;              /* the caller's histogram and image (gpu/host_transfer.h) */
 } recon_bufs;
 
@@ -191,29 +194,36 @@ cleanup:
   return st;
 }
 
-/* The data check of the uploaded histo-images and factors (bad values
- * become 0 on the device) and the policy's word on it (backend.h). */
-static ctr_status check_data(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_bufs *b,
-                             ctr__pet_data_check check, void *user, float *uniform) {
+/* The data check of the uploaded histo-images (k = 0) or factors (k = 1),
+ * queued on `stream`: bad values become 0 on the device, the parts go to
+ * b->check (data NULL: the parts of nothing). */
+static ctr_status check_queue(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_bufs *b, int k,
+                              float *data, cudaStream_t stream) {
   ctr_status st = CTR_OK;
-  const long long n = c->nvox * h->nviews;
-  double part[2][CHECK_BLOCKS];
-  unsigned long long bad[2][CHECK_BLOCKS];
-  double *d_part = (double *)b->check;
-  unsigned long long *d_bad = (unsigned long long *)(b->check + sizeof part);
-  float *const data[2] = {b->h, h->factors ? b->n : NULL};
-  for (int k = 0; k < 2; k++) {
-    if (!data[k]) {
-      CU(cudaMemsetAsync(d_part + k * CHECK_BLOCKS, 0, sizeof part[k], c->stream));
-      CU(cudaMemsetAsync(d_bad + k * CHECK_BLOCKS, 0, sizeof bad[k], c->stream));
-      continue;
-    }
-    pet_check_kernel<<<CHECK_BLOCKS, CHECK_THREADS, 0, c->stream>>>(
-        data[k], n, d_part + k * CHECK_BLOCKS, d_bad + k * CHECK_BLOCKS);
+  double *d_part = (double *)b->check + k * CHECK_BLOCKS;
+  unsigned long long *d_bad =
+      (unsigned long long *)(b->check + 2 * CHECK_BLOCKS * sizeof(double)) + k * CHECK_BLOCKS;
+  if (!data) {
+    CU(cudaMemsetAsync(d_part, 0, CHECK_BLOCKS * sizeof(double), stream));
+    CU(cudaMemsetAsync(d_bad, 0, CHECK_BLOCKS * sizeof(unsigned long long), stream));
+  } else {
+    pet_check_kernel<<<CHECK_BLOCKS, CHECK_THREADS, 0, stream>>>(data, c->nvox * h->nviews,
+                                                                  d_part, d_bad);
     CU_LAUNCHED("pet_check_kernel");
   }
-  CU(cudaMemcpyAsync(part, d_part, sizeof part, cudaMemcpyDeviceToHost, c->stream));
-  CU(cudaMemcpyAsync(bad, d_bad, sizeof bad, cudaMemcpyDeviceToHost, c->stream));
+cleanup:
+  return st;
+}
+
+/* The policy's word on the data check (backend.h), after both parts are
+ * queued on c->stream or joined to it. */
+static ctr_status check_finish(ctr__pet_cuda *c, recon_bufs *b, ctr__pet_data_check check,
+                               void *user, float *uniform) {
+  ctr_status st = CTR_OK;
+  double part[2][CHECK_BLOCKS];
+  unsigned long long bad[2][CHECK_BLOCKS];
+  CU(cudaMemcpyAsync(part, b->check, sizeof part, cudaMemcpyDeviceToHost, c->stream));
+  CU(cudaMemcpyAsync(bad, b->check + sizeof part, sizeof bad, cudaMemcpyDeviceToHost, c->stream));
   CU(cudaStreamSynchronize(c->stream));
   {
     double total = 0;
@@ -279,7 +289,7 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   const long long nv = c->nvox;
   const size_t vb = (size_t)nv * sizeof(float), hb = vb * (size_t)h->nviews;
   const int mode = o->algorithm == CTR_PET_RAMLA ? 0 : (o->algorithm == CTR_PET_OSEM ? 1 : 2);
-  cudaEvent_t t0 = NULL, t1 = NULL;
+  cudaEvent_t t0 = NULL, t1 = NULL, t2 = NULL;
   float ms = 0, uniform = 1;
   const size_t check_bytes = 2 * CHECK_BLOCKS * (sizeof(double) + sizeof(unsigned long long));
   double start = ctr__now_s();
@@ -289,6 +299,10 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   CTR_CHECK_GOTO(st, check_memory(c, h));
   CU(cudaEventCreate(&t0));
   CU(cudaEventCreate(&t1));
+  CU(cudaEventCreate(&t2));
+  CU(cudaEventCreate(&b.up0));
+  CU(cudaEventCreate(&b.up1));
+  CU(cudaStreamCreateWithFlags(&b.up, cudaStreamNonBlocking));
   GPU_GET(c->ctx, b.h, hb, "PET histo-images");
   if (h->factors) GPU_GET(c->ctx, b.n, hb, "PET factors");
   GPU_GET(c->ctx, b.sens, hb, "PET sensitivities");
@@ -307,22 +321,33 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   b.ev = (cudaEvent_t *)ctr__calloc((size_t)h->nviews * (PH_N + 1), sizeof(cudaEvent_t), "events");
   if (!b.ev) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
   for (int64_t i = 0; i < h->nviews * (PH_N + 1); i++) CU(cudaEventCreate(&b.ev[i]));
-  /* data and start image */
+  /* The data: the factors first (checked; the sensitivities need them),
+   * then the sensitivities on c->stream while the counts go up on b.up
+   * beside them (copy and compute engines at once: the first iteration
+   * costs the larger of the two, not their sum); the policy's word once
+   * both checks are in, before the start image and any iteration. The
+   * tables of every view are uploaded in the sensitivities, on first use. */
   CU(cudaEventRecord(t0, c->stream));
-  CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.h, h->counts, hb, c->stream, 0, NULL));
   if (h->factors) CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.n, h->factors, hb, c->stream, 0, NULL));
-  CTR_CHECK_GOTO(st, check_data(c, h, &b, check, user, &uniform));
-  CTR_CHECK_GOTO(st, upload_image(c, uniform, &b, image));
+  CTR_CHECK_GOTO(st, check_queue(c, h, &b, 1, h->factors ? b.n : NULL, c->stream));
   CU(cudaEventRecord(t1, c->stream));
-  CU(cudaEventSynchronize(t1));
+  CTR_CHECK_GOTO(st, sensitivities(c, h, &b));
+  CU(cudaEventRecord(t2, c->stream));
+  CU(cudaEventRecord(b.up0, b.up));
+  CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.h, h->counts, hb, b.up, 0, NULL));
+  CTR_CHECK_GOTO(st, check_queue(c, h, &b, 0, b.h, b.up));
+  CU(cudaEventRecord(b.up1, b.up));
+  CU(cudaStreamWaitEvent(c->stream, b.up1, 0));
+  CTR_CHECK_GOTO(st, check_finish(c, &b, check, user, &uniform));
+  CTR_CHECK_GOTO(st, upload_image(c, uniform, &b, image));
+  CU(cudaStreamSynchronize(c->stream));
+  /* upload: the factors' and the counts' (overlapping the sensitivities,
+   * counted in back) */
   CU(cudaEventElapsedTime(&ms, t0, t1));
   t->upload = ms * 1e-3;
-  /* sensitivities (tables of every view are uploaded here, on first use) */
-  CU(cudaEventRecord(t0, c->stream));
-  CTR_CHECK_GOTO(st, sensitivities(c, h, &b));
-  CU(cudaEventRecord(t1, c->stream));
-  CU(cudaEventSynchronize(t1));
-  CU(cudaEventElapsedTime(&ms, t0, t1));
+  CU(cudaEventElapsedTime(&ms, b.up0, b.up1));
+  t->upload += ms * 1e-3;
+  CU(cudaEventElapsedTime(&ms, t1, t2));
   t->back += ms * 1e-3;
   for (int it = 0; it < o->iterations; it++) {
     const float scale = (float)(o->relax0 / (1.0 + o->relax_decay * it) * h->nviews);
@@ -355,6 +380,12 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   }
 cleanup:
   cudaStreamSynchronize(c->stream);
+  if (b.up) {
+    cudaStreamSynchronize(b.up);
+    cudaStreamDestroy(b.up);
+  }
+  if (b.up0) cudaEventDestroy(b.up0);
+  if (b.up1) cudaEventDestroy(b.up1);
   if (b.ev)
     for (int64_t i = 0; i < h->nviews * (PH_N + 1); i++)
       if (b.ev[i]) cudaEventDestroy(b.ev[i]);
@@ -371,6 +402,7 @@ cleanup:
   }
   if (t0) cudaEventDestroy(t0);
   if (t1) cudaEventDestroy(t1);
+  if (t2) cudaEventDestroy(t2);
   t->total = ctr__now_s() - start;
   return st;
 }
