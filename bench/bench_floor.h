@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
 #include "gpu/host_transfer.h"
 
 typedef struct bench_floor {
@@ -27,10 +28,6 @@ static inline double bench_floor_now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static inline double bench_floor_med3(double a, double b, double c) {
-  return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
 }
 
 /* 0 on success. */
@@ -65,7 +62,7 @@ static inline int bench_floor_measure(bench_floor *f) {
       for (int k = 0; k < 4; k++) t[k][r] = s[k];
   }
   double *out[4] = {&f->dma_up, &f->dma_down, &f->copy_up, &f->copy_down};
-  for (int k = 0; k < 4; k++) *out[k] = (double)bytes / bench_floor_med3(t[k][0], t[k][1], t[k][2]) / 1e9;
+  for (int k = 0; k < 4; k++) *out[k] = (double)bytes / bench_median(t[k], 3) / 1e9;
   free(pg);
   cudaFree(dev);
   cudaFreeHost(pin);

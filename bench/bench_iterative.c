@@ -37,6 +37,7 @@
 #include "ctrecon.h"
 
 #if CTR_HAVE_CUDA
+#include "bench_floor.h"
 #include "iterative/iterative.h"
 
 typedef bench_cone geo_case;
@@ -46,6 +47,7 @@ static const geo_case CASE_2048 = {"2048", 2048, 2048, 2048, 1200, 0.125, 1000.0
 static const geo_case CASE_F = {"F", 256, 384, 384, 60, 1.0, 750.0, 1200.0, 1.0};
 
 static bench_json json;
+static bench_floor floor_rates; /* measured when pageable arrays are benchmarked (--memory) */
 static int repeats = 3;
 static int pairs = 3;        /* bit 0: matched, bit 1: fast */
 static int memories = 1;     /* iter-A, cgls-B20: bit 0 pinned arrays, bit 1 pageable (--memory) */
@@ -222,6 +224,7 @@ static void bench_iterations(ctr_context *ctx, const geo_case *c, int64_t iterat
   if (!proj) BENCH_DIE("out of host memory");
   int64_t pd[3] = {c->nu, c->nv, c->nviews};
   ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  double pinned_s = -1; /* the pinned run of the algorithm, for the pageable run's floor */
   fprintf(stderr, "case %s: exact projections of the head...\n", c->name);
   if (ctr_phantom_project(NULL, ph, g, 1, &pa)) BENCH_DIE("project: %s", ctr_error_detail());
   for (int pair = 0; pair < 2; pair++) {
@@ -250,18 +253,29 @@ static void bench_iterations(ctr_context *ctx, const geo_case *c, int64_t iterat
       }
       if (m) free(pp), free(pv);
       const double st = bench_median(tot, runs), sp = bench_median(per, runs);
-      char plan[512];
+      /* the pageable floor: the pinned run plus the host copies the DMA cannot
+       * hide (projections and the start volume up, the result down) */
+      double floor_s = -1;
+      if (!m) pinned_s = st;
+      if (m && pinned_s > 0 && floor_rates.dma_up > 0) {
+        const double vb = 4.0 * (double)(c->n * c->n * c->n);
+        floor_s = bench_floor_seconds(&floor_rates, pinned_s, 4.0 * (double)nproj + vb, vb);
+        pinned_s = -1;
+      }
+      char plan[512], fl[64] = "";
       ctr_iterate_plan_describe(&rep.plan, plan, sizeof plan);
-      printf("case %s: %s (%s pair, %s arrays), %lld iterations: %.3f s in all, %.4f s per iteration; "
+      if (floor_s > 0) snprintf(fl, sizeof fl, " (pageable floor %.3f s)", floor_s);
+      printf("case %s: %s (%s pair, %s arrays), %lld iterations: %.3f s in all%s, %.4f s per iteration; "
              "residual %.4g of ||b||; plan: %s\n", c->name, ctr_iterate_algorithm_name(algs[k]),
-             ctr_projector_pair_name(po.pair), m ? "pageable" : "pinned", (long long)iterations, st, sp,
-             rep.residual / rep.norm_b, plan);
+             ctr_projector_pair_name(po.pair), m ? "pageable" : "pinned", (long long)iterations, st, fl,
+             sp, rep.residual / rep.norm_b, plan);
       bench_json_case(&json, "\"name\": \"%s/%s/%s/%lld-iterations%s\", \"memory\": \"%s\", \"seconds\": %.6f, "
+                "\"floor_seconds\": %.6f, "
                 "\"seconds_per_iteration\": %.6f, \"iterations\": %lld, \"pair\": \"%s\", "
                 "\"relative_residual\": %.6g, \"placement\": \"%s\", \"volume\": %lld, \"views\": "
                 "%lld, \"detector\": [%lld, %lld]",
                 c->name, ctr_iterate_algorithm_name(algs[k]), ctr_projector_pair_name(po.pair),
-                (long long)iterations, m ? "/pageable" : "", m ? "pageable" : "pinned", st, sp,
+                (long long)iterations, m ? "/pageable" : "", m ? "pageable" : "pinned", st, floor_s, sp,
                 (long long)iterations,
                 ctr_projector_pair_name(po.pair), rep.residual / rep.norm_b,
                 ctr_iterate_placement_name(rep.plan.placement), (long long)c->n,
@@ -449,6 +463,11 @@ int main(int argc, char **argv) {
             info.name, date, bench_revision(), cases, repeats,
             pairs == 1 ? "matched" : pairs == 2 ? "fast" : "both", forward_only ? " --forward-only" : "",
             budget);
+  }
+  if (memories & 2) {
+    if (bench_floor_measure(&floor_rates)) BENCH_DIE("floor: out of memory");
+    printf("floor rates: DMA %.1f GB/s up, %.1f down; staged host copy %.1f up, %.1f down (GB/s)\n",
+           floor_rates.dma_up, floor_rates.dma_down, floor_rates.copy_up, floor_rates.copy_down);
   }
   if (bench_listed(cases, "fp-A")) bench_projector(ctx, &CASE_A, dump);
   if (bench_listed(cases, "fp-B")) bench_projector(ctx, &CASE_B, NULL);

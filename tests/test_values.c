@@ -11,6 +11,11 @@
 #include "harness.h"
 
 #include <float.h>
+#ifndef CTR_TEST_CUDA
+#include <omp.h>
+
+#include "core/internal.h"
+#endif
 
 #ifdef CTR_TEST_CUDA
 #define TEST_NAME "test_gpu_values"
@@ -333,33 +338,38 @@ static void test_pet(ctr_context *ctx) {
   ctr_pet_histo *h = NULL;
   CHECK_OK(ctr_pet_system_create(&p, &k, &s));
   CHECK_OK(ctr_pet_projector_create(ctx, s, &pr));
-  CHECK_OK(ctr_pet_histo_create(&p, 0, &h));
+  CHECK_OK(ctr_pet_histo_create(&p, 1, &h));
   if (!pr || !h) return;
   const int64_t nvox = p.nx * p.ny * p.nz, n = nvox * h->nviews;
   for (int64_t i = 0; i < n; i++) h->counts[i] = (float)th_uniform(0.5, 2.0);
+  for (int64_t i = 0; i < n; i++) h->factors[i] = (float)th_uniform(0.8, 1.2);
   float *img = malloc(sizeof(float) * (size_t)nvox), *ref = malloc(sizeof(float) * (size_t)nvox);
   ctr_pet_recon_options o = CTR_PET_RECON_OPTIONS_INIT;
   o.algorithm = CTR_PET_MLEM;
   o.iterations = 2;
   /* The reference: zeros where the bad values will be. */
-  h->counts[5] = h->counts[nvox + 100] = 0.0f;
+  const float factor = h->factors[2 * nvox + 7];
+  h->counts[5] = h->counts[nvox + 100] = h->factors[2 * nvox + 7] = 0.0f;
   memset(ref, 0, sizeof(float) * (size_t)nvox);
   CHECK_OK(ctr_pet_reconstruct(pr, h, &o, ref, NULL));
   h->counts[5] = NAN;
   h->counts[nvox + 100] = -3.0f;
+  h->factors[2 * nvox + 7] = INFINITY;
   reset_log();
   memset(img, 0, sizeof(float) * (size_t)nvox);
   CHECK_OK(ctr_pet_reconstruct(pr, h, &o, img, NULL));
   CHECK_MSG(count_nonfinite(img, nvox) == 0, "%lld non-finite voxels",
             (long long)count_nonfinite(img, nvox));
   CHECK(same(img, ref, nvox));
-  CHECK_MSG(g_warnings == 1 && strstr(g_warning, "histo-images: 2 counts or factors"),
+  CHECK_MSG(g_warnings == 1 && strstr(g_warning, "histo-images: 3 counts or factors"),
             "%d warnings, last '%s'", g_warnings, g_warning);
-  CHECK(isnan(h->counts[5])); /* the caller's data are left as they are */
+  /* the caller's data are left as they are */
+  CHECK(isnan(h->counts[5]) && h->counts[nvox + 100] == -3.0f && isinf(h->factors[2 * nvox + 7]));
   o.strict = 1;
   CHECK_FAILS(ctr_pet_reconstruct(pr, h, &o, img, NULL), CTR_E_FORMAT,
-              "histo-images: 2 counts or factors NaN, infinite, negative");
+              "histo-images: 3 counts or factors NaN, infinite, negative");
   h->counts[5] = h->counts[nvox + 100] = 0.0f;
+  h->factors[2 * nvox + 7] = factor;
   h->replaced = 3; /* as ctr_pet_histo_load reports replaced values */
   CHECK_FAILS(ctr_pet_reconstruct(pr, h, &o, img, NULL), CTR_E_FORMAT,
               "3 counts or factors NaN, infinite, negative or beyond +-1e+24 were replaced by 0 when loaded");
@@ -371,6 +381,41 @@ static void test_pet(ctr_context *ctx) {
   ctr_pet_projector_free(pr);
   ctr_pet_system_free(s);
 }
+
+#ifndef CTR_TEST_CUDA
+/* The counts' check and sum in one pass (PET's uniform start): bad values
+ * counted and summed as 0, the sum within double rounding of a long double
+ * reference and the same bits at 1 and 3 threads (pieces fixed by n). */
+static void test_count_nonneg_sum(void) {
+  const int64_t sizes[] = {0, 1, 4095, 4096, 4097, 1000003};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    const int64_t n = sizes[k];
+    float *v = malloc(sizeof(float) * (size_t)(n + 1));
+    long double ref = 0;
+    int64_t want_bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+      v[i] = (float)th_uniform(0.0, 1000.0);
+      if (i % 1009 == 7) v[i] = (i / 1009) % 3 == 0 ? NAN : (i / 1009) % 3 == 1 ? -1.0f : 2e24f;
+      const int ok = v[i] >= 0 && isfinite(v[i]) && v[i] <= 1e24f;
+      want_bad += !ok;
+      ref += ok ? v[i] : 0;
+    }
+    double s1 = -1, s3 = -2;
+    omp_set_num_threads(1);
+    const int64_t b1 = ctr__values_count_nonneg(v, n, &s1);
+    omp_set_num_threads(3);
+    const int64_t b3 = ctr__values_count_nonneg(v, n, &s3);
+    CHECK_MSG(b1 == want_bad && b3 == want_bad && ctr__values_count_nonneg(v, n, NULL) == want_bad,
+              "n %lld: %lld / %lld bad values, expected %lld", (long long)n, (long long)b1,
+              (long long)b3, (long long)want_bad);
+    CHECK_MSG(memcmp(&s1, &s3, sizeof s1) == 0, "n %lld: sum %.17g at 1 thread, %.17g at 3",
+              (long long)n, s1, s3);
+    CHECK_MSG(fabsl((long double)s1 - ref) <= 1e-12L * (ref > 1 ? ref : 1), "n %lld: sum %.17g, expected %.17Lg",
+              (long long)n, s1, ref);
+    free(v);
+  }
+}
+#endif
 
 int main(void) {
 #ifdef CTR_TEST_CUDA
@@ -386,6 +431,9 @@ int main(void) {
   test_fbp_output(ctx);
   test_fbp_flatfield(ctx);
   test_pet(ctx);
+#ifndef CTR_TEST_CUDA
+  test_count_nonneg_sum();
+#endif
   ctr_context_free(ctx);
   return th_finish(TEST_NAME);
 }

@@ -21,11 +21,14 @@
  * What this module does with it:
  *  - Load hands the runner page-locked buffers of its own (ctr_host_alloc),
  *    so every subset goes up to the GPU at full PCIe speed. Buffers a
- *    runner gave before Load are pinned in place instead; buffers that
- *    appear only after Load (CTRECON_RABBITCT_BUFFERS=runner, or when the
- *    module's could not be allocated) are pinned in place on the first
- *    backprojection call when they are reused for later subsets, staged
- *    through pinned memory when each is used once.
+ *    runner gave before Load are pinned in place instead (Load is not
+ *    timed); buffers that appear only after Load (CTRECON_RABBITCT_BUFFERS=
+ *    runner, or when the module's could not be allocated) are staged
+ *    through pinned memory by the library's host-transfer layer, hidden
+ *    behind the backprojection: registering them in the first timed call
+ *    cost more (L = 512 on an H200: 0.106-0.116 s registered, 0.092-0.106 s
+ *    staged, bench/NOTES.md, issue 43); --tune host_transfer=registered
+ *    still registers them there.
  *  - Timing is honest: a view's backprojection is complete when the call
  *    that covers it returns. The flagged first call of a subset backprojects
  *    all of the subset's views (the runner has read them all before it) and
@@ -71,6 +74,8 @@ typedef struct module_state {
   float **own_ptrs;
   float **given;                /* the runner's buffers pinned in Load */
   unsigned n_given;
+  int host_transfer; /* the tuning table's (ctr_tuning.host_transfer): the runner's buffers are
+                        pinned in place when it is 0 (auto) or 2 (registered) */
 } module_state;
 
 static module_state M;
@@ -119,6 +124,7 @@ static bool make_context(void) {
       ctr_tuning_set_env(&t, environ) != CTR_OK)
     return fail("tuning variables");
   co.tuning = &t;
+  M.host_transfer = t.host_transfer;
   return ctr_context_create(&co, &M.ctx) == CTR_OK || fail("cannot create a context");
 }
 
@@ -187,11 +193,14 @@ static void provide_buffers(RabbitCtGlobalData *r) {
 /* Pins the runner's n buffers in place (page-locks them) so that uploads
  * from them run at full speed: one registration for the block when they
  * are contiguous, as the published runner allocates them, else one each;
- * all or none (a buffer registered in part would upload as if pinned). */
+ * all or none (a buffer registered in part would upload as if pinned).
+ * Not when the tuning table's host_transfer asks for staging or the
+ * driver's copy (--tune host_transfer=staged): the library's host-transfer
+ * layer moves them then. */
 static void pin_runner_buffers(const RabbitCtGlobalData *r, unsigned n) {
   float *const *b = r->adv_pProjBuffers;
   const size_t bytes = view_bytes(r), floats = bytes / sizeof(float);
-  if (!b || n == 0 || M.given) return;
+  if (!b || n == 0 || M.given || (M.host_transfer != 0 && M.host_transfer != 2)) return;
   int contiguous = 1;
   for (unsigned k = 0; k < n && contiguous; k++) contiguous = b[k] && b[k] == b[0] + k * floats;
   M.given = calloc(n, sizeof *M.given);
@@ -224,14 +233,13 @@ EXPORT bool RCTLoadAlgorithm(RabbitCtGlobalData *r) {
 
 /* The flagged first call of a subset: views p .. p + avail - 1 are in
  * adv_pProjBuffers[0 .. avail - 1]. Runner buffers that appeared after Load
- * are pinned in place on the first such call when they will be reused for
- * later subsets (registration costs about half an upload at full speed,
- * 21-30 ms for 124 views on an H100, and doubles the speed of every upload
- * after it: bench/NOTES.md, issue 18); buffers used once (one subset of all
- * views) are staged instead, their uploads hidden behind the updates. */
+ * are staged (their uploads hidden behind the updates), or pinned in place
+ * on the first such call when the tuning table asks for registration and
+ * they will be reused for later subsets. */
 static bool backproject_subset(const RabbitCtGlobalData *r, int64_t p, int64_t avail) {
   if (!reserve(avail)) return false;
-  if (r->adv_pProjBuffers != M.own_ptrs && !M.given && r->adv_numProjBuffers < r->adv_N)
+  if (r->adv_pProjBuffers != M.own_ptrs && !M.given && r->adv_numProjBuffers < r->adv_N &&
+      M.host_transfer == 2)
     pin_runner_buffers(r, r->adv_numProjBuffers);
   for (int64_t k = 0; k < avail; k++) {
     M.idx[k] = p + k;

@@ -240,8 +240,9 @@ int64_t ctr__values_count(const float *v, int64_t n);
 /* Replaces bad values by 0 and returns how many there were. */
 int64_t ctr__values_sanitize(float *v, int64_t n);
 /* The same for data that cannot be negative (counts, activities): a
- * negative value is bad too. */
-int64_t ctr__values_count_nonneg(const float *v, int64_t n);
+ * negative value is bad too. sum: NULL, or gets the sum of the good values
+ * (bad ones as 0) in double, the same bits for any thread count. */
+int64_t ctr__values_count_nonneg(const float *v, int64_t n, double *sum);
 int64_t ctr__values_sanitize_nonneg(float *v, int64_t n);
 /* bad > 0: strict -> CTR_E_FORMAT naming `what` and the count; else a
  * warning through ctx's log with the count, CTR_OK. */

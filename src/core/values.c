@@ -25,10 +25,36 @@ int64_t ctr__values_sanitize_nonneg(float *v, int64_t n) {
   return bad;
 }
 
-int64_t ctr__values_count_nonneg(const float *v, int64_t n) {
+/* The sum, when asked, in at most SUM_PIECES pieces whose bounds depend on n
+ * only, each summed in order in double and the pieces added in order: the
+ * same bits for any thread count (an OpenMP reduction of the sum would not
+ * be). One pass over v for both answers: the PET reconstruction's data check
+ * and uniform start (a serial sum of 0.5 GB took 0.1 s of its first
+ * iteration). */
+enum { SUM_PIECES = 4096 };
+
+int64_t ctr__values_count_nonneg(const float *v, int64_t n, double *sum) {
   int64_t bad = 0;
+  if (!sum) {
 #pragma omp parallel for schedule(static) reduction(+ : bad)
-  for (int64_t i = 0; i < n; i++) bad += !(v[i] >= 0.0f && ctr__value_ok(v[i]));
+    for (int64_t i = 0; i < n; i++) bad += !(v[i] >= 0.0f && ctr__value_ok(v[i]));
+    return bad;
+  }
+  double part[SUM_PIECES];
+  const int64_t len = n / SUM_PIECES + 1, pieces = (n + len - 1) / len;
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+  for (int64_t k = 0; k < pieces; k++) {
+    const int64_t end = (k + 1) * len < n ? (k + 1) * len : n;
+    double s = 0;
+    for (int64_t i = k * len; i < end; i++) {
+      const int ok = v[i] >= 0.0f && ctr__value_ok(v[i]);
+      bad += !ok;
+      s += ok ? v[i] : 0.0; /* a bad value counts as the 0 that replaces it */
+    }
+    part[k] = s;
+  }
+  *sum = 0;
+  for (int64_t k = 0; k < pieces; k++) *sum += part[k];
   return bad;
 }
 

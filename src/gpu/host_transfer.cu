@@ -118,8 +118,7 @@ extern "C" void ctr__xfer_free(ctr__xfer *x) {
 
 /* ---- The choice --------------------------------------------------------------- */
 
-/* Pinned host memory (ours or registered by its owner), or device memory. */
-static int is_direct(const void *p) {
+extern "C" int ctr__xfer_direct(const void *p) {
   cudaPointerAttributes a;
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
     cudaGetLastError();
@@ -131,7 +130,7 @@ static int is_direct(const void *p) {
 
 extern "C" ctr__xfer_path ctr__xfer_choose(const ctr__xfer *x, const void *host, size_t bytes,
                                            int uses) {
-  if (is_direct(host)) return CTR__XFER_DIRECT;
+  if (ctr__xfer_direct(host)) return CTR__XFER_DIRECT;
   if (x->forced) return (ctr__xfer_path)x->forced; /* ctr_tuning.host_transfer: the path's number */
   if (bytes <= DRIVER_MAX) return CTR__XFER_DRIVER;
   const double gb = (double)bytes / 1e9, n = uses > 1 ? uses : 1;

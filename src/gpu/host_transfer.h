@@ -84,6 +84,10 @@ ctr_status ctr__xfer_init(ctr__xfer *x, const ctr_context *ctx);
  * the events. x may be zeroed or half set up. */
 void ctr__xfer_free(ctr__xfer *x);
 
+/* 1 when p needs no staging: pinned host memory (ours, or registered by
+ * its owner) or GPU memory (device or managed: a caller's GPU array). */
+int ctr__xfer_direct(const void *p);
+
 /* The path a transfer of `bytes` from or to host memory `host` takes when it
  * crosses `uses` times before the caller changes it (1: once): direct when
  * host is pinned or device memory; else the cheapest by the cost model (its

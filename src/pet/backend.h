@@ -23,6 +23,15 @@
 extern "C" {
 #endif
 
+/* The data policy's word on the histo-images of a reconstruction (pet_recon.c),
+ * for a backend that checks them where it keeps them: bad the count of counts
+ * and factors that are NaN, infinite, negative or beyond +-1e+24 (already
+ * replaced by 0 in the backend's copy), total the sum of the counts (bad ones
+ * as 0) in double, the same bits on every run. Returns an error to stop the
+ * reconstruction (strict mode: the message names the data), else CTR_OK with
+ * *uniform the start of an image that is all 0 (ctr__pet_uniform_value). */
+typedef ctr_status (*ctr__pet_data_check)(void *user, int64_t bad, double total, float *uniform);
+
 typedef struct ctr__pet_backend {
   ctr__backend_head head; /* name, device kind, built (core/internal.h) */
   /* A projector's state for system s (which outlives it) on device ordinal
@@ -33,13 +42,18 @@ typedef struct ctr__pet_backend {
    * (image -> histo-image) or back; in and out nx x ny x nz floats. */
   ctr_status (*project)(void *impl, ctr_pet_direction dir, int64_t view, const float *in,
                         float *out);
-  /* Optional (NULL: pet_recon.c's host iterations over `project`): the
-   * whole reconstruction of ctr_pet_reconstruct after its checks, image in
-   * and out (nx x ny x nz floats), the uniform start and the data policy
-   * included: *bad gets the count of result voxels stored as 0; t gets the
-   * step times. */
+  /* Optional (NULL: pet_recon.c's host data check and host iterations over
+   * `project`): the whole reconstruction of ctr_pet_reconstruct after its
+   * argument checks, image in and out (nx x ny x nz floats), the data
+   * policy included: the histo-images (host memory, const) are checked
+   * where the backend holds its copy, bad values replaced by 0 there, and
+   * `check` is called once with the count and the counts' total before any
+   * iteration (its error is returned as it is); an image that is all 0
+   * starts at the *uniform it gives; *bad gets the count of result voxels
+   * stored as 0; t gets the step times. */
   ctr_status (*reconstruct)(void *impl, const ctr_pet_histo *h, const ctr_pet_recon_options *o,
-                            float *image, ctr_pet_recon_timings *t, int64_t *bad);
+                            ctr__pet_data_check check, void *user, float *image,
+                            ctr_pet_recon_timings *t, int64_t *bad);
   /* ctr_pet_project_fft after its checks, on device ordinal `device` of
    * ctx (whose GPU buffer cache lends its buffers; both ignored by the
    * CPU). */

@@ -108,11 +108,11 @@ int64_t ctr__pet_padded_voxels(const ctr_pet_system *s);
  * start (for an image that is all 0). */
 ctr_status ctr__pet_recon_check(const ctr_pet_system *s, const ctr_pet_histo *h,
                                 const ctr_pet_recon_options *o, const float *image);
-/* The uniform start: the total activity of the data spread evenly (1 when
- * there is none); inline, for the CPU and the CUDA reconstructions alike. */
-static inline float ctr__pet_uniform_value(const ctr_pet_histo *h, int64_t nvox) {
-  double total = 0;
-  for (int64_t i = 0; i < nvox * h->nviews; i++) total += h->counts[i];
+/* The uniform start: the total activity of the data (`total`: the sum of
+ * the counts, from the data check's pass, ctr__values_count_nonneg) spread
+ * evenly over nvox voxels (1 when there is none); for the CPU and the CUDA
+ * reconstructions alike. */
+static inline float ctr__pet_uniform_value(double total, int64_t nvox) {
   return total > 0 ? (float)(total / (double)nvox) : 1.0f;
 }
 /* ctr_pet_project after its checks (arrays in host memory on a CPU

@@ -51,25 +51,71 @@ ctr_status ctr__pet_recon_check(const ctr_pet_system *s, const ctr_pet_histo *h,
 }
 
 /* The uniform start in a host image that is all 0. */
-static void initial_image(const ctr_pet_histo *h, int64_t nvox, float *image) {
+static void initial_image(float uniform, int64_t nvox, float *image) {
   for (int64_t i = 0; i < nvox; i++)
     if (image[i] != 0) return;
-  const float v = ctr__pet_uniform_value(h, nvox);
-  for (int64_t i = 0; i < nvox; i++) image[i] = v;
+  for (int64_t i = 0; i < nvox; i++) image[i] = uniform;
 }
 
-static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
-                              const ctr_pet_recon_options *opts, float *image,
-                              ctr_pet_recon_timings *timings, int64_t *out_bad);
+static ctr_status reconstruct_host(ctr_pet_projector *p, const ctr_pet_histo *h,
+                                   const ctr_pet_recon_options *opts, float uniform, float *image,
+                                   ctr_pet_recon_timings *timings, int64_t *out_bad);
 
 #define CTR__BAD_COUNTS "counts or factors NaN, infinite, negative or beyond +-1e+24"
 
+/* The data policy's word on the histo-images (a ctr__pet_data_check,
+ * backend.h): bad counts or factors used as 0 with a warning or, strict, an
+ * error; the uniform start from the counts' total. */
+typedef struct data_report {
+  const ctr_context *ctx;
+  int strict;
+  int64_t nvox;
+} data_report;
+
+static ctr_status report_data(void *user, int64_t bad, double total, float *uniform) {
+  const data_report *r = (const data_report *)user;
+  CTR_CHECK(ctr__values_report_kind(r->ctx, r->strict, bad, "histo-images", CTR__BAD_COUNTS,
+                                    "used as 0"));
+  *uniform = ctr__pet_uniform_value(total, r->nvox);
+  return CTR_OK;
+}
+
+/* The host's data check for the host iterations: counts and factors with
+ * bad values are copied and cleaned (the caller's data are const); *h
+ * then points to the clean copies, freed with cc and cf. */
+static ctr_status check_host_data(const data_report *rep, const ctr_pet_histo **h,
+                                  ctr_pet_histo *clean, float **cc, float **cf, float *uniform) {
+  const ctr_pet_histo *d = *h;
+  const int64_t n = rep->nvox * d->nviews;
+  double total = 0; /* of the counts, bad ones as 0 */
+  const int64_t bad = ctr__values_count_nonneg(d->counts, n, &total) +
+                      (d->factors ? ctr__values_count_nonneg(d->factors, n, NULL) : 0);
+  CTR_CHECK(report_data((void *)rep, bad, total, uniform));
+  if (!bad) return CTR_OK;
+  *clean = *d;
+  *cc = ctr__malloc((size_t)n * sizeof(float), "cleaned PET counts");
+  *cf = d->factors ? ctr__malloc((size_t)n * sizeof(float), "cleaned PET factors") : NULL;
+  if (!*cc || (d->factors && !*cf)) return CTR_E_OUT_OF_MEMORY;
+  memcpy(*cc, d->counts, (size_t)n * sizeof(float));
+  ctr__values_sanitize_nonneg(*cc, n);
+  clean->counts = *cc;
+  if (*cf) {
+    memcpy(*cf, d->factors, (size_t)n * sizeof(float));
+    ctr__values_sanitize_nonneg(*cf, n);
+    clean->factors = *cf;
+  }
+  *h = clean;
+  return CTR_OK;
+}
+
 /* The data policy (src/core/values.c) around the reconstruction: bad counts
- * or factors (host data on both backends) are used as 0 (on a cleaned copy:
- * the caller's data are const) or, strict, an error; a non-finite result
- * voxel is stored as 0 by the backend, where the image is (on the GPU for
- * CUDA), and reported here (strict: an error). The image may be GPU memory
- * on a CUDA projector (ctr__gpu_arrays). */
+ * or factors (host data on both backends) are used as 0 or, strict, an
+ * error, checked where the data are used (the host's copy for the host
+ * iterations; the GPU's, in the upload's wake, for a backend that
+ * reconstructs: a host pass over them cost a third of a first iteration);
+ * a non-finite result voxel is stored as 0 by the backend, where the image
+ * is (on the GPU for CUDA), and reported here (strict: an error). The image
+ * may be GPU memory on a CUDA projector (ctr__gpu_arrays). */
 ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
                                const ctr_pet_recon_options *opts, float *image,
                                ctr_pet_recon_timings *timings) {
@@ -83,55 +129,34 @@ ctr_status ctr_pet_reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
     CTR_FAIL(CTR_E_FORMAT, "histo-images: %lld " CTR__BAD_COUNTS " were replaced by 0 when loaded: "
              "expected none (strict mode); fix the data, or drop strict mode to accept them",
              (long long)h->replaced);
-  const int64_t n = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz * h->nviews;
-  const int64_t bad = ctr__values_count_nonneg(h->counts, n) +
-                      (h->factors ? ctr__values_count_nonneg(h->factors, n) : 0);
-  CTR_CHECK(ctr__values_report_kind(p->ctx, o.strict, bad, "histo-images", CTR__BAD_COUNTS,
-                                    "used as 0"));
-  ctr_pet_histo clean;
-  float *cc = NULL, *cf = NULL;
-  if (bad) {
-    clean = *h;
-    cc = ctr__malloc((size_t)n * sizeof(float), "cleaned PET counts");
-    cf = h->factors ? ctr__malloc((size_t)n * sizeof(float), "cleaned PET factors") : NULL;
-    if (!cc || (h->factors && !cf)) {
-      free(cc);
-      free(cf);
-      return CTR_E_OUT_OF_MEMORY;
-    }
-    memcpy(cc, h->counts, (size_t)n * sizeof(float));
-    ctr__values_sanitize_nonneg(cc, n);
-    clean.counts = cc;
-    if (cf) {
-      memcpy(cf, h->factors, (size_t)n * sizeof(float));
-      ctr__values_sanitize_nonneg(cf, n);
-      clean.factors = cf;
-    }
-    h = &clean;
-  }
+  const data_report rep = {p->ctx, o.strict, p->sys->p.nx * p->sys->p.ny * p->sys->p.nz};
   ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
   int64_t out_bad = 0;
-  ctr_status st = reconstruct(p, h, &o, image, &t, &out_bad);
+  ctr_status st;
+  if (p->be->reconstruct) {
+    st = p->be->reconstruct(p->impl, h, &o, report_data, (void *)&rep, image, &t, &out_bad);
+  } else {
+    ctr_pet_histo clean;
+    float *cc = NULL, *cf = NULL, uniform = 1;
+    st = check_host_data(&rep, &h, &clean, &cc, &cf, &uniform);
+    if (st == CTR_OK) st = reconstruct_host(p, h, &o, uniform, image, &t, &out_bad);
+    free(cc);
+    free(cf);
+  }
   if (timings) ctr__struct_store(&ctr__struct_pet_recon_timings, timings, &t);
-  free(cc);
-  free(cf);
   if (st != CTR_OK) return st;
   return ctr__values_report_kind(p->ctx, o.strict, out_bad, "the reconstructed image",
                                  "voxels NaN, infinite or beyond +-1e+24", "stored as 0");
 }
 
-static ctr_status reconstruct(ctr_pet_projector *p, const ctr_pet_histo *h,
-                              const ctr_pet_recon_options *opts, float *image,
-                              ctr_pet_recon_timings *timings, int64_t *out_bad) {
+/* The host iterations over the backend's `project`. */
+static ctr_status reconstruct_host(ctr_pet_projector *p, const ctr_pet_histo *h,
+                                   const ctr_pet_recon_options *opts, float uniform, float *image,
+                                   ctr_pet_recon_timings *timings, int64_t *out_bad) {
   const ctr_pet_recon_options o = *opts;
   ctr_pet_recon_timings t = CTR_PET_RECON_TIMINGS_INIT;
   const int64_t nvox = p->sys->p.nx * p->sys->p.ny * p->sys->p.nz, nv = h->nviews;
-  if (p->be->reconstruct) {
-    ctr_status st = p->be->reconstruct(p->impl, h, &o, image, &t, out_bad);
-    if (timings) *timings = t;
-    return st;
-  }
-  initial_image(h, nvox, image);
+  initial_image(uniform, nvox, image);
   ctr_status st = CTR_OK;
   double t0 = ctr__now_s(), t1;
   float *sens = ctr__malloc((size_t)(nvox * nv) * sizeof(float), "PET sensitivities");

@@ -288,7 +288,7 @@ ctr_status ctr__cuda_bpj_add(void *self, int64_t n, const int64_t *views,
      * pinned staging buffer, view by view, so that each view's upload
      * overlaps the next one's host copy. */
     int pinned = 1;
-    for (int64_t k = 0; k < m && pinned && !on_gpu; k++) pinned = ctr__host_pinned(images[c0 + k]);
+    for (int64_t k = 0; k < m && pinned && !on_gpu; k++) pinned = ctr__xfer_direct(images[c0 + k]);
     if (!pinned) CU(cudaEventSynchronize(b->ev_up[i])); /* the upload out of h_stage[i] two chunks ago */
     /* The chunk's views, contiguous on this GPU: the layout's store reads
      * them in place (they stay valid until the call returns); else they go

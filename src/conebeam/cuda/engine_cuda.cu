@@ -190,7 +190,7 @@ static ctr_status cu_slab_begin(ctr__engine *e, int64_t z0, int64_t nz, float *t
   c->target = target;
   c->kslices = ctr__grid_slices(&c->dv, nz);
   c->first_held = c->batch_end;
-  if (target && is_resident(c) && ctr__xfer_choose(&c->xf, target, 1, 1) == CTR__XFER_DIRECT) {
+  if (target && is_resident(c) && ctr__xfer_direct(target)) {
     const double bp_s = (double)c->plan.views_per_batch * (double)(c->g->vol.nx * c->g->vol.ny * nz) / EST_GUPS;
     const double dl_s = (double)(c->g->vol.nx * c->g->vol.ny * nz) * 4.0 / EST_D2H_BYTES_PER_S;
     int64_t held = (int64_t)ceil(dl_s / bp_s);

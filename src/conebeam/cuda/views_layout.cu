@@ -318,15 +318,3 @@ ctr_status ctr__check_memory(size_t need, uint64_t budget, const char *what) {
            what, ctr__format_bytes((double)need, a, sizeof a),
            ctr__format_bytes((double)budget, b, sizeof b));
 }
-
-int ctr__host_pinned(const void *p) {
-  cudaPointerAttributes attr;
-  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return attr.type == cudaMemoryTypeHost;
-}
-
-
-

@@ -76,6 +76,5 @@ ctr_status ctr__device_setup(const ctr_context *ctx, int device, cudaDeviceProp 
 /* need within the budget of ctr__device_setup, else CTR_E_DEVICE_OUT_OF_MEMORY
  * naming `what`, the bytes needed and the budget. */
 ctr_status ctr__check_memory(size_t need, uint64_t budget, const char *what);
-int ctr__host_pinned(const void *p);
 
 #endif

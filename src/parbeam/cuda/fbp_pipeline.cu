@@ -466,7 +466,7 @@ static ctr_status run_pipeline(const ctr_context *ctx, int dev, chunk_queue *que
   CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, pl.nearest, &pl.kernel));
   CU(cudaSetDevice(dev));
   CTR_CHECK_GOTO(st, ctr__xfer_init(&pl.xf, ctx));
-  pl.staged_out = ctr__xfer_choose(&pl.xf, slices, 1, 1) != CTR__XFER_DIRECT;
+  pl.staged_out = !ctr__xfer_direct(slices);
   CTR_CHECK_GOTO(st, ctr__ramp_create(pl.nb, o ? o->window : CTR_WINDOW_RAM_LAK, o ? o->cutoff : 1.0, &ramp));
   pl.padded = ctr__ramp_padded(ramp);
   pl.nf = pl.padded / 2 + 1;

@@ -20,9 +20,10 @@ static ctr_status cuda_project(void *impl, ctr_pet_direction dir, int64_t view, 
 }
 
 static ctr_status cuda_reconstruct(void *impl, const ctr_pet_histo *h,
-                                   const ctr_pet_recon_options *o, float *image,
-                                   ctr_pet_recon_timings *t, int64_t *bad) {
-  return ctr__pet_cuda_reconstruct(impl, h, o, image, t, bad);
+                                   const ctr_pet_recon_options *o, ctr__pet_data_check check,
+                                   void *user, float *image, ctr_pet_recon_timings *t,
+                                   int64_t *bad) {
+  return ctr__pet_cuda_reconstruct(impl, h, o, check, user, image, t, bad);
 }
 
 const ctr__pet_backend ctr__pet_backend_cuda = {

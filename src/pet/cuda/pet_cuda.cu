@@ -71,14 +71,14 @@ static void view_free(const ctr__pet_cuda *c, dev_view *dv) {
   ctr__gpu_buffer_put(c->ctx, c->device, dv->pid, pid_bytes(c));
   ctr__gpu_buffer_put(c->ctx, c->device, dv->w, w_bytes(dv));
   ctr__gpu_buffer_put(c->ctx, c->device, dv->cols, cols_bytes(dv));
-  free(dv->hcols);
-  dv->pid = NULL, dv->w = NULL, dv->cols = NULL, dv->hcols = NULL;
+  dv->pid = NULL, dv->w = NULL, dv->cols = NULL;
   dv->ready = 0;
 }
 
 static ctr_status upload_view(ctr__pet_cuda *c, int64_t v, dev_view **out) {
   dev_view *dv = &c->views[v];
   ctr_status st = CTR_OK;
+  int3 *hcols = NULL; /* the runs as the kernel reads them, until the copy */
   if (dv->ready) {
     *out = dv;
     return CTR_OK;
@@ -86,8 +86,8 @@ static ctr_status upload_view(ctr__pet_cuda *c, int64_t v, dev_view **out) {
   const ctr__pet_lut *L = ctr__pet_lut_get(c->sys, v);
   if (!L) return CTR_E_OUT_OF_MEMORY;
   dv->ncols = L->ncols, dv->nent = L->nent, dv->nk = L->nk;
-  dv->hcols = (int3 *)ctr__malloc((size_t)L->ncols * sizeof(int3), "PET runs");
-  if (!dv->hcols) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
+  hcols = (int3 *)ctr__malloc((size_t)L->ncols * sizeof(int3), "PET runs");
+  if (!hcols) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
   for (int i = 0; i < L->ncols; i++) {
     const ctr__pet_column *col = &L->cols[i];
     if (col->len > 255 || col->e0 >= (1 << 24))
@@ -96,7 +96,7 @@ static ctr_status upload_view(ctr__pet_cuda *c, int64_t v, dev_view **out) {
                     "use larger voxels or narrower kernels",
                     L->nent, (int)col->len);
     long long off = ((long long)col->dz0 * c->PY + col->dy) * c->PX + col->dx;
-    dv->hcols[i] = make_int3((int)off, col->dy * c->PX + col->dx, col->e0 | ((int)col->len << 24));
+    hcols[i] = make_int3((int)off, col->dy * c->PX + col->dx, col->e0 | ((int)col->len << 24));
   }
   /* kept until the projector is freed (ctr__pet_cuda_free) */
   GPU_GET(c->ctx, dv->pid, pid_bytes(c), "PET LORmap");
@@ -105,12 +105,13 @@ static ctr_status upload_view(ctr__pet_cuda *c, int64_t v, dev_view **out) {
   /* the LUT's padded LORmap has exactly this layout (halo = the system's) */
   CU(cudaMemcpy(dv->pid, L->pid, pid_bytes(c), cudaMemcpyHostToDevice));
   CU(cudaMemcpy(dv->w, L->w, w_bytes(dv), cudaMemcpyHostToDevice));
-  CU(cudaMemcpy(dv->cols, dv->hcols, cols_bytes(dv), cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(dv->cols, hcols, cols_bytes(dv), cudaMemcpyHostToDevice));
   dv->tag = __atomic_fetch_add(&g_tag_next, 1, __ATOMIC_RELAXED);
   dv->ready = 1;
   *out = dv;
 cleanup:
   if (st != CTR_OK) view_free(c, dv); /* synchronous copies: nothing reads them */
+  free(hcols);
   return st;
 }
 
@@ -170,8 +171,11 @@ static ctr_status launch_from_bank(ctr__pet_cuda *c, const dev_view *dv, bool fw
   if (g_bank[slot].tag != dv->tag) {
     CU(cudaStreamWaitEvent(c->stream, g_bank[slot].last, 0));
     g_bank[slot].tag = 0; /* unknown until the copy is queued */
-    CU(cudaMemcpyToSymbolAsync(c_pet_cols, dv->hcols, (size_t)dv->ncols * sizeof(int3), 0,
-                               cudaMemcpyHostToDevice, c->stream));
+    /* from the view's device copy: a copy from pageable host memory would
+     * wait for the stream and keep the host from running ahead (the counts'
+     * upload beside the sensitivities found it, issue 43) */
+    CU(cudaMemcpyToSymbolAsync(c_pet_cols, dv->cols, (size_t)dv->ncols * sizeof(int3), 0,
+                               cudaMemcpyDeviceToDevice, c->stream));
     g_bank[slot].tag = dv->tag;
   }
   if (c->LC == 8)

@@ -15,8 +15,7 @@ typedef struct dev_view {
   int ncols, nent, nk;
   int *pid;    /* padded LORmap */
   float *w;    /* kernel values, id fastest */
-  int3 *cols;  /* runs (global copy) */
-  int3 *hcols; /* host copy for constant memory */
+  int3 *cols;  /* runs (global copy; the constant bank's source, copied device to device) */
 } dev_view;
 
 struct ctr__pet_cuda {

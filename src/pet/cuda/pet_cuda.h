@@ -5,7 +5,7 @@
 #ifndef CTR_PET_CUDA_H
 #define CTR_PET_CUDA_H
 
-#include "pet/pet.h"
+#include "pet/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,11 +22,14 @@ void ctr__pet_cuda_free(ctr__pet_cuda *c);
 /* in and out: host or GPU memory (copied with cudaMemcpyDefault). */
 ctr_status ctr__pet_cuda_project(ctr__pet_cuda *c, ctr_pet_direction dir, int64_t view,
                                  const float *in, float *out);
-/* image: host or GPU memory (copied with cudaMemcpyDefault); its uniform
- * start and the data policy on the result run on the device; *bad gets the
- * count of result voxels stored as 0. */
+/* The backend's reconstruct (backend.h): the histo-images are checked on
+ * the GPU after their upload; image: host or GPU memory (copied with
+ * cudaMemcpyDefault), filled on the device when it is all 0, and the data
+ * policy on the result runs there too; *bad gets the count of result voxels
+ * stored as 0. */
 ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
-                                     const ctr_pet_recon_options *opts, float *image,
+                                     const ctr_pet_recon_options *opts, ctr__pet_data_check check,
+                                     void *user, float *image,
                                      ctr_pet_recon_timings *t, int64_t *bad);
 /* cuFFT reference convolution (same contract as ctr_pet_project_fft; in and
  * out host or GPU memory) on GPU `device`, its buffers from ctx's GPU buffer

@@ -1,12 +1,15 @@
 /* DIRECT reconstruction on the GPU (the steps of pet_recon.c): histo-images,
  * factors, per-view sensitivities and the image stay on the device; each
  * sub-iteration is forward projection, discrepancy, back projection and
- * update, all on one stream. Per-step device times come from events. The
+ * update, all on one stream (the counts' upload alone runs on a second one,
+ * beside the sensitivities). Per-step device times come from events. The
  * caller's image, host or GPU memory, is copied in and out with
- * cudaMemcpyDefault (device to device for a GPU array); its uniform start
- * and the data policy on the result run on the device. */
+ * cudaMemcpyDefault (device to device for a GPU array); the data check of
+ * the histo-images, the uniform start and the data policy on the result run
+ * on the device. */
 #include "pet/cuda/pet_cuda.cuh"
 #include "pet/pet_update.h"
+#include "core/projmath.h"
 #include "gpu/host_transfer.h"
 
 #include <stdlib.h>
@@ -64,6 +67,44 @@ __global__ void pet_fill_kernel(float *p, float v, long long n) {
   if (i < n) p[i] = v;
 }
 
+/* The data check of the histo-images where they are (the rule of the host's
+ * ctr__values_count_nonneg, core/values.c): values NaN, infinite, negative or
+ * beyond the limit are replaced by 0 in place and counted, the others summed
+ * in double. A fixed grid, each thread in order over its stride and a fixed
+ * tree in each block, the blocks' parts summed in order on the host: the
+ * same bits on every run and every GPU. part[b], bad[b]: block b's. */
+enum { CHECK_BLOCKS = 1024, CHECK_THREADS = 256 };
+
+__global__ void __launch_bounds__(CHECK_THREADS)
+    pet_check_kernel(float *__restrict__ v, long long n, double *__restrict__ part,
+                     unsigned long long *__restrict__ bad) {
+  __shared__ double s[CHECK_THREADS];
+  __shared__ unsigned long long k[CHECK_THREADS];
+  double sum = 0;
+  unsigned long long count = 0;
+  const long long stride = (long long)CHECK_BLOCKS * CHECK_THREADS;
+  for (long long i = (long long)blockIdx.x * CHECK_THREADS + threadIdx.x; i < n; i += stride) {
+    const float x = v[i];
+    if (x >= 0.0f && ctr__value_ok(x)) {
+      sum += x;
+    } else {
+      v[i] = 0.0f;
+      count++;
+    }
+  }
+  s[threadIdx.x] = sum;
+  k[threadIdx.x] = count;
+  __syncthreads();
+  for (int h = CHECK_THREADS / 2; h > 0; h >>= 1) {
+    if (threadIdx.x < h) {
+      s[threadIdx.x] += s[threadIdx.x + h];
+      k[threadIdx.x] += k[threadIdx.x + h];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) part[blockIdx.x] = s[0], bad[blockIdx.x] = k[0];
+}
+
 /* *nonzero = 1 when some value of p is not 0 (NaN included, as on the host). */
 __global__ void pet_nonzero_kernel(const float *__restrict__ p, long long n,
                                    unsigned long long *nonzero) {
@@ -76,7 +117,10 @@ enum { PH_FWD, PH_RATIO, PH_BACK, PH_UPDATE, PH_N };
 typedef struct recon_bufs {
   float *h, *n, *sens, *total, *acc, *f, *ones;
   unsigned long long *count; /* a flag or a count read back by the host */
+  char *check;               /* the data check's parts: 2 x CHECK_BLOCKS doubles, then counts */
   cudaEvent_t *ev;           /* (PH_N + 1) per view */
+  cudaStream_t up;           /* the counts' upload, beside the sensitivities */
+  cudaEvent_t up0, up1;      /* its start and end */
   ctr__xfer xf;              /* the caller's histogram and image (gpu/host_transfer.h) */
 } recon_bufs;
 
@@ -150,9 +194,50 @@ cleanup:
   return st;
 }
 
+/* The data check of the uploaded histo-images (k = 0) or factors (k = 1),
+ * queued on `stream`: bad values become 0 on the device, the parts go to
+ * b->check (data NULL: the parts of nothing). */
+static ctr_status check_queue(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_bufs *b, int k,
+                              float *data, cudaStream_t stream) {
+  ctr_status st = CTR_OK;
+  double *d_part = (double *)b->check + k * CHECK_BLOCKS;
+  unsigned long long *d_bad =
+      (unsigned long long *)(b->check + 2 * CHECK_BLOCKS * sizeof(double)) + k * CHECK_BLOCKS;
+  if (!data) {
+    CU(cudaMemsetAsync(d_part, 0, CHECK_BLOCKS * sizeof(double), stream));
+    CU(cudaMemsetAsync(d_bad, 0, CHECK_BLOCKS * sizeof(unsigned long long), stream));
+  } else {
+    pet_check_kernel<<<CHECK_BLOCKS, CHECK_THREADS, 0, stream>>>(data, c->nvox * h->nviews,
+                                                                  d_part, d_bad);
+    CU_LAUNCHED("pet_check_kernel");
+  }
+cleanup:
+  return st;
+}
+
+/* The policy's word on the data check (backend.h), after both parts are
+ * queued on c->stream or joined to it. */
+static ctr_status check_finish(ctr__pet_cuda *c, recon_bufs *b, ctr__pet_data_check check,
+                               void *user, float *uniform) {
+  ctr_status st = CTR_OK;
+  double part[2][CHECK_BLOCKS];
+  unsigned long long bad[2][CHECK_BLOCKS];
+  CU(cudaMemcpyAsync(part, b->check, sizeof part, cudaMemcpyDeviceToHost, c->stream));
+  CU(cudaMemcpyAsync(bad, b->check + sizeof part, sizeof bad, cudaMemcpyDeviceToHost, c->stream));
+  CU(cudaStreamSynchronize(c->stream));
+  {
+    double total = 0;
+    unsigned long long count = 0;
+    for (int i = 0; i < CHECK_BLOCKS; i++) total += part[0][i], count += bad[0][i] + bad[1][i];
+    st = check(user, (int64_t)count, total, uniform);
+  }
+cleanup:
+  return st;
+}
+
 /* The caller's image (host or GPU memory) in the padded b->f, the uniform
  * start when it is all 0. */
-static ctr_status upload_image(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_bufs *b,
+static ctr_status upload_image(ctr__pet_cuda *c, float uniform, recon_bufs *b,
                                const float *image) {
   ctr_status st = CTR_OK;
   const long long nv = c->nvox;
@@ -165,7 +250,7 @@ static ctr_status upload_image(ctr__pet_cuda *c, const ctr_pet_histo *h, recon_b
   CTR_CHECK_GOTO(st, read_count(c, b, &nonzero));
   if (!nonzero) {
     pet_fill_kernel<<<(unsigned)((nv + 255) / 256), 256, 0, c->stream>>>(
-        c->d_tmp, ctr__pet_uniform_value(h, nv), nv);
+        c->d_tmp, uniform, nv);
     CU_LAUNCHED("pet_fill_kernel");
   }
   ctr__pet_pad_device(c, c->d_tmp, b->f);
@@ -195,16 +280,18 @@ cleanup:
 }
 
 ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
-                                     const ctr_pet_recon_options *o, float *image,
-                                     ctr_pet_recon_timings *t, int64_t *bad) {
+                                     const ctr_pet_recon_options *o, ctr__pet_data_check check,
+                                     void *user, float *image, ctr_pet_recon_timings *t,
+                                     int64_t *bad) {
   ctr_status st = CTR_OK;
   recon_bufs b;
   memset(&b, 0, sizeof b);
   const long long nv = c->nvox;
   const size_t vb = (size_t)nv * sizeof(float), hb = vb * (size_t)h->nviews;
   const int mode = o->algorithm == CTR_PET_RAMLA ? 0 : (o->algorithm == CTR_PET_OSEM ? 1 : 2);
-  cudaEvent_t t0 = NULL, t1 = NULL;
-  float ms = 0;
+  cudaEvent_t t0 = NULL, t1 = NULL, t2 = NULL;
+  float ms = 0, uniform = 1;
+  const size_t check_bytes = 2 * CHECK_BLOCKS * (sizeof(double) + sizeof(unsigned long long));
   double start = ctr__now_s();
   memset(t, 0, sizeof *t);
   CU(cudaSetDevice(c->device));
@@ -212,6 +299,10 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   CTR_CHECK_GOTO(st, check_memory(c, h));
   CU(cudaEventCreate(&t0));
   CU(cudaEventCreate(&t1));
+  CU(cudaEventCreate(&t2));
+  CU(cudaEventCreate(&b.up0));
+  CU(cudaEventCreate(&b.up1));
+  CU(cudaStreamCreateWithFlags(&b.up, cudaStreamNonBlocking));
   GPU_GET(c->ctx, b.h, hb, "PET histo-images");
   if (h->factors) GPU_GET(c->ctx, b.n, hb, "PET factors");
   GPU_GET(c->ctx, b.sens, hb, "PET sensitivities");
@@ -220,6 +311,7 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   GPU_GET(c->ctx, b.ones, vb, "PET unit image");
   GPU_GET(c->ctx, b.f, (size_t)c->npad * sizeof(float), "PET image");
   GPU_GET(c->ctx, b.count, sizeof *b.count, "PET counter");
+  GPU_GET(c->ctx, b.check, check_bytes, "PET data check");
   CU(cudaMemsetAsync(b.f, 0, (size_t)c->npad * sizeof(float), c->stream));
   CU(cudaMemsetAsync(b.total, 0, vb, c->stream));
   CU(cudaMemsetAsync(b.acc, 0, vb, c->stream));
@@ -229,21 +321,33 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   b.ev = (cudaEvent_t *)ctr__calloc((size_t)h->nviews * (PH_N + 1), sizeof(cudaEvent_t), "events");
   if (!b.ev) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
   for (int64_t i = 0; i < h->nviews * (PH_N + 1); i++) CU(cudaEventCreate(&b.ev[i]));
-  /* data and start image */
+  /* The data: the factors first (checked; the sensitivities need them),
+   * then the sensitivities on c->stream while the counts go up on b.up
+   * beside them (copy and compute engines at once: the first iteration
+   * costs the larger of the two, not their sum); the policy's word once
+   * both checks are in, before the start image and any iteration. The
+   * tables of every view are uploaded in the sensitivities, on first use. */
   CU(cudaEventRecord(t0, c->stream));
-  CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.h, h->counts, hb, c->stream, 0, NULL));
   if (h->factors) CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.n, h->factors, hb, c->stream, 0, NULL));
-  CTR_CHECK_GOTO(st, upload_image(c, h, &b, image));
+  CTR_CHECK_GOTO(st, check_queue(c, h, &b, 1, h->factors ? b.n : NULL, c->stream));
   CU(cudaEventRecord(t1, c->stream));
-  CU(cudaEventSynchronize(t1));
+  CTR_CHECK_GOTO(st, sensitivities(c, h, &b));
+  CU(cudaEventRecord(t2, c->stream));
+  CU(cudaEventRecord(b.up0, b.up));
+  CTR_CHECK_GOTO(st, ctr__xfer_h2d(&b.xf, b.h, h->counts, hb, b.up, 0, NULL));
+  CTR_CHECK_GOTO(st, check_queue(c, h, &b, 0, b.h, b.up));
+  CU(cudaEventRecord(b.up1, b.up));
+  CU(cudaStreamWaitEvent(c->stream, b.up1, 0));
+  CTR_CHECK_GOTO(st, check_finish(c, &b, check, user, &uniform));
+  CTR_CHECK_GOTO(st, upload_image(c, uniform, &b, image));
+  CU(cudaStreamSynchronize(c->stream));
+  /* upload: the factors' and the counts' (overlapping the sensitivities,
+   * counted in back) */
   CU(cudaEventElapsedTime(&ms, t0, t1));
   t->upload = ms * 1e-3;
-  /* sensitivities (tables of every view are uploaded here, on first use) */
-  CU(cudaEventRecord(t0, c->stream));
-  CTR_CHECK_GOTO(st, sensitivities(c, h, &b));
-  CU(cudaEventRecord(t1, c->stream));
-  CU(cudaEventSynchronize(t1));
-  CU(cudaEventElapsedTime(&ms, t0, t1));
+  CU(cudaEventElapsedTime(&ms, b.up0, b.up1));
+  t->upload += ms * 1e-3;
+  CU(cudaEventElapsedTime(&ms, t1, t2));
   t->back += ms * 1e-3;
   for (int it = 0; it < o->iterations; it++) {
     const float scale = (float)(o->relax0 / (1.0 + o->relax_decay * it) * h->nviews);
@@ -276,6 +380,12 @@ ctr_status ctr__pet_cuda_reconstruct(ctr__pet_cuda *c, const ctr_pet_histo *h,
   }
 cleanup:
   cudaStreamSynchronize(c->stream);
+  if (b.up) {
+    cudaStreamSynchronize(b.up);
+    cudaStreamDestroy(b.up);
+  }
+  if (b.up0) cudaEventDestroy(b.up0);
+  if (b.up1) cudaEventDestroy(b.up1);
   if (b.ev)
     for (int64_t i = 0; i < h->nviews * (PH_N + 1); i++)
       if (b.ev[i]) cudaEventDestroy(b.ev[i]);
@@ -285,12 +395,14 @@ cleanup:
   /* after the stream's work (synchronised above): kept for the next run, on
    * the projector's GPU (a callback may have made another one current) */
   {
-    void *const bufs[8] = {b.h, b.n, b.sens, b.total, b.acc, b.ones, b.f, b.count};
-    const size_t sizes[8] = {hb, hb, hb, vb, vb, vb, (size_t)c->npad * sizeof(float), sizeof *b.count};
-    for (int i = 0; i < 8; i++) ctr__gpu_buffer_put(c->ctx, c->device, bufs[i], sizes[i]);
+    void *const bufs[9] = {b.h, b.n, b.sens, b.total, b.acc, b.ones, b.f, b.count, b.check};
+    const size_t sizes[9] = {hb, hb, hb, vb, vb, vb, (size_t)c->npad * sizeof(float),
+                             sizeof *b.count, check_bytes};
+    for (int i = 0; i < 9; i++) ctr__gpu_buffer_put(c->ctx, c->device, bufs[i], sizes[i]);
   }
   if (t0) cudaEventDestroy(t0);
   if (t1) cudaEventDestroy(t1);
+  if (t2) cudaEventDestroy(t2);
   t->total = ctr__now_s() - start;
   return st;
 }
