@@ -102,7 +102,8 @@ static void print_scan_kind(const char *cmd, double coverage_deg, double step, i
   if (coverage_deg >= 360.0 - 0.5 * step) {
     printf("  scan           full circle%s\n",
            offset ? ", offset (half-fan) detector: fdk applies Wang weights (--offset-weight "
-                    "auto), the rows' extension is not done yet" : "");
+                    "auto) and extends the filtered rows beyond the narrow edge (on the CPU; "
+                    "the GPU refuses such runs for now)" : "");
   } else if (!have_orbit || coverage_deg >= 180.0 + o->fan_deg - 0.5 * step) {
     printf("  scan           short scan: fdk applies Parker weights (--short-scan auto)\n");
   } else {

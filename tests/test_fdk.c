@@ -198,6 +198,7 @@ static ctr_geometry *circular_nu(int64_t n, int64_t nviews, double range, int64_
   return g;
 }
 
+#ifndef CTR_TEST_CUDA
 /* Re-runs FDK on r's projections with options o: its status, and the RMSE
  * away from edges. */
 static ctr_status fdk_again(recon *r, const ctr_fdk_options *o, double *rmse) {
@@ -215,6 +216,7 @@ static double refdk(recon *r, const ctr_fdk_options *o) {
   CHECK_OK(fdk_again(r, o, &e));
   return e;
 }
+#endif
 
 /* Offset (half-fan) detector, issue 45: a full turn with 64 columns, the
  * principal point 7.5 columns from the centre of the narrow side's last
@@ -222,23 +224,94 @@ static double refdk(recon *r, const ctr_fdk_options *o) {
  * total width: both reach 56 columns beyond the axis). Wang 2002's weights
  * (on by default) with the rows extended beyond the narrow edge before the
  * ramp filter (the CPU backend; docs/geometry.md, "Offset detectors") give
- * 1.62x the centred detector's RMSE (70x without the extension); the issue's
- * target of 1.2x is NOT met: the rest depends on the overlap's width (8
- * columns: 1.9x, 3: 2.3x), not on the views (600: 1.62x) or a wider
- * extension, so the bound checked is 1.8x. Strict FDK still refuses the
- * geometry (the GPU and the kept filtered copies of a streamed run are not
- * extended). */
+ * the centred detector's RMSE over the object to 1 % (the issue's target:
+ * within 1.2x; checked), and 1.62x its RMSE away from edges, where both are
+ * small (0.0017 against 0.00105 on contrast steps of 0.01; 70x without the
+ * extension): that part depends on the overlap's width (8 columns: 1.9x, 3:
+ * 2.3x), not on the views (600: 1.62x) or a wider extension; bound 1.8x.
+ * Strict FDK accepts the geometry; with the weights off it refuses it. */
+#ifdef CTR_TEST_CUDA
+/* The CUDA backend does not extend an offset detector's rows yet: FDK
+ * refuses the run, naming the option and the CPU; with the weights off it
+ * runs (and warns). */
+static void test_offset_detector(void) {
+  const int64_t n = 32, views = 60;
+  ctr_geometry *g = circular_nu(n, views, 360, 64, 24.0);
+  REQUIRE(g != NULL);
+  int64_t nu, nv;
+  ctr_geometry_get_detector(g, &nu, &nv, NULL, NULL);
+  float *proj = calloc((size_t)(nu * nv * views), sizeof(float)), *vol = malloc(sizeof(float) * (size_t)(n * n * n));
+  const int64_t pd[3] = {nu, nv, views}, vd[3] = {n, n, n};
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd), va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  CHECK_FAILS(ctr_fdk(g_ctx, g, &o, &pa, &va), CTR_E_UNSUPPORTED, "the cuda backend does not do yet");
+  CHECK(ctr_error_get_field() && !strcmp(ctr_error_get_field(), "ctr_fdk_options.offset_weight"));
+  o.offset_weight = CTR_OFFSET_WEIGHT_OFF;
+  CHECK_OK(ctr_fdk(g_ctx, g, &o, &pa, &va));
+  free(proj);
+  free(vol);
+  ctr_geometry_free(g);
+}
+#else
+/* A streamed run of a half-fan scan whose later subvolumes backproject kept
+ * filtered copies (in host memory, in a scratch file) gives the bits of the
+ * one-subvolume run: the kept rows are the extended ones (nu_ext columns).
+ * The halves ctr_fdk_filter / ctr_fdk_backproject refuse such a geometry
+ * (their nu x nv arrays cannot hold the extension). */
+static void test_offset_detector_streamed(ctr_phantom *ph) {
+  const int64_t n = 32, views = 60;
+  ctr_geometry *g = circular_nu(n, views, 360, 64, 24.0);
+  REQUIRE(g != NULL);
+  CHECK(ctr_geometry_offset_detector(g) == 1);
+  int64_t nu, nv;
+  ctr_geometry_get_detector(g, &nu, &nv, NULL, NULL);
+  const int64_t npx = nu * nv * views, nvox = n * n * n;
+  float *proj = malloc(sizeof(float) * (size_t)npx), *one = malloc(sizeof(float) * (size_t)nvox),
+        *split = malloc(sizeof(float) * (size_t)nvox);
+  const int64_t pd[3] = {nu, nv, views}, vd[3] = {n, n, n};
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
+  ctr_array va = ctr_array_make(one, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
+  CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &pa, &va, NULL));
+  const ctr_fdk_store stores[2] = {CTR_FDK_STORE_HOST, CTR_FDK_STORE_SCRATCH};
+  for (int s = 0; s < 2; s++) {
+    ctr_fdk_stream_options ss = CTR_FDK_STREAM_OPTIONS_INIT;
+    ss.max_slab_slices = 7;
+    ss.store = stores[s];
+    ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
+    ctr_array vs = ctr_array_make(split, CTR_DTYPE_FLOAT32, 3, vd);
+    memset(split, 0xff, sizeof(float) * (size_t)nvox);
+    CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &ss, &pa, &vs, &rep));
+    CHECK_MSG(rep.plan.nslabs > 1 && rep.plan.store == stores[s], "store %s: %lld subvolume(s), store %s",
+              ctr_fdk_store_name(stores[s]), (long long)rep.plan.nslabs, ctr_fdk_store_name(rep.plan.store));
+    CHECK_MSG(memcmp(split, one, sizeof(float) * (size_t)nvox) == 0,
+              "half-fan, store %s: subvolumes of 7 slices differ from one subvolume",
+              ctr_fdk_store_name(stores[s]));
+  }
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  CHECK_FAILS(ctr_fdk_filter(g_ctx, g, &o, 0, views, proj), CTR_E_UNSUPPORTED,
+              "use ctr_fdk or ctr_fdk_stream");
+  CHECK(ctr_error_get_field() && !strcmp(ctr_error_get_field(), "ctr_fdk_options.offset_weight"));
+  o.offset_weight = CTR_OFFSET_WEIGHT_OFF;
+  CHECK_OK(ctr_fdk_filter(g_ctx, g, &o, 0, views, proj));
+  free(proj);
+  free(one);
+  free(split);
+  ctr_geometry_free(g);
+}
+
 static void test_offset_detector(void) {
   const int64_t n = 64, views = 200;
   ctr_phantom *ph = NULL;
   CHECK_OK(ctr_phantom_shepp_logan(0.5 * n * 0.95, 1.0, &ph));
   ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
   o.window = CTR_WINDOW_HANN;
-  double full_err = 0;
+  double full_err = 0, full_obj = 0;
   {
     recon r;
     if (make_recon(&r, ph, circular_nu(n, views, 360, 112, 0), &o))
-      full_err = rmse_flat(r.vol, r.truth, n);
+      full_err = rmse_flat(r.vol, r.truth, n), full_obj = compare(r.vol, r.truth, n).rmse_object;
     free_recon(&r);
   }
   for (int side = -1; side <= 1; side += 2) {
@@ -249,11 +322,14 @@ static void test_offset_detector(void) {
       continue;
     }
     CHECK(ctr_geometry_offset_detector(r.g) == 1);
-    const double e = rmse_flat(r.vol, r.truth, n);
-    printf("offset detector (wide side %+d): RMSE away from edges %.5f, centred 112 columns "
-           "%.5f, ratio %.3f (target 1.2, bound 1.8)\n", side, e, full_err, e / full_err);
-    CHECK_MSG(e <= 1.8 * full_err, "half-fan RMSE %g, %.3fx the centred detector's %g", e,
-              e / full_err, full_err);
+    const double e = rmse_flat(r.vol, r.truth, n), e_obj = compare(r.vol, r.truth, n).rmse_object;
+    printf("offset detector (wide side %+d): RMSE over the object %.5f, centred 112 columns "
+           "%.5f, ratio %.3f (target 1.2); away from edges %.5f against %.5f, ratio %.3f (bound "
+           "1.8)\n", side, e_obj, full_obj, e_obj / full_obj, e, full_err, e / full_err);
+    CHECK_MSG(e_obj <= 1.2 * full_obj, "half-fan RMSE over the object %g, %.3fx the centred "
+              "detector's %g", e_obj, e_obj / full_obj, full_obj);
+    CHECK_MSG(e <= 1.8 * full_err, "half-fan RMSE away from edges %g, %.3fx the centred "
+              "detector's %g", e, e / full_err, full_err);
     ctr_fdk_options forced = o;
     forced.offset_weight = CTR_OFFSET_WEIGHT_WANG;
     CHECK_NEAR(refdk(&r, &forced), e, 0.0); /* auto chose the same */
@@ -264,6 +340,8 @@ static void test_offset_detector(void) {
     CHECK_MSG(e_off > 1.5 * e, "without offset weights RMSE %g, with %g", e_off, e);
     ctr_fdk_options strict = o;
     strict.strict = 1;
+    CHECK_OK(fdk_again(&r, &strict, NULL));
+    strict.offset_weight = CTR_OFFSET_WEIGHT_OFF;
     CHECK_FAILS(fdk_again(&r, &strict, NULL), CTR_E_GEOMETRY, "half-fan");
     /* the options' errors name their fields */
     ctr_fdk_options bad = o;
@@ -278,8 +356,10 @@ static void test_offset_detector(void) {
     CHECK_FAILS(fdk_again(&r, &bad, NULL), CTR_E_INVALID_ARGUMENT, "Parker weights together");
     free_recon(&r);
   }
+  test_offset_detector_streamed(ph);
   ctr_phantom_free(ph);
 }
+#endif
 
 /* The pre-weights of a half-fan scan, column by column: over the overlap
  * (the columns whose mirror about the principal point is on the detector)

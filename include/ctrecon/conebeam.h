@@ -78,6 +78,13 @@ CTR_API ctr_status ctr_fdk_options_init(ctr_fdk_options *s, unsigned version);
 CTR_API ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
                            const ctr_array *proj, ctr_array *vol);
 
+/* ctr_geometry_fdk_check for FDK run with opts (NULL: the defaults): an
+ * offset (half-fan) detector is accepted with offset_weight auto or wang,
+ * not with off (the rays its overlap sees twice would count twice). What
+ * ctr_fdk and ctr_fdk_stream* check unless opts->geometry_checked. */
+CTR_API ctr_status ctr_fdk_check_geometry(const ctr_geometry *g, const ctr_fdk_options *opts,
+                                          int *ok, char *why, size_t cap);
+
 /* The two halves of FDK on the CPU backend, for callers that pipeline them
  * (ctr_backprojector is the incremental backprojection on either backend).
  * They do not check the geometry (each call would): such callers ask

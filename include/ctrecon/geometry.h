@@ -148,9 +148,10 @@ CTR_API int ctr_geometry_offset_detector(const ctr_geometry *g);
  * (heights and distances from the axis equal to 1 % of that distance), and
  * every sampled voxel centre of the field of view inside the fan of views
  * spanning 180 degrees plus the detector's fan angle (less half a view's
- * step). An offset detector on a full turn (ctr_geometry_offset_detector)
- * is not accepted yet (its weights exist, the filtered rows' extension
- * beyond the narrow edge does not: docs/geometry.md, "Offset detectors"). *ok = 1 when it can; else *ok = 0 and `why` (cap bytes,
+ * step), or an offset detector on a full turn (ctr_geometry_offset_detector:
+ * FDK weights its redundancy and extends its filtered rows, docs/geometry.md,
+ * "Offset detectors"; ctr_fdk_check_geometry for FDK run with its weights
+ * off). *ok = 1 when it can; else *ok = 0 and `why` (cap bytes,
  * NUL-terminated; NULL: not written) says what fails and what to use
  * instead. CTR_E_OUT_OF_MEMORY when the scan cannot be analysed. */
 CTR_API ctr_status ctr_geometry_fdk_check(const ctr_geometry *g, int *ok, char *why, size_t cap);

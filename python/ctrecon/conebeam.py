@@ -45,16 +45,19 @@ class FdkGeometryWarning(RuntimeWarning):
     reconstructs such scans. fdk(..., strict=True) refuses them instead."""
 
 
-def _check_geometry(geometry: ConeGeometry, strict: bool) -> None:
+def _check_geometry(geometry: ConeGeometry, strict: bool, offset_weight: Any = "auto") -> None:
     """What FDK does with a geometry it cannot reconstruct: a FdkGeometryWarning,
     or with strict a GeometryError. The options then tell the library it was
     checked (ctr_fdk_options.geometry_checked), so it is said once."""
     ok = ffi.new("int *")
     why = ffi.new("char[1024]")
-    check(lib.ctr_geometry_fdk_check(geometry._ptr, ok, why, len(why)))
+    o = new_struct("ctr_fdk_options", lib.ctr_fdk_options_init, lib.CTR_FDK_OPTIONS_VERSION)
+    o.offset_weight = _core.enum_value(_OFFSET_WEIGHT, offset_weight, "offset_weight")
+    check(lib.ctr_fdk_check_geometry(geometry._ptr, o, ok, why, len(why)))
     if ok[0]:
         return
-    text = ffi.string(why).decode().replace("(ctr_iterate)", "(ctrecon.iterate)")
+    text = _core.python_words(ffi.string(why).decode().replace("(ctr_iterate)",
+                                                                "(ctrecon.iterate)"))
     if strict:
         raise _core.GeometryError(f"geometry: FDK cannot reconstruct it (refused: strict=True): "
                                   f"{text}")
@@ -124,7 +127,7 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
     C-contiguous array) are used in place on a CUDA context: projections on
     the GPU give the volume on the GPU (a new CuPy array, or `out`), with no
     copy through the host."""
-    _check_geometry(geometry, strict)
+    _check_geometry(geometry, strict, offset_weight)
     nzo = _nz(geometry, z0, nz)
     vshape = (nzo, geometry.volume.ny, geometry.volume.nx)
     d = _gpu.gpu_input(projections, out, "projections")

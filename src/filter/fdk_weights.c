@@ -117,6 +117,17 @@ ctr_status ctr__fdk_filter_extend(const ctr_fdk_options *o, ctr__fdk_filter *f) 
   return CTR_OK;
 }
 
+ctr_status ctr__fdk_row_width(const ctr_context *ctx, const ctr_geometry *g,
+                              const ctr_fdk_options *o, int64_t *pad_lo, int64_t *nu_ext) {
+  ctr__fdk_filter f;
+  CTR_CHECK(ctr__fdk_filter_init(ctx, g, o, &f));
+  const ctr_status st = ctr__fdk_filter_extend(o, &f);
+  *pad_lo = f.pad_lo;
+  *nu_ext = f.nu_ext;
+  ctr__fdk_filter_free(&f);
+  return st;
+}
+
 void ctr__fdk_filter_free(ctr__fdk_filter *f) {
   if (!f) return;
   ctr__scan_free(&f->scan);
@@ -207,7 +218,15 @@ ctr_status ctr_fdk_filter(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk
   if (bad) ctr__values_sanitize(proj, n * g->nu * g->nv);
   ctr__fdk_filter f;
   CTR_CHECK(ctr__fdk_filter_init(ctx, g, &o, &f));
-  ctr_status st = ctr__fdk_filter_run(ctx, &f, v0, n, proj, g->nu * g->nv, g->nu);
+  ctr_status st = ctr__fdk_filter_extend(&o, &f);
+  if (st == CTR_OK && f.nu_ext != g->nu)
+    st = ctr__error_set_field(CTR_E_UNSUPPORTED, "ctr_fdk_options.offset_weight",
+        "ctr_fdk_filter: an offset (half-fan) detector's weighted rows are filtered with %lld "
+        "zero columns beyond the narrow edge (%lld columns, not the detector's %lld), which the "
+        "nu x nv arrays of ctr_fdk_filter and ctr_fdk_backproject cannot hold: use ctr_fdk or "
+        "ctr_fdk_stream, which extend the rows, or offset_weight = CTR_OFFSET_WEIGHT_OFF",
+        (long long)(f.nu_ext - g->nu), (long long)f.nu_ext, (long long)g->nu);
+  if (st == CTR_OK) st = ctr__fdk_filter_run(ctx, &f, v0, n, proj, g->nu * g->nv, g->nu);
   ctr__fdk_filter_free(&f);
   return st;
 }

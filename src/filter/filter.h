@@ -71,6 +71,12 @@ void ctr__fdk_filter_free(ctr__fdk_filter *f);
  * (the views' data at columns pad_lo .. pad_lo + nu - 1, zeros elsewhere)
  * and backproject them through ctr__geometry_columns(g, pad_lo, nu_ext). */
 ctr_status ctr__fdk_filter_extend(const ctr_fdk_options *o, ctr__fdk_filter *f);
+/* The filtered rows' columns for g and resolved options o, as an engine's
+ * ctr__fdk_filter_extend gives them: pad_lo zero columns before column 0
+ * and nu_ext in all (0 and nu without offset weights). For the executor's
+ * kept copies, its memory plan and the backends that do not extend. */
+ctr_status ctr__fdk_row_width(const ctr_context *ctx, const ctr_geometry *g,
+                              const ctr_fdk_options *o, int64_t *pad_lo, int64_t *nu_ext);
 /* Pre-weight parameters of view i (shared with the CUDA filter). */
 ctr__fdk_view_params ctr__fdk_view_params_of(const ctr__fdk_filter *f, int64_t i);
 /* Per-pixel pre-weights (cosine x Parker x offset) of view i into w (nu_ext x nv, column k

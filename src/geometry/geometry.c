@@ -829,16 +829,15 @@ static int fov_short_scan(const ctr_geometry *g, const ctr__scan *sc, int offset
              sc->range * deg, fan * deg);
     return 0;
   }
-  /* Not accepted yet, weights or not: the ramp-filtered weighted rows are
-   * not zero beyond the narrow edge, and the backprojection reads zero
-   * there (docs/geometry.md, "Offset detectors": a virtual detector
-   * extended to the wide side's width is what is missing). */
+  /* FDK weights the redundancy (Wang 2002) and filters the rows extended
+   * beyond the narrow edge (docs/geometry.md, "Offset detectors"); a
+   * backend that does not extend them refuses the run itself. */
   if (ctr__offset_detector(g, sc)) {
+    if (offset_weights) return 1;
     snprintf(why, cap,
-             "an offset (half-fan) detector on a full turn: FDK weights its redundancy%s "
-             "(Wang 2002) but does not yet extend the filtered rows beyond the narrow edge, "
-             "and the volume outside the overlap comes out wrong: " CTR__FDK_INSTEAD,
-             offset_weights ? "" : " when ctr_fdk_options.offset_weight is auto or wang");
+             "an offset (half-fan) detector on a full turn without its redundancy weights "
+             "(ctr_fdk_options.offset_weight off): the rays the overlap sees twice count "
+             "twice; set offset_weight to auto or wang, or: " CTR__FDK_INSTEAD);
     return 0;
   }
   int64_t m[3], lacking = 0, total_samples = 0;
@@ -889,6 +888,13 @@ static ctr_status fdk_check(const ctr_geometry *g, int offset_weights, int *ok, 
 
 ctr_status ctr_geometry_fdk_check(const ctr_geometry *g, int *ok, char *why, size_t cap) {
   return fdk_check(g, 1, ok, why, cap);
+}
+
+ctr_status ctr_fdk_check_geometry(const ctr_geometry *g, const ctr_fdk_options *opts, int *ok,
+                                  char *why, size_t cap) {
+  ctr_fdk_options o;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_options, &o, opts));
+  return fdk_check(g, o.offset_weight != CTR_OFFSET_WEIGHT_OFF, ok, why, cap);
 }
 
 ctr_status ctr__fdk_geometry_report(const ctr_context *ctx, const ctr_geometry *g,

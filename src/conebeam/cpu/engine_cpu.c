@@ -55,13 +55,15 @@ static int64_t fill_batch(const cpu_engine *c, const void *src, ctr_dtype dtype,
                                   c->batch);
 }
 
-/* Unpadded views out of the padded batch (the detector's own columns). */
+/* Unpadded filtered views out of the padded batch, as wide as the batch's
+ * rows (an offset detector's extended rows whole: the executor's kept
+ * copies are ctr__fdk_row_width's nu_ext columns wide). */
 static void copy_unpadded(const cpu_engine *c, int64_t n, float *dst) {
   const ctr__padded_views v = batch_views(c);
-  const int64_t nu = c->g->nu, nv = c->g->nv, col0 = c->gx ? c->filter.pad_lo : 0;
+  const int64_t nu = batch_geometry(c)->nu, nv = c->g->nv;
   for (int64_t k = 0; k < n; k++)
     for (int64_t r = 0; r < nv; r++)
-      memcpy(dst + (k * nv + r) * nu, v.base + k * v.view_stride + r * v.pitch + col0,
+      memcpy(dst + (k * nv + r) * nu, v.base + k * v.view_stride + r * v.pitch,
              (size_t)nu * sizeof(float));
 }
 
@@ -86,10 +88,8 @@ static ctr_status cpu_bp(ctr__engine *e, int64_t v0, int64_t n, const float *fil
   cpu_engine *c = e->impl;
   if (!filtered) CTR_FAIL(CTR_E_INTERNAL, "the CPU backend keeps no filtered views");
   const double t0 = ctr__now_s();
-  /* Kept filtered copies have the detector's own columns only: an offset
-   * detector's extension beyond its narrow edge is lost (docs/geometry.md,
-   * "Offset detectors"). */
-  fill_batch(c, filtered, CTR_DTYPE_FLOAT32, n, 1.0f);
+  /* kept copies are as wide as the batch's rows (copy_unpadded) */
+  ctr__fill_padded_scaled(batch_geometry(c), filtered, CTR_DTYPE_FLOAT32, n, 1.0f, c->batch);
   const ctr__padded_views v = batch_views(c);
   ctr__bp_cpu(c->ctx, batch_geometry(c), v0, n, NULL, NULL, &v, c->slab, c->z0, c->nz);
   c->t_bp += ctr__now_s() - t0;
@@ -243,6 +243,7 @@ const ctr__engine_backend ctr__engine_backend_cpu = {
     .first_batch = cpu_first_batch,
     .device_store = 0,
     .row_window = 1,
+    .extends_rows = 1,
     .cost = cpu_cost,
     .create = cpu_create,
     .bpj_create = ctr__cpu_bpj_create,
