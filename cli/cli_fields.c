@@ -55,6 +55,8 @@ static const cli_field k_fields[] = {
     {"ctr_fbp_stream_options.resume", "--resume", 1},
     {"ctr_fbp_stream_options.row0", "--rows", 0},
     {"ctr_fbp_stream_options.sinograms", "--sinograms", 0},
+    {"ctr_fdk_options.offset_overlap", "--offset-overlap", 0},
+    {"ctr_fdk_options.offset_weight", "--offset-weight", 0},
     {"ctr_fdk_options.strict", "--strict", 1},
     {"ctr_fdk_stream_options.out_dtype", "--out-dtype", 0},
     {"ctr_fdk_stream_options.resume", "--resume", 1},

@@ -337,7 +337,9 @@ void cli_warn_coverage_of(const char *cmd, const ctr_geometry *g, double c) {
                  "plane; check sid, sdd and dv", 2.0 * half, half, CLI_CONE_WARN_DEG);
     }
   }
-  if (c < 1.0) {
+  /* an offset (half-fan) detector on a full turn sees every voxel in half
+   * of the views or more; fdk weights it (docs/geometry.md) */
+  if (c < 1.0 && !ctr_geometry_offset_detector(g)) {
     const double outside = 100.0 * (1.0 - c);
     cli_warn(cmd,
              "detector does not cover the volume's field of view: %.*f %% of the field of "

@@ -100,6 +100,19 @@ static int parse_short_scan(const char *cmd, const char *name, const char *value
   return 0;
 }
 
+static int parse_offset_weight(const char *cmd, const char *name, const char *value, void *dst) {
+  ctr_offset_weight *s = dst;
+  if (!strcmp(value, "auto"))
+    *s = CTR_OFFSET_WEIGHT_AUTO;
+  else if (!strcmp(value, "off"))
+    *s = CTR_OFFSET_WEIGHT_OFF;
+  else if (!strcmp(value, "wang"))
+    *s = CTR_OFFSET_WEIGHT_WANG;
+  else
+    return cli_usage_error(cmd, "%s '%s': expected auto, off or wang", name, value);
+  return 0;
+}
+
 static int parse_slices(const char *cmd, const char *name, const char *value, void *dst) {
   long long z0, z1;
   int used = 0;
@@ -447,6 +460,14 @@ int cmd_fdk(int argc, char **argv) {
       {"--short-scan", "auto|off|parker",
        "Parker weights; auto: if the orbit is < 360 deg (default auto)", parse_short_scan,
        &a.fdk.short_scan, NULL},
+      {"--offset-weight", "auto|off|wang",
+       "offset (half-fan) detector weights (Wang 2002); auto: on a full turn whose detector's "
+       "narrow side misses the field of view (default auto)",
+       parse_offset_weight, &a.fdk.offset_weight, NULL},
+      {"--offset-overlap", "COLUMNS",
+       "width of the offset weights' transition, detector columns about the principal point "
+       "(default: the whole overlap)",
+       cli_parse_positive, &a.fdk.offset_overlap, NULL},
       {"--interp", "MODE",
        "backprojection interpolation: auto, texture (GPU hardware, ~1e-3), exact (fp32, "
        "~1e-6) or precise (double positions on the GPU, ~1e-7); auto is texture on a GPU, exact "

@@ -98,9 +98,12 @@ static int circular_orbit(const ctr_geometry *g, orbit *o) {
 }
 
 static void print_scan_kind(const char *cmd, double coverage_deg, double step, int have_orbit,
-                            const orbit *o, int warn) {
+                            const orbit *o, int warn, int offset) {
   if (coverage_deg >= 360.0 - 0.5 * step) {
-    printf("  scan           full circle\n");
+    printf("  scan           full circle%s\n",
+           offset ? ", offset (half-fan) detector: fdk applies Wang weights (--offset-weight "
+                    "auto) and extends the filtered rows beyond the narrow edge (on the CPU; "
+                    "the GPU refuses such runs for now)" : "");
   } else if (!have_orbit || coverage_deg >= 180.0 + o->fan_deg - 0.5 * step) {
     printf("  scan           short scan: fdk applies Parker weights (--short-scan auto)\n");
   } else {
@@ -130,7 +133,7 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
          ctr_geometry_is_circular(g) ? "circular" : "general (per-view matrices)");
   printf("  views          %lld over %.1f deg (%s, step %.3f deg)\n", (long long)n, cov_deg,
          dir < 0 ? "cw" : "ccw", step);
-  print_scan_kind(cmd, cov_deg, step, have_orbit, &o, warn);
+  print_scan_kind(cmd, cov_deg, step, have_orbit, &o, warn, ctr_geometry_offset_detector(g));
   if (have_orbit)
     printf(
         "  source         %g mm from the axis, detector %g mm from the source "

@@ -173,9 +173,9 @@ static void test_fdk(ctr_context *ctx, ctr_geometry *g, const float *proj) {
   double sum = 0;
   for (size_t i = 0; i < nvox; i++) sum += fabs(a[i]);
   CHECK(sum > 0 && !memcmp(a, b, nvox * sizeof(float)));
-  f1.version = 4;
+  f1.version = 5;
   CHECK_FAILS(ctr_fdk(ctx, g, (const ctr_fdk_options *)&f1, &pa, &va), CTR_E_INVALID_ARGUMENT,
-              "ctr_fdk_options.version is 4: this library accepts ctr_fdk_options versions 1 to 3");
+              "ctr_fdk_options.version is 5: this library accepts ctr_fdk_options versions 1 to 4");
   f1.version = 1;
 
   /* the stream: version 1 holds the version-1 FDK options, so its later

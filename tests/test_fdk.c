@@ -177,6 +177,263 @@ static void test_short_scan(void) {
   ctr_phantom_free(ph);
 }
 
+/* A circular full-or-short scan of the 64^3 Shepp-Logan set-up of
+ * test_short_scan with nu columns (pitch as for 112) shifted by shift_px
+ * columns along +u (the wide side at +u for shift_px > 0), 112 rows. */
+static ctr_geometry *circular_nu(int64_t n, int64_t nviews, double range, int64_t nu,
+                                 double shift_px) {
+  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+  p.sid = 4.0 * n;
+  p.sdd = 6.0 * n;
+  p.nu = nu;
+  p.nv = 112;
+  p.du = p.dv = 1.5 * n / 112 * 1.35;
+  p.offset_u = shift_px * p.du;
+  p.nviews = nviews;
+  p.angle_range_deg = range;
+  p.angle_start_deg = 30;
+  ctr_volume_geometry vol = {n, n, n, 1.0, 1.0, 1.0, 0, 0, 0};
+  ctr_geometry *g = NULL;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+  return g;
+}
+
+#ifndef CTR_TEST_CUDA
+/* Re-runs FDK on r's projections with options o: its status, and the RMSE
+ * away from edges. */
+static ctr_status fdk_again(recon *r, const ctr_fdk_options *o, double *rmse) {
+  int64_t nu, nv;
+  ctr_geometry_get_detector(r->g, &nu, &nv, NULL, NULL);
+  const int64_t n = r->n, pd[3] = {nu, nv, ctr_geometry_get_view_count(r->g)}, vd[3] = {n, n, n};
+  ctr_array pa = ctr_array_make(r->proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(r->vol, CTR_DTYPE_FLOAT32, 3, vd);
+  const ctr_status st = ctr_fdk(g_ctx, r->g, o, &pa, &va);
+  if (rmse) *rmse = st == CTR_OK ? rmse_flat(r->vol, r->truth, n) : INFINITY;
+  return st;
+}
+static double refdk(recon *r, const ctr_fdk_options *o) {
+  double e;
+  CHECK_OK(fdk_again(r, o, &e));
+  return e;
+}
+#endif
+
+/* Offset (half-fan) detector, issue 45: a full turn with 64 columns, the
+ * principal point 7.5 columns from the centre of the narrow side's last
+ * column, sees the field of view of a centred 112-column detector (the same
+ * total width: both reach 56 columns beyond the axis). Wang 2002's weights
+ * (on by default) with the rows extended beyond the narrow edge before the
+ * ramp filter (the CPU backend; docs/geometry.md, "Offset detectors") give
+ * the centred detector's RMSE over the object to 1 % (the issue's target:
+ * within 1.2x; checked), and 1.62x its RMSE away from edges, where both are
+ * small (0.0017 against 0.00105 on contrast steps of 0.01; 70x without the
+ * extension): that part depends on the overlap's width (8 columns: 1.9x, 3:
+ * 2.3x), not on the views (600: 1.62x) or a wider extension; bound 1.8x.
+ * Strict FDK accepts the geometry; with the weights off it refuses it. */
+#ifdef CTR_TEST_CUDA
+/* The CUDA backend does not extend an offset detector's rows yet: FDK
+ * refuses the run, naming the option and the CPU; with the weights off it
+ * runs (and warns). */
+static void test_offset_detector(void) {
+  const int64_t n = 32, views = 60;
+  ctr_geometry *g = circular_nu(n, views, 360, 64, 24.0);
+  REQUIRE(g != NULL);
+  int64_t nu, nv;
+  ctr_geometry_get_detector(g, &nu, &nv, NULL, NULL);
+  float *proj = calloc((size_t)(nu * nv * views), sizeof(float)), *vol = malloc(sizeof(float) * (size_t)(n * n * n));
+  const int64_t pd[3] = {nu, nv, views}, vd[3] = {n, n, n};
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd), va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  CHECK_FAILS(ctr_fdk(g_ctx, g, &o, &pa, &va), CTR_E_UNSUPPORTED, "the cuda backend does not do yet");
+  CHECK(ctr_error_get_field() && !strcmp(ctr_error_get_field(), "ctr_fdk_options.offset_weight"));
+  o.offset_weight = CTR_OFFSET_WEIGHT_OFF;
+  CHECK_OK(ctr_fdk(g_ctx, g, &o, &pa, &va));
+  free(proj);
+  free(vol);
+  ctr_geometry_free(g);
+}
+#else
+/* A streamed run of a half-fan scan whose later subvolumes backproject kept
+ * filtered copies (in host memory, in a scratch file) gives the bits of the
+ * one-subvolume run: the kept rows are the extended ones (nu_ext columns).
+ * The halves ctr_fdk_filter / ctr_fdk_backproject refuse such a geometry
+ * (their nu x nv arrays cannot hold the extension). */
+static void test_offset_detector_streamed(ctr_phantom *ph) {
+  const int64_t n = 32, views = 60;
+  ctr_geometry *g = circular_nu(n, views, 360, 64, 24.0);
+  REQUIRE(g != NULL);
+  CHECK(ctr_geometry_offset_detector(g) == 1);
+  int64_t nu, nv;
+  ctr_geometry_get_detector(g, &nu, &nv, NULL, NULL);
+  const int64_t npx = nu * nv * views, nvox = n * n * n;
+  float *proj = malloc(sizeof(float) * (size_t)npx), *one = malloc(sizeof(float) * (size_t)nvox),
+        *split = malloc(sizeof(float) * (size_t)nvox);
+  const int64_t pd[3] = {nu, nv, views}, vd[3] = {n, n, n};
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  CHECK_OK(ctr_phantom_project(NULL, ph, g, 1, &pa));
+  ctr_array va = ctr_array_make(one, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
+  CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &pa, &va, NULL));
+  const ctr_fdk_store stores[2] = {CTR_FDK_STORE_HOST, CTR_FDK_STORE_SCRATCH};
+  for (int s = 0; s < 2; s++) {
+    ctr_fdk_stream_options ss = CTR_FDK_STREAM_OPTIONS_INIT;
+    ss.max_slab_slices = 7;
+    ss.store = stores[s];
+    ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
+    ctr_array vs = ctr_array_make(split, CTR_DTYPE_FLOAT32, 3, vd);
+    memset(split, 0xff, sizeof(float) * (size_t)nvox);
+    CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &ss, &pa, &vs, &rep));
+    CHECK_MSG(rep.plan.nslabs > 1 && rep.plan.store == stores[s], "store %s: %lld subvolume(s), store %s",
+              ctr_fdk_store_name(stores[s]), (long long)rep.plan.nslabs, ctr_fdk_store_name(rep.plan.store));
+    CHECK_MSG(memcmp(split, one, sizeof(float) * (size_t)nvox) == 0,
+              "half-fan, store %s: subvolumes of 7 slices differ from one subvolume",
+              ctr_fdk_store_name(stores[s]));
+  }
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  CHECK_FAILS(ctr_fdk_filter(g_ctx, g, &o, 0, views, proj), CTR_E_UNSUPPORTED,
+              "use ctr_fdk or ctr_fdk_stream");
+  CHECK(ctr_error_get_field() && !strcmp(ctr_error_get_field(), "ctr_fdk_options.offset_weight"));
+  o.offset_weight = CTR_OFFSET_WEIGHT_OFF;
+  CHECK_OK(ctr_fdk_filter(g_ctx, g, &o, 0, views, proj));
+  free(proj);
+  free(one);
+  free(split);
+  ctr_geometry_free(g);
+}
+
+static void test_offset_detector(void) {
+  const int64_t n = 64, views = 200;
+  ctr_phantom *ph = NULL;
+  CHECK_OK(ctr_phantom_shepp_logan(0.5 * n * 0.95, 1.0, &ph));
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  o.window = CTR_WINDOW_HANN;
+  double full_err = 0, full_obj = 0;
+  {
+    recon r;
+    if (make_recon(&r, ph, circular_nu(n, views, 360, 112, 0), &o))
+      full_err = rmse_flat(r.vol, r.truth, n), full_obj = compare(r.vol, r.truth, n).rmse_object;
+    free_recon(&r);
+  }
+  for (int side = -1; side <= 1; side += 2) {
+    recon r;
+    /* 64 columns shifted by 24: u0 = 31.5 - 24 = 7.5, edges 8 and 56 columns from it */
+    if (!make_recon(&r, ph, circular_nu(n, views, 360, 64, side * 24.0), &o)) {
+      free_recon(&r);
+      continue;
+    }
+    CHECK(ctr_geometry_offset_detector(r.g) == 1);
+    const double e = rmse_flat(r.vol, r.truth, n), e_obj = compare(r.vol, r.truth, n).rmse_object;
+    printf("offset detector (wide side %+d): RMSE over the object %.5f, centred 112 columns "
+           "%.5f, ratio %.3f (target 1.2); away from edges %.5f against %.5f, ratio %.3f (bound "
+           "1.8)\n", side, e_obj, full_obj, e_obj / full_obj, e, full_err, e / full_err);
+    CHECK_MSG(e_obj <= 1.2 * full_obj, "half-fan RMSE over the object %g, %.3fx the centred "
+              "detector's %g", e_obj, e_obj / full_obj, full_obj);
+    CHECK_MSG(e <= 1.8 * full_err, "half-fan RMSE away from edges %g, %.3fx the centred "
+              "detector's %g", e, e / full_err, full_err);
+    ctr_fdk_options forced = o;
+    forced.offset_weight = CTR_OFFSET_WEIGHT_WANG;
+    CHECK_NEAR(refdk(&r, &forced), e, 0.0); /* auto chose the same */
+    ctr_fdk_options off = o;
+    off.offset_weight = CTR_OFFSET_WEIGHT_OFF;
+    const double e_off = refdk(&r, &off);
+    printf("  without offset weights: RMSE %.5f\n", e_off);
+    CHECK_MSG(e_off > 1.5 * e, "without offset weights RMSE %g, with %g", e_off, e);
+    ctr_fdk_options strict = o;
+    strict.strict = 1;
+    CHECK_OK(fdk_again(&r, &strict, NULL));
+    strict.offset_weight = CTR_OFFSET_WEIGHT_OFF;
+    CHECK_FAILS(fdk_again(&r, &strict, NULL), CTR_E_GEOMETRY, "half-fan");
+    /* the options' errors name their fields */
+    ctr_fdk_options bad = o;
+    bad.offset_overlap = 17.0; /* the overlap is 2 x 7.5 = 15 columns */
+    CHECK_FAILS(fdk_again(&r, &bad, NULL), CTR_E_INVALID_ARGUMENT,
+                "the geometry's overlap is 15 columns");
+    CHECK(ctr_error_get_field() && !strcmp(ctr_error_get_field(), "ctr_fdk_options.offset_overlap"));
+    bad = o;
+    bad.offset_overlap = 8.0;
+    CHECK_OK(fdk_again(&r, &bad, NULL));
+    bad.short_scan = CTR_SHORT_SCAN_PARKER;
+    CHECK_FAILS(fdk_again(&r, &bad, NULL), CTR_E_INVALID_ARGUMENT, "Parker weights together");
+    free_recon(&r);
+  }
+  test_offset_detector_streamed(ph);
+  ctr_phantom_free(ph);
+}
+#endif
+
+/* The pre-weights of a half-fan scan, column by column: over the overlap
+ * (the columns whose mirror about the principal point is on the detector)
+ * the weights of every column pair, cosine factor removed, sum to one in
+ * every view; beyond it the wide side's columns weigh 1. */
+static void test_offset_pixel_weights(void) {
+  ctr_geometry *g = circular_nu(64, 90, 360, 64, 24.0);
+  if (!g) return;
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  ctr__fdk_filter f;
+  CHECK_OK(ctr__fdk_filter_init(NULL, g, &o, &f));
+  CHECK(f.offset == 1 && f.parker == 0);
+  int pairs = 0;
+  double worst = 0, beyond = 0;
+  for (int64_t i = 0; i < 90; i++) {
+    const ctr__fdk_view_params p = ctr__fdk_view_params_of(&f, i);
+    ctr__fdk_view_params cos_only = p;
+    cos_only.offset_side = 0;
+    CHECK(p.offset_side == 1);
+    CHECK_NEAR(p.u0, 7.5, 1e-9);
+    for (int64_t iv = 0; iv < 112; iv += 37)
+      for (int64_t iu = 0; iu < 64; iu++) {
+        const double c = ctr__fdk_pixel_weight(&cos_only, (double)iu, (double)iv);
+        const double w = ctr__fdk_pixel_weight(&p, (double)iu, (double)iv) / c;
+        const int64_t mirror = 15 - iu; /* 2 u0 - iu */
+        if (mirror >= 0 && mirror < 64) {
+          const double wm = ctr__fdk_pixel_weight(&p, (double)mirror, (double)iv) /
+                            ctr__fdk_pixel_weight(&cos_only, (double)mirror, (double)iv);
+          worst = fmax(worst, fabs(w + wm - 1.0));
+          pairs++;
+        } else {
+          beyond = fmax(beyond, fabs(w - 1.0));
+        }
+      }
+  }
+  CHECK_MSG(pairs == 90 * 4 * 16 && worst < 1e-12, "%d pairs, sums off by %g", pairs, worst);
+  CHECK_MSG(beyond < 1e-12, "beyond the overlap the weight differs from 1 by %g", beyond);
+  ctr__fdk_filter_free(&f);
+  ctr_geometry_free(g);
+}
+
+/* A short scan of an intermediate range (270 deg: Parker's weights with the
+ * overscan delta = 45 deg) reconstructs within 2x of the full turn's RMSE,
+ * same phantom and angular step (measured 1.47); 200 deg + fan as well
+ * (1.58). */
+static void test_short_scan_ranges(void) {
+  const int64_t n = 64;
+  ctr_phantom *ph = NULL;
+  CHECK_OK(ctr_phantom_shepp_logan(0.5 * n * 0.95, 1.0, &ph));
+  const double fan = 2 * atan(0.5 * 1.35 * 1.5 * n / (6.0 * n)) * 180 / PI;
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  o.window = CTR_WINDOW_HANN;
+  double full_err = 0;
+  {
+    recon r;
+    if (make_recon(&r, ph, circular_nu(n, 240, 360, 112, 0), &o))
+      full_err = rmse_flat(r.vol, r.truth, n);
+    free_recon(&r);
+  }
+  const double ranges[] = {270, 200 + fan};
+  for (int k = 0; k < 2; k++) {
+    recon r;
+    const int64_t views = (int64_t)(240 * ranges[k] / 360 + 0.5);
+    if (make_recon(&r, ph, circular_nu(n, views, ranges[k], 112, 0), &o)) {
+      const double e = rmse_flat(r.vol, r.truth, n);
+      printf("short scan %.1f deg (%lld views): RMSE %.5f, full turn %.5f, ratio %.3f\n",
+             ranges[k], (long long)views, e, full_err, e / full_err);
+      CHECK_MSG(e <= 2.0 * full_err, "%.1f deg: RMSE %g vs full %g", ranges[k], e, full_err);
+    }
+    free_recon(&r);
+  }
+  ctr_phantom_free(ph);
+}
+
 /* A uniform ball: the centre value is the density (units and scaling). */
 static void test_units(void) {
   const int64_t n = 64;
@@ -393,6 +650,9 @@ int main(void) {
   test_units();
   test_shepp_logan();
   test_short_scan();
+  test_short_scan_ranges();
+  test_offset_detector();
+  test_offset_pixel_weights();
 #if defined(CTR_TEST_CUDA) && CTR_HAVE_CUDA
   test_gpu_arrays();
 #endif

@@ -342,6 +342,71 @@ static void test_scan_and_parker(void) {
   CHECK_NEAR(ctr__parker_weight(-0.1, 0.0, range), 0.0, 0.0);
 }
 
+/* Parker weights with the overscan delta = (range - pi) / 2, for scans of
+ * 180 + fan, 200 + fan, 270 and 360 deg: every ray of the fan (gamma over
+ * +-fan / 2 on a grid, beta over the scan) is measured at beta + 2 pi k
+ * (gamma) and beta + pi - 2 gamma + 2 pi k (-gamma); the weights of the
+ * measurements inside the scan sum to one. */
+static void test_parker_ranges(void) {
+  const double half_fan = 0.2; /* radians: a 22.9 deg fan */
+  const double ranges[] = {PI + 2 * half_fan, PI + 2 * half_fan + 20 * PI / 180, 1.5 * PI,
+                           2 * PI};
+  for (int r = 0; r < 4; r++) {
+    const double range = ranges[r];
+    double worst = 0;
+    int rays = 0;
+    for (int j = 0; j < 41; j++) {
+      const double gamma = half_fan * (-1.0 + 2.0 * (j + 0.5) / 41.0);
+      for (int k = 0; k < 720; k++) {
+        const double beta = range * (k + 0.5) / 720.0;
+        double sum = 0;
+        for (int m = -2; m <= 2; m++) {
+          const double b1 = beta + 2 * PI * m, b2 = beta + PI - 2 * gamma + 2 * PI * m;
+          if (b1 >= 0 && b1 <= range) sum += ctr__parker_weight(b1, gamma, range);
+          if (b2 >= 0 && b2 <= range) sum += ctr__parker_weight(b2, -gamma, range);
+        }
+        worst = fmax(worst, fabs(sum - 1.0));
+        rays++;
+      }
+    }
+    CHECK_MSG(worst < 1e-12, "range %.1f deg: conjugate sums off by %g over %d rays",
+              range * 180 / PI, worst, rays);
+  }
+}
+
+/* Wang 2002's offset-detector weight: conjugate fan angles (x, -x) sum to
+ * one over the whole transition, 0 and 1 outside it, continuous with a
+ * continuous derivative (C1) where it meets them. */
+static void test_offset_weight_math(void) {
+  const double xo[] = {0.01, 0.05, 0.3};
+  for (int k = 0; k < 3; k++) {
+    const double x_o = xo[k];
+    double worst = 0;
+    for (int i = 0; i <= 1000; i++) {
+      const double x = x_o * (-1.2 + 2.4 * i / 1000.0);
+      worst = fmax(worst, fabs(ctr__offset_weight(x, x_o) + ctr__offset_weight(-x, x_o) - 1.0));
+    }
+    CHECK_MSG(worst < 1e-15, "x_o %g: conjugate sums off by %g", x_o, worst);
+    CHECK(ctr__offset_weight(-x_o * 1.001, x_o) == 0.0 && ctr__offset_weight(x_o * 1.001, x_o) == 1.0);
+    CHECK_NEAR(ctr__offset_weight(0.0, x_o), 0.5, 1e-15);
+    /* C1: one-sided difference quotients at the ends of the transition
+     * vanish like h (the second derivative is bounded), and inside the
+     * slope never exceeds pi / (4 x_o). */
+    const double h = 1e-4 * x_o;
+    const double d_lo = (ctr__offset_weight(-x_o + h, x_o) - ctr__offset_weight(-x_o, x_o)) / h;
+    const double d_hi = (ctr__offset_weight(x_o, x_o) - ctr__offset_weight(x_o - h, x_o)) / h;
+    const double bound = PI * PI / (8 * x_o * x_o) * h; /* |w''| <= pi^2 / (8 x_o^2) */
+    CHECK_MSG(fabs(d_lo) <= bound * 1.01 && fabs(d_hi) <= bound * 1.01,
+              "x_o %g: slopes %g, %g at the ends (bound %g)", x_o, d_lo, d_hi, bound);
+    double steepest = 0;
+    for (int i = 0; i < 1000; i++) {
+      const double a = x_o * (-1.0 + 2.0 * i / 1000.0), b = x_o * (-1.0 + 2.0 * (i + 1) / 1000.0);
+      steepest = fmax(steepest, fabs(ctr__offset_weight(b, x_o) - ctr__offset_weight(a, x_o)) / (b - a));
+    }
+    CHECK_MSG(steepest <= PI / (4 * x_o) * 1.0001, "x_o %g: slope %g", x_o, steepest);
+  }
+}
+
 /* Coverage of circular orbits is decided from the views next to each
  * point's extreme projections (geometry.c): the same orbits given as plain
  * matrices are checked view by view, and both must agree exactly, for
@@ -445,10 +510,10 @@ static void check_fdk_circular(const ctr_circular_params *p, int want, const cha
 }
 
 /* A full circle and a short scan of exactly 180 deg plus the fan pass; a
- * short scan two views short of that, and an offset detector that sees
- * little of the field of view in every view (each voxel is seen over more
- * than 180 deg plus its fan, but FDK's weights count on every view), do
- * not. */
+ * short scan two views short of that does not. An offset (half-fan)
+ * detector passes on a full turn (FDK weights it and extends its rows:
+ * docs/geometry.md), not on a 270 deg scan or with a wide side that misses
+ * the field of view's edge. */
 static void test_fdk_check_circular(void) {
   ctr_circular_params p = fdk_orbit();
   check_fdk_circular(&p, 1, NULL);
@@ -460,7 +525,50 @@ static void test_fdk_check_circular(void) {
   /* half-fan: the detector's left edge 4 pixels left of the axis */
   p = fdk_orbit();
   p.offset_u = (0.5 * (double)p.nu - 4.0) * p.du;
+  check_fdk_circular(&p, 1, NULL);
+  p.angle_range_deg = 270;
   check_fdk_circular(&p, 0, "half-fan");
+  /* 24 columns, 4 left of the axis: the wide side reaches 20 columns, 2.9 deg of the 3.3 the
+   * field of view needs */
+  p = fdk_orbit();
+  p.nu = 24;
+  p.offset_u = (0.5 * (double)p.nu - 4.0) * p.du;
+  check_fdk_circular(&p, 0, "half-fan");
+}
+
+/* ctr_geometry_offset_detector's rule (docs/geometry.md, "Offset detectors"):
+ * a full turn, the wide side reaching the field of view's edge, the narrow
+ * side past the axis but short of the edge. */
+static void test_offset_detector_rule(void) {
+  ctr_volume_geometry vol = {24, 24, 8, 2.0, 2.0, 2.0, 0, 0, 0};
+  struct {
+    double range, shift_px; /* detector shift, columns (+: wide side at +u) */
+    int64_t nu;
+    int want;
+    const char *what;
+  } cases[] = {
+      {360, 28, 64, 1, "half-fan, wide side at +u"},
+      {360, -28, 64, 1, "half-fan, wide side at -u"},
+      {360, 0, 64, 0, "centred"},
+      {360, 4, 64, 0, "shifted, both sides cover the field of view"},
+      {270, 28, 64, 0, "half-fan on a short scan"},
+      {360, 32, 64, 0, "the narrow side does not reach past the axis"},
+      {360, 8, 24, 0, "wide side short of the edge"},
+      {360, 0, 16, 0, "centred, narrower than the volume"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    ctr_circular_params p = fdk_orbit();
+    p.angle_range_deg = cases[k].range;
+    p.nu = cases[k].nu;
+    p.offset_u = cases[k].shift_px * p.du;
+    ctr_geometry *g = NULL;
+    CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+    if (!g) continue;
+    CHECK_MSG(ctr_geometry_offset_detector(g) == cases[k].want, "%s: expected %d",
+              cases[k].what, cases[k].want);
+    ctr_geometry_free(g);
+  }
+  CHECK(ctr_geometry_offset_detector(NULL) == 0);
 }
 
 /* A helix given as per-view matrices: the circular orbit's matrices, each
@@ -567,6 +675,9 @@ int main(void) {
   test_scan_and_parker();
   test_coverage_circular_exact();
   test_fdk_check_circular();
+  test_offset_detector_rule();
+  test_parker_ranges();
+  test_offset_weight_math();
   test_fdk_check_helix();
   test_json_radians();
   rmdir(tmpdir);

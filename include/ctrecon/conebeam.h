@@ -15,6 +15,15 @@ typedef enum ctr_short_scan {
   CTR_SHORT_SCAN_PARKER = 2
 } ctr_short_scan;
 
+/* Redundancy weights of an offset (half-fan) detector on a full turn (Wang
+ * 2002; docs/geometry.md, "Offset detectors"). */
+typedef enum ctr_offset_weight {
+  CTR_OFFSET_WEIGHT_AUTO = 0, /* Wang weights when ctr_geometry_offset_detector says so */
+  CTR_OFFSET_WEIGHT_OFF = 1,  /* none: a half-fan scan reconstructs wrongly (with a warning) */
+  CTR_OFFSET_WEIGHT_WANG = 2  /* always (needs a full turn and a detector that reaches the
+                                 rotation axis) */
+} ctr_offset_weight;
+
 typedef enum ctr_interp {
   CTR_INTERP_DEFAULT = 0, /* backend's default (exact on CPU, texture on GPU) */
   CTR_INTERP_EXACT = 1,   /* fp32 software bilinear, ~1e-6 relative */
@@ -23,7 +32,8 @@ typedef enum ctr_interp {
                              GPU (slower); the CPU treats it as exact */
 } ctr_interp;
 
-#define CTR_FDK_OPTIONS_VERSION 3u /* 2: strict; 3: geometry_checked */
+#define CTR_FDK_OPTIONS_VERSION 4u /* 2: strict; 3: geometry_checked; 4: offset_weight,
+                                      offset_overlap */
 typedef struct ctr_fdk_options {
   unsigned version;
   ctr_window window;
@@ -42,11 +52,17 @@ typedef struct ctr_fdk_options {
                               what it found (or refused): FDK neither checks nor warns again;
                               0 (default): FDK checks the geometry itself (ctr_fdk,
                               ctr_fdk_stream, ctr_fdk_stream_memory) */
+  ctr_offset_weight offset_weight; /* offset (half-fan) detector weights (default auto) */
+  double offset_overlap;   /* width of the offset weights' transition, detector columns,
+                              centred on the principal point; 0 (default): the whole overlap
+                              the geometry gives (twice the distance from the principal point
+                              to the centre of the farthest column on the detector's narrow
+                              side); more than that is CTR_E_INVALID_ARGUMENT */
 } ctr_fdk_options;
 
 #define CTR_FDK_OPTIONS_INIT                                                                \
   { CTR_FDK_OPTIONS_VERSION, CTR_WINDOW_RAM_LAK, 1.0, CTR_SHORT_SCAN_AUTO, CTR_INTERP_DEFAULT, \
-    0, 0, 0, 0, 0 }
+    0, 0, 0, 0, 0, CTR_OFFSET_WEIGHT_AUTO, 0.0 }
 /* The defaults in the layout of `version`, 1 .. CTR_FDK_OPTIONS_VERSION (core.h). */
 CTR_API ctr_status ctr_fdk_options_init(ctr_fdk_options *s, unsigned version);
 
@@ -61,6 +77,13 @@ CTR_API ctr_status ctr_fdk_options_init(ctr_fdk_options *s, unsigned version);
  * GPU arrays (CTR_E_INVALID_ARGUMENT). */
 CTR_API ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
                            const ctr_array *proj, ctr_array *vol);
+
+/* ctr_geometry_fdk_check for FDK run with opts (NULL: the defaults): an
+ * offset (half-fan) detector is accepted with offset_weight auto or wang,
+ * not with off (the rays its overlap sees twice would count twice). What
+ * ctr_fdk and ctr_fdk_stream* check unless opts->geometry_checked. */
+CTR_API ctr_status ctr_fdk_check_geometry(const ctr_geometry *g, const ctr_fdk_options *opts,
+                                          int *ok, char *why, size_t cap);
 
 /* The two halves of FDK on the CPU backend, for callers that pipeline them
  * (ctr_backprojector is the incremental backprojection on either backend).
@@ -253,9 +276,9 @@ typedef void (*ctr_slab_fn)(void *user, int64_t z0, int64_t nz, const float *sla
 
 /* Version 1 held ctr_fdk_options version 1 (without strict); version 2 holds
  * version 2, and workers and split; version 3 adds cluster; version 4 holds ctr_fdk_options
- * version 3; version 5 adds overwrite. The embedded fdk options keep their
- * own version field: any version up to the one the stream options' version holds. */
-#define CTR_FDK_STREAM_OPTIONS_VERSION 5u /* 5: overwrite */
+ * version 3; version 5 adds overwrite; version 6 holds ctr_fdk_options version 4 (offset
+ * weights). The embedded fdk options keep their own version field: any version up to the one the stream options' version holds. */
+#define CTR_FDK_STREAM_OPTIONS_VERSION 6u /* 5: overwrite; 6: ctr_fdk_options 4 inside */
 typedef struct ctr_fdk_stream_options {
   unsigned version;
   ctr_fdk_options fdk;   /* filter, interpolation, slices (z0, nz) */

@@ -132,12 +132,26 @@ CTR_API int ctr_geometry_angles_look_like_radians(const ctr_geometry *g, double 
  * the z axis through the volume centre) that project inside the detector in
  * every view (1.0 = the field of view is fully covered). */
 CTR_API double ctr_geometry_coverage(const ctr_geometry *g);
+/* 1 when g is an offset (half-fan) detector on a full turn, which FDK
+ * reconstructs with Wang 2002's redundancy weights (docs/geometry.md,
+ * "Offset detectors"): the views cover 360 degrees (less half a step) and,
+ * with R the largest distance from the rotation axis of the field of view
+ * (the volume's inscribed cylinder) and d a view's source to axis distance,
+ * in every view the detector's wide side (from the principal point u0 to
+ * the farther detector edge) subtends at least asin(R / d), its narrow side
+ * reaches past u0 (u0 inside the detector's columns), and in some view the
+ * narrow side subtends less than asin(R / d). Else 0 (also for a NULL g or
+ * when the scan cannot be analysed). */
+CTR_API int ctr_geometry_offset_detector(const ctr_geometry *g);
 /* Whether FDK can reconstruct g (docs/geometry.md, "What FDK can
  * reconstruct"): every source on one circle about the z axis in one plane
  * (heights and distances from the axis equal to 1 % of that distance), and
  * every sampled voxel centre of the field of view inside the fan of views
  * spanning 180 degrees plus the detector's fan angle (less half a view's
- * step). *ok = 1 when it can; else *ok = 0 and `why` (cap bytes,
+ * step), or an offset detector on a full turn (ctr_geometry_offset_detector:
+ * FDK weights its redundancy and extends its filtered rows, docs/geometry.md,
+ * "Offset detectors"; ctr_fdk_check_geometry for FDK run with its weights
+ * off). *ok = 1 when it can; else *ok = 0 and `why` (cap bytes,
  * NUL-terminated; NULL: not written) says what fails and what to use
  * instead. CTR_E_OUT_OF_MEMORY when the scan cannot be analysed. */
 CTR_API ctr_status ctr_geometry_fdk_check(const ctr_geometry *g, int *ok, char *why, size_t cap);

@@ -45,16 +45,19 @@ class FdkGeometryWarning(RuntimeWarning):
     reconstructs such scans. fdk(..., strict=True) refuses them instead."""
 
 
-def _check_geometry(geometry: ConeGeometry, strict: bool) -> None:
+def _check_geometry(geometry: ConeGeometry, strict: bool, offset_weight: Any = "auto") -> None:
     """What FDK does with a geometry it cannot reconstruct: a FdkGeometryWarning,
     or with strict a GeometryError. The options then tell the library it was
     checked (ctr_fdk_options.geometry_checked), so it is said once."""
     ok = ffi.new("int *")
     why = ffi.new("char[1024]")
-    check(lib.ctr_geometry_fdk_check(geometry._ptr, ok, why, len(why)))
+    o = new_struct("ctr_fdk_options", lib.ctr_fdk_options_init, lib.CTR_FDK_OPTIONS_VERSION)
+    o.offset_weight = _core.enum_value(_OFFSET_WEIGHT, offset_weight, "offset_weight")
+    check(lib.ctr_fdk_check_geometry(geometry._ptr, o, ok, why, len(why)))
     if ok[0]:
         return
-    text = ffi.string(why).decode().replace("(ctr_iterate)", "(ctrecon.iterate)")
+    text = _core.python_words(ffi.string(why).decode().replace("(ctr_iterate)",
+                                                                "(ctrecon.iterate)"))
     if strict:
         raise _core.GeometryError(f"geometry: FDK cannot reconstruct it (refused: strict=True): "
                                   f"{text}")
@@ -62,8 +65,12 @@ def _check_geometry(geometry: ConeGeometry, strict: bool) -> None:
                   FdkGeometryWarning, stacklevel=3)
 
 
+_OFFSET_WEIGHT = {"auto": lib.CTR_OFFSET_WEIGHT_AUTO, "off": lib.CTR_OFFSET_WEIGHT_OFF,
+                  "wang": lib.CTR_OFFSET_WEIGHT_WANG}
+
+
 def _fdk_options(window_name, cutoff, short_scan, interp, z0, nz, views_per_batch, strict,
-                 into=None):
+                 into=None, offset_weight="auto", offset_overlap=0.0):
     o = into if into is not None else new_struct("ctr_fdk_options", lib.ctr_fdk_options_init,
                                                  lib.CTR_FDK_OPTIONS_VERSION)
     o.window = window(window_name)
@@ -72,6 +79,8 @@ def _fdk_options(window_name, cutoff, short_scan, interp, z0, nz, views_per_batc
     _core.assign(o, cutoff=cutoff, z0=z0, nz=nz, views_per_batch=views_per_batch)
     o.strict = int(bool(strict))
     o.geometry_checked = 1  # fdk and fdk_file: _check_geometry
+    o.offset_weight = _core.enum_value(_OFFSET_WEIGHT, offset_weight, "offset_weight")
+    _core.assign(o, offset_overlap=offset_overlap)
     return o
 
 
@@ -98,12 +107,15 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
         gpu_budget: Union[int, str, None] = None, host_budget: Union[int, str, None] = None,
         max_slab_slices: int = 0, store: Any = "auto", workers: int = 0, split: Any = "auto",
         return_report: bool = False, out: Optional[np.ndarray] = None, ctx=None,
-        progress: Any = "auto") -> Any:
+        progress: Any = "auto", offset_weight: Any = "auto",
+        offset_overlap: float = 0.0) -> Any:
     """FDK reconstruction in memory (ctr_fdk). projections: (nviews, nv, nu)
     float32 or uint16; the result: slices [z0, z0 + nz) (nz 0: all), shape
     (nz, ny, nx), in the projections' units per mm. Options (defaults: the
     signature's): window, cutoff (fraction of Nyquist), short_scan "auto" |
     "off" | "parker", interp "default" | "exact" | "texture" | "precise",
+    offset_weight "auto" | "off" | "wang" and offset_overlap (columns, 0: the
+    whole overlap): offset (half-fan) detector weights (docs/geometry.md),
     strict: bad values are an error instead of replaced by 0, and so is a
     geometry FDK cannot reconstruct, else a FdkGeometryWarning). Any of
     gpu_budget, host_budget (bytes or "8G"), max_slab_slices, store, workers,
@@ -115,7 +127,7 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
     C-contiguous array) are used in place on a CUDA context: projections on
     the GPU give the volume on the GPU (a new CuPy array, or `out`), with no
     copy through the host."""
-    _check_geometry(geometry, strict)
+    _check_geometry(geometry, strict, offset_weight)
     nzo = _nz(geometry, z0, nz)
     vshape = (nzo, geometry.volume.ny, geometry.volume.nx)
     d = _gpu.gpu_input(projections, out, "projections")
@@ -133,11 +145,13 @@ def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
     planned = (gpu_budget is not None or host_budget is not None or max_slab_slices or
                store != "auto" or workers or split != "auto" or return_report)
     if not planned:
-        o = _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict)
+        o = _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict,
+                         offset_weight=offset_weight, offset_overlap=offset_overlap)
         _core.call(progress, lib.ctr_fdk, context(ctx).ptr, geometry._ptr, o, proj_a, vol_a)
         return vol
     so = new_struct("ctr_fdk_stream_options", lib.ctr_fdk_stream_options_init, lib.CTR_FDK_STREAM_OPTIONS_VERSION)
-    _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict, so.fdk)
+    _fdk_options(window, cutoff, short_scan, interp, z0, nz, views_per_batch, strict, so.fdk,
+                 offset_weight, offset_overlap)
     keep: list = []
     _stream_options(so, gpu_budget=gpu_budget, host_budget=host_budget,
                     max_slab_slices=max_slab_slices, store=store, scratch_dir=None,

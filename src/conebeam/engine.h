@@ -136,6 +136,14 @@ typedef struct ctr__engine_backend {
    * rows (ctr__geometry_rows: views hold those rows only); else a
    * distributed rank gives them whole views, zero outside its rows. */
   int row_window;
+  /* 1 if its engines filter an offset (half-fan) detector's rows extended
+   * beyond the narrow edge (ctr__fdk_filter_extend: zero columns, the ramp
+   * of nu_ext) and backproject them through the extended detector, and
+   * filter_bp's filtered_out / bp's filtered then hold ctr__fdk_row_width's
+   * nu_ext columns per row; 0: the executor refuses such runs (the rows
+   * filtered at the detector's width lose the narrow side's tails:
+   * docs/geometry.md, "Offset detectors"). */
+  int extends_rows;
   /* The memory model: what an engine created for this candidate allocates
    * (a pure function, available whether or not the backend is built). */
   void (*cost)(const ctr_geometry *g, const ctr__plan_candidate *c, ctr__engine_cost *out);

@@ -33,6 +33,7 @@
 #include "conebeam/engine.h"
 #include "stream/journal.h"
 #include "conebeam/fdk_internal.h"
+#include "filter/filter.h"
 #include "conebeam/plan_costs.h"
 #include "conebeam/plan_split.h"
 #include "stream/ring.h"
@@ -78,6 +79,9 @@ struct stream_run {
   ctr_fdk_stream_options opts;
   ctr_fdk_options fdk;
   ctr_fdk_plan plan;
+  int64_t kept_nu;          /* columns of a filtered view the engines keep and take back: an
+                               offset detector's extended rows (ctr__fdk_row_width), else nu */
+  int64_t pad_lo;           /* the extension's columns before column 0 */
   int nw;                   /* workers */
   worker w[CTR_MAX_WORKERS];
   /* source */
@@ -130,7 +134,10 @@ static int64_t batch_len(const stream_run *r, int64_t b) {
   return left < r->plan.views_per_batch ? left : r->plan.views_per_batch;
 }
 
+/* Pixels of a raw view, and of a filtered one as the engines keep it (the
+ * store, the transit buffers, the scratch file). */
 static size_t view_px(const stream_run *r) { return (size_t)(r->g->nu * r->g->nv); }
+static size_t kept_px(const stream_run *r) { return (size_t)(r->kept_nu * r->g->nv); }
 
 static int64_t slab_len(const stream_run *r, int64_t s) {
   const int64_t z = s * r->plan.slab_slices;
@@ -158,7 +165,7 @@ static ctr_status fill_raw(void *user, int64_t b, void *buf) {
 static ctr_status fill_scratch(void *user, int64_t b, void *buf) {
   worker *w = user;
   stream_run *r = w->r;
-  const size_t bytes = view_px(r) * sizeof(float);
+  const size_t bytes = kept_px(r) * sizeof(float);
   return ctr__pread_full(r->scratch_fd, buf, bytes * (size_t)batch_len(r, b),
                          (int64_t)bytes * b * r->plan.views_per_batch, r->scratch_path);
 }
@@ -169,6 +176,7 @@ static ctr_status resolve_options(const ctr_geometry *g, const ctr_fdk_stream_op
                                   stream_run *r) {
   CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_stream_options, &r->opts, in));
   CTR_CHECK(ctr__fdk_options_resolve(g, &r->opts.fdk, &r->fdk));
+  CTR_CHECK(ctr__fdk_row_width(r->ctx, g, &r->fdk, &r->pad_lo, &r->kept_nu));
   if (r->opts.input_scale == 0) r->opts.input_scale = 1.0;
   if (r->opts.out_scale == 0) r->opts.out_scale = 1.0;
   if (!(r->opts.input_scale > 0) || !isfinite(r->opts.input_scale))
@@ -244,7 +252,30 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
     }
   }
   r->plan = (ctr_fdk_plan)CTR_FDK_PLAN_INIT;
-  CTR_CHECK(ctr_fdk_plan_compute(r->g, &q, &r->plan));
+  if (r->kept_nu != r->g->nu) {
+    const ctr__engine_backend *be;
+    CTR_CHECK(ctr__engine_backend_of(r->ctx, &be));
+    if (!be->extends_rows)
+      CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_fdk_options.offset_weight",
+                     "an offset (half-fan) detector needs its weighted rows filtered with %lld "
+                     "zero columns beyond the narrow edge, which the %s backend does not do yet: "
+                     "reconstruct on the CPU (ctr_context_options.device = CTR_DEVICE_CPU; the "
+                     "CLI's --device cpu), or set offset_weight = CTR_OFFSET_WEIGHT_OFF (--offset-weight "
+                     "off) to accept the error of the unweighted rows (docs/geometry.md, \"Offset "
+                     "detectors\")", (long long)(r->kept_nu - r->g->nu), be->head.name);
+  }
+  if (r->kept_nu == r->g->nu) {
+    CTR_CHECK(ctr_fdk_plan_compute(r->g, &q, &r->plan));
+  } else {
+    /* an offset detector's rows are extended before the filter: planned
+     * with the extended detector's views everywhere (raw views then
+     * counted as wide as the filtered ones: at most twice their bytes) */
+    ctr_geometry *gx = NULL;
+    CTR_CHECK(ctr__geometry_columns(r->g, r->pad_lo, r->kept_nu, &gx));
+    const ctr_status st = ctr_fdk_plan_compute(gx, &q, &r->plan);
+    ctr_geometry_free(gx);
+    CTR_CHECK(st);
+  }
   if (resumed && (r->plan.slab_slices != resumed->slab_slices || r->plan.pair != resumed->pair))
     CTR_FAIL_FIELD(CTR_E_OUT_OF_MEMORY, "gpu_budget",
              "cannot resume: the interrupted run used subvolumes of %lld slices, the memory "
@@ -414,7 +445,7 @@ static ctr_status filter_subset(worker *w, int64_t b, float *keep) {
  * use (pinning is slow: during the first pass it hides behind the reads). */
 static ctr_status host_copy_of(stream_run *r, int64_t b, float **out) {
   pthread_mutex_lock(&r->mu);
-  if (!r->store[b]) r->store[b] = ctr_host_alloc((size_t)batch_len(r, b) * view_px(r) * sizeof(float));
+  if (!r->store[b]) r->store[b] = ctr_host_alloc((size_t)batch_len(r, b) * kept_px(r) * sizeof(float));
   *out = r->store[b];
   pthread_mutex_unlock(&r->mu);
   return *out ? CTR_OK : CTR_E_OUT_OF_MEMORY;
@@ -422,7 +453,7 @@ static ctr_status host_copy_of(stream_run *r, int64_t b, float **out) {
 
 static ctr_status scratch_write(worker *w, int64_t b, const float *data) {
   stream_run *r = w->r;
-  const size_t px = view_px(r);
+  const size_t px = kept_px(r);
   const double t0 = ctr__now_s();
   CTR_CHECK(ctr__pwrite_full(r->scratch_fd, data, (size_t)batch_len(r, b) * px * sizeof(float),
                              (int64_t)(px * sizeof(float)) * b * r->plan.views_per_batch,
@@ -469,7 +500,7 @@ static ctr_status transit_claim(stream_run *r, int consumers, int *slot) {
   pthread_mutex_unlock(&r->mu);
   if (k < 0) return stopped(r);
   if (!r->transit[k]) {
-    r->transit[k] = ctr_host_alloc((size_t)r->plan.views_per_batch * view_px(r) * sizeof(float));
+    r->transit[k] = ctr_host_alloc((size_t)r->plan.views_per_batch * kept_px(r) * sizeof(float));
     if (!r->transit[k]) return CTR_E_OUT_OF_MEMORY;
   }
   *slot = k;
@@ -531,7 +562,7 @@ static ctr_status first_pass(worker *w) {
       if (store == CTR_FDK_STORE_HOST) src = r->store[b];
       else if (transit) src = r->transit[r->ready_slot[b]];
       if (store == CTR_FDK_STORE_SCRATCH) {
-        const size_t bytes = view_px(r) * sizeof(float);
+        const size_t bytes = kept_px(r) * sizeof(float);
         const double t0 = ctr__now_s();
         CTR_CHECK(ctr__pread_full(r->scratch_fd, w->fetch, bytes * (size_t)batch_len(r, b),
                                   (int64_t)bytes * b * r->plan.views_per_batch, r->scratch_path));
@@ -927,7 +958,8 @@ static void *create_main(void *p) {
  * due, so that the backends' setup overlaps the first reads) and one engine
  * per worker, on the context's devices in turn. */
 static ctr_status setup(stream_run *r, const char *out, int start_reading) {
-  const size_t px = view_px(r), batch_floats = px * (size_t)r->plan.views_per_batch;
+  const size_t batch_floats = view_px(r) * (size_t)r->plan.views_per_batch;
+  const size_t kept_floats = kept_px(r) * (size_t)r->plan.views_per_batch;
   const int64_t slice = r->g->vol.nx * r->g->vol.ny;
   r->nw = r->plan.workers > 0 ? r->plan.workers : 1;
   const int shared = r->nw > 1 && r->plan.split == CTR_FDK_SPLIT_VOLUME;
@@ -952,13 +984,13 @@ static ctr_status setup(stream_run *r, const char *out, int start_reading) {
     w->index = i;
     worker_batches(r, i, &w->b0, &w->b1);
     if (r->plan.store == CTR_FDK_STORE_SCRATCH) {
-      w->bounce = ctr_host_alloc(batch_floats * sizeof(float));
+      w->bounce = ctr_host_alloc(kept_floats * sizeof(float));
       if (!w->bounce) return CTR_E_OUT_OF_MEMORY;
       if (shared) {
-        w->fetch = ctr_host_alloc(batch_floats * sizeof(float));
+        w->fetch = ctr_host_alloc(kept_floats * sizeof(float));
         if (!w->fetch) return CTR_E_OUT_OF_MEMORY;
       }
-      const ctr_status st = ctr__ring_init(&w->sring, CTR__READ_BUFFERS, batch_floats * sizeof(float),
+      const ctr_status st = ctr__ring_init(&w->sring, CTR__READ_BUFFERS, kept_floats * sizeof(float),
                                            fill_scratch, w);
       w->have_sring = 1;
       if (st != CTR_OK) return st;

@@ -227,7 +227,8 @@ static const ctr_fdk_options fdk_options_defaults = CTR_FDK_OPTIONS_INIT;
 static const ctr__struct_version fdk_options_versions[] = {
     CTR__V_UPTO(ctr_fdk_options, strict),           /* 1 */
     CTR__V_UPTO(ctr_fdk_options, geometry_checked), /* 2: strict */
-    CTR__V_ALL(ctr_fdk_options),                    /* 3: geometry_checked */
+    CTR__V_UPTO(ctr_fdk_options, offset_weight),    /* 3: geometry_checked */
+    CTR__V_ALL(ctr_fdk_options),                    /* 4: offset_weight, offset_overlap */
 };
 CTR__STRUCT_DEFINE(fdk_options, CTR_FDK_OPTIONS_VERSION)
 
@@ -241,6 +242,7 @@ static const ctr__struct_version fdk_stream_options_versions[] = {
     {offsetof(ctr_fdk_stream_options, overwrite), {2}}, /* 3: cluster */
     {offsetof(ctr_fdk_stream_options, overwrite), {3}}, /* 4: ctr_fdk_options version 3 inside */
     {sizeof(ctr_fdk_stream_options), {3}},              /* 5: overwrite */
+    {sizeof(ctr_fdk_stream_options), {4}},              /* 6: ctr_fdk_options version 4 inside */
 };
 CTR__STRUCT_DEFINE_NESTED(fdk_stream_options, CTR_FDK_STREAM_OPTIONS_VERSION, 1,
                           {offsetof(ctr_fdk_stream_options, fdk)}, {"fdk"},

@@ -50,20 +50,41 @@ typedef struct ctr__fdk_filter {
   const ctr_geometry *g;
   ctr__scan scan;
   int parker;
+  int offset;         /* Wang 2002 weights of an offset (half-fan) detector */
+  double offset_half; /* their transition's half-width, columns; 0: each view's whole overlap */
   double beta_shift; /* puts each view in the middle of its angular interval */
-  ctr__ramp *ramp;
+  int64_t pad_lo;    /* the filtered rows hold columns [-pad_lo, nu_ext - pad_lo) of the
+                        detector's: 0 and nu unless extended (ctr__fdk_filter_extend) */
+  int64_t nu_ext;
+  ctr__ramp *ramp;   /* for rows of nu_ext */
 } ctr__fdk_filter;
 
 ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
                                 const ctr_fdk_options *o, ctr__fdk_filter *f);
 void ctr__fdk_filter_free(ctr__fdk_filter *f);
+/* An offset (half-fan) detector's virtual detector (docs/geometry.md,
+ * "Offset detectors"): zero columns on the narrow side, pad_lo before column
+ * 0 and nu_ext - nu - pad_lo after column nu - 1, so that in every view the
+ * filtered row reaches the mirror image about u0 of the wide side's farthest
+ * column; the ramp filter is re-made for rows of nu_ext. Nothing changes
+ * when f has no offset weights. Callers then filter rows of nu_ext values
+ * (the views' data at columns pad_lo .. pad_lo + nu - 1, zeros elsewhere)
+ * and backproject them through ctr__geometry_columns(g, pad_lo, nu_ext). */
+ctr_status ctr__fdk_filter_extend(const ctr_fdk_options *o, ctr__fdk_filter *f);
+/* The filtered rows' columns for g and resolved options o, as an engine's
+ * ctr__fdk_filter_extend gives them: pad_lo zero columns before column 0
+ * and nu_ext in all (0 and nu without offset weights). For the executor's
+ * kept copies, its memory plan and the backends that do not extend. */
+ctr_status ctr__fdk_row_width(const ctr_context *ctx, const ctr_geometry *g,
+                              const ctr_fdk_options *o, int64_t *pad_lo, int64_t *nu_ext);
 /* Pre-weight parameters of view i (shared with the CUDA filter). */
 ctr__fdk_view_params ctr__fdk_view_params_of(const ctr__fdk_filter *f, int64_t i);
-/* Per-pixel pre-weights (cosine x Parker) of view i into w (nu x nv) and the
+/* Per-pixel pre-weights (cosine x Parker x offset) of view i into w (nu_ext x nv, column k
+ * being the detector's k - pad_lo) and the
  * post-filter scale (angular weight / isocentre pixel pitch). */
 void ctr__fdk_view_weights(const ctr__fdk_filter *f, int64_t i, float *w, float *scale);
 /* Filters views [v0, v0+n) in place: image k starts at proj + k * view_stride,
- * its rows are row_stride apart (so padded buffers can be filtered in place). */
+ * its rows (f->nu_ext values each) are row_stride apart (so padded buffers can be filtered in place). */
 ctr_status ctr__fdk_filter_run(const ctr_context *ctx, const ctr__fdk_filter *f, int64_t v0,
                                int64_t n, float *proj, int64_t view_stride, int64_t row_stride);
 

@@ -435,6 +435,25 @@ ctr_status ctr__geometry_rows(const ctr_geometry *g, int64_t row0, int64_t nrows
   return CTR_OK;
 }
 
+ctr_status ctr__geometry_columns(const ctr_geometry *g, int64_t pad_lo, int64_t nu,
+                                 ctr_geometry **out) {
+  *out = NULL;
+  if (pad_lo < 0 || nu < pad_lo + g->nu)
+    CTR_FAIL(CTR_E_INTERNAL, "detector columns [%lld, %lld) do not hold [0, %lld)",
+             (long long)-pad_lo, (long long)(nu - pad_lo), (long long)g->nu);
+  CTR_CHECK(ctr_geometry_clone(g, out));
+  free((*out)->vectors); /* they describe the real detector */
+  (*out)->vectors = NULL;
+  (*out)->circular = 0; /* its parameters describe the real detector */
+  (*out)->nu = nu;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    ctr__view *v = &(*out)->views[i];
+    for (int q = 0; q < 4; q++) v->P[q] += (double)pad_lo * v->P[8 + q];
+    v->u0 += (double)pad_lo;
+  }
+  return CTR_OK;
+}
+
 void ctr_geometry_free(ctr_geometry *g) {
   if (!g) return;
   free(g->views);
@@ -753,10 +772,50 @@ static double fan_arc(const ctr_geometry *g, const ctr__scan *sc, const double p
   return arc;
 }
 
+/* ---- Offset (half-fan) detectors (ctr_geometry_offset_detector) ---------- */
+
+/* An upper bound on the distance from the rotation axis of the field of
+ * view's voxel centres (the volume's inscribed cylinder about its centre). */
+static double fov_radius(const ctr_volume_geometry *vol) {
+  const double rx = 0.5 * (double)(vol->nx - 1) * vol->voxel_x;
+  const double ry = 0.5 * (double)(vol->ny - 1) * vol->voxel_y;
+  return hypot(vol->offset_x, vol->offset_y) + fmax(rx, ry);
+}
+
+int ctr__offset_detector(const ctr_geometry *g, const ctr__scan *sc) {
+  if (!sc->full || g->nviews < 2) return 0;
+  const double R = fov_radius(&g->vol);
+  int narrow_short = 0;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    const ctr__view *v = &g->views[i];
+    const double d = hypot(v->src[0], v->src[1]), f = fabs(v->fu);
+    if (!(R < d) || !(f > 0)) return 0;
+    /* A ray at fan angle gamma passes d sin(gamma) from the axis. */
+    const double need = asin(R / d);
+    const double lo = v->u0 + 0.5, hi = (double)g->nu - 0.5 - v->u0; /* pixel edges */
+    if (atan(fmax(lo, hi) / f) < need) return 0; /* truncated on both sides */
+    if (!(v->u0 > 0.0 && v->u0 < (double)(g->nu - 1))) return 0; /* no overlap */
+    if (atan(fmin(lo, hi) / f) < need) narrow_short = 1;
+  }
+  return narrow_short;
+}
+
+int ctr_geometry_offset_detector(const ctr_geometry *g) {
+  if (!g) return 0;
+  ctr__scan sc;
+  if (ctr__scan_analyse(g, &sc) != CTR_OK) return 0;
+  const int r = ctr__offset_detector(g, &sc);
+  ctr__scan_free(&sc);
+  return r;
+}
+
 /* 1 when the orbit spans a short scan (180 deg plus the fan, half a step
  * spared) and every sample of the field of view is in the fan of every view
- * (the views FDK's weights count on); else 0 and what fails in why. */
-static int fov_short_scan(const ctr_geometry *g, const ctr__scan *sc, char *why, size_t cap) {
+ * (the views FDK's weights count on), or when it is an offset detector on a
+ * full turn and `offset_weights` (FDK weights it); else 0 and what fails in
+ * why. */
+static int fov_short_scan(const ctr_geometry *g, const ctr__scan *sc, int offset_weights,
+                          char *why, size_t cap) {
   double step = 0.0, total = 0.0;
   for (int64_t i = 0; i < g->nviews; i++) {
     step = fmax(step, sc->dbeta[i]);
@@ -768,6 +827,17 @@ static int fov_short_scan(const ctr_geometry *g, const ctr__scan *sc, char *why,
              "the orbit covers %.1f deg, less than a short scan (180 deg plus the fan angle, "
              "180 + %.1f deg), and FDK needs a short scan's data: " CTR__FDK_INSTEAD,
              sc->range * deg, fan * deg);
+    return 0;
+  }
+  /* FDK weights the redundancy (Wang 2002) and filters the rows extended
+   * beyond the narrow edge (docs/geometry.md, "Offset detectors"); a
+   * backend that does not extend them refuses the run itself. */
+  if (ctr__offset_detector(g, sc)) {
+    if (offset_weights) return 1;
+    snprintf(why, cap,
+             "an offset (half-fan) detector on a full turn without its redundancy weights "
+             "(ctr_fdk_options.offset_weight off): the rays the overlap sees twice count "
+             "twice; set offset_weight to auto or wang, or: " CTR__FDK_INSTEAD);
     return 0;
   }
   int64_t m[3], lacking = 0, total_samples = 0;
@@ -788,14 +858,17 @@ static int fov_short_scan(const ctr_geometry *g, const ctr__scan *sc, char *why,
   if (!lacking) return 1;
   snprintf(why, cap,
            "%.1f %% of the field of view is outside the detector's fan in some views (the "
-           "least seen part in %.1f of the orbit's %.1f deg): an offset (half-fan) detector, "
-           "or one narrower than the volume, and FDK's weights need every voxel in every view "
-           "of a circle or short scan: " CTR__FDK_INSTEAD,
+           "least seen part in %.1f of the orbit's %.1f deg): a detector narrower than the "
+           "volume, or an offset (half-fan) detector that is not on a full turn or whose "
+           "wide side does not reach the field of view's edge (ctr_geometry_offset_detector), "
+           "and FDK's weights need every voxel in every view of a circle or short scan: "
+           CTR__FDK_INSTEAD,
            100.0 * (double)lacking / (double)total_samples, least * deg, total * deg);
   return 0;
 }
 
-ctr_status ctr_geometry_fdk_check(const ctr_geometry *g, int *ok, char *why, size_t cap) {
+static ctr_status fdk_check(const ctr_geometry *g, int offset_weights, int *ok, char *why,
+                            size_t cap) {
   char none[1];
   if (!g || !ok)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_fdk_check: geometry and ok are required");
@@ -808,9 +881,20 @@ ctr_status ctr_geometry_fdk_check(const ctr_geometry *g, int *ok, char *why, siz
   if (!*ok) return CTR_OK;
   ctr__scan sc;
   CTR_CHECK(ctr__scan_analyse(g, &sc));
-  *ok = fov_short_scan(g, &sc, why, cap);
+  *ok = fov_short_scan(g, &sc, offset_weights, why, cap);
   ctr__scan_free(&sc);
   return CTR_OK;
+}
+
+ctr_status ctr_geometry_fdk_check(const ctr_geometry *g, int *ok, char *why, size_t cap) {
+  return fdk_check(g, 1, ok, why, cap);
+}
+
+ctr_status ctr_fdk_check_geometry(const ctr_geometry *g, const ctr_fdk_options *opts, int *ok,
+                                  char *why, size_t cap) {
+  ctr_fdk_options o;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_options, &o, opts));
+  return fdk_check(g, o.offset_weight != CTR_OFFSET_WEIGHT_OFF, ok, why, cap);
 }
 
 ctr_status ctr__fdk_geometry_report(const ctr_context *ctx, const ctr_geometry *g,
@@ -818,7 +902,7 @@ ctr_status ctr__fdk_geometry_report(const ctr_context *ctx, const ctr_geometry *
   if (o->geometry_checked) return CTR_OK;
   int ok;
   char why[768];
-  CTR_CHECK(ctr_geometry_fdk_check(g, &ok, why, sizeof why));
+  CTR_CHECK(fdk_check(g, o->offset_weight != CTR_OFFSET_WEIGHT_OFF, &ok, why, sizeof why));
   if (ok) return CTR_OK;
   if (o->strict)
     CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_fdk_options.strict",

@@ -77,6 +77,8 @@ ctr_status ctr__scan_analyse(const ctr_geometry *g, ctr__scan *out);
 /* The fan angle a short scan needs beyond 180 degrees (radians): twice the
  * widest angle between a view's principal ray and a detector edge. */
 double ctr__geometry_fan(const ctr_geometry *g);
+/* ctr_geometry_offset_detector's rule on an analysed scan. */
+int ctr__offset_detector(const ctr_geometry *g, const ctr__scan *sc);
 /* What FDK does with a geometry it cannot reconstruct (ctr_geometry_fdk_check):
  * unless o->geometry_checked, a warning through ctx's log, or with o->strict
  * a CTR_E_GEOMETRY error. ctr_fdk, ctr_fdk_stream and ctr_fdk_stream_memory call it
@@ -97,6 +99,14 @@ void ctr__geometry_row_band(const ctr_geometry *g, int64_t z0, int64_t nz, int64
  * (nv = nrows, row0 set; views, volume and matrices unchanged). */
 ctr_status ctr__geometry_rows(const ctr_geometry *g, int64_t row0, int64_t nrows,
                               ctr_geometry **out);
+/* A copy of g whose detector has nu columns, the first `pad_lo` of them
+ * before g's column 0: column u of g is column u + pad_lo of the copy (each
+ * view's matrix gets pad_lo x its third row added to its first, u0 moves by
+ * pad_lo); rows, volume and the other view parameters are unchanged, the
+ * vectors dropped. The virtual detector of an offset (half-fan) FDK's
+ * extended filtered rows (ctr__fdk_filter_extend). */
+ctr_status ctr__geometry_columns(const ctr_geometry *g, int64_t pad_lo, int64_t nu,
+                                 ctr_geometry **out);
 
 /* Voxel centre coordinate along an axis. */
 static inline double ctr__voxel_coord(int64_t i, int64_t n, double size, double offset) {

@@ -48,6 +48,12 @@ int64_t ctr__fill_padded(const ctr_geometry *g, const void *src, ctr_dtype dtype
  * is bad). */
 int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
                                 float scale, float *dst);
+/* Same, into padded images of nu_out >= g->nu + col0 columns, the views'
+ * column 0 at column col0 (the rest zero): an offset detector's extended
+ * rows (ctr__fdk_filter_extend). */
+int64_t ctr__fill_padded_columns(const ctr_geometry *g, const void *src, ctr_dtype dtype,
+                                 int64_t n, float scale, int64_t nu_out, int64_t col0,
+                                 float *dst);
 
 
 #ifdef __cplusplus

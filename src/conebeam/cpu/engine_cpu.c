@@ -11,6 +11,8 @@
 typedef struct cpu_engine {
   ctr_context *ctx;
   const ctr_geometry *g;
+  ctr_geometry *gx;     /* an offset detector's extended detector (ctr__fdk_filter_extend),
+                           whose rows the batch holds; NULL: g's */
   ctr__fdk_filter filter;
   int have_filter;
   float *batch;         /* N' padded views */
@@ -35,16 +37,30 @@ static ctr_status cpu_slab_begin(ctr__engine *e, int64_t z0, int64_t nz, float *
   return CTR_OK;
 }
 
+/* The geometry of the batch's rows. */
+static const ctr_geometry *batch_geometry(const cpu_engine *c) { return c->gx ? c->gx : c->g; }
+
 static ctr__padded_views batch_views(const cpu_engine *c) {
-  const ctr__padded_views v = {c->batch + ctr__padded_origin(c->g->nu),
-                               ctr__padded_size(c->g->nu, c->g->nv), ctr__padded_pitch(c->g->nu)};
+  const int64_t nu = batch_geometry(c)->nu;
+  const ctr__padded_views v = {c->batch + ctr__padded_origin(nu), ctr__padded_size(nu, c->g->nv),
+                               ctr__padded_pitch(nu)};
   return v;
 }
 
-/* Unpadded views out of the padded batch. */
+/* Views into the padded batch (their columns among the extended ones). */
+static int64_t fill_batch(const cpu_engine *c, const void *src, ctr_dtype dtype, int64_t n,
+                          float scale) {
+  if (!c->gx) return ctr__fill_padded_scaled(c->g, src, dtype, n, scale, c->batch);
+  return ctr__fill_padded_columns(c->g, src, dtype, n, scale, c->gx->nu, c->filter.pad_lo,
+                                  c->batch);
+}
+
+/* Unpadded filtered views out of the padded batch, as wide as the batch's
+ * rows (an offset detector's extended rows whole: the executor's kept
+ * copies are ctr__fdk_row_width's nu_ext columns wide). */
 static void copy_unpadded(const cpu_engine *c, int64_t n, float *dst) {
   const ctr__padded_views v = batch_views(c);
-  const int64_t nu = c->g->nu, nv = c->g->nv;
+  const int64_t nu = batch_geometry(c)->nu, nv = c->g->nv;
   for (int64_t k = 0; k < n; k++)
     for (int64_t r = 0; r < nv; r++)
       memcpy(dst + (k * nv + r) * nu, v.base + k * v.view_stride + r * v.pitch,
@@ -57,12 +73,12 @@ static ctr_status cpu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const voi
   if (n > c->nb) CTR_FAIL(CTR_E_INTERNAL, "batch of %lld views exceeds N' = %lld", (long long)n,
                           (long long)c->nb);
   const double t0 = ctr__now_s();
-  c->nonfinite += ctr__fill_padded_scaled(c->g, raw, dtype, n, c->in_scale, c->batch);
+  c->nonfinite += fill_batch(c, raw, dtype, n, c->in_scale);
   const ctr__padded_views v = batch_views(c);
   CTR_CHECK(ctr__fdk_filter_run(c->ctx, &c->filter, v0, n, (float *)v.base, v.view_stride, v.pitch));
   if (filtered_out) copy_unpadded(c, n, filtered_out);
   const double t1 = ctr__now_s();
-  ctr__bp_cpu(c->ctx, c->g, v0, n, NULL, NULL, &v, c->slab, c->z0, c->nz);
+  ctr__bp_cpu(c->ctx, batch_geometry(c), v0, n, NULL, NULL, &v, c->slab, c->z0, c->nz);
   c->t_filter += t1 - t0;
   c->t_bp += ctr__now_s() - t1;
   return CTR_OK;
@@ -72,9 +88,10 @@ static ctr_status cpu_bp(ctr__engine *e, int64_t v0, int64_t n, const float *fil
   cpu_engine *c = e->impl;
   if (!filtered) CTR_FAIL(CTR_E_INTERNAL, "the CPU backend keeps no filtered views");
   const double t0 = ctr__now_s();
-  ctr__fill_padded(c->g, filtered, CTR_DTYPE_FLOAT32, n, c->batch);
+  /* kept copies are as wide as the batch's rows (copy_unpadded) */
+  ctr__fill_padded_scaled(batch_geometry(c), filtered, CTR_DTYPE_FLOAT32, n, 1.0f, c->batch);
   const ctr__padded_views v = batch_views(c);
-  ctr__bp_cpu(c->ctx, c->g, v0, n, NULL, NULL, &v, c->slab, c->z0, c->nz);
+  ctr__bp_cpu(c->ctx, batch_geometry(c), v0, n, NULL, NULL, &v, c->slab, c->z0, c->nz);
   c->t_bp += ctr__now_s() - t0;
   return CTR_OK;
 }
@@ -135,6 +152,7 @@ static void cpu_destroy(ctr__engine *e) {
   cpu_engine *c = e->impl;
   if (!c) return;
   if (c->have_filter) ctr__fdk_filter_free(&c->filter);
+  ctr_geometry_free(c->gx);
   ctr__aligned_free(c->batch);
   ctr__aligned_free(c->own);
   free(c);
@@ -172,8 +190,12 @@ static ctr_status cpu_create(ctr_context *ctx, int device, const ctr_geometry *g
     ctr__log(ctx, CTR_LOG_WARNING, "texture interpolation needs a GPU; the CPU uses exact interpolation");
   CTR_CHECK_GOTO(st, ctr__fdk_filter_init(ctx, g, o, &c->filter));
   c->have_filter = 1;
-  c->batch = ctr__aligned_alloc((size_t)(c->nb * ctr__padded_size(g->nu, g->nv)) * sizeof(float),
-                                "padded projection batch");
+  CTR_CHECK_GOTO(st, ctr__fdk_filter_extend(o, &c->filter));
+  if (c->filter.nu_ext != g->nu)
+    CTR_CHECK_GOTO(st, ctr__geometry_columns(g, c->filter.pad_lo, c->filter.nu_ext, &c->gx));
+  c->batch = ctr__aligned_alloc(
+      (size_t)(c->nb * ctr__padded_size(batch_geometry(c)->nu, g->nv)) * sizeof(float),
+      "padded projection batch");
   /* its own subvolume: for a file, or for a projection split's partial sums */
   const int own = plan->host_slab_buffers || (plan->workers > 1 && plan->split == CTR_FDK_SPLIT_PROJECTIONS);
   if (own)
@@ -221,6 +243,7 @@ const ctr__engine_backend ctr__engine_backend_cpu = {
     .first_batch = cpu_first_batch,
     .device_store = 0,
     .row_window = 1,
+    .extends_rows = 1,
     .cost = cpu_cost,
     .create = cpu_create,
     .bpj_create = ctr__cpu_bpj_create,

@@ -4,16 +4,17 @@
 
 #include <string.h>
 
-int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
-                                float scale, float *dst) {
-  const int64_t nu = g->nu, nv = g->nv, size = ctr__padded_size(nu, nv);
-  const int pitch = ctr__padded_pitch(nu);
+int64_t ctr__fill_padded_columns(const ctr_geometry *g, const void *src, ctr_dtype dtype,
+                                 int64_t n, float scale, int64_t nu_out, int64_t col0,
+                                 float *dst) {
+  const int64_t nu = g->nu, nv = g->nv, size = ctr__padded_size(nu_out, nv);
+  const int pitch = ctr__padded_pitch(nu_out);
   int64_t bad = 0;
 #pragma omp parallel for schedule(static) reduction(+ : bad)
   for (int64_t k = 0; k < n; k++) {
     float *img = dst + k * size;
     memset(img, 0, (size_t)size * sizeof(float));
-    float *o = img + ctr__padded_origin(nu);
+    float *o = img + ctr__padded_origin(nu_out) + col0;
     for (int64_t v = 0; v < nv; v++) {
       const int64_t s = (k * nv + v) * nu;
       float *row = o + v * pitch;
@@ -34,6 +35,11 @@ int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtyp
     }
   }
   return bad;
+}
+
+int64_t ctr__fill_padded_scaled(const ctr_geometry *g, const void *src, ctr_dtype dtype, int64_t n,
+                                float scale, float *dst) {
+  return ctr__fill_padded_columns(g, src, dtype, n, scale, g->nu, 0, dst);
 }
 
 /* Copies n views (float32 or uint16, unpadded) into the padded batch buffer,
