@@ -19,6 +19,10 @@
 /* Opens `path` read-only; *size gets its length. CTR_E_IO names the path and
  * strerror (directories are refused too). */
 ctr_status ctr__file_open_read(const char *path, int *fd, int64_t *size);
+/* A text file whole, NUL-terminated, into *out (malloc'd; NULL on failure).
+ * A file of more than `max` bytes is CTR_E_FORMAT "'path' has N bytes:
+ * expected WHAT (at most MAX bytes)"; open and read errors as above. */
+ctr_status ctr__file_read_text(const char *path, int64_t max, const char *what, char **out);
 /* Reads exactly n bytes at off. A file that ends early is
  * CTR_E_SIZE_MISMATCH; an OS error is CTR_E_IO; both name `path`. */
 ctr_status ctr__pread_full(int fd, void *buf, size_t n, int64_t off, const char *path);

@@ -621,32 +621,15 @@ static void zarr_close(ctr_stack_reader *r) {
   r->impl = NULL;
 }
 
-/* "dir/zarr.json" parsed into *out (NULL when missing and `optional`). */
-static ctr_status read_json(const char *dir, int optional, cJSON **out) {
+/* "dir/zarr.json" parsed into *out. */
+static ctr_status read_json(const char *dir, cJSON **out) {
   *out = NULL;
-  char *name = ctr__io_sprintf("%s/zarr.json", dir);
+  char *name = ctr__io_sprintf("%s/zarr.json", dir), *text = NULL;
   if (!name) return CTR_E_OUT_OF_MEMORY;
-  ctr_status st = CTR_OK;
-  char *text = NULL;
-  int fd = -1;
-  int64_t size = 0;
-  if (optional && !ctr__file_exists(name)) goto cleanup;
-  CTR_CHECK_GOTO(st, ctr__file_open_read(name, &fd, &size));
-  if (size > ((int64_t)64 << 20))
-    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' is %lld bytes: too large for Zarr metadata", name,
-                  (long long)size);
-  text = ctr__malloc((size_t)size + 1, "Zarr metadata");
-  if (!text) {
-    st = CTR_E_OUT_OF_MEMORY;
-    goto cleanup;
-  }
-  CTR_CHECK_GOTO(st, ctr__pread_full(fd, text, (size_t)size, 0, name));
-  text[size] = '\0';
-  *out = cJSON_Parse(text);
-  if (!*out) CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' is not JSON (near byte %lld)", name,
-                           (long long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : 0));
-cleanup:
-  if (fd >= 0) close(fd);
+  ctr_status st = ctr__file_read_text(name, (int64_t)64 << 20, "Zarr metadata", &text);
+  if (st == CTR_OK && !(*out = cJSON_Parse(text)))
+    st = ctr__error_set(CTR_E_FORMAT, "'%s' is not JSON (near byte %lld)", name,
+                        (long long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : 0));
   free(text);
   free(name);
   return st;
@@ -868,7 +851,7 @@ ctr_status ctr__zarr_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64
   if (stat(r->path, &s) != 0 || !S_ISDIR(s.st_mode))
     CTR_FAIL_GOTO(st, CTR_E_IO, "cannot open the OME-Zarr '%s': %s", r->path,
                   stat(r->path, &s) != 0 ? strerror(errno) : "not a directory");
-  CTR_CHECK_GOTO(st, read_json(r->path, 0, &top));
+  CTR_CHECK_GOTO(st, read_json(r->path, &top));
   const char *node = json_string(top, "node_type");
   if (node && !strcmp(node, "group")) {
     CTR_CHECK_GOTO(st, read_group(r, top, &ds));
@@ -877,7 +860,7 @@ ctr_status ctr__zarr_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64
       st = CTR_E_OUT_OF_MEMORY;
       goto cleanup;
     }
-    CTR_CHECK_GOTO(st, read_json(in->array, 0, &arr));
+    CTR_CHECK_GOTO(st, read_json(in->array, &arr));
   } else if (node && !strcmp(node, "array")) {
     in->array = strdup(r->path);
     if (!in->array) {
