@@ -2,7 +2,7 @@
 # zarr-python reads ctrecon's OME-Zarr outputs (tests/zarr_read.py): fdk
 # (float32 with a pyramid, uint16) and fbp outputs compared voxel for voxel
 # with their raw outputs, the pyramid's levels with their 2x2x2 means, the
-# OME-NGFF metadata. Exits 77 (skipped) when python3 cannot import zarr
+# OME-NGFF metadata; tensorstore reads level 0 too where it is importable. Exits 77 (skipped) when python3 cannot import zarr
 # (pip install zarr).
 # Usage: bash zarr_python.sh path/to/ctrecon
 set -u

@@ -5,12 +5,18 @@ For each: the OME-NGFF 0.5 metadata (axes z, y, x in millimetres, one dataset
 per level with its scale), level "0" equal voxel for voxel to the raw output
 RAW (DTYPE, the same shape), and every further level the 2x2x2 mean of the
 level before (fewer voxels at an odd edge) computed here in float64 and
-stored as the dtype stores it (uint16: rounded half up). Exit 0 when all
-hold; prints what differs otherwise."""
+stored as the dtype stores it (uint16: rounded half up); where tensorstore
+is importable, its reading of level 0 too. Exit 0 when all hold; prints what
+differs otherwise."""
 import sys
 
 import numpy as np
 import zarr
+
+try:  # optional: a second reader
+    import tensorstore
+except ImportError:
+    tensorstore = None
 
 
 def mean2(a):
@@ -55,6 +61,13 @@ def check(path, raw, dtype):
         if scale != [v * 2 ** i for v in s0]:
             errors.append("level %d's scale %r" % (i, scale))
         prev = cur
+    if tensorstore is not None:
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": path + "/0"}}
+        t = tensorstore.open(spec).result().read().result()
+        if not np.array_equal(t, a0, equal_nan=dtype == "float32"):
+            errors.append("tensorstore reads another level 0")
+        else:
+            print("ok   - tensorstore reads %s's level 0 as zarr-python does" % path)
     for e in errors:
         print("%s: %s" % (path, e))
     if not errors:
