@@ -5,7 +5,8 @@
 #   CTRECON_DEPS_MINIMAL=1 scripts/...  required only
 set -euo pipefail
 
-required=(cmake make gcc libfftw3-dev libtiff-dev libpng-dev libcjson-dev zlib1g-dev)
+required=(cmake make gcc libfftw3-dev libtiff-dev libpng-dev libcjson-dev zlib1g-dev
+          libzstd-dev)
 # gcc's AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer
 # runtimes, for make test-sanitize (gcc pulls them in; named so CI has them).
 required+=(libasan8 libubsan1)

@@ -4,6 +4,8 @@
 #include "harness.h"
 #include "scratch_dir.h"
 
+#include "io/io_internal.h" /* ctr__zarr_set_layout */
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -123,7 +125,7 @@ static void round_trip(const char *name, ctr_file_format fmt, ctr_dtype dt) {
   if (!r) return;
   const ctr_stack_info *ri = ctr_stack_reader_get_info(r);
   CHECK(ri->width == NX && ri->height == NY && ri->count == NZ && ri->dtype == dt);
-  if (fmt == CTR_FORMAT_NRRD)
+  if (fmt == CTR_FORMAT_NRRD || fmt == CTR_FORMAT_ZARR)
     for (int i = 0; i < 3; i++) {
       CHECK_MSG(ri->spacing[i] == info.spacing[i], "%s spacing[%d] = %.17g", name, i,
                 ri->spacing[i]);
@@ -174,6 +176,7 @@ static void test_round_trips(void) {
       {"stack_%s/img_%%03d.tif", CTR_FORMAT_TIFF_STACK},
       {"rt_%s.nrrd", CTR_FORMAT_NRRD},
       {"rtd_%s.nhdr", CTR_FORMAT_NRRD},
+      {"rt_%s.zarr", CTR_FORMAT_ZARR},
   };
   mkdir(P("stack_uint16"), 0777);
   mkdir(P("stack_float32"), 0777);
@@ -204,6 +207,164 @@ static void test_round_trips(void) {
                           &loaded));
   CHECK(loaded && got.count == NZ && !memcmp(loaded, g_f32, NVOX * 4));
   free(loaded);
+}
+
+/* ---- OME-Zarr ----------------------------------------------------------- */
+
+/* Level l of the OME-Zarr `path` ("path/l", an array) as doubles (n: its
+ * sizes z, y, x); NULL when it cannot be read. */
+static double *zarr_level(const char *path, int l, ctr_dtype dt, int64_t n[3]) {
+  char name[600];
+  snprintf(name, sizeof name, "%s/%d", path, l);
+  ctr_stack_reader *r = NULL;
+  CHECK_OK(ctr_stack_open(name, CTR_FORMAT_ZARR, NULL, 0, &r));
+  if (!r) return NULL;
+  const ctr_stack_info *ri = ctr_stack_reader_get_info(r);
+  CHECK_MSG(ri->dtype == dt, "%s is %s", name, ctr_dtype_name(ri->dtype));
+  n[0] = ri->count, n[1] = ri->height, n[2] = ri->width;
+  const size_t vox = (size_t)(n[0] * n[1] * n[2]);
+  float *f = malloc(vox * sizeof *f);
+  double *v = malloc(vox * sizeof *v);
+  CHECK_OK(ctr_stack_read(r, 0, n[0], CTR_DTYPE_FLOAT32, f));
+  for (size_t i = 0; i < vox; i++) v[i] = f[i];
+  free(f);
+  ctr_stack_close(r);
+  return v;
+}
+
+/* One OME-Zarr case: an nz x ny x nx volume of dtype dt written in bands of
+ * 3 images, last band first, with chunks of `chunk` and levels down to
+ * `min_side`; read back whole and in a slab, and every pyramid level equal
+ * to the 2 x 2 x 2 mean of the level before (fewer voxels at an odd edge),
+ * computed here in double and stored as the dtype stores it. */
+static void zarr_case(const char *name, ctr_dtype dt, int64_t nz, int64_t ny, int64_t nx,
+                      int64_t chunk, int64_t min_side, int levels) {
+  const char *path = P(name);
+  ctr_stack_info info = make_info(dt);
+  info.width = nx, info.height = ny, info.count = nz;
+  const size_t vox = (size_t)(nx * ny * nz), es = ctr_dtype_size(dt), img = (size_t)(nx * ny);
+  unsigned char *data = malloc(vox * es), *back = malloc(vox * es);
+  for (size_t i = 0; i < vox; i++) {
+    if (dt == CTR_DTYPE_UINT16) ((uint16_t *)data)[i] = (uint16_t)th_uniform(0.0, 65536.0);
+    else ((float *)data)[i] = (float)th_uniform(-1e3, 1e3);
+  }
+  ctr__zarr_set_layout(chunk, min_side);
+  ctr_stack_writer *w = NULL;
+  CHECK_OK(ctr_stack_create(path, CTR_FORMAT_AUTO, &info, 0, &w));
+  for (int64_t z = (nz - 1) / 3 * 3; w && z >= 0; z -= 3)
+    CHECK_OK(ctr_stack_write(w, z, nz - z < 3 ? nz - z : 3, dt, data + (size_t)z * img * es));
+  if (w) CHECK_OK(ctr_stack_commit(w));
+  ctr__zarr_set_layout(0, 0);
+  CHECK_MSG(count_temporaries() == 0, "%s left temporaries", name);
+
+  ctr_stack_reader *r = NULL;
+  CHECK_OK(ctr_stack_open(path, CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (r) {
+    const ctr_stack_info *ri = ctr_stack_reader_get_info(r);
+    CHECK_MSG(ri->width == nx && ri->height == ny && ri->count == nz && ri->dtype == dt,
+              "%s: %lld x %lld x %lld %s", name, (long long)ri->width, (long long)ri->height,
+              (long long)ri->count, ctr_dtype_name(ri->dtype));
+    for (int a = 0; a < 3; a++)
+      CHECK_MSG(ri->spacing[a] == info.spacing[a] && ri->origin[a] == info.origin[a],
+                "%s: spacing %g origin %g", name, ri->spacing[a], ri->origin[a]);
+    CHECK_OK(ctr_stack_read(r, 0, nz, dt, back));
+    CHECK_MSG(!memcmp(back, data, vox * es), "%s: the volume differs", name);
+    if (nz > 2) {
+      CHECK_OK(ctr_stack_read(r, 1, nz - 2, dt, back));
+      CHECK_MSG(!memcmp(back, data + img * es, (size_t)(nz - 2) * img * es), "%s: a slab differs",
+                name);
+    }
+    ctr_stack_close(r);
+  }
+  /* the levels: as many as expected, each the mean of the one before */
+  int64_t n[3], m[3];
+  double *prev = zarr_level(path, 0, dt, n);
+  for (int l = 1; prev && l < levels; l++) {
+    double *cur = zarr_level(path, l, dt, m);
+    if (!cur) break;
+    CHECK_MSG(m[0] == (n[0] + 1) / 2 && m[1] == (n[1] + 1) / 2 && m[2] == (n[2] + 1) / 2,
+              "%s level %d: %lld x %lld x %lld", name, l, (long long)m[0], (long long)m[1],
+              (long long)m[2]);
+    int bad = 0;
+    for (int64_t z = 0; z < m[0]; z++)
+      for (int64_t y = 0; y < m[1]; y++)
+        for (int64_t x = 0; x < m[2]; x++) {
+          double sum = 0.0;
+          int cnt = 0;
+          for (int64_t a = 2 * z; a < 2 * z + 2 && a < n[0]; a++)
+            for (int64_t b = 2 * y; b < 2 * y + 2 && b < n[1]; b++)
+              for (int64_t c = 2 * x; c < 2 * x + 2 && c < n[2]; c++, cnt++)
+                sum += prev[(a * n[1] + b) * n[2] + c];
+          const double mean = sum / cnt;
+          const double want = dt == CTR_DTYPE_UINT16 ? floor(mean + 0.5) : (double)(float)mean;
+          bad += cur[(z * m[1] + y) * m[2] + x] != want;
+        }
+    CHECK_MSG(bad == 0, "%s level %d: %d voxels are not the 2x2x2 mean", name, l, bad);
+    free(prev);
+    prev = cur;
+    memcpy(n, m, sizeof n);
+  }
+  free(prev);
+  char last[600];
+  snprintf(last, sizeof last, "%s/%d/zarr.json", path, levels - 1);
+  CHECK_MSG(exists(last), "%s: level %d is missing", name, levels - 1);
+  snprintf(last, sizeof last, "%s/%d", path, levels);
+  CHECK_MSG(!exists(last), "%s: level %d is one too many", name, levels);
+  free(data);
+  free(back);
+}
+
+static void test_zarr(void) {
+  /* sizes that are no multiple of the chunk; rows of chunks finished in
+   * any order; a volume smaller than a chunk */
+  zarr_case("z1.zarr", CTR_DTYPE_FLOAT32, 9, 7, 5, 4, 2, 4);
+  zarr_case("z2.zarr", CTR_DTYPE_UINT16, 8, 8, 8, 4, 4, 3);
+  zarr_case("z3.zarr", CTR_DTYPE_FLOAT32, 1, 3, 2, 4, 2, 1);
+  zarr_case("z4.zarr", CTR_DTYPE_UINT16, 13, 6, 11, 6, 3, 3);
+  zarr_case("z5.zarr", CTR_DTYPE_FLOAT32, 70, 33, 65, 0, 0, 1); /* the defaults: 64, 64 */
+  CHECK(exists(P("z5.zarr/0/c/1/0/1")) && !exists(P("z5.zarr/0/c/2")));
+  CHECK(exists(P("z1.zarr/0/c/2/1/1")) && exists(P("z1.zarr/3/c/0/0/0")));
+
+  /* an image written twice after its chunks were written: refused, the
+   * writer left as it was */
+  ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32);
+  ctr_stack_writer *w = NULL;
+  CHECK_OK(ctr_stack_create(P("twice.zarr"), CTR_FORMAT_AUTO, &info, 0, &w));
+  if (w) {
+    CHECK_OK(ctr_stack_write(w, 0, NZ, CTR_DTYPE_FLOAT32, g_f32));
+    CHECK_FAILS(ctr_stack_write(w, 1, 1, CTR_DTYPE_FLOAT32, g_f32), CTR_E_INVALID_ARGUMENT,
+                "image 1 was written already");
+    CHECK_OK(ctr_stack_commit(w));
+  }
+
+  /* damaged chunks: errors name the chunk's file */
+  ctr_stack_reader *r = NULL;
+  float *buf = malloc(NVOX * sizeof *buf);
+  ctr__zarr_set_layout(2, 1000);
+  CHECK_OK(ctr_stack_save(P("bad.zarr"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, g_f32, 0));
+  ctr__zarr_set_layout(0, 0);
+  const long long full = file_size(P("bad.zarr/0/c/0/0/0"));
+  CHECK(full > 8 && truncate(P("bad.zarr/0/c/0/0/0"), full / 2) == 0);
+  CHECK_OK(ctr_stack_open(P("bad.zarr"), CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (r) {
+    CHECK_FAILS(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, buf), CTR_E_FORMAT,
+                "bad.zarr/0/c/0/0/0' cannot be decompressed");
+    write_text(P("bad.zarr/0/c/1/0/1"), "not zstd at all", 15);
+    CHECK_FAILS(ctr_stack_read(r, 2, 1, CTR_DTYPE_FLOAT32, buf), CTR_E_FORMAT,
+                "bad.zarr/0/c/1/0/1' (15 bytes) is not a zstd frame");
+    /* a missing chunk is the fill value (0) */
+    CHECK(unlink(P("bad.zarr/0/c/2/0/0")) == 0);
+    CHECK_OK(ctr_stack_read(r, 4, 1, CTR_DTYPE_FLOAT32, buf));
+    CHECK(buf[0] == 0.0f && buf[1] == 0.0f && buf[2] == g_f32[4 * NPIX + 2]);
+    ctr_stack_close(r);
+    r = NULL;
+  }
+  write_text(P("bad.zarr/0/zarr.json"), "{\"zarr_format\": 3, \"node_type\": \"array\",", 40);
+  CHECK_FAILS(ctr_stack_open(P("bad.zarr"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_FORMAT,
+              "bad.zarr/0/zarr.json' is not JSON");
+  CHECK_FAILS(ctr_stack_open(P("none.zarr"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_IO,
+              "none.zarr");
+  free(buf);
 }
 
 /* float -> uint16 on write: round to nearest, clamp, NaN -> 0. */
@@ -692,6 +853,7 @@ int main(void) {
   make_data();
   test_format_names();
   test_round_trips();
+  test_zarr();
   test_conversion();
   test_slab_order();
   test_commit_abort();

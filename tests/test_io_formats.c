@@ -221,7 +221,7 @@ static void test_lists(void) {
   } k[] = {{CTR__CAP_RESUMABLE, NULL, "raw, nrrd or a TIFF stack pattern"},
            {CTR__CAP_MANY_RANKS, "vol", "raw, nrrd or a TIFF stack pattern such as "
                                         "'vol_%04d.tif'"},
-           {CTR__CAP_ANY_ORDER, NULL, "raw, nrrd, HDF5 or a TIFF stack pattern"}};
+           {CTR__CAP_ANY_ORDER, NULL, "raw, nrrd, HDF5, OME-Zarr or a TIFF stack pattern"}};
   for (size_t c = 0; c < sizeof k / sizeof k[0]; c++) {
     char list[256];
     ctr__format_list(k[c].cap, k[c].stem, list, sizeof list);
@@ -245,10 +245,15 @@ static void test_lists(void) {
 }
 
 /* The files an output of format fi at `path` consists of (a stack's three,
- * a detached NRRD's data file, an HDF5 dataset's file), into names[]. */
+ * a detached NRRD's data file, an HDF5 dataset's file, an OME-Zarr
+ * directory's metadata and first chunk), into names[]. */
 static int files_of(const ctr_file_format_info *fi, const char *path, char names[4][600]) {
   int n = 0;
-  if (fi->stack_of_files) {
+  if (!strcmp(fi->name, "zarr")) {
+    snprintf(names[n++], 600, "%s/zarr.json", path);
+    snprintf(names[n++], 600, "%s/0/zarr.json", path);
+    snprintf(names[n++], 600, "%s/0/c/0/0/0", path);
+  } else if (fi->stack_of_files) {
     for (int k = 0; k < NZ; k++) snprintf(names[n++], 600, path, k);
   } else if (fi->dataset_path) {
     snprintf(names[n++], 600, "%.*s", (int)(strrchr(path, ':') - path), path);
@@ -262,8 +267,11 @@ static int files_of(const ctr_file_format_info *fi, const char *path, char names
 static int unchanged(int n, char names[4][600], const char *tag) {
   int same = 1;
   for (int k = 0; k < n; k++) {
-    char copy[700];
-    snprintf(copy, sizeof copy, "%s.%s", names[k], tag);
+    char copy[700], flat[600]; /* beside the output (a file inside a directory: flattened) */
+    snprintf(flat, sizeof flat, "%s", names[k] + strlen(g_dir) + 1);
+    for (char *p = flat; *p; p++)
+      if (*p == '/') *p = '_';
+    snprintf(copy, sizeof copy, "%s/%s.%s", g_dir, flat, tag);
     if (!exists(copy)) { /* the first call keeps them */
       long long len;
       unsigned char *b = read_all(names[k], &len);

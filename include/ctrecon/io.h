@@ -1,4 +1,4 @@
-/* ctrecon/io.h — file I/O: raw, TIFF, TIFF stacks, NRRD, HDF5 and PNG previews. Include <ctrecon.h> (all of the API) or this header. */
+/* ctrecon/io.h — file I/O: raw, TIFF, TIFF stacks, NRRD, HDF5, OME-Zarr and PNG previews. Include <ctrecon.h> (all of the API) or this header. */
 #ifndef CTRECON_IO_H
 #define CTRECON_IO_H
 
@@ -13,13 +13,15 @@ extern "C" {
 /* ------------------------------------------------------------------------- */
 
 typedef enum ctr_file_format {
-  CTR_FORMAT_AUTO = 0,       /* from the name: .raw/.bin, .tif/.tiff, .nrrd/.nhdr, '%' pattern */
+  CTR_FORMAT_AUTO = 0,       /* from the name: .raw/.bin, .tif/.tiff, .nrrd/.nhdr, .zarr, '%' pattern */
   CTR_FORMAT_RAW = 1,        /* headerless little-endian; dims and dtype given */
   CTR_FORMAT_TIFF = 2,       /* one multi-page TIFF, one page per image */
   CTR_FORMAT_TIFF_STACK = 3, /* one TIFF per image: printf pattern "dir/img_%04d.tif" */
   CTR_FORMAT_NRRD = 4,       /* .nrrd (attached) or .nhdr + .raw (detached), raw encoding */
-  CTR_FORMAT_HDF5 = 5        /* "file.h5:/dataset" (3D dataset, the last index fastest); needs
+  CTR_FORMAT_HDF5 = 5,       /* "file.h5:/dataset" (3D dataset, the last index fastest); needs
                                 CTR_FEATURE_HDF5 */
+  CTR_FORMAT_ZARR = 6        /* "volume.zarr": a directory, Zarr v3 + OME-NGFF 0.5 multiscales
+                                (a 2x2x2 averaged pyramid), zstd chunks */
 } ctr_file_format;
 
 /* What a file format can do: one row of the library's format table, the one

@@ -22,7 +22,7 @@ Path = Union[str, os.PathLike]
 
 def file_format(f: Any) -> int:
     """A ctr_file_format from a name ("auto", "raw", "tiff", "tiff-stack",
-    "nrrd", "hdf5") through the library's parser, or a value."""
+    "nrrd", "hdf5", "zarr") through the library's parser, or a value."""
     if isinstance(f, str) and f.lower() == "auto":
         return lib.CTR_FORMAT_AUTO
     return _core.parsed(lib.ctr_format_parse, "ctr_file_format", f, "format")

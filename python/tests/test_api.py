@@ -425,6 +425,10 @@ def test_format_info():
     assert h5["adds_to_file"] and not h5["resumable"] and not h5["many_ranks"]
     assert raw["needs_hint"] and not tiff["needs_hint"] and h5["dataset_path"]
     assert io.format_info("tiff-stack")["title"] == "TIFF stack"
+    zarr = io.format_info("zarr")
+    assert zarr["extensions"] == [".zarr"] and zarr["title"] == "OME-Zarr" and not zarr["in_order"]
+    assert not zarr["resumable"] and not zarr["many_ranks"] and "uint16" in zarr["dtypes"]
+    assert io.format_guess("v.zarr") == "zarr"
     with pytest.raises(ctrecon.CtreconError, match="expected a format"):
         io.format_info("auto")
 

@@ -51,6 +51,31 @@ ctr_status ctr__file_open_read(const char *path, int *fd_out, int64_t *size) {
   return CTR_OK;
 }
 
+ctr_status ctr__file_read_text(const char *path, int64_t max, const char *what, char **out) {
+  int fd = -1;
+  int64_t size = 0;
+  *out = NULL;
+  CTR_CHECK(ctr__file_open_read(path, &fd, &size));
+  ctr_status st = CTR_OK;
+  char *text = NULL;
+  if (size > max)
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "'%s' has %lld bytes: expected %s (at most %lld bytes)",
+                  path, (long long)size, what, (long long)max);
+  text = ctr__malloc((size_t)size + 1, what);
+  if (!text) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  CTR_CHECK_GOTO(st, ctr__pread_full(fd, text, (size_t)size, 0, path));
+  text[size] = '\0';
+  *out = text;
+  text = NULL;
+cleanup:
+  free(text);
+  close(fd);
+  return st;
+}
+
 int ctr__file_exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0;

@@ -44,6 +44,10 @@ static const ctr__format_row k_rows[] = {
       CTR_FEATURE_HDF5, 0, 0, 0, 1, NULL, 0, 1, "HDF5"},
      ", as 'file.h5:/group/dataset'", "HDF5", NULL, ctr__hdf5_open, ctr__hdf5_create, NULL, NULL,
      ctr__hdf5_existing},
+    {CTR_FORMAT_ZARR,
+     {CTR_FILE_FORMAT_INFO_VERSION, "zarr", ".zarr", 0, ALL_DTYPES, 0u, 0, 0, 0, 0, NULL, 0, 0,
+      "OME-Zarr"},
+     "", "OME-Zarr", NULL, ctr__zarr_open, ctr__zarr_create, NULL, NULL, ctr__file_existing},
 };
 #define NROWS (sizeof k_rows / sizeof k_rows[0])
 

@@ -1,6 +1,6 @@
 /* Internals shared by the file I/O module: POSIX file helpers, atomic output
  * files, dtype conversion, and the backend interface that io_stack.c
- * dispatches to (RAW, NRRD, TIFF, TIFF stack, HDF5). Not installed.
+ * dispatches to (RAW, NRRD, TIFF, TIFF stack, HDF5, OME-Zarr). Not installed.
  * Calls inside src/io point one way: io_partial.c (resumable writers) ->
  * io_stack.c (the public API, dispatching) -> the format backends (NRRD over
  * RAW, the TIFF stack over the TIFF glue) -> the leaves io_output.c,
@@ -19,6 +19,10 @@
 /* Opens `path` read-only; *size gets its length. CTR_E_IO names the path and
  * strerror (directories are refused too). */
 ctr_status ctr__file_open_read(const char *path, int *fd, int64_t *size);
+/* A text file whole, NUL-terminated, into *out (malloc'd; NULL on failure).
+ * A file of more than `max` bytes is CTR_E_FORMAT "'path' has N bytes:
+ * expected WHAT (at most MAX bytes)"; open and read errors as above. */
+ctr_status ctr__file_read_text(const char *path, int64_t max, const char *what, char **out);
 /* Reads exactly n bytes at off. A file that ends early is
  * CTR_E_SIZE_MISMATCH; an OS error is CTR_E_IO; both name `path`. */
 ctr_status ctr__pread_full(int fd, void *buf, size_t n, int64_t off, const char *path);
@@ -305,6 +309,19 @@ void ctr__nrrd_remove_partial(const char *path, int64_t count);
 /* The format table's `existing` of NRRD: the header, or a detached
  * header's data file. */
 ctr_status ctr__nrrd_existing(const char *path, char **found);
+
+/* OME-Zarr (io_zarr.c): "NAME.zarr", a directory holding a Zarr v3
+ * group with OME-NGFF 0.5 multiscales metadata and one array per level of
+ * a 2 x 2 x 2 averaged pyramid; zstd chunks. Written to a temporary
+ * directory renamed when complete (not resumable); read through the first
+ * multiscales dataset (or an array's own zarr.json). */
+ctr_status ctr__zarr_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
+ctr_status ctr__zarr_create(ctr_stack_writer *w);
+/* The layout of the OME-Zarr outputs written from now on (process-wide,
+ * not thread-safe; for tests): chunks of `chunk` voxels a side (even; at
+ * most the volume's size), and a further pyramid level while the last
+ * one's smallest side is at least `min_side`. 0: the defaults, 64 and 64. */
+void ctr__zarr_set_layout(int64_t chunk, int64_t min_side);
 
 /* ---- The format table (io_format.c) ------------------------------------- */
 

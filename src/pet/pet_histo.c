@@ -340,30 +340,9 @@ static ctr_status parse_description(const char *file, const cJSON *root, ctr_pet
 
 /* The description's text (NUL-terminated, malloc'd). */
 static ctr_status read_text(const char *path, char **out) {
-  int fd = -1;
-  int64_t size = 0;
-  *out = NULL;
-  CTR_CHECK(ctr__file_open_read(path, &fd, &size));
-  ctr_status st = CTR_OK;
-  char *text = NULL;
-  if (size > CTR__HISTO_JSON_MAX)
-    CTR_FAIL_GOTO(st, CTR_E_FORMAT,
-                  "'%s' has %lld bytes: expected a JSON histo-image description (at most %d "
-                  "bytes; the data belong in the .raw files)",
-                  path, (long long)size, CTR__HISTO_JSON_MAX);
-  text = ctr__malloc((size_t)size + 1, "histo-image description");
-  if (!text) {
-    st = CTR_E_OUT_OF_MEMORY;
-    goto cleanup;
-  }
-  CTR_CHECK_GOTO(st, ctr__pread_full(fd, text, (size_t)size, 0, path));
-  text[size] = '\0';
-  *out = text;
-  text = NULL;
-cleanup:
-  free(text);
-  close(fd);
-  return st;
+  return ctr__file_read_text(path, CTR__HISTO_JSON_MAX,
+                             "a JSON histo-image description (the data belong in the .raw files)",
+                             out);
 }
 
 /* The raw file named in the description, relative to its directory. */
