@@ -12,6 +12,9 @@ required+=(libasan8 libubsan1)
 # Python 3 with venv and its headers: the Python package (docs/python.md), which
 # `make test` builds into a fresh virtual environment (tests/python.sh).
 required+=(python3 python3-venv python3-dev)
+# patchelf: auditwheel's tool for the binary wheel (make wheel-test,
+# scripts/wheel-test.sh), whose Python tools come from PyPI at the end.
+required+=(patchelf)
 # libhdf5-dev (serial HDF5 + h5cc, which CMake's FindHDF5 uses): the HDF5 /
 # DXchange reader ("scan.h5:/exchange/data") and tests/test_hdf5.c.
 optional=(libhdf5-dev)
@@ -33,16 +36,34 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "install-deps: done"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
-  SUDO=sudo
+# The binary wheel's Python tools (make wheel-test): build, scikit-build-core
+# and cffi (the wheel's build), auditwheel (its repair), from PyPI into a
+# virtual environment of their own, build-pytools/ at the repository root
+# (Debian 12's python3 refuses pip installs outside one: PEP 668). Not with
+# CTRECON_DEPS_MINIMAL=1; without PyPI a warning, and make wheel-test fails.
+[ "${CTRECON_DEPS_MINIMAL:-0}" = 1 ] && exit 0
+root=$(cd "$(dirname "$0")/.." && pwd)
+tools=${CTRECON_PYTOOLS:-$root/build-pytools}
+pytools=(build auditwheel scikit-build-core cffi)
+if "$tools/bin/python" -c 'import build, auditwheel, scikit_build_core, cffi' 2>/dev/null; then
+  echo "install-deps: Python wheel tools present ($tools)"
+  exit 0
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "install-deps: done"
+echo "install-deps: Python wheel tools (${pytools[*]}) from PyPI into $tools"
+if ! { "${PYTHON:-python3}" -m venv --clear "$tools" &&
+       "$tools/bin/python" -m pip --disable-pip-version-check install -q "${pytools[@]}"; }; then
+  echo "install-deps: WARNING: no Python wheel tools in $tools (make wheel-test needs them)" >&2
+fi
