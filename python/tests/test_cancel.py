@@ -24,7 +24,7 @@ from conftest import same
 def scan(tmp_path_factory):
     d = tmp_path_factory.mktemp("scan")
     g = pyctrecon.ConeGeometry.circular(sid=200, sdd=300, nu=64, nv=48, nviews=72,
-                                      volume=pyctrecon.Volume.cube(32))
+                                        volume=pyctrecon.Volume.cube(32))
     g.save(d / "g.json")
     io.save(d / "proj.nrrd", pyctrecon.Phantom.shepp_logan(15.0).project(g, progress=False))
     return d, g
@@ -34,7 +34,7 @@ def test_progress_reaches_the_callback(scan):
     d, g = scan
     seen = []
     pyctrecon.fdk(io.load(d / "proj.nrrd"), g, progress=lambda s, f: seen.append((s, f)),
-                ctx=pyctrecon.Context("cpu"))
+                  ctx=pyctrecon.Context("cpu"))
     assert seen and all(s == "fdk" for s, _ in seen)
     fr = [f for _, f in seen]
     assert fr == sorted(fr) and fr[-1] == 1.0
@@ -53,7 +53,7 @@ def test_cancel_leaves_no_output_and_resumes(scan, tmp_path):
         return f >= 0.5
     with pytest.raises(pyctrecon.CancelledError, match="cancelled") as e:
         pyctrecon.fdk_file(d / "proj.nrrd", g, out, max_slab_slices=4, progress=stop_halfway,
-                         ctx=cpu)
+                           ctx=cpu)
     assert not out.exists() and os.path.exists(str(out) + ".partial")
     assert e.value.report["resumable"] == 1 and e.value.report["journal"]
     assert calls[-1] < 1.0
@@ -74,7 +74,7 @@ def test_exception_in_callback_cancels(scan, tmp_path):
     out = tmp_path / "vol.nrrd"
     with pytest.raises(Stop) as e:
         pyctrecon.fdk_file(d / "proj.nrrd", g, out, max_slab_slices=4, progress=boom,
-                         ctx=pyctrecon.Context("cpu"))
+                           ctx=pyctrecon.Context("cpu"))
     assert isinstance(e.value.__cause__, pyctrecon.CancelledError)
     assert not out.exists()
 
@@ -91,7 +91,7 @@ SIGINT_SCRIPT = textwrap.dedent("""
             threading.Thread(target=os.kill, args=(os.getpid(), signal.SIGINT)).start()
     try:
         pyctrecon.fdk_file(os.path.join(d, "proj.nrrd"), g, out, max_slab_slices=1,
-                         progress=progress, ctx=pyctrecon.Context("cpu", threads=1))
+                           progress=progress, ctx=pyctrecon.Context("cpu", threads=1))
         result = "completed"
     except KeyboardInterrupt as e:
         result = "KeyboardInterrupt"

@@ -34,7 +34,7 @@ def test_missing_file(tmp_path):
 def test_bad_field_named():
     with pytest.raises(pyctrecon.GeometryError) as e:
         pyctrecon.ConeGeometry.circular(sid=-5, sdd=150, nu=8, nv=8, nviews=4,
-                                      volume=pyctrecon.Volume.cube(4))
+                                        volume=pyctrecon.Volume.cube(4))
     assert "sid" in str(e.value)
     with pytest.raises(pyctrecon.InvalidArgumentError, match="ram-lak"):
         pyctrecon.ramp_response("triangle", 1.0, 0.1)  # the library's parser lists the names
@@ -49,7 +49,7 @@ def test_format_error(tmp_path):
 
 def test_unsupported_device_arrays_on_cpu():
     g = pyctrecon.ConeGeometry.circular(sid=60, sdd=90, nu=16, nv=16, nviews=8,
-                                      volume=pyctrecon.Volume.cube(8))
+                                        volume=pyctrecon.Volume.cube(8))
     pr = pyctrecon.Projector(g, ctx=pyctrecon.Context("cpu"))
     from pyctrecon._core import ffi
     st = lib.ctr_projector_forward_device(pr._ptr, ffi.NULL, ffi.NULL)
@@ -115,15 +115,15 @@ def test_iterate_keywords_named(kwargs, cls, text):
      r"gpu_budget=-5"),
     (lambda pg, s: pyctrecon.ParallelGeometry(16, 12.0), TypeError, r"nangles=12.0: expected an integer"),
     (lambda pg, s: pyctrecon.ConeGeometry.circular(sid=100, sdd=150, nu=8.5, nv=8, nviews=4,
-                                                 volume=pyctrecon.Volume.cube(4)),
+                                                   volume=pyctrecon.Volume.cube(4)),
      TypeError, r"nu=8.5: expected an integer"),
     (lambda pg, s: pyctrecon.Volume.cube(4, voxel=(1, 2)), ValueError,
      r"voxel=\(1, 2\): expected one value or three"),
     (lambda pg, s: pyctrecon.fbp_stream(s, sinograms=True,
-                                      corrections=pyctrecon.Corrections(stripe_size=2.5)),
+                                        corrections=pyctrecon.Corrections(stripe_size=2.5)),
      TypeError, r"Corrections.stripe_size=2.5: expected an integer"),
     (lambda pg, s: pyctrecon.fbp_stream(s, sinograms=True,
-                                      corrections=pyctrecon.Corrections(stripe_level=99)),
+                                        corrections=pyctrecon.Corrections(stripe_level=99)),
      ValueError, r"Corrections' stripe_level = 99: expected 1 .. 8"),
 ])
 def test_keywords_named(call, cls, text):

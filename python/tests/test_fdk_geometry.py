@@ -14,7 +14,7 @@ VOL = pyctrecon.Volume(nx=24, ny=24, nz=8, voxel=2.0)
 
 def _circle(**kw):
     return pyctrecon.ConeGeometry.circular(sid=400, sdd=800, nu=64, nv=16, du=2.0, dv=2.0,
-                                         volume=VOL, nviews=kw.pop("nviews", 90), **kw)
+                                           volume=VOL, nviews=kw.pop("nviews", 90), **kw)
 
 
 def _helix():

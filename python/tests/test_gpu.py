@@ -46,7 +46,7 @@ def _projector(parallel, nu, nviews, nslices, n):
         return pyctrecon.Projector(pyctrecon.ParallelGeometry(nu, nviews), nslices=nslices, ctx=ctx)
     sid = 3.0 * nu + 12.0
     g = pyctrecon.ConeGeometry.circular(sid=sid, sdd=1.5 * sid, nu=nu, nv=nu, nviews=nviews,
-                                      volume=pyctrecon.Volume.cube(n))
+                                        volume=pyctrecon.Volume.cube(n))
     return pyctrecon.Projector(g, ctx=ctx)
 
 
@@ -103,7 +103,7 @@ def test_fdk_cupy_in_place(slabs, monkeypatch):
     from pyctrecon import conebeam
     ctx = pyctrecon.Context("cuda")
     g = pyctrecon.ConeGeometry.circular(sid=300, sdd=450, nu=96, nv=80, nviews=60,
-                                      volume=pyctrecon.Volume.cube(32))
+                                        volume=pyctrecon.Volume.cube(32))
     proj_host = pyctrecon.Phantom.shepp_logan(14.0).project(g, ctx=ctx, progress=False)
     kw = {"max_slab_slices": slabs} if slabs else {}
     vol_host = pyctrecon.fdk(proj_host, g, ctx=ctx, progress=False, **kw)
@@ -241,7 +241,7 @@ def test_iterate_cupy_errors():
     with pytest.raises(ValueError, match="init has shape"):
         iterative.iterate(pr, y, init=cupy.zeros((2, 2, 2), cupy.float32))
     cpu = pyctrecon.Projector(pyctrecon.ParallelGeometry(40, 30), nslices=3,
-                            ctx=pyctrecon.Context("cpu"))
+                              ctx=pyctrecon.Context("cpu"))
     with pytest.raises(pyctrecon.InvalidArgumentError, match="CPU context cannot read"):
         iterative.iterate(cpu, y)
     # fbp_projections still takes host arrays only
@@ -257,10 +257,10 @@ def _pet(ctx):
     """A small system (6 views), simulated data with factors, and its
     projector on ctx."""
     system = pyctrecon.PetSystem(32, 32, 6, 8.0, n_azimuth=6, n_copolar=1,
-                               radial_fwhm_center_mm=8, radial_fwhm_edge_mm=12,
-                               edge_radius_mm=100, axial_fwhm_mm=8)
+                                 radial_fwhm_center_mm=8, radial_fwhm_edge_mm=12,
+                                 edge_radius_mm=100, axial_fwhm_mm=8)
     histo = pyctrecon.pet_simulate(system, pyctrecon.PetPhantom.with_spheres(4.0), events=3e5,
-                                 attenuation=True, seed=11, progress=False)
+                                   attenuation=True, seed=11, progress=False)
     assert histo.factors is not None
     return system, histo, pyctrecon.PetProjector(system, ctx=ctx)
 
@@ -310,7 +310,7 @@ def test_pet_reconstruct_cupy_in_place(algorithm, monkeypatch):
                    lambda args: [_ptr(pet.ffi, args[3])])
     monkeypatch.setattr(pet, "lib", rec)
     img = pyctrecon.pet_reconstruct(pr, histo, image=start,
-                                  callback=lambda it, im: seen.append((it, im)), **kw)
+                                    callback=lambda it, im: seen.append((it, im)), **kw)
     assert isinstance(img, cupy.ndarray) and img is not start
     assert rec.calls == [("ctr_pet_reconstruct", [img.data.ptr])]
     # the callback gets a GPU copy of each iteration's image (its own to keep)

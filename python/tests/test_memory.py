@@ -91,14 +91,14 @@ def test_iterate_init_given_needs_the_volume():
 def test_out_overlapping_an_input_is_refused(tmp_path):
     cpu_ctx = cpu()
     g = pyctrecon.ConeGeometry.circular(sid=100, sdd=150, nu=24, nv=16, nviews=12, du=1.5,
-                                      dv=1.5, volume=pyctrecon.Volume.cube(8))
+                                        dv=1.5, volume=pyctrecon.Volume.cube(8))
     proj = pyctrecon.Phantom.shepp_logan(3.0).project(g, ctx=cpu_ctx, progress=None)
     # a volume (8^3 = 512 floats) at the start of the projections (12 x 16 x 24)
     with pytest.raises(ValueError, match="out shares memory with projections"):
         pyctrecon.fdk(proj, g, out=proj.reshape(-1)[:512].reshape(8, 8, 8), ctx=cpu_ctx)
     with pytest.raises(ValueError, match="out shares memory with projections"):
         pyctrecon.fdk(proj, g, out=proj.reshape(-1)[100:612].reshape(8, 8, 8), ctx=cpu_ctx,
-                    host_budget="1G")
+                      host_budget="1G")
     want = pyctrecon.fdk(proj, g, ctx=cpu_ctx, progress=None)
     assert pyctrecon.fdk(proj, g, out=np.empty_like(want), ctx=cpu_ctx).tobytes() == want.tobytes()
     filt = pyctrecon.fdk_filter(proj, g, ctx=cpu_ctx)
@@ -122,7 +122,7 @@ def test_out_overlapping_an_input_is_refused(tmp_path):
     truth = np.zeros(vol.size * 2, np.float32)
     with pytest.raises(ValueError, match="out shares memory with truth"):
         pyctrecon.iterate(P, pr, truth=truth[:vol.size].reshape(vol.shape),
-                        out=truth[:vol.size].reshape(vol.shape), iterations=1)
+                          out=truth[:vol.size].reshape(vol.shape), iterations=1)
 
 
 def test_parallel_and_pet_out_overlap_refused(pet):
@@ -144,7 +144,7 @@ def test_parallel_and_pet_out_overlap_refused(pet):
         pv = big[-projections.size:].reshape(projections.shape)
         pv[...] = projections
         pyctrecon.fbp_projections(pv, pg, flat, out=big[-int(np.prod(shape)):].reshape(shape),
-                                ctx=cpu_ctx)
+                                  ctx=cpu_ctx)
     # in place is documented for the filters: the input copied first, then filtered
     f = pyctrecon.fbp_filter(sino, pg, ctx=cpu_ctx)
     s3 = sino.copy()

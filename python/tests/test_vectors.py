@@ -9,7 +9,7 @@ import pyctrecon
 
 def _circular():
     return pyctrecon.ConeGeometry.circular(sid=400, sdd=600, nu=48, nv=40, du=1.5, dv=1.5,
-                                         nviews=36, volume=pyctrecon.Volume.cube(32))
+                                           nviews=36, volume=pyctrecon.Volume.cube(32))
 
 
 def test_circular_as_vectors_is_the_circular_orbit():
@@ -44,7 +44,7 @@ def test_errors_name_the_view():
         pyctrecon.ConeGeometry.from_vectors(v, nu=48, nv=40, volume=pyctrecon.Volume.cube(32))
     with pytest.raises(ValueError, match="expected \\(nviews, 12\\)"):
         pyctrecon.ConeGeometry.from_vectors(v[:, :11], nu=48, nv=40,
-                                          volume=pyctrecon.Volume.cube(32))
+                                            volume=pyctrecon.Volume.cube(32))
 
 
 def test_parallel_from_vectors():

@@ -18,7 +18,7 @@ def test_geometry_file_matches_parameters(small_cone, tmp_path):
     g_file, _, _ = small_cone
     g = pyctrecon.ConeGeometry.load(g_file)
     mine = pyctrecon.ConeGeometry.circular(sid=1000, sdd=1500, nu=40, nv=32, du=1.5, dv=1.5,
-                                         nviews=40, volume=pyctrecon.Volume.cube(24, 1.0))
+                                           nviews=40, volume=pyctrecon.Volume.cube(24, 1.0))
     assert same(g.matrices, mine.matrices)
     assert g.projection_shape == (40, 32, 40) and g.volume_shape == (24, 24, 24)
     mine.save(tmp_path / "mine.json")
@@ -58,7 +58,7 @@ def test_fdk_slices_and_uint16(small_cone, cli, cpu, tmp_path):
         "--device", "cpu", "--filter", "ram-lak", "--slices", "6:15", "--out-dtype", "uint16", "--out-scale", "1000")
     g = pyctrecon.ConeGeometry.load(g_file)
     pyctrecon.fdk_file(proj, g, tmp_path / "py.nrrd", z0=6, nz=9, out_dtype="uint16",
-                     out_scale=1000, ctx=cpu)
+                       out_scale=1000, ctx=cpu)
     a, b = io.load(tmp_path / "cli.nrrd"), io.load(tmp_path / "py.nrrd")
     assert a.dtype == np.uint16 and same(a, b)
 
@@ -77,24 +77,24 @@ def test_fbp_sinograms(tmp_path, cli, cpu):
         23.5, "--device", "cpu", "--filter", "shepp-logan")
     want = io.load(tmp_path / "cli.nrrd")
     slices, rep = pyctrecon.fbp_stream(sino, sinograms=True, axis=23.5, window="shepp-logan",
-                                     ctx=cpu)
+                                       ctx=cpu)
     assert same(slices, want) and rep["nslices"] == 4
     pyctrecon.fbp_stream(tmp_path / "sino.nrrd", tmp_path / "py.nrrd", sinograms=True, axis=23.5,
-                       window="shepp-logan", ctx=cpu)
+                         window="shepp-logan", ctx=cpu)
     assert same(io.load(tmp_path / "py.nrrd"), want)
     # the reader's depth, as the CLI's --read-ahead: same bits
     slices, _ = pyctrecon.fbp_stream(sino, sinograms=True, axis=23.5, window="shepp-logan",
-                                   batch=1, read_ahead=5, ctx=cpu)
+                                     batch=1, read_ahead=5, ctx=cpu)
     assert same(slices, want)
     # a GPU budget (the CLI's --gpu-mem) is the GPU pipeline's: a CPU context ignores it
     slices, _ = pyctrecon.fbp_stream(sino, sinograms=True, axis=23.5, window="shepp-logan",
-                                   gpu_budget="1K", ctx=cpu)
+                                     gpu_budget="1K", ctx=cpu)
     assert same(slices, want)
     with pytest.raises(pyctrecon.InvalidArgumentError, match="read_ahead = 17"):
         pyctrecon.fbp_stream(sino, sinograms=True, axis=23.5, read_ahead=17, ctx=cpu)
     # input_scale, as the CLI's --input-scale: sinograms stored as value x 900
     scaled, _ = pyctrecon.fbp_stream(sino * np.float32(900), sinograms=True, axis=23.5,
-                                   window="shepp-logan", input_scale=900, ctx=cpu)
+                                     window="shepp-logan", input_scale=900, ctx=cpu)
     assert np.allclose(scaled, want, rtol=0, atol=1e-5 * float(np.abs(want).max()))
 
 
@@ -129,12 +129,12 @@ def test_fbp_dxchange(tmp_path, cli, cpu):
     assert same(angles, theta)
     corr = pyctrecon.Corrections(stripe="sorting")
     rep = pyctrecon.fbp_stream(f"{h5}:/exchange/data", tmp_path / "py.nrrd", angles=angles,
-                             flat=flat_avg, dark=dark_avg, corrections=corr, ctx=cpu)
+                               flat=flat_avg, dark=dark_avg, corrections=corr, ctx=cpu)
     assert same(io.load(tmp_path / "py.nrrd"), want)
     assert rep["axis_found"] == 1
     # the same from arrays (the axis found again; the report says so)
     slices, rep2 = pyctrecon.fbp_stream(io.load(f"{h5}:/exchange/data"), angles=angles,
-                                      flat=flat_avg, dark=dark_avg, corrections=corr, ctx=cpu)
+                                        flat=flat_avg, dark=dark_avg, corrections=corr, ctx=cpu)
     assert same(slices, want) and rep2["axis"] == rep["axis"] and rep2["axis_found"] == 1
 
 
@@ -149,7 +149,7 @@ def test_iterate(small_cone, cli, cpu, tmp_path):
             alg, "--iterations", 3, "--device", "cpu", *extra)
         g = pyctrecon.ConeGeometry.load(g_file)
         vol, rep = pyctrecon.iterate(pyctrecon.Projector(g, ctx=cpu), io.load(proj), algorithm=alg,
-                                   iterations=3, return_report=True, **kw)
+                                     iterations=3, return_report=True, **kw)
         assert same(vol, io.load(out)), alg
         assert rep["iterations"] == 3 and rep["stop"] == "iterations"
 
