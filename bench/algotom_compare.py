@@ -371,7 +371,8 @@ def stripes(ctxs, rng, quick, log):
          "default, damping window centred on DC (runtime patch)", alg_dc_centred()),
     ]
     out = {"truth_axis": truth, "mapping": mapping, "reconstruction":
-           "pyctrecon.fbp, CPU, ram-lak, linear, true axis, 1280^2 slice; RMSE over the whole slice",
+           "pyctrecon.fbp, CPU, ram-lak, linear, true axis, 1280^2 slice; "
+           "RMSE over the whole slice",
            "clean_slice_rms": float(np.sqrt(np.mean(ref ** 2))), "patterns": []}
     # what each correction does to the clean sinogram, and its time
     damage, clean_rec, times = {}, {}, {}

@@ -30,7 +30,8 @@ def main():
     a = ap.parse_args()
     ctx = pyctrecon.Context("cuda")
     n = a.size
-    g = pyctrecon.ConeGeometry.circular(sid=750.0, sdd=1200.0, nu=1248 * n // 512, nv=960 * n // 512,
+    g = pyctrecon.ConeGeometry.circular(sid=750.0, sdd=1200.0, nu=1248 * n // 512,
+                                        nv=960 * n // 512,
                                         du=0.55 * 512 / n, dv=0.55 * 512 / n, nviews=496,
                                         volume=pyctrecon.Volume.cube(n, 0.5 * 512 / n))
     proj = pyctrecon.Phantom.shepp_logan(0.95 * n * 0.5 * 512 / n / 2).project(g, ctx=ctx,

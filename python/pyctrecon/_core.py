@@ -285,7 +285,7 @@ class _Run:
         elif progress:
             self.tqdm = _tqdm_module()
             if self.tqdm is None:
-                raise ImportError("progress=True needs tqdm (pip install tqdm)")
+                raise ImportError("progress=True needs tqdm (pip install tqdm, or pyctrecon[progress])")
 
     def step(self, stage: str, fraction: float) -> int:
         if self.exc is not None or self.cancelled:
@@ -550,7 +550,8 @@ def context(ctx: Optional[Context]) -> Context:
     if ctx is None:
         return default_context()
     if not isinstance(ctx, Context):
-        raise TypeError(f"ctx={ctx!r}: expected a pyctrecon.Context (e.g. pyctrecon.Context(\"cpu\")) "
+        raise TypeError(f"ctx={ctx!r}: expected a pyctrecon.Context "
+                        "(e.g. pyctrecon.Context(\"cpu\")) "
                         "or None (this thread's default context)")
     return ctx
 

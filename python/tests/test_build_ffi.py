@@ -20,7 +20,8 @@ def test_declarations_ignore_the_compilers_own_headers(tmp_path, monkeypatch):
     if cc is None and os.environ.get("CTRECON_WHEEL_TEST") == "1":
         # scripts/wheel-test.sh: an installed binary wheel on a PATH with no
         # compiler; build_ffi.py runs when a wheel is built, never after
-        pytest.skip("no C compiler on PATH (a binary wheel's test: build_ffi.py runs at build time)")
+        pytest.skip("no C compiler on PATH (a binary wheel's test: "
+                    "build_ffi.py runs at build time)")
     assert cc, "no C compiler"
     real = tmp_path / "real"
     real.mkdir()
