@@ -68,12 +68,12 @@ esac
 import os, sys, zipfile
 wheel, summary = sys.argv[1:]
 names = zipfile.ZipFile(wheel).namelist()
-libs = sorted(os.path.basename(n) for n in names if n.startswith("pyctrecon.libs/"))
+libs = sorted(os.path.basename(n) for n in names if n.startswith("pyctrecon.libs/") and n[-1] != "/")
 bad = [n for n in names if any(k in os.path.basename(n) for k in ("mpi", "libcuda", "libcufft", "libnvrtc"))]
 assert not bad, f"MPI or CUDA in the CPU wheel: {bad}"
 assert "pyctrecon/_ctrecon.abi3.so" in names and "pyctrecon/libctrecon.so.0" in names, names
-for lib in ("libfftw3f", "libtiff", "libpng16", "libcjson", "libgomp", "libhdf5"):
-    assert any(n.startswith(lib + "-") for n in libs), f"{lib} not bundled: {libs}"
+for lib in ("libfftw3f-", "libtiff-", "libpng16-", "libcjson-", "libgomp-", "libhdf5"):
+    assert any(n.startswith(lib) for n in libs), f"{lib} not bundled: {libs}"
 size = os.path.getsize(wheel)
 unpacked = sum(i.file_size for i in zipfile.ZipFile(wheel).infolist())
 line = (f"wheel: {size / 1e6:.1f} MB ({unpacked / 1e6:.1f} MB unpacked), "

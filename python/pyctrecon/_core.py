@@ -285,7 +285,8 @@ class _Run:
         elif progress:
             self.tqdm = _tqdm_module()
             if self.tqdm is None:
-                raise ImportError("progress=True needs tqdm (pip install tqdm, or pyctrecon[progress])")
+                raise ImportError("progress=True needs tqdm "
+                                  "(pip install tqdm, or pyctrecon[progress])")
 
     def step(self, stage: str, fraction: float) -> int:
         if self.exc is not None or self.cancelled:
