@@ -17,7 +17,7 @@ RUNS ?= 10000000
 # LeakSanitizer, -O1, CPU only) and the test suite under it.
 ASAN_BUILD ?= build-asan
 
-.PHONY: all deps build demo test test-sanitize bench clean fuzz-build fuzz-smoke fuzz-long
+.PHONY: all deps build demo test test-sanitize bench clean fuzz-build fuzz-smoke fuzz-long wheel-test
 
 all: build
 
@@ -29,6 +29,13 @@ $(BUILD)/CMakeCache.txt:
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The binary CPU wheel of the Python package (docs/python.md, scripts/wheel-test.sh):
+# built, repaired by auditwheel to a manylinux tag, installed into a fresh virtual
+# environment with no compiler on PATH, python/tests run against it and this build's
+# tool. The wheel: $(BUILD)/wheel/wheelhouse; timings: $(BUILD)/wheel/summary.txt.
+wheel-test: build
+	bash scripts/wheel-test.sh $(BUILD) $(BUILD)/ctrecon
 
 # --force: a second `make demo` replaces the first's files in demo-out/
 demo: build

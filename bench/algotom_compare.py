@@ -15,12 +15,12 @@ minutes on 2 cores (algotom's find_center_vo takes most of it); --quick runs
 one case of each kind.
 
 Data: exact parallel-beam line integrals of the 3D modified Shepp-Logan head
-through its plane z = 0 (ctrecon.Phantom.sinogram), 900 angles over [0, 180)
+through its plane z = 0 (pyctrecon.Phantom.sinogram), 900 angles over [0, 180)
 x 1280 bins, scaled to a largest line integral of 1.5; "noisy": Poisson
 counts of 5000 photons per bin before attenuation, -log (seeded).
 
 1. Centre, 180 degrees: axis (nbins - 1) / 2 + {-20.3, 0, 7.5, 33.25} bins,
-   clean and noisy. Ours: ctrecon.center_find method "vo" with 1 and 2
+   clean and noisy. Ours: pyctrecon.center_find method "vo" with 1 and 2
    threads, its default range (the middle half of the detector) and algotom's
    default range. algotom: find_center_vo with its defaults (range width/2 +-
    width/16, step 0.25, ratio 0.5, dsp, ncore = cpu_count - 1), and with the
@@ -83,7 +83,7 @@ except ImportError as e:
     sys.exit(0)
 import numpy as np
 
-import ctrecon
+import pyctrecon
 
 NB, NA = 1280, 900
 OFFSETS = [-20.3, 0.0, 7.5, 33.25]
@@ -118,8 +118,8 @@ def noisy(sino, rng):
 def phantom_sinogram(nb, angles, axis, extent):
     """The head's z = 0 sinogram (1, nangles, nb), its outline reaching
     `extent` bins from the axis, largest value PEAK; and the geometry."""
-    g = ctrecon.ParallelGeometry(nb, angles=angles, axis=axis)
-    ph = ctrecon.Phantom.shepp_logan(extent / 0.92, 1.0)  # outer semi-axis 0.92 of radius
+    g = pyctrecon.ParallelGeometry(nb, angles=angles, axis=axis)
+    ph = pyctrecon.Phantom.shepp_logan(extent / 0.92, 1.0)  # outer semi-axis 0.92 of radius
     s = ph.sinogram(g, [0.0])
     s *= PEAK / s.max()
     return s, g
@@ -191,7 +191,7 @@ def centre_180(ctxs, rng, quick, log):
                 for rname, (lo, hi) in (("ours default (middle half)", (0.0, 0.0)),
                                         ("algotom default range", alg_range)):
                     med, runs, (axis, used) = timed(
-                        lambda: ctrecon.center_find(s, g, method="vo", lo=lo, hi=hi, ctx=ctx), 3)
+                        lambda: pyctrecon.center_find(s, g, method="vo", lo=lo, hi=hi, ctx=ctx), 3)
                     case["runs"].append({"tool": "ctrecon", "method": "vo", "range": rname,
                                          "lo_hi": [lo, hi], "threads": thr, "axis": axis,
                                          "error": axis - truth, "seconds_median": med,
@@ -234,7 +234,7 @@ def centre_360(ctxs, rng, quick, log):
                     "noise": f"poisson I0={I0:g}" if noise else None, "runs": []}
             for thr, ctx in ctxs.items():
                 med, runs, (axis, used) = timed(
-                    lambda: ctrecon.center_find(s, g, method="correlation", ctx=ctx), 3)
+                    lambda: pyctrecon.center_find(s, g, method="correlation", ctx=ctx), 3)
                 case["runs"].append({"tool": "ctrecon", "method": "correlation", "threads": thr,
                                      "axis": axis, "error": axis - truth, "seconds_median": med,
                                      "seconds": runs})
@@ -308,7 +308,7 @@ def stripes(ctxs, rng, quick, log):
     ctx_rec = ctxs[max(ctxs)]
 
     def rec(s2d):
-        return ctrecon.fbp(s2d[None].astype(np.float32), g, ctx=ctx_rec, progress=False)[0]
+        return pyctrecon.fbp(s2d[None].astype(np.float32), g, ctx=ctx_rec, progress=False)[0]
     ref = rec(clean[0])
 
     def rmse(sl, against=None):
@@ -328,11 +328,11 @@ def stripes(ctxs, rng, quick, log):
                "algotom_size_for_ours_sigma1_level3": size_for_ours}
 
     def ours(**kw):
-        c = ctrecon.Corrections(**kw)
+        c = pyctrecon.Corrections(**kw)
 
         def f(s2d, ctx):
             x = np.array(s2d[None], np.float32, copy=True)
-            return ctrecon.sinogram_remove_stripes(x, c, ctx=ctx)[0]
+            return pyctrecon.sinogram_remove_stripes(x, c, ctx=ctx)[0]
         return f
 
     def alg(fn, **kw):
@@ -371,7 +371,8 @@ def stripes(ctxs, rng, quick, log):
          "default, damping window centred on DC (runtime patch)", alg_dc_centred()),
     ]
     out = {"truth_axis": truth, "mapping": mapping, "reconstruction":
-           "ctrecon.fbp, CPU, ram-lak, linear, true axis, 1280^2 slice; RMSE over the whole slice",
+           "pyctrecon.fbp, CPU, ram-lak, linear, true axis, 1280^2 slice; "
+           "RMSE over the whole slice",
            "clean_slice_rms": float(np.sqrt(np.mean(ref ** 2))), "patterns": []}
     # what each correction does to the clean sinogram, and its time
     damage, clean_rec, times = {}, {}, {}
@@ -435,12 +436,12 @@ def main():
         print(s, flush=True)
         lines.append(s)
     rng = np.random.default_rng(args.seed)
-    ctxs = {1: ctrecon.Context("cpu", threads=1), 2: ctrecon.Context("cpu", threads=2)}
+    ctxs = {1: pyctrecon.Context("cpu", threads=1), 2: pyctrecon.Context("cpu", threads=2)}
     res = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "revision": r + (" + working tree" if dirty else ""),
            "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
            "machine": machine(),
-           "versions": {"ctrecon": ctrecon.version(), "algotom": version("algotom"),
+           "versions": {"ctrecon": pyctrecon.version(), "algotom": version("algotom"),
                         "numpy": np.__version__, "scipy": version("scipy"),
                         "scikit-image": version("scikit-image"),
                         "PyWavelets": version("PyWavelets"), "numba": version("numba"),

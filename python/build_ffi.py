@@ -1,4 +1,4 @@
-"""Generates the C source of the cffi extension ctrecon._ctrecon (API mode).
+"""Generates the C source of the cffi extension pyctrecon._ctrecon (API mode).
 
 Run by python/CMakeLists.txt at build time:
     python build_ffi.py --cc CC --include INCLUDE_DIR --out FILE.c
@@ -86,7 +86,7 @@ def main():
     ffi = cffi.FFI()
     # free(): strings the library returns (ctr_geometry_to_json_string)
     ffi.cdef(declarations(a.cc, a.include) + DLPACK + CALLBACKS + "void free(void *);\n")
-    ffi.set_source("ctrecon._ctrecon", "#include <stdlib.h>\n#include <ctrecon.h>\n" + DLPACK)
+    ffi.set_source("pyctrecon._ctrecon", "#include <stdlib.h>\n#include <ctrecon.h>\n" + DLPACK)
     tmp = a.out + ".tmp"
     ffi.emit_c_code(tmp)
     os.replace(tmp, a.out)

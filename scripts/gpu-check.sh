@@ -665,7 +665,7 @@ if has python; then
   PYTHONPATH=$PYSITE CMAKE_ARGS="${CMAKE_EXTRA[*]} -DCMAKE_CUDA_ARCHITECTURES=90" \
     python3 -m pip install -v --no-index --no-deps --no-build-isolation --target "$PYSITE" \
     "$ROOT" >> "$LOGS/python_build.log" 2>&1
-  say "python build rc=$? ($(PYTHONPATH=$PYSITE python3 -c 'import ctrecon; print(ctrecon.__version__, ctrecon.features(), ctrecon.cuda_device_count(), "GPU(s)")' 2>&1 | tail -1))"
+  say "python build rc=$? ($(PYTHONPATH=$PYSITE python3 -c 'import pyctrecon; print(pyctrecon.__version__, pyctrecon.features(), pyctrecon.cuda_device_count(), "GPU(s)")' 2>&1 | tail -1))"
   (cd "$ROOT/python/tests" && PYTHONPATH=$PYSITE python3 -m pytest -v -p no:cacheprovider \
     test_gpu.py test_docs.py) > "$LOGS/python_gpu_tests.log" 2>&1
   say "python GPU tests rc=$? : $(tail -1 "$LOGS/python_gpu_tests.log")"

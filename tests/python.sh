@@ -4,13 +4,13 @@
 # pip (scikit-build-core driving the repository's CMake; CUDA off: the CUDA
 # objects take minutes on two cores and CI has no GPU, the CPU code is the C
 # build's), the wheel installed with numpy, pytest, h5py and tqdm from PyPI,
-# `import ctrecon` from outside the tree, then python/tests against the
+# `import pyctrecon` from outside the tree, then python/tests against the
 # tool of this build (CTRECON_CLI: identical arrays).
 #
 # With --asan (ctest python_asan of the sanitizer build, make test-sanitize):
 # the package over this build's AddressSanitizer library instead of a wheel's.
 # The cffi extension is compiled here, instrumented too, against
-# BUILD/libctrecon.so.0, the package's modules are copied from python/ctrecon
+# BUILD/libctrecon.so.0, the package's modules are copied from python/pyctrecon
 # into BUILD/python-asan/pkg, and python/tests run with libasan in
 # LD_PRELOAD (python itself is not instrumented: the runtime must come first)
 # and detect_leaks=0 (python keeps objects at exit by design), so that a
@@ -51,10 +51,10 @@ if [ "$asan" = 1 ]; then
   "$venv/bin/python" -m pip --disable-pip-version-check install -q numpy pytest h5py tqdm cffi \
     >"$work/step.log" 2>&1 || skip "pip install from PyPI failed: $(tail -n 1 "$work/step.log")"
   echo "ok - virtual environment and packages ($($py --version 2>&1))"
-  pkg=$work/pkg/ctrecon
-  mkdir -p "$pkg" && cp "$src"/python/ctrecon/*.py "$src"/python/ctrecon/py.typed "$pkg"/
+  pkg=$work/pkg/pyctrecon
+  mkdir -p "$pkg" && cp "$src"/python/pyctrecon/*.py "$src"/python/pyctrecon/py.typed "$pkg"/
   ext=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-  step "cffi source of ctrecon._ctrecon" "$venv/bin/python" "$src/python/build_ffi.py" --cc "$cc" \
+  step "cffi source of pyctrecon._ctrecon" "$venv/bin/python" "$src/python/build_ffi.py" --cc "$cc" \
     --include "$src/include" --out "$work/_ctrecon.c"
   step "extension over $build/libctrecon.so.0 (AddressSanitizer)" "$cc" -shared -fPIC -O1 -g -w \
     -fsanitize=address,undefined -I"$pyinc" -I"$src/include" "$work/_ctrecon.c" \
@@ -62,12 +62,12 @@ if [ "$asan" = 1 ]; then
   export LD_PRELOAD=$libasan ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" PYTHONPATH=$work/pkg
   cd "$work" || exit 1
   # the package of pkg/ over the sanitized library, not another one
-  step "import ctrecon (the sanitized library)" "$venv/bin/python" -c "
-import ctrecon, os
-assert os.path.dirname(ctrecon.__file__) == '$pkg', ctrecon.__file__
+  step "import pyctrecon (the sanitized library)" "$venv/bin/python" -c "
+import pyctrecon, os
+assert os.path.dirname(pyctrecon.__file__) == '$pkg', pyctrecon.__file__
 maps = open('/proc/self/maps').read()
 assert '$(readlink -f "$build/libctrecon.so.0")' in maps and 'libasan' in maps, 'not the ASan library'
-print(ctrecon.version(), sorted(ctrecon.features()))"
+print(pyctrecon.version(), sorted(pyctrecon.features()))"
   cat "$work/step.log"
   CTRECON_CLI=$tool exec "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$src/python/tests"
 fi
@@ -78,11 +78,11 @@ export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 step "pip wheel (library + extension, CTRECON_CUDA=off)" "${pip[@]}" wheel -q --no-deps \
   -w "$work/wheel" --config-settings=cmake.define.CTRECON_CUDA=off \
   --config-settings=build-dir="$work/build" "$src"
-wheel=$(ls "$work"/wheel/ctrecon-*.whl)
+wheel=$(ls "$work"/wheel/pyctrecon-*.whl)
 step "pip install $(basename "$wheel")" "${pip[@]}" install -q "$wheel"
-# from a directory outside the tree: the installed package, not python/ctrecon
+# from a directory outside the tree: the installed package, not python/pyctrecon
 cd "$work" || exit 1
-step "import ctrecon" "$venv/bin/python" -c \
-  "import ctrecon, os; assert not os.path.realpath(ctrecon.__file__).startswith('$src/python/'); print(ctrecon.version(), sorted(ctrecon.features()))"
+step "import pyctrecon" "$venv/bin/python" -c \
+  "import pyctrecon, os; assert not os.path.realpath(pyctrecon.__file__).startswith('$src/python/'); print(pyctrecon.version(), sorted(pyctrecon.features()))"
 cat "$work/step.log"
 CTRECON_CLI=$tool exec "$venv/bin/python" -m pytest -p no:cacheprovider -q -rs "$src/python/tests"

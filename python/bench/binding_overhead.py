@@ -3,7 +3,7 @@
 
     python python/bench/binding_overhead.py [--repeats 7] [--c-bench build/bench/bench_fdk_cuda]
 
-For each repeat it times ctrecon.fdk(...) from numpy (pageable) arrays in
+For each repeat it times pyctrecon.fdk(...) from numpy (pageable) arrays in
 Python (perf_counter around the call) and reads the library's own wall time
 of the same call (ctr_fdk_stream_report.timings.total, set-up included): the
 difference is what the binding adds (argument checks, struct set-up, the
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-import ctrecon
+import pyctrecon
 
 
 def main():
@@ -28,20 +28,21 @@ def main():
     ap.add_argument("--c-bench", default=None)
     ap.add_argument("--size", type=int, default=512)
     a = ap.parse_args()
-    ctx = ctrecon.Context("cuda")
+    ctx = pyctrecon.Context("cuda")
     n = a.size
-    g = ctrecon.ConeGeometry.circular(sid=750.0, sdd=1200.0, nu=1248 * n // 512, nv=960 * n // 512,
-                                      du=0.55 * 512 / n, dv=0.55 * 512 / n, nviews=496,
-                                      volume=ctrecon.Volume.cube(n, 0.5 * 512 / n))
-    proj = ctrecon.Phantom.shepp_logan(0.95 * n * 0.5 * 512 / n / 2).project(g, ctx=ctx,
+    g = pyctrecon.ConeGeometry.circular(sid=750.0, sdd=1200.0, nu=1248 * n // 512,
+                                        nv=960 * n // 512,
+                                        du=0.55 * 512 / n, dv=0.55 * 512 / n, nviews=496,
+                                        volume=pyctrecon.Volume.cube(n, 0.5 * 512 / n))
+    proj = pyctrecon.Phantom.shepp_logan(0.95 * n * 0.5 * 512 / n / 2).project(g, ctx=ctx,
                                                                               progress=False)
     vol = np.zeros(g.volume_shape, np.float32)
-    ctrecon.fdk(proj, g, out=vol, ctx=ctx, progress=False, interp="texture")  # warm-up
+    pyctrecon.fdk(proj, g, out=vol, ctx=ctx, progress=False, interp="texture")  # warm-up
     rows = []
     for _ in range(a.repeats):
         t0 = time.perf_counter()
-        _, rep = ctrecon.fdk(proj, g, out=vol, ctx=ctx, progress=False, interp="texture",
-                             return_report=True)
+        _, rep = pyctrecon.fdk(proj, g, out=vol, ctx=ctx, progress=False, interp="texture",
+                               return_report=True)
         wall = time.perf_counter() - t0
         rows.append((wall, rep["timings"]["total"]))
     walls = sorted(w for w, _ in rows)
@@ -50,7 +51,7 @@ def main():
     out = {"size": n, "repeats": a.repeats, "python_wall_median_s": med,
            "binding_overhead_median_s": overheads[len(overheads) // 2],
            "binding_overhead_fraction": overheads[len(overheads) // 2] / med,
-           "device": ctrecon.cuda_device_info(ctx.devices[0])["name"]}
+           "device": pyctrecon.cuda_device_info(ctx.devices[0])["name"]}
     if a.c_bench:
         r = subprocess.run([a.c_bench, "--case", "A", "--variants", "none", "--repeats",
                             str(a.repeats)], capture_output=True, text=True, check=True)

@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-import ctrecon
+import pyctrecon
 
 
 def pytest_configure(config):
@@ -36,7 +36,7 @@ def cli():
 @pytest.fixture(scope="session")
 def cpu():
     """A CPU context: the comparisons with the tool run with --device cpu."""
-    return ctrecon.Context("cpu")
+    return pyctrecon.Context("cpu")
 
 
 @pytest.fixture

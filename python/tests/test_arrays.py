@@ -5,17 +5,17 @@ that cannot take the result in place is an error naming the argument."""
 import numpy as np
 import pytest
 
-import ctrecon
-from ctrecon import _core
+import pyctrecon
+from pyctrecon import _core
 
 from conftest import same
 
 
 @pytest.fixture(scope="module")
 def setup():
-    pg = ctrecon.ParallelGeometry(32, 24)
-    sino = ctrecon.Phantom.shepp_logan(12.0).sinogram(pg, [-1.0, 0.0, 1.0])
-    return pg, sino, ctrecon.fbp(sino, pg, ctx=ctrecon.Context("cpu"))
+    pg = pyctrecon.ParallelGeometry(32, 24)
+    sino = pyctrecon.Phantom.shepp_logan(12.0).sinogram(pg, [-1.0, 0.0, 1.0])
+    return pg, sino, pyctrecon.fbp(sino, pg, ctx=pyctrecon.Context("cpu"))
 
 
 def test_contiguous_float32_is_not_copied(setup):
@@ -29,45 +29,45 @@ def test_contiguous_float32_is_not_copied(setup):
 
 def test_conversions_give_the_converted_result(setup):
     pg, sino, want = setup
-    cpu = ctrecon.Context("cpu")
-    assert same(ctrecon.fbp(sino.astype(np.float64), pg, ctx=cpu), want)
+    cpu = pyctrecon.Context("cpu")
+    assert same(pyctrecon.fbp(sino.astype(np.float64), pg, ctx=cpu), want)
     wide = np.zeros((3, 24, 64), np.float32)
     wide[:, :, ::2] = sino
-    assert same(ctrecon.fbp(wide[:, :, ::2], pg, ctx=cpu), want)  # strided view
+    assert same(pyctrecon.fbp(wide[:, :, ::2], pg, ctx=cpu), want)  # strided view
     fortran = np.asfortranarray(sino)
-    assert same(ctrecon.fbp(fortran, pg, ctx=cpu), want)
+    assert same(pyctrecon.fbp(fortran, pg, ctx=cpu), want)
     ro = sino.copy()
     ro.flags.writeable = False
-    assert same(ctrecon.fbp(ro, pg, ctx=cpu), want)
+    assert same(pyctrecon.fbp(ro, pg, ctx=cpu), want)
     ints = np.round(sino * 100).astype(np.int32)
-    assert same(ctrecon.fbp(ints, pg, ctx=cpu), ctrecon.fbp(ints.astype(np.float32), pg, ctx=cpu))
+    assert same(pyctrecon.fbp(ints, pg, ctx=cpu), pyctrecon.fbp(ints.astype(np.float32), pg, ctx=cpu))
 
 
 def test_wrong_shape_and_dtype(setup):
     pg, sino, _ = setup
     with pytest.raises(ValueError, match=r"sinograms has shape \(3, 24, 31\): expected \(3, 24, 32\)"):
-        ctrecon.fbp(sino[:, :, :31], pg)
+        pyctrecon.fbp(sino[:, :, :31], pg)
     with pytest.raises(TypeError, match="complex"):
-        ctrecon.fbp(sino.astype(np.complex64), pg)
+        pyctrecon.fbp(sino.astype(np.complex64), pg)
     with pytest.raises(TypeError, match="dtype bool"):
-        ctrecon.fbp(sino > 0, pg)
+        pyctrecon.fbp(sino > 0, pg)
 
 
 def test_out(setup):
     pg, sino, want = setup
-    cpu = ctrecon.Context("cpu")
+    cpu = pyctrecon.Context("cpu")
     out = np.empty(want.shape, np.float32)
-    assert ctrecon.fbp(sino, pg, out=out, ctx=cpu) is out and same(out, want)
+    assert pyctrecon.fbp(sino, pg, out=out, ctx=cpu) is out and same(out, want)
     with pytest.raises(TypeError, match="out has dtype float64"):
-        ctrecon.fbp(sino, pg, out=np.empty(want.shape), ctx=cpu)
+        pyctrecon.fbp(sino, pg, out=np.empty(want.shape), ctx=cpu)
     with pytest.raises(ValueError, match="out has shape"):
-        ctrecon.fbp(sino, pg, out=np.empty((3, 32, 31), np.float32), ctx=cpu)
+        pyctrecon.fbp(sino, pg, out=np.empty((3, 32, 31), np.float32), ctx=cpu)
     with pytest.raises(ValueError, match="not C-contiguous"):
-        ctrecon.fbp(sino, pg, out=np.empty(want.shape[::-1], np.float32).T, ctx=cpu)
+        pyctrecon.fbp(sino, pg, out=np.empty(want.shape[::-1], np.float32).T, ctx=cpu)
     ro = np.empty(want.shape, np.float32)
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="out is read-only"):
-        ctrecon.fbp(sino, pg, out=ro, ctx=cpu)
+        pyctrecon.fbp(sino, pg, out=ro, ctx=cpu)
 
 
 def test_gpu_array_refused_by_host_functions(setup):
@@ -78,9 +78,9 @@ def test_gpu_array_refused_by_host_functions(setup):
                                     "version": 3}
     # fbp takes GPU arrays now (test_gpu.py); fbp_filter and center_find still refuse them
     with pytest.raises(TypeError, match="sinograms is a GPU array"):
-        ctrecon.fbp_filter(FakeGpu(), pg)
+        pyctrecon.fbp_filter(FakeGpu(), pg)
     with pytest.raises(TypeError, match="sinograms is a GPU array"):
-        ctrecon.center_find(FakeGpu(), pg)
+        pyctrecon.center_find(FakeGpu(), pg)
     # a GPU out with host sinograms is refused before anything runs
     with pytest.raises(TypeError, match="out is a GPU array but sinograms are not"):
-        ctrecon.fbp(sino, pg, out=FakeGpu())
+        pyctrecon.fbp(sino, pg, out=FakeGpu())

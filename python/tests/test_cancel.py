@@ -14,8 +14,8 @@ import textwrap
 import numpy as np
 import pytest
 
-import ctrecon
-from ctrecon import io
+import pyctrecon
+from pyctrecon import io
 
 from conftest import same
 
@@ -23,18 +23,18 @@ from conftest import same
 @pytest.fixture(scope="module")
 def scan(tmp_path_factory):
     d = tmp_path_factory.mktemp("scan")
-    g = ctrecon.ConeGeometry.circular(sid=200, sdd=300, nu=64, nv=48, nviews=72,
-                                      volume=ctrecon.Volume.cube(32))
+    g = pyctrecon.ConeGeometry.circular(sid=200, sdd=300, nu=64, nv=48, nviews=72,
+                                        volume=pyctrecon.Volume.cube(32))
     g.save(d / "g.json")
-    io.save(d / "proj.nrrd", ctrecon.Phantom.shepp_logan(15.0).project(g, progress=False))
+    io.save(d / "proj.nrrd", pyctrecon.Phantom.shepp_logan(15.0).project(g, progress=False))
     return d, g
 
 
 def test_progress_reaches_the_callback(scan):
     d, g = scan
     seen = []
-    ctrecon.fdk(io.load(d / "proj.nrrd"), g, progress=lambda s, f: seen.append((s, f)),
-                ctx=ctrecon.Context("cpu"))
+    pyctrecon.fdk(io.load(d / "proj.nrrd"), g, progress=lambda s, f: seen.append((s, f)),
+                  ctx=pyctrecon.Context("cpu"))
     assert seen and all(s == "fdk" for s, _ in seen)
     fr = [f for _, f in seen]
     assert fr == sorted(fr) and fr[-1] == 1.0
@@ -42,22 +42,22 @@ def test_progress_reaches_the_callback(scan):
 
 def test_cancel_leaves_no_output_and_resumes(scan, tmp_path):
     d, g = scan
-    cpu = ctrecon.Context("cpu")
+    cpu = pyctrecon.Context("cpu")
     full = tmp_path / "full.nrrd"
-    ctrecon.fdk_file(d / "proj.nrrd", g, full, max_slab_slices=4, ctx=cpu)
+    pyctrecon.fdk_file(d / "proj.nrrd", g, full, max_slab_slices=4, ctx=cpu)
     out = tmp_path / "vol.nrrd"
     calls = []
 
     def stop_halfway(stage, f):  # 8 subvolumes: some are written and journalled by then
         calls.append(f)
         return f >= 0.5
-    with pytest.raises(ctrecon.CancelledError, match="cancelled") as e:
-        ctrecon.fdk_file(d / "proj.nrrd", g, out, max_slab_slices=4, progress=stop_halfway,
-                         ctx=cpu)
+    with pytest.raises(pyctrecon.CancelledError, match="cancelled") as e:
+        pyctrecon.fdk_file(d / "proj.nrrd", g, out, max_slab_slices=4, progress=stop_halfway,
+                           ctx=cpu)
     assert not out.exists() and os.path.exists(str(out) + ".partial")
     assert e.value.report["resumable"] == 1 and e.value.report["journal"]
     assert calls[-1] < 1.0
-    rep = ctrecon.fdk_file(d / "proj.nrrd", g, out, max_slab_slices=4, resume=True, ctx=cpu)
+    rep = pyctrecon.fdk_file(d / "proj.nrrd", g, out, max_slab_slices=4, resume=True, ctx=cpu)
     assert rep["slabs_resumed"] >= 1
     assert same(io.load(out), io.load(full))
 
@@ -73,25 +73,25 @@ def test_exception_in_callback_cancels(scan, tmp_path):
             raise Stop("from the callback")
     out = tmp_path / "vol.nrrd"
     with pytest.raises(Stop) as e:
-        ctrecon.fdk_file(d / "proj.nrrd", g, out, max_slab_slices=4, progress=boom,
-                         ctx=ctrecon.Context("cpu"))
-    assert isinstance(e.value.__cause__, ctrecon.CancelledError)
+        pyctrecon.fdk_file(d / "proj.nrrd", g, out, max_slab_slices=4, progress=boom,
+                           ctx=pyctrecon.Context("cpu"))
+    assert isinstance(e.value.__cause__, pyctrecon.CancelledError)
     assert not out.exists()
 
 
 SIGINT_SCRIPT = textwrap.dedent("""
     import json, os, signal, sys, threading
-    import ctrecon
+    import pyctrecon
     d, out = sys.argv[1], sys.argv[2]
-    g = ctrecon.ConeGeometry.load(os.path.join(d, "g.json"))
+    g = pyctrecon.ConeGeometry.load(os.path.join(d, "g.json"))
     seen = []
     def progress(stage, f):
         seen.append(f)
         if len(seen) == 1:   # Ctrl-C from another thread while the library runs
             threading.Thread(target=os.kill, args=(os.getpid(), signal.SIGINT)).start()
     try:
-        ctrecon.fdk_file(os.path.join(d, "proj.nrrd"), g, out, max_slab_slices=1,
-                         progress=progress, ctx=ctrecon.Context("cpu", threads=1))
+        pyctrecon.fdk_file(os.path.join(d, "proj.nrrd"), g, out, max_slab_slices=1,
+                           progress=progress, ctx=pyctrecon.Context("cpu", threads=1))
         result = "completed"
     except KeyboardInterrupt as e:
         result = "KeyboardInterrupt"
@@ -117,13 +117,13 @@ def test_ctrl_c_cancels_cleanly(scan, tmp_path):
 
 GIL_SCRIPT = textwrap.dedent("""
     import os, sys, threading
-    import ctrecon
+    import pyctrecon
     fifo = sys.argv[1]
     done = []
     def reader():  # blocks inside the library (fopen of a FIFO) until a writer opens it
         try:
-            ctrecon.ConeGeometry.load(fifo)
-        except ctrecon.CtreconError as e:
+            pyctrecon.ConeGeometry.load(fifo)
+        except pyctrecon.CtreconError as e:
             done.append(type(e).__name__)
     t = threading.Thread(target=reader)
     t.start()
@@ -159,7 +159,7 @@ def test_tqdm_bar(scan, capsys, monkeypatch):
             bars.append(self)
     monkeypatch.setattr(tqdm, "tqdm", Recorded)
     d, g = scan
-    ctrecon.fdk(io.load(d / "proj.nrrd"), g, progress=True, ctx=ctrecon.Context("cpu"))
+    pyctrecon.fdk(io.load(d / "proj.nrrd"), g, progress=True, ctx=pyctrecon.Context("cpu"))
     # one bar for the stage, run to its end, drawn on stderr
     assert [b.desc for b in bars] == ["fdk"] and bars[0].n == 1000
     assert "fdk" in capsys.readouterr().err
@@ -176,4 +176,4 @@ def test_progress_true_without_tqdm(scan, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_tqdm)
     d, g = scan
     with pytest.raises(ImportError, match="progress=True needs tqdm"):
-        ctrecon.fdk(io.load(d / "proj.nrrd"), g, progress=True)
+        pyctrecon.fdk(io.load(d / "proj.nrrd"), g, progress=True)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-import ctrecon
+import pyctrecon
 
 DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "python.md")
 
@@ -23,7 +23,7 @@ def gpu_usable():
         import cupy  # noqa: F401
     except ImportError:
         return False
-    return ctrecon.cuda_device_count() > 0
+    return pyctrecon.cuda_device_count() > 0
 
 
 @pytest.mark.parametrize("index", range(len(blocks())))
@@ -34,7 +34,7 @@ def test_example(index, tmp_path, monkeypatch):
             pytest.skip("GPU-only example: no CUDA GPU with CuPy here")
     if "import h5py" in code:
         pytest.importorskip("h5py")
-        if "hdf5" not in ctrecon.features():
+        if "hdf5" not in pyctrecon.features():
             pytest.skip("the library was built without HDF5")
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"docs/python.md example {index + 1}", "exec"), {"__name__": "__main__"})

@@ -6,15 +6,15 @@ import warnings
 import numpy as np
 import pytest
 
-import ctrecon
-from ctrecon.conebeam import FdkGeometryWarning
+import pyctrecon
+from pyctrecon.conebeam import FdkGeometryWarning
 
-VOL = ctrecon.Volume(nx=24, ny=24, nz=8, voxel=2.0)
+VOL = pyctrecon.Volume(nx=24, ny=24, nz=8, voxel=2.0)
 
 
 def _circle(**kw):
-    return ctrecon.ConeGeometry.circular(sid=400, sdd=800, nu=64, nv=16, du=2.0, dv=2.0,
-                                         volume=VOL, nviews=kw.pop("nviews", 90), **kw)
+    return pyctrecon.ConeGeometry.circular(sid=400, sdd=800, nu=64, nv=16, du=2.0, dv=2.0,
+                                           volume=VOL, nviews=kw.pop("nviews", 90), **kw)
 
 
 def _helix():
@@ -22,7 +22,7 @@ def _helix():
     m = g.matrices.copy()
     dz = np.linspace(-8.0, 8.0, len(m), endpoint=False)
     m[:, :, 3] -= m[:, :, 2] * dz[:, None]  # each view shifted along z: a helix
-    return ctrecon.ConeGeometry.from_matrices(m, nu=64, nv=16, du=2.0, dv=2.0, volume=VOL)
+    return pyctrecon.ConeGeometry.from_matrices(m, nu=64, nv=16, du=2.0, dv=2.0, volume=VOL)
 
 
 def _zeros(g):
@@ -33,7 +33,7 @@ def test_circle_no_warning():
     g = _circle()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        v = ctrecon.fdk(_zeros(g), g, strict=True)
+        v = pyctrecon.fdk(_zeros(g), g, strict=True)
     assert v.shape == (8, 24, 24)
 
 
@@ -43,7 +43,7 @@ def test_half_fan_no_warning():
     g = _circle(offset_u=56.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        v = ctrecon.fdk(_zeros(g), g, strict=True, ctx=ctrecon.Context("cpu"))
+        v = pyctrecon.fdk(_zeros(g), g, strict=True, ctx=pyctrecon.Context("cpu"))
     assert v.shape == (8, 24, 24)
 
 
@@ -55,12 +55,12 @@ def test_half_fan_no_warning():
 def test_warns_then_strict_refuses(make, needle, kw, caplog):
     g = make()
     with pytest.warns(FdkGeometryWarning, match=needle) as rec:
-        ctrecon.fdk(_zeros(g), g, **kw)
+        pyctrecon.fdk(_zeros(g), g, **kw)
     assert issubclass(FdkGeometryWarning, RuntimeWarning)
-    assert len(rec) == 1 and "ctrecon.iterate" in str(rec[0].message)
+    assert len(rec) == 1 and "pyctrecon.iterate" in str(rec[0].message)
     assert "ctr_" not in str(rec[0].message)
     # said once: not again through the library's log
     assert not [r for r in caplog.records if "FDK cannot" in r.getMessage()]
-    with pytest.raises(ctrecon.GeometryError, match="strict=True") as e:
-        ctrecon.fdk(_zeros(g), g, strict=True, **kw)
+    with pytest.raises(pyctrecon.GeometryError, match="strict=True") as e:
+        pyctrecon.fdk(_zeros(g), g, strict=True, **kw)
     assert needle in str(e.value) and "ctr_" not in str(e.value)

@@ -7,12 +7,12 @@ CuPy arrays' own), the same bits as the host path. The binding's overhead is a b
 import numpy as np
 import pytest
 
-import ctrecon
-from ctrecon import iterative
+import pyctrecon
+from pyctrecon import iterative
 
 cupy = pytest.importorskip("cupy")
 pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(ctrecon.cuda_device_count() == 0, reason="no CUDA GPU")]
+              pytest.mark.skipif(pyctrecon.cuda_device_count() == 0, reason="no CUDA GPU")]
 
 
 class Recorder:
@@ -41,13 +41,13 @@ def _ptr(ffi, p):
 def _projector(parallel, nu, nviews, nslices, n):
     """A CUDA projector: parallel beam (nu bins, nviews angles, nslices
     slices) or a circular cone beam onto an n^3 volume."""
-    ctx = ctrecon.Context("cuda")
+    ctx = pyctrecon.Context("cuda")
     if parallel:
-        return ctrecon.Projector(ctrecon.ParallelGeometry(nu, nviews), nslices=nslices, ctx=ctx)
+        return pyctrecon.Projector(pyctrecon.ParallelGeometry(nu, nviews), nslices=nslices, ctx=ctx)
     sid = 3.0 * nu + 12.0
-    g = ctrecon.ConeGeometry.circular(sid=sid, sdd=1.5 * sid, nu=nu, nv=nu, nviews=nviews,
-                                      volume=ctrecon.Volume.cube(n))
-    return ctrecon.Projector(g, ctx=ctx)
+    g = pyctrecon.ConeGeometry.circular(sid=sid, sdd=1.5 * sid, nu=nu, nv=nu, nviews=nviews,
+                                        volume=pyctrecon.Volume.cube(n))
+    return pyctrecon.Projector(g, ctx=ctx)
 
 
 @pytest.mark.parametrize("parallel", [False, True])
@@ -74,8 +74,8 @@ def test_cupy_in_place(parallel, monkeypatch):
 
 
 def test_dlpack_and_errors():
-    ctx = ctrecon.Context("cuda")
-    pr = ctrecon.Projector(ctrecon.ParallelGeometry(32, 20), nslices=2, ctx=ctx)
+    ctx = pyctrecon.Context("cuda")
+    pr = pyctrecon.Projector(pyctrecon.ParallelGeometry(32, 20), nslices=2, ctx=ctx)
     x = cupy.ones(pr.volume_shape, cupy.float32)
 
     class OnlyDlpack:
@@ -95,33 +95,33 @@ def test_dlpack_and_errors():
         pr.forward(cupy.ones(pr.volume_shape[::-1], cupy.float32).T)
     # host-only functions keep refusing GPU arrays
     with pytest.raises(TypeError, match="GPU array"):
-        ctrecon.fbp_filter(cupy.ones((2, 20, 32), cupy.float32), ctrecon.ParallelGeometry(32, 20))
+        pyctrecon.fbp_filter(cupy.ones((2, 20, 32), cupy.float32), pyctrecon.ParallelGeometry(32, 20))
 
 
 @pytest.mark.parametrize("slabs", [0, 6])
 def test_fdk_cupy_in_place(slabs, monkeypatch):
-    from ctrecon import conebeam
-    ctx = ctrecon.Context("cuda")
-    g = ctrecon.ConeGeometry.circular(sid=300, sdd=450, nu=96, nv=80, nviews=60,
-                                      volume=ctrecon.Volume.cube(32))
-    proj_host = ctrecon.Phantom.shepp_logan(14.0).project(g, ctx=ctx, progress=False)
+    from pyctrecon import conebeam
+    ctx = pyctrecon.Context("cuda")
+    g = pyctrecon.ConeGeometry.circular(sid=300, sdd=450, nu=96, nv=80, nviews=60,
+                                        volume=pyctrecon.Volume.cube(32))
+    proj_host = pyctrecon.Phantom.shepp_logan(14.0).project(g, ctx=ctx, progress=False)
     kw = {"max_slab_slices": slabs} if slabs else {}
-    vol_host = ctrecon.fdk(proj_host, g, ctx=ctx, progress=False, **kw)
+    vol_host = pyctrecon.fdk(proj_host, g, ctx=ctx, progress=False, **kw)
     proj = cupy.asarray(proj_host)
     rec = Recorder(conebeam.lib, lambda n: n in ("ctr_fdk", "ctr_fdk_stream_memory"),
                    lambda args: [_ptr(conebeam.ffi, a.data) for a in args[3:5]])
     monkeypatch.setattr(conebeam, "lib", rec)
-    vol = ctrecon.fdk(proj, g, ctx=ctx, progress=False, **kw)
+    vol = pyctrecon.fdk(proj, g, ctx=ctx, progress=False, **kw)
     assert isinstance(vol, cupy.ndarray) and vol.shape == g.volume_shape
     assert [p for _, p in rec.calls] == [[proj.data.ptr, vol.data.ptr]]
     assert cupy.asnumpy(vol).tobytes() == vol_host.tobytes()
     out = cupy.full(g.volume_shape, cupy.nan, cupy.float32)
-    assert ctrecon.fdk(proj, g, ctx=ctx, out=out, progress=False, **kw) is out
+    assert pyctrecon.fdk(proj, g, ctx=ctx, out=out, progress=False, **kw) is out
     assert cupy.asnumpy(out).tobytes() == vol_host.tobytes()
     with pytest.raises(TypeError, match="out is a GPU array"):
-        ctrecon.fdk(proj_host, g, ctx=ctx, out=out)
-    with pytest.raises(ctrecon.InvalidArgumentError, match="CPU context cannot read"):
-        ctrecon.fdk(proj, g, ctx=ctrecon.Context("cpu"))
+        pyctrecon.fdk(proj_host, g, ctx=ctx, out=out)
+    with pytest.raises(pyctrecon.InvalidArgumentError, match="CPU context cannot read"):
+        pyctrecon.fdk(proj, g, ctx=pyctrecon.Context("cpu"))
 
 
 def _sinograms(g, ns, seed=3):
@@ -130,17 +130,17 @@ def _sinograms(g, ns, seed=3):
 
 @pytest.mark.parametrize("given_out", [False, True])
 def test_fbp_cupy_in_place(given_out, monkeypatch):
-    from ctrecon import parbeam
-    ctx = ctrecon.Context("cuda")
-    g = ctrecon.ParallelGeometry(64, 90, nx=48, ny=48)
+    from pyctrecon import parbeam
+    ctx = pyctrecon.Context("cuda")
+    g = pyctrecon.ParallelGeometry(64, 90, nx=48, ny=48)
     s_host = _sinograms(g, 20)  # two chunks of the GPU pipeline
-    ref = ctrecon.fbp(s_host, g, ctx=ctx, kernel="alu", progress=False)
+    ref = pyctrecon.fbp(s_host, g, ctx=ctx, kernel="alu", progress=False)
     s = cupy.asarray(s_host)
     out = cupy.full(g.slice_shape(20), cupy.nan, cupy.float32) if given_out else None
     rec = Recorder(parbeam.lib, lambda n: n == "ctr_fbp",
                    lambda args: [_ptr(parbeam.ffi, a.data) for a in args[3:5]])
     monkeypatch.setattr(parbeam, "lib", rec)
-    res = ctrecon.fbp(s, g, ctx=ctx, kernel="alu", out=out, progress=False)
+    res = pyctrecon.fbp(s, g, ctx=ctx, kernel="alu", out=out, progress=False)
     assert isinstance(res, cupy.ndarray) and res.shape == g.slice_shape(20)
     assert out is None or res is out
     assert rec.calls == [("ctr_fbp", [s.data.ptr, res.data.ptr])]
@@ -150,27 +150,27 @@ def test_fbp_cupy_in_place(given_out, monkeypatch):
     bad = s.copy()
     bad[0, 0, 0] = cupy.nan
     bad_host = cupy.asnumpy(bad)
-    _, c_host = ctrecon.fbp(bad_host, g, ctx=ctx, kernel="alu", return_counts=True, progress=False)
-    r, c = ctrecon.fbp(bad, g, ctx=ctx, kernel="alu", return_counts=True, progress=False)
+    _, c_host = pyctrecon.fbp(bad_host, g, ctx=ctx, kernel="alu", return_counts=True, progress=False)
+    r, c = pyctrecon.fbp(bad, g, ctx=ctx, kernel="alu", return_counts=True, progress=False)
     assert isinstance(r, cupy.ndarray) and c == c_host and c["input"] == 1
     with pytest.raises(TypeError, match="out is a GPU array"):
-        ctrecon.fbp(s_host, g, ctx=ctx, out=res)
-    with pytest.raises(ctrecon.InvalidArgumentError, match="CPU context cannot read"):
-        ctrecon.fbp(s, g, ctx=ctrecon.Context("cpu"))
+        pyctrecon.fbp(s_host, g, ctx=ctx, out=res)
+    with pytest.raises(pyctrecon.InvalidArgumentError, match="CPU context cannot read"):
+        pyctrecon.fbp(s, g, ctx=pyctrecon.Context("cpu"))
     with pytest.raises(TypeError, match="float32"):
-        ctrecon.fbp(s.astype(cupy.float64), g, ctx=ctx)
+        pyctrecon.fbp(s.astype(cupy.float64), g, ctx=ctx)
     with pytest.raises(ValueError, match="C-contiguous"):
-        ctrecon.fbp(cupy.asfortranarray(s), g, ctx=ctx)
+        pyctrecon.fbp(cupy.asfortranarray(s), g, ctx=ctx)
     with pytest.raises(ValueError, match="expected"):
-        ctrecon.fbp(s[:, :, :32].copy(), g, ctx=ctx)
+        pyctrecon.fbp(s[:, :, :32].copy(), g, ctx=ctx)
 
 
 def test_fbp_backproject_cupy():
-    ctx = ctrecon.Context("cuda")
-    g = ctrecon.ParallelGeometry(64, 90, nx=48, ny=48)
-    f_host = ctrecon.fbp_filter(_sinograms(g, 3), g)
-    ref = ctrecon.fbp_backproject(f_host, g, ctx=ctx, kernel="alu")
-    res = ctrecon.fbp_backproject(cupy.asarray(f_host), g, ctx=ctx, kernel="alu")
+    ctx = pyctrecon.Context("cuda")
+    g = pyctrecon.ParallelGeometry(64, 90, nx=48, ny=48)
+    f_host = pyctrecon.fbp_filter(_sinograms(g, 3), g)
+    ref = pyctrecon.fbp_backproject(f_host, g, ctx=ctx, kernel="alu")
+    res = pyctrecon.fbp_backproject(cupy.asarray(f_host), g, ctx=ctx, kernel="alu")
     assert isinstance(res, cupy.ndarray)
     assert cupy.asnumpy(res).tobytes() == ref.tobytes()
 
@@ -184,7 +184,7 @@ def _budget_for(pr, placement):
                                        max_slab_slices=2)
             if d["placement"] == placement:
                 return b
-        except ctrecon.CtreconError:
+        except pyctrecon.CtreconError:
             pass
         b += b // 8
     raise AssertionError(f"no GPU budget gives placement {placement}")
@@ -229,8 +229,8 @@ def test_iterate_cupy_in_place(parallel, algorithm, init, placement, monkeypatch
 
 
 def test_iterate_cupy_errors():
-    ctx = ctrecon.Context("cuda")
-    pr = ctrecon.Projector(ctrecon.ParallelGeometry(40, 30), nslices=3, ctx=ctx)
+    ctx = pyctrecon.Context("cuda")
+    pr = pyctrecon.Projector(pyctrecon.ParallelGeometry(40, 30), nslices=3, ctx=ctx)
     y = cupy.ones(pr.projection_shape, cupy.float32)
     with pytest.raises(TypeError, match="float32"):
         iterative.iterate(pr, y.astype(cupy.float64))
@@ -240,14 +240,14 @@ def test_iterate_cupy_errors():
         iterative.iterate(pr, cupy.asnumpy(y), out=cupy.empty(pr.volume_shape, cupy.float32))
     with pytest.raises(ValueError, match="init has shape"):
         iterative.iterate(pr, y, init=cupy.zeros((2, 2, 2), cupy.float32))
-    cpu = ctrecon.Projector(ctrecon.ParallelGeometry(40, 30), nslices=3,
-                            ctx=ctrecon.Context("cpu"))
-    with pytest.raises(ctrecon.InvalidArgumentError, match="CPU context cannot read"):
+    cpu = pyctrecon.Projector(pyctrecon.ParallelGeometry(40, 30), nslices=3,
+                              ctx=pyctrecon.Context("cpu"))
+    with pytest.raises(pyctrecon.InvalidArgumentError, match="CPU context cannot read"):
         iterative.iterate(cpu, y)
     # fbp_projections still takes host arrays only
-    assert "GPU array" in str(pytest.raises(TypeError, ctrecon.fbp_projections,
+    assert "GPU array" in str(pytest.raises(TypeError, pyctrecon.fbp_projections,
                                             cupy.ones((30, 3, 40), cupy.float32),
-                                            ctrecon.ParallelGeometry(40, 30),
+                                            pyctrecon.ParallelGeometry(40, 30),
                                             np.ones((3, 40), np.float32)).value)
 
 
@@ -256,19 +256,19 @@ def test_iterate_cupy_errors():
 def _pet(ctx):
     """A small system (6 views), simulated data with factors, and its
     projector on ctx."""
-    system = ctrecon.PetSystem(32, 32, 6, 8.0, n_azimuth=6, n_copolar=1,
-                               radial_fwhm_center_mm=8, radial_fwhm_edge_mm=12,
-                               edge_radius_mm=100, axial_fwhm_mm=8)
-    histo = ctrecon.pet_simulate(system, ctrecon.PetPhantom.with_spheres(4.0), events=3e5,
-                                 attenuation=True, seed=11, progress=False)
+    system = pyctrecon.PetSystem(32, 32, 6, 8.0, n_azimuth=6, n_copolar=1,
+                                 radial_fwhm_center_mm=8, radial_fwhm_edge_mm=12,
+                                 edge_radius_mm=100, axial_fwhm_mm=8)
+    histo = pyctrecon.pet_simulate(system, pyctrecon.PetPhantom.with_spheres(4.0), events=3e5,
+                                   attenuation=True, seed=11, progress=False)
     assert histo.factors is not None
-    return system, histo, ctrecon.PetProjector(system, ctx=ctx)
+    return system, histo, pyctrecon.PetProjector(system, ctx=ctx)
 
 
 @pytest.mark.parametrize("given_out", [False, True])
 def test_pet_project_cupy_in_place(given_out, monkeypatch):
-    from ctrecon import pet
-    system, _, pr = _pet(ctrecon.Context("cuda"))
+    from pyctrecon import pet
+    system, _, pr = _pet(pyctrecon.Context("cuda"))
     x_host = np.random.default_rng(3).random(system.image_shape, dtype=np.float32)
     y_host = pr.forward(5, x_host)
     b_host = pr.back(5, y_host)
@@ -287,30 +287,30 @@ def test_pet_project_cupy_in_place(given_out, monkeypatch):
 
 
 def test_pet_project_fft_cupy():
-    ctx = ctrecon.Context("cuda")
-    system = ctrecon.PetSystem(32, 32, 6, 8.0, n_azimuth=6, n_copolar=1)  # invariant kernels
+    ctx = pyctrecon.Context("cuda")
+    system = pyctrecon.PetSystem(32, 32, 6, 8.0, n_azimuth=6, n_copolar=1)  # invariant kernels
     x_host = np.random.default_rng(4).random(system.image_shape, dtype=np.float32)
-    ref = ctrecon.pet_project_fft(system, 1, x_host, pad=2, ctx=ctx)
-    res = ctrecon.pet_project_fft(system, 1, cupy.asarray(x_host), pad=2, ctx=ctx)
+    ref = pyctrecon.pet_project_fft(system, 1, x_host, pad=2, ctx=ctx)
+    res = pyctrecon.pet_project_fft(system, 1, cupy.asarray(x_host), pad=2, ctx=ctx)
     assert isinstance(res, cupy.ndarray) and cupy.asnumpy(res).tobytes() == ref.tobytes()
 
 
 @pytest.mark.parametrize("algorithm", ["ramla", "osem", "mlem"])
 def test_pet_reconstruct_cupy_in_place(algorithm, monkeypatch):
-    from ctrecon import pet
-    system, histo, pr = _pet(ctrecon.Context("cuda"))
+    from pyctrecon import pet
+    system, histo, pr = _pet(pyctrecon.Context("cuda"))
     start_host = np.random.default_rng(5).random(system.image_shape, dtype=np.float32) + \
         np.float32(0.5)
     kw = dict(algorithm=algorithm, iterations=2, progress=False)
-    ref = ctrecon.pet_reconstruct(pr, histo, **kw)  # the uniform start
-    ref_start = ctrecon.pet_reconstruct(pr, histo, image=start_host, **kw)
+    ref = pyctrecon.pet_reconstruct(pr, histo, **kw)  # the uniform start
+    ref_start = pyctrecon.pet_reconstruct(pr, histo, image=start_host, **kw)
     start = cupy.asarray(start_host)
     seen = []
     rec = Recorder(pet.lib, lambda n: n == "ctr_pet_reconstruct",
                    lambda args: [_ptr(pet.ffi, args[3])])
     monkeypatch.setattr(pet, "lib", rec)
-    img = ctrecon.pet_reconstruct(pr, histo, image=start,
-                                  callback=lambda it, im: seen.append((it, im)), **kw)
+    img = pyctrecon.pet_reconstruct(pr, histo, image=start,
+                                    callback=lambda it, im: seen.append((it, im)), **kw)
     assert isinstance(img, cupy.ndarray) and img is not start
     assert rec.calls == [("ctr_pet_reconstruct", [img.data.ptr])]
     # the callback gets a GPU copy of each iteration's image (its own to keep)
@@ -321,15 +321,15 @@ def test_pet_reconstruct_cupy_in_place(algorithm, monkeypatch):
     assert cupy.asnumpy(img).tobytes() == ref_start.tobytes()
     assert cupy.asnumpy(start).tobytes() == start_host.tobytes()  # the start is not modified
     out = cupy.full(system.image_shape, cupy.nan, cupy.float32)
-    assert ctrecon.pet_reconstruct(pr, histo, out=out, **kw) is out  # uniform start, on the GPU
+    assert pyctrecon.pet_reconstruct(pr, histo, out=out, **kw) is out  # uniform start, on the GPU
     assert cupy.asnumpy(out).tobytes() == ref.tobytes()
     # a host start into a GPU result
-    res = ctrecon.pet_reconstruct(pr, histo, image=start_host, out=out, **kw)
+    res = pyctrecon.pet_reconstruct(pr, histo, image=start_host, out=out, **kw)
     assert res is out and cupy.asnumpy(out).tobytes() == ref_start.tobytes()
 
 
 def test_pet_cupy_errors():
-    system, histo, pr = _pet(ctrecon.Context("cuda"))
+    system, histo, pr = _pet(pyctrecon.Context("cuda"))
     x = cupy.ones(system.image_shape, cupy.float32)
     with pytest.raises(TypeError, match="float32"):
         pr.forward(0, x.astype(cupy.float64))
@@ -340,19 +340,19 @@ def test_pet_cupy_errors():
     with pytest.raises(ValueError, match="image has shape"):
         pr.forward(0, cupy.ones((2, 2, 2), cupy.float32))
     with pytest.raises(TypeError, match="float32"):
-        ctrecon.pet_reconstruct(pr, histo, image=x.astype(cupy.float64), progress=False)
+        pyctrecon.pet_reconstruct(pr, histo, image=x.astype(cupy.float64), progress=False)
     with pytest.raises(ValueError, match="C-contiguous"):
-        ctrecon.pet_reconstruct(pr, histo, image=cupy.asfortranarray(x), progress=False)
+        pyctrecon.pet_reconstruct(pr, histo, image=cupy.asfortranarray(x), progress=False)
     with pytest.raises(ValueError, match="out has shape"):
-        ctrecon.pet_reconstruct(pr, histo, out=cupy.ones((2, 2, 2), cupy.float32), progress=False)
-    cpu = ctrecon.PetProjector(system, ctx=ctrecon.Context("cpu"))
-    with pytest.raises(ctrecon.InvalidArgumentError, match="the in array .*CPU context cannot read"):
+        pyctrecon.pet_reconstruct(pr, histo, out=cupy.ones((2, 2, 2), cupy.float32), progress=False)
+    cpu = pyctrecon.PetProjector(system, ctx=pyctrecon.Context("cpu"))
+    with pytest.raises(pyctrecon.InvalidArgumentError, match="the in array .*CPU context cannot read"):
         cpu.forward(0, x)
-    with pytest.raises(ctrecon.InvalidArgumentError,
+    with pytest.raises(pyctrecon.InvalidArgumentError,
                        match="pet_reconstruct: the image array .*CPU context cannot read"):
-        ctrecon.pet_reconstruct(cpu, histo, image=x, iterations=1, progress=False)
+        pyctrecon.pet_reconstruct(cpu, histo, image=x, iterations=1, progress=False)
     # the simulation and the metrics take host arrays only
     with pytest.raises(TypeError, match="activity is a GPU array"):
-        ctrecon.pet_simulate(system, ctrecon.PetPhantom(), activity=x, progress=False)
+        pyctrecon.pet_simulate(system, pyctrecon.PetPhantom(), activity=x, progress=False)
     with pytest.raises(TypeError, match="image is a GPU array"):
-        ctrecon.pet_metrics(system, ctrecon.PetPhantom.with_spheres(), x)
+        pyctrecon.pet_metrics(system, pyctrecon.PetPhantom.with_spheres(), x)

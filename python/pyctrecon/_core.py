@@ -1,6 +1,6 @@
 """The binding's core: errors, contexts, runs (progress, cancellation) and arrays.
 
-Every library call goes through cffi's API-mode extension ctrecon._ctrecon,
+Every library call goes through cffi's API-mode extension pyctrecon._ctrecon,
 which releases the GIL for the duration of each C call; the callbacks the
 library makes (progress, log, per-iteration) are cffi ``extern "Python"``
 functions, which take the GIL back while they run.
@@ -27,7 +27,7 @@ __all__ = [
     "logger", "memory_budgets",
 ]
 
-logger = logging.getLogger("ctrecon")
+logger = logging.getLogger("pyctrecon")
 
 # ---------------------------------------------------------------------------
 # Errors: one class per ctr_status
@@ -61,7 +61,7 @@ class CtreconError(Exception):
 
 
 def _error_class(name: str, status: int, *bases: type) -> type:
-    return type(name, (CtreconError,) + bases, {"status": status, "__module__": "ctrecon"})
+    return type(name, (CtreconError,) + bases, {"status": status, "__module__": "pyctrecon"})
 
 
 InvalidArgumentError = _error_class("InvalidArgumentError", lib.CTR_E_INVALID_ARGUMENT, ValueError)
@@ -285,7 +285,8 @@ class _Run:
         elif progress:
             self.tqdm = _tqdm_module()
             if self.tqdm is None:
-                raise ImportError("progress=True needs tqdm (pip install tqdm)")
+                raise ImportError("progress=True needs tqdm "
+                                  "(pip install tqdm, or pyctrecon[progress])")
 
     def step(self, stage: str, fraction: float) -> int:
         if self.exc is not None or self.cancelled:
@@ -388,7 +389,7 @@ _LOG_LEVELS = {lib.CTR_LOG_ERROR: logging.ERROR, lib.CTR_LOG_WARNING: logging.WA
 
 @ffi.def_extern()
 def ctrpy_log(user, level, message):
-    # Any thread: the library's messages go to the logger "ctrecon".
+    # Any thread: the library's messages go to the logger "pyctrecon".
     logger.log(_LOG_LEVELS.get(level, logging.INFO), "%s",
                ffi.string(message).decode(errors="replace"))
 
@@ -460,7 +461,7 @@ class Context(Handle):
     CPU threads (0: OpenMP's default); ``tuning`` a dict of the library's
     tuning switches (docs/tuning.md; the keys of ctr_tuning_set, e.g.
     ``{"bp_slices": 8}``). Progress and log messages of the calls made with
-    it reach the call's ``progress`` argument and the logger "ctrecon".
+    it reach the call's ``progress`` argument and the logger "pyctrecon".
     One call at a time uses a context; the default context is per thread.
     A CUDA context keeps the GPU buffers of its runs (every modality's) for
     the next one (a repeated reconstruction skips their allocation);
@@ -550,7 +551,8 @@ def context(ctx: Optional[Context]) -> Context:
     if ctx is None:
         return default_context()
     if not isinstance(ctx, Context):
-        raise TypeError(f"ctx={ctx!r}: expected a ctrecon.Context (e.g. ctrecon.Context(\"cpu\")) "
+        raise TypeError(f"ctx={ctx!r}: expected a pyctrecon.Context "
+                        "(e.g. pyctrecon.Context(\"cpu\")) "
                         "or None (this thread's default context)")
     return ctx
 

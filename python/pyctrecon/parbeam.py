@@ -443,7 +443,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     c = context(ctx).ptr
     if arr is None:
         if out is None:
-            raise ValueError("a file input needs out= (a path): read it with ctrecon.io.load for an "
+            raise ValueError("a file input needs out= (a path): read it with pyctrecon.io.load for an "
                              "array input")
         try:
             _core.call(progress, lib.ctr_fbp_stream, c, p, o, input._ptr, fp, dp, cstr(out),
@@ -454,7 +454,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
         return _stream_report(rep)
     if out is not None:
         raise ValueError("an array input gives an array: out= (a path) needs a file input "
-                         "(save the array with ctrecon.io.save first)")
+                         "(save the array with pyctrecon.io.save first)")
     if out_array is None:
         # The slices' size depends on binning, stitching and the axis found:
         # a first call with an empty description reports it (and the axis,

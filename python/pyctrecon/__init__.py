@@ -1,4 +1,4 @@
-"""ctrecon: CT and PET reconstruction on NVIDIA GPUs and the CPU.
+"""pyctrecon: CT and PET reconstruction on NVIDIA GPUs and the CPU.
 
 The Python binding of libctrecon (docs/python.md). Arrays are numpy arrays
 whose shapes are the reverse of the library's dims: a volume (nz, ny, nx),

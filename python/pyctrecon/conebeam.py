@@ -41,7 +41,7 @@ def ramp_response(window_name: Any, cutoff: float, f: float) -> float:
 class FdkGeometryWarning(RuntimeWarning):
     """FDK cannot reconstruct the geometry (ctr_geometry_fdk_check, docs/geometry.md):
     not a circular orbit, less than a short scan, or a detector that misses part of
-    the field of view in some views. The volume will be wrong; ctrecon.iterate
+    the field of view in some views. The volume will be wrong; pyctrecon.iterate
     reconstructs such scans. fdk(..., strict=True) refuses them instead."""
 
 
@@ -57,7 +57,7 @@ def _check_geometry(geometry: ConeGeometry, strict: bool, offset_weight: Any = "
     if ok[0]:
         return
     text = _core.python_words(ffi.string(why).decode().replace("(ctr_iterate)",
-                                                                "(ctrecon.iterate)"))
+                                                                "(pyctrecon.iterate)"))
     if strict:
         raise _core.GeometryError(f"geometry: FDK cannot reconstruct it (refused: strict=True): "
                                   f"{text}")
