@@ -15,7 +15,7 @@ const cli_command cli_cmd_geometry = {
     "write a circular or vector cone-beam geometry file, or check one",
     "ctrecon geometry --out FILE [options]\n"
     "       ctrecon geometry --out FILE --from-vectors TEXT --nu N --nv N [volume options]\n"
-    "       ctrecon geometry --check FILE",
+    "       ctrecon geometry --check FILE [--vectors-out TEXT]",
     "Writes the JSON description (docs/geometry.md) of a circular cone-beam scan:\n"
     "source orbit, flat detector, projection angles and the volume grid. With\n"
     "--from-vectors, the views are read from a text file of ASTRA cone_vec rows,\n"
@@ -23,14 +23,17 @@ const cli_command cli_cmd_geometry = {
     "commas; '#' comments) and written as a \"vectors\" geometry (docs/geometry.md,\n"
     "\"Vector geometries\"); --nu and --nv give the detector's size. With\n"
     "--check, loads a geometry file and prints a summary: views, angular coverage,\n"
-    "detector, volume and how much of the volume's field of view the detector sees.",
+    "detector, volume and how much of the volume's field of view the detector sees.\n"
+    "--vectors-out writes the geometry's views (the one written or checked) as ASTRA\n"
+    "cone_vec rows in the --from-vectors layout, for ASTRA, TIGRE or LEAP users.",
     "  ctrecon geometry --out geom.json\n"
     "  ctrecon geometry --out small.json --nu 128 --nv 128 --du 3.5 --dv 3.5 \\\n"
     "      --views 180 --volume 128 --voxel 2\n"
     "  ctrecon geometry --out short.json --range 220    # short scan\n"
     "  ctrecon geometry --out vec.json --from-vectors views.txt --nu 512 --nv 384 \\\n"
     "      --volume 256 --voxel 0.5\n"
-    "  ctrecon geometry --check geom.json\n",
+    "  ctrecon geometry --check geom.json\n"
+    "  ctrecon geometry --check geom.json --vectors-out views.txt\n",
 };
 
 static int parse_direction(const char *cmd, const char *name, const char *value, void *dst) {
@@ -158,13 +161,35 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
   return coverage;
 }
 
-static int run_check(const char *path) {
+/* --vectors-out: every view of g as a cone_vec row (ctr_geometry_get_vectors),
+ * the layout --from-vectors reads, written atomically. */
+static int write_vectors(const char *path, const ctr_geometry *g, int force) {
+  char tmp[4200];
+  FILE *f = NULL;
+  int rc = cli_text_create("geometry", path, tmp, sizeof tmp, &f);
+  if (rc) return rc;
+  const int64_t n = ctr_geometry_get_view_count(g);
+  fprintf(f, "# %lld views as ASTRA cone_vec rows (mm): srcX srcY srcZ dX dY dZ uX uY uZ vX vY "
+          "vZ\n", (long long)n);
+  for (int64_t i = 0; i < n; i++) {
+    double v[12];
+    ctr_geometry_get_vectors(g, i, v);
+    for (int k = 0; k < 12; k++) fprintf(f, "%.17g%c", v[k], k == 11 ? '\n' : ' ');
+  }
+  return cli_text_commit("geometry", f, tmp, path, force);
+}
+
+static int run_check(const char *path, const char *vectors_out, int force) {
   ctr_geometry *g = NULL;
   int rc = cli_load_geometry("geometry", path, &g);
   if (rc) return rc;
-  cli_warn_coverage_of("geometry", g, print_summary("geometry", path, g, 1));
+  const cli_file in[] = {{"--check", path}, {0}};
+  const cli_output out[] = {{"--vectors-out", vectors_out, CLI_OUT_FILE}, {0}};
+  rc = cli_check_files("geometry", in, out, force);
+  if (!rc) cli_warn_coverage_of("geometry", g, print_summary("geometry", path, g, 1));
+  if (!rc && vectors_out) rc = write_vectors(vectors_out, g, force);
   ctr_geometry_free(g);
-  return 0;
+  return rc;
 }
 
 /* ---- Writing ------------------------------------------------------------- */
@@ -175,6 +200,7 @@ typedef struct geometry_args {
   int64_t size[3];
   double voxel[3], offset[3];
   const char *vectors; /* --from-vectors */
+  const char *vectors_out; /* --vectors-out */
   int quiet, force;
   int write_opts; /* set by any option that only matters when writing */
   int orbit_opts; /* set by an option of the circular orbit (not with --from-vectors) */
@@ -258,12 +284,14 @@ static int run_write(const geometry_args *a) {
     cli_warn("geometry", "--range %g: the %lld views span only %.4g degrees: this looks like "
              "radians, and --range takes degrees (360 for a full turn)", a->p.angle_range_deg,
              (long long)a->p.nviews, span);
-  const cli_output out[] = {{"--out", a->out, CLI_OUT_FILE}, {0}};
+  const cli_output out[] = {{"--out", a->out, CLI_OUT_FILE},
+                            {"--vectors-out", a->vectors_out, CLI_OUT_FILE}, {0}};
   int rc = cli_check_files("geometry", NULL, out, a->force);
   if (!rc) {
     st = ctr_geometry_save_json(g, a->out, a->force);
     if (st != CTR_OK) rc = cli_fail_file("geometry", st, a->out);
   }
+  if (!rc && a->vectors_out) rc = write_vectors(a->vectors_out, g, a->force);
   if (!rc) {
     if (!a->quiet) {
       printf("wrote ");
@@ -278,7 +306,7 @@ static int run_write(const geometry_args *a) {
 
 int cmd_geometry(int argc, char **argv) {
   geometry_args a = {NULL, NULL, CTR_CIRCULAR_PARAMS_INIT, {256, 256, 256}, {1, 1, 1}, {0, 0, 0},
-                     NULL, 0,    0,    0, 0};
+                     NULL, NULL, 0,    0,    0, 0};
   a.p.sid = 1000;
   a.p.sdd = 1500;
   a.p.nu = a.p.nv = 256;
@@ -317,8 +345,11 @@ int cmd_geometry(int argc, char **argv) {
       {"--from-vectors", "TEXT",
        "views as ASTRA cone_vec rows, 12 numbers a line (default: the circular orbit)",
        cli_parse_string, &a.vectors, &a.write_opts},
+      {"--vectors-out", "TEXT",
+       "also write the views as ASTRA cone_vec rows (the --from-vectors layout; default: none)",
+       cli_parse_string, &a.vectors_out, NULL},
       {"--quiet", NULL, "print nothing but errors and warnings", cli_set_flag, &a.quiet, NULL},
-      {"--force", NULL, CLI_FORCE_HELP, cli_set_flag, &a.force, &a.write_opts},
+      {"--force", NULL, CLI_FORCE_HELP, cli_set_flag, &a.force, NULL},
       {0},
   };
   int rc = cli_parse(&cli_cmd_geometry, opts, argc, argv);
@@ -330,7 +361,7 @@ int cmd_geometry(int argc, char **argv) {
                            "--start, --range, --direction) do not apply");
   if (a.check && (a.write_opts || a.orbit_opts))
     return cli_usage_error("geometry", "--check takes no geometry options (they apply to --out)");
-  if (a.check) return run_check(a.check);
+  if (a.check) return run_check(a.check, a.vectors_out, a.force);
   rc = cli_require("geometry", opts, "--out", a.out);
   return rc ? rc : run_write(&a);
 }
