@@ -10,32 +10,20 @@ import pytest
 
 import pyctrecon
 
-CPU = None
 
-
-def cpu():
-    global CPU
-    if CPU is None:
-        CPU = pyctrecon.Context("cpu")
-    return CPU
-
-
-def cone_projector(n=16, nviews=6, nu=24, ctx=None):
+def cone_projector(ctx, n=16, nviews=6, nu=24):
+    """A circular cone-beam projector (pair "matched") onto an n^3 volume on ctx
+    (the `cpu` fixture of conftest.py, or a CUDA context)."""
     g = pyctrecon.ConeGeometry.circular(sid=80, sdd=120, nu=nu, nv=nu, nviews=nviews,
                                         volume=pyctrecon.Volume.cube(n))
-    return pyctrecon.Projector(g, ctx=ctx or cpu())
-
-
-def parallel_projector(nbins=8, nangles=4, nslices=2, ctx=None):
-    return pyctrecon.Projector(pyctrecon.ParallelGeometry(nbins, nangles), nslices=nslices,
-                               ctx=ctx or cpu())
+    return pyctrecon.Projector(g, ctx=ctx)
 
 
 # ---- scipy.sparse.linalg.LinearOperator -------------------------------------------
 
-def test_linear_operator_shape_and_adjoint():
+def test_linear_operator_shape_and_adjoint(cpu):
     sla = pytest.importorskip("scipy.sparse.linalg", reason="scipy is not installed")
-    pr = cone_projector()
+    pr = cone_projector(cpu)
     op = pr.as_linear_operator()
     n, m = int(np.prod(pr.volume_shape)), int(np.prod(pr.projection_shape))
     assert isinstance(op, sla.LinearOperator)
@@ -60,9 +48,9 @@ def test_linear_operator_shape_and_adjoint():
         op.matvec(np.ones(n + 1, np.float32))
 
 
-def test_lsqr_matches_cgls():
+def test_lsqr_matches_cgls(cpu):
     sla = pytest.importorskip("scipy.sparse.linalg", reason="scipy is not installed")
-    pr = cone_projector(n=16, nviews=6)
+    pr = cone_projector(cpu, n=16, nviews=6)
     phantom = pyctrecon.Phantom.shepp_logan(6.0)
     b = phantom.project(pr.geometry)
     iters = 8
@@ -91,7 +79,7 @@ def test_lsqr_matches_cgls():
     assert np.linalg.norm(b64 - op.matvec(x_more)) < np.linalg.norm(b64 - op.matvec(x_lsqr))
 
 
-def test_linear_operator_without_scipy(monkeypatch):
+def test_linear_operator_without_scipy(cpu, monkeypatch):
     import builtins
     real = builtins.__import__
 
@@ -101,7 +89,7 @@ def test_linear_operator_without_scipy(monkeypatch):
         return real(name, *a, **k)
     monkeypatch.setattr(builtins, "__import__", no_scipy)
     with pytest.raises(ImportError, match=r"pyctrecon\[scipy\]"):
-        cone_projector(n=8, nviews=2, nu=12).as_linear_operator()
+        cone_projector(cpu, n=8, nviews=2, nu=12).as_linear_operator()
 
 
 # ---- PyTorch ----------------------------------------------------------------------
@@ -111,10 +99,11 @@ def _torch():
 
 
 @pytest.mark.parametrize("parallel", [False, True])
-def test_torch_forward_backward_values(parallel):
+def test_torch_forward_backward_values(cpu, parallel):
     torch = _torch()
     import pyctrecon.torch as pt
-    pr = parallel_projector() if parallel else cone_projector(n=8, nviews=4, nu=12)
+    pr = (pyctrecon.Projector(pyctrecon.ParallelGeometry(8, 4), nslices=2, ctx=cpu) if parallel
+          else cone_projector(cpu, n=8, nviews=4, nu=12))
     rng = np.random.default_rng(5)
     x = rng.random(pr.volume_shape, dtype=np.float32)
     g = rng.random(pr.projection_shape, dtype=np.float32)
@@ -138,10 +127,10 @@ def test_torch_forward_backward_values(parallel):
     assert np.array_equal(yb[1].numpy(), pr.forward(2 * x).astype(np.float64))
 
 
-def test_torch_gradcheck_double():
+def test_torch_gradcheck_double(cpu):
     torch = _torch()
     import pyctrecon.torch as pt
-    pr = cone_projector(n=8, nviews=4, nu=12)
+    pr = cone_projector(cpu, n=8, nviews=4, nu=12)
     x = torch.rand(pr.volume_shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     x.requires_grad_(True)
     # The library computes in float32. gradcheck's numerical Jacobian is (f(x + eps e_j)
@@ -164,12 +153,12 @@ def test_torch_gradcheck_double():
                                         atol=1e-4, rtol=1e-3, fast_mode=True)
 
 
-def test_torch_gradcheck_catches_a_wrong_gradient(monkeypatch):
+def test_torch_gradcheck_catches_a_wrong_gradient(cpu, monkeypatch):
     """gradcheck with the tolerances above fails when backward is not A^T
     (the check can fail): a backward scaled by 1.01."""
     torch = _torch()
     import pyctrecon.torch as pt
-    pr = cone_projector(n=8, nviews=4, nu=12)
+    pr = cone_projector(cpu, n=8, nviews=4, nu=12)
     real = pt._apply
 
     def off(projector, adjoint, x):
@@ -182,10 +171,10 @@ def test_torch_gradcheck_catches_a_wrong_gradient(monkeypatch):
                                  rtol=1e-3)
 
 
-def test_torch_optimisation_loop():
+def test_torch_optimisation_loop(cpu):
     torch = _torch()
     import pyctrecon.torch as pt
-    pr = cone_projector(n=16, nviews=8)
+    pr = cone_projector(cpu, n=16, nviews=8)
     b = torch.from_numpy(pyctrecon.Phantom.shepp_logan(6.0).project(pr.geometry))
     layer = pt.ProjectorModule(pr)
     x = torch.zeros(pr.volume_shape, requires_grad=True)
@@ -207,10 +196,10 @@ def test_torch_optimisation_loop():
     assert all(b2 <= a for a, b2 in zip(losses, losses[1:])), losses
 
 
-def test_torch_errors():
+def test_torch_errors(cpu):
     torch = _torch()
     import pyctrecon.torch as pt
-    pr = cone_projector(n=8, nviews=4, nu=12)
+    pr = cone_projector(cpu, n=8, nviews=4, nu=12)
     with pytest.raises(ValueError, match=r"volume has shape \(8, 8, 9\): expected \(8, 8, 8\)"):
         pt.project(torch.zeros(8, 8, 9), pr)
     with pytest.raises(ValueError, match="projections has shape"):
@@ -231,7 +220,7 @@ def test_torch_cuda_dlpack_no_copy(monkeypatch):
     import pyctrecon.torch as pt
     from pyctrecon import iterative
     ctx = pyctrecon.Context("cuda")
-    pr = cone_projector(n=16, nviews=6, ctx=ctx)
+    pr = cone_projector(ctx, n=16, nviews=6)
     rng = np.random.default_rng(9)
     x_host = rng.random(pr.volume_shape, dtype=np.float32)
     x = torch.from_numpy(x_host).cuda().requires_grad_(True)
