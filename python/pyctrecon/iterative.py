@@ -103,6 +103,32 @@ class Projector:
         backprojector); numpy or GPU arrays as forward."""
         return self._apply(False, projections, out, progress)
 
+    def as_linear_operator(self, *, progress: Any = False) -> Any:
+        """This projector as a ``scipy.sparse.linalg.LinearOperator`` of shape
+        (number of projection values, number of voxels) and dtype float32:
+        ``matvec`` is ``forward`` of the flattened volume, ``rmatvec`` is
+        ``adjoint`` (the exact transpose with pair "matched"; with "fast" the
+        unmatched backprojector, so solvers that assume A^T, such as lsqr,
+        solve a different problem). Vectors in and out are flat numpy arrays
+        (float64 input is rounded to float32, the library's precision).
+        Needs scipy (``pip install "pyctrecon[scipy]"``); progress as for
+        ``forward`` (default False: solvers call it many times)."""
+        try:
+            from scipy.sparse.linalg import LinearOperator
+        except ImportError:
+            raise ImportError("Projector.as_linear_operator needs scipy: pip install scipy "
+                              "(or pip install \"pyctrecon[scipy]\")") from None
+        vshape, pshape = self.volume_shape, self.projection_shape
+        n, m = int(np.prod(vshape)), int(np.prod(pshape))
+
+        def matvec(x: Any) -> np.ndarray:
+            return self.forward(np.reshape(x, vshape), progress=progress).reshape(m)
+
+        def rmatvec(y: Any) -> np.ndarray:
+            return self.adjoint(np.reshape(y, pshape), progress=progress).reshape(n)
+
+        return LinearOperator((m, n), matvec=matvec, rmatvec=rmatvec, dtype=np.float32)
+
 
 def _iterate_options(algorithm, iterations, tolerance, subsets, relaxation, tv_weight,
                      tv_iterations, power_iterations, nonneg, box, init, gpu_budget,

@@ -36,5 +36,8 @@ def test_example(index, tmp_path, monkeypatch):
         pytest.importorskip("h5py")
         if "hdf5" not in pyctrecon.features():
             pytest.skip("the library was built without HDF5")
+    for module in ("scipy", "torch"):   # the Operators examples (extras scipy, torch)
+        if f"import {module}" in code:
+            pytest.importorskip(module, reason=f"{module} is not installed")
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"docs/python.md example {index + 1}", "exec"), {"__name__": "__main__"})
