@@ -25,7 +25,8 @@ const cli_command cli_cmd_iterate = {
     "(conjugate gradients on the least-squares problem: fastest on consistent data,\n"
     "unconstrained), os-sart (SIRT one subset of views at a time: a few iterations\n"
     "go far), fista-tv (accelerated, with total-variation regularisation: few views,\n"
-    "noise). Each iteration prints its residual ||b - A x|| (and, with --truth, the\n"
+    "noise), pdhg-tv (the same problem by Chambolle and Pock's primal-dual method:\n"
+    "exact TV steps, no inner iterations). Each iteration prints its residual ||b - A x|| (and, with --truth, the\n"
     "error against a reference volume). After each iteration the state goes to a\n"
     "checkpoint (OUT.checkpoint): an interrupted run continues with --resume and\n"
     "gives the volume an uninterrupted run gives. On a GPU the vectors stay in GPU\n"
@@ -251,12 +252,16 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
   if (a->sinograms && a->raw_given)
     return cli_usage_error(cmd, "--raw-dtype applies to raw cone-beam projections");
   if (ctr_iterate_algorithm_parse(a->algorithm, &o->algorithm) != CTR_OK)
-    return cli_usage_error(cmd, "--algorithm '%s': expected sirt, cgls, os-sart or fista-tv",
-                           a->algorithm);
+    return cli_usage_error(cmd, "--algorithm '%s': expected sirt, cgls, os-sart, fista-tv or "
+                           "pdhg-tv", a->algorithm);
   if (a->subsets_given && o->algorithm != CTR_ITERATE_OS_SART)
     return cli_usage_error(cmd, "--subsets applies to --algorithm os-sart");
-  if (a->tv_given && o->algorithm != CTR_ITERATE_FISTA_TV)
-    return cli_usage_error(cmd, "--tv-weight and --tv-iterations apply to --algorithm fista-tv");
+  if (a->tv_given && o->algorithm != CTR_ITERATE_FISTA_TV && o->algorithm != CTR_ITERATE_PDHG_TV)
+    return cli_usage_error(cmd, "--tv-weight applies to --algorithm fista-tv and pdhg-tv, "
+                           "--tv-iterations to fista-tv");
+  if (a->tv_iterations && o->algorithm == CTR_ITERATE_PDHG_TV)
+    return cli_usage_error(cmd, "--tv-iterations %lld: pdhg-tv takes exact TV steps (no inner "
+                           "iterations): drop --tv-iterations", (long long)a->tv_iterations);
   if (a->tv_iterations && !(a->tv_weight > 0))
     return cli_usage_error(cmd, "--tv-iterations %lld: the TV step runs only with --tv-weight W > 0 "
                            "(W = 0 is FISTA without TV): add --tv-weight or drop --tv-iterations",
@@ -267,7 +272,8 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
     return cli_usage_error(cmd, "--relaxation %g: expected 0 < L < 2", a->relaxation);
   if (o->algorithm == CTR_ITERATE_CGLS && (a->nonneg || a->box_given))
     return cli_usage_error(cmd, "%s: cgls is unconstrained (a projection would break its "
-                           "conjugate directions); use sirt, os-sart or fista-tv for constraints",
+                           "conjugate directions); use sirt, os-sart, fista-tv or pdhg-tv for "
+                           "constraints",
                            a->nonneg ? "--nonneg" : "--box");
   if (a->resume && !a->checkpoint_every && a->every_given)
     return cli_usage_error(cmd, "--resume needs the checkpoint: drop --checkpoint-every 0");
@@ -604,7 +610,7 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_string, &a.out, NULL},
       {"--out-format", "{formats}", "volume file format (default: from the "
        "extension)", cli_parse_format, &a.out_format, NULL},
-      {"--algorithm", "NAME", "sirt, cgls, os-sart or fista-tv (default sirt)", cli_parse_string,
+      {"--algorithm", "NAME", "sirt, cgls, os-sart, fista-tv or pdhg-tv (default sirt)", cli_parse_string,
        &a.algorithm, NULL},
       {"--iterations", "N", "iterations (default 20)", cli_parse_count, &a.iterations, NULL},
       {"--tolerance", "T", "stop early once ||b - A x|| <= T ||b|| (default 0: never)",
@@ -613,13 +619,13 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_count, &a.subsets, &a.subsets_given},
       {"--relaxation", "L", "sirt, os-sart: step in (0, 2) (default 1)", cli_parse_positive,
        &a.relaxation, &a.relax_given},
-      {"--tv-weight", "W", "fista-tv: TV weight in the volume's units; each iteration denoises "
-       "by W (default 0: no TV)", cli_parse_nonneg, &a.tv_weight, &a.tv_given},
+      {"--tv-weight", "W", "fista-tv, pdhg-tv: TV weight in the volume's units; a FISTA "
+       "iteration denoises by W (default 0: no TV)", cli_parse_nonneg, &a.tv_weight, &a.tv_given},
       {"--tv-iterations", "N", "fista-tv: inner iterations of the TV step (default 10)",
        cli_parse_count, &a.tv_iterations, &a.tv_given},
-      {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv)", cli_set_flag,
+      {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv, pdhg-tv)", cli_set_flag,
        &a.nonneg, NULL},
-      {"--box", "LO:HI", "keep the volume in [LO, HI] (sirt, os-sart, fista-tv)", cli_parse_range, a.box,
+      {"--box", "LO:HI", "keep the volume in [LO, HI] (sirt, os-sart, fista-tv, pdhg-tv)", cli_parse_range, a.box,
        &a.box_given},
       {"--init", "zero|fdk|FILE", "start from 0, from FDK (cone) / FBP (parallel), or from a "
        "volume file (default zero)", cli_parse_string, &a.init, NULL},

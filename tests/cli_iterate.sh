@@ -11,9 +11,9 @@ step "phantom" phantom --geometry g.json --out proj.nrrd --truth truth.nrrd --de
 IT=(iterate --geometry g.json --projections proj.nrrd --device cpu)
 
 # Each algorithm: one line per iteration with its residual, falling.
-for alg in sirt cgls os-sart fista-tv; do
+for alg in sirt cgls os-sart fista-tv pdhg-tv; do
   extra=()
-  case $alg in os-sart) extra=(--subsets 4 --nonneg) ;; fista-tv) extra=(--tv-weight 0.0005 --nonneg) ;; esac
+  case $alg in os-sart) extra=(--subsets 4 --nonneg) ;; fista-tv | pdhg-tv) extra=(--tv-weight 0.0005 --nonneg) ;; esac
   step "iterate --algorithm $alg" "${IT[@]}" --algorithm "$alg" --iterations 4 --out "r_$alg.nrrd" \
     --truth truth.nrrd "${extra[@]}" $([ $alg = sirt ] || echo --checkpoint-every 0)
   n=$(grep -c '^iteration ' "$OUT")
@@ -202,6 +202,7 @@ exits 2 "no geometry nor sinograms" iterate --out x.raw
 exits 2 "cgls with --nonneg" "${IT[@]}" --algorithm cgls --nonneg --out x.raw
 exits 2 "--subsets without os-sart" "${IT[@]}" --subsets 4 --out x.raw
 exits 2 "--tv-weight without fista-tv" "${IT[@]}" --tv-weight 0.1 --out x.raw
+exits 2 "--tv-iterations with pdhg-tv" "${IT[@]}" --algorithm pdhg-tv --tv-weight 0.1 --tv-iterations 5 --out x.raw
 exits 2 "unknown algorithm" "${IT[@]}" --algorithm art --out x.raw
 exits 2 "--relaxation 2" "${IT[@]}" --relaxation 2 --out x.raw
 exits 2 "--angles with cone beam" "${IT[@]}" --angle-range 90 --out x.raw

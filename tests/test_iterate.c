@@ -1,4 +1,4 @@
-/* Iterative reconstruction: convergence of SIRT, CGLS, OS-SART and FISTA-TV
+/* Iterative reconstruction: convergence of SIRT, CGLS, OS-SART, FISTA-TV and PDHG-TV
  * on a Shepp-Logan head from exact line integrals, FISTA-TV against FDK at
  * few views, constraints, resuming from a checkpoint (bit for bit), slab-wise
  * iterations against in-core ones within the derived bound, the fast
@@ -191,6 +191,70 @@ static void test_fista_beats_fdk(void) {
   unmake(&q);
 }
 
+/* FISTA-TV's objective ||A x - b||^2 / (2 L) + W TV(x) (isotropic TV of
+ * forward differences on the voxel grid, zero across the last plane), in
+ * double, A x from the projector. */
+static double tv_objective(problem *q, const float *x, double L, double W) {
+  float *ax = malloc(sizeof(float) * (size_t)q->nproj);
+  CHECK_OK(ctr_projector_forward(q->p, x, ax));
+  double r2 = 0, tv = 0;
+  for (int64_t i = 0; i < q->nproj; i++) r2 += ((double)ax[i] - q->proj[i]) * ((double)ax[i] - q->proj[i]);
+  const int64_t n = q->n;
+  for (int64_t k = 0; k < n; k++)
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t i = 0; i < n; i++) {
+        const int64_t c = (k * n + j) * n + i;
+        const double gx = i < n - 1 ? (double)x[c + 1] - x[c] : 0;
+        const double gy = j < n - 1 ? (double)x[c + n] - x[c] : 0;
+        const double gz = k < n - 1 ? (double)x[c + n * n] - x[c] : 0;
+        tv += sqrt(gx * gx + gy * gy + gz * gz);
+      }
+  free(ax);
+  return r2 / (2.0 * L) + W * tv;
+}
+
+/* PDHG-TV (Chambolle and Pock 2011) minimises FISTA-TV's objective: after
+ * 400 iterations both reach the same value within 1 % (measured 0.73 %;
+ * without TV 0.000 %; with a ten times stronger TV, W = 2e-4, PDHG's last
+ * iterate approaches more slowly: +17 % at 400, +9 % at 2500 iterations),
+ * PDHG's falls from its 20th iteration to its last, and it keeps the
+ * constraint. */
+static void test_pdhg_tv(void) {
+  problem q;
+  make(&q, 16, 12, NULL);
+  REQUIRE(q.p);
+  float *xf = malloc(sizeof(float) * (size_t)q.nvol), *xp = malloc(sizeof(float) * (size_t)q.nvol);
+  const double W = 2e-5;
+  trace t = {0};
+  ctr_iterate_options o = opts(CTR_ITERATE_FISTA_TV, 400, &t, NULL);
+  o.on_iteration = NULL;
+  o.tv_weight = W;
+  o.tv_iterations = 50;
+  o.nonneg = 1;
+  ctr_iterate_report rf = CTR_ITERATE_REPORT_INIT, rp = CTR_ITERATE_REPORT_INIT;
+  CHECK_OK(ctr_iterate(q.p, &o, q.proj, xf, &rf));
+  o.algorithm = CTR_ITERATE_PDHG_TV;
+  o.tv_iterations = 0;
+  o.iterations = 20;
+  CHECK_OK(ctr_iterate(q.p, &o, q.proj, xp, &rp));
+  const double L = rf.lipschitz, f20 = tv_objective(&q, xp, L, W);
+  o.iterations = 400;
+  CHECK_OK(ctr_iterate(q.p, &o, q.proj, xp, &rp));
+  CHECK_MSG(rp.lipschitz == L, "PDHG's L %.9g, FISTA's %.9g (the same power iteration)",
+            rp.lipschitz, L);
+  const double ff = tv_objective(&q, xf, L, W), fp = tv_objective(&q, xp, L, W);
+  printf("TV objective after 400 iterations: FISTA-TV %.6g, PDHG-TV %.6g (%+.3f %%; PDHG at 20: "
+         "%.6g)\n", ff, fp, 100.0 * (fp - ff) / ff, f20);
+  CHECK_MSG(fabs(fp - ff) <= 0.01 * ff, "PDHG-TV objective %.6g, FISTA-TV %.6g", fp, ff);
+  CHECK_MSG(fp < f20, "PDHG-TV objective %.6g after 400 iterations, %.6g after 20", fp, f20);
+  float lo = 1;
+  for (int64_t i = 0; i < q.nvol; i++) lo = fminf(lo, xp[i]);
+  CHECK(lo >= 0.0f);
+  free(xf);
+  free(xp);
+  unmake(&q);
+}
+
 /* ---- Constraints, start, stopping --------------------------------------------------------- */
 
 static void test_constraints(void) {
@@ -290,7 +354,7 @@ static void test_resume(void) {
   REQUIRE(scratch_open("ctr_iterate"));
   const char *ck = P("run.checkpoint");
   float *a = malloc(sizeof(float) * (size_t)q.nvol), *b = malloc(sizeof(float) * (size_t)q.nvol);
-  for (int alg = 0; alg < 4; alg++) {
+  for (int alg = 0; alg <= CTR_ITERATE_PDHG_TV; alg++) {
     trace t = {0}, u = {0}, w = {0};
     ctr_iterate_options o = opts((ctr_iterate_algorithm)alg, 6, &t, NULL);
     o.subsets = 4;
@@ -320,7 +384,7 @@ static void test_resume(void) {
     /* The checkpoint of another problem is refused, naming what differs. */
     const double relaxation = o.relaxation;
     o.relaxation = 1.5;
-    if (alg != CTR_ITERATE_CGLS && alg != CTR_ITERATE_FISTA_TV)
+    if (alg != CTR_ITERATE_CGLS && alg != CTR_ITERATE_FISTA_TV && alg != CTR_ITERATE_PDHG_TV)
       CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, b, NULL), CTR_E_FORMAT, "relaxation");
     /* Another slab size sums the forward projection in another order (the
      * result differs in its last bits): refused, naming both sizes. */
@@ -338,7 +402,8 @@ static void test_resume(void) {
     fclose(f);
   }
   trace t = {0};
-  ctr_iterate_options o = opts(CTR_ITERATE_FISTA_TV, 6, &t, NULL);
+  ctr_iterate_options o = opts(CTR_ITERATE_PDHG_TV, 6, &t, NULL); /* the loop's last */
+  o.subsets = 4;
   o.tv_weight = 1e-4;
   o.nonneg = 1;
   o.checkpoint = ck;
@@ -715,6 +780,7 @@ int main(void) {
   test_cgls();
   test_error_reduction();
   test_fista_beats_fdk();
+  test_pdhg_tv();
   test_constraints();
   test_resume();
   test_lock();

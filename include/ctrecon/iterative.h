@@ -116,10 +116,12 @@ typedef enum ctr_iterate_algorithm {
   CTR_ITERATE_SIRT = 0,    /* simultaneous iterations, row and column sum weights */
   CTR_ITERATE_CGLS = 1,    /* conjugate gradients on the normal equations (unconstrained) */
   CTR_ITERATE_OS_SART = 2, /* ordered subsets of views, SART weights per subset */
-  CTR_ITERATE_FISTA_TV = 3 /* accelerated proximal gradient with total variation */
+  CTR_ITERATE_FISTA_TV = 3, /* accelerated proximal gradient with total variation */
+  CTR_ITERATE_PDHG_TV = 4   /* primal-dual hybrid gradient (Chambolle and Pock 2011) with
+                               isotropic total variation: FISTA-TV's problem, exact TV steps */
 } ctr_iterate_algorithm;
 
-/* "sirt", "cgls", "os-sart", "fista-tv". */
+/* "sirt", "cgls", "os-sart", "fista-tv", "pdhg-tv". */
 CTR_API const char *ctr_iterate_algorithm_name(ctr_iterate_algorithm a);
 CTR_API ctr_status ctr_iterate_algorithm_parse(const char *name, ctr_iterate_algorithm *out);
 
@@ -167,11 +169,13 @@ typedef struct ctr_iterate_options {
   double tolerance;          /* also stop when ||b - A x_k|| <= tolerance ||b|| (0 = off) */
   int64_t subsets;           /* OS-SART: ordered subsets of interleaved views (0 = 10) */
   double relaxation;         /* SIRT, OS-SART: step lambda in (0, 2) (0 = 1) */
-  double tv_weight;          /* FISTA-TV: W >= 0, in the volume's units: each iteration applies
-                                the prox of W TV (0 = no TV: FISTA on least squares) */
+  double tv_weight;          /* FISTA-TV, PDHG-TV: W >= 0, in the volume's units: both minimise
+                                ||A x - b||^2 / (2 L) + W TV(x) (L: the estimate of ||A||^2,
+                                ctr_iterate_report.lipschitz); FISTA applies the prox of W TV
+                                each iteration (0 = no TV: least squares) */
   int64_t tv_iterations;     /* FISTA-TV: inner iterations of the TV prox (0 = 10) */
-  int64_t power_iterations;  /* FISTA-TV: iterations estimating ||A||^2 (0 = 15) */
-  int nonneg;                /* x >= 0 after each update (SIRT, OS-SART, FISTA-TV) */
+  int64_t power_iterations;  /* FISTA-TV, PDHG-TV: iterations estimating ||A||^2 (0 = 15) */
+  int nonneg;                /* x >= 0 after each update (SIRT, OS-SART, FISTA-TV, PDHG-TV) */
   int box;                   /* clamp x to [lower, upper] after each update (ditto) */
   double lower, upper;
   ctr_iterate_init init;

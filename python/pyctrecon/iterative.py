@@ -187,7 +187,8 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
             progress: Any = "auto") -> Any:
     """Reconstructs a volume from projections on the projector's geometry and
     backend (ctr_iterate). algorithm "sirt" | "cgls" | "os-sart" |
-    "fista-tv"; ``iterations`` 1 .. 1e9, ``tolerance`` (stop when the
+    "fista-tv" | "pdhg-tv" (FISTA-TV's problem by the primal-dual method of
+    Chambolle and Pock: exact TV steps; tv_weight as fista-tv's); ``iterations`` 1 .. 1e9, ``tolerance`` (stop when the
     relative residual is below it; 0: never), subsets, relaxation,
     tv_weight, tv_iterations, power_iterations (0 = the library's default:
     subsets 10, relaxation 1, tv_iterations 10, power_iterations 15); box=(lower, upper) clamps;

@@ -1,4 +1,4 @@
-/* ctr_iterate: SIRT, CGLS, OS-SART and FISTA-TV on the projector, written
+/* ctr_iterate: SIRT, CGLS, OS-SART, FISTA-TV and PDHG-TV on the projector, written
  * once over vectors that live in GPU or host memory as the plan says
  * (docs/iterative.md has the update formulas and the memory of each). Every
  * run: options resolved, a plan, the vectors, b (the projections, in slot
@@ -29,12 +29,12 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
   if (!in) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate: options are NULL");
   /* the caller's version read into the current layout */
   CTR_CHECK(ctr__struct_copy(&ctr__struct_iterate_options, o, in));
-  if ((unsigned)o->algorithm > CTR_ITERATE_FISTA_TV)
+  if ((unsigned)o->algorithm > CTR_ITERATE_PDHG_TV)
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.algorithm",
                    CTR__V_INT(o->algorithm),
                    "ctr_iterate_options.algorithm is %d: expected CTR_ITERATE_SIRT, "
-                   "CTR_ITERATE_CGLS, CTR_ITERATE_OS_SART or CTR_ITERATE_FISTA_TV",
-                   (int)o->algorithm);
+                   "CTR_ITERATE_CGLS, CTR_ITERATE_OS_SART, CTR_ITERATE_FISTA_TV or "
+                   "CTR_ITERATE_PDHG_TV", (int)o->algorithm);
   if (o->iterations < 1 || o->iterations > 1000000000)
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.iterations",
                    CTR__V_INT(o->iterations),
@@ -68,7 +68,7 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
                    "ctr_iterate_options.tv_weight is %g: expected 0 or "
                    "%g .. %g (the TV step computes W and 1 / (12 W) in float)", o->tv_weight,
                    TV_WEIGHT_MIN, TV_WEIGHT_MAX);
-  if (o->algorithm != CTR_ITERATE_FISTA_TV) o->tv_weight = 0;
+  if (o->algorithm != CTR_ITERATE_FISTA_TV && o->algorithm != CTR_ITERATE_PDHG_TV) o->tv_weight = 0;
   if (o->tv_iterations == 0) o->tv_iterations = DEFAULT_TV_ITERATIONS;
   if (o->power_iterations == 0) o->power_iterations = DEFAULT_POWER_ITERATIONS;
   if (o->tv_iterations < 1 || o->tv_iterations > 100000 || o->power_iterations < 1 ||
@@ -770,6 +770,128 @@ cleanup:
   return st;
 }
 
+/* ---- PDHG-TV ------------------------------------------------------------------------- */
+
+/* The primal-dual hybrid gradient method of Chambolle and Pock 2011 (their
+ * Algorithm 1, theta = 1) with the diagonal preconditioning of Pock and
+ * Chambolle 2011 (alpha = 1), on FISTA-TV's problem written as
+ *   min_x  ||A x - b||^2 / 2 + lambda TV(x) + (the box),   lambda = L W
+ * (the same minimiser as ||A x - b||^2 / (2 L) + W TV(x), L the same power
+ * iteration's estimate of ||A||^2), K = (A, grad), the duals p (data: the
+ * prox of the conjugate of ||. - b||^2 / 2 is (p + s (y - b)) / (1 + s)) and
+ * q = lambda Q (TV: Q projected onto the unit ball per voxel, the isotropic
+ * TV's dual). The steps are per element: s = 1 / (A 1) per ray (SIRT's row
+ * weights), 1/2 for grad (two entries of +-1 a row), t = 1 / (A^T 1 + 6)
+ * per voxel (a voxel enters six differences). Per iteration:
+ *   x+ = clip(x - t (A^T p - lambda div Q))
+ *   p  = (p + s (A (2 x+ - x) - b)) / (1 + s)   (A x+ by one forward; 2 A x+ -
+ *                                              A x by linearity)
+ *   Q  = proj(Q + grad (2 x+ - x) / (2 lambda))
+ * One forward and one adjoint an iteration, as FISTA-TV; the TV step is
+ * exact (no inner iterations). Equal scalar steps 1 / ||K|| converged 30x
+ * slower on a 16^3 head (||A||^2 ~ 1e4 against ||grad||^2 <= 12). The
+ * residual reported is ||A x+ - b||. */
+static ctr_status pdhg(run *R, const float *proj, float *vol) {
+  ctr_projector *P = R->P;
+  ctr__vec X = {0}, G = {0}, Z = {0}, T = {0}, Q = {0};
+  ctr__vec b = {0}, AX = {0}, AXn = {0}, p = {0}, S = {0}, S1 = {0};
+  ctr_status st = CTR_OK;
+  const int tv = R->o.tv_weight > 0;
+  CTR_CHECK_GOTO(st, x_vec(R, vol, &X));
+  CTR_CHECK_GOTO(st, vol_vec(R, &G));
+  CTR_CHECK_GOTO(st, vol_vec(R, &Z));
+  CTR_CHECK_GOTO(st, vol_vec(R, &T));
+  if (tv) CTR_CHECK_GOTO(st, ctr__vec_alloc(P, 3 * R->nvol, R->vdev, &Q));
+  CTR_CHECK_GOTO(st, proj_vec(R, &b));
+  CTR_CHECK_GOTO(st, proj_vec(R, &AX));
+  CTR_CHECK_GOTO(st, proj_vec(R, &AXn));
+  CTR_CHECK_GOTO(st, proj_vec(R, &p));
+  CTR_CHECK_GOTO(st, proj_vec(R, &S));
+  CTR_CHECK_GOTO(st, proj_vec(R, &S1));
+  /* State: x, A x, the duals; L, res0 (the steps are recomputed). */
+  int nv = 0;
+  R->state.vec[nv++] = &X;
+  R->state.vec[nv++] = &AX;
+  R->state.vec[nv++] = &p;
+  if (tv) R->state.vec[nv++] = &Q;
+  R->state.nvec = nv;
+  CTR_CHECK_GOTO(st, load_b(R, proj, &b));
+  CTR_CHECK_GOTO(st, maybe_resume(R));
+  double L = 0.0;
+  if (R->k0) {
+    L = R->state.scalars[0];
+    R->rep.initial_residual = R->state.scalars[1];
+  } else {
+    CTR_CHECK_GOTO(st, lipschitz(R, &Z, &G, &AXn, &L));
+  }
+  /* the steps: S = 1 / (A 1) (rays that see nothing: 0), T = 1 / (A^T 1 + 6
+   * with TV), S1 = 1 / (1 + S) */
+  CTR_CHECK_GOTO(st, weights(R, &S, &T, &G, &AXn, 0, P->nviews));
+  if (tv) {
+    CTR_CHECK_GOTO(st, ctr__vec_recip(P, &G, &T, 0.0f)); /* A^T 1 (0 where unseen) */
+    CTR_CHECK_GOTO(st, ctr__vec_fill(P, &Z, 6.0f));
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &G, 1.0f, &G, 1.0f, &Z));
+    CTR_CHECK_GOTO(st, ctr__vec_recip(P, &T, &G, 0.0f));
+  }
+  CTR_CHECK_GOTO(st, ctr__vec_fill(P, &AXn, 1.0f));
+  CTR_CHECK_GOTO(st, ctr__vec_comb(P, &AXn, 1.0f, &AXn, 1.0f, &S));
+  CTR_CHECK_GOTO(st, ctr__vec_recip(P, &S1, &AXn, 0.0f));
+  if (!R->k0) {
+    CTR_CHECK_GOTO(st, init_x(R, proj, vol, &X));
+    CTR_CHECK_GOTO(st, forward(R, &X, &AX));
+    double d2;
+    CTR_CHECK_GOTO(st, ctr__vec_dist2(P, &AX, &b, &d2));
+    R->rep.initial_residual = sqrt(d2);
+    CTR_CHECK_GOTO(st, ctr__vec_fill(P, &p, 0.0f));
+    if (tv) CTR_CHECK_GOTO(st, ctr__vec_fill(P, &Q, 0.0f));
+  }
+  R->rep.lipschitz = L;
+  R->state.scalars[0] = L;
+  R->state.scalars[1] = R->rep.initial_residual;
+  const double lambda = L * R->o.tv_weight;
+  for (int64_t k = R->k0 + 1; k <= R->o.iterations && !R->stop; k++) {
+    CTR_CHECK_GOTO(st, adjoint(R, &p, &G));
+    if (tv) {
+      /* G = A^T p - lambda div Q: Z = A^T p + div Q (the TV step's primal
+       * with weight 1, unclipped), G = (1 + lambda) G - lambda Z */
+      CTR_CHECK_GOTO(st, ctr__vec_tv_primal(P, &Z, &G, &Q, 1.0f, -INFINITY, INFINITY));
+      CTR_CHECK_GOTO(st, ctr__vec_comb(P, &G, (float)(1.0 + lambda), &G, (float)-lambda, &Z));
+    }
+    CTR_CHECK_GOTO(st, ctr__vec_mul(P, &G, &G, &T));
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &Z, 1.0f, &X, -1.0f, &G)); /* x+ */
+    if (R->lo > -INFINITY || R->hi < INFINITY) CTR_CHECK_GOTO(st, ctr__vec_clip(P, &Z, R->lo, R->hi));
+    CTR_CHECK_GOTO(st, forward(R, &Z, &AXn)); /* A x+ */
+    double d2;
+    CTR_CHECK_GOTO(st, ctr__vec_dist2(P, &AXn, &b, &d2));
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &AX, 2.0f, &AXn, -1.0f, &AX)); /* A (2 x+ - x) */
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &AX, 1.0f, &AX, -1.0f, &b));
+    CTR_CHECK_GOTO(st, ctr__vec_mul(P, &AX, &AX, &S));
+    CTR_CHECK_GOTO(st, ctr__vec_comb(P, &AX, 1.0f, &p, 1.0f, &AX));
+    CTR_CHECK_GOTO(st, ctr__vec_mul(P, &p, &AX, &S1));
+    if (tv) {
+      CTR_CHECK_GOTO(st, ctr__vec_comb(P, &G, 2.0f, &Z, -1.0f, &X)); /* 2 x+ - x */
+      CTR_CHECK_GOTO(st, ctr__vec_tv_dual(P, &Q, &G, (float)(0.5 / lambda)));
+    }
+    swap(&X, &Z);
+    swap(&AX, &AXn);
+    CTR_CHECK_GOTO(st, epilogue(R, k, sqrt(d2), &X));
+  }
+  CTR_CHECK_GOTO(st, x_out(R, &X, vol));
+cleanup:
+  vfree(R, &X, vol);
+  vfree(R, &G, vol);
+  vfree(R, &Z, vol);
+  ctr__vec_free(P, &T);
+  ctr__vec_free(P, &Q);
+  ctr__vec_free(P, &b);
+  ctr__vec_free(P, &AX);
+  ctr__vec_free(P, &AXn);
+  ctr__vec_free(P, &p);
+  ctr__vec_free(P, &S);
+  ctr__vec_free(P, &S1);
+  return st;
+}
+
 /* ---- Entry point ------------------------------------------------------------------------ */
 
 /* The caller's projections, volume and truth as vectors: each in host
@@ -852,6 +974,7 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   case CTR_ITERATE_CGLS: st = cgls(&R, proj, vol); break;
   case CTR_ITERATE_OS_SART: st = os_sart(&R, proj, vol); break;
   case CTR_ITERATE_FISTA_TV: st = fista(&R, proj, vol); break;
+  case CTR_ITERATE_PDHG_TV: st = pdhg(&R, proj, vol); break;
   }
   if (st == CTR_OK) st = ctr__vec_sanitize(p, &R.uvol, &R.rep.out_nonfinite);
   if (st == CTR_OK) {

@@ -41,7 +41,7 @@ int64_t ctr__it_checksum(const void *data, int64_t n) {
 
 /* Fields as the user knows them: enums by name. */
 static const char *algorithm_name(int64_t v) {
-  return v >= 0 && v <= CTR_ITERATE_FISTA_TV ? ctr_iterate_algorithm_name((ctr_iterate_algorithm)v)
+  return v >= 0 && v <= CTR_ITERATE_PDHG_TV ? ctr_iterate_algorithm_name((ctr_iterate_algorithm)v)
                                              : NULL;
 }
 static const char *pair_name(int64_t v) {

@@ -5,16 +5,18 @@
 
 #include <string.h>
 
-static const char *const ALGORITHM_NAMES[] = {"sirt", "cgls", "os-sart", "fista-tv"};
+static const char *const ALGORITHM_NAMES[] = {"sirt", "cgls", "os-sart", "fista-tv", "pdhg-tv"};
+#define NALGORITHMS (int)(sizeof ALGORITHM_NAMES / sizeof *ALGORITHM_NAMES)
 
 const char *ctr_iterate_algorithm_name(ctr_iterate_algorithm a) {
-  return (unsigned)a < 4 ? ALGORITHM_NAMES[a] : "unknown";
+  return (unsigned)a < (unsigned)NALGORITHMS ? ALGORITHM_NAMES[a] : "unknown";
 }
 
 ctr_status ctr_iterate_algorithm_parse(const char *name, ctr_iterate_algorithm *out) {
-  for (int i = 0; name && out && i < 4; i++)
+  for (int i = 0; name && out && i < NALGORITHMS; i++)
     if (!strcmp(name, ALGORITHM_NAMES[i])) return *out = (ctr_iterate_algorithm)i, CTR_OK;
-  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "algorithm '%s': expected sirt, cgls, os-sart or fista-tv",
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+           "algorithm '%s': expected sirt, cgls, os-sart, fista-tv or pdhg-tv",
            name ? name : "(null)");
 }
 
