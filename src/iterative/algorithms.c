@@ -694,6 +694,25 @@ static ctr_status tv_prox(run *R, ctr__vec *z, const ctr__vec *g, ctr__vec *Pd) 
   return ctr__vec_tv_primal(P, z, g, Pd, mu, R->lo, R->hi);
 }
 
+/* The volume vectors of both TV algorithms: the iterate X (the caller's
+ * volume where it lives with the vectors), two temporaries and, with TV, the
+ * 3-component dual. */
+static ctr_status tv_vectors(run *R, float *vol, ctr__vec *X, ctr__vec *G, ctr__vec *Z,
+                             ctr__vec *dual) {
+  CTR_CHECK(x_vec(R, vol, X));
+  CTR_CHECK(vol_vec(R, G));
+  CTR_CHECK(vol_vec(R, Z));
+  if (R->o.tv_weight > 0) CTR_CHECK(ctr__vec_alloc(R->P, 3 * R->nvol, R->vdev, dual));
+  return CTR_OK;
+}
+
+/* The checkpoint's vectors, in order; the dual (NULL: none) last. */
+static void set_state(run *R, ctr__vec *const *v, int n, ctr__vec *dual) {
+  for (int i = 0; i < n; i++) R->state.vec[i] = v[i];
+  if (dual) R->state.vec[n++] = dual;
+  R->state.nvec = n;
+}
+
 /* FISTA (Beck and Teboulle 2009a) on (1 / 2L) ||A x - b||^2 + W TV(x) over
  * the constraint set: y_k -> g = y_k - A^T (A y_k - b) / L -> x_k = prox(g),
  * then the momentum step. A y_{k+1} comes from A x_k and A x_{k-1} by
@@ -704,21 +723,13 @@ static ctr_status fista(run *R, const float *proj, float *vol) {
   ctr__vec X = {0}, G = {0}, Z = {0}, Pd = {0}, b = {0}, AX = {0}, AY = {0};
   ctr_status st = CTR_OK;
   const int tv = R->o.tv_weight > 0;
-  CTR_CHECK_GOTO(st, x_vec(R, vol, &X));
-  CTR_CHECK_GOTO(st, vol_vec(R, &G));
-  CTR_CHECK_GOTO(st, vol_vec(R, &Z));
-  if (tv) CTR_CHECK_GOTO(st, ctr__vec_alloc(P, 3 * R->nvol, R->vdev, &Pd));
+  CTR_CHECK_GOTO(st, tv_vectors(R, vol, &X, &G, &Z, &Pd));
   CTR_CHECK_GOTO(st, proj_vec(R, &b));
   CTR_CHECK_GOTO(st, proj_vec(R, &AX));
   CTR_CHECK_GOTO(st, proj_vec(R, &AY));
   /* State: x_k, y_{k+1}, A x_k, A y_{k+1}, the dual; t_{k+1}, L, res0. */
-  int nv = 0;
-  R->state.vec[nv++] = &X;
-  R->state.vec[nv++] = &G;
-  R->state.vec[nv++] = &AX;
-  R->state.vec[nv++] = &AY;
-  if (tv) R->state.vec[nv++] = &Pd;
-  R->state.nvec = nv;
+  ctr__vec *const state[] = {&X, &G, &AX, &AY};
+  set_state(R, state, 4, tv ? &Pd : NULL);
   CTR_CHECK_GOTO(st, load_b(R, proj, &b));
   CTR_CHECK_GOTO(st, maybe_resume(R));
   double t = 1.0, L = 0.0;
@@ -797,24 +808,13 @@ static ctr_status pdhg(run *R, const float *proj, float *vol) {
   ctr__vec b = {0}, AX = {0}, AXn = {0}, p = {0}, S = {0}, S1 = {0};
   ctr_status st = CTR_OK;
   const int tv = R->o.tv_weight > 0;
-  CTR_CHECK_GOTO(st, x_vec(R, vol, &X));
-  CTR_CHECK_GOTO(st, vol_vec(R, &G));
-  CTR_CHECK_GOTO(st, vol_vec(R, &Z));
+  CTR_CHECK_GOTO(st, tv_vectors(R, vol, &X, &G, &Z, &Q));
   CTR_CHECK_GOTO(st, vol_vec(R, &T));
-  if (tv) CTR_CHECK_GOTO(st, ctr__vec_alloc(P, 3 * R->nvol, R->vdev, &Q));
-  CTR_CHECK_GOTO(st, proj_vec(R, &b));
-  CTR_CHECK_GOTO(st, proj_vec(R, &AX));
-  CTR_CHECK_GOTO(st, proj_vec(R, &AXn));
-  CTR_CHECK_GOTO(st, proj_vec(R, &p));
-  CTR_CHECK_GOTO(st, proj_vec(R, &S));
-  CTR_CHECK_GOTO(st, proj_vec(R, &S1));
+  ctr__vec *const projs[] = {&b, &AX, &AXn, &p, &S, &S1};
+  for (int i = 0; i < 6; i++) CTR_CHECK_GOTO(st, proj_vec(R, projs[i]));
   /* State: x, A x, the duals; L, res0 (the steps are recomputed). */
-  int nv = 0;
-  R->state.vec[nv++] = &X;
-  R->state.vec[nv++] = &AX;
-  R->state.vec[nv++] = &p;
-  if (tv) R->state.vec[nv++] = &Q;
-  R->state.nvec = nv;
+  ctr__vec *const state[] = {&X, &AX, &p};
+  set_state(R, state, 3, tv ? &Q : NULL);
   CTR_CHECK_GOTO(st, load_b(R, proj, &b));
   CTR_CHECK_GOTO(st, maybe_resume(R));
   double L = 0.0;
