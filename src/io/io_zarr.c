@@ -32,6 +32,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define ZARR_MAX_LEVELS 16
 #define ZARR_ZSTD_LEVEL 3
@@ -120,6 +123,35 @@ static void plan_levels(const ctr_stack_info *info, zarr_out *o) {
     if (least < g_min_side || (n[0] == 1 && n[1] == 1 && n[2] == 1)) break;
     for (int a = 0; a < 3; a++) n[a] = (n[a] + 1) / 2;
   }
+}
+
+/* Rows of chunks a level holds at once: one per stream writing in order,
+ * and one more per further stream (a row where two streams meet waits for
+ * both), at most its rows. */
+uint64_t ctr__zarr_writer_bytes(int64_t nx, int64_t ny, int64_t nz, ctr_dtype d, int streams) {
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
+  info.width = nx;
+  info.height = ny;
+  info.count = nz;
+  zarr_out o;
+  memset(&o, 0, sizeof o);
+  plan_levels(&info, &o);
+  const uint64_t es = ctr_dtype_size(d);
+  const int64_t held = 2 * (int64_t)streams - 1;
+  uint64_t bytes = 0;
+  for (int l = 0; l < o.nlevels; l++) {
+    const level *v = &o.lv[l];
+    const int64_t rows = v->rows < held ? v->rows : held;
+    bytes += (uint64_t)rows * (uint64_t)v->c[0] * (uint64_t)v->n[1] * (uint64_t)v->n[2] * es;
+    if (l > 0) bytes += (uint64_t)v->n[1] * (uint64_t)v->n[2] * es; /* a downsampled image */
+  }
+  /* each thread's chunk and its compressed copy while a row is written */
+  const uint64_t cb = (uint64_t)(o.lv[0].c[0] * o.lv[0].c[1] * o.lv[0].c[2]) * es;
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  return bytes + (uint64_t)threads * (cb + ZSTD_compressBound((size_t)cb));
 }
 
 static size_t slice_bytes(const zarr_out *o, const level *v) {
