@@ -46,12 +46,24 @@ exits 4 "fdk --resume into w.zarr" "${FDK[@]}" --projections p.raw --out w.zarr 
 grep -qF "'w.zarr' (zarr) cannot be resumed" "$ERR" && [ ! -e w.zarr ] &&
   ok "--resume refused naming the format, nothing written" || bad "--resume: $(cat "$ERR")"
 
+# the plan counts the writer's rows of chunks: a host budget too small for
+# them is refused naming --host-mem and the writer's bytes, nothing written
+exits 1 "fdk --host-mem 1M into s.zarr" "${FDK[@]}" --projections p.raw --out s.zarr --host-mem 1M
+grep -qF -- "--host-mem" "$ERR" && grep -qF "OME-Zarr writer's own buffers" "$ERR" && [ ! -e s.zarr ] &&
+  ok "fdk: a budget below the rows of chunks refused naming --host-mem and the writer" ||
+  bad "fdk --host-mem 1M: $(cat "$ERR")"
+
 # fbp and iterate
 step "parallel demo" demo --parallel --size 24 --views 30 --slices 3 --out-dir pd --device cpu \
   --quiet
 step "fbp --out b.zarr" fbp --sinograms pd/sinograms.tif --pixel-size 2 --device cpu --quiet \
   --out b.zarr
 [ -s b.zarr/0/zarr.json ] && ok "fbp wrote b.zarr" || bad "fbp: no b.zarr"
+exits 1 "fbp --host-mem 16K into s.zarr" fbp --sinograms pd/sinograms.tif --pixel-size 2 \
+  --device cpu --quiet --out s.zarr --host-mem 16K
+grep -qF -- "--host-mem" "$ERR" && grep -qF "OME-Zarr writer's own buffers" "$ERR" && [ ! -e s.zarr ] &&
+  ok "fbp: a budget below the rows of chunks refused naming --host-mem and the writer" ||
+  bad "fbp --host-mem 16K: $(cat "$ERR")"
 step "iterate --out i.zarr" iterate --geometry g.json --projections p.zarr --device cpu \
   --algorithm sirt --iterations 2 --out i.zarr --quiet
 [ -s i.zarr/0/zarr.json ] && ok "iterate wrote i.zarr" || bad "iterate: no i.zarr"
