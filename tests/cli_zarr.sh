@@ -67,5 +67,18 @@ grep -qF -- "--host-mem" "$ERR" && grep -qF "OME-Zarr writer's own buffers" "$ER
 step "iterate --out i.zarr" iterate --geometry g.json --projections p.zarr --device cpu \
   --algorithm sirt --iterations 2 --out i.zarr --quiet
 [ -s i.zarr/0/zarr.json ] && ok "iterate wrote i.zarr" || bad "iterate: no i.zarr"
+# iterate: the plan fits 5 MiB (4.7 MiB), saving a 1 MiB volume with the
+# writer's row of 64 slices and two threads' chunk scratch does not: refused
+# before the iterations, naming --host-mem
+step "geometry g2" geometry --out g2.json --nu 16 --nv 16 --du 8 --dv 8 --views 4 --volume 64 \
+  --voxel 2 --quiet
+step "phantom p2" phantom --geometry g2.json --out p2.raw --device cpu --quiet
+export OMP_NUM_THREADS=2
+exits 1 "iterate --host-mem 5M into s.zarr" iterate --geometry g2.json --projections p2.raw \
+  --device cpu --algorithm sirt --iterations 1 --out s.zarr --quiet --host-mem 5M
+unset OMP_NUM_THREADS
+grep -qF -- "--host-mem" "$ERR" && grep -qF "OME-Zarr writer's own buffers" "$ERR" && [ ! -e s.zarr ] &&
+  ok "iterate: saving beyond --host-mem refused up front, naming it and the writer" ||
+  bad "iterate --host-mem 5M: $(cat "$ERR")"
 clean "OME-Zarr outputs"
 finish

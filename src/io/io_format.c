@@ -136,6 +136,11 @@ uint64_t ctr__format_writer_bytes(ctr_file_format f, int64_t nx, int64_t ny, int
   return k_rows[f].writer_bytes(nx, ny, nz, d, streams > 1 ? streams : 1);
 }
 
+uint64_t ctr_file_format_writer_bytes(ctr_file_format fmt, int64_t nx, int64_t ny, int64_t nz,
+                                      ctr_dtype dtype) {
+  return ctr__format_writer_bytes(fmt, nx, ny, nz, dtype, 1);
+}
+
 const ctr_file_format_info *ctr__format_info(ctr_file_format f) {
   const ctr__format_row *row = ctr__format_row_of(f);
   return row ? &row->info : NULL;
