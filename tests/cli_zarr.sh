@@ -4,8 +4,8 @@
 # level's zarr.json and zstd chunks, the same voxels as a raw output (read
 # back through ctrecon: projections written as .zarr reconstruct to the same
 # bits as from .raw); an existing output is refused without --force and
-# replaced with it; --resume into it is refused naming the format; nothing
-# temporary is left. zarr-python's reading of it: tests/zarr_python.sh.
+# replaced with it; --resume with nothing to resume is refused naming the
+# journal; nothing temporary is left. zarr-python's reading of it: tests/zarr_python.sh.
 # Usage: bash cli_zarr.sh path/to/ctrecon
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
@@ -42,9 +42,12 @@ step "fdk --force into v.zarr (uint16)" "${FDK[@]}" --projections p.raw --out v.
   --out-dtype uint16
 grep -q '"data_type":[[:space:]]*"uint16"' v.zarr/0/zarr.json && [ ! -e v.zarr/0/c/0/0/0.kept ] &&
   ok "--force replaced the output" || bad "--force did not replace v.zarr"
-exits 4 "fdk --resume into w.zarr" "${FDK[@]}" --projections p.raw --out w.zarr --resume
-grep -qF "'w.zarr' (zarr) cannot be resumed" "$ERR" && [ ! -e w.zarr ] &&
-  ok "--resume refused naming the format, nothing written" || bad "--resume: $(cat "$ERR")"
+# resumable (the interruption: cli_stream.sh): --resume without a partial
+# output is refused naming its journal
+exits 1 "fdk --resume into w.zarr" "${FDK[@]}" --projections p.raw --out w.zarr --resume
+grep -qF "w.zarr.partial.journal" "$ERR" && [ ! -e w.zarr ] && [ ! -e w.zarr.partial ] &&
+  ok "--resume with nothing to resume refused naming the journal, nothing written" ||
+  bad "--resume: $(cat "$ERR")"
 
 # the plan counts the writer's rows of chunks: a host budget too small for
 # them is refused naming --host-mem and the writer's bytes, nothing written

@@ -46,10 +46,10 @@ static const ctr__format_row k_rows[] = {
      ", as 'file.h5:/group/dataset'", "HDF5", NULL, ctr__hdf5_open, ctr__hdf5_create, NULL, NULL,
      ctr__hdf5_existing, NULL},
     {CTR_FORMAT_ZARR,
-     {CTR_FILE_FORMAT_INFO_VERSION, "zarr", ".zarr", 0, ALL_DTYPES, 0u, 0, 0, 0, 0, NULL, 0, 0,
-      "OME-Zarr"},
-     "", "OME-Zarr", NULL, ctr__zarr_open, ctr__zarr_create, NULL, NULL, ctr__file_existing,
-     ctr__zarr_writer_bytes},
+     {CTR_FILE_FORMAT_INFO_VERSION, "zarr", ".zarr", 0, ALL_DTYPES, 0u, 0, 1, 0, 0,
+      "OUT.partial (a directory; its complete rows of chunks are kept)", 0, 0, "OME-Zarr"},
+     "", "OME-Zarr", NULL, ctr__zarr_open, ctr__zarr_create, ctr__partial_path,
+     ctr__zarr_remove_partial, ctr__file_existing, ctr__zarr_writer_bytes},
 };
 #define NROWS (sizeof k_rows / sizeof k_rows[0])
 

@@ -313,10 +313,13 @@ ctr_status ctr__nrrd_existing(const char *path, char **found);
 /* OME-Zarr (io_zarr.c): "NAME.zarr", a directory holding a Zarr v3
  * group with OME-NGFF 0.5 multiscales metadata and one array per level of
  * a 2 x 2 x 2 averaged pyramid; zstd chunks. Written to a temporary
- * directory renamed when complete (not resumable); read through the first
+ * directory renamed when complete (resumable: "<path>.partial/", whose
+ * complete rows of chunks a resumed run keeps); read through the first
  * multiscales dataset (or an array's own zarr.json). */
 ctr_status ctr__zarr_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
 ctr_status ctr__zarr_create(ctr_stack_writer *w);
+/* The format table's remove_partial of OME-Zarr: "<path>.partial/". */
+void ctr__zarr_remove_partial(const char *path, int64_t count);
 /* The layout of the OME-Zarr outputs written from now on (process-wide,
  * not thread-safe; for tests): chunks of `chunk` voxels a side (even; at
  * most the volume's size), and a further pyramid level while the last
