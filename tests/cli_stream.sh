@@ -108,6 +108,14 @@ grep -q "subvolume 2[0-5] (.*not complete when the run stopped" "$ERR" &&
   ok "only the subvolumes in rows still in memory are computed again" || bad "resume: $(cat "$ERR")"
 [ -d z.zarr/2 ] && diff -r ref/z.zarr z.zarr >/dev/null &&
   ok "the resumed z.zarr is the plain run's, all 3 levels" || bad "z.zarr differs: $(diff -rq ref/z.zarr z.zarr)"
+# a damaged chunk: its row is not trusted, its subvolumes are computed again
+rm -rf z.zarr
+CTRECON_INJECT_STOP_AFTER_SLABS=26 run "${ZR[@]}" --out z.zarr
+head -c 20 z.zarr.partial/0/c/0/1/1 >cut && mv cut z.zarr.partial/0/c/0/1/1
+run "${ZR[@]}" --out z.zarr --resume
+[ "$rc" -eq 0 ] && grep -q "subvolume 0 (" "$ERR" && diff -r ref/z.zarr z.zarr >/dev/null &&
+  ok "a truncated chunk's row is computed again, the result the plain run's" ||
+  bad "damaged chunk: rc $rc: $(cat "$ERR")"
 rm -rf ref z.zarr
 clean "OME-Zarr resume"
 

@@ -354,6 +354,11 @@ static ctr_status put_images(ctr_stack_writer *w, int l, int64_t first, int64_t 
 static ctr_status zarr_write(ctr_stack_writer *w, int64_t first, int64_t n, const void *buf) {
   zarr_out *o = w->impl;
   const level *v = &o->lv[0];
+  if (o->rb) { /* the resume's checks are over: the planned rows only from now on */
+    free(o->rb);
+    o->rb = NULL;
+    o->rb_row = -1;
+  }
   for (int64_t z = first; !o->resumed && z < first + n; z++)
     if (v->done[z / v->c[0]])
       CTR_FAIL(CTR_E_INVALID_ARGUMENT,
