@@ -447,6 +447,24 @@ static int print_plan(const it_args *a, it_run *r) {
   if (st != CTR_OK) return cli_fail("iterate", st);
   char text[512];
   const int64_t *pd = r->pdims, *vd = r->vd;
+  /* saving the volume: the writer's own buffers beside it (an OME-Zarr
+   * writer's rows of chunks), refused now rather than after the iterations */
+  const uint64_t own = ctr_file_format_writer_bytes(a->out_format, r->out_info.width,
+                                                    r->out_info.height, r->out_info.count,
+                                                    CTR_DTYPE_FLOAT32);
+  const uint64_t vol = (uint64_t)(r->out_info.width * r->out_info.height * r->out_info.count) * 4u;
+  const uint64_t budget = hb ? hb : dh;
+  if (own && budget && vol + own > budget) {
+    char b1[32], b2[32], b3[32];
+    ctr_file_format_info fi = CTR_FILE_FORMAT_INFO_INIT;
+    const char *title = ctr_file_format_get_info(a->out_format, &fi) == CTR_OK ? fi.title : "output";
+    fprintf(stderr, "ctrecon iterate: error: '%s': saving the volume (%s) needs %s more for the "
+            "%s writer's own buffers (rows of chunks), beyond the host memory budget of %s "
+            "(--host-mem): raise --host-mem, or write another format (raw, NRRD or TIFF hold "
+            "none)\n", a->out, cli_bytes((double)vol, b1, sizeof b1), cli_bytes((double)own, b2, sizeof b2),
+            title, cli_bytes((double)budget, b3, sizeof b3));
+    return 1;
+  }
   ctr_iterate_plan_describe(&plan, text, sizeof text);
   cli_info(&r->session, "iterate: %s, %lld iterations, %s pair; %lld x %lld x %lld projections "
            "(input scale %g) -> %lld x %lld x %lld voxels\nplan: %s\n",

@@ -86,6 +86,39 @@ run "${FDK[@]}" --out fresh.raw --resume
 has_err 'journal' "it names the missing journal"
 clean "resume"
 
+echo "# interruption and --resume of an OME-Zarr output: its complete rows of chunks are kept"
+# 136 slices in subvolumes of 5: stopped after 26 (130 slices), rows 0 and 1
+# of level 0 (slices 0..127) and row 0 of level 1 are on disk, the rest is
+# computed again; every level of the result is the plain run's
+step "geometry z.json" geometry --out z.json --nu 160 --nv 150 --du 1.5 --dv 1.5 --views 24 \
+  --volume 136 --voxel 1 --quiet
+step "phantom zp.raw" phantom --geometry z.json --out zp.raw --device cpu --quiet
+ZR=(fdk --geometry z.json --projections zp.raw --device cpu --quiet --subvolume-slices 5)
+mkdir -p ref
+step "plain fdk to ref/z.zarr" "${ZR[@]}" --out ref/z.zarr
+CTRECON_INJECT_STOP_AFTER_SLABS=26 run "${ZR[@]}" --out z.zarr
+[ "$rc" -ne 0 ] && [ ! -e z.zarr ] && [ -d z.zarr.partial ] && [ -f z.zarr.partial.journal ] &&
+  ok "interrupted: z.zarr.partial/ and its journal kept, no z.zarr" || bad "interrupted: rc $rc, $(ls)"
+[ -s z.zarr.partial/0/c/1/0/0 ] && [ -s z.zarr.partial/1/c/0/0/0 ] && [ ! -e z.zarr.partial/0/c/2 ] &&
+  ok "complete rows on disk: level 0 rows 0 and 1, level 1 row 0" || bad "rows: $(find z.zarr.partial | head -20)"
+run "${ZR[@]}" --out z.zarr --resume
+[ "$rc" -eq 0 ] && ok "--resume of z.zarr completes" || bad "--resume of z.zarr: exit $rc: $(cat "$ERR")"
+grep -q "subvolume 2[0-5] (.*not complete when the run stopped" "$ERR" &&
+  ! grep -q "subvolume 2 (" "$ERR" &&
+  ok "only the subvolumes in rows still in memory are computed again" || bad "resume: $(cat "$ERR")"
+[ -d z.zarr/2 ] && diff -r ref/z.zarr z.zarr >/dev/null &&
+  ok "the resumed z.zarr is the plain run's, all 3 levels" || bad "z.zarr differs: $(diff -rq ref/z.zarr z.zarr)"
+# a damaged chunk: its row is not trusted, its subvolumes are computed again
+rm -rf z.zarr
+CTRECON_INJECT_STOP_AFTER_SLABS=26 run "${ZR[@]}" --out z.zarr
+head -c 20 z.zarr.partial/0/c/0/1/1 >cut && mv cut z.zarr.partial/0/c/0/1/1
+run "${ZR[@]}" --out z.zarr --resume
+[ "$rc" -eq 0 ] && grep -q "subvolume 0 (" "$ERR" && diff -r ref/z.zarr z.zarr >/dev/null &&
+  ok "a truncated chunk's row is computed again, the result the plain run's" ||
+  bad "damaged chunk: rc $rc: $(cat "$ERR")"
+rm -rf ref z.zarr
+clean "OME-Zarr resume"
+
 echo "# memory budgets"
 run "${FDK[@]}" --out m.raw --host-mem 1K
 [ "$rc" -eq 1 ] && ok "--host-mem 1K exits 1" || bad "--host-mem 1K exit $rc"

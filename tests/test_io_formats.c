@@ -218,7 +218,7 @@ static void test_lists(void) {
   static const struct {
     ctr__format_cap cap;
     const char *stem, *today;
-  } k[] = {{CTR__CAP_RESUMABLE, NULL, "raw, nrrd or a TIFF stack pattern"},
+  } k[] = {{CTR__CAP_RESUMABLE, NULL, "raw, nrrd, OME-Zarr or a TIFF stack pattern"},
            {CTR__CAP_MANY_RANKS, "vol", "raw, nrrd or a TIFF stack pattern such as "
                                         "'vol_%04d.tif'"},
            {CTR__CAP_ANY_ORDER, NULL, "raw, nrrd, HDF5, OME-Zarr or a TIFF stack pattern"}};

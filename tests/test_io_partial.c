@@ -395,7 +395,7 @@ static void test_refused_resume(void) {
   /* Multi-page TIFF cannot be resumed. */
   w = NULL;
   CHECK_FAILS(ctr__stack_create_partial(P("multi.tif"), CTR_FORMAT_AUTO, &info, 0, NULL, &w),
-              CTR_E_UNSUPPORTED, "use raw, nrrd or a TIFF stack pattern");
+              CTR_E_UNSUPPORTED, "use raw, nrrd, OME-Zarr or a TIFF stack pattern");
   CHECK(w == NULL && !exists(P("multi.tif")) && count_temporaries() == 0);
   CHECK(ctr__stack_partial_name(P("multi.tif"), CTR_FORMAT_AUTO) == NULL);
 

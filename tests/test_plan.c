@@ -3,8 +3,10 @@
  * store and subvolume size against the budgets, that no plan ever exceeds a
  * budget (a sweep over budgets, and budgets just below each plan's bytes),
  * the errors for absurd budgets and the smallest budget they name, forced
- * stores, argument errors, ctr_fdk_plan_describe and ctr_size_parse. */
+ * stores, argument errors, ctr_fdk_plan_describe and ctr_size_parse; the
+ * output format's own buffers (OME-Zarr's rows of chunks) in the plan. */
 #include "harness.h"
+#include "io/io_internal.h" /* ctr__format_writer_bytes */
 
 #include <stdint.h>
 
@@ -565,6 +567,58 @@ static void test_absurd_budgets(void) {
   ctr_geometry_free(small);
 }
 
+/* ---- The output format's own buffers -------------------------------------------------- */
+
+/* A plan for an OME-Zarr output counts the writer's rows of chunks: its
+ * host bytes are the raw plan's and the format table's figure, which is at
+ * least a row of 64 slices; a budget below that is refused naming
+ * host_budget and the writer; a volume split's workers hold rows each. */
+static void test_writer_buffers(void) {
+  ctr_geometry *g = make_geometry(256, 90, 300, 300, 1.0, 1.5, 0);
+  if (!g) return;
+  ctr_fdk_plan praw = CTR_FDK_PLAN_INIT, pz = CTR_FDK_PLAN_INIT;
+  ctr_fdk_plan_request q = cpu_request(64 * GiB);
+  q.out_format = CTR_FORMAT_RAW;
+  CHECK_OK(ctr_fdk_plan_compute(g, &q, &praw));
+  q.out_format = CTR_FORMAT_ZARR;
+  CHECK_OK(ctr_fdk_plan_compute(g, &q, &pz));
+  const uint64_t own = ctr__format_writer_bytes(CTR_FORMAT_ZARR, 256, 256, 256, CTR_DTYPE_FLOAT32, 1);
+  const uint64_t row = (uint64_t)64 * 256 * 256 * 4;
+  CHECK(own >= row + row / 8u); /* level 0's row and level 1's */
+  CHECK(pz.slab_slices == praw.slab_slices);
+  CHECK(pz.host_bytes == praw.host_bytes + own);
+  CHECK(ctr__format_writer_bytes(CTR_FORMAT_RAW, 256, 256, 256, CTR_DTYPE_FLOAT32, 1) == 0);
+  CHECK(ctr__format_writer_bytes(CTR_FORMAT_AUTO, 256, 256, 256, CTR_DTYPE_FLOAT32, 1) == 0);
+  /* uint16: half the bytes of the rows */
+  CHECK(ctr__format_writer_bytes(CTR_FORMAT_ZARR, 256, 256, 256, CTR_DTYPE_UINT16, 1) < own);
+  /* two streams hold more rows */
+  CHECK(ctr__format_writer_bytes(CTR_FORMAT_ZARR, 256, 256, 256, CTR_DTYPE_FLOAT32, 2) >= own + 2 * row);
+  /* a memory output has no writer */
+  q.output_in_memory = 1;
+  ctr_fdk_plan pm = CTR_FDK_PLAN_INIT;
+  CHECK_OK(ctr_fdk_plan_compute(g, &q, &pm));
+  q.output_in_memory = 0;
+  /* a budget that the raw plan fits but not the writer's rows */
+  q.host_budget = own - 1;
+  CHECK_FAILS(ctr_fdk_plan_compute(g, &q, &pz), CTR_E_OUT_OF_MEMORY, "(host_budget), of which");
+  CHECK(strstr(ctr_error_detail(), "OME-Zarr writer's own buffers") != NULL);
+  q.out_format = CTR_FORMAT_RAW;
+  CHECK_FAILS(ctr_fdk_plan_compute(g, &q, &pm), CTR_E_OUT_OF_MEMORY, "(host_budget) (");
+  /* a budget that the raw plan fits, with less than the rows to spare: the
+   * OME-Zarr plan is a smaller one */
+  q.host_budget = praw.host_bytes + own / 2;
+  CHECK_OK(ctr_fdk_plan_compute(g, &q, &pm));
+  CHECK(same_plan(&pm, &praw));
+  q.out_format = CTR_FORMAT_ZARR;
+  CHECK_OK(ctr_fdk_plan_compute(g, &q, &pz));
+  CHECK(pz.host_bytes <= q.host_budget);
+  CHECK(!same_plan(&pz, &praw));
+  /* an unknown format is refused */
+  q.out_format = (ctr_file_format)99;
+  CHECK_FAILS(ctr_fdk_plan_compute(g, &q, &pz), CTR_E_INVALID_ARGUMENT, "file format 99");
+  ctr_geometry_free(g);
+}
+
 /* ---- Argument errors, describe ----------------------------------------------------- */
 
 static void test_errors(void) {
@@ -574,7 +628,7 @@ static void test_errors(void) {
   ctr_fdk_plan_request q = cpu_request(16 * GiB);
   q.version = CTR_FDK_PLAN_REQUEST_VERSION + 1;
   CHECK_FAILS(ctr_fdk_plan_compute(g, &q, &p), CTR_E_INVALID_ARGUMENT,
-              "ctr_fdk_plan_request.version is 2: this library accepts ctr_fdk_plan_request versions 1 to 1");
+              "ctr_fdk_plan_request.version is 3: this library accepts ctr_fdk_plan_request versions 1 to 2");
   q.version = 0;
   CHECK_FAILS(ctr_fdk_plan_compute(g, &q, &p), CTR_E_INVALID_ARGUMENT, "ctr_fdk_plan_request_init");
   q = cpu_request(16 * GiB);
@@ -668,5 +722,6 @@ int main(void) {
   test_sweep_cpu();
   test_absurd_budgets();
   test_errors();
+  test_writer_buffers();
   return th_finish("test_plan");
 }

@@ -175,7 +175,7 @@ typedef struct ctr_fdk_split_rates {
   double filter;              /* ramp filter, detector pixels/s */
 } ctr_fdk_split_rates;
 
-#define CTR_FDK_PLAN_REQUEST_VERSION 1u
+#define CTR_FDK_PLAN_REQUEST_VERSION 2u
 typedef struct ctr_fdk_plan_request {
   unsigned version;
   ctr_device_kind device;  /* CTR_DEVICE_CPU or CTR_DEVICE_CUDA */
@@ -194,12 +194,17 @@ typedef struct ctr_fdk_plan_request {
                               gpu_budget of its own device; host_budget is shared */
   ctr_fdk_split split;         /* how they share it; AUTO = the cheaper by the cost model */
   ctr_fdk_split_rates rates;   /* the cost model's rates; zeros = the built-in figures */
+  /* version 2: */
+  ctr_file_format out_format;  /* the volume's file format: host memory its writer holds of its
+                                  own (an OME-Zarr writer's rows of chunks) is counted in
+                                  host_bytes; CTR_FORMAT_AUTO = none (ctr_fdk_reconstruct_stream
+                                  fills it) */
 } ctr_fdk_plan_request;
 
 #define CTR_FDK_PLAN_REQUEST_INIT                                                                \
   { CTR_FDK_PLAN_REQUEST_VERSION, CTR_DEVICE_CPU, 0, 0, CTR_DTYPE_FLOAT32, CTR_DTYPE_FLOAT32,   \
     CTR_INTERP_DEFAULT, 0, 0, 0, 0, CTR_FDK_STORE_AUTO, 0, 0, 0, CTR_FDK_SPLIT_AUTO,                 \
-    { 0, 0, 0, 0, 0, 0, 0 } }
+    { 0, 0, 0, 0, 0, 0, 0 }, CTR_FORMAT_AUTO }
 /* The defaults in the layout of `version`, 1 .. CTR_FDK_PLAN_REQUEST_VERSION (core.h). */
 CTR_API ctr_status ctr_fdk_plan_request_init(ctr_fdk_plan_request *s, unsigned version);
 

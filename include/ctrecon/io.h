@@ -59,6 +59,14 @@ CTR_API ctr_status ctr_file_format_info_init(ctr_file_format_info *s, unsigned v
 /* The row of `fmt` (a format, not CTR_FORMAT_AUTO: resolve a path's with
  * ctr_format_guess) into *info, in info->version's layout. */
 CTR_API ctr_status ctr_file_format_get_info(ctr_file_format fmt, ctr_file_format_info *info);
+/* Host bytes a writer of `fmt` holds of its own while a volume of nz images
+ * of ny x nx voxels of `dtype` is written to it in order, beyond the
+ * caller's data: an OME-Zarr writer's rows of chunks (64 images of every
+ * pyramid level) and its chunk scratch; 0 for the formats that write what
+ * they are given, for CTR_FORMAT_AUTO and for an unknown format or size.
+ * The streamed planners count it (docs/out-of-core.md). */
+CTR_API uint64_t ctr_file_format_writer_bytes(ctr_file_format fmt, int64_t nx, int64_t ny,
+                                              int64_t nz, ctr_dtype dtype);
 
 CTR_API const char *ctr_format_name(ctr_file_format f);
 CTR_API ctr_status ctr_format_parse(const char *name, ctr_file_format *out);

@@ -427,7 +427,7 @@ def test_format_info():
     assert io.format_info("tiff-stack")["title"] == "TIFF stack"
     zarr = io.format_info("zarr")
     assert zarr["extensions"] == [".zarr"] and zarr["title"] == "OME-Zarr" and not zarr["in_order"]
-    assert not zarr["resumable"] and not zarr["many_ranks"] and "uint16" in zarr["dtypes"]
+    assert zarr["resumable"] and not zarr["many_ranks"] and "uint16" in zarr["dtypes"]
     assert io.format_guess("v.zarr") == "zarr"
     with pytest.raises(pyctrecon.CtreconError, match="expected a format"):
         io.format_info("auto")

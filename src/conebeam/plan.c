@@ -6,6 +6,7 @@
 #include "conebeam/engine.h"
 #include "conebeam/plan_costs.h"
 #include "conebeam/plan_split.h"
+#include "io/io_internal.h" /* ctr__format_writer_bytes */
 
 #include <math.h>
 #include <stdio.h>
@@ -71,6 +72,16 @@ static int slab_buffers(const ctr_fdk_plan_request *r) {
   return workers_of(r) > 1 ? workers_of(r) + 1 : CTR__HOST_SLAB_BUFFERS;
 }
 
+/* Host memory the output format's writer holds of its own (an OME-Zarr
+ * writer's rows of chunks): the workers of a volume split write their
+ * subvolumes at once, each in order. */
+static uint64_t writer_bytes(const ctr_geometry *g, const ctr_fdk_plan_request *r) {
+  if (r->output_in_memory) return 0;
+  const int streams = r->split == CTR_FDK_SPLIT_PROJECTIONS ? 1 : workers_of(r);
+  return ctr__format_writer_bytes(r->out_format, g->vol.nx, g->vol.ny,
+                                  r->nz ? r->nz : g->vol.nz - r->z0, r->vol_dtype, streams);
+}
+
 /* The backends' memory (each engine's own model; device memory is per
  * worker, host memory for all) plus the executor's buffers. */
 static cost plan_cost(const ctr__engine_backend *be, const ctr_geometry *g,
@@ -92,13 +103,15 @@ static cost plan_cost(const ctr__engine_backend *be, const ctr_geometry *g,
   const uint64_t slice = (uint64_t)g->vol.nx * (uint64_t)g->vol.ny * 4u;
   /* The executor: the reader's ring, the filtered views kept on the host
    * (or passed between the workers of a volume split), each worker's staging
-   * for the scratch file, the writer's buffers. */
+   * for the scratch file, the writer's buffers and what the output
+   * format's writer holds of its own. */
   c.host_fixed += (uint64_t)read_buffers(r) * raw;
   if (store == CTR_FDK_STORE_HOST) c.host_fixed += ctr__view_bytes(g, 4) * (uint64_t)g->nviews;
   else if (shared && store != CTR_FDK_STORE_SCRATCH) c.host_fixed += (uint64_t)CTR__TRANSIT_SLOTS(w) * filt;
   if (store == CTR_FDK_STORE_SCRATCH)
     c.host_fixed += (uint64_t)w * (CTR__READ_BUFFERS + (shared ? 2u : 1u)) * filt;
   c.host_fixed += (uint64_t)slab_buffers(r) * chunk_slices(g, r) * slice;
+  c.host_fixed += writer_bytes(g, r);
   return c;
 }
 
@@ -202,6 +215,8 @@ static ctr_status check_request(const ctr_geometry *g, const ctr_fdk_plan_reques
   if (r->split != CTR_FDK_SPLIT_AUTO && r->split != CTR_FDK_SPLIT_VOLUME && r->split != CTR_FDK_SPLIT_PROJECTIONS)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: split %d, expected auto, volume or projections",
              (int)r->split);
+  if (r->out_format != CTR_FORMAT_AUTO && !ctr__format_row_of(r->out_format))
+    return CTR_E_INVALID_ARGUMENT; /* raised, naming the formats */
   if (r->views_per_batch < 0 || r->max_slab_slices < 0)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "plan request: views_per_batch and max_slab_slices must be "
              ">= 0 (0 = automatic)");
@@ -275,12 +290,24 @@ static ctr_status fail_budget(const ctr_geometry *g, const ctr_fdk_plan_request 
   host_min = smallest_budget(g, r, z0, nz, 0, 0, &p);
   if (host_min == 0) host_min = smallest_budget(g, r, z0, nz, 0, 1, &p);
   describe(&p, desc, sizeof desc);
+  /* the output format's own buffers, named when it holds any */
+  char wtext[160] = "";
+  ctr_fdk_plan_request q = *r;
+  q.split = p.split;
+  q.workers = p.workers;
+  const uint64_t wb = writer_bytes(g, &q);
+  if (wb) {
+    char wbuf[32];
+    const ctr_file_format_info *fi = ctr__format_info(r->out_format);
+    snprintf(wtext, sizeof wtext, ", of which %s are the %s writer's own buffers (rows of chunks)",
+             size_text(wb, wbuf, sizeof wbuf), fi ? fi->title : ctr_format_name(r->out_format));
+  }
   CTR_FAIL_FIELD_VALUE(CTR_E_OUT_OF_MEMORY, "host_budget", CTR__V_UINT(r->host_budget),
            "a host memory budget of %s is too small for %lld x %lld projections and %lld x %lld "
-           "slices: the smallest plan needs %s of host memory (host_budget) (%s)",
+           "slices: the smallest plan needs %s of host memory (host_budget)%s (%s)",
            size_text(r->host_budget, have, sizeof have), (long long)g->nu, (long long)g->nv,
            (long long)g->vol.nx, (long long)g->vol.ny, size_text(host_min, need, sizeof need),
-           desc);
+           wtext, desc);
 }
 
 /* The planner's search for a validated request: 1 and *out when a plan fits

@@ -79,6 +79,8 @@ struct stream_run {
   ctr_fdk_stream_options opts;
   ctr_fdk_options fdk;
   ctr_fdk_plan plan;
+  ctr_file_format out_fmt;  /* the output's format (its writer's own buffers are planned);
+                               CTR_FORMAT_AUTO: memory output */
   int64_t kept_nu;          /* columns of a filtered view the engines keep and take back: an
                                offset detector's extended rows (ctr__fdk_row_width), else nu */
   int64_t pad_lo;           /* the extension's columns before column 0 */
@@ -233,6 +235,7 @@ static ctr_status make_plan(stream_run *r, int in_memory, const ctr__journal *re
   q.max_slab_slices = r->opts.max_slab_slices;
   q.store = r->opts.store;
   q.input_in_memory = q.output_in_memory = in_memory;
+  q.out_format = in_memory ? CTR_FORMAT_AUTO : r->out_fmt;
   if (resumed) {
     /* the interrupted run's decomposition. A volume split's result does not
      * depend on the workers; a projection split's sums do (each worker's
@@ -1179,6 +1182,7 @@ static ctr_status op_fingerprint(void *self, const ctr__stream_output *o, uint64
 }
 
 static ctr_status op_prepare(void *self, const ctr__stream_output *o) {
+  ((stream_run *)self)->out_fmt = o->fmt;
   return one_worker_in_order(self, o);
 }
 

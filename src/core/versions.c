@@ -232,7 +232,12 @@ static const ctr__struct_version fdk_options_versions[] = {
 };
 CTR__STRUCT_DEFINE(fdk_options, CTR_FDK_OPTIONS_VERSION)
 
-CTR__STRUCT_DEFINE_V1(fdk_plan_request, CTR_FDK_PLAN_REQUEST_VERSION, CTR_FDK_PLAN_REQUEST_INIT)
+static const ctr_fdk_plan_request fdk_plan_request_defaults = CTR_FDK_PLAN_REQUEST_INIT;
+static const ctr__struct_version fdk_plan_request_versions[] = {
+    CTR__V_UPTO(ctr_fdk_plan_request, out_format), /* 1 */
+    CTR__V_ALL(ctr_fdk_plan_request),              /* 2: out_format */
+};
+CTR__STRUCT_DEFINE(fdk_plan_request, CTR_FDK_PLAN_REQUEST_VERSION)
 
 static const ctr_fdk_stream_options fdk_stream_options_defaults = CTR_FDK_STREAM_OPTIONS_INIT;
 static const ctr__struct_version fdk_stream_options_versions[] = {

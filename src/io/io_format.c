@@ -17,37 +17,39 @@
 static const ctr__format_row k_rows[] = {
     {CTR_FORMAT_AUTO,
      {CTR_FILE_FORMAT_INFO_VERSION, "auto", "", 0, 0u, 0u, 0, 0, 0, 0, NULL, 0, 0, "auto"},
-     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     {CTR_FORMAT_RAW,
      {CTR_FILE_FORMAT_INFO_VERSION, "raw", ".raw .bin .dat", 0, ALL_DTYPES, 0u, 0, 1, 1, 0,
       "OUT.partial", 1, 0, "raw"},
      "", "raw", NULL, ctr__raw_open, ctr__raw_create, ctr__partial_path,
-     ctr__raw_remove_partial, ctr__file_existing},
+     ctr__raw_remove_partial, ctr__file_existing, NULL},
     {CTR_FORMAT_TIFF,
      {CTR_FILE_FORMAT_INFO_VERSION, "tiff", ".tif .tiff", 0, ALL_DTYPES, CTR_FEATURE_TIFF, 1, 0,
       0, 0, NULL, 0, 0, "TIFF"},
      "; tiff-stack with a %d pattern", "multi-page TIFF", NULL, ctr__tiff_open,
-     ctr__tiff_create, NULL, NULL, ctr__file_existing},
+     ctr__tiff_create, NULL, NULL, ctr__file_existing, NULL},
     {CTR_FORMAT_TIFF_STACK,
      {CTR_FILE_FORMAT_INFO_VERSION, "tiff-stack", ".tif .tiff", 1, ALL_DTYPES, CTR_FEATURE_TIFF,
       0, 1, 1, 0, "each image's FILE.partial", 0, 0, "TIFF stack"},
      NULL, "a TIFF stack pattern", "_%04d.tif", ctr__tiff_stack_open, ctr__tiff_stack_create,
-     ctr__tiff_stack_partial_name, ctr__tiff_stack_remove_partial, ctr__tiff_stack_existing},
+     ctr__tiff_stack_partial_name, ctr__tiff_stack_remove_partial, ctr__tiff_stack_existing,
+     NULL},
     {CTR_FORMAT_NRRD,
      {CTR_FILE_FORMAT_INFO_VERSION, "nrrd", ".nrrd .nhdr", 0,
       DT(CTR_DTYPE_FLOAT32) | DT(CTR_DTYPE_UINT16), 0u, 0, 1, 1, 0,
       "OUT.partial (a detached header's data file: DATA.partial too)", 0, 0, "NRRD"},
      "", "nrrd", NULL, ctr__nrrd_open, ctr__nrrd_create, ctr__partial_path,
-     ctr__nrrd_remove_partial, ctr__nrrd_existing},
+     ctr__nrrd_remove_partial, ctr__nrrd_existing, NULL},
     {CTR_FORMAT_HDF5,
      {CTR_FILE_FORMAT_INFO_VERSION, "hdf5", ".h5 .hdf5 .hdf .nxs", 0, ALL_DTYPES,
       CTR_FEATURE_HDF5, 0, 0, 0, 1, NULL, 0, 1, "HDF5"},
      ", as 'file.h5:/group/dataset'", "HDF5", NULL, ctr__hdf5_open, ctr__hdf5_create, NULL, NULL,
-     ctr__hdf5_existing},
+     ctr__hdf5_existing, NULL},
     {CTR_FORMAT_ZARR,
-     {CTR_FILE_FORMAT_INFO_VERSION, "zarr", ".zarr", 0, ALL_DTYPES, 0u, 0, 0, 0, 0, NULL, 0, 0,
-      "OME-Zarr"},
-     "", "OME-Zarr", NULL, ctr__zarr_open, ctr__zarr_create, NULL, NULL, ctr__file_existing},
+     {CTR_FILE_FORMAT_INFO_VERSION, "zarr", ".zarr", 0, ALL_DTYPES, 0u, 0, 1, 0, 0,
+      "OUT.partial (a directory; its complete rows of chunks are kept)", 0, 0, "OME-Zarr"},
+     "", "OME-Zarr", NULL, ctr__zarr_open, ctr__zarr_create, ctr__partial_path,
+     ctr__zarr_remove_partial, ctr__file_existing, ctr__zarr_writer_bytes},
 };
 #define NROWS (sizeof k_rows / sizeof k_rows[0])
 
@@ -125,6 +127,18 @@ const ctr__format_row *ctr__format_row_of(ctr_file_format f) {
   ctr__error_set(CTR_E_INVALID_ARGUMENT, "file format %d (%s): expected %s", (int)f,
                  ctr_format_name(f), format_names(names, sizeof names, 0));
   return NULL;
+}
+
+uint64_t ctr__format_writer_bytes(ctr_file_format f, int64_t nx, int64_t ny, int64_t nz,
+                                  ctr_dtype d, int streams) {
+  if (f == CTR_FORMAT_AUTO || (unsigned)f >= NROWS || !k_rows[f].writer_bytes) return 0;
+  if (nx <= 0 || ny <= 0 || nz <= 0 || !ctr_dtype_size(d)) return 0;
+  return k_rows[f].writer_bytes(nx, ny, nz, d, streams > 1 ? streams : 1);
+}
+
+uint64_t ctr_file_format_writer_bytes(ctr_file_format fmt, int64_t nx, int64_t ny, int64_t nz,
+                                      ctr_dtype dtype) {
+  return ctr__format_writer_bytes(fmt, nx, ny, nz, dtype, 1);
 }
 
 const ctr_file_format_info *ctr__format_info(ctr_file_format f) {

@@ -313,15 +313,20 @@ ctr_status ctr__nrrd_existing(const char *path, char **found);
 /* OME-Zarr (io_zarr.c): "NAME.zarr", a directory holding a Zarr v3
  * group with OME-NGFF 0.5 multiscales metadata and one array per level of
  * a 2 x 2 x 2 averaged pyramid; zstd chunks. Written to a temporary
- * directory renamed when complete (not resumable); read through the first
+ * directory renamed when complete (resumable: "<path>.partial/", whose
+ * complete rows of chunks a resumed run keeps); read through the first
  * multiscales dataset (or an array's own zarr.json). */
 ctr_status ctr__zarr_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64_t raw_offset);
 ctr_status ctr__zarr_create(ctr_stack_writer *w);
+/* The format table's remove_partial of OME-Zarr: "<path>.partial/". */
+void ctr__zarr_remove_partial(const char *path, int64_t count);
 /* The layout of the OME-Zarr outputs written from now on (process-wide,
  * not thread-safe; for tests): chunks of `chunk` voxels a side (even; at
  * most the volume's size), and a further pyramid level while the last
  * one's smallest side is at least `min_side`. 0: the defaults, 64 and 64. */
 void ctr__zarr_set_layout(int64_t chunk, int64_t min_side);
+/* The format table's `writer_bytes` of OME-Zarr (ctr__format_writer_bytes). */
+uint64_t ctr__zarr_writer_bytes(int64_t nx, int64_t ny, int64_t nz, ctr_dtype d, int streams);
 
 /* ---- The format table (io_format.c) ------------------------------------- */
 
@@ -349,11 +354,25 @@ typedef struct ctr__format_row {
    * data file, an HDF5 dataset): *found its name (malloc'd), else NULL;
    * what a writer replaces, refused unless asked (ctr_stack_check_output). */
   ctr_status (*existing)(const char *path, char **found);
+  /* Host bytes its writer holds of its own (ctr__format_writer_bytes);
+   * NULL: none beyond the caller's buffers. */
+  uint64_t (*writer_bytes)(int64_t nx, int64_t ny, int64_t nz, ctr_dtype d, int streams);
 } ctr__format_row;
 
 /* The row of a format (not CTR_FORMAT_AUTO); NULL with
  * CTR_E_INVALID_ARGUMENT raised for another value. */
 const ctr__format_row *ctr__format_row_of(ctr_file_format f);
+/* The host memory a writer of format f holds of its own while a volume of
+ * nz images of ny x nx voxels of dtype d is written to it (the buffers
+ * between the caller and the writer not included): an OME-Zarr writer's
+ * rows of chunks at every pyramid level and its chunk scratch, 0 for the
+ * formats that write what they are given (and for CTR_FORMAT_AUTO: no file
+ * output). `streams`: how many places of the volume are written at once
+ * (1: images in order; the workers of a volume split write their
+ * subvolumes at once); each holds rows of its own. The streamed planners
+ * count it in their host memory (docs/out-of-core.md). */
+uint64_t ctr__format_writer_bytes(ctr_file_format f, int64_t nx, int64_t ny, int64_t nz,
+                                  ctr_dtype d, int streams);
 /* The names of the formats that store dtype d: "raw, tiff, tiff-stack or
  * hdf5" (into buf, returned). */
 const char *ctr__format_names_storing(ctr_dtype d, char *buf, size_t n);

@@ -32,6 +32,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define ZARR_MAX_LEVELS 16
 #define ZARR_ZSTD_LEVEL 3
@@ -96,7 +99,10 @@ typedef struct level {
 } level;
 
 typedef struct zarr_out {
-  char *tmp; /* the temporary directory */
+  char *tmp; /* the temporary directory ("<path>.partial" when resumable) */
+  int resumed; /* reopened by a resumed run: images of complete rows are on disk already */
+  unsigned char *rb; /* read_back: one decoded row of level 0 */
+  int64_t rb_row;    /* the row in rb (-1: none) */
   int nlevels;
   level lv[ZARR_MAX_LEVELS];
   size_t es;
@@ -122,6 +128,35 @@ static void plan_levels(const ctr_stack_info *info, zarr_out *o) {
   }
 }
 
+/* Rows of chunks a level holds at once: one per stream writing in order,
+ * and one more per further stream (a row where two streams meet waits for
+ * both), at most its rows. */
+uint64_t ctr__zarr_writer_bytes(int64_t nx, int64_t ny, int64_t nz, ctr_dtype d, int streams) {
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
+  info.width = nx;
+  info.height = ny;
+  info.count = nz;
+  zarr_out o;
+  memset(&o, 0, sizeof o);
+  plan_levels(&info, &o);
+  const uint64_t es = ctr_dtype_size(d);
+  const int64_t held = 2 * (int64_t)streams - 1;
+  uint64_t bytes = 0;
+  for (int l = 0; l < o.nlevels; l++) {
+    const level *v = &o.lv[l];
+    const int64_t rows = v->rows < held ? v->rows : held;
+    bytes += (uint64_t)rows * (uint64_t)v->c[0] * (uint64_t)v->n[1] * (uint64_t)v->n[2] * es;
+    if (l > 0) bytes += (uint64_t)v->n[1] * (uint64_t)v->n[2] * es; /* a downsampled image */
+  }
+  /* each thread's chunk and its compressed copy while a row is written */
+  const uint64_t cb = (uint64_t)(o.lv[0].c[0] * o.lv[0].c[1] * o.lv[0].c[2]) * es;
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+  return bytes + (uint64_t)threads * (cb + ZSTD_compressBound((size_t)cb));
+}
+
 static size_t slice_bytes(const zarr_out *o, const level *v) {
   return (size_t)v->n[1] * (size_t)v->n[2] * o->es;
 }
@@ -142,8 +177,9 @@ static void zarr_release(ctr_stack_writer *w, int remove) {
     free(v->have);
     free(v->done);
   }
-  if (remove) remove_tree(o->tmp);
+  if (remove && o->tmp) remove_tree(o->tmp);
   free(o->tmp);
+  free(o->rb);
   free(o);
   w->impl = NULL;
 }
@@ -245,12 +281,11 @@ static ctr_status write_row(zarr_out *o, int l, int64_t r) {
 static ctr_status put_images(ctr_stack_writer *w, int l, int64_t first, int64_t n,
                              const unsigned char *src);
 
-/* Row r of level l is whole: its chunks go to disk and its averages to the
- * next level; its images are freed. */
-static ctr_status finish_row(ctr_stack_writer *w, int l, int64_t r) {
+/* The 2 x 2 x 2 means of row r of level l (its images in v->buf[r]) into
+ * the next level. */
+static ctr_status feed_next(ctr_stack_writer *w, int l, int64_t r) {
   zarr_out *o = w->impl;
   level *v = &o->lv[l];
-  CTR_CHECK(write_row(o, l, r));
   if (l + 1 < o->nlevels) {
     const level *u = &o->lv[l + 1];
     const int64_t z0 = r * v->c[0], k = row_images(v, r);
@@ -279,6 +314,16 @@ static ctr_status finish_row(ctr_stack_writer *w, int l, int64_t r) {
     free(out);
     CTR_CHECK(st);
   }
+  return CTR_OK;
+}
+
+/* Row r of level l is whole: its chunks go to disk and its averages to the
+ * next level; its images are freed. */
+static ctr_status finish_row(ctr_stack_writer *w, int l, int64_t r) {
+  zarr_out *o = w->impl;
+  level *v = &o->lv[l];
+  CTR_CHECK(write_row(o, l, r));
+  CTR_CHECK(feed_next(w, l, r));
   free(v->buf[r]);
   v->buf[r] = NULL;
   v->done[r] = 1;
@@ -292,6 +337,7 @@ static ctr_status put_images(ctr_stack_writer *w, int l, int64_t first, int64_t 
   const size_t sb = slice_bytes(o, v);
   for (int64_t i = 0; i < n; i++) {
     const int64_t z = first + i, r = z / v->c[0];
+    if (v->done[r]) continue; /* on disk already (a resumed run computes its images again) */
     if (!v->buf[r]) {
       v->buf[r] = ctr__malloc(sb * (size_t)row_images(v, r), "a row of OME-Zarr chunks");
       if (!v->buf[r]) return CTR_E_OUT_OF_MEMORY;
@@ -308,7 +354,12 @@ static ctr_status put_images(ctr_stack_writer *w, int l, int64_t first, int64_t 
 static ctr_status zarr_write(ctr_stack_writer *w, int64_t first, int64_t n, const void *buf) {
   zarr_out *o = w->impl;
   const level *v = &o->lv[0];
-  for (int64_t z = first; z < first + n; z++)
+  if (o->rb) { /* the resume's checks are over: the planned rows only from now on */
+    free(o->rb);
+    o->rb = NULL;
+    o->rb_row = -1;
+  }
+  for (int64_t z = first; !o->resumed && z < first + n; z++)
     if (v->done[z / v->c[0]])
       CTR_FAIL(CTR_E_INVALID_ARGUMENT,
                "'%s': image %lld was written already and its chunks are complete: an OME-Zarr "
@@ -550,16 +601,167 @@ cleanup:
   return st;
 }
 
+/* ---- Resuming ----------------------------------------------------------
+ * A resumable writer works in "<path>.partial/": a row of chunks is written
+ * when its images are all there, so what an interrupted run leaves is its
+ * complete rows (durable at each flush). A resumed writer trusts the rows
+ * whose every chunk decodes to a whole chunk, feeds their means to the next
+ * level again where that level's row is not complete, and reads back only
+ * images of complete rows: a journalled subvolume with images in a row that
+ * was still in memory is computed again (journal.c), its images of complete
+ * rows skipped. */
+
+/* Chunk (r, j, i) of level l decoded into raw (cb bytes): 0, or -1 when it
+ * is missing, short or does not decode to exactly cb bytes. */
+static int saved_chunk(const char *tmp, int l, int64_t r, int64_t j, int64_t i, unsigned char *raw,
+                      size_t cb) {
+  char *name = ctr__io_sprintf("%s/%d/c/%lld/%lld/%lld", tmp, l, (long long)r, (long long)j,
+                               (long long)i);
+  if (!name) return -1;
+  FILE *f = fopen(name, "rb");
+  free(name);
+  if (!f) return -1;
+  unsigned char *z = NULL;
+  size_t n = 0, cap = 0;
+  int ok = 1;
+  while (ok) {
+    if (n == cap) {
+      cap = cap ? 2 * cap : 65536;
+      unsigned char *t = realloc(z, cap);
+      if (!t) ok = 0;
+      else z = t;
+    }
+    if (!ok) break;
+    const size_t got = fread(z + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+  }
+  ok = ok && !ferror(f);
+  fclose(f);
+  if (ok) {
+    const unsigned long long size = ZSTD_getFrameContentSize(z, n);
+    const size_t d = size == cb ? ZSTD_decompress(raw, cb, z, n) : 0;
+    ok = size == cb && !ZSTD_isError(d) && d == cb;
+  }
+  free(z);
+  return ok ? 0 : -1;
+}
+
+/* Row r of level l from its chunks into dst (its images, as v->buf holds
+ * them): 0, or -1 when a chunk is missing or damaged. */
+static int saved_row(const zarr_out *o, int l, int64_t r, unsigned char *dst) {
+  const level *v = &o->lv[l];
+  const size_t es = o->es, cb = (size_t)(v->c[0] * v->c[1] * v->c[2]) * es;
+  const int64_t cy = (v->n[1] + v->c[1] - 1) / v->c[1], cx = (v->n[2] + v->c[2] - 1) / v->c[2];
+  const int64_t k = row_images(v, r);
+  unsigned char *raw = malloc(cb);
+  int bad = raw ? 0 : -1;
+  for (int64_t j = 0; !bad && j < cy; j++)
+    for (int64_t i = 0; !bad && i < cx; i++) {
+      bad = saved_chunk(o->tmp, l, r, j, i, raw, cb);
+      if (bad || !dst) continue;
+      const int64_t ny = v->n[1] - j * v->c[1] < v->c[1] ? v->n[1] - j * v->c[1] : v->c[1];
+      const int64_t nx = v->n[2] - i * v->c[2] < v->c[2] ? v->n[2] - i * v->c[2] : v->c[2];
+      for (int64_t z = 0; z < k; z++)
+        for (int64_t y = 0; y < ny; y++)
+          memcpy(dst + ((size_t)z * (size_t)v->n[1] * (size_t)v->n[2] +
+                        (size_t)(j * v->c[1] + y) * (size_t)v->n[2] + (size_t)(i * v->c[2])) * es,
+                 raw + ((size_t)(z * v->c[1] + y) * (size_t)v->c[2]) * es, (size_t)nx * es);
+    }
+  free(raw);
+  return bad;
+}
+
+/* A resumed writer's state from "<path>.partial/": its complete rows, then
+ * the next levels' partial rows fed from them again. */
+static ctr_status resume_rows(ctr_stack_writer *w) {
+  zarr_out *o = w->impl;
+  for (int l = 0; l < o->nlevels; l++) {
+    level *v = &o->lv[l];
+    for (int64_t r = 0; r < v->rows; r++) {
+      if (saved_row(o, l, r, NULL) != 0) continue;
+      v->done[r] = 1;
+      v->filled[r] = row_images(v, r);
+      memset(v->have + r * v->c[0], 1, (size_t)v->filled[r]);
+    }
+  }
+  for (int l = 0; l + 1 < o->nlevels; l++) {
+    level *v = &o->lv[l];
+    const level *u = &o->lv[l + 1];
+    for (int64_t r = 0; r < v->rows; r++) {
+      if (!v->done[r]) continue;
+      const int64_t z0 = r * v->c[0], k = row_images(v, r);
+      int needed = 0; /* a row of the next level its means go to is not complete */
+      for (int64_t zz = z0 / 2; zz < (z0 + k + 1) / 2; zz++) needed |= !u->done[zz / u->c[0]];
+      if (!needed) continue;
+      v->buf[r] = ctr__malloc(slice_bytes(o, v) * (size_t)k, "a row of OME-Zarr chunks");
+      if (!v->buf[r]) return CTR_E_OUT_OF_MEMORY;
+      ctr_status st = CTR_OK;
+      if (saved_row(o, l, r, v->buf[r]) == 0) st = feed_next(w, l, r);
+      else st = ctr__error_set(CTR_E_IO, "'%s': row %lld of level %d changed while it was resumed",
+                               o->tmp, (long long)r, l);
+      free(v->buf[r]);
+      v->buf[r] = NULL;
+      CTR_CHECK(st);
+    }
+  }
+  return CTR_OK;
+}
+
+static ctr_status zarr_read_back(ctr_stack_writer *w, int64_t first, int64_t n, void *buf) {
+  zarr_out *o = w->impl;
+  const level *v = &o->lv[0];
+  const size_t sb = slice_bytes(o, v);
+  for (int64_t z = first; z < first + n; z++) {
+    const int64_t r = z / v->c[0];
+    if (!v->done[r])
+      CTR_FAIL(CTR_E_IO, "'%s': image %lld lies in a row of chunks (images %lld..%lld) that was "
+               "not complete when the run stopped", o->tmp, (long long)z,
+               (long long)(r * v->c[0]), (long long)(r * v->c[0] + row_images(v, r) - 1));
+    if (o->rb_row != r) {
+      if (!o->rb) o->rb = ctr__malloc(sb * (size_t)v->c[0], "a row of OME-Zarr chunks");
+      if (!o->rb) return CTR_E_OUT_OF_MEMORY;
+      o->rb_row = -1;
+      if (saved_row(o, 0, r, o->rb) != 0)
+        CTR_FAIL(CTR_E_IO, "'%s': a chunk of row %lld of level 0 is missing or damaged", o->tmp,
+                 (long long)r);
+      o->rb_row = r;
+    }
+    memcpy((unsigned char *)buf + (size_t)(z - first) * sb, o->rb + (size_t)(z - r * v->c[0]) * sb,
+           sb);
+  }
+  return CTR_OK;
+}
+
+/* The complete rows' chunks durable (a resumed run trusts them). */
+static ctr_status zarr_flush(ctr_stack_writer *w) {
+  zarr_out *o = w->impl;
+  const int fd = open(o->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ctr_status st = CTR_OK;
+  if (fd < 0 || syncfs(fd) != 0)
+    st = ctr__error_set(CTR_E_IO, "cannot flush '%s': %s", o->tmp, strerror(errno));
+  if (fd >= 0) close(fd);
+  return st;
+}
+
+static void zarr_suspend(ctr_stack_writer *w) { zarr_release(w, 0); }
+
+void ctr__zarr_remove_partial(const char *path, int64_t count) {
+  (void)count;
+  char *d = ctr__partial_path(path);
+  if (d && ctr__file_exists(d)) remove_tree(d);
+  free(d);
+}
+
 static const ctr__writer_ops zarr_writer_ops = {zarr_write, zarr_commit, zarr_abort,
-                                                NULL,       NULL,        NULL};
+                                                zarr_flush, zarr_suspend, zarr_read_back};
 
 ctr_status ctr__zarr_create(ctr_stack_writer *w) {
   ctr_status st = CTR_OK;
-  if (w->mode != CTR__OUT_TEMP)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s': an OME-Zarr output cannot be written resumably", w->path);
   zarr_out *o = ctr__calloc(1, sizeof *o, "OME-Zarr writer");
   if (!o) return CTR_E_OUT_OF_MEMORY;
   w->impl = o;
+  o->rb_row = -1;
   w->swap = 0; /* the host's order, said in the metadata */
   o->dtype = w->info.dtype;
   o->es = ctr_dtype_size(w->info.dtype);
@@ -575,10 +777,47 @@ ctr_status ctr__zarr_create(ctr_stack_writer *w) {
       goto cleanup;
     }
   }
-  o->tmp = fresh_dir(w->path, "zarr", 1);
-  if (!o->tmp) {
-    st = CTR_E_IO;
-    goto cleanup;
+  if (w->mode == CTR__OUT_TEMP) {
+    o->tmp = fresh_dir(w->path, "zarr", 1);
+    if (!o->tmp) {
+      st = CTR_E_IO;
+      goto cleanup;
+    }
+  } else {
+    /* resumable: the fixed "<path>.partial/", kept when suspended */
+    char *d = ctr__partial_path(w->path);
+    if (!d) {
+      st = CTR_E_OUT_OF_MEMORY;
+      goto cleanup;
+    }
+    struct stat sb;
+    const int there = stat(d, &sb) == 0;
+    if (w->mode == CTR__OUT_PARTIAL_RESUME) {
+      if (!there || !S_ISDIR(sb.st_mode)) {
+        st = ctr__error_set(CTR_E_IO, "cannot resume '%s': its partial output '%s' is %s", w->path,
+                            d, there ? "not a directory" : "missing");
+        free(d);
+        zarr_release(w, 0);
+        return st;
+      }
+      o->tmp = d;
+      o->resumed = 1;
+      st = resume_rows(w);
+      if (st != CTR_OK) {
+        zarr_release(w, 0); /* the partial output stays as it was */
+        return st;
+      }
+      w->ops = &zarr_writer_ops;
+      return CTR_OK;
+    }
+    if (there) remove_tree(d);
+    if (mkdir(d, 0777) != 0) {
+      st = ctr__error_set(CTR_E_IO, "cannot create '%s' (the partial output of '%s'): %s", d,
+                          w->path, strerror(errno));
+      free(d);
+      goto cleanup;
+    }
+    o->tmp = d;
   }
   for (int l = 0; l < o->nlevels && st == CTR_OK; l++) {
     char *dir = ctr__io_sprintf("%s/%d", o->tmp, l);

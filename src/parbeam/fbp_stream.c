@@ -264,14 +264,31 @@ static ctr_status plan_bands(srun *r, int64_t resumed_slices) {
    * buffers */
   const size_t es = r->sino ? sizeof(float) : ctr_dtype_size(r->dtype);
   const int nbuf = ring_slots(r);
+  /* and what the output format's writer holds of its own (an OME-Zarr
+   * writer's rows of chunks; the bands arrive in order) */
+  const int64_t onx = r->gout ? r->gout->p.nx : r->nbins_b, ony = r->gout ? r->gout->p.ny : r->nbins_b;
+  const uint64_t own = ctr__format_writer_bytes(r->out_fmt, onx, ony, r->nrows / r->by, r->o.out_dtype, 1);
+  uint64_t budget = r->o.host_budget;
+  CTR_CHECK(ctr__budgets_resolve(r->ctx, NULL, &budget));
+  double need;
   for (;;) {
     const double raw = (double)rows * (double)r->W * (double)(r->sino ? r->NP : r->nsel) * (double)es;
-    const double sl = (double)(rows / r->by) * (double)(r->gout ? r->gout->p.nx * r->gout->p.ny : r->nbins_b * r->nbins_b);
-    const double need = nbuf * raw + 4.0 * raw * 4.0 / (double)es + 4.0 * 4.0 * sl;
-    uint64_t budget = r->o.host_budget;
-    CTR_CHECK(ctr__budgets_resolve(r->ctx, NULL, &budget));
+    const double sl = (double)(rows / r->by) * (double)(onx * ony);
+    need = nbuf * raw + 4.0 * raw * 4.0 / (double)es + 4.0 * 4.0 * sl + (double)own;
     if (need <= (double)budget || rows <= unit || resumed_slices > 0) break;
     rows = (rows / 2 + unit - 1) / unit * unit;
+  }
+  if (own && need > (double)budget) {
+    char b1[32], b2[32], b3[32];
+    CTR_FAIL_FIELD_VALUE(CTR_E_OUT_OF_MEMORY, "host_budget",
+                         CTR__V_UINT(budget),
+                         "bands of %lld rows need %s of host memory, of which %s are the %s "
+                         "writer's own buffers (rows of chunks); host_budget is %s: raise it, or "
+                         "write a format that holds none (raw, NRRD, TIFF)",
+                         (long long)rows, ctr__format_bytes(need, b1, sizeof b1),
+                         ctr__format_bytes((double)own, b2, sizeof b2),
+                         ctr__format_info(r->out_fmt)->title,
+                         ctr__format_bytes((double)budget, b3, sizeof b3));
   }
   if (r->margin && rows < r->margin * r->by && rows < r->nrows)
     CTR_FAIL_FIELD(CTR_E_OUT_OF_MEMORY, "host_budget",
@@ -896,7 +913,7 @@ static ctr_status op_fingerprint(void *self, const ctr__stream_output *o, uint64
 
 static ctr_status op_prepare(void *self, const ctr__stream_output *o) {
   const fbp_exec *e = self;
-  (void)o;
+  e->r->out_fmt = o->fmt;
   return ctr__fbp_prepare_input(e->r, e->params);
 }
 

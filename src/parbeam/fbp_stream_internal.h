@@ -49,6 +49,8 @@ typedef struct ctr__fbp_run {
   int64_t nitems;
   ctr__writer writer;
   int have_writer;
+  ctr_file_format out_fmt;    /* the output's format: its writer's own buffers are planned
+                                 (CTR_FORMAT_AUTO: memory output, none) */
   /* work buffers */
   float *sbuf, *sino2, *trans, *slices;
   int trans_pinned; /* trans is page-locked (ctr_host_register): Paganin's copies to the GPU */

@@ -1,7 +1,7 @@
 /* The output of a one-process streamed run, shared by the streamed FDK
  * (conebeam/stream.c) and FBP (parbeam/fbp_stream.c): one resume semantics
  * for every command, answered by the format table (ctr__format_info):
- *  - a resumable format (raw, NRRD, TIFF stacks) is written under its fixed
+ *  - a resumable format (raw, NRRD, TIFF stacks, OME-Zarr) is written under its fixed
  *    partial names with a journal "<out>.partial.journal"; a resume reopens
  *    both, checks the fingerprint and every journalled unit's bytes, and
  *    the run computes only the units that are not done;
