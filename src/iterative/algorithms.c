@@ -706,6 +706,15 @@ static ctr_status tv_vectors(run *R, float *vol, ctr__vec *X, ctr__vec *G, ctr__
   return CTR_OK;
 }
 
+/* Frees what tv_vectors made (the caller's volume stays). */
+static void tv_vectors_free(run *R, float *vol, ctr__vec *X, ctr__vec *G, ctr__vec *Z,
+                            ctr__vec *dual) {
+  vfree(R, X, vol);
+  vfree(R, G, vol);
+  vfree(R, Z, vol);
+  ctr__vec_free(R->P, dual);
+}
+
 /* The checkpoint's vectors, in order; the dual (NULL: none) last. */
 static void set_state(run *R, ctr__vec *const *v, int n, ctr__vec *dual) {
   for (int i = 0; i < n; i++) R->state.vec[i] = v[i];
@@ -771,10 +780,7 @@ static ctr_status fista(run *R, const float *proj, float *vol) {
   }
   CTR_CHECK_GOTO(st, x_out(R, &X, vol));
 cleanup:
-  vfree(R, &X, vol);
-  vfree(R, &G, vol);
-  vfree(R, &Z, vol);
-  ctr__vec_free(P, &Pd);
+  tv_vectors_free(R, vol, &X, &G, &Z, &Pd);
   ctr__vec_free(P, &b);
   ctr__vec_free(P, &AX);
   ctr__vec_free(P, &AY);
@@ -878,11 +884,8 @@ static ctr_status pdhg(run *R, const float *proj, float *vol) {
   }
   CTR_CHECK_GOTO(st, x_out(R, &X, vol));
 cleanup:
-  vfree(R, &X, vol);
-  vfree(R, &G, vol);
-  vfree(R, &Z, vol);
+  tv_vectors_free(R, vol, &X, &G, &Z, &Q);
   ctr__vec_free(P, &T);
-  ctr__vec_free(P, &Q);
   ctr__vec_free(P, &b);
   ctr__vec_free(P, &AX);
   ctr__vec_free(P, &AXn);
