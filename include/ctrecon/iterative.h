@@ -1,7 +1,7 @@
 /* ctrecon/iterative.h — iterative reconstruction: a projector (forward
  * projection A and its exact adjoint A^T) for cone-beam and parallel-beam
- * geometries, and SIRT, CGLS, OS-SART and FISTA-TV on it, in GPU memory or
- * slab-wise beyond it. docs/iterative.md describes the model, the algorithms
+ * geometries, and SIRT, CGLS, OS-SART, FISTA-TV, PDHG-TV and PWLS on it, in
+ * GPU memory or slab-wise beyond it. docs/iterative.md describes the model, the algorithms
  * and their memory. Include <ctrecon.h> (all of the API) or this header. */
 #ifndef CTRECON_ITERATIVE_H
 #define CTRECON_ITERATIVE_H
@@ -117,13 +117,30 @@ typedef enum ctr_iterate_algorithm {
   CTR_ITERATE_CGLS = 1,    /* conjugate gradients on the normal equations (unconstrained) */
   CTR_ITERATE_OS_SART = 2, /* ordered subsets of views, SART weights per subset */
   CTR_ITERATE_FISTA_TV = 3, /* accelerated proximal gradient with total variation */
-  CTR_ITERATE_PDHG_TV = 4   /* primal-dual hybrid gradient (Chambolle and Pock 2011) with
+  CTR_ITERATE_PDHG_TV = 4,  /* primal-dual hybrid gradient (Chambolle and Pock 2011) with
                                isotropic total variation: FISTA-TV's problem, exact TV steps */
+  CTR_ITERATE_PWLS = 5      /* penalised weighted least squares by preconditioned conjugate
+                               gradients (unconstrained): statistical weights, an optional
+                               quadratic or Huber roughness penalty */
 } ctr_iterate_algorithm;
 
-/* "sirt", "cgls", "os-sart", "fista-tv", "pdhg-tv". */
+/* "sirt", "cgls", "os-sart", "fista-tv", "pdhg-tv", "pwls". */
 CTR_API const char *ctr_iterate_algorithm_name(ctr_iterate_algorithm a);
 CTR_API ctr_status ctr_iterate_algorithm_parse(const char *name, ctr_iterate_algorithm *out);
+
+/* PWLS's roughness penalty R(x): a sum over every pair of 6-neighbours of
+ * the voxel grid (each pair once, pairs inside the volume) of psi(x_j -
+ * x_k) (docs/iterative.md, "PWLS"). */
+typedef enum ctr_iterate_penalty {
+  CTR_PENALTY_NONE = 0,      /* R = 0: weighted least squares */
+  CTR_PENALTY_QUADRATIC = 1, /* psi(t) = t^2 / 2 */
+  CTR_PENALTY_HUBER = 2      /* Huber's psi: t^2 / 2 for |t| <= delta, delta |t| - delta^2 / 2
+                                beyond (edges cost linearly) */
+} ctr_iterate_penalty;
+
+/* "none", "quadratic", "huber". */
+CTR_API const char *ctr_iterate_penalty_name(ctr_iterate_penalty p);
+CTR_API ctr_status ctr_iterate_penalty_parse(const char *name, ctr_iterate_penalty *out);
 
 typedef enum ctr_iterate_init {
   CTR_ITERATE_INIT_ZERO = 0,  /* x0 = 0 */
@@ -161,7 +178,7 @@ typedef struct ctr_iterate_info {
  * with stop = CTR_ITERATE_STOP_CALLBACK). Called on the calling thread. */
 typedef int (*ctr_iterate_fn)(void *user, const ctr_iterate_info *info);
 
-#define CTR_ITERATE_OPTIONS_VERSION 1u
+#define CTR_ITERATE_OPTIONS_VERSION 2u
 typedef struct ctr_iterate_options {
   unsigned version;
   ctr_iterate_algorithm algorithm;
@@ -200,11 +217,24 @@ typedef struct ctr_iterate_options {
                                 refused (CTR_E_INVALID_ARGUMENT naming this field and the file
                                 to delete); with it, a missing one is (CTR_E_IO) */
   int strict;                /* data policy (docs/architecture.md, "Bad values") */
+  /* version 2: PWLS, min_x (A x - b)^T W (A x - b) / 2 + beta R(x) (the other algorithms
+     refuse these members set) */
+  const float *weights;      /* W: the statistical weight of each ray, in the projections'
+                                layout (host or GPU memory as proj), finite and >= 0 (0: a
+                                dead pixel); the detected counts are the weights of
+                                log-transformed transmission data. NULL: from i0, or W = 1 */
+  double i0;                 /* > 0: W = i0 exp(-b), the expected counts of log data b
+                                taken with i0 counts per unattenuated ray (0: off) */
+  ctr_iterate_penalty penalty; /* R (CTR_PENALTY_NONE) */
+  double beta;               /* the penalty's weight beta >= 0, in the units of W times
+                                (projection / volume unit)^2 (0 with CTR_PENALTY_NONE) */
+  double huber_delta;        /* CTR_PENALTY_HUBER: delta > 0, in the volume's units */
 } ctr_iterate_options;
 
 #define CTR_ITERATE_OPTIONS_INIT                                                            \
   { CTR_ITERATE_OPTIONS_VERSION, CTR_ITERATE_SIRT, 10, 0.0, 0, 0.0, 0.0, 0, 0, 0, 0, 0.0, \
-    0.0, CTR_ITERATE_INIT_ZERO, NULL, NULL, NULL, 0, 0, 0, NULL, 0, 0, 0 }
+    0.0, CTR_ITERATE_INIT_ZERO, NULL, NULL, NULL, 0, 0, 0, NULL, 0, 0, 0, NULL, 0.0,      \
+    CTR_PENALTY_NONE, 0.0, 0.0 }
 /* The defaults in the layout of `version`, 1 .. CTR_ITERATE_OPTIONS_VERSION. */
 CTR_API ctr_status ctr_iterate_options_init(ctr_iterate_options *s, unsigned version);
 

@@ -322,7 +322,12 @@ CTR__STRUCT_DEFINE_V1(pet_metrics, CTR_PET_METRICS_VERSION, CTR_PET_METRICS_INIT
 
 /* Iterative reconstruction */
 CTR__STRUCT_DEFINE_V1(projector_options, CTR_PROJECTOR_OPTIONS_VERSION, CTR_PROJECTOR_OPTIONS_INIT)
-CTR__STRUCT_DEFINE_V1(iterate_options, CTR_ITERATE_OPTIONS_VERSION, CTR_ITERATE_OPTIONS_INIT)
+static const ctr_iterate_options iterate_options_defaults = CTR_ITERATE_OPTIONS_INIT;
+static const ctr__struct_version iterate_options_versions[] = {
+    CTR__V_UPTO(ctr_iterate_options, weights), /* 1 */
+    CTR__V_ALL(ctr_iterate_options),           /* 2: weights, i0, penalty, beta, huber_delta */
+};
+CTR__STRUCT_DEFINE(iterate_options, CTR_ITERATE_OPTIONS_VERSION)
 CTR__STRUCT_DEFINE_V1(iterate_plan, CTR_ITERATE_PLAN_VERSION, CTR_ITERATE_PLAN_INIT)
 
 static const ctr_iterate_report iterate_report_defaults = CTR_ITERATE_REPORT_INIT;

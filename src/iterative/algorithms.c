@@ -1,10 +1,12 @@
-/* ctr_iterate: SIRT, CGLS, OS-SART, FISTA-TV and PDHG-TV on the projector, written
+/* ctr_iterate: SIRT, CGLS, OS-SART, FISTA-TV and PDHG-TV on the projector (PWLS
+ * in pwls.c, through run.h), written
  * once over vectors that live in GPU or host memory as the plan says
  * (docs/iterative.md has the update formulas and the memory of each). Every
  * run: options resolved, a plan, the vectors, b (the projections, in slot
  * order, bad values replaced), x0, the iterations with their report,
  * callback, checkpoint and stopping tests, x back into the caller's volume. */
 #include "iterative/backend.h"
+#include "iterative/run.h"
 
 #include <math.h>
 #include <string.h>
@@ -29,12 +31,12 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
   if (!in) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate: options are NULL");
   /* the caller's version read into the current layout */
   CTR_CHECK(ctr__struct_copy(&ctr__struct_iterate_options, o, in));
-  if ((unsigned)o->algorithm > CTR_ITERATE_PDHG_TV)
+  if ((unsigned)o->algorithm > CTR_ITERATE_PWLS)
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.algorithm",
                    CTR__V_INT(o->algorithm),
                    "ctr_iterate_options.algorithm is %d: expected CTR_ITERATE_SIRT, "
-                   "CTR_ITERATE_CGLS, CTR_ITERATE_OS_SART, CTR_ITERATE_FISTA_TV or "
-                   "CTR_ITERATE_PDHG_TV", (int)o->algorithm);
+                   "CTR_ITERATE_CGLS, CTR_ITERATE_OS_SART, CTR_ITERATE_FISTA_TV, "
+                   "CTR_ITERATE_PDHG_TV or CTR_ITERATE_PWLS", (int)o->algorithm);
   if (o->iterations < 1 || o->iterations > 1000000000)
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.iterations",
                    CTR__V_INT(o->iterations),
@@ -81,13 +83,16 @@ static ctr_status resolve(const ctr_projector *p, const ctr_iterate_options *in,
     CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.box",
                    "ctr_iterate_options.box: lower %g, upper %g: expected finite "
                    "lower < upper", o->lower, o->upper);
-  if (o->algorithm == CTR_ITERATE_CGLS && (o->nonneg || o->box))
+  if ((o->algorithm == CTR_ITERATE_CGLS || o->algorithm == CTR_ITERATE_PWLS) &&
+      (o->nonneg || o->box))
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, o->nonneg ? "ctr_iterate_options.nonneg"
                                                      : "ctr_iterate_options.box",
              CTR__V_INT(o->nonneg ? o->nonneg : o->box),
-             "ctr_iterate_options.%s: CGLS is unconstrained (a projection "
-             "would break its conjugate directions); use SIRT, OS-SART or FISTA-TV for constraints",
-             o->nonneg ? "nonneg" : "box");
+             "ctr_iterate_options.%s: %s is unconstrained (a projection "
+             "would break its conjugate directions); use SIRT, OS-SART, FISTA-TV or PDHG-TV for "
+             "constraints", o->nonneg ? "nonneg" : "box",
+             o->algorithm == CTR_ITERATE_CGLS ? "CGLS" : "PWLS");
+  CTR_CHECK(ctr__it_pwls_resolve(o));
   if ((unsigned)o->init > CTR_ITERATE_INIT_GIVEN)
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.init", CTR__V_INT(o->init),
                    "ctr_iterate_options.init is %d", (int)o->init);
@@ -125,24 +130,7 @@ ctr_status ctr_iterate_plan_compute(const ctr_projector *p, const ctr_iterate_op
 
 /* ---- The run ------------------------------------------------------------------ */
 
-typedef struct run {
-  ctr_projector *P;
-  ctr_iterate_options o;
-  ctr_iterate_plan plan;
-  ctr__it_fingerprint fp;
-  int vdev, pdev;       /* volumes / projections on the device */
-  int64_t nvol, nproj;
-  ctr__vec uproj, uvol, utruth; /* the caller's arrays, host or GPU memory (device set) */
-  ctr__vec truth;
-  double norm_truth;
-  double t0;
-  float lo, hi;         /* the constraint interval */
-  ctr_iterate_report rep;
-  ctr__it_state state;  /* what a checkpoint holds */
-  int64_t k0;           /* iterations done before this call (resume) */
-  int stop;             /* 1: the epilogue ended the run */
-  int no_history;       /* 1: resumed from a checkpoint without the history */
-} run;
+typedef ctr__it_run run; /* run.h */
 
 static ctr_status vol_vec(run *R, ctr__vec *v) {
   return ctr__vec_alloc(R->P, R->nvol, R->vdev, v);
@@ -183,19 +171,20 @@ static ctr_status norm(run *R, const ctr__vec *v, double *out) {
   return CTR_OK;
 }
 
-/* b in slot order from the caller's projections (cone beam: view by view;
- * parallel beam: transposed, host ones through a staging view, GPU ones by
- * the GPU's copies), bad values replaced and counted; ||b||. */
-static ctr_status load_b(run *R, const float *proj, ctr__vec *b) {
+/* An array in the projections' layout into slot order (cone beam: view by
+ * view; parallel beam: transposed, host ones through a staging view, GPU
+ * ones by the GPU's copies). */
+static ctr_status load_slots(run *R, const ctr__vec *user, ctr__vec *b) {
   ctr_projector *P = R->P;
   const int64_t npix = P->nu * P->nv;
+  const float *proj = user->data;
   if (!P->parallel) {
     for (int64_t w = 0; w < P->nviews; w++) {
       ctr__vec part = ctr__vec_part(b, w * npix, npix);
-      const ctr__vec view = ctr__vec_part(&R->uproj, P->order[w] * npix, npix);
+      const ctr__vec view = ctr__vec_part(user, P->order[w] * npix, npix);
       CTR_CHECK(ctr__vec_copy(P, &part, &view));
     }
-  } else if (R->uproj.device) {
+  } else if (user->device) {
     CTR_CHECK(P->be->slots_device(P, (float *)proj, b->data, 1));
   } else if (!b->device) {
     ctr__proj_to_slots(P, proj, b->data);
@@ -213,6 +202,15 @@ static ctr_status load_b(run *R, const float *proj, ctr__vec *b) {
     free(stage);
     CTR_CHECK(st);
   }
+  return CTR_OK;
+}
+
+/* b in slot order from the caller's projections, bad values replaced and
+ * counted; ||b||. */
+static ctr_status load_b(run *R, const float *proj, ctr__vec *b) {
+  ctr_projector *P = R->P;
+  (void)proj; /* R->uproj.data */
+  CTR_CHECK(load_slots(R, &R->uproj, b));
   int64_t bad = 0;
   CTR_CHECK(ctr__vec_sanitize(P, b, &bad));
   R->rep.nonfinite = bad;
@@ -252,6 +250,22 @@ static ctr_status init_x(run *R, const float *proj, float *vol, ctr__vec *x) {
   return x->data == vol ? CTR_OK : ctr__vec_copy(P, x, &R->uvol);
 }
 
+/* The checksum of a caller's array in the projections' layout. */
+static ctr_status checksum(run *R, const ctr__vec *user, int64_t *out) {
+  const int64_t bytes = (int64_t)sizeof(float) * R->nproj;
+  if (!user->device) {
+    *out = ctr__it_checksum(user->data, bytes);
+    return CTR_OK;
+  }
+  /* GPU arrays: checksummed from a host copy (checkpoints only) */
+  ctr__vec h = {ctr__malloc((size_t)bytes, "projections' checksum"), R->nproj, 0};
+  if (!h.data) return CTR_E_OUT_OF_MEMORY;
+  const ctr_status st = ctr__vec_copy(R->P, &h, user);
+  if (st == CTR_OK) *out = ctr__it_checksum(h.data, bytes);
+  free(h.data);
+  return st;
+}
+
 static ctr_status fingerprint(run *R, const float *proj) {
   ctr_projector *P = R->P;
   ctr__it_fingerprint *f = &R->fp;
@@ -269,22 +283,17 @@ static ctr_status fingerprint(run *R, const float *proj) {
   f->lower = R->o.box ? R->o.lower : 0;
   f->upper = R->o.box ? R->o.upper : 0;
   f->slab_slices = R->plan.slab_slices;
+  f->penalty = R->o.penalty;
+  f->beta = R->o.beta;
+  f->huber_delta = R->o.huber_delta;
+  f->i0 = R->o.i0;
   /* the two 32-bit checksums side by side (unsigned: a shift into the sign bit is undefined) */
   const uint64_t rays = (uint64_t)ctr__it_checksum(P->views, (int64_t)sizeof(ctr__it_view) * P->nviews);
   const uint64_t vox = (uint64_t)ctr__it_checksum(P->vox, (int64_t)sizeof P->vox);
   f->geometry = (int64_t)(rays ^ (vox << 32));
-  const int64_t bytes = (int64_t)sizeof(float) * R->nproj;
-  if (!R->uproj.device) {
-    f->data = ctr__it_checksum(proj, bytes);
-    return CTR_OK;
-  }
-  /* GPU projections: checksummed from a host copy (checkpoints only) */
-  ctr__vec h = {ctr__malloc((size_t)bytes, "projections' checksum"), R->nproj, 0};
-  if (!h.data) return CTR_E_OUT_OF_MEMORY;
-  const ctr_status st = ctr__vec_copy(P, &h, &R->uproj);
-  if (st == CTR_OK) f->data = ctr__it_checksum(h.data, bytes);
-  free(h.data);
-  return st;
+  (void)proj; /* R->uproj.data */
+  CTR_CHECK(checksum(R, &R->uproj, &f->data));
+  return R->uweights.data ? checksum(R, &R->uweights, &f->weights) : CTR_OK;
 }
 
 /* The callback of a resumed run sees the iterations of the checkpoint's
@@ -895,6 +904,31 @@ cleanup:
   return st;
 }
 
+/* ---- The steps PWLS shares (run.h) -------------------------------------------------------- */
+
+ctr_status ctr__it_run_vec(ctr__it_run *R, int volume, ctr__vec *v) {
+  return volume ? vol_vec(R, v) : proj_vec(R, v);
+}
+ctr_status ctr__it_run_x(ctr__it_run *R, float *vol, ctr__vec *x) { return x_vec(R, vol, x); }
+void ctr__it_run_vfree(ctr__it_run *R, ctr__vec *v, const float *vol) { vfree(R, v, vol); }
+ctr_status ctr__it_run_x_out(ctr__it_run *R, const ctr__vec *x, float *vol) {
+  return x_out(R, x, vol);
+}
+ctr_status ctr__it_run_load_slots(ctr__it_run *R, const ctr__vec *user, ctr__vec *y) {
+  return load_slots(R, user, y);
+}
+ctr_status ctr__it_run_load_b(ctr__it_run *R, const float *proj, ctr__vec *b) {
+  return load_b(R, proj, b);
+}
+ctr_status ctr__it_run_init_x(ctr__it_run *R, const float *proj, float *vol, ctr__vec *x) {
+  return init_x(R, proj, vol, x);
+}
+ctr_status ctr__it_run_resume(ctr__it_run *R) { return maybe_resume(R); }
+ctr_status ctr__it_run_epilogue(ctr__it_run *R, int64_t k, double res, const ctr__vec *x) {
+  return epilogue(R, k, res, x);
+}
+ctr_status ctr__it_run_check_seen(double a2) { return check_seen(a2); }
+
 /* ---- Entry point ------------------------------------------------------------------------ */
 
 /* The caller's projections, volume and truth as vectors: each in host
@@ -902,17 +936,18 @@ cleanup:
  * rule; a CPU context refuses GPU memory). */
 static ctr_status user_arrays(run *R, const float *proj, float *vol) {
   const ctr_projector *p = R->P;
-  const void *ptr[3] = {proj, vol, R->o.truth};
-  const char *const name[3] = {"projections", "volume", "truth"};
-  int gpu[3];
-  CTR_CHECK(ctr__gpu_arrays(p->ctx, "ctr_iterate", 1, 3, ptr, name, gpu));
-  for (int i = 0; i < 3; i++)
+  const void *ptr[4] = {proj, vol, R->o.truth, R->o.weights};
+  const char *const name[4] = {"projections", "volume", "truth", "weights"};
+  int gpu[4];
+  CTR_CHECK(ctr__gpu_arrays(p->ctx, "ctr_iterate", 1, 4, ptr, name, gpu));
+  for (int i = 0; i < 4; i++)
     if (gpu[i] >= 0 && gpu[i] != p->gpu)
       CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_iterate: the %s array is in the memory of GPU %d: "
                "expected host memory or GPU %d (the projector's context)", name[i], gpu[i], p->gpu);
   R->uproj = (ctr__vec){(float *)proj, R->nproj, gpu[0] >= 0};
   R->uvol = (ctr__vec){vol, R->nvol, gpu[1] >= 0};
   R->utruth = (ctr__vec){(float *)R->o.truth, R->nvol, gpu[2] >= 0};
+  R->uweights = (ctr__vec){(float *)R->o.weights, R->nproj, gpu[3] >= 0};
   return CTR_OK;
 }
 
@@ -978,6 +1013,7 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   case CTR_ITERATE_OS_SART: st = os_sart(&R, proj, vol); break;
   case CTR_ITERATE_FISTA_TV: st = fista(&R, proj, vol); break;
   case CTR_ITERATE_PDHG_TV: st = pdhg(&R, proj, vol); break;
+  case CTR_ITERATE_PWLS: st = ctr__it_pwls(&R, proj, vol); break;
   }
   if (st == CTR_OK) st = ctr__vec_sanitize(p, &R.uvol, &R.rep.out_nonfinite);
   if (st == CTR_OK) {

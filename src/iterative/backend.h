@@ -100,6 +100,21 @@ typedef struct ctr__it_backend {
   ctr_status (*tv_primal)(ctr_projector *p, float *z, const float *g, const float *P, float mu,
                           float lo, float hi);
   ctr_status (*tv_dual)(ctr_projector *p, float *P, const float *z, float tau);
+  /* PWLS: the roughness penalty's operation on slices [z0, z1) of the
+   * projector's volume (itmath.h ctr__it_penalty_at: out = sum over the
+   * 6-neighbours of w(x_c - x_m) (v_c - v_m), w = 1 when x is NULL, the
+   * diagonal when v is NULL; delta Huber's, INFINITY for the quadratic).
+   * out, x and v point at slice 0 of whole volumes in backend memory; x and
+   * v are read on slices [z0 - 1, z1 + 1) within the volume (one-plane
+   * halos), out written on [z0, z1) only and never one of them. The
+   * algorithms call it on the whole volume where its vectors are (GPU
+   * memory, or host memory with the slab-wise placements, whose volume
+   * vectors are whole in host memory); the slab form gives the same bits
+   * for any split (tested). y = i0 exp(-x) elementwise
+   * (ctr__it_count_weight): the count weights of log data. */
+  ctr_status (*penalty)(ctr_projector *p, float *out, const float *x, const float *v, float delta,
+                        int64_t z0, int64_t z1);
+  ctr_status (*count_weights)(ctr_projector *p, float *y, int64_t n, const float *x, double i0);
 } ctr__it_backend;
 
 /* The backends of this library, defined by each backend's folder. */

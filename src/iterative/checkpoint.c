@@ -5,15 +5,16 @@
  * iterations (residual, relative residual, error, seconds of each) travels
  * with the state, so that a resumed run reports the whole run's history.
  *
- * Layout "CTRITER3" (little-endian): the magic, the fingerprint (15 int64:
- * the sizes, options, checksums of the geometry and the projections, and
- * the slab size; 4 double), then the payload: the finished iterations, the
+ * Layout "CTRITER4" (little-endian): the magic, the fingerprint (17 int64:
+ * the sizes, options, checksums of the geometry and the projections, the
+ * slab size, PWLS's penalty and the checksum of its weights; 7 double),
+ * then the payload: the finished iterations, the
  * vector count, CTR__IT_SCALARS doubles, each vector's length
  * (CTR__IT_MAX_STATE int64, 0 past the count), the vectors (float32), the
  * history (the count of iterations it holds, int64, then CTR__IT_HIST
  * doubles for each); the CRC-32 of everything before it (uint32). The
- * layouts before ("CTRITER1", without history or slab size) are refused by
- * name. */
+ * layouts before ("CTRITER1", without history or slab size; "CTRITER3",
+ * without PWLS's fields) are refused by name. */
 #include "iterative/iterative.h"
 
 #include "stream/checkpoint.h"
@@ -41,32 +42,39 @@ int64_t ctr__it_checksum(const void *data, int64_t n) {
 
 /* Fields as the user knows them: enums by name. */
 static const char *algorithm_name(int64_t v) {
-  return v >= 0 && v <= CTR_ITERATE_PDHG_TV ? ctr_iterate_algorithm_name((ctr_iterate_algorithm)v)
+  return v >= 0 && v <= CTR_ITERATE_PWLS ? ctr_iterate_algorithm_name((ctr_iterate_algorithm)v)
                                              : NULL;
 }
 static const char *pair_name(int64_t v) {
   return v >= 0 && v <= CTR_PAIR_FAST ? ctr_projector_pair_name((ctr_projector_pair)v) : NULL;
 }
+static const char *penalty_name(int64_t v) {
+  return v >= 0 && v <= CTR_PENALTY_HUBER ? ctr_iterate_penalty_name((ctr_iterate_penalty)v) : NULL;
+}
 static const char *switch_name(int64_t v) { return v == 0 ? "off" : v == 1 ? "on" : NULL; }
 
-enum { NINTS = 15, NREALS = 4 };
+enum { NINTS = 17, NREALS = 7 };
 static const ctr__checkpoint_field k_ints[NINTS] = {
     {"algorithm", NULL, algorithm_name}, {"nx", NULL, NULL}, {"ny", NULL, NULL},
     {"nz", NULL, NULL}, {"nu", NULL, NULL}, {"nv", NULL, NULL}, {"views", NULL, NULL},
     {"subsets", NULL, NULL}, {"tv_iterations", NULL, NULL}, {"nonneg", NULL, switch_name},
     {"box", NULL, switch_name}, {"pair", NULL, pair_name},
     {"geometry checksum", "geometry", NULL}, {"projections checksum", "data", NULL},
-    {"slab_slices", NULL, NULL}};
+    {"slab_slices", NULL, NULL}, {"penalty", NULL, penalty_name},
+    {"weights checksum", "weights", NULL}};
 static const ctr__checkpoint_field k_reals[NREALS] = {
     {"relaxation", NULL, NULL}, {"tv_weight", NULL, NULL}, {"lower", NULL, NULL},
-    {"upper", NULL, NULL}};
+    {"upper", NULL, NULL}, {"beta", NULL, NULL}, {"huber_delta", NULL, NULL},
+    {"i0", NULL, NULL}};
 
 /* The fields in file order. */
 static void fill_fp(const ctr__it_fingerprint *fp, int64_t ints[NINTS], double reals[NREALS]) {
   const int64_t i[NINTS] = {fp->algorithm, fp->n[0], fp->n[1], fp->n[2], fp->nu, fp->nv,
                             fp->nviews, fp->subsets, fp->tv_iterations, fp->nonneg, fp->box,
-                            fp->pair, fp->geometry, fp->data, fp->slab_slices};
-  const double r[NREALS] = {fp->relaxation, fp->tv_weight, fp->lower, fp->upper};
+                            fp->pair, fp->geometry, fp->data, fp->slab_slices, fp->penalty,
+                            fp->weights};
+  const double r[NREALS] = {fp->relaxation, fp->tv_weight, fp->lower, fp->upper, fp->beta,
+                            fp->huber_delta, fp->i0};
   memcpy(ints, i, sizeof i);
   memcpy(reals, r, sizeof r);
 }
@@ -157,7 +165,7 @@ static ctr_status op_upload(void *self, int v, int64_t first, int64_t n, const f
 }
 
 static const ctr__checkpoint_ops k_ops = {
-    "CTRITER3", "CTRITER", "iterate checkpoint", "ctr_iterate_options.resume", NINTS, NREALS,
+    "CTRITER4", "CTRITER", "iterate checkpoint", "ctr_iterate_options.resume", NINTS, NREALS,
     k_ints, k_reals, op_write, op_read, op_download, op_upload};
 
 ctr_status ctr__it_checkpoint_write(ctr_projector *p, const char *path,

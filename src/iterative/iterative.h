@@ -130,6 +130,15 @@ double ctr__hvec_dist2(int nt, const float *x, const float *y, int64_t n);
 void ctr__hvec_tv_primal(int nt, float *z, const float *g, const float *P, const int64_t n[3], float mu,
                          float lo, float hi);
 void ctr__hvec_tv_dual(int nt, float *P, const float *z, const int64_t n[3], float tau);
+/* The PWLS penalty operation (itmath.h ctr__it_penalty_at) on slices [z0,
+ * z1) of an nx x ny x nz volume: out there from x and v (either may be
+ * NULL, as there), read on slices [z0 - 1, z1 + 1) within the volume (the
+ * slab's one-plane halos); the three point at slice 0 of whole volumes and
+ * out is neither x nor v. */
+void ctr__hvec_penalty(int nt, float *out, const float *x, const float *v, const int64_t n[3],
+                       float delta, int64_t z0, int64_t z1);
+/* y = i0 exp(-x) (itmath.h ctr__it_count_weight). */
+void ctr__hvec_count_weights(int nt, float *y, int64_t n, const float *x, double i0);
 
 /* ---- Vectors (vecops.c): dispatch on where each lives ------------------------ */
 
@@ -163,6 +172,12 @@ ctr_status ctr__vec_sanitize(ctr_projector *p, ctr__vec *v, int64_t *bad);
 ctr_status ctr__vec_tv_primal(ctr_projector *p, ctr__vec *z, const ctr__vec *g, const ctr__vec *P,
                               float mu, float lo, float hi);
 ctr_status ctr__vec_tv_dual(ctr_projector *p, ctr__vec *P, const ctr__vec *z, float tau);
+/* The PWLS penalty operation on whole volume vectors: out = op(x, v)
+ * (itmath.h ctr__it_penalty_at; x or v NULL as there). */
+ctr_status ctr__vec_penalty(ctr_projector *p, ctr__vec *out, const ctr__vec *x, const ctr__vec *v,
+                            float delta);
+/* y = i0 exp(-x): the count weights of log-transformed projections x. */
+ctr_status ctr__vec_count_weights(ctr_projector *p, ctr__vec *y, const ctr__vec *x, double i0);
 
 /* ---- Plans (plan.c) --------------------------------------------------------- */
 
@@ -192,6 +207,9 @@ typedef struct ctr__it_fingerprint {
   double relaxation, tv_weight, lower, upper;
   int64_t geometry, data; /* checksums of the views' rays and of the projections */
   int64_t slab_slices;    /* the plan's slab: another one sums the forward in another order */
+  int64_t penalty, weights; /* PWLS: the penalty, the checksum of the caller's weights (0:
+                               none) */
+  double beta, huber_delta, i0;
 } ctr__it_fingerprint;
 
 /* CRC-32 of n bytes; beyond 256 MiB, of 1024 evenly spaced blocks of 256 KiB

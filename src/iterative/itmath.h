@@ -400,4 +400,51 @@ CTR_HD void ctr__it_tv_dual_at(float *P, const float *z, int64_t c, int64_t nvox
   for (int a = 0; a < 3; a++) P[a * nvox + c] = CTR__FMUL(q[a], scale);
 }
 
+/* ---- The roughness penalty of PWLS ---------------------------------------- */
+
+/* R(x) = the sum over every pair {j, k} of 6-neighbours of the voxel grid
+ * (each pair once; free boundary: pairs inside the volume only) of
+ * psi(x_j - x_k), psi(t) = t^2 / 2 (quadratic) or Huber's psi_delta(t) =
+ * t^2 / 2 for |t| <= delta, delta |t| - delta^2 / 2 beyond. Its gradient is
+ * dR/dx_j = sum_k psi'(x_j - x_k) = sum_k w(x_j - x_k) (x_j - x_k) with
+ * Huber's curvature w(t) = psi'(t) / t = min(1, delta / |t|) (1 for the
+ * quadratic: delta infinite), and the Hessian of the quadratic (or of
+ * Huber's quadratic surrogate at x, Huber 1981) is H_w v = sum_k w_jk (v_j -
+ * v_k). One operation gives them all, per voxel c = (i, j, k):
+ *   out_c = sum over the 6-neighbours m in the volume of w(x_c - x_m) (v_c - v_m),
+ * w = 1 when x is NULL (the quadratic), and with v NULL the diagonal sum_m
+ * w(x_c - x_m) (the number of neighbours for the quadratic). So grad R(x) =
+ * op(x, x), H v = op(NULL, v) or op(x, v), diag H = op(x, NULL). Neighbours
+ * in the order -x, +x, -y, +y, -z, +z, float operations never contracted:
+ * the same bits on every backend and for any split of the volume into z
+ * slabs (a slab reads the planes beside it, its one-plane halos). */
+CTR_HD float ctr__it_huber_curvature(float t, float delta) {
+  const float a = fabsf(t);
+  return a <= delta ? 1.0f : CTR__FDIV(delta, a);
+}
+
+CTR_HD float ctr__it_penalty_at(const float *x, const float *v, int64_t c, int64_t i, int64_t j,
+                                int64_t k, const int64_t n[3], float delta) {
+  const int64_t st[3] = {1, n[0], n[0] * n[1]};
+  const int64_t at[3] = {i, j, k};
+  float acc = 0.0f;
+  for (int a = 0; a < 3; a++)
+    for (int s = -1; s <= 1; s += 2) {
+      if (s < 0 ? at[a] == 0 : at[a] == n[a] - 1) continue;
+      const int64_t m = c + s * st[a];
+      const float w = x ? ctr__it_huber_curvature(CTR__FADD(x[c], -x[m]), delta) : 1.0f;
+      acc = CTR__FADD(acc, v ? CTR__FMUL(w, CTR__FADD(v[c], -v[m])) : w);
+    }
+  return acc;
+}
+
+/* The count weight of a ray of log-transformed transmission data b: its
+ * expected counts i0 exp(-b), computed in double and rounded once (the
+ * float exponentials of the CPU and the GPU differ in their last bits; the
+ * double ones agree but within an ulp of double, which the rounding to
+ * float hides but for about one value in 2^29). */
+CTR_HD float ctr__it_count_weight(float b, double i0) {
+  return (float)CTR__DMUL(i0, exp(-(double)b));
+}
+
 #endif

@@ -1,11 +1,12 @@
-/* The names of the iterative module's enums (algorithms, projector pairs),
- * apart from the code that uses them: the checkpoint's messages name both,
- * and the run calls the checkpoint. */
+/* The names of the iterative module's enums (algorithms, projector pairs,
+ * PWLS's penalties), apart from the code that uses them: the checkpoint's
+ * messages name them, and the run calls the checkpoint. */
 #include "iterative/iterative.h"
 
 #include <string.h>
 
-static const char *const ALGORITHM_NAMES[] = {"sirt", "cgls", "os-sart", "fista-tv", "pdhg-tv"};
+static const char *const ALGORITHM_NAMES[] = {"sirt",     "cgls",    "os-sart",
+                                              "fista-tv", "pdhg-tv", "pwls"};
 #define NALGORITHMS (int)(sizeof ALGORITHM_NAMES / sizeof *ALGORITHM_NAMES)
 
 const char *ctr_iterate_algorithm_name(ctr_iterate_algorithm a) {
@@ -16,7 +17,7 @@ ctr_status ctr_iterate_algorithm_parse(const char *name, ctr_iterate_algorithm *
   for (int i = 0; name && out && i < NALGORITHMS; i++)
     if (!strcmp(name, ALGORITHM_NAMES[i])) return *out = (ctr_iterate_algorithm)i, CTR_OK;
   CTR_FAIL(CTR_E_INVALID_ARGUMENT,
-           "algorithm '%s': expected sirt, cgls, os-sart, fista-tv or pdhg-tv",
+           "algorithm '%s': expected sirt, cgls, os-sart, fista-tv, pdhg-tv or pwls",
            name ? name : "(null)");
 }
 
@@ -28,5 +29,19 @@ ctr_status ctr_projector_pair_parse(const char *name, ctr_projector_pair *out) {
   if (name && out && !strcmp(name, "matched")) return *out = CTR_PAIR_MATCHED, CTR_OK;
   if (name && out && !strcmp(name, "fast")) return *out = CTR_PAIR_FAST, CTR_OK;
   CTR_FAIL(CTR_E_INVALID_ARGUMENT, "projector pair '%s': expected matched or fast",
+           name ? name : "(null)");
+}
+
+static const char *const PENALTY_NAMES[] = {"none", "quadratic", "huber"};
+#define NPENALTIES (int)(sizeof PENALTY_NAMES / sizeof *PENALTY_NAMES)
+
+const char *ctr_iterate_penalty_name(ctr_iterate_penalty p) {
+  return (unsigned)p < (unsigned)NPENALTIES ? PENALTY_NAMES[p] : "unknown";
+}
+
+ctr_status ctr_iterate_penalty_parse(const char *name, ctr_iterate_penalty *out) {
+  for (int i = 0; name && out && i < NPENALTIES; i++)
+    if (!strcmp(name, PENALTY_NAMES[i])) return *out = (ctr_iterate_penalty)i, CTR_OK;
+  CTR_FAIL(CTR_E_INVALID_ARGUMENT, "penalty '%s': expected none, quadratic or huber",
            name ? name : "(null)");
 }

@@ -80,6 +80,7 @@ void ctr__it_vectors(const ctr_iterate_options *o, int64_t *volumes, int64_t *pr
   case CTR_ITERATE_OS_SART: v = 2 + o->subsets, q = 3; break; /* x, t, C_s; b, R, r */
   case CTR_ITERATE_FISTA_TV: v = o->tv_weight > 0 ? 6 : 3, q = 3; break; /* X, G, Z (P); b, AX, AXn */
   case CTR_ITERATE_PDHG_TV: v = o->tv_weight > 0 ? 7 : 4, q = 6; break; /* X, G, Z, T (Q); b, AX, AXn, p, S, S1 */
+  case CTR_ITERATE_PWLS: v = 5, q = 4; break;   /* x, p, s, D^-1, t; W, r, q, u */
   }
   if (o->truth) v++;
   *volumes = v;

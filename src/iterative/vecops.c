@@ -108,3 +108,13 @@ ctr_status ctr__vec_tv_primal(ctr_projector *p, ctr__vec *z, const ctr__vec *g, 
 ctr_status ctr__vec_tv_dual(ctr_projector *p, ctr__vec *P, const ctr__vec *z, float tau) {
   return of(p, P)->tv_dual(p, P->data, z->data, tau);
 }
+
+ctr_status ctr__vec_penalty(ctr_projector *p, ctr__vec *out, const ctr__vec *x, const ctr__vec *v,
+                            float delta) {
+  return of(p, out)->penalty(p, out->data, x ? x->data : NULL, v ? v->data : NULL, delta, 0,
+                             p->n[2]);
+}
+
+ctr_status ctr__vec_count_weights(ctr_projector *p, ctr__vec *y, const ctr__vec *x, double i0) {
+  return of(p, y)->count_weights(p, y->data, y->n, x->data, i0);
+}

@@ -86,6 +86,18 @@ static ctr_status cpu_tv_dual(ctr_projector *p, float *P, const float *z, float 
   return CTR_OK;
 }
 
+static ctr_status cpu_penalty(ctr_projector *p, float *out, const float *x, const float *v,
+                              float delta, int64_t z0, int64_t z1) {
+  ctr__hvec_penalty(nt(p), out, x, v, p->n, delta, z0, z1);
+  return CTR_OK;
+}
+
+static ctr_status cpu_count_weights(ctr_projector *p, float *y, int64_t n, const float *x,
+                                    double i0) {
+  ctr__hvec_count_weights(nt(p), y, n, x, i0);
+  return CTR_OK;
+}
+
 const ctr__it_backend ctr__it_backend_cpu = {
     .head = {"cpu", CTR_DEVICE_CPU, 1},
     .forward = cpu_forward,
@@ -100,4 +112,6 @@ const ctr__it_backend ctr__it_backend_cpu = {
     .sanitize = cpu_sanitize,
     .tv_primal = cpu_tv_primal,
     .tv_dual = cpu_tv_dual,
+    .penalty = cpu_penalty,
+    .count_weights = cpu_count_weights,
 };

@@ -95,3 +95,19 @@ void ctr__hvec_tv_dual(int nt, float *P, const float *z, const int64_t n[3], flo
       for (int64_t i = 0; i < n[0]; i++)
         ctr__it_tv_dual_at(P, z, (k * n[1] + j) * n[0] + i, nvox, i, j, k, n, tau);
 }
+
+void ctr__hvec_penalty(int nt, float *out, const float *x, const float *v, const int64_t n[3],
+                       float delta, int64_t z0, int64_t z1) {
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nt)
+  for (int64_t k = z0; k < z1; k++)
+    for (int64_t j = 0; j < n[1]; j++)
+      for (int64_t i = 0; i < n[0]; i++) {
+        const int64_t c = (k * n[1] + j) * n[0] + i;
+        out[c] = ctr__it_penalty_at(x, v, c, i, j, k, n, delta);
+      }
+}
+
+void ctr__hvec_count_weights(int nt, float *y, int64_t n, const float *x, double i0) {
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int64_t i = 0; i < n; i++) y[i] = ctr__it_count_weight(x[i], i0);
+}

@@ -34,6 +34,8 @@ const ctr__it_backend ctr__it_backend_cuda = {
     .sanitize = ctr__it_cuda_sanitize,
     .tv_primal = ctr__it_cuda_tv_primal,
     .tv_dual = ctr__it_cuda_tv_dual,
+    .penalty = ctr__it_cuda_penalty,
+    .count_weights = ctr__it_cuda_count_weights,
 };
 #else
 const ctr__it_backend ctr__it_backend_cuda = {.head = {"cuda", CTR_DEVICE_CUDA, 0}};

@@ -68,6 +68,10 @@ ctr_status ctr__it_cuda_sanitize(ctr_projector *p, float *v, int64_t n, int64_t 
 ctr_status ctr__it_cuda_tv_primal(ctr_projector *p, float *z, const float *g, const float *P,
                                   float mu, float lo, float hi);
 ctr_status ctr__it_cuda_tv_dual(ctr_projector *p, float *P, const float *z, float tau);
+ctr_status ctr__it_cuda_penalty(ctr_projector *p, float *out, const float *x, const float *v,
+                                float delta, int64_t z0, int64_t z1);
+ctr_status ctr__it_cuda_count_weights(ctr_projector *p, float *y, int64_t n, const float *x,
+                                      double i0);
 
 #ifdef __cplusplus
 }

@@ -245,3 +245,44 @@ ctr_status ctr__it_cuda_tv_dual(ctr_projector *p, float *P, const float *z, floa
 cleanup:
   return st;
 }
+
+/* The PWLS penalty on slices [z0, z1): one thread per voxel, x fastest. */
+__global__ void k_penalty(float *out, const float *x, const float *v, vol_dims d, float delta,
+                          long long z0) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x, j = blockIdx.y,
+                  k = z0 + blockIdx.z;
+  if (i >= d.n[0]) return;
+  const int64_t n[3] = {d.n[0], d.n[1], d.n[2]};
+  const long long c = (k * d.n[1] + j) * d.n[0] + i;
+  out[c] = ctr__it_penalty_at(x, v, c, i, j, k, n, delta);
+}
+
+ctr_status ctr__it_cuda_penalty(ctr_projector *p, float *out, const float *x, const float *v,
+                                float delta, int64_t z0, int64_t z1) {
+  CU_DEVICE(p->gpu);
+  ctr_status st = CTR_OK;
+  const vol_dims d = {{p->n[0], p->n[1], p->n[2]}};
+  if (p->n[1] > 65535 || z1 - z0 > 65535)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "the PWLS penalty on the GPU: ny and the slab's slices at most "
+             "65535");
+  if (z1 > z0) {
+    const dim3 grid((unsigned)((p->n[0] + 127) / 128), (unsigned)p->n[1], (unsigned)(z1 - z0));
+    k_penalty<<<grid, 128>>>(out, x, v, d, delta, (long long)z0);
+    CU_LAUNCHED("k_penalty");
+  }
+cleanup:
+  return st;
+}
+
+__global__ void k_count_weights(float *y, long long n, const float *x, double i0) {
+  GRID_STRIDE(i, n) y[i] = ctr__it_count_weight(x[i], i0);
+}
+
+ctr_status ctr__it_cuda_count_weights(ctr_projector *p, float *y, int64_t n, const float *x,
+                                      double i0) {
+  CU_DEVICE(p->gpu);
+  ctr_status st = CTR_OK;
+  LAUNCH(k_count_weights, n, y, n, x, i0);
+cleanup:
+  return st;
+}
