@@ -397,7 +397,7 @@ static void test_resume(void) {
   /* A damaged checkpoint is refused. */
   FILE *f = fopen(ck, "r+b");
   if (f) {
-    fseek(f, 300, SEEK_SET);
+    fseek(f, 400, SEEK_SET); /* in the first vector's values: only the CRC-32 tells */
     fputc(0x5a, f);
     fclose(f);
   }

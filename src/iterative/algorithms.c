@@ -904,30 +904,14 @@ cleanup:
   return st;
 }
 
-/* ---- The steps PWLS shares (run.h) -------------------------------------------------------- */
+/* ---- The steps PWLS takes too (run.h) ------------------------------------------------------ */
 
-ctr_status ctr__it_run_vec(ctr__it_run *R, int volume, ctr__vec *v) {
+static ctr_status any_vec(run *R, int volume, ctr__vec *v) {
   return volume ? vol_vec(R, v) : proj_vec(R, v);
 }
-ctr_status ctr__it_run_x(ctr__it_run *R, float *vol, ctr__vec *x) { return x_vec(R, vol, x); }
-void ctr__it_run_vfree(ctr__it_run *R, ctr__vec *v, const float *vol) { vfree(R, v, vol); }
-ctr_status ctr__it_run_x_out(ctr__it_run *R, const ctr__vec *x, float *vol) {
-  return x_out(R, x, vol);
-}
-ctr_status ctr__it_run_load_slots(ctr__it_run *R, const ctr__vec *user, ctr__vec *y) {
-  return load_slots(R, user, y);
-}
-ctr_status ctr__it_run_load_b(ctr__it_run *R, const float *proj, ctr__vec *b) {
-  return load_b(R, proj, b);
-}
-ctr_status ctr__it_run_init_x(ctr__it_run *R, const float *proj, float *vol, ctr__vec *x) {
-  return init_x(R, proj, vol, x);
-}
-ctr_status ctr__it_run_resume(ctr__it_run *R) { return maybe_resume(R); }
-ctr_status ctr__it_run_epilogue(ctr__it_run *R, int64_t k, double res, const ctr__vec *x) {
-  return epilogue(R, k, res, x);
-}
-ctr_status ctr__it_run_check_seen(double a2) { return check_seen(a2); }
+
+static const ctr__it_run_steps steps = {any_vec, x_vec, vfree, x_out, load_slots, load_b,
+                                        init_x, maybe_resume, epilogue, check_seen};
 
 /* ---- Entry point ------------------------------------------------------------------------ */
 
@@ -958,6 +942,7 @@ ctr_status ctr_iterate(ctr_projector *p, const ctr_iterate_options *opts, const 
   run R;
   memset(&R, 0, sizeof R);
   R.P = p;
+  R.steps = &steps;
   R.rep = report_defaults;
   R.t0 = ctr__now_s();
   CTR_CHECK(resolve(p, opts, &R.o));

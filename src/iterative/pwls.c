@@ -98,7 +98,7 @@ static ctr_status make_weights(ctr__it_run *R, ctr__vec *W, const ctr__vec *b, c
   const char *field = R->uweights.data ? "ctr_iterate_options.weights" : "ctr_iterate_options.i0";
   int64_t bad = 0;
   if (R->uweights.data) {
-    CTR_CHECK(ctr__it_run_load_slots(R, &R->uweights, W));
+    CTR_CHECK(R->steps->load_slots(R, &R->uweights, W));
     CTR_CHECK(ctr__vec_sanitize(P, W, &bad));
     if (bad)
       CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, field, "%s: %lld weights are NaN, infinite or "
@@ -145,7 +145,7 @@ static ctr_status preconditioner(ctr__it_run *R, const penalty *pen, const ctr__
   CTR_CHECK(ctr__vec_fill(P, t, 1.0f));
   CTR_CHECK(ctr__proj_forward(P, t, q, 0, P->nviews));
   CTR_CHECK(ctr__vec_dot(P, q, q, &a2));
-  CTR_CHECK(ctr__it_run_check_seen(a2));
+  CTR_CHECK(R->steps->check_seen(a2));
   CTR_CHECK(ctr__vec_mul(P, q, q, W));
   CTR_CHECK(ctr__proj_adjoint(P, q, s, 0, P->nviews));
   if (pen->on) {
@@ -175,16 +175,16 @@ typedef struct vectors {
 
 static ctr_status vectors_make(ctr__it_run *R, float *vol, vectors *v) {
   memset(v, 0, sizeof *v);
-  CTR_CHECK(ctr__it_run_x(R, vol, &v->x));
+  CTR_CHECK(R->steps->x(R, vol, &v->x));
   ctr__vec *const vols[] = {&v->p, &v->s, &v->Dinv, &v->t};
-  for (int i = 0; i < 4; i++) CTR_CHECK(ctr__it_run_vec(R, 1, vols[i]));
+  for (int i = 0; i < 4; i++) CTR_CHECK(R->steps->vec(R, 1, vols[i]));
   ctr__vec *const projs[] = {&v->W, &v->r, &v->q, &v->u};
-  for (int i = 0; i < 4; i++) CTR_CHECK(ctr__it_run_vec(R, 0, projs[i]));
+  for (int i = 0; i < 4; i++) CTR_CHECK(R->steps->vec(R, 0, projs[i]));
   return CTR_OK;
 }
 
 static void vectors_free(ctr__it_run *R, float *vol, vectors *v) {
-  ctr__it_run_vfree(R, &v->x, vol);
+  R->steps->vfree(R, &v->x, vol);
   ctr__vec *const rest[] = {&v->p, &v->s, &v->Dinv, &v->t, &v->W, &v->r, &v->q, &v->u};
   for (int i = 0; i < 8; i++) ctr__vec_free(R->P, rest[i]);
 }
@@ -194,7 +194,7 @@ static void vectors_free(ctr__it_run *R, float *vol, vectors *v) {
 static ctr_status start(ctr__it_run *R, const penalty *pen, const float *proj, float *vol,
                         vectors *v, double *gamma) {
   ctr_projector *P = R->P;
-  CTR_CHECK(ctr__it_run_init_x(R, proj, vol, &v->x));
+  CTR_CHECK(R->steps->init_x(R, proj, vol, &v->x));
   CTR_CHECK(ctr__proj_forward(P, &v->x, &v->q, 0, P->nviews));
   CTR_CHECK(ctr__vec_comb(P, &v->r, 1.0f, &v->r, -1.0f, &v->q));
   CTR_CHECK(descent(R, pen, &v->W, &v->r, &v->x, &v->s, &v->u, &v->t));
@@ -263,9 +263,9 @@ ctr_status ctr__it_pwls(ctr__it_run *R, const float *proj, float *vol) {
   R->state.vec[0] = &v.x;
   R->state.vec[1] = &v.r;
   R->state.vec[2] = &v.p;
-  CTR_CHECK_GOTO(st, ctr__it_run_load_b(R, proj, &v.r));
+  CTR_CHECK_GOTO(st, R->steps->load_b(R, proj, &v.r));
   CTR_CHECK_GOTO(st, make_weights(R, &v.W, &v.r, &v.u));
-  CTR_CHECK_GOTO(st, ctr__it_run_resume(R));
+  CTR_CHECK_GOTO(st, R->steps->resume(R));
   CTR_CHECK_GOTO(st, preconditioner(R, &pen, &v.W, &v.Dinv, &v.t, &v.s, &v.q));
   double gamma, num;
   if (R->k0) {
@@ -289,9 +289,9 @@ ctr_status ctr__it_pwls(ctr__it_run *R, const float *proj, float *vol) {
     }
     R->state.scalars[0] = gamma;
     R->state.scalars[1] = num;
-    CTR_CHECK_GOTO(st, ctr__it_run_epilogue(R, k, res, &v.x));
+    CTR_CHECK_GOTO(st, R->steps->epilogue(R, k, res, &v.x));
   }
-  CTR_CHECK_GOTO(st, ctr__it_run_x_out(R, &v.x, vol));
+  CTR_CHECK_GOTO(st, R->steps->x_out(R, &v.x, vol));
 cleanup:
   vectors_free(R, vol, &v);
   return st;
