@@ -1,5 +1,5 @@
 /* `ctrecon iterate`: iterative reconstruction (SIRT, CGLS, OS-SART,
- * FISTA-TV) of cone-beam projections for a geometry file, or of
+ * FISTA-TV, PDHG-TV, PWLS) of cone-beam projections for a geometry file, or of
  * parallel-beam sinograms; the residual of every iteration, a checkpoint
  * after each for --resume, a convergence plot and table. */
 #include "cli.h"
@@ -13,7 +13,7 @@
 
 const cli_command cli_cmd_iterate = {
     "iterate",
-    "iterative reconstruction: SIRT, CGLS, OS-SART, FISTA-TV",
+    "iterative reconstruction: SIRT, CGLS, OS-SART, FISTA-TV, PDHG-TV, PWLS",
     "ctrecon iterate (--geometry FILE --projections FILE | --sinograms FILE) --out FILE "
     "[options]",
     "Reconstructs a volume by iterating on the projections with a matched projector\n"
@@ -26,7 +26,10 @@ const cli_command cli_cmd_iterate = {
     "unconstrained), os-sart (SIRT one subset of views at a time: a few iterations\n"
     "go far), fista-tv (accelerated, with total-variation regularisation: few views,\n"
     "noise), pdhg-tv (the same problem by Chambolle and Pock's primal-dual method:\n"
-    "exact TV steps, no inner iterations). Each iteration prints its residual ||b - A x|| (and, with --truth, the\n"
+    "exact TV steps, no inner iterations), pwls (penalised weighted least squares by\n"
+    "preconditioned conjugate gradients: statistical weights from the counts, --i0,\n"
+    "or a file, --weights, and an optional quadratic or Huber roughness penalty:\n"
+    "noisy, low-count data). Each iteration prints its residual ||b - A x|| (and, with --truth, the\n"
     "error against a reference volume). After each iteration the state goes to a\n"
     "checkpoint (OUT.checkpoint): an interrupted run continues with --resume and\n"
     "gives the volume an uninterrupted run gives. On a GPU the vectors stay in GPU\n"
@@ -36,19 +39,22 @@ const cli_command cli_cmd_iterate = {
     "  ctrecon iterate --geometry geom.json --projections proj.nrrd --out rec.nrrd \\\n"
     "      --algorithm fista-tv --tv-weight 0.0005 --nonneg --iterations 50 --truth truth.nrrd\n"
     "  ctrecon iterate --sinograms sino.tif --angle-range 180 --out slices.nrrd \\\n"
-    "      --algorithm os-sart --subsets 12 --iterations 5\n",
+    "      --algorithm os-sart --subsets 12 --iterations 5\n"
+    "  ctrecon iterate --geometry geom.json --projections proj.nrrd --out rec.nrrd \\\n"
+    "      --algorithm pwls --i0 5000 --penalty huber --beta 2000 --huber-delta 0.002\n",
 };
 
 typedef struct it_args {
   const char *geometry, *projections, *sinograms, *out, *truth, *plot, *residuals, *checkpoint;
-  const char *preview, *init, *angles, *shifts, *algorithm, *pair;
+  const char *preview, *init, *angles, *shifts, *algorithm, *pair, *weights, *penalty;
   ctr_file_format out_format;
   ctr_dtype raw_dtype;
   double box[2], angle_start, angle_range, axis, voxel, pixel, input_scale;
   int64_t size[2], iterations, subsets, tv_iterations, checkpoint_every, slab;
-  double tolerance, relaxation, tv_weight;
+  double tolerance, relaxation, tv_weight, i0, beta, huber_delta;
   int box_given, axis_given, size_given, nonneg, resume, keep_checkpoint, strict, subsets_given,
-      tv_given, every_given, relax_given, parallel_given, raw_given, angle_units, force;
+      tv_given, every_given, relax_given, parallel_given, raw_given, angle_units, force,
+      pwls_given, beta_given, delta_given;
   uint64_t gpu_mem, host_mem;
   cli_common common;
 } it_args;
@@ -75,7 +81,7 @@ typedef struct it_run {
   ctr_parallel_geometry *pg;
   ctr_context *ctx;
   ctr_projector *p;
-  float *proj, *vol, *truth;
+  float *proj, *vol, *truth, *weights;
   int64_t nslices, vd[3], pdims[3];
   ctr_stack_info out_info;
   ctr_iterate_options o;
@@ -232,6 +238,35 @@ static void checkpoint_advice(const it_args *a, const char *ckpath, const ctr_it
             (long long)rep->iterations);
 }
 
+/* PWLS's options: with --algorithm pwls only, the weights from one source,
+ * a penalty with its beta (and Huber's delta). */
+static int check_pwls(const it_args *a, ctr_iterate_options *o) {
+  const char *cmd = "iterate";
+  if (o->algorithm != CTR_ITERATE_PWLS) {
+    if (a->pwls_given || a->beta_given || a->delta_given)
+      return cli_usage_error(cmd, "--weights, --i0, --penalty, --beta and --huber-delta apply to "
+                             "--algorithm pwls");
+    return 0;
+  }
+  if (a->weights && a->i0 > 0)
+    return cli_usage_error(cmd, "--weights and --i0: the weights come from one of them (a file, "
+                           "or the counts i0 exp(-b) of log data)");
+  if (ctr_iterate_penalty_parse(a->penalty, &o->penalty) != CTR_OK)
+    return cli_usage_error(cmd, "--penalty '%s': expected none, quadratic or huber", a->penalty);
+  if (o->penalty == CTR_PENALTY_NONE && a->beta_given)
+    return cli_usage_error(cmd, "--beta applies with --penalty quadratic or huber");
+  if (o->penalty != CTR_PENALTY_NONE && !a->beta_given)
+    return cli_usage_error(cmd, "--penalty %s needs --beta B > 0, the penalty's weight",
+                           a->penalty);
+  if (o->penalty != CTR_PENALTY_HUBER && a->delta_given)
+    return cli_usage_error(cmd, "--huber-delta applies with --penalty huber");
+  if (o->penalty == CTR_PENALTY_HUBER && !a->delta_given)
+    return cli_usage_error(cmd, "--penalty huber needs --huber-delta D > 0 (in the volume's "
+                           "units: the step between neighbours beyond which the penalty grows "
+                           "linearly)");
+  return 0;
+}
+
 static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
   const char *cmd = "iterate";
   int rc = cli_require(cmd, opts, "--out", a->out);
@@ -252,8 +287,10 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
   if (a->sinograms && a->raw_given)
     return cli_usage_error(cmd, "--raw-dtype applies to raw cone-beam projections");
   if (ctr_iterate_algorithm_parse(a->algorithm, &o->algorithm) != CTR_OK)
-    return cli_usage_error(cmd, "--algorithm '%s': expected sirt, cgls, os-sart, fista-tv or "
-                           "pdhg-tv", a->algorithm);
+    return cli_usage_error(cmd, "--algorithm '%s': expected sirt, cgls, os-sart, fista-tv, "
+                           "pdhg-tv or pwls", a->algorithm);
+  int rc2 = check_pwls(a, o);
+  if (rc2) return rc2;
   if (a->subsets_given && o->algorithm != CTR_ITERATE_OS_SART)
     return cli_usage_error(cmd, "--subsets applies to --algorithm os-sart");
   if (a->tv_given && o->algorithm != CTR_ITERATE_FISTA_TV && o->algorithm != CTR_ITERATE_PDHG_TV)
@@ -270,11 +307,12 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
     return cli_usage_error(cmd, "--relaxation applies to sirt and os-sart");
   if (a->relax_given && !(a->relaxation > 0 && a->relaxation < 2))
     return cli_usage_error(cmd, "--relaxation %g: expected 0 < L < 2", a->relaxation);
-  if (o->algorithm == CTR_ITERATE_CGLS && (a->nonneg || a->box_given))
-    return cli_usage_error(cmd, "%s: cgls is unconstrained (a projection would break its "
+  if ((o->algorithm == CTR_ITERATE_CGLS || o->algorithm == CTR_ITERATE_PWLS) &&
+      (a->nonneg || a->box_given))
+    return cli_usage_error(cmd, "%s: %s is unconstrained (a projection would break its "
                            "conjugate directions); use sirt, os-sart, fista-tv or pdhg-tv for "
                            "constraints",
-                           a->nonneg ? "--nonneg" : "--box");
+                           a->nonneg ? "--nonneg" : "--box", a->algorithm);
   if (a->resume && !a->checkpoint_every && a->every_given)
     return cli_usage_error(cmd, "--resume needs the checkpoint: drop --checkpoint-every 0");
   if (!a->checkpoint_every && (a->checkpoint || a->keep_checkpoint))
@@ -301,7 +339,8 @@ static int check_checkpoint(const it_args *a, it_run *r) {
   const cli_file in[] = {{"--geometry", a->geometry},  {"--projections", a->projections},
                          {"--sinograms", a->sinograms}, {"--truth", a->truth},
                          {"--angles", a->angles},      {"--axis-shift", a->shifts},
-                         {"--init", r->init_file ? a->init : NULL}, {0}};
+                         {"--init", r->init_file ? a->init : NULL}, {"--weights", a->weights},
+                         {0}};
   const cli_output outf[] = {{"--out", a->out, CLI_OUT_DATA},
                            {"--plot", a->plot, CLI_OUT_FILE},
                            {"--residuals", a->residuals, CLI_OUT_FILE},
@@ -388,10 +427,15 @@ static int make_projector(const it_args *a, it_run *r) {
   return 0;
 }
 
-/* The volume (zero, or --init FILE), --truth, and o.init. */
+/* The volume (zero, or --init FILE), --truth, --weights (the projections'
+ * shape and formats), and o.init. */
 static int make_volume(const it_args *a, it_run *r) {
-  const int64_t *vd = r->vd, nvol = vd[0] * vd[1] * vd[2];
+  const int64_t *vd = r->vd, nvol = vd[0] * vd[1] * vd[2], *pd = r->pdims;
   int rc = 0;
+  if (a->weights && (rc = load_stack(a->weights, "--weights", pd[0], pd[1], pd[2],
+                                     a->raw_dtype, r->g ? "the projections' views" :
+                                     "the sinograms' shape", &r->weights)))
+    return rc;
   r->vol = cli_alloc_floats("iterate", nvol, "the volume", &rc);
   if (!r->vol) return rc;
   memset(r->vol, 0, sizeof(float) * (size_t)nvol);
@@ -421,6 +465,10 @@ static void fill_options(const it_args *a, it_run *r) {
   if (a->relax_given) o->relaxation = a->relaxation;
   o->tv_weight = a->tv_weight;
   o->tv_iterations = a->tv_iterations;
+  o->weights = r->weights;
+  o->i0 = a->i0;
+  o->beta = a->beta;
+  o->huber_delta = a->huber_delta;
   o->nonneg = a->nonneg;
   if (a->box_given) o->box = 1, o->lower = a->box[0], o->upper = a->box[1];
   o->truth = r->truth;
@@ -495,6 +543,8 @@ static int iterate(const it_args *a, it_run *r) {
   /* the file the failure is about: the checkpoint, the start volume, or the data */
   const char *about = a->resume || (r->checkpoints && strstr(ctr_error_detail(), r->ckpath))
                           ? r->ckpath
+                      : a->weights && !strcmp(ctr_error_get_field(), "ctr_iterate_options.weights")
+                          ? a->weights
                       : r->init_file && strstr(ctr_error_detail(), "the initial volume") ? a->init
                       : a->sinograms ? a->sinograms : a->projections;
   /* a fault of the arithmetic (a non-finite residual) is not the file's */
@@ -579,6 +629,7 @@ static void free_run(it_run *r) {
   ctr_parallel_free(r->pg);
   free(r->proj);
   free(r->truth);
+  free(r->weights);
   cli_free_floats(r->vol);
 }
 
@@ -586,6 +637,7 @@ static void init_args(it_args *a) {
   memset(a, 0, sizeof *a);
   a->algorithm = "sirt";
   a->pair = "matched";
+  a->penalty = "none";
   a->iterations = 20;
   a->angle_range = 180.0;
   a->checkpoint_every = 1;
@@ -628,7 +680,8 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_string, &a.out, NULL},
       {"--out-format", "{formats}", "volume file format (default: from the "
        "extension)", cli_parse_format, &a.out_format, NULL},
-      {"--algorithm", "NAME", "sirt, cgls, os-sart, fista-tv or pdhg-tv (default sirt)", cli_parse_string,
+      {"--algorithm", "NAME", "sirt, cgls, os-sart, fista-tv, pdhg-tv or pwls (default sirt)",
+       cli_parse_string,
        &a.algorithm, NULL},
       {"--iterations", "N", "iterations (default 20)", cli_parse_count, &a.iterations, NULL},
       {"--tolerance", "T", "stop early once ||b - A x|| <= T ||b|| (default 0: never)",
@@ -641,6 +694,18 @@ int cmd_iterate(int argc, char **argv) {
        "iteration denoises by W (default 0: no TV)", cli_parse_nonneg, &a.tv_weight, &a.tv_given},
       {"--tv-iterations", "N", "fista-tv: inner iterations of the TV step (default 10)",
        cli_parse_count, &a.tv_iterations, &a.tv_given},
+      {"--weights", "FILE", "pwls: the statistical weight of each ray (the projections' shape "
+       "and formats; >= 0, 0 for a dead pixel): the raw detected counts of log data, or any "
+       "inverse variance (default: from --i0, or 1)", cli_parse_string, &a.weights,
+       &a.pwls_given},
+      {"--i0", "COUNTS", "pwls: weights i0 exp(-b), the expected counts of line integrals b "
+       "taken with COUNTS per unattenuated ray", cli_parse_positive, &a.i0, &a.pwls_given},
+      {"--penalty", "none|quadratic|huber", "pwls: roughness penalty over 6-neighbour pairs "
+       "(default none)", cli_parse_string, &a.penalty, &a.pwls_given},
+      {"--beta", "B", "pwls: the penalty's weight, in the weights' units times (projection / "
+       "volume unit)^2", cli_parse_nonneg, &a.beta, &a.beta_given},
+      {"--huber-delta", "D", "pwls, --penalty huber: the neighbour step (volume units) beyond "
+       "which the penalty grows linearly", cli_parse_positive, &a.huber_delta, &a.delta_given},
       {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv, pdhg-tv)", cli_set_flag,
        &a.nonneg, NULL},
       {"--box", "LO:HI", "keep the volume in [LO, HI] (sirt, os-sart, fista-tv, pdhg-tv)", cli_parse_range, a.box,

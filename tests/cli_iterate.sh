@@ -11,9 +11,10 @@ step "phantom" phantom --geometry g.json --out proj.nrrd --truth truth.nrrd --de
 IT=(iterate --geometry g.json --projections proj.nrrd --device cpu)
 
 # Each algorithm: one line per iteration with its residual, falling.
-for alg in sirt cgls os-sart fista-tv pdhg-tv; do
+for alg in sirt cgls os-sart fista-tv pdhg-tv pwls; do
   extra=()
-  case $alg in os-sart) extra=(--subsets 4 --nonneg) ;; fista-tv | pdhg-tv) extra=(--tv-weight 0.0005 --nonneg) ;; esac
+  case $alg in os-sart) extra=(--subsets 4 --nonneg) ;; fista-tv | pdhg-tv) extra=(--tv-weight 0.0005 --nonneg) ;;
+    pwls) extra=(--i0 1000 --penalty huber --beta 100 --huber-delta 0.002) ;; esac
   step "iterate --algorithm $alg" "${IT[@]}" --algorithm "$alg" --iterations 4 --out "r_$alg.nrrd" \
     --truth truth.nrrd "${extra[@]}" $([ $alg = sirt ] || echo --checkpoint-every 0)
   n=$(grep -c '^iteration ' "$OUT")
@@ -206,6 +207,14 @@ exits 2 "--tv-iterations with pdhg-tv" "${IT[@]}" --algorithm pdhg-tv --tv-weigh
 exits 2 "unknown algorithm" "${IT[@]}" --algorithm art --out x.raw
 exits 2 "--relaxation 2" "${IT[@]}" --relaxation 2 --out x.raw
 exits 2 "--angles with cone beam" "${IT[@]}" --angle-range 90 --out x.raw
+exits 2 "--i0 without pwls" "${IT[@]}" --i0 100 --out x.raw
+exits 2 "pwls: --beta without --penalty" "${IT[@]}" --algorithm pwls --beta 5 --out x.raw
+exits 2 "pwls: --penalty without --beta" "${IT[@]}" --algorithm pwls --penalty quadratic --out x.raw
+exits 2 "pwls: huber without --huber-delta" "${IT[@]}" --algorithm pwls --penalty huber --beta 1 --out x.raw
+exits 2 "pwls: --huber-delta with quadratic" "${IT[@]}" --algorithm pwls --penalty quadratic --beta 1 \
+  --huber-delta 0.1 --out x.raw
+exits 2 "pwls: --weights and --i0" "${IT[@]}" --algorithm pwls --weights proj.nrrd --i0 100 --out x.raw
+exits 2 "pwls with --nonneg" "${IT[@]}" --algorithm pwls --nonneg --out x.raw
 # Options that would do nothing with the others given: refused, naming them.
 # has TEXT DESC: the last error names TEXT.
 has() { grep -q -- "$1" "$ERR" && ok "$2" || bad "$2: no '$1' in the message"; }
@@ -223,6 +232,45 @@ has "checkpoint: --checkpoint-every 0 writes no checkpoint" "--checkpoint: the m
 exits 3 "projections of another geometry" iterate --geometry g.json --projections pd/sinograms.tif \
   --out x.raw --device cpu
 grep -q "expected 24 of 40 x 40" "$ERR" && ok "the error names the expected size" || bad "size error text"
+
+# PWLS's weight file: the projections' shape and formats. The raw counts of the phantom's
+# projections (1000 exp(-b)) as weights give the run with --i0 1000 to float rounding; a file of
+# another size, a missing one, and weights that are negative or NaN are refused naming --weights.
+python3 - <<'PY'
+import math, struct
+def read(p):
+    d = open(p, 'rb').read()
+    h, b = d.split(b'\n\n', 1)
+    return h + b'\n\n', list(struct.unpack('<%df' % (len(b) // 4), b))
+h, b = read('proj.nrrd')
+def write(p, v, hdr=h):
+    open(p, 'wb').write(hdr + struct.pack('<%df' % len(v), *v))
+c = [1000 * math.exp(-x) for x in b]
+write('w_counts.nrrd', c)
+write('w_neg.nrrd', [-1.0] + c[1:])
+write('w_nan.nrrd', c[:7] + [float('nan')] + c[8:])
+write('w_small.nrrd', c[:40 * 40 * 23], h.replace(b'sizes: 40 40 24', b'sizes: 40 40 23'))
+PY
+step "pwls --weights" "${IT[@]}" --algorithm pwls --weights w_counts.nrrd --iterations 3 \
+  --out pw_w.nrrd --checkpoint-every 0
+step "pwls --i0" "${IT[@]}" --algorithm pwls --i0 1000 --iterations 3 --out pw_i.nrrd \
+  --checkpoint-every 0
+python3 -c "
+import struct
+a = open('pw_w.nrrd', 'rb').read().split(b'\n\n', 1)[1]; b = open('pw_i.nrrd', 'rb').read().split(b'\n\n', 1)[1]
+x = struct.unpack('<%df' % (len(a) // 4), a); y = struct.unpack('<%df' % (len(b) // 4), b)
+d = sum((p - q) ** 2 for p, q in zip(x, y)) ** 0.5; n = sum(q * q for q in y) ** 0.5
+raise SystemExit(0 if d <= 1e-4 * n else 1)" && ok "--weights of the counts = --i0 (to 1e-4)" ||
+  bad "--weights of the counts differs from --i0"
+for w in neg:negative nan:NaN; do
+  exits 3 "pwls --weights w_${w%:*}.nrrd" "${IT[@]}" --algorithm pwls --weights "w_${w%:*}.nrrd" \
+    --out x.raw --checkpoint-every 0
+  has "--weights.*${w#*:}" "w_${w%:*}: the message names --weights and says ${w#*:}"
+done
+exits 3 "pwls --weights of another size" "${IT[@]}" --algorithm pwls --weights w_small.nrrd --out x.raw
+has "(--weights) holds 23 images" "the size error names --weights"
+exits 1 "pwls --weights missing" "${IT[@]}" --algorithm pwls --weights nothere.nrrd --out x.raw
+has "nothere.nrrd" "the missing file is named"
 
 # An HDF5 dataset as --out with the default checkpoint: the checkpoint is a file beside
 # file.h5, one per dataset (OUT.checkpoint was "r.h5:/a.checkpoint", refused as the output's

@@ -115,9 +115,10 @@ static ctr_status make_weights(ctr__it_run *R, ctr__vec *W, const ctr__vec *b, c
     CTR_CHECK(ctr__vec_count_weights(P, W, b, R->o.i0));
     CTR_CHECK(ctr__vec_sanitize(P, W, &bad));
     if (bad)
-      CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, field, "%s is %g: the count weights i0 exp(-b) of "
-                     "%lld rays exceed float's range (b below ln(i0) - 88): the projections "
-                     "must be line integrals (-ln(counts / i0))", field, R->o.i0, (long long)bad);
+      CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.i0", CTR__V_REAL(R->o.i0),
+                           "ctr_iterate_options.i0 is %g: the count weights i0 exp(-b) of %lld "
+                           "rays exceed float's range (b below ln(i0) - 88): the projections "
+                           "must be line integrals (-ln(counts / i0))", R->o.i0, (long long)bad);
   } else {
     return ctr__vec_fill(P, W, 1.0f);
   }
