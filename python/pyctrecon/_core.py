@@ -110,7 +110,7 @@ _OWNERS = {"ctr_context_options": "Context's ", "ctr_tuning": "Context's tuning 
            "ctr_pet_kernel_params": "PetSystem's ", "ctr_cluster_options": "cluster option "}
 _C_FIELD = re.compile(r"\b(ctr_[a-z0-9_]+)\.([a-z0-9_]+)")
 _C_ENUM = re.compile(r"\bCTR_(?:ITERATE_INIT|ITERATE|SHORT_SCAN|INTERP|STORE|DEVICE|PAIR|FBP|"
-                     r"STRIPE|CENTER|AXIS|FORMAT|PET|ROTATION|SPLIT|PLACE)_([A-Z0-9_]+)\b")
+                     r"STRIPE|CENTER|AXIS|FORMAT|PET|ROTATION|SPLIT|PLACE|PENALTY)_([A-Z0-9_]+)\b")
 _C_FUNCTION = re.compile(r"\bctr_([a-z0-9_]+)(?=: )")
 
 

@@ -1,6 +1,6 @@
 """Iterative reconstruction (docs/iterative.md): the projector pair (Joseph
 forward projection A and its exact adjoint A^T) for cone- and parallel-beam
-geometries, and SIRT, CGLS, OS-SART and FISTA-TV on it. Shapes: volumes
+geometries, and SIRT, CGLS, OS-SART, FISTA-TV, PDHG-TV and PWLS on it. Shapes: volumes
 (nz, ny, nx) (parallel beam: (nslices, ny, nx)); projections (nviews, nv,
 nu) for cone beam, sinograms (nslices, nangles, nbins) for parallel beam.
 
@@ -133,7 +133,7 @@ class Projector:
 def _iterate_options(algorithm, iterations, tolerance, subsets, relaxation, tv_weight,
                      tv_iterations, power_iterations, nonneg, box, init, gpu_budget,
                      host_budget, max_slab_slices, checkpoint, checkpoint_every, resume, strict,
-                     keep):
+                     keep, i0=0.0, penalty="none", beta=0.0, huber_delta=0.0):
     o = new_struct("ctr_iterate_options", lib.ctr_iterate_options_init,
                    lib.CTR_ITERATE_OPTIONS_VERSION)
     o.algorithm = _core.parsed(lib.ctr_iterate_algorithm_parse, "ctr_iterate_algorithm", algorithm,
@@ -153,6 +153,9 @@ def _iterate_options(algorithm, iterations, tolerance, subsets, relaxation, tv_w
     o.host_budget = _core.budget(host_budget, "host_budget")
     o.checkpoint = _core.kept_cstr(keep, checkpoint)
     o.resume, o.strict = int(bool(resume)), int(bool(strict))
+    o.penalty = _core.parsed(lib.ctr_iterate_penalty_parse, "ctr_iterate_penalty", penalty,
+                             "penalty")
+    _core.assign(o, i0=i0, beta=beta, huber_delta=huber_delta)
     return o
 
 
@@ -183,12 +186,24 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
             gpu_budget: Union[int, str, None] = None, host_budget: Union[int, str, None] = None,
             max_slab_slices: int = 0, checkpoint: Union[str, os.PathLike, None] = None,
             checkpoint_every: int = 0, resume: bool = False, strict: bool = False,
-            return_report: bool = False, out: Optional[np.ndarray] = None,
-            progress: Any = "auto") -> Any:
+            weights: Any = None, i0: float = 0.0, penalty: str = "none", beta: float = 0.0,
+            huber_delta: float = 0.0, return_report: bool = False,
+            out: Optional[np.ndarray] = None, progress: Any = "auto") -> Any:
     """Reconstructs a volume from projections on the projector's geometry and
     backend (ctr_iterate). algorithm "sirt" | "cgls" | "os-sart" |
     "fista-tv" | "pdhg-tv" (FISTA-TV's problem by the primal-dual method of
-    Chambolle and Pock: exact TV steps; tv_weight as fista-tv's); ``iterations`` 1 .. 1e9, ``tolerance`` (stop when the
+    Chambolle and Pock: exact TV steps; tv_weight as fista-tv's) | "pwls"
+    (penalised weighted least squares, min (Ax - b)^T W (Ax - b) / 2 + beta
+    R(x), by preconditioned conjugate gradients, unconstrained: ``weights``
+    (default None) an array of the projections' shape, finite and >= 0, 0
+    for a dead pixel, e.g. the raw detected counts of log data; or ``i0``
+    (default 0.0: off) > 0, the weights i0 exp(-b) of log data taken with
+    i0 counts per unattenuated ray; neither: W = 1; ``penalty`` "none"
+    (default) | "quadratic" | "huber" over the pairs of 6-neighbours,
+    ``beta`` (default 0.0; > 0 with a penalty) its weight, ``huber_delta``
+    (default 0.0; > 0 with "huber") the step in the volume's units beyond
+    which Huber's penalty grows linearly; docs/iterative.md, "PWLS");
+    ``iterations`` 1 .. 1e9, ``tolerance`` (stop when the
     relative residual is below it; 0: never), subsets, relaxation,
     tv_weight, tv_iterations, power_iterations (0 = the library's default:
     subsets 10, relaxation 1, tv_iterations 10, power_iterations 15); box=(lower, upper) clamps;
@@ -225,7 +240,16 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
     o = _iterate_options(algorithm, iterations, tolerance, subsets, relaxation, tv_weight,
                          tv_iterations, power_iterations, nonneg, box, init_v, gpu_budget,
                          host_budget, max_slab_slices, checkpoint, checkpoint_every, resume,
-                         strict, keep)
+                         strict, keep, i0, penalty, beta, huber_delta)
+    if weights is not None and _core.is_gpu_array(weights):
+        dw = _gpu.device_array(weights, "weights")
+        _gpu.check_shape(dw, projector.projection_shape, "weights")
+        keep.append(dw)
+        o.weights = dw.cptr()
+    elif weights is not None:
+        w = _core.host_in(weights, "weights", projector.projection_shape)
+        keep.append(w)
+        o.weights = _core.ptr(w)
     if truth is not None and _core.is_gpu_array(truth):
         dt = _gpu.device_array(truth, "truth")
         _gpu.check_shape(dt, vshape, "truth")

@@ -537,3 +537,38 @@ def test_angles_in_radians_warn_and_convert():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         pyctrecon.ConeGeometry.from_json(text % "360", "g.json")
+
+
+def test_iterate_pwls(tmp_path):
+    # PWLS: weights from i0 equal the raw counts as an array (to float rounding); a penalty;
+    # resume bit for bit; errors name the keyword
+    g = small_geometry()
+    ph = pyctrecon.Phantom.shepp_logan(7.0)
+    p = ph.project(g, ctx=cpu())
+    pr = pyctrecon.Projector(g, ctx=cpu())
+    a = pyctrecon.iterate(pr, p, algorithm="pwls", i0=500.0, iterations=4)
+    counts = (500.0 * np.exp(-p.astype(np.float64))).astype(np.float32)
+    b = pyctrecon.iterate(pr, p, algorithm="pwls", weights=counts, iterations=4)
+    assert np.linalg.norm(a - b) <= 1e-4 * np.linalg.norm(a)
+    kw = dict(algorithm="pwls", i0=500.0, penalty="huber", beta=10.0, huber_delta=0.01)
+    straight = pyctrecon.iterate(pr, p, iterations=5, **kw)
+    ck = tmp_path / "pwls.ckpt"
+    pyctrecon.iterate(pr, p, iterations=3, checkpoint=ck, **kw)
+    resumed, rep = pyctrecon.iterate(pr, p, iterations=5, checkpoint=ck, resume=True,
+                                     return_report=True, **kw)
+    assert rep["resumed"] == 3 and same(resumed, straight)
+    with pytest.raises(ValueError, match=r"weights has shape"):
+        pyctrecon.iterate(pr, p, algorithm="pwls", weights=counts[:1])
+    bad = counts.copy()
+    bad[0, 0, 0] = -1
+    with pytest.raises(pyctrecon.InvalidArgumentError, match="negative") as e:
+        pyctrecon.iterate(pr, p, algorithm="pwls", weights=bad)
+    assert e.value.keyword == "weights" and "ctr_" not in str(e.value)
+    with pytest.raises(pyctrecon.InvalidArgumentError) as e:
+        pyctrecon.iterate(pr, p, algorithm="pwls", beta=3.0)
+    assert e.value.keyword == "beta" and "'none'" in str(e.value), str(e.value)
+    with pytest.raises(ValueError, match="penalty"):
+        pyctrecon.iterate(pr, p, algorithm="pwls", penalty="tv", beta=1.0)
+    with pytest.raises(pyctrecon.InvalidArgumentError) as e:
+        pyctrecon.iterate(pr, p, algorithm="sirt", i0=100.0)
+    assert e.value.keyword == "i0" and "'pwls'" in str(e.value), str(e.value)
