@@ -1,4 +1,5 @@
-/* PWLS, penalised weighted least squares (docs/iterative.md, "PWLS"):
+/* PWLS, penalised weighted least squares (Sauer and Bouman 1993; Fessler
+ * 1994; docs/iterative.md, "PWLS"):
  *   min_x  Phi(x) = (A x - b)^T W (A x - b) / 2 + beta R(x)
  * with statistical weights W (the caller's, or the expected counts i0
  * exp(-b) of log-transformed transmission data, or 1) and the roughness
@@ -17,7 +18,8 @@
  * Huber: the same iteration as a nonlinear PCG (Fletcher and Reeves 1964's
  * coefficient gamma' / gamma) whose step minimises, along p, Huber's
  * quadratic surrogate of R at x (curvature w(t) = psi'(t) / t per pair,
- * Huber 1981; Lange 1990): alpha = <s, p> / (<q, W q> + beta <p, H_w(x) p>).
+ * Huber 1981, as Erdogan and Fessler 1999 use it): alpha = <s, p> / (<q, W q>
+ * + beta <p, H_w(x) p>).
  * The surrogate lies above Phi along the line and touches it at x, so each
  * step along a descent direction lowers Phi (a majorize-minimize step); a
  * direction that is not one (<s, p> <= 0) is replaced by z. */
