@@ -7,6 +7,7 @@
  * Built twice: as test_iterate on the CPU backend and with CTR_TEST_CUDA as
  * test_gpu_iterate on the GPU (exit 77, skipped, without one). */
 #include "harness.h"
+#include "iterate_problem.h"
 #include "lock_holder.h"
 #include "scratch_dir.h"
 
@@ -16,49 +17,16 @@ static ctr_context *g_ctx;
 
 /* ---- The problem ------------------------------------------------------------------ */
 
-typedef struct problem {
-  ctr_geometry *g;
-  ctr_projector *p;
-  float *proj, *truth;
-  int64_t nvol, nproj, n;
-} problem;
-
 /* An n^3 head (64 mm across) from nviews exact projections of 48 x 48
  * pixels (1.5x magnification). */
 static void make(problem *q, int64_t n, int64_t nviews, const ctr_projector_options *po) {
-  memset(q, 0, sizeof *q);
-  ctr_circular_params cp = CTR_CIRCULAR_PARAMS_INIT;
-  cp.sid = 200;
-  cp.sdd = 300;
-  cp.nu = cp.nv = 48;
-  cp.du = cp.dv = 2.4;
-  cp.nviews = nviews;
-  const double h = 64.0 / (double)n;
-  ctr_volume_geometry vol = {n, n, n, h, h, h, 0, 0, 0};
   ctr_phantom *ph = NULL;
-  CHECK_OK(ctr_geometry_create_circular(&cp, &vol, &q->g));
   CHECK_OK(ctr_phantom_shepp_logan(28.0, 0.02, &ph));
-  if (!q->g || !ph) return;
-  q->n = n;
-  q->nvol = n * n * n;
-  q->nproj = cp.nu * cp.nv * nviews;
-  q->proj = malloc(sizeof(float) * (size_t)q->nproj);
-  q->truth = malloc(sizeof(float) * (size_t)q->nvol);
-  int64_t vd[3] = {n, n, n}, pd[3] = {cp.nu, cp.nv, nviews};
-  ctr_array pa = ctr_array_make(q->proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array ta = ctr_array_make(q->truth, CTR_DTYPE_FLOAT32, 3, vd);
-  CHECK_OK(ctr_phantom_project(NULL, ph, q->g, 1, &pa));
-  CHECK_OK(ctr_phantom_voxelize(NULL, ph, &vol, 2, 0, &ta));
-  CHECK_OK(ctr_projector_create_cone(g_ctx, q->g, po, &q->p));
+  problem_make(q, g_ctx, ph, n, nviews, 48, 2.4, po);
   ctr_phantom_free(ph);
 }
 
-static void unmake(problem *q) {
-  ctr_projector_free(q->p);
-  ctr_geometry_free(q->g);
-  free(q->proj);
-  free(q->truth);
-}
+static void unmake(problem *q) { problem_free(q); }
 
 static double rel_error(const float *x, const float *t, int64_t n) {
   double e = 0, s = 0;

@@ -12,6 +12,7 @@
  * the count weights and a few PWLS iterations are also compared with the
  * CPU's (exit 77, skipped, without a GPU). */
 #include "harness.h"
+#include "iterate_problem.h"
 #include "scratch_dir.h"
 
 #include "iterative/backend.h"
@@ -43,62 +44,26 @@ static double poisson(double lambda) {
 
 /* ---- The problem ------------------------------------------------------------------ */
 
-typedef struct problem {
-  ctr_geometry *g;
-  ctr_projector *p;
-  float *proj, *truth;
-  int64_t nvol, nproj, n;
-} problem;
-
-/* An n^3 volume 64 mm across with the phantom of ellipsoids e, from nviews
- * exact projections of g_det x g_det pixels (115 mm across at the
- * detector: 1.5x magnification). */
 static int64_t g_det = 48; /* detector pixels a side */
 
+/* The problem of ellipsoids e on g_det x g_det pixels (115 mm across). */
 static void make_phantom(problem *q, ctr_context *ctx, int64_t n, int64_t nviews,
                          const ctr_ellipsoid *e, int64_t ne) {
-  memset(q, 0, sizeof *q);
-  ctr_circular_params cp = CTR_CIRCULAR_PARAMS_INIT;
-  cp.sid = 200;
-  cp.sdd = 300;
-  cp.nu = cp.nv = g_det;
-  cp.du = cp.dv = 2.4 * 48.0 / (double)g_det;
-  cp.nviews = nviews;
-  const double h = 64.0 / (double)n;
-  ctr_volume_geometry vol = {n, n, n, h, h, h, 0, 0, 0};
   ctr_phantom *ph = NULL;
-  CHECK_OK(ctr_geometry_create_circular(&cp, &vol, &q->g));
   CHECK_OK(ctr_phantom_from_ellipsoids(e, ne, &ph));
-  if (!q->g || !ph) return;
-  q->n = n;
-  q->nvol = n * n * n;
-  q->nproj = cp.nu * cp.nv * nviews;
-  q->proj = malloc(sizeof(float) * (size_t)q->nproj);
-  q->truth = malloc(sizeof(float) * (size_t)q->nvol);
-  int64_t vd[3] = {n, n, n}, pd[3] = {cp.nu, cp.nv, nviews};
-  ctr_array pa = ctr_array_make(q->proj, CTR_DTYPE_FLOAT32, 3, pd);
-  ctr_array ta = ctr_array_make(q->truth, CTR_DTYPE_FLOAT32, 3, vd);
-  CHECK_OK(ctr_phantom_project(NULL, ph, q->g, 1, &pa));
-  CHECK_OK(ctr_phantom_voxelize(NULL, ph, &vol, 2, 0, &ta));
-  CHECK_OK(ctr_projector_create_cone(ctx, q->g, NULL, &q->p));
+  problem_make(q, ctx, ph, n, nviews, g_det, 2.4 * 48.0 / (double)g_det, NULL);
   ctr_phantom_free(ph);
 }
 
-/* The Shepp-Logan head of make_phantom with densities up to scale / mm. */
+static void unmake(problem *q) { problem_free(q); }
+
+/* A Shepp-Logan head 56 mm across, densities up to scale / mm, on g_det x
+ * g_det pixels. */
 static void make(problem *q, ctr_context *ctx, int64_t n, int64_t nviews, double scale) {
-  const ctr_ellipsoid *none = NULL;
   ctr_phantom *sl = NULL;
   CHECK_OK(ctr_phantom_shepp_logan(28.0, scale, &sl));
-  if (sl) none = ctr_phantom_get_ellipsoids(sl);
-  make_phantom(q, ctx, n, nviews, none, sl ? ctr_phantom_get_ellipsoid_count(sl) : 0);
+  problem_make(q, ctx, sl, n, nviews, g_det, 2.4 * 48.0 / (double)g_det, NULL);
   ctr_phantom_free(sl);
-}
-
-static void unmake(problem *q) {
-  ctr_projector_free(q->p);
-  ctr_geometry_free(q->g);
-  free(q->proj);
-  free(q->truth);
 }
 
 /* Transmission data of i0 counts per unattenuated ray: counts ~ Poisson(i0

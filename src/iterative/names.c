@@ -8,14 +8,23 @@
 static const char *const ALGORITHM_NAMES[] = {"sirt",     "cgls",    "os-sart",
                                               "fista-tv", "pdhg-tv", "pwls"};
 #define NALGORITHMS (int)(sizeof ALGORITHM_NAMES / sizeof *ALGORITHM_NAMES)
+static const char *const PENALTY_NAMES[] = {"none", "quadratic", "huber"};
+#define NPENALTIES (int)(sizeof PENALTY_NAMES / sizeof *PENALTY_NAMES)
+
+/* The index of name among n names, -1 for none (name NULL too). */
+static int index_of(const char *const *names, int n, const char *name) {
+  for (int i = 0; name && i < n; i++)
+    if (!strcmp(name, names[i])) return i;
+  return -1;
+}
 
 const char *ctr_iterate_algorithm_name(ctr_iterate_algorithm a) {
   return (unsigned)a < (unsigned)NALGORITHMS ? ALGORITHM_NAMES[a] : "unknown";
 }
 
 ctr_status ctr_iterate_algorithm_parse(const char *name, ctr_iterate_algorithm *out) {
-  for (int i = 0; name && out && i < NALGORITHMS; i++)
-    if (!strcmp(name, ALGORITHM_NAMES[i])) return *out = (ctr_iterate_algorithm)i, CTR_OK;
+  const int i = index_of(ALGORITHM_NAMES, NALGORITHMS, name);
+  if (i >= 0 && out) return *out = (ctr_iterate_algorithm)i, CTR_OK;
   CTR_FAIL(CTR_E_INVALID_ARGUMENT,
            "algorithm '%s': expected sirt, cgls, os-sart, fista-tv, pdhg-tv or pwls",
            name ? name : "(null)");
@@ -32,16 +41,13 @@ ctr_status ctr_projector_pair_parse(const char *name, ctr_projector_pair *out) {
            name ? name : "(null)");
 }
 
-static const char *const PENALTY_NAMES[] = {"none", "quadratic", "huber"};
-#define NPENALTIES (int)(sizeof PENALTY_NAMES / sizeof *PENALTY_NAMES)
-
 const char *ctr_iterate_penalty_name(ctr_iterate_penalty p) {
   return (unsigned)p < (unsigned)NPENALTIES ? PENALTY_NAMES[p] : "unknown";
 }
 
 ctr_status ctr_iterate_penalty_parse(const char *name, ctr_iterate_penalty *out) {
-  for (int i = 0; name && out && i < NPENALTIES; i++)
-    if (!strcmp(name, PENALTY_NAMES[i])) return *out = (ctr_iterate_penalty)i, CTR_OK;
+  const int i = index_of(PENALTY_NAMES, NPENALTIES, name);
+  if (i >= 0 && out) return *out = (ctr_iterate_penalty)i, CTR_OK;
   CTR_FAIL(CTR_E_INVALID_ARGUMENT, "penalty '%s': expected none, quadratic or huber",
            name ? name : "(null)");
 }
