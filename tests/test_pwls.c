@@ -537,11 +537,13 @@ static void test_arguments(void) {
   CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT,
               "applies to CTR_ITERATE_PWLS");
   CHECK(!strcmp(ctr_error_get_field(), "ctr_iterate_options.i0"));
-  /* counts that overflow: b far below 0 */
+  /* count weights beyond the inputs' bound: b far below 0 */
   o = pwls_opts(2);
-  o.i0 = 1e30;
-  q.proj[9] = -50.0f;
-  CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT, "float's range");
+  o.i0 = 1e6;
+  q.proj[9] = -50.0f; /* 1e6 e^50 = 5e27 */
+  CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT, "exceed 1e24");
+  o.i0 = 1e21;
+  CHECK_FAILS(ctr_iterate(q.p, &o, q.proj, x, NULL), CTR_E_INVALID_ARGUMENT, "1e-30 .. 1e+20");
   /* names */
   ctr_iterate_penalty pe;
   CHECK_OK(ctr_iterate_penalty_parse("huber", &pe));
@@ -567,8 +569,10 @@ static void test_arguments(void) {
  * bits (the same maths, never contracted; the count weights' double
  * exponentials may differ in an ulp of double, which the rounding to float
  * hides but for about one value in 2^29: allowed one float ulp); and 5
- * PWLS iterations (quadratic and Huber, count weights) within 1e-4 of the
- * CPU's (the projections' sums differ in their rounding, 1e-5). */
+ * PWLS iterations (quadratic and Huber, count weights; and quadratic on a
+ * GPU budget that streams slabs and views, whose volume vectors and
+ * penalty are on the host) within 1e-4 of the CPU's (the projections' sums
+ * differ in their rounding, 1e-5). */
 static void test_gpu_cpu(void) {
   problem q, c;
   make(&q, g_ctx, 16, 16, 0.06);
@@ -616,19 +620,27 @@ static void test_gpu_cpu(void) {
   float *counts = malloc(sizeof(float) * (size_t)q.nproj);
   poisson_data(&q, 400.0, counts);
   poisson_data(&c, 400.0, counts);
-  for (int hub = 0; hub < 2; hub++) {
+  for (int run = 0; run < 3; run++) {
+    const int hub = run == 1;
     ctr_iterate_options o = pwls_opts(5);
     o.i0 = 400;
     o.penalty = hub ? CTR_PENALTY_HUBER : CTR_PENALTY_QUADRATIC;
     o.beta = 2e3;
     o.huber_delta = hub ? 0.002 : 0;
-    CHECK_OK(ctr_iterate(q.p, &o, q.proj, g, NULL));
+    ctr_iterate_report r = CTR_ITERATE_REPORT_INIT;
+    if (run == 2) { /* a tiny GPU: streamed slabs and blocks of views, the penalty on the host */
+      o.gpu_budget = 1 << 19;
+      o.max_slab_slices = 5;
+    }
+    CHECK_OK(ctr_iterate(q.p, &o, q.proj, g, &r));
+    if (run == 2) CHECK(r.plan.placement == CTR_PLACE_STREAMED && r.plan.nslabs > 1);
+    o.gpu_budget = 0;
     CHECK_OK(ctr_iterate(c.p, &o, c.proj, h, NULL));
     double d = 0, s = 0;
     for (int64_t i = 0; i < nv; i++) d += ((double)g[i] - h[i]) * ((double)g[i] - h[i]),
                                       s += (double)h[i] * h[i];
-    printf("GPU vs CPU, 5 PWLS iterations (%s): %.2e relative\n", hub ? "Huber" : "quadratic",
-           sqrt(d / s));
+    printf("GPU vs CPU, 5 PWLS iterations (%s%s): %.2e relative\n", hub ? "Huber" : "quadratic",
+           run == 2 ? ", streamed" : "", sqrt(d / s));
     CHECK_MSG(s > 0 && sqrt(d / s) < 1e-4, "GPU PWLS differs from the CPU's by %.3e", sqrt(d / s));
   }
   free(counts);

@@ -223,8 +223,9 @@ typedef struct ctr_iterate_options {
                                 layout (host or GPU memory as proj), finite and >= 0 (0: a
                                 dead pixel); the detected counts are the weights of
                                 log-transformed transmission data. NULL: from i0, or W = 1 */
-  double i0;                 /* > 0: W = i0 exp(-b), the expected counts of log data b
-                                taken with i0 counts per unattenuated ray (0: off) */
+  double i0;                 /* > 0 (up to 1e20): W = i0 exp(-b), the expected counts of
+                                log data b taken with i0 counts per unattenuated ray (0: off);
+                                a weight beyond 1e24 is refused naming this field */
   ctr_iterate_penalty penalty; /* R (CTR_PENALTY_NONE) */
   double beta;               /* the penalty's weight beta >= 0, in the units of W times
                                 (projection / volume unit)^2 (0 with CTR_PENALTY_NONE) */
@@ -308,7 +309,7 @@ CTR_API int ctr_iterate_plan_describe(const ctr_iterate_plan *p, char *buf, size
  * context's progress callback the call returns CTR_E_CANCELLED; finished
  * iterations are in the checkpoint when one was asked for.
  *
- * Memory: with a CUDA projector, proj, vol and o->truth may each be host
+ * Memory: with a CUDA projector, proj, vol, o->truth and o->weights may each be host
  * memory or GPU memory (device or managed: cudaMalloc, CuPy, PyTorch) of
  * the projector's GPU, detected per pointer; another GPU's memory is
  * CTR_E_INVALID_ARGUMENT naming the array, and so is any GPU array on a

@@ -31,9 +31,11 @@
 #include <string.h>
 
 /* The ranges the float arithmetic holds (beta, delta and the weights enter
- * products of projections and voxels). */
+ * products of projections and voxels); weights, as every input, within
+ * +-1e24 (the data policy's bound), so i0 up to 1e20. */
 #define PWLS_MAX 1e30
 #define PWLS_MIN 1e-30
+#define I0_MAX 1e20
 
 /* A PWLS member set for another algorithm: the field's name, else NULL. */
 static const char *pwls_member_set(const ctr_iterate_options *o) {
@@ -61,10 +63,10 @@ ctr_status ctr__it_pwls_resolve(ctr_iterate_options *o) {
                          CTR__V_INT(o->penalty), "ctr_iterate_options.penalty is %d: expected "
                          "CTR_PENALTY_NONE, CTR_PENALTY_QUADRATIC or CTR_PENALTY_HUBER",
                          (int)o->penalty);
-  if (!(o->i0 == 0 || (o->i0 >= PWLS_MIN && o->i0 <= PWLS_MAX)))
+  if (!(o->i0 == 0 || (o->i0 >= PWLS_MIN && o->i0 <= I0_MAX)))
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.i0", CTR__V_REAL(o->i0),
                          "ctr_iterate_options.i0 is %g: expected 0 (off) or the counts of an "
-                         "unattenuated ray, %g .. %g", o->i0, PWLS_MIN, PWLS_MAX);
+                         "unattenuated ray, %g .. %g", o->i0, PWLS_MIN, I0_MAX);
   if (o->weights && o->i0 > 0)
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.i0", CTR__V_REAL(o->i0),
                          "ctr_iterate_options.i0 is %g and ctr_iterate_options.weights is set: "
@@ -119,8 +121,9 @@ static ctr_status make_weights(ctr__it_run *R, ctr__vec *W, const ctr__vec *b, c
     if (bad)
       CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_iterate_options.i0", CTR__V_REAL(R->o.i0),
                            "ctr_iterate_options.i0 is %g: the count weights i0 exp(-b) of %lld "
-                           "rays exceed float's range (b below ln(i0) - 88): the projections "
-                           "must be line integrals (-ln(counts / i0))", R->o.i0, (long long)bad);
+                           "rays exceed 1e24, the bound of every input (b below ln(i0) - 55): "
+                           "the projections must be line integrals (-ln(counts / i0))", R->o.i0,
+                           (long long)bad);
   } else {
     return ctr__vec_fill(P, W, 1.0f);
   }
