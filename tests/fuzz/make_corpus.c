@@ -341,7 +341,9 @@ static void journal(void) {
 
 /* Checkpoints of the problem of fuzz_checkpoint.h: 3 iterations with their
  * history; 2 without one; another run's (sirt); the layout before the
- * history (CTRITER1, built from a history-less one: magic, no count, CRC). */
+ * history (CTRITER1, built from a history-less one: magic, no count, CRC).
+ * (format-3 beside them, CTRITER3 before PWLS's fingerprint fields, is the
+ * cgls-3-iterations an older make_corpus wrote, kept.) */
 static void it_checkpoint(void) {
   ctr__it_state s;
   ctr__vec v[FZ_CK_NVEC];
