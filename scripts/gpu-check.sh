@@ -667,7 +667,7 @@ if has python; then
     "$ROOT" >> "$LOGS/python_build.log" 2>&1
   say "python build rc=$? ($(PYTHONPATH=$PYSITE python3 -c 'import pyctrecon; print(pyctrecon.__version__, pyctrecon.features(), pyctrecon.cuda_device_count(), "GPU(s)")' 2>&1 | tail -1))"
   (cd "$ROOT/python/tests" && PYTHONPATH=$PYSITE python3 -m pytest -v -p no:cacheprovider \
-    test_gpu.py test_docs.py) > "$LOGS/python_gpu_tests.log" 2>&1
+    test_gpu.py test_docs.py test_operators.py -rs) > "$LOGS/python_gpu_tests.log" 2>&1
   say "python GPU tests rc=$? : $(tail -1 "$LOGS/python_gpu_tests.log")"
   PYTHONPATH=$PYSITE python3 "$ROOT/python/bench/binding_overhead.py" --repeats 7 \
     ${BUILD:+--c-bench "$BUILD/bench/bench_fdk_cuda"} > "$OUT/python_overhead.json" \
