@@ -544,11 +544,12 @@ static void print_summary(const it_args *a, it_run *r) {
   const char *why = rep->stop == CTR_ITERATE_STOP_TOLERANCE   ? " (tolerance reached)"
                     : rep->stop == CTR_ITERATE_STOP_CONVERGED ? " (converged: the gradient vanished)"
                                                               : "";
-  cli_info(&r->session, "%s: %lld iterations%s in %.2f s (%.3f s each: forward %.3f s, adjoint "
-           "%.3f s in all); residual %.6g = %.4g of ||b||\nwrote %s",
-           ctr_iterate_algorithm_name(r->o.algorithm), (long long)rep->iterations, why, r->seconds,
-           done > 0 ? r->seconds / (double)done : 0.0, rep->seconds_forward, rep->seconds_adjoint,
-           rep->residual, rep->norm_b > 0 ? rep->residual / rep->norm_b : 0.0, a->out);
+  cli_info(&r->session, "%s: %lld iterations%s in %.2f s (%.3f s each; in all: setup %.3f s, "
+           "forward %.3f s, adjoint %.3f s, vector work %.3f s); residual %.6g = %.4g of ||b||\n"
+           "wrote %s", ctr_iterate_algorithm_name(r->o.algorithm), (long long)rep->iterations, why,
+           r->seconds, done > 0 ? r->seconds / (double)done : 0.0, rep->seconds_setup,
+           rep->seconds_forward, rep->seconds_adjoint, rep->seconds_vector, rep->residual,
+           rep->norm_b > 0 ? rep->residual / rep->norm_b : 0.0, a->out);
   if (a->preview) cli_info(&r->session, ", %s_{xy,xz,yz}.png", a->preview);
   if (a->plot) cli_info(&r->session, ", %s", a->plot);
   if (a->residuals) cli_info(&r->session, ", %s", a->residuals);

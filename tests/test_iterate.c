@@ -77,12 +77,20 @@ typedef struct trace {
   int stop_at; /* > 0: ask to stop after this iteration */
   int replayed; /* calls for iterations of an earlier call (info.resumed) */
   int out_of_order; /* calls whose iteration is not the one after the last */
+  double split[3];  /* the iterations' forward, adjoint and vector seconds, summed */
+  int bad_split;    /* iterations whose split is negative or exceeds the time since the last */
+  double last_s;    /* the previous call's seconds */
 } trace;
 
 static int record(void *user, const ctr_iterate_info *i) {
   trace *t = user;
   t->replayed += i->resumed;
   t->out_of_order += i->iteration != t->n + 1;
+  const double parts = i->seconds_forward + i->seconds_adjoint + i->seconds_vector;
+  t->bad_split += !i->resumed && (i->seconds_forward < 0 || i->seconds_adjoint < 0 ||
+                                  i->seconds_vector < -1e-9 || parts > i->seconds - t->last_s + 1e-6);
+  t->split[0] += i->seconds_forward, t->split[1] += i->seconds_adjoint, t->split[2] += i->seconds_vector;
+  t->last_s = i->seconds;
   if (t->n < MAXIT) {
     t->res[t->n] = i->residual;
     t->err[t->n] = i->error;
@@ -125,6 +133,14 @@ static void test_cgls(void) {
   CHECK(t.res[t.n - 1] < 0.25 * r.norm_b);
   CHECK(r.initial_residual > t.res[0]);
   CHECK(r.forward_calls >= 13 && r.adjoint_calls >= 13);
+  /* where the time went: each iteration's parts within its span; the report's
+   * vector seconds the iterations' sum; the setup, the iterations' projections
+   * and vector work within the call */
+  CHECK_MSG(!t.bad_split, "%d iterations' time split is negative or exceeds their span", t.bad_split);
+  CHECK(t.split[0] > 0 && t.split[1] > 0);
+  CHECK(fabs(r.seconds_vector - t.split[2]) <= 1e-9 * (1 + t.split[2]));
+  CHECK(r.seconds_setup >= 0 && t.split[0] <= r.seconds_forward && t.split[1] <= r.seconds_adjoint);
+  CHECK(r.seconds_setup + t.split[0] + t.split[1] + t.split[2] <= r.seconds_total + 1e-6);
   free(x);
   unmake(&q);
 }

@@ -328,7 +328,8 @@ CTR__STRUCT_DEFINE_V1(iterate_plan, CTR_ITERATE_PLAN_VERSION, CTR_ITERATE_PLAN_I
 static const ctr_iterate_report iterate_report_defaults = CTR_ITERATE_REPORT_INIT;
 static const ctr__struct_version iterate_report_versions[] = {
     {offsetof(ctr_iterate_report, checkpointed), {1}}, /* 1: ctr_iterate_plan 1 */
-    {sizeof(ctr_iterate_report), {1}},                 /* 2: checkpointed */
+    {offsetof(ctr_iterate_report, seconds_setup), {1}}, /* 2: checkpointed */
+    {sizeof(ctr_iterate_report), {1}},                  /* 3: seconds_setup, seconds_vector */
 };
 CTR__STRUCT_DEFINE_NESTED(iterate_report, CTR_ITERATE_REPORT_VERSION, 1,
                           {offsetof(ctr_iterate_report, plan)}, {"plan"},

@@ -44,6 +44,13 @@ typedef struct ctr__it_backend {
    * buffer and events) once the fast pair's backprojector has been freed;
    * accepts a projector without any. NULL: the backend keeps none. */
   void (*release)(ctr_projector *p);
+  /* Returns when every operation queued on the projector's device (vector
+   * operations included) has finished: before the fast pair's
+   * backprojector's own streams use the vectors, and before a projection
+   * starts its clock, so that the time of queued vector work is not counted
+   * as the projection's. Called on the run's thread. NULL: the backend's
+   * operations are synchronous (the CPU). */
+  ctr_status (*sync)(ctr_projector *p);
 
   /* ---- The fast pair's device path (NULL on the CPU) ---- */
   /* Queues the weighting and backprojection of a chunk of n <=
@@ -53,9 +60,6 @@ typedef struct ctr__it_backend {
    * ctr__backprojector_wait(bp) has returned. */
   ctr_status (*fast_queue)(ctr_projector *p, ctr_backprojector *bp, const float *y, int64_t n,
                            const int64_t *views, const ctr__it_fast_view *fw);
-  /* Returns when every operation queued on the projector's device has
-   * finished (before the backprojector's own streams use its vectors). */
-  ctr_status (*fast_sync)(ctr_projector *p);
 
   /* ---- The public device entry points and the caller's arrays (NULL on the CPU) ---- */
   /* a and b must be backend memory of the projector's device

@@ -273,6 +273,7 @@ static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x,
 static ctr_status project(ctr_projector *p, int forward, ctr__vec *x, ctr__vec *y, int64_t w0,
                           int64_t w1) {
   CTR_CHECK(check_slots(p, w0, w1));
+  if (p->be->sync) CTR_CHECK(p->be->sync(p)); /* queued vector work is not the projection's */
   const double t0 = ctr__now_s();
   ctr_status st = CTR_OK;
   if (!forward && p->o.pair == CTR_PAIR_FAST) {
@@ -357,7 +358,7 @@ static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x,
    * are the projector's backend's, which then has the fast pair's device
    * path: backend.h.) */
   const int queue = y->device;
-  if (x->device && (!queue || w1 <= w0)) CTR_CHECK(p->be->fast_sync(p));
+  if (x->device && (!queue || w1 <= w0)) CTR_CHECK(p->be->sync(p));
   if (!queue) {
     stage = ctr_host_alloc(sizeof(float) * (size_t)(npix * CTR__IT_FAST_CHUNK));
     if (!stage) return CTR_E_OUT_OF_MEMORY;

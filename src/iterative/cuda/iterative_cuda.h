@@ -27,7 +27,7 @@ ctr_status ctr__it_cuda_fast_queue(ctr_projector *p, ctr_backprojector *bp, cons
 /* Waits for every queued operation on the projector's GPU (the producers
  * of device vectors), before the backprojector's non-blocking streams read
  * or write them. */
-ctr_status ctr__it_cuda_fast_sync(ctr_projector *p);
+ctr_status ctr__it_cuda_sync(ctr_projector *p);
 /* Frees the fast pair's chunk buffer and events; accepts NULL state. */
 void ctr__it_cuda_fast_release(ctr_projector *p);
 /* Frees the backend's buffers; accepts NULL. */

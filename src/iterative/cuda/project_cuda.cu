@@ -331,6 +331,14 @@ cleanup:
   return st;
 }
 
+ctr_status ctr__it_cuda_sync(ctr_projector *p) {
+  CU_DEVICE(p->gpu);
+  ctr_status st = CTR_OK;
+  CU(cudaDeviceSynchronize());
+cleanup:
+  return st;
+}
+
 ctr_status ctr__it_cuda_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y, int64_t w0,
                                 int64_t w1) {
   CU_DEVICE(p->gpu);
