@@ -137,6 +137,7 @@ int cli_parse_supersample(const char *cmd, const char *name, const char *value,
 #define CLI_POSITIVE_RANGE "1e-30 .. 1e+30" /* the same for options > 0 */
 /* strtod over the whole of s, within the real range above; 0 on success. */
 int cli_to_real(const char *s, double *out);
+int cli_parse_workers(const char *cmd, const char *name, const char *value, void *dst);
 int cli_parse_double(const char *cmd, const char *name, const char *value, void *dst); /* real */
 int cli_parse_positive(const char *cmd, const char *name, const char *value, void *dst); /* > 0 */
 int cli_parse_nonneg(const char *cmd, const char *name, const char *value, void *dst); /* >= 0 */

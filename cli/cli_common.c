@@ -334,6 +334,17 @@ int cli_parse_count(const char *cmd, const char *name, const char *value, void *
   return 0;
 }
 
+/* --workers N: 1 .. CTR_MAX_WORKERS (into an int64_t). */
+int cli_parse_workers(const char *cmd, const char *name, const char *value, void *dst) {
+  int64_t v = 0;
+  const int rc = cli_parse_count(cmd, name, value, &v);
+  if (rc) return rc;
+  if (v > CTR_MAX_WORKERS)
+    return cli_usage_error(cmd, "%s '%s': expected 1 .. %d", name, value, CTR_MAX_WORKERS);
+  *(int64_t *)dst = v;
+  return 0;
+}
+
 int cli_parse_supersample(const char *cmd, const char *name, const char *value, void *dst) {
   int64_t v;
   if (to_int64(value, &v) || v < 1 || v > 64)

@@ -81,6 +81,7 @@ static const cli_field k_fields[] = {
     {"ctr_parallel_params.voxel", "--voxel", 0},
     {"ctr_projector_options.max_slab_slices", "--slab-slices", 0},
     {"ctr_projector_options.pair", "--pair", 0},
+    {"ctr_projector_options.workers", "--workers", 0},
     {"gpu_budget", "--gpu-mem", 0},
     {"host_budget", "--host-mem", 0},
     {"overwrite", "--force", 1},

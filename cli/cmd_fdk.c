@@ -66,17 +66,6 @@ static int parse_window(const char *cmd, const char *name, const char *value, vo
   return 0;
 }
 
-static int parse_workers(const char *cmd, const char *name, const char *value, void *dst) {
-  int64_t v = 0;
-  const int rc = cli_parse_count(cmd, name, value, &v);
-  if (rc) return rc;
-  if (v > CTR_MAX_WORKERS)
-    return cli_usage_error(cmd, "%s '%s': expected 1 .. %d engines", name, value,
-                           CTR_MAX_WORKERS);
-  *(int64_t *)dst = v;
-  return 0;
-}
-
 static int parse_cutoff(const char *cmd, const char *name, const char *value, void *dst) {
   char *end;
   double v = strtod(value, &end);
@@ -517,7 +506,7 @@ int cmd_fdk(int argc, char **argv) {
       {"--workers", "N",
        "engines sharing the run: on GPUs, spread over --gpus in turn (several per GPU when N "
        "exceeds them); on the CPU, engines sharing the cores; 1 .. 16 (default: one per GPU, 1 "
-       "on the CPU)", parse_workers, &a.workers, NULL},
+       "on the CPU)", cli_parse_workers, &a.workers, NULL},
       {"--strict", NULL,
        CLI_STRICT_HELP "; so is a geometry FDK cannot reconstruct (not a circular orbit, less "
        "than a short scan, an offset detector: default a warning; docs/geometry.md)",

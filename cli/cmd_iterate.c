@@ -42,6 +42,7 @@ const cli_command cli_cmd_iterate = {
 typedef struct it_args {
   const char *geometry, *projections, *sinograms, *out, *truth, *plot, *residuals, *checkpoint;
   const char *preview, *init, *angles, *shifts, *algorithm, *pair;
+  int64_t workers; /* --workers: 0 = one per GPU */
   ctr_file_format out_format;
   ctr_dtype raw_dtype;
   double box[2], angle_start, angle_range, axis, voxel, pixel, input_scale;
@@ -376,6 +377,7 @@ static int make_projector(const it_args *a, it_run *r) {
   ctr_projector_pair_parse(a->pair, &po.pair);
   po.gpu_budget = a->gpu_mem;
   po.max_slab_slices = a->slab;
+  po.workers = (int)a->workers;
   ctr_status st = r->g ? ctr_projector_create_cone(r->ctx, r->g, &po, &r->p)
                        : ctr_projector_create_parallel(r->ctx, r->pg, r->nslices, &po, &r->p);
   if (st != CTR_OK) return cli_fail("iterate", st);
@@ -650,6 +652,10 @@ int cmd_iterate(int argc, char **argv) {
        "volume file (default zero)", cli_parse_string, &a.init, NULL},
       {"--pair", "matched|fast", "matched: A^T exact; fast: the FDK backprojector as an "
        "approximate, unmatched A^T (cone beam; default matched)", cli_parse_string, &a.pair, NULL},
+      {"--workers", "N", "GPU projectors sharing each projection (views) and matched adjoint "
+       "(slices), on --gpus in turn (several per GPU when N exceeds them); the result does not "
+       "depend on N; 1 .. 16 (default: one per GPU; 1 on the CPU)", cli_parse_workers,
+       &a.workers, NULL},
       {"--truth", "FILE", "a reference volume: each iteration reports the error against it",
        cli_parse_string, &a.truth, NULL},
       {"--plot", "PNG", "convergence plot: relative residual (and error) per iteration",

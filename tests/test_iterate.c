@@ -513,6 +513,71 @@ static void test_slab_iterates(void) {
   unmake(&q);
 }
 
+/* ---- Workers ------------------------------------------------------------------------------------ */
+
+/* ctr_projector_options.workers: the forward projection split by views and
+ * the matched adjoint by slices give the bits of one worker, for the public
+ * calls (vectors on the GPU: the workers' copies), a CGLS run on the GPU and
+ * one streamed through host memory (slabs and blocks of views); on one GPU
+ * the workers share it (several GPUs: issue 49's runs).
+ * The CPU runs one worker whatever the option; a count beyond
+ * CTR_MAX_WORKERS is an error naming the field. */
+static void test_workers(void) {
+  problem q;
+  make(&q, 24, 19, NULL);
+  REQUIRE(q.p);
+  const int64_t nv = q.nvol, np = q.nproj;
+  float *f1 = malloc(sizeof(float) * (size_t)np), *fk = malloc(sizeof(float) * (size_t)np);
+  float *a1 = malloc(sizeof(float) * (size_t)nv), *ak = malloc(sizeof(float) * (size_t)nv);
+  float *c1 = malloc(sizeof(float) * (size_t)nv), *ck = malloc(sizeof(float) * (size_t)nv);
+  float *s1 = malloc(sizeof(float) * (size_t)nv), *sk = malloc(sizeof(float) * (size_t)nv);
+  CHECK_OK(ctr_projector_forward(q.p, q.truth, f1));
+  CHECK_OK(ctr_projector_adjoint(q.p, q.proj, a1));
+  ctr_iterate_options o = opts(CTR_ITERATE_CGLS, 4, NULL, NULL);
+  o.on_iteration = NULL;
+  CHECK_OK(ctr_iterate(q.p, &o, q.proj, c1, NULL));
+  ctr_iterate_options so = o;
+  so.max_slab_slices = 5;
+#ifdef CTR_TEST_CUDA
+  so.gpu_budget = 1 << 19; /* a tiny GPU: slabs and blocks of views in host memory */
+#endif
+  ctr_iterate_report r = CTR_ITERATE_REPORT_INIT;
+  CHECK_OK(ctr_iterate(q.p, &so, q.proj, s1, &r));
+  for (int workers = 2; workers <= 3; workers++) {
+    ctr_projector_options po = CTR_PROJECTOR_OPTIONS_INIT;
+    po.workers = workers;
+    ctr_projector *p = NULL;
+    CHECK_OK(ctr_projector_create_cone(g_ctx, q.g, &po, &p));
+    if (!p) break;
+#ifdef CTR_TEST_CUDA
+    CHECK(p->nworkers == workers);
+#else
+    CHECK(p->nworkers == 1);
+#endif
+    CHECK_OK(ctr_projector_forward(p, q.truth, fk));
+    CHECK_OK(ctr_projector_adjoint(p, q.proj, ak));
+    CHECK_OK(ctr_iterate(p, &o, q.proj, ck, NULL));
+    ctr_iterate_report rk = CTR_ITERATE_REPORT_INIT;
+    CHECK_OK(ctr_iterate(p, &so, q.proj, sk, &rk));
+    CHECK(rk.plan.placement == r.plan.placement && rk.plan.nslabs == r.plan.nslabs);
+    CHECK_MSG(!memcmp(f1, fk, sizeof(float) * (size_t)np), "%d workers: forward differs", workers);
+    CHECK_MSG(!memcmp(a1, ak, sizeof(float) * (size_t)nv), "%d workers: adjoint differs", workers);
+    CHECK_MSG(!memcmp(c1, ck, sizeof(float) * (size_t)nv), "%d workers: CGLS differs", workers);
+    CHECK_MSG(!memcmp(s1, sk, sizeof(float) * (size_t)nv), "%d workers: streamed CGLS (%s) differs",
+              workers, ctr_iterate_placement_name(rk.plan.placement));
+    printf("workers %d: forward, adjoint, CGLS and streamed CGLS (%s, %lld slabs) the bits of one\n",
+           workers, ctr_iterate_placement_name(rk.plan.placement), (long long)rk.plan.nslabs);
+    ctr_projector_free(p);
+  }
+  ctr_projector_options bad = CTR_PROJECTOR_OPTIONS_INIT;
+  bad.workers = CTR_MAX_WORKERS + 1;
+  ctr_projector *p = NULL;
+  CHECK_FAILS(ctr_projector_create_cone(g_ctx, q.g, &bad, &p), CTR_E_INVALID_ARGUMENT, "workers");
+  CHECK(ctr_error_get_field() && !strcmp(ctr_error_get_field(), "ctr_projector_options.workers"));
+  free(f1), free(fk), free(a1), free(ak), free(c1), free(ck), free(s1), free(sk);
+  unmake(&q);
+}
+
 /* ---- The fast pair ------------------------------------------------------------------------------ */
 
 /* The unmatched pair's backprojection approximates A^T (within 15 % on the
@@ -801,6 +866,7 @@ int main(void) {
   test_resume();
   test_lock();
   test_slab_iterates();
+  test_workers();
   test_fast_pair();
   test_fast_kept();
   test_parallel();

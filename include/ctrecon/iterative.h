@@ -32,7 +32,7 @@ typedef enum ctr_projector_pair {
 CTR_API const char *ctr_projector_pair_name(ctr_projector_pair p);
 CTR_API ctr_status ctr_projector_pair_parse(const char *name, ctr_projector_pair *out);
 
-#define CTR_PROJECTOR_OPTIONS_VERSION 1u
+#define CTR_PROJECTOR_OPTIONS_VERSION 2u
 typedef struct ctr_projector_options {
   unsigned version;
   ctr_projector_pair pair;
@@ -40,9 +40,16 @@ typedef struct ctr_projector_options {
                               memory of the context's GPU less 1 GiB */
   int64_t max_slab_slices; /* at most this many slices per slab (forces slab-wise projection,
                               e.g. to test it); 0 = as the budget allows */
+  /* version 2 */
+  int workers;             /* CUDA: projectors sharing each forward projection (by views) and
+                              matched adjoint (by slices), on the context's GPUs in turn
+                              (several on one GPU when workers exceeds them); 0 = one per GPU
+                              of the context; the results do not depend on it (docs/iterative.md,
+                              "Several GPUs"). The CPU backend runs one (its threads share the
+                              work). 0 .. 16 */
 } ctr_projector_options;
 
-#define CTR_PROJECTOR_OPTIONS_INIT { CTR_PROJECTOR_OPTIONS_VERSION, CTR_PAIR_MATCHED, 0, 0 }
+#define CTR_PROJECTOR_OPTIONS_INIT { CTR_PROJECTOR_OPTIONS_VERSION, CTR_PAIR_MATCHED, 0, 0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_PROJECTOR_OPTIONS_VERSION. */
 CTR_API ctr_status ctr_projector_options_init(ctr_projector_options *s, unsigned version);
 

@@ -35,16 +35,19 @@ class Projector:
     exact adjoint) or "fast" (the FDK backprojector, cone beam only);
     gpu_budget (bytes or "8G"; 0: free memory less 1 GiB) and
     max_slab_slices (at most that many slices a slab, forcing slab-wise
-    projection; 0: as the budget allows)."""
+    projection; 0: as the budget allows); workers (GPU projectors sharing each
+    projection by views and each matched adjoint by slices, on the context's
+    GPUs in turn; 0: one per GPU; the result does not depend on it)."""
 
     def __init__(self, geometry: Union[ConeGeometry, ParallelGeometry], *,
                  nslices: Optional[int] = None, pair: str = "matched",
-                 gpu_budget: Union[int, str] = 0, max_slab_slices: int = 0, ctx=None):
+                 gpu_budget: Union[int, str] = 0, max_slab_slices: int = 0, workers: int = 0,
+                 ctx=None):
         o = new_struct("ctr_projector_options", lib.ctr_projector_options_init,
                        lib.CTR_PROJECTOR_OPTIONS_VERSION)
         o.pair = _core.parsed(lib.ctr_projector_pair_parse, "ctr_projector_pair", pair, "pair")
         o.gpu_budget = _core.budget(gpu_budget, "gpu_budget")
-        _core.assign(o, max_slab_slices=max_slab_slices)
+        _core.assign(o, max_slab_slices=max_slab_slices, workers=workers)
         self.ctx = context(ctx)
         self.geometry = geometry
         out = ffi.new("ctr_projector **")

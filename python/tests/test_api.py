@@ -253,6 +253,18 @@ def test_projector_adjoint_identity():
     assert pr.matched and not pyctrecon.Projector(small_geometry(), pair="fast", ctx=cpu()).matched
 
 
+def test_projector_workers():
+    # the split's result does not depend on the worker count (the CPU runs one; the GPU
+    # variant is test_gpu_iterate); a count beyond 16 names the keyword
+    g = small_geometry()
+    x = np.random.default_rng(3).random(pyctrecon.Projector(g, ctx=cpu()).volume_shape,
+                                        dtype=np.float32)
+    one = pyctrecon.Projector(g, ctx=cpu()).forward(x)
+    assert np.array_equal(pyctrecon.Projector(g, workers=2, ctx=cpu()).forward(x), one)
+    with pytest.raises(ValueError, match="workers"):
+        pyctrecon.Projector(g, workers=17, ctx=cpu())
+
+
 def test_iterate_callback_checkpoint_and_plan(tmp_path):
     g = small_geometry()
     ph = pyctrecon.Phantom.shepp_logan(7.0)

@@ -321,7 +321,12 @@ CTR__STRUCT_DEFINE_V1(pet_recon_timings, CTR_PET_RECON_TIMINGS_VERSION,
 CTR__STRUCT_DEFINE_V1(pet_metrics, CTR_PET_METRICS_VERSION, CTR_PET_METRICS_INIT)
 
 /* Iterative reconstruction */
-CTR__STRUCT_DEFINE_V1(projector_options, CTR_PROJECTOR_OPTIONS_VERSION, CTR_PROJECTOR_OPTIONS_INIT)
+static const ctr_projector_options projector_options_defaults = CTR_PROJECTOR_OPTIONS_INIT;
+static const ctr__struct_version projector_options_versions[] = {
+    CTR__V_UPTO(ctr_projector_options, workers), /* 1 */
+    CTR__V_ALL(ctr_projector_options),           /* 2: workers */
+};
+CTR__STRUCT_DEFINE(projector_options, CTR_PROJECTOR_OPTIONS_VERSION)
 CTR__STRUCT_DEFINE_V1(iterate_options, CTR_ITERATE_OPTIONS_VERSION, CTR_ITERATE_OPTIONS_INIT)
 CTR__STRUCT_DEFINE_V1(iterate_plan, CTR_ITERATE_PLAN_VERSION, CTR_ITERATE_PLAN_INIT)
 

@@ -176,6 +176,7 @@ ctr_status ctr_projector_create_cone(ctr_context *ctx, const ctr_geometry *g,
     ctr_geometry_get_matrix(g, i, Pw);
     CTR_CHECK_GOTO(st, cone_view(p, Pw, i, &p->views[i]));
   }
+  CTR_CHECK_GOTO(st, ctr__proj_workers_create(p));
   *out = p;
   return CTR_OK;
 cleanup:
@@ -208,6 +209,7 @@ ctr_status ctr_projector_create_parallel(ctr_context *ctx, const ctr_parallel_ge
   CTR_CHECK_GOTO(st, check_sizes(p));
   CTR_CHECK_GOTO(st, projector_finish(p));
   for (int64_t a = 0; a < p->nviews; a++) parallel_view(pp, a, &p->views[a]);
+  CTR_CHECK_GOTO(st, ctr__proj_workers_create(p));
   *out = p;
   return CTR_OK;
 cleanup:
@@ -217,6 +219,7 @@ cleanup:
 
 void ctr_projector_free(ctr_projector *p) {
   if (!p) return;
+  ctr__proj_workers_free(p);
   ctr_backprojector_free(p->fast_bp); /* waits for its queued work */
   if (p->be && p->be->release) p->be->release(p);
   ctr_geometry_free(p->g);
@@ -249,6 +252,7 @@ ctr_status ctr__proj_set_order(ctr_projector *p, const int64_t *order) {
     p->order[w] = v;
   }
   p->order_changed = 1;
+  ctr__proj_workers_follow(p);
   return CTR_OK;
 }
 
@@ -256,6 +260,7 @@ void ctr__proj_use(ctr_projector *p, const ctr_iterate_plan *plan) {
   p->slab_slices = plan->slab_slices > 0 ? plan->slab_slices : p->n[2];
   p->block_views = plan->block_views > 0 ? plan->block_views : p->nviews;
   p->batch_views = plan->batch_views > 0 ? plan->batch_views : 1;
+  ctr__proj_workers_follow(p);
 }
 
 static ctr_status check_slots(const ctr_projector *p, int64_t w0, int64_t w1) {
@@ -278,8 +283,10 @@ static ctr_status project(ctr_projector *p, int forward, ctr__vec *x, ctr__vec *
   ctr_status st = CTR_OK;
   if (!forward && p->o.pair == CTR_PAIR_FAST) {
     st = fast_adjoint(p, y, x, w0, w1);
+  } else if (p->nworkers > 1) {
+    st = ctr__proj_workers_run(p, forward, x, y, w0, w1);
   } else {
-    st = forward ? p->be->forward(p, x, y, w0, w1) : p->be->adjoint(p, y, x, w0, w1);
+    st = forward ? p->be->forward(p, x, y, w0, w1) : p->be->adjoint(p, y, x, w0, w1, 0, p->n[2]);
   }
   *(forward ? &p->seconds_forward : &p->seconds_adjoint) += ctr__now_s() - t0;
   *(forward ? &p->views_forward : &p->views_adjoint) += w1 - w0;
