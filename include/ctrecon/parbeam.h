@@ -26,7 +26,7 @@ extern "C" {
  * density x mm for phantoms); the backprojection weights are the angular
  * weights divided by pixel_size (mm per bin), so slices come out as the
  * density (1/mm). */
-#define CTR_PARALLEL_PARAMS_VERSION 1u
+#define CTR_PARALLEL_PARAMS_VERSION 2u /* 2: tilt_deg, nrows */
 typedef struct ctr_parallel_params {
   unsigned version;
   int64_t nbins, nangles;
@@ -38,11 +38,27 @@ typedef struct ctr_parallel_params {
   int64_t nx, ny;           /* slice size; 0 = nbins */
   double voxel;             /* slice pixel in bins; 0 = 1 */
   double pixel_size;        /* mm per bin (scales the result); 0 = 1 */
+  /* Laminography (docs/geometry.md, "Laminography"): the rotation axis
+   * tilted by tilt_deg degrees from the detector plane towards the beam
+   * (0 = tomography, |tilt_deg| < 90). With a tilt, a detector row is no
+   * longer a slice: sinograms are nbins x nangles x nrows (nrows >= 1, the
+   * detector rows, required), the slices nx x ny x nz of any nz (pitch
+   * pixel_size mm, centred on the axis point that projects to row
+   * (nrows - 1) / 2), the angular weights are taken on the full circle
+   * (a full turn: pi cos(tilt) / nangles each) and pixel (i, j) of slice k
+   * at (x, y, z) mm projects to
+   *   t = (x cos(theta) + y sin(theta)) / pixel_size + axis + axis_shift[a]
+   *   r = ((x sin(theta) - y cos(theta)) sin(tilt) + z cos(tilt)) / pixel_size
+   *       + (nrows - 1) / 2.
+   * tilt_deg 0: nrows is 0 or the slices' count (rows are slices). */
+  double tilt_deg;
+  int64_t nrows;
 } ctr_parallel_params;
 
 #define CTR_AXIS_CENTER (-1.0e300)
 #define CTR_PARALLEL_PARAMS_INIT \
-  { CTR_PARALLEL_PARAMS_VERSION, 0, 0, NULL, 0.0, 180.0, CTR_AXIS_CENTER, NULL, 0, 0, 0.0, 0.0 }
+  { CTR_PARALLEL_PARAMS_VERSION, 0, 0, NULL, 0.0, 180.0, CTR_AXIS_CENTER, NULL, 0, 0, 0.0, 0.0, \
+    0.0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_PARALLEL_PARAMS_VERSION (core.h). */
 CTR_API ctr_status ctr_parallel_params_init(ctr_parallel_params *s, unsigned version);
 
@@ -83,7 +99,11 @@ CTR_API ctr_status ctr_parallel_params_from_vectors(int64_t nu, int64_t nv, int6
 /* Exact parallel-beam line integrals of a phantom's ellipsoids through the
  * slice planes z = z[s] (mm; one bin = pixel_size mm), in density x mm:
  * out is nbins x nangles x nslices float32. Each value is the mean of
- * supersample exact integrals across the bin (1 = the bin centre). */
+ * supersample exact integrals across the bin (1 = the bin centre). With a
+ * tilted axis (tilt_deg != 0) row s is the detector row at height z[s] mm
+ * along the detector's rows (the tilted planes of docs/geometry.md,
+ * "Laminography"); z NULL = the geometry's rows, z[s] = (s - (nrows - 1) /
+ * 2) pixel_size, nslices = nrows. */
 CTR_API ctr_status ctr_phantom_sinogram(const ctr_phantom *ph, const ctr_parallel_geometry *g,
                                         int64_t nslices, const double *z, int supersample,
                                         float *out);
