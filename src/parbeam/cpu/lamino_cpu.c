@@ -70,29 +70,30 @@ static void bp_row(const ctr_parallel_geometry *g, const ctr__lamino_view *views
   }
 }
 
-ctr_status ctr__lamino_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g,
-                              ctr_fbp_interp interp, int64_t nz, const float *sino,
-                              float *slices) {
+/* Every row of nz slices, into floats (outf) or doubles (outd). */
+static ctr_status bp_all(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                         ctr_fbp_interp interp, int64_t nz, const float *sino, float *outf,
+                         double *outd) {
   const int64_t nx = g->p.nx, ny = g->p.ny;
   ctr__lamino_view *views = views_of(g, nz);
   if (!views) return CTR_E_OUT_OF_MEMORY;
 #pragma omp parallel for collapse(2) schedule(dynamic, 4) num_threads(ctr__num_threads(ctx))
   for (int64_t k = 0; k < nz; k++)
-    for (int64_t j = 0; j < ny; j++)
-      bp_row(g, views, interp, sino, j, k, slices + (k * ny + j) * nx, NULL);
+    for (int64_t j = 0; j < ny; j++) {
+      const int64_t row = (k * ny + j) * nx;
+      bp_row(g, views, interp, sino, j, k, outf ? outf + row : NULL, outd ? outd + row : NULL);
+    }
   free(views);
   return CTR_OK;
 }
 
+ctr_status ctr__lamino_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                              ctr_fbp_interp interp, int64_t nz, const float *sino,
+                              float *slices) {
+  return bp_all(ctx, g, interp, nz, sino, slices, NULL);
+}
+
 ctr_status ctr__lamino_bp_reference(const ctr_parallel_geometry *g, ctr_fbp_interp interp,
                                     int64_t nz, const float *sino, double *slices) {
-  const int64_t nx = g->p.nx, ny = g->p.ny;
-  ctr__lamino_view *views = views_of(g, nz);
-  if (!views) return CTR_E_OUT_OF_MEMORY;
-#pragma omp parallel for collapse(2) schedule(dynamic, 4) num_threads(ctr__num_threads(NULL))
-  for (int64_t k = 0; k < nz; k++)
-    for (int64_t j = 0; j < ny; j++)
-      bp_row(g, views, interp, sino, j, k, NULL, slices + (k * ny + j) * nx);
-  free(views);
-  return CTR_OK;
+  return bp_all(NULL, g, interp, nz, sino, NULL, slices);
 }
