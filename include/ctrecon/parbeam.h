@@ -88,7 +88,12 @@ CTR_API double ctr_parallel_get_weight(const ctr_parallel_geometry *g, int64_t a
  * (version CTR_PARALLEL_PARAMS_VERSION, angles_deg and axis_shift pointing
  * at the caller's arrays, nx = ny = nbins, voxel 1 bin) and row_z (nv
  * entries, NULL: not written) gets each row's height z in mm, the slice
- * planes of ctr_phantom_sinogram. Any other view is CTR_E_UNSUPPORTED
+ * planes of ctr_phantom_sinogram. A tilted scan (laminography: view 0's v
+ * leaning from z) is representable when every view has u horizontal with
+ * one length, v = |u| (sin(tilt) (sin t, -cos t, 0) + cos(tilt) z) with view
+ * 0's tilt, the ray along v x u and the detector centre on the axis point's
+ * row (d . v = 0): then tilt_deg and nrows = nv are set and row_z gets the
+ * rows' heights along v. Any other view is CTR_E_UNSUPPORTED
  * naming the view and what ctr_parallel_params cannot hold (field
  * "vectors"); a non-finite number or a zero u or v is CTR_E_GEOMETRY. */
 CTR_API ctr_status ctr_parallel_params_from_vectors(int64_t nu, int64_t nv, int64_t nviews,
@@ -224,7 +229,9 @@ CTR_API ctr_status ctr_fbp_options_init(ctr_fbp_options *s, unsigned version);
 CTR_API ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
                                   const ctr_fbp_options *opts, int64_t nslices, float *sino);
 /* slices (nx x ny x nslices floats, overwritten) = the weighted
- * backprojection of nslices filtered sinograms, on a CUDA context within
+ * backprojection of nslices filtered sinograms (a tilted geometry: of its
+ * nrows filtered rows into nslices slices, on the CPU only; a CUDA context
+ * is CTR_E_UNSUPPORTED naming ctr_parallel_params.tilt_deg), on a CUDA context within
  * opts->gpu_budget (chunks of slices when all do not fit). Memory: on a CUDA context
  * sino and slices may each be host or GPU memory (device or managed, of any
  * of the context's GPUs; detected per pointer): sino is copied to the GPU
@@ -238,7 +245,10 @@ CTR_API ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geom
                                        const ctr_fbp_options *opts, int64_t nslices,
                                        const float *sino, float *slices);
 /* Filter + backprojection of nbins x nangles x nslices sinograms (float32)
- * into nx x ny x nslices slices. Memory: on a CUDA context sinograms and
+ * into nx x ny x nslices slices. A tilted geometry (laminography): the
+ * sinograms are nbins x nangles x nrows, the slices nx x ny x nz of any nz,
+ * reconstructed in memory on the CPU (a filtered copy of every row; a CUDA
+ * context is CTR_E_UNSUPPORTED naming ctr_parallel_params.tilt_deg). Memory: on a CUDA context sinograms and
  * slices may each be host or GPU memory (device or managed: cudaMalloc,
  * CuPy, PyTorch; detected per pointer). Sinograms in the memory of the GPU
  * that runs a chunk are read in place (no upload, no staging); host memory
@@ -253,7 +263,8 @@ CTR_API ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g,
                            const ctr_fbp_options *opts, const ctr_array *sinograms,
                            ctr_array *slices);
 /* Projections to slices in one call (host memory only: a GPU array is
- * CTR_E_INVALID_ARGUMENT naming it): flat/dark correction and -log as
+ * CTR_E_INVALID_ARGUMENT naming it; a tilted geometry is CTR_E_UNSUPPORTED:
+ * every slice needs every row): flat/dark correction and -log as
  * ctr_flatfield_sinograms, transposition, filter, backprojection. proj is
  * nbins x nrows x nangles (float32 or uint16, bins fastest); flat and dark
  * are nbins x nrows float32 (dark may be NULL); detector rows [row0, row0 +
@@ -266,7 +277,8 @@ CTR_API ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geom
                                        const float *flat, const float *dark, int64_t row0,
                                        ctr_array *slices);
 /* Double-precision reference backprojection (CPU, OpenMP) of filtered
- * sinograms: the oracle for the tests. slices: nx x ny x nslices doubles. */
+ * sinograms: the oracle for the tests. slices: nx x ny x nslices doubles
+ * (a tilted geometry: from its nrows rows). */
 CTR_API ctr_status ctr_fbp_backproject_reference(const ctr_parallel_geometry *g,
                                                  ctr_fbp_interp interp, int64_t nslices,
                                                  const float *sino, double *slices);

@@ -401,10 +401,13 @@ class ParallelGeometry:
         ray direction, the detector centre, u (pixel (0, 0) to (1, 0)) and v
         ((0, 0) to (0, 1)), mm. Only scans of slices about z are
         representable (rays and u perpendicular to z, u perpendicular to
-        the ray with one length, v along z, the rows at the same heights);
-        any other view raises (CTR_E_UNSUPPORTED) naming it. Returns
-        ``(geometry, row_z)``: each detector row is a slice, at height
-        ``row_z[r]`` mm."""
+        the ray with one length, v along z, the rows at the same heights),
+        and tilted scans (laminography: v leaning from z by one tilt, with
+        u's length, the ray along v x u, the detector centre on the axis
+        point's row), which give ``tilt`` and ``nrows``; any other view
+        raises (CTR_E_UNSUPPORTED) naming it. Returns ``(geometry, row_z)``:
+        each detector row is a slice, at height ``row_z[r]`` mm (tilted:
+        the rows' heights along v)."""
         v = np.ascontiguousarray(vectors, dtype=np.float64)
         if v.ndim != 2 or v.shape[1] != 12:
             raise ValueError(f"vectors has shape {v.shape}: expected (nviews, 12)")

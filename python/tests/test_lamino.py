@@ -79,3 +79,18 @@ def test_adjoint():
     lhs = float(np.dot(A.forward(x).ravel().astype(np.float64), y.ravel()))
     rhs = float(np.dot(x.ravel().astype(np.float64), A.adjoint(y).ravel()))
     assert abs(lhs - rhs) <= 1e-6 * abs(lhs)
+
+
+def test_from_vectors():
+    """parallel3d_vec rows of a tilted scan (docs/geometry.md) give it back."""
+    t = np.deg2rad(np.arange(12) * 30.0)
+    f = np.deg2rad(25.0)
+    z = np.zeros_like(t)
+    eu = np.stack([np.cos(t), np.sin(t), z], axis=1)
+    ev = np.stack([np.sin(f) * np.sin(t), -np.sin(f) * np.cos(t), z + np.cos(f)], axis=1)
+    d = np.cross(ev, eu)
+    v = np.concatenate([d, 40.0 * d, 0.8 * eu, 0.8 * ev], axis=1)
+    g, row_z = pyctrecon.ParallelGeometry.from_vectors(v, nu=20, nv=16)
+    assert math.isclose(g.tilt, 25.0, rel_tol=1e-12) and g.nrows == 16
+    assert np.allclose(g.angles % 360.0, np.arange(12) * 30.0)
+    assert np.allclose(row_z, (np.arange(16) - 7.5) * 0.8)
