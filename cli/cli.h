@@ -391,6 +391,21 @@ void cli_angles_in_degrees(const char *cmd, int units, int said, double *angles,
  * *range; both through cli_angles_in_degrees. Returns 0 or an exit code. */
 int cli_parallel_angles(const char *cmd, const char *path, int units, int64_t n, double **list,
                         double *start, double *range);
+/* --tilt DEG (fbp, iterate): laminography's tilt of the rotation axis
+ * (ctr_parallel_params.tilt_deg, docs/geometry.md "Laminography"), and
+ * --slices N, the reconstructed slices of a tilted scan (default: as many
+ * as detector rows). */
+#define CLI_TILT_OPTIONS(tilt, tilt_given, slices)                                        \
+  {"--tilt", "DEG", "laminography: the rotation axis tilted by DEG from the detector "    \
+   "plane towards the beam, |DEG| < 90 (default 0: tomography; --angle-units applies; "   \
+   "docs/geometry.md)", cli_parse_double, (tilt), (tilt_given)},                          \
+  {"--slices", "N", "with --tilt: slices to reconstruct, pitch --pixel-size, centred on "  \
+   "the middle detector row's axis point (default: as many as detector rows)",            \
+   cli_parse_count, (slices), NULL}
+/* --tilt in degrees (after --angle-units), checked: |tilt| < 90, --slices
+ * only with a tilt; a tilt that looks like radians (0 < |tilt| <= pi / 2
+ * with the units unsaid) gets a warning. Returns 0 or an exit code. */
+int cli_tilt(const char *cmd, int units, double *tilt, int64_t slices);
 /* Parallel beam: warns that --axis `axis` lies outside the detector's nbins
  * bins (unusual, not impossible). */
 void cli_warn_axis(const char *cmd, double axis, int64_t nbins);
@@ -470,6 +485,9 @@ int cmd_demo(int argc, char **argv);
 int cmd_rabbitct_make(int argc, char **argv); /* cmd_rabbitct_make.c */
 int cmd_rabbitct(int argc, char **argv);      /* cmd_rabbitct.c */
 int cmd_fbp(int argc, char **argv);           /* cmd_fbp.c */
+/* `demo --parallel --tilt DEG` (cmd_demo_lamino.c). */
+int cmd_demo_lamino(int64_t size, int64_t views, int64_t slices, double tilt, const char *out_dir,
+                    int force, const cli_common *common);
 /* `demo --parallel` (cmd_demo_parallel.c). */
 int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *out_dir,
                       int no_volume, int force, const cli_common *common);

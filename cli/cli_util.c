@@ -403,6 +403,21 @@ int cli_parallel_angles(const char *cmd, const char *path, int units, int64_t n,
   return rc;
 }
 
+int cli_tilt(const char *cmd, int units, double *tilt, int64_t slices) {
+  if (units == CLI_ANGLES_RAD) *tilt *= 180.0 / 3.14159265358979323846;
+  if (!(fabs(*tilt) < 90.0))
+    return cli_usage_error(cmd, "--tilt %g: expected degrees in (-90, 90): 0 is tomography, 90 "
+                           "would put the rotation axis along the beam", *tilt);
+  if (slices > 0 && *tilt == 0.0)
+    return cli_usage_error(cmd, "--slices applies to a tilted axis (--tilt DEG): without a tilt "
+                           "every detector row is a slice; give --rows to choose them (fbp)");
+  if (units == CLI_ANGLES_UNSAID && *tilt != 0.0 && fabs(*tilt) <= 1.5708)
+    cli_warn(cmd, "--tilt %g is under 1.6 degrees: it looks like radians, and ctrecon reads "
+             "degrees (laminography tilts are usually 10 to 60 degrees); say --angle-units rad "
+             "if it is radians, --angle-units deg to silence this", *tilt);
+  return 0;
+}
+
 void cli_warn_axis(const char *cmd, double axis, int64_t nbins) {
   if (!(axis >= 0 && axis <= (double)(nbins - 1)))
     cli_warn(cmd, "--axis %g lies outside the detector's bins 0 .. %lld: the rotation axis is "

@@ -20,7 +20,8 @@ const cli_command cli_cmd_iterate = {
     "pair: ray-driven Joseph forward projection A and its exact transpose A^T\n"
     "(docs/iterative.md). Cone beam takes a geometry file and projections (line\n"
     "integrals, nu x nv x views); parallel beam takes sinograms (nbins x nangles\n"
-    "each, one per slice) and the angles, axis and slice grid of `ctrecon fbp`.\n"
+    "each, one per slice) and the angles, axis and slice grid of `ctrecon fbp`;\n"
+    "with --tilt (laminography) one per detector row, and --slices sets the volume's.\n"
     "Algorithms: sirt (simultaneous, weighted by row and column sums), cgls\n"
     "(conjugate gradients on the least-squares problem: fastest on consistent data,\n"
     "unconstrained), os-sart (SIRT one subset of views at a time: a few iterations\n"
@@ -36,7 +37,9 @@ const cli_command cli_cmd_iterate = {
     "  ctrecon iterate --geometry geom.json --projections proj.nrrd --out rec.nrrd \\\n"
     "      --algorithm fista-tv --tv-weight 0.0005 --nonneg --iterations 50 --truth truth.nrrd\n"
     "  ctrecon iterate --sinograms sino.tif --angle-range 180 --out slices.nrrd \\\n"
-    "      --algorithm os-sart --subsets 12 --iterations 5\n",
+    "      --algorithm os-sart --subsets 12 --iterations 5\n"
+    "  ctrecon iterate --sinograms lamino.nrrd --angle-range 360 --tilt 20 --slices 24 \\\n"
+    "      --out layers.nrrd --algorithm cgls --iterations 15\n",
 };
 
 typedef struct it_args {
@@ -45,7 +48,9 @@ typedef struct it_args {
   int64_t workers; /* --workers: 0 = one per GPU */
   ctr_file_format out_format;
   ctr_dtype raw_dtype;
-  double box[2], angle_start, angle_range, axis, voxel, pixel, input_scale;
+  double box[2], angle_start, angle_range, axis, voxel, pixel, input_scale, tilt;
+  int64_t tilt_slices;
+  int tilt_given;
   int64_t size[2], iterations, subsets, tv_iterations, checkpoint_every, slab;
   double tolerance, relaxation, tv_weight;
   int box_given, axis_given, size_given, nonneg, resume, keep_checkpoint, strict, subsets_given,
@@ -190,9 +195,11 @@ static int load_stack(const char *path, const char *option, int64_t w, int64_t h
   return 0;
 }
 
-static int parallel_geometry(const it_args *a, int64_t nbins, int64_t nangles,
+static int parallel_geometry(const it_args *a, int64_t nbins, int64_t nangles, int64_t nrows,
                              ctr_parallel_geometry **g) {
   ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
+  p.tilt_deg = a->tilt; /* laminography: rows of their own */
+  if (a->tilt != 0.0) p.nrows = nrows;
   double *angles = NULL, *shifts = NULL;
   p.nbins = nbins;
   p.nangles = nangles;
@@ -252,6 +259,10 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
                            "(--sinograms): the geometry file describes cone beam");
   if (a->sinograms && a->raw_given)
     return cli_usage_error(cmd, "--raw-dtype applies to raw cone-beam projections");
+  if (a->geometry && (a->tilt_given || a->tilt_slices))
+    return cli_usage_error(cmd, "--tilt and --slices describe a tilted parallel-beam axis "
+                           "(--sinograms): the geometry file describes cone beam");
+  if ((rc = cli_tilt(cmd, a->angle_units, &a->tilt, a->tilt_slices))) return rc;
   if (ctr_iterate_algorithm_parse(a->algorithm, &o->algorithm) != CTR_OK)
     return cli_usage_error(cmd, "--algorithm '%s': expected sirt, cgls, os-sart, fista-tv or "
                            "pdhg-tv", a->algorithm);
@@ -358,7 +369,8 @@ static int load_parallel(const it_args *a, it_run *r) {
   if (st != CTR_OK) return cli_fail_file(cmd, st, a->sinograms);
   r->proj = data;
   r->nslices = info.count;
-  if ((rc = parallel_geometry(a, info.width, info.height, &r->pg))) return rc;
+  if ((rc = parallel_geometry(a, info.width, info.height, info.count, &r->pg))) return rc;
+  if (a->tilt != 0.0 && a->tilt_slices > 0) r->nslices = a->tilt_slices;
   const ctr_parallel_params *pp = ctr_parallel_get_params(r->pg);
   r->out_info.width = pp->nx;
   r->out_info.height = pp->ny;
@@ -627,6 +639,7 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_positive, &a.voxel, &a.parallel_given},
       {"--pixel-size", "MM", "parallel beam: detector bin size, mm (default 1)",
        cli_parse_positive, &a.pixel, &a.parallel_given},
+      CLI_TILT_OPTIONS(&a.tilt, &a.tilt_given, &a.tilt_slices),
       {"--out", "FILE", "the volume: {endings} (required)",
        cli_parse_string, &a.out, NULL},
       {"--out-format", "{formats}", "volume file format (default: from the "

@@ -54,20 +54,35 @@ def _nslices(a: Any, name: str) -> int:
     return a.shape[0]
 
 
-def _sino_io(a: Any, out: Any, name: str, geometry: ParallelGeometry):
+def _slices_of(geometry: ParallelGeometry, rows: int, nslices: Optional[int], out: Any) -> int:
+    """The slices to reconstruct: a row a slice without a tilt; with one,
+    ``nslices``, else out's, else as many as detector rows."""
+    if geometry.tilt == 0:
+        if nslices is not None and nslices != rows:
+            raise ValueError(f"nslices={nslices}: without a tilt every sinogram is a slice "
+                             f"({rows} here)")
+        return rows
+    if nslices is not None:
+        return int(nslices)
+    return out.shape[0] if out is not None and len(out.shape) == 3 else rows
+
+
+def _sino_io(a: Any, out: Any, name: str, geometry: ParallelGeometry,
+             nslices: Optional[int] = None):
     """Sinograms in, slices out: (slices, ctr_array of the sinograms and of
     the slices, nslices, the input's owner to keep alive). GPU arrays in place
     when either is one (a GPU `out` with host sinograms: TypeError), else
-    numpy arrays (the host rule)."""
+    numpy arrays (the host rule). With a tilt the sinograms have the
+    geometry's rows and the slices are ``nslices`` (_slices_of)."""
     d = _gpu.gpu_input(a, out, name)
     if d is not None:
-        ns = _nslices(d, name)
+        ns = _slices_of(geometry, _nslices(d, name), nslices, out)
         _gpu.check_shape(d, geometry.sinogram_shape(ns), name)
         res, dv = _gpu.device_out(out, a, geometry.slice_shape(ns))
         _core.distinct(dv, "out", (name, d))
         return res, _gpu.carray(d), _gpu.carray(dv), ns, d
     s = _core.asarray(a, name)
-    ns = _nslices(s, name)
+    ns = _slices_of(geometry, _nslices(s, name), nslices, out)
     s = _core.host_in(s, name, geometry.sinogram_shape(ns))
     res = _core.host_out(out, geometry.slice_shape(ns))
     _core.distinct(res, "out", (name, s))
@@ -77,9 +92,12 @@ def _sino_io(a: Any, out: Any, name: str, geometry: ParallelGeometry):
 def fbp(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram-lak",
         cutoff: float = 1.0, interp: Any = "linear", kernel: Optional[str] = None,
         strict: bool = False, return_counts: bool = False, out: Optional[np.ndarray] = None,
-        gpu_budget: Union[int, str, None] = None, ctx=None, progress: Any = "auto") -> Any:
+        gpu_budget: Union[int, str, None] = None, ctx=None, progress: Any = "auto",
+        nslices: Optional[int] = None) -> Any:
     """Filtered backprojection (ctr_fbp) of sinograms (nslices, nangles,
-    nbins) into slices (nslices, ny, nx), in 1/mm. window / cutoff: the ramp
+    nbins) into slices (nslices, ny, nx), in 1/mm. A tilted geometry
+    (laminography) takes sinograms of its rows (nrows, nangles, nbins) and
+    gives ``nslices`` slices (default: out's, else nrows), on the CPU only. window / cutoff: the ramp
     filter's; interp "linear" or "nearest"; kernel: a GPU kernel name
     (docs/parallel-beam.md; None = tuned automatically); strict: bad values
     are an error. return_counts=True returns (slices, counts of bad values
@@ -93,7 +111,7 @@ def fbp(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram-lak",
     C-contiguous array) are used in place on a CUDA context: sinograms on the
     GPU give the slices on the GPU (a new CuPy array, or `out`), with no copy
     through the host and the bits of the numpy path."""
-    res, s_a, v_a, ns, owner = _sino_io(sinograms, out, "sinograms", geometry)
+    res, s_a, v_a, ns, owner = _sino_io(sinograms, out, "sinograms", geometry, nslices)
     keep: list = [owner]
     counts = _counts() if return_counts else None
     o = _fbp_options(window, cutoff, interp, kernel, strict, keep, counts, gpu_budget)
@@ -124,12 +142,12 @@ def fbp_filter(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram
 def fbp_backproject(filtered: Any, geometry: ParallelGeometry, *, interp: Any = "linear",
                     kernel: Optional[str] = None, strict: bool = False,
                     out: Optional[np.ndarray] = None, gpu_budget: Union[int, str, None] = None,
-                    ctx=None) -> np.ndarray:
+                    ctx=None, nslices: Optional[int] = None) -> np.ndarray:
     """The weighted backprojection of filtered sinograms
     (ctr_fbp_backproject); GPU arrays in place on a CUDA context, as fbp.
     gpu_budget as fbp's: all slices at once when they fit in it, else chunks
-    of them (the same values)."""
-    res, f_a, v_a, ns, owner = _sino_io(filtered, out, "filtered", geometry)
+    of them (the same values). nslices: a tilted geometry's slices, as fbp's."""
+    res, f_a, v_a, ns, owner = _sino_io(filtered, out, "filtered", geometry, nslices)
     keep: list = [owner]
     o = _fbp_options("ram-lak", 1.0, interp, kernel, strict, keep, gpu_budget=gpu_budget)
     check(lib.ctr_fbp_backproject(context(ctx).ptr, geometry._ptr, o, ns,
@@ -138,10 +156,11 @@ def fbp_backproject(filtered: Any, geometry: ParallelGeometry, *, interp: Any = 
 
 
 def fbp_backproject_reference(filtered: Any, geometry: ParallelGeometry, *,
-                              interp: Any = "linear") -> np.ndarray:
-    """The double-precision reference backprojection (CPU), float64 slices."""
+                              interp: Any = "linear", nslices: Optional[int] = None) -> np.ndarray:
+    """The double-precision reference backprojection (CPU), float64 slices
+    (nslices: a tilted geometry's slices, as fbp's)."""
     a = _core.asarray(filtered, "filtered")
-    ns = _nslices(a, "filtered")
+    ns = _slices_of(geometry, _nslices(a, "filtered"), nslices, None)
     f = _core.host_in(a, "filtered", geometry.sinogram_shape(ns))
     res = np.zeros(geometry.slice_shape(ns), np.float64)
     check(lib.ctr_fbp_backproject_reference(geometry._ptr,

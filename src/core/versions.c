@@ -265,7 +265,12 @@ CTR__STRUCT_DEFINE_NESTED(fdk_stream_report, CTR_FDK_STREAM_REPORT_VERSION, 2,
                           {"plan", "timings"}, {&ctr__struct_fdk_plan, &ctr__struct_fdk_stream_timings})
 
 /* Parallel beam */
-CTR__STRUCT_DEFINE_V1(parallel_params, CTR_PARALLEL_PARAMS_VERSION, CTR_PARALLEL_PARAMS_INIT)
+static const ctr_parallel_params parallel_params_defaults = CTR_PARALLEL_PARAMS_INIT;
+static const ctr__struct_version parallel_params_versions[] = {
+    CTR__V_UPTO(ctr_parallel_params, tilt_deg), /* 1 */
+    CTR__V_ALL(ctr_parallel_params),            /* 2: tilt_deg, nrows */
+};
+CTR__STRUCT_DEFINE(parallel_params, CTR_PARALLEL_PARAMS_VERSION)
 
 static const ctr_fbp_options fbp_options_defaults = CTR_FBP_OPTIONS_INIT;
 static const ctr__struct_version fbp_options_versions[] = {

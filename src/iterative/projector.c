@@ -4,6 +4,7 @@
  * pair through the public ctr_backprojector. */
 #include "conebeam/backprojector.h"
 #include "iterative/backend.h"
+#include "parbeam/parbeam.h"
 
 #include <math.h>
 #include <string.h>
@@ -109,6 +110,34 @@ static void parallel_view(const ctr_parallel_params *pp, int64_t a, ctr__it_view
   memcpy(w->P, P, sizeof P);
 }
 
+/* A view of a tilted parallel-beam geometry (laminography,
+ * docs/geometry.md): the affine camera t = U . (X, 1), r = V . (X, 1) of
+ * ctr__lamino_views in index space (third row (0, 0, 0, 1)); its rays run
+ * along the null vector of the 2 x 3 part, V x U, and the ray of (t, r)
+ * passes through the point of the plane spanned by U and V that projects
+ * there (a 2 x 2 solve with the Gram matrix of U and V). The Joseph pair
+ * then runs on it as on any view. */
+static void tilted_view(const ctr__lamino_view *lv, ctr__it_view *w) {
+  const double *U = lv->u, *V = lv->v;
+  const double g00 = U[0] * U[0] + U[1] * U[1] + U[2] * U[2];
+  const double g01 = U[0] * V[0] + U[1] * V[1] + U[2] * V[2];
+  const double g11 = V[0] * V[0] + V[1] * V[1] + V[2] * V[2];
+  const double det = g00 * g11 - g01 * g01;
+  const double i00 = g11 / det, i01 = -g01 / det, i11 = g00 / det;
+  memset(w, 0, sizeof *w);
+  for (int a = 0; a < 3; a++) {
+    w->ou[a] = U[a] * i00 + V[a] * i01;
+    w->ov[a] = U[a] * i01 + V[a] * i11;
+    w->o[a] = -(w->ou[a] * U[3] + w->ov[a] * V[3]);
+  }
+  w->d[0] = V[1] * U[2] - V[2] * U[1];
+  w->d[1] = V[2] * U[0] - V[0] * U[2];
+  w->d[2] = V[0] * U[1] - V[1] * U[0];
+  const float P[12] = {(float)U[0], (float)U[1], (float)U[2], (float)U[3], (float)V[0], (float)V[1],
+                       (float)V[2], (float)V[3], 0.0f, 0.0f, 0.0f, 1.0f};
+  memcpy(w->P, P, sizeof P);
+}
+
 /* ---- Creation ---------------------------------------------------------------- */
 
 static ctr_status projector_new(ctr_context *ctx, const ctr_projector_options *opts,
@@ -204,11 +233,24 @@ ctr_status ctr_projector_create_parallel(ctr_context *ctx, const ctr_parallel_ge
   p->n[0] = pp->nx, p->n[1] = pp->ny, p->n[2] = nslices;
   p->vox[0] = p->vox[1] = pp->voxel * pp->pixel_size;
   p->vox[2] = pp->pixel_size;
-  p->nu = pp->nbins, p->nv = nslices, p->nviews = pp->nangles;
-  p->user_dims[0] = pp->nbins, p->user_dims[1] = pp->nangles, p->user_dims[2] = nslices;
+  const int tilted = ctr__par_tilted(g); /* rows of their own, else a row a slice */
+  if (!tilted && pp->nrows > 0 && pp->nrows != nslices)
+    CTR_FAIL_GOTO(st, CTR_E_SIZE_MISMATCH, "ctr_projector_create_parallel: nslices %lld and "
+                  "ctr_parallel_params.nrows %lld: without a tilt a detector row is a slice (nrows "
+                  "0 or the slices' count)", (long long)nslices, (long long)pp->nrows);
+  p->nu = pp->nbins, p->nv = tilted ? pp->nrows : nslices, p->nviews = pp->nangles;
+  p->user_dims[0] = pp->nbins, p->user_dims[1] = pp->nangles, p->user_dims[2] = p->nv;
   CTR_CHECK_GOTO(st, check_sizes(p));
   CTR_CHECK_GOTO(st, projector_finish(p));
-  for (int64_t a = 0; a < p->nviews; a++) parallel_view(pp, a, &p->views[a]);
+  for (int64_t a = 0; a < p->nviews; a++) {
+    if (tilted) {
+      ctr__lamino_view lv;
+      ctr__lamino_views(p->pg, nslices, a, 1, &lv);
+      tilted_view(&lv, &p->views[a]);
+    } else {
+      parallel_view(pp, a, &p->views[a]);
+    }
+  }
   CTR_CHECK_GOTO(st, ctr__proj_workers_create(p));
   *out = p;
   return CTR_OK;
