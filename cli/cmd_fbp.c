@@ -663,8 +663,9 @@ int cmd_fbp(int argc, char **argv) {
        &a.voxel, NULL},
       {"--pixel-size", "MM", "detector bin size; slices come out per mm (default 1)",
        cli_parse_positive, &a.pixel, NULL},
-      {"--filter", "NAME", "ram-lak, shepp-logan, cosine, hamming, hann (default ram-lak)",
-       parse_window, &a.fbp.window, NULL},
+      {"--window", "NAME", "the ramp filter's window: ram-lak, shepp-logan, cosine, hamming, "
+       "hann (default ram-lak)", parse_window, &a.fbp.window, NULL},
+      CLI_ALIAS("--filter", "--window", "NAME", parse_window, &a.fbp.window, NULL),
       {"--interp", "linear|nearest", "interpolation between bins (default linear)", parse_interp,
        &a.fbp.interp, NULL},
       {"--bp-kernel", "NAME",
@@ -674,10 +675,8 @@ int cmd_fbp(int argc, char **argv) {
        &a.batch, &a.batch_given},
       {"--read-ahead", "N", "bands the reader may hold ahead of the one being reconstructed, 1 "
        "to 16, a band buffer each (default 2)", cli_parse_count, &a.read_ahead, NULL},
-      {"--host-mem", "SIZE", "host memory for the band buffers, e.g. 16G (default: available "
-       "memory less 10 %)", cli_parse_mem, &a.host_mem, NULL},
-      {"--gpu-mem", "SIZE", "GPU memory each GPU's pipeline may use, e.g. 4G (default: free "
-       "memory less 1 GiB)", cli_parse_mem, &a.gpu_mem, NULL},
+      CLI_HOST_BUDGET_OPTION(&a.host_mem, "host memory for the band buffers"),
+      CLI_GPU_BUDGET_OPTION(&a.gpu_mem, "GPU memory each GPU's pipeline may use"),
       {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; the "
        "result is bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume,
        NULL},

@@ -154,8 +154,8 @@ static void slab_hint(int resume) {
   const char *at = resume ? strstr(ctr_error_detail(), "its slab_slices is ") : NULL;
   long long n = 0;
   if (at && sscanf(at, "its slab_slices is %lld", &n) == 1)
-    fprintf(stderr, "ctrecon iterate: the checkpoint was made with --slab-slices %lld (another "
-            "slab size changes the result's last bits): repeat the command with --slab-slices "
+    fprintf(stderr, "ctrecon iterate: the checkpoint was made with --max-slab-slices %lld (another "
+            "slab size changes the result's last bits): repeat the command with --max-slab-slices "
             "%lld\n", n, n);
 }
 
@@ -460,7 +460,7 @@ static int print_plan(const it_args *a, it_run *r) {
     const char *title = ctr_file_format_get_info(a->out_format, &fi) == CTR_OK ? fi.title : "output";
     fprintf(stderr, "ctrecon iterate: error: '%s': saving the volume (%s) needs %s more for the "
             "%s writer's own buffers (rows of chunks), beyond the host memory budget of %s "
-            "(--host-mem): raise --host-mem, or write another format (raw, NRRD or TIFF hold "
+            "(--host-budget): raise --host-budget, or write another format (raw, NRRD or TIFF hold "
             "none)\n", a->out, cli_bytes((double)vol, b1, sizeof b1), cli_bytes((double)own, b2, sizeof b2),
             title, cli_bytes((double)budget, b3, sizeof b3));
     return 1;
@@ -586,7 +586,7 @@ static void init_args(it_args *a) {
   memset(a, 0, sizeof *a);
   a->algorithm = "sirt";
   a->pair = "matched";
-  a->iterations = 20;
+  a->iterations = 10; /* ctr_iterate_options and Python iterate */
   a->angle_range = 180.0;
   a->checkpoint_every = 1;
   a->raw_dtype = CTR_DTYPE_FLOAT32;
@@ -630,7 +630,7 @@ int cmd_iterate(int argc, char **argv) {
        "extension)", cli_parse_format, &a.out_format, NULL},
       {"--algorithm", "NAME", "sirt, cgls, os-sart, fista-tv or pdhg-tv (default sirt)", cli_parse_string,
        &a.algorithm, NULL},
-      {"--iterations", "N", "iterations (default 20)", cli_parse_count, &a.iterations, NULL},
+      {"--iterations", "N", "iterations (default 10)", cli_parse_count, &a.iterations, NULL},
       {"--tolerance", "T", "stop early once ||b - A x|| <= T ||b|| (default 0: never)",
        cli_parse_nonneg, &a.tolerance, NULL},
       {"--subsets", "S", "os-sart: ordered subsets of interleaved views (default 10)",
@@ -666,12 +666,11 @@ int cmd_iterate(int argc, char **argv) {
       CLI_FORCE_OPTION(&a.force),
       {"--keep-checkpoint", NULL, "keep the checkpoint after a complete run (to continue it "
        "later with more --iterations)", cli_set_flag, &a.keep_checkpoint, NULL},
-      {"--gpu-mem", "SIZE", "GPU memory the run may use, e.g. 8G (default: free memory less "
-       "1 GiB)", cli_parse_mem, &a.gpu_mem, NULL},
-      {"--host-mem", "SIZE", "host memory the run may use (default: available less 10 %)",
-       cli_parse_mem, &a.host_mem, NULL},
-      {"--slab-slices", "N", "project the volume in slabs of at most N slices (default: as "
+      CLI_GPU_BUDGET_OPTION(&a.gpu_mem, "GPU memory the run may use"),
+      CLI_HOST_BUDGET_OPTION(&a.host_mem, "host memory the run may use"),
+      {"--max-slab-slices", "N", "project the volume in slabs of at most N slices (default: as "
        "memory allows)", cli_parse_count, &a.slab, NULL},
+      CLI_ALIAS("--slab-slices", "--max-slab-slices", "N", cli_parse_count, &a.slab, NULL),
       CLI_STRICT_OPTION(&a.strict),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
