@@ -666,6 +666,8 @@ int cmd_fbp(int argc, char **argv) {
       {"--window", "NAME", "the ramp filter's window: ram-lak, shepp-logan, cosine, hamming, "
        "hann (default ram-lak)", parse_window, &a.fbp.window, NULL},
       CLI_ALIAS("--filter", "--window", "NAME", parse_window, &a.fbp.window, NULL),
+      {"--cutoff", "F", "filter cut-off as a fraction of Nyquist, 0 < F <= 1 (default 1)",
+       cli_parse_positive, &a.fbp.cutoff, NULL},
       {"--interp", "linear|nearest", "interpolation between bins (default linear)", parse_interp,
        &a.fbp.interp, NULL},
       {"--bp-kernel", "NAME",

@@ -641,7 +641,7 @@ int cmd_iterate(int argc, char **argv) {
        "iteration denoises by W (default 0: no TV)", cli_parse_nonneg, &a.tv_weight, &a.tv_given},
       {"--tv-iterations", "N", "fista-tv: inner iterations of the TV step (default 10)",
        cli_parse_count, &a.tv_iterations, &a.tv_given},
-      {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv, pdhg-tv)", cli_set_flag,
+      {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv, pdhg-tv) (default: off)", cli_set_flag,
        &a.nonneg, NULL},
       {"--box", "LO:HI", "keep the volume in [LO, HI] (sirt, os-sart, fista-tv, pdhg-tv)", cli_parse_range, a.box,
        &a.box_given},
@@ -661,7 +661,7 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_string, &a.checkpoint, NULL},
       {"--checkpoint-every", "N", "write the checkpoint every N iterations and after the last; "
        "0 = none (default 1)", cli_parse_offset, &a.checkpoint_every, &a.every_given},
-      {"--resume", NULL, "continue the run of the checkpoint (same data and options)",
+      {"--resume", NULL, "continue the run of the checkpoint (same data and options) (default: off)",
        cli_set_flag, &a.resume, NULL},
       CLI_FORCE_OPTION(&a.force),
       {"--keep-checkpoint", NULL, "keep the checkpoint after a complete run (to continue it "

@@ -124,6 +124,11 @@ _C_FIELD = re.compile(r"\b(ctr_[a-z0-9_]+)\.([a-z0-9_]+)")
 _C_ENUM = re.compile(r"\bCTR_(?:ITERATE_INIT|ITERATE|SHORT_SCAN|INTERP|STORE|DEVICE|PAIR|FBP|"
                      r"STRIPE|CENTER|AXIS|FORMAT|PET|ROTATION|SPLIT|PLACE)_([A-Z0-9_]+)\b")
 _C_FUNCTION = re.compile(r"\bctr_([a-z0-9_]+)(?=: )")
+# a C function cited in brackets as advice: its Python name, or nothing (a
+# function the package does not wrap by that name)
+_C_CITED = re.compile(r" ?\((ctr_[a-z0-9_]+)\)")
+_PY_CITED = {"ctr_iterate": "pyctrecon.iterate", "ctr_fdk": "pyctrecon.fdk",
+             "ctr_fbp": "pyctrecon.fbp", "ctr_fbp_stream": "pyctrecon.fbp_stream"}
 
 
 def python_words(text: str) -> str:
@@ -138,6 +143,8 @@ def python_words(text: str) -> str:
     text = _C_ENUM.sub(lambda m: "'" + m.group(1).lower().replace("_", "-") + "'", text)
     text = _BARE_WORD.sub(lambda m: _BARE[m.group(1)], text)
     text = _REPEAT.sub(lambda m: m.group(1), text)
+    text = _C_CITED.sub(lambda m: (f" ({_PY_CITED[m.group(1)]})" if m.group(1) in _PY_CITED
+                                   else ""), text)
     # "ctr_fbp_stream_options: ..." is about the keywords of fbp_stream
     return _C_FUNCTION.sub(lambda m: m.group(1).replace("_options", ""), text)
 

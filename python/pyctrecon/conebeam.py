@@ -66,8 +66,7 @@ def _check_geometry(geometry: ConeGeometry, strict: bool, offset_weight: Any = "
     check(lib.ctr_fdk_check_geometry(geometry._ptr, o, ok, why, len(why)))
     if ok[0]:
         return
-    text = _core.python_words(ffi.string(why).decode().replace("(ctr_iterate)",
-                                                                "(pyctrecon.iterate)"))
+    text = _core.python_words(ffi.string(why).decode())
     if strict:
         raise _core.GeometryError(f"geometry: FDK cannot reconstruct it (refused: strict=True): "
                                   f"{text}")

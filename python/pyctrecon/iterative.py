@@ -39,7 +39,7 @@ class Projector:
 
     def __init__(self, geometry: Union[ConeGeometry, ParallelGeometry], *,
                  nslices: Optional[int] = None, pair: str = "matched",
-                 gpu_budget: Union[int, str] = 0, max_slab_slices: int = 0, ctx=None):
+                 gpu_budget: Union[int, str, None] = None, max_slab_slices: int = 0, ctx=None):
         o = new_struct("ctr_projector_options", lib.ctr_projector_options_init,
                        lib.CTR_PROJECTOR_OPTIONS_VERSION)
         o.pair = _core.parsed(lib.ctr_projector_pair_parse, "ctr_projector_pair", pair, "pair")
