@@ -422,6 +422,18 @@ float *cli_alloc_floats(const char *cmd, int64_t n, const char *what, int *rc);
 /* --interp auto|exact|precise|texture into a ctr_interp. */
 int cli_parse_interp(const char *cmd, const char *name, const char *value, void *dst);
 void cli_free_floats(float *p);
+/* --preview PREFIX: the figures of the three central planes
+ * (ctr_png_preview_figure: PREFIX_xy.png, _xz.png, _yz.png with a colourbar,
+ * a scale bar where voxel (x, y, z mm; NULL: unknown) is given, thin planes
+ * stretched), the planes as ctr_png_preview_planes takes them; lo == hi:
+ * the automatic window. Errors name `prefix`. Returns 0 or an exit code. */
+int cli_preview(const char *cmd, const char *prefix, const float *xy, const float *xz,
+                const float *yz, int64_t nx, int64_t ny, int64_t nz, const double *voxel,
+                double lo, double hi, int force);
+/* The same from a whole volume (nx x ny x nz, x fastest): its central planes. */
+int cli_preview_volume(const char *cmd, const char *prefix, const float *vol, int64_t nx,
+                       int64_t ny, int64_t nz, const double *voxel, double lo, double hi,
+                       int force);
 /* Min and max of finite values, count of non-finite ones. */
 void cli_range(const float *v, int64_t n, float *lo, float *hi, int64_t *nonfinite);
 /* Multiplies by `scale` and clamps to [0, 65535] for a uint16 output;

@@ -526,9 +526,13 @@ static int finish(const fbp_args *a, fbp_run *r) {
   const ctr_fbp_stream_report *rep = &r->report;
   report_counts(a, rep);
   if (a->preview && r->xy) {
-    ctr_status st = ctr_png_preview_planes(a->preview, r->xy, r->xz, r->yz, r->nx, r->ny,
-                                           r->nslices, 0, 0, a->force);
-    if (st != CTR_OK) return cli_fail_file("fbp", st, a->preview);
+    /* the output's spacing: slice pixels of --voxel binned bins, slices a binned row apart */
+    const double bx = a->bin_given ? (double)a->bin[0] : 1.0, by = a->bin_given ? (double)a->bin[1] : 1.0;
+    const double v = a->voxel > 0 ? a->voxel : 1.0, d = a->pixel > 0 ? a->pixel : 1.0;
+    const double voxel[3] = {v * d * bx, v * d * bx, d * by};
+    const int rc = cli_preview("fbp", a->preview, r->xy, r->xz, r->yz, r->nx, r->ny, r->nslices,
+                               voxel, 0, 0, a->force);
+    if (rc) return rc;
   }
   if (rep->axis_found)
     cli_info(&r->session, "rotation axis: %.2f bins (found by %s)\n", rep->axis,

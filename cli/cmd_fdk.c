@@ -286,11 +286,11 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
 
 static int write_previews(const fdk_args *a, const fdk_run *r) {
   /* lo == hi asks the library for the 0.5 / 99.5 % percentiles. */
-  const float lo = a->window_given ? (float)a->window[0] : 0.0f;
-  const float hi = a->window_given ? (float)a->window[1] : 0.0f;
-  ctr_status st = ctr_png_preview_planes(a->preview, r->xy, r->xz, r->yz, r->nx, r->ny, r->nz_out,
-                                         lo, hi, a->force);
-  return st == CTR_OK ? 0 : cli_fail_file("fdk", st, a->preview);
+  const double lo = a->window_given ? a->window[0] : 0.0, hi = a->window_given ? a->window[1] : 0.0;
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
+  const double voxel[3] = {vol.voxel_x, vol.voxel_y, vol.voxel_z};
+  return cli_preview("fdk", a->preview, r->xy, r->xz, r->yz, r->nx, r->ny, r->nz_out, voxel, lo, hi,
+                     a->force);
 }
 
 /* The plan, each step's busy time and, with several workers, each one's (the

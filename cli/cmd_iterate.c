@@ -527,11 +527,10 @@ static int write_outputs(const it_args *a, it_run *r) {
   ctr_status st = ctr_stack_save(a->out, a->out_format, &r->out_info, CTR_DTYPE_FLOAT32, r->vol,
                                  a->force);
   if (st != CTR_OK) return cli_fail_file(cmd, st, a->out);
-  if (a->preview) {
-    st = ctr_png_preview(a->preview, r->vol, r->vd[0], r->vd[1], r->vd[2], 0.0f, 0.0f, a->force);
-    if (st != CTR_OK) return cli_fail_file(cmd, st, a->preview);
-  }
   int rc;
+  if (a->preview && (rc = cli_preview_volume(cmd, a->preview, r->vol, r->vd[0], r->vd[1],
+                                             r->vd[2], r->out_info.spacing, 0, 0, a->force)))
+    return rc;
   if (a->plot && r->h.n > 0 && (rc = write_plot(a, r))) return rc;
   if (a->residuals && (rc = write_table(a->residuals, &r->h, r->base, a->force))) return rc;
   if (r->checkpoints && !a->keep_checkpoint) remove(r->ckpath);

@@ -1,6 +1,7 @@
 /* Line plots as 640 x 480 RGB PNGs (plot/plot.h): white background, a framed
- * plot area with grid lines, ticks with numeric labels (decades 1e<k> on a
- * logarithmic axis), the axis titles, an optional title, lines through each
+ * plot area with grid lines, ticks with numeric labels (on a logarithmic
+ * axis decades, and 2 and 5 between them over up to four decades), the
+ * axis titles, an optional title, lines through each
  * series' points in order with optional markers, and a legend of the
  * labelled series. Labels use the 5 x 7 font of font.c; the PNG goes to a
  * temporary name and is renamed. */
@@ -21,6 +22,7 @@
 #define TICK_LEN 6
 #define TEXT_SCALE 2
 #define MARKER_RADIUS 4
+#define LOG_LABELLED 4 /* decades a log axis may span and still label 2 and 5 */
 
 static const uint8_t C_BLACK[3] = {0, 0, 0};
 static const uint8_t C_GRID[3] = {225, 225, 225};
@@ -134,9 +136,16 @@ static double map_y(const axis *a, double v) {
   return AREA_Y1 - (v - a->lo) / (a->hi - a->lo) * (double)(AREA_Y1 - AREA_Y0);
 }
 
+/* m x 10^e on a logarithmic axis: plain (0.002, 50) for e in -4 .. 3, else
+ * "2e-7". */
+static void log_label(int m, int e, char *buf, size_t n) {
+  if (e >= -4 && e <= 3) snprintf(buf, n, "%g", m * pow(10.0, e));
+  else snprintf(buf, n, "%de%d", m, e);
+}
+
 static void tick_label(const axis *a, double v, char *buf, size_t n) {
   if (a->log) {
-    snprintf(buf, n, "1e%d", (int)lround(v));
+    log_label(1, (int)lround(v), buf, n);
     return;
   }
   if (fabs(v) < 1e-9 * a->step) v = 0.0; /* no "-0.0" */
@@ -165,6 +174,18 @@ static void draw_axes(canvas *c, const axis *ax, const axis *ay, const char *xt,
     for (double d = ay->lo; d < ay->hi; d += 1.0)
       for (int m = 2; m <= 9; m++)
         hline(c, AREA_X0 + 1, AREA_X1 - 1, (int)lround(map_y(ay, d + log10((double)m))), C_MINOR);
+  /* up to LOG_LABELLED decades: 2 and 5 labelled too, with a short tick */
+  if (ay->log && ay->step == 1.0 && ay->hi - ay->lo <= LOG_LABELLED)
+    for (double d = ay->lo; d < ay->hi; d += 1.0)
+      for (int m = 2; m <= 5; m += 3) {
+        const int y = (int)lround(map_y(ay, d + log10((double)m)));
+        hline(c, AREA_X0 - TICK_LEN / 2, AREA_X0, y, C_BLACK);
+        log_label(m, (int)lround(d), buf, sizeof buf);
+        const int w = ctr__font_text_width(buf, TEXT_SCALE);
+        if (w > widest) widest = w;
+        ctr__font_draw(c->px, PLOT_W, PLOT_H, AREA_X0 - TICK_LEN - 4 - w, y - th / 2, buf,
+                       TEXT_SCALE, C_BLACK, 0);
+      }
   for (int i = 0; i <= ny; i++) {
     const double v = ay->lo + i * ay->step;
     const int y = (int)lround(map_y(ay, v));
