@@ -110,6 +110,7 @@ static const struct {
     {"CTR_ITERATE_OS_SART", "os-sart"},
     {"CTR_ITERATE_FISTA_TV", "fista-tv"},
     {"ctr_iterate", "ctrecon iterate"},
+    {"ctr_geometry_offset_detector", "docs/geometry.md"},
 };
 
 const cli_field *cli_fields(void) { return k_fields; }

@@ -3,7 +3,7 @@
  * axis decades, and 2 and 5 between them over up to four decades), the
  * axis titles, an optional title, lines through each
  * series' points in order with optional markers, and a legend of the
- * labelled series. Labels use the 5 x 7 font of font.c; the PNG goes to a
+ * labelled series in the corner where it hides the least. Labels use the 5 x 7 font of font.c; the PNG goes to a
  * temporary name and is renamed. */
 #include "io/io_internal.h"
 #include "plot/plot.h"
@@ -226,9 +226,33 @@ static void draw_title(canvas *c, const char *title) {
                  C_BLACK, 0);
 }
 
-/* The labelled series' colours and names in a framed box at the top right
- * of the plot area. */
-static void draw_legend(canvas *c, const ctr__plot_series *s, int ns) {
+static double value(const axis *a, double v, double scale) { return a->log ? log10(v) : v * scale; }
+
+/* How many of the series' drawn pixels (each segment sampled every few
+ * pixels, and the points) fall in the box [x0, x1] x [y0, y1]. */
+static int64_t covered(const ctr__plot *p, const axis *ax, const axis *ay,
+                       const ctr__plot_series *s, int ns, int x0, int y0, int x1, int y1) {
+  int64_t n = 0;
+  for (int k = 0; k < ns; k++)
+    for (int64_t i = 0; i < s[k].n; i++) {
+      const double xb = map_x(ax, value(ax, s[k].x[i], p->x_scale)),
+                   yb = map_y(ay, value(ay, s[k].y[i], 1.0));
+      const double xa = i ? map_x(ax, value(ax, s[k].x[i - 1], p->x_scale)) : xb,
+                   ya = i ? map_y(ay, value(ay, s[k].y[i - 1], 1.0)) : yb;
+      const int steps = (int)(fmax(fabs(xb - xa), fabs(yb - ya)) / 4.0) + 1;
+      for (int t = 1; t <= steps; t++) {
+        const double x = xa + (xb - xa) * t / steps, y = ya + (yb - ya) * t / steps;
+        n += x >= x0 - MARKER_RADIUS && x <= x1 + MARKER_RADIUS && y >= y0 - MARKER_RADIUS &&
+             y <= y1 + MARKER_RADIUS;
+      }
+    }
+  return n;
+}
+
+/* The labelled series' colours and names in a framed box in the corner of
+ * the plot area that hides the fewest of the lines (top right on a tie). */
+static void draw_legend(canvas *c, const ctr__plot *p, const axis *ax, const axis *ay,
+                        const ctr__plot_series *s, int ns) {
   const int th = CTR__FONT_H * TEXT_SCALE, row = th + 8, swatch = 22;
   int n = 0, widest = 0;
   for (int k = 0; k < ns; k++)
@@ -238,8 +262,20 @@ static void draw_legend(canvas *c, const ctr__plot_series *s, int ns) {
       n++;
     }
   if (!n) return;
-  const int x1 = AREA_X1 - 8, x0 = x1 - widest - swatch - 18, y0 = AREA_Y0 + 8,
-            y1 = y0 + n * row + 6;
+  const int bw = widest + swatch + 18, bh = n * row + 6;
+  /* top right, top left, bottom right, bottom left */
+  const int cx[4] = {AREA_X1 - 8 - bw, AREA_X0 + 8, AREA_X1 - 8 - bw, AREA_X0 + 8};
+  const int cy[4] = {AREA_Y0 + 8, AREA_Y0 + 8, AREA_Y1 - 8 - bh, AREA_Y1 - 8 - bh};
+  int best = 0;
+  int64_t least = -1;
+  for (int i = 0; i < 4; i++) {
+    const int64_t hidden = covered(p, ax, ay, s, ns, cx[i], cy[i], cx[i] + bw, cy[i] + bh);
+    if (least < 0 || hidden < least) {
+      least = hidden;
+      best = i;
+    }
+  }
+  const int x0 = cx[best], x1 = x0 + bw, y0 = cy[best], y1 = y0 + bh;
   for (int y = y0; y <= y1; y++) hline(c, x0, x1, y, C_WHITE);
   hline(c, x0, x1, y0, C_BLACK);
   hline(c, x0, x1, y1, C_BLACK);
@@ -256,7 +292,6 @@ static void draw_legend(canvas *c, const ctr__plot_series *s, int ns) {
 
 /* ---- Entry point ----------------------------------------------------------- */
 
-static double value(const axis *a, double v, double scale) { return a->log ? log10(v) : v * scale; }
 
 ctr_status ctr__plot_png(const char *path, const ctr__plot *p, const ctr__plot_series *s, int ns,
                          int overwrite) {
@@ -281,7 +316,7 @@ ctr_status ctr__plot_png(const char *path, const ctr__plot *p, const ctr__plot_s
       disc(&c, map_x(&ax, value(&ax, x[i], p->x_scale)), map_y(&ay, value(&ay, y[i], 1.0)),
            MARKER_RADIUS, s[k].mark_rgb);
   }
-  draw_legend(&c, s, ns);
+  draw_legend(&c, p, &ax, &ay, s, ns);
   ctr_status st = ctr__png_save(path, c.px, PLOT_W, PLOT_H, 3, overwrite);
   free(c.px);
   return st;
