@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One vocabulary with Python and C (docs/vocabulary.md): the renamed options
 # (--window, --max-slab-slices, --gpu-budget, --host-budget, geometry's
-# --angle-start and --angle-range) and their deprecated old names, which
+# --angle-start and --angle-range, rabbitct-make's --angle-range) and their
+# deprecated old names, which
 # still work (the same output, byte for byte), are left out of --help and of
 # "did you mean", and warn once per run naming the new option. FDK's default
 # window is ram-lak, as fbp's, Python's and the C library's.
@@ -70,7 +71,7 @@ else bad "iterate's default iterations: $(head -3 "$OUT")"; fi
 hidden fdk --filter; hidden fdk --subvolume-slices; hidden fdk --gpu-mem; hidden fdk --host-mem
 hidden fbp --filter; hidden fbp --gpu-mem; hidden fbp --host-mem
 hidden iterate --slab-slices; hidden iterate --gpu-mem; hidden geometry --start
-hidden geometry --range
+hidden geometry --range; hidden rabbitct-make --range
 run fbp --help
 if grep -qE -- "^  --window NAME .*\(default ram-lak\)" "$OUT" &&
    grep -qE -- "^  --cutoff F .*\(default 1\)" "$OUT"; then ok "fbp --help: --window and --cutoff"

@@ -7,28 +7,15 @@
  * numbers (margins, a 256-pixel long side) are those of src/plot/preview.c. */
 #include "harness.h"
 #include "scratch_dir.h"
+#include "png_read.h"
 
-#include <png.h>
 #include <stdint.h>
 #include <unistd.h>
 
 enum { IMG_X = 8, IMG_Y = 8 + 14 + 10, BAR_GAP = 14, BAR_W = 18 };
 
 static unsigned char *read_rgb(const char *path, unsigned *w, unsigned *h) {
-  png_image im;
-  memset(&im, 0, sizeof im);
-  im.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_file(&im, path)) return NULL;
-  im.format = PNG_FORMAT_RGB;
-  unsigned char *buf = malloc(PNG_IMAGE_SIZE(im));
-  if (!buf || !png_image_finish_read(&im, NULL, buf, 0, NULL)) {
-    free(buf);
-    png_image_free(&im);
-    return NULL;
-  }
-  *w = im.width;
-  *h = im.height;
-  return buf;
+  return png_read_as(path, PNG_FORMAT_RGB, w, h);
 }
 
 static const unsigned char *at(const unsigned char *px, unsigned w, unsigned x, unsigned y) {

@@ -30,6 +30,17 @@ def _pyplot():
     return plt
 
 
+def _stack(a: Any, name: str, dims: str) -> np.ndarray:
+    """A 3D numpy array of `a` (a 2D one as one image), or a ValueError that
+    names it and the dims expected ("(nz, ny, nx)")."""
+    a = _host(a, name)
+    if a.ndim == 2:
+        a = a[None]
+    if a.ndim != 3 or 0 in a.shape:
+        raise ValueError(f"{name} has shape {a.shape}: expected {dims} or one image")
+    return a
+
+
 def _host(a: Any, name: str) -> np.ndarray:
     """A numpy copy of a numpy, CuPy or torch array (GPU arrays come to the
     host: a figure is drawn there)."""
@@ -163,11 +174,7 @@ def show(volume: Any, *, point: Optional[Sequence[int]] = None,
     Returns the matplotlib Figure (``plt.show()`` or a notebook displays it).
     """
     plt = _pyplot()
-    v = _host(volume, "volume")
-    if v.ndim == 2:
-        v = v[None]
-    if v.ndim != 3 or 0 in v.shape:
-        raise ValueError(f"volume has shape {v.shape}: expected (nz, ny, nx) or (ny, nx)")
+    v = _stack(volume, "volume", "(nz, ny, nx)")
     nz, ny, nx = v.shape
     z, y, x = (nz // 2, ny // 2, nx // 2) if point is None else (int(i) for i in point)
     if point is not None and len(point) != 3:
@@ -294,11 +301,7 @@ def show_projections(projections: Any, *, views: Union[int, Sequence[int], None]
     Returns the matplotlib Figure.
     """
     plt = _pyplot()
-    p = _host(projections, "projections")
-    if p.ndim == 2:
-        p = p[None]
-    if p.ndim != 3 or 0 in p.shape:
-        raise ValueError(f"projections have shape {p.shape}: expected (nviews, nv, nu)")
+    p = _stack(projections, "projections", "(nviews, nv, nu)")
     n, nv, nu = p.shape
     chosen = _views(views, n)
     du, dv = _detector(geometry, pixel, nu, nv)

@@ -114,7 +114,7 @@ def test_show_errors_name_the_keyword():
     v = _volume()
     with pytest.raises(ValueError, match=r"point=\(20, 0, 0\): z = 20 is outside 0 .. 19"):
         pyctrecon.show(v, point=(20, 0, 0))
-    with pytest.raises(ValueError, match="expected \\(nz, ny, nx\\) or \\(ny, nx\\)"):
+    with pytest.raises(ValueError, match="volume has shape \\(5,\\): expected \\(nz, ny, nx\\) or one image"):
         pyctrecon.show(np.zeros(5))
     with pytest.raises(ValueError, match="voxel=-1"):
         pyctrecon.show(v, voxel=-1)
