@@ -422,6 +422,11 @@ float *cli_alloc_floats(const char *cmd, int64_t n, const char *what, int *rc);
 /* --interp auto|exact|precise|texture into a ctr_interp. */
 int cli_parse_interp(const char *cmd, const char *name, const char *value, void *dst);
 void cli_free_floats(float *p);
+/* The --preview option of fdk, fbp, iterate and pet recon. */
+#define CLI_PREVIEW_OPTION(dst)                                                      \
+  {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes, with a " \
+   "colourbar and a scale bar in mm (docs/cli.md, Previews and plots)",              \
+   cli_parse_string, (dst), NULL}
 /* --preview PREFIX: the figures of the three central planes
  * (ctr_png_preview_figure: PREFIX_xy.png, _xz.png, _yz.png with a colourbar,
  * a scale bar where voxel (x, y, z mm; NULL: unknown) is given, thin planes

@@ -689,8 +689,7 @@ int cmd_fbp(int argc, char **argv) {
       CLI_FORCE_OPTION(&a.force),
       {"--timings", NULL, "print the reader's, computation's and writer's busy times and the "
        "time before and after the run on stderr (default: off)", cli_set_flag, &a.timings, NULL},
-      {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
-       &a.preview, NULL},
+      CLI_PREVIEW_OPTION(&a.preview),
       CLI_STRICT_OPTION(&a.fbp.strict),
       CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
       CLI_COMMON_OPTIONS(&a.common),

@@ -654,8 +654,7 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_string, &a.plot, NULL},
       {"--residuals", "CSV", "table of residual (and error) per iteration", cli_parse_string,
        &a.residuals, NULL},
-      {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
-       &a.preview, NULL},
+      CLI_PREVIEW_OPTION(&a.preview),
       {"--checkpoint", "FILE", "the state after finished iterations (default OUT.checkpoint)",
        cli_parse_string, &a.checkpoint, NULL},
       {"--checkpoint-every", "N", "write the checkpoint every N iterations and after the last; "
