@@ -98,6 +98,16 @@ typedef struct cli_opt {
   int *seen; /* optional: set to 1 when the option is given */
 } cli_opt;
 
+/* A deprecated name `old` of option `now` (a string literal; docs/vocabulary.md):
+ * its value goes through the same parser into the same place, it is left out
+ * of --help and of "did you mean", and its first use in a run warns. Its
+ * help text is CLI_DEPRECATED followed by `now`. */
+#define CLI_DEPRECATED "deprecated: use "
+#define CLI_ALIAS(old, now, metavar, parse, dst, seen) \
+  {(old), (metavar), CLI_DEPRECATED now, (parse), (dst), (seen)}
+/* The option that `o` is a deprecated name of (CLI_ALIAS), else NULL. */
+const char *cli_alias_of(const cli_opt *o);
+
 /* The options of the command being run: a field without a row is named by
  * the option of its member's name where the command has one (cli_parse). */
 void cli_fields_command(const cli_opt *opts);
@@ -226,6 +236,18 @@ int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t);
 #define CLI_INPUT_SCALE_OPTION(scale)                                                \
   {"--input-scale", "F", "divide the input values by F, e.g. the uint16 scale of "   \
    "phantom --uint16-scale F (default 1)", cli_parse_positive, (scale), NULL}
+
+/* --gpu-budget and --host-budget (the names of the C and Python budgets,
+ * docs/vocabulary.md; --gpu-mem and --host-mem are their deprecated names):
+ * `what` is the help's start, e.g. "GPU memory the run may use". */
+#define CLI_GPU_BUDGET_OPTION(dst, what)                                             \
+  {"--gpu-budget", "SIZE", what ", e.g. 8G, powers of 1024 (default: free memory "    \
+   "less 1 GiB)", cli_parse_mem, (dst), NULL},                                       \
+  CLI_ALIAS("--gpu-mem", "--gpu-budget", "SIZE", cli_parse_mem, (dst), NULL)
+#define CLI_HOST_BUDGET_OPTION(dst, what)                                            \
+  {"--host-budget", "SIZE", what ", e.g. 32G, powers of 1024 (default: available "    \
+   "memory less 10 %)", cli_parse_mem, (dst), NULL},                                 \
+  CLI_ALIAS("--host-mem", "--host-budget", "SIZE", cli_parse_mem, (dst), NULL)
 
 /* The state behind the context's log and progress callbacks. */
 typedef struct cli_session {
@@ -416,6 +438,23 @@ float *cli_alloc_floats(const char *cmd, int64_t n, const char *what, int *rc);
 /* --interp auto|exact|precise|texture into a ctr_interp. */
 int cli_parse_interp(const char *cmd, const char *name, const char *value, void *dst);
 void cli_free_floats(float *p);
+/* The --preview option of fdk, fbp, iterate and pet recon. */
+#define CLI_PREVIEW_OPTION(dst)                                                      \
+  {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes, with a " \
+   "colourbar and a scale bar in mm (docs/cli.md, Previews and plots)",              \
+   cli_parse_string, (dst), NULL}
+/* --preview PREFIX: the figures of the three central planes
+ * (ctr_png_preview_figure: PREFIX_xy.png, _xz.png, _yz.png with a colourbar,
+ * a scale bar where voxel (x, y, z mm; NULL: unknown) is given, thin planes
+ * stretched), the planes as ctr_png_preview_planes takes them; lo == hi:
+ * the automatic window. Errors name `prefix`. Returns 0 or an exit code. */
+int cli_preview(const char *cmd, const char *prefix, const float *xy, const float *xz,
+                const float *yz, int64_t nx, int64_t ny, int64_t nz, const double *voxel,
+                double lo, double hi, int force);
+/* The same from a whole volume (nx x ny x nz, x fastest): its central planes. */
+int cli_preview_volume(const char *cmd, const char *prefix, const float *vol, int64_t nx,
+                       int64_t ny, int64_t nz, const double *voxel, double lo, double hi,
+                       int force);
 /* Min and max of finite values, count of non-finite ones. */
 void cli_range(const float *v, int64_t n, float *lo, float *hi, int64_t *nonfinite);
 /* Multiplies by `scale` and clamps to [0, 65535] for a uint16 output;

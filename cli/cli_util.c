@@ -579,3 +579,37 @@ done:
   return 0;
 }
 
+
+/* ---- Previews ------------------------------------------------------------ */
+
+int cli_preview(const char *cmd, const char *prefix, const float *xy, const float *xz,
+                const float *yz, int64_t nx, int64_t ny, int64_t nz, const double *voxel,
+                double lo, double hi, int force) {
+  ctr_preview_options o = CTR_PREVIEW_OPTIONS_INIT;
+  o.lo = (float)lo;
+  o.hi = (float)hi;
+  if (voxel) memcpy(o.voxel, voxel, sizeof o.voxel);
+  o.overwrite = force;
+  ctr_status st = ctr_png_preview_figure(prefix, xy, xz, yz, nx, ny, nz, &o);
+  return st == CTR_OK ? 0 : cli_fail_file(cmd, st, prefix);
+}
+
+int cli_preview_volume(const char *cmd, const char *prefix, const float *vol, int64_t nx,
+                       int64_t ny, int64_t nz, const double *voxel, double lo, double hi,
+                       int force) {
+  int rc = 0;
+  float *xz = cli_alloc_floats(cmd, nx * nz, "the xz preview", &rc);
+  float *yz = rc ? NULL : cli_alloc_floats(cmd, ny * nz, "the yz preview", &rc);
+  if (!rc) {
+    const int64_t plane = nx * ny;
+    for (int64_t z = 0; z < nz; z++) {
+      memcpy(xz + z * nx, vol + z * plane + (ny / 2) * nx, (size_t)nx * sizeof(float));
+      for (int64_t y = 0; y < ny; y++) yz[z * ny + y] = vol[z * plane + y * nx + nx / 2];
+    }
+    rc = cli_preview(cmd, prefix, vol + (nz / 2) * plane, xz, yz, nx, ny, nz, voxel, lo, hi,
+                     force);
+  }
+  cli_free_floats(xz);
+  cli_free_floats(yz);
+  return rc;
+}

@@ -231,12 +231,13 @@ static int step_write(const demo_args *a, demo_run *r) {
                         r->rec, a->force);
     if (st != CTR_OK) return cli_fail_file("demo", st, r->path);
   }
-  st = ctr_png_preview(out_path(r, a, "recon"), r->rec, n, n, n, DEMO_WINDOW_LO, DEMO_WINDOW_HI,
-                       a->force);
-  if (st != CTR_OK) return cli_fail_file("demo", st, r->path);
-  st = ctr_png_preview(out_path(r, a, "truth"), r->truth, n, n, n, DEMO_WINDOW_LO, DEMO_WINDOW_HI,
-                       a->force);
-  return st == CTR_OK ? 0 : cli_fail_file("demo", st, r->path);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
+  const double voxel[3] = {vol.voxel_x, vol.voxel_y, vol.voxel_z};
+  const int rc = cli_preview_volume("demo", out_path(r, a, "recon"), r->rec, n, n, n, voxel,
+                                    DEMO_WINDOW_LO, DEMO_WINDOW_HI, a->force);
+  if (rc) return rc;
+  return cli_preview_volume("demo", out_path(r, a, "truth"), r->truth, n, n, n, voxel,
+                            DEMO_WINDOW_LO, DEMO_WINDOW_HI, a->force);
 }
 
 /* ---- Report ------------------------------------------------------------------ */

@@ -633,9 +633,13 @@ static int finish(const fbp_args *a, fbp_run *r) {
   const ctr_fbp_stream_report *rep = &r->report;
   report_counts(a, rep);
   if (a->preview && r->xy) {
-    ctr_status st = ctr_png_preview_planes(a->preview, r->xy, r->xz, r->yz, r->nx, r->ny,
-                                           r->nslices, 0, 0, a->force);
-    if (st != CTR_OK) return cli_fail_file("fbp", st, a->preview);
+    /* the output's spacing: slice pixels of --voxel binned bins, slices a binned row apart */
+    const double bx = a->bin_given ? (double)a->bin[0] : 1.0, by = a->bin_given ? (double)a->bin[1] : 1.0;
+    const double v = a->voxel > 0 ? a->voxel : 1.0, d = a->pixel > 0 ? a->pixel : 1.0;
+    const double voxel[3] = {v * d * bx, v * d * bx, d * by};
+    const int rc = cli_preview("fbp", a->preview, r->xy, r->xz, r->yz, r->nx, r->ny, r->nslices,
+                               voxel, 0, 0, a->force);
+    if (rc) return rc;
   }
   if (rep->axis_found)
     cli_info(&r->session, "rotation axis: %.2f bins (found by %s)\n", rep->axis,
@@ -771,8 +775,11 @@ int cmd_fbp(int argc, char **argv) {
       {"--pixel-size", "MM", "detector bin size; slices come out per mm (default 1)",
        cli_parse_positive, &a.pixel, NULL},
       CLI_TILT_OPTIONS(&a.tilt, &a.tilt_given, &a.tilt_slices),
-      {"--filter", "NAME", "ram-lak, shepp-logan, cosine, hamming, hann (default ram-lak)",
-       parse_window, &a.fbp.window, NULL},
+      {"--window", "NAME", "the ramp filter's window: ram-lak, shepp-logan, cosine, hamming, "
+       "hann (default ram-lak)", parse_window, &a.fbp.window, NULL},
+      CLI_ALIAS("--filter", "--window", "NAME", parse_window, &a.fbp.window, NULL),
+      {"--cutoff", "F", "filter cut-off as a fraction of Nyquist, 0 < F <= 1 (default 1)",
+       cli_parse_positive, &a.fbp.cutoff, NULL},
       {"--interp", "linear|nearest", "interpolation between bins (default linear)", parse_interp,
        &a.fbp.interp, NULL},
       {"--bp-kernel", "NAME",
@@ -782,18 +789,15 @@ int cmd_fbp(int argc, char **argv) {
        &a.batch, &a.batch_given},
       {"--read-ahead", "N", "bands the reader may hold ahead of the one being reconstructed, 1 "
        "to 16, a band buffer each (default 2)", cli_parse_count, &a.read_ahead, NULL},
-      {"--host-mem", "SIZE", "host memory for the band buffers, e.g. 16G (default: available "
-       "memory less 10 %)", cli_parse_mem, &a.host_mem, NULL},
-      {"--gpu-mem", "SIZE", "GPU memory each GPU's pipeline may use, e.g. 4G (default: free "
-       "memory less 1 GiB)", cli_parse_mem, &a.gpu_mem, NULL},
+      CLI_HOST_BUDGET_OPTION(&a.host_mem, "host memory for the band buffers"),
+      CLI_GPU_BUDGET_OPTION(&a.gpu_mem, "GPU memory each GPU's pipeline may use"),
       {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; the "
        "result is bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume,
        NULL},
       CLI_FORCE_OPTION(&a.force),
       {"--timings", NULL, "print the reader's, computation's and writer's busy times and the "
        "time before and after the run on stderr (default: off)", cli_set_flag, &a.timings, NULL},
-      {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
-       &a.preview, NULL},
+      CLI_PREVIEW_OPTION(&a.preview),
       CLI_STRICT_OPTION(&a.fbp.strict),
       CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
       CLI_COMMON_OPTIONS(&a.common),

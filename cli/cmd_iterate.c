@@ -160,8 +160,8 @@ static void slab_hint(int resume) {
   const char *at = resume ? strstr(ctr_error_detail(), "its slab_slices is ") : NULL;
   long long n = 0;
   if (at && sscanf(at, "its slab_slices is %lld", &n) == 1)
-    fprintf(stderr, "ctrecon iterate: the checkpoint was made with --slab-slices %lld (another "
-            "slab size changes the result's last bits): repeat the command with --slab-slices "
+    fprintf(stderr, "ctrecon iterate: the checkpoint was made with --max-slab-slices %lld (another "
+            "slab size changes the result's last bits): repeat the command with --max-slab-slices "
             "%lld\n", n, n);
 }
 
@@ -474,7 +474,7 @@ static int print_plan(const it_args *a, it_run *r) {
     const char *title = ctr_file_format_get_info(a->out_format, &fi) == CTR_OK ? fi.title : "output";
     fprintf(stderr, "ctrecon iterate: error: '%s': saving the volume (%s) needs %s more for the "
             "%s writer's own buffers (rows of chunks), beyond the host memory budget of %s "
-            "(--host-mem): raise --host-mem, or write another format (raw, NRRD or TIFF hold "
+            "(--host-budget): raise --host-budget, or write another format (raw, NRRD or TIFF hold "
             "none)\n", a->out, cli_bytes((double)vol, b1, sizeof b1), cli_bytes((double)own, b2, sizeof b2),
             title, cli_bytes((double)budget, b3, sizeof b3));
     return 1;
@@ -541,11 +541,10 @@ static int write_outputs(const it_args *a, it_run *r) {
   ctr_status st = ctr_stack_save(a->out, a->out_format, &r->out_info, CTR_DTYPE_FLOAT32, r->vol,
                                  a->force);
   if (st != CTR_OK) return cli_fail_file(cmd, st, a->out);
-  if (a->preview) {
-    st = ctr_png_preview(a->preview, r->vol, r->vd[0], r->vd[1], r->vd[2], 0.0f, 0.0f, a->force);
-    if (st != CTR_OK) return cli_fail_file(cmd, st, a->preview);
-  }
   int rc;
+  if (a->preview && (rc = cli_preview_volume(cmd, a->preview, r->vol, r->vd[0], r->vd[1],
+                                             r->vd[2], r->out_info.spacing, 0, 0, a->force)))
+    return rc;
   if (a->plot && r->h.n > 0 && (rc = write_plot(a, r))) return rc;
   if (a->residuals && (rc = write_table(a->residuals, &r->h, r->base, a->force))) return rc;
   if (r->checkpoints && !a->keep_checkpoint) remove(r->ckpath);
@@ -601,7 +600,7 @@ static void init_args(it_args *a) {
   memset(a, 0, sizeof *a);
   a->algorithm = "sirt";
   a->pair = "matched";
-  a->iterations = 20;
+  a->iterations = 10; /* ctr_iterate_options and Python iterate */
   a->angle_range = 180.0;
   a->checkpoint_every = 1;
   a->raw_dtype = CTR_DTYPE_FLOAT32;
@@ -646,7 +645,7 @@ int cmd_iterate(int argc, char **argv) {
        "extension)", cli_parse_format, &a.out_format, NULL},
       {"--algorithm", "NAME", "sirt, cgls, os-sart, fista-tv or pdhg-tv (default sirt)", cli_parse_string,
        &a.algorithm, NULL},
-      {"--iterations", "N", "iterations (default 20)", cli_parse_count, &a.iterations, NULL},
+      {"--iterations", "N", "iterations (default 10)", cli_parse_count, &a.iterations, NULL},
       {"--tolerance", "T", "stop early once ||b - A x|| <= T ||b|| (default 0: never)",
        cli_parse_nonneg, &a.tolerance, NULL},
       {"--subsets", "S", "os-sart: ordered subsets of interleaved views (default 10)",
@@ -657,7 +656,7 @@ int cmd_iterate(int argc, char **argv) {
        "iteration denoises by W (default 0: no TV)", cli_parse_nonneg, &a.tv_weight, &a.tv_given},
       {"--tv-iterations", "N", "fista-tv: inner iterations of the TV step (default 10)",
        cli_parse_count, &a.tv_iterations, &a.tv_given},
-      {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv, pdhg-tv)", cli_set_flag,
+      {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv, pdhg-tv) (default: off)", cli_set_flag,
        &a.nonneg, NULL},
       {"--box", "LO:HI", "keep the volume in [LO, HI] (sirt, os-sart, fista-tv, pdhg-tv)", cli_parse_range, a.box,
        &a.box_given},
@@ -675,23 +674,21 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_string, &a.plot, NULL},
       {"--residuals", "CSV", "table of residual (and error) per iteration", cli_parse_string,
        &a.residuals, NULL},
-      {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
-       &a.preview, NULL},
+      CLI_PREVIEW_OPTION(&a.preview),
       {"--checkpoint", "FILE", "the state after finished iterations (default OUT.checkpoint)",
        cli_parse_string, &a.checkpoint, NULL},
       {"--checkpoint-every", "N", "write the checkpoint every N iterations and after the last; "
        "0 = none (default 1)", cli_parse_offset, &a.checkpoint_every, &a.every_given},
-      {"--resume", NULL, "continue the run of the checkpoint (same data and options)",
+      {"--resume", NULL, "continue the run of the checkpoint (same data and options) (default: off)",
        cli_set_flag, &a.resume, NULL},
       CLI_FORCE_OPTION(&a.force),
       {"--keep-checkpoint", NULL, "keep the checkpoint after a complete run (to continue it "
        "later with more --iterations)", cli_set_flag, &a.keep_checkpoint, NULL},
-      {"--gpu-mem", "SIZE", "GPU memory the run may use, e.g. 8G (default: free memory less "
-       "1 GiB)", cli_parse_mem, &a.gpu_mem, NULL},
-      {"--host-mem", "SIZE", "host memory the run may use (default: available less 10 %)",
-       cli_parse_mem, &a.host_mem, NULL},
-      {"--slab-slices", "N", "project the volume in slabs of at most N slices (default: as "
+      CLI_GPU_BUDGET_OPTION(&a.gpu_mem, "GPU memory the run may use"),
+      CLI_HOST_BUDGET_OPTION(&a.host_mem, "host memory the run may use"),
+      {"--max-slab-slices", "N", "project the volume in slabs of at most N slices (default: as "
        "memory allows)", cli_parse_count, &a.slab, NULL},
+      CLI_ALIAS("--slab-slices", "--max-slab-slices", "N", cli_parse_count, &a.slab, NULL),
       CLI_STRICT_OPTION(&a.strict),
       CLI_COMMON_OPTIONS(&a.common),
       {0},

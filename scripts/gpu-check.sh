@@ -316,7 +316,7 @@ PY
           fl=$(ooc_floor f32-r$rep $((ON * ON * ON * 4)))
           say "ooc floor f32 r$rep: ${fl:-failed} s"
           ooc_run ooc-$ON-f32 f32_r$rep "$fl"
-          ooc_run ooc-$ON-f32-gpu8G f32_gpu8G_r$rep "$fl" --gpu-mem 8G
+          ooc_run ooc-$ON-f32-gpu8G f32_gpu8G_r$rep "$fl" --gpu-budget 8G
         done
         ooc_merge | tee -a "$LOGS/summary.txt" ;;
       u16)

@@ -370,7 +370,7 @@ class ParallelGeometry:
     warns that it looks like radians), the rotation ``axis`` in bins
     (None or "center": (nbins - 1) / 2), an optional per-angle
     ``axis_shift``, the slice grid nx x ny (0: nbins) of ``voxel`` bins
-    (0: 1) and ``pixel_size`` mm per bin (0: 1).
+    (default 1) and ``pixel_size`` mm per bin (default 1).
 
     Laminography (docs/geometry.md): ``tilt`` degrees (|tilt| < 90, the
     angle units' too) tilts the rotation axis from the detector plane
@@ -382,7 +382,7 @@ class ParallelGeometry:
                  angles: Optional[Sequence[float]] = None, angle_start: float = 0.0,
                  angle_range: float = 180.0, axis: Union[None, str, float] = None,
                  axis_shift: Optional[Sequence[float]] = None, nx: int = 0, ny: int = 0,
-                 voxel: float = 0.0, pixel_size: float = 0.0,
+                 voxel: float = 1.0, pixel_size: float = 1.0,
                  angle_units: Optional[str] = None, tilt: float = 0.0, nrows: int = 0,
                  _ptr=None):
         if _ptr is None:

@@ -246,30 +246,33 @@ def flatfield_average(images: Any) -> np.ndarray:
 @dataclass
 class Corrections:
     """The synchrotron corrections (ctr_corrections; docs/synchrotron.md).
-    Every field at its default is "off" or the library's default:
-    center_method "auto" | "vo" | "correlation" and its search range
-    (center_min, center_max: both 0 = the whole detector); dezinger
-    threshold (0 off) and size (0: 3); stripe "none" | "sorting" |
-    "wavelet" with stripe_size (0: 21), stripe_level (0: 3), stripe_sigma
-    (0: 1), stripe_wavelet (0: 5); Paganin's delta / beta (0 off),
-    energy_kev, distance_mm; stitch_360; bin_x, bin_y (0 or 1: none)."""
+    Every field at its default is "off" or the CLI's default (the CLI's
+    option in brackets): center_method "auto" | "vo" | "correlation"
+    (--center-method) and its search range (center_min, center_max: both 0
+    = the whole detector; --center-range); dezinger threshold (0 off;
+    --dezinger) and dezinger_size (3); stripe "none" | "sorting" | "wavelet"
+    (--rings) with stripe_size (21; --ring-size), stripe_level (3;
+    --ring-level), stripe_sigma (1; --ring-sigma), stripe_wavelet (5;
+    --ring-wavelet); Paganin's delta / beta (0 off; --paganin), energy_kev
+    (--energy), distance_mm (--distance); stitch_360; bin_x, bin_y (1:
+    none; --bin)."""
 
     center_method: str = "auto"
     center_min: float = 0.0
     center_max: float = 0.0
     dezinger: float = 0.0
-    dezinger_size: int = 0
+    dezinger_size: int = 3
     stripe: str = "none"
-    stripe_size: int = 0
-    stripe_level: int = 0
-    stripe_sigma: float = 0.0
-    stripe_wavelet: int = 0
+    stripe_size: int = 21
+    stripe_level: int = 3
+    stripe_sigma: float = 1.0
+    stripe_wavelet: int = 5
     paganin_delta_beta: float = 0.0
     energy_kev: float = 0.0
     distance_mm: float = 0.0
     stitch_360: bool = False
-    bin_x: int = 0
-    bin_y: int = 0
+    bin_x: int = 1
+    bin_y: int = 1
 
     def _c(self):
         c = new_struct("ctr_corrections", lib.ctr_corrections_init, lib.CTR_CORRECTIONS_VERSION)
@@ -371,12 +374,12 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
                angles: Optional[Sequence[float]] = None, angle_start: float = 0.0,
                angle_range: float = 180.0, axis: Union[str, float] = "auto",
                axis_shift: Optional[Sequence[float]] = None, nx: int = 0, ny: int = 0,
-               voxel: float = 0.0, pixel_size: float = 0.0, flat: Any = None, dark: Any = None,
+               voxel: float = 1.0, pixel_size: float = 1.0, flat: Any = None, dark: Any = None,
                corrections: Optional[Corrections] = None, sinograms: bool = False,
                rows: Tuple[int, int] = (0, 0), angle_subset: Tuple[int, int, int] = (0, 0, 1),
                center_row: int = -1, out_format: Any = "auto", out_dtype: Any = "float32",
-               out_scale: float = 1.0, out_offset: float = 0.0, batch: int = 0,
-               read_ahead: int = 0,
+               out_scale: float = 1000.0, out_offset: float = 0.0, batch: int = 0,
+               read_ahead: int = 2,
                host_budget: Union[int, str, None] = None,
                gpu_budget: Union[int, str, None] = None, resume: bool = False,
                overwrite: bool = False,
@@ -407,7 +410,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     all); out_dtype "float32" | "float16" | "uint16" (round((v - out_offset)
     * out_scale)); input_scale: sinograms are divided by it (e.g. a uint16
     scale; projections take none); read_ahead: bands the reader may hold
-    ahead, 1 to 16 (0: 2); center_row: the row whose band finds the centre
+    ahead, 1 to 16 (default 2); center_row: the row whose band finds the centre
     (-1: the middle of the rows); batch: slices per band (0: 16 on the CPU,
     64 per GPU); host_budget: memory for the band buffers (0: 90 % of what is
     free); gpu_budget: GPU memory each GPU's pipeline may use (bytes or "4G";

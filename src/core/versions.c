@@ -219,6 +219,7 @@ static const ctr__struct_version file_format_info_versions[] = {
     CTR__V_ALL(ctr_file_format_info),              /* 2: needs_hint, dataset_path, title */
 };
 CTR__STRUCT_DEFINE(file_format_info, CTR_FILE_FORMAT_INFO_VERSION)
+CTR__STRUCT_DEFINE_V1(preview_options, CTR_PREVIEW_OPTIONS_VERSION, CTR_PREVIEW_OPTIONS_INIT)
 
 /* Cone-beam geometry and FDK */
 CTR__STRUCT_DEFINE_V1(circular_params, CTR_CIRCULAR_PARAMS_VERSION, CTR_CIRCULAR_PARAMS_INIT)
@@ -358,4 +359,4 @@ const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_value_counts, &ctr__struct_pet_view_info, &ctr__struct_pet_recon_timings,
     &ctr__struct_pet_metrics, &ctr__struct_tuning, &ctr__struct_fbp_stream_report,
     &ctr__struct_iterate_plan, &ctr__struct_iterate_report, &ctr__struct_fbp_timings,
-    &ctr__struct_file_format_info, NULL};
+    &ctr__struct_file_format_info, &ctr__struct_preview_options, NULL};
