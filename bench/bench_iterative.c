@@ -184,18 +184,26 @@ out:
 typedef struct laps {
   int n;
   double t[256];
+  double split[3][256]; /* each iteration's forward, adjoint and vector seconds */
 } laps;
 
 static int lap(void *user, const ctr_iterate_info *i) {
   laps *l = user;
-  if (l->n < 256) l->t[l->n++] = i->seconds;
+  if (l->n < 256) {
+    l->split[0][l->n] = i->seconds_forward;
+    l->split[1][l->n] = i->seconds_adjoint;
+    l->split[2][l->n] = i->seconds_vector;
+    l->t[l->n++] = i->seconds;
+  }
   return 0;
 }
 
 /* One run of `it` iterations: the whole call's seconds and the median time
- * of iterations 2 .. it (the steady state). */
+ * of iterations 2 .. it (the steady state), and their median forward,
+ * adjoint and vector seconds (split). */
 static void run_algorithm(ctr_projector *p, ctr_iterate_algorithm a, int64_t it, const float *proj,
-                          float *vol, double *total, double *per, ctr_iterate_report *rep) {
+                          float *vol, double *total, double *per, double split[3],
+                          ctr_iterate_report *rep) {
   laps l = {0};
   ctr_iterate_options o = CTR_ITERATE_OPTIONS_INIT;
   o.algorithm = a;
@@ -210,6 +218,8 @@ static void run_algorithm(ctr_projector *p, ctr_iterate_algorithm a, int64_t it,
   int n = 0;
   for (int k = 1; k < l.n; k++) d[n++] = l.t[k] - l.t[k - 1];
   *per = n ? bench_median(d, n) : *total;
+  for (int s = 0; s < 3; s++)
+    split[s] = l.n > 1 ? bench_median(l.split[s] + 1, l.n - 1) : l.n ? l.split[s][0] : 0.0;
 }
 
 /* `runs` timed runs of each algorithm and pair (after a warm-up run when
@@ -244,13 +254,17 @@ static void bench_iterations(ctr_context *ctx, const geo_case *c, int64_t iterat
         memcpy(pp, proj, sizeof(float) * (size_t)nproj);
         memcpy(pv, vol, sizeof(float) * (size_t)(c->n * c->n * c->n));
       }
-      double tot[16], per[16];
+      double tot[16], per[16], spl[3][16], sm[3];
       ctr_iterate_report rep = CTR_ITERATE_REPORT_INIT;
       for (int r = warm ? -1 : 0; r < runs && r < 16; r++) {
-        double t, q;
-        run_algorithm(p, algs[k], iterations, pp, pv, &t, &q, &rep);
-        if (r >= 0) tot[r] = t, per[r] = q;
+        double t, q, s3[3];
+        run_algorithm(p, algs[k], iterations, pp, pv, &t, &q, s3, &rep);
+        if (r >= 0) {
+          tot[r] = t, per[r] = q;
+          for (int s = 0; s < 3; s++) spl[s][r] = s3[s];
+        }
       }
+      for (int s = 0; s < 3; s++) sm[s] = bench_median(spl[s], runs);
       if (m) free(pp), free(pv);
       const double st = bench_median(tot, runs), sp = bench_median(per, runs);
       /* the pageable floor: the pinned run plus the host copies the DMA cannot
@@ -265,18 +279,21 @@ static void bench_iterations(ctr_context *ctx, const geo_case *c, int64_t iterat
       char plan[512], fl[64] = "";
       ctr_iterate_plan_describe(&rep.plan, plan, sizeof plan);
       if (floor_s > 0) snprintf(fl, sizeof fl, " (pageable floor %.3f s)", floor_s);
-      printf("case %s: %s (%s pair, %s arrays), %lld iterations: %.3f s in all%s, %.4f s per iteration; "
+      printf("case %s: %s (%s pair, %s arrays), %lld iterations: %.3f s in all%s, %.4f s per iteration "
+             "(forward %.4f, adjoint %.4f, vector work %.4f s); setup %.3f s; "
              "residual %.4g of ||b||; plan: %s\n", c->name, ctr_iterate_algorithm_name(algs[k]),
              ctr_projector_pair_name(po.pair), m ? "pageable" : "pinned", (long long)iterations, st, fl,
-             sp, rep.residual / rep.norm_b, plan);
+             sp, sm[0], sm[1], sm[2], rep.seconds_setup, rep.residual / rep.norm_b, plan);
       bench_json_case(&json, "\"name\": \"%s/%s/%s/%lld-iterations%s\", \"memory\": \"%s\", \"seconds\": %.6f, "
                 "\"floor_seconds\": %.6f, "
-                "\"seconds_per_iteration\": %.6f, \"iterations\": %lld, \"pair\": \"%s\", "
+                "\"seconds_per_iteration\": %.6f, \"forward_seconds_per_iteration\": %.6f, "
+                "\"adjoint_seconds_per_iteration\": %.6f, \"vector_seconds_per_iteration\": %.6f, "
+                "\"setup_seconds\": %.6f, \"iterations\": %lld, \"pair\": \"%s\", "
                 "\"relative_residual\": %.6g, \"placement\": \"%s\", \"volume\": %lld, \"views\": "
                 "%lld, \"detector\": [%lld, %lld]",
                 c->name, ctr_iterate_algorithm_name(algs[k]), ctr_projector_pair_name(po.pair),
                 (long long)iterations, m ? "/pageable" : "", m ? "pageable" : "pinned", st, floor_s, sp,
-                (long long)iterations,
+                sm[0], sm[1], sm[2], rep.seconds_setup, (long long)iterations,
                 ctr_projector_pair_name(po.pair), rep.residual / rep.norm_b,
                 ctr_iterate_placement_name(rep.plan.placement), (long long)c->n,
                 (long long)c->nviews, (long long)c->nu, (long long)c->nv);

@@ -98,6 +98,16 @@ typedef struct cli_opt {
   int *seen; /* optional: set to 1 when the option is given */
 } cli_opt;
 
+/* A deprecated name `old` of option `now` (a string literal; docs/vocabulary.md):
+ * its value goes through the same parser into the same place, it is left out
+ * of --help and of "did you mean", and its first use in a run warns. Its
+ * help text is CLI_DEPRECATED followed by `now`. */
+#define CLI_DEPRECATED "deprecated: use "
+#define CLI_ALIAS(old, now, metavar, parse, dst, seen) \
+  {(old), (metavar), CLI_DEPRECATED now, (parse), (dst), (seen)}
+/* The option that `o` is a deprecated name of (CLI_ALIAS), else NULL. */
+const char *cli_alias_of(const cli_opt *o);
+
 /* The options of the command being run: a field without a row is named by
  * the option of its member's name where the command has one (cli_parse). */
 void cli_fields_command(const cli_opt *opts);
@@ -137,6 +147,7 @@ int cli_parse_supersample(const char *cmd, const char *name, const char *value,
 #define CLI_POSITIVE_RANGE "1e-30 .. 1e+30" /* the same for options > 0 */
 /* strtod over the whole of s, within the real range above; 0 on success. */
 int cli_to_real(const char *s, double *out);
+int cli_parse_workers(const char *cmd, const char *name, const char *value, void *dst);
 int cli_parse_double(const char *cmd, const char *name, const char *value, void *dst); /* real */
 int cli_parse_positive(const char *cmd, const char *name, const char *value, void *dst); /* > 0 */
 int cli_parse_nonneg(const char *cmd, const char *name, const char *value, void *dst); /* >= 0 */
@@ -225,6 +236,18 @@ int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t);
 #define CLI_INPUT_SCALE_OPTION(scale)                                                \
   {"--input-scale", "F", "divide the input values by F, e.g. the uint16 scale of "   \
    "phantom --uint16-scale F (default 1)", cli_parse_positive, (scale), NULL}
+
+/* --gpu-budget and --host-budget (the names of the C and Python budgets,
+ * docs/vocabulary.md; --gpu-mem and --host-mem are their deprecated names):
+ * `what` is the help's start, e.g. "GPU memory the run may use". */
+#define CLI_GPU_BUDGET_OPTION(dst, what)                                             \
+  {"--gpu-budget", "SIZE", what ", e.g. 8G, powers of 1024 (default: free memory "    \
+   "less 1 GiB)", cli_parse_mem, (dst), NULL},                                       \
+  CLI_ALIAS("--gpu-mem", "--gpu-budget", "SIZE", cli_parse_mem, (dst), NULL)
+#define CLI_HOST_BUDGET_OPTION(dst, what)                                            \
+  {"--host-budget", "SIZE", what ", e.g. 32G, powers of 1024 (default: available "    \
+   "memory less 10 %)", cli_parse_mem, (dst), NULL},                                 \
+  CLI_ALIAS("--host-mem", "--host-budget", "SIZE", cli_parse_mem, (dst), NULL)
 
 /* The state behind the context's log and progress callbacks. */
 typedef struct cli_session {
@@ -390,6 +413,21 @@ void cli_angles_in_degrees(const char *cmd, int units, int said, double *angles,
  * *range; both through cli_angles_in_degrees. Returns 0 or an exit code. */
 int cli_parallel_angles(const char *cmd, const char *path, int units, int64_t n, double **list,
                         double *start, double *range);
+/* --tilt DEG (fbp, iterate): laminography's tilt of the rotation axis
+ * (ctr_parallel_params.tilt_deg, docs/geometry.md "Laminography"), and
+ * --slices N, the reconstructed slices of a tilted scan (default: as many
+ * as detector rows). */
+#define CLI_TILT_OPTIONS(tilt, tilt_given, slices)                                        \
+  {"--tilt", "DEG", "laminography: the rotation axis tilted by DEG from the detector "    \
+   "plane towards the beam, |DEG| < 90 (default 0: tomography; --angle-units applies; "   \
+   "docs/geometry.md)", cli_parse_double, (tilt), (tilt_given)},                          \
+  {"--slices", "N", "with --tilt: slices to reconstruct, pitch --pixel-size, centred on "  \
+   "the middle detector row's axis point (default: as many as detector rows)",            \
+   cli_parse_count, (slices), NULL}
+/* --tilt in degrees (after --angle-units), checked: |tilt| < 90, --slices
+ * only with a tilt; a tilt that looks like radians (0 < |tilt| <= pi / 2
+ * with the units unsaid) gets a warning. Returns 0 or an exit code. */
+int cli_tilt(const char *cmd, int units, double *tilt, int64_t slices);
 /* Parallel beam: warns that --axis `axis` lies outside the detector's nbins
  * bins (unusual, not impossible). */
 void cli_warn_axis(const char *cmd, double axis, int64_t nbins);
@@ -400,6 +438,23 @@ float *cli_alloc_floats(const char *cmd, int64_t n, const char *what, int *rc);
 /* --interp auto|exact|precise|texture into a ctr_interp. */
 int cli_parse_interp(const char *cmd, const char *name, const char *value, void *dst);
 void cli_free_floats(float *p);
+/* The --preview option of fdk, fbp, iterate and pet recon. */
+#define CLI_PREVIEW_OPTION(dst)                                                      \
+  {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes, with a " \
+   "colourbar and a scale bar in mm (docs/cli.md, Previews and plots)",              \
+   cli_parse_string, (dst), NULL}
+/* --preview PREFIX: the figures of the three central planes
+ * (ctr_png_preview_figure: PREFIX_xy.png, _xz.png, _yz.png with a colourbar,
+ * a scale bar where voxel (x, y, z mm; NULL: unknown) is given, thin planes
+ * stretched), the planes as ctr_png_preview_planes takes them; lo == hi:
+ * the automatic window. Errors name `prefix`. Returns 0 or an exit code. */
+int cli_preview(const char *cmd, const char *prefix, const float *xy, const float *xz,
+                const float *yz, int64_t nx, int64_t ny, int64_t nz, const double *voxel,
+                double lo, double hi, int force);
+/* The same from a whole volume (nx x ny x nz, x fastest): its central planes. */
+int cli_preview_volume(const char *cmd, const char *prefix, const float *vol, int64_t nx,
+                       int64_t ny, int64_t nz, const double *voxel, double lo, double hi,
+                       int force);
 /* Min and max of finite values, count of non-finite ones. */
 void cli_range(const float *v, int64_t n, float *lo, float *hi, int64_t *nonfinite);
 /* Multiplies by `scale` and clamps to [0, 65535] for a uint16 output;
@@ -469,6 +524,9 @@ int cmd_demo(int argc, char **argv);
 int cmd_rabbitct_make(int argc, char **argv); /* cmd_rabbitct_make.c */
 int cmd_rabbitct(int argc, char **argv);      /* cmd_rabbitct.c */
 int cmd_fbp(int argc, char **argv);           /* cmd_fbp.c */
+/* `demo --parallel --tilt DEG` (cmd_demo_lamino.c). */
+int cmd_demo_lamino(int64_t size, int64_t views, int64_t slices, double tilt, const char *out_dir,
+                    int force, const cli_common *common);
 /* `demo --parallel` (cmd_demo_parallel.c). */
 int cmd_demo_parallel(int64_t size, int64_t views, int64_t slices, const char *out_dir,
                       int no_volume, int force, const cli_common *common);

@@ -193,6 +193,7 @@ void cli_print_help(const cli_command *cmd, const cli_opt *opts) {
     printf("\noptions:\n");
     for (const cli_opt *o = opts; o->name; o++) {
       char left[256], metavar[192];
+      if (cli_alias_of(o)) continue; /* deprecated names: docs/vocabulary.md */
       snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "",
                o->metavar ? cli_format_expand(o->metavar, metavar, sizeof metavar) : "");
       cli_format_expand(o->help, text, sizeof text);
@@ -233,9 +234,28 @@ static int unknown_option(const cli_command *cmd, const cli_opt *opts, const cha
   char name[128];
   int n = 0;
   names[n++] = "--help";
-  for (const cli_opt *o = opts; o->name && n < MAX_NAMES; o++) names[n++] = o->name;
+  for (const cli_opt *o = opts; o->name && n < MAX_NAMES; o++)
+    if (!cli_alias_of(o)) names[n++] = o->name;
   snprintf(name, sizeof name, "%.*s", (int)len, arg);
   return cli_unknown_name(cmd->name, "option", name, names, n);
+}
+
+const char *cli_alias_of(const cli_opt *o) {
+  const size_t n = strlen(CLI_DEPRECATED);
+  return o->help && !strncmp(o->help, CLI_DEPRECATED, n) ? o->help + n : NULL;
+}
+
+/* Once per deprecated name and run: scripts that use an old name keep
+ * working, and learn the new one. */
+static void warn_deprecated(const char *cmd, const cli_opt *o) {
+  enum { MAX_WARNED = 16 };
+  static const char *warned[MAX_WARNED];
+  static int nwarned;
+  for (int i = 0; i < nwarned; i++)
+    if (warned[i] == o->name) return;
+  if (nwarned < MAX_WARNED) warned[nwarned++] = o->name;
+  cli_warn(cmd, "option %s is deprecated: use %s (the same option; docs/vocabulary.md)",
+           o->name, cli_alias_of(o));
 }
 
 static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
@@ -266,6 +286,7 @@ static int parse_one(const cli_command *cmd, const cli_opt *opts, int argc, char
     return cli_usage_error(cmd->name, "option %s takes no value", o->name);
   }
   if (o->seen) *o->seen = 1;
+  if (cli_alias_of(o)) warn_deprecated(cmd->name, o);
   return o->parse(cmd->name, o->name, value, o->dst);
 }
 
@@ -330,6 +351,17 @@ int cli_parse_count(const char *cmd, const char *name, const char *value, void *
   int64_t v;
   if (to_int64(value, &v) || v < 1 || v > ((int64_t)1 << 40))
     return cli_usage_error(cmd, "%s '%s': expected a positive integer", name, value);
+  *(int64_t *)dst = v;
+  return 0;
+}
+
+/* --workers N: 1 .. CTR_MAX_WORKERS (into an int64_t). */
+int cli_parse_workers(const char *cmd, const char *name, const char *value, void *dst) {
+  int64_t v = 0;
+  const int rc = cli_parse_count(cmd, name, value, &v);
+  if (rc) return rc;
+  if (v > CTR_MAX_WORKERS)
+    return cli_usage_error(cmd, "%s '%s': expected 1 .. %d", name, value, CTR_MAX_WORKERS);
   *(int64_t *)dst = v;
   return 0;
 }

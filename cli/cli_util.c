@@ -403,6 +403,21 @@ int cli_parallel_angles(const char *cmd, const char *path, int units, int64_t n,
   return rc;
 }
 
+int cli_tilt(const char *cmd, int units, double *tilt, int64_t slices) {
+  if (units == CLI_ANGLES_RAD) *tilt *= 180.0 / 3.14159265358979323846;
+  if (!(fabs(*tilt) < 90.0))
+    return cli_usage_error(cmd, "--tilt %g: expected degrees in (-90, 90): 0 is tomography, 90 "
+                           "would put the rotation axis along the beam", *tilt);
+  if (slices > 0 && *tilt == 0.0)
+    return cli_usage_error(cmd, "--slices applies to a tilted axis (--tilt DEG): without a tilt "
+                           "every detector row is a slice; give --rows to choose them (fbp)");
+  if (units == CLI_ANGLES_UNSAID && *tilt != 0.0 && fabs(*tilt) <= 1.5708)
+    cli_warn(cmd, "--tilt %g is under 1.6 degrees: it looks like radians, and ctrecon reads "
+             "degrees (laminography tilts are usually 10 to 60 degrees); say --angle-units rad "
+             "if it is radians, --angle-units deg to silence this", *tilt);
+  return 0;
+}
+
 void cli_warn_axis(const char *cmd, double axis, int64_t nbins) {
   if (!(axis >= 0 && axis <= (double)(nbins - 1)))
     cli_warn(cmd, "--axis %g lies outside the detector's bins 0 .. %lld: the rotation axis is "
@@ -564,3 +579,37 @@ done:
   return 0;
 }
 
+
+/* ---- Previews ------------------------------------------------------------ */
+
+int cli_preview(const char *cmd, const char *prefix, const float *xy, const float *xz,
+                const float *yz, int64_t nx, int64_t ny, int64_t nz, const double *voxel,
+                double lo, double hi, int force) {
+  ctr_preview_options o = CTR_PREVIEW_OPTIONS_INIT;
+  o.lo = (float)lo;
+  o.hi = (float)hi;
+  if (voxel) memcpy(o.voxel, voxel, sizeof o.voxel);
+  o.overwrite = force;
+  ctr_status st = ctr_png_preview_figure(prefix, xy, xz, yz, nx, ny, nz, &o);
+  return st == CTR_OK ? 0 : cli_fail_file(cmd, st, prefix);
+}
+
+int cli_preview_volume(const char *cmd, const char *prefix, const float *vol, int64_t nx,
+                       int64_t ny, int64_t nz, const double *voxel, double lo, double hi,
+                       int force) {
+  int rc = 0;
+  float *xz = cli_alloc_floats(cmd, nx * nz, "the xz preview", &rc);
+  float *yz = rc ? NULL : cli_alloc_floats(cmd, ny * nz, "the yz preview", &rc);
+  if (!rc) {
+    const int64_t plane = nx * ny;
+    for (int64_t z = 0; z < nz; z++) {
+      memcpy(xz + z * nx, vol + z * plane + (ny / 2) * nx, (size_t)nx * sizeof(float));
+      for (int64_t y = 0; y < ny; y++) yz[z * ny + y] = vol[z * plane + y * nx + nx / 2];
+    }
+    rc = cli_preview(cmd, prefix, vol + (nz / 2) * plane, xz, yz, nx, ny, nz, voxel, lo, hi,
+                     force);
+  }
+  cli_free_floats(xz);
+  cli_free_floats(yz);
+  return rc;
+}

@@ -159,13 +159,15 @@ static int write_files(const demo_pet_run *r, const char *out_dir, int no_volume
     if (st != CTR_OK) return cli_fail_file("demo", st, path);
   }
   snprintf(path, sizeof path, "%s/pet_image", out_dir);
-  st = ctr_png_preview(path, r->image, p->nx, p->ny, p->nz, 0.0f, DEMO_HI, force);
-  if (st != CTR_OK) return cli_fail_file("demo", st, path);
+  int rc = cli_preview_volume("demo", path, r->image, p->nx, p->ny, p->nz, info.spacing, 0.0,
+                              DEMO_HI, force);
+  if (rc) return rc;
   snprintf(path, sizeof path, "%s/pet_truth", out_dir);
-  st = ctr_png_preview(path, r->truth, p->nx, p->ny, p->nz, 0.0f, DEMO_HI, force);
-  if (st != CTR_OK) return cli_fail_file("demo", st, path);
+  rc = cli_preview_volume("demo", path, r->truth, p->nx, p->ny, p->nz, info.spacing, 0.0, DEMO_HI,
+                          force);
+  if (rc) return rc;
   snprintf(path, sizeof path, "%s/pet_crc.csv", out_dir);
-  int rc = pet_curve_write_csv("demo", &r->curve, path, force);
+  rc = pet_curve_write_csv("demo", &r->curve, path, force);
   if (rc) return rc;
   snprintf(path, sizeof path, "%s/pet_crc.png", out_dir);
   char title[128];

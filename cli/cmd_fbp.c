@@ -31,7 +31,9 @@ const cli_command cli_cmd_fbp = {
     "  ctrecon fbp --projections scan.h5 --out rec.h5 --rings sorting --paganin 200 \\\n"
     "      --energy 25 --distance 150 --pixel-size 0.00065 --out-dtype float16\n"
     "  ctrecon fbp --projections proj.tif --flat flat.tif --dark dark.tif --out rec.nrrd \\\n"
-    "      --filter hann --bp-kernel tex --preview rec\n",
+    "      --filter hann --bp-kernel tex --preview rec\n"
+    "  ctrecon fbp --sinograms lamino.nrrd --tilt 20 --slices 24 --angle-range 360 \\\n"
+    "      --axis 31.5 --out layers.nrrd --device cpu\n",
 };
 
 typedef struct fbp_args {
@@ -52,6 +54,9 @@ typedef struct fbp_args {
   ctr_dtype out_dtype;
   double out_scale, out_offset, input_scale;
   double rank_timeout;
+  double tilt; /* --tilt (laminography) and --slices */
+  int tilt_given;
+  int64_t tilt_slices;
   cli_common common;
 } fbp_args;
 
@@ -333,7 +338,80 @@ static const char *method_name(ctr_center_method m) {
                                        : "auto";
 }
 
+/* A tilted axis (--tilt, laminography): every slice needs every detector
+ * row, so the sinograms (nbins x nangles x nrows) are loaded whole and
+ * reconstructed in memory by ctr_fbp on the CPU (ctr_fbp_stream's bands of
+ * rows refuse a tilt); the axis is given, not searched for. */
+static int reconstruct_lamino(fbp_args *a, fbp_run *r, double *seconds) {
+  ctr_parallel_params p;
+  int rc = make_params(a, r, &p);
+  if (rc) return rc;
+  if (p.axis == CTR_AXIS_AUTO) {
+    p.axis = CTR_AXIS_CENTER;
+    cli_warn("fbp", "--tilt: the axis is not searched for (the search works on untilted slices): "
+             "the detector's centre, bin %.1f; give --axis BIN for another",
+             0.5 * (double)(r->nbins - 1));
+  }
+  p.tilt_deg = a->tilt;
+  p.nrows = r->height;
+  ctr_parallel_geometry *g = NULL;
+  ctr_status st = ctr_parallel_create(&p, &g);
+  if (st != CTR_OK) return cli_fail("fbp", st);
+  const ctr_parallel_params *q = ctr_parallel_get_params(g);
+  const int64_t nx = q->nx, ny = q->ny, nz = a->tilt_slices ? a->tilt_slices : r->height;
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
+  void *data = NULL;
+  float *vol = NULL;
+  ctr_value_counts counts = CTR_VALUE_COUNTS_INIT;
+  const double t0 = cli_now();
+  st = ctr_stack_load(a->sinograms, CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &info, &data);
+  if (st != CTR_OK) {
+    rc = cli_fail_file("fbp", st, a->sinograms);
+    goto done;
+  }
+  float *sino = data;
+  if (a->input_scale != 1.0)
+    for (int64_t i = 0, n = info.width * info.height * info.count; i < n; i++)
+      sino[i] = (float)(sino[i] / a->input_scale);
+  vol = cli_alloc_floats("fbp", nx * ny * nz, "the slices", &rc);
+  if (rc) goto done;
+  const int64_t sd[3] = {info.width, info.height, info.count}, vd[3] = {nx, ny, nz};
+  const ctr_array sa = ctr_array_make(sino, CTR_DTYPE_FLOAT32, 3, sd);
+  ctr_array va = ctr_array_make(vol, CTR_DTYPE_FLOAT32, 3, vd);
+  a->fbp.counts = &counts;
+  st = ctr_fbp(r->ctx, g, &a->fbp, &sa, &va);
+  a->fbp.counts = NULL;
+  cli_progress_end(&r->session);
+  if (st != CTR_OK) {
+    rc = cli_fail_file("fbp", st, a->sinograms);
+    goto done;
+  }
+  const double pitch = q->pixel_size;
+  const ctr_stack_info oi = {CTR_STACK_INFO_VERSION, nx, ny, nz, CTR_DTYPE_FLOAT32,
+                             {q->voxel * pitch, q->voxel * pitch, pitch}, {0, 0, 0}};
+  st = ctr_stack_save(a->out, a->out_format, &oi, CTR_DTYPE_FLOAT32, vol, a->force);
+  if (st != CTR_OK) {
+    rc = cli_fail_file("fbp", st, a->out);
+    goto done;
+  }
+  r->nslices = nz;
+  if (a->preview) keep_planes(r, 0, nz, nx, ny, vol);
+  ctr_fbp_stream_report *rep = &r->report;
+  *rep = (ctr_fbp_stream_report)CTR_FBP_STREAM_REPORT_INIT;
+  rep->axis = q->axis;
+  rep->nbins = q->nbins, rep->nangles = q->nangles;
+  rep->nslices = nz, rep->nx = nx, rep->ny = ny;
+  rep->bad_input = counts.input, rep->bad_output = counts.output;
+done:
+  *seconds = cli_now() - t0;
+  free(data);
+  cli_free_floats(vol);
+  ctr_parallel_free(g);
+  return rc;
+}
+
 static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
+  if (a->tilt != 0.0) return reconstruct_lamino(a, r, seconds);
   ctr_parallel_params p;
   int rc = make_params(a, r, &p);
   if (rc) return rc;
@@ -402,9 +480,36 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
 
 /* The inputs and outputs: options that would do nothing are errors, not
  * silently ignored. */
+/* --tilt: what the in-memory laminography path does not do is an error. */
+static int check_tilt(fbp_args *a) {
+  int rc = cli_tilt("fbp", a->angle_units, &a->tilt, a->tilt_slices);
+  if (rc || a->tilt == 0.0) return rc;
+  const char *what = a->projections ? "--projections (make sinograms of every row: --tilt takes "
+                                      "--sinograms, nbins x nangles x rows)"
+                     : a->rows_given ? "--rows (every slice needs every row; --slices sets the "
+                                       "slices)"
+                     : a->subset_given ? "--angle-subset"
+                     : a->resume ? "--resume"
+                     : a->kernel ? "--bp-kernel (laminography's FBP runs on the CPU)"
+                     : a->out_dtype != CTR_DTYPE_FLOAT32 ? "--out-dtype other than float32"
+                     : a->corr.dezinger > 0 || a->corr.stripe != CTR_STRIPE_NONE ||
+                             a->corr.stitch_360 || a->corr.paganin_delta_beta > 0
+                         ? "the corrections (--dezinger, --rings, --paganin, --stitch-360)"
+                     : a->center_row_given || a->center_range_given ||
+                             a->corr.center_method != CTR_CENTER_AUTO
+                         ? "the axis search (--center-*): give --axis BIN"
+                         : NULL;
+  if (what)
+    return cli_usage_error("fbp", "--tilt %g (laminography) reconstructs whole sinograms in "
+                           "memory and does not take %s", a->tilt, what);
+  return 0;
+}
+
 static int check_inputs(fbp_args *a) {
   if (!a->sinograms == !a->projections)
     return cli_usage_error("fbp", "give exactly one of --sinograms and --projections");
+  int rc = check_tilt(a);
+  if (rc) return rc;
   /* Options that would do nothing are errors, not silently ignored. */
   if (a->sinograms && (a->flat || a->dark || a->corr.paganin_delta_beta > 0 || (a->bin_given && a->bin[1] > 1)))
     return cli_usage_error("fbp", "%s applies to --projections only (sinograms are already "
@@ -510,6 +615,8 @@ static int run(fbp_args *a, fbp_run *r) {
   if (!rc) rc = cli_context_create(&r->session, "fbp", &a->common, &r->ctx);
   r->session.debug_log = a->timings;
   r->t_context = cli_now();
+  if (!rc && r->cluster && a->tilt != 0.0)
+    rc = cli_usage_error("fbp", "--tilt reconstructs in one process: run it without mpirun");
   if (!rc && a->kernel && ctr_context_get_device(r->ctx) != CTR_DEVICE_CUDA)
     rc = cli_usage_error("fbp", "--bp-kernel %s chooses a GPU kernel, and this run uses the CPU "
                          "(no usable GPU or --device cpu): drop --bp-kernel or run on a GPU",
@@ -526,9 +633,13 @@ static int finish(const fbp_args *a, fbp_run *r) {
   const ctr_fbp_stream_report *rep = &r->report;
   report_counts(a, rep);
   if (a->preview && r->xy) {
-    ctr_status st = ctr_png_preview_planes(a->preview, r->xy, r->xz, r->yz, r->nx, r->ny,
-                                           r->nslices, 0, 0, a->force);
-    if (st != CTR_OK) return cli_fail_file("fbp", st, a->preview);
+    /* the output's spacing: slice pixels of --voxel binned bins, slices a binned row apart */
+    const double bx = a->bin_given ? (double)a->bin[0] : 1.0, by = a->bin_given ? (double)a->bin[1] : 1.0;
+    const double v = a->voxel > 0 ? a->voxel : 1.0, d = a->pixel > 0 ? a->pixel : 1.0;
+    const double voxel[3] = {v * d * bx, v * d * bx, d * by};
+    const int rc = cli_preview("fbp", a->preview, r->xy, r->xz, r->yz, r->nx, r->ny, r->nslices,
+                               voxel, 0, 0, a->force);
+    if (rc) return rc;
   }
   if (rep->axis_found)
     cli_info(&r->session, "rotation axis: %.2f bins (found by %s)\n", rep->axis,
@@ -663,8 +774,12 @@ int cmd_fbp(int argc, char **argv) {
        &a.voxel, NULL},
       {"--pixel-size", "MM", "detector bin size; slices come out per mm (default 1)",
        cli_parse_positive, &a.pixel, NULL},
-      {"--filter", "NAME", "ram-lak, shepp-logan, cosine, hamming, hann (default ram-lak)",
-       parse_window, &a.fbp.window, NULL},
+      CLI_TILT_OPTIONS(&a.tilt, &a.tilt_given, &a.tilt_slices),
+      {"--window", "NAME", "the ramp filter's window: ram-lak, shepp-logan, cosine, hamming, "
+       "hann (default ram-lak)", parse_window, &a.fbp.window, NULL},
+      CLI_ALIAS("--filter", "--window", "NAME", parse_window, &a.fbp.window, NULL),
+      {"--cutoff", "F", "filter cut-off as a fraction of Nyquist, 0 < F <= 1 (default 1)",
+       cli_parse_positive, &a.fbp.cutoff, NULL},
       {"--interp", "linear|nearest", "interpolation between bins (default linear)", parse_interp,
        &a.fbp.interp, NULL},
       {"--bp-kernel", "NAME",
@@ -674,18 +789,15 @@ int cmd_fbp(int argc, char **argv) {
        &a.batch, &a.batch_given},
       {"--read-ahead", "N", "bands the reader may hold ahead of the one being reconstructed, 1 "
        "to 16, a band buffer each (default 2)", cli_parse_count, &a.read_ahead, NULL},
-      {"--host-mem", "SIZE", "host memory for the band buffers, e.g. 16G (default: available "
-       "memory less 10 %)", cli_parse_mem, &a.host_mem, NULL},
-      {"--gpu-mem", "SIZE", "GPU memory each GPU's pipeline may use, e.g. 4G (default: free "
-       "memory less 1 GiB)", cli_parse_mem, &a.gpu_mem, NULL},
+      CLI_HOST_BUDGET_OPTION(&a.host_mem, "host memory for the band buffers"),
+      CLI_GPU_BUDGET_OPTION(&a.gpu_mem, "GPU memory each GPU's pipeline may use"),
       {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; the "
        "result is bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume,
        NULL},
       CLI_FORCE_OPTION(&a.force),
       {"--timings", NULL, "print the reader's, computation's and writer's busy times and the "
        "time before and after the run on stderr (default: off)", cli_set_flag, &a.timings, NULL},
-      {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
-       &a.preview, NULL},
+      CLI_PREVIEW_OPTION(&a.preview),
       CLI_STRICT_OPTION(&a.fbp.strict),
       CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
       CLI_COMMON_OPTIONS(&a.common),

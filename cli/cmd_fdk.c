@@ -16,16 +16,16 @@ const cli_command cli_cmd_fdk = {
     "ctrecon fdk --geometry FILE --projections FILE --out FILE [options]",
     "Reconstructs a volume from cone-beam projections (line integrals, nu x nv x\n"
     "views as described by the geometry file) with the Feldkamp-Davis-Kress\n"
-    "algorithm: cosine weighting, ramp filter with a smoothing window (hann by\n"
-    "default: it keeps noise and ringing down at a small cost in sharpness; use\n"
-    "--filter ram-lak for the sharpest result), Parker weights for short scans and\n"
+    "algorithm: cosine weighting, ramp filter (ram-lak by default, the sharpest, as\n"
+    "in fbp, Python and the C library; --window hann keeps noise and ringing down\n"
+    "at a small cost in sharpness), Parker weights for short scans and\n"
     "voxel-driven backprojection. The volume grid comes from the geometry; NRRD\n"
     "output records its spacing and origin. Formats follow the extensions\n"
     "({endings}) unless --format or\n"
     "--out-format say otherwise.",
     "  ctrecon fdk --geometry geom.json --projections proj.nrrd --out recon.nrrd\n"
     "  ctrecon fdk --geometry geom.json --projections proj.raw --raw-dtype uint16 \\\n"
-    "      --input-scale 1000 --out recon.tif --filter ram-lak --preview recon\n"
+    "      --input-scale 1000 --out recon.tif --window hann --preview recon\n"
     "  ctrecon fdk --geometry geom.json --projections 'views/p_%04d.tif' --slices 100:140 \\\n"
     "      --out slab.nrrd --out-dtype uint16 --out-scale 1000\n",
 };
@@ -63,17 +63,6 @@ static int parse_window(const char *cmd, const char *name, const char *value, vo
   if (ctr_window_parse(value, (ctr_window *)dst) != CTR_OK)
     return cli_usage_error(cmd, "%s '%s': expected ram-lak, shepp-logan, cosine, hamming or hann",
                            name, value);
-  return 0;
-}
-
-static int parse_workers(const char *cmd, const char *name, const char *value, void *dst) {
-  int64_t v = 0;
-  const int rc = cli_parse_count(cmd, name, value, &v);
-  if (rc) return rc;
-  if (v > CTR_MAX_WORKERS)
-    return cli_usage_error(cmd, "%s '%s': expected 1 .. %d engines", name, value,
-                           CTR_MAX_WORKERS);
-  *(int64_t *)dst = v;
   return 0;
 }
 
@@ -286,11 +275,11 @@ static int reconstruct(fdk_args *a, fdk_run *r, double *seconds) {
 
 static int write_previews(const fdk_args *a, const fdk_run *r) {
   /* lo == hi asks the library for the 0.5 / 99.5 % percentiles. */
-  const float lo = a->window_given ? (float)a->window[0] : 0.0f;
-  const float hi = a->window_given ? (float)a->window[1] : 0.0f;
-  ctr_status st = ctr_png_preview_planes(a->preview, r->xy, r->xz, r->yz, r->nx, r->ny, r->nz_out,
-                                         lo, hi, a->force);
-  return st == CTR_OK ? 0 : cli_fail_file("fdk", st, a->preview);
+  const double lo = a->window_given ? a->window[0] : 0.0, hi = a->window_given ? a->window[1] : 0.0;
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(r->g);
+  const double voxel[3] = {vol.voxel_x, vol.voxel_y, vol.voxel_z};
+  return cli_preview("fdk", a->preview, r->xy, r->xz, r->yz, r->nx, r->ny, r->nz_out, voxel, lo, hi,
+                     a->force);
 }
 
 /* The plan, each step's busy time and, with several workers, each one's (the
@@ -438,8 +427,7 @@ int cmd_fdk(int argc, char **argv) {
   a.raw_dtype = a.out_dtype = CTR_DTYPE_FLOAT32;
   a.input_scale = 1.0;
   a.out_scale = 1000.0;
-  a.fdk = (ctr_fdk_options)CTR_FDK_OPTIONS_INIT;
-  a.fdk.window = CTR_WINDOW_HANN;
+  a.fdk = (ctr_fdk_options)CTR_FDK_OPTIONS_INIT; /* ram-lak, as Python's and fbp's */
   a.common = (cli_common)CLI_COMMON_INIT;
   const cli_opt opts[] = {
       {"--geometry", "FILE", "geometry file (required)", cli_parse_string, &a.geometry, NULL},
@@ -453,8 +441,9 @@ int cmd_fdk(int argc, char **argv) {
       {"--raw-offset", "BYTES", "header bytes to skip in raw projections (default 0)",
        cli_parse_offset, &a.raw_offset, &a.raw_given},
       CLI_INPUT_SCALE_OPTION(&a.input_scale),
-      {"--filter", "NAME", "ram-lak, shepp-logan, cosine, hamming, hann (default hann)",
-       parse_window, &a.fdk.window, NULL},
+      {"--window", "NAME", "the ramp filter's window: ram-lak, shepp-logan, cosine, hamming, "
+       "hann (default ram-lak)", parse_window, &a.fdk.window, NULL},
+      CLI_ALIAS("--filter", "--window", "NAME", parse_window, &a.fdk.window, NULL),
       {"--cutoff", "F", "filter cut-off as a fraction of Nyquist, 0 < F <= 1 (default 1)",
        parse_cutoff, &a.fdk.cutoff, NULL},
       {"--short-scan", "auto|off|parker",
@@ -481,19 +470,16 @@ int cmd_fdk(int argc, char **argv) {
        &a.out_dtype, NULL},
       {"--out-scale", "F", "uint16 stores value x F, clamped to 0..65535 (default 1000)",
        cli_parse_positive, &a.out_scale, &a.out_scale_given},
-      {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central slices", cli_parse_string,
-       &a.preview, NULL},
+      CLI_PREVIEW_OPTION(&a.preview),
       {"--preview-window", "LO:HI", "previews' grey window (default: 0.5 / 99.5 % percentiles)",
        cli_parse_range, a.window, &a.window_given},
-      {"--gpu-mem", "SIZE",
-       "GPU memory the run may use, e.g. 8G (default: free memory less 1 GiB)", cli_parse_mem,
-       &a.gpu_mem, NULL},
-      {"--host-mem", "SIZE",
-       "host memory the run may use, e.g. 32G (default: available memory less 10 %)",
-       cli_parse_mem, &a.host_mem, NULL},
-      {"--subvolume-slices", "N",
-       "at most N slices per subvolume (default: as many as the memory budgets allow)",
+      CLI_GPU_BUDGET_OPTION(&a.gpu_mem, "GPU memory the run may use"),
+      CLI_HOST_BUDGET_OPTION(&a.host_mem, "host memory the run may use"),
+      {"--max-slab-slices", "N",
+       "at most N slices per subvolume (slab) (default: as many as the memory budgets allow)",
        cli_parse_count, &a.max_slab, NULL},
+      CLI_ALIAS("--subvolume-slices", "--max-slab-slices", "N", cli_parse_count, &a.max_slab,
+                NULL),
       {"--views-per-batch", "N",
        "projections filtered and backprojected per batch, N' (default: 64 on a GPU, 32 on "
        "the CPU, fewer when memory is short)", cli_parse_count, &a.fdk.views_per_batch, NULL},
@@ -517,7 +503,7 @@ int cmd_fdk(int argc, char **argv) {
       {"--workers", "N",
        "engines sharing the run: on GPUs, spread over --gpus in turn (several per GPU when N "
        "exceeds them); on the CPU, engines sharing the cores; 1 .. 16 (default: one per GPU, 1 "
-       "on the CPU)", parse_workers, &a.workers, NULL},
+       "on the CPU)", cli_parse_workers, &a.workers, NULL},
       {"--strict", NULL,
        CLI_STRICT_HELP "; so is a geometry FDK cannot reconstruct (not a circular orbit, less "
        "than a short scan, an offset detector: default a warning; docs/geometry.md)",

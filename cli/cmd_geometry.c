@@ -29,7 +29,7 @@ const cli_command cli_cmd_geometry = {
     "  ctrecon geometry --out geom.json\n"
     "  ctrecon geometry --out small.json --nu 128 --nv 128 --du 3.5 --dv 3.5 \\\n"
     "      --views 180 --volume 128 --voxel 2\n"
-    "  ctrecon geometry --out short.json --range 220    # short scan\n"
+    "  ctrecon geometry --out short.json --angle-range 220    # short scan\n"
     "  ctrecon geometry --out vec.json --from-vectors views.txt --nu 512 --nv 384 \\\n"
     "      --volume 256 --voxel 0.5\n"
     "  ctrecon geometry --check geom.json\n"
@@ -281,8 +281,8 @@ static int run_write(const geometry_args *a) {
   }
   double span = 0;
   if (!a->vectors && ctr_angles_look_like_radians(NULL, a->p.nviews, a->p.angle_range_deg, &span))
-    cli_warn("geometry", "--range %g: the %lld views span only %.4g degrees: this looks like "
-             "radians, and --range takes degrees (360 for a full turn)", a->p.angle_range_deg,
+    cli_warn("geometry", "--angle-range %g: the %lld views span only %.4g degrees: this looks like "
+             "radians, and --angle-range takes degrees (360 for a full turn)", a->p.angle_range_deg,
              (long long)a->p.nviews, span);
   const cli_output out[] = {{"--out", a->out, CLI_OUT_FILE},
                             {"--vectors-out", a->vectors_out, CLI_OUT_FILE}, {0}};
@@ -331,10 +331,14 @@ int cmd_geometry(int argc, char **argv) {
        &a.orbit_opts},
       {"--views", "N", "number of projections (default 360)", cli_parse_count, &a.p.nviews,
        &a.orbit_opts},
-      {"--start", "DEG", "angle of the first view (default 0)", cli_parse_double,
+      {"--angle-start", "DEG", "angle of the first view (default 0)", cli_parse_double,
        &a.p.angle_start_deg, &a.orbit_opts},
-      {"--range", "DEG", "angle covered by the views, 0 < range <= 720 (default 360)",
+      CLI_ALIAS("--start", "--angle-start", "DEG", cli_parse_double, &a.p.angle_start_deg,
+                &a.orbit_opts),
+      {"--angle-range", "DEG", "angle covered by the views, 0 < range <= 720 (default 360)",
        cli_parse_positive, &a.p.angle_range_deg, &a.orbit_opts},
+      CLI_ALIAS("--range", "--angle-range", "DEG", cli_parse_positive, &a.p.angle_range_deg,
+                &a.orbit_opts),
       {"--direction", "ccw|cw", "rotation direction seen from +z (default ccw)", parse_direction,
        &a.p.direction, &a.orbit_opts},
       {"--volume", "N[,N,N]", "volume size in voxels (default 256)", cli_parse_size3, a.size,

@@ -20,7 +20,8 @@ const cli_command cli_cmd_iterate = {
     "pair: ray-driven Joseph forward projection A and its exact transpose A^T\n"
     "(docs/iterative.md). Cone beam takes a geometry file and projections (line\n"
     "integrals, nu x nv x views); parallel beam takes sinograms (nbins x nangles\n"
-    "each, one per slice) and the angles, axis and slice grid of `ctrecon fbp`.\n"
+    "each, one per slice) and the angles, axis and slice grid of `ctrecon fbp`;\n"
+    "with --tilt (laminography) one per detector row, and --slices sets the volume's.\n"
     "Algorithms: sirt (simultaneous, weighted by row and column sums), cgls\n"
     "(conjugate gradients on the least-squares problem: fastest on consistent data,\n"
     "unconstrained), os-sart (SIRT one subset of views at a time: a few iterations\n"
@@ -40,6 +41,8 @@ const cli_command cli_cmd_iterate = {
     "      --algorithm fista-tv --tv-weight 0.0005 --nonneg --iterations 50 --truth truth.nrrd\n"
     "  ctrecon iterate --sinograms sino.tif --angle-range 180 --out slices.nrrd \\\n"
     "      --algorithm os-sart --subsets 12 --iterations 5\n"
+    "  ctrecon iterate --sinograms lamino.nrrd --angle-range 360 --tilt 20 --slices 24 \\\n"
+    "      --out layers.nrrd --algorithm cgls --iterations 15\n"
     "  ctrecon iterate --geometry geom.json --projections proj.nrrd --out rec.nrrd \\\n"
     "      --algorithm pwls --i0 5000 --penalty huber --beta 2000 --huber-delta 0.002\n",
 };
@@ -47,9 +50,12 @@ const cli_command cli_cmd_iterate = {
 typedef struct it_args {
   const char *geometry, *projections, *sinograms, *out, *truth, *plot, *residuals, *checkpoint;
   const char *preview, *init, *angles, *shifts, *algorithm, *pair, *weights, *penalty;
+  int64_t workers; /* --workers: 0 = one per GPU */
   ctr_file_format out_format;
   ctr_dtype raw_dtype;
-  double box[2], angle_start, angle_range, axis, voxel, pixel, input_scale;
+  double box[2], angle_start, angle_range, axis, voxel, pixel, input_scale, tilt;
+  int64_t tilt_slices;
+  int tilt_given;
   int64_t size[2], iterations, subsets, tv_iterations, checkpoint_every, slab;
   double tolerance, relaxation, tv_weight, i0, beta, huber_delta;
   int box_given, axis_given, size_given, nonneg, resume, keep_checkpoint, strict, subsets_given,
@@ -160,8 +166,8 @@ static void slab_hint(int resume) {
   const char *at = resume ? strstr(ctr_error_detail(), "its slab_slices is ") : NULL;
   long long n = 0;
   if (at && sscanf(at, "its slab_slices is %lld", &n) == 1)
-    fprintf(stderr, "ctrecon iterate: the checkpoint was made with --slab-slices %lld (another "
-            "slab size changes the result's last bits): repeat the command with --slab-slices "
+    fprintf(stderr, "ctrecon iterate: the checkpoint was made with --max-slab-slices %lld (another "
+            "slab size changes the result's last bits): repeat the command with --max-slab-slices "
             "%lld\n", n, n);
 }
 
@@ -195,9 +201,11 @@ static int load_stack(const char *path, const char *option, int64_t w, int64_t h
   return 0;
 }
 
-static int parallel_geometry(const it_args *a, int64_t nbins, int64_t nangles,
+static int parallel_geometry(const it_args *a, int64_t nbins, int64_t nangles, int64_t nrows,
                              ctr_parallel_geometry **g) {
   ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
+  p.tilt_deg = a->tilt; /* laminography: rows of their own */
+  if (a->tilt != 0.0) p.nrows = nrows;
   double *angles = NULL, *shifts = NULL;
   p.nbins = nbins;
   p.nangles = nangles;
@@ -286,6 +294,10 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
                            "(--sinograms): the geometry file describes cone beam");
   if (a->sinograms && a->raw_given)
     return cli_usage_error(cmd, "--raw-dtype applies to raw cone-beam projections");
+  if (a->geometry && (a->tilt_given || a->tilt_slices))
+    return cli_usage_error(cmd, "--tilt and --slices describe a tilted parallel-beam axis "
+                           "(--sinograms): the geometry file describes cone beam");
+  if ((rc = cli_tilt(cmd, a->angle_units, &a->tilt, a->tilt_slices))) return rc;
   if (ctr_iterate_algorithm_parse(a->algorithm, &o->algorithm) != CTR_OK)
     return cli_usage_error(cmd, "--algorithm '%s': expected sirt, cgls, os-sart, fista-tv, "
                            "pdhg-tv or pwls", a->algorithm);
@@ -396,7 +408,8 @@ static int load_parallel(const it_args *a, it_run *r) {
   if (st != CTR_OK) return cli_fail_file(cmd, st, a->sinograms);
   r->proj = data;
   r->nslices = info.count;
-  if ((rc = parallel_geometry(a, info.width, info.height, &r->pg))) return rc;
+  if ((rc = parallel_geometry(a, info.width, info.height, info.count, &r->pg))) return rc;
+  if (a->tilt != 0.0 && a->tilt_slices > 0) r->nslices = a->tilt_slices;
   const ctr_parallel_params *pp = ctr_parallel_get_params(r->pg);
   r->out_info.width = pp->nx;
   r->out_info.height = pp->ny;
@@ -415,6 +428,7 @@ static int make_projector(const it_args *a, it_run *r) {
   ctr_projector_pair_parse(a->pair, &po.pair);
   po.gpu_budget = a->gpu_mem;
   po.max_slab_slices = a->slab;
+  po.workers = (int)a->workers;
   ctr_status st = r->g ? ctr_projector_create_cone(r->ctx, r->g, &po, &r->p)
                        : ctr_projector_create_parallel(r->ctx, r->pg, r->nslices, &po, &r->p);
   if (st != CTR_OK) return cli_fail("iterate", st);
@@ -508,7 +522,7 @@ static int print_plan(const it_args *a, it_run *r) {
     const char *title = ctr_file_format_get_info(a->out_format, &fi) == CTR_OK ? fi.title : "output";
     fprintf(stderr, "ctrecon iterate: error: '%s': saving the volume (%s) needs %s more for the "
             "%s writer's own buffers (rows of chunks), beyond the host memory budget of %s "
-            "(--host-mem): raise --host-mem, or write another format (raw, NRRD or TIFF hold "
+            "(--host-budget): raise --host-budget, or write another format (raw, NRRD or TIFF hold "
             "none)\n", a->out, cli_bytes((double)vol, b1, sizeof b1), cli_bytes((double)own, b2, sizeof b2),
             title, cli_bytes((double)budget, b3, sizeof b3));
     return 1;
@@ -577,11 +591,10 @@ static int write_outputs(const it_args *a, it_run *r) {
   ctr_status st = ctr_stack_save(a->out, a->out_format, &r->out_info, CTR_DTYPE_FLOAT32, r->vol,
                                  a->force);
   if (st != CTR_OK) return cli_fail_file(cmd, st, a->out);
-  if (a->preview) {
-    st = ctr_png_preview(a->preview, r->vol, r->vd[0], r->vd[1], r->vd[2], 0.0f, 0.0f, a->force);
-    if (st != CTR_OK) return cli_fail_file(cmd, st, a->preview);
-  }
   int rc;
+  if (a->preview && (rc = cli_preview_volume(cmd, a->preview, r->vol, r->vd[0], r->vd[1],
+                                             r->vd[2], r->out_info.spacing, 0, 0, a->force)))
+    return rc;
   if (a->plot && r->h.n > 0 && (rc = write_plot(a, r))) return rc;
   if (a->residuals && (rc = write_table(a->residuals, &r->h, r->base, a->force))) return rc;
   if (r->checkpoints && !a->keep_checkpoint) remove(r->ckpath);
@@ -594,11 +607,12 @@ static void print_summary(const it_args *a, it_run *r) {
   const char *why = rep->stop == CTR_ITERATE_STOP_TOLERANCE   ? " (tolerance reached)"
                     : rep->stop == CTR_ITERATE_STOP_CONVERGED ? " (converged: the gradient vanished)"
                                                               : "";
-  cli_info(&r->session, "%s: %lld iterations%s in %.2f s (%.3f s each: forward %.3f s, adjoint "
-           "%.3f s in all); residual %.6g = %.4g of ||b||\nwrote %s",
-           ctr_iterate_algorithm_name(r->o.algorithm), (long long)rep->iterations, why, r->seconds,
-           done > 0 ? r->seconds / (double)done : 0.0, rep->seconds_forward, rep->seconds_adjoint,
-           rep->residual, rep->norm_b > 0 ? rep->residual / rep->norm_b : 0.0, a->out);
+  cli_info(&r->session, "%s: %lld iterations%s in %.2f s (%.3f s each; in all: setup %.3f s, "
+           "forward %.3f s, adjoint %.3f s, vector work %.3f s); residual %.6g = %.4g of ||b||\n"
+           "wrote %s", ctr_iterate_algorithm_name(r->o.algorithm), (long long)rep->iterations, why,
+           r->seconds, done > 0 ? r->seconds / (double)done : 0.0, rep->seconds_setup,
+           rep->seconds_forward, rep->seconds_adjoint, rep->seconds_vector, rep->residual,
+           rep->norm_b > 0 ? rep->residual / rep->norm_b : 0.0, a->out);
   if (a->preview) cli_info(&r->session, ", %s_{xy,xz,yz}.png", a->preview);
   if (a->plot) cli_info(&r->session, ", %s", a->plot);
   if (a->residuals) cli_info(&r->session, ", %s", a->residuals);
@@ -638,7 +652,7 @@ static void init_args(it_args *a) {
   a->algorithm = "sirt";
   a->pair = "matched";
   a->penalty = "none";
-  a->iterations = 20;
+  a->iterations = 10; /* ctr_iterate_options and Python iterate */
   a->angle_range = 180.0;
   a->checkpoint_every = 1;
   a->raw_dtype = CTR_DTYPE_FLOAT32;
@@ -676,6 +690,7 @@ int cmd_iterate(int argc, char **argv) {
        cli_parse_positive, &a.voxel, &a.parallel_given},
       {"--pixel-size", "MM", "parallel beam: detector bin size, mm (default 1)",
        cli_parse_positive, &a.pixel, &a.parallel_given},
+      CLI_TILT_OPTIONS(&a.tilt, &a.tilt_given, &a.tilt_slices),
       {"--out", "FILE", "the volume: {endings} (required)",
        cli_parse_string, &a.out, NULL},
       {"--out-format", "{formats}", "volume file format (default: from the "
@@ -683,7 +698,7 @@ int cmd_iterate(int argc, char **argv) {
       {"--algorithm", "NAME", "sirt, cgls, os-sart, fista-tv, pdhg-tv or pwls (default sirt)",
        cli_parse_string,
        &a.algorithm, NULL},
-      {"--iterations", "N", "iterations (default 20)", cli_parse_count, &a.iterations, NULL},
+      {"--iterations", "N", "iterations (default 10)", cli_parse_count, &a.iterations, NULL},
       {"--tolerance", "T", "stop early once ||b - A x|| <= T ||b|| (default 0: never)",
        cli_parse_nonneg, &a.tolerance, NULL},
       {"--subsets", "S", "os-sart: ordered subsets of interleaved views (default 10)",
@@ -706,7 +721,7 @@ int cmd_iterate(int argc, char **argv) {
        "volume unit)^2", cli_parse_nonneg, &a.beta, &a.beta_given},
       {"--huber-delta", "D", "pwls, --penalty huber: the neighbour step (volume units) beyond "
        "which the penalty grows linearly", cli_parse_positive, &a.huber_delta, &a.delta_given},
-      {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv, pdhg-tv)", cli_set_flag,
+      {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv, pdhg-tv) (default: off)", cli_set_flag,
        &a.nonneg, NULL},
       {"--box", "LO:HI", "keep the volume in [LO, HI] (sirt, os-sart, fista-tv, pdhg-tv)", cli_parse_range, a.box,
        &a.box_given},
@@ -714,29 +729,31 @@ int cmd_iterate(int argc, char **argv) {
        "volume file (default zero)", cli_parse_string, &a.init, NULL},
       {"--pair", "matched|fast", "matched: A^T exact; fast: the FDK backprojector as an "
        "approximate, unmatched A^T (cone beam; default matched)", cli_parse_string, &a.pair, NULL},
+      {"--workers", "N", "GPU projectors sharing each projection (views) and matched adjoint "
+       "(slices), on --gpus in turn (several per GPU when N exceeds them); the result does not "
+       "depend on N; 1 .. 16 (default: one per GPU; 1 on the CPU)", cli_parse_workers,
+       &a.workers, NULL},
       {"--truth", "FILE", "a reference volume: each iteration reports the error against it",
        cli_parse_string, &a.truth, NULL},
       {"--plot", "PNG", "convergence plot: relative residual (and error) per iteration",
        cli_parse_string, &a.plot, NULL},
       {"--residuals", "CSV", "table of residual (and error) per iteration", cli_parse_string,
        &a.residuals, NULL},
-      {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
-       &a.preview, NULL},
+      CLI_PREVIEW_OPTION(&a.preview),
       {"--checkpoint", "FILE", "the state after finished iterations (default OUT.checkpoint)",
        cli_parse_string, &a.checkpoint, NULL},
       {"--checkpoint-every", "N", "write the checkpoint every N iterations and after the last; "
        "0 = none (default 1)", cli_parse_offset, &a.checkpoint_every, &a.every_given},
-      {"--resume", NULL, "continue the run of the checkpoint (same data and options)",
+      {"--resume", NULL, "continue the run of the checkpoint (same data and options) (default: off)",
        cli_set_flag, &a.resume, NULL},
       CLI_FORCE_OPTION(&a.force),
       {"--keep-checkpoint", NULL, "keep the checkpoint after a complete run (to continue it "
        "later with more --iterations)", cli_set_flag, &a.keep_checkpoint, NULL},
-      {"--gpu-mem", "SIZE", "GPU memory the run may use, e.g. 8G (default: free memory less "
-       "1 GiB)", cli_parse_mem, &a.gpu_mem, NULL},
-      {"--host-mem", "SIZE", "host memory the run may use (default: available less 10 %)",
-       cli_parse_mem, &a.host_mem, NULL},
-      {"--slab-slices", "N", "project the volume in slabs of at most N slices (default: as "
+      CLI_GPU_BUDGET_OPTION(&a.gpu_mem, "GPU memory the run may use"),
+      CLI_HOST_BUDGET_OPTION(&a.host_mem, "host memory the run may use"),
+      {"--max-slab-slices", "N", "project the volume in slabs of at most N slices (default: as "
        "memory allows)", cli_parse_count, &a.slab, NULL},
+      CLI_ALIAS("--slab-slices", "--max-slab-slices", "N", cli_parse_count, &a.slab, NULL),
       CLI_STRICT_OPTION(&a.strict),
       CLI_COMMON_OPTIONS(&a.common),
       {0},

@@ -362,11 +362,10 @@ static int write_outputs(const char *cmd, const recon_args *a, const recon_run *
   ctr_status st = ctr_stack_save(a->out, a->out_format, &info, CTR_DTYPE_FLOAT32, r->image,
                                  a->force);
   if (st != CTR_OK) return cli_fail_file(cmd, st, a->out);
-  if (a->preview) {
-    st = ctr_png_preview(a->preview, r->image, p->nx, p->ny, p->nz, 0.0f, 0.0f, a->force);
-    if (st != CTR_OK) return cli_fail_file(cmd, st, a->preview);
-  }
   int rc;
+  if (a->preview && (rc = cli_preview_volume(cmd, a->preview, r->image, p->nx, p->ny, p->nz,
+                                             info.spacing, 0, 0, a->force)))
+    return rc;
   if (a->metrics && (rc = pet_curve_write_csv(cmd, &r->curve, a->metrics, a->force))) return rc;
   return a->plot ? write_plot(cmd, a, r) : 0;
 }
@@ -470,8 +469,7 @@ int cmd_pet_recon(int argc, char **argv) {
        pet_parse_phantom, &a.phantom, NULL},
       {"--contrast", "C", "its sphere activity / background (default 4)", cli_parse_positive,
        &a.contrast, NULL},
-      {"--preview", "PREFIX", "write PREFIX_{xy,xz,yz}.png: the central planes", cli_parse_string,
-       &a.preview, NULL},
+      CLI_PREVIEW_OPTION(&a.preview),
       {"--timings", NULL, "print the time of each reconstruction step", cli_set_flag, &a.timings,
        NULL},
       CLI_FORCE_OPTION(&a.force),

@@ -477,8 +477,10 @@ int cmd_rabbitct_make(int argc, char **argv) {
       {"--views", "N", "projections (default 496)", cli_parse_count, &a.views, NULL},
       {"--width", "N", "detector columns S_x (default 1248)", cli_parse_count, &a.width, NULL},
       {"--height", "N", "detector rows S_y (default 960)", cli_parse_count, &a.height, NULL},
-      {"--range", "DEG", "angle covered, 0 < DEG <= 360; < 360 is a short scan (default 200)",
-       parse_range_deg, &a.range, NULL},
+      {"--angle-range", "DEG",
+       "angle covered, 0 < DEG <= 360; < 360 is a short scan (default 200)", parse_range_deg,
+       &a.range, NULL},
+      CLI_ALIAS("--range", "--angle-range", "DEG", parse_range_deg, &a.range, NULL),
       {"--sid", "MM", "source to rotation axis (default 750)", cli_parse_positive, &a.sid, NULL},
       {"--sdd", "MM", "source to detector (default 1200)", cli_parse_positive, &a.sdd, NULL},
       {"--pitch", "MM",
@@ -513,7 +515,7 @@ int cmd_rabbitct_make(int argc, char **argv) {
   const double fan = 2.0 * atan(0.5 * (double)a.width * a.pitch / a.sdd) * 180.0 / MK_PI;
   if (a.range < 180.0)
     return cli_usage_error("rabbitct-make",
-                           "--range %g: a short scan needs at least 180 deg + the fan angle "
+                           "--angle-range %g: a short scan needs at least 180 deg + the fan angle "
                            "(%.1f deg for this detector)",
                            a.range, 180.0 + fan);
 #ifdef _OPENMP

@@ -316,7 +316,7 @@ PY
           fl=$(ooc_floor f32-r$rep $((ON * ON * ON * 4)))
           say "ooc floor f32 r$rep: ${fl:-failed} s"
           ooc_run ooc-$ON-f32 f32_r$rep "$fl"
-          ooc_run ooc-$ON-f32-gpu8G f32_gpu8G_r$rep "$fl" --gpu-mem 8G
+          ooc_run ooc-$ON-f32-gpu8G f32_gpu8G_r$rep "$fl" --gpu-budget 8G
         done
         ooc_merge | tee -a "$LOGS/summary.txt" ;;
       u16)
@@ -667,7 +667,7 @@ if has python; then
     "$ROOT" >> "$LOGS/python_build.log" 2>&1
   say "python build rc=$? ($(PYTHONPATH=$PYSITE python3 -c 'import pyctrecon; print(pyctrecon.__version__, pyctrecon.features(), pyctrecon.cuda_device_count(), "GPU(s)")' 2>&1 | tail -1))"
   (cd "$ROOT/python/tests" && PYTHONPATH=$PYSITE python3 -m pytest -v -p no:cacheprovider \
-    test_gpu.py test_docs.py) > "$LOGS/python_gpu_tests.log" 2>&1
+    test_gpu.py test_docs.py test_operators.py -rs) > "$LOGS/python_gpu_tests.log" 2>&1
   say "python GPU tests rc=$? : $(tail -1 "$LOGS/python_gpu_tests.log")"
   PYTHONPATH=$PYSITE python3 "$ROOT/python/bench/binding_overhead.py" --repeats 7 \
     ${BUILD:+--c-bench "$BUILD/bench/bench_fdk_cuda"} > "$OUT/python_overhead.json" \

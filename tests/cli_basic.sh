@@ -140,12 +140,12 @@ has "$OUT" "detector 1500 mm from the source" "check: sdd recovered from the mat
 has "$OUT" "100.0 % of the volume's field of view" "check: full coverage"
 if [ ! -s "$ERR" ]; then ok "check: no warning for a covering detector"; else bad "check warned"; fi
 expect 0 "geometry with --opt=value, lists, cw, short scan" geometry --out=s.json --nu=48 --nv 40 \
-  --du 9 --dv 12 --views 20 --range 220 --direction cw --volume 32,32,16 --voxel 8,8,16 \
-  --vol-offset 0,0,10 --start -30 --offset-u 2 --quiet
+  --du 9 --dv 12 --views 20 --angle-range 220 --direction cw --volume 32,32,16 --voxel 8,8,16 \
+  --vol-offset 0,0,10 --angle-start -30 --offset-u 2 --quiet
 if [ ! -s "$OUT" ]; then ok "geometry --quiet prints nothing"; else bad "geometry --quiet printed"; fi
-expect 0 "geometry --range 6.28 (radians)" geometry --out r.json $G --range 6.2832 --quiet
-has "$ERR" "--range 6.2832: the 30 views span only 6.074 degrees: this looks like radians" \
-  "--range in radians warns, naming --range"
+expect 0 "geometry --angle-range 6.28 (radians)" geometry --out r.json $G --angle-range 6.2832 --quiet
+has "$ERR" "--angle-range 6.2832: the 30 views span only 6.074 degrees: this looks like radians" \
+  "--angle-range in radians warns, naming --angle-range"
 rm -f r.json
 # a JSON geometry written in radians: every command that loads it says so
 sed 's/"range_deg":[[:space:]]*[0-9.]*/"range_deg": 3.14159/' s.json > rad.json

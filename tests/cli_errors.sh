@@ -49,7 +49,7 @@ fails 3 "multi-page tiff of 29 views" "p29.tif|29 images|expected 30 views" $FDK
 fails 3 "nrrd of another geometry" "p.nrrd|30 images|expected 29 views|g29.json" fdk --geometry g29.json --projections p.nrrd --out r.nrrd
 
 echo "# flag typos name the nearest flag, as JSON key typos do (exit 2, issue 41)"
-fails 2 "fdk --filtr" "unknown option '--filtr'; did you mean '--filter'?" $FDK --projections p.raw --filtr hann
+fails 2 "fdk --windw" "unknown option '--windw'; did you mean '--window'?" $FDK --projections p.raw --windw hann
 fails 2 "iterate --iteratons" "unknown option '--iteratons'; did you mean '--iterations'?" iterate --iteratons 3
 fails 2 "fbp --angle-rnage=180" "unknown option '--angle-rnage'; did you mean '--angle-range'?" fbp --angle-rnage=180
 
@@ -89,7 +89,7 @@ fails 3 "volume size 0" "zero.json|volume.size = [32, 0, 32]" $FDK --projections
 echo "# usage errors (exit 2)"
 fails 2 "unknown dtype" "--dtype 'int8'|float32, uint16 or float16" phantom --geometry g.json --out q.raw --dtype int8
 fails 2 "unknown raw dtype" "--raw-dtype 'double'|float32, uint16 or float16" $FDK --projections p.raw --raw-dtype double
-fails 2 "unknown filter" "--filter 'gauss'|ram-lak|hann" $FDK --projections p.raw --filter gauss
+fails 2 "unknown filter" "--window 'gauss'|ram-lak|hann" $FDK --projections p.raw --window gauss
 fails 2 "unknown format" "--format 'hdf'|raw, tiff" $FDK --projections p.raw --format hdf
 fails 2 "unknown output extension" "--out 'r.xyz'|extension" fdk --geometry g.json --projections p.raw --out r.xyz
 fails 2 "tiff-stack without a pattern" "--out 'q.tif'|%d" phantom --geometry g.json --out q.tif --format tiff-stack
@@ -167,7 +167,7 @@ warns() {
   rm -f "$out"
 }
 echo "# geometries FDK cannot reconstruct: warned, refused by --strict (issue 41)"
-"$CTR" geometry --out arc120.json $GEO --views $NVIEWS --range 120 2>/dev/null || exit 1
+"$CTR" geometry --out arc120.json $GEO --views $NVIEWS --angle-range 120 2>/dev/null || exit 1
 "$CTR" phantom --geometry arc120.json --out arc120.raw --quiet || exit 1
 fails 3 "fdk --strict: a 120 deg orbit" \
   "'arc120.json': FDK cannot reconstruct|less than a short scan|refused: --strict|ctrecon iterate" \

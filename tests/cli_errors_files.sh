@@ -136,7 +136,7 @@ rm -rf pv v2.nrrd
 rm -f v.tif* other.tif*
 
 echo "# --resume: checksums, a truncated partial output, the summary"
-FDK=(fdk --geometry g.json --projections p.nrrd --device cpu --subvolume-slices 5 --views-per-batch 7)
+FDK=(fdk --geometry g.json --projections p.nrrd --device cpu --max-slab-slices 5 --views-per-batch 7)
 run "${FDK[@]}" --out plain.raw
 range=$(grep '^values' "$OUT")
 CTRECON_INJECT_STOP_AFTER_SLABS=3 run "${FDK[@]}" --out r.raw

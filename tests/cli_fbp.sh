@@ -16,7 +16,7 @@ below "$fromp" 0.01 && ok "from uint16 projections with flat/dark: RMSE $fromp <
   bad "RMSE from projections '$fromp'"
 
 # The demo's uint16 projections with flat and dark fields, a block of rows at a time.
-PP=(fbp --projections pd/projections.tif --flat pd/flat.tif --dark pd/dark.tif --filter hann --device cpu
+PP=(fbp --projections pd/projections.tif --flat pd/flat.tif --dark pd/dark.tif --window hann --device cpu
     --pixel-size "$(awk 'BEGIN { printf "%.17g", 256 / 96 }')")
 step "fbp --projections --flat --dark" "${PP[@]}" --out rp.raw --batch 4
 [ "$(wc -c < rp.raw)" -eq $((96 * 96 * 6 * 4)) ] && ok "rp.raw size" || bad "rp.raw size"
@@ -30,15 +30,15 @@ exits 2 "--rows beyond the projections" "${PP[@]}" --rows 4:9 --out e.raw
 
 # The demo's sinograms through `ctrecon fbp` (256 mm over 96 bins).
 P=$(awk 'BEGIN { printf "%.17g", 256 / 96 }')
-FBP=(fbp --sinograms pd/sinograms.tif --pixel-size "$P" --filter hann --device cpu)
+FBP=(fbp --sinograms pd/sinograms.tif --pixel-size "$P" --window hann --device cpu)
 step "fbp of the demo's sinograms" "${FBP[@]}" --out r.raw --preview prev
 grep -Eq '^fbp: 6 slices of 96 x 96 from 180 angles x 96 bins' "$OUT" && ok "fbp summary" || bad "fbp summary"
 [ "$(wc -c < r.raw)" -eq $((96 * 96 * 6 * 4)) ] && ok "r.raw size" || bad "r.raw size"
 for s in xy xz yz; do head -c 8 "prev_$s.png" | grep -q PNG && ok "prev_$s.png" || bad "prev_$s.png"; done
 step "fbp in batches of 4" "${FBP[@]}" --out r4.raw --batch 4
 cmp -s r.raw r4.raw && ok "batched run is byte-identical" || bad "batched run differs"
-step "fbp with --gpu-mem on the CPU (the GPU pipeline's budget)" "${FBP[@]}" --out rg.raw --gpu-mem 1M
-cmp -s r.raw rg.raw && ok "--gpu-mem leaves a CPU run as it is" || bad "--gpu-mem changed a CPU run"
+step "fbp with --gpu-budget on the CPU (the GPU pipeline's budget)" "${FBP[@]}" --out rg.raw --gpu-budget 1M
+cmp -s r.raw rg.raw && ok "--gpu-budget leaves a CPU run as it is" || bad "--gpu-budget changed a CPU run"
 mkdir -p st
 step "fbp, nearest, tiff stack out" "${FBP[@]}" --interp nearest --out 'st/s_%02d.tif' --quiet
 [ "$(ls st | wc -l)" -eq 6 ] && ok "6 slice files" || bad "slice files: $(ls st | wc -l)"
@@ -65,7 +65,7 @@ if "$CTR" info | grep -Eq '^ +hdf5 +yes'; then
   ls rec.h5.tmp.* > /dev/null 2>&1 && bad "temporary left behind" || ok "no temporary left"
   # --force replaces that dataset; the file's other one stays
   step "fbp --force into a dataset that exists" "${FBP[@]}" --out 'rec.h5:/exchange/recon' --quiet \
-    --force --filter ram-lak
+    --force --window ram-lak
   step "the replaced dataset" "${RE[@]}" --out re4.raw
   cmp -s re1.raw re4.raw && bad "--force did not replace the dataset" || ok "--force replaced it"
   step "the other dataset" fbp --sinograms 'rec.h5:/other/recon' --device cpu --quiet --out re5.raw

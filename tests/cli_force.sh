@@ -65,7 +65,7 @@ F=(fdk --geometry g.json --projections p.nrrd --device cpu --quiet)
 step "fdk" "${F[@]}" --out v.nrrd --preview pv
 refused "fdk again" v.nrrd "${F[@]}" --out v.nrrd
 refused "fdk, a preview there" pv_xy.png "${F[@]}" --out v2.nrrd --preview pv
-replaced "fdk --filter shepp-logan" v.nrrd "${F[@]}" --out v.nrrd --preview pv --filter shepp-logan
+replaced "fdk --window shepp-logan" v.nrrd "${F[@]}" --out v.nrrd --preview pv --window shepp-logan
 mkdir st
 step "fdk to a TIFF stack" "${F[@]}" --out 'st/v_%03d.tif'
 refused "fdk into the stack again" st/v_000.tif "${F[@]}" --out 'st/v_%03d.tif'
@@ -75,7 +75,7 @@ step "fdk to another stack" "${F[@]}" --out 'st/w_%03d.tif'
 touch st/x_0100.tif # one file of a stack, beyond any count
 refused "fdk into a stack one stray file of which is there" st/x_0100.tif \
   "${F[@]}" --out 'st/x_%04d.tif'
-replaced "fdk into the stack" st/v_012.tif "${F[@]}" --out 'st/v_%03d.tif' --filter shepp-logan
+replaced "fdk into the stack" st/v_012.tif "${F[@]}" --out 'st/v_%03d.tif' --window shepp-logan
 clean "fdk"
 
 echo "# fbp"
@@ -84,7 +84,7 @@ step "parallel-beam data" demo --parallel --size 32 --views 24 --slices 4 --devi
 B=(fbp --sinograms pd/sinograms.tif --device cpu --quiet)
 step "fbp" "${B[@]}" --out r.raw
 refused "fbp again" r.raw "${B[@]}" --out r.raw
-replaced "fbp --filter hann" r.raw "${B[@]}" --out r.raw --filter hann
+replaced "fbp --window hann" r.raw "${B[@]}" --out r.raw --window hann
 
 echo "# iterate: --out, --plot, --residuals"
 I=(iterate --geometry g.json --projections p.nrrd --device cpu --iterations 2 --quiet

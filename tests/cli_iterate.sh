@@ -116,16 +116,16 @@ grep -q "belongs to another run: its geometry checksum differs" "$ERR" &&
 [ -s o.raw.checkpoint ] && ok "the checkpoint kept" || bad "checkpoint lost"
 step "--resume with the same data" "${IT[@]}" --algorithm cgls --iterations 4 --out o.raw --resume \
   --force --quiet
-# --resume with another --slab-slices: the forward sums in another order and the result
-# differed in its last bits; refused, naming --slab-slices and the checkpoint's value.
+# --resume with another --max-slab-slices: the forward sums in another order and the result
+# differed in its last bits; refused, naming --max-slab-slices and the checkpoint's value.
 step "cgls: 2 iterations in slabs of 8" "${IT[@]}" --algorithm cgls --iterations 2 --out sl.raw \
-  --slab-slices 8 --keep-checkpoint --quiet
-exits 3 "--resume with --slab-slices 5" "${IT[@]}" --algorithm cgls --iterations 4 --out sl.raw \
-  --slab-slices 5 --resume --force
-grep -q "made with --slab-slices 8" "$ERR" && ok "the message names --slab-slices 8" ||
+  --max-slab-slices 8 --keep-checkpoint --quiet
+exits 3 "--resume with --max-slab-slices 5" "${IT[@]}" --algorithm cgls --iterations 4 --out sl.raw \
+  --max-slab-slices 5 --resume --force
+grep -q "made with --max-slab-slices 8" "$ERR" && ok "the message names --max-slab-slices 8" ||
   bad "other slab: $(cat "$ERR")"
-step "--resume with --slab-slices 8" "${IT[@]}" --algorithm cgls --iterations 4 --out sl.raw \
-  --slab-slices 8 --resume --force --quiet
+step "--resume with --max-slab-slices 8" "${IT[@]}" --algorithm cgls --iterations 4 --out sl.raw \
+  --max-slab-slices 8 --resume --force --quiet
 exits 1 "--resume without a checkpoint" "${IT[@]}" --iterations 3 --out none.raw --resume
 grep -qF "cannot resume: no checkpoint 'none.raw.checkpoint'; run without --resume to start over" "$ERR" &&
   [ ! -e none.raw.checkpoint ] && [ ! -e none.raw ] &&

@@ -94,7 +94,7 @@ for n in 2 3; do
   mpi $n "${FDK[@]}" --out d16_$n.nrrd --quiet --out-dtype uint16 --out-scale 2000 --slices 3:29
   same d16_$n.nrrd plain16.nrrd "fdk: $n ranks' uint16 slab = one process's"
 done
-mpi 3 "${FDK[@]}" --out ds.raw --quiet --subvolume-slices 3 --store scratch --views-per-batch 7
+mpi 3 "${FDK[@]}" --out ds.raw --quiet --max-slab-slices 3 --store scratch --views-per-batch 7
 same ds.raw plain.raw "fdk: 3 ranks, small subvolumes in scratch = one process"
 clean "fdk runs"
 
@@ -152,7 +152,7 @@ has_stop=$(grep -c '^ctrecon fdk: error: rank 0 of 2 .*stopped after 1' "$ERR")
 grep -q -e "--resume" "$ERR" && ok "it advises --resume" || bad "no --resume advice"
 step "resumed by one process (no mpirun)" "${FDK[@]}" --out r1.raw --resume --quiet
 same r1.raw plain.raw "2 ranks stopped, resumed by one process = uninterrupted"
-CTRECON_INJECT_STOP_AFTER_SLABS=2 run "${FDK[@]}" --out r2.raw --subvolume-slices 5 --quiet
+CTRECON_INJECT_STOP_AFTER_SLABS=2 run "${FDK[@]}" --out r2.raw --max-slab-slices 5 --quiet
 [ "$rc" -ne 0 ] && [ -f r2.raw.partial.journal ] && ok "a one-process run stopped" || bad "stop: exit $rc"
 mpi 3 "${FDK[@]}" --out r2.raw --resume --quiet
 [ "$rc" -eq 0 ] && ok "resumed with 3 ranks" || bad "resume with 3 ranks: exit $rc"

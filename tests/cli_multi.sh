@@ -17,11 +17,11 @@ step "geometry" geometry --out g.json --nu 48 --nv 40 --du 9 --dv 12 --views 40 
   --voxel 8 --quiet
 step "phantom" phantom --geometry g.json --out p.raw --device cpu --quiet
 FDK=(fdk --geometry g.json --projections p.raw --device cpu --quiet)
-step "one worker" "${FDK[@]}" --out one.raw --subvolume-slices 6
-step "volume split on 3 workers" "${FDK[@]}" --out three.raw --subvolume-slices 6 --workers 3 \
+step "one worker" "${FDK[@]}" --out one.raw --max-slab-slices 6
+step "volume split on 3 workers" "${FDK[@]}" --out three.raw --max-slab-slices 6 --workers 3 \
   --split volume
 same three.raw one.raw "volume split on 3 workers equals one worker, byte for byte"
-step "volume split, scratch store" "${FDK[@]}" --out scratch.raw --subvolume-slices 6 \
+step "volume split, scratch store" "${FDK[@]}" --out scratch.raw --max-slab-slices 6 \
   --workers 2 --split volume --store scratch
 same scratch.raw one.raw "volume split through the scratch file equals one worker"
 run "${FDK[@]}" --out proj.raw --workers 2 --split projections --timings

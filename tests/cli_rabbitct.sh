@@ -38,7 +38,7 @@ grep -q '^  rabbitct-make ' "$OUT" && grep -q '^  rabbitct ' "$OUT" && ok "globa
   bad "global help lacks the rabbitct commands"
 
 echo "# rabbitct-make, tiny"
-run rabbitct-make --views 40 --width 64 --height 48 --range 220 --sizes 16,32 --out r.rct --device cpu
+run rabbitct-make --views 40 --width 64 --height 48 --angle-range 220 --sizes 16,32 --out r.rct --device cpu
 if [ "$rc" -eq 0 ] && [ ! -s "$ERR" ]; then ok "rabbitct-make exits 0, nothing on stderr"; else bad "rabbitct-make: exit $rc"; fi
 sed 's/^/    | /' "$OUT"
 # 24 header bytes + 40 x (96 + 64 x 48 x 4) + 2 x (16^3 + 32^3)
@@ -49,9 +49,9 @@ hdr=$(od -An -tu4 -N16 r.rct | tr -s ' ')
 [ "$hdr" = " 103 64 48 40" ] && ok "header: version 103, 64 x 48, 40 views" || bad "header '$hdr'"
 grep -q '^reference   32^3' "$OUT" && grep -q '^wrote r.rct: 40 views of 64 x 48, 220 deg, references 16, 32' "$OUT" &&
   ok "summary: reference times, views, detector, range, sizes" || bad "summary"
-"$CTR" rabbitct-make --views 40 --width 64 --height 48 --range 220 --sizes 16 --out same.rct --quiet --device cpu >/dev/null 2>&1
-"$CTR" rabbitct-make --views 40 --width 64 --height 48 --range 220 --sizes 16 --out seed2.rct --seed 2 --quiet --device cpu >/dev/null 2>&1
-"$CTR" rabbitct-make --views 40 --width 64 --height 48 --range 220 --sizes 16 --out same2.rct --quiet --device cpu >/dev/null 2>&1
+"$CTR" rabbitct-make --views 40 --width 64 --height 48 --angle-range 220 --sizes 16 --out same.rct --quiet --device cpu >/dev/null 2>&1
+"$CTR" rabbitct-make --views 40 --width 64 --height 48 --angle-range 220 --sizes 16 --out seed2.rct --seed 2 --quiet --device cpu >/dev/null 2>&1
+"$CTR" rabbitct-make --views 40 --width 64 --height 48 --angle-range 220 --sizes 16 --out same2.rct --quiet --device cpu >/dev/null 2>&1
 cmp -s same.rct same2.rct && ok "same seed: identical files" || bad "same seed gives different files"
 [ -s seed2.rct ] && ! cmp -s same.rct seed2.rct && ok "--seed 2: a different orbit" || bad "--seed 2"
 
@@ -249,8 +249,8 @@ run rabbitct-make --views 40
 one_error 2 "missing required option --out" "rabbitct-make without --out: usage error"
 run rabbitct-make --views 40 --width 64 --height 48 --sizes 16 --out nodir/x.rct --device cpu
 one_error 1 "nodir" "unwritable --out: exit 1"
-run rabbitct-make --views 40 --width 64 --height 48 --range 120 --sizes 16 --out short.rct --device cpu
-one_error 2 "a short scan needs at least 180 deg" "--range 120 (less than 180 deg): usage error"
+run rabbitct-make --views 40 --width 64 --height 48 --angle-range 120 --sizes 16 --out short.rct --device cpu
+one_error 2 "a short scan needs at least 180 deg" "--angle-range 120 (less than 180 deg): usage error"
 [ ! -e bad.rct ] && [ ! -e nodir ] && [ ! -e short.rct ] && ok "failed runs leave no file" || bad "files left by failed runs"
 leftover=$(find . -name '*.tmp.*' -o -name '*partial*')
 [ -z "$leftover" ] && ok "no temporaries" || bad "temporaries: $leftover"

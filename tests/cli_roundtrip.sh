@@ -40,7 +40,7 @@ size_is p.raw $((PROJ * 4))
 size_above truth.nrrd $((VOX * 4))
 step "fdk raw -> raw" fdk --geometry g.json --projections p.raw --out r.raw
 size_is r.raw $((VOX * 4))
-grep -Eq '^fdk: 30 views -> 32 x 32 x 32 voxels, hann filter .* s, [0-9.]+ GUPS' "$OUT" &&
+grep -Eq '^fdk: 30 views -> 32 x 32 x 32 voxels, ram-lak filter .* s, [0-9.]+ GUPS' "$OUT" &&
   ok "fdk summary: hann by default, seconds, GUPS" || bad "fdk summary"
 grep -q 'wrote r.raw' "$OUT" && ok "fdk summary names the output" || bad "fdk summary output path"
 REF=$(recon_max)
@@ -102,11 +102,11 @@ grep -q '32 x 32 x 16 voxels (slices 8..23 of 32)' "$OUT" && ok "slab summary" |
 grep -aq 'sizes: 32 32 16' slab.nrrd && ok "slab has 16 slices" || bad "slab sizes"
 grep -aq 'space origin: (-124,-124,-60)' slab.nrrd && ok "slab origin starts at slice 8" ||
   bad "slab origin: $(grep -a 'space origin' slab.nrrd)"
-step "fdk filters and options" fdk --geometry g.json --projections p.raw --out rf.raw --filter ram-lak \
+step "fdk filters and options" fdk --geometry g.json --projections p.raw --out rf.raw --window ram-lak \
   --cutoff 0.8 --short-scan off --threads 1 --device cpu --quiet
 [ ! -s "$OUT" ] && ok "--quiet prints nothing" || bad "--quiet printed"
 for w in shepp-logan cosine hamming; do
-  step "filter $w" fdk --geometry g.json --projections p.raw --out "rf_$w.raw" --filter $w --quiet
+  step "filter $w" fdk --geometry g.json --projections p.raw --out "rf_$w.raw" --window $w --quiet
 done
 step "fdk --preview" fdk --geometry g.json --projections p.nrrd --out rp.nrrd --preview prev --preview-window 0:0.5 --quiet
 for s in xy xz yz; do size_above "prev_$s.png" 60; done

@@ -26,8 +26,8 @@ step "plain fdk" "${FDK[@]}" --out plain.raw --quiet
 [ "$(wc -c <plain.raw)" -eq $((N * N * N * 4)) ] && ok "plain output size" || bad "plain output size"
 
 echo "# forced subvolumes, scratch store, small batches"
-step "fdk --subvolume-slices 5 --store scratch --views-per-batch 7 --timings" \
-  "${FDK[@]}" --out split.raw --subvolume-slices 5 --store scratch --views-per-batch 7 --timings
+step "fdk --max-slab-slices 5 --store scratch --views-per-batch 7 --timings" \
+  "${FDK[@]}" --out split.raw --max-slab-slices 5 --store scratch --views-per-batch 7 --timings
 same split.raw plain.raw "streamed scratch run equals the plain run"
 has_err '^plan: 7 subvolumes of 5 slices' "--timings prints the plan (7 subvolumes of 5 slices)"
 has_err '^plan: .*scratch' "the plan keeps filtered views in scratch"
@@ -43,20 +43,20 @@ awk '/^total, overlapped/ { t = $NF } END { exit !(t > 0) }' "$ERR" && ok "total
   bad "total time: $(grep total "$ERR")"
 ! grep -q '^plan:' "$OUT" && ok "--timings goes to stderr only" || bad "--timings on stdout"
 clean "scratch run"
-for args in "--subvolume-slices 1 --store host --views-per-batch 3" \
-            "--subvolume-slices 7 --store auto" "--subvolume-slices 32 --store scratch" \
+for args in "--max-slab-slices 1 --store host --views-per-batch 3" \
+            "--max-slab-slices 7 --store auto" "--max-slab-slices 32 --store scratch" \
             "--views-per-batch 1"; do
   # shellcheck disable=SC2086
   step "fdk $args" "${FDK[@]}" --out v.raw $args --quiet --force  # one output, replaced
   same v.raw plain.raw "fdk $args equals the plain run"
 done
-step "fdk to nrrd in subvolumes" "${FDK[@]}" --out v.nrrd --subvolume-slices 6 --quiet
+step "fdk to nrrd in subvolumes" "${FDK[@]}" --out v.nrrd --max-slab-slices 6 --quiet
 step "plain fdk to nrrd" "${FDK[@]}" --out plain.nrrd --quiet
 same v.nrrd plain.nrrd "nrrd in subvolumes equals the plain nrrd"
 clean "split runs"
 
 echo "# interruption (CTRECON_INJECT_STOP_AFTER_SLABS) and --resume"
-RES=("${FDK[@]}" --out r.raw --subvolume-slices 5 --views-per-batch 7)
+RES=("${FDK[@]}" --out r.raw --max-slab-slices 5 --views-per-batch 7)
 CTRECON_INJECT_STOP_AFTER_SLABS=2 run "${RES[@]}"
 [ "$rc" -ne 0 ] && ok "interrupted run exits non-zero ($rc)" || bad "interrupted run exit 0"
 [ ! -e r.raw ] && ok "no final output after the interruption" || bad "r.raw exists"
@@ -72,7 +72,7 @@ grep -q 'ctr_fdk_stream_options' "$ERR" && bad "the refusal names the API field:
   ok "the library's field name is mapped to the option"
 [ ! -e r.raw ] && [ -f r.raw.partial ] && [ -f r.raw.partial.journal ] &&
   ok "the refusal keeps the partial output" || bad "refusal changed files: $(ls)"
-run "${RES[@]}" --resume --filter ram-lak
+run "${RES[@]}" --resume --window hann
 [ "$rc" -ne 0 ] && ok "--resume with another filter is refused ($rc)" || bad "--resume with another filter exit 0"
 has_err 'cannot resume' "the refusal says it cannot resume"
 run "${RES[@]}" --resume --timings
@@ -93,7 +93,7 @@ echo "# interruption and --resume of an OME-Zarr output: its complete rows of ch
 step "geometry z.json" geometry --out z.json --nu 160 --nv 150 --du 1.5 --dv 1.5 --views 24 \
   --volume 136 --voxel 1 --quiet
 step "phantom zp.raw" phantom --geometry z.json --out zp.raw --device cpu --quiet
-ZR=(fdk --geometry z.json --projections zp.raw --device cpu --quiet --subvolume-slices 5)
+ZR=(fdk --geometry z.json --projections zp.raw --device cpu --quiet --max-slab-slices 5)
 mkdir -p ref
 step "plain fdk to ref/z.zarr" "${ZR[@]}" --out ref/z.zarr
 CTRECON_INJECT_STOP_AFTER_SLABS=26 run "${ZR[@]}" --out z.zarr
@@ -120,25 +120,25 @@ rm -rf ref z.zarr
 clean "OME-Zarr resume"
 
 echo "# memory budgets"
-run "${FDK[@]}" --out m.raw --host-mem 1K
-[ "$rc" -eq 1 ] && ok "--host-mem 1K exits 1" || bad "--host-mem 1K exit $rc"
-has_err '(--host-mem)' "--host-mem 1K names --host-mem"
+run "${FDK[@]}" --out m.raw --host-budget 1K
+[ "$rc" -eq 1 ] && ok "--host-budget 1K exits 1" || bad "--host-budget 1K exit $rc"
+has_err '(--host-budget)' "--host-budget 1K names --host-budget"
 grep -q 'host_budget' "$ERR" && bad "the budget error names the API field: $(cat "$ERR")" ||
   ok "the budget error names the option, not host_budget"
 [ ! -e m.raw ] && ok "no output for an impossible budget" || bad "m.raw exists"
-run "${FDK[@]}" --out m.raw --gpu-mem banana
-[ "$rc" -eq 2 ] && ok "--gpu-mem banana is a usage error (2)" || bad "--gpu-mem banana exit $rc"
+run "${FDK[@]}" --out m.raw --gpu-budget banana
+[ "$rc" -eq 2 ] && ok "--gpu-budget banana is a usage error (2)" || bad "--gpu-budget banana exit $rc"
 has_err 'banana' "the usage error quotes the value"
-run "${FDK[@]}" --out m.raw --host-mem 8X
-[ "$rc" -eq 2 ] && ok "--host-mem 8X is a usage error (2)" || bad "--host-mem 8X exit $rc"
-step "--gpu-mem 1K is ignored on the CPU" "${FDK[@]}" --out m.raw --gpu-mem 1K --host-mem 1G --quiet
+run "${FDK[@]}" --out m.raw --host-budget 8X
+[ "$rc" -eq 2 ] && ok "--host-budget 8X is a usage error (2)" || bad "--host-budget 8X exit $rc"
+step "--gpu-budget 1K is ignored on the CPU" "${FDK[@]}" --out m.raw --gpu-budget 1K --host-budget 1G --quiet
 same m.raw plain.raw "budgeted run equals the plain run"
 run "${FDK[@]}" --out m2.raw --store none
 [ "$rc" -eq 2 ] && ok "--store none is not a CLI choice (2)" || bad "--store none exit $rc"
 
 echo "# previews of a multi-subvolume run"
 step "fdk --preview in one subvolume" "${FDK[@]}" --out pv1.raw --preview one --quiet
-step "fdk --preview in 7 subvolumes" "${FDK[@]}" --out pv7.raw --preview many --subvolume-slices 5 --quiet
+step "fdk --preview in 7 subvolumes" "${FDK[@]}" --out pv7.raw --preview many --max-slab-slices 5 --quiet
 for s in xy xz yz; do
   if [ -s "many_$s.png" ] && head -c 8 "many_$s.png" | grep -q PNG; then ok "many_$s.png written"
   else bad "many_$s.png missing"; fi
@@ -149,7 +149,7 @@ echo "# SIGINT during a longer run, then --resume"
 step "geometry 128^3" geometry --out b.json --nu 192 --nv 192 --du 3 --dv 3 --views 360 \
   --volume 128 --voxel 2 --quiet
 step "phantom 360 views" phantom --geometry b.json --out b.raw --device cpu --quiet
-BIG=(fdk --geometry b.json --projections b.raw --device cpu --subvolume-slices 4 --quiet)
+BIG=(fdk --geometry b.json --projections b.raw --device cpu --max-slab-slices 4 --quiet)
 step "uninterrupted 128^3 run" "${BIG[@]}" --out b_full.raw
 "$CTR" "${BIG[@]}" --out b.raw.out.raw >"$OUT" 2>"$ERR" &
 pid=$!
@@ -176,7 +176,7 @@ else
   same b.raw.out.raw b_full.raw "resumed after SIGINT equals the uninterrupted run"
 fi
 # SIGINT before any subvolume is finished: nothing is kept, nothing asks for --resume.
-"$CTR" "${BIG[@]}" --subvolume-slices 128 --out b2.raw >"$OUT" 2>"$ERR" &
+"$CTR" "${BIG[@]}" --max-slab-slices 128 --out b2.raw >"$OUT" 2>"$ERR" &
 pid=$!
 sleep 0.2
 kill -INT "$pid" 2>/dev/null

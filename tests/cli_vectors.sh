@@ -9,7 +9,7 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
 
-G="--nu 48 --nv 40 --du 9 --dv 12 --views 30 --start 15 --volume 32 --voxel 8"
+G="--nu 48 --nv 40 --du 9 --dv 12 --views 30 --angle-start 15 --volume 32 --voxel 8"
 step "circular geometry" geometry --out circ.json --sid 1000 --sdd 1500 $G --quiet
 # the same orbit as cone_vec rows (docs/geometry.md's formulas for a circular
 # orbit: t = angle, src = sid (cos t, sin t, 0), detector centre (sid - sdd)

@@ -50,11 +50,11 @@ grep -qF "w.zarr.partial.journal" "$ERR" && [ ! -e w.zarr ] && [ ! -e w.zarr.par
   bad "--resume: $(cat "$ERR")"
 
 # the plan counts the writer's rows of chunks: a host budget too small for
-# them is refused naming --host-mem and the writer's bytes, nothing written
-exits 1 "fdk --host-mem 1M into s.zarr" "${FDK[@]}" --projections p.raw --out s.zarr --host-mem 1M
-grep -qF -- "--host-mem" "$ERR" && grep -qF "OME-Zarr writer's own buffers" "$ERR" && [ ! -e s.zarr ] &&
-  ok "fdk: a budget below the rows of chunks refused naming --host-mem and the writer" ||
-  bad "fdk --host-mem 1M: $(cat "$ERR")"
+# them is refused naming --host-budget and the writer's bytes, nothing written
+exits 1 "fdk --host-budget 1M into s.zarr" "${FDK[@]}" --projections p.raw --out s.zarr --host-budget 1M
+grep -qF -- "--host-budget" "$ERR" && grep -qF "OME-Zarr writer's own buffers" "$ERR" && [ ! -e s.zarr ] &&
+  ok "fdk: a budget below the rows of chunks refused naming --host-budget and the writer" ||
+  bad "fdk --host-budget 1M: $(cat "$ERR")"
 
 # fbp and iterate
 step "parallel demo" demo --parallel --size 24 --views 30 --slices 3 --out-dir pd --device cpu \
@@ -62,26 +62,26 @@ step "parallel demo" demo --parallel --size 24 --views 30 --slices 3 --out-dir p
 step "fbp --out b.zarr" fbp --sinograms pd/sinograms.tif --pixel-size 2 --device cpu --quiet \
   --out b.zarr
 [ -s b.zarr/0/zarr.json ] && ok "fbp wrote b.zarr" || bad "fbp: no b.zarr"
-exits 1 "fbp --host-mem 16K into s.zarr" fbp --sinograms pd/sinograms.tif --pixel-size 2 \
-  --device cpu --quiet --out s.zarr --host-mem 16K
-grep -qF -- "--host-mem" "$ERR" && grep -qF "OME-Zarr writer's own buffers" "$ERR" && [ ! -e s.zarr ] &&
-  ok "fbp: a budget below the rows of chunks refused naming --host-mem and the writer" ||
-  bad "fbp --host-mem 16K: $(cat "$ERR")"
+exits 1 "fbp --host-budget 16K into s.zarr" fbp --sinograms pd/sinograms.tif --pixel-size 2 \
+  --device cpu --quiet --out s.zarr --host-budget 16K
+grep -qF -- "--host-budget" "$ERR" && grep -qF "OME-Zarr writer's own buffers" "$ERR" && [ ! -e s.zarr ] &&
+  ok "fbp: a budget below the rows of chunks refused naming --host-budget and the writer" ||
+  bad "fbp --host-budget 16K: $(cat "$ERR")"
 step "iterate --out i.zarr" iterate --geometry g.json --projections p.zarr --device cpu \
   --algorithm sirt --iterations 2 --out i.zarr --quiet
 [ -s i.zarr/0/zarr.json ] && ok "iterate wrote i.zarr" || bad "iterate: no i.zarr"
 # iterate: the plan fits 5 MiB (4.7 MiB), saving a 1 MiB volume with the
 # writer's row of 64 slices and two threads' chunk scratch does not: refused
-# before the iterations, naming --host-mem
+# before the iterations, naming --host-budget
 step "geometry g2" geometry --out g2.json --nu 16 --nv 16 --du 8 --dv 8 --views 4 --volume 64 \
   --voxel 2 --quiet
 step "phantom p2" phantom --geometry g2.json --out p2.raw --device cpu --quiet
 export OMP_NUM_THREADS=2
-exits 1 "iterate --host-mem 5M into s.zarr" iterate --geometry g2.json --projections p2.raw \
-  --device cpu --algorithm sirt --iterations 1 --out s.zarr --quiet --host-mem 5M
+exits 1 "iterate --host-budget 5M into s.zarr" iterate --geometry g2.json --projections p2.raw \
+  --device cpu --algorithm sirt --iterations 1 --out s.zarr --quiet --host-budget 5M
 unset OMP_NUM_THREADS
-grep -qF -- "--host-mem" "$ERR" && grep -qF "OME-Zarr writer's own buffers" "$ERR" && [ ! -e s.zarr ] &&
-  ok "iterate: saving beyond --host-mem refused up front, naming it and the writer" ||
-  bad "iterate --host-mem 5M: $(cat "$ERR")"
+grep -qF -- "--host-budget" "$ERR" && grep -qF "OME-Zarr writer's own buffers" "$ERR" && [ ! -e s.zarr ] &&
+  ok "iterate: saving beyond --host-budget refused up front, naming it and the writer" ||
+  bad "iterate --host-budget 5M: $(cat "$ERR")"
 clean "OME-Zarr outputs"
 finish

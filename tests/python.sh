@@ -3,7 +3,7 @@
 # environment in BUILD/python-check/venv, a wheel built from the source tree by
 # pip (scikit-build-core driving the repository's CMake; CUDA off: the CUDA
 # objects take minutes on two cores and CI has no GPU, the CPU code is the C
-# build's), the wheel installed with numpy, pytest, h5py, tqdm and scipy from
+# build's), the wheel installed with numpy, pytest, h5py, tqdm, scipy and matplotlib from
 # PyPI (not torch, too large: test_operators.py's torch tests report themselves
 # skipped), `import pyctrecon` from outside the tree, then python/tests against the
 # tool of this build (CTRECON_CLI: identical arrays).
@@ -49,7 +49,7 @@ if [ "$asan" = 1 ]; then
   pyinc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
   [ -e "$pyinc/Python.h" ] || skip "no Python.h for $py (python3-dev)"
   "$py" -m venv "$venv" >"$work/step.log" 2>&1 || skip "$py -m venv failed: $(tail -n 1 "$work/step.log")"
-  "$venv/bin/python" -m pip --disable-pip-version-check install -q numpy pytest h5py tqdm scipy cffi \
+  "$venv/bin/python" -m pip --disable-pip-version-check install -q numpy pytest h5py tqdm scipy matplotlib cffi \
     >"$work/step.log" 2>&1 || skip "pip install from PyPI failed: $(tail -n 1 "$work/step.log")"
   echo "ok - virtual environment and packages ($($py --version 2>&1))"
   pkg=$work/pkg/pyctrecon
@@ -74,7 +74,7 @@ print(pyctrecon.version(), sorted(pyctrecon.features()))"
 fi
 step "virtual environment ($($py --version 2>&1))" "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
-step "pip install numpy pytest h5py tqdm scipy cffi" "${pip[@]}" install -q numpy pytest h5py tqdm scipy cffi
+step "pip install numpy pytest h5py tqdm scipy matplotlib cffi" "${pip[@]}" install -q numpy pytest h5py tqdm scipy matplotlib cffi
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 step "pip wheel (library + extension, CTRECON_CUDA=off)" "${pip[@]}" wheel -q --no-deps \
   -w "$work/wheel" --config-settings=cmake.define.CTRECON_CUDA=off \

@@ -77,6 +77,18 @@ typedef struct file_format_info_v1 {
   const char *partial;
 } file_format_info_v1;
 
+typedef struct parallel_params_v1 {
+  unsigned version;
+  int64_t nbins, nangles;
+  const double *angles_deg;
+  double angle_start_deg, angle_range_deg;
+  double axis;
+  const double *axis_shift;
+  int64_t nx, ny;
+  double voxel;
+  double pixel_size;
+} parallel_params_v1;
+
 /* The tables' idea of the old layouts is the compiler's. */
 static void test_layouts(void) {
   CHECK(ctr__struct_size(&ctr__struct_context_options, 1) == sizeof(context_options_v1));
@@ -85,6 +97,7 @@ static void test_layouts(void) {
   CHECK(ctr__struct_size(&ctr__struct_fbp_options, 1) == sizeof(fbp_options_v1));
   CHECK(ctr__struct_size(&ctr__struct_pet_recon_options, 1) == sizeof(pet_recon_options_v1));
   CHECK(ctr__struct_size(&ctr__struct_file_format_info, 1) == sizeof(file_format_info_v1));
+  CHECK(ctr__struct_size(&ctr__struct_parallel_params, 1) == sizeof(parallel_params_v1));
   CHECK(sizeof(stream_options_v1) < sizeof(ctr_fdk_stream_options));
   CHECK(offsetof(stream_options_v1, gpu_budget) < offsetof(ctr_fdk_stream_options, gpu_budget));
 }
@@ -256,6 +269,17 @@ static void test_fbp(ctr_context *ctx) {
   o2.strict = 1;
   CHECK_FAILS(ctr_fbp(ctx, pg, &o2, &sa, &a2), CTR_E_FORMAT, "strict");
   ctr_parallel_free(pg);
+  /* ctr_parallel_params version 1 (before tilt_deg and nrows): read as untilted, the same
+   * geometry as the current layout's defaults */
+  const parallel_params_v1 p1 = {1, 32, 24, NULL, 0.0, 180.0, CTR_AXIS_CENTER, NULL, 0, 0, 0.0, 0.0};
+  ctr_parallel_geometry *g1 = NULL;
+  CHECK_OK(ctr_parallel_create((const ctr_parallel_params *)&p1, &g1));
+  if (g1) {
+    const ctr_parallel_params *r = ctr_parallel_get_params(g1);
+    CHECK(r->tilt_deg == 0.0 && r->nrows == 0 && r->nbins == 32 && r->nangles == 24);
+    CHECK(fabs(ctr_parallel_get_weight(g1, 0) - M_PI / 24.0) < 1e-15);
+  }
+  ctr_parallel_free(g1);
 }
 
 static void test_pet(ctr_context *ctx) {

@@ -43,11 +43,11 @@ static void test_iterative_table(void) {
   CHECK(cpu->forward && cpu->adjoint && cpu->copy && cpu->fill && cpu->comb && cpu->mul &&
         cpu->recip && cpu->clip && cpu->dot && cpu->sanitize && cpu->tv_primal && cpu->tv_dual &&
         cpu->penalty && cpu->count_weights);
-  CHECK(!cpu->alloc && !cpu->free && !cpu->fast_queue && !cpu->fast_sync && !cpu->device_args &&
+  CHECK(!cpu->alloc && !cpu->free && !cpu->fast_queue && !cpu->sync && !cpu->device_args &&
         !cpu->slots_device && !cpu->pin && !cpu->unpin);
   if (cuda->head.built) /* a backend with device memory has every operation */
     CHECK(cuda->forward && cuda->adjoint && cuda->release && cuda->fast_queue &&
-          cuda->fast_sync && cuda->device_args && cuda->slots_device && cuda->pin &&
+          cuda->sync && cuda->device_args && cuda->slots_device && cuda->pin &&
           cuda->unpin && cuda->alloc && cuda->free && cuda->copy && cuda->fill && cuda->comb &&
           cuda->mul && cuda->recip && cuda->clip && cuda->dot && cuda->sanitize &&
           cuda->tv_primal && cuda->tv_dual && cuda->penalty && cuda->count_weights);

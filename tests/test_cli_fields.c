@@ -65,7 +65,7 @@ static void test_rules(void) {
               "another name", "overwrite", "'v.nrrd' exists and is kept: add --force to replace "
               "it, or write the output to another name");
   /* log messages (no field); unique fields; fields without a row */
-  CHECK_WORDS("lower gpu_budget to plan for less", NULL, "lower --gpu-mem to plan for less");
+  CHECK_WORDS("lower gpu_budget to plan for less", NULL, "lower --gpu-budget to plan for less");
   CHECK_WORDS("ctr_parallel_params.nbins, nangles = 3, 4", NULL, "nbins, nangles = 3, 4");
   CHECK_WORDS("rank 1 of 2 (h): ctr_fbp_stream_memory: ctr_fbp_stream_options.read_ahead = 17",
               "ctr_fbp_stream_options.read_ahead", "rank 1 of 2 (h): --read-ahead = 17");

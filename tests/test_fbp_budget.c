@@ -63,7 +63,7 @@ static void test_model(void) {
   CHECK_FAILS(ctr__fbp_gpu_chunk(&p, u16, 64, 64, b1 - 1, "ctr_fbp_stream_options.gpu_budget", &S),
               CTR_E_DEVICE_OUT_OF_MEMORY, "ctr_fbp_stream_options.gpu_budget");
   CHECK(strstr(ctr_error_detail(), "smallest working set") != NULL);
-  CHECK(!strcmp(ctr_error_get_field(), "ctr_fbp_stream_options.gpu_budget")); /* the CLI's --gpu-mem */
+  CHECK(!strcmp(ctr_error_get_field(), "ctr_fbp_stream_options.gpu_budget")); /* the CLI's --gpu-budget */
   CHECK(strstr(ctr_error_detail(), "2048 bins x 1500 angles") != NULL);
   /* a detected budget (no name) is never refused: the allocation decides */
   CHECK_OK(ctr__fbp_gpu_chunk(&p, u16, 64, 64, 1000, NULL, &S));
@@ -114,7 +114,7 @@ static void test_backproject_model(void) {
               field);
   CHECK(strstr(ctr_error_detail(), "GPU backprojection") != NULL);
   CHECK(strstr(ctr_error_detail(), "smallest working set") != NULL);
-  CHECK(!strcmp(ctr_error_get_field(), field)); /* the CLI's --gpu-mem */
+  CHECK(!strcmp(ctr_error_get_field(), field)); /* the CLI's --gpu-budget */
   /* a detected budget is never refused: the allocation decides */
   CHECK_OK(ctr__fbp_bp_gpu_chunk(&p, 100, 1000, NULL, &S));
   CHECK(S == 1);

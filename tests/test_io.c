@@ -3,6 +3,7 @@
  * directory under /tmp that is removed at the end. */
 #include "harness.h"
 #include "scratch_dir.h"
+#include "png_read.h"
 
 #include "io/io_internal.h" /* ctr__zarr_set_layout */
 #include "io/stack_partial.h" /* resumable OME-Zarr */
@@ -831,20 +832,7 @@ static void test_tiff_specifics(void) {
 /* ---- PNG ---------------------------------------------------------------- */
 
 static unsigned char *read_png(const char *path, unsigned *w, unsigned *h) {
-  png_image im;
-  memset(&im, 0, sizeof im);
-  im.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_file(&im, path)) return NULL;
-  im.format = PNG_FORMAT_GRAY;
-  unsigned char *buf = malloc(PNG_IMAGE_SIZE(im));
-  if (!buf || !png_image_finish_read(&im, NULL, buf, 0, NULL)) {
-    free(buf);
-    png_image_free(&im);
-    return NULL;
-  }
-  *w = im.width;
-  *h = im.height;
-  return buf;
+  return png_read_as(path, PNG_FORMAT_GRAY, w, h);
 }
 
 static void test_png(void) {

@@ -45,12 +45,20 @@ typedef struct trace {
   int stop_at; /* > 0: ask to stop after this iteration */
   int replayed; /* calls for iterations of an earlier call (info.resumed) */
   int out_of_order; /* calls whose iteration is not the one after the last */
+  double split[3];  /* the iterations' forward, adjoint and vector seconds, summed */
+  int bad_split;    /* iterations whose split is negative or exceeds the time since the last */
+  double last_s;    /* the previous call's seconds */
 } trace;
 
 static int record(void *user, const ctr_iterate_info *i) {
   trace *t = user;
   t->replayed += i->resumed;
   t->out_of_order += i->iteration != t->n + 1;
+  const double parts = i->seconds_forward + i->seconds_adjoint + i->seconds_vector;
+  t->bad_split += !i->resumed && (i->seconds_forward < 0 || i->seconds_adjoint < 0 ||
+                                  i->seconds_vector < -1e-9 || parts > i->seconds - t->last_s + 1e-6);
+  t->split[0] += i->seconds_forward, t->split[1] += i->seconds_adjoint, t->split[2] += i->seconds_vector;
+  t->last_s = i->seconds;
   if (t->n < MAXIT) {
     t->res[t->n] = i->residual;
     t->err[t->n] = i->error;
@@ -93,6 +101,14 @@ static void test_cgls(void) {
   CHECK(t.res[t.n - 1] < 0.25 * r.norm_b);
   CHECK(r.initial_residual > t.res[0]);
   CHECK(r.forward_calls >= 13 && r.adjoint_calls >= 13);
+  /* where the time went: each iteration's parts within its span; the report's
+   * vector seconds the iterations' sum; the setup, the iterations' projections
+   * and vector work within the call */
+  CHECK_MSG(!t.bad_split, "%d iterations' time split is negative or exceeds their span", t.bad_split);
+  CHECK(t.split[0] > 0 && t.split[1] > 0);
+  CHECK(fabs(r.seconds_vector - t.split[2]) <= 1e-9 * (1 + t.split[2]));
+  CHECK(r.seconds_setup >= 0 && t.split[0] <= r.seconds_forward && t.split[1] <= r.seconds_adjoint);
+  CHECK(r.seconds_setup + t.split[0] + t.split[1] + t.split[2] <= r.seconds_total + 1e-6);
   free(x);
   unmake(&q);
 }
@@ -465,6 +481,71 @@ static void test_slab_iterates(void) {
   unmake(&q);
 }
 
+/* ---- Workers ------------------------------------------------------------------------------------ */
+
+/* ctr_projector_options.workers: the forward projection split by views and
+ * the matched adjoint by slices give the bits of one worker, for the public
+ * calls (vectors on the GPU: the workers' copies), a CGLS run on the GPU and
+ * one streamed through host memory (slabs and blocks of views); on one GPU
+ * the workers share it (several GPUs: issue 49's runs).
+ * The CPU runs one worker whatever the option; a count beyond
+ * CTR_MAX_WORKERS is an error naming the field. */
+static void test_workers(void) {
+  problem q;
+  make(&q, 24, 19, NULL);
+  REQUIRE(q.p);
+  const int64_t nv = q.nvol, np = q.nproj;
+  float *f1 = malloc(sizeof(float) * (size_t)np), *fk = malloc(sizeof(float) * (size_t)np);
+  float *a1 = malloc(sizeof(float) * (size_t)nv), *ak = malloc(sizeof(float) * (size_t)nv);
+  float *c1 = malloc(sizeof(float) * (size_t)nv), *ck = malloc(sizeof(float) * (size_t)nv);
+  float *s1 = malloc(sizeof(float) * (size_t)nv), *sk = malloc(sizeof(float) * (size_t)nv);
+  CHECK_OK(ctr_projector_forward(q.p, q.truth, f1));
+  CHECK_OK(ctr_projector_adjoint(q.p, q.proj, a1));
+  ctr_iterate_options o = opts(CTR_ITERATE_CGLS, 4, NULL, NULL);
+  o.on_iteration = NULL;
+  CHECK_OK(ctr_iterate(q.p, &o, q.proj, c1, NULL));
+  ctr_iterate_options so = o;
+  so.max_slab_slices = 5;
+#ifdef CTR_TEST_CUDA
+  so.gpu_budget = 1 << 19; /* a tiny GPU: slabs and blocks of views in host memory */
+#endif
+  ctr_iterate_report r = CTR_ITERATE_REPORT_INIT;
+  CHECK_OK(ctr_iterate(q.p, &so, q.proj, s1, &r));
+  for (int workers = 2; workers <= 3; workers++) {
+    ctr_projector_options po = CTR_PROJECTOR_OPTIONS_INIT;
+    po.workers = workers;
+    ctr_projector *p = NULL;
+    CHECK_OK(ctr_projector_create_cone(g_ctx, q.g, &po, &p));
+    if (!p) break;
+#ifdef CTR_TEST_CUDA
+    CHECK(p->nworkers == workers);
+#else
+    CHECK(p->nworkers == 1);
+#endif
+    CHECK_OK(ctr_projector_forward(p, q.truth, fk));
+    CHECK_OK(ctr_projector_adjoint(p, q.proj, ak));
+    CHECK_OK(ctr_iterate(p, &o, q.proj, ck, NULL));
+    ctr_iterate_report rk = CTR_ITERATE_REPORT_INIT;
+    CHECK_OK(ctr_iterate(p, &so, q.proj, sk, &rk));
+    CHECK(rk.plan.placement == r.plan.placement && rk.plan.nslabs == r.plan.nslabs);
+    CHECK_MSG(!memcmp(f1, fk, sizeof(float) * (size_t)np), "%d workers: forward differs", workers);
+    CHECK_MSG(!memcmp(a1, ak, sizeof(float) * (size_t)nv), "%d workers: adjoint differs", workers);
+    CHECK_MSG(!memcmp(c1, ck, sizeof(float) * (size_t)nv), "%d workers: CGLS differs", workers);
+    CHECK_MSG(!memcmp(s1, sk, sizeof(float) * (size_t)nv), "%d workers: streamed CGLS (%s) differs",
+              workers, ctr_iterate_placement_name(rk.plan.placement));
+    printf("workers %d: forward, adjoint, CGLS and streamed CGLS (%s, %lld slabs) the bits of one\n",
+           workers, ctr_iterate_placement_name(rk.plan.placement), (long long)rk.plan.nslabs);
+    ctr_projector_free(p);
+  }
+  ctr_projector_options bad = CTR_PROJECTOR_OPTIONS_INIT;
+  bad.workers = CTR_MAX_WORKERS + 1;
+  ctr_projector *p = NULL;
+  CHECK_FAILS(ctr_projector_create_cone(g_ctx, q.g, &bad, &p), CTR_E_INVALID_ARGUMENT, "workers");
+  CHECK(ctr_error_get_field() && !strcmp(ctr_error_get_field(), "ctr_projector_options.workers"));
+  free(f1), free(fk), free(a1), free(ak), free(c1), free(ck), free(s1), free(sk);
+  unmake(&q);
+}
+
 /* ---- The fast pair ------------------------------------------------------------------------------ */
 
 /* The unmatched pair's backprojection approximates A^T (within 15 % on the
@@ -753,6 +834,7 @@ int main(void) {
   test_resume();
   test_lock();
   test_slab_iterates();
+  test_workers();
   test_fast_pair();
   test_fast_kept();
   test_parallel();

@@ -289,7 +289,7 @@ static void test_memory_splits(void) {
     CHECK_OK(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa16, &va, &rep));
     close_volumes(vol, g_ref16, NVOX, "memory uint16 input, subvolumes of 7");
   }
-  /* A host budget too small for any plan is refused, naming --host-mem. */
+  /* A host budget too small for any plan is refused, naming --host-budget. */
   o = stream_opts(0, 0, CTR_FDK_STORE_AUTO);
   o.host_budget = 1024;
   CHECK_FAILS(ctr_fdk_stream_memory(g_ctx, g_geom, &o, &pa, &va, &rep), CTR_E_OUT_OF_MEMORY,

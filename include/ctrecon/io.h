@@ -212,6 +212,37 @@ CTR_API ctr_status ctr_png_preview_planes(const char *prefix, const float *xy, c
 CTR_API ctr_status ctr_png_write_gray(const char *path, const float *img, int64_t width,
                                       int64_t height, float lo, float hi, int overwrite);
 
+/* Figures of the three central planes for a person to look at (the CLI's
+ * --preview; docs/cli.md, "Previews"): each plane enlarged by whole pixels
+ * to at least 256 pixels on its long side, a thin one (a side under a
+ * quarter of the other: the xz plane of 256 x 16 slices) also stretched by
+ * whole pixels (nearest neighbour) to at least a quarter of its long side,
+ * under a caption that names the plane, its cut and any stretch ("xz, y =
+ * 128 (z stretched x4)"), beside a grey colourbar with value labels, and
+ * over a scale bar in mm when the voxel size is known. RGB PNGs
+ * <prefix>_xy.png, _xz.png, _yz.png (z up in xz and yz). */
+#define CTR_PREVIEW_OPTIONS_VERSION 1u
+typedef struct ctr_preview_options {
+  unsigned version;
+  float lo, hi;      /* the grey window [lo, hi] (lo == hi, the default 0, 0: the 0.5 / 99.5 %
+                        percentiles of the three planes' finite values) */
+  double voxel[3];   /* the voxel's size along x, y, z in mm (0, the default: unknown, no
+                        scale bar; given, all three > 0) */
+  const char *units; /* the values' unit under the colourbar, e.g. "1/mm" (NULL: none) */
+  int overwrite;     /* 1: replace existing files; 0 (default): any of the three that exists
+                        is refused before one is written (as ctr_stack_create) */
+} ctr_preview_options;
+#define CTR_PREVIEW_OPTIONS_INIT \
+  { CTR_PREVIEW_OPTIONS_VERSION, 0.0f, 0.0f, {0.0, 0.0, 0.0}, NULL, 0 }
+/* The defaults in the layout of `version`, 1 .. CTR_PREVIEW_OPTIONS_VERSION (core.h). */
+CTR_API ctr_status ctr_preview_options_init(ctr_preview_options *s, unsigned version);
+/* The figures of the planes xy (nx x ny), xz (nx x nz) and yz (ny x nz),
+ * first index fastest, z ascending (as ctr_png_preview_planes); opts NULL:
+ * the defaults. */
+CTR_API ctr_status ctr_png_preview_figure(const char *prefix, const float *xy, const float *xz,
+                                          const float *yz, int64_t nx, int64_t ny, int64_t nz,
+                                          const ctr_preview_options *opts);
+
 #ifdef __cplusplus
 }
 #endif

@@ -32,7 +32,7 @@ typedef enum ctr_projector_pair {
 CTR_API const char *ctr_projector_pair_name(ctr_projector_pair p);
 CTR_API ctr_status ctr_projector_pair_parse(const char *name, ctr_projector_pair *out);
 
-#define CTR_PROJECTOR_OPTIONS_VERSION 1u
+#define CTR_PROJECTOR_OPTIONS_VERSION 2u
 typedef struct ctr_projector_options {
   unsigned version;
   ctr_projector_pair pair;
@@ -40,9 +40,16 @@ typedef struct ctr_projector_options {
                               memory of the context's GPU less 1 GiB */
   int64_t max_slab_slices; /* at most this many slices per slab (forces slab-wise projection,
                               e.g. to test it); 0 = as the budget allows */
+  /* version 2 */
+  int workers;             /* CUDA: projectors sharing each forward projection (by views) and
+                              matched adjoint (by slices), on the context's GPUs in turn
+                              (several on one GPU when workers exceeds them); 0 = one per GPU
+                              of the context; the results do not depend on it (docs/iterative.md,
+                              "Several GPUs"). The CPU backend runs one (its threads share the
+                              work). 0 .. 16 */
 } ctr_projector_options;
 
-#define CTR_PROJECTOR_OPTIONS_INIT { CTR_PROJECTOR_OPTIONS_VERSION, CTR_PAIR_MATCHED, 0, 0 }
+#define CTR_PROJECTOR_OPTIONS_INIT { CTR_PROJECTOR_OPTIONS_VERSION, CTR_PAIR_MATCHED, 0, 0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_PROJECTOR_OPTIONS_VERSION. */
 CTR_API ctr_status ctr_projector_options_init(ctr_projector_options *s, unsigned version);
 
@@ -172,6 +179,9 @@ typedef struct ctr_iterate_info {
   int resumed;              /* 1: an iteration finished by an earlier call, reported again from
                                the checkpoint's history before this call's first (a resumed
                                run's callback sees the whole run; the return value is ignored) */
+  /* This iteration's time in forward projections, adjoints and the rest (vector operations
+     and the host's work between them); 0 for an iteration reported again (resumed). */
+  double seconds_forward, seconds_adjoint, seconds_vector;
 } ctr_iterate_info;
 
 /* Return non-zero to stop after this iteration (the run then ends normally
@@ -266,7 +276,7 @@ typedef enum ctr_iterate_stop {
   CTR_ITERATE_STOP_CONVERGED = 3   /* CGLS: the gradient vanished (exact solution) */
 } ctr_iterate_stop;
 
-#define CTR_ITERATE_REPORT_VERSION 2u
+#define CTR_ITERATE_REPORT_VERSION 3u
 typedef struct ctr_iterate_report {
   unsigned version;
   ctr_iterate_plan plan;
@@ -285,10 +295,17 @@ typedef struct ctr_iterate_report {
   int64_t checkpointed;      /* the finished iterations the checkpoint file holds when the call
                                 returns, failed or not (0: none written
                                 or resumed by this call) */
+  /* version 3: where the time went (seconds_total = setup + the iterations'
+     forward, adjoint and vector work + the iterations' reports, checkpoints
+     and callbacks + the result's copy; seconds_forward and seconds_adjoint
+     count the setup's projections too, e.g. SIRT's weights) */
+  double seconds_setup;      /* from the call to the first iteration's start */
+  double seconds_vector;     /* the iterations' time outside the projections: vector
+                                operations and the host's work between them */
 } ctr_iterate_report;
 
 #define CTR_ITERATE_REPORT_INIT \
-  { CTR_ITERATE_REPORT_VERSION, CTR_ITERATE_PLAN_INIT, 0, 0, CTR_ITERATE_STOP_ITERATIONS, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { CTR_ITERATE_REPORT_VERSION, CTR_ITERATE_PLAN_INIT, 0, 0, CTR_ITERATE_STOP_ITERATIONS, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 CTR_API ctr_status ctr_iterate_report_init(ctr_iterate_report *s, unsigned version);
 
 /* The plan ctr_iterate would make for projector p and options o within the

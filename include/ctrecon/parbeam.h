@@ -26,7 +26,7 @@ extern "C" {
  * density x mm for phantoms); the backprojection weights are the angular
  * weights divided by pixel_size (mm per bin), so slices come out as the
  * density (1/mm). */
-#define CTR_PARALLEL_PARAMS_VERSION 1u
+#define CTR_PARALLEL_PARAMS_VERSION 2u /* 2: tilt_deg, nrows */
 typedef struct ctr_parallel_params {
   unsigned version;
   int64_t nbins, nangles;
@@ -38,11 +38,27 @@ typedef struct ctr_parallel_params {
   int64_t nx, ny;           /* slice size; 0 = nbins */
   double voxel;             /* slice pixel in bins; 0 = 1 */
   double pixel_size;        /* mm per bin (scales the result); 0 = 1 */
+  /* Laminography (docs/geometry.md, "Laminography"): the rotation axis
+   * tilted by tilt_deg degrees from the detector plane towards the beam
+   * (0 = tomography, |tilt_deg| < 90). With a tilt, a detector row is no
+   * longer a slice: sinograms are nbins x nangles x nrows (nrows >= 1, the
+   * detector rows, required), the slices nx x ny x nz of any nz (pitch
+   * pixel_size mm, centred on the axis point that projects to row
+   * (nrows - 1) / 2), the angular weights are taken on the full circle
+   * (a full turn: pi cos(tilt) / nangles each) and pixel (i, j) of slice k
+   * at (x, y, z) mm projects to
+   *   t = (x cos(theta) + y sin(theta)) / pixel_size + axis + axis_shift[a]
+   *   r = ((x sin(theta) - y cos(theta)) sin(tilt) + z cos(tilt)) / pixel_size
+   *       + (nrows - 1) / 2.
+   * tilt_deg 0: nrows is 0 or the slices' count (rows are slices). */
+  double tilt_deg;
+  int64_t nrows;
 } ctr_parallel_params;
 
 #define CTR_AXIS_CENTER (-1.0e300)
 #define CTR_PARALLEL_PARAMS_INIT \
-  { CTR_PARALLEL_PARAMS_VERSION, 0, 0, NULL, 0.0, 180.0, CTR_AXIS_CENTER, NULL, 0, 0, 0.0, 0.0 }
+  { CTR_PARALLEL_PARAMS_VERSION, 0, 0, NULL, 0.0, 180.0, CTR_AXIS_CENTER, NULL, 0, 0, 0.0, 0.0, \
+    0.0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_PARALLEL_PARAMS_VERSION (core.h). */
 CTR_API ctr_status ctr_parallel_params_init(ctr_parallel_params *s, unsigned version);
 
@@ -72,7 +88,12 @@ CTR_API double ctr_parallel_get_weight(const ctr_parallel_geometry *g, int64_t a
  * (version CTR_PARALLEL_PARAMS_VERSION, angles_deg and axis_shift pointing
  * at the caller's arrays, nx = ny = nbins, voxel 1 bin) and row_z (nv
  * entries, NULL: not written) gets each row's height z in mm, the slice
- * planes of ctr_phantom_sinogram. Any other view is CTR_E_UNSUPPORTED
+ * planes of ctr_phantom_sinogram. A tilted scan (laminography: view 0's v
+ * leaning from z) is representable when every view has u horizontal with
+ * one length, v = |u| (sin(tilt) (sin t, -cos t, 0) + cos(tilt) z) with view
+ * 0's tilt, the ray along v x u and the detector centre on the axis point's
+ * row (d . v = 0): then tilt_deg and nrows = nv are set and row_z gets the
+ * rows' heights along v. Any other view is CTR_E_UNSUPPORTED
  * naming the view and what ctr_parallel_params cannot hold (field
  * "vectors"); a non-finite number or a zero u or v is CTR_E_GEOMETRY. */
 CTR_API ctr_status ctr_parallel_params_from_vectors(int64_t nu, int64_t nv, int64_t nviews,
@@ -83,7 +104,11 @@ CTR_API ctr_status ctr_parallel_params_from_vectors(int64_t nu, int64_t nv, int6
 /* Exact parallel-beam line integrals of a phantom's ellipsoids through the
  * slice planes z = z[s] (mm; one bin = pixel_size mm), in density x mm:
  * out is nbins x nangles x nslices float32. Each value is the mean of
- * supersample exact integrals across the bin (1 = the bin centre). */
+ * supersample exact integrals across the bin (1 = the bin centre). With a
+ * tilted axis (tilt_deg != 0) row s is the detector row at height z[s] mm
+ * along the detector's rows (the tilted planes of docs/geometry.md,
+ * "Laminography"); z NULL = the geometry's rows, z[s] = (s - (nrows - 1) /
+ * 2) pixel_size, nslices = nrows. */
 CTR_API ctr_status ctr_phantom_sinogram(const ctr_phantom *ph, const ctr_parallel_geometry *g,
                                         int64_t nslices, const double *z, int supersample,
                                         float *out);
@@ -204,7 +229,9 @@ CTR_API ctr_status ctr_fbp_options_init(ctr_fbp_options *s, unsigned version);
 CTR_API ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
                                   const ctr_fbp_options *opts, int64_t nslices, float *sino);
 /* slices (nx x ny x nslices floats, overwritten) = the weighted
- * backprojection of nslices filtered sinograms, on a CUDA context within
+ * backprojection of nslices filtered sinograms (a tilted geometry: of its
+ * nrows filtered rows into nslices slices, on the CPU only; a CUDA context
+ * is CTR_E_UNSUPPORTED naming ctr_parallel_params.tilt_deg), on a CUDA context within
  * opts->gpu_budget (chunks of slices when all do not fit). Memory: on a CUDA context
  * sino and slices may each be host or GPU memory (device or managed, of any
  * of the context's GPUs; detected per pointer): sino is copied to the GPU
@@ -218,7 +245,10 @@ CTR_API ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geom
                                        const ctr_fbp_options *opts, int64_t nslices,
                                        const float *sino, float *slices);
 /* Filter + backprojection of nbins x nangles x nslices sinograms (float32)
- * into nx x ny x nslices slices. Memory: on a CUDA context sinograms and
+ * into nx x ny x nslices slices. A tilted geometry (laminography): the
+ * sinograms are nbins x nangles x nrows, the slices nx x ny x nz of any nz,
+ * reconstructed in memory on the CPU (a filtered copy of every row; a CUDA
+ * context is CTR_E_UNSUPPORTED naming ctr_parallel_params.tilt_deg). Memory: on a CUDA context sinograms and
  * slices may each be host or GPU memory (device or managed: cudaMalloc,
  * CuPy, PyTorch; detected per pointer). Sinograms in the memory of the GPU
  * that runs a chunk are read in place (no upload, no staging); host memory
@@ -233,7 +263,8 @@ CTR_API ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g,
                            const ctr_fbp_options *opts, const ctr_array *sinograms,
                            ctr_array *slices);
 /* Projections to slices in one call (host memory only: a GPU array is
- * CTR_E_INVALID_ARGUMENT naming it): flat/dark correction and -log as
+ * CTR_E_INVALID_ARGUMENT naming it; a tilted geometry is CTR_E_UNSUPPORTED:
+ * every slice needs every row): flat/dark correction and -log as
  * ctr_flatfield_sinograms, transposition, filter, backprojection. proj is
  * nbins x nrows x nangles (float32 or uint16, bins fastest); flat and dark
  * are nbins x nrows float32 (dark may be NULL); detector rows [row0, row0 +
@@ -246,7 +277,8 @@ CTR_API ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geom
                                        const float *flat, const float *dark, int64_t row0,
                                        ctr_array *slices);
 /* Double-precision reference backprojection (CPU, OpenMP) of filtered
- * sinograms: the oracle for the tests. slices: nx x ny x nslices doubles. */
+ * sinograms: the oracle for the tests. slices: nx x ny x nslices doubles
+ * (a tilted geometry: from its nrows rows). */
 CTR_API ctr_status ctr_fbp_backproject_reference(const ctr_parallel_geometry *g,
                                                  ctr_fbp_interp interp, int64_t nslices,
                                                  const float *sino, double *slices);

@@ -28,6 +28,13 @@ typedef struct ctr_phantom ctr_phantom;
 /* The 3D modified (high-contrast) Shepp-Logan head scaled so that its unit
  * cube [-1, 1]^3 spans `radius` mm, times `scale` in density. */
 CTR_API ctr_status ctr_phantom_shepp_logan(double radius, double scale, ctr_phantom **out);
+/* A flat phantom for laminography (docs/phantoms.md): a stack of three thin
+ * coaxial disks about the z axis, oblate ellipsoids of semi-axes (radius,
+ * radius, thickness / 2) centred at z = -(thickness + gap), 0 and
+ * +(thickness + gap) mm, so that gap mm of nothing separates their centres'
+ * faces; densities 1, 0.5 and 0.75 (bottom to top) times `scale`. */
+CTR_API ctr_status ctr_phantom_disk_stack(double radius, double thickness, double gap,
+                                          double scale, ctr_phantom **out);
 /* A phantom from a list of ellipsoids (copied). */
 CTR_API ctr_status ctr_phantom_from_ellipsoids(const ctr_ellipsoid *e, int64_t n,
                                                ctr_phantom **out);

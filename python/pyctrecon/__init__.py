@@ -28,6 +28,7 @@ from .parbeam import (Corrections, center_find, fbp, fbp_backproject, fbp_backpr
 from .pet import (PetHisto, PetPhantom, PetProjector, PetSystem, pet_metrics, pet_plot_crc_noise,
                   pet_project_fft, pet_reconstruct, pet_simulate)
 from .phantom import Phantom
+from .plot import show, show_projections
 from .rabbitct import (RabbitCTFile, RabbitCTWriter, rabbitct_score, rabbitct_to_hu,
                        rabbitct_weight)
 

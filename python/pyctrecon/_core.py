@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import threading
+import warnings
 from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -94,7 +95,8 @@ FileIOError.__init__ = CtreconError.__init__  # type: ignore[method-assign]
 # keyword it is where that is not the call itself:
 _KEYWORDS = {
     ("ctr_context_options", "num_threads"): "threads",
-    ("ctr_context_options", "ndevices"): "devices",
+    ("ctr_context_options", "ndevices"): "gpus", ("ctr_context_options", "devices"): "gpus",
+    ("ctr_context_options", "device_index"): "device",
     ("ctr_iterate_options", "lower"): "box", ("ctr_iterate_options", "upper"): "box",
     ("ctr_parallel_params", "angles_deg"): "angles",
     ("ctr_parallel_params", "angle_start_deg"): "angle_start",
@@ -103,7 +105,17 @@ _KEYWORDS = {
     ("ctr_fbp_stream_options", "angle_first"): "angle_subset",
     ("ctr_fbp_stream_options", "angle_count"): "angle_subset",
     ("ctr_fbp_stream_options", "angle_step"): "angle_subset",
+    ("ctr_circular_params", "angles_deg"): "angles",
+    ("ctr_circular_params", "angle_start_deg"): "angle_start",
+    ("ctr_circular_params", "angle_range_deg"): "angle_range",
 }
+# Members the library's messages also name bare ("num_threads is -2"): those
+# whose keyword differs and whose name is no English word (lower and upper
+# are): the word becomes the keyword.
+_BARE = {name: kw for (_, name), kw in _KEYWORDS.items() if name not in ("lower", "upper")}
+_BARE_WORD = re.compile(r"\b(" + "|".join(sorted(_BARE, key=len, reverse=True)) + r")\b")
+# a keyword repeated in a list after that ("rows, rows" of row0, nrows) once
+_REPEAT = re.compile(r"\b([a-z][a-z0-9_]*)(?:(?:, | and )\1\b)+")
 _OWNERS = {"ctr_context_options": "Context's ", "ctr_tuning": "Context's tuning key ",
            "ctr_corrections": "Corrections' ", "ctr_parallel_params": "ParallelGeometry's ",
            "ctr_circular_params": "ConeGeometry.circular's ", "ctr_pet_params": "PetSystem's ",
@@ -112,6 +124,11 @@ _C_FIELD = re.compile(r"\b(ctr_[a-z0-9_]+)\.([a-z0-9_]+)")
 _C_ENUM = re.compile(r"\bCTR_(?:ITERATE_INIT|ITERATE|SHORT_SCAN|INTERP|STORE|DEVICE|PAIR|FBP|"
                      r"STRIPE|CENTER|AXIS|FORMAT|PET|ROTATION|SPLIT|PLACE|PENALTY)_([A-Z0-9_]+)\b")
 _C_FUNCTION = re.compile(r"\bctr_([a-z0-9_]+)(?=: )")
+# a C function cited in brackets as advice: its Python name, or nothing (a
+# function the package does not wrap by that name)
+_C_CITED = re.compile(r" ?\((ctr_[a-z0-9_]+)\)")
+_PY_CITED = {"ctr_iterate": "pyctrecon.iterate", "ctr_fdk": "pyctrecon.fdk",
+             "ctr_fbp": "pyctrecon.fbp", "ctr_fbp_stream": "pyctrecon.fbp_stream"}
 
 
 def python_words(text: str) -> str:
@@ -124,7 +141,12 @@ def python_words(text: str) -> str:
         return _OWNERS.get(struct, "") + _KEYWORDS.get((struct, name), name)
     text = _C_FIELD.sub(field, text)
     text = _C_ENUM.sub(lambda m: "'" + m.group(1).lower().replace("_", "-") + "'", text)
-    return _C_FUNCTION.sub(lambda m: m.group(1), text)
+    text = _BARE_WORD.sub(lambda m: _BARE[m.group(1)], text)
+    text = _REPEAT.sub(lambda m: m.group(1), text)
+    text = _C_CITED.sub(lambda m: (f" ({_PY_CITED[m.group(1)]})" if m.group(1) in _PY_CITED
+                                   else ""), text)
+    # "ctr_fbp_stream_options: ..." is about the keywords of fbp_stream
+    return _C_FUNCTION.sub(lambda m: m.group(1).replace("_options", ""), text)
 
 
 def python_keyword(field: str) -> str:
@@ -220,6 +242,25 @@ def enum_value(table: dict, value: Any, what: str) -> int:
     if key not in table:
         raise ValueError(f"{what}={value!r}: expected one of {', '.join(sorted(table))}")
     return table[key]
+
+
+_warned: set = set()
+
+
+def deprecated(old: str, new: str) -> None:
+    """Warns once per process that ``old`` (a keyword or value) is the
+    deprecated name of ``new`` (docs/vocabulary.md: one vocabulary with the
+    CLI and C); the old name keeps working."""
+    if old not in _warned:
+        _warned.add(old)
+        # FutureWarning: shown to users by default (a DeprecationWarning is
+        # hidden outside __main__); attributed to the caller's line
+        level, f = 2, sys._getframe(1)
+        here = os.path.dirname(os.path.abspath(__file__))
+        while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == here:
+            level, f = level + 1, f.f_back
+        warnings.warn(f"{old} is deprecated: use {new} (the same setting; docs/vocabulary.md)",
+                      FutureWarning, stacklevel=level)
 
 
 def parsed(parse: Callable, ctype: str, value: Any, what: str) -> int:
@@ -455,27 +496,51 @@ _DEVICES = {"auto": lib.CTR_DEVICE_AUTO, "cpu": lib.CTR_DEVICE_CPU, "cuda": lib.
 
 
 class Context(Handle):
-    """Where computations run: ``device`` "auto" (a usable GPU if the library
-    has CUDA, else the CPU), "cpu" or "cuda"; ``device_index`` the GPU (-1:
-    every visible one), or ``devices`` a list of GPU ordinals; ``threads``
-    CPU threads (0: OpenMP's default); ``tuning`` a dict of the library's
-    tuning switches (docs/tuning.md; the keys of ctr_tuning_set, e.g.
-    ``{"bp_slices": 8}``). Progress and log messages of the calls made with
-    it reach the call's ``progress`` argument and the logger "pyctrecon".
-    One call at a time uses a context; the default context is per thread.
-    A CUDA context keeps the GPU buffers of its runs (every modality's) for
-    the next one (a repeated reconstruction skips their allocation);
-    ``release_memory()`` and ``close()`` give them back, as does a run that
-    finds the GPU full. Projectors and backprojectors made with it hold it:
-    closing it first frees the rest of it with the last of them."""
+    """Where computations run, as the CLI's common options say it.
 
-    def __init__(self, device: str = "auto", *, device_index: int = -1,
-                 devices: Optional[Sequence[int]] = None, threads: int = 0,
-                 tuning: Optional[dict] = None):
+    device: "auto" (default: a usable GPU if the library has CUDA, else the
+        CPU), "cpu", "cuda" (every visible GPU) or "cuda:N" (GPU N alone),
+        as ``--device``.
+    gpus: the GPU ordinals to use, e.g. ``[0, 1, 3]`` (default None: every
+        visible one), as ``--gpus 0,1,3``.
+    threads: CPU threads (default 0: OpenMP's default, all cores), as
+        ``--threads``.
+    tuning: a dict of the library's tuning switches (docs/tuning.md, e.g.
+        ``{"bp_slices": 8}``), as ``--tune KEY=VALUE``.
+    device_index (deprecated: device="cuda:N") and devices (deprecated:
+    gpus) are the old names and still work.
+
+    Progress and log messages of the calls made with it reach the call's
+    ``progress`` argument and the logger "pyctrecon". One call at a time
+    uses a context; the default context is per thread. A CUDA context keeps
+    the GPU buffers of its runs (every modality's) for the next one (a
+    repeated reconstruction skips their allocation); ``release_memory()``
+    and ``close()`` give them back, as does a run that finds the GPU full.
+    Projectors and backprojectors made with it hold it: closing it first
+    frees the rest of it with the last of them."""
+
+    def __init__(self, device: str = "auto", *, gpus: Optional[Sequence[int]] = None,
+                 threads: int = 0, tuning: Optional[dict] = None, device_index: int = -1,
+                 devices: Optional[Sequence[int]] = None):
         o = new_struct("ctr_context_options", lib.ctr_context_options_init,
                        lib.CTR_CONTEXT_OPTIONS_VERSION)
+        if isinstance(device, str) and ":" in device:
+            kind, _, index = device.partition(":")
+            if kind.lower() not in ("cuda", "gpu") or not index.isdigit():
+                raise ValueError(f"device={device!r}: expected \"auto\", \"cpu\", \"cuda\" "
+                                 "or \"cuda:N\" (N: a GPU ordinal, e.g. \"cuda:1\")")
+            device, device_index = kind, int(index)
+        elif device_index != -1:
+            deprecated("Context(device_index=N)", 'Context(device="cuda:N")')
+        if devices is not None:
+            deprecated("Context(devices=...)", "Context(gpus=...)")
+            if gpus is not None:
+                raise TypeError("gpus= and devices= name the same setting: give gpus= alone")
+            gpus = devices
+        devices = gpus
         o.device = enum_value(_DEVICES, device, "device")
-        assign(o, {"num_threads": "threads"}, device_index=device_index, num_threads=threads)
+        assign(o, {"num_threads": "threads", "device_index": "device"},
+               device_index=device_index, num_threads=threads)
         o.progress = lib.ctrpy_progress
         o.log = lib.ctrpy_log
         keep = []

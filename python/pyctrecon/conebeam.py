@@ -20,8 +20,18 @@ __all__ = ["FdkGeometryWarning", "fdk", "fdk_file", "fdk_filter", "fdk_backproje
 
 _SHORT_SCAN = {"auto": lib.CTR_SHORT_SCAN_AUTO, "off": lib.CTR_SHORT_SCAN_OFF,
                "parker": lib.CTR_SHORT_SCAN_PARKER}
-_INTERP = {"default": lib.CTR_INTERP_DEFAULT, "exact": lib.CTR_INTERP_EXACT,
+_INTERP = {"auto": lib.CTR_INTERP_DEFAULT, "exact": lib.CTR_INTERP_EXACT,
            "texture": lib.CTR_INTERP_TEXTURE, "precise": lib.CTR_INTERP_PRECISE}
+
+
+def _interp(value: Any) -> int:
+    """interp= as the CLI's --interp: "auto" (texture on a GPU, exact on the
+    CPU), "exact", "texture" or "precise"; "default" is auto's deprecated
+    name."""
+    if isinstance(value, str) and value.lower() == "default":
+        _core.deprecated('interp="default"', 'interp="auto"')
+        value = "auto"
+    return _core.enum_value(_INTERP, value, "interp")
 _STORE = {"auto": lib.CTR_FDK_STORE_AUTO, "device": lib.CTR_FDK_STORE_DEVICE, "host": lib.CTR_FDK_STORE_HOST,
           "scratch": lib.CTR_FDK_STORE_SCRATCH, "none": lib.CTR_FDK_STORE_NONE}
 _DEVICE = {"cpu": lib.CTR_DEVICE_CPU, "cuda": lib.CTR_DEVICE_CUDA}
@@ -56,8 +66,7 @@ def _check_geometry(geometry: ConeGeometry, strict: bool, offset_weight: Any = "
     check(lib.ctr_fdk_check_geometry(geometry._ptr, o, ok, why, len(why)))
     if ok[0]:
         return
-    text = _core.python_words(ffi.string(why).decode().replace("(ctr_iterate)",
-                                                                "(pyctrecon.iterate)"))
+    text = _core.python_words(ffi.string(why).decode())
     if strict:
         raise _core.GeometryError(f"geometry: FDK cannot reconstruct it (refused: strict=True): "
                                   f"{text}")
@@ -75,7 +84,7 @@ def _fdk_options(window_name, cutoff, short_scan, interp, z0, nz, views_per_batc
                                                  lib.CTR_FDK_OPTIONS_VERSION)
     o.window = window(window_name)
     o.short_scan = _core.enum_value(_SHORT_SCAN, short_scan, "short_scan")
-    o.interp = _core.enum_value(_INTERP, interp, "interp")
+    o.interp = _interp(interp)
     _core.assign(o, cutoff=cutoff, z0=z0, nz=nz, views_per_batch=views_per_batch)
     o.strict = int(bool(strict))
     o.geometry_checked = 1  # fdk and fdk_file: _check_geometry
@@ -85,7 +94,12 @@ def _fdk_options(window_name, cutoff, short_scan, interp, z0, nz, views_per_batc
 
 
 def _nz(geometry: ConeGeometry, z0: int, nz: int) -> int:
-    return nz if nz else geometry.volume.nz - z0
+    """The slices of z0 and nz (0: to the last), checked against the volume's."""
+    n = geometry.volume.nz
+    if not 0 <= z0 < n or not 0 <= nz <= n - z0:
+        raise ValueError(f"z0={z0!r}, nz={nz!r}: expected 0 <= z0 < {n} and 0 <= nz <= {n} - z0 "
+                         f"(the geometry's volume has {n} slices; nz 0: to the last)")
+    return nz if nz else n - z0
 
 
 def _stream_options(o, *, gpu_budget, host_budget, max_slab_slices, store, scratch_dir,
@@ -102,31 +116,79 @@ def _stream_options(o, *, gpu_budget, host_budget, max_slab_slices, store, scrat
 
 
 def fdk(projections: Any, geometry: ConeGeometry, *, window: Any = "ram-lak",
-        cutoff: float = 1.0, short_scan: Any = "auto", interp: Any = "default", z0: int = 0,
+        cutoff: float = 1.0, short_scan: Any = "auto", interp: Any = "auto", z0: int = 0,
         nz: int = 0, views_per_batch: int = 0, strict: bool = False,
         gpu_budget: Union[int, str, None] = None, host_budget: Union[int, str, None] = None,
         max_slab_slices: int = 0, store: Any = "auto", workers: int = 0, split: Any = "auto",
         return_report: bool = False, out: Optional[np.ndarray] = None, ctx=None,
         progress: Any = "auto", offset_weight: Any = "auto",
         offset_overlap: float = 0.0) -> Any:
-    """FDK reconstruction in memory (ctr_fdk). projections: (nviews, nv, nu)
-    float32 or uint16; the result: slices [z0, z0 + nz) (nz 0: all), shape
-    (nz, ny, nx), in the projections' units per mm. Options (defaults: the
-    signature's): window, cutoff (fraction of Nyquist), short_scan "auto" |
-    "off" | "parker", interp "default" | "exact" | "texture" | "precise",
-    offset_weight "auto" | "off" | "wang" and offset_overlap (columns, 0: the
-    whole overlap): offset (half-fan) detector weights (docs/geometry.md),
-    strict: bad values are an error instead of replaced by 0, and so is a
-    geometry FDK cannot reconstruct, else a FdkGeometryWarning). Any of
-    gpu_budget, host_budget (bytes or "8G"), max_slab_slices, store, workers,
-    split, or return_report runs the planned pipeline between arrays
-    (ctr_fdk_stream_memory), which ctr_fdk is with default budgets;
-    return_report=True returns (volume, report dict).
+    """FDK reconstruction in memory: the Feldkamp-Davis-Kress algorithm
+    (cosine weights, ramp filter, Parker weights for short scans,
+    voxel-driven backprojection), as ``ctrecon fdk`` does it.
 
-    GPU arrays (CuPy, or any __cuda_array_interface__ / DLPack float32
-    C-contiguous array) are used in place on a CUDA context: projections on
-    the GPU give the volume on the GPU (a new CuPy array, or `out`), with no
-    copy through the host."""
+    Returns the volume, shape (nz, ny, nx) float32 (slices z0 .. z0 + nz - 1
+    of the geometry's volume), in the projections' units per mm; with
+    ``return_report=True``, (volume, report dict).
+
+    Example::
+
+        g = pyctrecon.ConeGeometry.circular(sid=1000, sdd=1500, nu=256, nv=256,
+                                            du=1.75, dv=1.75, nviews=360,
+                                            volume=pyctrecon.Volume(256, 256, 256))
+        vol = pyctrecon.fdk(projections, g)            # (256, 256, 256)
+        vol = pyctrecon.fdk(projections, g, window="hann", z0=100, nz=40)
+
+    Parameters (each named as the CLI's option: ``window`` is ``--window``,
+    ``gpu_budget`` ``--gpu-budget``; docs/vocabulary.md):
+
+    projections: (nviews, nv, nu) line integrals, float32 or uint16; numpy,
+        or a GPU array (CuPy, or any __cuda_array_interface__ / DLPack
+        float32 C-contiguous array: used in place on a CUDA context, and the
+        volume is then a new CuPy array or ``out``, with no copy through the
+        host).
+    geometry: a ConeGeometry.
+    window: the ramp filter's window: "ram-lak" (default: the sharpest),
+        "shepp-logan", "cosine", "hamming" or "hann" (less noise and
+        ringing).
+    cutoff: the filter's cut-off as a fraction of Nyquist, 0 < cutoff <= 1
+        (default 1.0).
+    short_scan: Parker weights: "auto" (default: when the orbit is under
+        360 degrees), "off" or "parker".
+    interp: backprojection interpolation: "auto" (default: "texture" on a
+        GPU, "exact" on the CPU), "exact" (fp32, ~1e-6), "texture" (GPU
+        hardware, ~1e-3) or "precise" (double positions on the GPU, ~1e-7).
+    offset_weight: offset (half-fan) detector weights (Wang 2002): "auto"
+        (default: on a full turn whose detector's narrow side misses the
+        field of view), "off" or "wang".
+    offset_overlap: width of their transition in detector columns about the
+        principal point (default 0.0: the whole overlap).
+    z0, nz: the first slice and the number of slices (default 0 and 0: all
+        slices), as the CLI's ``--slices Z0:Z0+NZ``.
+    views_per_batch: projections filtered and backprojected per batch
+        (default 0: 64 on a GPU, 32 on the CPU, fewer when memory is short).
+    strict: NaN, infinite or out-of-range values are an error and so is a
+        geometry FDK cannot reconstruct (default False: bad values become 0
+        with a warning, such a geometry gives a FdkGeometryWarning).
+    gpu_budget, host_budget: memory the run may use, bytes or text as "8G"
+        (powers of 1024) (default None: free GPU memory less 1 GiB, available
+        host memory less 10 %).
+    max_slab_slices: at most this many slices per slab (subvolume) (default
+        0: as many as the budgets allow).
+    store: where filtered projections wait between slabs: "auto" (default:
+        the fastest that fits), "device", "host" or "scratch".
+    workers: engines sharing the run (default 0: one per GPU, 1 on the CPU).
+    split: how several GPUs share it: "auto" (default), "volume" or
+        "projections".
+    return_report: also return the plan, timings and value counts.
+    out: an array to write the volume into (default None: a new one).
+    ctx: a pyctrecon.Context (default None: this thread's, device "auto").
+    progress: "auto" (default: a tqdm bar when tqdm is installed and the
+        run is long), True, False, a callable(stage, fraction) or a tqdm bar.
+
+    Any of gpu_budget, host_budget, max_slab_slices, store, workers, split
+    or return_report runs the planned pipeline between arrays, which the
+    plain call is with the default budgets."""
     _check_geometry(geometry, strict, offset_weight)
     nzo = _nz(geometry, z0, nz)
     vshape = (nzo, geometry.volume.ny, geometry.volume.nx)
@@ -178,25 +240,41 @@ def _describe(plan) -> str:
 
 def fdk_file(projections: Union[str, os.PathLike, StackReader], geometry: ConeGeometry,
              out: Union[str, os.PathLike], *, out_format: Any = "auto", window: Any = "ram-lak",
-             cutoff: float = 1.0, short_scan: Any = "auto", interp: Any = "default", z0: int = 0,
+             cutoff: float = 1.0, short_scan: Any = "auto", interp: Any = "auto", z0: int = 0,
              nz: int = 0, views_per_batch: int = 0, strict: bool = False,
              gpu_budget: Union[int, str, None] = None, host_budget: Union[int, str, None] = None,
              max_slab_slices: int = 0, store: Any = "auto",
              scratch_dir: Union[str, os.PathLike, None] = None, input_scale: float = 1.0,
-             out_dtype: Any = "float32", out_scale: float = 1.0, resume: bool = False,
+             out_dtype: Any = "float32", out_scale: float = 1000.0, resume: bool = False,
              overwrite: bool = False, workers: int = 0, split: Any = "auto", ctx=None,
              progress: Any = "auto") -> dict:
-    """Streamed FDK from a projection file (a path, or a StackReader for raw
-    files) to a volume file (ctr_fdk_stream, docs/out-of-core.md): neither
-    needs to fit in memory. The output appears at `out` only when complete;
-    a failed or cancelled run (Ctrl-C) keeps `out`.partial and its journal,
-    and ``resume=True`` with the same arguments finishes it. An `out` that
-    exists is refused before anything is read (InvalidArgumentError,
-    ``.keyword`` "overwrite"), unless ``overwrite=True``. Returns the
-    report (plan, timings, value counts). On failure the exception's
-    ``report`` attribute holds the report (``resumable``, ``journal``). A
-    geometry FDK cannot reconstruct warns (FdkGeometryWarning), or with
-    ``strict=True`` is refused (GeometryError), as in fdk."""
+    """Streamed FDK from a projection file to a volume file, as ``ctrecon fdk
+    --projections FILE --out OUT`` (docs/out-of-core.md): neither needs to fit
+    in memory.
+
+    projections: a path (its format from the extension), or a StackReader
+        for raw files. out: the volume file; out_format "auto" (default: from
+        the extension), "raw", "tiff", "tiff-stack", "nrrd", "hdf5", "zarr".
+    input_scale: the input values are divided by it (default 1.0), as
+        ``--input-scale``.
+    out_dtype: "float32" (default) or "uint16"; out_scale: uint16 stores
+        value x out_scale, clamped to 0 .. 65535 (default 1000.0, as
+        ``--out-scale``; float32 ignores it).
+    scratch_dir: where filtered projections spill to disk (default None:
+        beside ``out``).
+    resume: continue an interrupted run (default False); overwrite: replace
+        an existing ``out`` (default False: refused before anything is read,
+        InvalidArgumentError with ``.keyword`` "overwrite"), the CLI's
+        ``--force``.
+    The other keywords and their defaults are fdk()'s.
+
+    The output appears at ``out`` only when complete; a failed or cancelled
+    run (Ctrl-C) keeps ``out``.partial and its journal, and ``resume=True``
+    with the same arguments finishes it. Returns the report (plan, timings,
+    value counts). On failure the exception's ``report`` attribute holds the
+    report (``resumable``, ``journal``). A geometry FDK cannot reconstruct
+    warns (FdkGeometryWarning), or with ``strict=True`` is refused
+    (GeometryError), as in fdk."""
     _check_geometry(geometry, strict)
     reader = projections if isinstance(projections, StackReader) else StackReader(projections)
     so = new_struct("ctr_fdk_stream_options", lib.ctr_fdk_stream_options_init, lib.CTR_FDK_STREAM_OPTIONS_VERSION)
@@ -234,13 +312,13 @@ def fdk_filter(projections: Any, geometry: ConeGeometry, *, v0: int = 0, window:
         res = _core.host_out(out, (n, nv, nu))
         if res is not a:
             res[...] = _core.host_in(a, "projections", (n, nv, nu))
-    o = _fdk_options(window, cutoff, short_scan, "default", 0, 0, 0, strict)
+    o = _fdk_options(window, cutoff, short_scan, "auto", 0, 0, 0, strict)
     check(lib.ctr_fdk_filter(context(ctx).ptr, geometry._ptr, o, v0, n, _core.wptr(res)))
     return res
 
 
 def fdk_backproject(filtered: Any, geometry: ConeGeometry, *, v0: int = 0, z0: int = 0,
-                    nz: int = 0, interp: Any = "default", out: Optional[np.ndarray] = None,
+                    nz: int = 0, interp: Any = "auto", out: Optional[np.ndarray] = None,
                     ctx=None) -> np.ndarray:
     """Adds the backprojection of filtered views [v0, v0 + n) into ``out``
     (slices [z0, z0 + nz); default: a new zero volume) (ctr_fdk_backproject)."""
@@ -259,7 +337,7 @@ def fdk_backproject(filtered: Any, geometry: ConeGeometry, *, v0: int = 0, z0: i
 
 def plan_fdk(geometry: ConeGeometry, *, device: str = "cpu", gpu_budget: Union[int, str] = 0,
              host_budget: Union[int, str] = 0, proj_dtype: Any = "float32",
-             vol_dtype: Any = "float32", interp: Any = "default", z0: int = 0, nz: int = 0,
+             vol_dtype: Any = "float32", interp: Any = "auto", z0: int = 0, nz: int = 0,
              views_per_batch: int = 0, max_slab_slices: int = 0, store: Any = "auto",
              input_in_memory: bool = False, output_in_memory: bool = False, workers: int = 0,
              split: Any = "auto") -> dict:
@@ -270,7 +348,7 @@ def plan_fdk(geometry: ConeGeometry, *, device: str = "cpu", gpu_budget: Union[i
     r.gpu_budget = _core.budget(gpu_budget, "gpu_budget")
     r.host_budget = _core.budget(host_budget, "host_budget")
     r.proj_dtype, r.vol_dtype = _core.ctr_dtype(proj_dtype), _core.ctr_dtype(vol_dtype)
-    r.interp = _core.enum_value(_INTERP, interp, "interp")
+    r.interp = _interp(interp)
     _core.assign(r, z0=z0, nz=nz, views_per_batch=views_per_batch,
                  max_slab_slices=max_slab_slices, workers=workers)
     r.store = _core.enum_value(_STORE, store, "store")
@@ -288,7 +366,7 @@ class Backprojector:
     vol += sum weight_n Q_n / c^2 in a volume the backend keeps (GPU memory
     for CUDA); ``add`` views in any order, ``read`` the volume."""
 
-    def __init__(self, geometry: ConeGeometry, *, interp: Any = "default", z0: int = 0,
+    def __init__(self, geometry: ConeGeometry, *, interp: Any = "auto", z0: int = 0,
                  nz: int = 0, ctx=None):
         self.geometry = geometry
         self.shape = (_nz(geometry, z0, nz), geometry.volume.ny, geometry.volume.nx)

@@ -313,7 +313,7 @@ def axis_value(axis) -> float:
 def parallel_params(nbins: int, nangles: Optional[int], angles, angle_start: float,
                     angle_range: float, axis, axis_shift, nx: int, ny: int, voxel: float,
                     pixel_size: float, angle_units: Optional[str] = None,
-                    who: str = "ParallelGeometry"):
+                    who: str = "ParallelGeometry", tilt: float = 0.0, nrows: int = 0):
     """A ctr_parallel_params and the arrays it points to (keep both)."""
     p = new_struct("ctr_parallel_params", lib.ctr_parallel_params_init,
                    lib.CTR_PARALLEL_PARAMS_VERSION)
@@ -343,7 +343,23 @@ def parallel_params(nbins: int, nangles: Optional[int], angles, angle_start: flo
         keep.append(s)
         p.axis_shift = s
     _core.assign(p, nx=nx, ny=ny, voxel=voxel, pixel_size=pixel_size)
+    _core.assign(p, {"tilt_deg": "tilt"}, tilt_deg=tilt_in_degrees(tilt, angle_units, who),
+                 nrows=nrows)
     return p, keep
+
+
+def tilt_in_degrees(tilt: float, angle_units: Optional[str], who: str) -> float:
+    """Laminography's tilt in degrees: ``angle_units`` "rad" converts it; with
+    None a tilt of 0 < |tilt| <= pi / 2 warns that it looks like radians
+    (laminography tilts are usually 10 to 60 degrees)."""
+    t = float(tilt)
+    if angle_units == "rad":
+        return t * 180.0 / np.pi
+    if angle_units is None and t != 0.0 and abs(t) <= 1.5708:
+        warnings.warn(f"{who}: tilt={t:g} is under 1.6 degrees: it looks like radians, and "
+                      "ctrecon reads degrees; pass angle_units='rad' if it is radians, "
+                      "angle_units='deg' if it is degrees", UserWarning, stacklevel=4)
+    return t
 
 
 class ParallelGeometry:
@@ -354,17 +370,25 @@ class ParallelGeometry:
     warns that it looks like radians), the rotation ``axis`` in bins
     (None or "center": (nbins - 1) / 2), an optional per-angle
     ``axis_shift``, the slice grid nx x ny (0: nbins) of ``voxel`` bins
-    (0: 1) and ``pixel_size`` mm per bin (0: 1)."""
+    (default 1) and ``pixel_size`` mm per bin (default 1).
+
+    Laminography (docs/geometry.md): ``tilt`` degrees (|tilt| < 90, the
+    angle units' too) tilts the rotation axis from the detector plane
+    towards the beam, and ``nrows`` (required with a tilt) gives the
+    detector rows: sinograms are then (nrows, nangles, nbins) whatever the
+    number of slices, which FBP and the projector take as ``nslices``."""
 
     def __init__(self, nbins: int, nangles: Optional[int] = None, *,
                  angles: Optional[Sequence[float]] = None, angle_start: float = 0.0,
                  angle_range: float = 180.0, axis: Union[None, str, float] = None,
                  axis_shift: Optional[Sequence[float]] = None, nx: int = 0, ny: int = 0,
-                 voxel: float = 0.0, pixel_size: float = 0.0,
-                 angle_units: Optional[str] = None, _ptr=None):
+                 voxel: float = 1.0, pixel_size: float = 1.0,
+                 angle_units: Optional[str] = None, tilt: float = 0.0, nrows: int = 0,
+                 _ptr=None):
         if _ptr is None:
             p, keep = parallel_params(nbins, nangles, angles, angle_start, angle_range, axis,
-                                      axis_shift, nx, ny, voxel, pixel_size, angle_units)
+                                      axis_shift, nx, ny, voxel, pixel_size, angle_units,
+                                      tilt=tilt, nrows=nrows)
             out = ffi.new("ctr_parallel_geometry **")
             check(lib.ctr_parallel_create(p, out))
             _ptr = out[0]
@@ -377,10 +401,13 @@ class ParallelGeometry:
         ray direction, the detector centre, u (pixel (0, 0) to (1, 0)) and v
         ((0, 0) to (0, 1)), mm. Only scans of slices about z are
         representable (rays and u perpendicular to z, u perpendicular to
-        the ray with one length, v along z, the rows at the same heights);
-        any other view raises (CTR_E_UNSUPPORTED) naming it. Returns
-        ``(geometry, row_z)``: each detector row is a slice, at height
-        ``row_z[r]`` mm."""
+        the ray with one length, v along z, the rows at the same heights),
+        and tilted scans (laminography: v leaning from z by one tilt, with
+        u's length, the ray along v x u, the detector centre on the axis
+        point's row), which give ``tilt`` and ``nrows``; any other view
+        raises (CTR_E_UNSUPPORTED) naming it. Returns ``(geometry, row_z)``:
+        each detector row is a slice, at height ``row_z[r]`` mm (tilted:
+        the rows' heights along v)."""
         v = np.ascontiguousarray(vectors, dtype=np.float64)
         if v.ndim != 2 or v.shape[1] != 12:
             raise ValueError(f"vectors has shape {v.shape}: expected (nviews, 12)")
@@ -406,6 +433,10 @@ class ParallelGeometry:
     ny = property(lambda self: self._p.ny)
     voxel = property(lambda self: self._p.voxel)
     pixel_size = property(lambda self: self._p.pixel_size)
+    tilt = property(lambda self: self._p.tilt_deg,
+                    doc="Laminography's tilt of the rotation axis, degrees (0: tomography).")
+    nrows = property(lambda self: self._p.nrows,
+                     doc="Detector rows of a tilted scan (0: one per slice).")
 
     @property
     def angles(self) -> np.ndarray:
@@ -422,7 +453,8 @@ class ParallelGeometry:
         return lib.ctr_parallel_get_weight(self._ptr, a)
 
     def sinogram_shape(self, nslices: int) -> Tuple[int, int, int]:
-        return (nslices, self.nangles, self.nbins)
+        """The sinograms of nslices slices: with a tilt, the detector's rows."""
+        return (self.nrows if self.tilt != 0 else nslices, self.nangles, self.nbins)
 
     def slice_shape(self, nslices: int) -> Tuple[int, int, int]:
         return (nslices, self.ny, self.nx)

@@ -16,7 +16,8 @@ from ._core import check, cstr, ffi, lib, new_struct
 
 __all__ = ["StackInfo", "StackReader", "StackWriter", "load", "save", "info", "format_guess",
            "format_info",
-           "hdf5_read_vector", "png_preview", "png_preview_planes", "png_write_gray"]
+           "hdf5_read_vector", "png_preview", "png_preview_planes", "png_preview_figure",
+           "png_write_gray"]
 
 Path = Union[str, os.PathLike]
 
@@ -272,6 +273,38 @@ def png_preview_planes(prefix: Path, xy: Any, xz: Any, yz: Any, lo: float = 0.0,
     c = _core.host_in(yz, "yz", (nz, ny))
     check(lib.ctr_png_preview_planes(cstr(prefix), _core.ptr(a), _core.ptr(b), _core.ptr(c), nx,
                                      ny, nz, lo, hi, int(bool(overwrite))))
+
+
+def png_preview_figure(prefix: Path, volume: Any, lo: float = 0.0, hi: float = 0.0, *,
+                       voxel: Optional[Sequence[float]] = None, units: Optional[str] = None,
+                       overwrite: bool = False) -> None:
+    """The CLI's --preview figures of a volume (nz, ny, nx)
+    (ctr_png_preview_figure, docs/cli.md "Previews and plots"):
+    <prefix>_xy.png, _xz.png, _yz.png, its central planes enlarged (a thin
+    one stretched, as the caption says), with a colourbar of the window [lo,
+    hi] (default 0, 0: the 0.5 / 99.5 % percentiles) and, with ``voxel`` (x,
+    y, z) mm, a scale bar; ``units`` under the colourbar. Any of the three
+    that exists is refused unless ``overwrite=True``."""
+    v = _core.host_in(volume, "volume")
+    if v.ndim != 3:
+        raise ValueError(f"volume has shape {v.shape}: expected (nz, ny, nx)")
+    nz, ny, nx = v.shape
+    xy = np.ascontiguousarray(v[nz // 2])
+    xz = np.ascontiguousarray(v[:, ny // 2, :])
+    yz = np.ascontiguousarray(v[:, :, nx // 2])
+    o = _core.new_struct("ctr_preview_options", lib.ctr_preview_options_init,
+                         lib.CTR_PREVIEW_OPTIONS_VERSION)
+    o.lo, o.hi = lo, hi
+    if voxel is not None:
+        d = [float(x) for x in voxel]
+        if len(d) != 3:
+            raise ValueError(f"voxel={voxel!r}: expected (x, y, z) sizes in mm")
+        o.voxel = d
+    keep = []
+    o.units = _core.kept_cstr(keep, units)
+    o.overwrite = int(bool(overwrite))
+    check(lib.ctr_png_preview_figure(cstr(prefix), _core.ptr(xy), _core.ptr(xz), _core.ptr(yz),
+                                     nx, ny, nz, o))
 
 
 def png_write_gray(path: Path, image: Any, lo: float = 0.0, hi: float = 0.0, *,

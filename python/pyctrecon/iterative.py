@@ -35,16 +35,19 @@ class Projector:
     exact adjoint) or "fast" (the FDK backprojector, cone beam only);
     gpu_budget (bytes or "8G"; 0: free memory less 1 GiB) and
     max_slab_slices (at most that many slices a slab, forcing slab-wise
-    projection; 0: as the budget allows)."""
+    projection; 0: as the budget allows); workers (GPU projectors sharing each
+    projection by views and each matched adjoint by slices, on the context's
+    GPUs in turn; 0: one per GPU; the result does not depend on it)."""
 
     def __init__(self, geometry: Union[ConeGeometry, ParallelGeometry], *,
                  nslices: Optional[int] = None, pair: str = "matched",
-                 gpu_budget: Union[int, str] = 0, max_slab_slices: int = 0, ctx=None):
+                 gpu_budget: Union[int, str, None] = None, max_slab_slices: int = 0,
+                 workers: int = 0, ctx=None):
         o = new_struct("ctr_projector_options", lib.ctr_projector_options_init,
                        lib.CTR_PROJECTOR_OPTIONS_VERSION)
         o.pair = _core.parsed(lib.ctr_projector_pair_parse, "ctr_projector_pair", pair, "pair")
         o.gpu_budget = _core.budget(gpu_budget, "gpu_budget")
-        _core.assign(o, max_slab_slices=max_slab_slices)
+        _core.assign(o, max_slab_slices=max_slab_slices, workers=workers)
         self.ctx = context(ctx)
         self.geometry = geometry
         out = ffi.new("ctr_projector **")
@@ -178,14 +181,14 @@ def ctrpy_iterate(user, info):
 
 
 def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
-            iterations: int = 10, tolerance: float = 0.0, subsets: int = 0,
-            relaxation: float = 0.0, tv_weight: float = 0.0, tv_iterations: int = 0,
-            power_iterations: int = 0, nonneg: bool = False,
+            iterations: int = 10, tolerance: float = 0.0, subsets: int = 10,
+            relaxation: float = 1.0, tv_weight: float = 0.0, tv_iterations: int = 10,
+            power_iterations: int = 15, nonneg: bool = False,
             box: Optional[Tuple[float, float]] = None, init: Any = "zero", truth: Any = None,
             callback: Optional[Callable[[dict], Any]] = None,
             gpu_budget: Union[int, str, None] = None, host_budget: Union[int, str, None] = None,
             max_slab_slices: int = 0, checkpoint: Union[str, os.PathLike, None] = None,
-            checkpoint_every: int = 0, resume: bool = False, strict: bool = False,
+            checkpoint_every: int = 1, resume: bool = False, strict: bool = False,
             weights: Any = None, i0: float = 0.0, penalty: str = "none", beta: float = 0.0,
             huber_delta: float = 0.0, return_report: bool = False,
             out: Optional[np.ndarray] = None, progress: Any = "auto") -> Any:
@@ -204,9 +207,16 @@ def iterate(projector: Projector, projections: Any, *, algorithm: str = "sirt",
     (default 0.0; > 0 with "huber") the step in the volume's units beyond
     which Huber's penalty grows linearly; docs/iterative.md, "PWLS");
     ``iterations`` 1 .. 1e9, ``tolerance`` (stop when the
-    relative residual is below it; 0: never), subsets, relaxation,
-    tv_weight, tv_iterations, power_iterations (0 = the library's default:
-    subsets 10, relaxation 1, tv_iterations 10, power_iterations 15); box=(lower, upper) clamps;
+    relative residual is below it; default 0.0: never), subsets (os-sart's
+    ordered subsets, default 10), relaxation (sirt, os-sart: the step in
+    (0, 2), default 1.0), tv_weight (fista-tv, pdhg-tv, default 0.0: no TV),
+    tv_iterations (fista-tv's inner iterations, default 10),
+    power_iterations (estimating ||A||^2, default 15), nonneg (default
+    False); box=(lower, upper) clamps (default None: no box);
+    gpu_budget, host_budget (bytes or "8G", default None: free GPU memory
+    less 1 GiB, available host memory less 10 %), max_slab_slices (default
+    0: as memory allows), checkpoint_every (default 1), as the CLI's
+    options of the same names (``ctrecon iterate``, docs/vocabulary.md);
     init "zero", "fdk" (FDK or FBP start) or an array (the start volume);
     truth: a reference volume for the per-iteration error; callback(info
     dict) after each iteration, returning True stops the run; checkpoint /

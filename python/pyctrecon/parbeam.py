@@ -54,20 +54,35 @@ def _nslices(a: Any, name: str) -> int:
     return a.shape[0]
 
 
-def _sino_io(a: Any, out: Any, name: str, geometry: ParallelGeometry):
+def _slices_of(geometry: ParallelGeometry, rows: int, nslices: Optional[int], out: Any) -> int:
+    """The slices to reconstruct: a row a slice without a tilt; with one,
+    ``nslices``, else out's, else as many as detector rows."""
+    if geometry.tilt == 0:
+        if nslices is not None and nslices != rows:
+            raise ValueError(f"nslices={nslices}: without a tilt every sinogram is a slice "
+                             f"({rows} here)")
+        return rows
+    if nslices is not None:
+        return int(nslices)
+    return out.shape[0] if out is not None and len(out.shape) == 3 else rows
+
+
+def _sino_io(a: Any, out: Any, name: str, geometry: ParallelGeometry,
+             nslices: Optional[int] = None):
     """Sinograms in, slices out: (slices, ctr_array of the sinograms and of
     the slices, nslices, the input's owner to keep alive). GPU arrays in place
     when either is one (a GPU `out` with host sinograms: TypeError), else
-    numpy arrays (the host rule)."""
+    numpy arrays (the host rule). With a tilt the sinograms have the
+    geometry's rows and the slices are ``nslices`` (_slices_of)."""
     d = _gpu.gpu_input(a, out, name)
     if d is not None:
-        ns = _nslices(d, name)
+        ns = _slices_of(geometry, _nslices(d, name), nslices, out)
         _gpu.check_shape(d, geometry.sinogram_shape(ns), name)
         res, dv = _gpu.device_out(out, a, geometry.slice_shape(ns))
         _core.distinct(dv, "out", (name, d))
         return res, _gpu.carray(d), _gpu.carray(dv), ns, d
     s = _core.asarray(a, name)
-    ns = _nslices(s, name)
+    ns = _slices_of(geometry, _nslices(s, name), nslices, out)
     s = _core.host_in(s, name, geometry.sinogram_shape(ns))
     res = _core.host_out(out, geometry.slice_shape(ns))
     _core.distinct(res, "out", (name, s))
@@ -77,9 +92,12 @@ def _sino_io(a: Any, out: Any, name: str, geometry: ParallelGeometry):
 def fbp(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram-lak",
         cutoff: float = 1.0, interp: Any = "linear", kernel: Optional[str] = None,
         strict: bool = False, return_counts: bool = False, out: Optional[np.ndarray] = None,
-        gpu_budget: Union[int, str, None] = None, ctx=None, progress: Any = "auto") -> Any:
+        gpu_budget: Union[int, str, None] = None, ctx=None, progress: Any = "auto",
+        nslices: Optional[int] = None) -> Any:
     """Filtered backprojection (ctr_fbp) of sinograms (nslices, nangles,
-    nbins) into slices (nslices, ny, nx), in 1/mm. window / cutoff: the ramp
+    nbins) into slices (nslices, ny, nx), in 1/mm. A tilted geometry
+    (laminography) takes sinograms of its rows (nrows, nangles, nbins) and
+    gives ``nslices`` slices (default: out's, else nrows), on the CPU only. window / cutoff: the ramp
     filter's; interp "linear" or "nearest"; kernel: a GPU kernel name
     (docs/parallel-beam.md; None = tuned automatically); strict: bad values
     are an error. return_counts=True returns (slices, counts of bad values
@@ -93,7 +111,7 @@ def fbp(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram-lak",
     C-contiguous array) are used in place on a CUDA context: sinograms on the
     GPU give the slices on the GPU (a new CuPy array, or `out`), with no copy
     through the host and the bits of the numpy path."""
-    res, s_a, v_a, ns, owner = _sino_io(sinograms, out, "sinograms", geometry)
+    res, s_a, v_a, ns, owner = _sino_io(sinograms, out, "sinograms", geometry, nslices)
     keep: list = [owner]
     counts = _counts() if return_counts else None
     o = _fbp_options(window, cutoff, interp, kernel, strict, keep, counts, gpu_budget)
@@ -124,12 +142,12 @@ def fbp_filter(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram
 def fbp_backproject(filtered: Any, geometry: ParallelGeometry, *, interp: Any = "linear",
                     kernel: Optional[str] = None, strict: bool = False,
                     out: Optional[np.ndarray] = None, gpu_budget: Union[int, str, None] = None,
-                    ctx=None) -> np.ndarray:
+                    ctx=None, nslices: Optional[int] = None) -> np.ndarray:
     """The weighted backprojection of filtered sinograms
     (ctr_fbp_backproject); GPU arrays in place on a CUDA context, as fbp.
     gpu_budget as fbp's: all slices at once when they fit in it, else chunks
-    of them (the same values)."""
-    res, f_a, v_a, ns, owner = _sino_io(filtered, out, "filtered", geometry)
+    of them (the same values). nslices: a tilted geometry's slices, as fbp's."""
+    res, f_a, v_a, ns, owner = _sino_io(filtered, out, "filtered", geometry, nslices)
     keep: list = [owner]
     o = _fbp_options("ram-lak", 1.0, interp, kernel, strict, keep, gpu_budget=gpu_budget)
     check(lib.ctr_fbp_backproject(context(ctx).ptr, geometry._ptr, o, ns,
@@ -138,10 +156,11 @@ def fbp_backproject(filtered: Any, geometry: ParallelGeometry, *, interp: Any = 
 
 
 def fbp_backproject_reference(filtered: Any, geometry: ParallelGeometry, *,
-                              interp: Any = "linear") -> np.ndarray:
-    """The double-precision reference backprojection (CPU), float64 slices."""
+                              interp: Any = "linear", nslices: Optional[int] = None) -> np.ndarray:
+    """The double-precision reference backprojection (CPU), float64 slices
+    (nslices: a tilted geometry's slices, as fbp's)."""
     a = _core.asarray(filtered, "filtered")
-    ns = _nslices(a, "filtered")
+    ns = _slices_of(geometry, _nslices(a, "filtered"), nslices, None)
     f = _core.host_in(a, "filtered", geometry.sinogram_shape(ns))
     res = np.zeros(geometry.slice_shape(ns), np.float64)
     check(lib.ctr_fbp_backproject_reference(geometry._ptr,
@@ -227,30 +246,33 @@ def flatfield_average(images: Any) -> np.ndarray:
 @dataclass
 class Corrections:
     """The synchrotron corrections (ctr_corrections; docs/synchrotron.md).
-    Every field at its default is "off" or the library's default:
-    center_method "auto" | "vo" | "correlation" and its search range
-    (center_min, center_max: both 0 = the whole detector); dezinger
-    threshold (0 off) and size (0: 3); stripe "none" | "sorting" |
-    "wavelet" with stripe_size (0: 21), stripe_level (0: 3), stripe_sigma
-    (0: 1), stripe_wavelet (0: 5); Paganin's delta / beta (0 off),
-    energy_kev, distance_mm; stitch_360; bin_x, bin_y (0 or 1: none)."""
+    Every field at its default is "off" or the CLI's default (the CLI's
+    option in brackets): center_method "auto" | "vo" | "correlation"
+    (--center-method) and its search range (center_min, center_max: both 0
+    = the whole detector; --center-range); dezinger threshold (0 off;
+    --dezinger) and dezinger_size (3); stripe "none" | "sorting" | "wavelet"
+    (--rings) with stripe_size (21; --ring-size), stripe_level (3;
+    --ring-level), stripe_sigma (1; --ring-sigma), stripe_wavelet (5;
+    --ring-wavelet); Paganin's delta / beta (0 off; --paganin), energy_kev
+    (--energy), distance_mm (--distance); stitch_360; bin_x, bin_y (1:
+    none; --bin)."""
 
     center_method: str = "auto"
     center_min: float = 0.0
     center_max: float = 0.0
     dezinger: float = 0.0
-    dezinger_size: int = 0
+    dezinger_size: int = 3
     stripe: str = "none"
-    stripe_size: int = 0
-    stripe_level: int = 0
-    stripe_sigma: float = 0.0
-    stripe_wavelet: int = 0
+    stripe_size: int = 21
+    stripe_level: int = 3
+    stripe_sigma: float = 1.0
+    stripe_wavelet: int = 5
     paganin_delta_beta: float = 0.0
     energy_kev: float = 0.0
     distance_mm: float = 0.0
     stitch_360: bool = False
-    bin_x: int = 0
-    bin_y: int = 0
+    bin_x: int = 1
+    bin_y: int = 1
 
     def _c(self):
         c = new_struct("ctr_corrections", lib.ctr_corrections_init, lib.CTR_CORRECTIONS_VERSION)
@@ -352,12 +374,12 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
                angles: Optional[Sequence[float]] = None, angle_start: float = 0.0,
                angle_range: float = 180.0, axis: Union[str, float] = "auto",
                axis_shift: Optional[Sequence[float]] = None, nx: int = 0, ny: int = 0,
-               voxel: float = 0.0, pixel_size: float = 0.0, flat: Any = None, dark: Any = None,
+               voxel: float = 1.0, pixel_size: float = 1.0, flat: Any = None, dark: Any = None,
                corrections: Optional[Corrections] = None, sinograms: bool = False,
                rows: Tuple[int, int] = (0, 0), angle_subset: Tuple[int, int, int] = (0, 0, 1),
                center_row: int = -1, out_format: Any = "auto", out_dtype: Any = "float32",
-               out_scale: float = 1.0, out_offset: float = 0.0, batch: int = 0,
-               read_ahead: int = 0,
+               out_scale: float = 1000.0, out_offset: float = 0.0, batch: int = 0,
+               read_ahead: int = 2,
                host_budget: Union[int, str, None] = None,
                gpu_budget: Union[int, str, None] = None, resume: bool = False,
                overwrite: bool = False,
@@ -388,7 +410,7 @@ def fbp_stream(input: Any, out: Union[str, os.PathLike, None] = None, *,
     all); out_dtype "float32" | "float16" | "uint16" (round((v - out_offset)
     * out_scale)); input_scale: sinograms are divided by it (e.g. a uint16
     scale; projections take none); read_ahead: bands the reader may hold
-    ahead, 1 to 16 (0: 2); center_row: the row whose band finds the centre
+    ahead, 1 to 16 (default 2); center_row: the row whose band finds the centre
     (-1: the middle of the rows); batch: slices per band (0: 16 on the CPU,
     64 per GPU); host_budget: memory for the band buffers (0: 90 % of what is
     free); gpu_budget: GPU memory each GPU's pipeline may use (bytes or "4G";

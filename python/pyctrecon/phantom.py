@@ -56,6 +56,17 @@ class Phantom:
         return cls(_ptr=out[0])
 
     @classmethod
+    def disk_stack(cls, radius: float, thickness: float, gap: float,
+                   scale: float = 1.0) -> "Phantom":
+        """Laminography's flat phantom (ctr_phantom_disk_stack): three thin
+        coaxial disks about z (oblate ellipsoids of semi-axes radius, radius,
+        thickness / 2) at z = -(thickness + gap), 0, +(thickness + gap) mm,
+        densities 1, 0.5 and 0.75 times scale."""
+        out = ffi.new("ctr_phantom **")
+        check(lib.ctr_phantom_disk_stack(radius, thickness, gap, scale, out))
+        return cls(_ptr=out[0])
+
+    @classmethod
     def load(cls, path: Union[str, os.PathLike]) -> "Phantom":
         """A JSON list of ellipsoids (docs/phantoms.md)."""
         out = ffi.new("ctr_phantom **")
@@ -88,12 +99,13 @@ class Phantom:
                    supersample, _core.carray(res))
         return res
 
-    def voxelize(self, volume: Union[Volume, ConeGeometry], supersample: int = 1, *,
+    def voxelize(self, volume: Union[Volume, ConeGeometry], supersample: int = 2, *,
                  z0: int = 0, nz: Optional[int] = None, out=None, ctx=None,
                  progress: Any = "auto") -> np.ndarray:
         """The phantom on a grid (a Volume, or a geometry's volume): slices
         [z0, z0 + nz) (all by default), shape (nz, ny, nx), each voxel the
-        mean of supersample^3 samples."""
+        mean of supersample^3 samples (default 2, as the CLI's
+        --truth-supersample)."""
         vol = volume.volume if isinstance(volume, ConeGeometry) else volume
         n = vol.nz - z0 if nz is None else nz
         res = _core.host_out(out, (n, vol.ny, vol.nx))
@@ -101,12 +113,22 @@ class Phantom:
                    supersample, z0, _core.carray(res))
         return res
 
-    def sinogram(self, geometry: ParallelGeometry, z: Sequence[float], supersample: int = 1, *,
-                 out=None) -> np.ndarray:
+    def sinogram(self, geometry: ParallelGeometry, z: Optional[Sequence[float]] = None,
+                 supersample: int = 1, *, out=None) -> np.ndarray:
         """Exact parallel-beam line integrals through the planes z (mm), shape
-        (len(z), nangles, nbins) (ctr_phantom_sinogram)."""
+        (len(z), nangles, nbins) (ctr_phantom_sinogram). A tilted geometry
+        (laminography): z are the detector rows' heights (mm along the rows'
+        direction), None = its nrows rows."""
+        if z is None:
+            if geometry.tilt == 0:
+                raise ValueError("z: the slice planes (mm); only a tilted geometry has rows of "
+                                 "its own (z=None)")
+            res = _core.host_out(out, (geometry.nrows, geometry.nangles, geometry.nbins))
+            check(lib.ctr_phantom_sinogram(self._ptr, geometry._ptr, geometry.nrows, ffi.NULL,
+                                           supersample, _core.wptr(res)))
+            return res
         zs = np.atleast_1d(np.asarray(z, np.float64))
-        res = _core.host_out(out, geometry.sinogram_shape(zs.size))
+        res = _core.host_out(out, (zs.size, geometry.nangles, geometry.nbins))
         check(lib.ctr_phantom_sinogram(self._ptr, geometry._ptr, zs.size,
                                        _core.doubles(zs, "z"), supersample, _core.wptr(res)))
         return res

@@ -253,6 +253,18 @@ def test_projector_adjoint_identity():
     assert pr.matched and not pyctrecon.Projector(small_geometry(), pair="fast", ctx=cpu()).matched
 
 
+def test_projector_workers():
+    # the split's result does not depend on the worker count (the CPU runs one; the GPU
+    # variant is test_gpu_iterate); a count beyond 16 names the keyword
+    g = small_geometry()
+    x = np.random.default_rng(3).random(pyctrecon.Projector(g, ctx=cpu()).volume_shape,
+                                        dtype=np.float32)
+    one = pyctrecon.Projector(g, ctx=cpu()).forward(x)
+    assert np.array_equal(pyctrecon.Projector(g, workers=2, ctx=cpu()).forward(x), one)
+    with pytest.raises(ValueError, match="workers"):
+        pyctrecon.Projector(g, workers=17, ctx=cpu())
+
+
 def test_iterate_callback_checkpoint_and_plan(tmp_path):
     g = small_geometry()
     ph = pyctrecon.Phantom.shepp_logan(7.0)
@@ -440,6 +452,16 @@ def test_png(tmp_path):
     io.png_write_gray(tmp_path / "g.png", vol[0], 0.0, 1.0)
     for f in ("v_xy.png", "v_xz.png", "v_yz.png", "p_xy.png", "g.png"):
         assert (tmp_path / f).read_bytes()[:4] == b"\x89PNG"
+    # the figures (ctr_png_preview_figure): the same files, larger (enlarged planes,
+    # colourbar, scale bar); an existing one refused, a bad voxel size named
+    io.png_preview_figure(tmp_path / "f", vol, voxel=(0.5, 0.5, 2.0), units="1/mm")
+    for f in ("f_xy.png", "f_xz.png", "f_yz.png"):
+        b = (tmp_path / f).read_bytes()
+        assert b[:4] == b"\x89PNG" and int.from_bytes(b[16:20], "big") >= 256  # width
+    with pytest.raises(pyctrecon.InvalidArgumentError, match="exists"):
+        io.png_preview_figure(tmp_path / "f", vol)
+    with pytest.raises(pyctrecon.InvalidArgumentError, match="expected all three > 0"):
+        io.png_preview_figure(tmp_path / "h", vol, voxel=(1.0, 0.0, 1.0))
 
 
 # ---- outputs are never replaced unless asked (overwrite=True) -------------------------

@@ -37,7 +37,7 @@ def test_phantom_projection_and_truth(small_cone, cpu):
 def test_fdk_in_memory_and_file(small_cone, cli, cpu, tmp_path):
     g_file, proj, _ = small_cone
     cli("fdk", "--geometry", g_file, "--projections", proj, "--out", tmp_path / "cli.nrrd",
-        "--device", "cpu", "--filter", "hann")
+        "--device", "cpu", "--window", "hann")
     want = io.load(tmp_path / "cli.nrrd")
     g = pyctrecon.ConeGeometry.load(g_file)
     p = io.load(proj)
@@ -55,7 +55,7 @@ def test_fdk_in_memory_and_file(small_cone, cli, cpu, tmp_path):
 def test_fdk_slices_and_uint16(small_cone, cli, cpu, tmp_path):
     g_file, proj, _ = small_cone
     cli("fdk", "--geometry", g_file, "--projections", proj, "--out", tmp_path / "cli.nrrd",
-        "--device", "cpu", "--filter", "ram-lak", "--slices", "6:15", "--out-dtype", "uint16", "--out-scale", "1000")
+        "--device", "cpu", "--window", "ram-lak", "--slices", "6:15", "--out-dtype", "uint16", "--out-scale", "1000")
     g = pyctrecon.ConeGeometry.load(g_file)
     pyctrecon.fdk_file(proj, g, tmp_path / "py.nrrd", z0=6, nz=9, out_dtype="uint16",
                        out_scale=1000, ctx=cpu)
@@ -74,7 +74,7 @@ def _parallel_data(tmp_path, nbins=48, nangles=60, nslices=4):
 def test_fbp_sinograms(tmp_path, cli, cpu):
     pg, sino = _parallel_data(tmp_path)
     cli("fbp", "--sinograms", tmp_path / "sino.nrrd", "--out", tmp_path / "cli.nrrd", "--axis",
-        23.5, "--device", "cpu", "--filter", "shepp-logan")
+        23.5, "--device", "cpu", "--window", "shepp-logan")
     want = io.load(tmp_path / "cli.nrrd")
     slices, rep = pyctrecon.fbp_stream(sino, sinograms=True, axis=23.5, window="shepp-logan",
                                        ctx=cpu)
@@ -86,7 +86,7 @@ def test_fbp_sinograms(tmp_path, cli, cpu):
     slices, _ = pyctrecon.fbp_stream(sino, sinograms=True, axis=23.5, window="shepp-logan",
                                      batch=1, read_ahead=5, ctx=cpu)
     assert same(slices, want)
-    # a GPU budget (the CLI's --gpu-mem) is the GPU pipeline's: a CPU context ignores it
+    # a GPU budget (the CLI's --gpu-budget) is the GPU pipeline's: a CPU context ignores it
     slices, _ = pyctrecon.fbp_stream(sino, sinograms=True, axis=23.5, window="shepp-logan",
                                      gpu_budget="1K", ctx=cpu)
     assert same(slices, want)

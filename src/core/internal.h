@@ -353,7 +353,7 @@ extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_
     ctr__struct_fbp_stream_report, ctr__struct_projector_options, ctr__struct_iterate_options,
     ctr__struct_fbp_timings,
     ctr__struct_iterate_plan, ctr__struct_iterate_report, ctr__struct_cluster_options,
-    ctr__struct_file_format_info;
+    ctr__struct_file_format_info, ctr__struct_preview_options;
 
 /* Human sizes: "1.5 GiB" into buf. */
 const char *ctr__format_bytes(double bytes, char *buf, size_t n);

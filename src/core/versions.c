@@ -219,6 +219,7 @@ static const ctr__struct_version file_format_info_versions[] = {
     CTR__V_ALL(ctr_file_format_info),              /* 2: needs_hint, dataset_path, title */
 };
 CTR__STRUCT_DEFINE(file_format_info, CTR_FILE_FORMAT_INFO_VERSION)
+CTR__STRUCT_DEFINE_V1(preview_options, CTR_PREVIEW_OPTIONS_VERSION, CTR_PREVIEW_OPTIONS_INIT)
 
 /* Cone-beam geometry and FDK */
 CTR__STRUCT_DEFINE_V1(circular_params, CTR_CIRCULAR_PARAMS_VERSION, CTR_CIRCULAR_PARAMS_INIT)
@@ -265,7 +266,12 @@ CTR__STRUCT_DEFINE_NESTED(fdk_stream_report, CTR_FDK_STREAM_REPORT_VERSION, 2,
                           {"plan", "timings"}, {&ctr__struct_fdk_plan, &ctr__struct_fdk_stream_timings})
 
 /* Parallel beam */
-CTR__STRUCT_DEFINE_V1(parallel_params, CTR_PARALLEL_PARAMS_VERSION, CTR_PARALLEL_PARAMS_INIT)
+static const ctr_parallel_params parallel_params_defaults = CTR_PARALLEL_PARAMS_INIT;
+static const ctr__struct_version parallel_params_versions[] = {
+    CTR__V_UPTO(ctr_parallel_params, tilt_deg), /* 1 */
+    CTR__V_ALL(ctr_parallel_params),            /* 2: tilt_deg, nrows */
+};
+CTR__STRUCT_DEFINE(parallel_params, CTR_PARALLEL_PARAMS_VERSION)
 
 static const ctr_fbp_options fbp_options_defaults = CTR_FBP_OPTIONS_INIT;
 static const ctr__struct_version fbp_options_versions[] = {
@@ -321,7 +327,12 @@ CTR__STRUCT_DEFINE_V1(pet_recon_timings, CTR_PET_RECON_TIMINGS_VERSION,
 CTR__STRUCT_DEFINE_V1(pet_metrics, CTR_PET_METRICS_VERSION, CTR_PET_METRICS_INIT)
 
 /* Iterative reconstruction */
-CTR__STRUCT_DEFINE_V1(projector_options, CTR_PROJECTOR_OPTIONS_VERSION, CTR_PROJECTOR_OPTIONS_INIT)
+static const ctr_projector_options projector_options_defaults = CTR_PROJECTOR_OPTIONS_INIT;
+static const ctr__struct_version projector_options_versions[] = {
+    CTR__V_UPTO(ctr_projector_options, workers), /* 1 */
+    CTR__V_ALL(ctr_projector_options),           /* 2: workers */
+};
+CTR__STRUCT_DEFINE(projector_options, CTR_PROJECTOR_OPTIONS_VERSION)
 static const ctr_iterate_options iterate_options_defaults = CTR_ITERATE_OPTIONS_INIT;
 static const ctr__struct_version iterate_options_versions[] = {
     CTR__V_UPTO(ctr_iterate_options, weights), /* 1 */
@@ -333,7 +344,8 @@ CTR__STRUCT_DEFINE_V1(iterate_plan, CTR_ITERATE_PLAN_VERSION, CTR_ITERATE_PLAN_I
 static const ctr_iterate_report iterate_report_defaults = CTR_ITERATE_REPORT_INIT;
 static const ctr__struct_version iterate_report_versions[] = {
     {offsetof(ctr_iterate_report, checkpointed), {1}}, /* 1: ctr_iterate_plan 1 */
-    {sizeof(ctr_iterate_report), {1}},                 /* 2: checkpointed */
+    {offsetof(ctr_iterate_report, seconds_setup), {1}}, /* 2: checkpointed */
+    {sizeof(ctr_iterate_report), {1}},                  /* 3: seconds_setup, seconds_vector */
 };
 CTR__STRUCT_DEFINE_NESTED(iterate_report, CTR_ITERATE_REPORT_VERSION, 1,
                           {offsetof(ctr_iterate_report, plan)}, {"plan"},
@@ -352,4 +364,4 @@ const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_value_counts, &ctr__struct_pet_view_info, &ctr__struct_pet_recon_timings,
     &ctr__struct_pet_metrics, &ctr__struct_tuning, &ctr__struct_fbp_stream_report,
     &ctr__struct_iterate_plan, &ctr__struct_iterate_report, &ctr__struct_fbp_timings,
-    &ctr__struct_file_format_info, NULL};
+    &ctr__struct_file_format_info, &ctr__struct_preview_options, NULL};

@@ -385,5 +385,16 @@ ctr_status ctr__format_check_dtype(const ctr__format_row *row, ctr_dtype d, cons
  * path is refused, and kept, unless overwrite (ctr_file_check_output). */
 ctr_status ctr__png_save(const char *path, const uint8_t *pix, uint32_t w, uint32_t h,
                          int channels, int overwrite);
+/* The previews' automatic grey window: the 0.5 / 99.5 % percentiles of the
+ * finite values of v[0..n) (of at most 2^20 evenly spaced samples); 0 and 1
+ * when none is finite. */
+ctr_status ctr__png_window(const float *v, size_t n, float *lo, float *hi);
+/* The three files "<prefix><suffix[k]>" of a preview: none is written when
+ * one of them exists (unless overwrite), then write(user, k, path) makes
+ * each in turn; one that fails removes those written before it that were
+ * new. */
+ctr_status ctr__png_save_three(const char *prefix, const char *const suffix[3],
+                               ctr_status (*write)(void *user, int k, const char *path),
+                               void *user, int overwrite);
 
 #endif

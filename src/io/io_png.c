@@ -19,7 +19,7 @@ static int cmp_float(const void *a, const void *b) {
 }
 
 /* The 0.5 / 99.5 % percentiles of the finite values of v[0..n). */
-static ctr_status auto_window(const float *v, size_t n, float *lo, float *hi) {
+ctr_status ctr__png_window(const float *v, size_t n, float *lo, float *hi) {
   const size_t step = n > CTR__WINDOW_SAMPLES ? (n + CTR__WINDOW_SAMPLES - 1) / CTR__WINDOW_SAMPLES
                                               : 1;
   float *s = ctr__malloc((n / step + 1) * sizeof *s, "preview window samples");
@@ -154,7 +154,7 @@ ctr_status ctr_png_write_gray(const char *path, const float *img, int64_t width,
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "PNG '%s': size must be > 0, got %lld x %lld", path,
              (long long)width, (long long)height);
   CTR_CHECK(check_window(lo, hi, path));
-  if (lo == hi) CTR_CHECK(auto_window(img, (size_t)width * (size_t)height, &lo, &hi));
+  if (lo == hi) CTR_CHECK(ctr__png_window(img, (size_t)width * (size_t)height, &lo, &hi));
   return write_view(path, img, 0, 1, width, width, height, lo, hi, overwrite);
 }
 
@@ -165,26 +165,43 @@ typedef struct view {
   int64_t base, sx, sy, w, h;
 } view;
 
-/* Writes the views, none when one of them exists (unless overwrite); one
- * that fails removes those written before it that were new. */
-static ctr_status write_views(const char *prefix, const view v[3], float lo, float hi,
-                              int overwrite) {
+ctr_status ctr__png_save_three(const char *prefix, const char *const suffix[3],
+                               ctr_status (*write)(void *user, int k, const char *path),
+                               void *user, int overwrite) {
   ctr_status st = CTR_OK;
   char *path[3] = {NULL, NULL, NULL};
   int i = 0;
   for (int k = 0; k < 3; k++)
-    if (!(path[k] = ctr__io_sprintf("%s%s", prefix, v[k].suffix))) {
+    if (!(path[k] = ctr__io_sprintf("%s%s", prefix, suffix[k]))) {
       st = CTR_E_OUT_OF_MEMORY;
       goto cleanup;
     }
   for (int k = 0; k < 3; k++) CTR_CHECK_GOTO(st, ctr_file_check_output(path[k], overwrite));
-  for (; i < 3; i++)
-    CTR_CHECK_GOTO(st, write_view(path[i], v[i].data, v[i].base, v[i].sx, v[i].sy, v[i].w, v[i].h,
-                                  lo, hi, overwrite));
+  for (; i < 3; i++) CTR_CHECK_GOTO(st, write(user, i, path[i]));
 cleanup:
   for (int k = 0; st != CTR_OK && !overwrite && k < i; k++) unlink(path[k]);
   for (int k = 0; k < 3; k++) free(path[k]);
   return st;
+}
+
+/* The three grey views of a bare preview (ctr__png_save_three's writer). */
+typedef struct views_job {
+  const view *v;
+  float lo, hi;
+  int overwrite;
+} views_job;
+
+static ctr_status write_one_view(void *user, int k, const char *path) {
+  const views_job *j = user;
+  const view *v = &j->v[k];
+  return write_view(path, v->data, v->base, v->sx, v->sy, v->w, v->h, j->lo, j->hi, j->overwrite);
+}
+
+static ctr_status write_views(const char *prefix, const view v[3], float lo, float hi,
+                              int overwrite) {
+  const char *const suffix[3] = {v[0].suffix, v[1].suffix, v[2].suffix};
+  views_job j = {v, lo, hi, overwrite};
+  return ctr__png_save_three(prefix, suffix, write_one_view, &j, overwrite);
 }
 
 ctr_status ctr_png_preview(const char *prefix, const float *vol, int64_t nx, int64_t ny,
@@ -196,7 +213,7 @@ ctr_status ctr_png_preview(const char *prefix, const float *vol, int64_t nx, int
              prefix, (long long)nx, (long long)ny, (long long)nz);
   CTR_CHECK(check_window(lo, hi, prefix));
   const int64_t plane = nx * ny, top = (nz - 1) * plane;
-  if (lo == hi) CTR_CHECK(auto_window(vol, (size_t)plane * (size_t)nz, &lo, &hi));
+  if (lo == hi) CTR_CHECK(ctr__png_window(vol, (size_t)plane * (size_t)nz, &lo, &hi));
   /* Central slices; in xz and yz, z points up (row 0 is the last slice). */
   const view views[3] = {
       {"_xy.png", vol, (nz / 2) * plane, 1, nx, nx, ny},
@@ -224,7 +241,7 @@ ctr_status ctr_png_preview_planes(const char *prefix, const float *xy, const flo
     memcpy(all, xy, a * sizeof(float));
     memcpy(all + a, xz, b * sizeof(float));
     memcpy(all + a + b, yz, c * sizeof(float));
-    CTR_CHECK_GOTO(st, auto_window(all, a + b + c, &lo, &hi));
+    CTR_CHECK_GOTO(st, ctr__png_window(all, a + b + c, &lo, &hi));
   }
   {
     /* In xz and yz, z points up (row 0 is the last slice), as ctr_png_preview. */

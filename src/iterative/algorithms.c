@@ -132,6 +132,23 @@ ctr_status ctr_iterate_plan_compute(const ctr_projector *p, const ctr_iterate_op
 
 typedef ctr__it_run run; /* run.h */
 
+/* Starts the clock of an iteration (the projector's queue drained, so its
+ * vector work is counted where it was queued). */
+static void mark(run *R) {
+  if (R->P->be->sync) (void)R->P->be->sync(R->P);
+  R->mark_t = ctr__now_s();
+  R->mark_fwd = R->P->seconds_forward;
+  R->mark_adj = R->P->seconds_adjoint;
+}
+
+/* The first iteration of the loop (after a resume, the one after the
+ * checkpoint's); the setup ends here. */
+static int64_t first_iteration(run *R) {
+  mark(R);
+  R->rep.seconds_setup = R->mark_t - R->t0;
+  return R->k0 + 1;
+}
+
 static ctr_status vol_vec(run *R, ctr__vec *v) {
   return ctr__vec_alloc(R->P, R->nvol, R->vdev, v);
 }
@@ -369,6 +386,11 @@ static ctr_status epilogue(run *R, int64_t k, double res, const ctr__vec *x) {
   R->rep.iterations = k;
   R->rep.residual = res;
   ctr_iterate_info info;
+  if (P->be->sync) CTR_CHECK(P->be->sync(P));
+  info.seconds_forward = P->seconds_forward - R->mark_fwd;
+  info.seconds_adjoint = P->seconds_adjoint - R->mark_adj;
+  info.seconds_vector = ctr__now_s() - R->mark_t - info.seconds_forward - info.seconds_adjoint;
+  R->rep.seconds_vector += info.seconds_vector;
   info.iteration = k;
   info.iterations = R->o.iterations;
   info.residual = res;
@@ -399,7 +421,9 @@ static ctr_status epilogue(run *R, int64_t k, double res, const ctr__vec *x) {
     CTR_CHECK(ctr__it_checkpoint_write(P, R->o.checkpoint, &R->fp, &R->state));
     R->rep.checkpointed = k;
   }
-  return ctr__progress(P->ctx, "iterate", (double)k / (double)R->o.iterations);
+  const ctr_status st = ctr__progress(P->ctx, "iterate", (double)k / (double)R->o.iterations);
+  mark(R); /* the next iteration starts after the report, checkpoint and callback */
+  return st;
 }
 
 /* A 1 (the projection of a volume of ones) has norm^2 a2: 0 (or not a
@@ -498,7 +522,7 @@ static ctr_status sirt(run *R, const float *proj, float *vol) {
   CTR_CHECK_GOTO(st, residual(R, &x, &b, &r, 0, nw, &res2));
   R->rep.initial_residual = R->k0 ? R->state.scalars[0] : sqrt(res2);
   R->state.scalars[0] = R->rep.initial_residual;
-  for (int64_t k = R->k0 + 1; k <= R->o.iterations && !R->stop; k++) {
+  for (int64_t k = first_iteration(R); k <= R->o.iterations && !R->stop; k++) {
     CTR_CHECK_GOTO(st, sart_step(R, &x, &r, &Rw, &C, &t, 0, nw));
     CTR_CHECK_GOTO(st, residual(R, &x, &b, &r, 0, nw, &res2));
     CTR_CHECK_GOTO(st, epilogue(R, k, sqrt(res2), &x));
@@ -549,7 +573,7 @@ static ctr_status os_sart(run *R, const float *proj, float *vol) {
     R->rep.initial_residual = sqrt(res2);
   }
   R->state.scalars[0] = R->rep.initial_residual;
-  for (int64_t k = R->k0 + 1; k <= R->o.iterations && !R->stop; k++) {
+  for (int64_t k = first_iteration(R); k <= R->o.iterations && !R->stop; k++) {
     double acc = 0.0;
     for (int64_t s = 0; s < S; s++) {
       double res2;
@@ -621,7 +645,7 @@ static ctr_status cgls(run *R, const float *proj, float *vol) {
   }
   R->state.scalars[1] = R->rep.initial_residual;
   R->rep.residual = R->rep.initial_residual;
-  for (int64_t k = R->k0 + 1; k <= R->o.iterations && !R->stop; k++) {
+  for (int64_t k = first_iteration(R); k <= R->o.iterations && !R->stop; k++) {
     if (!(gamma > 0)) {
       R->stop = 1;
       R->rep.stop = CTR_ITERATE_STOP_CONVERGED;
@@ -770,7 +794,7 @@ static ctr_status fista(run *R, const float *proj, float *vol) {
   R->rep.lipschitz = L;
   R->state.scalars[1] = L;
   R->state.scalars[2] = R->rep.initial_residual;
-  for (int64_t k = R->k0 + 1; k <= R->o.iterations && !R->stop; k++) {
+  for (int64_t k = first_iteration(R); k <= R->o.iterations && !R->stop; k++) {
     CTR_CHECK_GOTO(st, ctr__vec_comb(P, &AY, 1.0f, &AY, -1.0f, &b)); /* A y - b */
     CTR_CHECK_GOTO(st, adjoint(R, &AY, &Z));
     CTR_CHECK_GOTO(st, ctr__vec_comb(P, &G, 1.0f, &G, (float)(-1.0 / L), &Z));
@@ -864,7 +888,7 @@ static ctr_status pdhg(run *R, const float *proj, float *vol) {
   R->state.scalars[0] = L;
   R->state.scalars[1] = R->rep.initial_residual;
   const double lambda = L * R->o.tv_weight;
-  for (int64_t k = R->k0 + 1; k <= R->o.iterations && !R->stop; k++) {
+  for (int64_t k = first_iteration(R); k <= R->o.iterations && !R->stop; k++) {
     CTR_CHECK_GOTO(st, adjoint(R, &p, &G));
     if (tv) {
       /* G = A^T p - lambda div Q: Z = A^T p + div Q (the TV step's primal
@@ -910,8 +934,9 @@ static ctr_status any_vec(run *R, int volume, ctr__vec *v) {
   return volume ? vol_vec(R, v) : proj_vec(R, v);
 }
 
-static const ctr__it_run_steps steps = {any_vec, x_vec, vfree, x_out, load_slots, load_b,
-                                        init_x, maybe_resume, epilogue, check_seen};
+static const ctr__it_run_steps steps = {any_vec,      x_vec,           vfree,    x_out,
+                                        load_slots,   load_b,          init_x,   maybe_resume,
+                                        first_iteration, epilogue,     check_seen};
 
 /* ---- Entry point ------------------------------------------------------------------------ */
 

@@ -33,17 +33,29 @@ typedef struct ctr__it_backend {
   ctr__backend_head head; /* name, device kind, built (core/internal.h) */
 
   /* ---- The projector (projector.c) ---- */
-  /* y[w0, w1) = A x (forward) and x = A^T y over slots [w0, w1) (adjoint,
-   * the matched pair), slab by slab as the plan in force says
-   * (ctr__proj_use); x and y are host or backend vectors (the CPU takes
-   * host vectors only). The forward projection leaves the other slots of y
-   * untouched. */
+  /* y[w0, w1) = A x (forward) and slices [z0, z1) of x = A^T y over slots
+   * [w0, w1) (adjoint, the matched pair), slab by slab as the plan in force
+   * says (ctr__proj_use); x and y are host or backend vectors (the CPU takes
+   * host vectors only; a backend vector may be on another GPU of the same
+   * backend only through copy). The forward projection leaves the other
+   * slots of y untouched, the adjoint the other slices of x; a voxel's value
+   * does not depend on [z0, z1) (each voxel adds its views in slot order),
+   * nor a ray's on [w0, w1). Called on any thread, one call per projector
+   * at a time (the workers of a split are separate projectors). */
   ctr_status (*forward)(ctr_projector *p, const ctr__vec *x, ctr__vec *y, int64_t w0, int64_t w1);
-  ctr_status (*adjoint)(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0, int64_t w1);
+  ctr_status (*adjoint)(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0, int64_t w1,
+                        int64_t z0, int64_t z1);
   /* Frees the backend's per-projector state (buffers, the fast pair's chunk
    * buffer and events) once the fast pair's backprojector has been freed;
    * accepts a projector without any. NULL: the backend keeps none. */
   void (*release)(ctr_projector *p);
+  /* Returns when every operation queued on the projector's device (vector
+   * operations included) has finished: before the fast pair's
+   * backprojector's own streams use the vectors, and before a projection
+   * starts its clock, so that the time of queued vector work is not counted
+   * as the projection's. Called on the run's thread. NULL: the backend's
+   * operations are synchronous (the CPU). */
+  ctr_status (*sync)(ctr_projector *p);
 
   /* ---- The fast pair's device path (NULL on the CPU) ---- */
   /* Queues the weighting and backprojection of a chunk of n <=
@@ -53,9 +65,6 @@ typedef struct ctr__it_backend {
    * ctr__backprojector_wait(bp) has returned. */
   ctr_status (*fast_queue)(ctr_projector *p, ctr_backprojector *bp, const float *y, int64_t n,
                            const int64_t *views, const ctr__it_fast_view *fw);
-  /* Returns when every operation queued on the projector's device has
-   * finished (before the backprojector's own streams use its vectors). */
-  ctr_status (*fast_sync)(ctr_projector *p);
 
   /* ---- The public device entry points and the caller's arrays (NULL on the CPU) ---- */
   /* a and b must be backend memory of the projector's device

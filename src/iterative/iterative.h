@@ -54,7 +54,29 @@ struct ctr_projector {
   /* Accounting for the report. */
   double seconds_forward, seconds_adjoint;
   int64_t views_forward, views_adjoint;
+  /* A split over workers (workers.c, ctr_projector_options.workers):
+   * workers[0] is this projector, workers[1 ..] share its views and order
+   * (owner points back here), each on its GPU with its backend buffers;
+   * wx[k], wy[k] are worker k's copies of backend vectors (until freed). */
+  int nworkers;
+  struct ctr_projector **workers;
+  ctr__vec *wx, *wy;
+  struct ctr_projector *owner; /* a worker's owner; NULL for a projector of the API */
 };
+
+/* ---- Workers (workers.c) --------------------------------------------------- */
+
+/* The workers of ctr_projector_options.workers on the context's GPUs (one,
+ * the projector itself, on the CPU); CTR_E_INVALID_ARGUMENT naming the field
+ * for a count outside 0 .. CTR_MAX_WORKERS. */
+ctr_status ctr__proj_workers_create(ctr_projector *p);
+void ctr__proj_workers_free(ctr_projector *p);
+/* After the plan or the slot order changed: the workers follow. */
+void ctr__proj_workers_follow(ctr_projector *p);
+/* The forward projection of slots [w0, w1) (split by views) or the matched
+ * adjoint (split by slices) over the workers, at once; the bits of one. */
+ctr_status ctr__proj_workers_run(ctr_projector *p, int forward, ctr__vec *x, ctr__vec *y,
+                                 int64_t w0, int64_t w1);
 
 /* ---- Projector (projector.c) --------------------------------------------- */
 

@@ -35,7 +35,8 @@ ctr_status ctr_iterate_plot(const char *path, const double *relative_residual, c
     r[i] = relative_residual[i] > 0 ? relative_residual[i] : floor_value;
     if (error) e[i] = error[i] > 0 ? error[i] : floor_value;
   }
-  const ctr__plot plot = {title, "iteration", "relative", 1.0, 1, 1};
+  const ctr__plot plot = {title, "iteration",
+                         error ? "relative residual, error" : "relative residual", 1.0, 1, 1};
   const ctr__plot_series s[2] = {
       {x, r, n, {31, 119, 180}, {12, 60, 120}, n <= 40, "residual"},
       {x, e, n, {214, 96, 24}, {140, 56, 10}, n <= 40, "error"}};

@@ -4,6 +4,7 @@
  * pair through the public ctr_backprojector. */
 #include "conebeam/backprojector.h"
 #include "iterative/backend.h"
+#include "parbeam/parbeam.h"
 
 #include <math.h>
 #include <string.h>
@@ -109,6 +110,34 @@ static void parallel_view(const ctr_parallel_params *pp, int64_t a, ctr__it_view
   memcpy(w->P, P, sizeof P);
 }
 
+/* A view of a tilted parallel-beam geometry (laminography,
+ * docs/geometry.md): the affine camera t = U . (X, 1), r = V . (X, 1) of
+ * ctr__lamino_views in index space (third row (0, 0, 0, 1)); its rays run
+ * along the null vector of the 2 x 3 part, V x U, and the ray of (t, r)
+ * passes through the point of the plane spanned by U and V that projects
+ * there (a 2 x 2 solve with the Gram matrix of U and V). The Joseph pair
+ * then runs on it as on any view. */
+static void tilted_view(const ctr__lamino_view *lv, ctr__it_view *w) {
+  const double *U = lv->u, *V = lv->v;
+  const double g00 = U[0] * U[0] + U[1] * U[1] + U[2] * U[2];
+  const double g01 = U[0] * V[0] + U[1] * V[1] + U[2] * V[2];
+  const double g11 = V[0] * V[0] + V[1] * V[1] + V[2] * V[2];
+  const double det = g00 * g11 - g01 * g01;
+  const double i00 = g11 / det, i01 = -g01 / det, i11 = g00 / det;
+  memset(w, 0, sizeof *w);
+  for (int a = 0; a < 3; a++) {
+    w->ou[a] = U[a] * i00 + V[a] * i01;
+    w->ov[a] = U[a] * i01 + V[a] * i11;
+    w->o[a] = -(w->ou[a] * U[3] + w->ov[a] * V[3]);
+  }
+  w->d[0] = V[1] * U[2] - V[2] * U[1];
+  w->d[1] = V[2] * U[0] - V[0] * U[2];
+  w->d[2] = V[0] * U[1] - V[1] * U[0];
+  const float P[12] = {(float)U[0], (float)U[1], (float)U[2], (float)U[3], (float)V[0], (float)V[1],
+                       (float)V[2], (float)V[3], 0.0f, 0.0f, 0.0f, 1.0f};
+  memcpy(w->P, P, sizeof P);
+}
+
 /* ---- Creation ---------------------------------------------------------------- */
 
 static ctr_status projector_new(ctr_context *ctx, const ctr_projector_options *opts,
@@ -176,6 +205,7 @@ ctr_status ctr_projector_create_cone(ctr_context *ctx, const ctr_geometry *g,
     ctr_geometry_get_matrix(g, i, Pw);
     CTR_CHECK_GOTO(st, cone_view(p, Pw, i, &p->views[i]));
   }
+  CTR_CHECK_GOTO(st, ctr__proj_workers_create(p));
   *out = p;
   return CTR_OK;
 cleanup:
@@ -203,11 +233,25 @@ ctr_status ctr_projector_create_parallel(ctr_context *ctx, const ctr_parallel_ge
   p->n[0] = pp->nx, p->n[1] = pp->ny, p->n[2] = nslices;
   p->vox[0] = p->vox[1] = pp->voxel * pp->pixel_size;
   p->vox[2] = pp->pixel_size;
-  p->nu = pp->nbins, p->nv = nslices, p->nviews = pp->nangles;
-  p->user_dims[0] = pp->nbins, p->user_dims[1] = pp->nangles, p->user_dims[2] = nslices;
+  const int tilted = ctr__par_tilted(g); /* rows of their own, else a row a slice */
+  if (!tilted && pp->nrows > 0 && pp->nrows != nslices)
+    CTR_FAIL_GOTO(st, CTR_E_SIZE_MISMATCH, "ctr_projector_create_parallel: nslices %lld and "
+                  "ctr_parallel_params.nrows %lld: without a tilt a detector row is a slice (nrows "
+                  "0 or the slices' count)", (long long)nslices, (long long)pp->nrows);
+  p->nu = pp->nbins, p->nv = tilted ? pp->nrows : nslices, p->nviews = pp->nangles;
+  p->user_dims[0] = pp->nbins, p->user_dims[1] = pp->nangles, p->user_dims[2] = p->nv;
   CTR_CHECK_GOTO(st, check_sizes(p));
   CTR_CHECK_GOTO(st, projector_finish(p));
-  for (int64_t a = 0; a < p->nviews; a++) parallel_view(pp, a, &p->views[a]);
+  for (int64_t a = 0; a < p->nviews; a++) {
+    if (tilted) {
+      ctr__lamino_view lv;
+      ctr__lamino_views(p->pg, nslices, a, 1, &lv);
+      tilted_view(&lv, &p->views[a]);
+    } else {
+      parallel_view(pp, a, &p->views[a]);
+    }
+  }
+  CTR_CHECK_GOTO(st, ctr__proj_workers_create(p));
   *out = p;
   return CTR_OK;
 cleanup:
@@ -217,6 +261,7 @@ cleanup:
 
 void ctr_projector_free(ctr_projector *p) {
   if (!p) return;
+  ctr__proj_workers_free(p);
   ctr_backprojector_free(p->fast_bp); /* waits for its queued work */
   if (p->be && p->be->release) p->be->release(p);
   ctr_geometry_free(p->g);
@@ -249,6 +294,7 @@ ctr_status ctr__proj_set_order(ctr_projector *p, const int64_t *order) {
     p->order[w] = v;
   }
   p->order_changed = 1;
+  ctr__proj_workers_follow(p);
   return CTR_OK;
 }
 
@@ -256,6 +302,7 @@ void ctr__proj_use(ctr_projector *p, const ctr_iterate_plan *plan) {
   p->slab_slices = plan->slab_slices > 0 ? plan->slab_slices : p->n[2];
   p->block_views = plan->block_views > 0 ? plan->block_views : p->nviews;
   p->batch_views = plan->batch_views > 0 ? plan->batch_views : 1;
+  ctr__proj_workers_follow(p);
 }
 
 static ctr_status check_slots(const ctr_projector *p, int64_t w0, int64_t w1) {
@@ -273,12 +320,15 @@ static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x,
 static ctr_status project(ctr_projector *p, int forward, ctr__vec *x, ctr__vec *y, int64_t w0,
                           int64_t w1) {
   CTR_CHECK(check_slots(p, w0, w1));
+  if (p->be->sync) CTR_CHECK(p->be->sync(p)); /* queued vector work is not the projection's */
   const double t0 = ctr__now_s();
   ctr_status st = CTR_OK;
   if (!forward && p->o.pair == CTR_PAIR_FAST) {
     st = fast_adjoint(p, y, x, w0, w1);
+  } else if (p->nworkers > 1) {
+    st = ctr__proj_workers_run(p, forward, x, y, w0, w1);
   } else {
-    st = forward ? p->be->forward(p, x, y, w0, w1) : p->be->adjoint(p, y, x, w0, w1);
+    st = forward ? p->be->forward(p, x, y, w0, w1) : p->be->adjoint(p, y, x, w0, w1, 0, p->n[2]);
   }
   *(forward ? &p->seconds_forward : &p->seconds_adjoint) += ctr__now_s() - t0;
   *(forward ? &p->views_forward : &p->views_adjoint) += w1 - w0;
@@ -357,7 +407,7 @@ static ctr_status fast_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x,
    * are the projector's backend's, which then has the fast pair's device
    * path: backend.h.) */
   const int queue = y->device;
-  if (x->device && (!queue || w1 <= w0)) CTR_CHECK(p->be->fast_sync(p));
+  if (x->device && (!queue || w1 <= w0)) CTR_CHECK(p->be->sync(p));
   if (!queue) {
     stage = ctr_host_alloc(sizeof(float) * (size_t)(npix * CTR__IT_FAST_CHUNK));
     if (!stage) return CTR_E_OUT_OF_MEMORY;

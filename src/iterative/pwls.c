@@ -284,7 +284,7 @@ ctr_status ctr__it_pwls(ctr__it_run *R, const float *proj, float *vol) {
   }
   R->state.scalars[2] = R->rep.initial_residual;
   R->rep.residual = R->rep.initial_residual;
-  for (int64_t k = R->k0 + 1; k <= R->o.iterations && !R->stop; k++) {
+  for (int64_t k = R->steps->first_iteration(R); k <= R->o.iterations && !R->stop; k++) {
     int done = !(gamma > 0);
     double res = 0.0;
     if (!done) CTR_CHECK_GOTO(st, step(R, &pen, &v, &gamma, &num, &res, &done));

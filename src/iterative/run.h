@@ -35,6 +35,8 @@ typedef struct ctr__it_run {
   int64_t k0;           /* iterations done before this call (resume) */
   int stop;             /* 1: the epilogue ended the run */
   int no_history;       /* 1: resumed from a checkpoint without the history */
+  double mark_t, mark_fwd, mark_adj; /* the clock and the projector's seconds when the
+                                        current iteration started */
 } ctr__it_run;
 
 /* The steps of a run that every algorithm takes, as a table algorithms.c
@@ -63,6 +65,9 @@ struct ctr__it_run_steps {
   /* With o.resume: the checkpoint into R->state (whose vectors the
    * algorithm set), R->k0 its iteration, its history replayed. */
   ctr_status (*resume)(ctr__it_run *R);
+  /* The first iteration of the loop (after a resume, the one after the
+   * checkpoint's): the setup's time ends and the iteration's clock starts. */
+  int64_t (*first_iteration)(ctr__it_run *R);
   /* After iteration k with residual res of x: report, callback,
    * checkpoint, stopping tests (R->stop), cancellation. */
   ctr_status (*epilogue)(ctr__it_run *R, int64_t k, double res, const ctr__vec *x);

@@ -59,6 +59,14 @@ typedef struct ctr__par_backend {
                         int64_t ns, float *sino);
   ctr_status (*paganin)(const ctr_context *ctx, const ctr_corrections *c, double pixel_mm,
                         int64_t margin, int64_t w, int64_t h, int64_t n, float *img);
+  /* Optional (NULL: a tilted geometry is CTR_E_UNSUPPORTED on this backend,
+   * naming ctr_parallel_params.tilt_deg): ctr_fbp_backproject of a tilted
+   * geometry (laminography) after its checks: filtered views nbins x
+   * nangles x nrows (host memory) into nz slices (host memory), bad slice
+   * values replaced by 0 and counted in *bad. */
+  ctr_status (*lamino_backproject)(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                   const ctr_fbp_options *o, int64_t nz, const float *sino,
+                                   float *slices, int64_t *bad);
 } ctr__par_backend;
 
 /* The backends of this library, defined by each backend's folder. */

@@ -137,6 +137,48 @@ ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
   return st;
 }
 
+/* A tilted axis (laminography) has its own backprojection, on the backends
+ * that have it (the CPU's); the others refuse, saying what runs it. */
+static ctr_status lamino_backend(const char *fn, const ctr_parallel_geometry *g,
+                                 const ctr__par_backend *be) {
+  if (be->lamino_backproject) return CTR_OK;
+  CTR_FAIL_FIELD_VALUE(CTR_E_UNSUPPORTED, "ctr_parallel_params.tilt_deg", CTR__V_REAL(g->p.tilt_deg),
+                       "%s: a tilted rotation axis (tilt_deg %g: laminography) is reconstructed by "
+                       "filtered backprojection on the CPU only, and this context runs on %s: use "
+                       "a CPU context (ctrecon: --device cpu), or the iterative solvers "
+                       "(ctr_projector_create_parallel, ctrecon iterate), which run it on the GPU",
+                       fn, g->p.tilt_deg, be->head.name);
+}
+
+/* ctr_fbp of a tilted geometry: every slice needs every detector row, so
+ * the views are filtered whole (a copy of all of them: nbins x nangles x
+ * nrows floats) and backprojected into all nz slices at once. */
+static ctr_status fbp_lamino(ctr_context *ctx, const ctr_parallel_geometry *g,
+                             const ctr_fbp_options *o, const ctr__par_backend *be,
+                             const float *src, int64_t nz, float *dst) {
+  const int64_t n = g->p.nbins * g->p.nangles * g->p.nrows;
+  const int64_t bad = ctr__values_count(src, n);
+  CTR_CHECK(policy(ctx, o, bad, CTR__COUNT(o, input), "ctr_fbp: sinograms", CTR__BAD_VALUES,
+                   "replaced by 0"));
+  float *work = ctr__aligned_alloc(sizeof(float) * (size_t)n, "filtered laminography views");
+  if (!work) return CTR_E_OUT_OF_MEMORY;
+  memcpy(work, src, sizeof(float) * (size_t)n);
+  if (bad) ctr__values_sanitize(work, n);
+  ctr_status st = CTR_OK;
+  ctr__ramp *r = NULL;
+  CTR_CHECK_GOTO(st, ctr__progress(ctx, "fbp", 0.0));
+  CTR_CHECK_GOTO(st, ctr__ramp_create(g->p.nbins, o->window, o->cutoff, &r));
+  CTR_CHECK_GOTO(st, filter_rows(ctx, r, g->p.nangles * g->p.nrows, g->p.nbins, work));
+  int64_t out_bad[2] = {0, 0};
+  CTR_CHECK_GOTO(st, be->lamino_backproject(ctx, g, o, nz, work, dst, &out_bad[1]));
+  CTR_CHECK_GOTO(st, counts(ctx, "ctr_fbp", o, out_bad));
+  st = ctr__progress(ctx, "fbp", 1.0);
+cleanup:
+  ctr__ramp_free(r);
+  ctr__aligned_free(work);
+  return st;
+}
+
 ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
                                const ctr_fbp_options *opts, int64_t nslices, const float *sino,
                                float *slices) {
@@ -144,11 +186,17 @@ ctr_status ctr_fbp_backproject(ctr_context *ctx, const ctr_parallel_geometry *g,
   ctr_fbp_options o;
   CTR_CHECK(check_call(fn, g, nslices, sino, "sino", slices, "slices"));
   CTR_CHECK(resolve_options(fn, opts, &o));
-  CTR_CHECK(ctr__gpu_rule(ctx, fn, 1, sino, "sino", slices, "slices"));
+  const int tilted = ctr__par_tilted(g);
+  CTR_CHECK(ctr__gpu_rule(ctx, fn, !tilted, sino, "sino", slices, "slices"));
   const ctr__par_backend *be;
   CTR_CHECK(ctr__par_backend_of(ctx, &be));
   int64_t bad[2] = {0, 0}; /* the data policy on the backend: slices may be GPU memory */
-  CTR_CHECK(be->backproject(ctx, g, &o, nslices, sino, slices, &bad[1]));
+  if (tilted) {
+    CTR_CHECK(lamino_backend(fn, g, be));
+    CTR_CHECK(be->lamino_backproject(ctx, g, &o, nslices, sino, slices, &bad[1]));
+  } else {
+    CTR_CHECK(be->backproject(ctx, g, &o, nslices, sino, slices, &bad[1]));
+  }
   return counts(ctx, fn, &o, bad);
 }
 
@@ -221,12 +269,24 @@ ctr_status ctr_fbp(ctr_context *ctx, const ctr_parallel_geometry *g, const ctr_f
   if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp: geometry is NULL");
   CTR_CHECK(resolve_options("ctr_fbp", opts, &o));
   const int64_t nb = g->p.nbins, na = g->p.nangles, nx = g->p.nx, ny = g->p.ny;
-  CTR_CHECK(check_array("sinograms", sinograms, "nbins x nangles x nslices", nb, na, -1));
+  const int tilted = ctr__par_tilted(g);
+  if (tilted || g->p.nrows > 0) /* the rows of the geometry */
+    CTR_CHECK(check_array("sinograms", sinograms, "nbins x nangles x nrows", nb, na, g->p.nrows));
+  else
+    CTR_CHECK(check_array("sinograms", sinograms, "nbins x nangles x nslices", nb, na, -1));
   const int64_t ns = sinograms->dims[2];
-  CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
-  CTR_CHECK(ctr__gpu_rule(ctx, "ctr_fbp", 1, sinograms->data, "sinograms", slices->data, "slices"));
+  if (tilted) /* slices of any count: a row is not a slice */
+    CTR_CHECK(check_array("slices", slices, "nx x ny x nz", nx, ny, -1));
+  else
+    CTR_CHECK(check_array("slices", slices, "nx x ny x nslices", nx, ny, ns));
+  CTR_CHECK(ctr__gpu_rule(ctx, "ctr_fbp", !tilted, sinograms->data, "sinograms", slices->data,
+                          "slices"));
   const ctr__par_backend *be;
   CTR_CHECK(ctr__par_backend_of(ctx, &be));
+  if (tilted) {
+    CTR_CHECK(lamino_backend("ctr_fbp", g, be));
+    return fbp_lamino(ctx, g, &o, be, sinograms->data, slices->dims[2], slices->data);
+  }
   if (be->sinograms) {
     int64_t bad[2] = {0, 0};
     CTR_CHECK(be->sinograms(ctx, g, &o, sinograms->data, ns, slices->data, bad));
@@ -243,6 +303,13 @@ ctr_status ctr_fbp_projections(ctr_context *ctx, const ctr_parallel_geometry *g,
   ctr_fbp_options o;
   if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: geometry is NULL");
   CTR_CHECK(resolve_options("ctr_fbp_projections", opts, &o));
+  if (ctr__par_tilted(g))
+    CTR_FAIL_FIELD_VALUE(CTR_E_UNSUPPORTED, "ctr_parallel_params.tilt_deg",
+                         CTR__V_REAL(g->p.tilt_deg),
+                         "ctr_fbp_projections: a tilted rotation axis (tilt_deg %g) makes every "
+                         "slice need every detector row, and this call reconstructs chunks of "
+                         "rows: make the sinograms of all rows (ctr_flatfield_sinograms) and call "
+                         "ctr_fbp", g->p.tilt_deg);
   if (!proj || !proj->data || proj->ndim != 3 ||
       (proj->dtype != CTR_DTYPE_FLOAT32 && proj->dtype != CTR_DTYPE_UINT16))
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_projections: projections must be a 3D float32 or "

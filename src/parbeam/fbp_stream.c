@@ -103,6 +103,16 @@ ctr_status ctr__fbp_resolve(srun *r, const ctr_fbp_stream_options *opts) {
  * binned projections (the axis still to be found when AUTO). */
 static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
   if (!params) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream: params is NULL");
+  /* the caller's version read into the current layout */
+  ctr_parallel_params pc;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_parallel_params, &pc, params));
+  params = &pc;
+  if (pc.tilt_deg != 0.0)
+    CTR_FAIL_FIELD_VALUE(CTR_E_UNSUPPORTED, "ctr_parallel_params.tilt_deg", CTR__V_REAL(pc.tilt_deg),
+                         "ctr_fbp_stream reconstructs bands of detector rows, each into its own "
+                         "slices, and a tilted rotation axis (tilt_deg %g: laminography) makes "
+                         "every slice need every row: load the sinograms and call ctr_fbp "
+                         "(ctrecon fbp --tilt does)", pc.tilt_deg);
   if (params->nbins != r->W || params->nangles != r->NP)
     CTR_FAIL_FIELD(CTR_E_SIZE_MISMATCH, "ctr_parallel_params.nbins",
                    "ctr_parallel_params.nbins, nangles = %lld, %lld; the input "

@@ -12,7 +12,10 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Each angle's weight: half the distance between its neighbours on the
  * circle of directions (period 180 degrees); a uniform half-turn gets
- * pi / n. */
+ * pi / n. With a tilted axis the views of a half-turn apart see other rays:
+ * the period is 360 degrees and every weight is multiplied by cos(tilt) / 2
+ * (docs/geometry.md, "Laminography": the Jacobian of the Fourier slices),
+ * pi cos(tilt) / n for a uniform full turn. */
 static ctr_status angle_weights(ctr_parallel_geometry *g) {
   const int64_t n = g->p.nangles;
   double *m = ctr__malloc(sizeof(double) * (size_t)n, "angle weights");
@@ -24,18 +27,22 @@ static ctr_status angle_weights(ctr_parallel_geometry *g) {
     free(key);
     return CTR_E_OUT_OF_MEMORY;
   }
-  /* Angles reduced to [0, 180), sorted with their index. */
+  const int tilted = g->p.tilt_deg != 0.0;
+  const double period = tilted ? 360.0 : 180.0;
+  const double scale = tilted ? 0.5 * cos(g->p.tilt_deg * M_PI / 180.0) : 1.0;
+  /* Angles reduced to [0, period), sorted with their index. */
   for (int64_t a = 0; a < n; a++) {
-    double r = fmod(g->angles_deg[a], 180.0);
-    if (r < 0) r += 180.0;
+    double r = fmod(g->angles_deg[a], period);
+    if (r < 0) r += period;
     key[2 * a] = r;
     key[2 * a + 1] = (double)a;
   }
   qsort(key, (size_t)n, 2 * sizeof(double), cmp_double);
   for (int64_t k = 0; k < n; k++) {
-    const double prev = k > 0 ? key[2 * (k - 1)] : key[2 * (n - 1)] - 180.0;
-    const double next = k < n - 1 ? key[2 * (k + 1)] : key[0] + 180.0;
-    m[k] = n == 1 ? 180.0 : 0.5 * (next - prev);
+    const double prev = k > 0 ? key[2 * (k - 1)] : key[2 * (n - 1)] - period;
+    const double next = k < n - 1 ? key[2 * (k + 1)] : key[0] + period;
+    m[k] = n == 1 ? period : 0.5 * (next - prev);
+    if (tilted) m[k] *= scale;
     order[k] = (int64_t)key[2 * k + 1];
   }
   for (int64_t k = 0; k < n; k++) g->weight[order[k]] = m[k] * M_PI / 180.0 / g->p.pixel_size;
@@ -79,6 +86,16 @@ ctr_status ctr_parallel_create(const ctr_parallel_params *p, ctr_parallel_geomet
                          CTR__V_REAL(start_ok ? p->angle_range_deg : p->angle_start_deg),
                          "angle_start_deg %g, angle_range_deg %g: expected values within +-1e9 "
                          "degrees, range != 0", p->angle_start_deg, p->angle_range_deg);
+  if (!(fabs(p->tilt_deg) < 90.0))
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_parallel_params.tilt_deg", CTR__V_REAL(p->tilt_deg),
+                         "tilt_deg %g: expected degrees in (-90, 90) (0 = tomography; 90 would "
+                         "put the rotation axis along the beam)", p->tilt_deg);
+  if (p->nrows < 0 || p->nrows > (1 << 20) || (p->tilt_deg != 0.0 && p->nrows < 1))
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_parallel_params.nrows", CTR__V_INT(p->nrows),
+                         "nrows %lld: expected %s .. 1048576 (the detector rows%s)",
+                         (long long)p->nrows, p->tilt_deg != 0.0 ? "1" : "0",
+                         p->tilt_deg != 0.0 ? "; a tilted axis needs them: a row is not a slice"
+                                            : "; 0 = one per slice");
   ctr_parallel_geometry *g = ctr__calloc(1, sizeof *g, "parallel geometry");
   if (!g) return CTR_E_OUT_OF_MEMORY;
   g->p = *p;
@@ -141,5 +158,35 @@ void ctr__par_angles(const ctr_parallel_geometry *g, int64_t a0, int64_t n, ctr_
     out[k].s = s * g->p.voxel;
     out[k].t0 = x0 * c + y0 * s + g->p.axis + g->axis_shift[a0 + k];
     out[k].w = g->weight[a0 + k];
+  }
+}
+
+int ctr__par_tilted(const ctr_parallel_geometry *g) { return g->p.tilt_deg != 0.0; }
+
+void ctr__lamino_axes(double theta_deg, double tilt_deg, double eu[3], double ev[3], double d[3]) {
+  const double th = theta_deg * M_PI / 180.0, ph = tilt_deg * M_PI / 180.0;
+  const double c = cos(th), s = sin(th), cp = cos(ph), sp = sin(ph);
+  eu[0] = c, eu[1] = s, eu[2] = 0.0;
+  ev[0] = sp * s, ev[1] = -sp * c, ev[2] = cp;
+  d[0] = -cp * s, d[1] = cp * c, d[2] = sp;
+}
+
+void ctr__lamino_views(const ctr_parallel_geometry *g, int64_t nz, int64_t a0, int64_t n,
+                       ctr__lamino_view *out) {
+  const double cx = 0.5 * (double)(g->p.nx - 1), cy = 0.5 * (double)(g->p.ny - 1);
+  const double cz = 0.5 * (double)(nz - 1), vx = g->p.voxel;
+  for (int64_t k = 0; k < n; k++) {
+    double eu[3], ev[3], d[3];
+    ctr__lamino_axes(g->angles_deg[a0 + k], g->p.tilt_deg, eu, ev, d);
+    ctr__lamino_view *w = &out[k];
+    w->u[0] = vx * eu[0];
+    w->u[1] = vx * eu[1];
+    w->u[2] = 0.0;
+    w->u[3] = g->p.axis + g->axis_shift[a0 + k] - cx * w->u[0] - cy * w->u[1];
+    w->v[0] = vx * ev[0];
+    w->v[1] = vx * ev[1];
+    w->v[2] = ev[2];
+    w->v[3] = 0.5 * (double)(g->p.nrows - 1) - cx * w->v[0] - cy * w->v[1] - cz * w->v[2];
+    w->w = g->weight[a0 + k];
   }
 }

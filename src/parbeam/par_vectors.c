@@ -15,6 +15,47 @@ static double dot3(const double *a, const double *b) {
   return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 }
 
+/* The tilt (radians) of a view whose u is horizontal: v's direction is
+ * sin(tilt) (sin t, -cos t, 0) + cos(tilt) z, t the direction of u
+ * (docs/geometry.md, "Laminography"); NAN when v points down (cos <= 0). */
+static double view_tilt(const double *V) {
+  const double *u = V + 6, *v = V + 9;
+  const double nu = hypot(u[0], u[1]), nv = sqrt(dot3(v, v));
+  if (!(nu > 0.0) || !(nv > 0.0)) return NAN;
+  const double a = (v[0] * u[1] - v[1] * u[0]) / (nu * nv), b = v[2] / nv;
+  return b > 0.0 ? atan2(a, b) : NAN;
+}
+
+static int tilted_scan(const double *V0) {
+  const double t = view_tilt(V0); /* NAN (v down): the untilted checks, which say why */
+  return isfinite(t) && fabs(sin(t)) > CTR__PAR_TOL;
+}
+
+/* A tilted view against view 0's tilt: u horizontal with view 0's length, v
+ * perpendicular to u with u's length, the ray along v x u (either sense),
+ * the detector centre on the axis point's row (d . v = 0). */
+static const char *tilted_misfit(const double *V, const double *V0) {
+  const double *r = V, *u = V + 6, *v = V + 9;
+  const double nr = sqrt(dot3(r, r)), nu = sqrt(dot3(u, u)), nv = sqrt(dot3(v, v));
+  const double t = view_tilt(V), t0 = view_tilt(V0);
+  double d[3] = {v[1] * u[2] - v[2] * u[1], v[2] * u[0] - v[0] * u[2], v[0] * u[1] - v[1] * u[0]};
+  const double c[3] = {r[1] * d[2] - r[2] * d[1], r[2] * d[0] - r[0] * d[2], r[0] * d[1] - r[1] * d[0]};
+  if (fabs(u[2]) > CTR__PAR_TOL * nu)
+    return "u (along a detector row) is not perpendicular to the rotation axis z";
+  if (fabs(nu - sqrt(dot3(V0 + 6, V0 + 6))) > CTR__PAR_TOL * nu)
+    return "|u| differs from view 0's: ctr_parallel_params has one pixel size";
+  if (fabs(dot3(u, v)) > CTR__PAR_TOL * nu * nv || fabs(nv - nu) > CTR__PAR_TOL * nu)
+    return "v is not perpendicular to u with u's length (a tilted scan's rows are square pixels)";
+  if (!(fabs(t - t0) <= CTR__PAR_TOL))
+    return "v's tilt from z differs from view 0's (or v points down): one tilt a scan";
+  if (sqrt(dot3(c, c)) > CTR__PAR_TOL * nr * nu * nv)
+    return "the ray is not perpendicular to the detector (along v x u)";
+  if (fabs(dot3(V + 3, v)) > CTR__PAR_TOL * nv * (nv + sqrt(dot3(V + 3, V + 3))))
+    return "the detector centre is off the row of the axis point (d . v != 0): "
+           "ctr_parallel_params has no row offset";
+  return NULL;
+}
+
 static ctr_status view_check(int64_t i, const double *V, const double *V0) {
   static const char *const names[12] = {"rayX", "rayY", "rayZ", "dX", "dY", "dZ",
                                         "uX",   "uY",   "uZ",   "vX", "vY", "vZ"};
@@ -31,6 +72,16 @@ static ctr_status view_check(int64_t i, const double *V, const double *V0) {
                    "the pixel pitches u and v",
                    (long long)i, !(nr > 0.0) ? "ray" : !(nu > 0.0) ? "u" : "v");
   const char *what = NULL;
+  if (tilted_scan(V0)) {
+    what = tilted_misfit(V, V0);
+    if (what)
+      CTR_FAIL_FIELD_VALUE(CTR_E_UNSUPPORTED, "vectors", CTR__V_INT(i),
+                           "vectors: view %lld: %s; a tilted scan (laminography) is "
+                           "representable with u horizontal, v = |u| (sin(tilt) (sin t, -cos t, "
+                           "0) + cos(tilt) z) and the ray along v x u (docs/geometry.md)",
+                           (long long)i, what);
+    return CTR_OK;
+  }
   if (fabs(r[2]) > CTR__PAR_TOL * nr)
     what = "the ray is not perpendicular to the rotation axis z (a tilted beam or axis)";
   else if (fabs(u[2]) > CTR__PAR_TOL * nu)
@@ -84,6 +135,13 @@ ctr_status ctr_parallel_params_from_vectors(int64_t nu, int64_t nv, int64_t nvie
   out->axis = 0.5 * (double)(nu - 1);
   out->axis_shift = axis_shift;
   out->pixel_size = pitch;
+  if (tilted_scan(vectors)) { /* laminography: rows of their own, heights along v */
+    out->tilt_deg = view_tilt(vectors) * (180.0 / 3.14159265358979323846);
+    out->nrows = nv;
+    if (row_z)
+      for (int64_t r = 0; r < nv; r++) row_z[r] = ((double)r - 0.5 * (double)(nv - 1)) * pitch;
+    return CTR_OK;
+  }
   if (row_z)
     for (int64_t r = 0; r < nv; r++)
       row_z[r] = vectors[5] + ((double)r - 0.5 * (double)(nv - 1)) * vectors[11];

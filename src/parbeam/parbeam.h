@@ -30,6 +30,30 @@ typedef struct ctr__par_angle {
 /* Fills n entries for angles [a0, a0 + n). */
 void ctr__par_angles(const ctr_parallel_geometry *g, int64_t a0, int64_t n, ctr__par_angle *out);
 
+/* Laminography (ctr_parallel_params.tilt_deg != 0; docs/geometry.md): 1
+ * when the geometry's axis is tilted. */
+int ctr__par_tilted(const ctr_parallel_geometry *g);
+/* The frame of view angle theta under a tilt (degrees), world mm, unit
+ * vectors: eu the detector's columns (x cos + y sin), ev its rows, d the
+ * rays (d = ev x eu). tilt 0: ev = z, d = (-sin, cos, 0). The one formula of
+ * the phantom's rays, the backprojector and the iterative projector. */
+void ctr__lamino_axes(double theta_deg, double tilt_deg, double eu[3], double ev[3], double d[3]);
+/* Per view of a tilted geometry, for slices of nz: the bin t = u . (i, j,
+ * k, 1) and the row r = v . (i, j, k, 1) of voxel (i, j, k) (slice pixel
+ * indices), and the angle's backprojection weight w (radians / pixel_size). */
+typedef struct ctr__lamino_view {
+  double u[4], v[4], w;
+} ctr__lamino_view;
+void ctr__lamino_views(const ctr_parallel_geometry *g, int64_t nz, int64_t a0, int64_t n,
+                       ctr__lamino_view *out);
+/* CPU backprojection of filtered tilted views (nbins x nangles x nrows)
+ * into nz slices (float; positions in double), and its double reference. */
+ctr_status ctr__lamino_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                              ctr_fbp_interp interp, int64_t nz, const float *sino,
+                              float *slices);
+ctr_status ctr__lamino_bp_reference(const ctr_parallel_geometry *g, ctr_fbp_interp interp,
+                                    int64_t nz, const float *sino, double *slices);
+
 /* CPU backprojection of nslices filtered sinograms into slices (float). */
 void ctr__fbp_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr_fbp_interp interp,
                      int64_t nslices, const float *sino, float *slices);

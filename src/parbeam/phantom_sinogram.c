@@ -1,5 +1,10 @@
 /* Parallel-beam sinograms and slices of ellipsoid phantoms (docs/parallel-beam.md).
  *
+ * A tilted axis (laminography, docs/geometry.md): the row at height z (mm)
+ * of angle theta is the plane z ev + span(eu, d) of ctr__lamino_axes, the
+ * ray of bin t in it P(l) = d_t eu + z ev + l d, the same d_t; at tilt 0
+ * this is the plane below (computed by the untilted code, the same bits).
+ *
  * The ray of angle theta and bin t in the plane z is the line
  *   P(l) = d (cos theta, sin theta, 0) + (0, 0, z) + l (-sin theta, cos theta, 0)
  * with d = (t - axis - axis_shift[a]) * pixel_size mm, so a point (x, y) in
@@ -35,16 +40,34 @@ static void sino_row(void *arg, int tid, int64_t r) {
   const sino_job *j = arg;
   const ctr_parallel_geometry *g = j->g;
   const int64_t nb = g->p.nbins, na = g->p.nangles, a = r % na, sl = r / na, n = j->ph->n;
-  const double z = j->z[sl], ps = g->p.pixel_size;
+  const int tilted = ctr__par_tilted(g);
+  const double ps = g->p.pixel_size;
+  const double z = j->z ? j->z[sl] : ((double)sl - 0.5 * (double)(g->p.nrows - 1)) * ps;
   const double th = g->angles_deg[a] * M_PI / 180.0, c = cos(th), s = sin(th);
-  const double o[3] = {0.0, 0.0, z}, u[3] = {c, s, 0.0}, dir[3] = {-s, c, 0.0};
+  double o[3] = {0.0, 0.0, z}, u[3] = {c, s, 0.0}, dir[3] = {-s, c, 0.0}, ev[3] = {0.0, 0.0, 1.0};
+  if (tilted) { /* the plane of the row: its rays along d, at height z along ev */
+    ctr__lamino_axes(g->angles_deg[a], g->p.tilt_deg, u, ev, dir);
+    for (int i = 0; i < 3; i++) o[i] = z * ev[i];
+  }
   sino_ell *ell = j->ell + (size_t)tid * (size_t)n;
   int64_t *active = j->active + (size_t)tid * (size_t)n;
   float *row = j->out + r * nb;
   int64_t na_ = 0;
   for (int64_t k = 0; k < n; k++) {
     const ctr__ellipsoid_pre *e = &j->ph->pre[k];
-    if (z < e->lo[2] || z > e->hi[2]) continue; /* the plane misses it */
+    if (!tilted && (z < e->lo[2] || z > e->hi[2])) continue; /* the plane misses it */
+    if (tilted) { /* the box's extent along ev */
+      double lo = INFINITY, hi = -INFINITY;
+      for (int corner = 0; corner < 8; corner++) {
+        const double x = (corner & 1) ? e->hi[0] : e->lo[0], y = (corner & 2) ? e->hi[1] : e->lo[1],
+                     zz = (corner & 4) ? e->hi[2] : e->lo[2];
+        const double h = x * ev[0] + y * ev[1] + zz * ev[2];
+        lo = fmin(lo, h);
+        hi = fmax(hi, h);
+      }
+      const double margin = 1e-9 * (1.0 + fabs(lo) + fabs(hi));
+      if (z < lo - margin || z > hi + margin) continue;
+    }
     sino_ell *w = &ell[na_];
     for (int i = 0; i < 3; i++) {
       const double *R = e->R + 3 * i;
@@ -105,8 +128,9 @@ ctr_status ctr_phantom_sinogram(const ctr_phantom *ph, const ctr_parallel_geomet
   if (nslices < 1)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_phantom_sinogram: nslices is %lld, expected >= 1",
              (long long)nslices);
-  if (!z) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_phantom_sinogram: z is NULL");
-  for (int64_t s = 0; s < nslices; s++)
+  if (!z && !ctr__par_tilted(g))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_phantom_sinogram: z is NULL");
+  for (int64_t s = 0; z && s < nslices; s++)
     if (!isfinite(z[s]))
       CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_phantom_sinogram: z[%lld] is %g, expected a finite plane (mm)",
                (long long)s, z[s]);

@@ -135,6 +135,32 @@ ctr_status ctr_phantom_shepp_logan(double radius, double scale, ctr_phantom **ou
   return ctr_phantom_from_ellipsoids(e, 10, out);
 }
 
+ctr_status ctr_phantom_disk_stack(double radius, double thickness, double gap, double scale,
+                                  ctr_phantom **out) {
+  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_phantom_disk_stack: out is NULL");
+  *out = NULL;
+  const double v[3] = {radius, thickness, gap};
+  static const char *const name[3] = {"radius", "thickness", "gap"};
+  for (int i = 0; i < 3; i++)
+    if (!isfinite(v[i]) || !(v[i] > 0.0))
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_phantom_disk_stack: %s is %g, expected a finite "
+               "number > 0 (mm)", name[i], v[i]);
+  if (!isfinite(scale))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_phantom_disk_stack: scale is %g, expected a finite "
+             "number", scale);
+  /* three coaxial oblate ellipsoids, bottom to top, each a different value */
+  static const double k_density[3] = {1.0, 0.5, 0.75};
+  ctr_ellipsoid e[3];
+  memset(e, 0, sizeof e);
+  for (int i = 0; i < 3; i++) {
+    e[i].density = k_density[i] * scale;
+    e[i].ax = e[i].ay = radius;
+    e[i].az = 0.5 * thickness;
+    e[i].cz = (double)(i - 1) * (thickness + gap);
+  }
+  return ctr_phantom_from_ellipsoids(e, 3, out);
+}
+
 void ctr_phantom_free(ctr_phantom *p) {
   if (!p) return;
   free(p->e);

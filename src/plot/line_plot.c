@@ -1,8 +1,9 @@
 /* Line plots as 640 x 480 RGB PNGs (plot/plot.h): white background, a framed
- * plot area with grid lines, ticks with numeric labels (decades 1e<k> on a
- * logarithmic axis), the axis titles, an optional title, lines through each
+ * plot area with grid lines, ticks with numeric labels (on a logarithmic
+ * axis decades, and 2 and 5 between them over up to four decades), the
+ * axis titles, an optional title, lines through each
  * series' points in order with optional markers, and a legend of the
- * labelled series. Labels use the 5 x 7 font of font.c; the PNG goes to a
+ * labelled series in the corner where it hides the least. Labels use the 5 x 7 font of font.c; the PNG goes to a
  * temporary name and is renamed. */
 #include "io/io_internal.h"
 #include "plot/plot.h"
@@ -21,6 +22,7 @@
 #define TICK_LEN 6
 #define TEXT_SCALE 2
 #define MARKER_RADIUS 4
+#define LOG_LABELLED 4 /* decades a log axis may span and still label 2 and 5 */
 
 static const uint8_t C_BLACK[3] = {0, 0, 0};
 static const uint8_t C_GRID[3] = {225, 225, 225};
@@ -134,9 +136,16 @@ static double map_y(const axis *a, double v) {
   return AREA_Y1 - (v - a->lo) / (a->hi - a->lo) * (double)(AREA_Y1 - AREA_Y0);
 }
 
+/* m x 10^e on a logarithmic axis: plain (0.002, 50) for e in -4 .. 3, else
+ * "2e-7". */
+static void log_label(int m, int e, char *buf, size_t n) {
+  if (e >= -4 && e <= 3) snprintf(buf, n, "%g", m * pow(10.0, e));
+  else snprintf(buf, n, "%de%d", m, e);
+}
+
 static void tick_label(const axis *a, double v, char *buf, size_t n) {
   if (a->log) {
-    snprintf(buf, n, "1e%d", (int)lround(v));
+    log_label(1, (int)lround(v), buf, n);
     return;
   }
   if (fabs(v) < 1e-9 * a->step) v = 0.0; /* no "-0.0" */
@@ -165,6 +174,18 @@ static void draw_axes(canvas *c, const axis *ax, const axis *ay, const char *xt,
     for (double d = ay->lo; d < ay->hi; d += 1.0)
       for (int m = 2; m <= 9; m++)
         hline(c, AREA_X0 + 1, AREA_X1 - 1, (int)lround(map_y(ay, d + log10((double)m))), C_MINOR);
+  /* up to LOG_LABELLED decades: 2 and 5 labelled too, with a short tick */
+  if (ay->log && ay->step == 1.0 && ay->hi - ay->lo <= LOG_LABELLED)
+    for (double d = ay->lo; d < ay->hi; d += 1.0)
+      for (int m = 2; m <= 5; m += 3) {
+        const int y = (int)lround(map_y(ay, d + log10((double)m)));
+        hline(c, AREA_X0 - TICK_LEN / 2, AREA_X0, y, C_BLACK);
+        log_label(m, (int)lround(d), buf, sizeof buf);
+        const int w = ctr__font_text_width(buf, TEXT_SCALE);
+        if (w > widest) widest = w;
+        ctr__font_draw(c->px, PLOT_W, PLOT_H, AREA_X0 - TICK_LEN - 4 - w, y - th / 2, buf,
+                       TEXT_SCALE, C_BLACK, 0);
+      }
   for (int i = 0; i <= ny; i++) {
     const double v = ay->lo + i * ay->step;
     const int y = (int)lround(map_y(ay, v));
@@ -205,9 +226,33 @@ static void draw_title(canvas *c, const char *title) {
                  C_BLACK, 0);
 }
 
-/* The labelled series' colours and names in a framed box at the top right
- * of the plot area. */
-static void draw_legend(canvas *c, const ctr__plot_series *s, int ns) {
+static double value(const axis *a, double v, double scale) { return a->log ? log10(v) : v * scale; }
+
+/* How many of the series' drawn pixels (each segment sampled every few
+ * pixels, and the points) fall in the box [x0, x1] x [y0, y1]. */
+static int64_t covered(const ctr__plot *p, const axis *ax, const axis *ay,
+                       const ctr__plot_series *s, int ns, int x0, int y0, int x1, int y1) {
+  int64_t n = 0;
+  for (int k = 0; k < ns; k++)
+    for (int64_t i = 0; i < s[k].n; i++) {
+      const double xb = map_x(ax, value(ax, s[k].x[i], p->x_scale)),
+                   yb = map_y(ay, value(ay, s[k].y[i], 1.0));
+      const double xa = i ? map_x(ax, value(ax, s[k].x[i - 1], p->x_scale)) : xb,
+                   ya = i ? map_y(ay, value(ay, s[k].y[i - 1], 1.0)) : yb;
+      const int steps = (int)(fmax(fabs(xb - xa), fabs(yb - ya)) / 4.0) + 1;
+      for (int t = 1; t <= steps; t++) {
+        const double x = xa + (xb - xa) * t / steps, y = ya + (yb - ya) * t / steps;
+        n += x >= x0 - MARKER_RADIUS && x <= x1 + MARKER_RADIUS && y >= y0 - MARKER_RADIUS &&
+             y <= y1 + MARKER_RADIUS;
+      }
+    }
+  return n;
+}
+
+/* The labelled series' colours and names in a framed box in the corner of
+ * the plot area that hides the fewest of the lines (top right on a tie). */
+static void draw_legend(canvas *c, const ctr__plot *p, const axis *ax, const axis *ay,
+                        const ctr__plot_series *s, int ns) {
   const int th = CTR__FONT_H * TEXT_SCALE, row = th + 8, swatch = 22;
   int n = 0, widest = 0;
   for (int k = 0; k < ns; k++)
@@ -217,8 +262,20 @@ static void draw_legend(canvas *c, const ctr__plot_series *s, int ns) {
       n++;
     }
   if (!n) return;
-  const int x1 = AREA_X1 - 8, x0 = x1 - widest - swatch - 18, y0 = AREA_Y0 + 8,
-            y1 = y0 + n * row + 6;
+  const int bw = widest + swatch + 18, bh = n * row + 6;
+  /* top right, top left, bottom right, bottom left */
+  const int cx[4] = {AREA_X1 - 8 - bw, AREA_X0 + 8, AREA_X1 - 8 - bw, AREA_X0 + 8};
+  const int cy[4] = {AREA_Y0 + 8, AREA_Y0 + 8, AREA_Y1 - 8 - bh, AREA_Y1 - 8 - bh};
+  int best = 0;
+  int64_t least = -1;
+  for (int i = 0; i < 4; i++) {
+    const int64_t hidden = covered(p, ax, ay, s, ns, cx[i], cy[i], cx[i] + bw, cy[i] + bh);
+    if (least < 0 || hidden < least) {
+      least = hidden;
+      best = i;
+    }
+  }
+  const int x0 = cx[best], x1 = x0 + bw, y0 = cy[best], y1 = y0 + bh;
   for (int y = y0; y <= y1; y++) hline(c, x0, x1, y, C_WHITE);
   hline(c, x0, x1, y0, C_BLACK);
   hline(c, x0, x1, y1, C_BLACK);
@@ -235,7 +292,6 @@ static void draw_legend(canvas *c, const ctr__plot_series *s, int ns) {
 
 /* ---- Entry point ----------------------------------------------------------- */
 
-static double value(const axis *a, double v, double scale) { return a->log ? log10(v) : v * scale; }
 
 ctr_status ctr__plot_png(const char *path, const ctr__plot *p, const ctr__plot_series *s, int ns,
                          int overwrite) {
@@ -260,7 +316,7 @@ ctr_status ctr__plot_png(const char *path, const ctr__plot *p, const ctr__plot_s
       disc(&c, map_x(&ax, value(&ax, x[i], p->x_scale)), map_y(&ay, value(&ay, y[i], 1.0)),
            MARKER_RADIUS, s[k].mark_rgb);
   }
-  draw_legend(&c, s, ns);
+  draw_legend(&c, p, &ax, &ay, s, ns);
   ctr_status st = ctr__png_save(path, c.px, PLOT_W, PLOT_H, 3, overwrite);
   free(c.px);
   return st;

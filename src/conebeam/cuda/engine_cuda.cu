@@ -46,7 +46,11 @@ typedef struct cuda_engine {
   ctr_context *ctx; /* its buffers come from the context's cache (gpu/gpu_buffers.h) */
   size_t raw_bytes, filt_bytes, vol_bytes;
   int device; /* the ordinal every operation makes current first */
-  const ctr_geometry *g;
+  const ctr_geometry *g;     /* the filtered views' detector: the caller's, or an offset
+                                detector's extended one (gx) */
+  const ctr_geometry *g_raw; /* the caller's: the raw views' detector */
+  ctr_geometry *gx;          /* an offset detector's rows extended beyond the narrow edge
+                                (ctr__fdk_filter_extend, ctr__geometry_columns), or NULL */
   ctr_fdk_plan plan;
   ctr__bp_config cfg;
   ctr__fdk_filter f;
@@ -208,7 +212,7 @@ static ctr_status cu_filter_bp(ctr__engine *e, int64_t v0, int64_t n, const void
   CU_DEVICE(c->device);
   ctr_status st = CTR_OK;
   const int i = (int)((v0 / c->plan.views_per_batch) & 1);
-  const size_t bytes = (size_t)(n * c->g->nu * c->g->nv) * ctr_dtype_size(dtype);
+  const size_t bytes = (size_t)(n * c->g_raw->nu * c->g_raw->nv) * ctr_dtype_size(dtype);
   const size_t fbytes = (size_t)(n * c->g->nu * c->g->nv) * sizeof(float);
   int64_t t;
   /* pinned host, or the caller's GPU array: the copy is queued and waited
@@ -651,6 +655,7 @@ static void cu_destroy(ctr__engine *e) {
   ctr__gpu_filter_free(&c->gf);
   ctr__views_free(&c->dv);
   if (c->have_filter) ctr__fdk_filter_free(&c->f);
+  ctr_geometry_free(c->gx);
   if (c->up) cudaStreamDestroy(c->up);
   if (c->comp) cudaStreamDestroy(c->comp);
   if (c->down) cudaStreamDestroy(c->down);
@@ -696,7 +701,7 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
   e->impl = c;
   c->ctx = ctx;
   c->device = device;
-  c->g = g;
+  c->g = c->g_raw = g;
   c->plan = *plan;
   const int64_t nb = plan->views_per_batch;
   c->view_begin = view_begin;
@@ -707,6 +712,17 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
    * used (engine_cuda_model.c). */
   ctr__cuda_bytes model;
   const int shared = plan->workers > 1 && plan->split == CTR_FDK_SPLIT_VOLUME;
+  /* An offset detector's weighted rows are filtered extended beyond the
+   * narrow edge (docs/geometry.md, "Offset detectors"): the filtered views,
+   * their layout and the backprojection use the extended detector; the raw
+   * views keep the caller's. */
+  CTR_CHECK_GOTO(st, ctr__fdk_filter_init(ctx, g, o, &c->f));
+  c->have_filter = 1;
+  CTR_CHECK_GOTO(st, ctr__fdk_filter_extend(o, &c->f));
+  if (c->f.nu_ext != g->nu) {
+    CTR_CHECK_GOTO(st, ctr__geometry_columns(g, c->f.pad_lo, c->f.nu_ext, &c->gx));
+    c->g = g = c->gx;
+  }
   ctr__cuda_engine_bytes(g, o->interp, nb, plan->store, plan->pair, view_end - view_begin, shared,
                          &model);
   CTR_CHECK_GOTO(st, ctr__device_setup(ctx, device, &prop, &budget));
@@ -719,8 +735,6 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
     c->cfg = ctr__bp_config_resolve(g, o, &req);
     if (!plan->pair) c->cfg.variant = unpaired(c->cfg.variant);
   }
-  CTR_CHECK_GOTO(st, ctr__fdk_filter_init(ctx, g, o, &c->f));
-  c->have_filter = 1;
   CU(cudaStreamCreateWithFlags(&c->up, cudaStreamNonBlocking));
   CU(cudaStreamCreateWithFlags(&c->comp, cudaStreamNonBlocking));
   CU(cudaStreamCreateWithFlags(&c->down, cudaStreamNonBlocking));

@@ -38,6 +38,7 @@ const ctr__engine_backend ctr__engine_backend_cuda = {
     .head = {"cuda", CTR_DEVICE_CUDA, CUDA_BUILT},
     .first_batch = cuda_first_batch,
     .device_store = 1,
+    .extends_rows = 1,
     .cost = cuda_cost,
     .create = CUDA_OR_NULL(ctr__engine_cuda_create),
     .bpj_create = CUDA_OR_NULL(ctr__cuda_bpj_create),

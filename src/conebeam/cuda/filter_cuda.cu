@@ -14,14 +14,16 @@
 template <typename T>
 __global__ void weight_rows(const T *__restrict__ raw, float *__restrict__ rows,
                             const ctr__fdk_view_params *__restrict__ params, int v0, int nu,
-                            int nv, int padded, unsigned int *out_max, float in_scale,
+                            int pad_lo, int nv, int padded, unsigned int *out_max, float in_scale,
                             unsigned long long *nonfinite) {
-  /* grid: x over the padded row, y over rows, z over the batch's views */
-  const int u = blockIdx.x * blockDim.x + threadIdx.x;
+  /* grid: x over the padded row, y over rows, z over the batch's views; raw
+   * rows of nu columns go to padded columns pad_lo .. pad_lo + nu - 1 (an
+   * offset detector's extension: zeros before and after) */
+  const int up = blockIdx.x * blockDim.x + threadIdx.x, u = up - pad_lo;
   const int v = blockIdx.y, view = blockIdx.z;
   const long long r = (long long)view * nv + v;
   float val = 0.0f, mag = 0.0f;
-  if (u < nu) {
+  if (u >= 0 && u < nu) {
     const ctr__fdk_view_params p = params[v0 + view];
     const float w = (float)ctr__fdk_pixel_weight(&p, (double)u, (double)v);
     float x = (float)raw[r * nu + u] * in_scale;
@@ -32,7 +34,7 @@ __global__ void weight_rows(const T *__restrict__ raw, float *__restrict__ rows,
     val = x * w;
     mag = fabsf(val * p.scale);
   }
-  if (u < padded) rows[r * padded + u] = val;
+  if (up < padded) rows[r * padded + up] = val;
   if (out_max) {
     for (int o = 16; o > 0; o >>= 1) mag = fmaxf(mag, __shfl_xor_sync(0xffffffffu, mag, o));
     if ((threadIdx.x & 31) == 0 && mag > 0.0f) atomicMax(out_max, __float_as_uint(mag));
@@ -195,7 +197,9 @@ ctr_status ctr__gpu_filter_create(const ctr_context *ctx, const ctr__fdk_filter 
   const ctr_geometry *g = f->g;
   float *kern = NULL;
   ctr__fdk_view_params *params = NULL;
-  gf->nu = g->nu;
+  gf->nu = f->nu_ext; /* the filtered rows: an offset detector's extended ones */
+  gf->nu_raw = g->nu;
+  gf->pad_lo = f->pad_lo;
   gf->nv = g->nv;
   gf->padded = ctr__ramp_padded(f->ramp);
   gf->l1 = (float)(ctr__ramp_kernel_l1(f->ramp) * 1.0001); /* float rounding margin */
@@ -249,7 +253,7 @@ ctr_status ctr__gpu_filter_run(ctr__gpu_filter *gf, const void *d_raw, ctr_dtype
   ctr_status st = CTR_OK;
   if (n > gf->batch) CTR_FAIL(CTR_E_INTERNAL, "filter batch of %lld views > %lld", (long long)n, (long long)gf->batch);
   const int nf = (int)(gf->padded / 2 + 1);
-  const int L = (int)gf->padded, nu = (int)gf->nu, nv = (int)gf->nv;
+  const int L = (int)gf->padded, nu = (int)gf->nu, nv = (int)gf->nv, nu_raw = (int)gf->nu_raw;
   const dim3 block(256);
   const dim3 grid_pad((unsigned)((L + 255) / 256), (unsigned)nv, (unsigned)n);
   ctr__gpu_store d = *dst;
@@ -261,11 +265,12 @@ ctr_status ctr__gpu_filter_run(ctr__gpu_filter *gf, const void *d_raw, ctr_dtype
   }
   if (dtype == CTR_DTYPE_UINT16)
     weight_rows<uint16_t><<<grid_pad, block, 0, s>>>((const uint16_t *)d_raw, gf->d_rows,
-                                                     gf->d_params, (int)v0, nu, nv, L, mx, gf->in_scale, gf->d_nonfinite);
+                                                     gf->d_params, (int)v0, nu_raw, (int)gf->pad_lo, nv, L, mx,
+                                                     gf->in_scale, gf->d_nonfinite);
   else
     weight_rows<float><<<grid_pad, block, 0, s>>>((const float *)d_raw, gf->d_rows, gf->d_params,
-                                                  (int)v0, nu, nv, L, mx, gf->in_scale,
-                                                  gf->d_nonfinite);
+                                                  (int)v0, nu_raw, (int)gf->pad_lo, nv, L, mx,
+                                                  gf->in_scale, gf->d_nonfinite);
   CU_LAUNCHED("weight_rows");
   /* Plans cover the whole batch; rows past `rows` hold stale data whose
    * results are never stored. */

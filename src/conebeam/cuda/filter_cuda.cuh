@@ -41,7 +41,8 @@ struct ctr__gpu_store {
 struct ctr__gpu_filter {
   const ctr_context *ctx;
   int device;
-  int64_t nu, nv, padded, batch;
+  int64_t nu, nv, padded, batch; /* nu: the filtered rows' columns (nu_ext of the filter) */
+  int64_t nu_raw, pad_lo;         /* the raw rows' columns, and where they start in a filtered row */
   size_t rows_bytes, spec_bytes, kernel_bytes, params_bytes; /* the buffers' sizes */
   cufftHandle fwd, inv;
   int have_fwd, have_inv;

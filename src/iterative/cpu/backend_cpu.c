@@ -5,13 +5,14 @@
 
 static int nt(const ctr_projector *p) { return ctr__num_threads(p->ctx); }
 
-/* Slab by slab: the forward projection adds each slab's part to y. */
+/* Slab by slab over slices [za, zb): the forward projection adds each
+ * slab's part to y. */
 static ctr_status cpu_project(ctr_projector *p, int forward, const ctr__vec *x, ctr__vec *y,
-                              int64_t w0, int64_t w1) {
+                              int64_t w0, int64_t w1, int64_t za, int64_t zb) {
   ctr_status st = CTR_OK;
   const int64_t plane = p->n[0] * p->n[1], zs = p->slab_slices;
-  for (int64_t z0 = 0; z0 < p->n[2] && st == CTR_OK; z0 += zs) {
-    const int64_t z1 = z0 + zs < p->n[2] ? z0 + zs : p->n[2];
+  for (int64_t z0 = za; z0 < zb && st == CTR_OK; z0 += zs) {
+    const int64_t z1 = z0 + zs < zb ? z0 + zs : zb;
     st = forward ? ctr__it_cpu_forward(p, x->data + z0 * plane, z0, z1, y->data, w0, w1, z0 > 0)
                  : ctr__it_cpu_adjoint(p, y->data, w0, w1, x->data + z0 * plane, z0, z1, 0);
   }
@@ -20,12 +21,12 @@ static ctr_status cpu_project(ctr_projector *p, int forward, const ctr__vec *x, 
 
 static ctr_status cpu_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y, int64_t w0,
                               int64_t w1) {
-  return cpu_project(p, 1, x, y, w0, w1);
+  return cpu_project(p, 1, x, y, w0, w1, 0, p->n[2]);
 }
 
 static ctr_status cpu_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
-                              int64_t w1) {
-  return cpu_project(p, 0, x, (ctr__vec *)y, w0, w1);
+                              int64_t w1, int64_t z0, int64_t z1) {
+  return cpu_project(p, 0, x, (ctr__vec *)y, w0, w1, z0, z1);
 }
 
 static ctr_status cpu_copy(ctr_projector *p, float *dst, int dst_device, const float *src,

@@ -111,11 +111,3 @@ extern "C" ctr_status ctr__it_cuda_fast_queue(ctr_projector *p, ctr_backprojecto
 cleanup:
   return st;
 }
-
-extern "C" ctr_status ctr__it_cuda_fast_sync(ctr_projector *p) {
-  CU_DEVICE(p->gpu);
-  ctr_status st = CTR_OK;
-  CU(cudaDeviceSynchronize());
-cleanup:
-  return st;
-}

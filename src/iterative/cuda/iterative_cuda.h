@@ -15,7 +15,7 @@ extern "C" {
 ctr_status ctr__it_cuda_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y, int64_t w0,
                                 int64_t w1);
 ctr_status ctr__it_cuda_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
-                                int64_t w1);
+                                int64_t w1, int64_t za, int64_t zb);
 /* The fast pair's chunk of n <= CTR__IT_FAST_CHUNK views of y (n x nu x nv
  * floats in the projector's GPU memory, geometry views `views`), queued:
  * weighted (out[k] = y[k] * W, ctr__it_fast_weight of fw[k]) into the
@@ -27,7 +27,7 @@ ctr_status ctr__it_cuda_fast_queue(ctr_projector *p, ctr_backprojector *bp, cons
 /* Waits for every queued operation on the projector's GPU (the producers
  * of device vectors), before the backprojector's non-blocking streams read
  * or write them. */
-ctr_status ctr__it_cuda_fast_sync(ctr_projector *p);
+ctr_status ctr__it_cuda_sync(ctr_projector *p);
 /* Frees the fast pair's chunk buffer and events; accepts NULL state. */
 void ctr__it_cuda_fast_release(ctr_projector *p);
 /* Frees the backend's buffers; accepts NULL. */

@@ -331,6 +331,14 @@ cleanup:
   return st;
 }
 
+ctr_status ctr__it_cuda_sync(ctr_projector *p) {
+  CU_DEVICE(p->gpu);
+  ctr_status st = CTR_OK;
+  CU(cudaDeviceSynchronize());
+cleanup:
+  return st;
+}
+
 ctr_status ctr__it_cuda_forward(ctr_projector *p, const ctr__vec *x, ctr__vec *y, int64_t w0,
                                 int64_t w1) {
   CU_DEVICE(p->gpu);
@@ -514,19 +522,19 @@ cleanup:
 }
 
 ctr_status ctr__it_cuda_adjoint(ctr_projector *p, const ctr__vec *y, ctr__vec *x, int64_t w0,
-                                int64_t w1) {
+                                int64_t w1, int64_t za, int64_t zb) {
   CU_DEVICE(p->gpu);
   ctr_status st = CTR_OK;
   it_cuda *c;
   CTR_CHECK(state(p, &c));
-  const int64_t nz = p->n[2], plane = p->n[0] * p->n[1];
+  const int64_t plane = p->n[0] * p->n[1];
   if (x->device) {
-    CTR_CHECK_GOTO(st, adjoint_into(p, c, y, w0, w1, x->data, 0, 0, nz));
+    CTR_CHECK_GOTO(st, adjoint_into(p, c, y, w0, w1, x->data, 0, za, zb));
   } else {
     const int64_t zs = p->slab_slices;
     CTR_CHECK(reserve(p, c, (void **)&c->d_slab, &c->slab_cap, (size_t)(plane * zs), sizeof(float), "volume slab"));
-    for (int64_t z0 = 0; z0 < nz; z0 += zs) {
-      const int64_t z1 = z0 + zs < nz ? z0 + zs : nz;
+    for (int64_t z0 = za; z0 < zb; z0 += zs) {
+      const int64_t z1 = z0 + zs < zb ? z0 + zs : zb;
       CTR_CHECK_GOTO(st, adjoint_into(p, c, y, w0, w1, c->d_slab, z0, z0, z1));
       CU(cudaMemcpyAsync(x->data + z0 * plane, c->d_slab, sizeof(float) * (size_t)((z1 - z0) * plane),
                          cudaMemcpyDeviceToHost, c->s));

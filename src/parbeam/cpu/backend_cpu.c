@@ -1,5 +1,5 @@
 /* The CPU backend's entry in the backend table (parbeam/backend.h): the
- * backprojector of fbp_cpu.c, the dezinger and stripe filters of
+ * backprojector of fbp_cpu.c (of lamino_cpu.c for a tilted axis), the dezinger and stripe filters of
  * stripes_cpu.c and Paganin's filter of paganin_cpu.c; ctr_fbp and
  * ctr_fbp_projections by fbp.c's host drivers. */
 #include "parbeam/backend.h"
@@ -9,6 +9,14 @@ static ctr_status cpu_backproject(const ctr_context *ctx, const ctr_parallel_geo
                                   float *slices, int64_t *bad) {
   ctr__fbp_bp_cpu(ctx, g, o->interp, nslices, sino, slices);
   *bad = ctr__values_sanitize(slices, g->p.nx * g->p.ny * nslices);
+  return CTR_OK;
+}
+
+static ctr_status cpu_lamino_backproject(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                         const ctr_fbp_options *o, int64_t nz, const float *sino,
+                                         float *slices, int64_t *bad) {
+  CTR_CHECK(ctr__lamino_bp_cpu(ctx, g, o->interp, nz, sino, slices));
+  *bad = ctr__values_sanitize(slices, g->p.nx * g->p.ny * nz);
   return CTR_OK;
 }
 
@@ -26,4 +34,5 @@ const ctr__par_backend ctr__par_backend_cpu = {
     .dezinger = cpu_dezinger,
     .stripes = ctr__stripes_cpu,
     .paganin = ctr__paganin_cpu,
+    .lamino_backproject = cpu_lamino_backproject,
 };

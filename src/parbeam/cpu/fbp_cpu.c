@@ -323,6 +323,8 @@ ctr_status ctr_fbp_backproject_reference(const ctr_parallel_geometry *g, ctr_fbp
   if (!sino || !slices)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_backproject_reference: %s is NULL",
              !sino ? "sino" : "slices");
+  if (ctr__par_tilted(g)) /* nslices: the slices (nz); the views have the geometry's rows */
+    return ctr__lamino_bp_reference(g, interp, nslices, sino, slices);
   const int64_t nb = g->p.nbins, na = g->p.nangles, nx = g->p.nx, ny = g->p.ny;
   ctr__par_angle *ang = ctr__malloc(sizeof *ang * (size_t)na, "angle constants");
   if (!ang) return CTR_E_OUT_OF_MEMORY;
