@@ -714,13 +714,16 @@ int cmd_iterate(int argc, char **argv) {
        "inverse variance (default: from --i0, or 1)", cli_parse_string, &a.weights,
        &a.pwls_given},
       {"--i0", "COUNTS", "pwls: weights i0 exp(-b), the expected counts of line integrals b "
-       "taken with COUNTS per unattenuated ray", cli_parse_positive, &a.i0, &a.pwls_given},
+       "taken with COUNTS per unattenuated ray (default 0: off)", cli_parse_positive, &a.i0,
+       &a.pwls_given},
       {"--penalty", "none|quadratic|huber", "pwls: roughness penalty over 6-neighbour pairs "
        "(default none)", cli_parse_string, &a.penalty, &a.pwls_given},
       {"--beta", "B", "pwls: the penalty's weight, in the weights' units times (projection / "
-       "volume unit)^2", cli_parse_nonneg, &a.beta, &a.beta_given},
+       "volume unit)^2; needed with a penalty (default 0)", cli_parse_nonneg, &a.beta,
+       &a.beta_given},
       {"--huber-delta", "D", "pwls, --penalty huber: the neighbour step (volume units) beyond "
-       "which the penalty grows linearly", cli_parse_positive, &a.huber_delta, &a.delta_given},
+       "which the penalty grows linearly; needed with huber (default 0)", cli_parse_positive,
+       &a.huber_delta, &a.delta_given},
       {"--nonneg", NULL, "keep the volume >= 0 (sirt, os-sart, fista-tv, pdhg-tv) (default: off)", cli_set_flag,
        &a.nonneg, NULL},
       {"--box", "LO:HI", "keep the volume in [LO, HI] (sirt, os-sart, fista-tv, pdhg-tv)", cli_parse_range, a.box,
