@@ -79,6 +79,7 @@ static const cli_field k_fields[] = {
     {"ctr_parallel_params.angle_start_deg", "--angle-start", 0},
     {"ctr_parallel_params.pixel_size", "--pixel-size", 0},
     {"ctr_parallel_params.voxel", "--voxel", 0},
+    {"ctr_parallel_params.tilt_deg", "--tilt", 0},
     {"ctr_projector_options.max_slab_slices", "--max-slab-slices", 0},
     {"ctr_projector_options.pair", "--pair", 0},
     {"ctr_projector_options.workers", "--workers", 0},

@@ -101,6 +101,7 @@ _KEYWORDS = {
     ("ctr_parallel_params", "angles_deg"): "angles",
     ("ctr_parallel_params", "angle_start_deg"): "angle_start",
     ("ctr_parallel_params", "angle_range_deg"): "angle_range",
+    ("ctr_parallel_params", "tilt_deg"): "tilt",
     ("ctr_fbp_stream_options", "row0"): "rows", ("ctr_fbp_stream_options", "nrows"): "rows",
     ("ctr_fbp_stream_options", "angle_first"): "angle_subset",
     ("ctr_fbp_stream_options", "angle_count"): "angle_subset",
@@ -111,9 +112,10 @@ _KEYWORDS = {
 }
 # Members the library's messages also name bare ("num_threads is -2"): those
 # whose keyword differs and whose name is no English word (lower and upper
-# are): the word becomes the keyword.
+# are): the word becomes the keyword, unless a field's owner has just been
+# named ("ParallelGeometry's nrows": that object's own keyword).
 _BARE = {name: kw for (_, name), kw in _KEYWORDS.items() if name not in ("lower", "upper")}
-_BARE_WORD = re.compile(r"\b(" + "|".join(sorted(_BARE, key=len, reverse=True)) + r")\b")
+_BARE_WORD = re.compile(r"(?<!'s )\b(" + "|".join(sorted(_BARE, key=len, reverse=True)) + r")\b")
 # a keyword repeated in a list after that ("rows, rows" of row0, nrows) once
 _REPEAT = re.compile(r"\b([a-z][a-z0-9_]*)(?:(?:, | and )\1\b)+")
 _OWNERS = {"ctr_context_options": "Context's ", "ctr_tuning": "Context's tuning key ",
