@@ -163,7 +163,8 @@ def version() -> str:
 
 _FEATURES = {"openmp": lib.CTR_FEATURE_OPENMP, "cuda": lib.CTR_FEATURE_CUDA,
              "hdf5": lib.CTR_FEATURE_HDF5, "mpi": lib.CTR_FEATURE_MPI,
-             "tiff": lib.CTR_FEATURE_TIFF, "png": lib.CTR_FEATURE_PNG}
+             "tiff": lib.CTR_FEATURE_TIFF, "png": lib.CTR_FEATURE_PNG,
+             "zmq": lib.CTR_FEATURE_ZMQ}
 
 
 def features() -> frozenset:
