@@ -156,7 +156,8 @@ typedef struct ctr_live_options {
   const char *spool;            /* a socket's projections are kept in this raw file for the
                                    final run (NULL: "<out>.spool" is not known yet: the
                                    caller's temporary directory, $TMPDIR or /tmp) */
-  const float *flat, *dark;     /* averaged flat and dark (width x height), instead of the
+  const char *flat_file, *dark_file; /* stacks of flat and dark fields (any readable stack,
+                                   "file.h5:/exchange/data_white"), averaged, instead of the
                                    source's; NULL: the source's (none: ones, zeros) */
 } ctr_live_options;
 #define CTR_LIVE_OPTIONS_INIT { CTR_LIVE_OPTIONS_VERSION, NULL, NULL, 0, 0.0, NULL, NULL, NULL }

@@ -60,6 +60,15 @@ void ctr_source_close(ctr_source *s) {
   free(s);
 }
 
+const double *ctr__source_angles(const ctr_source *s, int64_t *n) {
+  *n = 0;
+  return s && s->ops->angles ? s->ops->angles(s->impl, n) : NULL;
+}
+
+const char *ctr__source_data_path(const ctr_source *s) {
+  return s && s->ops->data_path ? s->ops->data_path(s->impl) : NULL;
+}
+
 const char *ctr_source_endpoint(const ctr_source *s) {
   return s && s->ops->endpoint ? s->ops->endpoint(s->impl) : "";
 }
@@ -230,6 +239,11 @@ filled:
 }
 
 static const char *file_data_path(void *impl) { return ((file_src *)impl)->path; }
+static const double *file_angles(void *impl, int64_t *n) {
+  const file_src *s = impl;
+  *n = s->theta ? s->ntheta : 0;
+  return s->theta;
+}
 
 static void file_close(void *impl) {
   file_src *s = impl;
@@ -242,7 +256,8 @@ static void file_close(void *impl) {
   free(s);
 }
 
-static const ctr__source_ops k_file_ops = {"file", file_next, file_data_path, file_data_path,
+static const ctr__source_ops k_file_ops = {"file", file_next, file_data_path, file_angles,
+                                           file_data_path,
                                            file_close};
 
 ctr_status ctr__source_file_open(const char *path, const ctr_source_options *o,

@@ -47,6 +47,11 @@ typedef struct ctr__source_ops {
    * or a stack's path), NULL when the frames are all there is (a socket: the
    * caller keeps them). Static while the source is open. */
   const char *(*data_path)(void *impl);
+  /* The angles (degrees) the scan announced before its projections (a
+   * DXchange file's /exchange/theta: *n of them), or NULL (*n 0) when the
+   * frames bring them one by one (a socket), or not yet (a file not yet
+   * there). Valid until the next call of the kind. */
+  const double *(*angles)(void *impl, int64_t *n);
   /* The address as bound (a socket's port chosen), static while open. */
   const char *(*endpoint)(void *impl);
   /* Frees everything; closes the file or socket. */
@@ -65,6 +70,11 @@ struct ctr_source {
   double t_last;                 /* ctr__now_s() of the last frame taken */
   double t_oldest_wait;          /* the wait of the oldest frame of the current batch */
 };
+
+/* The announced angles (ops->angles) and the finished scan's file
+ * (ops->data_path) of an open source. */
+const double *ctr__source_angles(const ctr_source *s, int64_t *n);
+const char *ctr__source_data_path(const ctr_source *s);
 
 /* Each kind's open, called by ctr_source_open: *ops and *impl, or an error
  * naming the address. count: the scan's projections the kind knows (0:

@@ -253,6 +253,11 @@ static ctr_status swmr_next(void *impl, double wait_s, ctr__raw_frame *f, int *g
 
 static const char *swmr_data_path(void *impl) { return ((swmr_src *)impl)->data_path; }
 static const char *swmr_endpoint(void *impl) { return ((swmr_src *)impl)->file; }
+static const double *swmr_angles(void *impl, int64_t *n) {
+  const swmr_src *s = impl;
+  *n = s->theta ? s->ntheta : 0;
+  return s->theta;
+}
 
 static void swmr_close(void *impl) {
   swmr_src *s = impl;
@@ -270,7 +275,8 @@ static void swmr_close(void *impl) {
   free(s);
 }
 
-static const ctr__source_ops k_swmr_ops = {"hdf5-swmr", swmr_next, swmr_data_path, swmr_endpoint,
+static const ctr__source_ops k_swmr_ops = {"hdf5-swmr", swmr_next, swmr_data_path, swmr_angles,
+                                           swmr_endpoint,
                                            swmr_close};
 
 ctr_status ctr__source_swmr_open(const char *path, const ctr_source_options *o,

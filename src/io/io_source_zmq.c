@@ -189,6 +189,11 @@ static const char *zmq_data_path(void *impl) {
   return NULL;
 }
 static const char *zmq_endpoint(void *impl) { return ((zmq_src *)impl)->endpoint; }
+static const double *zmq_angles(void *impl, int64_t *n) {
+  (void)impl;
+  *n = 0;
+  return NULL;
+}
 
 static void zmq_src_close(void *impl) {
   zmq_src *s = impl;
@@ -201,7 +206,7 @@ static void zmq_src_close(void *impl) {
   free(s);
 }
 
-static const ctr__source_ops k_zmq_ops = {"zmq", zmq_next, zmq_data_path, zmq_endpoint,
+static const ctr__source_ops k_zmq_ops = {"zmq", zmq_next, zmq_data_path, zmq_angles, zmq_endpoint,
                                           zmq_src_close};
 
 ctr_status ctr__source_zmq_open(const char *endpoint, const ctr_source_options *o,
