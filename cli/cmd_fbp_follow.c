@@ -42,7 +42,7 @@ static int parse_rows_list(const fbp_args *a, follow_run *f) {
   return 0;
 }
 
-static int check_files(fbp_args *a, const cli_opt *opts) {
+static int check_files(fbp_args *a, const follow_run *f, const cli_opt *opts) {
   int rc = cli_require("fbp", opts, "--out", a->out);
   if (!rc) rc = cli_resolve_format("fbp", "--out", "--out-format", a->out, a->out_format, &a->out_format);
   if (!rc && a->bind && !a->input)
@@ -64,6 +64,18 @@ static int check_files(fbp_args *a, const cli_opt *opts) {
   const cli_output out[] = {{"--out", a->out, CLI_OUT_DATA}, {"--spool", a->spool, CLI_OUT_FILE},
                             {"--live-preview", a->live_preview, CLI_OUT_UNCHECKED}, {0}};
   if (!rc) rc = cli_check_files("fbp", in, out, a->force);
+  /* the previews' files known before the first frame (the default rows
+   * depend on the projections' height: the library checks those) */
+  char path[4200];
+  if (!rc && a->live_preview) {
+    snprintf(path, sizeof path, "%s.%s", a->live_preview,
+             ctr_features() & CTR_FEATURE_HDF5 ? "h5" : "zarr");
+    rc = cli_check_new("fbp", "--live-preview", path, CLI_OUT_FILE, a->force);
+  }
+  for (int k = 0; !rc && a->live_preview && k < f->nrows; k++) {
+    snprintf(path, sizeof path, "%s_row%05lld.png", a->live_preview, (long long)f->rows[k]);
+    rc = cli_check_new("fbp", "--live-preview", path, CLI_OUT_FILE, a->force);
+  }
   return rc;
 }
 
@@ -181,7 +193,7 @@ int fbp_follow(fbp_args *a, const cli_opt *opts) {
   follow_run f;
   memset(&f, 0, sizeof f);
   int rc = parse_rows_list(a, &f);
-  if (!rc) rc = check_files(a, opts);
+  if (!rc) rc = check_files(a, &f, opts);
   if (rc) return rc;
   rc = cli_context_create(&f.session, "fbp", &a->common, &f.ctx);
   cli_install_sigint();
