@@ -108,6 +108,10 @@ static ctr_status run(replay *r) {
   CTR_CHECK(ctr_source_get_status(r->src, &ss));
   r->count = ss.count;
   if (!strncmp(r->to, "tcp://", 6)) {
+    int64_t n = 0;
+    if (!ctr__source_angles(r->src, &n) || n != r->count)
+      CTR_FAIL(CTR_E_FORMAT, "'%s' has no /exchange/theta of its %lld projections: a frame of the "
+               "message format carries its projection's angle", r->scan, (long long)r->count);
     const char *bound = NULL;
     CTR_CHECK(ctr__zmq_sender_open(r->to, r->o.bind, r->o.linger_s ? r->o.linger_s : 30.0, &r->zs,
                                    &bound));
