@@ -69,6 +69,10 @@ const char *ctr__source_data_path(const ctr_source *s) {
   return s && s->ops->data_path ? s->ops->data_path(s->impl) : NULL;
 }
 
+void ctr__source_release(ctr_source *s) {
+  if (s && s->ops->release) s->ops->release(s->impl);
+}
+
 const char *ctr_source_endpoint(const ctr_source *s) {
   return s && s->ops->endpoint ? s->ops->endpoint(s->impl) : "";
 }
@@ -257,7 +261,7 @@ static void file_close(void *impl) {
 }
 
 static const ctr__source_ops k_file_ops = {"file", file_next, file_data_path, file_angles,
-                                           file_data_path,
+                                           file_data_path, NULL,
                                            file_close};
 
 ctr_status ctr__source_file_open(const char *path, const ctr_source_options *o,

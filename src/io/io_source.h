@@ -54,6 +54,11 @@ typedef struct ctr__source_ops {
   const double *(*angles)(void *impl, int64_t *n);
   /* The address as bound (a socket's port chosen), static while open. */
   const char *(*endpoint)(void *impl);
+  /* Optional (NULL: nothing to do): closes the kind's handle on the file
+   * that data_path names, so that the final run can open it (HDF5 refuses a
+   * second open of a file with other flags in one process); `next` is not
+   * called after it. */
+  void (*release)(void *impl);
   /* Frees everything; closes the file or socket. */
   void (*close)(void *impl);
 } ctr__source_ops;
@@ -75,6 +80,8 @@ struct ctr_source {
  * (ops->data_path) of an open source. */
 const double *ctr__source_angles(const ctr_source *s, int64_t *n);
 const char *ctr__source_data_path(const ctr_source *s);
+/* ops->release, where the kind has one. */
+void ctr__source_release(ctr_source *s);
 
 /* Each kind's open, called by ctr_source_open: *ops and *impl, or an error
  * naming the address. count: the scan's projections the kind knows (0:

@@ -259,24 +259,30 @@ static const double *swmr_angles(void *impl, int64_t *n) {
   return s->theta;
 }
 
-static void swmr_close(void *impl) {
+static void swmr_release(void *impl) {
   swmr_src *s = impl;
-  if (!s) return;
   ctr__h5_guard g;
   ctr__h5_enter(&g);
   for (int k = 0; k < 2; k++)
     if (s->cal[k] >= 0) H5Dclose(s->cal[k]);
   if (s->data >= 0) H5Dclose(s->data);
   if (s->f >= 0) H5Fclose(s->f);
+  s->cal[0] = s->cal[1] = s->data = s->f = -1;
   H5Eclear2(H5E_DEFAULT);
   ctr__h5_leave(&g);
+}
+
+static void swmr_close(void *impl) {
+  swmr_src *s = impl;
+  if (!s) return;
+  swmr_release(s);
   free(s->theta);
   free(s->buf);
   free(s);
 }
 
 static const ctr__source_ops k_swmr_ops = {"hdf5-swmr", swmr_next, swmr_data_path, swmr_angles,
-                                           swmr_endpoint,
+                                           swmr_endpoint, swmr_release,
                                            swmr_close};
 
 ctr_status ctr__source_swmr_open(const char *path, const ctr_source_options *o,

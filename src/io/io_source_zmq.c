@@ -206,7 +206,7 @@ static void zmq_src_close(void *impl) {
   free(s);
 }
 
-static const ctr__source_ops k_zmq_ops = {"zmq", zmq_next, zmq_data_path, zmq_angles, zmq_endpoint,
+static const ctr__source_ops k_zmq_ops = {"zmq", zmq_next, zmq_data_path, zmq_angles, zmq_endpoint, NULL,
                                           zmq_src_close};
 
 ctr_status ctr__source_zmq_open(const char *endpoint, const ctr_source_options *o,

@@ -474,6 +474,7 @@ static ctr_status open_scan(ctr_fbp_live *l, ctr_stack_reader **in) {
       CTR_FAIL(CTR_E_IO, "cannot flush the spool file '%s': %s", l->spool, strerror(errno));
     return ctr_stack_open(l->spool, CTR_FORMAT_RAW, &hint, 0, in);
   }
+  ctr__source_release(l->src); /* the source's own handle on the file closed first */
   const double until = ctr__now_s() + l->o.timeout_s;
   for (;;) {
     const ctr_status st = ctr_stack_open(path, CTR_FORMAT_AUTO, NULL, 0, in);
