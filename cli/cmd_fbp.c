@@ -673,8 +673,8 @@ int cmd_fbp(int argc, char **argv) {
       {"--count", "N", "live mode: projections in the scan where the source does not say "
        "(default: /exchange/theta's length, or the frames' count)", cli_parse_count, &a.count,
        NULL},
-      {"--spool", "FILE", "--input: keep the received projections in FILE for the final run "
-       "(default: a temporary file, removed)", cli_parse_string, &a.spool, NULL},
+      {"--spool", "FILE", "--input: keep the received projections in FILE for the final run, "
+       "removed at the end (default: OUT.spool)", cli_parse_string, &a.spool, NULL},
       CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
       CLI_COMMON_OPTIONS(&a.common),
       {0},

@@ -117,7 +117,10 @@ static int open_live(fbp_args *a, follow_run *f, ctr_fbp_stream_options *so) {
   lo.preview_rows = f->nrows ? f->rows : NULL;
   lo.npreview = f->nrows;
   lo.timeout_s = a->follow_timeout;
-  lo.spool = a->spool;
+  char spool[4200]; /* beside the output by default: the disk that takes the volume */
+  if (!a->spool && a->input && cli_beside_output("fbp", a->out, "spool", spool, sizeof spool))
+    return CLI_EXIT_USAGE;
+  lo.spool = a->spool ? a->spool : a->input ? spool : NULL;
   lo.flat_file = a->flat;
   lo.dark_file = a->dark;
   const ctr_status st = ctr_fbp_live_open(f->ctx, f->src, &p, &lo, &f->live);

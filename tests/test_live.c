@@ -311,11 +311,13 @@ static void send_msg(void *sock, const char *head, size_t bytes, const void *pix
   free(z);
 }
 
+/* A projection's frame (count 0: the header does not say it). */
 static void proj_msg(void *sock, int index, int count, int rows, int cols) {
-  char head[256];
+  char head[256], cnt[32] = "";
+  if (count > 0) snprintf(cnt, sizeof cnt, ", \"count\": %d", count);
   snprintf(head, sizeof head, "{\"kind\": \"projection\", \"index\": %d, \"angle\": %.17g, "
-           "\"shape\": [%d, %d], \"dtype\": \"uint16\", \"count\": %d}", index,
-           g_theta[index % NP], rows, cols, count);
+           "\"shape\": [%d, %d], \"dtype\": \"uint16\"%s}", index, g_theta[index % NP], rows,
+           cols, cnt);
   send_msg(sock, head, (size_t)rows * cols * 2,
            rows == H && cols == W ? g_proj + (size_t)(index % NP) * W * H : NULL, 2);
 }
@@ -382,8 +384,9 @@ static void test_zmq_malformed(void) {
   zmq_ctx_term(zc);
 }
 
-/* The live run of a socket scan with a projection dropped: previews of what
- * came, the end refused naming the missing one; nothing written. */
+/* The live run of a socket scan that never says its count, with a
+ * projection missing: previews of what came, the count from the end frame,
+ * the end refused naming the missing one; nothing written. */
 static void test_zmq_missing(void) {
   ctr_source_options o = CTR_SOURCE_OPTIONS_INIT;
   o.bind = 1;
@@ -392,9 +395,9 @@ static void test_zmq_missing(void) {
   REQUIRE(s);
   void *zc = zmq_ctx_new(), *push = zmq_socket(zc, ZMQ_PUSH);
   CHECK(zmq_connect(push, ctr_source_endpoint(s)) == 0);
-  for (int i = 0; i < 6; i++)
-    if (i != 4) proj_msg(push, i, 6, H, W);
-  proj_msg(push, 5, 6, H, W + 2); /* 5 again, the wrong size: dropped */
+  for (int i = 0; i < 6; i++) /* no count: the end says it (the last index + 1) */
+    if (i != 4) proj_msg(push, i, 0, H, W);
+  proj_msg(push, 5, 0, H, W + 2); /* 5 again, the wrong size: dropped */
   send_msg(push, "{\"kind\": \"end\"}", 0, NULL, 1);
   ctr_fbp_live *l = NULL;
   const ctr_parallel_params p = params();

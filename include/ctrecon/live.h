@@ -154,8 +154,9 @@ typedef struct ctr_live_options {
   int npreview;                 /* entries of preview_rows (1 .. 64) */
   double timeout_s;             /* no frame for this long: the scan stopped (0 = 30 s) */
   const char *spool;            /* a socket's projections are kept in this raw file for the
-                                   final run (NULL: "<out>.spool" is not known yet: the
-                                   caller's temporary directory, $TMPDIR or /tmp) */
+                                   final run (an existing file is refused), removed by
+                                   ctr_fbp_live_free; NULL: a new file in the system's
+                                   temporary folder (P_tmpdir, /tmp) */
   const char *flat_file, *dark_file; /* stacks of flat and dark fields (any readable stack,
                                    "file.h5:/exchange/data_white"), averaged, instead of the
                                    source's; NULL: the source's (none: ones, zeros) */

@@ -147,6 +147,8 @@ def follow(source: Union[str, os.PathLike, Source], out: Union[str, os.PathLike,
         keep.append(pr)
         lo.preview_rows, lo.npreview = pr, len(preview_rows)
     _core.assign(lo, timeout_s=timeout)
+    if spool is None and out is not None:
+        spool = os.fspath(out) + ".spool"  # beside the output, as the tool's
     lo.spool = _core.kept_cstr(keep, spool)
     lo.flat_file = _core.kept_cstr(keep, flat_file)
     lo.dark_file = _core.kept_cstr(keep, dark_file)

@@ -24,6 +24,16 @@ def _scan():
     return np.rint(proj).astype(np.uint16), flat.astype(np.uint16), g.angles
 
 
+def _dxchange(path, proj, theta, flat=None):
+    """A DXchange file (h5py): projections, angles, two flat fields."""
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(path, "w") as f:
+        f["/exchange/data"] = proj
+        f["/exchange/theta"] = np.asarray(theta)
+        if flat is not None:
+            f["/exchange/data_white"] = np.stack([flat, flat])
+
+
 def _offline(path, angles, out, flat=None):
     pyctrecon.fbp_stream(path, out, angles=angles, axis=AXIS, pixel_size=0.01, flat=flat,
                          ctx=pyctrecon.Context("cpu"), progress=None)
@@ -56,12 +66,8 @@ def test_follow_finished_file(tmp_path):
 @pytest.mark.skipif("zmq" not in pyctrecon.features() or "hdf5" not in pyctrecon.features(),
                     reason="needs ZeroMQ and HDF5")
 def test_follow_socket(tmp_path):
-    h5py = pytest.importorskip("h5py")
     proj, flat, theta = _scan()
-    with h5py.File(tmp_path / "scan.h5", "w") as f:
-        f["/exchange/data"] = proj
-        f["/exchange/data_white"] = np.stack([flat, flat])
-        f["/exchange/theta"] = np.asarray(theta)
+    _dxchange(tmp_path / "scan.h5", proj, theta, flat)
     src = pyctrecon.Source("tcp://127.0.0.1:0", bind=True)
     sent = []
     t = threading.Thread(target=lambda: sent.append(
@@ -81,11 +87,8 @@ def test_follow_socket(tmp_path):
 @pytest.mark.skipif("zmq" not in pyctrecon.features() or "hdf5" not in pyctrecon.features(),
                     reason="needs ZeroMQ and HDF5")
 def test_follow_cut_short(tmp_path):
-    h5py = pytest.importorskip("h5py")
     proj, _, theta = _scan()
-    with h5py.File(tmp_path / "scan.h5", "w") as f:
-        f["/exchange/data"] = proj
-        f["/exchange/theta"] = np.asarray(theta)
+    _dxchange(tmp_path / "scan.h5", proj, theta)
     src = pyctrecon.Source("tcp://127.0.0.1:0", bind=True)
     t = threading.Thread(target=pyctrecon.replay,
                          args=(tmp_path / "scan.h5", src.endpoint), kwargs={"stop_after": 20})

@@ -172,6 +172,8 @@ ctr_status ctr_source_next(ctr_source *s, double wait_s, ctr_frame *frame, ctr_s
     s->t_last = ctr__now_s();
     if (f.end && !f.malformed) {
       s->st.ended = 1;
+      /* a scan that never said its count: as many as its senders numbered */
+      if (!s->st.count && s->st.last_index >= 0) s->st.count = s->st.last_index + 1;
       continue;
     }
     if (!admit(s, &f)) continue;

@@ -132,7 +132,7 @@ static ctr_status first_frame(ctr_fbp_live *l, const ctr_frame *f) {
   l->dtype = f->dtype;
   l->frame_bytes = (size_t)(l->W * l->H) * ctr_dtype_size(l->dtype);
   if (l->p.nbins && l->p.nbins != l->W)
-    CTR_FAIL_FIELD(CTR_E_SIZE_MISMATCH, "ctr_parallel_params.nbins",
+    CTR_FAIL_FIELD_VALUE(CTR_E_SIZE_MISMATCH, "ctr_parallel_params.nbins", CTR__V_INT(l->p.nbins),
                    "ctr_parallel_params.nbins = %lld: the source's projections are %lld wide",
                    (long long)l->p.nbins, (long long)l->W);
   const int64_t r0 = l->so.row0, n = l->so.nrows ? l->so.nrows : l->H - r0;
@@ -229,9 +229,8 @@ static ctr_status spool_open(ctr_fbp_live *l) {
   if (l->o.spool) {
     snprintf(l->spool, sizeof l->spool, "%s", l->o.spool);
     l->spool_fd = open(l->spool, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  } else {
-    const char *dir = getenv("TMPDIR");
-    snprintf(l->spool, sizeof l->spool, "%s/ctrecon-live-XXXXXX", dir && *dir ? dir : "/tmp");
+  } else { /* the system's temporary folder (no environment read here: docs/tuning.md) */
+    snprintf(l->spool, sizeof l->spool, "%s/ctrecon-live-XXXXXX", P_tmpdir);
     l->spool_fd = mkostemp(l->spool, O_CLOEXEC);
   }
   if (l->spool_fd < 0)
@@ -505,8 +504,9 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
   p.nangles = l->count;
   if (!l->user_angles) p.angles_deg = s->angles; /* the frames', by index */
   else if (l->p.nangles != l->count)
-    CTR_FAIL_FIELD(CTR_E_SIZE_MISMATCH, "ctr_parallel_params.nangles",
-                   "ctr_parallel_params.nangles = %lld: the scan has %lld projections",
+    CTR_FAIL_FIELD_VALUE(CTR_E_SIZE_MISMATCH, "ctr_parallel_params.nangles",
+                         CTR__V_INT(l->p.nangles),
+                         "ctr_parallel_params.nangles = %lld: the scan has %lld projections",
                    (long long)l->p.nangles, (long long)l->count);
   ctr_stack_reader *in = NULL;
   CTR_CHECK(open_scan(l, &in));
