@@ -103,6 +103,10 @@ _KEYWORDS = {
     ("ctr_fbp_stream_options", "angle_first"): "angle_subset",
     ("ctr_fbp_stream_options", "angle_count"): "angle_subset",
     ("ctr_fbp_stream_options", "angle_step"): "angle_subset",
+    ("ctr_live_options", "timeout_s"): "timeout",
+    ("ctr_live_options", "npreview"): "preview_rows",
+    ("ctr_parallel_params", "angles_deg"): "angles",
+    ("ctr_replay_options", "linger_s"): "linger",
 }
 _OWNERS = {"ctr_context_options": "Context's ", "ctr_tuning": "Context's tuning key ",
            "ctr_corrections": "Corrections' ", "ctr_parallel_params": "ParallelGeometry's ",

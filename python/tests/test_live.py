@@ -103,3 +103,15 @@ def test_follow_cut_short(tmp_path):
     assert ups and ups[-1].ended == 2 and ups[-1].projections == 20
     assert not (tmp_path / "c.nrrd").exists()
     assert src._ptr is None
+
+
+def test_follow_bad_row(tmp_path):
+    proj, _, theta = _scan()
+    pyctrecon.io.save(tmp_path / "scan.nrrd", proj)
+    src = pyctrecon.Source(tmp_path / "scan.nrrd", follow=False)
+    with pytest.raises(pyctrecon.InvalidArgumentError, match=f"row {H + 3} is not a row") as e:
+        for _ in pyctrecon.follow(src, angles=theta, axis=AXIS, preview_rows=[1, H + 3],
+                                  ctx=pyctrecon.Context("cpu")):
+            pass
+    src.close()
+    assert e.value.keyword == "preview_rows" and e.value.value == str(H + 3)
