@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_ROWS 64
 
@@ -23,6 +24,7 @@ typedef struct follow_run {
   int written;          /* previews written once */
   double t_written;
   int64_t at_written;   /* projections in the previews last written */
+  char spool[4200];     /* --input: where the received projections wait ("": none) */
 } follow_run;
 
 /* --preview-rows R,R,... */
@@ -42,7 +44,7 @@ static int parse_rows_list(const fbp_args *a, follow_run *f) {
   return 0;
 }
 
-static int check_files(fbp_args *a, const follow_run *f, const cli_opt *opts) {
+static int check_files(fbp_args *a, follow_run *f, const cli_opt *opts) {
   int rc = cli_require("fbp", opts, "--out", a->out);
   if (!rc) rc = cli_resolve_format("fbp", "--out", "--out-format", a->out, a->out_format, &a->out_format);
   if (!rc && a->bind && !a->input)
@@ -64,6 +66,15 @@ static int check_files(fbp_args *a, const follow_run *f, const cli_opt *opts) {
   const cli_output out[] = {{"--out", a->out, CLI_OUT_DATA}, {"--spool", a->spool, CLI_OUT_FILE},
                             {"--live-preview", a->live_preview, CLI_OUT_UNCHECKED}, {0}};
   if (!rc) rc = cli_check_files("fbp", in, out, a->force);
+  /* the default spool, OUT.spool: refused when there (a run killed before it
+   * removed its own), replaced with --force */
+  if (!rc && a->input && !a->spool) {
+    rc = cli_beside_output("fbp", a->out, "spool", f->spool, sizeof f->spool);
+    if (!rc) rc = cli_check_new("fbp", "--spool", f->spool, CLI_OUT_FILE, a->force);
+  } else if (a->spool) {
+    snprintf(f->spool, sizeof f->spool, "%s", a->spool);
+  }
+  if (!rc && f->spool[0] && a->force) unlink(f->spool);
   /* the previews' files known before the first frame (the default rows
    * depend on the projections' height: the library checks those) */
   char path[4200];
@@ -117,10 +128,7 @@ static int open_live(fbp_args *a, follow_run *f, ctr_fbp_stream_options *so) {
   lo.preview_rows = f->nrows ? f->rows : NULL;
   lo.npreview = f->nrows;
   lo.timeout_s = a->follow_timeout;
-  char spool[4200]; /* beside the output by default: the disk that takes the volume */
-  if (!a->spool && a->input && cli_beside_output("fbp", a->out, "spool", spool, sizeof spool))
-    return CLI_EXIT_USAGE;
-  lo.spool = a->spool ? a->spool : a->input ? spool : NULL;
+  lo.spool = f->spool[0] ? f->spool : NULL; /* beside the output: the disk that takes the volume */
   lo.flat_file = a->flat;
   lo.dark_file = a->dark;
   const ctr_status st = ctr_fbp_live_open(f->ctx, f->src, &p, &lo, &f->live);
@@ -161,14 +169,16 @@ static int follow(const fbp_args *a, follow_run *f, ctr_live_state *s) {
 
 /* The end: the volume, or why there is none. */
 static int conclude(fbp_args *a, follow_run *f, const ctr_live_state *s) {
-  const char *from = a->input ? a->input : a->projections;
+  const char *from = ctr_source_endpoint(f->src);
   if (s->ended != 1) {
     ctr_source_status ss = CTR_SOURCE_STATUS_INIT;
     ctr_source_get_status(f->src, &ss);
-    cli_error("fbp", CLI_EXIT_INPUT, "the scan from '%s' stopped after %lld of %lld projections "
+    char of[64] = " (the count was never said)";
+    if (s->expected) snprintf(of, sizeof of, " of %lld", (long long)s->expected);
+    cli_error("fbp", CLI_EXIT_INPUT, "the scan from '%s' stopped after %lld%s projections "
               "(%s; frames dropped: %lld bad headers, %lld wrong sizes, %lld duplicates, %lld out "
-              "of order): '%s' was not written%s%s", from, (long long)s->projections,
-              (long long)s->expected, cli_interrupted() ? "interrupted"
+              "of order): '%s' was not written%s%s", from, (long long)s->projections, of,
+              cli_interrupted() ? "interrupted"
               : ss.ended ? "an end came early" : "no frame within --follow-timeout",
               (long long)ss.dropped_header, (long long)ss.dropped_size,
               (long long)ss.dropped_duplicate, (long long)ss.dropped_order, a->out,

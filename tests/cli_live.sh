@@ -88,6 +88,14 @@ if [ "$ZMQ" = 1 ]; then
     bad "the stop message"
   wait "$SENDER"
   [ ! -e s.nrrd ] && ok "... and nothing written" || bad "s.nrrd written"
+  touch s2.nrrd.spool
+  exits 2 "the spool of a killed run (OUT.spool) refused" "${F[@]}" --follow \
+    --input tcp://127.0.0.1:0 --bind --out s2.nrrd --follow-timeout 1
+  grep -q -- "--spool: 's2.nrrd.spool' exists .*--force" "$ERR" && ok "... naming --spool and --force" ||
+    bad "stale spool message"
+  exits 3 "... replaced with --force (the scan then times out)" "${F[@]}" --follow \
+    --input tcp://127.0.0.1:0 --bind --out s2.nrrd --follow-timeout 1 --force
+  [ ! -e s2.nrrd.spool ] && ok "... and removed at the end" || bad "the spool is left"
 else
   exits 4 "stream-send without ZeroMQ: unsupported" stream-send --scan scan.h5 --to tcp://127.0.0.1:5
   grep -q "built without ZeroMQ" "$ERR" && ok "... says built without ZeroMQ" || bad "no ZeroMQ message"
