@@ -251,19 +251,27 @@ static pid_t start_writer(const char *scan, const char *to, double rate, int64_t
   return pid;
 }
 
-static void test_swmr_growing(void) {
+/* A writer process appending scan.h5 to `name` and a live run following it
+ * (the file may not exist yet: followed when it does). */
+static pid_t follow_growing(const char *name, double rate, int64_t hang_after, double timeout,
+                           ctr_source **s, ctr_fbp_live **l) {
   char scan[600], grow[600];
   snprintf(scan, sizeof scan, "%s", P("scan.h5"));
-  snprintf(grow, sizeof grow, "%s", P("grow.h5"));
-  const pid_t pid = start_writer(scan, grow, 200.0, 0);
-  REQUIRE(pid > 0);
-  ctr_source *s = NULL;
-  CHECK_OK(ctr_source_open(grow, NULL, &s)); /* may not exist yet: followed when it does */
-  ctr_fbp_live *l = NULL;
+  snprintf(grow, sizeof grow, "%s", P(name));
+  const pid_t pid = start_writer(scan, grow, rate, hang_after);
+  CHECK_OK(ctr_source_open(grow, NULL, s));
   const ctr_parallel_params p = params();
   ctr_live_options lo = CTR_LIVE_OPTIONS_INIT;
-  lo.timeout_s = 10;
-  CHECK_OK(ctr_fbp_live_open(g_ctx, s, &p, &lo, &l));
+  lo.timeout_s = timeout;
+  if (*s) CHECK_OK(ctr_fbp_live_open(g_ctx, *s, &p, &lo, l));
+  return pid;
+}
+
+static void test_swmr_growing(void) {
+  ctr_source *s = NULL;
+  ctr_fbp_live *l = NULL;
+  const pid_t pid = follow_growing("grow.h5", 200.0, 0, 10.0, &s, &l);
+  REQUIRE(pid > 0 && l);
   ctr_live_state st = CTR_LIVE_STATE_INIT;
   const int steps = run_live(l, &st, 1000);
   CHECK(st.ended == 1 && st.projections == NP);
@@ -279,18 +287,10 @@ static void test_swmr_growing(void) {
 }
 
 static void test_swmr_writer_killed(void) {
-  char scan[600], grow[600];
-  snprintf(scan, sizeof scan, "%s", P("scan.h5"));
-  snprintf(grow, sizeof grow, "%s", P("killed.h5"));
-  const pid_t pid = start_writer(scan, grow, 100.0, 15);
-  REQUIRE(pid > 0);
   ctr_source *s = NULL;
-  CHECK_OK(ctr_source_open(grow, NULL, &s));
   ctr_fbp_live *l = NULL;
-  const ctr_parallel_params p = params();
-  ctr_live_options lo = CTR_LIVE_OPTIONS_INIT;
-  lo.timeout_s = 1.0;
-  CHECK_OK(ctr_fbp_live_open(g_ctx, s, &p, &lo, &l));
+  const pid_t pid = follow_growing("killed.h5", 100.0, 15, 1.0, &s, &l);
+  REQUIRE(pid > 0 && l);
   ctr_live_state st = CTR_LIVE_STATE_INIT;
   int killed = 0;
   for (int i = 0; i < 500 && !st.ended; i++) {
