@@ -109,6 +109,9 @@ _KEYWORDS = {
     ("ctr_circular_params", "angles_deg"): "angles",
     ("ctr_circular_params", "angle_start_deg"): "angle_start",
     ("ctr_circular_params", "angle_range_deg"): "angle_range",
+    ("ctr_live_options", "timeout_s"): "timeout",
+    ("ctr_live_options", "npreview"): "preview_rows",
+    ("ctr_replay_options", "linger_s"): "linger",
 }
 # Members the library's messages also name bare ("num_threads is -2"): those
 # whose keyword differs and whose name is no English word (lower and upper
@@ -187,7 +190,8 @@ def version() -> str:
 
 _FEATURES = {"openmp": lib.CTR_FEATURE_OPENMP, "cuda": lib.CTR_FEATURE_CUDA,
              "hdf5": lib.CTR_FEATURE_HDF5, "mpi": lib.CTR_FEATURE_MPI,
-             "tiff": lib.CTR_FEATURE_TIFF, "png": lib.CTR_FEATURE_PNG}
+             "tiff": lib.CTR_FEATURE_TIFF, "png": lib.CTR_FEATURE_PNG,
+             "zmq": lib.CTR_FEATURE_ZMQ}
 
 
 def features() -> frozenset:
