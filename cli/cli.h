@@ -536,6 +536,10 @@ int cmd_pet(int argc, char **argv);
 /* `ctrecon iterate` (cmd_iterate.c). */
 extern const cli_command cli_cmd_iterate;
 int cmd_iterate(int argc, char **argv);
+/* `ctrecon stream-send` and `ctrecon hdf5-append` (cmd_stream_send.c). */
+extern const cli_command cli_cmd_stream_send, cli_cmd_hdf5_append;
+int cmd_stream_send(int argc, char **argv);
+int cmd_hdf5_append(int argc, char **argv);
 /* `demo --pet` (cmd_demo_pet.c). */
 int cmd_demo_pet(const char *out_dir, int no_volume, int force, const cli_common *common);
 

@@ -2,7 +2,7 @@
  * projections with flat/dark correction (DXchange HDF5 included), with the
  * synchrotron corrections: a thin caller of ctr_fbp_stream (the band loop,
  * the reader and writer threads, the journal are the library's). */
-#include "cli.h"
+#include "cmd_fbp.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,34 +31,11 @@ const cli_command cli_cmd_fbp = {
     "  ctrecon fbp --projections scan.h5 --out rec.h5 --rings sorting --paganin 200 \\\n"
     "      --energy 25 --distance 150 --pixel-size 0.00065 --out-dtype float16\n"
     "  ctrecon fbp --projections proj.tif --flat flat.tif --dark dark.tif --out rec.nrrd \\\n"
-    "      --filter hann --bp-kernel tex --preview rec\n"
+    "      --window hann --bp-kernel tex --preview rec\n"
     "  ctrecon fbp --sinograms lamino.nrrd --tilt 20 --slices 24 --angle-range 360 \\\n"
     "      --axis 31.5 --out layers.nrrd --device cpu\n",
 };
 
-typedef struct fbp_args {
-  const char *sinograms, *projections, *flat, *dark, *out, *angles, *shifts, *preview, *kernel;
-  ctr_file_format out_format;
-  double angle_start, angle_range, axis, voxel, pixel;
-  int64_t size[2], rows[2], batch, subset[3], center_row, bin[2];
-  int batch_given;
-  int64_t read_ahead;
-  int rows_given, axis_given, size_given, out_scale_given, out_range_given, subset_given;
-  int center_range_given, bin_given, resume, timings, angle_units, force;
-  int uniform_given, center_row_given, dezinger_size_given, ring_size_given, ring_level_given,
-      ring_sigma_given, ring_wavelet_given;
-  double center_range[2], out_range[2];
-  uint64_t host_mem, gpu_mem;
-  ctr_fbp_options fbp;
-  ctr_corrections corr;
-  ctr_dtype out_dtype;
-  double out_scale, out_offset, input_scale;
-  double rank_timeout;
-  double tilt; /* --tilt (laminography) and --slices */
-  int tilt_given;
-  int64_t tilt_slices;
-  cli_common common;
-} fbp_args;
 
 static int parse_rows(const char *cmd, const char *name, const char *value, void *dst) {
   long long a, b;
@@ -309,29 +286,6 @@ static void keep_planes(void *user, int64_t z0, int64_t n, int64_t nx, int64_t n
   }
 }
 
-/* One warning per kind of bad data the library met over every band. */
-static void report_counts(const fbp_args *a, const ctr_fbp_stream_report *c) {
-  const char *in = a->sinograms ? a->sinograms : a->projections;
-  if (c->bad_input)
-    cli_warn("fbp", "'%s': %lld sinogram values NaN, infinite or beyond +-1e24 replaced by 0 "
-             "(--strict makes this an error)", in, (long long)c->bad_input);
-  if (c->bad_calibration)
-    cli_warn("fbp", "'%s' / '%s': %lld pixels with flat <= dark or a non-finite flat or dark: their "
-             "sinogram values set to 0 (--strict makes this an error)",
-             a->flat ? a->flat : a->projections, a->dark ? a->dark : "no dark (0)",
-             (long long)c->bad_calibration);
-  if (c->clamped)
-    cli_warn("fbp", "'%s': %lld transmissions (p - dark) / (flat - dark) below 1e-6 or NaN clamped "
-             "to 1e-6 (--strict makes this an error)", a->projections, (long long)c->clamped);
-  if (c->bad_output)
-    cli_warn("fbp", "'%s': %lld non-finite slice values stored as 0 (--strict makes this an error)",
-             a->out, (long long)c->bad_output);
-  if (a->out_dtype == CTR_DTYPE_UINT16 && (c->below || c->above))
-    cli_warn("fbp", "'%s': %lld values below 0 and %lld above 65535 after (value - %g) x %g were "
-             "clamped (--out-range or --out-scale/--out-offset choose the scaling)", a->out,
-             (long long)c->below, (long long)c->above, a->out_offset, a->out_scale);
-}
-
 static const char *method_name(ctr_center_method m) {
   return m == CTR_CENTER_VO ? "Vo et al. 2014's double-wedge metric"
          : m == CTR_CENTER_CORRELATION ? "the correlation of opposite projections"
@@ -415,28 +369,8 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
   ctr_parallel_params p;
   int rc = make_params(a, r, &p);
   if (rc) return rc;
-  ctr_fbp_stream_options so = CTR_FBP_STREAM_OPTIONS_INIT;
-  so.fbp = &a->fbp;
-  so.corrections = &a->corr;
-  so.sinograms = a->sinograms != NULL;
-  so.row0 = a->rows_given ? a->rows[0] : 0;
-  so.nrows = a->rows_given ? a->rows[1] - a->rows[0] : 0;
-  if (a->subset_given) {
-    so.angle_first = a->subset[0];
-    so.angle_step = a->subset[2];
-    so.angle_count = (a->subset[1] - a->subset[0] + a->subset[2] - 1) / a->subset[2];
-  }
-  so.center_row = a->center_row;
-  so.out_dtype = a->out_dtype;
-  so.out_scale = a->out_scale;
-  so.input_scale = a->input_scale;
-  so.out_offset = a->out_offset;
-  so.batch = a->batch_given ? a->batch : 0;
-  so.read_ahead = (int)a->read_ahead;
-  so.host_budget = a->host_mem;
-  so.gpu_budget = a->gpu_mem;
-  so.resume = a->resume;
-  so.overwrite = a->force;
+  ctr_fbp_stream_options so;
+  fbp_stream_options(a, &so);
   so.cluster = r->cluster;
   const int64_t rows = so.nrows ? so.nrows : r->height - so.row0;
   r->nslices = rows / (a->corr.bin_y > 1 ? a->corr.bin_y : 1);
@@ -484,7 +418,8 @@ static int reconstruct(fbp_args *a, fbp_run *r, double *seconds) {
 static int check_tilt(fbp_args *a) {
   int rc = cli_tilt("fbp", a->angle_units, &a->tilt, a->tilt_slices);
   if (rc || a->tilt == 0.0) return rc;
-  const char *what = a->projections ? "--projections (make sinograms of every row: --tilt takes "
+  const char *what = a->follow || a->input ? "--follow / --input (the live mode)"
+                     : a->projections ? "--projections (make sinograms of every row: --tilt takes "
                                       "--sinograms, nbins x nangles x rows)"
                      : a->rows_given ? "--rows (every slice needs every row; --slices sets the "
                                        "slices)"
@@ -505,8 +440,21 @@ static int check_tilt(fbp_args *a) {
   return 0;
 }
 
-static int check_inputs(fbp_args *a) {
-  if (!a->sinograms == !a->projections)
+int fbp_check_inputs(fbp_args *a) {
+  const int live = a->follow || a->input;
+  if (live && a->sinograms)
+    return cli_usage_error("fbp", "--follow reconstructs projections as they arrive: drop "
+                           "--sinograms");
+  if (live && !a->input == !a->projections)
+    return cli_usage_error("fbp", "--follow takes --projections FILE.h5 (a DXchange file that "
+                           "grows) or --input tcp://HOST:PORT (a socket): give one");
+  if (live && a->uniform_given)
+    return cli_usage_error("fbp", "--angle-start and --angle-range: the live mode takes the "
+                           "angles from the source (theta, the frames' headers) or --angles FILE");
+  if (live && a->subset_given)
+    return cli_usage_error("fbp", "--angle-subset: the live mode reconstructs every projection "
+                           "of the scan");
+  if (!live && !a->sinograms == !a->projections)
     return cli_usage_error("fbp", "give exactly one of --sinograms and --projections");
   int rc = check_tilt(a);
   if (rc) return rc;
@@ -540,7 +488,7 @@ static int check_inputs(fbp_args *a) {
   if (a->uniform_given && a->angles)
     return cli_usage_error("fbp", "--angle-start and --angle-range describe a uniform scan; the "
                            "angles come from --angles: drop them");
-  if (a->uniform_given && a->projections && is_h5(a->projections)) {
+  if (a->uniform_given && a->projections && is_h5(a->projections) && !live) {
     double *theta = NULL;
     int64_t n = 0;
     const int has = dxchange_theta(a->projections, &theta, &n, NULL);
@@ -556,7 +504,7 @@ static int check_inputs(fbp_args *a) {
 
 /* The corrections' options, each with what it applies to; their values
  * into a->corr. */
-static int check_corrections(fbp_args *a) {
+int fbp_check_corrections(fbp_args *a) {
   if (a->dezinger_size_given && !(a->corr.dezinger > 0))
     return cli_usage_error("fbp", "--dezinger-size applies to --dezinger T: add it or drop "
                            "--dezinger-size");
@@ -631,7 +579,7 @@ static int run(fbp_args *a, fbp_run *r) {
  * timings and the summary. */
 static int finish(const fbp_args *a, fbp_run *r) {
   const ctr_fbp_stream_report *rep = &r->report;
-  report_counts(a, rep);
+  fbp_report_counts(a, rep);
   if (a->preview && r->xy) {
     /* the output's spacing: slice pixels of --voxel binned bins, slices a binned row apart */
     const double bx = a->bin_given ? (double)a->bin[0] : 1.0, by = a->bin_given ? (double)a->bin[1] : 1.0;
@@ -708,6 +656,19 @@ static void free_run(const fbp_args *a, fbp_run *r, int rc) {
    &(a)->corr.stitch_360, NULL},                                                                \
   {"--bin", "N|NXxNY", "detector binning: NX columns x NY rows averaged (default 1)",           \
    cli_parse_size2, (a)->bin, &(a)->bin_given}
+
+/* The live mode's options without --follow: errors, not silently ignored. */
+static int live_options_alone(const fbp_args *a) {
+  const char *opt = a->bind ? "--bind" : a->live_preview ? "--live-preview"
+                    : a->preview_rows_text ? "--preview-rows" : a->preview_every ? "--preview-every"
+                    : a->preview_seconds > 0 ? "--preview-seconds"
+                    : a->follow_timeout > 0 ? "--follow-timeout" : a->count ? "--count"
+                    : a->spool ? "--spool" : NULL;
+  if (opt)
+    return cli_usage_error("fbp", "%s applies to the live mode: add --follow (or --input "
+                           "tcp://...), or drop it", opt);
+  return 0;
+}
 
 static void init_args(fbp_args *a) {
   memset(a, 0, sizeof *a);
@@ -799,6 +760,31 @@ int cmd_fbp(int argc, char **argv) {
        "time before and after the run on stderr (default: off)", cli_set_flag, &a.timings, NULL},
       CLI_PREVIEW_OPTION(&a.preview),
       CLI_STRICT_OPTION(&a.fbp.strict),
+      {"--follow", NULL, "live mode: reconstruct while the scan is acquired (--projections "
+       "FILE.h5 followed as it grows, under SWMR, or --input): previews as projections arrive, "
+       "the volume when the scan ends (docs/synchrotron.md) (default: off)", cli_set_flag,
+       &a.follow, NULL},
+      {"--input", "tcp://HOST:PORT", "live mode: receive the projections on a ZeroMQ socket "
+       "(implies --follow)", cli_parse_string, &a.input, NULL},
+      {"--bind", NULL, "--input: bind the socket (PORT 0: a free one, printed) instead of "
+       "connecting to a sender that binds (default: connect)", cli_set_flag, &a.bind, NULL},
+      {"--live-preview", "PREFIX", "live mode: write PREFIX_rowNNNNN.png and PREFIX.h5 "
+       "(PREFIX.zarr without HDF5), rewritten as projections arrive", cli_parse_string,
+       &a.live_preview, NULL},
+      {"--preview-rows", "R,R,...", "live mode: the detector rows previewed (default: the "
+       "first, middle and last of the rows reconstructed)", cli_parse_string,
+       &a.preview_rows_text, NULL},
+      {"--preview-every", "N", "live mode: write the previews every N projections (default 16)",
+       cli_parse_count, &a.preview_every, NULL},
+      {"--preview-seconds", "T", "live mode: or every T seconds (default 1)", cli_parse_positive,
+       &a.preview_seconds, NULL},
+      {"--follow-timeout", "S", "live mode: the scan stopped when no frame came for S seconds "
+       "(default 30)", cli_parse_positive, &a.follow_timeout, NULL},
+      {"--count", "N", "live mode: projections in the scan where the source does not say "
+       "(default: /exchange/theta's length, or the frames' count)", cli_parse_count, &a.count,
+       NULL},
+      {"--spool", "FILE", "--input: keep the received projections in FILE for the final run, "
+       "removed at the end (default: OUT.spool)", cli_parse_string, &a.spool, NULL},
       CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
@@ -806,7 +792,9 @@ int cmd_fbp(int argc, char **argv) {
   int rc = cli_parse(&cli_cmd_fbp, opts, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
   a.fbp.kernel = a.kernel;
-  if ((rc = check_inputs(&a)) || (rc = check_corrections(&a))) return rc;
+  if (!(a.follow || a.input) && (rc = live_options_alone(&a))) return rc;
+  if ((rc = fbp_check_inputs(&a)) || (rc = fbp_check_corrections(&a))) return rc;
+  if (a.follow || a.input) return fbp_follow(&a, opts);
   if ((rc = check_files(&a, opts))) return cli_launch_early_error("fbp", rc);
   fbp_run r;
   memset(&r, 0, sizeof r);

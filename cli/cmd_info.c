@@ -21,7 +21,7 @@ static void print_features(unsigned f) {
     const char *name;
   } all[] = {{CTR_FEATURE_OPENMP, "openmp"}, {CTR_FEATURE_CUDA, "cuda"}, {CTR_FEATURE_HDF5, "hdf5"},
              {CTR_FEATURE_MPI, "mpi"},       {CTR_FEATURE_TIFF, "tiff"},
-             {CTR_FEATURE_PNG, "png"}};
+             {CTR_FEATURE_PNG, "png"},       {CTR_FEATURE_ZMQ, "zmq"}};
   printf("features:\n");
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     printf("  %-8s %s\n", all[i].name, (f & all[i].bit) ? "yes" : "no");

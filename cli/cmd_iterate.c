@@ -734,7 +734,7 @@ int cmd_iterate(int argc, char **argv) {
        "approximate, unmatched A^T (cone beam; default matched)", cli_parse_string, &a.pair, NULL},
       {"--workers", "N", "GPU projectors sharing each projection (views) and matched adjoint "
        "(slices), on --gpus in turn (several per GPU when N exceeds them); the result does not "
-       "depend on N; 1 .. 16 (default: one per GPU; 1 on the CPU)", cli_parse_workers,
+       "depend on N; 1 .. 16 (default: one per GPU, 1 on the CPU)", cli_parse_workers,
        &a.workers, NULL},
       {"--truth", "FILE", "a reference volume: each iteration reports the error against it",
        cli_parse_string, &a.truth, NULL},

@@ -16,5 +16,6 @@
 #include "ctrecon/rabbitct.h"
 #include "ctrecon/pet.h"
 #include "ctrecon/iterative.h"
+#include "ctrecon/live.h"
 
 #endif /* CTRECON_H */

@@ -16,6 +16,9 @@ required+=(python3 python3-venv python3-dev)
 # libhdf5-dev (serial HDF5 + h5cc, which CMake's FindHDF5 uses): the HDF5 /
 # DXchange reader ("scan.h5:/exchange/data") and tests/test_hdf5.c.
 optional=(libhdf5-dev)
+# libzmq3-dev: projections received on a ZeroMQ socket (`ctrecon fbp --follow --input
+# tcp://...`) and `ctrecon stream-send` (docs/synchrotron.md, "Live mode").
+optional+=(libzmq3-dev)
 # Open MPI (mpirun and the C library): distributed runs, `mpirun -np N ctrecon fdk ...`
 # (docs/distributed.md), and the tests that run ranks on one machine (tests/cli_mpi.sh).
 optional+=(openmpi-bin libopenmpi-dev)

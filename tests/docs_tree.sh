@@ -46,7 +46,7 @@ done
 external=' assert.h cJSON.h complex.h ctype.h cuda.h cuda_fp16.h cuda_runtime.h cufft.h dirent.h dlfcn.h
   errno.h fcntl.h fenv.h fftw3.h float.h hdf5.h H5FDdevelop.h immintrin.h inttypes.h limits.h
   math.h mpi.h omp.h png.h pthread.h Python.h sched.h signal.h stdarg.h stdatomic.h stdbool.h
-  stddef.h stdint.h stdio.h stdlib.h string.h tiffio.h time.h unistd.h zlib.h
+  stddef.h stdint.h stdio.h stdlib.h string.h tiffio.h time.h unistd.h zlib.h zmq.h
   device_segmented_sort.cuh app.c '
 names=$(find . \( -path ./build -o -path './build-*' -o -path ./.git -o -path ./.base -o -path ./.deps \) -prune \
   -o -type f -print | sed 's|.*/||' | sort -u)

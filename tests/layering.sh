@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The layering rule of docs/architecture.md ("Layers"), checked in four ways:
+# The layering rule of docs/architecture.md ("Layers"), checked in five ways:
 #  1. every #include "..." of src/, cli/, modules/ and include/ against the
 #     folder rule (a folder includes its own headers and folders of lower
 #     layers only; a modality's cpu/ and cuda/ include their parent and lower
@@ -16,7 +16,9 @@
 #     parbeam/backend.h, pet/backend.h).
 #  4. the memory policy: host memory measured in src/core/memory.c only, the
 #     GPU buffer cache released through ctr_context_release_memory only, and
-#     cudaMalloc only in the cache (src/gpu/gpu_buffers.cu).
+#     cudaMalloc only in the cache (src/gpu/gpu_buffers.cu);
+#  5. the projection source seam: ZeroMQ only in src/io/io_source_zmq.c,
+#     HDF5's SWMR calls only in src/io/io_source_swmr.c.
 # Known exceptions are listed one edge a line in ALLOWLIST: each one met is
 # printed as a note, and an entry that no longer occurs fails the test (so
 # the list cannot rot). Needs bash, awk, coreutils (tsort, realpath) and nm.
@@ -327,6 +329,20 @@ while IFS=: read -r file line _; do
   [ "$file" = src/core/memory.c ] ||
     failure "$file:$line: measures host memory: budgets come from ctr_context_get_memory_budgets (src/core/memory.c)"
 done < <(cd "$src" && grep -rnE 'MemAvailable|_SC_AVPHYS_PAGES|_SC_PHYS_PAGES' src cli modules)
+
+# ---- 5. The projection source seam (src/io/io_source.h) ---------------------
+# A live source's transport lives in its kind's file only: ZeroMQ in
+# src/io/io_source_zmq.c, HDF5's SWMR calls in src/io/io_source_swmr.c; the
+# live FBP and the replay reach them through the seam's ops table.
+while IFS=: read -r file line _; do
+  [ "$file" = src/io/io_source_zmq.c ] ||
+    failure "$file:$line: uses ZeroMQ: only the socket source kind does (src/io/io_source_zmq.c); go through the source seam (src/io/io_source.h)"
+done < <(cd "$src" && grep -rnE '#include <zmq\.h>|(^|[^a-z_])zmq_[a-z_]+\(' src cli modules)
+while IFS=: read -r file line _; do
+  [ "$file" = src/io/io_source_swmr.c ] ||
+    failure "$file:$line: uses HDF5's SWMR: only the growing-file source kind does (src/io/io_source_swmr.c)"
+done < <(cd "$src" && grep -rnE 'H5F_ACC_SWMR|H5Fstart_swmr_write|H5Drefresh' src cli modules)
+echo "source seam: ZeroMQ and SWMR calls checked"
 
 # ---- Stale allowlist entries -----------------------------------------------
 while read -r kind a b; do

@@ -121,7 +121,8 @@ enum {
   CTR_FEATURE_HDF5 = 1u << 2,
   CTR_FEATURE_MPI = 1u << 3, /* distributed runs over MPI (ctr_cluster_create) */
   CTR_FEATURE_TIFF = 1u << 4,
-  CTR_FEATURE_PNG = 1u << 5
+  CTR_FEATURE_PNG = 1u << 5,
+  CTR_FEATURE_ZMQ = 1u << 6  /* projections from a ZeroMQ socket (ctr_source_open "tcp://...") */
 };
 CTR_API const char *ctr_version_string(void);
 /* The name of `names` (n of them) nearest to s by edit distance (Levenshtein,

@@ -20,6 +20,7 @@ from .conebeam import (Backprojector, backproject_reference, fdk, fdk_backprojec
                        fdk_file, fdk_filter, plan_fdk, ramp_response)
 from .geometry import ConeGeometry, ParallelGeometry, Volume
 from .iterative import Projector, iterate, iterate_plot, plan_iterate
+from .live import LiveUpdate, Source, follow, replay
 from .metrics import size_parse, volume_compare
 from .parbeam import (Corrections, center_find, fbp, fbp_backproject, fbp_backproject_reference,
                       fbp_filter, fbp_projections, fbp_stream, flatfield_average,

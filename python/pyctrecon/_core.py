@@ -101,6 +101,7 @@ _KEYWORDS = {
     ("ctr_parallel_params", "angles_deg"): "angles",
     ("ctr_parallel_params", "angle_start_deg"): "angle_start",
     ("ctr_parallel_params", "angle_range_deg"): "angle_range",
+    ("ctr_parallel_params", "tilt_deg"): "tilt",
     ("ctr_fbp_stream_options", "row0"): "rows", ("ctr_fbp_stream_options", "nrows"): "rows",
     ("ctr_fbp_stream_options", "angle_first"): "angle_subset",
     ("ctr_fbp_stream_options", "angle_count"): "angle_subset",
@@ -108,12 +109,16 @@ _KEYWORDS = {
     ("ctr_circular_params", "angles_deg"): "angles",
     ("ctr_circular_params", "angle_start_deg"): "angle_start",
     ("ctr_circular_params", "angle_range_deg"): "angle_range",
+    ("ctr_live_options", "timeout_s"): "timeout",
+    ("ctr_live_options", "npreview"): "preview_rows",
+    ("ctr_replay_options", "linger_s"): "linger",
 }
 # Members the library's messages also name bare ("num_threads is -2"): those
 # whose keyword differs and whose name is no English word (lower and upper
-# are): the word becomes the keyword.
+# are): the word becomes the keyword, unless a field's owner has just been
+# named ("ParallelGeometry's nrows": that object's own keyword).
 _BARE = {name: kw for (_, name), kw in _KEYWORDS.items() if name not in ("lower", "upper")}
-_BARE_WORD = re.compile(r"\b(" + "|".join(sorted(_BARE, key=len, reverse=True)) + r")\b")
+_BARE_WORD = re.compile(r"(?<!'s )\b(" + "|".join(sorted(_BARE, key=len, reverse=True)) + r")\b")
 # a keyword repeated in a list after that ("rows, rows" of row0, nrows) once
 _REPEAT = re.compile(r"\b([a-z][a-z0-9_]*)(?:(?:, | and )\1\b)+")
 _OWNERS = {"ctr_context_options": "Context's ", "ctr_tuning": "Context's tuning key ",
@@ -185,7 +190,8 @@ def version() -> str:
 
 _FEATURES = {"openmp": lib.CTR_FEATURE_OPENMP, "cuda": lib.CTR_FEATURE_CUDA,
              "hdf5": lib.CTR_FEATURE_HDF5, "mpi": lib.CTR_FEATURE_MPI,
-             "tiff": lib.CTR_FEATURE_TIFF, "png": lib.CTR_FEATURE_PNG}
+             "tiff": lib.CTR_FEATURE_TIFF, "png": lib.CTR_FEATURE_PNG,
+             "zmq": lib.CTR_FEATURE_ZMQ}
 
 
 def features() -> frozenset:

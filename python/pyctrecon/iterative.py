@@ -33,7 +33,7 @@ class Projector:
     """A projector for a geometry (ctr_projector_create_cone / _parallel):
     ``nslices`` slices for a parallel-beam geometry; pair "matched" (the
     exact adjoint) or "fast" (the FDK backprojector, cone beam only);
-    gpu_budget (bytes or "8G"; 0: free memory less 1 GiB) and
+    gpu_budget (bytes or "8G"; None: free memory less 1 GiB) and
     max_slab_slices (at most that many slices a slab, forcing slab-wise
     projection; 0: as the budget allows); workers (GPU projectors sharing each
     projection by views and each matched adjoint by slices, on the context's

@@ -21,9 +21,9 @@ def test_tilt_and_rows():
     assert g.sinogram_shape(12) == (44, 120, 48)  # the rows, whatever the slices
     assert g.slice_shape(12) == (12, 32, 32)
     assert math.isclose(g.weight(0), math.pi * math.cos(math.radians(20.0)) / 120, rel_tol=1e-13)
-    with pytest.raises(pyctrecon.GeometryError, match="nrows"):
+    with pytest.raises(pyctrecon.GeometryError, match="ParallelGeometry's nrows 0"):
         _geometry(nrows=0)
-    with pytest.raises(pyctrecon.GeometryError, match="tilt_deg"):
+    with pytest.raises(pyctrecon.GeometryError, match="ParallelGeometry's tilt 91"):
         _geometry(tilt=91.0)
 
 

@@ -8,3 +8,11 @@ double ctr__now_s(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+
+/* The calendar clock (seconds since 1970): times that cross processes, as
+ * the live sources' frame stamps (docs/synchrotron.md, "Message format"). */
+double ctr__wall_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}

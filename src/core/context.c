@@ -51,6 +51,9 @@ unsigned ctr_features(void) {
 #if defined(CTR_HAVE_MPI) && CTR_HAVE_MPI
   f |= CTR_FEATURE_MPI;
 #endif
+#if defined(CTR_HAVE_ZMQ) && CTR_HAVE_ZMQ
+  f |= CTR_FEATURE_ZMQ;
+#endif
   return f;
 }
 

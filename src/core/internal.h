@@ -103,6 +103,8 @@ int ctr__mul_size(size_t a, size_t b, size_t *out);
 
 /* Monotonic seconds (step timings). */
 double ctr__now_s(void);
+/* Seconds since 1970 (CLOCK_REALTIME): stamps compared across processes. */
+double ctr__wall_s(void);
 
 /* Context internals. */
 #define CTR__MAX_DEVICES 64
@@ -353,7 +355,9 @@ extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_
     ctr__struct_fbp_stream_report, ctr__struct_projector_options, ctr__struct_iterate_options,
     ctr__struct_fbp_timings,
     ctr__struct_iterate_plan, ctr__struct_iterate_report, ctr__struct_cluster_options,
-    ctr__struct_file_format_info, ctr__struct_preview_options;
+    ctr__struct_file_format_info, ctr__struct_preview_options, ctr__struct_frame,
+    ctr__struct_source_options, ctr__struct_source_status, ctr__struct_replay_options,
+    ctr__struct_live_options, ctr__struct_live_state;
 
 /* Human sizes: "1.5 GiB" into buf. */
 const char *ctr__format_bytes(double bytes, char *buf, size_t n);

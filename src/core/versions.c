@@ -301,6 +301,14 @@ CTR__STRUCT_DEFINE(fbp_stream_options, CTR_FBP_STREAM_OPTIONS_VERSION)
 CTR__STRUCT_DEFINE_V1(fbp_stream_report, CTR_FBP_STREAM_REPORT_VERSION,
                       CTR_FBP_STREAM_REPORT_INIT)
 
+/* Live reconstruction */
+CTR__STRUCT_DEFINE_V1(frame, CTR_FRAME_VERSION, CTR_FRAME_INIT)
+CTR__STRUCT_DEFINE_V1(source_options, CTR_SOURCE_OPTIONS_VERSION, CTR_SOURCE_OPTIONS_INIT)
+CTR__STRUCT_DEFINE_V1(source_status, CTR_SOURCE_STATUS_VERSION, CTR_SOURCE_STATUS_INIT)
+CTR__STRUCT_DEFINE_V1(replay_options, CTR_REPLAY_OPTIONS_VERSION, CTR_REPLAY_OPTIONS_INIT)
+CTR__STRUCT_DEFINE_V1(live_options, CTR_LIVE_OPTIONS_VERSION, CTR_LIVE_OPTIONS_INIT)
+CTR__STRUCT_DEFINE_V1(live_state, CTR_LIVE_STATE_VERSION, CTR_LIVE_STATE_INIT)
+
 /* PET */
 CTR__STRUCT_DEFINE_V1(pet_params, CTR_PET_PARAMS_VERSION, CTR_PET_PARAMS_INIT)
 CTR__STRUCT_DEFINE_V1(pet_kernel_params, CTR_PET_KERNEL_PARAMS_VERSION,
@@ -357,11 +365,13 @@ const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_fbp_options,     &ctr__struct_pet_params,      &ctr__struct_pet_kernel_params,
     &ctr__struct_pet_sim_options, &ctr__struct_pet_recon_options, &ctr__struct_corrections,
     &ctr__struct_fbp_stream_options, &ctr__struct_projector_options, &ctr__struct_iterate_options,
-    &ctr__struct_cluster_options,
+    &ctr__struct_cluster_options, &ctr__struct_source_options, &ctr__struct_replay_options,
+    &ctr__struct_live_options,
     /* filled by the library (or both ways: ctr_stack_info, ctr_value_counts) */
     &ctr__struct_device_info, &ctr__struct_volume_error, &ctr__struct_stack_info,
     &ctr__struct_fdk_plan, &ctr__struct_fdk_stream_timings, &ctr__struct_fdk_stream_report,
     &ctr__struct_value_counts, &ctr__struct_pet_view_info, &ctr__struct_pet_recon_timings,
     &ctr__struct_pet_metrics, &ctr__struct_tuning, &ctr__struct_fbp_stream_report,
     &ctr__struct_iterate_plan, &ctr__struct_iterate_report, &ctr__struct_fbp_timings,
-    &ctr__struct_file_format_info, &ctr__struct_preview_options, NULL};
+    &ctr__struct_file_format_info, &ctr__struct_preview_options, &ctr__struct_frame,
+    &ctr__struct_source_status, &ctr__struct_live_state, NULL};

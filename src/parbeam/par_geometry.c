@@ -88,11 +88,13 @@ ctr_status ctr_parallel_create(const ctr_parallel_params *p, ctr_parallel_geomet
                          "degrees, range != 0", p->angle_start_deg, p->angle_range_deg);
   if (!(fabs(p->tilt_deg) < 90.0))
     CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_parallel_params.tilt_deg", CTR__V_REAL(p->tilt_deg),
-                         "tilt_deg %g: expected degrees in (-90, 90) (0 = tomography; 90 would "
+                         "ctr_parallel_params.tilt_deg %g: expected degrees in (-90, 90) (0 = "
+                         "tomography; 90 would "
                          "put the rotation axis along the beam)", p->tilt_deg);
   if (p->nrows < 0 || p->nrows > (1 << 20) || (p->tilt_deg != 0.0 && p->nrows < 1))
     CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_parallel_params.nrows", CTR__V_INT(p->nrows),
-                         "nrows %lld: expected %s .. 1048576 (the detector rows%s)",
+                         "ctr_parallel_params.nrows %lld: expected %s .. 1048576 (the detector "
+                         "rows%s)",
                          (long long)p->nrows, p->tilt_deg != 0.0 ? "1" : "0",
                          p->tilt_deg != 0.0 ? "; a tilted axis needs them: a row is not a slice"
                                             : "; 0 = one per slice");

@@ -1,0 +1,536 @@
+/* The live FBP (docs/synchrotron.md, "Live mode"): a scan taken from a
+ * projection source (src/io/io_source.h) as it is acquired.
+ *
+ *  - Previews: each new projection is flat-fielded and -log'ed in the
+ *    previewed detector rows, ramp-filtered (ctr_fbp_filter: rows are
+ *    independent) and backprojected (ctr_fbp_backproject, the context's
+ *    backend: the CPU's, or a GPU's) into the preview slices with its
+ *    angle's weight in the finished scan, so that after every projection a
+ *    preview is the FBP of the projections so far (incremental FBP: the
+ *    backprojection is a sum over angles). The projections of one step are
+ *    backprojected together; a batch's geometry weights its angles among
+ *    themselves, so each filtered row is scaled by the finished scan's weight
+ *    over the batch's first.
+ *  - The projections of a socket are kept in a spool file (raw, at each
+ *    projection's index); a file source keeps its own.
+ *  - The end: ctr_fbp_stream of the finished file or the spool, with the
+ *    source's angles, flat and dark averaged as `ctrecon fbp` averages them
+ *    (ctr_flatfield_average of float32 images): the bytes of the offline run. */
+#include "io/io_source.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PREVIEWS 64
+#define BATCH 32 /* projections backprojected together at most */
+
+struct ctr_fbp_live {
+  ctr_context *ctx;
+  ctr_source *src;
+  ctr_parallel_params p;         /* the caller's (angles copied) */
+  double *user_angles, *user_shift;
+  ctr_live_options o;
+  ctr_fbp_stream_options so;
+  ctr_fbp_options fbp;
+  int64_t rows[MAX_PREVIEWS];
+  int npreview;
+  /* the scan */
+  int64_t W, H, count;
+  ctr_dtype dtype;
+  size_t frame_bytes;
+  float *cal[2];                 /* flats, darks as float32 images, kept until the first
+                                    projection */
+  int64_t ncal[2];
+  float *flat, *dark;            /* averaged (NULL: none) */
+  float *ones;                   /* the previews' flat when there is none */
+  int calibrated;
+  /* previews */
+  int64_t nx, ny;
+  float *preview, *tmp, *sino;   /* npreview slices; a batch's backprojection; its sinograms */
+  double *bangles;               /* a batch's angles */
+  void *batch;                   /* a batch's projections */
+  int64_t *bindex;
+  int64_t done;                  /* projections in the previews */
+  int64_t clamped;
+  /* the spool (a socket's projections) */
+  char spool[4200];
+  int spool_fd, spool_own;
+  int ended;
+};
+
+/* ---- Opening -------------------------------------------------------------------- */
+
+ctr_status ctr_fbp_live_open(ctr_context *ctx, ctr_source *src, const ctr_parallel_params *params,
+                             const ctr_live_options *opts, ctr_fbp_live **out) {
+  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_open: out is NULL");
+  *out = NULL;
+  if (!src) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_open: the source is NULL");
+  ctr_fbp_live *l = calloc(1, sizeof *l);
+  if (!l) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "out of memory (a live run)");
+  l->ctx = ctx;
+  l->src = src;
+  l->spool_fd = -1;
+  ctr_status st = CTR_OK;
+  l->o = (ctr_live_options)CTR_LIVE_OPTIONS_INIT;
+  l->so = (ctr_fbp_stream_options)CTR_FBP_STREAM_OPTIONS_INIT;
+  l->fbp = (ctr_fbp_options)CTR_FBP_OPTIONS_INIT;
+  l->p = (ctr_parallel_params)CTR_PARALLEL_PARAMS_INIT;
+  CTR_CHECK_GOTO(st, ctr__struct_copy(&ctr__struct_live_options, &l->o, opts));
+  CTR_CHECK_GOTO(st, ctr__struct_copy(&ctr__struct_fbp_stream_options, &l->so, l->o.stream));
+  CTR_CHECK_GOTO(st, ctr__struct_copy(&ctr__struct_fbp_options, &l->fbp, l->so.fbp));
+  if (params) CTR_CHECK_GOTO(st, ctr__struct_copy(&ctr__struct_parallel_params, &l->p, params));
+  if (l->o.preview_rows && (l->o.npreview < 1 || l->o.npreview > MAX_PREVIEWS))
+    CTR_FAIL_FIELD_VALUE_GOTO(st, CTR_E_INVALID_ARGUMENT, "ctr_live_options.npreview",
+                              CTR__V_INT(l->o.npreview),
+                              "ctr_live_options.npreview = %d: expected 1 to %d preview rows",
+                              l->o.npreview, MAX_PREVIEWS);
+  if (!(l->o.timeout_s >= 0))
+    CTR_FAIL_FIELD_VALUE_GOTO(st, CTR_E_INVALID_ARGUMENT, "ctr_live_options.timeout_s",
+                              CTR__V_REAL(l->o.timeout_s),
+                              "ctr_live_options.timeout_s = %g: expected seconds >= 0 (0: 30)",
+                              l->o.timeout_s);
+  if (l->o.timeout_s == 0) l->o.timeout_s = 30;
+  if (l->so.sinograms)
+    CTR_FAIL_FIELD_GOTO(st, CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.sinograms",
+                        "ctr_fbp_stream_options.sinograms: a live scan brings projections");
+  if (l->p.angles_deg) {
+    if (l->p.nangles < 1)
+      CTR_FAIL_FIELD_GOTO(st, CTR_E_INVALID_ARGUMENT, "ctr_parallel_params.nangles",
+                          "ctr_parallel_params.angles_deg needs nangles");
+    l->user_angles = ctr__malloc(sizeof(double) * (size_t)l->p.nangles, "angles");
+    if (!l->user_angles) CTR_CHECK_GOTO(st, CTR_E_OUT_OF_MEMORY);
+    memcpy(l->user_angles, l->p.angles_deg, sizeof(double) * (size_t)l->p.nangles);
+    l->p.angles_deg = l->user_angles;
+  }
+  if (l->p.axis_shift) {
+    l->user_shift = ctr__malloc(sizeof(double) * (size_t)l->p.nangles, "axis shifts");
+    if (!l->user_shift) CTR_CHECK_GOTO(st, CTR_E_OUT_OF_MEMORY);
+    memcpy(l->user_shift, l->p.axis_shift, sizeof(double) * (size_t)l->p.nangles);
+    l->p.axis_shift = l->user_shift;
+  }
+  l->so.fbp = &l->fbp;
+cleanup:
+  if (st != CTR_OK) {
+    ctr_fbp_live_free(l);
+    return st;
+  }
+  *out = l;
+  return CTR_OK;
+}
+
+/* ---- The first frames: sizes, flats and darks --------------------------------------- */
+
+/* Sizes from the first frame; the previews' rows and buffers. */
+static ctr_status first_frame(ctr_fbp_live *l, const ctr_frame *f) {
+  l->W = f->width;
+  l->H = f->height;
+  l->dtype = f->dtype;
+  l->frame_bytes = (size_t)(l->W * l->H) * ctr_dtype_size(l->dtype);
+  if (l->p.nbins && l->p.nbins != l->W)
+    CTR_FAIL_FIELD_VALUE(CTR_E_SIZE_MISMATCH, "ctr_parallel_params.nbins", CTR__V_INT(l->p.nbins),
+                   "ctr_parallel_params.nbins = %lld: the source's projections are %lld wide",
+                   (long long)l->p.nbins, (long long)l->W);
+  const int64_t r0 = l->so.row0, n = l->so.nrows ? l->so.nrows : l->H - r0;
+  if (r0 < 0 || r0 >= l->H || n < 1 || r0 + n > l->H)
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.row0",
+                   "ctr_fbp_stream_options.row0, nrows = %lld, %lld: the source's projections "
+                   "have rows [0, %lld)", (long long)r0, (long long)l->so.nrows, (long long)l->H);
+  if (l->o.preview_rows) {
+    l->npreview = l->o.npreview;
+    for (int k = 0; k < l->npreview; k++) {
+      l->rows[k] = l->o.preview_rows[k];
+      if (l->rows[k] < 0 || l->rows[k] >= l->H)
+        CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_live_options.preview_rows",
+                             CTR__V_INT(l->rows[k]),
+                             "ctr_live_options.preview_rows: row %lld is not a row of the "
+                             "projections [0, %lld)", (long long)l->rows[k], (long long)l->H);
+    }
+  } else {
+    l->npreview = n >= 3 ? 3 : (int)n;
+    const int64_t def[3] = {r0, r0 + n / 2, r0 + n - 1};
+    for (int k = 0; k < l->npreview; k++) l->rows[k] = n >= 3 ? def[k] : r0 + k;
+  }
+  l->nx = l->p.nx ? l->p.nx : l->W;
+  l->ny = l->p.ny ? l->p.ny : (l->p.nx ? l->p.nx : l->W);
+  const size_t plane = (size_t)(l->nx * l->ny);
+  l->preview = calloc(plane * (size_t)l->npreview, sizeof(float));
+  l->tmp = ctr__malloc(sizeof(float) * plane * (size_t)l->npreview, "a preview batch");
+  l->sino = ctr__malloc(sizeof(float) * (size_t)(l->W * BATCH * l->npreview), "preview sinograms");
+  l->bangles = ctr__malloc(sizeof(double) * 2 * BATCH, "batch angles");
+  l->bindex = ctr__malloc(sizeof(int64_t) * BATCH, "batch indices");
+  l->batch = ctr__malloc(l->frame_bytes * BATCH, "a batch of projections");
+  if (!l->preview || !l->tmp || !l->sino || !l->bangles || !l->bindex || !l->batch)
+    CTR_FAIL(CTR_E_OUT_OF_MEMORY, "out of memory (the previews of %lld x %lld)", (long long)l->nx,
+             (long long)l->ny);
+  return CTR_OK;
+}
+
+static ctr_status keep_calibration(ctr_fbp_live *l, const ctr_frame *f) {
+  const int k = f->kind == CTR_FRAME_DARK;
+  const int64_t npix = l->W * l->H;
+  float *p = realloc(l->cal[k], sizeof(float) * (size_t)(npix * (l->ncal[k] + 1)));
+  if (!p) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "out of memory (the flat and dark fields)");
+  l->cal[k] = p;
+  float *dst = p + npix * l->ncal[k];
+  for (int64_t i = 0; i < npix; i++)
+    dst[i] = f->dtype == CTR_DTYPE_UINT16 ? (float)((const uint16_t *)f->pixels)[i]
+                                          : ((const float *)f->pixels)[i];
+  l->ncal[k]++;
+  return CTR_OK;
+}
+
+/* At the first projection: the averaged flat and dark (the caller's, or the
+ * source's frames averaged as `ctrecon fbp` averages a file's). */
+static ctr_status calibrate(ctr_fbp_live *l) {
+  const int64_t npix = l->W * l->H;
+  const char *given[2] = {l->o.flat_file, l->o.dark_file};
+  float **dst[2] = {&l->flat, &l->dark};
+  for (int k = 0; k < 2; k++) {
+    if (given[k]) { /* a file's stack instead of the source's frames */
+      ctr_stack_info info = CTR_STACK_INFO_INIT;
+      void *data = NULL;
+      CTR_CHECK(ctr_stack_load(given[k], CTR_FORMAT_AUTO, NULL, CTR_DTYPE_FLOAT32, &info, &data));
+      if (info.width != l->W || info.height != l->H) {
+        free(data);
+        CTR_FAIL_FIELD_VALUE(CTR_E_SIZE_MISMATCH, k ? "ctr_live_options.dark_file"
+                                                    : "ctr_live_options.flat_file", given[k],
+                             "'%s' holds images of %lld x %lld, the projections are %lld x %lld",
+                             given[k], (long long)info.width, (long long)info.height,
+                             (long long)l->W, (long long)l->H);
+      }
+      free(l->cal[k]);
+      l->cal[k] = data;
+      l->ncal[k] = info.count;
+    }
+    if (!l->ncal[k]) continue;
+    *dst[k] = ctr__aligned_alloc(sizeof(float) * (size_t)npix, k ? "the dark field" : "the flat field");
+    if (!*dst[k]) return CTR_E_OUT_OF_MEMORY;
+    CTR_CHECK(ctr_flatfield_average(l->cal[k], CTR_DTYPE_FLOAT32, npix, l->ncal[k], *dst[k]));
+    free(l->cal[k]);
+    l->cal[k] = NULL;
+  }
+  if (!l->flat) {
+    l->ones = ctr__aligned_alloc(sizeof(float) * (size_t)npix, "the flat field (ones)");
+    if (!l->ones) return CTR_E_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < npix; i++) l->ones[i] = 1.0f;
+  }
+  l->calibrated = 1;
+  return CTR_OK;
+}
+
+/* ---- The spool ------------------------------------------------------------------ */
+
+static ctr_status spool_open(ctr_fbp_live *l) {
+  if (l->o.spool) {
+    snprintf(l->spool, sizeof l->spool, "%s", l->o.spool);
+    l->spool_fd = open(l->spool, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  } else { /* the system's temporary folder (no environment read here: docs/tuning.md) */
+    snprintf(l->spool, sizeof l->spool, "%s/ctrecon-live-XXXXXX", P_tmpdir);
+    l->spool_fd = mkostemp(l->spool, O_CLOEXEC);
+  }
+  if (l->spool_fd < 0)
+    CTR_FAIL_FIELD_VALUE(CTR_E_IO, "ctr_live_options.spool", l->spool,
+                         "cannot create the spool file '%s': %s (it keeps a socket's projections "
+                         "for the final run; an existing one is not replaced)", l->spool,
+                         strerror(errno));
+  l->spool_own = 1;
+  return CTR_OK;
+}
+
+static ctr_status spool_put(ctr_fbp_live *l, int64_t index, const void *pixels) {
+  const off_t at = (off_t)index * (off_t)l->frame_bytes;
+  size_t done = 0;
+  while (done < l->frame_bytes) {
+    const ssize_t w = pwrite(l->spool_fd, (const char *)pixels + done, l->frame_bytes - done,
+                             at + (off_t)done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      CTR_FAIL(CTR_E_IO, "cannot write the spool file '%s': %s", l->spool,
+               w < 0 ? strerror(errno) : "no space written");
+    done += (size_t)w;
+  }
+  return CTR_OK;
+}
+
+/* ---- Previews ------------------------------------------------------------------- */
+
+/* The finished scan's weight of projection `index` (radians): the announced
+ * angles' (the caller's, or the source's), else a half turn over the count. */
+static double scan_weight(const ctr_fbp_live *l, const ctr_parallel_geometry *full, int64_t index) {
+  if (full) return ctr_parallel_get_weight(full, index);
+  return l->count > 0 ? M_PI / (double)l->count : M_PI / (double)(l->done + 1);
+}
+
+/* The batch's n projections (l->batch, angles l->bangles) into the previews. */
+static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
+  const int np = l->npreview;
+  const int64_t W = l->W;
+  /* sinograms [preview][projection][bin] */
+  for (int64_t j = 0; j < n; j++)
+    for (int k = 0; k < np; k++) {
+      int64_t clamped = 0;
+      CTR_CHECK(ctr_flatfield_sinograms((const char *)l->batch + (size_t)j * l->frame_bytes, l->dtype,
+                                        W, l->H, 1, l->flat ? l->flat : l->ones, l->dark,
+                                        l->rows[k], 1, l->sino + (k * n + j) * W, &clamped));
+      l->clamped += clamped;
+    }
+  ctr_parallel_params q = l->p;
+  q.nbins = W;
+  q.nangles = n;
+  q.angles_deg = l->bangles;
+  double *shift = l->bangles + BATCH;
+  for (int64_t j = 0; j < n; j++) shift[j] = l->user_shift && l->bindex[j] < l->p.nangles ? l->user_shift[l->bindex[j]] : 0;
+  q.axis_shift = l->user_shift ? shift : NULL;
+  if (q.axis == CTR_AXIS_AUTO) q.axis = CTR_AXIS_CENTER; /* found by the final run */
+  q.nx = l->nx;
+  q.ny = l->ny;
+  ctr_parallel_geometry *gb = NULL, *full = NULL;
+  CTR_CHECK(ctr_parallel_create(&q, &gb));
+  ctr_status st = CTR_OK;
+  /* the finished scan's geometry, where its angles are known */
+  int64_t na = 0;
+  const double *ann = l->user_angles ? l->user_angles : ctr__source_angles(l->src, &na);
+  if (l->user_angles) na = l->p.nangles;
+  if (ann && na > 1) {
+    ctr_parallel_params f = q;
+    f.nangles = na;
+    f.angles_deg = ann;
+    f.axis_shift = NULL;
+    st = ctr_parallel_create(&f, &full);
+  }
+  if (st == CTR_OK) st = ctr_fbp_filter(l->ctx, gb, &l->fbp, np, l->sino);
+  for (int64_t j = 0; st == CTR_OK && j < n; j++) {
+    const double wb = ctr_parallel_get_weight(gb, j);
+    const float s = wb > 0 ? (float)(scan_weight(l, full, l->bindex[j]) / wb) : 0.0f;
+    for (int k = 0; k < np; k++) {
+      float *row = l->sino + (k * n + j) * W;
+      for (int64_t b = 0; b < W; b++) row[b] *= s;
+    }
+  }
+  if (st == CTR_OK) st = ctr_fbp_backproject(l->ctx, gb, &l->fbp, np, l->sino, l->tmp);
+  if (st == CTR_OK) {
+    const size_t total = (size_t)(l->nx * l->ny) * (size_t)np;
+    for (size_t i = 0; i < total; i++) l->preview[i] += l->tmp[i];
+    l->done += n;
+  }
+  ctr_parallel_free(gb);
+  ctr_parallel_free(full);
+  return st;
+}
+
+/* ---- Steps ---------------------------------------------------------------------- */
+
+static ctr_status take(ctr_fbp_live *l, const ctr_frame *f, int64_t *nb) {
+  if (!l->W) CTR_CHECK(first_frame(l, f));
+  if (f->kind != CTR_FRAME_PROJECTION) return keep_calibration(l, f);
+  if (!l->calibrated) {
+    CTR_CHECK(calibrate(l));
+    if (!ctr__source_data_path(l->src)) CTR_CHECK(spool_open(l));
+  }
+  if (l->spool_fd >= 0) CTR_CHECK(spool_put(l, f->index, f->pixels));
+  memcpy((char *)l->batch + (size_t)*nb * l->frame_bytes, f->pixels, l->frame_bytes);
+  l->bangles[*nb] = isfinite(f->angle_deg) ? f->angle_deg
+                    : l->user_angles && f->index < l->p.nangles ? l->user_angles[f->index]
+                                                                : NAN;
+  if (!isfinite(l->bangles[*nb]))
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_parallel_params.angles_deg",
+                   "projection %lld came without an angle: give the scan's angles "
+                   "(ctr_parallel_params.angles_deg)", (long long)f->index);
+  l->bindex[*nb] = f->index;
+  (*nb)++;
+  return CTR_OK;
+}
+
+ctr_status ctr_fbp_live_step(ctr_fbp_live *l, double wait_s, ctr_live_state *state) {
+  if (!l) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_step: the live run is NULL");
+  if (state) CTR_CHECK(ctr__struct_check(&ctr__struct_live_state, state));
+  ctr_live_state s = CTR_LIVE_STATE_INIT;
+  int64_t nb = 0;
+  double lag = 0;
+  ctr_source_event ev = CTR_SOURCE_WAITING;
+  double wait = wait_s;
+  while (!l->ended && nb < BATCH) {
+    ctr_frame f = CTR_FRAME_INIT;
+    CTR_CHECK(ctr_source_next(l->src, wait, &f, &ev));
+    if (ev != CTR_SOURCE_FRAME) break;
+    if (l->src->t_oldest_wait > lag) lag = l->src->t_oldest_wait;
+    CTR_CHECK(take(l, &f, &nb));
+    wait = 0; /* the rest of what is there, then preview */
+  }
+  ctr_source_status ss = CTR_SOURCE_STATUS_INIT;
+  CTR_CHECK(ctr_source_get_status(l->src, &ss));
+  if (ss.count) l->count = ss.count;
+  if (nb) CTR_CHECK(preview_batch(l, nb));
+  const double idle = ctr__now_s() - l->src->t_last;
+  if (!l->ended) {
+    if (ev == CTR_SOURCE_ENDED)
+      l->ended = l->count && ss.projections == l->count ? 1 : 2;
+    else if (idle > l->o.timeout_s)
+      l->ended = 2;
+  }
+  s.projections = l->done;
+  s.expected = l->count;
+  s.updated = nb;
+  s.dropped = ss.dropped_header + ss.dropped_size + ss.dropped_duplicate + ss.dropped_order;
+  s.ended = l->ended;
+  s.nx = l->W ? l->nx : 0;
+  s.ny = l->W ? l->ny : 0;
+  s.npreview = l->W ? l->npreview : 0;
+  s.idle_s = idle;
+  s.lag_s = lag;
+  if (state) CTR_CHECK(ctr__struct_store(&ctr__struct_live_state, state, &s));
+  return CTR_OK;
+}
+
+ctr_status ctr_fbp_live_preview(const ctr_fbp_live *l, int64_t k, float *slice, int64_t *row) {
+  if (!l || !slice) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_preview: live and slice are required");
+  if (!l->preview)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_preview: no projection has arrived yet (the "
+             "previews' size is the projections')");
+  if (k < 0 || k >= l->npreview)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_preview: preview %lld of %d", (long long)k,
+             l->npreview);
+  const size_t plane = (size_t)(l->nx * l->ny);
+  memcpy(slice, l->preview + plane * (size_t)k, sizeof(float) * plane);
+  if (row) *row = l->rows[k];
+  return CTR_OK;
+}
+
+/* ---- Preview files -------------------------------------------------------------- */
+
+ctr_status ctr_fbp_live_write_preview(ctr_fbp_live *l, const char *prefix, int first, int overwrite) {
+  if (!l || !prefix || !*prefix)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_write_preview: live and prefix are required");
+  if (!l->preview) return CTR_OK; /* nothing arrived: nothing to show */
+  char path[4200], vol[4200];
+  const int h5 = (ctr_features() & CTR_FEATURE_HDF5) != 0;
+  snprintf(vol, sizeof vol, h5 ? "%s.h5:/preview" : "%s.zarr", prefix);
+  if (first && !overwrite) {
+    for (int k = 0; k < l->npreview; k++) {
+      snprintf(path, sizeof path, "%s_row%05lld.png", prefix, (long long)l->rows[k]);
+      CTR_CHECK(ctr_file_check_output(path, 0));
+    }
+    if (h5) {
+      snprintf(path, sizeof path, "%s.h5", prefix);
+      CTR_CHECK(ctr_file_check_output(path, 0));
+    } else {
+      CTR_CHECK(ctr_stack_check_output(vol, CTR_FORMAT_AUTO, 0));
+    }
+  }
+  const size_t plane = (size_t)(l->nx * l->ny);
+  for (int k = 0; k < l->npreview; k++) {
+    snprintf(path, sizeof path, "%s_row%05lld.png", prefix, (long long)l->rows[k]);
+    CTR_CHECK(ctr_png_write_gray(path, l->preview + plane * (size_t)k, l->nx, l->ny, 0, 0, 1));
+  }
+  ctr_stack_info info = CTR_STACK_INFO_INIT;
+  info.width = l->nx;
+  info.height = l->ny;
+  info.count = l->npreview;
+  info.dtype = CTR_DTYPE_FLOAT32;
+  if (h5) {
+    /* a fresh file each time (renamed into place), not a copy of the last */
+    snprintf(path, sizeof path, "%s.h5", prefix);
+    unlink(path);
+  }
+  return ctr_stack_save(vol, h5 ? CTR_FORMAT_HDF5 : CTR_FORMAT_ZARR, &info, CTR_DTYPE_FLOAT32,
+                        l->preview, 1);
+}
+
+/* ---- The end -------------------------------------------------------------------- */
+
+/* Which projections are missing, for the refusal. */
+static void missing_text(const ctr_source *s, int64_t count, char *buf, size_t n) {
+  size_t at = 0;
+  int listed = 0;
+  buf[0] = 0;
+  for (int64_t i = 0; i < count && at + 32 < n; i++)
+    if (i >= s->seen_n || !s->seen[i]) {
+      if (listed == 8) {
+        at += (size_t)snprintf(buf + at, n - at, ", ...");
+        break;
+      }
+      at += (size_t)snprintf(buf + at, n - at, "%s%lld", listed ? ", " : "", (long long)i);
+      listed++;
+    }
+}
+
+/* The finished scan's reader: the file (opened once its writer has closed
+ * it, within the timeout) or the spool. */
+static ctr_status open_scan(ctr_fbp_live *l, ctr_stack_reader **in) {
+  const char *path = ctr__source_data_path(l->src);
+  if (!path) {
+    ctr_stack_info hint = CTR_STACK_INFO_INIT;
+    hint.width = l->W;
+    hint.height = l->H;
+    hint.count = l->count;
+    hint.dtype = l->dtype;
+    if (fsync(l->spool_fd) != 0)
+      CTR_FAIL(CTR_E_IO, "cannot flush the spool file '%s': %s", l->spool, strerror(errno));
+    return ctr_stack_open(l->spool, CTR_FORMAT_RAW, &hint, 0, in);
+  }
+  ctr__source_release(l->src); /* the source's own handle on the file closed first */
+  const double until = ctr__now_s() + l->o.timeout_s;
+  for (;;) {
+    const ctr_status st = ctr_stack_open(path, CTR_FORMAT_AUTO, NULL, 0, in);
+    if (st == CTR_OK || ctr__now_s() > until) return st;
+    struct timespec t = {0, 50 * 1000 * 1000};
+    nanosleep(&t, NULL); /* its writer still has it open */
+  }
+}
+
+ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format fmt,
+                               ctr_fbp_stream_report *report) {
+  if (!l) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_finish: the live run is NULL");
+  const ctr_source *s = l->src;
+  if (!l->count || l->done != l->count || !l->ended) {
+    char miss[256] = "";
+    if (l->count) missing_text(s, l->count, miss, sizeof miss);
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "the scan %s with %lld of %lld projections%s%s%s (frames "
+             "dropped: %lld bad headers, %lld wrong sizes, %lld duplicates, %lld out of order): "
+             "the volume is not reconstructed",
+             l->ended ? "stopped" : "is still being acquired", (long long)l->done,
+             (long long)l->count, l->count ? " expected" : " (the count was never said)",
+             miss[0] ? "; missing " : "", miss, (long long)s->st.dropped_header,
+             (long long)s->st.dropped_size, (long long)s->st.dropped_duplicate,
+             (long long)s->st.dropped_order);
+  }
+  ctr_parallel_params p = l->p;
+  p.nbins = l->W;
+  p.nangles = l->count;
+  if (!l->user_angles) p.angles_deg = s->angles; /* the frames', by index */
+  else if (l->p.nangles != l->count)
+    CTR_FAIL_FIELD_VALUE(CTR_E_SIZE_MISMATCH, "ctr_parallel_params.nangles",
+                         CTR__V_INT(l->p.nangles),
+                         "ctr_parallel_params.nangles = %lld: the scan has %lld projections",
+                   (long long)l->p.nangles, (long long)l->count);
+  ctr_stack_reader *in = NULL;
+  CTR_CHECK(open_scan(l, &in));
+  const ctr_status st = ctr_fbp_stream(l->ctx, &p, &l->so, in, l->flat, l->dark, out, fmt, report);
+  ctr_stack_close(in);
+  return st;
+}
+
+void ctr_fbp_live_free(ctr_fbp_live *l) {
+  if (!l) return;
+  if (l->spool_fd >= 0) close(l->spool_fd);
+  if (l->spool_own) unlink(l->spool);
+  free(l->user_angles);
+  free(l->user_shift);
+  free(l->cal[0]);
+  free(l->cal[1]);
+  ctr__aligned_free(l->flat);
+  ctr__aligned_free(l->dark);
+  ctr__aligned_free(l->ones);
+  free(l->preview);
+  free(l->tmp);
+  free(l->sino);
+  free(l->bangles);
+  free(l->bindex);
+  free(l->batch);
+  free(l);
+}
