@@ -705,6 +705,38 @@ static void test_vector(void) {
               "must be given");
 }
 
+/* The "units" attribute of an angle dataset in the string forms the C API
+ * writes: fixed-length ASCII, variable-length ASCII and UTF-8. (h5py's str,
+ * which the reader once could not read because its memory type was ASCII,
+ * is tested from Python: test_api.py, test_hdf5_angle_units_written_by_h5py.) */
+static void test_angle_units(void) {
+  const char *file = P("units.h5");
+  static const char *const forms[3] = {"fixed ASCII", "variable ASCII", "variable UTF-8"};
+  const double theta[3] = {0.0, 0.5, 1.0};
+  for (int f = 0; f < 3; f++) {
+    hid_t fid = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t dim = 3;
+    hid_t sp = H5Screate_simple(1, &dim, NULL);
+    hid_t d = H5Dcreate2(fid, "/theta", H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, theta);
+    hid_t st = H5Tcopy(H5T_C_S1), as = H5Screate(H5S_SCALAR);
+    const char *value = "radians";
+    if (f == 0) H5Tset_size(st, strlen(value));
+    else H5Tset_size(st, H5T_VARIABLE);
+    if (f == 2) H5Tset_cset(st, H5T_CSET_UTF8);
+    hid_t a = H5Acreate2(d, "units", st, as, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, st, f == 0 ? (const void *)value : (const void *)&value);
+    H5Aclose(a), H5Sclose(as), H5Tclose(st), H5Dclose(d), H5Sclose(sp), H5Fclose(fid);
+    double *v = NULL;
+    int64_t n = 0;
+    int given = 0;
+    const ctr_status r = ctr_hdf5_read_angles(file, "/theta", &v, &n, &given);
+    CHECK_MSG(r == CTR_OK, "units as %s: %s", forms[f], ctr_error_detail());
+    CHECK(n == 3 && given == 1 && v && fabs(v[2] - 57.29577951308232) < 1e-12);
+    free(v);
+  }
+}
+
 /* ---- Damaged raw data (found by tests/fuzz/fuzz_hdf5.c) ----------------------- */
 
 /* HDF5 copies a chunk's elements out of however many bytes the file stores
@@ -1464,6 +1496,7 @@ int main(void) {
     test_quiet();
     test_concurrent();
     test_vector();
+  test_angle_units();
     test_damaged_chunks();
     test_damaged_structures();
     test_filtered_chunk_sizes();

@@ -44,8 +44,9 @@ typedef struct ctr_frame {
   double angle_deg;     /* projections: the angle in degrees (NAN when the source has none) */
   int64_t width, height;
   ctr_dtype dtype;      /* uint16 or float32 */
-  const void *pixels;   /* width x height, width fastest; the source's memory, valid until the
-                           next ctr_source_next or ctr_source_close */
+  const void *pixels;   /* width x height, width fastest, maybe unaligned (copy it out); the
+                           source's memory, valid until the next ctr_source_next or
+                           ctr_source_close */
 } ctr_frame;
 #define CTR_FRAME_INIT { CTR_FRAME_VERSION, CTR_FRAME_PROJECTION, 0, 0.0, 0, 0, (ctr_dtype)0, NULL }
 CTR_API ctr_status ctr_frame_init(ctr_frame *s, unsigned version);

@@ -520,6 +520,17 @@ def test_overwrite(tmp_path):
                          overwrite=True, ctx=cpu(), progress=False)
 
 
+def test_hdf5_angle_units_written_by_h5py(tmp_path):
+    # h5py writes a str attribute as a variable-length UTF-8 string, which the reader once
+    # failed to read ("cannot be read": HDF5 converts no ASCII to UTF-8)
+    h5py = pytest.importorskip("h5py", reason="h5py is not installed")
+    path = tmp_path / "theta.h5"
+    with h5py.File(path, "w") as f:
+        f["/exchange/theta"] = np.array([0.0, 0.5, 1.0])
+        f["/exchange/theta"].attrs["units"] = "radians"
+    assert np.allclose(pyctrecon.io.hdf5_read_angles(path), np.degrees([0.0, 0.5, 1.0]), rtol=1e-15)
+
+
 # ---- angles in radians (the library's one check, ctr_angles_look_like_radians) ----
 
 def test_angles_in_radians_warn_and_convert():

@@ -927,6 +927,7 @@ static ctr_status attr_string(hid_t a, const char *where, char *buf, size_t n) {
   if (t < 0 || H5Tget_class(t) != H5T_STRING || count != 1)
     CTR_FAIL_GOTO(st, CTR_E_FORMAT, "%s: expected one string", where);
   mt = H5Tcopy(H5T_C_S1);
+  H5Tset_cset(mt, H5Tget_cset(t)); /* h5py writes UTF-8: HDF5 converts no ASCII <-> UTF-8 */
   if (H5Tis_variable_str(t) > 0) {
     char *v = NULL;
     H5Tset_size(mt, H5T_VARIABLE);

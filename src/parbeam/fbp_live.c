@@ -177,9 +177,17 @@ static ctr_status keep_calibration(ctr_fbp_live *l, const ctr_frame *f) {
   if (!p) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "out of memory (the flat and dark fields)");
   l->cal[k] = p;
   float *dst = p + npix * l->ncal[k];
-  for (int64_t i = 0; i < npix; i++)
-    dst[i] = f->dtype == CTR_DTYPE_UINT16 ? (float)((const uint16_t *)f->pixels)[i]
-                                          : ((const float *)f->pixels)[i];
+  /* a frame's pixels may be unaligned (a socket message's bytes): loaded by memcpy */
+  const unsigned char *src = f->pixels;
+  for (int64_t i = 0; i < npix; i++) {
+    if (f->dtype == CTR_DTYPE_UINT16) {
+      uint16_t v;
+      memcpy(&v, src + 2 * i, sizeof v);
+      dst[i] = (float)v;
+    } else {
+      memcpy(&dst[i], src + 4 * i, sizeof dst[i]);
+    }
+  }
   l->ncal[k]++;
   return CTR_OK;
 }
