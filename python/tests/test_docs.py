@@ -39,5 +39,7 @@ def test_example(index, tmp_path, monkeypatch):
     for module in ("scipy", "torch"):   # the Operators examples (extras scipy, torch)
         if f"import {module}" in code:
             pytest.importorskip(module, reason=f"{module} is not installed")
+    if "pyctrecon.show" in code:   # the Figures examples (extra plot)
+        pytest.importorskip("matplotlib", reason="matplotlib is not installed")
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"docs/python.md example {index + 1}", "exec"), {"__name__": "__main__"})
