@@ -129,4 +129,35 @@ static inline void th_perturb_geometry(ctr_geometry **g, double amount) {
   *g = h;
 }
 
+
+/* The contexts of a test built for both backends (RTK's one source for the CPU
+ * and CUDA): *cpu a CPU context, *ctx a CUDA one in the CTR_TEST_CUDA variant
+ * (the CPU one otherwise). Returns 0; 77 (ctest's skip) when the GPU variant
+ * finds no usable GPU, after printing "NAME: SKIPPED"; 1 on an error. */
+static inline int th_contexts(const char *name, ctr_context **cpu, ctr_context **ctx) {
+#ifdef CTR_TEST_CUDA
+  if (ctr_cuda_get_device_count() < 1) {
+    printf("%s: SKIPPED (no usable GPU)\n", name);
+    return 77;
+  }
+#endif
+  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+  co.device = CTR_DEVICE_CPU;
+  if (ctr_context_create(&co, cpu) != CTR_OK) {
+    fprintf(stderr, "CPU context: %s\n", ctr_error_detail());
+    return 1;
+  }
+#ifdef CTR_TEST_CUDA
+  co.device = CTR_DEVICE_CUDA;
+  if (ctr_context_create(&co, ctx) != CTR_OK) {
+    fprintf(stderr, "CUDA context: %s\n", ctr_error_detail());
+    ctr_context_free(*cpu);
+    return 1;
+  }
+#else
+  *ctx = *cpu;
+#endif
+  return 0;
+}
+
 #endif

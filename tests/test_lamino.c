@@ -555,26 +555,8 @@ static void test_arguments(void) {
 }
 
 int main(void) {
-  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
-  co.device = CTR_DEVICE_CPU;
-  if (ctr_context_create(&co, &g_cpu_ctx) != CTR_OK) {
-    fprintf(stderr, "CPU context: %s\n", ctr_error_detail());
-    return 1;
-  }
-#ifdef CTR_TEST_CUDA
-  if (ctr_cuda_get_device_count() < 1) {
-    printf("test_gpu_lamino: SKIPPED (no usable GPU)\n");
-    ctr_context_free(g_cpu_ctx);
-    return 77;
-  }
-  co.device = CTR_DEVICE_CUDA;
-  if (ctr_context_create(&co, &g_ctx) != CTR_OK) {
-    fprintf(stderr, "CUDA context: %s\n", ctr_error_detail());
-    return 1;
-  }
-#else
-  g_ctx = g_cpu_ctx;
-#endif
+  const int rc = th_contexts("test_gpu_lamino", &g_cpu_ctx, &g_ctx);
+  if (rc) return rc;
   test_arguments();
   test_exact();
   test_adjoint();

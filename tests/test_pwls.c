@@ -654,27 +654,8 @@ static void test_gpu_cpu(void) {
 #endif
 
 int main(void) {
-#ifdef CTR_TEST_CUDA
-  if (ctr_cuda_get_device_count() < 1) {
-    printf("test_gpu_pwls: SKIPPED (no usable GPU)\n");
-    return 77;
-  }
-#endif
-  ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
-  co.device = CTR_DEVICE_CPU;
-  if (ctr_context_create(&co, &g_cpu_ctx) != CTR_OK) {
-    fprintf(stderr, "context: %s\n", ctr_error_detail());
-    return 1;
-  }
-#ifdef CTR_TEST_CUDA
-  co.device = CTR_DEVICE_CUDA;
-  if (ctr_context_create(&co, &g_ctx) != CTR_OK) {
-    fprintf(stderr, "context: %s\n", ctr_error_detail());
-    return 1;
-  }
-#else
-  g_ctx = g_cpu_ctx;
-#endif
+  const int rc = th_contexts("test_gpu_pwls", &g_cpu_ctx, &g_ctx);
+  if (rc) return rc;
   test_penalty_op();
   test_arguments();
   test_cgls_minimiser();
