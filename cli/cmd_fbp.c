@@ -213,7 +213,23 @@ static int load_projections(const fbp_args *a, fbp_run *r) {
 
 /* The parameters of the input as read (the library derives the slices'
  * geometry from them and the corrections). */
+/* The parameters of --geometry FILE for data of r's bins and angles. */
+static int file_params(const fbp_args *a, const fbp_run *r, ctr_parallel_params *p) {
+  *p = *ctr_parallel_get_params(a->pgeom);
+  if (p->nbins != r->nbins || p->nangles != r->nangles)
+    return cli_error("fbp", CLI_EXIT_INPUT, "--geometry %s describes %lld bins x %lld angles, and "
+                     "the %s have %lld bins x %lld angles", a->geometry, (long long)p->nbins,
+                     (long long)p->nangles, a->sinograms ? "sinograms" : "projections",
+                     (long long)r->nbins, (long long)r->nangles);
+  if (p->tilt_deg != 0.0 && p->nrows != r->height)
+    return cli_error("fbp", CLI_EXIT_INPUT, "--geometry %s: a tilted axis with nrows %lld, and "
+                     "the sinograms hold %lld detector rows", a->geometry, (long long)p->nrows,
+                     (long long)r->height);
+  return 0;
+}
+
 static int make_params(const fbp_args *a, fbp_run *r, ctr_parallel_params *p) {
+  if (a->pgeom) return file_params(a, r, p);
   *p = (ctr_parallel_params)CTR_PARALLEL_PARAMS_INIT;
   p->nbins = r->nbins;
   p->nangles = r->nangles;
@@ -294,7 +310,7 @@ static const char *method_name(ctr_center_method m) {
 
 /* A tilted axis (--tilt, laminography): every slice needs every detector
  * row, so the sinograms (nbins x nangles x nrows) are loaded whole and
- * reconstructed in memory by ctr_fbp on the CPU (ctr_fbp_stream's bands of
+ * reconstructed in memory by ctr_fbp on the context's device (ctr_fbp_stream's bands of
  * rows refuse a tilt); the axis is given, not searched for. */
 static int reconstruct_lamino(fbp_args *a, fbp_run *r, double *seconds) {
   ctr_parallel_params p;
@@ -425,7 +441,7 @@ static int check_tilt(fbp_args *a) {
                                        "slices)"
                      : a->subset_given ? "--angle-subset"
                      : a->resume ? "--resume"
-                     : a->kernel ? "--bp-kernel (laminography's FBP runs on the CPU)"
+                     : a->kernel ? "--bp-kernel (laminography has one backprojector)"
                      : a->out_dtype != CTR_DTYPE_FLOAT32 ? "--out-dtype other than float32"
                      : a->corr.dezinger > 0 || a->corr.stripe != CTR_STRIPE_NONE ||
                              a->corr.stitch_360 || a->corr.paganin_delta_beta > 0
@@ -670,6 +686,30 @@ static int live_options_alone(const fbp_args *a) {
   return 0;
 }
 
+/* --geometry FILE: loaded before the checks (its tilt selects laminography);
+ * the options it replaces are errors, not silently overridden. */
+static int load_geometry(fbp_args *a) {
+  const char *clash = a->angles         ? "--angles"
+                      : a->uniform_given ? "--angle-start / --angle-range"
+                      : a->axis_given    ? "--axis"
+                      : a->shifts        ? "--axis-shift"
+                      : a->size_given    ? "--size"
+                      : a->pixel_given   ? "--voxel / --pixel-size"
+                      : a->tilt_given    ? "--tilt"
+                      : a->angle_units != CLI_ANGLES_UNSAID ? "--angle-units (the file is in degrees)"
+                      : a->follow || a->input ? "--follow / --input (the live mode takes the "
+                                                "angles from the source)"
+                                              : NULL;
+  if (clash)
+    return cli_usage_error("fbp", "--geometry %s gives the angles, axis, axis shifts, slice grid, "
+                           "pixel size and tilt: drop %s, or the file", a->geometry, clash);
+  const ctr_status st = ctr_parallel_load_json(a->geometry, &a->pgeom);
+  if (st != CTR_OK) return cli_fail_file("fbp", st, a->geometry);
+  a->tilt = ctr_parallel_get_params(a->pgeom)->tilt_deg;
+  a->angle_units = CLI_ANGLES_DEG;
+  return 0;
+}
+
 static void init_args(fbp_args *a) {
   memset(a, 0, sizeof *a);
   a->angle_range = 180.0;
@@ -681,6 +721,8 @@ static void init_args(fbp_args *a) {
   a->center_row = -1;
   a->common = (cli_common)CLI_COMMON_INIT;
 }
+
+static int fbp_checked(fbp_args *a, const cli_opt *opts);
 
 int cmd_fbp(int argc, char **argv) {
   fbp_args a;
@@ -732,9 +774,13 @@ int cmd_fbp(int argc, char **argv) {
       {"--size", "N|NXxNY", "slice size in pixels (default: the sinograms' bins)", cli_parse_size2,
        a.size, &a.size_given},
       {"--voxel", "BINS", "slice pixel size in detector bins (default 1)", cli_parse_positive,
-       &a.voxel, NULL},
+       &a.voxel, &a.pixel_given},
       {"--pixel-size", "MM", "detector bin size; slices come out per mm (default 1)",
-       cli_parse_positive, &a.pixel, NULL},
+       cli_parse_positive, &a.pixel, &a.pixel_given},
+      {"--geometry", "FILE", "a parallel-beam geometry file (JSON, docs/parallel-beam.md "
+       "\"Geometry files\"): the angles, axis, axis shifts, slice grid, pixel size and tilt, "
+       "instead of their options (default: from the options)", cli_parse_string, &a.geometry,
+       NULL},
       CLI_TILT_OPTIONS(&a.tilt, &a.tilt_given, &a.tilt_slices),
       {"--window", "NAME", "the ramp filter's window: ram-lak, shepp-logan, cosine, hamming, "
        "hann (default ram-lak)", parse_window, &a.fbp.window, NULL},
@@ -791,15 +837,24 @@ int cmd_fbp(int argc, char **argv) {
   };
   int rc = cli_parse(&cli_cmd_fbp, opts, argc, argv);
   if (rc) return rc < 0 ? 0 : rc;
-  a.fbp.kernel = a.kernel;
-  if (!(a.follow || a.input) && (rc = live_options_alone(&a))) return rc;
-  if ((rc = fbp_check_inputs(&a)) || (rc = fbp_check_corrections(&a))) return rc;
-  if (a.follow || a.input) return fbp_follow(&a, opts);
-  if ((rc = check_files(&a, opts))) return cli_launch_early_error("fbp", rc);
+  if (a.geometry && (rc = load_geometry(&a))) return rc;
+  rc = fbp_checked(&a, opts);
+  ctr_parallel_free(a.pgeom);
+  return rc;
+}
+
+/* cmd_fbp after the parse and --geometry: the checks, then the run. */
+static int fbp_checked(fbp_args *a, const cli_opt *opts) {
+  int rc;
+  a->fbp.kernel = a->kernel;
+  if (!(a->follow || a->input) && (rc = live_options_alone(a))) return rc;
+  if ((rc = fbp_check_inputs(a)) || (rc = fbp_check_corrections(a))) return rc;
+  if (a->follow || a->input) return fbp_follow(a, opts);
+  if ((rc = check_files(a, opts))) return cli_launch_early_error("fbp", rc);
   fbp_run r;
   memset(&r, 0, sizeof r);
-  rc = run(&a, &r);
-  if (!rc) rc = finish(&a, &r);
-  free_run(&a, &r, rc);
+  rc = run(a, &r);
+  if (!rc) rc = finish(a, &r);
+  free_run(a, &r, rc);
   return rc;
 }

@@ -24,7 +24,11 @@ typedef struct fbp_args {
   double out_scale, out_offset, input_scale;
   double rank_timeout;
   double tilt; /* --tilt (laminography) and --slices */
-  int tilt_given;
+  int tilt_given, pixel_given;
+  /* --geometry: a parallel-beam geometry file (its parameters replace the
+   * options above that it holds; freed by cmd_fbp) */
+  const char *geometry;
+  ctr_parallel_geometry *pgeom;
   int64_t tilt_slices;
   /* live mode (cmd_fbp_follow.c) */
   int follow, bind;

@@ -14,13 +14,15 @@
 const cli_command cli_cmd_iterate = {
     "iterate",
     "iterative reconstruction: SIRT, CGLS, OS-SART, FISTA-TV, PDHG-TV, PWLS",
-    "ctrecon iterate (--geometry FILE --projections FILE | --sinograms FILE) --out FILE "
+    "ctrecon iterate (--geometry FILE --projections FILE | --sinograms FILE [--geometry "
+    "PARALLEL.json]) --out FILE "
     "[options]",
     "Reconstructs a volume by iterating on the projections with a matched projector\n"
     "pair: ray-driven Joseph forward projection A and its exact transpose A^T\n"
     "(docs/iterative.md). Cone beam takes a geometry file and projections (line\n"
     "integrals, nu x nv x views); parallel beam takes sinograms (nbins x nangles\n"
-    "each, one per slice) and the angles, axis and slice grid of `ctrecon fbp`;\n"
+    "each, one per slice) and the angles, axis and slice grid of `ctrecon fbp`, or a\n"
+    "parallel-beam geometry file (docs/parallel-beam.md, \"Geometry files\");\n"
     "with --tilt (laminography) one per detector row, and --slices sets the volume's.\n"
     "Algorithms: sirt (simultaneous, weighted by row and column sums), cgls\n"
     "(conjugate gradients on the least-squares problem: fastest on consistent data,\n"
@@ -230,6 +232,21 @@ static int parallel_geometry(const it_args *a, int64_t nbins, int64_t nangles, i
   return rc;
 }
 
+/* --sinograms with --geometry FILE: a parallel-beam geometry file for them. */
+static int parallel_file(const it_args *a, int64_t nbins, int64_t nangles, int64_t nrows,
+                         ctr_parallel_geometry **g) {
+  const ctr_status st = ctr_parallel_load_json(a->geometry, g);
+  if (st != CTR_OK) return cli_fail_file("iterate", st, a->geometry);
+  const ctr_parallel_params *p = ctr_parallel_get_params(*g);
+  if (p->nbins == nbins && p->nangles == nangles && (p->tilt_deg == 0.0 || p->nrows == nrows))
+    return 0;
+  return cli_error("iterate", CLI_EXIT_INPUT, "--geometry %s describes %lld bins x %lld angles%s, "
+                   "and --sinograms %s holds %lld bins x %lld angles x %lld rows", a->geometry,
+                   (long long)p->nbins, (long long)p->nangles,
+                   p->tilt_deg != 0.0 ? " (tilted: one sinogram a detector row)" : "",
+                   a->sinograms, (long long)nbins, (long long)nangles, (long long)nrows);
+}
+
 /* ---- The command ---------------------------------------------------------------------- */
 
 /* After a failure past the start: what the checkpoint holds now (the
@@ -279,25 +296,34 @@ static int check_args(it_args *a, const cli_opt *opts, ctr_iterate_options *o) {
   const char *cmd = "iterate";
   int rc = cli_require(cmd, opts, "--out", a->out);
   if (rc) return rc;
-  if (!!a->sinograms == !!a->geometry)
+  if (!a->sinograms && !a->geometry)
     return cli_usage_error(cmd, "give --geometry FILE --projections FILE (cone beam) or "
-                           "--sinograms FILE (parallel beam)");
-  if (a->geometry && !a->projections)
-    return cli_usage_error(cmd, "--geometry needs --projections FILE");
+                           "--sinograms FILE [--geometry PARALLEL.json] (parallel beam)");
+  if (a->geometry && !a->projections && !a->sinograms)
+    return cli_usage_error(cmd, "--geometry needs --projections FILE (cone beam) or --sinograms "
+                           "FILE (a parallel-beam geometry file)");
   if (a->sinograms && a->projections)
     return cli_usage_error(cmd, "--projections goes with --geometry (cone beam); parallel-beam "
                            "data come as --sinograms");
-  if (a->geometry && (a->parallel_given || a->axis_given || a->size_given || a->angle_units))
+  if (a->sinograms && a->geometry &&
+      (a->parallel_given || a->axis_given || a->size_given || a->angle_units || a->tilt_given))
+    return cli_usage_error(cmd, "--geometry %s gives the parallel-beam scan (angles, axis, shifts, "
+                           "slice grid, pixel size, tilt): drop --angles, --angle-start, "
+                           "--angle-range, --angle-units, --axis, --axis-shift, --size, --voxel, "
+                           "--pixel-size and --tilt, or the file", a->geometry);
+  if (a->projections && (a->parallel_given || a->axis_given || a->size_given || a->angle_units))
     return cli_usage_error(cmd, "--angles, --angle-start, --angle-range, --angle-units, --axis, "
                            "--axis-shift, "
                            "--size, --voxel and --pixel-size describe parallel beam "
                            "(--sinograms): the geometry file describes cone beam");
   if (a->sinograms && a->raw_given)
     return cli_usage_error(cmd, "--raw-dtype applies to raw cone-beam projections");
-  if (a->geometry && (a->tilt_given || a->tilt_slices))
+  if (a->projections && (a->tilt_given || a->tilt_slices))
     return cli_usage_error(cmd, "--tilt and --slices describe a tilted parallel-beam axis "
                            "(--sinograms): the geometry file describes cone beam");
-  if ((rc = cli_tilt(cmd, a->angle_units, &a->tilt, a->tilt_slices))) return rc;
+  /* --slices with a geometry file: checked against its tilt when it is read */
+  const int64_t slices = a->sinograms && a->geometry ? 0 : a->tilt_slices;
+  if ((rc = cli_tilt(cmd, a->angle_units, &a->tilt, slices))) return rc;
   if (ctr_iterate_algorithm_parse(a->algorithm, &o->algorithm) != CTR_OK)
     return cli_usage_error(cmd, "--algorithm '%s': expected sirt, cgls, os-sart, fista-tv, "
                            "pdhg-tv or pwls", a->algorithm);
@@ -408,9 +434,14 @@ static int load_parallel(const it_args *a, it_run *r) {
   if (st != CTR_OK) return cli_fail_file(cmd, st, a->sinograms);
   r->proj = data;
   r->nslices = info.count;
-  if ((rc = parallel_geometry(a, info.width, info.height, info.count, &r->pg))) return rc;
-  if (a->tilt != 0.0 && a->tilt_slices > 0) r->nslices = a->tilt_slices;
+  if ((rc = a->geometry ? parallel_file(a, info.width, info.height, info.count, &r->pg)
+                        : parallel_geometry(a, info.width, info.height, info.count, &r->pg)))
+    return rc;
   const ctr_parallel_params *pp = ctr_parallel_get_params(r->pg);
+  if (pp->tilt_deg != 0.0 && a->tilt_slices > 0) r->nslices = a->tilt_slices;
+  if (pp->tilt_deg == 0.0 && a->tilt_slices > 0)
+    return cli_usage_error(cmd, "--slices applies to a tilted axis, and --geometry %s has none",
+                           a->geometry);
   r->out_info.width = pp->nx;
   r->out_info.height = pp->ny;
   r->out_info.count = r->nslices;
@@ -622,7 +653,7 @@ static void print_summary(const it_args *a, it_run *r) {
 
 static int run(const it_args *a, it_run *r) {
   int rc = check_checkpoint(a, r);
-  if (!rc) rc = a->geometry ? load_cone(a, r) : load_parallel(a, r);
+  if (!rc) rc = a->projections ? load_cone(a, r) : load_parallel(a, r);
   if (!rc) rc = make_projector(a, r);
   if (!rc) rc = make_volume(a, r);
   if (rc) return rc;
@@ -664,7 +695,7 @@ int cmd_iterate(int argc, char **argv) {
   it_args a;
   init_args(&a);
   const cli_opt opts[] = {
-      {"--geometry", "FILE", "cone-beam geometry (JSON, ctrecon geometry)", cli_parse_string,
+      {"--geometry", "FILE", "cone-beam geometry (JSON, ctrecon geometry), or with --sinograms a parallel-beam one (docs/parallel-beam.md)", cli_parse_string,
        &a.geometry, NULL},
       {"--projections", "FILE", "cone-beam projections, nu x nv x views line integrals",
        cli_parse_string, &a.projections, NULL},

@@ -40,6 +40,27 @@ step "fbp --tilt in radians" fbp --sinograms ld/sinograms.tif --tilt 0.349065850
   --slices 18 --axis 33.5 --out rad.nrrd
 tail -c $((48 * 48 * 18 * 4)) rad.nrrd > rad.raw
 close_raw f.raw rad.raw 1e-5 && ok "--angle-units rad: the same volume" || bad "radians differ"
+# the same scan as a geometry file (docs/parallel-beam.md, "Geometry files")
+cat > par.json <<JSON
+{"type": "parallel", "nbins": 68, "angles": {"count": 120, "start_deg": 0, "range_deg": 360},
+ "axis": 33.5, "nx": 48, "ny": 48, "pixel_size": $P, "tilt_deg": 20, "nrows": 43}
+JSON
+step "fbp --geometry par.json (tilted)" fbp --sinograms ld/sinograms.tif --geometry par.json \
+  --slices 18 --device cpu --out gj.nrrd
+tail -c $((48 * 48 * 18 * 4)) gj.nrrd > gj.raw
+same f.raw gj.raw "fbp --geometry gives the options' volume to the byte"
+exits 2 "fbp --geometry with --axis" fbp --sinograms ld/sinograms.tif --geometry par.json --axis 3 \
+  --out e.nrrd
+grep -q -- "drop --axis" "$ERR" && ok "the error names --axis" || bad "--geometry clash error"
+sed 's/"tilt_deg"/"tilt"/' par.json > bad.json
+run fbp --sinograms ld/sinograms.tif --geometry bad.json --out e.nrrd
+[ "$rc" -ne 0 ] && grep -q "bad.json" "$ERR" && grep -q "tilt_deg" "$ERR" &&
+  ok "a misspelt member: an error naming the file and tilt_deg" || bad "misspelt member: rc $rc"
+sed 's/"nbins": 68/"nbins": 60/' par.json > nb.json
+run fbp --sinograms ld/sinograms.tif --geometry nb.json --out e.nrrd
+[ "$rc" -ne 0 ] && grep -q "60 bins x 120 angles" "$ERR" && ok "a geometry of other bins refused" ||
+  bad "nbins mismatch: rc $rc"
+[ ! -e e.nrrd ] && ok "no output from the refused runs" || bad "e.nrrd written"
 exits 2 "fbp --tilt 95" fbp "${L[@]}" --tilt 95 --out e.nrrd
 exits 2 "fbp --slices without --tilt" fbp --sinograms ld/sinograms.tif --slices 4 --out e.nrrd
 exits 2 "fbp --tilt with --rows" fbp "${L[@]}" --rows 1:4 --out e.nrrd
@@ -57,5 +78,11 @@ step "iterate --tilt (cgls)" iterate "${L[@]}" --slices 18 --out it.nrrd --algor
 grep -q "68 x 120 x 43 projections .* -> 48 x 48 x 18 voxels" "$OUT" &&
   ok "iterate: bins x angles x rows -> the --slices" || bad "iterate dims"
 [ "$(($(wc -c < it.nrrd) >= 48 * 48 * 18 * 4))" -eq 1 ] && ok "iterate wrote 48 x 48 x 18" || bad "it.nrrd size"
+step "iterate --sinograms --geometry par.json" iterate --sinograms ld/sinograms.tif --geometry par.json \
+  --slices 18 --device cpu --out itg.nrrd --algorithm cgls --iterations 12
+cmp -s <(tail -c $((48 * 48 * 18 * 4)) it.nrrd) <(tail -c $((48 * 48 * 18 * 4)) itg.nrrd) &&
+  ok "iterate --geometry gives the options' volume to the byte" || bad "iterate --geometry differs"
+exits 2 "iterate --geometry par.json with --tilt" iterate --sinograms ld/sinograms.tif \
+  --geometry par.json --tilt 20 --out e.nrrd
 clean "laminography runs"
 finish

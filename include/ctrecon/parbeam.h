@@ -73,6 +73,25 @@ CTR_API const ctr_parallel_params *ctr_parallel_get_params(const ctr_parallel_ge
 /* Angle a's weight in the backprojection sum (radians). */
 CTR_API double ctr_parallel_get_weight(const ctr_parallel_geometry *g, int64_t a);
 
+/* Parallel-beam geometry files (docs/parallel-beam.md, "Geometry files"):
+ * JSON {"type": "parallel", "nbins", "angles": {"count", "start_deg",
+ * "range_deg"} or "angles_deg": [...], "axis" (a bin or "center"),
+ * "axis_shift": [...], "nx", "ny", "voxel", "pixel_size", "tilt_deg",
+ * "nrows"}, the fields of ctr_parallel_params (absent: their defaults). An
+ * unknown member is CTR_E_FORMAT naming the nearest known one; a value
+ * ctr_parallel_create refuses, its error with the file's name. Saving
+ * writes the resolved parameters (numbers with 17 significant digits:
+ * loading gives the same geometry to the bit) through a temporary name;
+ * an existing path is CTR_E_INVALID_ARGUMENT (field overwrite) unless overwrite. `name` (NULL: "parallel
+ * geometry") names the text in errors. *out from to_json_string is freed
+ * with free(). */
+CTR_API ctr_status ctr_parallel_load_json(const char *path, ctr_parallel_geometry **out);
+CTR_API ctr_status ctr_parallel_save_json(const ctr_parallel_geometry *g, const char *path,
+                                          int overwrite);
+CTR_API ctr_status ctr_parallel_from_json_string(const char *json, const char *name,
+                                                 ctr_parallel_geometry **out);
+CTR_API ctr_status ctr_parallel_to_json_string(const ctr_parallel_geometry *g, char **out);
+
 /* The parallel-beam scan of ASTRA's `parallel3d_vec` rows, when
  * ctr_parallel_params can hold it (docs/geometry.md, "Vector geometries"):
  * 12 numbers a view, nviews * 12 doubles,

@@ -422,6 +422,36 @@ class ParallelGeometry:
         check(lib.ctr_parallel_create(p, out))
         return cls(0, _ptr=out[0]), row_z
 
+    @classmethod
+    def _loaded(cls, fn, *args) -> "ParallelGeometry":
+        out = ffi.new("ctr_parallel_geometry **")
+        check(fn(*args, out))
+        return cls(0, _ptr=out[0])
+
+    @classmethod
+    def load(cls, path: Union[str, os.PathLike]) -> "ParallelGeometry":
+        """A parallel-beam geometry file (JSON ``"type": "parallel"``,
+        docs/parallel-beam.md "Geometry files"), as ``ctrecon fbp --geometry``
+        reads it."""
+        return cls._loaded(lib.ctr_parallel_load_json, cstr(path))
+
+    @classmethod
+    def from_json(cls, text: str, name: str = "<string>") -> "ParallelGeometry":
+        return cls._loaded(lib.ctr_parallel_from_json_string, cstr(text), cstr(name))
+
+    def save(self, path: Union[str, os.PathLike], *, overwrite: bool = False) -> None:
+        """The geometry as a JSON file (numbers that read back to the same
+        bits); an existing file is refused unless ``overwrite=True``."""
+        check(lib.ctr_parallel_save_json(self._ptr, cstr(path), int(bool(overwrite))))
+
+    def to_json(self) -> str:
+        out = ffi.new("char **")
+        check(lib.ctr_parallel_to_json_string(self._ptr, out))
+        try:
+            return ffi.string(out[0]).decode()
+        finally:
+            lib.free(out[0])
+
     @property
     def _p(self):
         return lib.ctr_parallel_get_params(self._ptr)

@@ -97,7 +97,7 @@ def fbp(sinograms: Any, geometry: ParallelGeometry, *, window: Any = "ram-lak",
     """Filtered backprojection (ctr_fbp) of sinograms (nslices, nangles,
     nbins) into slices (nslices, ny, nx), in 1/mm. A tilted geometry
     (laminography) takes sinograms of its rows (nrows, nangles, nbins) and
-    gives ``nslices`` slices (default: out's, else nrows), on the CPU only. window / cutoff: the ramp
+    gives ``nslices`` slices (default: out's, else nrows), on the CPU or the GPU. window / cutoff: the ramp
     filter's; interp "linear" or "nearest"; kernel: a GPU kernel name
     (docs/parallel-beam.md; None = tuned automatically); strict: bad values
     are an error. return_counts=True returns (slices, counts of bad values

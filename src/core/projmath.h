@@ -13,6 +13,30 @@
 #define CTR_HD static inline
 #endif
 
+/* Floating-point operations that are never contracted into FMAs, so that the
+ * CPU (files built with -ffp-contract=off) and the GPU (the _rn intrinsics,
+ * which nvcc never fuses) round every step alike: for code that must give
+ * the same bits on every backend (iterative/itmath.h, parbeam/lamino_math.h). */
+#if defined(__CUDA_ARCH__)
+#define CTR__FMUL(a, b) __fmul_rn((a), (b))
+#define CTR__FADD(a, b) __fadd_rn((a), (b))
+#define CTR__DMUL(a, b) __dmul_rn((a), (b))
+#define CTR__DADD(a, b) __dadd_rn((a), (b))
+#define CTR__DDIV(a, b) __ddiv_rn((a), (b))
+#define CTR__DSQRT(a) __dsqrt_rn(a)
+#define CTR__FDIV(a, b) __fdiv_rn((a), (b))
+#define CTR__FSQRT(a) __fsqrt_rn(a)
+#else
+#define CTR__FMUL(a, b) ((a) * (b))
+#define CTR__FADD(a, b) ((a) + (b))
+#define CTR__DMUL(a, b) ((a) * (b))
+#define CTR__DADD(a, b) ((a) + (b))
+#define CTR__DDIV(a, b) ((a) / (b))
+#define CTR__DSQRT(a) sqrt(a)
+#define CTR__FDIV(a, b) ((a) / (b))
+#define CTR__FSQRT(a) sqrtf(a)
+#endif
+
 /* Largest admissible magnitude of an input value (projections, sinograms,
  * histo-images): the ramp filter's FFT adds up to a padded row's worth of
  * values (< 2^17) in one frequency bin and the backprojection adds up to

@@ -32,25 +32,6 @@
 #include <math.h>
 #include <stdint.h>
 
-#if defined(__CUDA_ARCH__)
-#define CTR__FMUL(a, b) __fmul_rn((a), (b))
-#define CTR__FADD(a, b) __fadd_rn((a), (b))
-#define CTR__DMUL(a, b) __dmul_rn((a), (b))
-#define CTR__DADD(a, b) __dadd_rn((a), (b))
-#define CTR__DDIV(a, b) __ddiv_rn((a), (b))
-#define CTR__DSQRT(a) __dsqrt_rn(a)
-#define CTR__FDIV(a, b) __fdiv_rn((a), (b))
-#define CTR__FSQRT(a) __fsqrt_rn(a)
-#else
-#define CTR__FMUL(a, b) ((a) * (b))
-#define CTR__FADD(a, b) ((a) + (b))
-#define CTR__DMUL(a, b) ((a) * (b))
-#define CTR__DADD(a, b) ((a) + (b))
-#define CTR__DDIV(a, b) ((a) / (b))
-#define CTR__DSQRT(a) sqrt(a)
-#define CTR__FDIV(a, b) ((a) / (b))
-#define CTR__FSQRT(a) sqrtf(a)
-#endif
 
 /* Zero border of the plane stacks on every side of every axis (voxels). A
  * ray's plane range keeps its in-plane positions within (-2.01, n + 1.01)

@@ -138,15 +138,15 @@ ctr_status ctr_fbp_filter(ctr_context *ctx, const ctr_parallel_geometry *g,
 }
 
 /* A tilted axis (laminography) has its own backprojection, on the backends
- * that have it (the CPU's); the others refuse, saying what runs it. */
+ * that have it (the CPU's and the GPU's); one without refuses, saying what
+ * runs it. */
 static ctr_status lamino_backend(const char *fn, const ctr_parallel_geometry *g,
                                  const ctr__par_backend *be) {
   if (be->lamino_backproject) return CTR_OK;
   CTR_FAIL_FIELD_VALUE(CTR_E_UNSUPPORTED, "ctr_parallel_params.tilt_deg", CTR__V_REAL(g->p.tilt_deg),
-                       "%s: a tilted rotation axis (tilt_deg %g: laminography) is reconstructed by "
-                       "filtered backprojection on the CPU only, and this context runs on %s: use "
-                       "a CPU context (ctrecon: --device cpu), or the iterative solvers "
-                       "(ctr_projector_create_parallel, ctrecon iterate), which run it on the GPU",
+                       "%s: a tilted rotation axis (tilt_deg %g: laminography) has no filtered "
+                       "backprojection on %s: use a CPU context (ctrecon: --device cpu), or the "
+                       "iterative solvers (ctr_projector_create_parallel, ctrecon iterate)",
                        fn, g->p.tilt_deg, be->head.name);
 }
 

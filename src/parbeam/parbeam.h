@@ -6,6 +6,7 @@
 #define CTR_PARBEAM_H
 
 #include "core/internal.h"
+#include "parbeam/lamino_math.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,12 +39,7 @@ int ctr__par_tilted(const ctr_parallel_geometry *g);
  * rays (d = ev x eu). tilt 0: ev = z, d = (-sin, cos, 0). The one formula of
  * the phantom's rays, the backprojector and the iterative projector. */
 void ctr__lamino_axes(double theta_deg, double tilt_deg, double eu[3], double ev[3], double d[3]);
-/* Per view of a tilted geometry, for slices of nz: the bin t = u . (i, j,
- * k, 1) and the row r = v . (i, j, k, 1) of voxel (i, j, k) (slice pixel
- * indices), and the angle's backprojection weight w (radians / pixel_size). */
-typedef struct ctr__lamino_view {
-  double u[4], v[4], w;
-} ctr__lamino_view;
+/* The views' constants (ctr__lamino_view: parbeam/lamino_math.h). */
 void ctr__lamino_views(const ctr_parallel_geometry *g, int64_t nz, int64_t a0, int64_t n,
                        ctr__lamino_view *out);
 /* CPU backprojection of filtered tilted views (nbins x nangles x nrows)

@@ -1,6 +1,6 @@
 /* The CUDA backend's entry in the backend table (parbeam/backend.h): in a
- * CUDA build the entry points of fbp_cuda.cu, fbp_pipeline.cu and
- * corrections_cuda.cu; without CUDA a known backend with no operations. */
+ * CUDA build the entry points of fbp_cuda.cu, fbp_pipeline.cu,
+ * corrections_cuda.cu and lamino_cuda.cu; without CUDA a known backend with no operations. */
 #include "parbeam/backend.h"
 #include "parbeam/cuda/parbeam_cuda.h"
 
@@ -13,6 +13,7 @@ const ctr__par_backend ctr__par_backend_cuda = {
     .dezinger = ctr__dezinger_cuda,
     .stripes = ctr__stripes_cuda,
     .paganin = ctr__paganin_cuda,
+    .lamino_backproject = ctr__lamino_bp_cuda,
 };
 #else
 const ctr__par_backend ctr__par_backend_cuda = {.head = {"cuda", CTR_DEVICE_CUDA, 0}};

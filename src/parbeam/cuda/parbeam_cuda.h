@@ -39,6 +39,12 @@ ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_parallel_ge
 ctr_status ctr__fbp_bench_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                                const ctr_fbp_options *o, int64_t nslices, const float *sino,
                                float *slices, int repeats, double *median_ms);
+/* The laminographic backprojection (parbeam/backend.h's lamino_backproject)
+ * on the context's first GPU: host arrays in and out, the CPU's bits
+ * (lamino_cuda.cu). */
+ctr_status ctr__lamino_bp_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                               const ctr_fbp_options *o, int64_t nz, const float *sino,
+                               float *slices, int64_t *bad);
 /* GPU versions on the context's first GPU (host arrays in and out). */
 ctr_status ctr__dezinger_cuda(const ctr_context *ctx, double threshold, int size, int64_t nb,
                               int64_t na, int64_t ns, float *sino, int64_t *replaced);
