@@ -49,8 +49,9 @@ static ctr_status lamino_pass_sizes(const ctr_parallel_geometry *g, int64_t nz, 
   if (s < 1 || c < 1)
     CTR_FAIL_FIELD(CTR_E_DEVICE_OUT_OF_MEMORY, field ? field : "ctr_fbp_options.gpu_budget",
                    "ctr_fbp (tilted axis) on the GPU: one slice (%.3g MB) and one view's %lld "
-                   "filtered rows (%.3g MB) do not fit in the GPU budget of %.3g MB: raise the "
-                   "budget, or use a CPU context (ctrecon: --device cpu)",
+                   "filtered rows (%.3g MB) do not fit in the GPU budget "
+                   "(ctr_fbp_options.gpu_budget) of %.3g MB: raise the budget, or use a CPU "
+                   "context (ctrecon: --device cpu)",
                    (double)plane / 1e6, (long long)g->p.nrows, (double)view / 1e6,
                    (double)budget / 1e6);
   *slab = s;
