@@ -269,6 +269,94 @@ static int bench_iteration(ctr_context *ctx, double events) {
   return 0;
 }
 
+/* One view's forward projection, spatial (ours) and cuFFT (the invariant
+ * kernel's FFT convolution, padded by the kernel's halo so that nothing
+ * wraps), for a lattice of n x n x nz voxels of `voxel` mm and an invariant
+ * kernel (TOF ps, radial and axial mm FWHM); ms in sp and ff. */
+static int time_spatial_fft(ctr_context *ctx, int reps, int64_t n, int64_t nz, double voxel,
+                            double tof, double radial, double axial, double *sp, double *ff,
+                            int64_t *support) {
+  ctr_pet_params p = CTR_PET_PARAMS_INIT;
+  ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT;
+  p.nx = p.ny = n, p.nz = nz, p.voxel = voxel;
+  k.tof_fwhm_ps = tof, k.radial_fwhm_center_mm = k.radial_fwhm_edge_mm = radial;
+  k.axial_fwhm_mm = axial;
+  ctr_pet_system *s = NULL;
+  ctr_pet_projector *pr = NULL;
+  ctr_status st = ctr_pet_system_create(&p, &k, &s);
+  if (st || (st = ctr_pet_projector_create(ctx, s, &pr))) return fail("system", st);
+  const int64_t nv = p.nx * p.ny * p.nz;
+  float *img = malloc(nv * sizeof(float));
+  for (int64_t j = 0; j < nv; j++) img[j] = (float)((j * 2654435761u) % 1000) * 1e-3f;
+  ctr_pet_view_info info = CTR_PET_VIEW_INFO_INIT;
+  if ((st = ctr_pet_system_get_view_info(s, 10, &info))) return fail("tables", st);
+  *support = info.support;
+  if ((st = ctr__pet_cuda_set_input((ctr__pet_cuda *)pr->impl, img)) ||
+      (st = ctr__pet_cuda_time_view((ctr__pet_cuda *)pr->impl, CTR_PET_FORWARD, 10, reps, sp)) ||
+      (st = ctr__pet_cuda_fft_time(0, s, 10, s->halo[0], img, reps, ff)))
+    return fail("time", st);
+  free(img);
+  ctr_pet_projector_free(pr);
+  ctr_pet_system_free(s);
+  return 0;
+}
+
+/* Ha et al. 2013, Fig. 4 on this GPU (issue 48): one view's forward
+ * projection, spatial against cuFFT, over [top] TOF 300 .. 1200 ps (LOR 10
+ * mm radial, 5 mm axial) and LOR radial 5 .. 20 mm (TOF 300 ps, axial 5
+ * mm), 144 x 144 x 48 voxels of 4 mm; [bottom] 4 mm voxels (144 x 144 x 48)
+ * against 2 mm (288 x 288 x 96: the same field of view), TOF 375 ps, LOR
+ * 6.5 mm. The paper's growth from 4 to 2 mm: 54.3x (spatial) and 9.4x (FFT);
+ * spatial 2x faster than FFT at 4 mm and 2.7x slower at 2 mm. */
+static int bench_fig4(ctr_context *ctx, int reps) {
+  static const double tofs[] = {300, 450, 600, 750, 900, 1050, 1200};
+  static const double lors[] = {5, 7.5, 10, 12.5, 15, 17.5, 20};
+  double sp, ff;
+  int64_t sup;
+  printf("Ha et al. 2013 Fig. 4 [top]: one view, 144x144x48 of 4 mm, spatial vs cuFFT (padded)\n");
+  for (int i = 0; i < 7; i++) {
+    if (time_spatial_fft(ctx, reps, 144, 48, 4.0, tofs[i], 10.0, 5.0, &sp, &ff, &sup)) return 1;
+    printf("  TOF %4.0f ps, LOR 10 mm: spatial %8.3f ms, cuFFT %8.3f ms (support %lld)\n", tofs[i],
+           sp, ff, (long long)sup);
+    json_case("\"name\": \"fig4_tof_%.0fps\", \"study\": \"fig4-tof\", \"tof_ps\": %.0f, "
+              "\"radial_mm\": 10, \"axial_mm\": 5, \"voxel_mm\": 4, \"support\": %lld, "
+              "\"seconds\": %.6g, \"cufft_seconds\": %.6g", tofs[i], tofs[i], (long long)sup,
+              sp * 1e-3, ff * 1e-3);
+  }
+  for (int i = 0; i < 7; i++) {
+    if (time_spatial_fft(ctx, reps, 144, 48, 4.0, 300.0, lors[i], 5.0, &sp, &ff, &sup)) return 1;
+    printf("  LOR %4.1f mm, TOF 300 ps: spatial %8.3f ms, cuFFT %8.3f ms (support %lld)\n", lors[i],
+           sp, ff, (long long)sup);
+    json_case("\"name\": \"fig4_lor_%.1fmm\", \"study\": \"fig4-lor\", \"tof_ps\": 300, "
+              "\"radial_mm\": %.1f, \"axial_mm\": 5, \"voxel_mm\": 4, \"support\": %lld, "
+              "\"seconds\": %.6g, \"cufft_seconds\": %.6g", lors[i], lors[i], (long long)sup,
+              sp * 1e-3, ff * 1e-3);
+  }
+  double t[2][2];
+  printf("Ha et al. 2013 Fig. 4 [bottom]: TOF 375 ps, LOR 6.5 mm, the same field of view\n");
+  for (int v = 0; v < 2; v++) {
+    const int64_t n = v ? 288 : 144, nz = v ? 96 : 48;
+    if (time_spatial_fft(ctx, reps, n, nz, v ? 2.0 : 4.0, 375.0, 6.5, 6.5, &sp, &ff, &sup)) return 1;
+    t[v][0] = sp, t[v][1] = ff;
+    printf("  voxel %.0f mm (%lldx%lldx%lld): spatial %8.3f ms, cuFFT %8.3f ms (support %lld)\n",
+           v ? 2.0 : 4.0, (long long)n, (long long)n, (long long)nz, sp, ff, (long long)sup);
+    json_case("\"name\": \"fig4_voxel_%.0fmm\", \"study\": \"fig4-voxel\", \"tof_ps\": 375, "
+              "\"radial_mm\": 6.5, \"axial_mm\": 6.5, \"voxel_mm\": %.0f, \"lattice\": [%lld, "
+              "%lld, %lld], \"support\": %lld, \"seconds\": %.6g, \"cufft_seconds\": %.6g",
+              v ? 2.0 : 4.0, v ? 2.0 : 4.0, (long long)n, (long long)n, (long long)nz,
+              (long long)sup, sp * 1e-3, ff * 1e-3);
+  }
+  printf("  4 -> 2 mm: spatial %.1fx, cuFFT %.1fx (Ha et al.: 54.3x, 9.4x); spatial/cuFFT %.2f at 4 "
+         "mm, %.2f at 2 mm (Ha et al.: 0.5, 2.7)\n", t[1][0] / t[0][0], t[1][1] / t[0][1],
+         t[0][0] / t[0][1], t[1][0] / t[1][1]);
+  json_case("\"name\": \"fig4_voxel_growth\", \"study\": \"fig4-voxel\", \"spatial_growth\": "
+            "%.4g, \"cufft_growth\": %.4g, \"seed_spatial_growth\": 54.3, \"seed_cufft_growth\": "
+            "9.4, \"spatial_over_cufft_4mm\": %.4g, \"spatial_over_cufft_2mm\": %.4g, "
+            "\"seed_spatial_over_cufft_4mm\": 0.5, \"seed_spatial_over_cufft_2mm\": 2.7",
+            t[1][0] / t[0][0], t[1][1] / t[0][1], t[0][0] / t[0][1], t[1][0] / t[1][1]);
+  return 0;
+}
+
 static int bench_fft(ctr_context *ctx, int reps) {
   const double tofs[] = {375, 450, 600};
   printf("spatial vs cuFFT, invariant kernels, 144x144x48 of 4 mm, LOR 6.5 mm, one view:\n");
@@ -306,14 +394,17 @@ static int bench_fft(ctr_context *ctx, int reps) {
 
 int main(int argc, char **argv) {
   const char *json = NULL;
-  int reps = 7;
+  int reps = 7, study = 0;
   double events = 2e7;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--events") && i + 1 < argc) events = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--study") && i + 1 < argc && !strcmp(argv[i + 1], "fig4")) study = 1, i++;
     else {
-      fprintf(stderr, "usage: bench_pet [--json FILE] [--repeats N] [--events N]\n");
+      fprintf(stderr, "usage: bench_pet [--json FILE] [--repeats N] [--events N] [--study fig4]\n"
+              "  --study fig4: only Ha et al. 2013's Fig. 4 sweeps (TOF, LOR width, voxel size;\n"
+              "  spatial vs cuFFT), docs/pet.md\n");
       return 2;
     }
   }
@@ -337,7 +428,8 @@ int main(int argc, char **argv) {
     fprintf(g_json, "{\n  \"gpu\": \"%s\",\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n"
             "  \"command\": \"bench_pet --repeats %d --events %.3g\",\n  \"cases\": [\n",
             di.name, bench_date(date, sizeof date), bench_revision(), reps, events);
-  int rc = bench_projectors(ctx, reps) || bench_fft(ctx, reps) || bench_iteration(ctx, events);
+  int rc = study ? bench_fig4(ctx, reps)
+                 : bench_projectors(ctx, reps) || bench_fft(ctx, reps) || bench_iteration(ctx, events);
   if (g_json) {
     fprintf(g_json, "\n  ]\n}\n");
     fclose(g_json);
