@@ -426,8 +426,9 @@ int main(int argc, char **argv) {
   char date[32];
   if (g_json)
     fprintf(g_json, "{\n  \"gpu\": \"%s\",\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n"
-            "  \"command\": \"bench_pet --repeats %d --events %.3g\",\n  \"cases\": [\n",
-            di.name, bench_date(date, sizeof date), bench_revision(), reps, events);
+            "  \"command\": \"bench_pet --repeats %d --events %.3g%s\",\n  \"cases\": [\n",
+            di.name, bench_date(date, sizeof date), bench_revision(), reps, events,
+            study ? " --study fig4" : "");
   int rc = study ? bench_fig4(ctx, reps)
                  : bench_projectors(ctx, reps) || bench_fft(ctx, reps) || bench_iteration(ctx, events);
   if (g_json) {

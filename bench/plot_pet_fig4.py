@@ -25,7 +25,7 @@ def main():
     lor = [c for c in cases if c.get("study") == "fig4-lor"]
     vox = [c for c in cases if c.get("study") == "fig4-voxel" and "voxel_mm" in c]
     growth = next(c for c in cases if c.get("name") == "fig4_voxel_growth")
-    fig, axs = plt.subplots(1, 3, figsize=(12, 3.8), dpi=110)
+    fig, axs = plt.subplots(1, 3, figsize=(13, 4.0), dpi=110)
     for ax, data, key, label in ((axs[0], tof, "tof_ps", "TOF FWHM (ps); LOR 10 mm, axial 5 mm"),
                                  (axs[1], lor, "radial_mm", "LOR radial FWHM (mm); TOF 300 ps")):
         x = [c[key] for c in data]
@@ -49,7 +49,7 @@ def main():
         f"4 -> 2 mm: spatial {growth['spatial_growth']:.1f}x (paper 54.3x), "
         f"FFT {growth['cufft_growth']:.1f}x (paper 9.4x)\n"
         f"spatial/FFT {growth['spatial_over_cufft_4mm']:.2f} at 4 mm (paper 0.5), "
-        f"{growth['spatial_over_cufft_2mm']:.2f} at 2 mm (paper 2.7)", fontsize=8)
+        f"{growth['spatial_over_cufft_2mm']:.2f} at 2 mm (paper 2.7)", fontsize=7)
     fig.suptitle(f"Ha et al. 2013, Fig. 4, on {res['gpu']} (rev {res['revision']}): one view, "
                  "spatially invariant kernels", fontsize=10)
     fig.tight_layout()
