@@ -175,7 +175,9 @@ CTR_API int ctr_geometry_angles_look_like_radians(const ctr_geometry *g, double 
 
 /* Fraction of the voxel centres inside the volume's inscribed cylinder (about
  * the z axis through the volume centre) that project inside the detector in
- * every view (1.0 = the field of view is fully covered). */
+ * every view (1.0 = the field of view is fully covered); for a helical
+ * geometry, inside the detector's columns (its fan) in every view, the rows
+ * being the helix's to move along. */
 CTR_API double ctr_geometry_coverage(const ctr_geometry *g);
 /* 1 when g is an offset (half-fan) detector on a full turn, which FDK
  * reconstructs with Wang 2002's redundancy weights (docs/geometry.md,

@@ -337,27 +337,29 @@ static ctr_circular_params helix_circle(const ctr_helical_params *p) {
 
 static ctr_status helical_validate(const ctr_helical_params *p) {
   if (!isfinite(p->pitch_mm))
-    CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_helical_params.pitch_mm",
-                   "pitch_mm = %g: expected a finite table feed per turn (mm)", p->pitch_mm);
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.pitch_mm", CTR__V_REAL(p->pitch_mm),
+                         "pitch_mm = %g: expected a finite table feed per turn (mm)", p->pitch_mm);
   if (p->pitch_mm == 0.0)
-    CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_helical_params.pitch_mm",
-                   "pitch_mm = 0: a helix of pitch 0 is a circular orbit; use "
-                   "ctr_geometry_create_circular (JSON \"type\": \"circular\")");
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.pitch_mm", CTR__V_REAL(0.0),
+                         "pitch_mm = 0: a helix of pitch 0 is a circular orbit; use "
+                         "ctr_geometry_create_circular (JSON \"type\": \"circular\")");
   if (!isfinite(p->z0_mm))
-    CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_helical_params.z0_mm",
-                   "z0_mm = %g: expected a finite source height of view 0 (mm)", p->z0_mm);
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.z0_mm", CTR__V_REAL(p->z0_mm),
+                         "z0_mm = %g: expected a finite source height of view 0 (mm)", p->z0_mm);
   if (!(p->window_deg >= 0.0 && p->window_deg <= 90.0))
-    CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_helical_params.window_deg",
-                   "window_deg = %g: expected 0 .. 90 degrees (FDK's window smoothing width)",
-                   p->window_deg);
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.window_deg",
+                         CTR__V_REAL(p->window_deg),
+                         "window_deg = %g: expected 0 .. 90 degrees (FDK's window smoothing "
+                         "width)", p->window_deg);
   if (p->nviews < 2 || p->nviews > (1 << 24))
-    CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_helical_params.nviews",
-                   "nviews = %lld: expected 2 .. 16777216 views", (long long)p->nviews);
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.nviews", CTR__V_INT(p->nviews),
+                         "nviews = %lld: expected 2 .. 16777216 views", (long long)p->nviews);
   if (!(isfinite(p->angle_range_deg) && p->angle_range_deg > 0.0 &&
         p->angle_range_deg <= 3.6e6))
-    CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_helical_params.angle_range_deg",
-                   "angle_range_deg = %g: expected 0 < range <= 3600000 degrees (10000 turns)",
-                   p->angle_range_deg);
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.angle_range_deg",
+                         CTR__V_REAL(p->angle_range_deg),
+                         "angle_range_deg = %g: expected 0 < range <= 3600000 degrees (10000 "
+                         "turns)", p->angle_range_deg);
   ctr_circular_params c = helix_circle(p);
   c.angle_range_deg = 360.0; /* checked above: a helix's range may exceed the circle's */
   return circular_validate(&c);
@@ -433,8 +435,8 @@ ctr_status ctr__helix_fdk_check(const ctr_geometry *g) {
   const double limit = ctr__helix_pitch_limit(g, h.s), p = fabs(g->hel.pitch_mm);
   if (p <= limit * (1.0 + 1e-9)) return CTR_OK;
   const double height = (double)g->nv * g->dv * g->hel.sid / g->hel.sdd;
-  CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_helical_params.pitch_mm",
-                 "pitch_mm = %g: helical FDK takes at most %.4g mm a turn on this detector with "
+  CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.pitch_mm",
+                 CTR__V_REAL(g->hel.pitch_mm), "pitch_mm = %g: helical FDK takes at most %.4g mm a turn on this detector with "
                  "window_deg = %g (%.3f of the detector's height at the rotation axis, %.4g mm): "
                  "beyond it a voxel on the axis leaves the detector's rows within the 360 + 2 x "
                  "%g degrees of views its window weights; use a smaller pitch or window_deg, or "
@@ -649,6 +651,12 @@ static int seen_in_fan(const ctr_geometry *g, const ctr__view *v, const double p
   return c > 0 && u >= -0.5 && u <= (double)g->nu - 0.5;
 }
 
+static int seen_in_every_fan(const ctr_geometry *g, const double p[3]) {
+  for (int64_t v = 0; v < g->nviews; v++)
+    if (!seen_in_fan(g, &g->views[v], p)) return 0;
+  return 1;
+}
+
 static int seen_in_every_view(const ctr_geometry *g, const double p[3]) {
   for (int64_t v = 0; v < g->nviews; v++)
     if (!seen_in_view(g, &g->views[v], p)) return 0;
@@ -753,7 +761,9 @@ double ctr_geometry_coverage(const ctr_geometry *g) {
         const int64_t idx[3] = {i, j, k};
         double p[3];
         if (!fov_sample(vol, m, idx, p)) continue;
-        inside += orbit ? seen_circular(g, orbit, p) : seen_in_every_view(g, p);
+        inside += orbit ? seen_circular(g, orbit, p)
+                  : g->helical ? seen_in_every_fan(g, p) /* a helix's rows move on */
+                               : seen_in_every_view(g, p);
         total++;
       }
   free(orbit);
@@ -1068,6 +1078,7 @@ ctr_status ctr_fdk_check_geometry(const ctr_geometry *g, const ctr_fdk_options *
 
 ctr_status ctr__fdk_geometry_report(const ctr_context *ctx, const ctr_geometry *g,
                                     const ctr_fdk_options *o) {
+  CTR_CHECK(ctr__helix_fdk_check(g)); /* refused, not warned about: FDK cannot weight it */
   if (o->geometry_checked) return CTR_OK;
   int ok;
   char why[768];
