@@ -25,13 +25,19 @@ const cli_command cli_cmd_geometry = {
     "--check, loads a geometry file and prints a summary: views, angular coverage,\n"
     "detector, volume and how much of the volume's field of view the detector sees.\n"
     "--vectors-out writes the geometry's views (the one written or checked) as ASTRA\n"
-    "cone_vec rows in the --from-vectors layout, for ASTRA, TIGRE or LEAP users.",
+    "cone_vec rows in the --from-vectors layout, for ASTRA, TIGRE or LEAP users.\n"
+    "--pitch makes the orbit a helix (docs/geometry.md, \"Helical orbits\"): the source\n"
+    "and detector climb --pitch mm along z per turn from --z0, over --angle-range\n"
+    "degrees (any number of turns); fdk reconstructs it with its redundancy window\n"
+    "(--helix-window).",
     "  ctrecon geometry --out geom.json\n"
     "  ctrecon geometry --out small.json --nu 128 --nv 128 --du 3.5 --dv 3.5 \\\n"
     "      --views 180 --volume 128 --voxel 2\n"
     "  ctrecon geometry --out short.json --angle-range 220    # short scan\n"
     "  ctrecon geometry --out vec.json --from-vectors views.txt --nu 512 --nv 384 \\\n"
     "      --volume 256 --voxel 0.5\n"
+    "  ctrecon geometry --out helix.json --pitch 40 --angle-range 1440 --views 1440 \\\n"
+    "      --volume 256,256,64   # a helix of four turns\n"
     "  ctrecon geometry --check geom.json\n"
     "  ctrecon geometry --check geom.json --vectors-out views.txt\n",
 };
@@ -132,11 +138,20 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
   orbit o = {0, 0, 0, 0};
   const int have_orbit = circular_orbit(g, &o);
   const double cov_deg = angular_coverage(g, &step, &dir);
+  ctr_helical_params h;
+  const int helix = ctr_geometry_get_helical(g, &h);
   printf("%s: %s cone-beam geometry\n", path,
-         ctr_geometry_is_circular(g) ? "circular" : "general (per-view matrices)");
+         helix                         ? "helical"
+         : ctr_geometry_is_circular(g) ? "circular"
+                                       : "general (per-view matrices)");
   printf("  views          %lld over %.1f deg (%s, step %.3f deg)\n", (long long)n, cov_deg,
          dir < 0 ? "cw" : "ccw", step);
-  print_scan_kind(cmd, cov_deg, step, have_orbit, &o, warn, ctr_geometry_offset_detector(g));
+  if (helix)
+    printf("  helix          pitch %g mm a turn (%.3f of the detector's height at the axis), "
+           "source z from %g mm; fdk's window %g deg\n", h.pitch_mm,
+           h.pitch_mm / ((double)nv * dv * h.sid / h.sdd), h.z0_mm, h.window_deg);
+  else
+    print_scan_kind(cmd, cov_deg, step, have_orbit, &o, warn, ctr_geometry_offset_detector(g));
   if (have_orbit)
     printf(
         "  source         %g mm from the axis, detector %g mm from the source "
@@ -204,6 +219,8 @@ typedef struct geometry_args {
   int quiet, force;
   int write_opts; /* set by any option that only matters when writing */
   int orbit_opts; /* set by an option of the circular orbit (not with --from-vectors) */
+  double pitch, z0, window; /* --pitch, --z0, --helix-window: a helix */
+  int helix_opts; /* set by an option of the helix */
 } geometry_args;
 
 /* --from-vectors: 12 numbers a line (spaces or commas), '#' comments and
@@ -275,12 +292,32 @@ static int run_write(const geometry_args *a) {
     st = ctr_geometry_create_vectors(a->p.nu, a->p.nv, n, v, &vol, &g);
     free(v);
     if (st != CTR_OK) return cli_fail_file("geometry", st, a->vectors);
+  } else if (a->helix_opts) {
+    ctr_helical_params h = CTR_HELICAL_PARAMS_INIT;
+    h.sid = a->p.sid;
+    h.sdd = a->p.sdd;
+    h.nu = a->p.nu;
+    h.nv = a->p.nv;
+    h.du = a->p.du;
+    h.dv = a->p.dv;
+    h.offset_u = a->p.offset_u;
+    h.offset_v = a->p.offset_v;
+    h.nviews = a->p.nviews;
+    h.angle_start_deg = a->p.angle_start_deg;
+    h.angle_range_deg = a->p.angle_range_deg;
+    h.direction = a->p.direction;
+    h.pitch_mm = a->pitch;
+    h.z0_mm = a->z0;
+    h.window_deg = a->window;
+    st = ctr_geometry_create_helical(&h, &vol, &g);
+    if (st != CTR_OK) return cli_fail("geometry", st);
   } else {
     st = ctr_geometry_create_circular(&a->p, &vol, &g);
     if (st != CTR_OK) return cli_fail("geometry", st);
   }
   double span = 0;
-  if (!a->vectors && ctr_angles_look_like_radians(NULL, a->p.nviews, a->p.angle_range_deg, &span))
+  if (!a->vectors && !a->helix_opts &&
+      ctr_angles_look_like_radians(NULL, a->p.nviews, a->p.angle_range_deg, &span))
     cli_warn("geometry", "--angle-range %g: the %lld views span only %.4g degrees: this looks like "
              "radians, and --angle-range takes degrees (360 for a full turn)", a->p.angle_range_deg,
              (long long)a->p.nviews, span);
@@ -306,7 +343,7 @@ static int run_write(const geometry_args *a) {
 
 int cmd_geometry(int argc, char **argv) {
   geometry_args a = {NULL, NULL, CTR_CIRCULAR_PARAMS_INIT, {256, 256, 256}, {1, 1, 1}, {0, 0, 0},
-                     NULL, NULL, 0,    0,    0, 0};
+                     NULL, NULL, 0,    0,    0, 0, 0.0, 0.0, 10.0, 0};
   a.p.sid = 1000;
   a.p.sdd = 1500;
   a.p.nu = a.p.nv = 256;
@@ -335,12 +372,20 @@ int cmd_geometry(int argc, char **argv) {
        &a.p.angle_start_deg, &a.orbit_opts},
       CLI_ALIAS("--start", "--angle-start", "DEG", cli_parse_double, &a.p.angle_start_deg,
                 &a.orbit_opts),
-      {"--angle-range", "DEG", "angle covered by the views, 0 < range <= 720 (default 360)",
+      {"--angle-range", "DEG", "angle covered by the views, 0 < range <= 720 (a helix: any, "
+       "default 360)",
        cli_parse_positive, &a.p.angle_range_deg, &a.orbit_opts},
       CLI_ALIAS("--range", "--angle-range", "DEG", cli_parse_positive, &a.p.angle_range_deg,
                 &a.orbit_opts),
       {"--direction", "ccw|cw", "rotation direction seen from +z (default ccw)", parse_direction,
        &a.p.direction, &a.orbit_opts},
+      {"--pitch", "MM", "a helical orbit: the source climbs MM along z per turn (either sign; "
+       "default: a circular orbit)", cli_parse_double, &a.pitch, &a.helix_opts},
+      {"--z0", "MM", "helix: the source's height at the first view (default 0)", cli_parse_double,
+       &a.z0, &a.helix_opts},
+      {"--helix-window", "DEG",
+       "helix: fdk's redundancy window smoothing width, 0 .. 90 (default 10)", cli_parse_double,
+       &a.window, &a.helix_opts},
       {"--volume", "N[,N,N]", "volume size in voxels (default 256)", cli_parse_size3, a.size,
        &a.write_opts},
       {"--voxel", "MM[,MM,MM]", "voxel size (default 1)", cli_parse_voxel3, a.voxel, &a.write_opts},
@@ -363,7 +408,13 @@ int cmd_geometry(int argc, char **argv) {
     return cli_usage_error("geometry", "--from-vectors takes the views from its file: the orbit's "
                            "options (--sid, --sdd, --du, --dv, --offset-u, --offset-v, --views, "
                            "--start, --range, --direction) do not apply");
-  if (a.check && (a.write_opts || a.orbit_opts))
+  if (a.vectors && a.helix_opts)
+    return cli_usage_error("geometry", "--from-vectors takes the views from its file: the "
+                           "helix's options (--pitch, --z0, --helix-window) do not apply");
+  if (a.helix_opts && a.pitch == 0.0)
+    return cli_usage_error("geometry", "--z0 and --helix-window describe a helix: give its "
+                           "--pitch (mm a turn, not 0; without it the orbit is circular)");
+  if (a.check && (a.write_opts || a.orbit_opts || a.helix_opts))
     return cli_usage_error("geometry", "--check takes no geometry options (they apply to --out)");
   if (a.check) return run_check(a.check, a.vectors_out, a.force);
   rc = cli_require("geometry", opts, "--out", a.out);

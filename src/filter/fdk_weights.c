@@ -19,7 +19,7 @@ static double overlap_half(const ctr_geometry *g, const ctr__view *v) {
 static ctr_status offset_init(const ctr_geometry *g, const ctr_fdk_options *o,
                               ctr__fdk_filter *f) {
   switch (o->offset_weight) {
-    case CTR_OFFSET_WEIGHT_AUTO: f->offset = ctr__offset_detector(g, &f->scan); break;
+    case CTR_OFFSET_WEIGHT_AUTO: f->offset = !g->helical && ctr__offset_detector(g, &f->scan); break;
     case CTR_OFFSET_WEIGHT_OFF: f->offset = 0; break;
     case CTR_OFFSET_WEIGHT_WANG: f->offset = 1; break;
     default:
@@ -61,6 +61,7 @@ ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
                                 const ctr_fdk_options *o, ctr__fdk_filter *f) {
   memset(f, 0, sizeof *f);
   f->g = g;
+  CTR_CHECK(ctr__helix_fdk_check(g));
   CTR_CHECK(ctr__scan_analyse(g, &f->scan));
   switch (o->short_scan) {
     case CTR_SHORT_SCAN_AUTO: f->parker = !f->scan.full; break;
@@ -81,6 +82,16 @@ ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
     }
   }
   ctr_status st = offset_init(g, o, f);
+  if (st == CTR_OK && g->helical && (f->parker || f->offset)) {
+    /* the helix's window is its redundancy weighting */
+    st = ctr__error_set_field(CTR_E_UNSUPPORTED, f->parker ? "ctr_fdk_options.short_scan"
+                                                           : "ctr_fdk_options.offset_weight",
+                              "a helical orbit's FDK weights its redundancy with its own window "
+                              "(docs/geometry.md, \"Helical orbits\"), not with %s weights: "
+                              "leave %s at auto or off",
+                              f->parker ? "Parker" : "offset (half-fan)",
+                              f->parker ? "short_scan" : "offset_weight");
+  }
   if (st != CTR_OK) {
     ctr__fdk_filter_free(f);
     return st;

@@ -30,6 +30,8 @@ struct ctr_geometry {
   int circular; /* built from ctr_circular_params */
   ctr_circular_params circ; /* copy (angles_deg points at `angles_deg` below) */
   double *angles_deg;       /* circular: per-view angle list */
+  int helical; /* built from ctr_helical_params (ctr_geometry_create_helical) */
+  ctr_helical_params hel; /* its copy: the helix FDK's window needs */
   double *vectors; /* built from vectors (ctr_geometry_create_vectors): their copy, nviews * 12;
                       else NULL */
   ctr__view *views;
@@ -47,6 +49,25 @@ void ctr__circular_vectors(const ctr_circular_params *p, double a_deg, double ou
 ctr_status ctr__geometry_from_matrices(int64_t nu, int64_t nv, double du, double dv,
                                        int64_t nviews, const double *matrices, const char *label,
                                        const ctr_volume_geometry *vol, ctr_geometry **out);
+/* A helical geometry's FDK parameters (docs/geometry.md, "Helical orbits"):
+ * view i's window argument for a voxel at height z is
+ *   d = 2 pi (src_z[i] - z) / pitch_mm  = k_src[i] - k_z z,
+ * and the window (filter/helix_weight_math.h) has smoothing width s. */
+typedef struct ctr__helix_fdk {
+  double kz;     /* 2 pi / pitch_mm, radians per mm */
+  double s;      /* window_deg in radians */
+} ctr__helix_fdk;
+/* 1 and *h for a helical geometry, else 0. */
+int ctr__geometry_helix(const ctr_geometry *g, ctr__helix_fdk *h);
+/* The largest |pitch_mm| helical FDK takes on g's detector with window s
+ * (radians): a voxel on the rotation axis stays on the detector's rows
+ * (to their outer edges) for the 2 (pi + s) of rotation its window uses. */
+double ctr__helix_pitch_limit(const ctr_geometry *g, double s);
+/* CTR_OK, or for a helical geometry whose pitch exceeds that limit
+ * CTR_E_GEOMETRY with the field ctr_helical_params.pitch_mm, the limit and
+ * what to do; every FDK filter set-up calls it. */
+ctr_status ctr__helix_fdk_check(const ctr_geometry *g);
+
 /* Checks that the volume lies in front of every source and outside it. */
 ctr_status ctr__geometry_check_volume(const ctr_geometry *g, const ctr_volume_geometry *vol);
 ctr_status ctr__volume_validate(const ctr_volume_geometry *vol);

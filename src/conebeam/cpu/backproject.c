@@ -6,6 +6,7 @@
 #include "conebeam/cpu/backproject.h"
 
 #include "core/projmath.h"
+#include "filter/helix_weight_math.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define CTR__CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -24,6 +25,25 @@ static void bp_row(float *restrict acc, int nx, const float *restrict img, int p
     const float u = (a0 + fi * da) * r;
     const float v = (b0 + fi * db) * r;
     acc[i] += r * r * ctr__bilinear_padded_rows(img, pitch, nu, row0, nv, u, v);
+  }
+}
+
+/* bp_row for a helical orbit (docs/geometry.md, "Helical orbits"): the row's
+ * window weight wh, and v clamped to the detector's edge rows [row0, row0 +
+ * nv - 1] (a voxel the window weights may project beyond them). */
+CTR__CLONES
+static void bp_row_helix(float *restrict acc, int nx, const float *restrict img, int pitch,
+                         int nu, int row0, int nv, float a0, float da, float b0, float db,
+                         float c0, float dc, float wh) {
+  const float lo = (float)row0, hi = (float)(row0 + nv - 1);
+  for (int i = 0; i < nx; i++) {
+    const float fi = (float)i;
+    const float r = 1.0f / (c0 + fi * dc);
+    const float u = (a0 + fi * da) * r;
+    float v = (b0 + fi * db) * r;
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    acc[i] += wh * r * r * ctr__bilinear_padded_rows(img, pitch, nu, row0, nv, u, v);
   }
 }
 
@@ -51,7 +71,11 @@ void ctr__bp_cpu(const ctr_context *ctx, const ctr_geometry *g, int64_t v0, int6
   const ctr_volume_geometry *vg = &g->vol;
   const int64_t nx = vg->nx, ny = vg->ny;
   const double x0 = ctr__voxel_coord(0, nx, vg->voxel_x, vg->offset_x);
-  const int circular = ctr_geometry_is_circular(g);
+  ctr__helix_fdk hx;
+  const int helix = ctr__geometry_helix(g, &hx);
+  /* a helix's per-view matrices have u and c constant along z too, but each
+   * slice has its own window weight: one row at a time */
+  const int circular = !helix && ctr_geometry_is_circular(g);
   const int64_t step = circular ? CTR__ROWS : 1, nsteps = (nzs + step - 1) / step;
 #pragma omp parallel for collapse(2) schedule(static) num_threads(ctr__num_threads(ctx))
   for (int64_t zs = 0; zs < nsteps; zs++) {
@@ -76,7 +100,14 @@ void ctr__bp_cpu(const ctr_context *ctx, const ctr_geometry *g, int64_t v0, int6
         const float a0 = (float)(P[0] * x0 + P[1] * wy + P[2] * wz + P[3]);
         const float c0 = (float)(P[8] * x0 + P[9] * wy + P[10] * wz + P[11]);
         float *row = vol + (z * ny + y) * nx;
-        if (group) {
+        if (helix) {
+          const int64_t view = idx ? idx[k] : v0 + k;
+          const double wh =
+              ctr__helix_window(ctr__helix_arg(g->views[view].src[2], wz, hx.kz), hx.s);
+          if (wh > 0.0)
+            bp_row_helix(row, (int)nx, img, views->pitch, (int)g->nu, (int)g->row0, (int)g->nv,
+                         a0, da, b0[0], db, c0, dc, (float)wh);
+        } else if (group) {
           bp_rows(row, ny * nx, (int)nx, img, views->pitch, (int)g->nu, (int)g->row0, (int)g->nv,
                   a0, da, b0, db, c0, dc);
         } else {

@@ -12,6 +12,7 @@
 #include "conebeam/cuda/bp_kernels.cuh"
 
 #include "core/projmath.h"
+#include "filter/helix_weight_math.h"
 
 enum {
   MODE_TEX = 0,
@@ -234,10 +235,13 @@ void ctr__bp_views_fill(const ctr_geometry *g, const int64_t *idx, int64_t first
   const double x0 = ctr__voxel_coord(0, vg->nx, vg->voxel_x, vg->offset_x);
   const double y0 = ctr__voxel_coord(0, vg->ny, vg->voxel_y, vg->offset_y);
   const double zs = ctr__voxel_coord(z0, vg->nz, vg->voxel_z, vg->offset_z);
+  ctr__helix_fdk hx;
+  const int helix = ctr__geometry_helix(g, &hx);
   bv->n = n;
   bv->first = (int)layer;
   for (int k = 0; k < n; k++) {
     const double *P = g->views[idx ? idx[k] : first + k].P;
+    bv->hz[k] = helix ? ctr__helix_arg(g->views[idx ? idx[k] : first + k].src[2], zs, hx.kz) : 0.0;
     const double sc = alpha ? alpha[k] : 1.0;
     double row[3][4];
     for (int r = 0; r < 3; r++) {
