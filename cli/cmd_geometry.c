@@ -17,7 +17,8 @@ const cli_command cli_cmd_geometry = {
     "       ctrecon geometry --out FILE --from-vectors TEXT --nu N --nv N [volume options]\n"
     "       ctrecon geometry --check FILE [--vectors-out TEXT]",
     "Writes the JSON description (docs/geometry.md) of a circular cone-beam scan:\n"
-    "source orbit, flat detector, projection angles and the volume grid. With\n"
+    "source orbit, flat or cylindrical (--detector) detector, projection angles and\n"
+    "the volume grid. With\n"
     "--from-vectors, the views are read from a text file of ASTRA cone_vec rows,\n"
     "12 numbers a line (srcX srcY srcZ dX dY dZ uX uY uZ vX vY vZ, mm; spaces or\n"
     "commas; '#' comments) and written as a \"vectors\" geometry (docs/geometry.md,\n"
@@ -43,6 +44,16 @@ static int parse_direction(const char *cmd, const char *name, const char *value,
     *(ctr_rotation *)dst = CTR_ROTATION_CW;
   else
     return cli_usage_error(cmd, "%s '%s': expected ccw or cw", name, value);
+  return 0;
+}
+
+static int parse_detector(const char *cmd, const char *name, const char *value, void *dst) {
+  if (!strcmp(value, "flat"))
+    *(ctr_detector_shape *)dst = CTR_DETECTOR_FLAT;
+  else if (!strcmp(value, "cylindrical"))
+    *(ctr_detector_shape *)dst = CTR_DETECTOR_CYLINDRICAL;
+  else
+    return cli_usage_error(cmd, "%s '%s': expected flat or cylindrical", name, value);
   return 0;
 }
 
@@ -93,9 +104,13 @@ static int circular_orbit(const ctr_geometry *g, orbit *o) {
   o->sdd = o->sid * dudx * du;
   const double u0 = a / c; /* where the isocentre projects */
   const double left = (u0 + 0.5) * du, right = ((double)nu - 0.5 - u0) * du;
-  o->fan_deg = (atan(left / o->sdd) + atan(right / o->sdd)) * 180.0 / PI;
+  /* a cylindrical detector's columns are arcs of du at sdd: angles du / sdd */
+  const int arc = ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL;
+  const double al = arc ? left / o->sdd : atan(left / o->sdd);
+  const double ar = arc ? right / o->sdd : atan(right / o->sdd);
+  o->fan_deg = (al + ar) * 180.0 / PI;
   /* A centred ray cone of half-angle h covers a disc of radius sid sin h. */
-  const double half = atan((left < right ? left : right) / o->sdd);
+  const double half = al < ar ? al : ar;
   o->fov_radius = o->sid * sin(half);
   return 1;
 }
@@ -132,8 +147,10 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
   orbit o = {0, 0, 0, 0};
   const int have_orbit = circular_orbit(g, &o);
   const double cov_deg = angular_coverage(g, &step, &dir);
-  printf("%s: %s cone-beam geometry\n", path,
-         ctr_geometry_is_circular(g) ? "circular" : "general (per-view matrices)");
+  printf("%s: %s cone-beam geometry%s\n", path,
+         ctr_geometry_is_circular(g) ? "circular" : "general (per-view matrices)",
+         ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL
+             ? ", cylindrical (curved) detector" : "");
   printf("  views          %lld over %.1f deg (%s, step %.3f deg)\n", (long long)n, cov_deg,
          dir < 0 ? "cw" : "ccw", step);
   print_scan_kind(cmd, cov_deg, step, have_orbit, &o, warn, ctr_geometry_offset_detector(g));
@@ -164,6 +181,9 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
 /* --vectors-out: every view of g as a cone_vec row (ctr_geometry_get_vectors),
  * the layout --from-vectors reads, written atomically. */
 static int write_vectors(const char *path, const ctr_geometry *g, int force) {
+  if (ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL)
+    return cli_usage_error("geometry", "--vectors-out %s: a cylindrical (curved) detector has no "
+                           "cone_vec rows (they describe flat detectors)", path);
   char tmp[4200];
   FILE *f = NULL;
   int rc = cli_text_create("geometry", path, tmp, sizeof tmp, &f);
@@ -341,6 +361,9 @@ int cmd_geometry(int argc, char **argv) {
                 &a.orbit_opts),
       {"--direction", "ccw|cw", "rotation direction seen from +z (default ccw)", parse_direction,
        &a.p.direction, &a.orbit_opts},
+      {"--detector", "flat|cylindrical",
+       "detector shape; cylindrical: columns on an arc of radius sdd about the source, du "
+       "their arc length (default flat)", parse_detector, &a.p.detector, &a.orbit_opts},
       {"--volume", "N[,N,N]", "volume size in voxels (default 256)", cli_parse_size3, a.size,
        &a.write_opts},
       {"--voxel", "MM[,MM,MM]", "voxel size (default 1)", cli_parse_voxel3, a.voxel, &a.write_opts},
@@ -362,7 +385,7 @@ int cmd_geometry(int argc, char **argv) {
   if (a.vectors && a.orbit_opts)
     return cli_usage_error("geometry", "--from-vectors takes the views from its file: the orbit's "
                            "options (--sid, --sdd, --du, --dv, --offset-u, --offset-v, --views, "
-                           "--start, --range, --direction) do not apply");
+                           "--start, --range, --direction, --detector) do not apply");
   if (a.check && (a.write_opts || a.orbit_opts))
     return cli_usage_error("geometry", "--check takes no geometry options (they apply to --out)");
   if (a.check) return run_check(a.check, a.vectors_out, a.force);

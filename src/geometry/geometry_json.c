@@ -30,7 +30,8 @@ static const char *const k_matrices[] = {"type", "detector", "matrices", "volume
 static const char *const k_vectors[] = {"type", "detector", "vectors", "volume", "comment"};
 static const char *const k_det_vectors[] = {"nu", "nv"};
 static const char *const k_volume[] = {"size", "voxel_mm", "offset_mm"};
-static const char *const k_det_circular[] = {"nu", "nv", "du", "dv", "offset_u", "offset_v"};
+static const char *const k_det_circular[] = {"nu", "nv", "du", "dv", "offset_u", "offset_v",
+                                             "shape"};
 static const char *const k_det_matrices[] = {"nu", "nv", "du", "dv"};
 static const char *const k_angles[] = {"count", "start_deg", "range_deg", "direction"};
 
@@ -127,6 +128,15 @@ static ctr_status parse_circular(const jctx *j, const cJSON *root, const ctr_vol
   CTR_CHECK(get_number(j, det, "dv", "detector.dv", 1, 0, &p.dv));
   CTR_CHECK(get_number(j, det, "offset_u", "detector.offset_u", 0, 0.0, &p.offset_u));
   CTR_CHECK(get_number(j, det, "offset_v", "detector.offset_v", 0, 0.0, &p.offset_v));
+  const cJSON *shape = cJSON_GetObjectItemCaseSensitive(det, "shape");
+  if (shape) {
+    if (cJSON_IsString(shape) && !strcmp(shape->valuestring, "flat"))
+      p.detector = CTR_DETECTOR_FLAT;
+    else if (cJSON_IsString(shape) && !strcmp(shape->valuestring, "cylindrical"))
+      p.detector = CTR_DETECTOR_CYLINDRICAL;
+    else
+      return jerr(j, "detector.shape", "\"flat\" or \"cylindrical\"");
+  }
   const cJSON *ang = cJSON_GetObjectItemCaseSensitive(root, "angles");
   const cJSON *alist = cJSON_GetObjectItemCaseSensitive(root, "angles_deg");
   if (ang && alist)
@@ -392,6 +402,13 @@ ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
   if (!root) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot build JSON");
   cJSON *det = cJSON_CreateObject();
   cJSON *vol = cJSON_CreateObject();
+  if (g->curved && !g->circular) {
+    cJSON_Delete(root);
+    cJSON_Delete(det);
+    cJSON_Delete(vol);
+    CTR_FAIL(CTR_E_UNSUPPORTED, "ctr_geometry_to_json_string: a cylindrical detector's "
+             "geometry is written as a circular orbit only (this one is a derived window)");
+  }
   if (g->vectors) return vectors_json(g, root, det, vol, out);
   cJSON_AddItemToObject(root, "type", cJSON_CreateString(g->circular ? "circular" : "matrices"));
   if (g->circular) {
@@ -406,6 +423,7 @@ ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
   if (g->circular) {
     cJSON_AddNumberToObject(det, "offset_u", g->circ.offset_u);
     cJSON_AddNumberToObject(det, "offset_v", g->circ.offset_v);
+    if (g->curved) cJSON_AddStringToObject(det, "shape", "cylindrical");
     if (angles_uniform(g)) {
       cJSON *ang = cJSON_CreateObject();
       cJSON_AddNumberToObject(ang, "count", (double)g->nviews);
