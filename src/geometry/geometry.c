@@ -209,8 +209,9 @@ static ctr_status circular_validate(const ctr_circular_params *p) {
     CTR_FAIL(CTR_E_GEOMETRY, "direction = %d: expected 1 (counter-clockwise) or -1 (clockwise)",
              (int)p->direction);
   if (p->detector != CTR_DETECTOR_FLAT && p->detector != CTR_DETECTOR_CYLINDRICAL)
-    CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_circular_params.detector",
-                   "detector = %d: expected 0 (flat) or 1 (cylindrical)", (int)p->detector);
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_circular_params.detector",
+                         CTR__V_INT(p->detector),
+                         "detector = %d: expected 0 (flat) or 1 (cylindrical)", (int)p->detector);
   if (p->detector == CTR_DETECTOR_CYLINDRICAL) {
     /* Every column's outer edge within +-90 degrees of the principal ray:
      * the arc stays in front of the source (and the equiangular ramp kernel's
