@@ -245,7 +245,7 @@ static void test_projection(void) {
 
 /* The equiangular kernel (ram-lak, unit pixel, fan_step a): at lag m the
  * spatial kernel is h(m) (m a / sin(m a))^2, i.e. 1/4 at 0, 0 at even m and
- * -a^2 / (pi sin(m a))^2 at odd m (Kak & Slaney 1988, Eq. 3.118 without its
+ * -a^2 / (pi sin(m a))^2 at odd m (Kak & Slaney 1988, Sec. 3.4.2, equiangular rays, without its
  * 1/2 and 1/a^2, which FDK's scale carries). Read back by an inverse FFT of
  * ctr__ramp_kernel_fan's spectrum. fan_step 0 is the flat kernel. */
 static void test_fan_kernel(void) {
