@@ -37,24 +37,27 @@ const cli_command cli_cmd_geometry = {
     "  ctrecon geometry --check geom.json --vectors-out views.txt\n",
 };
 
-static int parse_direction(const char *cmd, const char *name, const char *value, void *dst) {
-  if (!strcmp(value, "ccw"))
-    *(ctr_rotation *)dst = CTR_ROTATION_CCW;
-  else if (!strcmp(value, "cw"))
-    *(ctr_rotation *)dst = CTR_ROTATION_CW;
-  else
-    return cli_usage_error(cmd, "%s '%s': expected ccw or cw", name, value);
+/* One of two names: *out = 0 for `a`, 1 for `b`; a usage error otherwise. */
+static int parse_one_of(const char *cmd, const char *name, const char *value, const char *a,
+                        const char *b, int *out) {
+  if (strcmp(value, a) && strcmp(value, b))
+    return cli_usage_error(cmd, "%s '%s': expected %s or %s", name, value, a, b);
+  *out = strcmp(value, a) != 0;
   return 0;
 }
 
+static int parse_direction(const char *cmd, const char *name, const char *value, void *dst) {
+  int k;
+  const int rc = parse_one_of(cmd, name, value, "ccw", "cw", &k);
+  if (!rc) *(ctr_rotation *)dst = k ? CTR_ROTATION_CW : CTR_ROTATION_CCW;
+  return rc;
+}
+
 static int parse_detector(const char *cmd, const char *name, const char *value, void *dst) {
-  if (!strcmp(value, "flat"))
-    *(ctr_detector_shape *)dst = CTR_DETECTOR_FLAT;
-  else if (!strcmp(value, "cylindrical"))
-    *(ctr_detector_shape *)dst = CTR_DETECTOR_CYLINDRICAL;
-  else
-    return cli_usage_error(cmd, "%s '%s': expected flat or cylindrical", name, value);
-  return 0;
+  int k;
+  const int rc = parse_one_of(cmd, name, value, "flat", "cylindrical", &k);
+  if (!rc) *(ctr_detector_shape *)dst = k ? CTR_DETECTOR_CYLINDRICAL : CTR_DETECTOR_FLAT;
+  return rc;
 }
 
 /* ---- Summary (--check, and after writing) -------------------------------- */

@@ -11,7 +11,7 @@
  * (exit 77, skipped, without a GPU). */
 #include "harness.h"
 
-#include "conebeam/cpu/backproject.h"
+#include "bp_check.h"
 #include "filter/filter.h"
 #include "geometry/geometry_internal.h"
 
@@ -75,7 +75,8 @@ static void test_maps(void) {
     CHECK(ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL);
     CHECK(ctr_geometry_is_circular(g));
     for (int64_t i = 0; i < p.nviews; i++) {
-      const double t = (p.angle_start_deg + (double)p.direction * (double)i * 360.0 / 17) * PI / 180;
+      const double t =
+          (p.angle_start_deg + (double)p.direction * (double)i * 360.0 / 17) * PI / 180;
       ctr__cyl_view c;
       CHECK(ctr__geometry_cyl_view(g, i, &c));
       for (int k = 0; k < 20; k++) {
@@ -275,12 +276,12 @@ static void test_fan_kernel(void) {
  * reference with the same curved maps (ctr__bp_reference), slabs included. */
 static void test_bp_reference(void) {
   for (int trial = 0; trial < 4; trial++) {
-    const int64_t nx = 19 + trial, ny = 16, nz = 12, nu = 41 + 2 * trial, nv = 29, nviews = 21;
-    const ctr_volume_geometry vol = {nx, ny, nz, th_uniform(0.8, 1.2), th_uniform(0.8, 1.2),
-                                     th_uniform(0.8, 1.3), th_uniform(-2, 2), th_uniform(-2, 2),
-                                     th_uniform(-2, 2)};
-    ctr_circular_params p = params(th_uniform(60, 120), 0, nu, nv, th_uniform(0.9, 1.6),
-                                   th_uniform(0.9, 1.6), nviews, CTR_DETECTOR_CYLINDRICAL);
+    const ctr_volume_geometry vol = {19 + trial, 16, 12, th_uniform(0.8, 1.2),
+                                     th_uniform(0.8, 1.2), th_uniform(0.8, 1.3),
+                                     th_uniform(-2, 2), th_uniform(-2, 2), th_uniform(-2, 2)};
+    ctr_circular_params p = params(th_uniform(60, 120), 0, 41 + 2 * trial, 29,
+                                   th_uniform(0.9, 1.6), th_uniform(0.9, 1.6), 21,
+                                   CTR_DETECTOR_CYLINDRICAL);
     p.sdd = p.sid * th_uniform(1.2, 2.0);
     p.offset_u = th_uniform(-5, 5);
     p.offset_v = th_uniform(-5, 5);
@@ -288,29 +289,9 @@ static void test_bp_reference(void) {
     ctr_geometry *g = NULL;
     CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
     if (!g) continue;
-    float *filt = malloc(sizeof(float) * nu * nv * nviews);
-    for (int64_t i = 0; i < nu * nv * nviews; i++) filt[i] = (float)th_uniform(-1, 1);
-    const int64_t z0 = trial % 3, nzs = nz - z0 - 1;
-    float *out = calloc(nx * ny * nzs, sizeof(float));
-    double *ref = calloc(nx * ny * nzs, sizeof(double));
-    ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
-    o.z0 = z0;
-    o.nz = nzs;
-    o.views_per_batch = 6;
-    const int64_t vd[3] = {nx, ny, nzs};
-    ctr_array va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
-    CHECK_OK(ctr_fdk_backproject(g_cpu, g, &o, 0, nviews, filt, &va));
-    ctr__bp_reference(g, 0, nviews, filt, ref, z0, nzs);
-    double err = 0, norm = 0;
-    for (int64_t i = 0; i < nx * ny * nzs; i++) {
-      err += sq(out[i] - ref[i]);
-      norm += sq(ref[i]);
-    }
-    CHECK_MSG(norm > 0 && sqrt(err / norm) < 1e-5, "trial %d: relative RMS %g", trial,
-              sqrt(err / norm));
-    free(filt);
-    free(out);
-    free(ref);
+    const int64_t z0 = trial % 3;
+    const double rel = th_bp_vs_reference(g_cpu, g, z0, 12 - z0 - 1, 6);
+    CHECK_MSG(rel < 1e-5, "trial %d: relative RMS %g", trial, rel);
     ctr_geometry_free(g);
   }
 }
@@ -477,6 +458,59 @@ static void test_fdk(void) {
   ctr_phantom_free(ph);
 }
 
+/* An offset (half-fan) cylindrical detector on a full turn: 48 columns with
+ * the principal point 7.5 columns from the centre of the narrow side's last
+ * column reach as far beyond the axis (40 columns) as a centred 80-column
+ * arc of the same pitch. Wang's weights with the fan angle itself and the
+ * rows extended beyond the narrow edge (docs/geometry.md, "Offset
+ * detectors") give the centred arc's RMSE over the head within 1.2x (the
+ * issue's half-fan target, on the curved detector). */
+static void test_offset(void) {
+  const int64_t n = 64;
+  ctr_phantom *ph = NULL;
+  CHECK_OK(ctr_phantom_shepp_logan(0.5 * n * 0.95, 1.0, &ph));
+  REQUIRE(ph);
+  const ctr_volume_geometry vg = {n, n, n, 1, 1, 1, 0, 0, 0};
+  float *truth = malloc(sizeof(float) * n * n * n);
+  const int64_t vd[3] = {n, n, n};
+  ctr_array ta = ctr_array_make(truth, CTR_DTYPE_FLOAT32, 3, vd);
+  CHECK_OK(ctr_phantom_voxelize(g_cpu, ph, &vg, 2, 0, &ta));
+  recon c, h;
+  const int okc = scan(&c, ph, n, 240, 40 * PI / 180, CTR_DETECTOR_CYLINDRICAL);
+  /* the same arc cut to 48 columns on one side: offset_u = 16 columns */
+  memset(&h, 0, sizeof h);
+  double du, dv;
+  ctr_geometry_get_detector(c.g, NULL, NULL, &du, &dv);
+  ctr_circular_params p = params(2.0 * n, 3.0 * n, 48, c.nv, du, dv, 240,
+                                 CTR_DETECTOR_CYLINDRICAL);
+  p.angle_start_deg = 30;
+  p.offset_u = 16 * du;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vg, &h.g));
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  o.window = CTR_WINDOW_HANN;
+  if (okc && h.g) {
+    CHECK(ctr_geometry_offset_detector(h.g));
+    h.nu = 48, h.nv = c.nv, h.nviews = 240;
+    h.proj = malloc(sizeof(float) * 48 * h.nv * 240);
+    h.vol = malloc(sizeof(float) * n * n * n);
+    const int64_t pd[3] = {48, h.nv, 240};
+    ctr_array pa = ctr_array_make(h.proj, CTR_DTYPE_FLOAT32, 3, pd);
+    CHECK_OK(ctr_phantom_project(g_cpu, ph, h.g, 1, &pa));
+    CHECK_OK(fdk(g_ctx, &c, c.g, &o, c.vol, n));
+    CHECK_OK(fdk(g_ctx, &h, h.g, &o, h.vol, n));
+    const ctr_volume_error ec = compare(c.vol, truth, n), eh = compare(h.vol, truth, n);
+    printf("half-fan curved detector: RMSE %.5f over the head (centred %.5f, ratio %.3f), %.5f "
+           "away from edges (centred %.5f)\n", eh.rmse_object, ec.rmse_object,
+           eh.rmse_object / ec.rmse_object, eh.rmse_flat, ec.rmse_flat);
+    CHECK_MSG(eh.rmse_object < 1.2 * ec.rmse_object, "half-fan %g, centred %g", eh.rmse_object,
+              ec.rmse_object);
+  }
+  free_recon(&c);
+  free_recon(&h);
+  free(truth);
+  ctr_phantom_free(ph);
+}
+
 /* Paths without a curved form refuse it, naming the field: the iterative
  * projector pair, and the filtered halves' offset extension is not needed
  * here. The coverage and fan follow the arc. */
@@ -516,6 +550,7 @@ int main(void) {
   test_bp_reference();
   test_refusals_and_coverage();
   test_fdk();
+  test_offset();
   if (g_ctx != g_cpu) ctr_context_free(g_ctx);
   ctr_context_free(g_cpu);
 #ifdef CTR_TEST_CUDA

@@ -99,9 +99,10 @@ static ctr_status check_window(ctr_window w, double cutoff) {
  * + 1 real values, unit pixel), in place: the spatial kernel h(m) times
  * (m a / sin(m a))^2 at the lags |m| < n a row's convolution uses (a =
  * fan_step radians a column), back to its spectrum. Kak & Slaney 1988,
- * Sec. 3.4.2 (equiangular rays): the kernel g(gamma) = (gamma / sin gamma)^2 h(gamma) / 2,
- * whose 1/2 and 1/a^2 are the FDK scale's (docs/geometry.md, "Curved
- * (cylindrical) detectors"). Lags |m| >= n meet the zero padding only. */
+ * Sec. 3.4.2 (equiangular rays): the kernel g(gamma) = (gamma / sin
+ * gamma)^2 h(gamma) / 2, whose 1/2 and 1/a^2 are the FDK scale's
+ * (docs/geometry.md, "Curved (cylindrical) detectors"). Lags |m| >= n meet
+ * the zero padding only. */
 static ctr_status fan_kernel(double *k, int64_t padded, int64_t n, double fan_step) {
   const int64_t nf = padded / 2 + 1;
   fftw_complex *spec = fftw_malloc((size_t)nf * sizeof(fftw_complex));

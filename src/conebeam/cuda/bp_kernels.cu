@@ -97,7 +97,15 @@ __device__ __forceinline__ typename sample_t<MODE>::type sample_precise(const ct
   }
 }
 
-template <int ZP, bool CIRC, int MODE>
+/* CYL: a cylindrical detector (docs/geometry.md, "Curved (cylindrical)
+ * detectors"), whose views bv.m[n] hold ctr__bp_views_fill's curved
+ * constants: the column's depth s = m0 + i m1 + j m2 and lateral offset
+ * l = m3 + i m4 + j m5 (mm), u0 m6, fu m7, v0 m8, fv z = m9 + k m10, the
+ * weight's d^2 m11. One atan2 and one reciprocal a column and view (the
+ * orbit is circular: u and r do not change along z); v is linear in z over
+ * r. The pair modes' mirror holds as for a flat detector: v - v0 is odd in
+ * z. The flat instantiations (CYL false) compile as before. */
+template <int ZP, bool CIRC, int MODE, bool CYL = false>
 __global__ void __launch_bounds__(256, 3)
     bp_kernel(const ctr__bp_args a, const __grid_constant__ ctr__bp_views bv) {
   typedef typename sample_t<MODE>::type acc_t;
@@ -115,6 +123,18 @@ __global__ void __launch_bounds__(256, 3)
     const float ws = a.wscale ? __ldg(a.wscale + layer) : 1.0f;
     /* Every voxel's coordinates derive from its own slice index, never from
      * the chunk start, so results do not depend on how z is split. */
+    if constexpr (CYL) {
+      float u, ir;
+      ctr__cyl_map_f(fmaf(fj, m[2], fmaf(fi, m[1], m[0])), fmaf(fj, m[5], fmaf(fi, m[4], m[3])),
+                     m[6], m[7], &u, &ir);
+      const float w = ws * m[11] * ir * ir;
+#pragma unroll
+      for (int k = 0; k < ZP; k++) {
+        const float v = fmaf(fmaf(fk + (float)k, m[10], m[9]), ir, m[8]);
+        acc_add(acc[k], w, sample<MODE>(a, u, v, layer));
+      }
+      continue;
+    }
     if constexpr (MODE == MODE_PRECISE || MODE == MODE_PRECISE_PAIR) {
       /* The column's position at slice k0 in double, split into an integer
        * anchor and a float fraction; slice k moves it by
@@ -179,61 +199,32 @@ __global__ void __launch_bounds__(256, 3)
   }
 }
 
-/* A cylindrical detector (docs/geometry.md, "Curved (cylindrical)
- * detectors"): bv.m[n] holds ctr__bp_views_fill's curved constants, the
- * column's depth s = m0 + i m1 + j m2 and lateral offset l = m3 + i m4 +
- * j m5 (mm), u0 m6, fu m7, v0 m8, fv z = m9 + k m10, the weight's d^2 m11.
- * One atan2 and one reciprocal a column and view (the orbit is circular:
- * u and r do not change along z); v is linear in z over r. The pair
- * modes' mirror holds as in bp_kernel: v - v0 is odd in z. */
-template <int ZP, int MODE>
-__global__ void __launch_bounds__(256, 3)
-    bp_cyl_kernel(const ctr__bp_args a, const __grid_constant__ ctr__bp_views bv) {
-  typedef typename sample_t<MODE>::type acc_t;
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  const int j = blockIdx.y * blockDim.y + threadIdx.y;
-  const int k0 = a.k_begin + blockIdx.z * ZP;
-  if (i >= a.nx || j >= a.ny) return;
-  const float fi = (float)i, fj = (float)j, fk = (float)k0;
-  acc_t acc[ZP];
-#pragma unroll
-  for (int k = 0; k < ZP; k++) acc[k] = acc_t{};
-  for (int n = 0; n < bv.n; n++) {
-    const float *m = bv.m[n];
-    const int layer = bv.first + n;
-    const float ws = a.wscale ? __ldg(a.wscale + layer) : 1.0f;
-    float u, ir;
-    ctr__cyl_map_f(fmaf(fj, m[2], fmaf(fi, m[1], m[0])), fmaf(fj, m[5], fmaf(fi, m[4], m[3])),
-                   m[6], m[7], &u, &ir);
-    const float w = ws * m[11] * ir * ir;
-#pragma unroll
-    for (int k = 0; k < ZP; k++)
-      acc_add(acc[k], w, sample<MODE>(a, u, fmaf(fmaf(fk + (float)k, m[10], m[9]), ir, m[8]), layer));
-  }
-  float *col = a.vol + (long long)j * a.nx + i;
-#pragma unroll
-  for (int k = 0; k < ZP; k++) {
-    const int z = k0 + k;
-    if (z >= a.nz_thread) break;
-    if constexpr (MODE == MODE_TEX_PAIR || MODE == MODE_EXACT_PAIR) {
-      const int zm = a.nzs - 1 - z;
-      col[(long long)z * a.slice] += acc[k].x;
-      if (zm != z) col[(long long)zm * a.slice] += acc[k].y;
-    } else {
-      col[(long long)z * a.slice] += acc[k];
-    }
-  }
+/* The grid and block of a launch: threads over (x, y), ZP slices each. */
+static ctr_status launch_shape(const ctr__bp_config *cfg, const ctr__bp_args *args, dim3 *grid,
+                               dim3 *block) {
+  const int zp = cfg->slices_per_thread;
+  *block = dim3(cfg->block_x, cfg->block_y);
+  *grid = dim3((args->nx + block->x - 1) / block->x, (args->ny + block->y - 1) / block->y,
+               (args->nz_thread - args->k_begin + zp - 1) / zp);
+  if (block->x * block->y > 256 || block->x * block->y < 32)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "block %d x %d: expected 32 .. 256 threads", cfg->block_x,
+             cfg->block_y);
+  return CTR_OK;
 }
 
 template <int ZP>
 static void launch_cyl(ctr__bp_variant v, dim3 grid, dim3 block, cudaStream_t s,
                        const ctr__bp_args &a, const ctr__bp_views &bv) {
   switch (v) {
-    case CTR__BP_TEX: bp_cyl_kernel<ZP, MODE_TEX><<<grid, block, 0, s>>>(a, bv); break;
+    case CTR__BP_TEX: bp_kernel<ZP, true, MODE_TEX, true><<<grid, block, 0, s>>>(a, bv); break;
     case CTR__BP_TEX_PAIR:
-    case CTR__BP_TEX_PAIR_HALF: bp_cyl_kernel<ZP, MODE_TEX_PAIR><<<grid, block, 0, s>>>(a, bv); break;
-    case CTR__BP_EXACT: bp_cyl_kernel<ZP, MODE_EXACT><<<grid, block, 0, s>>>(a, bv); break;
-    case CTR__BP_EXACT_PAIR: bp_cyl_kernel<ZP, MODE_EXACT_PAIR><<<grid, block, 0, s>>>(a, bv); break;
+    case CTR__BP_TEX_PAIR_HALF:
+      bp_kernel<ZP, true, MODE_TEX_PAIR, true><<<grid, block, 0, s>>>(a, bv);
+      break;
+    case CTR__BP_EXACT: bp_kernel<ZP, true, MODE_EXACT, true><<<grid, block, 0, s>>>(a, bv); break;
+    case CTR__BP_EXACT_PAIR:
+      bp_kernel<ZP, true, MODE_EXACT_PAIR, true><<<grid, block, 0, s>>>(a, bv);
+      break;
     default: break;
   }
 }
@@ -242,12 +233,8 @@ ctr_status ctr__bp_launch_cyl(const ctr__bp_config *cfg, const ctr__bp_args *arg
                               const ctr__bp_views *bv, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const int zp = cfg->slices_per_thread;
-  const dim3 block(cfg->block_x, cfg->block_y);
-  const dim3 grid((args->nx + block.x - 1) / block.x, (args->ny + block.y - 1) / block.y,
-                  (args->nz_thread - args->k_begin + zp - 1) / zp);
-  if (block.x * block.y > 256 || block.x * block.y < 32)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "block %d x %d: expected 32 .. 256 threads", cfg->block_x,
-             cfg->block_y);
+  dim3 grid, block;
+  CTR_CHECK(launch_shape(cfg, args, &grid, &block));
   if (cfg->variant != CTR__BP_TEX && cfg->variant != CTR__BP_TEX_PAIR &&
       cfg->variant != CTR__BP_TEX_PAIR_HALF && cfg->variant != CTR__BP_EXACT &&
       cfg->variant != CTR__BP_EXACT_PAIR)
@@ -295,12 +282,8 @@ ctr_status ctr__bp_launch(const ctr__bp_config *cfg, int circular,
                                      cudaStream_t s) {
   ctr_status st = CTR_OK;
   const int zp = cfg->slices_per_thread;
-  const dim3 block(cfg->block_x, cfg->block_y);
-  const dim3 grid((args->nx + block.x - 1) / block.x, (args->ny + block.y - 1) / block.y,
-                  (args->nz_thread - args->k_begin + zp - 1) / zp);
-  if (block.x * block.y > 256 || block.x * block.y < 32)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "block %d x %d: expected 32 .. 256 threads", cfg->block_x,
-             cfg->block_y);
+  dim3 grid, block;
+  CTR_CHECK(launch_shape(cfg, args, &grid, &block));
   if (cfg->variant < CTR__BP_TEX || cfg->variant > CTR__BP_PRECISE_PAIR)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "backprojection variant %d unknown", (int)cfg->variant);
   switch (zp) {
@@ -330,7 +313,7 @@ void ctr__bp_views_fill(const ctr_geometry *g, const int64_t *idx, int64_t first
     const double *P = g->views[idx ? idx[k] : first + k].P;
     const double sc = alpha ? alpha[k] : 1.0;
     ctr__cyl_view c;
-    if (ctr__geometry_cyl_view(g, idx ? idx[k] : first + k, &c)) { /* bp_cyl_kernel's */
+    if (ctr__geometry_cyl_view(g, idx ? idx[k] : first + k, &c)) { /* bp_kernel<..., CYL>'s */
       const double t = texture ? 0.5 : 0.0; /* texel centres sit at +0.5 */
       const double m[12] = {c.d - x0 * c.ct - y0 * c.st, -vg->voxel_x * c.ct, -vg->voxel_y * c.st,
                             -x0 * c.st + y0 * c.ct,      -vg->voxel_x * c.st, vg->voxel_y * c.ct,

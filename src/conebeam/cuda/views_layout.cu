@@ -70,7 +70,7 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
                                                     : CTR__BP_TEX;
   if (c.variant == CTR__BP_PRECISE_GENERAL && !ctr__bpg_possible(g, o->z0, o->nz))
     c.variant = CTR__BP_PRECISE;
-  /* A cylindrical detector's kernel (bp_cyl_kernel) computes its positions
+  /* A cylindrical detector's kernel (bp_kernel with CYL) computes its positions
    * in float: the precise variants run as exact (docs/cuda.md). */
   if (g->curved)
     c.variant = c.variant == CTR__BP_PRECISE_PAIR ? CTR__BP_EXACT_PAIR
