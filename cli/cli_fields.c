@@ -15,6 +15,7 @@
  * tests/error_fields.sh checks this table against the library's raising
  * sites both ways. */
 static const cli_field k_fields[] = {
+    {"ctr_circular_params.detector", "--detector", 0},
     {"ctr_cluster_options.timeout", "--rank-timeout", 0},
     {"ctr_context_options.device", "--device", 0},
     {"ctr_context_options.device_index", "--gpus", 0},

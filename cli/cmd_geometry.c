@@ -17,7 +17,8 @@ const cli_command cli_cmd_geometry = {
     "       ctrecon geometry --out FILE --from-vectors TEXT --nu N --nv N [volume options]\n"
     "       ctrecon geometry --check FILE [--vectors-out TEXT]",
     "Writes the JSON description (docs/geometry.md) of a circular cone-beam scan:\n"
-    "source orbit, flat detector, projection angles and the volume grid. With\n"
+    "source orbit, flat or cylindrical (--detector) detector, projection angles and\n"
+    "the volume grid. With\n"
     "--from-vectors, the views are read from a text file of ASTRA cone_vec rows,\n"
     "12 numbers a line (srcX srcY srcZ dX dY dZ uX uY uZ vX vY vZ, mm; spaces or\n"
     "commas; '#' comments) and written as a \"vectors\" geometry (docs/geometry.md,\n"
@@ -42,14 +43,27 @@ const cli_command cli_cmd_geometry = {
     "  ctrecon geometry --check geom.json --vectors-out views.txt\n",
 };
 
-static int parse_direction(const char *cmd, const char *name, const char *value, void *dst) {
-  if (!strcmp(value, "ccw"))
-    *(ctr_rotation *)dst = CTR_ROTATION_CCW;
-  else if (!strcmp(value, "cw"))
-    *(ctr_rotation *)dst = CTR_ROTATION_CW;
-  else
-    return cli_usage_error(cmd, "%s '%s': expected ccw or cw", name, value);
+/* One of two names: *out = 0 for `a`, 1 for `b`; a usage error otherwise. */
+static int parse_one_of(const char *cmd, const char *name, const char *value, const char *a,
+                        const char *b, int *out) {
+  if (strcmp(value, a) && strcmp(value, b))
+    return cli_usage_error(cmd, "%s '%s': expected %s or %s", name, value, a, b);
+  *out = strcmp(value, a) != 0;
   return 0;
+}
+
+static int parse_direction(const char *cmd, const char *name, const char *value, void *dst) {
+  int k;
+  const int rc = parse_one_of(cmd, name, value, "ccw", "cw", &k);
+  if (!rc) *(ctr_rotation *)dst = k ? CTR_ROTATION_CW : CTR_ROTATION_CCW;
+  return rc;
+}
+
+static int parse_detector(const char *cmd, const char *name, const char *value, void *dst) {
+  int k;
+  const int rc = parse_one_of(cmd, name, value, "flat", "cylindrical", &k);
+  if (!rc) *(ctr_detector_shape *)dst = k ? CTR_DETECTOR_CYLINDRICAL : CTR_DETECTOR_FLAT;
+  return rc;
 }
 
 /* ---- Summary (--check, and after writing) -------------------------------- */
@@ -99,9 +113,13 @@ static int circular_orbit(const ctr_geometry *g, orbit *o) {
   o->sdd = o->sid * dudx * du;
   const double u0 = a / c; /* where the isocentre projects */
   const double left = (u0 + 0.5) * du, right = ((double)nu - 0.5 - u0) * du;
-  o->fan_deg = (atan(left / o->sdd) + atan(right / o->sdd)) * 180.0 / PI;
+  /* a cylindrical detector's columns are arcs of du at sdd: angles du / sdd */
+  const int arc = ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL;
+  const double al = arc ? left / o->sdd : atan(left / o->sdd);
+  const double ar = arc ? right / o->sdd : atan(right / o->sdd);
+  o->fan_deg = (al + ar) * 180.0 / PI;
   /* A centred ray cone of half-angle h covers a disc of radius sid sin h. */
-  const double half = atan((left < right ? left : right) / o->sdd);
+  const double half = al < ar ? al : ar;
   o->fov_radius = o->sid * sin(half);
   return 1;
 }
@@ -140,10 +158,12 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
   const double cov_deg = angular_coverage(g, &step, &dir);
   ctr_helical_params h;
   const int helix = ctr_geometry_get_helical(g, &h);
-  printf("%s: %s cone-beam geometry\n", path,
+  printf("%s: %s cone-beam geometry%s\n", path,
          helix                         ? "helical"
          : ctr_geometry_is_circular(g) ? "circular"
-                                       : "general (per-view matrices)");
+                                       : "general (per-view matrices)",
+         ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL
+             ? ", cylindrical (curved) detector" : "");
   printf("  views          %lld over %.1f deg (%s, step %.3f deg)\n", (long long)n, cov_deg,
          dir < 0 ? "cw" : "ccw", step);
   if (helix)
@@ -179,6 +199,9 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
 /* --vectors-out: every view of g as a cone_vec row (ctr_geometry_get_vectors),
  * the layout --from-vectors reads, written atomically. */
 static int write_vectors(const char *path, const ctr_geometry *g, int force) {
+  if (ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL)
+    return cli_usage_error("geometry", "--vectors-out %s: a cylindrical (curved) detector has no "
+                           "cone_vec rows (they describe flat detectors)", path);
   char tmp[4200];
   FILE *f = NULL;
   int rc = cli_text_create("geometry", path, tmp, sizeof tmp, &f);
@@ -386,6 +409,9 @@ int cmd_geometry(int argc, char **argv) {
       {"--helix-window", "DEG",
        "helix: fdk's redundancy window smoothing width, 0 .. 90 (default 10)", cli_parse_double,
        &a.window, &a.helix_opts},
+      {"--detector", "flat|cylindrical",
+       "detector shape; cylindrical: columns on an arc of radius sdd about the source, du "
+       "their arc length (default flat)", parse_detector, &a.p.detector, &a.orbit_opts},
       {"--volume", "N[,N,N]", "volume size in voxels (default 256)", cli_parse_size3, a.size,
        &a.write_opts},
       {"--voxel", "MM[,MM,MM]", "voxel size (default 1)", cli_parse_voxel3, a.voxel, &a.write_opts},
@@ -407,13 +433,16 @@ int cmd_geometry(int argc, char **argv) {
   if (a.vectors && a.orbit_opts)
     return cli_usage_error("geometry", "--from-vectors takes the views from its file: the orbit's "
                            "options (--sid, --sdd, --du, --dv, --offset-u, --offset-v, --views, "
-                           "--start, --range, --direction) do not apply");
+                           "--start, --range, --direction, --detector) do not apply");
   if (a.vectors && a.helix_opts)
     return cli_usage_error("geometry", "--from-vectors takes the views from its file: the "
                            "helix's options (--pitch, --z0, --helix-window) do not apply");
   if (a.helix_opts && a.pitch == 0.0)
     return cli_usage_error("geometry", "--z0 and --helix-window describe a helix: give its "
                            "--pitch (mm a turn, not 0; without it the orbit is circular)");
+  if (a.pitch != 0.0 && a.p.detector == CTR_DETECTOR_CYLINDRICAL)
+    return cli_usage_error("geometry", "--pitch with --detector cylindrical: a helical orbit takes "
+                           "a flat detector (a helix over a curved detector is not supported yet)");
   if (a.check && (a.write_opts || a.orbit_opts || a.helix_opts))
     return cli_usage_error("geometry", "--check takes no geometry options (they apply to --out)");
   if (a.check) return run_check(a.check, a.vectors_out, a.force);

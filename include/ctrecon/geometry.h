@@ -24,8 +24,18 @@ typedef enum ctr_rotation { CTR_ROTATION_CCW = 1, CTR_ROTATION_CW = -1 } ctr_rot
  * the detector u axis is (-sin t, cos t, 0), v is +z; the principal ray hits
  * pixel ((nu-1)/2 - offset_u/du, (nv-1)/2 - offset_v/dv). Angles are either
  * the list `angles_deg` (nviews entries, not copied beyond the create call) or
- * angle_start_deg + direction * i * angle_range_deg / nviews. */
-#define CTR_CIRCULAR_PARAMS_VERSION 1u
+ * angle_start_deg + direction * i * angle_range_deg / nviews.
+ * Version 2 adds `detector`: CTR_DETECTOR_CYLINDRICAL puts the columns on an
+ * arc of radius sdd about the source's vertical line, equally spaced in fan
+ * angle (du is then the arc length of a column at sdd: dgamma = du / sdd,
+ * offset_u an arc length too), rows along z (docs/geometry.md, "Curved
+ * (cylindrical) detectors"). */
+typedef enum ctr_detector_shape {
+  CTR_DETECTOR_FLAT = 0,       /* a plane perpendicular to the principal ray (default) */
+  CTR_DETECTOR_CYLINDRICAL = 1 /* clinical CT: an arc about the source */
+} ctr_detector_shape;
+
+#define CTR_CIRCULAR_PARAMS_VERSION 2u /* 2: detector */
 typedef struct ctr_circular_params {
   unsigned version;
   double sid; /* source to isocentre, mm */
@@ -38,11 +48,12 @@ typedef struct ctr_circular_params {
   double angle_start_deg;
   double angle_range_deg;
   ctr_rotation direction;
+  ctr_detector_shape detector; /* version 2 */
 } ctr_circular_params;
 
 #define CTR_CIRCULAR_PARAMS_INIT                                                          \
   { CTR_CIRCULAR_PARAMS_VERSION, 0, 0, 0, 0, 1.0, 1.0, 0, 0, 0, NULL, 0.0, 360.0,          \
-    CTR_ROTATION_CCW }
+    CTR_ROTATION_CCW, CTR_DETECTOR_FLAT }
 /* The defaults in the layout of `version`, 1 .. CTR_CIRCULAR_PARAMS_VERSION (core.h). */
 CTR_API ctr_status ctr_circular_params_init(ctr_circular_params *s, unsigned version);
 
@@ -156,8 +167,15 @@ CTR_API ctr_status ctr_geometry_set_volume(ctr_geometry *g, const ctr_volume_geo
 CTR_API void ctr_geometry_get_matrix(const ctr_geometry *g, int64_t i, double out[12]);
 /* Source position of view i, mm. */
 CTR_API void ctr_geometry_get_source(const ctr_geometry *g, int64_t i, double out[3]);
-/* 1 for a circular orbit (u, c independent of z), else 0. */
+/* 1 for a circular orbit (u, c independent of z), else 0. A cylindrical
+ * detector's orbit is circular too. */
 CTR_API int ctr_geometry_is_circular(const ctr_geometry *g);
+/* The detector's shape: CTR_DETECTOR_CYLINDRICAL for a circular orbit built
+ * with that `detector`, else CTR_DETECTOR_FLAT. A cylindrical detector's
+ * pixels do not follow a 3x4 matrix: ctr_geometry_get_matrix then gives the
+ * matrix of the flat detector tangent to the arc at the principal ray (the
+ * same principal point, sdd and pitch; docs/geometry.md). */
+CTR_API ctr_detector_shape ctr_geometry_get_detector_shape(const ctr_geometry *g);
 /* Angles meant as degrees that look like radians: n >= 2 angles (the list
  * angles_deg, or if NULL a uniform scan of n angles over range_deg) whose
  * whole span (largest - smallest) is below CTR_RADIANS_SPAN_DEG = 2 pi +

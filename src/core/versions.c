@@ -222,7 +222,12 @@ CTR__STRUCT_DEFINE(file_format_info, CTR_FILE_FORMAT_INFO_VERSION)
 CTR__STRUCT_DEFINE_V1(preview_options, CTR_PREVIEW_OPTIONS_VERSION, CTR_PREVIEW_OPTIONS_INIT)
 
 /* Cone-beam geometry and FDK */
-CTR__STRUCT_DEFINE_V1(circular_params, CTR_CIRCULAR_PARAMS_VERSION, CTR_CIRCULAR_PARAMS_INIT)
+static const ctr_circular_params circular_params_defaults = CTR_CIRCULAR_PARAMS_INIT;
+static const ctr__struct_version circular_params_versions[] = {
+    CTR__V_UPTO(ctr_circular_params, detector), /* 1 */
+    CTR__V_ALL(ctr_circular_params),            /* 2: detector */
+};
+CTR__STRUCT_DEFINE(circular_params, CTR_CIRCULAR_PARAMS_VERSION)
 CTR__STRUCT_DEFINE_V1(helical_params, CTR_HELICAL_PARAMS_VERSION, CTR_HELICAL_PARAMS_INIT)
 
 static const ctr_fdk_options fdk_options_defaults = CTR_FDK_OPTIONS_INIT;

@@ -208,6 +208,23 @@ static ctr_status circular_validate(const ctr_circular_params *p) {
   if (p->direction != CTR_ROTATION_CCW && p->direction != CTR_ROTATION_CW)
     CTR_FAIL(CTR_E_GEOMETRY, "direction = %d: expected 1 (counter-clockwise) or -1 (clockwise)",
              (int)p->direction);
+  if (p->detector != CTR_DETECTOR_FLAT && p->detector != CTR_DETECTOR_CYLINDRICAL)
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_circular_params.detector",
+                         CTR__V_INT(p->detector),
+                         "detector = %d: expected 0 (flat) or 1 (cylindrical)", (int)p->detector);
+  if (p->detector == CTR_DETECTOR_CYLINDRICAL) {
+    /* Every column's outer edge within +-90 degrees of the principal ray:
+     * the arc stays in front of the source (and the equiangular ramp kernel's
+     * lags, at most the fan angle, below 180 degrees). */
+    const double u0 = 0.5 * (double)(p->nu - 1) - p->offset_u / p->du;
+    const double edge = (fmax(u0, (double)(p->nu - 1) - u0) + 0.5) * p->du / p->sdd;
+    if (!(edge < 0.5 * CTR__PI))
+      CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_circular_params.detector",
+                     "cylindrical detector: its farthest column edge is %.1f degrees from the "
+                     "principal ray (nu %lld x du %g mm on an arc of radius sdd %g mm, offset_u "
+                     "%g mm); expected below 90",
+                     edge * 180.0 / CTR__PI, (long long)p->nu, p->du, p->sdd, p->offset_u);
+  }
   return CTR_OK;
 }
 
@@ -295,6 +312,7 @@ ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
   g->du = p->du;
   g->dv = p->dv;
   g->circular = 1;
+  g->curved = p->detector == CTR_DETECTOR_CYLINDRICAL;
   g->circ = *p;
   for (int64_t i = 0; i < p->nviews; i++) {
     double a = p->angles_deg ? p->angles_deg[i]
@@ -532,7 +550,27 @@ void ctr__geometry_row_band(const ctr_geometry *g, int64_t z0, int64_t nz, int64
   const double zs[2] = {ctr__voxel_coord(z0, v->nz, v->voxel_z, v->offset_z),
                         ctr__voxel_coord(z0 + nz - 1, v->nz, v->voxel_z, v->offset_z)};
   double lo = INFINITY, hi = -INFINITY;
-  for (int64_t i = 0; i < g->nviews; i++) {
+  for (int64_t i = 0; g->curved && i < g->nviews; i++) {
+    /* v = v0 + fv z / r: monotone in z and in r, the horizontal distance
+     * from the source, which over the box's columns lies between the
+     * least depth s of a corner (r >= s) and the largest r of a corner (r
+     * is convex in (x, y)). */
+    ctr__cyl_view c;
+    ctr__geometry_cyl_view(g, i, &c);
+    double rlo = INFINITY, rhi = 0.0;
+    for (int k = 0; k < 4; k++) {
+      const double x = xs[k & 1], y = ys[k >> 1];
+      const double sd = c.d - x * c.ct - y * c.st, l = -x * c.st + y * c.ct;
+      rlo = fmin(rlo, sd);
+      rhi = fmax(rhi, sqrt(sd * sd + l * l));
+    }
+    for (int k = 0; k < 4; k++) {
+      const double t = c.v0 + c.fv * zs[k & 1] / (k >> 1 ? rhi : rlo);
+      lo = t < lo ? t : lo;
+      hi = t > hi ? t : hi;
+    }
+  }
+  for (int64_t i = 0; !g->curved && i < g->nviews; i++) {
     const double *P = g->views[i].P;
     for (int k = 0; k < 8; k++) {
       const double x = xs[k & 1], y = ys[(k >> 1) & 1], z = zs[k >> 2];
@@ -632,22 +670,62 @@ int ctr_geometry_is_circular(const ctr_geometry *g) {
   return 1;
 }
 
+ctr_detector_shape ctr_geometry_get_detector_shape(const ctr_geometry *g) {
+  return g && g->curved ? CTR_DETECTOR_CYLINDRICAL : CTR_DETECTOR_FLAT;
+}
+
+int ctr__geometry_cyl_view(const ctr_geometry *g, int64_t i, ctr__cyl_view *out) {
+  if (!g->curved) return 0;
+  if (out) {
+    const ctr__view *v = &g->views[i];
+    out->ct = cos(v->angle);
+    out->st = sin(v->angle);
+    out->d = v->dist;
+    out->u0 = v->u0;
+    out->fu = v->fu;
+    out->v0 = v->v0;
+    out->fv = v->fv;
+  }
+  return 1;
+}
+
+ctr_status ctr__geometry_require_flat(const ctr_geometry *g, const char *what, const char *field) {
+  if (!g || !g->curved) return CTR_OK;
+  CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, field,
+                 "%s: a cylindrical (curved) detector is not supported here (its pixels do not "
+                 "follow a projection matrix); use a flat detector, or FDK and the phantom "
+                 "projections, which support it (docs/geometry.md, \"Curved (cylindrical) "
+                 "detectors\")",
+                 what);
+}
+
+void ctr__geometry_project(const ctr_geometry *g, int64_t i, const double p[3], double *u,
+                           double *v, double *c) {
+  const double *P = g->views[i].P;
+  *c = P[8] * p[0] + P[9] * p[1] + P[10] * p[2] + P[11];
+  ctr__cyl_view cv;
+  if (ctr__geometry_cyl_view(g, i, &cv)) {
+    double w;
+    ctr__cyl_project(&cv, p[0], p[1], p[2], u, v, &w);
+    return;
+  }
+  *u = (P[0] * p[0] + P[1] * p[1] + P[2] * p[2] + P[3]) / *c;
+  *v = (P[4] * p[0] + P[5] * p[1] + P[6] * p[2] + P[7]) / *c;
+}
+
 /* Whether voxel centre p projects inside the detector (and in front of the
  * source) in view v. */
 static int seen_in_view(const ctr_geometry *g, const ctr__view *v, const double p[3]) {
-  const double *P = v->P;
-  const double c = P[8] * p[0] + P[9] * p[1] + P[10] * p[2] + P[11];
-  const double u = (P[0] * p[0] + P[1] * p[1] + P[2] * p[2] + P[3]) / c;
-  const double w = (P[4] * p[0] + P[5] * p[1] + P[6] * p[2] + P[7]) / c;
+  double u, w, c;
+  ctr__geometry_project(g, v - g->views, p, &u, &w, &c);
   return c > 0 && u >= -0.5 && u <= (double)g->nu - 0.5 && w >= -0.5 && w <= (double)g->nv - 0.5;
 }
 
 /* The same across the detector only (u): whether the fan of view v holds p,
  * whatever the rows. */
 static int seen_in_fan(const ctr_geometry *g, const ctr__view *v, const double p[3]) {
-  const double *P = v->P;
-  const double c = P[8] * p[0] + P[9] * p[1] + P[10] * p[2] + P[11];
-  const double u = (P[0] * p[0] + P[1] * p[1] + P[2] * p[2] + P[3]) / c;
+  double u, w, c;
+  ctr__geometry_project(g, v - g->views, p, &u, &w, &c);
   return c > 0 && u >= -0.5 && u <= (double)g->nu - 0.5;
 }
 
@@ -909,7 +987,7 @@ double ctr__geometry_fan(const ctr_geometry *g) {
   for (int64_t i = 0; i < g->nviews; i++) {
     const ctr__view *v = &g->views[i];
     const double a = fmax(fabs(-0.5 - v->u0), fabs((double)g->nu - 0.5 - v->u0));
-    half = fmax(half, atan(a / fabs(v->fu)));
+    half = fmax(half, ctr__geometry_fan_angle(g, v, a));
   }
   return 2.0 * half;
 }
@@ -944,9 +1022,9 @@ int ctr__offset_detector(const ctr_geometry *g, const ctr__scan *sc) {
     /* A ray at fan angle gamma passes d sin(gamma) from the axis. */
     const double need = asin(R / d);
     const double lo = v->u0 + 0.5, hi = (double)g->nu - 0.5 - v->u0; /* pixel edges */
-    if (atan(fmax(lo, hi) / f) < need) return 0; /* truncated on both sides */
+    if (ctr__geometry_fan_angle(g, v, fmax(lo, hi)) < need) return 0; /* truncated on both sides */
     if (!(v->u0 > 0.0 && v->u0 < (double)(g->nu - 1))) return 0; /* no overlap */
-    if (atan(fmin(lo, hi) / f) < need) narrow_short = 1;
+    if (ctr__geometry_fan_angle(g, v, fmin(lo, hi)) < need) narrow_short = 1;
   }
   return narrow_short;
 }

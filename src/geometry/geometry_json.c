@@ -33,7 +33,8 @@ static const char *const k_matrices[] = {"type", "detector", "matrices", "volume
 static const char *const k_vectors[] = {"type", "detector", "vectors", "volume", "comment"};
 static const char *const k_det_vectors[] = {"nu", "nv"};
 static const char *const k_volume[] = {"size", "voxel_mm", "offset_mm"};
-static const char *const k_det_circular[] = {"nu", "nv", "du", "dv", "offset_u", "offset_v"};
+static const char *const k_det_circular[] = {"nu", "nv", "du", "dv", "offset_u", "offset_v",
+                                             "shape"};
 static const char *const k_det_matrices[] = {"nu", "nv", "du", "dv"};
 static const char *const k_angles[] = {"count", "start_deg", "range_deg", "direction"};
 
@@ -129,10 +130,12 @@ static ctr_status parse_angles(const jctx *j, const cJSON *ang, int64_t *count, 
   return CTR_OK;
 }
 
-/* The circular form's sid, sdd and detector (the helical form's too). */
+/* The circular form's sid, sdd and detector (the helical form's too: shape
+ * NULL, a flat detector only). */
 static ctr_status parse_source_detector(const jctx *j, const cJSON *root, double *sid, double *sdd,
                                         int64_t *nu, int64_t *nv, double *du, double *dv,
-                                        double *offset_u, double *offset_v) {
+                                        double *offset_u, double *offset_v,
+                                        ctr_detector_shape *shape) {
   CTR_CHECK(get_number(j, root, "sid", "sid", 1, 0, sid));
   CTR_CHECK(get_number(j, root, "sdd", "sdd", 1, 0, sdd));
   const cJSON *det = cJSON_GetObjectItemCaseSensitive(root, "detector");
@@ -146,6 +149,17 @@ static ctr_status parse_source_detector(const jctx *j, const cJSON *root, double
   CTR_CHECK(get_number(j, det, "dv", "detector.dv", 1, 0, dv));
   CTR_CHECK(get_number(j, det, "offset_u", "detector.offset_u", 0, 0.0, offset_u));
   CTR_CHECK(get_number(j, det, "offset_v", "detector.offset_v", 0, 0.0, offset_v));
+  const cJSON *sh = cJSON_GetObjectItemCaseSensitive(det, "shape");
+  if (sh && !shape && !(cJSON_IsString(sh) && !strcmp(sh->valuestring, "flat")))
+    return jerr(j, "detector.shape", "\"flat\" (a helical orbit takes a flat detector)");
+  if (sh && shape) {
+    if (cJSON_IsString(sh) && !strcmp(sh->valuestring, "flat"))
+      *shape = CTR_DETECTOR_FLAT;
+    else if (cJSON_IsString(sh) && !strcmp(sh->valuestring, "cylindrical"))
+      *shape = CTR_DETECTOR_CYLINDRICAL;
+    else
+      return jerr(j, "detector.shape", "\"flat\" or \"cylindrical\"");
+  }
   return CTR_OK;
 }
 
@@ -156,7 +170,7 @@ static ctr_status parse_helical(const jctx *j, const cJSON *root, const ctr_volu
                                 ctr_geometry **out) {
   ctr_helical_params p = CTR_HELICAL_PARAMS_INIT;
   CTR_CHECK(parse_source_detector(j, root, &p.sid, &p.sdd, &p.nu, &p.nv, &p.du, &p.dv,
-                                  &p.offset_u, &p.offset_v));
+                                  &p.offset_u, &p.offset_v, NULL));
   const cJSON *ang = cJSON_GetObjectItemCaseSensitive(root, "angles");
   if (!cJSON_IsObject(ang))
     return jerr(j, "angles", "an object {\"count\", \"start_deg\", \"range_deg\", \"direction\"}");
@@ -175,7 +189,7 @@ static ctr_status parse_circular(const jctx *j, const cJSON *root, const ctr_vol
   double *list = NULL;
   ctr_status st = CTR_OK;
   CTR_CHECK(parse_source_detector(j, root, &p.sid, &p.sdd, &p.nu, &p.nv, &p.du, &p.dv,
-                                  &p.offset_u, &p.offset_v));
+                                  &p.offset_u, &p.offset_v, &p.detector));
   const cJSON *ang = cJSON_GetObjectItemCaseSensitive(root, "angles");
   const cJSON *alist = cJSON_GetObjectItemCaseSensitive(root, "angles_deg");
   if (ang && alist)
@@ -474,6 +488,13 @@ ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
   if (!root) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot build JSON");
   cJSON *det = cJSON_CreateObject();
   cJSON *vol = cJSON_CreateObject();
+  if (g->curved && !g->circular) {
+    cJSON_Delete(root);
+    cJSON_Delete(det);
+    cJSON_Delete(vol);
+    CTR_FAIL(CTR_E_UNSUPPORTED, "ctr_geometry_to_json_string: a cylindrical detector's "
+             "geometry is written as a circular orbit only (this one is a derived window)");
+  }
   if (g->vectors) return vectors_json(g, root, det, vol, out);
   if (g->helical) return helical_json(g, root, det, vol, out);
   cJSON_AddItemToObject(root, "type", cJSON_CreateString(g->circular ? "circular" : "matrices"));
@@ -489,6 +510,7 @@ ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
   if (g->circular) {
     cJSON_AddNumberToObject(det, "offset_u", g->circ.offset_u);
     cJSON_AddNumberToObject(det, "offset_v", g->circ.offset_v);
+    if (g->curved) cJSON_AddStringToObject(det, "shape", "cylindrical");
     if (angles_uniform(g)) {
       cJSON *ang = cJSON_CreateObject();
       cJSON_AddNumberToObject(ang, "count", (double)g->nviews);

@@ -5,8 +5,11 @@
  * orbits c and u do not depend on z, so two slices share them. */
 #include "conebeam/cpu/backproject.h"
 
+#include "core/cylmath.h"
 #include "core/projmath.h"
 #include "filter/helix_weight_math.h"
+
+#include <stdlib.h>
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define CTR__CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -65,9 +68,77 @@ static void bp_rows(float *restrict acc, int64_t stride, int nx, const float *re
   }
 }
 
+/* A cylindrical detector's column maps along one volume row (core/cylmath.h):
+ * u, the z scale of v (fv / r) and the weight (d / r)^2 / alpha^2 of each
+ * voxel column, constant along z on a circular orbit. */
+CTR__CLONES
+static void cyl_columns(int nx, float x0, float dx, float y, float ct, float st, float d,
+                        float u0, float fu, float fv, float wscale, float *restrict u,
+                        float *restrict vz, float *restrict w) {
+  for (int i = 0; i < nx; i++) {
+    ctr__cyl_column_f(ct, st, d, u0, fu, fv, x0 + (float)i * dx, y, &u[i], &vz[i], &w[i]);
+    w[i] *= wscale;
+  }
+}
+
+/* acc[i] += w[i] * Q(u[i], v0 + vz[i] z) along one volume row. */
+CTR__CLONES
+static void cyl_row(float *restrict acc, int nx, const float *restrict img, int pitch, int nu,
+                    int row0, int nv, const float *restrict u, const float *restrict vz,
+                    const float *restrict w, float v0, float z) {
+  for (int i = 0; i < nx; i++)
+    acc[i] += w[i] * ctr__bilinear_padded_rows(img, pitch, nu, row0, nv, u[i], v0 + vz[i] * z);
+}
+
+/* Slices per task of the cylindrical backprojection: the column maps (one
+ * atan2 a voxel column and view) are shared by this many slices. */
+#define CTR__CYL_ROWS 16
+
+/* ctr__bp_cpu for a cylindrical detector: the same batches, weights and
+ * alpha, the pixel position from ctr__cyl_column_f instead of the matrix. */
+static void bp_cpu_cyl(const ctr_context *ctx, const ctr_geometry *g, int64_t v0, int64_t n,
+                       const int64_t *idx, const double *alpha, const ctr__padded_views *views,
+                       float *vol, int64_t z0, int64_t nzs) {
+  const ctr_volume_geometry *vg = &g->vol;
+  const int64_t nx = vg->nx, ny = vg->ny, nsteps = (nzs + CTR__CYL_ROWS - 1) / CTR__CYL_ROWS;
+  const float x0 = (float)ctr__voxel_coord(0, nx, vg->voxel_x, vg->offset_x);
+#pragma omp parallel num_threads(ctr__num_threads(ctx))
+  {
+    float *buf = malloc((size_t)(3 * nx) * sizeof(float));
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t zs = 0; zs < nsteps; zs++) {
+      for (int64_t y = 0; y < ny; y++) {
+        if (!buf) continue; /* a thread without memory leaves its rows (not expected) */
+        float *u = buf, *vz = buf + nx, *w = buf + 2 * nx;
+        const int64_t z = zs * CTR__CYL_ROWS;
+        const int64_t rows = nzs - z < CTR__CYL_ROWS ? nzs - z : CTR__CYL_ROWS;
+        const float wy = (float)ctr__voxel_coord(y, ny, vg->voxel_y, vg->offset_y);
+        for (int64_t k = 0; k < n; k++) {
+          ctr__cyl_view c;
+          ctr__geometry_cyl_view(g, idx ? idx[k] : v0 + k, &c);
+          const double a = alpha ? alpha[k] : 1.0;
+          cyl_columns((int)nx, x0, (float)vg->voxel_x, wy, (float)c.ct, (float)c.st, (float)c.d,
+                      (float)c.u0, (float)c.fu, (float)c.fv, (float)(1.0 / (a * a)), u, vz, w);
+          const float *img = views->base + k * views->view_stride;
+          for (int64_t m = 0; m < rows; m++) {
+            const float wz = (float)ctr__voxel_coord(z0 + z + m, vg->nz, vg->voxel_z, vg->offset_z);
+            cyl_row(vol + ((z + m) * ny + y) * nx, (int)nx, img, views->pitch, (int)g->nu,
+                    (int)g->row0, (int)g->nv, u, vz, w, (float)c.v0, wz);
+          }
+        }
+      }
+    }
+    free(buf);
+  }
+}
+
 void ctr__bp_cpu(const ctr_context *ctx, const ctr_geometry *g, int64_t v0, int64_t n,
                  const int64_t *idx, const double *alpha, const ctr__padded_views *views,
                  float *vol, int64_t z0, int64_t nzs) {
+  if (ctr__geometry_cyl_view(g, 0, NULL)) {
+    bp_cpu_cyl(ctx, g, v0, n, idx, alpha, views, vol, z0, nzs);
+    return;
+  }
   const ctr_volume_geometry *vg = &g->vol;
   const int64_t nx = vg->nx, ny = vg->ny;
   const double x0 = ctr__voxel_coord(0, nx, vg->voxel_x, vg->offset_x);

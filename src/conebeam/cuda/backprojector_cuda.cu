@@ -500,6 +500,10 @@ __global__ void reference_kernel(const float *__restrict__ images, const double 
 ctr_status ctr__cuda_bp_reference(ctr_context *ctx, int device, const ctr_geometry *g, int64_t n,
                                   const int64_t *views, const float *const *images,
                                   const double *weights, double *vol, int64_t z0, int64_t nzs) {
+  /* reference_kernel maps through the matrices (the CPU's reference,
+   * ctr__bp_reference_views, has the cylindrical maps) */
+  CTR_CHECK(ctr__geometry_require_flat(g, "the GPU's FP64 reference backprojection",
+                                       "ctr_circular_params.detector"));
   ctr_status st = CTR_OK;
   cudaDeviceProp prop;
   uint64_t budget = 0;

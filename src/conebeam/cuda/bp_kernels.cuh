@@ -54,10 +54,16 @@ static __device__ __forceinline__ float ctr__rcp_approx(float x) {
 ctr_status ctr__bp_launch(const ctr__bp_config *cfg, int circular, const ctr__bp_args *args,
                           const ctr__bp_views *bv, cudaStream_t s);
 
+/* The same for a cylindrical detector (bp_kernel with CYL; bv filled by
+ * ctr__bp_views_fill from such a geometry): the tex, tex-pair(-half),
+ * exact and exact-pair variants. */
+ctr_status ctr__bp_launch_cyl(const ctr__bp_config *cfg, const ctr__bp_args *args,
+                              const ctr__bp_views *bv, cudaStream_t s);
 /* Fills bv with n views of g (view k: idx[k], or first + k when idx is NULL)
  * for slab z0 (voxel grid folded in), their samples in layers/slots from
  * `layer`; `texture` adds the texel-centre shift; alpha[k] (NULL: 1) scales
- * view k's matrix (same u, v; weight x 1 / alpha^2). */
+ * view k's matrix (same u, v; weight x 1 / alpha^2). A cylindrical
+ * detector's views get that kernel's constants instead of matrix rows. */
 void ctr__bp_views_fill(const ctr_geometry *g, const int64_t *idx, int64_t first, int n,
                         int64_t layer, int64_t z0, int texture, const double *alpha,
                         ctr__bp_views *bv);
