@@ -66,9 +66,12 @@ typedef struct bench_cone {
 #define BENCH_CASE_A {"A", 512, 1248, 960, 496, 0.5, 750.0, 1200.0, 0.55}
 #define BENCH_CASE_B {"B", 1024, 1024, 1024, 1200, 0.25, 1000.0, 1500.0, 0.40}
 
-/* The case's geometry (centred volume); exits on failure. */
-static inline ctr_geometry *bench_cone_geometry(const bench_cone *c) {
+/* The case's geometry (centred volume) on a detector of the given shape
+ * (a cylindrical one: the same pitch as arc lengths); exits on failure. */
+static inline ctr_geometry *bench_cone_geometry_shape(const bench_cone *c,
+                                                      ctr_detector_shape shape) {
   ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+  p.detector = shape;
   p.sid = c->sid;
   p.sdd = c->sdd;
   p.nu = c->nu;
@@ -79,6 +82,11 @@ static inline ctr_geometry *bench_cone_geometry(const bench_cone *c) {
   ctr_geometry *g = NULL;
   if (ctr_geometry_create_circular(&p, &vol, &g)) BENCH_DIE("geometry: %s", ctr_error_detail());
   return g;
+}
+
+/* The case's geometry on its flat detector. */
+static inline ctr_geometry *bench_cone_geometry(const bench_cone *c) {
+  return bench_cone_geometry_shape(c, CTR_DETECTOR_FLAT);
 }
 
 /* bytes of data into dir/name; exits on failure. */

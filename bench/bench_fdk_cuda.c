@@ -2,6 +2,7 @@
  *
  *   bench_fdk_cuda --case A|B [--sweep] [--variants tex,exact-pair,...] [--repeats R]
  *                  [--json FILE] [--dump DIR] [--host auto,staged,registered,driver]
+ *                  [--no-curved]
  *
  * Case A: RabbitCT-sized, 512^3 (0.5 mm) from 496 views of 1248 x 960.
  * Case B: Lu et al. 2016's medium, 1024^3 (0.25 mm) from 1200 views of 1024^2.
@@ -16,6 +17,12 @@
  *    breakdown; the pageable runs once per --host setting (ctr_tuning
  *    host_transfer: the host-transfer layer's path, default auto), named
  *    ".../pageable" for auto and ".../pageable-SETTING" for the others;
+ *  - the cylindrical (curved) detector's backprojection against the flat
+ *    one's (issue 45's target: within 1.3x of the flat's time), each
+ *    variant with the library's defaults on the case's geometry with a
+ *    cylindrical detector of the same pitch (arc lengths), fed the flat
+ *    case's filtered views (the values do not change the time); --no-curved
+ *    leaves it out;
  *  - with --dump, the projections, geometry and our volumes for the ASTRA
  *    comparison (bench/astra_compare.py).
  * Writes the benchmark JSON of docs/design.md. */
@@ -60,9 +67,42 @@ static void time_config(const bench_case *c, const ctr_geometry *g, const ctr_co
   if (ms < *best_ms) *best_ms = ms, *best = cfg;
 }
 
+/* The curved detector's backprojection time against the flat one's, per
+ * variant (the library's defaults for each geometry; the pair variants
+ * need the whole symmetric volume, which the cases have). */
+static void curved_vs_flat(const bench_case *c, const ctr_geometry *g, const ctr_context *ctx,
+                           const ctr_fdk_options *o, const float *filt, int repeats,
+                           const char *only) {
+  static const ctr__bp_variant variants[] = {CTR__BP_TEX_PAIR_HALF, CTR__BP_TEX,
+                                             CTR__BP_EXACT_PAIR, CTR__BP_EXACT};
+  ctr_geometry *gc = bench_cone_geometry_shape(c, CTR_DETECTOR_CYLINDRICAL);
+  printf("\ncylindrical detector against flat (backprojection, library defaults)\n");
+  printf("%-14s %10s %10s %8s %8s %7s\n", "variant", "flat ms", "curved ms", "flat", "curved",
+         "ratio");
+  for (size_t k = 0; k < sizeof variants / sizeof variants[0]; k++) {
+    if (only && !bench_listed(only, ctr__bp_variant_name(variants[k]))) continue;
+    const ctr__bp_config req = {variants[k], 0, 0, 0, 0, 0, 0};
+    const ctr__bp_config cf = ctr__bp_config_resolve(g, o, &req);
+    const ctr__bp_config cc = ctr__bp_config_resolve(gc, o, &req);
+    double mf, mc;
+    if (ctr__cuda_backproject(ctx, g, o, &cf, filt, NULL, repeats, &mf) ||
+        ctr__cuda_backproject(ctx, gc, o, &cc, filt, NULL, repeats, &mc))
+      BENCH_DIE("backproject: %s", ctr_error_detail());
+    printf("%-14s %10.2f %10.2f %8.1f %8.1f %7.3f\n", ctr__bp_variant_name(variants[k]), mf, mc,
+           gups(c, mf), gups(c, mc), mc / mf);
+    fflush(stdout);
+    if (json.f)
+      bench_json_case(&json, "\"name\": \"%s/bp-curved/%s\", \"seconds\": %.6f, \"gups\": %.1f, "
+                      "\"flat_seconds\": %.6f, \"flat_gups\": %.1f, \"time_ratio\": %.4f", c->name,
+                      ctr__bp_variant_name(variants[k]), mc * 1e-3, gups(c, mc), mf * 1e-3,
+                      gups(c, mf), mc / mf);
+  }
+  ctr_geometry_free(gc);
+}
+
 int main(int argc, char **argv) {
   const bench_case *c = &CASES[0];
-  int sweep = 0, repeats = 3;
+  int sweep = 0, repeats = 3, curved = 1;
   const char *json_path = NULL, *dump = NULL, *only = NULL, *hosts = "auto";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--case") && i + 1 < argc) {
@@ -74,8 +114,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
     else if (!strcmp(argv[i], "--host") && i + 1 < argc) hosts = argv[++i];
+    else if (!strcmp(argv[i], "--no-curved")) curved = 0;
     else BENCH_DIE("usage: %s --case A|B [--sweep] [--variants a,b] [--repeats R] [--json FILE] [--dump DIR] "
-                   "[--host auto,staged,registered,driver]", argv[0]);
+                   "[--host auto,staged,registered,driver] [--no-curved]", argv[0]);
   }
   if (ctr_cuda_get_device_count() < 1) BENCH_DIE("no usable GPU");
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
@@ -155,6 +196,8 @@ int main(int argc, char **argv) {
       time_config(c, g, gctx, &o, filt, repeats, cfg, &best[vi], &best_ms[vi]);
     }
   }
+
+  if (curved) curved_vs_flat(c, g, gctx, &o, filt, repeats, only);
 
   /* End to end through the path users run (ctr_fdk_stream_memory: plan,
    * engine, host projections -> host volume), texture and exact

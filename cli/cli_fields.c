@@ -15,6 +15,7 @@
  * tests/error_fields.sh checks this table against the library's raising
  * sites both ways. */
 static const cli_field k_fields[] = {
+    {"ctr_circular_params.detector", "--detector", 0},
     {"ctr_cluster_options.timeout", "--rank-timeout", 0},
     {"ctr_context_options.device", "--device", 0},
     {"ctr_context_options.device_index", "--gpus", 0},
@@ -57,6 +58,7 @@ static const cli_field k_fields[] = {
     {"ctr_fbp_stream_options.sinograms", "--sinograms", 0},
     {"ctr_fdk_options.offset_overlap", "--offset-overlap", 0},
     {"ctr_fdk_options.offset_weight", "--offset-weight", 0},
+    {"ctr_fdk_options.short_scan", "--short-scan", 0},
     {"ctr_fdk_options.strict", "--strict", 1},
     {"ctr_fdk_stream_options.out_dtype", "--out-dtype", 0},
     {"ctr_fdk_stream_options.resume", "--resume", 1},
@@ -82,6 +84,11 @@ static const cli_field k_fields[] = {
     {"ctr_iterate_options.huber_delta", "--huber-delta", 0},
     {"ctr_live_options.preview_rows", "--preview-rows", 0},
     {"ctr_live_options.spool", "--spool", 0},
+    {"ctr_helical_params.angle_range_deg", "--angle-range", 0},
+    {"ctr_helical_params.nviews", "--views", 0},
+    {"ctr_helical_params.pitch_mm", "--pitch", 0},
+    {"ctr_helical_params.window_deg", "--helix-window", 0},
+    {"ctr_helical_params.z0_mm", "--z0", 0},
     {"ctr_parallel_params.angle_range_deg", "--angle-range", 0},
     {"ctr_parallel_params.angle_start_deg", "--angle-start", 0},
     {"ctr_parallel_params.pixel_size", "--pixel-size", 0},

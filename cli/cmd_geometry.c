@@ -17,7 +17,8 @@ const cli_command cli_cmd_geometry = {
     "       ctrecon geometry --out FILE --from-vectors TEXT --nu N --nv N [volume options]\n"
     "       ctrecon geometry --check FILE [--vectors-out TEXT]",
     "Writes the JSON description (docs/geometry.md) of a circular cone-beam scan:\n"
-    "source orbit, flat detector, projection angles and the volume grid. With\n"
+    "source orbit, flat or cylindrical (--detector) detector, projection angles and\n"
+    "the volume grid. With\n"
     "--from-vectors, the views are read from a text file of ASTRA cone_vec rows,\n"
     "12 numbers a line (srcX srcY srcZ dX dY dZ uX uY uZ vX vY vZ, mm; spaces or\n"
     "commas; '#' comments) and written as a \"vectors\" geometry (docs/geometry.md,\n"
@@ -25,25 +26,44 @@ const cli_command cli_cmd_geometry = {
     "--check, loads a geometry file and prints a summary: views, angular coverage,\n"
     "detector, volume and how much of the volume's field of view the detector sees.\n"
     "--vectors-out writes the geometry's views (the one written or checked) as ASTRA\n"
-    "cone_vec rows in the --from-vectors layout, for ASTRA, TIGRE or LEAP users.",
+    "cone_vec rows in the --from-vectors layout, for ASTRA, TIGRE or LEAP users.\n"
+    "--pitch makes the orbit a helix (docs/geometry.md, \"Helical orbits\"): the source\n"
+    "and detector climb --pitch mm along z per turn from --z0, over --angle-range\n"
+    "degrees (any number of turns); fdk reconstructs it with its redundancy window\n"
+    "(--helix-window).",
     "  ctrecon geometry --out geom.json\n"
     "  ctrecon geometry --out small.json --nu 128 --nv 128 --du 3.5 --dv 3.5 \\\n"
     "      --views 180 --volume 128 --voxel 2\n"
     "  ctrecon geometry --out short.json --angle-range 220    # short scan\n"
     "  ctrecon geometry --out vec.json --from-vectors views.txt --nu 512 --nv 384 \\\n"
     "      --volume 256 --voxel 0.5\n"
+    "  ctrecon geometry --out helix.json --pitch 40 --angle-range 1440 --views 1440 \\\n"
+    "      --volume 256,256,64   # a helix of four turns\n"
     "  ctrecon geometry --check geom.json\n"
     "  ctrecon geometry --check geom.json --vectors-out views.txt\n",
 };
 
-static int parse_direction(const char *cmd, const char *name, const char *value, void *dst) {
-  if (!strcmp(value, "ccw"))
-    *(ctr_rotation *)dst = CTR_ROTATION_CCW;
-  else if (!strcmp(value, "cw"))
-    *(ctr_rotation *)dst = CTR_ROTATION_CW;
-  else
-    return cli_usage_error(cmd, "%s '%s': expected ccw or cw", name, value);
+/* One of two names: *out = 0 for `a`, 1 for `b`; a usage error otherwise. */
+static int parse_one_of(const char *cmd, const char *name, const char *value, const char *a,
+                        const char *b, int *out) {
+  if (strcmp(value, a) && strcmp(value, b))
+    return cli_usage_error(cmd, "%s '%s': expected %s or %s", name, value, a, b);
+  *out = strcmp(value, a) != 0;
   return 0;
+}
+
+static int parse_direction(const char *cmd, const char *name, const char *value, void *dst) {
+  int k;
+  const int rc = parse_one_of(cmd, name, value, "ccw", "cw", &k);
+  if (!rc) *(ctr_rotation *)dst = k ? CTR_ROTATION_CW : CTR_ROTATION_CCW;
+  return rc;
+}
+
+static int parse_detector(const char *cmd, const char *name, const char *value, void *dst) {
+  int k;
+  const int rc = parse_one_of(cmd, name, value, "flat", "cylindrical", &k);
+  if (!rc) *(ctr_detector_shape *)dst = k ? CTR_DETECTOR_CYLINDRICAL : CTR_DETECTOR_FLAT;
+  return rc;
 }
 
 /* ---- Summary (--check, and after writing) -------------------------------- */
@@ -93,9 +113,13 @@ static int circular_orbit(const ctr_geometry *g, orbit *o) {
   o->sdd = o->sid * dudx * du;
   const double u0 = a / c; /* where the isocentre projects */
   const double left = (u0 + 0.5) * du, right = ((double)nu - 0.5 - u0) * du;
-  o->fan_deg = (atan(left / o->sdd) + atan(right / o->sdd)) * 180.0 / PI;
+  /* a cylindrical detector's columns are arcs of du at sdd: angles du / sdd */
+  const int arc = ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL;
+  const double al = arc ? left / o->sdd : atan(left / o->sdd);
+  const double ar = arc ? right / o->sdd : atan(right / o->sdd);
+  o->fan_deg = (al + ar) * 180.0 / PI;
   /* A centred ray cone of half-angle h covers a disc of radius sid sin h. */
-  const double half = atan((left < right ? left : right) / o->sdd);
+  const double half = al < ar ? al : ar;
   o->fov_radius = o->sid * sin(half);
   return 1;
 }
@@ -132,11 +156,22 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
   orbit o = {0, 0, 0, 0};
   const int have_orbit = circular_orbit(g, &o);
   const double cov_deg = angular_coverage(g, &step, &dir);
-  printf("%s: %s cone-beam geometry\n", path,
-         ctr_geometry_is_circular(g) ? "circular" : "general (per-view matrices)");
+  ctr_helical_params h;
+  const int helix = ctr_geometry_get_helical(g, &h);
+  printf("%s: %s cone-beam geometry%s\n", path,
+         helix                         ? "helical"
+         : ctr_geometry_is_circular(g) ? "circular"
+                                       : "general (per-view matrices)",
+         ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL
+             ? ", cylindrical (curved) detector" : "");
   printf("  views          %lld over %.1f deg (%s, step %.3f deg)\n", (long long)n, cov_deg,
          dir < 0 ? "cw" : "ccw", step);
-  print_scan_kind(cmd, cov_deg, step, have_orbit, &o, warn, ctr_geometry_offset_detector(g));
+  if (helix)
+    printf("  helix          pitch %g mm a turn (%.3f of the detector's height at the axis), "
+           "source z from %g mm; fdk's window %g deg\n", h.pitch_mm,
+           h.pitch_mm / ((double)nv * dv * h.sid / h.sdd), h.z0_mm, h.window_deg);
+  else
+    print_scan_kind(cmd, cov_deg, step, have_orbit, &o, warn, ctr_geometry_offset_detector(g));
   if (have_orbit)
     printf(
         "  source         %g mm from the axis, detector %g mm from the source "
@@ -164,6 +199,9 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
 /* --vectors-out: every view of g as a cone_vec row (ctr_geometry_get_vectors),
  * the layout --from-vectors reads, written atomically. */
 static int write_vectors(const char *path, const ctr_geometry *g, int force) {
+  if (ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL)
+    return cli_usage_error("geometry", "--vectors-out %s: a cylindrical (curved) detector has no "
+                           "cone_vec rows (they describe flat detectors)", path);
   char tmp[4200];
   FILE *f = NULL;
   int rc = cli_text_create("geometry", path, tmp, sizeof tmp, &f);
@@ -204,6 +242,8 @@ typedef struct geometry_args {
   int quiet, force;
   int write_opts; /* set by any option that only matters when writing */
   int orbit_opts; /* set by an option of the circular orbit (not with --from-vectors) */
+  double pitch, z0, window; /* --pitch, --z0, --helix-window: a helix */
+  int helix_opts; /* set by an option of the helix */
 } geometry_args;
 
 /* --from-vectors: 12 numbers a line (spaces or commas), '#' comments and
@@ -275,12 +315,32 @@ static int run_write(const geometry_args *a) {
     st = ctr_geometry_create_vectors(a->p.nu, a->p.nv, n, v, &vol, &g);
     free(v);
     if (st != CTR_OK) return cli_fail_file("geometry", st, a->vectors);
+  } else if (a->helix_opts) {
+    ctr_helical_params h = CTR_HELICAL_PARAMS_INIT;
+    h.sid = a->p.sid;
+    h.sdd = a->p.sdd;
+    h.nu = a->p.nu;
+    h.nv = a->p.nv;
+    h.du = a->p.du;
+    h.dv = a->p.dv;
+    h.offset_u = a->p.offset_u;
+    h.offset_v = a->p.offset_v;
+    h.nviews = a->p.nviews;
+    h.angle_start_deg = a->p.angle_start_deg;
+    h.angle_range_deg = a->p.angle_range_deg;
+    h.direction = a->p.direction;
+    h.pitch_mm = a->pitch;
+    h.z0_mm = a->z0;
+    h.window_deg = a->window;
+    st = ctr_geometry_create_helical(&h, &vol, &g);
+    if (st != CTR_OK) return cli_fail("geometry", st);
   } else {
     st = ctr_geometry_create_circular(&a->p, &vol, &g);
     if (st != CTR_OK) return cli_fail("geometry", st);
   }
   double span = 0;
-  if (!a->vectors && ctr_angles_look_like_radians(NULL, a->p.nviews, a->p.angle_range_deg, &span))
+  if (!a->vectors && !a->helix_opts &&
+      ctr_angles_look_like_radians(NULL, a->p.nviews, a->p.angle_range_deg, &span))
     cli_warn("geometry", "--angle-range %g: the %lld views span only %.4g degrees: this looks like "
              "radians, and --angle-range takes degrees (360 for a full turn)", a->p.angle_range_deg,
              (long long)a->p.nviews, span);
@@ -306,7 +366,7 @@ static int run_write(const geometry_args *a) {
 
 int cmd_geometry(int argc, char **argv) {
   geometry_args a = {NULL, NULL, CTR_CIRCULAR_PARAMS_INIT, {256, 256, 256}, {1, 1, 1}, {0, 0, 0},
-                     NULL, NULL, 0,    0,    0, 0};
+                     NULL, NULL, 0,    0,    0, 0, 0.0, 0.0, 10.0, 0};
   a.p.sid = 1000;
   a.p.sdd = 1500;
   a.p.nu = a.p.nv = 256;
@@ -335,12 +395,23 @@ int cmd_geometry(int argc, char **argv) {
        &a.p.angle_start_deg, &a.orbit_opts},
       CLI_ALIAS("--start", "--angle-start", "DEG", cli_parse_double, &a.p.angle_start_deg,
                 &a.orbit_opts),
-      {"--angle-range", "DEG", "angle covered by the views, 0 < range <= 720 (default 360)",
+      {"--angle-range", "DEG", "angle covered by the views, 0 < range <= 720 (a helix: any, "
+       "default 360)",
        cli_parse_positive, &a.p.angle_range_deg, &a.orbit_opts},
       CLI_ALIAS("--range", "--angle-range", "DEG", cli_parse_positive, &a.p.angle_range_deg,
                 &a.orbit_opts),
       {"--direction", "ccw|cw", "rotation direction seen from +z (default ccw)", parse_direction,
        &a.p.direction, &a.orbit_opts},
+      {"--pitch", "MM", "a helical orbit: the source climbs MM along z per turn (either sign; "
+       "default: a circular orbit)", cli_parse_double, &a.pitch, &a.helix_opts},
+      {"--z0", "MM", "helix: the source's height at the first view (default 0)", cli_parse_double,
+       &a.z0, &a.helix_opts},
+      {"--helix-window", "DEG",
+       "helix: fdk's redundancy window smoothing width, 0 .. 90 (default 10)", cli_parse_double,
+       &a.window, &a.helix_opts},
+      {"--detector", "flat|cylindrical",
+       "detector shape; cylindrical: columns on an arc of radius sdd about the source, du "
+       "their arc length (default flat)", parse_detector, &a.p.detector, &a.orbit_opts},
       {"--volume", "N[,N,N]", "volume size in voxels (default 256)", cli_parse_size3, a.size,
        &a.write_opts},
       {"--voxel", "MM[,MM,MM]", "voxel size (default 1)", cli_parse_voxel3, a.voxel, &a.write_opts},
@@ -362,8 +433,17 @@ int cmd_geometry(int argc, char **argv) {
   if (a.vectors && a.orbit_opts)
     return cli_usage_error("geometry", "--from-vectors takes the views from its file: the orbit's "
                            "options (--sid, --sdd, --du, --dv, --offset-u, --offset-v, --views, "
-                           "--start, --range, --direction) do not apply");
-  if (a.check && (a.write_opts || a.orbit_opts))
+                           "--start, --range, --direction, --detector) do not apply");
+  if (a.vectors && a.helix_opts)
+    return cli_usage_error("geometry", "--from-vectors takes the views from its file: the "
+                           "helix's options (--pitch, --z0, --helix-window) do not apply");
+  if (a.helix_opts && a.pitch == 0.0)
+    return cli_usage_error("geometry", "--z0 and --helix-window describe a helix: give its "
+                           "--pitch (mm a turn, not 0; without it the orbit is circular)");
+  if (a.pitch != 0.0 && a.p.detector == CTR_DETECTOR_CYLINDRICAL)
+    return cli_usage_error("geometry", "--pitch with --detector cylindrical: a helical orbit takes "
+                           "a flat detector (a helix over a curved detector is not supported yet)");
+  if (a.check && (a.write_opts || a.orbit_opts || a.helix_opts))
     return cli_usage_error("geometry", "--check takes no geometry options (they apply to --out)");
   if (a.check) return run_check(a.check, a.vectors_out, a.force);
   rc = cli_require("geometry", opts, "--out", a.out);

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include "bp_check.h"
 #include "conebeam/cpu/backproject.h"
 #include "filter/filter.h"
 
@@ -63,7 +64,6 @@ static ctr_geometry *circular(int64_t n, int64_t nviews, double range, int64_t d
   return g;
 }
 
-static double sq(double x) { return x * x; }
 
 /* Errors against the voxelised truth, central 60 % of slices (FDK's
  * cone-beam approximation degrades towards the top and bottom). */
@@ -489,29 +489,9 @@ static void test_backprojector_vs_reference(void) {
     if (!g) continue;
     if (trial % 2) th_perturb_geometry(&g, 0.02); /* an arbitrary (tilted, skewed) orbit */
     if (!g) continue;
-    float *filt = malloc(sizeof(float) * nu * nv * nviews);
-    for (int64_t i = 0; i < nu * nv * nviews; i++) filt[i] = (float)th_uniform(-1, 1);
     const int64_t z0 = trial % 3, nzs = nz - z0 - 1;
-    float *out = calloc(nx * ny * nzs, sizeof(float));
-    double *ref = calloc(nx * ny * nzs, sizeof(double));
-    ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
-    o.z0 = z0;
-    o.nz = nzs;
-    o.views_per_batch = 7;
-    int64_t vd[3] = {nx, ny, nzs};
-    ctr_array va = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
-    CHECK_OK(ctr_fdk_backproject(NULL, g, &o, 0, nviews, filt, &va));
-    ctr__bp_reference(g, 0, nviews, filt, ref, z0, nzs);
-    double err = 0, norm = 0;
-    for (int64_t i = 0; i < nx * ny * nzs; i++) {
-      err += sq(out[i] - ref[i]);
-      norm += sq(ref[i]);
-    }
-    CHECK_MSG(norm > 0 && sqrt(err / norm) < 1e-5, "trial %d: relative RMS %g", trial,
-              sqrt(err / norm));
-    free(filt);
-    free(out);
-    free(ref);
+    const double rel = th_bp_vs_reference(NULL, g, z0, nzs, 7);
+    CHECK_MSG(rel < 1e-5, "trial %d: relative RMS %g", trial, rel);
     ctr_geometry_free(g);
   }
 }

@@ -24,8 +24,18 @@ typedef enum ctr_rotation { CTR_ROTATION_CCW = 1, CTR_ROTATION_CW = -1 } ctr_rot
  * the detector u axis is (-sin t, cos t, 0), v is +z; the principal ray hits
  * pixel ((nu-1)/2 - offset_u/du, (nv-1)/2 - offset_v/dv). Angles are either
  * the list `angles_deg` (nviews entries, not copied beyond the create call) or
- * angle_start_deg + direction * i * angle_range_deg / nviews. */
-#define CTR_CIRCULAR_PARAMS_VERSION 1u
+ * angle_start_deg + direction * i * angle_range_deg / nviews.
+ * Version 2 adds `detector`: CTR_DETECTOR_CYLINDRICAL puts the columns on an
+ * arc of radius sdd about the source's vertical line, equally spaced in fan
+ * angle (du is then the arc length of a column at sdd: dgamma = du / sdd,
+ * offset_u an arc length too), rows along z (docs/geometry.md, "Curved
+ * (cylindrical) detectors"). */
+typedef enum ctr_detector_shape {
+  CTR_DETECTOR_FLAT = 0,       /* a plane perpendicular to the principal ray (default) */
+  CTR_DETECTOR_CYLINDRICAL = 1 /* clinical CT: an arc about the source */
+} ctr_detector_shape;
+
+#define CTR_CIRCULAR_PARAMS_VERSION 2u /* 2: detector */
 typedef struct ctr_circular_params {
   unsigned version;
   double sid; /* source to isocentre, mm */
@@ -38,13 +48,46 @@ typedef struct ctr_circular_params {
   double angle_start_deg;
   double angle_range_deg;
   ctr_rotation direction;
+  ctr_detector_shape detector; /* version 2 */
 } ctr_circular_params;
 
 #define CTR_CIRCULAR_PARAMS_INIT                                                          \
   { CTR_CIRCULAR_PARAMS_VERSION, 0, 0, 0, 0, 1.0, 1.0, 0, 0, 0, NULL, 0.0, 360.0,          \
-    CTR_ROTATION_CCW }
+    CTR_ROTATION_CCW, CTR_DETECTOR_FLAT }
 /* The defaults in the layout of `version`, 1 .. CTR_CIRCULAR_PARAMS_VERSION (core.h). */
 CTR_API ctr_status ctr_circular_params_init(ctr_circular_params *s, unsigned version);
+
+/* Helical cone-beam orbit (docs/geometry.md, "Helical orbits"): the circular
+ * orbit's source, detector and angles (angle_start_deg + direction * i *
+ * angle_range_deg / nviews; the range may exceed 360 degrees), with the
+ * source and detector carried along z: view i's source sits at height
+ * z0_mm + pitch_mm * i * angle_range_deg / (360 nviews), so it climbs
+ * pitch_mm (the table feed per turn, either sign, not 0) per 360 degrees of
+ * rotation whatever the direction. window_deg is helical FDK's smoothing
+ * width s of its redundancy window (0 .. 90 degrees, default 10); it plays
+ * no part in the matrices. */
+#define CTR_HELICAL_PARAMS_VERSION 1u
+typedef struct ctr_helical_params {
+  unsigned version;
+  double sid; /* source to rotation axis, mm */
+  double sdd; /* source to detector, mm */
+  int64_t nu, nv;
+  double du, dv;             /* pixel pitch, mm */
+  double offset_u, offset_v; /* detector shift, mm */
+  int64_t nviews;
+  double angle_start_deg;
+  double angle_range_deg; /* > 0, may exceed 360 */
+  ctr_rotation direction;
+  double pitch_mm;   /* source z climb per 360 degrees, mm */
+  double z0_mm;      /* source z of view 0, mm */
+  double window_deg; /* helical FDK's window smoothing width s, degrees */
+} ctr_helical_params;
+
+#define CTR_HELICAL_PARAMS_INIT                                                           \
+  { CTR_HELICAL_PARAMS_VERSION, 0, 0, 0, 0, 1.0, 1.0, 0, 0, 0, 0.0, 720.0,                \
+    CTR_ROTATION_CCW, 0.0, 0.0, 10.0 }
+/* The defaults in the layout of `version`, 1 .. CTR_HELICAL_PARAMS_VERSION (core.h). */
+CTR_API ctr_status ctr_helical_params_init(ctr_helical_params *s, unsigned version);
 
 /* Threads: a geometry does not change under the calls that take it const;
  * any number of threads may use one at once. The setters
@@ -56,6 +99,19 @@ typedef struct ctr_geometry ctr_geometry;
  * not cover the volume is allowed: check ctr_geometry_coverage and warn. */
 CTR_API ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
                                                 const ctr_volume_geometry *vol, ctr_geometry **out);
+/* Builds the canonical geometry of a helical orbit: per-view matrices (each
+ * view the circular orbit's matrix with the source and detector at the
+ * view's height) and the helix kept for FDK (ctr_geometry_get_helical).
+ * Validates every field as ctr_geometry_create_circular does, with errors
+ * naming the field: pitch_mm finite and not 0 (0 is a circular orbit: use
+ * ctr_geometry_create_circular), nviews >= 2, angle_range_deg in (0, 3.6e6],
+ * window_deg in [0, 90]. */
+CTR_API ctr_status ctr_geometry_create_helical(const ctr_helical_params *p,
+                                               const ctr_volume_geometry *vol, ctr_geometry **out);
+/* 1 and *p (version CTR_HELICAL_PARAMS_VERSION; NULL: not written) the
+ * helix when g was built by ctr_geometry_create_helical (or its JSON type
+ * "helical"), else 0. */
+CTR_API int ctr_geometry_get_helical(const ctr_geometry *g, ctr_helical_params *p);
 /* Builds the canonical geometry from arbitrary per-view 3x4 matrices
  * (row-major, nviews * 12 doubles, mapping world mm to pixel indices up to
  * scale). du, dv are informative (mm); pass 0 if unknown. */
@@ -111,8 +167,15 @@ CTR_API ctr_status ctr_geometry_set_volume(ctr_geometry *g, const ctr_volume_geo
 CTR_API void ctr_geometry_get_matrix(const ctr_geometry *g, int64_t i, double out[12]);
 /* Source position of view i, mm. */
 CTR_API void ctr_geometry_get_source(const ctr_geometry *g, int64_t i, double out[3]);
-/* 1 for a circular orbit (u, c independent of z), else 0. */
+/* 1 for a circular orbit (u, c independent of z), else 0. A cylindrical
+ * detector's orbit is circular too. */
 CTR_API int ctr_geometry_is_circular(const ctr_geometry *g);
+/* The detector's shape: CTR_DETECTOR_CYLINDRICAL for a circular orbit built
+ * with that `detector`, else CTR_DETECTOR_FLAT. A cylindrical detector's
+ * pixels do not follow a 3x4 matrix: ctr_geometry_get_matrix then gives the
+ * matrix of the flat detector tangent to the arc at the principal ray (the
+ * same principal point, sdd and pitch; docs/geometry.md). */
+CTR_API ctr_detector_shape ctr_geometry_get_detector_shape(const ctr_geometry *g);
 /* Angles meant as degrees that look like radians: n >= 2 angles (the list
  * angles_deg, or if NULL a uniform scan of n angles over range_deg) whose
  * whole span (largest - smallest) is below CTR_RADIANS_SPAN_DEG = 2 pi +
@@ -130,7 +193,9 @@ CTR_API int ctr_geometry_angles_look_like_radians(const ctr_geometry *g, double 
 
 /* Fraction of the voxel centres inside the volume's inscribed cylinder (about
  * the z axis through the volume centre) that project inside the detector in
- * every view (1.0 = the field of view is fully covered). */
+ * every view (1.0 = the field of view is fully covered); for a helical
+ * geometry, inside the detector's columns (its fan) in every view, the rows
+ * being the helix's to move along. */
 CTR_API double ctr_geometry_coverage(const ctr_geometry *g);
 /* 1 when g is an offset (half-fan) detector on a full turn, which FDK
  * reconstructs with Wang 2002's redundancy weights (docs/geometry.md,

@@ -68,6 +68,7 @@ class Volume:
 
 
 _ROTATION = {"ccw": lib.CTR_ROTATION_CCW, "cw": lib.CTR_ROTATION_CW}
+_DETECTOR = {"flat": lib.CTR_DETECTOR_FLAT, "cylindrical": lib.CTR_DETECTOR_CYLINDRICAL}
 
 
 class ConeGeometry:
@@ -89,14 +90,18 @@ class ConeGeometry:
                  du: float = 1.0, dv: float = 1.0, offset_u: float = 0.0, offset_v: float = 0.0,
                  nviews: Optional[int] = None, angles: Optional[Sequence[float]] = None,
                  angle_start: float = 0.0, angle_range: float = 360.0,
-                 direction: str = "ccw", angle_units: Optional[str] = None) -> "ConeGeometry":
+                 direction: str = "ccw", angle_units: Optional[str] = None,
+                 detector: str = "flat") -> "ConeGeometry":
         """A circular orbit (ctr_circular_params): source at sid mm from the
         axis, detector at sdd mm from the source, nu x nv pixels of du x dv mm
         shifted by offset_u/v mm; either ``angles`` or ``nviews`` views spread
         over ``angle_range`` from ``angle_start`` in ``direction`` ("ccw" or
         "cw"). Angles are degrees; ``angle_units="rad"`` takes radians, and
         with None a scan spanning under 6.3 degrees warns that it looks like
-        radians ("deg" says it is degrees)."""
+        radians ("deg" says it is degrees). ``detector="cylindrical"`` puts
+        the columns on an arc of radius sdd about the source (clinical CT), du
+        (and offset_u) then arc lengths at sdd (docs/geometry.md, "Curved
+        (cylindrical) detectors")."""
         angles, angle_start, angle_range = angles_in_degrees(
             angles, angle_start, angle_range, nviews, angle_units, "ConeGeometry.circular")
         p = new_struct("ctr_circular_params", lib.ctr_circular_params_init,
@@ -117,6 +122,7 @@ class ConeGeometry:
         _core.assign(p, {"angle_start_deg": "angle_start", "angle_range_deg": "angle_range"},
                      angle_start_deg=angle_start, angle_range_deg=angle_range)
         p.direction = _core.enum_value(_ROTATION, direction, "direction")
+        p.detector = _core.enum_value(_DETECTOR, detector, "detector")
         return cls._make(lib.ctr_geometry_create_circular, p, volume._c())
 
     @classmethod
@@ -263,6 +269,13 @@ class ConeGeometry:
     @property
     def is_circular(self) -> bool:
         return bool(lib.ctr_geometry_is_circular(self._ptr))
+
+    @property
+    def detector(self) -> str:
+        """The detector's shape, "flat" or "cylindrical"
+        (ctr_geometry_get_detector_shape)."""
+        shape = lib.ctr_geometry_get_detector_shape(self._ptr)
+        return "cylindrical" if shape == lib.CTR_DETECTOR_CYLINDRICAL else "flat"
 
     def coverage(self) -> float:
         """Fraction of the field of view's voxels seen in every view."""

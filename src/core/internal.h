@@ -345,6 +345,7 @@ ctr_status ctr__struct_desc_check(const ctr__struct_desc *d);
 /* Every public versioned struct's descriptor, NULL-terminated. */
 extern const ctr__struct_desc *const ctr__structs[];
 extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_params,
+    ctr__struct_helical_params,
     ctr__struct_fdk_options, ctr__struct_fdk_plan_request, ctr__struct_fdk_stream_options,
     ctr__struct_parallel_params, ctr__struct_fbp_options, ctr__struct_pet_params,
     ctr__struct_pet_kernel_params, ctr__struct_pet_sim_options, ctr__struct_pet_recon_options,

@@ -222,7 +222,13 @@ CTR__STRUCT_DEFINE(file_format_info, CTR_FILE_FORMAT_INFO_VERSION)
 CTR__STRUCT_DEFINE_V1(preview_options, CTR_PREVIEW_OPTIONS_VERSION, CTR_PREVIEW_OPTIONS_INIT)
 
 /* Cone-beam geometry and FDK */
-CTR__STRUCT_DEFINE_V1(circular_params, CTR_CIRCULAR_PARAMS_VERSION, CTR_CIRCULAR_PARAMS_INIT)
+static const ctr_circular_params circular_params_defaults = CTR_CIRCULAR_PARAMS_INIT;
+static const ctr__struct_version circular_params_versions[] = {
+    CTR__V_UPTO(ctr_circular_params, detector), /* 1 */
+    CTR__V_ALL(ctr_circular_params),            /* 2: detector */
+};
+CTR__STRUCT_DEFINE(circular_params, CTR_CIRCULAR_PARAMS_VERSION)
+CTR__STRUCT_DEFINE_V1(helical_params, CTR_HELICAL_PARAMS_VERSION, CTR_HELICAL_PARAMS_INIT)
 
 static const ctr_fdk_options fdk_options_defaults = CTR_FDK_OPTIONS_INIT;
 static const ctr__struct_version fdk_options_versions[] = {
@@ -360,7 +366,8 @@ CTR__STRUCT_DEFINE_NESTED(iterate_report, CTR_ITERATE_REPORT_VERSION, 1,
                           {&ctr__struct_iterate_plan})
 
 const ctr__struct_desc *const ctr__structs[] = {
-    &ctr__struct_context_options, &ctr__struct_circular_params, &ctr__struct_fdk_options,
+    &ctr__struct_context_options, &ctr__struct_circular_params, &ctr__struct_helical_params,
+    &ctr__struct_fdk_options,
     &ctr__struct_fdk_plan_request,    &ctr__struct_fdk_stream_options,  &ctr__struct_parallel_params,
     &ctr__struct_fbp_options,     &ctr__struct_pet_params,      &ctr__struct_pet_kernel_params,
     &ctr__struct_pet_sim_options, &ctr__struct_pet_recon_options, &ctr__struct_corrections,

@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "core/cylmath.h"
 #include "core/projmath.h"
 
 #define CTR__PI_D 3.14159265358979323846
@@ -55,17 +56,23 @@ typedef struct ctr__fdk_view_params {
   int offset_side;       /* offset detector: +1 / -1 when its wide side is at u > u0 /
                             u < u0 (Wang 2002 weights), 0: none */
   double offset_gamma;   /* half-width of the offset weights' transition (radians) */
+  int curved;            /* cylindrical detector: the fan angle is (iu - u0) / fu and the
+                            cosine weight cos(gamma) / sqrt(1 + tv^2) (core/cylmath.h) */
   float scale;           /* angular weight x redundancy / isocentre pitch */
 } ctr__fdk_view_params;
 
 /* Cosine x Parker x offset pre-weight of pixel (iu, iv). */
 CTR_HD double ctr__fdk_pixel_weight(const ctr__fdk_view_params *p, double iu, double iv) {
   const double tu = (iu - p->u0) / p->fu, tv = (iv - p->v0) / p->fv;
-  double w = 1.0 / sqrt(1.0 + tu * tu + tv * tv);
-  if (p->parker) w *= ctr__parker_weight(p->beta, p->u_sign * atan(tu), p->range);
+  /* the fan angle: tu on a cylindrical detector, atan(tu) on a flat one */
+  const double gamma = p->curved ? tu : atan(tu);
+  double w = p->curved ? ctr__cyl_fdk_weight(gamma, tv) : 1.0 / sqrt(1.0 + tu * tu + tv * tv);
+  if (p->parker) w *= ctr__parker_weight(p->beta, p->u_sign * gamma, p->range);
   /* fabs(fu): the side is counted in columns, whatever the matrix's sign. */
-  if (p->offset_side)
-    w *= ctr__offset_weight(atan(p->offset_side * (iu - p->u0) / fabs(p->fu)), p->offset_gamma);
+  if (p->offset_side) {
+    const double x = p->offset_side * (iu - p->u0) / fabs(p->fu);
+    w *= ctr__offset_weight(p->curved ? x : atan(x), p->offset_gamma);
+  }
   return w;
 }
 

@@ -15,11 +15,17 @@ static double overlap_half(const ctr_geometry *g, const ctr__view *v) {
   return fmin(v->u0, (double)(g->nu - 1) - v->u0);
 }
 
+/* The fan angle between columns of a cylindrical detector (radians: du /
+ * sdd = 1 / fu), 0 for a flat detector (the ramp kernel's fan_step). */
+static double fan_step(const ctr_geometry *g) {
+  return g->curved ? 1.0 / fabs(g->views[0].fu) : 0.0;
+}
+
 /* Chooses the offset-detector weights (docs/geometry.md, "Offset detectors"). */
 static ctr_status offset_init(const ctr_geometry *g, const ctr_fdk_options *o,
                               ctr__fdk_filter *f) {
   switch (o->offset_weight) {
-    case CTR_OFFSET_WEIGHT_AUTO: f->offset = ctr__offset_detector(g, &f->scan); break;
+    case CTR_OFFSET_WEIGHT_AUTO: f->offset = !g->helical && ctr__offset_detector(g, &f->scan); break;
     case CTR_OFFSET_WEIGHT_OFF: f->offset = 0; break;
     case CTR_OFFSET_WEIGHT_WANG: f->offset = 1; break;
     default:
@@ -61,6 +67,7 @@ ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
                                 const ctr_fdk_options *o, ctr__fdk_filter *f) {
   memset(f, 0, sizeof *f);
   f->g = g;
+  CTR_CHECK(ctr__helix_fdk_check(g));
   CTR_CHECK(ctr__scan_analyse(g, &f->scan));
   switch (o->short_scan) {
     case CTR_SHORT_SCAN_AUTO: f->parker = !f->scan.full; break;
@@ -81,6 +88,16 @@ ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
     }
   }
   ctr_status st = offset_init(g, o, f);
+  if (st == CTR_OK && g->helical && (f->parker || f->offset)) {
+    /* the helix's window is its redundancy weighting */
+    st = ctr__error_set_field(CTR_E_UNSUPPORTED, f->parker ? "ctr_fdk_options.short_scan"
+                                                           : "ctr_fdk_options.offset_weight",
+                              "a helical orbit's FDK weights its redundancy with its own window "
+                              "(docs/geometry.md, \"Helical orbits\"), not with %s weights: "
+                              "leave %s at auto or off",
+                              f->parker ? "Parker" : "offset (half-fan)",
+                              f->parker ? "short_scan" : "offset_weight");
+  }
   if (st != CTR_OK) {
     ctr__fdk_filter_free(f);
     return st;
@@ -90,7 +107,7 @@ ctr_status ctr__fdk_filter_init(const ctr_context *ctx, const ctr_geometry *g,
   f->beta_shift = 0.5 * (f->scan.range - bmax);
   f->pad_lo = 0;
   f->nu_ext = g->nu;
-  st = ctr__ramp_create(g->nu, o->window, o->cutoff, &f->ramp);
+  st = ctr__ramp_create_fan(g->nu, o->window, o->cutoff, fan_step(g), &f->ramp);
   if (st != CTR_OK) ctr__fdk_filter_free(f);
   return st;
 }
@@ -109,7 +126,7 @@ ctr_status ctr__fdk_filter_extend(const ctr_fdk_options *o, ctr__fdk_filter *f) 
   const int64_t pad_lo = (int64_t)ceil(lo - 1e-6), pad_hi = (int64_t)ceil(hi - 1e-6);
   if (!pad_lo && !pad_hi) return CTR_OK;
   ctr__ramp *r = NULL;
-  CTR_CHECK(ctr__ramp_create(g->nu + pad_lo + pad_hi, o->window, o->cutoff, &r));
+  CTR_CHECK(ctr__ramp_create_fan(g->nu + pad_lo + pad_hi, o->window, o->cutoff, fan_step(g), &r));
   ctr__ramp_free(f->ramp);
   f->ramp = r;
   f->pad_lo = pad_lo;
@@ -152,8 +169,9 @@ ctr__fdk_view_params ctr__fdk_view_params_of(const ctr__fdk_filter *f, int64_t i
   if (f->offset) {
     const double h = f->offset_half > 0.0 ? f->offset_half : overlap_half(f->g, v);
     p.offset_side = (double)(f->g->nu - 1) - v->u0 >= v->u0 ? 1 : -1;
-    p.offset_gamma = atan(h / fabs(v->fu));
+    p.offset_gamma = ctr__geometry_fan_angle(f->g, v, h);
   }
+  p.curved = f->g->curved;
   /* Full scans count every ray twice; Parker and offset weights already sum
    * to one. */
   const double redundancy = f->parker || f->offset ? 1.0 : 0.5;

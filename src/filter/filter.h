@@ -18,6 +18,12 @@ int64_t ctr__fft_good_size(int64_t n);
  * spatial Ram-Lak kernel (Kak & Slaney eq. 3.61) so the DC term is not zero,
  * times the window. Caller frees with free(). */
 ctr_status ctr__ramp_kernel(int64_t padded, ctr_window w, double cutoff, double **out);
+/* The same for rows of n columns of an equiangular fan (a cylindrical
+ * detector), fan_step radians apart: the windowed spatial kernel times
+ * (m fan_step / sin(m fan_step))^2 at lags |m| < n (Kak & Slaney 1988,
+ * Sec. 3.4.2). fan_step 0: ctr__ramp_kernel. */
+ctr_status ctr__ramp_kernel_fan(int64_t padded, int64_t n, ctr_window w, double cutoff,
+                                double fan_step, double **out);
 
 /* A row filter: FFTW plans for one padded row plus the kernel (scaled by
  * 1/padded so that forward + inverse FFT is the identity). Thread-safe apply. */
@@ -27,6 +33,9 @@ typedef struct ctr__ramp ctr__ramp;
 void ctr__fftw_lock(void);
 void ctr__fftw_unlock(void);
 ctr_status ctr__ramp_create(int64_t n, ctr_window w, double cutoff, ctr__ramp **out);
+/* A row filter with ctr__ramp_kernel_fan's kernel (fan_step 0: ctr__ramp_create). */
+ctr_status ctr__ramp_create_fan(int64_t n, ctr_window w, double cutoff, double fan_step,
+                                ctr__ramp **out);
 void ctr__ramp_free(ctr__ramp *r);
 int64_t ctr__ramp_padded(const ctr__ramp *r);
 /* The padded row length used for rows of n pixels (even, >= 2 n). */

@@ -95,7 +95,58 @@ static ctr_status check_window(ctr_window w, double cutoff) {
   return CTR_OK;
 }
 
+/* An equiangular fan's kernel from a windowed ramp's spectrum k (padded/2
+ * + 1 real values, unit pixel), in place: the spatial kernel h(m) times
+ * (m a / sin(m a))^2 at the lags |m| < n a row's convolution uses (a =
+ * fan_step radians a column), back to its spectrum. Kak & Slaney 1988,
+ * Sec. 3.4.2 (equiangular rays): the kernel g(gamma) = (gamma / sin
+ * gamma)^2 h(gamma) / 2, whose 1/2 and 1/a^2 are the FDK scale's
+ * (docs/geometry.md, "Curved (cylindrical) detectors"). Lags |m| >= n meet
+ * the zero padding only. */
+static ctr_status fan_kernel(double *k, int64_t padded, int64_t n, double fan_step) {
+  const int64_t nf = padded / 2 + 1;
+  fftw_complex *spec = fftw_malloc((size_t)nf * sizeof(fftw_complex));
+  double *h = fftw_malloc((size_t)padded * sizeof(double));
+  ctr_status st = CTR_OK;
+  if (!spec || !h) {
+    st = ctr__error_set(CTR_E_OUT_OF_MEMORY, "cannot allocate the fan-beam ramp kernel");
+    goto done;
+  }
+  pthread_mutex_lock(&g_plan_lock);
+  fftw_plan inv = fftw_plan_dft_c2r_1d((int)padded, spec, h, FFTW_ESTIMATE);
+  fftw_plan fwd = fftw_plan_dft_r2c_1d((int)padded, h, spec, FFTW_ESTIMATE);
+  pthread_mutex_unlock(&g_plan_lock);
+  if (!inv || !fwd) {
+    st = ctr__error_set(CTR_E_FFT, "FFTW could not plan a transform of length %lld",
+                        (long long)padded);
+  } else {
+    for (int64_t i = 0; i < nf; i++) spec[i][0] = k[i], spec[i][1] = 0.0;
+    fftw_execute(inv);
+    for (int64_t i = 0; i < padded; i++) {
+      const int64_t m = i <= padded / 2 ? i : i - padded;
+      const double a = (double)m * fan_step;
+      const double f = m != 0 && (m < n && m > -n) ? a / sin(a) : 1.0;
+      h[i] *= f * f / (double)padded;
+    }
+    fftw_execute(fwd);
+    for (int64_t i = 0; i < nf; i++) k[i] = spec[i][0];
+  }
+  pthread_mutex_lock(&g_plan_lock);
+  if (inv) fftw_destroy_plan(inv);
+  if (fwd) fftw_destroy_plan(fwd);
+  pthread_mutex_unlock(&g_plan_lock);
+done:
+  fftw_free(spec);
+  fftw_free(h);
+  return st;
+}
+
 ctr_status ctr__ramp_kernel(int64_t padded, ctr_window w, double cutoff, double **out) {
+  return ctr__ramp_kernel_fan(padded, 0, w, cutoff, 0.0, out);
+}
+
+ctr_status ctr__ramp_kernel_fan(int64_t padded, int64_t n, ctr_window w, double cutoff,
+                                double fan_step, double **out) {
   *out = NULL;
   CTR_CHECK(check_window(w, cutoff));
   if (padded < 2 || padded % 2)
@@ -129,6 +180,10 @@ ctr_status ctr__ramp_kernel(int64_t padded, ctr_window w, double cutoff, double 
   /* The kernel is real and even, so its spectrum is real. */
   for (int64_t i = 0; i < nf; i++)
     k[i] = spec[i][0] * window_value(w, cutoff, (double)i / (double)padded);
+  if (fan_step > 0.0) {
+    st = fan_kernel(k, padded, n, fan_step);
+    if (st != CTR_OK) goto cleanup;
+  }
   *out = k;
   k = NULL;
 cleanup:
@@ -164,14 +219,22 @@ static double kernel_l1(const double *k, int64_t L) {
 }
 
 ctr_status ctr__ramp_create(int64_t n, ctr_window w, double cutoff, ctr__ramp **out) {
+  return ctr__ramp_create_fan(n, w, cutoff, 0.0, out);
+}
+
+ctr_status ctr__ramp_create_fan(int64_t n, ctr_window w, double cutoff, double fan_step,
+                                ctr__ramp **out) {
   *out = NULL;
+  if (!(fan_step >= 0.0 && fan_step * (double)n < CTR__PI))
+    CTR_FAIL(CTR_E_INTERNAL, "fan-beam ramp filter: %lld columns of %g radians span 180 degrees",
+             (long long)n, fan_step);
   if (n < 1 || n > (1 << 24)) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ramp filter row length %lld", (long long)n);
   ctr__ramp *r = ctr__calloc(1, sizeof *r, "ramp filter");
   if (!r) return CTR_E_OUT_OF_MEMORY;
   r->n = n;
   r->padded = ctr__ramp_padded_length(n);
   double *k = NULL;
-  ctr_status st = ctr__ramp_kernel(r->padded, w, cutoff, &k);
+  ctr_status st = ctr__ramp_kernel_fan(r->padded, n, w, cutoff, fan_step, &k);
   if (st != CTR_OK) goto fail;
   const int64_t nf = r->padded / 2 + 1;
   r->kernel = fftwf_malloc((size_t)nf * sizeof(float));

@@ -208,6 +208,23 @@ static ctr_status circular_validate(const ctr_circular_params *p) {
   if (p->direction != CTR_ROTATION_CCW && p->direction != CTR_ROTATION_CW)
     CTR_FAIL(CTR_E_GEOMETRY, "direction = %d: expected 1 (counter-clockwise) or -1 (clockwise)",
              (int)p->direction);
+  if (p->detector != CTR_DETECTOR_FLAT && p->detector != CTR_DETECTOR_CYLINDRICAL)
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_circular_params.detector",
+                         CTR__V_INT(p->detector),
+                         "detector = %d: expected 0 (flat) or 1 (cylindrical)", (int)p->detector);
+  if (p->detector == CTR_DETECTOR_CYLINDRICAL) {
+    /* Every column's outer edge within +-90 degrees of the principal ray:
+     * the arc stays in front of the source (and the equiangular ramp kernel's
+     * lags, at most the fan angle, below 180 degrees). */
+    const double u0 = 0.5 * (double)(p->nu - 1) - p->offset_u / p->du;
+    const double edge = (fmax(u0, (double)(p->nu - 1) - u0) + 0.5) * p->du / p->sdd;
+    if (!(edge < 0.5 * CTR__PI))
+      CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_circular_params.detector",
+                     "cylindrical detector: its farthest column edge is %.1f degrees from the "
+                     "principal ray (nu %lld x du %g mm on an arc of radius sdd %g mm, offset_u "
+                     "%g mm); expected below 90",
+                     edge * 180.0 / CTR__PI, (long long)p->nu, p->du, p->sdd, p->offset_u);
+  }
   return CTR_OK;
 }
 
@@ -295,6 +312,7 @@ ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
   g->du = p->du;
   g->dv = p->dv;
   g->circular = 1;
+  g->curved = p->detector == CTR_DETECTOR_CYLINDRICAL;
   g->circ = *p;
   for (int64_t i = 0; i < p->nviews; i++) {
     double a = p->angles_deg ? p->angles_deg[i]
@@ -313,6 +331,136 @@ ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
   }
   g->circ.angles_deg = g->angles_deg;
   return finish(g, vol, out);
+}
+
+/* ---- Helical orbits ------------------------------------------------------ */
+
+/* The circular orbit a helix winds along (its matrices at z = 0). */
+static ctr_circular_params helix_circle(const ctr_helical_params *p) {
+  ctr_circular_params c = CTR_CIRCULAR_PARAMS_INIT;
+  c.sid = p->sid;
+  c.sdd = p->sdd;
+  c.nu = p->nu;
+  c.nv = p->nv;
+  c.du = p->du;
+  c.dv = p->dv;
+  c.offset_u = p->offset_u;
+  c.offset_v = p->offset_v;
+  c.nviews = p->nviews;
+  c.angle_start_deg = p->angle_start_deg;
+  c.angle_range_deg = p->angle_range_deg;
+  c.direction = p->direction;
+  return c;
+}
+
+static ctr_status helical_validate(const ctr_helical_params *p) {
+  if (!isfinite(p->pitch_mm))
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.pitch_mm", CTR__V_REAL(p->pitch_mm),
+                         "pitch_mm = %g: expected a finite table feed per turn (mm)", p->pitch_mm);
+  if (p->pitch_mm == 0.0)
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.pitch_mm", CTR__V_REAL(0.0),
+                         "pitch_mm = 0: a helix of pitch 0 is a circular orbit; use "
+                         "ctr_geometry_create_circular (JSON \"type\": \"circular\")");
+  if (!isfinite(p->z0_mm))
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.z0_mm", CTR__V_REAL(p->z0_mm),
+                         "z0_mm = %g: expected a finite source height of view 0 (mm)", p->z0_mm);
+  if (!(p->window_deg >= 0.0 && p->window_deg <= 90.0))
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.window_deg",
+                         CTR__V_REAL(p->window_deg),
+                         "window_deg = %g: expected 0 .. 90 degrees (FDK's window smoothing "
+                         "width)", p->window_deg);
+  if (p->nviews < 2 || p->nviews > (1 << 24))
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.nviews", CTR__V_INT(p->nviews),
+                         "nviews = %lld: expected 2 .. 16777216 views", (long long)p->nviews);
+  if (!(isfinite(p->angle_range_deg) && p->angle_range_deg > 0.0 &&
+        p->angle_range_deg <= 3.6e6))
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.angle_range_deg",
+                         CTR__V_REAL(p->angle_range_deg),
+                         "angle_range_deg = %g: expected 0 < range <= 3600000 degrees (10000 "
+                         "turns)", p->angle_range_deg);
+  ctr_circular_params c = helix_circle(p);
+  c.angle_range_deg = 360.0; /* checked above: a helix's range may exceed the circle's */
+  return circular_validate(&c);
+}
+
+ctr_status ctr_geometry_create_helical(const ctr_helical_params *p,
+                                       const ctr_volume_geometry *vol, ctr_geometry **out) {
+  if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_create_helical: out is NULL");
+  *out = NULL;
+  if (!p) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "helical parameters are NULL");
+  ctr_helical_params hp;
+  CTR_CHECK(ctr__struct_copy(&ctr__struct_helical_params, &hp, p));
+  p = &hp;
+  CTR_CHECK(helical_validate(p));
+  CTR_CHECK(ctr__volume_validate(vol));
+  const ctr_circular_params c = helix_circle(p);
+  ctr_geometry *g = NULL;
+  CTR_CHECK(geometry_alloc(p->nviews, &g));
+  g->nu = p->nu;
+  g->nv = p->nv;
+  g->du = p->du;
+  g->dv = p->dv;
+  g->helical = 1;
+  g->hel = *p;
+  const double step = p->angle_range_deg / (double)p->nviews;
+  for (int64_t i = 0; i < p->nviews; i++) {
+    const double turned = (double)i * step; /* degrees of rotation since view 0 */
+    const double a = p->angle_start_deg + (double)p->direction * turned;
+    const double zs = p->z0_mm + p->pitch_mm * turned / 360.0;
+    double P[12];
+    circular_matrix(&c, a * CTR__PI / 180.0, P);
+    /* the orbit moved up by zs: P applied to (x, y, z - zs); P[2] = P[10] = 0 */
+    P[7] -= P[6] * zs;
+    char what[48];
+    snprintf(what, sizeof what, "view %lld", (long long)i);
+    ctr_status st = ctr__view_from_matrix(P, what, &g->views[i]);
+    if (st != CTR_OK) {
+      ctr_geometry_free(g);
+      return st;
+    }
+  }
+  return finish(g, vol, out);
+}
+
+int ctr_geometry_get_helical(const ctr_geometry *g, ctr_helical_params *p) {
+  if (!g || !g->helical) return 0;
+  if (p) *p = g->hel;
+  return 1;
+}
+
+int ctr__geometry_helix(const ctr_geometry *g, ctr__helix_fdk *h) {
+  if (!g || !g->helical) return 0;
+  h->kz = 2.0 * CTR__PI / g->hel.pitch_mm;
+  h->s = g->hel.window_deg * CTR__PI / 180.0;
+  return 1;
+}
+
+double ctr__helix_pitch_limit(const ctr_geometry *g, double s) {
+  /* On the axis (c = 1) view i puts height z at row v0 + fv (z - src_z) /
+   * dist, and src_z - z = pitch d / (2 pi) for the window's |d| <= pi + s. */
+  double limit = INFINITY;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    const ctr__view *v = &g->views[i];
+    const double rows = fmin(v->v0 + 0.5, (double)g->nv - 0.5 - v->v0);
+    limit = fmin(limit, 2.0 * CTR__PI * fmax(rows, 0.0) * v->dist / (fabs(v->fv) * (CTR__PI + s)));
+  }
+  return limit;
+}
+
+ctr_status ctr__helix_fdk_check(const ctr_geometry *g) {
+  ctr__helix_fdk h;
+  if (!ctr__geometry_helix(g, &h)) return CTR_OK;
+  const double limit = ctr__helix_pitch_limit(g, h.s), p = fabs(g->hel.pitch_mm);
+  if (p <= limit * (1.0 + 1e-9)) return CTR_OK;
+  const double height = (double)g->nv * g->dv * g->hel.sid / g->hel.sdd;
+  CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.pitch_mm",
+                 CTR__V_REAL(g->hel.pitch_mm), "pitch_mm = %g: helical FDK takes at most %.4g mm a turn on this detector with "
+                 "window_deg = %g (%.3f of the detector's height at the rotation axis, %.4g mm): "
+                 "beyond it a voxel on the axis leaves the detector's rows within the 360 + 2 x "
+                 "%g degrees of views its window weights; use a smaller pitch or window_deg, or "
+                 "an iterative solver (ctr_iterate)",
+                 g->hel.pitch_mm, limit, g->hel.window_deg, limit / height, height,
+                 g->hel.window_deg);
 }
 
 ctr_status ctr_geometry_create_matrices(int64_t nu, int64_t nv, double du, double dv,
@@ -389,6 +537,11 @@ ctr_status ctr_geometry_clone(const ctr_geometry *g, ctr_geometry **out) {
 
 void ctr__geometry_row_band(const ctr_geometry *g, int64_t z0, int64_t nz, int64_t *row0,
                             int64_t *nrows) {
+  if (g->helical) { /* helical FDK clamps to the detector's edge rows: all of them */
+    *row0 = 0;
+    *nrows = g->nv;
+    return;
+  }
   const ctr_volume_geometry *v = &g->vol;
   const double xs[2] = {ctr__voxel_coord(0, v->nx, v->voxel_x, v->offset_x),
                         ctr__voxel_coord(v->nx - 1, v->nx, v->voxel_x, v->offset_x)};
@@ -397,7 +550,27 @@ void ctr__geometry_row_band(const ctr_geometry *g, int64_t z0, int64_t nz, int64
   const double zs[2] = {ctr__voxel_coord(z0, v->nz, v->voxel_z, v->offset_z),
                         ctr__voxel_coord(z0 + nz - 1, v->nz, v->voxel_z, v->offset_z)};
   double lo = INFINITY, hi = -INFINITY;
-  for (int64_t i = 0; i < g->nviews; i++) {
+  for (int64_t i = 0; g->curved && i < g->nviews; i++) {
+    /* v = v0 + fv z / r: monotone in z and in r, the horizontal distance
+     * from the source, which over the box's columns lies between the
+     * least depth s of a corner (r >= s) and the largest r of a corner (r
+     * is convex in (x, y)). */
+    ctr__cyl_view c;
+    ctr__geometry_cyl_view(g, i, &c);
+    double rlo = INFINITY, rhi = 0.0;
+    for (int k = 0; k < 4; k++) {
+      const double x = xs[k & 1], y = ys[k >> 1];
+      const double sd = c.d - x * c.ct - y * c.st, l = -x * c.st + y * c.ct;
+      rlo = fmin(rlo, sd);
+      rhi = fmax(rhi, sqrt(sd * sd + l * l));
+    }
+    for (int k = 0; k < 4; k++) {
+      const double t = c.v0 + c.fv * zs[k & 1] / (k >> 1 ? rhi : rlo);
+      lo = t < lo ? t : lo;
+      hi = t > hi ? t : hi;
+    }
+  }
+  for (int64_t i = 0; !g->curved && i < g->nviews; i++) {
     const double *P = g->views[i].P;
     for (int k = 0; k < 8; k++) {
       const double x = xs[k & 1], y = ys[(k >> 1) & 1], z = zs[k >> 2];
@@ -497,23 +670,69 @@ int ctr_geometry_is_circular(const ctr_geometry *g) {
   return 1;
 }
 
+ctr_detector_shape ctr_geometry_get_detector_shape(const ctr_geometry *g) {
+  return g && g->curved ? CTR_DETECTOR_CYLINDRICAL : CTR_DETECTOR_FLAT;
+}
+
+int ctr__geometry_cyl_view(const ctr_geometry *g, int64_t i, ctr__cyl_view *out) {
+  if (!g->curved) return 0;
+  if (out) {
+    const ctr__view *v = &g->views[i];
+    out->ct = cos(v->angle);
+    out->st = sin(v->angle);
+    out->d = v->dist;
+    out->u0 = v->u0;
+    out->fu = v->fu;
+    out->v0 = v->v0;
+    out->fv = v->fv;
+  }
+  return 1;
+}
+
+ctr_status ctr__geometry_require_flat(const ctr_geometry *g, const char *what, const char *field) {
+  if (!g || !g->curved) return CTR_OK;
+  CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, field,
+                 "%s: a cylindrical (curved) detector is not supported here (its pixels do not "
+                 "follow a projection matrix); use a flat detector, or FDK and the phantom "
+                 "projections, which support it (docs/geometry.md, \"Curved (cylindrical) "
+                 "detectors\")",
+                 what);
+}
+
+void ctr__geometry_project(const ctr_geometry *g, int64_t i, const double p[3], double *u,
+                           double *v, double *c) {
+  const double *P = g->views[i].P;
+  *c = P[8] * p[0] + P[9] * p[1] + P[10] * p[2] + P[11];
+  ctr__cyl_view cv;
+  if (ctr__geometry_cyl_view(g, i, &cv)) {
+    double w;
+    ctr__cyl_project(&cv, p[0], p[1], p[2], u, v, &w);
+    return;
+  }
+  *u = (P[0] * p[0] + P[1] * p[1] + P[2] * p[2] + P[3]) / *c;
+  *v = (P[4] * p[0] + P[5] * p[1] + P[6] * p[2] + P[7]) / *c;
+}
+
 /* Whether voxel centre p projects inside the detector (and in front of the
  * source) in view v. */
 static int seen_in_view(const ctr_geometry *g, const ctr__view *v, const double p[3]) {
-  const double *P = v->P;
-  const double c = P[8] * p[0] + P[9] * p[1] + P[10] * p[2] + P[11];
-  const double u = (P[0] * p[0] + P[1] * p[1] + P[2] * p[2] + P[3]) / c;
-  const double w = (P[4] * p[0] + P[5] * p[1] + P[6] * p[2] + P[7]) / c;
+  double u, w, c;
+  ctr__geometry_project(g, v - g->views, p, &u, &w, &c);
   return c > 0 && u >= -0.5 && u <= (double)g->nu - 0.5 && w >= -0.5 && w <= (double)g->nv - 0.5;
 }
 
 /* The same across the detector only (u): whether the fan of view v holds p,
  * whatever the rows. */
 static int seen_in_fan(const ctr_geometry *g, const ctr__view *v, const double p[3]) {
-  const double *P = v->P;
-  const double c = P[8] * p[0] + P[9] * p[1] + P[10] * p[2] + P[11];
-  const double u = (P[0] * p[0] + P[1] * p[1] + P[2] * p[2] + P[3]) / c;
+  double u, w, c;
+  ctr__geometry_project(g, v - g->views, p, &u, &w, &c);
   return c > 0 && u >= -0.5 && u <= (double)g->nu - 0.5;
+}
+
+static int seen_in_every_fan(const ctr_geometry *g, const double p[3]) {
+  for (int64_t v = 0; v < g->nviews; v++)
+    if (!seen_in_fan(g, &g->views[v], p)) return 0;
+  return 1;
 }
 
 static int seen_in_every_view(const ctr_geometry *g, const double p[3]) {
@@ -620,7 +839,9 @@ double ctr_geometry_coverage(const ctr_geometry *g) {
         const int64_t idx[3] = {i, j, k};
         double p[3];
         if (!fov_sample(vol, m, idx, p)) continue;
-        inside += orbit ? seen_circular(g, orbit, p) : seen_in_every_view(g, p);
+        inside += orbit ? seen_circular(g, orbit, p)
+                  : g->helical ? seen_in_every_fan(g, p) /* a helix's rows move on */
+                               : seen_in_every_view(g, p);
         total++;
       }
   free(orbit);
@@ -662,7 +883,15 @@ ctr_status ctr__scan_analyse(const ctr_geometry *g, ctr__scan *out) {
   double spacing = n > 1 ? (bmax - bmin) / (double)(n - 1) : 2.0 * CTR__PI;
   out->range = (bmax - bmin) + spacing;
   out->full = out->range >= 2.0 * CTR__PI - 0.5 * spacing;
-  for (int64_t k = 0; k < n; k++) {
+  if (g->helical) {
+    /* a helix's views are uniform along one unwrapped angle: each covers its
+     * step (the window, not the wrap, handles the turns' redundancy) */
+    const double d = g->hel.angle_range_deg * CTR__PI / 180.0 / (double)n;
+    for (int64_t i = 0; i < n; i++) out->dbeta[i] = d;
+    out->range = (double)n * d;
+    out->full = out->range >= 2.0 * CTR__PI - 0.5 * d;
+  }
+  for (int64_t k = 0; k < n && !g->helical; k++) {
     int64_t i = order[k];
     double prev, next;
     if (n == 1) {
@@ -758,7 +987,7 @@ double ctr__geometry_fan(const ctr_geometry *g) {
   for (int64_t i = 0; i < g->nviews; i++) {
     const ctr__view *v = &g->views[i];
     const double a = fmax(fabs(-0.5 - v->u0), fabs((double)g->nu - 0.5 - v->u0));
-    half = fmax(half, atan(a / fabs(v->fu)));
+    half = fmax(half, ctr__geometry_fan_angle(g, v, a));
   }
   return 2.0 * half;
 }
@@ -793,9 +1022,9 @@ int ctr__offset_detector(const ctr_geometry *g, const ctr__scan *sc) {
     /* A ray at fan angle gamma passes d sin(gamma) from the axis. */
     const double need = asin(R / d);
     const double lo = v->u0 + 0.5, hi = (double)g->nu - 0.5 - v->u0; /* pixel edges */
-    if (atan(fmax(lo, hi) / f) < need) return 0; /* truncated on both sides */
+    if (ctr__geometry_fan_angle(g, v, fmax(lo, hi)) < need) return 0; /* truncated on both sides */
     if (!(v->u0 > 0.0 && v->u0 < (double)(g->nu - 1))) return 0; /* no overlap */
-    if (atan(fmin(lo, hi) / f) < need) narrow_short = 1;
+    if (ctr__geometry_fan_angle(g, v, fmin(lo, hi)) < need) narrow_short = 1;
   }
   return narrow_short;
 }
@@ -867,6 +1096,34 @@ static int fov_short_scan(const ctr_geometry *g, const ctr__scan *sc, int offset
   return 0;
 }
 
+/* A helix: its pitch within helical FDK's limit, and every slice of the
+ * volume inside the heights whose whole window of views the scan holds
+ * (docs/geometry.md, "Helical orbits"); else 0 and what fails in why. */
+static int helix_fdk_ok(const ctr_geometry *g, char *why, size_t cap) {
+  if (ctr__helix_fdk_check(g) != CTR_OK) {
+    snprintf(why, cap, "%s", ctr_error_detail());
+    return 0;
+  }
+  double zlo = INFINITY, zhi = -INFINITY;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    zlo = fmin(zlo, g->views[i].src[2]);
+    zhi = fmax(zhi, g->views[i].src[2]);
+  }
+  const double s = g->hel.window_deg * CTR__PI / 180.0;
+  const double reach = fabs(g->hel.pitch_mm) * (CTR__PI + s) / (2.0 * CTR__PI);
+  const ctr_volume_geometry *v = &g->vol;
+  const double z0 = ctr__voxel_coord(0, v->nz, v->voxel_z, v->offset_z);
+  const double z1 = ctr__voxel_coord(v->nz - 1, v->nz, v->voxel_z, v->offset_z);
+  if (z0 >= zlo + reach - 1e-9 * reach && z1 <= zhi - reach + 1e-9 * reach) return 1;
+  snprintf(why, cap,
+           "the volume's slices z %.4g .. %.4g mm reach beyond the heights %.4g .. %.4g mm whose "
+           "whole window of views (360 + 2 x %g degrees about the turn that passes them) the "
+           "helix holds: slices outside get part of their weights (too low values); shrink or "
+           "move the volume along z, or scan a longer helix",
+           z0, z1, zlo + reach, zhi - reach, g->hel.window_deg);
+  return 0;
+}
+
 static ctr_status fdk_check(const ctr_geometry *g, int offset_weights, int *ok, char *why,
                             size_t cap) {
   char none[1];
@@ -877,7 +1134,7 @@ static ctr_status fdk_check(const ctr_geometry *g, int offset_weights, int *ok, 
     cap = sizeof none;
   }
   why[0] = '\0';
-  *ok = orbit_circular_planar(g, why, cap);
+  *ok = g->helical ? helix_fdk_ok(g, why, cap) : orbit_circular_planar(g, why, cap);
   if (!*ok) return CTR_OK;
   ctr__scan sc;
   CTR_CHECK(ctr__scan_analyse(g, &sc));
@@ -899,6 +1156,7 @@ ctr_status ctr_fdk_check_geometry(const ctr_geometry *g, const ctr_fdk_options *
 
 ctr_status ctr__fdk_geometry_report(const ctr_context *ctx, const ctr_geometry *g,
                                     const ctr_fdk_options *o) {
+  CTR_CHECK(ctr__helix_fdk_check(g)); /* refused, not warned about: FDK cannot weight it */
   if (o->geometry_checked) return CTR_OK;
   int ok;
   char why[768];

@@ -4,6 +4,7 @@
 #ifndef CTR_GEOMETRY_INTERNAL_H
 #define CTR_GEOMETRY_INTERNAL_H
 
+#include "core/cylmath.h"
 #include "core/internal.h"
 
 #ifdef __cplusplus
@@ -28,8 +29,14 @@ struct ctr_geometry {
   double du, dv; /* mm; 0 when built from matrices without pitch */
   ctr_volume_geometry vol;
   int circular; /* built from ctr_circular_params */
+  int curved;   /* a cylindrical detector (ctr_circular_params.detector): the views' matrices
+                   are those of the flat detector tangent to the arc at the principal ray,
+                   which give u0, v0, fu, fv, the source and the scan, but not the pixels:
+                   those follow ctr__geometry_cyl_view's maps (core/cylmath.h) */
   ctr_circular_params circ; /* copy (angles_deg points at `angles_deg` below) */
   double *angles_deg;       /* circular: per-view angle list */
+  int helical; /* built from ctr_helical_params (ctr_geometry_create_helical) */
+  ctr_helical_params hel; /* its copy: the helix FDK's window needs */
   double *vectors; /* built from vectors (ctr_geometry_create_vectors): their copy, nviews * 12;
                       else NULL */
   ctr__view *views;
@@ -47,6 +54,25 @@ void ctr__circular_vectors(const ctr_circular_params *p, double a_deg, double ou
 ctr_status ctr__geometry_from_matrices(int64_t nu, int64_t nv, double du, double dv,
                                        int64_t nviews, const double *matrices, const char *label,
                                        const ctr_volume_geometry *vol, ctr_geometry **out);
+/* A helical geometry's FDK parameters (docs/geometry.md, "Helical orbits"):
+ * view i's window argument for a voxel at height z is
+ *   d = 2 pi (src_z[i] - z) / pitch_mm  = k_src[i] - k_z z,
+ * and the window (filter/helix_weight_math.h) has smoothing width s. */
+typedef struct ctr__helix_fdk {
+  double kz;     /* 2 pi / pitch_mm, radians per mm */
+  double s;      /* window_deg in radians */
+} ctr__helix_fdk;
+/* 1 and *h for a helical geometry, else 0. */
+int ctr__geometry_helix(const ctr_geometry *g, ctr__helix_fdk *h);
+/* The largest |pitch_mm| helical FDK takes on g's detector with window s
+ * (radians): a voxel on the rotation axis stays on the detector's rows
+ * (to their outer edges) for the 2 (pi + s) of rotation its window uses. */
+double ctr__helix_pitch_limit(const ctr_geometry *g, double s);
+/* CTR_OK, or for a helical geometry whose pitch exceeds that limit
+ * CTR_E_GEOMETRY with the field ctr_helical_params.pitch_mm, the limit and
+ * what to do; every FDK filter set-up calls it. */
+ctr_status ctr__helix_fdk_check(const ctr_geometry *g);
+
 /* Checks that the volume lies in front of every source and outside it. */
 ctr_status ctr__geometry_check_volume(const ctr_geometry *g, const ctr_volume_geometry *vol);
 ctr_status ctr__volume_validate(const ctr_volume_geometry *vol);
@@ -107,6 +133,26 @@ ctr_status ctr__geometry_rows(const ctr_geometry *g, int64_t row0, int64_t nrows
  * extended filtered rows (ctr__fdk_filter_extend). */
 ctr_status ctr__geometry_columns(const ctr_geometry *g, int64_t pad_lo, int64_t nu,
                                  ctr_geometry **out);
+
+/* 1 when g's detector is cylindrical; then *out (if not NULL) gets view i's
+ * maps (core/cylmath.h) from its source azimuth, distance and principal
+ * point, which follow a window of rows or columns (ctr__geometry_rows,
+ * ctr__geometry_columns) as the matrices do. 0 for a flat detector. */
+int ctr__geometry_cyl_view(const ctr_geometry *g, int64_t i, ctr__cyl_view *out);
+/* Fails with CTR_E_UNSUPPORTED, naming `what` (the operation) and `field`,
+ * when g has a cylindrical detector: for the code paths that map points
+ * through the views' matrices and have no curved form. */
+ctr_status ctr__geometry_require_flat(const ctr_geometry *g, const char *what, const char *field);
+/* The fan angle (radians) of a ray `cols` columns from view v's principal
+ * point: atan(cols / |fu|) on a flat detector, cols / |fu| on a cylindrical one. */
+static inline double ctr__geometry_fan_angle(const ctr_geometry *g, const ctr__view *v,
+                                             double cols) {
+  return g->curved ? cols / fabs(v->fu) : atan(cols / fabs(v->fu));
+}
+/* Point p's detector position in view i, flat or cylindrical, and its depth
+ * c (> 0 in front of the source; the matrix's third row on either shape). */
+void ctr__geometry_project(const ctr_geometry *g, int64_t i, const double p[3], double *u,
+                           double *v, double *c);
 
 /* Voxel centre coordinate along an axis. */
 static inline double ctr__voxel_coord(int64_t i, int64_t n, double size, double offset) {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -26,11 +27,14 @@ static ctr_status jerr(const jctx *j, const char *field, const char *expected) {
 #define NKEYS(k) ((int)(sizeof(k) / sizeof((k)[0])))
 static const char *const k_circular[] = {"type", "sid", "sdd", "detector", "angles", "angles_deg",
                                          "volume", "comment"};
+static const char *const k_helical[] = {"type", "sid", "sdd", "detector", "angles", "pitch_mm",
+                                        "z0_mm", "window_deg", "volume", "comment"};
 static const char *const k_matrices[] = {"type", "detector", "matrices", "volume", "comment"};
 static const char *const k_vectors[] = {"type", "detector", "vectors", "volume", "comment"};
 static const char *const k_det_vectors[] = {"nu", "nv"};
 static const char *const k_volume[] = {"size", "voxel_mm", "offset_mm"};
-static const char *const k_det_circular[] = {"nu", "nv", "du", "dv", "offset_u", "offset_v"};
+static const char *const k_det_circular[] = {"nu", "nv", "du", "dv", "offset_u", "offset_v",
+                                             "shape"};
 static const char *const k_det_matrices[] = {"nu", "nv", "du", "dv"};
 static const char *const k_angles[] = {"count", "start_deg", "range_deg", "direction"};
 
@@ -109,24 +113,83 @@ static ctr_status parse_volume(const jctx *j, const cJSON *root, ctr_volume_geom
   return CTR_OK;
 }
 
-static ctr_status parse_circular(const jctx *j, const cJSON *root, const ctr_volume_geometry *vol,
-                                 ctr_geometry **out) {
-  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
-  double *list = NULL;
-  ctr_status st = CTR_OK;
-  CTR_CHECK(get_number(j, root, "sid", "sid", 1, 0, &p.sid));
-  CTR_CHECK(get_number(j, root, "sdd", "sdd", 1, 0, &p.sdd));
+/* "angles": {"count", "start_deg", "range_deg", "direction"} into the
+ * uniform scan's members (the circular and helical forms share it). */
+static ctr_status parse_angles(const jctx *j, const cJSON *ang, int64_t *count, double *start,
+                               double *range, ctr_rotation *direction) {
+  CTR_CHECK(ctr__json_check_members(j->name, "angles", ang, k_angles, NKEYS(k_angles)));
+  CTR_CHECK(get_int(j, ang, "count", "angles.count", count));
+  CTR_CHECK(get_number(j, ang, "start_deg", "angles.start_deg", 0, 0.0, start));
+  CTR_CHECK(get_number(j, ang, "range_deg", "angles.range_deg", 0, 360.0, range));
+  const cJSON *dir = cJSON_GetObjectItemCaseSensitive(ang, "direction");
+  if (dir) {
+    if (cJSON_IsString(dir) && !strcmp(dir->valuestring, "ccw")) *direction = CTR_ROTATION_CCW;
+    else if (cJSON_IsString(dir) && !strcmp(dir->valuestring, "cw")) *direction = CTR_ROTATION_CW;
+    else return jerr(j, "angles.direction", "\"ccw\" or \"cw\"");
+  }
+  return CTR_OK;
+}
+
+/* The circular form's sid, sdd and detector (the helical form's too: shape
+ * NULL, a flat detector only). */
+static ctr_status parse_source_detector(const jctx *j, const cJSON *root, double *sid, double *sdd,
+                                        int64_t *nu, int64_t *nv, double *du, double *dv,
+                                        double *offset_u, double *offset_v,
+                                        ctr_detector_shape *shape) {
+  CTR_CHECK(get_number(j, root, "sid", "sid", 1, 0, sid));
+  CTR_CHECK(get_number(j, root, "sdd", "sdd", 1, 0, sdd));
   const cJSON *det = cJSON_GetObjectItemCaseSensitive(root, "detector");
   if (!cJSON_IsObject(det))
     return jerr(j, "detector", "an object {\"nu\", \"nv\", \"du\", \"dv\", \"offset_u\", \"offset_v\"}");
   CTR_CHECK(ctr__json_check_members(j->name, "detector", det, k_det_circular,
                                     NKEYS(k_det_circular)));
-  CTR_CHECK(get_int(j, det, "nu", "detector.nu", &p.nu));
-  CTR_CHECK(get_int(j, det, "nv", "detector.nv", &p.nv));
-  CTR_CHECK(get_number(j, det, "du", "detector.du", 1, 0, &p.du));
-  CTR_CHECK(get_number(j, det, "dv", "detector.dv", 1, 0, &p.dv));
-  CTR_CHECK(get_number(j, det, "offset_u", "detector.offset_u", 0, 0.0, &p.offset_u));
-  CTR_CHECK(get_number(j, det, "offset_v", "detector.offset_v", 0, 0.0, &p.offset_v));
+  CTR_CHECK(get_int(j, det, "nu", "detector.nu", nu));
+  CTR_CHECK(get_int(j, det, "nv", "detector.nv", nv));
+  CTR_CHECK(get_number(j, det, "du", "detector.du", 1, 0, du));
+  CTR_CHECK(get_number(j, det, "dv", "detector.dv", 1, 0, dv));
+  CTR_CHECK(get_number(j, det, "offset_u", "detector.offset_u", 0, 0.0, offset_u));
+  CTR_CHECK(get_number(j, det, "offset_v", "detector.offset_v", 0, 0.0, offset_v));
+  const cJSON *sh = cJSON_GetObjectItemCaseSensitive(det, "shape");
+  if (sh && !shape && !(cJSON_IsString(sh) && !strcmp(sh->valuestring, "flat")))
+    return jerr(j, "detector.shape", "\"flat\" (a helical orbit takes a flat detector)");
+  if (sh && shape) {
+    if (cJSON_IsString(sh) && !strcmp(sh->valuestring, "flat"))
+      *shape = CTR_DETECTOR_FLAT;
+    else if (cJSON_IsString(sh) && !strcmp(sh->valuestring, "cylindrical"))
+      *shape = CTR_DETECTOR_CYLINDRICAL;
+    else
+      return jerr(j, "detector.shape", "\"flat\" or \"cylindrical\"");
+  }
+  return CTR_OK;
+}
+
+/* "helical" (docs/geometry.md, "Helical orbits"): the circular form's
+ * source, detector and uniform angles, with pitch_mm (required), z0_mm and
+ * window_deg. */
+static ctr_status parse_helical(const jctx *j, const cJSON *root, const ctr_volume_geometry *vol,
+                                ctr_geometry **out) {
+  ctr_helical_params p = CTR_HELICAL_PARAMS_INIT;
+  CTR_CHECK(parse_source_detector(j, root, &p.sid, &p.sdd, &p.nu, &p.nv, &p.du, &p.dv,
+                                  &p.offset_u, &p.offset_v, NULL));
+  const cJSON *ang = cJSON_GetObjectItemCaseSensitive(root, "angles");
+  if (!cJSON_IsObject(ang))
+    return jerr(j, "angles", "an object {\"count\", \"start_deg\", \"range_deg\", \"direction\"}");
+  p.angle_range_deg = 360.0; /* the JSON default, as circular's */
+  CTR_CHECK(parse_angles(j, ang, &p.nviews, &p.angle_start_deg, &p.angle_range_deg,
+                         &p.direction));
+  CTR_CHECK(get_number(j, root, "pitch_mm", "pitch_mm", 1, 0, &p.pitch_mm));
+  CTR_CHECK(get_number(j, root, "z0_mm", "z0_mm", 0, 0.0, &p.z0_mm));
+  CTR_CHECK(get_number(j, root, "window_deg", "window_deg", 0, 10.0, &p.window_deg));
+  return ctr_geometry_create_helical(&p, vol, out);
+}
+
+static ctr_status parse_circular(const jctx *j, const cJSON *root, const ctr_volume_geometry *vol,
+                                 ctr_geometry **out) {
+  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+  double *list = NULL;
+  ctr_status st = CTR_OK;
+  CTR_CHECK(parse_source_detector(j, root, &p.sid, &p.sdd, &p.nu, &p.nv, &p.du, &p.dv,
+                                  &p.offset_u, &p.offset_v, &p.detector));
   const cJSON *ang = cJSON_GetObjectItemCaseSensitive(root, "angles");
   const cJSON *alist = cJSON_GetObjectItemCaseSensitive(root, "angles_deg");
   if (ang && alist)
@@ -150,16 +213,8 @@ static ctr_status parse_circular(const jctx *j, const cJSON *root, const ctr_vol
     }
     p.angles_deg = list;
   } else if (cJSON_IsObject(ang)) {
-    CTR_CHECK(ctr__json_check_members(j->name, "angles", ang, k_angles, NKEYS(k_angles)));
-    CTR_CHECK(get_int(j, ang, "count", "angles.count", &p.nviews));
-    CTR_CHECK(get_number(j, ang, "start_deg", "angles.start_deg", 0, 0.0, &p.angle_start_deg));
-    CTR_CHECK(get_number(j, ang, "range_deg", "angles.range_deg", 0, 360.0, &p.angle_range_deg));
-    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(ang, "direction");
-    if (dir) {
-      if (cJSON_IsString(dir) && !strcmp(dir->valuestring, "ccw")) p.direction = CTR_ROTATION_CCW;
-      else if (cJSON_IsString(dir) && !strcmp(dir->valuestring, "cw")) p.direction = CTR_ROTATION_CW;
-      else return jerr(j, "angles.direction", "\"ccw\" or \"cw\"");
-    }
+    CTR_CHECK(parse_angles(j, ang, &p.nviews, &p.angle_start_deg, &p.angle_range_deg,
+                           &p.direction));
   } else {
     return jerr(j, "angles", "an object {\"count\", \"start_deg\", \"range_deg\", \"direction\"} "
                              "or an \"angles_deg\" list");
@@ -282,14 +337,15 @@ ctr_status ctr_geometry_from_json_string(const char *json, const char *name, ctr
   ctr_status st = CTR_OK;
   ctr_volume_geometry vol;
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
-  static const char *const types = "\"circular\", \"matrices\" or \"vectors\"";
+  static const char *const types = "\"circular\", \"helical\", \"matrices\" or \"vectors\"";
   if (!cJSON_IsString(type)) {
     st = jerr(&j, "type", types);
     goto cleanup;
   }
   const int circular = !strcmp(type->valuestring, "circular");
   const int vectors = !strcmp(type->valuestring, "vectors");
-  if (!circular && !vectors && strcmp(type->valuestring, "matrices")) {
+  const int helical = !strcmp(type->valuestring, "helical");
+  if (!circular && !vectors && !helical && strcmp(type->valuestring, "matrices")) {
     st = jerr(&j, "type", types);
     goto cleanup;
   }
@@ -297,11 +353,14 @@ ctr_status ctr_geometry_from_json_string(const char *json, const char *name, ctr
                                                         NKEYS(k_circular))
                      : vectors ? ctr__json_check_members(j.name, "", root, k_vectors,
                                                          NKEYS(k_vectors))
+                     : helical ? ctr__json_check_members(j.name, "", root, k_helical,
+                                                         NKEYS(k_helical))
                                : ctr__json_check_members(j.name, "", root, k_matrices,
                                                          NKEYS(k_matrices)));
   CTR_CHECK_GOTO(st, parse_volume(&j, root, &vol));
   st = circular  ? parse_circular(&j, root, &vol, out)
        : vectors ? parse_vectors(&j, root, &vol, out)
+       : helical ? parse_helical(&j, root, &vol, out)
                  : parse_matrices(&j, root, &vol, out);
   if (st == CTR_E_GEOMETRY && !strstr(ctr_error_detail(), j.name)) {
     char detail[900];
@@ -385,6 +444,43 @@ static ctr_status vectors_json(const ctr_geometry *g, cJSON *root, cJSON *det, c
   return volume_json_print(g, root, vol, out);
 }
 
+/* A number in the fewest significant digits (15 to 17) that read back to
+ * the same bits (cJSON's own printing may drop the last bit). */
+static void add_exact(cJSON *obj, const char *key, double v) {
+  char text[32];
+  for (int digits = 15; digits <= 17; digits++) {
+    snprintf(text, sizeof text, "%.*g", digits, v);
+    if (strtod(text, NULL) == v) break;
+  }
+  cJSON_AddItemToObject(obj, key, cJSON_CreateRaw(text));
+}
+
+/* The "helical" form: the parameters it was built from, to the bit. */
+static ctr_status helical_json(const ctr_geometry *g, cJSON *root, cJSON *det, cJSON *vol,
+                               char **out) {
+  const ctr_helical_params *p = &g->hel;
+  cJSON_AddItemToObject(root, "type", cJSON_CreateString("helical"));
+  add_exact(root, "sid", p->sid);
+  add_exact(root, "sdd", p->sdd);
+  cJSON_AddItemToObject(root, "detector", det);
+  cJSON_AddNumberToObject(det, "nu", (double)p->nu);
+  cJSON_AddNumberToObject(det, "nv", (double)p->nv);
+  add_exact(det, "du", p->du);
+  add_exact(det, "dv", p->dv);
+  add_exact(det, "offset_u", p->offset_u);
+  add_exact(det, "offset_v", p->offset_v);
+  cJSON *ang = cJSON_CreateObject();
+  cJSON_AddNumberToObject(ang, "count", (double)p->nviews);
+  add_exact(ang, "start_deg", p->angle_start_deg);
+  add_exact(ang, "range_deg", p->angle_range_deg);
+  cJSON_AddStringToObject(ang, "direction", p->direction == CTR_ROTATION_CW ? "cw" : "ccw");
+  cJSON_AddItemToObject(root, "angles", ang);
+  add_exact(root, "pitch_mm", p->pitch_mm);
+  add_exact(root, "z0_mm", p->z0_mm);
+  add_exact(root, "window_deg", p->window_deg);
+  return volume_json_print(g, root, vol, out);
+}
+
 ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
   if (!g || !out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_to_json_string: NULL argument");
   *out = NULL;
@@ -392,7 +488,15 @@ ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
   if (!root) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot build JSON");
   cJSON *det = cJSON_CreateObject();
   cJSON *vol = cJSON_CreateObject();
+  if (g->curved && !g->circular) {
+    cJSON_Delete(root);
+    cJSON_Delete(det);
+    cJSON_Delete(vol);
+    CTR_FAIL(CTR_E_UNSUPPORTED, "ctr_geometry_to_json_string: a cylindrical detector's "
+             "geometry is written as a circular orbit only (this one is a derived window)");
+  }
   if (g->vectors) return vectors_json(g, root, det, vol, out);
+  if (g->helical) return helical_json(g, root, det, vol, out);
   cJSON_AddItemToObject(root, "type", cJSON_CreateString(g->circular ? "circular" : "matrices"));
   if (g->circular) {
     cJSON_AddNumberToObject(root, "sid", g->circ.sid);
@@ -406,6 +510,7 @@ ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
   if (g->circular) {
     cJSON_AddNumberToObject(det, "offset_u", g->circ.offset_u);
     cJSON_AddNumberToObject(det, "offset_v", g->circ.offset_v);
+    if (g->curved) cJSON_AddStringToObject(det, "shape", "cylindrical");
     if (angles_uniform(g)) {
       cJSON *ang = cJSON_CreateObject();
       cJSON_AddNumberToObject(ang, "count", (double)g->nviews);

@@ -188,6 +188,12 @@ static ctr_status check_sizes(const ctr_projector *p) {
 ctr_status ctr_projector_create_cone(ctr_context *ctx, const ctr_geometry *g,
                                      const ctr_projector_options *opts, ctr_projector **out) {
   if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_create_cone: geometry is NULL");
+  /* The rays of the Joseph pair come from the views' matrices (itmath.h). */
+  if (ctr_geometry_get_detector_shape(g) != CTR_DETECTOR_FLAT)
+    CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_circular_params.detector",
+                   "ctr_projector_create_cone: the iterative projector pair supports flat "
+                   "detectors only; a cylindrical (curved) detector's scan is reconstructed by "
+                   "FDK (docs/geometry.md, \"Curved (cylindrical) detectors\")");
   ctr_projector *p;
   CTR_CHECK(projector_new(ctx, opts, &p));
   ctr_status st = CTR_OK;

@@ -2,6 +2,8 @@
  * a whole geometry. */
 #include "phantom/phantom_internal.h"
 
+#include "geometry/geometry_internal.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +40,8 @@ double ctr_phantom_line_integral(const ctr_phantom *p, const double origin[3],
 typedef struct view_data {
   double minv[9]; /* inverse of the left 3x3 of P: pixel (u, v, 1) -> ray direction */
   double src[3];
+  int cyl;          /* a cylindrical detector: rays from ctr__cyl_ray (core/cylmath.h) */
+  ctr__cyl_view cv;
 } view_data;
 
 /* Per view and ellipsoid: the source in the unit-sphere frame and the
@@ -79,6 +83,7 @@ static int prepare_view(const ctr_phantom *ph, const ctr_geometry *g, int64_t vi
     for (int j = 0; j < 3; j++) M[3 * i + j] = P[4 * i + j];
   if (!invert3(M, vd->minv)) return 0;
   ctr_geometry_get_source(g, view, vd->src);
+  vd->cyl = ctr__geometry_cyl_view(g, view, &vd->cv);
   for (int64_t k = 0; k < ph->n; k++) {
     const ctr__ellipsoid_pre *e = &ph->pre[k];
     view_ellipsoid *w = &ve[k];
@@ -105,6 +110,15 @@ static int prepare_view(const ctr_phantom *ph, const ctr_geometry *g, int64_t vi
       w->umax = fmax(w->umax, u);
       w->vmin = fmin(w->vmin, v);
       w->vmax = fmax(w->vmax, v);
+    }
+    if (in_front && vd->cyl) {
+      /* The tangent plane's bounds to the arc's: u = u0 + fu atan((u_flat -
+       * u0) / fu) is monotone, and |v - v0| shrinks by cos(gamma) <= 1. */
+      const ctr__cyl_view *c = &vd->cv;
+      w->umin = c->u0 + c->fu * atan((w->umin - c->u0) / c->fu);
+      w->umax = c->u0 + c->fu * atan((w->umax - c->u0) / c->fu);
+      w->vmin = fmin(w->vmin, c->v0);
+      w->vmax = fmax(w->vmax, c->v0);
     }
     if (in_front) {
       /* Margin for the rounding of the corner projections. */
@@ -144,6 +158,7 @@ static void project_row(const ctr_phantom *ph, const view_data *vd, const view_e
         /* M d = (u, v, 1) puts the ray in front of the source (c = t > 0). */
         double d[3] = {mi[0] * u + mi[1] * v + mi[2], mi[3] * u + mi[4] * v + mi[5],
                        mi[6] * u + mi[7] * v + mi[8]};
+        if (vd->cyl) ctr__cyl_ray(&vd->cv, u, v, d);
         double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
         d[0] /= len;
         d[1] /= len;

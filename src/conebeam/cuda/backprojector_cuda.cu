@@ -20,6 +20,7 @@
  * ctr_context_free); the FP64 reference's for the length of its call. */
 #include "conebeam/cuda/views_layout.cuh"
 #include "gpu/host_transfer.h"
+#include "filter/helix_weight_math.h"
 
 #include <stdio.h>
 #include <math.h>
@@ -467,11 +468,14 @@ cleanup:
 struct ref_grid {
   int nx, ny, nzs, nu, nv, n;
   double x0, y0, z0, sx, sy, sz; /* coordinates of voxel (0, 0, slab start), spacing */
+  int helix;                     /* helical FDK's window and edge rows (ctr__bp_reference_views) */
+  double kz, s;
 };
 
 /* One thread per voxel; the same formulas as ctr__bp_reference_views. */
 __global__ void reference_kernel(const float *__restrict__ images, const double *__restrict__ P,
-                                 const double *__restrict__ w, ref_grid r, double *vol) {
+                                 const double *__restrict__ w, const double *__restrict__ srcz,
+                                 ref_grid r, double *vol) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
   const int z = blockIdx.z;
@@ -482,8 +486,12 @@ __global__ void reference_kernel(const float *__restrict__ images, const double 
     const double *m = P + 12 * k;
     const double c = m[8] * p0 + m[9] * p1 + m[10] * p2 + m[11];
     const double u = (m[0] * p0 + m[1] * p1 + m[2] * p2 + m[3]) / c;
-    const double v = (m[4] * p0 + m[5] * p1 + m[6] * p2 + m[7]) / c;
-    sum += w[k] * ctr__bilinear_zero_f64(images + (long long)k * r.nu * r.nv, r.nu, r.nv, u, v) /
+    double v = (m[4] * p0 + m[5] * p1 + m[6] * p2 + m[7]) / c, wk = w[k];
+    if (r.helix) {
+      wk *= ctr__helix_window(ctr__helix_arg(srcz[k], p2, r.kz), r.s);
+      v = fmin(fmax(v, 0.0), (double)(r.nv - 1));
+    }
+    sum += wk * ctr__bilinear_zero_f64(images + (long long)k * r.nu * r.nv, r.nu, r.nv, u, v) /
            (c * c);
   }
   vol[((long long)z * r.ny + y) * r.nx + x] += sum;
@@ -492,6 +500,10 @@ __global__ void reference_kernel(const float *__restrict__ images, const double 
 ctr_status ctr__cuda_bp_reference(ctr_context *ctx, int device, const ctr_geometry *g, int64_t n,
                                   const int64_t *views, const float *const *images,
                                   const double *weights, double *vol, int64_t z0, int64_t nzs) {
+  /* reference_kernel maps through the matrices (the CPU's reference,
+   * ctr__bp_reference_views, has the cylindrical maps) */
+  CTR_CHECK(ctr__geometry_require_flat(g, "the GPU's FP64 reference backprojection",
+                                       "ctr_circular_params.detector"));
   ctr_status st = CTR_OK;
   cudaDeviceProp prop;
   uint64_t budget = 0;
@@ -500,7 +512,7 @@ ctr_status ctr__cuda_bp_reference(ctr_context *ctx, int device, const ctr_geomet
   const size_t vol_bytes = (size_t)(g->vol.nx * g->vol.ny * nzs) * sizeof(double);
   float *d_img = NULL;
   double *d_P = NULL, *d_w = NULL, *d_vol = NULL;
-  double P[12 * 64], w[64];
+  double P[12 * 64], w[2 * 64]; /* weights, then the sources' heights */
   const ctr_volume_geometry *vg = &g->vol;
   ref_grid r;
   CTR_CHECK(ctr__device_setup(ctx, device, &prop, &budget));
@@ -521,19 +533,26 @@ ctr_status ctr__cuda_bp_reference(ctr_context *ctx, int device, const ctr_geomet
   r.sx = vg->voxel_x;
   r.sy = vg->voxel_y;
   r.sz = vg->voxel_z;
+  {
+    ctr__helix_fdk hx;
+    r.helix = ctr__geometry_helix(g, &hx);
+    r.kz = r.helix ? hx.kz : 0.0;
+    r.s = r.helix ? hx.s : 0.0;
+  }
   for (int64_t c0 = 0; c0 < n; c0 += chunk) {
     const int64_t m = n - c0 < chunk ? n - c0 : chunk;
     for (int64_t k = 0; k < m; k++) {
       memcpy(P + 12 * k, g->views[views[c0 + k]].P, 12 * sizeof(double));
       w[k] = weights ? weights[c0 + k] : 1.0;
+      w[chunk + k] = g->views[views[c0 + k]].src[2];
       CU(cudaMemcpy(d_img + k * (view_bytes / sizeof(float)), images[c0 + k], view_bytes,
                     cudaMemcpyHostToDevice));
     }
     CU(cudaMemcpy(d_P, P, (size_t)m * 12 * sizeof(double), cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(d_w, w, (size_t)m * sizeof(double), cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(d_w, w, sizeof w, cudaMemcpyHostToDevice));
     r.n = (int)m;
     const dim3 block(32, 8), grid((r.nx + 31) / 32, (r.ny + 7) / 8, (unsigned)nzs);
-    reference_kernel<<<grid, block>>>(d_img, d_P, d_w, r, d_vol);
+    reference_kernel<<<grid, block>>>(d_img, d_P, d_w, d_w + chunk, r, d_vol);
     CU_LAUNCHED("reference_kernel");
   }
   CU(cudaMemcpy(vol, d_vol, vol_bytes, cudaMemcpyDeviceToHost));

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 
 #include "core/projmath.h"
+#include "filter/helix_weight_math.h"
 
 #define MAGIC 12582912.0f     /* 1.5 * 2^23: x + MAGIC rounds x to an integer */
 #define MAGIC_BITS 0x4B400000u /* its bit pattern: bits(x + MAGIC) = MAGIC_BITS + round(x) */
@@ -89,11 +90,12 @@ int ctr__bpg_possible(const ctr_geometry *g, int64_t z0, int64_t nz) {
  * padded range, for warps with a run crossing its border), in groups of G
  * slices: a group's G loads are all issued before any is used, so each
  * thread keeps G misses in flight (the loads wait on L2, not on issue). */
-template <int ZP, int G, bool CLAMP>
+template <int ZP, int G, bool CLAMP, bool HELIX>
 __device__ __forceinline__ void run_updates(float (&acc)[ZP], unsigned long long p,
                                             unsigned pitch, float c0, float dc, float fu0,
                                             float fv0, float du, float dv, float lou, float hiu,
-                                            float lov, float hiv) {
+                                            float lov, float hiv, float hd0, float hdk,
+                                            float hs) {
 #pragma unroll
   for (int k0 = 0; k0 < ZP; k0 += G) {
     float4 q[G];
@@ -112,6 +114,8 @@ __device__ __forceinline__ void run_updates(float (&acc)[ZP], unsigned long long
       s[g] = __fsub_rn(su, __fsub_rn(tu, MAGIC));
       t[g] = __fsub_rn(sv, __fsub_rn(tv, MAGIC));
       w[g] = rk * rk;
+      if (HELIX) /* the helical window at this slice (helix_weight_math.h) */
+        w[g] *= ctr__helix_window_f(fmaf(-kk, hdk, hd0), hs);
       /* one IMAD and one IMAD.WIDE: the address as an integer, so the
        * compiler does not split it into base + 64-bit element offset */
       const unsigned cell = __float_as_uint(tv) * pitch + __float_as_uint(tu);
@@ -145,9 +149,10 @@ __device__ __forceinline__ void add_run(const ctr__bp_args &a, const float (&acc
 struct bpg_view {
   float4 q0; /* fu0, fv0 (the anchor's fractions less 1/2), c0, flags */
   float4 q1; /* n1u, n1v, c1, lou: numerators and w step along x; offset of u = -1 */
-  float4 q2; /* n2u, n2v, c2, lov: the same along y; offset of v = -1 */
+  float4 q2; /* n2u, n2v, c2, lov: the same along y; offset of v = -1 (helix: 0) */
   float4 q3; /* nku, nkv, ck, hiu: the same along z; offset of u = nu */
-  float4 q4; /* cell pointer (two words), hiv (offset of v = nv), unused */
+  float4 q4; /* cell pointer (two words), hiv (offset of v = nv; helix: nv - 1), the
+                helical window's argument at the anchor slice (else unused) */
 };
 enum { BPG_CLAMP = 0, BPG_INSIDE = 1, BPG_OUT = 2 };
 
@@ -164,9 +169,9 @@ static __device__ __forceinline__ double rcp_d(double c) {
  * its runs). u - u0 = (dx n1u + dy n2u + dz nku) / c with c = c0 + dx c1 +
  * dy c2 + dz ck, and nXu = mXu - u0 mXc: the numerators of the offsets
  * about the anchor. */
-__device__ void view_setup(bpg_view &s, const ctr__bp_args &a, const double *md, long long view,
-                           double x, double y, double z, double x0, double x1, double y0,
-                           double y1, double z0, double z1) {
+__device__ void view_setup(bpg_view &s, const ctr__bp_args &a, const double *md, double hz,
+                           long long view, double x, double y, double z, double x0, double x1,
+                           double y0, double y1, double z0, double z1) {
   const double a0 = md[0] + x * md[1] + y * md[2] + z * md[3];
   const double b0 = md[4] + x * md[5] + y * md[6] + z * md[7];
   const double c0 = md[8] + x * md[9] + y * md[10] + z * md[11];
@@ -179,6 +184,8 @@ __device__ void view_setup(bpg_view &s, const ctr__bp_args &a, const double *md,
    * all lie within [-1, n] with a margin far above the float positions'
    * error. */
   const double m = 1e-2;
+  /* the rows' clamped range: [-1, nv], a helix's [0, nv - 1] (its edge rows) */
+  const double rlo = a.helix ? 0.0 : -1.0, rhi = a.helix ? a.nv - 1.0 : (double)a.nv;
   bool in = true, lu = true, hu = true, lv = true, hv = true;
 #pragma unroll 1
   for (int q = 0; q < 8; q++) {
@@ -186,11 +193,23 @@ __device__ void view_setup(bpg_view &s, const ctr__bp_args &a, const double *md,
     const double r = rcp_d(md[8] + px * md[9] + py * md[10] + pz * md[11]);
     const double u = (md[0] + px * md[1] + py * md[2] + pz * md[3]) * r;
     const double v = (md[4] + px * md[5] + py * md[6] + pz * md[7]) * r;
-    in = in && u >= -1 + m && u <= a.nu - m && v >= -1 + m && v <= a.nv - m;
+    in = in && u >= -1 + m && u <= a.nu - m && v >= rlo + m && v <= rhi - m;
     lu = lu && u < -1 - m, hu = hu && u > a.nu + m;
     lv = lv && v < -1 - m, hv = hv && v > a.nv + m;
   }
-  const int flags = lu || hu || lv || hv ? BPG_OUT : in ? BPG_INSIDE : BPG_CLAMP;
+  /* A helix (rows clamped to the edge rows [0, nv - 1], rlo and rhi above):
+   * a box beyond them still reads the edge row; a box whose slices all have
+   * a window weight of 0 skips the view. */
+  double hd = 0.0;
+  bool zero = false;
+  if (a.helix) {
+    lv = hv = false;
+    hd = hz - z * (double)a.helix_dk;
+    const double d0 = hz - z0 * (double)a.helix_dk, d1 = hz - z1 * (double)a.helix_dk;
+    const double least = d0 * d1 <= 0.0 ? 0.0 : fmin(fabs(d0), fabs(d1));
+    zero = least >= CTR__HELIX_PI + (double)a.helix_s + 1e-3;
+  }
+  const int flags = lu || hu || lv || hv || zero ? BPG_OUT : in ? BPG_INSIDE : BPG_CLAMP;
   const unsigned wrap = wrap_offset(a.pitch);
   const unsigned long long p = (unsigned long long)((const float4 *)a.pad + view * a.view_stride +
                                                     ((long long)iv0 * a.pitch + iu0) - (long long)wrap);
@@ -198,18 +217,19 @@ __device__ void view_setup(bpg_view &s, const ctr__bp_args &a, const double *md,
   s.q1 = make_float4((float)(md[1] - u0 * md[9]), (float)(md[5] - v0 * md[9]), (float)md[9],
                      (float)(-1 - iu0) - 0.5f);
   s.q2 = make_float4((float)(md[2] - u0 * md[10]), (float)(md[6] - v0 * md[10]), (float)md[10],
-                     (float)(-1 - iv0) - 0.5f);
+                     (float)(rlo - iv0) - 0.5f);
   s.q3 = make_float4((float)(md[3] - u0 * md[11]), (float)(md[7] - v0 * md[11]), (float)md[11],
                      (float)(a.nu - iu0) - 0.5f);
   s.q4 = make_float4(__uint_as_float((unsigned)p), __uint_as_float((unsigned)(p >> 32)),
-                     (float)(a.nv - iv0) - 0.5f, 0.0f);
+                     (float)(rhi - iv0) - 0.5f, (float)hd);
 }
 
 /* Thread (x, y) = voxel column (i, j), its run slices k0 .. k0 + ZP - 1. Per
  * view a thread reads its block's constants (five broadcast 16-byte shared
  * loads), offsets them by its place in the block and runs its ZP updates;
  * blocks wholly outside the view skip it. */
-template <int ZP, int MINB> /* MINB: blocks per SM to fit, 0: no minimum (80 registers at ZP 16) */
+template <int ZP, int MINB, bool HELIX> /* MINB: blocks per SM to fit, 0: no minimum (80
+                                           registers at ZP 16); HELIX: a.helix's window */
 __global__ void __launch_bounds__(256, MINB) bpg_kernel(const ctr__bp_args a,
                                                   const __grid_constant__ ctr__bp_views bv) {
   constexpr int GROUP = ZP < 8 ? ZP : 8;
@@ -224,8 +244,8 @@ __global__ void __launch_bounds__(256, MINB) bpg_kernel(const ctr__bp_args a,
   const float dx = live ? (float)i - hx : 0.0f, dy = live ? (float)j - hy : 0.0f;
   const int nthreads = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;
   for (int n = tid; n < bv.n; n += nthreads)
-    view_setup(sv[n], a, bv.md[n], bv.first + n, hx, hy, k0 + ZP / 2, x0, x1, y0, y1, k0,
-               k0 + ZP - 1);
+    view_setup(sv[n], a, bv.md[n], bv.hz[n], bv.first + n, hx, hy, k0 + ZP / 2, x0, x1, y0, y1,
+               k0, k0 + ZP - 1);
   __syncthreads();
   const unsigned pitch = (unsigned)a.pitch;
   float acc[ZP];
@@ -245,11 +265,11 @@ __global__ void __launch_bounds__(256, MINB) bpg_kernel(const ctr__bp_args a,
     const unsigned long long p =
         (unsigned long long)__float_as_uint(q4.x) | ((unsigned long long)__float_as_uint(q4.y) << 32);
     if (flags == BPG_INSIDE)
-      run_updates<ZP, GROUP, false>(acc, p, pitch, c, q3.z, q0.x + ou, q0.y + ov, du, dv, q1.w,
-                                    q3.w, q2.w, q4.z);
+      run_updates<ZP, GROUP, false, HELIX>(acc, p, pitch, c, q3.z, q0.x + ou, q0.y + ov, du, dv,
+                                           q1.w, q3.w, q2.w, q4.z, q4.w, a.helix_dk, a.helix_s);
     else
-      run_updates<ZP, GROUP, true>(acc, p, pitch, c, q3.z, q0.x + ou, q0.y + ov, du, dv, q1.w,
-                                   q3.w, q2.w, q4.z);
+      run_updates<ZP, GROUP, true, HELIX>(acc, p, pitch, c, q3.z, q0.x + ou, q0.y + ov, du, dv,
+                                          q1.w, q3.w, q2.w, q4.z, q4.w, a.helix_dk, a.helix_s);
   }
   if (live) add_run<ZP>(a, acc, i, j, k0);
 }
@@ -296,15 +316,26 @@ ctr_status ctr__bpg_launch(const ctr__bp_config *cfg, const ctr__bp_args *args,
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "block %d x %d: expected 32 .. 256 threads, whole warps",
              cfg->block_x, cfg->block_y);
   void (*kern)(const ctr__bp_args, const ctr__bp_views);
-  if (zp == 16 && dense) kern = bpg_kernel<16, 4>; /* 64 registers */
+  if (args->helix) /* the window's own instances: the other orbits' kernels unchanged */
+    switch (zp) {
+      case 1: kern = bpg_kernel<1, 0, true>; break;
+      case 2: kern = bpg_kernel<2, 0, true>; break;
+      case 4: kern = bpg_kernel<4, 0, true>; break;
+      case 8: kern = bpg_kernel<8, 0, true>; break;
+      case 16: kern = bpg_kernel<16, 0, true>; break;
+      case 32: kern = bpg_kernel<32, 0, true>; break;
+      default:
+        CTR_FAIL(CTR_E_INVALID_ARGUMENT, "slices per thread %d: expected 1, 2, 4, 8, 16 or 32", zp);
+    }
+  else if (zp == 16 && dense) kern = bpg_kernel<16, 4, false>; /* 64 registers */
   else
     switch (zp) {
-      case 1: kern = bpg_kernel<1, 0>; break;
-      case 2: kern = bpg_kernel<2, 0>; break;
-      case 4: kern = bpg_kernel<4, 0>; break;
-      case 8: kern = bpg_kernel<8, 0>; break;
-      case 16: kern = bpg_kernel<16, 0>; break;
-      case 32: kern = bpg_kernel<32, 0>; break;
+      case 1: kern = bpg_kernel<1, 0, false>; break;
+      case 2: kern = bpg_kernel<2, 0, false>; break;
+      case 4: kern = bpg_kernel<4, 0, false>; break;
+      case 8: kern = bpg_kernel<8, 0, false>; break;
+      case 16: kern = bpg_kernel<16, 0, false>; break;
+      case 32: kern = bpg_kernel<32, 0, false>; break;
       default:
         CTR_FAIL(CTR_E_INVALID_ARGUMENT, "slices per thread %d: expected 1, 2, 4, 8, 16 or 32", zp);
     }

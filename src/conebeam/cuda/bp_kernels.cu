@@ -11,7 +11,9 @@
  * samples (their u and weight are equal). */
 #include "conebeam/cuda/bp_kernels.cuh"
 
+#include "core/cylmath.h"
 #include "core/projmath.h"
+#include "filter/helix_weight_math.h"
 
 enum {
   MODE_TEX = 0,
@@ -96,7 +98,15 @@ __device__ __forceinline__ typename sample_t<MODE>::type sample_precise(const ct
   }
 }
 
-template <int ZP, bool CIRC, int MODE>
+/* CYL: a cylindrical detector (docs/geometry.md, "Curved (cylindrical)
+ * detectors"), whose views bv.m[n] hold ctr__bp_views_fill's curved
+ * constants: the column's depth s = m0 + i m1 + j m2 and lateral offset
+ * l = m3 + i m4 + j m5 (mm), u0 m6, fu m7, v0 m8, fv z = m9 + k m10, the
+ * weight's d^2 m11. One atan2 and one reciprocal a column and view (the
+ * orbit is circular: u and r do not change along z); v is linear in z over
+ * r. The pair modes' mirror holds as for a flat detector: v - v0 is odd in
+ * z. The flat instantiations (CYL false) compile as before. */
+template <int ZP, bool CIRC, int MODE, bool CYL = false>
 __global__ void __launch_bounds__(256, 3)
     bp_kernel(const ctr__bp_args a, const __grid_constant__ ctr__bp_views bv) {
   typedef typename sample_t<MODE>::type acc_t;
@@ -114,6 +124,18 @@ __global__ void __launch_bounds__(256, 3)
     const float ws = a.wscale ? __ldg(a.wscale + layer) : 1.0f;
     /* Every voxel's coordinates derive from its own slice index, never from
      * the chunk start, so results do not depend on how z is split. */
+    if constexpr (CYL) {
+      float u, ir;
+      ctr__cyl_map_f(fmaf(fj, m[2], fmaf(fi, m[1], m[0])), fmaf(fj, m[5], fmaf(fi, m[4], m[3])),
+                     m[6], m[7], &u, &ir);
+      const float w = ws * m[11] * ir * ir;
+#pragma unroll
+      for (int k = 0; k < ZP; k++) {
+        const float v = fmaf(fmaf(fk + (float)k, m[10], m[9]), ir, m[8]);
+        acc_add(acc[k], w, sample<MODE>(a, u, v, layer));
+      }
+      continue;
+    }
     if constexpr (MODE == MODE_PRECISE || MODE == MODE_PRECISE_PAIR) {
       /* The column's position at slice k0 in double, split into an integer
        * anchor and a float fraction; slice k moves it by
@@ -178,6 +200,62 @@ __global__ void __launch_bounds__(256, 3)
   }
 }
 
+/* The grid and block of a launch: threads over (x, y), ZP slices each. */
+static ctr_status launch_shape(const ctr__bp_config *cfg, const ctr__bp_args *args, dim3 *grid,
+                               dim3 *block) {
+  const int zp = cfg->slices_per_thread;
+  *block = dim3(cfg->block_x, cfg->block_y);
+  *grid = dim3((args->nx + block->x - 1) / block->x, (args->ny + block->y - 1) / block->y,
+               (args->nz_thread - args->k_begin + zp - 1) / zp);
+  if (block->x * block->y > 256 || block->x * block->y < 32)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "block %d x %d: expected 32 .. 256 threads", cfg->block_x,
+             cfg->block_y);
+  return CTR_OK;
+}
+
+template <int ZP>
+static void launch_cyl(ctr__bp_variant v, dim3 grid, dim3 block, cudaStream_t s,
+                       const ctr__bp_args &a, const ctr__bp_views &bv) {
+  switch (v) {
+    case CTR__BP_TEX: bp_kernel<ZP, true, MODE_TEX, true><<<grid, block, 0, s>>>(a, bv); break;
+    case CTR__BP_TEX_PAIR:
+    case CTR__BP_TEX_PAIR_HALF:
+      bp_kernel<ZP, true, MODE_TEX_PAIR, true><<<grid, block, 0, s>>>(a, bv);
+      break;
+    case CTR__BP_EXACT: bp_kernel<ZP, true, MODE_EXACT, true><<<grid, block, 0, s>>>(a, bv); break;
+    case CTR__BP_EXACT_PAIR:
+      bp_kernel<ZP, true, MODE_EXACT_PAIR, true><<<grid, block, 0, s>>>(a, bv);
+      break;
+    default: break;
+  }
+}
+
+ctr_status ctr__bp_launch_cyl(const ctr__bp_config *cfg, const ctr__bp_args *args,
+                              const ctr__bp_views *bv, cudaStream_t s) {
+  ctr_status st = CTR_OK;
+  const int zp = cfg->slices_per_thread;
+  dim3 grid, block;
+  CTR_CHECK(launch_shape(cfg, args, &grid, &block));
+  if (cfg->variant != CTR__BP_TEX && cfg->variant != CTR__BP_TEX_PAIR &&
+      cfg->variant != CTR__BP_TEX_PAIR_HALF && cfg->variant != CTR__BP_EXACT &&
+      cfg->variant != CTR__BP_EXACT_PAIR)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+             "backprojection variant %s: a cylindrical detector has the tex, tex-pair, "
+             "tex-pair-half, exact and exact-pair kernels", ctr__bp_variant_name(cfg->variant));
+  switch (zp) {
+    case 1: launch_cyl<1>(cfg->variant, grid, block, s, *args, *bv); break;
+    case 2: launch_cyl<2>(cfg->variant, grid, block, s, *args, *bv); break;
+    case 4: launch_cyl<4>(cfg->variant, grid, block, s, *args, *bv); break;
+    case 8: launch_cyl<8>(cfg->variant, grid, block, s, *args, *bv); break;
+    case 16: launch_cyl<16>(cfg->variant, grid, block, s, *args, *bv); break;
+    default:
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT, "slices per thread %d: expected 1, 2, 4, 8 or 16", zp);
+  }
+  CU_LAUNCHED("cylindrical backprojection kernel");
+cleanup:
+  return st;
+}
+
 template <int ZP, bool CIRC>
 static void launch_mode(ctr__bp_variant v, dim3 grid, dim3 block, cudaStream_t s,
                         const ctr__bp_args &a, const ctr__bp_views &bv) {
@@ -205,12 +283,8 @@ ctr_status ctr__bp_launch(const ctr__bp_config *cfg, int circular,
                                      cudaStream_t s) {
   ctr_status st = CTR_OK;
   const int zp = cfg->slices_per_thread;
-  const dim3 block(cfg->block_x, cfg->block_y);
-  const dim3 grid((args->nx + block.x - 1) / block.x, (args->ny + block.y - 1) / block.y,
-                  (args->nz_thread - args->k_begin + zp - 1) / zp);
-  if (block.x * block.y > 256 || block.x * block.y < 32)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "block %d x %d: expected 32 .. 256 threads", cfg->block_x,
-             cfg->block_y);
+  dim3 grid, block;
+  CTR_CHECK(launch_shape(cfg, args, &grid, &block));
   if (cfg->variant < CTR__BP_TEX || cfg->variant > CTR__BP_PRECISE_PAIR)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "backprojection variant %d unknown", (int)cfg->variant);
   switch (zp) {
@@ -234,11 +308,27 @@ void ctr__bp_views_fill(const ctr_geometry *g, const int64_t *idx, int64_t first
   const double x0 = ctr__voxel_coord(0, vg->nx, vg->voxel_x, vg->offset_x);
   const double y0 = ctr__voxel_coord(0, vg->ny, vg->voxel_y, vg->offset_y);
   const double zs = ctr__voxel_coord(z0, vg->nz, vg->voxel_z, vg->offset_z);
+  ctr__helix_fdk hx;
+  const int helix = ctr__geometry_helix(g, &hx);
   bv->n = n;
   bv->first = (int)layer;
   for (int k = 0; k < n; k++) {
     const double *P = g->views[idx ? idx[k] : first + k].P;
+    bv->hz[k] = helix ? ctr__helix_arg(g->views[idx ? idx[k] : first + k].src[2], zs, hx.kz) : 0.0;
     const double sc = alpha ? alpha[k] : 1.0;
+    ctr__cyl_view c;
+    if (ctr__geometry_cyl_view(g, idx ? idx[k] : first + k, &c)) { /* bp_kernel<..., CYL>'s */
+      const double t = texture ? 0.5 : 0.0; /* texel centres sit at +0.5 */
+      const double m[12] = {c.d - x0 * c.ct - y0 * c.st, -vg->voxel_x * c.ct, -vg->voxel_y * c.st,
+                            -x0 * c.st + y0 * c.ct,      -vg->voxel_x * c.st, vg->voxel_y * c.ct,
+                            c.u0 + t, c.fu, c.v0 + t, c.fv * zs, c.fv * vg->voxel_z,
+                            c.d * c.d / (sc * sc)};
+      for (int q = 0; q < 12; q++) {
+        bv->m[k][q] = (float)m[q];
+        bv->md[k][q] = m[q];
+      }
+      continue;
+    }
     double row[3][4];
     for (int r = 0; r < 3; r++) {
       const double *p = P + 4 * r;

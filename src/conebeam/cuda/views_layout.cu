@@ -70,6 +70,16 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
                                                     : CTR__BP_TEX;
   if (c.variant == CTR__BP_PRECISE_GENERAL && !ctr__bpg_possible(g, o->z0, o->nz))
     c.variant = CTR__BP_PRECISE;
+  /* a helix: the general kernel, the one that weights by the helical window
+   * (every interpolation mode; docs/geometry.md, "Helical orbits") */
+  if (g->helical) c.variant = CTR__BP_PRECISE_GENERAL;
+  /* A cylindrical detector's kernel (bp_kernel with CYL) computes its positions
+   * in float: the precise variants run as exact (docs/cuda.md). */
+  if (g->curved)
+    c.variant = c.variant == CTR__BP_PRECISE_PAIR ? CTR__BP_EXACT_PAIR
+                : c.variant == CTR__BP_PRECISE || c.variant == CTR__BP_PRECISE_GENERAL
+                    ? CTR__BP_EXACT
+                    : c.variant;
   if (c.views_per_launch <= 0) c.views_per_launch = DEFAULT_VIEWS_PER_LAUNCH;
   if (c.views_per_launch > CTR__BP_MAX_VIEWS) c.views_per_launch = CTR__BP_MAX_VIEWS;
   const int tex = c.variant == CTR__BP_TEX || c.variant == CTR__BP_TEX_PAIR ||
@@ -269,8 +279,15 @@ ctr_status ctr__views_backproject(const ctr_geometry *g, const ctr__dev_views *d
   a.k_begin = (int)k_begin;
   a.nz_thread = (int)k_end;
   a.slice = (long long)g->vol.nx * g->vol.ny;
+  ctr__helix_fdk hx;
+  if (ctr__geometry_helix(g, &hx)) { /* the general kernel's window (ctr__bp_config_resolve) */
+    a.helix = 1;
+    a.helix_s = (float)hx.s;
+    a.helix_dk = (float)(hx.kz * g->vol.voxel_z);
+  }
   ctr__bp_views bv;
   ctr__bp_views_fill(g, idx, slot0, (int)n, first, z0, tex, alpha, &bv);
+  if (g->curved) return ctr__bp_launch_cyl(cfg, &a, &bv, s);
   if (dv->variant == CTR__BP_PRECISE_GENERAL) return ctr__bpg_launch(cfg, &a, &bv, s);
   return ctr__bp_launch(cfg, ctr_geometry_is_circular(g), &a, &bv, s);
 }

@@ -1,0 +1,83 @@
+/* Inline maps of a cylindrical (curved) detector on a circular orbit, shared
+ * by the CPU and CUDA backprojectors, the double-precision reference, the
+ * FDK weights and the exact phantom projections, so every backend evaluates
+ * the same formulas (docs/geometry.md, "Curved (cylindrical) detectors").
+ * C99 and CUDA C.
+ *
+ * A view at source azimuth t (source at d (cos t, sin t, 0)) has columns on
+ * an arc of radius sdd about the vertical line through the source, equally
+ * spaced in the fan angle gamma (fu = sdd / du columns per radian), rows
+ * along z (fv = sdd / dv rows per mm of height at distance 1). For a point
+ * (x, y, z):
+ *   s = d - x cos t - y sin t        depth along the principal ray
+ *   l = -x sin t + y cos t           lateral offset, along the flat u axis
+ *   gamma = atan2(l, s),  r = hypot(s, l)
+ *   u = u0 + fu gamma,  v = v0 + fv z / r,  FDK weight (d / r)^2. */
+#ifndef CTR_CYLMATH_H
+#define CTR_CYLMATH_H
+
+#include "core/projmath.h"
+
+/* One view of a cylindrical detector in pixel units: cos t, sin t, the
+ * source-to-axis distance d (mm), the principal point (u0, v0) and fu, fv
+ * (sdd / du, sdd / dv). */
+typedef struct ctr__cyl_view {
+  double ct, st, d;
+  double u0, fu, v0, fv;
+} ctr__cyl_view;
+
+/* The fan angle gamma (radians) and the horizontal distance r (mm) from the
+ * source of the column through (x, y): constant along z. */
+CTR_HD void ctr__cyl_column(double ct, double st, double d, double x, double y, double *gamma,
+                            double *r) {
+  const double s = d - x * ct - y * st, l = -x * st + y * ct;
+  *gamma = atan2(l, s);
+  *r = sqrt(s * s + l * l);
+}
+
+/* Pixel position (u, v) and FDK distance weight (d / r)^2 of a point. */
+CTR_HD void ctr__cyl_project(const ctr__cyl_view *p, double x, double y, double z, double *u,
+                             double *v, double *w) {
+  double gamma, r;
+  ctr__cyl_column(p->ct, p->st, p->d, x, y, &gamma, &r);
+  *u = p->u0 + p->fu * gamma;
+  *v = p->v0 + p->fv * z / r;
+  *w = (p->d / r) * (p->d / r);
+}
+
+/* The direction from the source to the centre of pixel (u, v), scaled so
+ * that its horizontal part has unit length: the pixel lies at
+ * source + sdd * dir. */
+CTR_HD void ctr__cyl_ray(const ctr__cyl_view *p, double u, double v, double dir[3]) {
+  const double g = (u - p->u0) / p->fu, cg = cos(g), sg = sin(g);
+  dir[0] = -cg * p->ct - sg * p->st;
+  dir[1] = -cg * p->st + sg * p->ct;
+  dir[2] = (v - p->v0) / p->fv;
+}
+
+/* Float forms for the fast backprojectors. From a voxel column's depth s and
+ * lateral offset l (mm): its column u and 1 / r. */
+CTR_HD void ctr__cyl_map_f(float s, float l, float u0, float fu, float *u, float *ir) {
+  *ir = 1.0f / sqrtf(s * s + l * l);
+  *u = u0 + fu * atan2f(l, s);
+}
+
+/* Per voxel column (x, y): u, the scale of v's z term (fv / r) and the
+ * weight (d / r)^2. */
+CTR_HD void ctr__cyl_column_f(float ct, float st, float d, float u0, float fu, float fv, float x,
+                              float y, float *u, float *vz, float *w) {
+  float ir;
+  ctr__cyl_map_f(d - x * ct - y * st, -x * st + y * ct, u0, fu, u, &ir);
+  *vz = fv * ir;
+  *w = (d * ir) * (d * ir);
+}
+
+/* FDK pre-weight of a cylindrical detector's pixel (fan angle gamma, height
+ * ratio tv = v_mm / sdd): the equiangular fan's cos(gamma) times the cone's
+ * sdd / sqrt(sdd^2 + v_mm^2) (Kak & Slaney 1988, Sec. 3.4.2; Feldkamp et al.
+ * 1984 for the cone factor). */
+CTR_HD double ctr__cyl_fdk_weight(double gamma, double tv) {
+  return cos(gamma) / sqrt(1.0 + tv * tv);
+}
+
+#endif
