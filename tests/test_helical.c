@@ -332,6 +332,26 @@ static void helical_case(const ctr_phantom *ph, double frac, double circ) {
     CHECK(memcmp(part, vol + 5 * v.nx * v.ny, sizeof(float) * (size_t)(v.nx * v.ny * 4)) == 0);
     free(part);
   }
+  {
+    /* streamed in subvolumes of 5 slices with a host store: the bits of one subvolume (on
+     * the context under test: the GPU's in test_gpu_helical) */
+    const int64_t n = v.nx * v.ny * v.nz;
+    float *one = malloc(sizeof(float) * (size_t)n), *split = malloc(sizeof(float) * (size_t)n);
+    int64_t pd[3] = {NU, NV, nviews}, vd[3] = {v.nx, v.ny, v.nz};
+    ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+    ctr_array va = ctr_array_make(one, CTR_DTYPE_FLOAT32, 3, vd);
+    ctr_array vs = ctr_array_make(split, CTR_DTYPE_FLOAT32, 3, vd);
+    ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
+    CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &pa, &va, NULL));
+    so.max_slab_slices = 5;
+    so.store = CTR_FDK_STORE_HOST;
+    ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
+    CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &pa, &vs, &rep));
+    CHECK_MSG(rep.plan.nslabs > 1, "%lld subvolume(s)", (long long)rep.plan.nslabs);
+    CHECK(memcmp(one, split, sizeof(float) * (size_t)n) == 0);
+    free(one);
+    free(split);
+  }
   gpu_compare(g, proj, vol, "helical FDK");
   free(proj);
   free(truth);

@@ -84,7 +84,7 @@ typedef struct ctr_helical_params {
 } ctr_helical_params;
 
 #define CTR_HELICAL_PARAMS_INIT                                                           \
-  { CTR_HELICAL_PARAMS_VERSION, 0, 0, 0, 0, 1.0, 1.0, 0, 0, 0, 0.0, 720.0,                \
+  { CTR_HELICAL_PARAMS_VERSION, 0, 0, 0, 0, 1.0, 1.0, 0, 0, 0, 0.0, 360.0,                \
     CTR_ROTATION_CCW, 0.0, 0.0, 10.0 }
 /* The defaults in the layout of `version`, 1 .. CTR_HELICAL_PARAMS_VERSION (core.h). */
 CTR_API ctr_status ctr_helical_params_init(ctr_helical_params *s, unsigned version);

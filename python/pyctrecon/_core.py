@@ -109,6 +109,10 @@ _KEYWORDS = {
     ("ctr_circular_params", "angles_deg"): "angles",
     ("ctr_circular_params", "angle_start_deg"): "angle_start",
     ("ctr_circular_params", "angle_range_deg"): "angle_range",
+    ("ctr_helical_params", "angle_start_deg"): "angle_start",
+    ("ctr_helical_params", "angle_range_deg"): "angle_range",
+    ("ctr_helical_params", "pitch_mm"): "pitch", ("ctr_helical_params", "z0_mm"): "z0",
+    ("ctr_helical_params", "window_deg"): "helix_window",
     ("ctr_live_options", "timeout_s"): "timeout",
     ("ctr_live_options", "npreview"): "preview_rows",
     ("ctr_replay_options", "linger_s"): "linger",
@@ -123,7 +127,8 @@ _BARE_WORD = re.compile(r"(?<!'s )\b(" + "|".join(sorted(_BARE, key=len, reverse
 _REPEAT = re.compile(r"\b([a-z][a-z0-9_]*)(?:(?:, | and )\1\b)+")
 _OWNERS = {"ctr_context_options": "Context's ", "ctr_tuning": "Context's tuning key ",
            "ctr_corrections": "Corrections' ", "ctr_parallel_params": "ParallelGeometry's ",
-           "ctr_circular_params": "ConeGeometry.circular's ", "ctr_pet_params": "PetSystem's ",
+           "ctr_circular_params": "ConeGeometry.circular's ",
+           "ctr_helical_params": "ConeGeometry.helical's ", "ctr_pet_params": "PetSystem's ",
            "ctr_pet_kernel_params": "PetSystem's ", "ctr_cluster_options": "cluster option "}
 _C_FIELD = re.compile(r"\b(ctr_[a-z0-9_]+)\.([a-z0-9_]+)")
 _C_ENUM = re.compile(r"\bCTR_(?:ITERATE_INIT|ITERATE|SHORT_SCAN|INTERP|STORE|DEVICE|PAIR|FBP|"

@@ -126,6 +126,43 @@ class ConeGeometry:
         return cls._make(lib.ctr_geometry_create_circular, p, volume._c())
 
     @classmethod
+    def helical(cls, *, sid: float, sdd: float, nu: int, nv: int, volume: Volume, pitch: float,
+                nviews: int, angle_range: float, du: float = 1.0, dv: float = 1.0,
+                offset_u: float = 0.0, offset_v: float = 0.0, angle_start: float = 0.0,
+                direction: str = "ccw", z0: float = 0.0,
+                helix_window: float = 10.0) -> "ConeGeometry":
+        """A helical orbit (ctr_helical_params; docs/geometry.md, "Helical
+        orbits"): the circular orbit's source, detector and ``nviews`` views
+        over ``angle_range`` degrees (any number of turns) from
+        ``angle_start``, with the source and detector climbing ``pitch`` mm
+        along z per turn (either sign, not 0) from height ``z0`` mm at the
+        first view. ``helix_window`` (degrees, 0 .. 90) is FDK's redundancy
+        window smoothing width; ``fdk`` reconstructs the helix with it."""
+        p = new_struct("ctr_helical_params", lib.ctr_helical_params_init,
+                       lib.CTR_HELICAL_PARAMS_VERSION)
+        _core.assign(p, sid=sid, sdd=sdd, nu=nu, nv=nv, du=du, dv=dv, offset_u=offset_u,
+                     offset_v=offset_v, nviews=nviews)
+        _core.assign(p, {"angle_start_deg": "angle_start", "angle_range_deg": "angle_range",
+                         "pitch_mm": "pitch", "z0_mm": "z0", "window_deg": "helix_window"},
+                     angle_start_deg=angle_start, angle_range_deg=angle_range, pitch_mm=pitch,
+                     z0_mm=z0, window_deg=helix_window)
+        p.direction = _core.enum_value(_ROTATION, direction, "direction")
+        return cls._make(lib.ctr_geometry_create_helical, p, volume._c())
+
+    @property
+    def helix(self) -> Optional[dict]:
+        """A helical geometry's parameters (``pitch``, ``z0``, ``helix_window``,
+        ``angle_start``, ``angle_range``, ``nviews``, ``sid``, ``sdd``), else
+        None."""
+        p = new_struct("ctr_helical_params", lib.ctr_helical_params_init,
+                       lib.CTR_HELICAL_PARAMS_VERSION)
+        if not lib.ctr_geometry_get_helical(self._ptr, p):
+            return None
+        return {"pitch": p.pitch_mm, "z0": p.z0_mm, "helix_window": p.window_deg,
+                "angle_start": p.angle_start_deg, "angle_range": p.angle_range_deg,
+                "nviews": p.nviews, "sid": p.sid, "sdd": p.sdd}
+
+    @classmethod
     def from_matrices(cls, matrices, *, nu: int, nv: int, volume: Volume, du: float = 0.0,
                       dv: float = 0.0) -> "ConeGeometry":
         """Arbitrary per-view matrices, shape (nviews, 3, 4), mapping world mm

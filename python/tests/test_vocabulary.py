@@ -33,6 +33,7 @@ FAMILIES = [
     ("iterate", "Projector"), ("iterate", "ParallelGeometry"),
     ("pet recon", "pet_reconstruct"), ("phantom", "Phantom.project"),
     ("phantom", "Phantom.shepp_logan"), ("geometry", "ConeGeometry.circular"),
+    ("geometry", "ConeGeometry.helical"),
     ("all", "Context"),
 ]
 # the same word, not the same setting

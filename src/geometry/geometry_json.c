@@ -174,7 +174,6 @@ static ctr_status parse_helical(const jctx *j, const cJSON *root, const ctr_volu
   const cJSON *ang = cJSON_GetObjectItemCaseSensitive(root, "angles");
   if (!cJSON_IsObject(ang))
     return jerr(j, "angles", "an object {\"count\", \"start_deg\", \"range_deg\", \"direction\"}");
-  p.angle_range_deg = 360.0; /* the JSON default, as circular's */
   CTR_CHECK(parse_angles(j, ang, &p.nviews, &p.angle_start_deg, &p.angle_range_deg,
                          &p.direction));
   CTR_CHECK(get_number(j, root, "pitch_mm", "pitch_mm", 1, 0, &p.pitch_mm));

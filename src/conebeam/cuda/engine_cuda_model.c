@@ -13,9 +13,11 @@
  * neighbourhoods (single) or float2 pairs; the general kernel's cells of
  * float4 coefficients have up to CTR__BPG_PITCH_SPAN - 1 more cells per row
  * (projmath.h). An upper bound of ctr__views_bytes for every variant the
- * engine may choose for this interpolation. */
+ * engine may choose for this interpolation (a helical geometry: the general
+ * kernel's, ctr__bp_config_resolve). */
 uint64_t ctr__cuda_layout_view_bytes(const ctr_geometry *g, ctr_interp interp, int pair) {
-  if (interp == CTR_INTERP_PRECISE && !pair)
+  /* a helix takes the general kernel whatever the interpolation (its window) */
+  if ((interp == CTR_INTERP_PRECISE && !pair) || g->helical)
     return (uint64_t)(CTR__BPG_MIN_PITCH(g->nu) + CTR__BPG_PITCH_SPAN - 1) *
            (uint64_t)CTR__BPG_ROWS(g->nv) * 16u;
   if (interp == CTR_INTERP_EXACT || interp == CTR_INTERP_PRECISE)
