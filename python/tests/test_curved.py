@@ -25,8 +25,8 @@ def test_keyword_and_file(tmp_path):
     assert back.detector == "cylindrical"
     np.testing.assert_array_equal(back.matrices, g.matrices)
     with pytest.raises(ValueError, match="detector"):
-        _curved(direction="ccw", **{}) if False else pyctrecon.ConeGeometry.circular(
-            sid=100, sdd=150, nu=48, nv=32, volume=VOL, nviews=4, detector="curved")
+        pyctrecon.ConeGeometry.circular(sid=100, sdd=150, nu=48, nv=32, volume=VOL, nviews=4,
+                                        detector="curved")
 
 
 def test_fdk_of_exact_projections():
