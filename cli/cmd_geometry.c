@@ -181,8 +181,6 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
   return coverage;
 }
 
-/* --vectors-out: every view of g as a cone_vec row (ctr_geometry_get_vectors),
- * the layout --from-vectors reads, written atomically. */
 /* A cylindrical detector has no cone_vec rows: a usage error before
  * anything is written. */
 static int vectors_possible(const char *path, const ctr_geometry *g) {
@@ -192,6 +190,8 @@ static int vectors_possible(const char *path, const ctr_geometry *g) {
   return 0;
 }
 
+/* --vectors-out: every view of g as a cone_vec row (ctr_geometry_get_vectors),
+ * the layout --from-vectors reads, written atomically. */
 static int write_vectors(const char *path, const ctr_geometry *g, int force) {
   int rc = vectors_possible(path, g);
   if (rc) return rc;
