@@ -53,14 +53,14 @@ static int parse_one_of(const char *cmd, const char *name, const char *value, co
 }
 
 static int parse_direction(const char *cmd, const char *name, const char *value, void *dst) {
-  int k;
+  int k = 0;
   const int rc = parse_one_of(cmd, name, value, "ccw", "cw", &k);
   if (!rc) *(ctr_rotation *)dst = k ? CTR_ROTATION_CW : CTR_ROTATION_CCW;
   return rc;
 }
 
 static int parse_detector(const char *cmd, const char *name, const char *value, void *dst) {
-  int k;
+  int k = 0;
   const int rc = parse_one_of(cmd, name, value, "flat", "cylindrical", &k);
   if (!rc) *(ctr_detector_shape *)dst = k ? CTR_DETECTOR_CYLINDRICAL : CTR_DETECTOR_FLAT;
   return rc;
@@ -196,15 +196,23 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
   return coverage;
 }
 
+/* A cylindrical detector has no cone_vec rows: a usage error before
+ * anything is written. */
+static int vectors_possible(const char *path, const ctr_geometry *g) {
+  if (path && ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL)
+    return cli_usage_error("geometry", "--vectors-out %s: a cylindrical (curved) detector has no "
+                           "cone_vec rows (they describe flat detectors)", path);
+  return 0;
+}
+
 /* --vectors-out: every view of g as a cone_vec row (ctr_geometry_get_vectors),
  * the layout --from-vectors reads, written atomically. */
 static int write_vectors(const char *path, const ctr_geometry *g, int force) {
-  if (ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL)
-    return cli_usage_error("geometry", "--vectors-out %s: a cylindrical (curved) detector has no "
-                           "cone_vec rows (they describe flat detectors)", path);
+  int rc = vectors_possible(path, g);
+  if (rc) return rc;
   char tmp[4200];
   FILE *f = NULL;
-  int rc = cli_text_create("geometry", path, tmp, sizeof tmp, &f);
+  rc = cli_text_create("geometry", path, tmp, sizeof tmp, &f);
   if (rc) return rc;
   const int64_t n = ctr_geometry_get_view_count(g);
   fprintf(f, "# %lld views as ASTRA cone_vec rows (mm): srcX srcY srcZ dX dY dZ uX uY uZ vX vY "
@@ -347,6 +355,7 @@ static int run_write(const geometry_args *a) {
   const cli_output out[] = {{"--out", a->out, CLI_OUT_FILE},
                             {"--vectors-out", a->vectors_out, CLI_OUT_FILE}, {0}};
   int rc = cli_check_files("geometry", NULL, out, a->force);
+  if (!rc) rc = vectors_possible(a->vectors_out, g);
   if (!rc) {
     st = ctr_geometry_save_json(g, a->out, a->force);
     if (st != CTR_OK) rc = cli_fail_file("geometry", st, a->out);

@@ -26,6 +26,9 @@ grep -q "expected flat or cylindrical" "$ERR" && ok "names the choices" || bad "
 exits 2 "cone_vec rows of a curved detector" geometry --check curved.json --vectors-out v.txt
 grep -q "cylindrical (curved) detector has no cone_vec rows" "$ERR" && ok "says why" ||
   bad "--vectors-out message"
+exits 2 "--vectors-out while writing a curved detector" geometry --out w.json --detector \
+  cylindrical $G --vectors-out w.txt
+[ ! -e w.json ] && [ ! -e w.txt ] && ok "refused before writing anything" || bad "w.json written"
 exits 2 "--detector with --from-vectors" geometry --out x.json --from-vectors v.txt --detector \
   cylindrical --nu 8 --nv 8
 step "phantom" phantom --geometry curved.json --out p.raw

@@ -12,6 +12,7 @@
 #include "harness.h"
 
 #include "bp_check.h"
+#include "conebeam/cpu/backproject.h"
 #include "filter/filter.h"
 #include "geometry/geometry_internal.h"
 
@@ -296,6 +297,53 @@ static void test_bp_reference(void) {
   }
 }
 
+/* A slab backprojected from a window of the detector's rows
+ * (ctr__geometry_row_band, ctr__geometry_rows: what a distributed CPU rank
+ * reads) is bit for bit the slab from whole views: the curved row band
+ * holds every row the slab's voxels sample (v = v0 + fv z / r between the
+ * least corner depth and the largest corner distance). */
+static void test_row_window(void) {
+  ctr_circular_params p = params(150, 240, 40, 60, 2.0, 2.0, 12, CTR_DETECTOR_CYLINDRICAL);
+  p.offset_v = 3.3;
+  const ctr_volume_geometry vol = {24, 24, 40, 2.0, 2.0, 2.0, 1.5, -2.0, 0.0};
+  ctr_geometry *g = NULL, *gw = NULL;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+  REQUIRE(g);
+  const int64_t z0 = 30, nz = 8, nu = 40, nv = 60, n = 12;
+  int64_t r0 = 0, nr = 0;
+  ctr__geometry_row_band(g, z0, nz, &r0, &nr);
+  CHECK_MSG(r0 > 0 && nr < nv / 2, "the slab's band is rows %lld + %lld of %lld", (long long)r0,
+            (long long)nr, (long long)nv);
+  CHECK_OK(ctr__geometry_rows(g, r0, nr, &gw));
+  float *filt = malloc(sizeof(float) * nu * nv * n), *win = malloc(sizeof(float) * nu * nr * n);
+  for (int64_t i = 0; i < nu * nv * n; i++) filt[i] = (float)th_uniform(-1, 1);
+  for (int64_t k = 0; k < n; k++)
+    memcpy(win + k * nu * nr, filt + (k * nv + r0) * nu, sizeof(float) * nu * nr);
+  const int64_t sa = ctr__padded_size(nu, nv), sw = ctr__padded_size(nu, nr);
+  float *pa = malloc(sizeof(float) * sa * n), *pw = malloc(sizeof(float) * sw * n);
+  float *va = calloc(24 * 24 * nz, sizeof(float)), *vw = calloc(24 * 24 * nz, sizeof(float));
+  ctr__fill_padded(g, filt, CTR_DTYPE_FLOAT32, n, pa);
+  if (gw) ctr__fill_padded(gw, win, CTR_DTYPE_FLOAT32, n, pw);
+  const ctr__padded_views whole = {pa + ctr__padded_origin(nu), sa, ctr__padded_pitch(nu)};
+  const ctr__padded_views part = {pw + ctr__padded_origin(nu), sw, ctr__padded_pitch(nu)};
+  ctr__bp_cpu(g_cpu, g, 0, n, NULL, NULL, &whole, va, z0, nz);
+  if (gw) ctr__bp_cpu(g_cpu, gw, 0, n, NULL, NULL, &part, vw, z0, nz);
+  double norm = 0;
+  for (int64_t i = 0; i < 24 * 24 * nz; i++) norm += sq(va[i]);
+  CHECK(norm > 0);
+  CHECK_MSG(memcmp(va, vw, sizeof(float) * 24 * 24 * nz) == 0,
+            "the slab from rows %lld + %lld differs from the whole views'", (long long)r0,
+            (long long)nr);
+  free(filt);
+  free(win);
+  free(pa);
+  free(pw);
+  free(va);
+  free(vw);
+  ctr_geometry_free(gw);
+  ctr_geometry_free(g);
+}
+
 typedef struct recon {
   ctr_geometry *g;
   float *proj, *vol;
@@ -548,6 +596,7 @@ int main(void) {
   test_projection();
   test_fan_kernel();
   test_bp_reference();
+  test_row_window();
   test_refusals_and_coverage();
   test_fdk();
   test_offset();

@@ -141,7 +141,8 @@ CTR_API ctr_status ctr_geometry_create_vectors(int64_t nu, int64_t nv, int64_t n
  * ctr_geometry_create_vectors; for a circular orbit those of the formulas in
  * docs/geometry.md; for matrices derived from the matrix, with |u| = du when
  * the pitch is known (du > 0), else the detector plane through the world
- * origin. */
+ * origin. A cylindrical detector has no such rows: its view's are those of
+ * the flat detector tangent to the arc at the principal ray. */
 CTR_API void ctr_geometry_get_vectors(const ctr_geometry *g, int64_t i, double out[12]);
 /* Deep copy. */
 CTR_API ctr_status ctr_geometry_clone(const ctr_geometry *g, ctr_geometry **out);

@@ -308,9 +308,10 @@ class ConeGeometry:
         return bool(lib.ctr_geometry_is_circular(self._ptr))
 
     @property
-    def detector(self) -> str:
+    def detector_shape(self) -> str:
         """The detector's shape, "flat" or "cylindrical"
-        (ctr_geometry_get_detector_shape)."""
+        (ctr_geometry_get_detector_shape; the ``detector`` keyword of
+        ``circular``)."""
         shape = lib.ctr_geometry_get_detector_shape(self._ptr)
         return "cylindrical" if shape == lib.CTR_DETECTOR_CYLINDRICAL else "flat"
 

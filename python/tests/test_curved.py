@@ -16,17 +16,17 @@ def _curved(**kw):
 
 def test_keyword_and_file(tmp_path):
     g = _curved()
-    assert g.detector == "cylindrical"
+    assert g.detector_shape == "cylindrical"
     assert pyctrecon.ConeGeometry.circular(sid=100, sdd=150, nu=48, nv=32, volume=VOL,
-                                           nviews=4).detector == "flat"
+                                           nviews=4).detector_shape == "flat"
     g.save(tmp_path / "g.json")
     assert '"shape"' in (tmp_path / "g.json").read_text()
     back = pyctrecon.ConeGeometry.load(tmp_path / "g.json")
-    assert back.detector == "cylindrical"
+    assert back.detector_shape == "cylindrical"
     np.testing.assert_array_equal(back.matrices, g.matrices)
     with pytest.raises(ValueError, match="detector"):
-        _curved(direction="ccw", **{}) if False else pyctrecon.ConeGeometry.circular(
-            sid=100, sdd=150, nu=48, nv=32, volume=VOL, nviews=4, detector="curved")
+        pyctrecon.ConeGeometry.circular(sid=100, sdd=150, nu=48, nv=32, volume=VOL, nviews=4,
+                                        detector="curved")
 
 
 def test_fdk_of_exact_projections():
