@@ -82,6 +82,8 @@ static const cli_field k_fields[] = {
     {"ctr_iterate_options.huber_delta", "--huber-delta", 0},
     {"ctr_live_options.preview_rows", "--preview-rows", 0},
     {"ctr_live_options.spool", "--spool", 0},
+    {"ctr_live_options.resume", "--resume", 1},
+    {"ctr_live_options.accumulate", "--accumulate", 0},
     {"ctr_parallel_params.angle_range_deg", "--angle-range", 0},
     {"ctr_parallel_params.angle_start_deg", "--angle-start", 0},
     {"ctr_parallel_params.pixel_size", "--pixel-size", 0},

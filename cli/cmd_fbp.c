@@ -752,9 +752,9 @@ int cmd_fbp(int argc, char **argv) {
        "to 16, a band buffer each (default 2)", cli_parse_count, &a.read_ahead, NULL},
       CLI_HOST_BUDGET_OPTION(&a.host_mem, "host memory for the band buffers"),
       CLI_GPU_BUDGET_OPTION(&a.gpu_mem, "GPU memory each GPU's pipeline may use"),
-      {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; the "
-       "result is bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume,
-       NULL},
+      {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; with "
+       "--input, a stopped live run from its spool; the result is bit-identical to an "
+       "uninterrupted run (default: off)", cli_set_flag, &a.resume, NULL},
       CLI_FORCE_OPTION(&a.force),
       {"--timings", NULL, "print the reader's, computation's and writer's busy times and the "
        "time before and after the run on stderr (default: off)", cli_set_flag, &a.timings, NULL},
@@ -783,8 +783,10 @@ int cmd_fbp(int argc, char **argv) {
       {"--count", "N", "live mode: projections in the scan where the source does not say "
        "(default: /exchange/theta's length, or the frames' count)", cli_parse_count, &a.count,
        NULL},
-      {"--spool", "FILE", "--input: keep the received projections in FILE for the final run, "
-       "removed at the end (default: OUT.spool)", cli_parse_string, &a.spool, NULL},
+      {"--spool", "FILE", "--input: keep the received projections in FILE (and its state, "
+       "FILE.index and FILE.cal) for the final run, removed once the volume is written, kept "
+       "for --resume when the scan stopped early (default: OUT.spool)", cli_parse_string,
+       &a.spool, NULL},
       CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
       CLI_COMMON_OPTIONS(&a.common),
       {0},

@@ -431,6 +431,114 @@ static void test_zmq_missing(void) {
   zmq_close(push);
   zmq_ctx_term(zc);
 }
+
+#if CTR_HAVE_HDF5
+/* A socket scan whose sender stops mid-scan, resumed: the spool and its
+ * state kept by the stopped run (a frame half written after the last one
+ * listed is not taken), the resumed run's source told which projections
+ * are there (those sent again dropped as duplicates, the flats and darks as
+ * out of order), and the final volume the offline run's bytes. */
+static void zmq_scan_part(void *push, int from, int to, int calibration) {
+  char head[256];
+  for (int k = 0; calibration && k < 4; k++) {
+    snprintf(head, sizeof head, "{\"kind\": \"%s\", \"shape\": [%d, %d], \"dtype\": \"uint16\"}",
+             k < 2 ? "flat" : "dark", H, W);
+    send_msg(push, head, W * H * 2, (k < 2 ? g_flats : g_darks) + (size_t)(k % 2) * W * H, 2);
+  }
+  for (int i = from; i < to; i++) proj_msg(push, i, NP, H, W);
+}
+
+static ctr_fbp_live *live_on_socket(ctr_source **s, void **zc, void **push, int resume,
+                                    ctr_status *st) {
+  ctr_source_options o = CTR_SOURCE_OPTIONS_INIT;
+  o.bind = 1;
+  *s = NULL;
+  CHECK_OK(ctr_source_open("tcp://127.0.0.1:0", &o, s));
+  *zc = zmq_ctx_new();
+  *push = zmq_socket(*zc, ZMQ_PUSH);
+  if (*s) CHECK(zmq_connect(*push, ctr_source_endpoint(*s)) == 0);
+  const ctr_parallel_params p = params();
+  ctr_live_options lo = CTR_LIVE_OPTIONS_INIT;
+  lo.timeout_s = 0.5;
+  lo.spool = P("r.spool");
+  lo.resume = resume;
+  ctr_fbp_live *l = NULL;
+  *st = *s ? ctr_fbp_live_open(g_ctx, *s, &p, &lo, &l) : CTR_E_IO;
+  return l;
+}
+
+static void socket_close(ctr_source *s, void *zc, void *push) {
+  ctr_source_close(s);
+  zmq_close(push);
+  zmq_ctx_term(zc);
+}
+
+static void test_zmq_resume(void) {
+  ctr_source *s;
+  void *zc, *push;
+  ctr_status st;
+  /* nothing to resume yet */
+  ctr_fbp_live *l = live_on_socket(&s, &zc, &push, 1, &st);
+  CHECK_MSG(st == CTR_E_IO && !l && strstr(ctr_error_detail(), "cannot resume: no state"),
+            "a resume without a stopped run's state is refused: %s", ctr_error_detail());
+  socket_close(s, zc, push);
+  /* the first run: 25 of NP projections, then the sender stops */
+  l = live_on_socket(&s, &zc, &push, 0, &st);
+  CHECK_OK(st);
+  REQUIRE(l);
+  zmq_scan_part(push, 0, 25, 1);
+  ctr_live_state ls = CTR_LIVE_STATE_INIT;
+  run_live(l, &ls, 200);
+  CHECK(ls.ended == 2 && ls.projections == 25 && ls.expected == NP && ls.resumed == 0);
+  CHECK_FAILS(ctr_fbp_live_finish(l, P("r.nrrd"), CTR_FORMAT_AUTO, NULL), CTR_E_INVALID_ARGUMENT,
+              "with 25 of 60 projections");
+  ctr_fbp_live_free(l);
+  socket_close(s, zc, push);
+  CHECK_MSG(exists(P("r.spool")) && exists(P("r.spool.index")) && exists(P("r.spool.cal")) &&
+                !exists(P("r.spool.index.tmp")),
+            "a stopped run keeps its spool and state");
+  /* a frame torn by a kill while written: past the index, not taken */
+  FILE *torn = fopen(P("r.spool"), "r+b");
+  REQUIRE(torn);
+  fseek(torn, 25L * W * H * 2, SEEK_SET);
+  for (int i = 0; i < W * H; i++) fputc(0x7f, torn); /* half of frame 25, garbage */
+  fclose(torn);
+  /* resumed: 20 .. NP - 1 sent again (20 .. 24 duplicates), the flats again */
+  l = live_on_socket(&s, &zc, &push, 1, &st);
+  CHECK_OK(st);
+  REQUIRE(l);
+  zmq_scan_part(push, 20, NP, 1);
+  send_msg(push, "{\"kind\": \"end\"}", 0, NULL, 1);
+  ls = (ctr_live_state)CTR_LIVE_STATE_INIT;
+  CHECK_OK(ctr_fbp_live_step(l, 0.0, &ls));
+  CHECK_MSG(ls.resumed == 25 && ls.projections >= 25,
+            "the resumed run starts from the stopped run's 25 (%lld resumed)", (long long)ls.resumed);
+  run_live(l, &ls, 200);
+  ctr_source_status ss = CTR_SOURCE_STATUS_INIT;
+  CHECK_OK(ctr_source_get_status(s, &ss));
+  CHECK_MSG(ls.ended == 1 && ls.projections == NP && ss.dropped_duplicate == 5 &&
+                ss.dropped_order == 4 && ss.dropped_header + ss.dropped_size == 0,
+            "resumed: %lld of %d, %lld duplicates, %lld out of order", (long long)ls.projections,
+            NP, (long long)ss.dropped_duplicate, (long long)ss.dropped_order);
+  CHECK_OK(ctr_fbp_live_finish(l, P("r.nrrd"), CTR_FORMAT_AUTO, NULL));
+  CHECK_MSG(same_files(P("r.nrrd"), P("offline.nrrd")),
+            "a resumed scan's volume is the offline run's, byte for byte");
+  ctr_fbp_live_free(l);
+  socket_close(s, zc, push);
+  CHECK_MSG(!exists(P("r.spool")) && !exists(P("r.spool.index")) && !exists(P("r.spool.cal")),
+            "the spool and its state removed once the volume is written");
+  /* a resume needs the spool named */
+  ctr_source_options o = CTR_SOURCE_OPTIONS_INIT;
+  o.bind = 1;
+  CHECK_OK(ctr_source_open("tcp://127.0.0.1:0", &o, &s));
+  ctr_live_options lo = CTR_LIVE_OPTIONS_INIT;
+  lo.resume = 1;
+  const ctr_parallel_params p = params();
+  CHECK_FAILS(ctr_fbp_live_open(g_ctx, s, &p, &lo, &l), CTR_E_INVALID_ARGUMENT,
+              "ctr_live_options.spool");
+  ctr_source_close(s);
+}
+#endif
 #else
 static void test_zmq_absent(void) {
   ctr_source *s = NULL;
@@ -471,6 +579,9 @@ int main(void) {
 #if CTR_HAVE_ZMQ
   test_zmq_malformed();
   test_zmq_missing();
+#if CTR_HAVE_HDF5
+  test_zmq_resume(); /* after test_previews_and_final: offline.nrrd */
+#endif
 #else
   test_zmq_absent();
 #endif
