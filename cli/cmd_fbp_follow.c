@@ -81,6 +81,14 @@ static int check_files(fbp_args *a, follow_run *f, const cli_opt *opts) {
   } else if (a->spool) {
     snprintf(f->spool, sizeof f->spool, "%s", a->spool);
   }
+  if (!rc && a->resume) {
+    char state[4300];
+    snprintf(state, sizeof state, "%s.index", f->spool);
+    if (access(f->spool, F_OK) != 0 || access(state, F_OK) != 0)
+      rc = cli_usage_error("fbp", "--resume: no stopped run's spool '%s' with its state '%s' "
+                           "(--spool names another): run without --resume to start the scan",
+                           f->spool, state);
+  }
   if (!rc && f->spool[0] && a->force && !a->resume) {
     char state[4300];
     unlink(f->spool);
