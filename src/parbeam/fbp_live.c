@@ -17,6 +17,8 @@
  *    source's angles, flat and dark averaged as `ctrecon fbp` averages them
  *    (ctr_flatfield_average of float32 images): the bytes of the offline run. */
 #include "io/io_source.h"
+#include "parbeam/fbp_stream_internal.h"
+#include "parbeam/parbeam.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +31,7 @@
 
 #define MAX_PREVIEWS 64
 #define BATCH 32 /* projections backprojected together at most */
+#define ACC_CHUNK 8 /* projections summed into the full volume together at most */
 
 struct ctr_fbp_live {
   ctr_context *ctx;
@@ -67,6 +70,13 @@ struct ctr_fbp_live {
   int64_t resumed;               /* taken from a stopped run's state */
   int finished;                  /* the volume written: the spool and its state removed */
   int ended;
+  /* the full volume summed as projections arrive (accumulate) */
+  int acc;                       /* 0: not decided yet; 1: summing; -1: after the scan */
+  ctr_parallel_geometry *gacc;   /* the final run's output geometry */
+  int64_t acc_row0, acc_nslices; /* the rows reconstructed */
+  float *vol, *acc_sino;         /* the volume; a chunk's sinograms */
+  int64_t acc_next;              /* the next projection summed (in index order) */
+  ctr_value_counts acc_counts;   /* the data policy's counts of the sums */
 };
 
 /* ---- Opening -------------------------------------------------------------------- */
@@ -103,6 +113,12 @@ ctr_status ctr_fbp_live_open(ctr_context *ctx, ctr_source *src, const ctr_parall
                               "ctr_live_options.timeout_s = %g: expected seconds >= 0 (0: 30)",
                               l->o.timeout_s);
   if (l->o.timeout_s == 0) l->o.timeout_s = 30;
+  if (l->o.accumulate != CTR_LIVE_ACCUMULATE_OFF && l->o.accumulate != CTR_LIVE_ACCUMULATE_ON &&
+      l->o.accumulate != CTR_LIVE_ACCUMULATE_AUTO)
+    CTR_FAIL_FIELD_VALUE_GOTO(st, CTR_E_INVALID_ARGUMENT, "ctr_live_options.accumulate",
+                              CTR__V_INT(l->o.accumulate),
+                              "ctr_live_options.accumulate = %d: expected CTR_LIVE_ACCUMULATE_OFF, "
+                              "_ON or _AUTO", (int)l->o.accumulate);
   if (l->so.sinograms)
     CTR_FAIL_FIELD_GOTO(st, CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.sinograms",
                         "ctr_fbp_stream_options.sinograms: a live scan brings projections");
@@ -363,8 +379,144 @@ static double scan_weight(const ctr_fbp_live *l, const ctr_parallel_geometry *fu
   return l->count > 0 ? M_PI / (double)l->count : M_PI / (double)(l->done + 1);
 }
 
+/* ---- The full volume (accumulate) ------------------------------------------------ */
+
+/* The streamed run's plan for the finished scan (ctr__fbp_resolve,
+ * ctr__fbp_prepare_input, ctr__fbp_output_geometry: the geometry, rows and
+ * options the final run will have), or why the volume cannot be summed as
+ * the projections arrive (why[0] != 0). */
+static void acc_plan(ctr_fbp_live *l, const double *ann, char *why, size_t n) {
+  ctr__fbp_run r;
+  memset(&r, 0, sizeof r);
+  r.ctx = l->ctx;
+  ctr_parallel_params p = l->p;
+  p.nbins = l->W;
+  p.nangles = l->count;
+  p.angles_deg = ann;
+  ctr_status st = ctr__fbp_resolve(&r, &l->so);
+  r.W = l->W;
+  r.H = l->H;
+  r.NP = l->count;
+  r.dtype = l->dtype;
+  r.flat = l->flat;
+  r.dark = l->dark;
+  if (st == CTR_OK) st = ctr__fbp_prepare_input(&r, &p);
+  if (st == CTR_OK && (r.transmission || r.sino_corr))
+    snprintf(why, n, "the corrections (Paganin's filter, binning, the dezinger, ring removal, "
+             "stitching) take every projection of a row at once");
+  else if (st == CTR_OK && r.nsel != r.NP)
+    snprintf(why, n, "an angle subset (ctr_fbp_stream_options.angle_first, angle_count, "
+             "angle_step) is not the scan's projections");
+  if (st == CTR_OK && !why[0]) st = ctr__fbp_output_geometry(&r, &p);
+  uint64_t budget = l->so.host_budget;
+  if (st == CTR_OK && !why[0]) st = ctr__budgets_resolve(l->ctx, NULL, &budget);
+  if (st == CTR_OK && !why[0]) {
+    const double need = 4.0 * (double)r.nslices * (double)(r.gout->p.nx * r.gout->p.ny);
+    char b1[32], b2[32];
+    if (need > (double)budget)
+      snprintf(why, n, "the volume (%s) does not fit the host memory budget (%s: "
+               "ctr_fbp_stream_options.host_budget)", ctr__format_bytes(need, b1, sizeof b1),
+               ctr__format_bytes((double)budget, b2, sizeof b2));
+  }
+  if (st != CTR_OK) {
+    snprintf(why, n, "%s", ctr_error_detail());
+    ctr_error_clear();
+  } else if (!why[0]) {
+    l->gacc = r.gout;
+    r.gout = NULL;
+    l->acc_row0 = r.row0;
+    l->acc_nslices = r.nslices;
+  }
+  ctr__fbp_release(&r, CTR_OK);
+}
+
+/* At the first step with projections: the volume summed as they arrive,
+ * where the run allows it (the mode ON refuses a run that does not). */
+static ctr_status acc_decide(ctr_fbp_live *l) {
+  if (l->acc) return CTR_OK;
+  l->acc = -1;
+  if (l->o.accumulate == CTR_LIVE_ACCUMULATE_OFF) return CTR_OK;
+  char why[1024] = "";
+  int64_t na = 0;
+  const double *ann = l->user_angles ? l->user_angles : ctr__source_angles(l->src, &na);
+  if (l->user_angles) na = l->p.nangles;
+  if (ctr_context_get_device(l->ctx) == CTR_DEVICE_CUDA)
+    snprintf(why, sizeof why, "the context runs on a GPU, whose backprojection does not continue "
+             "a sum yet (docs/synchrotron.md, \"The full volume during the acquisition\")");
+  else if (l->p.axis == CTR_AXIS_AUTO)
+    snprintf(why, sizeof why, "the rotation axis is found from the data after the scan "
+             "(CTR_AXIS_AUTO): give it (ctr_parallel_params.axis)");
+  else if (!l->count || !ann || na != l->count)
+    snprintf(why, sizeof why, "the weight of a projection needs the scan's angles before its "
+             "projections (a DXchange file's theta, or ctr_parallel_params.angles_deg with "
+             "nangles the scan's count)");
+  else
+    acc_plan(l, ann, why, sizeof why);
+  if (!why[0]) {
+    const size_t plane = (size_t)(l->gacc->p.nx * l->gacc->p.ny);
+    l->vol = ctr__calloc((size_t)l->acc_nslices * plane, sizeof(float), "the full volume");
+    l->acc_sino = ctr__malloc(sizeof(float) * (size_t)(l->acc_nslices * ACC_CHUNK * l->W),
+                              "the full volume's sinograms");
+    if (!l->vol || !l->acc_sino) {
+      snprintf(why, sizeof why, "%s", ctr_error_detail());
+      ctr_error_clear();
+    }
+  }
+  if (why[0]) {
+    if (l->o.accumulate == CTR_LIVE_ACCUMULATE_ON)
+      CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_live_options.accumulate",
+                     "ctr_live_options.accumulate: the full volume cannot be summed as the "
+                     "projections arrive: %s", why);
+    ctr__log(l->ctx, CTR_LOG_INFO, "the volume is reconstructed after the scan (%s)", why);
+    return CTR_OK;
+  }
+  l->acc_counts = (ctr_value_counts)CTR_VALUE_COUNTS_INIT;
+  l->acc = 1;
+  return CTR_OK;
+}
+
+/* The batch's projections that come next in index order into the full
+ * volume: flat-fielded, -log'ed and ramp-filtered as the streamed run
+ * makes them (ctr_flatfield_sinograms, ctr_fbp_filter: each value on its
+ * own), and backprojected by continuing each voxel's sum over the angles
+ * in the order the streamed run's backprojector makes it
+ * (ctr__fbp_bp_cpu_continue over the final geometry). A projection after a
+ * gap is not summed: the source delivers increasing indices only, so the
+ * scan then misses one and is refused at the end. */
+static ctr_status acc_batch(ctr_fbp_live *l, int64_t n) {
+  if (l->acc != 1) return CTR_OK;
+  int64_t m = 0;
+  while (m < n && l->bindex[m] == l->acc_next + m) m++;
+  ctr_fbp_options fo = l->fbp;
+  fo.counts = &l->acc_counts;
+  for (int64_t j0 = 0; j0 < m; j0 += ACC_CHUNK) {
+    const int64_t k = m - j0 < ACC_CHUNK ? m - j0 : ACC_CHUNK;
+    int64_t clamped = 0;
+    CTR_CHECK(ctr_flatfield_sinograms((const char *)l->batch + (size_t)j0 * l->frame_bytes,
+                                      l->dtype, l->W, l->H, k, l->flat ? l->flat : l->ones,
+                                      l->dark, l->acc_row0, l->acc_nslices, l->acc_sino,
+                                      &clamped));
+    l->acc_counts.clamped += clamped;
+    ctr_parallel_params q = l->gacc->p;
+    q.nangles = k;
+    q.angles_deg = l->gacc->angles_deg + l->acc_next;
+    q.axis_shift = NULL;
+    ctr_parallel_geometry *gk = NULL;
+    CTR_CHECK(ctr_parallel_create(&q, &gk)); /* the filter's sizes */
+    const ctr_status st = ctr_fbp_filter(l->ctx, gk, &fo, l->acc_nslices, l->acc_sino);
+    ctr_parallel_free(gk);
+    CTR_CHECK(st);
+    ctr__fbp_bp_cpu_continue(l->ctx, l->gacc, fo.interp, l->acc_nslices, l->acc_next, k,
+                             l->acc_sino, l->vol);
+    l->acc_next += k;
+  }
+  return CTR_OK;
+}
+
 /* The batch's n projections (l->batch, angles l->bangles) into the previews. */
 static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
+  CTR_CHECK(acc_decide(l));
+  CTR_CHECK(acc_batch(l, n));
   const int np = l->npreview;
   const int64_t W = l->W;
   /* sinograms [preview][projection][bin] */
@@ -540,6 +692,7 @@ static ctr_status resume_state(ctr_fbp_live *l) {
     }
   }
   l->resumed = l->nspooled;
+  l->src->t_last = ctr__now_s(); /* the wait for frames starts now, not before the rebuild */
   return CTR_OK;
 }
 
@@ -626,6 +779,7 @@ ctr_status ctr_fbp_live_step(ctr_fbp_live *l, double wait_s, ctr_live_state *sta
   s.idle_s = idle;
   s.lag_s = lag;
   s.resumed = l->resumed;
+  s.accumulated = l->acc == 1 ? l->acc_next : 0;
   if (state) CTR_CHECK(ctr__struct_store(&ctr__struct_live_state, state, &s));
   return CTR_OK;
 }
@@ -702,6 +856,13 @@ static void missing_text(const ctr_source *s, int64_t count, char *buf, size_t n
     }
 }
 
+/* The volume summed complete, with the angles the final run takes (the
+ * frames', which a file's theta announced): else the streamed run makes it. */
+static int acc_complete(const ctr_fbp_live *l, const double *angles) {
+  return l->acc == 1 && l->acc_next == l->count && angles &&
+         !memcmp(angles, l->gacc->angles_deg, sizeof(double) * (size_t)l->count);
+}
+
 /* The finished scan's reader: the file (opened once its writer has closed
  * it, within the timeout) or the spool. */
 static ctr_status open_scan(ctr_fbp_live *l, ctr_stack_reader **in) {
@@ -757,7 +918,18 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
   char journal[4300];
   snprintf(journal, sizeof journal, "%s.partial.journal", out ? out : "");
   if (so.resume && access(journal, F_OK) != 0) so.resume = 0; /* a resumed scan, not its volume */
-  const ctr_status st = ctr_fbp_stream(l->ctx, &p, &so, in, l->flat, l->dark, out, fmt, report);
+  ctr_status st;
+  if (acc_complete(l, p.angles_deg)) {
+    const int64_t nv = l->acc_nslices * l->gacc->p.nx * l->gacc->p.ny;
+    l->acc_counts.output += ctr__values_sanitize(l->vol, nv); /* as the backend's, at the end */
+    l->acc_counts.calibration = ctr__flat_bad_pixels(
+        (l->flat ? l->flat : l->ones) + l->acc_row0 * l->W,
+        l->dark ? l->dark + l->acc_row0 * l->W : NULL, l->acc_nslices * l->W);
+    st = ctr__fbp_stream_accumulated(l->ctx, &p, &so, in, l->flat, l->dark, l->vol,
+                                     &l->acc_counts, out, fmt, report);
+  } else {
+    st = ctr_fbp_stream(l->ctx, &p, &so, in, l->flat, l->dark, out, fmt, report);
+  }
   ctr_stack_close(in);
   if (st == CTR_OK) l->finished = 1;
   return st;
@@ -774,6 +946,9 @@ void ctr_fbp_live_free(ctr_fbp_live *l) {
   }
   free(l->sp_index);
   free(l->sp_angle);
+  ctr_parallel_free(l->gacc);
+  free(l->vol);
+  free(l->acc_sino);
   free(l->user_angles);
   free(l->user_shift);
   free(l->cal[0]);
