@@ -57,6 +57,21 @@ static int check_files(fbp_args *a, follow_run *f, const cli_opt *opts) {
     rc = cli_usage_error("fbp", "--resume in the live mode continues a socket's spool (--input "
                          "tcp://...); a growing file is its own state: follow it again (--force "
                          "replaces the previews)");
+  if (!rc && a->accumulate == CTR_LIVE_ACCUMULATE_ON) {
+    /* what the library refuses at the first projection, said before the scan */
+    const char *why =
+        !a->axis_given || a->axis == CTR_AXIS_AUTO ? "the axis found after the scan: give --axis BIN"
+        : a->corr.dezinger > 0 || a->corr.stripe != CTR_STRIPE_NONE || a->corr.stitch_360 ||
+                a->corr.paganin_delta_beta > 0 || (a->bin_given && (a->bin[0] > 1 || a->bin[1] > 1))
+            ? "the corrections (--dezinger, --rings, --paganin, --stitch-360, --bin), which take "
+              "every projection of a row at once"
+        : a->input && !a->angles ? "a socket's angles, known only as its frames come: give "
+                                   "--angles FILE with --count"
+                                 : NULL;
+    if (why) rc = cli_usage_error("fbp", "--accumulate on sums the volume as the projections "
+                                  "arrive, and cannot with %s (--accumulate auto: where it can)",
+                                  why);
+  }
   if (!rc && a->input && strncmp(a->input, "tcp://", 6))
     rc = cli_usage_error("fbp", "--input '%s': expected tcp://HOST:PORT", a->input);
   if (!rc && (a->angles || a->shifts) && !a->count)
@@ -154,6 +169,7 @@ static int open_live(fbp_args *a, follow_run *f, ctr_fbp_stream_options *so) {
   lo.flat_file = a->flat;
   lo.dark_file = a->dark;
   lo.resume = a->resume;
+  lo.accumulate = (ctr_live_accumulate)a->accumulate;
   const ctr_status st = ctr_fbp_live_open(f->ctx, f->src, &p, &lo, &f->live);
   return st == CTR_OK ? 0 : cli_fail("fbp", st);
 }
@@ -230,9 +246,11 @@ static int conclude(fbp_args *a, follow_run *f, const ctr_live_state *s) {
   if (st != CTR_OK) return cli_fail_file("fbp", st, from);
   fbp_report_counts(a, &rep);
   if (rep.axis_found) cli_info(&f->session, "rotation axis: %.2f bins (found)\n", rep.axis);
-  cli_info(&f->session, "fbp: %lld projections followed; %lld slices of %lld x %lld, %.2f s "
+  cli_info(&f->session, "fbp: %lld projections followed; %lld slices of %lld x %lld%s, %.2f s "
            "after the scan ended\nwrote %s\n", (long long)s->projections, (long long)rep.nslices,
-           (long long)rep.nx, (long long)rep.ny, cli_now() - t0, a->out);
+           (long long)rep.nx, (long long)rep.ny,
+           s->accumulated == s->projections ? " (summed during the acquisition)" : "",
+           cli_now() - t0, a->out);
   return 0;
 }
 

@@ -45,6 +45,32 @@ exits 2 "previews that exist refused without --force" "${F[@]}" --follow --proje
   --out again.nrrd --live-preview lp --follow-timeout 1
 grep -q -- "--force" "$ERR" && ok "... naming --force" || bad "the refusal does not name --force"
 
+echo "# the full volume during the acquisition (--accumulate)"
+"$CTR" hdf5-append --scan scan.h5 --out grow2.h5 --rate 60 --quiet &
+WRITER=$!
+run "${F[@]}" --follow --projections grow2.h5 --out acc.nrrd --accumulate on
+wait "$WRITER"
+[ "$rc" -eq 0 ] && grep -q "(summed during the acquisition)" "$OUT" &&
+  ok "fbp --follow --accumulate on: summed while the file grew" || bad "accumulate: exit $rc"
+same acc.nrrd offline.nrrd "... the volume is the offline run's, byte for byte"
+rm -f acc.nrrd grow2.h5
+exits 2 "--accumulate on with --axis auto" fbp --device cpu --follow --projections scan.h5 \
+  --out x.nrrd --accumulate on
+grep -q -- "--accumulate on .*give --axis" "$ERR" && ok "... says to give --axis" || bad "accumulate axis"
+exits 2 "--accumulate on with --rings" "${F[@]}" --follow --projections scan.h5 --out x.nrrd \
+  --accumulate on --rings sorting
+exits 2 "--accumulate on a socket without --angles" "${F[@]}" --input tcp://127.0.0.1:0 --bind \
+  --out x.nrrd --accumulate on
+exits 2 "--accumulate sometimes" "${F[@]}" --follow --projections scan.h5 --out x.nrrd \
+  --accumulate sometimes
+exits 2 "--accumulate without --follow" "${F[@]}" --projections scan.h5 --out x.nrrd --accumulate on
+run "${F[@]}" --follow --projections scan.h5 --out auto.nrrd --accumulate auto --rings sorting \
+  --ring-size 5
+[ "$rc" -eq 0 ] && ! grep -q "summed during" "$OUT" && ok "--accumulate auto with --rings: after the scan" ||
+  bad "accumulate auto: exit $rc"
+rm -f auto.nrrd
+clean "accumulate"
+
 echo "# the writer killed mid-scan"
 "$CTR" hdf5-append --scan scan.h5 --out killed.h5 --rate 30 --quiet &
 WRITER=$!
