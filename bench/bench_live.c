@@ -9,11 +9,16 @@
  *                       (projections sent - projections previewed) / rate
  *                       at the end of each step (target: <= 1 s);
  *   last_to_volume_s    from the last projection's send to the volume written
- *                       (target: <= 15 s at 2048^3).
+ *                       (target: <= 15 s at 2048^3);
+ *   accumulated         projections summed into the full volume as they came
+ *                       (--accumulate on|auto: the scan's angles and the axis
+ *                       at the centre given, so a socket's scan can be summed;
+ *                       off: the volume after the scan, as before).
  *
  *   bench_sync gen --dir DIR [--n N --angles A]      (the scan's data)
  *   bench_live --dir DIR [--small] [--rate 100] [--source zmq|hdf5]
  *              [--device cuda|cpu] [--out-dtype float32|uint16] [--json FILE]
+ *              [--accumulate off|on|auto]
  *
  * bench/live.sh runs both; --small there: 256 x 256 x 256 (bench_sync gen
  * --n 256 --angles 256; here --small only labels the JSON). The issue's sizes,
@@ -104,7 +109,7 @@ static int cmp_double(const void *x, const void *y) {
 }
 
 int main(int argc, char **argv) {
-  const char *dir = NULL, *json = NULL, *source = "zmq", *dtype = "float32";
+  const char *dir = NULL, *json = NULL, *source = "zmq", *dtype = "float32", *acc = "off";
   double rate = 100.0;
   int small = 0;
   ctr_device_kind device = CTR_DEVICE_AUTO;
@@ -116,11 +121,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--rate")) rate = atof(argv[++i]);
     else if (!strcmp(argv[i], "--source")) source = argv[++i];
     else if (!strcmp(argv[i], "--out-dtype")) dtype = argv[++i];
+    else if (!strcmp(argv[i], "--accumulate")) acc = argv[++i];
     else if (!strcmp(argv[i], "--device")) {
       device = !strcmp(v, "cpu") ? CTR_DEVICE_CPU : CTR_DEVICE_CUDA;
       i++;
     } else BENCH_DIE("usage: bench_live --dir DIR [--small] [--rate N] [--source zmq|hdf5] "
-                     "[--device cuda|cpu] [--out-dtype float32|uint16] [--json FILE]");
+                     "[--device cuda|cpu] [--out-dtype float32|uint16] [--json FILE] "
+                     "[--accumulate off|on|auto]");
   }
   if (!dir || !(rate > 0)) BENCH_DIE("bench_live: --dir DIR (bench_sync gen's) and a --rate > 0");
   char scan[4200], grow[4200], out[4200];
@@ -151,7 +158,16 @@ int main(int argc, char **argv) {
   snprintf(spool, sizeof spool, "%s/live_spool.raw", dir);
   unlink(spool);
   lo.spool = hdf5 ? NULL : spool;
+  lo.accumulate = !strcmp(acc, "on")     ? CTR_LIVE_ACCUMULATE_ON
+                  : !strcmp(acc, "auto") ? CTR_LIVE_ACCUMULATE_AUTO
+                                         : CTR_LIVE_ACCUMULATE_OFF;
   ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT; /* the axis at the centre, as generated */
+  double *theta = malloc(sizeof(double) * (size_t)count); /* make_dxchange's */
+  for (int64_t a = 0; a < count; a++) theta[a] = 180.0 * (double)a / (double)count;
+  if (lo.accumulate != CTR_LIVE_ACCUMULATE_OFF) { /* a socket's angles given before its frames */
+    p.angles_deg = theta;
+    p.nangles = count;
+  }
   ctr_fbp_live *l = NULL;
   if (ctr_fbp_live_open(ctx, src, &p, &lo, &l) != CTR_OK) BENCH_DIE("bench_live: %s", ctr_error_detail());
   g_send = (sender){scan, hdf5 ? grow : ctr_source_endpoint(src), rate, count,
@@ -188,20 +204,22 @@ int main(int argc, char **argv) {
   if (!f) BENCH_DIE("bench_live: cannot write %s", json);
   fprintf(f, "{\"benchmark\": \"live\", \"date\": \"%s\", \"revision\": \"%s\", \"small\": %d, "
           "\"source\": \"%s\", \"device\": \"%s\", \"detector\": [%lld, %lld], \"projections\": %lld, "
-          "\"rate\": %g, \"out_dtype\": \"%s\", \"steps\": %lld, \"preview_rows\": %lld,\n"
+          "\"rate\": %g, \"out_dtype\": \"%s\", \"steps\": %lld, \"preview_rows\": %lld, "
+          "\"accumulate\": \"%s\", \"accumulated\": %lld,\n"
           " \"preview_latency_s\": {\"median\": %.4f, \"p95\": %.4f, \"max\": %.4f},\n"
           " \"lag_s_max\": %.4f, \"last_to_volume_s\": %.3f, \"final_seconds_total\": %.3f, "
           "\"targets\": {\"preview_latency_s\": 0.5, \"lag_s\": 1.0, \"last_to_volume_s\": 15.0}}\n",
           bench_date(date, sizeof date), bench_revision(), small, source,
           ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? "cuda" : "cpu", (long long)rep.nx,
           (long long)rep.nslices, (long long)count, rate, dtype, (long long)steps,
-          (long long)st.npreview, latency[count / 2], latency[(int64_t)(0.95 * (double)(count - 1))],
+          (long long)st.npreview, acc, (long long)st.accumulated, latency[count / 2], latency[(int64_t)(0.95 * (double)(count - 1))],
           latency[count - 1], lag_max, t_volume - t_last, rep.seconds_total);
   if (json) fclose(f);
   ctr_fbp_live_free(l);
   ctr_source_close(src);
   ctr_context_free(ctx);
   free(latency);
+  free(theta);
   free(g_send.t_sent);
   unlink(out);
   return 0;

@@ -84,6 +84,8 @@ static const cli_field k_fields[] = {
     {"ctr_iterate_options.huber_delta", "--huber-delta", 0},
     {"ctr_live_options.preview_rows", "--preview-rows", 0},
     {"ctr_live_options.spool", "--spool", 0},
+    {"ctr_live_options.resume", "--resume", 1},
+    {"ctr_live_options.accumulate", "--accumulate", 0},
     {"ctr_helical_params.angle_range_deg", "--angle-range", 0},
     {"ctr_helical_params.nviews", "--views", 0},
     {"ctr_helical_params.pitch_mm", "--pitch", 0},

@@ -54,6 +54,14 @@ static int parse_interp(const char *cmd, const char *name, const char *value, vo
   return 0;
 }
 
+static int parse_accumulate(const char *cmd, const char *name, const char *value, void *dst) {
+  if (!strcmp(value, "off")) *(int *)dst = CTR_LIVE_ACCUMULATE_OFF;
+  else if (!strcmp(value, "on")) *(int *)dst = CTR_LIVE_ACCUMULATE_ON;
+  else if (!strcmp(value, "auto")) *(int *)dst = CTR_LIVE_ACCUMULATE_AUTO;
+  else return cli_usage_error(cmd, "%s '%s': expected off, on or auto", name, value);
+  return 0;
+}
+
 static int parse_window(const char *cmd, const char *name, const char *value, void *dst) {
   if (ctr_window_parse(value, (ctr_window *)dst) != CTR_OK)
     return cli_usage_error(cmd, "%s '%s': expected ram-lak, shepp-logan, cosine, hamming or hann",
@@ -679,7 +687,7 @@ static int live_options_alone(const fbp_args *a) {
                     : a->preview_rows_text ? "--preview-rows" : a->preview_every ? "--preview-every"
                     : a->preview_seconds > 0 ? "--preview-seconds"
                     : a->follow_timeout > 0 ? "--follow-timeout" : a->count ? "--count"
-                    : a->spool ? "--spool" : NULL;
+                    : a->spool ? "--spool" : a->accumulate_given ? "--accumulate" : NULL;
   if (opt)
     return cli_usage_error("fbp", "%s applies to the live mode: add --follow (or --input "
                            "tcp://...), or drop it", opt);
@@ -798,9 +806,9 @@ int cmd_fbp(int argc, char **argv) {
        "to 16, a band buffer each (default 2)", cli_parse_count, &a.read_ahead, NULL},
       CLI_HOST_BUDGET_OPTION(&a.host_mem, "host memory for the band buffers"),
       CLI_GPU_BUDGET_OPTION(&a.gpu_mem, "GPU memory each GPU's pipeline may use"),
-      {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; the "
-       "result is bit-identical to an uninterrupted run (default: off)", cli_set_flag, &a.resume,
-       NULL},
+      {"--resume", NULL, "continue an interrupted run from OUT.partial and its journal; with "
+       "--input, a stopped live run from its spool; the result is bit-identical to an "
+       "uninterrupted run (default: off)", cli_set_flag, &a.resume, NULL},
       CLI_FORCE_OPTION(&a.force),
       {"--timings", NULL, "print the reader's, computation's and writer's busy times and the "
        "time before and after the run on stderr (default: off)", cli_set_flag, &a.timings, NULL},
@@ -829,8 +837,15 @@ int cmd_fbp(int argc, char **argv) {
       {"--count", "N", "live mode: projections in the scan where the source does not say "
        "(default: /exchange/theta's length, or the frames' count)", cli_parse_count, &a.count,
        NULL},
-      {"--spool", "FILE", "--input: keep the received projections in FILE for the final run, "
-       "removed at the end (default: OUT.spool)", cli_parse_string, &a.spool, NULL},
+      {"--accumulate", "off|on|auto", "live mode: sum the full volume in memory as the "
+       "projections arrive, so that it is written moments after the last (the same bytes; on: "
+       "refused where the run cannot: a GPU, --axis auto, corrections, angles not known before "
+       "the projections, memory; auto: where it can) (default off)", parse_accumulate,
+       &a.accumulate, &a.accumulate_given},
+      {"--spool", "FILE", "--input: keep the received projections in FILE (and its state, "
+       "FILE.index and FILE.cal) for the final run, removed once the volume is written, kept "
+       "for --resume when the scan stopped early (default: OUT.spool)", cli_parse_string,
+       &a.spool, NULL},
       CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
       CLI_COMMON_OPTIONS(&a.common),
       {0},

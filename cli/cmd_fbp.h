@@ -33,6 +33,7 @@ typedef struct fbp_args {
   /* live mode (cmd_fbp_follow.c) */
   int follow, bind;
   const char *input, *live_preview, *spool, *preview_rows_text;
+  int accumulate, accumulate_given; /* --accumulate */
   int64_t preview_every, count;
   double preview_seconds, follow_timeout;
   cli_common common;

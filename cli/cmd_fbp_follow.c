@@ -25,6 +25,7 @@ typedef struct follow_run {
   double t_written;
   int64_t at_written;   /* projections in the previews last written */
   char spool[4200];     /* --input: where the received projections wait ("": none) */
+  int told_resumed;
 } follow_run;
 
 /* --preview-rows R,R,... */
@@ -52,6 +53,25 @@ static int check_files(fbp_args *a, follow_run *f, const cli_opt *opts) {
   if (!rc && a->spool && !a->input)
     rc = cli_usage_error("fbp", "--spool applies to --input (a file source keeps its own "
                          "projections)");
+  if (!rc && a->resume && !a->input)
+    rc = cli_usage_error("fbp", "--resume in the live mode continues a socket's spool (--input "
+                         "tcp://...); a growing file is its own state: follow it again (--force "
+                         "replaces the previews)");
+  if (!rc && a->accumulate == CTR_LIVE_ACCUMULATE_ON) {
+    /* what the library refuses at the first projection, said before the scan */
+    const char *why =
+        !a->axis_given || a->axis == CTR_AXIS_AUTO ? "the axis found after the scan: give --axis BIN"
+        : a->corr.dezinger > 0 || a->corr.stripe != CTR_STRIPE_NONE || a->corr.stitch_360 ||
+                a->corr.paganin_delta_beta > 0 || (a->bin_given && (a->bin[0] > 1 || a->bin[1] > 1))
+            ? "the corrections (--dezinger, --rings, --paganin, --stitch-360, --bin), which take "
+              "every projection of a row at once"
+        : a->input && !a->angles ? "a socket's angles, known only as its frames come: give "
+                                   "--angles FILE with --count"
+                                 : NULL;
+    if (why) rc = cli_usage_error("fbp", "--accumulate on sums the volume as the projections "
+                                  "arrive, and cannot with %s (--accumulate auto: where it can)",
+                                  why);
+  }
   if (!rc && a->input && strncmp(a->input, "tcp://", 6))
     rc = cli_usage_error("fbp", "--input '%s': expected tcp://HOST:PORT", a->input);
   if (!rc && (a->angles || a->shifts) && !a->count)
@@ -63,27 +83,44 @@ static int check_files(fbp_args *a, follow_run *f, const cli_opt *opts) {
   /* a growing file may not exist yet: not an input to check here */
   const cli_file in[] = {{"--flat", a->flat}, {"--dark", a->dark}, {"--angles", a->angles},
                          {"--axis-shift", a->shifts}, {0}};
-  const cli_output out[] = {{"--out", a->out, CLI_OUT_DATA}, {"--spool", a->spool, CLI_OUT_FILE},
+  /* --resume: the spool and the previews are the stopped run's own */
+  const cli_output out[] = {{"--out", a->out, CLI_OUT_DATA},
+                            {"--spool", a->spool, a->resume ? CLI_OUT_UNCHECKED : CLI_OUT_FILE},
                             {"--live-preview", a->live_preview, CLI_OUT_UNCHECKED}, {0}};
   if (!rc) rc = cli_check_files("fbp", in, out, a->force);
-  /* the default spool, OUT.spool: refused when there (a run killed before it
-   * removed its own), replaced with --force */
+  /* the default spool, OUT.spool: refused when there (a stopped run's:
+   * --resume continues it), replaced with --force */
   if (!rc && a->input && !a->spool) {
     rc = cli_beside_output("fbp", a->out, "spool", f->spool, sizeof f->spool);
-    if (!rc) rc = cli_check_new("fbp", "--spool", f->spool, CLI_OUT_FILE, a->force);
+    if (!rc && !a->resume) rc = cli_check_new("fbp", "--spool", f->spool, CLI_OUT_FILE, a->force);
   } else if (a->spool) {
     snprintf(f->spool, sizeof f->spool, "%s", a->spool);
   }
-  if (!rc && f->spool[0] && a->force) unlink(f->spool);
+  if (!rc && a->resume) {
+    char state[4300];
+    snprintf(state, sizeof state, "%s.index", f->spool);
+    if (access(f->spool, F_OK) != 0 || access(state, F_OK) != 0)
+      rc = cli_usage_error("fbp", "--resume: no stopped run's spool '%s' with its state '%s' "
+                           "(--spool names another): run without --resume to start the scan",
+                           f->spool, state);
+  }
+  if (!rc && f->spool[0] && a->force && !a->resume) {
+    char state[4300];
+    unlink(f->spool);
+    snprintf(state, sizeof state, "%s.index", f->spool);
+    unlink(state);
+    snprintf(state, sizeof state, "%s.cal", f->spool);
+    unlink(state);
+  }
   /* the previews' files known before the first frame (the default rows
    * depend on the projections' height: the library checks those) */
   char path[4200];
-  if (!rc && a->live_preview) {
+  if (!rc && a->live_preview && !a->resume) {
     snprintf(path, sizeof path, "%s.%s", a->live_preview,
              ctr_features() & CTR_FEATURE_HDF5 ? "h5" : "zarr");
     rc = cli_check_new("fbp", "--live-preview", path, CLI_OUT_FILE, a->force);
   }
-  for (int k = 0; !rc && a->live_preview && k < f->nrows; k++) {
+  for (int k = 0; !rc && a->live_preview && !a->resume && k < f->nrows; k++) {
     snprintf(path, sizeof path, "%s_row%05lld.png", a->live_preview, (long long)f->rows[k]);
     rc = cli_check_new("fbp", "--live-preview", path, CLI_OUT_FILE, a->force);
   }
@@ -131,13 +168,17 @@ static int open_live(fbp_args *a, follow_run *f, ctr_fbp_stream_options *so) {
   lo.spool = f->spool[0] ? f->spool : NULL; /* beside the output: the disk that takes the volume */
   lo.flat_file = a->flat;
   lo.dark_file = a->dark;
+  lo.resume = a->resume;
+  lo.accumulate = (ctr_live_accumulate)a->accumulate;
   const ctr_status st = ctr_fbp_live_open(f->ctx, f->src, &p, &lo, &f->live);
   return st == CTR_OK ? 0 : cli_fail("fbp", st);
 }
 
 static int write_previews(const fbp_args *a, follow_run *f, const ctr_live_state *s) {
   if (!a->live_preview || !s->npreview) return 0;
-  const ctr_status st = ctr_fbp_live_write_preview(f->live, a->live_preview, !f->written, a->force);
+  /* a resumed run's previews replace the stopped run's */
+  const ctr_status st = ctr_fbp_live_write_preview(f->live, a->live_preview,
+                                                   !f->written && !a->resume, a->force);
   if (st != CTR_OK) return cli_fail_file("fbp", st, a->live_preview);
   f->written = 1;
   f->t_written = cli_now();
@@ -153,6 +194,11 @@ static int follow(const fbp_args *a, follow_run *f, ctr_live_state *s) {
   for (;;) {
     const ctr_status st = ctr_fbp_live_step(f->live, 0.2, s);
     if (st != CTR_OK) return cli_fail_file("fbp", st, a->input ? a->input : a->projections);
+    if (s->resumed && !f->told_resumed) {
+      cli_info(&f->session, "fbp: resumed the stopped run: %lld projections from '%s'\n",
+               (long long)s->resumed, f->spool);
+      f->told_resumed = 1;
+    }
     const int due = s->projections > f->at_written &&
                     (s->projections - f->at_written >= every || cli_now() - f->t_written >= seconds);
     if (s->ended || cli_interrupted()) break;
@@ -175,15 +221,19 @@ static int conclude(fbp_args *a, follow_run *f, const ctr_live_state *s) {
     ctr_source_get_status(f->src, &ss);
     char of[64] = " (the count was never said)";
     if (s->expected) snprintf(of, sizeof of, " of %lld", (long long)s->expected);
+    char kept[4400] = "";
+    if (f->spool[0] && s->projections && access(f->spool, F_OK) == 0)
+      snprintf(kept, sizeof kept, "; '%s' keeps the %lld projections received: the same "
+               "command with --resume continues the scan", f->spool, (long long)s->projections);
     cli_error("fbp", CLI_EXIT_INPUT, "the scan from '%s' stopped after %lld%s projections "
               "(%s; frames dropped: %lld bad headers, %lld wrong sizes, %lld duplicates, %lld out "
-              "of order): '%s' was not written%s%s", from, (long long)s->projections, of,
+              "of order): '%s' was not written%s%s%s", from, (long long)s->projections, of,
               cli_interrupted() ? "interrupted"
               : ss.ended ? "an end came early" : "no frame within --follow-timeout",
               (long long)ss.dropped_header, (long long)ss.dropped_size,
               (long long)ss.dropped_duplicate, (long long)ss.dropped_order, a->out,
               a->live_preview ? "; the previews are complete: " : "",
-              a->live_preview ? a->live_preview : "");
+              a->live_preview ? a->live_preview : "", kept);
     return cli_interrupted() ? CLI_EXIT_INTERRUPTED : CLI_EXIT_INPUT;
   }
   ctr_fbp_stream_report rep = CTR_FBP_STREAM_REPORT_INIT;
@@ -196,9 +246,11 @@ static int conclude(fbp_args *a, follow_run *f, const ctr_live_state *s) {
   if (st != CTR_OK) return cli_fail_file("fbp", st, from);
   fbp_report_counts(a, &rep);
   if (rep.axis_found) cli_info(&f->session, "rotation axis: %.2f bins (found)\n", rep.axis);
-  cli_info(&f->session, "fbp: %lld projections followed; %lld slices of %lld x %lld, %.2f s "
+  cli_info(&f->session, "fbp: %lld projections followed; %lld slices of %lld x %lld%s, %.2f s "
            "after the scan ended\nwrote %s\n", (long long)s->projections, (long long)rep.nslices,
-           (long long)rep.nx, (long long)rep.ny, cli_now() - t0, a->out);
+           (long long)rep.nx, (long long)rep.ny,
+           s->accumulated == s->projections ? " (summed during the acquisition)" : "",
+           cli_now() - t0, a->out);
   return 0;
 }
 

@@ -45,6 +45,32 @@ exits 2 "previews that exist refused without --force" "${F[@]}" --follow --proje
   --out again.nrrd --live-preview lp --follow-timeout 1
 grep -q -- "--force" "$ERR" && ok "... naming --force" || bad "the refusal does not name --force"
 
+echo "# the full volume during the acquisition (--accumulate)"
+"$CTR" hdf5-append --scan scan.h5 --out grow2.h5 --rate 60 --quiet &
+WRITER=$!
+run "${F[@]}" --follow --projections grow2.h5 --out acc.nrrd --accumulate on
+wait "$WRITER"
+[ "$rc" -eq 0 ] && grep -q "(summed during the acquisition)" "$OUT" &&
+  ok "fbp --follow --accumulate on: summed while the file grew" || bad "accumulate: exit $rc"
+same acc.nrrd offline.nrrd "... the volume is the offline run's, byte for byte"
+rm -f acc.nrrd grow2.h5
+exits 2 "--accumulate on with --axis auto" fbp --device cpu --follow --projections scan.h5 \
+  --out x.nrrd --accumulate on
+grep -q -- "--accumulate on .*give --axis" "$ERR" && ok "... says to give --axis" || bad "accumulate axis"
+exits 2 "--accumulate on with --rings" "${F[@]}" --follow --projections scan.h5 --out x.nrrd \
+  --accumulate on --rings sorting
+exits 2 "--accumulate on a socket without --angles" "${F[@]}" --input tcp://127.0.0.1:0 --bind \
+  --out x.nrrd --accumulate on
+exits 2 "--accumulate sometimes" "${F[@]}" --follow --projections scan.h5 --out x.nrrd \
+  --accumulate sometimes
+exits 2 "--accumulate without --follow" "${F[@]}" --projections scan.h5 --out x.nrrd --accumulate on
+run "${F[@]}" --follow --projections scan.h5 --out auto.nrrd --accumulate auto --rings sorting \
+  --ring-size 5
+[ "$rc" -eq 0 ] && ! grep -q "summed during" "$OUT" && ok "--accumulate auto with --rings: after the scan" ||
+  bad "accumulate auto: exit $rc"
+rm -f auto.nrrd
+clean "accumulate"
+
 echo "# the writer killed mid-scan"
 "$CTR" hdf5-append --scan scan.h5 --out killed.h5 --rate 30 --quiet &
 WRITER=$!
@@ -88,6 +114,56 @@ if [ "$ZMQ" = 1 ]; then
     bad "the stop message"
   wait "$SENDER"
   [ ! -e s.nrrd ] && ok "... and nothing written" || bad "s.nrrd written"
+  [ -s s.nrrd.spool ] && [ -s s.nrrd.spool.index ] && [ -e s.nrrd.spool.cal ] &&
+    grep -q "'s.nrrd.spool' keeps the 30 projections received: .*--resume" "$ERR" &&
+    ok "... the spool and its state kept, --resume named" || bad "stopped spool: $(ls)"
+  rm -f s.nrrd.spool s.nrrd.spool.index s.nrrd.spool.cal
+
+  # resume_after SIGNAL NAME: a follower stopped by SIGNAL once 40 projections
+  # arrived, then the same command with --resume and the whole scan sent again
+  resume_after() {
+    local sig=$1 name=$2 rrc
+    rm -f "$name".* "$name"p*
+    "$CTR" stream-send --scan scan.h5 --to tcp://127.0.0.1:0 --bind --rate 200 --stop-after 40 \
+      --quiet >send.out 2>send.err &
+    SENDER=$!
+    wait_for send.out "^endpoint: " || bad "the sender printed no endpoint"
+    EP=$(sed -n 's/^endpoint: //p' send.out)
+    "$CTR" "${F[@]}" --follow --input "$EP" --out "$name.nrrd" --live-preview "${name}p" \
+      --preview-every 5 >recv.out 2>recv.err &
+    READER=$!
+    wait_for recv.out "40 of 90 projections" && kill -"$sig" "$READER"
+    wait "$READER"; rrc=$?
+    wait "$SENDER"
+    [ "$rrc" -ne 0 ] && [ -s "$name.nrrd.spool.index" ] && [ ! -e "$name.nrrd" ] &&
+      grep -q "^projections 40$" "$name.nrrd.spool.index" &&
+      ok "SIG$sig to the follower: exit $rrc, the spool's index lists the 40 projections" ||
+      bad "SIG$sig: exit $rrc, $(ls "$name".* 2>&1)"
+    "$CTR" "${F[@]}" --follow --input tcp://127.0.0.1:0 --bind --out "$name.nrrd" \
+      --live-preview "${name}p" --resume >recv.out 2>recv.err &
+    READER=$!
+    wait_for recv.out "^endpoint: " || bad "no endpoint printed"
+    EP=$(sed -n 's/^endpoint: //p' recv.out)
+    step "... the whole scan sent again" stream-send --scan scan.h5 --to "$EP" --quiet
+    wait "$READER"; rrc=$?
+    [ "$rrc" -eq 0 ] && grep -q "resumed the stopped run: 40 projections" recv.out &&
+      ok "... --resume: the 40 taken from the spool" || { bad "resume: exit $rrc"; cat recv.err; }
+    same "$name.nrrd" offline.nrrd "... the resumed run's volume is the offline run's, byte for byte"
+    [ ! -e "$name.nrrd.spool" ] && [ ! -e "$name.nrrd.spool.index" ] &&
+      [ ! -e "$name.nrrd.spool.cal" ] && [ -s "${name}p.h5" ] &&
+      ok "... the spool and its state removed, the previews there" || bad "after resume: $(ls)"
+  }
+  resume_after TERM rt
+  resume_after KILL rk
+  exits 2 "--resume without a stopped run's spool" "${F[@]}" --follow \
+    --input tcp://127.0.0.1:0 --bind --out none.nrrd --resume --follow-timeout 1
+  grep -q -- "--resume: no stopped run's spool 'none.nrrd.spool'.*--spool" "$ERR" &&
+    ok "... naming --resume and --spool" || bad "resume without a spool: $(cat "$ERR")"
+  exits 2 "--resume with a growing file" "${F[@]}" --follow --projections grow.h5 \
+    --out none.nrrd --resume
+  grep -q -- "--resume in the live mode continues a socket's spool" "$ERR" && ok "... said why" ||
+    bad "--resume with a file"
+
   touch s2.nrrd.spool
   exits 2 "the spool of a killed run (OUT.spool) refused" "${F[@]}" --follow \
     --input tcp://127.0.0.1:0 --bind --out s2.nrrd --follow-timeout 1

@@ -100,8 +100,9 @@ static ctr_parallel_params params(void) {
   return p;
 }
 
-/* The offline run of the finished file, as `ctrecon fbp` makes it. */
-static ctr_status offline(const char *scan, const char *out) {
+/* The offline run of the finished file, as `ctrecon fbp` makes it (so:
+ * the stream options, NULL: the defaults). */
+static ctr_status offline_with(const char *scan, const ctr_fbp_stream_options *so, const char *out) {
   char path[600];
   snprintf(path, sizeof path, "%s:/exchange/data", scan);
   ctr_stack_reader *r = NULL;
@@ -110,9 +111,13 @@ static ctr_status offline(const char *scan, const char *out) {
   p.nbins = W;
   p.nangles = NP;
   p.angles_deg = g_theta;
-  const ctr_status st = ctr_fbp_stream(g_ctx, &p, NULL, r, g_flat, g_dark, out, CTR_FORMAT_AUTO, NULL);
+  const ctr_status st = ctr_fbp_stream(g_ctx, &p, so, r, g_flat, g_dark, out, CTR_FORMAT_AUTO, NULL);
   ctr_stack_close(r);
   return st;
+}
+
+static ctr_status offline(const char *scan, const char *out) {
+  return offline_with(scan, NULL, out);
 }
 
 /* Steps until the scan ends (or `limit` steps); the steps that added projections. */
@@ -226,6 +231,90 @@ static void test_previews_and_final(void) {
   ctr_source_close(s);
 }
 
+/* The full volume summed as the projections arrive (accumulate), of a
+ * finished file's source: `so` the final run's options (NULL: the
+ * defaults), `axis` the parameters' axis; *state the last step's. */
+static ctr_status live_accumulated(ctr_live_accumulate mode, const ctr_fbp_stream_options *so,
+                                   double axis, uint64_t host_budget, const char *out,
+                                   ctr_live_state *state) {
+  ctr_source_options o = CTR_SOURCE_OPTIONS_INIT;
+  o.follow = 0;
+  ctr_source *s = NULL;
+  CTR_CHECK(ctr_source_open(P("scan.h5"), &o, &s));
+  ctr_fbp_stream_options sd = CTR_FBP_STREAM_OPTIONS_INIT;
+  if (so) sd = *so;
+  sd.host_budget = host_budget;
+  ctr_live_options lo = CTR_LIVE_OPTIONS_INIT;
+  lo.stream = &sd;
+  lo.accumulate = mode;
+  ctr_parallel_params p = params();
+  p.axis = axis;
+  ctr_fbp_live *l = NULL;
+  ctr_status st = ctr_fbp_live_open(g_ctx, s, &p, &lo, &l);
+  *state = (ctr_live_state)CTR_LIVE_STATE_INIT;
+  for (int i = 0; st == CTR_OK && i < 100 && !state->ended; i++)
+    st = ctr_fbp_live_step(l, 0.1, state);
+  if (st == CTR_OK) st = ctr_fbp_live_finish(l, out, CTR_FORMAT_AUTO, NULL);
+  ctr_fbp_live_free(l);
+  ctr_source_close(s);
+  return st;
+}
+
+/* The full volume during the acquisition: summed projection after
+ * projection in the streamed run's order, its bytes are the offline run's
+ * (the defaults; rows, nearest interpolation and uint16 output; a
+ * window); a run that cannot be summed is refused naming the option, or
+ * falls back under AUTO. */
+static void test_accumulate(void) {
+  ctr_live_state st;
+#ifdef CTR_TEST_CUDA
+  /* a GPU context: not summed yet (docs/synchrotron.md), refused under ON naming the option;
+   * AUTO reconstructs after the scan, the offline bytes */
+  CHECK_FAILS(live_accumulated(CTR_LIVE_ACCUMULATE_ON, NULL, AXIS, 0, P("x.nrrd"), &st),
+              CTR_E_INVALID_ARGUMENT, "ctr_live_options.accumulate");
+  CHECK(strstr(ctr_error_detail(), "GPU") != NULL && !exists(P("x.nrrd")));
+  CHECK_OK(live_accumulated(CTR_LIVE_ACCUMULATE_AUTO, NULL, AXIS, 0, P("auto.nrrd"), &st));
+  CHECK(st.ended == 1 && st.accumulated == 0 && same_files(P("auto.nrrd"), P("offline.nrrd")));
+  return;
+#endif
+  CHECK_OK(live_accumulated(CTR_LIVE_ACCUMULATE_ON, NULL, AXIS, 0, P("acc.nrrd"), &st));
+  CHECK_MSG(st.ended == 1 && st.accumulated == NP, "summed: %lld of %d",
+            (long long)st.accumulated, NP);
+  CHECK_MSG(same_files(P("acc.nrrd"), P("offline.nrrd")),
+            "the volume summed during the acquisition is the offline run's, byte for byte");
+  ctr_fbp_options fo = CTR_FBP_OPTIONS_INIT;
+  fo.interp = CTR_FBP_NEAREST;
+  fo.window = CTR_WINDOW_HANN;
+  ctr_fbp_stream_options so = CTR_FBP_STREAM_OPTIONS_INIT;
+  so.fbp = &fo;
+  so.row0 = 2;
+  so.nrows = 5;
+  so.batch = 2; /* bands of 2 slices: the copy of each band from the volume */
+  so.out_dtype = CTR_DTYPE_UINT16;
+  so.out_scale = 20000;
+  CHECK_OK(offline_with(P("scan.h5"), &so, P("offline_u16.nrrd")));
+  CHECK_OK(live_accumulated(CTR_LIVE_ACCUMULATE_ON, &so, AXIS, 0, P("acc_u16.nrrd"), &st));
+  CHECK(st.accumulated == NP);
+  CHECK_MSG(same_files(P("acc_u16.nrrd"), P("offline_u16.nrrd")),
+            "... with rows 2:7, nearest, hann and uint16 output too");
+  /* refused under ON, naming the option and why; AUTO falls back */
+  CHECK_FAILS(live_accumulated(CTR_LIVE_ACCUMULATE_ON, NULL, CTR_AXIS_AUTO, 0, P("x.nrrd"), &st),
+              CTR_E_INVALID_ARGUMENT, "ctr_live_options.accumulate");
+  CHECK(strstr(ctr_error_detail(), "CTR_AXIS_AUTO") != NULL);
+  CHECK_FAILS(live_accumulated(CTR_LIVE_ACCUMULATE_ON, NULL, AXIS, 4096, P("x.nrrd"), &st),
+              CTR_E_INVALID_ARGUMENT, "host memory budget");
+  CHECK(!exists(P("x.nrrd")));
+  CHECK_OK(live_accumulated(CTR_LIVE_ACCUMULATE_AUTO, NULL, AXIS, 4096, P("auto.nrrd"), &st));
+  CHECK_MSG(st.ended == 1 && st.accumulated == 0 && same_files(P("auto.nrrd"), P("offline.nrrd")),
+            "AUTO without the memory: the volume after the scan, the same bytes");
+  ctr_corrections c = CTR_CORRECTIONS_INIT;
+  c.stripe = CTR_STRIPE_SORTING;
+  so = (ctr_fbp_stream_options)CTR_FBP_STREAM_OPTIONS_INIT;
+  so.corrections = &c;
+  CHECK_FAILS(live_accumulated(CTR_LIVE_ACCUMULATE_ON, &so, AXIS, 0, P("x.nrrd"), &st),
+              CTR_E_INVALID_ARGUMENT, "corrections");
+}
+
 /* The writer's progress: after `hang_after` projections (0: never) it hangs
  * until killed, so the test kills it mid-scan at a known point whatever
  * the machine's load. */
@@ -263,6 +352,7 @@ static pid_t follow_growing(const char *name, double rate, int64_t hang_after, d
   const ctr_parallel_params p = params();
   ctr_live_options lo = CTR_LIVE_OPTIONS_INIT;
   lo.timeout_s = timeout;
+  lo.accumulate = CTR_LIVE_ACCUMULATE_AUTO; /* on the CPU: summed (theta announced), else not */
   if (*s) CHECK_OK(ctr_fbp_live_open(g_ctx, *s, &p, &lo, l));
   return pid;
 }
@@ -276,6 +366,10 @@ static void test_swmr_growing(void) {
   const int steps = run_live(l, &st, 1000);
   CHECK(st.ended == 1 && st.projections == NP);
   CHECK_MSG(steps >= 3, "the projections arrived over %d steps (the file grew while read)", steps);
+#ifndef CTR_TEST_CUDA
+  CHECK_MSG(st.accumulated == NP, "a growing file's volume summed as it grew (%lld)",
+            (long long)st.accumulated);
+#endif
   int status = 0;
   waitpid(pid, &status, 0);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -431,6 +525,130 @@ static void test_zmq_missing(void) {
   zmq_close(push);
   zmq_ctx_term(zc);
 }
+
+#if CTR_HAVE_HDF5
+/* A socket scan whose sender stops mid-scan, resumed: the spool and its
+ * state kept by the stopped run (a frame half written after the last one
+ * listed is not taken), the resumed run's source told which projections
+ * are there (those sent again dropped as duplicates, the flats and darks as
+ * out of order), and the final volume the offline run's bytes. */
+static void zmq_scan_part(void *push, int from, int to, int calibration) {
+  char head[256];
+  for (int k = 0; calibration && k < 4; k++) {
+    snprintf(head, sizeof head, "{\"kind\": \"%s\", \"shape\": [%d, %d], \"dtype\": \"uint16\"}",
+             k < 2 ? "flat" : "dark", H, W);
+    send_msg(push, head, W * H * 2, (k < 2 ? g_flats : g_darks) + (size_t)(k % 2) * W * H, 2);
+  }
+  for (int i = from; i < to; i++) proj_msg(push, i, NP, H, W);
+}
+
+static ctr_fbp_live *live_on_socket(ctr_source **s, void **zc, void **push, int resume,
+                                    int accumulate, ctr_status *st) {
+  ctr_source_options o = CTR_SOURCE_OPTIONS_INIT;
+  o.bind = 1;
+  *s = NULL;
+  CHECK_OK(ctr_source_open("tcp://127.0.0.1:0", &o, s));
+  *zc = zmq_ctx_new();
+  *push = zmq_socket(*zc, ZMQ_PUSH);
+  if (*s) CHECK(zmq_connect(*push, ctr_source_endpoint(*s)) == 0);
+  ctr_parallel_params p = params();
+  ctr_live_options lo = CTR_LIVE_OPTIONS_INIT;
+  lo.timeout_s = resume ? 10 : 0.5; /* a resumed scan ends with its end frame */
+  lo.spool = P("r.spool");
+  lo.resume = resume;
+  if (accumulate) { /* a socket's angles come with its frames: given before them */
+    p.angles_deg = g_theta;
+    p.nangles = NP;
+#ifdef CTR_TEST_CUDA
+    lo.accumulate = CTR_LIVE_ACCUMULATE_AUTO; /* not on a GPU yet: after the scan */
+#else
+    lo.accumulate = CTR_LIVE_ACCUMULATE_ON;
+#endif
+  }
+  ctr_fbp_live *l = NULL;
+  *st = *s ? ctr_fbp_live_open(g_ctx, *s, &p, &lo, &l) : CTR_E_IO;
+  return l;
+}
+
+static void socket_close(ctr_source *s, void *zc, void *push) {
+  ctr_source_close(s);
+  zmq_close(push);
+  zmq_ctx_term(zc);
+}
+
+static void test_zmq_resume(void) {
+  ctr_source *s;
+  void *zc, *push;
+  ctr_status st;
+  /* nothing to resume yet */
+  ctr_fbp_live *l = live_on_socket(&s, &zc, &push, 1, 0, &st);
+  CHECK_MSG(st == CTR_E_IO && !l && strstr(ctr_error_detail(), "cannot resume: no state"),
+            "a resume without a stopped run's state is refused: %s", ctr_error_detail());
+  socket_close(s, zc, push);
+  /* the first run: 25 of NP projections, then the sender stops */
+  l = live_on_socket(&s, &zc, &push, 0, 1, &st);
+  CHECK_OK(st);
+  REQUIRE(l);
+  zmq_scan_part(push, 0, 25, 1);
+  ctr_live_state ls = CTR_LIVE_STATE_INIT;
+  run_live(l, &ls, 200);
+  CHECK(ls.ended == 2 && ls.projections == 25 && ls.expected == NP && ls.resumed == 0);
+  CHECK_FAILS(ctr_fbp_live_finish(l, P("r.nrrd"), CTR_FORMAT_AUTO, NULL), CTR_E_INVALID_ARGUMENT,
+              "with 25 of 60 projections");
+  ctr_fbp_live_free(l);
+  socket_close(s, zc, push);
+  CHECK_MSG(exists(P("r.spool")) && exists(P("r.spool.index")) && exists(P("r.spool.cal")) &&
+                !exists(P("r.spool.index.tmp")),
+            "a stopped run keeps its spool and state");
+  /* a frame torn by a kill while written: past the index, not taken */
+  FILE *torn = fopen(P("r.spool"), "r+b");
+  REQUIRE(torn);
+  fseek(torn, 25L * W * H * 2, SEEK_SET);
+  for (int i = 0; i < W * H; i++) fputc(0x7f, torn); /* half of frame 25, garbage */
+  fclose(torn);
+  /* resumed: 20 .. NP - 1 sent again (20 .. 24 duplicates), the flats again; the
+   * volume summed again from the spool, then on */
+  l = live_on_socket(&s, &zc, &push, 1, 1, &st);
+  CHECK_OK(st);
+  REQUIRE(l);
+  zmq_scan_part(push, 20, NP, 1);
+  send_msg(push, "{\"kind\": \"end\"}", 0, NULL, 1);
+  ls = (ctr_live_state)CTR_LIVE_STATE_INIT;
+  CHECK_OK(ctr_fbp_live_step(l, 0.0, &ls));
+#ifdef CTR_TEST_CUDA
+  const int summed = 0;
+#else
+  const int summed = 1;
+#endif
+  CHECK_MSG(ls.resumed == 25 && ls.projections >= 25 && ls.accumulated == ls.projections * summed,
+            "the resumed run starts from the stopped run's 25 (%lld resumed)", (long long)ls.resumed);
+  run_live(l, &ls, 200);
+  ctr_source_status ss = CTR_SOURCE_STATUS_INIT;
+  CHECK_OK(ctr_source_get_status(s, &ss));
+  CHECK(ls.accumulated == NP * summed);
+  CHECK_MSG(ls.ended == 1 && ls.projections == NP && ss.dropped_duplicate == 5 &&
+                ss.dropped_order == 4 && ss.dropped_header + ss.dropped_size == 0,
+            "resumed: %lld of %d, %lld duplicates, %lld out of order", (long long)ls.projections,
+            NP, (long long)ss.dropped_duplicate, (long long)ss.dropped_order);
+  CHECK_OK(ctr_fbp_live_finish(l, P("r.nrrd"), CTR_FORMAT_AUTO, NULL));
+  CHECK_MSG(same_files(P("r.nrrd"), P("offline.nrrd")),
+            "a resumed scan's volume is the offline run's, byte for byte");
+  ctr_fbp_live_free(l);
+  socket_close(s, zc, push);
+  CHECK_MSG(!exists(P("r.spool")) && !exists(P("r.spool.index")) && !exists(P("r.spool.cal")),
+            "the spool and its state removed once the volume is written");
+  /* a resume needs the spool named */
+  ctr_source_options o = CTR_SOURCE_OPTIONS_INIT;
+  o.bind = 1;
+  CHECK_OK(ctr_source_open("tcp://127.0.0.1:0", &o, &s));
+  ctr_live_options lo = CTR_LIVE_OPTIONS_INIT;
+  lo.resume = 1;
+  const ctr_parallel_params p = params();
+  CHECK_FAILS(ctr_fbp_live_open(g_ctx, s, &p, &lo, &l), CTR_E_INVALID_ARGUMENT,
+              "ctr_live_options.spool");
+  ctr_source_close(s);
+}
+#endif
 #else
 static void test_zmq_absent(void) {
   ctr_source *s = NULL;
@@ -465,12 +683,16 @@ int main(void) {
   CHECK_OK(ctr__swmr_writer_close(w));
   test_finished_source();
   test_previews_and_final();
+  test_accumulate();
   test_swmr_growing();
   test_swmr_writer_killed();
 #endif
 #if CTR_HAVE_ZMQ
   test_zmq_malformed();
   test_zmq_missing();
+#if CTR_HAVE_HDF5
+  test_zmq_resume(); /* after test_previews_and_final: offline.nrrd */
+#endif
 #else
   test_zmq_absent();
 #endif

@@ -144,7 +144,16 @@ CTR_API ctr_status ctr_replay(const char *scan, const char *to, const ctr_replay
 
 typedef struct ctr_fbp_live ctr_fbp_live;
 
-#define CTR_LIVE_OPTIONS_VERSION 1u
+/* ctr_live_options.accumulate: the full volume summed as projections arrive. */
+typedef enum ctr_live_accumulate {
+  CTR_LIVE_ACCUMULATE_OFF = 0,  /* the volume reconstructed after the scan (ctr_fbp_stream) */
+  CTR_LIVE_ACCUMULATE_ON = 1,   /* kept in memory and summed as projections arrive; a run it
+                                   cannot take (memory, options: the error names them) is
+                                   refused */
+  CTR_LIVE_ACCUMULATE_AUTO = 2  /* ON where the run allows it, else OFF */
+} ctr_live_accumulate;
+
+#define CTR_LIVE_OPTIONS_VERSION 2u /* 2: resume, accumulate */
 typedef struct ctr_live_options {
   unsigned version;
   const ctr_fbp_stream_options *stream; /* the final run's options (rows, corrections, filter,
@@ -155,17 +164,28 @@ typedef struct ctr_live_options {
   int npreview;                 /* entries of preview_rows (1 .. 64) */
   double timeout_s;             /* no frame for this long: the scan stopped (0 = 30 s) */
   const char *spool;            /* a socket's projections are kept in this raw file for the
-                                   final run (an existing file is refused), removed by
-                                   ctr_fbp_live_free; NULL: a new file in the system's
-                                   temporary folder (P_tmpdir, /tmp) */
+                                   final run (an existing file is refused unless resume), with
+                                   its state SPOOL.index and SPOOL.cal; removed by
+                                   ctr_fbp_live_free once the volume is written, kept when
+                                   the scan stopped early (resume continues it); NULL: a new
+                                   file in the system's temporary folder (P_tmpdir, /tmp),
+                                   always removed */
   const char *flat_file, *dark_file; /* stacks of flat and dark fields (any readable stack,
                                    "file.h5:/exchange/data_white"), averaged, instead of the
                                    source's; NULL: the source's (none: ones, zeros) */
+  /* version 2 */
+  int resume;                   /* 1: continue the stopped run whose state `spool` holds
+                                   (docs/synchrotron.md, "Resuming a stopped run"): its
+                                   projections are taken as received, the previews rebuilt
+                                   from them, and the source's frames of those indices dropped
+                                   as duplicates; needs `spool` */
+  ctr_live_accumulate accumulate; /* the full volume during the acquisition (default OFF) */
 } ctr_live_options;
-#define CTR_LIVE_OPTIONS_INIT { CTR_LIVE_OPTIONS_VERSION, NULL, NULL, 0, 0.0, NULL, NULL, NULL }
+#define CTR_LIVE_OPTIONS_INIT { CTR_LIVE_OPTIONS_VERSION, NULL, NULL, 0, 0.0, NULL, NULL, NULL, \
+                                0, CTR_LIVE_ACCUMULATE_OFF }
 CTR_API ctr_status ctr_live_options_init(ctr_live_options *s, unsigned version);
 
-#define CTR_LIVE_STATE_VERSION 1u
+#define CTR_LIVE_STATE_VERSION 2u /* 2: resumed, accumulated */
 typedef struct ctr_live_state {
   unsigned version;
   int64_t projections;  /* arrived (and backprojected into the previews) */
@@ -179,8 +199,12 @@ typedef struct ctr_live_state {
   double idle_s;        /* seconds since the last frame */
   double lag_s;         /* this step's oldest frame's wait in the source before it was taken
                            (0: none waited) */
+  /* version 2 */
+  int64_t resumed;      /* projections taken from a stopped run's state (resume) */
+  int64_t accumulated;  /* projections summed into the full volume (accumulate; they go in
+                           index order: one that arrived after a gap waits for it) */
 } ctr_live_state;
-#define CTR_LIVE_STATE_INIT { CTR_LIVE_STATE_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0 }
+#define CTR_LIVE_STATE_INIT { CTR_LIVE_STATE_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0 }
 CTR_API ctr_status ctr_live_state_init(ctr_live_state *s, unsigned version);
 
 /* A live reconstruction of the scan `src` delivers (the source stays the caller's;

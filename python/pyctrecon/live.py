@@ -91,6 +91,8 @@ class LiveUpdate:
     previews: np.ndarray
     lag: float
     report: Optional[dict] = field(default=None)
+    resumed: int = 0
+    accumulated: int = 0
 
 
 def follow(source: Union[str, os.PathLike, Source], out: Union[str, os.PathLike, None] = None, *,
@@ -103,6 +105,7 @@ def follow(source: Union[str, os.PathLike, Source], out: Union[str, os.PathLike,
            corrections: Optional[Corrections] = None, out_format: Any = "auto",
            out_dtype: Any = "float32", overwrite: bool = False, window: Any = "ram-lak",
            cutoff: float = 1.0, interp: Any = "linear", spool: Optional[str] = None,
+           resume: bool = False, accumulate: Union[str, bool] = "off",
            wait: float = 0.2, ctx=None) -> Iterator[LiveUpdate]:
     """Follows a scan as it arrives (ctr_fbp_live_*), yielding a LiveUpdate
     with a copy of the previews each time projections were added, and once
@@ -120,7 +123,22 @@ def follow(source: Union[str, os.PathLike, Source], out: Union[str, os.PathLike,
     the last update carries its report; a scan that stopped early raises
     InvalidArgumentError naming how many arrived (the previews were yielded
     first). ``timeout``: seconds without a frame after which the scan counts
-    as stopped."""
+    as stopped. The projections of a socket wait in ``spool`` (default
+    ``out`` + ".spool"), kept with its state when the scan stops early:
+    ``resume=True`` continues that run (its projections taken from the
+    spool, those sent again dropped as duplicates), to the same bytes.
+    ``accumulate``: "on" sums the full volume in memory as projections
+    arrive, so that it is written moments after the last one (the same
+    bytes; refused, naming the reason, where the run cannot: a GPU context,
+    the axis "auto", corrections, angles not known before the projections,
+    memory), "auto" where the run allows it, "off" (the default) after the
+    scan."""
+    if accumulate is True or accumulate is False:
+        accumulate = "on" if accumulate else "off"
+    modes = {"off": lib.CTR_LIVE_ACCUMULATE_OFF, "on": lib.CTR_LIVE_ACCUMULATE_ON,
+             "auto": lib.CTR_LIVE_ACCUMULATE_AUTO}
+    if accumulate not in modes:
+        raise ValueError(f"accumulate={accumulate!r}: expected 'off', 'on' or 'auto'")
     src = source if isinstance(source, Source) else Source(source, bind=bind, count=count)
     keep: list = []
     p = new_struct("ctr_parallel_params", lib.ctr_parallel_params_init,
@@ -152,6 +170,8 @@ def follow(source: Union[str, os.PathLike, Source], out: Union[str, os.PathLike,
     lo.spool = _core.kept_cstr(keep, spool)
     lo.flat_file = _core.kept_cstr(keep, flat_file)
     lo.dark_file = _core.kept_cstr(keep, dark_file)
+    lo.resume = int(bool(resume))
+    lo.accumulate = modes[accumulate]
     c = context(ctx)
     lp = ffi.new("ctr_fbp_live **")
     check(lib.ctr_fbp_live_open(c.ptr, src._ptr, p, lo, lp))
@@ -166,7 +186,8 @@ def follow(source: Union[str, os.PathLike, Source], out: Union[str, os.PathLike,
             upd = _update(live, st)
             if preview is not None and upd.previews.size and (
                     st.ended or st.projections - written >= preview_every):
-                check(lib.ctr_fbp_live_write_preview(live, cstr(preview), int(written == 0),
+                first = written == 0 and not resume  # a resumed run's replace the stopped run's
+                check(lib.ctr_fbp_live_write_preview(live, cstr(preview), int(first),
                                                      int(bool(overwrite))))
                 written = st.projections
             if st.ended and out is not None:
@@ -198,4 +219,5 @@ def _update(live, st) -> LiveUpdate:
         check(lib.ctr_fbp_live_preview(live, k, _core.wptr(prev[k]), r))
         rows.append(int(r[0]))
     return LiveUpdate(int(st.projections), int(st.expected), int(st.updated), int(st.dropped),
-                      int(st.ended), tuple(rows), prev, float(st.lag_s))
+                      int(st.ended), tuple(rows), prev, float(st.lag_s),
+                      resumed=int(st.resumed), accumulated=int(st.accumulated))

@@ -105,6 +105,44 @@ def test_follow_cut_short(tmp_path):
     assert src._ptr is None
 
 
+@pytest.mark.skipif("zmq" not in pyctrecon.features() or "hdf5" not in pyctrecon.features(),
+                    reason="needs ZeroMQ and HDF5")
+def test_follow_resume_accumulate(tmp_path):
+    """A socket scan cut short keeps its spool; resume=True with the whole
+    scan sent again continues it, summing the full volume as it comes
+    (accumulate="on", the angles given): the offline bytes."""
+    proj, flat, theta = _scan()
+    _dxchange(tmp_path / "scan.h5", proj, theta, flat)
+    out = tmp_path / "r.nrrd"
+    src = pyctrecon.Source("tcp://127.0.0.1:0", bind=True)
+    t = threading.Thread(target=pyctrecon.replay,
+                         args=(tmp_path / "scan.h5", src.endpoint), kwargs={"stop_after": 20})
+    t.start()
+    with pytest.raises(pyctrecon.InvalidArgumentError, match=f"with 20 of {NP} projections"):
+        for _ in pyctrecon.follow(src, out, axis=AXIS, pixel_size=0.01, timeout=1,
+                                  angles=theta, accumulate="on", ctx=pyctrecon.Context("cpu")):
+            pass
+    t.join()
+    src.close()
+    assert (tmp_path / "r.nrrd.spool").exists() and (tmp_path / "r.nrrd.spool.index").exists()
+    src = pyctrecon.Source("tcp://127.0.0.1:0", bind=True)
+    t = threading.Thread(target=pyctrecon.replay, args=(tmp_path / "scan.h5", src.endpoint))
+    t.start()
+    ups = list(pyctrecon.follow(src, out, axis=AXIS, pixel_size=0.01, timeout=10, angles=theta,
+                                resume=True, accumulate="on", ctx=pyctrecon.Context("cpu")))
+    t.join()
+    st = src.status()
+    src.close()
+    assert ups[0].resumed == 20 and ups[-1].ended == 1 and ups[-1].accumulated == NP
+    assert st["dropped_duplicate"] == 20
+    favg = pyctrecon.flatfield_average(np.stack([flat, flat]).astype(np.float32))
+    _offline(tmp_path / "scan.h5:/exchange/data", theta, tmp_path / "offline.nrrd", favg)
+    assert out.read_bytes() == (tmp_path / "offline.nrrd").read_bytes()
+    assert not (tmp_path / "r.nrrd.spool").exists()
+    with pytest.raises(ValueError, match="accumulate"):
+        next(pyctrecon.follow(tmp_path / "scan.h5", accumulate="sometimes"))
+
+
 def test_follow_bad_row(tmp_path):
     proj, _, theta = _scan()
     pyctrecon.io.save(tmp_path / "scan.nrrd", proj)

@@ -312,8 +312,18 @@ CTR__STRUCT_DEFINE_V1(frame, CTR_FRAME_VERSION, CTR_FRAME_INIT)
 CTR__STRUCT_DEFINE_V1(source_options, CTR_SOURCE_OPTIONS_VERSION, CTR_SOURCE_OPTIONS_INIT)
 CTR__STRUCT_DEFINE_V1(source_status, CTR_SOURCE_STATUS_VERSION, CTR_SOURCE_STATUS_INIT)
 CTR__STRUCT_DEFINE_V1(replay_options, CTR_REPLAY_OPTIONS_VERSION, CTR_REPLAY_OPTIONS_INIT)
-CTR__STRUCT_DEFINE_V1(live_options, CTR_LIVE_OPTIONS_VERSION, CTR_LIVE_OPTIONS_INIT)
-CTR__STRUCT_DEFINE_V1(live_state, CTR_LIVE_STATE_VERSION, CTR_LIVE_STATE_INIT)
+static const ctr_live_options live_options_defaults = CTR_LIVE_OPTIONS_INIT;
+static const ctr__struct_version live_options_versions[] = {
+    CTR__V_UPTO(ctr_live_options, resume), /* 1 */
+    CTR__V_ALL(ctr_live_options),          /* 2: resume, accumulate */
+};
+CTR__STRUCT_DEFINE(live_options, CTR_LIVE_OPTIONS_VERSION)
+static const ctr_live_state live_state_defaults = CTR_LIVE_STATE_INIT;
+static const ctr__struct_version live_state_versions[] = {
+    CTR__V_UPTO(ctr_live_state, resumed), /* 1 */
+    CTR__V_ALL(ctr_live_state),           /* 2: resumed, accumulated */
+};
+CTR__STRUCT_DEFINE(live_state, CTR_LIVE_STATE_VERSION)
 
 /* PET */
 CTR__STRUCT_DEFINE_V1(pet_params, CTR_PET_PARAMS_VERSION, CTR_PET_PARAMS_INIT)

@@ -104,6 +104,33 @@ static ctr_status mark_seen(ctr_source *s, int64_t index, double angle) {
   return CTR_OK;
 }
 
+ctr_status ctr__source_resume(ctr_source *s, int64_t width, int64_t height, ctr_dtype dtype,
+                              int64_t count, const int64_t *index, const double *angle, int64_t n) {
+  if (s->st.width || s->st.projections || s->st.flats || s->st.darks)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "a live run resumes on a source that has delivered nothing "
+             "yet (this one has delivered %lld projections)", (long long)s->st.projections);
+  if (s->st.count && count && s->st.count != count)
+    CTR_FAIL_FIELD_VALUE(CTR_E_SIZE_MISMATCH, "ctr_source_options.count", CTR__V_INT(s->st.count),
+                         "the source says the scan has %lld projections, the stopped run's state "
+                         "%lld", (long long)s->st.count, (long long)count);
+  if (!s->st.count) s->st.count = count;
+  s->st.width = width;
+  s->st.height = height;
+  s->dtype = dtype;
+  for (int64_t i = 0; i < n; i++) {
+    if (index[i] < 0 || (s->st.count && index[i] >= s->st.count) ||
+        (i > 0 && index[i] <= index[i - 1]))
+      CTR_FAIL(CTR_E_FORMAT, "the stopped run's projection %lld (index %lld) is not in "
+               "increasing order within the scan's %lld", (long long)i, (long long)index[i],
+               (long long)s->st.count);
+    CTR_CHECK(mark_seen(s, index[i], angle[i]));
+    s->st.last_index = index[i];
+    s->st.projections++;
+  }
+  if (s->st.count && s->st.projections == s->st.count) s->st.ended = 1;
+  return CTR_OK;
+}
+
 /* 1 when f may be delivered, 0 when it is dropped (counted by cause). */
 static int admit(ctr_source *s, const ctr__raw_frame *f) {
   ctr_source_status *st = &s->st;

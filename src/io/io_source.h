@@ -82,6 +82,13 @@ const double *ctr__source_angles(const ctr_source *s, int64_t *n);
 const char *ctr__source_data_path(const ctr_source *s);
 /* ops->release, where the kind has one. */
 void ctr__source_release(ctr_source *s);
+/* A resumed live run (fbp_live.c): the source, before its first frame, takes
+ * the n projections `index` (increasing, angles `angle`) of frames of
+ * width x height x dtype as delivered already, and the scan's count (0:
+ * not known); frames of those indices are then duplicates, and flats and
+ * darks come too late (dropped, counted as out of order). */
+ctr_status ctr__source_resume(ctr_source *s, int64_t width, int64_t height, ctr_dtype dtype,
+                              int64_t count, const int64_t *index, const double *angle, int64_t n);
 
 /* Each kind's open, called by ctr_source_open: *ops and *impl, or an error
  * naming the address. count: the scan's projections the kind knows (0:

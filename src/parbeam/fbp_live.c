@@ -17,17 +17,21 @@
  *    source's angles, flat and dark averaged as `ctrecon fbp` averages them
  *    (ctr_flatfield_average of float32 images): the bytes of the offline run. */
 #include "io/io_source.h"
+#include "parbeam/fbp_stream_internal.h"
+#include "parbeam/parbeam.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_PREVIEWS 64
 #define BATCH 32 /* projections backprojected together at most */
+#define ACC_CHUNK 8 /* projections summed into the full volume together at most */
 
 struct ctr_fbp_live {
   ctr_context *ctx;
@@ -57,13 +61,27 @@ struct ctr_fbp_live {
   int64_t *bindex;
   int64_t done;                  /* projections in the previews */
   int64_t clamped;
-  /* the spool (a socket's projections) */
-  char spool[4200];
+  /* the spool (a socket's projections) and its state (SPOOL.index, SPOOL.cal) */
+  char spool[4200], index_path[4300], cal_path[4300];
   int spool_fd, spool_own;
+  int64_t *sp_index;             /* the projections in the spool, in the order received */
+  double *sp_angle;              /* their frames' angles (NAN: none) */
+  int64_t nspooled, sp_cap, sp_listed; /* ..., of them listed in SPOOL.index */
+  int64_t resumed;               /* taken from a stopped run's state */
+  int finished;                  /* the volume written: the spool and its state removed */
   int ended;
+  /* the full volume summed as projections arrive (accumulate) */
+  int acc;                       /* 0: not decided yet; 1: summing; -1: after the scan */
+  ctr_parallel_geometry *gacc;   /* the final run's output geometry */
+  int64_t acc_row0, acc_nslices; /* the rows reconstructed */
+  float *vol, *acc_sino;         /* the volume; a chunk's sinograms */
+  int64_t acc_next;              /* the next projection summed (in index order) */
+  ctr_value_counts acc_counts;   /* the data policy's counts of the sums */
 };
 
 /* ---- Opening -------------------------------------------------------------------- */
+
+static ctr_status resume_state(ctr_fbp_live *l);
 
 ctr_status ctr_fbp_live_open(ctr_context *ctx, ctr_source *src, const ctr_parallel_params *params,
                              const ctr_live_options *opts, ctr_fbp_live **out) {
@@ -95,6 +113,12 @@ ctr_status ctr_fbp_live_open(ctr_context *ctx, ctr_source *src, const ctr_parall
                               "ctr_live_options.timeout_s = %g: expected seconds >= 0 (0: 30)",
                               l->o.timeout_s);
   if (l->o.timeout_s == 0) l->o.timeout_s = 30;
+  if (l->o.accumulate != CTR_LIVE_ACCUMULATE_OFF && l->o.accumulate != CTR_LIVE_ACCUMULATE_ON &&
+      l->o.accumulate != CTR_LIVE_ACCUMULATE_AUTO)
+    CTR_FAIL_FIELD_VALUE_GOTO(st, CTR_E_INVALID_ARGUMENT, "ctr_live_options.accumulate",
+                              CTR__V_INT(l->o.accumulate),
+                              "ctr_live_options.accumulate = %d: expected CTR_LIVE_ACCUMULATE_OFF, "
+                              "_ON or _AUTO", (int)l->o.accumulate);
   if (l->so.sinograms)
     CTR_FAIL_FIELD_GOTO(st, CTR_E_INVALID_ARGUMENT, "ctr_fbp_stream_options.sinograms",
                         "ctr_fbp_stream_options.sinograms: a live scan brings projections");
@@ -114,6 +138,7 @@ ctr_status ctr_fbp_live_open(ctr_context *ctx, ctr_source *src, const ctr_parall
     l->p.axis_shift = l->user_shift;
   }
   l->so.fbp = &l->fbp;
+  if (l->o.resume) CTR_CHECK_GOTO(st, resume_state(l));
 cleanup:
   if (st != CTR_OK) {
     ctr_fbp_live_free(l);
@@ -231,7 +256,74 @@ static ctr_status calibrate(ctr_fbp_live *l) {
   return CTR_OK;
 }
 
-/* ---- The spool ------------------------------------------------------------------ */
+/* ---- The spool and its state ------------------------------------------------------ */
+
+/* The state of a run (docs/synchrotron.md, "Resuming a stopped run"):
+ *   SPOOL        the projections' pixels, raw, each at index x frame bytes;
+ *   SPOOL.cal    the averaged flat then dark field (float32 images, those the
+ *                index says are there), written once before the first index;
+ *   SPOOL.index  text: "ctrecon live spool 1", the frames' width, height,
+ *                dtype, the scan's count (0: not known yet), flat and dark
+ *                (1: in SPOOL.cal), "projections N", then N lines "INDEX
+ *                ANGLE" (degrees, %.17g; nan: none) of the projections whose
+ *                pixels are in SPOOL.
+ * Each file is written to NAME.tmp, flushed to the disk (fsync) and renamed
+ * into place, and the spool is flushed (fdatasync) before the index that
+ * lists its new frames: a frame is valid only once the index lists it, so a
+ * run killed at any point (or the machine losing power) leaves an index
+ * that lists whole frames only; a frame half written is not listed and is
+ * taken again when it is sent again. */
+static ctr_status write_atomic(const char *path, const void *a, size_t na, const void *b,
+                               size_t nb) {
+  char tmp[4400];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "wb");
+  if (!f) CTR_FAIL(CTR_E_IO, "cannot create '%s': %s", tmp, strerror(errno));
+  int ok = (!na || fwrite(a, 1, na, f) == na) && (!nb || fwrite(b, 1, nb, f) == nb);
+  ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+  const int err = errno;
+  ok = fclose(f) == 0 && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    const int e = ok ? errno : err;
+    unlink(tmp);
+    CTR_FAIL(CTR_E_IO, "cannot write '%s': %s", path, strerror(e));
+  }
+  return CTR_OK;
+}
+
+static ctr_status write_cal(const ctr_fbp_live *l) {
+  const size_t img = sizeof(float) * (size_t)(l->W * l->H);
+  return write_atomic(l->cal_path, l->flat, l->flat ? img : 0, l->dark, l->dark ? img : 0);
+}
+
+/* The index of the frames spooled so far, after they are on the disk. */
+static ctr_status write_index(ctr_fbp_live *l) {
+  if (l->spool_fd < 0 || l->sp_listed == l->nspooled) return CTR_OK;
+  if (fdatasync(l->spool_fd) != 0)
+    CTR_FAIL(CTR_E_IO, "cannot flush the spool file '%s': %s", l->spool, strerror(errno));
+  const size_t cap = 256 + 48 * (size_t)l->nspooled;
+  char *text = ctr__malloc(cap, "the spool's index");
+  if (!text) return CTR_E_OUT_OF_MEMORY;
+  size_t n = (size_t)snprintf(text, cap, "ctrecon live spool 1\nwidth %lld\nheight %lld\n"
+                              "dtype %s\ncount %lld\nflat %d\ndark %d\nprojections %lld\n",
+                              (long long)l->W, (long long)l->H, ctr_dtype_name(l->dtype),
+                              (long long)l->count, l->flat != NULL, l->dark != NULL,
+                              (long long)l->nspooled);
+  for (int64_t i = 0; i < l->nspooled && n < cap; i++)
+    n += (size_t)snprintf(text + n, cap - n, "%lld %.17g\n", (long long)l->sp_index[i],
+                          l->sp_angle[i]);
+  const ctr_status st = n < cap ? write_atomic(l->index_path, text, n, NULL, 0)
+                                : ctr__error_set(CTR_E_INTERNAL, "the spool's index overflows");
+  free(text);
+  if (st == CTR_OK) l->sp_listed = l->nspooled;
+  return st;
+}
+
+static ctr_status spool_names(ctr_fbp_live *l) {
+  snprintf(l->index_path, sizeof l->index_path, "%s.index", l->spool);
+  snprintf(l->cal_path, sizeof l->cal_path, "%s.cal", l->spool);
+  return CTR_OK;
+}
 
 static ctr_status spool_open(ctr_fbp_live *l) {
   if (l->o.spool) {
@@ -247,10 +339,20 @@ static ctr_status spool_open(ctr_fbp_live *l) {
                          "for the final run; an existing one is not replaced)", l->spool,
                          strerror(errno));
   l->spool_own = 1;
-  return CTR_OK;
+  spool_names(l);
+  return write_cal(l);
 }
 
-static ctr_status spool_put(ctr_fbp_live *l, int64_t index, const void *pixels) {
+static ctr_status spool_put(ctr_fbp_live *l, int64_t index, double angle, const void *pixels) {
+  if (l->nspooled == l->sp_cap) {
+    const int64_t cap = l->sp_cap ? 2 * l->sp_cap : 256;
+    int64_t *ix = realloc(l->sp_index, sizeof(int64_t) * (size_t)cap);
+    if (ix) l->sp_index = ix;
+    double *an = realloc(l->sp_angle, sizeof(double) * (size_t)cap);
+    if (an) l->sp_angle = an;
+    if (!ix || !an) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "out of memory (the spool's index)");
+    l->sp_cap = cap;
+  }
   const off_t at = (off_t)index * (off_t)l->frame_bytes;
   size_t done = 0;
   while (done < l->frame_bytes) {
@@ -262,6 +364,9 @@ static ctr_status spool_put(ctr_fbp_live *l, int64_t index, const void *pixels) 
                w < 0 ? strerror(errno) : "no space written");
     done += (size_t)w;
   }
+  l->sp_index[l->nspooled] = index;
+  l->sp_angle[l->nspooled] = angle;
+  l->nspooled++;
   return CTR_OK;
 }
 
@@ -274,8 +379,144 @@ static double scan_weight(const ctr_fbp_live *l, const ctr_parallel_geometry *fu
   return l->count > 0 ? M_PI / (double)l->count : M_PI / (double)(l->done + 1);
 }
 
+/* ---- The full volume (accumulate) ------------------------------------------------ */
+
+/* The streamed run's plan for the finished scan (ctr__fbp_resolve,
+ * ctr__fbp_prepare_input, ctr__fbp_output_geometry: the geometry, rows and
+ * options the final run will have), or why the volume cannot be summed as
+ * the projections arrive (why[0] != 0). */
+static void acc_plan(ctr_fbp_live *l, const double *ann, char *why, size_t n) {
+  ctr__fbp_run r;
+  memset(&r, 0, sizeof r);
+  r.ctx = l->ctx;
+  ctr_parallel_params p = l->p;
+  p.nbins = l->W;
+  p.nangles = l->count;
+  p.angles_deg = ann;
+  ctr_status st = ctr__fbp_resolve(&r, &l->so);
+  r.W = l->W;
+  r.H = l->H;
+  r.NP = l->count;
+  r.dtype = l->dtype;
+  r.flat = l->flat;
+  r.dark = l->dark;
+  if (st == CTR_OK) st = ctr__fbp_prepare_input(&r, &p);
+  if (st == CTR_OK && (r.transmission || r.sino_corr))
+    snprintf(why, n, "the corrections (Paganin's filter, binning, the dezinger, ring removal, "
+             "stitching) take every projection of a row at once");
+  else if (st == CTR_OK && r.nsel != r.NP)
+    snprintf(why, n, "an angle subset (ctr_fbp_stream_options.angle_first, angle_count, "
+             "angle_step) is not the scan's projections");
+  if (st == CTR_OK && !why[0]) st = ctr__fbp_output_geometry(&r, &p);
+  uint64_t budget = l->so.host_budget;
+  if (st == CTR_OK && !why[0]) st = ctr__budgets_resolve(l->ctx, NULL, &budget);
+  if (st == CTR_OK && !why[0]) {
+    const double need = 4.0 * (double)r.nslices * (double)(r.gout->p.nx * r.gout->p.ny);
+    char b1[32], b2[32];
+    if (need > (double)budget)
+      snprintf(why, n, "the volume (%s) does not fit the host memory budget (%s: "
+               "ctr_fbp_stream_options.host_budget)", ctr__format_bytes(need, b1, sizeof b1),
+               ctr__format_bytes((double)budget, b2, sizeof b2));
+  }
+  if (st != CTR_OK) {
+    snprintf(why, n, "%s", ctr_error_detail());
+    ctr_error_clear();
+  } else if (!why[0]) {
+    l->gacc = r.gout;
+    r.gout = NULL;
+    l->acc_row0 = r.row0;
+    l->acc_nslices = r.nslices;
+  }
+  ctr__fbp_release(&r, CTR_OK);
+}
+
+/* At the first step with projections: the volume summed as they arrive,
+ * where the run allows it (the mode ON refuses a run that does not). */
+static ctr_status acc_decide(ctr_fbp_live *l) {
+  if (l->acc) return CTR_OK;
+  l->acc = -1;
+  if (l->o.accumulate == CTR_LIVE_ACCUMULATE_OFF) return CTR_OK;
+  char why[1024] = "";
+  int64_t na = 0;
+  const double *ann = l->user_angles ? l->user_angles : ctr__source_angles(l->src, &na);
+  if (l->user_angles) na = l->p.nangles;
+  if (ctr_context_get_device(l->ctx) == CTR_DEVICE_CUDA)
+    snprintf(why, sizeof why, "the context runs on a GPU, whose backprojection does not continue "
+             "a sum yet (docs/synchrotron.md, \"The full volume during the acquisition\")");
+  else if (l->p.axis == CTR_AXIS_AUTO)
+    snprintf(why, sizeof why, "the rotation axis is found from the data after the scan "
+             "(CTR_AXIS_AUTO): give it (ctr_parallel_params.axis)");
+  else if (!l->count || !ann || na != l->count)
+    snprintf(why, sizeof why, "the weight of a projection needs the scan's angles before its "
+             "projections (a DXchange file's theta, or ctr_parallel_params.angles_deg with "
+             "nangles the scan's count)");
+  else
+    acc_plan(l, ann, why, sizeof why);
+  if (!why[0]) {
+    const size_t plane = (size_t)(l->gacc->p.nx * l->gacc->p.ny);
+    l->vol = ctr__calloc((size_t)l->acc_nslices * plane, sizeof(float), "the full volume");
+    l->acc_sino = ctr__malloc(sizeof(float) * (size_t)(l->acc_nslices * ACC_CHUNK * l->W),
+                              "the full volume's sinograms");
+    if (!l->vol || !l->acc_sino) {
+      snprintf(why, sizeof why, "%s", ctr_error_detail());
+      ctr_error_clear();
+    }
+  }
+  if (why[0]) {
+    if (l->o.accumulate == CTR_LIVE_ACCUMULATE_ON)
+      CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_live_options.accumulate",
+                     "ctr_live_options.accumulate: the full volume cannot be summed as the "
+                     "projections arrive: %s", why);
+    ctr__log(l->ctx, CTR_LOG_INFO, "the volume is reconstructed after the scan (%s)", why);
+    return CTR_OK;
+  }
+  l->acc_counts = (ctr_value_counts)CTR_VALUE_COUNTS_INIT;
+  l->acc = 1;
+  return CTR_OK;
+}
+
+/* The batch's projections that come next in index order into the full
+ * volume: flat-fielded, -log'ed and ramp-filtered as the streamed run
+ * makes them (ctr_flatfield_sinograms, ctr_fbp_filter: each value on its
+ * own), and backprojected by continuing each voxel's sum over the angles
+ * in the order the streamed run's backprojector makes it
+ * (ctr__fbp_bp_cpu_continue over the final geometry). A projection after a
+ * gap is not summed: the source delivers increasing indices only, so the
+ * scan then misses one and is refused at the end. */
+static ctr_status acc_batch(ctr_fbp_live *l, int64_t n) {
+  if (l->acc != 1) return CTR_OK;
+  int64_t m = 0;
+  while (m < n && l->bindex[m] == l->acc_next + m) m++;
+  ctr_fbp_options fo = l->fbp;
+  fo.counts = &l->acc_counts;
+  for (int64_t j0 = 0; j0 < m; j0 += ACC_CHUNK) {
+    const int64_t k = m - j0 < ACC_CHUNK ? m - j0 : ACC_CHUNK;
+    int64_t clamped = 0;
+    CTR_CHECK(ctr_flatfield_sinograms((const char *)l->batch + (size_t)j0 * l->frame_bytes,
+                                      l->dtype, l->W, l->H, k, l->flat ? l->flat : l->ones,
+                                      l->dark, l->acc_row0, l->acc_nslices, l->acc_sino,
+                                      &clamped));
+    l->acc_counts.clamped += clamped;
+    ctr_parallel_params q = l->gacc->p;
+    q.nangles = k;
+    q.angles_deg = l->gacc->angles_deg + l->acc_next;
+    q.axis_shift = NULL;
+    ctr_parallel_geometry *gk = NULL;
+    CTR_CHECK(ctr_parallel_create(&q, &gk)); /* the filter's sizes */
+    const ctr_status st = ctr_fbp_filter(l->ctx, gk, &fo, l->acc_nslices, l->acc_sino);
+    ctr_parallel_free(gk);
+    CTR_CHECK(st);
+    ctr__fbp_bp_cpu_continue(l->ctx, l->gacc, fo.interp, l->acc_nslices, l->acc_next, k,
+                             l->acc_sino, l->vol);
+    l->acc_next += k;
+  }
+  return CTR_OK;
+}
+
 /* The batch's n projections (l->batch, angles l->bangles) into the previews. */
 static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
+  CTR_CHECK(acc_decide(l));
+  CTR_CHECK(acc_batch(l, n));
   const int np = l->npreview;
   const int64_t W = l->W;
   /* sinograms [preview][projection][bin] */
@@ -331,7 +572,161 @@ static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
   return st;
 }
 
+/* ---- Resuming a stopped run --------------------------------------------------------- */
+
+/* SPOOL.index read back: the frames' shape, the count, which calibration
+ * SPOOL.cal holds, and the projections listed (whole frames in SPOOL). */
+static ctr_status read_index(ctr_fbp_live *l, int has[2]) {
+  FILE *f = fopen(l->index_path, "r");
+  if (!f)
+    CTR_FAIL_FIELD_VALUE(CTR_E_IO, "ctr_live_options.spool", l->spool,
+                         "cannot resume: no state '%s' of a stopped run beside the spool '%s' (%s)",
+                         l->index_path, l->spool, strerror(errno));
+  char dtype[32] = "";
+  long long w = 0, h = 0, count = -1, n = -1;
+  int ok = fscanf(f, "ctrecon live spool 1 width %lld height %lld dtype %31s count %lld flat %d "
+                  "dark %d projections %lld", &w, &h, dtype, &count, &has[0], &has[1], &n) == 7;
+  ok = ok && w > 0 && h > 0 && count >= 0 && n >= 0 && (count == 0 || n <= count);
+  l->dtype = !strcmp(dtype, "uint16") ? CTR_DTYPE_UINT16 : CTR_DTYPE_FLOAT32;
+  ok = ok && (!strcmp(dtype, "uint16") || !strcmp(dtype, "float32"));
+  if (ok && n > 0) {
+    l->sp_index = malloc(sizeof(int64_t) * (size_t)n);
+    l->sp_angle = malloc(sizeof(double) * (size_t)n);
+    ok = l->sp_index && l->sp_angle;
+    l->sp_cap = ok ? n : 0;
+  }
+  for (long long i = 0; ok && i < n; i++) {
+    long long ix;
+    char ang[64];
+    ok = fscanf(f, "%lld %63s", &ix, ang) == 2;
+    char *end = NULL;
+    const double a = strtod(ang, &end);
+    ok = ok && end && !*end && ix >= 0 && (!count || ix < count) && (!i || ix > l->sp_index[i - 1]);
+    if (ok) {
+      l->sp_index[i] = ix;
+      l->sp_angle[i] = a;
+    }
+  }
+  fclose(f);
+  if (!ok)
+    CTR_FAIL_FIELD_VALUE(CTR_E_FORMAT, "ctr_live_options.spool", l->spool,
+                         "cannot resume: '%s' is not the state of a stopped live run (docs/"
+                         "synchrotron.md, \"Resuming a stopped run\")", l->index_path);
+  l->W = w;
+  l->H = h;
+  l->count = count;
+  l->nspooled = l->sp_listed = n;
+  return CTR_OK;
+}
+
+/* SPOOL.cal: the averaged flat and dark of the stopped run. */
+static ctr_status read_cal(ctr_fbp_live *l, const int has[2]) {
+  const int64_t npix = l->W * l->H;
+  float **dst[2] = {&l->flat, &l->dark};
+  FILE *f = fopen(l->cal_path, "rb");
+  int ok = f != NULL;
+  for (int k = 0; ok && k < 2; k++) {
+    if (!has[k]) continue;
+    *dst[k] = ctr__aligned_alloc(sizeof(float) * (size_t)npix, k ? "the dark field" : "the flat field");
+    ok = *dst[k] && fread(*dst[k], sizeof(float), (size_t)npix, f) == (size_t)npix;
+  }
+  ok = ok && fgetc(f) == EOF;
+  if (f) fclose(f);
+  if (!ok)
+    CTR_FAIL_FIELD_VALUE(CTR_E_FORMAT, "ctr_live_options.spool", l->spool,
+                         "cannot resume: '%s' does not hold the %s%s%s of %lld x %lld pixels "
+                         "its index '%s' says", l->cal_path, has[0] ? "flat field" : "",
+                         has[0] && has[1] ? " and the " : "", has[1] ? "dark field" : "",
+                         (long long)l->W, (long long)l->H, l->index_path);
+  if (!l->flat) {
+    l->ones = ctr__aligned_alloc(sizeof(float) * (size_t)npix, "the flat field (ones)");
+    if (!l->ones) return CTR_E_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < npix; i++) l->ones[i] = 1.0f;
+  }
+  l->calibrated = 1;
+  return CTR_OK;
+}
+
+static ctr_status take_spooled(ctr_fbp_live *l, int64_t i, int64_t *nb);
+
+/* The stopped run's state taken over: its spool, calibration and
+ * projections (the source told they arrived), the previews rebuilt from the
+ * spooled frames in the order they came. */
+static ctr_status resume_state(ctr_fbp_live *l) {
+  if (!l->o.spool)
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_live_options.spool",
+                   "ctr_live_options.resume continues the stopped run whose state is beside its "
+                   "spool: give ctr_live_options.spool");
+  if (ctr__source_data_path(l->src))
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_live_options.resume",
+                   "ctr_live_options.resume continues a socket's spool; a file source is its own "
+                   "state: follow it again without resume");
+  snprintf(l->spool, sizeof l->spool, "%s", l->o.spool);
+  spool_names(l);
+  int has[2] = {0, 0};
+  CTR_CHECK(read_index(l, has));
+  ctr_frame shape = CTR_FRAME_INIT;
+  shape.width = l->W;
+  shape.height = l->H;
+  shape.dtype = l->dtype;
+  CTR_CHECK(first_frame(l, &shape));
+  CTR_CHECK(read_cal(l, has));
+  l->spool_fd = open(l->spool, O_RDWR | O_CLOEXEC);
+  struct stat sb;
+  const int64_t need = l->nspooled ? (l->sp_index[l->nspooled - 1] + 1) * (int64_t)l->frame_bytes : 0;
+  if (l->spool_fd < 0 || fstat(l->spool_fd, &sb) != 0 || (int64_t)sb.st_size < need)
+    CTR_FAIL_FIELD_VALUE(CTR_E_IO, "ctr_live_options.spool", l->spool,
+                         "cannot resume: the spool '%s' %s (its index lists %lld projections "
+                         "of %zu bytes)", l->spool,
+                         l->spool_fd < 0 ? strerror(errno) : "is shorter than its index says",
+                         (long long)l->nspooled, l->frame_bytes);
+  l->spool_own = 1;
+  CTR_CHECK(ctr__source_resume(l->src, l->W, l->H, l->dtype, l->count, l->sp_index, l->sp_angle,
+                               l->nspooled));
+  int64_t nb = 0;
+  for (int64_t i = 0; i < l->nspooled; i++) {
+    CTR_CHECK(take_spooled(l, i, &nb));
+    if (nb == BATCH || i + 1 == l->nspooled) {
+      CTR_CHECK(preview_batch(l, nb));
+      nb = 0;
+    }
+  }
+  l->resumed = l->nspooled;
+  l->src->t_last = ctr__now_s(); /* the wait for frames starts now, not before the rebuild */
+  return CTR_OK;
+}
+
 /* ---- Steps ---------------------------------------------------------------------- */
+
+/* Projection `index` (angle: its frame's) into the batch. */
+static ctr_status batch_add(ctr_fbp_live *l, int64_t index, double angle, int64_t *nb) {
+  l->bangles[*nb] = isfinite(angle) ? angle
+                    : l->user_angles && index < l->p.nangles ? l->user_angles[index]
+                                                             : NAN;
+  if (!isfinite(l->bangles[*nb]))
+    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_parallel_params.angles_deg",
+                   "projection %lld came without an angle: give the scan's angles "
+                   "(ctr_parallel_params.angles_deg)", (long long)index);
+  l->bindex[*nb] = index;
+  (*nb)++;
+  return CTR_OK;
+}
+
+/* The spool's i-th projection read back into the batch. */
+static ctr_status take_spooled(ctr_fbp_live *l, int64_t i, int64_t *nb) {
+  char *dst = (char *)l->batch + (size_t)*nb * l->frame_bytes;
+  const off_t at = (off_t)l->sp_index[i] * (off_t)l->frame_bytes;
+  size_t done = 0;
+  while (done < l->frame_bytes) {
+    const ssize_t r = pread(l->spool_fd, dst + done, l->frame_bytes - done, at + (off_t)done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0)
+      CTR_FAIL(CTR_E_IO, "cannot read the spool file '%s': %s", l->spool,
+               r < 0 ? strerror(errno) : "it ends early");
+    done += (size_t)r;
+  }
+  return batch_add(l, l->sp_index[i], l->sp_angle[i], nb);
+}
 
 static ctr_status take(ctr_fbp_live *l, const ctr_frame *f, int64_t *nb) {
   if (!l->W) CTR_CHECK(first_frame(l, f));
@@ -340,18 +735,9 @@ static ctr_status take(ctr_fbp_live *l, const ctr_frame *f, int64_t *nb) {
     CTR_CHECK(calibrate(l));
     if (!ctr__source_data_path(l->src)) CTR_CHECK(spool_open(l));
   }
-  if (l->spool_fd >= 0) CTR_CHECK(spool_put(l, f->index, f->pixels));
+  if (l->spool_fd >= 0) CTR_CHECK(spool_put(l, f->index, f->angle_deg, f->pixels));
   memcpy((char *)l->batch + (size_t)*nb * l->frame_bytes, f->pixels, l->frame_bytes);
-  l->bangles[*nb] = isfinite(f->angle_deg) ? f->angle_deg
-                    : l->user_angles && f->index < l->p.nangles ? l->user_angles[f->index]
-                                                                : NAN;
-  if (!isfinite(l->bangles[*nb]))
-    CTR_FAIL_FIELD(CTR_E_INVALID_ARGUMENT, "ctr_parallel_params.angles_deg",
-                   "projection %lld came without an angle: give the scan's angles "
-                   "(ctr_parallel_params.angles_deg)", (long long)f->index);
-  l->bindex[*nb] = f->index;
-  (*nb)++;
-  return CTR_OK;
+  return batch_add(l, f->index, f->angle_deg, nb);
 }
 
 ctr_status ctr_fbp_live_step(ctr_fbp_live *l, double wait_s, ctr_live_state *state) {
@@ -373,6 +759,7 @@ ctr_status ctr_fbp_live_step(ctr_fbp_live *l, double wait_s, ctr_live_state *sta
   ctr_source_status ss = CTR_SOURCE_STATUS_INIT;
   CTR_CHECK(ctr_source_get_status(l->src, &ss));
   if (ss.count) l->count = ss.count;
+  CTR_CHECK(write_index(l)); /* the frames taken are on the disk: listed */
   if (nb) CTR_CHECK(preview_batch(l, nb));
   const double idle = ctr__now_s() - l->src->t_last;
   if (!l->ended) {
@@ -391,6 +778,8 @@ ctr_status ctr_fbp_live_step(ctr_fbp_live *l, double wait_s, ctr_live_state *sta
   s.npreview = l->W ? l->npreview : 0;
   s.idle_s = idle;
   s.lag_s = lag;
+  s.resumed = l->resumed;
+  s.accumulated = l->acc == 1 ? l->acc_next : 0;
   if (state) CTR_CHECK(ctr__struct_store(&ctr__struct_live_state, state, &s));
   return CTR_OK;
 }
@@ -467,6 +856,13 @@ static void missing_text(const ctr_source *s, int64_t count, char *buf, size_t n
     }
 }
 
+/* The volume summed complete, with the angles the final run takes (the
+ * frames', which a file's theta announced): else the streamed run makes it. */
+static int acc_complete(const ctr_fbp_live *l, const double *angles) {
+  return l->acc == 1 && l->acc_next == l->count && angles &&
+         !memcmp(angles, l->gacc->angles_deg, sizeof(double) * (size_t)l->count);
+}
+
 /* The finished scan's reader: the file (opened once its writer has closed
  * it, within the timeout) or the spool. */
 static ctr_status open_scan(ctr_fbp_live *l, ctr_stack_reader **in) {
@@ -518,15 +914,41 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
                    (long long)l->p.nangles, (long long)l->count);
   ctr_stack_reader *in = NULL;
   CTR_CHECK(open_scan(l, &in));
-  const ctr_status st = ctr_fbp_stream(l->ctx, &p, &l->so, in, l->flat, l->dark, out, fmt, report);
+  ctr_fbp_stream_options so = l->so;
+  char journal[4300];
+  snprintf(journal, sizeof journal, "%s.partial.journal", out ? out : "");
+  if (so.resume && access(journal, F_OK) != 0) so.resume = 0; /* a resumed scan, not its volume */
+  ctr_status st;
+  if (acc_complete(l, p.angles_deg)) {
+    const int64_t nv = l->acc_nslices * l->gacc->p.nx * l->gacc->p.ny;
+    l->acc_counts.output += ctr__values_sanitize(l->vol, nv); /* as the backend's, at the end */
+    l->acc_counts.calibration = ctr__flat_bad_pixels(
+        (l->flat ? l->flat : l->ones) + l->acc_row0 * l->W,
+        l->dark ? l->dark + l->acc_row0 * l->W : NULL, l->acc_nslices * l->W);
+    st = ctr__fbp_stream_accumulated(l->ctx, &p, &so, in, l->flat, l->dark, l->vol,
+                                     &l->acc_counts, out, fmt, report);
+  } else {
+    st = ctr_fbp_stream(l->ctx, &p, &so, in, l->flat, l->dark, out, fmt, report);
+  }
   ctr_stack_close(in);
+  if (st == CTR_OK) l->finished = 1;
   return st;
 }
 
 void ctr_fbp_live_free(ctr_fbp_live *l) {
   if (!l) return;
   if (l->spool_fd >= 0) close(l->spool_fd);
-  if (l->spool_own) unlink(l->spool);
+  /* a named spool of a scan not reconstructed stays, with its state, for a resume */
+  if (l->spool_own && (l->finished || !l->o.spool)) {
+    unlink(l->spool);
+    unlink(l->index_path);
+    unlink(l->cal_path);
+  }
+  free(l->sp_index);
+  free(l->sp_angle);
+  ctr_parallel_free(l->gacc);
+  free(l->vol);
+  free(l->acc_sino);
   free(l->user_angles);
   free(l->user_shift);
   free(l->cal[0]);

@@ -214,7 +214,7 @@ static ctr_status setup_geometry(srun *r, const ctr_parallel_params *params) {
 
 /* The output geometry from gsel with the axis known: stitched or not, the
  * slice grid of params (output bins). */
-static ctr_status output_geometry(srun *r, const ctr_parallel_params *params) {
+ctr_status ctr__fbp_output_geometry(srun *r, const ctr_parallel_params *params) {
   ctr_parallel_params q = r->gsel->p;
   q.angles_deg = r->gsel->angles_deg;
   q.axis_shift = r->gsel->axis_shift;
@@ -339,6 +339,7 @@ static ctr_status read_rows_raw(srun *r, int64_t r0, int64_t n, void *buf) {
 static ctr_status fill(void *user, int64_t item, void *buf) {
   srun *r = user;
   const int64_t k = r->items[item];
+  if (r->accumulated) return CTR_OK; /* summed already: nothing to read */
   return read_rows_raw(r, band_start(r, k), band_len(r, k), buf);
 }
 
@@ -466,6 +467,11 @@ static ctr_status band_reconstruct(srun *r, int64_t k, void *const bufs[3], floa
   const ctr_parallel_params *po = &r->gout->p;
   const int64_t vd[3] = {po->nx, po->ny, ns};
   ctr_array va = ctr_array_make(slices, CTR_DTYPE_FLOAT32, 3, vd);
+  if (r->accumulated) {
+    const size_t px = (size_t)(po->nx * po->ny);
+    memcpy(slices, r->accumulated + (size_t)(k * r->band_slices) * px, sizeof(float) * px * (size_t)ns);
+    return CTR_OK;
+  }
   if (!r->sino && !r->transmission && !r->sino_corr) {
     /* as ctr_fbp_projections (on a CUDA context: the GPUs' chunk queue) */
     const int64_t pd[3] = {r->W, n, r->nsel};
@@ -772,7 +778,7 @@ ctr_status ctr__fbp_prepare(srun *r, const ctr_parallel_params *params, int64_t 
     if (!r->trans) return CTR_E_OUT_OF_MEMORY;
   }
   if (r->axis_found && !r->centre_known) CTR_CHECK(find_centre(r));
-  CTR_CHECK(output_geometry(r, params));
+  CTR_CHECK(ctr__fbp_output_geometry(r, params));
   if (gpu && r->o.gpu_budget) { /* refused before anything is read (band_reconstruct's calls) */
     const int proj = !r->sino && !r->transmission && !r->sino_corr;
     int64_t chunk = 0;
@@ -972,10 +978,11 @@ static ctr_status op_finish(void *self) {
 static const ctr__stream_ops k_fbp_ops = {"ctr_fbp_stream_options.resume", op_prepare, op_fingerprint,
                                           op_plan, op_setup, op_run, op_finish};
 
-ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *params,
-                                 const ctr_fbp_stream_options *opts, ctr_stack_reader *input,
-                                 const float *flat, const float *dark, const char *out,
-                                 ctr_file_format out_format, ctr_fbp_stream_report *report_out) {
+static ctr_status stream_local(ctr_context *ctx, const ctr_parallel_params *params,
+                               const ctr_fbp_stream_options *opts, ctr_stack_reader *input,
+                               const float *flat, const float *dark, const float *accumulated,
+                               const ctr_value_counts *counts, const char *out,
+                               ctr_file_format out_format, ctr_fbp_stream_report *report_out) {
   const double t_start = ctr__now_s();
   srun r;
   memset(&r, 0, sizeof r);
@@ -990,6 +997,8 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
   r.ctx = ctx;
   CTR_CHECK(ctr__fbp_resolve(&r, opts));
   CTR_CHECK(ctr__fbp_open_input(&r, input, flat, dark));
+  r.accumulated = accumulated;
+  if (counts) r.counts = *counts;
   fbp_exec e = {&r, params};
   const ctr_status st = ctr__stream_execute(&k_fbp_ops, &e, ctx, out, out_format, r.o.resume,
                                             r.o.overwrite, &o, &t_setup);
@@ -1012,6 +1021,25 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
   }
   ctr__stream_output_free(&o);
   return st;
+}
+
+ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *params,
+                                 const ctr_fbp_stream_options *opts, ctr_stack_reader *input,
+                                 const float *flat, const float *dark, const char *out,
+                                 ctr_file_format out_format, ctr_fbp_stream_report *report) {
+  return stream_local(ctx, params, opts, input, flat, dark, NULL, NULL, out, out_format, report);
+}
+
+ctr_status ctr__fbp_stream_accumulated(ctr_context *ctx, const ctr_parallel_params *params,
+                                       const ctr_fbp_stream_options *opts,
+                                       ctr_stack_reader *input, const float *flat,
+                                       const float *dark, const float *accumulated,
+                                       const ctr_value_counts *counts, const char *out,
+                                       ctr_file_format out_format, ctr_fbp_stream_report *report) {
+  if (!accumulated)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr__fbp_stream_accumulated: no accumulated volume");
+  return stream_local(ctx, params, opts, input, flat, dark, accumulated, counts, out, out_format,
+                      report);
 }
 
 ctr_status ctr_fbp_stream_memory(ctr_context *ctx, const ctr_parallel_params *params,

@@ -64,6 +64,9 @@ typedef struct ctr__fbp_run {
   int64_t k0, k1;             /* the piece's bands [k0, k1) (k1 0: all) */
   ctr__dist *dist;            /* claims each band before computing it (NULL: none) */
   int centre_known;           /* axis_in holds the axis rank 0 found: not found again */
+  /* the live FBP's full volume, summed as the projections arrived (fbp_live.c):
+   * the bands are copied from it, nothing is read */
+  const float *accumulated;   /* nslices x ny x nx, or NULL */
 } ctr__fbp_run;
 
 /* The steps of ctr__fbp_stream_local, in order. The options (opts: the
@@ -100,6 +103,20 @@ void ctr__fbp_report_values(const ctr__fbp_run *r, const ctr_value_counts *c, co
 /* Frees r's buffers, threads and geometry; a failed run's (st) error
  * detail stays the calling thread's. */
 void ctr__fbp_release(ctr__fbp_run *r, ctr_status st);
+/* The output geometry (r->gout) of the geometry read (r->gsel) and the
+ * centre (r->axis_in), as ctr__fbp_prepare makes it. */
+ctr_status ctr__fbp_output_geometry(ctr__fbp_run *r, const ctr_parallel_params *params);
+/* ctr__fbp_stream_local writing `accumulated` (the volume's slices of the
+ * rows reconstructed, summed already: the live FBP's, fbp_live.c) instead of
+ * reconstructing bands of the input: the same output file, journal and
+ * report; `counts` (may be NULL): the data policy's counts of the
+ * accumulation, reported as the run's. */
+ctr_status ctr__fbp_stream_accumulated(ctr_context *ctx, const ctr_parallel_params *params,
+                                       const ctr_fbp_stream_options *opts,
+                                       ctr_stack_reader *input, const float *flat,
+                                       const float *dark, const float *accumulated,
+                                       const ctr_value_counts *counts, const char *out,
+                                       ctr_file_format out_format, ctr_fbp_stream_report *report);
 /* ctr_fbp_stream of one process; ctr_fbp_stream (fbp_dist.c) hands a run
  * with a cluster, or the resume of a distributed run's output, to the
  * distributed FBP. */

@@ -53,6 +53,14 @@ ctr_status ctr__lamino_bp_reference(const ctr_parallel_geometry *g, ctr_fbp_inte
 /* CPU backprojection of nslices filtered sinograms into slices (float). */
 void ctr__fbp_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr_fbp_interp interp,
                      int64_t nslices, const float *sino, float *slices);
+/* The same sums continued: the slices hold the sums of the geometry's angles
+ * [0, a0), and angles [a0, a0 + na) of sino (nslices x na x nbins) are added,
+ * each pixel's additions in the order ctr__fbp_bp_cpu makes them, so that
+ * sums continued over consecutive ranges give ctr__fbp_bp_cpu's bits (the
+ * live FBP's full volume, fbp_live.c). No sanitising: the caller's, at the end. */
+void ctr__fbp_bp_cpu_continue(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                              ctr_fbp_interp interp, int64_t nslices, int64_t a0, int64_t na,
+                              const float *sino, float *slices);
 
 /* Flat / dark pixels that do not calibrate (non-finite, flat <= dark) among
  * n; dark may be NULL (0). Their sinogram values are 0 on every backend. */

@@ -198,12 +198,14 @@ static int cache_entries(const ctr_parallel_geometry *g) {
 
 typedef struct bp_job {
   const ctr_parallel_geometry *g;
-  const ctr__par_angle *ang; /* NULL: computed per tile */
-  const float *sino;
+  const ctr__par_angle *ang; /* NULL: computed per tile; else angles a0 .. a0 + na - 1 */
+  const float *sino;         /* nslices x na x nbins */
   float *slices;
   int64_t nslices;
   int nearest, cached;
   int cache_n;               /* cache entries per slice */
+  int64_t a0, na;            /* the geometry's angles summed: [a0, a0 + na) */
+  int cont;                  /* 1: the sums continue from the slices' values, else from 0 */
 } bp_job;
 
 #pragma GCC push_options
@@ -213,14 +215,19 @@ typedef struct bp_job {
 static void bp_tile(const bp_job *jb, int64_t s0, int64_t j0, int64_t i0, bp_scratch *sc,
                     uint64_t *cache) {
   const ctr_parallel_geometry *g = jb->g;
-  const int64_t nb = g->p.nbins, na = g->p.nangles, nx = g->p.nx, ny = g->p.ny;
+  const int64_t nb = g->p.nbins, na = jb->na, nx = g->p.nx, ny = g->p.ny;
   const int ks = (int)(jb->nslices - s0 < KS ? jb->nslices - s0 : KS);
   const int h = (int)(ny - j0 < TY ? ny - j0 : TY), wdt = (int)(nx - i0 < TX ? nx - i0 : TX);
   const int d1 = nb > 1 ? 1 : 0;
   memset(sc->acc, 0, sizeof sc->acc);
+  if (jb->cont) /* the sums so far: each pixel's sequence of additions goes on */
+    for (int m = 0; m < ks; m++)
+      for (int r = 0; r < h; r++)
+        memcpy(sc->acc + (m * TY + r) * TX, jb->slices + ((s0 + m) * ny + j0 + r) * nx + i0,
+               sizeof(float) * (size_t)wdt);
   for (int64_t a = 0; a < na; a++) {
     ctr__par_angle one;
-    if (!jb->ang) ctr__par_angles(g, a, 1, &one);
+    if (!jb->ang) ctr__par_angles(g, jb->a0 + a, 1, &one);
     const ctr__par_angle *A = jb->ang ? &jb->ang[a] : &one;
     const float *q0 = jb->sino + (s0 * na + a) * nb;
     int blo = 0, bhi = 0, n = 0;
@@ -270,14 +277,17 @@ static void bp_tile(const bp_job *jb, int64_t s0, int64_t j0, int64_t i0, bp_scr
              sizeof(float) * (size_t)wdt);
 }
 
-void ctr__fbp_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr_fbp_interp interp,
-                     int64_t nslices, const float *sino, float *slices) {
-  const int64_t na = g->p.nangles, nx = g->p.nx, ny = g->p.ny;
+/* The sums of angles [a0, a0 + na) into the slices, from 0 or (cont) on. */
+static void bp_run(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr_fbp_interp interp,
+                   int64_t nslices, int64_t a0, int64_t na, int cont, const float *sino,
+                   float *slices) {
+  const int64_t nx = g->p.nx, ny = g->p.ny;
   const int64_t ngroups = (nslices + KS - 1) / KS, ntx = (nx + TX - 1) / TX,
                 nty = (ny + TY - 1) / TY, nitems = ngroups * nty * ntx;
-  if (nslices <= 0) return;
+  if (nslices <= 0 || na <= 0) return;
   const int nthreads = ctr__num_threads(ctx);
-  bp_job jb = {g, NULL, sino, slices, nslices, interp == CTR_FBP_NEAREST, 0, cache_entries(g)};
+  bp_job jb = {g,  NULL, sino, slices, nslices, interp == CTR_FBP_NEAREST, 0, cache_entries(g),
+               a0, na, cont};
   /* The pair cache: building it is a vectorised copy, so it pays up to
    * caches several times the tile's pixel count (measured: 2x faster at
    * 6-bin pixels). Without memory for it (or the angle table) the
@@ -288,7 +298,7 @@ void ctr__fbp_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr
     caches = malloc(sizeof(uint64_t) * (size_t)jb.cache_n * KS * (size_t)nthreads);
   jb.cached = caches != NULL;
   ctr__par_angle *ang = malloc(sizeof *ang * (size_t)na);
-  if (ang) ctr__par_angles(g, 0, na, ang);
+  if (ang) ctr__par_angles(g, a0, na, ang);
   jb.ang = ang;
 #pragma omp parallel num_threads(nthreads)
   {
@@ -307,6 +317,17 @@ void ctr__fbp_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr
   }
   free(ang);
   free(caches);
+}
+
+void ctr__fbp_bp_cpu(const ctr_context *ctx, const ctr_parallel_geometry *g, ctr_fbp_interp interp,
+                     int64_t nslices, const float *sino, float *slices) {
+  bp_run(ctx, g, interp, nslices, 0, g->p.nangles, 0, sino, slices);
+}
+
+void ctr__fbp_bp_cpu_continue(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                              ctr_fbp_interp interp, int64_t nslices, int64_t a0, int64_t na,
+                              const float *sino, float *slices) {
+  bp_run(ctx, g, interp, nslices, a0, na, 1, sino, slices);
 }
 
 ctr_status ctr_fbp_backproject_reference(const ctr_parallel_geometry *g, ctr_fbp_interp interp,
