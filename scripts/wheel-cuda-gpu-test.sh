@@ -25,9 +25,15 @@ py=${PYTHON:-python3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/pyctrecon-cu13.XXXXXX")
 fail() { echo "wheel-cuda-gpu-test: FAIL - $*" >&2; exit 1; }
 
-# 1. the venv, seeing the machine's packages
-"$py" -m venv --system-site-packages "$work/venv"
+# 1. the venv, seeing the machine's packages (pip: the venv's own, else, where the python
+# has no ensurepip, the parent's pip pointed at the venv)
 vpy=$work/venv/bin/python
+pip=("$vpy" -m pip)
+if ! "$py" -m venv --system-site-packages "$work/venv" 2>"$work/venv.log"; then
+  rm -rf "$work/venv"
+  "$py" -m venv --without-pip --system-site-packages "$work/venv" || fail "python -m venv"
+  pip=("$py" -m pip --python "$vpy")
+fi
 site=$("$vpy" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 "$py" -c '
 import site, sys
@@ -41,7 +47,7 @@ if ! "$vpy" -c 'import cffi' 2>/dev/null; then
     [ -f "$w" ] && wheels+=("$w")
   done
 fi
-"$vpy" -m pip --disable-pip-version-check install -q --no-deps --no-index "${wheels[@]}" ||
+"${pip[@]}" --disable-pip-version-check install -q --no-deps --no-index "${wheels[@]}" ||
   fail "pip install --no-deps --no-index ${wheels[*]}"
 
 # 3. the libraries loaded, alone and after torch and CuPy
@@ -60,10 +66,13 @@ if first:
     except Exception as e:  # not installed, or no GPU: said, not failed
         print(f"({first}: {type(e).__name__}: {e}; skipped)")
         raise SystemExit(0)
+def mapped():
+    return sorted({l.split()[-1] for l in open("/proc/self/maps")
+                   if "libcudart.so" in l or "libcufft.so" in l})
+before = [m for m in mapped() if "libcudart.so.13" in m]
 import pyctrecon
 from pyctrecon import _cudalibs
-maps = sorted({l.split()[-1] for l in open("/proc/self/maps")
-               if "libcudart.so" in l or "libcufft.so" in l})
+maps = mapped()
 cudart = [m for m in maps if "libcudart.so.13" in m]
 print(f"import pyctrecon{' after ' + first if first else ''}: {pyctrecon.version()}, "
       f"features {sorted(pyctrecon.features())}")
@@ -76,7 +85,8 @@ d, r = ctypes.c_int(), ctypes.c_int()
 rt.cudaDriverGetVersion(ctypes.byref(d)), rt.cudaRuntimeGetVersion(ctypes.byref(r))
 print(f"  CUDA: the driver's {d.value // 1000}.{d.value % 1000 // 10}, "
       f"the runtime's {r.value // 1000}.{r.value % 1000 // 10}")
-assert len(cudart) == 1, ("exactly one libcudart.so.13", maps)
+# pyctrecon adds no copy of its own where torch or CuPy loaded one, and one where none was
+assert cudart == before if before else len(cudart) == 1, ("libcudart.so.13", before, maps)
 n = pyctrecon.cuda_device_count()
 print(f"  GPUs: {n}", *(pyctrecon.cuda_device_info(i) for i in range(n)))
 assert n > 0, "no GPU visible to the wheel's library"
