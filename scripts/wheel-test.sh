@@ -78,12 +78,14 @@ if [ "$cuda" = 0 ]; then
     "$src" >"$W/build.log" 2>&1 ||
     { tail -n 40 "$W/build.log"; fail "python -m build (log: $W/build.log)"; }
 else
-  # the sdist, unpacked into W/src (its files keep their times: a second run
-  # rebuilds what changed, in W/skbuild) and made the CUDA distribution
+  # the sdist, unpacked into W/src (only the files that changed are written:
+  # a second run rebuilds those alone, in W/skbuild) and made the CUDA
+  # distribution
   "$tools/bin/python" -m build --no-isolation --sdist --outdir "$W/dist" "$src" \
     >"$W/build.log" 2>&1 || { tail -n 40 "$W/build.log"; fail "python -m build --sdist"; }
-  rm -rf "$W/src" && mkdir -p "$W/src"
-  tar -xzf "$W"/dist/pyctrecon-*.tar.gz -C "$W/src" --strip-components=1
+  mkdir -p "$W/src"
+  "$tools/bin/python" "$src/scripts/wheel_cuda.py" unpack "$(ls "$W"/dist/pyctrecon-*.tar.gz)" \
+    "$W/src" || fail "unpacking the sdist"
   "$tools/bin/python" "$src/scripts/wheel_cuda.py" project "$W/src/pyproject.toml" ||
     fail "the CUDA distribution's pyproject.toml"
   "$tools/bin/python" -m build --no-isolation --wheel --outdir "$W/dist" \

@@ -1,5 +1,10 @@
 """The CUDA wheel's steps of scripts/wheel-test.sh --cuda (docs/python.md, "CUDA wheel").
 
+  wheel_cuda.py unpack SDIST DIR    the sdist's files into DIR, writing only those whose
+                                    bytes differ from DIR's (and removing those it no
+                                    longer has): the sdist gives every file one fixed
+                                    time, so a rebuild in the same build folder sees a
+                                    changed file by its new time alone
   wheel_cuda.py project PYPROJECT   makes an unpacked sdist's pyproject.toml the
                                     distribution pyctrecon-cu13: its name, and
                                     NVIDIA's CUDA 13 runtime wheels as dependencies
@@ -14,6 +19,7 @@ import re
 import struct
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 
@@ -38,6 +44,29 @@ def project(path):
     text = replace_once(text, 'description = "CT and PET reconstruction',
                         'description = "(CUDA 13 build) CT and PET reconstruction', "the summary")
     open(path, "w").write(text)
+
+
+def unpack(sdist, dest):
+    kept = set()
+    with tarfile.open(sdist) as tar:
+        for m in tar.getmembers():
+            if not m.isfile():
+                continue
+            rel = m.name.split("/", 1)[1]  # below the sdist's NAME-VERSION/
+            kept.add(os.path.normpath(rel))
+            data = tar.extractfile(m).read()
+            path = os.path.join(dest, rel)
+            if os.path.isfile(path) and open(path, "rb").read() == data:
+                continue
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+            os.chmod(path, m.mode & 0o777)
+    for top, _, files in os.walk(dest):
+        for name in files:
+            path = os.path.join(top, name)
+            if os.path.relpath(path, dest) not in kept:
+                os.remove(path)
 
 
 def dynamic(lib):
@@ -109,7 +138,9 @@ def check(wheel, archs):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "project":
+    if len(sys.argv) == 4 and sys.argv[1] == "unpack":
+        unpack(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 3 and sys.argv[1] == "project":
         project(sys.argv[2])
     elif len(sys.argv) == 4 and sys.argv[1] == "check":
         check(sys.argv[2], sys.argv[3])
