@@ -17,7 +17,7 @@ RUNS ?= 10000000
 # LeakSanitizer, -O1, CPU only) and the test suite under it.
 ASAN_BUILD ?= build-asan
 
-.PHONY: all deps build demo test test-sanitize bench clean fuzz-build fuzz-smoke fuzz-long wheel-test
+.PHONY: all deps build demo test test-sanitize bench clean fuzz-build fuzz-smoke fuzz-long wheel-test wheel-cuda
 
 all: build
 
@@ -36,6 +36,14 @@ build: deps $(BUILD)/CMakeCache.txt
 # tool. The wheel: $(BUILD)/wheel/wheelhouse; timings: $(BUILD)/wheel/summary.txt.
 wheel-test: build
 	bash scripts/wheel-test.sh $(BUILD) $(BUILD)/ctrecon
+
+# The CUDA 13 wheel pyctrecon-cu13 (docs/python.md, "CUDA wheel"; not in CI: it
+# needs CUDA 13's nvcc and builds GPU code for seven architectures): built,
+# repaired (the CUDA libraries left to NVIDIA's wheels), installed with them into a
+# fresh venv, python/tests on the CPU; $(BUILD)/wheel-cuda/carry holds the wheel for
+# scripts/wheel-cuda-gpu-test.sh on a GPU machine.
+wheel-cuda: build
+	bash scripts/wheel-test.sh --cuda $(BUILD) $(BUILD)/ctrecon
 
 # --force: a second `make demo` replaces the first's files in demo-out/
 demo: build

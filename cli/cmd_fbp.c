@@ -24,11 +24,13 @@ const cli_command cli_cmd_fbp = {
     "--resume continues an interrupted run). Angles come from --angles (a text\n"
     "file, degrees) or a uniform --angle-range. The rotation axis is found from the\n"
     "data and printed unless --axis gives it (bins). Corrections (docs/synchrotron.md):\n"
-    "--dezinger, --rings (stripe removal), --paganin (phase retrieval), --stitch-360\n"
-    "(360-degree scans with the axis near the detector's edge), --bin, --angle-subset.",
+    "--dezinger, --stripe (stripe removal), --paganin-delta-beta (phase retrieval),\n"
+    "--stitch-360 (360-degree scans with the axis near the detector's edge), --bin,\n"
+    "--angle-subset.",
     "  ctrecon fbp --sinograms sino.tif --out slices.nrrd --angle-range 180\n"
     "  ctrecon fbp --projections scan.h5 --rows 500:520 --out 'rec/s_%04d.tif' --axis 1021.5\n"
-    "  ctrecon fbp --projections scan.h5 --out rec.h5 --rings sorting --paganin 200 \\\n"
+    "  ctrecon fbp --projections scan.h5 --out rec.h5 --stripe sorting \\\n"
+    "      --paganin-delta-beta 200 \\\n"
     "      --energy 25 --distance 150 --pixel-size 0.00065 --out-dtype float16\n"
     "  ctrecon fbp --projections proj.tif --flat flat.tif --dark dark.tif --out rec.nrrd \\\n"
     "      --window hann --bp-kernel tex --preview rec\n"
@@ -453,7 +455,8 @@ static int check_tilt(fbp_args *a) {
                      : a->out_dtype != CTR_DTYPE_FLOAT32 ? "--out-dtype other than float32"
                      : a->corr.dezinger > 0 || a->corr.stripe != CTR_STRIPE_NONE ||
                              a->corr.stitch_360 || a->corr.paganin_delta_beta > 0
-                         ? "the corrections (--dezinger, --rings, --paganin, --stitch-360)"
+                         ? "the corrections (--dezinger, --stripe, --paganin-delta-beta, "
+                           "--stitch-360)"
                      : a->center_row_given || a->center_range_given ||
                              a->corr.center_method != CTR_CENTER_AUTO
                          ? "the axis search (--center-*): give --axis BIN"
@@ -487,7 +490,7 @@ int fbp_check_inputs(fbp_args *a) {
     return cli_usage_error("fbp", "%s applies to --projections only (sinograms are already "
                            "flat-fielded, one per row): drop it, or give --projections",
                            a->flat ? "--flat" : a->dark ? "--dark" : a->corr.paganin_delta_beta > 0
-                           ? "--paganin" : "--bin NXxNY with NY > 1");
+                           ? "--paganin-delta-beta" : "--bin NXxNY with NY > 1");
   if ((a->out_scale_given || a->out_range_given) && a->out_dtype != CTR_DTYPE_UINT16)
     return cli_usage_error("fbp", "--out-scale, --out-offset and --out-range apply to --out-dtype "
                            "uint16 only (float32 and float16 store the values as they are): drop "
@@ -504,11 +507,11 @@ int fbp_check_inputs(fbp_args *a) {
   }
   if (a->corr.paganin_delta_beta > 0 && (!(a->corr.energy_kev > 0) || !(a->corr.distance_mm > 0) ||
                                         !(a->pixel > 0)))
-    return cli_usage_error("fbp", "--paganin needs --energy KEV, --distance MM and --pixel-size MM "
-                           "(the detector pixel)");
+    return cli_usage_error("fbp", "--paganin-delta-beta needs --energy KEV, --distance MM and "
+                           "--pixel-size MM (the detector pixel)");
   if ((a->corr.energy_kev > 0 || a->corr.distance_mm > 0) && !(a->corr.paganin_delta_beta > 0))
-    return cli_usage_error("fbp", "--energy and --distance apply to --paganin only: add --paganin "
-                           "DELTA/BETA or drop them");
+    return cli_usage_error("fbp", "--energy and --distance apply to --paganin-delta-beta only: "
+                           "add --paganin-delta-beta DELTA/BETA or drop them");
   if (a->uniform_given && a->angles)
     return cli_usage_error("fbp", "--angle-start and --angle-range describe a uniform scan; the "
                            "angles come from --angles: drop them");
@@ -533,11 +536,12 @@ int fbp_check_corrections(fbp_args *a) {
     return cli_usage_error("fbp", "--dezinger-size applies to --dezinger T: add it or drop "
                            "--dezinger-size");
   if (a->ring_size_given && a->corr.stripe != CTR_STRIPE_SORTING)
-    return cli_usage_error("fbp", "--ring-size applies to --rings sorting");
+    return cli_usage_error("fbp", "--stripe-size applies to --stripe sorting");
   if ((a->ring_level_given || a->ring_sigma_given || a->ring_wavelet_given) &&
       a->corr.stripe != CTR_STRIPE_WAVELET)
-    return cli_usage_error("fbp", "%s applies to --rings wavelet", a->ring_level_given ?
-                           "--ring-level" : a->ring_sigma_given ? "--ring-sigma" : "--ring-wavelet");
+    return cli_usage_error("fbp", "%s applies to --stripe wavelet", a->ring_level_given ?
+                           "--stripe-level" : a->ring_sigma_given ? "--stripe-sigma" :
+                           "--stripe-wavelet");
   if (a->center_row_given && a->axis_given && a->axis != CTR_AXIS_AUTO)
     return cli_usage_error("fbp", "--center-row chooses the row the axis is found in; --axis %g "
                            "gives it: drop one", a->axis);
@@ -657,24 +661,36 @@ static void free_run(const fbp_args *a, fbp_run *r, int rc) {
    "by more than T (-log units) (default: off)", cli_parse_nonneg, &(a)->corr.dezinger, NULL},  \
   {"--dezinger-size", "N", "the neighbourhood, N x N, odd (default 3)", parse_int,              \
    &(a)->corr.dezinger_size, &(a)->dezinger_size_given},                                        \
-  {"--rings", "none|sorting|wavelet", "stripe (ring) removal: Vo et al. 2018's sorting "        \
+  {"--stripe", "none|sorting|wavelet", "stripe (ring) removal: Vo et al. 2018's sorting "       \
    "filter or Muench et al. 2009's wavelet-FFT filter (default none)", parse_rings,             \
    &(a)->corr.stripe, NULL},                                                                    \
-  {"--ring-size", "N", "sorting: median width across bins, odd (default 21)", parse_int,        \
+  {"--stripe-size", "N", "sorting: median width across bins, odd (default 21)", parse_int,      \
    &(a)->corr.stripe_size, &(a)->ring_size_given},                                              \
-  {"--ring-level", "N", "wavelet: decomposition levels (default 3)", parse_int,                 \
+  {"--stripe-level", "N", "wavelet: decomposition levels (default 3)", parse_int,               \
    &(a)->corr.stripe_level, &(a)->ring_level_given},                                            \
-  {"--ring-sigma", "S", "wavelet: damping width (default 1)", cli_parse_positive,               \
+  {"--stripe-sigma", "S", "wavelet: damping width (default 1)", cli_parse_positive,             \
    &(a)->corr.stripe_sigma, &(a)->ring_sigma_given},                                            \
-  {"--ring-wavelet", "N", "wavelet: Daubechies order 1 .. 10 (default 5)", parse_int,           \
+  {"--stripe-wavelet", "N", "wavelet: Daubechies order 1 .. 10 (default 5)", parse_int,         \
    &(a)->corr.stripe_wavelet, &(a)->ring_wavelet_given},                                        \
-  {"--paganin", "DELTA/BETA", "Paganin et al. 2002 phase retrieval with this delta / beta "     \
-   "(needs --energy, --distance, --pixel-size) (default: off)", cli_parse_nonneg,               \
+  {"--paganin-delta-beta", "DELTA/BETA", "Paganin et al. 2002 phase retrieval with this "       \
+   "delta / beta (needs --energy, --distance, --pixel-size) (default: off)", cli_parse_nonneg,  \
    &(a)->corr.paganin_delta_beta, NULL},                                                        \
-  {"--energy", "KEV", "photon energy for --paganin", cli_parse_positive, &(a)->corr.energy_kev, \
-   NULL},                                                                                       \
-  {"--distance", "MM", "sample to detector distance for --paganin", cli_parse_positive,         \
-   &(a)->corr.distance_mm, NULL},                                                               \
+  {"--energy", "KEV", "photon energy for --paganin-delta-beta", cli_parse_positive,             \
+   &(a)->corr.energy_kev, NULL},                                                                \
+  {"--distance", "MM", "sample to detector distance for --paganin-delta-beta",                  \
+   cli_parse_positive, &(a)->corr.distance_mm, NULL},                                           \
+  /* the names before issue 46 made them the C and Python ones (docs/vocabulary.md) */          \
+  CLI_ALIAS("--rings", "--stripe", "METHOD", parse_rings, &(a)->corr.stripe, NULL),             \
+  CLI_ALIAS("--ring-size", "--stripe-size", "N", parse_int, &(a)->corr.stripe_size,             \
+            &(a)->ring_size_given),                                                             \
+  CLI_ALIAS("--ring-level", "--stripe-level", "N", parse_int, &(a)->corr.stripe_level,          \
+            &(a)->ring_level_given),                                                            \
+  CLI_ALIAS("--ring-sigma", "--stripe-sigma", "S", cli_parse_positive, &(a)->corr.stripe_sigma, \
+            &(a)->ring_sigma_given),                                                            \
+  CLI_ALIAS("--ring-wavelet", "--stripe-wavelet", "N", parse_int, &(a)->corr.stripe_wavelet,    \
+            &(a)->ring_wavelet_given),                                                          \
+  CLI_ALIAS("--paganin", "--paganin-delta-beta", "DELTA/BETA", cli_parse_nonneg,                \
+            &(a)->corr.paganin_delta_beta, NULL),                                               \
   {"--stitch-360", NULL, "a 360-degree scan with the axis off centre: join opposite "           \
    "projections into a doubled field of view (default: off)", cli_set_flag,                     \
    &(a)->corr.stitch_360, NULL},                                                                \

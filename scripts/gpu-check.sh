@@ -450,8 +450,8 @@ if has sync; then
              "u16-ra6 --out-dtype uint16 --out-range -0.01:0.05 --read-ahead 6" \
              "u16-pr8 --out-dtype uint16 --out-range -0.01:0.05 --tune read_threads=8" \
              "u16-pr1 --out-dtype uint16 --out-range -0.01:0.05 --tune read_threads=1" \
-             "f32-rings --rings sorting" "f32-paganin --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065" \
-             "u16-rings-paganin --out-dtype uint16 --out-range -0.01:0.05 --rings sorting --paganin 100 --energy 25 --distance 100 --pixel-size 0.00065"; do
+             "f32-rings --stripe sorting" "f32-paganin --paganin-delta-beta 100 --energy 25 --distance 100 --pixel-size 0.00065" \
+             "u16-rings-paganin --out-dtype uint16 --out-range -0.01:0.05 --stripe sorting --paganin-delta-beta 100 --energy 25 --distance 100 --pixel-size 0.00065"; do
       set -- $c
       name=$1
       shift
@@ -461,7 +461,7 @@ if has sync; then
       # SYNC_RUNS runs of the plain cases (default 3), SYNC_RUNS_CORR of those with
       # corrections (default 3; 1 keeps the stage within one 10-minute call)
       # (by their options: u16-pr8's name has a dash too, and got one run on 2026-11-27)
-      case " $* " in *" --rings "*|*" --paganin "*) runs=${SYNC_RUNS_CORR:-3} ;; *) runs=${SYNC_RUNS:-3} ;; esac
+      case " $* " in *" --stripe "*|*" --paganin-delta-beta "*) runs=${SYNC_RUNS_CORR:-3} ;; *) runs=${SYNC_RUNS:-3} ;; esac
       [ -n "$suffix" ] && runs=${SYNC_BASE_RUNS:-$runs}
       t=$(sync_case "$bin" "$runs" "$name$suffix" "$@")
       case $name in u16*) fl=$FLOOR16 ;; *) fl=$FLOOR32 ;; esac

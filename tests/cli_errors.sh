@@ -218,9 +218,9 @@ no_c_names() { # NEEDLE ARGS...: an error naming NEEDLE, in the tool's words
   fi
 }
 no_c_names "--read-ahead = 17" $FBPS --read-ahead 17
-no_c_names "--ring-wavelet = 11" $FBPS --rings wavelet --ring-wavelet 11
-no_c_names "--ring-level = 9" $FBPS --rings wavelet --ring-level 9
-no_c_names "--ring-size = 4" $FBPS --rings sorting --ring-size 4
+no_c_names "--stripe-wavelet = 11" $FBPS --stripe wavelet --stripe-wavelet 11
+no_c_names "--stripe-level = 9" $FBPS --stripe wavelet --stripe-level 9
+no_c_names "--stripe-size = 4" $FBPS --stripe sorting --stripe-size 4
 no_c_names "--dezinger-size = 4" $FBPS --dezinger 1 --dezinger-size 4
 # a sinogram with a feature (a blank one has no axis to find at all)
 nrrd feat.nrrd 16 20 2; for o in 100 164 228 292 356; do put feat.nrrd.dat $o 0000803f; done
@@ -234,7 +234,7 @@ no_c_names "--workers '17'" $FDK --projections p.raw --workers 17
 no_c_names "--strict" fdk --geometry arc120.json --projections arc120.raw --out r.nrrd --strict
 rm -f r.nrrd s.nrrd
 echo "# integer options documented from 1 refuse 0 (it would select a default; issue 41)"
-for opt in --ring-size --ring-level --ring-wavelet --dezinger-size; do
+for opt in --stripe-size --stripe-level --stripe-wavelet --dezinger-size; do
   fails 2 "fbp $opt 0" "$opt '0'|expected a whole number >= 1" $FBPS $opt 0
 done
 fails 2 "fdk --workers 0" "--workers '0'|positive integer" $FDK --projections p.raw --workers 0
@@ -257,9 +257,9 @@ for args in "$FBPP" "$FBPS"; do
 done
 warns "fbp: --axis outside the detector warns" "warning: --axis 40 lies outside the detector's bins 0 .. 15" \
   s.nrrd $FBPS --axis 40
-fails 2 "fbp --paganin with --sinograms" "--paganin applies to --projections only" $FBPS --paganin 100 --energy 20 --distance 100 --pixel-size 0.001
-fails 2 "fbp --paganin without --energy" "--paganin needs --energy" $FBPP --paganin 100
-fails 2 "fbp --rings with an unknown method" "--rings 'fourier'|none, sorting or wavelet" $FBPS --rings fourier
+fails 2 "fbp --paganin-delta-beta with --sinograms" "--paganin-delta-beta applies to --projections only" $FBPS --paganin-delta-beta 100 --energy 20 --distance 100 --pixel-size 0.001
+fails 2 "fbp --paganin-delta-beta without --energy" "--paganin-delta-beta needs --energy" $FBPP --paganin-delta-beta 100
+fails 2 "fbp --stripe with an unknown method" "--stripe 'fourier'|none, sorting or wavelet" $FBPS --stripe fourier
 fails 2 "fbp --out-range with --out-scale" "--out-range sets --out-scale" $FBPS --out-dtype uint16 --out-range 0:1 --out-scale 3
 fails 2 "fbp --flat with --sinograms" "--flat applies to --projections only" $FBPS --flat flat.nrrd
 fails 2 "fbp --bp-kernel on the CPU" "--bp-kernel alu|CPU" $FBPS --bp-kernel alu

@@ -119,18 +119,18 @@ refused() {
 }
 refused "--angle-range with --angles" "the angles come from --angles" "${FBP[@]}" --angles angles.txt \
   --angle-range 90 --out e.raw
-refused "--ring-size without --rings" "--ring-size applies to --rings sorting" "${FBP[@]}" --ring-size 5 --out e.raw
-refused "--ring-level with --rings sorting" "--ring-level applies to --rings wavelet" "${FBP[@]}" \
-  --rings sorting --ring-level 2 --out e.raw
-refused "--ring-sigma without --rings" "--ring-sigma applies to --rings wavelet" "${FBP[@]}" --ring-sigma 2 --out e.raw
-refused "--ring-wavelet with --rings sorting" "--ring-wavelet applies to --rings wavelet" "${FBP[@]}" \
-  --rings sorting --ring-wavelet 3 --out e.raw
+refused "--stripe-size without --stripe" "--stripe-size applies to --stripe sorting" "${FBP[@]}" --stripe-size 5 --out e.raw
+refused "--stripe-level with --stripe sorting" "--stripe-level applies to --stripe wavelet" "${FBP[@]}" \
+  --stripe sorting --stripe-level 2 --out e.raw
+refused "--stripe-sigma without --stripe" "--stripe-sigma applies to --stripe wavelet" "${FBP[@]}" --stripe-sigma 2 --out e.raw
+refused "--stripe-wavelet with --stripe sorting" "--stripe-wavelet applies to --stripe wavelet" "${FBP[@]}" \
+  --stripe sorting --stripe-wavelet 3 --out e.raw
 refused "--dezinger-size without --dezinger" "--dezinger-size applies to --dezinger" "${FBP[@]}" \
   --dezinger-size 5 --out e.raw
 # a bad option value the library finds is blamed on the option, not on the input file
-run "${FBP[@]}" --rings sorting --ring-size 4 --out e.raw
-[ "$rc" -ne 0 ] && grep -q "^ctrecon fbp: error: --ring-size = 4: expected an odd width" "$ERR" &&
-  ok "--ring-size 4: the message starts with the option" || bad "--ring-size 4: exit $rc: $(cat "$ERR")"
+run "${FBP[@]}" --stripe sorting --stripe-size 4 --out e.raw
+[ "$rc" -ne 0 ] && grep -q "^ctrecon fbp: error: --stripe-size = 4: expected an odd width" "$ERR" &&
+  ok "--stripe-size 4: the message starts with the option" || bad "--stripe-size 4: exit $rc: $(cat "$ERR")"
 refused "--center-row with --axis" "--center-row chooses the row .* --axis 40 gives it" "${FBP[@]}" \
   --axis 40 --center-row 2 --out e.raw
 exits 2 "--interp cubic" "${FBP[@]}" --interp cubic --out e.raw

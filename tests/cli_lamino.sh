@@ -65,7 +65,7 @@ exits 2 "fbp --tilt 95" fbp "${L[@]}" --tilt 95 --out e.nrrd
 exits 2 "fbp --slices without --tilt" fbp --sinograms ld/sinograms.tif --slices 4 --out e.nrrd
 exits 2 "fbp --tilt with --rows" fbp "${L[@]}" --rows 1:4 --out e.nrrd
 grep -q -- "--rows" "$ERR" && ok "the error names --rows" || bad "error text"
-exits 2 "fbp --tilt with --rings" fbp "${L[@]}" --rings sorting --out e.nrrd
+exits 2 "fbp --tilt with --stripe" fbp "${L[@]}" --stripe sorting --out e.nrrd
 run fbp "${L[@]}" --tilt 0.5 --axis 33.5 --out w.nrrd
 grep -q "looks like radians" "$ERR" && ok "--tilt 0.5 is warned as radians-looking" || bad "no radians warning"
 exits 2 "iterate --tilt with a cone-beam geometry" iterate --geometry g.json --projections p.raw \

@@ -105,7 +105,7 @@ FBP=(fbp --device cpu --projections demo-parallel-out/projections.tif --flat dem
 step "one process: raw" "${FBP[@]}" --out fplain.raw --quiet
 step "one process: nrrd" "${FBP[@]}" --out fplain.nrrd --quiet
 mkdir fref && step "one process: TIFF stack" "${FBP[@]}" --out 'fref/s_%03d.tif' --quiet
-PAG=(--paganin 100 --energy 20 --distance 100 --pixel-size 0.01 --rings sorting)
+PAG=(--paganin-delta-beta 100 --energy 20 --distance 100 --pixel-size 0.01 --stripe sorting)
 step "one process: Paganin and rings" "${FBP[@]}" --out fpag.raw --quiet "${PAG[@]}"
 for n in 2 3; do
   mpi $n "${FBP[@]}" --out f$n.raw

@@ -60,12 +60,12 @@ cmp -s a.raw b.raw && ok "resumed output = uninterrupted output" || bad "resumed
 
 # every correction, float16 multi-page TIFF
 step "fbp with dezinger, rings, Paganin, binning, float16" "${F[@]}" --axis 34.8 --dezinger 0.3 \
-  --rings sorting --ring-size 5 --paganin 50 --energy 20 --distance 30 --bin 2 --out-dtype float16 \
+  --stripe sorting --stripe-size 5 --paganin-delta-beta 50 --energy 20 --distance 30 --bin 2 --out-dtype float16 \
   --out c.tif --timings
 [ "$(wc -c < c.tif)" -gt $((32 * 32 * 6 * 2)) ] && ok "c.tif holds 6 float16 slices of 32^2" ||
   bad "c.tif size $(wc -c < c.tif)"
 grep -q "bands of" "$ERR" && ok "--timings prints the busy times" || bad "no timings"
-step "fbp --rings wavelet, uint16 --out-range, HDF5 out" "${F[@]}" --axis 34.8 --rings wavelet \
+step "fbp --stripe wavelet, uint16 --out-range, HDF5 out" "${F[@]}" --axis 34.8 --stripe wavelet \
   --out-dtype uint16 --out-range -1:4 --out 'r.h5:/exchange/recon' --angle-subset 0:90:2
 head -c 8 r.h5 | od -c | grep -q 'H   D   F' && ok "r.h5 is HDF5" || bad "r.h5 signature"
 grep -q "from 45 angles" "$OUT" && ok "--angle-subset 0:90:2 used 45 projections" || bad "subset"

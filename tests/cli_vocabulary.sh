@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One vocabulary with Python and C (docs/vocabulary.md): the renamed options
 # (--window, --max-slab-slices, --gpu-budget, --host-budget, geometry's
-# --angle-start and --angle-range, rabbitct-make's --angle-range) and their
+# --angle-start and --angle-range, rabbitct-make's --angle-range, fbp's
+# --stripe, --stripe-size, --stripe-level, --stripe-sigma, --stripe-wavelet and
+# --paganin-delta-beta) and their
 # deprecated old names, which
 # still work (the same output, byte for byte), are left out of --help and of
 # "did you mean", and warn once per run naming the new option. FDK's default
@@ -67,6 +69,32 @@ step "iterate, no --iterations" iterate --geometry g.json --projections p.raw --
   --out it_def.raw
 if grep -qE "sirt, 10 iterations|10 iterations" "$OUT"; then ok "iterate runs 10 iterations by default"
 else bad "iterate's default iterations: $(head -3 "$OUT")"; fi
+
+# fbp's corrections: --stripe*, --paganin-delta-beta (the C fields' and Python's names) and
+# their old names --rings, --ring-*, --paganin
+step "demo --parallel (small)" demo --parallel --size 32 --views 60 --slices 2 --out-dir pd \
+  --device cpu --quiet
+PP=(fbp --projections pd/projections.tif --flat pd/flat.tif --dark pd/dark.tif --device cpu
+    --quiet --axis 15.5 --pixel-size 0.01)
+step "fbp --stripe sorting --paganin-delta-beta" "${PP[@]}" --out c_new.raw --stripe sorting \
+  --stripe-size 5 --paganin-delta-beta 50 --energy 20 --distance 100
+step "fbp --rings sorting --paganin" "${PP[@]}" --out c_old.raw --rings sorting --ring-size 5 \
+  --paganin 50 --energy 20 --distance 100
+same c_new.raw c_old.raw "--rings, --ring-size, --paganin are --stripe, --stripe-size, --paganin-delta-beta"
+warned_once --rings --stripe "fbp --rings"; warned_once --ring-size --stripe-size "fbp --ring-size"
+warned_once --paganin --paganin-delta-beta "fbp --paganin"
+step "fbp --stripe wavelet and its options" "${PP[@]}" --out w_new.raw --stripe wavelet \
+  --stripe-level 2 --stripe-sigma 1.5 --stripe-wavelet 3
+step "fbp --rings wavelet, old names" "${PP[@]}" --out w_old.raw --rings wavelet \
+  --ring-level 2 --ring-sigma 1.5 --ring-wavelet 3
+same w_new.raw w_old.raw "--ring-level, --ring-sigma, --ring-wavelet are --stripe-*"
+if [ -s w_new.raw ] && ! cmp -s c_new.raw w_new.raw; then ok "the two runs differ (not vacuous)"
+else bad "sorting with Paganin = wavelet, or no output"; fi
+for o in level sigma wavelet; do warned_once --ring-$o --stripe-$o "fbp --ring-$o"; done
+run "${PP[@]}" --out e.raw --ring-size 5
+if [ "$rc" -eq 2 ] && grep -qF -- "--stripe-size applies to --stripe sorting" "$ERR"; then
+  ok "an old name's misuse is told in the new names"; else bad "--ring-size alone: exit $rc"; fi
+for o in --rings --ring-size --ring-level --ring-sigma --ring-wavelet --paganin; do hidden fbp $o; done
 
 hidden fdk --filter; hidden fdk --subvolume-slices; hidden fdk --gpu-mem; hidden fdk --host-mem
 hidden fbp --filter; hidden fbp --gpu-mem; hidden fbp --host-mem

@@ -200,7 +200,44 @@ static void test_pet_threads(void) {
   ctr_context_free(ctx);
 }
 
+/* ---- Why no GPU: the context's error in words (src/core/context.c) ------------------- */
+
+static void test_cuda_reason(void) {
+  char why[256];
+  /* a driver older than the runtime: both versions and the release needed */
+  ctr__cuda_reason(why, sizeof why, CTR__CUDA_PROBE_OLD_DRIVER, 12040, 13000, NULL);
+  CHECK(strstr(why, "driver supports CUDA 12.4") && strstr(why, "CUDA runtime is 13.0") &&
+        strstr(why, "CUDA 13.0 or newer") && strstr(why, "580.65.06"));
+  ctr__cuda_reason(why, sizeof why, CTR__CUDA_PROBE_OLD_DRIVER, 11080, 12080, NULL);
+  CHECK(strstr(why, "CUDA 11.8") && strstr(why, "runtime is 12.8") && strstr(why, "525.60.13"));
+  /* no driver at all (libcuda.so.1 missing: the runtime says "insufficient driver") */
+  ctr__cuda_reason(why, sizeof why, CTR__CUDA_PROBE_OLD_DRIVER, 0, 13000, NULL);
+  CHECK(strstr(why, "no NVIDIA driver") && strstr(why, "libcuda.so.1") && strstr(why, "580.65.06"));
+  /* a runtime of an unknown major: no release named, still the versions */
+  ctr__cuda_reason(why, sizeof why, CTR__CUDA_PROBE_OLD_DRIVER, 13000, 14010, NULL);
+  CHECK(strstr(why, "runtime is 14.1") && strstr(why, "CUDA 14.0 or newer") && !strstr(why, "Linux"));
+  ctr__cuda_reason(why, sizeof why, CTR__CUDA_PROBE_NO_DEVICE, 13000, 13000, NULL);
+  CHECK(strstr(why, "sees no GPU") && strstr(why, "CUDA 13.0"));
+  ctr__cuda_reason(why, sizeof why, CTR__CUDA_PROBE_ERROR, 13000, 13000, "bad thing");
+  CHECK(strstr(why, "cudaGetDeviceCount failed: bad thing"));
+  char tiny[8]; /* truncated, terminated */
+  ctr__cuda_reason(tiny, sizeof tiny, CTR__CUDA_PROBE_NO_DEVICE, 13000, 13000, NULL);
+  CHECK(strlen(tiny) == sizeof tiny - 1);
+
+  /* the context: with no usable GPU, CTR_E_NO_DEVICE (or no backend) says why */
+  if (ctr_cuda_get_device_count() > 0) return;
+  ctr_context_options o = CTR_CONTEXT_OPTIONS_INIT;
+  o.device = CTR_DEVICE_CUDA;
+  ctr_context *ctx = NULL;
+  const ctr_status st = ctr_context_create(&o, &ctx);
+  CHECK(st == (CTR_HAVE_CUDA ? CTR_E_NO_DEVICE : CTR_E_UNSUPPORTED) && !ctx);
+  CHECK(!CTR_HAVE_CUDA || (strstr(ctr_error_detail(), "no usable GPU was found: ") &&
+                           (strstr(ctr_error_detail(), "driver") ||
+                            strstr(ctr_error_detail(), "cudaGetDeviceCount"))));
+}
+
 int main(void) {
+  test_cuda_reason();
   test_conebeam_table();
   test_iterative_table();
   test_parbeam_table();

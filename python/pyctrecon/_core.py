@@ -18,7 +18,14 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._ctrecon import ffi, lib
+from . import _cudalibs
+
+# a CUDA build's libcudart and libcufft first, from where _cudalibs says
+_cudalibs.preload()
+try:
+    from ._ctrecon import ffi, lib
+except ImportError as e:
+    raise ImportError(_cudalibs.explain(e)) from e
 
 __all__ = [
     "CtreconError", "InvalidArgumentError", "OutOfMemoryError", "FileIOError", "FormatError",

@@ -251,9 +251,9 @@ class Corrections:
     (--center-method) and its search range (center_min, center_max: both 0
     = the whole detector; --center-range); dezinger threshold (0 off;
     --dezinger) and dezinger_size (3); stripe "none" | "sorting" | "wavelet"
-    (--rings) with stripe_size (21; --ring-size), stripe_level (3;
-    --ring-level), stripe_sigma (1; --ring-sigma), stripe_wavelet (5;
-    --ring-wavelet); Paganin's delta / beta (0 off; --paganin), energy_kev
+    (--stripe) with stripe_size (21; --stripe-size), stripe_level (3;
+    --stripe-level), stripe_sigma (1; --stripe-sigma), stripe_wavelet (5;
+    --stripe-wavelet); Paganin's delta / beta (0 off; --paganin-delta-beta), energy_kev
     (--energy), distance_mm (--distance); stitch_360; bin_x, bin_y (1:
     none; --bin)."""
 

@@ -183,6 +183,13 @@ def test_library_messages_in_python_words():
         with pytest.raises(pyctrecon.UnsupportedError) as e:
             pyctrecon.Context("cuda")
         assert "Context's device = 'cpu'" in str(e.value) and not C_WORDS.search(str(e.value))
+    elif pyctrecon.cuda_device_count() == 0:
+        # a CUDA build with no usable GPU (the CUDA wheel on a machine without one): says why
+        with pytest.raises(pyctrecon.NoDeviceError) as e:
+            pyctrecon.Context("cuda")
+        assert "no usable GPU was found: " in str(e.value), e.value
+        assert re.search(r"driver|cudaGetDeviceCount", str(e.value)), e.value
+        assert "Context's device = 'cpu'" in str(e.value) and not C_WORDS.search(str(e.value))
 
 
 def test_docstrings_name_no_c_fields():

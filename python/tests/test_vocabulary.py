@@ -167,7 +167,9 @@ def test_every_shared_option_has_a_row(cmd, fn, cli):
 def test_deprecated_options_are_hidden(cli):
     for cmd, old in [("fdk", "--filter"), ("fdk", "--subvolume-slices"), ("fdk", "--gpu-mem"),
                      ("fdk", "--host-mem"), ("fbp", "--filter"), ("iterate", "--slab-slices"),
-                     ("geometry", "--start"), ("geometry", "--range")]:
+                     ("geometry", "--start"), ("geometry", "--range"), ("fbp", "--rings"),
+                     ("fbp", "--ring-size"), ("fbp", "--ring-level"), ("fbp", "--ring-sigma"),
+                     ("fbp", "--ring-wavelet"), ("fbp", "--paganin")]:
         assert old not in _cli_defaults(cli, cmd), f"ctrecon {cmd} --help lists {old}"
 
 

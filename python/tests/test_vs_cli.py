@@ -121,7 +121,7 @@ def test_fbp_dxchange(tmp_path, cli, cpu):
     h5 = tmp_path / "scan.h5"
     proj, flat, dark, theta = _dxchange(h5)
     cli("fbp", "--projections", h5, "--out", tmp_path / "cli.nrrd", "--device", "cpu",
-        "--rings", "sorting")
+        "--stripe", "sorting")
     want = io.load(tmp_path / "cli.nrrd")
     flat_avg = pyctrecon.flatfield_average(io.load(f"{h5}:/exchange/data_white"))
     dark_avg = pyctrecon.flatfield_average(io.load(f"{h5}:/exchange/data_dark"))

@@ -15,6 +15,7 @@
 int ctr__cuda_device_count(void);
 #if !CTR_HAVE_CUDA
 int ctr__cuda_device_count(void) { return 0; }
+void ctr__cuda_why_none(char *why, size_t n) { snprintf(why, n, "this build has no CUDA backend"); }
 int ctr__gpu_memory_device(const void *p) {
   (void)p;
   return -1;
@@ -167,10 +168,13 @@ ctr_status ctr_context_create(const ctr_context_options *opts, ctr_context **out
                  "device cuda requested but this build has no CUDA backend "
                  "(rebuild with nvcc present and -DCTRECON_CUDA=on, or use the CPU: "
                  "ctr_context_options.device = CTR_DEVICE_CPU)");
-      if (ndev <= 0)
+      if (ndev <= 0) {
+        char why[256];
+        ctr__cuda_why_none(why, sizeof why);
         CTR_FAIL_FIELD_VALUE(CTR_E_NO_DEVICE, "ctr_context_options.device", CTR__V_INT(o.device),
-                       "device cuda requested but no usable GPU was found "
-                       "(use the CPU: ctr_context_options.device = CTR_DEVICE_CPU)");
+                       "device cuda requested but no usable GPU was found: %s "
+                       "(use the CPU: ctr_context_options.device = CTR_DEVICE_CPU)", why);
+      }
       resolved = CTR_DEVICE_CUDA;
       break;
     default:

@@ -192,6 +192,22 @@ ctr_status ctr__budgets_resolve(ctr_context *ctx, uint64_t *gpu_budget, uint64_t
 int ctr__context_memo_get(const ctr_context *ctx, const char *key, char *value, size_t n);
 void ctr__context_memo_put(const ctr_context *ctx, const char *key, const char *value);
 
+/* Why no GPU can be used, in words for an error's detail (why: n bytes).
+ * ctr__cuda_why_none asks the CUDA runtime (the CUDA backend; "this build has
+ * no CUDA backend" without one); ctr__cuda_reason words what it found:
+ * probe is the cudaGetDeviceCount outcome (CTR__CUDA_PROBE_*), driver the
+ * driver's CUDA version (cudaDriverGetVersion: 13000 is 13.0, 0 when no
+ * driver could be loaded), runtime the CUDA runtime's, error the runtime's
+ * text for CTR__CUDA_PROBE_ERROR. */
+enum {
+  CTR__CUDA_PROBE_NONE = 0,     /* success, but zero devices */
+  CTR__CUDA_PROBE_NO_DEVICE,    /* cudaErrorNoDevice */
+  CTR__CUDA_PROBE_OLD_DRIVER,   /* cudaErrorInsufficientDriver */
+  CTR__CUDA_PROBE_ERROR         /* any other error */
+};
+void ctr__cuda_reason(char *why, size_t n, int probe, int driver, int runtime, const char *error);
+void ctr__cuda_why_none(char *why, size_t n);
+
 /* Ordinal of the context's i-th CUDA device (0 for a CPU context, a NULL
  * context or i out of range): every GPU entry point takes its device from
  * here, never from the options. */

@@ -41,6 +41,20 @@ extern "C" int ctr__cuda_device_count(void) {
 
 extern "C" int ctr_cuda_get_device_count(void) { return ctr__cuda_device_count(); }
 
+extern "C" void ctr__cuda_why_none(char *why, size_t n) {
+  int count = 0, driver = 0, runtime = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  cudaGetLastError();
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+  if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = CUDART_VERSION;
+  cudaGetLastError();
+  const int probe = e == cudaSuccess                   ? CTR__CUDA_PROBE_NONE
+                    : e == cudaErrorNoDevice           ? CTR__CUDA_PROBE_NO_DEVICE
+                    : e == cudaErrorInsufficientDriver ? CTR__CUDA_PROBE_OLD_DRIVER
+                                                       : CTR__CUDA_PROBE_ERROR;
+  ctr__cuda_reason(why, n, probe, driver, runtime, cudaGetErrorString(e));
+}
+
 extern "C" int ctr__gpu_memory_device(const void *p) {
   if (!p || ctr__cuda_device_count() < 1) return -1;
   cudaPointerAttributes a;
