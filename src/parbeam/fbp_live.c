@@ -217,6 +217,18 @@ static ctr_status keep_calibration(ctr_fbp_live *l, const ctr_frame *f) {
   return CTR_OK;
 }
 
+/* The calibration complete: a flat of ones where there is none. */
+static ctr_status calibrated(ctr_fbp_live *l) {
+  const int64_t npix = l->W * l->H;
+  if (!l->flat) {
+    l->ones = ctr__aligned_alloc(sizeof(float) * (size_t)npix, "the flat field (ones)");
+    if (!l->ones) return CTR_E_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < npix; i++) l->ones[i] = 1.0f;
+  }
+  l->calibrated = 1;
+  return CTR_OK;
+}
+
 /* At the first projection: the averaged flat and dark (the caller's, or the
  * source's frames averaged as `ctrecon fbp` averages a file's). */
 static ctr_status calibrate(ctr_fbp_live *l) {
@@ -247,13 +259,7 @@ static ctr_status calibrate(ctr_fbp_live *l) {
     free(l->cal[k]);
     l->cal[k] = NULL;
   }
-  if (!l->flat) {
-    l->ones = ctr__aligned_alloc(sizeof(float) * (size_t)npix, "the flat field (ones)");
-    if (!l->ones) return CTR_E_OUT_OF_MEMORY;
-    for (int64_t i = 0; i < npix; i++) l->ones[i] = 1.0f;
-  }
-  l->calibrated = 1;
-  return CTR_OK;
+  return calibrated(l);
 }
 
 /* ---- The spool and its state ------------------------------------------------------ */
@@ -638,13 +644,7 @@ static ctr_status read_cal(ctr_fbp_live *l, const int has[2]) {
                          "its index '%s' says", l->cal_path, has[0] ? "flat field" : "",
                          has[0] && has[1] ? " and the " : "", has[1] ? "dark field" : "",
                          (long long)l->W, (long long)l->H, l->index_path);
-  if (!l->flat) {
-    l->ones = ctr__aligned_alloc(sizeof(float) * (size_t)npix, "the flat field (ones)");
-    if (!l->ones) return CTR_E_OUT_OF_MEMORY;
-    for (int64_t i = 0; i < npix; i++) l->ones[i] = 1.0f;
-  }
-  l->calibrated = 1;
-  return CTR_OK;
+  return calibrated(l);
 }
 
 static ctr_status take_spooled(ctr_fbp_live *l, int64_t i, int64_t *nb);
