@@ -1076,6 +1076,7 @@ ctr_status ctr_fdk_check_geometry(const ctr_geometry *g, const ctr_fdk_options *
                                   char *why, size_t cap) {
   ctr_fdk_options o;
   CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_options, &o, opts));
+  if (g) CTR_CHECK(ctr__helix_fdk_check(g)); /* FDK refuses it outright: the same error */
   return fdk_check(g, o.offset_weight != CTR_OFFSET_WEIGHT_OFF, ok, why, cap);
 }
 
