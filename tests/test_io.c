@@ -236,7 +236,7 @@ static double *zarr_level(const char *path, int l, ctr_dtype dt, int64_t n[3]) {
 
 /* One OME-Zarr case: an nz x ny x nx volume of dtype dt written in bands of
  * 3 images, last band first, with chunks of `chunk` and levels down to
- * `min_side` (shards of `shard` chunks a side; 0 none, -1 the default
+ * `min_side` (shards of `shard` chunks a side; -1 none, 0 the default
  * rule); read back whole and in a slab, and every pyramid level equal
  * to the 2 x 2 x 2 mean of the level before (fewer voxels at an odd edge),
  * computed here in double and stored as the dtype stores it. */
@@ -257,7 +257,7 @@ static void zarr_case(const char *name, ctr_dtype dt, int64_t nz, int64_t ny, in
   for (int64_t z = (nz - 1) / 3 * 3; w && z >= 0; z -= 3)
     CHECK_OK(ctr_stack_write(w, z, nz - z < 3 ? nz - z : 3, dt, data + (size_t)z * img * es));
   if (w) CHECK_OK(ctr_stack_commit(w));
-  ctr__zarr_set_layout(0, 0, -1);
+  ctr__zarr_set_layout(0, 0, 0);
   CHECK_MSG(count_temporaries() == 0, "%s left temporaries", name);
 
   ctr_stack_reader *r = NULL;
@@ -366,7 +366,7 @@ static void zarr_resume_case(const char *name, int64_t shard, int64_t complete,
                                data + (size_t)z * img));
     CHECK_OK(ctr_stack_commit(w));
   }
-  ctr__zarr_set_layout(0, 0, -1);
+  ctr__zarr_set_layout(0, 0, 0);
   CHECK(!exists(partial) && count_temporaries() == 0);
   for (int l = 0; l < 4; l++) {
     int64_t n[3], m[3];
@@ -386,7 +386,7 @@ static void test_zarr_resume(void) {
   /* chunks: level 0 rows 0..6 (images 0..27), level 1 rows 0..2, level 2 row 0 */
   static const char *const p0[] = {"0/c/6/1/2", "1/c/2", "2/c/0", NULL};
   static const char *const a0[] = {"0/c/7", "1/c/3", "2/c/1", "3/c/0", NULL};
-  zarr_resume_case("zr.zarr", 0, 28,
+  zarr_resume_case("zr.zarr", -1, 28,
                    "image 28 lies in a row of chunks (images 28..31) that was not complete", p0,
                    a0);
   /* shards of 2 chunks a side (8 images): level 0 rows 0..2 (images
@@ -401,11 +401,11 @@ static void test_zarr_resume(void) {
 static void test_zarr(void) {
   /* sizes that are no multiple of the chunk; rows of chunks finished in
    * any order; a volume smaller than a chunk */
-  zarr_case("z1.zarr", CTR_DTYPE_FLOAT32, 9, 7, 5, 4, 2, 4, 0);
-  zarr_case("z2.zarr", CTR_DTYPE_UINT16, 8, 8, 8, 4, 4, 3, 0);
-  zarr_case("z3.zarr", CTR_DTYPE_FLOAT32, 1, 3, 2, 4, 2, 1, 0);
-  zarr_case("z4.zarr", CTR_DTYPE_UINT16, 13, 6, 11, 6, 3, 3, 0);
-  zarr_case("z5.zarr", CTR_DTYPE_FLOAT32, 70, 33, 65, 0, 0, 1, -1); /* the defaults: 64, 64 */
+  zarr_case("z1.zarr", CTR_DTYPE_FLOAT32, 9, 7, 5, 4, 2, 4, -1);
+  zarr_case("z2.zarr", CTR_DTYPE_UINT16, 8, 8, 8, 4, 4, 3, -1);
+  zarr_case("z3.zarr", CTR_DTYPE_FLOAT32, 1, 3, 2, 4, 2, 1, -1);
+  zarr_case("z4.zarr", CTR_DTYPE_UINT16, 13, 6, 11, 6, 3, 3, -1);
+  zarr_case("z5.zarr", CTR_DTYPE_FLOAT32, 70, 33, 65, 0, 0, 1, 0); /* the defaults: 64, 64 */
   /* sharded: shards past the volume's edge on every axis (chunk grids of
    * 5 x 4 x 3 and 7 x 3 x 6 chunks), shards of one chunk, shards larger
    * than a level's grid, and the default rule (a level of more than 512
@@ -414,7 +414,7 @@ static void test_zarr(void) {
   zarr_case("zs2.zarr", CTR_DTYPE_UINT16, 13, 6, 11, 2, 3, 3, 3);
   zarr_case("zs3.zarr", CTR_DTYPE_FLOAT32, 9, 7, 5, 2, 2, 4, 1);
   zarr_case("zs4.zarr", CTR_DTYPE_UINT16, 13, 6, 11, 4, 3, 3, 100);
-  zarr_case("zs5.zarr", CTR_DTYPE_FLOAT32, 20, 20, 20, 2, 10, 3, -1);
+  zarr_case("zs5.zarr", CTR_DTYPE_FLOAT32, 20, 20, 20, 2, 10, 3, 0);
   CHECK(exists(P("zs1.zarr/0/c/2/1/1")) && !exists(P("zs1.zarr/0/c/3")) &&
         !exists(P("zs1.zarr/0/c/2/2")) && !exists(P("zs1.zarr/0/c/2/1/2")));
   CHECK(exists(P("zs4.zarr/0/c/0/0/0")) && !exists(P("zs4.zarr/0/c/1")) &&
@@ -448,9 +448,9 @@ static void test_zarr(void) {
   /* damaged chunks: errors name the chunk's file */
   ctr_stack_reader *r = NULL;
   float *buf = malloc(NVOX * sizeof *buf);
-  ctr__zarr_set_layout(2, 1000, 0);
+  ctr__zarr_set_layout(2, 1000, -1);
   CHECK_OK(ctr_stack_save(P("bad.zarr"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, g_f32, 0));
-  ctr__zarr_set_layout(0, 0, -1);
+  ctr__zarr_set_layout(0, 0, 0);
   const long long full = file_size(P("bad.zarr/0/c/0/0/0"));
   CHECK(full > 8 && truncate(P("bad.zarr/0/c/0/0/0"), full / 2) == 0);
   CHECK_OK(ctr_stack_open(P("bad.zarr"), CTR_FORMAT_AUTO, NULL, 0, &r));
@@ -498,7 +498,7 @@ static void test_zarr_bad_shards(void) {
   ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32);
   ctr__zarr_set_layout(2, 1000, 2);
   CHECK_OK(ctr_stack_save(P("bads.zarr"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, g_f32, 0));
-  ctr__zarr_set_layout(0, 0, -1);
+  ctr__zarr_set_layout(0, 0, 0);
   float *buf = malloc(NVOX * sizeof *buf);
   const char *s0 = P("bads.zarr/0/c/0/0/0");
   const long long full = file_size(s0);

@@ -235,6 +235,8 @@ struct ctr_stack_writer {
   int overwrite;          /* the commit may replace existing files of the output (ctr_stack_create's
                              overwrite, ctr__stack_set_overwrite); 0: the backend's commit renames
                              its files keeping a file that exists (ctr__atomic_file.no_replace) */
+  int zarr_shard;         /* an OME-Zarr writer's sharding (ctr__stack_set_zarr_shard); 0: the
+                             default */
 };
 
 /* The writer behind ctr_stack_create (mode CTR__OUT_TEMP) and

@@ -44,12 +44,12 @@
 #define ZARR_SHARD_SIDE 8
 #define ZARR_EMPTY UINT64_MAX /* an absent inner chunk's offset and size */
 
-static int64_t g_chunk = 64, g_min_side = 64, g_shard = -1;
+static int64_t g_chunk = 64, g_min_side = 64, g_shard = 0;
 
 void ctr__zarr_set_layout(int64_t chunk, int64_t min_side, int64_t shard) {
   g_chunk = chunk >= 2 ? chunk & ~(int64_t)1 : 64;
   g_min_side = min_side >= 1 ? min_side : 64;
-  g_shard = shard >= 0 ? shard : -1;
+  g_shard = shard >= 1 ? shard : shard < 0 ? -1 : 0;
 }
 
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78; RFC 3720), bit by
@@ -172,6 +172,7 @@ typedef struct level {
 typedef struct zarr_out {
   char *tmp; /* the temporary directory ("<path>.partial" when resumable) */
   int resumed; /* reopened by a resumed run: images of complete rows are on disk already */
+  int ready;   /* zarr_prepare has run */
   unsigned char *rb; /* read_back: one decoded row of level 0 */
   int64_t rb_row;    /* the row in rb (-1: none) */
   int nlevels;
@@ -181,11 +182,14 @@ typedef struct zarr_out {
 } zarr_out;
 
 /* The pyramid of a volume: levels while the last one's smallest side is at
- * least g_min_side (and the last is more than one voxel); each level
- * sharded (shards of g_shard chunks a side, fewer where its grid has fewer)
- * when g_shard >= 1, or by default when it has more than ZARR_SHARD_ABOVE
- * chunks. A "row" is a row of shards (of chunks when not sharded). */
-static void plan_levels(const ctr_stack_info *info, zarr_out *o) {
+ * least g_min_side (and the last is more than one voxel). `shard` (as
+ * ctr_tuning.zarr_shard; 0: g_shard, the tests' layout, in its place): each
+ * level in shards of that many chunks a side (fewer where its grid has
+ * fewer) when >= 1, none when -1, and when 0 shards of ZARR_SHARD_SIDE
+ * chunks on a level of more than ZARR_SHARD_ABOVE chunks. A "row" is a row
+ * of shards (of chunks when not sharded). */
+static void plan_levels(const ctr_stack_info *info, zarr_out *o, int64_t shard) {
+  if (shard == 0) shard = g_shard;
   int64_t n[3] = {info->count, info->height, info->width};
   for (int l = 0; l < ZARR_MAX_LEVELS; l++) {
     level *v = &o->lv[l];
@@ -195,7 +199,7 @@ static void plan_levels(const ctr_stack_info *info, zarr_out *o) {
     }
     int64_t g[3];
     for (int a = 0; a < 3; a++) g[a] = (n[a] + v->c[a] - 1) / v->c[a];
-    const int64_t side = g_shard >= 0 ? g_shard
+    const int64_t side = shard != 0 ? shard
                          : g[0] * g[1] * g[2] > ZARR_SHARD_ABOVE ? ZARR_SHARD_SIDE : 0;
     v->sharded = side >= 1;
     for (int a = 0; a < 3; a++) v->s[a] = v->c[a] * (!v->sharded ? 1 : side < g[a] ? side : g[a]);
@@ -218,7 +222,7 @@ uint64_t ctr__zarr_writer_bytes(int64_t nx, int64_t ny, int64_t nz, ctr_dtype d,
   info.count = nz;
   zarr_out o;
   memset(&o, 0, sizeof o);
-  plan_levels(&info, &o);
+  plan_levels(&info, &o, 0);
   const uint64_t es = ctr_dtype_size(d);
   const int64_t held = 2 * (int64_t)streams - 1;
   uint64_t bytes = 0;
@@ -490,8 +494,11 @@ static ctr_status put_images(ctr_stack_writer *w, int l, int64_t first, int64_t 
   return CTR_OK;
 }
 
+static ctr_status zarr_prepare(ctr_stack_writer *w);
+
 static ctr_status zarr_write(ctr_stack_writer *w, int64_t first, int64_t n, const void *buf) {
   zarr_out *o = w->impl;
+  CTR_CHECK(zarr_prepare(w));
   const level *v = &o->lv[0];
   if (o->rb) { /* the resume's checks are over: the planned rows only from now on */
     free(o->rb);
@@ -717,7 +724,8 @@ static ctr_status rename_tree(const char *tmp, const char *path, int no_replace)
 
 static ctr_status zarr_commit(ctr_stack_writer *w) {
   zarr_out *o = w->impl;
-  ctr_status st = CTR_OK;
+  ctr_status st = zarr_prepare(w);
+  if (st != CTR_OK) goto cleanup;
   for (int l = 0; l < o->nlevels; l++)
     for (int64_t r = 0; r < o->lv[l].rows; r++)
       if (!o->lv[l].done[r])
@@ -885,8 +893,29 @@ static ctr_status resume_rows(ctr_stack_writer *w) {
   return CTR_OK;
 }
 
+/* The levels laid out with the writer's sharding (w->zarr_shard,
+ * ctr__stack_set_zarr_shard) and, resumed, their complete rows found: at
+ * the writer's first use, so that a sharding given after the creation
+ * applies. */
+static ctr_status zarr_prepare(ctr_stack_writer *w) {
+  zarr_out *o = w->impl;
+  if (o->ready) return CTR_OK;
+  plan_levels(&w->info, o, w->zarr_shard);
+  for (int l = 0; l < o->nlevels; l++) {
+    level *v = &o->lv[l];
+    v->buf = ctr__calloc((size_t)v->rows, sizeof *v->buf, "OME-Zarr rows");
+    v->filled = ctr__calloc((size_t)v->rows, sizeof *v->filled, "OME-Zarr rows");
+    v->done = ctr__calloc((size_t)v->rows, 1, "OME-Zarr rows");
+    v->have = ctr__calloc((size_t)v->n[0], 1, "OME-Zarr images");
+    if (!v->buf || !v->filled || !v->done || !v->have) return CTR_E_OUT_OF_MEMORY;
+  }
+  o->ready = 1;
+  return o->resumed ? resume_rows(w) : CTR_OK;
+}
+
 static ctr_status zarr_read_back(ctr_stack_writer *w, int64_t first, int64_t n, void *buf) {
   zarr_out *o = w->impl;
+  CTR_CHECK(zarr_prepare(w));
   const level *v = &o->lv[0];
   const size_t sb = slice_bytes(o, v);
   for (int64_t z = first; z < first + n; z++) {
@@ -942,18 +971,7 @@ ctr_status ctr__zarr_create(ctr_stack_writer *w) {
   w->swap = 0; /* the host's order, said in the metadata */
   o->dtype = w->info.dtype;
   o->es = ctr_dtype_size(w->info.dtype);
-  plan_levels(&w->info, o);
-  for (int l = 0; l < o->nlevels; l++) {
-    level *v = &o->lv[l];
-    v->buf = ctr__calloc((size_t)v->rows, sizeof *v->buf, "OME-Zarr rows");
-    v->filled = ctr__calloc((size_t)v->rows, sizeof *v->filled, "OME-Zarr rows");
-    v->done = ctr__calloc((size_t)v->rows, 1, "OME-Zarr rows");
-    v->have = ctr__calloc((size_t)v->n[0], 1, "OME-Zarr images");
-    if (!v->buf || !v->filled || !v->done || !v->have) {
-      st = CTR_E_OUT_OF_MEMORY;
-      goto cleanup;
-    }
-  }
+  plan_levels(&w->info, o, 0); /* the levels (their sharding: zarr_prepare) */
   if (w->mode == CTR__OUT_TEMP) {
     o->tmp = fresh_dir(w->path, "zarr", 1);
     if (!o->tmp) {
@@ -978,12 +996,7 @@ ctr_status ctr__zarr_create(ctr_stack_writer *w) {
         return st;
       }
       o->tmp = d;
-      o->resumed = 1;
-      st = resume_rows(w);
-      if (st != CTR_OK) {
-        zarr_release(w, 0); /* the partial output stays as it was */
-        return st;
-      }
+      o->resumed = 1; /* its complete rows: zarr_prepare */
       w->ops = &zarr_writer_ops;
       return CTR_OK;
     }
