@@ -4,10 +4,13 @@
  * and one array per level of a pyramid, "0" (the volume) and "1", "2", ...
  * (each the 2 x 2 x 2 average of the one before), chunked (regular grid,
  * chunk keys "c/Z/Y/X"), each chunk the "bytes" codec (the host's byte
- * order) then "zstd" (level 3). docs/file-formats.md, "OME-Zarr".
+ * order) then "zstd" (level 3); a large level (or any, as the caller
+ * says) in shards ("sharding_indexed": a file of many inner chunks, then
+ * their index of (offset, nbytes) and its CRC-32C). docs/file-formats.md,
+ * "OME-Zarr".
  *
- * Writing: images arrive in any order; the images of one chunk row (the
- * chunks that share their z range) wait in memory until the row is whole,
+ * Writing: images arrive in any order; the images of one row (the chunks,
+ * or shards, that share their z range) wait in memory until the row is whole,
  * then its chunks are compressed (OpenMP over the chunks) and written, and
  * the row's 2 x 2 x 2 averages go to the next level as its images, which
  * fill that level's rows the same way. Everything is written into a
@@ -17,7 +20,7 @@
  *
  * Reading: the first dataset of the multiscales (or an array's own
  * zarr.json), data types float32, uint16 and float16, codecs bytes (either
- * byte order) and zstd; a missing chunk is the fill value. */
+ * byte order) and zstd, sharded or not; a missing chunk is the fill value. */
 #include "io/io_internal.h"
 
 #include <cjson/cJSON.h>
@@ -52,7 +55,8 @@ void ctr__zarr_set_layout(int64_t chunk, int64_t min_side, int64_t shard) {
   g_shard = shard >= 1 ? shard : shard < 0 ? -1 : 0;
 }
 
-/* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78; RFC 3720), bit by
+/* CRC-32C (Castagnoli et al. 1993, reflected polynomial 0x82F63B78; the
+ * check of RFC 3720, Satran et al. 2004), bit by
  * bit: only shard indexes (16 bytes a chunk) are checksummed. */
 uint32_t ctr__crc32c(const void *data, size_t n) {
   const unsigned char *p = data;
