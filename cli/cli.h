@@ -186,10 +186,11 @@ typedef struct cli_common {
   int devices[64];
   int ntune;                     /* --tune settings, in the order given */
   const char *tune[CLI_MAX_TUNE]; /* "KEY=VALUE" (argv strings) */
+  int zarr_shard; /* --zarr-shard N: ctr_tuning.zarr_shard (N, or -1 for 0); 0: not given */
 } cli_common;
 
 #define CLI_COMMON_INIT \
-  { 0, 0, CTR_DEVICE_AUTO, -1, 0, {0}, 0, {NULL} }
+  { 0, 0, CTR_DEVICE_AUTO, -1, 0, {0}, 0, {NULL}, 0 }
 
 int cli_parse_threads(const char *cmd, const char *name, const char *value, void *dst);
 int cli_parse_device(const char *cmd, const char *name, const char *value, void *dst);
@@ -197,9 +198,11 @@ int cli_parse_gpus(const char *cmd, const char *name, const char *value, void *d
 /* --tune KEY=VALUE (dst: cli_common): checked with ctr_tuning_set, kept in
  * order; repeatable. */
 int cli_parse_tune(const char *cmd, const char *name, const char *value, void *dst);
+/* --zarr-shard N (dst: cli_common): 0 .. 256 chunks a shard side, 0 none. */
+int cli_parse_zarr_shard(const char *cmd, const char *name, const char *value, void *dst);
 /* The tuning table of a run (docs/tuning.md): the defaults, then the
  * environment's CTRECON_<KEY> variables, then the --tune settings in
- * order. Returns 0, or prints the error for `cmd` and returns an exit
+ * order, then --zarr-shard. Returns 0, or prints the error for `cmd` and returns an exit
  * code. t->cache_dir may point into the environment or argv. */
 int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t);
 
@@ -221,6 +224,12 @@ int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t);
    "CTRECON_<KEY> variables) (default: the tuned defaults)",                        \
    cli_parse_tune, (c), NULL}
 // clang-format on
+
+/* --zarr-shard, for the commands whose streamed output may be OME-Zarr. */
+#define CLI_ZARR_SHARD_OPTION(c)                                                     \
+  {"--zarr-shard", "N", "OME-Zarr output: shards of N x N x N chunks (Zarr v3 "       \
+   "sharding_indexed; 0 = a file per chunk) (default: 8 on a level of more than 512 " \
+   "chunks, else none)", cli_parse_zarr_shard, (c), NULL}
 
 /* --strict, for the commands that read data under the data policy
  * (docs/cli.md, "Bad values"): bad values become an error instead of a

@@ -602,9 +602,19 @@ int cli_parse_tune(const char *cmd, const char *name, const char *value, void *d
   return 0;
 }
 
+int cli_parse_zarr_shard(const char *cmd, const char *name, const char *value, void *dst) {
+  int64_t v;
+  if (to_int64(value, &v) || v < 0 || v > 256)
+    return cli_usage_error(cmd, "%s '%s': expected 0 .. 256 chunks a shard side (0 = no "
+                           "sharding)", name, value);
+  ((cli_common *)dst)->zarr_shard = v ? (int)v : -1;
+  return 0;
+}
+
 int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t) {
   ctr_status st = ctr_tuning_init(t, CTR_TUNING_VERSION);
   if (st == CTR_OK) st = ctr_tuning_set_env(t, environ);
   for (int i = 0; st == CTR_OK && c && i < c->ntune; i++) st = apply_tune(t, c->tune[i]);
+  if (st == CTR_OK && c && c->zarr_shard) t->zarr_shard = c->zarr_shard;
   return st == CTR_OK ? 0 : cli_fail(cmd, st);
 }

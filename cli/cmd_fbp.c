@@ -863,6 +863,7 @@ int cmd_fbp(int argc, char **argv) {
        "for --resume when the scan stopped early (default: OUT.spool)", cli_parse_string,
        &a.spool, NULL},
       CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
+      CLI_ZARR_SHARD_OPTION(&a.common),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };

@@ -509,6 +509,7 @@ int cmd_fdk(int argc, char **argv) {
        "than a short scan, an offset detector: default a warning; docs/geometry.md)",
        cli_set_flag, &a.fdk.strict, NULL},
       CLI_RANK_TIMEOUT_OPTION(&a.rank_timeout),
+      CLI_ZARR_SHARD_OPTION(&a.common),
       CLI_COMMON_OPTIONS(&a.common),
       {0},
   };

@@ -442,6 +442,44 @@ static void gpu_vs_cpu(recon *r, int64_t n) {
 }
 #endif
 
+/* An offset (half-fan) cylindrical detector on a full turn: 48 columns with
+ * the principal point 7.5 columns from the centre of the narrow side's last
+ * column reach as far beyond the axis (40 columns) as the centred 80-column
+ * arc c of the same pitch (test_fdk's). Wang's weights with the fan angle
+ * itself and the rows extended beyond the narrow edge (docs/geometry.md,
+ * "Offset detectors") give the centred arc's RMSE over the head within 1.2x
+ * (the issue's half-fan target, on the curved detector; measured 1.001x). */
+static void test_offset(ctr_phantom *ph, const float *truth, recon *c, int64_t n,
+                        const ctr_fdk_options *o, const ctr_volume_error *ec) {
+  const ctr_volume_geometry vg = ctr_geometry_get_volume(c->g);
+  recon h;
+  memset(&h, 0, sizeof h);
+  double du, dv;
+  ctr_geometry_get_detector(c->g, NULL, NULL, &du, &dv);
+  /* the same arc cut to 48 columns on one side: offset_u = 16 columns */
+  ctr_circular_params p = params(2.0 * n, 3.0 * n, 48, c->nv, du, dv, 240,
+                                 CTR_DETECTOR_CYLINDRICAL);
+  p.angle_start_deg = 30;
+  p.offset_u = 16 * du;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vg, &h.g));
+  REQUIRE(h.g);
+  CHECK(ctr_geometry_offset_detector(h.g));
+  h.nu = 48, h.nv = c->nv, h.nviews = 240;
+  h.proj = malloc(sizeof(float) * 48 * h.nv * 240);
+  h.vol = malloc(sizeof(float) * n * n * n);
+  const int64_t pd[3] = {48, h.nv, 240};
+  ctr_array pa = ctr_array_make(h.proj, CTR_DTYPE_FLOAT32, 3, pd);
+  CHECK_OK(ctr_phantom_project(g_cpu, ph, h.g, 1, &pa));
+  CHECK_OK(fdk(g_ctx, &h, h.g, o, h.vol, n));
+  const ctr_volume_error eh = compare(h.vol, truth, n);
+  printf("half-fan curved detector: RMSE %.5f over the head (centred %.5f, ratio %.3f), %.5f "
+         "away from edges (centred %.5f)\n", eh.rmse_object, ec->rmse_object,
+         eh.rmse_object / ec->rmse_object, eh.rmse_flat, ec->rmse_flat);
+  CHECK_MSG(eh.rmse_object < 1.2 * ec->rmse_object, "half-fan %g, centred %g", eh.rmse_object,
+            ec->rmse_object);
+  free_recon(&h);
+}
+
 /* FDK of Shepp-Logan (64^3, 240 views, Hann; sid 128, sdd 192 mm) on a
  * cylindrical detector against a flat detector of the same fan angle (40
  * degrees), columns, rows and row pitch: the RMSE over the head and away
@@ -499,62 +537,10 @@ static void test_fdk(void) {
 #ifdef CTR_TEST_CUDA
     gpu_vs_cpu(&c, n);
 #endif
+    test_offset(ph, truth, &c, n, &o, &ec);
   }
   free_recon(&c);
   free_recon(&f);
-  free(truth);
-  ctr_phantom_free(ph);
-}
-
-/* An offset (half-fan) cylindrical detector on a full turn: 48 columns with
- * the principal point 7.5 columns from the centre of the narrow side's last
- * column reach as far beyond the axis (40 columns) as a centred 80-column
- * arc of the same pitch. Wang's weights with the fan angle itself and the
- * rows extended beyond the narrow edge (docs/geometry.md, "Offset
- * detectors") give the centred arc's RMSE over the head within 1.2x (the
- * issue's half-fan target, on the curved detector). */
-static void test_offset(void) {
-  const int64_t n = 64;
-  ctr_phantom *ph = NULL;
-  CHECK_OK(ctr_phantom_shepp_logan(0.5 * n * 0.95, 1.0, &ph));
-  REQUIRE(ph);
-  const ctr_volume_geometry vg = {n, n, n, 1, 1, 1, 0, 0, 0};
-  float *truth = malloc(sizeof(float) * n * n * n);
-  const int64_t vd[3] = {n, n, n};
-  ctr_array ta = ctr_array_make(truth, CTR_DTYPE_FLOAT32, 3, vd);
-  CHECK_OK(ctr_phantom_voxelize(g_cpu, ph, &vg, 2, 0, &ta));
-  recon c, h;
-  const int okc = scan(&c, ph, n, 240, 40 * PI / 180, CTR_DETECTOR_CYLINDRICAL);
-  /* the same arc cut to 48 columns on one side: offset_u = 16 columns */
-  memset(&h, 0, sizeof h);
-  double du, dv;
-  ctr_geometry_get_detector(c.g, NULL, NULL, &du, &dv);
-  ctr_circular_params p = params(2.0 * n, 3.0 * n, 48, c.nv, du, dv, 240,
-                                 CTR_DETECTOR_CYLINDRICAL);
-  p.angle_start_deg = 30;
-  p.offset_u = 16 * du;
-  CHECK_OK(ctr_geometry_create_circular(&p, &vg, &h.g));
-  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
-  o.window = CTR_WINDOW_HANN;
-  if (okc && h.g) {
-    CHECK(ctr_geometry_offset_detector(h.g));
-    h.nu = 48, h.nv = c.nv, h.nviews = 240;
-    h.proj = malloc(sizeof(float) * 48 * h.nv * 240);
-    h.vol = malloc(sizeof(float) * n * n * n);
-    const int64_t pd[3] = {48, h.nv, 240};
-    ctr_array pa = ctr_array_make(h.proj, CTR_DTYPE_FLOAT32, 3, pd);
-    CHECK_OK(ctr_phantom_project(g_cpu, ph, h.g, 1, &pa));
-    CHECK_OK(fdk(g_ctx, &c, c.g, &o, c.vol, n));
-    CHECK_OK(fdk(g_ctx, &h, h.g, &o, h.vol, n));
-    const ctr_volume_error ec = compare(c.vol, truth, n), eh = compare(h.vol, truth, n);
-    printf("half-fan curved detector: RMSE %.5f over the head (centred %.5f, ratio %.3f), %.5f "
-           "away from edges (centred %.5f)\n", eh.rmse_object, ec.rmse_object,
-           eh.rmse_object / ec.rmse_object, eh.rmse_flat, ec.rmse_flat);
-    CHECK_MSG(eh.rmse_object < 1.2 * ec.rmse_object, "half-fan %g, centred %g", eh.rmse_object,
-              ec.rmse_object);
-  }
-  free_recon(&c);
-  free_recon(&h);
   free(truth);
   ctr_phantom_free(ph);
 }
@@ -599,7 +585,6 @@ int main(void) {
   test_row_window();
   test_refusals_and_coverage();
   test_fdk();
-  test_offset();
   if (g_ctx != g_cpu) ctr_context_free(g_ctx);
   ctr_context_free(g_cpu);
 #ifdef CTR_TEST_CUDA

@@ -215,7 +215,9 @@ static void test_json_errors(void) {
               "volume.voxel_mm = [-1, -1, -1]: expected voxel sizes > 0");
   CHECK_FAILS(load_variant("[32, 32, 32]", "[32, 0, 32]"), CTR_E_FORMAT,
               "volume.size = [32, 0, 32]: expected 3 integers");
-  CHECK_FAILS(load_variant("\"circular\"", "\"helical\""), CTR_E_FORMAT, "type");
+  CHECK_FAILS(load_variant("\"circular\"", "\"spiral\""), CTR_E_FORMAT, "type");
+  /* "helical" is a type (test_helical): without its pitch, the pitch is missing */
+  CHECK_FAILS(load_variant("\"circular\"", "\"helical\""), CTR_E_FORMAT, "pitch_mm: missing");
   CHECK_FAILS(load_variant("\"sdd\": 1500,", "\"sdd\": 1500,,"), CTR_E_FORMAT, "line 1");
   CHECK_FAILS(load_variant("\"range_deg\": 360", "\"range_deg\": 1e999"), CTR_E_FORMAT,
               "angles.range_deg");

@@ -236,11 +236,12 @@ static double *zarr_level(const char *path, int l, ctr_dtype dt, int64_t n[3]) {
 
 /* One OME-Zarr case: an nz x ny x nx volume of dtype dt written in bands of
  * 3 images, last band first, with chunks of `chunk` and levels down to
- * `min_side`; read back whole and in a slab, and every pyramid level equal
+ * `min_side` (shards of `shard` chunks a side; -1 none, 0 the default
+ * rule); read back whole and in a slab, and every pyramid level equal
  * to the 2 x 2 x 2 mean of the level before (fewer voxels at an odd edge),
  * computed here in double and stored as the dtype stores it. */
 static void zarr_case(const char *name, ctr_dtype dt, int64_t nz, int64_t ny, int64_t nx,
-                      int64_t chunk, int64_t min_side, int levels) {
+                      int64_t chunk, int64_t min_side, int levels, int64_t shard) {
   const char *path = P(name);
   ctr_stack_info info = make_info(dt);
   info.width = nx, info.height = ny, info.count = nz;
@@ -250,13 +251,13 @@ static void zarr_case(const char *name, ctr_dtype dt, int64_t nz, int64_t ny, in
     if (dt == CTR_DTYPE_UINT16) ((uint16_t *)data)[i] = (uint16_t)th_uniform(0.0, 65536.0);
     else ((float *)data)[i] = (float)th_uniform(-1e3, 1e3);
   }
-  ctr__zarr_set_layout(chunk, min_side);
+  ctr__zarr_set_layout(chunk, min_side, shard);
   ctr_stack_writer *w = NULL;
   CHECK_OK(ctr_stack_create(path, CTR_FORMAT_AUTO, &info, 0, &w));
   for (int64_t z = (nz - 1) / 3 * 3; w && z >= 0; z -= 3)
     CHECK_OK(ctr_stack_write(w, z, nz - z < 3 ? nz - z : 3, dt, data + (size_t)z * img * es));
   if (w) CHECK_OK(ctr_stack_commit(w));
-  ctr__zarr_set_layout(0, 0);
+  ctr__zarr_set_layout(0, 0, 0);
   CHECK_MSG(count_temporaries() == 0, "%s left temporaries", name);
 
   ctr_stack_reader *r = NULL;
@@ -320,50 +321,60 @@ static void zarr_case(const char *name, ctr_dtype dt, int64_t nz, int64_t ny, in
  * and 2 and partial ones everywhere, resumed: images of complete rows read
  * back, the others refused, the recomputed images of complete rows
  * skipped; every level of the result equals ctr_stack_create's. */
-static void test_zarr_resume(void) {
+static void zarr_resume_case(const char *name, int64_t shard, int64_t complete,
+                             const char *refusal, const char *const *present,
+                             const char *const *absent) {
   const int64_t nx = 9, ny = 7, nz = 37; /* chunks of 4, levels 37, 19, 10, 5 slices */
+  char ref[600], partial[600];
+  snprintf(ref, sizeof ref, "%s_ref.zarr", P(name));
+  snprintf(partial, sizeof partial, "%s.partial", P(name));
   ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32);
   info.width = nx, info.height = ny, info.count = nz;
   const size_t img = (size_t)(nx * ny), vox = img * (size_t)nz;
   float *data = malloc(vox * 4), *back = malloc(vox * 4);
   for (size_t i = 0; i < vox; i++) data[i] = (float)th_uniform(-1e3, 1e3);
-  ctr__zarr_set_layout(4, 2);
-  CHECK_OK(ctr_stack_save(P("zr_ref.zarr"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, data, 0));
+  ctr__zarr_set_layout(4, 2, shard);
+  CHECK_OK(ctr_stack_save(ref, CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, data, 0));
   ctr_stack_writer *w = NULL;
-  CHECK_OK(ctr__stack_create_partial(P("zr.zarr"), CTR_FORMAT_AUTO, &info, 0, NULL, &w));
+  CHECK_OK(ctr__stack_create_partial(P(name), CTR_FORMAT_AUTO, &info, 0, NULL, &w));
   for (int64_t z = 0; w && z < 30; z += 3)
     CHECK_OK(ctr_stack_write(w, z, 3, CTR_DTYPE_FLOAT32, data + (size_t)z * img));
   if (w) CHECK_OK(ctr__stack_flush(w));
   ctr__stack_suspend(w);
-  /* level 0 rows 0..6 (images 0..27), level 1 rows 0..2, level 2 row 0 */
-  CHECK(exists(P("zr.zarr.partial/0/c/6/1/2")) && !exists(P("zr.zarr.partial/0/c/7")));
-  CHECK(exists(P("zr.zarr.partial/1/c/2")) && !exists(P("zr.zarr.partial/1/c/3")));
-  CHECK(exists(P("zr.zarr.partial/2/c/0")) && !exists(P("zr.zarr.partial/2/c/1")));
-  CHECK(!exists(P("zr.zarr.partial/3/c/0")) && !exists(P("zr.zarr")));
+  for (int i = 0; present[i]; i++) {
+    char f[700];
+    snprintf(f, sizeof f, "%s/%s", partial, present[i]);
+    CHECK_MSG(exists(f), "%s: %s is missing", name, f);
+  }
+  for (int i = 0; absent[i]; i++) {
+    char f[700];
+    snprintf(f, sizeof f, "%s/%s", partial, absent[i]);
+    CHECK_MSG(!exists(f), "%s: %s is there", name, f);
+  }
+  CHECK(!exists(P(name)));
   unsigned char done[37] = {0};
   memset(done, 1, 30);
   w = NULL;
-  CHECK_OK(ctr__stack_create_partial(P("zr.zarr"), CTR_FORMAT_AUTO, &info, 1, done, &w));
+  CHECK_OK(ctr__stack_create_partial(P(name), CTR_FORMAT_AUTO, &info, 1, done, &w));
   if (w) {
-    CHECK_OK(ctr__stack_read_back(w, 0, 28, back));
-    CHECK(!memcmp(back, data, 28 * img * 4));
-    CHECK_FAILS(ctr__stack_read_back(w, 27, 2, back), CTR_E_IO,
-                "image 28 lies in a row of chunks (images 28..31) that was not complete");
-    ctr__stack_forget(w, 28, 2);
+    CHECK_OK(ctr__stack_read_back(w, 0, complete, back));
+    CHECK(!memcmp(back, data, (size_t)complete * img * 4));
+    CHECK_FAILS(ctr__stack_read_back(w, complete - 1, 2, back), CTR_E_IO, refusal);
+    ctr__stack_forget(w, complete, 30 - complete);
     for (int64_t z = (nz - 1) / 3 * 3; z >= 0; z -= 3) /* everything again, last band first */
       CHECK_OK(ctr_stack_write(w, z, nz - z < 3 ? nz - z : 3, CTR_DTYPE_FLOAT32,
                                data + (size_t)z * img));
     CHECK_OK(ctr_stack_commit(w));
   }
-  ctr__zarr_set_layout(0, 0);
-  CHECK(!exists(P("zr.zarr.partial")) && count_temporaries() == 0);
+  ctr__zarr_set_layout(0, 0, 0);
+  CHECK(!exists(partial) && count_temporaries() == 0);
   for (int l = 0; l < 4; l++) {
     int64_t n[3], m[3];
-    double *a = zarr_level(P("zr_ref.zarr"), l, CTR_DTYPE_FLOAT32, n);
-    double *b = zarr_level(P("zr.zarr"), l, CTR_DTYPE_FLOAT32, m);
+    double *a = zarr_level(ref, l, CTR_DTYPE_FLOAT32, n);
+    double *b = zarr_level(P(name), l, CTR_DTYPE_FLOAT32, m);
     CHECK_MSG(a && b && n[0] == m[0] && n[1] == m[1] && n[2] == m[2] &&
               !memcmp(a, b, (size_t)(n[0] * n[1] * n[2]) * sizeof *a),
-              "resumed OME-Zarr: level %d differs", l);
+              "resumed OME-Zarr %s: level %d differs", name, l);
     free(a);
     free(b);
   }
@@ -371,14 +382,54 @@ static void test_zarr_resume(void) {
   free(back);
 }
 
+static void test_zarr_resume(void) {
+  /* chunks: level 0 rows 0..6 (images 0..27), level 1 rows 0..2, level 2 row 0 */
+  static const char *const p0[] = {"0/c/6/1/2", "1/c/2", "2/c/0", NULL};
+  static const char *const a0[] = {"0/c/7", "1/c/3", "2/c/1", "3/c/0", NULL};
+  zarr_resume_case("zr.zarr", -1, 28,
+                   "image 28 lies in a row of chunks (images 28..31) that was not complete", p0,
+                   a0);
+  /* shards of 2 chunks a side (8 images): level 0 rows 0..2 (images
+   * 0..23; shards of 2 x 2 x 2 and 2 x 2 x 1 chunks), level 1 row 0 */
+  static const char *const p1[] = {"0/c/2/0/1", "1/c/0/0/0", NULL};
+  static const char *const a1[] = {"0/c/3", "0/c/2/0/2", "0/c/2/1", "1/c/1", "2/c/0", NULL};
+  zarr_resume_case("zrs.zarr", 2, 24,
+                   "image 24 lies in a row of chunks (images 24..31) that was not complete", p1,
+                   a1);
+}
+
 static void test_zarr(void) {
   /* sizes that are no multiple of the chunk; rows of chunks finished in
    * any order; a volume smaller than a chunk */
-  zarr_case("z1.zarr", CTR_DTYPE_FLOAT32, 9, 7, 5, 4, 2, 4);
-  zarr_case("z2.zarr", CTR_DTYPE_UINT16, 8, 8, 8, 4, 4, 3);
-  zarr_case("z3.zarr", CTR_DTYPE_FLOAT32, 1, 3, 2, 4, 2, 1);
-  zarr_case("z4.zarr", CTR_DTYPE_UINT16, 13, 6, 11, 6, 3, 3);
-  zarr_case("z5.zarr", CTR_DTYPE_FLOAT32, 70, 33, 65, 0, 0, 1); /* the defaults: 64, 64 */
+  zarr_case("z1.zarr", CTR_DTYPE_FLOAT32, 9, 7, 5, 4, 2, 4, -1);
+  zarr_case("z2.zarr", CTR_DTYPE_UINT16, 8, 8, 8, 4, 4, 3, -1);
+  zarr_case("z3.zarr", CTR_DTYPE_FLOAT32, 1, 3, 2, 4, 2, 1, -1);
+  zarr_case("z4.zarr", CTR_DTYPE_UINT16, 13, 6, 11, 6, 3, 3, -1);
+  zarr_case("z5.zarr", CTR_DTYPE_FLOAT32, 70, 33, 65, 0, 0, 1, 0); /* the defaults: 64, 64 */
+  /* sharded: shards past the volume's edge on every axis (chunk grids of
+   * 5 x 4 x 3 and 7 x 3 x 6 chunks), shards of one chunk, shards larger
+   * than a level's grid, and the default rule (a level of more than 512
+   * chunks sharded, 8 chunks a side: 1000 chunks at level 0, 125 at 1) */
+  zarr_case("zs1.zarr", CTR_DTYPE_FLOAT32, 9, 7, 5, 2, 2, 4, 2);
+  zarr_case("zs2.zarr", CTR_DTYPE_UINT16, 13, 6, 11, 2, 3, 3, 3);
+  zarr_case("zs3.zarr", CTR_DTYPE_FLOAT32, 9, 7, 5, 2, 2, 4, 1);
+  zarr_case("zs4.zarr", CTR_DTYPE_UINT16, 13, 6, 11, 4, 3, 3, 100);
+  zarr_case("zs5.zarr", CTR_DTYPE_FLOAT32, 20, 20, 20, 2, 10, 3, 0);
+  CHECK(exists(P("zs1.zarr/0/c/2/1/1")) && !exists(P("zs1.zarr/0/c/3")) &&
+        !exists(P("zs1.zarr/0/c/2/2")) && !exists(P("zs1.zarr/0/c/2/1/2")));
+  CHECK(exists(P("zs4.zarr/0/c/0/0/0")) && !exists(P("zs4.zarr/0/c/1")) &&
+        !exists(P("zs4.zarr/0/c/0/0/1")));
+  CHECK(exists(P("zs5.zarr/0/c/1/1/1")) && !exists(P("zs5.zarr/0/c/2")) &&
+        exists(P("zs5.zarr/1/c/4/4/4")));
+  char *meta = NULL;
+  CHECK_OK(ctr__file_read_text(P("zs5.zarr/0/zarr.json"), 1 << 20, "metadata", &meta));
+  CHECK(meta && strstr(meta, "\"sharding_indexed\"") && strstr(meta, "\"crc32c\"") &&
+        strstr(meta, "\"index_location\":\t\"end\""));
+  free(meta);
+  meta = NULL;
+  CHECK_OK(ctr__file_read_text(P("zs5.zarr/1/zarr.json"), 1 << 20, "metadata", &meta));
+  CHECK(meta && !strstr(meta, "sharding_indexed"));
+  free(meta);
   CHECK(exists(P("z5.zarr/0/c/1/0/1")) && !exists(P("z5.zarr/0/c/2")));
   CHECK(exists(P("z1.zarr/0/c/2/1/1")) && exists(P("z1.zarr/3/c/0/0/0")));
 
@@ -397,9 +448,9 @@ static void test_zarr(void) {
   /* damaged chunks: errors name the chunk's file */
   ctr_stack_reader *r = NULL;
   float *buf = malloc(NVOX * sizeof *buf);
-  ctr__zarr_set_layout(2, 1000);
+  ctr__zarr_set_layout(2, 1000, -1);
   CHECK_OK(ctr_stack_save(P("bad.zarr"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, g_f32, 0));
-  ctr__zarr_set_layout(0, 0);
+  ctr__zarr_set_layout(0, 0, 0);
   const long long full = file_size(P("bad.zarr/0/c/0/0/0"));
   CHECK(full > 8 && truncate(P("bad.zarr/0/c/0/0/0"), full / 2) == 0);
   CHECK_OK(ctr_stack_open(P("bad.zarr"), CTR_FORMAT_AUTO, NULL, 0, &r));
@@ -421,6 +472,78 @@ static void test_zarr(void) {
               "bad.zarr/0/zarr.json' is not JSON");
   CHECK_FAILS(ctr_stack_open(P("none.zarr"), CTR_FORMAT_AUTO, NULL, 0, &r), CTR_E_IO,
               "none.zarr");
+  free(buf);
+}
+
+/* CRC-32C known answers (RFC 3720, B.4; the check value of "123456789"). */
+static void test_crc32c(void) {
+  unsigned char b[32];
+  memset(b, 0, sizeof b);
+  CHECK(ctr__crc32c(b, 32) == 0x8A9136AAu);
+  memset(b, 0xFF, sizeof b);
+  CHECK(ctr__crc32c(b, 32) == 0x62A8AB43u);
+  for (int i = 0; i < 32; i++) b[i] = (unsigned char)i;
+  CHECK(ctr__crc32c(b, 32) == 0x46DD794Eu);
+  for (int i = 0; i < 32; i++) b[i] = (unsigned char)(31 - i);
+  CHECK(ctr__crc32c(b, 32) == 0x113FDB5Cu);
+  CHECK(ctr__crc32c("123456789", 9) == 0xE3069283u);
+  CHECK(ctr__crc32c("", 0) == 0u);
+}
+
+/* Damaged shards: a changed index byte (its CRC-32C differs), an index
+ * entry pointing past the data (with a CRC made to match), a truncated
+ * shard, a damaged inner chunk: CTR_E_FORMAT naming the shard file; a
+ * missing shard and an absent inner chunk are the fill value. */
+static void test_zarr_bad_shards(void) {
+  ctr_stack_info info = make_info(CTR_DTYPE_FLOAT32);
+  ctr__zarr_set_layout(2, 1000, 2);
+  CHECK_OK(ctr_stack_save(P("bads.zarr"), CTR_FORMAT_AUTO, &info, CTR_DTYPE_FLOAT32, g_f32, 0));
+  ctr__zarr_set_layout(0, 0, 0);
+  float *buf = malloc(NVOX * sizeof *buf);
+  const char *s0 = P("bads.zarr/0/c/0/0/0");
+  const long long full = file_size(s0);
+  const long long ib = 8 * 16 + 4; /* 2 x 2 x 2 chunks */
+  FILE *f = fopen(s0, "r+b");
+  unsigned char entry[16];
+  CHECK(f && fseek(f, (long)(full - ib), SEEK_SET) == 0 && fread(entry, 1, 16, f) == 16);
+  entry[0] ^= 1; /* chunk 0's offset */
+  CHECK(f && fseek(f, (long)(full - ib), SEEK_SET) == 0 && fwrite(entry, 1, 16, f) == 16);
+  if (f) fclose(f);
+  ctr_stack_reader *r = NULL;
+  CHECK_OK(ctr_stack_open(P("bads.zarr"), CTR_FORMAT_AUTO, NULL, 0, &r));
+  if (r) {
+    CHECK_FAILS(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, buf), CTR_E_FORMAT,
+                "bads.zarr/0/c/0/0/0': the CRC-32C of its index is");
+    /* the entry past the data, the CRC recomputed */
+    unsigned char *index = malloc((size_t)ib);
+    f = fopen(s0, "r+b");
+    CHECK(f && fseek(f, (long)(full - ib), SEEK_SET) == 0 &&
+          fread(index, 1, (size_t)ib, f) == (size_t)ib);
+    for (int b = 0; b < 8; b++) index[b] = (unsigned char)(b == 2 ? 0x7F : 0);
+    const uint32_t crc = ctr__crc32c(index, (size_t)ib - 4);
+    for (int b = 0; b < 4; b++) index[ib - 4 + b] = (unsigned char)(crc >> (8 * b));
+    CHECK(f && fseek(f, (long)(full - ib), SEEK_SET) == 0 &&
+          fwrite(index, 1, (size_t)ib, f) == (size_t)ib);
+    if (f) fclose(f);
+    free(index);
+    CHECK_FAILS(ctr_stack_read(r, 0, 1, CTR_DTYPE_FLOAT32, buf), CTR_E_FORMAT,
+                "bads.zarr/0/c/0/0/0': its index puts chunk 0 at bytes 8323072");
+    CHECK(truncate(s0, 100) == 0);
+    CHECK_FAILS(ctr_stack_read(r, 1, 1, CTR_DTYPE_FLOAT32, buf), CTR_E_FORMAT,
+                "bads.zarr/0/c/0/0/0' is 100 bytes: too short for the index of its 8 chunks");
+    /* a damaged inner chunk: its first bytes */
+    const char *s1 = P("bads.zarr/0/c/1/0/0");
+    f = fopen(s1, "r+b");
+    CHECK(f && fwrite("garbage!", 1, 8, f) == 8);
+    if (f) fclose(f);
+    CHECK_FAILS(ctr_stack_read(r, 4, 1, CTR_DTYPE_FLOAT32, buf), CTR_E_FORMAT,
+                "Zarr chunk 0 of the shard '");
+    /* a missing shard: the fill value */
+    CHECK(unlink(s1) == 0);
+    CHECK_OK(ctr_stack_read(r, 4, 1, CTR_DTYPE_FLOAT32, buf));
+    CHECK(buf[0] == 0.0f && buf[2 * NX + 2] == 0.0f);
+    ctr_stack_close(r);
+  }
   free(buf);
 }
 
@@ -899,6 +1022,8 @@ int main(void) {
   test_round_trips();
   test_zarr();
   test_zarr_resume();
+  test_crc32c();
+  test_zarr_bad_shards();
   test_conversion();
   test_slab_order();
   test_commit_abort();

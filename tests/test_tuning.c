@@ -29,7 +29,7 @@ static int all_default(const ctr_tuning *t) {
                    t->pet_split,          t->pet_const,          t->fbp_hybrid_tex,
                    t->fbp_tex_chunk,      t->tune,               t->direct_io,
                    t->read_threads,       t->host_transfer,      t->host_threads,
-                   t->host_stage_kib};
+                   t->host_stage_kib,     t->zarr_shard};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (f[i]) return 0;
   return t->version == CTR_TUNING_VERSION;
@@ -161,6 +161,24 @@ static void test_text(void) {
     CHECK_OK(ctr_tuning_init(&v2, 2));
     CHECK_FAILS(ctr_tuning_set(&v2, "host_threads", "4"), CTR_E_INVALID_ARGUMENT, "host_threads");
     CHECK(v2.host_threads == 0x5a5a5a5a);
+  }
+  /* version 4: the OME-Zarr sharding (0 or none: -1; auto: the default) */
+  {
+    ctr_tuning h = set1("zarr_shard", "8");
+    CHECK(h.zarr_shard == 8);
+    CHECK_OK(ctr_tuning_set(&h, "zarr_shard", "0"));
+    CHECK(h.zarr_shard == -1);
+    CHECK_OK(ctr_tuning_set(&h, "zarr_shard", "auto"));
+    CHECK(h.zarr_shard == 0);
+    CHECK_OK(ctr_tuning_set(&h, "zarr_shard", "256"));
+    CHECK_FAILS(ctr_tuning_set(&h, "zarr_shard", "257"), CTR_E_INVALID_ARGUMENT, "1 .. 256");
+    CHECK_FAILS(ctr_tuning_set(&h, "zarr_shard", "-2"), CTR_E_INVALID_ARGUMENT, "zarr_shard");
+    CHECK(h.zarr_shard == 256); /* unchanged by the refusals */
+    ctr_tuning v3;
+    memset(&v3, 0x5a, sizeof v3);
+    CHECK_OK(ctr_tuning_init(&v3, 3));
+    CHECK_FAILS(ctr_tuning_set(&v3, "zarr_shard", "4"), CTR_E_INVALID_ARGUMENT, "zarr_shard");
+    CHECK(v3.zarr_shard == 0x5a5a5a5a);
   }
   /* a version-1 table has no read_threads: the key is refused, nothing past
    * the version-1 prefix is written */

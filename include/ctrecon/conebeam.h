@@ -81,7 +81,10 @@ CTR_API ctr_status ctr_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fd
 /* ctr_geometry_fdk_check for FDK run with opts (NULL: the defaults): an
  * offset (half-fan) detector is accepted with offset_weight auto or wang,
  * not with off (the rays its overlap sees twice would count twice). What
- * ctr_fdk and ctr_fdk_stream* check unless opts->geometry_checked. */
+ * ctr_fdk and ctr_fdk_stream* check unless opts->geometry_checked. A helix
+ * whose pitch exceeds helical FDK's limit, which FDK refuses whatever the
+ * options, is that error (CTR_E_GEOMETRY, field ctr_helical_params.pitch_mm:
+ * docs/geometry.md, "Helical orbits"), not *ok = 0. */
 CTR_API ctr_status ctr_fdk_check_geometry(const ctr_geometry *g, const ctr_fdk_options *opts,
                                           int *ok, char *why, size_t cap);
 

@@ -23,7 +23,7 @@ extern "C" {
 
 /* Version of ctr_tuning; bump when the struct grows (fields are only ever
  * added at the end). */
-#define CTR_TUNING_VERSION 3u
+#define CTR_TUNING_VERSION 4u
 
 struct ctr_tuning {
   unsigned version; /* CTR_TUNING_VERSION (ctr_tuning_init sets it) */
@@ -86,12 +86,19 @@ struct ctr_tuning {
                                  memory always goes direct) */
   int host_threads;           /* threads of the staged path's host copy; 0 = the context's */
   int host_stage_kib;         /* the staged path's slot, KiB (64 .. 1048576); 0 = 16384 */
+
+  /* Version 4. */
+  int zarr_shard;             /* OME-Zarr outputs of the streamed runs: each level in
+                                 shards (Zarr v3 sharding_indexed) of this many chunks a
+                                 side, 1 .. 256; -1 = none (a file per chunk); 0 = shards
+                                 of 8 chunks a side on a level of more than 512 chunks
+                                 (docs/file-formats.md, "OME-Zarr") */
 };
 
 /* The defaults (every field 0), for a struct on the stack. */
 #define CTR_TUNING_INIT \
   { CTR_TUNING_VERSION, 0, 0, 0, 0, 0, 0, 0, {0, 0}, {0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, \
-    0, 0, 0 }
+    0, 0, 0, 0 }
 
 /* Fills *t with the defaults of `version` (1 .. CTR_TUNING_VERSION; pass
  * CTR_TUNING_VERSION): every field 0, version set. CTR_E_INVALID_ARGUMENT

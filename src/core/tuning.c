@@ -100,6 +100,10 @@ static ctr_status check_fields(const ctr_tuning *t) {
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_threads", CTR__V_INT(t->host_threads),
                    "ctr_tuning.host_threads is %d, expected 1 .. 256 (0 = the context's)",
                    t->host_threads);
+  if (t->zarr_shard < -1 || t->zarr_shard > 256)
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.zarr_shard", CTR__V_INT(t->zarr_shard),
+                   "ctr_tuning.zarr_shard is %d, expected 1 .. 256 chunks a shard side (-1 = "
+                   "none, 0 = the default)", t->zarr_shard);
   if (t->host_stage_kib != 0 && (t->host_stage_kib < 64 || t->host_stage_kib > 1048576))
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_stage_kib", CTR__V_INT(t->host_stage_kib),
                    "ctr_tuning.host_stage_kib is %d, expected 64 .. 1048576 (0 = 16384)",
@@ -195,6 +199,7 @@ static const key_def k_keys[] = {
     {"host_transfer", K_WORD, F(host_transfer), 0, "staged, registered or driver"},
     {"host_threads", K_INT, F(host_threads), 0, "1 .. 256"},
     {"host_stage_kib", K_INT, F(host_stage_kib), 0, "64 .. 1048576"},
+    {"zarr_shard", K_COUNT, F(zarr_shard), 0, "chunks a shard side, 1 .. 256, or 0 for none"},
 };
 #undef F
 #define NKEYS (sizeof k_keys / sizeof k_keys[0])

@@ -290,6 +290,19 @@ static void circular_matrix(const ctr_circular_params *p, double t, double P[12]
   P[11] = 1.0;
 }
 
+/* View i of a circular orbit at angle a_deg, moved up by zs mm (a helix's
+ * view; 0: the circle's): the matrix applied to (x, y, z - zs), which
+ * changes row 1's constant only (P[2] = P[10] = 0). */
+static ctr_status orbit_view(const ctr_circular_params *p, double a_deg, double zs, int64_t i,
+                             ctr__view *out) {
+  double P[12];
+  circular_matrix(p, a_deg * CTR__PI / 180.0, P);
+  if (zs != 0.0) P[7] -= P[6] * zs;
+  char what[48];
+  snprintf(what, sizeof what, "view %lld", (long long)i);
+  return ctr__view_from_matrix(P, what, out);
+}
+
 ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
                                         const ctr_volume_geometry *vol, ctr_geometry **out) {
   if (!out) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_geometry_create_circular: out is NULL");
@@ -319,11 +332,7 @@ ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
                              : p->angle_start_deg + (double)p->direction * (double)i *
                                                         p->angle_range_deg / (double)p->nviews;
     g->angles_deg[i] = a;
-    double P[12];
-    circular_matrix(p, a * CTR__PI / 180.0, P);
-    char what[48];
-    snprintf(what, sizeof what, "view %lld", (long long)i);
-    ctr_status st = ctr__view_from_matrix(P, what, &g->views[i]);
+    ctr_status st = orbit_view(p, a, 0.0, i, &g->views[i]);
     if (st != CTR_OK) {
       ctr_geometry_free(g);
       return st;
@@ -407,13 +416,7 @@ ctr_status ctr_geometry_create_helical(const ctr_helical_params *p,
     const double turned = (double)i * step; /* degrees of rotation since view 0 */
     const double a = p->angle_start_deg + (double)p->direction * turned;
     const double zs = p->z0_mm + p->pitch_mm * turned / 360.0;
-    double P[12];
-    circular_matrix(&c, a * CTR__PI / 180.0, P);
-    /* the orbit moved up by zs: P applied to (x, y, z - zs); P[2] = P[10] = 0 */
-    P[7] -= P[6] * zs;
-    char what[48];
-    snprintf(what, sizeof what, "view %lld", (long long)i);
-    ctr_status st = ctr__view_from_matrix(P, what, &g->views[i]);
+    ctr_status st = orbit_view(&c, a, zs, i, &g->views[i]);
     if (st != CTR_OK) {
       ctr_geometry_free(g);
       return st;
@@ -1151,6 +1154,7 @@ ctr_status ctr_fdk_check_geometry(const ctr_geometry *g, const ctr_fdk_options *
                                   char *why, size_t cap) {
   ctr_fdk_options o;
   CTR_CHECK(ctr__struct_copy(&ctr__struct_fdk_options, &o, opts));
+  if (g) CTR_CHECK(ctr__helix_fdk_check(g)); /* FDK refuses it outright: the same error */
   return fdk_check(g, o.offset_weight != CTR_OFFSET_WEIGHT_OFF, ok, why, cap);
 }
 

@@ -235,6 +235,8 @@ struct ctr_stack_writer {
   int overwrite;          /* the commit may replace existing files of the output (ctr_stack_create's
                              overwrite, ctr__stack_set_overwrite); 0: the backend's commit renames
                              its files keeping a file that exists (ctr__atomic_file.no_replace) */
+  int zarr_shard;         /* an OME-Zarr writer's sharding (ctr__stack_set_zarr_shard); 0: the
+                             default */
 };
 
 /* The writer behind ctr_stack_create (mode CTR__OUT_TEMP) and
@@ -323,8 +325,13 @@ void ctr__zarr_remove_partial(const char *path, int64_t count);
 /* The layout of the OME-Zarr outputs written from now on (process-wide,
  * not thread-safe; for tests): chunks of `chunk` voxels a side (even; at
  * most the volume's size), and a further pyramid level while the last
- * one's smallest side is at least `min_side`. 0: the defaults, 64 and 64. */
-void ctr__zarr_set_layout(int64_t chunk, int64_t min_side);
+ * one's smallest side is at least `min_side`. 0: the defaults, 64 and 64.
+ * `shard`: shards of that many chunks a side (fewer where a level has
+ * fewer), 0 no sharding, < 0 the default (shards of 8 chunks a side on a
+ * level of more than 512 chunks). */
+void ctr__zarr_set_layout(int64_t chunk, int64_t min_side, int64_t shard);
+/* CRC-32C (Castagnoli; RFC 3720) of n bytes: the crc32c codec of Zarr v3. */
+uint32_t ctr__crc32c(const void *data, size_t n);
 /* The format table's `writer_bytes` of OME-Zarr (ctr__format_writer_bytes). */
 uint64_t ctr__zarr_writer_bytes(int64_t nx, int64_t ny, int64_t nz, ctr_dtype d, int streams);
 

@@ -41,6 +41,10 @@ ctr_status ctr__stack_create_partial(const char *path, ctr_file_format fmt,
                                 resume ? done : NULL, 0, out);
 }
 
+void ctr__stack_set_zarr_shard(ctr_stack_writer *w, int n) {
+  if (w) w->zarr_shard = n;
+}
+
 void ctr__stack_set_overwrite(ctr_stack_writer *w, int on) {
   if (w) w->overwrite = on != 0;
 }

@@ -4,10 +4,13 @@
  * and one array per level of a pyramid, "0" (the volume) and "1", "2", ...
  * (each the 2 x 2 x 2 average of the one before), chunked (regular grid,
  * chunk keys "c/Z/Y/X"), each chunk the "bytes" codec (the host's byte
- * order) then "zstd" (level 3). docs/file-formats.md, "OME-Zarr".
+ * order) then "zstd" (level 3); a large level (or any, as the caller
+ * says) in shards ("sharding_indexed": a file of many inner chunks, then
+ * their index of (offset, nbytes) and its CRC-32C). docs/file-formats.md,
+ * "OME-Zarr".
  *
- * Writing: images arrive in any order; the images of one chunk row (the
- * chunks that share their z range) wait in memory until the row is whole,
+ * Writing: images arrive in any order; the images of one row (the chunks,
+ * or shards, that share their z range) wait in memory until the row is whole,
  * then its chunks are compressed (OpenMP over the chunks) and written, and
  * the row's 2 x 2 x 2 averages go to the next level as its images, which
  * fill that level's rows the same way. Everything is written into a
@@ -17,7 +20,7 @@
  *
  * Reading: the first dataset of the multiscales (or an array's own
  * zarr.json), data types float32, uint16 and float16, codecs bytes (either
- * byte order) and zstd; a missing chunk is the fill value. */
+ * byte order) and zstd, sharded or not; a missing chunk is the fill value. */
 #include "io/io_internal.h"
 
 #include <cjson/cJSON.h>
@@ -38,12 +41,82 @@
 
 #define ZARR_MAX_LEVELS 16
 #define ZARR_ZSTD_LEVEL 3
+/* The default sharding: a level of more than ZARR_SHARD_ABOVE chunks is
+ * written in shards of ZARR_SHARD_SIDE chunks a side. */
+#define ZARR_SHARD_ABOVE 512
+#define ZARR_SHARD_SIDE 8
+#define ZARR_EMPTY UINT64_MAX /* an absent inner chunk's offset and size */
 
-static int64_t g_chunk = 64, g_min_side = 64;
+static int64_t g_chunk = 64, g_min_side = 64, g_shard = 0;
 
-void ctr__zarr_set_layout(int64_t chunk, int64_t min_side) {
+void ctr__zarr_set_layout(int64_t chunk, int64_t min_side, int64_t shard) {
   g_chunk = chunk >= 2 ? chunk & ~(int64_t)1 : 64;
   g_min_side = min_side >= 1 ? min_side : 64;
+  g_shard = shard >= 1 ? shard : shard < 0 ? -1 : 0;
+}
+
+/* CRC-32C (Castagnoli et al. 1993, reflected polynomial 0x82F63B78; the
+ * check of RFC 3720, Satran et al. 2004), bit by
+ * bit: only shard indexes (16 bytes a chunk) are checksummed. */
+uint32_t ctr__crc32c(const void *data, size_t n) {
+  const unsigned char *p = data;
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int b = 0; b < 8; b++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+static void put_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+/* The index of the shard file `name` (open as fd, `size` bytes) of nch
+ * inner chunks into idx (2 nch: offset, nbytes; ZARR_EMPTY both for an
+ * absent chunk). at_end: the index is the file's last bytes (else its
+ * first); crc: a little-endian CRC-32C of the index follows it. CTR_E_FORMAT
+ * naming the file when it is too short, the CRC differs or an entry lies
+ * outside the file. */
+static ctr_status shard_index(int fd, int64_t size, const char *name, int64_t nch, int at_end,
+                              int crc, uint64_t *idx) {
+  const size_t ib = (size_t)nch * 16, tb = ib + (crc ? 4 : 0);
+  if (size < (int64_t)tb)
+    CTR_FAIL(CTR_E_FORMAT, "Zarr shard '%s' is %lld bytes: too short for the index of its %lld "
+             "chunks (%zu bytes): the shard is corrupt or truncated", name, (long long)size,
+             (long long)nch, tb);
+  unsigned char *b = ctr__malloc(tb, "a shard index");
+  if (!b) return CTR_E_OUT_OF_MEMORY;
+  ctr_status st = ctr__pread_full(fd, b, tb, at_end ? size - (int64_t)tb : 0, name);
+  if (st == CTR_OK && crc) {
+    const uint32_t want = ctr__crc32c(b, ib);
+    const uint32_t got = (uint32_t)b[ib] | (uint32_t)b[ib + 1] << 8 | (uint32_t)b[ib + 2] << 16 |
+                         (uint32_t)b[ib + 3] << 24;
+    if (got != want)
+      st = ctr__error_set(CTR_E_FORMAT, "Zarr shard '%s': the CRC-32C of its index is %08x, "
+                          "the index stores %08x: the shard is corrupt", name, want, got);
+  }
+  const uint64_t lo = at_end ? 0 : tb, hi = at_end ? (uint64_t)size - tb : (uint64_t)size;
+  for (int64_t e = 0; st == CTR_OK && e < nch; e++) {
+    idx[2 * e] = get_le64(b + 16 * e);
+    idx[2 * e + 1] = get_le64(b + 16 * e + 8);
+    const uint64_t at = idx[2 * e], nb = idx[2 * e + 1];
+    if (at == ZARR_EMPTY && nb == ZARR_EMPTY) continue;
+    if (at < lo || at > hi || nb > hi - at)
+      st = ctr__error_set(CTR_E_FORMAT, "Zarr shard '%s': its index puts chunk %lld at bytes "
+                          "%llu (%llu bytes), outside the chunk data (bytes %llu..%llu): the "
+                          "shard is corrupt", name, (long long)e, (unsigned long long)at,
+                          (unsigned long long)nb, (unsigned long long)lo,
+                          (unsigned long long)hi);
+  }
+  free(b);
+  return st;
 }
 
 static const char *zarr_dtype_name(ctr_dtype d) {
@@ -91,7 +164,9 @@ static ctr_status make_dir(const char *path) {
 
 typedef struct level {
   int64_t n[3], c[3];    /* sizes and chunk shape: z, y, x */
-  int64_t rows;          /* chunk rows along z */
+  int64_t s[3];          /* shard shape (a multiple of c; c itself when not sharded) */
+  int sharded;           /* 1: shard files of s, each of (s / c) inner chunks and an index */
+  int64_t rows;          /* rows of shards (of chunks when not sharded) along z */
   unsigned char **buf;   /* per row: its images, allocated when the first arrives */
   int64_t *filled;       /* per row: images present */
   unsigned char *have;   /* per image */
@@ -101,6 +176,7 @@ typedef struct level {
 typedef struct zarr_out {
   char *tmp; /* the temporary directory ("<path>.partial" when resumable) */
   int resumed; /* reopened by a resumed run: images of complete rows are on disk already */
+  int ready;   /* zarr_prepare has run */
   unsigned char *rb; /* read_back: one decoded row of level 0 */
   int64_t rb_row;    /* the row in rb (-1: none) */
   int nlevels;
@@ -110,8 +186,14 @@ typedef struct zarr_out {
 } zarr_out;
 
 /* The pyramid of a volume: levels while the last one's smallest side is at
- * least g_min_side (and the last is more than one voxel). */
-static void plan_levels(const ctr_stack_info *info, zarr_out *o) {
+ * least g_min_side (and the last is more than one voxel). `shard` (as
+ * ctr_tuning.zarr_shard; 0: g_shard, the tests' layout, in its place): each
+ * level in shards of that many chunks a side (fewer where its grid has
+ * fewer) when >= 1, none when -1, and when 0 shards of ZARR_SHARD_SIDE
+ * chunks on a level of more than ZARR_SHARD_ABOVE chunks. A "row" is a row
+ * of shards (of chunks when not sharded). */
+static void plan_levels(const ctr_stack_info *info, zarr_out *o, int64_t shard) {
+  if (shard == 0) shard = g_shard;
   int64_t n[3] = {info->count, info->height, info->width};
   for (int l = 0; l < ZARR_MAX_LEVELS; l++) {
     level *v = &o->lv[l];
@@ -119,7 +201,13 @@ static void plan_levels(const ctr_stack_info *info, zarr_out *o) {
       v->n[a] = n[a];
       v->c[a] = n[a] < g_chunk ? n[a] : g_chunk;
     }
-    v->rows = (n[0] + v->c[0] - 1) / v->c[0];
+    int64_t g[3];
+    for (int a = 0; a < 3; a++) g[a] = (n[a] + v->c[a] - 1) / v->c[a];
+    const int64_t side = shard != 0 ? shard
+                         : g[0] * g[1] * g[2] > ZARR_SHARD_ABOVE ? ZARR_SHARD_SIDE : 0;
+    v->sharded = side >= 1;
+    for (int a = 0; a < 3; a++) v->s[a] = v->c[a] * (!v->sharded ? 1 : side < g[a] ? side : g[a]);
+    v->rows = (n[0] + v->s[0] - 1) / v->s[0];
     o->nlevels = l + 1;
     int64_t least = n[0] < n[1] ? n[0] : n[1];
     least = least < n[2] ? least : n[2];
@@ -138,14 +226,14 @@ uint64_t ctr__zarr_writer_bytes(int64_t nx, int64_t ny, int64_t nz, ctr_dtype d,
   info.count = nz;
   zarr_out o;
   memset(&o, 0, sizeof o);
-  plan_levels(&info, &o);
+  plan_levels(&info, &o, 0);
   const uint64_t es = ctr_dtype_size(d);
   const int64_t held = 2 * (int64_t)streams - 1;
   uint64_t bytes = 0;
   for (int l = 0; l < o.nlevels; l++) {
     const level *v = &o.lv[l];
     const int64_t rows = v->rows < held ? v->rows : held;
-    bytes += (uint64_t)rows * (uint64_t)v->c[0] * (uint64_t)v->n[1] * (uint64_t)v->n[2] * es;
+    bytes += (uint64_t)rows * (uint64_t)v->s[0] * (uint64_t)v->n[1] * (uint64_t)v->n[2] * es;
     if (l > 0) bytes += (uint64_t)v->n[1] * (uint64_t)v->n[2] * es; /* a downsampled image */
   }
   /* each thread's chunk and its compressed copy while a row is written */
@@ -162,8 +250,8 @@ static size_t slice_bytes(const zarr_out *o, const level *v) {
 }
 
 static int64_t row_images(const level *v, int64_t r) {
-  const int64_t z0 = r * v->c[0];
-  return v->n[0] - z0 < v->c[0] ? v->n[0] - z0 : v->c[0];
+  const int64_t z0 = r * v->s[0];
+  return v->n[0] - z0 < v->s[0] ? v->n[0] - z0 : v->s[0];
 }
 
 static void zarr_release(ctr_stack_writer *w, int remove) {
@@ -186,16 +274,18 @@ static void zarr_release(ctr_stack_writer *w, int remove) {
 
 static void zarr_abort(ctr_stack_writer *w) { zarr_release(w, 1); }
 
-/* Chunk (r, j, i) of level l from its row's images into `raw` (the whole
- * chunk shape, zero beyond the volume's edge), then compressed into `z`. */
-static void gather_chunk(const zarr_out *o, const level *v, int64_t r, int64_t j, int64_t i,
-                         unsigned char *raw) {
+/* Chunk (q, j, i) of row r of level l (q: the chunk's z index within the
+ * row) from the row's images into `raw` (the whole chunk shape, zero beyond
+ * the volume's edge). */
+static void gather_chunk(const zarr_out *o, const level *v, int64_t r, int64_t q, int64_t j,
+                         int64_t i, unsigned char *raw) {
   const size_t es = o->es, cb = (size_t)(v->c[0] * v->c[1] * v->c[2]) * es;
   memset(raw, 0, cb);
-  const int64_t k = row_images(v, r);
+  const int64_t rest = row_images(v, r) - q * v->c[0];
+  const int64_t k = rest < v->c[0] ? rest : v->c[0];
   const int64_t ny = v->n[1] - j * v->c[1] < v->c[1] ? v->n[1] - j * v->c[1] : v->c[1];
   const int64_t nx = v->n[2] - i * v->c[2] < v->c[2] ? v->n[2] - i * v->c[2] : v->c[2];
-  const unsigned char *src = v->buf[r];
+  const unsigned char *src = v->buf[r] + (size_t)(q * v->c[0]) * slice_bytes(o, v);
   for (int64_t z = 0; z < k; z++)
     for (int64_t y = 0; y < ny; y++)
       memcpy(raw + ((size_t)(z * v->c[1] + y) * (size_t)v->c[2]) * es,
@@ -204,36 +294,93 @@ static void gather_chunk(const zarr_out *o, const level *v, int64_t r, int64_t j
              (size_t)nx * es);
 }
 
-static ctr_status write_chunk(const char *dir, const zarr_out *o, const level *v, int64_t r,
-                              int64_t j, int64_t i, unsigned char *raw, unsigned char *z,
-                              size_t zcap) {
+/* `size` bytes of `data` into the new file `name`. */
+static ctr_status write_file(const char *name, const void *data, size_t size, const char *what) {
+  const int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) CTR_FAIL(CTR_E_IO, "cannot create %s '%s': %s", what, name, strerror(errno));
+  ctr_status st = ctr__pwrite_full(fd, data, size, 0, name);
+  if (close(fd) != 0 && st == CTR_OK)
+    st = ctr__error_set(CTR_E_IO, "cannot close %s '%s': %s", what, name, strerror(errno));
+  return st;
+}
+
+/* Chunk (q, j, i) of row r compressed into z (zcap bytes): its size, or 0
+ * with the error raised. */
+static size_t compress_chunk(const zarr_out *o, const level *v, int64_t r, int64_t q, int64_t j,
+                             int64_t i, unsigned char *raw, unsigned char *z, size_t zcap) {
   const size_t cb = (size_t)(v->c[0] * v->c[1] * v->c[2]) * o->es;
-  gather_chunk(o, v, r, j, i, raw);
+  gather_chunk(o, v, r, q, j, i, raw);
   const size_t zn = ZSTD_compress(z, zcap, raw, cb, ZARR_ZSTD_LEVEL);
-  char *name = ctr__io_sprintf("%s/%lld", dir, (long long)i);
-  if (!name) return CTR_E_OUT_OF_MEMORY;
-  ctr_status st = CTR_OK;
-  if (ZSTD_isError(zn)) {
-    st = ctr__error_set(CTR_E_INTERNAL, "cannot compress chunk '%s': %s", name,
-                        ZSTD_getErrorName(zn));
-  } else {
-    const int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-      st = ctr__error_set(CTR_E_IO, "cannot create chunk '%s': %s", name, strerror(errno));
-    } else {
-      st = ctr__pwrite_full(fd, z, zn, 0, name);
-      if (close(fd) != 0 && st == CTR_OK)
-        st = ctr__error_set(CTR_E_IO, "cannot close chunk '%s': %s", name, strerror(errno));
+  if (!ZSTD_isError(zn)) return zn;
+  ctr__error_set(CTR_E_INTERNAL, "cannot compress chunk (%lld, %lld, %lld): %s",
+                 (long long)(r * v->s[0] / v->c[0] + q), (long long)j, (long long)i,
+                 ZSTD_getErrorName(zn));
+  return 0;
+}
+
+/* Shard (r, sj, si) of level l into the file `name`: its inner chunks (C
+ * order; those past the volume's chunk grid absent), then the index of
+ * (offset, nbytes) little-endian uint64 pairs and its CRC-32C. */
+static ctr_status write_shard(const char *name, const zarr_out *o, const level *v, int64_t r,
+                              int64_t sj, int64_t si, unsigned char *raw, unsigned char *z,
+                              size_t zcap) {
+  const int64_t m[3] = {v->s[0] / v->c[0], v->s[1] / v->c[1], v->s[2] / v->c[2]};
+  const int64_t g[3] = {(v->n[0] + v->c[0] - 1) / v->c[0], (v->n[1] + v->c[1] - 1) / v->c[1],
+                        (v->n[2] + v->c[2] - 1) / v->c[2]};
+  const int64_t nch = m[0] * m[1] * m[2];
+  const size_t ib = (size_t)nch * 16 + 4;
+  unsigned char *index = ctr__malloc(ib, "a shard index");
+  if (!index) return CTR_E_OUT_OF_MEMORY;
+  const int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  ctr_status st = fd < 0 ? ctr__error_set(CTR_E_IO, "cannot create shard '%s': %s", name,
+                                          strerror(errno))
+                         : CTR_OK;
+  uint64_t off = 0;
+  for (int64_t e = 0; e < nch && st == CTR_OK; e++) {
+    const int64_t q = e / (m[1] * m[2]), j = sj * m[1] + e / m[2] % m[1], i = si * m[2] + e % m[2];
+    uint64_t at = ZARR_EMPTY, nb = ZARR_EMPTY;
+    if (r * m[0] + q < g[0] && j < g[1] && i < g[2]) {
+      const size_t zn = compress_chunk(o, v, r, q, j, i, raw, z, zcap);
+      st = zn ? ctr__pwrite_full(fd, z, zn, (int64_t)off, name) : CTR_E_INTERNAL;
+      at = off, nb = zn;
+      off += zn;
     }
+    put_le64(index + 16 * e, at);
+    put_le64(index + 16 * e + 8, nb);
+  }
+  if (st == CTR_OK) {
+    const uint32_t crc = ctr__crc32c(index, ib - 4);
+    for (int b = 0; b < 4; b++) index[ib - 4 + (size_t)b] = (unsigned char)(crc >> (8 * b));
+    st = ctr__pwrite_full(fd, index, ib, (int64_t)off, name);
+  }
+  if (fd >= 0 && close(fd) != 0 && st == CTR_OK)
+    st = ctr__error_set(CTR_E_IO, "cannot close shard '%s': %s", name, strerror(errno));
+  free(index);
+  return st;
+}
+
+/* File e of row r (a chunk, or a shard when sharded) written into dirs[]. */
+static ctr_status write_piece(char **dirs, const zarr_out *o, const level *v, int64_t r,
+                              int64_t e, int64_t px, unsigned char *raw, unsigned char *z,
+                              size_t zcap) {
+  const int64_t j = e / px, i = e % px;
+  char *name = ctr__io_sprintf("%s/%lld", dirs[j], (long long)i);
+  if (!name) return CTR_E_OUT_OF_MEMORY;
+  ctr_status st;
+  if (v->sharded) {
+    st = write_shard(name, o, v, r, j, i, raw, z, zcap);
+  } else {
+    const size_t zn = compress_chunk(o, v, r, 0, j, i, raw, z, zcap);
+    st = zn ? write_file(name, z, zn, "chunk") : CTR_E_INTERNAL;
   }
   free(name);
   return st;
 }
 
-/* Writes the chunks of row r of level l (OpenMP over them). */
+/* Writes the chunks (or shards) of row r of level l (OpenMP over them). */
 static ctr_status write_row(zarr_out *o, int l, int64_t r) {
   const level *v = &o->lv[l];
-  const int64_t cy = (v->n[1] + v->c[1] - 1) / v->c[1], cx = (v->n[2] + v->c[2] - 1) / v->c[2];
+  const int64_t cy = (v->n[1] + v->s[1] - 1) / v->s[1], cx = (v->n[2] + v->s[2] - 1) / v->s[2];
   char *dir = ctr__io_sprintf("%s/%d/c/%lld", o->tmp, l, (long long)r);
   if (!dir) return CTR_E_OUT_OF_MEMORY;
   ctr_status st = make_dir(dir);
@@ -259,7 +406,7 @@ static ctr_status write_row(zarr_out *o, int l, int64_t r) {
         if (!raw || !z)
           s = ctr__error_set(CTR_E_OUT_OF_MEMORY, "cannot allocate %zu bytes for a chunk", cb);
         else
-          s = write_chunk(dirs[c / cx], o, v, r, c / cx, c % cx, raw, z, zcap);
+          s = write_piece(dirs, o, v, r, c, cx, raw, z, zcap);
         if (s != CTR_OK) {
 #pragma omp critical(ctr_zarr_error)
           if (err == CTR_OK) {
@@ -288,7 +435,7 @@ static ctr_status feed_next(ctr_stack_writer *w, int l, int64_t r) {
   level *v = &o->lv[l];
   if (l + 1 < o->nlevels) {
     const level *u = &o->lv[l + 1];
-    const int64_t z0 = r * v->c[0], k = row_images(v, r);
+    const int64_t z0 = r * v->s[0], k = row_images(v, r);
     const size_t sb = slice_bytes(o, u), es = o->es;
     const int64_t ny = v->n[1], nx = v->n[2];
     unsigned char *out = ctr__malloc(sb, "a downsampled image");
@@ -336,13 +483,13 @@ static ctr_status put_images(ctr_stack_writer *w, int l, int64_t first, int64_t 
   level *v = &o->lv[l];
   const size_t sb = slice_bytes(o, v);
   for (int64_t i = 0; i < n; i++) {
-    const int64_t z = first + i, r = z / v->c[0];
+    const int64_t z = first + i, r = z / v->s[0];
     if (v->done[r]) continue; /* on disk already (a resumed run computes its images again) */
     if (!v->buf[r]) {
       v->buf[r] = ctr__malloc(sb * (size_t)row_images(v, r), "a row of OME-Zarr chunks");
       if (!v->buf[r]) return CTR_E_OUT_OF_MEMORY;
     }
-    memcpy(v->buf[r] + (size_t)(z - r * v->c[0]) * sb, src + (size_t)i * sb, sb);
+    memcpy(v->buf[r] + (size_t)(z - r * v->s[0]) * sb, src + (size_t)i * sb, sb);
     if (!v->have[z]) {
       v->have[z] = 1;
       if (++v->filled[r] == row_images(v, r)) CTR_CHECK(finish_row(w, l, r));
@@ -351,8 +498,11 @@ static ctr_status put_images(ctr_stack_writer *w, int l, int64_t first, int64_t 
   return CTR_OK;
 }
 
+static ctr_status zarr_prepare(ctr_stack_writer *w);
+
 static ctr_status zarr_write(ctr_stack_writer *w, int64_t first, int64_t n, const void *buf) {
   zarr_out *o = w->impl;
+  CTR_CHECK(zarr_prepare(w));
   const level *v = &o->lv[0];
   if (o->rb) { /* the resume's checks are over: the planned rows only from now on */
     free(o->rb);
@@ -360,7 +510,7 @@ static ctr_status zarr_write(ctr_stack_writer *w, int64_t first, int64_t n, cons
     o->rb_row = -1;
   }
   for (int64_t z = first; !o->resumed && z < first + n; z++)
-    if (v->done[z / v->c[0]])
+    if (v->done[z / v->s[0]])
       CTR_FAIL(CTR_E_INVALID_ARGUMENT,
                "'%s': image %lld was written already and its chunks are complete: an OME-Zarr "
                "image is written once", w->path, (long long)z);
@@ -395,7 +545,7 @@ static cJSON *array_json(const zarr_out *o, const level *v) {
   cJSON_AddItemToObject(j, "shape", int_array(v->n, 3));
   cJSON_AddStringToObject(j, "data_type", zarr_dtype_name(o->dtype));
   cfg = cJSON_CreateObject();
-  cJSON_AddItemToObject(cfg, "chunk_shape", int_array(v->c, 3));
+  cJSON_AddItemToObject(cfg, "chunk_shape", int_array(v->s, 3));
   cJSON_AddItemToObject(j, "chunk_grid", named("regular", cfg));
   cfg = cJSON_CreateObject();
   cJSON_AddStringToObject(cfg, "separator", "/");
@@ -409,6 +559,20 @@ static cJSON *array_json(const zarr_out *o, const level *v) {
   cJSON_AddNumberToObject(cfg, "level", ZARR_ZSTD_LEVEL);
   cJSON_AddBoolToObject(cfg, "checksum", 0);
   cJSON_AddItemToArray(codecs, named("zstd", cfg));
+  if (v->sharded) { /* the chunk codecs inside sharding_indexed */
+    cJSON *index = cJSON_CreateArray();
+    cfg = cJSON_CreateObject();
+    cJSON_AddStringToObject(cfg, "endian", "little");
+    cJSON_AddItemToArray(index, named("bytes", cfg));
+    cJSON_AddItemToArray(index, named("crc32c", NULL));
+    cfg = cJSON_CreateObject();
+    cJSON_AddItemToObject(cfg, "chunk_shape", int_array(v->c, 3));
+    cJSON_AddItemToObject(cfg, "codecs", codecs);
+    cJSON_AddItemToObject(cfg, "index_codecs", index);
+    cJSON_AddStringToObject(cfg, "index_location", "end");
+    codecs = cJSON_CreateArray();
+    cJSON_AddItemToArray(codecs, named("sharding_indexed", cfg));
+  }
   cJSON_AddItemToObject(j, "codecs", codecs);
   cJSON_AddItemToObject(j, "attributes", cJSON_CreateObject());
   cJSON *dims = cJSON_CreateArray();
@@ -495,14 +659,7 @@ static ctr_status write_json(const char *dir, cJSON *j) {
   if (!text || !name) {
     st = ctr__error_set(CTR_E_OUT_OF_MEMORY, "cannot build the metadata of '%s'", dir);
   } else {
-    const int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-      st = ctr__error_set(CTR_E_IO, "cannot create '%s': %s", name, strerror(errno));
-    } else {
-      st = ctr__pwrite_full(fd, text, strlen(text), 0, name);
-      if (close(fd) != 0 && st == CTR_OK)
-        st = ctr__error_set(CTR_E_IO, "cannot close '%s': %s", name, strerror(errno));
-    }
+    st = write_file(name, text, strlen(text), "the metadata");
   }
   free(text);
   free(name);
@@ -571,7 +728,8 @@ static ctr_status rename_tree(const char *tmp, const char *path, int no_replace)
 
 static ctr_status zarr_commit(ctr_stack_writer *w) {
   zarr_out *o = w->impl;
-  ctr_status st = CTR_OK;
+  ctr_status st = zarr_prepare(w);
+  if (st != CTR_OK) goto cleanup;
   for (int l = 0; l < o->nlevels; l++)
     for (int64_t r = 0; r < o->lv[l].rows; r++)
       if (!o->lv[l].done[r])
@@ -611,62 +769,93 @@ cleanup:
  * was still in memory is computed again (journal.c), its images of complete
  * rows skipped. */
 
-/* Chunk (r, j, i) of level l decoded into raw (cb bytes): 0, or -1 when it
- * is missing, short or does not decode to exactly cb bytes. */
-static int saved_chunk(const char *tmp, int l, int64_t r, int64_t j, int64_t i, unsigned char *raw,
-                      size_t cb) {
-  char *name = ctr__io_sprintf("%s/%d/c/%lld/%lld/%lld", tmp, l, (long long)r, (long long)j,
-                               (long long)i);
-  if (!name) return -1;
-  FILE *f = fopen(name, "rb");
-  free(name);
-  if (!f) return -1;
-  unsigned char *z = NULL;
-  size_t n = 0, cap = 0;
-  int ok = 1;
-  while (ok) {
-    if (n == cap) {
-      cap = cap ? 2 * cap : 65536;
-      unsigned char *t = realloc(z, cap);
-      if (!t) ok = 0;
-      else z = t;
-    }
-    if (!ok) break;
-    const size_t got = fread(z + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-  }
-  ok = ok && !ferror(f);
-  fclose(f);
-  if (ok) {
-    const unsigned long long size = ZSTD_getFrameContentSize(z, n);
-    const size_t d = size == cb ? ZSTD_decompress(raw, cb, z, n) : 0;
-    ok = size == cb && !ZSTD_isError(d) && d == cb;
-  }
-  free(z);
-  return ok ? 0 : -1;
+/* The zstd frame z (n bytes) decoded into raw: 0, or -1 when it does not
+ * decode to exactly cb bytes. */
+static int saved_decode(const unsigned char *z, size_t n, unsigned char *raw, size_t cb) {
+  const unsigned long long size = ZSTD_getFrameContentSize(z, n);
+  const size_t d = size == cb ? ZSTD_decompress(raw, cb, z, n) : 0;
+  return size == cb && !ZSTD_isError(d) && d == cb ? 0 : -1;
 }
 
-/* Row r of level l from its chunks into dst (its images, as v->buf holds
- * them): 0, or -1 when a chunk is missing or damaged. */
+/* The chunk file `name` decoded into raw (cb bytes): 0, or -1 when it is
+ * missing, short or does not decode to exactly cb bytes. */
+static int saved_chunk(const char *name, unsigned char *raw, size_t cb) {
+  int fd = -1;
+  int64_t size = 0;
+  if (!ctr__file_exists(name) || ctr__file_open_read(name, &fd, &size) != CTR_OK) return -1;
+  unsigned char *z = malloc(size ? (size_t)size : 1);
+  int bad = !z || ctr__pread_full(fd, z, (size_t)size, 0, name) != CTR_OK ||
+            saved_decode(z, (size_t)size, raw, cb) != 0;
+  free(z);
+  close(fd);
+  return bad ? -1 : 0;
+}
+
+/* Chunk (q, j, i) of row r (raw, a whole chunk) into dst (the row's images,
+ * as v->buf holds them). */
+static void place_chunk(const zarr_out *o, const level *v, int64_t r, int64_t q, int64_t j,
+                        int64_t i, const unsigned char *raw, unsigned char *dst) {
+  const size_t es = o->es;
+  const int64_t rest = row_images(v, r) - q * v->c[0];
+  const int64_t k = rest < v->c[0] ? rest : v->c[0];
+  const int64_t ny = v->n[1] - j * v->c[1] < v->c[1] ? v->n[1] - j * v->c[1] : v->c[1];
+  const int64_t nx = v->n[2] - i * v->c[2] < v->c[2] ? v->n[2] - i * v->c[2] : v->c[2];
+  for (int64_t z = 0; z < k; z++)
+    for (int64_t y = 0; y < ny; y++)
+      memcpy(dst + ((size_t)(q * v->c[0] + z) * (size_t)v->n[1] * (size_t)v->n[2] +
+                    (size_t)(j * v->c[1] + y) * (size_t)v->n[2] + (size_t)(i * v->c[2])) * es,
+             raw + ((size_t)(z * v->c[1] + y) * (size_t)v->c[2]) * es, (size_t)nx * es);
+}
+
+/* Shard (r, sj, si) of level l (the file `name`) decoded into dst (may be
+ * NULL: checked only): 0, or -1 when it is missing, its index is damaged or
+ * one of its chunks is absent or damaged. */
+static int saved_shard(const zarr_out *o, const level *v, int64_t r, int64_t sj, int64_t si,
+                       const char *name, unsigned char *raw, unsigned char *dst) {
+  const int64_t m[3] = {v->s[0] / v->c[0], v->s[1] / v->c[1], v->s[2] / v->c[2]};
+  const int64_t g[3] = {(v->n[0] + v->c[0] - 1) / v->c[0], (v->n[1] + v->c[1] - 1) / v->c[1],
+                        (v->n[2] + v->c[2] - 1) / v->c[2]};
+  const int64_t nch = m[0] * m[1] * m[2];
+  const size_t cb = (size_t)(v->c[0] * v->c[1] * v->c[2]) * o->es;
+  int fd = -1;
+  int64_t size = 0;
+  if (!ctr__file_exists(name) || ctr__file_open_read(name, &fd, &size) != CTR_OK) return -1;
+  uint64_t *idx = malloc((size_t)nch * 2 * sizeof *idx);
+  unsigned char *z = NULL;
+  int bad = !idx || shard_index(fd, size, name, nch, 1, 1, idx) != CTR_OK;
+  for (int64_t e = 0; !bad && e < nch; e++) {
+    const int64_t q = e / (m[1] * m[2]), j = sj * m[1] + e / m[2] % m[1], i = si * m[2] + e % m[2];
+    if (r * m[0] + q >= g[0] || j >= g[1] || i >= g[2]) continue;
+    const uint64_t at = idx[2 * e], nb = idx[2 * e + 1];
+    unsigned char *t = at == ZARR_EMPTY ? NULL : realloc(z, nb ? (size_t)nb : 1);
+    bad = !t || ctr__pread_full(fd, t, (size_t)nb, (int64_t)at, name) != CTR_OK ||
+          saved_decode(t, (size_t)nb, raw, cb) != 0;
+    if (t) z = t;
+    if (!bad && dst) place_chunk(o, v, r, q, j, i, raw, dst);
+  }
+  free(z);
+  free(idx);
+  close(fd);
+  return bad ? -1 : 0;
+}
+
+/* Row r of level l from its chunks (or shards) into dst (its images, as
+ * v->buf holds them; NULL: checked only): 0, or -1 when one is missing or
+ * damaged. */
 static int saved_row(const zarr_out *o, int l, int64_t r, unsigned char *dst) {
   const level *v = &o->lv[l];
-  const size_t es = o->es, cb = (size_t)(v->c[0] * v->c[1] * v->c[2]) * es;
-  const int64_t cy = (v->n[1] + v->c[1] - 1) / v->c[1], cx = (v->n[2] + v->c[2] - 1) / v->c[2];
-  const int64_t k = row_images(v, r);
+  const size_t cb = (size_t)(v->c[0] * v->c[1] * v->c[2]) * o->es;
+  const int64_t py = (v->n[1] + v->s[1] - 1) / v->s[1], px = (v->n[2] + v->s[2] - 1) / v->s[2];
   unsigned char *raw = malloc(cb);
   int bad = raw ? 0 : -1;
-  for (int64_t j = 0; !bad && j < cy; j++)
-    for (int64_t i = 0; !bad && i < cx; i++) {
-      bad = saved_chunk(o->tmp, l, r, j, i, raw, cb);
-      if (bad || !dst) continue;
-      const int64_t ny = v->n[1] - j * v->c[1] < v->c[1] ? v->n[1] - j * v->c[1] : v->c[1];
-      const int64_t nx = v->n[2] - i * v->c[2] < v->c[2] ? v->n[2] - i * v->c[2] : v->c[2];
-      for (int64_t z = 0; z < k; z++)
-        for (int64_t y = 0; y < ny; y++)
-          memcpy(dst + ((size_t)z * (size_t)v->n[1] * (size_t)v->n[2] +
-                        (size_t)(j * v->c[1] + y) * (size_t)v->n[2] + (size_t)(i * v->c[2])) * es,
-                 raw + ((size_t)(z * v->c[1] + y) * (size_t)v->c[2]) * es, (size_t)nx * es);
+  for (int64_t j = 0; !bad && j < py; j++)
+    for (int64_t i = 0; !bad && i < px; i++) {
+      char *name = ctr__io_sprintf("%s/%d/c/%lld/%lld/%lld", o->tmp, l, (long long)r,
+                                   (long long)j, (long long)i);
+      if (!name) bad = -1;
+      else if (v->sharded) bad = saved_shard(o, v, r, j, i, name, raw, dst);
+      else if (!(bad = saved_chunk(name, raw, cb)) && dst) place_chunk(o, v, r, 0, j, i, raw, dst);
+      free(name);
     }
   free(raw);
   return bad;
@@ -682,7 +871,7 @@ static ctr_status resume_rows(ctr_stack_writer *w) {
       if (saved_row(o, l, r, NULL) != 0) continue;
       v->done[r] = 1;
       v->filled[r] = row_images(v, r);
-      memset(v->have + r * v->c[0], 1, (size_t)v->filled[r]);
+      memset(v->have + r * v->s[0], 1, (size_t)v->filled[r]);
     }
   }
   for (int l = 0; l + 1 < o->nlevels; l++) {
@@ -690,9 +879,9 @@ static ctr_status resume_rows(ctr_stack_writer *w) {
     const level *u = &o->lv[l + 1];
     for (int64_t r = 0; r < v->rows; r++) {
       if (!v->done[r]) continue;
-      const int64_t z0 = r * v->c[0], k = row_images(v, r);
+      const int64_t z0 = r * v->s[0], k = row_images(v, r);
       int needed = 0; /* a row of the next level its means go to is not complete */
-      for (int64_t zz = z0 / 2; zz < (z0 + k + 1) / 2; zz++) needed |= !u->done[zz / u->c[0]];
+      for (int64_t zz = z0 / 2; zz < (z0 + k + 1) / 2; zz++) needed |= !u->done[zz / u->s[0]];
       if (!needed) continue;
       v->buf[r] = ctr__malloc(slice_bytes(o, v) * (size_t)k, "a row of OME-Zarr chunks");
       if (!v->buf[r]) return CTR_E_OUT_OF_MEMORY;
@@ -708,18 +897,39 @@ static ctr_status resume_rows(ctr_stack_writer *w) {
   return CTR_OK;
 }
 
+/* The levels laid out with the writer's sharding (w->zarr_shard,
+ * ctr__stack_set_zarr_shard) and, resumed, their complete rows found: at
+ * the writer's first use, so that a sharding given after the creation
+ * applies. */
+static ctr_status zarr_prepare(ctr_stack_writer *w) {
+  zarr_out *o = w->impl;
+  if (o->ready) return CTR_OK;
+  plan_levels(&w->info, o, w->zarr_shard);
+  for (int l = 0; l < o->nlevels; l++) {
+    level *v = &o->lv[l];
+    v->buf = ctr__calloc((size_t)v->rows, sizeof *v->buf, "OME-Zarr rows");
+    v->filled = ctr__calloc((size_t)v->rows, sizeof *v->filled, "OME-Zarr rows");
+    v->done = ctr__calloc((size_t)v->rows, 1, "OME-Zarr rows");
+    v->have = ctr__calloc((size_t)v->n[0], 1, "OME-Zarr images");
+    if (!v->buf || !v->filled || !v->done || !v->have) return CTR_E_OUT_OF_MEMORY;
+  }
+  o->ready = 1;
+  return o->resumed ? resume_rows(w) : CTR_OK;
+}
+
 static ctr_status zarr_read_back(ctr_stack_writer *w, int64_t first, int64_t n, void *buf) {
   zarr_out *o = w->impl;
+  CTR_CHECK(zarr_prepare(w));
   const level *v = &o->lv[0];
   const size_t sb = slice_bytes(o, v);
   for (int64_t z = first; z < first + n; z++) {
-    const int64_t r = z / v->c[0];
+    const int64_t r = z / v->s[0];
     if (!v->done[r])
       CTR_FAIL(CTR_E_IO, "'%s': image %lld lies in a row of chunks (images %lld..%lld) that was "
                "not complete when the run stopped", o->tmp, (long long)z,
-               (long long)(r * v->c[0]), (long long)(r * v->c[0] + row_images(v, r) - 1));
+               (long long)(r * v->s[0]), (long long)(r * v->s[0] + row_images(v, r) - 1));
     if (o->rb_row != r) {
-      if (!o->rb) o->rb = ctr__malloc(sb * (size_t)v->c[0], "a row of OME-Zarr chunks");
+      if (!o->rb) o->rb = ctr__malloc(sb * (size_t)v->s[0], "a row of OME-Zarr chunks");
       if (!o->rb) return CTR_E_OUT_OF_MEMORY;
       o->rb_row = -1;
       if (saved_row(o, 0, r, o->rb) != 0)
@@ -727,7 +937,7 @@ static ctr_status zarr_read_back(ctr_stack_writer *w, int64_t first, int64_t n, 
                  (long long)r);
       o->rb_row = r;
     }
-    memcpy((unsigned char *)buf + (size_t)(z - first) * sb, o->rb + (size_t)(z - r * v->c[0]) * sb,
+    memcpy((unsigned char *)buf + (size_t)(z - first) * sb, o->rb + (size_t)(z - r * v->s[0]) * sb,
            sb);
   }
   return CTR_OK;
@@ -765,18 +975,7 @@ ctr_status ctr__zarr_create(ctr_stack_writer *w) {
   w->swap = 0; /* the host's order, said in the metadata */
   o->dtype = w->info.dtype;
   o->es = ctr_dtype_size(w->info.dtype);
-  plan_levels(&w->info, o);
-  for (int l = 0; l < o->nlevels; l++) {
-    level *v = &o->lv[l];
-    v->buf = ctr__calloc((size_t)v->rows, sizeof *v->buf, "OME-Zarr rows");
-    v->filled = ctr__calloc((size_t)v->rows, sizeof *v->filled, "OME-Zarr rows");
-    v->done = ctr__calloc((size_t)v->rows, 1, "OME-Zarr rows");
-    v->have = ctr__calloc((size_t)v->n[0], 1, "OME-Zarr images");
-    if (!v->buf || !v->filled || !v->done || !v->have) {
-      st = CTR_E_OUT_OF_MEMORY;
-      goto cleanup;
-    }
-  }
+  plan_levels(&w->info, o, 0); /* the levels (their sharding: zarr_prepare) */
   if (w->mode == CTR__OUT_TEMP) {
     o->tmp = fresh_dir(w->path, "zarr", 1);
     if (!o->tmp) {
@@ -801,12 +1000,7 @@ ctr_status ctr__zarr_create(ctr_stack_writer *w) {
         return st;
       }
       o->tmp = d;
-      o->resumed = 1;
-      st = resume_rows(w);
-      if (st != CTR_OK) {
-        zarr_release(w, 0); /* the partial output stays as it was */
-        return st;
-      }
+      o->resumed = 1; /* its complete rows: zarr_prepare */
       w->ops = &zarr_writer_ops;
       return CTR_OK;
     }
@@ -841,7 +1035,12 @@ typedef struct zarr_in {
   char *array;      /* the array's directory */
   char sep;         /* chunk key separator */
   int zstd;         /* 1: chunks are zstd frames */
-  int64_t c[3];     /* chunk shape */
+  int64_t c[3];     /* chunk shape (the inner chunks' when sharded) */
+  int sharded;      /* 1: sharding_indexed, shards of m inner chunks */
+  int64_t m[3];     /* inner chunks a shard holds along z, y, x (1 when not sharded) */
+  int index_end;    /* 1: a shard's index is its last bytes (else its first) */
+  int index_crc;    /* 1: a CRC-32C follows the index */
+  uint64_t *idx;    /* one shard's index */
   double fill;
   unsigned char fill_bytes[8];
   int64_t cached;   /* the chunk row in `row` (-1: none) */
@@ -854,6 +1053,7 @@ static void zarr_close(ctr_stack_reader *r) {
   zarr_in *in = r->impl;
   if (!in) return;
   free(in->array);
+  free(in->idx);
   free(in->row);
   free(in->chunk);
   free(in);
@@ -918,6 +1118,72 @@ static ctr_status read_group(ctr_stack_reader *r, const cJSON *g, char **ds) {
   return CTR_OK;
 }
 
+/* A chunk's codecs: "bytes" (either byte order) then optionally "zstd". */
+static ctr_status read_codecs(const char *where, const cJSON *codecs, int *little, int *zstd) {
+  int nbytes = 0;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, codecs) {
+    const char *name = cJSON_IsString(c) ? c->valuestring : json_string(c, "name");
+    const char *endian = json_string(cJSON_GetObjectItemCaseSensitive(c, "configuration"), "endian");
+    if (name && !strcmp(name, "bytes") && !nbytes && !*zstd) {
+      *little = !endian || strcmp(endian, "big") != 0;
+      nbytes = 1;
+    } else if (name && !strcmp(name, "zstd") && nbytes && !*zstd) {
+      *zstd = 1;
+    } else {
+      CTR_FAIL(CTR_E_UNSUPPORTED, "'%s/zarr.json': codec '%s' is not supported: ctrecon reads "
+               "chunks of the codecs bytes, then optionally zstd (inside sharding_indexed or "
+               "not)", where, name ? name : "?");
+    }
+  }
+  if (!nbytes)
+    CTR_FAIL(CTR_E_FORMAT, "'%s/zarr.json': no bytes codec among the codecs", where);
+  return CTR_OK;
+}
+
+/* The configuration of a sharding_indexed codec: the inner chunk shape
+ * (in->c becomes it; the shard shape, the chunk grid's, was there), the
+ * inner codecs, the index codecs (bytes little-endian, then optionally
+ * crc32c) and the index location. */
+static ctr_status read_sharding(zarr_in *in, const cJSON *cfg, int *little) {
+  const char *where = in->array;
+  double v[3];
+  const cJSON *cs = cJSON_GetObjectItemCaseSensitive(cfg, "chunk_shape");
+  if (cJSON_GetArraySize(cs) != 3 || !json_numbers3(cs, v))
+    CTR_FAIL(CTR_E_FORMAT, "'%s/zarr.json': sharding_indexed without a chunk_shape of 3 sizes",
+             where);
+  for (int i = 0; i < 3; i++) {
+    const int64_t inner = (int64_t)v[i];
+    if (inner < 1 || (double)inner != v[i] || in->c[i] % inner != 0)
+      CTR_FAIL(CTR_E_FORMAT, "'%s/zarr.json': the inner chunk size %g does not divide the shard "
+               "size %lld", where, v[i], (long long)in->c[i]);
+    in->m[i] = in->c[i] / inner;
+    in->c[i] = inner;
+  }
+  if ((double)in->m[0] * (double)in->m[1] * (double)in->m[2] > (double)((int64_t)1 << 24))
+    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s/zarr.json': shards of %lld x %lld x %lld inner chunks are "
+             "too many", where, (long long)in->m[0], (long long)in->m[1], (long long)in->m[2]);
+  CTR_CHECK(read_codecs(where, cJSON_GetObjectItemCaseSensitive(cfg, "codecs"), little, &in->zstd));
+  const cJSON *ic = cJSON_GetObjectItemCaseSensitive(cfg, "index_codecs");
+  const int nic = cJSON_GetArraySize(ic);
+  const char *n0 = json_string(cJSON_GetArrayItem(ic, 0), "name");
+  const char *n1 = json_string(cJSON_GetArrayItem(ic, 1), "name");
+  const char *e0 = json_string(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ic, 0),
+                                                                "configuration"), "endian");
+  if (!n0 || strcmp(n0, "bytes") || (e0 && strcmp(e0, "little")) || nic > 2 ||
+      (nic == 2 && (!n1 || strcmp(n1, "crc32c"))))
+    CTR_FAIL(CTR_E_UNSUPPORTED, "'%s/zarr.json': sharding_indexed index_codecs: expected bytes "
+             "(little-endian), then optionally crc32c", where);
+  in->index_crc = nic == 2;
+  const char *loc = json_string(cfg, "index_location");
+  if (loc && strcmp(loc, "end") && strcmp(loc, "start"))
+    CTR_FAIL(CTR_E_FORMAT, "'%s/zarr.json': index_location '%s': expected end or start", where,
+             loc);
+  in->index_end = !loc || !strcmp(loc, "end");
+  in->sharded = 1;
+  return CTR_OK;
+}
+
 static ctr_status read_array(ctr_stack_reader *r, zarr_in *in, const cJSON *a) {
   const char *where = in->array;
   const cJSON *zf = cJSON_GetObjectItemCaseSensitive(a, "zarr_format");
@@ -955,23 +1221,19 @@ static ctr_status read_array(ctr_stack_reader *r, zarr_in *in, const cJSON *a) {
     CTR_FAIL(CTR_E_UNSUPPORTED, "'%s/zarr.json': chunk key encoding '%s': expected default",
              where, kname ? kname : "(none)");
   in->sep = sep && !strcmp(sep, ".") ? '.' : '/';
-  int little = 1, nbytes = 0;
-  const cJSON *c;
-  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(a, "codecs")) {
-    const char *name = cJSON_IsString(c) ? c->valuestring : json_string(c, "name");
-    const char *endian = json_string(cJSON_GetObjectItemCaseSensitive(c, "configuration"), "endian");
-    if (name && !strcmp(name, "bytes") && !nbytes && !in->zstd) {
-      little = !endian || strcmp(endian, "big") != 0;
-      nbytes = 1;
-    } else if (name && !strcmp(name, "zstd") && nbytes && !in->zstd) {
-      in->zstd = 1;
-    } else {
-      CTR_FAIL(CTR_E_UNSUPPORTED, "'%s/zarr.json': codec '%s' is not supported: ctrecon reads "
-               "chunks of the codecs bytes, then optionally zstd", where, name ? name : "?");
-    }
+  const cJSON *codecs = cJSON_GetObjectItemCaseSensitive(a, "codecs");
+  const cJSON *first = cJSON_GetArrayItem(codecs, 0);
+  const char *fname = json_string(first, "name");
+  int little = 1;
+  if (fname && !strcmp(fname, "sharding_indexed")) {
+    if (cJSON_GetArraySize(codecs) != 1)
+      CTR_FAIL(CTR_E_UNSUPPORTED, "'%s/zarr.json': codecs after sharding_indexed are not "
+               "supported", where);
+    CTR_CHECK(read_sharding(in, cJSON_GetObjectItemCaseSensitive(first, "configuration"), &little));
+  } else {
+    CTR_CHECK(read_codecs(where, codecs, &little, &in->zstd));
   }
-  if (!nbytes)
-    CTR_FAIL(CTR_E_FORMAT, "'%s/zarr.json': no bytes codec among the codecs", where);
+  if (!in->sharded) in->m[0] = in->m[1] = in->m[2] = 1;
   r->swap = little != ctr__host_is_little_endian();
   const cJSON *fv = cJSON_GetObjectItemCaseSensitive(a, "fill_value");
   in->fill = cJSON_IsNumber(fv) ? fv->valuedouble
@@ -989,75 +1251,114 @@ static ctr_status read_array(ctr_stack_reader *r, zarr_in *in, const cJSON *a) {
   return CTR_OK;
 }
 
-/* One chunk (file `name`) into in->chunk: the fill value when missing. */
-static ctr_status read_chunk(const ctr_stack_reader *r, zarr_in *in, const char *name) {
-  const size_t es = ctr_dtype_size(r->info.dtype), cb = in->chunk_bytes;
-  int fd = -1;
-  int64_t size = 0;
-  if (!ctr__file_exists(name)) {
-    for (size_t k = 0; k < cb; k += es) memcpy(in->chunk + k, in->fill_bytes, es);
-    return CTR_OK;
-  }
-  CTR_CHECK(ctr__file_open_read(name, &fd, &size));
-  ctr_status st = CTR_OK;
-  void *data = NULL;
+static void fill_chunk(const ctr_stack_reader *r, zarr_in *in) {
+  const size_t es = ctr_dtype_size(r->info.dtype);
+  for (size_t k = 0; k < in->chunk_bytes; k += es) memcpy(in->chunk + k, in->fill_bytes, es);
+}
+
+/* One encoded chunk, `size` bytes at `off` of fd, decoded into in->chunk
+ * (`name`: the chunk, as errors name it). */
+static ctr_status read_piece(const ctr_stack_reader *r, zarr_in *in, int fd, int64_t off,
+                             int64_t size, const char *name) {
+  const size_t cb = in->chunk_bytes;
   if (!in->zstd) {
     if (size != (int64_t)cb)
-      CTR_FAIL_GOTO(st, CTR_E_FORMAT, "Zarr chunk '%s' is %lld bytes: expected %zu (truncated "
-                    "or corrupt)", name, (long long)size, cb);
-    CTR_CHECK_GOTO(st, ctr__pread_full(fd, in->chunk, cb, 0, name));
-    goto cleanup;
+      CTR_FAIL(CTR_E_FORMAT, "Zarr chunk %s is %lld bytes: expected %zu (truncated or corrupt)",
+               name, (long long)size, cb);
+    return ctr__pread_full(fd, in->chunk, cb, off, name);
   }
-  data = ctr__malloc(size ? (size_t)size : 1, "a compressed chunk");
-  if (!data) {
-    st = CTR_E_OUT_OF_MEMORY;
-    goto cleanup;
-  }
-  CTR_CHECK_GOTO(st, ctr__pread_full(fd, data, (size_t)size, 0, name));
+  ctr_status st = CTR_OK;
+  void *data = ctr__malloc(size ? (size_t)size : 1, "a compressed chunk");
+  if (!data) return CTR_E_OUT_OF_MEMORY;
+  CTR_CHECK_GOTO(st, ctr__pread_full(fd, data, (size_t)size, off, name));
   const unsigned long long want = ZSTD_getFrameContentSize(data, (size_t)size);
   if (want == ZSTD_CONTENTSIZE_ERROR)
-    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "Zarr chunk '%s' (%lld bytes) is not a zstd frame: the "
-                  "chunk is corrupt or truncated", name, (long long)size);
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "Zarr chunk %s (%lld bytes) is not a zstd frame: the chunk "
+                  "is corrupt or truncated", name, (long long)size);
   if (want != ZSTD_CONTENTSIZE_UNKNOWN && want != (unsigned long long)cb)
-    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "Zarr chunk '%s' holds %llu bytes: expected %zu (a chunk of "
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "Zarr chunk %s holds %llu bytes: expected %zu (a chunk of "
                   "%lld x %lld x %lld %s)", name, want, cb, (long long)in->c[0],
                   (long long)in->c[1], (long long)in->c[2], ctr_dtype_name(r->info.dtype));
   const size_t got = ZSTD_decompress(in->chunk, cb, data, (size_t)size);
   if (ZSTD_isError(got))
-    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "Zarr chunk '%s' cannot be decompressed (%s): the chunk is "
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "Zarr chunk %s cannot be decompressed (%s): the chunk is "
                   "corrupt or truncated", name, ZSTD_getErrorName(got));
   if (got != cb)
-    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "Zarr chunk '%s' holds %zu bytes: expected %zu (truncated "
-                  "or corrupt)", name, got, cb);
+    CTR_FAIL_GOTO(st, CTR_E_FORMAT, "Zarr chunk %s holds %zu bytes: expected %zu (truncated or "
+                  "corrupt)", name, got, cb);
 cleanup:
   free(data);
-  close(fd);
+  return st;
+}
+
+/* The images of chunk (row, j, i) in in->chunk into in->row. */
+static void place_row_chunk(const ctr_stack_reader *r, zarr_in *in, int64_t row, int64_t j,
+                            int64_t i) {
+  const size_t es = ctr_dtype_size(r->info.dtype);
+  const int64_t ny = r->info.height, nx = r->info.width, z0 = row * in->c[0];
+  const int64_t k = r->info.count - z0 < in->c[0] ? r->info.count - z0 : in->c[0];
+  const int64_t h = ny - j * in->c[1] < in->c[1] ? ny - j * in->c[1] : in->c[1];
+  const int64_t w = nx - i * in->c[2] < in->c[2] ? nx - i * in->c[2] : in->c[2];
+  for (int64_t z = 0; z < k; z++)
+    for (int64_t y = 0; y < h; y++)
+      memcpy(in->row + ((size_t)z * (size_t)(ny * nx) + (size_t)((j * in->c[1] + y) * nx) +
+                        (size_t)(i * in->c[2])) * es,
+             in->chunk + (size_t)((z * in->c[1] + y) * in->c[2]) * es, (size_t)w * es);
+}
+
+/* The chunks of chunk row `row` in the file `name`: chunk (row, sj, si), or
+ * when sharded the inner chunks of that row in shard (row / m, sj, si).
+ * Missing: the fill value. */
+static ctr_status load_file(ctr_stack_reader *r, zarr_in *in, int64_t row, int64_t sj,
+                            int64_t si, const char *name) {
+  const int64_t cy = (r->info.height + in->c[1] - 1) / in->c[1];
+  const int64_t cx = (r->info.width + in->c[2] - 1) / in->c[2];
+  const int there = ctr__file_exists(name);
+  int fd = -1;
+  int64_t size = 0;
+  if (there) CTR_CHECK(ctr__file_open_read(name, &fd, &size));
+  const int64_t nch = in->m[0] * in->m[1] * in->m[2];
+  ctr_status st = CTR_OK;
+  if (there && in->sharded)
+    st = shard_index(fd, size, name, nch, in->index_end, in->index_crc, in->idx);
+  for (int64_t b = 0; st == CTR_OK && b < in->m[1]; b++)
+    for (int64_t c = 0; st == CTR_OK && c < in->m[2]; c++) {
+      const int64_t j = sj * in->m[1] + b, i = si * in->m[2] + c;
+      if (j >= cy || i >= cx) continue;
+      const int64_t e = ((row % in->m[0]) * in->m[1] + b) * in->m[2] + c;
+      if (!there || (in->sharded && in->idx[2 * e] == ZARR_EMPTY)) {
+        fill_chunk(r, in);
+      } else if (!in->sharded) {
+        char *label = ctr__io_sprintf("'%s'", name);
+        st = label ? read_piece(r, in, fd, 0, size, label) : CTR_E_OUT_OF_MEMORY;
+        free(label);
+      } else {
+        char *label = ctr__io_sprintf("%lld of the shard '%s'", (long long)e, name);
+        st = label ? read_piece(r, in, fd, (int64_t)in->idx[2 * e], (int64_t)in->idx[2 * e + 1],
+                                label)
+                   : CTR_E_OUT_OF_MEMORY;
+        free(label);
+      }
+      if (st == CTR_OK) place_row_chunk(r, in, row, j, i);
+    }
+  if (fd >= 0) close(fd);
   return st;
 }
 
 /* Chunk row `row` into in->row (its images, whole). */
 static ctr_status load_row(ctr_stack_reader *r, zarr_in *in, int64_t row) {
-  const size_t es = ctr_dtype_size(r->info.dtype);
-  const int64_t ny = r->info.height, nx = r->info.width;
-  const int64_t z0 = row * in->c[0];
-  const int64_t k = r->info.count - z0 < in->c[0] ? r->info.count - z0 : in->c[0];
-  const int64_t cy = (ny + in->c[1] - 1) / in->c[1], cx = (nx + in->c[2] - 1) / in->c[2];
+  const int64_t py = (r->info.height + in->c[1] * in->m[1] - 1) / (in->c[1] * in->m[1]);
+  const int64_t px = (r->info.width + in->c[2] * in->m[2] - 1) / (in->c[2] * in->m[2]);
   in->cached = -1;
-  for (int64_t j = 0; j < cy; j++)
-    for (int64_t i = 0; i < cx; i++) {
-      char *name = ctr__io_sprintf("%s/c%c%lld%c%lld%c%lld", in->array, in->sep, (long long)row,
-                                   in->sep, (long long)j, in->sep, (long long)i);
+  for (int64_t j = 0; j < py; j++)
+    for (int64_t i = 0; i < px; i++) {
+      char *name = ctr__io_sprintf("%s/c%c%lld%c%lld%c%lld", in->array, in->sep,
+                                   (long long)(row / in->m[0]), in->sep, (long long)j, in->sep,
+                                   (long long)i);
       if (!name) return CTR_E_OUT_OF_MEMORY;
-      const ctr_status st = read_chunk(r, in, name);
+      const ctr_status st = load_file(r, in, row, j, i, name);
       free(name);
       CTR_CHECK(st);
-      const int64_t h = ny - j * in->c[1] < in->c[1] ? ny - j * in->c[1] : in->c[1];
-      const int64_t w = nx - i * in->c[2] < in->c[2] ? nx - i * in->c[2] : in->c[2];
-      for (int64_t z = 0; z < k; z++)
-        for (int64_t y = 0; y < h; y++)
-          memcpy(in->row + ((size_t)z * (size_t)(ny * nx) + (size_t)((j * in->c[1] + y) * nx) +
-                            (size_t)(i * in->c[2])) * es,
-                 in->chunk + (size_t)((z * in->c[1] + y) * in->c[2]) * es, (size_t)w * es);
     }
   in->cached = row;
   return CTR_OK;
@@ -1113,6 +1414,14 @@ ctr_status ctr__zarr_open(ctr_stack_reader *r, const ctr_stack_info *hint, int64
   CTR_CHECK_GOTO(st, read_array(r, in, arr ? arr : top));
   in->chunk_bytes = (size_t)(in->c[0] * in->c[1] * in->c[2]) * ctr_dtype_size(r->info.dtype);
   in->chunk = ctr__malloc(in->chunk_bytes, "a Zarr chunk");
+  if (in->sharded) {
+    in->idx = ctr__malloc((size_t)(in->m[0] * in->m[1] * in->m[2]) * 2 * sizeof *in->idx,
+                          "a Zarr shard index");
+    if (!in->idx) {
+      st = CTR_E_OUT_OF_MEMORY;
+      goto cleanup;
+    }
+  }
   in->row = ctr__malloc(ctr__image_bytes(&r->info) *
                             (size_t)(in->c[0] < r->info.count ? in->c[0] : r->info.count),
                         "a row of Zarr chunks");

@@ -53,6 +53,12 @@ ctr_status ctr__stack_create_partial(const char *path, ctr_file_format fmt,
  * starts with ctr_stack_create's overwrite, a partial writer with 0): the
  * caller's overwrite option, given before the commit. Accepts NULL. */
 void ctr__stack_set_overwrite(ctr_stack_writer *w, int on);
+/* The sharding of an OME-Zarr writer's output, as ctr_tuning.zarr_shard:
+ * shards of n chunks a side (n >= 1), -1 none, 0 the default (shards of 8
+ * chunks a side on a level of more than 512 chunks). Before the writer's
+ * first write or read back (a resumed writer finds the complete rows of
+ * this layout); no effect on other formats. Accepts NULL. */
+void ctr__stack_set_zarr_shard(ctr_stack_writer *w, int n);
 /* Makes every image written so far durable (fdatasync of the data file(s);
  * the first flush of a resumable writer also syncs its partial files' names
  * into their directory); CTR_E_IO naming the file on failure. Works on any

@@ -114,6 +114,7 @@ static ctr_status open_root(ctr__dist_output *o, int resume, const char *what, i
     if (g->z0 + g->nz <= n) memset(done + g->z0, 1, (size_t)g->nz);
   }
   st = ctr__stack_create_partial(o->out, o->fmt, &o->info, resume, resume ? done : NULL, &o->w);
+  if (st == CTR_OK) ctr__stack_set_zarr_shard(o->w, ctr__tuning(o->ctx)->zarr_shard);
   if (st != CTR_OK) {
     o->unusable = resume && (st == CTR_E_FORMAT || st == CTR_E_SIZE_MISMATCH || st == CTR_E_IO);
     goto cleanup;
@@ -187,6 +188,7 @@ ctr_status ctr__dist_output_open(ctr__dist *d, const ctr_context *ctx, ctr_statu
   st = shared;
   /* then every rank: its handle on the output and its journal */
   if (st == CTR_OK && rank != 0) st = ctr__stack_create_partial(out, fmt, info, 1, NULL, &o->w);
+  if (st == CTR_OK && rank != 0) ctr__stack_set_zarr_shard(o->w, ctr__tuning(ctx)->zarr_shard);
   if (st == CTR_OK) {
     char *p = ctr__journal_rank_path(o->master, o->generation, rank);
     const ctr__journal_layout layout = {1, 1, 0, 0, 1, 0, 1}; /* ranges: no decomposition */
@@ -211,6 +213,7 @@ static ctr_status commit(ctr__dist_output *o) {
   ctr_status st = ctr__stack_create_partial(o->out, o->fmt, &o->info, 1, all, &w);
   free(all);
   CTR_CHECK(st);
+  ctr__stack_set_zarr_shard(w, ctr__tuning(o->ctx)->zarr_shard);
   ctr__stack_set_overwrite(w, o->overwrite);
   CTR_CHECK(ctr_stack_commit(w)); /* frees w */
   remove_rank_journals(o->master, o->generation, ctr__dist_size(o->d));

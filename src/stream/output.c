@@ -94,6 +94,7 @@ ctr_status ctr__stream_output_open(ctr__stream_output *o, const ctr_context *ctx
     }
     ctr_status st = ctr__stack_create_partial(o->out, o->fmt, info, o->have_journal, o->done,
                                               &o->w);
+    if (st == CTR_OK) ctr__stack_set_zarr_shard(o->w, ctr__tuning(ctx)->zarr_shard);
     if (st == CTR_OK && o->have_journal)
       st = ctr__journal_verify(ctx, &o->journal, o->w, o->out, units->what, units->unit,
                                info->count, units->z0,
