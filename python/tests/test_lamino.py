@@ -116,5 +116,5 @@ def test_json_roundtrip(tmp_path):
     assert pyctrecon.ParallelGeometry.from_json(g.to_json()).axis == g.axis
     sino = np.random.default_rng(3).random(g.sinogram_shape(8), dtype=np.float32)
     assert np.array_equal(pyctrecon.fbp(sino, g, nslices=8), pyctrecon.fbp(sino, h, nslices=8))
-    with pytest.raises(pyctrecon.FormatError, match="tilt_deg"):
+    with pytest.raises(pyctrecon.FormatError, match="tilt: unknown field"):
         pyctrecon.ParallelGeometry.from_json(g.to_json().replace('"tilt_deg"', '"tilt"'))

@@ -64,7 +64,22 @@ static inline ctr__bp_config ctr__bp_config_tuned(const ctr_context *ctx,
 
 #define CTR__BP_MAX_VIEWS 64
 
-const char *ctr__bp_variant_name(ctr__bp_variant v);
+/* The variant's name (ctrecon's and the benchmarks' word for it); inline, so
+ * that every kernel source can say it without an edge between their objects. */
+static inline const char *ctr__bp_variant_name(ctr__bp_variant v) {
+  switch (v) {
+    case CTR__BP_AUTO: return "auto";
+    case CTR__BP_TEX: return "tex";
+    case CTR__BP_TEX_PAIR: return "tex-pair";
+    case CTR__BP_EXACT: return "exact";
+    case CTR__BP_EXACT_PAIR: return "exact-pair";
+    case CTR__BP_PRECISE: return "precise";
+    case CTR__BP_PRECISE_PAIR: return "precise-pair";
+    case CTR__BP_TEX_PAIR_HALF: return "tex-pair-half";
+    case CTR__BP_PRECISE_GENERAL: return "precise-general";
+  }
+  return "unknown";
+}
 
 
 /* Resolves AUTO and zero fields to the tuned defaults for the geometry. */

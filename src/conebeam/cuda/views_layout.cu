@@ -29,22 +29,6 @@
 #define DEFAULT_GENERAL_BLOCK_Y 4
 
 
-
-extern "C" const char *ctr__bp_variant_name(ctr__bp_variant v) {
-  switch (v) {
-    case CTR__BP_AUTO: return "auto";
-    case CTR__BP_TEX: return "tex";
-    case CTR__BP_TEX_PAIR: return "tex-pair";
-    case CTR__BP_EXACT: return "exact";
-    case CTR__BP_EXACT_PAIR: return "exact-pair";
-    case CTR__BP_PRECISE: return "precise";
-    case CTR__BP_PRECISE_PAIR: return "precise-pair";
-    case CTR__BP_TEX_PAIR_HALF: return "tex-pair-half";
-    case CTR__BP_PRECISE_GENERAL: return "precise-general";
-  }
-  return "unknown";
-}
-
 extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ctr_fdk_options *o,
                                                  const ctr__bp_config *req) {
   ctr__bp_config c = {CTR__BP_AUTO, 0, 0, 0, 0, 0};
