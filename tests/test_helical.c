@@ -383,8 +383,8 @@ static void test_fdk(void) {
  * pixels of 1.6 mm, 60 views a turn, 24 x 24 x 16 voxels of 1 mm) whose
  * volume holds the whole phantom. The data are the projector's own
  * projections of the voxelised phantom (the discretisation's error left
- * out: with exact projections of 2 mm disks on 1 mm voxels the model's own
- * error, 19 % of the data, stops CGLS before it reaches FDK's error:
+ * out: with the disks' exact projections the voxel model's own error, 19 %
+ * of the data on 0.75 mm voxels, stops CGLS before it reaches FDK's error:
  * docs/geometry.md): CGLS, 10 iterations, ends below FDK's RMSE. */
 static void test_cgls(void) {
   ctr_phantom *ph = NULL;
