@@ -111,12 +111,12 @@ int cmd_demo_lamino(int64_t size, int64_t views, int64_t slices, double tilt, co
   core_means(rec, size, slices, ps, R, 2.0 * T, m);
   const double kappa = 1.0 / sqrt(1.0 + pow(R * tan(ph_tilt) / (0.5 * T), 2.0));
   cli_info(&session,
-           "  sinograms (exact)  %8.2f s\n  fbp (ram-lak, CPU) %8.2f s\n"
+           "  sinograms (exact)  %8.2f s\n  fbp (ram-lak, %s) %8.2f s\n"
            "disk core means: %.4f %.4f %.4f (densities 1 0.5 0.75; FBP's missing-cone limit "
            "%.4f %.4f %.4f)\nbetween the disks: %.4f %.4f\n"
            "wrote %s/sinograms.tif (for fbp/iterate --tilt %g --angle-range 360 --pixel-size "
            "%.17g), recon.nrrd, recon_xz.png (window 0..1)\n",
-           t_sino, t_fbp, m[0], m[2], m[4], kappa, 0.5 * kappa, 0.75 * kappa, m[1], m[3], out_dir,
+           t_sino, ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? "GPU" : "CPU", t_fbp, m[0], m[2], m[4], kappa, 0.5 * kappa, 0.75 * kappa, m[1], m[3], out_dir,
            tilt, ps);
 cleanup:
   cli_progress_end(&session);
