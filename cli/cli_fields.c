@@ -101,6 +101,7 @@ static const cli_field k_fields[] = {
     {"ctr_projector_options.workers", "--workers", 0},
     {"ctr_replay_options.rate", "--rate", 0},
     {"ctr_source_options.count", "--count", 0},
+    {"ctr_tuning.zarr_shard", "--zarr-shard", 0},
     {"gpu_budget", "--gpu-budget", 0},
     {"host_budget", "--host-budget", 0},
     {"overwrite", "--force", 1},

@@ -116,7 +116,21 @@ run "${ZR[@]}" --out z.zarr --resume
 [ "$rc" -eq 0 ] && grep -q "subvolume 0 (" "$ERR" && diff -r ref/z.zarr z.zarr >/dev/null &&
   ok "a truncated chunk's row is computed again, the result the plain run's" ||
   bad "damaged chunk: rc $rc: $(cat "$ERR")"
-rm -rf ref z.zarr
+# sharded (--zarr-shard 2: shards of 128 slices): stopped after 130 slices,
+# shard row 0 of level 0 (slices 0..127) is on disk, level 1's one row not
+rm -rf z.zarr
+step "plain fdk to ref/zs.zarr --zarr-shard 2" "${ZR[@]}" --out ref/zs.zarr --zarr-shard 2
+CTRECON_INJECT_STOP_AFTER_SLABS=26 run "${ZR[@]}" --out zs.zarr --zarr-shard 2
+[ "$rc" -ne 0 ] && [ -s zs.zarr.partial/0/c/0/1/1 ] && [ ! -e zs.zarr.partial/0/c/0/0/2 ] &&
+  [ ! -e zs.zarr.partial/0/c/1 ] && [ ! -e zs.zarr.partial/1/c/0 ] &&
+  ok "interrupted, sharded: level 0's shard row 0 on disk" || bad "sharded rows: rc $rc: $(find zs.zarr.partial | head -20)"
+run "${ZR[@]}" --out zs.zarr --zarr-shard 2 --resume
+[ "$rc" -eq 0 ] && grep -q "subvolume 25 (.*not complete when the run stopped" "$ERR" &&
+  ! grep -q "subvolume 24 (" "$ERR" && grep -q '"sharding_indexed"' zs.zarr/0/zarr.json &&
+  diff -r ref/zs.zarr zs.zarr >/dev/null &&
+  ok "the resumed sharded zs.zarr is the plain run's, all 3 levels" ||
+  bad "sharded resume: rc $rc: $(cat "$ERR"); $(diff -rq ref/zs.zarr zs.zarr)"
+rm -rf ref z.zarr zs.zarr
 clean "OME-Zarr resume"
 
 echo "# memory budgets"
