@@ -228,8 +228,8 @@ int cli_tuning(const char *cmd, const cli_common *c, ctr_tuning *t);
 /* --zarr-shard, for the commands whose streamed output may be OME-Zarr. */
 #define CLI_ZARR_SHARD_OPTION(c)                                                     \
   {"--zarr-shard", "N", "OME-Zarr output: shards of N x N x N chunks (Zarr v3 "       \
-   "sharding_indexed; 0 = a file per chunk) (default: 8 on a level of more than 512 " \
-   "chunks, else none)", cli_parse_zarr_shard, (c), NULL}
+   "sharding_indexed; 0 = a file per chunk) (default: 1 x 8 x 8 on a level of more "  \
+   "than 512 chunks, else none)", cli_parse_zarr_shard, (c), NULL}
 
 /* --strict, for the commands that read data under the data policy
  * (docs/cli.md, "Bad values"): bad values become an error instead of a

@@ -91,7 +91,9 @@ struct ctr_tuning {
   int zarr_shard;             /* OME-Zarr outputs of the streamed runs: each level in
                                  shards (Zarr v3 sharding_indexed) of this many chunks a
                                  side, 1 .. 256; -1 = none (a file per chunk); 0 = shards
-                                 of 8 chunks a side on a level of more than 512 chunks
+                                 of 1 x 8 x 8 chunks (z, y, x: one chunk deep, so no
+                                 more memory than unsharded) on a level of more than 512
+                                 chunks
                                  (docs/file-formats.md, "OME-Zarr") */
 };
 

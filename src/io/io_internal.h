@@ -327,7 +327,7 @@ void ctr__zarr_remove_partial(const char *path, int64_t count);
  * most the volume's size), and a further pyramid level while the last
  * one's smallest side is at least `min_side`. 0: the defaults, 64 and 64.
  * `shard`: shards of that many chunks a side (fewer where a level has
- * fewer), 0 no sharding, < 0 the default (shards of 8 chunks a side on a
+ * fewer), 0 no sharding, < 0 the default (shards of 1 x 8 x 8 chunks on a
  * level of more than 512 chunks). */
 void ctr__zarr_set_layout(int64_t chunk, int64_t min_side, int64_t shard);
 /* CRC-32C (Castagnoli; RFC 3720) of n bytes: the crc32c codec of Zarr v3. */

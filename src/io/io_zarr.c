@@ -42,7 +42,8 @@
 #define ZARR_MAX_LEVELS 16
 #define ZARR_ZSTD_LEVEL 3
 /* The default sharding: a level of more than ZARR_SHARD_ABOVE chunks is
- * written in shards of ZARR_SHARD_SIDE chunks a side. */
+ * written in shards of 1 x ZARR_SHARD_SIDE x ZARR_SHARD_SIDE chunks (z, y,
+ * x). */
 #define ZARR_SHARD_ABOVE 512
 #define ZARR_SHARD_SIDE 8
 #define ZARR_EMPTY UINT64_MAX /* an absent inner chunk's offset and size */
@@ -189,8 +190,8 @@ typedef struct zarr_out {
  * least g_min_side (and the last is more than one voxel). `shard` (as
  * ctr_tuning.zarr_shard; 0: g_shard, the tests' layout, in its place): each
  * level in shards of that many chunks a side (fewer where its grid has
- * fewer) when >= 1, none when -1, and when 0 shards of ZARR_SHARD_SIDE
- * chunks on a level of more than ZARR_SHARD_ABOVE chunks. A "row" is a row
+ * fewer) when >= 1, none when -1, and when 0 shards of 1 x ZARR_SHARD_SIDE x
+ * ZARR_SHARD_SIDE chunks on a level of more than ZARR_SHARD_ABOVE chunks. A "row" is a row
  * of shards (of chunks when not sharded). */
 static void plan_levels(const ctr_stack_info *info, zarr_out *o, int64_t shard) {
   if (shard == 0) shard = g_shard;
@@ -203,10 +204,14 @@ static void plan_levels(const ctr_stack_info *info, zarr_out *o, int64_t shard) 
     }
     int64_t g[3];
     for (int a = 0; a < 3; a++) g[a] = (n[a] + v->c[a] - 1) / v->c[a];
-    const int64_t side = shard != 0 ? shard
-                         : g[0] * g[1] * g[2] > ZARR_SHARD_ABOVE ? ZARR_SHARD_SIDE : 0;
-    v->sharded = side >= 1;
-    for (int a = 0; a < 3; a++) v->s[a] = v->c[a] * (!v->sharded ? 1 : side < g[a] ? side : g[a]);
+    /* the default shards are one chunk deep: a row of them holds as many
+     * slices as a row of chunks, so sharding costs no memory */
+    const int deflt = shard == 0 && g[0] * g[1] * g[2] > ZARR_SHARD_ABOVE;
+    const int64_t side[3] = {deflt ? 1 : shard, deflt ? ZARR_SHARD_SIDE : shard,
+                             deflt ? ZARR_SHARD_SIDE : shard};
+    v->sharded = deflt || shard >= 1;
+    for (int a = 0; a < 3; a++)
+      v->s[a] = v->c[a] * (!v->sharded ? 1 : side[a] < g[a] ? side[a] : g[a]);
     v->rows = (n[0] + v->s[0] - 1) / v->s[0];
     o->nlevels = l + 1;
     int64_t least = n[0] < n[1] ? n[0] : n[1];
