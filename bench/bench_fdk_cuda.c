@@ -2,7 +2,7 @@
  *
  *   bench_fdk_cuda --case A|B [--sweep] [--variants tex,exact-pair,...] [--repeats R]
  *                  [--json FILE] [--dump DIR] [--host auto,staged,registered,driver]
- *                  [--no-curved] [--study lu2017]
+ *                  [--no-curved] [--study lu2016]
  *
  * Case A: RabbitCT-sized, 512^3 (0.5 mm) from 496 views of 1248 x 960.
  * Case B: Lu et al. 2016's medium, 1024^3 (0.25 mm) from 1200 views of 1024^2.
@@ -23,7 +23,7 @@
  *    cylindrical detector of the same pitch (arc lengths), fed the flat
  *    case's filtered views (the values do not change the time); --no-curved
  *    leaves it out;
- *  - with --study lu2017, only Lu et al. 2017's Figs. 9-10 study (block
+ *  - with --study lu2016, only Lu et al. 2016's Figs. 9-10 study (block
  *    shapes, N', Z' of the texture kernel; docs/seed-studies.md);
  *  - with --dump, the projections, geometry and our volumes for the ASTRA
  *    comparison (bench/astra_compare.py).
@@ -69,13 +69,13 @@ static void time_config(const bench_case *c, const ctr_geometry *g, const ctr_co
   if (ms < *best_ms) *best_ms = ms, *best = cfg;
 }
 
-/* Lu et al. 2017 (seed 000), Figs. 9 and 10, on this GPU: the texture kernel
+/* Lu et al. 2016 (seed 000), Figs. 9 and 10, on this GPU: the texture kernel
  * (their Algorithm 1's) over thread-block shapes of 256 threads (16x16 ..
  * 256x1) and the projection subset size N' (views per launch, 4 .. 64) for
  * blocks of 64, 128 and 256 threads, at 8 slices a thread (Z'); then Z' (1
  * .. 16) at the best N' and block. Their findings (GTX 980): square 16x16
  * blocks fastest, 256x1 slowest; N' = 20 best for 256-thread blocks. */
-static void study_lu2017(const bench_case *c, const ctr_geometry *g, const ctr_context *ctx,
+static void study_lu2016(const bench_case *c, const ctr_geometry *g, const ctr_context *ctx,
                          const ctr_fdk_options *o, const float *filt, int repeats) {
   static const int shapes[][2] = {{16, 16}, {32, 8}, {64, 4}, {128, 2}, {256, 1}};
   static const int squares[][2] = {{8, 8}, {16, 8}, {16, 16}};
@@ -86,13 +86,13 @@ static void study_lu2017(const bench_case *c, const ctr_geometry *g, const ctr_c
   base.slices_per_thread = 8;
   best = base;
   double best_ms = 1e30;
-  printf("Lu et al. 2017 Fig. 9: block shapes of 256 threads (N' 20, Z' 8)\n");
+  printf("Lu et al. 2016 Fig. 9: block shapes of 256 threads (N' 20, Z' 8)\n");
   for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
     ctr__bp_config cfg = base;
     cfg.views_per_launch = 20, cfg.block_x = shapes[k][0], cfg.block_y = shapes[k][1];
     time_config(c, g, ctx, o, filt, repeats, cfg, &best, &best_ms);
   }
-  printf("Lu et al. 2017 Fig. 10: N' x block size (Z' 8)\n");
+  printf("Lu et al. 2016 Fig. 10: N' x block size (Z' 8)\n");
   for (size_t k = 0; k < sizeof squares / sizeof squares[0]; k++)
     for (size_t n = 0; n < sizeof nps / sizeof nps[0]; n++) {
       ctr__bp_config cfg = base;
@@ -159,10 +159,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
     else if (!strcmp(argv[i], "--host") && i + 1 < argc) hosts = argv[++i];
     else if (!strcmp(argv[i], "--no-curved")) curved = 0;
-    else if (!strcmp(argv[i], "--study") && i + 1 < argc && !strcmp(argv[i + 1], "lu2017"))
+    else if (!strcmp(argv[i], "--study") && i + 1 < argc && !strcmp(argv[i + 1], "lu2016"))
       study = 1, i++;
     else BENCH_DIE("usage: %s --case A|B [--sweep] [--variants a,b] [--repeats R] [--json FILE] [--dump DIR] "
-                   "[--host auto,staged,registered,driver] [--no-curved] [--study lu2017]", argv[0]);
+                   "[--host auto,staged,registered,driver] [--no-curved] [--study lu2016]", argv[0]);
   }
   if (ctr_cuda_get_device_count() < 1) BENCH_DIE("no usable GPU");
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
@@ -202,13 +202,13 @@ int main(int argc, char **argv) {
             "\"volume\": [%lld, %lld, %lld], \"voxel_mm\": %g, \"views\": %lld, \"detector\": "
             "[%lld, %lld], \"sid\": %g, \"sdd\": %g, \"pitch_mm\": %g},\n  \"cases\": [\n",
             info.name, date, bench_revision(), c->name, sweep ? " --sweep" : "",
-            study ? " --study lu2017" : "", repeats,
+            study ? " --study lu2016" : "", repeats,
             c->name, (long long)c->n, (long long)c->n, (long long)c->n, c->voxel,
             (long long)c->nviews, (long long)c->nu, (long long)c->nv, c->sid, c->sdd, c->pitch);
   }
 
   if (study) { /* the seed's study alone */
-    study_lu2017(c, g, gctx, &o, filt, repeats);
+    study_lu2016(c, g, gctx, &o, filt, repeats);
     if (json.f) fprintf(json.f, "\n  ]\n}\n"), fclose(json.f);
     return 0;
   }

@@ -1,11 +1,11 @@
-"""Plots Lu et al. 2017's Figs. 9-10 study on our GPU (bench_fdk_cuda --case A
---study lu2017 --json FILE) as docs/images/fdk-lu2017.png: the texture
+"""Plots Lu et al. 2016's Figs. 9-10 study on our GPU (bench_fdk_cuda --case A
+--study lu2016 --json FILE) as docs/images/fdk-lu2016.png: the texture
 backprojection kernel's throughput over thread-block shapes of 256 threads,
 over N' (views per launch) for blocks of 64, 128 and 256 threads, and over Z'
 (slices a thread), with the paper's findings beside ours (GTX 980: 16x16
 fastest and 256x1 slowest; N' = 20 best with 256-thread blocks).
 
-Usage: python3 bench/plot_fdk_lu2017.py RESULT.json [OUT.png]   (matplotlib)
+Usage: python3 bench/plot_fdk_lu2016.py RESULT.json [OUT.png]   (matplotlib)
 """
 import json
 import re
@@ -21,7 +21,7 @@ NAME = re.compile(r"^\w+/bp/tex/N(\d+)/Z(\d+)/(\d+)x(\d+)$")
 
 def main():
     res = json.load(open(sys.argv[1]))
-    out = sys.argv[2] if len(sys.argv) > 2 else "docs/images/fdk-lu2017.png"
+    out = sys.argv[2] if len(sys.argv) > 2 else "docs/images/fdk-lu2016.png"
     rows = []
     for c in res["cases"]:
         m = NAME.match(c["name"])
@@ -53,7 +53,7 @@ def main():
     axs[2].set_title(f"Z' at N' {n}, block {bx}x{by}", fontsize=8)
     for ax in axs:
         ax.grid(True, alpha=0.3)
-    fig.suptitle(f"Lu et al. 2017, Figs. 9-10, on {res['gpu']} (rev {res['revision']}): texture "
+    fig.suptitle(f"Lu et al. 2016, Figs. 9-10, on {res['gpu']} (rev {res['revision']}): texture "
                  f"backprojection, case {res['case']['name']}", fontsize=10)
     fig.tight_layout()
     fig.savefig(out)
