@@ -547,15 +547,7 @@ ctr_status ctr_geometry_save_json(const ctr_geometry *g, const char *path, int o
   CTR_CHECK(ctr_file_check_output(path, overwrite));
   char *text = NULL;
   CTR_CHECK(ctr_geometry_to_json_string(g, &text));
-  const size_t n = strlen(text);
-  char *line = realloc(text, n + 2); /* with its newline */
-  if (!line) {
-    free(text);
-    CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot print geometry JSON");
-  }
-  line[n] = '\n';
-  line[n + 1] = '\0';
-  const ctr_status st = ctr__file_save(path, line, n + 1, overwrite, "geometry file");
-  free(line);
+  const ctr_status st = ctr__file_save_line(path, text, overwrite, "geometry file");
+  free(text);
   return st;
 }

@@ -167,6 +167,9 @@ ctr_status ctr__output_create(ctr__atomic_file *f, const char *target, ctr__out_
  * file"). */
 ctr_status ctr__file_save(const char *path, const void *data, size_t n, int overwrite,
                           const char *what);
+/* ctr__file_save of a text and a newline after it (a JSON file's last line). */
+ctr_status ctr__file_save_line(const char *path, const char *text, int overwrite,
+                               const char *what);
 /* A file that exists: *found = a copy of `path` (malloc'd), else NULL. The
  * format table's `existing` of one-file formats. */
 ctr_status ctr__file_existing(const char *path, char **found);

@@ -38,6 +38,19 @@ ctr_status ctr__file_save(const char *path, const void *data, size_t n, int over
   return st;
 }
 
+ctr_status ctr__file_save_line(const char *path, const char *text, int overwrite,
+                               const char *what) {
+  const size_t n = strlen(text);
+  char *line = malloc(n + 2);
+  if (!line) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot hold the text of %s '%s'", what, path);
+  memcpy(line, text, n);
+  line[n] = '\n';
+  line[n + 1] = '\0';
+  const ctr_status st = ctr__file_save(path, line, n + 1, overwrite, what);
+  free(line);
+  return st;
+}
+
 ctr_status ctr__file_existing(const char *path, char **found) {
   *found = NULL;
   if (ctr__file_exists(path) && !(*found = strdup(path)))
