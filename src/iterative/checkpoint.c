@@ -119,7 +119,8 @@ static ctr_status read_history(it_checkpoint *c, ctr__checkpoint_io *io) {
   int64_t nh = 0;
   CTR_CHECK(ctr__checkpoint_get(io, &nh, sizeof nh));
   const int64_t rec = (int64_t)sizeof(double) * CTR__IT_HIST;
-  if (nh < 0 || nh > c->h.iteration || ctr__checkpoint_left(io) != nh * rec)
+  const int64_t left = ctr__checkpoint_left(io); /* divided, not nh * rec: nh is the file's */
+  if (nh < 0 || nh > c->h.iteration || left % rec != 0 || left / rec != nh)
     CTR_FAIL(CTR_E_FORMAT, "checkpoint '%s': a history of %lld iterations in %lld bytes does not "
              "fit (cut short?)", io->path, (long long)nh, (long long)io->size);
   c->hist = nh ? ctr__malloc((size_t)(nh * rec), "checkpoint history") : NULL;
