@@ -3,8 +3,9 @@
 # (cylindrical) detectors"): the file records the shape, --check reads it
 # back and says so; the phantom's exact projections and FDK run on it (a
 # streamed run: the same volume as the in-memory one of the C tests, whose
-# accuracy test_curved checks); a bad shape, cone_vec rows of a curved
-# detector and the iterative solvers are refused with what to use instead.
+# accuracy test_curved checks) and so do the iterative solvers (CGLS
+# against the flat detector's); a bad shape, cone_vec rows of a curved
+# detector and the iterative fast pair are refused with what to use instead.
 # Usage: bash cli_curved.sh path/to/ctrecon
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib_cli.sh" "$@"
@@ -34,8 +35,22 @@ exits 2 "--detector with --from-vectors" geometry --out x.json --from-vectors v.
 step "phantom" phantom --geometry curved.json --out p.raw
 step "fdk" fdk --geometry curved.json --projections p.raw --out v.raw --window hann
 [ -s v.raw ] && ok "a volume" || bad "no volume"
-run iterate --geometry curved.json --projections p.raw --out it.raw --iterations 1
-[ "$rc" -ne 0 ] && grep -q "flat detectors only" "$ERR" && ok "iterate refuses it, naming FDK" ||
-  bad "iterate on a curved detector: exit $rc"
+# the iterative solvers: CGLS of the exact curved projections reaches the
+# error of the flat detector's (flat.json: about the same fan, the same rows)
+# (measured 0.388 and 0.386 after 8 iterations)
+step "phantom truth" phantom --geometry curved.json --out pt.raw --truth truth.raw --quiet
+step "iterate on the curved detector" iterate --geometry curved.json --projections p.raw \
+  --out it.raw --algorithm cgls --iterations 8 --truth truth.raw
+ec=$(sed -n 's/^iteration *8\/8:.*error \([0-9.]*\).*/\1/p' "$OUT")
+step "flat projections" phantom --geometry flat.json --out pf.raw --quiet
+step "iterate on the flat detector" iterate --geometry flat.json --projections pf.raw \
+  --out itf.raw --algorithm cgls --iterations 8 --truth truth.raw
+ef=$(sed -n 's/^iteration *8\/8:.*error \([0-9.]*\).*/\1/p' "$OUT")
+awk -v c="$ec" -v f="$ef" 'BEGIN { exit !(c != "" && f != "" && c < 0.45 && c <= 1.1 * f) }' &&
+  ok "curved CGLS error $ec, flat $ef" || bad "curved CGLS error '$ec', flat '$ef'"
+exits 4 "the fast pair on a curved detector" iterate --geometry curved.json --projections p.raw \
+  --out fast.raw --pair fast --iterations 1
+grep -q "^ctrecon iterate: error: --pair fast: .*(--pair matched)" "$ERR" &&
+  ok "names --pair and the matched pair" || bad "--pair fast message"
 clean "the refused iterate"
 finish

@@ -546,8 +546,9 @@ static void test_fdk(void) {
 }
 
 /* Paths without a curved form refuse it, naming the field: the iterative
- * projector pair, and the filtered halves' offset extension is not needed
- * here. The coverage and fan follow the arc. */
+ * fast pair (the matched pair has the curved rays: test_curved_iter), and
+ * the filtered halves' offset extension is not needed here. The coverage
+ * and fan follow the arc. */
 static void test_refusals_and_coverage(void) {
   ctr_circular_params p = params(200, 300, 64, 64, 2.0, 2.0, 90, CTR_DETECTOR_CYLINDRICAL);
   const ctr_volume_geometry vol = {60, 60, 40, 1.5, 1.5, 1.5, 0, 0, 0};
@@ -555,9 +556,11 @@ static void test_refusals_and_coverage(void) {
   CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
   REQUIRE(g);
   ctr_projector *pr = NULL;
-  CHECK_FAILS(ctr_projector_create_cone(g_cpu, g, NULL, &pr), CTR_E_UNSUPPORTED,
-              "flat detectors only");
-  CHECK(strcmp(ctr_error_get_field(), "ctr_circular_params.detector") == 0);
+  ctr_projector_options po = CTR_PROJECTOR_OPTIONS_INIT;
+  po.pair = CTR_PAIR_FAST;
+  CHECK_FAILS(ctr_projector_create_cone(g_cpu, g, &po, &pr), CTR_E_UNSUPPORTED,
+              "weights are those of a flat detector");
+  CHECK(strcmp(ctr_error_get_field(), "ctr_projector_options.pair") == 0);
   CHECK(pr == NULL);
   /* the arc's half fan: 32 columns x 2 mm / 300 mm = 0.2133 rad = 12.2 deg,
    * reaching 300 sin(0.2133) x 200 / 300 = 42.3 mm at the axis: the 45 mm

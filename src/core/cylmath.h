@@ -45,14 +45,38 @@ CTR_HD void ctr__cyl_project(const ctr__cyl_view *p, double x, double y, double 
   *w = (p->d / r) * (p->d / r);
 }
 
+/* The horizontal unit direction from the source at fan angle gamma (cos
+ * and sin given): the principal ray -(cos t, sin t) turned by gamma towards
+ * the u axis (-sin t, cos t). */
+CTR_HD void ctr__cyl_turn(const ctr__cyl_view *p, double cg, double sg, double h[2]) {
+  h[0] = CTR__DADD(-CTR__DMUL(cg, p->ct), -CTR__DMUL(sg, p->st));
+  h[1] = CTR__DADD(-CTR__DMUL(cg, p->st), CTR__DMUL(sg, p->ct));
+}
+
 /* The direction from the source to the centre of pixel (u, v), scaled so
  * that its horizontal part has unit length: the pixel lies at
  * source + sdd * dir. */
 CTR_HD void ctr__cyl_ray(const ctr__cyl_view *p, double u, double v, double dir[3]) {
-  const double g = (u - p->u0) / p->fu, cg = cos(g), sg = sin(g);
-  dir[0] = -cg * p->ct - sg * p->st;
-  dir[1] = -cg * p->st + sg * p->ct;
+  const double g = (u - p->u0) / p->fu;
+  ctr__cyl_turn(p, cos(g), sin(g), dir);
   dir[2] = (v - p->v0) / p->fv;
+}
+
+/* cos and sin of a fan angle |g| <= pi / 2 from their Taylor series to
+ * degree 26 (truncation below 1e-21), Horner in g^2 with operations that
+ * are never contracted: the same bits on the host and the device, which
+ * the libraries' cos and sin do not promise. The iterative projector's rays
+ * use it (iterative/itmath.h). */
+CTR_HD void ctr__cyl_cossin(double g, double *c, double *s) {
+  const double g2 = CTR__DMUL(g, g);
+  double pc = 1.0, ps = 1.0;
+  for (int k = 13; k >= 1; k--) {
+    /* cos: 1 - g2 / (2k-1)(2k) (1 - ...); sin: 1 - g2 / (2k)(2k+1) (1 - ...) */
+    pc = CTR__DADD(1.0, -CTR__DMUL(CTR__DDIV(g2, (double)((2 * k - 1) * (2 * k))), pc));
+    ps = CTR__DADD(1.0, -CTR__DMUL(CTR__DDIV(g2, (double)((2 * k) * (2 * k + 1))), ps));
+  }
+  *c = pc;
+  *s = CTR__DMUL(g, ps);
 }
 
 /* Float forms for the fast backprojectors. From a voxel column's depth s and

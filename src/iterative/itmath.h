@@ -27,6 +27,7 @@
 #ifndef CTR_ITMATH_H
 #define CTR_ITMATH_H
 
+#include "core/cylmath.h"
 #include "core/projmath.h"
 
 #include <math.h>
@@ -51,11 +52,33 @@
  * skips a plane it weighs. */
 #define CTR__IT_RANGE_MARGIN 1e-2
 
-/* One view: rays and the projection matrix in index space. */
+/* What the adjoint's pixel boxes need of a view (ctr__it_box_view). A flat
+ * view (cyl[1] = 0): P maps index space to (a, b, c), u = a / c, v = b /
+ * c. A curved view (a cylindrical detector, core/cylmath.h): P maps index
+ * space to (l, h, s) in mm, the lateral offset, the height over the source
+ * and the depth along the principal ray, and cyl = (u0, fu, v0, fv): u = u0
+ * + fu atan2(l, s), v = v0 + fv h / hypot(l, s). Row-major. */
+#define CTR__IT_CAMERA_FLOATS 16
+typedef struct ctr__it_camera {
+  float P[12];
+  float cyl[4];
+} ctr__it_camera;
+
+/* One view: rays and the camera in index space. A flat detector's ray of
+ * pixel (u, v) starts at o + u ou + v ov and runs along d + u du + v dv. A
+ * curved one (curved = 1) starts at the source o (ou = ov = 0) and runs
+ * along h(u) + d + v dv, h(u) the horizontal unit direction of column u
+ * (cylmath.h's ctr__cyl_turn of view cyl) divided by the voxel sizes, and d,
+ * dv with zero x and y components (so the in-plane line of a ray stepping
+ * along x or y is the same for every row of a column, as on a flat
+ * detector whose dv has zero x and y: its A_p, B_p and family). */
 typedef struct ctr__it_view {
   double o[3], ou[3], ov[3]; /* ray origin = o + u ou + v ov */
-  double d[3], du[3], dv[3]; /* ray direction = d + u du + v dv */
-  float P[12];               /* index space -> (a, b, c), row-major */
+  double d[3], du[3], dv[3]; /* ray direction = d + u du + v dv (curved: + h(u), du = 0) */
+  ctr__cyl_view cyl;         /* curved: the detector's maps in mm */
+  ctr__it_camera cam;        /* the adjoint's boxes */
+  int curved;
+  int pad_;                  /* zero (the views are checksummed as bytes) */
 } ctr__it_view;
 
 /* A ray as the forward projection and the adjoint use it. */
@@ -70,15 +93,32 @@ typedef struct ctr__it_ray {
 CTR_HD int ctr__it_paxis(int f) { return f == 0 ? 1 : 0; }
 CTR_HD int ctr__it_qaxis(int f) { return f == 2 ? 1 : 2; }
 
+/* The part of a ray's direction that varies with the column u: u du (flat),
+ * or h(u) (curved: the fan angle's cos and sin by ctr__cyl_cossin, the
+ * same bits on every backend, turned by ctr__cyl_turn, in index space). */
+CTR_HD void ctr__it_ray_hu(const ctr__it_view *w, const double vox[3], double u, double hu[3]) {
+  if (!w->curved) {
+    for (int a = 0; a < 3; a++) hu[a] = CTR__DMUL(u, w->du[a]);
+    return;
+  }
+  double cg, sg, h[2];
+  ctr__cyl_cossin(CTR__DDIV(CTR__DADD(u, -w->cyl.u0), w->cyl.fu), &cg, &sg);
+  ctr__cyl_turn(&w->cyl, cg, sg, h);
+  hu[0] = CTR__DDIV(h[0], vox[0]);
+  hu[1] = CTR__DDIV(h[1], vox[1]);
+  hu[2] = 0.0;
+}
+
 /* The double-precision ray of pixel (u, v): its axis f, the in-plane lines
  * (A, B as doubles) and the mm per plane. Returns 0 for a degenerate
  * direction. */
 CTR_HD int ctr__it_ray_f64(const ctr__it_view *w, const double vox[3], double u, double v,
                            double A[2], double B[2], double *len, int *f) {
-  double o[3], d[3];
+  double o[3], d[3], hu[3];
+  ctr__it_ray_hu(w, vox, u, hu);
   for (int a = 0; a < 3; a++) {
     o[a] = CTR__DADD(CTR__DADD(w->o[a], CTR__DMUL(u, w->ou[a])), CTR__DMUL(v, w->ov[a]));
-    d[a] = CTR__DADD(CTR__DADD(w->d[a], CTR__DMUL(u, w->du[a])), CTR__DMUL(v, w->dv[a]));
+    d[a] = CTR__DADD(CTR__DADD(w->d[a], hu[a]), CTR__DMUL(v, w->dv[a]));
   }
   const double ax = fabs(d[0]), ay = fabs(d[1]), az = fabs(d[2]);
   const int s = ax >= ay && ax >= az ? 0 : (ay >= az ? 1 : 2);
@@ -223,6 +263,82 @@ CTR_HD void ctr__it_box(const float P[12], float x, float y, float z, int p, int
   *v1 = (int)hi_v;
 }
 
+/* The squared distance from the source (origin) to the segment from (l0,
+ * s0) to (l1, s1) of the horizontal plane (mm). */
+CTR_HD float ctr__it_seg_dist2(float l0, float s0, float l1, float s1) {
+  const float el = l1 - l0, es = s1 - s0, e2 = el * el + es * es;
+  float t = e2 > 0.0f ? -(l0 * el + s0 * es) / e2 : 0.0f;
+  t = fminf(fmaxf(t, 0.0f), 1.0f);
+  const float l = l0 + t * el, s = s0 + t * es;
+  return l * l + s * s;
+}
+
+/* ctr__it_box for a curved view (camera cam, ctr__it_camera): the columns
+ * from the azimuths of the rectangle's four corners seen from the source
+ * (the azimuth is monotone along each edge, the rectangle lying in front
+ * of the source), the rows from the heights h of the corners over the
+ * horizontal distances r: v = v0 + fv h / r is monotone in h and in r, and
+ * r over the rectangle lies between the least distance of its edges and
+ * the largest of its corners (r is convex). Both widened by
+ * CTR__IT_BOX_MARGIN; empty as ctr__it_box. */
+CTR_HD void ctr__it_box_cyl(const ctr__it_camera *cam, float x, float y, float z, int p, int q,
+                            float hp, float hq, int nu, int nv, int *u0, int *u1, int *v0,
+                            int *v1) {
+  const float *P = cam->P;
+  const float l = P[0] * x + P[1] * y + P[2] * z + P[3];
+  const float h = P[4] * x + P[5] * y + P[6] * z + P[7];
+  const float sd = P[8] * x + P[9] * y + P[10] * z + P[11];
+  float cl[4], cs[4], gmin = 1e30f, gmax = -1e30f, hmin = 1e30f, hmax = -1e30f;
+  float rmax2 = 0.0f, rmin2 = 1e30f;
+  for (int c = 0; c < 4; c++) {
+    const float sp = (c & 1) ? hp : -hp, sq = (c & 2) ? hq : -hq;
+    cl[c] = l + sp * P[p] + sq * P[q];
+    cs[c] = sd + sp * P[8 + p] + sq * P[8 + q];
+    const float ch = h + sp * P[4 + p] + sq * P[4 + q];
+    const float g = atan2f(cl[c], cs[c]);
+    gmin = fminf(gmin, g);
+    gmax = fmaxf(gmax, g);
+    hmin = fminf(hmin, ch);
+    hmax = fmaxf(hmax, ch);
+    rmax2 = fmaxf(rmax2, cl[c] * cl[c] + cs[c] * cs[c]);
+  }
+  for (int e = 0; e < 4; e++) { /* the edges 0-1, 1-3, 3-2, 2-0 */
+    const int a = e == 0 ? 0 : (e == 1 ? 1 : (e == 2 ? 3 : 2)), b = e == 0 ? 1 : (e == 1 ? 3 : (e == 2 ? 2 : 0));
+    rmin2 = fminf(rmin2, ctr__it_seg_dist2(cl[a], cs[a], cl[b], cs[b]));
+  }
+  const float iu0 = cam->cyl[0], fu = cam->cyl[1], iv0 = cam->cyl[2], fv = cam->cyl[3];
+  const float ga = iu0 + fu * gmin, gb = iu0 + fu * gmax;
+  const float umin = fminf(ga, gb), umax = fmaxf(ga, gb);
+  const float ilo = 1.0f / sqrtf(rmax2), ihi = 1.0f / sqrtf(rmin2);
+  const float va = fv * hmin * ilo, vb = fv * hmin * ihi, vc = fv * hmax * ilo, vd = fv * hmax * ihi;
+  const float vmin = iv0 + fminf(fminf(va, vb), fminf(vc, vd));
+  const float vmax = iv0 + fmaxf(fmaxf(va, vb), fmaxf(vc, vd));
+  const float lo_u = fmaxf(ceilf(umin - CTR__IT_BOX_MARGIN), 0.0f);
+  const float hi_u = fminf(floorf(umax + CTR__IT_BOX_MARGIN), (float)(nu - 1));
+  const float lo_v = fmaxf(ceilf(vmin - CTR__IT_BOX_MARGIN), 0.0f);
+  const float hi_v = fminf(floorf(vmax + CTR__IT_BOX_MARGIN), (float)(nv - 1));
+  if (!(lo_u <= hi_u) || !(lo_v <= hi_v)) {
+    *u0 = *v0 = 1;
+    *u1 = *v1 = 0;
+    return;
+  }
+  *u0 = (int)lo_u;
+  *u1 = (int)hi_u;
+  *v0 = (int)lo_v;
+  *v1 = (int)hi_v;
+}
+
+/* The pixel box of a plane rectangle (ctr__it_box's arguments) for a flat
+ * or a curved view. */
+CTR_HD void ctr__it_box_view(const ctr__it_camera *cam, float x, float y, float z, int p, int q,
+                             float hp, float hq, int nu, int nv, int *u0, int *u1, int *v0,
+                             int *v1) {
+  if (cam->cyl[1] != 0.0f)
+    ctr__it_box_cyl(cam, x, y, z, p, q, hp, hq, nu, nv, u0, u1, v0, v1);
+  else
+    ctr__it_box(cam->P, x, y, z, p, q, hp, hq, nu, nv, u0, u1, v0, v1);
+}
+
 /* ---- The adjoint's gather ------------------------------------------------- */
 
 /* Voxels per column of the gather. */
@@ -253,7 +369,7 @@ CTR_HD void ctr__it_box(const float P[12], float x, float y, float z, int p, int
    (L)[3] = (line)[4 * (r) + 3])
 #endif
 
-/* The gather of one view (matrix P, tables line / yf of nu x nv rays, the
+/* The gather of one view (camera cam, tables line / yf of nu x nv rays, the
  * families present in fam) at the column of voxels (i, j, k0 + s), s < nk
  * (nk <= CTR__IT_COLUMN): acc[s * stride] += the sum over the rays of Y times
  * their weight of the voxel (ctr__it_weight at the ray's position in the
@@ -262,7 +378,7 @@ CTR_HD void ctr__it_box(const float P[12], float x, float y, float z, int p, int
  * ray weighs at most two of them (floor(q) and the next); rays stepping
  * along z take each voxel's own box. Each voxel's terms come in the order
  * of a gather of that voxel alone (families, then rows, then columns). */
-CTR_HD void ctr__it_gather_column(const float P[12], const float *line, const float *yf, int nu,
+CTR_HD void ctr__it_gather_column(const ctr__it_camera *cam, const float *line, const float *yf, int nu,
                                   int nv, int fam, int i, int j, int k0, int nk, float *acc,
                                   int stride) {
   const float zc = (float)k0 + 0.5f * (float)(nk - 1), zh = 0.5f * (float)(nk + 1);
@@ -271,7 +387,7 @@ CTR_HD void ctr__it_gather_column(const float P[12], const float *line, const fl
     const int pa = f == 0 ? 1 : 0, fi = f == 0 ? i : j;
     const float jp = (float)(f == 0 ? j : i), ff = (float)f;
     int u0, u1, v0, v1;
-    ctr__it_box(P, (float)i, (float)j, zc, pa, 2, 1.0f, zh, nu, nv, &u0, &u1, &v0, &v1);
+    ctr__it_box_view(cam, (float)i, (float)j, zc, pa, 2, 1.0f, zh, nu, nv, &u0, &u1, &v0, &v1);
     for (int v = v0; v <= v1; v++)
       for (int u = u0; u <= u1; u++) {
         const int64_t r = (int64_t)v * nu + u;
@@ -294,7 +410,8 @@ CTR_HD void ctr__it_gather_column(const float P[12], const float *line, const fl
   for (int s = 0; s < nk; s++) { /* rays stepping along z: each voxel's own plane */
     const int k = k0 + s;
     int u0, u1, v0, v1;
-    ctr__it_box(P, (float)i, (float)j, (float)k, 0, 1, 1.0f, 1.0f, nu, nv, &u0, &u1, &v0, &v1);
+    ctr__it_box_view(cam, (float)i, (float)j, (float)k, 0, 1, 1.0f, 1.0f, nu, nv, &u0, &u1, &v0,
+                     &v1);
     for (int v = v0; v <= v1; v++)
       for (int u = u0; u <= u1; u++) {
         const int64_t r = (int64_t)v * nu + u;

@@ -3,6 +3,7 @@
  * projections to the context's backend (backend.h), and the fast unmatched
  * pair through the public ctr_backprojector. */
 #include "conebeam/backprojector.h"
+#include "geometry/geometry_internal.h"
 #include "iterative/backend.h"
 #include "parbeam/parbeam.h"
 
@@ -72,7 +73,10 @@ static ctr_status cone_view(const ctr_projector *p, const double Pw[12], int64_t
     w->dv[a] = inv[3 * a + 1];
     w->d[a] = inv[3 * a + 2];
   }
-  for (int k = 0; k < 12; k++) w->P[k] = (float)Pi[k];
+  memset(&w->cyl, 0, sizeof w->cyl);
+  memset(&w->cam, 0, sizeof w->cam);
+  w->curved = w->pad_ = 0;
+  for (int k = 0; k < 12; k++) w->cam.P[k] = (float)Pi[k];
   /* Every point within one voxel of the grid lies in front of the source
    * (c > 0: the adjoint's footprints are bounded). c is affine: its corners
    * bound it. */
@@ -87,6 +91,36 @@ static ctr_status cone_view(const ctr_projector *p, const double Pw[12], int64_t
                (long long)i);
   }
   return CTR_OK;
+}
+
+/* A view of a cylindrical detector (core/cylmath.h), after cone_view has
+ * checked the source: rays from the source along h(u) + d + v dv (itmath.h:
+ * h(u) the column's horizontal direction, (v - v0) / fv its slope, in index
+ * space), and the camera of the boxes, index space -> (l, h, s) mm. */
+static void curved_view(const ctr_projector *p, int64_t i, ctr__it_view *w) {
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(p->g);
+  const double off[3] = {vol.offset_x, vol.offset_y, vol.offset_z};
+  ctr__cyl_view c;
+  double src[3], b[3];
+  ctr__geometry_cyl_view(p->g, i, &c);
+  ctr_geometry_get_source(p->g, i, src);
+  for (int a = 0; a < 3; a++) {
+    b[a] = off[a] - p->vox[a] * 0.5 * (double)(p->n[a] - 1); /* world of index 0 */
+    w->o[a] = (src[a] - b[a]) / p->vox[a];
+    w->ou[a] = w->ov[a] = w->d[a] = w->du[a] = w->dv[a] = 0.0;
+  }
+  w->d[2] = -c.v0 / (c.fv * p->vox[2]);
+  w->dv[2] = 1.0 / (c.fv * p->vox[2]);
+  w->cyl = c;
+  w->curved = 1;
+  const double cam[12] = {-c.st * p->vox[0], c.ct * p->vox[1], 0.0, -c.st * b[0] + c.ct * b[1],
+                          0.0, 0.0, p->vox[2], b[2],
+                          -c.ct * p->vox[0], -c.st * p->vox[1], 0.0, c.d - c.ct * b[0] - c.st * b[1]};
+  for (int k = 0; k < 12; k++) w->cam.P[k] = (float)cam[k];
+  w->cam.cyl[0] = (float)c.u0;
+  w->cam.cyl[1] = (float)c.fu;
+  w->cam.cyl[2] = (float)c.v0;
+  w->cam.cyl[3] = (float)c.fv;
 }
 
 /* A parallel-beam angle (ctr_parallel_params' convention, bins; slices are
@@ -107,7 +141,7 @@ static void parallel_view(const ctr_parallel_params *pp, int64_t a, ctr__it_view
   w->d[1] = c;
   const float P[12] = {(float)c, (float)s, 0.0f, (float)t0, 0.0f, 0.0f, 1.0f, 0.0f,
                        0.0f, 0.0f, 0.0f, 1.0f};
-  memcpy(w->P, P, sizeof P);
+  memcpy(w->cam.P, P, sizeof P);
 }
 
 /* A view of a tilted parallel-beam geometry (laminography,
@@ -135,7 +169,7 @@ static void tilted_view(const ctr__lamino_view *lv, ctr__it_view *w) {
   w->d[2] = V[0] * U[1] - V[1] * U[0];
   const float P[12] = {(float)U[0], (float)U[1], (float)U[2], (float)U[3], (float)V[0], (float)V[1],
                        (float)V[2], (float)V[3], 0.0f, 0.0f, 0.0f, 1.0f};
-  memcpy(w->P, P, sizeof P);
+  memcpy(w->cam.P, P, sizeof P);
 }
 
 /* ---- Creation ---------------------------------------------------------------- */
@@ -188,15 +222,17 @@ static ctr_status check_sizes(const ctr_projector *p) {
 ctr_status ctr_projector_create_cone(ctr_context *ctx, const ctr_geometry *g,
                                      const ctr_projector_options *opts, ctr_projector **out) {
   if (!g) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_projector_create_cone: geometry is NULL");
-  /* The rays of the Joseph pair come from the views' matrices (itmath.h). */
-  if (ctr_geometry_get_detector_shape(g) != CTR_DETECTOR_FLAT)
-    CTR_FAIL_FIELD(CTR_E_UNSUPPORTED, "ctr_circular_params.detector",
-                   "ctr_projector_create_cone: the iterative projector pair supports flat "
-                   "detectors only; a cylindrical (curved) detector's scan is reconstructed by "
-                   "FDK (docs/geometry.md, \"Curved (cylindrical) detectors\")");
+  const int curved = ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL;
   ctr_projector *p;
   CTR_CHECK(projector_new(ctx, opts, &p));
   ctr_status st = CTR_OK;
+  /* The fast pair's weights W(u, v) follow a flat detector's matrix. */
+  if (curved && p->o.pair == CTR_PAIR_FAST)
+    CTR_FAIL_FIELD_VALUE_GOTO(st, CTR_E_UNSUPPORTED, "ctr_projector_options.pair",
+                              CTR__V_INT(p->o.pair),
+                              "ctr_projector_options.pair = CTR_PAIR_FAST: the fast pair's "
+                              "weights are those of a flat detector; a cylindrical (curved) "
+                              "detector has the matched pair (CTR_PAIR_MATCHED)");
   CTR_CHECK_GOTO(st, ctr_geometry_clone(g, &p->g));
   const ctr_volume_geometry vol = ctr_geometry_get_volume(g);
   p->n[0] = vol.nx, p->n[1] = vol.ny, p->n[2] = vol.nz;
@@ -210,6 +246,7 @@ ctr_status ctr_projector_create_cone(ctr_context *ctx, const ctr_geometry *g,
     double Pw[12];
     ctr_geometry_get_matrix(g, i, Pw);
     CTR_CHECK_GOTO(st, cone_view(p, Pw, i, &p->views[i]));
+    if (curved) curved_view(p, i, &p->views[i]);
   }
   CTR_CHECK_GOTO(st, ctr__proj_workers_create(p));
   *out = p;

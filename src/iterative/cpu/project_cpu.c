@@ -177,7 +177,7 @@ ctr_status ctr__it_cpu_adjoint(const ctr_projector *p, const float *y, int64_t w
           float acc[CTR__IT_COLUMN];
           for (int s = 0; s < nk; s++) acc[s] = add ? col[s * nx * ny + i] : 0.0f;
           for (int64_t q = 0; q < n; q++)
-            ctr__it_gather_column(p->views[p->order[b + q]].P, t.line + 4 * q * npix,
+            ctr__it_gather_column(&p->views[p->order[b + q]].cam, t.line + 4 * q * npix,
                                   t.yf + 2 * q * npix, (int)p->nu, (int)p->nv, t.fam[q], (int)i,
                                   (int)j, (int)k0, nk, acc, 1);
           for (int s = 0; s < nk; s++) col[s * nx * ny + i] = acc[s];

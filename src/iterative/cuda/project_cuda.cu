@@ -409,11 +409,12 @@ __global__ void __launch_bounds__(ADJ_BX *ADJ_BY)
               const float4 *__restrict__ line, const float2 *__restrict__ yf,
               const int *__restrict__ fam, int nu, int nv, int nx, int ny, int j_first, int zo,
               int z1, int z_out, float *__restrict__ out, int accumulate) {
-  __shared__ float P[ADJ_MAX_BATCH][12];
+  __shared__ ctr__it_camera P[ADJ_MAX_BATCH];
   __shared__ int F[ADJ_MAX_BATCH];
   __shared__ float acc[ADJ_ZT][ADJ_BX * ADJ_BY];
   const int t = threadIdx.y * ADJ_BX + threadIdx.x;
-  for (int e = t; e < nb * 12; e += ADJ_BX * ADJ_BY) P[e / 12][e % 12] = views[w_first + e / 12].P[e % 12];
+  for (int e = t; e < nb * CTR__IT_CAMERA_FLOATS; e += ADJ_BX * ADJ_BY)
+    ((float *)P)[e] = ((const float *)&views[w_first + e / CTR__IT_CAMERA_FLOATS].cam)[e % CTR__IT_CAMERA_FLOATS];
   for (int e = t; e < nb; e += ADJ_BX * ADJ_BY) F[e] = fam[e];
   __syncthreads();
   const int i = blockIdx.x * ADJ_BX + threadIdx.x, j = j_first + blockIdx.y * ADJ_BY + threadIdx.y;
@@ -423,7 +424,7 @@ __global__ void __launch_bounds__(ADJ_BX *ADJ_BY)
   const long long slice = (long long)nx * ny, npix = (long long)nu * nv;
   for (int s = 0; s < ADJ_ZT; s++) acc[s][t] = s < nk && accumulate ? o[s * slice] : 0.0f;
   for (int q = 0; q < nb; q++)
-    ctr__it_gather_column(P[q], (const float *)(line + q * npix), (const float *)(yf + q * npix), nu,
+    ctr__it_gather_column(&P[q], (const float *)(line + q * npix), (const float *)(yf + q * npix), nu,
                           nv, F[q], i, j, k0, nk, &acc[0][t], ADJ_BX * ADJ_BY);
   for (int s = 0; s < nk; s++) o[s * slice] = acc[s][t];
 }
