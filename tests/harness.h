@@ -108,6 +108,36 @@ static inline double th_uniform(double lo, double hi) {
   return lo + (hi - lo) * (double)(r >> 11) / 9007199254740992.0;
 }
 
+/* n floats uniform in [lo, hi) (malloc'ed; NULL when out of memory). */
+static inline float *th_randoms(int64_t n, double lo, double hi) {
+  float *v = malloc(sizeof(float) * (size_t)n);
+  for (int64_t i = 0; v && i < n; i++) v[i] = (float)th_uniform(lo, hi);
+  return v;
+}
+
+/* The dot product of two float arrays, in double. */
+static inline double th_dot(const float *a, const float *b, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+  return s;
+}
+
+/* A circular scan's parameters (the rest at their defaults). */
+static inline ctr_circular_params th_circular_params(double sid, double sdd, int64_t nu,
+                                                     int64_t nv, double du, double dv,
+                                                     int64_t nviews, ctr_detector_shape shape) {
+  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
+  p.sid = sid;
+  p.sdd = sdd;
+  p.nu = nu;
+  p.nv = nv;
+  p.du = du;
+  p.dv = dv;
+  p.nviews = nviews;
+  p.detector = shape;
+  return p;
+}
+
 /* Replaces *g by the same views with every matrix element (but P[2][3])
  * scaled by 1 +- up to `amount`: an arbitrary (tilted, skewed) orbit for
  * tests of the general path. Frees the old geometry; *g is NULL on failure. */

@@ -23,20 +23,6 @@ static ctr_context *g_ctx, *g_cpu;
 
 static double sq(double x) { return x * x; }
 
-static ctr_circular_params params(double sid, double sdd, int64_t nu, int64_t nv, double du,
-                                  double dv, int64_t nviews, ctr_detector_shape shape) {
-  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
-  p.sid = sid;
-  p.sdd = sdd;
-  p.nu = nu;
-  p.nv = nv;
-  p.du = du;
-  p.dv = dv;
-  p.nviews = nviews;
-  p.detector = shape;
-  return p;
-}
-
 /* The detector position of point x in view angle t (radians) found without
  * the maps: the ray from the source through x, stretched to horizontal
  * length sdd, ends on the cylinder; its angle from the principal ray in the
@@ -62,7 +48,7 @@ static void brute_force(const ctr_circular_params *p, double t, const double x[3
 static void test_maps(void) {
   double worst = 0, worst_w = 0, worst_ray = 0;
   for (int trial = 0; trial < 8; trial++) {
-    ctr_circular_params p = params(th_uniform(80, 400), 0, 60 + trial, 33, th_uniform(0.5, 2),
+    ctr_circular_params p = th_circular_params(th_uniform(80, 400), 0, 60 + trial, 33, th_uniform(0.5, 2),
                                    th_uniform(0.5, 2), 17, CTR_DETECTOR_CYLINDRICAL);
     p.sdd = p.sid * th_uniform(1.1, 2.5);
     p.offset_u = th_uniform(-5, 5);
@@ -111,7 +97,7 @@ static void test_maps(void) {
   CHECK_MSG(worst_ray < 1e-9, "rays miss their pixels by %g", worst_ray);
 
   /* a flat detector: ctr__geometry_project is the matrix */
-  ctr_circular_params f = params(100, 180, 40, 30, 1, 1, 9, CTR_DETECTOR_FLAT);
+  ctr_circular_params f = th_circular_params(100, 180, 40, 30, 1, 1, 9, CTR_DETECTOR_FLAT);
   const ctr_volume_geometry vol = {10, 10, 10, 1, 1, 1, 0, 0, 0};
   ctr_geometry *g = NULL;
   CHECK_OK(ctr_geometry_create_circular(&f, &vol, &g));
@@ -144,11 +130,11 @@ static void test_params_json(void) {
   ctr_geometry_free(g);
   g = NULL;
 
-  ctr_circular_params p = params(100, 150, 32, 8, 1, 1, 4, (ctr_detector_shape)7);
+  ctr_circular_params p = th_circular_params(100, 150, 32, 8, 1, 1, 4, (ctr_detector_shape)7);
   CHECK_FAILS(ctr_geometry_create_circular(&p, &vol, &g), CTR_E_GEOMETRY, "detector = 7");
   CHECK(strcmp(ctr_error_get_field(), "ctr_circular_params.detector") == 0);
   /* 32 columns of 5 mm at 150 mm reach 31.5 degrees each side, fine; of 16 mm, 101 */
-  p = params(100, 150, 32, 8, 16, 1, 4, CTR_DETECTOR_CYLINDRICAL);
+  p = th_circular_params(100, 150, 32, 8, 16, 1, 4, CTR_DETECTOR_CYLINDRICAL);
   CHECK_FAILS(ctr_geometry_create_circular(&p, &vol, &g), CTR_E_GEOMETRY, "expected below 90");
   p.du = 5;
   CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
@@ -193,7 +179,7 @@ static void test_params_json(void) {
  * the pixel at arc angle (iu - u0) du / sdd and height (iv - v0) dv on the
  * cylinder. Agreement to 1e-3 of the largest value checks the rays. */
 static void test_projection(void) {
-  ctr_circular_params p = params(120, 200, 48, 40, 1.6, 1.4, 6, CTR_DETECTOR_CYLINDRICAL);
+  ctr_circular_params p = th_circular_params(120, 200, 48, 40, 1.6, 1.4, 6, CTR_DETECTOR_CYLINDRICAL);
   p.offset_u = 2.3;
   p.offset_v = -1.1;
   p.angle_start_deg = 17;
@@ -280,7 +266,7 @@ static void test_bp_reference(void) {
     const ctr_volume_geometry vol = {19 + trial, 16, 12, th_uniform(0.8, 1.2),
                                      th_uniform(0.8, 1.2), th_uniform(0.8, 1.3),
                                      th_uniform(-2, 2), th_uniform(-2, 2), th_uniform(-2, 2)};
-    ctr_circular_params p = params(th_uniform(60, 120), 0, 41 + 2 * trial, 29,
+    ctr_circular_params p = th_circular_params(th_uniform(60, 120), 0, 41 + 2 * trial, 29,
                                    th_uniform(0.9, 1.6), th_uniform(0.9, 1.6), 21,
                                    CTR_DETECTOR_CYLINDRICAL);
     p.sdd = p.sid * th_uniform(1.2, 2.0);
@@ -303,7 +289,7 @@ static void test_bp_reference(void) {
  * holds every row the slab's voxels sample (v = v0 + fv z / r between the
  * least corner depth and the largest corner distance). */
 static void test_row_window(void) {
-  ctr_circular_params p = params(150, 240, 40, 60, 2.0, 2.0, 12, CTR_DETECTOR_CYLINDRICAL);
+  ctr_circular_params p = th_circular_params(150, 240, 40, 60, 2.0, 2.0, 12, CTR_DETECTOR_CYLINDRICAL);
   p.offset_v = 3.3;
   const ctr_volume_geometry vol = {24, 24, 40, 2.0, 2.0, 2.0, 1.5, -2.0, 0.0};
   ctr_geometry *g = NULL, *gw = NULL;
@@ -361,7 +347,7 @@ static int scan(recon *r, ctr_phantom *ph, int64_t n, int64_t nviews, double fan
   const double half = 0.5 * fan;
   const double du = shape == CTR_DETECTOR_CYLINDRICAL ? fan * sdd / (double)r->nu
                                                        : 2 * sdd * tan(half) / (double)r->nu;
-  ctr_circular_params p = params(sid, sdd, r->nu, r->nv, du, 2.0 * n / (double)r->nv, nviews,
+  ctr_circular_params p = th_circular_params(sid, sdd, r->nu, r->nv, du, 2.0 * n / (double)r->nv, nviews,
                                  shape);
   p.angle_start_deg = 30;
   const ctr_volume_geometry vol = {n, n, n, 1, 1, 1, 0, 0, 0};
@@ -457,7 +443,7 @@ static void test_offset(ctr_phantom *ph, const float *truth, recon *c, int64_t n
   double du, dv;
   ctr_geometry_get_detector(c->g, NULL, NULL, &du, &dv);
   /* the same arc cut to 48 columns on one side: offset_u = 16 columns */
-  ctr_circular_params p = params(2.0 * n, 3.0 * n, 48, c->nv, du, dv, 240,
+  ctr_circular_params p = th_circular_params(2.0 * n, 3.0 * n, 48, c->nv, du, dv, 240,
                                  CTR_DETECTOR_CYLINDRICAL);
   p.angle_start_deg = 30;
   p.offset_u = 16 * du;
@@ -518,7 +504,7 @@ static void test_fdk(void) {
               ec.rmse_flat, ef.rmse_flat);
     CHECK_MSG(ef.rmse_flat < 0.01, "flat RMSE away from edges %g", ef.rmse_flat);
     /* the curved data through a flat geometry of the same pitch: wrong */
-    ctr_circular_params p = params(2.0 * n, 3.0 * n, c.nu, c.nv, fan * 3.0 * n / (double)c.nu,
+    ctr_circular_params p = th_circular_params(2.0 * n, 3.0 * n, c.nu, c.nv, fan * 3.0 * n / (double)c.nu,
                                    2.0 * n / (double)c.nv, 240, CTR_DETECTOR_FLAT);
     p.angle_start_deg = 30;
     ctr_geometry *wrong = NULL;
@@ -550,7 +536,7 @@ static void test_fdk(void) {
  * the filtered halves' offset extension is not needed here. The coverage
  * and fan follow the arc. */
 static void test_refusals_and_coverage(void) {
-  ctr_circular_params p = params(200, 300, 64, 64, 2.0, 2.0, 90, CTR_DETECTOR_CYLINDRICAL);
+  ctr_circular_params p = th_circular_params(200, 300, 64, 64, 2.0, 2.0, 90, CTR_DETECTOR_CYLINDRICAL);
   const ctr_volume_geometry vol = {60, 60, 40, 1.5, 1.5, 1.5, 0, 0, 0};
   ctr_geometry *g = NULL;
   CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));

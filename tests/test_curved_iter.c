@@ -23,18 +23,10 @@ static ctr_context *g_ctx, *g_cpu;
 static ctr_geometry *curved(int64_t nx, int64_t nz, double sid, double sdd, int64_t nu,
                             int64_t nv, double du, double dv, int64_t nviews, double off_u,
                             double off_v, ctr_detector_shape shape) {
-  ctr_circular_params p = CTR_CIRCULAR_PARAMS_INIT;
-  p.sid = sid;
-  p.sdd = sdd;
-  p.nu = nu;
-  p.nv = nv;
-  p.du = du;
-  p.dv = dv;
+  ctr_circular_params p = th_circular_params(sid, sdd, nu, nv, du, dv, nviews, shape);
   p.offset_u = off_u;
   p.offset_v = off_v;
-  p.nviews = nviews;
   p.angle_start_deg = 11;
-  p.detector = shape;
   ctr_volume_geometry vol = {nx, nx - 3, nz, 1.0, 1.1, 1.25, 0.3, -0.4, 0.2};
   ctr_geometry *g = NULL;
   CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
@@ -51,18 +43,6 @@ static void make_geometries(void) {
   g_geoms[0] = curved(20, 13, 70, 105, 36, 30, 1.6, 1.4, 17, 2.3, -1.7, CTR_DETECTOR_CYLINDRICAL);
   g_geoms[1] = curved(14, 36, 24, 36, 44, 48, 1.6, 2.0, 9, 0.4, 0.9, CTR_DETECTOR_CYLINDRICAL);
   g_geoms[2] = curved(16, 10, 60, 90, 24, 20, 1.7, 1.7, 13, 14.0, 0.0, CTR_DETECTOR_CYLINDRICAL);
-}
-
-static float *randoms(int64_t n, double lo, double hi) {
-  float *v = malloc(sizeof(float) * (size_t)n);
-  for (int64_t i = 0; v && i < n; i++) v[i] = (float)th_uniform(lo, hi);
-  return v;
-}
-
-static double dot(const float *a, const float *b, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; i++) s += (double)a[i] * b[i];
-  return s;
 }
 
 static ctr_projector *projector(ctr_context *ctx, const ctr_geometry *g, int64_t max_slab) {
@@ -205,13 +185,13 @@ static void test_adjoint_reference(void) {
       if (!p) continue;
       int64_t nvol, nproj;
       counts(p, &nvol, &nproj);
-      float *x = randoms(nvol, 0, 1), *y = randoms(nproj, 0, 1);
+      float *x = th_randoms(nvol, 0, 1), *y = th_randoms(nproj, 0, 1);
       float *Ax = malloc(sizeof(float) * (size_t)nproj), *Aty = malloc(sizeof(float) * (size_t)nvol);
       double *ref = malloc(sizeof(double) * (size_t)nproj);
       REQUIRE(x && y && Ax && Aty && ref);
       CHECK_OK(ctr_projector_forward(p, x, Ax));
       CHECK_OK(ctr_projector_adjoint(p, y, Aty));
-      const double l = dot(Ax, y, nproj), r = dot(x, Aty, nvol), rel = fabs(l - r) / fabs(l);
+      const double l = th_dot(Ax, y, nproj), r = th_dot(x, Aty, nvol), rel = fabs(l - r) / fabs(l);
       printf("adjoint %-9s%s: <Ax,y> %.9e <x,A^T y> %.9e relative %.2e\n", g_names[gi],
              forced ? " (slabs of 4)" : "", l, r, rel);
       CHECK_MSG(l > 0 && rel <= 1e-6, "%s: relative %.3e", g_names[gi], rel);
@@ -277,15 +257,7 @@ static double cgls_rmse(ctr_detector_shape shape, double *res) {
   /* the curved arc's fan: nu du_c / sdd; the flat's: 2 atan(nu du_f / 2 sdd) */
   const double du_c = 1.8, fan = (double)nu * du_c / sdd;
   const double du = shape == CTR_DETECTOR_CYLINDRICAL ? du_c : 2.0 * sdd * tan(0.5 * fan) / (double)nu;
-  ctr_circular_params cp = CTR_CIRCULAR_PARAMS_INIT;
-  cp.sid = sid;
-  cp.sdd = sdd;
-  cp.nu = nu;
-  cp.nv = nv;
-  cp.du = du;
-  cp.dv = 1.8;
-  cp.nviews = nviews;
-  cp.detector = shape;
+  ctr_circular_params cp = th_circular_params(sid, sdd, nu, nv, du, 1.8, nviews, shape);
   ctr_volume_geometry vol = {n, n, n, 1.5, 1.5, 1.5, 0, 0, 0};
   ctr_geometry *g = NULL;
   ctr_phantom *ph = NULL;

@@ -123,18 +123,6 @@ static void free_all(problem q[NPROBLEMS]) {
   for (int i = 0; i < NPROBLEMS; i++) ctr_projector_free(q[i].p);
 }
 
-static float *randoms(int64_t n, double lo, double hi) {
-  float *v = malloc(sizeof(float) * (size_t)n);
-  for (int64_t i = 0; v && i < n; i++) v[i] = (float)th_uniform(lo, hi);
-  return v;
-}
-
-static double dot(const float *a, const float *b, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; i++) s += (double)a[i] * b[i];
-  return s;
-}
-
 /* ---- Adjoint -------------------------------------------------------------------------- */
 
 /* <A x, y> = <x, A^T y> to 1e-6 relative, dot products in double, on random
@@ -146,11 +134,11 @@ static void test_adjoint(void) {
     for (int i = 0; i < NPROBLEMS; i++) {
       problem *q = &P[i];
       if (!q->p) continue;
-      float *x = randoms(q->nvol, 0, 1), *y = randoms(q->nproj, 0, 1);
+      float *x = th_randoms(q->nvol, 0, 1), *y = th_randoms(q->nproj, 0, 1);
       float *Ax = malloc(sizeof(float) * (size_t)q->nproj), *Aty = malloc(sizeof(float) * (size_t)q->nvol);
       CHECK_OK(ctr_projector_forward(q->p, x, Ax));
       CHECK_OK(ctr_projector_adjoint(q->p, y, Aty));
-      const double l = dot(Ax, y, q->nproj), r = dot(x, Aty, q->nvol);
+      const double l = th_dot(Ax, y, q->nproj), r = th_dot(x, Aty, q->nvol);
       const double rel = fabs(l - r) / fabs(l);
       printf("adjoint %-9s%s: <Ax,y> %.9e <x,A^T y> %.9e relative %.2e\n", q->name,
              forced ? " (slabs of 4)" : "", l, r, rel);
@@ -182,7 +170,7 @@ static void test_reference(void) {
   for (int i = 0; i < NPROBLEMS; i++) {
     problem *q = &P[i];
     if (!q->p) continue;
-    float *x = randoms(q->nvol, 0, 1);
+    float *x = th_randoms(q->nvol, 0, 1);
     float *Ax = malloc(sizeof(float) * (size_t)q->nproj);
     double *ref = malloc(sizeof(double) * (size_t)q->nproj);
     float *slots = malloc(sizeof(float) * (size_t)q->nproj);
@@ -207,7 +195,7 @@ static void test_reference(void) {
       }
       printf("GPU vs CPU %-9s: relative RMS %.2e\n", q->name, sqrt(d / n2));
       CHECK_MSG(n2 > 0 && sqrt(d / n2) < 1e-5, "%s: GPU vs CPU %.3e", q->name, sqrt(d / n2));
-      float *y = randoms(q->nproj, 0, 1), *g = malloc(sizeof(float) * (size_t)q->nvol),
+      float *y = th_randoms(q->nproj, 0, 1), *g = malloc(sizeof(float) * (size_t)q->nvol),
             *c = malloc(sizeof(float) * (size_t)q->nvol);
       CHECK_OK(ctr_projector_adjoint(q->p, y, g));
       CHECK_OK(ctr_projector_adjoint(C[i].p, y, c));
@@ -352,7 +340,7 @@ static void test_slabs(void) {
     if (!W[i].p || !S[i].p) continue;
     problem *q = &W[i];
     const int64_t nslabs = (q->vd[2] + 2) / 3;
-    float *x = randoms(q->nvol, -1, 1), *y = randoms(q->nproj, -1, 1);
+    float *x = th_randoms(q->nvol, -1, 1), *y = th_randoms(q->nproj, -1, 1);
     float *aw = malloc(sizeof(float) * (size_t)q->nproj), *as = malloc(sizeof(float) * (size_t)q->nproj);
     float *bw = malloc(sizeof(float) * (size_t)q->nvol), *bs = malloc(sizeof(float) * (size_t)q->nvol);
     double *ref = malloc(sizeof(double) * (size_t)q->nproj), *mag = malloc(sizeof(double) * (size_t)q->nproj);
@@ -445,7 +433,7 @@ static void test_device_arrays(void) {
     ctr_projector_get_volume_dims(p, vd);
     ctr_projector_get_projection_dims(p, pd);
     const int64_t nvol = vd[0] * vd[1] * vd[2], nproj = pd[0] * pd[1] * pd[2];
-    float *x = randoms(nvol, 0.0, 1.0), *y = randoms(nproj, 0.0, 1.0);
+    float *x = th_randoms(nvol, 0.0, 1.0), *y = th_randoms(nproj, 0.0, 1.0);
     float *fx = calloc((size_t)nproj, sizeof(float)), *ay = calloc((size_t)nvol, sizeof(float));
     float *fx_d = calloc((size_t)nproj, sizeof(float)), *ay_d = calloc((size_t)nvol, sizeof(float));
     REQUIRE(x && y && fx && ay && fx_d && ay_d);

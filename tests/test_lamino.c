@@ -38,11 +38,6 @@ static ctr_parallel_geometry *lamino(int64_t nbins, int64_t nangles, int64_t nro
   return g;
 }
 
-static float *randoms(int64_t n, double lo, double hi) {
-  float *x = malloc(sizeof(float) * (size_t)n);
-  for (int64_t i = 0; i < n; i++) x[i] = (float)th_uniform(lo, hi);
-  return x;
-}
 
 /* ---- Exact projections ----------------------------------------------------------- */
 
@@ -152,7 +147,7 @@ static void test_adjoint(void) {
     CHECK(vd[0] == c->nx && vd[1] == c->ny && vd[2] == c->nz);
     CHECK(pd[0] == c->nb && pd[1] == c->na && pd[2] == c->nr);
     const int64_t nvol = c->nx * c->ny * c->nz, nproj = c->nb * c->na * c->nr;
-    float *x = randoms(nvol, 0, 1), *y = randoms(nproj, 0, 1);
+    float *x = th_randoms(nvol, 0, 1), *y = th_randoms(nproj, 0, 1);
     float *Ax = malloc(sizeof(float) * (size_t)nproj), *Aty = malloc(sizeof(float) * (size_t)nvol);
     CHECK_OK(ctr_projector_forward(p, x, Ax));
     CHECK_OK(ctr_projector_adjoint(p, y, Aty));
@@ -268,7 +263,7 @@ static void test_backprojector(void) {
     ctr_parallel_geometry *g = lamino(c->nb, c->na, c->nr, c->nx, c->ny, c->tilt, c->axis_off, c->ps);
     REQUIRE(g);
     const int64_t nvol = c->nx * c->ny * c->nz, nproj = c->nb * c->na * c->nr;
-    float *q = randoms(nproj, -1, 1), *f = malloc(sizeof(float) * (size_t)nvol);
+    float *q = th_randoms(nproj, -1, 1), *f = malloc(sizeof(float) * (size_t)nvol);
     double *ref = malloc(sizeof(double) * (size_t)nvol);
     for (int interp = 0; interp < 2; interp++) {
       ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
@@ -333,7 +328,7 @@ static void test_tilt_zero(void) {
   CHECK_OK(ctr_projector_create_parallel(g_ctx, g0, nz, NULL, &p0));
   CHECK_OK(ctr_projector_create_parallel(g_ctx, g1, nz, NULL, &p1));
   REQUIRE(p0 && p1);
-  float *x = randoms(nvol, 0, 1), *a0 = malloc(sizeof(float) * (size_t)nproj),
+  float *x = th_randoms(nvol, 0, 1), *a0 = malloc(sizeof(float) * (size_t)nproj),
         *a1 = malloc(sizeof(float) * (size_t)nproj);
   CHECK_OK(ctr_projector_forward(p0, x, a0));
   CHECK_OK(ctr_projector_forward(p1, x, a1));

@@ -231,6 +231,27 @@ CTR_HD float ctr__it_weight(float p, float q, float jp, float kq) {
   return wp > 0.0f && wq > 0.0f ? CTR__FMUL(wp, wq) : 0.0f;
 }
 
+/* The pixels [u0, u1] x [v0, v1] of detector nu x nv whose centres lie in
+ * [umin, umax] x [vmin, vmax] widened by CTR__IT_BOX_MARGIN. Empty when u0 >
+ * u1 or v0 > v1. */
+CTR_HD void ctr__it_box_pixels(float umin, float umax, float vmin, float vmax, int nu, int nv,
+                               int *u0, int *u1, int *v0, int *v1) {
+  const float lo_u = fmaxf(ceilf(umin - CTR__IT_BOX_MARGIN), 0.0f);
+  const float hi_u = fminf(floorf(umax + CTR__IT_BOX_MARGIN), (float)(nu - 1));
+  const float lo_v = fmaxf(ceilf(vmin - CTR__IT_BOX_MARGIN), 0.0f);
+  const float hi_v = fminf(floorf(vmax + CTR__IT_BOX_MARGIN), (float)(nv - 1));
+  /* NaN or an empty box: nothing (the comparisons are false for NaN). */
+  if (!(lo_u <= hi_u) || !(lo_v <= hi_v)) {
+    *u0 = *v0 = 1;
+    *u1 = *v1 = 0;
+    return;
+  }
+  *u0 = (int)lo_u;
+  *u1 = (int)hi_u;
+  *v0 = (int)lo_v;
+  *v1 = (int)hi_v;
+}
+
 /* The pixel box [u0, u1] x [v0, v1] of detector nu x nv holding every pixel
  * centre whose ray crosses the plane rectangle around point X (index space)
  * that extends hp voxels along axis p and hq along q (hp = hq = 1: the
@@ -256,20 +277,7 @@ CTR_HD void ctr__it_box(const float P[12], float x, float y, float z, int p, int
     vmin = fminf(vmin, cv);
     vmax = fmaxf(vmax, cv);
   }
-  const float lo_u = fmaxf(ceilf(umin - CTR__IT_BOX_MARGIN), 0.0f);
-  const float hi_u = fminf(floorf(umax + CTR__IT_BOX_MARGIN), (float)(nu - 1));
-  const float lo_v = fmaxf(ceilf(vmin - CTR__IT_BOX_MARGIN), 0.0f);
-  const float hi_v = fminf(floorf(vmax + CTR__IT_BOX_MARGIN), (float)(nv - 1));
-  /* NaN or an empty box: nothing (the comparisons are false for NaN). */
-  if (!(lo_u <= hi_u) || !(lo_v <= hi_v)) {
-    *u0 = *v0 = 1;
-    *u1 = *v1 = 0;
-    return;
-  }
-  *u0 = (int)lo_u;
-  *u1 = (int)hi_u;
-  *v0 = (int)lo_v;
-  *v1 = (int)hi_v;
+  ctr__it_box_pixels(umin, umax, vmin, vmax, nu, nv, u0, u1, v0, v1);
 }
 
 /* The squared distance from the source (origin) to the segment from (l0,
@@ -322,19 +330,7 @@ CTR_HD void ctr__it_box_cyl(const ctr__it_camera *cam, float x, float y, float z
   const float va = fv * hmin * ilo, vb = fv * hmin * ihi, vc = fv * hmax * ilo, vd = fv * hmax * ihi;
   const float vmin = iv0 + fminf(fminf(va, vb), fminf(vc, vd));
   const float vmax = iv0 + fmaxf(fmaxf(va, vb), fmaxf(vc, vd));
-  const float lo_u = fmaxf(ceilf(umin - CTR__IT_BOX_MARGIN), 0.0f);
-  const float hi_u = fminf(floorf(umax + CTR__IT_BOX_MARGIN), (float)(nu - 1));
-  const float lo_v = fmaxf(ceilf(vmin - CTR__IT_BOX_MARGIN), 0.0f);
-  const float hi_v = fminf(floorf(vmax + CTR__IT_BOX_MARGIN), (float)(nv - 1));
-  if (!(lo_u <= hi_u) || !(lo_v <= hi_v)) {
-    *u0 = *v0 = 1;
-    *u1 = *v1 = 0;
-    return;
-  }
-  *u0 = (int)lo_u;
-  *u1 = (int)hi_u;
-  *v0 = (int)lo_v;
-  *v1 = (int)hi_v;
+  ctr__it_box_pixels(umin, umax, vmin, vmax, nu, nv, u0, u1, v0, v1);
 }
 
 /* The pixel box of a plane rectangle (ctr__it_box's arguments) for a flat
