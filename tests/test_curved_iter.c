@@ -67,18 +67,20 @@ static void counts(const ctr_projector *p, int64_t *nvol, int64_t *nproj) {
  * (itmath.h), reaches the cylinder of radius sdd at the pixel: the maps
  * (ctr__cyl_project) of a point on it give back (u, v) to 1e-9 pixels, at
  * random real (u, v). And every row of a column has bitwise the same A_p,
- * B_p and family when its ray steps along x or y (the lead's fast adjoint
- * relies on it). */
+ * B_p and family when its ray steps along x or y, so that every view (no
+ * ray steps along z here) takes the separable adjoint (itmath.h, "The
+ * adjoint of column-separable views"). */
 static void test_rays(void) {
   ctr_projector *p = projector(g_cpu, g_geoms[0], 0);
   REQUIRE(p);
   const ctr_volume_geometry vol = ctr_geometry_get_volume(g_geoms[0]);
   const double off[3] = {vol.offset_x, vol.offset_y, vol.offset_z};
   double worst = 0;
-  int64_t same = 1, columns = 0;
+  int64_t same = 1, columns = 0, separable = 0;
   for (int64_t i = 0; i < p->nviews; i++) {
     const ctr__it_view *w = &p->views[i];
     CHECK(w->curved == 1);
+    separable += w->cols;
     for (int k = 0; k < 50; k++) {
       const double u = th_uniform(-0.5, (double)p->nu - 0.5), v = th_uniform(-0.5, (double)p->nv - 0.5);
       double hu[3], X[3];
@@ -110,8 +112,11 @@ static void test_rays(void) {
     }
   }
   printf("rays: the maps of a point on the ray of (u, v) within %.2e pixels of (u, v); %lld "
-         "columns: one A_p, B_p and family per column: %s\n", worst, (long long)columns,
-         same ? "yes" : "no");
+         "columns: one A_p, B_p and family per column: %s; %lld of %lld views column-separable\n",
+         worst, (long long)columns, same ? "yes" : "no", (long long)separable,
+         (long long)p->nviews);
+  CHECK_MSG(separable == p->nviews, "%lld of %lld views column-separable", (long long)separable,
+            (long long)p->nviews);
   CHECK_MSG(worst < 1e-9, "a ray misses its pixel by %.3e", worst);
   CHECK_MSG(same, "rows of a column differ in A_p, B_p or family");
   ctr_projector_free(p);

@@ -94,9 +94,13 @@ static problem make_parallel(ctr_context *ctx, const char *name, ctr_parallel_ge
 
 /* The geometries of the tests (made once: the matrices are perturbed at
  * random): a circular orbit (x- and y-dominant rays), a wide cone (rays of
- * all three families), arbitrary matrices, parallel beam. */
-#define NPROBLEMS 4
-static ctr_geometry *g_cones[3];
+ * all three families), arbitrary matrices, parallel beam, and a fine
+ * detector: four pixels a voxel, so that the GPU's separable adjoint takes a
+ * plane's columns in several passes (72 a 16-voxel tile), with views whose
+ * fan crosses 45 degrees (both families in one view: two runs of columns)
+ * and a volume of 37 x 29 x 19 (no multiple of the GPU's 16 x 16 x 8 tile). */
+#define NPROBLEMS 5
+static ctr_geometry *g_cones[4];
 static ctr_parallel_geometry *g_par;
 
 static void make_geometries(void) {
@@ -104,11 +108,12 @@ static void make_geometries(void) {
   g_cones[1] = cone(14, 15, 12, 1.0, 9, 24, 36, 44, 48, 2.0);
   g_cones[2] = cone(16, 16, 12, 1.0, 11, 60, 90, 30, 28, 1.7);
   th_perturb_geometry(&g_cones[2], 0.02);
+  g_cones[3] = cone(37, 29, 19, 0.8, 13, 40, 64, 160, 60, 0.4);
   g_par = parallel(33, 23, 24);
 }
 
 static void free_geometries(void) {
-  for (int i = 0; i < 3; i++) ctr_geometry_free(g_cones[i]);
+  for (int i = 0; i < 4; i++) ctr_geometry_free(g_cones[i]);
   ctr_parallel_free(g_par);
 }
 
@@ -117,6 +122,7 @@ static void make_all(ctr_context *ctx, int64_t max_slab, problem out[NPROBLEMS])
   out[1] = make_cone(ctx, "wide cone", g_cones[1], max_slab);
   out[2] = make_cone(ctx, "matrices", g_cones[2], max_slab);
   out[3] = make_parallel(ctx, "parallel", g_par, 6, max_slab);
+  out[4] = make_cone(ctx, "fine det", g_cones[3], max_slab);
 }
 
 static void free_all(problem q[NPROBLEMS]) {

@@ -38,6 +38,9 @@ struct ctr_projector {
   int64_t user_dims[3];       /* the projections as the API lays them out */
   ctr__it_view *views;        /* per geometry view */
   int64_t *order;             /* slot -> geometry view (identity unless an algorithm set one) */
+  float *cols;                /* per geometry view, per detector column, the line (A_p, B_p)
+                                 its rays share when the view is column-separable (itmath.h,
+                                 "The adjoint of column-separable views"); nviews x nu x 2 */
   ctr_device_kind device;     /* the context's resolved backend */
   int gpu;                    /* its CUDA ordinal */
   /* How the next operations decompose (the plan in force; ctr__proj_use). */

@@ -78,7 +78,12 @@ typedef struct ctr__it_view {
   ctr__cyl_view cyl;         /* curved: the detector's maps in mm */
   ctr__it_camera cam;        /* the adjoint's boxes */
   int curved;
-  int pad_;                  /* zero (the views are checksummed as bytes) */
+  /* Column-separable (1) or not (0), and per family f (x, y) the run of
+   * detector columns [run[f][0], run[f][1]] whose rays step along f (empty
+   * when run[f][0] > run[f][1]): see "The adjoint of column-separable
+   * views" below. */
+  int cols;
+  int run[2][2];
 } ctr__it_view;
 
 /* A ray as the forward projection and the adjoint use it. */
@@ -428,6 +433,123 @@ CTR_HD void ctr__it_gather_column(const ctr__it_camera *cam, const float *line, 
             ctr__it_weight(ctr__it_pos(L[0], L[1], k), ctr__it_pos(L[2], L[3], k), (float)i, (float)j);
         if (w > 0.0f) acc[s * stride] = CTR__FADD(acc[s * stride], CTR__FMUL(Y, w));
       }
+  }
+}
+
+/* ---- The adjoint of column-separable views -------------------------------- */
+
+/* A view is column-separable when every ray of a detector column has the
+ * same stepping axis f (x or y, never z) and the same in-plane line (A_p,
+ * B_p) to the last bit: the rays' origins and directions have x and y parts
+ * that do not depend on v (ov and dv have zero x and y components, as on
+ * every circular or helical orbit whose detector columns are parallel to
+ * the rotation axis, and in parallel beam without a tilt). The projector
+ * checks it per view when it is created (ctr__it_view.cols, the family
+ * runs of columns), and the table builders confirm it bit for bit per batch
+ * (CTR__IT_FAM_SPLIT below) before the separable gather is used.
+ *
+ * Then the weight of ray (u, v) at voxel (i, j, k) of its plane factors into
+ * wp(u) wq(u, v): the in-plane weight 1 - |p - j| depends on the column only.
+ * The adjoint's sum over a view's rays at a voxel becomes
+ *     sum over columns u of wp(u, j) T(u, k),   T(u, k) = sum over rows v of wq Y,
+ * and T(u, k) is shared by every voxel of the column's plane that the column
+ * weighs, so it is computed once for a tile of voxels (the GPU) instead of
+ * once a voxel: per voxel and view about 2.1 ray samples for the 8.4 (ray,
+ * weight) pairs of the plain gather's candidates (bench/NOTES.md, "The
+ * separable adjoint"). Each voxel adds, per view, family x then y, its
+ * columns in increasing u, wp T; T sums its rows in increasing v; the CPU
+ * and the GPU compute the same T (the same walk below) and sums in the same
+ * order, with operations that are never contracted: the same bits. */
+
+/* Set in a batch's family bits by the table builders when a view marked
+ * column-separable has a ray whose line or family differs from its column's
+ * (ctr__it_sep_check): the view then takes the plain gather. */
+#define CTR__IT_FAM_SPLIT 8
+
+/* The check of one ray of a column-separable view: 1 when the ray (its
+ * table entry: family f, 3 for a ray that weighs nothing, and A_p, B_p)
+ * agrees with its column's line (cp = the column table's A_p, B_p) and with
+ * the view's runs. */
+CTR_HD int ctr__it_sep_check(const ctr__it_view *w, const float *cp, int u, int f, float Ap,
+                             float Bp) {
+  if (f == 3) return 1;
+  if (f == 2 || u < w->run[f][0] || u > w->run[f][1]) return 0;
+  return Ap == cp[0] && Bp == cp[1];
+}
+
+/* The (q half of the) line and the (Y, f) of ray r of a batch's tables. */
+#if defined(__CUDACC__)
+#define CTR__IT_LINEQ(line, r, Aq, Bq)                         \
+  do {                                                         \
+    const float2 ctr__q = ((const float2 *)(line))[2 * (r) + 1]; \
+    (Aq) = ctr__q.x;                                           \
+    (Bq) = ctr__q.y;                                           \
+  } while (0)
+#else
+#define CTR__IT_LINEQ(line, r, Aq, Bq) ((Aq) = (line)[4 * (r) + 2], (Bq) = (line)[4 * (r) + 3])
+#endif
+
+/* T(u, k0 + s) += the rows v0 .. v1 of column u (rays of family ff only) at
+ * plane fi: each ray's sample q = A_q + fi B_q weighs slices floor(q) (1 -
+ * frac) and floor(q) + 1 (frac), Joseph's linear weights along q. T points
+ * at slot 0 of nk slots with one spare slot before and after it (T[-1] and
+ * T[nk], which catch the weights of the slices beside the range and are
+ * ignored), so a ray needs one range test. Rows in increasing v. */
+CTR_HD void ctr__it_sep_walk(const float *line, const float *yf, int64_t nu, int u, int v0, int v1,
+                             float ff, int fi, int k0, int nk, float *T, int tstride) {
+  const float ffi = (float)fi;
+  for (int v = v0; v <= v1; v++) {
+    const int64_t r = (int64_t)v * nu + u;
+    float Y, F, Aq, Bq;
+    CTR__IT_YF(yf, r, Y, F);
+    if (F != ff) continue;
+    CTR__IT_LINEQ(line, r, Aq, Bq);
+    const float q = CTR__FADD(Aq, CTR__FMUL(ffi, Bq));
+    const float fl = floorf(q);
+    const float s = fl - (float)k0; /* in float: q may lie far outside the range */
+    if (!(s >= -1.0f && s <= (float)(nk - 1))) continue;
+    const int s0 = (int)s;
+    const float fr = CTR__FADD(q, -fl);
+    T[s0 * tstride] = CTR__FADD(T[s0 * tstride], CTR__FMUL(1.0f - fr, Y));
+    T[(s0 + 1) * tstride] = CTR__FADD(T[(s0 + 1) * tstride], CTR__FMUL(fr, Y));
+  }
+}
+
+/* The in-plane weight of column line (Ap, Bp) at plane fi for voxel jp
+ * (0 beyond one voxel). */
+CTR_HD float ctr__it_sep_wp(float Ap, float Bp, int fi, float jp) {
+  const float p = ctr__it_pos(Ap, Bp, fi);
+  const float wp = 1.0f - fabsf(CTR__FADD(p, -jp));
+  return wp > 0.0f ? wp : 0.0f;
+}
+
+/* The separable gather of one column-separable view (w: its camera for the
+ * boxes, its runs; column table cols: A_p, B_p of each column; ray tables
+ * line / yf) at the column of voxels (i, j, k0 + s), s < nk <= CTR__IT_COLUMN: acc[s * stride] +=
+ * wp T per column, the columns of the pixel box of the column's 2 x (nk +
+ * 1) rectangle in increasing u, family x then y. (The CPU's form, a voxel
+ * column at a time; the GPU shares T over a tile of voxels.) */
+CTR_HD void ctr__it_sep_column(const ctr__it_view *w, const float *cols, const float *line,
+                               const float *yf, int nu, int nv, int i, int j, int k0, int nk,
+                               float *acc, int stride) {
+  const float zc = (float)k0 + 0.5f * (float)(nk - 1), zh = 0.5f * (float)(nk + 1);
+  for (int f = 0; f < 2; f++) {
+    if (w->run[f][0] > w->run[f][1]) continue;
+    const int pa = f == 0 ? 1 : 0, fi = f == 0 ? i : j;
+    const float jp = (float)(f == 0 ? j : i), ff = (float)f;
+    int u0, u1, v0, v1;
+    ctr__it_box_view(&w->cam, (float)i, (float)j, zc, pa, 2, 1.0f, zh, nu, nv, &u0, &u1, &v0, &v1);
+    if (u0 < w->run[f][0]) u0 = w->run[f][0];
+    if (u1 > w->run[f][1]) u1 = w->run[f][1];
+    for (int u = u0; u <= u1; u++) {
+      const float wp = ctr__it_sep_wp(cols[2 * u], cols[2 * u + 1], fi, jp);
+      if (!(wp > 0.0f)) continue;
+      float Tp[CTR__IT_COLUMN + 2];
+      for (int s = 0; s < nk + 2; s++) Tp[s] = 0.0f;
+      ctr__it_sep_walk(line, yf, nu, u, v0, v1, ff, fi, k0, nk, Tp + 1, 1);
+      for (int s = 0; s < nk; s++)
+        acc[s * stride] = CTR__FADD(acc[s * stride], CTR__FMUL(wp, Tp[s + 1]));
+    }
   }
 }
 

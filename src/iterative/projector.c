@@ -75,7 +75,7 @@ static ctr_status cone_view(const ctr_projector *p, const double Pw[12], int64_t
   }
   memset(&w->cyl, 0, sizeof w->cyl);
   memset(&w->cam, 0, sizeof w->cam);
-  w->curved = w->pad_ = 0;
+  w->curved = 0;
   for (int k = 0; k < 12; k++) w->cam.P[k] = (float)Pi[k];
   /* Every point within one voxel of the grid lies in front of the source
    * (c > 0: the adjoint's footprints are bounded). c is affine: its corners
@@ -172,6 +172,65 @@ static void tilted_view(const ctr__lamino_view *lv, ctr__it_view *w) {
   memcpy(w->cam.P, P, sizeof P);
 }
 
+/* ---- Column-separable views --------------------------------------------------- */
+
+/* A direction's stepping axis as ctr__it_ray_f64 picks it, and whether the
+ * pick is safe from the last bits of |d_z| (strictly below the larger of
+ * |d_x| and |d_y| by a relative 1e-9). */
+static int column_family(const double d[3], int *safe) {
+  const double ax = fabs(d[0]), ay = fabs(d[1]), az = fabs(d[2]);
+  const double m = ax >= ay ? ax : ay;
+  *safe = az < m * (1.0 - 1e-9) && m > 0.0;
+  return ax >= ay ? 0 : 1;
+}
+
+/* Whether view w is column-separable (itmath.h), its family runs and its
+ * column table (nu x 2 floats: the float A_p, B_p of each column, those
+ * ctr__it_ray_setup gives its rays). A view is separable when the x and y
+ * parts of its rays' origins and directions do not depend on v (exact
+ * zeros, so the doubles of ctr__it_ray_f64 are the same for every row),
+ * no ray steps along z (|d_z| is affine in v: its ends bound it), and each
+ * family's columns form one run. The table builders confirm it bit for bit. */
+static void view_columns(const ctr_projector *p, ctr__it_view *w, float *cols) {
+  const int64_t nu = p->nu;
+  w->cols = 0;
+  for (int f = 0; f < 2; f++) w->run[f][0] = 1, w->run[f][1] = 0;
+  if (w->ov[0] != 0.0 || w->ov[1] != 0.0 || w->dv[0] != 0.0 || w->dv[1] != 0.0) return;
+  int last = -1, runs[2] = {0, 0};
+  for (int64_t u = 0; u < nu; u++) {
+    int fam = -1;
+    for (int end = 0; end < 2; end++) {
+      const double v = end ? (double)(p->nv - 1) : 0.0, uu = (double)u;
+      double d[3], hu[3];
+      ctr__it_ray_hu(w, p->vox, uu, hu); /* u du, or a curved view's h(u) */
+      for (int a = 0; a < 3; a++) d[a] = CTR__DADD(CTR__DADD(w->d[a], hu[a]), CTR__DMUL(v, w->dv[a]));
+      int safe;
+      const int f = column_family(d, &safe);
+      if (!safe || (fam >= 0 && f != fam)) return;
+      fam = f;
+    }
+    double A[2], B[2], len;
+    int f;
+    if (!ctr__it_ray_f64(w, p->vox, (double)u, 0.0, A, B, &len, &f) || f != fam) return;
+    cols[2 * u] = (float)A[0];
+    cols[2 * u + 1] = (float)B[0];
+    if (f != last) {
+      if (++runs[f] > 1) return; /* a family in two runs */
+      w->run[f][0] = (int)u;
+      last = f;
+    }
+    w->run[f][1] = (int)u;
+  }
+  w->cols = 1;
+}
+
+static ctr_status columns_build(ctr_projector *p) {
+  p->cols = ctr__malloc(sizeof(float) * 2 * (size_t)(p->nviews * p->nu), "projector columns");
+  if (!p->cols) return CTR_E_OUT_OF_MEMORY;
+  for (int64_t w = 0; w < p->nviews; w++) view_columns(p, &p->views[w], p->cols + 2 * w * p->nu);
+  return CTR_OK;
+}
+
 /* ---- Creation ---------------------------------------------------------------- */
 
 static ctr_status projector_new(ctr_context *ctx, const ctr_projector_options *opts,
@@ -248,6 +307,7 @@ ctr_status ctr_projector_create_cone(ctr_context *ctx, const ctr_geometry *g,
     CTR_CHECK_GOTO(st, cone_view(p, Pw, i, &p->views[i]));
     if (curved) curved_view(p, i, &p->views[i]);
   }
+  CTR_CHECK_GOTO(st, columns_build(p));
   CTR_CHECK_GOTO(st, ctr__proj_workers_create(p));
   *out = p;
   return CTR_OK;
@@ -294,6 +354,7 @@ ctr_status ctr_projector_create_parallel(ctr_context *ctx, const ctr_parallel_ge
       parallel_view(pp, a, &p->views[a]);
     }
   }
+  CTR_CHECK_GOTO(st, columns_build(p));
   CTR_CHECK_GOTO(st, ctr__proj_workers_create(p));
   *out = p;
   return CTR_OK;
@@ -310,6 +371,7 @@ void ctr_projector_free(ctr_projector *p) {
   ctr_geometry_free(p->g);
   ctr_parallel_free(p->pg);
   free(p->views);
+  free(p->cols);
   free(p->order);
   ctr__context_drop(p->ctx);
   free(p);

@@ -1,6 +1,7 @@
 /* The CPU backend of the iterative projector (OpenMP): Joseph forward
  * projection over zero-padded plane stacks of a slab, and its exact adjoint
- * as a voxel-driven gather over ray tables, with the maths of itmath.h.
+ * as a voxel-driven gather over ray tables (column by column where the view
+ * is column-separable), with the maths of itmath.h.
  * Compiled with -ffp-contract=off (CMakeLists.txt): the positions must have
  * the bits the adjoint and the GPU compute. */
 #include "iterative/iterative.h"
@@ -137,6 +138,10 @@ static void tables_build(const ctr_projector *p, const float *y, int64_t w0, int
         t->yf[2 * r] = CTR__FMUL(y[((w0 + k) * nv + v) * nu + u], ray.len);
         t->yf[2 * r + 1] = (float)f;
         if (f < 3) fam |= 1 << f;
+        if (view->cols &&
+            !ctr__it_sep_check(view, p->cols + 2 * (p->order[w0 + k] * nu + u), (int)u, f,
+                               ray.A[0], ray.B[0]))
+          fam |= CTR__IT_FAM_SPLIT;
       }
     t->fam[k] = fam;
   }
@@ -176,10 +181,18 @@ ctr_status ctr__it_cpu_adjoint(const ctr_projector *p, const float *y, int64_t w
         for (int64_t i = 0; i < nx; i++) {
           float acc[CTR__IT_COLUMN];
           for (int s = 0; s < nk; s++) acc[s] = add ? col[s * nx * ny + i] : 0.0f;
-          for (int64_t q = 0; q < n; q++)
-            ctr__it_gather_column(&p->views[p->order[b + q]].cam, t.line + 4 * q * npix,
-                                  t.yf + 2 * q * npix, (int)p->nu, (int)p->nv, t.fam[q], (int)i,
-                                  (int)j, (int)k0, nk, acc, 1);
+          for (int64_t q = 0; q < n; q++) {
+            const int64_t g = p->order[b + q];
+            const ctr__it_view *view = &p->views[g];
+            if (view->cols && !(t.fam[q] & (CTR__IT_FAM_SPLIT | 4)))
+              ctr__it_sep_column(view, p->cols + 2 * g * p->nu, t.line + 4 * q * npix,
+                                 t.yf + 2 * q * npix, (int)p->nu, (int)p->nv, (int)i, (int)j,
+                                 (int)k0, nk, acc, 1);
+            else
+              ctr__it_gather_column(&view->cam, t.line + 4 * q * npix, t.yf + 2 * q * npix,
+                                    (int)p->nu, (int)p->nv, t.fam[q], (int)i, (int)j, (int)k0,
+                                    nk, acc, 1);
+          }
           for (int s = 0; s < nk; s++) col[s * nx * ny + i] = acc[s];
         }
       }

@@ -19,12 +19,9 @@
 
 /* Threads per block of the projection kernels: 32 detector columns x 4 rows
  * (forward: a warp's rays cross neighbouring voxels of each plane, so its
- * loads of a plane row are contiguous) and 32 x 4 voxels (adjoint: a warp's
- * voxels have neighbouring footprints, so their table reads coalesce). */
+ * loads of a plane row are contiguous). The adjoint's blocks: k_adjoint. */
 #define FWD_BX 32
 #define FWD_BY 4
-#define ADJ_BX 32
-#define ADJ_BY 4
 /* Views of one adjoint launch (their matrices sit in shared memory). */
 #define ADJ_MAX_BATCH 64
 /* Grid limits: launches with more blocks along y or z than these go in
@@ -51,6 +48,7 @@ typedef struct it_cuda {
   size_t stacks_cap;     /* floats */
   float *d_slab;         /* a slab of the volume (host volumes) */
   size_t slab_cap;
+  float2 *d_cols;        /* the column tables (projector.c), in slot order */
   float4 *d_line;        /* ray tables of an adjoint batch */
   float2 *d_yf;
   int *d_fam;
@@ -71,6 +69,9 @@ typedef struct it_grid {
 
 /* The fixed buffers' sizes. */
 static size_t views_bytes(const ctr_projector *p) { return sizeof(ctr__it_view) * (size_t)p->nviews; }
+static size_t cols_bytes(const ctr_projector *p) {
+  return sizeof(float2) * (size_t)(p->nviews * p->nu);
+}
 #define PART_BYTES (sizeof(double) * CTR__IT_RED_BLOCKS)
 #define COUNT_BYTES sizeof(unsigned long long)
 #define FAM_BYTES (sizeof(int) * ADJ_MAX_BATCH)
@@ -82,6 +83,7 @@ void ctr__it_cuda_release(ctr_projector *p) {
   cudaDeviceSynchronize(); /* the buffers go back unused */
   const ctr_context *ctx = p->ctx;
   ctr__gpu_buffer_put(ctx, p->gpu, c->d_views, views_bytes(p));
+  ctr__gpu_buffer_put(ctx, p->gpu, c->d_cols, cols_bytes(p));
   ctr__gpu_buffer_put(ctx, p->gpu, c->d_stacks, c->stacks_cap * sizeof(float));
   ctr__gpu_buffer_put(ctx, p->gpu, c->d_slab, c->slab_cap * sizeof(float));
   ctr__gpu_buffer_put(ctx, p->gpu, c->d_line, c->table_cap * sizeof(float4));
@@ -106,6 +108,7 @@ static ctr_status state(ctr_projector *p, it_cuda **out) {
      * stream and they wait for it. */
     CU(cudaStreamCreate(&c->s));
     GPU_GET(p->ctx, c->d_views, views_bytes(p), "projector views");
+    GPU_GET(p->ctx, c->d_cols, cols_bytes(p), "projector column tables");
     GPU_GET(p->ctx, c->d_part, PART_BYTES, "reduction partial sums");
     GPU_GET(p->ctx, c->d_count, COUNT_BYTES, "reduction counter");
   }
@@ -117,6 +120,13 @@ static ctr_status state(ctr_projector *p, it_cuda **out) {
                                      cudaMemcpyHostToDevice);
     free(h);
     if (e != cudaSuccess) return ctr__cuda_status(e, "cudaMemcpy(views)");
+    const size_t row = sizeof(float2) * (size_t)p->nu;
+    for (int64_t w = 0; w < p->nviews; w++) {
+      const cudaError_t ec = cudaMemcpy((char *)c->d_cols + (size_t)w * row,
+                                        p->cols + 2 * p->order[w] * p->nu, row,
+                                        cudaMemcpyHostToDevice);
+      if (ec != cudaSuccess) return ctr__cuda_status(ec, "cudaMemcpy(column tables)");
+    }
     c->views_valid = 1;
     p->order_changed = 0;
   }
@@ -382,10 +392,12 @@ cleanup:
 
 /* The ray tables of slots [w_first, w_first + nb): per ray (A_p, B_p, A_q,
  * B_q) and (Y = y len, f) with f = 3 for a ray that weighs no voxel, per view
- * the families present. y holds slots from y_first on. */
+ * the families present and CTR__IT_FAM_SPLIT when a column-separable view's
+ * ray differs from its column's line. y holds slots from y_first on. */
 __global__ void k_tables(const ctr__it_view *__restrict__ views, long long w_first, long long y_first,
                          int nu, int nv, int v_first, it_grid grid, const float *__restrict__ y,
-                         float4 *__restrict__ line, float2 *__restrict__ yf, int *__restrict__ fam) {
+                         const float2 *__restrict__ cols, float4 *__restrict__ line,
+                         float2 *__restrict__ yf, int *__restrict__ fam) {
   __shared__ ctr__it_view view;
   const long long k = blockIdx.z, w = w_first + k;
   int u, v;
@@ -396,37 +408,149 @@ __global__ void k_tables(const ctr__it_view *__restrict__ views, long long w_fir
   line[i] = make_float4(r.A[0], r.B[0], r.A[1], r.B[1]);
   yf[i] = make_float2(CTR__FMUL(y[((w - y_first) * nv + v) * (long long)nu + u], r.len), (float)f);
   if (f < 3) atomicOr(fam + k, 1 << f);
+  if (view.cols) {
+    const float2 cp = cols[w * nu + u];
+    const float cpa[2] = {cp.x, cp.y};
+    if (!ctr__it_sep_check(&view, cpa, u, f, r.A[0], r.B[0])) atomicOr(fam + k, CTR__IT_FAM_SPLIT);
+  }
 }
 
-/* A column of CTR__IT_COLUMN voxels along z per thread (itmath.h's
- * ctr__it_gather_column): out (slices [zo, z1) of the grid, relative to the
- * slab at z_out) = (accumulate ? out : 0) + the gather of the batch's nb
- * views, in order. The column's accumulators sit in shared memory (the
- * ray's slice picks one), the views' matrices and families too. */
-#define ADJ_ZT CTR__IT_COLUMN
-__global__ void __launch_bounds__(ADJ_BX *ADJ_BY)
+/* The adjoint of a batch's nb views into a tile of ADJ_T x ADJ_T x ADJ_ZT
+ * voxels (x, y, z) per block, a column of ADJ_ZT voxels along z per thread:
+ * out (slices [zo, z1) of the grid, relative to the slab at z_out) =
+ * (accumulate ? out : 0) + the views' terms, in order. A column-separable
+ * view (itmath.h) is gathered through the sums T(u, k) of its columns: per
+ * family, for each of the tile's planes, the pixel box of the tile's
+ * rectangle gives the columns that can weigh it; ADJ_CMAX of them at a time
+ * walk their rows into T (shared memory, a thread a column), then each
+ * voxel finds the columns within one voxel of it (a binary search: a
+ * plane's column lines are monotone in u) and adds wp T. Other views take
+ * the plain gather (ctr__it_gather_column) with shared accumulators. */
+#define ADJ_T 16                      /* voxels along x and y of a tile */
+#define ADJ_ZT CTR__IT_COLUMN         /* along z */
+#define ADJ_THREADS (ADJ_T * ADJ_T)
+#define ADJ_CMAX 32                   /* columns of a plane per pass */
+#define ADJ_TS (ADJ_ZT + 3)           /* T slots of a column: a spare each side, one pad */
+#define ADJ_PS (ADJ_CMAX * ADJ_TS + 1) /* T floats of a plane (odd: planes on other banks) */
+
+/* The first index c in [0, n) with dir * p[c] > x (n if none). */
+__device__ int adj_first_above(const float *p, int n, float dir, float x) {
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (dir * p[mid] > x)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+__global__ void __launch_bounds__(ADJ_THREADS)
     k_adjoint(const ctr__it_view *__restrict__ views, long long w_first, int nb,
-              const float4 *__restrict__ line, const float2 *__restrict__ yf,
-              const int *__restrict__ fam, int nu, int nv, int nx, int ny, int j_first, int zo,
-              int z1, int z_out, float *__restrict__ out, int accumulate) {
-  __shared__ ctr__it_camera P[ADJ_MAX_BATCH];
+              const float2 *__restrict__ cols, const float4 *__restrict__ line,
+              const float2 *__restrict__ yf, const int *__restrict__ fam, int nu, int nv, int nx,
+              int ny, int j_first, int zo, int z1, int z_out, float *__restrict__ out,
+              int accumulate) {
+  __shared__ ctr__it_view V;
   __shared__ int F[ADJ_MAX_BATCH];
-  __shared__ float acc[ADJ_ZT][ADJ_BX * ADJ_BY];
-  const int t = threadIdx.y * ADJ_BX + threadIdx.x;
-  for (int e = t; e < nb * CTR__IT_CAMERA_FLOATS; e += ADJ_BX * ADJ_BY)
-    ((float *)P)[e] = ((const float *)&views[w_first + e / CTR__IT_CAMERA_FLOATS].cam)[e % CTR__IT_CAMERA_FLOATS];
-  for (int e = t; e < nb; e += ADJ_BX * ADJ_BY) F[e] = fam[e];
-  __syncthreads();
-  const int i = blockIdx.x * ADJ_BX + threadIdx.x, j = j_first + blockIdx.y * ADJ_BY + threadIdx.y;
+  __shared__ int box[ADJ_T][5]; /* per plane: u0, u1, v0, v1, columns */
+  __shared__ float pp[ADJ_T][ADJ_CMAX + 1];
+  __shared__ float T[ADJ_T * ADJ_PS];
+  __shared__ float sacc[ADJ_ZT][ADJ_THREADS]; /* the plain gather's accumulators */
+  const int t = threadIdx.x, tx = t % ADJ_T, ty = t / ADJ_T;
+  for (int e = t; e < nb; e += ADJ_THREADS) F[e] = fam[e];
+  const int i0 = blockIdx.x * ADJ_T, j0 = j_first + blockIdx.y * ADJ_T;
+  const int i = i0 + tx, j = j0 + ty, inside = i < nx && j < ny;
   const int k0 = zo + blockIdx.z * ADJ_ZT, nk = z1 - k0 < ADJ_ZT ? z1 - k0 : ADJ_ZT;
-  if (i >= nx || j >= ny) return;
-  float *o = out + ((long long)(k0 - z_out) * ny + j) * nx + i;
   const long long slice = (long long)nx * ny, npix = (long long)nu * nv;
-  for (int s = 0; s < ADJ_ZT; s++) acc[s][t] = s < nk && accumulate ? o[s * slice] : 0.0f;
-  for (int q = 0; q < nb; q++)
-    ctr__it_gather_column(&P[q], (const float *)(line + q * npix), (const float *)(yf + q * npix), nu,
-                          nv, F[q], i, j, k0, nk, &acc[0][t], ADJ_BX * ADJ_BY);
-  for (int s = 0; s < nk; s++) o[s * slice] = acc[s][t];
+  float *o = out + ((long long)(k0 - z_out) * ny + j) * nx + i;
+  float acc[ADJ_ZT];
+#pragma unroll
+  for (int s = 0; s < ADJ_ZT; s++) acc[s] = inside && s < nk && accumulate ? o[s * slice] : 0.0f;
+  const float zc = (float)k0 + 0.5f * (float)(nk - 1), zh = 0.5f * (float)(nk + 1);
+  for (int q = 0; q < nb; q++) {
+    __syncthreads(); /* the last view's readers of V, box, pp and T are done */
+    if (t < (int)(sizeof(ctr__it_view) / sizeof(int)))
+      ((int *)&V)[t] = ((const int *)(views + w_first + q))[t];
+    __syncthreads();
+    const float *lq = (const float *)(line + q * npix), *yq = (const float *)(yf + q * npix);
+    if (!V.cols || (F[q] & (CTR__IT_FAM_SPLIT | 4))) {
+      if (inside) {
+#pragma unroll
+        for (int s = 0; s < ADJ_ZT; s++) sacc[s][t] = acc[s];
+        ctr__it_gather_column(&V.cam, lq, yq, nu, nv, F[q], i, j, k0, nk, &sacc[0][t], ADJ_THREADS);
+#pragma unroll
+        for (int s = 0; s < ADJ_ZT; s++) acc[s] = sacc[s][t];
+      }
+      continue;
+    }
+    const float2 *cq = cols + (w_first + q) * (long long)nu;
+    for (int f = 0; f < 2; f++) {
+      if (V.run[f][0] > V.run[f][1]) continue;
+      if (t < ADJ_T) { /* plane t of the tile: its columns' box */
+        const int fi = (f == 0 ? i0 : j0) + t;
+        int u0 = 1, u1 = 0, v0 = 1, v1 = 0;
+        if (fi < (f == 0 ? nx : ny)) {
+          const float c = 0.5f * (float)(ADJ_T - 1);
+          if (f == 0)
+            ctr__it_box_view(&V.cam, (float)fi, (float)j0 + c, zc, 1, 2, c + 1.0f, zh, nu, nv, &u0,
+                             &u1, &v0, &v1);
+          else
+            ctr__it_box_view(&V.cam, (float)i0 + c, (float)fi, zc, 0, 2, c + 1.0f, zh, nu, nv, &u0,
+                             &u1, &v0, &v1);
+          if (u0 < V.run[f][0]) u0 = V.run[f][0];
+          if (u1 > V.run[f][1]) u1 = V.run[f][1];
+        }
+        box[t][0] = u0, box[t][1] = u1, box[t][2] = v0, box[t][3] = v1;
+        box[t][4] = u0 <= u1 && v0 <= v1 ? u1 - u0 + 1 : 0;
+      }
+      __syncthreads();
+      int ncol = 0;
+      for (int P = 0; P < ADJ_T; P++) ncol = box[P][4] > ncol ? box[P][4] : ncol;
+      const float ff = (float)f;
+      for (int c0 = 0; c0 < ncol; c0 += ADJ_CMAX) {
+        /* T of the planes' columns c0 .. c0 + ADJ_CMAX - 1: a warp a plane. */
+        for (int e = t; e < ADJ_T * ADJ_CMAX; e += ADJ_THREADS) {
+          const int P = e / ADJ_CMAX, c = e % ADJ_CMAX;
+          float *Tc = T + P * ADJ_PS + c * ADJ_TS;
+#pragma unroll
+          for (int s = 0; s < ADJ_ZT + 2; s++) Tc[s] = 0.0f;
+          if (c0 + c < box[P][4]) {
+            const int u = box[P][0] + c0 + c, fi = (f == 0 ? i0 : j0) + P;
+            const float2 cl = cq[u];
+            pp[P][c] = ctr__it_pos(cl.x, cl.y, fi);
+            ctr__it_sep_walk(lq, yq, nu, u, box[P][2], box[P][3], ff, fi, k0, nk, Tc + 1, 1);
+          }
+        }
+        __syncthreads();
+        /* Each voxel: the columns of its plane within one voxel of it. */
+        const int P = f == 0 ? tx : ty;
+        const int n = box[P][4] - c0 < ADJ_CMAX ? box[P][4] - c0 : ADJ_CMAX;
+        if (n > 0) {
+          const float jp = (float)(f == 0 ? j : i);
+          const float *p = pp[P];
+          const float dir = p[n - 1] >= p[0] ? 1.0f : -1.0f;
+          /* From one before the first line beyond jp - 1 (in the lines'
+           * order) to one past the first beyond jp + 1: the lines are
+           * monotone but for their last bits. */
+          int c = adj_first_above(p, n, dir, dir * jp - 1.0f) - 1;
+          const int c1 = adj_first_above(p, n, dir, dir * jp + 1.0f);
+          if (c < 0) c = 0;
+          for (; c <= c1 && c < n; c++) {
+            const float wp = 1.0f - fabsf(CTR__FADD(p[c], -jp));
+            if (!(wp > 0.0f)) continue;
+            const float *Tc = T + P * ADJ_PS + c * ADJ_TS + 1;
+#pragma unroll
+            for (int s = 0; s < ADJ_ZT; s++) acc[s] = CTR__FADD(acc[s], CTR__FMUL(wp, Tc[s]));
+          }
+        }
+        __syncthreads(); /* T and pp are rewritten by the next pass */
+      }
+    }
+  }
+  if (inside)
+    for (int s = 0; s < nk; s++) o[s * slice] = acc[s];
 }
 
 /* Tables for slots [b, b + nb) from y (slot y_first first on the device),
@@ -464,21 +588,22 @@ static ctr_status adjoint_batch(ctr_projector *p, it_cuda *c, const float *y, in
       const dim3 blocks((unsigned)((p->nu + FWD_BX - 1) / FWD_BX), (unsigned)((nr + FWD_BY - 1) / FWD_BY),
                         (unsigned)nb);
       k_tables<<<blocks, dim3(FWD_BX, FWD_BY), 0, c->s>>>(c->d_views, b, y_first, (int)p->nu,
-                                                          (int)p->nv, (int)v0, g, y, c->d_line,
-                                                          c->d_yf, c->d_fam);
+                                                          (int)p->nv, (int)v0, g, y, c->d_cols,
+                                                          c->d_line, c->d_yf, c->d_fam);
       CU_LAUNCHED("k_tables");
     }
   }
   for (int64_t a = z0; a < z1; a += (int64_t)MAX_GRID_Z * ADJ_ZT) {
     const int64_t e = z1 - a < (int64_t)MAX_GRID_Z * ADJ_ZT ? z1 : a + (int64_t)MAX_GRID_Z * ADJ_ZT;
-    const int64_t rows = (int64_t)MAX_GRID_Y * ADJ_BY; /* volume rows of one launch */
+    const int64_t rows = (int64_t)MAX_GRID_Y * ADJ_T; /* volume rows of one launch */
     for (int64_t j0 = 0; j0 < p->n[1]; j0 += rows) {
       const int64_t nr = p->n[1] - j0 < rows ? p->n[1] - j0 : rows;
-      const dim3 blocks((unsigned)((p->n[0] + ADJ_BX - 1) / ADJ_BX), (unsigned)((nr + ADJ_BY - 1) / ADJ_BY),
+      const dim3 blocks((unsigned)((p->n[0] + ADJ_T - 1) / ADJ_T), (unsigned)((nr + ADJ_T - 1) / ADJ_T),
                         (unsigned)((e - a + ADJ_ZT - 1) / ADJ_ZT));
-      k_adjoint<<<blocks, dim3(ADJ_BX, ADJ_BY), 0, c->s>>>(
-          c->d_views, b, (int)nb, c->d_line, c->d_yf, c->d_fam, (int)p->nu, (int)p->nv,
-          (int)p->n[0], (int)p->n[1], (int)j0, (int)a, (int)e, (int)z_out, out, accumulate);
+      k_adjoint<<<blocks, ADJ_THREADS, 0, c->s>>>(
+          c->d_views, b, (int)nb, c->d_cols, c->d_line, c->d_yf, c->d_fam, (int)p->nu,
+          (int)p->nv, (int)p->n[0], (int)p->n[1], (int)j0, (int)a, (int)e, (int)z_out, out,
+          accumulate);
       CU_LAUNCHED("k_adjoint");
     }
   }
