@@ -295,6 +295,14 @@ CTR_HD float ctr__it_seg_dist2(float l0, float s0, float l1, float s1) {
   return l * l + s * s;
 }
 
+/* A loop the GPU compiler keeps rolled (the curved box's corners: fewer
+ * registers and spills in the adjoint kernel than unrolled). */
+#if defined(__CUDACC__)
+#define CTR__IT_ROLLED _Pragma("unroll 1")
+#else
+#define CTR__IT_ROLLED
+#endif
+
 /* ctr__it_box for a curved view (camera cam, ctr__it_camera): the columns
  * from the azimuths of the rectangle's four corners seen from the source
  * (the azimuth is monotone along each edge, the rectangle lying in front
@@ -310,32 +318,30 @@ CTR_HD void ctr__it_box_cyl(const ctr__it_camera *cam, float x, float y, float z
   const float l = P[0] * x + P[1] * y + P[2] * z + P[3];
   const float h = P[4] * x + P[5] * y + P[6] * z + P[7];
   const float sd = P[8] * x + P[9] * y + P[10] * z + P[11];
-  float cl[4], cs[4], gmin = 1e30f, gmax = -1e30f, hmin = 1e30f, hmax = -1e30f;
-  float rmax2 = 0.0f, rmin2 = 1e30f;
+  float gmin = 1e30f, gmax = -1e30f, hmin = 1e30f, hmax = -1e30f, rmax2 = 0.0f, rmin2 = 1e30f;
+  CTR__IT_ROLLED
   for (int c = 0; c < 4; c++) {
+    /* corner c and the next one around the rectangle (0, 1, 3, 2): the edge between them */
+    const int n = c == 0 ? 1 : (c == 1 ? 3 : (c == 3 ? 2 : 0));
     const float sp = (c & 1) ? hp : -hp, sq = (c & 2) ? hq : -hq;
-    cl[c] = l + sp * P[p] + sq * P[q];
-    cs[c] = sd + sp * P[8 + p] + sq * P[8 + q];
+    const float np = (n & 1) ? hp : -hp, nq = (n & 2) ? hq : -hq;
+    const float cl = l + sp * P[p] + sq * P[q], cs = sd + sp * P[8 + p] + sq * P[8 + q];
     const float ch = h + sp * P[4 + p] + sq * P[4 + q];
-    const float g = atan2f(cl[c], cs[c]);
+    const float nl = l + np * P[p] + nq * P[q], ns = sd + np * P[8 + p] + nq * P[8 + q];
+    const float g = atan2f(cl, cs);
     gmin = fminf(gmin, g);
     gmax = fmaxf(gmax, g);
     hmin = fminf(hmin, ch);
     hmax = fmaxf(hmax, ch);
-    rmax2 = fmaxf(rmax2, cl[c] * cl[c] + cs[c] * cs[c]);
-  }
-  for (int e = 0; e < 4; e++) { /* the edges 0-1, 1-3, 3-2, 2-0 */
-    const int a = e == 0 ? 0 : (e == 1 ? 1 : (e == 2 ? 3 : 2)), b = e == 0 ? 1 : (e == 1 ? 3 : (e == 2 ? 2 : 0));
-    rmin2 = fminf(rmin2, ctr__it_seg_dist2(cl[a], cs[a], cl[b], cs[b]));
+    rmax2 = fmaxf(rmax2, cl * cl + cs * cs);
+    rmin2 = fminf(rmin2, ctr__it_seg_dist2(cl, cs, nl, ns));
   }
   const float iu0 = cam->cyl[0], fu = cam->cyl[1], iv0 = cam->cyl[2], fv = cam->cyl[3];
   const float ga = iu0 + fu * gmin, gb = iu0 + fu * gmax;
-  const float umin = fminf(ga, gb), umax = fmaxf(ga, gb);
   const float ilo = 1.0f / sqrtf(rmax2), ihi = 1.0f / sqrtf(rmin2);
   const float va = fv * hmin * ilo, vb = fv * hmin * ihi, vc = fv * hmax * ilo, vd = fv * hmax * ihi;
-  const float vmin = iv0 + fminf(fminf(va, vb), fminf(vc, vd));
-  const float vmax = iv0 + fmaxf(fmaxf(va, vb), fmaxf(vc, vd));
-  ctr__it_box_pixels(umin, umax, vmin, vmax, nu, nv, u0, u1, v0, v1);
+  ctr__it_box_pixels(fminf(ga, gb), fmaxf(ga, gb), iv0 + fminf(fminf(va, vb), fminf(vc, vd)),
+                     iv0 + fmaxf(fmaxf(va, vb), fmaxf(vc, vd)), nu, nv, u0, u1, v0, v1);
 }
 
 /* The pixel box of a plane rectangle (ctr__it_box's arguments) for a flat
