@@ -83,6 +83,7 @@ struct ctr_fbp_live {
   ctr__fbp_acc *dacc;
   /* where the last step's time went (ctr_live_state's seconds) */
   double t_filter, t_backproject, t_accumulate, t_write;
+  ctr_parallel_geometry *gfull;  /* the finished scan's geometry (its weights), once known */
 };
 
 /* ---- Opening -------------------------------------------------------------------- */
@@ -560,15 +561,13 @@ static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
   t = ctr__now_s();
   const int np = l->npreview;
   const int64_t W = l->W;
-  /* sinograms [preview][projection][bin] */
-  for (int64_t j = 0; j < n; j++)
-    for (int k = 0; k < np; k++) {
-      int64_t clamped = 0;
-      CTR_CHECK(ctr_flatfield_sinograms((const char *)l->batch + (size_t)j * l->frame_bytes, l->dtype,
-                                        W, l->H, 1, l->flat ? l->flat : l->ones, l->dark,
-                                        l->rows[k], 1, l->sino + (k * n + j) * W, &clamped));
-      l->clamped += clamped;
-    }
+  /* sinograms [preview][projection][bin]: each row's of the n projections at once */
+  for (int k = 0; k < np; k++) {
+    int64_t clamped = 0;
+    CTR_CHECK(ctr_flatfield_sinograms(l->batch, l->dtype, W, l->H, n, l->flat ? l->flat : l->ones,
+                                      l->dark, l->rows[k], 1, l->sino + k * n * W, &clamped));
+    l->clamped += clamped;
+  }
   ctr_parallel_params q = l->p;
   q.nbins = W;
   q.nangles = n;
@@ -579,20 +578,22 @@ static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
   if (q.axis == CTR_AXIS_AUTO) q.axis = CTR_AXIS_CENTER; /* found by the final run */
   q.nx = l->nx;
   q.ny = l->ny;
-  ctr_parallel_geometry *gb = NULL, *full = NULL;
+  ctr_parallel_geometry *gb = NULL;
   CTR_CHECK(ctr_parallel_create(&q, &gb));
   ctr_status st = CTR_OK;
-  /* the finished scan's geometry, where its angles are known */
+  /* the finished scan's geometry, where its angles are known (once: they are announced
+   * before the projections and do not change) */
   int64_t na = 0;
   const double *ann = l->user_angles ? l->user_angles : ctr__source_angles(l->src, &na);
   if (l->user_angles) na = l->p.nangles;
-  if (ann && na > 1) {
+  if (!l->gfull && ann && na > 1) {
     ctr_parallel_params f = q;
     f.nangles = na;
     f.angles_deg = ann;
     f.axis_shift = NULL;
-    st = ctr_parallel_create(&f, &full);
+    st = ctr_parallel_create(&f, &l->gfull);
   }
+  const ctr_parallel_geometry *full = l->gfull;
   if (st == CTR_OK) st = ctr_fbp_filter(l->ctx, gb, &l->fbp, np, l->sino);
   for (int64_t j = 0; st == CTR_OK && j < n; j++) {
     const double wb = ctr_parallel_get_weight(gb, j);
@@ -612,7 +613,6 @@ static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
   }
   l->t_backproject += ctr__now_s() - t;
   ctr_parallel_free(gb);
-  ctr_parallel_free(full);
   return st;
 }
 
@@ -1039,6 +1039,7 @@ void ctr_fbp_live_free(ctr_fbp_live *l) {
   free(l->sp_angle);
   if (l->dacc) l->acc_be->acc_free(l->dacc);
   ctr_parallel_free(l->gacc);
+  ctr_parallel_free(l->gfull);
   free(l->vol);
   free(l->acc_sino);
   free(l->user_angles);
