@@ -554,11 +554,8 @@ static ctr_status acc_batch(ctr_fbp_live *l, int64_t n) {
 
 /* The batch's n projections (l->batch, angles l->bangles) into the previews. */
 static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
+  CTR_CHECK(acc_decide(l)); /* refused under ON before the first preview */
   double t = ctr__now_s();
-  CTR_CHECK(acc_decide(l));
-  CTR_CHECK(acc_batch(l, n));
-  l->t_accumulate += ctr__now_s() - t;
-  t = ctr__now_s();
   const int np = l->npreview;
   const int64_t W = l->W;
   /* sinograms [preview][projection][bin]: each row's of the n projections at once */
@@ -613,6 +610,11 @@ static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
   }
   l->t_backproject += ctr__now_s() - t;
   ctr_parallel_free(gb);
+  /* then the full volume: a GPU's sum is queued and runs on while the next frames come,
+   * so the previews wait only for what an earlier step queued */
+  t = ctr__now_s();
+  if (st == CTR_OK) st = acc_batch(l, n);
+  l->t_accumulate += ctr__now_s() - t;
   return st;
 }
 
