@@ -684,6 +684,8 @@ struct ctr__fbp_acc {
   struct { int64_t len, S; cufftHandle f, i; int have; } plan[2]; /* by band length */
   int nplans;
   cudaStream_t s;
+  ctr__xfer xf;               /* the host transfers (gpu/host_transfer.h) */
+  int have_xf;
 };
 
 /* The plan of the band of length len. */
@@ -785,10 +787,10 @@ extern "C" ctr_status ctr__fbp_acc_add(ctr__fbp_acc *a, const void *proj, int64_
              "up to %lld at once)", (long long)k, (long long)a->next, (long long)a->na,
              (long long)a->maxk);
   CU(cudaSetDevice(a->dev));
-  /* the rows of each projection; pageable memory: the copy has read it on return */
-  CU(cudaMemcpy2DAsync(a->d_raw, row_bytes * (size_t)a->ns,
-                       (const char *)proj + row_bytes * (size_t)a->row0, frame,
-                       row_bytes * (size_t)a->ns, (size_t)k, cudaMemcpyHostToDevice, a->s));
+  /* the rows of each projection (read on return: the caller's batch is free again) */
+  CTR_CHECK_GOTO(st, ctr__xfer_h2d_2d(&a->xf, a->d_raw, row_bytes * (size_t)a->ns,
+                                      (const char *)proj + row_bytes * (size_t)a->row0, frame,
+                                      row_bytes * (size_t)a->ns, (size_t)k, a->s, 0, NULL));
   /* runs of whole chunks of one plan, as many slices as its batch holds rows of k angles */
   for (int64_t s0 = 0; s0 < a->ns;) {
     const int64_t band0 = s0 / a->band_rows * a->band_rows;
@@ -818,6 +820,10 @@ extern "C" void ctr__fbp_acc_free(ctr__fbp_acc *a) {
       cufftDestroy(a->plan[p].i);
     }
   const ctr_context *ctx = a->ctx;
+  if (a->have_xf) {
+    ctr__xfer_log(&a->xf, "fbp live sum");
+    ctr__xfer_free(&a->xf);
+  }
   GPU_PUT(ctx, a->d_vol, a->vol_bytes);
   GPU_PUT(ctx, a->d_part, a->vol_bytes);
   GPU_PUT(ctx, a->d_raw, a->raw_bytes);
@@ -837,8 +843,7 @@ extern "C" ctr_status ctr__fbp_acc_get(ctr__fbp_acc *a, float *vol, int64_t *bad
   ctr_status st = CTR_OK;
   unsigned long long bad = 0;
   CU(cudaSetDevice(a->dev));
-  CU(cudaStreamSynchronize(a->s));
-  CU(cudaMemcpy(vol, a->d_vol, a->vol_bytes, cudaMemcpyDeviceToHost));
+  CTR_CHECK_GOTO(st, ctr__xfer_d2h(&a->xf, vol, a->d_vol, a->vol_bytes, a->s, 1, NULL));
   CU(cudaMemcpy(&bad, a->d_bad, sizeof bad, cudaMemcpyDeviceToHost));
   *bad_input = (int64_t)bad;
 cleanup:
@@ -914,6 +919,8 @@ extern "C" ctr_status ctr__fbp_acc_open(const ctr_context *ctx, const ctr_parall
   a->dev = ctr__context_gpu(ctx, 0);
   CU(cudaSetDevice(a->dev));
   CU(cudaStreamCreateWithFlags(&a->s, cudaStreamNonBlocking));
+  CTR_CHECK_GOTO(st, ctr__xfer_init(&a->xf, ctx));
+  a->have_xf = 1;
   CTR_CHECK_GOTO(st, acc_plans(a, o));
   CTR_CHECK_GOTO(st, acc_kernel(a, o, a->plan[0].S));
   CTR_CHECK_GOTO(st, ctr__ramp_create(a->nb, o->window, o->cutoff, &ramp));
