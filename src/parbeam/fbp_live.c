@@ -924,8 +924,12 @@ static int acc_complete(const ctr_fbp_live *l, const double *angles) {
  * bands): else the volume is reconstructed from the scan. */
 static int acc_device_bands(const ctr_fbp_live *l, const ctr_parallel_params *p,
                             const ctr_fbp_stream_options *so, ctr_stack_reader *in,
-                            ctr_file_format fmt) {
+                            const char *out, ctr_file_format fmt) {
   if (so->resume) return 0;
+  if (fmt == CTR_FORMAT_AUTO && out && ctr_format_guess(out, &fmt) != CTR_OK) {
+    fmt = CTR_FORMAT_AUTO; /* the final run names the output's trouble */
+    ctr_error_clear();
+  }
   ctr__fbp_run r;
   memset(&r, 0, sizeof r);
   r.ctx = l->ctx;
@@ -1000,7 +1004,7 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
   snprintf(journal, sizeof journal, "%s.partial.journal", out ? out : "");
   if (so.resume && access(journal, F_OK) != 0) so.resume = 0; /* a resumed scan, not its volume */
   ctr_status st = CTR_OK;
-  int acc = acc_complete(l, p.angles_deg) && (!l->dacc || acc_device_bands(l, &p, &so, in, fmt));
+  int acc = acc_complete(l, p.angles_deg) && (!l->dacc || acc_device_bands(l, &p, &so, in, out, fmt));
   if (acc && l->dacc) {
     int64_t bad = 0;
     st = l->acc_be->acc_get(l->dacc, l->vol, &bad);
