@@ -41,6 +41,7 @@ ctr_status ctr__fbp_bench_cuda(const ctr_context *ctx, const ctr_parallel_geomet
                                float *slices, int repeats, double *median_ms);
 /* The live FBP's full volume summed on the context's first GPU
  * (parbeam/backend.h's acc_*; fbp_pipeline.cu). */
+struct ctr__fbp_acc;
 ctr_status ctr__fbp_acc_open(const ctr_context *ctx, const ctr_parallel_geometry *g,
                              const ctr_fbp_options *o, ctr_dtype dtype, int64_t W, int64_t H,
                              int64_t row0, int64_t nslices, int64_t band_rows, const float *flat,
