@@ -228,7 +228,12 @@ static const ctr__struct_version circular_params_versions[] = {
     CTR__V_ALL(ctr_circular_params),            /* 2: detector */
 };
 CTR__STRUCT_DEFINE(circular_params, CTR_CIRCULAR_PARAMS_VERSION)
-CTR__STRUCT_DEFINE_V1(helical_params, CTR_HELICAL_PARAMS_VERSION, CTR_HELICAL_PARAMS_INIT)
+static const ctr_helical_params helical_params_defaults = CTR_HELICAL_PARAMS_INIT;
+static const ctr__struct_version helical_params_versions[] = {
+    CTR__V_UPTO(ctr_helical_params, detector), /* 1 */
+    CTR__V_ALL(ctr_helical_params),            /* 2: detector (window_deg's default: auto) */
+};
+CTR__STRUCT_DEFINE(helical_params, CTR_HELICAL_PARAMS_VERSION)
 
 static const ctr_fdk_options fdk_options_defaults = CTR_FDK_OPTIONS_INIT;
 static const ctr__struct_version fdk_options_versions[] = {
