@@ -672,6 +672,94 @@ static void test_pitch_limit(void) {
   free(vol);
 }
 
+/* The views a slab needs (ctr__helix_slab_views, which the streamed executor's
+ * later subvolumes backproject, leaving out the rest): every view left out
+ * has window weight exactly 0 (the CPU's double form) at every slice of the
+ * slab, and a run in several subvolumes (host store and scratch file) gives
+ * the bits of one subvolume. A 20 mm tall volume on a helix of pitch 0.5 H. */
+static void test_slab_views(void) {
+  const int64_t nz = 40;
+  ctr_phantom *ph = long_phantom();
+  ctr_geometry *g = bench_fdk_geometry(0.5, nz, 10.0);
+  REQUIRE(g && ph);
+  ctr_volume_geometry v = ctr_geometry_get_volume(g);
+  v.nx = v.ny = 32;
+  CHECK_OK(ctr_geometry_set_volume(g, &v));
+  const int64_t nviews = ctr_geometry_get_view_count(g), n = v.nx * v.ny * v.nz;
+  ctr__helix_fdk hx;
+  CHECK(ctr__geometry_helix(g, &hx));
+  const double reach = (PI + hx.s) / fabs(hx.kz);
+  int64_t worst_extra = 0, zero_left_out = 1, fewest = nviews, most = 0;
+  for (int64_t z0 = 0; z0 < nz; z0 += 7) {
+    const int64_t m = nz - z0 < 7 ? nz - z0 : 7;
+    int64_t a, e;
+    ctr__helix_slab_views(g, z0, m, &a, &e);
+    for (int64_t i = 0; i < nviews; i++) {
+      if (i >= a && i < e) continue;
+      double src[3];
+      ctr_geometry_get_source(g, i, src);
+      for (int64_t k = z0; k < z0 + m; k++) {
+        const double wz = ctr__voxel_coord(k, v.nz, v.voxel_z, v.offset_z);
+        zero_left_out &= ctr__helix_window(ctr__helix_arg(src[2], wz, hx.kz), hx.s) == 0.0;
+      }
+    }
+    /* the views whose source lies within the reach of the slab's heights, two to spare */
+    const double span = (double)(m - 1) * v.voxel_z + 2.0 * reach;
+    const int64_t need = (int64_t)ceil(span / fabs(g->hel.pitch_mm) * PER_TURN);
+    worst_extra = (e - a) - need > worst_extra ? (e - a) - need : worst_extra;
+    fewest = e - a < fewest ? e - a : fewest;
+    most = e - a > most ? e - a : most;
+  }
+  printf("slab views: slabs of 7 slices use %lld .. %lld of %lld views (at most %lld beyond the "
+         "window's reach)\n", (long long)fewest, (long long)most, (long long)nviews,
+         (long long)worst_extra);
+  CHECK(zero_left_out);
+  CHECK(most < nviews / 2);
+  CHECK(worst_extra <= 3);
+  int64_t a, e;
+  ctr__helix_slab_views(g, 0, nz, &a, &e);
+  /* the whole volume: the helix less its ends beyond the window's reach */
+  printf("slab views: the whole volume uses %lld of %lld views\n", (long long)(e - a),
+         (long long)nviews);
+  const double whole = (double)(nz - 1) * v.voxel_z + 2.0 * reach;
+  const int64_t need = (int64_t)ceil(whole / fabs(g->hel.pitch_mm) * PER_TURN);
+  CHECK(e - a < nviews && e - a >= need && e - a <= need + 3);
+  /* several subvolumes: the bits of one */
+  float *proj = project(ph, g);
+  float *one = malloc(sizeof(float) * (size_t)n), *split = malloc(sizeof(float) * (size_t)n);
+  int64_t pd[3] = {NU, NV, nviews}, vd[3] = {v.nx, v.ny, v.nz};
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(one, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array vs = ctr_array_make(split, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
+  CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &pa, &va, NULL));
+  const ctr_fdk_store stores[] = {CTR_FDK_STORE_HOST, CTR_FDK_STORE_SCRATCH};
+  for (int k = 0; k < 2; k++) {
+    memset(split, 0xff, sizeof(float) * (size_t)n);
+    so.max_slab_slices = 7;
+    so.store = stores[k];
+    ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
+    CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &pa, &vs, &rep));
+    CHECK_MSG(rep.plan.nslabs >= 5, "%lld subvolume(s)", (long long)rep.plan.nslabs);
+#ifdef CTR_TEST_CUDA
+    double d = 0, q = 0; /* the general kernel anchors positions per subvolume */
+    for (int64_t i = 0; i < n; i++) {
+      d += ((double)one[i] - split[i]) * ((double)one[i] - split[i]);
+      q += (double)one[i] * one[i];
+    }
+    CHECK_MSG(q > 0 && sqrt(d / q) < 1e-5, "subvolumes differ by %.3g relative RMS", sqrt(d / q));
+#else
+    CHECK_MSG(memcmp(one, split, sizeof(float) * (size_t)n) == 0,
+              "subvolumes (store %d) differ from one", (int)stores[k]);
+#endif
+  }
+  free(one);
+  free(split);
+  free(proj);
+  ctr_geometry_free(g);
+  ctr_phantom_free(ph);
+}
+
 #ifdef CTR_TEST_CUDA
 /* The GPU's FDK of the same data against the CPU's: relative RMS difference
  * (texture-free general kernel, float positions about a double anchor). */
@@ -714,6 +802,7 @@ int main(void) {
   test_fdk();
   test_cgls();
   test_pitch_limit();
+  test_slab_views();
   if (g_ctx != g_cpu) ctr_context_free(g_ctx);
   ctr_context_free(g_cpu);
   return th_finish(name);

@@ -487,6 +487,34 @@ double ctr__helix_pitch_limit(const ctr_geometry *g, double s) {
   return limit;
 }
 
+void ctr__helix_slab_views(const ctr_geometry *g, int64_t z0, int64_t nz, int64_t *v0,
+                           int64_t *v1) {
+  *v0 = 0;
+  *v1 = g->nviews;
+  ctr__helix_fdk h;
+  if (!ctr__geometry_helix(g, &h) || nz < 1) return;
+  const ctr_volume_geometry *v = &g->vol;
+  const double za = ctr__voxel_coord(z0, v->nz, v->voxel_z, v->offset_z);
+  const double zb = ctr__voxel_coord(z0 + nz - 1, v->nz, v->voxel_z, v->offset_z);
+  const double lo = fmin(za, zb), hi = fmax(za, zb);
+  const double reach = (CTR__PI + h.s) / fabs(h.kz); /* |d| < pi + s */
+  int64_t first = -1, last = -1;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    const double zs = g->views[i].src[2];
+    const double gap = zs < lo ? lo - zs : zs > hi ? zs - hi : 0.0;
+    if (gap < reach) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  }
+  if (first < 0) { /* no view reaches the slab: none is needed */
+    *v0 = *v1 = 0;
+    return;
+  }
+  *v0 = first > 0 ? first - 1 : 0;
+  *v1 = last + 2 < g->nviews ? last + 2 : g->nviews;
+}
+
 ctr_status ctr__helix_fdk_check(const ctr_geometry *g) {
   ctr__helix_fdk h;
   if (!ctr__geometry_helix(g, &h)) return CTR_OK;

@@ -72,6 +72,13 @@ int ctr__geometry_helix(const ctr_geometry *g, ctr__helix_fdk *h);
  * (radians): a voxel on the rotation axis stays on the detector's rows
  * (to their outer edges) for the 2 (pi + s) of rotation its window uses. */
 double ctr__helix_pitch_limit(const ctr_geometry *g, double s);
+/* The views [*v0, *v1) that helical FDK's window weights for some slice of
+ * [z0, z0 + nz) of g's volume: those whose source height lies within the
+ * window's reach |pitch| (pi + s) / (2 pi) of the slices' heights, one more
+ * on each side (the rounding of the float weights); the others add exactly
+ * nothing to those slices. All views for other geometries. */
+void ctr__helix_slab_views(const ctr_geometry *g, int64_t z0, int64_t nz, int64_t *v0,
+                           int64_t *v1);
 /* CTR_OK, or for a helical geometry whose pitch exceeds that limit
  * CTR_E_GEOMETRY with the field ctr_helical_params.pitch_mm, the limit and
  * what to do; every FDK filter set-up calls it. */
