@@ -186,8 +186,8 @@ CTR_API void ctr_geometry_get_source(const ctr_geometry *g, int64_t i, double ou
 /* 1 for a circular orbit (u, c independent of z), else 0. A cylindrical
  * detector's orbit is circular too. */
 CTR_API int ctr_geometry_is_circular(const ctr_geometry *g);
-/* The detector's shape: CTR_DETECTOR_CYLINDRICAL for a circular orbit built
- * with that `detector`, else CTR_DETECTOR_FLAT. A cylindrical detector's
+/* The detector's shape: CTR_DETECTOR_CYLINDRICAL for a circular or helical
+ * orbit built with that `detector`, else CTR_DETECTOR_FLAT. A cylindrical detector's
  * pixels do not follow a 3x4 matrix: ctr_geometry_get_matrix then gives the
  * matrix of the flat detector tangent to the arc at the principal ray (the
  * same principal point, sdd and pitch; docs/geometry.md). */
