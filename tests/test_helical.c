@@ -505,6 +505,9 @@ static void helical_case(const ctr_phantom *ph, double frac, double circ, double
     ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
     CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &pa, &vs, &rep));
     CHECK_MSG(rep.plan.nslabs > 1, "%lld subvolume(s)", (long long)rep.plan.nslabs);
+    /* the report says which window the run used */
+    CHECK(rep.helix_window_deg == ctr_geometry_get_helix_window(g, NULL));
+    CHECK(rep.helix_window_auto == (window_deg == CTR_HELIX_WINDOW_AUTO));
 #ifdef CTR_TEST_CUDA
     /* the general kernel anchors each block's positions in its own slab: float rounding */
     double e = 0, q = 0;

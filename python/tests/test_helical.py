@@ -75,7 +75,9 @@ def test_fdk_truth_and_tool(cli, cpu, tmp_path):
     steep = pyctrecon.ConeGeometry.helical(volume=_volume(), helix_window=10,
                                            **{**KW, "pitch": 9.6})
     sp = ph.project(steep, ctx=cpu)
-    assert float(np.sqrt(np.mean((pyctrecon.fdk(sp, auto, ctx=cpu) - truth) ** 2))) < 0.08
+    va, rep = pyctrecon.fdk(sp, auto, ctx=cpu, return_report=True)
+    assert float(np.sqrt(np.mean((va - truth) ** 2))) < 0.08
+    assert rep["helix_window_deg"] == 0.0 and rep["helix_window_auto"] == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # refused, not warned about first
         with pytest.raises(pyctrecon.GeometryError, match="pitch = 9.6: helical FDK takes at most"):

@@ -1079,6 +1079,7 @@ static void finish_report(stream_run *r, double t_start, double t_setup, ctr_fdk
   rep->min = INFINITY;
   rep->max = -INFINITY;
   rep->workers = r->nw;
+  ctr__fdk_report_helix(r->g, rep);
   for (int i = 0; i < r->nw && i < CTR_MAX_WORKERS; i++) {
     worker *w = &r->w[i];
     ctr_fdk_stream_timings *wt = &rep->worker_timings[i];

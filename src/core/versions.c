@@ -270,7 +270,9 @@ CTR__STRUCT_DEFINE_V1(fdk_stream_timings, CTR_FDK_STREAM_TIMINGS_VERSION, CTR_FD
 
 static const ctr_fdk_stream_report fdk_stream_report_defaults = CTR_FDK_STREAM_REPORT_INIT;
 static const ctr__struct_version fdk_stream_report_versions[] = {
-    {sizeof(ctr_fdk_stream_report), {1, 1}}, /* 1: ctr_fdk_plan 1, ctr_fdk_stream_timings 1 */
+    {offsetof(ctr_fdk_stream_report, helix_window_deg), {1, 1}}, /* 1: ctr_fdk_plan 1,
+                                                                    ctr_fdk_stream_timings 1 */
+    {sizeof(ctr_fdk_stream_report), {1, 1}}, /* 2: helix_window_deg, helix_window_auto */
 };
 CTR__STRUCT_DEFINE_NESTED(fdk_stream_report, CTR_FDK_STREAM_REPORT_VERSION, 2,
                           {offsetof(ctr_fdk_stream_report, plan), offsetof(ctr_fdk_stream_report, timings)},

@@ -265,7 +265,7 @@ ctr_status ctr__views_backproject(const ctr_geometry *g, const ctr__dev_views *d
   a.nz_thread = (int)k_end;
   a.slice = (long long)g->vol.nx * g->vol.ny;
   ctr__helix_fdk hx;
-  if (ctr__geometry_helix(g, &hx)) { /* the general kernel's window (ctr__bp_config_resolve) */
+  if (ctr__geometry_helix(g, &hx)) { /* the general (or curved exact) kernel's window */
     a.helix = 1;
     a.helix_s = (float)hx.s;
     a.helix_dk = (float)(hx.kz * g->vol.voxel_z);
