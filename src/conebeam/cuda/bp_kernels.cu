@@ -148,12 +148,12 @@ __global__ void __launch_bounds__(256, 3)
           const float v = fminf(fmaxf(fmaf(fmaf(fk + (float)k, m[10], m[9]), ir, m[8]), 0.0f), hi);
           if (wh > 0.0f) acc_add(acc[k], w * wh, sample<MODE>(a, u, v, layer));
         }
-        continue;
-      }
+      } else {
 #pragma unroll
-      for (int k = 0; k < ZP; k++) {
-        const float v = fmaf(fmaf(fk + (float)k, m[10], m[9]), ir, m[8]);
-        acc_add(acc[k], w, sample<MODE>(a, u, v, layer));
+        for (int k = 0; k < ZP; k++) {
+          const float v = fmaf(fmaf(fk + (float)k, m[10], m[9]), ir, m[8]);
+          acc_add(acc[k], w, sample<MODE>(a, u, v, layer));
+        }
       }
       continue;
     }
