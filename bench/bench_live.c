@@ -13,12 +13,23 @@
  *   accumulated         projections summed into the full volume as they came
  *                       (--accumulate on|auto: the scan's angles and the axis
  *                       at the centre given, so a socket's scan can be summed;
- *                       off: the volume after the scan, as before).
+ *                       off: the volume after the scan, as before);
+ *   step_s              where the steps' time went (ctr_live_state's seconds),
+ *                       median and p95 over the steps that took projections:
+ *                       read (the source and the spool), filter (the previewed
+ *                       rows flat-fielded, filtered), backproject (the
+ *                       previews' backprojection: upload, kernels, download on
+ *                       a GPU), accumulate (the full volume's sum: on a GPU the
+ *                       calls that queue it), step (the whole step), and write
+ *                       over the preview writes (PNG and HDF5, every
+ *                       --preview-every N projections (16; 0: none) or 1 s, as
+ *                       `ctrecon fbp --follow --live-preview` writes them, into
+ *                       DIR/live_preview*); preview_writes: how many.
  *
  *   bench_sync gen --dir DIR [--n N --angles A]      (the scan's data)
  *   bench_live --dir DIR [--small] [--rate 100] [--source zmq|hdf5]
  *              [--device cuda|cpu] [--out-dtype float32|uint16] [--json FILE]
- *              [--accumulate off|on|auto]
+ *              [--accumulate off|on|auto] [--preview-every N]
  *
  * bench/live.sh runs both; --small there: 256 x 256 x 256 (bench_sync gen
  * --n 256 --angles 256; here --small only labels the JSON). The issue's sizes,
@@ -108,10 +119,18 @@ static int cmp_double(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
+/* `"name": {"median": .., "p95": ..}` of n values (sorted here; n 0: zeros). */
+static void print_stat(FILE *f, const char *name, double *v, int64_t n, const char *sep) {
+  qsort(v, (size_t)n, sizeof(double), cmp_double);
+  fprintf(f, "\"%s\": {\"median\": %.4f, \"p95\": %.4f}%s", name, n ? v[n / 2] : 0.0,
+          n ? v[(int64_t)(0.95 * (double)(n - 1))] : 0.0, sep);
+}
+
 int main(int argc, char **argv) {
   const char *dir = NULL, *json = NULL, *source = "zmq", *dtype = "float32", *acc = "off";
   double rate = 100.0;
   int small = 0;
+  int64_t every = 16;
   ctr_device_kind device = CTR_DEVICE_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : "";
@@ -122,15 +141,17 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--source")) source = argv[++i];
     else if (!strcmp(argv[i], "--out-dtype")) dtype = argv[++i];
     else if (!strcmp(argv[i], "--accumulate")) acc = argv[++i];
+    else if (!strcmp(argv[i], "--preview-every")) every = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--device")) {
       device = !strcmp(v, "cpu") ? CTR_DEVICE_CPU : CTR_DEVICE_CUDA;
       i++;
     } else BENCH_DIE("usage: bench_live --dir DIR [--small] [--rate N] [--source zmq|hdf5] "
                      "[--device cuda|cpu] [--out-dtype float32|uint16] [--json FILE] "
-                     "[--accumulate off|on|auto]");
+                     "[--accumulate off|on|auto] [--preview-every N]");
   }
   if (!dir || !(rate > 0)) BENCH_DIE("bench_live: --dir DIR (bench_sync gen's) and a --rate > 0");
-  char scan[4200], grow[4200], out[4200];
+  char scan[4200], grow[4200], out[4200], prefix[4200];
+  snprintf(prefix, sizeof prefix, "%s/live_preview", dir);
   snprintf(scan, sizeof scan, "%s/live_scan.h5", dir);
   snprintf(grow, sizeof grow, "%s/live_growing.h5", dir);
   snprintf(out, sizeof out, "%s/live_volume.raw", dir);
@@ -177,10 +198,22 @@ int main(int argc, char **argv) {
   pthread_create(&th, NULL, send_thread, NULL);
   ctr_live_state st = CTR_LIVE_STATE_INIT;
   double lag_max = 0;
-  int64_t done = 0, steps = 0;
+  int64_t done = 0, steps = 0, writes = 0, at_written = 0;
+  /* per step that took projections: read, filter, backproject, accumulate, the step; writes */
+  double *tm[6];
+  for (int k = 0; k < 6; k++) tm[k] = calloc((size_t)count + 1, sizeof(double));
+  double t_written = ctr__now_s();
   while (!st.ended) {
+    const double t_step = ctr__now_s();
     if (ctr_fbp_live_step(l, 0.05, &st) != CTR_OK) BENCH_DIE("bench_live: %s", ctr_error_detail());
     const double now = ctr__now_s();
+    if (st.updated > 0 && steps < count) {
+      tm[0][steps] = st.read_s;
+      tm[1][steps] = st.filter_s;
+      tm[2][steps] = st.backproject_s;
+      tm[3][steps] = st.accumulate_s;
+      tm[4][steps] = now - t_step;
+    }
     /* a send stamped after its frame was taken (the stamp follows the send)
      * waited less than the stamping: 0 */
     for (; done < st.projections; done++)
@@ -188,6 +221,16 @@ int main(int argc, char **argv) {
     const double behind = (double)(atomic_load(&g_send.sent) - st.projections) / rate;
     if (behind > lag_max) lag_max = behind;
     steps += st.updated > 0;
+    /* the previews written as `ctrecon fbp --follow --live-preview` writes them */
+    if (every > 0 && st.projections > at_written && writes < count &&
+        (st.projections - at_written >= every || ctr__now_s() - t_written >= 1.0 || st.ended)) {
+      const double tw = ctr__now_s();
+      if (ctr_fbp_live_write_preview(l, prefix, writes == 0, 1) != CTR_OK)
+        BENCH_DIE("bench_live: %s", ctr_error_detail());
+      t_written = ctr__now_s();
+      tm[5][writes++] = t_written - tw;
+      at_written = st.projections;
+    }
   }
   pthread_join(th, NULL);
   if (st.ended != 1 || g_send.st != CTR_OK)
@@ -207,14 +250,21 @@ int main(int argc, char **argv) {
           "\"rate\": %g, \"out_dtype\": \"%s\", \"steps\": %lld, \"preview_rows\": %lld, "
           "\"accumulate\": \"%s\", \"accumulated\": %lld,\n"
           " \"preview_latency_s\": {\"median\": %.4f, \"p95\": %.4f, \"max\": %.4f},\n"
-          " \"lag_s_max\": %.4f, \"last_to_volume_s\": %.3f, \"final_seconds_total\": %.3f, "
-          "\"targets\": {\"preview_latency_s\": 0.5, \"lag_s\": 1.0, \"last_to_volume_s\": 15.0}}\n",
+          " \"lag_s_max\": %.4f, \"last_to_volume_s\": %.3f, \"final_seconds_total\": %.3f,\n",
           bench_date(date, sizeof date), bench_revision(), small, source,
           ctr_context_get_device(ctx) == CTR_DEVICE_CUDA ? "cuda" : "cpu", (long long)rep.nx,
           (long long)rep.nslices, (long long)count, rate, dtype, (long long)steps,
           (long long)st.npreview, acc, (long long)st.accumulated, latency[count / 2], latency[(int64_t)(0.95 * (double)(count - 1))],
           latency[count - 1], lag_max, t_volume - t_last, rep.seconds_total);
+  fprintf(f, " \"step_s\": {");
+  static const char *const names[5] = {"read", "filter", "backproject", "accumulate", "step"};
+  for (int k = 0; k < 5; k++) print_stat(f, names[k], tm[k], steps < count ? steps : count, ", ");
+  print_stat(f, "write", tm[5], writes, "}, ");
+  fprintf(f, "\"preview_writes\": %lld, \"preview_every\": %lld,\n \"targets\": "
+          "{\"preview_latency_s\": 0.5, \"lag_s\": 1.0, \"last_to_volume_s\": 15.0}}\n",
+          (long long)writes, (long long)every);
   if (json) fclose(f);
+  for (int k = 0; k < 6; k++) free(tm[k]);
   ctr_fbp_live_free(l);
   ctr_source_close(src);
   ctr_context_free(ctx);

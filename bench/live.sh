@@ -16,4 +16,4 @@ mkdir -p "$dir"
 "$build/bench/bench_sync" gen --dir "$dir" --n "$n" --angles "$n" >&2
 rm -f "$dir/flat.h5.tmp"* "$dir/dark.h5.tmp"* 2>/dev/null || true
 "$build/bench/bench_live" --dir "$dir" $small "$@"
-rm -f "$dir/scan.h5" "$dir/live_scan.h5" "$dir/live_growing.h5"
+rm -f "$dir/scan.h5" "$dir/live_scan.h5" "$dir/live_growing.h5" "$dir"/live_preview*

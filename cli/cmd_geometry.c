@@ -166,11 +166,19 @@ static double print_summary(const char *cmd, const char *path, const ctr_geometr
              ? ", cylindrical (curved) detector" : "");
   printf("  views          %lld over %.1f deg (%s, step %.3f deg)\n", (long long)n, cov_deg,
          dir < 0 ? "cw" : "ccw", step);
-  if (helix)
+  if (helix) {
+    int automatic = 0;
+    const double window = ctr_geometry_get_helix_window(g, &automatic);
+    char wtext[96];
+    if (window < 0)
+      snprintf(wtext, sizeof wtext, "none fits (the pitch exceeds the detector's height)");
+    else
+      snprintf(wtext, sizeof wtext, "%.4g deg%s", window,
+               automatic ? " (automatic: the widest up to 10 the pitch allows)" : "");
     printf("  helix          pitch %g mm a turn (%.3f of the detector's height at the axis), "
-           "source z from %g mm; fdk's window %g deg\n", h.pitch_mm,
-           h.pitch_mm / ((double)nv * dv * h.sid / h.sdd), h.z0_mm, h.window_deg);
-  else
+           "source z from %g mm; fdk's window %s\n", h.pitch_mm,
+           h.pitch_mm / ((double)nv * dv * h.sid / h.sdd), h.z0_mm, wtext);
+  } else
     print_scan_kind(cmd, cov_deg, step, have_orbit, &o, warn, ctr_geometry_offset_detector(g));
   if (have_orbit)
     printf(
@@ -339,7 +347,8 @@ static int run_write(const geometry_args *a) {
     h.direction = a->p.direction;
     h.pitch_mm = a->pitch;
     h.z0_mm = a->z0;
-    h.window_deg = a->window;
+    h.detector = a->p.detector;
+    h.window_deg = isnan(a->window) ? CTR_HELIX_WINDOW_AUTO : a->window;
     st = ctr_geometry_create_helical(&h, &vol, &g);
     if (st != CTR_OK) return cli_fail("geometry", st);
   } else {
@@ -375,7 +384,7 @@ static int run_write(const geometry_args *a) {
 
 int cmd_geometry(int argc, char **argv) {
   geometry_args a = {NULL, NULL, CTR_CIRCULAR_PARAMS_INIT, {256, 256, 256}, {1, 1, 1}, {0, 0, 0},
-                     NULL, NULL, 0,    0,    0, 0, 0.0, 0.0, 10.0, 0};
+                     NULL, NULL, 0,    0,    0, 0, 0.0, 0.0, NAN, 0};
   a.p.sid = 1000;
   a.p.sdd = 1500;
   a.p.nu = a.p.nv = 256;
@@ -416,7 +425,8 @@ int cmd_geometry(int argc, char **argv) {
       {"--z0", "MM", "helix: the source's height at the first view (default 0)", cli_parse_double,
        &a.z0, &a.helix_opts},
       {"--helix-window", "DEG",
-       "helix: fdk's redundancy window smoothing width, 0 .. 90 (default 10)", cli_parse_double,
+       "helix: fdk's redundancy window smoothing width, 0 .. 90 (default: the widest up to 10 "
+       "that the pitch allows)", cli_parse_double,
        &a.window, &a.helix_opts},
       {"--detector", "flat|cylindrical",
        "detector shape; cylindrical: columns on an arc of radius sdd about the source, du "
@@ -449,9 +459,9 @@ int cmd_geometry(int argc, char **argv) {
   if (a.helix_opts && a.pitch == 0.0)
     return cli_usage_error("geometry", "--z0 and --helix-window describe a helix: give its "
                            "--pitch (mm a turn, not 0; without it the orbit is circular)");
-  if (a.pitch != 0.0 && a.p.detector == CTR_DETECTOR_CYLINDRICAL)
-    return cli_usage_error("geometry", "--pitch with --detector cylindrical: a helical orbit takes "
-                           "a flat detector (a helix over a curved detector is not supported yet)");
+  if (a.window < 0.0) /* NAN (not given) compares false */
+    return cli_usage_error("geometry", "--helix-window %g: expected 0 .. 90 degrees (leave it "
+                           "out for the widest window the pitch allows, up to 10)", a.window);
   if (a.check && (a.write_opts || a.orbit_opts || a.helix_opts))
     return cli_usage_error("geometry", "--check takes no geometry options (they apply to --out)");
   if (a.check) return run_check(a.check, a.vectors_out, a.force);

@@ -39,15 +39,52 @@ print("helical FDK RMSE", round(e, 4))
 sys.exit(0 if e < 0.08 else 1)
 PY
 
-# pitch 9.6 (1.0 of the height) exceeds what the default window needs
+# pitch 9.6 (1.0 of the height): the default window is the widest that fits, 0 degrees
 step "a steep helix" geometry --out steep.json $G --views 300 --angle-range 600 --pitch 9.6 \
-  --z0 -8 --quiet
+  --z0 -8
+grep -q "fdk's window 0 deg (automatic" "$OUT" && ok "summary: the automatic window, 0 deg" ||
+  bad "steep summary: $(cat "$OUT")"
+! grep -q "window_deg" steep.json && ok "the automatic window is not written" ||
+  bad "steep JSON: $(cat steep.json)"
 step "its projections" phantom --geometry steep.json --phantom long.json --out ps.raw
-exits 3 "fdk refuses a pitch beyond its limit" fdk --geometry steep.json --projections ps.raw \
+step "fdk picks the window a pitch of 1.0 allows" fdk --geometry steep.json --projections ps.raw \
   --out vs.raw
+grep -q "window_deg not set: using 0 degrees" "$ERR" && ok "and says so" ||
+  bad "steep helix log: $(cat "$ERR")"
+# a window given explicitly that the pitch does not allow, and a pitch above the height
+step "an explicit window" geometry --out steep10.json $G --views 300 --angle-range 600 \
+  --pitch 9.6 --z0 -8 --helix-window 10 --quiet
+exits 3 "fdk refuses a window beyond the pitch's limit" fdk --geometry steep10.json \
+  --projections ps.raw --out v10.raw
 grep -q -- "--pitch" "$ERR" && grep -q "at most 9.095" "$ERR" && ! grep -q "warning" "$ERR" &&
   ok "names --pitch and the limit" || bad "steep helix message: $(cat "$ERR")"
-[ ! -e vs.raw ] && ok "nothing written" || bad "a volume was written"
+[ ! -e v10.raw ] && ok "nothing written" || bad "a volume was written"
+step "a helix above the detector's height" geometry --out steeper.json $G --views 300 \
+  --angle-range 600 --pitch 9.7 --z0 -8 --quiet
+exits 3 "fdk refuses a pitch above the height" fdk --geometry steeper.json --projections ps.raw \
+  --out v97.raw
+grep -q "at most 9.6 mm" "$ERR" && grep -q "window narrowed to 0" "$ERR" &&
+  ok "names the limit with window 0" || bad "steeper message: $(cat "$ERR")"
+exits 2 "a negative window" geometry --out n.json $G --pitch 4 --helix-window -1
+
+# a helix over a cylindrical detector: written, read back, reconstructed
+step "curved helix" geometry --out curved.json $G --views 505 --angle-range 1010 \
+  --pitch 4.8 --z0 -6.75 --detector cylindrical
+grep -q '"shape":[[:space:]]*"cylindrical"' curved.json && ok "written with its shape" ||
+  bad "curved helix JSON: $(head -c 400 curved.json)"
+step "its summary" geometry --check curved.json
+grep -q "helical cone-beam geometry, cylindrical (curved) detector" "$OUT" &&
+  ok "summary: helical, cylindrical" || bad "curved summary: $(cat "$OUT")"
+step "phantom on the curved helix" phantom --geometry curved.json --phantom long.json \
+  --out pc.raw
+step "fdk on the curved helix" fdk --geometry curved.json --projections pc.raw --out vc.raw
+python3 - <<'PY' && ok "curved helical FDK within 0.08 RMSE of the truth" || bad "curved FDK error"
+import array, math, sys
+v, t = array.array("f", open("vc.raw", "rb").read()), array.array("f", open("t.raw", "rb").read())
+e = math.sqrt(sum((a - b) ** 2 for a, b in zip(v, t)) / len(v))
+print("curved helical FDK RMSE", round(e, 4))
+sys.exit(0 if e < 0.08 else 1)
+PY
 
 exits 2 "--pitch 0 (a circle)" geometry --out z.json $G --pitch 0 --z0 1
 exits 2 "helix options with --from-vectors" geometry --out o.json --from-vectors long.json \
@@ -55,6 +92,6 @@ exits 2 "helix options with --from-vectors" geometry --out o.json --from-vectors
 exits 2 "helix options with --check" geometry --check helix.json --pitch 3
 exits 3 "a window beyond 90 degrees" geometry --out w.json $G --pitch 4 --helix-window 100
 grep -q -- "--helix-window" "$ERR" && ok "names --helix-window" || bad "window message: $(cat "$ERR")"
-[ ! -e z.json ] && [ ! -e o.json ] && [ ! -e w.json ] && ok "nothing written on errors" ||
+[ ! -e z.json ] && [ ! -e o.json ] && [ ! -e w.json ] && [ ! -e n.json ] && ok "nothing written on errors" ||
   bad "an output was written on error"
 finish

@@ -33,16 +33,41 @@ static ctr_geometry *curved(int64_t nx, int64_t nz, double sid, double sdd, int6
   return g;
 }
 
+/* A helix over a curved detector (the source's height zs in the maps):
+ * two turns climbing 12 mm each, from 6 mm below the volume's centre. */
+static ctr_geometry *curved_helix(void) {
+  ctr_helical_params h = CTR_HELICAL_PARAMS_INIT;
+  h.sid = 70;
+  h.sdd = 105;
+  h.nu = 36;
+  h.nv = 20;
+  h.du = 1.6;
+  h.dv = 1.4;
+  h.offset_u = 1.1;
+  h.nviews = 24;
+  h.angle_start_deg = 11;
+  h.angle_range_deg = 720;
+  h.pitch_mm = 12;
+  h.z0_mm = -6;
+  h.detector = CTR_DETECTOR_CYLINDRICAL;
+  ctr_volume_geometry vol = {20, 17, 13, 1.0, 1.1, 1.25, 0.3, -0.4, 0.2};
+  ctr_geometry *g = NULL;
+  CHECK_OK(ctr_geometry_create_helical(&h, &vol, &g));
+  return g;
+}
+
 /* The test geometries: 0 an ordinary cone with offsets (x and y families),
- * 1 a short, tall one (all three families), 2 a half-fan offset detector. */
-#define NGEOM 3
-static const char *g_names[NGEOM] = {"offsets", "tall cone", "half fan"};
+ * 1 a short, tall one (all three families), 2 a half-fan offset detector,
+ * 3 a helix. */
+#define NGEOM 4
+static const char *g_names[NGEOM] = {"offsets", "tall cone", "half fan", "helix"};
 static ctr_geometry *g_geoms[NGEOM];
 
 static void make_geometries(void) {
   g_geoms[0] = curved(20, 13, 70, 105, 36, 30, 1.6, 1.4, 17, 2.3, -1.7, CTR_DETECTOR_CYLINDRICAL);
   g_geoms[1] = curved(14, 36, 24, 36, 44, 48, 1.6, 2.0, 9, 0.4, 0.9, CTR_DETECTOR_CYLINDRICAL);
   g_geoms[2] = curved(16, 10, 60, 90, 24, 20, 1.7, 1.7, 13, 14.0, 0.0, CTR_DETECTOR_CYLINDRICAL);
+  g_geoms[3] = curved_helix();
 }
 
 static ctr_projector *projector(ctr_context *ctx, const ctr_geometry *g, int64_t max_slab) {
@@ -66,14 +91,14 @@ static void counts(const ctr_projector *p, int64_t *nvol, int64_t *nproj) {
 /* The ray of pixel (u, v), from the view's origin along its direction
  * (itmath.h), reaches the cylinder of radius sdd at the pixel: the maps
  * (ctr__cyl_project) of a point on it give back (u, v) to 1e-9 pixels, at
- * random real (u, v). And every row of a column has bitwise the same A_p,
+ * random real (u, v), on a circle and on a helix. And every row of a column has bitwise the same A_p,
  * B_p and family when its ray steps along x or y, so that every view (no
  * ray steps along z here) takes the separable adjoint (itmath.h, "The
  * adjoint of column-separable views"). */
-static void test_rays(void) {
-  ctr_projector *p = projector(g_cpu, g_geoms[0], 0);
+static void rays_of(int gi) {
+  ctr_projector *p = projector(g_cpu, g_geoms[gi], 0);
   REQUIRE(p);
-  const ctr_volume_geometry vol = ctr_geometry_get_volume(g_geoms[0]);
+  const ctr_volume_geometry vol = ctr_geometry_get_volume(g_geoms[gi]);
   const double off[3] = {vol.offset_x, vol.offset_y, vol.offset_z};
   double worst = 0;
   int64_t same = 1, columns = 0, separable = 0;
@@ -111,15 +136,20 @@ static void test_rays(void) {
       columns++;
     }
   }
-  printf("rays: the maps of a point on the ray of (u, v) within %.2e pixels of (u, v); %lld "
+  printf("rays %s: the maps of a point on the ray of (u, v) within %.2e pixels of (u, v); %lld "
          "columns: one A_p, B_p and family per column: %s; %lld of %lld views column-separable\n",
-         worst, (long long)columns, same ? "yes" : "no", (long long)separable,
+         g_names[gi], worst, (long long)columns, same ? "yes" : "no", (long long)separable,
          (long long)p->nviews);
   CHECK_MSG(separable == p->nviews, "%lld of %lld views column-separable", (long long)separable,
             (long long)p->nviews);
   CHECK_MSG(worst < 1e-9, "a ray misses its pixel by %.3e", worst);
   CHECK_MSG(same, "rows of a column differ in A_p, B_p or family");
   ctr_projector_free(p);
+}
+
+static void test_rays(void) {
+  rays_of(0);
+  rays_of(3);
 }
 
 /* ---- Boxes ------------------------------------------------------------------------ */

@@ -2,12 +2,14 @@
  * checks, exact phantom projections on a helix, the FDK window's
  * sum-to-one property, helical FDK against the truth of a long phantom at
  * two pitches (against a circular FDK of the same phantom and detector, and
- * against CGLS on the same data), its pitch limit, and slabs. Built twice:
+ * against CGLS on the same data), its pitch limit and automatic window, and
+ * slabs; the same over a cylindrical (curved) detector. Built twice:
  * test_helical on the CPU, test_gpu_helical (CTR_TEST_CUDA) runs the FDK on
  * the GPU and compares it with the CPU's. */
 #include "harness.h"
 
 #include "filter/helix_weight_math.h"
+#include "geometry/geometry_internal.h"
 
 #define PI 3.14159265358979323846
 
@@ -153,7 +155,12 @@ static void test_geometry(void) {
   REQUIRE(g);
   ctr_helical_params q;
   CHECK(ctr_geometry_get_helical(g, &q) == 1);
-  CHECK(q.pitch_mm == p.pitch_mm && q.nviews == p.nviews && q.window_deg == 10.0);
+  CHECK(q.pitch_mm == p.pitch_mm && q.nviews == p.nviews &&
+        q.window_deg == CTR_HELIX_WINDOW_AUTO && q.detector == CTR_DETECTOR_FLAT);
+  /* the automatic window at pitch 0.5 H: the default's 10 degrees */
+  int automatic = 0;
+  CHECK_NEAR(ctr_geometry_get_helix_window(g, &automatic), 10.0, 0);
+  CHECK(automatic == 1);
   /* every view's source on the helix: radius sid, azimuth start - i step, height z0 + climb */
   double worst = 0;
   for (int64_t i = 0; i < p.nviews; i++) {
@@ -170,6 +177,7 @@ static void test_geometry(void) {
   char *text = NULL;
   CHECK_OK(ctr_geometry_to_json_string(g, &text));
   CHECK(text && strstr(text, "\"helical\"") && strstr(text, "pitch_mm"));
+  CHECK(text && !strstr(text, "window_deg") && !strstr(text, "shape")); /* automatic, flat */
   CHECK_OK(ctr_geometry_from_json_string(text, "helix.json", &back));
   free(text);
   if (back) {
@@ -180,7 +188,8 @@ static void test_geometry(void) {
       for (int k = 0; k < 12; k++) dm = fmax(dm, fabs(m1[k] - m2[k]));
     }
     CHECK_MSG(dm == 0.0, "matrices differ by %.3g after JSON", dm);
-    CHECK(ctr_geometry_get_helical(back, &q) && q.direction == CTR_ROTATION_CW);
+    CHECK(ctr_geometry_get_helical(back, &q) && q.direction == CTR_ROTATION_CW &&
+          q.window_deg == CTR_HELIX_WINDOW_AUTO);
   }
   ctr_geometry_free(back);
   back = NULL;
@@ -199,6 +208,17 @@ static void test_geometry(void) {
   bad = p;
   bad.window_deg = 91;
   CHECK_FAILS(ctr_geometry_create_helical(&bad, &v, &g), CTR_E_GEOMETRY, "window_deg");
+  bad.window_deg = -2; /* negative: only CTR_HELIX_WINDOW_AUTO */
+  CHECK_FAILS(ctr_geometry_create_helical(&bad, &v, &g), CTR_E_GEOMETRY, "window_deg = -2");
+  bad = p;
+  bad.detector = (ctr_detector_shape)7;
+  CHECK_FAILS(ctr_geometry_create_helical(&bad, &v, &g), CTR_E_GEOMETRY, "detector = 7");
+  CHECK(strcmp(ctr_error_get_field(), "ctr_helical_params.detector") == 0);
+  bad = p;
+  bad.detector = CTR_DETECTOR_CYLINDRICAL; /* an arc past 90 degrees */
+  bad.du = 1.1 * PI * SDD / NU;
+  CHECK_FAILS(ctr_geometry_create_helical(&bad, &v, &g), CTR_E_GEOMETRY, "below 90");
+  CHECK(strcmp(ctr_error_get_field(), "ctr_helical_params.detector") == 0);
   bad = p;
   bad.nviews = 1;
   CHECK_FAILS(ctr_geometry_create_helical(&bad, &v, &g), CTR_E_GEOMETRY, "nviews = 1");
@@ -211,6 +231,132 @@ static void test_geometry(void) {
                   "720}, \"volume\": {\"size\": 8, \"voxel_mm\": 1}}",
                   "h.json", &g),
               CTR_E_FORMAT, "pitch_mm");
+  CHECK_FAILS(ctr_geometry_from_json_string(
+                  "{\"type\": \"helical\", \"sid\": 200, \"sdd\": 400, \"detector\": {\"nu\": 8, "
+                  "\"nv\": 8, \"du\": 1, \"dv\": 1}, \"angles\": {\"count\": 90, \"range_deg\": "
+                  "720}, \"pitch_mm\": 4, \"window_deg\": -1, \"volume\": {\"size\": 8, "
+                  "\"voxel_mm\": 1}}",
+                  "h.json", &g),
+              CTR_E_FORMAT, "window_deg");
+  /* a version 1 struct: a flat detector, its window as given */
+  ctr_helical_params v1;
+  CHECK_OK(ctr_helical_params_init(&v1, 1));
+  CHECK(v1.version == 1);
+  v1.sid = SID, v1.sdd = SDD, v1.nu = NU, v1.nv = NV, v1.du = v1.dv = DPIX;
+  v1.nviews = 360, v1.angle_range_deg = 720, v1.pitch_mm = 4, v1.window_deg = 5;
+  CHECK_OK(ctr_geometry_create_helical(&v1, &v, &g));
+  if (g) {
+    CHECK(ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_FLAT);
+    CHECK_NEAR(ctr_geometry_get_helix_window(g, &automatic), 5.0, 0);
+    CHECK(automatic == 0);
+  }
+  ctr_geometry_free(g);
+  CHECK(isnan(ctr_geometry_get_helix_window(NULL, NULL)));
+}
+
+/* ---- A helix over a cylindrical detector ------------------------------------ */
+
+/* The curved helix's maps against a brute-force intersection of the ray
+ * from the view's source through a point with the cylinder of radius sdd
+ * about the source's vertical line: its fan angle from the principal ray
+ * and its height above the source. JSON keeps the shape; the pitch limit is
+ * the flat detector's (a voxel on the axis lies at r = sid in every view). */
+static void test_curved_geometry(void) {
+  ctr_helical_params p = bench_helix(0.7, 2.0, -4.0);
+  p.detector = CTR_DETECTOR_CYLINDRICAL;
+  p.direction = CTR_ROTATION_CW;
+  p.angle_start_deg = 20.0;
+  p.offset_u = 1.3;
+  p.offset_v = -0.7;
+  ctr_volume_geometry v = bench_volume(8, 0.0);
+  ctr_geometry *g = NULL, *back = NULL, *flat = NULL;
+  CHECK_OK(ctr_geometry_create_helical(&p, &v, &g));
+  REQUIRE(g);
+  CHECK(ctr_geometry_get_detector_shape(g) == CTR_DETECTOR_CYLINDRICAL);
+  const double u0 = 0.5 * (NU - 1) - p.offset_u / DPIX, v0 = 0.5 * (NV - 1) - p.offset_v / DPIX;
+  double worst = 0;
+  for (int64_t i = 0; i < p.nviews; i += 7) {
+    const double turned = i * p.angle_range_deg / (double)p.nviews;
+    const double t = (p.angle_start_deg - turned) * PI / 180.0;
+    const double zs = p.z0_mm + p.pitch_mm * turned / 360.0;
+    for (int k = 0; k < 6; k++) {
+      const double x[3] = {-9.0 + 3.7 * k, 8.0 - 2.9 * k, zs - 3.0 + 1.3 * k};
+      /* the ray's horizontal direction against the principal ray (-cos t, -sin t) */
+      const double hx = x[0] - SID * cos(t), hy = x[1] - SID * sin(t), r = hypot(hx, hy);
+      const double along = -(hx * cos(t) + hy * sin(t)) / r, across = (-hx * sin(t) + hy * cos(t)) / r;
+      const double gamma = atan2(across, along);
+      const double bu = u0 + gamma * SDD / DPIX, bv = v0 + (x[2] - zs) * (SDD / r) / DPIX;
+      double u, w, c;
+      ctr__geometry_project(g, i, x, &u, &w, &c);
+      worst = fmax(worst, fmax(fabs(u - bu), fabs(w - bv)));
+      CHECK(c > 0);
+    }
+  }
+  printf("curved helix: maps against brute force within %.2e pixels\n", worst);
+  CHECK(worst < 1e-9);
+  /* JSON: the shape, back to the same matrices and maps */
+  char *text = NULL;
+  CHECK_OK(ctr_geometry_to_json_string(g, &text));
+  CHECK(text && strstr(text, "\"cylindrical\"") && strstr(text, "\"helical\""));
+  CHECK_OK(ctr_geometry_from_json_string(text, "curved.json", &back));
+  free(text);
+  if (back) {
+    CHECK(ctr_geometry_get_detector_shape(back) == CTR_DETECTOR_CYLINDRICAL);
+    ctr__cyl_view a, b;
+    CHECK(ctr__geometry_cyl_view(g, 33, &a) && ctr__geometry_cyl_view(back, 33, &b));
+    CHECK(memcmp(&a, &b, sizeof a) == 0);
+  }
+  ctr_geometry_free(back);
+  /* the pitch limit: the flat detector's */
+  p.detector = CTR_DETECTOR_FLAT;
+  CHECK_OK(ctr_geometry_create_helical(&p, &v, &flat));
+  if (flat)
+    CHECK_NEAR(ctr__helix_pitch_limit(g, 0.1), ctr__helix_pitch_limit(flat, 0.1), 1e-12);
+  ctr_geometry_free(flat);
+  ctr_geometry_free(g);
+}
+
+/* Exact projections over the curved helix against line integrals along
+ * rays built from the detector's own description: the pixel (u, v) at the
+ * fan angle (u - u0) du / sdd on the arc of radius sdd about the source,
+ * (v - v0) dv above the source's height. */
+static void test_curved_projection(void) {
+  ctr_phantom *ph = long_phantom();
+  ctr_helical_params p = bench_helix(1.0, 1.5, -5.0);
+  p.detector = CTR_DETECTOR_CYLINDRICAL;
+  ctr_volume_geometry v = bench_volume(8, 0.0);
+  ctr_geometry *g = NULL;
+  CHECK_OK(ctr_geometry_create_helical(&p, &v, &g));
+  REQUIRE(g && ph);
+  float *proj = project(ph, g);
+  double worst = 0, peak = 0;
+  for (int64_t i = 0; i < p.nviews; i += 13) {
+    const double turned = i * p.angle_range_deg / (double)p.nviews, t = turned * PI / 180.0;
+    const double zs = p.z0_mm + p.pitch_mm * turned / 360.0;
+    const double src[3] = {SID * cos(t), SID * sin(t), zs};
+    for (int iv = 0; iv < NV; iv += 5)
+      for (int iu = 0; iu < NU; iu += 7) {
+        const double gam = (iu - 0.5 * (NU - 1)) * DPIX / SDD, b = (iv - 0.5 * (NV - 1)) * DPIX;
+        const double pix[3] = {src[0] + SDD * (-cos(gam) * cos(t) - sin(gam) * sin(t)),
+                               src[1] + SDD * (-cos(gam) * sin(t) + sin(gam) * cos(t)), zs + b};
+        double dir[3], len = 0;
+        for (int k = 0; k < 3; k++) {
+          dir[k] = pix[k] - src[k];
+          len += dir[k] * dir[k];
+        }
+        for (int k = 0; k < 3; k++) dir[k] /= sqrt(len);
+        const double e = ctr_phantom_line_integral(ph, src, dir);
+        worst = fmax(worst, fabs(e - proj[(i * NV + iv) * NU + iu]));
+        peak = fmax(peak, e);
+      }
+  }
+  printf("curved projection: helix of pitch %.2f mm, |exact - projected| <= %.2e (peak %.2f)\n",
+         p.pitch_mm, worst, peak);
+  CHECK(peak > 3.0);
+  CHECK(worst < 1e-4 * peak);
+  free(proj);
+  ctr_geometry_free(g);
+  ctr_phantom_free(ph);
 }
 
 /* ---- Exact projections --------------------------------------------------- */
@@ -259,8 +405,9 @@ static void test_projection(void) {
 
 /* The circular FDK of the long phantom on the same detector, one turn, 180
  * views; RMSE over its central slices |z| <= HEIGHT_ISO / 4. */
-static double circular_rmse(const ctr_phantom *ph) {
+static double circular_rmse(const ctr_phantom *ph, ctr_detector_shape shape) {
   ctr_circular_params c = CTR_CIRCULAR_PARAMS_INIT;
+  c.detector = shape;
   c.sid = SID;
   c.sdd = SDD;
   c.nu = NU;
@@ -284,16 +431,23 @@ static double circular_rmse(const ctr_phantom *ph) {
 }
 
 /* A helix long enough that the nz slices about z = 0 have their whole
- * window, plus half a turn. */
-static ctr_geometry *bench_fdk_geometry(double frac, int64_t nz, double window_deg) {
-  const double pitch = frac * HEIGHT_ISO, reach = pitch * (180.0 + window_deg) / 360.0;
+ * window (CTR_HELIX_WINDOW_AUTO: counted as 10 degrees), plus half a turn. */
+static ctr_geometry *bench_fdk_geometry_on(double frac, int64_t nz, double window_deg,
+                                           ctr_detector_shape shape) {
+  const double wr = window_deg < 0 ? 10.0 : window_deg;
+  const double pitch = frac * HEIGHT_ISO, reach = pitch * (180.0 + wr) / 360.0;
   const double span = nz * 0.5 + 2.0 * reach + 0.5 * pitch;
   ctr_helical_params p = bench_helix(frac, span / pitch, -0.5 * span);
   p.window_deg = window_deg;
+  p.detector = shape;
   ctr_volume_geometry v = bench_volume(nz, 0.0);
   ctr_geometry *g = NULL;
   CHECK_OK(ctr_geometry_create_helical(&p, &v, &g));
   return g;
+}
+
+static ctr_geometry *bench_fdk_geometry(double frac, int64_t nz, double window_deg) {
+  return bench_fdk_geometry_on(frac, nz, window_deg, CTR_DETECTOR_FLAT);
 }
 
 static void gpu_compare(const ctr_geometry *g, const float *proj, const float *cpu_vol,
@@ -302,9 +456,11 @@ static void gpu_compare(const ctr_geometry *g, const float *proj, const float *c
 /* Helical FDK at pitch `frac` of the detector's height at the axis: RMSE
  * against the truth within 1.5x of the circular FDK's; slices alone give
  * the whole run's bits; the GPU's (test_gpu_helical) the CPU's. */
-static void helical_case(const ctr_phantom *ph, double frac, double circ) {
+static void helical_case(const ctr_phantom *ph, double frac, double circ, double window_deg,
+                         ctr_detector_shape shape) {
   const int64_t nz = 12;
-  ctr_geometry *g = bench_fdk_geometry(frac, nz, 10.0);
+  const char *what = shape == CTR_DETECTOR_CYLINDRICAL ? "curved helical FDK" : "helical FDK";
+  ctr_geometry *g = bench_fdk_geometry_on(frac, nz, window_deg, shape);
   REQUIRE(g);
   const ctr_volume_geometry v = ctr_geometry_get_volume(g);
   const int64_t nviews = ctr_geometry_get_view_count(g);
@@ -318,9 +474,10 @@ static void helical_case(const ctr_phantom *ph, double frac, double circ) {
   o.strict = 1; /* the geometry passes FDK's check */
   CHECK_OK(fdk(g_cpu, g, proj, vol, &o));
   const double e = rmse(vol, truth, &v, 0, v.nz);
-  printf("helical FDK, pitch %.2f x %.2f mm = %.2f mm, %lld views: RMSE %.4f, circular %.4f "
-         "(ratio %.2f)\n", frac, HEIGHT_ISO, frac * HEIGHT_ISO, (long long)nviews, e, circ,
-         e / circ);
+  printf("%s, pitch %.2f x %.2f mm = %.2f mm, %lld views, window %g deg%s: RMSE %.4f, "
+         "circular %.4f (ratio %.2f)\n", what, frac, HEIGHT_ISO, frac * HEIGHT_ISO,
+         (long long)nviews, ctr_geometry_get_helix_window(g, NULL),
+         window_deg < 0 ? " (automatic)" : "", e, circ, e / circ);
   CHECK_MSG(e <= 1.5 * circ, "helical RMSE %.4f above 1.5 x circular %.4f", e, circ);
   {
     /* slices [z0, z0 + nz) alone: the same bits as the whole run's */
@@ -348,6 +505,9 @@ static void helical_case(const ctr_phantom *ph, double frac, double circ) {
     ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
     CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &pa, &vs, &rep));
     CHECK_MSG(rep.plan.nslabs > 1, "%lld subvolume(s)", (long long)rep.plan.nslabs);
+    /* the report says which window the run used */
+    CHECK(rep.helix_window_deg == ctr_geometry_get_helix_window(g, NULL));
+    CHECK(rep.helix_window_auto == (window_deg == CTR_HELIX_WINDOW_AUTO));
 #ifdef CTR_TEST_CUDA
     /* the general kernel anchors each block's positions in its own slab: float rounding */
     double e = 0, q = 0;
@@ -362,7 +522,7 @@ static void helical_case(const ctr_phantom *ph, double frac, double circ) {
     free(one);
     free(split);
   }
-  gpu_compare(g, proj, vol, "helical FDK");
+  gpu_compare(g, proj, vol, what);
   free(proj);
   free(truth);
   free(vol);
@@ -372,9 +532,16 @@ static void helical_case(const ctr_phantom *ph, double frac, double circ) {
 static void test_fdk(void) {
   ctr_phantom *ph = long_phantom();
   REQUIRE(ph);
-  const double circ = circular_rmse(ph);
-  helical_case(ph, 0.5, circ);
-  helical_case(ph, 0.9, circ);
+  const double circ = circular_rmse(ph, CTR_DETECTOR_FLAT);
+  helical_case(ph, 0.5, circ, 10.0, CTR_DETECTOR_FLAT);
+  helical_case(ph, 0.9, circ, 10.0, CTR_DETECTOR_FLAT);
+  /* pitch 1.0 H with the window left to the automatic choice (0 degrees) */
+  helical_case(ph, 1.0, circ, CTR_HELIX_WINDOW_AUTO, CTR_DETECTOR_FLAT);
+  /* a cylindrical detector against the circular curved FDK */
+  const double circ_curved = circular_rmse(ph, CTR_DETECTOR_CYLINDRICAL);
+  helical_case(ph, 0.5, circ_curved, CTR_HELIX_WINDOW_AUTO, CTR_DETECTOR_CYLINDRICAL);
+  helical_case(ph, 0.9, circ_curved, CTR_HELIX_WINDOW_AUTO, CTR_DETECTOR_CYLINDRICAL);
+  helical_case(ph, 1.0, circ_curved, CTR_HELIX_WINDOW_AUTO, CTR_DETECTOR_CYLINDRICAL);
   ctr_phantom_free(ph);
 }
 
@@ -459,6 +626,23 @@ static void test_pitch_limit(void) {
   REQUIRE(g);
   CHECK_OK(fdk(g_ctx, g, proj, vol, NULL));
   ctr_geometry_free(g);
+  /* the automatic window: the widest the pitch allows, pi (limit(0) / pitch - 1) up to 10
+   * degrees; above the detector's height none fits and FDK refuses, naming pitch_mm */
+  const double fracs[] = {0.5, 180.0 / 190.0, 0.97, 1.0, 1.01};
+  const double expect[] = {10.0, 10.0, 180.0 * (1.0 / 0.97 - 1.0), 0.0, -1.0};
+  for (int k = 0; k < 5; k++) {
+    g = bench_fdk_geometry(fracs[k], 4, CTR_HELIX_WINDOW_AUTO);
+    REQUIRE(g);
+    int automatic = 0;
+    CHECK_NEAR(ctr_geometry_get_helix_window(g, &automatic), expect[k], 1e-9);
+    CHECK(automatic == 1);
+    ctr_geometry_free(g);
+  }
+  g = bench_fdk_geometry(1.01, 4, CTR_HELIX_WINDOW_AUTO);
+  REQUIRE(g);
+  CHECK_FAILS(fdk(g_ctx, g, proj, vol, NULL), CTR_E_GEOMETRY, "at most 9.6 mm");
+  CHECK(strcmp(ctr_error_get_field(), "ctr_helical_params.pitch_mm") == 0);
+  ctr_geometry_free(g);
   /* the same helix as bare matrices: FDK cannot know the helix (strict: refused) */
   g = bench_fdk_geometry(0.5, 4, 10.0);
   REQUIRE(g);
@@ -489,6 +673,94 @@ static void test_pitch_limit(void) {
   ctr_geometry_free(g);
   free(proj);
   free(vol);
+}
+
+/* The views a slab needs (ctr__helix_slab_views, which the streamed executor's
+ * later subvolumes backproject, leaving out the rest): every view left out
+ * has window weight exactly 0 (the CPU's double form) at every slice of the
+ * slab, and a run in several subvolumes (host store and scratch file) gives
+ * the bits of one subvolume. A 20 mm tall volume on a helix of pitch 0.5 H. */
+static void test_slab_views(void) {
+  const int64_t nz = 40;
+  ctr_phantom *ph = long_phantom();
+  ctr_geometry *g = bench_fdk_geometry(0.5, nz, 10.0);
+  REQUIRE(g && ph);
+  ctr_volume_geometry v = ctr_geometry_get_volume(g);
+  v.nx = v.ny = 32;
+  CHECK_OK(ctr_geometry_set_volume(g, &v));
+  const int64_t nviews = ctr_geometry_get_view_count(g), n = v.nx * v.ny * v.nz;
+  ctr__helix_fdk hx;
+  CHECK(ctr__geometry_helix(g, &hx));
+  const double reach = (PI + hx.s) / fabs(hx.kz);
+  int64_t worst_extra = 0, zero_left_out = 1, fewest = nviews, most = 0;
+  for (int64_t z0 = 0; z0 < nz; z0 += 7) {
+    const int64_t m = nz - z0 < 7 ? nz - z0 : 7;
+    int64_t a, e;
+    ctr__helix_slab_views(g, z0, m, &a, &e);
+    for (int64_t i = 0; i < nviews; i++) {
+      if (i >= a && i < e) continue;
+      double src[3];
+      ctr_geometry_get_source(g, i, src);
+      for (int64_t k = z0; k < z0 + m; k++) {
+        const double wz = ctr__voxel_coord(k, v.nz, v.voxel_z, v.offset_z);
+        zero_left_out &= ctr__helix_window(ctr__helix_arg(src[2], wz, hx.kz), hx.s) == 0.0;
+      }
+    }
+    /* the views whose source lies within the reach of the slab's heights, two to spare */
+    const double span = (double)(m - 1) * v.voxel_z + 2.0 * reach;
+    const int64_t need = (int64_t)ceil(span / fabs(g->hel.pitch_mm) * PER_TURN);
+    worst_extra = (e - a) - need > worst_extra ? (e - a) - need : worst_extra;
+    fewest = e - a < fewest ? e - a : fewest;
+    most = e - a > most ? e - a : most;
+  }
+  printf("slab views: slabs of 7 slices use %lld .. %lld of %lld views (at most %lld beyond the "
+         "window's reach)\n", (long long)fewest, (long long)most, (long long)nviews,
+         (long long)worst_extra);
+  CHECK(zero_left_out);
+  CHECK(most < nviews / 2);
+  CHECK(worst_extra <= 3);
+  int64_t a, e;
+  ctr__helix_slab_views(g, 0, nz, &a, &e);
+  /* the whole volume: the helix less its ends beyond the window's reach */
+  printf("slab views: the whole volume uses %lld of %lld views\n", (long long)(e - a),
+         (long long)nviews);
+  const double whole = (double)(nz - 1) * v.voxel_z + 2.0 * reach;
+  const int64_t need = (int64_t)ceil(whole / fabs(g->hel.pitch_mm) * PER_TURN);
+  CHECK(e - a < nviews && e - a >= need && e - a <= need + 3);
+  /* several subvolumes: the bits of one */
+  float *proj = project(ph, g);
+  float *one = malloc(sizeof(float) * (size_t)n), *split = malloc(sizeof(float) * (size_t)n);
+  int64_t pd[3] = {NU, NV, nviews}, vd[3] = {v.nx, v.ny, v.nz};
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(one, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array vs = ctr_array_make(split, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
+  CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &pa, &va, NULL));
+  const ctr_fdk_store stores[] = {CTR_FDK_STORE_HOST, CTR_FDK_STORE_SCRATCH};
+  for (int k = 0; k < 2; k++) {
+    memset(split, 0xff, sizeof(float) * (size_t)n);
+    so.max_slab_slices = 7;
+    so.store = stores[k];
+    ctr_fdk_stream_report rep = CTR_FDK_STREAM_REPORT_INIT;
+    CHECK_OK(ctr_fdk_stream_memory(g_ctx, g, &so, &pa, &vs, &rep));
+    CHECK_MSG(rep.plan.nslabs >= 5, "%lld subvolume(s)", (long long)rep.plan.nslabs);
+#ifdef CTR_TEST_CUDA
+    double d = 0, q = 0; /* the general kernel anchors positions per subvolume */
+    for (int64_t i = 0; i < n; i++) {
+      d += ((double)one[i] - split[i]) * ((double)one[i] - split[i]);
+      q += (double)one[i] * one[i];
+    }
+    CHECK_MSG(q > 0 && sqrt(d / q) < 1e-5, "subvolumes differ by %.3g relative RMS", sqrt(d / q));
+#else
+    CHECK_MSG(memcmp(one, split, sizeof(float) * (size_t)n) == 0,
+              "subvolumes (store %d) differ from one", (int)stores[k]);
+#endif
+  }
+  free(one);
+  free(split);
+  free(proj);
+  ctr_geometry_free(g);
+  ctr_phantom_free(ph);
 }
 
 #ifdef CTR_TEST_CUDA
@@ -528,9 +800,12 @@ int main(void) {
   test_window();
   test_geometry();
   test_projection();
+  test_curved_geometry();
+  test_curved_projection();
   test_fdk();
   test_cgls();
   test_pitch_limit();
+  test_slab_views();
   if (g_ctx != g_cpu) ctr_context_free(g_ctx);
   ctr_context_free(g_cpu);
   return th_finish(name);

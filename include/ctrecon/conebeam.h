@@ -326,8 +326,9 @@ CTR_API ctr_status ctr_fdk_stream_options_init(ctr_fdk_stream_options *s, unsign
 
 /* What a streamed run did. Filled by the library in the version the caller
  * set (ctr_fdk_stream_report_init or CTR_FDK_STREAM_REPORT_INIT), with the plan and
- * timings in the versions that version holds. */
-#define CTR_FDK_STREAM_REPORT_VERSION 1u
+ * timings in the versions that version holds. Version 2 adds the helical
+ * window the run used. */
+#define CTR_FDK_STREAM_REPORT_VERSION 2u
 typedef struct ctr_fdk_stream_report {
   unsigned version;
   ctr_fdk_plan plan;
@@ -355,10 +356,14 @@ typedef struct ctr_fdk_stream_report {
   ctr_fdk_stream_timings worker_timings[CTR_MAX_WORKERS]; /* each one's busy times (upload, filter,
                                                          store, reload, backproject, download,
                                                          reduce, wait); `timings` sums them */
+  double helix_window_deg;  /* version 2: on a helix, the window smoothing width helical FDK
+                               used (degrees: window_deg, or the automatic choice,
+                               ctr_geometry_get_helix_window); -1 for other orbits */
+  int helix_window_auto;    /* version 2: 1 when the library chose that window */
 } ctr_fdk_stream_report;
 #define CTR_FDK_STREAM_REPORT_INIT                                                                 \
   { CTR_FDK_STREAM_REPORT_VERSION, CTR_FDK_PLAN_INIT, CTR_FDK_STREAM_TIMINGS_INIT, 0, 0, 0, 0, 0, 0, 0, 0, \
-    0, "", 0, { 0 }, { CTR_FDK_STREAM_TIMINGS_INIT } }
+    0, "", 0, { 0 }, { CTR_FDK_STREAM_TIMINGS_INIT }, -1.0, 0 }
 /* The defaults in the layout of `version`, 1 .. CTR_FDK_STREAM_REPORT_VERSION (core.h). */
 CTR_API ctr_status ctr_fdk_stream_report_init(ctr_fdk_stream_report *s, unsigned version);
 

@@ -64,9 +64,15 @@ CTR_API ctr_status ctr_circular_params_init(ctr_circular_params *s, unsigned ver
  * z0_mm + pitch_mm * i * angle_range_deg / (360 nviews), so it climbs
  * pitch_mm (the table feed per turn, either sign, not 0) per 360 degrees of
  * rotation whatever the direction. window_deg is helical FDK's smoothing
- * width s of its redundancy window (0 .. 90 degrees, default 10); it plays
- * no part in the matrices. */
-#define CTR_HELICAL_PARAMS_VERSION 1u
+ * width s of its redundancy window (0 .. 90 degrees), or
+ * CTR_HELIX_WINDOW_AUTO (-1, the default since version 2): the widest
+ * window up to 10 degrees that the pitch allows (0 at a pitch of the
+ * detector's height at the axis; ctr_geometry_get_helix_window); it plays no
+ * part in the matrices. Version 2 adds `detector`, the detector's shape as
+ * in ctr_circular_params (CTR_DETECTOR_CYLINDRICAL: the columns on an arc of
+ * radius sdd about the source, carried along z with it). */
+#define CTR_HELIX_WINDOW_AUTO (-1.0)
+#define CTR_HELICAL_PARAMS_VERSION 2u /* 2: detector; window_deg CTR_HELIX_WINDOW_AUTO */
 typedef struct ctr_helical_params {
   unsigned version;
   double sid; /* source to rotation axis, mm */
@@ -80,12 +86,13 @@ typedef struct ctr_helical_params {
   ctr_rotation direction;
   double pitch_mm;   /* source z climb per 360 degrees, mm */
   double z0_mm;      /* source z of view 0, mm */
-  double window_deg; /* helical FDK's window smoothing width s, degrees */
+  double window_deg; /* helical FDK's window smoothing width s, degrees, or CTR_HELIX_WINDOW_AUTO */
+  ctr_detector_shape detector; /* version 2 */
 } ctr_helical_params;
 
 #define CTR_HELICAL_PARAMS_INIT                                                           \
   { CTR_HELICAL_PARAMS_VERSION, 0, 0, 0, 0, 1.0, 1.0, 0, 0, 0, 0.0, 360.0,                \
-    CTR_ROTATION_CCW, 0.0, 0.0, 10.0 }
+    CTR_ROTATION_CCW, 0.0, 0.0, CTR_HELIX_WINDOW_AUTO, CTR_DETECTOR_FLAT }
 /* The defaults in the layout of `version`, 1 .. CTR_HELICAL_PARAMS_VERSION (core.h). */
 CTR_API ctr_status ctr_helical_params_init(ctr_helical_params *s, unsigned version);
 
@@ -105,13 +112,21 @@ CTR_API ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
  * Validates every field as ctr_geometry_create_circular does, with errors
  * naming the field: pitch_mm finite and not 0 (0 is a circular orbit: use
  * ctr_geometry_create_circular), nviews >= 2, angle_range_deg in (0, 3.6e6],
- * window_deg in [0, 90]. */
+ * window_deg in [0, 90] or CTR_HELIX_WINDOW_AUTO, detector flat or
+ * cylindrical (the arc within +-90 degrees, as a circular orbit's). */
 CTR_API ctr_status ctr_geometry_create_helical(const ctr_helical_params *p,
                                                const ctr_volume_geometry *vol, ctr_geometry **out);
 /* 1 and *p (version CTR_HELICAL_PARAMS_VERSION; NULL: not written) the
  * helix when g was built by ctr_geometry_create_helical (or its JSON type
  * "helical"), else 0. */
 CTR_API int ctr_geometry_get_helical(const ctr_geometry *g, ctr_helical_params *p);
+/* The window smoothing width (degrees) helical FDK uses on g: window_deg as
+ * given, or for CTR_HELIX_WINDOW_AUTO the widest up to 10 degrees whose
+ * pitch limit (docs/geometry.md, "Helical orbits") the pitch keeps; -1 when
+ * the pitch exceeds even window 0's limit (the detector's height at the axis:
+ * FDK refuses it), NaN when g is not a helix. *automatic (may be NULL) gets 1
+ * when the window was chosen here. */
+CTR_API double ctr_geometry_get_helix_window(const ctr_geometry *g, int *automatic);
 /* Builds the canonical geometry from arbitrary per-view 3x4 matrices
  * (row-major, nviews * 12 doubles, mapping world mm to pixel indices up to
  * scale). du, dv are informative (mm); pass 0 if unknown. */
@@ -171,8 +186,8 @@ CTR_API void ctr_geometry_get_source(const ctr_geometry *g, int64_t i, double ou
 /* 1 for a circular orbit (u, c independent of z), else 0. A cylindrical
  * detector's orbit is circular too. */
 CTR_API int ctr_geometry_is_circular(const ctr_geometry *g);
-/* The detector's shape: CTR_DETECTOR_CYLINDRICAL for a circular orbit built
- * with that `detector`, else CTR_DETECTOR_FLAT. A cylindrical detector's
+/* The detector's shape: CTR_DETECTOR_CYLINDRICAL for a circular or helical
+ * orbit built with that `detector`, else CTR_DETECTOR_FLAT. A cylindrical detector's
  * pixels do not follow a 3x4 matrix: ctr_geometry_get_matrix then gives the
  * matrix of the flat detector tangent to the arc at the principal ray (the
  * same principal point, sdd and pitch; docs/geometry.md). */

@@ -185,7 +185,7 @@ typedef struct ctr_live_options {
                                 0, CTR_LIVE_ACCUMULATE_OFF }
 CTR_API ctr_status ctr_live_options_init(ctr_live_options *s, unsigned version);
 
-#define CTR_LIVE_STATE_VERSION 2u /* 2: resumed, accumulated */
+#define CTR_LIVE_STATE_VERSION 3u /* 2: resumed, accumulated; 3: the step's seconds */
 typedef struct ctr_live_state {
   unsigned version;
   int64_t projections;  /* arrived (and backprojected into the previews) */
@@ -203,8 +203,19 @@ typedef struct ctr_live_state {
   int64_t resumed;      /* projections taken from a stopped run's state (resume) */
   int64_t accumulated;  /* projections summed into the full volume (accumulate; they go in
                            index order: one that arrived after a gap waits for it) */
+  /* version 3: where this step's time went (seconds; docs/synchrotron.md, "Where a
+     preview step's time goes") */
+  double read_s;        /* taking the frames: the source (a file's refresh, a socket's
+                           receive), the spool's writes and its index */
+  double filter_s;      /* the previewed rows flat-fielded, -log'ed, filtered and weighted */
+  double backproject_s; /* their backprojection into the previews (on a GPU: upload,
+                           kernels, download) */
+  double accumulate_s;  /* the full volume's sum (accumulate; on a GPU the calls that queue
+                           it: the device works on) */
+  double write_s;       /* the last ctr_fbp_live_write_preview (0: none yet) */
 } ctr_live_state;
-#define CTR_LIVE_STATE_INIT { CTR_LIVE_STATE_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0 }
+#define CTR_LIVE_STATE_INIT                                                                     \
+  { CTR_LIVE_STATE_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0 }
 CTR_API ctr_status ctr_live_state_init(ctr_live_state *s, unsigned version);
 
 /* A live reconstruction of the scan `src` delivers (the source stays the caller's;

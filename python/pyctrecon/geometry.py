@@ -130,14 +130,18 @@ class ConeGeometry:
                 nviews: int, angle_range: float, du: float = 1.0, dv: float = 1.0,
                 offset_u: float = 0.0, offset_v: float = 0.0, angle_start: float = 0.0,
                 direction: str = "ccw", z0: float = 0.0,
-                helix_window: float = 10.0) -> "ConeGeometry":
+                helix_window: Optional[float] = None,
+                detector: str = "flat") -> "ConeGeometry":
         """A helical orbit (ctr_helical_params; docs/geometry.md, "Helical
         orbits"): the circular orbit's source, detector and ``nviews`` views
         over ``angle_range`` degrees (any number of turns) from
         ``angle_start``, with the source and detector climbing ``pitch`` mm
         along z per turn (either sign, not 0) from height ``z0`` mm at the
         first view. ``helix_window`` (degrees, 0 .. 90) is FDK's redundancy
-        window smoothing width; ``fdk`` reconstructs the helix with it."""
+        window smoothing width; ``fdk`` reconstructs the helix with it. None
+        (the default) takes the widest window up to 10 degrees that the pitch
+        allows (``helix_window_used``). ``detector="cylindrical"`` puts the
+        columns on an arc of radius sdd about the source, as ``circular``'s."""
         p = new_struct("ctr_helical_params", lib.ctr_helical_params_init,
                        lib.CTR_HELICAL_PARAMS_VERSION)
         _core.assign(p, sid=sid, sdd=sdd, nu=nu, nv=nv, du=du, dv=dv, offset_u=offset_u,
@@ -145,22 +149,40 @@ class ConeGeometry:
         _core.assign(p, {"angle_start_deg": "angle_start", "angle_range_deg": "angle_range",
                          "pitch_mm": "pitch", "z0_mm": "z0", "window_deg": "helix_window"},
                      angle_start_deg=angle_start, angle_range_deg=angle_range, pitch_mm=pitch,
-                     z0_mm=z0, window_deg=helix_window)
+                     z0_mm=z0)
+        if helix_window is not None:
+            if not helix_window >= 0:
+                raise ValueError(f"helix_window = {helix_window}: expected 0 .. 90 degrees, or "
+                                 "None (the widest the pitch allows, up to 10)")
+            _core.assign(p, {"window_deg": "helix_window"}, window_deg=helix_window)
         p.direction = _core.enum_value(_ROTATION, direction, "direction")
+        p.detector = _core.enum_value(_DETECTOR, detector, "detector")
         return cls._make(lib.ctr_geometry_create_helical, p, volume._c())
 
     @property
     def helix(self) -> Optional[dict]:
-        """A helical geometry's parameters (``pitch``, ``z0``, ``helix_window``,
-        ``angle_start``, ``angle_range``, ``nviews``, ``sid``, ``sdd``), else
+        """A helical geometry's parameters (``pitch``, ``z0``, ``helix_window``:
+        None when left to the automatic choice, ``angle_start``,
+        ``angle_range``, ``nviews``, ``sid``, ``sdd``, ``detector``), else
         None."""
         p = new_struct("ctr_helical_params", lib.ctr_helical_params_init,
                        lib.CTR_HELICAL_PARAMS_VERSION)
         if not lib.ctr_geometry_get_helical(self._ptr, p):
             return None
-        return {"pitch": p.pitch_mm, "z0": p.z0_mm, "helix_window": p.window_deg,
+        window = None if p.window_deg == lib.CTR_HELIX_WINDOW_AUTO else p.window_deg
+        shape = "cylindrical" if p.detector == lib.CTR_DETECTOR_CYLINDRICAL else "flat"
+        return {"pitch": p.pitch_mm, "z0": p.z0_mm, "helix_window": window,
                 "angle_start": p.angle_start_deg, "angle_range": p.angle_range_deg,
-                "nviews": p.nviews, "sid": p.sid, "sdd": p.sdd}
+                "nviews": p.nviews, "sid": p.sid, "sdd": p.sdd, "detector": shape}
+
+    @property
+    def helix_window_used(self) -> Optional[float]:
+        """The window (degrees) helical FDK uses on this helix: ``helix_window``,
+        or the automatic choice (ctr_geometry_get_helix_window); -1 when the
+        pitch exceeds the detector's height (FDK refuses it); None when the
+        geometry is not a helix."""
+        w = lib.ctr_geometry_get_helix_window(self._ptr, ffi.NULL)
+        return None if w != w else w
 
     @classmethod
     def from_matrices(cls, matrices, *, nu: int, nv: int, volume: Volume, du: float = 0.0,

@@ -81,7 +81,9 @@ class LiveUpdate:
     """One step of ``follow``: the previews after ``projections`` of
     ``expected`` (0: not known yet) projections. ``ended``: 0 acquiring, 1
     complete, 2 stopped early; ``report``: the final run's (a dict, as
-    ``fbp_stream``'s) on the last update of a complete scan with ``out``."""
+    ``fbp_stream``'s) on the last update of a complete scan with ``out``;
+    ``seconds``: where the step's time went (``read``, ``filter``,
+    ``backproject``, ``accumulate``, ``write``: ctr_live_state's seconds)."""
     projections: int
     expected: int
     updated: int
@@ -93,6 +95,7 @@ class LiveUpdate:
     report: Optional[dict] = field(default=None)
     resumed: int = 0
     accumulated: int = 0
+    seconds: Optional[dict] = field(default=None)
 
 
 def follow(source: Union[str, os.PathLike, Source], out: Union[str, os.PathLike, None] = None, *,
@@ -220,4 +223,6 @@ def _update(live, st) -> LiveUpdate:
         rows.append(int(r[0]))
     return LiveUpdate(int(st.projections), int(st.expected), int(st.updated), int(st.dropped),
                       int(st.ended), tuple(rows), prev, float(st.lag_s),
-                      resumed=int(st.resumed), accumulated=int(st.accumulated))
+                      resumed=int(st.resumed), accumulated=int(st.accumulated),
+                      seconds={k: float(getattr(st, k + "_s")) for k in
+                               ("read", "filter", "backproject", "accumulate", "write")})

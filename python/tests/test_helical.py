@@ -25,7 +25,8 @@ def _volume():
 def test_helix_and_sources():
     g = pyctrecon.ConeGeometry.helical(volume=_volume(), **KW)
     h = g.helix
-    assert h["pitch"] == 4.8 and h["z0"] == -6.75 and h["helix_window"] == 10.0
+    assert h["pitch"] == 4.8 and h["z0"] == -6.75 and h["helix_window"] is None
+    assert h["detector"] == "flat" and g.helix_window_used == 10.0  # automatic: the widest <= 10
     assert g.nviews == 505
     # view i: 2 degrees a view, 4.8 mm a turn
     s = g.source(90)
@@ -47,6 +48,10 @@ def test_errors_name_keywords():
         pyctrecon.ConeGeometry.helical(volume=_volume(), **{**KW, "pitch": 0})
     with pytest.raises(pyctrecon.GeometryError, match="helix_window = 95"):
         pyctrecon.ConeGeometry.helical(volume=_volume(), helix_window=95, **KW)
+    with pytest.raises(ValueError, match="helix_window = -1"):
+        pyctrecon.ConeGeometry.helical(volume=_volume(), helix_window=-1, **KW)
+    with pytest.raises(ValueError, match="detector"):
+        pyctrecon.ConeGeometry.helical(volume=_volume(), detector="round", **KW)
 
 
 def test_fdk_truth_and_tool(cli, cpu, tmp_path):
@@ -63,9 +68,32 @@ def test_fdk_truth_and_tool(cli, cpu, tmp_path):
     cli("fdk", "--geometry", tmp_path / "h.json", "--projections", tmp_path / "p.nrrd",
         "--out", tmp_path / "v.nrrd", "--device", "cpu", "--quiet")
     assert same(vol, pyctrecon.io.load(tmp_path / "v.nrrd"))
-    steep = pyctrecon.ConeGeometry.helical(volume=_volume(), **{**KW, "pitch": 9.6})
+    # pitch 9.6 (1.0 of the height): the automatic window narrows to 0 and FDK runs; a window
+    # of 10 given explicitly is refused
+    auto = pyctrecon.ConeGeometry.helical(volume=_volume(), **{**KW, "pitch": 9.6})
+    assert auto.helix_window_used == 0.0 and auto.helix["helix_window"] is None
+    steep = pyctrecon.ConeGeometry.helical(volume=_volume(), helix_window=10,
+                                           **{**KW, "pitch": 9.6})
     sp = ph.project(steep, ctx=cpu)
+    va, rep = pyctrecon.fdk(sp, auto, ctx=cpu, return_report=True)
+    assert float(np.sqrt(np.mean((va - truth) ** 2))) < 0.08
+    assert rep["helix_window_deg"] == 0.0 and rep["helix_window_auto"] == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # refused, not warned about first
         with pytest.raises(pyctrecon.GeometryError, match="pitch = 9.6: helical FDK takes at most"):
             pyctrecon.fdk(sp, steep, ctx=cpu)
+
+
+def test_curved_helix(cli, cpu, tmp_path):
+    """A helix over a cylindrical detector: the tool's file, its shape, and helical FDK
+    against the truth."""
+    g = pyctrecon.ConeGeometry.helical(volume=_volume(), detector="cylindrical", **KW)
+    assert g.detector_shape == "cylindrical" and g.helix["detector"] == "cylindrical"
+    cli("geometry", "--out", tmp_path / "c.json", *CLI, "--detector", "cylindrical", "--quiet")
+    t = pyctrecon.ConeGeometry.load(tmp_path / "c.json")
+    assert np.array_equal(t.matrices, g.matrices) and t.helix == g.helix
+    ph = pyctrecon.Phantom([dict(density=1.0, cx=0, cy=0, cz=0, ax=9, ay=8, az=70),
+                            dict(density=0.5, cx=3, cy=0, cz=1, ax=2, ay=2, az=2)])
+    vol = pyctrecon.fdk(ph.project(g, ctx=cpu), g, ctx=cpu)
+    rmse = float(np.sqrt(np.mean((vol - ph.voxelize(g, ctx=cpu)) ** 2)))
+    assert rmse < 0.08, rmse

@@ -6,6 +6,15 @@
 
 #include "geometry/geometry_internal.h"
 
+/* A report's helical window (ctr_fdk_stream_report version 2): g's, or -1
+ * when g is not a helix. */
+static inline void ctr__fdk_report_helix(const ctr_geometry *g, ctr_fdk_stream_report *rep) {
+  int automatic = 0;
+  const double w = ctr_geometry_get_helix_window(g, &automatic);
+  rep->helix_window_deg = w == w ? w : -1.0;
+  rep->helix_window_auto = automatic;
+}
+
 /* Validates opts (NULL: defaults) against g and resolves nz = 0 to the whole
  * volume. */
 ctr_status ctr__fdk_options_resolve(const ctr_geometry *g, const ctr_fdk_options *opts,

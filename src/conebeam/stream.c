@@ -598,11 +598,31 @@ static ctr_status first_pass_own(worker *w) {
   return CTR_OK;
 }
 
-/* A later pass: backproject the kept filtered copies of subsets [b0, b1). */
-static ctr_status reuse_pass(worker *w) {
+/* The subsets [*b0, *b1) of w's share that slices [z, z + nz) of the run
+ * need: on a helix those holding the views its window weights there
+ * (ctr__helix_slab_views; the others would add exactly nothing), else all. */
+static void slab_batches(const worker *w, int64_t z, int64_t nz, int64_t *b0, int64_t *b1) {
+  const stream_run *r = w->r;
+  int64_t v0, v1;
+  ctr__helix_slab_views(r->g, r->plan.z0 + z, nz, &v0, &v1);
+  const int64_t per = r->plan.views_per_batch;
+  const int64_t a = v0 / per, e = v1 > v0 ? (v1 + per - 1) / per : a;
+  *b0 = a > w->b0 ? a : w->b0;
+  *b1 = e < w->b1 ? e : w->b1;
+  if (*b1 < *b0) *b1 = *b0;
+}
+
+/* A later pass: backproject the kept filtered copies of subsets [b0, b1) that
+ * slices [z, z + nz) need (nz 0: all of them); the others count as done. */
+static ctr_status reuse_pass(worker *w, int64_t z, int64_t nz) {
   stream_run *r = w->r;
-  if (r->plan.store == CTR_FDK_STORE_SCRATCH) CTR_CHECK(ctr__ring_start(&w->sring, w->b0, w->b1 - w->b0));
-  for (int64_t b = w->b0; b < w->b1; b++) {
+  int64_t b0 = w->b0, b1 = w->b1;
+  if (nz > 0) slab_batches(w, z, nz, &b0, &b1);
+  for (int64_t b = w->b0; b < b0; b++) CTR_CHECK(work_done(r));
+  for (int64_t b = b1; b < w->b1; b++) CTR_CHECK(work_done(r));
+  if (r->plan.store == CTR_FDK_STORE_SCRATCH && b1 > b0)
+    CTR_CHECK(ctr__ring_start(&w->sring, b0, b1 - b0));
+  for (int64_t b = b0; b < b1; b++) {
     if (r->stop) return stopped(r);
     const int64_t v0 = b * r->plan.views_per_batch, n = batch_len(r, b);
     const float *src = NULL;
@@ -706,7 +726,7 @@ static ctr_status run_volume(worker *w) {
     float *target = r->vol_mem ? r->vol_mem + z * slice : NULL;
     CTR_CHECK(w->eng->ops->slab_begin(w->eng, r->plan.z0 + z, nz, target));
     TR("v%d start", w->index);
-    CTR_CHECK(first ? first_pass(w) : reuse_pass(w));
+    CTR_CHECK(first ? first_pass(w) : reuse_pass(w, z, nz));
     first = 0;
     TR("v%d queued", w->index);
     CTR_CHECK(w->eng->ops->slab_end(w->eng));
@@ -732,7 +752,7 @@ static ctr_status run_projections(worker *w) {
     const int tail = r->vol_mem && w->eng->ops->tail_hold && r->plan.nbatches >= 2 * r->nw &&
                      w->eng->ops->tail_hold(w->eng, k1 - k0, r->nw);
     TR("w%d start", w->index);
-    CTR_CHECK(i == 0 ? first_pass_own(w) : reuse_pass(w));
+    CTR_CHECK(i == 0 ? first_pass_own(w) : reuse_pass(w, 0, 0));
     TR("w%d queued", w->index);
     if (tail) {
       CTR_CHECK(w->eng->ops->tail_queue(w->eng, r->nw));
@@ -1059,6 +1079,7 @@ static void finish_report(stream_run *r, double t_start, double t_setup, ctr_fdk
   rep->min = INFINITY;
   rep->max = -INFINITY;
   rep->workers = r->nw;
+  ctr__fdk_report_helix(r->g, rep);
   for (int i = 0; i < r->nw && i < CTR_MAX_WORKERS; i++) {
     worker *w = &r->w[i];
     ctr_fdk_stream_timings *wt = &rep->worker_timings[i];

@@ -143,6 +143,7 @@ static ctr_status fdk_stream_dist(ctr_context *ctx, const ctr_geometry *g,
     rep.slabs_resumed = dout.nkept;
     rep.slices_resumed = dout.kept_slices;
     rep.workers = 1;
+    ctr__fdk_report_helix(g, &rep);
   }
   if (st == CTR_OK && rank == ctr_cluster_get_reporter(sd.cluster))
     ctr__fdk_stream_warn(ctx, projections->path, rep.nonfinite, rep.out_nonfinite);

@@ -1,10 +1,11 @@
-/* Inline maps of a cylindrical (curved) detector on a circular orbit, shared
+/* Inline maps of a cylindrical (curved) detector on a circular or helical orbit, shared
  * by the CPU and CUDA backprojectors, the double-precision reference, the
  * FDK weights and the exact phantom projections, so every backend evaluates
  * the same formulas (docs/geometry.md, "Curved (cylindrical) detectors").
  * C99 and CUDA C.
  *
- * A view at source azimuth t (source at d (cos t, sin t, 0)) has columns on
+ * A view at source azimuth t (source at (d cos t, d sin t, zs): zs = 0 on a
+ * circular orbit, the view's source height on a helix) has columns on
  * an arc of radius sdd about the vertical line through the source, equally
  * spaced in the fan angle gamma (fu = sdd / du columns per radian), rows
  * along z (fv = sdd / dv rows per mm of height at distance 1). For a point
@@ -12,18 +13,19 @@
  *   s = d - x cos t - y sin t        depth along the principal ray
  *   l = -x sin t + y cos t           lateral offset, along the flat u axis
  *   gamma = atan2(l, s),  r = hypot(s, l)
- *   u = u0 + fu gamma,  v = v0 + fv z / r,  FDK weight (d / r)^2. */
+ *   u = u0 + fu gamma,  v = v0 + fv (z - zs) / r,  FDK weight (d / r)^2. */
 #ifndef CTR_CYLMATH_H
 #define CTR_CYLMATH_H
 
 #include "core/projmath.h"
 
 /* One view of a cylindrical detector in pixel units: cos t, sin t, the
- * source-to-axis distance d (mm), the principal point (u0, v0) and fu, fv
- * (sdd / du, sdd / dv). */
+ * source-to-axis distance d (mm), the principal point (u0, v0), fu, fv
+ * (sdd / du, sdd / dv) and the source's height zs (mm). */
 typedef struct ctr__cyl_view {
   double ct, st, d;
   double u0, fu, v0, fv;
+  double zs;
 } ctr__cyl_view;
 
 /* The fan angle gamma (radians) and the horizontal distance r (mm) from the
@@ -41,7 +43,7 @@ CTR_HD void ctr__cyl_project(const ctr__cyl_view *p, double x, double y, double 
   double gamma, r;
   ctr__cyl_column(p->ct, p->st, p->d, x, y, &gamma, &r);
   *u = p->u0 + p->fu * gamma;
-  *v = p->v0 + p->fv * z / r;
+  *v = p->v0 + p->fv * (z - p->zs) / r;
   *w = (p->d / r) * (p->d / r);
 }
 

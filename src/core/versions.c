@@ -228,7 +228,12 @@ static const ctr__struct_version circular_params_versions[] = {
     CTR__V_ALL(ctr_circular_params),            /* 2: detector */
 };
 CTR__STRUCT_DEFINE(circular_params, CTR_CIRCULAR_PARAMS_VERSION)
-CTR__STRUCT_DEFINE_V1(helical_params, CTR_HELICAL_PARAMS_VERSION, CTR_HELICAL_PARAMS_INIT)
+static const ctr_helical_params helical_params_defaults = CTR_HELICAL_PARAMS_INIT;
+static const ctr__struct_version helical_params_versions[] = {
+    CTR__V_UPTO(ctr_helical_params, detector), /* 1 */
+    CTR__V_ALL(ctr_helical_params),            /* 2: detector (window_deg's default: auto) */
+};
+CTR__STRUCT_DEFINE(helical_params, CTR_HELICAL_PARAMS_VERSION)
 
 static const ctr_fdk_options fdk_options_defaults = CTR_FDK_OPTIONS_INIT;
 static const ctr__struct_version fdk_options_versions[] = {
@@ -265,7 +270,9 @@ CTR__STRUCT_DEFINE_V1(fdk_stream_timings, CTR_FDK_STREAM_TIMINGS_VERSION, CTR_FD
 
 static const ctr_fdk_stream_report fdk_stream_report_defaults = CTR_FDK_STREAM_REPORT_INIT;
 static const ctr__struct_version fdk_stream_report_versions[] = {
-    {sizeof(ctr_fdk_stream_report), {1, 1}}, /* 1: ctr_fdk_plan 1, ctr_fdk_stream_timings 1 */
+    {offsetof(ctr_fdk_stream_report, helix_window_deg), {1, 1}}, /* 1: ctr_fdk_plan 1,
+                                                                    ctr_fdk_stream_timings 1 */
+    {sizeof(ctr_fdk_stream_report), {1, 1}}, /* 2: helix_window_deg, helix_window_auto */
 };
 CTR__STRUCT_DEFINE_NESTED(fdk_stream_report, CTR_FDK_STREAM_REPORT_VERSION, 2,
                           {offsetof(ctr_fdk_stream_report, plan), offsetof(ctr_fdk_stream_report, timings)},
@@ -321,7 +328,8 @@ CTR__STRUCT_DEFINE(live_options, CTR_LIVE_OPTIONS_VERSION)
 static const ctr_live_state live_state_defaults = CTR_LIVE_STATE_INIT;
 static const ctr__struct_version live_state_versions[] = {
     CTR__V_UPTO(ctr_live_state, resumed), /* 1 */
-    CTR__V_ALL(ctr_live_state),           /* 2: resumed, accumulated */
+    CTR__V_UPTO(ctr_live_state, read_s),  /* 2: resumed, accumulated */
+    CTR__V_ALL(ctr_live_state),           /* 3: read_s .. write_s */
 };
 CTR__STRUCT_DEFINE(live_state, CTR_LIVE_STATE_VERSION)
 

@@ -167,7 +167,11 @@ static ctr_status finish(ctr_geometry *g, const ctr_volume_geometry *vol, ctr_ge
   return CTR_OK;
 }
 
-static ctr_status circular_validate(const ctr_circular_params *p) {
+/* `params` names the struct whose detector field errors name
+ * ("ctr_circular_params", or a helix's "ctr_helical_params"). */
+static ctr_status circular_validate(const ctr_circular_params *p, const char *params) {
+  char det_field[48];
+  snprintf(det_field, sizeof det_field, "%s.detector", params);
   if (!finite_pos(p->sid))
     CTR_FAIL(CTR_E_GEOMETRY, "sid = %g: expected a finite source-to-isocentre distance > 0 (mm)",
              p->sid);
@@ -209,8 +213,7 @@ static ctr_status circular_validate(const ctr_circular_params *p) {
     CTR_FAIL(CTR_E_GEOMETRY, "direction = %d: expected 1 (counter-clockwise) or -1 (clockwise)",
              (int)p->direction);
   if (p->detector != CTR_DETECTOR_FLAT && p->detector != CTR_DETECTOR_CYLINDRICAL)
-    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_circular_params.detector",
-                         CTR__V_INT(p->detector),
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, det_field, CTR__V_INT(p->detector),
                          "detector = %d: expected 0 (flat) or 1 (cylindrical)", (int)p->detector);
   if (p->detector == CTR_DETECTOR_CYLINDRICAL) {
     /* Every column's outer edge within +-90 degrees of the principal ray:
@@ -219,7 +222,7 @@ static ctr_status circular_validate(const ctr_circular_params *p) {
     const double u0 = 0.5 * (double)(p->nu - 1) - p->offset_u / p->du;
     const double edge = (fmax(u0, (double)(p->nu - 1) - u0) + 0.5) * p->du / p->sdd;
     if (!(edge < 0.5 * CTR__PI))
-      CTR_FAIL_FIELD(CTR_E_GEOMETRY, "ctr_circular_params.detector",
+      CTR_FAIL_FIELD(CTR_E_GEOMETRY, det_field,
                      "cylindrical detector: its farthest column edge is %.1f degrees from the "
                      "principal ray (nu %lld x du %g mm on an arc of radius sdd %g mm, offset_u "
                      "%g mm); expected below 90",
@@ -311,7 +314,7 @@ ctr_status ctr_geometry_create_circular(const ctr_circular_params *p,
   ctr_circular_params pc;
   CTR_CHECK(ctr__struct_copy(&ctr__struct_circular_params, &pc, p));
   p = &pc;
-  CTR_CHECK(circular_validate(p));
+  CTR_CHECK(circular_validate(p, "ctr_circular_params"));
   CTR_CHECK(ctr__volume_validate(vol));
   ctr_geometry *g = NULL;
   CTR_CHECK(geometry_alloc(p->nviews, &g));
@@ -359,7 +362,14 @@ static ctr_circular_params helix_circle(const ctr_helical_params *p) {
   c.angle_start_deg = p->angle_start_deg;
   c.angle_range_deg = p->angle_range_deg;
   c.direction = p->direction;
+  c.detector = p->detector;
   return c;
+}
+
+/* View i's source height on helix p (mm). */
+static double helix_source_z(const ctr_helical_params *p, int64_t i) {
+  const double turned = (double)i * (p->angle_range_deg / (double)p->nviews);
+  return p->z0_mm + p->pitch_mm * turned / 360.0;
 }
 
 static ctr_status helical_validate(const ctr_helical_params *p) {
@@ -373,11 +383,13 @@ static ctr_status helical_validate(const ctr_helical_params *p) {
   if (!isfinite(p->z0_mm))
     CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.z0_mm", CTR__V_REAL(p->z0_mm),
                          "z0_mm = %g: expected a finite source height of view 0 (mm)", p->z0_mm);
-  if (!(p->window_deg >= 0.0 && p->window_deg <= 90.0))
+  if (!(p->window_deg >= 0.0 && p->window_deg <= 90.0) &&
+      p->window_deg != CTR_HELIX_WINDOW_AUTO)
     CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.window_deg",
                          CTR__V_REAL(p->window_deg),
                          "window_deg = %g: expected 0 .. 90 degrees (FDK's window smoothing "
-                         "width)", p->window_deg);
+                         "width), or CTR_HELIX_WINDOW_AUTO (-1: the widest the pitch allows, up "
+                         "to 10)", p->window_deg);
   if (p->nviews < 2 || p->nviews > (1 << 24))
     CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.nviews", CTR__V_INT(p->nviews),
                          "nviews = %lld: expected 2 .. 16777216 views", (long long)p->nviews);
@@ -389,7 +401,7 @@ static ctr_status helical_validate(const ctr_helical_params *p) {
                          "turns)", p->angle_range_deg);
   ctr_circular_params c = helix_circle(p);
   c.angle_range_deg = 360.0; /* checked above: a helix's range may exceed the circle's */
-  return circular_validate(&c);
+  return circular_validate(&c, "ctr_helical_params");
 }
 
 ctr_status ctr_geometry_create_helical(const ctr_helical_params *p,
@@ -410,13 +422,13 @@ ctr_status ctr_geometry_create_helical(const ctr_helical_params *p,
   g->du = p->du;
   g->dv = p->dv;
   g->helical = 1;
+  g->curved = p->detector == CTR_DETECTOR_CYLINDRICAL;
   g->hel = *p;
   const double step = p->angle_range_deg / (double)p->nviews;
   for (int64_t i = 0; i < p->nviews; i++) {
     const double turned = (double)i * step; /* degrees of rotation since view 0 */
     const double a = p->angle_start_deg + (double)p->direction * turned;
-    const double zs = p->z0_mm + p->pitch_mm * turned / 360.0;
-    ctr_status st = orbit_view(&c, a, zs, i, &g->views[i]);
+    ctr_status st = orbit_view(&c, a, helix_source_z(p, i), i, &g->views[i]);
     if (st != CTR_OK) {
       ctr_geometry_free(g);
       return st;
@@ -431,10 +443,35 @@ int ctr_geometry_get_helical(const ctr_geometry *g, ctr_helical_params *p) {
   return 1;
 }
 
+/* The largest window (radians) the pitch keeps within its limit: s with
+ * |pitch| = limit(s), from limit(s) = limit(0) pi / (pi + s); -1 when the
+ * pitch exceeds limit(0). */
+static double helix_widest_window(const ctr_geometry *g) {
+  const double l0 = ctr__helix_pitch_limit(g, 0.0), p = fabs(g->hel.pitch_mm);
+  if (!(p <= l0 * (1.0 + 1e-9))) return -1.0;
+  return fmax(CTR__PI * (l0 / p - 1.0), 0.0);
+}
+
+/* FDK's window (radians): the given one, or the automatic choice. */
+static double helix_window_rad(const ctr_geometry *g) {
+  if (g->hel.window_deg != CTR_HELIX_WINDOW_AUTO) return g->hel.window_deg * CTR__PI / 180.0;
+  const double widest = helix_widest_window(g);
+  return widest < 0.0 ? 0.0 : fmin(widest, CTR__HELIX_AUTO_MAX_DEG * CTR__PI / 180.0);
+}
+
+double ctr_geometry_get_helix_window(const ctr_geometry *g, int *automatic) {
+  if (automatic) *automatic = 0;
+  if (!g || !g->helical) return NAN;
+  if (g->hel.window_deg != CTR_HELIX_WINDOW_AUTO) return g->hel.window_deg;
+  if (automatic) *automatic = 1;
+  if (helix_widest_window(g) < 0.0) return -1.0;
+  return helix_window_rad(g) * 180.0 / CTR__PI;
+}
+
 int ctr__geometry_helix(const ctr_geometry *g, ctr__helix_fdk *h) {
   if (!g || !g->helical) return 0;
   h->kz = 2.0 * CTR__PI / g->hel.pitch_mm;
-  h->s = g->hel.window_deg * CTR__PI / 180.0;
+  h->s = helix_window_rad(g);
   return 1;
 }
 
@@ -450,12 +487,49 @@ double ctr__helix_pitch_limit(const ctr_geometry *g, double s) {
   return limit;
 }
 
+void ctr__helix_slab_views(const ctr_geometry *g, int64_t z0, int64_t nz, int64_t *v0,
+                           int64_t *v1) {
+  *v0 = 0;
+  *v1 = g->nviews;
+  ctr__helix_fdk h;
+  if (!ctr__geometry_helix(g, &h) || nz < 1) return;
+  const ctr_volume_geometry *v = &g->vol;
+  const double za = ctr__voxel_coord(z0, v->nz, v->voxel_z, v->offset_z);
+  const double zb = ctr__voxel_coord(z0 + nz - 1, v->nz, v->voxel_z, v->offset_z);
+  const double lo = fmin(za, zb), hi = fmax(za, zb);
+  const double reach = (CTR__PI + h.s) / fabs(h.kz); /* |d| < pi + s */
+  int64_t first = -1, last = -1;
+  for (int64_t i = 0; i < g->nviews; i++) {
+    const double zs = g->views[i].src[2];
+    const double gap = zs < lo ? lo - zs : zs > hi ? zs - hi : 0.0;
+    if (gap < reach) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  }
+  if (first < 0) { /* no view reaches the slab: none is needed */
+    *v0 = *v1 = 0;
+    return;
+  }
+  *v0 = first > 0 ? first - 1 : 0;
+  *v1 = last + 2 < g->nviews ? last + 2 : g->nviews;
+}
+
 ctr_status ctr__helix_fdk_check(const ctr_geometry *g) {
   ctr__helix_fdk h;
   if (!ctr__geometry_helix(g, &h)) return CTR_OK;
   const double limit = ctr__helix_pitch_limit(g, h.s), p = fabs(g->hel.pitch_mm);
   if (p <= limit * (1.0 + 1e-9)) return CTR_OK;
   const double height = (double)g->nv * g->dv * g->hel.sid / g->hel.sdd;
+  if (g->hel.window_deg == CTR_HELIX_WINDOW_AUTO)
+    CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.pitch_mm",
+                         CTR__V_REAL(g->hel.pitch_mm),
+                         "pitch_mm = %g: helical FDK takes at most %.4g mm a turn on this "
+                         "detector, its window narrowed to 0 (%.3f of the detector's height at "
+                         "the rotation axis, %.4g mm): beyond it a voxel on the axis leaves the "
+                         "detector's rows within the 360 degrees of views its window weights; "
+                         "use a smaller pitch, or an iterative solver (ctr_iterate)",
+                         g->hel.pitch_mm, limit, limit / height, height);
   CTR_FAIL_FIELD_VALUE(CTR_E_GEOMETRY, "ctr_helical_params.pitch_mm",
                  CTR__V_REAL(g->hel.pitch_mm), "pitch_mm = %g: helical FDK takes at most %.4g mm a turn on this detector with "
                  "window_deg = %g (%.3f of the detector's height at the rotation axis, %.4g mm): "
@@ -688,6 +762,7 @@ int ctr__geometry_cyl_view(const ctr_geometry *g, int64_t i, ctr__cyl_view *out)
     out->fu = v->fu;
     out->v0 = v->v0;
     out->fv = v->fv;
+    out->zs = g->helical ? helix_source_z(&g->hel, i) : 0.0;
   }
   return 1;
 }
@@ -1112,7 +1187,7 @@ static int helix_fdk_ok(const ctr_geometry *g, char *why, size_t cap) {
     zlo = fmin(zlo, g->views[i].src[2]);
     zhi = fmax(zhi, g->views[i].src[2]);
   }
-  const double s = g->hel.window_deg * CTR__PI / 180.0;
+  const double s = helix_window_rad(g);
   const double reach = fabs(g->hel.pitch_mm) * (CTR__PI + s) / (2.0 * CTR__PI);
   const ctr_volume_geometry *v = &g->vol;
   const double z0 = ctr__voxel_coord(0, v->nz, v->voxel_z, v->offset_z);
@@ -1123,7 +1198,7 @@ static int helix_fdk_ok(const ctr_geometry *g, char *why, size_t cap) {
            "whole window of views (360 + 2 x %g degrees about the turn that passes them) the "
            "helix holds: slices outside get part of their weights (too low values); shrink or "
            "move the volume along z, or scan a longer helix",
-           z0, z1, zlo + reach, zhi - reach, g->hel.window_deg);
+           z0, z1, zlo + reach, zhi - reach, s * 180.0 / CTR__PI);
   return 0;
 }
 
@@ -1161,6 +1236,13 @@ ctr_status ctr_fdk_check_geometry(const ctr_geometry *g, const ctr_fdk_options *
 ctr_status ctr__fdk_geometry_report(const ctr_context *ctx, const ctr_geometry *g,
                                     const ctr_fdk_options *o) {
   CTR_CHECK(ctr__helix_fdk_check(g)); /* refused, not warned about: FDK cannot weight it */
+  int automatic = 0;
+  const double window = ctr_geometry_get_helix_window(g, &automatic);
+  if (automatic)
+    ctr__log(ctx, CTR_LOG_INFO,
+             "helical FDK: window_deg not set: using %.4g degrees, the widest (up to %g) that "
+             "pitch_mm = %g allows on this detector", window, CTR__HELIX_AUTO_MAX_DEG,
+             g->hel.pitch_mm);
   if (o->geometry_checked) return CTR_OK;
   int ok;
   char why[768];

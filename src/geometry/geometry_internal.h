@@ -62,12 +62,23 @@ typedef struct ctr__helix_fdk {
   double kz;     /* 2 pi / pitch_mm, radians per mm */
   double s;      /* window_deg in radians */
 } ctr__helix_fdk;
-/* 1 and *h for a helical geometry, else 0. */
+/* The widest window (degrees) the automatic choice takes (window_deg
+ * CTR_HELIX_WINDOW_AUTO): the old default. */
+#define CTR__HELIX_AUTO_MAX_DEG 10.0
+/* 1 and *h for a helical geometry, else 0; h->s is the window FDK uses
+ * (window_deg, or the automatic choice: ctr_geometry_get_helix_window). */
 int ctr__geometry_helix(const ctr_geometry *g, ctr__helix_fdk *h);
 /* The largest |pitch_mm| helical FDK takes on g's detector with window s
  * (radians): a voxel on the rotation axis stays on the detector's rows
  * (to their outer edges) for the 2 (pi + s) of rotation its window uses. */
 double ctr__helix_pitch_limit(const ctr_geometry *g, double s);
+/* The views [*v0, *v1) that helical FDK's window weights for some slice of
+ * [z0, z0 + nz) of g's volume: those whose source height lies within the
+ * window's reach |pitch| (pi + s) / (2 pi) of the slices' heights, one more
+ * on each side (the rounding of the float weights); the others add exactly
+ * nothing to those slices. All views for other geometries. */
+void ctr__helix_slab_views(const ctr_geometry *g, int64_t z0, int64_t nz, int64_t *v0,
+                           int64_t *v1);
 /* CTR_OK, or for a helical geometry whose pitch exceeds that limit
  * CTR_E_GEOMETRY with the field ctr_helical_params.pitch_mm, the limit and
  * what to do; every FDK filter set-up calls it. */
@@ -135,8 +146,8 @@ ctr_status ctr__geometry_columns(const ctr_geometry *g, int64_t pad_lo, int64_t 
                                  ctr_geometry **out);
 
 /* 1 when g's detector is cylindrical; then *out (if not NULL) gets view i's
- * maps (core/cylmath.h) from its source azimuth, distance and principal
- * point, which follow a window of rows or columns (ctr__geometry_rows,
+ * maps (core/cylmath.h) from its source azimuth, distance, height (a helix's;
+ * 0 on a circular orbit) and principal point, which follow a window of rows or columns (ctr__geometry_rows,
  * ctr__geometry_columns) as the matrices do. 0 for a flat detector. */
 int ctr__geometry_cyl_view(const ctr_geometry *g, int64_t i, ctr__cyl_view *out);
 /* Fails with CTR_E_UNSUPPORTED, naming `what` (the operation) and `field`,

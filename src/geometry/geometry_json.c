@@ -130,8 +130,7 @@ static ctr_status parse_angles(const jctx *j, const cJSON *ang, int64_t *count, 
   return CTR_OK;
 }
 
-/* The circular form's sid, sdd and detector (the helical form's too: shape
- * NULL, a flat detector only). */
+/* The circular form's sid, sdd and detector (the helical form's too). */
 static ctr_status parse_source_detector(const jctx *j, const cJSON *root, double *sid, double *sdd,
                                         int64_t *nu, int64_t *nv, double *du, double *dv,
                                         double *offset_u, double *offset_v,
@@ -150,9 +149,7 @@ static ctr_status parse_source_detector(const jctx *j, const cJSON *root, double
   CTR_CHECK(get_number(j, det, "offset_u", "detector.offset_u", 0, 0.0, offset_u));
   CTR_CHECK(get_number(j, det, "offset_v", "detector.offset_v", 0, 0.0, offset_v));
   const cJSON *sh = cJSON_GetObjectItemCaseSensitive(det, "shape");
-  if (sh && !shape && !(cJSON_IsString(sh) && !strcmp(sh->valuestring, "flat")))
-    return jerr(j, "detector.shape", "\"flat\" (a helical orbit takes a flat detector)");
-  if (sh && shape) {
+  if (sh) {
     if (cJSON_IsString(sh) && !strcmp(sh->valuestring, "flat"))
       *shape = CTR_DETECTOR_FLAT;
     else if (cJSON_IsString(sh) && !strcmp(sh->valuestring, "cylindrical"))
@@ -164,13 +161,13 @@ static ctr_status parse_source_detector(const jctx *j, const cJSON *root, double
 }
 
 /* "helical" (docs/geometry.md, "Helical orbits"): the circular form's
- * source, detector and uniform angles, with pitch_mm (required), z0_mm and
- * window_deg. */
+ * source, detector (flat or cylindrical) and uniform angles, with pitch_mm
+ * (required), z0_mm and window_deg (absent: CTR_HELIX_WINDOW_AUTO). */
 static ctr_status parse_helical(const jctx *j, const cJSON *root, const ctr_volume_geometry *vol,
                                 ctr_geometry **out) {
   ctr_helical_params p = CTR_HELICAL_PARAMS_INIT;
   CTR_CHECK(parse_source_detector(j, root, &p.sid, &p.sdd, &p.nu, &p.nv, &p.du, &p.dv,
-                                  &p.offset_u, &p.offset_v, NULL));
+                                  &p.offset_u, &p.offset_v, &p.detector));
   const cJSON *ang = cJSON_GetObjectItemCaseSensitive(root, "angles");
   if (!cJSON_IsObject(ang))
     return jerr(j, "angles", "an object {\"count\", \"start_deg\", \"range_deg\", \"direction\"}");
@@ -178,7 +175,11 @@ static ctr_status parse_helical(const jctx *j, const cJSON *root, const ctr_volu
                          &p.direction));
   CTR_CHECK(get_number(j, root, "pitch_mm", "pitch_mm", 1, 0, &p.pitch_mm));
   CTR_CHECK(get_number(j, root, "z0_mm", "z0_mm", 0, 0.0, &p.z0_mm));
-  CTR_CHECK(get_number(j, root, "window_deg", "window_deg", 0, 10.0, &p.window_deg));
+  CTR_CHECK(get_number(j, root, "window_deg", "window_deg", 0, CTR_HELIX_WINDOW_AUTO,
+                       &p.window_deg));
+  if (cJSON_GetObjectItemCaseSensitive(root, "window_deg") && p.window_deg < 0.0)
+    /* the file says 0 .. 90, or nothing for the automatic window */
+    return jerr(j, "window_deg", "0 .. 90 degrees (absent: the widest the pitch allows, up to 10)");
   return ctr_geometry_create_helical(&p, vol, out);
 }
 
@@ -468,6 +469,7 @@ static ctr_status helical_json(const ctr_geometry *g, cJSON *root, cJSON *det, c
   add_exact(det, "dv", p->dv);
   add_exact(det, "offset_u", p->offset_u);
   add_exact(det, "offset_v", p->offset_v);
+  if (p->detector == CTR_DETECTOR_CYLINDRICAL) cJSON_AddStringToObject(det, "shape", "cylindrical");
   cJSON *ang = cJSON_CreateObject();
   cJSON_AddNumberToObject(ang, "count", (double)p->nviews);
   add_exact(ang, "start_deg", p->angle_start_deg);
@@ -476,7 +478,7 @@ static ctr_status helical_json(const ctr_geometry *g, cJSON *root, cJSON *det, c
   cJSON_AddItemToObject(root, "angles", ang);
   add_exact(root, "pitch_mm", p->pitch_mm);
   add_exact(root, "z0_mm", p->z0_mm);
-  add_exact(root, "window_deg", p->window_deg);
+  if (p->window_deg != CTR_HELIX_WINDOW_AUTO) add_exact(root, "window_deg", p->window_deg);
   return volume_json_print(g, root, vol, out);
 }
 
@@ -487,7 +489,7 @@ ctr_status ctr_geometry_to_json_string(const ctr_geometry *g, char **out) {
   if (!root) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "cannot build JSON");
   cJSON *det = cJSON_CreateObject();
   cJSON *vol = cJSON_CreateObject();
-  if (g->curved && !g->circular) {
+  if (g->curved && !g->circular && !g->helical) {
     cJSON_Delete(root);
     cJSON_Delete(det);
     cJSON_Delete(vol);

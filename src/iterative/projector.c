@@ -96,7 +96,8 @@ static ctr_status cone_view(const ctr_projector *p, const double Pw[12], int64_t
 /* A view of a cylindrical detector (core/cylmath.h), after cone_view has
  * checked the source: rays from the source along h(u) + d + v dv (itmath.h:
  * h(u) the column's horizontal direction, (v - v0) / fv its slope, in index
- * space), and the camera of the boxes, index space -> (l, h, s) mm. */
+ * space), and the camera of the boxes, index space -> (l, h, s) mm, h the
+ * height over the source (zs: a helix's source height, 0 on a circle). */
 static void curved_view(const ctr_projector *p, int64_t i, ctr__it_view *w) {
   const ctr_volume_geometry vol = ctr_geometry_get_volume(p->g);
   const double off[3] = {vol.offset_x, vol.offset_y, vol.offset_z};
@@ -114,7 +115,7 @@ static void curved_view(const ctr_projector *p, int64_t i, ctr__it_view *w) {
   w->cyl = c;
   w->curved = 1;
   const double cam[12] = {-c.st * p->vox[0], c.ct * p->vox[1], 0.0, -c.st * b[0] + c.ct * b[1],
-                          0.0, 0.0, p->vox[2], b[2],
+                          0.0, 0.0, p->vox[2], b[2] - c.zs,
                           -c.ct * p->vox[0], -c.st * p->vox[1], 0.0, c.d - c.ct * b[0] - c.st * b[1]};
   for (int k = 0; k < 12; k++) w->cam.P[k] = (float)cam[k];
   w->cam.cyl[0] = (float)c.u0;

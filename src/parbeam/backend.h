@@ -23,6 +23,9 @@
 extern "C" {
 #endif
 
+/* A device's sum of the live FBP's full volume (the acc_* operations). */
+typedef struct ctr__fbp_acc ctr__fbp_acc;
+
 typedef struct ctr__par_backend {
   ctr__backend_head head; /* name, device kind, built (core/internal.h) */
   /* ctr_fbp_backproject after its checks (o resolved): nslices filtered
@@ -67,6 +70,27 @@ typedef struct ctr__par_backend {
   ctr_status (*lamino_backproject)(const ctr_context *ctx, const ctr_parallel_geometry *g,
                                    const ctr_fbp_options *o, int64_t nz, const float *sino,
                                    float *slices, int64_t *bad);
+  /* Optional (NULL: the live FBP sums its full volume on the host, with the
+   * CPU's backprojector, or after the scan): the full volume of the live FBP
+   * (fbp_live.c) summed on the device as the projections arrive, with the
+   * bytes ctr_fbp_projections gives for the finished scan as the streamed
+   * run calls it (docs/synchrotron.md, "The full volume during the
+   * acquisition"). acc_open: g the run's output geometry (every angle of the
+   * scan), o its resolved options, rows [row0, row0 + nslices) of W x H
+   * projections of dtype in the streamed run's bands of band_rows rows,
+   * flat (W x H) and dark (may be NULL), up to maxk projections a call;
+   * CTR_E_UNSUPPORTED or CTR_E_DEVICE_OUT_OF_MEMORY (naming the budget) when
+   * it cannot. acc_add: the next k projections in angle order (host memory,
+   * whole frames one after the other; read on return, the work may go on).
+   * acc_get: waits, the volume (nslices x ny x nx) into host memory and the
+   * input values the data policy replaced. acc_free: waits and frees. */
+  ctr_status (*acc_open)(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                         const ctr_fbp_options *o, ctr_dtype dtype, int64_t W, int64_t H,
+                         int64_t row0, int64_t nslices, int64_t band_rows, const float *flat,
+                         const float *dark, int64_t maxk, ctr__fbp_acc **out);
+  ctr_status (*acc_add)(ctr__fbp_acc *a, const void *proj, int64_t k);
+  ctr_status (*acc_get)(ctr__fbp_acc *a, float *vol, int64_t *bad_input);
+  void (*acc_free)(ctr__fbp_acc *a);
 } ctr__par_backend;
 
 /* The backends of this library, defined by each backend's folder. */

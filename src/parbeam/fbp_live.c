@@ -17,6 +17,7 @@
  *    source's angles, flat and dark averaged as `ctrecon fbp` averages them
  *    (ctr_flatfield_average of float32 images): the bytes of the offline run. */
 #include "io/io_source.h"
+#include "parbeam/backend.h"
 #include "parbeam/fbp_stream_internal.h"
 #include "parbeam/parbeam.h"
 
@@ -77,6 +78,12 @@ struct ctr_fbp_live {
   float *vol, *acc_sino;         /* the volume; a chunk's sinograms */
   int64_t acc_next;              /* the next projection summed (in index order) */
   ctr_value_counts acc_counts;   /* the data policy's counts of the sums */
+  int64_t acc_band_rows;         /* the final run's bands (a GPU's sum follows them) */
+  const ctr__par_backend *acc_be; /* a device's sum (acc_open), else NULL: the host's */
+  ctr__fbp_acc *dacc;
+  /* where the last step's time went (ctr_live_state's seconds) */
+  double t_filter, t_backproject, t_accumulate, t_write;
+  ctr_parallel_geometry *gfull;  /* the finished scan's geometry (its weights), once known */
 };
 
 /* ---- Opening -------------------------------------------------------------------- */
@@ -387,6 +394,21 @@ static double scan_weight(const ctr_fbp_live *l, const ctr_parallel_geometry *fu
 
 /* ---- The full volume (accumulate) ------------------------------------------------ */
 
+/* The sum on the context's device (its backend's acc_open) with the run's
+ * resolved options r->fbp, or why not (why[0] != 0). */
+static void acc_device_open(ctr_fbp_live *l, const ctr__fbp_run *r, char *why, size_t n) {
+  ctr_fbp_options o = r->fbp;
+  o.counts = NULL; /* r's own, gone with it: the sum's counts are the live run's */
+  o.timings = NULL;
+  const ctr_status st = l->acc_be->acc_open(l->ctx, l->gacc, &o, l->dtype, l->W, l->H, l->acc_row0,
+                                            l->acc_nslices, l->acc_band_rows,
+                                            l->flat ? l->flat : l->ones, l->dark, BATCH, &l->dacc);
+  if (st != CTR_OK) {
+    snprintf(why, n, "%s", ctr_error_detail());
+    ctr_error_clear();
+  }
+}
+
 /* The streamed run's plan for the finished scan (ctr__fbp_resolve,
  * ctr__fbp_prepare_input, ctr__fbp_output_geometry: the geometry, rows and
  * options the final run will have), or why the volume cannot be summed as
@@ -414,6 +436,7 @@ static void acc_plan(ctr_fbp_live *l, const double *ann, char *why, size_t n) {
     snprintf(why, n, "an angle subset (ctr_fbp_stream_options.angle_first, angle_count, "
              "angle_step) is not the scan's projections");
   if (st == CTR_OK && !why[0]) st = ctr__fbp_output_geometry(&r, &p);
+  if (st == CTR_OK && !why[0]) st = ctr__fbp_plan_bands(&r);
   uint64_t budget = l->so.host_budget;
   if (st == CTR_OK && !why[0]) st = ctr__budgets_resolve(l->ctx, NULL, &budget);
   if (st == CTR_OK && !why[0]) {
@@ -432,6 +455,8 @@ static void acc_plan(ctr_fbp_live *l, const double *ann, char *why, size_t n) {
     r.gout = NULL;
     l->acc_row0 = r.row0;
     l->acc_nslices = r.nslices;
+    l->acc_band_rows = r.band_rows;
+    if (l->acc_be) acc_device_open(l, &r, why, n);
   }
   ctr__fbp_release(&r, CTR_OK);
 }
@@ -446,9 +471,11 @@ static ctr_status acc_decide(ctr_fbp_live *l) {
   int64_t na = 0;
   const double *ann = l->user_angles ? l->user_angles : ctr__source_angles(l->src, &na);
   if (l->user_angles) na = l->p.nangles;
-  if (ctr_context_get_device(l->ctx) == CTR_DEVICE_CUDA)
-    snprintf(why, sizeof why, "the context runs on a GPU, whose backprojection does not continue "
-             "a sum yet (docs/synchrotron.md, \"The full volume during the acquisition\")");
+  const ctr__par_backend *be = NULL;
+  CTR_CHECK(ctr__par_backend_of(l->ctx, &be));
+  if (ctr_context_get_device(l->ctx) != CTR_DEVICE_CPU) l->acc_be = be; /* the sum on the device */
+  if (l->acc_be && !be->acc_open)
+    snprintf(why, sizeof why, "the context's device (%s) does not continue a sum", be->head.name);
   else if (l->p.axis == CTR_AXIS_AUTO)
     snprintf(why, sizeof why, "the rotation axis is found from the data after the scan "
              "(CTR_AXIS_AUTO): give it (ctr_parallel_params.axis)");
@@ -461,9 +488,10 @@ static ctr_status acc_decide(ctr_fbp_live *l) {
   if (!why[0]) {
     const size_t plane = (size_t)(l->gacc->p.nx * l->gacc->p.ny);
     l->vol = ctr__calloc((size_t)l->acc_nslices * plane, sizeof(float), "the full volume");
-    l->acc_sino = ctr__malloc(sizeof(float) * (size_t)(l->acc_nslices * ACC_CHUNK * l->W),
-                              "the full volume's sinograms");
-    if (!l->vol || !l->acc_sino) {
+    l->acc_sino = l->dacc ? NULL
+                          : ctr__malloc(sizeof(float) * (size_t)(l->acc_nslices * ACC_CHUNK * l->W),
+                                        "the full volume's sinograms");
+    if (!l->vol || (!l->dacc && !l->acc_sino)) {
       snprintf(why, sizeof why, "%s", ctr_error_detail());
       ctr_error_clear();
     }
@@ -493,6 +521,11 @@ static ctr_status acc_batch(ctr_fbp_live *l, int64_t n) {
   if (l->acc != 1) return CTR_OK;
   int64_t m = 0;
   while (m < n && l->bindex[m] == l->acc_next + m) m++;
+  if (l->dacc) { /* on the device: the batch's projections at once */
+    if (m) CTR_CHECK(l->acc_be->acc_add(l->dacc, l->batch, m));
+    l->acc_next += m;
+    return CTR_OK;
+  }
   ctr_fbp_options fo = l->fbp;
   fo.counts = &l->acc_counts;
   for (int64_t j0 = 0; j0 < m; j0 += ACC_CHUNK) {
@@ -521,19 +554,17 @@ static ctr_status acc_batch(ctr_fbp_live *l, int64_t n) {
 
 /* The batch's n projections (l->batch, angles l->bangles) into the previews. */
 static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
-  CTR_CHECK(acc_decide(l));
-  CTR_CHECK(acc_batch(l, n));
+  CTR_CHECK(acc_decide(l)); /* refused under ON before the first preview */
+  double t = ctr__now_s();
   const int np = l->npreview;
   const int64_t W = l->W;
-  /* sinograms [preview][projection][bin] */
-  for (int64_t j = 0; j < n; j++)
-    for (int k = 0; k < np; k++) {
-      int64_t clamped = 0;
-      CTR_CHECK(ctr_flatfield_sinograms((const char *)l->batch + (size_t)j * l->frame_bytes, l->dtype,
-                                        W, l->H, 1, l->flat ? l->flat : l->ones, l->dark,
-                                        l->rows[k], 1, l->sino + (k * n + j) * W, &clamped));
-      l->clamped += clamped;
-    }
+  /* sinograms [preview][projection][bin]: each row's of the n projections at once */
+  for (int k = 0; k < np; k++) {
+    int64_t clamped = 0;
+    CTR_CHECK(ctr_flatfield_sinograms(l->batch, l->dtype, W, l->H, n, l->flat ? l->flat : l->ones,
+                                      l->dark, l->rows[k], 1, l->sino + k * n * W, &clamped));
+    l->clamped += clamped;
+  }
   ctr_parallel_params q = l->p;
   q.nbins = W;
   q.nangles = n;
@@ -544,20 +575,22 @@ static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
   if (q.axis == CTR_AXIS_AUTO) q.axis = CTR_AXIS_CENTER; /* found by the final run */
   q.nx = l->nx;
   q.ny = l->ny;
-  ctr_parallel_geometry *gb = NULL, *full = NULL;
+  ctr_parallel_geometry *gb = NULL;
   CTR_CHECK(ctr_parallel_create(&q, &gb));
   ctr_status st = CTR_OK;
-  /* the finished scan's geometry, where its angles are known */
+  /* the finished scan's geometry, where its angles are known (once: they are announced
+   * before the projections and do not change) */
   int64_t na = 0;
   const double *ann = l->user_angles ? l->user_angles : ctr__source_angles(l->src, &na);
   if (l->user_angles) na = l->p.nangles;
-  if (ann && na > 1) {
+  if (!l->gfull && ann && na > 1) {
     ctr_parallel_params f = q;
     f.nangles = na;
     f.angles_deg = ann;
     f.axis_shift = NULL;
-    st = ctr_parallel_create(&f, &full);
+    st = ctr_parallel_create(&f, &l->gfull);
   }
+  const ctr_parallel_geometry *full = l->gfull;
   if (st == CTR_OK) st = ctr_fbp_filter(l->ctx, gb, &l->fbp, np, l->sino);
   for (int64_t j = 0; st == CTR_OK && j < n; j++) {
     const double wb = ctr_parallel_get_weight(gb, j);
@@ -567,14 +600,21 @@ static ctr_status preview_batch(ctr_fbp_live *l, int64_t n) {
       for (int64_t b = 0; b < W; b++) row[b] *= s;
     }
   }
+  l->t_filter += ctr__now_s() - t;
+  t = ctr__now_s();
   if (st == CTR_OK) st = ctr_fbp_backproject(l->ctx, gb, &l->fbp, np, l->sino, l->tmp);
   if (st == CTR_OK) {
     const size_t total = (size_t)(l->nx * l->ny) * (size_t)np;
     for (size_t i = 0; i < total; i++) l->preview[i] += l->tmp[i];
     l->done += n;
   }
+  l->t_backproject += ctr__now_s() - t;
   ctr_parallel_free(gb);
-  ctr_parallel_free(full);
+  /* then the full volume: a GPU's sum is queued and runs on while the next frames come,
+   * so the previews wait only for what an earlier step queued */
+  t = ctr__now_s();
+  if (st == CTR_OK) st = acc_batch(l, n);
+  l->t_accumulate += ctr__now_s() - t;
   return st;
 }
 
@@ -746,12 +786,15 @@ ctr_status ctr_fbp_live_step(ctr_fbp_live *l, double wait_s, ctr_live_state *sta
   ctr_live_state s = CTR_LIVE_STATE_INIT;
   int64_t nb = 0;
   double lag = 0;
+  double t0 = 0; /* when the first frame was there: the wait for it is idle time */
+  l->t_filter = l->t_backproject = l->t_accumulate = 0;
   ctr_source_event ev = CTR_SOURCE_WAITING;
   double wait = wait_s;
   while (!l->ended && nb < BATCH) {
     ctr_frame f = CTR_FRAME_INIT;
     CTR_CHECK(ctr_source_next(l->src, wait, &f, &ev));
     if (ev != CTR_SOURCE_FRAME) break;
+    if (!t0) t0 = ctr__now_s();
     if (l->src->t_oldest_wait > lag) lag = l->src->t_oldest_wait;
     CTR_CHECK(take(l, &f, &nb));
     wait = 0; /* the rest of what is there, then preview */
@@ -760,6 +803,7 @@ ctr_status ctr_fbp_live_step(ctr_fbp_live *l, double wait_s, ctr_live_state *sta
   CTR_CHECK(ctr_source_get_status(l->src, &ss));
   if (ss.count) l->count = ss.count;
   CTR_CHECK(write_index(l)); /* the frames taken are on the disk: listed */
+  s.read_s = t0 ? ctr__now_s() - t0 : 0;
   if (nb) CTR_CHECK(preview_batch(l, nb));
   const double idle = ctr__now_s() - l->src->t_last;
   if (!l->ended) {
@@ -780,6 +824,10 @@ ctr_status ctr_fbp_live_step(ctr_fbp_live *l, double wait_s, ctr_live_state *sta
   s.lag_s = lag;
   s.resumed = l->resumed;
   s.accumulated = l->acc == 1 ? l->acc_next : 0;
+  s.filter_s = l->t_filter;
+  s.backproject_s = l->t_backproject;
+  s.accumulate_s = l->t_accumulate;
+  s.write_s = l->t_write;
   if (state) CTR_CHECK(ctr__struct_store(&ctr__struct_live_state, state, &s));
   return CTR_OK;
 }
@@ -800,10 +848,7 @@ ctr_status ctr_fbp_live_preview(const ctr_fbp_live *l, int64_t k, float *slice, 
 
 /* ---- Preview files -------------------------------------------------------------- */
 
-ctr_status ctr_fbp_live_write_preview(ctr_fbp_live *l, const char *prefix, int first, int overwrite) {
-  if (!l || !prefix || !*prefix)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_write_preview: live and prefix are required");
-  if (!l->preview) return CTR_OK; /* nothing arrived: nothing to show */
+static ctr_status write_preview(ctr_fbp_live *l, const char *prefix, int first, int overwrite) {
   char path[4200], vol[4200];
   const int h5 = (ctr_features() & CTR_FEATURE_HDF5) != 0;
   snprintf(vol, sizeof vol, h5 ? "%s.h5:/preview" : "%s.zarr", prefix);
@@ -838,6 +883,16 @@ ctr_status ctr_fbp_live_write_preview(ctr_fbp_live *l, const char *prefix, int f
                         l->preview, 1);
 }
 
+ctr_status ctr_fbp_live_write_preview(ctr_fbp_live *l, const char *prefix, int first, int overwrite) {
+  if (!l || !prefix || !*prefix)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_write_preview: live and prefix are required");
+  if (!l->preview) return CTR_OK; /* nothing arrived: nothing to show */
+  const double t = ctr__now_s();
+  const ctr_status st = write_preview(l, prefix, first, overwrite);
+  l->t_write = ctr__now_s() - t;
+  return st;
+}
+
 /* ---- The end -------------------------------------------------------------------- */
 
 /* Which projections are missing, for the refusal. */
@@ -861,6 +916,36 @@ static void missing_text(const ctr_source *s, int64_t count, char *buf, size_t n
 static int acc_complete(const ctr_fbp_live *l, const double *angles) {
   return l->acc == 1 && l->acc_next == l->count && angles &&
          !memcmp(angles, l->gacc->angles_deg, sizeof(double) * (size_t)l->count);
+}
+
+/* A device's sum is the final run's bytes when that run has the bands the
+ * sum followed (its reader's row blocks and its output's writer decide
+ * them) and starts afresh (a resumed output keeps its interrupted run's
+ * bands): else the volume is reconstructed from the scan. */
+static int acc_device_bands(const ctr_fbp_live *l, const ctr_parallel_params *p,
+                            const ctr_fbp_stream_options *so, ctr_stack_reader *in,
+                            const char *out, ctr_file_format fmt) {
+  if (so->resume) return 0;
+  if (fmt == CTR_FORMAT_AUTO && out && ctr_format_guess(out, &fmt) != CTR_OK) {
+    fmt = CTR_FORMAT_AUTO; /* the final run names the output's trouble */
+    ctr_error_clear();
+  }
+  ctr__fbp_run r;
+  memset(&r, 0, sizeof r);
+  r.ctx = l->ctx;
+  r.out_fmt = fmt;
+  ctr_status st = ctr__fbp_resolve(&r, so);
+  if (st == CTR_OK) st = ctr__fbp_open_input(&r, in, l->flat, l->dark);
+  if (st == CTR_OK) st = ctr__fbp_prepare_input(&r, p);
+  if (st == CTR_OK) st = ctr__fbp_output_geometry(&r, p);
+  if (st == CTR_OK) st = ctr__fbp_plan_bands(&r);
+  const int same = st == CTR_OK && r.band_rows == l->acc_band_rows;
+  ctr__fbp_release(&r, CTR_OK);
+  ctr_error_clear();
+  if (!same)
+    ctr__log(l->ctx, CTR_LOG_INFO, "the volume summed on the device followed bands of %lld rows, "
+             "not the final run's: it is reconstructed from the scan", (long long)l->acc_band_rows);
+  return same;
 }
 
 /* The finished scan's reader: the file (opened once its writer has closed
@@ -918,8 +1003,20 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
   char journal[4300];
   snprintf(journal, sizeof journal, "%s.partial.journal", out ? out : "");
   if (so.resume && access(journal, F_OK) != 0) so.resume = 0; /* a resumed scan, not its volume */
-  ctr_status st;
-  if (acc_complete(l, p.angles_deg)) {
+  ctr_status st = CTR_OK;
+  int acc = acc_complete(l, p.angles_deg) && (!l->dacc || acc_device_bands(l, &p, &so, in, out, fmt));
+  if (acc && l->dacc) {
+    int64_t bad = 0;
+    st = l->acc_be->acc_get(l->dacc, l->vol, &bad);
+    l->acc_counts.input += bad;
+  }
+  if (l->dacc) { /* the device's memory given back before the writing, or the run */
+    l->acc_be->acc_free(l->dacc);
+    l->dacc = NULL;
+  }
+  if (st != CTR_OK) {
+    /* the device failed: nothing written */
+  } else if (acc) {
     const int64_t nv = l->acc_nslices * l->gacc->p.nx * l->gacc->p.ny;
     l->acc_counts.output += ctr__values_sanitize(l->vol, nv); /* as the backend's, at the end */
     l->acc_counts.calibration = ctr__flat_bad_pixels(
@@ -946,7 +1043,9 @@ void ctr_fbp_live_free(ctr_fbp_live *l) {
   }
   free(l->sp_index);
   free(l->sp_angle);
+  if (l->dacc) l->acc_be->acc_free(l->dacc);
   ctr_parallel_free(l->gacc);
+  ctr_parallel_free(l->gfull);
   free(l->vol);
   free(l->acc_sino);
   free(l->user_angles);

@@ -312,6 +312,8 @@ static ctr_status plan_bands(srun *r, int64_t resumed_slices) {
   return CTR_OK;
 }
 
+ctr_status ctr__fbp_plan_bands(srun *r) { return plan_bands(r, 0); }
+
 /* Raw data of input rows [r0, r0 + n) into buf: n x W of every projection
  * used, projection after projection (sinograms: those sinograms, float32). */
 static ctr_status read_rows_raw(srun *r, int64_t r0, int64_t n, void *buf) {

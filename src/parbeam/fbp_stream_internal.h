@@ -85,6 +85,12 @@ ctr_status ctr__fbp_prepare(ctr__fbp_run *r, const ctr_parallel_params *params,
  * file's identity. */
 uint64_t ctr__fbp_fingerprint(const ctr__fbp_run *r, const ctr_parallel_params *p,
                               const char *out, ctr_file_format fmt, int with_input);
+/* The bands of a run without a journal (band_rows, band_slices, nbands),
+ * as ctr__fbp_prepare plans them (after ctr__fbp_output_geometry; r->in
+ * NULL: rows of one row's block; r->out_fmt: the output's, whose writer's
+ * own buffers count), nothing allocated: the live FBP's sum on a GPU
+ * follows the bands (fbp_live.c). */
+ctr_status ctr__fbp_plan_bands(ctr__fbp_run *r);
 /* The output's description. */
 ctr_stack_info ctr__fbp_output_info(const ctr__fbp_run *r);
 /* The writer thread's buffers, dtype and slice size (not started; the

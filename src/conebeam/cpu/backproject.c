@@ -90,18 +90,39 @@ static void cyl_row(float *restrict acc, int nx, const float *restrict img, int 
     acc[i] += w[i] * ctr__bilinear_padded_rows(img, pitch, nu, row0, nv, u[i], v0 + vz[i] * z);
 }
 
+/* cyl_row on a helix (docs/geometry.md, "Helical orbits"): the source at
+ * height zs, the row's window weight wh, v clamped to the detector's edge
+ * rows [row0, row0 + nv - 1] as bp_row_helix's. */
+CTR__CLONES
+static void cyl_row_helix(float *restrict acc, int nx, const float *restrict img, int pitch,
+                          int nu, int row0, int nv, const float *restrict u,
+                          const float *restrict vz, const float *restrict w, float v0, float z,
+                          float wh) {
+  const float lo = (float)row0, hi = (float)(row0 + nv - 1);
+  for (int i = 0; i < nx; i++) {
+    float v = v0 + vz[i] * z;
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    acc[i] += wh * w[i] * ctr__bilinear_padded_rows(img, pitch, nu, row0, nv, u[i], v);
+  }
+}
+
 /* Slices per task of the cylindrical backprojection: the column maps (one
  * atan2 a voxel column and view) are shared by this many slices. */
 #define CTR__CYL_ROWS 16
 
 /* ctr__bp_cpu for a cylindrical detector: the same batches, weights and
- * alpha, the pixel position from ctr__cyl_column_f instead of the matrix. */
+ * alpha, the pixel position from ctr__cyl_column_f instead of the matrix; on
+ * a helix, heights from the view's source and the window's weight per slice
+ * (slices of weight 0 skipped). */
 static void bp_cpu_cyl(const ctr_context *ctx, const ctr_geometry *g, int64_t v0, int64_t n,
                        const int64_t *idx, const double *alpha, const ctr__padded_views *views,
                        float *vol, int64_t z0, int64_t nzs) {
   const ctr_volume_geometry *vg = &g->vol;
   const int64_t nx = vg->nx, ny = vg->ny, nsteps = (nzs + CTR__CYL_ROWS - 1) / CTR__CYL_ROWS;
   const float x0 = (float)ctr__voxel_coord(0, nx, vg->voxel_x, vg->offset_x);
+  ctr__helix_fdk hx;
+  const int helix = ctr__geometry_helix(g, &hx);
 #pragma omp parallel num_threads(ctr__num_threads(ctx))
   {
     float *buf = malloc((size_t)(3 * nx) * sizeof(float));
@@ -114,16 +135,26 @@ static void bp_cpu_cyl(const ctr_context *ctx, const ctr_geometry *g, int64_t v0
         const int64_t rows = nzs - z < CTR__CYL_ROWS ? nzs - z : CTR__CYL_ROWS;
         const float wy = (float)ctr__voxel_coord(y, ny, vg->voxel_y, vg->offset_y);
         for (int64_t k = 0; k < n; k++) {
+          const int64_t view = idx ? idx[k] : v0 + k;
           ctr__cyl_view c;
-          ctr__geometry_cyl_view(g, idx ? idx[k] : v0 + k, &c);
+          ctr__geometry_cyl_view(g, view, &c);
           const double a = alpha ? alpha[k] : 1.0;
           cyl_columns((int)nx, x0, (float)vg->voxel_x, wy, (float)c.ct, (float)c.st, (float)c.d,
                       (float)c.u0, (float)c.fu, (float)c.fv, (float)(1.0 / (a * a)), u, vz, w);
           const float *img = views->base + k * views->view_stride;
           for (int64_t m = 0; m < rows; m++) {
-            const float wz = (float)ctr__voxel_coord(z0 + z + m, vg->nz, vg->voxel_z, vg->offset_z);
-            cyl_row(vol + ((z + m) * ny + y) * nx, (int)nx, img, views->pitch, (int)g->nu,
-                    (int)g->row0, (int)g->nv, u, vz, w, (float)c.v0, wz);
+            const double dz = ctr__voxel_coord(z0 + z + m, vg->nz, vg->voxel_z, vg->offset_z);
+            float *row = vol + ((z + m) * ny + y) * nx;
+            if (helix) {
+              const double wh =
+                  ctr__helix_window(ctr__helix_arg(g->views[view].src[2], dz, hx.kz), hx.s);
+              if (wh > 0.0)
+                cyl_row_helix(row, (int)nx, img, views->pitch, (int)g->nu, (int)g->row0,
+                              (int)g->nv, u, vz, w, (float)c.v0, (float)(dz - c.zs), (float)wh);
+            } else {
+              cyl_row(row, (int)nx, img, views->pitch, (int)g->nu, (int)g->row0, (int)g->nv, u,
+                      vz, w, (float)c.v0, (float)dz);
+            }
           }
         }
       }

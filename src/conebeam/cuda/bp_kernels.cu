@@ -105,8 +105,14 @@ __device__ __forceinline__ typename sample_t<MODE>::type sample_precise(const ct
  * weight's d^2 m11. One atan2 and one reciprocal a column and view (the
  * orbit is circular: u and r do not change along z); v is linear in z over
  * r. The pair modes' mirror holds as for a flat detector: v - v0 is odd in
- * z. The flat instantiations (CYL false) compile as before. */
-template <int ZP, bool CIRC, int MODE, bool CYL = false>
+ * z. The flat instantiations (CYL false) compile as before.
+ * HELIX (with CYL, MODE_EXACT only): a curved detector on a helix, m9 then
+ * holding fv (z(slice 0) - the view's source height); each update weighted
+ * by the helical window w(hz[n] - k helix_dk, helix_s) and v clamped to the
+ * detector's edge rows [0, nv - 1] (filter/helix_weight_math.h; the CPU's
+ * cyl_row_helix), a view whose window is 0 at all the thread's slices
+ * skipped. */
+template <int ZP, bool CIRC, int MODE, bool CYL = false, bool HELIX = false>
 __global__ void __launch_bounds__(256, 3)
     bp_kernel(const ctr__bp_args a, const __grid_constant__ ctr__bp_views bv) {
   typedef typename sample_t<MODE>::type acc_t;
@@ -129,10 +135,25 @@ __global__ void __launch_bounds__(256, 3)
       ctr__cyl_map_f(fmaf(fj, m[2], fmaf(fi, m[1], m[0])), fmaf(fj, m[5], fmaf(fi, m[4], m[3])),
                      m[6], m[7], &u, &ir);
       const float w = ws * m[11] * ir * ir;
+      if constexpr (HELIX) {
+        /* the window's argument at the thread's slices: linear in k */
+        const float h0 = fmaf(-fk, a.helix_dk, (float)bv.hz[n]);
+        const float h1 = fmaf(-(float)(ZP - 1), a.helix_dk, h0);
+        const float reach = 3.14159265f + a.helix_s + 1e-3f;
+        if (h0 * h1 > 0.0f && fminf(fabsf(h0), fabsf(h1)) >= reach) continue;
+        const float hi = (float)(a.nv - 1);
 #pragma unroll
-      for (int k = 0; k < ZP; k++) {
-        const float v = fmaf(fmaf(fk + (float)k, m[10], m[9]), ir, m[8]);
-        acc_add(acc[k], w, sample<MODE>(a, u, v, layer));
+        for (int k = 0; k < ZP; k++) {
+          const float wh = ctr__helix_window_f(fmaf(-(float)k, a.helix_dk, h0), a.helix_s);
+          const float v = fminf(fmaxf(fmaf(fmaf(fk + (float)k, m[10], m[9]), ir, m[8]), 0.0f), hi);
+          if (wh > 0.0f) acc_add(acc[k], w * wh, sample<MODE>(a, u, v, layer));
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < ZP; k++) {
+          const float v = fmaf(fmaf(fk + (float)k, m[10], m[9]), ir, m[8]);
+          acc_add(acc[k], w, sample<MODE>(a, u, v, layer));
+        }
       }
       continue;
     }
@@ -230,12 +251,36 @@ static void launch_cyl(ctr__bp_variant v, dim3 grid, dim3 block, cudaStream_t s,
   }
 }
 
+/* A curved detector on a helix: the exact variant's HELIX instances. */
+template <int ZP>
+static void launch_cyl_helix(dim3 grid, dim3 block, cudaStream_t s, const ctr__bp_args &a,
+                             const ctr__bp_views &bv) {
+  bp_kernel<ZP, true, MODE_EXACT, true, true><<<grid, block, 0, s>>>(a, bv);
+}
+
 ctr_status ctr__bp_launch_cyl(const ctr__bp_config *cfg, const ctr__bp_args *args,
                               const ctr__bp_views *bv, cudaStream_t s) {
   ctr_status st = CTR_OK;
   const int zp = cfg->slices_per_thread;
   dim3 grid, block;
   CTR_CHECK(launch_shape(cfg, args, &grid, &block));
+  if (args->helix) {
+    if (cfg->variant != CTR__BP_EXACT)
+      CTR_FAIL(CTR_E_INVALID_ARGUMENT,
+               "backprojection variant %s: a cylindrical detector on a helix has the exact "
+               "kernel", ctr__bp_variant_name(cfg->variant));
+    switch (zp) {
+      case 1: launch_cyl_helix<1>(grid, block, s, *args, *bv); break;
+      case 2: launch_cyl_helix<2>(grid, block, s, *args, *bv); break;
+      case 4: launch_cyl_helix<4>(grid, block, s, *args, *bv); break;
+      case 8: launch_cyl_helix<8>(grid, block, s, *args, *bv); break;
+      case 16: launch_cyl_helix<16>(grid, block, s, *args, *bv); break;
+      default:
+        CTR_FAIL(CTR_E_INVALID_ARGUMENT, "slices per thread %d: expected 1, 2, 4, 8 or 16", zp);
+    }
+    CU_LAUNCHED("cylindrical helical backprojection kernel");
+    return st;
+  }
   if (cfg->variant != CTR__BP_TEX && cfg->variant != CTR__BP_TEX_PAIR &&
       cfg->variant != CTR__BP_TEX_PAIR_HALF && cfg->variant != CTR__BP_EXACT &&
       cfg->variant != CTR__BP_EXACT_PAIR)
@@ -321,7 +366,7 @@ void ctr__bp_views_fill(const ctr_geometry *g, const int64_t *idx, int64_t first
       const double t = texture ? 0.5 : 0.0; /* texel centres sit at +0.5 */
       const double m[12] = {c.d - x0 * c.ct - y0 * c.st, -vg->voxel_x * c.ct, -vg->voxel_y * c.st,
                             -x0 * c.st + y0 * c.ct,      -vg->voxel_x * c.st, vg->voxel_y * c.ct,
-                            c.u0 + t, c.fu, c.v0 + t, c.fv * zs, c.fv * vg->voxel_z,
+                            c.u0 + t, c.fu, c.v0 + t, c.fv * (zs - c.zs), c.fv * vg->voxel_z,
                             c.d * c.d / (sc * sc)};
       for (int q = 0; q < 12; q++) {
         bv->m[k][q] = (float)m[q];

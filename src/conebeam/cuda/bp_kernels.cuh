@@ -16,7 +16,8 @@ struct ctr__bp_views {
   int first; /* layer / view index of the first one in the device layout */
   float m[CTR__BP_MAX_VIEWS][12];
   double md[CTR__BP_MAX_VIEWS][12]; /* the same in double: exact variants' coordinates */
-  /* helical geometries (PRECISE_GENERAL): each view's window argument at grid slice 0,
+  /* helical geometries (PRECISE_GENERAL; a curved detector's EXACT, bp_kernel's CYL HELIX):
+     each view's window argument at grid slice 0,
      2 pi (src_z - z(slice 0)) / pitch_mm (filter/helix_weight_math.h); else 0 */
   double hz[CTR__BP_MAX_VIEWS];
 };
@@ -33,7 +34,8 @@ struct ctr__bp_args {
   int nz_thread; /* one past the last slice the grid covers (pairs: of the lower half) */
   long long slice; /* nx * ny */
   const float *wscale; /* per layer/view weight factor (TEX_PAIR_HALF), else NULL */
-  /* helical FDK's window (PRECISE_GENERAL only; docs/geometry.md, "Helical orbits"):
+  /* helical FDK's window (PRECISE_GENERAL, and a curved detector's EXACT: bp_kernel's CYL
+     HELIX; docs/geometry.md, "Helical orbits"):
      helix 1 weights view n's update of grid slice k by w(hz[n] - k helix_dk, helix_s) and
      clamps v to the detector's edge rows [0, nv - 1] */
   int helix;

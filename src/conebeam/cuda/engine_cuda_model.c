@@ -16,7 +16,9 @@
  * engine may choose for this interpolation (a helical geometry: the general
  * kernel's, ctr__bp_config_resolve). */
 uint64_t ctr__cuda_layout_view_bytes(const ctr_geometry *g, ctr_interp interp, int pair) {
-  /* a helix takes the general kernel whatever the interpolation (its window) */
+  /* a helix takes the general kernel whatever the interpolation (its window); over
+     a cylindrical detector the exact kernel (bp_kernel's CYL helix instances) */
+  if (g->helical && g->curved) return (uint64_t)ctr__padded_size(g->nu, g->nv) * 16u;
   if ((interp == CTR_INTERP_PRECISE && !pair) || g->helical)
     return (uint64_t)(CTR__BPG_MIN_PITCH(g->nu) + CTR__BPG_PITCH_SPAN - 1) *
            (uint64_t)CTR__BPG_ROWS(g->nv) * 16u;

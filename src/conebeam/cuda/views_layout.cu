@@ -58,7 +58,8 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
    * (every interpolation mode; docs/geometry.md, "Helical orbits") */
   if (g->helical) c.variant = CTR__BP_PRECISE_GENERAL;
   /* A cylindrical detector's kernel (bp_kernel with CYL) computes its positions
-   * in float: the precise variants run as exact (docs/cuda.md). */
+   * in float: the precise variants run as exact (docs/cuda.md); on a helix,
+   * exact always (the window's instances: CYL with HELIX). */
   if (g->curved)
     c.variant = c.variant == CTR__BP_PRECISE_PAIR ? CTR__BP_EXACT_PAIR
                 : c.variant == CTR__BP_PRECISE || c.variant == CTR__BP_PRECISE_GENERAL
@@ -264,7 +265,7 @@ ctr_status ctr__views_backproject(const ctr_geometry *g, const ctr__dev_views *d
   a.nz_thread = (int)k_end;
   a.slice = (long long)g->vol.nx * g->vol.ny;
   ctr__helix_fdk hx;
-  if (ctr__geometry_helix(g, &hx)) { /* the general kernel's window (ctr__bp_config_resolve) */
+  if (ctr__geometry_helix(g, &hx)) { /* the general (or curved exact) kernel's window */
     a.helix = 1;
     a.helix_s = (float)hx.s;
     a.helix_dk = (float)(hx.kz * g->vol.voxel_z);

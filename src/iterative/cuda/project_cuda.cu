@@ -416,7 +416,8 @@ __global__ void k_tables(const ctr__it_view *__restrict__ views, long long w_fir
 }
 
 /* The adjoint of a batch's nb views into a tile of ADJ_T x ADJ_T x ADJ_ZT
- * voxels (x, y, z) per block, a column of ADJ_ZT voxels along z per thread:
+ * voxels (x, y, z: 16 x 16 x 16) per block, a column of ADJ_ZT voxels along z
+ * per thread:
  * out (slices [zo, z1) of the grid, relative to the slab at z_out) =
  * (accumulate ? out : 0) + the views' terms, in order. A column-separable
  * view (itmath.h) is gathered through the sums T(u, k) of its columns: per
@@ -427,7 +428,7 @@ __global__ void k_tables(const ctr__it_view *__restrict__ views, long long w_fir
  * plane's column lines are monotone in u) and adds wp T. Other views take
  * the plain gather (ctr__it_gather_column) with shared accumulators. */
 #define ADJ_T 16                      /* voxels along x and y of a tile */
-#define ADJ_ZT CTR__IT_COLUMN         /* along z */
+#define ADJ_ZT (2 * CTR__IT_COLUMN)   /* along z (the plain gather: two columns) */
 #define ADJ_THREADS (ADJ_T * ADJ_T)
 #define ADJ_CMAX 32                   /* columns of a plane per pass */
 #define ADJ_TS (ADJ_ZT + 3)           /* T slots of a column: a spare each side, one pad */
@@ -456,8 +457,9 @@ __global__ void __launch_bounds__(ADJ_THREADS)
   __shared__ int F[ADJ_MAX_BATCH];
   __shared__ int box[ADJ_T][5]; /* per plane: u0, u1, v0, v1, columns */
   __shared__ float pp[ADJ_T][ADJ_CMAX + 1];
-  __shared__ float T[ADJ_T * ADJ_PS];
-  __shared__ float sacc[ADJ_ZT][ADJ_THREADS]; /* the plain gather's accumulators */
+  /* T, or the plain gather's accumulators (ADJ_ZT x ADJ_THREADS) */
+  __shared__ float T[ADJ_T * ADJ_PS > ADJ_ZT * ADJ_THREADS ? ADJ_T * ADJ_PS : ADJ_ZT * ADJ_THREADS];
+  float *sacc = T;
   const int t = threadIdx.x, tx = t % ADJ_T, ty = t / ADJ_T;
   for (int e = t; e < nb; e += ADJ_THREADS) F[e] = fam[e];
   const int i0 = blockIdx.x * ADJ_T, j0 = j_first + blockIdx.y * ADJ_T;
@@ -478,16 +480,20 @@ __global__ void __launch_bounds__(ADJ_THREADS)
     if (!V.cols || (F[q] & (CTR__IT_FAM_SPLIT | 4))) {
       if (inside) {
 #pragma unroll
-        for (int s = 0; s < ADJ_ZT; s++) sacc[s][t] = acc[s];
-        ctr__it_gather_column(&V.cam, lq, yq, nu, nv, F[q], i, j, k0, nk, &sacc[0][t], ADJ_THREADS);
+        for (int s = 0; s < ADJ_ZT; s++) sacc[s * ADJ_THREADS + t] = acc[s];
+        for (int h = 0; h < nk; h += CTR__IT_COLUMN) /* a voxel's terms: the order of its own gather */
+          ctr__it_gather_column(&V.cam, lq, yq, nu, nv, F[q], i, j, k0 + h,
+                                nk - h < CTR__IT_COLUMN ? nk - h : CTR__IT_COLUMN,
+                                sacc + h * ADJ_THREADS + t, ADJ_THREADS);
 #pragma unroll
-        for (int s = 0; s < ADJ_ZT; s++) acc[s] = sacc[s][t];
+        for (int s = 0; s < ADJ_ZT; s++) acc[s] = sacc[s * ADJ_THREADS + t];
       }
       continue;
     }
     const float2 *cq = cols + (w_first + q) * (long long)nu;
     for (int f = 0; f < 2; f++) {
       if (V.run[f][0] > V.run[f][1]) continue;
+      __syncthreads(); /* the last family's readers of box are done */
       if (t < ADJ_T) { /* plane t of the tile: its columns' box */
         const int fi = (f == 0 ? i0 : j0) + t;
         int u0 = 1, u1 = 0, v0 = 1, v1 = 0;

@@ -14,6 +14,10 @@ const ctr__par_backend ctr__par_backend_cuda = {
     .stripes = ctr__stripes_cuda,
     .paganin = ctr__paganin_cuda,
     .lamino_backproject = ctr__lamino_bp_cuda,
+    .acc_open = ctr__fbp_acc_open,
+    .acc_add = ctr__fbp_acc_add,
+    .acc_get = ctr__fbp_acc_get,
+    .acc_free = ctr__fbp_acc_free,
 };
 #else
 const ctr__par_backend ctr__par_backend_cuda = {.head = {"cuda", CTR_DEVICE_CUDA, 0}};

@@ -432,8 +432,12 @@ template <class C> static size_t alu_shm(int per) {
  * ALU_ROWS q of each slice; slice k's sinogram is sino + k * sino_stride,
  * its output out + k * plane; ang and t0d the constants of its first
  * projection. HALF: values scaled by half_scale(*amax)
- * before rounding, sums unscaled. */
-template <class C>
+ * before rounding, sums unscaled. CONT (the live FBP's continued sum,
+ * fbp_pipeline.cu; not with HALF): each pixel's accumulators start from
+ * its value in out and end there (out = acc), so that launches over
+ * consecutive ranges of a launch group's angles make the one launch's sums
+ * bit for bit; otherwise they start at 0 and are added to out. */
+template <class C, int CONT = 0>
 __device__ __forceinline__ void alu_tile(const float4 *__restrict__ ang,
                                          const double *__restrict__ t0d,
                                          const float *__restrict__ sino, long long sino_stride,
@@ -451,11 +455,15 @@ __device__ __forceinline__ void alu_tile(const float4 *__restrict__ ang,
   float sc = 1.0f, inv = 1.0f;
   if (HALF) half_scale(*amax, &sc, &inv);
   constexpr int nq = ALU_AREA / ALU_ROWS;
+  static_assert(!(CONT && HALF), "a continued sum has no launch-wide scale");
   float acc[nq][S];
 #pragma unroll
-  for (int q = 0; q < nq; q++)
+  for (int q = 0; q < nq; q++) {
+    const int j = by + ty + q * ALU_ROWS, i = bx + tx;
 #pragma unroll
-    for (int k = 0; k < S; k++) acc[q][k] = 0.0f;
+    for (int k = 0; k < S; k++)
+      acc[q][k] = CONT && i < nx && j < ny ? out[k * plane + (long long)j * nx + i] : 0.0f;
+  }
   const int cp = tid / ALU_LANES, cl = tid % ALU_LANES; /* caching: projection, lane */
   for (int a0 = 0; a0 < na; a0 += ALU_PROJ) {
     const int np = na - a0 < ALU_PROJ ? na - a0 : ALU_PROJ;
@@ -514,17 +522,22 @@ __device__ __forceinline__ void alu_tile(const float4 *__restrict__ ang,
     const int j = by + ty + q * ALU_ROWS;
     if (i < nx && j < ny)
 #pragma unroll
-      for (int k = 0; k < S; k++) out[k * plane + (long long)j * nx + i] += HALF ? acc[q][k] * inv : acc[q][k];
+      for (int k = 0; k < S; k++) {
+        float *o = out + k * plane + (long long)j * nx + i;
+        if (CONT) *o = acc[q][k];
+        else *o += HALF ? acc[q][k] * inv : acc[q][k];
+      }
   }
 }
 
-/* alu, alu2, alu2-h (pair_cache), nearest and oversampling (sample_cache). */
-template <class C>
+/* alu, alu2, alu2-h (pair_cache), nearest and oversampling (sample_cache);
+ * CONT: the continued sum (alu_tile). */
+template <class C, int CONT>
 __global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
 bp_alu(const float4 *__restrict__ ang, const double *__restrict__ t0d,
        const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
        int per, float *__restrict__ out, long long plane, const unsigned *__restrict__ amax) {
-  alu_tile<C>(ang, t0d, sino, sino_stride, nbins, na, nx, ny, per, out, plane, blockIdx.x * ALU_AREA,
+  alu_tile<C, CONT>(ang, t0d, sino, sino_stride, nbins, na, nx, ny, per, out, plane, blockIdx.x * ALU_AREA,
               blockIdx.y * ALU_AREA, amax);
 }
 
@@ -827,13 +840,14 @@ static alu_span alu_span_of(const fbp_gpu *f, int64_t s0, int64_t a0) {
   return {f->d_ang + a0, f->d_t0d + a0, f->d_sino + s0 * stride + a0 * p->nbins, f->d_out + s0 * plane, stride, plane, alu_per(p)};
 }
 
-/* bp_alu with cache C on slices [s0, s0 + C::S), angles [a0, a0 + n) whose
- * constants are loaded. */
-template <class C>
-static ctr_status launch_alu_cache(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n, cudaStream_t s) {
+/* bp_alu with cache C on the C::S slices of span w, n angles whose
+ * constants are loaded (s0, a0: the span's first slice and angle, for the
+ * half kernels' scale). */
+template <class C, int CONT>
+static ctr_status launch_alu_cache(fbp_gpu *f, const alu_span &w, int64_t s0, int64_t a0, int64_t n,
+                                   cudaStream_t s) {
   ctr_status st = CTR_OK;
   const ctr_parallel_params *p = &f->g->p;
-  const alu_span w = alu_span_of(f, s0, a0);
   const size_t shm = alu_shm<C>(w.per);
   const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
   const dim3 block(ALU_AREA, ALU_ROWS);
@@ -843,32 +857,41 @@ static ctr_status launch_alu_cache(fbp_gpu *f, int64_t s0, int64_t a0, int64_t n
              p->voxel);
   if (C::HALF) CTR_CHECK_GOTO(st, data_amax(f, s0, C::S, a0, n, s));
   if (shm > 48 * 1024)
-    CU(cudaFuncSetAttribute(bp_alu<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
-  bp_alu<C><<<grid, block, shm, s>>>(w.ang, w.t0d, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx,
+    CU(cudaFuncSetAttribute(bp_alu<C, CONT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+  bp_alu<C, CONT><<<grid, block, shm, s>>>(w.ang, w.t0d, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx,
                                      (int)p->ny, w.per, w.out, w.plane, f->d_amax);
   CU_LAUNCHED("bp_alu");
 cleanup:
   return st;
 }
 
-/* The ALU kernels (alu, alu2, alu-os, alu2-os, alu2-h) on slices [s0, s0 +
- * count) (count 1 or 2), angles [a0, a0 + n) whose constants are loaded.
- * Nearest runs the sample cache with one sample per bin. */
-static ctr_status launch_alu(fbp_gpu *f, int64_t s0, int count, int64_t a0, int64_t n, cudaStream_t s) {
+/* The ALU kernels (alu, alu2, alu-os, alu2-os, alu2-h) on the count slices
+ * (1 or 2) of span w, n angles whose constants are loaded; CONT: the
+ * continued sum (not the half kernels). Nearest runs the sample cache with
+ * one sample per bin. */
+template <int CONT>
+static ctr_status launch_alu_span(fbp_gpu *f, const alu_span &w, int64_t s0, int count, int64_t a0,
+                                  int64_t n, cudaStream_t s) {
   const int pair = count == 2;
   const int os = f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS;
   if (f->kernel == K_ALU2_H) {
-    if (f->nearest && pair) return launch_alu_cache<sample_cache<2, 1, 1>>(f, s0, a0, n, s);
-    if (f->nearest) return launch_alu_cache<sample_cache<1, 1, 1>>(f, s0, a0, n, s);
-    if (pair) return launch_alu_cache<pair_cache<2, 1>>(f, s0, a0, n, s);
-    return launch_alu_cache<pair_cache<1, 1>>(f, s0, a0, n, s);
+    if (CONT) CTR_FAIL(CTR_E_UNSUPPORTED, "the kernel alu2-h does not continue a sum");
+    if (f->nearest && pair) return launch_alu_cache<sample_cache<2, 1, 1>, 0>(f, w, s0, a0, n, s);
+    if (f->nearest) return launch_alu_cache<sample_cache<1, 1, 1>, 0>(f, w, s0, a0, n, s);
+    if (pair) return launch_alu_cache<pair_cache<2, 1>, 0>(f, w, s0, a0, n, s);
+    return launch_alu_cache<pair_cache<1, 1>, 0>(f, w, s0, a0, n, s);
   }
-  if (os && pair) return launch_alu_cache<sample_cache<2, OVERSAMPLE, 0>>(f, s0, a0, n, s);
-  if (os) return launch_alu_cache<sample_cache<1, OVERSAMPLE, 0>>(f, s0, a0, n, s);
-  if (f->nearest && pair) return launch_alu_cache<sample_cache<2, 1, 0>>(f, s0, a0, n, s);
-  if (f->nearest) return launch_alu_cache<sample_cache<1, 1, 0>>(f, s0, a0, n, s);
-  if (pair) return launch_alu_cache<pair_cache<2, 0>>(f, s0, a0, n, s);
-  return launch_alu_cache<pair_cache<1, 0>>(f, s0, a0, n, s);
+  if (os && pair) return launch_alu_cache<sample_cache<2, OVERSAMPLE, 0>, CONT>(f, w, s0, a0, n, s);
+  if (os) return launch_alu_cache<sample_cache<1, OVERSAMPLE, 0>, CONT>(f, w, s0, a0, n, s);
+  if (f->nearest && pair) return launch_alu_cache<sample_cache<2, 1, 0>, CONT>(f, w, s0, a0, n, s);
+  if (f->nearest) return launch_alu_cache<sample_cache<1, 1, 0>, CONT>(f, w, s0, a0, n, s);
+  if (pair) return launch_alu_cache<pair_cache<2, 0>, CONT>(f, w, s0, a0, n, s);
+  return launch_alu_cache<pair_cache<1, 0>, CONT>(f, w, s0, a0, n, s);
+}
+
+/* The ALU kernels on slices [s0, s0 + count) of f, angles [a0, a0 + n). */
+static ctr_status launch_alu(fbp_gpu *f, int64_t s0, int count, int64_t a0, int64_t n, cudaStream_t s) {
+  return launch_alu_span<0>(f, alu_span_of(f, s0, a0), s0, count, a0, n, s);
 }
 
 /* Texture blocks per SM of the hybrid kernel, 0 .. blocks_per_sm:
@@ -998,6 +1021,27 @@ ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s
   }
 cleanup:
   return st;
+}
+
+int ctr__fbp_kernel_continues(fbp_kernel k) {
+  return k == K_ALU || k == K_ALU2 || k == K_ALU_OS || k == K_ALU2_OS;
+}
+
+ctr_status ctr__fbp_run_continue(fbp_gpu *f, const float *sino, long long sino_stride, int count,
+                                 int64_t a0, int64_t n, float *out, cudaStream_t s) {
+  const ctr_parallel_params *p = &f->g->p;
+  if (!ctr__fbp_kernel_continues(f->kernel))
+    CTR_FAIL(CTR_E_UNSUPPORTED, "the backprojection kernel %s does not continue a sum (alu, alu2, "
+             "alu-os and alu2-os do)", kernel_names[f->kernel]);
+  if (count < 1 || count > ctr__fbp_kernel_slices(f->kernel) || n < 1 || a0 < 0 ||
+      a0 + n > p->nangles || a0 / MAX_TEX_LAYERS != (a0 + n - 1) / MAX_TEX_LAYERS)
+    CTR_FAIL(CTR_E_INTERNAL, "a continued backprojection of %d slices, angles [%lld, %lld): not "
+             "within one launch group of %d angles", count, (long long)a0, (long long)(a0 + n),
+             MAX_TEX_LAYERS);
+  CTR_CHECK(upload_angles(f, s));
+  const alu_span w = {f->d_ang + a0, f->d_t0d + a0, sino, out, sino_stride,
+                      (long long)(p->nx * p->ny), alu_per(p)};
+  return launch_alu_span<1>(f, w, 0, count, a0, n, s);
 }
 
 ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s) {

@@ -60,6 +60,18 @@ ctr_status ctr__fbp_parse_kernel(const char *name, int nearest, fbp_kernel *k);
 /* Backprojects slices [s0, s0 + count) of f->d_sino into f->d_out, adding,
  * on stream s; 1 <= count <= ctr__fbp_kernel_slices(f->kernel). */
 ctr_status ctr__fbp_run_slices(fbp_gpu *f, int64_t s0, int count, cudaStream_t s);
+/* The live FBP's continued sum (fbp_pipeline.cu's accumulator): whether
+ * kernel k continues one (the ALU kernels without half data: their sums
+ * are per pixel, in angle order, with no launch-wide scale), and the
+ * launch: `count` slices (1 .. the kernel's) of filtered, weighted
+ * sinograms `sino` (n angles of nbins each, sino_stride floats between
+ * slices) for the geometry's angles [a0, a0 + n), all within one launch
+ * group of MAX_TEX_LAYERS angles, continuing the sums in `out` (count
+ * slices of nx x ny from there: each pixel's accumulators loaded, the
+ * angles added in order, stored back), on stream s. */
+int ctr__fbp_kernel_continues(fbp_kernel k);
+ctr_status ctr__fbp_run_continue(fbp_gpu *f, const float *sino, long long sino_stride, int count,
+                                 int64_t a0, int64_t n, float *out, cudaStream_t s);
 /* The same for slice s0 (and s0 + 1 when pair). */
 ctr_status ctr__fbp_run_kernel(fbp_gpu *f, int64_t s0, int pair, cudaStream_t s);
 /* For an automatic kernel choice: the cached choice for this GPU and size,

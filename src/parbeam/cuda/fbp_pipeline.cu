@@ -650,3 +650,358 @@ extern "C" ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_
   return run_devices(ctx, g, o, sino, CTR_DTYPE_FLOAT32, nslices, NULL, NULL, 0, nslices, slices,
                      bad);
 }
+
+/* ---- The live FBP's full volume, summed as the projections arrive ------------------- */
+
+/* docs/synchrotron.md, "The full volume during the acquisition": the bytes
+ * of the pipeline above on the finished scan, built from chunks of
+ * projections in angle order. What decides those bytes, and how each is
+ * kept:
+ *  - the sinogram values: flatfield_transpose, the cuFFT plans (the
+ *    pipeline's, of the same batch: a slice is filtered by a plan of na x S
+ *    rows, S the chunk size of its band, chunk_slices as run_devices makes
+ *    it), multiply_spectrum and extract_weighted with the scan's weights;
+ *  - the sums: the kernel the pipeline picks for the scan (the automatic
+ *    choice made here for its key, cached for the offline run), the slices
+ *    of each launch as the pipeline pairs them (bands, chunks, groups), and
+ *    each launch group of MAX_TEX_LAYERS angles summed from 0 then added to
+ *    the slices: group 0 is continued in the volume itself (0 + s = s: a
+ *    sum that starts at +0 is never -0), later ones in a second volume added
+ *    to it when the group is complete. */
+struct ctr__fbp_acc {
+  const ctr_context *ctx;
+  int dev;
+  const ctr_parallel_geometry *g;
+  ctr_dtype dtype;
+  size_t es;
+  int64_t W, H, row0, ns, band_rows, nb, na, plane, padded, nf, ld, maxk, next;
+  fbp_gpu f;                  /* the kernel and the angle tables */
+  float *d_vol, *d_part;      /* the sums; the current launch group's (after the first) */
+  void *d_raw;                /* a chunk's rows [row0, row0 + ns) of up to maxk projections */
+  float *d_rows, *d_sino, *d_kern, *d_w, *d_flat, *d_dark;
+  unsigned long long *d_bad;  /* -log values replaced by 0 */
+  size_t vol_bytes, raw_bytes, rows_bytes, sino_bytes;
+  struct { int64_t len, S; cufftHandle f, i; int have; } plan[2]; /* by band length */
+  int nplans;
+  cudaStream_t s;
+  ctr__xfer xf;               /* the host transfers (gpu/host_transfer.h) */
+  int have_xf;
+};
+
+/* The plan of the band of length len. */
+static int acc_plan_of(const ctr__fbp_acc *a, int64_t len) {
+  return a->nplans > 1 && a->plan[1].len == len;
+}
+
+/* The launches of slices [c0, c0 + cn) (one of the pipeline's chunks), as
+ * chunk_backproject groups them, continuing angles [p0, p0 + pn) of the
+ * chunk of projections whose sinograms (k angles each) start at slice s0 of
+ * a->d_sino. */
+static ctr_status acc_chunk_bp(ctr__fbp_acc *a, int64_t s0, int64_t k, int64_t a0, int64_t c0,
+                               int64_t cn, int64_t p0, int64_t pn, float *target) {
+  const int group = ctr__fbp_kernel_slices(a->f.kernel);
+  for (int64_t j = 0; j < cn;) {
+    const int count = cn - j < group ? (int)(cn - j) : group;
+    CTR_CHECK(ctr__fbp_run_continue(&a->f, a->d_sino + ((c0 + j - s0) * k + (p0 - a0)) * a->nb,
+                                     (long long)(k * a->nb), count, p0, pn,
+                                     target + (c0 + j) * a->plane, a->s));
+    j += count;
+  }
+  return CTR_OK;
+}
+
+/* vol += part, part = 0 (a launch group complete: the pipeline's out += acc). */
+__global__ void acc_merge(float *__restrict__ vol, float *__restrict__ part, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    vol[i] += part[i];
+    part[i] = 0.0f;
+  }
+}
+
+/* Slices [s0, s0 + m) (whole chunks of the pipeline's, of one plan) of the
+ * k projections uploaded: flat-field, filter, weights, then the sums of
+ * angles [a0, a0 + k) continued launch group by launch group. */
+static ctr_status acc_slices(ctr__fbp_acc *a, int p, int64_t s0, int64_t m, int64_t k, int64_t a0) {
+  ctr_status st = CTR_OK;
+  const int64_t nb = a->nb;
+  const dim3 gr((unsigned)((a->ld + 255) / 256), (unsigned)k, (unsigned)m);
+  const float *dark = a->d_dark ? a->d_dark + s0 * nb : NULL;
+  if (a->dtype == CTR_DTYPE_UINT16)
+    flatfield_transpose<uint16_t><<<gr, 256, 0, a->s>>>((const uint16_t *)a->d_raw + s0 * nb,
+                                                        a->d_flat + s0 * nb, dark, (int)nb,
+                                                        (int)a->ns, (int)k, (int)a->ld, a->d_rows,
+                                                        a->d_bad);
+  else
+    flatfield_transpose<float><<<gr, 256, 0, a->s>>>((const float *)a->d_raw + s0 * nb,
+                                                     a->d_flat + s0 * nb, dark, (int)nb, (int)a->ns,
+                                                     (int)k, (int)a->ld, a->d_rows, a->d_bad);
+  CU_LAUNCHED("flatfield_transpose");
+  if (cufftExecR2C(a->plan[p].f, a->d_rows, (cufftComplex *)a->d_rows) != CUFFT_SUCCESS)
+    CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT forward transform failed");
+  {
+    const dim3 gm((unsigned)((a->nf + 255) / 256), (unsigned)k, (unsigned)m);
+    multiply_spectrum<<<gm, 256, 0, a->s>>>((cufftComplex *)a->d_rows, a->d_kern, (int)a->nf,
+                                            (long long)(k * m));
+    CU_LAUNCHED("multiply_spectrum");
+  }
+  if (cufftExecC2R(a->plan[p].i, (cufftComplex *)a->d_rows, a->d_rows) != CUFFT_SUCCESS)
+    CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT inverse transform failed");
+  {
+    const dim3 ge((unsigned)((nb + 255) / 256), (unsigned)k, (unsigned)m);
+    extract_weighted<<<ge, 256, 0, a->s>>>(a->d_rows, (int)a->ld, (int)nb, (int)k, a->d_w + a0,
+                                           a->d_sino);
+    CU_LAUNCHED("extract_weighted");
+  }
+  for (int64_t p0 = a0; p0 < a0 + k;) {
+    const int64_t gend = (p0 / MAX_TEX_LAYERS + 1) * MAX_TEX_LAYERS;
+    const int64_t pe = a0 + k < gend ? a0 + k : gend, pn = pe - p0;
+    float *target = p0 < MAX_TEX_LAYERS ? a->d_vol : a->d_part;
+    /* the pipeline's chunks of the slices, band by band */
+    for (int64_t c0 = s0; c0 < s0 + m;) {
+      const int64_t band0 = c0 / a->band_rows * a->band_rows;
+      const int64_t blen = a->ns - band0 < a->band_rows ? a->ns - band0 : a->band_rows;
+      const int64_t S = a->plan[acc_plan_of(a, blen)].S;
+      const int64_t cs = band0 + (c0 - band0) / S * S;
+      const int64_t cn = (band0 + blen) - cs < S ? (band0 + blen) - cs : S;
+      CTR_CHECK_GOTO(st, acc_chunk_bp(a, s0, k, a0, cs, cn, p0, pn, target));
+      c0 = cs + cn;
+    }
+    if (target == a->d_part && (pe == gend || pe == a->na)) {
+      const long long n = (long long)(m * a->plane);
+      acc_merge<<<(unsigned)(n / 256 + 1 < 4096 ? n / 256 + 1 : 4096), 256, 0, a->s>>>(a->d_vol + s0 * a->plane,
+                                                       a->d_part + s0 * a->plane, n);
+      CU_LAUNCHED("acc_merge");
+    }
+    p0 = pe;
+  }
+cleanup:
+  return st;
+}
+
+extern "C" ctr_status ctr__fbp_acc_add(ctr__fbp_acc *a, const void *proj, int64_t k) {
+  ctr_status st = CTR_OK;
+  const size_t row_bytes = a->es * (size_t)a->W, frame = row_bytes * (size_t)a->H;
+  if (k < 1 || k > a->maxk || a->next + k > a->na)
+    CTR_FAIL(CTR_E_INTERNAL, "the live sum takes %lld more projections (%lld of %lld summed, "
+             "up to %lld at once)", (long long)k, (long long)a->next, (long long)a->na,
+             (long long)a->maxk);
+  CU(cudaSetDevice(a->dev));
+  /* the rows of each projection (read on return: the caller's batch is free again) */
+  CTR_CHECK_GOTO(st, ctr__xfer_h2d_2d(&a->xf, a->d_raw, row_bytes * (size_t)a->ns,
+                                      (const char *)proj + row_bytes * (size_t)a->row0, frame,
+                                      row_bytes * (size_t)a->ns, (size_t)k, a->s, 0, NULL));
+  /* runs of whole chunks of one plan, as many slices as its batch holds rows of k angles */
+  for (int64_t s0 = 0; s0 < a->ns;) {
+    const int64_t band0 = s0 / a->band_rows * a->band_rows;
+    const int64_t blen = a->ns - band0 < a->band_rows ? a->ns - band0 : a->band_rows;
+    const int p = acc_plan_of(a, blen);
+    const int64_t fit = a->na * a->plan[p].S / k; /* >= S: na >= k */
+    int64_t m = band0 + blen - s0; /* to the band's end, then whole bands of the same plan */
+    while (s0 + m < a->ns && m + a->band_rows <= fit &&
+           acc_plan_of(a, a->ns - (s0 + m) < a->band_rows ? a->ns - (s0 + m) : a->band_rows) == p)
+      m += a->ns - (s0 + m) < a->band_rows ? a->ns - (s0 + m) : a->band_rows;
+    if (m > fit) m = fit / a->plan[p].S * a->plan[p].S; /* whole chunks of a long band */
+    CTR_CHECK_GOTO(st, acc_slices(a, p, s0, m, k, a->next));
+    s0 += m;
+  }
+  a->next += k;
+cleanup:
+  return st;
+}
+
+extern "C" void ctr__fbp_acc_free(ctr__fbp_acc *a) {
+  if (!a) return;
+  cudaSetDevice(a->dev);
+  cudaDeviceSynchronize(); /* the buffers go back unused */
+  for (int p = 0; p < a->nplans; p++)
+    if (a->plan[p].have) {
+      cufftDestroy(a->plan[p].f);
+      cufftDestroy(a->plan[p].i);
+    }
+  const ctr_context *ctx = a->ctx;
+  if (a->have_xf) {
+    ctr__xfer_log(&a->xf, "fbp live sum");
+    ctr__xfer_free(&a->xf);
+  }
+  GPU_PUT(ctx, a->d_vol, a->vol_bytes);
+  GPU_PUT(ctx, a->d_part, a->vol_bytes);
+  GPU_PUT(ctx, a->d_raw, a->raw_bytes);
+  GPU_PUT(ctx, a->d_rows, a->rows_bytes);
+  GPU_PUT(ctx, a->d_sino, a->sino_bytes);
+  GPU_PUT(ctx, a->d_kern, sizeof(float) * (size_t)a->nf);
+  GPU_PUT(ctx, a->d_w, sizeof(float) * (size_t)a->na);
+  GPU_PUT(ctx, a->d_flat, sizeof(float) * (size_t)(a->ns * a->nb));
+  GPU_PUT(ctx, a->d_dark, sizeof(float) * (size_t)(a->ns * a->nb));
+  GPU_PUT(ctx, a->d_bad, sizeof(unsigned long long));
+  if (a->f.g) ctr__fbp_gpu_free(&a->f);
+  if (a->s) cudaStreamDestroy(a->s);
+  free(a);
+}
+
+extern "C" ctr_status ctr__fbp_acc_get(ctr__fbp_acc *a, float *vol, int64_t *bad_input) {
+  ctr_status st = CTR_OK;
+  unsigned long long bad = 0;
+  CU(cudaSetDevice(a->dev));
+  CTR_CHECK_GOTO(st, ctr__xfer_d2h(&a->xf, vol, a->d_vol, a->vol_bytes, a->s, 1, NULL));
+  CU(cudaMemcpy(&bad, a->d_bad, sizeof bad, cudaMemcpyDeviceToHost));
+  *bad_input = (int64_t)bad;
+cleanup:
+  return st;
+}
+
+/* The kernel the pipeline runs for the scan: the caller's, or the automatic
+ * choice for the key of its first chunk (n slices), timed on zeros here when
+ * not cached (the offline run then finds it cached). */
+static ctr_status acc_kernel(ctr__fbp_acc *a, const ctr_fbp_options *o, int64_t n) {
+  ctr_status st = CTR_OK;
+  fbp_gpu t;
+  memset(&t, 0, sizeof t);
+  t.ctx = a->ctx;
+  t.g = a->g;
+  t.nearest = o->interp == CTR_FBP_NEAREST;
+  CTR_CHECK(ctr__fbp_parse_kernel(o->kernel, t.nearest, &t.kernel));
+  t.auto_kernel = !o->kernel || !*o->kernel || !strcmp(o->kernel, "auto");
+  if (t.auto_kernel) {
+    const int64_t two = n < 2 ? n : 2;
+    t.sino_bytes = sizeof(float) * (size_t)(a->nb * a->na * two);
+    t.out_bytes = sizeof(float) * (size_t)(a->plane * two);
+    GPU_GET(a->ctx, t.d_sino, t.sino_bytes, "FBP kernel choice's sinograms");
+    GPU_GET(a->ctx, t.d_out, t.out_bytes, "FBP kernel choice's slices");
+    CU(cudaMemsetAsync(t.d_sino, 0, t.sino_bytes, a->s));
+    CTR_CHECK_GOTO(st, ctr__fbp_autotune(&t, n, a->s));
+  }
+  a->f.ctx = a->ctx;
+  a->f.g = a->g;
+  a->f.kernel = t.kernel;
+  a->f.nearest = t.nearest;
+  if (!ctr__fbp_kernel_continues(t.kernel))
+    CTR_FAIL_GOTO(st, CTR_E_UNSUPPORTED, "the backprojection kernel of the run, %s%s, does not "
+                  "continue a sum (alu, alu2, alu-os and alu2-os do: ctr_fbp_options.kernel)",
+                  kernel_names[t.kernel], t.auto_kernel ? " (the automatic choice)" : "");
+cleanup:
+  ctr__fbp_gpu_free(&t);
+  return st;
+}
+
+/* The plans of the bands' lengths (at most two: the bands', the last one's)
+ * with the pipeline's chunk size for each, and the bytes the sum needs. */
+static ctr_status acc_plans(ctr__fbp_acc *a, const ctr_fbp_options *o) {
+  const int64_t nbands = (a->ns + a->band_rows - 1) / a->band_rows;
+  const int64_t lens[2] = {a->band_rows < a->ns ? a->band_rows : a->ns,
+                           a->ns - (nbands - 1) * a->band_rows};
+  for (int i = 0; i < 2; i++) {
+    if (i && lens[1] == lens[0]) break;
+    int64_t S = 0;
+    CTR_CHECK(chunk_slices(a->ctx, a->g, o, ctr_context_get_device_count(a->ctx), a->es, lens[i],
+                           lens[i], &S));
+    a->plan[i].len = lens[i];
+    a->plan[i].S = lens[i] < S ? lens[i] : S;
+    a->nplans = i + 1;
+  }
+  return CTR_OK;
+}
+
+extern "C" ctr_status ctr__fbp_acc_open(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                        const ctr_fbp_options *o, ctr_dtype dtype, int64_t W,
+                                        int64_t H, int64_t row0, int64_t nslices,
+                                        int64_t band_rows, const float *flat, const float *dark,
+                                        int64_t maxk, ctr__fbp_acc **out) {
+  ctr_status st = CTR_OK;
+  ctr__ramp *ramp = NULL;
+  float *kern = NULL, *w = NULL;
+  *out = NULL;
+  ctr__fbp_acc *a = (ctr__fbp_acc *)calloc(1, sizeof *a);
+  if (!a) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "out of memory (the live sum)");
+  a->ctx = ctx, a->g = g, a->dtype = dtype, a->es = ctr_dtype_size(dtype);
+  a->W = W, a->H = H, a->row0 = row0, a->ns = nslices, a->band_rows = band_rows, a->maxk = maxk;
+  a->nb = g->p.nbins, a->na = g->p.nangles, a->plane = g->p.nx * g->p.ny;
+  a->dev = ctr__context_gpu(ctx, 0);
+  CU(cudaSetDevice(a->dev));
+  CU(cudaStreamCreateWithFlags(&a->s, cudaStreamNonBlocking));
+  CTR_CHECK_GOTO(st, ctr__xfer_init(&a->xf, ctx));
+  a->have_xf = 1;
+  CTR_CHECK_GOTO(st, acc_plans(a, o));
+  CTR_CHECK_GOTO(st, acc_kernel(a, o, a->plan[0].S));
+  CTR_CHECK_GOTO(st, ctr__ramp_create(a->nb, o->window, o->cutoff, &ramp));
+  a->padded = ctr__ramp_padded(ramp);
+  a->nf = a->padded / 2 + 1;
+  a->ld = 2 * a->nf;
+  {
+    int64_t rows = 0;
+    for (int p = 0; p < a->nplans; p++)
+      if (a->na * a->plan[p].S > rows) rows = a->na * a->plan[p].S;
+    a->vol_bytes = sizeof(float) * (size_t)(a->ns * a->plane);
+    a->raw_bytes = a->es * (size_t)(maxk * a->ns * W);
+    a->rows_bytes = sizeof(float) * (size_t)(rows * a->ld);
+    a->sino_bytes = sizeof(float) * (size_t)((rows < maxk * a->ns ? rows : maxk * a->ns) * a->nb);
+    const uint64_t need = (uint64_t)a->vol_bytes * (a->na > MAX_TEX_LAYERS ? 2u : 1u) +
+                          a->raw_bytes + a->rows_bytes + a->sino_bytes +
+                          sizeof(float) * (uint64_t)(2 * a->ns * a->nb + a->nf + 8 * a->na) + (1u << 20);
+    uint64_t budget = o->gpu_budget;
+    if (!budget) CTR_CHECK_GOTO(st, ctr__gpu_budget_detect(ctx, a->dev, &budget));
+    if (need > budget) {
+      char b1[32], b2[32], vb[24];
+      CTR_FAIL_FIELD_VALUE_GOTO(st, CTR_E_DEVICE_OUT_OF_MEMORY, "ctr_fbp_stream_options.gpu_budget",
+                                ctr__value_uint(vb, (unsigned long long)budget),
+                                "the volume summed on the GPU (%lld x %lld x %lld float32%s, with "
+                                "its working buffers) needs %s of GPU memory; the GPU budget "
+                                "(ctr_fbp_stream_options.gpu_budget%s) is %s",
+                                (long long)g->p.nx, (long long)g->p.ny, (long long)a->ns,
+                                a->na > MAX_TEX_LAYERS ? ", twice: more than 2048 angles" : "",
+                                ctr__format_bytes((double)need, b1, sizeof b1),
+                                o->gpu_budget ? "" : ", detected",
+                                ctr__format_bytes((double)budget, b2, sizeof b2));
+    }
+  }
+  GPU_GET(ctx, a->d_vol, a->vol_bytes, "the live FBP's volume");
+  if (a->na > MAX_TEX_LAYERS) GPU_GET(ctx, a->d_part, a->vol_bytes, "the live FBP's launch group");
+  GPU_GET(ctx, a->d_raw, a->raw_bytes, "the live FBP's projections");
+  GPU_GET(ctx, a->d_rows, a->rows_bytes, "the live FBP's filter rows");
+  GPU_GET(ctx, a->d_sino, a->sino_bytes, "the live FBP's sinograms");
+  GPU_GET(ctx, a->d_kern, sizeof(float) * (size_t)a->nf, "FBP filter kernel");
+  GPU_GET(ctx, a->d_w, sizeof(float) * (size_t)a->na, "FBP angular weights");
+  GPU_GET(ctx, a->d_flat, sizeof(float) * (size_t)(a->ns * a->nb), "FBP flat rows");
+  if (dark) GPU_GET(ctx, a->d_dark, sizeof(float) * (size_t)(a->ns * a->nb), "FBP dark rows");
+  GPU_GET(ctx, a->d_bad, sizeof(unsigned long long), "FBP value counter");
+  CU(cudaMemsetAsync(a->d_vol, 0, a->vol_bytes, a->s));
+  if (a->d_part) CU(cudaMemsetAsync(a->d_part, 0, a->vol_bytes, a->s));
+  CU(cudaMemsetAsync(a->d_bad, 0, sizeof(unsigned long long), a->s));
+  kern = (float *)malloc(sizeof(float) * (size_t)a->nf);
+  w = (float *)malloc(sizeof(float) * (size_t)a->na);
+  if (!kern || !w) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "filter kernel");
+  ctr__ramp_copy_kernel(ramp, kern);
+  for (int64_t i = 0; i < a->na; i++) w[i] = (float)g->weight[i];
+  CU(cudaMemcpy(a->d_kern, kern, sizeof(float) * (size_t)a->nf, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(a->d_w, w, sizeof(float) * (size_t)a->na, cudaMemcpyHostToDevice));
+  CU(cudaMemcpy(a->d_flat, flat + row0 * W, sizeof(float) * (size_t)(a->ns * a->nb), cudaMemcpyHostToDevice));
+  if (dark)
+    CU(cudaMemcpy(a->d_dark, dark + row0 * W, sizeof(float) * (size_t)(a->ns * a->nb), cudaMemcpyHostToDevice));
+  for (int p = 0; p < a->nplans; p++) {
+    /* chunk_bufs_create's plans: the same batch, the same layout */
+    int n[1] = {(int)a->padded}, inembed[1] = {(int)a->ld}, onembed[1] = {(int)a->nf};
+    const int batch = (int)(a->na * a->plan[p].S);
+    if (ctr__gpu_retry(ctx, CUFFT_SUCCESS, [&] {
+          return cufftPlanMany(&a->plan[p].f, 1, n, inembed, 1, (int)a->ld, onembed, 1, (int)a->nf,
+                               CUFFT_R2C, batch);
+        }) != CUFFT_SUCCESS)
+      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT plan of %d rows of %lld", batch, (long long)a->padded);
+    if (ctr__gpu_retry(ctx, CUFFT_SUCCESS, [&] {
+          return cufftPlanMany(&a->plan[p].i, 1, n, onembed, 1, (int)a->nf, inembed, 1, (int)a->ld,
+                               CUFFT_C2R, batch);
+        }) != CUFFT_SUCCESS) {
+      cufftDestroy(a->plan[p].f);
+      CTR_FAIL_GOTO(st, CTR_E_FFT, "cuFFT plan of %d rows of %lld", batch, (long long)a->padded);
+    }
+    a->plan[p].have = 1;
+    cufftSetStream(a->plan[p].f, a->s);
+    cufftSetStream(a->plan[p].i, a->s);
+  }
+cleanup:
+  free(kern);
+  free(w);
+  ctr__ramp_free(ramp);
+  if (st != CTR_OK) ctr__fbp_acc_free(a);
+  else *out = a;
+  return st;
+}

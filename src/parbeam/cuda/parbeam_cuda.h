@@ -39,6 +39,16 @@ ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_parallel_ge
 ctr_status ctr__fbp_bench_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                                const ctr_fbp_options *o, int64_t nslices, const float *sino,
                                float *slices, int repeats, double *median_ms);
+/* The live FBP's full volume summed on the context's first GPU
+ * (parbeam/backend.h's acc_*; fbp_pipeline.cu). */
+struct ctr__fbp_acc;
+ctr_status ctr__fbp_acc_open(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                             const ctr_fbp_options *o, ctr_dtype dtype, int64_t W, int64_t H,
+                             int64_t row0, int64_t nslices, int64_t band_rows, const float *flat,
+                             const float *dark, int64_t maxk, struct ctr__fbp_acc **out);
+ctr_status ctr__fbp_acc_add(struct ctr__fbp_acc *a, const void *proj, int64_t k);
+ctr_status ctr__fbp_acc_get(struct ctr__fbp_acc *a, float *vol, int64_t *bad_input);
+void ctr__fbp_acc_free(struct ctr__fbp_acc *a);
 /* The laminographic backprojection (parbeam/backend.h's lamino_backproject)
  * on the context's first GPU: host arrays in and out, the CPU's bits
  * (lamino_cuda.cu). */
