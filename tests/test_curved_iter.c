@@ -9,8 +9,8 @@
  *
  * Built twice: as test_curved_iter on the CPU, and with CTR_TEST_CUDA as
  * test_gpu_curved_iter, where the projector runs on the GPU and its forward
- * projection and adjoint are compared with the CPU's bit for bit (exit 77,
- * skipped, without a GPU). */
+ * projection and adjoint are compared with the CPU's to 1e-5 relative RMS
+ * (exit 77, skipped, without a GPU). */
 #include "harness.h"
 
 #include "iterative/iterative.h"
@@ -253,19 +253,24 @@ static void test_adjoint_reference(void) {
         CHECK_MSG(fams == 7, "tall cone: ray families %d, expected all three (7)", fams);
       }
 #ifdef CTR_TEST_CUDA
-      /* the GPU against the CPU, bit for bit */
+      /* the GPU against the CPU: the same positions and weights, sums that
+       * differ where the GPU fuses a multiply and an add (relative RMS 1e-5,
+       * as test_iterative) */
       ctr_projector *c = projector(g_cpu, g_geoms[gi], forced ? 4 : 0);
       float *cx = malloc(sizeof(float) * (size_t)nproj), *cy = malloc(sizeof(float) * (size_t)nvol);
       REQUIRE(c && cx && cy);
       CHECK_OK(ctr_projector_forward(c, x, cx));
       CHECK_OK(ctr_projector_adjoint(c, y, cy));
-      int64_t df = 0, da = 0;
-      for (int64_t k = 0; k < nproj; k++) df += memcmp(&cx[k], &Ax[k], sizeof(float)) != 0;
-      for (int64_t k = 0; k < nvol; k++) da += memcmp(&cy[k], &Aty[k], sizeof(float)) != 0;
-      printf("GPU vs CPU %-9s%s: %lld of %lld rays, %lld of %lld voxels differ\n", g_names[gi],
-             forced ? " (slabs of 4)" : "", (long long)df, (long long)nproj, (long long)da,
-             (long long)nvol);
-      CHECK_MSG(df == 0 && da == 0, "%s: GPU and CPU differ", g_names[gi]);
+      double df = 0, nf = 0, da = 0, na = 0;
+      for (int64_t k = 0; k < nproj; k++)
+        df += ((double)cx[k] - Ax[k]) * ((double)cx[k] - Ax[k]), nf += (double)cx[k] * cx[k];
+      for (int64_t k = 0; k < nvol; k++)
+        da += ((double)cy[k] - Aty[k]) * ((double)cy[k] - Aty[k]), na += (double)cy[k] * cy[k];
+      printf("GPU vs CPU %-9s%s: forward relative RMS %.2e, adjoint %.2e\n", g_names[gi],
+             forced ? " (slabs of 4)" : "", sqrt(df / nf), sqrt(da / na));
+      CHECK_MSG(nf > 0 && na > 0 && sqrt(df / nf) < 1e-5 && sqrt(da / na) < 1e-5,
+                "%s: GPU and CPU differ (forward %.3e, adjoint %.3e)", g_names[gi], sqrt(df / nf),
+                sqrt(da / na));
       free(cx);
       free(cy);
       ctr_projector_free(c);

@@ -197,15 +197,6 @@ CTR_HD float ctr__it_pos(float A, float B, int i) {
   return CTR__FADD(A, CTR__FMUL((float)i, B));
 }
 
-/* projmath.h's bilinear interpolation with operations that are never
- * contracted (the GPU would fuse ctr__lerp2's into FMAs): the same bits on
- * every backend. */
-CTR_HD float ctr__it_lerp2(float q00, float q01, float q10, float q11, float fu, float fv) {
-  const float top = CTR__FADD(q00, CTR__FMUL(fu, CTR__FADD(q01, -q00)));
-  const float bot = CTR__FADD(q10, CTR__FMUL(fu, CTR__FADD(q11, -q10)));
-  return CTR__FADD(top, CTR__FMUL(fv, CTR__FADD(bot, -top)));
-}
-
 /* The raw Joseph sum of a ray over planes [lo, hi] of a plane stack (the
  * slab zero-bordered by CTR__IT_PAD voxels): `base` points at voxel (0, 0)
  * of plane 0 of the stack, planes are `step` floats apart, in-plane q rows
@@ -223,7 +214,7 @@ CTR_HD float ctr__it_ray_sum(const float *base, int64_t step, int pitch, const c
     const int ip = (int)(p + 4.0f) - 4, iq = (int)(q + 4.0f) - 4;
     const float fp = p - (float)ip, fq = q - (float)iq;
     const float *c = plane + (iq * pitch + ip);
-    acc = CTR__FADD(acc, ctr__it_lerp2(c[0], c[1], c[pitch], c[pitch + 1], fp, fq));
+    acc += ctr__lerp2(c[0], c[1], c[pitch], c[pitch + 1], fp, fq);
   }
   return acc;
 }
@@ -233,7 +224,7 @@ CTR_HD float ctr__it_ray_sum(const float *base, int64_t step, int pitch, const c
 CTR_HD float ctr__it_weight(float p, float q, float jp, float kq) {
   const float wp = 1.0f - fabsf(CTR__FADD(p, -jp));
   const float wq = 1.0f - fabsf(CTR__FADD(q, -kq));
-  return wp > 0.0f && wq > 0.0f ? CTR__FMUL(wp, wq) : 0.0f;
+  return wp > 0.0f && wq > 0.0f ? wp * wq : 0.0f;
 }
 
 /* The pixels [u0, u1] x [v0, v1] of detector nu x nv whose centres lie in
@@ -418,7 +409,7 @@ CTR_HD void ctr__it_gather_column(const ctr__it_camera *cam, const float *line, 
         for (int s = s0; s <= s0 + 1; s++) {
           if (s < 0 || s >= nk) continue;
           const float w = ctr__it_weight(p, q, jp, (float)(k0 + s));
-          if (w > 0.0f) acc[s * stride] = CTR__FADD(acc[s * stride], CTR__FMUL(Y, w));
+          if (w > 0.0f) acc[s * stride] += Y * w;
         }
       }
   }
@@ -437,7 +428,7 @@ CTR_HD void ctr__it_gather_column(const ctr__it_camera *cam, const float *line, 
         CTR__IT_LINE(line, r, L);
         const float w =
             ctr__it_weight(ctr__it_pos(L[0], L[1], k), ctr__it_pos(L[2], L[3], k), (float)i, (float)j);
-        if (w > 0.0f) acc[s * stride] = CTR__FADD(acc[s * stride], CTR__FMUL(Y, w));
+        if (w > 0.0f) acc[s * stride] += Y * w;
       }
   }
 }
@@ -516,8 +507,8 @@ CTR_HD void ctr__it_sep_walk(const float *line, const float *yf, int64_t nu, int
     if (!(s >= -1.0f && s <= (float)(nk - 1))) continue;
     const int s0 = (int)s;
     const float fr = CTR__FADD(q, -fl);
-    T[s0 * tstride] = CTR__FADD(T[s0 * tstride], CTR__FMUL(1.0f - fr, Y));
-    T[(s0 + 1) * tstride] = CTR__FADD(T[(s0 + 1) * tstride], CTR__FMUL(fr, Y));
+    T[s0 * tstride] += (1.0f - fr) * Y;
+    T[(s0 + 1) * tstride] += fr * Y;
   }
 }
 
@@ -554,7 +545,7 @@ CTR_HD void ctr__it_sep_column(const ctr__it_view *w, const float *cols, const f
       for (int s = 0; s < nk + 2; s++) Tp[s] = 0.0f;
       ctr__it_sep_walk(line, yf, nu, u, v0, v1, ff, fi, k0, nk, Tp + 1, 1);
       for (int s = 0; s < nk; s++)
-        acc[s * stride] = CTR__FADD(acc[s * stride], CTR__FMUL(wp, Tp[s + 1]));
+        acc[s * stride] += wp * Tp[s + 1];
     }
   }
 }

@@ -548,7 +548,7 @@ __global__ void __launch_bounds__(ADJ_THREADS)
             if (!(wp > 0.0f)) continue;
             const float *Tc = T + P * ADJ_PS + c * ADJ_TS + 1;
 #pragma unroll
-            for (int s = 0; s < ADJ_ZT; s++) acc[s] = CTR__FADD(acc[s], CTR__FMUL(wp, Tc[s]));
+            for (int s = 0; s < ADJ_ZT; s++) acc[s] += wp * Tc[s];
           }
         }
         __syncthreads(); /* T and pp are rewritten by the next pass */
