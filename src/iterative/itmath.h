@@ -450,13 +450,14 @@ CTR_HD void ctr__it_gather_column(const ctr__it_camera *cam, const float *line, 
  * The adjoint's sum over a view's rays at a voxel becomes
  *     sum over columns u of wp(u, j) T(u, k),   T(u, k) = sum over rows v of wq Y,
  * and T(u, k) is shared by every voxel of the column's plane that the column
- * weighs, so it is computed once for a tile of voxels (the GPU) instead of
- * once a voxel: per voxel and view about 2.1 ray samples for the 8.4 (ray,
- * weight) pairs of the plain gather's candidates (bench/NOTES.md, "The
- * separable adjoint"). Each voxel adds, per view, family x then y, its
- * columns in increasing u, wp T; T sums its rows in increasing v; the CPU
- * and the GPU compute the same T (the same walk below) and sums in the same
- * order, with operations that are never contracted: the same bits. */
+ * weighs, so it is computed once for a tile of voxels (both backends: the
+ * GPU's k_adjoint, the CPU's sep_tile) instead of once a voxel: per voxel
+ * and view about 2.1 ray samples for the 8.4 (ray, weight) pairs of the
+ * plain gather's candidates (bench/NOTES.md, "The separable adjoint"). Each
+ * voxel adds, per view, family x then y, its columns in increasing u, wp T;
+ * T sums its rows in increasing v; the CPU and the GPU compute the same T
+ * (the same walk below) and sums in the same order, whatever the tiles:
+ * they differ only where the GPU fuses a multiply and an add. */
 
 /* Set in a batch's family bits by the table builders when a view marked
  * column-separable has a ray whose line or family differs from its column's
@@ -518,36 +519,6 @@ CTR_HD float ctr__it_sep_wp(float Ap, float Bp, int fi, float jp) {
   const float p = ctr__it_pos(Ap, Bp, fi);
   const float wp = 1.0f - fabsf(CTR__FADD(p, -jp));
   return wp > 0.0f ? wp : 0.0f;
-}
-
-/* The separable gather of one column-separable view (w: its camera for the
- * boxes, its runs; column table cols: A_p, B_p of each column; ray tables
- * line / yf) at the column of voxels (i, j, k0 + s), s < nk <= CTR__IT_COLUMN: acc[s * stride] +=
- * wp T per column, the columns of the pixel box of the column's 2 x (nk +
- * 1) rectangle in increasing u, family x then y. (The CPU's form, a voxel
- * column at a time; the GPU shares T over a tile of voxels.) */
-CTR_HD void ctr__it_sep_column(const ctr__it_view *w, const float *cols, const float *line,
-                               const float *yf, int nu, int nv, int i, int j, int k0, int nk,
-                               float *acc, int stride) {
-  const float zc = (float)k0 + 0.5f * (float)(nk - 1), zh = 0.5f * (float)(nk + 1);
-  for (int f = 0; f < 2; f++) {
-    if (w->run[f][0] > w->run[f][1]) continue;
-    const int pa = f == 0 ? 1 : 0, fi = f == 0 ? i : j;
-    const float jp = (float)(f == 0 ? j : i), ff = (float)f;
-    int u0, u1, v0, v1;
-    ctr__it_box_view(&w->cam, (float)i, (float)j, zc, pa, 2, 1.0f, zh, nu, nv, &u0, &u1, &v0, &v1);
-    if (u0 < w->run[f][0]) u0 = w->run[f][0];
-    if (u1 > w->run[f][1]) u1 = w->run[f][1];
-    for (int u = u0; u <= u1; u++) {
-      const float wp = ctr__it_sep_wp(cols[2 * u], cols[2 * u + 1], fi, jp);
-      if (!(wp > 0.0f)) continue;
-      float Tp[CTR__IT_COLUMN + 2];
-      for (int s = 0; s < nk + 2; s++) Tp[s] = 0.0f;
-      ctr__it_sep_walk(line, yf, nu, u, v0, v1, ff, fi, k0, nk, Tp + 1, 1);
-      for (int s = 0; s < nk; s++)
-        acc[s * stride] += wp * Tp[s + 1];
-    }
-  }
 }
 
 /* ---- The fast pair's view weights ------------------------------------------ */

@@ -151,6 +151,65 @@ static void tables_build(const ctr_projector *p, const float *y, int64_t w0, int
  * tables (and at least one view). */
 #define CPU_TABLE_BYTES ((int64_t)64 << 20)
 
+/* Voxels along x and y of the adjoint's tiles (a tile: TILE_XY^2 columns
+ * of CTR__IT_COLUMN slices). */
+#define TILE_XY 16
+
+/* The separable gather of one column-separable view (itmath.h) into a
+ * tile: voxels (i0 + a, j0 + b, k0 + s), a < na, b < nb, s < nk, their
+ * accumulators at acc[(s * TILE_XY + b) * TILE_XY + a]. Per family and
+ * plane of the tile, each column of the plane's pixel box that weighs a
+ * voxel of the tile (wp > 0: at most two in-plane voxels, floor(p) and the
+ * next) walks its rows once (ctr__it_sep_walk) and adds wp T to them; the
+ * columns in increasing u, so every voxel's terms come in the order the
+ * GPU's tiles and any other tiling give. */
+static void sep_tile(const ctr__it_view *w, const float *cols, const float *line, const float *yf,
+                     int nu, int nv, int i0, int j0, int na, int nb, int k0, int nk, float *acc) {
+  const float zc = (float)k0 + 0.5f * (float)(nk - 1), zh = 0.5f * (float)(nk + 1);
+  for (int f = 0; f < 2; f++) {
+    if (w->run[f][0] > w->run[f][1]) continue;
+    const int np = f == 0 ? na : nb, nin = f == 0 ? nb : na, in0 = f == 0 ? j0 : i0;
+    const float c = 0.5f * (float)(nin - 1);
+    for (int P = 0; P < np; P++) {
+      const int fi = (f == 0 ? i0 : j0) + P;
+      int u0, u1, v0, v1;
+      if (f == 0)
+        ctr__it_box_view(&w->cam, (float)fi, (float)j0 + c, zc, 1, 2, c + 1.0f, zh, nu, nv, &u0,
+                         &u1, &v0, &v1);
+      else
+        ctr__it_box_view(&w->cam, (float)i0 + c, (float)fi, zc, 0, 2, c + 1.0f, zh, nu, nv, &u0,
+                         &u1, &v0, &v1);
+      if (u0 < w->run[f][0]) u0 = w->run[f][0];
+      if (u1 > w->run[f][1]) u1 = w->run[f][1];
+      if (v0 > v1) continue;
+      for (int u = u0; u <= u1; u++) {
+        const float p = ctr__it_pos(cols[2 * u], cols[2 * u + 1], fi);
+        const float fl = floorf(p);
+        if (!(fl >= (float)(in0 - 1) && fl < (float)(in0 + nin))) continue; /* misses the tile */
+        float wp[2];
+        int any = 0;
+        for (int h = 0; h < 2; h++) {
+          const int a = (int)fl + h - in0;
+          wp[h] = a >= 0 && a < nin ? ctr__it_sep_wp(cols[2 * u], cols[2 * u + 1], fi,
+                                                     (float)(in0 + a))
+                                    : 0.0f;
+          any |= wp[h] > 0.0f;
+        }
+        if (!any) continue;
+        float Tp[CTR__IT_COLUMN + 2];
+        for (int s = 0; s < nk + 2; s++) Tp[s] = 0.0f;
+        ctr__it_sep_walk(line, yf, nu, u, v0, v1, (float)f, fi, k0, nk, Tp + 1, 1);
+        for (int h = 0; h < 2; h++) {
+          if (!(wp[h] > 0.0f)) continue;
+          const int a = (int)fl + h - in0;
+          float *o = acc + (f == 0 ? a * TILE_XY + P : P * TILE_XY + a);
+          for (int s = 0; s < nk; s++) o[s * TILE_XY * TILE_XY] += wp[h] * Tp[s + 1];
+        }
+      }
+    }
+  }
+}
+
 ctr_status ctr__it_cpu_adjoint(const ctr_projector *p, const float *y, int64_t w0, int64_t w1,
                                float *x_slab, int64_t z0, int64_t z1, int accumulate) {
   const int64_t nx = p->n[0], ny = p->n[1], npix = p->nu * p->nv;
@@ -172,30 +231,41 @@ ctr_status ctr__it_cpu_adjoint(const ctr_projector *p, const float *y, int64_t w
     tables_build(p, y, b, n, &t);
     const int add = accumulate || b > w0;
     const int64_t ncol = (z1 - z0 + CTR__IT_COLUMN - 1) / CTR__IT_COLUMN;
-#pragma omp parallel for collapse(2) schedule(dynamic, 2) num_threads(ctr__num_threads(p->ctx))
+    const int64_t ti = (nx + TILE_XY - 1) / TILE_XY, tj = (ny + TILE_XY - 1) / TILE_XY;
+#pragma omp parallel for collapse(3) schedule(dynamic, 1) num_threads(ctr__num_threads(p->ctx))
     for (int64_t c = 0; c < ncol; c++)
-      for (int64_t j = 0; j < ny; j++) {
-        const int64_t k0 = z0 + c * CTR__IT_COLUMN;
-        const int nk = (int)(z1 - k0 < CTR__IT_COLUMN ? z1 - k0 : CTR__IT_COLUMN);
-        float *col = x_slab + ((k0 - z0) * ny + j) * nx;
-        for (int64_t i = 0; i < nx; i++) {
-          float acc[CTR__IT_COLUMN];
-          for (int s = 0; s < nk; s++) acc[s] = add ? col[s * nx * ny + i] : 0.0f;
+      for (int64_t bj = 0; bj < tj; bj++)
+        for (int64_t bi = 0; bi < ti; bi++) {
+          const int64_t k0 = z0 + c * CTR__IT_COLUMN, i0 = bi * TILE_XY, j0 = bj * TILE_XY;
+          const int nk = (int)(z1 - k0 < CTR__IT_COLUMN ? z1 - k0 : CTR__IT_COLUMN);
+          const int na = (int)(nx - i0 < TILE_XY ? nx - i0 : TILE_XY);
+          const int nbv = (int)(ny - j0 < TILE_XY ? ny - j0 : TILE_XY);
+          float acc[CTR__IT_COLUMN * TILE_XY * TILE_XY];
+          float *vol = x_slab + ((k0 - z0) * ny + j0) * nx + i0;
+          for (int s = 0; s < nk; s++)
+            for (int jb = 0; jb < nbv; jb++)
+              for (int ia = 0; ia < na; ia++)
+                acc[(s * TILE_XY + jb) * TILE_XY + ia] = add ? vol[(s * ny + jb) * nx + ia] : 0.0f;
           for (int64_t q = 0; q < n; q++) {
             const int64_t g = p->order[b + q];
             const ctr__it_view *view = &p->views[g];
-            if (view->cols && !(t.fam[q] & (CTR__IT_FAM_SPLIT | 4)))
-              ctr__it_sep_column(view, p->cols + 2 * g * p->nu, t.line + 4 * q * npix,
-                                 t.yf + 2 * q * npix, (int)p->nu, (int)p->nv, (int)i, (int)j,
-                                 (int)k0, nk, acc, 1);
-            else
-              ctr__it_gather_column(&view->cam, t.line + 4 * q * npix, t.yf + 2 * q * npix,
-                                    (int)p->nu, (int)p->nv, t.fam[q], (int)i, (int)j, (int)k0,
-                                    nk, acc, 1);
+            const float *lq = t.line + 4 * q * npix, *yq = t.yf + 2 * q * npix;
+            if (view->cols && !(t.fam[q] & (CTR__IT_FAM_SPLIT | 4))) {
+              sep_tile(view, p->cols + 2 * g * p->nu, lq, yq, (int)p->nu, (int)p->nv, (int)i0,
+                       (int)j0, na, nbv, (int)k0, nk, acc);
+              continue;
+            }
+            for (int jb = 0; jb < nbv; jb++)
+              for (int ia = 0; ia < na; ia++)
+                ctr__it_gather_column(&view->cam, lq, yq, (int)p->nu, (int)p->nv, t.fam[q],
+                                      (int)(i0 + ia), (int)(j0 + jb), (int)k0, nk,
+                                      acc + jb * TILE_XY + ia, TILE_XY * TILE_XY);
           }
-          for (int s = 0; s < nk; s++) col[s * nx * ny + i] = acc[s];
+          for (int s = 0; s < nk; s++)
+            for (int jb = 0; jb < nbv; jb++)
+              for (int ia = 0; ia < na; ia++)
+                vol[(s * ny + jb) * nx + ia] = acc[(s * TILE_XY + jb) * TILE_XY + ia];
         }
-      }
   }
 cleanup:
   ctr__aligned_free(t.line);
