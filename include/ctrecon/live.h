@@ -142,6 +142,8 @@ CTR_API ctr_status ctr_replay(const char *scan, const char *to, const ctr_replay
 
 /* ---- Live FBP ------------------------------------------------------------------ */
 
+/* A live run: one thread at a time. It has its own preview writer thread
+ * (ctr_fbp_live_queue_preview), ended by ctr_fbp_live_free. */
 typedef struct ctr_fbp_live ctr_fbp_live;
 
 /* ctr_live_options.accumulate: the full volume summed as projections arrive. */
