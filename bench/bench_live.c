@@ -20,11 +20,17 @@
  *                       rows flat-fielded, filtered), backproject (the
  *                       previews' backprojection: upload, kernels, download on
  *                       a GPU), accumulate (the full volume's sum: on a GPU the
- *                       calls that queue it), step (the whole step), and write
- *                       over the preview writes (PNG and HDF5, every
- *                       --preview-every N projections (16; 0: none) or 1 s, as
- *                       `ctrecon fbp --follow --live-preview` writes them, into
- *                       DIR/live_preview*); preview_writes: how many.
+ *                       calls that queue it), step (the whole step), queue
+ *                       (a preview queued for the writer thread: the step's
+ *                       share of a preview), and write over the preview writes
+ *                       (PNG and HDF5 by the writer thread, off the steps'
+ *                       path; queued every --preview-every N projections (16;
+ *                       0: none) or 1 s, as `ctrecon fbp --follow
+ *                       --live-preview` queues them, into DIR/live_preview*);
+ *                       preview_writes: how many were written,
+ *                       preview_superseded: how many queued were replaced by a
+ *                       newer one before the writer took them (not written),
+ *                       preview_queued: how many were queued.
  *
  *   bench_sync gen --dir DIR [--n N --angles A]      (the scan's data)
  *   bench_live --dir DIR [--small] [--rate 100] [--source zmq|hdf5]
@@ -198,10 +204,11 @@ int main(int argc, char **argv) {
   pthread_create(&th, NULL, send_thread, NULL);
   ctr_live_state st = CTR_LIVE_STATE_INIT;
   double lag_max = 0;
-  int64_t done = 0, steps = 0, writes = 0, at_written = 0;
-  /* per step that took projections: read, filter, backproject, accumulate, the step; writes */
-  double *tm[6];
-  for (int k = 0; k < 6; k++) tm[k] = calloc((size_t)count + 1, sizeof(double));
+  int64_t done = 0, steps = 0, writes = 0, queued = 0, at_written = 0;
+  /* per step that took projections: read, filter, backproject, accumulate, the step; the
+     writer's writes (each seen by a step); the queueing */
+  double *tm[7];
+  for (int k = 0; k < 7; k++) tm[k] = calloc((size_t)count + 2, sizeof(double));
   double t_written = ctr__now_s();
   while (!st.ended) {
     const double t_step = ctr__now_s();
@@ -221,17 +228,23 @@ int main(int argc, char **argv) {
     const double behind = (double)(atomic_load(&g_send.sent) - st.projections) / rate;
     if (behind > lag_max) lag_max = behind;
     steps += st.updated > 0;
-    /* the previews written as `ctrecon fbp --follow --live-preview` writes them */
-    if (every > 0 && st.projections > at_written && writes < count &&
+    if (st.preview_writes > writes && writes < count) tm[5][writes++] = st.write_s;
+    /* the previews queued as `ctrecon fbp --follow --live-preview` queues them */
+    if (every > 0 && st.projections > at_written && queued < count &&
         (st.projections - at_written >= every || ctr__now_s() - t_written >= 1.0 || st.ended)) {
       const double tw = ctr__now_s();
-      if (ctr_fbp_live_write_preview(l, prefix, writes == 0, 1) != CTR_OK)
+      if (ctr_fbp_live_queue_preview(l, prefix, queued == 0, 1) != CTR_OK)
         BENCH_DIE("bench_live: %s", ctr_error_detail());
       t_written = ctr__now_s();
-      tm[5][writes++] = t_written - tw;
+      tm[6][queued++] = t_written - tw;
       at_written = st.projections;
     }
   }
+  /* the last preview written completely, then the writer's counts (a step after the end
+     takes nothing) */
+  if (ctr_fbp_live_flush_preview(l) != CTR_OK || ctr_fbp_live_step(l, 0, &st) != CTR_OK)
+    BENCH_DIE("bench_live: %s", ctr_error_detail());
+  if (st.preview_writes > writes && writes < count + 1) tm[5][writes++] = st.write_s;
   pthread_join(th, NULL);
   if (st.ended != 1 || g_send.st != CTR_OK)
     BENCH_DIE("bench_live: the scan ended with %lld of %lld projections", (long long)st.projections,
@@ -259,12 +272,15 @@ int main(int argc, char **argv) {
   fprintf(f, " \"step_s\": {");
   static const char *const names[5] = {"read", "filter", "backproject", "accumulate", "step"};
   for (int k = 0; k < 5; k++) print_stat(f, names[k], tm[k], steps < count ? steps : count, ", ");
+  print_stat(f, "queue", tm[6], queued, ", ");
   print_stat(f, "write", tm[5], writes, "}, ");
-  fprintf(f, "\"preview_writes\": %lld, \"preview_every\": %lld,\n \"targets\": "
-          "{\"preview_latency_s\": 0.5, \"lag_s\": 1.0, \"last_to_volume_s\": 15.0}}\n",
-          (long long)writes, (long long)every);
+  fprintf(f, "\"preview_writes\": %lld, \"preview_superseded\": %lld, \"preview_queued\": "
+          "%lld, \"preview_every\": %lld,\n \"targets\": {\"preview_latency_s\": 0.5, "
+          "\"lag_s\": 1.0, \"last_to_volume_s\": 15.0}}\n",
+          (long long)st.preview_writes, (long long)st.preview_superseded, (long long)queued,
+          (long long)every);
   if (json) fclose(f);
-  for (int k = 0; k < 6; k++) free(tm[k]);
+  for (int k = 0; k < 7; k++) free(tm[k]);
   ctr_fbp_live_free(l);
   ctr_source_close(src);
   ctr_context_free(ctx);

@@ -174,11 +174,14 @@ static int open_live(fbp_args *a, follow_run *f, ctr_fbp_stream_options *so) {
   return st == CTR_OK ? 0 : cli_fail("fbp", st);
 }
 
-static int write_previews(const fbp_args *a, follow_run *f, const ctr_live_state *s) {
+/* The previews queued for the run's writer thread (the steps go on while it
+ * writes); `last`: the final state, written completely before this returns. */
+static int write_previews(const fbp_args *a, follow_run *f, const ctr_live_state *s, int last) {
   if (!a->live_preview || !s->npreview) return 0;
   /* a resumed run's previews replace the stopped run's */
-  const ctr_status st = ctr_fbp_live_write_preview(f->live, a->live_preview,
-                                                   !f->written && !a->resume, a->force);
+  ctr_status st = ctr_fbp_live_queue_preview(f->live, a->live_preview,
+                                             !f->written && !a->resume, a->force);
+  if (st == CTR_OK && last) st = ctr_fbp_live_flush_preview(f->live);
   if (st != CTR_OK) return cli_fail_file("fbp", st, a->live_preview);
   f->written = 1;
   f->t_written = cli_now();
@@ -203,14 +206,14 @@ static int follow(const fbp_args *a, follow_run *f, ctr_live_state *s) {
                     (s->projections - f->at_written >= every || cli_now() - f->t_written >= seconds);
     if (s->ended || cli_interrupted()) break;
     if (due) {
-      int rc = write_previews(a, f, s);
+      int rc = write_previews(a, f, s, 0);
       if (rc) return rc;
       cli_info(&f->session, "fbp: %lld of %lld projections%s, %lld frames dropped\n",
                (long long)s->projections, (long long)s->expected,
                s->expected ? "" : " (count not known yet)", (long long)s->dropped);
     }
   }
-  return write_previews(a, f, s); /* complete, whatever follows */
+  return write_previews(a, f, s, 1); /* complete, whatever follows */
 }
 
 /* The end: the volume, or why there is none. */

@@ -212,6 +212,67 @@ static void test_finished_source(void) {
   ctr_source_close(s);
 }
 
+/* The preview writer thread: previews queued faster than it writes them are
+ * superseded, not written, and the queue never waits for a write; after a
+ * flush the files hold the last state queued; a failed write is reported. */
+static void test_preview_writer(void) {
+  ctr_source_options o = CTR_SOURCE_OPTIONS_INIT;
+  o.follow = 0;
+  ctr_source *s = NULL;
+  CHECK_OK(ctr_source_open(P("scan.h5"), &o, &s));
+  ctr_fbp_live *l = NULL;
+  ctr_parallel_params p = params();
+  p.nx = p.ny = 384; /* planes large enough that a write outlasts many queue calls */
+  const int64_t rows[2] = {1, 6};
+  ctr_live_options lo = CTR_LIVE_OPTIONS_INIT;
+  lo.preview_rows = rows;
+  lo.npreview = 2;
+  CHECK_OK(ctr_fbp_live_open(g_ctx, s, &p, &lo, &l));
+  REQUIRE(l);
+  CHECK_OK(ctr_fbp_live_queue_preview(l, P("qw"), 1, 0)); /* nothing arrived: nothing queued */
+  CHECK_OK(ctr_fbp_live_flush_preview(l));
+  CHECK(!exists(P("qw.h5")));
+  ctr_live_state st = CTR_LIVE_STATE_INIT;
+  int64_t queued = 0;
+  for (int i = 0; i < 100 && !st.ended; i++) { /* a preview due after every step */
+    CHECK_OK(ctr_fbp_live_step(l, 0.1, &st));
+    CHECK_OK(ctr_fbp_live_queue_preview(l, P("qw"), queued == 0, 0));
+    queued++;
+  }
+  CHECK(st.ended == 1 && st.projections == NP);
+  for (int i = 0; i < 40; i++, queued++) /* a burst: the writer takes a few at most */
+    CHECK_OK(ctr_fbp_live_queue_preview(l, P("qw"), 0, 0));
+  CHECK_OK(ctr_fbp_live_flush_preview(l));
+  /* a first queue over existing files: refused at once, nothing queued */
+  CHECK_FAILS(ctr_fbp_live_queue_preview(l, P("qw"), 1, 0), CTR_E_INVALID_ARGUMENT, "overwrite");
+  CHECK_OK(ctr_fbp_live_step(l, 0, &st)); /* after the end: takes nothing, counts */
+  CHECK_MSG(st.preview_writes + st.preview_superseded == queued,
+            "each queued preview is written or superseded");
+  CHECK_MSG(st.preview_superseded > 0 && st.preview_writes >= 1,
+            "previews queued while the writer was busy are superseded, the steps not held");
+  CHECK(st.write_s > 0);
+  CHECK(exists(P("qw_row00001.png")) && exists(P("qw_row00006.png")));
+  const int64_t plane = p.nx * p.ny;
+  float *pv = load(P("qw.h5:/preview"), plane * 2), *last = malloc(sizeof(float) * (size_t)plane);
+  REQUIRE(pv && last);
+  for (int k = 0; k < 2; k++) {
+    CHECK_OK(ctr_fbp_live_preview(l, k, last, NULL));
+    CHECK_MSG(!memcmp(last, pv + plane * k, sizeof(float) * (size_t)plane),
+              "the files hold the last state queued");
+  }
+  /* a write that fails (no such folder) is reported by the flush, once */
+  CHECK_OK(ctr_fbp_live_queue_preview(l, P("no_such_folder/qw"), 0, 0));
+  CHECK_FAILS(ctr_fbp_live_flush_preview(l), CTR_E_IO, "no_such_folder");
+  CHECK_OK(ctr_fbp_live_flush_preview(l));
+  /* the synchronous write waits for the queue: it lands last */
+  CHECK_OK(ctr_fbp_live_queue_preview(l, P("qw"), 0, 0));
+  CHECK_OK(ctr_fbp_live_write_preview(l, P("qw"), 0, 0));
+  free(pv);
+  free(last);
+  ctr_fbp_live_free(l);
+  ctr_source_close(s);
+}
+
 /* Previews against the final volume; the final volume against the offline run. */
 static void test_previews_and_final(void) {
   ctr_source_options o = CTR_SOURCE_OPTIONS_INIT;
@@ -849,6 +910,7 @@ int main(void) {
   CHECK_OK(ctr__swmr_writer_close(w));
   test_finished_source();
   test_previews_and_final();
+  test_preview_writer();
   test_accumulate();
   test_accumulate_chunks();
 #ifdef CTR_TEST_CUDA

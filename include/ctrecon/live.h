@@ -142,6 +142,8 @@ CTR_API ctr_status ctr_replay(const char *scan, const char *to, const ctr_replay
 
 /* ---- Live FBP ------------------------------------------------------------------ */
 
+/* A live run: one thread at a time. It has its own preview writer thread
+ * (ctr_fbp_live_queue_preview), ended by ctr_fbp_live_free. */
 typedef struct ctr_fbp_live ctr_fbp_live;
 
 /* ctr_live_options.accumulate: the full volume summed as projections arrive. */
@@ -185,7 +187,8 @@ typedef struct ctr_live_options {
                                 0, CTR_LIVE_ACCUMULATE_OFF }
 CTR_API ctr_status ctr_live_options_init(ctr_live_options *s, unsigned version);
 
-#define CTR_LIVE_STATE_VERSION 3u /* 2: resumed, accumulated; 3: the step's seconds */
+#define CTR_LIVE_STATE_VERSION 4u /* 2: resumed, accumulated; 3: the step's seconds;
+                                     4: the preview writer's counts */
 typedef struct ctr_live_state {
   unsigned version;
   int64_t projections;  /* arrived (and backprojected into the previews) */
@@ -212,10 +215,16 @@ typedef struct ctr_live_state {
                            kernels, download) */
   double accumulate_s;  /* the full volume's sum (accumulate; on a GPU the calls that queue
                            it: the device works on) */
-  double write_s;       /* the last ctr_fbp_live_write_preview (0: none yet) */
+  double write_s;       /* the last preview write that completed (ctr_fbp_live_write_preview,
+                           or the writer's of ctr_fbp_live_queue_preview; 0: none yet) */
+  /* version 4 */
+  int64_t preview_writes;     /* preview writes completed (either way) */
+  int64_t preview_superseded; /* queued previews replaced by a newer one before the writer
+                                 took them (counted, not written) */
 } ctr_live_state;
 #define CTR_LIVE_STATE_INIT                                                                     \
-  { CTR_LIVE_STATE_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0 }
+  { CTR_LIVE_STATE_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, \
+    0, 0 }
 CTR_API ctr_status ctr_live_state_init(ctr_live_state *s, unsigned version);
 
 /* A live reconstruction of the scan `src` delivers (the source stays the caller's;
@@ -242,6 +251,18 @@ CTR_API ctr_status ctr_fbp_live_preview(const ctr_fbp_live *l, int64_t k, float 
  * replace their own). */
 CTR_API ctr_status ctr_fbp_live_write_preview(ctr_fbp_live *l, const char *prefix, int first,
                                               int overwrite);
+/* The same files, written by the run's writer thread so that the steps never wait for
+ * them (docs/synchrotron.md, "Preview files"): the previews now are copied and queued,
+ * and the call returns. A queued state that the writer has not taken yet is replaced
+ * (counted in ctr_live_state.preview_superseded, not written): the writer always writes
+ * the latest. `first` and `overwrite` are checked here, at once. A failed write is
+ * reported by the next queue or flush (the files already there stay whole). */
+CTR_API ctr_status ctr_fbp_live_queue_preview(ctr_fbp_live *l, const char *prefix, int first,
+                                              int overwrite);
+/* Waits until the queued previews are written (the files then hold the last state
+ * queued); a write that failed is reported. ctr_fbp_live_write_preview and
+ * ctr_fbp_live_free wait too. */
+CTR_API ctr_status ctr_fbp_live_flush_preview(ctr_fbp_live *l);
 /* After the scan ended complete: the full reconstruction by ctr_fbp_stream of the
  * finished file (the HDF5 source's, opened when its writer has closed it, waiting up to
  * timeout_s) or of the spooled projections, with the source's angles, flat and dark:
@@ -250,7 +271,8 @@ CTR_API ctr_status ctr_fbp_live_write_preview(ctr_fbp_live *l, const char *prefi
  * which are missing; nothing is written). report as for ctr_fbp_stream. */
 CTR_API ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format fmt,
                                        ctr_fbp_stream_report *report);
-/* Frees the live run; a spool file is removed. */
+/* Frees the live run (after the writer's queued previews are written); a spool file is
+ * removed. */
 CTR_API void ctr_fbp_live_free(ctr_fbp_live *l);
 
 #ifdef __cplusplus

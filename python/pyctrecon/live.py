@@ -83,7 +83,10 @@ class LiveUpdate:
     complete, 2 stopped early; ``report``: the final run's (a dict, as
     ``fbp_stream``'s) on the last update of a complete scan with ``out``;
     ``seconds``: where the step's time went (``read``, ``filter``,
-    ``backproject``, ``accumulate``, ``write``: ctr_live_state's seconds)."""
+    ``backproject``, ``accumulate``, ``write``: ctr_live_state's seconds;
+    ``write`` is the preview writer thread's last write, off the steps' path);
+    ``preview_writes``, ``preview_superseded``: previews written, and queued
+    ones replaced by a newer state before the writer took them."""
     projections: int
     expected: int
     updated: int
@@ -96,6 +99,8 @@ class LiveUpdate:
     resumed: int = 0
     accumulated: int = 0
     seconds: Optional[dict] = field(default=None)
+    preview_writes: int = 0
+    preview_superseded: int = 0
 
 
 def follow(source: Union[str, os.PathLike, Source], out: Union[str, os.PathLike, None] = None, *,
@@ -118,7 +123,8 @@ def follow(source: Union[str, os.PathLike, Source], out: Union[str, os.PathLike,
     ``"tcp://HOST:PORT"``; ``bind`` and ``count`` as Source's). The previews:
     ``preview_rows`` (detector rows; default the first, middle and last of
     ``rows``), written to ``preview`` + ``_rowNNNNN.png`` and ``.h5`` every
-    ``preview_every`` projections when given. The angles come from the source
+    ``preview_every`` projections when given (by the run's writer thread: the
+    steps do not wait for them; the last is written before the last update). The angles come from the source
     (theta, the frames' headers) unless ``angles``; ``axis`` a value in bins
     ("auto": previews about the detector's centre, the final run finds it).
     With ``out``: when every projection arrived, the final reconstruction
@@ -190,8 +196,11 @@ def follow(source: Union[str, os.PathLike, Source], out: Union[str, os.PathLike,
             if preview is not None and upd.previews.size and (
                     st.ended or st.projections - written >= preview_every):
                 first = written == 0 and not resume  # a resumed run's replace the stopped run's
-                check(lib.ctr_fbp_live_write_preview(live, cstr(preview), int(first),
+                # queued for the run's writer thread; the last one written completely
+                check(lib.ctr_fbp_live_queue_preview(live, cstr(preview), int(first),
                                                      int(bool(overwrite))))
+                if st.ended:
+                    check(lib.ctr_fbp_live_flush_preview(live))
                 written = st.projections
             if st.ended and out is not None:
                 rep = new_struct("ctr_fbp_stream_report", lib.ctr_fbp_stream_report_init,
@@ -225,4 +234,6 @@ def _update(live, st) -> LiveUpdate:
                       int(st.ended), tuple(rows), prev, float(st.lag_s),
                       resumed=int(st.resumed), accumulated=int(st.accumulated),
                       seconds={k: float(getattr(st, k + "_s")) for k in
-                               ("read", "filter", "backproject", "accumulate", "write")})
+                               ("read", "filter", "backproject", "accumulate", "write")},
+                      preview_writes=int(st.preview_writes),
+                      preview_superseded=int(st.preview_superseded))

@@ -329,7 +329,8 @@ static const ctr_live_state live_state_defaults = CTR_LIVE_STATE_INIT;
 static const ctr__struct_version live_state_versions[] = {
     CTR__V_UPTO(ctr_live_state, resumed), /* 1 */
     CTR__V_UPTO(ctr_live_state, read_s),  /* 2: resumed, accumulated */
-    CTR__V_ALL(ctr_live_state),           /* 3: read_s .. write_s */
+    CTR__V_UPTO(ctr_live_state, preview_writes), /* 3: read_s .. write_s */
+    CTR__V_ALL(ctr_live_state),           /* 4: preview_writes, preview_superseded */
 };
 CTR__STRUCT_DEFINE(live_state, CTR_LIVE_STATE_VERSION)
 

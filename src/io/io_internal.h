@@ -395,6 +395,11 @@ ctr_status ctr__format_check_dtype(const ctr__format_row *row, ctr_dtype d, cons
  * path is refused, and kept, unless overwrite (ctr_file_check_output). */
 ctr_status ctr__png_save(const char *path, const uint8_t *pix, uint32_t w, uint32_t h,
                          int channels, int overwrite);
+/* ctr_png_write_gray with the automatic window, replacing the file, at zlib's
+ * fastest level and without the per-row filter search (the live previews:
+ * larger files, written several times faster; other PNGs keep their bytes). */
+ctr_status ctr__png_write_gray_fast(const char *path, const float *img, int64_t width,
+                                    int64_t height);
 /* The previews' automatic grey window: the 0.5 / 99.5 % percentiles of the
  * finite values of v[0..n) (of at most 2^20 evenly spaced samples); 0 and 1
  * when none is finite. */

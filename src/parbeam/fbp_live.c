@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +34,25 @@
 #define MAX_PREVIEWS 64
 #define BATCH 32 /* projections backprojected together at most */
 #define ACC_CHUNK 8 /* projections summed into the full volume together at most */
+#define PREFIX_MAX 4096
+
+/* The preview writer (ctr_fbp_live_queue_preview): one thread that writes
+ * the latest state queued. The step's thread copies the previews into
+ * `queued` under `mu`; the writer swaps it with `writing` and writes that
+ * outside the lock, so a step waits for a copy at most, never for a write. */
+typedef struct preview_writer {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;         /* a state queued, a write done, or quit */
+  pthread_t thread;
+  int started, quit;
+  float *queued, *writing;   /* npreview planes each */
+  char queued_prefix[PREFIX_MAX], writing_prefix[PREFIX_MAX];
+  int has_queued, busy;
+  int64_t written, superseded;
+  double write_s;
+  ctr_status st;             /* a failed write's, until reported */
+  char detail[1024], field[128], value[PREFIX_MAX];
+} preview_writer;
 
 struct ctr_fbp_live {
   ctr_context *ctx;
@@ -82,8 +102,9 @@ struct ctr_fbp_live {
   const ctr__par_backend *acc_be; /* a device's sum (acc_open), else NULL: the host's */
   ctr__fbp_acc *dacc;
   /* where the last step's time went (ctr_live_state's seconds) */
-  double t_filter, t_backproject, t_accumulate, t_write;
+  double t_filter, t_backproject, t_accumulate;
   ctr_parallel_geometry *gfull;  /* the finished scan's geometry (its weights), once known */
+  preview_writer pw;
 };
 
 /* ---- Opening -------------------------------------------------------------------- */
@@ -100,6 +121,8 @@ ctr_status ctr_fbp_live_open(ctr_context *ctx, ctr_source *src, const ctr_parall
   l->ctx = ctx;
   l->src = src;
   l->spool_fd = -1;
+  pthread_mutex_init(&l->pw.mu, NULL);
+  pthread_cond_init(&l->pw.cv, NULL);
   ctr_status st = CTR_OK;
   l->o = (ctr_live_options)CTR_LIVE_OPTIONS_INIT;
   l->so = (ctr_fbp_stream_options)CTR_FBP_STREAM_OPTIONS_INIT;
@@ -827,7 +850,11 @@ ctr_status ctr_fbp_live_step(ctr_fbp_live *l, double wait_s, ctr_live_state *sta
   s.filter_s = l->t_filter;
   s.backproject_s = l->t_backproject;
   s.accumulate_s = l->t_accumulate;
-  s.write_s = l->t_write;
+  pthread_mutex_lock(&l->pw.mu);
+  s.write_s = l->pw.write_s;
+  s.preview_writes = l->pw.written;
+  s.preview_superseded = l->pw.superseded;
+  pthread_mutex_unlock(&l->pw.mu);
   if (state) CTR_CHECK(ctr__struct_store(&ctr__struct_live_state, state, &s));
   return CTR_OK;
 }
@@ -848,26 +875,32 @@ ctr_status ctr_fbp_live_preview(const ctr_fbp_live *l, int64_t k, float *slice, 
 
 /* ---- Preview files -------------------------------------------------------------- */
 
-static ctr_status write_preview(ctr_fbp_live *l, const char *prefix, int first, int overwrite) {
-  char path[4200], vol[4200];
+/* An existing preview file refused (the first write, without overwrite). */
+static ctr_status check_preview_outputs(const ctr_fbp_live *l, const char *prefix, int h5) {
+  char path[PREFIX_MAX + 64];
+  for (int k = 0; k < l->npreview; k++) {
+    snprintf(path, sizeof path, "%s_row%05lld.png", prefix, (long long)l->rows[k]);
+    CTR_CHECK(ctr_file_check_output(path, 0));
+  }
+  if (!h5) {
+    snprintf(path, sizeof path, "%s.zarr", prefix);
+    return ctr_stack_check_output(path, CTR_FORMAT_AUTO, 0);
+  }
+  snprintf(path, sizeof path, "%s.h5", prefix);
+  return ctr_file_check_output(path, 0);
+}
+
+/* The files of the previews `planes` (npreview planes of nx x ny), each
+ * replacing its last. Reads only what is fixed after the first frame (the
+ * rows, the sizes): the writer thread calls it while the steps go on. */
+static ctr_status write_planes(const ctr_fbp_live *l, const char *prefix, const float *planes) {
+  char path[PREFIX_MAX + 64], vol[PREFIX_MAX + 64];
   const int h5 = (ctr_features() & CTR_FEATURE_HDF5) != 0;
   snprintf(vol, sizeof vol, h5 ? "%s.h5:/preview" : "%s.zarr", prefix);
-  if (first && !overwrite) {
-    for (int k = 0; k < l->npreview; k++) {
-      snprintf(path, sizeof path, "%s_row%05lld.png", prefix, (long long)l->rows[k]);
-      CTR_CHECK(ctr_file_check_output(path, 0));
-    }
-    if (h5) {
-      snprintf(path, sizeof path, "%s.h5", prefix);
-      CTR_CHECK(ctr_file_check_output(path, 0));
-    } else {
-      CTR_CHECK(ctr_stack_check_output(vol, CTR_FORMAT_AUTO, 0));
-    }
-  }
   const size_t plane = (size_t)(l->nx * l->ny);
   for (int k = 0; k < l->npreview; k++) {
     snprintf(path, sizeof path, "%s_row%05lld.png", prefix, (long long)l->rows[k]);
-    CTR_CHECK(ctr_png_write_gray(path, l->preview + plane * (size_t)k, l->nx, l->ny, 0, 0, 1));
+    CTR_CHECK(ctr__png_write_gray_fast(path, planes + plane * (size_t)k, l->nx, l->ny));
   }
   ctr_stack_info info = CTR_STACK_INFO_INIT;
   info.width = l->nx;
@@ -880,17 +913,141 @@ static ctr_status write_preview(ctr_fbp_live *l, const char *prefix, int first, 
     unlink(path);
   }
   return ctr_stack_save(vol, h5 ? CTR_FORMAT_HDF5 : CTR_FORMAT_ZARR, &info, CTR_DTYPE_FLOAT32,
-                        l->preview, 1);
+                        planes, 1);
+}
+
+static ctr_status check_prefix(const ctr_fbp_live *l, const char *prefix, const char *fn) {
+  if (!l || !prefix || !*prefix)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: live and prefix are required", fn);
+  if (strlen(prefix) >= PREFIX_MAX)
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "%s: the prefix is longer than %d characters", fn,
+             PREFIX_MAX - 1);
+  return CTR_OK;
+}
+
+/* A write done (either way): counted, timed; the writer's failure kept for
+ * the caller (its error detail is the writer thread's own). Holds pw.mu. */
+static void write_done(preview_writer *w, ctr_status st, double seconds, int keep_failure) {
+  w->written += st == CTR_OK;
+  if (st == CTR_OK) w->write_s = seconds;
+  if (keep_failure && st != CTR_OK && w->st == CTR_OK) {
+    w->st = st;
+    snprintf(w->detail, sizeof w->detail, "%s", ctr_error_detail());
+    snprintf(w->field, sizeof w->field, "%s", ctr_error_get_field());
+    snprintf(w->value, sizeof w->value, "%s", ctr_error_get_value());
+  }
+}
+
+/* The writer's failure raised on the caller's thread, once. Holds pw.mu. */
+static ctr_status writer_failure(preview_writer *w) {
+  const ctr_status st = w->st;
+  if (st == CTR_OK) return CTR_OK;
+  w->st = CTR_OK;
+  if (w->field[0])
+    return ctr__error_set_value(st, w->field, w->value[0] ? w->value : NULL,
+                                "the preview writer: %s", w->detail);
+  return ctr__error_set(st, "the preview writer: %s", w->detail);
+}
+
+static void *writer_main(void *arg) {
+  ctr_fbp_live *l = arg;
+  preview_writer *w = &l->pw;
+  pthread_mutex_lock(&w->mu);
+  for (;;) {
+    while (!w->has_queued && !w->quit) pthread_cond_wait(&w->cv, &w->mu);
+    if (!w->has_queued) break; /* quit, and nothing left to write */
+    float *t = w->writing;
+    w->writing = w->queued;
+    w->queued = t;
+    memcpy(w->writing_prefix, w->queued_prefix, sizeof w->writing_prefix);
+    w->has_queued = 0;
+    w->busy = 1;
+    pthread_mutex_unlock(&w->mu);
+    const double t0 = ctr__now_s();
+    const ctr_status st = write_planes(l, w->writing_prefix, w->writing);
+    const double seconds = ctr__now_s() - t0;
+    pthread_mutex_lock(&w->mu);
+    write_done(w, st, seconds, 1);
+    w->busy = 0;
+    pthread_cond_broadcast(&w->cv);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+/* The writer's buffers and thread, at the first queued preview. */
+static ctr_status writer_start(ctr_fbp_live *l) {
+  preview_writer *w = &l->pw;
+  if (w->started) return CTR_OK;
+  const size_t n = (size_t)(l->nx * l->ny) * (size_t)l->npreview;
+  if (!w->queued) w->queued = ctr__malloc(sizeof(float) * n, "a queued preview");
+  if (!w->writing) w->writing = ctr__malloc(sizeof(float) * n, "a preview being written");
+  if (!w->queued || !w->writing) return CTR_E_OUT_OF_MEMORY;
+  const int e = pthread_create(&w->thread, NULL, writer_main, l);
+  if (e) CTR_FAIL(CTR_E_INTERNAL, "cannot start the preview writer thread: %s", strerror(e));
+  w->started = 1;
+  return CTR_OK;
+}
+
+ctr_status ctr_fbp_live_queue_preview(ctr_fbp_live *l, const char *prefix, int first,
+                                      int overwrite) {
+  CTR_CHECK(check_prefix(l, prefix, "ctr_fbp_live_queue_preview"));
+  if (!l->preview) return CTR_OK; /* nothing arrived: nothing to show */
+  const int h5 = (ctr_features() & CTR_FEATURE_HDF5) != 0;
+  if (first && !overwrite) CTR_CHECK(check_preview_outputs(l, prefix, h5));
+  CTR_CHECK(writer_start(l));
+  preview_writer *w = &l->pw;
+  pthread_mutex_lock(&w->mu);
+  const ctr_status st = writer_failure(w);
+  if (st == CTR_OK) {
+    w->superseded += w->has_queued;
+    memcpy(w->queued, l->preview, sizeof(float) * (size_t)(l->nx * l->ny) * (size_t)l->npreview);
+    snprintf(w->queued_prefix, sizeof w->queued_prefix, "%s", prefix);
+    w->has_queued = 1;
+    pthread_cond_broadcast(&w->cv);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return st;
+}
+
+ctr_status ctr_fbp_live_flush_preview(ctr_fbp_live *l) {
+  if (!l) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_flush_preview: the live run is NULL");
+  preview_writer *w = &l->pw;
+  pthread_mutex_lock(&w->mu);
+  while (w->has_queued || w->busy) pthread_cond_wait(&w->cv, &w->mu);
+  const ctr_status st = writer_failure(w);
+  pthread_mutex_unlock(&w->mu);
+  return st;
 }
 
 ctr_status ctr_fbp_live_write_preview(ctr_fbp_live *l, const char *prefix, int first, int overwrite) {
-  if (!l || !prefix || !*prefix)
-    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_write_preview: live and prefix are required");
+  CTR_CHECK(check_prefix(l, prefix, "ctr_fbp_live_write_preview"));
+  CTR_CHECK(ctr_fbp_live_flush_preview(l)); /* a queued write does not land after this one */
   if (!l->preview) return CTR_OK; /* nothing arrived: nothing to show */
+  const int h5 = (ctr_features() & CTR_FEATURE_HDF5) != 0;
+  if (first && !overwrite) CTR_CHECK(check_preview_outputs(l, prefix, h5));
   const double t = ctr__now_s();
-  const ctr_status st = write_preview(l, prefix, first, overwrite);
-  l->t_write = ctr__now_s() - t;
+  const ctr_status st = write_planes(l, prefix, l->preview);
+  const double seconds = ctr__now_s() - t;
+  pthread_mutex_lock(&l->pw.mu);
+  write_done(&l->pw, st, seconds, 0);
+  pthread_mutex_unlock(&l->pw.mu);
   return st;
+}
+
+/* The writer's queued previews written, the thread ended. */
+static void writer_stop(preview_writer *w) {
+  if (w->started) {
+    pthread_mutex_lock(&w->mu);
+    w->quit = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+  }
+  free(w->queued);
+  free(w->writing);
+  pthread_mutex_destroy(&w->mu);
+  pthread_cond_destroy(&w->cv);
 }
 
 /* ---- The end -------------------------------------------------------------------- */
@@ -1034,6 +1191,7 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
 
 void ctr_fbp_live_free(ctr_fbp_live *l) {
   if (!l) return;
+  writer_stop(&l->pw);
   if (l->spool_fd >= 0) close(l->spool_fd);
   /* a named spool of a scan not reconstructed stays, with its state, for a resume */
   if (l->spool_own && (l->finished || !l->o.spool)) {
