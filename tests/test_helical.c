@@ -316,14 +316,19 @@ static void test_curved_geometry(void) {
   ctr_geometry_free(g);
 }
 
-/* Exact projections over the curved helix against line integrals along
- * rays built from the detector's own description: the pixel (u, v) at the
- * fan angle (u - u0) du / sdd on the arc of radius sdd about the source,
- * (v - v0) dv above the source's height. */
-static void test_curved_projection(void) {
+/* ---- Exact projections --------------------------------------------------- */
+
+/* ctr_phantom_project on the helix against line integrals along rays built
+ * from the helix's own formulas, independently of the matrices: on a flat
+ * detector the pixel (u, v) lies at the view's detector centre plus (u - u0)
+ * du along the rows' axis and (v - v0) dv along z (docs/geometry.md); on a
+ * curved one at the fan angle (u - u0) du / sdd on the arc of radius sdd
+ * about the source, (v - v0) dv above the source's height. */
+static void test_projection(ctr_detector_shape shape) {
+  const int curved = shape == CTR_DETECTOR_CYLINDRICAL;
   ctr_phantom *ph = long_phantom();
   ctr_helical_params p = bench_helix(1.0, 1.5, -5.0);
-  p.detector = CTR_DETECTOR_CYLINDRICAL;
+  p.detector = shape;
   ctr_volume_geometry v = bench_volume(8, 0.0);
   ctr_geometry *g = NULL;
   CHECK_OK(ctr_geometry_create_helical(&p, &v, &g));
@@ -336,9 +341,17 @@ static void test_curved_projection(void) {
     const double src[3] = {SID * cos(t), SID * sin(t), zs};
     for (int iv = 0; iv < NV; iv += 5)
       for (int iu = 0; iu < NU; iu += 7) {
-        const double gam = (iu - 0.5 * (NU - 1)) * DPIX / SDD, b = (iv - 0.5 * (NV - 1)) * DPIX;
-        const double pix[3] = {src[0] + SDD * (-cos(gam) * cos(t) - sin(gam) * sin(t)),
-                               src[1] + SDD * (-cos(gam) * sin(t) + sin(gam) * cos(t)), zs + b};
+        const double a = (iu - 0.5 * (NU - 1)) * DPIX, b = (iv - 0.5 * (NV - 1)) * DPIX;
+        double pix[3];
+        if (curved) {
+          const double gam = a / SDD;
+          pix[0] = src[0] + SDD * (-cos(gam) * cos(t) - sin(gam) * sin(t));
+          pix[1] = src[1] + SDD * (-cos(gam) * sin(t) + sin(gam) * cos(t));
+        } else {
+          pix[0] = (SID - SDD) * cos(t) - a * sin(t);
+          pix[1] = (SID - SDD) * sin(t) + a * cos(t);
+        }
+        pix[2] = zs + b;
         double dir[3], len = 0;
         for (int k = 0; k < 3; k++) {
           dir[k] = pix[k] - src[k];
@@ -350,50 +363,8 @@ static void test_curved_projection(void) {
         peak = fmax(peak, e);
       }
   }
-  printf("curved projection: helix of pitch %.2f mm, |exact - projected| <= %.2e (peak %.2f)\n",
-         p.pitch_mm, worst, peak);
-  CHECK(peak > 3.0);
-  CHECK(worst < 1e-4 * peak);
-  free(proj);
-  ctr_geometry_free(g);
-  ctr_phantom_free(ph);
-}
-
-/* ---- Exact projections --------------------------------------------------- */
-
-/* ctr_phantom_project on the helix against line integrals along rays built
- * from the helix's own formulas (source, detector centre and axes of each
- * view, docs/geometry.md), independently of the matrices. */
-static void test_projection(void) {
-  ctr_phantom *ph = long_phantom();
-  ctr_helical_params p = bench_helix(1.0, 1.5, -5.0);
-  ctr_volume_geometry v = bench_volume(8, 0.0);
-  ctr_geometry *g = NULL;
-  CHECK_OK(ctr_geometry_create_helical(&p, &v, &g));
-  REQUIRE(g && ph);
-  float *proj = project(ph, g);
-  double worst = 0, peak = 0;
-  for (int64_t i = 0; i < p.nviews; i += 13) {
-    const double turned = i * p.angle_range_deg / (double)p.nviews, t = turned * PI / 180.0;
-    const double zs = p.z0_mm + p.pitch_mm * turned / 360.0;
-    const double src[3] = {SID * cos(t), SID * sin(t), zs};
-    const double eu[3] = {-sin(t), cos(t), 0}, cen[3] = {(SID - SDD) * cos(t), (SID - SDD) * sin(t), zs};
-    for (int iv = 0; iv < NV; iv += 5)
-      for (int iu = 0; iu < NU; iu += 7) {
-        const double a = (iu - 0.5 * (NU - 1)) * DPIX, b = (iv - 0.5 * (NV - 1)) * DPIX;
-        double dir[3], len = 0;
-        for (int k = 0; k < 3; k++) {
-          dir[k] = cen[k] + a * eu[k] + (k == 2 ? b : 0) - src[k];
-          len += dir[k] * dir[k];
-        }
-        for (int k = 0; k < 3; k++) dir[k] /= sqrt(len);
-        const double e = ctr_phantom_line_integral(ph, src, dir);
-        worst = fmax(worst, fabs(e - proj[(i * NV + iv) * NU + iu]));
-        peak = fmax(peak, e);
-      }
-  }
-  printf("projection: helix of pitch %.2f mm, |exact - projected| <= %.2e (peak %.2f)\n",
-         p.pitch_mm, worst, peak);
+  printf("%sprojection: helix of pitch %.2f mm, |exact - projected| <= %.2e (peak %.2f)\n",
+         curved ? "curved " : "", p.pitch_mm, worst, peak);
   CHECK(peak > 3.0);          /* the rays cross the phantom */
   CHECK(worst < 1e-4 * peak); /* float rounding */
   free(proj);
@@ -799,9 +770,9 @@ int main(void) {
   if (rc) return rc;
   test_window();
   test_geometry();
-  test_projection();
+  test_projection(CTR_DETECTOR_FLAT);
   test_curved_geometry();
-  test_curved_projection();
+  test_projection(CTR_DETECTOR_CYLINDRICAL);
   test_fdk();
   test_cgls();
   test_pitch_limit();

@@ -172,6 +172,11 @@ void ctr__gpu_cache_release(const ctr_context *ctx);
  * CTR_E_UNSUPPORTED). */
 ctr_status ctr__cuda_free_memory(int device, uint64_t *free_bytes);
 
+/* The k-th smallest (0-based) of the n finite values of s, which it
+ * reorders so that s[0..k] <= s[k] <= s[k..n) (select.c; dezinger medians,
+ * preview windows). */
+float ctr__select_kth(float *s, int64_t n, int64_t k);
+
 /* The memory rule (memory.c, ctr_context_get_memory_budgets): the detected
  * budget of GPU ordinal `device` (its free memory and the bytes the context
  * keeps there, less the reserve; the kept buffers are not released) and of

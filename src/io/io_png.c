@@ -13,32 +13,6 @@
 
 /* ---- Window ------------------------------------------------------------- */
 
-/* The k-th smallest of s[lo..hi] (finite values; s reordered so that
- * s[lo..k] <= s[k]): selection by partition about the median of three, in
- * linear time on average, where a sort of the 2^20 samples took most of a
- * live preview's write. The value is the sort's at k. */
-static float select_kth(float *s, int64_t lo, int64_t hi, int64_t k) {
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    float a = s[lo], b = s[mid], c = s[hi];
-    const float pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
-    int64_t i = lo, j = hi;
-    while (i <= j) {
-      while (s[i] < pivot) i++;
-      while (s[j] > pivot) j--;
-      if (i <= j) {
-        const float t = s[i];
-        s[i++] = s[j];
-        s[j--] = t;
-      }
-    }
-    if (k <= j) hi = j;
-    else if (k >= i) lo = i;
-    else return s[k]; /* between the parts: equal to the pivot */
-  }
-  return s[k];
-}
-
 /* The 0.5 / 99.5 % percentiles of the finite values of v[0..n). */
 ctr_status ctr__png_window(const float *v, size_t n, float *lo, float *hi) {
   const size_t step = n > CTR__WINDOW_SAMPLES ? (n + CTR__WINDOW_SAMPLES - 1) / CTR__WINDOW_SAMPLES
@@ -54,8 +28,8 @@ ctr_status ctr__png_window(const float *v, size_t n, float *lo, float *hi) {
   } else {
     const int64_t klo = (int64_t)floor(0.005 * (double)(m - 1));
     const int64_t khi = (int64_t)ceil(0.995 * (double)(m - 1));
-    *hi = select_kth(s, 0, (int64_t)m - 1, khi);
-    *lo = select_kth(s, 0, khi, klo); /* s[0..khi] holds the khi + 1 smallest */
+    *hi = ctr__select_kth(s, (int64_t)m, khi);
+    *lo = ctr__select_kth(s, khi + 1, klo); /* s[0..khi] holds the khi + 1 smallest */
   }
   free(s);
   return CTR_OK;

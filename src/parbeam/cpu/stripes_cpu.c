@@ -15,25 +15,7 @@
 /* ---- Dezinger ----------------------------------------------------------------- */
 
 static float median_of(float *v, int n) {
-  /* quickselect of the middle element */
-  int lo = 0, hi = n - 1, k = n / 2;
-  while (lo < hi) {
-    const float pivot = v[(lo + hi) / 2];
-    int i = lo, j = hi;
-    while (i <= j) {
-      while (v[i] < pivot) i++;
-      while (v[j] > pivot) j--;
-      if (i <= j) {
-        const float t = v[i];
-        v[i++] = v[j];
-        v[j--] = t;
-      }
-    }
-    if (k <= j) hi = j;
-    else if (k >= i) lo = i;
-    else break;
-  }
-  return ctr__zero_unsigned(v[k]);
+  return ctr__zero_unsigned(ctr__select_kth(v, n, n / 2));
 }
 
 static inline int64_t clampi(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
