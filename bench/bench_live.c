@@ -36,6 +36,9 @@
  *   bench_live --dir DIR [--small] [--rate 100] [--source zmq|hdf5]
  *              [--device cuda|cpu] [--out-dtype float32|uint16] [--json FILE]
  *              [--accumulate off|on|auto] [--preview-every N]
+ *              [--sender process|thread]  (process, the default: the sender is another
+ *              process, as a detector's software is; thread: one of this process, whose
+ *              HDF5 writes then share the library's lock with the reader)
  *
  * bench/live.sh runs both; --small there: 256 x 256 x 256 (bench_sync gen
  * --n 256 --angles 256; here --small only labels the JSON). The issue's sizes,
@@ -46,18 +49,35 @@
 #include "bench_common.h"
 #include "io/io_source.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
+
+/* The sender: another process (as a detector's software is), sharing with this one a
+ * mapped file DIR/live_sent.bin: the count sent, then each projection's monotonic time
+ * just after its send (0: not yet; CLOCK_MONOTONIC is the machine's, so the two
+ * processes' times compare). A thread of this process with --sender thread. */
+typedef struct sent_map {
+  atomic_llong sent;
+  atomic_int st;         /* the replay's status, once done */
+  double t_sent[];
+} sent_map;
 
 typedef struct sender {
   const char *scan, *to;
   double rate;
   int64_t count;
-  double *t_sent;        /* monotonic time just after each projection's send (0: not yet) */
-  atomic_llong sent;
-  ctr_status st;
+  sent_map *m;
+  size_t map_bytes;
 } sender;
 
 static sender g_send;
@@ -65,8 +85,8 @@ static sender g_send;
 static int sent_progress(void *user, const char *stage, double fraction) {
   (void)user, (void)stage;
   const long long i = llround(fraction * (double)g_send.count) - 1;
-  if (i >= 0 && i < g_send.count) g_send.t_sent[i] = ctr__now_s();
-  atomic_store(&g_send.sent, i + 1);
+  if (i >= 0 && i < g_send.count) g_send.m->t_sent[i] = ctr__now_s();
+  atomic_store(&g_send.m->sent, i + 1);
   return 1;
 }
 
@@ -76,8 +96,29 @@ static void *send_thread(void *arg) {
   o.rate = g_send.rate;
   o.progress = sent_progress;
   o.overwrite = 1;
-  g_send.st = ctr_replay(g_send.scan, g_send.to, &o, NULL);
+  atomic_store(&g_send.m->st, (int)ctr_replay(g_send.scan, g_send.to, &o, NULL));
   return NULL;
+}
+
+static sent_map *map_sent(const char *path, int64_t count, int create, size_t *bytes) {
+  *bytes = sizeof(sent_map) + sizeof(double) * (size_t)count;
+  const int fd = open(path, create ? O_RDWR | O_CREAT | O_TRUNC : O_RDWR, 0600);
+  if (fd < 0 || (create && ftruncate(fd, (off_t)*bytes) != 0))
+    BENCH_DIE("bench_live: cannot make %s (%s)", path, strerror(errno));
+  void *p = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) BENCH_DIE("bench_live: cannot map %s (%s)", path, strerror(errno));
+  return (sent_map *)p;
+}
+
+/* bench_live --send-child SCAN TO RATE COUNT MAP: the sender process. */
+static int send_child(char **argv) {
+  g_send = (sender){argv[0], argv[1], atof(argv[2]), atoll(argv[3]), NULL, 0};
+  g_send.m = map_sent(argv[4], g_send.count, 0, &g_send.map_bytes);
+  send_thread(NULL);
+  const int st = atomic_load(&g_send.m->st);
+  if (st != CTR_OK) fprintf(stderr, "bench_live sender: %s\n", ctr_error_detail());
+  return st == CTR_OK ? 0 : 1;
 }
 
 /* bench_sync's files as one DXchange file with flats, darks and theta. */
@@ -137,7 +178,9 @@ int main(int argc, char **argv) {
   double rate = 100.0;
   int small = 0;
   int64_t every = 16;
+  const char *sender_kind = "process";
   ctr_device_kind device = CTR_DEVICE_AUTO;
+  if (argc == 7 && !strcmp(argv[1], "--send-child")) return send_child(argv + 2);
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : "";
     if (!strcmp(argv[i], "--small")) small = 1;
@@ -148,13 +191,16 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--out-dtype")) dtype = argv[++i];
     else if (!strcmp(argv[i], "--accumulate")) acc = argv[++i];
     else if (!strcmp(argv[i], "--preview-every")) every = atoll(argv[++i]);
+    else if (!strcmp(argv[i], "--sender")) sender_kind = argv[++i];
     else if (!strcmp(argv[i], "--device")) {
       device = !strcmp(v, "cpu") ? CTR_DEVICE_CPU : CTR_DEVICE_CUDA;
       i++;
     } else BENCH_DIE("usage: bench_live --dir DIR [--small] [--rate N] [--source zmq|hdf5] "
                      "[--device cuda|cpu] [--out-dtype float32|uint16] [--json FILE] "
-                     "[--accumulate off|on|auto] [--preview-every N]");
+                     "[--accumulate off|on|auto] [--preview-every N] [--sender process|thread]");
   }
+  if (strcmp(sender_kind, "process") && strcmp(sender_kind, "thread"))
+    BENCH_DIE("bench_live: --sender is '%s', expected process or thread", sender_kind);
   if (!dir || !(rate > 0)) BENCH_DIE("bench_live: --dir DIR (bench_sync gen's) and a --rate > 0");
   char scan[4200], grow[4200], out[4200], prefix[4200];
   snprintf(prefix, sizeof prefix, "%s/live_preview", dir);
@@ -197,18 +243,33 @@ int main(int argc, char **argv) {
   }
   ctr_fbp_live *l = NULL;
   if (ctr_fbp_live_open(ctx, src, &p, &lo, &l) != CTR_OK) BENCH_DIE("bench_live: %s", ctr_error_detail());
-  g_send = (sender){scan, hdf5 ? grow : ctr_source_endpoint(src), rate, count,
-                    calloc((size_t)count, sizeof(double)), 0, CTR_OK};
+  char map_path[4200];
+  snprintf(map_path, sizeof map_path, "%s/live_sent.bin", dir);
+  g_send = (sender){scan, hdf5 ? grow : ctr_source_endpoint(src), rate, count, NULL, 0};
+  g_send.m = map_sent(map_path, count, 1, &g_send.map_bytes);
   double *latency = calloc((size_t)count, sizeof(double));
   pthread_t th;
-  pthread_create(&th, NULL, send_thread, NULL);
+  pid_t child = 0;
+  const int in_process = !strcmp(sender_kind, "thread");
+  if (in_process) {
+    pthread_create(&th, NULL, send_thread, NULL);
+  } else {
+    char rate_s[64], count_s[64], to_s[4200];
+    snprintf(rate_s, sizeof rate_s, "%.17g", rate);
+    snprintf(count_s, sizeof count_s, "%lld", (long long)count);
+    snprintf(to_s, sizeof to_s, "%s", g_send.to);
+    char *cargv[] = {"/proc/self/exe", "--send-child", scan, to_s, rate_s, count_s, map_path, NULL};
+    if (posix_spawn(&child, "/proc/self/exe", NULL, NULL, cargv, environ) != 0)
+      BENCH_DIE("bench_live: cannot start the sender process (%s)", strerror(errno));
+  }
   ctr_live_state st = CTR_LIVE_STATE_INIT;
   double lag_max = 0;
   int64_t done = 0, steps = 0, writes = 0, queued = 0, at_written = 0;
   /* per step that took projections: read, filter, backproject, accumulate, the step; the
      writer's writes (each seen by a step); the queueing */
-  double *tm[7];
-  for (int k = 0; k < 7; k++) tm[k] = calloc((size_t)count + 2, sizeof(double));
+  double *tm[9]; /* ... 7, 8: the GPU's seconds on a batch of the sum (upload, kernels) */
+  int64_t ndev = 0;
+  for (int k = 0; k < 9; k++) tm[k] = calloc((size_t)count + 2, sizeof(double));
   double t_written = ctr__now_s();
   while (!st.ended) {
     const double t_step = ctr__now_s();
@@ -221,11 +282,15 @@ int main(int argc, char **argv) {
       tm[3][steps] = st.accumulate_s;
       tm[4][steps] = now - t_step;
     }
+    if (st.accumulate_kernels_s > 0 && ndev < count) {
+      tm[7][ndev] = st.accumulate_upload_s;
+      tm[8][ndev++] = st.accumulate_kernels_s;
+    }
     /* a send stamped after its frame was taken (the stamp follows the send)
      * waited less than the stamping: 0 */
     for (; done < st.projections; done++)
-      latency[done] = g_send.t_sent[done] > 0 ? now - g_send.t_sent[done] : 0.0;
-    const double behind = (double)(atomic_load(&g_send.sent) - st.projections) / rate;
+      latency[done] = g_send.m->t_sent[done] > 0 ? now - g_send.m->t_sent[done] : 0.0;
+    const double behind = (double)(atomic_load(&g_send.m->sent) - st.projections) / rate;
     if (behind > lag_max) lag_max = behind;
     steps += st.updated > 0;
     if (st.preview_writes > writes && writes < count) tm[5][writes++] = st.write_s;
@@ -245,11 +310,16 @@ int main(int argc, char **argv) {
   if (ctr_fbp_live_flush_preview(l) != CTR_OK || ctr_fbp_live_step(l, 0, &st) != CTR_OK)
     BENCH_DIE("bench_live: %s", ctr_error_detail());
   if (st.preview_writes > writes && writes < count + 1) tm[5][writes++] = st.write_s;
-  pthread_join(th, NULL);
-  if (st.ended != 1 || g_send.st != CTR_OK)
+  int child_status = 0;
+  if (in_process)
+    pthread_join(th, NULL);
+  else if (waitpid(child, &child_status, 0) != child || !WIFEXITED(child_status) ||
+           WEXITSTATUS(child_status) != 0)
+    BENCH_DIE("bench_live: the sender process failed (status %d)", child_status);
+  if (st.ended != 1 || atomic_load(&g_send.m->st) != CTR_OK)
     BENCH_DIE("bench_live: the scan ended with %lld of %lld projections", (long long)st.projections,
               (long long)count);
-  const double t_last = g_send.t_sent[count - 1];
+  const double t_last = g_send.m->t_sent[count - 1];
   ctr_fbp_stream_report rep = CTR_FBP_STREAM_REPORT_INIT;
   if (ctr_fbp_live_finish(l, out, CTR_FORMAT_RAW, &rep) != CTR_OK)
     BENCH_DIE("bench_live: %s", ctr_error_detail());
@@ -273,20 +343,24 @@ int main(int argc, char **argv) {
   static const char *const names[5] = {"read", "filter", "backproject", "accumulate", "step"};
   for (int k = 0; k < 5; k++) print_stat(f, names[k], tm[k], steps < count ? steps : count, ", ");
   print_stat(f, "queue", tm[6], queued, ", ");
-  print_stat(f, "write", tm[5], writes, "}, ");
+  print_stat(f, "write", tm[5], writes, ", ");
+  print_stat(f, "sum_upload_gpu", tm[7], ndev, ", ");
+  print_stat(f, "sum_kernels_gpu", tm[8], ndev, "}, ");
+  fprintf(f, "\"sender\": \"%s\", ", sender_kind);
   fprintf(f, "\"preview_writes\": %lld, \"preview_superseded\": %lld, \"preview_queued\": "
           "%lld, \"preview_every\": %lld,\n \"targets\": {\"preview_latency_s\": 0.5, "
           "\"lag_s\": 1.0, \"last_to_volume_s\": 15.0}}\n",
           (long long)st.preview_writes, (long long)st.preview_superseded, (long long)queued,
           (long long)every);
   if (json) fclose(f);
-  for (int k = 0; k < 7; k++) free(tm[k]);
+  for (int k = 0; k < 9; k++) free(tm[k]);
   ctr_fbp_live_free(l);
   ctr_source_close(src);
   ctr_context_free(ctx);
   free(latency);
   free(theta);
-  free(g_send.t_sent);
+  munmap(g_send.m, g_send.map_bytes);
+  unlink(map_path);
   unlink(out);
   return 0;
 }

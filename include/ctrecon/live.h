@@ -187,8 +187,8 @@ typedef struct ctr_live_options {
                                 0, CTR_LIVE_ACCUMULATE_OFF }
 CTR_API ctr_status ctr_live_options_init(ctr_live_options *s, unsigned version);
 
-#define CTR_LIVE_STATE_VERSION 4u /* 2: resumed, accumulated; 3: the step's seconds;
-                                     4: the preview writer's counts */
+#define CTR_LIVE_STATE_VERSION 5u /* 2: resumed, accumulated; 3: the step's seconds;
+                                     4: the preview writer's counts; 5: the device's sum */
 typedef struct ctr_live_state {
   unsigned version;
   int64_t projections;  /* arrived (and backprojected into the previews) */
@@ -221,10 +221,14 @@ typedef struct ctr_live_state {
   int64_t preview_writes;     /* preview writes completed (either way) */
   int64_t preview_superseded; /* queued previews replaced by a newer one before the writer
                                  took them (counted, not written) */
+  /* version 5: the GPU's time on the full volume's sum (accumulate on a GPU; 0 on the
+     CPU, or when no batch's sum has completed since the last step) */
+  double accumulate_upload_s;  /* the device's seconds uploading the last completed batch */
+  double accumulate_kernels_s; /* and flat-fielding, filtering and summing it */
 } ctr_live_state;
 #define CTR_LIVE_STATE_INIT                                                                     \
   { CTR_LIVE_STATE_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, \
-    0, 0 }
+    0, 0, 0.0, 0.0 }
 CTR_API ctr_status ctr_live_state_init(ctr_live_state *s, unsigned version);
 
 /* A live reconstruction of the scan `src` delivers (the source stays the caller's;

@@ -84,7 +84,9 @@ class LiveUpdate:
     ``fbp_stream``'s) on the last update of a complete scan with ``out``;
     ``seconds``: where the step's time went (``read``, ``filter``,
     ``backproject``, ``accumulate``, ``write``: ctr_live_state's seconds;
-    ``write`` is the preview writer thread's last write, off the steps' path);
+    ``write`` is the preview writer thread's last write, off the steps' path;
+    ``accumulate_upload``, ``accumulate_kernels``: a GPU's seconds on the last
+    batch of the full volume's sum that completed, 0 when none did);
     ``preview_writes``, ``preview_superseded``: previews written, and queued
     ones replaced by a newer state before the writer took them."""
     projections: int
@@ -234,6 +236,7 @@ def _update(live, st) -> LiveUpdate:
                       int(st.ended), tuple(rows), prev, float(st.lag_s),
                       resumed=int(st.resumed), accumulated=int(st.accumulated),
                       seconds={k: float(getattr(st, k + "_s")) for k in
-                               ("read", "filter", "backproject", "accumulate", "write")},
+                               ("read", "filter", "backproject", "accumulate", "write",
+                                "accumulate_upload", "accumulate_kernels")},
                       preview_writes=int(st.preview_writes),
                       preview_superseded=int(st.preview_superseded))

@@ -330,7 +330,8 @@ static const ctr__struct_version live_state_versions[] = {
     CTR__V_UPTO(ctr_live_state, resumed), /* 1 */
     CTR__V_UPTO(ctr_live_state, read_s),  /* 2: resumed, accumulated */
     CTR__V_UPTO(ctr_live_state, preview_writes), /* 3: read_s .. write_s */
-    CTR__V_ALL(ctr_live_state),           /* 4: preview_writes, preview_superseded */
+    CTR__V_UPTO(ctr_live_state, accumulate_upload_s), /* 4: preview_writes, preview_superseded */
+    CTR__V_ALL(ctr_live_state), /* 5: accumulate_upload_s, accumulate_kernels_s */
 };
 CTR__STRUCT_DEFINE(live_state, CTR_LIVE_STATE_VERSION)
 

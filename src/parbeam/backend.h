@@ -81,14 +81,17 @@ typedef struct ctr__par_backend {
    * flat (W x H) and dark (may be NULL), up to maxk projections a call;
    * CTR_E_UNSUPPORTED or CTR_E_DEVICE_OUT_OF_MEMORY (naming the budget) when
    * it cannot. acc_add: the next k projections in angle order (host memory,
-   * whole frames one after the other; read on return, the work may go on).
+   * whole frames one after the other; read on return, the work may go on);
+   * device_s (may be NULL) gets the device's seconds on the last batch whose
+   * work has completed since the previous call, its upload and its kernels
+   * (timed with events, no wait; 0 and 0 when none has).
    * acc_get: waits, the volume (nslices x ny x nx) into host memory and the
    * input values the data policy replaced. acc_free: waits and frees. */
   ctr_status (*acc_open)(const ctr_context *ctx, const ctr_parallel_geometry *g,
                          const ctr_fbp_options *o, ctr_dtype dtype, int64_t W, int64_t H,
                          int64_t row0, int64_t nslices, int64_t band_rows, const float *flat,
                          const float *dark, int64_t maxk, ctr__fbp_acc **out);
-  ctr_status (*acc_add)(ctr__fbp_acc *a, const void *proj, int64_t k);
+  ctr_status (*acc_add)(ctr__fbp_acc *a, const void *proj, int64_t k, double device_s[2]);
   ctr_status (*acc_get)(ctr__fbp_acc *a, float *vol, int64_t *bad_input);
   void (*acc_free)(ctr__fbp_acc *a);
 } ctr__par_backend;

@@ -103,6 +103,7 @@ struct ctr_fbp_live {
   ctr__fbp_acc *dacc;
   /* where the last step's time went (ctr_live_state's seconds) */
   double t_filter, t_backproject, t_accumulate;
+  double acc_device_s[2]; /* the device's seconds on the last batch summed (upload, kernels) */
   ctr_parallel_geometry *gfull;  /* the finished scan's geometry (its weights), once known */
   preview_writer pw;
 };
@@ -545,7 +546,7 @@ static ctr_status acc_batch(ctr_fbp_live *l, int64_t n) {
   int64_t m = 0;
   while (m < n && l->bindex[m] == l->acc_next + m) m++;
   if (l->dacc) { /* on the device: the batch's projections at once */
-    if (m) CTR_CHECK(l->acc_be->acc_add(l->dacc, l->batch, m));
+    if (m) CTR_CHECK(l->acc_be->acc_add(l->dacc, l->batch, m, l->acc_device_s));
     l->acc_next += m;
     return CTR_OK;
   }
@@ -811,6 +812,7 @@ ctr_status ctr_fbp_live_step(ctr_fbp_live *l, double wait_s, ctr_live_state *sta
   double lag = 0;
   double t0 = 0; /* when the first frame was there: the wait for it is idle time */
   l->t_filter = l->t_backproject = l->t_accumulate = 0;
+  l->acc_device_s[0] = l->acc_device_s[1] = 0;
   ctr_source_event ev = CTR_SOURCE_WAITING;
   double wait = wait_s;
   while (!l->ended && nb < BATCH) {
@@ -850,6 +852,8 @@ ctr_status ctr_fbp_live_step(ctr_fbp_live *l, double wait_s, ctr_live_state *sta
   s.filter_s = l->t_filter;
   s.backproject_s = l->t_backproject;
   s.accumulate_s = l->t_accumulate;
+  s.accumulate_upload_s = l->acc_device_s[0];
+  s.accumulate_kernels_s = l->acc_device_s[1];
   pthread_mutex_lock(&l->pw.mu);
   s.write_s = l->pw.write_s;
   s.preview_writes = l->pw.written;

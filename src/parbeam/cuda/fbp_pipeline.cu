@@ -686,6 +686,8 @@ struct ctr__fbp_acc {
   cudaStream_t s;
   ctr__xfer xf;               /* the host transfers (gpu/host_transfer.h) */
   int have_xf;
+  cudaEvent_t ev[3];          /* the last batch's upload start, kernels start, end */
+  int have_ev, timed;         /* events made; a batch recorded and not reported yet */
 };
 
 /* The plan of the band of length len. */
@@ -779,18 +781,33 @@ cleanup:
   return st;
 }
 
-extern "C" ctr_status ctr__fbp_acc_add(ctr__fbp_acc *a, const void *proj, int64_t k) {
+extern "C" ctr_status ctr__fbp_acc_add(ctr__fbp_acc *a, const void *proj, int64_t k,
+                                       double device_s[2]) {
   ctr_status st = CTR_OK;
   const size_t row_bytes = a->es * (size_t)a->W, frame = row_bytes * (size_t)a->H;
   if (k < 1 || k > a->maxk || a->next + k > a->na)
     CTR_FAIL(CTR_E_INTERNAL, "the live sum takes %lld more projections (%lld of %lld summed, "
              "up to %lld at once)", (long long)k, (long long)a->next, (long long)a->na,
              (long long)a->maxk);
+  int timing = 0;
   CU(cudaSetDevice(a->dev));
+  if (device_s) device_s[0] = device_s[1] = 0;
+  /* the previous batch's device seconds, if it is done (no wait) */
+  if (a->timed && cudaEventQuery(a->ev[2]) == cudaSuccess) {
+    float up = 0, kern = 0;
+    if (device_s && cudaEventElapsedTime(&up, a->ev[0], a->ev[1]) == cudaSuccess &&
+        cudaEventElapsedTime(&kern, a->ev[1], a->ev[2]) == cudaSuccess)
+      device_s[0] = 1e-3 * up, device_s[1] = 1e-3 * kern;
+    a->timed = 0;
+  }
+  (void)cudaGetLastError(); /* a query of work not done is not an error */
+  timing = a->have_ev && !a->timed;
+  if (timing) CU(cudaEventRecord(a->ev[0], a->s));
   /* the rows of each projection (read on return: the caller's batch is free again) */
   CTR_CHECK_GOTO(st, ctr__xfer_h2d_2d(&a->xf, a->d_raw, row_bytes * (size_t)a->ns,
                                       (const char *)proj + row_bytes * (size_t)a->row0, frame,
                                       row_bytes * (size_t)a->ns, (size_t)k, a->s, 0, NULL));
+  if (timing) CU(cudaEventRecord(a->ev[1], a->s));
   /* runs of whole chunks of one plan, as many slices as its batch holds rows of k angles */
   for (int64_t s0 = 0; s0 < a->ns;) {
     const int64_t band0 = s0 / a->band_rows * a->band_rows;
@@ -804,6 +821,10 @@ extern "C" ctr_status ctr__fbp_acc_add(ctr__fbp_acc *a, const void *proj, int64_
     if (m > fit) m = fit / a->plan[p].S * a->plan[p].S; /* whole chunks of a long band */
     CTR_CHECK_GOTO(st, acc_slices(a, p, s0, m, k, a->next));
     s0 += m;
+  }
+  if (timing) {
+    CU(cudaEventRecord(a->ev[2], a->s));
+    a->timed = 1;
   }
   a->next += k;
 cleanup:
@@ -835,6 +856,8 @@ extern "C" void ctr__fbp_acc_free(ctr__fbp_acc *a) {
   GPU_PUT(ctx, a->d_dark, sizeof(float) * (size_t)(a->ns * a->nb));
   GPU_PUT(ctx, a->d_bad, sizeof(unsigned long long));
   if (a->f.g) ctr__fbp_gpu_free(&a->f);
+  if (a->have_ev)
+    for (int e = 0; e < 3; e++) cudaEventDestroy(a->ev[e]);
   if (a->s) cudaStreamDestroy(a->s);
   free(a);
 }
@@ -921,6 +944,8 @@ extern "C" ctr_status ctr__fbp_acc_open(const ctr_context *ctx, const ctr_parall
   CU(cudaStreamCreateWithFlags(&a->s, cudaStreamNonBlocking));
   CTR_CHECK_GOTO(st, ctr__xfer_init(&a->xf, ctx));
   a->have_xf = 1;
+  for (int e = 0; e < 3; e++) CU(cudaEventCreate(&a->ev[e]));
+  a->have_ev = 1;
   CTR_CHECK_GOTO(st, acc_plans(a, o));
   CTR_CHECK_GOTO(st, acc_kernel(a, o, a->plan[0].S));
   CTR_CHECK_GOTO(st, ctr__ramp_create(a->nb, o->window, o->cutoff, &ramp));

@@ -46,7 +46,8 @@ ctr_status ctr__fbp_acc_open(const ctr_context *ctx, const ctr_parallel_geometry
                              const ctr_fbp_options *o, ctr_dtype dtype, int64_t W, int64_t H,
                              int64_t row0, int64_t nslices, int64_t band_rows, const float *flat,
                              const float *dark, int64_t maxk, struct ctr__fbp_acc **out);
-ctr_status ctr__fbp_acc_add(struct ctr__fbp_acc *a, const void *proj, int64_t k);
+ctr_status ctr__fbp_acc_add(struct ctr__fbp_acc *a, const void *proj, int64_t k,
+                            double device_s[2]);
 ctr_status ctr__fbp_acc_get(struct ctr__fbp_acc *a, float *vol, int64_t *bad_input);
 void ctr__fbp_acc_free(struct ctr__fbp_acc *a);
 /* The laminographic backprojection (parbeam/backend.h's lamino_backproject)
