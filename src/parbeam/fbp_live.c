@@ -219,7 +219,10 @@ static ctr_status first_frame(ctr_fbp_live *l, const ctr_frame *f) {
   l->sino = ctr__malloc(sizeof(float) * (size_t)(l->W * BATCH * l->npreview), "preview sinograms");
   l->bangles = ctr__malloc(sizeof(double) * 2 * BATCH, "batch angles");
   l->bindex = ctr__malloc(sizeof(int64_t) * BATCH, "batch indices");
-  l->batch = ctr__malloc(l->frame_bytes * BATCH, "a batch of projections");
+  /* pinned where a GPU is (ctr_host_alloc): the full volume's sum uploads a batch by
+   * DMA, with no staging copy on host threads that the step and the preview writer
+   * share (docs/synchrotron.md, "Where a preview step's time goes") */
+  l->batch = ctr_host_alloc(l->frame_bytes * BATCH);
   if (!l->preview || !l->tmp || !l->sino || !l->bangles || !l->bindex || !l->batch)
     CTR_FAIL(CTR_E_OUT_OF_MEMORY, "out of memory (the previews of %lld x %lld)", (long long)l->nx,
              (long long)l->ny);
@@ -1222,6 +1225,6 @@ void ctr_fbp_live_free(ctr_fbp_live *l) {
   free(l->sino);
   free(l->bangles);
   free(l->bindex);
-  free(l->batch);
+  ctr_host_free(l->batch);
   free(l);
 }

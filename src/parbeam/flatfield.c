@@ -89,8 +89,12 @@ ctr_status ctr_flatfield_sinograms(const void *proj, ctr_dtype dtype, int64_t nb
   const size_t r0 = (size_t)row0 * nb;
   int64_t total = 0;
   /* One projection per iteration: its rows [row0, row0 + nslices) are read
-   * in order (one contiguous run) and each lands in row a of its sinogram. */
-#pragma omp parallel for schedule(static) reduction(+ : total)
+   * in order (one contiguous run) and each lands in row a of its sinogram. A
+   * few rows (a live preview's: 3 x 32 x 2048 pixels, well under a millisecond)
+   * stay on the caller's thread: a team's fork costs more, and much more where
+   * other threads hold cores (a team waits for its slowest thread). */
+  const int team = (double)nangles * (double)nslices * (double)nbins >= (double)(1 << 20);
+#pragma omp parallel for schedule(static) reduction(+ : total) if (team)
   for (int64_t a = 0; a < nangles; a++) {
     int64_t count = 0;
     for (int64_t s = 0; s < nslices; s++) {

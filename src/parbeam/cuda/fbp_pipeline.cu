@@ -803,10 +803,12 @@ extern "C" ctr_status ctr__fbp_acc_add(ctr__fbp_acc *a, const void *proj, int64_
   (void)cudaGetLastError(); /* a query of work not done is not an error */
   timing = a->have_ev && !a->timed;
   if (timing) CU(cudaEventRecord(a->ev[0], a->s));
-  /* the rows of each projection (read on return: the caller's batch is free again) */
+  /* the rows of each projection, read on return: the caller's batch is free again (from
+   * pinned memory, the live FBP's, a DMA waited for, after the earlier batch's kernels
+   * that read d_raw; from pageable memory, copied into the staging slots) */
   CTR_CHECK_GOTO(st, ctr__xfer_h2d_2d(&a->xf, a->d_raw, row_bytes * (size_t)a->ns,
                                       (const char *)proj + row_bytes * (size_t)a->row0, frame,
-                                      row_bytes * (size_t)a->ns, (size_t)k, a->s, 0, NULL));
+                                      row_bytes * (size_t)a->ns, (size_t)k, a->s, 1, NULL));
   if (timing) CU(cudaEventRecord(a->ev[1], a->s));
   /* runs of whole chunks of one plan, as many slices as its batch holds rows of k angles */
   for (int64_t s0 = 0; s0 < a->ns;) {
