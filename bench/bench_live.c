@@ -305,11 +305,13 @@ int main(int argc, char **argv) {
       at_written = st.projections;
     }
   }
+  const double t_loop = ctr__now_s();
   /* the last preview written completely, then the writer's counts (a step after the end
      takes nothing) */
   if (ctr_fbp_live_flush_preview(l) != CTR_OK || ctr_fbp_live_step(l, 0, &st) != CTR_OK)
     BENCH_DIE("bench_live: %s", ctr_error_detail());
   if (st.preview_writes > writes && writes < count + 1) tm[5][writes++] = st.write_s;
+  const double t_flushed = ctr__now_s();
   int child_status = 0;
   if (in_process)
     pthread_join(th, NULL);
@@ -319,7 +321,7 @@ int main(int argc, char **argv) {
   if (st.ended != 1 || atomic_load(&g_send.m->st) != CTR_OK)
     BENCH_DIE("bench_live: the scan ended with %lld of %lld projections", (long long)st.projections,
               (long long)count);
-  const double t_last = g_send.m->t_sent[count - 1];
+  const double t_last = g_send.m->t_sent[count - 1], t_joined = ctr__now_s();
   ctr_fbp_stream_report rep = CTR_FBP_STREAM_REPORT_INIT;
   if (ctr_fbp_live_finish(l, out, CTR_FORMAT_RAW, &rep) != CTR_OK)
     BENCH_DIE("bench_live: %s", ctr_error_detail());
@@ -339,6 +341,12 @@ int main(int argc, char **argv) {
           (long long)rep.nslices, (long long)count, rate, dtype, (long long)steps,
           (long long)st.npreview, acc, (long long)st.accumulated, latency[count / 2], latency[(int64_t)(0.95 * (double)(count - 1))],
           latency[count - 1], lag_max, t_volume - t_last, rep.seconds_total);
+  fprintf(f, " \"after_last_s\": {\"steps_done\": %.3f, \"previews_flushed\": %.3f, "
+          "\"sender_joined\": %.3f, \"volume_written\": %.3f},\n \"final_s\": {\"setup\": %.3f, "
+          "\"read\": %.3f, \"compute\": %.3f, \"write\": %.3f, \"total\": %.3f},\n",
+          t_loop - t_last, t_flushed - t_last, t_joined - t_last, t_volume - t_last,
+          rep.seconds_setup, rep.seconds_read, rep.seconds_compute, rep.seconds_write,
+          rep.seconds_total);
   fprintf(f, " \"step_s\": {");
   static const char *const names[5] = {"read", "filter", "backproject", "accumulate", "step"};
   for (int k = 0; k < 5; k++) print_stat(f, names[k], tm[k], steps < count ? steps : count, ", ");

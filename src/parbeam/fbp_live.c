@@ -1169,6 +1169,7 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
   if (so.resume && access(journal, F_OK) != 0) so.resume = 0; /* a resumed scan, not its volume */
   ctr_status st = CTR_OK;
   int acc = acc_complete(l, p.angles_deg) && (!l->dacc || acc_device_bands(l, &p, &so, in, out, fmt));
+  const double t_sum = ctr__now_s(); /* the sum's end: the device's last work, its download */
   if (acc && l->dacc) {
     int64_t bad = 0;
     st = l->acc_be->acc_get(l->dacc, l->vol, &bad);
@@ -1186,8 +1187,15 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
     l->acc_counts.calibration = ctr__flat_bad_pixels(
         (l->flat ? l->flat : l->ones) + l->acc_row0 * l->W,
         l->dark ? l->dark + l->acc_row0 * l->W : NULL, l->acc_nslices * l->W);
+    const double sum_s = ctr__now_s() - t_sum;
     st = ctr__fbp_stream_accumulated(l->ctx, &p, &so, in, l->flat, l->dark, l->vol,
                                      &l->acc_counts, out, fmt, report);
+    if (st == CTR_OK && report) { /* the final run's compute and total include the sum's end */
+      report->seconds_compute += sum_s;
+      report->seconds_total += sum_s;
+    }
+    ctr__log(l->ctx, CTR_LOG_DEBUG, "live finish: the sum's end (device work, download, value "
+             "checks) %.3f s", sum_s);
   } else {
     st = ctr_fbp_stream(l->ctx, &p, &so, in, l->flat, l->dark, out, fmt, report);
   }
