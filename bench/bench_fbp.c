@@ -29,8 +29,8 @@
  *       (fbp_angle_cache: shared, offset, registers), each the median of the
  *       repeats, with the instance's registers, local memory and theoretical
  *       occupancy (the CUDA runtime's attributes and occupancy calculator),
- *       and whether its slices are the default's bits. Plot:
- *       bench/plot_chilingaryan_tables.py. */
+ *       and whether its slices are the default's bits (exit 2 when a case's
+ *       are not). Plot: bench/plot_chilingaryan_tables.py. */
 #include "bench_common.h"
 #include "ctrecon.h"
 #include "parbeam/cuda/parbeam_cuda.h"
