@@ -18,7 +18,19 @@
  *       filter and transfers included; the CUDA context and a 16-slice
  *       warm-up are not), median of the repeats. Pinned: ctr_host_alloc;
  *       pageable: malloc, as a numpy user's arrays (--pageable = --memory
- *       pageable). The input is a synthetic attenuation pattern. */
+ *       pageable). The input is a synthetic attenuation pattern.
+ *   bench_fbp --study chilingaryan-tables [--n 2048] [--angles 2048] [--slices 8]
+ *             [--repeats 5] [--json FILE]
+ *       Chilingaryan et al. 2020, Tables 18 and 19 on this GPU: the exact ALU
+ *       kernels alu (one slice, as the paper's Table 19) and alu2 (two),
+ *       linear and nearest, under every occupancy target
+ *       (ctr_tuning.fbp_occupancy: none, 50, 75, 100 %), shared-memory
+ *       carveout (fbp_carveout: driver, shared, l1) and angle cache
+ *       (fbp_angle_cache: shared, offset, registers), each the median of the
+ *       repeats, with the instance's registers, local memory and theoretical
+ *       occupancy (the CUDA runtime's attributes and occupancy calculator),
+ *       and whether its slices are the default's bits (exit 2 when a case's
+ *       are not). Plot: bench/plot_chilingaryan_tables.py. */
 #include "bench_common.h"
 #include "ctrecon.h"
 #include "parbeam/cuda/parbeam_cuda.h"
@@ -204,13 +216,134 @@ static int e2e(int64_t n, int64_t na, int64_t ns, const char *memory, int repeat
 }
 #endif
 
+#if CTR_HAVE_CUDA
+/* ns slices of n bins x na angles of a Shepp-Logan phantom at heights
+ * across it, ramp-filtered (dump: the unfiltered ones to DIR/sino.raw); *g
+ * their geometry (n x n pixels). */
+static float *filtered_sinograms(int64_t n, int64_t na, int64_t ns, const char *dump,
+                                 ctr_parallel_geometry **g) {
+  ctr_parallel_params pp = CTR_PARALLEL_PARAMS_INIT;
+  pp.nbins = n;
+  pp.nangles = na;
+  if (ctr_parallel_create(&pp, g)) DIE("%s", ctr_error_detail());
+  ctr_phantom *ph = NULL;
+  if (ctr_phantom_shepp_logan(0.45 * (double)n, 1.0, &ph)) DIE("%s", ctr_error_detail());
+  float *sino = malloc(sizeof(float) * (size_t)(n * na * ns));
+  double *z = malloc(sizeof(double) * (size_t)ns);
+  if (!sino || !z) DIE("out of memory");
+  for (int64_t s = 0; s < ns; s++) z[s] = 0.3 * (double)n * ((double)s / (double)ns - 0.5);
+  if (ctr_phantom_sinogram(ph, *g, ns, z, 1, sino)) DIE("%s", ctr_error_detail());
+  if (dump) bench_save_raw(dump, "sino.raw", sino, sizeof(float) * (size_t)(n * na * ns));
+  ctr_fbp_options fo = CTR_FBP_OPTIONS_INIT;
+  if (ctr_fbp_filter(NULL, *g, &fo, ns, sino)) DIE("%s", ctr_error_detail());
+  ctr_phantom_free(ph);
+  free(z);
+  return sino;
+}
+
+/* The sweep of --study chilingaryan-tables: ctr_tuning's text values. */
+static const char *const k_occupancy[] = {"auto", "50", "75", "100"};
+static const char *const k_carveout[] = {"driver", "shared", "l1"};
+static const char *const k_angle_cache[] = {"shared", "offset", "registers"};
+
+/* One case of the study: kernel with interpolation interp under the
+ * settings kv (3 pairs), timed; base: the default's slices (is_base: this
+ * is the default, its slices copied there). Prints a line, and a JSON
+ * object to f (json_first: the first). Returns whether the slices are
+ * base's bits. */
+static int study_case(const ctr_parallel_geometry *g, int64_t ns, const float *sino, float *out,
+                      float *base, int is_base, const char *kernel, int interp,
+                      const char *const *kv, int repeats, FILE *f, int json_first) {
+  const ctr_parallel_params *p = ctr_parallel_get_params(g);
+  const int64_t plane = p->nx * p->ny;
+  ctr_context *ctx = bench_context(CTR_DEVICE_CUDA, kv, 3);
+  if (!ctx) DIE("--study: the settings %s=%s %s=%s %s=%s", kv[0], kv[1], kv[2], kv[3], kv[4], kv[5]);
+  ctr_fbp_options fo = CTR_FBP_OPTIONS_INIT;
+  fo.kernel = kernel;
+  fo.interp = (ctr_fbp_interp)interp;
+  double ms = 0;
+  ctr__fbp_kernel_attrs at;
+  if (ctr__fbp_bench_cuda(ctx, g, &fo, ns, sino, out, repeats, &ms) ||
+      ctr__fbp_kernel_info(ctx, g, &fo, strcmp(kernel, "alu2") || ns < 2 ? 1 : 2, &at))
+    DIE("--study %s %s: %s", kernel, interp ? "nearest" : "linear", ctr_error_detail());
+  ctr_context_free(ctx);
+  const size_t bytes = sizeof(float) * (size_t)(plane * ns);
+  if (is_base) memcpy(base, out, bytes);
+  const int same = !memcmp(base, out, bytes);
+  const double gups = (double)p->nangles * (double)plane * (double)ns / (ms * 1e-3) / 1e9;
+  const double occ = (double)(at.blocks_per_sm * at.threads) / (double)at.max_threads_per_sm;
+  printf("%-4s %-7s occupancy %-4s carveout %-6s angle cache %-9s: %8.3f ms %7.1f GUPS  %3d "
+         "registers, %3d B local, %2d blocks/SM (%3.0f %%)%s\n", kernel, interp ? "nearest" : "linear",
+         kv[1], kv[3], kv[5], ms, gups, at.registers, at.local_bytes, at.blocks_per_sm, 100 * occ,
+         same ? "" : "  NOT THE DEFAULT'S BITS");
+  if (f)
+    fprintf(f, "%s  {\"name\": \"%s-%s-occ-%s-carveout-%s-cache-%s\", \"kernel\": \"%s\", "
+            "\"interp\": \"%s\", \"occupancy_target\": \"%s\", \"carveout\": \"%s\", "
+            "\"angle_cache\": \"%s\", \"seconds\": %.6f, \"gups\": %.1f, \"n\": %lld, "
+            "\"angles\": %lld, \"slices\": %lld, \"repeats\": %d, \"registers\": %d, "
+            "\"local_bytes\": %d, \"shared_bytes\": %d, \"threads\": %d, \"min_blocks\": %d, "
+            "\"blocks_per_sm\": %d, \"theoretical_occupancy\": %.4f, \"same_bits_as_default\": %s}",
+            json_first ? "" : ",\n", kernel, interp ? "nearest" : "linear", kv[1], kv[3], kv[5], kernel,
+            interp ? "nearest" : "linear", kv[1], kv[3], kv[5], ms * 1e-3, gups, (long long)p->nx,
+            (long long)p->nangles, (long long)ns, repeats, at.registers, at.local_bytes,
+            at.shared_bytes, at.threads, at.min_blocks, at.blocks_per_sm, occ, same ? "true" : "false");
+  return same;
+}
+
+/* --study chilingaryan-tables (the file's header). Returns 2 when a case's
+ * slices are not the default's bits. */
+static int study_tables(int64_t n, int64_t na, int64_t ns, int repeats, const char *json) {
+  ctr_parallel_geometry *g = NULL;
+  const size_t bytes = sizeof(float) * (size_t)(n * n * ns);
+  float *sino = filtered_sinograms(n, na, ns, NULL, &g), *out = malloc(bytes), *base = malloc(bytes);
+  if (!out || !base) DIE("out of memory");
+  FILE *f = NULL;
+  if (json) {
+    ctr_device_info info = CTR_DEVICE_INFO_INIT;
+    char date[64];
+    ctr_cuda_get_device_info(0, &info);
+    if (!(f = fopen(json, "w"))) DIE("cannot write %s", json);
+    fprintf(f, "{\"gpu\": \"%s\", \"date\": \"%s\", \"revision\": \"%s\", \"study\": "
+            "\"chilingaryan-tables\", \"command\": \"bench_fbp --study chilingaryan-tables --n %lld "
+            "--angles %lld --slices %lld --repeats %d\",\n \"cases\": [\n", info.name,
+            bench_date(date, sizeof date), bench_revision(), (long long)n, (long long)na,
+            (long long)ns, repeats);
+  }
+  /* the exact ALU kernels: one slice (alu, as the paper's Table 19) and two
+   * (alu2), linear and nearest */
+  static const struct { const char *kernel; int interp; } runs[4] = {
+      {"alu", 0}, {"alu2", 0}, {"alu", 1}, {"alu2", 1}};
+  int differ = 0;
+  for (int r = 0; r < 4; r++)
+    for (size_t a = 0; a < sizeof k_occupancy / sizeof k_occupancy[0]; a++)
+      for (size_t b = 0; b < sizeof k_carveout / sizeof k_carveout[0]; b++)
+        for (size_t c = 0; c < sizeof k_angle_cache / sizeof k_angle_cache[0]; c++) {
+          const char *const kv[6] = {"fbp_occupancy", k_occupancy[a], "fbp_carveout", k_carveout[b],
+                                     "fbp_angle_cache", k_angle_cache[c]};
+          const int is_base = !a && !b && !c; /* the defaults: auto, driver, shared */
+          differ += !study_case(g, ns, sino, out, base, is_base, runs[r].kernel, runs[r].interp, kv,
+                                repeats, f, is_base && !r);
+        }
+  if (f) {
+    fprintf(f, "\n ]}\n");
+    fclose(f);
+  }
+  ctr_parallel_free(g);
+  free(sino);
+  free(out);
+  free(base);
+  if (differ) printf("study: %d cases differ from their default's bits\n", differ);
+  return differ ? 2 : 0;
+}
+#endif
+
 int main(int argc, char **argv) {
 #if CTR_HAVE_CUDA
   int64_t n = 2048, na = 2048, ns = 8;
   int repeats = -1, end_to_end = 0, check = 0, failures = 0;
   double worst = 0;
   const char *kernels = "tex,tex2,tex-mp,tex4h,alu,alu2,alu2-h,hybrid,alu-os,alu2-os";
-  const char *json = NULL, *dump = NULL, *hybrid_tex = NULL, *memory = "pinned";
+  const char *json = NULL, *dump = NULL, *hybrid_tex = NULL, *memory = "pinned", *study = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--e2e")) { end_to_end = 1; continue; }
     if (!strcmp(argv[i], "--pageable")) { memory = "pageable"; continue; }
@@ -226,33 +359,26 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--hybrid-tex")) hybrid_tex = argv[i + 1];
     else if (!strcmp(argv[i], "--memory")) memory = argv[i + 1];
     else if (!strcmp(argv[i], "--gpus")) g_gpus = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--study")) study = argv[i + 1];
     else DIE("unknown option %s", argv[i]);
     i++;
   }
   if (end_to_end) return e2e(n, na, ns, memory, repeats < 0 ? 3 : repeats, json);
   if (repeats < 0) repeats = 5;
-  ctr_parallel_params pp = CTR_PARALLEL_PARAMS_INIT;
-  pp.nbins = n;
-  pp.nangles = na;
+  if (study && strcmp(study, "chilingaryan-tables"))
+    DIE("--study: expected chilingaryan-tables, got '%s'", study);
+  if (study) return study_tables(n, na, ns, repeats, json);
   ctr_parallel_geometry *g = NULL;
-  if (ctr_parallel_create(&pp, &g)) DIE("%s", ctr_error_detail());
-  ctr_phantom *ph = NULL;
-  if (ctr_phantom_shepp_logan(0.45 * (double)n, 1.0, &ph)) DIE("%s", ctr_error_detail());
-  const int64_t sino_n = n * na, plane = n * n;
-  float *sino = malloc(sizeof(float) * (size_t)(sino_n * ns));
+  const int64_t plane = n * n;
+  float *sino = filtered_sinograms(n, na, ns, dump, &g);
   float *out = malloc(sizeof(float) * (size_t)(plane * ns));
   double *ref = malloc(sizeof(double) * (size_t)plane), *ref_lin = malloc(sizeof(double) * (size_t)plane);
-  double *z = malloc(sizeof(double) * (size_t)ns);
-  if (!sino || !out || !ref || !ref_lin || !z) DIE("out of memory");
-  for (int64_t s = 0; s < ns; s++) z[s] = 0.3 * (double)n * ((double)s / (double)ns - 0.5);
+  if (!out || !ref || !ref_lin) DIE("out of memory");
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
   co.device = CTR_DEVICE_CUDA;
   ctr_context *ctx = NULL;
   if (ctr_context_create(&co, &ctx)) DIE("%s", ctr_error_detail());
-  if (ctr_phantom_sinogram(ph, g, ns, z, 1, sino)) DIE("%s", ctr_error_detail());
   ctr_fbp_options fo = CTR_FBP_OPTIONS_INIT;
-  if (dump) bench_save_raw(dump, "sino.raw", sino, sizeof(float) * (size_t)(sino_n * ns));
-  if (ctr_fbp_filter(NULL, g, &fo, ns, sino)) DIE("%s", ctr_error_detail());
   memset(ref, 0, sizeof(double) * (size_t)plane);
   FILE *f = NULL;
   if (json) {
@@ -338,13 +464,11 @@ int main(int argc, char **argv) {
     fclose(f);
   }
   ctr_context_free(ctx);
-  ctr_phantom_free(ph);
   ctr_parallel_free(g);
   free(sino);
   free(out);
   free(ref);
   free(ref_lin);
-  free(z);
   if (check && failures) {
     printf("check: %d kernel runs failed\n", failures);
     return 3;

@@ -9,7 +9,9 @@
  * kernels' angles sat in one constant-memory bank of 2048 for the process,
  * rewritten between launches without waiting: past 2048 angles, or with two
  * runs at once, slices came out 64-103 % wrong and differed run to run.
- * Exits 77 without a GPU. */
+ * Also the ALU kernels' launch variants (ctr_tuning.fbp_occupancy,
+ * fbp_carveout, fbp_angle_cache) bit for bit against the default at 2500
+ * angles. Exits 77 without a GPU. */
 #include "harness.h"
 
 #include <pthread.h>
@@ -23,42 +25,51 @@
 static const int64_t k_angles[] = {1, 2047, 2048, 2049, 3000, 6144, 10000};
 enum { NB = 48, NXY = 40, NS = 2 };
 
-/* A geometry of na angles over 180 degrees from start (axis off centre). */
-static ctr_parallel_geometry *geometry(int64_t na, double start) {
+/* A geometry of na angles over 180 degrees from start, nb bins, nxy x nxy
+ * pixels (axis off centre). */
+static ctr_parallel_geometry *geometry_of(int64_t na, double start, int64_t nb, int64_t nxy) {
   ctr_parallel_params p = CTR_PARALLEL_PARAMS_INIT;
-  p.nbins = NB;
+  p.nbins = nb;
   p.nangles = na;
-  p.nx = p.ny = NXY;
-  p.axis = 0.5 * (NB - 1) + 1.37;
+  p.nx = p.ny = nxy;
+  p.axis = 0.5 * (double)(nb - 1) + 1.37;
   p.angle_start_deg = start;
   ctr_parallel_geometry *g = NULL;
   CHECK_OK(ctr_parallel_create(&p, &g));
   return g;
 }
+static ctr_parallel_geometry *geometry(int64_t na, double start) { return geometry_of(na, start, NB, NXY); }
 
-/* Smooth rows that differ from angle to angle (a wrong angle's row is a
- * wrong value). */
-static float *sinograms(int64_t na, int64_t ns) {
-  float *s = malloc(sizeof(float) * (size_t)(NB * na * ns));
-  for (int64_t k = 0; k < NB * na * ns; k++) {
-    const int64_t b = k % NB, a = (k / NB) % na, sl = k / (NB * na);
+/* Smooth rows of nb bins that differ from angle to angle (a wrong angle's
+ * row is a wrong value). */
+static float *sinograms_of(int64_t na, int64_t ns, int64_t nb) {
+  float *s = malloc(sizeof(float) * (size_t)(nb * na * ns));
+  for (int64_t k = 0; k < nb * na * ns; k++) {
+    const int64_t b = k % nb, a = (k / nb) % na, sl = k / (nb * na);
     s[k] = (float)(sin(0.11 * (double)b + 0.0037 * (double)a + (double)sl) + 0.25 * cos(0.9 * (double)a));
   }
   return s;
 }
+static float *sinograms(int64_t na, int64_t ns) { return sinograms_of(na, ns, NB); }
 
-/* A CUDA context with one tuning setting (key NULL: the defaults). */
-static ctr_context *cuda_context(const char *key, const char *value) {
+/* A CUDA context with n tuning settings kv[2i] = kv[2i + 1]. */
+static ctr_context *cuda_context_kv(const char *const *kv, int n) {
   ctr_tuning t;
   CHECK_OK(ctr_tuning_init(&t, CTR_TUNING_VERSION));
   t.tune = -1; /* no timing runs of the automatic choice: auto is alu2 */
-  if (key) CHECK_OK(ctr_tuning_set(&t, key, value));
+  for (int i = 0; i < n; i++) CHECK_OK(ctr_tuning_set(&t, kv[2 * i], kv[2 * i + 1]));
   ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
   co.device = CTR_DEVICE_CUDA;
   co.tuning = &t;
   ctr_context *ctx = NULL;
   CHECK_OK(ctr_context_create(&co, &ctx));
   return ctx;
+}
+
+/* A CUDA context with one tuning setting (key NULL: the defaults). */
+static ctr_context *cuda_context(const char *key, const char *value) {
+  const char *const kv[2] = {key, value};
+  return cuda_context_kv(kv, key ? 1 : 0);
 }
 
 static const struct {
@@ -202,6 +213,74 @@ static void test_pipeline(ctr_context *gpu) {
   ctr_context_free(cpu);
 }
 
+/* The launch variants of the exact ALU kernels (ctr_tuning.fbp_occupancy,
+ * fbp_carveout and fbp_angle_cache; Chilingaryan et al. 2020, Tables 18 and 19) change
+ * the registers, the occupancy and where the angles' constants sit, never
+ * the arithmetic: each gives the default's bits, and the default agrees
+ * with the CPU's double reference. 2500 angles (two launch groups),
+ * 100 x 100 pixels (two 64-pixel tiles a side, the second partial), 150
+ * bins; alu and alu2, linear and nearest. */
+static void test_variants(ctr_context *plain) {
+  enum { VB = 150, VXY = 100 };
+  const int64_t na = 2500, n = (int64_t)VXY * VXY * NS;
+  static const char *const kernels[2] = {"alu", "alu2"};
+  static const char *const occ[] = {"auto", "0", "50", "75", "100"};
+  static const char *const carve[] = {"driver", "shared", "l1", "37"};
+  static const char *const cache[] = {"shared", "offset", "registers"};
+  ctr_parallel_geometry *g = geometry_of(na, 0.31, VB, VXY);
+  if (!g) return;
+  float *sino = sinograms_of(na, NS, VB), *base[2][2], *out = malloc(sizeof(float) * (size_t)n);
+  double *ref = malloc(sizeof(double) * (size_t)n);
+  for (int interp = 0; interp < 2; interp++) {
+    memset(ref, 0, sizeof(double) * (size_t)n);
+    CHECK_OK(ctr_fbp_backproject_reference(g, (ctr_fbp_interp)interp, NS, sino, ref));
+    for (int k = 0; k < 2; k++) {
+      ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
+      o.kernel = kernels[k];
+      o.interp = (ctr_fbp_interp)interp;
+      base[interp][k] = malloc(sizeof(float) * (size_t)n);
+      CHECK_OK(ctr__fbp_bp_cuda(plain, g, &o, NS, sino, base[interp][k], NULL));
+      const double e = rel_rms(base[interp][k], ref, n), bound = interp ? 5e-3 : 1e-5;
+      printf("variants: %s %s default, %lld angles: relative RMS vs double reference %.2e (bound "
+             "%.0e)\n", kernels[k], interp ? "nearest" : "linear", (long long)na, e, bound);
+      CHECK_MSG(e < bound, "%s %s default at %lld angles: relative RMS %g", kernels[k],
+                interp ? "nearest" : "linear", (long long)na, e);
+    }
+  }
+  int runs = 0, differ = 0;
+  for (size_t a = 0; a < sizeof occ / sizeof occ[0]; a++)
+    for (size_t b = 0; b < sizeof carve / sizeof carve[0]; b++)
+      for (size_t c = 0; c < sizeof cache / sizeof cache[0]; c++) {
+        const char *const kv[6] = {"fbp_occupancy", occ[a], "fbp_carveout", carve[b],
+                                   "fbp_angle_cache", cache[c]};
+        ctr_context *ctx = cuda_context_kv(kv, 3);
+        for (int interp = 0; interp < 2 && ctx; interp++)
+          for (int k = 0; k < 2; k++) {
+            ctr_fbp_options o = CTR_FBP_OPTIONS_INIT;
+            o.kernel = kernels[k];
+            o.interp = (ctr_fbp_interp)interp;
+            memset(out, 0xff, sizeof(float) * (size_t)n);
+            CHECK_OK(ctr__fbp_bp_cuda(ctx, g, &o, NS, sino, out, NULL));
+            runs++;
+            if (memcmp(out, base[interp][k], sizeof(float) * (size_t)n)) {
+              differ++;
+              CHECK_MSG(0, "%s %s, occupancy %s, carveout %s, angle cache %s: not the default's bits",
+                        kernels[k], interp ? "nearest" : "linear", occ[a], carve[b], cache[c]);
+            }
+          }
+        ctr_context_free(ctx);
+      }
+  printf("variants: %d runs (occupancy x carveout x angle cache x kernel x interpolation), %d "
+         "differ from the default's bits\n", runs, differ);
+  CHECK(runs == 5 * 4 * 3 * 2 * 2);
+  for (int interp = 0; interp < 2; interp++)
+    for (int k = 0; k < 2; k++) free(base[interp][k]);
+  free(sino);
+  free(out);
+  free(ref);
+  ctr_parallel_free(g);
+}
+
 int main(void) {
   if (ctr_cuda_get_device_count() < 1) {
     printf("no usable GPU: skipped\n");
@@ -215,6 +294,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof k_angles / sizeof k_angles[0]; i++) angles_case(ctx, k_angles[i]);
   test_two_threads();
   if (plain) test_pipeline(plain);
+  if (plain) test_variants(plain);
   for (size_t k = 0; k < NKERNELS; k++)
     if (ctx[k] != plain) ctr_context_free(ctx[k]);
   ctr_context_free(plain);

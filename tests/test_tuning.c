@@ -29,7 +29,8 @@ static int all_default(const ctr_tuning *t) {
                    t->pet_split,          t->pet_const,          t->fbp_hybrid_tex,
                    t->fbp_tex_chunk,      t->tune,               t->direct_io,
                    t->read_threads,       t->host_transfer,      t->host_threads,
-                   t->host_stage_kib,     t->zarr_shard};
+                   t->host_stage_kib,     t->zarr_shard,         t->fbp_occupancy,
+                   t->fbp_carveout,       t->fbp_angle_cache};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (f[i]) return 0;
   return t->version == CTR_TUNING_VERSION;
@@ -179,6 +180,53 @@ static void test_text(void) {
     CHECK_OK(ctr_tuning_init(&v3, 3));
     CHECK_FAILS(ctr_tuning_set(&v3, "zarr_shard", "4"), CTR_E_INVALID_ARGUMENT, "zarr_shard");
     CHECK(v3.zarr_shard == 0x5a5a5a5a);
+  }
+  /* version 5: the parallel-beam ALU kernels' launch */
+  {
+    ctr_tuning h = set1("fbp_occupancy", "75");
+    CHECK(h.fbp_occupancy == 75);
+    CHECK_OK(ctr_tuning_set(&h, "fbp_occupancy", "none"));
+    CHECK(h.fbp_occupancy == -1);
+    CHECK_OK(ctr_tuning_set(&h, "fbp_occupancy", "100"));
+    CHECK_FAILS(ctr_tuning_set(&h, "fbp_occupancy", "60"), CTR_E_INVALID_ARGUMENT, "50, 75 or 100");
+    CHECK_FAILS(ctr_tuning_set(&h, "fbp_occupancy", "x"), CTR_E_INVALID_ARGUMENT, "fbp_occupancy");
+    CHECK(h.fbp_occupancy == 100); /* unchanged by the refusals */
+    static const struct { const char *text; int field; } carve[] = {
+        {"shared", 100}, {"l1", -1}, {"0", -1}, {"37", 37}, {"100", 100}, {"driver", 0}, {"auto", 0}};
+    for (size_t i = 0; i < sizeof carve / sizeof carve[0]; i++) {
+      CHECK_OK(ctr_tuning_set(&h, "fbp_carveout", carve[i].text));
+      CHECK_MSG(h.fbp_carveout == carve[i].field, "fbp_carveout %s: %d", carve[i].text, h.fbp_carveout);
+    }
+    CHECK_FAILS(ctr_tuning_set(&h, "fbp_carveout", "101"), CTR_E_INVALID_ARGUMENT, "0 .. 100");
+    CHECK_FAILS(ctr_tuning_set(&h, "fbp_carveout", "-1"), CTR_E_INVALID_ARGUMENT, "fbp_carveout");
+    static const char *const words[] = {"shared", "offset", "registers"};
+    for (int i = 0; i < 3; i++) {
+      CHECK_OK(ctr_tuning_set(&h, "fbp_angle_cache", words[i]));
+      CHECK(h.fbp_angle_cache == i + 1);
+    }
+    CHECK_FAILS(ctr_tuning_set(&h, "fbp_angle_cache", "constant"), CTR_E_INVALID_ARGUMENT,
+                "shared, offset or registers");
+    CHECK(h.fbp_angle_cache == 3);
+    /* the fields as a caller sets them: checked when a context copies them */
+    ctr_tuning bad;
+    ctr_tuning_init(&bad, CTR_TUNING_VERSION);
+    bad.fbp_occupancy = 64;
+    ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+    co.tuning = &bad;
+    ctr_context *ctx = NULL;
+    CHECK_FAILS(ctr_context_create(&co, &ctx), CTR_E_INVALID_ARGUMENT, "ctr_tuning.fbp_occupancy is 64");
+    bad.fbp_occupancy = 0;
+    bad.fbp_carveout = -2;
+    CHECK_FAILS(ctr_context_create(&co, &ctx), CTR_E_INVALID_ARGUMENT, "ctr_tuning.fbp_carveout is -2");
+    bad.fbp_carveout = 0;
+    bad.fbp_angle_cache = 4;
+    CHECK_FAILS(ctr_context_create(&co, &ctx), CTR_E_INVALID_ARGUMENT, "ctr_tuning.fbp_angle_cache is 4");
+    ctr_tuning v4;
+    memset(&v4, 0x5a, sizeof v4);
+    CHECK_OK(ctr_tuning_init(&v4, 4));
+    CHECK_FAILS(ctr_tuning_set(&v4, "fbp_occupancy", "50"), CTR_E_INVALID_ARGUMENT, "fbp_occupancy");
+    CHECK(v4.fbp_occupancy == 0x5a5a5a5a);
+    CHECK_OK(ctr_tuning_set(&v4, "zarr_shard", "4"));
   }
   /* a version-1 table has no read_threads: the key is refused, nothing past
    * the version-1 prefix is written */

@@ -23,7 +23,7 @@ extern "C" {
 
 /* Version of ctr_tuning; bump when the struct grows (fields are only ever
  * added at the end). */
-#define CTR_TUNING_VERSION 4u
+#define CTR_TUNING_VERSION 5u
 
 struct ctr_tuning {
   unsigned version; /* CTR_TUNING_VERSION (ctr_tuning_init sets it) */
@@ -95,12 +95,28 @@ struct ctr_tuning {
                                  more memory than unsharded) on a level of more than 512
                                  chunks
                                  (docs/file-formats.md, "OME-Zarr") */
+
+  /* Version 5: the launch of the parallel-beam ALU kernels (bp_alu: alu and
+     alu2, linear and nearest; Chilingaryan et al. 2020, Tables 18 and 19).
+     Every setting gives the same bits. */
+  int fbp_occupancy;          /* occupancy target, % of 2048 threads per SM (the kernel's
+                                 __launch_bounds__ minimum of 256-thread blocks): 50, 75
+                                 or 100; 0 = none (the compiler's register count); -1 =
+                                 none */
+  int fbp_carveout;           /* the shared-memory carveout those kernels prefer: 0 = the
+                                 driver's choice; 1 .. 100 = that % of the unified L1 /
+                                 shared memory as shared memory (100: the most shared);
+                                 -1 = 0 % (the most L1) */
+  int fbp_angle_cache;        /* where a block keeps its projections' constants: 0 = the
+                                 default (1); 1 = shared memory (offset and cos/sin); 2 =
+                                 only the offset in shared memory, cos/sin from global
+                                 memory; 3 = registers (computed per warp, shuffled) */
 };
 
 /* The defaults (every field 0), for a struct on the stack. */
 #define CTR_TUNING_INIT \
   { CTR_TUNING_VERSION, 0, 0, 0, 0, 0, 0, 0, {0, 0}, {0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, \
-    0, 0, 0, 0 }
+    0, 0, 0, 0, 0, 0, 0 }
 
 /* Fills *t with the defaults of `version` (1 .. CTR_TUNING_VERSION; pass
  * CTR_TUNING_VERSION): every field 0, version set. CTR_E_INVALID_ARGUMENT
@@ -116,7 +132,9 @@ CTR_API ctr_status ctr_tuning_init(ctr_tuning *t, unsigned version);
  *   fbp_tex_chunk N (0 = none) | tune on|off | cache_dir DIR | direct_io on|off |
  *   read_threads N (1 .. 64; 1 = H5Dread) |
  *   host_transfer auto|staged|registered|driver | host_threads N (1 .. 256) |
- *   host_stage_kib N (64 .. 1048576)
+ *   host_stage_kib N (64 .. 1048576) | zarr_shard N (0 = none) |
+ *   fbp_occupancy 50|75|100 (0 = none) | fbp_carveout driver|shared|l1|N (N: % shared,
+ *   0 .. 100) | fbp_angle_cache shared|offset|registers
  * where on|off also accepts 1|0, yes|no, true|false, and "auto" (or "")
  * restores a key's default (cache_dir: "" does). cache_dir keeps the
  * pointer `value` (copied at ctr_context_create). CTR_E_INVALID_ARGUMENT naming the key and the

@@ -108,6 +108,20 @@ static ctr_status check_fields(const ctr_tuning *t) {
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_stage_kib", CTR__V_INT(t->host_stage_kib),
                    "ctr_tuning.host_stage_kib is %d, expected 64 .. 1048576 (0 = 16384)",
                    t->host_stage_kib);
+  const int occ = t->fbp_occupancy;
+  if (!(occ == -1 || occ == 0 || occ == 50 || occ == 75 || occ == 100))
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.fbp_occupancy", CTR__V_INT(occ),
+                   "ctr_tuning.fbp_occupancy is %d, expected 50, 75 or 100 (%% of 2048 threads "
+                   "per SM; 0 = the default, -1 = no target)", occ);
+  if (t->fbp_carveout < -1 || t->fbp_carveout > 100)
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.fbp_carveout", CTR__V_INT(t->fbp_carveout),
+                   "ctr_tuning.fbp_carveout is %d, expected 1 .. 100 (%% shared memory), -1 (0 %%: "
+                   "the most L1) or 0 (the driver's choice)", t->fbp_carveout);
+  if (t->fbp_angle_cache < 0 || t->fbp_angle_cache > 3)
+    CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.fbp_angle_cache",
+                   CTR__V_INT(t->fbp_angle_cache),
+                   "ctr_tuning.fbp_angle_cache is %d, expected 1 (shared), 2 (offset), 3 "
+                   "(registers) or 0 (the default)", t->fbp_angle_cache);
   static const char *const tri[] = {"pet_const", "tune", "direct_io"};
   const int triv[] = {t->pet_const, t->tune, t->direct_io};
   for (int i = 0; i < 3; i++)
@@ -167,7 +181,19 @@ static int parse_count_or_none(const char *v, int *out) {
   return 1;
 }
 
-typedef enum { K_INT, K_PAIR_X, K_PAIR_COMMA, K_SPLIT, K_SWITCH, K_COUNT, K_WORD, K_STRING } key_kind;
+/* fbp_carveout: driver -> 0, shared -> 100, l1 -> -1, a percentage N -> N
+ * (0: -1, the most L1). */
+static int parse_carveout(const char *v, int *out) {
+  if (!strcasecmp(v, "driver")) *out = 0;
+  else if (!strcasecmp(v, "shared")) *out = 100;
+  else if (!strcasecmp(v, "l1")) *out = -1;
+  else if (!parse_int(v, out) || *out < 0 || *out > 100) return 0;
+  else if (*out == 0) *out = -1;
+  return 1;
+}
+
+typedef enum { K_INT, K_PAIR_X, K_PAIR_COMMA, K_SPLIT, K_SWITCH, K_COUNT, K_WORD, K_STRING,
+               K_CARVEOUT } key_kind;
 
 /* The keys of the text form: one per setting, named as the variables
  * CTRECON_<KEY> that came before the table. */
@@ -176,30 +202,37 @@ typedef struct key_def {
   key_kind kind;
   size_t off, off2; /* field(s) */
   const char *syntax;
+  const char *const *words; /* K_WORD: the values 1, 2, ... by name (NULL-terminated) */
 } key_def;
+
+static const char *const k_transfer_words[] = {"staged", "registered", "driver", NULL};
+static const char *const k_angle_cache_words[] = {"shared", "offset", "registers", NULL};
 
 #define F(f) offsetof(ctr_tuning, f)
 static const key_def k_keys[] = {
-    {"bp_slices", K_INT, F(bp_slices), 0, "1, 2, 4, 8, 16 or 32"},
-    {"bp_block", K_PAIR_X, F(bp_block_x), F(bp_block_y), "XxY, e.g. 32x4"},
-    {"bp_regs", K_INT, F(bp_regs), 0, "64 or 80"},
-    {"bp_chunks", K_PAIR_COMMA, F(bp_chunk_first), F(bp_chunk_rest), "FIRST,REST, e.g. 4,32"},
-    {"bp_split", K_SPLIT, F(bp_split), 0, "off (or 0) or A0,Z0[,A1,Z1]"},
-    {"pet_z", K_INT, F(pet_z), 0, "1, 8, 16 or 24"},
-    {"pet_lc", K_INT, F(pet_lc), 0, "4 or 8"},
-    {"pet_block", K_PAIR_X, F(pet_block_x), F(pet_block_y), "XxY, e.g. 48x2"},
-    {"pet_split", K_INT, F(pet_split), 0, "1 .. 8"},
-    {"pet_const", K_SWITCH, F(pet_const), 0, "on or off"},
-    {"fbp_hybrid_tex", K_COUNT, F(fbp_hybrid_tex), 0, "a count >= 1, or 0 for none"},
-    {"fbp_tex_chunk", K_COUNT, F(fbp_tex_chunk), 0, "a count >= 1, or 0 for none"},
-    {"tune", K_SWITCH, F(tune), 0, "on or off"},
-    {"cache_dir", K_STRING, F(cache_dir), 0, "a directory"},
-    {"direct_io", K_SWITCH, F(direct_io), 0, "on or off"},
-    {"read_threads", K_INT, F(read_threads), 0, "1 .. 64 (1: through H5Dread)"},
-    {"host_transfer", K_WORD, F(host_transfer), 0, "staged, registered or driver"},
-    {"host_threads", K_INT, F(host_threads), 0, "1 .. 256"},
-    {"host_stage_kib", K_INT, F(host_stage_kib), 0, "64 .. 1048576"},
-    {"zarr_shard", K_COUNT, F(zarr_shard), 0, "chunks a shard side, 1 .. 256, or 0 for none"},
+    {"bp_slices", K_INT, F(bp_slices), 0, "1, 2, 4, 8, 16 or 32", NULL},
+    {"bp_block", K_PAIR_X, F(bp_block_x), F(bp_block_y), "XxY, e.g. 32x4", NULL},
+    {"bp_regs", K_INT, F(bp_regs), 0, "64 or 80", NULL},
+    {"bp_chunks", K_PAIR_COMMA, F(bp_chunk_first), F(bp_chunk_rest), "FIRST,REST, e.g. 4,32", NULL},
+    {"bp_split", K_SPLIT, F(bp_split), 0, "off (or 0) or A0,Z0[,A1,Z1]", NULL},
+    {"pet_z", K_INT, F(pet_z), 0, "1, 8, 16 or 24", NULL},
+    {"pet_lc", K_INT, F(pet_lc), 0, "4 or 8", NULL},
+    {"pet_block", K_PAIR_X, F(pet_block_x), F(pet_block_y), "XxY, e.g. 48x2", NULL},
+    {"pet_split", K_INT, F(pet_split), 0, "1 .. 8", NULL},
+    {"pet_const", K_SWITCH, F(pet_const), 0, "on or off", NULL},
+    {"fbp_hybrid_tex", K_COUNT, F(fbp_hybrid_tex), 0, "a count >= 1, or 0 for none", NULL},
+    {"fbp_tex_chunk", K_COUNT, F(fbp_tex_chunk), 0, "a count >= 1, or 0 for none", NULL},
+    {"tune", K_SWITCH, F(tune), 0, "on or off", NULL},
+    {"cache_dir", K_STRING, F(cache_dir), 0, "a directory", NULL},
+    {"direct_io", K_SWITCH, F(direct_io), 0, "on or off", NULL},
+    {"read_threads", K_INT, F(read_threads), 0, "1 .. 64 (1: through H5Dread)", NULL},
+    {"host_transfer", K_WORD, F(host_transfer), 0, "staged, registered or driver", k_transfer_words},
+    {"host_threads", K_INT, F(host_threads), 0, "1 .. 256", NULL},
+    {"host_stage_kib", K_INT, F(host_stage_kib), 0, "64 .. 1048576", NULL},
+    {"zarr_shard", K_COUNT, F(zarr_shard), 0, "chunks a shard side, 1 .. 256, or 0 for none", NULL},
+    {"fbp_occupancy", K_COUNT, F(fbp_occupancy), 0, "50, 75 or 100 (% of 2048 threads per SM), or 0 for none", NULL},
+    {"fbp_carveout", K_CARVEOUT, F(fbp_carveout), 0, "driver, shared, l1 or a percentage of shared memory 0 .. 100", NULL},
+    {"fbp_angle_cache", K_WORD, F(fbp_angle_cache), 0, "shared, offset or registers", k_angle_cache_words},
 };
 #undef F
 #define NKEYS (sizeof k_keys / sizeof k_keys[0])
@@ -240,12 +273,11 @@ static int parse_value(const key_def *d, const char *v, ctr_tuning *t) {
       }
       return 1;
     }
-    case K_WORD: {
-      static const char *const words[] = {"staged", "registered", "driver"};
-      for (int i = 0; i < 3; i++)
-        if (!strcasecmp(v, words[i])) return *a = i + 1, 1;
+    case K_WORD:
+      for (int i = 0; d->words[i]; i++)
+        if (!strcasecmp(v, d->words[i])) return *a = i + 1, 1;
       return 0;
-    }
+    case K_CARVEOUT: return parse_carveout(v, a);
     case K_STRING: break;
   }
   return 0;

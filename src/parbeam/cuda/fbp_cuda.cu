@@ -423,6 +423,24 @@ template <class C> static size_t alu_shm(int per) {
          sizeof(float4) * ALU_PROJ;
 }
 
+/* Where an ALU block keeps the constants of its ALU_PROJ projections of a
+ * pass (block_konst: c, s, the origin's offset in the cache, hm) while its
+ * threads use them; ctr_tuning.fbp_angle_cache, the analogue of
+ * Chilingaryan et al. 2020, Table 18's h_m and c_s caches:
+ *   KONST_SHARED  all in shared memory, computed once per block: one 128-bit
+ *                 shared load per projection and thread (the default)
+ *   KONST_OFFSET  only the offset (the paper's h_m) in shared memory; c and s
+ *                 from the angle table in global memory (a uniform address:
+ *                 one L1 broadcast per warp), as the paper's Table 18 for two
+ *                 and four slices on Kepler and later
+ *   KONST_REGS    nothing in shared memory: lane l < ALU_PROJ of every warp
+ *                 computes projection l's constants, the warp takes them by
+ *                 shuffles (three per projection): "the caching of h_m can be
+ *                 disabled altogether on the systems with fast ALUs, but slow
+ *                 shared memory" (6.8)
+ * The same values and the same arithmetic: the same bits for every choice. */
+enum { KONST_SHARED = 0, KONST_OFFSET = 1, KONST_REGS = 2 };
+
 /* One 64 x 64 tile with origin (bx, by) (bp_alu, and the hybrid's ALU
  * tiles). The cache holds, per projection, `width` = ALU_LANES * per *
  * C::per_bin entries for the ALU_LANES * per bins from hm (Alg. 9: each of
@@ -436,8 +454,9 @@ template <class C> static size_t alu_shm(int per) {
  * fbp_pipeline.cu; not with HALF): each pixel's accumulators start from
  * its value in out and end there (out = acc), so that launches over
  * consecutive ranges of a launch group's angles make the one launch's sums
- * bit for bit; otherwise they start at 0 and are added to out. */
-template <class C, int CONT = 0>
+ * bit for bit; otherwise they start at 0 and are added to out. KONST:
+ * where the projections' constants are kept (below). */
+template <class C, int CONT = 0, int KONST = KONST_SHARED>
 __device__ __forceinline__ void alu_tile(const float4 *__restrict__ ang,
                                          const double *__restrict__ t0d,
                                          const float *__restrict__ sino, long long sino_stride,
@@ -465,17 +484,25 @@ __device__ __forceinline__ void alu_tile(const float4 *__restrict__ ang,
       acc[q][k] = CONT && i < nx && j < ny ? out[k * plane + (long long)j * nx + i] : 0.0f;
   }
   const int cp = tid / ALU_LANES, cl = tid % ALU_LANES; /* caching: projection, lane */
+  const int lane = tid & 31;
   for (int a0 = 0; a0 < na; a0 += ALU_PROJ) {
     const int np = na - a0 < ALU_PROJ ? na - a0 : ALU_PROJ;
     __syncthreads();
-    if (tid < np) konst[tid] = block_konst(ang, t0d, a0 + tid, bx, by);
-    __syncthreads();
+    float4 kr = make_float4(0.0f, 0.0f, 0.0f, 0.0f); /* KONST_REGS: projection `lane`'s */
+    if (KONST == KONST_REGS) {
+      if (lane < np) kr = block_konst(ang, t0d, a0 + lane, bx, by);
+    } else {
+      if (tid < np) konst[tid] = block_konst(ang, t0d, a0 + tid, bx, by);
+      __syncthreads();
+    }
     {
-      /* Every lane takes part in the shuffle; lanes of a missing projection
-       * (the last pass) load and store nothing. */
+      /* Every lane takes part in the shuffles; lanes of a missing projection
+       * (the last pass) load and store nothing. A warp caches projections
+       * 2w and 2w + 1 (cp < ALU_PROJ <= 32: a lane of its own warp). */
       const int valid = cp < np;
+      const float hm = KONST == KONST_REGS ? __shfl_sync(0xffffffffu, kr.w, cp) : 0.0f;
       const float *row = sino + (long long)(a0 + (valid ? cp : 0)) * nbins;
-      const int b0 = valid ? (int)konst[cp].w + cl * per : 0;
+      const int b0 = valid ? (int)(KONST == KONST_REGS ? hm : konst[cp].w) + cl * per : 0;
       entry *dst = cache + cp * width + cl * per * C::per_bin;
       float d[S], first[S], dn[S];
 #pragma unroll
@@ -505,7 +532,15 @@ __device__ __forceinline__ void alu_tile(const float4 *__restrict__ ang,
     }
     __syncthreads();
     for (int p = 0; p < np; p++) {
-      const float4 k = konst[p];
+      float4 k;
+      if (KONST == KONST_SHARED) k = konst[p];
+      else if (KONST == KONST_OFFSET) {
+        const float4 g = __ldg(ang + a0 + p);
+        k = make_float4(g.x, g.y, konst[p].z, 0.0f);
+      } else {
+        k = make_float4(__shfl_sync(0xffffffffu, kr.x, p), __shfl_sync(0xffffffffu, kr.y, p),
+                        __shfl_sync(0xffffffffu, kr.z, p), 0.0f);
+      }
       /* Addressed in bytes: from cache + p * width, nvcc 13.0 folds p *
        * width into every update's index in some instantiations (two more
        * integer instructions per update, docs/parallel-beam.md). */
@@ -531,13 +566,15 @@ __device__ __forceinline__ void alu_tile(const float4 *__restrict__ ang,
 }
 
 /* alu, alu2, alu2-h (pair_cache), nearest and oversampling (sample_cache);
- * CONT: the continued sum (alu_tile). */
-template <class C, int CONT>
-__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS)
+ * CONT: the continued sum (alu_tile); MINB: the minimum of resident blocks
+ * per SM the compiler must allow (its register budget: 0 = none, the
+ * compiler's choice; ctr_tuning.fbp_occupancy); KONST: alu_tile's. */
+template <class C, int CONT, int MINB = 0, int KONST = KONST_SHARED>
+__global__ void __launch_bounds__(ALU_AREA * ALU_ROWS, MINB)
 bp_alu(const float4 *__restrict__ ang, const double *__restrict__ t0d,
        const float *__restrict__ sino, long long sino_stride, int nbins, int na, int nx, int ny,
        int per, float *__restrict__ out, long long plane, const unsigned *__restrict__ amax) {
-  alu_tile<C, CONT>(ang, t0d, sino, sino_stride, nbins, na, nx, ny, per, out, plane, blockIdx.x * ALU_AREA,
+  alu_tile<C, CONT, KONST>(ang, t0d, sino, sino_stride, nbins, na, nx, ny, per, out, plane, blockIdx.x * ALU_AREA,
               blockIdx.y * ALU_AREA, amax);
 }
 
@@ -840,9 +877,78 @@ static alu_span alu_span_of(const fbp_gpu *f, int64_t s0, int64_t a0) {
   return {f->d_ang + a0, f->d_t0d + a0, f->d_sino + s0 * stride + a0 * p->nbins, f->d_out + s0 * plane, stride, plane, alu_per(p)};
 }
 
+/* A bp_alu instance (every one has this signature). */
+typedef void (*alu_kernel_fn)(const float4 *, const double *, const float *, long long, int, int,
+                              int, int, int, float *, long long, const unsigned *);
+
+/* The occupancy targets of ctr_tuning.fbp_occupancy as bp_alu's minimum of
+ * resident blocks: 50, 75 and 100 % of the 2048 threads an SM holds on
+ * Hopper (and Ampere's A100), in blocks of ALU_AREA * ALU_ROWS threads
+ * (Chilingaryan et al. 2020, Sect. 6.9 and Table 19: __launch_bounds__). */
+#define ALU_SM_THREADS 2048
+#define ALU_OCC_BLOCKS(pct) ((pct) * ALU_SM_THREADS / 100 / (ALU_AREA * ALU_ROWS))
+static_assert(ALU_OCC_BLOCKS(50) == 4 && ALU_OCC_BLOCKS(75) == 6 && ALU_OCC_BLOCKS(100) == 8,
+              "the occupancy targets in whole blocks");
+static_assert(ALU_PROJ <= 32, "KONST_REGS: a warp's lanes hold a pass's projections");
+
+/* The caches with occupancy and angle-cache variants: the exact kernels
+ * (alu, alu2; linear and nearest), whose launches the variants only
+ * change; the others, and the continued sum, run the default instance (a
+ * modest count of template instances: 4 caches x 4 targets x 3 choices). */
+template <class C> struct alu_tunable { static constexpr bool value = false; };
+template <int S> struct alu_tunable<pair_cache<S, 0> > { static constexpr bool value = true; };
+template <int S> struct alu_tunable<sample_cache<S, 1, 0> > { static constexpr bool value = true; };
+
+template <class C, int MINB> static alu_kernel_fn alu_variant_konst(int konst) {
+  return konst == KONST_REGS     ? bp_alu<C, 0, MINB, KONST_REGS>
+         : konst == KONST_OFFSET ? bp_alu<C, 0, MINB, KONST_OFFSET>
+                                 : bp_alu<C, 0, MINB, KONST_SHARED>;
+}
+
+/* The variant of ctx's tuning: *minb its minimum of blocks per SM. */
+template <class C, int CONT> static alu_kernel_fn alu_variant(const ctr_context *ctx, int *minb) {
+  const ctr_tuning *t = ctr__tuning(ctx);
+  const int occ = t->fbp_occupancy > 0 ? t->fbp_occupancy : 0;
+  const int konst = t->fbp_angle_cache > 1 ? t->fbp_angle_cache - 1 : KONST_SHARED;
+  *minb = 0;
+  if constexpr (CONT || !alu_tunable<C>::value) {
+    return bp_alu<C, CONT>;
+  } else {
+    *minb = occ ? ALU_OCC_BLOCKS(occ) : 0;
+    switch (occ) {
+    case 50: return alu_variant_konst<C, ALU_OCC_BLOCKS(50)>(konst);
+    case 75: return alu_variant_konst<C, ALU_OCC_BLOCKS(75)>(konst);
+    case 100: return alu_variant_konst<C, ALU_OCC_BLOCKS(100)>(konst);
+    default: return alu_variant_konst<C, 0>(konst);
+    }
+  }
+}
+
+/* ctr_tuning.fbp_carveout as cudaFuncAttributePreferredSharedMemoryCarveout:
+ * 0 the driver's choice (cudaSharedmemCarveoutDefault), -1 0 % (the most
+ * L1), 1 .. 100 that percentage of the unified memory as shared memory. */
+static int alu_carveout(const ctr_context *ctx) {
+  const int v = ctr__tuning(ctx)->fbp_carveout;
+  return v == 0 ? (int)cudaSharedmemCarveoutDefault : v < 0 ? (int)cudaSharedmemCarveoutMaxL1 : v;
+}
+
+/* Kernel k's attributes for a launch with shm bytes of dynamic shared
+ * memory: the shared-memory size it needs and ctx's carveout (set on every
+ * launch: the attributes are the process's, and another context may have
+ * set others). */
+static ctr_status alu_attributes(const ctr_context *ctx, alu_kernel_fn k, size_t shm) {
+  ctr_status st = CTR_OK;
+  if (shm > 48 * 1024)
+    CU(cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+  CU(cudaFuncSetAttribute((const void *)k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                          alu_carveout(ctx)));
+cleanup:
+  return st;
+}
+
 /* bp_alu with cache C on the C::S slices of span w, n angles whose
  * constants are loaded (s0, a0: the span's first slice and angle, for the
- * half kernels' scale). */
+ * half kernels' scale); the variant and carveout of f's tuning. */
 template <class C, int CONT>
 static ctr_status launch_alu_cache(fbp_gpu *f, const alu_span &w, int64_t s0, int64_t a0, int64_t n,
                                    cudaStream_t s) {
@@ -851,42 +957,96 @@ static ctr_status launch_alu_cache(fbp_gpu *f, const alu_span &w, int64_t s0, in
   const size_t shm = alu_shm<C>(w.per);
   const dim3 grid((unsigned)((p->nx + ALU_AREA - 1) / ALU_AREA), (unsigned)((p->ny + ALU_AREA - 1) / ALU_AREA));
   const dim3 block(ALU_AREA, ALU_ROWS);
+  int minb = 0;
+  const alu_kernel_fn k = alu_variant<C, CONT>(f->ctx, &minb);
   if (shm > 200 * 1024)
     CTR_FAIL(CTR_E_UNSUPPORTED, "the alu kernel caches %zu bytes per block for a pixel of %g "
              "bins; use the kernel tex (ctr_fbp_options.kernel) or a pixel of fewer bins", shm,
              p->voxel);
   if (C::HALF) CTR_CHECK_GOTO(st, data_amax(f, s0, C::S, a0, n, s));
-  if (shm > 48 * 1024)
-    CU(cudaFuncSetAttribute(bp_alu<C, CONT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
-  bp_alu<C, CONT><<<grid, block, shm, s>>>(w.ang, w.t0d, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx,
-                                     (int)p->ny, w.per, w.out, w.plane, f->d_amax);
+  CTR_CHECK_GOTO(st, alu_attributes(f->ctx, k, shm));
+  k<<<grid, block, shm, s>>>(w.ang, w.t0d, w.sino, w.stride, (int)p->nbins, (int)n, (int)p->nx,
+                             (int)p->ny, w.per, w.out, w.plane, f->d_amax);
   CU_LAUNCHED("bp_alu");
 cleanup:
   return st;
 }
 
-/* The ALU kernels (alu, alu2, alu-os, alu2-os, alu2-h) on the count slices
- * (1 or 2) of span w, n angles whose constants are loaded; CONT: the
- * continued sum (not the half kernels). Nearest runs the sample cache with
- * one sample per bin. */
-template <int CONT>
-static ctr_status launch_alu_span(fbp_gpu *f, const alu_span &w, int64_t s0, int count, int64_t a0,
-                                  int64_t n, cudaStream_t s) {
+template <class C> struct cache_tag { typedef C type; };
+
+/* The cache of f's ALU kernel (alu, alu2, alu-os, alu2-os, alu2-h) for
+ * count slices (1 or 2): fn(cache_tag<C>()). Nearest runs the sample
+ * cache with one sample per bin. */
+template <class Fn> static ctr_status alu_dispatch(const fbp_gpu *f, int count, Fn &&fn) {
   const int pair = count == 2;
   const int os = f->kernel == K_ALU_OS || f->kernel == K_ALU2_OS;
   if (f->kernel == K_ALU2_H) {
-    if (CONT) CTR_FAIL(CTR_E_UNSUPPORTED, "the kernel alu2-h does not continue a sum");
-    if (f->nearest && pair) return launch_alu_cache<sample_cache<2, 1, 1>, 0>(f, w, s0, a0, n, s);
-    if (f->nearest) return launch_alu_cache<sample_cache<1, 1, 1>, 0>(f, w, s0, a0, n, s);
-    if (pair) return launch_alu_cache<pair_cache<2, 1>, 0>(f, w, s0, a0, n, s);
-    return launch_alu_cache<pair_cache<1, 1>, 0>(f, w, s0, a0, n, s);
+    if (f->nearest && pair) return fn(cache_tag<sample_cache<2, 1, 1> >());
+    if (f->nearest) return fn(cache_tag<sample_cache<1, 1, 1> >());
+    if (pair) return fn(cache_tag<pair_cache<2, 1> >());
+    return fn(cache_tag<pair_cache<1, 1> >());
   }
-  if (os && pair) return launch_alu_cache<sample_cache<2, OVERSAMPLE, 0>, CONT>(f, w, s0, a0, n, s);
-  if (os) return launch_alu_cache<sample_cache<1, OVERSAMPLE, 0>, CONT>(f, w, s0, a0, n, s);
-  if (f->nearest && pair) return launch_alu_cache<sample_cache<2, 1, 0>, CONT>(f, w, s0, a0, n, s);
-  if (f->nearest) return launch_alu_cache<sample_cache<1, 1, 0>, CONT>(f, w, s0, a0, n, s);
-  if (pair) return launch_alu_cache<pair_cache<2, 0>, CONT>(f, w, s0, a0, n, s);
-  return launch_alu_cache<pair_cache<1, 0>, CONT>(f, w, s0, a0, n, s);
+  if (os && pair) return fn(cache_tag<sample_cache<2, OVERSAMPLE, 0> >());
+  if (os) return fn(cache_tag<sample_cache<1, OVERSAMPLE, 0> >());
+  if (f->nearest && pair) return fn(cache_tag<sample_cache<2, 1, 0> >());
+  if (f->nearest) return fn(cache_tag<sample_cache<1, 1, 0> >());
+  if (pair) return fn(cache_tag<pair_cache<2, 0> >());
+  return fn(cache_tag<pair_cache<1, 0> >());
+}
+
+/* The ALU kernels on the count slices (1 or 2) of span w, n angles whose
+ * constants are loaded; CONT: the continued sum (not the half kernels). */
+template <int CONT>
+static ctr_status launch_alu_span(fbp_gpu *f, const alu_span &w, int64_t s0, int count, int64_t a0,
+                                  int64_t n, cudaStream_t s) {
+  if (CONT && f->kernel == K_ALU2_H)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "the kernel alu2-h does not continue a sum");
+  return alu_dispatch(f, count, [&](auto tag) {
+    typedef typename decltype(tag)::type C;
+    return launch_alu_cache<C, C::HALF ? 0 : CONT>(f, w, s0, a0, n, s);
+  });
+}
+
+extern "C" ctr_status ctr__fbp_kernel_info(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                           const ctr_fbp_options *o, int count,
+                                           ctr__fbp_kernel_attrs *info) {
+  fbp_gpu f;
+  memset(&f, 0, sizeof f);
+  memset(info, 0, sizeof *info);
+  f.ctx = ctx;
+  f.g = g;
+  f.nearest = o && o->interp == CTR_FBP_NEAREST;
+  CTR_CHECK(ctr__fbp_parse_kernel(o ? o->kernel : NULL, f.nearest, &f.kernel));
+  if (f.kernel != K_ALU && f.kernel != K_ALU2 && f.kernel != K_ALU_OS && f.kernel != K_ALU2_OS &&
+      f.kernel != K_ALU2_H)
+    CTR_FAIL(CTR_E_UNSUPPORTED, "kernel information: the ALU kernels only (alu, alu2, alu-os, "
+             "alu2-os, alu2-h), not %s", kernel_names[f.kernel]);
+  if (count < 1 || count > ctr__fbp_kernel_slices(f.kernel))
+    CTR_FAIL(CTR_E_INVALID_ARGUMENT, "kernel information: count is %d, expected 1 .. %d for %s",
+             count, ctr__fbp_kernel_slices(f.kernel), kernel_names[f.kernel]);
+  CU_DEVICE(ctr__context_gpu(ctx, 0));
+  return alu_dispatch(&f, count, [&](auto tag) {
+    typedef typename decltype(tag)::type C;
+    ctr_status st2 = CTR_OK;
+    int dev = 0;
+    cudaFuncAttributes a;
+    memset(&a, 0, sizeof a);
+    const size_t shm = alu_shm<C>(alu_per(&g->p));
+    const alu_kernel_fn k = alu_variant<C, 0>(ctx, &info->min_blocks);
+    CTR_CHECK(alu_attributes(ctx, k, shm));
+    if (cudaFuncGetAttributes(&a, (const void *)k) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&info->blocks_per_sm, (const void *)k,
+                                                      ALU_AREA * ALU_ROWS, shm) != cudaSuccess ||
+        cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&info->max_threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor,
+                               dev) != cudaSuccess)
+      st2 = ctr__error_set(CTR_E_DEVICE, "kernel information: the CUDA runtime's attributes");
+    info->registers = a.numRegs;
+    info->local_bytes = (int)a.localSizeBytes;
+    info->shared_bytes = (int)(a.sharedSizeBytes + shm);
+    info->threads = ALU_AREA * ALU_ROWS;
+    return st2;
+  });
 }
 
 /* The ALU kernels on slices [s0, s0 + count) of f, angles [a0, a0 + n). */

@@ -39,6 +39,25 @@ ctr_status ctr__fbp_sinograms_cuda(const ctr_context *ctx, const ctr_parallel_ge
 ctr_status ctr__fbp_bench_cuda(const ctr_context *ctx, const ctr_parallel_geometry *g,
                                const ctr_fbp_options *o, int64_t nslices, const float *sino,
                                float *slices, int repeats, double *median_ms);
+/* What the CUDA runtime says of the ALU kernel instance a backprojection
+ * with options o on g would launch for `count` slices (1, or 2 for the
+ * pair kernels) under ctx's tuning (ctr_tuning.fbp_occupancy,
+ * fbp_angle_cache, fbp_carveout): cudaFuncGetAttributes and
+ * cudaOccupancyMaxActiveBlocksPerMultiprocessor, for the benchmark's
+ * study of Chilingaryan et al. 2020, Tables 18 and 19 (bench_fbp --study). The ALU
+ * kernels only (alu, alu2, alu-os, alu2-os, alu2-h): CTR_E_UNSUPPORTED
+ * for the others. */
+typedef struct ctr__fbp_kernel_attrs {
+  int registers;          /* per thread */
+  int local_bytes;        /* local memory per thread (register spills) */
+  int shared_bytes;       /* shared memory per block, static and dynamic */
+  int threads;            /* per block */
+  int min_blocks;         /* the instance's __launch_bounds__ minimum of blocks per SM (0: none) */
+  int blocks_per_sm;      /* resident at once (registers, shared memory and the carveout) */
+  int max_threads_per_sm; /* the GPU's: theoretical occupancy = blocks_per_sm * threads / this */
+} ctr__fbp_kernel_attrs;
+ctr_status ctr__fbp_kernel_info(const ctr_context *ctx, const ctr_parallel_geometry *g,
+                                const ctr_fbp_options *o, int count, ctr__fbp_kernel_attrs *info);
 /* The live FBP's full volume summed on the context's first GPU
  * (parbeam/backend.h's acc_*; fbp_pipeline.cu). */
 struct ctr__fbp_acc;
