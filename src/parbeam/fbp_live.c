@@ -96,6 +96,11 @@ struct ctr_fbp_live {
   ctr_parallel_geometry *gacc;   /* the final run's output geometry */
   int64_t acc_row0, acc_nslices; /* the rows reconstructed */
   float *vol, *acc_sino;         /* the volume; a chunk's sinograms */
+  /* a device's sum: the host's volume, for its download at the end, allocated and its
+   * pages touched by a thread during the acquisition (vol_alloc_main), joined by vol_join */
+  pthread_t vol_thread;
+  int vol_thread_on;             /* started, not joined */
+  size_t vol_bytes;
   int64_t acc_next;              /* the next projection summed (in index order) */
   ctr_value_counts acc_counts;   /* the data policy's counts of the sums */
   int64_t acc_band_rows;         /* the final run's bands (a GPU's sum follows them) */
@@ -107,6 +112,36 @@ struct ctr_fbp_live {
   ctr_parallel_geometry *gfull;  /* the finished scan's geometry (its weights), once known */
   preview_writer pw;
 };
+
+/* The host's volume of a device's sum (acc_decide): allocated, and each of its pages
+ * touched (the kernel maps and zeroes it), off the steps' path, so that the download
+ * after the last projection does not fault in 32 GiB (2048^3) page by page. Pageable
+ * memory: pinning it would hold the GPU driver while the steps use the GPU. */
+static void *vol_alloc_main(void *arg) {
+  ctr_fbp_live *l = arg;
+  char *v = ctr__aligned_alloc(l->vol_bytes, "the full volume");
+  if (v)
+    for (size_t o = 0; o < l->vol_bytes; o += 4096) v[o] = 0;
+  l->vol = (float *)v;
+  return NULL;
+}
+
+/* The volume's thread joined: CTR_E_OUT_OF_MEMORY naming it when the volume could not be
+ * allocated. */
+static ctr_status vol_join(ctr_fbp_live *l) {
+  if (l->vol_thread_on) {
+    pthread_join(l->vol_thread, NULL);
+    l->vol_thread_on = 0;
+    if (!l->vol) {
+      char b[32];
+      CTR_FAIL(CTR_E_OUT_OF_MEMORY, "out of memory: the full volume summed on the device "
+               "needs %s of host memory for its download (ctr_live_options.accumulate: off "
+               "reconstructs after the scan, band by band)",
+               ctr__format_bytes((double)l->vol_bytes, b, sizeof b));
+    }
+  }
+  return CTR_OK;
+}
 
 /* ---- Opening -------------------------------------------------------------------- */
 
@@ -514,11 +549,15 @@ static ctr_status acc_decide(ctr_fbp_live *l) {
     acc_plan(l, ann, why, sizeof why);
   if (!why[0]) {
     const size_t plane = (size_t)(l->gacc->p.nx * l->gacc->p.ny);
-    l->vol = ctr__calloc((size_t)l->acc_nslices * plane, sizeof(float), "the full volume");
+    l->vol_bytes = sizeof(float) * (size_t)l->acc_nslices * plane;
+    if (l->dacc && pthread_create(&l->vol_thread, NULL, vol_alloc_main, l) == 0)
+      l->vol_thread_on = 1; /* joined before the download (vol_join) */
+    else
+      l->vol = ctr__calloc((size_t)l->acc_nslices * plane, sizeof(float), "the full volume");
     l->acc_sino = l->dacc ? NULL
                           : ctr__malloc(sizeof(float) * (size_t)(l->acc_nslices * ACC_CHUNK * l->W),
                                         "the full volume's sinograms");
-    if (!l->vol || (!l->dacc && !l->acc_sino)) {
+    if ((!l->vol && !l->vol_thread_on) || (!l->dacc && !l->acc_sino)) {
       snprintf(why, sizeof why, "%s", ctr_error_detail());
       ctr_error_clear();
     }
@@ -1170,7 +1209,8 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
   ctr_status st = CTR_OK;
   int acc = acc_complete(l, p.angles_deg) && (!l->dacc || acc_device_bands(l, &p, &so, in, out, fmt));
   const double t_sum = ctr__now_s(); /* the sum's end: the device's last work, its download */
-  if (acc && l->dacc) {
+  if (acc && l->dacc) st = vol_join(l);
+  if (st == CTR_OK && acc && l->dacc) {
     int64_t bad = 0;
     st = l->acc_be->acc_get(l->dacc, l->vol, &bad);
     l->acc_counts.input += bad;
@@ -1219,6 +1259,7 @@ void ctr_fbp_live_free(ctr_fbp_live *l) {
   if (l->dacc) l->acc_be->acc_free(l->dacc);
   ctr_parallel_free(l->gacc);
   ctr_parallel_free(l->gfull);
+  if (l->vol_thread_on) pthread_join(l->vol_thread, NULL);
   free(l->vol);
   free(l->acc_sino);
   free(l->user_angles);
