@@ -469,9 +469,16 @@ static ctr_status band_reconstruct(srun *r, int64_t k, void *const bufs[3], floa
   const ctr_parallel_params *po = &r->gout->p;
   const int64_t vd[3] = {po->nx, po->ny, ns};
   ctr_array va = ctr_array_make(slices, CTR_DTYPE_FLOAT32, 3, vd);
-  if (r->accumulated) {
-    const size_t px = (size_t)(po->nx * po->ny);
-    memcpy(slices, r->accumulated + (size_t)(k * r->band_slices) * px, sizeof(float) * px * (size_t)ns);
+  if (r->accumulated) { /* copied in pieces over every core (2048^3: 32 GiB after the scan) */
+    const size_t px = (size_t)(po->nx * po->ny), piece = (size_t)1 << 18;
+    const float *from = r->accumulated + (size_t)(k * r->band_slices) * px;
+    const size_t n = px * (size_t)ns;
+    const int64_t npieces = (int64_t)((n + piece - 1) / piece);
+#pragma omp parallel for schedule(static) if (npieces > 1)
+    for (int64_t p = 0; p < npieces; p++) {
+      const size_t i0 = (size_t)p * piece, m = n - i0 < piece ? n - i0 : piece;
+      memcpy(slices + i0, from + i0, sizeof(float) * m);
+    }
     return CTR_OK;
   }
   if (!r->sino && !r->transmission && !r->sino_corr) {
