@@ -23,7 +23,7 @@ extern "C" {
 
 /* Version of ctr_tuning; bump when the struct grows (fields are only ever
  * added at the end). */
-#define CTR_TUNING_VERSION 4u
+#define CTR_TUNING_VERSION 5u
 
 struct ctr_tuning {
   unsigned version; /* CTR_TUNING_VERSION (ctr_tuning_init sets it) */
@@ -95,12 +95,21 @@ struct ctr_tuning {
                                  more memory than unsharded) on a level of more than 512
                                  chunks
                                  (docs/file-formats.md, "OME-Zarr") */
+
+  /* Version 5. */
+  int bp_alu;                 /* cone-beam FDK and ctr_backprojector on the GPU with exact
+                                 interpolation, on a circular orbit (u and depth constant
+                                 along z) over a flat detector: 1 = the shared-memory ALU
+                                 kernel (docs/cuda.md), -1 = the exact kernels from global
+                                 memory; 0 = the default (today the exact kernels). The
+                                 same interpolation either way (results agree to float
+                                 rounding); other orbits and detectors run the exact kernels */
 };
 
 /* The defaults (every field 0), for a struct on the stack. */
 #define CTR_TUNING_INIT \
   { CTR_TUNING_VERSION, 0, 0, 0, 0, 0, 0, 0, {0, 0}, {0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, \
-    0, 0, 0, 0 }
+    0, 0, 0, 0, 0 }
 
 /* Fills *t with the defaults of `version` (1 .. CTR_TUNING_VERSION; pass
  * CTR_TUNING_VERSION): every field 0, version set. CTR_E_INVALID_ARGUMENT
@@ -116,7 +125,7 @@ CTR_API ctr_status ctr_tuning_init(ctr_tuning *t, unsigned version);
  *   fbp_tex_chunk N (0 = none) | tune on|off | cache_dir DIR | direct_io on|off |
  *   read_threads N (1 .. 64; 1 = H5Dread) |
  *   host_transfer auto|staged|registered|driver | host_threads N (1 .. 256) |
- *   host_stage_kib N (64 .. 1048576)
+ *   host_stage_kib N (64 .. 1048576) | bp_alu on|off
  * where on|off also accepts 1|0, yes|no, true|false, and "auto" (or "")
  * restores a key's default (cache_dir: "" does). cache_dir keeps the
  * pointer `value` (copied at ctr_context_create). CTR_E_INVALID_ARGUMENT naming the key and the

@@ -108,9 +108,9 @@ static ctr_status check_fields(const ctr_tuning *t) {
     CTR_FAIL_FIELD_VALUE(CTR_E_INVALID_ARGUMENT, "ctr_tuning.host_stage_kib", CTR__V_INT(t->host_stage_kib),
                    "ctr_tuning.host_stage_kib is %d, expected 64 .. 1048576 (0 = 16384)",
                    t->host_stage_kib);
-  static const char *const tri[] = {"pet_const", "tune", "direct_io"};
-  const int triv[] = {t->pet_const, t->tune, t->direct_io};
-  for (int i = 0; i < 3; i++)
+  static const char *const tri[] = {"pet_const", "tune", "direct_io", "bp_alu"};
+  const int triv[] = {t->pet_const, t->tune, t->direct_io, t->bp_alu};
+  for (int i = 0; i < 4; i++)
     if (!is_tristate(triv[i]))
       CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_tuning.%s is %d, expected -1 (off), 0 (the default) "
                "or 1 (on)", tri[i], triv[i]);
@@ -200,6 +200,7 @@ static const key_def k_keys[] = {
     {"host_threads", K_INT, F(host_threads), 0, "1 .. 256"},
     {"host_stage_kib", K_INT, F(host_stage_kib), 0, "64 .. 1048576"},
     {"zarr_shard", K_COUNT, F(zarr_shard), 0, "chunks a shard side, 1 .. 256, or 0 for none"},
+    {"bp_alu", K_SWITCH, F(bp_alu), 0, "on or off"},
 };
 #undef F
 #define NKEYS (sizeof k_keys / sizeof k_keys[0])

@@ -352,7 +352,8 @@ static const ctr__struct_version tuning_versions[] = {
     CTR__V_UPTO(ctr_tuning, read_threads), /* 1 */
     CTR__V_UPTO(ctr_tuning, host_transfer), /* 2: read_threads */
     CTR__V_UPTO(ctr_tuning, zarr_shard),   /* 3: host_transfer, host_threads, host_stage_kib */
-    CTR__V_ALL(ctr_tuning),                /* 4: zarr_shard */
+    CTR__V_UPTO(ctr_tuning, bp_alu),       /* 4: zarr_shard */
+    CTR__V_ALL(ctr_tuning),                /* 5: bp_alu */
 };
 CTR__STRUCT_DEFINE(tuning, CTR_TUNING_VERSION)
 CTR__STRUCT_DEFINE_V1(pet_view_info, CTR_PET_VIEW_INFO_VERSION, CTR_PET_VIEW_INFO_INIT)
