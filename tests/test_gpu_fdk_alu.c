@@ -20,6 +20,9 @@
 #include "conebeam/cpu/backproject.h"
 #include "conebeam/cuda/bp_config.h"
 
+/* CTR_TEST_QUICK=1 (for compute-sanitizer): one launch shape per geometry. */
+static int quick;
+
 /* A circular orbit with detector and volume offsets (no mirror symmetry). */
 static ctr_geometry *orbit(int64_t nx, int64_t ny, int64_t nz, int64_t nu, int64_t nv,
                            int64_t nviews, double sid, double sdd, double pixel) {
@@ -58,7 +61,7 @@ static void check_geometry(const char *what, ctr_geometry *g, int relative) {
   const double ee = th_rel_rms_d(exact, ref, nvox);
   /* N' and Z': whole and partial stages of views, runs of 1 .. 16 slices */
   static const int shapes[][2] = {{64, 16}, {5, 8}, {64, 4}, {33, 2}, {64, 1}};
-  for (int si = 0; si < 5; si++) {
+  for (int si = 0; si < (quick ? 1 : 5); si++) {
     const ctr__bp_config c = {CTR__BP_ALU, shapes[si][0], shapes[si][1], 0, 0, 0, 0, 0};
     const ctr__bp_config r = ctr__bp_config_resolve(g, &o, &c);
     CHECK(r.variant == CTR__BP_ALU && r.slices_per_thread == shapes[si][1]);
@@ -258,6 +261,7 @@ int main(void) {
     printf("test_gpu_fdk_alu: SKIPPED (no usable GPU)\n");
     return 77;
   }
+  quick = getenv("CTR_TEST_QUICK") != NULL;
   test_choice();
   test_geometries();
   test_pipeline();
