@@ -202,6 +202,10 @@ static ctr_status launch(dim3 grid, cudaStream_t s, const ctr__bp_args &a,
   ctr_status st = CTR_OK;
   CU(cudaFuncSetAttribute(bp_alu_kernel<ZP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           (int)ALU_SHARED_BYTES));
+  /* three blocks' caches (200 KB) a multiprocessor: the largest shared-memory carveout; the
+   * fill's global reads need little L1 (a pair's two pixels share a line) */
+  CU(cudaFuncSetAttribute(bp_alu_kernel<ZP>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                          (int)cudaSharedmemCarveoutMaxShared));
   bp_alu_kernel<ZP><<<grid, ALU_THREADS, ALU_SHARED_BYTES, s>>>(a, bv);
   CU_LAUNCHED("ALU backprojection kernel");
 cleanup:
