@@ -8,12 +8,14 @@
  * Case B: Lu et al. 2016's medium, 1024^3 (0.25 mm) from 1200 views of 1024^2.
  * Projections are exact Shepp-Logan line integrals. Reports:
  *  - backprojection throughput (GUPS = views x voxels / s / 1e9) of each
- *    kernel variant, with --sweep over N' (views per launch), Z' (slices per
- *    thread) and block shapes; median of R runs after a warm-up, data on the
- *    GPU;
+ *    kernel variant (alu: the shared-memory kernel of issue 48, its fixed
+ *    tile swept over N' and Z' only), with --sweep over N' (views per
+ *    launch), Z' (slices per thread) and block shapes; median of R runs after
+ *    a warm-up, data on the GPU;
  *  - end to end (host projections -> host volume, set-up included) through
  *    the streamed pipeline users run, texture and exact, from pinned and
- *    from pageable (malloc'd) memory, median of R, with the per-stage
+ *    from pageable (malloc'd) memory, and exact with ctr_tuning.bp_alu on
+ *    ("exact-alu", pinned), median of R, with the per-stage
  *    breakdown; the pageable runs once per --host setting (ctr_tuning
  *    host_transfer: the host-transfer layer's path, default auto), named
  *    ".../pageable" for auto and ".../pageable-SETTING" for the others;
@@ -81,7 +83,7 @@ static void study_lu2016(const bench_case *c, const ctr_geometry *g, const ctr_c
   static const int squares[][2] = {{8, 8}, {16, 8}, {16, 16}};
   static const int nps[] = {4, 8, 16, 20, 32, 48, 64};
   static const int zps[] = {1, 2, 4, 8, 16};
-  ctr__bp_config base = {CTR__BP_TEX, 0, 0, 0, 0, 0, 0}, best;
+  ctr__bp_config base = {CTR__BP_TEX, 0, 0, 0, 0, 0, 0, 0}, best;
   base = ctr__bp_config_resolve(g, o, &base);
   base.slices_per_thread = 8;
   best = base;
@@ -125,7 +127,7 @@ static void curved_vs_flat(const bench_case *c, const ctr_geometry *g, const ctr
          "ratio");
   for (size_t k = 0; k < sizeof variants / sizeof variants[0]; k++) {
     if (only && !bench_listed(only, ctr__bp_variant_name(variants[k]))) continue;
-    const ctr__bp_config req = {variants[k], 0, 0, 0, 0, 0, 0};
+    const ctr__bp_config req = {variants[k], 0, 0, 0, 0, 0, 0, 0};
     const ctr__bp_config cf = ctr__bp_config_resolve(g, o, &req);
     const ctr__bp_config cc = ctr__bp_config_resolve(gc, o, &req);
     double mf, mc;
@@ -214,11 +216,11 @@ int main(int argc, char **argv) {
   }
 
   /* Backprojection throughput per variant and configuration. */
-  enum { NVAR = 7, NBLOCKS = 8 };
+  enum { NVAR = 8, NBLOCKS = 8 };
   static const ctr__bp_variant variants[NVAR] = {CTR__BP_TEX,          CTR__BP_TEX_PAIR,
                                                  CTR__BP_TEX_PAIR_HALF, CTR__BP_EXACT,
                                                  CTR__BP_EXACT_PAIR,    CTR__BP_PRECISE,
-                                                 CTR__BP_PRECISE_PAIR};
+                                                 CTR__BP_PRECISE_PAIR,  CTR__BP_ALU};
   static const int nps[] = {32, 64}, zps[] = {8, 16};
   static const int blocks[NBLOCKS][2] = {{16, 16}, {32, 8}, {32, 4}, {64, 4},
                                          {16, 8},  {8, 8},  {8, 4},  {16, 4}};
@@ -227,7 +229,7 @@ int main(int argc, char **argv) {
   printf("%-10s %4s %4s %7s %10s %8s\n", "variant", "N'", "Z'", "block", "ms", "GUPS");
   for (int vi = 0; vi < NVAR; vi++) {
     best_ms[vi] = 1e30;
-    ctr__bp_config dflt = {variants[vi], 0, 0, 0, 0, 0, 0};
+    ctr__bp_config dflt = {variants[vi], 0, 0, 0, 0, 0, 0, 0};
     best[vi] = ctr__bp_config_resolve(g, &o, &dflt); /* the library's tuned defaults */
     if (only && !bench_listed(only, ctr__bp_variant_name(variants[vi]))) continue;
     if (!sweep) {
@@ -235,6 +237,16 @@ int main(int argc, char **argv) {
       continue;
     }
     const ctr__bp_config base = best[vi];
+    if (variants[vi] == CTR__BP_ALU) { /* a fixed 16 x 16 tile: N' x Z' only */
+      static const int azps[] = {4, 8, 16};
+      for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++) {
+          ctr__bp_config cfg = base;
+          cfg.views_per_launch = nps[a], cfg.slices_per_thread = azps[b];
+          time_config(c, g, gctx, &o, filt, repeats, cfg, &best[vi], &best_ms[vi]);
+        }
+      continue;
+    }
     for (int a = 0; a < 2; a++) /* N' x Z' with 16x16 blocks, then block shapes */
       for (int b = 0; b < 2; b++) {
         ctr__bp_config cfg = base;
@@ -268,12 +280,16 @@ int main(int argc, char **argv) {
   if (bench_floor_measure(&floor_rates)) BENCH_DIE("floor: out of memory");
   printf("floor rates: DMA %.1f GB/s up, %.1f down; staged host copy %.1f up, %.1f down (GB/s)\n",
          floor_rates.dma_up, floor_rates.dma_down, floor_rates.copy_up, floor_rates.copy_down);
-  for (int q = 0; q < 2; q++) {
+  /* q: texture, exact, exact with the ALU kernel (ctr_tuning.bp_alu on; pinned only) */
+  for (int q = 0; q < 3; q++) {
     double pinned_s = 0;
     for (int m = 0; m < 5; m++) { /* pinned, then pageable under each host setting */
-      if (m > 0 && !bench_listed(hosts, host_settings[m - 1])) continue;
+      if (m > 0 && (q == 2 || !bench_listed(hosts, host_settings[m - 1]))) continue;
       const char *kv[2] = {"host_transfer", m > 1 ? host_settings[m - 1] : "auto"};
-      ctr_context *ectx = m > 1 ? bench_context(CTR_DEVICE_CUDA, kv, 1) : gctx;
+      static const char *const alu_kv[2] = {"bp_alu", "on"};
+      ctr_context *ectx = q == 2  ? bench_context(CTR_DEVICE_CUDA, alu_kv, 1)
+                          : m > 1 ? bench_context(CTR_DEVICE_CUDA, kv, 1)
+                                  : gctx;
       if (!ectx) BENCH_DIE("context for --host %s", kv[1]);
       ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
       so.fdk = o;
@@ -303,7 +319,7 @@ int main(int argc, char **argv) {
       char mem[48];
       snprintf(mem, sizeof mem, "%s%s%s", m == 0 ? "pinned" : "pageable", m > 1 ? "-" : "",
                m > 1 ? host_settings[m - 1] : "");
-      const char *mode = q == 0 ? "texture" : "exact";
+      const char *mode = q == 0 ? "texture" : q == 1 ? "exact" : "exact-alu";
       if (m == 0) pinned_s = t->total;
       const double floor_s = bench_floor_seconds(&floor_rates, pinned_s, (double)np * 4.0, (double)nvox * 4.0);
       printf("end to end %-8s %-8s: %.1f ms (set-up %.1f ms included), median of %d | busy: upload %.1f, "
@@ -323,7 +339,7 @@ int main(int argc, char **argv) {
                   t->backproject * 1e3, t->download * 1e3, gups(c, t->backproject * 1e3),
                   (long long)tm[med].plan.views_per_batch, floor_s, r_count, runs);
       }
-      if (dump && m == 0) {
+      if (dump && m == 0 && q < 2) {
         char name[64];
         snprintf(name, sizeof name, "ours_%s.raw", mode);
         bench_save_raw(dump, name, volume, nvox * sizeof(float));

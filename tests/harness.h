@@ -122,6 +122,25 @@ static inline double th_dot(const float *a, const float *b, int64_t n) {
   return s;
 }
 
+/* Relative RMS difference of a from b over n values (INFINITY when b is all
+ * zero): float and double references. */
+static inline double th_rel_rms_f(const float *a, const float *b, int64_t n) {
+  double e = 0, s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    s += (double)b[i] * b[i];
+  }
+  return s > 0 ? sqrt(e / s) : INFINITY;
+}
+static inline double th_rel_rms_d(const float *a, const double *b, int64_t n) {
+  double e = 0, s = 0;
+  for (int64_t i = 0; i < n; i++) {
+    e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    s += b[i] * b[i];
+  }
+  return s > 0 ? sqrt(e / s) : INFINITY;
+}
+
 /* A circular scan's parameters (the rest at their defaults). */
 static inline ctr_circular_params th_circular_params(double sid, double sdd, int64_t nu,
                                                      int64_t nv, double du, double dv,

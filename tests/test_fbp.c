@@ -56,15 +56,6 @@ static unsigned char *half_bin_pixels(const ctr_parallel_geometry *g, double tol
   return m;
 }
 
-/* Relative RMS difference of a from b. */
-static double rel_rms_f(const float *a, const float *b, int64_t n) {
-  double e = 0, s = 0;
-  for (int64_t i = 0; i < n; i++) {
-    e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-    s += (double)b[i] * b[i];
-  }
-  return s > 0 ? sqrt(e / s) : INFINITY;
-}
 #endif
 
 static ctr_parallel_geometry *make_geometry(const ctr_parallel_params *p) {
@@ -763,7 +754,7 @@ static void test_chunks(void) {
   CHECK(memcmp(sino, copy, sizeof(float) * ssz) != 0);
   CHECK_OK(ctr_fbp_backproject(g_ctx, g, &o, ns, copy, b));
 #ifdef CTR_TEST_CUDA
-  const double e = rel_rms_f(a, b, (int64_t)vsz);
+  const double e = th_rel_rms_f(a, b, (int64_t)vsz);
   printf("chunks: ctr_fbp vs filter + backproject by hand, relative RMS %.2e\n", e);
   CHECK_MSG(e < 1e-5, "ctr_fbp vs filter + backproject by hand: relative RMS %g", e);
 #else

@@ -14,24 +14,6 @@ static int quick;
 
 static double sq(double x) { return x * x; }
 
-static double rel_rms_f(const float *a, const float *b, int64_t n) {
-  double e = 0, s = 0;
-  for (int64_t i = 0; i < n; i++) {
-    e += sq((double)a[i] - b[i]);
-    s += sq((double)b[i]);
-  }
-  return s > 0 ? sqrt(e / s) : INFINITY;
-}
-
-static double rel_rms_d(const float *a, const double *b, int64_t n) {
-  double e = 0, s = 0;
-  for (int64_t i = 0; i < n; i++) {
-    e += sq((double)a[i] - b[i]);
-    s += sq(b[i]);
-  }
-  return s > 0 ? sqrt(e / s) : INFINITY;
-}
-
 /* Turns the world by `deg` about x and then about y under every matrix of
  * *g: the orbit's axis tilts, so c and u depend on z (as on a C-arm). */
 static void tilt_geometry(ctr_geometry **g, double deg) {
@@ -106,7 +88,7 @@ static void test_filter(void) {
     o.cutoff = 0.8;
     CHECK_OK(ctr_fdk_filter(NULL, g, &o, 0, 37, cpu));
     CHECK_OK(ctr__cuda_fdk_filter(NULL, g, &o, 0, 37, in, gpu));
-    const double e = rel_rms_f(gpu, cpu, n);
+    const double e = th_rel_rms_f(gpu, cpu, n);
     printf("filter kind %d: GPU vs CPU relative RMS %.2e\n", kind, e);
     CHECK_MSG(e < 1e-5, "GPU filter differs from the CPU filter: %g", e);
     free(in);
@@ -157,7 +139,9 @@ static void test_variants(void) {
   static const ctr__bp_variant variants[] = {CTR__BP_TEX,     CTR__BP_TEX_PAIR,
                                              CTR__BP_TEX_PAIR_HALF, CTR__BP_EXACT,
                                              CTR__BP_EXACT_PAIR, CTR__BP_PRECISE,
-                                             CTR__BP_PRECISE_PAIR, CTR__BP_PRECISE_GENERAL};
+                                             CTR__BP_PRECISE_PAIR, CTR__BP_PRECISE_GENERAL,
+                                             CTR__BP_ALU};
+  enum { NVARIANTS = sizeof variants / sizeof variants[0] };
   static const int configs[][4] = {{32, 8, 16, 16}, {8, 1, 32, 8}, {64, 16, 16, 16},
                                    {16, 4, 32, 4}, {5, 2, 8, 8}};
   for (int kind = 0; kind <= 4; kind += quick ? 4 : 1) {
@@ -182,22 +166,25 @@ static void test_variants(void) {
       double *nref = calloc(nvox, sizeof(double));
       float *nout = malloc(sizeof(float) * nvox);
       ctr__bp_reference(g, 0, nviews, noise, nref, 0, nz);
-      ctr__bp_config c = {CTR__BP_TEX, 32, 8, 16, 16, 0, 0};
+      ctr__bp_config c = {CTR__BP_TEX, 32, 8, 16, 16, 0, 0, 0};
       CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, noise, nout, 1, NULL));
       printf("  white noise, tex: relative RMS %.2e (worst case, not bounded)\n",
-             rel_rms_d(nout, nref, nvox));
+             th_rel_rms_d(nout, nref, nvox));
       free(nref);
       free(nout);
     }
-    for (int vi = 0; vi < 8; vi++) {
+    for (int vi = 0; vi < NVARIANTS; vi++) {
       for (int ci = 0; ci < (quick ? 1 : 5); ci++) {
         ctr__bp_config c = {variants[vi], configs[ci][0], configs[ci][1], configs[ci][2],
-                            configs[ci][3], 0, 0};
+                            configs[ci][3], 0, 0, 0};
         const ctr__bp_config r = ctr__bp_config_resolve(g, &o, &c);
+        /* alu: orbits with u and c constant along z (kinds 0-3), else exact */
+        if (variants[vi] == CTR__BP_ALU)
+          CHECK(r.variant == (kind < 4 ? CTR__BP_ALU : CTR__BP_EXACT));
         memset(out, 0xff, sizeof(float) * nvox); /* NaN poison: every voxel must be written */
         double ms = 0;
         CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, filt, out, 1, &ms));
-        const double e = rel_rms_d(out, ref, nvox);
+        const double e = th_rel_rms_d(out, ref, nvox);
         const int tex = r.variant == CTR__BP_TEX || r.variant == CTR__BP_TEX_PAIR ||
                         r.variant == CTR__BP_TEX_PAIR_HALF;
         const int precise = r.variant == CTR__BP_PRECISE || r.variant == CTR__BP_PRECISE_PAIR ||
@@ -267,7 +254,7 @@ static void test_end_to_end(void) {
   o.interp = CTR_INTERP_EXACT;
   CHECK_OK(ctr_fdk(cctx, g, &o, &pa, &ca));
   CHECK_OK(ctr_fdk(gctx, g, &o, &pa, &ga));
-  double e = rel_rms_f(gpu, cpu, nvox);
+  double e = th_rel_rms_f(gpu, cpu, nvox);
   printf("end to end exact (pinned): GPU vs CPU relative RMS %.2e\n", e);
   CHECK_MSG(e < 2e-5, "exact GPU FDK vs CPU FDK: %g", e);
   memset(gpu2, 0xff, sizeof(float) * nvox);
@@ -311,8 +298,8 @@ static void test_end_to_end(void) {
   printf("Shepp-Logan RMSE away from edges: CPU %.5f, GPU texture %.5f\n", ec.rmse_flat, eg.rmse_flat);
   CHECK_MSG(eg.rmse_flat < ec.rmse_flat * 1.05 + 1e-4, "texture GPU %g vs CPU %g", eg.rmse_flat,
             ec.rmse_flat);
-  CHECK_MSG(rel_rms_f(gpu, cpu, nvox) < 2e-3, "texture GPU vs CPU relative RMS %g",
-            rel_rms_f(gpu, cpu, nvox));
+  CHECK_MSG(th_rel_rms_f(gpu, cpu, nvox) < 2e-3, "texture GPU vs CPU relative RMS %g",
+            th_rel_rms_f(gpu, cpu, nvox));
   /* A slab (pair kernels do not apply) equals the same slices of the CPU. */
   o.interp = CTR_INTERP_EXACT;
   o.z0 = 10;
@@ -320,7 +307,7 @@ static void test_end_to_end(void) {
   int64_t sd[3] = {n, n, 23};
   ctr_array sa = ctr_array_make(gpu2, CTR_DTYPE_FLOAT32, 3, sd);
   CHECK_OK(ctr_fdk(gctx, g, &o, &pa, &sa));
-  e = rel_rms_f(gpu2, cpu + 10 * n * n, 23 * n * n);
+  e = th_rel_rms_f(gpu2, cpu + 10 * n * n, 23 * n * n);
   CHECK_MSG(e < 2e-5, "slab GPU vs CPU: %g", e);
   ctr_context_free(cctx);
   ctr_context_free(gctx);
@@ -385,12 +372,12 @@ static void test_general_clipping(void) {
                                   {2, 8, 16},  {1, 32, 8},  {16, 16, 16}, {0, 0, 0}};
   for (int si = 0; si < (quick ? 1 : 9); si++) {
     ctr__bp_config c = {CTR__BP_PRECISE_GENERAL, 7, shapes[si][0], shapes[si][1], shapes[si][2],
-                        0, 0};
+                        0, 0, 0};
     if (si == 7) c.regs = 64;
     if (si == 8) c = ctr__bp_config_resolve(g, &o, NULL);
     memset(out, 0xff, sizeof(float) * nvox);
     CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, filt, out, 1, NULL));
-    const double e = rel_rms_d(out, ref, nvox);
+    const double e = th_rel_rms_d(out, ref, nvox);
     /* positions are float offsets from the block's anchor, over up to half
      * a block and half a run of voxels: the error grows with Z' */
     printf("  Z'=%2d %2dx%-2d: relative RMS %.2e (bound 2e-6)\n", c.slices_per_thread, c.block_x,
@@ -442,7 +429,7 @@ static void test_reference_and_backprojector(void) {
   CHECK_OK(ctr_backprojector_add(b, 8, idx, img, wf));
   CHECK_OK(ctr_backprojector_add(b, n - 8, idx + 8, img + 8, wf + 8));
   CHECK_OK(ctr_backprojector_read(b, out));
-  CHECK_MSG(rel_rms_d(out, cpu, nvox) < 1e-5, "backprojector vs reference %g", rel_rms_d(out, cpu, nvox));
+  CHECK_MSG(th_rel_rms_d(out, cpu, nvox) < 1e-5, "backprojector vs reference %g", th_rel_rms_d(out, cpu, nvox));
   CHECK_OK(ctr_backprojector_reset(b));
   CHECK_OK(ctr_backprojector_read(b, out));
   double mx = 0;
@@ -484,7 +471,7 @@ static void test_reference_and_backprojector(void) {
     CHECK_OK(ctr_backprojector_add(b, 13, idx, im, wf));
     CHECK_OK(ctr_backprojector_add(b, n - 13, idx + 13, im + 13, wf + 13));
     CHECK_OK(ctr_backprojector_read(b, out));
-    e = rel_rms_d(out, cpu, nvox);
+    e = th_rel_rms_d(out, cpu, nvox);
     CHECK_MSG(e < 1e-6, "precise backprojector, chunks %s, split %s, %s: %g",
               plans[pi].chunks ? plans[pi].chunks : "default",
               plans[pi].split ? plans[pi].split : "default", plans[pi].pinned ? "pinned" : "pageable", e);

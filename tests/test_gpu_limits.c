@@ -115,7 +115,7 @@ static void test_fdk_views(void) {
  * (test_gpu_fdk's bounds). */
 static double variant_bound(ctr__bp_variant v) {
   if (v == CTR__BP_TEX || v == CTR__BP_TEX_PAIR || v == CTR__BP_TEX_PAIR_HALF) return 2e-3;
-  if (v == CTR__BP_EXACT || v == CTR__BP_EXACT_PAIR) return 1e-5;
+  if (v == CTR__BP_EXACT || v == CTR__BP_EXACT_PAIR || v == CTR__BP_ALU) return 1e-5;
   return 1e-6;
 }
 
@@ -128,7 +128,9 @@ static void test_launch_views(void) {
   static const ctr__bp_variant variants[] = {CTR__BP_TEX,        CTR__BP_TEX_PAIR,
                                              CTR__BP_TEX_PAIR_HALF, CTR__BP_EXACT,
                                              CTR__BP_EXACT_PAIR, CTR__BP_PRECISE,
-                                             CTR__BP_PRECISE_PAIR, CTR__BP_PRECISE_GENERAL};
+                                             CTR__BP_PRECISE_PAIR, CTR__BP_PRECISE_GENERAL,
+                                             CTR__BP_ALU};
+  enum { NVARIANTS = sizeof variants / sizeof variants[0] };
   static const int launches[] = {1, 63, 64, 65};
   const int64_t n = 16, nvox = n * n * n, nviews = 129;
   for (int kind = 0; kind < 2; kind++) {
@@ -141,9 +143,9 @@ static void test_launch_views(void) {
     float *out = malloc(sizeof(float) * nvox), *again = malloc(sizeof(float) * nvox);
     ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
     o.nz = n;
-    for (int vi = 0; vi < 8; vi++)
+    for (int vi = 0; vi < NVARIANTS; vi++)
       for (int li = 0; li < 4; li++) {
-        ctr__bp_config c = {variants[vi], launches[li], 0, 0, 0, 0, 0};
+        ctr__bp_config c = {variants[vi], launches[li], 0, 0, 0, 0, 0, 0};
         const ctr__bp_config r = ctr__bp_config_resolve(g, &o, &c);
         CHECK_MSG(r.views_per_launch == (launches[li] < CTR__BP_MAX_VIEWS ? launches[li]
                                                                           : CTR__BP_MAX_VIEWS),
@@ -187,7 +189,7 @@ static void test_texture_layers(void) {
     ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
     o.nz = n;
     for (int li = 0; li < 2; li++) {
-      ctr__bp_config c = {CTR__BP_TEX, li ? 48 : 64, 0, 0, 0, 0, 0};
+      ctr__bp_config c = {CTR__BP_TEX, li ? 48 : 64, 0, 0, 0, 0, 0, 0};
       memset(out, 0xff, sizeof(float) * nvox);
       CHECK_OK(ctr__cuda_backproject(NULL, g, &o, &c, views, out, 1, NULL));
       const double e = rel_rms(out, NULL, ref, nvox);
@@ -267,7 +269,7 @@ static void test_general_limits(void) {
     ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
     o.nz = n;
     o.interp = CTR_INTERP_PRECISE;
-    const ctr__bp_config want = {CTR__BP_PRECISE_GENERAL, 0, 0, 0, 0, 0, 0};
+    const ctr__bp_config want = {CTR__BP_PRECISE_GENERAL, 0, 0, 0, 0, 0, 0, 0};
     const ctr__bp_config r = ctr__bp_config_resolve(g, &o, &want);
     printf("general kernel: detector %lld x %lld, pitch %.2f x %.2f: %s\n",
            (long long)cases[ci].nu, (long long)cases[ci].nv, cases[ci].du, cases[ci].dv,

@@ -30,7 +30,7 @@ static int all_default(const ctr_tuning *t) {
                    t->fbp_tex_chunk,      t->tune,               t->direct_io,
                    t->read_threads,       t->host_transfer,      t->host_threads,
                    t->host_stage_kib,     t->zarr_shard,         t->fbp_occupancy,
-                   t->fbp_carveout,       t->fbp_angle_cache};
+                   t->fbp_carveout,       t->fbp_angle_cache,    t->bp_alu};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
     if (f[i]) return 0;
   return t->version == CTR_TUNING_VERSION;
@@ -227,6 +227,26 @@ static void test_text(void) {
     CHECK_FAILS(ctr_tuning_set(&v4, "fbp_occupancy", "50"), CTR_E_INVALID_ARGUMENT, "fbp_occupancy");
     CHECK(v4.fbp_occupancy == 0x5a5a5a5a);
     CHECK_OK(ctr_tuning_set(&v4, "zarr_shard", "4"));
+  }
+  /* version 5 too: the cone-beam ALU kernel switch (on: 1, off: -1, auto: 0) */
+  {
+    ctr_tuning h = set1("bp_alu", "on");
+    CHECK(h.bp_alu == 1);
+    CHECK_OK(ctr_tuning_set(&h, "bp_alu", "off"));
+    CHECK(h.bp_alu == -1);
+    CHECK_OK(ctr_tuning_set(&h, "bp_alu", "auto"));
+    CHECK(h.bp_alu == 0);
+    CHECK_FAILS(ctr_tuning_set(&h, "bp_alu", "2"), CTR_E_INVALID_ARGUMENT, "on or off");
+    h.bp_alu = 2;
+    ctr_context_options co = CTR_CONTEXT_OPTIONS_INIT;
+    co.tuning = &h;
+    ctr_context *ctx = NULL;
+    CHECK_FAILS(ctr_context_create(&co, &ctx), CTR_E_INVALID_ARGUMENT, "bp_alu is 2");
+    ctr_tuning v4;
+    memset(&v4, 0x5a, sizeof v4);
+    CHECK_OK(ctr_tuning_init(&v4, 4));
+    CHECK_FAILS(ctr_tuning_set(&v4, "bp_alu", "on"), CTR_E_INVALID_ARGUMENT, "bp_alu");
+    CHECK(v4.bp_alu == 0x5a5a5a5a);
   }
   /* a version-1 table has no read_threads: the key is refused, nothing past
    * the version-1 prefix is written */

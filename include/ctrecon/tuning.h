@@ -111,12 +111,19 @@ struct ctr_tuning {
                                  default (1); 1 = shared memory (offset and cos/sin); 2 =
                                  only the offset in shared memory, cos/sin from global
                                  memory; 3 = registers (computed per warp, shuffled) */
+  int bp_alu;                 /* cone-beam FDK and ctr_backprojector on the GPU with exact
+                                 interpolation, on a circular orbit (u and depth constant
+                                 along z) over a flat detector: 1 = the shared-memory ALU
+                                 kernel (docs/cuda.md), -1 = the exact kernels from global
+                                 memory; 0 = the default (today the exact kernels). The
+                                 same interpolation either way (results agree to float
+                                 rounding); other orbits and detectors run the exact kernels */
 };
 
 /* The defaults (every field 0), for a struct on the stack. */
 #define CTR_TUNING_INIT \
   { CTR_TUNING_VERSION, 0, 0, 0, 0, 0, 0, 0, {0, 0}, {0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, \
-    0, 0, 0, 0, 0, 0, 0 }
+    0, 0, 0, 0, 0, 0, 0, 0 }
 
 /* Fills *t with the defaults of `version` (1 .. CTR_TUNING_VERSION; pass
  * CTR_TUNING_VERSION): every field 0, version set. CTR_E_INVALID_ARGUMENT
@@ -134,7 +141,8 @@ CTR_API ctr_status ctr_tuning_init(ctr_tuning *t, unsigned version);
  *   host_transfer auto|staged|registered|driver | host_threads N (1 .. 256) |
  *   host_stage_kib N (64 .. 1048576) | zarr_shard N (0 = none) |
  *   fbp_occupancy 50|75|100 (0 = none) | fbp_carveout driver|shared|l1|N (N: % shared,
- *   0 .. 100) | fbp_angle_cache shared|offset|registers
+ *   0 .. 100) | fbp_angle_cache shared|offset|registers |
+ *   bp_alu on|off
  * where on|off also accepts 1|0, yes|no, true|false, and "auto" (or "")
  * restores a key's default (cache_dir: "" does). cache_dir keeps the
  * pointer `value` (copied at ctr_context_create). CTR_E_INVALID_ARGUMENT naming the key and the

@@ -122,9 +122,9 @@ static ctr_status check_fields(const ctr_tuning *t) {
                    CTR__V_INT(t->fbp_angle_cache),
                    "ctr_tuning.fbp_angle_cache is %d, expected 1 (shared), 2 (offset), 3 "
                    "(registers) or 0 (the default)", t->fbp_angle_cache);
-  static const char *const tri[] = {"pet_const", "tune", "direct_io"};
-  const int triv[] = {t->pet_const, t->tune, t->direct_io};
-  for (int i = 0; i < 3; i++)
+  static const char *const tri[] = {"pet_const", "tune", "direct_io", "bp_alu"};
+  const int triv[] = {t->pet_const, t->tune, t->direct_io, t->bp_alu};
+  for (int i = 0; i < 4; i++)
     if (!is_tristate(triv[i]))
       CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_tuning.%s is %d, expected -1 (off), 0 (the default) "
                "or 1 (on)", tri[i], triv[i]);
@@ -233,6 +233,7 @@ static const key_def k_keys[] = {
     {"fbp_occupancy", K_COUNT, F(fbp_occupancy), 0, "50, 75 or 100 (% of 2048 threads per SM), or 0 for none", NULL},
     {"fbp_carveout", K_CARVEOUT, F(fbp_carveout), 0, "driver, shared, l1 or a percentage of shared memory 0 .. 100", NULL},
     {"fbp_angle_cache", K_WORD, F(fbp_angle_cache), 0, "shared, offset or registers", k_angle_cache_words},
+    {"bp_alu", K_SWITCH, F(bp_alu), 0, "on or off", NULL},
 };
 #undef F
 #define NKEYS (sizeof k_keys / sizeof k_keys[0])

@@ -354,7 +354,7 @@ static const ctr__struct_version tuning_versions[] = {
     CTR__V_UPTO(ctr_tuning, host_transfer), /* 2: read_threads */
     CTR__V_UPTO(ctr_tuning, zarr_shard),   /* 3: host_transfer, host_threads, host_stage_kib */
     CTR__V_UPTO(ctr_tuning, fbp_occupancy), /* 4: zarr_shard */
-    CTR__V_ALL(ctr_tuning),                /* 5: fbp_occupancy, fbp_carveout, fbp_angle_cache */
+    CTR__V_ALL(ctr_tuning), /* 5: fbp_occupancy, fbp_carveout, fbp_angle_cache, bp_alu */
 };
 CTR__STRUCT_DEFINE(tuning, CTR_TUNING_VERSION)
 CTR__STRUCT_DEFINE_V1(pet_view_info, CTR_PET_VIEW_INFO_VERSION, CTR_PET_VIEW_INFO_INIT)

@@ -20,7 +20,11 @@ extern "C" {
  *  TEX_PAIR_HALF  TEX_PAIR stored as half2 (half the cache footprint), each
  *             batch scaled by a power of two so that half cannot overflow
  *  EXACT      fp32 software bilinear from zero-padded global memory
- *  EXACT_PAIR EXACT with the mirrored pair interleaved as float2 */
+ *  EXACT_PAIR EXACT with the mirrored pair interleaved as float2
+ *  ALU        EXACT's interpolation from a per-block shared-memory cache of
+ *             the detector rectangle a tile of voxels sees (bp_alu.cuh):
+ *             orbits with u and c constant along z, flat detectors; others
+ *             run EXACT (ctr__bp_config_resolve) */
 typedef enum ctr__bp_variant {
   CTR__BP_AUTO = 0,
   CTR__BP_TEX = 1,
@@ -30,9 +34,10 @@ typedef enum ctr__bp_variant {
   CTR__BP_TEX_PAIR_HALF = 5,
   CTR__BP_PRECISE = 6,     /* EXACT at double-precision positions */
   CTR__BP_PRECISE_PAIR = 7, /* EXACT_PAIR at double-precision positions */
-  CTR__BP_PRECISE_GENERAL = 8 /* PRECISE for any orbit: cells of bilinear
-                                 coefficients, runs outside the detector
-                                 skipped (bp_general.cuh) */
+  CTR__BP_PRECISE_GENERAL = 8, /* PRECISE for any orbit: cells of bilinear
+                                  coefficients, runs outside the detector
+                                  skipped (bp_general.cuh) */
+  CTR__BP_ALU = 9 /* EXACT from shared memory (bp_alu.cuh) */
 } ctr__bp_variant;
 
 typedef struct ctr__bp_config {
@@ -44,6 +49,9 @@ typedef struct ctr__bp_config {
                             launch picks its registers from its views (bp_general.cu) */
   int regs;              /* PRECISE_GENERAL at Z' = 16: 64 or 80 registers forced
                             (ctr_tuning.bp_regs); 0 = per launch */
+  int alu;               /* exact interpolation (AUTO resolved to EXACT or EXACT_PAIR) on
+                            an orbit the ALU kernel takes: 1 = the ALU kernel, -1 = not,
+                            0 = the default (ctr_tuning.bp_alu) */
 } ctr__bp_config;
 
 /* req (NULL: all defaults) with the context's tuning table applied to the
@@ -59,6 +67,7 @@ static inline ctr__bp_config ctr__bp_config_tuned(const ctr_context *ctx,
   if (c.block_x <= 0 && c.block_y <= 0 && t->bp_block_x > 0)
     c.block_x = t->bp_block_x, c.block_y = t->bp_block_y;
   if (!c.regs) c.regs = t->bp_regs;
+  if (!c.alu) c.alu = t->bp_alu;
   return c;
 }
 
@@ -77,6 +86,7 @@ static inline const char *ctr__bp_variant_name(ctr__bp_variant v) {
     case CTR__BP_PRECISE_PAIR: return "precise-pair";
     case CTR__BP_TEX_PAIR_HALF: return "tex-pair-half";
     case CTR__BP_PRECISE_GENERAL: return "precise-general";
+    case CTR__BP_ALU: return "alu";
   }
   return "unknown";
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include "conebeam/cuda/views_layout.cuh"
 #include "conebeam/cuda/bp_general.cuh"
+#include "conebeam/cuda/bp_alu.cuh"
 #include "gpu/gpu_buffers.h"
 
 #include <math.h>
@@ -27,6 +28,11 @@
 #define DEFAULT_GENERAL_SLICES 16
 #define DEFAULT_GENERAL_BLOCK_X 32
 #define DEFAULT_GENERAL_BLOCK_Y 4
+/* The ALU kernel (bp_alu.cuh): 16-slice runs in its fixed 16 x 16 tile; off
+ * by default (ctr_tuning.bp_alu = 0) until the GPU measurements of bench/NOTES.md,
+ * "Cone-beam ALU backprojection (issue 48 item 3)", say whether it beats exact-pair. */
+#define DEFAULT_ALU_SLICES 16
+#define DEFAULT_ALU 0
 
 
 extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ctr_fdk_options *o,
@@ -54,6 +60,15 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
                                                     : CTR__BP_TEX;
   if (c.variant == CTR__BP_PRECISE_GENERAL && !ctr__bpg_possible(g, o->z0, o->nz))
     c.variant = CTR__BP_PRECISE;
+  /* The ALU kernel: exact interpolation on an orbit whose u and depth do not
+   * change along z (its columns' constants), over a flat detector; asked for
+   * elsewhere, the exact kernel (the same interpolation from global memory). */
+  const int alu_ok = ctr_geometry_is_circular(g) && !g->curved && !g->helical;
+  const int alu_on = c.alu > 0 || (c.alu == 0 && DEFAULT_ALU);
+  if (alu_on && alu_ok && (!req || req->variant == CTR__BP_AUTO) &&
+      (c.variant == CTR__BP_EXACT || c.variant == CTR__BP_EXACT_PAIR))
+    c.variant = CTR__BP_ALU;
+  if (c.variant == CTR__BP_ALU && !alu_ok) c.variant = CTR__BP_EXACT;
   /* a helix: the general kernel, the one that weights by the helical window
    * (every interpolation mode; docs/geometry.md, "Helical orbits") */
   if (g->helical) c.variant = CTR__BP_PRECISE_GENERAL;
@@ -72,6 +87,11 @@ extern "C" ctr__bp_config ctr__bp_config_resolve(const ctr_geometry *g, const ct
   /* ctr_tuning.bp_slices and bp_block_x/y reach here through req
    * (ctr__bp_config_tuned, bp_config.h); zero fields take the defaults. */
   const int gen = c.variant == CTR__BP_PRECISE_GENERAL;
+  if (c.variant == CTR__BP_ALU) { /* its tile is fixed: the block shape does not apply */
+    if (c.slices_per_thread <= 0) c.slices_per_thread = DEFAULT_ALU_SLICES;
+    c.block_x = c.block_y = CTR__BPA_TILE;
+    return c;
+  }
   if (gen && c.slices_per_thread <= 0 && c.block_x <= 0 && c.block_y <= 0) c.default_shape = 1;
   if (c.slices_per_thread <= 0)
     c.slices_per_thread = gen ? DEFAULT_GENERAL_SLICES : tex ? DEFAULT_TEX_SLICES : DEFAULT_EXACT_SLICES;
@@ -274,6 +294,12 @@ ctr_status ctr__views_backproject(const ctr_geometry *g, const ctr__dev_views *d
   ctr__bp_views_fill(g, idx, slot0, (int)n, first, z0, tex, alpha, &bv);
   if (g->curved) return ctr__bp_launch_cyl(cfg, &a, &bv, s);
   if (dv->variant == CTR__BP_PRECISE_GENERAL) return ctr__bpg_launch(cfg, &a, &bv, s);
+  if (dv->variant == CTR__BP_ALU) {
+    if (!ctr_geometry_is_circular(g) || a.helix)
+      CTR_FAIL(CTR_E_INTERNAL, "the alu backprojection kernel on a non-circular orbit "
+               "(ctr__bp_config_resolve chooses exact there)");
+    return ctr__bpa_launch(cfg, &a, &bv, s);
+  }
   return ctr__bp_launch(cfg, ctr_geometry_is_circular(g), &a, &bv, s);
 }
 
