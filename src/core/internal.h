@@ -113,11 +113,12 @@ double ctr__wall_s(void);
  * short value, the oldest replaced when full. */
 #define CTR__MEMO_SLOTS 16
 #define CTR__MEMO_KEY 320 /* bytes of a key, its terminating 0 included */
+#define CTR__MEMO_VALUE 96 /* bytes of a value (an autotuned parameter set's text) */
 typedef struct ctr__memo {
   pthread_mutex_t mu;
   int n, next;
   char key[CTR__MEMO_SLOTS][CTR__MEMO_KEY];
-  char value[CTR__MEMO_SLOTS][32];
+  char value[CTR__MEMO_SLOTS][CTR__MEMO_VALUE];
 } ctr__memo;
 /* GPU buffers a context keeps between its runs: the cache of
  * src/gpu/gpu_buffers.h (its allocator, policy and thread contract; peer
