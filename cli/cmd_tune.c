@@ -170,7 +170,8 @@ int cmd_tune(int argc, char **argv) {
   if (!rc) rc = list_or_clear(&a, ctx);
   if (!rc && family) {
     ctr_tune_report *r = malloc(sizeof *r);
-    if (!r) rc = cli_error("tune", CLI_EXIT_RUNTIME, "out of memory");
+    if (!r || ctr_tune_report_init(r, CTR_TUNE_REPORT_VERSION) != CTR_OK)
+      rc = cli_error("tune", CLI_EXIT_RUNTIME, "out of memory");
     if (!rc) rc = !strcmp(family, "fdk") ? tune_fdk(&a, &s, ctx, r) : tune_pet(&a, &s, ctx, r);
     if (!rc) print_report(&s, r);
     free(r);

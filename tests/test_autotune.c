@@ -138,6 +138,14 @@ static void test_search(void) {
   const int z32[2] = {32, CTR__TUNE_XY(32, 4)}, big[2] = {8, CTR__TUNE_XY(32, 16)};
   const int general = 1, plain = 0;
   CHECK(!bp->allowed(z32, &plain) && bp->allowed(z32, &general) && !bp->allowed(big, &plain));
+  /* every space's candidates fit in a report */
+  for (int k = 0; ctr__tune_spaces[k]; k++) {
+    int product = 1;
+    for (int p = 0; p < ctr__tune_spaces[k]->nparams; p++)
+      product *= ctr__tune_spaces[k]->params[p].nvalues;
+    CHECK_MSG(product <= CTR_TUNE_MAX_CANDIDATES, "%s: %d candidates",
+              ctr__tune_spaces[k]->family, product);
+  }
   for (int i = 0; i < pet->params[1].nvalues; i++) {
     const int v = pet->params[1].values[i];
     CHECK(CTR__TUNE_X(v) * CTR__TUNE_Y(v) % 32 == 0 && CTR__TUNE_X(v) * CTR__TUNE_Y(v) <= 256);
@@ -406,6 +414,10 @@ static void test_public(void) {
   ctr_geometry *g = NULL;
   CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
   ctr_tune_report *r = calloc(1, sizeof *r);
+  if (r) { /* the report is a versioned struct: version 0 is refused, naming it */
+    CHECK_FAILS(ctr_tune_fdk(ctx, g, NULL, 0, r), CTR_E_INVALID_ARGUMENT, "ctr_tune_report");
+    CHECK_OK(ctr_tune_report_init(r, CTR_TUNE_REPORT_VERSION));
+  }
   if (g && r)
     CHECK_FAILS(ctr_tune_fdk(ctx, g, NULL, 0, r), CTR_E_UNSUPPORTED, "no launch parameters");
   CHECK_FAILS(ctr_tune_fdk(ctx, NULL, NULL, 0, r), CTR_E_INVALID_ARGUMENT, "required");

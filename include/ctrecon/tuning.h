@@ -144,29 +144,36 @@ CTR_API ctr_status ctr_tuning_set_env(ctr_tuning *t, char *const *envp);
  * never tuned; the search stops after 8 s with the best so far. ctr_tune_fdk
  * (conebeam.h) and ctr_tune_pet (pet.h) run it on request and report it. */
 
-#define CTR_TUNE_MAX_CANDIDATES 128
+#define CTR_TUNE_MAX_CANDIDATES 64 /* no declared space has more */
 
 typedef struct ctr_tune_candidate {
-  char params[96]; /* "bp_slices=8,bp_block=32x4": ctr_tuning keys and values */
+  char params[64]; /* "bp_slices=8,bp_block=32x4": ctr_tuning keys and values */
   double ms;       /* the median time of its representative run */
 } ctr_tune_candidate;
 
-/* What a tuning pass did; the library fills it whole (an output only). */
+/* What a tuning pass did; filled by the library (initialise it with
+ * CTR_TUNE_REPORT_INIT or ctr_tune_report_init, as every versioned struct). */
+#define CTR_TUNE_REPORT_VERSION 1u
 typedef struct ctr_tune_report {
+  unsigned version;  /* CTR_TUNE_REPORT_VERSION */
   char family[32];   /* "conebeam-bp", "pet-projector" */
   char gpu[256];     /* the device's name */
   char problem[256]; /* the problem class: the sizes that matter, bucketed */
   int from_cache;    /* 1: the cached winner (or this context's), nothing timed */
   int total;         /* candidates in the space for this problem */
-  int ncandidates;   /* timed (at most CTR_TUNE_MAX_CANDIDATES recorded); [0]: the defaults */
+  int ncandidates;   /* timed, in order; [0]: the defaults */
   int winner;        /* its index in candidates (-1 when from_cache) */
   int budget_hit;    /* 1: the time budget stopped the search */
-  char params[96];   /* the parameters chosen ("" when nothing was tuned) */
+  char params[64];   /* the parameters chosen ("" when nothing was tuned) */
   char note[160];    /* why nothing was tuned ("" otherwise) */
   double ms, default_ms; /* their time and the defaults' (ms 0 from this context's memo) */
   double seconds;    /* the search's wall time */
   ctr_tune_candidate candidates[CTR_TUNE_MAX_CANDIDATES];
 } ctr_tune_report;
+#define CTR_TUNE_REPORT_INIT \
+  { CTR_TUNE_REPORT_VERSION, "", "", "", 0, 0, 0, 0, 0, "", "", 0, 0, 0, { { "", 0 } } }
+/* The defaults in the layout of `version`, 1 .. CTR_TUNE_REPORT_VERSION (core.h). */
+CTR_API ctr_status ctr_tune_report_init(ctr_tune_report *s, unsigned version);
 
 /* Removes the cached tuning results of `family` ("conebeam-bp",
  * "pet-projector", "fbp-kernel": the parallel-beam kernel choice's own

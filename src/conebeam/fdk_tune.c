@@ -3,20 +3,21 @@
  * cuda/engine_cuda.cu and cuda/bp_tune.cu). */
 #include "conebeam/engine.h"
 #include "conebeam/fdk_internal.h"
-
-#include <string.h>
+#include "core/autotune.h"
 
 ctr_status ctr_tune_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
                         int force, ctr_tune_report *report) {
   if (!ctx || !g || !report)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_tune_fdk: ctx, g and report are required");
-  memset(report, 0, sizeof *report);
+  ctr_tune_report *r;
+  CTR_CHECK(ctr__tune_report_begin(report, &r));
   ctr_fdk_options o;
-  CTR_CHECK(ctr__fdk_options_resolve(g, opts, &o));
-  const ctr__engine_backend *be;
-  CTR_CHECK(ctr__engine_backend_of(ctx, &be));
-  if (!be->tune)
-    CTR_FAIL(CTR_E_UNSUPPORTED, "ctr_tune_fdk: the %s backend has no launch parameters to tune "
-             "(create the context for a CUDA device)", be->head.name);
-  return be->tune(ctx, ctr__context_gpu(ctx, 0), g, &o, force, report);
+  const ctr__engine_backend *be = NULL;
+  ctr_status st = ctr__fdk_options_resolve(g, opts, &o);
+  if (st == CTR_OK) st = ctr__engine_backend_of(ctx, &be);
+  if (st == CTR_OK && !be->tune)
+    st = ctr__error_set(CTR_E_UNSUPPORTED, "ctr_tune_fdk: the %s backend has no launch "
+                        "parameters to tune (create the context for a CUDA device)", be->head.name);
+  if (st == CTR_OK) st = be->tune(ctx, ctr__context_gpu(ctx, 0), g, &o, force, r);
+  return ctr__tune_report_end(report, r, st);
 }

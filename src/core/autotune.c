@@ -16,7 +16,7 @@
 /* ---- The declared spaces ----------------------------------------------------- */
 
 /* Cone-beam backprojection (src/conebeam/cuda): Z', the slices one thread
- * accumulates (Lu et al. 2017's Z'), and the block shape. N' (views per
+ * accumulates (Lu et al. 2016's Z'), and the block shape. N' (views per
  * launch) is the plan's batch, bounded by the kernels' constant tables, so
  * it is not a launch parameter here. Problem: the variant's `int` (1: the
  * general kernel, which also takes Z' = 32). */
@@ -39,7 +39,7 @@ static const ctr__tune_space k_bp = {
 
 /* The PET projectors (src/pet/cuda): slices per thread, block shape,
  * blocks sharing a tile's runs (0: the default count, derived per launch
- * from the grid). The run entries per register pass (pet_lc) and constant
+ * from the grid; bench_pet's sweeps found nothing past these). The run entries per register pass (pet_lc) and constant
  * memory (pet_const) stay as set: bench_pet found no gain in them. */
 static int pet_allowed(const int *v, const void *problem) {
   (void)problem;
@@ -52,10 +52,9 @@ static const ctr__tune_space k_pet = {
     "TOF-PET DIRECT projectors: slices per thread x block shape x split",
     3,
     {{"pet_z", CTR__TUNE_INT, 4, {24, 16, 8, 1}},
-     {"pet_block", CTR__TUNE_BLOCK, 6,
-      {CTR__TUNE_XY(32, 4), CTR__TUNE_XY(48, 2), CTR__TUNE_XY(64, 2), CTR__TUNE_XY(32, 8),
-       CTR__TUNE_XY(64, 4), CTR__TUNE_XY(32, 2)}},
-     {"pet_split", CTR__TUNE_INT, 5, {0, 1, 2, 4, 8}}},
+     {"pet_block", CTR__TUNE_BLOCK, 4,
+      {CTR__TUNE_XY(32, 4), CTR__TUNE_XY(48, 2), CTR__TUNE_XY(64, 2), CTR__TUNE_XY(32, 8)}},
+     {"pet_split", CTR__TUNE_INT, 4, {0, 1, 2, 4}}},
     pet_allowed};
 
 /* The iterative projector pair (src/iterative/cuda) has no runtime launch
@@ -255,9 +254,9 @@ int ctr__tune_cache_path(const char *dir, char *buf, size_t n) {
   return dir && *dir && snprintf(buf, n, "%s/" CTR__TUNE_CACHE_NAME, dir) < (int)n;
 }
 
-static char *read_text(const char *path, int *missing) {
+char *ctr__tune_read_text(const char *path, int *missing) {
   FILE *f = fopen(path, "rb");
-  *missing = !f && errno == ENOENT;
+  if (missing) *missing = !f && errno == ENOENT;
   if (!f) return NULL;
   char *buf = NULL;
   if (fseek(f, 0, SEEK_END) == 0) {
@@ -286,7 +285,7 @@ static cJSON *load(const char *path, cJSON **root, const char **why) {
   int missing = 0;
   *root = NULL;
   *why = "";
-  char *text = read_text(path, &missing);
+  char *text = ctr__tune_read_text(path, &missing);
   if (!text) {
     if (!missing) *why = "cannot be read";
     return NULL;
@@ -372,8 +371,7 @@ static void make_parents(const char *path) {
     }
 }
 
-/* root written to path through a temporary name. */
-static ctr_status write_atomic(const char *path, const cJSON *root) {
+ctr_status ctr__tune_write_json(const char *path, const struct cJSON *root) {
   char tmp[4200];
   char *text = cJSON_Print(root);
   if (!text) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "kernel cache text");
@@ -424,7 +422,7 @@ ctr_status ctr__tune_cache_store(const char *dir, const ctr__tune_space *s,
   cJSON_AddNumberToObject(e, "ms", ms);
   cJSON_AddNumberToObject(e, "default_ms", default_ms);
   cJSON_AddItemToArray(entries, e);
-  const ctr_status st = write_atomic(path, root);
+  const ctr_status st = ctr__tune_write_json(path, root);
   cJSON_Delete(root);
   return st;
 }
@@ -449,7 +447,7 @@ ctr_status ctr__tune_cache_clear(const char *dir, const char *family, int *remov
     for (int i = cJSON_GetArraySize(entries) - 1; i >= 0; i--)
       if (str_is(cJSON_GetArrayItem(entries, i), "family", family))
         cJSON_DeleteItemFromArray(entries, i), n++;
-    if (n) st = write_atomic(path, root);
+    if (n) st = ctr__tune_write_json(path, root);
   }
   cJSON_Delete(root);
   if (removed && st == CTR_OK) *removed = n;
@@ -531,6 +529,20 @@ ctr_status ctr__tune_get(const ctr_context *ctx, const ctr__tune_request *q, int
 }
 
 /* ---- The public entries ------------------------------------------------------------------ */
+
+ctr_status ctr__tune_report_begin(const ctr_tune_report *report, ctr_tune_report **r) {
+  *r = NULL;
+  CTR_CHECK(ctr__struct_check(&ctr__struct_tune_report, report));
+  *r = ctr__calloc(1, sizeof **r, "tuning report");
+  return *r ? CTR_OK : CTR_E_OUT_OF_MEMORY;
+}
+
+ctr_status ctr__tune_report_end(ctr_tune_report *report, ctr_tune_report *r, ctr_status st) {
+  r->version = CTR_TUNE_REPORT_VERSION;
+  if (st == CTR_OK) st = ctr__struct_store(&ctr__struct_tune_report, report, r);
+  free(r);
+  return st;
+}
 
 ctr_status ctr_tune_cache_clear(const ctr_context *ctx, const char *family, int *removed) {
   if (!ctx) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_tune_cache_clear: ctx is NULL");

@@ -30,6 +30,8 @@
 extern "C" {
 #endif
 
+struct cJSON;
+
 #define CTR__TUNE_MAX_PARAMS 4
 #define CTR__TUNE_MAX_VALUES 12
 /* Stop timing once this many seconds went by (the issue's target: a new
@@ -129,6 +131,22 @@ ctr_status ctr__tune_cache_store(const char *dir, const ctr__tune_space *s,
 /* Removes the entries of `family` (NULL or "": the whole file). *removed
  * (may be NULL) gets their count. A missing file is no error. */
 ctr_status ctr__tune_cache_clear(const char *dir, const char *family, int *removed);
+
+/* The file helpers of the caches (this one and the FBP kernel choice's,
+ * src/parbeam/fbp_tune.c): a whole file of at most 16 MiB as a string
+ * (malloc'd; NULL when missing, *missing then 1 (may be NULL), unreadable
+ * or larger), and a JSON document written to `path` through a temporary
+ * name beside it and renamed (its directories made first); CTR_E_IO naming
+ * the file when it cannot be written, nothing left behind. */
+char *ctr__tune_read_text(const char *path, int *missing);
+ctr_status ctr__tune_write_json(const char *path, const struct cJSON *root);
+
+/* The public entries' report: begin checks the caller's (a versioned
+ * struct) and gives a zeroed one of the current layout to fill; end stores
+ * it in the caller's when st is CTR_OK, frees it and returns st (or the
+ * store's error). */
+ctr_status ctr__tune_report_begin(const ctr_tune_report *report, ctr_tune_report **r);
+ctr_status ctr__tune_report_end(ctr_tune_report *report, ctr_tune_report *r, ctr_status st);
 
 /* What a modality asks: the parameters for (space, gpu, class). In order:
  * the context's memo, unless force; the cache (unless force); else the

@@ -380,7 +380,7 @@ extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_
     ctr__struct_iterate_plan, ctr__struct_iterate_report, ctr__struct_cluster_options,
     ctr__struct_file_format_info, ctr__struct_preview_options, ctr__struct_frame,
     ctr__struct_source_options, ctr__struct_source_status, ctr__struct_replay_options,
-    ctr__struct_live_options, ctr__struct_live_state;
+    ctr__struct_live_options, ctr__struct_live_state, ctr__struct_tune_report;
 
 /* Human sizes: "1.5 GiB" into buf. */
 const char *ctr__format_bytes(double bytes, char *buf, size_t n);

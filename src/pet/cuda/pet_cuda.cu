@@ -236,23 +236,24 @@ static void pet_apply(ctr__pet_cuda *c, const int *v) {
 }
 
 typedef struct pet_timer {
-  ctr__pet_cuda *c;
+  ctr__pet_cuda *proj;
   int64_t views[3];
 } pet_timer;
 
 static ctr_status pet_trial(void *arg) {
   pet_timer *t = (pet_timer *)arg;
+  ctr__pet_cuda *c = t->proj;
   for (int i = 0; i < 3; i++) {
-    CTR_CHECK(ctr__pet_project_device(t->c, CTR_PET_FORWARD, t->views[i], t->c->d_in, t->c->d_out));
-    CTR_CHECK(ctr__pet_project_device(t->c, CTR_PET_BACK, t->views[i], t->c->d_in, t->c->d_out));
+    CTR_CHECK(ctr__pet_project_device(c, CTR_PET_FORWARD, t->views[i], c->d_in, c->d_out));
+    CTR_CHECK(ctr__pet_project_device(c, CTR_PET_BACK, t->views[i], c->d_in, c->d_out));
   }
   return CTR_OK;
 }
 
 static ctr_status pet_time(void *user, const int *v, double *ms) {
   pet_timer *t = (pet_timer *)user;
-  pet_apply(t->c, v);
-  return ctr__cuda_median_ms(t->c->stream, 3, pet_trial, t, ms);
+  pet_apply(t->proj, v);
+  return ctr__cuda_median_ms(t->proj->stream, 3, pet_trial, t, ms);
 }
 
 /* The request for c's class; 0 when nothing is to be tuned (off, or every
@@ -286,7 +287,7 @@ static int pet_tune_request(ctr__pet_cuda *c, int force, pet_tune_req *w) {
            (long long)ctr__tune_bucket(c->nz), c->HX, c->HY, c->HZ, c->LC, c->const_runs);
   w->def[0] = c->Z, w->def[1] = CTR__TUNE_XY(c->bx, c->by), w->def[2] = c->split;
   const int64_t nv = c->sys->nviews;
-  w->timer.c = c;
+  w->timer.proj = c;
   for (int i = 0; i < 3; i++) w->timer.views[i] = i * nv / 3;
   w->q.space = s, w->q.gpu = &w->gpu, w->q.problem_class = w->cls;
   w->q.def = w->def, w->q.fixed = w->fixed, w->q.time = pet_time, w->q.user = &w->timer;
