@@ -39,8 +39,9 @@ static const ctr__tune_space k_bp = {
 
 /* The PET projectors (src/pet/cuda): slices per thread, block shape,
  * blocks sharing a tile's runs (0: the default count, derived per launch
- * from the grid; bench_pet's sweeps found nothing past these). The run entries per register pass (pet_lc) and constant
- * memory (pet_const) stay as set: bench_pet found no gain in them. */
+ * from the grid), 64 candidates (what a ctr_tune_report holds). The run
+ * entries per register pass (pet_lc) and constant memory (pet_const) are
+ * not tuned: their defaults are bench_pet's (docs/tuning.md). */
 static int pet_allowed(const int *v, const void *problem) {
   (void)problem;
   const int threads = CTR__TUNE_X(v[1]) * CTR__TUNE_Y(v[1]);
@@ -177,7 +178,8 @@ static int candidate(const ctr__tune_space *s, const int *fixed, int index, int 
 static void record(ctr_tune_report *r, const ctr__tune_space *s, const int *v, double ms) {
   if (!r || r->ncandidates >= CTR_TUNE_MAX_CANDIDATES) return;
   ctr_tune_candidate *c = &r->candidates[r->ncandidates++];
-  if (!ctr__tune_format(s, v, c->params, sizeof c->params)) snprintf(c->params, sizeof c->params, "?");
+  if (!ctr__tune_format(s, v, c->params, sizeof c->params))
+    snprintf(c->params, sizeof c->params, "?");
   c->ms = ms;
 }
 
@@ -243,7 +245,8 @@ ctr_status ctr__tune_search(const ctr__tune_space *s, const int *def, const int 
     r->seconds = clock(cu) - t0;
   }
   ctr__tune_format(s, top, text, sizeof text);
-  ctr__log(log, CTR_LOG_INFO, "tune %s: %d of %d candidates timed%s; chosen %s, %.4f ms (default %.4f ms)",
+  ctr__log(log, CTR_LOG_INFO,
+           "tune %s: %d of %d candidates timed%s; chosen %s, %.4f ms (default %.4f ms)",
            s->family, timed, total, stopped ? " (time budget spent)" : "", text, top_ms, d_ms);
   return CTR_OK;
 }

@@ -44,8 +44,9 @@ static ctr_status time_shape(void *user, const int *v, double *ms) {
   float times[TUNE_REPS];
   for (int r = -1; r < TUNE_REPS; r++) { /* r = -1 warms up */
     CU(cudaEventRecord(t->e0, 0));
-    CTR_CHECK_GOTO(st, ctr__views_backproject(t->g, &t->dv, &cfg, t->idx, NULL, 0, t->n, t->d_vol,
-                                              t->z0, t->nzs, 0, ctr__grid_slices(&t->dv, t->nzs), 0));
+    const int64_t k_end = ctr__grid_slices(&t->dv, t->nzs);
+    CTR_CHECK_GOTO(st, ctr__views_backproject(t->g, &t->dv, &cfg, t->idx, NULL, 0, t->n,
+                                              t->d_vol, t->z0, t->nzs, 0, k_end, 0));
     CU(cudaEventRecord(t->e1, 0));
     CU(cudaEventSynchronize(t->e1));
     float x;
@@ -94,32 +95,10 @@ extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geome
   ctr__tune_gpu gk;
   CTR_CHECK(ctr__device_setup(ctx, device, &prop, &budget));
   CTR_CHECK(gpu_key(&prop, &gk));
-  const int64_t nxy = g->vol.nx * g->vol.ny;
-  int64_t nzs = TUNE_SLAB_VOXELS / (nxy > 0 ? nxy : 1);
-  nzs = nzs < TUNE_SLAB_MIN ? TUNE_SLAB_MIN : nzs > TUNE_SLAB_MAX ? TUNE_SLAB_MAX : nzs;
-  if (nzs > o->nz) nzs = o->nz;
-  if ((o->nz - nzs) % 2) nzs--; /* centred in the run's slices, so pairs stay pairs */
-  if (nzs < 1) nzs = o->nz;
-  t.nzs = nzs;
-  t.z0 = o->z0 + (o->nz - nzs) / 2;
-  if (ctr__is_pair(cfg->variant) && !ctr__bp_pair_possible(g, t.z0, t.nzs)) return CTR_OK;
-  const size_t per_view = ctr__views_bytes(g, cfg->variant, 1);
-  int64_t n = cfg->views_per_launch;
-  while (n > 8 && (size_t)n * per_view > TUNE_LAYOUT_BYTES) n /= 2;
-  if (n > g->nviews) n = g->nviews;
-  t.n = n;
-  for (int64_t i = 0; i < n; i++) t.idx[i] = i * g->nviews / n; /* spread over the scan */
-  const size_t vol_bytes = (size_t)(nxy * nzs) * sizeof(float);
-  const size_t src_bytes = (size_t)(8 * g->nu * g->nv) * sizeof(float);
-  if ((uint64_t)(ctr__views_bytes(g, cfg->variant, n) + vol_bytes + src_bytes) > budget) {
-    ctr__log(ctx, CTR_LOG_DEBUG, "cone-beam backprojection not tuned: its trial run does not fit "
-             "in the GPU budget");
-    return CTR_OK;
-  }
-  /* the class: the variant, the launch's views and the sizes, bucketed */
-  char cls[256];
-  /* (not the slices: a slab of a run and the whole run share the shape, so
+  /* the class: the variant, the launch's views and the sizes, bucketed
+   * (not the slices: a slab of a run and the whole run share the shape, so
    * that they round alike) */
+  char cls[256];
   snprintf(cls, sizeof cls, "%s views=%d vol=%lldx%lld det=%lldx%lld",
            ctr__bp_variant_name(cfg->variant), cfg->views_per_launch,
            (long long)ctr__tune_bucket(g->vol.nx), (long long)ctr__tune_bucket(g->vol.ny),
@@ -128,7 +107,6 @@ extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geome
   const int fixed[2] = {tu->bp_slices > 0 ? tu->bp_slices : 0,
                         tu->bp_block_x > 0 ? CTR__TUNE_XY(tu->bp_block_x, tu->bp_block_y) : 0};
   const int general = 0;
-  float *d_src = NULL;
   ctr__tune_request q;
   memset(&q, 0, sizeof q);
   q.space = s, q.gpu = &gk, q.problem_class = cls, q.def = def, q.fixed = fixed;
@@ -140,14 +118,40 @@ extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geome
     cfg->block_y = CTR__TUNE_Y(best[1]);
     return CTR_OK;
   }
-  CTR_CHECK_GOTO(st, ctr__views_create(ctx, g, cfg->variant, n, n, prop.maxTexture2DLayered[2], &t.dv));
+  /* the trial: a centred slab (pairs stay pairs), N' views spread over the scan */
+  const int64_t nxy = g->vol.nx * g->vol.ny;
+  int64_t nzs = TUNE_SLAB_VOXELS / (nxy > 0 ? nxy : 1);
+  nzs = nzs < TUNE_SLAB_MIN ? TUNE_SLAB_MIN : nzs > TUNE_SLAB_MAX ? TUNE_SLAB_MAX : nzs;
+  if (nzs > o->nz) nzs = o->nz;
+  if ((o->nz - nzs) % 2) nzs--;
+  if (nzs < 1) nzs = o->nz;
+  t.nzs = nzs;
+  t.z0 = o->z0 + (o->nz - nzs) / 2;
+  if (ctr__is_pair(cfg->variant) && !ctr__bp_pair_possible(g, t.z0, t.nzs)) return CTR_OK;
+  const size_t per_view = ctr__views_bytes(g, cfg->variant, 1);
+  int64_t n = cfg->views_per_launch;
+  while (n > 8 && (size_t)n * per_view > TUNE_LAYOUT_BYTES) n /= 2;
+  if (n > g->nviews) n = g->nviews;
+  t.n = n;
+  for (int64_t i = 0; i < n; i++) t.idx[i] = i * g->nviews / n;
+  const size_t vol_bytes = (size_t)(nxy * nzs) * sizeof(float);
+  const size_t src_bytes = (size_t)(8 * g->nu * g->nv) * sizeof(float);
+  float *d_src = NULL;
+  if ((uint64_t)(ctr__views_bytes(g, cfg->variant, n) + vol_bytes + src_bytes) > budget) {
+    ctr__log(ctx, CTR_LOG_DEBUG, "cone-beam backprojection not tuned: its trial run does not fit "
+             "in the GPU budget");
+    return CTR_OK;
+  }
+  CTR_CHECK_GOTO(st, ctr__views_create(ctx, g, cfg->variant, n, n, prop.maxTexture2DLayered[2],
+                                       &t.dv));
   GPU_GET(ctx, d_src, src_bytes, "tuning views");
   GPU_GET(ctx, t.d_vol, vol_bytes, "tuning volume");
   CU(cudaMemset(d_src, 0, src_bytes));
   CU(cudaMemset(t.d_vol, 0, vol_bytes));
   for (int64_t v0 = 0; v0 < n; v0 += 8) {
     const ctr__gpu_store dst = ctr__views_target(&t.dv, v0);
-    CTR_CHECK_GOTO(st, ctr__gpu_store_views(d_src, g->nu, g->nv, n - v0 < 8 ? n - v0 : 8, &dst, 0));
+    const int64_t m = n - v0 < 8 ? n - v0 : 8;
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(d_src, g->nu, g->nv, m, &dst, 0));
   }
   CU(cudaEventCreate(&t.e0));
   CU(cudaEventCreate(&t.e1));
