@@ -58,17 +58,31 @@ static int fail(const char *what, ctr_status st) {
 }
 
 #if CTR_HAVE_CUDA
+/* The projector sweep's system (wide = 1: 900 ps TOF, radial 10 -> 100 mm,
+ * axial 10 mm) or the iteration's (0: 400 ps, radial 5.8 -> 10 mm) on p's
+ * lattice, and a fixed pseudo-random image for it (*img, malloc'd). */
+static ctr_status projector_system(const ctr_pet_params *p, int narrow, ctr_pet_system **s,
+                                   float **img) {
+  ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT;
+  if (!narrow)
+    k.tof_fwhm_ps = 900, k.radial_fwhm_center_mm = 10, k.radial_fwhm_edge_mm = 100,
+    k.axial_fwhm_mm = 10;
+  else
+    k.radial_fwhm_edge_mm = 10;
+  const int64_t n = p->nx * p->ny * p->nz;
+  *img = malloc(n * sizeof(float));
+  if (!*img) return CTR_E_OUT_OF_MEMORY;
+  for (int64_t i = 0; i < n; i++) (*img)[i] = (float)((i * 2654435761u) % 1000) * 1e-3f;
+  return ctr_pet_system_create(p, &k, s);
+}
+
 static int bench_projectors(ctr_context *ctx, int reps) {
   ctr_pet_params p = CTR_PET_PARAMS_INIT;
-  ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT;
-  k.tof_fwhm_ps = 900, k.radial_fwhm_center_mm = 10, k.radial_fwhm_edge_mm = 100;
-  k.axial_fwhm_mm = 10;
   ctr_pet_system *s = NULL;
-  ctr_status st = ctr_pet_system_create(&p, &k, &s);
+  float *img = NULL;
+  ctr_status st = projector_system(&p, 0, &s, &img);
   if (st) return fail("system", st);
   const int64_t n = p.nx * p.ny * p.nz;
-  float *img = malloc(n * sizeof(float));
-  for (int64_t i = 0; i < n; i++) img[i] = (float)((i * 2654435761u) % 1000) * 1e-3f;
   /* launch shapes: Z slices per thread (0: default), LC run entries per pass,
    * block ("auto": default), split runs (0: default); entry 1 is the default */
   typedef struct { const char *z, *lc, *block, *split, *cnst; } shape;
@@ -397,18 +411,10 @@ static int bench_autotune(ctr_context *ctx, int reps) {
     return fail("autotune contexts", CTR_E_OUT_OF_MEMORY);
   for (int sys = 0; sys < 2; sys++) {
     ctr_pet_params p = CTR_PET_PARAMS_INIT;
-    ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT;
-    if (sys == 0)
-      k.tof_fwhm_ps = 900, k.radial_fwhm_center_mm = 10, k.radial_fwhm_edge_mm = 100,
-      k.axial_fwhm_mm = 10;
-    else
-      k.radial_fwhm_edge_mm = 10;
     ctr_pet_system *s = NULL;
-    ctr_status st = ctr_pet_system_create(&p, &k, &s);
+    float *img = NULL;
+    ctr_status st = projector_system(&p, sys, &s, &img);
     if (st) return fail("system", st);
-    const int64_t n = p.nx * p.ny * p.nz;
-    float *img = malloc(n * sizeof(float));
-    for (int64_t i = 0; img && i < n; i++) img[i] = (float)((i * 2654435761u) % 1000) * 1e-3f;
     const double t0 = ctr__now_s();
     if ((st = ctr_tune_pet(cx[1], s, 1, rep))) return fail("tune", st);
     const double pass = ctr__now_s() - t0;
