@@ -321,8 +321,8 @@ ctr_status ctr__pet_cuda_create_tuned(ctr_context *ctx, int device, ctr_pet_syst
   c->PX = c->nx + 2 * c->HX, c->PY = c->ny + 2 * c->HY;
   {
     int nzr = c->nzr; /* a search's input holds the largest Z tried */
-    const ctr__tune_param *zp = &w->q.space->params[0];
-    for (int i = 0; searching && !w->fixed[0] && i < zp->nvalues; i++)
+    const ctr__tune_param *zp = searching && !w->fixed[0] ? &w->q.space->params[0] : NULL;
+    for (int i = 0; zp && i < zp->nvalues; i++)
       if (nzr_of(c->nz, zp->values[i]) > nzr) nzr = nzr_of(c->nz, zp->values[i]);
     c->PZ = nzr + 2 * c->HZ + PET_LC_MAX - 1;
   }
