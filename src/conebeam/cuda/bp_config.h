@@ -109,9 +109,10 @@ ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_geometry *g,
  * class: the context's or the cache's, else found by a timed trial run
  * (force: always), which r (may be NULL) reports. The trial's buffers come
  * from and go back to the context's GPU buffer cache; when they do not fit
- * the GPU budget cfg stays as it is. */
+ * the GPU budget (or `cap` bytes, when not 0: a run's planned GPU memory,
+ * which its trial never exceeds) cfg stays as it is. */
 ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geometry *g,
-                        const ctr_fdk_options *o, ctr__bp_config *cfg, int force,
+                        const ctr_fdk_options *o, ctr__bp_config *cfg, uint64_t cap, int force,
                         ctr_tune_report *r);
 
 #ifdef __cplusplus

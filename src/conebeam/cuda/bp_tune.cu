@@ -75,8 +75,8 @@ cleanup:
 }
 
 extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geometry *g,
-                                   const ctr_fdk_options *o, ctr__bp_config *cfg, int force,
-                                   ctr_tune_report *r) {
+                                   const ctr_fdk_options *o, ctr__bp_config *cfg, uint64_t cap,
+                                   int force, ctr_tune_report *r) {
   ctr_status st = CTR_OK;
   const ctr_tuning *tu = ctr__tuning(ctx);
   const ctr__tune_space *s = ctr__tune_space_find("conebeam-bp");
@@ -137,6 +137,7 @@ extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geome
   const size_t vol_bytes = (size_t)(nxy * nzs) * sizeof(float);
   const size_t src_bytes = (size_t)(8 * g->nu * g->nv) * sizeof(float);
   float *d_src = NULL;
+  if (cap && cap < budget) budget = cap;
   if ((uint64_t)(ctr__views_bytes(g, cfg->variant, n) + vol_bytes + src_bytes) > budget) {
     ctr__log(ctx, CTR_LOG_DEBUG, "cone-beam backprojection not tuned: its trial run does not fit "
              "in the GPU budget");
