@@ -2,7 +2,7 @@
  *
  *   bench_fdk_cuda --case A|B [--sweep] [--variants tex,exact-pair,...] [--repeats R]
  *                  [--json FILE] [--dump DIR] [--host auto,staged,registered,driver]
- *                  [--no-curved] [--study lu2016]
+ *                  [--no-curved] [--study lu2016] [--autotune]
  *
  * Case A: RabbitCT-sized, 512^3 (0.5 mm) from 496 views of 1248 x 960.
  * Case B: Lu et al. 2016's medium, 1024^3 (0.25 mm) from 1200 views of 1024^2.
@@ -25,6 +25,9 @@
  *    cylindrical detector of the same pitch (arc lengths), fed the flat
  *    case's filtered views (the values do not change the time); --no-curved
  *    leaves it out;
+ *  - with --autotune, only the autotuner against the defaults: the tuning
+ *    pass's time and the end-to-end runs tuned and with tune off, texture
+ *    and exact (docs/tuning.md, "Autotuning");
  *  - with --study lu2016, only Lu et al. 2016's Figs. 9-10 study (block
  *    shapes, N', Z' of the texture kernel; docs/seed-studies.md);
  *  - with --dump, the projections, geometry and our volumes for the ASTRA
@@ -35,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_common.h"
 #include "ctrecon.h"
@@ -116,6 +120,76 @@ static void study_lu2016(const bench_case *c, const ctr_geometry *g, const ctr_c
 /* The curved detector's backprojection time against the flat one's, per
  * variant (the library's defaults for each geometry; the pair variants
  * need the whole symmetric volume, which the cases have). */
+/* --autotune: the autotuner against today's defaults (issue 48's target:
+ * tuned never slower, a new class tuned in under 10 s). For texture and
+ * exact interpolation: the tuning pass (ctr_tune_fdk, forced, into a fresh
+ * cache directory), timed whole, then the end-to-end run of the tuned
+ * context and of one with tune off, median of R each after a warm-up, and
+ * their backprojection times inside the pipeline. */
+static double wall_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void autotune_compare(const bench_case *c, const ctr_geometry *g, const ctr_fdk_options *o,
+                             float *proj, float *volume, int repeats) {
+  char dir[] = "/tmp/bench_tune_XXXXXX";
+  if (!mkdtemp(dir)) BENCH_DIE("mkdtemp: cannot make the cache directory");
+  const char *off_kv[2] = {"tune", "off"}, *on_kv[2] = {"cache_dir", dir};
+  ctr_context *off = bench_context(CTR_DEVICE_CUDA, off_kv, 1);
+  ctr_context *on = bench_context(CTR_DEVICE_CUDA, on_kv, 1);
+  ctr_tune_report *rep = calloc(1, sizeof *rep);
+  if (!off || !on || !rep || ctr_tune_report_init(rep, CTR_TUNE_REPORT_VERSION))
+    BENCH_DIE("autotune: contexts");
+  const int64_t pd[3] = {c->nu, c->nv, c->nviews}, vd[3] = {c->n, c->n, c->n};
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array va = ctr_array_make(volume, CTR_DTYPE_FLOAT32, 3, vd);
+  const int r_count = repeats < 16 ? (repeats > 0 ? repeats : 1) : 16;
+  for (int q = 0; q < 2; q++) {
+    ctr_fdk_stream_options so = CTR_FDK_STREAM_OPTIONS_INIT;
+    so.fdk = *o;
+    so.fdk.interp = q == 0 ? CTR_INTERP_TEXTURE : CTR_INTERP_EXACT;
+    const char *mode = q == 0 ? "texture" : "exact";
+    const double t0 = wall_s();
+    if (ctr_tune_fdk(on, g, &so.fdk, 1, rep)) BENCH_DIE("tune: %s", ctr_error_detail());
+    const double pass_s = wall_s() - t0;
+    double tot[2][16], bp[2][16];
+    for (int k = 0; k < 2; k++) /* 0: tune off (the defaults), 1: tuned */
+      for (int r = -1; r < r_count; r++) {
+        ctr_fdk_stream_report fr = CTR_FDK_STREAM_REPORT_INIT;
+        if (ctr_fdk_stream_memory(k ? on : off, g, &so, &pa, &va, &fr))
+          BENCH_DIE("fdk: %s", ctr_error_detail());
+        if (r >= 0) tot[k][r] = fr.timings.total, bp[k][r] = fr.timings.backproject;
+      }
+    const double d_s = bench_median(tot[0], r_count), t_s = bench_median(tot[1], r_count);
+    const double d_bp = bench_median(bp[0], r_count), t_bp = bench_median(bp[1], r_count);
+    printf("autotune %-7s: pass %.2f s (search %.2f s, %d of %d candidates%s), chosen %s "
+           "(trial %.3f ms, default %.3f ms) | end to end default %.1f ms, tuned %.1f ms | "
+           "backprojection default %.1f ms (%.0f GUPS), tuned %.1f ms (%.0f GUPS)\n",
+           mode, pass_s, rep->seconds, rep->ncandidates, rep->total,
+           rep->budget_hit ? ", budget spent" : "", rep->params[0] ? rep->params : rep->note,
+           rep->ms, rep->default_ms, d_s * 1e3, t_s * 1e3, d_bp * 1e3, gups(c, d_bp * 1e3),
+           t_bp * 1e3, gups(c, t_bp * 1e3));
+    bench_json_case(&json, "\"name\": \"%s/autotune/%s\", \"interp\": \"%s\", "
+                    "\"seconds\": %.6f, \"default_seconds\": %.6f, \"backprojection_seconds\": "
+                    "%.6f, \"default_backprojection_seconds\": %.6f, \"gups\": %.1f, "
+                    "\"default_gups\": %.1f, \"tuning_pass_seconds\": %.3f, "
+                    "\"search_seconds\": %.3f, \"candidates_timed\": %d, \"candidates\": %d, "
+                    "\"chosen\": \"%s\", \"trial_ms\": %.4f, \"trial_default_ms\": %.4f, "
+                    "\"repeats\": %d",
+                    c->name, mode, mode, t_s, d_s, t_bp, d_bp, gups(c, t_bp * 1e3),
+                    gups(c, d_bp * 1e3), pass_s, rep->seconds, rep->ncandidates, rep->total,
+                    rep->params, rep->ms, rep->default_ms, r_count);
+  }
+  int removed = 0;
+  ctr_tune_cache_clear(on, NULL, &removed);
+  rmdir(dir);
+  free(rep);
+  ctr_context_free(on);
+  ctr_context_free(off);
+}
+
 static void curved_vs_flat(const bench_case *c, const ctr_geometry *g, const ctr_context *ctx,
                            const ctr_fdk_options *o, const float *filt, int repeats,
                            const char *only) {
@@ -148,7 +222,7 @@ static void curved_vs_flat(const bench_case *c, const ctr_geometry *g, const ctr
 
 int main(int argc, char **argv) {
   const bench_case *c = &CASES[0];
-  int sweep = 0, repeats = 3, curved = 1, study = 0;
+  int sweep = 0, repeats = 3, curved = 1, study = 0, autotune = 0;
   const char *json_path = NULL, *dump = NULL, *only = NULL, *hosts = "auto";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--case") && i + 1 < argc) {
@@ -161,10 +235,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
     else if (!strcmp(argv[i], "--host") && i + 1 < argc) hosts = argv[++i];
     else if (!strcmp(argv[i], "--no-curved")) curved = 0;
+    else if (!strcmp(argv[i], "--autotune")) autotune = 1;
     else if (!strcmp(argv[i], "--study") && i + 1 < argc && !strcmp(argv[i + 1], "lu2016"))
       study = 1, i++;
     else BENCH_DIE("usage: %s --case A|B [--sweep] [--variants a,b] [--repeats R] [--json FILE] [--dump DIR] "
-                   "[--host auto,staged,registered,driver] [--no-curved] [--study lu2016]", argv[0]);
+                   "[--host auto,staged,registered,driver] [--no-curved] [--study lu2016] [--autotune]", argv[0]);
   }
   if (ctr_cuda_get_device_count() < 1) BENCH_DIE("no usable GPU");
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
@@ -200,15 +275,20 @@ int main(int argc, char **argv) {
     bench_date(date, sizeof date);
     fprintf(json.f,
             "{\n  \"gpu\": \"%s\",\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n  \"command\": "
-            "\"bench_fdk_cuda --case %s%s%s --repeats %d\",\n  \"case\": {\"name\": \"%s\", "
+            "\"bench_fdk_cuda --case %s%s%s%s --repeats %d\",\n  \"case\": {\"name\": \"%s\", "
             "\"volume\": [%lld, %lld, %lld], \"voxel_mm\": %g, \"views\": %lld, \"detector\": "
             "[%lld, %lld], \"sid\": %g, \"sdd\": %g, \"pitch_mm\": %g},\n  \"cases\": [\n",
             info.name, date, bench_revision(), c->name, sweep ? " --sweep" : "",
-            study ? " --study lu2016" : "", repeats,
+            study ? " --study lu2016" : "", autotune ? " --autotune" : "", repeats,
             c->name, (long long)c->n, (long long)c->n, (long long)c->n, c->voxel,
             (long long)c->nviews, (long long)c->nu, (long long)c->nv, c->sid, c->sdd, c->pitch);
   }
 
+  if (autotune) { /* the autotuner against the defaults, alone */
+    autotune_compare(c, g, &o, proj, volume, repeats);
+    if (json.f) fprintf(json.f, "\n  ]\n}\n"), fclose(json.f);
+    return 0;
+  }
   if (study) { /* the seed's study alone */
     study_lu2016(c, g, gctx, &o, filt, repeats);
     if (json.f) fprintf(json.f, "\n  ]\n}\n"), fclose(json.f);

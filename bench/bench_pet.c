@@ -10,7 +10,9 @@
  *     pinned histo-images beside the pageable floor (bench_floor.h, issue
  *     43), then a further one;
  *  3. spatial projector vs cuFFT convolution for invariant kernels at
- *     clinical TOF resolutions, per view, in the same run.
+ *     clinical TOF resolutions, per view, in the same run;
+ * with --autotune, only the autotuner against the defaults (the tuning
+ * pass, then four views' projections tuned and with tune off).
  * Writes JSON (the benchmark form of docs/design.md) with --json FILE. */
 #include "bench_common.h"
 #include "pet/pet.h"
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if CTR_HAVE_CUDA
 ctr_status ctr__pet_cuda_time_view(ctr__pet_cuda *c, ctr_pet_direction dir, int64_t view, int reps,
@@ -55,17 +58,31 @@ static int fail(const char *what, ctr_status st) {
 }
 
 #if CTR_HAVE_CUDA
+/* The projector sweep's system (wide = 1: 900 ps TOF, radial 10 -> 100 mm,
+ * axial 10 mm) or the iteration's (0: 400 ps, radial 5.8 -> 10 mm) on p's
+ * lattice, and a fixed pseudo-random image for it (*img, malloc'd). */
+static ctr_status projector_system(const ctr_pet_params *p, int narrow, ctr_pet_system **s,
+                                   float **img) {
+  ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT;
+  if (!narrow)
+    k.tof_fwhm_ps = 900, k.radial_fwhm_center_mm = 10, k.radial_fwhm_edge_mm = 100,
+    k.axial_fwhm_mm = 10;
+  else
+    k.radial_fwhm_edge_mm = 10;
+  const int64_t n = p->nx * p->ny * p->nz;
+  *img = malloc(n * sizeof(float));
+  if (!*img) return CTR_E_OUT_OF_MEMORY;
+  for (int64_t i = 0; i < n; i++) (*img)[i] = (float)((i * 2654435761u) % 1000) * 1e-3f;
+  return ctr_pet_system_create(p, &k, s);
+}
+
 static int bench_projectors(ctr_context *ctx, int reps) {
   ctr_pet_params p = CTR_PET_PARAMS_INIT;
-  ctr_pet_kernel_params k = CTR_PET_KERNEL_PARAMS_INIT;
-  k.tof_fwhm_ps = 900, k.radial_fwhm_center_mm = 10, k.radial_fwhm_edge_mm = 100;
-  k.axial_fwhm_mm = 10;
   ctr_pet_system *s = NULL;
-  ctr_status st = ctr_pet_system_create(&p, &k, &s);
+  float *img = NULL;
+  ctr_status st = projector_system(&p, 0, &s, &img);
   if (st) return fail("system", st);
   const int64_t n = p.nx * p.ny * p.nz;
-  float *img = malloc(n * sizeof(float));
-  for (int64_t i = 0; i < n; i++) img[i] = (float)((i * 2654435761u) % 1000) * 1e-3f;
   /* launch shapes: Z slices per thread (0: default), LC run entries per pass,
    * block ("auto": default), split runs (0: default); entry 1 is the default */
   typedef struct { const char *z, *lc, *block, *split, *cnst; } shape;
@@ -87,10 +104,12 @@ static int bench_projectors(ctr_context *ctx, int reps) {
     for (int si = 0; si < nshapes; si++) {
       /* other views: the thread-level form, the default, and the best of the sweep */
       const shape *sh = &sweep[vi == 0 ? si : (si == 0 ? 0 : (si == 1 ? 1 : g_best))];
-      /* the shape through the context's tuning table */
-      const char *const kv[10] = {"pet_z",     sh->z,     "pet_lc",    sh->lc,   "pet_block",
-                                  sh->block,   "pet_split", sh->split, "pet_const", sh->cnst};
-      ctr_context *sctx = bench_context(ctr_context_get_device(ctx), kv, 5);
+      /* the shape through the context's tuning table; autotuning off, so
+       * that "0" and "auto" are the static defaults (--autotune compares) */
+      const char *const kv[12] = {"pet_z",     sh->z,     "pet_lc",    sh->lc,   "pet_block",
+                                  sh->block,   "pet_split", sh->split, "pet_const", sh->cnst,
+                                  "tune",      "off"};
+      ctr_context *sctx = bench_context(ctr_context_get_device(ctx), kv, 6);
       if (!sctx) return 1;
       ctr_pet_projector *pr = NULL;
       if ((st = ctr_pet_projector_create(sctx, s, &pr))) return fail("projector", st);
@@ -374,21 +393,88 @@ static int bench_fft(ctr_context *ctx, int reps) {
     }
   return 0;
 }
+
+/* --autotune: the autotuner against the static defaults (issue 48: tuned
+ * never slower, a class tuned in under 10 s), for the projector sweep's
+ * system (900 ps, wide radial kernels) and the iteration's (400 ps): the
+ * tuning pass (ctr_tune_pet, forced, into a fresh cache directory) timed
+ * whole, then forward and back projections of four views by the tuned
+ * projector and by one with tune off, median of `reps` each. */
+static int bench_autotune(ctr_context *ctx, int reps) {
+  char dir[] = "/tmp/bench_pet_tune_XXXXXX";
+  if (!mkdtemp(dir)) return fail("autotune cache directory", CTR_E_IO);
+  const char *const off_kv[2] = {"tune", "off"}, *const on_kv[2] = {"cache_dir", dir};
+  const ctr_device_kind dev = ctr_context_get_device(ctx);
+  ctr_context *cx[2] = {bench_context(dev, off_kv, 1), bench_context(dev, on_kv, 1)};
+  ctr_tune_report *rep = calloc(1, sizeof *rep);
+  if (!cx[0] || !cx[1] || !rep || ctr_tune_report_init(rep, CTR_TUNE_REPORT_VERSION))
+    return fail("autotune contexts", CTR_E_OUT_OF_MEMORY);
+  for (int sys = 0; sys < 2; sys++) {
+    ctr_pet_params p = CTR_PET_PARAMS_INIT;
+    ctr_pet_system *s = NULL;
+    float *img = NULL;
+    ctr_status st = projector_system(&p, sys, &s, &img);
+    if (st) return fail("system", st);
+    const double t0 = ctr__now_s();
+    if ((st = ctr_tune_pet(cx[1], s, 1, rep))) return fail("tune", st);
+    const double pass = ctr__now_s() - t0;
+    const int64_t views[] = {0, 10, p.n_azimuth + 10, 2 * p.n_azimuth + 10};
+    double tot[2] = {0, 0};
+    for (int c = 0; c < 2; c++) { /* 0: the defaults, 1: tuned */
+      ctr_pet_projector *pr = NULL;
+      if ((st = ctr_pet_projector_create(cx[c], s, &pr))) return fail("projector", st);
+      if ((st = ctr__pet_cuda_set_input((ctr__pet_cuda *)pr->impl, img))) return fail("input", st);
+      for (int vi = 0; vi < 4; vi++)
+        for (int d = 0; d < 2; d++) {
+          double ms = 0;
+          if ((st = ctr__pet_cuda_time_view((ctr__pet_cuda *)pr->impl,
+                                            d ? CTR_PET_BACK : CTR_PET_FORWARD, views[vi], reps,
+                                            &ms)))
+            return fail("time", st);
+          tot[c] += ms;
+        }
+      ctr_pet_projector_free(pr);
+    }
+    const char *name = sys == 0 ? "900ps" : "400ps";
+    printf("autotune %s: pass %.2f s (search %.2f s, %d of %d candidates%s), chosen %s | four "
+           "views forward + back: default %.3f ms, tuned %.3f ms\n", name, pass, rep->seconds,
+           rep->ncandidates, rep->total, rep->budget_hit ? ", budget spent" : "",
+           rep->params[0] ? rep->params : rep->note, tot[0], tot[1]);
+    json_case("\"name\": \"pet_autotune_%s\", \"seconds\": %.6g, \"default_seconds\": %.6g, "
+              "\"tuning_pass_seconds\": %.3f, \"search_seconds\": %.3f, "
+              "\"candidates_timed\": %d, \"candidates\": %d, \"chosen\": \"%s\", "
+              "\"views\": 4, \"repeats\": %d",
+              name, tot[1] * 1e-3, tot[0] * 1e-3, pass, rep->seconds, rep->ncandidates,
+              rep->total, rep->params, reps);
+    free(img);
+    ctr_pet_system_free(s);
+  }
+  int removed = 0;
+  ctr_tune_cache_clear(cx[1], NULL, &removed);
+  rmdir(dir);
+  free(rep);
+  ctr_context_free(cx[0]);
+  ctr_context_free(cx[1]);
+  return 0;
+}
 #endif
 
 int main(int argc, char **argv) {
   const char *json = NULL;
-  int reps = 7, study = 0;
+  int reps = 7, study = 0, autotune = 0;
   double events = 2e7;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--events") && i + 1 < argc) events = atof(argv[++i]);
     else if (!strcmp(argv[i], "--study") && i + 1 < argc && !strcmp(argv[i + 1], "fig4")) study = 1, i++;
+    else if (!strcmp(argv[i], "--autotune")) autotune = 1;
     else {
-      fprintf(stderr, "usage: bench_pet [--json FILE] [--repeats N] [--events N] [--study fig4]\n"
+      fprintf(stderr, "usage: bench_pet [--json FILE] [--repeats N] [--events N] [--study fig4] "
+              "[--autotune]\n"
               "  --study fig4: only Ha et al. 2013's Fig. 4 sweeps (TOF, LOR width, voxel size;\n"
-              "  spatial vs cuFFT), docs/pet.md\n");
+              "  spatial vs cuFFT), docs/pet.md\n"
+              "  --autotune: only the autotuner against the defaults (docs/tuning.md)\n");
       return 2;
     }
   }
@@ -410,11 +496,12 @@ int main(int argc, char **argv) {
   char date[32];
   if (g_json)
     fprintf(g_json, "{\n  \"gpu\": \"%s\",\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n"
-            "  \"command\": \"bench_pet --repeats %d --events %.3g%s\",\n  \"cases\": [\n",
+            "  \"command\": \"bench_pet --repeats %d --events %.3g%s%s\",\n  \"cases\": [\n",
             di.name, bench_date(date, sizeof date), bench_revision(), reps, events,
-            study ? " --study fig4" : "");
-  int rc = study ? bench_fig4(ctx, reps)
-                 : bench_projectors(ctx, reps) || bench_fft(ctx, reps) || bench_iteration(ctx, events);
+            study ? " --study fig4" : "", autotune ? " --autotune" : "");
+  int rc = autotune ? bench_autotune(ctx, reps)
+           : study  ? bench_fig4(ctx, reps)
+                    : bench_projectors(ctx, reps) || bench_fft(ctx, reps) || bench_iteration(ctx, events);
   if (g_json) {
     fprintf(g_json, "\n  ]\n}\n");
     fclose(g_json);

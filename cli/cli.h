@@ -533,6 +533,9 @@ int cmd_demo(int argc, char **argv);
 int cmd_rabbitct_make(int argc, char **argv); /* cmd_rabbitct_make.c */
 int cmd_rabbitct(int argc, char **argv);      /* cmd_rabbitct.c */
 int cmd_fbp(int argc, char **argv);           /* cmd_fbp.c */
+/* `ctrecon tune` (cmd_tune.c). */
+extern const cli_command cli_cmd_tune;
+int cmd_tune(int argc, char **argv);
 /* `demo --parallel --tilt DEG` (cmd_demo_lamino.c). */
 int cmd_demo_lamino(int64_t size, int64_t views, int64_t slices, double tilt, const char *out_dir,
                     int force, const cli_common *common);

@@ -11,6 +11,7 @@ static const cli_subcommand g_commands[] = {
     {&cli_cmd_rabbitct_make, cmd_rabbitct_make}, {&cli_cmd_rabbitct, cmd_rabbitct},
     {&cli_cmd_pet, cmd_pet}, {&cli_cmd_iterate, cmd_iterate},
     {&cli_cmd_stream_send, cmd_stream_send}, {&cli_cmd_hdf5_append, cmd_hdf5_append},
+    {&cli_cmd_tune, cmd_tune},
 };
 #define N_COMMANDS (sizeof g_commands / sizeof g_commands[0])
 

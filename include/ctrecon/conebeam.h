@@ -4,6 +4,7 @@
 
 #include "ctrecon/geometry.h"
 #include "ctrecon/io.h"
+#include "ctrecon/tuning.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -396,6 +397,18 @@ CTR_API ctr_status ctr_fdk_stream(ctr_context *ctx, const ctr_geometry *g,
 CTR_API ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g,
                                          const ctr_fdk_stream_options *opts, const ctr_array *proj,
                                          ctr_array *vol, ctr_fdk_stream_report *report);
+
+/* Autotunes cone-beam backprojection for a run of (g, opts) on ctx's first
+ * GPU (docs/tuning.md, "Autotuning"): the launch shape (bp_slices x
+ * bp_block) of the kernel such a run uses (opts->interp), from the cache or
+ * the context's earlier result, else (and always with force) by timing the
+ * candidates on a slab of g's volume; the winner is cached, so later runs
+ * of that class use it without timing. report (required) is filled: every
+ * candidate timed, the defaults first, and the choice; `note` says why
+ * nothing was tuned (ctr_tuning.tune off, both fields set by hand, the
+ * general kernel). CTR_E_UNSUPPORTED on a CPU context (nothing to tune). */
+CTR_API ctr_status ctr_tune_fdk(ctr_context *ctx, const ctr_geometry *g, const ctr_fdk_options *opts,
+                                int force, ctr_tune_report *report);
 
 #ifdef __cplusplus
 }

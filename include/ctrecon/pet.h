@@ -3,6 +3,7 @@
 #define CTRECON_PET_H
 
 #include "ctrecon/core.h"
+#include "ctrecon/tuning.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -338,6 +339,16 @@ CTR_API ctr_status ctr_pet_metrics_compute(const ctr_pet_params *p, const ctr_pe
  * is refused unless overwrite (as ctr_stack_create). */
 CTR_API ctr_status ctr_pet_plot_crc_noise(const char *path, const double *noise, const double *crc,
                                           int64_t n, const char *title, int overwrite);
+
+/* Autotunes the PET projectors for system s on ctx's first GPU
+ * (docs/tuning.md, "Autotuning"): slices per thread, block shape and split
+ * (pet_z x pet_block x pet_split, those left at 0), from the cache or the
+ * context's earlier result, else (and always with force) by timing forward
+ * and back projections of a few of s's views; the winner is cached, so the
+ * projectors and reconstructions of that class use it. report (required)
+ * is filled as by ctr_tune_fdk. CTR_E_UNSUPPORTED on a CPU context. */
+CTR_API ctr_status ctr_tune_pet(ctr_context *ctx, ctr_pet_system *s, int force,
+                                ctr_tune_report *report);
 
 #ifdef __cplusplus
 }

@@ -60,9 +60,11 @@ struct ctr_tuning {
                                  none (every block on the ALU: exact for linear too) */
   int fbp_tex_chunk;          /* angles per texture-kernel launch; 0 = about 4 MB of
                                  sinogram rows; -1 = all the angles in one launch */
-  int tune;                   /* automatic kernel choice (--bp-kernel auto): a timed run of
-                                 the exact kernels, cached on disk; 0 = on, -1 = off (the
-                                 static default kernel) */
+  int tune;                   /* autotuning: the FBP kernel choice (--bp-kernel auto) and
+                                 the launch parameters left at 0 of cone-beam
+                                 backprojection and the PET projectors, timed on first use
+                                 and cached on disk; 0 = on, -1 = off (the static
+                                 defaults) */
   const char *cache_dir;      /* directory of that cache; NULL or "" = $XDG_CACHE_HOME/ctrecon,
                                  else $HOME/.cache/ctrecon (looked up at context creation);
                                  copied by ctr_context_create */
@@ -156,6 +158,64 @@ CTR_API ctr_status ctr_tuning_set(ctr_tuning *t, const char *key, const char *va
  * reads the environment. Stops at the first bad value (the detail names the
  * variable). */
 CTR_API ctr_status ctr_tuning_set_env(ctr_tuning *t, char *const *envp);
+
+/* ---- Autotuning (docs/tuning.md, "Autotuning") ------------------------------
+ * With ctr_tuning.tune on (the default) the launch parameters of a kernel
+ * family that the caller left at 0 are chosen by a short timed run of the
+ * real kernel on first use per GPU (name, compute capability, driver) and
+ * problem class, and cached in "kernels.json" in ctr_tuning.cache_dir:
+ * cone-beam backprojection (bp_slices, bp_block_x/y) and the PET projectors
+ * (pet_z, pet_block_x/y, pet_split). Today's defaults are always timed and
+ * kept unless a candidate is faster by more than 3 %; a field set by hand is
+ * never tuned; the search stops after 8 s with the best so far. ctr_tune_fdk
+ * (conebeam.h) and ctr_tune_pet (pet.h) run it on request and report it. */
+
+#define CTR_TUNE_MAX_CANDIDATES 64 /* no declared space has more */
+
+typedef struct ctr_tune_candidate {
+  char params[64]; /* "bp_slices=8,bp_block=32x4": ctr_tuning keys and values */
+  double ms;       /* the median time of its representative run */
+} ctr_tune_candidate;
+
+/* What a tuning pass did; filled by the library (initialise it with
+ * CTR_TUNE_REPORT_INIT or ctr_tune_report_init, as every versioned struct). */
+#define CTR_TUNE_REPORT_VERSION 1u
+typedef struct ctr_tune_report {
+  unsigned version;  /* CTR_TUNE_REPORT_VERSION */
+  char family[32];   /* "conebeam-bp", "pet-projector" */
+  char gpu[256];     /* the device's name */
+  char problem[256]; /* the problem class: the sizes that matter, bucketed */
+  int from_cache;    /* 1: the cached winner (or this context's), nothing timed */
+  int total;         /* candidates in the space for this problem */
+  int ncandidates;   /* timed, in order; [0]: the defaults */
+  int winner;        /* its index in candidates (-1 when from_cache) */
+  int budget_hit;    /* 1: the time budget stopped the search */
+  char params[64];   /* the parameters chosen ("" when nothing was tuned) */
+  char note[160];    /* why nothing was tuned ("" otherwise) */
+  double ms, default_ms; /* their time and the defaults' (ms 0 from this context's memo) */
+  double seconds;    /* the search's wall time */
+  ctr_tune_candidate candidates[CTR_TUNE_MAX_CANDIDATES];
+} ctr_tune_report;
+#define CTR_TUNE_REPORT_INIT \
+  { CTR_TUNE_REPORT_VERSION, "", "", "", 0, 0, 0, 0, 0, "", "", 0, 0, 0, { { "", 0 } } }
+/* The defaults in the layout of `version`, 1 .. CTR_TUNE_REPORT_VERSION (core.h). */
+CTR_API ctr_status ctr_tune_report_init(ctr_tune_report *s, unsigned version);
+
+/* Removes the cached tuning results of `family` ("conebeam-bp",
+ * "pet-projector", "fbp-kernel": the parallel-beam kernel choice's own
+ * file) or, for NULL or "", all of them, from ctx's cache directory.
+ * *removed (may be NULL) gets the entries or files removed. The context's
+ * own memory of results is kept (a new context tunes again).
+ * CTR_E_INVALID_ARGUMENT for an unknown family, CTR_E_IO when there is no
+ * directory or a file cannot be rewritten. */
+CTR_API ctr_status ctr_tune_cache_clear(const ctr_context *ctx, const char *family, int *removed);
+
+/* The cache of ctx's directory as text, one line an entry (family, GPU,
+ * class, parameters, times), into buf (n bytes, as much as fits, always
+ * terminated when n > 0); *needed (may be NULL) gets the bytes the whole
+ * text takes, its 0 included. A missing or corrupt file is a line saying
+ * so, not an error. */
+CTR_API ctr_status ctr_tune_cache_list(const ctr_context *ctx, char *buf, size_t n, size_t *needed);
 
 #ifdef __cplusplus
 }

@@ -154,6 +154,13 @@ typedef struct ctr__engine_backend {
   ctr_status (*create)(ctr_context *ctx, int device, const ctr_geometry *g,
                        const ctr_fdk_options *o, const ctr_fdk_plan *plan, double input_scale,
                        int64_t view_begin, int64_t view_end, ctr__engine **out);
+  /* Autotuning of the backprojection's launch shape for a run of (g, o) on
+   * device `device` (ctr_tune_fdk; o resolved): what the backend's engine
+   * for such a run would choose, found now (force: timed again) and
+   * reported in r. NULL for a backend without launch parameters (the CPU)
+   * or not built. */
+  ctr_status (*tune)(ctr_context *ctx, int device, const ctr_geometry *g,
+                     const ctr_fdk_options *o, int force, ctr_tune_report *r);
   /* The incremental backprojector of ctr_backprojector_* (the backend's
    * state behind a void pointer): create (o resolved; g and ctx outlive it),
    * add n views (checked by the caller), read the volume (nx x ny x o->nz

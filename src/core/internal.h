@@ -113,11 +113,12 @@ double ctr__wall_s(void);
  * short value, the oldest replaced when full. */
 #define CTR__MEMO_SLOTS 16
 #define CTR__MEMO_KEY 320 /* bytes of a key, its terminating 0 included */
+#define CTR__MEMO_VALUE 96 /* bytes of a value (an autotuned parameter set's text) */
 typedef struct ctr__memo {
   pthread_mutex_t mu;
   int n, next;
   char key[CTR__MEMO_SLOTS][CTR__MEMO_KEY];
-  char value[CTR__MEMO_SLOTS][32];
+  char value[CTR__MEMO_SLOTS][CTR__MEMO_VALUE];
 } ctr__memo;
 /* GPU buffers a context keeps between its runs: the cache of
  * src/gpu/gpu_buffers.h (its allocator, policy and thread contract; peer
@@ -379,7 +380,7 @@ extern const ctr__struct_desc ctr__struct_context_options, ctr__struct_circular_
     ctr__struct_iterate_plan, ctr__struct_iterate_report, ctr__struct_cluster_options,
     ctr__struct_file_format_info, ctr__struct_preview_options, ctr__struct_frame,
     ctr__struct_source_options, ctr__struct_source_status, ctr__struct_replay_options,
-    ctr__struct_live_options, ctr__struct_live_state;
+    ctr__struct_live_options, ctr__struct_live_state, ctr__struct_tune_report;
 
 /* Human sizes: "1.5 GiB" into buf. */
 const char *ctr__format_bytes(double bytes, char *buf, size_t n);

@@ -210,6 +210,7 @@ CTR__STRUCT_DEFINE(context_options, CTR_CONTEXT_OPTIONS_VERSION)
 CTR__STRUCT_DEFINE_V1(device_info, CTR_DEVICE_INFO_VERSION, CTR_DEVICE_INFO_INIT)
 CTR__STRUCT_DEFINE_V1(volume_error, CTR_VOLUME_ERROR_VERSION, CTR_VOLUME_ERROR_INIT)
 CTR__STRUCT_DEFINE_V1(cluster_options, CTR_CLUSTER_OPTIONS_VERSION, CTR_CLUSTER_OPTIONS_INIT)
+CTR__STRUCT_DEFINE_V1(tune_report, CTR_TUNE_REPORT_VERSION, CTR_TUNE_REPORT_INIT)
 
 /* File I/O */
 CTR__STRUCT_DEFINE_V1(stack_info, CTR_STACK_INFO_VERSION, CTR_STACK_INFO_INIT)
@@ -403,4 +404,4 @@ const ctr__struct_desc *const ctr__structs[] = {
     &ctr__struct_pet_metrics, &ctr__struct_tuning, &ctr__struct_fbp_stream_report,
     &ctr__struct_iterate_plan, &ctr__struct_iterate_report, &ctr__struct_fbp_timings,
     &ctr__struct_file_format_info, &ctr__struct_preview_options, &ctr__struct_frame,
-    &ctr__struct_source_status, &ctr__struct_live_state, NULL};
+    &ctr__struct_source_status, &ctr__struct_live_state, &ctr__struct_tune_report, NULL};

@@ -1,20 +1,20 @@
 /* The parallel-beam kernel selector and its cache: which backprojection
  * kernel was fastest for a GPU and a problem size, measured once by a short
- * tuning run and kept in a JSON file in the context's ctr_tuning.cache_dir. A missing, unreadable, corrupt (an unknown or
+ * tuning run and kept in a JSON file in the context's ctr_tuning.cache_dir
+ * (read and written with the autotuner's file helpers, core/autotune.h). A
+ * missing, unreadable, corrupt (an unknown or
  * duplicate member included: strict JSON) or stale cache is an empty cache
  * (the caller tunes again); writes go to a temporary name and are renamed,
  * so a crash never leaves a half-written cache. */
 #include "parbeam/fbp_tune.h"
 
+#include "core/autotune.h"
 #include "core/json_keys.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define CACHE_VERSION 1
 #define CACHE_NAME "fbp-kernels.json"
@@ -24,31 +24,12 @@ static int cache_path(const char *dir, char *buf, size_t n) {
   return dir && *dir && snprintf(buf, n, "%s/" CACHE_NAME, dir) < (int)n;
 }
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  if (fseek(f, 0, SEEK_END) == 0) {
-    const long n = ftell(f);
-    if (n > 0 && n < (1 << 24) && fseek(f, 0, SEEK_SET) == 0) {
-      buf = malloc((size_t)n + 1);
-      if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) buf[n] = '\0';
-      else {
-        free(buf);
-        buf = NULL;
-      }
-    }
-  }
-  fclose(f);
-  return buf;
-}
-
 /* The cache's entries array (a valid, current cache), or NULL. */
 static cJSON *load(const char *dir, cJSON **root) {
   char path[4096];
   *root = NULL;
   if (!cache_path(dir, path, sizeof path)) return NULL;
-  char *text = read_file(path);
+  char *text = ctr__tune_read_text(path, NULL);
   if (!text) return NULL;
   *root = cJSON_Parse(text);
   free(text);
@@ -103,21 +84,9 @@ int ctr__fbp_tune_lookup(const char *dir, const ctr__fbp_tune_key *k, char *kern
   return found;
 }
 
-/* mkdir -p of the directory part of path. */
-static void make_parents(const char *path) {
-  char p[4096];
-  snprintf(p, sizeof p, "%s", path);
-  for (char *c = p + 1; *c; c++)
-    if (*c == '/') {
-      *c = '\0';
-      mkdir(p, 0777);
-      *c = '/';
-    }
-}
-
 ctr_status ctr__fbp_tune_store(const char *dir, const ctr__fbp_tune_key *k, const char *kernel,
                                 double gups) {
-  char path[4096], tmp[4200];
+  char path[4096];
   if (!cache_path(dir, path, sizeof path))
     CTR_FAIL(CTR_E_IO, "no directory for the kernel cache: set ctr_tuning.cache_dir, "
              "XDG_CACHE_HOME or HOME");
@@ -143,22 +112,9 @@ ctr_status ctr__fbp_tune_store(const char *dir, const ctr__fbp_tune_key *k, cons
   cJSON_AddStringToObject(e, "kernel", kernel);
   cJSON_AddNumberToObject(e, "gups", gups);
   cJSON_AddItemToArray(entries, e);
-  char *text = cJSON_Print(root);
+  const ctr_status st = ctr__tune_write_json(path, root); /* core/autotune.c */
   cJSON_Delete(root);
-  if (!text) CTR_FAIL(CTR_E_OUT_OF_MEMORY, "kernel cache text");
-  make_parents(path);
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  const size_t len = strlen(text);
-  const int ok = f && fwrite(text, 1, len, f) == len && fflush(f) == 0 && fsync(fileno(f)) == 0;
-  const int err = errno;
-  if (f) fclose(f);
-  free(text);
-  if (!ok || rename(tmp, path) != 0) {
-    unlink(tmp);
-    CTR_FAIL(CTR_E_IO, "cannot write the kernel cache '%s': %s", path, strerror(ok ? errno : err));
-  }
-  return CTR_OK;
+  return st;
 }
 
 ctr_status ctr__fbp_tune_choose(const ctr_context *ctx, const ctr__fbp_tune_key *k,

@@ -59,6 +59,11 @@ typedef struct ctr__pet_backend {
    * CPU). */
   ctr_status (*fft)(const ctr_context *ctx, int device, ctr_pet_system *s, int64_t view,
                     int64_t pad, const float *in, float *out);
+  /* Optional (NULL: nothing to tune, the CPU): ctr_tune_pet after its
+   * checks: the projectors' launch shape for s on device ordinal `device`
+   * of ctx, tuned (force: timed again) and reported in r. */
+  ctr_status (*tune)(ctr_context *ctx, int device, ctr_pet_system *s, int force,
+                     ctr_tune_report *r);
 } ctr__pet_backend;
 
 /* The backends of this library, defined by each backend's folder. */

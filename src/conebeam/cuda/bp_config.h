@@ -111,6 +111,20 @@ ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_geometry *g,
                                  const float *filtered, float *vol, int repeats,
                                  double *median_ms);
 
+/* Autotuning of cfg's Z' and block (bp_tune.cu; core/autotune.h): cfg is
+ * a resolved configuration of the kernel a run uses on `device` for (g, o);
+ * unless ctr_tuning.tune is off, both fields were set by hand, or the
+ * variant is the general kernel (its shape is chosen per launch), its
+ * slices_per_thread and block_x/y become the tuned ones for the problem's
+ * class: the context's or the cache's, else found by a timed trial run
+ * (force: always), which r (may be NULL) reports. The trial's buffers come
+ * from and go back to the context's GPU buffer cache; when they do not fit
+ * the GPU budget (or `cap` bytes, when not 0: a run's planned GPU memory,
+ * which its trial never exceeds) cfg stays as it is. */
+ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geometry *g,
+                        const ctr_fdk_options *o, ctr__bp_config *cfg, uint64_t cap, int force,
+                        ctr_tune_report *r);
+
 #ifdef __cplusplus
 }
 #endif

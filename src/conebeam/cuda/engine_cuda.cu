@@ -734,6 +734,8 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
     req = ctr__bp_config_tuned(ctx, &req); /* ctr_tuning's launch shape */
     c->cfg = ctr__bp_config_resolve(g, o, &req);
     if (!plan->pair) c->cfg.variant = unpaired(c->cfg.variant);
+    /* the shape left to the defaults: tuned on first use (bp_tune.cu) */
+    CTR_CHECK_GOTO(st, ctr__bp_tune(ctx, device, g, o, &c->cfg, plan->gpu_bytes, 0, NULL));
   }
   CU(cudaStreamCreateWithFlags(&c->up, cudaStreamNonBlocking));
   CU(cudaStreamCreateWithFlags(&c->comp, cudaStreamNonBlocking));
@@ -793,5 +795,40 @@ cleanup:
   }
   cu_destroy(e);
   free(e);
+  return st;
+}
+
+/* The engine backend's tune (engine.h): the configuration ctr__engine_cuda_create
+ * would resolve for a run of (g, o) in batches of the default N', an offset
+ * detector's extended columns included, tuned by ctr__bp_tune. */
+extern "C" ctr_status ctr__engine_cuda_tune(ctr_context *ctx, int device, const ctr_geometry *g,
+                                            const ctr_fdk_options *o, int force,
+                                            ctr_tune_report *r) {
+  ctr_status st = CTR_OK;
+  ctr__fdk_filter f;
+  ctr_geometry *gx = NULL;
+  CTR_CHECK(ctr__fdk_filter_init(ctx, g, o, &f));
+  CTR_CHECK_GOTO(st, ctr__fdk_filter_extend(o, &f));
+  if (f.nu_ext != g->nu) CTR_CHECK_GOTO(st, ctr__geometry_columns(g, f.pad_lo, f.nu_ext, &gx));
+  {
+    const ctr_geometry *gb = gx ? gx : g;
+    ctr__bp_config req;
+    memset(&req, 0, sizeof req);
+    req.views_per_launch = CTR__CUDA_DEFAULT_BATCH < CTR__BP_MAX_VIEWS ? CTR__CUDA_DEFAULT_BATCH
+                                                                        : CTR__BP_MAX_VIEWS;
+    req = ctr__bp_config_tuned(ctx, &req);
+    ctr__bp_config cfg = ctr__bp_config_resolve(gb, o, &req);
+    CTR_CHECK_GOTO(st, ctr__bp_tune(ctx, device, gb, o, &cfg, 0, force, r));
+    if (r && !r->params[0] && !r->note[0])
+      snprintf(r->note, sizeof r->note, "not tuned: %s", ctr__tuning(ctx)->tune < 0
+                   ? "ctr_tuning.tune is off"
+                   : cfg.variant == CTR__BP_PRECISE_GENERAL
+                   ? "the general kernel chooses its shape per launch"
+                   : "bp_slices and bp_block are set by hand, or the trial run does not fit "
+                     "in the GPU budget");
+  }
+cleanup:
+  ctr_geometry_free(gx);
+  ctr__fdk_filter_free(&f);
   return st;
 }

@@ -41,6 +41,7 @@ const ctr__engine_backend ctr__engine_backend_cuda = {
     .extends_rows = 1,
     .cost = cuda_cost,
     .create = CUDA_OR_NULL(ctr__engine_cuda_create),
+    .tune = CUDA_OR_NULL(ctr__engine_cuda_tune),
     .bpj_create = CUDA_OR_NULL(ctr__cuda_bpj_create),
     .bpj_add = CUDA_OR_NULL(ctr__cuda_bpj_add),
     .bpj_read = CUDA_OR_NULL(ctr__cuda_bpj_read),

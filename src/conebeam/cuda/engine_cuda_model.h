@@ -36,6 +36,9 @@ ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, const ctr_geome
                                    const ctr_fdk_options *o, const ctr_fdk_plan *plan,
                                    double input_scale, int64_t view_begin, int64_t view_end,
                                    ctr__engine **out);
+/* Its `tune` (engine.h). */
+ctr_status ctr__engine_cuda_tune(ctr_context *ctx, int device, const ctr_geometry *g,
+                                 const ctr_fdk_options *o, int force, ctr_tune_report *r);
 
 #ifdef __cplusplus
 }

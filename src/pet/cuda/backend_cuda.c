@@ -33,6 +33,7 @@ const ctr__pet_backend ctr__pet_backend_cuda = {
     .project = cuda_project,
     .reconstruct = cuda_reconstruct,
     .fft = ctr__pet_cuda_fft,
+    .tune = ctr__pet_cuda_tune,
 };
 #else
 const ctr__pet_backend ctr__pet_backend_cuda = {.head = {"cuda", CTR_DEVICE_CUDA, 0}};

@@ -5,6 +5,7 @@
 #include "gpu/cuda_timing.cuh"
 #include "pet/cuda/pet_cuda.cuh"
 #include "pet/cuda/pet_kernels.cuh"
+#include "core/autotune.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -216,23 +217,119 @@ void ctr__pet_pad_device(const ctr__pet_cuda *c, const float *src, float *dst) {
                                          c->HY, c->HZ);
 }
 
-ctr_status ctr__pet_cuda_create(ctr_context *ctx, int device, ctr_pet_system *s,
-                                ctr__pet_cuda **out) {
+/* ---- Autotuning (core/autotune.h, family "pet-projector") ------------------
+ * pet_z, pet_block and pet_split left at 0 are tuned on first use per GPU
+ * and class: forward and back projections of three of the system's views,
+ * with the projector's own buffers (its padded input sized for the largest
+ * Z tried, then resized). Z and the block do not change a voxel's sum (each
+ * thread adds its runs in the same order whatever the shape); the split
+ * regroups it (rounding-level differences, as the default split does when
+ * the grid changes). */
+
+static int nzr_of(int nz, int Z) { return (nz + Z - 1) / Z * Z; }
+
+static void pet_apply(ctr__pet_cuda *c, const int *v) {
+  c->Z = v[0];
+  c->bx = CTR__TUNE_X(v[1]), c->by = CTR__TUNE_Y(v[1]);
+  c->split = v[2];
+  c->nzr = nzr_of(c->nz, c->Z);
+}
+
+typedef struct pet_timer {
+  ctr__pet_cuda *proj;
+  int64_t views[3];
+} pet_timer;
+
+static ctr_status pet_trial(void *arg) {
+  pet_timer *t = (pet_timer *)arg;
+  ctr__pet_cuda *c = t->proj;
+  for (int i = 0; i < 3; i++) {
+    CTR_CHECK(ctr__pet_project_device(c, CTR_PET_FORWARD, t->views[i], c->d_in, c->d_out));
+    CTR_CHECK(ctr__pet_project_device(c, CTR_PET_BACK, t->views[i], c->d_in, c->d_out));
+  }
+  return CTR_OK;
+}
+
+static ctr_status pet_time(void *user, const int *v, double *ms) {
+  pet_timer *t = (pet_timer *)user;
+  pet_apply(t->proj, v);
+  return ctr__cuda_median_ms(t->proj->stream, 3, pet_trial, t, ms);
+}
+
+/* The request for c's class; 0 when nothing is to be tuned (off, or every
+ * parameter set by hand). */
+typedef struct pet_tune_req {
+  ctr__tune_request q;
+  ctr__tune_gpu gpu;
+  char cls[256];
+  int def[3], fixed[3];
+  pet_timer timer;
+} pet_tune_req;
+
+static int pet_tune_request(ctr__pet_cuda *c, int force, pet_tune_req *w) {
+  const ctr_tuning *t = ctr__tuning(c->ctx);
+  const ctr__tune_space *s = ctr__tune_space_find("pet-projector");
+  memset(w, 0, sizeof *w);
+  w->fixed[0] = t->pet_z;
+  w->fixed[1] = t->pet_block_x > 0 ? CTR__TUNE_XY(t->pet_block_x, t->pet_block_y) : 0;
+  w->fixed[2] = t->pet_split;
+  if (t->tune < 0 || !s || (w->fixed[0] && w->fixed[1] && w->fixed[2])) return 0;
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, c->device) != cudaSuccess ||
+      cudaDriverGetVersion(&w->gpu.driver) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  snprintf(w->gpu.name, sizeof w->gpu.name, "%s", prop.name);
+  w->gpu.cc_major = prop.major, w->gpu.cc_minor = prop.minor;
+  snprintf(w->cls, sizeof w->cls, "lattice=%lldx%lldx%lld halo=%dx%dx%d lc=%d const=%d",
+           (long long)ctr__tune_bucket(c->nx), (long long)ctr__tune_bucket(c->ny),
+           (long long)ctr__tune_bucket(c->nz), c->HX, c->HY, c->HZ, c->LC, c->const_runs);
+  w->def[0] = c->Z, w->def[1] = CTR__TUNE_XY(c->bx, c->by), w->def[2] = c->split;
+  const int64_t nv = c->sys->nviews;
+  w->timer.proj = c;
+  for (int i = 0; i < 3; i++) w->timer.views[i] = i * nv / 3;
+  w->q.space = s, w->q.gpu = &w->gpu, w->q.problem_class = w->cls;
+  w->q.def = w->def, w->q.fixed = w->fixed, w->q.time = pet_time, w->q.user = &w->timer;
+  w->q.force = force;
+  return 1;
+}
+
+ctr_status ctr__pet_cuda_create_tuned(ctr_context *ctx, int device, ctr_pet_system *s, int force,
+                                      ctr_tune_report *r, ctr__pet_cuda **out) {
   ctr_status st = CTR_OK;
+  if (r) memset(r, 0, sizeof *r);
   ctr__pet_cuda *c = (ctr__pet_cuda *)ctr__calloc(1, sizeof *c, "PET CUDA state");
-  if (!c) return CTR_E_OUT_OF_MEMORY;
+  pet_tune_req *w = (pet_tune_req *)ctr__calloc(1, sizeof *w, "PET tuning");
+  if (!c || !w) {
+    free(c);
+    free(w);
+    return CTR_E_OUT_OF_MEMORY;
+  }
   const ctr_pet_params *p = &s->p;
   c->ctx = ctx, c->device = device, c->sys = s;
   c->nx = (int)p->nx, c->ny = (int)p->ny, c->nz = (int)p->nz;
-  pet_launch_choice(c);
-  c->nzr = (c->nz + c->Z - 1) / c->Z * c->Z;
   c->HX = s->halo[0], c->HY = s->halo[1], c->HZ = s->halo[2];
-  c->PX = c->nx + 2 * c->HX, c->PY = c->ny + 2 * c->HY, c->PZ = c->nzr + 2 * c->HZ + PET_LC_MAX - 1;
+  pet_launch_choice(c);
+  c->nzr = nzr_of(c->nz, c->Z);
+  int searching = 0, best[3];
+  CU(cudaSetDevice(device));
+  if (pet_tune_request(c, force, w)) {
+    if (ctr__tune_known(ctx, &w->q, best, r)) pet_apply(c, best);
+    else searching = 1;
+  }
+  c->PX = c->nx + 2 * c->HX, c->PY = c->ny + 2 * c->HY;
+  {
+    int nzr = c->nzr; /* a search's input holds the largest Z tried */
+    const ctr__tune_param *zp = searching && !w->fixed[0] ? &w->q.space->params[0] : NULL;
+    for (int i = 0; zp && i < zp->nvalues; i++)
+      if (nzr_of(c->nz, zp->values[i]) > nzr) nzr = nzr_of(c->nz, zp->values[i]);
+    c->PZ = nzr + 2 * c->HZ + PET_LC_MAX - 1;
+  }
   c->nvox = (long long)c->nx * c->ny * c->nz;
   c->npad = (long long)c->PX * c->PY * c->PZ;
   c->views = (dev_view *)ctr__calloc((size_t)s->nviews, sizeof(dev_view), "PET device views");
   if (!c->views) CTR_FAIL_GOTO(st, CTR_E_OUT_OF_MEMORY, "%s", ctr_error_detail());
-  CU(cudaSetDevice(device));
   CU(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
   GPU_GET(ctx, c->d_in, (size_t)c->npad * sizeof(float), "PET padded image");
   GPU_GET(ctx, c->d_out, (size_t)c->nvox * sizeof(float), "PET projection");
@@ -240,11 +337,45 @@ ctr_status ctr__pet_cuda_create(ctr_context *ctx, int device, ctr_pet_system *s,
   GPU_GET(ctx, c->d_part, (size_t)c->nvox * PET_MAX_SPLIT * sizeof(float), "PET partial projections");
   CU(cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, device));
   CU(cudaMemset(c->d_in, 0, (size_t)c->npad * sizeof(float)));
+  if (searching) {
+    CTR_CHECK_GOTO(st, ctr__tune_get(ctx, &w->q, best, r));
+    pet_apply(c, best);
+    CU(cudaStreamSynchronize(c->stream));
+    const long long npad = (long long)c->PX * c->PY * (c->nzr + 2 * c->HZ + PET_LC_MAX - 1);
+    if (npad != c->npad) { /* the input resized for the Z chosen */
+      ctr__gpu_buffer_put(ctx, device, c->d_in, (size_t)c->npad * sizeof(float));
+      c->d_in = NULL;
+      c->npad = npad;
+      c->PZ = c->nzr + 2 * c->HZ + PET_LC_MAX - 1;
+      GPU_GET(ctx, c->d_in, (size_t)c->npad * sizeof(float), "PET padded image");
+      CU(cudaMemset(c->d_in, 0, (size_t)c->npad * sizeof(float)));
+    }
+  }
+  free(w);
   *out = c;
   return CTR_OK;
 cleanup:
+  free(w);
   ctr__pet_cuda_free(c);
   return st;
+}
+
+ctr_status ctr__pet_cuda_create(ctr_context *ctx, int device, ctr_pet_system *s,
+                                ctr__pet_cuda **out) {
+  return ctr__pet_cuda_create_tuned(ctx, device, s, 0, NULL, out);
+}
+
+/* The backend's tune (backend.h): a projector made and freed, its report
+ * kept. */
+ctr_status ctr__pet_cuda_tune(ctr_context *ctx, int device, ctr_pet_system *s, int force,
+                              ctr_tune_report *r) {
+  ctr__pet_cuda *c = NULL;
+  CTR_CHECK(ctr__pet_cuda_create_tuned(ctx, device, s, force, r, &c));
+  if (r && !r->params[0])
+    snprintf(r->note, sizeof r->note, "not tuned: %s", ctr__tuning(ctx)->tune < 0
+                 ? "ctr_tuning.tune is off" : "pet_z, pet_block and pet_split are set by hand");
+  ctr__pet_cuda_free(c);
+  return CTR_OK;
 }
 
 void ctr__pet_cuda_free(ctr__pet_cuda *c) {

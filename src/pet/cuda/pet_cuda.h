@@ -19,6 +19,13 @@ typedef struct ctr__pet_cuda ctr__pet_cuda;
 ctr_status ctr__pet_cuda_create(ctr_context *ctx, int device, ctr_pet_system *s,
                                 ctr__pet_cuda **out);
 void ctr__pet_cuda_free(ctr__pet_cuda *c);
+/* ctr__pet_cuda_create with the launch shape's autotuning forced (force)
+ * and reported (r, may be NULL); create is this with 0, NULL. */
+ctr_status ctr__pet_cuda_create_tuned(ctr_context *ctx, int device, ctr_pet_system *s, int force,
+                                      ctr_tune_report *r, ctr__pet_cuda **out);
+/* The backend's tune (backend.h). */
+ctr_status ctr__pet_cuda_tune(ctr_context *ctx, int device, ctr_pet_system *s, int force,
+                              ctr_tune_report *r);
 /* in and out: host or GPU memory (copied with cudaMemcpyDefault). */
 ctr_status ctr__pet_cuda_project(ctr__pet_cuda *c, ctr_pet_direction dir, int64_t view,
                                  const float *in, float *out);
