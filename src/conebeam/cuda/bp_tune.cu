@@ -127,8 +127,21 @@ extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geome
   if (nzs < 1) nzs = o->nz;
   t.nzs = nzs;
   t.z0 = o->z0 + (o->nz - nzs) / 2;
-  if (ctr__is_pair(cfg->variant) && !ctr__bp_pair_possible(g, t.z0, t.nzs)) return CTR_OK;
-  const size_t per_view = ctr__views_bytes(g, cfg->variant, 1);
+  ctr_geometry *gslab = NULL; /* the pair kernels' trial volume */
+  if (ctr__is_pair(cfg->variant)) {
+    /* A pair kernel sums mirrored slices of the whole volume (ctr__bp_pair_possible:
+     * z0 0, every slice): its trial is a volume of the slab's slices about the same
+     * centre (offset_z 0, the same views), whose slices are the run's centred slab. */
+    CTR_CHECK(ctr_geometry_clone(g, &gslab));
+    gslab->vol.nz = nzs;
+    t.g = gslab;
+    t.z0 = 0;
+    if (!ctr__bp_pair_possible(gslab, 0, nzs)) {
+      ctr_geometry_free(gslab);
+      return CTR_OK;
+    }
+  }
+  const size_t per_view = ctr__views_bytes(t.g, cfg->variant, 1);
   int64_t n = cfg->views_per_launch;
   while (n > 8 && (size_t)n * per_view > TUNE_LAYOUT_BYTES) n /= 2;
   if (n > g->nviews) n = g->nviews;
@@ -138,12 +151,13 @@ extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geome
   const size_t src_bytes = (size_t)(8 * g->nu * g->nv) * sizeof(float);
   float *d_src = NULL;
   if (cap && cap < budget) budget = cap;
-  if ((uint64_t)(ctr__views_bytes(g, cfg->variant, n) + vol_bytes + src_bytes) > budget) {
+  if ((uint64_t)(ctr__views_bytes(t.g, cfg->variant, n) + vol_bytes + src_bytes) > budget) {
     ctr__log(ctx, CTR_LOG_DEBUG, "cone-beam backprojection not tuned: its trial run does not fit "
              "in the GPU budget");
+    ctr_geometry_free(gslab);
     return CTR_OK;
   }
-  CTR_CHECK_GOTO(st, ctr__views_create(ctx, g, cfg->variant, n, n, prop.maxTexture2DLayered[2],
+  CTR_CHECK_GOTO(st, ctr__views_create(ctx, t.g, cfg->variant, n, n, prop.maxTexture2DLayered[2],
                                        &t.dv));
   GPU_GET(ctx, d_src, src_bytes, "tuning views");
   GPU_GET(ctx, t.d_vol, vol_bytes, "tuning volume");
@@ -167,5 +181,6 @@ cleanup:
   GPU_PUT(ctx, d_src, src_bytes);
   GPU_PUT(ctx, t.d_vol, vol_bytes);
   ctr__views_free(&t.dv);
+  ctr_geometry_free(gslab);
   return st;
 }
