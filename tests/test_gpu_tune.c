@@ -163,6 +163,54 @@ static void test_fdk(void) {
   ctr_geometry_free(g);
 }
 
+/* A volume thicker than the trial's slab (1024^2 x 64: the trial times 32 slices about the
+ * centre): the pair kernels (the defaults of a centred circular orbit) are tuned on a volume
+ * of the slab's slices, and the tuned run gives the default volume bit for bit (exact). */
+static void test_fdk_slab(void) {
+  const int64_t n = 1024, nz = 64, nu = 256, nv = 48, nviews = 40;
+  ctr_circular_params p = th_circular_params(1500, 2000, nu, nv, 6.0, 6.0, nviews, CTR_DETECTOR_FLAT);
+  ctr_volume_geometry vol = {n, n, nz, 1, 1, 1, 0, 0, 0};
+  ctr_geometry *g = NULL;
+  CHECK_OK(ctr_geometry_create_circular(&p, &vol, &g));
+  REQUIRE(g != NULL);
+  const int64_t np = nu * nv * nviews, nvox = n * n * nz;
+  float *proj = th_randoms(np, 0.0, 1.0), *ref = malloc(sizeof(float) * nvox),
+        *out = malloc(sizeof(float) * nvox);
+  ctr_tune_report *r = calloc(1, sizeof *r);
+  REQUIRE(proj && ref && out && r);
+  CHECK_OK(ctr_tune_report_init(r, CTR_TUNE_REPORT_VERSION));
+  int64_t pd[3] = {nu, nv, nviews}, vd[3] = {n, n, nz};
+  ctr_array pa = ctr_array_make(proj, CTR_DTYPE_FLOAT32, 3, pd);
+  ctr_array ra = ctr_array_make(ref, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_array oa = ctr_array_make(out, CTR_DTYPE_FLOAT32, 3, vd);
+  ctr_fdk_options o = CTR_FDK_OPTIONS_INIT;
+  o.interp = CTR_INTERP_EXACT;
+  ctr_tuning t;
+  ctr_tuning_init(&t, CTR_TUNING_VERSION);
+  t.tune = -1;
+  ctr_context *c = NULL;
+  CHECK_OK(make_ctx(&t, &c));
+  if (c) CHECK_OK(ctr_fdk(c, g, &o, &pa, &ra));
+  ctr_context_free(c);
+  ctr_tuning_init(&t, CTR_TUNING_VERSION);
+  t.cache_dir = P("cache_slab");
+  c = NULL;
+  CHECK_OK(make_ctx(&t, &c));
+  if (c) {
+    CHECK_OK(ctr_tune_fdk(c, g, &o, 1, r));
+    print_report(r);
+    CHECK_MSG(r->ncandidates >= 2 && strstr(r->problem, "pair"),
+              "1024^2 x 64: %d candidates, problem '%s', note '%s'", r->ncandidates, r->problem,
+              r->note);
+    memset(out, 0xff, sizeof(float) * nvox);
+    CHECK_OK(ctr_fdk(c, g, &o, &pa, &oa));
+    CHECK(memcmp(out, ref, sizeof(float) * nvox) == 0);
+  }
+  ctr_context_free(c);
+  free(proj), free(ref), free(out), free(r);
+  ctr_geometry_free(g);
+}
+
 /* Relative difference of two arrays (max |a - b| / max |a|). */
 static double rel_diff(const float *a, const float *b, int64_t n) {
   double d = 0, m = 0;
@@ -245,6 +293,7 @@ int main(void) {
   }
   if (!scratch_open("gpu_tune")) return 1;
   test_fdk();
+  test_fdk_slab();
   test_pet();
   scratch_close();
   return th_finish("test_gpu_tune");
