@@ -134,7 +134,8 @@ def test_follow_resume_accumulate(tmp_path):
     st = src.status()
     src.close()
     assert ups[0].resumed == 20 and ups[-1].ended == 1 and ups[-1].accumulated == NP
-    assert set(ups[-1].seconds) == {"read", "filter", "backproject", "accumulate", "write"}
+    assert set(ups[-1].seconds) == {"read", "filter", "backproject", "accumulate", "write",
+                                    "accumulate_upload", "accumulate_kernels"}
     assert all(v >= 0 for u in ups for v in u.seconds.values())
     assert any(u.seconds["backproject"] > 0 for u in ups if u.updated)
     assert st["dropped_duplicate"] == 20
