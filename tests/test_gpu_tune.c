@@ -84,6 +84,7 @@ static void test_fdk(void) {
   /* tuned, into a cache of the test's own */
   ctr_tuning_init(&t, CTR_TUNING_VERSION);
   t.cache_dir = P("cache");
+  t.tune = 1; /* FDK runs use the tuned shape only with tune on by hand */
   ctr_context *on = NULL;
   CHECK_OK(make_ctx(&t, &on));
   REQUIRE(on != NULL);
@@ -129,6 +130,7 @@ static void test_fdk(void) {
   /* a hand-set field is never tuned */
   ctr_tuning_init(&t, CTR_TUNING_VERSION);
   t.cache_dir = P("cache");
+  t.tune = 1; /* FDK runs use the tuned shape only with tune on by hand */
   t.bp_slices = 2;
   CHECK_OK(make_ctx(&t, &on));
   if (on) {
@@ -150,6 +152,7 @@ static void test_fdk(void) {
   /* texture interpolation (the default) tunes too, in its own class */
   ctr_tuning_init(&t, CTR_TUNING_VERSION);
   t.cache_dir = P("cache");
+  t.tune = 1; /* FDK runs use the tuned shape only with tune on by hand */
   CHECK_OK(make_ctx(&t, &on));
   if (on) {
     o.interp = CTR_INTERP_TEXTURE;
@@ -194,6 +197,7 @@ static void test_fdk_slab(void) {
   ctr_context_free(c);
   ctr_tuning_init(&t, CTR_TUNING_VERSION);
   t.cache_dir = P("cache_slab");
+  t.tune = 1;
   c = NULL;
   CHECK_OK(make_ctx(&t, &c));
   if (c) {

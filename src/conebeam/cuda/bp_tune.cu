@@ -82,8 +82,14 @@ extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geome
   const ctr__tune_space *s = ctr__tune_space_find("conebeam-bp");
   if (r) memset(r, 0, sizeof *r);
   /* off, every parameter set by hand, or the general kernel (it picks its
-   * registers per launch from the shape it is left: bp_general.cu) */
-  if (tu->tune < 0 || (tu->bp_slices > 0 && tu->bp_block_x > 0) ||
+   * registers per launch from the shape it is left: bp_general.cu). A run
+   * (r NULL) tunes only with `tune` on by hand (1): at the default (0) the
+   * trial's choices ran slower than the defaults on the whole volumes of
+   * cases A and B (one H200: exact A 66.5 -> 84.3 ms, B 1151 -> 1600 ms; the
+   * trial's launches of 0.2-0.3 ms on a slab do not rank the shapes as a
+   * whole volume does; docs/tuning.md, "Autotuning"). ctr_tune_fdk (r set)
+   * searches unless `tune` is off. */
+  if (tu->tune < 0 || (tu->tune == 0 && !r) || (tu->bp_slices > 0 && tu->bp_block_x > 0) ||
       cfg->variant == CTR__BP_PRECISE_GENERAL || !s)
     return CTR_OK;
   bp_timer t;
