@@ -450,8 +450,31 @@ static ctr_status feed_next(ctr_stack_writer *w, int l, int64_t r) {
       const unsigned char *s = v->buf[r] + (size_t)(2 * zz - z0) * slice_bytes(o, v);
       const int64_t dz = 2 * zz + 1 < z0 + k ? 2 : 1;
 #pragma omp parallel for schedule(static)
-      for (int64_t y = 0; y < u->n[1]; y++)
-        for (int64_t x = 0; x < u->n[2]; x++) {
+      for (int64_t y = 0; y < u->n[1]; y++) {
+        int64_t x = 0;
+        /* whole 2 x 2 x 2 blocks of uint16 or float32: the same sums in the same order as
+         * the general loop below, without its per-value type switch and bounds tests (it
+         * made the pyramid cost a quarter of a Zarr write: bench_zarr) */
+        if (dz == 2 && 2 * y + 1 < ny && o->dtype != CTR_DTYPE_FLOAT16) {
+          const size_t plane = (size_t)(ny * nx);
+          const size_t r0 = (size_t)(2 * y) * (size_t)nx, r1 = r0 + (size_t)nx;
+          for (; 2 * x + 1 < nx; x++) {
+            const size_t c = (size_t)(2 * x);
+            const size_t at[8] = {r0 + c, r0 + c + 1, r1 + c, r1 + c + 1,
+                                  plane + r0 + c, plane + r0 + c + 1, plane + r1 + c,
+                                  plane + r1 + c + 1};
+            double sum = 0.0;
+            if (o->dtype == CTR_DTYPE_UINT16) {
+              const uint16_t *q = (const uint16_t *)(const void *)s;
+              for (int e = 0; e < 8; e++) sum += (double)q[at[e]];
+            } else {
+              const float *q = (const float *)(const void *)s;
+              for (int e = 0; e < 8; e++) sum += (double)q[at[e]];
+            }
+            put_value(out + (size_t)(y * u->n[2] + x) * es, o->dtype, sum / 8);
+          }
+        }
+        for (; x < u->n[2]; x++) {
           double sum = 0.0;
           int cnt = 0;
           for (int64_t a = 0; a < dz; a++)
@@ -461,6 +484,7 @@ static ctr_status feed_next(ctr_stack_writer *w, int l, int64_t r) {
                                  o->dtype);
           put_value(out + (size_t)(y * u->n[2] + x) * es, o->dtype, sum / cnt);
         }
+      }
       st = put_images(w, l + 1, zz, 1, out);
     }
     free(out);
