@@ -306,12 +306,6 @@ int main(int argc, char **argv) {
     }
   }
   const double t_loop = ctr__now_s();
-  /* the last preview written completely, then the writer's counts (a step after the end
-     takes nothing) */
-  if (ctr_fbp_live_flush_preview(l) != CTR_OK || ctr_fbp_live_step(l, 0, &st) != CTR_OK)
-    BENCH_DIE("bench_live: %s", ctr_error_detail());
-  if (st.preview_writes > writes && writes < count + 1) tm[5][writes++] = st.write_s;
-  const double t_flushed = ctr__now_s();
   int child_status = 0;
   if (in_process)
     pthread_join(th, NULL);
@@ -323,9 +317,20 @@ int main(int argc, char **argv) {
               (long long)count);
   const double t_last = g_send.m->t_sent[count - 1], t_joined = ctr__now_s();
   ctr_fbp_stream_report rep = CTR_FBP_STREAM_REPORT_INIT;
+  /* the volume while the writer thread writes the last preview, as `ctrecon fbp --follow`
+     runs them */
   if (ctr_fbp_live_finish(l, out, CTR_FORMAT_RAW, &rep) != CTR_OK)
     BENCH_DIE("bench_live: %s", ctr_error_detail());
   const double t_volume = ctr__now_s();
+  /* the last preview written completely, then the writer's counts (a step after the end
+     takes nothing; its other fields are the finished run's, so only the writer's kept) */
+  ctr_live_state sw = CTR_LIVE_STATE_INIT;
+  if (ctr_fbp_live_flush_preview(l) != CTR_OK || ctr_fbp_live_step(l, 0, &sw) != CTR_OK)
+    BENCH_DIE("bench_live: %s", ctr_error_detail());
+  if (sw.preview_writes > writes && writes < count + 1) tm[5][writes++] = sw.write_s;
+  st.preview_writes = sw.preview_writes;
+  st.preview_superseded = sw.preview_superseded;
+  const double t_flushed = ctr__now_s();
   qsort(latency, (size_t)count, sizeof(double), cmp_double);
   char date[40];
   FILE *f = json ? fopen(json, "w") : stdout;

@@ -16,7 +16,8 @@
  *                 sharding, the 2 x 2 x 2 pyramid in the same pass;
  *   zarr-level0   the same without the pyramid (its levels cut by the writer's
  *                 test hook ctr__zarr_set_layout: level 0 only).
- * The JSON gives each median (every run beside it), the rates in GB/s of the
+ * The JSON gives each median (every run beside it; the commit's flush and the bytes on disk
+ * beside it), the rates in GB/s of the
  * volume's bytes in the file's dtype, zarr / raw as a rate (target >= 0.90),
  * and zarr / zarr-level0 - 1 (target <= 0.10). Outputs are deleted after each
  * run. */
@@ -53,9 +54,10 @@ static float *make_volume(int64_t n, int64_t nz) {
   return v;
 }
 
-/* One write of the volume to path; returns the seconds (create to commit). */
+/* One write of the volume to path; returns the seconds (create to commit), the commit's
+ * share (its flush: what the disk had still to take) in *commit_s. */
 static double write_once(const char *path, const void *v, int64_t n, int64_t nz, int64_t band,
-                         ctr_dtype dtype) {
+                         ctr_dtype dtype, double *commit_s) {
   ctr_stack_info info = CTR_STACK_INFO_INIT;
   info.width = info.height = n;
   info.count = nz;
@@ -72,8 +74,11 @@ static double write_once(const char *path, const void *v, int64_t n, int64_t nz,
                         (const char *)v + (size_t)(z * n * n) * ctr_dtype_size(dtype)) != CTR_OK)
       BENCH_DIE("bench_zarr: %s", ctr_error_detail());
   }
+  const double t1 = ctr__now_s();
   if (ctr_stack_commit(w) != CTR_OK) BENCH_DIE("bench_zarr: %s", ctr_error_detail());
-  return ctr__now_s() - t0;
+  const double t2 = ctr__now_s();
+  *commit_s = t2 - t1;
+  return t2 - t0;
 }
 
 int main(int argc, char **argv) {
@@ -110,7 +115,7 @@ int main(int argc, char **argv) {
   }
   const double bytes = (double)(n * n * nz) * (double)ctr_dtype_size(dtype);
   static const char *const names[3] = {"raw", "zarr", "zarr-level0"};
-  double t[3][15];
+  double t[3][15], tc[3][15], disk[3] = {0, 0, 0};
   char path[3][4200];
   snprintf(path[0], sizeof path[0], "%s/bz.raw", dir);
   snprintf(path[1], sizeof path[1], "%s/bz.zarr", dir);
@@ -118,17 +123,22 @@ int main(int argc, char **argv) {
   for (int r = 0; r < repeats; r++)
     for (int k = 0; k < 3; k++) { /* in turn: a drift of the disk shares out */
       if (k == 2) ctr__zarr_set_layout(0, (int64_t)1 << 40, 0); /* level 0 only */
-      t[k][r] = write_once(path[k], data, n, nz, band, dtype);
+      t[k][r] = write_once(path[k], data, n, nz, band, dtype, &tc[k][r]);
       if (k == 2) ctr__zarr_set_layout(0, 0, 0);
       char cmd[8500];
+      snprintf(cmd, sizeof cmd, "du -sb '%s'", path[k]); /* the bytes the disk took */
+      FILE *du = popen(cmd, "r");
+      if (!du || fscanf(du, "%lf", &disk[k]) != 1) BENCH_DIE("bench_zarr: cannot size %s", path[k]);
+      pclose(du);
       snprintf(cmd, sizeof cmd, "rm -rf '%s'", path[k]);
       if (system(cmd) != 0) BENCH_DIE("bench_zarr: cannot remove %s", path[k]);
-      fprintf(stderr, "%-12s run %d: %.3f s (%.2f GB/s)\n", names[k], r + 1, t[k][r],
-              bytes / t[k][r] / 1e9);
+      fprintf(stderr, "%-12s run %d: %.3f s (%.2f GB/s; commit %.3f s; %.0f bytes on disk)\n",
+              names[k], r + 1, t[k][r], bytes / t[k][r] / 1e9, tc[k][r], disk[k]);
     }
-  double med[3];
+  double med[3], medc[3];
   for (int k = 0; k < 3; k++) {
     med[k] = bench_median(t[k], repeats);
+    medc[k] = bench_median(tc[k], repeats);
   }
   char date[40];
   FILE *f = json ? fopen(json, "w") : stdout;
@@ -138,8 +148,9 @@ int main(int argc, char **argv) {
           " \"cases\": [\n", bench_date(date, sizeof date), bench_revision(), dir, (long long)n,
           (long long)n, (long long)nz, ctr_dtype_name(dtype), (long long)band, bytes);
   for (int k = 0; k < 3; k++) {
-    fprintf(f, "  {\"name\": \"%s\", \"seconds\": %.4f, \"gb_per_s\": %.3f, \"runs\": [", names[k],
-            med[k], bytes / med[k] / 1e9);
+    fprintf(f, "  {\"name\": \"%s\", \"seconds\": %.4f, \"gb_per_s\": %.3f, \"commit_s\": %.4f, "
+            "\"bytes_on_disk\": %.0f, \"runs\": [", names[k], med[k], bytes / med[k] / 1e9,
+            medc[k], disk[k]);
     for (int r = 0; r < repeats; r++) fprintf(f, "%s%.4f", r ? ", " : "", t[k][r]);
     fprintf(f, "]}%s\n", k < 2 ? "," : "");
   }

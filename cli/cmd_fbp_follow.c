@@ -175,18 +175,24 @@ static int open_live(fbp_args *a, follow_run *f, ctr_fbp_stream_options *so) {
 }
 
 /* The previews queued for the run's writer thread (the steps go on while it
- * writes); `last`: the final state, written completely before this returns. */
-static int write_previews(const fbp_args *a, follow_run *f, const ctr_live_state *s, int last) {
+ * writes; the last state's write goes on beside the volume's, flush_previews waits). */
+static int write_previews(const fbp_args *a, follow_run *f, const ctr_live_state *s) {
   if (!a->live_preview || !s->npreview) return 0;
   /* a resumed run's previews replace the stopped run's */
-  ctr_status st = ctr_fbp_live_queue_preview(f->live, a->live_preview,
-                                             !f->written && !a->resume, a->force);
-  if (st == CTR_OK && last) st = ctr_fbp_live_flush_preview(f->live);
+  const ctr_status st = ctr_fbp_live_queue_preview(f->live, a->live_preview,
+                                                   !f->written && !a->resume, a->force);
   if (st != CTR_OK) return cli_fail_file("fbp", st, a->live_preview);
   f->written = 1;
   f->t_written = cli_now();
   f->at_written = s->projections;
   return 0;
+}
+
+/* The queued previews written completely (the last state's files whole). */
+static int flush_previews(const fbp_args *a, follow_run *f) {
+  if (!a->live_preview || !f->written) return 0;
+  const ctr_status st = ctr_fbp_live_flush_preview(f->live);
+  return st == CTR_OK ? 0 : cli_fail_file("fbp", st, a->live_preview);
 }
 
 /* Frames until the scan ends (or Ctrl-C); previews as they are due. */
@@ -206,20 +212,22 @@ static int follow(const fbp_args *a, follow_run *f, ctr_live_state *s) {
                     (s->projections - f->at_written >= every || cli_now() - f->t_written >= seconds);
     if (s->ended || cli_interrupted()) break;
     if (due) {
-      int rc = write_previews(a, f, s, 0);
+      int rc = write_previews(a, f, s);
       if (rc) return rc;
       cli_info(&f->session, "fbp: %lld of %lld projections%s, %lld frames dropped\n",
                (long long)s->projections, (long long)s->expected,
                s->expected ? "" : " (count not known yet)", (long long)s->dropped);
     }
   }
-  return write_previews(a, f, s, 1); /* complete, whatever follows */
+  return write_previews(a, f, s); /* the last state: flushed whatever follows (conclude) */
 }
 
 /* The end: the volume, or why there is none. */
 static int conclude(fbp_args *a, follow_run *f, const ctr_live_state *s) {
   const char *from = ctr_source_endpoint(f->src);
   if (s->ended != 1) {
+    const int rc = flush_previews(a, f);
+    if (rc) return rc;
     ctr_source_status ss = CTR_SOURCE_STATUS_INIT;
     ctr_source_get_status(f->src, &ss);
     char of[64] = " (the count was never said)";
@@ -243,17 +251,22 @@ static int conclude(fbp_args *a, follow_run *f, const ctr_live_state *s) {
   ctr_value_counts counts = CTR_VALUE_COUNTS_INIT;
   a->fbp.counts = &counts;
   const double t0 = cli_now();
+  /* the volume while the writer thread writes the last previews (after the last
+   * projection, their 0.5 s were the volume's to wait: bench/NOTES.md) */
   const ctr_status st = ctr_fbp_live_finish(f->live, a->out, a->out_format, &rep);
+  const double t_volume = cli_now();
   a->fbp.counts = NULL;
   cli_progress_end(&f->session);
+  const int prc = flush_previews(a, f); /* after a failure too: the previews whole */
   if (st != CTR_OK) return cli_fail_file("fbp", st, from);
+  if (prc) return prc;
   fbp_report_counts(a, &rep);
   if (rep.axis_found) cli_info(&f->session, "rotation axis: %.2f bins (found)\n", rep.axis);
   cli_info(&f->session, "fbp: %lld projections followed; %lld slices of %lld x %lld%s, %.2f s "
            "after the scan ended\nwrote %s\n", (long long)s->projections, (long long)rep.nslices,
            (long long)rep.nx, (long long)rep.ny,
            s->accumulated == s->projections ? " (summed during the acquisition)" : "",
-           cli_now() - t0, a->out);
+           t_volume - t0, a->out);
   return 0;
 }
 

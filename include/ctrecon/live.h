@@ -272,7 +272,10 @@ CTR_API ctr_status ctr_fbp_live_flush_preview(ctr_fbp_live *l);
  * timeout_s) or of the spooled projections, with the source's angles, flat and dark:
  * byte for byte what ctr_fbp_stream gives for the finished file. A scan that stopped
  * early is refused (CTR_E_INVALID_ARGUMENT naming how many projections arrived and
- * which are missing; nothing is written). report as for ctr_fbp_stream. */
+ * which are missing; nothing is written). report as for ctr_fbp_stream. The writer
+ * thread may still be writing queued previews meanwhile: both go on side by side (it
+ * reads only what is fixed after the first frame); ctr_fbp_live_flush_preview after
+ * this call waits for it. */
 CTR_API ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format fmt,
                                        ctr_fbp_stream_report *report);
 /* Frees the live run (after the writer's queued previews are written); a spool file is

@@ -371,6 +371,14 @@ ctr_status ctr__atomic_close(ctr__atomic_file *f) {
   return CTR_OK;
 }
 
+void ctr__start_writeback(int fd) {
+#ifdef SYNC_FILE_RANGE_WRITE
+  (void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#else
+  (void)fd;
+#endif
+}
+
 /* A failure here only loses durability, not data, so it is not reported. */
 void ctr__sync_parent_dir(const char *path) {
   const char *slash = strrchr(path, '/');

@@ -37,6 +37,11 @@ ctr_status ctr__pread_direct(int fd, void *buf, size_t n, int64_t off, const cha
                              size_t *moved);
 ctr_status ctr__pwrite_direct(int fd, const void *buf, size_t n, int64_t off, const char *path,
                               size_t *moved);
+/* Starts the write-back of every dirty page of `fd` without waiting for it
+ * (sync_file_range, Linux; nothing elsewhere): a writer of many files calls it as
+ * each is complete, so the disk takes them while the next ones are computed and the
+ * final flush waits for the tail only. Failures are left to that flush. */
+void ctr__start_writeback(int fd);
 /* fsync of the directory holding `path`, making a created or renamed name
  * durable; failures only lose durability and are not reported. */
 void ctr__sync_parent_dir(const char *path);
