@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <tiffio.h>
 #include <unistd.h>
+#include <omp.h>
 
 enum { NX = 37, NY = 23, NZ = 5 };
 #define NVOX ((size_t)NX * NY * NZ)
@@ -398,7 +399,66 @@ static void test_zarr_resume(void) {
                    a1);
 }
 
+/* Every file under g_tree_a has the same bytes under g_tree_b (nftw's callback), but for
+ * the group's metadata at the top. */
+static char g_tree_a[600], g_tree_b[600];
+static int g_tree_files, g_tree_diff;
+static int same_file_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  if (flag != FTW_F || ftw->level == 1) return 0; /* the group's metadata names its file */
+  char other[1400];
+  snprintf(other, sizeof other, "%s%s", g_tree_b, path + strlen(g_tree_a));
+  FILE *a = fopen(path, "rb"), *b = fopen(other, "rb");
+  unsigned char *x = malloc((size_t)sb->st_size + 1), *y = malloc((size_t)sb->st_size + 1);
+  const int same = a && b && x && y && fread(x, 1, (size_t)sb->st_size + 1, a) == (size_t)sb->st_size &&
+                   fread(y, 1, (size_t)sb->st_size + 1, b) == (size_t)sb->st_size &&
+                   !memcmp(x, y, (size_t)sb->st_size);
+  g_tree_files++;
+  if (!same) {
+    g_tree_diff++;
+    fprintf(stderr, "  %s and %s differ\n", path, other);
+  }
+  if (a) fclose(a);
+  if (b) fclose(b);
+  free(x);
+  free(y);
+  return 0;
+}
+
+/* The same volume written on 1 thread (each shard compressed by the thread writing it)
+ * and on 8 (a row of fewer shards than threads: its chunks compressed over every thread
+ * first, then its shards written): the same files, byte for byte, both ways round (the
+ * levels' metadata included: the pyramid's zstd level). */
+static void zarr_threads_case(void) {
+  const int64_t n = 20;
+  ctr_stack_info info = make_info(CTR_DTYPE_UINT16);
+  info.width = info.height = info.count = n;
+  uint16_t *data = malloc(sizeof(uint16_t) * (size_t)(n * n * n));
+  for (int64_t i = 0; i < n * n * n; i++) data[i] = (uint16_t)(1000 + (i * 7919) % 3001);
+  const int threads[2] = {1, 8};
+  const int saved = omp_get_max_threads();
+  for (int k = 0; k < 2; k++) {
+    omp_set_num_threads(threads[k]);
+    ctr__zarr_set_layout(2, 2, 0); /* 1000 chunks at level 0: shards of 1 x 8 x 8, 4 a row */
+    ctr_stack_writer *w = NULL;
+    CHECK_OK(ctr_stack_create(P(k ? "zt8.zarr" : "zt1.zarr"), CTR_FORMAT_AUTO, &info, 0, &w));
+    if (w) CHECK_OK(ctr_stack_write(w, 0, n, CTR_DTYPE_UINT16, data));
+    if (w) CHECK_OK(ctr_stack_commit(w));
+    ctr__zarr_set_layout(0, 0, 0);
+  }
+  omp_set_num_threads(saved);
+  for (int k = 0; k < 2; k++) {
+    snprintf(g_tree_a, sizeof g_tree_a, "%s", P(k ? "zt8.zarr" : "zt1.zarr"));
+    snprintf(g_tree_b, sizeof g_tree_b, "%s", P(k ? "zt1.zarr" : "zt8.zarr"));
+    g_tree_files = g_tree_diff = 0;
+    nftw(g_tree_a, same_file_cb, 16, FTW_PHYS);
+    CHECK_MSG(g_tree_files > 100 && g_tree_diff == 0, "%s: %d files, %d differ from %s",
+              g_tree_a, g_tree_files, g_tree_diff, g_tree_b);
+  }
+  free(data);
+}
+
 static void test_zarr(void) {
+  zarr_threads_case();
   /* sizes that are no multiple of the chunk; rows of chunks finished in
    * any order; a volume smaller than a chunk */
   zarr_case("z1.zarr", CTR_DTYPE_FLOAT32, 9, 7, 5, 4, 2, 4, -1);

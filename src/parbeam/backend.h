@@ -85,14 +85,18 @@ typedef struct ctr__par_backend {
    * device_s (may be NULL) gets the device's seconds on the last batch whose
    * work has completed since the previous call, its upload and its kernels
    * (timed with events, no wait; 0 and 0 when none has).
-   * acc_get: waits, the volume (nslices x ny x nx) into host memory and the
-   * input values the data policy replaced. acc_free: waits and frees. */
+   * acc_get: waits for the sum; slices [s0, s0 + ns) of the volume (each ny x nx)
+   * into dst (host memory, pageable or not; ns 0: none, dst may be NULL) and, when
+   * bad_input is not NULL, the input values the data policy replaced. The final run
+   * calls it band by band from its compute thread while its writer writes the band
+   * before (one thread at a time). acc_free: waits and frees. */
   ctr_status (*acc_open)(const ctr_context *ctx, const ctr_parallel_geometry *g,
                          const ctr_fbp_options *o, ctr_dtype dtype, int64_t W, int64_t H,
                          int64_t row0, int64_t nslices, int64_t band_rows, const float *flat,
                          const float *dark, int64_t maxk, ctr__fbp_acc **out);
   ctr_status (*acc_add)(ctr__fbp_acc *a, const void *proj, int64_t k, double device_s[2]);
-  ctr_status (*acc_get)(ctr__fbp_acc *a, float *vol, int64_t *bad_input);
+  ctr_status (*acc_get)(ctr__fbp_acc *a, int64_t s0, int64_t ns, float *dst,
+                        int64_t *bad_input);
   void (*acc_free)(ctr__fbp_acc *a);
 } ctr__par_backend;
 

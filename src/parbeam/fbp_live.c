@@ -96,11 +96,6 @@ struct ctr_fbp_live {
   ctr_parallel_geometry *gacc;   /* the final run's output geometry */
   int64_t acc_row0, acc_nslices; /* the rows reconstructed */
   float *vol, *acc_sino;         /* the volume; a chunk's sinograms */
-  /* a device's sum: the host's volume, for its download at the end, allocated and its
-   * pages touched by a thread during the acquisition (vol_alloc_main), joined by vol_join */
-  pthread_t vol_thread;
-  int vol_thread_on;             /* started, not joined */
-  size_t vol_bytes;
   int64_t acc_next;              /* the next projection summed (in index order) */
   ctr_value_counts acc_counts;   /* the data policy's counts of the sums */
   int64_t acc_band_rows;         /* the final run's bands (a GPU's sum follows them) */
@@ -112,36 +107,6 @@ struct ctr_fbp_live {
   ctr_parallel_geometry *gfull;  /* the finished scan's geometry (its weights), once known */
   preview_writer pw;
 };
-
-/* The host's volume of a device's sum (acc_decide): allocated, and each of its pages
- * touched (the kernel maps and zeroes it), off the steps' path, so that the download
- * after the last projection does not fault in 32 GiB (2048^3) page by page. Pageable
- * memory: pinning it would hold the GPU driver while the steps use the GPU. */
-static void *vol_alloc_main(void *arg) {
-  ctr_fbp_live *l = arg;
-  char *v = ctr__aligned_alloc(l->vol_bytes, "the full volume");
-  if (v)
-    for (size_t o = 0; o < l->vol_bytes; o += 4096) v[o] = 0;
-  l->vol = (float *)v;
-  return NULL;
-}
-
-/* The volume's thread joined: CTR_E_OUT_OF_MEMORY naming it when the volume could not be
- * allocated. */
-static ctr_status vol_join(ctr_fbp_live *l) {
-  if (l->vol_thread_on) {
-    pthread_join(l->vol_thread, NULL);
-    l->vol_thread_on = 0;
-    if (!l->vol) {
-      char b[32];
-      CTR_FAIL(CTR_E_OUT_OF_MEMORY, "out of memory: the full volume summed on the device "
-               "needs %s of host memory for its download (ctr_live_options.accumulate: off "
-               "reconstructs after the scan, band by band)",
-               ctr__format_bytes((double)l->vol_bytes, b, sizeof b));
-    }
-  }
-  return CTR_OK;
-}
 
 /* ---- Opening -------------------------------------------------------------------- */
 
@@ -547,17 +512,12 @@ static ctr_status acc_decide(ctr_fbp_live *l) {
              "nangles the scan's count)");
   else
     acc_plan(l, ann, why, sizeof why);
-  if (!why[0]) {
+  if (!why[0] && !l->dacc) { /* the host's sum; a device's stays there, fetched band by band */
     const size_t plane = (size_t)(l->gacc->p.nx * l->gacc->p.ny);
-    l->vol_bytes = sizeof(float) * (size_t)l->acc_nslices * plane;
-    if (l->dacc && pthread_create(&l->vol_thread, NULL, vol_alloc_main, l) == 0)
-      l->vol_thread_on = 1; /* joined before the download (vol_join) */
-    else
-      l->vol = ctr__calloc((size_t)l->acc_nslices * plane, sizeof(float), "the full volume");
-    l->acc_sino = l->dacc ? NULL
-                          : ctr__malloc(sizeof(float) * (size_t)(l->acc_nslices * ACC_CHUNK * l->W),
-                                        "the full volume's sinograms");
-    if ((!l->vol && !l->vol_thread_on) || (!l->dacc && !l->acc_sino)) {
+    l->vol = ctr__calloc((size_t)l->acc_nslices * plane, sizeof(float), "the full volume");
+    l->acc_sino = ctr__malloc(sizeof(float) * (size_t)(l->acc_nslices * ACC_CHUNK * l->W),
+                              "the full volume's sinograms");
+    if (!l->vol || !l->acc_sino) {
       snprintf(why, sizeof why, "%s", ctr_error_detail());
       ctr_error_clear();
     }
@@ -1175,6 +1135,29 @@ static ctr_status open_scan(ctr_fbp_live *l, ctr_stack_reader **in) {
   }
 }
 
+/* Slices [s0, s0 + ns) of the summed volume for the final run (ctr__fbp_acc_slices):
+ * downloaded from the device's sum (its band while the writer writes the band before:
+ * the host never holds the whole volume), or copied from the host's on every core; their
+ * non-finite values replaced as a backend's are, at the end. */
+static ctr_status acc_slices(void *arg, int64_t s0, int64_t ns, float *dst, int64_t *bad_output) {
+  ctr_fbp_live *l = arg;
+  const size_t plane = (size_t)(l->gacc->p.nx * l->gacc->p.ny), n = plane * (size_t)ns;
+  if (l->dacc) {
+    CTR_CHECK(l->acc_be->acc_get(l->dacc, s0, ns, dst, NULL));
+  } else {
+    const float *from = l->vol + (size_t)s0 * plane;
+    const size_t piece = (size_t)1 << 18;
+    const int64_t npieces = (int64_t)((n + piece - 1) / piece);
+#pragma omp parallel for schedule(static) if (npieces > 1)
+    for (int64_t p = 0; p < npieces; p++) {
+      const size_t i0 = (size_t)p * piece, m = n - i0 < piece ? n - i0 : piece;
+      memcpy(dst + i0, from + i0, sizeof(float) * m);
+    }
+  }
+  *bad_output += ctr__values_sanitize(dst, (int64_t)n);
+  return CTR_OK;
+}
+
 ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format fmt,
                                ctr_fbp_stream_report *report) {
   if (!l) CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr_fbp_live_finish: the live run is NULL");
@@ -1208,27 +1191,25 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
   if (so.resume && access(journal, F_OK) != 0) so.resume = 0; /* a resumed scan, not its volume */
   ctr_status st = CTR_OK;
   int acc = acc_complete(l, p.angles_deg) && (!l->dacc || acc_device_bands(l, &p, &so, in, out, fmt));
-  const double t_sum = ctr__now_s(); /* the sum's end: the device's last work, its download */
-  if (acc && l->dacc) st = vol_join(l);
-  if (st == CTR_OK && acc && l->dacc) {
+  const double t_sum = ctr__now_s(); /* the sum's end: the device's last work */
+  if (acc && l->dacc) {
     int64_t bad = 0;
-    st = l->acc_be->acc_get(l->dacc, l->vol, &bad);
+    st = l->acc_be->acc_get(l->dacc, 0, 0, NULL, &bad);
     l->acc_counts.input += bad;
   }
-  if (l->dacc) { /* the device's memory given back before the writing, or the run */
+  if (l->dacc && !acc) { /* the device's memory given back before the run from the scan */
     l->acc_be->acc_free(l->dacc);
     l->dacc = NULL;
   }
   if (st != CTR_OK) {
     /* the device failed: nothing written */
   } else if (acc) {
-    const int64_t nv = l->acc_nslices * l->gacc->p.nx * l->gacc->p.ny;
-    l->acc_counts.output += ctr__values_sanitize(l->vol, nv); /* as the backend's, at the end */
     l->acc_counts.calibration = ctr__flat_bad_pixels(
         (l->flat ? l->flat : l->ones) + l->acc_row0 * l->W,
         l->dark ? l->dark + l->acc_row0 * l->W : NULL, l->acc_nslices * l->W);
     const double sum_s = ctr__now_s() - t_sum;
-    st = ctr__fbp_stream_accumulated(l->ctx, &p, &so, in, l->flat, l->dark, l->vol,
+    const ctr__fbp_acc_slices bands = {acc_slices, l};
+    st = ctr__fbp_stream_accumulated(l->ctx, &p, &so, in, l->flat, l->dark, &bands,
                                      &l->acc_counts, out, fmt, report);
     if (st == CTR_OK && report) { /* the final run's compute and total include the sum's end */
       report->seconds_compute += sum_s;
@@ -1238,6 +1219,10 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
              "checks) %.3f s", sum_s);
   } else {
     st = ctr_fbp_stream(l->ctx, &p, &so, in, l->flat, l->dark, out, fmt, report);
+  }
+  if (l->dacc) {
+    l->acc_be->acc_free(l->dacc);
+    l->dacc = NULL;
   }
   ctr_stack_close(in);
   if (st == CTR_OK) l->finished = 1;
@@ -1259,7 +1244,6 @@ void ctr_fbp_live_free(ctr_fbp_live *l) {
   if (l->dacc) l->acc_be->acc_free(l->dacc);
   ctr_parallel_free(l->gacc);
   ctr_parallel_free(l->gfull);
-  if (l->vol_thread_on) pthread_join(l->vol_thread, NULL);
   free(l->vol);
   free(l->acc_sino);
   free(l->user_angles);

@@ -341,7 +341,7 @@ static ctr_status read_rows_raw(srun *r, int64_t r0, int64_t n, void *buf) {
 static ctr_status fill(void *user, int64_t item, void *buf) {
   srun *r = user;
   const int64_t k = r->items[item];
-  if (r->accumulated) return CTR_OK; /* summed already: nothing to read */
+  if (r->acc.get) return CTR_OK; /* summed already: nothing to read */
   return read_rows_raw(r, band_start(r, k), band_len(r, k), buf);
 }
 
@@ -469,16 +469,10 @@ static ctr_status band_reconstruct(srun *r, int64_t k, void *const bufs[3], floa
   const ctr_parallel_params *po = &r->gout->p;
   const int64_t vd[3] = {po->nx, po->ny, ns};
   ctr_array va = ctr_array_make(slices, CTR_DTYPE_FLOAT32, 3, vd);
-  if (r->accumulated) { /* copied in pieces over every core (2048^3: 32 GiB after the scan) */
-    const size_t px = (size_t)(po->nx * po->ny), piece = (size_t)1 << 18;
-    const float *from = r->accumulated + (size_t)(k * r->band_slices) * px;
-    const size_t n = px * (size_t)ns;
-    const int64_t npieces = (int64_t)((n + piece - 1) / piece);
-#pragma omp parallel for schedule(static) if (npieces > 1)
-    for (int64_t p = 0; p < npieces; p++) {
-      const size_t i0 = (size_t)p * piece, m = n - i0 < piece ? n - i0 : piece;
-      memcpy(slices + i0, from + i0, sizeof(float) * m);
-    }
+  if (r->acc.get) { /* summed already: fetched (a GPU's download overlaps the last band's write) */
+    int64_t bad = 0;
+    CTR_CHECK(r->acc.get(r->acc.arg, k * r->band_slices, ns, slices, &bad));
+    r->counts.output += bad;
     return CTR_OK;
   }
   if (!r->sino && !r->transmission && !r->sino_corr) {
@@ -989,7 +983,8 @@ static const ctr__stream_ops k_fbp_ops = {"ctr_fbp_stream_options.resume", op_pr
 
 static ctr_status stream_local(ctr_context *ctx, const ctr_parallel_params *params,
                                const ctr_fbp_stream_options *opts, ctr_stack_reader *input,
-                               const float *flat, const float *dark, const float *accumulated,
+                               const float *flat, const float *dark,
+                               const ctr__fbp_acc_slices *acc,
                                const ctr_value_counts *counts, const char *out,
                                ctr_file_format out_format, ctr_fbp_stream_report *report_out) {
   const double t_start = ctr__now_s();
@@ -1006,7 +1001,7 @@ static ctr_status stream_local(ctr_context *ctx, const ctr_parallel_params *para
   r.ctx = ctx;
   CTR_CHECK(ctr__fbp_resolve(&r, opts));
   CTR_CHECK(ctr__fbp_open_input(&r, input, flat, dark));
-  r.accumulated = accumulated;
+  if (acc) r.acc = *acc;
   if (counts) r.counts = *counts;
   fbp_exec e = {&r, params};
   const ctr_status st = ctr__stream_execute(&k_fbp_ops, &e, ctx, out, out_format, r.o.resume,
@@ -1042,12 +1037,12 @@ ctr_status ctr__fbp_stream_local(ctr_context *ctx, const ctr_parallel_params *pa
 ctr_status ctr__fbp_stream_accumulated(ctr_context *ctx, const ctr_parallel_params *params,
                                        const ctr_fbp_stream_options *opts,
                                        ctr_stack_reader *input, const float *flat,
-                                       const float *dark, const float *accumulated,
+                                       const float *dark, const ctr__fbp_acc_slices *acc,
                                        const ctr_value_counts *counts, const char *out,
                                        ctr_file_format out_format, ctr_fbp_stream_report *report) {
-  if (!accumulated)
+  if (!acc || !acc->get)
     CTR_FAIL(CTR_E_INVALID_ARGUMENT, "ctr__fbp_stream_accumulated: no accumulated volume");
-  return stream_local(ctx, params, opts, input, flat, dark, accumulated, counts, out, out_format,
+  return stream_local(ctx, params, opts, input, flat, dark, acc, counts, out, out_format,
                       report);
 }
 

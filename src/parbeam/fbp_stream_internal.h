@@ -12,6 +12,16 @@
 #include "stream/executor.h"
 #include "parbeam/sync.h"
 
+/* The live FBP's summed volume, as the final run takes it (fbp_live.c): get puts
+ * slices [s0, s0 + ns) of the rows reconstructed (each ny x nx) into dst with
+ * their non-finite values replaced as the data policy replaces a backend's, adding
+ * how many to *bad_output. Called from the run's compute thread, band by band in
+ * order, while the writer writes the band before; arg is the caller's. */
+typedef struct ctr__fbp_acc_slices {
+  ctr_status (*get)(void *arg, int64_t s0, int64_t ns, float *dst, int64_t *bad_output);
+  void *arg;
+} ctr__fbp_acc_slices;
+
 typedef struct ctr__fbp_run {
   ctr_context *ctx;
   ctr_fbp_stream_options o;
@@ -65,8 +75,8 @@ typedef struct ctr__fbp_run {
   ctr__dist *dist;            /* claims each band before computing it (NULL: none) */
   int centre_known;           /* axis_in holds the axis rank 0 found: not found again */
   /* the live FBP's full volume, summed as the projections arrived (fbp_live.c):
-   * the bands are copied from it, nothing is read */
-  const float *accumulated;   /* nslices x ny x nx, or NULL */
+   * each band is fetched from it (acc.get not NULL), nothing is read */
+  ctr__fbp_acc_slices acc;
 } ctr__fbp_run;
 
 /* The steps of ctr__fbp_stream_local, in order. The options (opts: the
@@ -112,15 +122,15 @@ void ctr__fbp_release(ctr__fbp_run *r, ctr_status st);
 /* The output geometry (r->gout) of the geometry read (r->gsel) and the
  * centre (r->axis_in), as ctr__fbp_prepare makes it. */
 ctr_status ctr__fbp_output_geometry(ctr__fbp_run *r, const ctr_parallel_params *params);
-/* ctr__fbp_stream_local writing `accumulated` (the volume's slices of the
- * rows reconstructed, summed already: the live FBP's, fbp_live.c) instead of
+/* ctr__fbp_stream_local writing the bands `acc` gives (the volume's slices of
+ * the rows reconstructed, summed already: the live FBP's, fbp_live.c) instead of
  * reconstructing bands of the input: the same output file, journal and
  * report; `counts` (may be NULL): the data policy's counts of the
- * accumulation, reported as the run's. */
+ * accumulation, reported as the run's (with the bands' bad outputs added). */
 ctr_status ctr__fbp_stream_accumulated(ctr_context *ctx, const ctr_parallel_params *params,
                                        const ctr_fbp_stream_options *opts,
                                        ctr_stack_reader *input, const float *flat,
-                                       const float *dark, const float *accumulated,
+                                       const float *dark, const ctr__fbp_acc_slices *acc,
                                        const ctr_value_counts *counts, const char *out,
                                        ctr_file_format out_format, ctr_fbp_stream_report *report);
 /* ctr_fbp_stream of one process; ctr_fbp_stream (fbp_dist.c) hands a run

@@ -864,13 +864,24 @@ extern "C" void ctr__fbp_acc_free(ctr__fbp_acc *a) {
   free(a);
 }
 
-extern "C" ctr_status ctr__fbp_acc_get(ctr__fbp_acc *a, float *vol, int64_t *bad_input) {
+extern "C" ctr_status ctr__fbp_acc_get(ctr__fbp_acc *a, int64_t s0, int64_t ns, float *dst,
+                                       int64_t *bad_input) {
   ctr_status st = CTR_OK;
   unsigned long long bad = 0;
+  const size_t slice = sizeof(float) * (size_t)a->plane;
   CU(cudaSetDevice(a->dev));
-  CTR_CHECK_GOTO(st, ctr__xfer_d2h(&a->xf, vol, a->d_vol, a->vol_bytes, a->s, 1, NULL));
-  CU(cudaMemcpy(&bad, a->d_bad, sizeof bad, cudaMemcpyDeviceToHost));
-  *bad_input = (int64_t)bad;
+  if (s0 < 0 || ns < 0 || (size_t)(s0 + ns) * slice > a->vol_bytes || (ns && !dst))
+    CTR_FAIL_GOTO(st, CTR_E_INTERNAL, "ctr__fbp_acc_get: slices %lld + %lld outside the sum's "
+                  "%zu", (long long)s0, (long long)ns, a->vol_bytes / slice);
+  if (ns) /* after the sum's kernels, on its stream */
+    CTR_CHECK_GOTO(st, ctr__xfer_d2h(&a->xf, dst, (const char *)a->d_vol + (size_t)s0 * slice,
+                                     (size_t)ns * slice, a->s, 1, NULL));
+  else
+    CU(cudaStreamSynchronize(a->s));
+  if (bad_input) {
+    CU(cudaMemcpy(&bad, a->d_bad, sizeof bad, cudaMemcpyDeviceToHost));
+    *bad_input = (int64_t)bad;
+  }
 cleanup:
   return st;
 }

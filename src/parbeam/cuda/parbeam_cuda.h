@@ -67,7 +67,8 @@ ctr_status ctr__fbp_acc_open(const ctr_context *ctx, const ctr_parallel_geometry
                              const float *dark, int64_t maxk, struct ctr__fbp_acc **out);
 ctr_status ctr__fbp_acc_add(struct ctr__fbp_acc *a, const void *proj, int64_t k,
                             double device_s[2]);
-ctr_status ctr__fbp_acc_get(struct ctr__fbp_acc *a, float *vol, int64_t *bad_input);
+ctr_status ctr__fbp_acc_get(struct ctr__fbp_acc *a, int64_t s0, int64_t ns, float *dst,
+                            int64_t *bad_input);
 void ctr__fbp_acc_free(struct ctr__fbp_acc *a);
 /* The laminographic backprojection (parbeam/backend.h's lamino_backproject)
  * on the context's first GPU: host arrays in and out, the CPU's bits
