@@ -117,13 +117,15 @@ ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_geometry *g,
  * variant is the general kernel (its shape is chosen per launch), its
  * slices_per_thread and block_x/y become the tuned ones for the problem's
  * class: the context's or the cache's, else found by a timed trial run
- * (force: always), which r (may be NULL) reports. The trial's buffers come
- * from and go back to the context's GPU buffer cache; when they do not fit
- * the GPU budget (or `cap` bytes, when not 0: a run's planned GPU memory,
- * which its trial never exceeds) cfg stays as it is. */
+ * (force: always), which r (may be NULL) reports. The trial times whole
+ * launches as the run makes them: N' views over a slab of `slab` slices (the
+ * run's plan's; 0: o->nz, the whole volume) about the volume's centre. The
+ * trial's buffers come from and go back to the context's GPU buffer cache;
+ * when they do not fit the GPU budget (or `cap` bytes, when not 0: a run's
+ * planned GPU memory, which its trial never exceeds) cfg stays as it is. */
 ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geometry *g,
-                        const ctr_fdk_options *o, ctr__bp_config *cfg, uint64_t cap, int force,
-                        ctr_tune_report *r);
+                        const ctr_fdk_options *o, ctr__bp_config *cfg, int64_t slab,
+                        uint64_t cap, int force, ctr_tune_report *r);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,10 @@
 /* Autotuning of the cone-beam backprojection's launch shape (core/autotune.h,
  * family "conebeam-bp"; docs/tuning.md, "Autotuning"): Z' (bp_slices) and
- * the block (bp_block) of the kernel a run uses, timed on a slab of the
- * run's volume from N' zero views of its geometry (the real kernel, the
- * real launch; the time of these kernels does not depend on the values).
+ * the block (bp_block) of the kernel a run uses, timed on the run's own slab
+ * from N' zero views of its geometry (the real kernel, the real launch, the
+ * run's grid; the time of these kernels does not depend on the values). A
+ * smaller slab ranked the shapes otherwise (its grid too few blocks deep at
+ * Z' 8): its choices ran 2-38 % slower on whole volumes (docs/tuning.md).
  * Exact interpolation gives the same bits for every shape (test_gpu_fdk,
  * test_gpu_tune); texture and precise interpolation round differently
  * across Z' (docs/tuning.md). The buffers come from the context's GPU
@@ -16,13 +18,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The slab timed: about 16 M voxels (64 MiB), 32 .. 128 slices. */
-#define TUNE_SLAB_VOXELS (1 << 24)
-#define TUNE_SLAB_MIN 32
-#define TUNE_SLAB_MAX 128
-/* The views' layout timed: at most 128 MiB (at least 8 views). */
-#define TUNE_LAYOUT_BYTES (128u << 20)
+/* Timed launches a candidate: the median of 3, or 1 when its warm-up took more than
+ * TUNE_LONG_MS (a launch that long varies by well under the 3 % margin). */
 #define TUNE_REPS 3
+#define TUNE_LONG_MS 20.0f
 
 typedef struct bp_timer {
   const ctr_geometry *g;
@@ -42,7 +41,8 @@ static ctr_status time_shape(void *user, const int *v, double *ms) {
   cfg.block_x = CTR__TUNE_X(v[1]);
   cfg.block_y = CTR__TUNE_Y(v[1]);
   float times[TUNE_REPS];
-  for (int r = -1; r < TUNE_REPS; r++) { /* r = -1 warms up */
+  int reps = TUNE_REPS;
+  for (int r = -1; r < reps; r++) { /* r = -1 warms up */
     CU(cudaEventRecord(t->e0, 0));
     const int64_t k_end = ctr__grid_slices(&t->dv, t->nzs);
     CTR_CHECK_GOTO(st, ctr__views_backproject(t->g, &t->dv, &cfg, t->idx, NULL, 0, t->n,
@@ -52,13 +52,14 @@ static ctr_status time_shape(void *user, const int *v, double *ms) {
     float x;
     CU(cudaEventElapsedTime(&x, t->e0, t->e1));
     if (r >= 0) times[r] = x;
+    else if (x > TUNE_LONG_MS) reps = 1;
   }
-  for (int i = 1; i < TUNE_REPS; i++)
+  for (int i = 1; i < reps; i++)
     for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
       const float x = times[j];
       times[j] = times[j - 1], times[j - 1] = x;
     }
-  *ms = times[TUNE_REPS / 2];
+  *ms = times[reps / 2];
 cleanup:
   return st;
 }
@@ -75,21 +76,15 @@ cleanup:
 }
 
 extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geometry *g,
-                                   const ctr_fdk_options *o, ctr__bp_config *cfg, uint64_t cap,
-                                   int force, ctr_tune_report *r) {
+                                   const ctr_fdk_options *o, ctr__bp_config *cfg, int64_t slab,
+                                   uint64_t cap, int force, ctr_tune_report *r) {
   ctr_status st = CTR_OK;
   const ctr_tuning *tu = ctr__tuning(ctx);
   const ctr__tune_space *s = ctr__tune_space_find("conebeam-bp");
   if (r) memset(r, 0, sizeof *r);
   /* off, every parameter set by hand, or the general kernel (it picks its
-   * registers per launch from the shape it is left: bp_general.cu). A run
-   * (r NULL) tunes only with `tune` on by hand (1): at the default (0) the
-   * trial's choices ran slower than the defaults on the whole volumes of
-   * cases A and B (one H200: exact A 66.5 -> 84.3 ms, B 1151 -> 1600 ms; the
-   * trial's launches of 0.2-0.3 ms on a slab do not rank the shapes as a
-   * whole volume does; docs/tuning.md, "Autotuning"). ctr_tune_fdk (r set)
-   * searches unless `tune` is off. */
-  if (tu->tune < 0 || (tu->tune == 0 && !r) || (tu->bp_slices > 0 && tu->bp_block_x > 0) ||
+   * registers per launch from the shape it is left: bp_general.cu) */
+  if (tu->tune < 0 || (tu->bp_slices > 0 && tu->bp_block_x > 0) ||
       cfg->variant == CTR__BP_PRECISE_GENERAL || !s)
     return CTR_OK;
   bp_timer t;
@@ -101,14 +96,19 @@ extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geome
   ctr__tune_gpu gk;
   CTR_CHECK(ctr__device_setup(ctx, device, &prop, &budget));
   CTR_CHECK(gpu_key(&prop, &gk));
-  /* the class: the variant, the launch's views and the sizes, bucketed
-   * (not the slices: a slab of a run and the whole run share the shape, so
-   * that they round alike) */
+  /* the slab timed: the run's (its grid's depth ranks the shapes), centred so that pairs
+   * stay pairs */
+  int64_t nzs = slab > 0 && slab < o->nz ? slab : o->nz;
+  if ((o->nz - nzs) % 2) nzs--;
+  if (nzs < 1) nzs = o->nz;
+  /* the class: the variant, the launch's views and the sizes, bucketed, the slab's
+   * slices included */
   char cls[256];
-  snprintf(cls, sizeof cls, "%s views=%d vol=%lldx%lld det=%lldx%lld",
+  snprintf(cls, sizeof cls, "%s views=%d vol=%lldx%lld slab=%lld det=%lldx%lld",
            ctr__bp_variant_name(cfg->variant), cfg->views_per_launch,
            (long long)ctr__tune_bucket(g->vol.nx), (long long)ctr__tune_bucket(g->vol.ny),
-           (long long)ctr__tune_bucket(g->nu), (long long)ctr__tune_bucket(g->nv));
+           (long long)ctr__tune_bucket(nzs), (long long)ctr__tune_bucket(g->nu),
+           (long long)ctr__tune_bucket(g->nv));
   const int def[2] = {cfg->slices_per_thread, CTR__TUNE_XY(cfg->block_x, cfg->block_y)};
   const int fixed[2] = {tu->bp_slices > 0 ? tu->bp_slices : 0,
                         tu->bp_block_x > 0 ? CTR__TUNE_XY(tu->bp_block_x, tu->bp_block_y) : 0};
@@ -124,13 +124,8 @@ extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geome
     cfg->block_y = CTR__TUNE_Y(best[1]);
     return CTR_OK;
   }
-  /* the trial: a centred slab (pairs stay pairs), N' views spread over the scan */
+  /* the trial: the centred slab, N' views spread over the scan */
   const int64_t nxy = g->vol.nx * g->vol.ny;
-  int64_t nzs = TUNE_SLAB_VOXELS / (nxy > 0 ? nxy : 1);
-  nzs = nzs < TUNE_SLAB_MIN ? TUNE_SLAB_MIN : nzs > TUNE_SLAB_MAX ? TUNE_SLAB_MAX : nzs;
-  if (nzs > o->nz) nzs = o->nz;
-  if ((o->nz - nzs) % 2) nzs--;
-  if (nzs < 1) nzs = o->nz;
   t.nzs = nzs;
   t.z0 = o->z0 + (o->nz - nzs) / 2;
   ctr_geometry *gslab = NULL; /* the pair kernels' trial volume */
@@ -147,9 +142,7 @@ extern "C" ctr_status ctr__bp_tune(ctr_context *ctx, int device, const ctr_geome
       return CTR_OK;
     }
   }
-  const size_t per_view = ctr__views_bytes(t.g, cfg->variant, 1);
-  int64_t n = cfg->views_per_launch;
-  while (n > 8 && (size_t)n * per_view > TUNE_LAYOUT_BYTES) n /= 2;
+  int64_t n = cfg->views_per_launch; /* the run's N' */
   if (n > g->nviews) n = g->nviews;
   t.n = n;
   for (int64_t i = 0; i < n; i++) t.idx[i] = i * g->nviews / n;

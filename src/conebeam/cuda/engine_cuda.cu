@@ -735,7 +735,8 @@ extern "C" ctr_status ctr__engine_cuda_create(ctr_context *ctx, int device, cons
     c->cfg = ctr__bp_config_resolve(g, o, &req);
     if (!plan->pair) c->cfg.variant = unpaired(c->cfg.variant);
     /* the shape left to the defaults: tuned on first use (bp_tune.cu) */
-    CTR_CHECK_GOTO(st, ctr__bp_tune(ctx, device, g, o, &c->cfg, plan->gpu_bytes, 0, NULL));
+    CTR_CHECK_GOTO(st, ctr__bp_tune(ctx, device, g, o, &c->cfg, plan->slab_slices,
+                                    plan->gpu_bytes, 0, NULL));
   }
   CU(cudaStreamCreateWithFlags(&c->up, cudaStreamNonBlocking));
   CU(cudaStreamCreateWithFlags(&c->comp, cudaStreamNonBlocking));
@@ -818,7 +819,7 @@ extern "C" ctr_status ctr__engine_cuda_tune(ctr_context *ctx, int device, const 
                                                                         : CTR__BP_MAX_VIEWS;
     req = ctr__bp_config_tuned(ctx, &req);
     ctr__bp_config cfg = ctr__bp_config_resolve(gb, o, &req);
-    CTR_CHECK_GOTO(st, ctr__bp_tune(ctx, device, gb, o, &cfg, 0, force, r));
+    CTR_CHECK_GOTO(st, ctr__bp_tune(ctx, device, gb, o, &cfg, 0, 0, force, r));
     if (r && !r->params[0] && !r->note[0])
       snprintf(r->note, sizeof r->note, "not tuned: %s", ctr__tuning(ctx)->tune < 0
                    ? "ctr_tuning.tune is off"
