@@ -2,7 +2,7 @@
  *
  *   bench_fdk_cuda --case A|B [--sweep] [--variants tex,exact-pair,...] [--repeats R]
  *                  [--json FILE] [--dump DIR] [--host auto,staged,registered,driver]
- *                  [--no-curved] [--study lu2016] [--autotune]
+ *                  [--no-curved] [--study lu2016] [--autotune] [--hybrid]
  *
  * Case A: RabbitCT-sized, 512^3 (0.5 mm) from 496 views of 1248 x 960.
  * Case B: Lu et al. 2016's medium, 1024^3 (0.25 mm) from 1200 views of 1024^2.
@@ -28,6 +28,11 @@
  *  - with --autotune, only the autotuner against the defaults: the tuning
  *    pass's time and the end-to-end runs tuned and with tune off, texture
  *    and exact (docs/tuning.md, "Autotuning");
+ *  - with --hybrid, only issue 48's hybrid: tex-pair-half on a share of the views
+ *    and an exact kernel (exact-pair, alu) on the rest, side by side on two streams,
+ *    each into its own volume, summed (ctr__cuda_backproject_hybrid), over shares
+ *    0 .. 1 (0 and 1: one kernel alone through the same harness), with each
+ *    stream's own time and the relative RMS against exact-pair alone;
  *  - with --study lu2016, only Lu et al. 2016's Figs. 9-10 study (block
  *    shapes, N', Z' of the texture kernel; docs/seed-studies.md);
  *  - with --dump, the projections, geometry and our volumes for the ASTRA
@@ -190,6 +195,48 @@ static void autotune_compare(const bench_case *c, const ctr_geometry *g, const c
   ctr_context_free(off);
 }
 
+/* --hybrid: texture and exact kernels side by side (see the header). */
+static void hybrid_study(const bench_case *c, const ctr_geometry *g, const ctr_context *ctx,
+                         const ctr_fdk_options *o, const float *filt, int repeats) {
+  const size_t nvox = (size_t)(c->n * c->n * c->n);
+  float *ref = malloc(nvox * sizeof(float)), *hv = malloc(nvox * sizeof(float));
+  if (!ref || !hv) BENCH_DIE("hybrid: out of host memory");
+  const ctr__bp_config tex = {CTR__BP_TEX_PAIR_HALF, 0, 0, 0, 0, 0, 0, 0};
+  const ctr__bp_config exact[2] = {{CTR__BP_EXACT_PAIR, 0, 0, 0, 0, 0, 0, 0},
+                                   {CTR__BP_ALU, 0, 0, 0, 0, 0, 0, 1}};
+  double ms_ref;
+  if (ctr__cuda_backproject(ctx, g, o, &exact[0], filt, ref, repeats, &ms_ref))
+    BENCH_DIE("hybrid: %s", ctr_error_detail());
+  double norm = 0;
+  for (size_t i = 0; i < nvox; i++) norm += (double)ref[i] * ref[i];
+  printf("hybrid: tex-pair-half on a share of the views beside an exact kernel on the rest "
+         "(exact-pair alone: %.2f ms, %.1f GUPS)\n%-24s %6s %9s %8s %9s %9s %9s\n", ms_ref,
+         gups(c, ms_ref), "pair", "share", "ms", "GUPS", "tex ms", "exact ms", "rel RMS");
+  static const double shares[] = {0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+  for (int e = 0; e < 2; e++)
+    for (size_t k = 0; k < sizeof shares / sizeof shares[0]; k++) {
+      double ms, parts[2];
+      if (ctr__cuda_backproject_hybrid(ctx, g, o, &tex, &exact[e], shares[k], filt, hv, repeats,
+                                       &ms, parts))
+        BENCH_DIE("hybrid: %s", ctr_error_detail());
+      double d = 0;
+      for (size_t i = 0; i < nvox; i++) d += ((double)hv[i] - ref[i]) * ((double)hv[i] - ref[i]);
+      const double rel = norm > 0 ? sqrt(d / norm) : 0;
+      char name[64];
+      snprintf(name, sizeof name, "tex-pair-half+%s", ctr__bp_variant_name(exact[e].variant));
+      printf("%-24s %6.2f %9.2f %8.1f %9.2f %9.2f %9.2e\n", name, shares[k], ms, gups(c, ms),
+             parts[0], parts[1], rel);
+      fflush(stdout);
+      bench_json_case(&json, "\"name\": \"%s/hybrid/%s/%.2f\", \"share_texture\": %.2f, "
+                      "\"seconds\": %.6f, \"gups\": %.1f, \"texture_stream_seconds\": %.6f, "
+                      "\"exact_stream_seconds\": %.6f, \"rel_rms_vs_exact_pair\": %.3e, "
+                      "\"exact_pair_alone_seconds\": %.6f", c->name, name, shares[k], shares[k],
+                      ms * 1e-3, gups(c, ms), parts[0] * 1e-3, parts[1] * 1e-3, rel, ms_ref * 1e-3);
+    }
+  free(ref);
+  free(hv);
+}
+
 static void curved_vs_flat(const bench_case *c, const ctr_geometry *g, const ctr_context *ctx,
                            const ctr_fdk_options *o, const float *filt, int repeats,
                            const char *only) {
@@ -222,7 +269,7 @@ static void curved_vs_flat(const bench_case *c, const ctr_geometry *g, const ctr
 
 int main(int argc, char **argv) {
   const bench_case *c = &CASES[0];
-  int sweep = 0, repeats = 3, curved = 1, study = 0, autotune = 0;
+  int sweep = 0, repeats = 3, curved = 1, study = 0, autotune = 0, hybrid = 0;
   const char *json_path = NULL, *dump = NULL, *only = NULL, *hosts = "auto";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--case") && i + 1 < argc) {
@@ -236,10 +283,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--host") && i + 1 < argc) hosts = argv[++i];
     else if (!strcmp(argv[i], "--no-curved")) curved = 0;
     else if (!strcmp(argv[i], "--autotune")) autotune = 1;
+    else if (!strcmp(argv[i], "--hybrid")) hybrid = 1;
     else if (!strcmp(argv[i], "--study") && i + 1 < argc && !strcmp(argv[i + 1], "lu2016"))
       study = 1, i++;
     else BENCH_DIE("usage: %s --case A|B [--sweep] [--variants a,b] [--repeats R] [--json FILE] [--dump DIR] "
-                   "[--host auto,staged,registered,driver] [--no-curved] [--study lu2016] [--autotune]", argv[0]);
+                   "[--host auto,staged,registered,driver] [--no-curved] [--study lu2016] [--autotune] "
+                   "[--hybrid]", argv[0]);
   }
   if (ctr_cuda_get_device_count() < 1) BENCH_DIE("no usable GPU");
   ctr_device_info info = CTR_DEVICE_INFO_INIT;
@@ -275,17 +324,23 @@ int main(int argc, char **argv) {
     bench_date(date, sizeof date);
     fprintf(json.f,
             "{\n  \"gpu\": \"%s\",\n  \"date\": \"%s\",\n  \"revision\": \"%s\",\n  \"command\": "
-            "\"bench_fdk_cuda --case %s%s%s%s --repeats %d\",\n  \"case\": {\"name\": \"%s\", "
+            "\"bench_fdk_cuda --case %s%s%s%s%s --repeats %d\",\n  \"case\": {\"name\": \"%s\", "
             "\"volume\": [%lld, %lld, %lld], \"voxel_mm\": %g, \"views\": %lld, \"detector\": "
             "[%lld, %lld], \"sid\": %g, \"sdd\": %g, \"pitch_mm\": %g},\n  \"cases\": [\n",
             info.name, date, bench_revision(), c->name, sweep ? " --sweep" : "",
-            study ? " --study lu2016" : "", autotune ? " --autotune" : "", repeats,
+            study ? " --study lu2016" : "", autotune ? " --autotune" : "",
+            hybrid ? " --hybrid" : "", repeats,
             c->name, (long long)c->n, (long long)c->n, (long long)c->n, c->voxel,
             (long long)c->nviews, (long long)c->nu, (long long)c->nv, c->sid, c->sdd, c->pitch);
   }
 
   if (autotune) { /* the autotuner against the defaults, alone */
     autotune_compare(c, g, &o, proj, volume, repeats);
+    if (json.f) fprintf(json.f, "\n  ]\n}\n"), fclose(json.f);
+    return 0;
+  }
+  if (hybrid) { /* the hybrid alone */
+    hybrid_study(c, g, gctx, &o, filt, repeats);
     if (json.f) fprintf(json.f, "\n  ]\n}\n"), fclose(json.f);
     return 0;
   }

@@ -402,8 +402,9 @@ CTR_API ctr_status ctr_fdk_stream_memory(ctr_context *ctx, const ctr_geometry *g
  * GPU (docs/tuning.md, "Autotuning"): the launch shape (bp_slices x
  * bp_block) of the kernel such a run uses (opts->interp), from the cache or
  * the context's earlier result, else (and always with force) by timing the
- * candidates on a slab of g's volume; the winner is cached, so later runs
- * of that class use it without timing. report (required) is filled: every
+ * candidates' launches over g's whole volume (a run's class when the volume
+ * fits the GPU in one slab; a run of smaller slabs tunes its own at its start);
+ * the winner is cached, so later runs of that class use it without timing. report (required) is filled: every
  * candidate timed, the defaults first, and the choice; `note` says why
  * nothing was tuned (ctr_tuning.tune off, both fields set by hand, the
  * general kernel). CTR_E_UNSUPPORTED on a CPU context (nothing to tune). */

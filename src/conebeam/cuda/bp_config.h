@@ -111,6 +111,18 @@ ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_geometry *g,
                                  const float *filtered, float *vol, int repeats,
                                  double *median_ms);
 
+/* Two kernels side by side (issue 48's hybrid, measured): req_a backprojects the
+ * first share_a of the views on one stream while req_b backprojects the rest on
+ * another, each into its own zeroed volume, then the second volume is added to the
+ * first; the median of `repeats` of the whole (both launched to the sum done) in
+ * *median_ms and each stream's own time in parts_ms (may be NULL); the summed volume
+ * to vol (may be NULL). For benchmarks. */
+ctr_status ctr__cuda_backproject_hybrid(const ctr_context *ctx, const ctr_geometry *g,
+                                        const ctr_fdk_options *o, const ctr__bp_config *req_a,
+                                        const ctr__bp_config *req_b, double share_a,
+                                        const float *filtered, float *vol, int repeats,
+                                        double *median_ms, double parts_ms[2]);
+
 /* Autotuning of cfg's Z' and block (bp_tune.cu; core/autotune.h): cfg is
  * a resolved configuration of the kernel a run uses on `device` for (g, o);
  * unless ctr_tuning.tune is off, both fields were set by hand, or the

@@ -800,7 +800,8 @@ cleanup:
 }
 
 /* The engine backend's tune (engine.h): the configuration ctr__engine_cuda_create
- * would resolve for a run of (g, o) in batches of the default N', an offset
+ * would resolve for a run of (g, o) in batches of the default N' (at most the views)
+ * over the whole volume in one slab, an offset
  * detector's extended columns included, tuned by ctr__bp_tune. */
 extern "C" ctr_status ctr__engine_cuda_tune(ctr_context *ctx, int device, const ctr_geometry *g,
                                             const ctr_fdk_options *o, int force,
@@ -815,8 +816,11 @@ extern "C" ctr_status ctr__engine_cuda_tune(ctr_context *ctx, int device, const 
     const ctr_geometry *gb = gx ? gx : g;
     ctr__bp_config req;
     memset(&req, 0, sizeof req);
-    req.views_per_launch = CTR__CUDA_DEFAULT_BATCH < CTR__BP_MAX_VIEWS ? CTR__CUDA_DEFAULT_BATCH
-                                                                        : CTR__BP_MAX_VIEWS;
+    /* the run's N': its first batch (plan.c: the default, at most the views) */
+    int64_t nb = CTR__CUDA_DEFAULT_BATCH < CTR__BP_MAX_VIEWS ? CTR__CUDA_DEFAULT_BATCH
+                                                             : CTR__BP_MAX_VIEWS;
+    if (nb > g->nviews) nb = g->nviews;
+    req.views_per_launch = (int)nb;
     req = ctr__bp_config_tuned(ctx, &req);
     ctr__bp_config cfg = ctr__bp_config_resolve(gb, o, &req);
     CTR_CHECK_GOTO(st, ctr__bp_tune(ctx, device, gb, o, &cfg, 0, 0, force, r));

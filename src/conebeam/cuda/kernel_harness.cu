@@ -54,6 +54,27 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Every view of `filtered` (host) into dv, through d_src (batch views). */
+static ctr_status fill_views(const ctr_geometry *g, const ctr__dev_views *dv, int64_t batch,
+                             const float *filtered, float *d_src) {
+  ctr_status st = CTR_OK;
+  const int64_t nu = g->nu, nv = g->nv;
+  for (int64_t v0 = 0; v0 < g->nviews; v0 += batch) {
+    const int64_t n = g->nviews - v0 < batch ? g->nviews - v0 : batch;
+    CU(cudaMemcpy(d_src, filtered + v0 * nu * nv, (size_t)(n * nu * nv) * sizeof(float),
+                  cudaMemcpyHostToDevice));
+    const ctr__gpu_store dst = ctr__views_target(dv, v0);
+    CTR_CHECK_GOTO(st, ctr__gpu_store_views(d_src, nu, nv, n, &dst, 0));
+  }
+cleanup:
+  return st;
+}
+
+static double median_of(double *t, int n) {
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
 extern "C" ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_geometry *g,
                                             const ctr_fdk_options *o, const ctr__bp_config *req,
                                             const float *filtered, float *vol, int repeats,
@@ -79,13 +100,7 @@ extern "C" ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_ge
                                        prop.maxTexture2DLayered[2], &dv));
   GPU_GET(ctx, d_src, src_bytes, "backprojection views");
   GPU_GET(ctx, d_vol, vol_bytes, "backprojection volume");
-  for (int64_t v0 = 0; v0 < g->nviews; v0 += batch) {
-    const int64_t n = g->nviews - v0 < batch ? g->nviews - v0 : batch;
-    CU(cudaMemcpy(d_src, filtered + v0 * nu * nv, (size_t)(n * nu * nv) * sizeof(float),
-                  cudaMemcpyHostToDevice));
-    const ctr__gpu_store dst = ctr__views_target(&dv, v0);
-    CTR_CHECK_GOTO(st, ctr__gpu_store_views(d_src, nu, nv, n, &dst, 0));
-  }
+  CTR_CHECK_GOTO(st, fill_views(g, &dv, batch, filtered, d_src));
   times = (double *)ctr__calloc((size_t)repeats, sizeof(double), "timings");
   if (!times) {
     st = CTR_E_OUT_OF_MEMORY;
@@ -104,8 +119,7 @@ extern "C" ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_ge
     CU(cudaEventElapsedTime(&ms, e0, e1));
     if (r >= 0) times[r] = ms;
   }
-  qsort(times, (size_t)repeats, sizeof *times, cmp_double);
-  if (median_ms) *median_ms = repeats % 2 ? times[repeats / 2] : 0.5 * (times[repeats / 2 - 1] + times[repeats / 2]);
+  if (median_ms) *median_ms = median_of(times, repeats);
   if (vol) CU(cudaMemcpy(vol, d_vol, vol_bytes, cudaMemcpyDeviceToHost));
 cleanup:
   if (e0) cudaEventDestroy(e0);
@@ -115,5 +129,108 @@ cleanup:
   GPU_PUT(ctx, d_src, src_bytes);
   GPU_PUT(ctx, d_vol, vol_bytes);
   ctr__views_free(&dv);
+  return st;
+}
+
+/* b += a, n floats (the hybrid's two partial sums). */
+static __global__ void add_into(float *b, const float *a, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    b[i] += a[i];
+}
+
+extern "C" ctr_status ctr__cuda_backproject_hybrid(const ctr_context *ctx, const ctr_geometry *g,
+                                                   const ctr_fdk_options *o,
+                                                   const ctr__bp_config *req_a,
+                                                   const ctr__bp_config *req_b, double share_a,
+                                                   const float *filtered, float *vol, int repeats,
+                                                   double *median_ms, double parts_ms[2]) {
+  ctr_status st = CTR_OK;
+  ctr__bp_config cfg[2];
+  for (int k = 0; k < 2; k++) {
+    const ctr__bp_config tuned = ctr__bp_config_tuned(ctx, k ? req_b : req_a);
+    cfg[k] = ctr__bp_config_resolve(g, o, &tuned);
+  }
+  const int64_t nu = g->nu, nv = g->nv;
+  const int64_t batch = cfg[0].views_per_launch > cfg[1].views_per_launch
+                            ? cfg[0].views_per_launch : cfg[1].views_per_launch;
+  /* views [0, na) to the first kernel, [na, nviews) to the second, in whole launches */
+  int64_t na = (int64_t)(share_a * (double)g->nviews + 0.5);
+  na = na < 0 ? 0 : na > g->nviews ? g->nviews : na;
+  const long long nvox = (long long)(g->vol.nx * g->vol.ny * o->nz);
+  const size_t vol_bytes = (size_t)nvox * sizeof(float);
+  const size_t src_bytes = (size_t)(batch * nu * nv) * sizeof(float);
+  cudaDeviceProp prop;
+  uint64_t budget = 0;
+  ctr__dev_views dv[2];
+  memset(dv, 0, sizeof dv);
+  float *d_src = NULL, *d_vol[2] = {NULL, NULL};
+  double *times = NULL;
+  cudaStream_t s[2] = {NULL, NULL};
+  cudaEvent_t e0 = NULL, e1 = NULL, ep[2] = {NULL, NULL};
+  if (repeats < 1) repeats = 1;
+  CTR_CHECK_GOTO(st, ctr__device_setup(ctx, ctr__context_gpu(ctx, 0), &prop, &budget));
+  CTR_CHECK_GOTO(st, ctr__check_memory(ctr__views_bytes(g, cfg[0].variant, g->nviews) +
+                                           ctr__views_bytes(g, cfg[1].variant, g->nviews) +
+                                           2 * vol_bytes + src_bytes,
+                                       budget, "hybrid backprojection"));
+  GPU_GET(ctx, d_src, src_bytes, "backprojection views");
+  for (int k = 0; k < 2; k++) {
+    CTR_CHECK_GOTO(st, ctr__views_create(ctx, g, cfg[k].variant, cfg[k].views_per_launch,
+                                         g->nviews, prop.maxTexture2DLayered[2], &dv[k]));
+    CTR_CHECK_GOTO(st, fill_views(g, &dv[k], cfg[k].views_per_launch, filtered, d_src));
+    GPU_GET(ctx, d_vol[k], vol_bytes, "backprojection volume");
+    CU(cudaStreamCreateWithFlags(&s[k], cudaStreamNonBlocking));
+    CU(cudaEventCreate(&ep[k]));
+  }
+  times = (double *)ctr__calloc((size_t)(3 * repeats), sizeof(double), "timings");
+  if (!times) {
+    st = CTR_E_OUT_OF_MEMORY;
+    goto cleanup;
+  }
+  CU(cudaEventCreate(&e0));
+  CU(cudaEventCreate(&e1));
+  for (int r = -1; r < repeats; r++) { /* r = -1 warms up */
+    for (int k = 0; k < 2; k++) CU(cudaMemset(d_vol[k], 0, vol_bytes));
+    CU(cudaDeviceSynchronize());
+    CU(cudaEventRecord(e0, 0));
+    for (int k = 0; k < 2; k++) { /* side by side: each kernel on its own stream */
+      CU(cudaStreamWaitEvent(s[k], e0, 0));
+      const int64_t v0 = k ? na : 0, n = k ? g->nviews - na : na;
+      if (n > 0)
+        CTR_CHECK_GOTO(st, ctr__backproject_batch(g, &dv[k], &cfg[k], v0, n, d_vol[k], o->z0,
+                                                  o->nz, 0, ctr__grid_slices(&dv[k], o->nz),
+                                                  s[k]));
+      CU(cudaEventRecord(ep[k], s[k]));
+      CU(cudaStreamWaitEvent(0, ep[k], 0));
+    }
+    add_into<<<(unsigned)(prop.multiProcessorCount * 8), 256>>>(d_vol[0], d_vol[1], nvox);
+    CU(cudaGetLastError());
+    CU(cudaEventRecord(e1, 0));
+    CU(cudaEventSynchronize(e1));
+    float ms, pa, pb;
+    CU(cudaEventElapsedTime(&ms, e0, e1));
+    CU(cudaEventElapsedTime(&pa, e0, ep[0]));
+    CU(cudaEventElapsedTime(&pb, e0, ep[1]));
+    if (r >= 0) times[r] = ms, times[repeats + r] = pa, times[2 * repeats + r] = pb;
+  }
+  if (median_ms) *median_ms = median_of(times, repeats);
+  if (parts_ms) {
+    parts_ms[0] = median_of(times + repeats, repeats);
+    parts_ms[1] = median_of(times + 2 * repeats, repeats);
+  }
+  if (vol) CU(cudaMemcpy(vol, d_vol[0], vol_bytes, cudaMemcpyDeviceToHost));
+cleanup:
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  free(times);
+  cudaDeviceSynchronize(); /* the buffers go back unused */
+  for (int k = 0; k < 2; k++) {
+    if (ep[k]) cudaEventDestroy(ep[k]);
+    if (s[k]) cudaStreamDestroy(s[k]);
+    GPU_PUT(ctx, d_vol[k], vol_bytes);
+    ctr__views_free(&dv[k]);
+  }
+  GPU_PUT(ctx, d_src, src_bytes);
   return st;
 }
