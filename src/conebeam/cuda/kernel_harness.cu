@@ -70,6 +70,17 @@ cleanup:
   return st;
 }
 
+/* n timings and the two events that bracket each run. */
+static ctr_status timing_setup(size_t n, double **times, cudaEvent_t *e0, cudaEvent_t *e1) {
+  ctr_status st = CTR_OK;
+  *times = (double *)ctr__calloc(n, sizeof(double), "timings");
+  if (!*times) return CTR_E_OUT_OF_MEMORY;
+  CU(cudaEventCreate(e0));
+  CU(cudaEventCreate(e1));
+cleanup:
+  return st;
+}
+
 static double median_of(double *t, int n) {
   qsort(t, (size_t)n, sizeof *t, cmp_double);
   return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
@@ -101,13 +112,7 @@ extern "C" ctr_status ctr__cuda_backproject(const ctr_context *ctx, const ctr_ge
   GPU_GET(ctx, d_src, src_bytes, "backprojection views");
   GPU_GET(ctx, d_vol, vol_bytes, "backprojection volume");
   CTR_CHECK_GOTO(st, fill_views(g, &dv, batch, filtered, d_src));
-  times = (double *)ctr__calloc((size_t)repeats, sizeof(double), "timings");
-  if (!times) {
-    st = CTR_E_OUT_OF_MEMORY;
-    goto cleanup;
-  }
-  CU(cudaEventCreate(&e0));
-  CU(cudaEventCreate(&e1));
+  CTR_CHECK_GOTO(st, timing_setup((size_t)repeats, &times, &e0, &e1));
   for (int r = -1; r < repeats; r++) { /* r = -1 warms up */
     CU(cudaMemset(d_vol, 0, vol_bytes));
     CU(cudaEventRecord(e0, 0));
@@ -183,13 +188,7 @@ extern "C" ctr_status ctr__cuda_backproject_hybrid(const ctr_context *ctx, const
     CU(cudaStreamCreateWithFlags(&s[k], cudaStreamNonBlocking));
     CU(cudaEventCreate(&ep[k]));
   }
-  times = (double *)ctr__calloc((size_t)(3 * repeats), sizeof(double), "timings");
-  if (!times) {
-    st = CTR_E_OUT_OF_MEMORY;
-    goto cleanup;
-  }
-  CU(cudaEventCreate(&e0));
-  CU(cudaEventCreate(&e1));
+  CTR_CHECK_GOTO(st, timing_setup((size_t)(3 * repeats), &times, &e0, &e1));
   for (int r = -1; r < repeats; r++) { /* r = -1 warms up */
     for (int k = 0; k < 2; k++) CU(cudaMemset(d_vol[k], 0, vol_bytes));
     CU(cudaDeviceSynchronize());
