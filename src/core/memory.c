@@ -80,3 +80,17 @@ ctr_status ctr__budgets_resolve(ctr_context *ctx, uint64_t *gpu_budget, uint64_t
    * buffers or gives them back when the GPU is full: they stay */
   return budgets(ctx, 0, gpu ? gpu_budget : NULL, host ? host_budget : NULL);
 }
+
+void ctr__copy_parallel(void *dst, const void *src, size_t n) {
+  const size_t piece = (size_t)1 << 20;
+  if (n < 4 * piece) {
+    memcpy(dst, src, n);
+    return;
+  }
+  const int64_t pieces = (int64_t)((n + piece - 1) / piece);
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < pieces; p++) {
+    const size_t at = (size_t)p * piece;
+    memcpy((char *)dst + at, (const char *)src + at, n - at < piece ? n - at : piece);
+  }
+}

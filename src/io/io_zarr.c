@@ -175,7 +175,6 @@ typedef struct level {
   int sharded;           /* 1: shard files of s, each of (s / c) inner chunks and an index */
   int64_t rows;          /* rows of shards (of chunks when not sharded) along z */
   unsigned char **buf;   /* per row: its images, allocated when the first arrives */
-  int zstd_level;        /* ZARR_ZSTD_LEVEL, or ZARR_ZSTD_LEVEL_PYRAMID above level 0 */
   unsigned char *spare;  /* a written row's buffer (s[0] images), kept for the next row: its
                           * pages faulted in once, not once a row */
   int64_t *filled;       /* per row: images present */
@@ -222,7 +221,6 @@ static void plan_levels(const ctr_stack_info *info, zarr_out *o, int64_t shard) 
     for (int a = 0; a < 3; a++)
       v->s[a] = v->c[a] * (!v->sharded ? 1 : side[a] < g[a] ? side[a] : g[a]);
     v->rows = (n[0] + v->s[0] - 1) / v->s[0];
-    v->zstd_level = l == 0 ? ZARR_ZSTD_LEVEL : ZARR_ZSTD_LEVEL_PYRAMID;
     o->nlevels = l + 1;
     int64_t least = n[0] < n[1] ? n[0] : n[1];
     least = least < n[2] ? least : n[2];
@@ -271,6 +269,11 @@ uint64_t ctr__zarr_writer_bytes(int64_t nx, int64_t ny, int64_t nz, ctr_dtype d,
 
 static size_t slice_bytes(const zarr_out *o, const level *v) {
   return (size_t)v->n[1] * (size_t)v->n[2] * o->es;
+}
+
+/* Level v's zstd level: ZARR_ZSTD_LEVEL at level 0, ZARR_ZSTD_LEVEL_PYRAMID above. */
+static int zstd_level(const zarr_out *o, const level *v) {
+  return v == &o->lv[0] ? ZARR_ZSTD_LEVEL : ZARR_ZSTD_LEVEL_PYRAMID;
 }
 
 static int64_t row_images(const level *v, int64_t r) {
@@ -336,7 +339,7 @@ static size_t compress_chunk(const zarr_out *o, const level *v, int64_t r, int64
                              int64_t i, unsigned char *raw, unsigned char *z, size_t zcap) {
   const size_t cb = (size_t)(v->c[0] * v->c[1] * v->c[2]) * o->es;
   gather_chunk(o, v, r, q, j, i, raw);
-  const size_t zn = ZSTD_compress(z, zcap, raw, cb, v->zstd_level);
+  const size_t zn = ZSTD_compress(z, zcap, raw, cb, zstd_level(o, v));
   if (!ZSTD_isError(zn)) return zn;
   ctr__error_set(CTR_E_INTERNAL, "cannot compress chunk (%lld, %lld, %lld): %s",
                  (long long)(r * v->s[0] / v->c[0] + q), (long long)j, (long long)i,
@@ -441,13 +444,12 @@ static ctr_status write_row(zarr_out *o, int l, int64_t r) {
     const int64_t tasks = pass == 0 ? nch : cy * cx;
 #pragma omp parallel
     {
-      unsigned char *raw = pass == 0 || !pre ? malloc(cb) : NULL;
-      unsigned char *z = malloc(zcap);
+      unsigned char *raw = malloc(cb), *z = malloc(zcap);
 #pragma omp for schedule(dynamic)
       for (int64_t c = 0; c < tasks; c++) {
         ctr_status s = CTR_OK;
         if (err != CTR_OK) continue;
-        if ((!raw && (pass == 0 || !pre)) || !z) {
+        if (!raw || !z) {
           s = ctr__error_set(CTR_E_OUT_OF_MEMORY, "cannot allocate %zu bytes for a chunk", cb);
         } else if (pass == 0) { /* chunk c = (q, j, i) of the row, compressed */
           const int64_t q = c / (gy * gx), j = c / gx % gy, i = c % gx;
@@ -572,22 +574,6 @@ static ctr_status finish_row(ctr_stack_writer *w, int l, int64_t r) {
   return CTR_OK;
 }
 
-/* memcpy of an image, on every core when it is large: one thread copies ~5 GB/s, a
- * fraction of a GPU machine's memory bandwidth, and level 0's images are the volume. */
-static void copy_image(unsigned char *dst, const unsigned char *src, size_t n) {
-  const size_t piece = (size_t)1 << 20;
-  if (n < 4 * piece) {
-    memcpy(dst, src, n);
-    return;
-  }
-  const int64_t pieces = (int64_t)((n + piece - 1) / piece);
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < pieces; p++) {
-    const size_t at = (size_t)p * piece;
-    memcpy(dst + at, src + at, n - at < piece ? n - at : piece);
-  }
-}
-
 static ctr_status put_images(ctr_stack_writer *w, int l, int64_t first, int64_t n,
                              const unsigned char *src) {
   zarr_out *o = w->impl;
@@ -601,7 +587,8 @@ static ctr_status put_images(ctr_stack_writer *w, int l, int64_t first, int64_t 
       v->spare = NULL;
       if (!v->buf[r]) return CTR_E_OUT_OF_MEMORY;
     }
-    copy_image(v->buf[r] + (size_t)(z - r * v->s[0]) * sb, src + (size_t)i * sb, sb);
+    /* on every core: level 0's images are the volume */
+    ctr__copy_parallel(v->buf[r] + (size_t)(z - r * v->s[0]) * sb, src + (size_t)i * sb, sb);
     if (!v->have[z]) {
       v->have[z] = 1;
       if (++v->filled[r] == row_images(v, r)) CTR_CHECK(finish_row(w, l, r));
@@ -668,7 +655,7 @@ static cJSON *array_json(const zarr_out *o, const level *v) {
   cJSON_AddStringToObject(cfg, "endian", ctr__host_is_little_endian() ? "little" : "big");
   cJSON_AddItemToArray(codecs, named("bytes", cfg));
   cfg = cJSON_CreateObject();
-  cJSON_AddNumberToObject(cfg, "level", v->zstd_level);
+  cJSON_AddNumberToObject(cfg, "level", zstd_level(o, v));
   cJSON_AddBoolToObject(cfg, "checksum", 0);
   cJSON_AddItemToArray(codecs, named("zstd", cfg));
   if (v->sharded) { /* the chunk codecs inside sharding_indexed */

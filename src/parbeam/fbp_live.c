@@ -1135,6 +1135,12 @@ static ctr_status open_scan(ctr_fbp_live *l, ctr_stack_reader **in) {
   }
 }
 
+/* The device's sum freed (waits for its work). */
+static void acc_release(ctr_fbp_live *l) {
+  if (l->dacc) l->acc_be->acc_free(l->dacc);
+  l->dacc = NULL;
+}
+
 /* Slices [s0, s0 + ns) of the summed volume for the final run (ctr__fbp_acc_slices):
  * downloaded from the device's sum (its band while the writer writes the band before:
  * the host never holds the whole volume), or copied from the host's on every core; their
@@ -1142,18 +1148,8 @@ static ctr_status open_scan(ctr_fbp_live *l, ctr_stack_reader **in) {
 static ctr_status acc_slices(void *arg, int64_t s0, int64_t ns, float *dst, int64_t *bad_output) {
   ctr_fbp_live *l = arg;
   const size_t plane = (size_t)(l->gacc->p.nx * l->gacc->p.ny), n = plane * (size_t)ns;
-  if (l->dacc) {
-    CTR_CHECK(l->acc_be->acc_get(l->dacc, s0, ns, dst, NULL));
-  } else {
-    const float *from = l->vol + (size_t)s0 * plane;
-    const size_t piece = (size_t)1 << 18;
-    const int64_t npieces = (int64_t)((n + piece - 1) / piece);
-#pragma omp parallel for schedule(static) if (npieces > 1)
-    for (int64_t p = 0; p < npieces; p++) {
-      const size_t i0 = (size_t)p * piece, m = n - i0 < piece ? n - i0 : piece;
-      memcpy(dst + i0, from + i0, sizeof(float) * m);
-    }
-  }
+  if (l->dacc) CTR_CHECK(l->acc_be->acc_get(l->dacc, s0, ns, dst, NULL));
+  else ctr__copy_parallel(dst, l->vol + (size_t)s0 * plane, sizeof(float) * n);
   *bad_output += ctr__values_sanitize(dst, (int64_t)n);
   return CTR_OK;
 }
@@ -1197,10 +1193,7 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
     st = l->acc_be->acc_get(l->dacc, 0, 0, NULL, &bad);
     l->acc_counts.input += bad;
   }
-  if (l->dacc && !acc) { /* the device's memory given back before the run from the scan */
-    l->acc_be->acc_free(l->dacc);
-    l->dacc = NULL;
-  }
+  if (!acc) acc_release(l); /* the device's memory given back before the run from the scan */
   if (st != CTR_OK) {
     /* the device failed: nothing written */
   } else if (acc) {
@@ -1220,10 +1213,7 @@ ctr_status ctr_fbp_live_finish(ctr_fbp_live *l, const char *out, ctr_file_format
   } else {
     st = ctr_fbp_stream(l->ctx, &p, &so, in, l->flat, l->dark, out, fmt, report);
   }
-  if (l->dacc) {
-    l->acc_be->acc_free(l->dacc);
-    l->dacc = NULL;
-  }
+  acc_release(l);
   ctr_stack_close(in);
   if (st == CTR_OK) l->finished = 1;
   return st;
@@ -1241,7 +1231,7 @@ void ctr_fbp_live_free(ctr_fbp_live *l) {
   }
   free(l->sp_index);
   free(l->sp_angle);
-  if (l->dacc) l->acc_be->acc_free(l->dacc);
+  acc_release(l);
   ctr_parallel_free(l->gacc);
   ctr_parallel_free(l->gfull);
   free(l->vol);
